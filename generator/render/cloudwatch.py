@@ -374,12 +374,12 @@ def widget_title(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings
     if limit is None or _now_table(panel, query, catalog) or not idle_cut_first(query, plan_, catalog):
         return panel.title
     what = "pods" if query.per_pod else _lines_of(plan_)
-    return f"{panel.title} (the {limit} {what} {CUT_TITLE}: past {limit}, the least busy are not drawn)"
+    return f"{panel.title} (the {limit} {what} {CUT_TITLE}: past {limit}, {CUT_LEFT})"
 
 
 CUT_TITLE = "that read highest"  # what widget_title says of the lines a utilization chart draws
-_CUT_TITLE = re.compile(rf" \(the \d+ (?:pods|nodes|GPUs|GPUs or MIG instances) {CUT_TITLE}: past \d+, idle ones are "
-                        rf"not drawn\)$")
+CUT_LEFT = "the least busy are not drawn"  # ... and of those its LIMIT leaves out
+_CUT_TITLE = re.compile(rf" \(the \d+ (?:pods|nodes|GPUs|GPUs or MIG instances) {CUT_TITLE}: past \d+, {CUT_LEFT}\)$")
 
 
 def panel_title(title: str) -> str:
