@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks._timing import RUNS, SMOKE, measure, record, reference_dir, run_printing  # noqa: E402
 from generator.artifacts import build  # noqa: E402
 from generator.names import COUNTER_GROUP  # noqa: E402
+from generator.promql import COUNTED_PARTS  # noqa: E402
 from generator.output import RULES_FILE, SERVICE_MONITOR_FILE, agent_file, encode  # noqa: E402
 from generator.project import load_project  # noqa: E402
 from generator.render.scrape import scrape_job  # noqa: E402
@@ -77,7 +78,8 @@ def main() -> None:
         with Prometheus(work, config) as prometheus, KubeTestServer(cluster) as kube:
             prometheus.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="train-a-0"}')
             prometheus.wait_for("kube_daemonset_status_desired_number_scheduled")
-            prometheus.wait_for(f'{{__name__=~"gpudash:.+:step_increase"}}')
+            for part in COUNTED_PARTS:  # the recordings verify's `counter recording rules` looks for
+                prometheus.wait_for(f'{{__name__=~"gpudash:.+:{part}"}}')
             env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig(work / "kubeconfig")),
                    "AWS_ENDPOINT_URL": moto.url, "PROMETHEUS_URL": prometheus.url}
             command = [str(Path(sys.executable).parent / "gpudash"), "verify", "--output", "json"]

@@ -23,6 +23,7 @@ refused is said, never read as none.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, NamedTuple, TypeVar
 
 from ..clients.deadline import DeadlineExceeded
@@ -118,8 +119,20 @@ def read_playlists(client: GrafanaClient) -> dict[str, dict[str, Any]] | Unread:
     return attempt(read)
 
 
+def _as_id(value: Any) -> int | None:
+    """A playlist item's value read as Grafana reads a by-id item's (Go's ParseInt, base 10: "042" and "+42" are 42),
+    or None where it reads none."""
+    text = str(value)
+    return int(text) if re.fullmatch(r"[+-]?[0-9]+", text) else None
+
+
 def picking(playlists: dict[str, dict[str, Any]], uid: str, dashboard_id: Any) -> list[str]:
     """The playlists that pick the dashboard by its uid or its id, as `'NOC wall' (pl1)` (sorted by uid)."""
-    picks = {("dashboard_by_uid", uid), ("dashboard_by_id", str(dashboard_id))}
+    own_id = _as_id(dashboard_id)
+
+    def picks(item: dict[str, Any]) -> bool:
+        if item["type"] == "dashboard_by_uid":
+            return item["value"] == uid
+        return item["type"] == "dashboard_by_id" and own_id is not None and _as_id(item["value"]) == own_id
     return [f"{playlist.get('name')!r} ({key})" for key, playlist in sorted(playlists.items())
-            if any((item["type"], item["value"]) in picks for item in playlist["items"])]
+            if any(picks(item) for item in playlist["items"])]

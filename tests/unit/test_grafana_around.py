@@ -35,6 +35,14 @@ def test_a_playlist_picks_a_dashboard_by_uid_or_id_not_by_tag():
     assert picking(playlists, "gpudash-y", 7) == []
 
 
+def test_a_by_id_item_picks_the_dashboard_as_grafana_parses_its_value():
+    """Grafana reads a by-id item's value with Go's ParseInt: "042" and "+42" pick dashboard 42 (an item written
+    through the API keeps the text it was given); "4_2", " 42" and "42.0" pick nothing."""
+    playlists = {f"pl{n}": {"name": value, "items": [{"type": "dashboard_by_id", "value": value}]}
+                 for n, value in enumerate(["042", "+42", "4_2", " 42", "42.0"])}
+    assert picking(playlists, "gpudash-x", 42) == ["'042' (pl0)", "'+42' (pl1)"]
+
+
 def test_an_answer_of_permissions_holds_all_of_them_only_for_an_account_reading_every_holder():
     """Grafana leaves out the entries of a team, user or service account the caller may not read: only scopes over
     all of them (a wildcard) make its answer all of them; one team's scope does not."""
