@@ -174,12 +174,44 @@ def agent_log_group(cluster: str) -> str:
 
 # --- CloudFormation -------------------------------------------------------------------------
 
+LOGICAL_WORDS = 200  # the most of a name's words a logical id holds (CloudFormation takes 255 characters)
+
+
 def logical_id(kind: str, name: str) -> str:
-    """A template's logical id: the kind (Dashboard, Alarm, LogGroup), then the name's words capitalised."""
-    return kind + "".join(part.capitalize() for part in _NOT_WORD.split(name) if part)[:200]
+    """A template's logical id (letters and digits, unique in its template): the kind (Dashboard, Alarm, LogGroup),
+    then the name's words capitalised (`gpudash-eks-a-gpu-idle-warning`: AlarmGpudashEksAGpuIdleWarning). It depends
+    on the kind and the name alone, never on the other names of the template: CloudFormation knows a resource by its
+    logical id, and one that changes is created anew under the same name and the old one deleted (an alarm or
+    dashboard is then gone, a log group's creation fails), so which alarms a template holds, or how a cluster's are
+    split over templates, changes no id.
+
+    Capitalised words drop what separates them, their case and where a word of digits starts (`trainer-1`,
+    `trainer1`, `trainer_1` and `Trainer-1` are all Trainer1), so an id is read back as one spelling (`spelled`):
+    lower-case words joined by `-`, a word's trailing digits a word of their own (`trainer-1`, `ml-train-0`,
+    `us-east-1`; a log group `/aws/containerinsights/<that>/prometheus`). The name spelled so, with at most
+    LOGICAL_WORDS of words, has that id; any other name (`trainer1`, `a_b`, `aB`, a longer one) has its words, cut
+    at LOGICAL_WORDS, and the first 10 hex digits of its sha256, upper-case: the ids of two names are equal only
+    where their digests are, or where a name spelled as above ends in another's digest."""
+    words = "".join(part.capitalize() for part in _NOT_WORD.split(name) if part)
+    if len(words) <= LOGICAL_WORDS and spelled(kind, words) == name:
+        return kind + words
+    return kind + words[:LOGICAL_WORDS] + hashlib.sha256(name.encode()).hexdigest()[:10].upper()
+
+
+def spelled(kind: str, words: str) -> str:
+    """The one name whose logical id is `kind` + `words` as it is (logical_id): the words lower-case, joined by `-`,
+    a word's trailing digits a word of their own; a log group's in the agent's form (agent_log_group)."""
+    if kind == "LogGroup":
+        group = _LOG_GROUP_WORDS.fullmatch(words)
+        if group:
+            return agent_log_group(spelled("", group[1]))
+    return "-".join(_TRAILING_DIGITS.sub(r"\1-\2", word.lower()) for word in _ID_WORD.findall(words))
 
 
 _NOT_WORD = re.compile(r"[^A-Za-z0-9]+")
+_ID_WORD = re.compile(r"[A-Z][a-z0-9]*|[a-z0-9]+")  # a capitalised word (or the digits an id's words start with)
+_TRAILING_DIGITS = re.compile(r"^(.*[a-z])([0-9]+)$")
+_LOG_GROUP_WORDS = re.compile(r"AwsContainerinsights(.+)Prometheus")
 
 
 STACK_NAME_LENGTH = 128  # CloudFormation's stack names: a letter, then letters, digits and hyphens

@@ -4,7 +4,6 @@ resources pass CloudFormation's quotas, and one per Region of fleet alarms). Pur
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from typing import Any
 
 from ..names import cluster_stack, logical_id, region_stack
@@ -161,15 +160,11 @@ def _template(what: str, region: str, named: list[tuple[str, str, dict[str, Any]
 
 
 def _by_logical_id(named: list[tuple[str, str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Resources under their logical ids. An id keeps only a name's letters and digits, so clusters `a-b`
-    and `a_b` (or `ab` and `aB`) would give their alarms, dashboards and log groups one id and the template
-    would keep one of each: ids that more than one name shares end in a digest of the exact name."""
-    ids = [logical_id(kind, name) for kind, name, _ in named]
-    shared = {id_ for id_, count in Counter(ids).items() if count > 1}
+    """Resources under their logical ids (names.logical_id: a function of the kind and name alone, so that adding,
+    removing or moving other resources changes none)."""
     resources: dict[str, dict[str, Any]] = {}
-    for id_, (_, name, resource) in zip(ids, named):
-        if id_ in shared:
-            id_ += hashlib.sha256(name.encode()).hexdigest()[:10].upper()
+    for kind, name, resource in named:
+        id_ = logical_id(kind, name)
         if id_ in resources:
             raise ValueError(f"two template resources under one logical id {id_}")
         resources[id_] = resource
