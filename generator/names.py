@@ -192,9 +192,14 @@ def logical_id(kind: str, name: str) -> str:
     LOGICAL_WORDS of words, has that id; any other name (`trainer1`, `a_b`, `aB`, a longer one) has its words, cut
     at LOGICAL_WORDS, and the first 10 hex digits of its sha256, upper-case: the ids of two names are equal only
     where their digests are, or where a name spelled as above ends in another's digest."""
-    words = "".join(part.capitalize() for part in _NOT_WORD.split(name) if part)
-    if len(words) <= LOGICAL_WORDS and spelled(kind, words) == name:
-        return kind + words
+    if kind != "LogGroup" and _LOWER.fullmatch(name):  # the common case, told without reading the id back
+        words = "".join(map(str.capitalize, name.split("-")))
+        if len(words) <= LOGICAL_WORDS and _SPELLED.fullmatch(name):
+            return kind + words
+    else:
+        words = "".join(part.capitalize() for part in _NOT_WORD.split(name) if part)
+        if len(words) <= LOGICAL_WORDS and spelled(kind, words) == name:
+            return kind + words
     return kind + words[:LOGICAL_WORDS] + hashlib.sha256(name.encode()).hexdigest()[:10].upper()
 
 
@@ -212,6 +217,10 @@ _NOT_WORD = re.compile(r"[^A-Za-z0-9]+")
 _ID_WORD = re.compile(r"[A-Z][a-z0-9]*|[a-z0-9]+")  # a capitalised word (or the digits an id's words start with)
 _TRAILING_DIGITS = re.compile(r"^(.*[a-z])([0-9]+)$")
 _LOG_GROUP_WORDS = re.compile(r"AwsContainerinsights(.+)Prometheus")
+# Of the names of lower-case letters, digits and `-` (_LOWER), those `spelled` gives: words joined by single `-`, each
+# ending in a letter but the first (it may be digits alone) and any of digits alone that follows one ending in a letter
+_LOWER = re.compile(r"[a-z0-9-]*")
+_SPELLED = re.compile(r"(?:[a-z0-9]*[a-z](?:-[0-9]+)?|[0-9]+)(?:-[a-z](?:[a-z0-9]*[a-z])?(?:-[0-9]+)?)*")
 
 
 STACK_NAME_LENGTH = 128  # CloudFormation's stack names: a letter, then letters, digits and hyphens

@@ -63,13 +63,14 @@ def test_adding_or_removing_an_alarm_of_the_same_id_changes_no_other_resources_i
 def test_splitting_a_cluster_over_templates_or_not_changes_no_logical_id(project_dir, monkeypatch):
     """250 static per-pod targets split a cluster's alarms over 2 templates; the same build unsplit (one template,
     which CloudFormation would refuse) and with 4 parts gives every dashboard, alarm and log group the same id.
-    Pods `p1` and `p-1` (`p4` and `p.4`, `p5` and `p--5`) give alarms of one capitalised id: they kept the plain id or took a digest by
-    which of them landed in one template."""
+    Pods `p1` and `p-1` (`p4` and `p.4`, `p5` and `p--5`) give alarms of one capitalised id: they kept the plain id
+    or took a digest by which of them landed in one template."""
     pods = ", ".join([f"ml/p{i}" for i in range(245)] + ["ml/p-1", "ml/p-2", "ml/p-3", "ml/p.4", "ml/p--5"])
     config = project_dir("clusters:\n  - {name: c-a, region: us-east-1}\n"
                          f"alarms:\n  per_pod: static\n  static_pods: [{pods}]\n")
     project = load_project(config)
-    kinds = {"AWS::CloudWatch::Alarm": ("Alarm", "AlarmName"), "AWS::CloudWatch::Dashboard": ("Dashboard", "DashboardName"),
+    kinds = {"AWS::CloudWatch::Alarm": ("Alarm", "AlarmName"),
+             "AWS::CloudWatch::Dashboard": ("Dashboard", "DashboardName"),
              "AWS::Logs::LogGroup": ("LogGroup", "LogGroupName")}
     real_fits = cloudformation._fits
 
@@ -122,3 +123,16 @@ def test_logical_ids_are_unique_valid_and_keep_the_ids_written_names_had():
     assert names.logical_id("Alarm", "trainer-1") == "AlarmTrainer1"
     assert names.logical_id("Alarm", "trainer1").startswith("AlarmTrainer1") and \
         len(names.logical_id("Alarm", "trainer1")) == len("AlarmTrainer1") + 10
+
+
+def test_the_common_names_shortcut_gives_the_ids_reading_back_gives():
+    """logical_id tells whether a name of lower-case letters, digits and `-` keeps its plain id without reading the
+    id back (names._SPELLED): over every such name of up to 6 characters of `a`, `b`, `0`, `1` and `-`, it tells as
+    reading back does."""
+    from itertools import product
+
+    for length in range(1, 7):
+        for letters in product("ab01-", repeat=length):
+            name = "".join(letters)
+            words = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", name) if part)
+            assert bool(names._SPELLED.fullmatch(name)) == (names.spelled("Alarm", words) == name), name
