@@ -167,6 +167,16 @@ def cloudwatch_dashboards(project: Project) -> tuple[CloudWatchDashboard, ...]:
                  cloudwatch.dashboards(project.cloudwatch_definitions(), project.catalog, project.settings))
 
 
+def _alike(dashboard: CloudWatchDashboard) -> tuple[Any, str, int] | None:
+    """A key the dashboards whose bodies a template holds in as many bytes share (cloudformation.templates measures
+    one of them): one ClusterBodies' bodies in the clusters of one Region whose names are plain tokens (written as
+    themselves, no escapes) of one length; None for any other body."""
+    if dashboard.made is None or not cloudwatch.PLAIN_NAME.fullmatch(dashboard.made[1].name):
+        return None
+    bodies, cluster = dashboard.made
+    return bodies, cluster.region, len(cluster.name)
+
+
 def agents(project: Project) -> tuple[AgentConfig, ...]:
     """Each cluster's agent config and scrape config; none when the Container Insights add-on publishes."""
     from . import container_insights
@@ -256,7 +266,8 @@ def build(project: Project, grafana: bool = True) -> Artifacts:
         alarms=tuple(AlarmRequest(item["Region"], item["Request"]) for item in requests),
         primary_region=primary,
         cloudformation=cloudformation.templates([(c.name, c.region) for c in settings.clusters],
-                                                [(d.name, owner[d.name], d.body) for d in dashboards], requests,
+                                                [(d.name, owner[d.name], d.body, _alike(d)) for d in dashboards],
+                                                requests,
                                                 log_groups, settings.project),
         agents=agents(project),
         addon=container_insights.addon_configuration(settings) if addon else None,

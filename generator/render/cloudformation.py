@@ -4,6 +4,7 @@ resources pass CloudFormation's quotas, and one per Region of fleet alarms). Pur
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Hashable
 from typing import Any
 
 from ..names import cluster_stack, logical_id, region_stack
@@ -29,10 +30,14 @@ def over_quota(template: dict[str, Any], size: int) -> str | None:
 
 
 MAX_PARTS = 64  # the most stacks one cluster's resources are split over
-FILL = 0.9  # a part is filled to this share of the quotas: the bytes of its dashboards are estimated, lint measures
+FILL = 0.9  # a part is filled to this share of the quotas: the bytes of its resources are estimated, lint measures
 QUOTA_FIX = ("a cluster's dashboards and log group are in its first template and its alarms split over up to "
              f"{MAX_PARTS} (a Region's fleet alarms are one template): define fewer or smaller CloudWatch dashboards "
              "or alarms for it, or publish with `gpudash apply` (it writes each dashboard and alarm itself)")
+
+
+# A resource of a template: (kind, name, resource, its bytes in the template, estimated)
+Named = tuple[str, str, dict[str, Any], int]
 
 
 def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
@@ -44,8 +49,9 @@ def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
     return properties
 
 
-def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, Any]], alarms: list[dict[str, Any]],
-              log_groups: list[tuple[str, str, int]] = (), project: str | None = None) -> dict[str, dict[str, Any]]:
+def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, Any, Hashable | None]],
+              alarms: list[dict[str, Any]], log_groups: list[tuple[str, str, int]] = (),
+              project: str | None = None) -> dict[str, dict[str, Any]]:
     """{stack name: template}: one stack per cluster (names.cluster_stack), deployed in its Region, with its
     dashboards (global: any Region's stack may hold them), its alarms and its agent's log group; and one per Region
     holding fleet alarms (names.region_stack), named with the `project` when the settings name one (two projects of
@@ -53,31 +59,44 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     any size deploys (one cluster of the bundled definitions: 16 resources, about 64 KB, where CloudFormation takes
     500 and 1,000,000 bytes) and a cluster added or removed moves no resource between stacks.
 
-    `clusters` are (name, Region); `dashboards` (DashboardName, cluster, body), the body data here: CloudFormation
-    takes it as text, written (with its ownership stamp) when the template is encoded. `alarms` are
+    `clusters` are (name, Region); `dashboards` (DashboardName, cluster, body, alike), the body data here:
+    CloudFormation takes it as text, written (with its ownership stamp) when the template is encoded; bodies of one
+    `alike` (not None) are written in as many bytes (one dashboard's in clusters of one Region whose names are plain
+    and of one length), so one of them is measured. `alarms` are
     cloudwatch_alarms' requests, each per-cluster one naming its "Cluster". `log_groups` are the agent's EMF log
     groups (cluster, name, retention days): created with a retention, and kept when the stack goes (they hold the
     agent's data).
     """
-    named: dict[str, list[tuple[str, str, dict[str, Any]]]] = {cluster: [] for cluster, _ in clusters}
-    # (kind, name, resource) of each cluster's template, in template order: its dashboards, log group, alarms
-    for name, owner, body in sorted(dashboards, key=lambda item: item[0]):
+    named: dict[str, list[Named]] = {cluster: [] for cluster, _ in clusters}
+    # each cluster's resources, in template order: its dashboards, log group, alarms
+    measured: dict[Hashable, int] = {}  # the bytes of the bodies of one `alike`
+    for name, owner, body, alike in sorted(dashboards, key=lambda item: item[0]):
+        size = measured.get(alike) if alike is not None else None
+        if size is None:
+            size = _body_bytes(body)
+            if alike is not None:
+                measured[alike] = size
         named[owner].append(("Dashboard", name, {
-            "Type": "AWS::CloudWatch::Dashboard", "Properties": {"DashboardName": name, "DashboardBody": body}}))
+            "Type": "AWS::CloudWatch::Dashboard", "Properties": {"DashboardName": name, "DashboardBody": body}},
+            size + len(name) + _DASHBOARD_AROUND))
     for owner, name, days in log_groups:
-        named[owner].append(("LogGroup", name, {
-            "Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
-            "Properties": {"LogGroupName": name, "RetentionInDays": days}}))
-    fleet: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}  # a Region's fleet alarms
+        group = {"Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
+                 "Properties": {"LogGroupName": name, "RetentionInDays": days}}
+        named[owner].append(("LogGroup", name, group, _resource_bytes(group)))
+    fleet: dict[str, list[Named]] = {}  # a Region's fleet alarms
     for item in alarms:
         cluster = item.get("Cluster")
-        (named[cluster] if cluster is not None else fleet.setdefault(item["Region"], [])).append(
-            ("Alarm", item["Request"]["AlarmName"],
-             {"Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(item["Request"])}))
+        alarm = {"Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(item["Request"])}
+        if cluster is not None:
+            named[cluster].append(("Alarm", item["Request"]["AlarmName"], alarm, _resource_bytes(alarm)))
+        else:  # a Region's fleet alarms are one template, never split: not measured
+            fleet.setdefault(item["Region"], []).append(("Alarm", item["Request"]["AlarmName"], alarm, 0))
     result = {}
     for cluster, region in clusters:
         parts = split_cluster(named[cluster])
         for part, items in enumerate(parts, 1):
+            if not items and part > 1:  # CloudFormation takes no template without resources: a part no alarm
+                continue  # hashes to is not written
             what = f"cluster {cluster} ({region})" + (f", part {part} of {len(parts)}" if len(parts) > 1 else "")
             result[cluster_stack(cluster, project, part)] = _template(what, region, items, cluster,
                                                                       part if len(parts) > 1 else None)
@@ -86,23 +105,24 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     return dict(sorted(result.items()))
 
 
-def split_cluster(named: list[tuple[str, str, dict[str, Any]]]) -> list[list[tuple[str, str, dict[str, Any]]]]:
-    """One cluster's resources (kind, name, resource) in the templates it is deployed as: one while they are within
-    CloudFormation's quotas for a template (FILL of them), else 2, 4, 8, ... up to MAX_PARTS, the fewest that hold
-    them. The first part keeps the cluster's dashboards and log group (its stack keeps its name, cluster_stack);
-    each alarm goes to part (a digest of its name mod the number of parts) + 1. An alarm's part depends on its name
-    and the number of parts alone: adding or removing other alarms moves none while the number of parts stays, and
-    when it doubles an alarm stays in its part or goes to a new one (part k's alarms to k or k + n), never to
-    another existing stack, so deploying the existing stacks first (they delete the alarms that go) and the new
-    ones after (they create them) never declares one alarm in two stacks. The byte size of a dashboard is estimated
-    (its body as a JSON string); `gpudash lint` (CF001) measures the written templates."""
-    if MAX_PARTS < 2 or _fits(named):
-        return [named]
+def split_cluster(named: list[Named]) -> list[list[Named]]:
+    """One cluster's resources in the templates it is deployed as: one while they are within CloudFormation's quotas
+    for a template (FILL of them), else 2, 4, 8, ... up to MAX_PARTS, the fewest that hold them. The first part
+    keeps the cluster's dashboards and log group (its stack keeps its name, cluster_stack); each alarm goes to part
+    (a digest of its name mod the number of parts) + 1. An alarm's part depends on its name and the number of parts
+    alone: adding or removing other alarms moves none while the number of parts stays, and when it doubles an alarm
+    stays in its part or goes to a new one (part k's alarms to k or k + n), never to another existing stack, so
+    deploying the existing stacks first (they delete the alarms that go) and the new ones after (they create them)
+    never declares one alarm in two stacks; a part no alarm goes to is not written. Where the dashboards and log
+    group alone pass the quotas no split helps: the resources stay one template, which generate and `gpudash lint`
+    (CF001) say CloudFormation refuses. Bytes are estimated (`Named`); lint measures the written templates."""
     fixed = [item for item in named if item[0] != "Alarm"]
+    if MAX_PARTS < 2 or _fits(named) or not _fits(fixed):
+        return [named]
     alarms = [item for item in named if item[0] == "Alarm"]
     count = 2
     while True:
-        parts: list[list[tuple[str, str, dict[str, Any]]]] = [list(fixed)] + [[] for _ in range(count - 1)]
+        parts: list[list[Named]] = [list(fixed)] + [[] for _ in range(count - 1)]
         for item in alarms:
             parts[int(hashlib.sha256(item[1].encode()).hexdigest(), 16) % count].append(item)
         if count >= MAX_PARTS or all(_fits(part) for part in parts):
@@ -110,43 +130,45 @@ def split_cluster(named: list[tuple[str, str, dict[str, Any]]]) -> list[list[tup
         count *= 2
 
 
-def _fits(named: list[tuple[str, str, dict[str, Any]]]) -> bool:
-    """Whether resources fit one template within FILL of CloudFormation's quotas. Splitting moves alarms only, so
-    the bytes are worked out only where alarms could pass them (an alarm is 1-4 KB; a dashboard's body tens of KB,
-    and one cluster of the bundled definitions is 16 resources, about 64 KB)."""
-    if len(named) > TEMPLATE_RESOURCES * FILL:
-        return False
-    if len(named) <= 64:
-        return True
-    return _bytes(named) <= TEMPLATE_BYTES * FILL
+def _fits(named: list[Named]) -> bool:
+    """Whether resources fit one template within FILL of CloudFormation's quotas, their bytes estimated: any number
+    of resources may pass the bytes (a dashboard's body is up to hundreds of KB, an alarm 1-4 KB)."""
+    return len(named) <= TEMPLATE_RESOURCES * FILL and sum(item[3] for item in named) <= TEMPLATE_BYTES * FILL
 
 
-def _bytes(named: list[tuple[str, str, dict[str, Any]]]) -> int:
-    """The resources' bytes as a template writes them, estimated (the renderers write no text: output.py does): a
-    dashboard's body is written as a JSON string, each of its quotes escaped (a fifth more); an alarm is indented
-    (a third more than compact: 1.33 measured on 247 static per-pod alarms, written at 7/5)."""
-    total = 0
-    for kind, _, resource in named:
-        if kind == "Dashboard":
-            body = resource["Properties"]["DashboardBody"]
-            total += (len(body) if isinstance(body, str) else _size(body)) * 6 // 5 + 200
-        else:
-            total += _size(resource) * 7 // 5
-    return total
+# What a dashboard's resource adds to its name and body in a template: its keys, type, indents and ownership stamp
+_DASHBOARD_AROUND = 300
 
 
-def _size(value: Any) -> int:
-    """About the length of `value` written as compact JSON."""
+def _body_bytes(body: Any) -> int:
+    """The bytes of a dashboard's body in a template: its text (`body`, or about its compact JSON) in a JSON string,
+    each quote and backslash escaped again."""
+    if isinstance(body, str):
+        return len(body) + body.count('"') + body.count("\\") + 2
+    return _size(body, 2)
+
+
+def _resource_bytes(resource: dict[str, Any]) -> int:
+    """The bytes of a resource in a template, which is indented: a third more than its repr, whose length is within
+    a few percent of its compact JSON's (its `, ` and `: ` add a character an item; text not ASCII is counted as the
+    escapes JSON writes), and which is one call however deep the resource (an alarm's Metrics, Dimensions, Tags)."""
+    text = repr(resource)
+    return (len(text) if text.isascii() else len(text.encode("ascii", "backslashreplace"))) * 4 // 3
+
+
+def _size(value: Any, escaped: int = 1) -> int:
+    """About the length of `value` written as compact JSON, each quote and backslash in it `escaped` times longer
+    (2: the text again in a JSON string)."""
     if isinstance(value, dict):
-        return 2 + sum(len(str(key)) + 4 + _size(item) for key, item in value.items())
+        return 2 + sum(len(str(key)) + 2 * escaped + 2 + _size(item, escaped) for key, item in value.items())
     if isinstance(value, (list, tuple)):
-        return 2 + sum(_size(item) + 1 for item in value)
+        return 2 + sum(_size(item, escaped) + 1 for item in value)
     if isinstance(value, str):
-        return len(value) + 2 + value.count('"') + value.count("\\")
+        return len(value) + 2 * escaped + (value.count('"') + value.count("\\")) * (2 * escaped - 1)
     return len(str(value))
 
 
-def _template(what: str, region: str, named: list[tuple[str, str, dict[str, Any]]],
+def _template(what: str, region: str, named: list[Named],
               cluster: str | None = None, part: int | None = None) -> dict[str, Any]:
     """A template; its Metadata says the Region to deploy it in (and its cluster, and its part when the cluster's
     resources are split over several), which README's loop reads."""
@@ -159,11 +181,11 @@ def _template(what: str, region: str, named: list[tuple[str, str, dict[str, Any]
     }
 
 
-def _by_logical_id(named: list[tuple[str, str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+def _by_logical_id(named: list[Named]) -> dict[str, dict[str, Any]]:
     """Resources under their logical ids (names.logical_id: a function of the kind and name alone, so that adding,
     removing or moving other resources changes none)."""
     resources: dict[str, dict[str, Any]] = {}
-    for kind, name, resource in named:
+    for kind, name, resource, _ in named:
         id_ = logical_id(kind, name)
         if id_ in resources:
             raise ValueError(f"two template resources under one logical id {id_}")

@@ -29,7 +29,7 @@ def _ids(clusters: list[str], alarms: list[tuple[str, str]]) -> dict[str, dict[s
     the alarms (cluster, name)."""
     templates = cloudformation.templates(
         [(cluster, "us-east-1") for cluster in clusters],
-        [(f"gpudash-{cluster}-health", cluster, {"widgets": []}) for cluster in clusters],
+        [(f"gpudash-{cluster}-health", cluster, {"widgets": []}, None) for cluster in clusters],
         [_alarm(cluster, name) for cluster, name in alarms],
         [(cluster, names.agent_log_group(cluster), 7) for cluster in clusters])
     key = {"AWS::CloudWatch::Alarm": "AlarmName", "AWS::CloudWatch::Dashboard": "DashboardName",

@@ -146,3 +146,72 @@ def test_generate_names_the_stacks_the_previous_build_wrote_and_this_one_does_no
            f"gpudash-cluster3-c00, gpudash-cluster3-c01, gpudash-cluster4-c00 and 1 more are no longer written" \
            in stderr, stderr
     assert "fix: delete each with `aws cloudformation delete-stack` before deploying the build" in stderr
+
+
+_LARGE_DASHBOARDS = '''
+from generator.model import Dashboard, Row
+from generator.panels import per_pod
+
+METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP",
+           "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK"]
+
+
+def dashboards(ctx):
+    for number in range({count}):
+        panels = [per_pod(METRICS[i % len(METRICS)], f"{{METRICS[i % len(METRICS)]}} {{i}}") for i in range(90)]
+        yield Dashboard(f"big{{number}}", f"Big {{number}}", [Row("Pods", panels)])
+'''
+
+
+def _large(project_dir, dashboards: int):
+    """One cluster of `dashboards` CloudWatch dashboards of 90 charts each (about 66 KB each in a template), and the
+    bundled alarms on 20 static per-pod targets, each notifying 5 SNS topics (about 3 KB an alarm)."""
+    topics = ", ".join(f"arn:aws:sns:us-east-1:123456789012:gpu-oncall-team-{i}-notifications" for i in range(5))
+    pods = ", ".join(f"ml/p{i}" for i in range(20))
+    return project_dir("clusters:\n  - {name: c00, region: us-east-1}\ncloudwatch:\n  top_pods: 5\n"
+                       f"alarms:\n  actions:\n    critical: [{topics}]\n    warning: [{topics}]\n"
+                       f"  per_pod: static\n  static_pods: [{pods}]\n",
+                       dashboards={"large.py": _LARGE_DASHBOARDS.format(count=dashboards)})
+
+
+def test_a_cluster_of_few_large_resources_is_split_by_its_bytes(cli, project_dir, tmp_path):
+    """13 dashboards of 90 charts, a log group and 49 alarms: 63 resources, over 1,000,000 bytes in one template.
+    Seen on main ddc22e6: a cluster of at most 64 resources counted as fitting without its bytes estimated, its one
+    template was 1,026,603 bytes, and generate said CloudFormation refuses it. Its bytes are estimated now: the
+    alarms go to more parts until the first (the dashboards and log group, and the alarms hashed to it) is within
+    the quotas; a part no alarm hashes to is not written (CloudFormation takes no template without resources)."""
+    config = _large(project_dir, 13)
+    build = tmp_path / "build"
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "CloudFormation refuses" not in stderr, stderr
+    templates = {t.name: (json.loads(t.read_bytes())["Resources"], t.stat().st_size)
+                 for t in (build / "cloudformation").iterdir()}
+    resources = [r for held, _ in templates.values() for r in held.values()]
+    assert len(resources) <= 64 and sum(size for _, size in templates.values()) > 1_000_000  # the story holds
+    assert len(templates) > 1
+    assert all(0 < len(held) <= 500 and size <= 1_000_000 for held, size in templates.values()), \
+        {name: (len(held), size) for name, (held, size) in templates.items()}
+    alarms = [a["Request"]["AlarmName"]
+              for a in json.loads((build / "cloudwatch" / "alarms.json").read_bytes())["alarms"]]
+    held = [r["Properties"]["AlarmName"] for r in resources if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert sorted(held) == sorted(alarms) and len(alarms) == 49
+    dashboards = {r["Properties"]["DashboardName"] for r in templates["gpudash-cluster-c00.json"][0].values()
+                  if r["Type"] == "AWS::CloudWatch::Dashboard"}
+    assert len(dashboards) == 13  # every dashboard in the cluster's first stack
+    project = load_project(config)
+    assert run(CF001, lint_input(project, read(build, settings=project.settings))) == []
+
+
+def test_dashboards_alone_over_the_quotas_stay_one_template_said_refused(cli, project_dir, tmp_path):
+    """16 dashboards of 90 charts are over 1,000,000 bytes on their own: no split can make the cluster's first
+    template fit (its dashboards stay there), so its alarms are not spread over 64 stacks for nothing: one template,
+    which generate says CloudFormation refuses, with the fix."""
+    config = _large(project_dir, 16)
+    build = tmp_path / "build"
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0, stderr
+    assert [t.name for t in (build / "cloudformation").iterdir()] == ["gpudash-cluster-c00.json"]
+    template = build / "cloudformation" / "gpudash-cluster-c00.json"
+    assert f"warning: {template}: {template.stat().st_size:,} bytes (CloudFormation reads at most 1,000,000 from " \
+           "S3): CloudFormation refuses the template\n  fix: a cluster's dashboards and log group are in its first " \
+           "template" in stderr, stderr
