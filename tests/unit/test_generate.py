@@ -156,6 +156,41 @@ def test_the_command_ends_with_its_exit_handlers_run_and_its_output_whole(tmp_pa
     assert checked.returncode == 1 and checked.stdout.endswith("handler ran"), checked.stdout
 
 
+def test_a_generate_process_leaves_its_artifact_set_to_its_end_and_a_caller_of_main_frees_it(tmp_path):
+    """Freeing 1,000 clusters' artifact set object by object took about 0.1 s of CPU: `gpudash generate` as a process
+    of its own (`run`) still holds it while the files are written, and leaves it to the process's end; a caller of
+    `main` whose process goes on (a test, a tool) has it freed before the files are written, as it did."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, sys, weakref\n"
+            "import generator.limits as limits, generator.output as output\n"
+            "made, held = [], []\n"
+            "build, write = limits.checked_build, output.write_files\n"
+            "def checked_build(*args, **kwargs):\n"
+            "    artifacts = build(*args, **kwargs)\n"
+            "    made.append(weakref.ref(artifacts))\n"
+            "    return artifacts\n"
+            "def write_files(*args, **kwargs):\n"
+            "    held.append(made[-1]() is not None)\n"
+            "    return write(*args, **kwargs)\n"
+            "limits.checked_build, output.write_files = checked_build, write_files\n"
+            "from generator.cli import main, run\n"
+            "try:\n"
+            "    main(['generate', '--out', sys.argv[1]])\n"
+            "except SystemExit as exc:\n"
+            "    assert not exc.code, exc.code\n"
+            "atexit.register(lambda: print(held, made[-1]() is not None))\n"
+            "sys.argv = ['gpudash', 'generate', '--out', sys.argv[2]]\n"
+            "run()\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a"), str(tmp_path / "b")],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # main: freed before the writes; run: held through them, and still there when the process ends
+    assert done.stdout.strip().splitlines()[-1] == "[False, True] True", done.stdout[-500:]
+    assert (tmp_path / "a" / "manifest.json").read_bytes() == (tmp_path / "b" / "manifest.json").read_bytes()
+
+
 def test_init_config_writes_the_commented_default_once(tmp_path, cli):
     target = tmp_path / "gpudash.yaml"
     assert cli("init-config", str(target))[0] == 0
