@@ -9,6 +9,7 @@ the same data; per pod and per GPU the same copy (the pod's utilization is its G
 from __future__ import annotations
 
 import math
+import threading
 import time
 from contextlib import contextmanager
 
@@ -116,14 +117,33 @@ def _three(spelling: str, util: int, temp: int) -> str:
 
 @contextmanager
 def _three_exporters(tmp_path_factory, name: str, late: int = 0):
-    """The three copies scraped every second, the node's two answering nothing until the old one has answered `late`
-    scrapes; (prometheus, first and last stored sample, each copy's (instance's) sample times)."""
+    """The three copies scraped every second, the node's two answering nothing until `late` samples of the old one's
+    are stored (not answered: a loaded machine's scrape that timed out was answered and stored nothing), then until
+    each has answered SCRAPES - late scrapes; (prometheus, first and last stored sample, each copy's (instance's)
+    sample times)."""
+    opened = threading.Event()
+    if not late:
+        opened.set()
+    answered = {"b": 0, "c": 0}
+
+    def node_copy(name: str, spelling: str, util: int):
+        def answer() -> str:
+            if not opened.is_set():
+                return ""
+            answered[name] += 1
+            return _three(spelling, util, 98)
+        return answer
+
     old = _Counted(lambda n: _three(f'Hostname="{OLD_POD}"', 60, 99))
-    with ReplayExporter(old) as a, \
-            ReplayExporter(lambda: "" if old.served <= late else _three('hostname="n3"', 50, 98)) as b, \
-            ReplayExporter(lambda: "" if old.served <= late else _three('node="n3"', 55, 98)) as c:
+    with ReplayExporter(old) as a, ReplayExporter(node_copy("b", 'hostname="n3"', 50)) as b, \
+            ReplayExporter(node_copy("c", 'node="n3"', 55)) as c:
+        def stored_late(prometheus) -> None:
+            if not opened.is_set() and prometheus.query(
+                    f'count_over_time(DCGM_FI_DEV_GPU_TEMP{{instance="{a.address}"}}[10m]) >= {late}'):
+                opened.set()
         with _scraping(tmp_path_factory, name, [a.address, b.address, c.address],
-                       lambda: old.served >= SCRAPES) as prometheus:
+                       lambda: old.served >= SCRAPES and min(answered.values()) >= SCRAPES - late,
+                       watch=stored_late) as prometheus:
             samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
                        for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")}
             stored = [at for times in samples.values() for at in times]
@@ -133,19 +153,22 @@ def _three_exporters(tmp_path_factory, name: str, late: int = 0):
 three = scene("three")
 
 
-def _temperature_alerts(scene, tmp_path, evaluations: int, after: float = 6.5) -> dict[tuple, list[int]]:
+def _temperature_alerts(scene, tmp_path, evaluations: int) -> dict[tuple, list[int]]:
     """GpudashGpuTempCritical's condition (the default project's, as a Prometheus scraping every second evaluates it)
-    at `evaluations` instants a second apart: the evaluations each (node, gpu) fired at. The condition as one
-    expression: the generated alert reads its recording rule's samples, which a series of instant queries has none of
-    (test_recorded_periods.py: the same alerts)."""
-    prometheus, start, _, _ = scene
+    at `evaluations` instants a second apart, from 6.5 s after the first stored sample, or 1.5 s after the last copy's
+    first sample where that is later (a loaded machine scrapes a copy first seconds after the others: before its first
+    sample the copies there are are the scene's truth at those instants, not the scene's story): the evaluations each
+    (node, gpu) fired at. The condition as one expression: the generated alert reads its recording rule's samples,
+    which a series of instant queries has none of (test_recorded_periods.py: the same alerts)."""
+    prometheus, start, _, samples = scene
+    after = max(6.5, max(min(times) for times in samples.values()) - math.floor(start) + 1.5)
     (tmp_path / "gpudash.yaml").write_text("")
     project = load_project(tmp_path / "gpudash.yaml")
     alarm = next(a for a in project.alarms if a.id == "gpu-temp-critical")
     expr = scraped_every(prometheus_expression(alarm, project.catalog, project.settings), 30, 1)
     seen = {}
     for k in range(evaluations):
-        for series in prometheus.query(expr, math.floor(start) + max(after, 6.5) + k):
+        for series in prometheus.query(expr, math.floor(start) + after + k):
             seen.setdefault((series["metric"].get("node"), series["metric"].get("gpu")), []).append(k)
     return seen
 
@@ -186,12 +209,11 @@ three_late = scene("three_late")
 
 
 def test_an_alert_over_copies_first_scraped_apart_is_one_alert_named_by_the_node(three_late, tmp_path):
-    # evaluated from 6.5 s after the old exporter's first sample: each evaluation's periods hold its lone steps
+    # evaluated from 1.5 s after the last copy's first sample (6.5 s after the old exporter's on an idle machine):
+    # each evaluation's periods hold the old exporter's lone steps
     _, start, _, samples = three_late
     assert sorted(min(times) - start > LATE - 2 for times in samples.values()) == [False, True, True], samples
-    # from 1.5 s after the last copy's first sample (6.5 s on an idle machine): a loaded machine's late first scrape of
-    # the node's copies leaves an instant where the old exporter's copy is the only one, which names no node
-    seen = _temperature_alerts(three_late, tmp_path, 8, max(min(times) for times in samples.values()) - start + 1.5)
+    seen = _temperature_alerts(three_late, tmp_path, 8)
     assert list(seen) == [("n3", "0")] and len(seen[("n3", "0")]) == 8, \
         f"alerts (node, gpu) at 8 evaluations (true: n3 GPU 0 at each): {seen}"
 

@@ -58,16 +58,30 @@ def _payload(old: bool, scrape: int, blank: bool) -> str:
 
 @contextmanager
 def _overlap(tmp_path_factory):
+    """Both exporters scraped until each has SCRAPES - 1 samples stored (a loaded machine's scrape that timed out
+    was answered and stored nothing); (prometheus, the instant from which both copies are stored (a loaded machine
+    may scrape one first seconds after the other: before, one exporter alone read the node, not this story), the last
+    sample, ml/z's utilization samples per copy)."""
     old = _Counted(lambda n: _payload(True, n, n > REAL_UTIL_SCRAPES))
     new = _Counted(lambda n: _payload(False, n, old.served > REAL_UTIL_SCRAPES))
+    stored_counts: dict[str, int] = {}
+
+    def count(prometheus) -> None:
+        stored_counts.update({s["metric"]["instance"]: int(s["value"][1]) for s in prometheus.query(
+            'count_over_time(DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-1"}[10m])')})
+
     with ReplayExporter(old) as a, ReplayExporter(new) as b:
         with _scraping(tmp_path_factory, "pod-copy-review", [a.address, b.address],
-                       lambda: old.served >= SCRAPES) as prometheus:
+                       lambda: old.served >= SCRAPES and len(stored_counts) == 2
+                       and min(stored_counts.values()) >= SCRAPES - 1, watch=count) as prometheus:
+            firsts = {series["metric"]["instance"]: min(float(at) for at, _ in series["values"])
+                      for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-1"}[10m]')}
             stored = [float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')
                       for at, _ in series["values"]]
             util = {series["metric"]["instance"]: [(float(at), float(v)) for at, v in series["values"]]
                     for series in prometheus.query('DCGM_FI_DEV_GPU_UTIL{UUID="GPU-n3-2"}[10m]')}
-            yield prometheus, min(stored), max(stored), util
+            assert len(firsts) == 2, firsts
+            yield prometheus, max(firsts.values()), max(stored), util
 
 
 def _shown(overlap, title: str, selected: dict | None = None, settings: str = "") -> dict[float, dict[str, float]]:

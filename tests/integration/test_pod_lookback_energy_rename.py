@@ -57,9 +57,14 @@ def renamed(tmp_path_factory):
     with exporters[0], exporters[1], exporters[2], exporters[3]:
         with _scraping(tmp_path_factory, "pod-energy-rename", [e.address for e in exporters],
                        lambda: before.served >= OLD_SCRAPES + 10) as prometheus:
-            stored = [float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')
-                      for at, _ in series["values"]]
-            yield prometheus, min(stored), max(stored)
+            # from the instant every exporter there from the start is stored (n6's two, n7's old one) to the last
+            # instant every exporter there to the end is (n6's two, n7's new one): a loaded machine scrapes one
+            # first, or last, a second or more apart from the others, and n6's story is its two copies throughout
+            stored = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
+                      for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')}
+            assert len(stored) == 4, stored
+            yield (prometheus, max(min(stored[e.address]) for e in exporters[:3]),
+                   min(max(stored[e.address]) for e in (*exporters[:2], exporters[3])))
 
 
 def test_a_pods_energy_rate_across_an_exporter_upgrade_renaming_the_node_counts_its_gpu_once(renamed):

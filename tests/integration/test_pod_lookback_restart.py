@@ -46,12 +46,19 @@ def _every_second(targets: list[str]) -> dict:
 
 
 @contextmanager
-def _scraping(tmp_path_factory, name: str, targets: list[str], until, then: float = 0, settle: float = 1.5):
+def _scraping(tmp_path_factory, name: str, targets: list[str], until, then: float = 0, settle: float = 1.5,
+              watch=None):
     """A Prometheus scraping `targets` every second until `until()` holds and `then` seconds more; no more scrapes
-    after, and `settle` seconds for the last to be stored."""
+    after, and `settle` seconds for the last to be stored. `watch(prometheus)`, called before each look at `until`:
+    a scene that moves on by what Prometheus stored (a loaded machine's scrape that timed out was answered, and
+    counted by the exporter, yet stored nothing)."""
     with Prometheus(tmp_path_factory.mktemp(name), _every_second(targets)) as prometheus:
         deadline = time.monotonic() + 120
-        while not until():
+        while True:
+            if watch is not None:
+                watch(prometheus)
+            if until():
+                break
             assert time.monotonic() < deadline
             time.sleep(0.2)
         time.sleep(then)

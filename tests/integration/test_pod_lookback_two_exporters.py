@@ -23,12 +23,14 @@ settings (0.6492 with exporter.virtual_gpus).
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import pytest
 
 from generator.preview.legend import render as render_legend
 from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.side_by_side import module_scenes, scene
 
 NOT_SUPPORTED = 9223372036854775794  # int64 blank + 2
 SCRAPES = 10
@@ -57,15 +59,36 @@ def _payload(which: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory):
-    old = _Counted(lambda n: _payload("old"))
-    with ReplayExporter(old) as a, ReplayExporter(lambda: _payload("new")) as b:
+@contextmanager
+def _both(tmp_path_factory, fails_at: int | None = None, failing: str = "old"):
+    """Both exporters scraped every second until each has SCRAPES samples stored (a loaded machine's scrape that
+    timed out was answered and stored nothing); `fails_at`: the old exporter's answer of that number is not a valid
+    exposition (that scrape fails: its series are marked stale). (prometheus, first and last stored sample, each
+    copy's sample times)."""
+    old = _Counted(lambda n: "garbage{ 1\n" if n == fails_at and failing == "old" else _payload("old"))
+    new = _Counted(lambda n: "garbage{ 1\n" if n == fails_at and failing == "new" else _payload("new"))
+    stored_counts: dict[str, int] = {}
+
+    def count(prometheus) -> None:
+        stored_counts.update({s["metric"]["instance"]: int(s["value"][1])
+                              for s in prometheus.query("count_over_time(DCGM_FI_DEV_GPU_TEMP[10m])")})
+
+    with ReplayExporter(old) as a, ReplayExporter(new) as b:
         with _scraping(tmp_path_factory, "pod-lookback-two-exporters", [a.address, b.address],
-                       lambda: old.served >= SCRAPES) as prometheus:
-            stored = [float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')
-                      for at, _ in series["values"]]
-            yield prometheus, min(stored), max(stored)
+                       lambda: len(stored_counts) == 2 and min(stored_counts.values()) >= SCRAPES,
+                       watch=count) as prometheus:
+            samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
+                       for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')}
+            stored = [at for times in samples.values() for at in times]
+            yield prometheus, min(stored), max(stored), samples
+
+
+FAILS_AT = 6
+FAILING = ("old", "new")
+scenes = module_scenes({"both": _both, **{("failed", which): (lambda factory, which=which: _both(factory, FAILS_AT, which))
+                                          for which in FAILING}})
+both = scene("both")
+failed = scene("failed", FAILING)
 
 
 VIRTUAL = "exporter:\n  virtual_gpus: true\n"
@@ -73,13 +96,20 @@ SETTINGS = pytest.mark.parametrize("settings", ["", VIRTUAL], ids=["defaults", "
 
 
 def _shown(both, settings: str, title: str) -> dict[float, dict[str, float]]:
-    """{seconds from the first step: {legend: value}} of the panel at each second the two exporters were both read."""
-    prometheus, start, end = both
+    """{seconds from the first step: {legend: value}} of the panel at each second the two exporters were both read:
+    each copy's latest sample within the second before the step (a loaded machine's scrape that timed out marks its
+    copy stale, and scrapes one copy first seconds after the other: those steps are another story, see
+    test_a_pods_utilization_through_the_other_exporters_failed_scrape...)."""
+    prometheus, start, end, samples = both
     target, expr = _panel(settings, title)
     first = math.floor(start) + 4.5
-    return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
-                                   for s in result}
-            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+    shown = {}
+    for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items():
+        if all(any(at - 1 <= when <= at for when in times) for times in samples.values()):
+            shown[round(at - first, 1)] = {render_legend(target["legendFormat"], s["metric"]):
+                                           round(float(s["value"][1]), 4) for s in result}
+    assert len(shown) >= 3, (shown, samples)
+    return shown
 
 
 def _wrong(shown: dict[float, dict[str, float]], allowed: dict[str, set[float]]) -> dict:
@@ -129,6 +159,23 @@ def test_a_pods_utilization_where_one_exporter_reads_blank_is_the_others_as_per_
     assert not wrong, f"seconds: shown (true: ml/p 30 %, as the per-GPU panel reads) {wrong}"
 
 
+def test_a_pods_utilization_through_either_exporters_failed_scrape_is_the_gpus_latest(failed):
+    """The same two exporters; one scrape of one of them (its 6th answer) fails, as a loaded machine's scrape that
+    times out does. At every step the pod is named within the lookback, and the GPU's latest reading is the old
+    exporter's 30 % (the new one's blank is no reading): the pod reads it through the failed scrape ("one failed
+    scrape hides nothing", promql._Device)."""
+    prometheus, start, end, samples = failed
+    gaps = sorted(b - a for times in samples.values() for a, b in zip(times, times[1:]))
+    assert gaps[-1] > 1.5, gaps  # the failed scrape stored nothing
+    target, expr = _panel("", "GPU utilization by pod")
+    first = math.floor(start) + 4.5
+    shown = {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
+                                    for s in result}
+             for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+    wrong = {at: values for at, values in shown.items() if values != {"Pod ml/p": 30.0}}
+    assert len(shown) >= 5 and not wrong, f"seconds: shown (true: ml/p 30 % at every step) {wrong}"
+
+
 def test_each_pod_is_on_one_gpu_and_draws_one_exporters_power(both):  # holds on d468274
     assert not _wrong(_shown(both, "", "Pods on GPUs"), {"Pod ml/p": {1.0}})
     assert not _wrong(_shown(both, "", "Power draw of each pod's GPUs"), {"Pod ml/p": {100.0, 200.0}})
@@ -137,7 +184,7 @@ def test_each_pod_is_on_one_gpu_and_draws_one_exporters_power(both):  # holds on
 def _after_both_stopped(both, settings: str, title: str) -> dict[float, dict[str, float]]:
     """{seconds after the last sample: {legend: value}} of the panel at each half second of the lookback after both
     exporters' last scrapes (no copy fresh: the late tier; both series end at one reload, read last at one step)."""
-    prometheus, _, end = both
+    prometheus, _, end, _ = both
     target, expr = _panel(settings, title)
     return {round(at - end, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
                                  for s in result}
