@@ -95,8 +95,10 @@ def stack(tmp_path_factory, reference):
         # An instant at which every exporter has been scraped successfully for the last 20 s, at least
         # twice: gauges, rates over 20 s and targets are all there. A busy machine delays scrapes, or
         # times one out (the series go stale until the next), so the tests query at this instant, not "now".
-        at = prometheus.settled(f"count_over_time(up[{SETTLED}]) >= 2 and min_over_time(up[{SETTLED}]) == 1",
-                                count=len(jobs))
+        # The counter queries read at at + 1 (below): no scrape failed up to then either.
+        window = f"{int(SETTLED[:-1]) + 1}s"
+        at = prometheus.settled(f"count_over_time(up[{SETTLED}] offset 1s) >= 2 and min_over_time(up[{window}]) == 1",
+                                count=len(jobs)) - 1
         yield prometheus, exporters, decoy, at
     for server in (*exporters.values(), decoy):
         server.__exit__(None, None, None)
@@ -256,14 +258,17 @@ def test_the_agents_job_gives_whole_gpus_an_instance_in_a_real_prometheus(tmp_pa
         job = for_file_sd(job, [str(sd_file)])
         job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
         prometheus = Prometheus(tmp_path, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job]}).start()
-        framebuffer = prometheus.wait_for("DCGM_FI_DEV_FB_USED", count=6)
+        # an instant with both targets' series stored (a query at "now" reads nothing of a series whose latest
+        # scrape timed out on a loaded machine): both queries read it
+        at = prometheus.settled('{__name__=~"DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_GPU_UTIL"}', count=6 + 2)
+        framebuffer = prometheus.query("DCGM_FI_DEV_FB_USED", at=at)
         assert sorted((s["metric"]["node"], s["metric"]["gpu"], s["metric"]["GPU_I_ID"]) for s in framebuffer) == [
             ("gpu-node-a", "0", "none"), ("gpu-node-a", "1", "none"), ("gpu-node-mig", "0", "1"),
             ("gpu-node-mig", "0", "2"), ("gpu-node-mig", "1", "1"), ("gpu-node-mig", "1", "2")]
         assert all("GPU_I_PROFILE" in s["metric"] for s in framebuffer if s["metric"]["GPU_I_ID"] != "none")
         assert {(s["metric"]["node"], s["metric"]["exporter_revision"]) for s in framebuffer} == {
             ("gpu-node-a", "5d8f7c9b6d-3"), ("gpu-node-mig", "5d8f7c9b6d")}
-        utilization = prometheus.query("DCGM_FI_DEV_GPU_UTIL")
+        utilization = prometheus.query("DCGM_FI_DEV_GPU_UTIL", at=at)
         assert sorted((s["metric"]["node"], s["metric"]["GPU_I_ID"]) for s in utilization) == [
             ("gpu-node-a", "none"), ("gpu-node-a", "none")]
     finally:

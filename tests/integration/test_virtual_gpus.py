@@ -77,8 +77,11 @@ def servers(tmp_path_factory, reference):
         with ThreadPoolExecutor(len(started)) as pool:
             list(pool.map(Prometheus.start, started.values()))
         for server in started.values():
-            # a few scrapes in: alert rules read one reading per step, a sample counting at the step after it
-            server.wait_for(f"count_over_time({UTIL}[1m]) >= 3", count=virtual_gpus.series_count(UTIL))
+            # a few scrapes in: alert rules read one reading per step, a sample counting at the step after it; an
+            # instant a few seconds back at which every series has them and is not stale (a query at "now" reads
+            # nothing of a series whose latest scrape timed out on a loaded machine): every query reads it
+            server.at = server.settled(f"count_over_time({UTIL}[1m]) >= 3 and {UTIL}",
+                                       count=virtual_gpus.series_count(UTIL))
         yield started
     finally:
         for server in started.values():
@@ -102,7 +105,7 @@ def _all(expr: str) -> str:
 
 
 def _shown(prometheus: Prometheus, expr: str, legend: str, by: bool) -> dict[str, float]:
-    result = prometheus.query(_all(expr))
+    result = prometheus.query(_all(expr), at=prometheus.at)
     shown = {render_legend(legend, s["metric"]) if by else "": float(s["value"][1]) for s in result}
     assert len(shown) == len(result), f"two series share a legend: {result}"
     return shown
@@ -170,7 +173,7 @@ def test_alert_rules_judge_each_pod_on_its_share_and_each_gpu_on_the_device(serv
         template = legend(condition.query, settings.labels)
         # the rule reads one reading per step of the scrape interval: this Prometheus scrapes every second
         expr = scraped_every(latest_period(alarm, project.catalog, settings, rule["expr"]), settings.scrape.seconds, 1)
-        firing = {render_legend(template, s["metric"]) for s in prometheus.query(expr)}
+        firing = {render_legend(template, s["metric"]) for s in prometheus.query(expr, at=prometheus.at)}
         compare = {">": float.__gt__, "<": float.__lt__}[condition.comparison]
         expected = {k for k, v in truth(condition.query).items() if compare(v, float(condition.threshold))}
         assert firing == expected, (rule["alert"], rule["expr"])

@@ -285,18 +285,24 @@ def moving(fleet: tuple[Node, ...] = FLEET) -> tuple[str, ...]:
                  if any(len(i.pods()) > 1 for i in gpu.instances))
 
 
-def settled_time(prometheus, window: int, series: int, timeout: float = 120, fleet: tuple[Node, ...] = FLEET) -> int:
+def settled_time(prometheus, window: int, series: int, timeout: float = 120, fleet: tuple[Node, ...] = FLEET,
+                 named: int = 0) -> int:
     """The latest whole second T at which each of the `series` counter series of GPUs whose series do not move
     (`moving`) has a sample at T and samples back to the start of a `window`-second range ending at T: a rate over
-    that range extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike)."""
+    that range extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike); and
+    where `named` is given, `named` series of the moving GPUs' (one per sharing pod, per cluster) each have a sample
+    in that range: every sharing pod was named within it (a loaded machine's scrape that timed out was answered, and
+    counted, and stored nothing: consecutive stored scrapes may name one pod)."""
     deadline = time.monotonic() + timeout
     selector = f'{COUNTERS[0]}{{UUID!~"{"|".join(moving(fleet))}"}}'
+    sharing = f'DCGM_FI_DEV_GPU_TEMP{{UUID=~"{"|".join(moving(fleet))}"}}'
     while True:
         latest = int(time.time())
         for at in range(latest, latest - 10, -1):
             counts = prometheus.query(f"count_over_time({selector}[{window}s]) and timestamp({selector}) == {at}",
                                       at=at)
-            if len(counts) == series and all(int(s["value"][1]) >= window for s in counts):
+            if len(counts) == series and all(int(s["value"][1]) >= window for s in counts) and \
+                    (not named or len(prometheus.query(f"count_over_time({sharing}[{window}s])", at=at)) == named):
                 return at
         if time.monotonic() > deadline:
             raise AssertionError(f"no instant in the last 10 s with {series} counter series sampled every second")
