@@ -333,15 +333,12 @@ def _pinned_queries(problems: list[Check], dashboards: dict[str, dict] | None) -
     return [kept if c is pinned else c for c in problems], []
 
 
-def _counter_recordings(problems: list[Check]) -> tuple[list[Check], list[str]]:
-    """The preflight's failures without `counter recording rules` (Prometheus writes no recording a rate panel reads),
-    which is returned as a warning: the rule group is deployed with the rules file, not by a publish, often in the
-    same change as the dashboards, and every other panel draws; the rate panels draw once it is loaded."""
-    from .checks.prometheus import COUNTER_RECORDINGS, GROUP
-
-    missing = [c for c in problems if c.group == GROUP and c.name == COUNTER_RECORDINGS]
-    return ([c for c in problems if c not in missing],
-            [f"{c.detail}; published anyway (they draw once the group is loaded): {c.fix}" for c in missing])
+def _published_anyway(problems: list[Check]) -> tuple[list[Check], list[str]]:
+    """The preflight's failures without those of checks whose failure does not stop a publish (Check.published_anyway:
+    `counter recording rules`, whose rate panels draw once their rule group is loaded), each returned as a warning
+    saying why."""
+    return ([c for c in problems if not c.published_anyway],
+            [f"{c.detail}; published anyway ({c.published_anyway}): {c.fix}" for c in problems if c.published_anyway])
 
 
 def _not_ready(check: Check) -> str:
@@ -369,8 +366,8 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options,
 
     problems = failed(run(project, options, groups))
     problems, warnings = _pinned_queries(problems, dashboards)
-    problems, unrecorded = _counter_recordings(problems)
-    warnings += unrecorded
+    problems, anyway = _published_anyway(problems)
+    warnings += anyway
     if not problems:
         return warnings
     reasons = "; ".join(f"{c.group}/{c.name}: {c.detail}" for c in problems)

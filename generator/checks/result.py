@@ -6,7 +6,7 @@ A check's `cause` tells a caller such as the publish preflight why it failed, so
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from .. import redact
@@ -24,6 +24,10 @@ class Check:
     detail: str
     fix: str = ""
     cause: str = ""
+    # Why a failure of this check does not stop a publish (the preflight publishes and warns, saying why): the check
+    # says so where it is made (`step`), not the preflight by its name; empty: its failure refuses the publish.
+    # Not part of what verify reports (as_dict).
+    published_anyway: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         # a URL a user typed may carry credentials; no check ever shows them
@@ -31,18 +35,23 @@ class Check:
         object.__setattr__(self, "fix", redact.text(self.fix))
 
     def as_dict(self) -> dict[str, str]:
-        return asdict(self)
+        reported = asdict(self)
+        del reported["published_anyway"]
+        return reported
 
 
 ODD_FIX = ("this is not what the API answers: check that the URL reaches the API itself (not a proxy or a "
            "login page) and that its version is supported")
 
 
-def step(group: str, name: str, check: Callable[..., Check | list[Check]], *args: Any) -> Iterator[Check]:
+def step(group: str, name: str, check: Callable[..., Check | list[Check]], *args: Any,
+         published_anyway: str = "") -> Iterator[Check]:
     """Run one check; an answer not shaped as its API promises becomes this check's failure, naming it, and a read the
     API refuses (403: the user's rights) this check's "cannot tell", naming what was refused (it ended the group, every
-    check after it unread, for a user with namespace-only rights)."""
-    return steps(group, (name,), check, *args)
+    check after it unread, for a user with namespace-only rights). `published_anyway`: why none of its failures,
+    whichever made it, stops a publish (Check.published_anyway)."""
+    made = steps(group, (name,), check, *args)
+    return (replace(c, published_anyway=published_anyway) for c in made) if published_anyway else made
 
 
 def steps(group: str, names: tuple[str, ...], check: Callable[..., Check | list[Check]], *args: Any) -> Iterator[Check]:
