@@ -31,16 +31,16 @@ from ..output import ADDON_FILE, SERVICE_MONITOR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
 from ..resources import default_counters
-from ..clients.answer import Answer, OddAnswer, whole_count
+from ..clients.answer import Answer, OddAnswer
 from ..clients.kube import Kube, for_run
 from ..clients.options import Options
+from .gpu_resources import (GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_NAMES_ENV, gpu_resources, has_gpus,
+                            listed_names, unattributed)
 from .result import FAIL, NOT_DEPLOYED, OK, UNREACHABLE, WARN, Check, cannot_tell, step, steps
 
 GROUP = "kube"
 AGENT_DEPLOYMENT = "cwagent-prometheus"
-GPU_RESOURCE = "nvidia.com/gpu"
 NO_GPU_NODE = "no GPU node now: none needs an exporter pod"  # "exporter pods ready" of a node group at zero
-MIG_RESOURCE_PREFIX = "nvidia.com/mig-"  # MIG's mixed strategy: one resource per instance profile
 # Counters files that ship inside the exporter image and hold the operator's default set.
 IMAGE_DEFAULTS = ("/etc/dcgm-exporter/dcp-metrics-included.csv", "/etc/dcgm-exporter/default-counters.csv")
 # The checks that show the exporter, and the agent, deployed and ready (the publish preflight reads them).
@@ -111,6 +111,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, VIRTUAL_CHECK, _exporter_settings(VIRTUAL_CHECK, _virtual_gpus), daemonset, style,
                         settings.exporter.virtual_gpus)
         yield from step(GROUP, SLICED_CHECK, _exporter_settings(SLICED_CHECK, _sliced_gpus), daemonset, style, nodes)
+        yield from step(GROUP, RESOURCE_NAMES_CHECK, _exporter_settings(RESOURCE_NAMES_CHECK, _resource_names),
+                        daemonset, style, nodes)
         yield from step(GROUP, "counters CSV", _exporter_settings("counters CSV", _counters), daemonset, style, kube,
                         project, namespace)
         if options.prometheus_in_use:
@@ -516,18 +518,22 @@ def _addon_sharing(kube: Kube, nodes: Callable[[], list[Answer]]) -> Check:
                  f"{SHARING_LABEL} and {GPU_COUNT_LABEL} tell)")
 
 
-def _sharing_nodes(nodes) -> list[str]:
-    """The nodes that share their GPUs by time-slicing or MPS as several nvidia.com/gpu, each with why it is known."""
+def _sharing_nodes(nodes, listed: tuple[str, ...] = ()) -> list[str]:
+    """The nodes that share their GPUs by time-slicing or MPS as several nvidia.com/gpu, or as several of a renamed
+    resource the exporter lists (`listed`: its NVIDIA_RESOURCE_NAMES), each with why it is known."""
     shared = []
     for node in nodes:
-        advertised = _gpu_count(node)
+        resources = {r: n for r, n in gpu_resources(node, listed).items()
+                     if r == GPU_RESOURCE or (r in listed and not r.startswith(MIG_RESOURCE_PREFIX))}
+        advertised = sum(resources.values())
         labels = node.get("metadata", dict).get("labels")
         labels = labels if isinstance(labels, dict) else {}
         count, strategy = str(labels.get(GPU_COUNT_LABEL, "")), str(labels.get(SHARING_LABEL, ""))
         if not advertised or not (strategy in SHARED or (count.isdigit() and advertised > int(count))):
             continue
         why = f"{SHARING_LABEL} {strategy}" if strategy in SHARED else f"{GPU_COUNT_LABEL} {count}"
-        shared.append(f"{node.get('metadata.name', str)} advertises {advertised} {GPU_RESOURCE} ({why})")
+        shared.append(f"{node.get('metadata.name', str)} advertises "
+                      f"{', '.join(f'{n} {r}' for r, n in sorted(resources.items()))} ({why})")
     return shared
 
 
@@ -838,11 +844,8 @@ def _yaml_value(value: int | str) -> str:
 
 
 def _gpu_count(node: Answer) -> int:
-    capacity = node.get("status", dict).get("capacity") or {}
-    if not isinstance(capacity, dict):
-        raise OddAnswer(node.source, f"{node.path}.status.capacity", capacity, "an object")
-    value = capacity.get(GPU_RESOURCE, "0")
-    return whole_count(value, node.source, f"{node.path}.status.capacity[{GPU_RESOURCE}]")
+    """The node's nvidia.com/gpu (the add-on's agent counts that resource alone)."""
+    return gpu_resources(node).get(GPU_RESOURCE, 0)
 
 
 def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[str], style,
@@ -863,7 +866,7 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
     from ..clients.kube import KubeRefused
 
     try:
-        gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if _gpu_count(n) > 0)
+        gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if has_gpus(n))
     except KubeRefused as refused:  # which nodes have GPUs is not known; whether the exporter pods the scrape jobs
         # keep are ready is: the deployment's label, and the DaemonSets exporter.more_daemonsets names of another one
         kept = {(pod.get("metadata.namespace", str, ""), pod.get("metadata.name", str, "")): pod
@@ -898,8 +901,8 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
     not_ready = sorted(node for node in by_node if node in gpu_nodes and node not in serving)
     result = []
     if not gpu_nodes:
-        result.append(Check(GROUP, "GPU node coverage", WARN, f"no node has {GPU_RESOURCE} capacity",
-                            "none while the GPU node group is scaled to zero; otherwise install the NVIDIA device "
+        result.append(Check(GROUP, "GPU node coverage", WARN, f"no node has {GPU_RESOURCE} capacity (nor "
+                            f"{GPU_RESOURCE}.* or {MIG_RESOURCE_PREFIX}*)", "none while the GPU node group is scaled to zero; otherwise install the NVIDIA device "
                             "plugin (the GPU operator does) on GPU nodes"))
     elif unscraped:
         restyled = [n for n in unscraped if _owner(unkept[n]) == named[0]]  # the named DaemonSet's, of another style
@@ -939,6 +942,8 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
         result.append(doubled)
     else:
         result.append(Check(GROUP, "GPU node coverage", OK, f"all {len(gpu_nodes)} GPU nodes run the exporter"))
+    if gpuless := _on_nodes_without_gpus(by_node, gpu_nodes, nodes(), settings):
+        result.append(gpuless)
     if not_ready:
         result.append(Check(GROUP, "exporter pods ready", FAIL, f"exporter not ready on {', '.join(not_ready)}",
                             "kubectl describe the exporter pod on that node; look at its events and logs"))
@@ -954,6 +959,45 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
                                 "metrics (GPU node coverage says why)", result[0].fix,
                                 cause="" if unscraped else NOT_DEPLOYED))
     return result
+
+
+GPULESS_CHECK = "exporter pods on nodes without GPUs"
+GPU_PRESENT_LABELS = ("nvidia.com/gpu.present", "feature.node.kubernetes.io/pci-10de.present")
+
+
+def _on_nodes_without_gpus(by_node: dict[str, list[Answer]], gpu_nodes: list[str], nodes: list[Answer],
+                           settings: Settings) -> Check | None:
+    """A failure naming each node that advertises no GPU where the exporter DaemonSet runs a pod none of which is
+    ready: the dcgm-exporter chart's defaults (values.yaml `nodeSelector: {}`, `affinity: {}`) schedule it on every
+    node, and on one without GPUs it cannot start DCGM, so the DaemonSet's available count stays below its desired
+    one for good (with the GPU node group at zero too). A node labelled as holding an NVIDIA device
+    (GPU_PRESENT_LABELS) is told apart: its device plugin advertises none. None where there is no such pod."""
+    labels = {n.get("metadata.name", str): n.string_map("metadata.labels") for n in nodes}
+    waiting = sorted(node for node, pods in by_node.items()
+                     if node not in gpu_nodes and not any(_ready(pod) for pod in pods))
+    if not waiting:
+        return None
+    present = [n for n in waiting if any(labels.get(n, {}).get(k) == "true" for k in GPU_PRESENT_LABELS)]
+    gpuless = [n for n in waiting if n not in present]
+
+    def said(node: str) -> str:
+        return f"{node} ({', '.join(sorted(p.get('metadata.name', str) for p in by_node[node]))})"
+    parts, fixes = [], []
+    if gpuless:
+        parts.append(f"exporter pods not ready on nodes without GPUs: {', '.join(said(n) for n in gpuless)}")
+        fixes.append("keep the exporter DaemonSet off nodes without GPUs: a nodeSelector (the dcgm-exporter chart's "
+                     "`nodeSelector`, e.g. nvidia.com/gpu.present: \"true\" where the GPU operator or GPU feature "
+                     "discovery labels GPU nodes, feature.node.kubernetes.io/pci-10de.present: \"true\" with node "
+                     "feature discovery alone) or a node affinity on them (the chart's `affinity`)")
+    if present:
+        parts.append("exporter pods not ready on nodes labelled as holding an NVIDIA GPU that advertise none "
+                     f"({GPU_RESOURCE}, {GPU_RESOURCE}.*, {MIG_RESOURCE_PREFIX}*): {', '.join(said(n) for n in present)}")
+        fixes.append("check the NVIDIA driver and device plugin on those nodes (kubectl describe node; the device "
+                     "plugin pod's logs)")
+    alarm = (": gpudash's GPU data missing alarm and rule read that as missing GPU data"
+             if data_missing.expected(settings) else "")
+    return Check(GROUP, GPULESS_CHECK, FAIL, "; ".join(parts) + "; the DaemonSet counts them as desired and they "
+                 f"never become available, so its rollout never completes{alarm}", "; ".join(fixes))
 
 
 def _ready_without_nodes(pods: list[Answer], refused: Any) -> list[Check]:
@@ -1247,9 +1291,10 @@ def _sliced_gpus(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) ->
     named (promql.label_lookback), alarms and CloudWatch read a pod at the scrapes naming it alone. With the setting
     each pod gets a copy. Nothing is said when the setting is on or no node shares its GPUs (as far as GPU feature
     discovery's labels and the node's nvidia.com/gpu capacity tell)."""
-    if _virtual_on(_container(daemonset, style)):
+    container = _container(daemonset, style)
+    if _virtual_on(container):
         return []
-    shared = _sharing_nodes(nodes())
+    shared = _sharing_nodes(nodes(), _listed_resources(container))
     if not shared:
         return []
     return [Check(GROUP, SLICED_CHECK, WARN,
@@ -1260,6 +1305,40 @@ def _sliced_gpus(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) ->
                   "(both forms) and CloudWatch's per-pod widgets read a pod only at the scrapes that name it",
                   "for a copy per pod, run dcgm-exporter 4.5.3 or later with KUBERNETES_VIRTUAL_GPUS=true and set "
                   "exporter.virtual_gpus: true in gpudash.yaml (README: per-process copies)")]
+
+
+RESOURCE_NAMES_CHECK = "GPU resource names"
+
+
+def _listed_resources(container: Answer) -> tuple[str, ...]:
+    return listed_names(_env(container), container.strings("command") + container.strings("args"))
+
+
+def _resource_names(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) -> list[Check]:
+    """A node advertising GPUs under a resource the exporter gives no pod (the device plugin's renamed shares,
+    nvidia.com/gpu.shared with `renameByDefault: true`; a `rename:`) fails, naming it and the setting: the series
+    of its GPUs carry no pod, so every per-pod panel, widget and alarm misses the pods holding them. Nothing is said
+    where every GPU resource is nvidia.com/gpu or nvidia.com/mig-*."""
+    if not unattributed(nodes(), ()):  # nvidia.com/gpu and nvidia.com/mig-* alone: the exporter's settings do not matter
+        return []
+    container = _container(daemonset, style)
+    listed = _listed_resources(container)
+    missed = unattributed(nodes(), listed)
+    if not missed:
+        renamed = sorted({r for n in nodes() for r in gpu_resources(n, listed) if r in listed})
+        return [Check(GROUP, RESOURCE_NAMES_CHECK, OK, f"the exporter gives pods the GPUs of {', '.join(renamed)} "
+                      f"({RESOURCE_NAMES_ENV} / --nvidia-resource-names)")]
+    resources = sorted({r for n in nodes() for r in gpu_resources(n) if r not in listed
+                        and not r.startswith(MIG_RESOURCE_PREFIX) and r != GPU_RESOURCE})
+    now = f" (now {', '.join(listed)})" if listed else ""
+    return [Check(GROUP, RESOURCE_NAMES_CHECK, FAIL,
+                  "; ".join(missed) + ": the exporter gives a pod only the devices of nvidia.com/gpu, "
+                  f"nvidia.com/mig-* and the resources its --nvidia-resource-names lists{now}, so the series of these "
+                  "GPUs carry no pod and every per-pod panel, widget and alarm (both forms) misses the pods holding "
+                  "them",
+                  f"set {RESOURCE_NAMES_ENV}={','.join(listed + tuple(resources))} on container "
+                  f"{container.get('name', str, '?')} of the exporter DaemonSet (or --nvidia-resource-names), or "
+                  "advertise them as nvidia.com/gpu (the device plugin's sharing config: renameByDefault: false)")]
 
 
 def _collectors_path(container: Answer, env: dict[str, str]) -> str:

@@ -313,9 +313,15 @@ def test_gpus_shared_by_time_slicing_without_virtual_gpus_warn_what_per_pod_view
     assert checks[("kube", "virtual GPUs setting")]["status"] == "ok" and name not in checks  # a copy per pod
 
 
-@pytest.mark.xfail(strict=True, reason="a node whose device plugin advertises its time-sliced GPU as "
-                   "nvidia.com/gpu.shared (renameByDefault) is read as a node without GPUs: no check names it, "
-                   "although the exporter, without --nvidia-resource-names, puts no pod on its GPUs")
+def _kube_failure(verify, name, detail: str, fix: str):
+    """The checks of the kube group alone, where `name` fails with `detail` and a fix starting with `fix`, and so does
+    verify."""
+    code, checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    assert (code, checks[name]["status"], checks[name]["detail"]) == (1, "fail", detail)
+    assert checks[name]["fix"].startswith(fix), checks[name]["fix"]
+    return checks
+
+
 def test_gpus_shared_under_a_renamed_resource_are_named(stack):
     """The device plugin's time-slicing with `renameByDefault: true` advertises a shared GPU as nvidia.com/gpu.shared,
     not nvidia.com/gpu. dcgm-exporter gives a GPU's series a pod only for a device of nvidia.com/gpu, nvidia.com/mig-*
@@ -330,16 +336,31 @@ def test_gpus_shared_under_a_renamed_resource_are_named(stack):
         sliced["status"][place] = {**{k: v for k, v in sliced["status"][place].items() if k != "nvidia.com/gpu"},
                                    "nvidia.com/gpu.shared": "4"}
     sliced["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-A10G-SHARED"
-    _, checks = verify(*only_kube)
-    named = [c for c in checks.values() if c["status"] in ("warn", "fail") and "gpu-node-b" in c["detail"]
-             and "nvidia.com/gpu.shared" in c["detail"]]
-    assert named, {k: (c["status"], c["detail"]) for k, c in checks.items()}
+    name = ("kube", "GPU resource names")
+    checks = _kube_failure(verify, name, (
+        "gpu-node-b advertises 4 nvidia.com/gpu.shared: the exporter gives a pod only the devices of nvidia.com/gpu, "
+        "nvidia.com/mig-* and the resources its --nvidia-resource-names lists, so the series of these GPUs carry no "
+        "pod and every per-pod panel, widget and alarm (both forms) misses the pods holding them"),
+        "set NVIDIA_RESOURCE_NAMES=nvidia.com/gpu.shared on container nvidia-dcgm-exporter of the exporter DaemonSet")
+    # the node has a GPU: coverage counts it (its exporter pod is there and ready), no "no GPU" verdict
+    assert checks[("kube", "GPU node coverage")]["detail"] == "all 2 GPU nodes run the exporter"
+    assert ("kube", "GPUs shared by pods") not in checks  # no pod is named at all: the sharing caveat is moot
+    container = cluster.daemonset["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = [*container.get("args", []), "--nvidia-resource-names", "nvidia.com/a100"]
+    _, checks = verify(*only_kube)  # another resource listed: still missed, the fix keeps what is listed
+    assert checks[name]["status"] == "fail" and "lists (now nvidia.com/a100)" in checks[name]["detail"]
+    assert checks[name]["fix"].startswith("set NVIDIA_RESOURCE_NAMES=nvidia.com/a100,nvidia.com/gpu.shared ")
+    container["args"][-1] = "nvidia.com/a100,nvidia.com/gpu.shared"
+    _, checks = verify(*only_kube)  # listed: the exporter names one pod per scrape, as with nvidia.com/gpu
+    assert checks[name]["status"] == "ok"
+    assert checks[("kube", "GPUs shared by pods")]["detail"].startswith(
+        "gpu-node-b advertises 4 nvidia.com/gpu.shared (nvidia.com/gpu.sharing-strategy time-slicing): ")
+    container["args"] = container["args"][:-2]
+    container.setdefault("env", []).append({"name": "NVIDIA_RESOURCE_NAMES", "value": "nvidia.com/gpu.shared"})
+    _, checks = verify(*only_kube)  # the variable, as the GPU operator's ClusterPolicy dcgmExporter.env sets it
+    assert checks[name]["status"] == "ok"
 
 
-@pytest.mark.xfail(strict=True, reason="an exporter pod the DaemonSet schedules on a node without GPUs (the "
-                   "dcgm-exporter chart's default: no nodeSelector, no affinity) fails only as 'exporter rollout: 2/3 "
-                   "pods available', naming neither the node nor the scheduling to fix, while the data-missing alarm "
-                   "and rule fire for it for good")
 def test_an_exporter_pod_on_a_node_without_gpus_is_named(stack):
     """The dcgm-exporter chart schedules its DaemonSet on every node unless nodeSelector or affinity is set (its
     values.yaml: `nodeSelector: {}`, `affinity: {}`): on a CPU node the exporter cannot start DCGM and never becomes
@@ -347,11 +368,27 @@ def test_an_exporter_pod_on_a_node_without_gpus_is_named(stack):
     rule fire, with the GPU node group at zero too. verify must name the node that has no GPU."""
     cluster, verify = stack
     only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    name = ("kube", "exporter pods on nodes without GPUs")
     cluster.pods.append(cluster.exporter_pod("cpu-node-1", ready=False))
     cluster.refresh_status()
+    checks = _kube_failure(verify, name, (
+        "exporter pods not ready on nodes without GPUs: cpu-node-1 (nvidia-dcgm-exporter-1x); the DaemonSet counts "
+        "them as desired and they never become available, so its rollout never completes: gpudash's GPU data missing "
+        "alarm and rule read that as missing GPU data"),
+        "keep the exporter DaemonSet off nodes without GPUs: a nodeSelector (the dcgm-exporter chart's `nodeSelector`, "
+        "e.g. nvidia.com/gpu.present: ")
+    assert checks[("kube", "exporter pods ready")]["status"] == "ok"  # the GPU nodes' pods serve
+    cpu = next(n for n in cluster.nodes if n["metadata"]["name"] == "cpu-node-1")
+    cpu["metadata"]["labels"]["nvidia.com/gpu.present"] = "true"  # a GPU node whose device plugin advertises none
     _, checks = verify(*only_kube)
-    named = [c for c in checks.values() if c["status"] in ("warn", "fail") and "cpu-node-1" in c["detail"]]
-    assert named, {k: (c["status"], c["detail"]) for k, c in checks.items() if c["status"] != "ok"}
+    assert checks[name]["detail"].startswith("exporter pods not ready on nodes labelled as holding an NVIDIA GPU "
+                                             "that advertise none (nvidia.com/gpu, nvidia.com/gpu.*, nvidia.com/mig-*)"
+                                             ": cpu-node-1 (nvidia-dcgm-exporter-1x); ")
+    assert checks[name]["fix"].startswith("check the NVIDIA driver and device plugin on those nodes")
+    cluster.pods[-1] = cluster.exporter_pod("cpu-node-1", ready=True)  # ready: it holds nothing back
+    cluster.refresh_status()
+    _, checks = verify(*only_kube)
+    assert name not in checks
 
 
 def test_an_exporter_daemonset_of_another_name_is_named_with_the_setting_to_write(stack, tmp_path):
