@@ -1894,10 +1894,25 @@ def _agent(kube: Kube, namespace: str, otel: bool) -> list[Check]:
     versions = [_agent_version(deployment)] if otel else []
     wanted = deployment.get("spec.replicas", int, 1)
     available = deployment.at("status").get("availableReplicas", int, 0)
+    scale = f"kubectl -n {namespace} scale deployment {AGENT_DEPLOYMENT} --replicas=1"
+    if not wanted:  # read "0/0 replicas available": ok, while nothing scrapes or publishes
+        return [Check(GROUP, "CloudWatch agent", FAIL, f"{what} is scaled to 0 replicas: nothing scrapes the exporter "
+                      "or publishes to CloudWatch", scale, cause=NOT_DEPLOYED), *versions]
+    replicas = [] if wanted == 1 else [Check(
+        GROUP, AGENT_REPLICAS, FAIL,
+        f"{what} asks for {wanted} replicas (spec.replicas): each scrapes every exporter pod and publishes every "
+        f"reading, and CloudWatch keeps them all, so a Sum or a SampleCount reads {wanted} times its truth: counter "
+        "increases (PCIe replays, rows remapped, XID errors, energy) and counts of data points, and an alarm on a "
+        f"sum fires at 1/{wanted} of its threshold (PCIe replays); Average, Minimum and Maximum hold",
+        f"{scale}, and keep replicas: 1 in its manifest (one agent per cluster scrapes the whole cluster)")]
     if available >= wanted:
-        return [Check(GROUP, "CloudWatch agent", OK, f"{available}/{wanted} replicas available"), *versions]
+        return [Check(GROUP, "CloudWatch agent", OK, f"{available}/{wanted} replicas available"), *replicas, *versions]
     return [Check(GROUP, "CloudWatch agent", FAIL, f"{available}/{wanted} replicas available",
-                  f"kubectl -n {namespace} describe deployment {AGENT_DEPLOYMENT}", cause=NOT_DEPLOYED), *versions]
+                  f"kubectl -n {namespace} describe deployment {AGENT_DEPLOYMENT}", cause=NOT_DEPLOYED), *replicas,
+            *versions]
+
+
+AGENT_REPLICAS = "CloudWatch agent replicas"
 
 
 def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, name: str, key: str,

@@ -391,6 +391,34 @@ def test_an_exporter_pod_on_a_node_without_gpus_is_named(stack):
     assert name not in checks
 
 
+def test_the_cloudwatch_agent_runs_exactly_one_replica(stack):
+    """Two cwagent-prometheus replicas each scrape every exporter pod and publish every reading, which CloudWatch
+    keeps side by side: every Sum doubles (the PCIe replay alarm fires at half its threshold). verify said "2/2
+    replicas available", ok. Zero replicas publish nothing: it said "0/0 replicas available", ok."""
+    cluster, verify = stack
+    agent = cluster.deployments[("amazon-cloudwatch", "cwagent-prometheus")]
+    agent["spec"]["replicas"] = 2
+    agent["status"] = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "updatedReplicas": 2}
+    name = ("kube", "CloudWatch agent replicas")
+    checks = _kube_failure(verify, name, (
+        "Deployment amazon-cloudwatch/cwagent-prometheus asks for 2 replicas (spec.replicas): each scrapes every "
+        "exporter pod and publishes every reading, and CloudWatch keeps them all, so a Sum or a SampleCount reads 2 "
+        "times its truth: counter increases (PCIe replays, rows remapped, XID errors, energy) and counts of data "
+        "points, and an alarm on a sum fires at 1/2 of its threshold (PCIe replays); Average, Minimum and Maximum "
+        "hold"), "kubectl -n amazon-cloudwatch scale deployment cwagent-prometheus --replicas=1, and keep replicas: 1")
+    assert checks[("kube", "CloudWatch agent")]["detail"] == "2/2 replicas available"
+    agent["spec"]["replicas"] = 0
+    agent["status"] = {"replicas": 0}
+    checks = _kube_failure(verify, ("kube", "CloudWatch agent"), (
+        "Deployment amazon-cloudwatch/cwagent-prometheus is scaled to 0 replicas: nothing scrapes the exporter or "
+        "publishes to CloudWatch"), "kubectl -n amazon-cloudwatch scale deployment cwagent-prometheus --replicas=1")
+    assert name not in checks and checks[("kube", "CloudWatch agent")]["cause"] == "not-deployed"
+    agent["spec"].pop("replicas")  # the API's default: 1
+    agent["status"] = {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 1}
+    _, checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    assert checks[("kube", "CloudWatch agent")]["status"] == "ok" and name not in checks
+
+
 def test_an_exporter_daemonset_of_another_name_is_named_with_the_setting_to_write(stack, tmp_path):
     """A Helm release names its DaemonSet and Service <release>-dcgm-exporter: the Service is found by its label; with
     exporter.daemonset unset, verify fails naming
