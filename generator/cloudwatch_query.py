@@ -190,6 +190,23 @@ def pod_total_kind(dims: tuple[str, ...] | list[str]) -> str | None:
     return next((kind for kind, (mark, _) in POD_TOTALS.items() if mark in dims), None)
 
 
+# A GPU's reading once per scrape of its exporter, which the OTel pipeline makes at the agent from the copies the
+# exporter writes of it (one per MIG instance of a device field, one per pod sharing the GPU: render/agent_otel.
+# once_per_gpu) and publishes under the field's name, the cluster and this mark (dimension: value), which no scraped
+# series carries. The fleet's values now read it past 500 GPUs (render/cloudwatch.readings_past_500): its
+# SampleCount per period counts each GPU once per scrape.
+ONCE_PER_GPU = ("readings", "once per GPU")
+
+
+def readings_dimensions(settings: Settings) -> tuple[str, ...]:
+    """The set the fleet's values now read every reading of the cluster from past 500 GPUs: on the OTel pipeline a
+    GPU's reading once per scrape (ONCE_PER_GPU), on classic every copy the exporter writes ([ClusterName]: the
+    JSON path publishes each series as it is scraped, so nothing there merges a GPU's copies)."""
+    if settings.agent.pipeline == "otel":
+        return (CLUSTER_DIMENSION, ONCE_PER_GPU[0])
+    return (CLUSTER_DIMENSION,)
+
+
 # The agent scrapes with gpudash's own job, which keeps the exporter's workload labels as
 # pod / namespace / container (whatever labels.* says about a Prometheus that scrapes through
 # another path) and attaches the Kubernetes node as `node`; ClusterName is the agent's cluster_name.

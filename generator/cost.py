@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
-from .cloudwatch_query import is_query, pod_dimensions, pod_total_kind
+from .cloudwatch_query import is_query, pod_dimensions, pod_total_kind, readings_dimensions
 from .errors import InputError
 from .project import Project
 from .reading import read_json
@@ -306,8 +306,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     counters = [m.name for m in catalog if m.kind == "counter" and m.name not in dropped]
     pod_set = tuple(pod_dimensions(settings))
     per_pod = set(what.fields.get(pod_set, []))
-    per_gpu = {m for dims, metrics in what.fields.items() if dims != pod_set and not pod_total_kind(dims)
-               for m in metrics}
+    once_set = readings_dimensions(settings)
+    per_gpu = {m for dims, metrics in what.fields.items()
+               if dims != pod_set and not pod_total_kind(dims) and dims != once_set for m in metrics}
 
     def shown(names: list[str], sets: set[str]) -> int:
         return sum(1 for n in names if n in sets)
@@ -349,6 +350,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         *(Events(f"a pod's totals ({mark})", fleet.named_pods, count, count, False) for mark, count in marks.items()),
         *(Events(f"the totals of a node's GPUs no pod holds ({mark})", idle_nodes, count, 0, False)
           for mark, count in marks.items()),
+        # a GPU's readings once per scrape (render/agent_otel.once_per_gpu; the fleet's values past 500 GPUs)
+        Events("a GPU's readings once", gpus, len(what.fields.get(once_set, [])),
+               len(what.fields.get(once_set, [])), False),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
         *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),
            Events("kube-state-metrics' scrape's flag of no GPU data", clusters * ksm, 1, 0, False)]
@@ -384,6 +388,10 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # the fields of the fleet's values now that read every reading of the cluster past 500 GPUs (GPU utilization,
     # power draw).
     per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
+    # on the OTel pipeline, the fields of those values as a GPU's reading once per scrape (ONCE_PER_GPU), their own set
+    readings_set = readings_dimensions(settings)
+    if readings_set != data_missing.CLUSTER_SET:
+        per_cluster += len(sets.get(readings_set, []))
     # kube-state-metrics' three series per exporter DaemonSet where a cluster names several (data_missing.ksm_set)
     daemonsets = data_missing.daemonsets_per_cluster(settings)
     per_daemonset = len(sets.get(data_missing.DAEMONSET_SET, []))
@@ -401,7 +409,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
                       and MIG_PROFILE_LABEL not in dims)
     gpu_sets = {dims: len(m) for dims, m in sets.items()
                 if dims not in pod_sets
-                and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET)
+                and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET,
+                                 readings_set)
                 and MIG_PROFILE_LABEL not in dims and not set(pod_set) <= set(dims)}
     per_gpu = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL not in dims)
     per_instance = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL in dims)
@@ -646,7 +655,8 @@ def limits(fleet: Fleet) -> list[str]:
         notes.append(f"{gpus:,.0f} GPUs per cluster: a query returns at most {SERIES_PER_QUERY} series, so the "
                      f"fleet's values now (GPUs reporting, Total power draw, the average utilization and "
                      f"temperature) read every reading of the cluster in the minute instead of one series per GPU (a "
-                     f"GPU counts, adds and weighs by its share of the minute's scrapes that read it, once per copy), "
+                     f"GPU counts, adds and weighs by its share of the minute's scrapes that read it: on agent.pipeline: otel once "
+                     f"per exporter pod reading it, on classic once per copy, per MIG instance or pod sharing it), "
                      f"and GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest their threshold over their "
                      f"window (PARTIAL_DATA): the bundled idle-GPU alarm (gpu-idle) the {SERIES_PER_QUERY} pod GPUs "
                      f"of the lowest mean over its 30 minutes, where a pod that came within them reading low (still "

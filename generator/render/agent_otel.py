@@ -29,6 +29,8 @@ counter coming back from one is sent as its whole running total. This pipeline d
   into one series per GPU instance for the per-GPU dimension sets, and keeps each pod's copy for the per-pod
   sets (with exporter.virtual_gpus, the per-GPU sets read a split field's device series, see
   `device_or_copies`); then the pods' totals take their field's name back, published in their own sets;
+* metricstransform/gpudash first makes, where the fleet's values past 500 GPUs read it, each GPU's reading once per
+  scrape of the fields they read, its copies (MIG instances, pods sharing it) merged and marked (see `once_per_gpu`);
 * transform/gpudash (where the alarm per node is made) makes each scrape's scrape_samples_post_metric_relabeling a
   flag, 1 for a scrape that brought no DCGM sample and 0 for one that did (see `NO_DATA_FLAG`);
 * the exporter has the JSON path's settings (the agent's awsemf_default_prometheus.yaml and
@@ -55,7 +57,7 @@ from typing import Any, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, PER_PROCESS_FIELDS, Catalog
-from ..cloudwatch_query import POD_TOTALS, pod_total_kind
+from ..cloudwatch_query import ONCE_PER_GPU, POD_TOTALS, pod_total_kind
 from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
@@ -452,17 +454,56 @@ def totals_renamed() -> dict[str, Any]:
             "action": "update", "new_name": "${1}"}
 
 
+def _marked(dims: list[str] | tuple[str, ...]) -> str | None:
+    """The mark of a set of points made at the agent (a pod's total, a GPU's reading once), or None."""
+    kind = pod_total_kind(dims)
+    return POD_TOTALS[kind][0] if kind else ONCE_PER_GPU[0] if ONCE_PER_GPU[0] in dims else None
+
+
 def _kept_apart(declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The declarations, those of sets without a pod total's mark matching only points without one, so that a
-    total is published in its own set alone (awsemf reads a missing label as empty)."""
-    marks = sorted({POD_TOTALS[kind][0] for d in declarations for dims in d["dimensions"]
-                    if (kind := pod_total_kind(dims))})
+    """The declarations, those of sets without a mark of points made at the agent (a pod's total, a GPU's reading
+    once) matching only points without one, so that such points are published in their own set alone (awsemf reads
+    a missing label as empty)."""
+    marks = sorted({mark for d in declarations for dims in d["dimensions"] if (mark := _marked(dims))})
     if not marks:
         return declarations
     def unmarked() -> dict[str, Any]:  # one object per declaration (YAML would write a shared one as an alias)
         return {"label_names": list(marks), "separator": ";", "regex": "^" + ";" * (len(marks) - 1) + "$"}
-    return [d if any(pod_total_kind(dims) for dims in d["dimensions"]) else {**d, "label_matchers": [unmarked()]}
+    return [d if any(_marked(dims) for dims in d["dimensions"]) else {**d, "label_matchers": [unmarked()]}
             for d in declarations]
+
+
+ONCE_PREFIX = "gpudash.once."  # a GPU's reading once, from the transform that makes it to the one that renames it
+
+
+def once_per_gpu(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """metricstransform's transforms that make, from each scrape of a node's exporter, each GPU's reading once of the
+    fields published in the set marked ONCE_PER_GPU (cloudwatch_query.readings_dimensions): the exporter writes a
+    GPU's series once per MIG instance (a device field repeats the GPU's reading on each) and once per pod sharing
+    it by time-slicing or MPS, each copy a reading of the cluster's per-cluster metric, so a count or total of
+    those readings counted the GPU once per copy. aggregate_labels keeps the cluster and the GPU's UUID (and the MIG
+    instance of a field MIG reports per instance) and merges the copies of one scrape by `max` (the copies of one
+    reading are equal); the mark tells the point apart from the field's own points (_kept_apart). They run after
+    the blank filter (a blank is no reading, and would be the largest), on one scrape of one target: two exporter
+    pods on one node (a DaemonSet's surge) still read the GPU twice."""
+    names = sorted({name for d in declarations for dims in d["dimensions"] if ONCE_PER_GPU[0] in dims
+                    for selector in d["metric_name_selectors"]
+                    for name in [next((m.name for m in catalog if selects(selector, m.name)), None)] if name})
+    mark = {"action": "add_label", "new_label": ONCE_PER_GPU[0], "new_value": ONCE_PER_GPU[1]}
+    result = []
+    for per_instance in (False, True):
+        group = [name for name in names if catalog.get(name).per_instance == per_instance]
+        if not group:
+            continue
+        labels = sorted({CLUSTER_DIMENSION, GPU_ONCE, *((MIG_INSTANCE_LABEL,) if per_instance else ())})
+        result.append({"include": f"^({'|'.join(re.escape(n) for n in group)})$", "match_type": "regexp",
+                       "action": "insert", "new_name": ONCE_PREFIX + "${1}",
+                       "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"},
+                                      dict(mark)]})
+    if result:
+        result.append({"include": f"^{re.escape(ONCE_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
+                       "new_name": "${1}"})
+    return result
 
 
 def _publishes(emf: dict[str, Any]) -> dict[str, Any]:
@@ -514,6 +555,8 @@ class Pipeline:
             scrape_series(declarations),
             *stale]}}
         merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
+        # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
+        merge["transforms"] = [*once_per_gpu(catalog, declarations), *merge["transforms"]]
         merge["transforms"] += [totals_renamed()] if totals else []
         if merge["transforms"]:
             self.processors[MERGE] = escaped(merge)

@@ -19,8 +19,8 @@ from typing import Any, Iterable
 
 from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, PRESENCE, Catalog
-from ..cloudwatch_query import (PERIOD, SERIES_PER_QUERY, Plan, Unsupported, blank_floor, number, pod_total_kind,
-                                series_label)
+from ..cloudwatch_query import (ONCE_PER_GPU, PERIOD, SERIES_PER_QUERY, Plan, Unsupported, blank_floor, number,
+                                pod_total_kind, readings_dimensions, series_label)
 from ..container_insights import NotPublished, enabled as addon_source, plan as addon_plan, source_plan
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
@@ -100,8 +100,10 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     for item in plans:
         result.setdefault(item.metric, set()).add(item.dims)
     field = period_field(catalog, settings) if periods else None
-    for name in sorted(per_cluster | ({field} if field else set())):
-        result.setdefault(name, set()).add((CLUSTER_DIMENSION,))
+    if field:
+        result.setdefault(field, set()).add((CLUSTER_DIMENSION,))
+    for name in sorted(per_cluster):
+        result.setdefault(name, set()).add(readings_dimensions(settings))
     return result
 
 
@@ -129,6 +131,7 @@ class _MetricWidget:
     true_at: int | None = None  # a value that means now: the only period it is drawn at
     period_field: str | None = None  # the field whose [ClusterName] metric the PERIOD() line names (period_field())
     readings: str | None = None  # past 500 GPUs, the mean of the cluster's readings ({s}: their Sum, {c}: count)
+    readings_set: tuple[str, ...] = (CLUSTER_DIMENSION,)  # the set they are read from (readings_dimensions)
 
     def in_cluster(self, cluster: Cluster) -> dict[str, Any]:
         expression = self.query[0] + self.plan.cluster_filter(cluster) + self.query[1]
@@ -140,7 +143,8 @@ class _MetricWidget:
             if PERIOD in (self.plan.math or "") or self.true_at is not None:
                 metrics.append(self._period_metric(cluster))
             if self.readings is not None:  # the per-cluster statistics the readings' form names ({s}, {c})
-                metrics += [[self.namespace, self.plan.metric, CLUSTER_DIMENSION, cluster.name,
+                once = list(ONCE_PER_GPU) if ONCE_PER_GPU[0] in self.readings_set else []
+                metrics += [[self.namespace, self.plan.metric, CLUSTER_DIMENSION, cluster.name, *once,
                              {"id": identifier, "stat": stat, "visible": False}]
                             for identifier, stat, mark in zip(READINGS_IDS, ("Sum", "SampleCount"), ("{s}", "{c}"))
                             if mark in self.readings]
@@ -268,7 +272,8 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
     return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit, rank=rank),
                          label, position,
                          plan_.namespace or settings.cloudwatch.namespace, true_at,
-                         None if plan_.namespace else period_field(catalog, settings), readings)
+                         None if plan_.namespace else period_field(catalog, settings), readings,
+                         readings_dimensions(settings))
 
 
 NOW_PERIODS = 4  # a now value's own range, in its periods: the minute drawn, the one filling, and room for both
@@ -289,8 +294,8 @@ def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> boo
 
 def readings_past_500(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings) -> bool:
     """A fleet value now ("GPUs reporting", "Total power draw", "Average GPU utilization", "Average GPU temperature")
-    reads, past 500 GPUs, every reading of the cluster in its minute, from the field published per cluster
-    ([ClusterName]; readings_form): a GROUP BY query returns 500 series (a count read 500, a total the 500 highest),
+    reads, past 500 GPUs, every reading of the cluster in its minute, from the set readings_dimensions names (on
+    the OTel pipeline each GPU's reading once per scrape, on classic the field per cluster; readings_form): a GROUP BY query returns 500 series (a count read 500, a total the 500 highest),
     and no ORDER BY keeps the GPUs of the minute drawn through churn (ranked by the highest mean, GPUs that left took
     places; ranked by how many scrapes saw each, through a node roll the new GPUs were left out: 20 % for 40 %), and
     a widget holds one Metrics Insights query. Up to 500 it stays the count, total or mean of each GPU's mean. Not
@@ -448,20 +453,30 @@ def combined_note(query: Query, plan_: Plan, catalog: Catalog) -> str:
 
 
 def readings_note(plan_: Plan, query: Query, settings: Settings) -> str:
-    """What a fleet value that reads every reading past 500 GPUs (readings_past_500) shows, for its header. Each copy
-    of a GPU's reading is one observation of the per-cluster metric, whoever wrote it: nothing in one query of it
-    tells copies apart, so the header names every way copies arise."""
+    """What a fleet value that reads every reading past 500 GPUs (readings_past_500) shows, for its header. On the
+    OTel pipeline the agent publishes a GPU's reading once per scrape of its exporter, its copies merged
+    (agent_otel.once_per_gpu); on classic each copy is one observation of the per-cluster metric, whoever wrote it:
+    nothing in one query of it tells copies apart. The header names every way copies still count."""
     n = SERIES_PER_QUERY
-    source = (f"(a Metrics Insights query returns {n} series) {{}} of the cluster in the minute (the field published "
-              f"per cluster, {plan_.metric} [{CLUSTER_DIMENSION}])")
-    copies = ("the exporter repeats its reading once per MIG instance or per pod sharing it, and two exporter pods "
-              "on its node each read it while the exporter's DaemonSet rolls with a surge")
+    dims = readings_dimensions(settings)
+    where = ", ".join(dims) + (f": {ONCE_PER_GPU[1]}" if ONCE_PER_GPU[0] in dims else "")
+    kind = "a GPU's reading once per scrape" if ONCE_PER_GPU[0] in dims else "the field published per cluster"
+    source = (f"(a Metrics Insights query returns {n} series) {{}} of the cluster in the minute ({kind}, "
+              f"{plan_.metric} [{where}])")
+    surge = "two exporter pods on its node each read it while the exporter's DaemonSet rolls with a surge"
+
+    def twice(verb: str) -> str:  # what a GPU read more than once in a scrape interval does
+        if ONCE_PER_GPU[0] in dims:
+            return (f"a GPU read by two exporter pods at once {verb} once per pod (the copies one exporter pod "
+                    f"writes of a GPU, one per MIG instance or per pod sharing it, are merged at the agent, but "
+                    f"{surge})")
+        return (f"a GPU read more than once per scrape {verb} once per copy (the exporter repeats its reading once "
+                f"per MIG instance or per pod sharing it, and {surge})")
     if query.aggregation == "avg":
         return (f"the mean of each GPU's mean up to {n} GPUs of the cluster, and past {n} "
                 + source.format("the mean of every reading")
                 + f": a GPU weighs by its readings there, so one that came or left within the minute, or whose node's "
-                  f"scrape failed in it, weighs less than one read at every scrape, and a GPU read more than once per "
-                  f"scrape weighs once per copy ({copies})")
+                  f"scrape failed in it, weighs less than one read at every scrape, and " + twice("weighs"))
     per_gpu = readings_per_gpu(settings)
     each = (f"the {per_gpu} readings one GPU gives there (one per scrape of {settings.scrape.seconds} s)"
             if per_gpu > 1 else f"the one reading one GPU gives there (a scrape every {settings.scrape.seconds} s)")
@@ -469,12 +484,11 @@ def readings_note(plan_: Plan, query: Query, settings: Settings) -> str:
         return (f"the number of GPUs reporting up to {n} GPUs of the cluster, and past {n} "
                 + source.format("the number of readings") + f" over {each}: every GPU is in it, but one that came "
                   f"or left within the minute, or whose node's scrape failed in it, counts as the share of the "
-                  f"minute's scrapes that read it, and a GPU read more than once per scrape counts once per copy "
-                  f"({copies})")
+                  f"minute's scrapes that read it, and " + twice("counts"))
     return (f"the total of each GPU's mean up to {n} GPUs of the cluster, and past {n} "
             + source.format("the total of every reading") + f" over {each}: every GPU is in it, but one that came or "
               f"left within the minute, or whose node's scrape failed in it, adds its share of the minute's scrapes "
-              f"that read it, and a GPU read more than once per scrape adds once per copy ({copies})")
+              f"that read it, and " + twice("adds"))
 
 
 def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting") -> str:

@@ -298,9 +298,9 @@ def test_past_500_gpus_the_count_and_the_total_hold_every_gpu_of_the_minute(tmp_
     assert "one that came or left within the minute, or whose node's scrape failed in it, counts as the share of the " \
            "minute's scrapes that read it" in count_note, count_note
     (power_note,) = [n for n in notes(text)["Total power draw"] if "past 500" in n]
-    assert "the total of every reading of the cluster in the minute (the field published per cluster, " \
-           "DCGM_FI_DEV_POWER_USAGE [ClusterName]) over the 2 readings one GPU gives there (one per scrape of 30 s)" \
-           in power_note, power_note
+    assert "the total of every reading of the cluster in the minute (a GPU's reading once per scrape, " \
+           "DCGM_FI_DEV_POWER_USAGE [ClusterName, readings: once per GPU]) over the 2 readings one GPU gives there " \
+           "(one per scrape of 30 s)" in power_note, power_note
 
 
 def test_up_to_500_gpus_the_count_and_the_total_stay_one_per_gpu(tmp_path):

@@ -1,11 +1,12 @@
-"""A cluster of more than 500 MIG GPUs: "GPUs reporting" and "Total power draw" count GPUs, not MIG instances.
+"""A cluster of more than 500 MIG or shared GPUs: "GPUs reporting" and "Total power draw" count GPUs, not copies.
 
 dcgm-exporter repeats a MIG GPU's device fields (temperature, power draw) on each of its GPU instances
-(tests/support/mixed_fleet.py: "device fields repeat on every instance"). Up to 500 GPUs the overview's values combine
-one series per GPU ([ClusterName, node, gpu]: the instances' copies are one series), so a GPU counts once. Past 500 they
-read every reading of the cluster's per-cluster field ([ClusterName] SampleCount and Sum over the readings one GPU
-gives in the minute, 0fd192d): each instance's copy is a reading, so a GPU split in two counts and adds twice. The
-truth does not change at 500: 504 GPUs report, drawing 200 W each."""
+(tests/support/mixed_fleet.py: "device fields repeat on every instance"), and a GPU shared by time-slicing once per pod
+holding it. Up to 500 GPUs the overview's values combine one series per GPU ([ClusterName, node, gpu]: the copies are
+one series), so a GPU counts once. Past 500 they read every reading of the cluster (0fd192d): on the OTel pipeline a
+GPU's reading once per scrape, its copies merged at the agent by UUID ([ClusterName, readings]); seen on main ddc22e6
+(the per-cluster field, [ClusterName]) each copy was a reading, so a GPU split in two counted and added twice. The
+truth does not change at 500: each GPU reports once, drawing 200 W."""
 
 from __future__ import annotations
 
@@ -18,27 +19,49 @@ from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import header, notes
 from tests.unit.test_cloudwatch_fleet_over_500 import AGENT_FILE, OVERVIEW, PER_NODE, _targets
 
 END, WATTS, INSTANCES = 3600, 200.0, 2  # each GPU split in two 3g.20gb instances
 
 
-def _page(node: int) -> str:
+def _mig_page(gpus: range, node: int) -> str:
+    """Node `node`'s GPUs `gpus`, each split in INSTANCES instances that repeat its temperature and power."""
     lines = []
     for name, value in (("DCGM_FI_DEV_GPU_TEMP", 50.0), ("DCGM_FI_DEV_POWER_USAGE", WATTS)):
         lines.append(f"# TYPE {name} gauge")
         lines += [f'{name}{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",modelName="NVIDIA A100-SXM4-40GB",'
                   f'Hostname="n{node}",GPU_I_PROFILE="3g.20gb",GPU_I_ID="{1 + i}"}} {value}'
-                  for g in range(PER_NODE) for i in range(INSTANCES)]
+                  for g in gpus for i in range(INSTANCES)]
     return "\n".join(lines) + "\n"
 
 
-def _values(tmp_path, nodes: int) -> dict[str, float]:
-    (tmp_path / "gpudash.yaml").write_text("{}\n")
+SHARING = 3  # pods sharing each GPU by time-slicing
+
+
+def _shared_page(gpus: range, node: int) -> str:
+    """Node `node`'s GPUs `gpus`, each shared by SHARING pods (one series per pod, each the GPU's reading); the last
+    GPU of the node held by no pod (one series without pod labels)."""
+    lines = []
+    for name, value in (("DCGM_FI_DEV_GPU_TEMP", 50.0), ("DCGM_FI_DEV_POWER_USAGE", WATTS)):
+        lines.append(f"# TYPE {name} gauge")
+        for g in gpus:
+            pods = [""] if g == gpus[-1] else [f',namespace="ml",pod="job-{node}-{g}-{p}",container="main"'
+                                                 for p in range(SHARING)]
+            lines += [f'{name}{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",modelName="NVIDIA A10G",'
+                      f'Hostname="n{node}"{pod}}} {value}' for pod in pods]
+    return "\n".join(lines) + "\n"
+
+
+def _values(tmp_path, gpus: int, page=_mig_page, pipeline: str = "otel") -> dict[str, float]:
+    """The overview's two values now over `gpus` GPUs (nodes of PER_NODE, the last one holding the rest)."""
+    (tmp_path / "gpudash.yaml").write_text(f"agent: {{pipeline: {pipeline}}}\n")
     files = encode(build(load_project(tmp_path / "gpudash.yaml")))
     config, job = agent_config(files[AGENT_FILE])
+    nodes = -(-gpus // PER_NODE)
     targets = _targets(job, nodes)
-    points = Agent(config, job).run([Scrape(float(t), _page(n), targets[n])
+    held = {n: range(min(PER_NODE, gpus - n * PER_NODE)) for n in range(nodes)}
+    points = Agent(config, job).run([Scrape(float(t), page(held[n], n), targets[n])
                                      for t in range(END - 600, END, 30) for n in range(nodes)])
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
     widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
@@ -51,13 +74,33 @@ def _values(tmp_path, nodes: int) -> dict[str, float]:
 
 def test_up_to_500_mig_gpus_each_gpu_counts_once(tmp_path):
     """The control: 496 GPUs (62 nodes of 8), each split in two."""
-    assert _values(tmp_path, 62) == {"GPUs reporting": 496, "Total power draw": 496 * WATTS}
+    assert _values(tmp_path, 496) == {"GPUs reporting": 496, "Total power draw": 496 * WATTS}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "past 500 GPUs the per-cluster readings count each MIG instance's copy of a GPU's reading: 504 GPUs split in two "
-    "read 1,008 GPUs reporting and 201,600 W for 100,800 W (the header says a copy counts again; the value is not "
-    "the truth, and jumps x2 at 500)"))
 def test_past_500_mig_gpus_each_gpu_counts_once(tmp_path):
     """504 GPUs (63 nodes of 8), each split in two. Seen on main 8f6b17e: 1,008 GPUs reporting, 201,600 W."""
-    assert _values(tmp_path, 63) == {"GPUs reporting": 504, "Total power draw": 504 * WATTS}
+    assert _values(tmp_path, 504) == {"GPUs reporting": 504, "Total power draw": 504 * WATTS}
+
+
+@pytest.mark.parametrize("gpus", [499, 500, 501])
+def test_at_500_mig_gpus_the_value_does_not_jump(tmp_path, gpus):
+    """Either side of the query's 500 series (METRIC_COUNT(q1) < 500 picks the form), each split in two: each GPU
+    counts once. Seen on main ddc22e6: 499 read 499, 500 read 1,000 and 501 read 1,002 (100,200 W for 50,100 W)."""
+    assert _values(tmp_path, gpus) == {"GPUs reporting": gpus, "Total power draw": gpus * WATTS}
+
+
+def test_past_500_time_sliced_gpus_each_gpu_counts_once(tmp_path):
+    """504 GPUs on 63 nodes, 7 of each node shared by three pods, the eighth held by none: each GPU counts once and
+    adds its power once. Seen on main ddc22e6: 1,386 GPUs reporting (each shared GPU three times), 277,200 W."""
+    assert _values(tmp_path, 504, _shared_page) == {"GPUs reporting": 504, "Total power draw": 504 * WATTS}
+
+
+def test_on_classic_past_500_the_copies_still_count_and_the_header_says_so(tmp_path):
+    """agent.pipeline: classic publishes each scraped series as it is: nothing merges a GPU's copies, so past 500 a
+    MIG GPU split in two counts twice, as the dashboard's header says (the OTel pipeline is the way out)."""
+    assert _values(tmp_path, 504, pipeline="classic") == {"GPUs reporting": 1008, "Total power draw": 1008 * WATTS}
+    (tmp_path / "gpudash.yaml").write_text("agent: {pipeline: classic}\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    (note,) = [n for n in notes(header(files, OVERVIEW))["GPUs reporting"] if "past 500" in n]
+    assert "a GPU read more than once per scrape counts once per copy (the exporter repeats its reading once per " \
+           "MIG instance or per pod sharing it" in note, note

@@ -67,19 +67,21 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # both sets for every shipped field, framebuffer once more per GPU instance (a whole GPU is one; the OTel
     # pipeline publishes the device counters charted or alarmed per GPU, PCIe replays, NVLink bandwidth and rows
     # remapped two ways, once per physical GPU, in the per-GPU set alone), and
-    # the cluster's six metrics (the data-missing alarm's four: its GPU observations, the exporter DaemonSet's
-    # desired, available and updated pods; and GPU utilization and power, the fleet values' readings past 500 GPUs),
+    # the cluster's seven metrics (the data-missing alarm's four: its GPU observations, the exporter DaemonSet's
+    # desired, available and updated pods; and GPU temperature, utilization and power, each GPU's reading once per
+    # scrape, the fleet values' readings past 500 GPUs),
     # per pod the OTel pipeline's five totals per scrape (power, framebuffer
     # and PCIe both ways summed, GPUs counted), and the exporters' scrapes without DCGM samples per GPU node
     # (counted per GPU), and the idle alarms' utilization per pod and GPU (one per GPU a pod holds)
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 6 + 5 * 80 + 1 * 100 + 1 * 100
-    # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, and its
-    # scraper drops the scrape's own series
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 7 + 5 * 80 + 1 * 100 + 1 * 100
+    # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, its
+    # scraper drops the scrape's own series, and its fleet values past 500 GPUs read the temperature's [ClusterName]
+    # metric the data-missing alarm reads (its copies are not merged: one metric fewer)
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n")), fleet))["custom metrics"]
-    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100
+    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100 - 1
     # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published
     idle = _lines(estimates(project, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
-    assert idle["quantity"] == 25 * 100 + 1 * 100 + 6 + 1 * 100 and "GPUs held by pods" not in idle["basis"]
+    assert idle["quantity"] == 25 * 100 + 1 * 100 + 7 + 1 * 100 and "GPUs held by pods" not in idle["basis"]
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
 
@@ -93,9 +95,9 @@ def test_tiers_lower_the_price_of_a_large_fleet(project):
     large = _lines(estimates(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
     # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' scrapes without
     # DCGM samples (per GPU), the idle alarms' utilization per pod and GPU
-    assert large["quantity"] == 250_000 + 1 * 5_000 + 6 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000
-    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 87,015
-    assert large["monthly"] == pytest.approx(27_000 + 40_060 * 0.05 - 10 * 0.30)
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 7 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000
+    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 87,021
+    assert large["monthly"] == pytest.approx(27_000 + 40_070 * 0.05 - 10 * 0.30)
     assert large["unit_price"] < 0.30
 
 
@@ -128,9 +130,9 @@ def test_emf_ingestion_and_storage_of_the_agents_log_group(project, project_dir)
     # 500 GPUs held by a pod each, a node each (no --nodes): every 30 s per GPU an event of its 20 gauges (2.5 KB)
     # and two of its 5 counters (per pod, merged), per pod two of its totals, and kube-state-metrics' series (the
     # filter drops up and scrape_*, but each scrape's flag of no GPU data, an event per node and one of
-    # kube-state-metrics'): about 246 GB a month
-    assert result["group_by"]["log_events"]["per_scrape"] == 3 * 500 + 2 * 500 + 1 + 500 + 1
-    assert 241 < lines["EMF log ingestion (GB)"]["quantity"] < 251
+    # kube-state-metrics'), and per GPU one of its readings once (the fleet values' past 500 GPUs): about 272 GB a month
+    assert result["group_by"]["log_events"]["per_scrape"] == 3 * 500 + 2 * 500 + 1 + 500 + 1 + 500
+    assert 267 < lines["EMF log ingestion (GB)"]["quantity"] < 277
     longer = _lines(estimates(load_project(project_dir("agent:\n  log_retention_days: 30\n")), fleet))
     assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(
         lines["EMF log storage (GB-month)"]["quantity"] * 30 / 7)
@@ -208,7 +210,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path)
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(project, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 6 + 5 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 7 + 5 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
