@@ -74,6 +74,7 @@ from .catalog import MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, M
 from .derived_sets import derived, mig_only, with_instance
 from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from .model import Query
+from .series_labels import MAX_DIMENSIONS
 from .settings import Cluster, Settings
 
 
@@ -198,6 +199,32 @@ def pod_total_kind(dims: tuple[str, ...] | list[str]) -> str | None:
 ONCE_PER_GPU = ("readings", "once per GPU")
 
 
+# A field's unused share at each reading (its bound less the reading: 100 - GPU utilization), which the OTel pipeline
+# makes at the agent (render/agent_otel.unused_shares) and publishes under the field's name, its alarm's set and this
+# mark. A GROUP BY alarm judging a share below a level ranks its series by the SUM of it over its window, the most
+# first: a series read low all along ranks before one that came within the window reading lower (ranked by AVG
+# ASC, such newcomers took the 500 places an alarm evaluates). See unused_plan.
+UNUSED_SHARE = ("share", "unused")
+SHARE_BOUNDS = {"percent": 100.0, "ratio": 1.0}  # a share's unit and its whole
+
+
+def unused_plan(plan: Plan, comparison: str, catalog: Catalog, settings: Settings) -> Plan | None:
+    """The plan of a GROUP BY alarm that judges the mean of a share (a percent or a ratio) below a level, reading the
+    field's unused share (UNUSED_SHARE) instead, on the OTel pipeline; None for any other alarm. Its mean is the
+    whole less the field's mean, so `mean < T` is `unused mean > whole - T` in every period; its ranking, SUM()
+    DESC, is the sum of the unused share over the alarm's window: a pod idle at 2 % for the 60 scrapes of 30
+    minutes sums 5,880, one that came 2 minutes ago at 0 % 400, one busy at 90 % all along 600, and any series whose
+    every period's mean is under T sums more than any series whose mean over the window is T or more."""
+    if settings.agent.pipeline != "otel" or not plan.group or plan.function != "AVG" or comparison not in ("<", "<="):
+        return None
+    if plan.namespace or plan.metric not in catalog:
+        return None
+    whole = SHARE_BOUNDS.get(catalog.get(plan.metric).unit_key)
+    if whole is None or len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
+        return None
+    return replace(plan, dims=(*plan.dims, UNUSED_SHARE[0]), complement=whole)
+
+
 def readings_dimensions(settings: Settings) -> tuple[str, ...]:
     """The set the fleet's values now read every reading of the cluster from past 500 GPUs: on the OTel pipeline a
     GPU's reading once per scrape (ONCE_PER_GPU), on classic every copy the exporter writes ([ClusterName]: the
@@ -265,6 +292,7 @@ class Plan:
     namespace: str | None = None  # None: the settings' cloudwatch.namespace
     gpu_series: tuple[str, str] = ("node", "gpu")  # the dimensions that name one GPU (for labels)
     notes: tuple[str, ...] = ()  # how the lines differ from the title on CloudWatch (the dashboard header says it)
+    complement: float | None = None  # an alarm's: it reads the field's unused share, this whole less the reading
 
     def expression(self, settings: Settings, cluster: Cluster | None, order: str = "DESC",
                    limit: int | None = None) -> str:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
-from .cloudwatch_query import is_query, pod_dimensions, pod_total_kind, readings_dimensions
+from .cloudwatch_query import UNUSED_SHARE, is_query, pod_dimensions, pod_total_kind, readings_dimensions
 from .errors import InputError
 from .project import Project
 from .reading import read_json
@@ -333,6 +333,10 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     unmerged = [n for n in counters if n not in merged]
     device = [n for n in merged_counters if not catalog.get(n).per_instance]
     instance = [n for n in merged_counters if n not in device]
+    unused = sorted({m for dims, ms in what.fields.items() if UNUSED_SHARE[0] in dims and MIG_PROFILE_LABEL not in dims
+                     for m in ms if m not in dropped})
+    unused_mig = sorted({m for dims, ms in what.fields.items() if UNUSED_SHARE[0] in dims and MIG_PROFILE_LABEL in dims
+                         for m in ms})
     marks: dict[str, int] = {}  # the pods' totals per scrape: their mark -> fields
     for dims, metrics in what.fields.items():
         kind = pod_total_kind(dims)
@@ -353,6 +357,10 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         # a GPU's readings once per scrape (render/agent_otel.once_per_gpu; the fleet's values past 500 GPUs)
         Events("a GPU's readings once", gpus, len(what.fields.get(once_set, [])),
                len(what.fields.get(once_set, [])), False),
+        # the unused share of each pod GPU's reading the idle alarms read (render/agent_otel.unused_copies): an event
+        # per GPU instance a pod holds at the scrape (MIG instances' with their profile, on a MIG fleet)
+        *(Events(f"a pod GPU's unused share{' (MIG instances)' if mig else ''}", min(copies, pods), len(names),
+                 len(names), False) for mig, names in ((False, unused), (True, unused_mig if fleet.mig else []))),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
         *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),
            Events("kube-state-metrics' scrape's flag of no GPU data", clusters * ksm, 1, 0, False)]
@@ -658,10 +666,12 @@ def limits(fleet: Fleet) -> list[str]:
                      f"GPU counts, adds and weighs by its share of the minute's scrapes that read it: on agent.pipeline: otel once "
                      f"per exporter pod reading it, on classic once per copy, per MIG instance or pod sharing it), "
                      f"and GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest their threshold over their "
-                     f"window (PARTIAL_DATA): the bundled idle-GPU alarm (gpu-idle) the {SERIES_PER_QUERY} pod GPUs "
-                     f"of the lowest mean over its 30 minutes, where a pod that came within them reading low (still "
-                     f"loading) ranks before one idle all along at a few percent and can take its place; "
-                     f"alarms.per_pod: static with the long-running pods in alarms.static_pods evaluates each of them")
+                     f"window (PARTIAL_DATA): the bundled idle-GPU alarm (gpu-idle) on agent.pipeline: otel the "
+                     f"{SERIES_PER_QUERY} pod GPUs of the largest unused share summed over its 30 minutes (the pods "
+                     f"idle longest), on classic those of the lowest mean, where a pod that came within them reading "
+                     f"low (still loading) ranks before one idle all along at a few percent and can take its place "
+                     f"(alarms.per_pod: static with the long-running pods in alarms.static_pods evaluates each of "
+                     f"them)")
     if max(gpus, pods) > METRICS_PER_QUERY:
         notes.append(f"{max(gpus, pods):,.0f} GPUs or pods per cluster: a query processes the first "
                      f"{METRICS_PER_QUERY:,} metrics it finds; the rest are in no widget or alarm")

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator
 from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
-                                dimension_sets, is_query, pod_dimensions)
+                                UNUSED_SHARE, dimension_sets, is_query, pod_dimensions)
 from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
@@ -744,14 +744,18 @@ def grouped_alarms(subject: LintInput) -> Iterable[Finding]:
             if metric.get("ReturnData") is False:  # the input of the alarm's math, not its contributors
                 continue
             wanted = _ORDER_FOR.get(request.get("ComparisonOperator", ""), "DESC")
+            # over a field's unused share (cloudwatch_query.unused_plan) a mean above a level ranks by the share's
+            # sum over the window, the most first
+            ranked = ("SUM" if query.function == "AVG" and wanted == "DESC" and UNUSED_SHARE[0] in (query.schema or [])
+                      else query.function)
             if query.order is None:
                 yield Finding("AL008", "error", _alarm_where(item),
-                              f"GROUP BY without ORDER BY {query.function}() {wanted}: which {SERIES_PER_QUERY} "
+                              f"GROUP BY without ORDER BY {ranked}() {wanted}: which {SERIES_PER_QUERY} "
                               f"series are evaluated is not controlled")
-            elif query.order != (query.function, wanted):
+            elif query.order != (ranked, wanted):
                 yield Finding("AL008", "error", _alarm_where(item),
                               f"ORDER BY {' '.join(query.order)}: the series nearest the threshold come first "
-                              f"with ORDER BY {query.function}() {wanted}")
+                              f"with ORDER BY {ranked}() {wanted}")
             if query.limit is not None and SERIES_PER_QUERY >= query.limit > CONTRIBUTORS_REPORTED:
                 yield Finding("AL008", "warning", _alarm_where(item),
                               f"LIMIT {query.limit}: only {CONTRIBUTORS_REPORTED} contributors are reported")

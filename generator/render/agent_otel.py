@@ -57,7 +57,7 @@ from typing import Any, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, PER_PROCESS_FIELDS, Catalog
-from ..cloudwatch_query import ONCE_PER_GPU, POD_TOTALS, pod_total_kind
+from ..cloudwatch_query import ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE, pod_total_kind
 from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
@@ -457,7 +457,9 @@ def totals_renamed() -> dict[str, Any]:
 def _marked(dims: list[str] | tuple[str, ...]) -> str | None:
     """The mark of a set of points made at the agent (a pod's total, a GPU's reading once), or None."""
     kind = pod_total_kind(dims)
-    return POD_TOTALS[kind][0] if kind else ONCE_PER_GPU[0] if ONCE_PER_GPU[0] in dims else None
+    if kind:
+        return POD_TOTALS[kind][0]
+    return next((mark for mark, _ in (ONCE_PER_GPU, UNUSED_SHARE) if mark in dims), None)
 
 
 def _kept_apart(declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -471,6 +473,60 @@ def _kept_apart(declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return {"label_names": list(marks), "separator": ";", "regex": "^" + ";" * (len(marks) - 1) + "$"}
     return [d if any(_marked(dims) for dims in d["dimensions"]) else {**d, "label_matchers": [unmarked()]}
             for d in declarations]
+
+
+UNUSED_PREFIX = "gpudash.unused."  # a field's unused share from the transform that makes it to the one that renames it
+UNUSED = f"transform/{SUFFIX}-unused"  # the processor that makes a copy's value its unused share (unused_shares)
+
+
+def _unused_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """{field: the labels its unused share keeps} of the fields published in a set marked UNUSED_SHARE (an alarm
+    judging a share below a level: cloudwatch_query.unused_plan): the sets' dimensions, the GPU instance's identity
+    and the mark."""
+    result: dict[str, set[str]] = {}
+    for declaration in declarations:
+        for dims in declaration["dimensions"]:
+            if UNUSED_SHARE[0] not in dims:
+                continue
+            for selector in declaration["metric_name_selectors"]:
+                name = next((m.name for m in catalog if selects(selector, m.name)), None)
+                if name:
+                    result.setdefault(name, set()).update(d for d in dims if d != UNUSED_SHARE[0])
+    return {name: sorted({*labels, *GPU_IDENTITY}) for name, labels in sorted(result.items())}
+
+
+def unused_copies(fields: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """metricstransform's inserts (in the processor of the pods' totals, before the blank filter, which drops a copy
+    of a blank by its floor) of each field's copy that becomes its unused share: its points with the labels its sets
+    name and the GPU instance's (each point of one scrape has its own: `max` merges none), marked UNUSED_SHARE."""
+    mark = {"action": "add_label", "new_label": UNUSED_SHARE[0], "new_value": UNUSED_SHARE[1]}
+    return [{"include": f"^{re.escape(name)}$", "match_type": "regexp", "action": "insert",
+             "new_name": UNUSED_PREFIX + name,
+             # only the points that carry every label its sets name (a GPU a pod holds; a MIG instance's profile):
+             # a copy of any other would be published in no set, and still logged (awsemf writes every group)
+             "experimental_match_labels": {label: ".+" for label in labels
+                                           if label not in (CLUSTER_DIMENSION, *GPU_IDENTITY)},
+             "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"}, dict(mark)]}
+            for name, labels in fields.items()]
+
+
+def unused_shares(catalog: Catalog, fields: dict[str, list[str]]) -> dict[str, Any]:
+    """The transform processor (after the blank filter) that makes each copy's value its field's unused share, the
+    whole less the reading (cloudwatch_query.SHARE_BOUNDS: 100 - a percent, 1 - a ratio), an OTTL math expression
+    in a datapoint statement (pkg/ottl: `+ - * /` on numbers and paths)."""
+    by_whole: dict[float, list[str]] = {}
+    for name in fields:
+        by_whole.setdefault(SHARE_BOUNDS[catalog.get(name).unit_key], []).append(name)
+    start = "^" + UNUSED_PREFIX.replace(".", "[.]")
+    return {"error_mode": "ignore", "metric_statements": [{"context": "datapoint", "statements": [
+        f'set(value_double, {whole!r} - value_double) where IsMatch(metric.name, "{start}(?:{"|".join(names)})$")'
+        for whole, names in sorted(by_whole.items())]}]}
+
+
+def unused_renamed() -> dict[str, Any]:
+    """The transform that gives the unused shares their field's name back (last: the merges match the field's name)."""
+    return {"include": f"^{re.escape(UNUSED_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
+            "new_name": "${1}"}
 
 
 ONCE_PREFIX = "gpudash.once."  # a GPU's reading once, from the transform that makes it to the one that renames it
@@ -545,19 +601,25 @@ class Pipeline:
         shipped = list(shipped)
         declarations = self.publishes["metric_declarations"]
         totals = pod_totals(catalog, declarations, pod_copies(catalog, settings, declarations, shipped))
+        unused = _unused_fields(catalog, declarations)
         gauges = retyped(catalog, shipped)
         self.processors = {RETYPE: gauges} if gauges else {}
-        self.processors.update({TOTALS: escaped({"transforms": totals})} if totals else {})
+        copies = [*unused_copies(unused), *totals]
+        self.processors.update({TOTALS: escaped({"transforms": copies})} if copies else {})
         stale = stale_device_readings([n for n in shipped if n in PER_PROCESS_FIELDS]
                                       if settings.exporter.virtual_gpus else [])
         self.processors[FILTER] = {"error_mode": "ignore", "metrics": {"datapoint": [
             *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations),
+            *blank_conditions(catalog, unused, prefix=UNUSED_PREFIX),
             scrape_series(declarations),
             *stale]}}
+        if unused:
+            self.processors[UNUSED] = unused_shares(catalog, unused)
         merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
         # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
         merge["transforms"] = [*once_per_gpu(catalog, declarations), *merge["transforms"]]
         merge["transforms"] += [totals_renamed()] if totals else []
+        merge["transforms"] += [unused_renamed()] if unused else []
         if merge["transforms"]:
             self.processors[MERGE] = escaped(merge)
         if samples_published(declarations):

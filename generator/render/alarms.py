@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, OTEL_GAP, Plan, instance_contributors,
+                                unused_plan,
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
                                 scrape_seconds)
 from .. import data_missing
@@ -339,11 +340,28 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
         mig = mig_plan(alarm, catalog, settings)
     except Unsupported:
         mig = None  # MIG GPUs are not evaluated on CloudWatch: a note says so (mig_left_out)
+    comparison = cloudwatch_condition(alarm, settings).comparison
+    if mig:  # a share below a level: ranked by the unused share's sum over the window (unused_plan)
+        mig = (unused_plan(mig[0], comparison, catalog, settings) or mig[0], mig[1])
+    plan_ = unused_plan(plan_, comparison, catalog, settings) or plan_
     return (Form("insights", plan_),) + ((Form("mig", *mig),) if mig else ())
 
 
 def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
-    return float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
+    threshold = float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
+    # the unused share (unused_plan): whole - reading, so reading < T is unused > whole - T
+    return threshold if plan_.complement is None else plan_.complement - threshold
+
+
+def _judged(alarm: Alarm, plan_: Plan, settings: Settings) -> tuple[str, str, str | None]:
+    """(comparison, ORDER BY direction, ORDER BY function: None for the SELECT's) of a Metrics Insights alarm: toward
+    its threshold, the series nearest it first; over the unused share (unused_plan) the comparison turns round and
+    the series rank by the share's SUM over the window, the most first."""
+    comparison = cloudwatch_condition(alarm, settings).comparison
+    if plan_.complement is None:
+        return comparison, ORDER[comparison], None
+    turned = {"<": ">", "<=": ">="}[comparison]
+    return turned, ORDER[turned], "SUM"
 
 
 DIGEST_LENGTH = 8  # hexadecimal digits of the digest that parts two DaemonSets' alarm names
@@ -469,21 +487,27 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
     gap = OTEL_GAP if condition.query.as_increase and settings.agent.pipeline != "classic" else ""
+    if plan_.complement is not None:  # unused_plan
+        gap = (f"it reads {plan_.complement:g} less each reading above {threshold:g}, ranked by its sum over the "
+               f"window (past 500: the longest idle)")
     stale = stale_note(alarm, gap)
     description = _description(alarm, stale)
     label = alarm.title
     if mig:
         label += " (MIG instances)"
         description = _description(alarm, f" On GPUs split into MIG instances, which report no "
-                                          f"{condition.query.metric}: {form.stand_in} below {threshold:g} (the same "
+                                          f"{condition.query.metric}: {form.stand_in} below "
+                                          f"{float(condition.threshold) * plan_.divisor:g} (the same "
                                           f"share as a ratio).{stale}")
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
         description = _description(alarm, f" On CloudWatch: {instance_contributors(settings)}{_stale_clause(alarm)}.")
-    before, after = plan_.around_cluster(settings, ORDER[condition.comparison])
+    comparison, order, rank = _judged(alarm, plan_, settings)
+    before, after = plan_.around_cluster(settings, order, rank=rank)
 
     def request(cluster: Cluster | None) -> dict[str, Any]:
         result = _common(alarm, settings, alarm_name(settings, cluster, alarm, mig=mig), description)
         result["Threshold"] = threshold
+        result["ComparisonOperator"] = COMPARISON_OPERATORS[comparison]
         result["Metrics"] = [{"Id": "q1", "Expression": before + plan_.cluster_filter(cluster) + after,
                               "Period": alarm.period_seconds, "ReturnData": True, "Label": label}]
         return result

@@ -73,7 +73,7 @@ def test_per_pod_alarms_are_one_group_by_alarm_per_rule_and_cluster(cloudwatch, 
     assert [r["AlarmName"] for r in idle] == ["gpudash-east-gpu-idle-warning", "gpudash-west-gpu-idle-warning"]
     assert idle[0]["Metrics"][0]["Expression"] == (
         'SELECT AVG("DCGM_FI_DEV_GPU_UTIL") FROM SCHEMA("ContainerInsights/Prometheus", "ClusterName", "namespace", '
-        '"pod", "gpu") WHERE "ClusterName" = \'east\' GROUP BY "namespace", "pod", "gpu" ORDER BY AVG() ASC')
+        '"pod", "gpu", "share") WHERE "ClusterName" = \'east\' GROUP BY "namespace", "pod", "gpu" ORDER BY SUM() DESC')
     for item in requests:
         cloudwatch.put_metric_alarm(**item["Request"])
     assert len(cloudwatch.describe_alarms()["MetricAlarms"]) == 24

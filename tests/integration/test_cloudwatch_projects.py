@@ -274,7 +274,7 @@ def test_a_fleet_alarm_two_files_define_differently_is_not_overwritten_by_the_fi
     assert apply("--config", settings["a"])[0] == 0
 
     def fleet_alarms():
-        return {a["AlarmName"]: a["Threshold"] for a in _paged_metric_alarms(client) if "-fleet-idle-" in a["AlarmName"]}
+        return {a["AlarmName"]: _level(a) for a in _paged_metric_alarms(client) if "-fleet-idle-" in a["AlarmName"]}
 
     written_by_a = fleet_alarms()
     assert written_by_a["gpudash-fleet-fleet-idle-warning"] == 5
@@ -301,10 +301,17 @@ def _fleet_rule(folder, threshold):
     return folder
 
 
+def _level(alarm) -> float:
+    """The utilization level the fleet rule judges: its alarm reads the unused share (100 less each reading) above
+    100 less the level (cloudwatch_query.unused_plan)."""
+    unused = '"share")' in alarm["Metrics"][0]["Expression"]
+    return 100 - alarm["Threshold"] if unused else alarm["Threshold"]
+
+
 def _fleet_alarm_marks(client, name="gpudash-fleet-fleet-idle-warning"):
     alarm = client.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]
     tags = {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]}
-    return alarm["Threshold"], tags.get("gpudash:clusters")
+    return _level(alarm), tags.get("gpudash:clusters")
 
 
 def test_a_cluster_renamed_in_its_only_settings_file_takes_its_fleet_alarm_back_with_renamed_from(aws, tmp_path, cli):

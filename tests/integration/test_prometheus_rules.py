@@ -547,8 +547,9 @@ def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
     pod = (("ClusterName", "gpu-cluster"), ("gpu", "0"), ("namespace", "ml"), ("pod", "idle-0"))
     points = [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_TEMP", gpu, 30.0 * k, v)
               for k, v in enumerate(temp)]
-    points += [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_UTIL", pod, 30.0 * k, v)
-               for k, v in enumerate(util)]
+    # as the agent publishes them for the idle alarm: each reading's unused share, 100 less it (agent_otel.unused_shares)
+    points += [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_UTIL", (*pod, ("share", "unused")),
+                         30.0 * k, 100.0 - v) for k, v in enumerate(util)]
     states = cloudwatch_eval.alarm(requests["gpudash-gpu-cluster-gpu-temp-high-warning"], points, 1200)
     assert set(states.values()) == {"OK"}
     states = cloudwatch_eval.alarm(requests["gpudash-gpu-cluster-gpu-idle-warning"], points, 1800)

@@ -665,12 +665,14 @@ def _processor_kinds(config: dict) -> list[tuple[str, list]]:
              else [_statements(config["processors"][name])] if kind == "transform" else []) for kind, name in kinds]
 
 
-_SET = re.compile(r"^set\(value_double,\s*(?P<value>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\)\s+where\s+(?P<where>.+)$")
+_SET = re.compile(r"^set\(value_double,\s*(?P<value>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)(?P<less>\s*-\s*value_double)?\)"
+                  r"\s+where\s+(?P<where>.+)$")
 
 
 def _statements(config: dict):
     """transformprocessor's datapoint statements as a function of a resource's metrics (the subset gpudash writes:
-    `set(value_double, <number>) where <condition>`). Each datapoint runs the statements in their order, a later one
+    `set(value_double, <number>) where <condition>`, and `set(value_double, <number> - value_double) where ...`, an
+    OTTL math expression over the point's value). Each datapoint runs the statements in their order, a later one
     reading what an earlier one set (processor/transformprocessor/internal/common/metrics.go: a statement sequence
     per datapoint). A staleness marker (no value) keeps its NoRecordedValue flag whatever is set, and awsemf drops it:
     it stays a marker here."""
@@ -682,15 +684,15 @@ def _statements(config: dict):
     for text in group["statements"]:
         match = _SET.match(text.strip())
         assert match, f"OTTL statement the model does not read: {text!r}"
-        parsed.append((float(match["value"]), _Condition(match["where"])))
+        parsed.append((float(match["value"]), bool(match["less"]), _Condition(match["where"])))
 
     def statements(name: str, value: float) -> float | None:
         """The value the statements set (None: they set none), run in their order: a function of the metric's name
         and the point's value alone."""
         written = None
-        for new, condition in parsed:
+        for new, less, condition in parsed:
             if condition(name, value):
-                value = written = new
+                value = written = new - value if less else new
         return written
 
     known: dict[tuple[str, float], float | None] = {}  # (name, value) -> what the statements set: a fleet repeats them

@@ -44,13 +44,14 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
     names = [n for section in ("receivers", "processors", "exporters") for n in otel[section]]
     names += list(otel["service"]["pipelines"])
     # no clash with the agent's own pipelines: every name's suffix is gpudash's
-    assert names and all(n.split("/", 1)[1] in ("gpudash", "gpudash-pods") for n in names)
+    assert names and all(n.split("/", 1)[1] in ("gpudash", "gpudash-pods", "gpudash-unused") for n in names)
     (pipeline,) = otel["service"]["pipelines"].values()
-    # the pods' totals are made before the blank filter (a sum holding a blank is dropped whole), the merge of
-    # a shared GPU's counters after it (its `max` would take a blank)
+    # the pods' totals (and the copies of the idle alarms' utilization) are made before the blank filter (a sum
+    # holding a blank is dropped whole), the unused share of a reading after it, the merge of a shared GPU's counters
+    # after it (its `max` would take a blank)
     assert pipeline == {"receivers": ["prometheus/gpudash"],
-                        "processors": ["metricstransform/gpudash-pods", "filter/gpudash", "metricstransform/gpudash",
-                                       "transform/gpudash", "batch/gpudash"],
+                        "processors": ["metricstransform/gpudash-pods", "filter/gpudash", "transform/gpudash-unused",
+                                       "metricstransform/gpudash", "transform/gpudash", "batch/gpudash"],
                         "exporters": ["awsemf/gpudash"]}
     emf = otel["exporters"]["awsemf/gpudash"]
     assert (emf["namespace"], emf["log_group_name"], emf["region"], emf["dimension_rollup_option"]) == (
@@ -84,14 +85,26 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
             up = [d for d in emf["metric_declarations"]
                   if d["metric_name_selectors"] == ["^scrape_samples_post_metric_relabeling$"]]
             assert [d["dimensions"] for d in up] == [[["ClusterName", "node"]]]
-            assert [(d["dimensions"], d["metric_name_selectors"]) for d in emf["metric_declarations"]
-                    if d not in totals + up] == [
-                (d["dimensions"], [s for s in d["metric_selectors"]
-                                   if "GPU_I_ID" not in d["dimensions"][0] or s not in device])
-                for d in classic["metric_declaration"]]
+            # and the points it makes at the agent in sets of their own, where the JSON path reads the field itself:
+            # a GPU's readings once per scrape ([ClusterName, readings], the fleet's values past 500 GPUs; classic
+            # reads [ClusterName]) and a share's unused share (the idle alarms' sets and `share`)
+            made = [d for d in emf["metric_declarations"] if {"readings", "share"} & set(d["dimensions"][0])]
+            assert {tuple(d["dimensions"][0]) for d in made} >= {("ClusterName", "readings")}
+
+            def read_as(declarations, dims_of, selectors_of) -> dict:
+                result: dict = {}
+                for d in declarations:
+                    dims = tuple(x for x in dims_of(d) if x not in ("readings", "share"))
+                    result.setdefault(dims, set()).update(selectors_of(d))
+                return result
+            assert read_as([d for d in emf["metric_declarations"] if d not in totals + up],
+                           lambda d: d["dimensions"][0], lambda d: d["metric_name_selectors"]) == read_as(
+                classic["metric_declaration"], lambda d: d["dimensions"][0],
+                lambda d: [s for s in d["metric_selectors"] if "GPU_I_ID" not in d["dimensions"][0] or s not in device])
             assert {tuple(d["dimensions"][0][-2:]) for d in totals} == {("pod", "pod_total"), ("pod", "pod_gpus")}
-            assert all(d["label_matchers"] == [{"label_names": ["pod_gpus", "pod_total"], "separator": ";",
-                                                "regex": "^;$"}] for d in emf["metric_declarations"] if d not in totals)
+            assert all(d["label_matchers"] == [{"label_names": ["pod_gpus", "pod_total", "readings", "share"],
+                                                "separator": ";", "regex": "^;;;$"}]
+                       for d in emf["metric_declarations"] if d not in totals + made)
             assert {d["metric_name"]: d["unit"] for d in emf["metric_descriptors"]} == classic["metric_unit"]
             assert emf["log_group_name"] == prometheus["log_group_name"]
             jobs = scrape_jobs(otel_files[path])
@@ -213,7 +226,24 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
     # and each exporter scrape's flag per node (0: it brought DCGM samples), for the data-missing rule's alarm per node
     flags = [p for p in otel if p.metric.startswith(("up", "scrape_"))]
     assert flags and {(p.metric, p.value) for p in flags} == {("scrape_samples_post_metric_relabeling", 0.0)}
-    left_out, instances = set(totals) | set(flags), set(per_instance)  # (sets: the lists hold thousands of datapoints)
+    # and the points it makes at the agent where the JSON path publishes the field itself: each GPU's readings once
+    # ([ClusterName, readings]; one copy per GPU here: the JSON path's [ClusterName] readings) and the idle alarms'
+    # unused share (100 - each pod GPU's utilization, in the alarm's set and `share`)
+    once = [p for p in otel if "readings" in p.dims()]
+    share = [p for p in otel if "share" in p.dims()]
+
+    def plain(p, value=None):
+        return (p.metric, tuple(d for d in p.dimensions if d[0] not in ("readings", "share")), p.timestamp,
+                p.value if value is None else value)
+    assert once and share
+    assert sorted(plain(p) for p in once) == sorted(
+        plain(p) for p in classic if p.dims().keys() == {"ClusterName"} and p.metric in {q.metric for q in once})
+    assert sorted(plain(p, 100.0 - p.value) for p in share) == sorted(
+        plain(p) for p in classic if (p.metric, tuple(p.dims())) in
+        {(q.metric, tuple(k for k in q.dims() if k != "share")) for q in share})
+    published_sets = {(p.metric, tuple(p.dims())) for p in otel}
+    replaced = {p for p in classic if (p.metric, tuple(p.dims())) not in published_sets}
+    left_out, instances = set(totals) | set(flags) | set(once) | set(share), set(per_instance) | replaced
     assert totals and [p for p in otel if p not in left_out] == [p for p in classic if p not in instances]
 
 
@@ -268,7 +298,8 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     """Both publish the same metrics, except that classic also
     lists each device counter per GPU instance (100 whole GPUs are 100 instances, so OTel has 100 custom metrics fewer per
     device counter) and OTel publishes five totals per pod (power, framebuffer, PCIe both ways, GPUs: 80 pods) and
-    the exporters' scrapes without DCGM samples per GPU node (counted per GPU: 100); both log every scraped field per
+    the exporters' scrapes without DCGM samples per GPU node (counted per GPU: 100) and one metric per cluster (the
+    temperature of a GPU's readings once, beside the data-missing alarm's); both log every scraped field per
     GPU and scrape (the OTel filter drops the receiver's own up and scrape_* series, as the JSON path's scraper does,
     but a scrape without DCGM samples: none here), OTel in more events (test_cost_log_events.py): each GPU's
     counters per pod and merged, the pods' totals. The estimate differs by those alone."""
@@ -277,7 +308,9 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
     device = _device_counters_listed_per_instance(load_project(project_dir(CLASSIC)))
     otel, classic = (estimates(load_project(project_dir(s)), fleet) for s in ("", CLASSIC))
-    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus  # OTel's per-node metric: counted per GPU
+    # OTel's per-node metric: counted per GPU; and the temperature per cluster twice on OTel (the data-missing
+    # alarm's [ClusterName] and a GPU's readings once, [ClusterName, readings])
+    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus - 1
     assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
     costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
     assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \

@@ -114,8 +114,12 @@ def test_the_filter_drops_exactly_the_blank_readings(otel_fleet):
                if name.startswith("DCGM_")}
     # and the scrape's own series, as the JSON path's scraper drops them: no log event is made of them (but each
     # scrape's kept sample count, published per node as a flag for the data-missing rule's second alarm)
-    assert {name for name, _, _ in agent.dropped if not name.startswith(("DCGM_", "gpudash.pod."))} == {
-        "up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added"}
+    assert {name for name, _, _ in agent.dropped if not name.startswith(("DCGM_", "gpudash.pod.", "gpudash.unused."))} \
+        == {"up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added"}
+    # and the copy of a blank utilization the idle alarm's unused share would be made of (100 - a blank: far below 0)
+    assert {(name, labels["gpu"], value) for name, labels, value in agent.dropped
+            if name.startswith("gpudash.unused.")} <= {
+        ("gpudash.unused.DCGM_FI_DEV_GPU_UTIL", str(NEVER_READ[1]), float(NOT_SUPPORTED))}
     # and the power total per scrape of the pod PAUSED's GPU serves, at each scrape of the pause: a pod's sum
     # holding a blank is unknown, not the sum of its other GPUs (test_cloudwatch_pod_totals.py)
     paused = next(g for g in FLEET if (g.node, g.index) == PAUSED)

@@ -253,9 +253,16 @@ def test_the_idle_rule_watches_mig_pods_in_a_second_alarm_of_the_same_meaning(mi
     requests = {r["Request"]["AlarmName"]: r["Request"] for r in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
     whole, mig = requests["gpudash-gpu-cluster-gpu-idle-warning"], requests["gpudash-gpu-cluster-gpu-idle-mig-warning"]
     percent = project.settings.threshold("idle_gpu_util_percent")
-    assert whole["Threshold"] == percent and mig["Threshold"] == percent / 100  # a ratio on MIG instances
+    if project.settings.agent.pipeline == "otel":  # both read the unused share above the whole less the level
+        assert whole["Threshold"] == 100 - percent and mig["Threshold"] == 1 - percent / 100  # a ratio on MIG
+        assert {r["ComparisonOperator"] for r in (whole, mig)} == {"GreaterThanThreshold"}
+        assert all(r["Metrics"][0]["Expression"].endswith('"share") WHERE "ClusterName" = \'gpu-cluster\' GROUP BY '
+                                                          + r["Metrics"][0]["Expression"].split(" GROUP BY ")[1])
+                   and r["Metrics"][0]["Expression"].endswith("ORDER BY SUM() DESC") for r in (whole, mig))
+    else:
+        assert whole["Threshold"] == percent and mig["Threshold"] == percent / 100  # a ratio on MIG instances
     assert f'SELECT AVG("{STAND_IN}")' in mig["Metrics"][0]["Expression"]
-    assert '"GPU_I_PROFILE")' in mig["Metrics"][0]["Expression"]  # a set only MIG instances publish
+    assert '"GPU_I_PROFILE"' in mig["Metrics"][0]["Expression"]  # a set only MIG instances publish
     assert mig["Tags"] == whole["Tags"]  # one rule
 
 

@@ -132,7 +132,9 @@ def test_pod_alarms_order_toward_the_threshold_and_see_each_pod(fleet):
     # the idle alarm judges each GPU a pod holds: infer-1's GPU 1 (dcgm_fleet.FLEET)
     assert _firing(alarms["gpu-idle-warning"], datapoints) == {(("namespace", "ml"), ("pod", "infer-1"), ("gpu", "1"))}
     assert _firing(alarms["framebuffer-full-warning"], datapoints) == {(("namespace", "ml"), ("pod", "infer-1"))}
-    assert "ORDER BY AVG() ASC" in alarms["gpu-idle-warning"]["Metrics"][0]["Expression"]
+    # the idle alarm reads the unused share (100 - utilization) above 95, the pods idle longest first
+    # (test_cloudwatch_idle_over_500.py)
+    assert "ORDER BY SUM() DESC" in alarms["gpu-idle-warning"]["Metrics"][0]["Expression"]
     assert "ORDER BY MIN() ASC" in alarms["framebuffer-full-warning"]["Metrics"][0]["Expression"]
 
 

@@ -139,15 +139,19 @@ ALARM_CASES = {
     "untagged": (lambda r: r.update(Tags=[]), "AL007", "no ManagedBy=gpudash tag"),
     "long name": (lambda r: r.update(AlarmName="a" * 256), "AL001", "has 256 characters; at most 255 allowed"),
     "high-res period": (lambda r: r["Metrics"][0].update(Period=0), "AL001", "less than the minimum of 1"),
+    # the idle alarm reads the unused share above a level, ranked by its sum over the window (unused_plan)
     "group by without order by": (lambda r: r["Metrics"][0].update(
-        Expression=r["Metrics"][0]["Expression"].replace(" ORDER BY AVG() ASC", "")), "AL008",
-        "GROUP BY without ORDER BY AVG() ASC"),
+        Expression=r["Metrics"][0]["Expression"].replace(" ORDER BY SUM() DESC", "")), "AL008",
+        "GROUP BY without ORDER BY SUM() DESC"),
     "order away from the threshold": (lambda r: r["Metrics"][0].update(
-        Expression=r["Metrics"][0]["Expression"].replace("AVG() ASC", "AVG() DESC")), "AL008",
-        "with ORDER BY AVG() ASC"),
+        Expression=r["Metrics"][0]["Expression"].replace("SUM() DESC", "SUM() ASC")), "AL008",
+        "with ORDER BY SUM() DESC"),
     "order by another function": (lambda r: r["Metrics"][0].update(
-        Expression=r["Metrics"][0]["Expression"].replace("ORDER BY AVG()", "ORDER BY MAX()")), "AL008",
-        "ORDER BY MAX ASC"),
+        Expression=r["Metrics"][0]["Expression"].replace("ORDER BY SUM()", "ORDER BY AVG()")), "AL008",
+        "ORDER BY AVG DESC"),
+    "ranked by the sum of a reading, not of its unused share": (lambda r: r["Metrics"][0].update(
+        Expression=r["Metrics"][0]["Expression"].replace(', "share")', ")")), "AL008",
+        "ORDER BY SUM DESC: the series nearest the threshold come first with ORDER BY AVG() DESC"),
     "more than 500 series": (lambda r: r["Metrics"][0].update(Expression=r["Metrics"][0]["Expression"] + " LIMIT 600"),
                              "AL008", "LIMIT 600: a multi-time-series alarm evaluates at most 500"),
 }

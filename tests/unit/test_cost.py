@@ -130,9 +130,10 @@ def test_emf_ingestion_and_storage_of_the_agents_log_group(project, project_dir)
     # 500 GPUs held by a pod each, a node each (no --nodes): every 30 s per GPU an event of its 20 gauges (2.5 KB)
     # and two of its 5 counters (per pod, merged), per pod two of its totals, and kube-state-metrics' series (the
     # filter drops up and scrape_*, but each scrape's flag of no GPU data, an event per node and one of
-    # kube-state-metrics'), and per GPU one of its readings once (the fleet values' past 500 GPUs): about 272 GB a month
-    assert result["group_by"]["log_events"]["per_scrape"] == 3 * 500 + 2 * 500 + 1 + 500 + 1 + 500
-    assert 267 < lines["EMF log ingestion (GB)"]["quantity"] < 277
+    # kube-state-metrics'), per GPU one of its readings once (the fleet values' past 500 GPUs) and per pod GPU one of
+    # the unused share of its utilization (the idle alarm's): about 291 GB a month
+    assert result["group_by"]["log_events"]["per_scrape"] == 3 * 500 + 2 * 500 + 1 + 500 + 1 + 500 + 500
+    assert 286 < lines["EMF log ingestion (GB)"]["quantity"] < 296
     longer = _lines(estimates(load_project(project_dir("agent:\n  log_retention_days: 30\n")), fleet))
     assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(
         lines["EMF log storage (GB-month)"]["quantity"] * 30 / 7)
@@ -246,6 +247,7 @@ def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
     assert "5,000 GPUs per cluster" in series and "read every reading of the cluster" in series
     # the idle alarm's evaluated set past 500 (tests/unit/test_cloudwatch_idle_over_500.py)
     assert "a pod that came within them reading low (still loading) ranks before one idle all along" in series
+    assert "on agent.pipeline: otel the 500 pod GPUs of the largest unused share summed over its 30 minutes" in series
     assert len(estimates(project, Fleet(clusters=1, pods=20000, churn=0))["limits"]) == 2
     assert estimates(project, Fleet(clusters=10, pods=5000, churn=0))["limits"] == []
 
