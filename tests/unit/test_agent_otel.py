@@ -348,6 +348,16 @@ def test_a_filter_that_lets_a_fields_blanks_through_fails():
     assert finding.where == "k8s/cwagent-prometheus-config-gpu-cluster.yaml gpudash-otel.yaml filter/gpudash"
 
 
+def test_a_filter_that_lets_a_blanks_unused_share_through_fails():
+    def loosen(otel):
+        conditions = otel["processors"]["filter/gpudash"]["metrics"]["datapoint"]
+        otel["processors"]["filter/gpudash"]["metrics"]["datapoint"] = [c for c in conditions if "unused" not in c]
+
+    (finding,) = _findings(_edited(load_project(), loosen), "AG005")
+    assert "the unused share of a blank (100 less it) would reach the idle alarm" in finding.message
+    assert "DCGM_FI_DEV_GPU_UTIL" in finding.message and finding.severity == "error"
+
+
 def test_a_filter_that_lets_a_pods_blank_sum_through_or_runs_before_the_totals_fails():
     def loosen(otel):
         conditions = otel["processors"]["filter/gpudash"]["metrics"]["datapoint"]
@@ -367,7 +377,9 @@ def test_a_filter_that_lets_a_pods_blank_sum_through_or_runs_before_the_totals_f
             (("filter/gpudash", "metricstransform/gpudash-pods", "metricstransform/gpudash"),
              "metricstransform/gpudash-pods runs after filter/gpudash"),
             (("metricstransform/gpudash-pods", "metricstransform/gpudash", "filter/gpudash"),
-             "metricstransform/gpudash runs before filter/gpudash")):
+             "metricstransform/gpudash runs before filter/gpudash"),
+            (("metricstransform/gpudash-pods", "transform/gpudash-unused", "filter/gpudash", "metricstransform/gpudash"),
+             "transform/gpudash-unused runs before filter/gpudash")):
         (finding,) = _findings(_edited(load_project(), ordered(*order)), "AG005")
         assert said in finding.message
 
