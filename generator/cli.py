@@ -127,8 +127,8 @@ def _exit(code) -> None:
 def generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .limits import checked_build
-    from .output import (artifacts_record, differences as build_differences, encode, previous_stacks, settings_record,
-                         write_files)
+    from .output import (artifacts_record, differences as build_differences, encode, previous_stacks,
+                         renamed_resources, settings_record, write_files)
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
@@ -142,7 +142,9 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         files = encode(artifacts)
         record = artifacts_record(artifacts)
         refused_templates = _over_template_quota(artifacts, files)
-        gone = sorted(set(previous_stacks(target)) - set(record["cloudformation"])) if not check else []
+        previous = previous_stacks(target) if not check else []
+        gone = sorted(set(previous) - set(record["cloudformation"]))
+        renamed = renamed_resources(target, artifacts.cloudformation, files, previous)
         # Only the files are left to write. The set is not freed object by object (with 1,000 clusters that took
         # 0.07-0.13 s of CPU), but left to the process's end (`_free_at_exit`): holding it while the files are written
         # left their writing's CPU as it was, into a new folder and over a previous build alike.
@@ -199,6 +201,14 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
                    f"written: a deployed one still declares its dashboards and alarms (a cluster that left, or a "
                    f"part of a cluster now split over fewer templates, whose alarms another template now declares)\n"
                    f"  fix: delete each with `aws cloudformation delete-stack` before deploying the build", err=True)
+    if renamed:
+        stack, name, was, now = renamed[0]
+        click.echo(f"warning: {target}: {len(renamed)} CloudFormation resource(s) of the previous build have another "
+                   f"logical id now (first: {name} in {stack}, {was} -> {now}; an older gpudash gave a name its plain "
+                   f"words): deployed as they are, CloudFormation creates each anew under its name and then deletes "
+                   f"the old id's, which deletes the alarm or dashboard (a log group's creation fails)\n"
+                   f"  fix: before deploying, rename each in its stack with CloudFormation's stack refactoring (the "
+                   f"old logical id to the new one), or delete and re-create it", err=True)
     for region, count in insights_alarm_counts(requests).items():
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
             click.echo(f"warning: {count} Metrics Insights alarms in {region} exceed the default quota of "

@@ -203,6 +203,12 @@ def logical_id(kind: str, name: str) -> str:
     return kind + words[:LOGICAL_WORDS] + hashlib.sha256(name.encode()).hexdigest()[:10].upper()
 
 
+def plain_logical_id(kind: str, name: str) -> str:
+    """The logical id of `name` without a digest: the kind and the name's words capitalised, cut at LOGICAL_WORDS (what
+    gpudash gave every name before logical_id read ids back, unless two names of one template shared it)."""
+    return kind + "".join(part.capitalize() for part in _NOT_WORD.split(name) if part)[:LOGICAL_WORDS]
+
+
 def spelled(kind: str, words: str) -> str:
     """The one name whose logical id is `kind` + `words` as it is (logical_id): the words lower-case, joined by `-`,
     a word's trailing digits a word of their own; a log group's in the agent's form (agent_log_group)."""

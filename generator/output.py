@@ -317,6 +317,46 @@ def previous_stacks(out: Path) -> list[str]:
     return [stack for stack in stacks if isinstance(stack, str)] if isinstance(stacks, list) else []
 
 
+# A template resource's type: the kind names.logical_id takes, and the property holding its name
+_NAMED = {"AWS::CloudWatch::Alarm": ("Alarm", "AlarmName"), DASHBOARD_TYPE: ("Dashboard", "DashboardName"),
+          "AWS::Logs::LogGroup": ("LogGroup", "LogGroupName")}
+
+
+def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: dict[str, bytes],
+                      previous: list[str]) -> list[tuple[str, str, str, str]]:
+    """(stack, resource name, its logical id in the build in `out`, its id now) of each resource of the stacks
+    `previous` (that build's, previous_stacks) that the build declared under another id in the same stack: deployed,
+    CloudFormation creates it anew under its name and then deletes the old id's resource, which deletes it (a log
+    group's creation fails). Ids depend on names alone (names.logical_id) but older builds gave a name its plain words
+    (names.plain_logical_id), so a template is read only when its bytes changed and it holds a resource of another
+    id."""
+    from .names import logical_id, plain_logical_id
+
+    found = []
+    for stack in sorted(set(previous) & set(templates)):
+        try:
+            data = (out / template_file(stack)).read_bytes()
+        except OSError:
+            continue  # no template to compare: nothing said of it
+        if data == files.get(template_file(stack)):
+            continue
+        now = {(resource["Type"], resource["Properties"][_NAMED[resource["Type"]][1]]): id_
+               for id_, resource in templates[stack]["Resources"].items() if resource.get("Type") in _NAMED}
+        if all(id_ == plain_logical_id(_NAMED[kind][0], name) for (kind, name), id_ in now.items()):
+            continue
+        try:
+            resources = json.loads(data)["Resources"]
+        except (ValueError, KeyError, TypeError, RecursionError):
+            continue
+        for was, resource in resources.items() if isinstance(resources, dict) else ():
+            kind = resource.get("Type") if isinstance(resource, dict) else None
+            properties = resource.get("Properties") if kind in _NAMED else None
+            name = properties.get(_NAMED[kind][1]) if isinstance(properties, dict) else None
+            if isinstance(name, str) and now.get((kind, name), was) != was:
+                found.append((stack, name, was, now[(kind, name)]))
+    return found
+
+
 def _gpudash_manifest(path: Path) -> dict | None:
     """The manifest.json that gpudash wrote (its `generator` names gpudash): another tool's manifest.json
     (a web app's, a package's) is no evidence that the folder is gpudash's to replace."""

@@ -9,6 +9,7 @@ or removing one of them, or splitting the cluster's alarms over several template
 
 from __future__ import annotations
 
+import json
 import re
 
 from generator import names
@@ -136,3 +137,31 @@ def test_the_common_names_shortcut_gives_the_ids_reading_back_gives():
             name = "".join(letters)
             words = "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", name) if part)
             assert bool(names._SPELLED.fullmatch(name)) == (names.spelled("Alarm", words) == name), name
+
+
+def test_generate_names_the_resources_whose_logical_id_an_older_build_gave_otherwise(cli, project_dir, tmp_path,
+                                                                                      monkeypatch):
+    """A build written by a gpudash that gave every name its plain words (ddc22e6: no digest without a collision in
+    the template) in the folder: cluster `c00`'s names are not spelled as their ids read back, so its dashboards, log
+    group and alarms have other ids now; deploying the new template as it is deletes them. generate names them, with
+    the fix; cluster `eks-a`'s ids are as they were, and a second build over the first says nothing."""
+    config = project_dir("clusters:\n  - {name: c00, region: us-east-1}\n  - {name: eks-a, region: us-east-1}\n")
+    build = tmp_path / "build"
+    monkeypatch.setattr(cloudformation, "logical_id", names.plain_logical_id)
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "another logical id" not in stderr, stderr
+    old = json.loads((build / "cloudformation" / "gpudash-cluster-c00.json").read_bytes())["Resources"]
+    monkeypatch.undo()
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0, stderr
+    new = json.loads((build / "cloudformation" / "gpudash-cluster-c00.json").read_bytes())["Resources"]
+    assert len(new) == len(old) and not set(new) & set(old)  # every id of c00's stack changed
+    first = min(old)  # resources are listed by stack, then as the old template holds them (sorted ids)
+    name = old[first]["Properties"].get("AlarmName") or old[first]["Properties"].get("DashboardName") or \
+        old[first]["Properties"]["LogGroupName"]
+    said = (f"warning: {build}: {len(old)} CloudFormation resource(s) of the previous build have another logical id "
+            f"now (first: {name} in gpudash-cluster-c00, {first} -> ")
+    assert said in stderr and "fix: before deploying, rename each in its stack with CloudFormation's stack " \
+        "refactoring" in stderr, stderr
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "another logical id" not in stderr, stderr
