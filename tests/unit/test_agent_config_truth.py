@@ -327,7 +327,9 @@ def test_the_longest_scrape_interval_the_settings_accept_keeps_every_counter_inc
     scrape.interval 5m gave) lose the other counters' increases whenever a scrape is handled later than the last."""
     import random
 
-    files = encode(build(load_project(project_dir("scrape:\n  interval: 150s\nagent:\n  pipeline: classic\n"))))
+    # metric_selection: all publishes the three counters per GPU, the set read here (used: energy per pod only)
+    files = encode(build(load_project(project_dir("scrape:\n  interval: 150s\nagent:\n  pipeline: classic\n"
+                                                  "  metric_selection: all\n"))))
     config, job = agent_config(files[AGENT])
     rates = {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 3, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 1,
              "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 90_000}

@@ -26,6 +26,10 @@ from tests.support.lint_input import lint_input
 
 AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 CLASSIC = "agent:\n  pipeline: classic\n"
+# Every series field per pod and per GPU (the default, used, publishes what each pipeline's own widgets query: on
+# classic per pod the fields the OTel pipeline reads from a pod's totals)
+ALL = "agent:\n  metric_selection: all\n"
+ALL_CLASSIC = CLASSIC + "  metric_selection: all\n"
 EXPORTER_DS = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
 
 
@@ -62,10 +66,11 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
 
 def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
     """Same namespace, dimension sets, selectors and units as the JSON path, for one cluster or three, except
-    that the OTel per-instance set leaves out device counters (their merge keeps one series per physical GPU)."""
+    that the OTel per-instance set leaves out device counters (their merge keeps one series per physical GPU), with
+    agent.metric_selection: all (with used each publishes what its own widgets query)."""
     for extra in ("", "clusters:\n  - {name: a, region: us-east-1}\n  - {name: b, region: eu-west-1}\n"):
-        otel_files = encode(build(load_project(project_dir(extra))))
-        classic_files = encode(build(load_project(project_dir(CLASSIC + extra))))
+        otel_files = encode(build(load_project(project_dir(ALL + extra))))
+        classic_files = encode(build(load_project(project_dir(ALL_CLASSIC + extra))))
         for path in (p for p in otel_files if p.startswith("k8s/cwagent-prometheus-config")):
             emf = otel_config(otel_files[path])["exporters"]["awsemf/gpudash"]
             json_config, _ = agent_config(classic_files[path])
@@ -130,11 +135,11 @@ def test_dollar_signs_are_written_as_the_collector_reads_them():
     assert read[2] == {"target_label": "ClusterName", "replacement": "c", "action": "replace"}
 
 
-def test_the_filters_floors_are_the_floors_of_the_promql_side():
+def test_the_filters_floors_are_the_floors_of_the_promql_side(project_dir):
     """One source: a field's sample is a blank at the floor PromQL compares it with (blanks.py)."""
     assert float(promql.BLANK_FLOOR) == blanks.reading_floor(False) == 1e14
     assert float(promql.COUNTER_BLANK_FLOOR) == blanks.reading_floor(True) == 9e18
-    project = load_project()
+    project = load_project(project_dir(ALL))  # every gauge and counter of the CSV shipped
     conditions = datapoint_conditions(otel_config(encode(build(project))[AGENT]))
 
     def dropped(name, value):
@@ -201,7 +206,7 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
     """Names, dimension sets, units' metrics, timestamps and counter deltas: the OTel pipeline publishes exactly
     what the JSON path does when no GPU reads a blank, kube-state-metrics' two series included."""
     published = []
-    for settings in ("", CLASSIC):
+    for settings in (ALL, ALL_CLASSIC):
         project = load_project(project_dir(settings))
         files = encode(build(project))
         config, job = agent_config(files[AGENT])
@@ -400,12 +405,12 @@ def test_a_pipeline_publishing_each_scrapes_sample_count_unflagged_fails():
         assert finding.where.endswith("transform/gpudash")
 
 
-def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_sends_the_total():
+def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_sends_the_total(project_dir):
     """awsemf's cache drops a counter's last value at the first sweep (every 5 minutes from the exporter's start)
     that finds it 5 minutes old: a counter blank for 6.5 minutes gives no delta for its first reading back when
     a sweep falls in that gap's last 1.5 minutes, else the true increase over the gap; every delta published
     is a true increase, never the counter's total."""
-    files = encode(build(load_project()))
+    files = encode(build(load_project(project_dir(ALL))))  # energy per GPU (used: per pod only)
     config, job = agent_config(files[AGENT])
     labels = 'gpu="0",UUID="GPU-0",Hostname="h",pod="p",namespace="ml"'
 

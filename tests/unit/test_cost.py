@@ -39,6 +39,14 @@ def project():
     return load_project()
 
 
+@pytest.fixture(scope="module")
+def everything(tmp_path_factory):
+    """agent.metric_selection: all (every series field per pod and per GPU; the default is `used`)."""
+    path = tmp_path_factory.mktemp("everything") / "gpudash.yaml"
+    path.write_text("agent:\n  metric_selection: all\n")
+    return load_project(path)
+
+
 def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(project):
     """The idle rule (GPU utilization, which MIG instances do not report) has a second GROUP BY alarm for MIG
     pods; static per-pod alarms have none. The count is what the build makes."""
@@ -61,10 +69,11 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
     assert result["static"]["alarms"] == per_pod_rules * 500 + (cluster_rules + per_gpu + agent) * 2
 
 
-def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, project_dir):
+def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, everything, project_dir):
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
-    everything = _lines(estimates(project, fleet))["custom metrics"]
-    # both sets for every shipped field, framebuffer once more per GPU instance (a whole GPU is one; the OTel
+    all_settings = everything
+    everything = _lines(estimates(all_settings, fleet))["custom metrics"]
+    # agent.metric_selection: all: both sets for every shipped field, framebuffer once more per GPU instance (a whole GPU is one; the OTel
     # pipeline publishes the device counters charted or alarmed per GPU, PCIe replays, NVLink bandwidth and rows
     # remapped two ways, once per physical GPU, in the per-GPU set alone), and
     # the cluster's seven metrics (the data-missing alarm's four: its GPU observations, the exporter DaemonSet's
@@ -77,22 +86,28 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, its
     # scraper drops the scrape's own series, and its fleet values past 500 GPUs read the temperature's [ClusterName]
     # metric the data-missing alarm reads (its copies are not merged: one metric fewer)
-    classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n")), fleet))["custom metrics"]
+    classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n  metric_selection: all\n")),
+                               fleet))["custom metrics"]
     assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100 - 1
     # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published
-    idle = _lines(estimates(project, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
+    idle = _lines(estimates(all_settings, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
     assert idle["quantity"] == 25 * 100 + 1 * 100 + 7 + 1 * 100 and "GPUs held by pods" not in idle["basis"]
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
+    # the default publishes only what is queried: 14 per GPU (framebuffer per GPU instance among them) and 12 per
+    # pod (the five totals among them), and as above the cluster's seven, the scrapes' flags and the idle alarms' own
+    default = _lines(estimates(project, fleet))["custom metrics"]
+    assert default == used
+    assert default["quantity"] == 14 * 100 + 12 * 80 + 7 + 1 * 100 + 1 * 100
 
 
-def test_tiers_lower_the_price_of_a_large_fleet(project):
+def test_tiers_lower_the_price_of_a_large_fleet(everything):
     prices = load_prices()
     tiers = prices["rates"]["custom_metric_month"]["tiers"]
     assert tiered(10_000, tiers) == pytest.approx(3_000)
     assert tiered(250_000, tiers) == pytest.approx(3_000 + 24_000)
     assert tiered(1_250_000, tiers) == pytest.approx(3_000 + 24_000 + 37_500 + 5_000)
-    large = _lines(estimates(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
+    large = _lines(estimates(everything, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
     # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' scrapes without
     # DCGM samples (per GPU), the idle alarms' utilization per pod and GPU
     assert large["quantity"] == 250_000 + 1 * 5_000 + 7 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000
@@ -123,9 +138,9 @@ def test_the_data_missing_alarm_reads_five_metrics_of_each_cluster(project, proj
             ["unit_price"]) == (21, 0.10)
 
 
-def test_emf_ingestion_and_storage_of_the_agents_log_group(project, project_dir):
+def test_emf_ingestion_and_storage_of_the_agents_log_group(everything, project_dir):
     fleet = Fleet(clusters=1, pods=500, churn=0)
-    result = estimates(project, fleet)
+    result = estimates(everything, fleet)  # agent.metric_selection: all
     lines = _lines(result)
     # 500 GPUs held by a pod each, a node each (no --nodes): every 30 s per GPU an event of its 20 gauges (2.5 KB)
     # and two of its 5 counters (per pod, merged), per pod two of its totals, and kube-state-metrics' series (the
@@ -134,7 +149,8 @@ def test_emf_ingestion_and_storage_of_the_agents_log_group(project, project_dir)
     # the unused share of its utilization (the idle alarm's): about 291 GB a month
     assert result["group_by"]["log_events"]["per_scrape"] == 3 * 500 + 2 * 500 + 1 + 500 + 1 + 500 + 500
     assert 286 < lines["EMF log ingestion (GB)"]["quantity"] < 296
-    longer = _lines(estimates(load_project(project_dir("agent:\n  log_retention_days: 30\n")), fleet))
+    longer = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: all\n  log_retention_days: 30\n")),
+                              fleet))
     assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(
         lines["EMF log storage (GB-month)"]["quantity"] * 30 / 7)
     # The agent logs every scraped field; metric_selection only decides which become metrics (and are named in
@@ -142,7 +158,8 @@ def test_emf_ingestion_and_storage_of_the_agents_log_group(project, project_dir)
     used = estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet)
     assert used["group_by"]["log_events"]["per_scrape"] == result["group_by"]["log_events"]["per_scrape"]
     assert 0.8 < _lines(used)["EMF log ingestion (GB)"]["quantity"] / lines["EMF log ingestion (GB)"]["quantity"] < 1
-    slower = _lines(estimates(load_project(project_dir("scrape:\n  interval: 60s\n")), fleet))
+    slower = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: all\nscrape:\n  interval: 60s\n")),
+                              fleet))
     assert slower["EMF log ingestion (GB)"]["quantity"] == pytest.approx(lines["EMF log ingestion (GB)"]["quantity"] / 2)
 
 
@@ -203,14 +220,14 @@ def test_dashboard_reads_in_the_console_cost_nothing_unless_a_price_file_says_so
     assert priced["monthly"] == pytest.approx(free["quantity"] * 0.01)
 
 
-def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path):
+def test_prices_come_from_the_data_file_and_can_be_overridden(everything, tmp_path):
     prices = load_prices()
     assert prices["as_of"] and all(rate.get("source") for rate in prices["rates"].values())
     override = tmp_path / "prices.json"
     override.write_text(json.dumps({"rates": {"custom_metric_month": {"tiers": [[None, 0.60]]}}}))
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
-    result = estimates(project, fleet, changed)
+    result = estimates(everything, fleet, changed)
     assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 7 + 5 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
@@ -287,10 +304,10 @@ def test_the_exporters_up_is_counted_per_gpu_node_when_the_fleet_says_how_many(p
 
 def test_the_readmes_worked_example_is_what_the_command_says(project, project_dir):
     """Each row of the README's worked example (one pod per GPU, eight GPUs per node) is the estimate of its fleet:
-    every line's quantity and price as the table shows them, the total, and the total with metric_selection: used."""
+    every line's quantity and price as the table shows them, the total, and the total with metric_selection: all."""
     text = (REPO / "README.md").read_text()
     section = text[text.index("Worked example: one pod per GPU, eight GPUs per node"):]
-    used = load_project(project_dir("agent:\n  metric_selection: used\n"))
+    everything = load_project(project_dir("agent:\n  metric_selection: all\n"))
     rows, events = 0, []
     for gpus, nodes, clusters in ((50, 7, 1), (500, 63, 1), (5000, 625, 10)):
         (row,) = [line for line in section.splitlines() if line.startswith(f"| {gpus:,} GPUs, {nodes} nodes")]
@@ -309,7 +326,7 @@ def test_the_readmes_worked_example_is_what_the_command_says(project, project_di
                   "per-pod alarms (GROUP BY pod)")
         assert cells[6] == " + ".join(f"${lines[k]['monthly']:,.2f}" for k in alarms)
         assert cells[7] == f"**${result['group_by']['total']:,.2f}**"
-        assert cells[8] == f"${estimates(used, fleet)['group_by']['total']:,.2f}"
+        assert cells[8] == f"${estimates(everything, fleet)['group_by']['total']:,.2f}"
         events.append(f"{result['group_by']['log_events']['per_scrape']:,.0f}")
         rows += 1
     assert rows == 3

@@ -30,11 +30,11 @@ AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 EXPORTER = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
 STEP = 30
 SETTINGS = {
-    "otel": "",
-    "otel-used": "agent:\n  metric_selection: used\n",
+    "otel": "",  # agent.metric_selection: used, the default
+    "otel-all": "agent:\n  metric_selection: all\n",
     "otel-no-expected-signal": "alarms:\n  expected_gpus: none\n",
     "classic": "agent:\n  pipeline: classic\n",
-    "classic-used": "agent:\n  pipeline: classic\n  metric_selection: used\n",
+    "classic-all": "agent:\n  pipeline: classic\n  metric_selection: all\n",
 }
 
 

@@ -100,7 +100,7 @@ def test_every_cluster_gets_its_own_agent_config(project_dir):
 
 
 def test_selectors_cover_every_series_field_and_skip_labels(project_dir):
-    project = load_project(project_dir(CLASSIC))
+    project = load_project(project_dir(CLASSIC + "  metric_selection: all\n"))
     for dims, declaration in _declarations(_agent(encode(build(project)))[1]).items():
         if dims in (CLUSTER_SET, INSTANCE_SET, POD_GPU_SET, MIG_POD_SET, MIG_INSTANCE_SET):
             continue  # the data-missing alarm's one field; the idle alarms' and MIG's sets carry only what they query

@@ -44,7 +44,7 @@ def alarms(ctx):
 SETTINGS = {
     "per_pod": ("", f"alarms:\n  per_pod: static\n  static_pods: [{', '.join(STATIC_PODS)}]\n"),
     "pipeline": ("", "agent:\n  pipeline: classic\n"),
-    "selection": ("", "  metric_selection: used\n"),
+    "selection": ("", "  metric_selection: all\n"),  # the default is used
     "dimensions": ("", "cloudwatch:\n  dimensions: [ClusterName, Service, namespace, pod]\n"
                        "  gpu_dimensions: [ClusterName, node, gpu, modelName]\n"),
 }
