@@ -147,6 +147,20 @@ def story(request, built, built_default):
                                                          for k in range(-1, STEPS)])
 
 
+ALL = "agent:\n  metric_selection: all\n"  # a device counter per pod: published only with `all` (no artifact reads it)
+
+
+@pytest.fixture(scope="module", params=list(SETTINGS))
+def story_all(request, tmp_path_factory):
+    """`story` with agent.metric_selection: all, whose per-pod set carries the device counters too."""
+    files, _ = built_with(tmp_path_factory.mktemp(f"device-counters-all-{request.param}"), {}, FIELDS,
+                          SETTINGS[request.param] + ALL)
+    config, job = agent_config(files[AGENT_FILE])
+    labels = target_labels(job, NODE)
+    return request.param, files, Agent(config, job).run([Scrape(float(k * STEP), _payload(k, request.param), labels)
+                                                         for k in range(-1, STEPS)])
+
+
 def _request(files, rule: str) -> dict:
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if {"Key": "gpudash:rule", "Value": rule} in a["Request"]["Tags"]]
@@ -194,13 +208,14 @@ def test_the_cloudwatch_alarm_fires_exactly_when_the_true_increase_passes_its_th
     assert fired == firing(end)
 
 
-def test_a_pods_line_reads_its_gpus_increase_while_it_held_it(story):
-    """The per-pod set keeps each pod's series: the GPU's increase from the first scrape that names the pod to the
+def test_a_pods_line_reads_its_gpus_increase_while_it_held_it(story_all):
+    """With agent.metric_selection: all the per-pod set keeps each pod's series of a device counter: the GPU's
+    increase from the first scrape that names the pod to the
     last (the pods of one GPU each read it whole), never another pod's. Where the exporter names a shared GPU under
     another pod at every scrape, awsemf keeps each pod's reading across the scrapes that name another (up to 4 here,
     2 minutes: within its 5-minute cache), so each pod still reads the GPU's increase between its first and last
     naming."""
-    name, files, published = story
+    name, files, published = story_all
     alarmed = _request(files, "pcie-replays")["Metrics"][0]["Expression"]
     query = alarmed.replace('"node", "gpu")', '"namespace", "pod")').replace(
         'GROUP BY "node", "gpu"', 'GROUP BY "namespace", "pod"')
