@@ -354,13 +354,18 @@ def line_rank(query: Query, plan_: Plan, catalog: Catalog, now_table: bool = Fal
         # 104 of 500 places: 46 % for 40 %); ranked by how many scrapes saw each, GPUs reporting all along, whatever
         # they read. A total, maximum or minimum keeps ranking by the value: the GPUs it leaves out weigh least.
         return "COUNT", "DESC"
-    order = "ASC" if query.aggregation == "min" else "DESC"
+    low = query.aggregation == "min" or (plan_.series and catalog.get(query.metric).family in LOW_FAMILIES)
+    order = "ASC" if low else "DESC"
     if plan_.series and plan_.function in ("AVG", "MAX", "MIN", "SUM") and not catalog.get(query.metric).is_counter:
         return ("MIN" if order == "ASC" else "MAX"), order
     return None, order
 
 
 BUSY_FAMILIES = ("utilization", "profiling")  # fields that read how busy a GPU is: an idle one reads the lowest
+# Fields whose lowest readings are the ones a reader looks for: a GPU throttled (by power, heat or a fault) runs its
+# clocks below the others', so a chart of one line per GPU keeps the lowest past its LIMIT (line_rank); ranked by
+# the highest, the throttled GPUs were the ones cut.
+LOW_FAMILIES = ("clocks",)
 
 
 def idle_cut_first(query: Query, plan_: Plan, catalog: Catalog) -> bool:
@@ -370,21 +375,34 @@ def idle_cut_first(query: Query, plan_: Plan, catalog: Catalog) -> bool:
         and catalog.get(query.metric).family in BUSY_FAMILIES
 
 
+def low_cut_last(query: Query, plan_: Plan, catalog: Catalog) -> bool:
+    """A chart of one line per GPU or pod of a field whose lowest readings matter (LOW_FAMILIES) whose LIMIT leaves
+    the highest out: its lines rank by their lowest reading (line_rank)."""
+    return bool(plan_.series and plan_.group) and line_rank(query, plan_, catalog) == ("MIN", "ASC") \
+        and catalog.get(query.metric).family in LOW_FAMILIES
+
+
 def widget_title(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings, limit: int | None) -> str:
     """The widget's title: the panel's, and for a chart of how busy each GPU or pod is that its query's LIMIT cuts
-    from the idle end (idle_cut_first), which lines it draws. Grafana's panel of the same title draws every GPU; on
-    CloudWatch past the LIMIT the idle GPUs, those a reader of a utilization chart looks for, would be left out
-    with nothing on the chart saying so (the header's "Lines drawn" paragraph is a screen away)."""
+    from the idle end (idle_cut_first), or of clocks that it cuts from the fastest (low_cut_last), which lines it
+    draws. Grafana's panel of the same title draws every GPU; on CloudWatch past the LIMIT the lines left out would
+    go with nothing on the chart saying so (the header's "Lines drawn" paragraph is a screen away)."""
     query = panel.queries[0]
-    if limit is None or _now_table(panel, query, catalog) or not idle_cut_first(query, plan_, catalog):
+    if limit is None or _now_table(panel, query, catalog):
         return panel.title
     what = "pods" if query.per_pod else _lines_of(plan_)
-    return f"{panel.title} (the {limit} {what} {CUT_TITLE}: past {limit}, {CUT_LEFT})"
+    if idle_cut_first(query, plan_, catalog):
+        return f"{panel.title} (the {limit} {what} {CUT_TITLE}: past {limit}, {CUT_LEFT})"
+    if low_cut_last(query, plan_, catalog):
+        return f"{panel.title} (the {limit} {what} {LOW_CUT_TITLE}: past {limit}, {LOW_CUT_LEFT})"
+    return panel.title
 
 
 CUT_TITLE = "that read highest"  # what widget_title says of the lines a utilization chart draws
 CUT_LEFT = "the least busy are not drawn"  # ... and of those its LIMIT leaves out
-_CUT_TITLE = re.compile(rf" \(the \d+ (?:pods|nodes|GPUs|GPUs or MIG instances) {CUT_TITLE}: past \d+, {CUT_LEFT}\)$")
+LOW_CUT_TITLE, LOW_CUT_LEFT = "that read lowest", "the fastest are not drawn"  # ... and of a clocks chart
+_CUT_TITLE = re.compile(rf" \(the \d+ (?:pods|nodes|GPUs|GPUs or MIG instances) "
+                        rf"(?:{CUT_TITLE}: past \d+, {CUT_LEFT}|{LOW_CUT_TITLE}: past \d+, {LOW_CUT_LEFT})\)$")
 
 
 def panel_title(title: str) -> str:

@@ -15,6 +15,7 @@ import pytest
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
+from generator.render.cloudwatch import panel_title
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import header, kept
@@ -379,3 +380,40 @@ def test_a_utilization_chart_cut_at_its_limit_says_on_itself_that_idle_gpus_are_
     assert "GPU utilization by pod (the 50 pods that read highest: past 50, the least busy are not drawn)" in by_pod
     # a chart whose cut leaves out what matters least keeps its title
     assert "GPU temperature" in {w["properties"]["title"] for w in body["widgets"] if w["type"] == "metric"}
+
+
+THROTTLED = {(n, g) for n in range(NODES) for g in (6, 7)} - {(0, 7), (1, 7)}  # 14 of 64 GPUs
+CLOCK_CHARTS = ((HEALTH, "SM clock", "DCGM_FI_DEV_SM_CLOCK"), (HEALTH, "Memory clock", "DCGM_FI_DEV_MEM_CLOCK"),
+                ("cloudwatch/dashboards/gpudash-gpu-cluster-overview.json", "SM clock", "DCGM_FI_DEV_SM_CLOCK"))
+
+
+def _clocks(node: int, t: float) -> str:
+    """64 GPUs at 1,710 MHz SM / 6,251 MHz memory (a little apart each), the THROTTLED 14 held down all along (power
+    capped, or slowed by heat): 900 MHz SM, 5,000 MHz memory."""
+    def mhz(metric: str, g: int) -> float:
+        low = (node, g) in THROTTLED
+        base = {"DCGM_FI_DEV_SM_CLOCK": (1710.0, 900.0), "DCGM_FI_DEV_MEM_CLOCK": (6251.0, 5000.0)}[metric]
+        return base[1] if low else base[0] - node - g / 10
+    return "".join(f"# TYPE {m} gauge\n" + "".join(
+        f'{m}{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",modelName="NVIDIA A10G",Hostname="n{node}"}} '
+        f'{mhz(m, g)}\n' for g in range(PER_NODE)) for m in ("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK"))
+
+
+def test_a_cut_clock_chart_keeps_the_throttled_gpus_and_says_the_fastest_are_not_drawn(tmp_path):
+    """Of 64 GPUs a clock chart draws 50. Ranked by each GPU's highest clock (ORDER BY MAX() DESC) the 14 throttled
+    GPUs, whose clocks drop, the ones a health chart of clocks is read for, were the ones cut. Each clock chart keeps
+    the lowest, its title says the fastest are not drawn, and its header says which lines it draws."""
+    files, points = _published(tmp_path, _clocks, 10 * PERIODS)
+    for path, title, metric in CLOCK_CHARTS:
+        body = json.loads(json.loads(files[path])["DashboardBody"])
+        (widget,) = [w["properties"] for w in body["widgets"]
+                     if w["type"] == "metric" and panel_title(w["properties"]["title"]) == title]
+        lines = cloudwatch_eval.widget(widget, points, 0, 300 * PERIODS)
+        assert len(lines) == 50
+        throttled = 900.0 if metric == "DCGM_FI_DEV_SM_CLOCK" else 5000.0
+        # the 14 throttled GPUs' lines are all drawn, each reading its throttled clock all along
+        low = [line for line in lines.values() if set(line.values()) == {throttled}]
+        assert len(low) == len(THROTTLED), (path, title, len(low))  # seen on main: 0
+        assert widget["title"] == f"{title} (the 50 GPUs that read lowest: past 50, the fastest are not drawn)"
+        assert kept(header(files, path))[title].startswith(
+            "at most 50 GPUs (cloudwatch.top_gpus), those of the lowest single reading in the time range shown")
