@@ -354,7 +354,7 @@ def line_rank(query: Query, plan_: Plan, catalog: Catalog, now_table: bool = Fal
         # 104 of 500 places: 46 % for 40 %); ranked by how many scrapes saw each, GPUs reporting all along, whatever
         # they read. A total, maximum or minimum keeps ranking by the value: the GPUs it leaves out weigh least.
         return "COUNT", "DESC"
-    low = query.aggregation == "min" or (plan_.series and catalog.get(query.metric).family in LOW_FAMILIES)
+    low = query.aggregation == "min" or bool(plan_.series and _low_matters(query, catalog))
     order = "ASC" if low else "DESC"
     if plan_.series and plan_.function in ("AVG", "MAX", "MIN", "SUM") and not catalog.get(query.metric).is_counter:
         return ("MIN" if order == "ASC" else "MAX"), order
@@ -362,10 +362,15 @@ def line_rank(query: Query, plan_: Plan, catalog: Catalog, now_table: bool = Fal
 
 
 BUSY_FAMILIES = ("utilization", "profiling")  # fields that read how busy a GPU is: an idle one reads the lowest
-# Fields whose lowest readings are the ones a reader looks for: a GPU throttled (by power, heat or a fault) runs its
-# clocks below the others', so a chart of one line per GPU keeps the lowest past its LIMIT (line_rank); ranked by
-# the highest, the throttled GPUs were the ones cut.
-LOW_FAMILIES = ("clocks",)
+# Units of fields whose lowest readings are the ones a reader looks for: a GPU throttled (by power, heat or a fault)
+# runs its clocks below the others', so a chart of one line per GPU keeps the lowest past its LIMIT (line_rank);
+# ranked by the highest, the throttled GPUs were the ones cut. A clock's frequency, not the clocks family: its
+# event and throttle reasons are bitmasks whose highest readings are the ones that matter.
+LOW_UNITS = ("mhz",)
+
+
+def _low_matters(query: Query, catalog: Catalog) -> bool:
+    return catalog.get(query.metric).unit.key in LOW_UNITS
 
 
 def idle_cut_first(query: Query, plan_: Plan, catalog: Catalog) -> bool:
@@ -376,10 +381,10 @@ def idle_cut_first(query: Query, plan_: Plan, catalog: Catalog) -> bool:
 
 
 def low_cut_last(query: Query, plan_: Plan, catalog: Catalog) -> bool:
-    """A chart of one line per GPU or pod of a field whose lowest readings matter (LOW_FAMILIES) whose LIMIT leaves
-    the highest out: its lines rank by their lowest reading (line_rank)."""
+    """A chart of one line per GPU or pod of a clock's frequency (LOW_UNITS) whose LIMIT leaves the highest out: its
+    lines rank by their lowest reading (line_rank)."""
     return bool(plan_.series and plan_.group) and line_rank(query, plan_, catalog) == ("MIN", "ASC") \
-        and catalog.get(query.metric).family in LOW_FAMILIES
+        and _low_matters(query, catalog)
 
 
 def widget_title(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings, limit: int | None) -> str:

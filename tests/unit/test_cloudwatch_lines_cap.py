@@ -417,3 +417,22 @@ def test_a_cut_clock_chart_keeps_the_throttled_gpus_and_says_the_fastest_are_not
         assert widget["title"] == f"{title} (the 50 GPUs that read lowest: past 50, the fastest are not drawn)"
         assert kept(header(files, path))[title].startswith(
             "at most 50 GPUs (cloudwatch.top_gpus), those of the lowest single reading in the time range shown")
+
+
+@pytest.mark.parametrize("field, help_text, rank", [
+    ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", ("MIN", "ASC")),
+    ("DCGM_FI_DEV_VIDEO_CLOCK", "Video encoder/decoder clock (in MHz).", ("MIN", "ASC")),
+    # a bitmask of why the clocks are held down: 0 is none, the highest readings are the GPUs that are
+    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "Current clock event reasons (bitmask).", ("MAX", "DESC")),
+    ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons.", ("MAX", "DESC")),
+])
+def test_a_chart_keeps_the_lowest_of_a_clock_frequency_only(field, help_text, rank):
+    from generator.catalog import parse_counters
+    from generator.cloudwatch_query import plan
+    from generator.model import Query
+    from generator.render.cloudwatch import line_rank
+    from generator.settings import load_settings
+
+    catalog = parse_counters(f"{field}, gauge, {help_text}\n")
+    query = Query(field, "avg", ("node", "gpu"))
+    assert line_rank(query, plan(query, catalog, load_settings(None), 300), catalog) == rank
