@@ -320,10 +320,15 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     # the agent scrapes kube-state-metrics (render/scrape.py): one event per exporter DaemonSet
     ksm = int(data_missing.expected(settings)) * data_missing.daemonsets_per_cluster(settings)
     ksm_metrics = len(data_missing.KSM_METRICS)
+    # and kube-state-metrics' node series (data_missing.NODES): each GPU node's info and its GPU capacity, an event
+    # each (their labels differ); a node without GPUs adds its info, not counted (the fleet counts GPU nodes)
+    node_series = Events("kube-state-metrics' node series (a GPU node's info and GPU capacity; a CPU node's info is "
+                         "not counted)", 2 * nodes if what.ksm else 0, 1, 1, False)
     if settings.agent.pipeline == "classic":
         events = [Events("a GPU's gauges", copies, len(gauges), shown(gauges, per_gpu | per_pod), True),
                   Events("a GPU's counters", copies, len(counters), shown(counters, per_gpu | per_pod), True),
-                  Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False)]
+                  Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
+                  node_series]
         return [replace(e, mig=fleet.mig and e.full) for e in events if e.count and e.fields]
     merged = [n for n in _merged_names(catalog, settings, selected_metrics(catalog, settings, queried.keys()))
               if n not in dropped]
@@ -362,6 +367,7 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         *(Events(f"a pod GPU's unused share{' (MIG instances)' if mig else ''}", min(copies, pods), len(names),
                  len(names), False) for mig, names in ((False, unused), (True, unused_mig if fleet.mig else []))),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
+        node_series,
         *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),
            Events("kube-state-metrics' scrape's flag of no GPU data", clusters * ksm, 1, 0, False)]
           if what.no_data else []),
@@ -391,9 +397,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # pod and total).
     pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in sets if pod_total_kind(dims))]
     per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
-    # The cluster's own metrics: the data-missing alarm's (its GPU field and kube-state-metrics' three series), the
-    # GPU field per cluster the widgets' PERIOD() lines read (the same metric as the alarm's, where it has one) and
-    # the fields of the fleet's values now that read every reading of the cluster past 500 GPUs (GPU utilization,
+    # The cluster's own metrics: the data-missing alarm's (its GPU field, kube-state-metrics' three series and two node
+    # series), the GPU field per cluster the widgets' PERIOD() lines read (the same metric as the alarm's, where it has
+    # one) and the fields of the fleet's values now that read every reading of the cluster past 500 GPUs (GPU utilization,
     # power draw).
     per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
     # on the OTel pipeline, the fields of those values as a GPU's reading once per scrape (ONCE_PER_GPU), their own set
@@ -593,10 +599,10 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                                                            "DaemonSet count, the cluster's GPU observations; its "
                                                            "query of the GPU nodes reporting is not counted")
         else:
-            each, read = len(data_missing.KSM_STATS) + 1, ("the exporter DaemonSet's desired, available and updated "
-                                                         "pods (most and least), the cluster's GPU observations"
-                                                         + ("; one alarm per exporter DaemonSet" if daemonsets > 1
-                                                            else ""))
+            each, read = len(data_missing.KSM_STATS) + 1 + len(data_missing.NODE_STATS), (
+                "the exporter DaemonSet's desired, available and updated pods (most and least), the cluster's GPU "
+                "observations, its nodes and GPU nodes" + ("; one alarm per exporter DaemonSet" if daemonsets > 1
+                                                           else ""))
             # and one standard alarm of one metric per cluster (not per DaemonSet): the agent's reads
             agent_alarms = math_alarms // daemonsets
         metrics = math_alarms * each + agent_alarms

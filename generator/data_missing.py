@@ -22,7 +22,9 @@ GROUP BY daemonset gives each count as an array of its own, which metric math do
 alarm reads at most 10 metrics (5 per DaemonSet).
 
 Over each period the alarm fires when
-  1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), or
+  1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), unless
+     kube-state-metrics read nodes and none has a GPU resource (no GPU node yet: the GPU operator creates no DaemonSet
+     before one; NODES), or
   2. exporters are expected (desired > 0) but no GPU reported at all, or
   3. fewer exporter pods were available than desired all period long (an exporter down on a node), and no
      rollout of the DaemonSet progressed in it (its updated pods did not change) or the shortfall was more than
@@ -77,11 +79,11 @@ BY alarm judges each series apart, so a node removed early in one period and ano
 not fire, as `MIN(query) < n/2` in the metric math would. No CloudWatch alarm reads DaemonSets other than those
 the settings name.
 
-CloudWatch form: a metric-math alarm over four static metrics of the cluster (dimension set
+CloudWatch form: a metric-math alarm over six static metrics of the cluster (dimension set
 [ClusterName]; the agent scrapes the three kube-state-metrics series with its own job; with several DaemonSets, of
 each DaemonSet, [ClusterName, namespace, daemonset], and the cluster's GPU observations g), the updated pods read
-twice (their Maximum u and Minimum v): `FILL(IF(d > 0, g * (a >= d OR (u > v AND d - a <= 1)), 1), 0) < 1`,
-TreatMissingData breaching. FILL gives a period without a datapoint 0 (breaching, as TreatMissingData says): an alarm
+twice (their Maximum u and Minimum v), and the nodes' series n and k (NODES):
+`FILL(IF(d > 0, g * (a >= d OR (u > v AND d - a <= 1)), 1), 0) + ((n > 0) > k + d) < 1`, TreatMissingData breaching. FILL gives a period without a datapoint 0 (breaching, as TreatMissingData says): an alarm
 retrieves more periods than EvaluationPeriods (its "evaluation range", of unpublished length) and judges the most
 recent real datapoints when enough exist, so an empty latest period would be skipped for older, healthy ones (user
 guide, "How alarm state is evaluated when data is missing"). By the documented semantics (user
@@ -212,6 +214,20 @@ AVAILABLE = "kube_daemonset_status_number_available"
 # scheduled), and stays while a rollout is stuck or no rollout runs.
 UPDATED = "kube_daemonset_status_updated_number_scheduled"
 KSM_METRICS = (DESIRED, AVAILABLE, UPDATED)
+# A cluster where no GPU node has joined yet (GPU nodes launched from zero on demand) has no exporter DaemonSet to
+# count: the GPU operator creates none while no node carries its GPU labels (NVIDIA/gpu-operator
+# controllers/object_controls.go, DaemonSet(): "No GPU node in the cluster, do not create DaemonSets"), so a missing
+# DaemonSet is no missing data there. kube-state-metrics tells it apart by default (its nodes collector): one
+# kube_node_info per node (it reads the nodes), and kube_node_status_capacity of each resource a node's status lists,
+# the device plugin's GPU resources among them (nvidia.com/gpu, nvidia.com/gpu.shared renamed by time-slicing,
+# nvidia.com/mig-* of MIG's mixed strategy; the kubelet keeps a resource at 0 once its plugin stopped, so a GPU node
+# whose device plugin was removed with its exporter still counts). A missing DaemonSet breaches only where a GPU node
+# is (or was) or kube-state-metrics' nodes are not read: positive evidence of no GPU node silences it.
+NODES = "kube_node_info"
+CAPACITY = "kube_node_status_capacity"
+GPU_RESOURCES = "nvidia_com_(gpu|mig)(_.+)?"  # kube-state-metrics' resource label: the name's . / - made _
+NODE_METRICS = (NODES, CAPACITY)  # the agent keeps the capacity of GPU_RESOURCES only (render/scrape.ksm_scrape_job)
+NODE_STATS = (("n", NODES, "SampleCount"), ("k", CAPACITY, "SampleCount"))
 CLUSTER_SET = (CLUSTER_DIMENSION,)
 # kube-state-metrics' labels of a DaemonSet's series, and the set its counts are published with when a cluster has
 # several exporter DaemonSets (ksm_set)
@@ -245,8 +261,11 @@ def rollout_unavailable(settings: Settings, desired: str, ceil: str) -> str:
 
 
 def expression(settings: Settings) -> str:
-    """The CloudWatch form's metric math (see the module's docstring)."""
-    return f"FILL(IF(d > 0, g * (a >= d OR (u > v AND d - a <= {rollout_unavailable(settings, 'd', 'CEIL')})), 1), 0)"
+    """The CloudWatch form's metric math (see the module's docstring); its last term is 1 in a period where
+    kube-state-metrics read nodes (n) and no GPU node's capacity (k) nor the DaemonSet's count (d): no GPU node yet,
+    no DaemonSet to count (a comparison of two series reads a missing value as 0)."""
+    return (f"FILL(IF(d > 0, g * (a >= d OR (u > v AND d - a <= {rollout_unavailable(settings, 'd', 'CEIL')})), 1), 0)"
+            f" + ((n > 0) > k + d)")
 
 
 # The Container Insights add-on's form (see the module's docstring).
@@ -662,6 +681,23 @@ def ksm_declaration(settings: Settings) -> dict[str, Any]:
             "dimensions": [list(ksm_set(settings))], "metric_selectors": [f"^{re.escape(m)}$" for m in KSM_METRICS]}
 
 
+def nodes_declaration() -> dict[str, Any]:
+    """The agent's metric declaration of kube-state-metrics' node series the scrape job keeps (kube_node_info, the GPU
+    resources' capacity), per cluster: whether a GPU node exists (NODES)."""
+    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(KSM_JOB)}$",
+            "dimensions": [list(CLUSTER_SET)], "metric_selectors": [f"^{re.escape(m)}$" for m in NODE_METRICS]}
+
+
+def no_gpu_node(settings: Settings, extra: str, span: str) -> str:
+    """PromQL: 1 (with the cluster's label on a shared Prometheus) where kube-state-metrics read nodes over the period
+    and none had a GPU resource's capacity (NODES); `extra`: more matchers (the cluster's)."""
+    by = f" by ({settings.labels.cluster})" if settings.shared_prometheus else ""
+    nodes = f"{NODES}{{{extra}}}" if extra else NODES
+    gpus = ", ".join(m for m in (extra, f'resource=~"{GPU_RESOURCES}"') if m)
+    return (f"(count{by} (max_over_time({nodes}{span})) unless {cluster_join(settings)} "
+            f"count{by} (max_over_time({CAPACITY}{{{gpus}}}{span})))")
+
+
 def ksm_dimensions(settings: Settings, cluster: Cluster, daemonset: tuple[str, str]) -> list[dict[str, str]]:
     """The dimensions of one exporter DaemonSet's counts as the agent publishes them (ksm_set)."""
     values = {CLUSTER_DIMENSION: cluster.name, DAEMONSET_NAMESPACE: daemonset[0], DAEMONSET_LABEL: daemonset[1]}
@@ -682,6 +718,7 @@ def cloudwatch_metrics(field: str, settings: Settings, cluster: Cluster, period:
                                "Period": period, "Stat": statistic}}
 
     return [*(stat(i, m, s, counted) for i, m, s in KSM_STATS), stat("g", field, "SampleCount", cluster_only),
+            *(stat(i, m, s, cluster_only) for i, m, s in NODE_STATS),
             {"Id": "e", "Expression": expression(settings), "Label": label, "ReturnData": True}]
 
 
@@ -840,7 +877,8 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
                                    for m in exporter_label_matchers())
         for name in dict.fromkeys(m.split("=", 1)[0] for m in exporter_label_matchers()):
             absent = f'label_replace({absent}, "{name}", "", "", "")'
-        return absent
+        # none where no GPU node is: the GPU operator creates its DaemonSet with the first GPU node (NODES)
+        return f"({absent} unless {on} {no_gpu_node(settings, extra[:-2], span)})"
 
     exact = f"[{_seconds(window) * 1000 - 1}ms]{shift}"  # the period's scrapes, (t - period, t] on Prometheus 2 and 3
     target = f"on({cluster}, job, instance)" if settings.shared_prometheus else "on(job, instance)"

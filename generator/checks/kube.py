@@ -80,7 +80,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         what = f"DaemonSet {namespace}/{name}"
         daemonset, refused = _read_unless_refused(kube, f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
         if refused is None:
-            yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, this)
+            yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, this, nodes)
         else:  # the checks that read it cannot tell, each naming the refusal; those that do not are made
             yield from (cannot_tell(GROUP, check, refused) for check in (DAEMONSET_CHECK, *EXPORTER_READY))
         if daemonset is None and len(found) == 1:  # the one exporter DaemonSet there: its checks are worth reading
@@ -188,7 +188,7 @@ def _clusters_namespaces(settings: Settings) -> list[str]:
 
 
 def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, found: list[Answer],
-                     cluster: Cluster | None = None) -> list[Check]:
+                     cluster: Cluster | None = None, nodes: Callable[[], list[Answer]] | None = None) -> list[Check]:
     """The DaemonSet exporter.daemonset (or `cluster`'s clusters[].exporter.daemonset, or the deployment) names is an
     exporter DaemonSet, labelled as the data-missing rule finds one (exporter_styles.EXPORTER_LABELS), and the only one
     in its namespace but those exporter.more_daemonsets lists, each of which is there; else the exporter DaemonSets
@@ -252,6 +252,14 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                           f"{namespace} labelled {labels}; exporter DaemonSets elsewhere: {', '.join(elsewhere)}",
                           f"{write_fix}{' (or another of them)' if len(elsewhere) > 1 else ''} in gpudash.yaml, "
                           "generate and apply again")]
+        if deployment == "gpu-operator" and nodes is not None and not any(_has_gpu_resource(n) for n in nodes()):
+            # the GPU operator creates no DaemonSet while no node carries its GPU labels (data_missing.NODES)
+            return [Check(GROUP, DAEMONSET_CHECK, WARN, f"no DaemonSet {namespace}/{name} ({setting}), and none in any "
+                          f"namespace labelled {labels}; no node has a GPU resource ({GPU_RESOURCE}, "
+                          f"{MIG_RESOURCE_PREFIX}*): the GPU operator creates its exporter DaemonSet when the first GPU "
+                          "node joins (no GPU data is missing until then)",
+                          "nothing to do until a GPU node joins, where the GPU operator is installed (`kubectl get "
+                          "clusterpolicies`); run verify again once one has")]
         return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in any "
                       f"namespace labelled {labels}",
                       f"install the DCGM exporter ({deployment}), or set exporter.deployment, "
@@ -841,6 +849,15 @@ def _pods(allowance: int | str, nodes: int) -> int:
 
 def _yaml_value(value: int | str) -> str:
     return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def _has_gpu_resource(node: Answer) -> bool:
+    """Whether the node's status lists a GPU resource of the device plugin (nvidia.com/gpu, renamed by time-slicing as
+    nvidia.com/gpu.shared, or MIG's nvidia.com/mig-*), at any count: the kubelet keeps it at 0 once the plugin stops."""
+    capacity = node.get("status", dict).get("capacity") or {}
+    if not isinstance(capacity, dict):
+        raise OddAnswer(node.source, f"{node.path}.status.capacity", capacity, "an object")
+    return any(r == GPU_RESOURCE or r.startswith((f"{GPU_RESOURCE}.", MIG_RESOURCE_PREFIX)) for r in capacity)
 
 
 def _gpu_count(node: Answer) -> int:

@@ -13,8 +13,8 @@ from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
 from ..exporter_styles import EXPORTER_LABELS, named_daemonsets, style_for
 from ..go_template import problem as template_problem
-from ..data_missing import (DAEMONSET_LABEL as KSM_DAEMONSET_LABEL, DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL,
-                            KSM_METRICS)
+from ..data_missing import (CAPACITY as KSM_CAPACITY, DAEMONSET_LABEL as KSM_DAEMONSET_LABEL,
+                            DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL, KSM_METRICS, NODE_METRICS as KSM_NODE_METRICS)
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import FIELD_LABEL_KEYS, GPU_LABEL, gpu_identity
 from ..reading import read_json_schema
@@ -238,7 +238,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
                 yield Finding("AG001", "error", where,
                               f"reads {namespace}; the agent of {cluster.name} publishes into {namespace_published}")
                 continue
-            job = KSM_JOB if metric in KSM_METRICS else jobs[0]
+            job = KSM_JOB if metric in KSM_METRICS + KSM_NODE_METRICS else jobs[0]
             if job == KSM_JOB and job not in _scrape_jobs(subject, cluster):
                 yield Finding("AG001", "error", where,
                               f"{metric} is queried but the agent of {cluster.name} ({agent_file(cluster.name)}) does not "
@@ -403,13 +403,24 @@ def _daemonsets_kept(subject: LintInput) -> Iterable[Finding]:
         for stat in stats:
             metric = stat["Metric"]
             values = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
-            if metric.get("MetricName") not in KSM_METRICS or KSM_DAEMONSET_LABEL not in values:
+            node = metric.get("MetricName") in KSM_NODE_METRICS
+            if not node and (metric.get("MetricName") not in KSM_METRICS or KSM_DAEMONSET_LABEL not in values):
                 continue
             cluster = by_name.get(values.get(CLUSTER_DIMENSION, ""))
             agent = subject.agent(cluster) if cluster else None
             if agent is None:
                 continue
             job = next((j for j in agent.scrape.get("scrape_configs") or [] if j.get("job_name") == KSM_JOB), None)
+            if node:  # whether a GPU node exists: each node's info, a GPU node's nvidia.com/gpu capacity
+                gpu = {"resource": "nvidia_com_gpu"} if metric["MetricName"] == KSM_CAPACITY else {}
+                sample = {"__name__": metric["MetricName"], **gpu}
+                if job is not None and not _relabel_keeps(sample, job.get("metric_relabel_configs") or []):
+                    yield Finding("AG001", "error", f"{ALARMS_FILE} {item.request['AlarmName']}",
+                                  f"reads {metric['MetricName']}{' of nvidia_com_gpu' * bool(gpu)}, which the "
+                                  f"kube-state-metrics job of {agent_file(cluster.name)} does not keep: the alarm "
+                                  f"reads a missing exporter DaemonSet as deleted where no GPU node is")
+                    break
+                continue
             sample = {"__name__": metric["MetricName"], **{k: v for k, v in values.items() if k in KSM_SERIES_LABELS}}
             if job is not None and not _relabel_keeps(sample, job.get("metric_relabel_configs") or []):
                 daemonset = f"{values.get(KSM_NAMESPACE_LABEL, '')}/{values[KSM_DAEMONSET_LABEL]}"

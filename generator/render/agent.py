@@ -79,7 +79,7 @@ class Published:
     and through its declarations the OTel pipeline's filter), `cost` and `lint` read."""
 
     fields: dict[tuple[str, ...], list[str]]  # the DCGM fields: {dimension set: fields} (published_sets)
-    ksm: bool  # the exporter DaemonSets' three kube-state-metrics series, with ksm_set
+    ksm: bool  # the exporter DaemonSets' three kube-state-metrics series, with ksm_set, and its node series per cluster
     no_data: bool  # each exporter target's scrapes as a flag of no GPU data, with data_missing.SAMPLES_SET (one metric
     # per GPU node, published at every scrape)
     ksm_set: tuple[str, ...] = data_missing.CLUSTER_SET  # per cluster, or per DaemonSet (data_missing.ksm_set)
@@ -89,6 +89,7 @@ class Published:
         result = {dims: list(metrics) for dims, metrics in self.fields.items()}
         if self.ksm:
             result.setdefault(self.ksm_set, []).extend(data_missing.KSM_METRICS)
+            result.setdefault(data_missing.CLUSTER_SET, []).extend(data_missing.NODE_METRICS)
         if self.no_data:
             result.setdefault(data_missing.SAMPLES_SET, []).append(data_missing.SAMPLES)
         return result
@@ -117,6 +118,7 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) 
                     for dims, metrics in what.fields.items() if metrics]
     if what.ksm:
         declarations.append(data_missing.ksm_declaration(settings))  # the data-missing alarm's expected signal
+        declarations.append(data_missing.nodes_declaration())  # and whether a GPU node exists
     if what.no_data:  # its second alarm: each target's scrapes without DCGM samples, per node
         declarations.append(data_missing.no_data_declaration(settings))
     return {"metric_namespace": settings.cloudwatch.namespace, "metric_unit": units,

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
-from ..data_missing import KSM_METRICS, expected
+from ..data_missing import CAPACITY, GPU_RESOURCES, KSM_METRICS, NODES, expected
 from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, exporter_namespace, exporter_namespaces,
                                fleet_styles, named_daemonsets, style_for)
 from ..promql import MIG_INSTANCE_LABEL
@@ -133,7 +133,8 @@ def ksm_pod_label(settings: Settings) -> tuple[str, str]:
 
 
 def ksm_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, Any]:
-    """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSets' three series, nothing else
+    """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSets' three series and the node series
+    that say whether a GPU node exists (data_missing.NODES), nothing else
     (every other sample would be a custom metric, or merge into the cluster's). The DaemonSets are those the settings
     name (named_daemonsets): the series carry no label of the DaemonSet's own (kube_daemonset_labels is a series
     apart, which relabelling cannot join), so they are kept by namespace and name. Each cluster's agent keeps its own
@@ -147,6 +148,9 @@ def ksm_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[s
     meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
     daemonsets = [f"{re.escape(ns)};{re.escape(ds)}" for ns, ds in named_daemonsets(settings, cluster)]
     kept = f"({'|'.join(KSM_METRICS)});" + (daemonsets[0] if len(daemonsets) == 1 else f"({'|'.join(daemonsets)})")
+    # and the node series that say whether a GPU node exists (data_missing.NODES): each node's info, and the capacity
+    # of the GPU resources only (none of them carries a namespace or daemonset)
+    kept = f"{kept};|{NODES};;;|{CAPACITY};;;{GPU_RESOURCES}"
     return {
         "job_name": KUBE_STATE_METRICS_JOB,
         "scrape_interval": settings.scrape.interval,
@@ -160,7 +164,7 @@ def ksm_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[s
              "action": "keep"},
         ],
         "metric_relabel_configs": [
-            {"source_labels": ["__name__", "namespace", "daemonset"], "regex": kept, "action": "keep"},
+            {"source_labels": ["__name__", "namespace", "daemonset", "resource"], "regex": kept, "action": "keep"},
         ],
     }
 

@@ -184,16 +184,20 @@ def test_the_per_node_alarm_clears_when_its_window_does_at_every_length_of_the_e
 
 
 def test_the_agent_publishes_the_exporter_daemonset_only(generated):
-    """The kube-state-metrics job keeps the exporter DaemonSet's three series; aws-node's and every other
-    series of kube-state-metrics never become metrics (each would cost one, or merge into the cluster's)."""
+    """The kube-state-metrics job keeps the exporter DaemonSet's three series, and of the nodes' series their info and
+    the GPU resource's capacity (whether a GPU node exists); aws-node's, the CPU capacity and every other series of
+    kube-state-metrics never become metrics (each would cost one, or merge into the cluster's)."""
     project, files = generated
     points = _datapoints(project, files, SITUATIONS[0])
     cluster_only = {(p.metric, p.value) for p in points if p.dimensions == (("ClusterName", "gpu-cluster"),)}
     # beside the GPU field per cluster (the alarm's and PERIOD()'s temperature; the fleet's values past 500 GPUs read
     # each GPU's readings once, [ClusterName, readings])
     assert {m for m, _ in cluster_only} == {"DCGM_FI_DEV_GPU_TEMP",
-                                            kube_state.DESIRED, kube_state.AVAILABLE, kube_state.UPDATED}
-    assert {v for m, v in cluster_only if not m.startswith("DCGM_")} == {2.0}
+                                            kube_state.DESIRED, kube_state.AVAILABLE, kube_state.UPDATED,
+                                            "kube_node_info", "kube_node_status_capacity"}
+    assert {(m, v) for m, v in cluster_only if not m.startswith("DCGM_")} == {
+        (kube_state.DESIRED, 2.0), (kube_state.AVAILABLE, 2.0), (kube_state.UPDATED, 2.0), ("kube_node_info", 1.0),
+        ("kube_node_status_capacity", 8.0)}  # the node's nvidia_com_gpu, not its cpu
 
 
 # --- Prometheus -------------------------------------------------------------------------
@@ -421,7 +425,8 @@ def test_an_exporter_in_a_crash_loop_fires_a_rolling_restart_does_not(generated,
 def test_the_generated_kube_state_metrics_job_keeps_the_exporter_daemonset_only(generated, tmp_path):
     """The job the agent runs, with Kubernetes discovery swapped for file discovery carrying the same
     meta labels: it keeps the kube-state-metrics pod's metrics port (not its telemetry port, not another
-    pod on 8080) and, of everything kube-state-metrics serves, the exporter DaemonSet's two series."""
+    pod on 8080) and, of everything kube-state-metrics serves, the exporter DaemonSet's three series, the node's info
+    and its GPU capacity (not its CPU's)."""
     from tests.support.prometheus_server import for_file_sd
     from tests.support.prometheus_server import Prometheus
     from tests.support.replay_exporter import ReplayExporter
@@ -440,13 +445,15 @@ def test_the_generated_kube_state_metrics_job_keeps_the_exporter_daemonset_only(
         config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": [job]}
         with Prometheus(tmp_path, config) as prometheus:
             prometheus.wait_for('up{job="gpudash-kube-state-metrics"}')
-            series = prometheus.wait_for('{job="gpudash-kube-state-metrics", __name__!~"up|scrape_.*"}', count=3)
+            series = prometheus.wait_for('{job="gpudash-kube-state-metrics", __name__!~"up|scrape_.*"}', count=5)
             targets = prometheus.api("targets")["activeTargets"]
     assert [t["scrapeUrl"] for t in targets] == [ksm.url]
-    assert sorted((s["metric"]["__name__"], s["metric"]["namespace"], s["metric"]["daemonset"], s["value"][1])
-                  for s in series) == [(kube_state.DESIRED, "gpu-operator", "nvidia-dcgm-exporter", "2"),
-                                       (kube_state.AVAILABLE, "gpu-operator", "nvidia-dcgm-exporter", "1"),
-                                       (kube_state.UPDATED, "gpu-operator", "nvidia-dcgm-exporter", "2")]
+    assert sorted((s["metric"]["__name__"], s["metric"].get("namespace", ""), s["metric"].get("daemonset", ""),
+                   s["metric"].get("resource", ""), s["value"][1]) for s in series) == [
+        (kube_state.DESIRED, "gpu-operator", "nvidia-dcgm-exporter", "", "2"),
+        (kube_state.AVAILABLE, "gpu-operator", "nvidia-dcgm-exporter", "", "1"),
+        (kube_state.UPDATED, "gpu-operator", "nvidia-dcgm-exporter", "", "2"),
+        ("kube_node_info", "", "", "", "1"), ("kube_node_status_capacity", "", "", "nvidia_com_gpu", "8")]
 
 
 def test_a_counters_csv_without_gpu_temperature_keeps_the_alarm(tmp_path):
@@ -486,7 +493,10 @@ def _daemonset_series(namespace: str, name: str, marks: dict[str, str], desired:
 def _node_series(node: str, exporter_pod: str, up_after: str, gpus: int) -> list[dict]:
     target = f'job="dcgm-exporter",instance="{node}:9400",node="{node}",exporter_pod="{exporter_pod}"'
     reporting = "60" if up_after == "1" else None
+    capacity = (f'kube_node_status_capacity{{job="kube-state-metrics",instance="10.0.2.9:8080",node="{node}",'
+                f'resource="nvidia_com_gpu",unit="integer"}}')  # the device plugin's, as kube-state-metrics writes it
     return [{"series": f"up{{{target}}}", "values": _samples("1", up_after)},
+            {"series": capacity, "values": _samples(str(gpus), str(gpus))},
             *({"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="{i}"}}', "values": _samples("60", reporting)}
               for i in range(gpus))]
 
@@ -627,7 +637,8 @@ def test_a_second_release_per_node_pool_is_not_read_by_the_alarm(helm_release):
     assert ALARM not in _in_alarm(_rule_alarms(files), points, END)
     counts = {(p.metric, p.value) for p in points if p.dimensions == (("ClusterName", "gpu-cluster"),)
               and not p.metric.startswith("DCGM_")}
-    assert counts == {(kube_state.DESIRED, 2.0), (kube_state.AVAILABLE, 2.0), (kube_state.UPDATED, 2.0)}
+    assert counts == {(kube_state.DESIRED, 2.0), (kube_state.AVAILABLE, 2.0), (kube_state.UPDATED, 2.0),
+                      ("kube_node_info", 1.0), ("kube_node_status_capacity", 8.0)}  # and whether a GPU node exists
 
 
 # --- stories of exporters that answer now and then, and of nodes that come and go -------------------------

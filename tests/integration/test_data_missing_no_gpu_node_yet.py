@@ -16,29 +16,19 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval, kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
+from tests.support.dcgm_fleet import scrapes
 from tests.integration.test_prometheus_rules import _promtool_test
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 STEP, FINAL = 30, 3600
 CPU_NODE = "ip-10-0-3-7"  # the cluster's one node: no GPU
-PENDING = ("the CloudWatch alarm and the rule read a missing exporter DaemonSet as deleted: both fire (ALARM from "
-           "the first evaluation, the rule's 'kube-state-metrics reports no exporter DaemonSet') in a cluster that "
-           "has no GPU node, where the GPU operator creates none")
-
-
-def _capacity() -> str:
-    """kube-state-metrics' node capacity series of the cluster's one CPU node (no nvidia_com_gpu)."""
-    lines = ["# HELP kube_node_status_capacity The capacity for different resources of a node.",
-             "# TYPE kube_node_status_capacity gauge"]
-    for resource, unit, value in (("cpu", "core", 4), ("memory", "byte", 16e9), ("pods", "integer", 58)):
-        lines.append(f'kube_node_status_capacity{{node="{CPU_NODE}",resource="{resource}",unit="{unit}"}} {value:g}')
-    return "\n".join(lines) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +36,13 @@ def files():
     return encode(build(load_project()))
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_the_cloudwatch_alarm_stays_ok_without_a_gpu_node_or_an_exporter_daemonset(files):
     config, job = agent_config(files[AGENT_FILE])
     ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
     ksm = kube_state.target_labels(ksm_job)
-    # kube-state-metrics answers every 30 s: the cluster's other DaemonSets (aws-node), its node, no exporter
-    scrapes = [Scrape(t, kube_state.payload(None, 0, 0) + _capacity(), ksm) for t in range(0, FINAL, STEP)]
+    # kube-state-metrics answers every 30 s: the cluster's other DaemonSets (aws-node), its one node (no GPU resource),
+    # no exporter
+    scrapes = [Scrape(t, kube_state.payload(None, 0, 0, gpu_node=False), ksm) for t in range(0, FINAL, STEP)]
     points = Agent(config, job, others=[ksm_job]).run(scrapes)
     requests = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                 if "gpu-data-missing" in a["Request"]["AlarmName"]]
@@ -66,7 +56,6 @@ def test_the_cloudwatch_alarm_stays_ok_without_a_gpu_node_or_an_exporter_daemons
     assert fired == {}
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_the_rule_stays_silent_without_a_gpu_node_or_an_exporter_daemonset(files, tmp_path):
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     ksm = 'job="kube-state-metrics",instance="10.0.2.9:8080"'
@@ -85,3 +74,106 @@ def test_the_rule_stays_silent_without_a_gpu_node_or_an_exporter_daemonset(files
               "alert_rule_test": [{"eval_time": f"{m}m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []}
                                   for m in range(1, FINAL // 60)]}]
     _promtool_test(tmp_path, "no_gpu_node_yet.yaml", tests, evaluation_interval="30s")
+
+
+# --- the first GPU node joins ------------------------------------------------------------------------------------
+
+JOIN, READY = 1200, 1380  # the GPU node joins at minute 20; its exporter pods are available from minute 23 (driver)
+EXPORTER = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter", **kube_state.OPERATOR_LABELS}
+CLUSTER_ALARM = "gpudash-gpu-cluster-gpu-data-missing-critical"
+
+
+def _joined_ksm(t: int, reports: bool) -> str:
+    """kube-state-metrics at `t`: the cluster's node without a GPU resource before JOIN; from JOIN with its
+    nvidia.com/gpu capacity (a GPU node) and the exporter DaemonSet the GPU operator then creates (2 desired), its pods available from READY or
+    never."""
+    if t < JOIN:
+        return kube_state.payload(None, 0, 0, gpu_node=False)
+    return kube_state.payload(EXPORTER, 2, 2 if reports and t >= READY else 0)
+
+
+@pytest.mark.parametrize("reports", (True, False), ids=("its exporter reports", "its exporter never becomes ready"))
+def test_the_cloudwatch_alarm_waits_for_the_first_gpu_node_then_judges_its_exporter(files, reports):
+    """No GPU node and no exporter DaemonSet for 20 minutes: OK. Then the GPU node joins, the operator creates the
+    DaemonSet and the exporter reports 3 minutes later: OK all along. Or its pods never become available and no GPU
+    reports: ALARM, never before the node joined, from two periods after it."""
+    project = load_project()
+    config, job = agent_config(files[AGENT_FILE])
+    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    ksm = kube_state.target_labels(ksm_job)
+    story = [Scrape(t, _joined_ksm(t, reports), ksm) for t in range(0, FINAL, STEP)]
+    if reports:
+        story += scrapes(job, project.catalog, READY // STEP, FINAL // STEP - 1)
+    points = Agent(config, job, others=[ksm_job]).run(sorted(story, key=lambda s: s.timestamp))
+    requests = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                if "gpu-data-missing" in a["Request"]["AlarmName"]]
+    fired: dict[str, list[int]] = {}
+    for minute in range(15, FINAL // 60 + 1):
+        for request in requests:
+            if "ALARM" in cloudwatch_eval.alarm(request, points, minute * 60).values():
+                fired.setdefault(request["AlarmName"], []).append(minute)
+    if reports:
+        assert fired == {}
+    else:
+        assert list(fired) == [CLUSTER_ALARM]
+        assert min(fired[CLUSTER_ALARM]) > JOIN // 60 + 5  # a shortfall all period, two periods running
+        assert fired[CLUSTER_ALARM] == list(range(min(fired[CLUSTER_ALARM]), FINAL // 60 + 1))
+        assert min(fired[CLUSTER_ALARM]) <= JOIN // 60 + 11
+
+
+@pytest.mark.parametrize("reports", (True, False), ids=("its exporter reports", "its exporter never becomes ready"))
+def test_the_rule_waits_for_the_first_gpu_node_then_judges_its_exporter(files, tmp_path, reports):
+    """The rule's twin of the story above: silent while no GPU node is; then silent, or firing 'fewer exporter pods
+    available than desired' (and 'exporters are expected but no GPU reported') from two periods after the join."""
+    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    ksm = 'job="kube-state-metrics",instance="10.0.2.9:8080"'
+    other = f'{ksm},namespace="kube-system",daemonset="aws-node"'
+    exporter = f'{ksm},namespace="gpu-operator",daemonset="nvidia-dcgm-exporter"'
+    gpu_node = "ip-10-0-1-1"
+    steps, joined, ready = FINAL // STEP, JOIN // STEP, READY // STEP
+    after = steps - joined  # samples from the join on: `_x{joined} v x{after}` holds none before it
+
+    def since_join(values: str) -> str:
+        return f"_x{joined} {values}"
+
+    series = [{"series": f"up{{{ksm}}}", "values": f"1x{steps}"},
+              *({"series": f"{metric}{{{other}}}", "values": f"{value}x{steps}"}
+                for metric, value in ((kube_state.DESIRED, 5), (kube_state.AVAILABLE, 3), (kube_state.UPDATED, 5))),
+              {"series": f'{kube_state.LABELS}{{{other},label_app_kubernetes_io_name="aws-node"}}',
+               "values": f"1x{steps}"},
+              {"series": f'kube_node_info{{{ksm},node="{CPU_NODE}"}}', "values": f"1x{steps}"},
+              {"series": f'kube_node_status_capacity{{{ksm},node="{CPU_NODE}",resource="cpu",unit="core"}}',
+               "values": f"4x{steps}"},
+              # the GPU node and the DaemonSet the operator creates for it
+              {"series": f'kube_node_info{{{ksm},node="{gpu_node}"}}', "values": since_join(f"1x{after}")},
+              {"series": f'kube_node_status_capacity{{{ksm},node="{gpu_node}",resource="nvidia_com_gpu",'
+                         f'unit="integer"}}', "values": since_join(f"4x{after}")},
+              {"series": f'{kube_state.LABELS}{{{exporter},label_app="nvidia-dcgm-exporter"}}',
+               "values": since_join(f"1x{after}")},
+              {"series": f"{kube_state.DESIRED}{{{exporter}}}", "values": since_join(f"1x{after}")},
+              {"series": f"{kube_state.UPDATED}{{{exporter}}}", "values": since_join(f"1x{after}")},
+              {"series": f"{kube_state.AVAILABLE}{{{exporter}}}",
+               "values": since_join(f"0x{ready - joined - 1} 1x{steps - ready}" if reports else f"0x{after}")}]
+    if reports:
+        target = f'job="dcgm-exporter",instance="{gpu_node}:9400",node="{gpu_node}",exporter_pod="nvidia-dcgm-exporter-1"'
+        series += [{"series": f"up{{{target}}}", "values": f"_x{ready} 1x{steps - ready}"},
+                   *({"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="{i}"}}', "values": f"_x{ready} 60x{steps - ready}"}
+                     for i in range(4))]
+    quiet = range(1, FINAL // 60) if reports else range(1, JOIN // 60 + 5)
+    cases = [{"eval_time": f"{m}m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []} for m in quiet]
+    if not reports:
+        rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+                    if r.get("alert") == "GpudashGpuDataMissing")
+        labels = {**rule["labels"], "job": "kube-state-metrics", "instance": "10.0.2.9:8080",
+                  "namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+        summary = rule["annotations"]["summary"]
+        failing = [{"exp_labels": {**labels, "reason": reason}, "exp_annotations": {
+                        **rule["annotations"], "summary": summary.replace("{{ $labels.reason }}", reason)}}
+                   for reason in ("exporters are expected but no GPU reported",
+                                  "fewer exporter pods available than desired")]
+        cases += [{"eval_time": f"{m}m", "alertname": "GpudashGpuDataMissing", "exp_alerts": failing}
+                  for m in range(JOIN // 60 + 5, FINAL // 60)]
+    _promtool_test(tmp_path, "gpu_node_joins.yaml", [{"name": "the first GPU node joins", "interval": f"{STEP}s",
+                                                       "input_series": series, "alert_rule_test": cases}],
+                   evaluation_interval="30s")
+

@@ -26,12 +26,14 @@ KSM_POD = {"__address__": "10.0.2.9:8080", "__meta_kubernetes_namespace": "monit
 
 
 def payload(exporter: dict[str, str] | None, desired: int, available: int,
-            more: tuple[tuple[dict[str, str], int, int], ...] = (), updated: int | None = None) -> str:
+            more: tuple[tuple[dict[str, str], int, int], ...] = (), updated: int | None = None,
+            gpu_node: bool = True) -> str:
     """/metrics of kube-state-metrics; `exporter` is the exporter DaemonSet's namespace and name (None:
     the DaemonSet does not exist) and the label_* labels its kube_daemonset_labels carries (none: the allowlist
     does not name them); `more`: other DaemonSets' labels (namespace, daemonset, label_*, any other), desired
     and available; `updated`: the exporter's nodes running its current pod template (None: all desired, no
-    rollout; every other DaemonSet has none running)."""
+    rollout; every other DaemonSet has none running); `gpu_node`: its one node has the device plugin's nvidia.com/gpu
+    capacity (kube-state-metrics' nodes collector writes each resource of a node's status), else CPU only."""
     lines = []
     entries = [e for e in ((exporter, desired, available, desired if updated is None else updated),
                            (OTHER, 5, 3, 5), *((labels, d, a, d) for labels, d, a in more)) if e[0] is not None]
@@ -49,7 +51,12 @@ def payload(exporter: dict[str, str] | None, desired: int, available: int,
     for labels, *_ in entries:
         lines.append(f"{LABELS}{{{','.join(f'{k}={chr(34)}{v}{chr(34)}' for k, v in labels.items())}}} 1")
     lines += ["# HELP kube_node_info Information about a cluster node.", "# TYPE kube_node_info gauge",
-              'kube_node_info{node="ip-10-0-1-1",kernel_version="6.1"} 1']
+              'kube_node_info{node="ip-10-0-1-1",kernel_version="6.1"} 1',
+              "# HELP kube_node_status_capacity The capacity for different resources of a node.",
+              "# TYPE kube_node_status_capacity gauge",
+              'kube_node_status_capacity{node="ip-10-0-1-1",resource="cpu",unit="core"} 96']
+    if gpu_node:
+        lines.append('kube_node_status_capacity{node="ip-10-0-1-1",resource="nvidia_com_gpu",unit="integer"} 8')
     return "\n".join(lines) + "\n"
 
 
