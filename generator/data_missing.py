@@ -19,7 +19,7 @@ each has its own alarm over its own counts (ksm_set), as the rule judges each Da
 them all: each DaemonSet's condition joins its desired, available and updated counts, and a Metrics Insights query
 GROUP BY daemonset gives each count as an array of its own, which metric math does not combine with another array
 (the user guide lists arithmetic of an array with a series or a number only, and IF on single series); a metric-math
-alarm reads at most 10 metrics (5 per DaemonSet).
+alarm reads at most 10 metrics (7 per DaemonSet).
 
 Over each period the alarm fires when
   1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), unless

@@ -2269,6 +2269,29 @@ def test_a_cluster_scaled_to_zero_gpu_nodes_is_not_a_failed_rollout_and_apply_pu
     assert checks[COVERAGE]["fix"].startswith("none while the GPU node group is scaled to zero"), checks[COVERAGE]
 
 
+def test_no_exporter_daemonset_before_the_first_gpu_node_is_not_an_exporter_to_install(stack):
+    """GPU nodes launched from zero, none yet: the GPU operator creates no DaemonSet while no node carries its GPU
+    labels ("No GPU node in the cluster, do not create DaemonSets"). Verify failed "no DaemonSet
+    gpu-operator/nvidia-dcgm-exporter ..., and none in any namespace labelled ..." with the fix "install the DCGM exporter
+    (gpu-operator)", cause not deployed, sending the user to install what the operator makes with the first GPU node.
+    With a GPU node there and no exporter DaemonSet, that failure stands."""
+    cluster, verify = stack
+    gpu_nodes = [n for n in cluster.nodes if n["metadata"]["name"] != "cpu-node-1"]
+    assert gpu_nodes and all("nvidia.com/gpu" in n["status"]["capacity"] for n in gpu_nodes)
+    cluster.nodes = [n for n in cluster.nodes if n["metadata"]["name"] == "cpu-node-1"]
+    cluster.pods = []
+    # the only DaemonSet there: the cluster's own, no exporter's
+    cluster.daemonset["metadata"].update(name="aws-node", namespace="kube-system", labels={"k8s-app": "aws-node"})
+    cluster.refresh_status()
+    check = verify(*ONLY_KUBE)[1][("kube", "exporter DaemonSet")]
+    assert check["status"] == "warn", check
+    assert "the GPU operator creates its exporter DaemonSet when the first GPU node joins" in check["detail"], check
+    assert "install the DCGM exporter" not in check["fix"], check
+    cluster.nodes.append(gpu_nodes[0])  # a GPU node, and still no exporter DaemonSet: not deployed
+    check = verify(*ONLY_KUBE)[1][("kube", "exporter DaemonSet")]
+    assert check["status"] == "fail" and check["fix"].startswith("install the DCGM exporter (gpu-operator)"), check
+
+
 def test_a_helm_install_with_exporter_deployment_left_at_gpu_operator_is_told_to_write_the_deployment(stack, tmp_path):
     """The chart installed in dcgm-exporter (DaemonSet dcgm-exporter, the helm style's default name), gpudash.yaml
     writing exporter.namespace: dcgm-exporter and leaving exporter.deployment at gpu-operator. The DaemonSet the
