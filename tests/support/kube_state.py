@@ -27,13 +27,14 @@ KSM_POD = {"__address__": "10.0.2.9:8080", "__meta_kubernetes_namespace": "monit
 
 def payload(exporter: dict[str, str] | None, desired: int, available: int,
             more: tuple[tuple[dict[str, str], int, int], ...] = (), updated: int | None = None,
-            gpu_node: bool = True) -> str:
+            gpu_node: bool = True, nodes: tuple[str, ...] = ("ip-10-0-1-1",)) -> str:
     """/metrics of kube-state-metrics; `exporter` is the exporter DaemonSet's namespace and name (None:
     the DaemonSet does not exist) and the label_* labels its kube_daemonset_labels carries (none: the allowlist
     does not name them); `more`: other DaemonSets' labels (namespace, daemonset, label_*, any other), desired
     and available; `updated`: the exporter's nodes running its current pod template (None: all desired, no
-    rollout; every other DaemonSet has none running); `gpu_node`: its one node has the device plugin's nvidia.com/gpu
-    capacity (kube-state-metrics' nodes collector writes each resource of a node's status), else CPU only."""
+    rollout; every other DaemonSet has none running); `nodes`: the cluster's nodes, each with the device plugin's
+    nvidia.com/gpu capacity where `gpu_node` (kube-state-metrics' nodes collector writes each resource of a node's
+    status), else CPU only."""
     lines = []
     entries = [e for e in ((exporter, desired, available, desired if updated is None else updated),
                            (OTHER, 5, 3, 5), *((labels, d, a, d) for labels, d, a in more)) if e[0] is not None]
@@ -51,12 +52,13 @@ def payload(exporter: dict[str, str] | None, desired: int, available: int,
     for labels, *_ in entries:
         lines.append(f"{LABELS}{{{','.join(f'{k}={chr(34)}{v}{chr(34)}' for k, v in labels.items())}}} 1")
     lines += ["# HELP kube_node_info Information about a cluster node.", "# TYPE kube_node_info gauge",
-              'kube_node_info{node="ip-10-0-1-1",kernel_version="6.1"} 1',
+              *(f'kube_node_info{{node="{node}",kernel_version="6.1"}} 1' for node in nodes),
               "# HELP kube_node_status_capacity The capacity for different resources of a node.",
-              "# TYPE kube_node_status_capacity gauge",
-              'kube_node_status_capacity{node="ip-10-0-1-1",resource="cpu",unit="core"} 96']
-    if gpu_node:
-        lines.append('kube_node_status_capacity{node="ip-10-0-1-1",resource="nvidia_com_gpu",unit="integer"} 8')
+              "# TYPE kube_node_status_capacity gauge"]
+    for node in nodes:
+        lines.append(f'kube_node_status_capacity{{node="{node}",resource="cpu",unit="core"}} 96')
+        if gpu_node:
+            lines.append(f'kube_node_status_capacity{{node="{node}",resource="nvidia_com_gpu",unit="integer"}} 8')
     return "\n".join(lines) + "\n"
 
 
@@ -66,5 +68,7 @@ def target_labels(job: dict) -> dict[str, str]:
 
 
 def scrape(job: dict, timestamp: float, exporter: dict[str, str] | None, desired: int, available: int,
-           updated: int | None = None, more: tuple[tuple[dict[str, str], int, int], ...] = ()) -> Scrape:
-    return Scrape(timestamp, payload(exporter, desired, available, more, updated=updated), target_labels(job))
+           updated: int | None = None, more: tuple[tuple[dict[str, str], int, int], ...] = (),
+           nodes: tuple[str, ...] = ("ip-10-0-1-1",)) -> Scrape:
+    return Scrape(timestamp, payload(exporter, desired, available, more, updated=updated, nodes=nodes),
+                  target_labels(job))

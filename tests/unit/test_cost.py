@@ -76,13 +76,13 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # agent.metric_selection: all: both sets for every shipped field, framebuffer once more per GPU instance (a whole GPU is one; the OTel
     # pipeline publishes the device counters charted or alarmed per GPU, PCIe replays, NVLink bandwidth and rows
     # remapped two ways, once per physical GPU, in the per-GPU set alone), and
-    # the cluster's seven metrics (the data-missing alarm's four: its GPU observations, the exporter DaemonSet's
-    # desired, available and updated pods; and GPU temperature, utilization and power, each GPU's reading once per
+    # the cluster's nine metrics (the data-missing alarm's six: its GPU observations, the exporter DaemonSet's
+    # desired, available and updated pods, kube-state-metrics' node info and GPU capacity; and GPU temperature, utilization and power, each GPU's reading once per
     # scrape, the fleet values' readings past 500 GPUs),
     # per pod the OTel pipeline's five totals per scrape (power, framebuffer
     # and PCIe both ways summed, GPUs counted), and the exporters' scrapes without DCGM samples per GPU node
     # (counted per GPU), and the idle alarms' utilization per pod and GPU (one per GPU a pod holds)
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 7 + 5 * 80 + 1 * 100 + 1 * 100
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 9 + 5 * 80 + 1 * 100 + 1 * 100
     # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, its
     # scraper drops the scrape's own series, and its fleet values past 500 GPUs read the temperature's [ClusterName]
     # metric the data-missing alarm reads (its copies are not merged: one metric fewer)
@@ -91,7 +91,7 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100 - 1
     # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published
     idle = _lines(estimates(all_settings, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
-    assert idle["quantity"] == 25 * 100 + 1 * 100 + 7 + 1 * 100 and "GPUs held by pods" not in idle["basis"]
+    assert idle["quantity"] == 25 * 100 + 1 * 100 + 9 + 1 * 100 and "GPUs held by pods" not in idle["basis"]
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
     # the default publishes only what is queried: 14 per GPU (framebuffer per GPU instance among them) and 12 per
@@ -110,26 +110,26 @@ def test_tiers_lower_the_price_of_a_large_fleet(everything):
     large = _lines(estimates(everything, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
     # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' scrapes without
     # DCGM samples (per GPU), the idle alarms' utilization per pod and GPU
-    assert large["quantity"] == 250_000 + 1 * 5_000 + 7 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000
-    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 87,021
-    assert large["monthly"] == pytest.approx(27_000 + 40_070 * 0.05 - 10 * 0.30)
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 9 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000
+    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 87,024
+    assert large["monthly"] == pytest.approx(27_000 + 40_090 * 0.05 - 10 * 0.30)
     assert large["unit_price"] < 0.30
 
 
-def test_the_data_missing_alarm_reads_five_metrics_of_each_cluster(project, project_dir):
+def test_the_data_missing_alarm_reads_seven_metrics_of_each_cluster(project, project_dir):
     """A metric-math alarm over static metrics: billed per metric it reads, one per cluster, and the agent alarm's
     one metric; none when alarms.expected_gpus is none (the alarms are left out)."""
     fleet = Fleet(clusters=3, pods=10, churn=0)
     line = _lines(estimates(project, fleet))["data-missing alarms (metric math)"]
-    # the exporter DaemonSet's desired, available, updated pods (their most and least) and the GPU observations, and
-    # the desired count's SampleCount (the agent alarm)
-    assert (line["quantity"], line["unit_price"]) == (18, 0.10)
+    # the exporter DaemonSet's desired, available, updated pods (their most and least), the GPU observations, the
+    # nodes and GPU nodes kube-state-metrics reads, and the desired count's SampleCount (the agent alarm)
+    assert (line["quantity"], line["unit_price"]) == (24, 0.10)
     none = estimates(load_project(project_dir("alarms:\n  expected_gpus: none\n")), fleet)
     assert "data-missing alarms (metric math)" not in _lines(none)
-    # its three kube-state-metrics counts of each cluster, and the exporters' scrapes its per-node alarm reads
-    # (counted per GPU); the cluster's GPU temperature stays: the widgets' PERIOD() lines read it
+    # its three kube-state-metrics counts and two node series of each cluster, and the exporters' scrapes its
+    # per-node alarm reads (counted per GPU); the cluster's GPU temperature stays: the widgets' PERIOD() lines read it
     assert _lines(none)["custom metrics"]["quantity"] == \
-        _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 9 - 10
+        _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 9 - 6 - 10
     # on the Container Insights add-on: seven of the add-on's metrics (running agent, GPU capacity, GPU
     # observations, the exporter DaemonSet's available and unavailable pods under two names); the GPU nodes
     # reporting come from a Metrics Insights query, not a metric of the alarm
@@ -146,9 +146,10 @@ def test_emf_ingestion_and_storage_of_the_agents_log_group(everything, project_d
     # and two of its 5 counters (per pod, merged), per pod two of its totals, and kube-state-metrics' series (the
     # filter drops up and scrape_*, but each scrape's flag of no GPU data, an event per node and one of
     # kube-state-metrics'), per GPU one of its readings once (the fleet values' past 500 GPUs) and per pod GPU one of
-    # the unused share of its utilization (the idle alarm's): about 291 GB a month
-    assert result["group_by"]["log_events"]["per_scrape"] == 3 * 500 + 2 * 500 + 1 + 500 + 1 + 500 + 500
-    assert 286 < lines["EMF log ingestion (GB)"]["quantity"] < 296
+    # the unused share of its utilization (the idle alarm's), and kube-state-metrics' info and GPU capacity of each
+    # GPU node: about 329 GB a month
+    assert result["group_by"]["log_events"]["per_scrape"] == 3 * 500 + 2 * 500 + 1 + 500 + 1 + 500 + 500 + 2 * 500
+    assert 324 < lines["EMF log ingestion (GB)"]["quantity"] < 334
     longer = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: all\n  log_retention_days: 30\n")),
                               fleet))
     assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(
@@ -228,7 +229,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(everything, tmp_pa
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(everything, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 7 + 5 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 9 + 5 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
@@ -298,8 +299,11 @@ def test_the_exporters_up_is_counted_per_gpu_node_when_the_fleet_says_how_many(p
     alarms = "GPU and cluster alarms (Metrics Insights)"
     assert per_gpu[alarms]["quantity"] - per_node[alarms]["quantity"] == 100 - 13
     classic = load_project(project_dir("agent:\n  pipeline: classic\n"))  # its scraper drops up
-    assert _lines(estimates(classic, Fleet(clusters=1, pods=80, churn=0, gpus=100, nodes=13))) == \
-        _lines(estimates(classic, Fleet(clusters=1, pods=80, churn=0, gpus=100)))
+    # (its log events count kube-state-metrics' two node series per GPU node)
+    logs = ("EMF log ingestion (GB)", "EMF log storage (GB-month)")
+    with_nodes = _lines(estimates(classic, Fleet(clusters=1, pods=80, churn=0, gpus=100, nodes=13)))
+    without = _lines(estimates(classic, Fleet(clusters=1, pods=80, churn=0, gpus=100)))
+    assert {k: v for k, v in with_nodes.items() if k not in logs} == {k: v for k, v in without.items() if k not in logs}
 
 
 def test_the_readmes_worked_example_is_what_the_command_says(project, project_dir):
@@ -346,13 +350,13 @@ def test_the_free_tier_takes_its_metrics_alarm_metrics_and_logs_off_the_bill(pro
     assert metrics["monthly"] == pytest.approx((metrics["quantity"] - 10) * 0.30)
     assert 0 < ingestion["quantity"] + storage["quantity"] < 5
     assert ingestion["monthly"] == storage["monthly"] == 0
-    assert lines["data-missing alarms (metric math)"]["quantity"] == 6
+    assert lines["data-missing alarms (metric math)"]["quantity"] == 8
     assert lines["data-missing alarms (metric math)"]["monthly"] == 0
     insights = lines["GPU and cluster alarms (Metrics Insights)"]
     assert insights["monthly"] == pytest.approx(insights["quantity"] * 0.10)  # no free tier for these
     static = estimates(project, Fleet(clusters=1, pods=20, churn=0))["static"]
     per_pod = next(line for line in static["lines"] if line["item"] == "per-pod alarms (static, one per pod)")
-    assert per_pod["monthly"] == pytest.approx((per_pod["quantity"] - 4) * 0.10)  # what the math alarms leave
+    assert per_pod["monthly"] == pytest.approx((per_pod["quantity"] - 2) * 0.10)  # what the math alarms leave
     big = _lines(estimates(project, Fleet(clusters=1, pods=500, churn=0)))["EMF log ingestion (GB)"]
     assert big["monthly"] == pytest.approx((big["quantity"] - 5) * 0.50)
     override = tmp_path / "prices.json"
@@ -361,7 +365,7 @@ def test_the_free_tier_takes_its_metrics_alarm_metrics_and_logs_off_the_bill(pro
     assert paid["custom metrics"]["monthly"] == pytest.approx(metrics["quantity"] * 0.30)
     assert paid["EMF log ingestion (GB)"]["monthly"] == pytest.approx(ingestion["quantity"] * 0.50)
     assert paid["EMF log storage (GB-month)"]["monthly"] == pytest.approx(storage["quantity"] * 0.03)
-    assert paid["data-missing alarms (metric math)"]["monthly"] == pytest.approx(0.60)
+    assert paid["data-missing alarms (metric math)"]["monthly"] == pytest.approx(0.80)
 
 
 @pytest.mark.parametrize("args", [("--pods", "4", "--gpus", "3", "--nodes", "5"), ("--pods", "2", "--nodes", "3")])
@@ -374,14 +378,14 @@ def test_more_gpu_nodes_than_gpus_is_a_usage_error(cli, args):
 
 
 def test_each_exporter_daemonset_of_a_cluster_is_priced(project, project_dir):
-    """exporter.more_daemonsets: kube-state-metrics' three series and a data-missing alarm (five metrics) per exporter
+    """exporter.more_daemonsets: kube-state-metrics' three series and a data-missing alarm (seven metrics) per exporter
     DaemonSet of each cluster, the agent alarm still one per cluster; the cluster's set keeps its GPU field alone."""
     fleet = Fleet(clusters=3, pods=10, churn=0)
     pools = load_project(project_dir("exporter:\n  more_daemonsets: [pool-b, gpu-pools/pool-c]\n"))
     one, three = _lines(estimates(project, fleet)), _lines(estimates(pools, fleet))
     line = three["data-missing alarms (metric math)"]
-    assert (line["quantity"], line["unit_price"]) == (3 * 3 * 5 + 3, 0.10)
-    assert "9 alarms x 5 metrics" in line["basis"] and "one alarm per exporter DaemonSet" in line["basis"]
+    assert (line["quantity"], line["unit_price"]) == (3 * 3 * 7 + 3, 0.10)
+    assert "9 alarms x 7 metrics" in line["basis"] and "one alarm per exporter DaemonSet" in line["basis"]
     assert three["custom metrics"]["quantity"] == one["custom metrics"]["quantity"] - 3 * 3 + 3 * 3 * 3
     assert "3 x 3 exporter DaemonSets per cluster" in three["custom metrics"]["basis"]
     assert estimates(pools, fleet)["group_by"]["alarms"] == estimates(project, fleet)["group_by"]["alarms"] + 3 * 2

@@ -56,7 +56,7 @@ def _written(files) -> tuple[int, int]:
     for t in (0, STEP, 2 * STEP):
         scrapes = [Scrape(float(t), payload, target_labels(job, node)) for node, payload in payloads.items()]
         if ksm_job:
-            scrapes.append(kube_state.scrape(ksm_job, float(t), EXPORTER, 2, 2))
+            scrapes.append(kube_state.scrape(ksm_job, float(t), EXPORTER, 2, 2, nodes=tuple(payloads)))
         agent.run(scrapes)
     namespace, units = emf_format(config)
     events = agent.events.at(float(2 * STEP))

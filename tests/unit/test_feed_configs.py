@@ -81,10 +81,14 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir)
     assert _names(declarations[MIG_POD_SET]) == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
     # the overview's panels per MIG instance
     assert _names(declarations[MIG_INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
-    (ksm,) = _declarations(config, KSM_MATCHER).values()
+    ksm, nodes = [d for d in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]
+                  if d["label_matcher"] == KSM_MATCHER]
     assert ksm["dimensions"] == [list(CLUSTER_SET)] and _names(ksm) == {
         "kube_daemonset_status_desired_number_scheduled", "kube_daemonset_status_number_available",
         "kube_daemonset_status_updated_number_scheduled"}
+    # and whether a GPU node exists (the job keeps the GPU resources' capacity only)
+    assert nodes["dimensions"] == [list(CLUSTER_SET)] and _names(nodes) == {"kube_node_info",
+                                                                           "kube_node_status_capacity"}
     jobs = [job["job_name"] for job in yaml.safe_load(scrape_map["data"]["prometheus.yaml"])["scrape_configs"]]
     assert jobs == ["dcgm-exporter", "gpudash-kube-state-metrics"]
     assert prometheus["emf_processor"]["metric_unit"]["DCGM_FI_DEV_GPU_UTIL"] == "Percent"
@@ -547,6 +551,28 @@ def test_an_alarm_on_a_daemonset_the_agent_does_not_keep_fails(project_dir):
         "the kube-state-metrics job of k8s/cwagent-prometheus-config-gpu-cluster.yaml does not keep: the alarm never "
         "gets its counts"]
     assert findings[0].where.endswith("gpudash-gpu-cluster-gpu-data-missing-critical-monitoring-gpu-metrics-pool-b")
+
+
+@pytest.mark.parametrize("dropped, metric", [
+    ("|kube_node_info;;;|kube_node_status_capacity;;;nvidia_com_(gpu|mig)(_.+)?", "kube_node_info"),
+    ("|kube_node_status_capacity;;;nvidia_com_(gpu|mig)(_.+)?", "kube_node_status_capacity of nvidia_com_gpu")],
+    ids=["both node series", "the GPU capacity"])
+def test_an_alarm_on_node_series_the_agent_does_not_keep_fails(project_dir, dropped, metric):
+    """The kube-state-metrics job edited so it no longer keeps the node series that say whether a GPU node exists: the
+    alarm would read a cluster without any GPU node's capacity, a missing exporter DaemonSet no missing data there,
+    wherever the DaemonSet is deleted. AG001 names the alarm and the series."""
+    def without(scrape):
+        (job,) = [j for j in scrape["scrape_configs"] if j["job_name"] == "gpudash-kube-state-metrics"]
+        for rule in job["metric_relabel_configs"]:
+            assert dropped in rule["regex"]
+            rule["regex"] = rule["regex"].replace(dropped, "")
+
+    assert _rule(_feed(load_project(project_dir(CLASSIC))), "AG001") == []
+    findings = _rule(_feed(load_project(project_dir(CLASSIC)), lambda f: _edit_agent(f, None, without)), "AG001")
+    assert [f.message for f in findings] == [
+        f"reads {metric}, which the kube-state-metrics job of k8s/cwagent-prometheus-config-gpu-cluster.yaml does not "
+        "keep: the alarm reads a missing exporter DaemonSet as deleted where no GPU node is"]
+    assert findings[0].where.endswith("gpudash-gpu-cluster-gpu-data-missing-critical")
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["a Prometheus per cluster", "one Prometheus for both"])
