@@ -177,3 +177,44 @@ def test_the_rule_waits_for_the_first_gpu_node_then_judges_its_exporter(files, t
                                                        "input_series": series, "alert_rule_test": cases}],
                    evaluation_interval="30s")
 
+
+
+def test_on_a_shared_prometheus_each_cluster_is_judged_by_its_own_nodes(project_dir, tmp_path):
+    """One Prometheus for two clusters (labels.cluster): a has no GPU node yet and no exporter DaemonSet, b has GPU nodes
+    and its exporter DaemonSet deleted. b's alert fires, a's stays silent: a's nodes do not silence b, nor b's GPU nodes
+    fire a."""
+    from generator.project import load_project as load
+
+    config = project_dir("clusters:\n  - {name: a, region: us-east-1, prometheus_label: a}\n"
+                         "  - {name: b, region: us-east-1, prometheus_label: b}\n")
+    files = encode(build(load(config)))
+    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+                if r.get("alert") == "GpudashGpuDataMissing")
+    steps = FINAL // STEP
+    series = []
+    for cluster, node, gpus in (("a", CPU_NODE, False), ("b", "ip-10-0-1-1", True)):
+        ksm = f'cluster="{cluster}",job="kube-state-metrics",instance="10.0.2.9:8080"'
+        other = f'{ksm},namespace="kube-system",daemonset="aws-node"'
+        series += [{"series": f"up{{{ksm}}}", "values": f"1x{steps}"},
+                   *({"series": f"{metric}{{{other}}}", "values": f"1x{steps}"}
+                     for metric in (kube_state.DESIRED, kube_state.AVAILABLE, kube_state.UPDATED)),
+                   {"series": f'{kube_state.LABELS}{{{other},label_app_kubernetes_io_name="aws-node"}}',
+                    "values": f"1x{steps}"},
+                   {"series": f'kube_node_info{{{ksm},node="{node}"}}', "values": f"1x{steps}"},
+                   {"series": f'kube_node_status_capacity{{{ksm},node="{node}",resource="cpu",unit="core"}}',
+                    "values": f"4x{steps}"}]
+        if gpus:
+            series.append({"series": f'kube_node_status_capacity{{{ksm},node="{node}",resource="nvidia_com_gpu",'
+                                     f'unit="integer"}}', "values": f"4x{steps}"})
+    reason = ("kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or its "
+              "--metric-labels-allowlist lacks daemonsets=[app,app.kubernetes.io/name])")
+    fired = [{"exp_labels": {**rule["labels"], "cluster": "b", "reason": reason},
+              "exp_annotations": {**rule["annotations"],
+                                  "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", reason)
+                                  .replace("{{ $labels.cluster }}", "b")}}]
+    _promtool_test(tmp_path, "shared.yaml", [{"name": "a without GPU nodes, b without its DaemonSet",
+                                              "interval": f"{STEP}s", "input_series": series,
+                                              "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"],
+                                                                   "exp_alerts": fired} for m in (11, 30, 59)]}],
+                   evaluation_interval="30s")
