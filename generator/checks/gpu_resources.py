@@ -41,6 +41,14 @@ def has_gpus(node: Answer) -> bool:
     return bool(gpu_resources(node))
 
 
+def lists_gpus(node: Answer) -> bool:
+    """Whether the node's status lists a GPU resource at any count: the kubelet keeps a device plugin's resource at 0
+    once the plugin stops, so a GPU node whose plugin was removed is still one; a node no plugin ran on lists none
+    (the data-missing signal's, data_missing.NODES)."""
+    return any(isinstance(name, str) and (name == GPU_RESOURCE or name.startswith((RENAMED_PREFIX, MIG_RESOURCE_PREFIX)))
+               for name in capacity(node))
+
+
 def attributed(resource: str, listed: tuple[str, ...]) -> bool:
     """Whether the exporter gives a device of `resource` the pod that holds it."""
     return resource == GPU_RESOURCE or resource.startswith(MIG_RESOURCE_PREFIX) or resource in listed

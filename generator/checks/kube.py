@@ -35,7 +35,7 @@ from ..clients.answer import Answer, OddAnswer
 from ..clients.kube import Kube, for_run
 from ..clients.options import Options
 from .gpu_resources import (GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_NAMES_ENV, gpu_resources, has_gpus,
-                            listed_names, unattributed)
+                            listed_names, lists_gpus, unattributed)
 from .result import FAIL, NOT_DEPLOYED, OK, UNREACHABLE, WARN, Check, cannot_tell, step, steps
 
 GROUP = "kube"
@@ -252,11 +252,11 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                           f"{namespace} labelled {labels}; exporter DaemonSets elsewhere: {', '.join(elsewhere)}",
                           f"{write_fix}{' (or another of them)' if len(elsewhere) > 1 else ''} in gpudash.yaml, "
                           "generate and apply again")]
-        if deployment == "gpu-operator" and nodes is not None and not any(_has_gpu_resource(n) for n in nodes()):
+        if deployment == "gpu-operator" and nodes is not None and not any(lists_gpus(n) for n in nodes()):
             # the GPU operator creates no DaemonSet while no node carries its GPU labels (data_missing.NODES)
             return [Check(GROUP, DAEMONSET_CHECK, WARN, f"no DaemonSet {namespace}/{name} ({setting}), and none in any "
-                          f"namespace labelled {labels}; no node has a GPU resource ({GPU_RESOURCE}, "
-                          f"{MIG_RESOURCE_PREFIX}*): the GPU operator creates its exporter DaemonSet when the first GPU "
+                          f"namespace labelled {labels}; no node lists a GPU resource ({GPU_RESOURCE}, "
+                          f"{GPU_RESOURCE}.*, {MIG_RESOURCE_PREFIX}*): the GPU operator creates its exporter DaemonSet when the first GPU "
                           "node joins (no GPU data is missing until then)",
                           "nothing to do until a GPU node joins, where the GPU operator is installed (`kubectl get "
                           "clusterpolicies`); run verify again once one has")]
@@ -849,15 +849,6 @@ def _pods(allowance: int | str, nodes: int) -> int:
 
 def _yaml_value(value: int | str) -> str:
     return f'"{value}"' if isinstance(value, str) else str(value)
-
-
-def _has_gpu_resource(node: Answer) -> bool:
-    """Whether the node's status lists a GPU resource of the device plugin (nvidia.com/gpu, renamed by time-slicing as
-    nvidia.com/gpu.shared, or MIG's nvidia.com/mig-*), at any count: the kubelet keeps it at 0 once the plugin stops."""
-    capacity = node.get("status", dict).get("capacity") or {}
-    if not isinstance(capacity, dict):
-        raise OddAnswer(node.source, f"{node.path}.status.capacity", capacity, "an object")
-    return any(r == GPU_RESOURCE or r.startswith((f"{GPU_RESOURCE}.", MIG_RESOURCE_PREFIX)) for r in capacity)
 
 
 def _gpu_count(node: Answer) -> int:
