@@ -77,8 +77,8 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # pipeline publishes the device counters charted or alarmed per GPU, PCIe replays, NVLink bandwidth and rows
     # remapped two ways, once per physical GPU, in the per-GPU set alone), and
     # the cluster's nine metrics (the data-missing alarm's six: its GPU observations, the exporter DaemonSet's
-    # desired, available and updated pods, kube-state-metrics' node info and GPU capacity; and GPU temperature, utilization and power, each GPU's reading once per
-    # scrape, the fleet values' readings past 500 GPUs),
+    # desired, available and updated pods, kube-state-metrics' node info and GPU capacity; and GPU temperature,
+    # utilization and power, each GPU's reading once per scrape, the fleet values' readings past 500 GPUs),
     # per pod the OTel pipeline's five totals per scrape (power, framebuffer
     # and PCIe both ways summed, GPUs counted), and the exporters' scrapes without DCGM samples per GPU node
     # (counted per GPU), and the idle alarms' utilization per pod and GPU (one per GPU a pod holds)
@@ -95,10 +95,10 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
     # the default publishes only what is queried: 14 per GPU (framebuffer per GPU instance among them) and 12 per
-    # pod (the five totals among them), and as above the cluster's seven, the scrapes' flags and the idle alarms' own
+    # pod (the five totals among them), and as above the cluster's nine, the scrapes' flags and the idle alarms' own
     default = _lines(estimates(project, fleet))["custom metrics"]
     assert default == used
-    assert default["quantity"] == 14 * 100 + 12 * 80 + 7 + 1 * 100 + 1 * 100
+    assert default["quantity"] == 14 * 100 + 12 * 80 + 9 + 1 * 100 + 1 * 100
 
 
 def test_tiers_lower_the_price_of_a_large_fleet(everything):
