@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from generator import cli_publish
 from generator.resources import default_counters
-from tests.integration.test_cloudwatch_projects import _fleet_rule
+from tests.integration.test_cloudwatch_projects import _fleet_rule, _level
 
 FLEET = "gpudash-fleet-fleet-idle-warning"
 
 
-def _alarms(config) -> dict[str, float]:
+def _alarms(config) -> dict[str, dict]:
+    """{alarm name: its request} of the project's build."""
     _, desired = cli_publish._desired(str(config), None, None, grafana=False)
-    return {alarm["Request"]["AlarmName"]: alarm["Request"]["Threshold"] for alarm in desired.alarms}
+    return {alarm["Request"]["AlarmName"]: alarm["Request"] for alarm in desired.alarms}
 
 
 def test_the_same_settings_text_beside_other_definitions_builds_their_alarms(built_once, tmp_path):
@@ -24,7 +25,7 @@ def test_the_same_settings_text_beside_other_definitions_builds_their_alarms(bui
         (tmp_path / folder).mkdir()
         _fleet_rule(tmp_path / folder / "alarms", threshold)
         (tmp_path / folder / "gpudash.yaml").write_text(text)
-        read[folder] = _alarms(tmp_path / folder / "gpudash.yaml")[FLEET]
+        read[folder] = _level(_alarms(tmp_path / folder / "gpudash.yaml")[FLEET])
     assert read == {"a": 5, "b": 10, "c": 5}
 
 
@@ -53,5 +54,5 @@ def test_the_state_published_for_a_project_is_not_another_projects_with_the_same
         (tmp_path / folder / "gpudash.yaml").write_text(text)
         moto.reset()
         published("--config", str(tmp_path / folder / "gpudash.yaml"))
-        read[folder] = client.describe_alarms(AlarmNames=[FLEET])["MetricAlarms"][0]["Threshold"]
+        read[folder] = _level(client.describe_alarms(AlarmNames=[FLEET])["MetricAlarms"][0])
     assert read == {"a": 5, "b": 10}
