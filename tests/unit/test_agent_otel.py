@@ -343,32 +343,28 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     assert changed >= 3  # both alarm modes and the Prometheus-EMF source
 
 
-def test_a_filter_that_lets_a_fields_blanks_through_fails():
+def _filter_without(marker: str):
+    """An edit of the agent's OTel config dropping the blank filter's conditions that hold `marker`."""
     def loosen(otel):
         conditions = otel["processors"]["filter/gpudash"]["metrics"]["datapoint"]
-        otel["processors"]["filter/gpudash"]["metrics"]["datapoint"] = [c for c in conditions if "9.0e18" not in c]
+        otel["processors"]["filter/gpudash"]["metrics"]["datapoint"] = [c for c in conditions if marker not in c]
+    return loosen
 
-    (finding,) = _findings(_edited(load_project(), loosen), "AG005")
+
+def test_a_filter_that_lets_a_fields_blanks_through_fails():
+    (finding,) = _findings(_edited(load_project(), _filter_without("9.0e18")), "AG005")
     assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" in finding.message and finding.severity == "error"
     assert finding.where == "k8s/cwagent-prometheus-config-gpu-cluster.yaml gpudash-otel.yaml filter/gpudash"
 
 
 def test_a_filter_that_lets_a_blanks_unused_share_through_fails():
-    def loosen(otel):
-        conditions = otel["processors"]["filter/gpudash"]["metrics"]["datapoint"]
-        otel["processors"]["filter/gpudash"]["metrics"]["datapoint"] = [c for c in conditions if "unused" not in c]
-
-    (finding,) = _findings(_edited(load_project(), loosen), "AG005")
+    (finding,) = _findings(_edited(load_project(), _filter_without("unused")), "AG005")
     assert "the unused share of a blank (100 less it) would reach the idle alarm" in finding.message
     assert "DCGM_FI_DEV_GPU_UTIL" in finding.message and finding.severity == "error"
 
 
 def test_a_filter_that_lets_a_pods_blank_sum_through_or_runs_before_the_totals_fails():
-    def loosen(otel):
-        conditions = otel["processors"]["filter/gpudash"]["metrics"]["datapoint"]
-        otel["processors"]["filter/gpudash"]["metrics"]["datapoint"] = [c for c in conditions if "gpudash[.]pod" not in c]
-
-    (finding,) = _findings(_edited(load_project(), loosen), "AG005")
+    (finding,) = _findings(_edited(load_project(), _filter_without("gpudash[.]pod")), "AG005")
     assert "a pod's total holding a blank would be published" in finding.message
     assert "DCGM_FI_DEV_POWER_USAGE" in finding.message and finding.severity == "error"
 
