@@ -24,14 +24,18 @@ def capacity(node: Answer) -> dict:
     return found
 
 
+def _device_plugins(name: str) -> bool:
+    """Whether `name` is a GPU resource the NVIDIA device plugin advertises (whole, renamed share, MIG mixed)."""
+    return name == GPU_RESOURCE or name.startswith((RENAMED_PREFIX, MIG_RESOURCE_PREFIX))
+
+
 def gpu_resources(node: Answer, listed: tuple[str, ...] = ()) -> dict[str, int]:
     """The node's capacity in each resource that holds GPUs (those of none left out): nvidia.com/gpu, a renamed share
     (nvidia.com/gpu.<suffix>), MIG's mixed strategy's nvidia.com/mig-*, and any the exporter lists (`listed`: a
     device plugin's custom name, nvidia.com/a100)."""
     found = {}
     for name, value in capacity(node).items():
-        if isinstance(name, str) and (name == GPU_RESOURCE or name.startswith((RENAMED_PREFIX, MIG_RESOURCE_PREFIX))
-                                      or name in listed):
+        if isinstance(name, str) and (_device_plugins(name) or name in listed):
             if count := whole_count(value, node.source, f"{node.path}.status.capacity[{name}]"):
                 found[name] = count
     return found
@@ -45,8 +49,7 @@ def lists_gpus(node: Answer) -> bool:
     """Whether the node's status lists a GPU resource at any count: the kubelet keeps a device plugin's resource at 0
     once the plugin stops, so a GPU node whose plugin was removed is still one; a node no plugin ran on lists none
     (the data-missing signal's, data_missing.NODES)."""
-    return any(isinstance(name, str) and (name == GPU_RESOURCE or name.startswith((RENAMED_PREFIX, MIG_RESOURCE_PREFIX)))
-               for name in capacity(node))
+    return any(isinstance(name, str) and _device_plugins(name) for name in capacity(node))
 
 
 def attributed(resource: str, listed: tuple[str, ...]) -> bool:
