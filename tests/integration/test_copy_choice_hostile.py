@@ -38,12 +38,13 @@ def _tied(old: bool) -> str:
 @contextmanager
 def _two_exporters(tmp_path_factory, name: str, payload, probe: str):
     """The old and new exporters' `payload(old)` scraped every second; (prometheus, first and last stored sample,
-    each copy's sample times of `probe`, a selector)."""
+    each copy's (instance's) sample times of `probe`, a selector: two copies may spell the node alike)."""
     old = _Counted(lambda n: payload(True))
     with ReplayExporter(old) as a, ReplayExporter(lambda: payload(False)) as b:
         with _scraping(tmp_path_factory, name, [a.address, b.address], lambda: old.served >= SCRAPES) as prometheus:
-            samples = {series["metric"].get("Hostname") or series["metric"].get("hostname"):
-                       [float(at) for at, _ in series["values"]] for series in prometheus.query(f"{probe}[10m]")}
+            samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
+                       for series in prometheus.query(f"{probe}[10m]")}
+            assert len(samples) == 2, samples
             stored = [at for times in samples.values() for at in times]
             yield prometheus, min(stored), max(stored), samples
 
