@@ -1,7 +1,12 @@
 """Prometheus checks: DCGM targets up, series present, which label carries the workload pod.
 
 Series are found by name pattern (`DCGM_FI_...`), not by one field, so a fleet whose GPUs are all
-split into MIG instances (no DCGM_FI_DEV_GPU_UTIL) is recognised as reporting."""
+split into MIG instances (no DCGM_FI_DEV_GPU_UTIL) is recognised as reporting.
+
+A target's series are read now or one scrape interval and its timeout ago (`recent`, `tolerant_up`): one failed
+scrape marks every series of its target stale and its `up` 0 until the next, so an instant read now said "no
+DCGM_FI_* series" (or a target down) for a whole scrape interval; an exporter stopped or failing every scrape is
+still found within two intervals."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from ..errors import RemoteError
 from ..exporter_styles import exporter_namespaces
 from ..names import COUNTER_GROUP
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
+from ..agent_timing import scrape_timeout
 from ..project import Project
 from ..promql import COUNTED_PARTS, counted_fields, counted_name
 from ..promql_text import matcher, quoted
@@ -31,6 +37,31 @@ def _dcgm(label: str | None = None) -> str:
     """Every DCGM field's series, optionally only those carrying `label`."""
     extra = f', {label}!=""' if label else ""
     return f'{{__name__=~"DCGM_FI_.+"{extra}}}'
+
+
+def looked_back(project: Project) -> int:
+    """Seconds before now verify also reads a target's series at: gpudash's scrape interval and its timeout, so the
+    read falls before a failed scrape whose staleness markers (stamped at the scrape's start, written at its timeout)
+    the read now meets, and after the scrape before it."""
+    interval = project.settings.scrape.seconds
+    return interval + scrape_timeout(interval)
+
+
+NAME_COPY = "gpudash_name"  # the metric's name as a label: `or` matches series by their labels without the name
+
+
+def recent(selector: str, within: int) -> str:
+    """The series of `selector` (an instant selector) sampled now, and those not sampled now (marked stale by one
+    failed scrape) that were `within` seconds ago, each once."""
+    named = [f'label_replace({read}, "{NAME_COPY}", "$1", "__name__", "(.+)")'
+             for read in (selector, f"{selector} offset {within}s")]
+    return f"({' or '.join(named)})"
+
+
+def tolerant_up(selector: str, within: int) -> str:
+    """One series per target `selector` (of `up`) lists now: 1 where it is up now or was `within` seconds ago (one
+    failed scrape), else 0 (down at both)."""
+    return f"(({selector} == 1 or {selector} offset {within}s == 1) and {selector}) or {selector}"
 
 
 SCRAPE_JOB = "Prometheus scrape job"
@@ -67,7 +98,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     targets: list = []
     yield from step(GROUP, "DCGM targets", _targets, prometheus, project, targets)
     reporting: list = []
-    yield from step(GROUP, "DCGM series", _series, prometheus, bool(targets), reporting)
+    yield from step(GROUP, "DCGM series", _series, prometheus, bool(targets), reporting, looked_back(project))
     yield from step(GROUP, PINNED, pinned_queries, prometheus)
     if reporting:
         yield from step(GROUP, COUNTER_RECORDINGS, counter_recordings, prometheus, project,
@@ -295,8 +326,9 @@ def _expected_signal(prometheus: Prometheus, project: Project) -> Check:
 def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:
     settings = project.settings
     job = settings.scrape.job_name
-    targets = prometheus.query(f"up{{{matcher('job', job)}}}") or \
-        prometheus.query(f"up and on (job) group by (job) ({_dcgm()})")
+    within = looked_back(project)
+    targets = prometheus.query(tolerant_up(f"up{{{matcher('job', job)}}}", within)) or \
+        prometheus.query(f"({tolerant_up('up', within)}) and on (job) group by (job) ({recent(_dcgm(), within)})")
     found.extend(targets)
     down = [labels for labels, value in targets if value == 0]
     if not targets:
@@ -308,26 +340,27 @@ def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:
         # the job's Namespace label: the exporter pod's (a mixed fleet's clusters keep them in different ones)
         namespace = next((labels["Namespace"] for labels in down if labels.get("Namespace")),
                          settings.exporter.namespace)
-        return Check(GROUP, "DCGM targets", FAIL, f"{len(down)} of {len(targets)} targets down: {instances}",
+        return Check(GROUP, "DCGM targets", FAIL, f"{len(down)} of {len(targets)} targets down (now and {within} s "
+                     f"before): {instances}",
                      f"check the exporter pods on those nodes (kubectl -n {namespace} get pods -o wide)")
     return Check(GROUP, "DCGM targets", OK, f"{len(targets)} targets up")
 
 
-def gpus_reporting() -> str:
-    """The GPUs with a DCGM series, by both names of a GPU's UUID: `uuid` where the exporter runs with
-    --use-old-namespace (by UUID alone, every GPU of such a fleet was one), `UUID` otherwise, and both in a fleet
-    moving from one to the other."""
-    return f"count(count by (UUID, uuid) ({_dcgm()}))"
+def gpus_reporting(within: int) -> str:
+    """The GPUs with a DCGM series (now, or `within` seconds ago: `recent`), by both names of a GPU's UUID: `uuid`
+    where the exporter runs with --use-old-namespace (by UUID alone, every GPU of such a fleet was one), `UUID`
+    otherwise, and both in a fleet moving from one to the other."""
+    return f"count(count by (UUID, uuid) ({recent(_dcgm(), within)}))"
 
 
-def _series(prometheus: Prometheus, have_targets: bool, reporting: list) -> Check:
-    gpus = prometheus.query(gpus_reporting())
+def _series(prometheus: Prometheus, have_targets: bool, reporting: list, within: int) -> Check:
+    gpus = prometheus.query(gpus_reporting(within))
     count = gpus[0][1] if gpus else 0
     if not (math.isfinite(count) and count >= 0):
         raise OddAnswer(prometheus.source, "data.result[0].value[1]", count, "a count of GPUs")
     count = int(count)
     if not count:
-        return Check(GROUP, "DCGM series", FAIL, "no DCGM_FI_* series",
+        return Check(GROUP, "DCGM series", FAIL, f"no DCGM_FI_* series (now or {within} s before)",
                      "check the scrape job's metric_relabel_configs keep DCGM_.* and the exporter's CSV",
                      cause="" if have_targets else NO_DATA)
     reporting.append(count)
@@ -349,10 +382,11 @@ def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
     if not fields:
         return Check(GROUP, COUNTER_RECORDINGS, OK, "no panel reads a counter's recording")
     names = "|".join(fields)
+    within = looked_back(project)
 
     def written(pattern: str) -> set[str]:
-        return {labels.get("__name__", "") for labels, _ in
-                prometheus.query(f"count by (__name__) ({{__name__=~{quoted(pattern)}}})")}
+        return {labels.get(NAME_COPY, "") for labels, _ in
+                prometheus.query(f"count by ({NAME_COPY}) ({recent(f'{{__name__=~{quoted(pattern)}}}', within)})")}
     held = written(names)
     recorded = written(f"gpudash:({names}):({'|'.join(COUNTED_PARTS)})")
     missing = [name for name in fields if name in held
@@ -369,18 +403,19 @@ def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
                  + (f" ({len(fields) - len(held_fields)} have no series)" if len(held_fields) < len(fields) else ""))
 
 
-def _arrives_as(prometheus: Prometheus, label: str) -> str | None:
-    """The name a workload label (`pod`, `namespace`, `container`) arrives under on the DCGM series:
+def _arrives_as(prometheus: Prometheus, label: str, within: int) -> str | None:
+    """The name a workload label (`pod`, `namespace`, `container`) arrives under on the DCGM series (`recent`):
     `exported_<label>` when any series carries it (the scrape target's own label won), else `<label>`
     when any series carries that, else None (no GPU held by a pod)."""
-    if prometheus.query(f"count({_dcgm('exported_' + label)})"):
+    if prometheus.query(f"count({recent(_dcgm('exported_' + label), within)})"):
         return f"exported_{label}"
-    return label if prometheus.query(f"count({_dcgm(label)})") else None
+    return label if prometheus.query(f"count({recent(_dcgm(label), within)})") else None
 
 
 def _pod_label(prometheus: Prometheus, project: Project) -> Check:
     labels = project.settings.labels
-    detected = _arrives_as(prometheus, "pod")
+    within = looked_back(project)
+    detected = _arrives_as(prometheus, "pod", within)
     if detected is None:
         return Check(GROUP, "workload pod label", WARN, "no series carries a workload pod label",
                      "run again while a pod uses a GPU; check the exporter's pod labels")
@@ -397,7 +432,7 @@ def _pod_label(prometheus: Prometheus, project: Project) -> Check:
     # namespace and container), so a pod setting that matches alone would still show every pod in the
     # exporter's namespace and container.
     wrong = [(key, getattr(labels, key), arrived) for key, arrived in
-             ((key, _arrives_as(prometheus, key)) for key in ("namespace", "container"))
+             ((key, _arrives_as(prometheus, key, within)) for key in ("namespace", "container"))
              if arrived is not None and arrived != getattr(labels, key)
              and getattr(labels, key) in (key, f"exported_{key}")]  # pod_namespace (--use-old-namespace) aside
     if wrong:
@@ -410,11 +445,12 @@ def _pod_label(prometheus: Prometheus, project: Project) -> Check:
 
 def _node_label(prometheus: Prometheus, project: Project) -> list[Check]:
     sources = project.settings.labels.node_sources
+    within = looked_back(project)
     unnamed = "{" + ", ".join(['__name__=~"DCGM_FI_.+"', *(f'{source}=""' for source in sources)]) + "}"
     result = []
     for spelling in ("Hostname", "hostname"):
-        if spelling not in sources and prometheus.query(f"count({_dcgm(spelling)})") \
-                and prometheus.query(f"count({unnamed})"):
+        if spelling not in sources and prometheus.query(f"count({recent(_dcgm(spelling), within)})") \
+                and prometheus.query(f"count({recent(unnamed, within)})"):
             result.append(Check(GROUP, "node label", FAIL, f"series carry {spelling!r}, settings say "
                                 f"{' or '.join(map(repr, sources))}", f"add {spelling} to labels.node in gpudash.yaml"))
     return result

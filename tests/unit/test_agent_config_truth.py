@@ -363,7 +363,7 @@ def test_verify_counts_the_gpus_of_an_exporter_writing_the_old_names(tmp_path):
               for g, name in enumerate(["uuid"] * 5 + ["UUID"] * 3)]
     test = {"rule_files": [], "evaluation_interval": "1m", "tests": [{
         "interval": "1m", "input_series": [{"series": s, "values": "50x5"} for s in series],
-        "promql_expr_test": [{"expr": gpus_reporting(), "eval_time": "2m", "exp_samples": [{"labels": "{}", "value": 8}]}]}]}
+        "promql_expr_test": [{"expr": gpus_reporting(40), "eval_time": "2m", "exp_samples": [{"labels": "{}", "value": 8}]}]}]}
     (tmp_path / "t.yaml").write_text(json.dumps(test))
     result = subprocess.run([binary("promtool"), "test", "rules", "t.yaml"], capture_output=True, text=True,
                             cwd=tmp_path)

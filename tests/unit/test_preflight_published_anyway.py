@@ -28,7 +28,7 @@ def _prometheus_checks(monkeypatch, project, recordings) -> list[Check]:
     def ok(name):
         return lambda *args: Check(prometheus.GROUP, name, OK, "stand-in")
 
-    def series(_prometheus, _targets, reporting):
+    def series(_prometheus, _targets, reporting, _within):
         reporting.append("GPU-0")
         return Check(prometheus.GROUP, "DCGM series", OK, "1 GPU reporting")
 
