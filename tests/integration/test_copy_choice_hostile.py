@@ -36,11 +36,13 @@ def _tied(old: bool) -> str:
 
 
 @contextmanager
-def _two_exporters(tmp_path_factory, name: str, payload, probe: str):
+def _two_exporters(tmp_path_factory, name: str, payload, probe: str, new_fails_at: int | None = None):
     """The old and new exporters' `payload(old)` scraped every second; (prometheus, first and last stored sample,
-    each copy's (instance's) sample times of `probe`, a selector: two copies may spell the node alike)."""
+    each copy's (instance's) sample times of `probe`, a selector: two copies may spell the node alike).
+    `new_fails_at`: the new exporter's answer of that number is no exposition (that scrape fails: its series stale)."""
     old = _Counted(lambda n: payload(True))
-    with ReplayExporter(old) as a, ReplayExporter(lambda: payload(False)) as b:
+    new = _Counted(lambda n: "garbage{ 1\n" if n == new_fails_at else payload(False))
+    with ReplayExporter(old) as a, ReplayExporter(new) as b:
         with _scraping(tmp_path_factory, name, [a.address, b.address], lambda: old.served >= SCRAPES) as prometheus:
             samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
                        for series in prometheus.query(f"{probe}[10m]")}
@@ -50,6 +52,7 @@ def _two_exporters(tmp_path_factory, name: str, payload, probe: str):
 
 
 tied = scene("tied")
+tied_failed = scene("tied_failed")  # the same, one scrape of the new exporter (hostname="n3") failing
 overlap = scene("overlap")  # test_pod_copy_review's scene
 
 
@@ -79,6 +82,31 @@ def _named_alike(scene, title: str, calls: int, truth: str, settings: str = "") 
 @pytest.mark.parametrize("title", ["Power draw", "GPU temperature", "Framebuffer memory used"])
 def test_a_gpu_read_alike_by_two_exporters_is_named_by_its_node_at_every_call(tied, title):
     _named_alike(tied, title, 8, "n3 GPU 0")
+
+
+NEW_FAILS_AT = 6
+
+
+# open: a gauge panel names each GPU from the copies its instant selectors read (promql.gpu_names without a span: one
+# selector per spelling, where a range per spelling cost about a third more CPU): at the step after the node-named
+# copy's failed scrape the only fresh copy is the old exporter's, and the line is named by its pod for that step
+ONE_FAILED_SCRAPE = pytest.mark.xfail(reason="the GPU named by the old exporter's pod after the node copy's failed "
+                                             "scrape", strict=True)
+
+
+@ONE_FAILED_SCRAPE
+@pytest.mark.parametrize("title", ["Power draw", "GPU temperature"])
+def test_a_gpu_is_named_by_its_node_through_the_node_copys_failed_scrape(tied_failed, title):
+    # at every step where a copy is fresh (the old one alone at the step after the new one's failed scrape)
+    samples = tied_failed[3]
+    shown = _shown(tied_failed, title)
+    alone = [at for at in shown if [at - max((t for t in times if t <= at), default=-math.inf) <= 1
+                                    for times in samples.values()].count(True) == 1]
+    fresh = [at for at in shown if any(at - max((t for t in times if t <= at), default=-math.inf) <= 1
+                                       for times in samples.values())]
+    wrong = {at: shown[at] for at in fresh if list(shown[at]) != ["n3 GPU 0"]}
+    assert alone and len(fresh) >= 6, (alone, samples)
+    assert not wrong, f"{title}: steps: shown (true: one line 'n3 GPU 0'; one copy fresh at {alone}) {wrong}"
 
 
 def test_a_gpu_whose_old_exporter_reads_higher_is_named_by_its_node(tied):
@@ -439,6 +467,8 @@ one_spelling = scene("one_spelling")
 # a worker for over three minutes), set up side by side (tests/support/side_by_side.py)
 scenes = module_scenes({
     "tied": lambda factory: _two_exporters(factory, "copy-choice-hostile", _tied, "DCGM_FI_DEV_GPU_TEMP"),
+    "tied_failed": lambda factory: _two_exporters(factory, "copy-choice-hostile-tied-failed", _tied,
+                                                  "DCGM_FI_DEV_GPU_TEMP", NEW_FAILS_AT),
     "overlap": _overlap,
     "three": lambda factory: _three_exporters(factory, "copy-choice-hostile-three"),
     "three_late": lambda factory: _three_exporters(factory, "copy-choice-hostile-three-late", LATE),

@@ -159,21 +159,41 @@ def test_a_pods_utilization_where_one_exporter_reads_blank_is_the_others_as_per_
     assert not wrong, f"seconds: shown (true: ml/p 30 %, as the per-GPU panel reads) {wrong}"
 
 
+def _every_step(scene, title: str) -> dict[float, dict[str, float]]:
+    """{seconds from the first step: {legend: value}} of the panel (default settings) at every second of the scene."""
+    prometheus, start, end, _ = scene
+    target, expr = _panel("", title)
+    first = math.floor(start) + 4.5
+    return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
+                                   for s in result}
+            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+
+
 def test_a_pods_utilization_through_either_exporters_failed_scrape_is_the_gpus_latest(failed):
     """The same two exporters; one scrape of one of them (its 6th answer) fails, as a loaded machine's scrape that
     times out does. At every step the pod is named within the lookback, and the GPU's latest reading is the old
     exporter's 30 % (the new one's blank is no reading): the pod reads it through the failed scrape ("one failed
     scrape hides nothing", promql._Device)."""
-    prometheus, start, end, samples = failed
+    samples = failed[3]
     gaps = sorted(b - a for times in samples.values() for a, b in zip(times, times[1:]))
     assert gaps[-1] > 1.5, gaps  # the failed scrape stored nothing
-    target, expr = _panel("", "GPU utilization by pod")
-    first = math.floor(start) + 4.5
-    shown = {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
-                                    for s in result}
-             for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+    shown = _every_step(failed, "GPU utilization by pod")
     wrong = {at: values for at, values in shown.items() if values != {"Pod ml/p": 30.0}}
     assert len(shown) >= 5 and not wrong, f"seconds: shown (true: ml/p 30 % at every step) {wrong}"
+
+
+# open: a per-GPU panel reads a GPU's fresh copies only (promql.fresh_copies): after the old exporter's failed scrape
+# the only fresh copy reads the blank, and the GPU has no utilization for that step where the per-pod panel holds its
+# latest reading (30 %); the same gap a single exporter's failed scrape leaves in every per-GPU panel
+PER_GPU_HOLD = pytest.mark.xfail(reason="per-GPU utilization empty for a step after the real copy's failed scrape",
+                                 strict=True)
+
+
+@pytest.mark.parametrize("failed", [pytest.param("old", marks=PER_GPU_HOLD), "new"], indirect=True)
+def test_a_gpus_utilization_through_either_exporters_failed_scrape_is_its_latest_as_per_pod(failed):
+    shown = _every_step(failed, "GPU utilization")
+    wrong = {at: values for at, values in shown.items() if values != {"n1 GPU 0": 30.0}}
+    assert len(shown) >= 5 and not wrong, f"seconds: shown (true: n1 GPU 0 30 % at every step) {wrong}"
 
 
 def test_each_pod_is_on_one_gpu_and_draws_one_exporters_power(both):  # holds on d468274
