@@ -227,13 +227,22 @@ RESTARTS = {"label moved": (("d", 300.0), ("c", 100.0)), "idle GPU taken": (("",
 
 
 @contextmanager
-def _restarted_scene(tmp_path_factory, name: str):
+def _restarted_scene(tmp_path_factory, name: str, fails_after: int | None = None):
     """n3's GPU 0 is named under one pod (or none: idle) until Prometheus stops; when it is up again the exporter
-    names another (or none), the GPU drawing another power. Every stored sample (time, pod, watts), and the time of
-    the first after the restart."""
+    names another (or none), the GPU drawing another power; `fails_after`: its answer of that number after the
+    restart is no exposition (a failed scrape). Every stored sample (time, pod, watts), and the time of the first
+    after the restart."""
     (pod, watts), after = RESTARTS[name]
-    state = {"pod": pod, "watts": watts}
-    with ReplayExporter(lambda: _held_or_idle(state["pod"], state["watts"])) as exporter:
+    state = {"pod": pod, "watts": watts, "after": 0}
+
+    def answer() -> str:
+        if state["pod"] == after[0] and state["watts"] == after[1]:
+            state["after"] += 1
+            if state["after"] == fails_after:
+                return "garbage{ 1\n"
+        return _held_or_idle(state["pod"], state["watts"])
+
+    with ReplayExporter(answer) as exporter:
         prometheus = Prometheus(tmp_path_factory.mktemp("pod-lookback-prom-restart"), _every_second([exporter.address]))
         prometheus.start()
         try:
@@ -254,10 +263,14 @@ def _restarted_scene(tmp_path_factory, name: str):
             prometheus.stop()
 
 
+FAILS_AFTER = 3
+
+
 # each scene waits in real time on its Prometheus's 1 s scrapes (16 to 20 s; one after another they took 90 s)
 scenes = module_scenes({"scraped": _replaced, "sliced": _sliced_scene, "gap": _gap_scene,
                         **{("restarted", name): (lambda factory, name=name: _restarted_scene(factory, name))
-                           for name in RESTARTS}})
+                           for name in RESTARTS},
+                        "restarted_failed": lambda factory: _restarted_scene(factory, "label moved", FAILS_AFTER)})
 
 
 scraped = scene("scraped")
@@ -291,8 +304,33 @@ def test_after_a_prometheus_restart_a_gpu_panel_shows_the_gpus_latest_reading(re
     start = first_after + 0.5
     wrong = {}
     for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items():
+        if not any(at - 1 < when <= at for when, _, _ in samples):
+            continue  # the GPU's latest scrape failed: it has no fresh series, which is what this story is about
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         truth = {gpu: [v for when, _, v in samples if when <= at][-1]}
         if shown != truth:
             wrong[round(at - first_after, 1)] = (shown, truth)
     assert not wrong, f"seconds after the first scrape after the restart: (shown, true) {wrong}"
+
+
+# open: a GPU without a fresh copy reads any copy the instant selector reads (promql.chosen_copy's fallback), and a
+# series from before a Prometheus restart, which no staleness marker ended, is one for 5 minutes: at the step after
+# the live copy's failed scrape the GPU read the series of its pod before the restart (300 W where it drew 100)
+GHOST = pytest.mark.xfail(reason="a series from before a restart read after the live copy's failed scrape", strict=True)
+restarted_failed = scene("restarted_failed")
+
+
+@GHOST
+@pytest.mark.parametrize("title", ["Power draw", "Total power draw"])
+def test_after_a_prometheus_restart_a_failed_scrape_shows_no_reading_from_before_it(restarted_failed, title):
+    # at every step the GPU's latest reading (100 W) or none (no fresh copy, as a failed scrape of one exporter)
+    prometheus, samples, first_after = restarted_failed
+    target, expr = _panel("", title)
+    start = first_after + 0.5
+    shown = {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+             for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items()}
+    failed = [at for at in shown if not any(at - 1 < when <= at for when, _, _ in samples)]
+    wrong = {round(at - first_after, 1): values for at, values in shown.items() if set(values.values()) - {100.0}}
+    assert failed, samples
+    assert not wrong, f"seconds after the first scrape after the restart: shown (true 100 W or none) {wrong}"
+
