@@ -236,9 +236,11 @@ def _portable(defined_at: str) -> str:
     return f"{source_file(defined_at)}:{line}" if path and line.isdigit() else source_file(defined_at)
 
 
-def build(project: Project, grafana: bool = True) -> Artifacts:
+def build(project: Project, grafana: bool = True, placed: cloudformation.Placed | None = None) -> Artifacts:
     """The artifact set of `project`; without `grafana`, no Grafana dashboard is rendered (`grafana` is empty): a
-    publishing command that sends none (apply, plan --no-grafana) does not pay for them. Never written as a build."""
+    publishing command that sends none (apply, plan --no-grafana) does not pay for them. `placed` reads where the
+    build before put the resources of a cluster split over several CloudFormation templates (generate's: the build
+    in its folder; cloudformation.split_cluster). Never written as a build."""
     from . import container_insights
 
     settings = project.settings
@@ -268,7 +270,7 @@ def build(project: Project, grafana: bool = True) -> Artifacts:
         cloudformation=cloudformation.templates([(c.name, c.region) for c in settings.clusters],
                                                 [(d.name, owner[d.name], d.body, _alike(d)) for d in dashboards],
                                                 requests,
-                                                log_groups, settings.project),
+                                                log_groups, settings.project, placed),
         agents=agents(project),
         addon=container_insights.addon_configuration(settings) if addon else None,
         additional_scrape_configs=scrape.additional_scrape_configs(settings),

@@ -127,24 +127,28 @@ def _exit(code) -> None:
 def generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .limits import checked_build
-    from .output import (artifacts_record, differences as build_differences, encode, previous_stacks,
-                         renamed_resources, settings_record, write_files)
+    from .output import (PreviousParts, artifacts_record, differences as build_differences, encode,
+                         moved_resources, previous_stacks, renamed_resources, settings_record, write_files)
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
     target = Path(out)
     with no_cycle_collection():
+        # the resources of a cluster split over several CloudFormation templates stay in the stacks the build in the
+        # folder put them in while those hold them (cloudformation.split_cluster), with --check as without
+        parts = PreviousParts(target, previous_stacks(target))
         # a dashboard CloudWatch would cut short, or a widget or alarm the classic agent would feed a wrong
         # number, is refused, not written
-        artifacts = checked_build(project)
+        artifacts = checked_build(project, placed=parts)
         requests = list(artifacts.alarms)
         notes = artifacts.notes
         files = encode(artifacts)
         record = artifacts_record(artifacts)
         refused_templates = _over_template_quota(artifacts, files)
-        previous = previous_stacks(target) if not check else []
+        previous = sorted(parts.previous) if not check else []
         gone = sorted(set(previous) - set(record["cloudformation"]))
         renamed = renamed_resources(target, artifacts.cloudformation, files, previous)
+        moved = moved_resources(artifacts.cloudformation, parts) if not check else []
         # Only the files are left to write. The set is not freed object by object (with 1,000 clusters that took
         # 0.07-0.13 s of CPU), but left to the process's end (`_free_at_exit`): holding it while the files are written
         # left their writing's CPU as it was, into a new folder and over a previous build alike.
@@ -201,6 +205,14 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
                    f"written: a deployed one still declares its dashboards and alarms (a cluster that left, or a "
                    f"part of a cluster now split over fewer templates, whose alarms another template now declares)\n"
                    f"  fix: delete each with `aws cloudformation delete-stack` before deploying the build", err=True)
+    if moved:
+        name, was, now = moved[0]
+        click.echo(f"warning: {target}: {len(moved)} CloudFormation resource(s) move to another stack (first: {name}, "
+                   f"{was} -> {now}; a cluster's part is full, or its resources fit one template again): deployed, "
+                   f"one stack's update deletes each and another's creates it (an alarm comes back in "
+                   f"INSUFFICIENT_DATA, a change made in the console is gone)\n"
+                   f"  fix: delete the stacks no longer written, then deploy in the order of Metadata.gpudash.Part "
+                   f"(README's loop: a resource moves only to a later part)", err=True)
     if renamed:
         stack, name, was, now = renamed[0]
         click.echo(f"warning: {target}: {len(renamed)} CloudFormation resource(s) of the previous build have another "

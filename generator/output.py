@@ -330,7 +330,7 @@ def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: di
     group's creation fails). Ids depend on names alone (names.logical_id) but older builds gave a name its plain words
     (names.plain_logical_id), so a template is read only when its bytes changed and it holds a resource of another
     id."""
-    from .names import logical_id, plain_logical_id
+    from .names import plain_logical_id
 
     found = []
     for stack in sorted(set(previous) & set(templates)):
@@ -340,21 +340,74 @@ def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: di
             continue  # no template to compare: nothing said of it
         if data == files.get(template_file(stack)):
             continue
-        now = {(resource["Type"], resource["Properties"][_NAMED[resource["Type"]][1]]): id_
-               for id_, resource in templates[stack]["Resources"].items() if resource.get("Type") in _NAMED}
-        if all(id_ == plain_logical_id(_NAMED[kind][0], name) for (kind, name), id_ in now.items()):
+        now = {(kind, name): id_ for id_, kind, name in _named(templates[stack]["Resources"])}
+        if all(id_ == plain_logical_id(kind, name) for (kind, name), id_ in now.items()):
             continue
         try:
             resources = json.loads(data)["Resources"]
         except (ValueError, KeyError, TypeError, RecursionError):
             continue
-        for was, resource in resources.items() if isinstance(resources, dict) else ():
-            kind = resource.get("Type") if isinstance(resource, dict) else None
-            properties = resource.get("Properties") if kind in _NAMED else None
-            name = properties.get(_NAMED[kind][1]) if isinstance(properties, dict) else None
-            if isinstance(name, str) and now.get((kind, name), was) != was:
-                found.append((stack, name, was, now[(kind, name)]))
+        found += [(stack, name, was, now[(kind, name)]) for was, kind, name in
+                  _named(resources if isinstance(resources, dict) else {}) if now.get((kind, name), was) != was]
     return found
+
+
+class PreviousParts:
+    """Where the build in `out` (its stacks `previous`, previous_stacks) put each resource: render/cloudformation's
+    Placed, asked with a cluster's stack names by part for a cluster whose resources do not fit one template. Each
+    template is read once, when asked; one not there or not a template places nothing."""
+
+    def __init__(self, out: Path, previous: list[str]) -> None:
+        self.out, self.previous = out, set(previous)
+        self._read: dict[str, list[tuple[str, str]]] = {}
+
+    def __call__(self, stacks: list[str]) -> dict[tuple[str, str], int]:
+        placed: dict[tuple[str, str], int] = {}
+        for part, stack in enumerate(stacks, 1):
+            for key in self.declared(stack):
+                placed.setdefault(key, part)
+        return placed
+
+    def declared(self, stack: str) -> list[tuple[str, str]]:
+        """The (kind, name) of each dashboard, alarm and log group the build's template of `stack` declares."""
+        if stack not in self._read:
+            resources = _template_resources(self.out / template_file(stack)) if stack in self.previous else {}
+            self._read[stack] = [(kind, name) for _, kind, name in _named(resources)]
+        return self._read[stack]
+
+
+def moved_resources(templates: dict[str, dict[str, Any]], parts: PreviousParts) -> list[tuple[str, str, str]]:
+    """(resource name, its stack in the build before, its stack now) of each resource that moves between stacks:
+    deployed, one stack's update deletes it and another's creates it. Only the stacks that can lose one are read:
+    those of the build before no longer written and those of clusters split now (cloudformation.split_cluster)."""
+    split = {stack for stack, template in templates.items()
+             if "Part" in template.get("Metadata", {}).get("gpudash", {})}
+    read = sorted((parts.previous - set(templates)) | (parts.previous & split))
+    if not read:
+        return []
+    now = {(kind, name): stack for stack, template in templates.items()
+           for _, kind, name in _named(template["Resources"])}
+    return sorted(((name, stack, now[(kind, name)]) for stack in read for kind, name in parts.declared(stack)
+                   if now.get((kind, name), stack) != stack), key=lambda moved: (moved[1], moved[0]))
+
+
+def _template_resources(path: Path) -> dict[str, Any]:
+    """The Resources of the template at `path`, or none when it is not there or not a template."""
+    try:
+        resources = json.loads(path.read_bytes())["Resources"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return {}
+    return resources if isinstance(resources, dict) else {}
+
+
+def _named(resources: dict[str, Any]):
+    """(logical id, kind as names.logical_id takes it, name) of each dashboard, alarm and log group of `resources`."""
+    for id_, resource in resources.items():
+        kind = resource.get("Type") if isinstance(resource, dict) else None
+        properties = resource.get("Properties") if kind in _NAMED else None
+        name = properties.get(_NAMED[kind][1]) if isinstance(properties, dict) else None
+        if isinstance(name, str):
+            yield id_, _NAMED[kind][0], name
 
 
 def _gpudash_manifest(path: Path) -> dict | None:

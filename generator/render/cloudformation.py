@@ -3,8 +3,7 @@ resources pass CloudFormation's quotas, and one per Region of fleet alarms). Pur
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from ..names import cluster_stack, logical_id, region_stack
@@ -31,13 +30,17 @@ def over_quota(template: dict[str, Any], size: int) -> str | None:
 
 MAX_PARTS = 64  # the most stacks one cluster's resources are split over
 FILL = 0.9  # a part is filled to this share of the quotas: the bytes of its resources are estimated, lint measures
-QUOTA_FIX = ("a cluster's dashboards and log group are in its first template and its alarms split over up to "
-             f"{MAX_PARTS} (a Region's fleet alarms are one template): define fewer or smaller CloudWatch dashboards "
-             "or alarms for it, or publish with `gpudash apply` (it writes each dashboard and alarm itself)")
+QUOTA_FIX = (f"a cluster's resources are split over up to {MAX_PARTS} templates and a resource is not split (a "
+             "Region's fleet alarms are one template): define fewer or smaller CloudWatch dashboards or alarms for it, "
+             "or publish with `gpudash apply` (it writes each dashboard and alarm itself)")
 
 
 # A resource of a template: (kind, name, resource, its bytes in the template, estimated)
 Named = tuple[str, str, dict[str, Any], int]
+
+# Where the build before put a cluster's resources: given the cluster's stack names by part (part 1 first), the
+# {(kind, name): part} its templates of those names declared (output.PreviousParts reads them from the folder)
+Placed = Callable[[list[str]], Mapping[tuple[str, str], int]]
 
 
 def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +54,7 @@ def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
 
 def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, Any, Hashable | None]],
               alarms: list[dict[str, Any]], log_groups: list[tuple[str, str, int]] = (),
-              project: str | None = None) -> dict[str, dict[str, Any]]:
+              project: str | None = None, placed: Placed | None = None) -> dict[str, dict[str, Any]]:
     """{stack name: template}: one stack per cluster (names.cluster_stack), deployed in its Region, with its
     dashboards (global: any Region's stack may hold them), its alarms and its agent's log group; and one per Region
     holding fleet alarms (names.region_stack), named with the `project` when the settings name one (two projects of
@@ -65,7 +68,8 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     and of one length), so one of them is measured. `alarms` are
     cloudwatch_alarms' requests, each per-cluster one naming its "Cluster". `log_groups` are the agent's EMF log
     groups (cluster, name, retention days): created with a retention, and kept when the stack goes (they hold the
-    agent's data).
+    agent's data). `placed` reads where the build before put a cluster's resources (split_cluster); it is asked only
+    for a cluster whose resources do not fit one template.
     """
     named: dict[str, list[Named]] = {cluster: [] for cluster, _ in clusters}
     # each cluster's resources, in template order: its dashboards, log group, alarms
@@ -93,10 +97,11 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
             fleet.setdefault(item["Region"], []).append(("Alarm", item["Request"]["AlarmName"], alarm, 0))
     result = {}
     for cluster, region in clusters:
-        parts = split_cluster(named[cluster])
+        parts = split_cluster(named[cluster], lambda: placed(
+            [cluster_stack(cluster, project, part) for part in range(1, MAX_PARTS + 1)]) if placed else {})
         for part, items in enumerate(parts, 1):
-            if not items and part > 1:  # CloudFormation takes no template without resources: a part no alarm
-                continue  # hashes to is not written
+            if not items:  # CloudFormation takes no template without resources: a part left empty (its resources
+                continue  # gone from the definitions) is not written
             what = f"cluster {cluster} ({region})" + (f", part {part} of {len(parts)}" if len(parts) > 1 else "")
             result[cluster_stack(cluster, project, part)] = _template(what, region, items, cluster,
                                                                       part if len(parts) > 1 else None)
@@ -105,29 +110,55 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     return dict(sorted(result.items()))
 
 
-def split_cluster(named: list[Named]) -> list[list[Named]]:
-    """One cluster's resources in the templates it is deployed as: one while they are within CloudFormation's quotas
-    for a template (FILL of them), else 2, 4, 8, ... up to MAX_PARTS, the fewest that hold them. The first part
-    keeps the cluster's dashboards and log group (its stack keeps its name, cluster_stack); each alarm goes to part
-    (a digest of its name mod the number of parts) + 1. An alarm's part depends on its name and the number of parts
-    alone: adding or removing other alarms moves none while the number of parts stays, and when it doubles an alarm
-    stays in its part or goes to a new one (part k's alarms to k or k + n), never to another existing stack, so
-    deploying the existing stacks first (they delete the alarms that go) and the new ones after (they create them)
-    never declares one alarm in two stacks; a part no alarm goes to is not written. Where the dashboards and log
-    group alone pass the quotas no split helps: the resources stay one template, which generate and `gpudash lint`
-    (CF001) say CloudFormation refuses. Bytes are estimated (`Named`); lint measures the written templates."""
-    fixed = [item for item in named if item[0] != "Alarm"]
-    if MAX_PARTS < 2 or _fits(named) or not _fits(fixed):
+def split_cluster(named: list[Named], before: Callable[[], Mapping[tuple[str, str], int]] = dict) -> list[list[Named]]:
+    """One cluster's resources in the templates it is deployed as (part 1 first; a part may be left empty): one while
+    they are within CloudFormation's quotas for a template (FILL of them), else as many as they fill, up to MAX_PARTS.
+
+    A resource moving between stacks is deleted by one stack's update and created by another's (an alarm comes back
+    in INSUFFICIENT_DATA, a change made in the console is gone), and CloudFormation refuses to create it while another
+    stack still declares it. So each resource stays in the part the build before gave it (`before()`: {(kind, name):
+    part}, asked only when the resources do not fit one template) while that part holds it, the parts' earlier
+    residents first, in template order; one its part no longer holds goes to the first LATER part with room, so
+    deploying the parts in order (README's loop, by Metadata.gpudash.Part) deletes it before creating it; a new
+    resource goes to the first part with room (first fit: dashboards, which are large, before alarms). The log group
+    is always in part 1: the stack that lets it go keeps it (DeletionPolicy Retain), so no other could create it.
+    Resources move only when their part is full or when they all fit one template again (then the stacks of the other parts
+    are no longer written: generate says to delete them before deploying). Without a build before, the parts are
+    filled in template order. A resource over a part's share alone (or the last of MAX_PARTS parts) is still placed:
+    its template is over the quotas, which generate and `gpudash lint` (CF001) say CloudFormation refuses. Bytes
+    are estimated (`Named`); lint measures the written templates."""
+    if MAX_PARTS < 2 or _fits(named):
         return [named]
-    alarms = [item for item in named if item[0] == "Alarm"]
-    count = 2
-    while True:
-        parts: list[list[Named]] = [list(fixed)] + [[] for _ in range(count - 1)]
-        for item in alarms:
-            parts[int(hashlib.sha256(item[1].encode()).hexdigest(), 16) % count].append(item)
-        if count >= MAX_PARTS or all(_fits(part) for part in parts):
-            return parts
-        count *= 2
+    where = before()
+    parts: list[list[Named]] = [[]]
+    sizes: list[list[int]] = [[0, 0]]  # each part's resources and estimated bytes
+
+    def room(part: int, item: Named) -> bool:
+        while len(parts) <= part:
+            parts.append([])
+            sizes.append([0, 0])
+        count, size = sizes[part]
+        return part == MAX_PARTS - 1 or not count or \
+            (count < TEMPLATE_RESOURCES * FILL and size + item[3] <= TEMPLATE_BYTES * FILL)
+
+    def put(part: int, item: Named) -> None:
+        parts[part].append(item)
+        sizes[part][0] += 1
+        sizes[part][1] += item[3]
+
+    going: list[tuple[int, Named]] = []  # (the first part it may go to, resource)
+    for item in sorted(named, key=lambda item: item[0] != "LogGroup"):  # (a log group never moves: the stack that
+        part = 0 if item[0] == "LogGroup" else where.get((item[0], item[1]), 0) - 1  # lets it go keeps it)
+        if 0 <= part < MAX_PARTS and (item[0] == "LogGroup" or room(part, item)):
+            put(part, item)
+        else:
+            going.append((part + 1 if 0 <= part < MAX_PARTS else 0, item))
+    for part, item in going:
+        while not room(part, item):
+            part += 1
+        put(part, item)
+    order = {id(item): index for index, item in enumerate(named)}
+    return [sorted(items, key=lambda item: order[id(item)]) for items in parts]
 
 
 def _fits(named: list[Named]) -> bool:

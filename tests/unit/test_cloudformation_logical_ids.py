@@ -73,11 +73,9 @@ def test_splitting_a_cluster_over_templates_or_not_changes_no_logical_id(project
     kinds = {"AWS::CloudWatch::Alarm": ("Alarm", "AlarmName"),
              "AWS::CloudWatch::Dashboard": ("Dashboard", "DashboardName"),
              "AWS::Logs::LogGroup": ("LogGroup", "LogGroupName")}
-    real_fits = cloudformation._fits
-
-    def ids(parts: int, fits) -> tuple[int, dict[str, tuple[str, str]]]:
+    def ids(parts: int, fill: float) -> tuple[int, dict[str, tuple[str, str]]]:
         monkeypatch.setattr(cloudformation, "MAX_PARTS", parts)
-        monkeypatch.setattr(cloudformation, "_fits", fits)
+        monkeypatch.setattr(cloudformation, "FILL", fill)
         templates = build(project, grafana=False).cloudformation
         held = {}
         for template in templates.values():
@@ -87,8 +85,8 @@ def test_splitting_a_cluster_over_templates_or_not_changes_no_logical_id(project
                 held[resource["Properties"][key]] = (kind, id_)
         return len(templates), held
 
-    (one, unsplit), (two, split) = ids(1, real_fits), ids(64, real_fits)
-    four, more = ids(64, lambda named: len(named) < 150)  # more parts than the quotas need
+    (one, unsplit), (two, split) = ids(1, cloudformation.FILL), ids(64, cloudformation.FILL)
+    four, more = ids(64, 0.3)  # more parts than the quotas need
     assert (one, two, four) == (1, 2, 4)
     assert unsplit == split == more and len(unsplit) > 500
     assert len({id_ for _, id_ in unsplit.values()}) == len(unsplit)
