@@ -167,6 +167,26 @@ def cloudwatch_dashboards(project: Project) -> tuple[CloudWatchDashboard, ...]:
                  cloudwatch.dashboards(project.cloudwatch_definitions(), project.catalog, project.settings))
 
 
+def _dashboard_owners(project: Project) -> dict[str, str]:
+    """{CloudWatch dashboard name: its cluster}. Refuses two dashboards of one name: dashboards are global (PutDashboard
+    overwrites one with the other, and a CloudFormation template cannot declare both). Names join their parts with
+    "-", so cluster `c` with dashboard `x-health` meets cluster `c-x` with dashboard `health`."""
+    prefix = project.settings.cloudwatch.dashboard_prefix
+    owner: dict[str, str] = {}
+    made_by: dict[str, Any] = {}
+    for cluster in project.settings.clusters:
+        for definition in project.cloudwatch_definitions():
+            name = cloudwatch_dashboard_name(prefix, cluster.name, definition.id)
+            if name in owner:
+                first = made_by[name]
+                raise InputError(f"CloudWatch dashboard {name!r} is made twice, by dashboard {first.id!r} of cluster "
+                                 f"{owner[name]!r} (at {first.defined_at}) and dashboard {definition.id!r} of cluster "
+                                 f"{cluster.name!r}: one would overwrite the other", where=definition.defined_at,
+                                 hint="rename one dashboard, cluster or cloudwatch.dashboard_prefix so the names differ")
+            owner[name], made_by[name] = cluster.name, definition
+    return owner
+
+
 def _alike(dashboard: CloudWatchDashboard) -> tuple[Any, str, int] | None:
     """A key the dashboards whose bodies a template holds in as many bytes share (cloudformation.templates measures
     one of them): one ClusterBodies' bodies in the clusters of one Region whose names are plain tokens (written as
@@ -244,6 +264,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
     from . import container_insights
 
     settings = project.settings
+    owner = _dashboard_owners(project)
     dashboards = cloudwatch_dashboards(project)
     requests = alarm_render.cloudwatch_alarms(project.alarms, settings, project.catalog)
     primary = settings.clusters[0].region
@@ -253,9 +274,6 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
     # refuse to create it again).
     log_groups = [] if addon or not settings.agent.log_group_in_stack else \
         [(c.name, agent.log_group(c), settings.agent.log_retention_days) for c in settings.clusters]
-    definitions = project.cloudwatch_definitions()
-    owner = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, definition.id): cluster.name
-             for cluster in settings.clusters for definition in definitions}
     counted = counted_fields([q for d in project.grafana_definitions() for q in d.queries() if not q.raw_promql],
                              project.catalog)
     rules = alarm_render.prometheus_rules(project.alarms, project.catalog, settings, counted)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
+from ..errors import InputError
 from ..names import cluster_stack, logical_id, region_stack
 
 # PutMetricAlarm keys that AWS::CloudWatch::Alarm spells the same way.
@@ -216,9 +217,12 @@ def _by_logical_id(named: list[Named]) -> dict[str, dict[str, Any]]:
     """Resources under their logical ids (names.logical_id: a function of the kind and name alone, so that adding,
     removing or moving other resources changes none)."""
     resources: dict[str, dict[str, Any]] = {}
+    names: dict[str, str] = {}
     for kind, name, resource, _ in named:
         id_ = logical_id(kind, name)
-        if id_ in resources:
-            raise ValueError(f"two template resources under one logical id {id_}")
-        resources[id_] = resource
+        if id_ in resources:  # two names of one kind whose ids meet (a name ending in the digest another's id has)
+            raise InputError(f"CloudFormation resources {names[id_]!r} and {name!r} would have one logical id in one "
+                             f"template, {id_}", hint="rename the pod, cluster, alarm or dashboard one of them is named "
+                             "after")
+        resources[id_], names[id_] = resource, name
     return resources

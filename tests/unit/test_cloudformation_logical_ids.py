@@ -163,3 +163,47 @@ def test_generate_names_the_resources_whose_logical_id_an_older_build_gave_other
         "refactoring" in stderr, stderr
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and "another logical id" not in stderr, stderr
+
+
+def test_two_resources_whose_ids_meet_are_one_clear_input_error(cli, project_dir, tmp_path):
+    """Pod `trainer1`'s alarm id is its words and its name's digest; a pod spelled as those words
+    (`trainer-1-<digest's words>`) has the same id, in the same template. Seen on main 95f630a: `internal error:
+    ValueError: two template resources under one logical id` (exit 1). Now an input error (exit 2) naming both
+    resources, no traceback."""
+    plain = "gpudash-c-a-gpu-idle-warning-ml-"
+    twin = names.spelled("Alarm", names.logical_id("Alarm", plain + "trainer1")[len("Alarm"):])[len(plain):]
+    assert twin.startswith("trainer-1-")
+    config = project_dir("clusters:\n  - {name: c-a, region: us-east-1}\n"
+                         f"alarms:\n  per_pod: static\n  static_pods: [ml/trainer1, ml/{twin}]\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "build"))
+    assert code == 2, stderr
+    assert f"error: CloudFormation resources '{plain}{twin}' and '{plain}trainer1' would have one logical id in " \
+           f"one template, {names.logical_id('Alarm', plain + 'trainer1')}" in stderr, stderr
+    assert "Traceback" not in stderr and "internal error" not in stderr
+
+
+_TWO_HEALTHS = '''
+from generator.model import Dashboard, Row
+from generator.panels import per_pod
+
+
+def dashboards(ctx):
+    yield Dashboard("x-health", "X", [Row("Pods", [per_pod("DCGM_FI_DEV_GPU_UTIL", "util")])])
+    yield Dashboard("health", "Health", [Row("Pods", [per_pod("DCGM_FI_DEV_GPU_UTIL", "util")])])
+'''
+
+
+def test_two_dashboards_of_one_name_are_one_clear_input_error(cli, project_dir, tmp_path):
+    """Cluster `c`'s dashboard `x-health` and cluster `c-x`'s dashboard `health` are both `gpudash-c-x-health`: a
+    CloudWatch dashboard is global, so one would overwrite the other (and both were put in one template). Seen on
+    main 95f630a: `internal error: ValueError: two template resources under one logical id DashboardGpudashCXHealth`.
+    Now an input error (exit 2) naming both definitions, from generate and from apply alike (one build)."""
+    config = project_dir("clusters:\n  - {name: c, region: us-east-1}\n  - {name: c-x, region: us-east-1}\n",
+                         dashboards={"two.py": _TWO_HEALTHS})
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "build"))
+    assert code == 2, stderr
+    assert "CloudWatch dashboard 'gpudash-c-x-health' is made twice, by dashboard 'x-health' of cluster 'c' (at " \
+           "dashboards/two.py:" in stderr, stderr
+    assert "and dashboard 'health' of cluster 'c-x': one would overwrite the other" in stderr
+    assert "fix: rename one dashboard, cluster or cloudwatch.dashboard_prefix so the names differ" in stderr
+    assert "Traceback" not in stderr and "internal error" not in stderr
