@@ -22,6 +22,18 @@ def counters_with(folder: Path, added: str = "") -> Path:
     return csv
 
 
+def defined_project(folder: Path, settings: str = "", **definitions: str):
+    """The project of `folder`: its gpudash.yaml of `settings` naming a definitions folder per keyword
+    (dashboards=..., alarms=...), each holding one file of the keyword's name and the given text."""
+    names = []
+    for kind, text in definitions.items():
+        (folder / kind).mkdir()
+        (folder / kind / f"{kind}.py").write_text(text)
+        names.append(f"  {kind}: [{kind}]\n")
+    (folder / "gpudash.yaml").write_text(settings + ("definitions:\n" + "".join(names) if names else ""))
+    return load_project(folder / "gpudash.yaml")
+
+
 def project_fixture(added_counters: str | None = None, write: Callable[[Path], Path] | None = None):
     """A module fixture (assign it to the module-level name `project`), the project loaded once for the module: the
     bundled one; with `added_counters`, the bundled settings over the bundled CSV with those lines added; with `write`,

@@ -23,10 +23,10 @@ import pytest
 
 from generator.artifacts import build
 from generator.output import encode
-from generator.project import load_project
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
+from tests.support.projects import defined_project
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 STEP, END = 30, 1800
@@ -44,10 +44,7 @@ def alarms(ctx):
 
 
 def _files(folder, low: int) -> dict:
-    (folder / "alarms").mkdir()
-    (folder / "alarms" / "mine.py").write_text(ALARMS.format(low=low))
-    (folder / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
-    return encode(build(load_project(folder / "gpudash.yaml")))
+    return encode(build(defined_project(folder, alarms=ALARMS.format(low=low))))
 
 
 def _alarm(files, rule: str) -> dict:

@@ -9,12 +9,10 @@ labelled "°C" on CloudWatch, "short" on Grafana, for the same panel.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from generator.artifacts import build
-from generator.project import load_project
+from tests.support.projects import defined_project
 from generator.units import UNITS
 
 DASHBOARD = """\
@@ -31,11 +29,7 @@ def dashboards(ctx):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("counts")
-    (folder / "dashboards").mkdir()
-    (folder / "dashboards" / "counts.py").write_text(DASHBOARD)
-    (folder / "gpudash.yaml").write_text("definitions:\n  dashboards: [dashboards]\n")
-    return build(load_project(folder / "gpudash.yaml"))
+    return build(defined_project(tmp_path_factory.mktemp("counts"), dashboards=DASHBOARD))
 
 
 def test_grafana_counts_in_its_count_unit(built):

@@ -11,18 +11,16 @@ A reader correcting the chart by the note would halve a true value.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from generator.artifacts import build
 from generator.output import encode
-from generator.project import load_project
 from generator.render.cloudwatch import panel_title
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import header, said, widgets
 from tests.support.dcgm_fleet import target_labels
+from tests.support.projects import defined_project
 
 STEP, END = 30, 2100
 DASHBOARD = """\
@@ -40,11 +38,7 @@ NOTE = "a GPU split into MIG instances"
 
 @pytest.fixture(scope="module")
 def shown(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("nodes")
-    (folder / "dashboards").mkdir()
-    (folder / "dashboards" / "nodes.py").write_text(DASHBOARD)
-    (folder / "gpudash.yaml").write_text("definitions:\n  dashboards: [dashboards]\n")
-    files = encode(build(load_project(folder / "gpudash.yaml")))
+    files = encode(build(defined_project(tmp_path_factory.mktemp("nodes"), dashboards=DASHBOARD)))
     config, job = agent_config(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])
     points = Agent(config, job).run([Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP),
                                             target_labels(job, node.name))
@@ -53,8 +47,7 @@ def shown(tmp_path_factory):
     for path, properties in widgets(files):
         lines = cloudwatch_eval.widget(properties, points, 0, END)
         values[panel_title(properties["title"])] = {label: series[max(series)] for label, series in lines.items()}
-    path = "cloudwatch/dashboards/gpudash-gpu-cluster-nodes.json"
-    return values, header(files, path)
+    return values, header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-nodes.json")
 
 
 def test_the_mig_node_reads_its_gpus_energy_once_and_its_power_per_instance(shown):
