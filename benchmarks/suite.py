@@ -48,8 +48,10 @@ def main() -> None:
 
 def where_the_cpu_goes(records: list[dict]) -> str:
     """The suite's CPU by kind (the test processes' own, then the processes they waited for, by program), the test
-    files that took most (their process's own CPU and their children's) and those that held their worker longest."""
+    files and the tests that took most (their process's own CPU and their children's) and the files that held their
+    worker longest."""
     files = [r for r in records if "file" in r]
+    tests = [r for r in records if "test" in r]
     kinds: dict[str, list[float]] = {}
     for r in records:
         if "command" in r:
@@ -60,6 +62,8 @@ def where_the_cpu_goes(records: list[dict]) -> str:
               for kind, cpu in sorted(kinds.items(), key=lambda item: -sum(item[1]))[:6]]
     lines += [f"  {f['file']}: {f['self'] + f['children']:.1f} s (own {f['self']:.1f})"
               for f in sorted(files, key=lambda f: -(f["self"] + f["children"]))[:8]]
+    lines += ["the tests that took most:"] + [f"  {t['test']}: {t['self'] + t['children']:.1f} s (own {t['self']:.1f})"
+                                              for t in sorted(tests, key=lambda t: -(t["self"] + t["children"]))[:8]]
     held = sorted((f for f in files if "held" in f), key=lambda f: -f["held"])[:8]  # tests/conftest.py's START_FIRST
     lines += ["the test files that held a worker longest:"] + [f"  {f['file']}: {f['held']:.0f} s" for f in held]
     return "where the suite's CPU goes:\n" + "\n".join(lines)

@@ -2,9 +2,11 @@
 
 Each test process that runs tests appends one JSON line per test file ({"file", "self", "children", "held"}: its own
 user + system CPU and that of the processes it waited for while the file ran, and the seconds the file held the
-process: what orders tests/conftest.py's START_FIRST) and one per process it waited for ({"command",
-"cpu"}: os.wait4's usage of that process and of those it waited for: a promtool run, a Prometheus, a Python
-subprocess). The xdist controller records nothing: its waits are the workers themselves. Unset, nothing is patched."""
+process: what orders tests/conftest.py's START_FIRST), one per test ({"test", "self", "children"}: the same CPU over
+its setup, call and teardown; a process a module's fixture started is counted with the test whose teardown waited for
+it, the module's last) and one per process it waited for ({"command", "cpu"}: os.wait4's usage of that process and of
+those it waited for: a promtool run, a Prometheus, a Python subprocess). The xdist controller records nothing: its
+waits are the workers themselves. Unset, nothing is patched."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import resource
 import subprocess
 import threading
 import time
+
+import pytest
 
 _LOCK = threading.Lock()
 
@@ -57,10 +61,15 @@ class SuiteCpu:
                          "held": now - self.start[2]})
             self.file = None
 
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         if item.path.name != self.file:  # the previous file's last test and its module's teardown are done
             self._file_done()
             self.file, self.start = item.path.name, self._usage()
+        before = self._usage()
+        yield
+        after = self._usage()
+        self._write({"test": item.nodeid, "self": after[0] - before[0], "children": after[1] - before[1]})
 
     def pytest_sessionfinish(self, session):
         self._file_done()
