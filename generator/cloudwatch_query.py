@@ -603,11 +603,15 @@ CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicin
                          "pod sharing it, and an increase is not counted across a failed scrape nor between two "
                          "scrapes no one series of the GPU spans (its pods all change: one pod's series ends as the "
                          "next one's begins, a GPU no pod held is taken, or its last pod leaves)")
-# awsemf (agent.pipeline: otel) keeps a counter's reading until the first sweep of its cache (every 5 minutes) that
-# finds it 5 minutes old: an increase across a longer gap in a GPU's data is in no delta (the rule counts up to
-# promql.WINDOW_PREVIOUS_WITHIN, 10 minutes, so it fires wherever the alarm can). Classic: CLASSIC_COUNTER_ALARM.
+# awsemf (agent.pipeline: otel) keeps a counter's reading until the first sweep of its cache (every 15 minutes) that
+# finds it 15 minutes old (internal/aws/metrics/metric_calculator.go of the amazon-contributing fork, cleanInterval,
+# which every agent the otel pipeline runs on builds): an increase across a gap of up to 15 minutes in a GPU's data is
+# in the first delta after it, one across 15 to 30 minutes by when the cache is swept, a longer one in none. The rule
+# counts up to promql.WINDOW_PREVIOUS_WITHIN, 10 minutes: after a gap of 10 to 30 minutes the alarm can fire where
+# its rule does not (a longer horizon passes promtool's sample limit; README, "A counter across a gap"). Classic:
+# CLASSIC_COUNTER_ALARM.
 OTEL_GAP = ("an increase across a gap in a GPU's data counts only while the agent still holds the reading before it "
-            "(5 to 10 minutes, by when its cache is swept)")
+            "(15 to 30 minutes, by when its cache is swept; the Prometheus rule counts gaps up to 10 minutes)")
 CLASSIC_COUNTER_ALARM_ONE_SERIES = (
     "on agent.pipeline: classic an increase is not counted across a failed scrape nor between two scrapes no one "
     "series of the GPU spans (the pod the exporter names a shared GPU under changes, a GPU no pod held is taken, or "

@@ -892,10 +892,11 @@ def _left_open(window: str) -> str:
 # away, a node rebooting) up to this long counts at the first reading after the gap, a longer gap's nowhere. An
 # increase over the dashboard's range (range_increase) looks an hour back: the lookback costs one reading per step of
 # the scrape interval beside the range's own. An increase over a fixed window (summed_deltas: alert rules, at their 5 s
-# step) looks 10 minutes back, the longest the CloudWatch agent's awsemf cache keeps a counter's reading (5 to 10
-# minutes, by the phase of its sweep), so a rule fires wherever its alarm twin can: an hour would read 720 more steps
-# per GPU at each evaluation, several times the rule's cost and the samples it holds at once (15 minutes already
-# passes `promtool test rules`' sample limit on a test fleet of a dozen GPUs); README, "A counter across a gap".
+# step) looks 10 minutes back. The CloudWatch agent's awsemf cache keeps a counter's reading 15 to 30 minutes (by the
+# phase of its sweep; 5 to 10 in upstream's copy, which the agent no longer builds), so after a gap of 10 to 30
+# minutes the alarm can fire where its rule does not (tests/integration/test_counter_gap_twins.py, strict xfails): 30
+# minutes would triple the samples a rule holds at once (15 already passes `promtool test rules`' sample limit on a
+# test fleet of a dozen GPUs), an hour read 720 more steps per GPU at each evaluation; README, "A counter across a gap".
 PREVIOUS_WITHIN = 3600
 WINDOW_PREVIOUS_WITHIN = 600
 

@@ -7,9 +7,9 @@ away (no sample) for a while, and it reads 8 from its first scrape back. The tru
 it up to the horizon a reading's previous one is looked for, the README's limit: an hour for the bar
 (promql.PREVIOUS_WITHIN), 10 minutes for the rule (promql.WINDOW_PREVIOUS_WITHIN); a GPU away 2 hours reads 0, and
 the rule is silent after a 12-minute gap.
-The CloudWatch twin cannot follow beyond its agent's delta cache (awsemf: a value survives 5 to 10 minutes, by the
-phase of its sweep, tests/unit/test_agent_otel.py pins both phases of a 6.5-minute gap; classic forgets it at the
-first failed scrape): README, "A counter across a gap in its data".
+The CloudWatch twin follows its agent's delta cache (awsemf: a value survives 15 to 30 minutes, by the phase of its
+sweep, past the rule's 10: test_counter_gap_twins.py; classic forgets it at the first failed scrape): README, "A
+counter across a gap in its data".
 """
 
 from __future__ import annotations

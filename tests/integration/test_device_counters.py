@@ -213,7 +213,7 @@ def test_a_pods_line_reads_its_gpus_increase_while_it_held_it(story_all):
     increase from the first scrape that names the pod to the
     last (the pods of one GPU each read it whole), never another pod's. Where the exporter names a shared GPU under
     another pod at every scrape, awsemf keeps each pod's reading across the scrapes that name another (up to 4 here,
-    2 minutes: within its 5-minute cache), so each pod still reads the GPU's increase between its first and last
+    2 minutes: within its 15-minute cache), so each pod still reads the GPU's increase between its first and last
     naming."""
     name, files, published = story_all
     alarmed = _request(files, "pcie-replays")["Metrics"][0]["Expression"]

@@ -263,7 +263,8 @@ def _gauge_periods(reading: Callable[[int], float | None], scrapes: int,
 def _counter_periods(reading: Callable[[int], float | None], scrapes: int) -> Callable[[float, float], float | None]:
     """A counter's period value: the sum of the deltas of its readings in [start, end), each less the reading
     before it (the reading itself after a fall), none for a reading with none before it within 10 minutes (the
-    agent's cache and the rule's lookback both hold one 10 minutes at most); none where no reading has a delta."""
+    rule's lookback, promql.WINDOW_PREVIOUS_WITHIN; the agent's awsemf cache holds one 15 to 30 minutes, so after a
+    longer gap the alarm counts what this does not: GAP_PAST_THE_RULE); none where no reading has a delta."""
     def value(start: float, end: float) -> float | None:
         deltas = []
         for j in range(scrapes):
@@ -550,7 +551,16 @@ def _all_right(folder, stories: list[tuple[str, list, dict]], every: int) -> boo
     return True
 
 
-@pytest.mark.parametrize("name", STORIES)
+# Crash loops down 12 to 15 minutes: awsemf still holds the reading before the gap (15 to 30 minutes), so the alarm
+# counts the gap's growth at the first reading back; the rule looks 10 minutes back and does not (the Prometheus
+# verdict passes, the CloudWatch one differs at the evaluations after the return; test_counter_gap_twins.py).
+GAP_PAST_THE_RULE = {"pcie-replays-crash-loop-5m-up-15m-down", "pcie-replays-crash-loop-10m-up-12m-down",
+                     "uncorrectable-rows-crash-loop-5m-up-15m-down"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(
+    strict=True, reason="the alarm counts a gap's growth up to 30 minutes back, the rule 10")) if name in
+    GAP_PAST_THE_RULE else name for name in STORIES])
 def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path, tmp_path_factory):
     story, settings = STORIES[name]
     files, folder = _build(tmp_path, settings)

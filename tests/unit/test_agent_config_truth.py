@@ -156,41 +156,45 @@ def _replays(config, job, step: float, delay: float, phase: float, offset: float
 
 
 def test_the_longest_scrape_and_flush_the_settings_accept_keep_every_counter_increase_on_otel(project_dir):
-    """awsemf forgets a counter's reading at the first sweep (every 5 minutes) that finds it 5 minutes old, and
-    handles a point up to the scrape and batch timeouts after its scrape. At the longest scrape interval (dividing
-    the period) and flush the settings accept, every increase is published whenever the sweep falls; at 300 s
-    between readings (what scrape.interval 5m gave) a node whose scrapes fall just before the sweep publishes none."""
-    files = encode(build(load_project(project_dir("scrape:\n  interval: 150s\nagent:\n  force_flush_interval: 30\n"))))
+    """awsemf forgets a counter's reading at the first sweep (every 15 minutes, the fork's cleanInterval) that finds
+    it 15 minutes old, and handles a point up to the scrape and batch timeouts after its scrape. At 5 minutes
+    between scrapes (the longest interval that divides the default period) and the longest flush, every increase is
+    published whenever the sweep falls; at 900 s between readings a node whose scrapes fall just before the sweep
+    publishes none."""
+    files = encode(build(load_project(project_dir("scrape:\n  interval: 5m\nagent:\n  force_flush_interval: 30\n"))))
     config, job = agent_config(files[AGENT])
     worst = 10 + 30  # the scrape timeout and the batch timeout written for these settings
-    for phase in [17.0 + k for k in range(0, 300, 7)] + [17.0 + 150 + worst - 1, 17.0 + worst - 1]:
-        assert _replays(config, job, 150.0, worst, phase) == 36, phase
-    assert _replays(config, job, 300.0, 2.0, 17.0 + 1.0) == 0  # the bound matters: readings 300 s apart
+    for phase in [17.0 + k for k in range(0, 900, 13)] + [17.0 + 300 + worst - 1, 17.0 + worst - 1]:
+        assert _replays(config, job, 300.0, worst, phase) == 36, phase
+    assert _replays(config, job, 900.0, 2.0, 17.0 + 1.0) == 0  # the bound matters: readings 900 s apart
 
 
-@pytest.mark.parametrize("pipeline", ["otel", "classic"])
-def test_a_scrape_interval_the_agents_counter_cache_cannot_span_is_refused(cli, tmp_path, pipeline):
-    """scrape.interval 5m: refused on either pipeline with one message naming the setting, exit 2, nothing built."""
-    (tmp_path / "gpudash.yaml").write_text(f"scrape:\n  interval: 5m\nagent:\n  pipeline: {pipeline}\n")
+@pytest.mark.parametrize("pipeline, interval, period, seconds", [("classic", "5m", 300, 300), ("otel", "15m", 900, 900)])
+def test_a_scrape_interval_the_agents_counter_cache_cannot_span_is_refused(cli, tmp_path, pipeline, interval, period,
+                                                                           seconds):
+    """A scrape interval the pipeline's cache cannot span (classic: 5 minutes; otel: 15) is refused with one message
+    naming the setting and the cache's memory, exit 2, nothing built."""
+    (tmp_path / "gpudash.yaml").write_text(f"scrape:\n  interval: {interval}\ncloudwatch:\n  period: {period}\n"
+                                           f"agent:\n  pipeline: {pipeline}\n")
     code, out, err = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
     assert code == 2 and not (tmp_path / "b").exists()
-    assert f"gpudash.yaml:2: scrape.interval 300 s" in err and "forgets a counter's previous reading 300 s" in err
+    ttl = {"classic": 300, "otel": 900}[pipeline]
+    assert f"gpudash.yaml:2: scrape.interval {seconds} s" in err and f"forgets a counter's previous reading {ttl} s" in err
     assert "Traceback" not in err
 
 
-def test_a_flush_interval_that_holds_readings_past_the_minute_or_the_cache_is_refused(cli, tmp_path):
+def test_a_flush_interval_that_holds_readings_past_the_minute_is_refused(cli, tmp_path):
     """agent.force_flush_interval above 30 s: the now values and the data-missing alarm would read a minute still
-    waiting in the agent; 4m scrapes (period 3600) with a 30 s batch timeout: the counter cache (otel only)."""
-    for text, line, named in (("agent:\n  force_flush_interval: 60\n", 2, "agent.force_flush_interval 60 s"),
-                              ("scrape:\n  interval: 4m\ncloudwatch:\n  period: 3600\nagent:\n"
-                               "  force_flush_interval: 30\n", 6, "agent.force_flush_interval 30 s")):
-        (tmp_path / "gpudash.yaml").write_text(text)
-        code, _, err = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
-        assert code == 2 and f"gpudash.yaml:{line}: " in err and named in err, err
-    (tmp_path / "gpudash.yaml").write_text("scrape:\n  interval: 4m\ncloudwatch:\n  period: 3600\nagent:\n"
-                                           "  force_flush_interval: 30\n  pipeline: classic\n")
+    waiting in the agent. 12m scrapes (period 3600) with a 30 s batch timeout are within awsemf's 15 minutes: accepted
+    on otel (classic's 5 minutes refuse the interval itself)."""
+    (tmp_path / "gpudash.yaml").write_text("agent:\n  force_flush_interval: 60\n")
     code, _, err = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
-    assert "forgets a counter's previous reading" not in err  # classic works its deltas out before the flush
+    assert code == 2 and "gpudash.yaml:2: " in err and "agent.force_flush_interval 60 s" in err, err
+    for pipeline in ("otel", "classic"):
+        (tmp_path / "gpudash.yaml").write_text("scrape:\n  interval: 12m\ncloudwatch:\n  period: 3600\nagent:\n"
+                                               f"  force_flush_interval: 30\n  pipeline: {pipeline}\n")
+        code, _, err = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+        assert ("forgets a counter's previous reading 300 s" in err) == (pipeline == "classic"), (pipeline, err)
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
@@ -203,10 +207,11 @@ def test_lint_refuses_an_agent_config_whose_counter_readings_outlive_the_cache(p
     scrape, otel = copy.deepcopy(agent.scrape), copy.deepcopy(agent.otel)
     for job in scrape["scrape_configs"] + (otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"]
                                            if otel else []):
-        job["scrape_interval"] = "5m"
+        job["scrape_interval"] = "5m" if pipeline == "classic" else "15m"
     edited = replace(artifacts, agents=(replace(agent, scrape=scrape, otel=otel), *artifacts.agents[1:]))
     findings = run(ag006, lint_input(project, edited))
-    assert findings and all(f.severity == "error" and "scrape.interval 300 s" in f.message for f in findings)
+    seconds = 300 if pipeline == "classic" else 900
+    assert findings and all(f.severity == "error" and f"scrape.interval {seconds} s" in f.message for f in findings)
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])

@@ -402,32 +402,42 @@ def test_a_pipeline_publishing_each_scrapes_sample_count_unflagged_fails():
 
 
 def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_sends_the_total(project_dir):
-    """awsemf's cache drops a counter's last value at the first sweep (every 5 minutes from the exporter's start)
-    that finds it 5 minutes old: a counter blank for 6.5 minutes gives no delta for its first reading back when
-    a sweep falls in that gap's last 1.5 minutes, else the true increase over the gap; every delta published
-    is a true increase, never the counter's total."""
+    """awsemf's cache drops a counter's last value at the first sweep (every 15 minutes from the exporter's start:
+    the fork's metric_calculator.go, cleanInterval = 15 * time.Minute) that finds it 15 minutes old: a counter blank
+    for 20 minutes (20.5 between its clean readings) gives no delta for its first reading back when a sweep falls in
+    that gap's last 5.5 minutes, else the true increase over the gap; one blank for 30 minutes or more gives none
+    whenever the sweeps fall; every delta published is a true increase, never the counter's total."""
     files = encode(build(load_project(project_dir(ALL))))  # energy per GPU (used: per pod only)
     config, job = agent_config(files[AGENT])
     labels = 'gpu="0",UUID="GPU-0",Hostname="h",pod="p",namespace="ml"'
 
     def payload(k):
-        value = 9223372036854775794 if 10 <= k < 22 else k * 4_500_000
+        value = 9223372036854775794 if 10 <= k < 50 else k * 4_500_000
         return f"# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n" \
                f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {value}\n"
 
     from tests.support.cloudwatch_agent import Scrape
     from tests.support.dcgm_fleet import target_labels
 
-    runs = [Scrape(k * 30.0, payload(k), target_labels(job, "ip-10-0-1-1")) for k in range(30)]
+    runs = [Scrape(k * 30.0, payload(k), target_labels(job, "ip-10-0-1-1")) for k in range(60)]
     outcomes = {}
-    for phase in (0.0, 100.0):  # sweeps at 300 s, 600 s, ... or at 100 s, 400 s, 700 s, ...
+    for phase in (0.0, 300.0):  # sweeps at 900 s, 1,800 s, ... or at 300 s, 1,200 s, 2,100 s, ...
         agent = Agent(config, job)
         agent.sweep_phase = phase
         outcomes[phase] = sorted((p.timestamp, p.value) for p in agent.run(runs) if ("gpu", "0") in p.dimensions)
-    # the value of k = 9 (270 s) is swept at 600 s, before the reading of k = 22 (660 s): no delta there
-    assert outcomes[0.0] == [(k * 30.0, 4_500_000.0) for k in (*range(1, 10), *range(23, 30))]
-    # the sweep at 400 s finds it 130 s old, the next is at 700 s: k = 22 gives its increase since k = 9
-    assert outcomes[100.0] == [(k * 30.0, 4_500_000.0 * (13 if k == 22 else 1)) for k in (*range(1, 10), *range(22, 30))]
+    # the sweep at 900 s finds the value of k = 9 (270 s) 630 s old, the next is at 1,800 s: k = 50 (1,500 s) gives
+    # its increase since k = 9
+    assert outcomes[0.0] == [(k * 30.0, 4_500_000.0 * (41 if k == 50 else 1)) for k in (*range(1, 10), *range(50, 60))]
+    # the sweep at 1,200 s finds it 930 s old: no delta at k = 50, a baseline again
+    assert outcomes[300.0] == [(k * 30.0, 4_500_000.0) for k in (*range(1, 10), *range(51, 60))]
+    late = {}
+    for phase in (0.0, 300.0):  # back at k = 70 (2,100 s): the sweep at 1,800 s (1,530 s old) or 1,200 s took it
+        agent = Agent(config, job)
+        agent.sweep_phase = phase
+        back = [Scrape(k * 30.0, payload(k) if k < 10 or k >= 70 else payload(10), runs[0].target_labels)
+                for k in range(80)]
+        late[phase] = sorted((p.timestamp, p.value) for p in agent.run(back) if ("gpu", "0") in p.dimensions)
+    assert late[0.0] == late[300.0] == [(k * 30.0, 4_500_000.0) for k in (*range(1, 10), *range(71, 80))]
 
 
 # The keys each component of the pipeline accepts (mapstructure tags of the amazon-contributing fork the agent

@@ -661,8 +661,9 @@ def test_a_pod_on_two_instances_of_one_gpu_reads_its_energy_once_on_the_otel_pip
 
 def test_a_pod_named_again_after_awsemf_forgot_its_reading_counts_from_a_baseline(mixed):
     """On the OTel pipeline a pod's counter deltas span the scrapes that name another pod while awsemf keeps the pod's
-    last reading (5 to 10 minutes: at alternate scrapes every period reads the GPU's energy rate, 200 J/s, under each
-    pod). Named 20 minutes under each pod in turn, a pod comes back after awsemf forgot it: its first reading is a
+    last reading (15 to 30 minutes: at alternate scrapes every period reads the GPU's energy rate, 200 J/s, under each
+    pod). Named 20 minutes under each pod in turn, a pod can come back after awsemf forgot it (here the sweep, every
+    15 minutes from 0, finds its last reading 15 minutes old before it is named again): its first reading is a
     baseline again, as a new pod's is, so the period it comes back in reads the growth after that scrape, 9/10 of the
     rate at 30 s scrapes (180), and nothing of the 20 minutes it was not named; README says so. (agent.pipeline:
     classic reads no increase across scrapes naming another pod: test_every_widget above.)"""
