@@ -83,7 +83,7 @@ CloudWatch form: a metric-math alarm over six static metrics of the cluster (dim
 [ClusterName]; the agent scrapes the three kube-state-metrics series with its own job; with several DaemonSets, of
 each DaemonSet, [ClusterName, namespace, daemonset], and the cluster's GPU observations g), the updated pods read
 twice (their Maximum u and Minimum v), and the nodes' series n and k (NODES):
-`FILL(IF(d > 0, g * (a >= d OR (u > v AND d - a <= 1)), 1), 0) + ((n > 0) > k + d) < 1`, TreatMissingData breaching. FILL gives a period without a datapoint 0 (breaching, as TreatMissingData says): an alarm
+`FILL(IF(d > 0, g * (a >= d OR (u > v AND d - a <= 1)), 1), 0) + ((n > 0) > FILL(k, 0) + FILL(d, 0)) < 1`, TreatMissingData breaching. FILL gives a period without a datapoint 0 (breaching, as TreatMissingData says): an alarm
 retrieves more periods than EvaluationPeriods (its "evaluation range", of unpublished length) and judges the most
 recent real datapoints when enough exist, so an empty latest period would be skipped for older, healthy ones (user
 guide, "How alarm state is evaluated when data is missing"). By the documented semantics (user
@@ -263,9 +263,24 @@ def rollout_unavailable(settings: Settings, desired: str, ceil: str) -> str:
 def expression(settings: Settings) -> str:
     """The CloudWatch form's metric math (see the module's docstring); its last term is 1 in a period where
     kube-state-metrics read nodes (n) and no GPU node's capacity (k) nor the DaemonSet's count (d): no GPU node yet,
-    no DaemonSet to count (a comparison of two series reads a missing value as 0)."""
+    no DaemonSet to count (a comparison of two series reads a missing value as 0). k and d are FILLed: with no GPU
+    node, or the GPU node group at zero, k has no data point in the whole range, and what arithmetic makes of such
+    a series is not written (the comment below)."""
     return (f"FILL(IF(d > 0, g * (a >= d OR (u > v AND d - a <= {rollout_unavailable(settings, 'd', 'CEIL')})), 1), 0)"
-            f" + ((n > 0) > k + d)")
+            f" + ((n > 0) > FILL(k, 0) + FILL(d, 0))")
+
+
+# What metric math makes of a series with no data point in the whole range (k without a GPU node, everything when
+# the agent stops) is not written in the user guide ("Using math expressions with CloudWatch metrics" says how a
+# missing value of a series with data points is read, FILL that it "fills the missing values of a time series"; not
+# whether an empty series is a series of missing values or no series, nor whether FILL makes values from nothing;
+# searched the guide, AWS pages and issue threads on 2026-12-03: one thread reports `missing + 0` reading 0 where the
+# other operand had data, the documented case; nothing on an empty series). The alarm is
+# built to be fail-safe under every reading: each outage (the agent, kube-state-metrics or the exporter stopped, its
+# DaemonSet deleted) leaves the expression 0 or empty, and TreatMissingData breaching fires it. A cluster without GPU
+# nodes (or with its GPU node group at zero) is OK where an empty series reads as missing values, or where FILL fills
+# it; only where arithmetic with an empty series is empty AND FILL makes nothing from nothing does it fire (loud, not
+# silent). tests/unit/test_data_missing_absent_series.py judges each case under all four readings.
 
 
 # The Container Insights add-on's form (see the module's docstring).

@@ -598,9 +598,23 @@ _OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult
               ast.And: lambda a, b: float(bool(a) and bool(b)), ast.Or: lambda a, b: float(bool(a) or bool(b))}
 
 
+# What metric math makes of a series with no data point in the whole range (a metric nothing published then),
+# which the user guide does not say ("Using math expressions with CloudWatch metrics" says how a missing value of a
+# series that has data points is read; FILL "fills the missing values of a time series"; neither says whether an
+# empty series is a series of missing values or no series): ABSENT_SERIES "zero" reads it as a series of missing
+# values, 0 at the other operand's timestamps, as a missing value is read; "empty" makes any arithmetic or comparison
+# with it empty. FILL_FROM_NOTHING: whether FILL gives an empty series the value at every period of the range. The
+# defaults are the reading the alarms were built on; tests/unit/test_data_missing_absent_series.py judges the
+# data-missing alarm under all four.
+ABSENT_SERIES = "zero"
+FILL_FROM_NOTHING = False
+
+
 def _binary(operator, left, right):
     """A number or a series ({timestamp: value}) from two operands, as metric math combines them."""
     if isinstance(left, dict) and isinstance(right, dict):  # two series: their timestamps, a missing value 0
+        if ABSENT_SERIES == "empty" and not (left and right):
+            return {}
         values = {t: operator(left.get(t, 0.0), right.get(t, 0.0)) for t in sorted(set(left) | set(right))}
     elif isinstance(left, dict):
         values = {t: operator(v, right) for t, v in left.items()}
@@ -667,9 +681,10 @@ _GRID: list[list[int]] = []  # the period starts of the range an alarm's express
 def _fill(series: dict, value: float) -> dict:
     """FILL(series, number): the user guide's "Fills the missing values of a time series" ("FILL replaces that
     missing data point with the requested value", of the latest period too), over the periods of the queried range.
-    A series with no data point in the range is left empty (whether FILL makes one from nothing is not written)."""
+    A series with no data point in the range is left empty (whether FILL makes one from nothing is not written:
+    FILL_FROM_NOTHING)."""
     assert isinstance(value, float) and _GRID, "FILL with a number, inside an alarm's range, is what is modelled"
-    return {t: series.get(t, value) for t in _GRID[-1]} if series else {}
+    return {t: series.get(t, value) for t in _GRID[-1]} if series or FILL_FROM_NOTHING else {}
 
 
 def alarm_math(expression: str, env: dict[str, Series]) -> Series | float:
