@@ -169,6 +169,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
     from .data_missing import guessed_daemonset, unread_daemonset
+    from .render.agent import unexpiring_log_groups
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms,
                                 unwatched_static_alarms)
     from .names import shown as first_names
@@ -189,6 +190,14 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     for noted in (guessed_daemonset(project), unread_daemonset(project)):
         if noted:
             click.echo(f"note: {noted[0]}: {noted[1]}\n  fix: {noted[2]}", err=True)
+    unexpiring = unexpiring_log_groups(project.settings)
+    if unexpiring:
+        click.echo(f"warning: agent.log_group_in_stack: false on agent.pipeline: classic: the agent creates its EMF log "
+                   f"group ({', '.join(unexpiring)}) with no retention, so it never expires and its storage grows "
+                   f"every month (gpudash cost prices {project.settings.agent.log_retention_days} days)\n"
+                   f"  fix: set the retention once (`aws logs put-retention-policy --log-group-name {unexpiring[0]} "
+                   f"--retention-in-days {project.settings.agent.log_retention_days}`), or use agent.pipeline: otel, "
+                   f"which sets agent.log_retention_days on a group it creates", err=True)
     silent = silent_alarms(requests)
     if silent:
         click.echo(f"warning: {len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify no one "

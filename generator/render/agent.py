@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .. import data_missing
+from .. import container_insights, data_missing
 from ..catalog import Catalog
 from ..cloudwatch_query import dimension_sets, explored_sets
 from ..markers import KUBERNETES_MANAGED_BY
@@ -41,6 +41,17 @@ DimensionSets = Mapping[str, set[tuple[str, ...]]]  # metric -> dimension sets t
 def log_group(cluster: Cluster) -> str:
     """The EMF log group the agent writes for a cluster (its default name, set explicitly)."""
     return agent_log_group(cluster.name)
+
+
+def unexpiring_log_groups(settings: Settings) -> list[str]:
+    """The EMF log groups no generated artifact gives a retention: on agent.pipeline: classic the agent's JSON has no
+    retention for the group it creates (its translator maps none to awsemf's log_retention, which stays 0: the group
+    never expires, internal/aws/cwlogs/cwlog_client.go CreateStream), so only the CloudFormation stack sets one, and
+    with agent.log_group_in_stack false no stack creates the group. The otel pipeline writes awsemf's log_retention;
+    the Container Insights add-on manages its own groups."""
+    if settings.agent.pipeline != "classic" or settings.agent.log_group_in_stack or container_insights.enabled(settings):
+        return []
+    return [log_group(cluster) for cluster in settings.clusters]
 
 
 def selected_metrics(catalog: Catalog, settings: Settings, used: Iterable[str]) -> list[str]:

@@ -42,3 +42,22 @@ def test_the_log_group_the_agent_creates_keeps_events_as_long_as_cost_prices_the
     # seen on main 8c246c5: {'/aws/containerinsights/a/prometheus': None, ...}: never expires, priced at 7 days
     assert created == {f"/aws/containerinsights/{c}/prometheus": wanted for c in ("a", "b")}
     assert set(stack.values()) <= {wanted}  # the template, where it creates the group, says the same
+
+
+@pytest.mark.parametrize("pipeline, in_stack, warned", [("classic", "false", True), ("classic", "true", False),
+                                                        ("otel", "false", False)])
+def test_generate_warns_where_no_artifact_gives_the_log_group_a_retention(cli, tmp_path, pipeline, in_stack, warned):
+    """On agent.pipeline: classic the agent's JSON has no retention setting (its translator maps none to awsemf's
+    log_retention), so a group the agent creates never expires; the CloudFormation stack sets one where it creates
+    the group. With agent.log_group_in_stack false nothing does: generate says so, naming the group and the command
+    that sets it, and the otel pipeline (awsemf's log_retention) or a stack that creates the group needs nothing."""
+    (tmp_path / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\n  log_group_in_stack: {in_stack}\n"
+                                           f"  log_retention_days: 30\n")
+    code, _, err = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
+    assert code == 0
+    said = [line for line in err.splitlines() if "never expires" in line]
+    assert bool(said) == warned, err
+    if warned:
+        assert "/aws/containerinsights/gpu-cluster/prometheus" in said[0] and "30 days" in said[0]
+        assert ("aws logs put-retention-policy --log-group-name /aws/containerinsights/gpu-cluster/prometheus "
+                "--retention-in-days 30") in err
