@@ -22,7 +22,9 @@ from tests.integration.test_pod_lookback_restart import _Counted, _scraping
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.side_by_side import module_scenes, scene
 
-FAILED, STOPPED = 6, 12  # the exporter's answers (from 1): the 6th fails, and every one from the 12th
+# the exporter's answers (from 1) that fail: the 6th and the 11th (two lone failures: a failed scrape a loaded machine
+# adds next to one leaves the other), and every one from the 16th
+FAILED, STOPPED = (6, 11), 16
 LABELS = 'gpu="0",UUID="GPU-0",Hostname="n0",namespace="ml",pod="p",container="main"'
 PAGE = f"# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{{LABELS}}} 60\n"
 GARBAGE = "this is not a metrics page {\n"
@@ -30,7 +32,7 @@ GARBAGE = "this is not a metrics page {\n"
 
 @contextmanager
 def _failing(tmp_path_factory):
-    answers = _Counted(lambda n: GARBAGE if n == FAILED or n >= STOPPED else PAGE)
+    answers = _Counted(lambda n: GARBAGE if n in FAILED or n >= STOPPED else PAGE)
     stored: list[int] = [0]
 
     def count(prometheus) -> None:
@@ -61,7 +63,7 @@ def _checks(failing, tmp_path, monkeypatch, at: float) -> dict[str, tuple[str, s
 
 def _failures(ups: list[tuple[float, float]]) -> tuple[list[float], float]:
     """(the instants of the lone failed scrapes, each between two scrapes stored before it and one after, as the
-    exporter's FAILED answer; the first instant of the last run of failures, the exporter stopped)."""
+    exporter's FAILED answers; the first instant of the last run of failures, the exporter stopped)."""
     up = [value == 1 for _, value in ups]
     lone = [ups[k][0] for k in range(2, len(ups) - 1) if up[k - 2] and up[k - 1] and not up[k] and up[k + 1]]
     last = max(k for k in range(len(ups)) if up[k])
