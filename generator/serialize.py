@@ -40,6 +40,14 @@ def to_json(data: Any, *, ascii: bool = False) -> bytes:
     return (ascii_json(text) if ascii else text).encode()
 
 
+def nested_json_size(value: Any, depth: int) -> int:
+    """The bytes `value` takes in a file `to_json` writes as the value of a key `depth` levels in (its lines after
+    the first indented 2 * `depth` spaces further), without what follows it (a comma, a line break): what a
+    CloudFormation template's resource adds to it, which its split counts."""
+    text = to_json(value)  # its last line break is not the value's
+    return len(text) - 1 + 2 * depth * (text.count(b"\n") - 1)
+
+
 def json_string(text: str) -> bytes:
     """The JSON string `text` is in a file `to_json` writes (UTF-8, escapes as json writes them)."""
     if orjson is not None:

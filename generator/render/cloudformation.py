@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..names import cluster_stack, logical_id, region_stack
+from ..serialize import nested_json_size
 
 # PutMetricAlarm keys that AWS::CloudWatch::Alarm spells the same way.
 _ALARM_KEYS = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions", "OKActions",
@@ -36,8 +37,8 @@ QUOTA_FIX = (f"a cluster's resources are split over up to {MAX_PARTS} templates 
              "or publish with `gpudash apply` (it writes each dashboard and alarm itself)")
 
 
-# A resource of a template: (kind, name, resource, its bytes in the template, estimated)
-Named = tuple[str, str, dict[str, Any], int]
+# A resource of a template: (kind, name, resource, its bytes in the template (estimated for a dashboard), its logical id)
+Named = tuple[str, str, dict[str, Any], int, str]
 
 # Where the build before put a cluster's resources: given the cluster's stack names by part (part 1 first), the
 # {(kind, name): part} its templates of those names declared (output.PreviousParts reads them from the folder)
@@ -83,19 +84,22 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
                 measured[alike] = size
         named[owner].append(("Dashboard", name, {
             "Type": "AWS::CloudWatch::Dashboard", "Properties": {"DashboardName": name, "DashboardBody": body}},
-            size + len(name) + _DASHBOARD_AROUND))
+            size + len(name) + _DASHBOARD_AROUND, logical_id("Dashboard", name)))
     for owner, name, days in log_groups:
         group = {"Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
                  "Properties": {"LogGroupName": name, "RetentionInDays": days}}
-        named[owner].append(("LogGroup", name, group, _resource_bytes(group)))
+        id_ = logical_id("LogGroup", name)
+        named[owner].append(("LogGroup", name, group, _resource_bytes(id_, group), id_))
     fleet: dict[str, list[Named]] = {}  # a Region's fleet alarms
     for item in alarms:
         cluster = item.get("Cluster")
+        name = item["Request"]["AlarmName"]
         alarm = {"Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(item["Request"])}
+        id_ = logical_id("Alarm", name)
         if cluster is not None:
-            named[cluster].append(("Alarm", item["Request"]["AlarmName"], alarm, _resource_bytes(alarm)))
+            named[cluster].append(("Alarm", name, alarm, _resource_bytes(id_, alarm), id_))
         else:  # a Region's fleet alarms are one template, never split: not measured
-            fleet.setdefault(item["Region"], []).append(("Alarm", item["Request"]["AlarmName"], alarm, 0))
+            fleet.setdefault(item["Region"], []).append(("Alarm", name, alarm, 0, id_))
     result = {}
     for cluster, region in clusters:
         parts = split_cluster(named[cluster], lambda: placed(
@@ -180,12 +184,13 @@ def _body_bytes(body: Any) -> int:
     return _size(body, 2)
 
 
-def _resource_bytes(resource: dict[str, Any]) -> int:
-    """The bytes of a resource in a template, which is indented: a third more than its repr, whose length is within
-    a few percent of its compact JSON's (its `, ` and `: ` add a character an item; text not ASCII is counted as the
-    escapes JSON writes), and which is one call however deep the resource (an alarm's Metrics, Dimensions, Tags)."""
-    text = repr(resource)
-    return (len(text) if text.isascii() else len(text.encode("ascii", "backslashreplace"))) * 4 // 3
+def _resource_bytes(logical_id_: str, resource: dict[str, Any]) -> int:
+    """The bytes of a resource in a template, as its file writes them: its key (`"<logical id>": `, indented at its
+    depth, under "Resources"), its value there, then `,` and a line break."""
+    return 2 * _RESOURCE_DEPTH + len(logical_id_) + 4 + nested_json_size(resource, _RESOURCE_DEPTH) + 2
+
+
+_RESOURCE_DEPTH = 2  # a template's resources are the values of "Resources"' keys
 
 
 def _size(value: Any, escaped: int = 1) -> int:
@@ -218,8 +223,7 @@ def _by_logical_id(named: list[Named]) -> dict[str, dict[str, Any]]:
     removing or moving other resources changes none)."""
     resources: dict[str, dict[str, Any]] = {}
     names: dict[str, str] = {}
-    for kind, name, resource, _ in named:
-        id_ = logical_id(kind, name)
+    for _, name, resource, _, id_ in named:
         if id_ in resources:  # two names of one kind whose ids meet (a name ending in the digest another's id has)
             raise InputError(f"CloudFormation resources {names[id_]!r} and {name!r} would have one logical id in one "
                              f"template, {id_}", hint="rename the pod, cluster, alarm or dashboard one of them is named "

@@ -15,7 +15,7 @@ BYTES, COUNT = TEMPLATE_BYTES * FILL, TEMPLATE_RESOURCES * FILL
 
 
 def _named(sizes: dict[tuple[str, str], int]):
-    return [(kind, name, {}, size) for (kind, name), size in sizes.items()]
+    return [(kind, name, {}, size, kind + name) for (kind, name), size in sizes.items()]
 
 
 def _resources(draw, prefix: str, most: int):
@@ -44,7 +44,7 @@ def _builds(draw):
 
 
 def _placed(parts) -> dict[tuple[str, str], int]:
-    return {(kind, name): number for number, items in enumerate(parts, 1) for kind, name, _, _ in items}
+    return {(kind, name): number for number, items in enumerate(parts, 1) for kind, name, *_ in items}
 
 
 def _holds(items) -> bool:
@@ -80,4 +80,4 @@ def test_without_a_build_before_the_parts_are_filled_in_order():
     sizes.update({("Alarm", f"a{i:02}"): 3_000 for i in range(49)})
     parts = split_cluster(_named(sizes))
     assert [len(items) for items in parts] == [13 + 1 + 13, 36]
-    assert [name for _, name, _, _ in parts[0]][:14] == [f"d{i:02}" for i in range(13)] + ["group"]
+    assert [item[1] for item in parts[0]][:14] == [f"d{i:02}" for i in range(13)] + ["group"]

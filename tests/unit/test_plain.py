@@ -80,7 +80,8 @@ def test_what_json_cannot_hold_is_refused_as_json_refuses_it():
 
 def test_renderers_and_the_artifact_set_turn_nothing_into_text():
     """Only output.py encodes the artifact set: the renderers and artifacts.py neither write JSON or YAML
-    text nor parse it back."""
+    text nor parse it back (a CloudFormation template's split asks serialize how many bytes a resource takes,
+    serialize.nested_json_size: how a file is written stays serialize's)."""
     import re
     from pathlib import Path
 
