@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .cli_base import (Between, config_option, csv_option, ends_with_command, load_project_for, main,
+from .cli_base import (Between, config_option, csv_option, ends_with_command, left_to_exit, load_project_for, main,
                        no_cycle_collection, optional_path, output_option)
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
 from .output import BUILD
@@ -66,22 +66,8 @@ def _guarded(stream, full_is_error: bool):
                             errors=stream.errors, line_buffering=True, write_through=not full_is_error)
 
 
-# What a command leaves to its process's end to free when it runs as a process of its own (`run`, which ends it with
-# `_exit`: the system takes the memory back at once); None otherwise (a caller of `main` in a process that goes on,
-# such as a test, frees as usual).
-_FREED_AT_EXIT: list | None = None
-
-
-def _free_at_exit(value) -> None:
-    """Keep `value` to the end of the process when `run` ends it; elsewhere, nothing."""
-    if _FREED_AT_EXIT is not None:
-        _FREED_AT_EXIT.append(value)
-
-
 def run() -> None:
     """The `gpudash` command: `main` with standard output and error that may be closed or full."""
-    global _FREED_AT_EXIT
-    _FREED_AT_EXIT = []
     ends_with_command()
     sys.stdout = _guarded(sys.stdout, full_is_error=True)
     sys.stderr = _guarded(sys.stderr, full_is_error=False)
@@ -149,10 +135,9 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         gone = sorted(set(previous) - set(record["cloudformation"]))
         renamed = renamed_resources(target, artifacts.cloudformation, files, previous)
         moved = moved_resources(artifacts.cloudformation, parts) if not check else []
-        # Only the files are left to write. The set is not freed object by object (with 1,000 clusters that took
-        # 0.07-0.13 s of CPU), but left to the process's end (`_free_at_exit`): holding it while the files are written
-        # left their writing's CPU as it was, into a new folder and over a previous build alike.
-        _free_at_exit(artifacts)
+        # Only the files are left to write: the set is freed now, or left to the process's end when it ends with this
+        # command (holding it while the files are written left their writing's CPU as it was)
+        left_to_exit(artifacts)
         del artifacts
         if not check:
             write_files(target, files, made_with, record, force=force)
