@@ -470,14 +470,23 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
     if id(value) in copies:
         exact[0] = False
         return copies[id(value)]
+    copy = value  # copied at the first item replaced
     if kind is dict:
-        items = {key: _stand_ins(item, texts, copies, exact, as_is) for key, item in value.items()}
-        if exact[0] and not all(type(key) in _EXACT_REPR for key in value):
-            exact[0] = False
-        copy = value if all(items[key] is item for key, item in value.items()) else items
+        for key, item in value.items():
+            if type(key) not in _EXACT_REPR:
+                exact[0] = False
+            made = _stand_ins(item, texts, copies, exact, as_is)
+            if made is not item:
+                if copy is value:
+                    copy = dict(value)
+                copy[key] = made
     else:
-        elements = [_stand_ins(item, texts, copies, exact, as_is) for item in value]
-        copy = value if all(a is b for a, b in zip(elements, value)) else elements
+        for index, item in enumerate(value):
+            made = _stand_ins(item, texts, copies, exact, as_is)
+            if made is not item:
+                if copy is value:
+                    copy = list(value)
+                copy[index] = made
     copies[id(value)] = copy
     return copy
 
