@@ -376,9 +376,12 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     and one of them is shown, not always the same one (PromQL has no order of label values). gpudash's scrape job and
     ServiceMonitor write the node the exporter's pod runs on into `node`, the first spelling: there the GPU is named
     by it whatever Hostname holds. `node` (a regex): only the copies whose node
-    spelling matches it (node_matchers). Without `span` (a gauge panel): the copies the instant selector reads (a
-    sample within its lookback, not marked stale: those a gauge's value is read from), by spelling alone (one selector
-    per spelling, where the span's two ranges each cost a gauge panel about a third more Prometheus CPU)."""
+    spelling matches it (node_matchers). Without `span` (a gauge panel): the copies a scrape within the last 4 scrape
+    intervals read (label_lookback), a copy marked stale by one failed scrape too (read at the instant only, the old
+    exporter's copy, fresh alone at the step after the node-named copy's failed scrape, named the line by its pod for
+    that step), by spelling alone (where the span's two ranges each cost a gauge panel about a third more Prometheus
+    CPU); a copy older than that which the instant selector still reads (its exporter gone where no staleness marker
+    ended it: a Prometheus restart between) names no line."""
     seconds = _seconds(resolution)
     terms = []
     for k, branch in enumerate(spelled(labels)):
@@ -388,7 +391,8 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
         place = k * PLACE_RANK
         for rank, pod_like in _pod_tiers(source, labels.exporter_pods):
             each = selector(metric, [*matchers, *branch, *named, *pod_like])
-            terms.append(f"{each} * 0 - {place + rank:g}" if span is None else
+            looked_back = f"last_over_time({each}[{label_lookback(seconds)}])"
+            terms.append(f"{looked_back} * 0 - {place + rank:g}" if span is None else
                          f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or "
                          f"present_over_time({each}[{span}]) * 0) - {place + rank:g}")
     ranked = terms[0] if len(terms) == 1 else "(" + " or ".join(f"({term})" for term in terms) + ")"

@@ -88,17 +88,10 @@ def test_a_gpu_read_alike_by_two_exporters_is_named_by_its_node_at_every_call(ti
 NEW_FAILS_AT = (6, 10)  # two: a failed scrape of the old exporter a loaded machine adds at one leaves the other
 
 
-# open: a gauge panel names each GPU from the copies its instant selectors read (promql.gpu_names without a span: one
-# selector per spelling, where a range per spelling cost about a third more CPU): at the step after the node-named
-# copy's failed scrape the only fresh copy is the old exporter's, and the line is named by its pod for that step
-ONE_FAILED_SCRAPE = pytest.mark.xfail(reason="the GPU named by the old exporter's pod after the node copy's failed "
-                                             "scrape", strict=True)
-
-
-@ONE_FAILED_SCRAPE
 @pytest.mark.parametrize("title", ["Power draw", "GPU temperature"])
 def test_a_gpu_is_named_by_its_node_through_the_node_copys_failed_scrape(tied_failed, title):
-    # at every step where a copy is fresh (the old one alone at the step after the new one's failed scrape)
+    # promql.gpu_names: a copy a scrape within the lookback read names the GPU; at every step where a copy is fresh
+    # (the old one alone at the step after the new one's failed scrape)
     samples = tied_failed[3]
     shown = _shown(tied_failed, title)
     alone = [at for at in shown if [at - max((t for t in times if t <= at), default=-math.inf) <= 1
