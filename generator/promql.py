@@ -554,6 +554,8 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
                 return range_increase(replace(counter_reading, hold=held_for(resolution)))
             # an alert's period (over_time) has a value only where it holds a reading, as CloudWatch's period has a
             # datapoint only where the agent sent a delta in it
+            if over_time is not None and over_time[3]:  # an alert's: each exporter's copy held through a missed scrape
+                counter_reading = replace(counter_reading, hold=held_for(over_time[3]), by_target=over_time[3])
             return summed_deltas(counter_reading, window, shift, held=over_time is not None)
         # each copy's blank left out before the copies are merged, as for an increase: a window holding a blank
         # gives the rate of its other readings (CloudWatch's deltas skip the blank the agent's filter drops), and
@@ -583,7 +585,7 @@ def _gauge_form(over_time: tuple[str, str, str | None] | None, resolution: str |
     if over_time is not None and resolution:  # a step's reading (gauge_readings), a blank one left out
         return f"({step_reading('{0}', resolution)}{below})"  # one term: a MIG stand-in scales it
     if over_time is not None:  # a window holding a blank sentinel gives no value
-        function, span, shift = over_time
+        function, span, shift = over_time[:3]
         return f"{function}_over_time({{0}}[{span}]{_offset(shift)}){below}"
     return "{0}" + below
 
@@ -650,6 +652,7 @@ class CounterReading:
     selectors: tuple[str, ...]
     fresh: bool = False  # read the copies sampled within each step (fresh_reading), not every copy's latest
     hold: int = 0  # ms a copy's latest reading stands after it (held_for; 0: until its staleness marker)
+    by_target: str = ""  # hold each exporter's copy (its scrape target's series made one) at the steps, not each series
 
     def merged(self, parts) -> str:
         """One expression per selector (`parts`, a function of the selector) joined, its copies made one series."""
@@ -972,9 +975,23 @@ def held_latest(counter: CounterReading) -> str:
     markers skipped: a copy gone without one, after a Prometheus restart, is read for the hold, not the instant
     selector's 5 minutes), or without a hold the instant selector's; a copy whose latest sample is DCGM's blank
     none."""
+    if counter.hold and counter.by_target:
+        keys, per_target = _by_target(counter.copies)
+        each = [f"({s} < {COUNTER_BLANK_FLOOR})" for s in counter.selectors]
+        inner = per_target.format(each[0] if len(each) == 1 else "(" + " or ".join(each) + ")")
+        return f"max by ({keys}) ({inner} or last_over_time({inner}[{counter.hold}ms:{counter.by_target}]))"
     if counter.hold:
         return counter.merged(lambda s: f"(last_over_time({s}[{counter.hold}ms]) < {COUNTER_BLANK_FLOOR})")
     return counter.merged(lambda s: f"({s} < {COUNTER_BLANK_FLOOR})")
+
+
+def _by_target(copies: str) -> tuple[str, str]:
+    """The labels of one physical GPU in `copies` (_Merge.physical's `max by (<labels>) (...)` of a selector `{0}`),
+    and `copies` keyed by each exporter target too (COPY_LABELS): one series per exporter's copy of the GPU."""
+    head = "max by ("
+    assert copies.startswith(head), copies
+    keys, rest = copies[len(head):].split(")", 1)
+    return keys, f"{head}{_listed((*keys.split(', '), *COPY_LABELS))}){rest}"
 
 
 # Scrape intervals a copy's latest reading is held for (held_reading): one missed scrape and half an interval of
@@ -1492,21 +1509,22 @@ _ANSWERS = BuildMemo()  # expression()'s answers, per catalog (build_memo.py)
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
                rate_window: str = "$__rate_interval", increase_window: str = DASHBOARD_RANGE,
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
-               resolution: str | None = None, offset: str | None = None, named_within: str | None = None) -> str:
+               resolution: str | None = None, offset: str | None = None, named_within: str | None = None,
+               hold: str | None = None) -> str:
     """The PromQL for one neutral query (`_expression`), worked out once per query, labels, catalog and arguments."""
     answers = _ANSWERS.table(catalog)
     key = (query, labels, scope, rate_window, increase_window, gauge_window, per_instance, kind, resolution, offset,
-           named_within)
+           named_within, hold)
     answer = answers.get(key)
     if answer is None:
         answer = answers[key] = _expression(query, labels, catalog, scope, rate_window, increase_window, gauge_window,
-                                             per_instance, kind, resolution, offset, named_within)
+                                             per_instance, kind, resolution, offset, named_within, hold)
     return answer
 
 
 def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, rate_window: str, increase_window: str,
                 gauge_window: str | None, per_instance: bool, kind: str | None, resolution: str | None,
-                offset: str | None, named_within: str | None) -> str:
+                offset: str | None, named_within: str | None, hold: str | None = None) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
@@ -1572,7 +1590,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), also: tuple[str, ...] = (),
                 checked: bool = True) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
-                                                       offset)
+                                                       offset, hold)
         # a GPU instance's copy (_Merge.one_copy): the device's value is one exporter's, named by the GPU's UUID
         identity = (*gpu_identity(labels), *INSTANCE_IDENTITY, uuid_label((labels.pod, labels.namespace,
                                                                            labels.container)), *COPY_LABELS)

@@ -24,7 +24,8 @@ from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TA
 from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..ownership import publication_tags
-from ..promql import COUNTED_PARTS, counted_name, counted_rules, expression, group_keys, kinds_apart, label_name, with_cluster
+from ..promql import (COUNTED_PARTS, counted_name, counted_rules, expression, group_keys, kinds_apart, label_name,
+                      with_cluster)
 from ..series_labels import MAX_DIMENSIONS
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
 
@@ -861,7 +862,8 @@ def period_value(alarm: Alarm, catalog: Catalog, settings: Settings, period: int
     window = _duration(alarm.period_seconds)
     return expression(_alert_query(alarm, settings), settings.labels, catalog, rate_window=window,
                       increase_window=window, gauge_window=window, per_instance=True, kind=kind,
-                      resolution=rule_step(settings), offset=_duration(alarm.period_seconds * period) if period else None)
+                      resolution=rule_step(settings), offset=_duration(alarm.period_seconds * period) if period else None,
+                      hold=f"{settings.scrape.seconds}s")
 
 
 RULE_STEP_SECONDS = 5  # the finest step a rule reads its readings at

@@ -4,8 +4,8 @@ marker written in that scrape's place) while the other copy's reading lags it by
 -c 60000, scraped every 30 s). Read with the instant selector, each miss made the merged reading go down to the
 lagging copy's; that step was read from the copies' own deltas, and the next step, the fresh copy back, counted from
 the lagging copy's reading: about one collection's growth (6 replays) counted again per miss. Increases over the
-range now hold each copy's latest reading through a missed scrape (promql.held_reading, held_for); the rules do not
-yet (RULES_NOT_HELD).
+range now hold each copy's latest reading through a missed scrape (promql.held_reading, held_for); the rules hold
+each exporter's copy through a missed scrape (promql.held_latest, by target).
 
 The two exporters read the GPU throughout (two DaemonSets on a node). Truth: the link replays 30 per 5 minutes; an
 increase over a 5-minute range reads 30 to 36 (up to one 60 s collection blurred at a handover, as
@@ -82,14 +82,7 @@ ON_THE_BOUNDARY = pytest.mark.xfail(strict=True, reason=(
     "of growth, 52 replays for a link replaying 48 per 5 minutes (one exporter alone reads 52 too; CloudWatch 48)"))
 
 
-# The rules read the copies' latest readings with the instant selector still: holding each copy's reading for the
-# hold's range (as increases over the range do) passed promtool's sample limit on test_device_counters' dozen GPUs.
-RULES_NOT_HELD = pytest.mark.xfail(strict=True, reason=(
-    "the rules do not hold a copy's reading through a missed scrape: the step the fresh copy missed goes down to the "
-    "lagging copy's reading and the step after counts its lag again"))
-
-
-@pytest.mark.parametrize("slow, per_second", [pytest.param(True, 0.15, marks=RULES_NOT_HELD),
+@pytest.mark.parametrize("slow, per_second", [pytest.param(True, 0.15),
                                               pytest.param(False, 0.16, marks=ON_THE_BOUNDARY)],
                          ids=["60s-collection", "30s-collection"])
 def test_the_replays_rule_stays_silent_under_its_threshold_when_the_fresh_copy_misses_one_scrape(rules, slow,
@@ -97,7 +90,7 @@ def test_the_replays_rule_stays_silent_under_its_threshold_when_the_fresh_copy_m
                                                                                                  monkeypatch):
     # GpudashPcieReplays (threshold 50) fired at minute 15 for a link replaying 45 per 5 minutes with the other
     # exporter collecting every 60 s (silent at 42, and without the miss): the step the fresh copy missed went down to
-    # the lagging copy's reading and the step after counted its lag again (xfail: RULES_NOT_HELD)
+    # the lagging copy's reading and the step after counted its lag again
     if slow:
         monkeypatch.setattr(overlap, "scrapes", _slow_collection)
     readings = {twins.REPLAYS: lambda taken: str(overlap.REPLAYS_SINCE_BOOT + math.floor(per_second * taken))}
@@ -105,7 +98,6 @@ def test_the_replays_rule_stays_silent_under_its_threshold_when_the_fresh_copy_m
     _silent(rules, f"replays_fresh_copy_missing_one_{slow}.yaml", series)
 
 
-@RULES_NOT_HELD
 def test_the_replays_rule_stays_silent_when_the_fresh_copy_misses_every_2nd_scrape(rules, monkeypatch):
     # a link replaying 45 per 5 minutes, the other exporter collecting every 60 s: each period read 60 (fired from
     # minute 10) where one exporter alone reads 45

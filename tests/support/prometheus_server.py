@@ -153,7 +153,7 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     taken within the step; an alert rule's at its fine step (alarms.rule_step: 5 s, or the interval when shorter); a
     per-pod panel names the pods a scrape named within its lookback (promql.label_lookback: scrapes, not seconds)
     and reads the copies with a sample within the last interval (promql.fresh_copies)."""
-    from generator.promql import COUNTED_WITHIN, PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, label_lookback
+    from generator.promql import COUNTED_WITHIN, PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, held_for, label_lookback
     from generator.render.alarms import RULE_STEP_SECONDS
 
     def points(step: int, within: int) -> str:  # CounterReading.step_delta: its latest reading's range, at two points
@@ -168,6 +168,8 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
                          (f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"),
                          (f"[{old}s]) unless", f"[{new}s]) unless"), (f"[1ms] offset {old}s)", f"[1ms] offset {new}s)"),
                          (f"] offset {old}s) < ", f"] offset {new}s) < "),  # promql.own_deltas: a copy's before
+                         # an alert's counter reading: each exporter's copy held through a missed scrape
+                         (f"[{held_for(f'{old}s')}ms:{old}s]", f"[{held_for(f'{new}s')}ms:{new}s]"),
                          (f":{old}s]", f":{new}s]"),
                          (f"/ {old * 1000}) * {old * 1000})", f"/ {new * 1000}) * {new * 1000})")):
             expr = expr.replace(was, now)
