@@ -53,9 +53,9 @@ def alarms(ctx):
               description=f"A GPU has read above {temp[0]:g} °C at every reading of its two latest 5-minute "
                           f"periods with readings; a brief peak does not count. A period without a reading (an "
                           f"exporter restarting) is passed over for an earlier one of the latest four, as "
-                          f"CloudWatch's evaluation range passes over it, so a crash-looping exporter does not pause the alert. A GPU that "
-                          f"joins hot alarms once two periods hold a reading (5 to 10 minutes); across a gap in a "
-                          f"GPU's data, readings from before it may count.",
+                          f"CloudWatch's evaluation range does. A GPU that joins hot alarms once two periods hold a "
+                          f"reading (5 to 10 minutes); across a gap in a GPU's data, readings from before it may "
+                          f"count.",
               runbook="Check the node's cooling and fan state; sustained heat throttles clocks."),
         Alarm("gpu-temp-critical", "GPU temperature critical",
               Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", GPU), ">", temp[1]),

@@ -244,6 +244,7 @@ def notes(project: Project) -> tuple[Note, ...]:
     found += [Note("CW019", _portable(where), message) for where, message in ranked_by_one_reading(project)]
     found += [Note("AL011", _portable(where), message) for where, message in left_out(project)]
     found += [Note("AL012", _portable(where), message) for where, message in alarm_render.mig_left_out(project)]
+    found += [Note("AL017", _portable(where), message) for where, message in alarm_render.ranked_past_500(project)]
     return tuple(found)
 
 

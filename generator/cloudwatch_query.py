@@ -213,8 +213,13 @@ def unused_plan(plan: Plan, comparison: str, catalog: Catalog, settings: Setting
     field's unused share (UNUSED_SHARE) instead, on the OTel pipeline; None for any other alarm. Its mean is the
     whole less the field's mean, so `mean < T` is `unused mean > whole - T` in every period; its ranking, SUM()
     DESC, is the sum of the unused share over the alarm's window: a pod idle at 2 % for the 60 scrapes of 30
-    minutes sums 5,880, one that came 2 minutes ago at 0 % 400, one busy at 90 % all along 600, and any series whose
-    every period's mean is under T sums more than any series whose mean over the window is T or more."""
+    minutes sums 5,880, one that came 2 minutes ago at 0 % 400, one busy at 90 % all along 600. What holds: of series
+    read once at each scrape of the window, one whose every period's mean is under T sums more than any whose mean
+    over the window is T or more. Across unequal counts of readings it need not: a series that came, left or missed
+    scrapes within the window sums less than the same readings all along would (a pod that came 2 minutes ago at 0 %
+    ranks after one at 2 % all along), and a series read twice per scrape (two exporter pods on one node during a
+    rollout) sums twice. Nor is every series ranked before one in ALARM itself in ALARM: a pod at 0 % but for a busy
+    last period sums more than one at 2 % all along."""
     if settings.agent.pipeline != "otel" or not plan.group or plan.function != "AVG" or comparison not in ("<", "<="):
         return None
     if plan.namespace or plan.metric not in catalog:
@@ -223,6 +228,57 @@ def unused_plan(plan: Plan, comparison: str, catalog: Catalog, settings: Setting
     if whole is None or len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
         return None
     return replace(plan, dims=(*plan.dims, UNUSED_SHARE[0]), complement=whole)
+
+
+# A GROUP BY alarm that judges every reading of each of its periods against a level (MIN() > T: the lowest reading of
+# each period above it) ranked by its own function over the window (MIN() DESC) evaluates, past 500 series, those
+# whose lowest reading over the whole window is highest: a GPU that came within the window hot (no cooler reading yet)
+# ranks before one hot all along, and 500 such newcomers push it out. On the OTel pipeline the agent publishes instead
+# a flag of each reading, 1 where it passes the level and 0 where not (render/agent_otel.level_flags), under the
+# field's name, the alarm's set and a mark whose name says the level (LEVEL_WORDS, level_mark); the alarm reads MIN()
+# of the flags at least 1 in each period (every reading past the level: the same condition) ranked by their SUM()
+# over the window, the most first: the count of readings past the level. See level_plan.
+LEVEL_WORDS = {">": "above", ">=": "at or above"}
+LEVEL_FLAG = "1 past the level"  # the mark's value: the flag is 1 where the reading passes the level, 0 where not
+_LEVEL_MARK = re.compile(r"^(above|at or above) (-?[0-9]+(?:\.[0-9]+)?)$")
+
+
+def level_mark(comparison: str, level: float) -> str:
+    """The name of the mark of a field's flags past `level` (`comparison`: > or >=): e.g. `above 80`."""
+    return f"{LEVEL_WORDS[comparison]} {number(level)}"
+
+
+def marked_level(name: str) -> tuple[str, float] | None:
+    """(comparison, level) of a level mark's name (level_mark), None for any other dimension name."""
+    found = _LEVEL_MARK.match(name)
+    if not found:
+        return None
+    return {words: op for op, words in LEVEL_WORDS.items()}[found[1]], float(found[2])
+
+
+def level_of(dims: tuple[str, ...] | list[str]) -> tuple[str, float] | None:
+    """(comparison, level) of the first level mark of a set, None when it has none."""
+    return next((found for name in dims if (found := marked_level(name))), None)
+
+
+def level_plan(plan: Plan, comparison: str, level: float, periods: int, catalog: Catalog,
+               settings: Settings) -> Plan | None:
+    """The plan of a GROUP BY alarm that judges every reading of each of several periods past a level (MIN() > T or
+    >= T), reading the field's flags past the level (LEVEL_WORDS) instead, on the OTel pipeline; None for any other
+    alarm (one period: the lowest reading of its one period ranks the series breaching first). Its MIN() per period
+    is 1 where every reading passes, so `MIN() > T` is `MIN(flag) >= 1` in every period; its ranking, SUM() DESC, is
+    the count of readings past the level over the alarm's window: of series read once at each scrape of the window,
+    one past it at every reading counts them all and any other fewer (a newcomer hot for one period counts that
+    period's, a GPU cool in any period misses those readings). The agent merges the copies of one reading (MIG
+    instances, pods sharing the GPU) before the flag; two exporter pods on one node during a rollout still count a
+    GPU's readings twice."""
+    if settings.agent.pipeline != "otel" or not plan.group or plan.function != "MIN" or comparison not in LEVEL_WORDS:
+        return None
+    if periods < 2 or plan.namespace or plan.metric not in catalog or plan.divisor != 1:
+        return None
+    if len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
+        return None
+    return replace(plan, dims=(*plan.dims, level_mark(comparison, level)), flagged=(comparison, level))
 
 
 def readings_dimensions(settings: Settings) -> tuple[str, ...]:
@@ -293,6 +349,7 @@ class Plan:
     gpu_series: tuple[str, str] = ("node", "gpu")  # the dimensions that name one GPU (for labels)
     notes: tuple[str, ...] = ()  # how the lines differ from the title on CloudWatch (the dashboard header says it)
     complement: float | None = None  # an alarm's: it reads the field's unused share, this whole less the reading
+    flagged: tuple[str, float] | None = None  # an alarm's: it reads the field's flags past this level (level_plan)
 
     def expression(self, settings: Settings, cluster: Cluster | None, order: str = "DESC",
                    limit: int | None = None) -> str:

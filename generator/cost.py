@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
-from .cloudwatch_query import UNUSED_SHARE, is_query, pod_dimensions, pod_total_kind, readings_dimensions
+from .cloudwatch_query import (UNUSED_SHARE, is_query, level_of, pod_dimensions, pod_total_kind,
+                               readings_dimensions)
 from .errors import InputError
+from .markers import POD_DIMENSION
 from .project import Project
 from .reading import read_json
 from .render.agent import Published, published, selected_metrics
@@ -366,6 +368,11 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         # per GPU instance a pod holds at the scrape (MIG instances' with their profile, on a MIG fleet)
         *(Events(f"a pod GPU's unused share{' (MIG instances)' if mig else ''}", min(copies, pods), len(names),
                  len(names), False) for mig, names in ((False, unused), (True, unused_mig if fleet.mig else []))),
+        # the flags of each reading past a level an alarm judges all its periods' readings by (render/agent_otel
+        # .level_copies): an event per GPU (instance) and scrape, per pod GPU for a set that names the pod
+        *(Events(f"a GPU's flags {next(d for d in dims if level_of((d,)))}",
+                 min(copies, pods) if POD_DIMENSION in dims else gpus, len(names), len(names), False)
+          for dims, names in sorted(what.fields.items()) if level_of(dims) and names),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
         node_series,
         *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),
@@ -677,7 +684,10 @@ def limits(fleet: Fleet) -> list[str]:
                      f"idle longest), on classic those of the lowest mean, where a pod that came within them reading "
                      f"low (still loading) ranks before one idle all along at a few percent and can take its place "
                      f"(alarms.per_pod: static with the long-running pods in alarms.static_pods evaluates each of "
-                     f"them)")
+                     f"them); the temperature-high alarm (gpu-temp-high) on agent.pipeline: otel the "
+                     f"{SERIES_PER_QUERY} GPUs of the most readings above its level over its window (the GPUs hot "
+                     f"longest), on classic those of the highest lowest reading, where a GPU that came within it hot "
+                     f"ranks before one hot all along and can take its place (lint AL017 names such alarms)")
     if max(gpus, pods) > METRICS_PER_QUERY:
         notes.append(f"{max(gpus, pods):,.0f} GPUs or pods per cluster: a query processes the first "
                      f"{METRICS_PER_QUERY:,} metrics it finds; the rest are in no widget or alarm")

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator
 from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
-                                UNUSED_SHARE, dimension_sets, is_query, pod_dimensions)
+                                UNUSED_SHARE, dimension_sets, is_query, level_of, pod_dimensions)
 from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
@@ -746,7 +746,10 @@ def grouped_alarms(subject: LintInput) -> Iterable[Finding]:
             wanted = _ORDER_FOR.get(request.get("ComparisonOperator", ""), "DESC")
             # over a field's unused share (cloudwatch_query.unused_plan) a mean above a level ranks by the share's
             # sum over the window, the most first
+            # over a field's flags past a level (cloudwatch_query.level_plan) the lowest flag at least 1 ranks by the
+            # flags' sum over the window, the most first
             ranked = ("SUM" if query.function == "AVG" and wanted == "DESC" and UNUSED_SHARE[0] in (query.schema or [])
+                      else "SUM" if query.function == "MIN" and wanted == "DESC" and level_of(query.schema or [])
                       else query.function)
             if query.order is None:
                 yield Finding("AL008", "error", _alarm_where(item),

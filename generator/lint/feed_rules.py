@@ -67,8 +67,8 @@ def declarations_complete(subject: LintInput) -> Iterable[Finding]:
 
 def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
     """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor."""
-    from ..render.agent_otel import (FILTER, UNUSED_PREFIX, _unused_fields, blank_conditions, scrape_series,
-                                     total_blank_conditions)
+    from ..render.agent_otel import (FILTER, UNUSED_PREFIX, _level_fields, _unused_fields, blank_conditions,
+                                     level_blank_conditions, scrape_series, total_blank_conditions)
 
     for cluster in subject.clusters():
         agent = subject.agent(cluster)
@@ -81,7 +81,10 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         own = scrape_series(_otel_declarations(agent.otel))  # scrapes without data kept where a declaration publishes them
         unused = blank_conditions(subject.catalog, _unused_fields(subject.catalog, _otel_declarations(agent.otel)),
                                   prefix=UNUSED_PREFIX)  # the copies an alarm's unused share is made of
-        for condition in [*blank_conditions(subject.catalog, published), *totals, *unused, own]:
+        # the copies an alarm's flags past a level are made of
+        levels = level_blank_conditions(subject.catalog,
+                                        _level_fields(subject.catalog, _otel_declarations(agent.otel)))
+        for condition in [*blank_conditions(subject.catalog, published), *totals, *unused, *levels, own]:
             if condition not in filtered:
                 yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {FILTER}",
                               f"the filter lacks `{condition}`: "
@@ -89,6 +92,8 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
                                  "a pod's total holding a blank would be published" if condition in totals else
                                  "the unused share of a blank (100 less it) would reach the idle alarm"
                                  if condition in unused else
+                                 "a blank's flag would pass the level an alarm judges every reading by"
+                                 if condition in levels else
                                  "DCGM's blank values of these fields would reach CloudWatch"))
         yield from _no_data_flag(agent.otel, cluster)
         yield from _processor_order(agent.otel, cluster)
@@ -119,8 +124,8 @@ def _otel_declarations(otel: dict[str, Any]) -> list[dict[str, Any]]:
 def _processor_order(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding]:
     """The pods' totals are made before the blank filter (after it, a sum holds only the GPUs that read a value
     and is published as the pod's whole), the shared counters merged after it (their `max` would take a blank), and
-    the unused shares computed after it (a blank's would pass it)."""
-    from ..render.agent_otel import FILTER, MERGE, PIPELINE, TOTALS, UNUSED
+    the unused shares and the flags past a level computed after it (a blank's would pass it)."""
+    from ..render.agent_otel import FILTER, LEVELS, MERGE, PIPELINE, TOTALS, UNUSED
 
     pipeline = ((otel.get("service") or {}).get("pipelines") or {}).get(PIPELINE)
     order = (pipeline.get("processors") or []) if isinstance(pipeline, dict) else []
@@ -136,6 +141,9 @@ def _processor_order(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding
     if UNUSED in order and order.index(UNUSED) < order.index(FILTER):
         yield Finding("AG005", "error", where, f"{UNUSED} runs before {FILTER}: the unused share of DCGM's blank "
                       "(100 less it) is below every blank floor, and the idle alarm would read it")
+    if LEVELS in order and order.index(LEVELS) < order.index(FILTER):
+        yield Finding("AG005", "error", where, f"{LEVELS} runs before {FILTER}: DCGM's blank would be flagged past the "
+                      "level (1, below every blank floor), and the alarm would read it as a reading past it")
 
 
 def _published(declarations: list[dict[str, Any]], job: str,

@@ -33,6 +33,9 @@ NOTE_RULES = [
                   "(alarms.expected_gpus: none)", _notes("AL011")),
     Rule("AL012", "CloudWatch alarms that do not evaluate GPUs split into MIG instances where their Prometheus rule "
                   "does (a field MIG does not report, whose stand-in alarm cannot be made)", _notes("AL012")),
+    Rule("AL017", "CloudWatch GROUP BY alarms over several periods whose ranking past 500 series can leave out a series "
+                  "breaching in every period (agent.pipeline: classic, the Container Insights add-on, a set of 10 names, "
+                  "a form not ranked by the periods it holds)", _notes("AL017")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
 AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007"})

@@ -29,6 +29,9 @@ counter coming back from one is sent as its whole running total. This pipeline d
   into one series per GPU instance for the per-GPU dimension sets, and keeps each pod's copy for the per-pod
   sets (with exporter.virtual_gpus, the per-GPU sets read a split field's device series, see
   `device_or_copies`); then the pods' totals take their field's name back, published in their own sets;
+* transform/gpudash-unused and transform/gpudash-levels (where an alarm reads them) make the copies that
+  metricstransform/gpudash-pods inserted before the filter a field's unused share (see `unused_shares`) and its flags
+  past a level (see `level_flags`: the GROUP BY alarms that judge every reading of several periods past a level);
 * metricstransform/gpudash first makes, where the fleet's values past 500 GPUs read it, each GPU's reading once per
   scrape of the fields they read, its copies (MIG instances, pods sharing it) merged and marked (see `once_per_gpu`);
 * transform/gpudash (where the alarm per node is made) makes each scrape's scrape_samples_post_metric_relabeling a
@@ -57,7 +60,8 @@ from typing import Any, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, PER_PROCESS_FIELDS, Catalog
-from ..cloudwatch_query import ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE, pod_total_kind
+from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE, marked_level, number,
+                                pod_total_kind)
 from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
@@ -459,7 +463,8 @@ def _marked(dims: list[str] | tuple[str, ...]) -> str | None:
     kind = pod_total_kind(dims)
     if kind:
         return POD_TOTALS[kind][0]
-    return next((mark for mark, _ in (ONCE_PER_GPU, UNUSED_SHARE) if mark in dims), None)
+    return next((mark for mark, _ in (ONCE_PER_GPU, UNUSED_SHARE) if mark in dims), None) or \
+        next((name for name in dims if marked_level(name)), None)
 
 
 def _kept_apart(declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -526,6 +531,77 @@ def unused_shares(catalog: Catalog, fields: dict[str, list[str]]) -> dict[str, A
 def unused_renamed() -> dict[str, Any]:
     """The transform that gives the unused shares their field's name back (last: the merges match the field's name)."""
     return {"include": f"^{re.escape(UNUSED_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
+            "new_name": "${1}"}
+
+
+LEVEL_PREFIX = "gpudash.level."  # a field's flags past a level, `<n>.<field>`, until they take the field's name back
+LEVELS = f"transform/{SUFFIX}-levels"  # the processor that makes a copy's value its flag past the level (level_flags)
+
+
+def _level_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[tuple[str, dict[str, list[str]]]]:
+    """[(a level mark, {field: the labels its flags keep})] of the fields published in a set with a level mark (an
+    alarm judging every reading of several periods past a level: cloudwatch_query.level_plan), marks in their order:
+    the set's other dimensions and the GPU's UUID (and GPU_I_ID for a field MIG reports per instance): the copies of
+    one reading (a device field's MIG instances, the pods sharing a GPU) are one point."""
+    result: dict[str, dict[str, set[str]]] = {}
+    for declaration in declarations:
+        for dims in declaration["dimensions"]:
+            mark = next((name for name in dims if marked_level(name)), None)
+            if mark is None:
+                continue
+            for selector in declaration["metric_name_selectors"]:
+                name = next((m.name for m in catalog if selects(selector, m.name)), None)
+                if name:
+                    result.setdefault(mark, {}).setdefault(name, set()).update(d for d in dims if d != mark)
+    return [(mark, {name: sorted({*labels, GPU_IDENTITY[0],
+                                  *((MIG_INSTANCE_LABEL,) if catalog.get(name).per_instance else ())})
+                    for name, labels in sorted(fields.items())})
+            for mark, fields in sorted(result.items())]
+
+
+def level_copies(levels: list[tuple[str, dict[str, list[str]]]]) -> list[dict[str, Any]]:
+    """metricstransform's inserts (in the processor of the pods' totals, before the blank filter, which drops a copy
+    of a blank by its floor) of each field's copy that becomes its flags past a level: its points that carry every
+    label the set names, one per GPU (instance) and scrape (`max` merges the equal copies of one reading), marked."""
+    return [{"include": f"^{re.escape(name)}$", "match_type": "regexp", "action": "insert",
+             "new_name": f"{LEVEL_PREFIX}{index}.{name}",
+             "experimental_match_labels": {label: ".+" for label in labels
+                                           if label not in (CLUSTER_DIMENSION, *GPU_IDENTITY)},
+             "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"},
+                            {"action": "add_label", "new_label": mark, "new_value": LEVEL_FLAG}]}
+            for index, (mark, fields) in enumerate(levels) for name, labels in fields.items()]
+
+
+def level_blank_conditions(catalog: Catalog, levels: list[tuple[str, dict[str, list[str]]]]) -> list[str]:
+    """The filter's conditions on the flags' copies: a copy of a blank is dropped (its flag would pass any level)."""
+    return [condition for index, (_, fields) in enumerate(levels)
+            for condition in blank_conditions(catalog, fields, prefix=f"{LEVEL_PREFIX}{index}.")]
+
+
+FAILS = {">": "<=", ">=": "<"}  # a reading that does not pass the level (a NaN passes neither: awsemf drops it)
+
+
+def level_flags(levels: list[tuple[str, dict[str, list[str]]]]) -> dict[str, Any]:
+    """The transform processor (after the blank filter) that makes each copy's value its flag: 1.0 where the reading
+    passes the mark's level, 0.0 where not. A datapoint runs the statements in order, a later one reading what an
+    earlier one set: the statement that sets 0.0 first where 0.0 does not pass the level (a level of 0 or more), else
+    the one that sets 1.0 first (1.0 passes every level under 0)."""
+    statements = []
+    for index, (mark, fields) in enumerate(levels):
+        comparison, level = marked_level(mark)
+        copy = (f'IsMatch(metric.name, "^{LEVEL_PREFIX.replace(".", "[.]")}{index}[.]'
+                f'(?:{"|".join(re.escape(n) for n in fields)})$")')
+        literal = number(level) if "." in number(level) else f"{number(level)}.0"
+        passes = f"set(value_double, 1.0) where {copy} and value_double {comparison} {literal}"
+        fails = f"set(value_double, 0.0) where {copy} and value_double {FAILS[comparison]} {literal}"
+        zero_passes = level < 0 if comparison == ">" else level <= 0
+        statements += [passes, fails] if zero_passes else [fails, passes]
+    return {"error_mode": "ignore", "metric_statements": [{"context": "datapoint", "statements": statements}]}
+
+
+def level_renamed() -> dict[str, Any]:
+    """The transform that gives the flags their field's name back (last: the merges match the field's name)."""
+    return {"include": f"^{re.escape(LEVEL_PREFIX)}[0-9]+\\.(.+)$", "match_type": "regexp", "action": "update",
             "new_name": "${1}"}
 
 
@@ -602,24 +678,29 @@ class Pipeline:
         declarations = self.publishes["metric_declarations"]
         totals = pod_totals(catalog, declarations, pod_copies(catalog, settings, declarations, shipped))
         unused = _unused_fields(catalog, declarations)
+        levels = _level_fields(catalog, declarations)
         gauges = retyped(catalog, shipped)
         self.processors = {RETYPE: gauges} if gauges else {}
-        copies = [*unused_copies(unused), *totals]
+        copies = [*unused_copies(unused), *level_copies(levels), *totals]
         self.processors.update({TOTALS: escaped({"transforms": copies})} if copies else {})
         stale = stale_device_readings([n for n in shipped if n in PER_PROCESS_FIELDS]
                                       if settings.exporter.virtual_gpus else [])
         self.processors[FILTER] = {"error_mode": "ignore", "metrics": {"datapoint": [
             *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations),
             *blank_conditions(catalog, unused, prefix=UNUSED_PREFIX),
+            *level_blank_conditions(catalog, levels),
             scrape_series(declarations),
             *stale]}}
         if unused:
             self.processors[UNUSED] = unused_shares(catalog, unused)
+        if levels:
+            self.processors[LEVELS] = level_flags(levels)
         merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
         # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
         merge["transforms"] = [*once_per_gpu(catalog, declarations), *merge["transforms"]]
         merge["transforms"] += [totals_renamed()] if totals else []
         merge["transforms"] += [unused_renamed()] if unused else []
+        merge["transforms"] += [level_renamed()] if levels else []
         if merge["transforms"]:
             self.processors[MERGE] = escaped(merge)
         if samples_published(declarations):

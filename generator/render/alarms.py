@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, OTEL_GAP, Plan, instance_contributors,
-                                unused_plan,
+                                LEVEL_WORDS, level_plan, unused_plan,
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
                                 scrape_seconds)
 from .. import data_missing
@@ -288,6 +288,46 @@ def mig_left_out(project) -> list[tuple[str, str]]:
     return result
 
 
+def ranked_past_500(project) -> list[tuple[str, str]]:
+    """(where, message) of each CloudWatch GROUP BY alarm judged over several periods whose ranking, past the 500
+    series a multi-time-series alarm evaluates, can leave out a series that breaches in every period: it ranks by its
+    own function over the window (cloudwatch_query.unused_plan and level_plan rank the series breaching all along
+    first, on the OTel pipeline, for a share's mean below a level and every reading past one), so series that came
+    within the window (no reading on the other side yet, or fewer observations) can rank before it, and 500 of them
+    leave it out; the data-missing rule's alarm per GPU (agent.pipeline: classic) ranks by the observations, fewest
+    first, where a GPU that came within the window has few."""
+    settings, catalog = project.settings, project.catalog
+    result = []
+    for alarm in project.alarms:
+        if alarm.evaluation_periods < 2:
+            continue
+        try:
+            forms = alarm_forms(alarm, catalog, settings)
+        except Unsupported:
+            continue  # generate refuses it
+        for form in forms:
+            plan_ = form.plan
+            per_gpu = form.kind == "second" and not addon_source(settings) and plan_.metric != data_missing.SAMPLES
+            if (form.kind not in ("insights", "mig") and not per_gpu) or not plan_.group \
+                    or plan_.complement is not None or plan_.flagged:
+                continue
+            comparison = cloudwatch_condition(alarm, settings).comparison
+            why = ("the Container Insights add-on publishes its own metrics" if addon_source(settings) else
+                   "agent.pipeline: classic publishes each reading as scraped (no processor to flag or turn it)"
+                   if settings.agent.pipeline == "classic" else
+                   f"its set [{', '.join(plan_.dims)}] has no room for a mark within the agent's {MAX_DIMENSIONS} names"
+                   if len(plan_.dims) >= MAX_DIMENSIONS else
+                   f"no published form ranks {plan_.function}() {comparison} a level by the periods it holds")
+            what = f"{alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ' (per GPU)' if per_gpu else ''}"
+            rank = plan_.function if per_gpu else _judged(alarm, plan_, settings)[2] or plan_.function
+            result.append((alarm.defined_at,
+                           f"alarm {what} ranks its series by {rank}() "
+                           f"over its {alarm.evaluation_periods} periods: past 500 series, series that came within "
+                           f"the window can rank before one that breaches all along, and 500 of them leave it "
+                           f"unevaluated on CloudWatch ({why})"))
+    return result
+
+
 @dataclass(frozen=True)
 class Form:
     """One kind of CloudWatch alarm a rule makes (per cluster; per Region for a fleet-scope rule)."""
@@ -345,11 +385,16 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     if mig:  # a share below a level: ranked by the unused share's sum over the window (unused_plan)
         mig = (unused_plan(mig[0], comparison, catalog, settings) or mig[0], mig[1])
     plan_ = unused_plan(plan_, comparison, catalog, settings) or plan_
+    # every reading of several periods past a level: ranked by the count of readings past it (level_plan)
+    level = float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
+    plan_ = level_plan(plan_, comparison, level, alarm.evaluation_periods, catalog, settings) or plan_
     return (Form("insights", plan_),) + ((Form("mig", *mig),) if mig else ())
 
 
 def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
     threshold = float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
+    if plan_.flagged:  # the flags past the level (level_plan): every reading of a period past it is a lowest flag of 1
+        return 1.0
     # the unused share (unused_plan): whole - reading, so reading < T is unused > whole - T
     return threshold if plan_.complement is None else plan_.complement - threshold
 
@@ -359,6 +404,8 @@ def _judged(alarm: Alarm, plan_: Plan, settings: Settings) -> tuple[str, str, st
     its threshold, the series nearest it first; over the unused share (unused_plan) the comparison turns round and
     the series rank by the share's SUM over the window, the most first."""
     comparison = cloudwatch_condition(alarm, settings).comparison
+    if plan_.flagged:  # level_plan: the lowest flag at least 1, ranked by the count of readings past the level
+        return ">=", "DESC", "SUM"
     if plan_.complement is None:
         return comparison, ORDER[comparison], None
     turned = {"<": ">", "<=": ">="}[comparison]
@@ -487,11 +534,13 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     condition = cloudwatch_condition(alarm, settings)
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
-    gap = OTEL_GAP if condition.query.as_increase and settings.agent.pipeline != "classic" else ""
+    note = OTEL_GAP if condition.query.as_increase and settings.agent.pipeline != "classic" else ""
     if plan_.complement is not None:  # unused_plan
-        gap = (f"it reads {plan_.complement:g} less each reading above {threshold:g}, ranked by its sum over the "
-               f"window (past 500: the longest idle)")
-    stale = stale_note(alarm, gap)
+        note = (f"it reads {plan_.complement:g} less each reading above {threshold:g}, ranked by its sum over the "
+                f"window (past 500: the longest idle)")
+    if plan_.flagged:  # level_plan
+        note = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0, ranked by their sum"
+    stale = stale_note(alarm, note)
     description = _description(alarm, stale)
     label = alarm.title
     if mig:

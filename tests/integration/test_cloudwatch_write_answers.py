@@ -53,22 +53,22 @@ def test_an_alarm_update_that_did_not_happen_is_a_failure_and_stays_planned(prox
     which is no evidence of the write. It is reported failed, and the next plan still shows the update."""
     proxy, client, apply = proxied
     published()
-    name = "gpudash-gpu-cluster-gpu-temp-high-warning"
+    name = "gpudash-gpu-cluster-gpu-temp-critical-critical"
     tags = client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"]
-    config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
+    config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n"))
     fresh(proxy)
     proxy.inject(fault("PutMetricAlarm", "status", times=ALWAYS, body={}))
     code, report, stderr = apply("--config", config)
     assert code == 3 and [item["name"] for item in report["failed"]] == [name]
     error = report["failed"][0]["error"]
     assert "reports the alarm with other Threshold than were sent" in error, error
-    assert alarms(client)[name]["Threshold"] == 80.0
+    assert alarms(client)[name]["Threshold"] == 87.0
     assert client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"] == tags
     fresh(proxy)
     code, stdout, _ = cli("plan", "--no-grafana", "--config", config)
     assert code == 1 and f"update    cloudwatch alarm {name} [us-east-1]" in stdout
     code, report, _ = apply("--config", config)
-    assert code == 0 and name in report["written"] and alarms(client)[name]["Threshold"] == 70.0
+    assert code == 0 and name in report["written"] and alarms(client)[name]["Threshold"] == 90.0
 
 
 @pytest.mark.parametrize("operation, key", [("DescribeAlarms", "NextToken"), ("ListDashboards", "NextToken"),
@@ -99,7 +99,7 @@ def test_a_listing_whose_next_page_token_repeats_fails_at_once(proxied, publishe
     assert f"CloudWatch answered {operation} in us-east-1 with a next-page token it gave before" in stderr
 
 
-NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
+NAME = "gpudash-gpu-cluster-gpu-temp-critical-critical"
 
 
 def _garbled(operation: str, change):
@@ -246,7 +246,7 @@ def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_g
     # (settled: the one cluster's objects record it alone, so the prune below writes only its deletes)
     published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     retired_alarms = sorted(n for n in alarms(client) if other_cluster(n))
-    config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
+    config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n"))
 
     done = threading.Event()
     lock = threading.Lock()
@@ -270,7 +270,7 @@ def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_g
     code, report, stderr = apply("--prune", "--removed-cluster", "other", "--config", config)
     assert code == 0, stderr
     assert report["failed"] == [] and len(report["written"]) == 3  # the threshold: one alarm, two dashboards
-    assert alarms(client)["gpudash-gpu-cluster-gpu-temp-high-warning"]["Threshold"] == 70.0
+    assert alarms(client)["gpudash-gpu-cluster-gpu-temp-critical-critical"]["Threshold"] == 90.0
     assert not any(other_cluster(n) for n in [*alarms(client), *_dashboards(client)])
 
 
@@ -278,7 +278,7 @@ def test_a_not_found_answer_to_a_delete_of_an_object_still_there_is_a_failure(pr
     proxy, client, apply = proxied
     # (settled: the one cluster's objects record it alone, so the prune below writes only its deletes)
     published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
-    config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
+    config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n"))
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, times=ALWAYS),
                  fault("DeleteDashboards", "status", status=404, body=NOT_FOUND, times=ALWAYS))
@@ -356,8 +356,8 @@ def test_a_retired_object_a_person_deletes_between_two_attempts_is_not_claimed_w
 
 
 GARBLED = b"<html>busy</html>"
-NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
-WARMER = "thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"
+NAME = "gpudash-gpu-cluster-gpu-temp-critical-critical"
+WARMER = "thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n"
 
 
 def _tags(client, name):
@@ -370,7 +370,7 @@ def test_a_write_whose_last_attempt_lands_with_an_answer_that_is_not_one_is_read
                                                                                       api):
     """An update; five attempts of `api` are throttled (not made), the sixth reaches CloudWatch (made) and comes back
     200 with a page that is not an API answer. Nothing read it back: PutMetricAlarm was reported not written while
-    the alarm held 70; TagResource said "its tags were not written: gpudash:sha256 still holds the evidence of
+    the alarm held 90; TagResource said "its tags were not written: gpudash:sha256 still holds the evidence of
     gpudash's earlier write" while it held the new one. A 2xx that is neither the write's answer nor an error document
     may have been made: it is read back, and shows the write made."""
     proxy, client, apply = proxied
@@ -381,7 +381,7 @@ def test_a_write_whose_last_attempt_lands_with_an_answer_that_is_not_one_is_read
                  fault(api, "body", times=1, body=GARBLED, naming=naming))
     code, report, stderr = apply("--config", str(project_dir(WARMER)))
     assert code == 0 and NAME in report["written"] and report["failed"] == [], report["failed"]
-    assert alarms(client)[NAME]["Threshold"] == 70.0 and _tags(client, NAME)["gpudash:sha256"] != before
+    assert alarms(client)[NAME]["Threshold"] == 90.0 and _tags(client, NAME)["gpudash:sha256"] != before
 
 
 def test_a_delete_whose_last_attempt_lands_with_an_answer_that_is_not_one_is_read_back(proxied, published,
@@ -459,7 +459,7 @@ def test_a_write_cloudwatch_makes_then_answers_internal_failure_is_listed_writte
     fresh(proxy)
     proxy.inject(fault("PutMetricAlarm", "gateway", status=500, body=INTERNAL, naming=NAME))
     code, report, stderr = apply("--config", str(project_dir(WARMER)))
-    assert alarms(client)[NAME]["Threshold"] == 70.0
+    assert alarms(client)[NAME]["Threshold"] == 90.0
     assert NAME in report["written"], (code, report, stderr)
 
 

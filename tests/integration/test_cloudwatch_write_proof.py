@@ -16,9 +16,9 @@ from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault,
                                             threshold_lowered, without_query_periods)
 from tests.support.fault_proxy import Rule
 
-NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
+NAME = "gpudash-gpu-cluster-gpu-temp-critical-critical"
 DASHBOARD = "gpudash-gpu-cluster-health"
-WARMER = "thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"
+WARMER = "thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n"
 
 
 def _dashboards(client):
@@ -43,7 +43,7 @@ def test_an_alarm_update_not_made_whose_read_back_fails_is_a_failure_without_evi
     assert NAME not in report["written"] and NAME in [item["name"] for item in report["failed"]]
     error = next(item["error"] for item in report["failed"] if item["name"] == NAME)
     assert "could not be read back to show the write took effect" in error, error
-    assert alarms(client)[NAME]["Threshold"] == 80.0 and _tags(client, NAME) == tags
+    assert alarms(client)[NAME]["Threshold"] == 87.0 and _tags(client, NAME) == tags
     fresh(proxy)
     code, stdout, _ = cli("plan", "--no-grafana", "--config", config)
     assert code == 1 and f"update    cloudwatch alarm {NAME} [us-east-1]" in stdout and "--force" not in stdout
@@ -260,7 +260,7 @@ TAGGING_DENIED = {"__type": "AccessDeniedException", "message": "not authorized 
 def test_an_alarm_update_whose_tag_write_is_denied_is_written_and_its_tags_failed(proxied, published, project_dir,
                                                                                    cli):
     """PutMetricAlarm lands and is read back as sent, then TagResource is denied: the alarm is reported written
-    (it is: 70 live), and its tag write failed, with what that means next time and the permission; exit 3."""
+    (it is: 90 live), and its tag write failed, with what that means next time and the permission; exit 3."""
     proxy, client, apply = proxied
     published()
     tags = _tags(client, NAME)
@@ -269,7 +269,7 @@ def test_an_alarm_update_whose_tag_write_is_denied_is_written_and_its_tags_faile
     proxy.inject(fault("TagResource", "status", times=ALWAYS, status=400, body=TAGGING_DENIED))
     code, report, stderr = apply("--config", config)
     assert code == 3 and "Traceback" not in stderr
-    assert alarms(client)[NAME]["Threshold"] == 70.0 and _tags(client, NAME) == tags
+    assert alarms(client)[NAME]["Threshold"] == 90.0 and _tags(client, NAME) == tags
     assert NAME in report["written"]
     failed = next(item for item in report["failed"] if item["name"] == NAME)
     assert failed["written"] is True
@@ -286,7 +286,7 @@ def test_an_alarm_update_whose_tag_write_is_answered_but_not_made_is_written_and
         proxied, published, project_dir):
     """PutMetricAlarm lands and is read back as sent, then TagResource is answered `{}` without tagging: it was
     reported done (exit 0) with gpudash:sha256 still naming the earlier write. The tag write is read back now: the
-    alarm is written (70 live) and its tag write failed, as when TagResource is denied (exit 3)."""
+    alarm is written (90 live) and its tag write failed, as when TagResource is denied (exit 3)."""
     proxy, client, apply = proxied
     published()
     tags = _tags(client, NAME)
@@ -295,7 +295,7 @@ def test_an_alarm_update_whose_tag_write_is_answered_but_not_made_is_written_and
     proxy.inject(fault("TagResource", "status", times=ALWAYS, body={}))
     code, report, stderr = apply("--config", config)
     assert code == 3 and "Traceback" not in stderr
-    assert alarms(client)[NAME]["Threshold"] == 70.0 and _tags(client, NAME) == tags
+    assert alarms(client)[NAME]["Threshold"] == 90.0 and _tags(client, NAME) == tags
     failed = next(item for item in report["failed"] if item["name"] == NAME)
     assert NAME in report["written"] and failed["written"] is True
     assert "its tags were not written" in failed["error"] and "does not carry the tags sent" in failed["error"], failed
@@ -479,7 +479,7 @@ def test_a_read_back_that_is_not_a_valid_answer_is_a_failure_and_the_writes_made
                                                                                             project_dir, field, garble):
     """Review s14-review1: an alarm's read-back (DescribeAlarms) answers it with a dimension without its Name (the
     API's model requires it); only AlarmName/AlarmArn were checked and ownership.alarm_fields read d["Name"]: seen
-    "internal error: KeyError: 'Name'", exit 4, no report, after two dashboards and the alarm (70) were written.
+    "internal error: KeyError: 'Name'", exit 4, no report, after two dashboards and the alarm (90) were written.
     Expected: a remote failure (exit 3) for that alarm, and a report listing the dashboards as written. (The update's
     own read of its fields right before its write gets the garbled answer too: nothing is written to the alarm.) So
     too an alarm's Threshold a string, or an action not a string (the model: a double, a list of strings), which
@@ -500,7 +500,7 @@ def test_a_read_back_that_is_not_a_valid_answer_is_a_failure_and_the_writes_made
     assert code == 3 and "internal error" not in stderr, stderr
     assert DASHBOARD in report["written"], report
     assert NAME in {item["name"] for item in report["failed"]}, report
-    assert alarms(client)[NAME]["Threshold"] == 80.0  # not an answer before its write: not written
+    assert alarms(client)[NAME]["Threshold"] == 87.0  # not an answer before its write: not written
 
 
 class _Lagging(Rule):

@@ -15,7 +15,7 @@ from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, CreateOrder, D
 from tests.support.fault_proxy import Rule
 from tests.support.cloudwatch_world import aws, moto, proxied, published  # noqa: F401 (fixtures)
 
-NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
+NAME = "gpudash-gpu-cluster-gpu-temp-critical-critical"
 DASHBOARD = "gpudash-gpu-cluster-health"
 RETIRED = "gpudash-other-gpu-temp-high-warning"
 
@@ -122,34 +122,34 @@ def test_a_persons_tag_change_between_two_attempts_of_a_tag_write_is_not_overwri
 
     proxy.inject(fault("TagResource", "status", status=503, body={"__type": "ServiceUnavailable"},
                        callback=lambda: taken_over(client, NAME)))
-    warning = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n")
+    warning = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n")
     code, report, stderr = apply("--config", str(warning))
     errors = {item["name"]: item["error"] for item in report["failed"]}
     assert code == 3 and NAME in report["written"] and list(errors) == [NAME], stderr
     assert "was to be sent again, but read again first" in errors[NAME] and \
         "changed by someone else meanwhile" in errors[NAME], errors
-    assert _tags(client, NAME) == {**before, "ManagedBy": "team-ml"} and alarms(client)[NAME]["Threshold"] == 70.0
+    assert _tags(client, NAME) == {**before, "ManagedBy": "team-ml"} and alarms(client)[NAME]["Threshold"] == 90.0
 
 
 def test_a_persons_takeover_between_two_attempts_of_an_alarm_update_is_not_overwritten(proxied, published,
                                                                                        project_dir):
-    """An update (threshold 80 -> 70): the first PutMetricAlarm is answered 503 (not made) and before the retry a
+    """An update (threshold 87 -> 90): the first PutMetricAlarm is answered 503 (not made) and before the retry a
     person gives the alarm to their team (ManagedBy=team-ml), its fields untouched. The look before the retry read
-    the fields only: the resend wrote 70 onto the person's alarm, gpudash's evidence was tagged onto it, reported
+    the fields only: the resend wrote 90 onto the person's alarm, gpudash's evidence was tagged onto it, reported
     written, exit 0. Now the look reads the alarm's tags too: neither as before nor as sent, so it is not sent
-    again; reported not overwritten (exit 3); the alarm keeps 80, the person's owner and gpudash's old evidence."""
+    again; reported not overwritten (exit 3); the alarm keeps 87, the person's owner and gpudash's old evidence."""
     proxy, client, apply = proxied
     published()
     before = _tags(client, NAME)
     proxy.inject(fault("PutMetricAlarm", "status", status=503, body={"__type": "ServiceUnavailable"}, naming=NAME,
                        callback=lambda: taken_over(client, NAME)))
-    code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, "
-                                                             "critical: 87}\n")))
+    code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, "
+                                                             "critical: 90}\n")))
     errors = {item["name"]: item["error"] for item in report["failed"]}
     assert code == 3 and NAME not in report["written"] and list(errors) == [NAME], stderr
     assert "was to be sent again, but read again first" in errors[NAME] and \
         "changed by someone else meanwhile" in errors[NAME] and "not overwritten" in errors[NAME], errors
-    assert alarms(client)[NAME]["Threshold"] == 80.0 and _tags(client, NAME) == {**before, "ManagedBy": "team-ml"}
+    assert alarms(client)[NAME]["Threshold"] == 87.0 and _tags(client, NAME) == {**before, "ManagedBy": "team-ml"}
 
 
 def test_a_persons_tag_change_between_two_attempts_of_an_alarm_delete_is_not_deleted(proxied, published,
@@ -237,7 +237,7 @@ def test_a_console_edit_made_during_the_previous_alarms_tag_write_is_not_overwri
 
 
 def test_a_takeover_after_an_updates_fields_are_written_gets_no_evidence_tagged(proxied, published, project_dir):
-    """An update (threshold 80 -> 70): PutMetricAlarm lands, and right after it a person gives the alarm to their team
+    """An update (threshold 87 -> 90): PutMetricAlarm lands, and right after it a person gives the alarm to their team
     (ManagedBy=team-ml), before gpudash's TagResource with the evidence of this write. That TagResource was sent on
     the tags read before PutMetricAlarm: gpudash's new gpudash:sha256 went onto the person's alarm, reported written,
     exit 0. Now the alarm's own tags are read right before the TagResource: changed, so nothing is tagged; the
@@ -251,14 +251,14 @@ def test_a_takeover_after_an_updates_fields_are_written_gets_no_evidence_tagged(
         return body
 
     proxy.inject(fault("PutMetricAlarm", "rewrite", naming=NAME, callback=person))
-    code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, "
-                                                             "critical: 87}\n")))
+    code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, "
+                                                             "critical: 90}\n")))
     failed = {item["name"]: item for item in report["failed"]}
     assert code == 3 and NAME in report["written"] and list(failed) == [NAME], stderr
     assert failed[NAME]["written"] is True
     assert "ManagedBy=gpudash tag was removed or changed by someone else" in failed[NAME]["error"], failed
     assert "gpudash's evidence was not tagged onto it" in failed[NAME]["error"], failed
-    assert _tags(client, NAME) == {**before, "ManagedBy": "team-ml"} and alarms(client)[NAME]["Threshold"] == 70.0
+    assert _tags(client, NAME) == {**before, "ManagedBy": "team-ml"} and alarms(client)[NAME]["Threshold"] == 90.0
     assert [op for op in proxy.operations if op == "TagResource"] == []
 
 
@@ -451,8 +451,8 @@ def test_a_takeover_just_before_an_updates_write_lands_is_reported_as_what_it_ma
     proxy, client, apply = proxied
     published()
     proxy.inject(fault("PutMetricAlarm", "before", naming=NAME, callback=lambda: taken_over(client, NAME)))
-    code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, "
-                                                             "critical: 87}\n")))
+    code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, "
+                                                             "critical: 90}\n")))
     failed = {item["name"]: item for item in report["failed"]}
     assert code == 3 and list(failed) == [NAME] and failed[NAME]["written"] is True, stderr
     assert "since they were read right before its fields were written" in failed[NAME]["error"], failed
@@ -494,7 +494,7 @@ def test_an_object_another_publisher_writes_between_two_attempts_is_not_listed_a
     assert rule.times == 0 and code == 0 and report["failed"] == [], (report["failed"], stderr)
     assert name not in report["written"] and len(report["written"]) == 14, report["written"]
     if kind == "alarm":
-        assert alarms(client)[NAME]["Threshold"] == 80.0
+        assert alarms(client)[NAME]["Threshold"] == 87.0
     else:
         assert DASHBOARD in [d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"]]
 

@@ -545,7 +545,10 @@ def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
     util = [2.0 if k % 2 == 0 else 6.0 for k in range(80)]
     gpu = (("ClusterName", "gpu-cluster"), ("gpu", "0"), ("node", "node-1"))
     pod = (("ClusterName", "gpu-cluster"), ("gpu", "0"), ("namespace", "ml"), ("pod", "idle-0"))
-    points = [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_TEMP", gpu, 30.0 * k, v)
+    # as the agent publishes them for the temperature-high alarm: each reading's flag, 1 above 80 and 0 not
+    # (agent_otel.level_flags)
+    points = [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_TEMP",
+                        tuple(sorted((*gpu, ("above 80", "1 past the level")))), 30.0 * k, float(v > 80))
               for k, v in enumerate(temp)]
     # as the agent publishes them for the idle alarm: each reading's unused share, 100 less it (agent_otel.unused_shares)
     points += [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_UTIL", (*pod, ("share", "unused")),

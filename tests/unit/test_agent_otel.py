@@ -48,14 +48,17 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
     names = [n for section in ("receivers", "processors", "exporters") for n in otel[section]]
     names += list(otel["service"]["pipelines"])
     # no clash with the agent's own pipelines: every name's suffix is gpudash's
-    assert names and all(n.split("/", 1)[1] in ("gpudash", "gpudash-pods", "gpudash-unused") for n in names)
+    assert names and all(n.split("/", 1)[1] in ("gpudash", "gpudash-pods", "gpudash-unused", "gpudash-levels")
+                         for n in names)
     (pipeline,) = otel["service"]["pipelines"].values()
-    # the pods' totals (and the copies of the idle alarms' utilization) are made before the blank filter (a sum
-    # holding a blank is dropped whole), the unused share of a reading after it, the merge of a shared GPU's counters
-    # after it (its `max` would take a blank)
+    # the pods' totals (and the copies of the idle alarms' utilization and of the temperature-high alarm's
+    # temperature) are made before the blank filter (a sum holding a blank is dropped whole), the unused share and
+    # the flag past the level of a reading after it, the merge of a shared GPU's counters after it (its `max` would
+    # take a blank)
     assert pipeline == {"receivers": ["prometheus/gpudash"],
                         "processors": ["metricstransform/gpudash-pods", "filter/gpudash", "transform/gpudash-unused",
-                                       "metricstransform/gpudash", "transform/gpudash", "batch/gpudash"],
+                                       "transform/gpudash-levels", "metricstransform/gpudash", "transform/gpudash",
+                                       "batch/gpudash"],
                         "exporters": ["awsemf/gpudash"]}
     emf = otel["exporters"]["awsemf/gpudash"]
     assert (emf["namespace"], emf["log_group_name"], emf["region"], emf["dimension_rollup_option"]) == (
@@ -93,13 +96,14 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
             # and the points it makes at the agent in sets of their own, where the JSON path reads the field itself:
             # a GPU's readings once per scrape ([ClusterName, readings], the fleet's values past 500 GPUs; classic
             # reads [ClusterName]) and a share's unused share (the idle alarms' sets and `share`)
-            made = [d for d in emf["metric_declarations"] if {"readings", "share"} & set(d["dimensions"][0])]
+            made = [d for d in emf["metric_declarations"] if {"readings", "share"} & set(d["dimensions"][0])
+                    or "above 80" in d["dimensions"][0]]
             assert {tuple(d["dimensions"][0]) for d in made} >= {("ClusterName", "readings")}
 
             def read_as(declarations, dims_of, selectors_of) -> dict:
                 result: dict = {}
                 for d in declarations:
-                    dims = tuple(x for x in dims_of(d) if x not in ("readings", "share"))
+                    dims = tuple(x for x in dims_of(d) if x not in ("readings", "share", "above 80"))
                     result.setdefault(dims, set()).update(selectors_of(d))
                 return result
             assert read_as([d for d in emf["metric_declarations"] if d not in totals + up],
@@ -107,8 +111,8 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
                 classic["metric_declaration"], lambda d: d["dimensions"][0],
                 lambda d: [s for s in d["metric_selectors"] if "GPU_I_ID" not in d["dimensions"][0] or s not in device])
             assert {tuple(d["dimensions"][0][-2:]) for d in totals} == {("pod", "pod_total"), ("pod", "pod_gpus")}
-            assert all(d["label_matchers"] == [{"label_names": ["pod_gpus", "pod_total", "readings", "share"],
-                                                "separator": ";", "regex": "^;;;$"}]
+            assert all(d["label_matchers"] == [{"label_names": ["above 80", "pod_gpus", "pod_total", "readings",
+                                                                "share"], "separator": ";", "regex": "^;;;;$"}]
                        for d in emf["metric_declarations"] if d not in totals + made)
             assert {d["metric_name"]: d["unit"] for d in emf["metric_descriptors"]} == classic["metric_unit"]
             assert emf["log_group_name"] == prometheus["log_group_name"]
@@ -246,9 +250,16 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
     assert sorted(plain(p, 100.0 - p.value) for p in share) == sorted(
         plain(p) for p in classic if (p.metric, tuple(p.dims())) in
         {(q.metric, tuple(k for k in q.dims() if k != "share")) for q in share})
+    # and the temperature-high alarm's flags past its level (1 above 80 °C, 0 not; once per GPU and scrape)
+    level = [p for p in otel if "above 80" in p.dims()]
+    assert level and sorted(set((p.metric, tuple(d for d in p.dimensions if d[0] != "above 80"), p.timestamp, p.value)
+                                for p in level)) == sorted(set(
+        (p.metric, p.dimensions, p.timestamp, float(p.value > 80)) for p in classic
+        if (p.metric, tuple(p.dims())) in {(q.metric, tuple(k for k in q.dims() if k != "above 80")) for q in level}))
     published_sets = {(p.metric, tuple(p.dims())) for p in otel}
     replaced = {p for p in classic if (p.metric, tuple(p.dims())) not in published_sets}
-    left_out, instances = set(totals) | set(flags) | set(once) | set(share), set(per_instance) | replaced
+    left_out = set(totals) | set(flags) | set(once) | set(share) | set(level)
+    instances = set(per_instance) | replaced
     assert totals and [p for p in otel if p not in left_out] == [p for p in classic if p not in instances]
 
 
@@ -315,7 +326,7 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     otel, classic = (estimates(load_project(project_dir(s)), fleet) for s in ("", CLASSIC))
     # OTel's per-node metric: counted per GPU; and the temperature per cluster twice on OTel (the data-missing
     # alarm's [ClusterName] and a GPU's readings once, [ClusterName, readings])
-    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus - 1
+    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus - 1 - fleet.gpus  # and a GPU's temperature flags
     assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
     costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
     assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \
@@ -361,6 +372,21 @@ def test_a_filter_that_lets_a_blanks_unused_share_through_fails():
     (finding,) = _findings(_edited(load_project(), _filter_without("unused")), "AG005")
     assert "the unused share of a blank (100 less it) would reach the idle alarm" in finding.message
     assert "DCGM_FI_DEV_GPU_UTIL" in finding.message and finding.severity == "error"
+
+
+def test_a_filter_that_lets_a_blanks_flag_past_a_level_through_or_runs_after_the_flags_fails():
+    """A blank's copy made a flag would read 1 (9.2e18 is above every level): the temperature-high alarm would read a
+    blank as a hot reading."""
+    (finding,) = _findings(_edited(load_project(), _filter_without("level")), "AG005")
+    assert "a blank's flag would pass the level an alarm judges every reading by" in finding.message
+    assert "DCGM_FI_DEV_GPU_TEMP" in finding.message and finding.severity == "error"
+
+    def levels_first(otel):
+        (pipeline,) = otel["service"]["pipelines"].values()
+        pipeline["processors"].remove("transform/gpudash-levels")
+        pipeline["processors"].insert(0, "transform/gpudash-levels")
+    (finding,) = _findings(_edited(load_project(), levels_first), "AG005")
+    assert "transform/gpudash-levels runs before filter/gpudash" in finding.message
 
 
 def test_a_filter_that_lets_a_pods_blank_sum_through_or_runs_before_the_totals_fails():

@@ -117,8 +117,13 @@ def test_the_filter_drops_exactly_the_blank_readings(otel_fleet):
                if name.startswith("DCGM_")}
     # and the scrape's own series, as the JSON path's scraper drops them: no log event is made of them (but each
     # scrape's kept sample count, published per node as a flag for the data-missing rule's second alarm)
-    assert {name for name, _, _ in agent.dropped if not name.startswith(("DCGM_", "gpudash.pod.", "gpudash.unused."))} \
+    assert {name for name, _, _ in agent.dropped
+            if not name.startswith(("DCGM_", "gpudash.pod.", "gpudash.unused.", "gpudash.level."))} \
         == {"up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added"}
+    # and the copy of a blank temperature the temperature-high alarm's flag would be made of (a blank is above 80)
+    assert {(name, labels["node"], labels["gpu"], value) for name, labels, value in agent.dropped
+            if name.startswith("gpudash.level.")} == {
+        ("gpudash.level.0.DCGM_FI_DEV_GPU_TEMP", *map(str, NEVER_READ), float(NOT_SUPPORTED))}
     # and the copy of a blank utilization the idle alarm's unused share would be made of (100 - a blank: far below 0)
     assert {(name, labels["gpu"], value) for name, labels, value in agent.dropped
             if name.startswith("gpudash.unused.")} <= {

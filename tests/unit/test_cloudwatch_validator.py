@@ -191,6 +191,20 @@ def test_broken_alarm_is_rejected_precisely(good, case):
     assert any(f.rule == rule and fragment in f.message for f in findings), findings
 
 
+def test_flags_past_a_level_rank_by_their_sum_only_over_a_set_marked_with_the_level(good):
+    """The temperature-high alarm reads its flags past the level (the lowest of a period at least 1) ranked by their
+    sum over the window (level_plan): lint takes it; the same ranking over the temperature itself, or ranked by its
+    own MIN(), errs."""
+    (hot,) = [a for a in good.alarms if "gpu-temp-high" in a.request["AlarmName"]]
+    assert not [f for f in run(RULES, _only(good, (), (hot,))) if f.rule == "AL008"]
+    for old, new, said in (('"gpu", "above 80")', '"gpu")', "ORDER BY SUM DESC"),
+                           ("ORDER BY SUM()", "ORDER BY MIN()", "ORDER BY MIN DESC")):
+        item = copy.deepcopy(hot)
+        item.request["Metrics"][0]["Expression"] = item.request["Metrics"][0]["Expression"].replace(old, new)
+        findings = [f for f in run(RULES, _only(good, (), (item,))) if f.rule == "AL008"]
+        assert findings and said in findings[0].message, findings
+
+
 def test_duplicate_names_and_quota(good):
     item = good.alarms[0]
     duplicated = _only(good, (), (item, item))
