@@ -24,6 +24,10 @@ SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
 PUBLIC_DASHBOARD_NOT_FOUND = "publicdashboards.notFound"  # Grafana's messageId: the dashboard has no public dashboard
 ANNOTATIONS_READ = 100  # a dashboard's annotations counted before a delete (one more is read: "100+" means more)
 PLAYLISTS_READ = 1000  # playlists listed in one answer (Grafana's list has no pages: a full one may hold more)
+# From Grafana 11, GET /api/playlists lists through Grafana's resource API, which ignores `limit` and answers one page,
+# dropping its continue token: 100 from the SQL store (legacy storage's default page), 50 from unified storage's.
+# An answer of exactly one such page may hold only some of the playlists.
+PLAYLIST_PAGES = (50, 100)
 # What each refusal means for a user: (message, what to do).
 _STATUS_MESSAGES = {
     400: ("Grafana rejected the request (400): {message}", "run `gpudash lint`; check the folder uid and dashboard uid"),
@@ -478,7 +482,8 @@ class GrafanaClient:
 
     def playlists(self) -> list[dict[str, Any]]:
         """Every playlist of the organization (GET /api/playlists), without items. Grafana's list has no pages: an
-        answer holding PLAYLISTS_READ of them may hold only some, and is not read as all of them."""
+        answer holding PLAYLISTS_READ of them, or exactly one of the pages newer Grafana cuts it to (PLAYLIST_PAGES),
+        may hold only some, and is not read as all of them."""
         what = "playlists"
         found = self._request("GET", "/api/playlists", what=what, params={"limit": PLAYLISTS_READ})
         ok = isinstance(found, list) and all(isinstance(p, dict) and isinstance(p.get("uid"), str) and p["uid"]
@@ -487,6 +492,10 @@ class GrafanaClient:
         if len(found) >= PLAYLISTS_READ:
             raise InvalidAnswer(f"Grafana listed {len(found)} playlists, the most one answer holds: the rest cannot "
                                 "be read", where=what, hint="delete playlists no one uses, or prune with --force")
+        if len(found) in PLAYLIST_PAGES:
+            raise InvalidAnswer(f"Grafana listed exactly {len(found)} playlists, one page of the list Grafana 11 and "
+                                "later answer without the rest: more may exist", where=what,
+                                hint="check the playlists in Grafana (Dashboards, Playlists), then prune with --force")
         return found
 
     def playlist(self, uid: str) -> dict[str, Any] | None:

@@ -124,6 +124,36 @@ def test_a_full_list_of_playlists_is_not_read_as_all_of_them(grafana, run, tmp_p
     assert "Grafana listed 1000 playlists, the most one answer holds" in stdout, stdout
 
 
+@pytest.mark.parametrize("page", [100, 50], ids=["SQL store", "unified storage"])
+def test_one_page_of_playlists_from_grafana_11_is_not_read_as_all_of_them(grafana, run, tmp_path, page):
+    """From Grafana 11 the playlist list answers one page (100 from the SQL store, 50 from unified storage) whatever
+    the limit asked, and drops the rest. Bob's "NOC wall", the 110th playlist, picks the retired dashboard by id: a
+    prune that read the first page as all of them deleted the dashboard and, with it, Bob's item. Refused without
+    --force, saying why; the dashboard and the item stay."""
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    grafana.state.playlist_page = page
+    for n in range(109):
+        grafana.playlist(f"rotation {n}", [("dashboard_by_tag", "gpu")])
+    own_id = str(grafana.state.dashboards[TEAM]["id"])
+    grafana.playlist("NOC wall", [("dashboard_by_id", own_id)])
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
+    assert grafana.state.playlists[-1]["items"] == [{"type": "dashboard_by_id", "value": own_id}]
+    assert f"Grafana listed exactly {page} playlists" in stdout, stdout
+
+
+@pytest.mark.parametrize("page", [100, 50], ids=["SQL store", "unified storage"])
+def test_fewer_playlists_than_one_page_are_read_as_all_of_them(grafana, run, tmp_path, page):
+    """Control: fewer playlists than Grafana's page are all of them (a page is cut only where it is full): none picks
+    the retired dashboard, which is pruned without --force."""
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    grafana.state.playlist_page = page
+    for n in range(page - 1):
+        grafana.playlist(f"rotation {n}", [("dashboard_by_tag", "gpu")])
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
+
+
 @pytest.mark.parametrize("made, said", [
     (lambda g: g.permit(TEAM, 2, user="carol"), "given permissions on it since the plan (user carol: Edit); not deleted"),
     (lambda g: g.playlist("night shift", [("dashboard_by_uid", TEAM)]),

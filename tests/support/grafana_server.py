@@ -108,6 +108,10 @@ class State:
     # it, and Grafana's delete of the dashboard deletes it too
     public: dict[str, dict[str, Any]] = field(default_factory=dict)
     public_api: bool = True  # False: a Grafana without the public dashboards API (its route answers 404 "Not found")
+    # None: GET /api/playlists answers up to `limit` (Grafana 10 and before: default 1000). A number: the one page
+    # Grafana 11 and later answer whatever the limit (the list goes through the resource API, whose continue token the
+    # legacy route drops): 100 from the SQL store's default page, 50 from unified storage's
+    playlist_page: int | None = None
     # dashboard uid -> its own permissions (managed: not the folder's), as Grafana keeps them: the creating account's
     # Admin (setDefaultPermissions), then what people set in Dashboard settings, Permissions. Grafana's delete of the
     # dashboard deletes them (permission WHERE scope = dashboards:uid:<uid>, dashboard_acl)
@@ -539,8 +543,9 @@ class GrafanaTestServer(LoopbackServer):
         return 200, [e for e in answer if readable(e)], path
 
     def _playlists(self, query: dict[str, list[str]]):
-        """GET /api/playlists: the organization's playlists (no items), at most `limit` (Grafana's default 1000)."""
-        limit = int(query.get("limit", ["0"])[0]) or 1000
+        """GET /api/playlists: the organization's playlists (no items), at most `limit` (Grafana's default 1000), or
+        the first page only where the state says Grafana cuts the list (playlist_page)."""
+        limit = self.state.playlist_page or int(query.get("limit", ["0"])[0]) or 1000
         return 200, [{k: p[k] for k in ("id", "uid", "name", "interval")} for p in self.state.playlists][:limit], \
             "/playlists"
 
