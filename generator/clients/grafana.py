@@ -24,9 +24,10 @@ SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
 PUBLIC_DASHBOARD_NOT_FOUND = "publicdashboards.notFound"  # Grafana's messageId: the dashboard has no public dashboard
 ANNOTATIONS_READ = 100  # a dashboard's annotations counted before a delete (one more is read: "100+" means more)
 PLAYLISTS_READ = 1000  # playlists listed in one answer (Grafana's list has no pages: a full one may hold more)
-# From Grafana 11, GET /api/playlists lists through Grafana's resource API, which ignores `limit` and answers one page,
-# dropping its continue token: 100 from the SQL store (legacy storage's default page), 50 from unified storage's.
-# An answer of exactly one such page may hold only some of the playlists.
+# From Grafana 11, GET /api/playlists lists through Grafana's resource API (pkg/api/playlist.go, playlistK8sHandler),
+# which asks no limit, ignores the caller's, and drops the list's continue token: Grafana 11's SQL store then answers
+# its default page of 100 (pkg/registry/apps/playlist legacy_storage.go); 50 is the page unified storage was seen to
+# answer (its source not read). An answer of exactly one such page may hold only some of the playlists.
 PLAYLIST_PAGES = (50, 100)
 # What each refusal means for a user: (message, what to do).
 _STATUS_MESSAGES = {
