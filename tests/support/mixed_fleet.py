@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from statistics import mean
 
+from generator.promql import taken_within
+
 NOT_SUPPORTED = "9223372036854775794"  # DCGM's int64 "not supported" sentinel
 
 GAUGES = ("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
@@ -285,24 +287,37 @@ def moving(fleet: tuple[Node, ...] = FLEET) -> tuple[str, ...]:
                  if any(len(i.pods()) > 1 for i in gpu.instances))
 
 
+def read_at_a_step(selector: str, window: int) -> str:
+    """Per series of `selector`, the whole-second steps of the `window` seconds up to the instant that read it (a
+    sample within the step's last second, no staleness marker since): what the alerts judged at 1 s steps see."""
+    return f"count_over_time(({selector} and {taken_within(selector, 1)})[{window}s:1s])"
+
+
 def settled_time(prometheus, window: int, series: int, timeout: float = 120, fleet: tuple[Node, ...] = FLEET,
                  named: int = 0) -> int:
     """The latest whole second T at which each of the `series` counter series of GPUs whose series do not move
     (`moving`) has a sample at T and samples back to the start of a `window`-second range ending at T: a rate over
     that range extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike); and
-    where `named` is given, `named` series of the moving GPUs' (one per sharing pod, per cluster) each have a sample
-    in that range: every sharing pod was named within it (a loaded machine's scrape that timed out was answered, and
-    counted, and stored nothing: consecutive stored scrapes may name one pod)."""
+    where `named` is given, `named` series of the moving GPUs' (one per sharing pod, per cluster) are each read at a
+    whole-second step of that range: every sharing pod was named within it (a loaded machine's scrape that timed out
+    was answered, and counted, and stored nothing: consecutive stored scrapes may name one pod) and a step saw it.
+    A step reads a series with a sample within the last second and no staleness marker since: a scrape started
+    late (its sample stamped just past a whole second) and the next on time (stamped before the next whole second,
+    ending the series with a marker) leave that sample to no step. At 1 s scrapes judged at 1 s steps that happens
+    on a loaded machine; where the fleet settles after three scrapes, one such sample is all a sharing pod has, and
+    the alerts judged at 1 s steps never see that pod. (At the 30 s scrapes the rules are made for, read at 5 s
+    steps, two scrapes would have to come 25 s apart from their schedule.)"""
     deadline = time.monotonic() + timeout
     selector = f'{COUNTERS[0]}{{UUID!~"{"|".join(moving(fleet))}"}}'
     sharing = f'DCGM_FI_DEV_GPU_TEMP{{UUID=~"{"|".join(moving(fleet))}"}}'
+    read = read_at_a_step(sharing, window)
     while True:
         latest = int(time.time())
         for at in range(latest, latest - 10, -1):
             counts = prometheus.query(f"count_over_time({selector}[{window}s]) and timestamp({selector}) == {at}",
                                       at=at)
             if len(counts) == series and all(int(s["value"][1]) >= window for s in counts) and \
-                    (not named or len(prometheus.query(f"count_over_time({sharing}[{window}s])", at=at)) == named):
+                    (not named or len(prometheus.query(read, at=at)) == named):
                 return at
         if time.monotonic() > deadline:
             raise AssertionError(f"no instant in the last 10 s with {series} counter series sampled every second")
