@@ -388,7 +388,34 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     # every reading of several periods past a level: ranked by the count of readings past it (level_plan)
     level = float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
     plan_ = level_plan(plan_, comparison, level, alarm.evaluation_periods, catalog, settings) or plan_
-    return (Form("insights", plan_),) + ((Form("mig", *mig),) if mig else ())
+    forms = (Form("insights", plan_),) + ((Form("mig", *mig),) if mig else ())
+    if clusters_apart(alarm, cloudwatch_condition(alarm, settings).query):
+        forms = tuple(replace(form, plan=_per_cluster(form.plan, alarm)) for form in forms)
+    return forms
+
+
+# The keys that name an object of one cluster: a pod is its cluster's (two clusters each run an `ml/infer-1`), and so
+# is a node (EKS names a node by its private IP, and clusters in VPCs of one CIDR have nodes of one name), its GPUs and
+# their MIG instances, a namespace and a container. A model, or a field's own label (an XID code), names none.
+CLUSTER_OBJECTS = ("cluster", "namespace", "pod", "container", "node", "gpu", "mig_instance")
+
+
+def clusters_apart(alarm: Alarm, query) -> bool:
+    """A fleet-scope rule (one alarm per Region, or one rule over a Prometheus holding several clusters) whose query
+    names a cluster's objects: it judges each object of each cluster apart, grouped by the cluster too, so two
+    clusters' namesakes are two contributors, never one. Grouped by nothing (or by a model alone) it judges the
+    fleet's value, its clusters' objects together: the meaning of the fleet scope."""
+    return alarm.scope == "fleet" and any(key in CLUSTER_OBJECTS for key in query.by)
+
+
+def _per_cluster(plan_: Plan, alarm: Alarm) -> Plan:
+    """A fleet alarm's plan grouped by the cluster first (clusters_apart): GROUP BY ClusterName, ... ."""
+    if CLUSTER_DIMENSION not in plan_.dims:
+        raise Unsupported(f"a fleet-scope alarm per {', '.join(plan_.group)} needs {CLUSTER_DIMENSION} in its set "
+                          f"[{', '.join(plan_.dims)}] to tell two clusters' namesakes apart")
+    group = (CLUSTER_DIMENSION, *(name for name in plan_.group if name != CLUSTER_DIMENSION))
+    series = (CLUSTER_DIMENSION, *(name for name in plan_.series if name != CLUSTER_DIMENSION))
+    return replace(plan_, group=group, series=series)
 
 
 def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
@@ -1068,8 +1095,8 @@ def _alert_query(alarm: Alarm, settings: Settings):
     """The query of the condition CloudWatch evaluates: a definition's `cloudwatch=` condition, where
     CloudWatch cannot compute its own, is the rule's in Prometheus too, so both fire on one situation."""
     query = cloudwatch_condition(alarm, settings).query
-    if settings.shared_prometheus and alarm.scope == "cluster":
-        query = with_cluster(query)  # one Prometheus, several clusters
+    if settings.shared_prometheus and (alarm.scope == "cluster" or clusters_apart(alarm, query)):
+        query = with_cluster(query)  # one Prometheus, several clusters: each cluster's objects apart
     return query
 
 

@@ -31,7 +31,7 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from generator.resources import bundled, default_counters
-from tests.integration.test_prometheus_rules import _expected, _promtool_test
+from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
@@ -218,8 +218,7 @@ def _series(node: Node, served=_served, late: int = 0) -> list[dict[str, str]]:
 
 def test_prometheus_rules_name_the_pods_the_truth_names(built):
     _, folder = built
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
-    alerts = {r["labels"]["gpudash_rule"]: r["alert"] for g in groups for r in g["rules"] if "alert" in r}
+    alerts = alert_names(folder)
     at = f"{STEPS * STEP // 60 - 1}m"
     def named(pod: str) -> dict[str, str]:
         return dict(zip(("namespace", "pod"), pod.split("/")))

@@ -49,6 +49,12 @@ def _rule(folder, alert: str) -> dict:
                               if r.get("alert") == alert))
 
 
+def alert_names(folder) -> dict[str, str]:
+    """{rule id: its alert's name} of folder/rules.yaml."""
+    return {r["labels"]["gpudash_rule"]: r["alert"] for g in _groups((folder / "rules.yaml").read_text())
+            for r in g["rules"] if "alert" in r}
+
+
 def rendered(text: str, labels: dict[str, str]) -> str:
     """An annotation as Prometheus renders it for an alert with `labels`: `{{ if $labels.X }}...{{ end }}` kept where
     the alert has X, then each `{{ $labels.X }}` (a label it lacks reads empty)."""

@@ -26,7 +26,7 @@ import yaml
 
 from tests.integration.test_gauge_twins import _later
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test
+from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
@@ -135,8 +135,7 @@ def _stored(metric: str) -> list[dict[str, str]]:
 
 def test_prometheus_rules_judge_the_ten_minutes(built):
     _, folder = built
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
-    alerts = {r["labels"]["gpudash_rule"]: r["alert"] for g in groups for r in g["rules"] if "alert" in r}
+    alerts = alert_names(folder)
     checks = []
     for end in ENDS:
         want = truth(end)

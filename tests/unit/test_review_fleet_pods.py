@@ -1,18 +1,19 @@
 """A per-pod or per-GPU alarm of `scope="fleet"` (one alarm per Region, every pod or GPU of its clusters a contributor)
-merges the pods of one namespace and name, and the GPUs of one node name and index, of two clusters.
+keeps the pods of one namespace and name, and the GPUs of one node name and index, of two clusters apart.
 
 A Region holds 200 Metrics Insights alarms by default: a team watching many clusters writes its per-pod rules with
 `scope="fleet"`, one GROUP BY alarm per Region instead of one per cluster. A pod is named by its cluster, namespace
 and name (issue 10: "per-pod views identify a pod by namespace and name"; across clusters `ml/infer-1` is two
-pods), but the fleet alarm groups by namespace and pod alone, over every cluster of the Region:
+pods), so the fleet alarm groups by the cluster too, over every cluster of the Region:
 
     SELECT AVG("DCGM_FI_DEV_GPU_UTIL") FROM SCHEMA(..., "ClusterName", "namespace", "pod", "share")
-    GROUP BY "namespace", "pod"
+    GROUP BY "ClusterName", "namespace", "pod"
 
-(its Prometheus twin likewise sums `by (namespace, pod)` across clusters). Two clusters of one Region run the crafted
-fleet (tests/support/dcgm_fleet.FLEET); `ml/infer-1` idles at 2 % in cluster `a` for the whole half hour and works at
-90 % in cluster `b`. Cluster a's pod is idle: the alarm must hold a contributor in ALARM; merged with b's, the
-contributor `ml/infer-1` reads 54 % unused, under the 95 %, and is OK.
+(it grouped by namespace and pod alone, and its Prometheus twin summed `by (namespace, pod)` across clusters: see
+tests/integration/test_fleet_scope_twins.py). Two clusters of one Region run the crafted fleet
+(tests/support/dcgm_fleet.FLEET); `ml/infer-1` idles at 2 % in cluster `a` for the whole half hour and works at 90 %
+in cluster `b`. Cluster a's pod is idle: the alarm holds a contributor in ALARM; merged with b's, the contributor
+`ml/infer-1` read 54 % unused, under the 95 %, and was OK.
 """
 
 from __future__ import annotations
@@ -91,15 +92,8 @@ def test_the_story_holds_cluster_a_s_idle_pod_and_b_s_busy_one(fleet):
     assert utilization == {("a", 2.0), ("b", 90.0)}
 
 
-@pytest.mark.parametrize("rule", [
-    pytest.param("idle", marks=pytest.mark.xfail(strict=True, reason=(
-        "the fleet alarm groups by namespace and pod across the Region's clusters: a's idle ml/infer-1 (98 % unused) "
-        "and b's busy one (10 %) read 54 % together, OK"))),
-    pytest.param("warm", marks=pytest.mark.xfail(strict=True, reason=(
-        "the fleet alarm groups by node and gpu across the Region's clusters: a's GPU at 85 C and b's GPU of the same "
-        "node name and index at 75-77 C read a minimum of 75 together, OK"))),
-])
+@pytest.mark.parametrize("rule", ["idle", "warm"])
 def test_a_pod_or_gpu_of_one_cluster_alarms_whatever_its_namesake_does_in_another(fleet, rule):
     requests, points = fleet
     states = cloudwatch_eval.alarm(requests[rule], points, END)
-    assert "ALARM" in states.values(), states
+    assert {dict(key)["ClusterName"] for key, state in states.items() if state == "ALARM"} == {"a"}, states
