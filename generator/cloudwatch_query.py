@@ -419,6 +419,8 @@ class Layout:
     per_gpu: tuple[str, str]
     interval: Callable[[Settings], int]
     namespace: str | None = None  # None: the settings' cloudwatch.namespace
+    interval_setting: str = "scrape.interval"  # the setting `interval` reads (said in the headers' notes)
+    observation: str = "scrape"  # what observes a GPU once
     blanks: bool = False  # DCGM blank sentinels can arrive (the exporter's own readings)
     instances: bool = False  # MIG instances and time-sliced pods arrive as several series of one GPU
 
@@ -503,7 +505,8 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
                     namespace=layout.namespace, gpu_series=per_gpu_dims)
 
     if field.across_own_labels == "sum":
-        return _own_series_added(query, field, line, split_ok, one_gpu, period, interval, base)
+        return _own_series_added(query, field, line, split_ok, one_gpu, period, interval, base,
+                                 per_scrape_note(layout))
     if layout.instances and settings.agent.pipeline == "otel" and pod_keyed and per_pod_lines(query, series) \
             and agg in ("count", "sum") and not field.is_counter:  # awsemf would send a counter's total as deltas
         return _pod_total(query, settings, series)
@@ -512,7 +515,8 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
             return line("COUNT", "{q} * 0 + 1", n)
         if split_ok:
             return split("COUNT", "SUM({q} * 0 + 1)")
-        return replace(line("COUNT", per_scrape(interval), n, True), notes=per_scrape_notes(settings, pod_keyed))
+        return replace(line("COUNT", per_scrape(interval), n, True),
+                       notes=per_scrape_notes(settings, pod_keyed, layout))
     if not field.is_counter:
         if agg == "avg" and split_ok and layout.instances:  # each GPU once, however many series it writes
             return split("AVG", across("AVG"))
@@ -522,7 +526,8 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
             return line("AVG")
         if split_ok:
             return split("AVG", "SUM({q})")
-        return replace(line("SUM", per_scrape(interval), n, True), notes=per_scrape_notes(settings, pod_keyed))
+        return replace(line("SUM", per_scrape(interval), n, True),
+                       notes=per_scrape_notes(settings, pod_keyed, layout))
 
     # Counters: the agent sends each scrape's delta, and the delta after a missed scrape covers the gap, so
     # the SUM of a series' deltas in a period is its increase over the period, however many scrapes arrived
@@ -590,9 +595,12 @@ def per_second(math: str | None, scale: float = 1.0) -> str:
     return f"{shown} / {PERIOD}" if scale == 1 else f"{shown} * {number(scale)} / {PERIOD}"
 
 
-PER_SCRAPE = ("the period's observations divided by the scrapes scrape.interval gives it: a period missing m of its "
-              "n scrapes reads (n - m) / n of it (the period still filling is not drawn, unless live data is on, "
-              "which draws it low until it ends)")
+def per_scrape_note(layout: Layout) -> str:
+    """What a mean per observation (per_scrape) reads, in the source's own words: its interval's setting."""
+    what = layout.observation + "s"
+    return (f"the period's observations divided by the {what} {layout.interval_setting} gives it: a period missing "
+            f"m of its n {what} reads (n - m) / n of it (the period still filling is not drawn, unless live data is "
+            f"on, which draws it low until it ends)")
 
 
 # Without KUBERNETES_VIRTUAL_GPUS the exporter names a GPU pods share under one of them, not always the same one
@@ -601,9 +609,9 @@ NAMED_SHARE = ("a pod holding a GPU that pods share by time-slicing or MPS, whic
                "at a time (without KUBERNETES_VIRTUAL_GPUS), reads the share of the period's scrapes it was named at")
 
 
-def per_scrape_notes(settings: Settings, pod_keyed: bool) -> tuple[str, ...]:
+def per_scrape_notes(settings: Settings, pod_keyed: bool, layout: Layout) -> tuple[str, ...]:
     """The notes of a per-scrape mean: a pod's line also reads low where a shared GPU is named under another pod."""
-    return (PER_SCRAPE,) + ((NAMED_SHARE,) if pod_keyed and not settings.exporter.virtual_gpus else ())
+    return (per_scrape_note(layout),) + ((NAMED_SHARE,) if pod_keyed and not settings.exporter.virtual_gpus else ())
 
 
 def per_scrape(interval: float) -> str:
@@ -811,7 +819,7 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
 
 
 def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, period: int, interval: int,
-                      base: dict) -> Plan:
+                      base: dict, note: str) -> Plan:
     """A field whose GPU value is the sum of several series (a count per XID code): the agent sends each
     series as its own observation under the GPU's dimensions, so a GPU makes (series x scrapes)
     observations a period. Their SUM adds the series up; divided by the scrapes per period it is the
@@ -838,10 +846,10 @@ def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, 
             return per_gpu_then("SUM", per_second(across(MI_FUNCTIONS[agg]), field.unit.rate_scale), scale)
     else:
         if agg == "sum" or (one_gpu and agg == "avg"):
-            return replace(line("SUM", per_scrape(interval), n, True), notes=(PER_SCRAPE,))
+            return replace(line("SUM", per_scrape(interval), n, True), notes=(note,))
         if split_ok and agg == "avg":
             return replace(per_gpu_then("SUM", per_scrape(interval).replace("{q}", f"({across('AVG')})"), n),
-                           notes=(PER_SCRAPE,))
+                           notes=(note,))
     if agg == "count" and (one_gpu or split_ok):
         if one_gpu:
             return line("COUNT", "{q} * 0 + 1", n)

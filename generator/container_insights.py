@@ -11,7 +11,7 @@ its grouping names:
   cluster-wide: node metrics cover every GPU, held by a pod or idle.
 
 The statistics are planned exactly as for the Prometheus -> EMF path (cloudwatch_query.plan),
-with this source's dimension sets and its 60 s collection; a field the add-on publishes in
+with this source's dimension sets and its DCGM collections (cloudwatch.addon_gpu_interval: gpu_interval); a field the add-on publishes in
 other units (bytes for DCGM's MiB, percent for a 0-1 ratio) is divided back by its scale in the
 widget's math, and an alarm's threshold is scaled instead, so thresholds mean the same on both
 sources. A query whose field the add-on does not publish raises NotPublished: dashboards leave
@@ -24,9 +24,9 @@ from dataclasses import replace
 from typing import Any
 
 from .catalog import PER_PROCESS_FIELDS, Catalog
-from .cloudwatch_query import Layout, Plan, Unsupported, number, plan as agent_plan
+from .cloudwatch_query import AGENT_LAYOUT, Layout, Plan, Unsupported, number, plan as agent_plan
 from .container_insights_table import (
-    CLUSTER, CONTAINER, COLLECTION_SECONDS, DEVICE, INSTANCE, INSTANCE_TYPE, NAMESPACE, NAMESPACE_DIM, NODE, POD,
+    CLUSTER, CONTAINER, DEVICE, INSTANCE, INSTANCE_TYPE, NAMESPACE, NAMESPACE_DIM, NODE, POD,
     POD_OWNER, RATIOS, Mapping, by_field, metric_name)
 from .model import Alarm, Condition, Query
 from .settings import Settings
@@ -108,7 +108,35 @@ def _series_key(query: Query, _settings: Settings | None = None) -> tuple[str, .
     return tuple(KEYS[k] for k in keys)
 
 
-LAYOUT = Layout(_dimension_set, _series_key, (NODE, DEVICE), lambda _settings: COLLECTION_SECONDS, NAMESPACE)
+def gpu_interval(settings: Settings) -> int:
+    """Seconds between two observations of one GPU on the add-on: its agent's DCGM collections
+    (cloudwatch.addon_gpu_interval, written into its accelerated_compute_gpu_metrics_collection_interval:
+    addon_configuration). Below 60 s the agent sends a minute's collections as one distribution whose SampleCount is
+    the collections, so a period's observations of a GPU are period / gpu_interval either way."""
+    return settings.cloudwatch.addon_gpu_interval
+
+
+def node_interval(settings: Settings) -> int:
+    """Seconds between the add-on agent's collections of a node's metrics (cloudwatch.addon_metrics_interval)."""
+    return settings.cloudwatch.addon_metrics_interval
+
+
+LAYOUT = Layout(_dimension_set, _series_key, (NODE, DEVICE), gpu_interval, NAMESPACE,
+                interval_setting="cloudwatch.addon_gpu_interval", observation="collection")
+
+
+def layout_of(settings: Settings) -> Layout:
+    """Where the configured source publishes, and how often it observes one GPU (its `interval`, named by its
+    `interval_setting`)."""
+    return LAYOUT if enabled(settings) else AGENT_LAYOUT
+
+
+def observed_every(settings: Settings) -> int:
+    """Seconds between two observations of one GPU on the configured source, the one fact every widget, alarm,
+    price and header that counts a GPU's observations reads: the add-on's DCGM collection interval
+    (cloudwatch.addon_gpu_interval) on container-insights, the scrape interval (scrape.interval) on the agent's
+    pipelines."""
+    return layout_of(settings).interval(settings)
 
 
 def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:
@@ -183,6 +211,6 @@ def addon_configuration(settings: Settings) -> dict[str, Any]:
     .accelerated_compute_gpu_metrics_collection_interval: translator/translate/otel/receiver/awscontainerinsight);
     the add-on's chart takes the agent's configuration under agent.config."""
     kubernetes = {"enhanced_container_insights": True, "accelerated_compute_metrics": True,
-                  "metrics_collection_interval": settings.cloudwatch.addon_metrics_interval,
-                  "accelerated_compute_gpu_metrics_collection_interval": settings.cloudwatch.addon_gpu_interval}
+                  "metrics_collection_interval": node_interval(settings),
+                  "accelerated_compute_gpu_metrics_collection_interval": gpu_interval(settings)}
     return {"agent": {"config": {"logs": {"metrics_collected": {"kubernetes": kubernetes}}}}}

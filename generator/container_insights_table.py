@@ -18,8 +18,10 @@ Every fact gpudash relies on about it is written down here, once; the renderers,
   (opentelemetry-collector-contrib, awscontainerinsightreceiver k8sapiserver / podstore
   `addPodOwnersAndPodName`): a pod is named by Namespace and FullPodName;
 * the exporter's fields: the add-on's Helm chart, templates/linux/dcgm-exporter-daemonset.yaml
-  (`metricsConfig`); its Service label and the 60 s scrape: the receiver's dcgm scraper
-  (`k8s-app=dcgm-exporter-service`, `collectionInterval = 60 * time.Second`).
+  (`metricsConfig`); its Service label: the receiver's dcgm scraper (`k8s-app=dcgm-exporter-service`);
+* how often it collects is no fact of this table but the settings' (the agent's configuration,
+  which gpudash writes: cloudwatch.addon_metrics_interval, addon_gpu_interval;
+  container_insights.gpu_interval).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from dataclasses import dataclass
 from .markers import CLUSTER_DIMENSION
 
 NAMESPACE = "ContainerInsights"
-COLLECTION_SECONDS = 60  # the agent scrapes the add-on's DCGM exporter once a minute
 
 CLUSTER = CLUSTER_DIMENSION
 NAMESPACE_DIM, POD_OWNER, POD, CONTAINER = "Namespace", "PodName", "FullPodName", "ContainerName"
@@ -109,7 +110,6 @@ WORKLOAD_SET = (CLUSTER, NAMESPACE_DIM, POD_OWNER)
 CLUSTER_DIMENSION_SETS: dict[str, tuple[tuple[str, ...], ...]] = {
     CLUSTER_NODE_COUNT: ((CLUSTER,),),
     **{name: (WORKLOAD_SET, (CLUSTER,)) for name in DAEMONSET_COUNTS + DAEMONSET_COUNTS_EARLIER}}
-NODE_COLLECTION_SECONDS = 60  # the agent collects each node's metrics (node_gpu_limit) once a minute by default
 
 # What runs in the cluster (the add-on's chart and the CloudWatch agent operator's manifests).
 ADDON_NAME = "amazon-cloudwatch-observability"

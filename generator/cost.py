@@ -239,24 +239,28 @@ def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet)
     return gpus * (fleet.mig_instances or 1) if MIG_INSTANCE_LABEL in dims else gpus  # a MIG GPU's instances
 
 
-def _addon_metric_lines(fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
-    """The add-on's GPU metrics, priced per observation: every collection (once a minute) gives each
-    published metric one value per dimension set; node metrics for every GPU, pod and container metrics for
-    the GPUs pods hold (one per pod, at the least; the Service set only for pods behind a Service)."""
-    from .container_insights_table import COLLECTION_SECONDS, GPU_DIMENSION_SETS, MAPPINGS, SERVICE
+def _addon_metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
+    """The add-on's GPU metrics, priced per observation: every DCGM collection (every cloudwatch.addon_gpu_interval,
+    container_insights.gpu_interval) gives each published metric one value per dimension set (the price file's
+    observation; below 60 s the agent sends a minute's collections as one distribution, whose SampleCount is still
+    the collections); node metrics for every GPU, pod and container metrics for the GPUs pods hold (one per pod, at
+    the least; the Service set only for pods behind a Service)."""
+    from .container_insights import gpu_interval
+    from .container_insights_table import GPU_DIMENSION_SETS, MAPPINGS, SERVICE
 
+    every = gpu_interval(project.settings)
     metrics = len(MAPPINGS)
     node_sets = len(GPU_DIMENSION_SETS["node"])
     held_sets = len([d for d in GPU_DIMENSION_SETS["pod"] if SERVICE not in d]) + len(GPU_DIMENSION_SETS["container"])
     held = min(fleet.pods, fleet.gpu_count)
-    collections = MINUTES_PER_MONTH * 60 / COLLECTION_SECONDS
+    collections = MINUTES_PER_MONTH * 60 / every
     observations = collections * metrics * (fleet.gpu_count * node_sets + held * held_sets)
     price = _price(prices, "container_insights_observation_per_million")
     return [Line("Container Insights GPU observations (millions)", observations / 1e6, price,
                  observations / 1e6 * price,
-                 f"{metrics} GPU metrics every {COLLECTION_SECONDS} s: x {node_sets} node sets x {fleet.gpu_count:,} "
-                 f"GPUs + x {held_sets} pod and container sets x {held:,} GPUs pods hold; the add-on's CPU, memory "
-                 f"and network metrics are billed alike and not counted here")]
+                 f"{metrics} GPU metrics every {every} s (cloudwatch.addon_gpu_interval): x {node_sets} node sets x "
+                 f"{fleet.gpu_count:,} GPUs + x {held_sets} pod and container sets x {held:,} GPUs pods hold; the "
+                 f"add-on's CPU, memory and network metrics are billed alike and not counted here")]
 
 
 @dataclass(frozen=True)
@@ -395,7 +399,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
 
     settings = project.settings
     if enabled(settings):
-        return _addon_metric_lines(fleet, prices)
+        return _addon_metric_lines(project, fleet, prices)
     what, _ = _what_is_published(project)
     sets = what.sets()
     if fleet.mig:  # the scrape job drops the fields MIG does not report from a MIG instance's series

@@ -438,7 +438,7 @@ def addon_expression() -> str:
     return f"FILL(IF(x > 0, g > 0, 1) * (w - r < {MISSING_NODE:g}), 0)"
 
 
-def addon_collections(period: int, gpu_interval: int = addon.COLLECTION_SECONDS) -> int:
+def addon_collections(period: int, gpu_interval: int) -> int:
     """The add-on's DCGM collections of one GPU in a period (its GPU metrics' SampleCount: one per collection, also
     as distributions below 60 s)."""
     return period // gpu_interval
@@ -452,8 +452,7 @@ def addon_capacity_scale(metrics_interval: int, gpu_interval: int) -> str:
     return f"c * {metrics_interval} / {gpu_interval}"
 
 
-def addon_gpu_expression(period: int, metrics_interval: int = addon.NODE_COLLECTION_SECONDS,
-                         gpu_interval: int = addon.COLLECTION_SECONDS) -> str:
+def addon_gpu_expression(period: int, metrics_interval: int, gpu_interval: int) -> str:
     """The GPUs the kubelet counts on nodes whose agent collects that reported in fewer than half the period's
     collections, (c D / N - g + SUM(p * f)) / D - SUM(f) (see the module's docstring, "The per-GPU alarm": D the
     period's DCGM collections, N its node collections), with p * f = max(0, p - b) + b * f (b = the half, less
@@ -465,7 +464,7 @@ def addon_gpu_expression(period: int, metrics_interval: int = addon.NODE_COLLECT
     return f"({capacity} - g + (SUM(p) + SUM(v) - {below} * SUM(p * 0 + 1)) / 2 - {n - below} * SUM(f)) / {n}"
 
 
-def addon_gpu_reporting(period: int, gpu_interval: int = addon.COLLECTION_SECONDS) -> str:
+def addon_gpu_reporting(period: int, gpu_interval: int) -> str:
     """Each GPU of the query p: 1 when it reported in half the period's collections or more, 0 below (exact for up
     to twice the collections a period holds)."""
     n = addon_collections(period, gpu_interval)
@@ -474,14 +473,13 @@ def addon_gpu_reporting(period: int, gpu_interval: int = addon.COLLECTION_SECOND
     return f"FLOOR((p + {width - enough}) / {width})"
 
 
-def addon_gpu_distance(period: int, gpu_interval: int = addon.COLLECTION_SECONDS) -> str:
+def addon_gpu_distance(period: int, gpu_interval: int) -> str:
     """Each GPU of the query p: how far its count is from the half, less one (ABS(p - b))."""
     return f"ABS(p - {(addon_collections(period, gpu_interval) + 1) // 2 - 1})"
 
 
 def addon_gpu_metrics(plan_expression: str, reported_metric: str, cluster: Cluster, period: int,
-                      label: str, metrics_interval: int = addon.NODE_COLLECTION_SECONDS,
-                      gpu_interval: int = addon.COLLECTION_SECONDS) -> list[dict]:
+                      label: str, metrics_interval: int, gpu_interval: int) -> list[dict]:
     """The `Metrics` of the add-on's per-GPU alarm: the GPU nodes' capacity (c, GPU-collections), the cluster's
     GPU observations (g), each GPU's observations (p, the plan's query), each GPU reporting or not (f), its
     distance from the half (v) and the expression, at the add-on's collection intervals."""
@@ -499,8 +497,7 @@ def addon_gpu_metrics(plan_expression: str, reported_metric: str, cluster: Clust
              "ReturnData": True}]
 
 
-def addon_gpu_description(period: int, metrics_interval: int = addon.NODE_COLLECTION_SECONDS,
-                          gpu_interval: int = addon.COLLECTION_SECONDS) -> str:
+def addon_gpu_description(period: int, metrics_interval: int, gpu_interval: int) -> str:
     """What the add-on's per-GPU alarm sees, and what it cannot."""
     n = addon_collections(period, gpu_interval)
     return (f"GPUs the kubelet counts (node_gpu_limit) on nodes whose agent collects, whose DCGM data came in fewer "

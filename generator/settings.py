@@ -704,10 +704,20 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
 def _check_period(document: dict[str, Any], period_written: bool, source: str, node: yaml.Node | None) -> None:
     """CloudWatch sums and counts per group divide by the observations a GPU makes per period.
     `document` has its defaults filled in; `period_written` says whether the file sets cloudwatch.period."""
-    if document["cloudwatch"]["source"] == "container-insights":
-        return  # the add-on collects every 60 s, whatever the scrape interval
-    interval = interval_seconds(document["scrape"]["interval"])
     period = document["cloudwatch"]["period"]
+    if document["cloudwatch"]["source"] == "container-insights":  # the add-on's DCGM collections, not the scrape
+        interval = document["cloudwatch"].get("addon_gpu_interval", CloudWatchSettings.addon_gpu_interval)
+        if period % interval:
+            written = "addon_gpu_interval" in document["cloudwatch"]
+            line = _line_of(node, ["cloudwatch", "period" if period_written or not written else "addon_gpu_interval"])
+            raise InputError(f"cloudwatch.period {period} s is not a whole number of the add-on's DCGM collections "
+                             f"(cloudwatch.addon_gpu_interval {interval} s): each GPU would report "
+                             f"{period / interval:g} times per period, and sums and counts over GPUs would be off",
+                             where=f"{source}:{line}" if line else source,
+                             hint=f"pick a cloudwatch.addon_gpu_interval that divides cloudwatch.period "
+                                  f"({period} s), e.g. {', '.join(str(n) for n in (10, 20, 30, 60) if period % n == 0)}")
+        return
+    interval = interval_seconds(document["scrape"]["interval"])
     if interval and period % interval:
         line = _line_of(node, ["cloudwatch", "period"] if period_written else ["scrape", "interval"])
         bundled_alarms = (document.get("definitions") or {}).get("alarms") is None
@@ -780,7 +790,7 @@ def _agent_timing_checked(document: dict[str, Any], source: str, node: yaml.Node
         return value if valid(value) else _schema()["properties"][section]["properties"][key]["default"]
 
     if written("cloudwatch", "source", lambda v: isinstance(v, str)) == "container-insights":
-        return  # no agent config of gpudash's: the add-on collects every 60 s
+        return  # no agent config of gpudash's: the add-on's agent collects at its own intervals
     interval = interval_seconds(written("scrape", "interval", lambda v: _whole_seconds(v) is not None))
     flush = written("agent", "force_flush_interval", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0)
     pipeline = written("agent", "pipeline", lambda v: v in ("otel", "classic"))

@@ -298,12 +298,12 @@ def _scrape_job_path(project: Project, options: Options) -> Check:
 def _wait_hint(project: Project, group: str) -> str:
     from .checks.cloudwatch import LISTING_DELAY_MINUTES
 
-    from .container_insights import enabled
+    from .container_insights import enabled, gpu_interval
 
     interval = project.settings.scrape.interval
     if group == "cloudwatch" and enabled(project.settings):
         return (f"expect metrics within about {LISTING_DELAY_MINUTES} minutes: the add-on collects GPU metrics every "
-                f"minute, and CloudWatch lists a new metric up to {LISTING_DELAY_MINUTES} minutes after its first "
+                f"{gpu_interval(project.settings)} s (cloudwatch.addon_gpu_interval), and CloudWatch lists a new metric up to {LISTING_DELAY_MINUTES} minutes after its first "
                 f"data point")
     if group == "prometheus":
         return (f"expect series within a few minutes: Prometheus loads a new ServiceMonitor or scrape job on its "

@@ -13,8 +13,9 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, 
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
                                 scrape_seconds)
 from .. import data_missing
-from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
-from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
+from ..container_insights_table import NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
+from ..container_insights import (NotPublished, condition as source_condition, enabled as addon_source, gpu_interval,
+                                  node_interval, source_plan)
 from ..errors import InputError
 from ..derived_sets import mig_only
 from ..exporter_styles import exporter_namespace, named_daemonsets, style_for
@@ -540,7 +541,7 @@ def _agent_request(alarm: Alarm, settings: Settings, cluster: Cluster) -> dict[s
 def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: Cluster) -> dict[str, Any]:
     """The add-on's per-GPU data-missing alarm (data_missing.addon_gpu_expression): no datapoint is not breaching
     (nothing collects: the cluster's alarm sees the agent stopped)."""
-    intervals = settings.cloudwatch.addon_metrics_interval, settings.cloudwatch.addon_gpu_interval
+    intervals = node_interval(settings), gpu_interval(settings)
     about = data_missing.addon_gpu_description(alarm.period_seconds, *intervals)
     description = _fitted(f"{alarm.title} (per GPU). {about} Runbook: {alarm.runbook}", alarm)
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.PER_GPU_SUFFIX, alarm.severity)
@@ -643,14 +644,16 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
 def _check_period(alarm: Alarm, settings: Settings) -> None:
     """Periods CloudWatch can evaluate from the agent's standard-resolution observations, a whole
     number of them per period (thresholds of sums and counts are scaled by that number)."""
-    scrape = COLLECTION_SECONDS if addon_source(settings) else scrape_seconds(settings)
     if addon_source(settings):
         _check_addon_period(alarm, settings)
     if alarm.period_seconds < 60:
         raise InputError(f"alarm {alarm.id!r}: a period of {alarm.period_seconds} s needs high-resolution "
                          f"metrics; the agent publishes standard resolution (60 s)", where=alarm.defined_at,
                          hint="give the alarm period_seconds=60 or more")
-    if alarm.period_seconds % scrape:  # the scrape interval is the setting at fault (the add-on's 60 s is fixed)
+    if addon_source(settings):
+        return  # the add-on's collections are checked above
+    scrape = scrape_seconds(settings)
+    if alarm.period_seconds % scrape:  # the scrape interval is the setting at fault
         raise InputError(f"alarm {alarm.id!r} ({alarm.defined_at}): its period of {alarm.period_seconds} s is not a "
                          f"whole number of scrape intervals (scrape.interval {scrape} s): each GPU would report "
                          f"{alarm.period_seconds / scrape:g} times per period, and the alarm's sums and counts "
@@ -665,13 +668,14 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
 def _check_addon_period(alarm: Alarm, settings: Settings) -> None:
     """On the add-on, a period holds a whole number of the agent's DCGM collections, and the data-missing alarm's
     a whole number of its node collections too: it counts both."""
-    for key in ("addon_metrics_interval", "addon_gpu_interval")[0 if alarm.absent else 1:]:
-        interval = getattr(settings.cloudwatch, key)
+    for key, interval in (("addon_metrics_interval", node_interval(settings)),
+                          ("addon_gpu_interval", gpu_interval(settings)))[0 if alarm.absent else 1:]:
         if alarm.period_seconds % interval:
             raise InputError(f"alarm {alarm.id!r} ({alarm.defined_at}): its period of {alarm.period_seconds} s is not "
                              f"a whole number of the add-on's collections (cloudwatch.{key} {interval} s): each GPU "
-                             f"would report {alarm.period_seconds / interval:g} times per period, and the data-missing "
-                             f"alarm's counts would be off", where=setting_place(settings, ["cloudwatch", key]),
+                             f"would report {alarm.period_seconds / interval:g} times per period, and the "
+                             f"{'data-missing ' if alarm.absent else ''}alarm's counts would be off",
+                             where=setting_place(settings, ["cloudwatch", key]),
                              hint=f"pick a cloudwatch.{key} that divides {alarm.period_seconds} s (e.g. 10, 30, 60)")
 
 

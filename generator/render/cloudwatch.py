@@ -21,7 +21,8 @@ from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, PRESENCE, Catalog
 from ..cloudwatch_query import (ONCE_PER_GPU, PERIOD, SERIES_PER_QUERY, Plan, Unsupported, blank_floor, number,
                                 pod_total_kind, readings_dimensions, series_label)
-from ..container_insights import NotPublished, enabled as addon_source, plan as addon_plan, source_plan
+from ..container_insights import (NotPublished, enabled as addon_source, layout_of, observed_every,
+                                  plan as addon_plan, source_plan)
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
 from ..names import cloudwatch_dashboard_name
@@ -281,8 +282,10 @@ NOW_PERIODS = 4  # a now value's own range, in its periods: the minute drawn, th
 
 def now_period(settings: Settings) -> int:
     """The period of a value that means now: a minute (EMF metrics are stored at one-minute resolution), or the
-    least multiple of a minute that holds a whole number of scrapes (every GPU reports in it)."""
-    return math.lcm(60, settings.scrape.seconds) if settings.scrape.seconds else 60
+    least multiple of a minute that holds a whole number of a GPU's observations (scrapes, or the add-on's
+    collections: observed_every), so every GPU reports in it."""
+    every = observed_every(settings)
+    return math.lcm(60, every) if every else 60
 
 
 def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> bool:
@@ -310,7 +313,7 @@ def readings_past_500(panel: Panel, plan_: Plan, catalog: Catalog, settings: Set
 
 def readings_per_gpu(settings: Settings) -> int:
     """How many readings one GPU read once per scrape gives in a now value's period: one per scrape."""
-    return now_period(settings) // settings.scrape.seconds
+    return now_period(settings) // observed_every(settings)
 
 
 def readings_form(query: Query, catalog: Catalog, settings: Settings) -> str:
@@ -564,6 +567,7 @@ class _Body:
     kept: list[tuple[str, str]]  # (panel title, which of its lines a chart of one line per pod or GPU draws)
     period_follows: bool  # a widget's math divides by the period its query used (PERIOD of its hidden metric)
     now: tuple[list[str], int]  # (titles of the values that mean now, the one period they are drawn at)
+    observation: str = "scrape"  # what observes a GPU once on the dashboard's source (its layout's)
 
     def in_cluster(self, cluster: Cluster, source: str) -> dict[str, Any]:
         header = (f"# {self.title} — {cluster.name}\n{self.description}\n\n"
@@ -592,7 +596,8 @@ class _Body:
                        "the blank reads 0. Alarms cannot drop it. The default agent.pipeline: otel drops blanks in "
                        "the agent before they are published.")
         whole = any(isinstance(w, _MetricWidget) and w.properties.get("setPeriodToTimeRange") for w in self.widgets)
-        header += "\n\n" + periods_note(self.period_follows, *self.now, whole_range=whole)
+        header += "\n\n" + periods_note(self.period_follows, *self.now, whole_range=whole,
+                                          observation=self.observation)
         if self.notes:
             titles: dict[str, list[str]] = {}  # each note once, with the panels it holds for
             for title, note in self.notes:
@@ -645,12 +650,14 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
     period_follows = any(PERIOD in (plans[id(panel)].math or "") for panel in shown.panels())
     now = [w.properties["title"] for w in widgets if isinstance(w, _MetricWidget) and w.true_at is not None]
     return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, kept, period_follows,
-                 (now, now_period(settings)))
+                 (now, now_period(settings)), layout_of(settings).observation)
 
 
-def periods_note(period_follows: bool, now: list[str], period: int, whole_range: bool = True) -> str:
+def periods_note(period_follows: bool, now: list[str], period: int, whole_range: bool = True,
+                 observation: str = "scrape") -> str:
     """What a widget's period means, and what a period picked in the console does to it, for the header;
-    `whole_range`: the dashboard has values over the whole time range (a counter's increase)."""
+    `whole_range`: the dashboard has values over the whole time range (a counter's increase); `observation`: what
+    observes a GPU once on the source (a scrape, the add-on's collection)."""
     text = ("Periods: each widget loads with its own period (the dashboard's period override is \"Do not override\"): "
             "a graph's point is the statistic over its period")
     if whole_range:
@@ -662,8 +669,8 @@ def periods_note(period_follows: bool, now: list[str], period: int, whole_range:
     if whole_range:
         text += " and an increase over the time range may show its latest period's instead"
     if period_follows:
-        text += ("; rates, and values per scrape, stay true: they divide by the period each widget's query used "
-                 "(PERIOD() of a hidden metric of the widget)")
+        text += (f"; rates, and values per {observation}, stay true: they divide by the period each widget's query "
+                 f"used (PERIOD() of a hidden metric of the widget)")
     if now:
         many = len(now) > 1
         text += (f"; {_listed(now)} {'are' if many else 'is'} drawn only at {'their' if many else 'its'} own period of "

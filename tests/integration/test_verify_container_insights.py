@@ -205,7 +205,7 @@ def test_apply_publishes_with_a_wait_when_the_addon_is_ready_but_no_data_yet(add
     code, stdout, stderr = cli("apply", "--dry-run")
     assert code == 0, stderr
     assert "no data yet in cloudwatch (no GPU metrics in ContainerInsights for gpu-cluster" in stderr
-    assert "the add-on collects GPU metrics every minute" in stderr
+    assert "the add-on collects GPU metrics every 60 s (cloudwatch.addon_gpu_interval)" in stderr
 
 
 def test_apply_is_refused_when_the_addon_is_not_deployed(addon_stack, moto, cli):
