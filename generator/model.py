@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Iterable
 
 from .catalog import FIELD_LABELS
+from .definition_fields import checked
 from .names import DEFINITION_ID
+from .units import UNITS
 
 # Neutral grouping keys. The settings' label mapping says which label carries each
 # (pod -> pod or exported_pod, node -> Hostname or hostname, ...). `mig_instance` is a GPU
@@ -78,6 +80,29 @@ class DefinitionError(ValueError):
         self.hint = hint
 
 
+def _fields_checked(obj, owner: str) -> None:
+    """Every field of `obj` holds what its class declares (definition_fields), else the definition's error naming
+    the object, the field, and what to write."""
+    if not obj.defined_at:
+        object.__setattr__(obj, "defined_at", _caller())
+    problem = checked(obj)
+    if problem:
+        raise DefinitionError(f"{owner}: {problem[0]}", obj.defined_at, problem[1])
+
+
+def _named(what: str, name: object) -> str:
+    return f"{what} {name!r}" if isinstance(name, str) else what
+
+
+def _unit(value: str) -> tuple[str, str]:
+    """(problem, fix) for a panel unit that is no key of generator.units: a Grafana unit id names the key it is."""
+    problem, fix = _choice("unit", value, tuple(UNITS))
+    grafana = [unit.key for unit in UNITS.values() if unit.grafana == value]
+    if grafana and "did you mean" not in fix:
+        fix = f"Grafana's {value!r} is {' or '.join(map(repr, grafana))} here: {fix}"
+    return problem, f"{fix} (generator/units.py), or leave unit out for the field's own"
+
+
 @dataclass(frozen=True)
 class Query:
     """One series set: `aggregation` of `metric` grouped `by` neutral keys.
@@ -105,10 +130,7 @@ class Query:
     defined_at: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        if not self.defined_at:
-            object.__setattr__(self, "defined_at", _caller())
-        object.__setattr__(self, "by", tuple(self.by))
-        object.__setattr__(self, "over", tuple(self.over))
+        _fields_checked(self, _named("query of", self.metric))
         if self.aggregation not in AGGREGATIONS:
             problem, fix = _choice("aggregation", self.aggregation, AGGREGATIONS)
             raise DefinitionError(problem, self.defined_at, fix)
@@ -143,13 +165,26 @@ class Panel:
     defined_at: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        if not self.defined_at:
-            object.__setattr__(self, "defined_at", _caller())
-        queries = (self.queries,) if isinstance(self.queries, Query) else tuple(self.queries)
-        object.__setattr__(self, "queries", queries)
+        if isinstance(self.queries, Query):
+            object.__setattr__(self, "queries", (self.queries,))
+        owner = _named("panel", self.title)
+        _fields_checked(self, owner)
+        queries = self.queries
         if self.kind not in PANEL_KINDS:
             problem, fix = _choice("panel kind", self.kind, PANEL_KINDS)
             raise DefinitionError(problem, self.defined_at, fix)
+        if self.unit is not None and self.unit not in UNITS:
+            problem, fix = _unit(self.unit)
+            raise DefinitionError(f"{owner}: {problem}", self.defined_at, fix)
+        if self.thresholds and self.thresholds[0] > self.thresholds[1]:
+            warning, critical = self.thresholds
+            raise DefinitionError(f"{owner}: thresholds {self.thresholds!r}: the warning level {warning:g} is above "
+                                  f"the critical level {critical:g}", self.defined_at,
+                                  "write thresholds=(warning, critical), the warning level lower than or equal to "
+                                  "the critical one")
+        if self.min is not None and self.max is not None and self.min >= self.max:
+            raise DefinitionError(f"{owner}: min {self.min:g} is not below max {self.max:g}", self.defined_at,
+                                  "write a min lower than the max, or leave either out")
         if not queries:
             raise DefinitionError(f"panel {self.title!r} has no queries", self.defined_at)
         increases = {query.as_increase for query in queries}
@@ -175,9 +210,10 @@ class Row:
     """A titled group of panels."""
     title: str
     panels: tuple[Panel, ...]
+    defined_at: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "panels", tuple(self.panels))
+        _fields_checked(self, _named("row", self.title))
 
 
 @dataclass(frozen=True)
@@ -193,15 +229,12 @@ class Dashboard:
     defined_at: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        if not self.defined_at:
-            object.__setattr__(self, "defined_at", _caller())
-        object.__setattr__(self, "backends", tuple(self.backends))
+        _fields_checked(self, _named("dashboard", self.id))
         unknown = [b for b in self.backends if b not in BACKENDS]
         if unknown or not self.backends:
             raise DefinitionError(f"backends must be some of {', '.join(BACKENDS)}", self.defined_at)
         # A row left without panels (its fields are not collected) is dropped.
         object.__setattr__(self, "rows", tuple(row for row in self.rows if row.panels))
-        object.__setattr__(self, "tags", tuple(self.tags))
         if not _ID.match(self.id):
             raise DefinitionError(f"dashboard id {self.id!r} must be 1-31 lower-case letters, digits and '-'",
                                   self.defined_at)
@@ -259,6 +292,13 @@ class Condition:
     query: Query
     comparison: str
     threshold: float
+    defined_at: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        _fields_checked(self, "alarm condition")
+        if self.comparison not in COMPARISONS:
+            problem, fix = _choice("comparison", self.comparison, COMPARISONS)
+            raise DefinitionError(f"alarm condition: {problem}", self.defined_at, fix)
 
 
 @dataclass(frozen=True)
@@ -287,13 +327,12 @@ class Alarm:
     defined_at: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        if not self.defined_at:
-            object.__setattr__(self, "defined_at", _caller())
+        _fields_checked(self, _named("alarm", self.id))
         problems, fixes = [], []
         if not _ID.match(self.id):
             problems.append(f"alarm id {self.id!r} must be 1-31 lower-case letters, digits and '-'")
-        choices = [("comparison", c.comparison, COMPARISONS) for c in filter(None, (self.condition, self.cloudwatch))]
-        choices += [("severity", self.severity, SEVERITIES), ("missing_data", self.missing_data, MISSING_DATA),
+            fixes.append("write the id as e.g. 'gpu-hot' (it names the alarm and the Prometheus rule)")
+        choices = [("severity", self.severity, SEVERITIES), ("missing_data", self.missing_data, MISSING_DATA),
                     ("scope", self.scope, ALARM_SCOPES)]
         for what, value, allowed in choices:
             if value not in allowed:
@@ -301,11 +340,17 @@ class Alarm:
                 problems.append(problem)
                 fixes.append(fix)
         if self.period_seconds not in (10, 20, 30) and (self.period_seconds < 60 or self.period_seconds % 60):
-            problems.append("period_seconds must be 10, 20, 30 or a multiple of 60")
-        if self.evaluation_periods < 1 or (self.datapoints_to_alarm or 1) > self.evaluation_periods:
-            problems.append("need 1 <= datapoints_to_alarm <= evaluation_periods")
+            problems.append(f"period_seconds {self.period_seconds} must be 10, 20, 30 or a multiple of 60")
+            fixes.append("write period_seconds as 10, 20, 30 (high resolution) or 60, 120, 300, ...")
+        needed = self.datapoints_to_alarm
+        if self.evaluation_periods < 1 or (needed is not None and not 1 <= needed <= self.evaluation_periods):
+            problems.append(f"evaluation_periods {self.evaluation_periods}, datapoints_to_alarm {needed}: need 1 <= "
+                            f"datapoints_to_alarm <= evaluation_periods")
+            fixes.append("alarm when datapoints_to_alarm of the last evaluation_periods periods breach, e.g. "
+                         "evaluation_periods=3, datapoints_to_alarm=2 (None: all of them)")
         if problems:
-            raise DefinitionError("; ".join(problems), self.defined_at, "; ".join(fixes) or "fix the definition")
+            raise DefinitionError(f"{_named('alarm', self.id)}: {'; '.join(problems)}", self.defined_at,
+                                  "; ".join(fixes))
 
     @property
     def per_pod(self) -> bool:

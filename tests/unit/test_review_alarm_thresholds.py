@@ -35,8 +35,6 @@ def _not_json(constant: str):
 
 
 @pytest.mark.parametrize("threshold", ['"80"', "None", 'float("nan")'])
-@pytest.mark.xfail(strict=True, reason="Condition does not check its threshold: a string or None ends generate in an "
-                   "internal error (exit 4); NaN is written into alarms.json and the templates as NaN, not JSON")
 def test_a_threshold_that_is_no_number_is_a_usage_error_naming_it(tmp_path, cli, threshold):
     (tmp_path / "alarms").mkdir()
     (tmp_path / "alarms" / "mine.py").write_text(ALARMS.format(threshold=threshold))

@@ -27,9 +27,6 @@ FIELDS = {"unit": ('unit="short"', "short"), "one level": ("thresholds=(80,)", "
 
 @pytest.mark.parametrize("field", list(FIELDS))
 @pytest.mark.parametrize("command", ["generate", "lint"])
-@pytest.mark.xfail(strict=True, reason="Panel does not check its unit or its levels: 'short' raises KeyError in the "
-                   "CloudWatch renderer's axis label (render/cloudwatch._axis_label), one level or a number "
-                   "ValueError / TypeError where the levels are unpacked, exit 4")
 def test_a_panel_field_gpudash_cannot_read_is_a_usage_error_naming_it(project_dir, cli, tmp_path, command, field):
     text, named = FIELDS[field]
     config = project_dir(dashboards={"mine.py": DASHBOARD.format(field=text)})
