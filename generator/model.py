@@ -18,7 +18,7 @@ from typing import Iterable
 from .catalog import FIELD_LABELS
 from .definition_fields import checked
 from .names import DEFINITION_ID
-from .units import UNITS
+from .units import UNITS, Unit
 
 # Neutral grouping keys. The settings' label mapping says which label carries each
 # (pod -> pod or exported_pod, node -> Hostname or hostname, ...). `mig_instance` is a GPU
@@ -198,6 +198,23 @@ class Panel:
         if not 1 <= self.width <= GRID_WIDTH or not 1 <= self.height <= 50:
             raise DefinitionError(f"panel {self.title!r}: width must be 1-{GRID_WIDTH}, height 1-50",
                                   self.defined_at)
+
+    def shown_unit(self, catalog) -> Unit:
+        """The unit of the panel's values, the one answer every renderer reads (Grafana's unit id, CloudWatch's axis
+        label): its own, else what its first query charts. A share of fields (`over`) is a ratio and a count is a
+        count, whatever the field; an increase is in the field's unit, a counter's rate in its rate unit, a gauge in
+        its own. Raw PromQL, or a field the catalog lacks, is a plain number."""
+        if self.unit:
+            return UNITS[self.unit]
+        query = self.queries[0]
+        if query.raw_promql or query.metric not in catalog:
+            return UNITS["count"]
+        if query.over:
+            return UNITS["ratio"]
+        if query.aggregation == "count":  # how many GPUs (or readings), whatever the field counted
+            return UNITS["count"]
+        metric = catalog.get(query.metric)
+        return metric.unit if metric.is_counter and query.as_increase else metric.charted_unit
 
     @property
     def grafana_only(self) -> bool:

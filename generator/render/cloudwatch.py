@@ -28,7 +28,6 @@ from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
 from ..names import cloudwatch_dashboard_name
 from ..ownership import with_publication
 from ..settings import Cluster, Settings
-from ..units import UNITS
 from .alarms import alarm_forms, alarm_plan
 
 VIEWS = {"timeseries": "timeSeries", "stat": "singleValue", "gauge": "gauge", "bargauge": "bar",
@@ -106,17 +105,6 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     for name in sorted(per_cluster):
         result.setdefault(name, set()).add(readings_dimensions(settings))
     return result
-
-
-def _axis_label(panel: Panel, query: Query, catalog: Catalog) -> str:
-    if panel.unit:
-        return UNITS[panel.unit].label
-    if query.over:  # a share of the field, whatever the field's own unit
-        return UNITS["ratio"].label
-    metric = catalog.get(query.metric)
-    if metric.is_counter and query.as_increase:
-        return metric.unit.label
-    return metric.charted_unit.label
 
 
 @dataclass(frozen=True)
@@ -232,7 +220,7 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         "view": VIEWS[panel.kind],
         "period": settings.cloudwatch.period,
         "stat": "Average",
-        "yAxis": {"left": {"label": _axis_label(panel, query, catalog), "showUnits": False}},
+        "yAxis": {"left": {"label": panel.shown_unit(catalog).label, "showUnits": False}},
         "legend": {"position": "bottom"},
     }
     for bound in ("min", "max"):

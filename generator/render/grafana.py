@@ -18,7 +18,6 @@ from ..promql import (COST_NOTE, Scope, copies_note, expression, gpus_named, gro
                       legend, memory_share_note, named_pods_looked_back, named_within_note, over_note, presence,
                       reads_copies_per_step, reads_recording, recording_note, with_cluster)
 from ..settings import Settings
-from ..units import UNITS
 
 _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Dashboard variables in order: (name, neutral key, label in the UI).
@@ -164,20 +163,8 @@ def _variables(catalog: Catalog, settings: Settings) -> list[Any]:
 
 
 def panel_unit(panel: Panel, catalog: Catalog) -> str:
-    """Grafana unit of a panel: its own, else the charted unit of its first metric."""
-    if panel.unit:
-        return UNITS[panel.unit].grafana
-    query = panel.queries[0]
-    if query.raw_promql or query.metric not in catalog:
-        return "short"
-    if query.over:
-        return UNITS["ratio"].grafana
-    if query.aggregation == "count":  # how many GPUs, whatever the field counted
-        return UNITS["count"].grafana
-    metric = catalog.get(query.metric)
-    if metric.is_counter and query.as_increase:
-        return metric.unit.grafana
-    return metric.charted_unit.grafana
+    """Grafana unit id of a panel (Panel.shown_unit)."""
+    return panel.shown_unit(catalog).grafana
 
 
 def legend_calcs(panel: Panel, catalog: Catalog) -> list[str]:
