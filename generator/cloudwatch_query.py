@@ -70,7 +70,8 @@ from functools import cache
 from typing import Callable
 
 from .blanks import INCREASE_FLOOR, READING_FLOOR
-from .catalog import MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
+from .catalog import (MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_FIELDS,
+                      Catalog)
 from .derived_sets import derived, mig_only, with_instance
 from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from .model import Query
@@ -788,6 +789,19 @@ POD_MEMORY_SHARES = ("a pod holding several GPUs or MIG instances reads the mean
                      "the memory they hold (Grafana's value)")
 
 
+def merged_copies(field, settings: Settings) -> str | None:
+    """How the agent merges the copies of a field before publishing it (render/agent_otel.merged_counters, the OTel
+    pipeline's metricstransform): "gpu", a device counter (energy, PCIe replays, NVLink, rows remapped), one series
+    per physical GPU in the per-GPU sets and per pod and GPU in the per-pod sets, however many pods share it by
+    time-slicing and however many MIG instances repeat its reading; "instance", a counter MIG reports per instance
+    and, with exporter.virtual_gpus, a field the exporter splits per process, one series per GPU instance; None: each
+    copy is its own series (a gauge, or every field on the classic pipeline)."""
+    if settings.agent.pipeline != "otel" or not (field.is_counter or settings.exporter.virtual_gpus
+                                                 and field.name in PER_PROCESS_FIELDS):
+        return None
+    return "gpu" if field.is_counter and not field.per_instance else "instance"
+
+
 def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:
     """What a line on the agent's metrics cannot tell apart, said where a MIG GPU or time-slicing makes it differ:
     a pod's series are one per MIG instance it holds, a node's one per instance and time-sliced pod."""
@@ -803,16 +817,17 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
         return result
     grouped = result.series and not all(d in result.series for d in result.gpu_series)
     per_pod = tuple(result.dims) == tuple(pod_dimensions(settings))
-    if grouped and not per_pod and result.function in ("SUM", "COUNT", "AVG"):
+    # Each copy its own series: a node's or a cluster's sum, count or mean reads a GPU once per copy. Merged copies
+    # (merged_copies) are one series per GPU, or per GPU instance of a field whose instances read their own values.
+    if grouped and not per_pod and result.function in ("SUM", "COUNT", "AVG") and not merged_copies(field, settings):
         notes.append(WEIGHS_PER_SERIES)
     # A device field repeats on each of a pod's instances of one GPU: its maximum and minimum stand, its sums,
     # counts and means count that GPU once per instance; an instance field's value per GPU is its instances'
     # sum (framebuffer, which a sum per pod adds up alike) or mean, which no statistic of the pod's takes.
-    # On the OTel pipeline a pod's copies of a device counter are merged per physical GPU (render/agent_otel
-    # .merged_counters): its instances of one GPU are one series there.
+    # A pod's copies of a device counter merged per physical GPU (merged_copies) are one series of its instances.
     exact = result.function in ("MAX", "MIN") if not field.per_instance else \
         instances_added(field) and result.function == "SUM"
-    exact = exact or (field.is_counter and not field.per_instance and settings.agent.pipeline == "otel")
+    exact = exact or merged_copies(field, settings) == "gpu"
     if per_pod and grouped and not exact:
         notes.append(POD_MEMORY_SHARES if query.metric in MIG_MEMORY_SHARES else POD_INSTANCES)
     return replace(result, notes=tuple(notes))

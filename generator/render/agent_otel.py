@@ -60,8 +60,8 @@ from typing import Any, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, PER_PROCESS_FIELDS, Catalog
-from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE, marked_level, number,
-                                pod_total_kind)
+from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE, marked_level,
+                                merged_copies, number, pod_total_kind)
 from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
@@ -205,10 +205,9 @@ MERGED_PREFIX = "gpudash.gpu."  # a merged copy's name between two of the proces
 
 
 def _merged_names(catalog: Catalog, settings: Settings, shipped: Iterable[str]) -> list[str]:
-    """The shipped fields whose copies merged_counters merges: the counters, and with exporter.virtual_gpus the
-    fields the exporter splits per process."""
-    shared = PER_PROCESS_FIELDS if settings.exporter.virtual_gpus else ()
-    return [n for n in shipped if n in catalog and (catalog.get(n).is_counter or n in shared)]
+    """The shipped fields whose copies merged_counters merges (cloudwatch_query.merged_copies): the counters, and with
+    exporter.virtual_gpus the fields the exporter splits per process."""
+    return [n for n in shipped if n in catalog and merged_copies(catalog.get(n), settings)]
 
 
 def _copy_labels(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
@@ -235,15 +234,16 @@ def pod_copies(catalog: Catalog, settings: Settings, declarations: list[dict[str
     if not names:
         return {}
     per_pod = _copy_labels(catalog, settings, declarations, names)[0]
-    device = set(_device_counters(catalog, names))
+    device = set(_device_counters(catalog, settings, names))
     return {name: sorted(per_pod - {MIG_INSTANCE_LABEL} if name in device else per_pod) for name in names}
 
 
-def _device_counters(catalog: Catalog, names: list[str]) -> list[str]:
+def _device_counters(catalog: Catalog, settings: Settings, names: list[str]) -> list[str]:
     """The device counters of `names` (PCIe replays, rows remapped, NVLink, energy): each MIG instance of a GPU
     repeats the GPU's reading, so their copies are merged per physical GPU (GPU_I_ID left out); a counter MIG
-    reports per instance, and a field split per process (virtual_gpus), are kept per GPU instance."""
-    return [n for n in names if catalog.get(n).is_counter and not catalog.get(n).per_instance]
+    reports per instance, and a field split per process (virtual_gpus), are kept per GPU instance
+    (cloudwatch_query.merged_copies)."""
+    return [n for n in names if merged_copies(catalog.get(n), settings) == "gpu"]
 
 
 def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
@@ -302,7 +302,7 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
     # and each pod's copy, drop GPU_I_ID too, one series per physical GPU (a pod holding two instances of one GPU
     # has one copy of its reading, not two); a counter MIG reports per instance, and a field split per process
     # (virtual_gpus), keep one per GPU instance.
-    device = _device_counters(catalog, names)
+    device = _device_counters(catalog, settings, names)
     instance = [n for n in names if n not in device]
 
     def grouped(action: str, labels_of: tuple[tuple[list[str], set[str]], ...], **extra) -> list[dict[str, Any]]:

@@ -58,8 +58,6 @@ def test_the_mig_node_reads_its_gpus_energy_once_and_its_power_per_instance(show
     assert said(text, "Node power", NOTE)
 
 
-@pytest.mark.xfail(strict=True, reason="the header notes the per-instance weighing for the energy chart too, whose "
-                   "counter the agent merges per GPU")
 def test_the_header_does_not_say_the_energy_chart_weighs_instances(shown):
     _, text = shown
     assert not said(text, "Node energy rate", NOTE)
