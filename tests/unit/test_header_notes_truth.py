@@ -1,0 +1,62 @@
+"""A CloudWatch dashboard header says a chart "weighs" a MIG GPU once per instance (or a shared GPU once per pod)
+exactly where the chart does: where the MIG node's value on the chart differs from its GPUs' truth.
+
+The note is derived from how the agent publishes the field (cloudwatch_query.merged_copies: the OTel pipeline
+merges a counter's copies per GPU, the classic pipeline publishes each copy), not from the chart's title; each
+pipeline is run through the agent model on the mixed fleet, whose MIG node has two A100s of two instances each.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.artifacts import build
+from generator.cloudwatch_query import WEIGHS_PER_SERIES
+from generator.output import encode
+from generator.render.cloudwatch import panel_title
+from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import header, said, widgets
+from tests.support.dcgm_fleet import target_labels
+from tests.support.projects import defined_project
+
+STEP, END = 30, 2100
+DASHBOARD = """\
+from generator.model import Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    yield Dashboard(id="nodes", title="Nodes", rows=[Row("All", [
+        Panel("Node energy rate", Query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "sum", ("node",)), unit="milliwatt"),
+        Panel("Node power", Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("node",)), unit="watt"),
+        Panel("Node GPUs", Query("DCGM_FI_DEV_POWER_USAGE", "count", ("node",))),
+    ])])
+"""
+(MIG,) = [node for node in mixed_fleet.FLEET if node.name == "gpu-node-mig"]
+TRUTH = {"Node energy rate": sum(g.energy_mw for g in MIG.gpus), "Node power": sum(g.power for g in MIG.gpus),
+         "Node GPUs": len(MIG.gpus)}
+NOTE = WEIGHS_PER_SERIES[:40]
+
+
+@pytest.fixture(scope="module", params=["otel", "classic"])
+def shown(request, tmp_path_factory):
+    settings = f"agent:\n  pipeline: {request.param}\n"
+    files = encode(build(defined_project(tmp_path_factory.mktemp(request.param), settings, dashboards=DASHBOARD)))
+    config, job = agent_config(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])
+    points = Agent(config, job).run([Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP),
+                                            target_labels(job, node.name))
+                                     for k in range(-2, END // STEP) for node in mixed_fleet.FLEET])
+    values = {}
+    for _, properties in widgets(files):
+        lines = cloudwatch_eval.widget(properties, points, 0, END)
+        values[panel_title(properties["title"])] = {label: series[max(series)] for label, series in lines.items()}
+    return request.param, values, header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-nodes.json")
+
+
+def test_the_note_is_said_of_a_chart_exactly_where_the_mig_node_reads_other_than_its_gpus(shown):
+    pipeline, values, text = shown
+    assert set(values) == set(TRUTH), values
+    off = {title for title in TRUTH if values[title]["gpu-node-mig"] != pytest.approx(TRUTH[title])}
+    noted = {title for title in TRUTH if said(text, title, NOTE)}
+    assert noted == off, (pipeline, {title: (values[title]["gpu-node-mig"], TRUTH[title]) for title in TRUTH})
+    assert "Node power" in off  # the premise: the fleet's MIG node repeats a device gauge per instance
