@@ -282,6 +282,66 @@ def level_plan(plan: Plan, comparison: str, level: float, periods: int, catalog:
     return replace(plan, dims=(*plan.dims, level_mark(comparison, level)), flagged=(comparison, level))
 
 
+def once_dimensions(settings: Settings) -> tuple[str, ...]:
+    """The per-GPU set marked ONCE_PER_GPU: each GPU's reading once per scrape, its copies merged at the agent (the OTel
+    pipeline's render/agent_otel.once_per_gpu), one series per GPU (once_plan)."""
+    return (*gpu_dimensions(settings), ONCE_PER_GPU[0])
+
+
+def _counts_copies(result: Plan, settings: Settings) -> bool:
+    """An alarm's plan over the per-GPU set that counts, adds or averages observations of several GPUs, or counts one
+    GPU's: a GPU the exporter writes several series of (one per MIG instance of a device field, one per pod sharing it
+    by time-slicing with exporter.virtual_gpus) is that many observations a scrape, so it counts, adds and weighs
+    that many times (a maximum or minimum of equal copies stands; a GPU's mean of its own copies is its reading)."""
+    one_gpu = all(d in result.series for d in result.gpu_series)
+    return tuple(result.dims) == tuple(gpu_dimensions(settings)) and not result.namespace \
+        and (result.function == "COUNT" or (result.function in ("SUM", "AVG") and not one_gpu))
+
+
+def once_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan | None:
+    """An alarm that counts GPUs, or adds or averages their readings, over a group of GPUs (a node's, the cluster's;
+    or counts one GPU's), reading each GPU's reading once per scrape (once_dimensions) on the OTel pipeline: the agent
+    merges the copies the exporter writes of a GPU (MIG instances, pods sharing it) into one point per GPU and scrape,
+    so COUNT over the scrapes of a period is the GPUs times the scrapes, SUM the GPUs' totals, AVG each GPU weighed
+    once, as the Prometheus rule counts and adds each GPU once. A node of 11 GPUs, two of them split into two MIG
+    instances, writes 13 series of a device field: the per-GPU set counted 13 and added the two MIG GPUs' power twice.
+    None where the per-GPU set is already one series per GPU (a counter, merged per physical GPU by the OTel pipeline;
+    a field split per process with exporter.virtual_gpus, read from the device's series), where the merged reading is
+    not the GPU's (a field MIG reports per instance: the GPU's value is its instances' sum or mean), on
+    agent.pipeline: classic (nothing merges the copies: _copies_noted), or where the set has no room for the mark."""
+    if settings.agent.pipeline != "otel" or not _counts_copies(result, settings):
+        return None
+    field = catalog.get(query.metric)
+    if field.is_counter or field.per_instance or field.across_own_labels:
+        return None
+    if settings.exporter.virtual_gpus and query.metric in PER_PROCESS_FIELDS:
+        return None
+    if len(result.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
+        return None
+    return replace(result, dims=once_dimensions(settings))
+
+
+# What an alarm that counts, adds or averages GPUs over the per-GPU set reads where nothing merges a GPU's copies
+# (_copies_noted): its description says it, and lint notes it (AL018).
+COPIES_COUNTED = ("a GPU split into MIG instances, or shared by time-slicing, counts, adds and weighs once per "
+                  "instance or pod (each of its series is an observation)")
+
+
+def _copies_noted(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:
+    """An alarm's plan that counts a GPU's copies as GPUs and has no merged form (once_plan): noted COPIES_COUNTED.
+    A counter on the OTel pipeline is one series per physical GPU (merged_counters), and a field split per process
+    with exporter.virtual_gpus one per GPU instance: not noted."""
+    if not _counts_copies(result, settings):
+        return result
+    field = catalog.get(query.metric)
+    merged = settings.agent.pipeline == "otel" and (
+        (field.is_counter and not field.per_instance)
+        or (settings.exporter.virtual_gpus and query.metric in PER_PROCESS_FIELDS and not field.per_instance))
+    if merged:
+        return result
+    return replace(result, notes=(*result.notes, COPIES_COUNTED))
+
+
 def readings_dimensions(settings: Settings) -> tuple[str, ...]:
     """The set the fleet's values now read every reading of the cluster from past 500 GPUs: on the OTel pipeline a
     GPU's reading once per scrape (ONCE_PER_GPU), on classic every copy the exporter writes ([ClusterName]: the
@@ -432,6 +492,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     source that carries DCGM's blank sentinels, widgets drop the periods only a blank explains."""
     layout = layout or AGENT_LAYOUT
     result = _plan(query, catalog, settings, period, alarm, layout)
+    if alarm and layout.instances:
+        result = once_plan(result, query, catalog, settings) or _copies_noted(result, query, catalog, settings)
     if layout.instances:
         result = _with_notes(result, query, catalog, settings)
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
@@ -813,7 +875,7 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
             notes.append(MIG_LEFT_OUT + (f" (their {substitute[0]} stands in on Grafana and in alarms)"
                                          if substitute else ""))
         return replace(result, notes=tuple(notes))
-    if pod_total_kind(result.dims):  # the agent's total per scrape of the pod's GPUs, each GPU once
+    if pod_total_kind(result.dims) or ONCE_PER_GPU[0] in result.dims:  # the agent's, each GPU once
         return result
     grouped = result.series and not all(d in result.series for d in result.gpu_series)
     per_pod = tuple(result.dims) == tuple(pod_dimensions(settings))

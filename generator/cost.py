@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
-from .cloudwatch_query import (UNUSED_SHARE, is_query, level_of, pod_dimensions, pod_total_kind,
+from .cloudwatch_query import (ONCE_PER_GPU, UNUSED_SHARE, is_query, level_of, pod_dimensions, pod_total_kind,
                                readings_dimensions)
 from .errors import InputError
 from .markers import POD_DIMENSION
@@ -312,9 +312,12 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     counters = [m.name for m in catalog if m.kind == "counter" and m.name not in dropped]
     pod_set = tuple(pod_dimensions(settings))
     per_pod = set(what.fields.get(pod_set, []))
-    once_set = readings_dimensions(settings)
+    # a GPU's readings once per scrape (render/agent_otel.once_per_gpu), in every set marked so: the fleet's values
+    # past 500 GPUs (readings_dimensions), the alarms that count or add GPUs (cloudwatch_query.once_dimensions); one
+    # point per GPU of each field, which every such set publishes
+    once = sorted({m for dims, metrics in what.fields.items() if ONCE_PER_GPU[0] in dims for m in metrics})
     per_gpu = {m for dims, metrics in what.fields.items()
-               if dims != pod_set and not pod_total_kind(dims) and dims != once_set for m in metrics}
+               if dims != pod_set and not pod_total_kind(dims) and ONCE_PER_GPU[0] not in dims for m in metrics}
 
     def shown(names: list[str], sets: set[str]) -> int:
         return sum(1 for n in names if n in sets)
@@ -366,8 +369,7 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         *(Events(f"the totals of a node's GPUs no pod holds ({mark})", idle_nodes, count, 0, False)
           for mark, count in marks.items()),
         # a GPU's readings once per scrape (render/agent_otel.once_per_gpu; the fleet's values past 500 GPUs)
-        Events("a GPU's readings once", gpus, len(what.fields.get(once_set, [])),
-               len(what.fields.get(once_set, [])), False),
+        Events("a GPU's readings once", gpus, len(once), len(once), False),
         # the unused share of each pod GPU's reading the idle alarms read (render/agent_otel.unused_copies): an event
         # per GPU instance a pod holds at the scrape (MIG instances' with their profile, on a MIG fleet)
         *(Events(f"a pod GPU's unused share{' (MIG instances)' if mig else ''}", min(copies, pods), len(names),

@@ -621,13 +621,18 @@ def once_per_gpu(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[d
     names = sorted({name for d in declarations for dims in d["dimensions"] if ONCE_PER_GPU[0] in dims
                     for selector in d["metric_name_selectors"]
                     for name in [next((m.name for m in catalog if selects(selector, m.name)), None)] if name})
+    # the names the marked sets carry besides the mark (the node and GPU of the per-GPU set's: cloudwatch_query
+    # .once_dimensions), kept on every point: one GPU's copies name one node and index, so they merge alike, and
+    # every field's point of a GPU has one label set (one EMF event per GPU and scrape)
+    named = {name for d in declarations for dims in d["dimensions"] if ONCE_PER_GPU[0] in dims
+             for name in dims if name != ONCE_PER_GPU[0]}
     mark = {"action": "add_label", "new_label": ONCE_PER_GPU[0], "new_value": ONCE_PER_GPU[1]}
     result = []
     for per_instance in (False, True):
         group = [name for name in names if catalog.get(name).per_instance == per_instance]
         if not group:
             continue
-        labels = sorted({CLUSTER_DIMENSION, GPU_ONCE, *((MIG_INSTANCE_LABEL,) if per_instance else ())})
+        labels = sorted({*named, CLUSTER_DIMENSION, GPU_ONCE, *((MIG_INSTANCE_LABEL,) if per_instance else ())})
         result.append({"include": f"^({'|'.join(re.escape(n) for n in group)})$", "match_type": "regexp",
                        "action": "insert", "new_name": ONCE_PREFIX + "${1}",
                        "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"},

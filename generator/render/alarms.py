@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, OTEL_GAP, Plan, instance_contributors,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPIES_COUNTED, MI_FUNCTIONS, STATISTICS, OTEL_GAP, Plan,
+                                instance_contributors,
                                 LEVEL_WORDS, level_plan, unused_plan,
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
                                 scrape_seconds)
@@ -329,6 +330,33 @@ def ranked_past_500(project) -> list[tuple[str, str]]:
     return result
 
 
+def copies_counted(project) -> list[tuple[str, str]]:
+    """(where, message) of each CloudWatch alarm that counts, adds or averages a GPU's copies (MIG instances, pods
+    sharing it by time-slicing) as that many GPUs, where its Prometheus rule counts each GPU once: no merged form of
+    the field exists on its pipeline (cloudwatch_query.once_plan; agent.pipeline: classic publishes each series as
+    scraped, and a field MIG reports per instance has no one reading per GPU)."""
+    settings, catalog = project.settings, project.catalog
+    result = []
+    for alarm in project.alarms:
+        try:
+            forms = alarm_forms(alarm, catalog, settings)
+        except Unsupported:
+            continue  # generate refuses it
+        for form in forms:
+            if COPIES_COUNTED in form.plan.notes:
+                query = cloudwatch_condition(alarm, settings).query
+                why = ("agent.pipeline: classic publishes each series as scraped, nothing merges a GPU's copies"
+                       if settings.agent.pipeline == "classic" else
+                       f"{form.plan.metric} has no one reading per GPU to merge (MIG reports it per instance)"
+                       if catalog.get(form.plan.metric).per_instance else
+                       "its set has no room for the mark of a GPU's reading once")
+                result.append((alarm.defined_at,
+                               f"alarm {alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ''} takes the "
+                               f"{query.aggregation} of {form.plan.metric} over [{', '.join(form.plan.dims)}] on "
+                               f"CloudWatch: {COPIES_COUNTED}, where its Prometheus rule counts each GPU once ({why})"))
+    return result
+
+
 @dataclass(frozen=True)
 class Form:
     """One kind of CloudWatch alarm a rule makes (per cluster; per Region for a fleet-scope rule)."""
@@ -568,6 +596,8 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
                 f"window (past 500: the longest idle)")
     if plan_.flagged:  # level_plan
         note = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0, ranked by their sum"
+    if COPIES_COUNTED in plan_.notes:  # no merged form (cloudwatch_query.once_plan): lint AL018 notes it too
+        note = f"{note}; {COPIES_COUNTED}" if note else COPIES_COUNTED
     stale = stale_note(alarm, note)
     description = _description(alarm, stale)
     label = alarm.title

@@ -1,18 +1,19 @@
-"""A definition's alarm that counts GPUs or adds their readings per node: on CloudWatch it counts observations.
+"""A definition's alarm that counts GPUs or adds their readings per node counts and adds each GPU once on CloudWatch.
 
 The bundled alarms compare a GPU's own reading; an alarm in `alarms/` may count or add (`Query(..., "count", ())`,
 `Query(..., "sum", ("node",))`), and gpudash renders it on both sides. Its Prometheus twin counts and adds each GPU
-once (`max by (cluster, node, gpu)` under the `count` / `sum by (node)`). The CloudWatch alarm reads
+once (`max by (cluster, node, gpu)` under the `count` / `sum by (node)`). The CloudWatch alarm read
 `SELECT COUNT(...)` / `SUM(...)` over the per-GPU set [ClusterName, node, gpu] with the threshold multiplied by the
-scrapes of its period (10 at 30 s), so it counts observations, not GPUs (issue 10: "distinct series for counts"):
+scrapes of its period (10 at 30 s), so it counted observations, not GPUs (issue 10: "distinct series for counts"):
 
 * the mixed fleet's MIG node (tests/support/mixed_fleet.FLEET) writes each of its two GPUs' temperature and power
-  once per MIG instance: 11 GPUs report 13 series, so "fewer than 12 GPUs report" (true: 11) never alarms on
-  CloudWatch (130 observations against 120), and that node's "GPUs over 700 W" (true: 350 + 150 = 500 W) alarms (it
-  reads 1,000 W);
+  once per MIG instance: 11 GPUs report 13 series, so "fewer than 12 GPUs report" (true: 11) never alarmed on
+  CloudWatch (130 observations against 120), and that node's "GPUs over 700 W" (true: 350 + 150 = 500 W) alarmed (it
+  read 1,000 W).
 
-Neither alarm's description, nor `gpudash lint`, says any of it (the dashboards' headers say it of the widgets that count or add
-observations: "a GPU split into MIG instances ... weighs once per instance").
+On the OTel pipeline it reads each GPU's reading once per scrape, the copies merged at the agent by the GPU's UUID
+([ClusterName, node, gpu, readings]: cloudwatch_query.once_plan); on agent.pipeline: classic, which merges nothing,
+its description and lint (AL018) say that a GPU's copies count (tests/unit/test_alarm_copies.py).
 """
 
 from __future__ import annotations
@@ -69,15 +70,11 @@ def test_the_fleet_facts():
     assert sum(g.power for g in mig.gpus) == 500
 
 
-@pytest.mark.xfail(strict=True, reason="COUNT over [ClusterName, node, gpu] counts a MIG GPU once per instance: 11 "
-                   "GPUs read 130 observations against the threshold 12 x 10 scrapes")
 def test_fewer_gpus_than_the_threshold_alarm(mixed):
     files, points = mixed
     assert cloudwatch_eval.alarm(_alarm(files, "gpus-low"), points, END) == {(): "ALARM"}  # 11 < 12
 
 
-@pytest.mark.xfail(strict=True, reason="SUM over [ClusterName, node, gpu] adds a MIG GPU's power once per instance: "
-                   "the MIG node's 500 W read 1,000 W against 700")
 def test_a_node_under_the_threshold_is_ok(mixed):
     files, points = mixed
     states = cloudwatch_eval.alarm(_alarm(files, "node-power"), points, END)

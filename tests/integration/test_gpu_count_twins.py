@@ -1,0 +1,63 @@
+"""An alarm that counts GPUs or adds their readings per node, and its Prometheus twin, read each GPU once on the mixed
+fleet (tests/support/mixed_fleet.FLEET: 11 GPUs, the MIG node's two A100s split into two instances each, 13 series of
+a device field). The CloudWatch side is tests/unit/test_review_alarm_counts.py and tests/unit/test_alarm_copies.py;
+here promtool runs the generated rules over the same readings: "fewer than 12 GPUs report" fires (11), a node's
+GPUs over 700 W fire for none (the MIG node draws 350 + 150 = 500 W; counted per instance it would read 1,000 W), and
+over 450 W fire for the two nodes of 500 W."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.test_mig_twins import built_with
+from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
+from tests.support import mixed_fleet
+from tests.support.mixed_fleet import FLEET
+
+STEP, STEPS = 30, 30  # fifteen minutes of 30 s scrapes
+FIELDS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE")
+GPUS = sum(len(node.gpus) for node in FLEET)  # 11
+RULES = f'''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("gpus-low", "Few GPUs reporting", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count", ()), "<", {GPUS + 1}),
+                description="Fewer GPUs report.", runbook="Look at the nodes.")
+    for level in (450, 700):
+        yield Alarm(f"node-power-{{level}}", "Node GPU power high",
+                    Condition(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("node",)), ">", level),
+                    description="A node's GPUs draw much.", runbook="Look at the node.")
+'''
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return built_with(tmp_path_factory.mktemp("count-twins"), {"counts.py": RULES})
+
+
+def _series() -> list[dict[str, str]]:
+    """The fleet's FIELDS as Prometheus stores them from its scrapes, each series with its node."""
+    values: dict[str, list[str]] = {}
+    for node in FLEET:
+        for k in range(STEPS):
+            for line in mixed_fleet.payload(node, k * STEP, STEP).splitlines():
+                if line.startswith(FIELDS):
+                    series, value = line.rsplit(" ", 1)
+                    values.setdefault(f'{series[:-1]},node="{node.name}"}}', ["_"] * STEPS)[k] = value
+    return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
+
+
+def test_the_rules_count_and_add_each_gpu_once(built):
+    # the premise: more series than GPUs (13 at a scrape; the time-sliced GPU under each of its pods in turn)
+    assert sum(1 for s in _series() if s["series"].startswith(FIELDS[0])) >= GPUS + 2
+    _, folder = built
+    alerts = alert_names(folder)
+    heavy = [node.name for node in FLEET if sum(gpu.power for gpu in node.gpus) > 450]
+    assert sorted(heavy) == ["gpu-node-mig", "ip-10-0-3-7.ec2.internal"]
+    fired = {"gpus-low": [{}], "node-power-450": [{"node": name} for name in heavy], "node-power-700": []}
+    checks = [{"eval_time": f"{STEPS * STEP // 60 - 1}m", "alertname": alerts[rule],
+               "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in expected]}
+              for rule, expected in fired.items()]
+    _promtool_test(folder, "count_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+                                                 "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")

@@ -1,0 +1,131 @@
+"""Every alarm a definition can write that counts GPUs, or adds or averages their readings, over a group of GPUs
+(the cluster, a node) or counts one GPU's, reads on CloudWatch what its Prometheus rule reads: each GPU once, whatever
+MIG or time-slicing makes the exporter write of it.
+
+The mixed fleet (tests/support/mixed_fleet.FLEET) holds a node whose two A100s are split into two MIG instances each
+(a device field's reading repeats on each instance), and, in a variant, a GPU two pods share by time-slicing on an
+exporter run with KUBERNETES_VIRTUAL_GPUS (one copy per pod, settings exporter.virtual_gpus). Over the per-GPU set
+[ClusterName, node, gpu] an alarm counted and added each copy (13 series for 11 GPUs; the MIG node's 500 W read
+1,000 W). On the OTel pipeline it reads each GPU's reading once per scrape ([ClusterName, node, gpu, readings], the
+copies merged at the agent by UUID): its value over a whole period, the query's result over the threshold's scale,
+is the truth per group. On agent.pipeline: classic nothing merges the copies: the alarm says so in its description
+and lint notes it (AL018).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from statistics import mean
+
+import pytest
+
+from generator.artifacts import build, notes
+from generator.cloudwatch_query import COPIES_COUNTED
+from generator.output import encode
+from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
+from tests.support.projects import defined_project
+
+STEP, END, PERIOD = 30, 1800, 300
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+FIELDS = {"DCGM_FI_DEV_POWER_USAGE": "power", "DCGM_FI_DEV_GPU_TEMP": "temp"}
+GROUPS = {"all": (), "node": ("node",), "gpu": ("node", "gpu")}
+CASES = [(aggregation, field, group) for aggregation in ("count", "sum", "avg") for field in FIELDS
+         for group in GROUPS if not (group == "gpu" and aggregation != "count")]
+
+
+def _rule(aggregation: str, field: str, group: str) -> str:
+    return f"{aggregation}-{FIELDS[field]}-{group}"
+
+
+ALARMS = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+    f"    yield Alarm({_rule(a, f, g)!r}, 'X', Condition(Query({f!r}, {a!r}, {GROUPS[g]!r}), '>', 1),\n"
+    f"                description='x', runbook='y')\n" for a, f, g in CASES)
+# the time-sliced node's GPU on an exporter with KUBERNETES_VIRTUAL_GPUS: one copy per pod sharing it
+SHARED = tuple(replace(node, virtual_gpus=True, moves=0) if node.name == "gpu-node-ts" else node
+               for node in mixed_fleet.FLEET)
+
+
+def _truth(fleet, aggregation: str, field: str, group: str) -> dict[tuple, float]:
+    """{group key: value} of the query, each GPU once."""
+    readings: dict[tuple, list[float]] = {}
+    for node in fleet:
+        for gpu in node.gpus:
+            key = {"all": (), "node": (("node", node.name),),
+                   "gpu": (("node", node.name), ("gpu", str(gpu.index)))}[group]
+            readings.setdefault(key, []).append(getattr(gpu, FIELDS[field]))
+    how = {"count": len, "sum": sum, "avg": mean}[aggregation]
+    return {key: how(values) for key, values in readings.items()}
+
+
+def _built(folder, settings: str, fleet) -> tuple[dict, list]:
+    files = encode(build(defined_project(folder, settings, alarms=ALARMS)))
+    config, job = agent_config(files[AGENT_FILE])
+    scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP), target_labels(job, node.name))
+               for k in range(-2, END // STEP) for node in fleet]
+    requests = {a["Request"]["AlarmName"].removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): a["Request"]
+                for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    return requests, Agent(config, job).run(scrapes)
+
+
+@pytest.fixture(scope="module")
+def mig(tmp_path_factory):
+    return _built(tmp_path_factory.mktemp("mig"), "", mixed_fleet.FLEET)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    return _built(tmp_path_factory.mktemp("shared"), "exporter:\n  virtual_gpus: true\n", SHARED)
+
+
+def _read(request: dict, points: list) -> dict[tuple, float]:
+    """{group key: the alarm's value} over the period ending at END: the query's result over the threshold's
+    scale (its Threshold is the definition's 1 times the normalisation the query needs)."""
+    (metric,) = request["Metrics"]
+    result = cloudwatch_eval.metrics_insights(metric["Expression"], points, END - PERIOD, END, PERIOD)
+    return {key: series[END - PERIOD] / request["Threshold"] for key, series in result.items()}
+
+
+@pytest.mark.parametrize("aggregation,field,group", CASES)
+def test_a_mig_gpu_counts_and_adds_once(mig, aggregation, field, group):
+    requests, points = mig
+    request = requests[_rule(aggregation, field, group)]
+    assert _read(request, points) == pytest.approx(_truth(mixed_fleet.FLEET, aggregation, field, group))
+    assert COPIES_COUNTED not in request["AlarmDescription"]
+
+
+@pytest.mark.parametrize("aggregation,field,group", CASES)
+def test_a_gpu_pods_share_counts_and_adds_once(shared, aggregation, field, group):
+    requests, points = shared
+    assert _read(requests[_rule(aggregation, field, group)], points) == pytest.approx(
+        _truth(SHARED, aggregation, field, group))
+
+
+def test_on_classic_the_alarm_and_lint_say_that_copies_count(tmp_path):
+    project = defined_project(tmp_path, "agent:\n  pipeline: classic\n", alarms=ALARMS)
+    requests = {a["Request"]["AlarmName"].removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): a["Request"]
+                for a in json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]}
+    said = {rule for rule, request in requests.items() if COPIES_COUNTED in request["AlarmDescription"]}
+    assert said == {_rule(*case) for case in CASES}
+    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL018"}
+    assert noted == said
+
+
+def test_the_merged_readings_are_priced(tmp_path):
+    """The agent writes one small event per GPU and scrape of the readings merged once, every field of them (the
+    fleet's values past 500 GPUs read GPU utilization, power and temperature so): an alarm counting the GPUs that
+    report SM clocks adds that field to each event."""
+    from generator.cost import Fleet, log_events
+
+    clocks = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+              "    yield Alarm('clocks', 'X', Condition(Query('DCGM_FI_DEV_SM_CLOCK', 'count', ()), '<', 1))\n")
+    fleet = Fleet(clusters=1, pods=40, churn=0, gpus=100)
+    events = {}
+    for name, text in (("without", ALARMS), ("with", clocks)):
+        (folder := tmp_path / name).mkdir()
+        (once,) = [e for e in log_events(defined_project(folder, "", alarms=text), fleet) if "once" in e.what]
+        events[name] = once
+    assert events["with"].count == events["without"].count == 100
+    assert (events["with"].fields, events["with"].published) == (events["without"].fields + 1,) * 2
