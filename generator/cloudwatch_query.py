@@ -223,7 +223,7 @@ def unused_plan(plan: Plan, comparison: str, catalog: Catalog, settings: Setting
     last period sums more than one at 2 % all along."""
     if settings.agent.pipeline != "otel" or not plan.group or plan.function != "AVG" or comparison not in ("<", "<="):
         return None
-    if plan.namespace or plan.metric not in catalog:
+    if plan.namespace or plan.metric not in catalog or ONCE_PER_GPU[0] in plan.dims:  # a GPU's readings once (once_plan)
         return None
     whole = SHARE_BOUNDS.get(catalog.get(plan.metric).unit_key)
     if whole is None or len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names

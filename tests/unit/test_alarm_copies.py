@@ -129,3 +129,22 @@ def test_the_merged_readings_are_priced(tmp_path):
         events[name] = once
     assert events["with"].count == events["without"].count == 100
     assert (events["with"].fields, events["with"].published) == (events["without"].fields + 1,) * 2
+
+
+@pytest.mark.parametrize("comparison", ["<", ">"])
+def test_a_mean_per_node_below_a_level_reads_what_the_agent_publishes(tmp_path, comparison):
+    """A mean per node of a share below a level (which, per GPU, reads the unused share instead: unused_plan) reads
+    each GPU once too: GPU utilization per node, MIG GPUs reporting none."""
+    text = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+            f"    yield Alarm('util', 'X', Condition(Query('DCGM_FI_DEV_GPU_UTIL', 'avg', ('node',)), {comparison!r}, 1))\n")
+    project = defined_project(tmp_path, "", alarms=text)
+    files = encode(build(project))
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP),
+                                            target_labels(job, node.name))
+                                     for k in range(-2, END // STEP) for node in mixed_fleet.FLEET])
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if a["Request"]["AlarmName"] == "gpudash-gpu-cluster-util-warning"]
+    truth = {(("node", node.name),): mean(gpu.util for gpu in node.gpus) for node in mixed_fleet.FLEET
+             if not any(gpu.mig for gpu in node.gpus)}
+    assert _read(request, points) == pytest.approx(truth)
