@@ -312,9 +312,7 @@ def once_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) 
     if settings.agent.pipeline != "otel" or not _counts_copies(result, settings):
         return None
     field = catalog.get(query.metric)
-    if field.is_counter or field.per_instance or field.across_own_labels:
-        return None
-    if settings.exporter.virtual_gpus and query.metric in PER_PROCESS_FIELDS:
+    if field.is_counter or field.per_instance or field.across_own_labels or merged_copies(field, settings):
         return None
     if len(result.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
         return None
@@ -334,10 +332,8 @@ def _copies_noted(result: Plan, query: Query, catalog: Catalog, settings: Settin
     if not _counts_copies(result, settings):
         return result
     field = catalog.get(query.metric)
-    merged = settings.agent.pipeline == "otel" and (
-        (field.is_counter and not field.per_instance)
-        or (settings.exporter.virtual_gpus and query.metric in PER_PROCESS_FIELDS and not field.per_instance))
-    if merged:
+    merged = merged_copies(field, settings)
+    if merged == "gpu" or (merged == "instance" and not field.per_instance):  # one series per GPU (a whole one)
         return result
     return replace(result, notes=(*result.notes, COPIES_COUNTED))
 
