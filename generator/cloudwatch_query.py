@@ -86,6 +86,8 @@ def is_query(expression: str) -> bool:
 MI_FUNCTIONS = {"avg": "AVG", "max": "MAX", "min": "MIN", "sum": "SUM", "count": "COUNT"}
 STATISTICS = {"avg": "Average", "max": "Maximum", "min": "Minimum", "sum": "Sum", "count": "SampleCount"}
 DASHBOARD_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+# Metrics Insights quotas (user guide, cloudwatch-metrics-insights-limits.html): "A single query can return no
+# more than 500 time series"; an alarm's query returning more is evaluated PARTIAL_DATA (alarm-limits.html).
 SERIES_PER_QUERY = 500  # Metrics Insights returns at most 500 series
 ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest 3 hours of data
 

@@ -109,6 +109,11 @@ class Fleet:
         return []
 
     @property
+    def started_per_hour(self) -> float:
+        """GPU pods started in an hour across the fleet (the month's churn spread evenly)."""
+        return self.churn / HOURS_PER_MONTH
+
+    @property
     def node_count(self) -> int:
         return self.gpu_count if self.nodes is None else self.nodes
 
@@ -669,17 +674,23 @@ def with_source(project: Project, source: str) -> Project:
     return replace(project, settings=project.settings.with_cloudwatch_source(source))
 
 
-METRICS_PER_QUERY = 10_000  # a Metrics Insights query processes at most this many metrics
-
-
-def limits(fleet: Fleet) -> list[str]:
-    """Where this fleet passes the Metrics Insights limits that no generated artifact can see."""
+def limits(fleet: Fleet, project: Project | None = None, artifacts: Artifacts | None = None) -> list[str]:
+    """Where this fleet passes the Metrics Insights limits that no generated artifact can see: those of the
+    queries `artifacts` (`project`'s artifact set; built when not given; None: the bundled project) run on a
+    cluster of this fleet (fleet_limits), and how the fleet's values now read past 500 GPUs per cluster."""
+    from .artifacts import build
     from .cloudwatch_query import SERIES_PER_QUERY
+    from .container_insights import enabled
+    from .fleet_limits import notes as fleet_notes
 
-    pods, gpus = _per_cluster(fleet)
-    notes = []
-    if gpus > SERIES_PER_QUERY:
-        notes.append(f"{gpus:,.0f} GPUs per cluster: a query returns at most {SERIES_PER_QUERY} series, so the "
+    if project is None:
+        from .project import load_project
+
+        project = load_project(None, None)
+    _, gpus = _per_cluster(fleet)
+    found = []
+    if gpus > SERIES_PER_QUERY and not enabled(project.settings):  # the add-on's fleet values read per cluster
+        found.append(f"{gpus:,.0f} GPUs per cluster: a query returns at most {SERIES_PER_QUERY} series, so the "
                      f"fleet's values now (GPUs reporting, Total power draw, the average utilization and "
                      f"temperature) read every reading of the cluster in the minute instead of one series per GPU (a "
                      f"GPU counts, adds and weighs by its share of the minute's scrapes that read it: on agent.pipeline: otel once "
@@ -694,10 +705,7 @@ def limits(fleet: Fleet) -> list[str]:
                      f"{SERIES_PER_QUERY} GPUs of the most readings above its level over its window (the GPUs hot "
                      f"longest), on classic those of the highest lowest reading, where a GPU that came within it hot "
                      f"ranks before one hot all along and can take its place (lint AL017 names such alarms)")
-    if max(gpus, pods) > METRICS_PER_QUERY:
-        notes.append(f"{max(gpus, pods):,.0f} GPUs or pods per cluster: a query processes the first "
-                     f"{METRICS_PER_QUERY:,} metrics it finds; the rest are in no widget or alarm")
-    return notes
+    return found + fleet_notes(project, artifacts or build(project), fleet)
 
 
 def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = None,
@@ -711,7 +719,8 @@ def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = No
     from .container_insights import SOURCES, enabled, source
 
     prices = prices or load_prices()
-    shipped = (artifacts or build(project)).cloudwatch_dashboards
+    artifacts = artifacts or build(project)
+    shipped = artifacts.cloudwatch_dashboards
     configured = source(project.settings)
     uncertain = sorted(key for key, rate in prices["rates"].items() if rate.get("uncertain"))
     overridden = sorted(key for key, rate in prices["rates"].items() if rate.get("overridden"))
@@ -727,4 +736,4 @@ def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = No
             "cloudwatch_source": configured,
             "group_by": estimate(project, fleet, prices, "group_by", shipped),
             "static": None if enabled(project.settings) else estimate(project, fleet, prices, "static", shipped),
-            "sources": sources, "limits": limits(fleet), "warnings": fleet.warnings()}
+            "sources": sources, "limits": limits(fleet, project, artifacts), "warnings": fleet.warnings()}

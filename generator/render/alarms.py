@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 COMPARISON_OPERATORS = {">": "GreaterThanThreshold", ">=": "GreaterThanOrEqualToThreshold",
                         "<": "LessThanThreshold", "<=": "LessThanOrEqualToThreshold"}
+# "You can have as many as 200 Metrics Insights alarms per Region" (user guide, Metrics Insights quotas,
+# cloudwatch-metrics-insights-limits.html; alarm-limits.html: a default, raised on request)
 METRICS_INSIGHTS_ALARM_QUOTA = 200  # per Region
 
 

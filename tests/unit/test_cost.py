@@ -262,14 +262,16 @@ def test_every_price_date_the_readme_quotes_is_the_data_files():
 def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
     """500 series per query, 10,000 metrics processed: at 5,000 GPUs in one cluster the fleet's values now read every
     reading of the cluster (not one series per GPU) and alarms evaluate 500; at 20,000 GPUs some are in no query.
-    Spread over 10 clusters, none of it."""
+    Spread over 10 clusters, none of it (tests/unit/test_review_cost_limits.py: each limit, counted per query)."""
     assert estimates(project, Fleet(clusters=1, pods=50, churn=0))["limits"] == []
-    (series,) = estimates(project, Fleet(clusters=1, pods=5000, churn=0))["limits"]
+    series, alarms = estimates(project, Fleet(clusters=1, pods=5000, churn=0))["limits"]
     assert "5,000 GPUs per cluster" in series and "read every reading of the cluster" in series
     # the idle alarm's evaluated set past 500 (tests/unit/test_cloudwatch_idle_over_500.py)
     assert "a pod that came within them reading low (still loading) ranks before one idle all along" in series
     assert "on agent.pipeline: otel the 500 pod GPUs of the largest unused share summed over its 30 minutes" in series
-    assert len(estimates(project, Fleet(clusters=1, pods=20000, churn=0))["limits"]) == 2
+    assert alarms.startswith("GROUP BY alarms past 500 series per cluster: ") and "gpu-idle-warning 5,000 pod GPUs" in alarms
+    past = estimates(project, Fleet(clusters=1, pods=20000, churn=0))["limits"]
+    assert len(past) == 3 and past[2].startswith("queries past 10,000 metrics per cluster: ")
     assert estimates(project, Fleet(clusters=10, pods=5000, churn=0))["limits"] == []
 
 

@@ -11,6 +11,11 @@ cluster; what the queries count is series and metrics, which per pod are not the
 * a pod is a metric of its own for as long as its data is in a query's range: a by-pod widget over the dashboards'
   6 hours (`start: -PT6H`) matches every pod that ran in them, the running ones and those started since, so 2,000
   pods running with 1,000,000 started a month (1,370 an hour) match 2,000 + 6 x 1,370 = 10,219 pods per metric.
+
+Now `cost.limits` counts each query of the artifact set (generator/fleet_limits.py): its dimension set's metrics in
+one cluster (pods, pod GPUs, GPUs, MIG instances, GPU nodes), the pods started within its range (a widget's range,
+an alarm's window), per Region for a fleet alarm, and the Metrics Insights alarms in a Region. The cases below are
+fleets the pins did not name.
 """
 
 from __future__ import annotations
@@ -33,8 +38,6 @@ def test_the_bundled_per_pod_alarms_group_by_pod():
     assert by_pod.body["start"] == "-PT6H"
 
 
-@pytest.mark.xfail(strict=True, reason="cost.limits counts GPUs per cluster only: 2,000 MIG pods on 400 GPUs (2,000 "
-                   "series of each per-pod GROUP BY alarm, 500 evaluated) give no note")
 def test_pods_past_500_series_on_fewer_gpus_are_told():
     fleet = Fleet(clusters=1, pods=2000, churn=0, gpus=400, mig_instances=7)
     pod_series = fleet.pods  # one series per pod (framebuffer-full), per pod instance (MIG idle)
@@ -43,11 +46,95 @@ def test_pods_past_500_series_on_fewer_gpus_are_told():
     assert any("500" in note and "2,000" in note for note in notes), notes
 
 
-@pytest.mark.xfail(strict=True, reason="cost.limits counts the pods running at once, not the pods whose data a "
-                   "by-pod query over the dashboards' 6 hours matches (2,000 + 6 h of 1,000,000 starts a month)")
 def test_pod_churn_past_10000_metrics_in_the_dashboards_range_is_told():
     fleet = Fleet(clusters=1, pods=2000, churn=1_000_000)
     matched = fleet.pods + 6 * fleet.churn / HOURS_PER_MONTH
     assert matched > 10_000  # 10,219 pods' metrics in six hours
     notes = limits(fleet)
     assert any("10,000" in note for note in notes), notes
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    project = load_project(None, None)
+    return project, build(project)
+
+
+def _notes(bundled, **fleet):
+    project, artifacts = bundled
+    return limits(Fleet(**{"clusters": 1, "churn": 0, **fleet}), project, artifacts)
+
+
+def _one(notes, text):
+    (found,) = [note for note in notes if text in note]
+    return found
+
+
+def test_time_sliced_pods_past_500_on_few_gpus_name_the_per_pod_alarms(bundled):
+    """800 pods sharing 100 GPUs: the framebuffer alarm's 800 pods and the idle alarm's 800 pod GPUs are past 500;
+    the per-GPU alarms' 100 GPUs and the per-node alarm's 10 nodes are not."""
+    note = _one(_notes(bundled, pods=800, gpus=100, nodes=10), "GROUP BY alarms past 500 series")
+    assert "framebuffer-full-warning 800 pods" in note and "gpu-idle-warning 800 pod GPUs" in note, note
+    assert "temp" not in note and "per-node" not in note and "mig" not in note, note
+    assert "evaluates the 500 its ORDER BY ranks first" in note and "PARTIAL_DATA" in note
+
+
+def test_pods_started_within_an_alarm_s_window_count(bundled):
+    """400 pods running and 876,000 started a month (1,200 an hour): the 5-minute framebuffer alarm reads 400 + 100
+    pods (not past 500), the idle alarm's 30 minutes 400 + 600 pod GPUs."""
+    note = _one(_notes(bundled, pods=400, churn=876_000), "GROUP BY alarms past 500 series")
+    assert "gpu-idle-warning 1,000 pod GPUs" in note and "framebuffer-full" not in note, note
+
+
+def test_within_the_limits_nothing_is_said(bundled):
+    assert _notes(bundled, pods=500, gpus=500, nodes=60) == []
+    assert _notes(bundled, pods=5000, gpus=5000, nodes=600, clusters=10) == []
+
+
+def test_gpu_nodes_count_per_node_and_one_per_gpu_without_nodes(bundled):
+    """The per-node data-missing alarm groups by node: 600 GPUs on 75 nodes are 75 series; without --nodes a node
+    per GPU (an upper bound, said)."""
+    assert "per-node" not in _one(_notes(bundled, pods=600, gpus=600, nodes=75), "GROUP BY alarms past 500")
+    note = _one(_notes(bundled, pods=600, gpus=600), "GROUP BY alarms past 500")
+    assert "gpu-data-missing-per-node-critical 600 GPU nodes (one per GPU without --nodes)" in note, note
+
+
+def test_queries_past_10000_metrics_name_alarms_and_widgets_per_range(bundled):
+    """12,000 GPUs in a cluster: every per-GPU query matches 12,000; 9,000 pods with 100,000 started a month: the
+    by-pod widgets' 6 hours hold 9,822 (within), no alarm's window passes."""
+    note = _one(_notes(bundled, pods=12_000, gpus=12_000, nodes=1_500), "queries past 10,000 metrics")
+    assert "12,000 GPUs over 5 min (gpu-temp-critical-critical" in note, note
+    assert "12,000 pods over 6 h (" in note and "widgets of by-pod" in note, note
+    assert "an alarm reports PARTIAL_DATA" in note
+    assert not [n for n in _notes(bundled, pods=9_000, gpus=9_000, nodes=1_000, churn=100_000) if "10,000" in n]
+
+
+def test_metrics_insights_alarms_past_200_in_a_region(bundled):
+    """The bundled project makes 10 Metrics Insights alarms per cluster (the cluster's data-missing alarm is metric
+    math): 20 clusters in its one Region are 200, 21 are 210."""
+    project, artifacts = bundled
+    per_cluster = sum(1 for a in artifacts.alarms if any(str(m.get("Expression", "")).startswith("SELECT")
+                                                         for m in a.request.get("Metrics", [])))
+    assert per_cluster == 10
+    assert not [n for n in _notes(bundled, pods=100, clusters=20) if "Region" in n]
+    note = _one(_notes(bundled, pods=100, clusters=21), "Metrics Insights alarms in a Region")
+    assert note.startswith("210 Metrics Insights alarms") and "the quota is 200 per Region" in note, note
+
+
+def test_the_add_on_s_queries_are_counted_and_its_fleet_values_not_said_to_read_readings(tmp_path):
+    """On the Container Insights add-on the fleet's values read the cluster-wide set (one metric), never past 500
+    series; its per-pod and per-GPU alarms do pass it."""
+    (tmp_path / "gpudash.yaml").write_text("cloudwatch:\n  source: container-insights\n")
+    project = load_project(tmp_path / "gpudash.yaml")
+    notes = limits(Fleet(clusters=1, pods=3000, churn=0, gpus=3000, nodes=400), project, build(project))
+    assert not [n for n in notes if "read every reading" in n], notes
+    note = _one(notes, "GROUP BY alarms past 500 series")
+    assert "framebuffer-full-warning 3,000 pods" in note and "gpu-temp-high-warning 3,000 GPUs" in note, note
+
+
+def test_cost_prints_each_limit(project_dir, cli):
+    code, stdout, _ = cli("cost", "--config", str(project_dir("")), "--pods", "2000", "--gpus", "400",
+                          "--mig-instances", "7")
+    assert code == 0
+    (line,) = [line for line in stdout.splitlines() if line.startswith("limit: GROUP BY alarms past 500")]
+    assert "framebuffer-full-warning 2,000 pods" in line and "gpu-idle-mig-warning 2,000 pod GPUs" in line

@@ -1,0 +1,217 @@
+"""The Metrics Insights limits a fleet passes, counted from the artifact set's own queries. Pure.
+
+What the CloudWatch user guide documents, and what each limit counts:
+
+* "A single query can process no more than 10,000 metrics. This means that if the SELECT, FROM, and WHERE
+  clauses match more than 10,000 metrics, the query only processes the first 10,000 of these metrics that it
+  finds" (Metrics Insights quotas, cloudwatch-metrics-insights-limits.html). What a query matches is the metrics
+  of its SCHEMA in its cluster with data in the range it reads: every pod or GPU there now, and on a set that
+  names pods every pod that ran within the range (a pod's metric stays one of its own while its data is in the
+  range): a widget reads its own range (the dashboards' 6 hours, a value now's few minutes), an alarm its
+  evaluation window (period x evaluation periods);
+* "A single query can return no more than 500 time series" (the same page); an alarm on a GROUP BY query
+  evaluates those 500, the first its ORDER BY ranks, and its EvaluationState is PARTIAL_DATA "if the Metrics
+  Insights query returns more than 500 time series" or "matches more than 10,000 metrics" (alarms on Metrics
+  Insights queries, alarm-limits.html);
+* "You can have as many as 200 Metrics Insights alarms per Region" (both pages; a default quota, raised on
+  request);
+* 2,500 metrics per dashboard, at most 500 per widget, and the latest 3 hours an alarm evaluates depend on the
+  configuration alone, not the fleet: generate refuses them before anything is written (limits.check_dashboards;
+  render.alarms) and lint names them (CW011, CW003, AL009; AL006 the 200 alarms of the configured clusters).
+
+The fleet is `cost.Fleet` (clusters alike: one cluster's queries stand for each); the counts are per cluster.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
+from .cloudwatch_query import SERIES_PER_QUERY, is_query
+from .container_insights_table import DEVICE as ADDON_GPU, NODE as ADDON_NODE, POD as ADDON_POD
+from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION
+from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA
+
+if TYPE_CHECKING:
+    from .artifacts import Artifacts
+    from .cost import Fleet
+    from .project import Project
+
+METRICS_PER_QUERY = 10_000  # Metrics Insights quotas: a query processes the first 10,000 metrics it matches
+CONSOLE_RANGE = 3 * 3600  # a dashboard body without `start` opens on the console's default, 3 hours
+POD_KEYS, GPU_KEYS, NODE_KEYS = {POD_DIMENSION, ADDON_POD}, {GPU_DIMENSION, ADDON_GPU}, {NODE_DIMENSION, ADDON_NODE}
+
+
+@dataclass(frozen=True)
+class Read:
+    """One Metrics Insights query of the artifact set, as one cluster runs it."""
+
+    who: str  # the alarm (its rule and severity) or the widget ("title" on <dashboard>)
+    metric: str
+    schema: tuple[str, ...]
+    group: tuple[str, ...]
+    seconds: int  # the range it reads: a widget's time range, an alarm's evaluation window
+    alarm: bool  # an alarm's query (its contributors', or one its metric math reads), else a widget's
+    regional: bool = False  # a fleet alarm: one query over every cluster of its Region
+
+
+@dataclass(frozen=True)
+class Matched:
+    metrics: float  # metrics the query's SCHEMA holds with data in its range, in one cluster
+    what: str  # what each is: a pod, a GPU ...
+
+
+def _seconds(duration: str, default: int) -> int:
+    """A dashboard's or widget's relative start (-PT6H, -PT4M, -PT90S) in seconds."""
+    found = re.fullmatch(r"-PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?", duration or "")
+    if not found or not any(found.groups()):
+        return default
+    hours, minutes, seconds = (int(g or 0) for g in found.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def reads(project: Project, artifacts: Artifacts) -> list[Read]:
+    """The queries of the first cluster's dashboards and alarms, and of the fleet alarms of its Region."""
+    from .lint.metrics_insights import QueryError, parse
+    from .names import cloudwatch_dashboard_name
+    from .render.cloudwatch import panel_title
+
+    settings = project.settings
+    cluster = settings.clusters[0]
+    names = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, d.id): d.id
+             for d in project.cloudwatch_definitions()}
+    found: list[Read] = []
+
+    def parsed(expression: str):
+        try:
+            return parse(expression) if is_query(expression) else None
+        except QueryError:
+            return None
+
+    for dashboard in artifacts.cloudwatch_dashboards:
+        if dashboard.name not in names:
+            continue
+        whole = _seconds(dashboard.body.get("start", ""), CONSOLE_RANGE)
+        for widget in dashboard.body.get("widgets", []):
+            properties = widget.get("properties", {}) if widget.get("type") == "metric" else {}
+            for line in properties.get("metrics", []):
+                options = line[-1] if line and isinstance(line[-1], dict) else {}
+                query = parsed(str(options.get("expression", "")))
+                if query is not None:
+                    found.append(Read(f"\"{panel_title(properties.get('title', ''))}\" ({names[dashboard.name]})",
+                                      query.metric, tuple(query.schema or ()), tuple(query.group),
+                                      _seconds(properties.get("start", ""), whole), False))
+    prefix = f"{settings.alarms.name_prefix}-{cluster.name}-"
+    for item in artifacts.alarms:
+        request = item.request
+        for metric in request.get("Metrics", []):
+            query = parsed(str(metric.get("Expression", "")))
+            if query is None:
+                continue
+            clusters = {value for dimension, _, value in query.where if dimension == CLUSTER_DIMENSION}
+            if clusters and clusters != {cluster.name} or not clusters and item.region != cluster.region:
+                continue
+            name = request["AlarmName"].removeprefix(prefix)
+            window = int(metric.get("Period", request.get("Period", 60))) * int(request.get("EvaluationPeriods", 1))
+            found.append(Read(name, query.metric, tuple(query.schema or ()), tuple(query.group), window,
+                              True, regional=not clusters))
+    return found
+
+
+def matched(read: Read, fleet: Fleet) -> Matched:
+    """The metrics `read` matches in one cluster: those of its set with data in its range."""
+    clusters = max(fleet.clusters, 1)
+    schema = set(read.schema)
+    if MIG_PROFILE_LABEL in schema and not fleet.mig:
+        return Matched(0, "MIG instances (none: the fleet's GPUs are whole)")
+    if fleet.mig and read.metric in MIG_UNSUPPORTED and MIG_PROFILE_LABEL not in schema:
+        return Matched(0, "whole GPUs (none: MIG does not report the field)")
+    started = fleet.started_per_hour * read.seconds / 3600  # pods started within the range, fleet-wide
+    if schema & POD_KEYS:
+        # A pod's series, or its GPU's (instance's): one per pod, each holding one (without KUBERNETES_VIRTUAL_GPUS
+        # the exporter names a shared GPU under one of its pods at a time, not always the same one: dcgm-exporter
+        # #340, so within a range every pod sharing it may have a series)
+        pod_gpus = bool(schema & GPU_KEYS or MIG_INSTANCE_LABEL in schema)
+        return Matched((fleet.pods + started) / clusters, "pod GPUs" if pod_gpus else "pods")
+    if MIG_INSTANCE_LABEL in schema:
+        return Matched(fleet.instances / clusters, "GPU instances")
+    if schema & GPU_KEYS:
+        return Matched(fleet.gpu_count / clusters, "GPUs")
+    if schema & NODE_KEYS:
+        return Matched(fleet.node_count / clusters, "GPU nodes")
+    return Matched(1, "cluster")
+
+
+def _minutes(seconds: int) -> str:
+    return f"{seconds // 3600} h" if seconds % 3600 == 0 else f"{seconds // 60} min" if seconds % 60 == 0 \
+        else f"{seconds} s"
+
+
+def _listed(names: Iterable[str]) -> str:
+    names = sorted(set(names))
+    return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+
+
+def _who(queries: list[Read]) -> str:
+    """The alarms by name, the widgets by dashboard (a dashboard's widgets over one set read alike)."""
+    dashboards: dict[str, int] = {}
+    for read in queries:
+        if not read.alarm:
+            dashboard = read.who.rsplit(" (", 1)[1].rstrip(")")
+            dashboards[dashboard] = dashboards.get(dashboard, 0) + 1
+    widgets = [f"{count} widget{'s' if count > 1 else ''} of {name}" for name, count in sorted(dashboards.items())]
+    return _listed([r.who for r in queries if r.alarm] + widgets)
+
+
+def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
+    """Each documented Metrics Insights limit the fleet passes, with the queries that pass it and by how much."""
+    found = reads(project, artifacts)
+    regions = max(len({c.region for c in project.settings.clusters}), 1)
+    per_region = math.ceil(max(fleet.clusters, 1) / regions)  # the fewest clusters the busiest Region holds
+    nodes = "" if fleet.nodes is not None else " (one per GPU without --nodes)"
+
+    def count(read: Read) -> Matched:
+        one = matched(read, fleet)
+        scale = per_region if read.regional else 1  # a fleet alarm reads every cluster of its Region
+        return Matched(one.metrics * scale, one.what + (nodes if one.what == "GPU nodes" else ""))
+
+    result = []
+    # GROUP BY alarms past 500 series: 500 evaluated (or read, where a query feeds the alarm's math), PARTIAL_DATA
+    over = sorted(((count(r).metrics, count(r).what, r.who) for r in found
+                   if r.alarm and r.group and count(r).metrics > SERIES_PER_QUERY), key=lambda o: (-o[0], o[2]))
+    if over:
+        result.append("GROUP BY alarms past 500 series per cluster: "
+                      + "; ".join(f"{who} {series:,.0f} {what}" for series, what, who in over)
+                      + f" (in each alarm's window: those there and, per pod, those started in it): a Metrics "
+                        f"Insights query returns at most {SERIES_PER_QUERY} series, so each alarm evaluates the "
+                        f"{SERIES_PER_QUERY} its ORDER BY ranks first, never the rest, and reports PARTIAL_DATA")
+    # queries past 10,000 metrics: the first 10,000 found, the rest in no value
+    past: dict[tuple[float, str, int], list[Read]] = {}
+    for read in found:
+        counted = count(read)
+        if counted.metrics > METRICS_PER_QUERY:
+            past.setdefault((counted.metrics, counted.what, read.seconds), []).append(read)
+    if past:
+        alarmed = any(r.alarm for queries in past.values() for r in queries)
+        result.append(f"queries past {METRICS_PER_QUERY:,} metrics per cluster: "
+                      + "; ".join(f"{metrics:,.0f} {what} over {_minutes(seconds)} ({_who(queries)})"
+                                  for (metrics, what, seconds), queries in sorted(past.items(), key=lambda p: (
+                                      -p[0][0], p[0][1], -p[0][2])))
+                      + f": a Metrics Insights query processes the first {METRICS_PER_QUERY:,} metrics its SCHEMA and "
+                        f"WHERE match (per pod, every pod with data in its range, not only those running), so the rest "
+                        f"are in no value" + (" and an alarm reports PARTIAL_DATA" if alarmed else ""))
+    # Metrics Insights alarms per Region
+    alarms = {(r.who, r.regional) for r in found if r.alarm}
+    per_cluster = sum(1 for _, regional in alarms if not regional)
+    regional = sum(1 for _, regional in alarms if regional)
+    busiest = per_cluster * per_region + regional
+    if busiest > METRICS_INSIGHTS_ALARM_QUOTA:
+        result.append(f"{busiest:,} Metrics Insights alarms in a Region at least ({per_cluster} per cluster x "
+                      f"{per_region:,} clusters" + (f" + {regional} of fleet scope" if regional else "")
+                      + f", the {fleet.clusters:,} clusters spread over {regions} Region"
+                      + ("s" if regions > 1 else "") + f"): the quota is {METRICS_INSIGHTS_ALARM_QUOTA} per Region "
+                      f"(ask for an increase, or put fewer clusters in one Region); PutMetricAlarm refuses the rest")
+    return result
