@@ -255,6 +255,9 @@ class Dashboard:
         if not _ID.match(self.id):
             raise DefinitionError(f"dashboard id {self.id!r} must be 1-31 lower-case letters, digits and '-'",
                                   self.defined_at)
+        if not self.title.strip():  # Grafana refuses it on save: "Dashboard title cannot be empty" (400)
+            raise DefinitionError(f"dashboard {self.id!r}: the title is empty", self.defined_at,
+                                  'write a title, e.g. title="GPUs by pod"')
 
     def panels(self) -> Iterable[Panel]:
         for row in self.rows:
