@@ -43,7 +43,7 @@ def alarms(ctx):
               Condition(Query("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "sum", GPU, as_increase=True), ">", 0),
               severity="warning", missing_data="notBreaching",
               description="Rows were remapped after uncorrectable memory errors within the last 5 minutes, or "
-                          "while the GPU's data was away for up to 10 minutes before its first reading back.",
+                          "while the GPU's data was away (up to an hour) before its first reading back.",
               runbook="Workloads on the GPU saw an uncorrectable error: check their logs, and plan a GPU reset."),
         Alarm("gpu-temp-high", "GPU temperature high",
               # Every reading of two 5-minute periods (10 minutes) above the level: the lowest per period, both

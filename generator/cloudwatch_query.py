@@ -731,25 +731,40 @@ CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicin
                          "next one's begins, a GPU no pod held is taken, or its last pod leaves)")
 # awsemf (agent.pipeline: otel) keeps a counter's reading until the first sweep of its cache (every 15 minutes) that
 # finds it 15 minutes old (internal/aws/metrics/metric_calculator.go of the amazon-contributing fork, cleanInterval,
-# which every agent the otel pipeline runs on builds): an increase across a gap of up to 15 minutes in a GPU's data is
-# in the first delta after it, one across 15 to 30 minutes by when the cache is swept, a longer one in none. The rule
-# counts up to promql.WINDOW_PREVIOUS_WITHIN, 10 minutes: after a gap of 10 to 30 minutes the alarm can fire where
-# its rule does not (a longer horizon passes promtool's sample limit; README, "A counter across a gap"). Classic:
-# CLASSIC_COUNTER_ALARM.
-OTEL_GAP = ("an increase across a gap in a GPU's data counts only while the agent still holds the reading before it "
-            "(15 to 30 minutes, by when its cache is swept; the Prometheus rule counts gaps up to 10 minutes)")
+# a constant no setting changes, which every agent the otel pipeline runs on builds): the growth across a gap of up to
+# 15 minutes in a GPU's data is the first delta after it, one across 15 to 30 minutes by when the cache is swept, a
+# longer one in none; the delta is sent at the first reading back, in one period whatever the gap's length. No
+# CloudWatch form tells that delta from a period's own growth (the deltas carry no interval), so neither truth holds
+# there: an event alarm (model.Condition.counts_events: a row remapped) misses the growth of a gap past 15 minutes,
+# which its rule counts up to an hour (render.alarms.gap_reach); a level per period (`> N` replays per 5 minutes) can
+# fire on a steady count under the level, a gap's growth landed in one period, where its rule counts a gap's growth
+# up to promql.WINDOW_PREVIOUS_WITHIN (10 minutes). The description says which (README, "A counter across a gap");
+# lint AL018 says it too. Classic: CLASSIC_COUNTER_ALARM (a failed scrape loses the growth across it).
+OTEL_GAP_EVENTS = ("growth across a gap in a GPU's data is missed past 15 minutes (always past 30: the agent forgets "
+                   "the reading before it), where the Prometheus rule counts it up to an hour")
+OTEL_GAP_LEVEL = ("the first period after a gap in a GPU's data of up to 15 minutes (30, by when the agent's cache is "
+                  "swept) holds the whole gap's growth, so a steady count under the level can fire then; the "
+                  "Prometheus rule counts a gap's growth up to 10 minutes")
+
+
+def otel_gap(events: bool) -> str:
+    """What a counter alarm on agent.pipeline: otel makes of a gap in a GPU's data: an event alarm's (`events`,
+    model.Condition.counts_events) or a level's."""
+    return OTEL_GAP_EVENTS if events else OTEL_GAP_LEVEL
+
+
 CLASSIC_COUNTER_ALARM_ONE_SERIES = (
     "on agent.pipeline: classic an increase is not counted across a failed scrape nor between two scrapes no one "
     "series of the GPU spans (the pod the exporter names a shared GPU under changes, a GPU no pod held is taken, or "
     "its last pod leaves)")
 
 
-def instance_contributors(settings: Settings) -> str:
-    """What a counter alarm per GPU instance lists, said in its description."""
+def instance_contributors(settings: Settings, events: bool) -> str:
+    """What a counter alarm per GPU instance lists, said in its description (`events`: an event alarm's, otel_gap)."""
     if settings.agent.pipeline == "classic":
         classic = CLASSIC_COUNTER_ALARM if settings.exporter.virtual_gpus else CLASSIC_COUNTER_ALARM_ONE_SERIES
         return f"{INSTANCE_CONTRIBUTORS}; {classic}"
-    return f"{INSTANCE_CONTRIBUTORS}; {OTEL_GAP}"
+    return f"{INSTANCE_CONTRIBUTORS}; {otel_gap(events)}"
 
 
 def _instance_increase(query: Query, field, settings: Settings, series: tuple[str, ...], alarm: bool,

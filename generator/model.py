@@ -320,6 +320,13 @@ class Condition:
             problem, fix = _choice("comparison", self.comparison, COMPARISONS)
             raise DefinitionError(f"alarm condition: {problem}", self.defined_at, fix)
 
+    @property
+    def counts_events(self) -> bool:
+        """An increase compared `> 0`: each event the counter counts (a row remapped) is the alarm's, whenever it
+        happened, so growth across a gap in the GPU's data counts as far back as a rule can read (a rate's level,
+        `> N` per period, is no such alarm: a gap's growth cannot be placed in one period)."""
+        return self.query.as_increase and self.comparison == ">" and self.threshold == 0
+
 
 @dataclass(frozen=True)
 class Alarm:

@@ -556,7 +556,8 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
             # datapoint only where the agent sent a delta in it
             if over_time is not None and over_time[3]:  # an alert's: each exporter's copy held through a missed scrape
                 counter_reading = replace(counter_reading, hold=held_for(over_time[3]), by_target=over_time[3])
-            return summed_deltas(counter_reading, window, shift, held=over_time is not None)
+            return summed_deltas(counter_reading, window, shift, held=over_time is not None,
+                                 reach=over_time[4] if over_time is not None and len(over_time) > 4 else 0)
         # each copy's blank left out before the copies are merged, as for an increase: a window holding a blank
         # gives the rate of its other readings (CloudWatch's deltas skip the blank the agent's filter drops), and
         # a copy reading a blank at every scrape (an upgraded exporter beside the old one) hides no reading
@@ -590,7 +591,8 @@ def _gauge_form(over_time: tuple[str, str, str | None] | None, resolution: str |
     return "{0}" + below
 
 
-def summed_deltas(counter: "CounterReading", window: str, shift: str | None = None, held: bool = False) -> str:
+def summed_deltas(counter: "CounterReading", window: str, shift: str | None = None, held: bool = False,
+                  reach: int = 0) -> str:
     """A counter's increase over `window` as the CloudWatch agent's deltas add up: the sum, over the window's readings
     (`reading`: a GPU's reading at each step of `resolution`, held_reading), of each reading less the one before
     it, or the reading itself where it is lower (a reset: the counter starts over, and the agent sends the raw
@@ -615,8 +617,11 @@ def summed_deltas(counter: "CounterReading", window: str, shift: str | None = No
     first, at its last step, gives no value (was 0). `held` (an alarm's period): only the steps with a clean reading
     of their own count, so a window holding none, or only a chain's first, gives no value, as CloudWatch's period
     holds no delta then (the agent sends none for a missed scrape, a blank or a series' first reading) and its
-    alarm judges an older period of its evaluation range (render.alarms._of_range)."""
-    delta = counter.step_delta(WINDOW_PREVIOUS_WITHIN)
+    alarm judges an older period of its evaluation range (render.alarms._of_range). `reach` (seconds; an event
+    alarm's, render.alarms.gap_reach): a reading after a gap longer than WINDOW_PREVIOUS_WITHIN counts from its
+    copy's own latest reading up to that far back (own_deltas, read from the raw samples: no longer subquery), so
+    the growth across the gap is in the first window after it."""
+    delta = counter.step_delta(WINDOW_PREVIOUS_WITHIN, reach)
     if held:
         delta = f"({delta} and {counter.clean})"
     return (f"(sum_over_time({delta}[{_left_open(window)}:{counter.resolution}]{_offset(shift)}) "
@@ -667,9 +672,11 @@ class CounterReading:
     def clean(self) -> str:
         return f"({self.reading} < {COUNTER_BLANK_FLOOR})"
 
-    def step_delta(self, within: int) -> str:
+    def step_delta(self, within: int, reach: int = 0) -> str:
         """A subquery step's delta: the step's clean reading less the latest before it, looked for `within` seconds
-        back (idelta of two points a step apart), where it is not lower; else own_deltas, looked for as far back."""
+        back (idelta of two points a step apart), where it is not lower; else own_deltas, looked for as far back, or
+        `reach` seconds back where that is further (each copy's own raw samples: a reading after a longer gap
+        counts from the copy's reading before the gap, where the merged one has none)."""
         seconds = _seconds(self.resolution)
         lookback = max(within, 2 * seconds)
         # at a step t it holds the steps (t - lookback, t]; a step before t, the steps [t - lookback, t - step]:
@@ -677,7 +684,7 @@ class CounterReading:
         # Prometheus 2 or 3); idelta() of the two points, a step apart (the subquery's steps on the same grid)
         latest = f"last_over_time({self.clean}[{lookback * 1000 - seconds * 500}ms:{self.resolution}])"
         rise = f"(idelta({latest}[{seconds * 1000 + 1}ms:{self.resolution}]) >= 0)"
-        return f"({rise} or {own_deltas(self, lookback)})"
+        return f"({rise} or {own_deltas(self, max(lookback, reach))})"
 
     def step_seconds(self, within: int) -> str:
         """A subquery step's seconds since the step of the latest clean reading before it, looked for as step_delta
@@ -1510,21 +1517,21 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
                rate_window: str = "$__rate_interval", increase_window: str = DASHBOARD_RANGE,
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
                resolution: str | None = None, offset: str | None = None, named_within: str | None = None,
-               hold: str | None = None) -> str:
+               hold: str | None = None, reach: int = 0) -> str:
     """The PromQL for one neutral query (`_expression`), worked out once per query, labels, catalog and arguments."""
     answers = _ANSWERS.table(catalog)
     key = (query, labels, scope, rate_window, increase_window, gauge_window, per_instance, kind, resolution, offset,
-           named_within, hold)
+           named_within, hold, reach)
     answer = answers.get(key)
     if answer is None:
         answer = answers[key] = _expression(query, labels, catalog, scope, rate_window, increase_window, gauge_window,
-                                             per_instance, kind, resolution, offset, named_within, hold)
+                                             per_instance, kind, resolution, offset, named_within, hold, reach)
     return answer
 
 
 def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, rate_window: str, increase_window: str,
                 gauge_window: str | None, per_instance: bool, kind: str | None, resolution: str | None,
-                offset: str | None, named_within: str | None, hold: str | None = None) -> str:
+                offset: str | None, named_within: str | None, hold: str | None = None, reach: int = 0) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
@@ -1590,7 +1597,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), also: tuple[str, ...] = (),
                 checked: bool = True) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
-                                                       offset, hold)
+                                                       offset, hold, reach)
         # a GPU instance's copy (_Merge.one_copy): the device's value is one exporter's, named by the GPU's UUID
         identity = (*gpu_identity(labels), *INSTANCE_IDENTITY, uuid_label((labels.pod, labels.namespace,
                                                                            labels.container)), *COPY_LABELS)

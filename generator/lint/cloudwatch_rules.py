@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator
 from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
-                                UNUSED_SHARE, dimension_sets, is_query, level_of, pod_dimensions)
+                                UNUSED_SHARE, dimension_sets, is_query, level_of, otel_gap, pod_dimensions)
 from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
@@ -595,6 +595,23 @@ def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
                           copy_change_alarm(", ".join(fields), subject.settings.exporter.virtual_gpus))
 
 
+def alarm_gap_growth(subject: LintInput) -> Iterable[Finding]:
+    """On agent.pipeline: otel, an alarm that sums a counter's deltas per GPU gets a gap's growth in the GPU's data as
+    the first delta after it, while awsemf keeps the reading before it (15 to 30 minutes): an event alarm (any
+    increase, `> 0`) misses a longer gap's, a level per period can fire on a steady count the gap's growth landed
+    in one period (cloudwatch_query.otel_gap; a note per alarm: no CloudWatch form tells the two apart)."""
+    if not subject.otel_agents:
+        return
+    for item in subject.alarms:
+        fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
+                                                   for m in item.request.get("Metrics", [])))
+        if fields:
+            events = (item.request.get("ComparisonOperator") == "GreaterThanThreshold"
+                      and item.request.get("Threshold") == 0)
+            yield Finding("AL018", "note", _alarm_where(item),
+                          f"on agent.pipeline: otel, for {', '.join(fields)}: {otel_gap(events)}")
+
+
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
     """The fields the exporter splits per process that `expressions` read outside the per-pod dimension set, when
     exporter.virtual_gpus is set and the agent's JSON path publishes (it cannot keep the pods' shares out)."""
@@ -809,6 +826,9 @@ RULES = (
                   "Prometheus twin fires)", alarm_copy_changes),
     Rule("AL016", "no alarm reads a state the exporter serves as a counter on agent.pipeline: classic",
          alarm_retyped),
+    Rule("AL018", "alarms summing a counter per GPU on agent.pipeline: otel say what a gap in a GPU's data does to "
+                  "them (a note per alarm: an event alarm misses a gap's growth past 15 minutes, a level can fire on "
+                  "a gap's growth landed in one period)", alarm_gap_growth),
     Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
     Rule("CF001", "each CloudFormation template within CloudFormation's quotas (500 resources, 1,000,000 bytes)",

@@ -55,6 +55,11 @@ class LintInput:
         for every widget and alarm, and a fleet has an agent per cluster."""
         return any(agent is not None and agent.otel is None for agent in map(self.agent, self.clusters()))
 
+    @cached_property
+    def otel_agents(self) -> bool:
+        """Some cluster's agent publishes by awsemf (agent.pipeline: otel)."""
+        return any(agent is not None and agent.otel is not None for agent in map(self.agent, self.clusters()))
+
     def agent(self, cluster: Cluster | None = None) -> AgentConfig | None:
         """The agent ConfigMaps of `cluster` (the first cluster's when None); None with the add-on."""
         return self.artifacts.agent((cluster or self.clusters()[0]).name)

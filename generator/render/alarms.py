@@ -8,9 +8,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPIES_COUNTED, MI_FUNCTIONS, STATISTICS, OTEL_GAP, Plan,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPIES_COUNTED, MI_FUNCTIONS, STATISTICS, Plan,
                                 instance_contributors,
-                                LEVEL_WORDS, level_plan, unused_plan,
+                                LEVEL_WORDS, level_plan, otel_gap, unused_plan,
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
                                 scrape_seconds)
 from .. import data_missing
@@ -26,8 +26,8 @@ from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TA
 from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..ownership import publication_tags
-from ..promql import (COUNTED_PARTS, counted_name, counted_rules, expression, group_keys, kinds_apart, label_name,
-                      with_cluster)
+from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, counted_name, counted_rules, expression, group_keys, kinds_apart,
+                      label_name, with_cluster)
 from ..series_labels import MAX_DIMENSIONS
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
 
@@ -592,7 +592,8 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     condition = cloudwatch_condition(alarm, settings)
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
-    note = OTEL_GAP if condition.query.as_increase and settings.agent.pipeline != "classic" else ""
+    note = otel_gap(condition.counts_events) if condition.query.as_increase and settings.agent.pipeline != "classic" \
+        else ""
     if plan_.complement is not None:  # unused_plan
         note = (f"it reads {plan_.complement:g} less each reading above {threshold:g}, ranked by its sum over the "
                 f"window (past 500: the longest idle)")
@@ -610,7 +611,8 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
                                           f"{float(condition.threshold) * plan_.divisor:g} (the same "
                                           f"share as a ratio).{stale}")
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
-        description = _description(alarm, f" On CloudWatch: {instance_contributors(settings)}{_stale_clause(alarm)}.")
+        description = _description(alarm, f" On CloudWatch: {instance_contributors(settings, condition.counts_events)}"
+                                          f"{_stale_clause(alarm)}.")
     comparison, order, rank = _judged(alarm, plan_, settings)
     before, after = plan_.around_cluster(settings, order, rank=rank)
 
@@ -975,7 +977,16 @@ def period_value(alarm: Alarm, catalog: Catalog, settings: Settings, period: int
     return expression(_alert_query(alarm, settings), settings.labels, catalog, rate_window=window,
                       increase_window=window, gauge_window=window, per_instance=True, kind=kind,
                       resolution=rule_step(settings), offset=_duration(alarm.period_seconds * period) if period else None,
-                      hold=f"{settings.scrape.seconds}s")
+                      hold=f"{settings.scrape.seconds}s", reach=gap_reach(alarm, settings))
+
+
+def gap_reach(alarm: Alarm, settings: Settings) -> int:
+    """Seconds back a rule's increase looks for a GPU's reading before a gap in its data (0: the window's own,
+    promql.WINDOW_PREVIOUS_WITHIN). An event alarm (Condition.counts_events: a row remapped is one whenever it
+    happened) counts the growth across a gap of up to an hour (promql.PREVIOUS_WITHIN, as the dashboard's increases)
+    at the first reading after it: a remap during an exporter's crash loop or upgrade is not lost. A level per period
+    (`> N` replays per 5 minutes) keeps the window's horizon: a longer gap's growth in one period is no rate."""
+    return PREVIOUS_WITHIN if cloudwatch_condition(alarm, settings).counts_events else 0
 
 
 RULE_STEP_SECONDS = 5  # the finest step a rule reads its readings at
