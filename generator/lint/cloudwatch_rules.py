@@ -551,6 +551,15 @@ def _per_widget(subject: LintInput, rule: str, severity: str, fields_of, message
                           message.format(", ".join(fields)))
 
 
+def _counter_alarms(subject: LintInput) -> Iterator[tuple[AlarmRequest, list[str]]]:
+    """Each alarm that sums a counter's deltas per GPU, node or cluster, with the counter fields it sums."""
+    for item in subject.alarms:
+        fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
+                                                   for m in item.request.get("Metrics", [])))
+        if fields:
+            yield item, fields
+
+
 def alarm_shared_counters(subject: LintInput) -> Iterable[Finding]:
     """On agent.pipeline: classic, an alarm that sums a counter's deltas per GPU instance reads a shared GPU's
     increase once per pod sharing it: k times the increase against a threshold other than 0 fires at 1/k of it
@@ -559,10 +568,8 @@ def alarm_shared_counters(subject: LintInput) -> Iterable[Finding]:
     run with it otherwise): without it a GPU pods share is one series, its increase read once."""
     if not subject.classic_agents or not subject.settings.exporter.virtual_gpus:
         return
-    for item in subject.alarms:
-        fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
-                                                   for m in item.request.get("Metrics", [])))
-        if fields and float(item.request.get("Threshold", 0)) != 0:
+    for item, fields in _counter_alarms(subject):
+        if float(item.request.get("Threshold", 0)) != 0:
             yield Finding("AL013", "error", _alarm_where(item),
                           SHARED_COUNTER.format(", ".join(fields)) + ", so on such a GPU it fires when the increase "
                           "passes its threshold divided by the number of pods sharing it. Set agent.pipeline: otel "
@@ -587,12 +594,9 @@ def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
     threshold: it may stay OK where its Prometheus twin fires)."""
     if not subject.classic_agents:
         return
-    for item in subject.alarms:
-        fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
-                                                   for m in item.request.get("Metrics", [])))
-        if fields:
-            yield Finding("AL015", "warning", _alarm_where(item),
-                          copy_change_alarm(", ".join(fields), subject.settings.exporter.virtual_gpus))
+    for item, fields in _counter_alarms(subject):
+        yield Finding("AL015", "warning", _alarm_where(item),
+                      copy_change_alarm(", ".join(fields), subject.settings.exporter.virtual_gpus))
 
 
 def alarm_gap_growth(subject: LintInput) -> Iterable[Finding]:
@@ -602,14 +606,10 @@ def alarm_gap_growth(subject: LintInput) -> Iterable[Finding]:
     in one period (cloudwatch_query.otel_gap; a note per alarm: no CloudWatch form tells the two apart)."""
     if not subject.otel_agents:
         return
-    for item in subject.alarms:
-        fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
-                                                   for m in item.request.get("Metrics", [])))
-        if fields:
-            events = (item.request.get("ComparisonOperator") == "GreaterThanThreshold"
-                      and item.request.get("Threshold") == 0)
-            yield Finding("AL018", "note", _alarm_where(item),
-                          f"on agent.pipeline: otel, for {', '.join(fields)}: {otel_gap(events)}")
+    for item, fields in _counter_alarms(subject):
+        events = item.request.get("ComparisonOperator") == "GreaterThanThreshold" and item.request.get("Threshold") == 0
+        yield Finding("AL018", "note", _alarm_where(item),
+                      f"on agent.pipeline: otel, for {', '.join(fields)}: {otel_gap(events)}")
 
 
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
