@@ -14,14 +14,17 @@ test_counter_copies_hostile allows). GpudashPcieReplays stays silent on a link r
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 
 import pytest
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
-from tests.integration.test_counter_copies_hostile import (_panel, _reads_within, _replays_with_reset, _silent,
-                                                            _slow_collection)
-from tests.integration.test_prometheus_rules import rules  # noqa: F401 (a fixture)
+from tests.integration.test_counter_copies_hostile import (PANEL_MINUTES, _panel, _reads_within, _replays_with_reset,
+                                                            _silent, _slow_collection)
+from tests.integration.test_gauge_twins import _joins_across_stories
+from tests.integration.test_prometheus_rules import _promtool_test, rules  # noqa: F401 (a fixture)
 from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 
@@ -57,19 +60,112 @@ def _with_third_copy(series: list[dict], monkeypatch) -> list[dict]:
     return series
 
 
-@pytest.mark.parametrize("slow, every, start, end", [
-    (True, 2, 300, overlap.END), (True, 3, 300, overlap.END), (True, 1, 600, 630),
-    (False, 2, 300, overlap.END), (False, 1, 600, 630)],
-    ids=["every-2nd", "every-3rd", "one", "30s-collection-every-2nd", "30s-collection-one"])
-def test_an_increase_over_the_range_reads_the_replays_when_the_fresh_copy_misses_scrapes(rules, slow, every, start,
-                                                                                         end, monkeypatch):
-    # the health dashboard's increase over the range (the remapped-rows panels' form) on the replays counter; `slow`:
-    # the other exporter collects every 60 s (else both every 30 s, each at its own phase: overlap.scrapes)
-    if slow:
-        monkeypatch.setattr(overlap, "scrapes", _slow_collection)
-    series = _missing(twins._series(overlap.END, 0), every, start, end)
-    _reads_within(rules, f"increase_fresh_copy_missing_{slow}_{every}_{start}.yaml",
-                  _panel("gpudash-health", "Rows remapped (uncorrectable)", twins.REPLAYS), series, 30, 36)
+# the fresh copy's missed scrapes, by story: (slow, every, start, end): every `every`-th of its scrapes in [start, end)
+# s missed; `slow`: the other exporter collects every 60 s (else both every 30 s, each at its own phase:
+# overlap.scrapes)
+FRESH_COPY_MISSING = {"every-2nd": (True, 2, 300, overlap.END), "every-3rd": (True, 3, 300, overlap.END),
+                      "one": (True, 1, 600, 630), "30s-collection-every-2nd": (False, 2, 300, overlap.END),
+                      "30s-collection-one": (False, 1, 600, 630)}
+OTHER_PATTERNS = ("three-copies", "runs-of-2", "reset-in-overlap")
+
+
+@functools.cache
+def _increase() -> str:
+    """The health dashboard's increase over the range (the remapped-rows panels' form) on the replays counter."""
+    return _panel("gpudash-health", "Rows remapped (uncorrectable)", twins.REPLAYS)
+
+
+def _increase_story(name: str) -> tuple[list[dict], float, float]:
+    """A story of the increase over the range (FRESH_COPY_MISSING's or OTHER_PATTERNS'): its series and the bounds
+    its reading keeps at every minute."""
+    with pytest.MonkeyPatch.context() as patched:
+        if name in FRESH_COPY_MISSING:
+            slow, every, start, end = FRESH_COPY_MISSING[name]
+            if slow:
+                patched.setattr(overlap, "scrapes", _slow_collection)
+            return _missing(twins._series(overlap.END, 0), every, start, end), 30, 36
+        patched.setattr(overlap, "scrapes", _slow_collection)
+        if name == "reset-in-overlap":
+            readings = {twins.REPLAYS: lambda taken: str(_replays_with_reset(taken))}
+            return _missing(twins._series(overlap.END, 0, readings=readings), 2, 600, overlap.END), 30, 33
+        if name == "runs-of-2":
+            return _missing(twins._series(overlap.END, 0), 4, 300, overlap.END, run=2), 30, 36
+        return _missing(_with_third_copy(twins._series(overlap.END, 0), patched), 2, 300, overlap.END), 30, 33
+
+
+_TOGETHER: dict[tuple, bool] = {}  # (the rules' folder, bounds) -> whether every story of those bounds read within them
+
+
+def _stories_own(text: str, k: int) -> str:
+    """`text` (a series or an expected line) with story k's own namespace, node and GPU UUID (a GPU is its UUID)."""
+    return re.sub(r'\b(namespace|node|UUID)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-s{k}"', text)
+
+
+def _operand(expr: str, at: int) -> str:
+    """The operand that starts at `at` (spaces skipped): an aggregation `op by (labels) (...)` or a parenthesis."""
+    head = re.match(r"\s*(?:\w+ by \([^)]*\) )?", expr[at:])
+    depth, start = 0, at + head.end()
+    for end in range(start, len(expr)):
+        depth += {"(": 1, ")": -1}.get(expr[end], 0)
+        if depth == 0:
+            return expr[at:end + 1]
+    return expr[at:]
+
+
+def _without_joins_kept_apart(expr: str) -> str:
+    """`expr` with the joins that cannot match one story's series with another's written as plain operators: `on ()`
+    with a time condition (its operand reads no series: only numbers and vector, scalar, floor, round, time), and
+    `ignoring (...)` naming neither the GPU nor the namespace or node, before an aggregation by the GPU
+    (promql.GPU_LABEL, from its UUID, each story's own): both sides then match on the GPU."""
+    from generator.promql import GPU_LABEL
+
+    def kept_apart(match: re.Match) -> bool:
+        operand = _operand(expr, match.end())
+        if match[1] == "on" and not match[2].strip():
+            return not set(re.findall(r"[A-Za-z_]\w*", operand)) - {"vector", "scalar", "floor", "round", "time"}
+        by = re.match(r"\s*\w+ by \(([^)]*)\)", operand)
+        ignored = {label.strip() for label in match[2].split(",")}
+        return match[1] == "ignoring" and not ignored & {GPU_LABEL, "namespace", "node", "UUID"} and bool(by) \
+            and GPU_LABEL in {label.strip() for label in by[1].split(",")}
+    return re.sub(r"\b(on|ignoring)\s*\(([^)]*)\)", lambda m: "" if kept_apart(m) else m[0], expr)
+
+
+def _all_within(rules, bounds: tuple[float, float], line: str = f'{{gpu="0", node="{overlap.NODE}"}}') -> bool:
+    """Whether every increase story of these bounds reads within them at every minute of PANEL_MINUTES, judged in one
+    promtool run: its cost is evaluating the expression (an hour's subquery inside) at each minute, whatever the
+    series (eight stories together 2.6 s of CPU, one alone 1.6 s). Each story has its own namespace, node and GPU
+    UUID, and the bounds are asked once a minute (as _reads_within asks them), every story's line expected. The
+    expression joins no series on labels other than those (checked: _without_joins_kept_apart, then
+    _joins_across_stories), and a line two stories merged into is expected of neither, so the run passes only where
+    each story alone would. Should it fail, each story is judged alone (its test's own verdict and message)."""
+    if (str(rules), bounds) not in _TOGETHER:
+        stories = [story for story, *within in map(_increase_story, [*FRESH_COPY_MISSING, *OTHER_PATTERNS])
+                   if tuple(within) == bounds]
+        series = [{**one, "series": _stories_own(one["series"], k)} for k, story in enumerate(stories) for one in story]
+        low, high = bounds
+        checks = [{"expr": f"(({_increase()}) >= {low!r}) <= bool {high!r}", "eval_time": f"{m}m",
+                   "exp_samples": [{"labels": _stories_own(line, k), "value": 1} for k in range(len(stories))]}
+                  for m in PANEL_MINUTES]
+        together = not _joins_across_stories([_without_joins_kept_apart(_increase())])
+        if together:
+            try:
+                _promtool_test(rules, f"increases_{low:g}_{high:g}.yaml", [
+                    {"interval": f"{twins.STEP}s", "input_series": series, "promql_expr_test": checks}])
+            except AssertionError:
+                together = False
+        _TOGETHER[(str(rules), bounds)] = together
+    return _TOGETHER[(str(rules), bounds)]
+
+
+def _increase_reads_within(rules, name: str) -> None:
+    series, low, high = _increase_story(name)
+    if not _all_within(rules, (low, high)):
+        _reads_within(rules, f"increase_{name}.yaml", _increase(), series, low, high)
+
+
+@pytest.mark.parametrize("name", list(FRESH_COPY_MISSING))
+def test_an_increase_over_the_range_reads_the_replays_when_the_fresh_copy_misses_scrapes(rules, name):
+    _increase_reads_within(rules, name)
 
 
 # Prometheus reads a period (start, end], CloudWatch's alarm [start, end) (promql._left_open): with the scrape at the
@@ -107,9 +203,8 @@ def test_the_replays_rule_stays_silent_when_the_fresh_copy_misses_every_2nd_scra
     _silent(rules, "replays_fresh_copy_missing_every_2nd.yaml", series)
 
 
-@pytest.mark.parametrize("story", ["three-copies", "runs-of-2", "reset-in-overlap"])
-def test_an_increase_over_the_range_reads_the_replays_through_other_patterns_of_missed_scrapes(rules, story,
-                                                                                               monkeypatch):
+@pytest.mark.parametrize("story", OTHER_PATTERNS)
+def test_an_increase_over_the_range_reads_the_replays_through_other_patterns_of_missed_scrapes(rules, story):
     # the other exporter collecting every 60 s throughout; the fresh copy's scrapes from 5 minutes on (from the
     # reset's minute in the reset story) missing:
     # - three-copies: every 2nd, with a third exporter (also every 60 s, its own phase) reading the GPU: read 57-71;
@@ -118,17 +213,7 @@ def test_an_increase_over_the_range_reads_the_replays_through_other_patterns_of_
     # - reset-in-overlap: every 2nd, the GPU reset at 700 s (the copies see it a scrape apart): read 36-71, the
     #   counter since boot never, the lag each miss;
     # 30 to 33 where each step's reading is the copies' held latest (a miss does not take the fresh copy out)
-    monkeypatch.setattr(overlap, "scrapes", _slow_collection)
-    if story == "reset-in-overlap":
-        readings = {twins.REPLAYS: lambda taken: str(_replays_with_reset(taken))}
-        series = _missing(twins._series(overlap.END, 0, readings=readings), 2, 600, overlap.END)
-    elif story == "runs-of-2":
-        series = _missing(twins._series(overlap.END, 0), 4, 300, overlap.END, run=2)
-    else:
-        series = _missing(_with_third_copy(twins._series(overlap.END, 0), monkeypatch), 2, 300, overlap.END)
-    _reads_within(rules, f"increase_missing_{story}.yaml",
-                  _panel("gpudash-health", "Rows remapped (uncorrectable)", twins.REPLAYS), series, 30,
-                  36 if story == "runs-of-2" else 33)
+    _increase_reads_within(rules, story)
 
 
 RATE_FLAPPING = pytest.mark.xfail(strict=True, reason=(
