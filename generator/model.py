@@ -139,6 +139,11 @@ class Query:
         if unknown:
             raise DefinitionError(f"cannot group by {', '.join(unknown)}: use {', '.join((*GROUP_KEYS, *own))}",
                                   self.defined_at)
+        for name, names in (("by", self.by), ("over", self.over)):
+            twice = sorted({key for key in names if names.count(key) > 1})
+            if twice:  # `over` would add a field's readings twice to the total it divides by
+                raise DefinitionError(f"{_named('query of', self.metric)}: {name} names {', '.join(twice)} twice",
+                                      self.defined_at, f"name each once: {name}={tuple(dict.fromkeys(names))!r}")
 
     @property
     def metrics(self) -> tuple[str, ...]:

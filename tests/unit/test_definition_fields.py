@@ -88,6 +88,9 @@ MEANINGS = {
     "more datapoints than periods": (Alarm, {"datapoints_to_alarm": 4}, "need 1 <= datapoints_to_alarm", "e.g."),
     "a period of 45 s": (Alarm, {"period_seconds": 45}, "period_seconds 45 must be", "10, 20, 30"),
     "an id with spaces": (Alarm, {"id": "GPU hot"}, "alarm id 'GPU hot'", "e.g. 'gpu-hot'"),
+    "a key grouped by twice": (Query, {"by": ("node", "gpu", "node")}, "by names node twice", "by=('node', 'gpu')"),
+    "a field added twice to the total": (Query, {"over": ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_USED")},
+                                         "over names DCGM_FI_DEV_FB_USED twice", "name each once"),
     "a dashboard without a title": (Dashboard, {"title": " "}, "dashboard 'gpus': the title is empty", "write a title"),
 }
 
