@@ -322,7 +322,7 @@ def once_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) 
 
 
 # What an alarm that counts, adds or averages GPUs over the per-GPU set reads where nothing merges a GPU's copies
-# (_copies_noted): its description says it, and lint notes it (AL018).
+# (_copies_noted): its description says it, and lint notes it (AL019).
 COPIES_COUNTED = ("a GPU split into MIG instances, or shared by time-slicing, counts, adds and weighs once per "
                   "instance or pod (each of its series is an observation)")
 

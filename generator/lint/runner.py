@@ -36,9 +36,9 @@ NOTE_RULES = [
     Rule("AL017", "CloudWatch GROUP BY alarms over several periods whose ranking past 500 series can leave out a series "
                   "breaching in every period (agent.pipeline: classic, the Container Insights add-on, a set of 10 names, "
                   "a form not ranked by the periods it holds)", _notes("AL017")),
-    Rule("AL018", "CloudWatch alarms that count, add or average GPUs where a GPU split into MIG instances or shared by "
+    Rule("AL019", "CloudWatch alarms that count, add or average GPUs where a GPU split into MIG instances or shared by "
                   "time-slicing counts once per copy (agent.pipeline: classic; a field MIG reports per instance)",
-         _notes("AL018")),
+         _notes("AL019")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
 AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007"})

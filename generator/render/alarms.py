@@ -599,7 +599,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
                 f"window (past 500: the longest idle)")
     if plan_.flagged:  # level_plan
         note = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0, ranked by their sum"
-    if COPIES_COUNTED in plan_.notes:  # no merged form (cloudwatch_query.once_plan): lint AL018 notes it too
+    if COPIES_COUNTED in plan_.notes:  # no merged form (cloudwatch_query.once_plan): lint AL019 notes it too
         note = f"{note}; {COPIES_COUNTED}" if note else COPIES_COUNTED
     stale = stale_note(alarm, note)
     description = _description(alarm, stale)

@@ -9,7 +9,7 @@ exporter run with KUBERNETES_VIRTUAL_GPUS (one copy per pod, settings exporter.v
 1,000 W). On the OTel pipeline it reads each GPU's reading once per scrape ([ClusterName, node, gpu, readings], the
 copies merged at the agent by UUID): its value over a whole period, the query's result over the threshold's scale,
 is the truth per group. On agent.pipeline: classic nothing merges the copies: the alarm says so in its description
-and lint notes it (AL018).
+and lint notes it (AL019).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_on_classic_the_alarm_and_lint_say_that_copies_count(tmp_path):
                 for a in json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]}
     said = {rule for rule, request in requests.items() if COPIES_COUNTED in request["AlarmDescription"]}
     assert said == {_rule(*case) for case in CASES}
-    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL018"}
+    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL019"}
     assert noted == said
 
 

@@ -13,7 +13,7 @@ scrapes of its period (10 at 30 s), so it counted observations, not GPUs (issue 
 
 On the OTel pipeline it reads each GPU's reading once per scrape, the copies merged at the agent by the GPU's UUID
 ([ClusterName, node, gpu, readings]: cloudwatch_query.once_plan); on agent.pipeline: classic, which merges nothing,
-its description and lint (AL018) say that a GPU's copies count (tests/unit/test_alarm_copies.py).
+its description and lint (AL019) say that a GPU's copies count (tests/unit/test_alarm_copies.py).
 """
 
 from __future__ import annotations
