@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 
 import pytest
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
-from tests.integration.test_counter_copies_hostile import (PANEL_MINUTES, _panel, _reads_within, _replays_with_reset,
-                                                            _silent, _slow_collection)
-from tests.integration.test_gauge_twins import _joins_across_stories
+from tests.integration.test_counter_copies_hostile import (PANEL_MINUTES, _apart, _panel, _reads_within,
+                                                            _replays_with_reset, _silent, _slow_collection,
+                                                            _stories_own)
 from tests.integration.test_prometheus_rules import _promtool_test, rules  # noqa: F401 (a fixture)
 from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
@@ -96,40 +95,6 @@ def _increase_story(name: str) -> tuple[list[dict], float, float]:
 _TOGETHER: dict[tuple, bool] = {}  # (the rules' folder, bounds) -> whether every story of those bounds read within them
 
 
-def _stories_own(text: str, k: int) -> str:
-    """`text` (a series or an expected line) with story k's own namespace, node and GPU UUID (a GPU is its UUID)."""
-    return re.sub(r'\b(namespace|node|UUID)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-s{k}"', text)
-
-
-def _operand(expr: str, at: int) -> str:
-    """The operand that starts at `at` (spaces skipped): an aggregation `op by (labels) (...)` or a parenthesis."""
-    head = re.match(r"\s*(?:\w+ by \([^)]*\) )?", expr[at:])
-    depth, start = 0, at + head.end()
-    for end in range(start, len(expr)):
-        depth += {"(": 1, ")": -1}.get(expr[end], 0)
-        if depth == 0:
-            return expr[at:end + 1]
-    return expr[at:]
-
-
-def _without_joins_kept_apart(expr: str) -> str:
-    """`expr` with the joins that cannot match one story's series with another's written as plain operators: `on ()`
-    with a time condition (its operand reads no series: only numbers and vector, scalar, floor, round, time), and
-    `ignoring (...)` naming neither the GPU nor the namespace or node, before an aggregation by the GPU
-    (promql.GPU_LABEL, from its UUID, each story's own): both sides then match on the GPU."""
-    from generator.promql import GPU_LABEL
-
-    def kept_apart(match: re.Match) -> bool:
-        operand = _operand(expr, match.end())
-        if match[1] == "on" and not match[2].strip():
-            return not set(re.findall(r"[A-Za-z_]\w*", operand)) - {"vector", "scalar", "floor", "round", "time"}
-        by = re.match(r"\s*\w+ by \(([^)]*)\)", operand)
-        ignored = {label.strip() for label in match[2].split(",")}
-        return match[1] == "ignoring" and not ignored & {GPU_LABEL, "namespace", "node", "UUID"} and bool(by) \
-            and GPU_LABEL in {label.strip() for label in by[1].split(",")}
-    return re.sub(r"\b(on|ignoring)\s*\(([^)]*)\)", lambda m: "" if kept_apart(m) else m[0], expr)
-
-
 def _all_within(rules, bounds: tuple[float, float], line: str = f'{{gpu="0", node="{overlap.NODE}"}}') -> bool:
     """Whether every increase story of these bounds reads within them at every minute of PANEL_MINUTES, judged in one
     promtool run: its cost is evaluating the expression (an hour's subquery inside) at each minute, whatever the
@@ -146,7 +111,7 @@ def _all_within(rules, bounds: tuple[float, float], line: str = f'{{gpu="0", nod
         checks = [{"expr": f"(({_increase()}) >= {low!r}) <= bool {high!r}", "eval_time": f"{m}m",
                    "exp_samples": [{"labels": _stories_own(line, k), "value": 1} for k in range(len(stories))]}
                   for m in PANEL_MINUTES]
-        together = not _joins_across_stories([_without_joins_kept_apart(_increase())])
+        together = _apart(_increase())
         if together:
             try:
                 _promtool_test(rules, f"increases_{low:g}_{high:g}.yaml", [
