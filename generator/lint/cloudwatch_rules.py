@@ -716,27 +716,27 @@ def math_alarms(subject: LintInput) -> Iterable[Finding]:
         where = _alarm_where(item)
         stats = [m for m in queries if "MetricStat" in m]
         if len(stats) > MATH_ALARM_METRICS:
-            yield Finding("AL012", "error", where, f"{len(stats)} metrics: an alarm on metric math reads at most "
+            yield Finding("AL020", "error", where, f"{len(stats)} metrics: an alarm on metric math reads at most "
                                                    f"{MATH_ALARM_METRICS}")
         ids = {m.get("Id") for m in queries}
         kinds, _ = _kinds((str(m.get("Id")), None if "MetricStat" in m else str(m.get("Expression", "")))
                           for m in queries)
         for query in queries:
             if ("MetricStat" in query) == ("Expression" in query):
-                yield Finding("AL012", "error", where, f"{query.get('Id')}: give exactly one of MetricStat, Expression")
+                yield Finding("AL020", "error", where, f"{query.get('Id')}: give exactly one of MetricStat, Expression")
                 continue
             expression = str(query.get("Expression", ""))
             if is_query(expression):  # its names are the query's own (CW012 and the GROUP BY rules read it)
                 continue
             for word in re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b(?!\s*\()", expression):
                 if word not in ids and word not in ("AND", "OR"):
-                    yield Finding("AL012", "error", where, f"{query.get('Id')}: {word!r} names no metric of the alarm")
+                    yield Finding("AL020", "error", where, f"{query.get('Id')}: {word!r} names no metric of the alarm")
             summed = _sums_of_arrays(expression, kinds)
             for function in re.findall(r"\b([A-Z_]+)\s*\(", expression):
                 if function == "SUM" and summed:
                     summed -= 1
                 elif function in NOT_IN_ALARMS:
-                    yield Finding("AL012", "error", where, f"{query.get('Id')}: {function}() does not belong in an "
+                    yield Finding("AL020", "error", where, f"{query.get('Id')}: {function}() does not belong in an "
                                                            f"alarm (it returns several series, or reads more "
                                                            f"datapoints than the alarm evaluates)")
 
@@ -829,7 +829,7 @@ RULES = (
     Rule("AL018", "alarms summing a counter per GPU on agent.pipeline: otel say what a gap in a GPU's data does to "
                   "them (a note per alarm: an event alarm misses a gap's growth past 15 minutes, a level can fire on "
                   "a gap's growth landed in one period)", alarm_gap_growth),
-    Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
+    Rule("AL020", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
     Rule("CF001", "each CloudFormation template within CloudFormation's quotas (500 resources, 1,000,000 bytes)",
          template_quota),

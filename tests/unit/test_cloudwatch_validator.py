@@ -181,7 +181,7 @@ MATH_CASES = {  # the data-missing alarm (metric math over static metrics), brok
 def test_the_data_missing_alarm_passes_and_broken_math_alarms_do_not(good):
     assert [f for f in run(RULES, _math_alarm(good, lambda m: None)) if f.rule.startswith("AL")] == []
     for case, (mutate, fragment) in MATH_CASES.items():
-        findings = [f for f in run(RULES, _math_alarm(good, mutate)) if f.rule == "AL012"]
+        findings = [f for f in run(RULES, _math_alarm(good, mutate)) if f.rule == "AL020"]
         assert any(fragment in f.message for f in findings), (case, findings)
 
 
@@ -341,7 +341,7 @@ def test_the_add_on_s_data_missing_alarm_sums_only_its_query_s_array(project_dir
         for metric in item.request["Metrics"]:
             metric.update(Expression=expression_of.get(metric["Id"], metric.get("Expression")))
             metric.pop("Expression") if metric["Expression"] is None else None
-        return [f.message for f in run(RULES, _only(addon, (), (item,))) if f.rule in ("AL012", "AL008")]
+        return [f.message for f in run(RULES, _only(addon, (), (item,))) if f.rule in ("AL020", "AL008")]
 
     assert any("SUM() does not belong" in m for m in broken({"r": "SUM(c * 0 + 1) + 0 * c"}))
     query = next(m["Expression"] for m in alarm.request["Metrics"] if m["Id"] == "q")
