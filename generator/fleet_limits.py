@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable
 
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
@@ -178,10 +178,17 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
         scale = per_region if read.regional else 1  # a fleet alarm reads every cluster of its Region
         return Matched(one.metrics * scale, one.what + (nodes if one.what == "GPU nodes" else ""))
 
+    def series(read: Read) -> Matched:
+        """The series a GROUP BY query returns: one per group, so what its keys name (the nodes of a query grouped
+        by node, however many GPUs its set holds), never more than the metrics it matches."""
+        kept = tuple(key for key in read.schema if key in read.group or key == MIG_PROFILE_LABEL)
+        grouped, whole = count(replace(read, schema=kept)), count(read)
+        return grouped if grouped.metrics < whole.metrics else whole
+
     result = []
     # GROUP BY alarms past 500 series: 500 evaluated (or read, where a query feeds the alarm's math), PARTIAL_DATA
-    over = sorted(((count(r).metrics, count(r).what, r.who) for r in found
-                   if r.alarm and r.group and count(r).metrics > SERIES_PER_QUERY), key=lambda o: (-o[0], o[2]))
+    over = sorted(((series(r).metrics, series(r).what, r.who) for r in found
+                   if r.alarm and r.group and series(r).metrics > SERIES_PER_QUERY), key=lambda o: (-o[0], o[2]))
     if over:
         result.append("GROUP BY alarms past 500 series per cluster: "
                       + "; ".join(f"{who} {series:,.0f} {what}" for series, what, who in over)

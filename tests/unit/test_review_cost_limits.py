@@ -138,3 +138,23 @@ def test_cost_prints_each_limit(project_dir, cli):
     assert code == 0
     (line,) = [line for line in stdout.splitlines() if line.startswith("limit: GROUP BY alarms past 500")]
     assert "framebuffer-full-warning 2,000 pods" in line and "gpu-idle-mig-warning 2,000 pod GPUs" in line
+
+
+def test_an_alarm_grouped_by_node_returns_a_series_per_group_not_per_gpu(tmp_path):
+    """A GROUP BY query returns one series per group: an alarm over 3,000 GPUs grouped by node returns the 100
+    nodes' series, not past 500 (its SCHEMA still matches 3,000 GPUs' metrics: within 10,000). The per-GPU alarm
+    beside it is."""
+    from tests.support.projects import defined_project
+
+    project = defined_project(tmp_path, alarms="""
+from generator.model import Alarm, Condition, Query
+
+def alarms(ctx):
+    temp = "DCGM_FI_DEV_GPU_TEMP"
+    return [Alarm("node-hot", "A node's hottest GPU", Condition(Query(temp, "max", ("node",)), ">", 85)),
+            Alarm("gpu-hot", "A hot GPU", Condition(Query(temp, "max", ("node", "gpu")), ">", 85))]
+""")
+    notes = limits(Fleet(clusters=1, pods=3000, churn=0, gpus=3000, nodes=100), project, build(project))
+    note = _one(notes, "GROUP BY alarms past 500 series")
+    assert "gpu-hot-warning 3,000 GPUs" in note, note
+    assert "node-hot" not in note, note
