@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -450,7 +451,15 @@ def _per_cluster(plan_: Plan, alarm: Alarm) -> Plan:
 
 
 def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
-    threshold = float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
+    given = cloudwatch_condition(alarm, settings).threshold
+    try:
+        threshold = float(given) * plan_.divisor
+    except OverflowError:
+        threshold = math.inf
+    if not math.isfinite(threshold):  # JSON has no Infinity: alarms.json and the templates would not parse
+        raise InputError(f"alarm {alarm.id!r}: its threshold {given:g} times the {plan_.divisor:g} readings a period "
+                         f"holds is no finite number", where=alarm.defined_at,
+                         hint="give a threshold a GPU reading can reach (below 1e300)")
     if plan_.flagged:  # the flags past the level (level_plan): every reading of a period past it is a lowest flag of 1
         return 1.0
     # the unused share (unused_plan): whole - reading, so reading < T is unused > whole - T

@@ -46,3 +46,17 @@ def test_a_threshold_that_is_no_number_is_a_usage_error_naming_it(tmp_path, cli,
             json.loads(path.read_text(), parse_constant=_not_json)
     assert (code, "internal error" in stderr) == (2, False), stderr
     assert "mine.py" in stderr and "threshold" in stderr, stderr
+
+
+def test_a_threshold_finite_until_scaled_to_a_period_s_readings_is_a_usage_error(tmp_path, cli):
+    """A node's power summed over a period's readings compares the threshold times the readings (10 at 30 s scrapes):
+    1e308 is a number, its tenfold is none JSON holds (the files held `"Threshold": Infinity`, exit 0)."""
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "mine.py").write_text(ALARMS.replace('"DCGM_FI_DEV_GPU_TEMP", "max", ("node", "gpu")',
+                                                                '"DCGM_FI_DEV_POWER_USAGE", "sum", ("node",)')
+                                                 .format(threshold="1e308"))
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
+    assert (code, "internal error" in stderr) == (2, False), stderr
+    assert "mine.py:5" in stderr and "no finite number" in stderr, stderr
+    assert not (tmp_path / "build").exists()
