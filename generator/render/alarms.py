@@ -220,6 +220,11 @@ def second_plan(alarm: Alarm, settings: Settings) -> Plan:
                 series=group)
 
 
+COMPARED = {**LEVEL_WORDS, "<": "below", "<=": "at or below"}  # a threshold's comparison in words
+# Keys that make a mean one object's (a pod's, a GPU's, an instance's): its MIG stand-in alarm judges the same objects.
+PER_OBJECT = frozenset({"pod", "gpu", "mig_instance"})
+
+
 def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, str] | None:
     """(plan, stand-in field) of the rule's second alarm, for a field MIG does not report (GPU utilization):
     the field that stands in for it on MIG instances (graphics engine activity, a ratio: the threshold is
@@ -237,6 +242,13 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
     if substitute is None:
         return None
     stand_in, factor = substitute
+    if query.aggregation in ("count", "sum") or (query.aggregation == "avg" and not set(query.by) & PER_OBJECT):
+        # A count or sum over GPUs, or a mean over a node's or the cluster's: split between the whole GPUs' field
+        # and the MIG instances' stand-in, each alarm would judge part of the GPUs against the whole threshold (a
+        # count of 11 GPUs read as 9 and 2, neither under 11) and a count is no share to divide by the factor.
+        raise Unsupported(f"its {query.aggregation} over GPUs cannot be split between the whole GPUs' {query.metric} "
+                          f"and the MIG instances' {stand_in} (each alarm would judge part of the GPUs against the "
+                          f"whole threshold)")
     result = source_plan(replace(query, metric=stand_in), catalog, settings, alarm.period_seconds, alarm=True)
     if list(result.dims) not in (pod_dimensions(settings), pod_gpu_dimensions(settings), gpu_dimensions(settings)):
         raise Unsupported(f"on MIG instances {stand_in} stands in for {query.metric}, which CloudWatch cannot "
@@ -616,7 +628,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     if mig:
         label += " (MIG instances)"
         description = _description(alarm, f" On GPUs split into MIG instances, which report no "
-                                          f"{condition.query.metric}: {form.stand_in} below "
+                                          f"{condition.query.metric}: {form.stand_in} {COMPARED[condition.comparison]} "
                                           f"{float(condition.threshold) * plan_.divisor:g} (the same "
                                           f"share as a ratio).{stale}")
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)

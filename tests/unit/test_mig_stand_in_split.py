@@ -1,0 +1,37 @@
+"""A MIG stand-in alarm (graphics engine activity for the GPU utilization MIG does not report) is made only where
+it judges the same objects as the rule's first alarm: a GPU's or a pod's value. A count or a sum over GPUs, or a mean
+over a node's, split in two alarms had each judge part of the GPUs against the whole threshold (11 GPUs read as 9
+whole and 2 MIG, neither under "fewer than 11"), and the count's threshold was divided by the stand-in's factor as a
+share (`count by node > 3` compared 0.3, firing on a MIG node's 4 instances x 10 scrapes). Such an alarm has no
+MIG half; a note (lint AL012) says its CloudWatch form does not see MIG GPUs."""
+
+from __future__ import annotations
+
+from generator.artifacts import build
+from tests.support.projects import defined_project
+
+ALARMS = """
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    util = "DCGM_FI_DEV_GPU_UTIL"
+    return [Alarm("node-count", "Busy nodes", Condition(Query(util, "count", ("node",)), ">", 3)),
+            Alarm("fleet-count", "GPUs reporting", Condition(Query(util, "count", ()), "<", 11)),
+            Alarm("node-sum", "Node load", Condition(Query(util, "sum", ("node",)), ">", 500)),
+            Alarm("node-mean", "Node mean", Condition(Query(util, "avg", ("node",)), "<", 5)),
+            Alarm("gpu-busy", "GPU busy", Condition(Query(util, "avg", ("node", "gpu")), ">", 90))]
+"""
+
+
+def test_only_an_alarm_of_one_gpu_s_value_gets_a_mig_half(tmp_path):
+    project = defined_project(tmp_path, alarms=ALARMS)
+    artifacts = build(project)
+    halves = {a.request["AlarmName"].removeprefix("gpudash-gpu-cluster-"): a.request for a in artifacts.alarms
+              if "-mig-" in a.request["AlarmName"]}
+    assert set(halves) == {"gpu-busy-mig-warning"}
+    busy = halves["gpu-busy-mig-warning"]
+    assert busy["Threshold"] == 0.9 and busy["ComparisonOperator"] == "GreaterThanThreshold"
+    assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE above 0.9" in busy["AlarmDescription"]
+    noted = {note.message.split("'")[1] for note in artifacts.notes if note.rule == "AL012"}
+    assert noted == {"node-count", "fleet-count", "node-sum", "node-mean"}
