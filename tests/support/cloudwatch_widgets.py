@@ -66,3 +66,14 @@ def kept(text: str) -> dict[str, str]:
         for title in re.findall(r'"([^"]*)"', titles + '"'):
             result[title] = note
     return result
+
+
+def latest_values(files, points, end: int) -> dict[str, dict[str, float]]:
+    """Per widget title, each line's latest value over [0, end] of `points` (tests.support.agent_points)."""
+    from tests.support import cloudwatch_eval
+
+    values = {}
+    for _, properties in widgets(files):
+        lines = cloudwatch_eval.widget(properties, points, 0, end)
+        values[panel_title(properties["title"])] = {label: series[max(series)] for label, series in lines.items()}
+    return values

@@ -24,12 +24,10 @@ from generator.artifacts import build, notes
 from generator.cloudwatch_query import COPIES_COUNTED
 from generator.output import encode
 from tests.support import cloudwatch_eval, mixed_fleet
-from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.dcgm_fleet import target_labels
+from tests.support.agent_points import through_agent
 from tests.support.projects import defined_project
 
 STEP, END, PERIOD = 30, 1800, 300
-AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 FIELDS = {"DCGM_FI_DEV_POWER_USAGE": "power", "DCGM_FI_DEV_GPU_TEMP": "temp"}
 GROUPS = {"all": (), "node": ("node",), "gpu": ("node", "gpu")}
 CASES = [(aggregation, field, group) for aggregation in ("count", "sum", "avg") for field in FIELDS
@@ -62,12 +60,9 @@ def _truth(fleet, aggregation: str, field: str, group: str) -> dict[tuple, float
 
 def _built(folder, settings: str, fleet) -> tuple[dict, list]:
     files = encode(build(defined_project(folder, settings, alarms=ALARMS)))
-    config, job = agent_config(files[AGENT_FILE])
-    scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP), target_labels(job, node.name))
-               for k in range(-2, END // STEP) for node in fleet]
     requests = {a["Request"]["AlarmName"].removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): a["Request"]
                 for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
-    return requests, Agent(config, job).run(scrapes)
+    return requests, through_agent(files, STEP, END, fleet)
 
 
 @pytest.fixture(scope="module")
@@ -139,10 +134,7 @@ def test_a_mean_per_node_below_a_level_reads_what_the_agent_publishes(tmp_path, 
             f"    yield Alarm('util', 'X', Condition(Query('DCGM_FI_DEV_GPU_UTIL', 'avg', ('node',)), {comparison!r}, 1))\n")
     project = defined_project(tmp_path, "", alarms=text)
     files = encode(build(project))
-    config, job = agent_config(files[AGENT_FILE])
-    points = Agent(config, job).run([Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP),
-                                            target_labels(job, node.name))
-                                     for k in range(-2, END // STEP) for node in mixed_fleet.FLEET])
+    points = through_agent(files, STEP, END)
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if a["Request"]["AlarmName"] == "gpudash-gpu-cluster-util-warning"]
     truth = {(("node", node.name),): mean(gpu.util for gpu in node.gpus) for node in mixed_fleet.FLEET

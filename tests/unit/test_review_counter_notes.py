@@ -15,11 +15,9 @@ import pytest
 
 from generator.artifacts import build
 from generator.output import encode
-from generator.render.cloudwatch import panel_title
-from tests.support import cloudwatch_eval, mixed_fleet
-from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.cloudwatch_widgets import header, said, widgets
-from tests.support.dcgm_fleet import target_labels
+from tests.support import mixed_fleet
+from tests.support.agent_points import through_agent
+from tests.support.cloudwatch_widgets import header, latest_values, said
 from tests.support.projects import defined_project
 
 STEP, END = 30, 2100
@@ -39,14 +37,7 @@ NOTE = "a GPU split into MIG instances"
 @pytest.fixture(scope="module")
 def shown(tmp_path_factory):
     files = encode(build(defined_project(tmp_path_factory.mktemp("nodes"), dashboards=DASHBOARD)))
-    config, job = agent_config(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])
-    points = Agent(config, job).run([Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP),
-                                            target_labels(job, node.name))
-                                     for k in range(-2, END // STEP) for node in mixed_fleet.FLEET])
-    values = {}
-    for path, properties in widgets(files):
-        lines = cloudwatch_eval.widget(properties, points, 0, END)
-        values[panel_title(properties["title"])] = {label: series[max(series)] for label, series in lines.items()}
+    values = latest_values(files, through_agent(files, STEP, END), END)
     return values, header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-nodes.json")
 
 
