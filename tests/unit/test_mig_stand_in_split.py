@@ -20,6 +20,8 @@ def alarms(ctx):
             Alarm("fleet-count", "GPUs reporting", Condition(Query(util, "count", ()), "<", 11)),
             Alarm("node-sum", "Node load", Condition(Query(util, "sum", ("node",)), ">", 500)),
             Alarm("node-mean", "Node mean", Condition(Query(util, "avg", ("node",)), "<", 5)),
+            Alarm("node-all-idle", "Node idle", Condition(Query(util, "max", ("node",)), "<", 5)),
+            Alarm("node-any-busy", "Node busy", Condition(Query(util, "max", ("node",)), ">", 95)),
             Alarm("gpu-busy", "GPU busy", Condition(Query(util, "avg", ("node", "gpu")), ">", 90))]
 """
 
@@ -34,4 +36,5 @@ def test_only_an_alarm_of_one_gpu_s_value_gets_a_mig_half(tmp_path):
     assert busy["Threshold"] == 0.9 and busy["ComparisonOperator"] == "GreaterThanThreshold"
     assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE above 0.9" in busy["AlarmDescription"]
     noted = {note.message.split("'")[1] for note in artifacts.notes if note.rule == "AL012"}
-    assert noted == {"node-count", "fleet-count", "node-sum", "node-mean"}
+    # a node's max or min has no MIG half either: a MIG GPU's stand-in is its instances' mean, held apart
+    assert noted == {"node-count", "fleet-count", "node-sum", "node-mean", "node-all-idle", "node-any-busy"}
