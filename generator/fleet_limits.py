@@ -187,8 +187,9 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
 
     result = []
     # GROUP BY alarms past 500 series: 500 evaluated (or read, where a query feeds the alarm's math), PARTIAL_DATA
-    over = sorted(((series(r).metrics, series(r).what, r.who) for r in found
-                   if r.alarm and r.group and series(r).metrics > SERIES_PER_QUERY), key=lambda o: (-o[0], o[2]))
+    returned = [(series(r), r.who) for r in found if r.alarm and r.group]
+    over = sorted(((s.metrics, s.what, who) for s, who in returned if s.metrics > SERIES_PER_QUERY),
+                  key=lambda o: (-o[0], o[2]))
     if over:
         result.append("GROUP BY alarms past 500 series per cluster: "
                       + "; ".join(f"{who} {series:,.0f} {what}" for series, what, who in over)
