@@ -123,10 +123,14 @@ def metrics_known(subject: LintInput) -> Iterable[Finding]:
 
 
 def counters_rated(subject: LintInput) -> Iterable[Finding]:
+    """A counter whose raw readings a panel shows, said once per panel (a query reads a field once per spelling of
+    the node): not one only counted or tested for presence (`count(x)`: the GPUs reporting it)."""
+    said: set[tuple[int, str]] = set()
     for dashboard, panel, selector in parsed_selectors(subject.grafana):
         metric = selector.metric
-        if metric in subject.catalog and subject.catalog.get(metric).is_counter \
-                and selector.range_function not in COUNTER_FUNCTIONS:
+        if metric in subject.catalog and subject.catalog.get(metric).is_counter and selector.shown \
+                and selector.range_function not in COUNTER_FUNCTIONS and (id(panel), metric) not in said:
+            said.add((id(panel), metric))
             yield Finding("GF006", "error", _where(dashboard, panel),
                           f"counter {metric} is charted raw: wrap it in rate() or increase()")
 

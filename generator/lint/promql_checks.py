@@ -53,6 +53,7 @@ class Selector:
     metric: str | None
     labels: tuple[str, ...]  # label names in the matchers
     range_function: str | None  # the function applied to its range, if any
+    shown: bool = True  # whether its readings reach the query's answer (_unread: not where only its series count)
 
 
 def parse(expr: str, any_variable: bool = False):
@@ -97,7 +98,7 @@ def selectors(ast) -> list[Selector]:
             elif stack and isinstance(stack[-1], promql_parser.Call) and stack[-1].func.name == "timestamp":
                 function = "compare"  # `timestamp(x) > time() - 30`: when a sample was taken, not a chart of x
             labels = tuple(m.name for m in node.matchers.matchers)
-            found.append(Selector(node.name, labels, function))
+            found.append(Selector(node.name, labels, function, not _unread(stack + [node])))
         stack.append(node)
 
     def post(node):
@@ -105,6 +106,29 @@ def selectors(ast) -> list[Selector]:
 
     walk(ast, pre, post)
     return found
+
+
+# What answers with its operand's series and never its readings: how many series there are (`count(x)`,
+# `count_over_time(x[w])`), that there are some or none (`group(x)`, `absent(x)`), when their samples were taken.
+_SERIES_ONLY_AGGREGATIONS = {"count", "group"}
+_SERIES_ONLY_CALLS = {"absent", "absent_over_time", "count_over_time", "present_over_time", "timestamp"}
+
+
+def _unread(path: list) -> bool:
+    """Whether the readings of the node at the end of `path` (its ancestors from the root, then itself) never reach
+    the query's answer: below a count or a presence test, or on the right of `and`/`unless` (which keep the left
+    side's readings where the right side has series)."""
+    import promql_parser
+
+    for above, below in zip(path, path[1:]):
+        if isinstance(above, promql_parser.AggregateExpr) and str(above.op) in _SERIES_ONLY_AGGREGATIONS \
+                and below is above.expr:
+            return True
+        if isinstance(above, promql_parser.Call) and above.func.name in _SERIES_ONLY_CALLS:
+            return True
+        if isinstance(above, promql_parser.BinaryExpr) and str(above.op) in ("and", "unless") and below is above.rhs:
+            return True
+    return False
 
 
 def walk(node, pre, post) -> None:

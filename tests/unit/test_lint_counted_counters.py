@@ -1,0 +1,96 @@
+"""Lint GF006 ("counter charted raw") is said of a query that shows a counter's raw reading, once per panel, and of no
+query that only counts or tests the counter's series.
+
+`Query(<counter>, "count", ...)` counts the GPUs that report the counter (generate writes `count(max by (...) (...))`):
+the counter's value never reaches the answer, yet lint reported it as charted raw, four times (once per branch of
+the node's spellings), an error on a definition gpudash itself writes. A panel that does chart a counter raw got the
+same error four times for one mistake.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from generator.lint import run
+from generator.lint.grafana_rules import RULES
+from generator.lint.runner import all_rules
+from generator.model import GROUP_KEYS
+from tests.support.lint_input import lint_input
+from tests.support.projects import bundled_project, defined_project
+
+COUNTERS = [m.name for m in bundled_project().catalog if m.is_counter]
+GROUPINGS = [(), *[(key,) for key in GROUP_KEYS], ("node", "gpu"), ("pod", "gpu"), ("namespace", "pod", "gpu")]
+GAUGE = "DCGM_FI_DEV_GPU_TEMP"
+
+
+def _dashboards(panels: list[str]) -> str:
+    """A definitions file of one dashboard per panel (a dashboard of them all passes CloudWatch's metrics per
+    dashboard)."""
+    return ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+            + "".join(f"    yield Dashboard(id='counted-{k}', title='Counted {k}', rows=[Row('All', [{panel}])])\n"
+                      for k, panel in enumerate(panels)))
+
+
+def _counts(counter: str) -> dict[str, str]:
+    return {f"{counter} by {by} increase={increase}":
+            f'Panel({f"{counter} by {by} increase={increase}"!r}, Query({counter!r}, "count", {by!r}, '
+            f'as_increase={increase}), unit="count")'
+            for by in GROUPINGS for increase in (False, True)}
+
+
+@pytest.fixture(scope="module")
+def counted(tmp_path_factory):
+    """Every counter of the CSV counted under every grouping, as a definition writes it, linted by every rule."""
+    panels = {title: text for counter in COUNTERS for title, text in _counts(counter).items()}
+    project = defined_project(tmp_path_factory.mktemp("counted"), dashboards=_dashboards(list(panels.values())))
+    return panels, run(all_rules(), lint_input(project))
+
+
+def test_every_count_of_a_counter_is_a_valid_definition_that_lints_clean(counted):
+    panels, findings = counted
+    said = [f for f in findings if "counted" in f.where]
+    assert len(panels) == len(COUNTERS) * len(GROUPINGS) * 2
+    assert said == []
+
+
+RAW = {  # raw_promql -> how many GF006 findings the panel gets (one per panel and counter charted raw)
+    "count(C)": 0,
+    "count by (node) (C)": 0,
+    "group by (node) (C)": 0,
+    "absent(C)": 0,
+    "absent_over_time(C[5m])": 0,
+    "count_over_time(C[5m])": 0,
+    "timestamp(C)": 0,
+    "G and C": 0,  # the gauge's readings where the counter is reported
+    "G unless C": 0,
+    "sum(rate(C[$__rate_interval]))": 0,
+    "C": 1,
+    "sum(C)": 1,
+    "max by (node) (C)": 1,
+    "C and G": 1,  # the counter's raw readings where the gauge is reported
+    "C or C": 1,  # one mistake, said once
+    "count_values(\"reading\", C)": 1,  # each raw reading made a label
+    "sum(C) / count(C)": 1,
+}
+
+
+def _written(text: str, counter: str) -> str:
+    return re.sub(r"\b[CG]\b", lambda name: counter if name.group() == "C" else GAUGE, text)
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory):
+    counter = COUNTERS[0]
+    panels = [f'Panel({text!r}, Query({counter!r}, raw_promql={_written(text, counter)!r}), '
+              f'unit="count")' for text in RAW]
+    project = defined_project(tmp_path_factory.mktemp("raw"), dashboards=_dashboards(panels))
+    return run([rule for rule in RULES if rule.id == "GF006"], lint_input(project))
+
+
+@pytest.mark.parametrize("text", sorted(RAW))
+def test_a_counter_is_said_charted_raw_exactly_where_its_reading_is_shown(raw, text):
+    said = [f for f in raw if f.where.endswith(f" panel {text!r}")]
+    assert len(said) == RAW[text], said
+    assert all(f.severity == "error" and f.message.startswith(f"counter {COUNTERS[0]} is charted raw") for f in said)
