@@ -154,6 +154,20 @@ class Query:
         return "pod" in self.by
 
 
+def charted_unit(query: Query, catalog) -> Unit:
+    """The unit of what one query charts. A share of fields (`over`) is a ratio and a count is a count, whatever the
+    field; an increase is in the field's unit, a counter's rate in its rate unit, a gauge in its own. Raw PromQL, or
+    a field the catalog lacks, is a plain number."""
+    if query.raw_promql or query.metric not in catalog:
+        return UNITS["count"]
+    if query.over:
+        return UNITS["ratio"]
+    if query.aggregation == "count":  # how many GPUs (or readings), whatever the field counted
+        return UNITS["count"]
+    metric = catalog.get(query.metric)
+    return metric.unit if metric.is_counter and query.as_increase else metric.charted_unit
+
+
 @dataclass(frozen=True)
 class Panel:
     """One chart: its queries, how it is drawn, its unit, levels, bounds and size."""
@@ -204,22 +218,20 @@ class Panel:
             raise DefinitionError(f"panel {self.title!r}: width must be 1-{GRID_WIDTH}, height 1-50",
                                   self.defined_at)
 
-    def shown_unit(self, catalog) -> Unit:
-        """The unit of the panel's values, the one answer every renderer reads (Grafana's unit id, CloudWatch's axis
-        label): its own, else what its first query charts. A share of fields (`over`) is a ratio and a count is a
-        count, whatever the field; an increase is in the field's unit, a counter's rate in its rate unit, a gauge in
-        its own. Raw PromQL, or a field the catalog lacks, is a plain number."""
+    def shown_units(self, catalog) -> tuple[Unit, ...]:
+        """The unit of each query's values, in the queries' order: the unit the panel names, for every query, else
+        what each query charts (charted_unit). The one source of a panel's units, read by every renderer (Grafana's
+        unit id and a query's override, CloudWatch's axis label) and by the checks of what a panel of several units
+        cannot show (panel_checks.mixed_problem)."""
         if self.unit:
-            return UNITS[self.unit]
-        query = self.queries[0]
-        if query.raw_promql or query.metric not in catalog:
-            return UNITS["count"]
-        if query.over:
-            return UNITS["ratio"]
-        if query.aggregation == "count":  # how many GPUs (or readings), whatever the field counted
-            return UNITS["count"]
-        metric = catalog.get(query.metric)
-        return metric.unit if metric.is_counter and query.as_increase else metric.charted_unit
+            return (UNITS[self.unit],) * len(self.queries)
+        return tuple(charted_unit(query, catalog) for query in self.queries)
+
+    def shown_unit(self, catalog) -> Unit:
+        """The panel's unit: that of every query's values where they share one (a panel of one query always: the only
+        kind CloudWatch draws); in a panel of several units, its first query's, the default a renderer overrides for
+        the queries of another (shown_units)."""
+        return self.shown_units(catalog)[0]
 
     @property
     def grafana_only(self) -> bool:

@@ -16,6 +16,7 @@ from . import definitions
 from .catalog import Catalog, load_counters
 from .errors import InputError
 from .model import Alarm, Dashboard
+from .panel_checks import check_panels
 from .promql_text import STRING_LITERAL
 from .resources import known_fields
 from .settings import Settings, load_settings
@@ -136,6 +137,7 @@ def load_project(config: Path | None = None, counters: Path | None = None,
                                  where=dashboard.defined_at, hint="give each dashboard a unique id")
             seen[dashboard.id] = dashboard.defined_at
             _check_queries(dashboard.queries(), catalog)
+            check_panels(dashboard, catalog)
             neutral.append(dashboard)
         elif definitions.is_grafanalib_dashboard(item.value):
             legacy.append(item)

@@ -221,7 +221,7 @@ def schema_validators(schema_dir: str):
                                 "point --grafana-schema at grafana-foundation-sdk's jsonschema/ folder, whole",
                                 jsonschema.Draft7Validator)
 
-    dashboard = jsonschema.Draft7Validator(load("dashboard"))
+    dashboard = jsonschema.Draft7Validator(any_value_where_grafana_takes_any(load("dashboard")))
     panels = {}
     for kind in ("timeseries", "stat", "gauge", "bargauge", "table", "heatmap"):
         document = load(kind)
@@ -230,6 +230,23 @@ def schema_validators(schema_dir: str):
             jsonschema.Draft7Validator({**document, "$ref": f"#/definitions/{name}"}) if name in definitions else None
             for name in ("Options", "FieldConfig"))
     return dashboard, panels
+
+
+# Properties Grafana's dashboard kind declares as any value (CUE `_`), which the jsonschema export writes as an object:
+# an override's matcher options (a refId, a field name: the SDK's own override_by_query / override_by_name write a
+# string) and a property's value (a unit id, a number).
+ANY_VALUE = (("MatcherConfig", "options"), ("DynamicConfigValue", "value"))
+
+
+def any_value_where_grafana_takes_any(document: dict) -> dict:
+    """The dashboard schema with ANY_VALUE's properties taking any JSON value (a copy: the document is cached)."""
+    definitions = dict(document.get("definitions", {}))
+    for name, prop in ANY_VALUE:
+        if prop in definitions.get(name, {}).get("properties", {}):
+            definition = dict(definitions[name])
+            definition["properties"] = {**definition["properties"], prop: {}}
+            definitions[name] = definition
+    return {**document, "definitions": definitions}
 
 
 def _deepest(error):

@@ -42,11 +42,24 @@ def _steps(panel: dict[str, Any]) -> list[dict]:
     return ((_defaults(panel).get("thresholds") or {}).get("steps")) or [{"color": "green", "value": None}]
 
 
-def _named(panel: dict[str, Any], results: list[tuple[dict, Result]]) -> list[tuple[str, Any]]:
+def unit_of(panel: dict[str, Any], target: dict[str, Any]) -> str | None:
+    """The unit Grafana shows a target's values in: the panel's default, unless an override matching the target's
+    frame (byFrameRefID) sets another (the last one wins, as Grafana applies them in order)."""
+    unit = _defaults(panel).get("unit")
+    for override in (panel.get("fieldConfig") or {}).get("overrides") or []:
+        matcher = override.get("matcher") or {}
+        if matcher.get("id") == "byFrameRefID" and matcher.get("options") == target.get("refId"):
+            unit = next((p.get("value") for p in override.get("properties") or [] if p.get("id") == "unit"), unit)
+    return unit
+
+
+def _named(panel: dict[str, Any], results: list[tuple[dict, Result]]) -> list[tuple[str, Any, str | None]]:
+    """(legend name, series, the unit of its values) of each series the panel's targets answered."""
     named = []
     for target, result in results:
+        unit = unit_of(panel, target)
         for series in result.series:
-            named.append((series_name(target.get("legendFormat"), series.labels, result.expr), series))
+            named.append((series_name(target.get("legendFormat"), series.labels, result.expr), series, unit))
     return named
 
 
@@ -76,7 +89,8 @@ def timeseries(panel: dict[str, Any], results: list[tuple[dict, Result]], start:
         return body + ("" if body else _no_data())
     width, height = pixel_size(panel.get("gridPos") or {})
     defaults = _defaults(panel)
-    unit = defaults.get("unit")
+    units = {unit for _, _, unit in named}
+    unit = units.pop() if len(units) == 1 else None  # lines of several units: the axis reads plain numbers
     legend_options = (panel.get("options") or {}).get("legend") or {}
     calcs = [c for c in legend_options.get("calcs") or [] if c in CALC_NAMES]
     shown = legend_options.get("showLegend", True)
@@ -84,16 +98,16 @@ def timeseries(panel: dict[str, Any], results: list[tuple[dict, Result]], start:
     chart_height = max(60, height - TITLE_HEIGHT - legend_height - 8 - (24 if body else 0))
     thresholds = _steps(panel) if ((defaults.get("custom") or {}).get("thresholdsStyle") or {}).get(
         "mode", "off") != "off" else None
-    lines = [(name, list(series.points)) for name, series in named]
+    lines = [(name, list(series.points)) for name, series, _ in named]
     chart = svg.timeseries(lines, start, end, unit, width, chart_height, defaults.get("min"), defaults.get("max"),
                            thresholds)
     body += chart
     if shown:
         rows = []
-        for index, (name, series) in enumerate(named):
+        for index, (name, series, own) in enumerate(named):
             values = [v for _, v in series.points if not math.isnan(v)]
             stats = _stats(values)
-            cells = "".join(f"<td>{escape(format_value(stats[c], unit))}</td>" for c in calcs)
+            cells = "".join(f"<td>{escape(format_value(stats[c], own))}</td>" for c in calcs)
             rows.append(f'<tr><td class="name"><i style="background:{svg.PALETTE[index % len(svg.PALETTE)]}"></i>'
                         f'{escape(name)}</td>{cells}</tr>')
         head = "".join(f"<th>{CALC_NAMES[c]}</th>" for c in calcs)
@@ -107,9 +121,9 @@ def stat(panel: dict[str, Any], results: list[tuple[dict, Result]]) -> str:
     body = _errors(results)
     if not named:
         return body + ("" if body else _no_data())
-    unit, steps = _defaults(panel).get("unit"), _steps(panel)
+    steps = _steps(panel)
     cells = []
-    for name, series in named:
+    for name, series, unit in named:
         value = last_value(series)
         label = f'<div class="stat-name legend-name">{escape(name)}</div>' if len(named) > 1 else \
             f'<div class="legend-name hidden-name">{escape(name)}</div>'
@@ -124,11 +138,11 @@ def gauge(panel: dict[str, Any], results: list[tuple[dict, Result]]) -> str:
     if not named:
         return body + ("" if body else _no_data())
     defaults = _defaults(panel)
-    unit, steps = defaults.get("unit"), _steps(panel)
-    low = defaults.get("min", 0)
-    high = defaults.get("max", 1 if unit == "percentunit" else 100)
+    steps = _steps(panel)
     cells = []
-    for name, series in named:
+    for name, series, unit in named:
+        low = defaults.get("min", 0)
+        high = defaults.get("max", 1 if unit == "percentunit" else 100)
         label = f'<div class="stat-name legend-name">{escape(name)}</div>' if len(named) > 1 else \
             f'<div class="legend-name hidden-name">{escape(name)}</div>'
         cells.append(f'<div class="stat">{label}{svg.gauge(last_value(series), unit, low, high, steps)}</div>')
@@ -137,14 +151,13 @@ def gauge(panel: dict[str, Any], results: list[tuple[dict, Result]]) -> str:
 
 def table(panel: dict[str, Any], results: list[tuple[dict, Result]]) -> str:
     body = _errors(results)
-    series = [s for _, r in results for s in r.series]
+    series = [(s, unit_of(panel, t)) for t, r in results for s in r.series]
     if not series:
         return body + ("" if body else _no_data())
-    unit = _defaults(panel).get("unit")
-    columns = sorted({k for s in series for k in s.labels if k != "__name__"})
+    columns = sorted({k for s, _ in series for k in s.labels if k != "__name__"})
     head = "".join(f"<th>{escape(c)}</th>" for c in columns) + "<th>Value</th>"
     rows = []
-    for s in sorted(series, key=lambda s: [s.labels.get(c, "") for c in columns]):
+    for s, unit in sorted(series, key=lambda item: [item[0].labels.get(c, "") for c in columns]):
         cells = "".join(f"<td>{escape(s.labels.get(c, ''))}</td>" for c in columns)
         rows.append(f"<tr>{cells}<td>{escape(format_value(last_value(s), unit))}</td></tr>")
     return body + f'<div class="table-wrap"><table class="data"><thead><tr>{head}</tr></thead>' \

@@ -163,8 +163,16 @@ def _variables(catalog: Catalog, settings: Settings) -> list[Any]:
 
 
 def panel_unit(panel: Panel, catalog: Catalog) -> str:
-    """Grafana unit id of a panel (Panel.shown_unit)."""
+    """Grafana unit id of a panel (Panel.shown_unit): its first query's where its queries chart several units."""
     return panel.shown_unit(catalog).grafana
+
+
+def unit_overrides(panel: Panel, catalog: Catalog) -> list[tuple[str, str]]:
+    """(refId, Grafana unit id) of each query whose unit is not the panel's (Panel.shown_units): a field override
+    matching the query's frame gives its series their own unit (and a chart a second axis), where the panel's one
+    unit would show 300 W as 300 °C."""
+    units = [unit.grafana for unit in panel.shown_units(catalog)]
+    return [(ref_id, unit) for ref_id, unit in zip(_REF_IDS, units) if unit != units[0]]
 
 
 def legend_calcs(panel: Panel, catalog: Catalog) -> list[str]:
@@ -288,6 +296,10 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
     options = model.options
     if panel.kind != "heatmap":
         defaults.unit = panel_unit(panel, catalog)
+        field_config.overrides = [
+            dm.DashboardFieldConfigSourceOverrides(matcher=dm.MatcherConfig(id_val="byFrameRefID", options=ref_id),
+                                                   properties=[dm.DynamicConfigValue(id_val="unit", value=unit)])
+            for ref_id, unit in unit_overrides(panel, catalog)]
         defaults.thresholds = _thresholds(panel)
         if panel.min is not None:
             defaults.min_val = panel.min
