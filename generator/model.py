@@ -233,6 +233,14 @@ class Panel:
         the queries of another (shown_units)."""
         return self.shown_units(catalog)[0]
 
+    def gauge_range(self, catalog) -> tuple[float, float | None]:
+        """(min, max) a gauge's dial runs over, the one range of both renderers: the definition's min and max, each
+        end it leaves out from the unit's own range (a percentage 0-100, a ratio 0-1), the foot 0 where the unit has
+        none; the top None where neither gives one (W, °C, a count). panel_checks refuses a range that cannot be
+        drawn, the CloudWatch renderer a gauge without a top."""
+        bounds = self.shown_unit(catalog).bounds or (0, None)
+        return (self.min if self.min is not None else bounds[0], self.max if self.max is not None else bounds[1])
+
     @property
     def grafana_only(self) -> bool:
         """Raw PromQL, or a ratio of two fields: CloudWatch cannot chart these."""

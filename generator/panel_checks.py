@@ -3,7 +3,8 @@ panel and where it was defined (exit 2), before anything is written.
 
 A panel whose queries chart different units (°C and W) shows each query in its own unit (Panel.shown_units; Grafana
 overrides the unit per query), but its levels and bounds are numbers in one unit, a heatmap has one y axis and a
-gauge one dial range: those are refused where the units differ.
+gauge one dial range: those are refused where the units differ. A gauge's range, the unit's own where the definition
+gives no end (Panel.gauge_range), must have its min below its max.
 """
 
 from __future__ import annotations
@@ -46,9 +47,26 @@ def mixed_problem(panel: Panel, catalog: Catalog) -> tuple[str, str] | None:
             f"put the queries of each unit in a panel of their own, or {' and '.join(fixes)}")
 
 
+def range_problem(panel: Panel, catalog: Catalog) -> tuple[str, str] | None:
+    """(problem, fix) of a gauge whose range (Panel.gauge_range) is empty: min not below max once the end the
+    definition leaves out is the unit's (`min=150` on a percentage, `max=0` on watts); None otherwise. Both ends
+    written are Panel's own check."""
+    if panel.kind != "gauge" or (panel.min is None) == (panel.max is None):
+        return None
+    low, high = panel.gauge_range(catalog)
+    if high is None or low < high:
+        return None
+    unit = panel.shown_unit(catalog).label
+    if panel.min is not None:
+        return (f"panel {panel.title!r}: min {low:g} is not below {high:g}, the top of its gauge's range ({unit})",
+                f"write a min below {high:g}, or a max above {low:g}")
+    return (f"panel {panel.title!r}: max {high:g} is not above {low:g}, the foot of its gauge's range ({unit})",
+            f"write a max above {low:g}, or a min below {high:g}")
+
+
 def check_panels(dashboard: Dashboard, catalog: Catalog) -> None:
     """Every panel of the dashboard can be shown truthfully, else InputError naming it."""
     for panel in dashboard.panels():
-        problem = mixed_problem(panel, catalog)
+        problem = mixed_problem(panel, catalog) or range_problem(panel, catalog)
         if problem:
             raise InputError(problem[0], where=panel.defined_at, hint=problem[1])

@@ -19,6 +19,9 @@ class Unit:
     cloudwatch: str  # CloudWatch StandardUnit, for alarms and docs
     rate_key: str  # the unit of rate(counter of this unit)
     rate_scale: float = 1.0  # multiply the per-second rate by this to land in rate_key
+    # The range every value of the unit lies in (a percentage 0-100, a ratio 0-1), which a gauge's dial runs over
+    # unless its definition gives min or max; None: the unit has none of its own (W, °C, MiB, a count)
+    bounds: tuple[float, float] | None = None
 
 
 UNITS: dict[str, Unit] = {u.key: u for u in (
@@ -27,12 +30,12 @@ UNITS: dict[str, Unit] = {u.key: u for u in (
     Unit("watt", "watt", "W", "None", "count_per_s"),
     Unit("milliwatt", "mwatt", "mW", "None", "count_per_s"),
     Unit("millijoule", "si:mJ", "mJ", "None", "milliwatt"),  # Grafana's custom SI unit: the values are mJ
-    Unit("percent", "percent", "%", "Percent", "count_per_s"),
-    Unit("ratio", "percentunit", "ratio 0-1", "None", "count_per_s"),
+    Unit("percent", "percent", "%", "Percent", "count_per_s", bounds=(0, 100)),
+    Unit("ratio", "percentunit", "ratio 0-1", "None", "count_per_s", bounds=(0, 1)),
     Unit("mebibyte", "mbytes", "MiB", "Megabytes", "count_per_s"),
     Unit("nanosecond", "ns", "ns", "None", "time_ratio", 1e-9),
     Unit("microsecond", "µs", "µs", "Microseconds", "time_ratio", 1e-6),
-    Unit("time_ratio", "percentunit", "share of time", "None", "count_per_s"),
+    Unit("time_ratio", "percentunit", "share of time", "None", "count_per_s", bounds=(0, 1)),
     Unit("byte", "bytes", "bytes", "Bytes", "bytes_per_s"),
     Unit("bytes_per_s", "Bps", "bytes/s", "Bytes/Second", "count_per_s"),
     Unit("kilobyte", "deckbytes", "KB", "Kilobytes", "kilobytes_per_s"),

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, PRESENCE, Catalog
+from ..errors import InputError
 from ..cloudwatch_query import (ONCE_PER_GPU, PERIOD, SERIES_PER_QUERY, Plan, Unsupported, blank_floor, number,
                                 pod_total_kind, readings_dimensions, series_label)
 from ..container_insights import (NotPublished, enabled as addon_source, layout_of, observed_every,
@@ -226,9 +227,15 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
     for bound in ("min", "max"):
         if getattr(panel, bound) is not None:
             properties["yAxis"]["left"][bound] = getattr(panel, bound)
-    if panel.kind == "gauge":
-        properties["yAxis"]["left"].setdefault("min", 0)
-        properties["yAxis"]["left"].setdefault("max", 100)
+    if panel.kind == "gauge":  # a gauge widget needs both ends (lint CW009)
+        low, high = panel.gauge_range(catalog)
+        if high is None:
+            raise InputError(f"panel {panel.title!r}: a CloudWatch gauge needs a range, and "
+                             f"{panel.shown_unit(catalog).label} has no top of its own",
+                             where=panel.defined_at, hint="write max= on the panel (and min=: 0 unless written), draw "
+                                                          "it as a stat, or publish the dashboard to Grafana only "
+                                                          "(backends=(\"grafana\",)), whose gauge scales to its values")
+        properties["yAxis"]["left"].update(min=low, max=high)
     if panel.thresholds:
         warning, critical = panel.thresholds
         properties["annotations"] = {"horizontal": [

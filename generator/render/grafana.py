@@ -301,10 +301,11 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
                                                    properties=[dm.DynamicConfigValue(id_val="unit", value=unit)])
             for ref_id, unit in unit_overrides(panel, catalog)]
         defaults.thresholds = _thresholds(panel)
-        if panel.min is not None:
-            defaults.min_val = panel.min
-        if panel.max is not None:
-            defaults.max_val = panel.max
+        low, high = panel.gauge_range(catalog) if panel.kind == "gauge" else (panel.min, panel.max)
+        if low is not None:
+            defaults.min_val = low
+        if high is not None:
+            defaults.max_val = high
     if panel.kind == "timeseries":
         options.legend = common.VizLegendOptions(show_legend=True, display_mode=common.LegendDisplayMode.TABLE,
                                                  placement=common.LegendPlacement.BOTTOM,
