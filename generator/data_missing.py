@@ -226,7 +226,20 @@ KSM_METRICS = (DESIRED, AVAILABLE, UPDATED)
 NODES = "kube_node_info"
 CAPACITY = "kube_node_status_capacity"
 GPU_RESOURCES = "nvidia_com_(gpu|mig)(_.+)?"  # kube-state-metrics' resource label: the name's . / - made _
-NODE_METRICS = (NODES, CAPACITY)  # the agent keeps the capacity of GPU_RESOURCES only (render/scrape.ksm_scrape_job)
+NODE_METRICS = (NODES, CAPACITY)  # the agent keeps the GPU resources' capacity only (render/scrape.ksm_scrape_job)
+
+
+def ksm_resource(name: str) -> str:
+    """A resource's name as kube-state-metrics writes it in its resource label (nvidia.com/a100: nvidia_com_a100)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name)
+
+
+def gpu_resources_pattern(settings: Settings) -> str:
+    """The resource labels of the capacity that makes a node a GPU node: the device plugin's own names
+    (GPU_RESOURCES) and those exporter.resource_names adds (a rename: or custom name of the plugin's config, which
+    would otherwise make a node of such GPUs no GPU node, and silence the alarm of a cluster of them)."""
+    named = sorted({ksm_resource(name) for name in settings.exporter.resource_names})
+    return f"({'|'.join((GPU_RESOURCES, *named))})" if named else GPU_RESOURCES
 NODE_STATS = (("n", NODES, "SampleCount"), ("k", CAPACITY, "SampleCount"))
 CLUSTER_SET = (CLUSTER_DIMENSION,)
 # kube-state-metrics' labels of a DaemonSet's series, and the set its counts are published with when a cluster has
@@ -705,7 +718,7 @@ def no_gpu_node(settings: Settings, extra: str, span: str) -> str:
     and none had a GPU resource's capacity (NODES); `extra`: more matchers (the cluster's)."""
     by = f" by ({settings.labels.cluster})" if settings.shared_prometheus else ""
     nodes = f"{NODES}{{{extra}}}" if extra else NODES
-    gpus = ", ".join(m for m in (extra, f'resource=~"{GPU_RESOURCES}"') if m)
+    gpus = ", ".join(m for m in (extra, f'resource=~"{gpu_resources_pattern(settings)}"') if m)
     return (f"(count{by} (max_over_time({nodes}{span})) unless {cluster_join(settings)} "
             f"count{by} (max_over_time({CAPACITY}{{{gpus}}}{span})))")
 

@@ -188,9 +188,14 @@ class ExporterSettings(Section):
     # More exporter DaemonSets in each cluster (a chart installed per node pool, or in another namespace): `name` in
     # exporter.namespace, or `namespace/name` (exporter_styles.named_daemonsets). No schema default, as virtual_gpus.
     more_daemonsets: tuple[str, ...] = ()
+    # GPU resources advertised under a name of the device plugin's config (nvidia.com/a100), as the exporter's
+    # NVIDIA_RESOURCE_NAMES lists them: the data-missing alarm and rule count their nodes as GPU nodes
+    # (data_missing.gpu_resources_pattern). No schema default, as virtual_gpus.
+    resource_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "more_daemonsets", tuple(self.more_daemonsets))
+        object.__setattr__(self, "resource_names", tuple(self.resource_names))
         # JSON Schema's integer admits 1.0: a number of pods is read as the int it is (written `<= 1`, compared as 1)
         if isinstance(self.max_unavailable, float):
             object.__setattr__(self, "max_unavailable", int(self.max_unavailable))

@@ -41,15 +41,17 @@ def gpu_resources(node: Answer, listed: tuple[str, ...] = ()) -> dict[str, int]:
     return found
 
 
-def has_gpus(node: Answer) -> bool:
-    return bool(gpu_resources(node))
+def has_gpus(node: Answer, named: tuple[str, ...] = ()) -> bool:
+    """Whether the node has GPUs: a device plugin's resource, or one `named` (the settings' exporter.resource_names,
+    as the data-missing alarm counts GPU nodes), at a count above 0."""
+    return bool(gpu_resources(node, named))
 
 
-def lists_gpus(node: Answer) -> bool:
-    """Whether the node's status lists a GPU resource at any count: the kubelet keeps a device plugin's resource at 0
-    once the plugin stops, so a GPU node whose plugin was removed is still one; a node no plugin ran on lists none
-    (the data-missing signal's, data_missing.NODES)."""
-    return any(isinstance(name, str) and _device_plugins(name) for name in capacity(node))
+def lists_gpus(node: Answer, named: tuple[str, ...] = ()) -> bool:
+    """Whether the node's status lists a GPU resource (or one `named`, as has_gpus) at any count: the kubelet keeps a
+    device plugin's resource at 0 once the plugin stops, so a GPU node whose plugin was removed is still one; a node
+    no plugin ran on lists none (the data-missing signal's, data_missing.NODES)."""
+    return any(isinstance(name, str) and (_device_plugins(name) or name in named) for name in capacity(node))
 
 
 def attributed(resource: str, listed: tuple[str, ...]) -> bool:

@@ -113,6 +113,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, SLICED_CHECK, _exporter_settings(SLICED_CHECK, _sliced_gpus), daemonset, style, nodes)
         yield from step(GROUP, RESOURCE_NAMES_CHECK, _exporter_settings(RESOURCE_NAMES_CHECK, _resource_names),
                         daemonset, style, nodes)
+        if data_missing.expected(settings):
+            yield from step(GROUP, COUNTED_CHECK, _counted_resources, daemonset, style, nodes, settings)
         yield from step(GROUP, "counters CSV", _exporter_settings("counters CSV", _counters), daemonset, style, kube,
                         project, namespace)
         if options.prometheus_in_use:
@@ -252,11 +254,12 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                           f"{namespace} labelled {labels}; exporter DaemonSets elsewhere: {', '.join(elsewhere)}",
                           f"{write_fix}{' (or another of them)' if len(elsewhere) > 1 else ''} in gpudash.yaml, "
                           "generate and apply again")]
-        if deployment == "gpu-operator" and nodes is not None and not any(lists_gpus(n) for n in nodes()):
+        own_names = settings.exporter.resource_names
+        if deployment == "gpu-operator" and nodes is not None and not any(lists_gpus(n, own_names) for n in nodes()):
             # the GPU operator creates no DaemonSet while no node carries its GPU labels (data_missing.NODES)
             return [Check(GROUP, DAEMONSET_CHECK, WARN, f"no DaemonSet {namespace}/{name} ({setting}), and none in any "
                           f"namespace labelled {labels}; no node lists a GPU resource ({GPU_RESOURCE}, "
-                          f"{GPU_RESOURCE}.*, {MIG_RESOURCE_PREFIX}*): the GPU operator creates its exporter DaemonSet when the first GPU "
+                          f"{GPU_RESOURCE}.*, {MIG_RESOURCE_PREFIX}*{_named_too(settings)}): the GPU operator creates its exporter DaemonSet when the first GPU "
                           "node joins (no GPU data is missing until then)",
                           "nothing to do until a GPU node joins, where the GPU operator is installed (`kubectl get "
                           "clusterpolicies`); run verify again once one has")]
@@ -856,6 +859,11 @@ def _gpu_count(node: Answer) -> int:
     return gpu_resources(node).get(GPU_RESOURCE, 0)
 
 
+def _named_too(settings: Settings) -> str:
+    named = settings.exporter.resource_names
+    return f", nor {', '.join(named)} (exporter.resource_names)" if named else ""
+
+
 def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[str], style,
               named: tuple[tuple[str, str], ...], settings: Settings, cluster: Cluster | None,
               absent: str = "", first: Answer | None = None) -> list[Check]:
@@ -874,7 +882,7 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
     from ..clients.kube import KubeRefused
 
     try:
-        gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if has_gpus(n))
+        gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if has_gpus(n, settings.exporter.resource_names))
     except KubeRefused as refused:  # which nodes have GPUs is not known; whether the exporter pods the scrape jobs
         # keep are ready is: the deployment's label, and the DaemonSets exporter.more_daemonsets names of another one
         kept = {(pod.get("metadata.namespace", str, ""), pod.get("metadata.name", str, "")): pod
@@ -910,7 +918,7 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
     result = []
     if not gpu_nodes:
         result.append(Check(GROUP, "GPU node coverage", WARN, f"no node has {GPU_RESOURCE} capacity (nor "
-                            f"{GPU_RESOURCE}.* or {MIG_RESOURCE_PREFIX}*)", "none while the GPU node group is scaled to zero; otherwise install the NVIDIA device "
+                            f"{GPU_RESOURCE}.* or {MIG_RESOURCE_PREFIX}*{_named_too(settings)})", "none while the GPU node group is scaled to zero; otherwise install the NVIDIA device "
                             "plugin (the GPU operator does) on GPU nodes"))
     elif unscraped:
         restyled = [n for n in unscraped if _owner(unkept[n]) == named[0]]  # the named DaemonSet's, of another style
@@ -1347,6 +1355,40 @@ def _resource_names(daemonset: Answer, style, nodes: Callable[[], list[Answer]])
                   f"set {RESOURCE_NAMES_ENV}={','.join(listed + tuple(resources))} on container "
                   f"{container.get('name', str, '?')} of the exporter DaemonSet (or --nvidia-resource-names), or "
                   "advertise them as nvidia.com/gpu (the device plugin's sharing config: renameByDefault: false)")]
+
+
+COUNTED_CHECK = "GPU nodes the data-missing alarm counts"
+
+
+def _counted_resources(daemonset: Answer, style, nodes: Callable[[], list[Answer]], settings: Settings) -> list[Check]:
+    """A node advertising its GPUs only under a resource the exporter lists (NVIDIA_RESOURCE_NAMES: a name of the
+    device plugin's config, nvidia.com/a100) that exporter.resource_names does not name fails: the data-missing alarm
+    and rule count a node as a GPU node by its capacity of the device plugin's names and of those the setting names
+    (data_missing.gpu_resources_pattern), so a cluster of such nodes has no GPU node to them, and a stopped exporter
+    there raises nothing. Nothing is said where the exporter lists no such resource (its container not found: the
+    checks of its settings say so)."""
+    try:
+        listed = _listed_resources(_container(daemonset, style))
+    except NoExporterContainer:
+        return []
+    counted = re.compile(data_missing.gpu_resources_pattern(settings))
+    missed: dict[str, list[str]] = {}
+    for node in nodes():
+        for resource in gpu_resources(node, listed):
+            if not counted.fullmatch(data_missing.ksm_resource(resource)):
+                missed.setdefault(resource, []).append(node.get("metadata.name", str))
+    if not missed:
+        named = sorted(set(listed) & set(settings.exporter.resource_names))
+        return [Check(GROUP, COUNTED_CHECK, OK, f"a node advertising {', '.join(named)} counts as a GPU node "
+                      "(exporter.resource_names)")] if named else []
+    names = sorted(set(settings.exporter.resource_names) | set(missed))
+    return [Check(GROUP, COUNTED_CHECK, FAIL,
+                  "; ".join(f"{shown(sorted(nodes_of))} advertise GPUs as {resource}"
+                            for resource, nodes_of in sorted(missed.items()))
+                  + ": the data-missing alarm and rule count a node as a GPU node by its capacity in nvidia.com/gpu, "
+                  "nvidia.com/gpu.*, nvidia.com/mig-* and the resources exporter.resource_names names, so these "
+                  "nodes are no GPU node to them: where no other node is, an exporter that stops raises nothing",
+                  f"set exporter.resource_names: [{', '.join(names)}] in gpudash.yaml and generate again")]
 
 
 def _collectors_path(container: Answer, env: dict[str, str]) -> str:

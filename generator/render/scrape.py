@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
-from ..data_missing import CAPACITY, GPU_RESOURCES, KSM_METRICS, NODES, expected
+from ..data_missing import CAPACITY, KSM_METRICS, NODES, expected, gpu_resources_pattern
 from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, exporter_namespace, exporter_namespaces,
                                fleet_styles, named_daemonsets, style_for)
 from ..promql import MIG_INSTANCE_LABEL
@@ -150,7 +150,7 @@ def ksm_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[s
     kept = f"({'|'.join(KSM_METRICS)});" + (daemonsets[0] if len(daemonsets) == 1 else f"({'|'.join(daemonsets)})")
     # and the node series that say whether a GPU node exists (data_missing.NODES): each node's info, and the capacity
     # of the GPU resources only (none of them carries a namespace or daemonset)
-    kept = f"{kept};|{NODES};;;|{CAPACITY};;;{GPU_RESOURCES}"
+    kept = f"{kept};|{NODES};;;|{CAPACITY};;;{gpu_resources_pattern(settings)}"
     return {
         "job_name": KUBE_STATE_METRICS_JOB,
         "scrape_interval": settings.scrape.interval,

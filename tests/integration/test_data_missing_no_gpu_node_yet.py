@@ -36,6 +36,18 @@ def files():
     return encode(build(load_project()))
 
 
+# A device plugin whose config advertises the GPUs under a name of its own (nvidia.com/a100, kube-state-metrics'
+# nvidia_com_a100), which exporter.resource_names names: its nodes are GPU nodes to the alarm and the rule alike.
+RENAMED = "nvidia_com_a100"
+
+
+@pytest.fixture(scope="module")
+def renamed_files(tmp_path_factory):
+    config = tmp_path_factory.mktemp("renamed") / "gpudash.yaml"
+    config.write_text("exporter:\n  resource_names: [nvidia.com/a100]\n")
+    return encode(build(load_project(config)))
+
+
 def test_the_cloudwatch_alarm_stays_ok_without_a_gpu_node_or_an_exporter_daemonset(files):
     config, job = agent_config(files[AGENT_FILE])
     ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
@@ -218,3 +230,60 @@ def test_on_a_shared_prometheus_each_cluster_is_judged_by_its_own_nodes(project_
                                               "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"],
                                                                    "exp_alerts": fired} for m in (11, 30, 59)]}],
                    evaluation_interval="30s")
+
+
+# --- GPUs under a resource name of the device plugin's config, the exporter DaemonSet deleted -----------------------
+
+DELETED_FIRED_BY = 20  # minute: the exporter DaemonSet absent from the start, GPU nodes present
+
+
+@pytest.mark.parametrize("named", (True, False), ids=("exporter.resource_names names it", "not named"))
+def test_the_cloudwatch_alarm_counts_gpu_nodes_of_a_named_resource(files, renamed_files, named):
+    """The GPU nodes advertise nvidia.com/a100 only and the exporter DaemonSet is gone: GPU data is missing. The
+    alarm knows a GPU node by its capacity in the device plugin's names and those exporter.resource_names names:
+    named, it is in ALARM; not named, the cluster has no GPU node to it and it stays OK (gpudash verify fails that
+    case: test_verify)."""
+    built = renamed_files if named else files
+    config, job = agent_config(built[AGENT_FILE])
+    ksm_job = scrape_jobs(built[AGENT_FILE])["gpudash-kube-state-metrics"]
+    ksm = kube_state.target_labels(ksm_job)
+    story = [Scrape(t, kube_state.payload(None, 0, 0, nodes=("ip-10-0-1-1", "ip-10-0-1-2"), gpu_resource=RENAMED), ksm)
+             for t in range(0, FINAL, STEP)]
+    points = Agent(config, job, others=[ksm_job]).run(story)
+    request = next(a["Request"] for a in json.loads(built["cloudwatch/alarms.json"])["alarms"]
+                   if a["Request"]["AlarmName"] == CLUSTER_ALARM)
+    states = {minute: set(cloudwatch_eval.alarm(request, points, minute * 60).values())
+              for minute in range(DELETED_FIRED_BY, FINAL // 60 + 1)}
+    assert all(s == ({"ALARM"} if named else {"OK"}) for s in states.values()), states
+
+
+@pytest.mark.parametrize("named", (True, False), ids=("exporter.resource_names names it", "not named"))
+def test_the_rule_counts_gpu_nodes_of_a_named_resource(files, renamed_files, tmp_path, named):
+    """The rule's twin of the alarm above: firing 'no exporter DaemonSet' where the setting names the resource,
+    silent where it does not."""
+    built = renamed_files if named else files
+    (tmp_path / "rules.yaml").write_text(built["prometheus/rules.yaml"].decode())
+    rule = next(r for g in yaml.safe_load(built["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+                if r.get("alert") == "GpudashGpuDataMissing")
+    ksm = 'job="kube-state-metrics",instance="10.0.2.9:8080"'
+    other = f'{ksm},namespace="kube-system",daemonset="aws-node"'
+    steps = FINAL // STEP
+    series = [{"series": f"up{{{ksm}}}", "values": f"1x{steps}"},
+              *({"series": f"{metric}{{{other}}}", "values": f"{value}x{steps}"}
+                for metric, value in ((kube_state.DESIRED, 5), (kube_state.AVAILABLE, 5), (kube_state.UPDATED, 5))),
+              {"series": f'{kube_state.LABELS}{{{other},label_app_kubernetes_io_name="aws-node"}}',
+               "values": f"1x{steps}"}]
+    for node in ("ip-10-0-1-1", "ip-10-0-1-2"):
+        series += [{"series": f'kube_node_info{{{ksm},node="{node}"}}', "values": f"1x{steps}"},
+                   {"series": f'kube_node_status_capacity{{{ksm},node="{node}",resource="{RENAMED}",unit="integer"}}',
+                    "values": f"8x{steps}"}]
+    reason = ("kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or its "
+              "--metric-labels-allowlist lacks daemonsets=[app,app.kubernetes.io/name])")
+    fired = [{"exp_labels": {**rule["labels"], "reason": reason},
+              "exp_annotations": {**rule["annotations"],
+                                  "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", reason)}}]
+    cases = [{"eval_time": f"{m}m", "alertname": "GpudashGpuDataMissing", "exp_alerts": fired if named else []}
+             for m in range(DELETED_FIRED_BY, FINAL // 60)]
+    _promtool_test(tmp_path, "renamed_gpus.yaml", [{"name": "GPUs of a named resource, no exporter DaemonSet",
+                                                     "interval": f"{STEP}s", "input_series": series,
+                                                     "alert_rule_test": cases}], evaluation_interval="30s")

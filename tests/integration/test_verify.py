@@ -361,6 +361,35 @@ def test_gpus_shared_under_a_renamed_resource_are_named(stack):
     assert checks[name]["status"] == "ok"
 
 
+def test_gpus_under_a_custom_resource_name_are_counted_by_the_data_missing_alarm_only_when_named(stack, tmp_path):
+    """A device plugin's config can advertise GPUs under a name of its own (nvidia.com/a100), which the exporter
+    attributes once NVIDIA_RESOURCE_NAMES lists it. The data-missing alarm and rule count a GPU node by its capacity in
+    the device plugin's names (nvidia.com/gpu, nvidia.com/gpu.*, nvidia.com/mig-*): a node of nvidia.com/a100 alone is
+    no GPU node to them, and a cluster of such nodes would never be judged. verify names the nodes and the setting
+    (exporter.resource_names), and says ok once it is set."""
+    cluster, verify = stack
+    only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    for node in cluster.nodes:
+        for place in ("capacity", "allocatable"):
+            gpus = node["status"][place].pop("nvidia.com/gpu", None)
+            if gpus is not None:
+                node["status"][place]["nvidia.com/a100"] = gpus
+    container = cluster.daemonset["spec"]["template"]["spec"]["containers"][0]
+    container.setdefault("env", []).append({"name": "NVIDIA_RESOURCE_NAMES", "value": "nvidia.com/a100"})
+    name = ("kube", "GPU nodes the data-missing alarm counts")
+    _kube_failure(verify, name, (
+        "gpu-node-a, gpu-node-b advertise GPUs as nvidia.com/a100: the data-missing alarm and rule count a node as a "
+        "GPU node by its capacity in nvidia.com/gpu, nvidia.com/gpu.*, nvidia.com/mig-* and the resources "
+        "exporter.resource_names names, so these nodes are no GPU node to them: where no other node is, an exporter "
+        "that stops raises nothing"),
+        "set exporter.resource_names: [nvidia.com/a100] in gpudash.yaml and generate again")
+    (tmp_path / "gpudash.yaml").write_text("exporter:\n  resource_names: [nvidia.com/a100]\n")
+    _, checks = verify(*only_kube, "--config", str(tmp_path / "gpudash.yaml"))
+    assert checks[name]["status"] == "ok", checks[name]
+    assert checks[name]["detail"] == "a node advertising nvidia.com/a100 counts as a GPU node (exporter.resource_names)"
+    assert checks[("kube", "GPU node coverage")]["detail"] == "all 2 GPU nodes run the exporter"  # counted there too
+
+
 def test_an_exporter_pod_on_a_node_without_gpus_is_named(stack):
     """The dcgm-exporter chart schedules its DaemonSet on every node unless nodeSelector or affinity is set (its
     values.yaml: `nodeSelector: {}`, `affinity: {}`): on a CPU node the exporter cannot start DCGM and never becomes

@@ -27,14 +27,16 @@ KSM_POD = {"__address__": "10.0.2.9:8080", "__meta_kubernetes_namespace": "monit
 
 def payload(exporter: dict[str, str] | None, desired: int, available: int,
             more: tuple[tuple[dict[str, str], int, int], ...] = (), updated: int | None = None,
-            gpu_node: bool = True, nodes: tuple[str, ...] = ("ip-10-0-1-1",)) -> str:
+            gpu_node: bool = True, nodes: tuple[str, ...] = ("ip-10-0-1-1",),
+            gpu_resource: str = "nvidia_com_gpu") -> str:
     """/metrics of kube-state-metrics; `exporter` is the exporter DaemonSet's namespace and name (None:
     the DaemonSet does not exist) and the label_* labels its kube_daemonset_labels carries (none: the allowlist
     does not name them); `more`: other DaemonSets' labels (namespace, daemonset, label_*, any other), desired
     and available; `updated`: the exporter's nodes running its current pod template (None: all desired, no
     rollout; every other DaemonSet has none running); `nodes`: the cluster's nodes, each with the device plugin's
     nvidia.com/gpu capacity where `gpu_node` (kube-state-metrics' nodes collector writes each resource of a node's
-    status), else CPU only."""
+    status, its name's . / - made _: `gpu_resource`, a device plugin config's own name such as nvidia_com_a100),
+    else CPU only."""
     lines = []
     entries = [e for e in ((exporter, desired, available, desired if updated is None else updated),
                            (OTHER, 5, 3, 5), *((labels, d, a, d) for labels, d, a in more)) if e[0] is not None]
@@ -58,7 +60,7 @@ def payload(exporter: dict[str, str] | None, desired: int, available: int,
     for node in nodes:
         lines.append(f'kube_node_status_capacity{{node="{node}",resource="cpu",unit="core"}} 96')
         if gpu_node:
-            lines.append(f'kube_node_status_capacity{{node="{node}",resource="nvidia_com_gpu",unit="integer"}} 8')
+            lines.append(f'kube_node_status_capacity{{node="{node}",resource="{gpu_resource}",unit="integer"}} 8')
     return "\n".join(lines) + "\n"
 
 
