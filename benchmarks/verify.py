@@ -25,7 +25,7 @@ from generator.render.scrape import scrape_job  # noqa: E402
 from tests.support import kube_state  # noqa: E402
 from tests.support.kube_server import KubeCluster, KubeTestServer  # noqa: E402
 from tests.support.moto_server import MotoServer  # noqa: E402
-from tests.support.prometheus_server import Prometheus, for_file_sd  # noqa: E402
+from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every  # noqa: E402
 from tests.support.replay_exporter import ReplayExporter, relabel_payload  # noqa: E402
 
 REFERENCE = reference_dir()
@@ -55,11 +55,14 @@ def _stack(work: Path, project, payload: str, exporter, ksm, moto) -> tuple[Kube
     # kube-state-metrics of the exporter DaemonSet, as the data-missing rule reads it
     ksm_job = {"job_name": "kube-state-metrics", "honor_labels": True, "scrape_interval": "1s",
                "static_configs": [{"targets": [ksm.address]}]}
-    # the counters' recording rules the Grafana rate panels read, deployed as the build ships them, evaluated at this
-    # stack's scrape interval (a stack without them fails verify's `counter recording rules`)
+    # the counters' recording rules the Grafana rate panels read, deployed as the build ships them, made for this
+    # stack's scrape interval (a stack without them fails verify's `counter recording rules`): made for the build's
+    # 30 s their first step waits for a whole 30 s boundary's scrapes, up to a minute of an otherwise idle stack
     (counters,) = [g for g in yaml.safe_load(files[RULES_FILE])["groups"] if g["name"] == COUNTER_GROUP]
+    seconds = project.settings.scrape.seconds
     rules = work / "rules.yaml"
-    rules.write_text(yaml.safe_dump({"groups": [{**counters, "interval": "1s"}]}))
+    rules.write_text(yaml.safe_dump({"groups": [{**counters, "interval": "1s", "rules": [
+        {**rule, "expr": scraped_every(rule["expr"], seconds, 1)} for rule in counters["rules"]]}]}))
     return cluster, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job, ksm_job],
                      "rule_files": [str(rules)]}
 
