@@ -18,7 +18,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if not path.name.startswith("_"))
 
 # Arguments of a script that takes its size on the command line; what each run must print.
-ARGUMENTS = {"queries.py": ["--gpus", "1", "--days", "0.25", "--runs", "1"],
+ARGUMENTS = {"queries.py": ["--gpus", "1", "--days", "0.05", "--runs", "1", "--ranges", "1h"],
              "rules.py": ["--gpus", "1", "--evaluations", "1", "--runs", "1", "--variants"]}
 PRINTS = {
     "alarms.py": ["GROUP BY pod (one alarm per rule)", "static (one alarm per pod)"],
@@ -29,7 +29,8 @@ PRINTS = {
     "publish.py": ["no-op apply, 1 clusters (median of 1)", "prune of 1 of 2 clusters (1 Region)",
                    "first apply, 2 clusters in 2 Regions at once",
                    "second run (no changes)"],
-    "queries.py": ["### 1 GPUs, 0.25 day(s) of 30 s scrapes", "6h at a 72 s step", "| rule GpudashXidError |"],
+    "queries.py": ["### 1 GPUs, 0.05 day(s) of 30 s scrapes", "1h at a 30 s step", "increase over 1h (instant)",
+                   "| rule GpudashXidError |"],
     "rules.py": ["### 11 GPUs", "| xid-error | ", "| gpu-temp-critical 2 of 3 missing | ", " recording + "],
     "sdk_dashboards.py": [],
     "suite.py": ["make test on a fresh clone: skipped"],
