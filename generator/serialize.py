@@ -361,7 +361,7 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
     # what is worked out of one text, once however many files carry it (the clusters' ConfigMaps share their scrape
     # config and, mostly, their agent JSON: 1,000 clusters' 3,000 texts are 1,003 distinct)
     as_is: dict[str, bool] = {}  # text -> _literal_as_is(text)
-    indented: dict[tuple[str, str], str | None] = {}  # (text, indent) -> _indented(text, indent), once seen twice
+    indented: dict[tuple[str, str], _Pieces | None] = {}  # (text, indent) -> _indented(text, indent), once seen twice
     out = []
     for documents in files:
         texts: list[str] = []
@@ -388,7 +388,7 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
                     written[key] = shape
             text = _with_texts(shape, texts, indented)
             if text is not None:
-                out.append(text.encode())
+                out.append(text)
                 continue
         out.append(_dump(list(documents)).encode())
     return out
@@ -428,11 +428,17 @@ _STAND_IN = "gpudash-literal-block-"
 _STAND_INS = re.compile(r"\|\n( *)" + _STAND_IN + r"([0-9]+)\n")
 
 
-def _indented(text: str, indent: str) -> str:
-    """Each non-empty line of `text` (which ends with a line break) after `indent`: a literal block's body."""
-    if "\n\n" not in text:
-        return indent + text[:-1].replace("\n", "\n" + indent) + "\n"
-    return "\n".join(indent + line if line else line for line in text[:-1].split("\n")) + "\n"
+_Pieces = tuple[bytes | memoryview, ...]  # bytes to be joined
+
+
+def _indented(text: str, indent: str) -> _Pieces:
+    """Each non-empty line of `text` (which ends with a line break) after `indent`, UTF-8: a literal block's body, as
+    pieces to be joined (a long text is copied twice, encoded and indented, not once more for each end)."""
+    data, space = text.encode(), indent.encode()
+    if b"\n\n" not in data:  # every line after one, the last line break's indent left out
+        indented = data.replace(b"\n", b"\n" + space)
+        return space, memoryview(indented)[:len(indented) - len(space)]
+    return b"\n".join(space + line if line else line for line in data[:-1].split(b"\n")) + b"\n",
 
 
 _EXACT_REPR = (str, int, float, bool, type(None))  # types whose repr names the type and value YAML writes
@@ -554,18 +560,24 @@ def _with_lines(text: str, lines: list[str], seen: list[int]) -> str | None:
     return "".join(out)
 
 
-def _with_texts(skeleton: str, texts: list[str], indented: dict[tuple[str, str], str | None] | None = None
-                ) -> str | None:
-    """The skeleton's text with each stand-in's block holding its text, and each plain stand-in replaced by its
-    folded text; None unless every stand-in was written once, as a `|` block or as a block mapping's value, and
-    nothing else in the documents reads like one. `indented`, if given, keeps the block body of each (text, indent)
-    met before (None the first time: a text met once keeps no second copy)."""
+def _with_texts(skeleton: str, texts: list[str], indented: dict[tuple[str, str], _Pieces | None] | None = None) \
+        -> bytes | None:
+    """The skeleton's text, UTF-8, with each stand-in's block holding its text, and each plain stand-in replaced by
+    its folded text; None unless every stand-in was written once, as a `|` block or as a block mapping's value, and
+    nothing else in the skeleton reads like one. The blocks are set in as bytes: a ConfigMap's texts (dashboards,
+    tens of MB for hundreds) are indented and joined once, never copied into one string first and encoded after.
+    `indented`, if given, keeps the block body of each (text, indent) met before (None the first time: a text met
+    once keeps no second copy)."""
     if skeleton.count(_STAND_IN) + skeleton.count(_LINE_STAND_IN) != len(texts):
         return None
     seen: list[int] = []
     indented = {} if indented is None else indented
-
-    def block(match: re.Match) -> str:
+    text = _with_lines(skeleton, texts, seen) if _LINE_STAND_IN in skeleton else skeleton
+    if text is None:
+        return None
+    out: list[bytes] = []
+    start = 0
+    for match in _STAND_INS.finditer(text):  # one read in a folded text above is counted twice: written whole
         seen.append(int(match[2]))
         key = (texts[int(match[2])], match[1])
         body = indented.get(key)
@@ -575,9 +587,7 @@ def _with_texts(skeleton: str, texts: list[str], indented: dict[tuple[str, str],
                 indented[key] = body
             else:
                 indented[key] = None
-        return "|\n" + body
-
-    text = _STAND_INS.sub(block, skeleton)
-    if _LINE_STAND_IN in skeleton:
-        text = _with_lines(text, texts, seen)
-    return text if text is not None and sorted(seen) == list(range(len(texts))) else None
+        out += (text[start:match.start()].encode(), b"|\n", *body)
+        start = match.end()
+    out.append(text[start:].encode())
+    return b"".join(out) if sorted(seen) == list(range(len(texts))) else None
