@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..build_memo import BuildMemo
 from ..catalog import PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..model import Dashboard, Panel, Row, layout
 from ..names import grafana_uid
@@ -102,20 +103,67 @@ def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[
     built.time.from_val, built.time.to = grafana.time_from, "now"
     if built.templating is None:
         built.templating = dm.DashboardDashboardTemplating()
-    if built.templating.list_val is None:
-        built.templating.list_val = []
-    built.templating.list_val.extend(_variables(catalog, settings))
+    built.templating.list_val = []
+    built.panels = []
+    answers = _ANSWERS.table(catalog, settings)
     panels: list[Any] = []
     for number, placed in enumerate(layout(dashboard), start=1):
-        grid = dm.GridPos(h=placed.h, w=placed.w, x=placed.x, y=placed.y)
+        grid = {"h": placed.h, "w": placed.w, "x": placed.x, "y": placed.y}
         if isinstance(placed.item, Row):
-            panels.append(_model(dm.RowPanel, type_val="row", title=placed.item.title, id_val=number, grid_pos=grid))
+            panels.append(plain_data(_model(dm.RowPanel, type_val="row", title=placed.item.title, id_val=number,
+                                            grid_pos=dm.GridPos(**grid)), "to_json"))
         else:
-            model = _panel(placed.item, catalog, settings)
-            model.id_val, model.grid_pos = number, grid
-            panels.append(model)
-    built.panels = panels
-    return without_sdk_extras(plain_data(built, "to_json"))
+            panel = _copied(_plain_panel(placed.item, catalog, settings, answers))
+            panel["id"], panel["gridPos"] = number, grid
+            panels.append(panel)
+    model = plain_data(built, "to_json")
+    variables = answers.get(_VARIABLES_KEY)
+    if variables is None:
+        variables = answers[_VARIABLES_KEY] = plain_data(_variables(catalog, settings), "to_json")
+    model["templating"]["list"] = _copied(variables)
+    model["panels"] = panels
+    return without_sdk_extras(model)
+
+
+# A dashboard's variables, and each panel unlike any before, are made from the SDK's models once per catalog and
+# settings (build_memo.py): dashboards sharing them (panels of one definition helper, the same variables on every
+# dashboard) are given copies of their plain data.
+_ANSWERS = BuildMemo()
+_VARIABLES_KEY = "variables"
+
+
+def _plain_panel(panel: Panel, catalog: Catalog, settings: Settings, answers: dict) -> dict[str, Any]:
+    """The panel's plain data (its id and grid position 0: each use sets its own), made once for the panels that
+    write alike (`_exactly`)."""
+    key = _exactly(panel)
+    made = answers.get(key)
+    if made is None:
+        from grafana_foundation_sdk.models import dashboard as dm
+
+        model = _panel(panel, catalog, settings)
+        model.id_val, model.grid_pos = 0, dm.GridPos(h=0, w=0, x=0, y=0)
+        made = answers[key] = plain_data(model, "to_json")
+    return made
+
+
+def _exactly(value: Any) -> Any:
+    """A key equal for two definitions only where every value they compare on is written alike: a definition's
+    equality holds 80 == 80.0, True == 1 and 0.0 == -0.0, which JSON writes apart."""
+    if isinstance(value, tuple):
+        return (tuple, *map(_exactly, value))
+    fields = getattr(type(value), "__dataclass_fields__", None)
+    if fields is not None:
+        return (type(value), *(_exactly(getattr(value, name)) for name, field in fields.items() if field.compare))
+    return type(value), repr(value) if isinstance(value, float) else value
+
+
+def _copied(value: Any) -> Any:
+    """Plain data copied: no dict or list of it is shared with `value` (text and numbers are)."""
+    if type(value) is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copied(item) for item in value]
+    return value
 
 
 # Properties the SDK writes that Grafana's own dashboard types (@grafana/schema 13) do not have

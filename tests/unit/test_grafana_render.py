@@ -395,3 +395,29 @@ def test_a_table_names_its_columns_for_what_they_hold_whatever_the_label_mapping
         namespace, pod = ("exported_namespace", "exported_pod") if text else ("namespace", "pod")
         assert organize["options"]["renameByName"] == {namespace: "Namespace", pod: "Pod", "Value": "GPUs"}
         assert organize["options"]["excludeByName"] == {"Time": True}
+
+
+def test_panels_alike_are_written_each_as_its_own_values_say():
+    """A panel equal to one rendered before is written from that panel's data, copied: values a definition holds
+    equal but JSON writes apart (80 and 80.0, 0 and 0.0, 0.0 and -0.0) are each written as given, and a model
+    changed after the build changes no other dashboard's."""
+    from generator.model import Dashboard, Panel, Query, Row
+    from generator.render.grafana import render
+
+    project = load_project()
+    query = Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node",))
+    given = [dict(thresholds=(80, 90)), dict(thresholds=(80.0, 90.0)), dict(min=0), dict(min=0.0), dict(min=-0.0),
+             dict(thresholds=(80, 90))]
+    models = [render(Dashboard(f"d{number}", "Temperatures", (Row("GPUs", (Panel("Hottest", (query,), **fields),)),)),
+                     project.catalog, project.settings) for number, fields in enumerate(given)]
+    texts = [json.dumps(_charts(model)[0]["fieldConfig"]["defaults"]) for model in models]
+    assert '"value": 80,' in texts[0] and '"value": 80.0,' in texts[1]
+    assert '"min": 0,' in texts[2] and '"min": 0.0,' in texts[3] and '"min": -0.0,' in texts[4]
+    assert texts[5] == texts[0]
+    _charts(models[5])[0]["fieldConfig"]["defaults"]["unit"] = "changed"
+    _charts(models[5])[0]["targets"][0]["expr"] = "changed"
+    assert _charts(models[0])[0]["fieldConfig"]["defaults"]["unit"] == "celsius"
+    assert _charts(models[0])[0]["targets"][0]["expr"] != "changed"
+    again = render(Dashboard("d9", "Temperatures", (Row("GPUs", (Panel("Hottest", (query,), thresholds=(80, 90)),)),)),
+                   project.catalog, project.settings)
+    assert again == models[0] | {"uid": again["uid"]}
