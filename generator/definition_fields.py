@@ -131,6 +131,12 @@ def checked(obj: Any) -> tuple[str, str] | None:
         value = getattr(obj, name)
         if value is None and declared.optional:
             continue
+        kind = type(value)
+        if kind is declared.kind and kind is not float and kind is not tuple:
+            continue  # what most fields hold: exactly the type declared, kept as it is
+        if kind is tuple and declared.item is not float and (declared.length is None or len(value) == declared.length) \
+                and all(type(item) is declared.item for item in value):
+            continue
         if declared.kind is not tuple:
             ok, kept = _one(value, declared.kind)
             if not ok:

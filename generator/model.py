@@ -41,7 +41,13 @@ def _caller() -> str:
     while frame is not None and (frame.f_code.co_filename.startswith(_ENGINE_DIR)
                                  or frame.f_code.co_filename == "<string>"):
         frame = frame.f_back
-    return f"{shown_path(frame.f_code.co_filename)}:{frame.f_lineno}" if frame else "<unknown>"
+    return f"{_shown_file(frame.f_code.co_filename)}:{frame.f_lineno}" if frame else "<unknown>"
+
+
+@cache
+def _shown_file(filename: str) -> str:
+    """shown_path of a code object's file, worked out once per file (a definition builds thousands of objects)."""
+    return shown_path(filename)
 
 
 def shown_path(path: str | Path) -> str:
