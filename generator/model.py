@@ -289,6 +289,18 @@ class Dashboard:
         if not self.title.strip():  # Grafana refuses it on save: "Dashboard title cannot be empty" (400)
             raise DefinitionError(f"dashboard {self.id!r}: the title is empty", self.defined_at,
                                   'write a title, e.g. title="GPUs by pod"')
+        if "cloudwatch" in self.backends:
+            # The CloudWatch dashboard's header names a widget by its title (what it shows past its title, the panels
+            # left to Grafana): two panels of one title would have their notes merged, neither told apart.
+            seen: dict[str, str] = {}
+            for panel in self.panels():
+                if panel.title in seen:
+                    raise DefinitionError(
+                        f"dashboard {self.id!r}: two panels are titled {panel.title!r} ({seen[panel.title]} and "
+                        f"{panel.defined_at}): on CloudWatch the dashboard's header names each widget by its title",
+                        self.defined_at, 'give each panel a title of its own, or publish the dashboard to Grafana '
+                                         'only: backends=("grafana",)')
+                seen[panel.title] = panel.defined_at
 
     def panels(self) -> Iterable[Panel]:
         for row in self.rows:
