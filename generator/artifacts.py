@@ -14,6 +14,7 @@ from typing import Any
 from .errors import InputError
 from .exporter_styles import named_daemonsets, style_for
 from .markers import GRAFANA_OWNER_TAG
+from .grafanalib_fields import check_grafanalib
 from .names import cloudwatch_dashboard_name, grafanalib_uid
 from .plain import plain_data
 from .promql import counted_fields
@@ -134,10 +135,12 @@ class Artifacts:
 
 def _grafanalib_json(item) -> dict[str, Any]:
     try:
-        return plain_data(item.value.to_json_data(), "to_json_data")
+        model = plain_data(item.value.to_json_data(), "to_json_data")
     except (TypeError, ValueError, AttributeError, RecursionError) as exc:  # what the user's objects hold
         raise InputError(f"the grafanalib dashboard cannot be written as JSON ({type(exc).__name__}: {exc})",
                          where=item.where, hint="give its panels grafanalib objects, text and numbers only") from None
+    check_grafanalib(model, item.where)
+    return model
 
 
 def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
