@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import json
 
-from generator.artifacts import build
-from generator.output import encode
-from generator.project import load_project
-from tests.support import cloudwatch_eval
+from tests.support import built, cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import header, notes, said
 from tests.support.dcgm_fleet import discovered
@@ -51,8 +48,7 @@ def test_the_fleets_one_line_widgets_are_true_past_500_gpus(tmp_path):
     """504 GPUs reporting at every scrape: each of the four values is exact. Seen on main 2628696: "GPUs reporting"
     500, "Total power draw" the total of the 500 highest (four GPUs of 100 W left out: 65,624 W where 66,024 W is true),
     each said in the header only."""
-    (tmp_path / "gpudash.yaml").write_text("{}\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built.files("{}\n")
     config, job = agent_config(files[AGENT_FILE])
     targets = _targets(job, NODES)
     points = Agent(config, job).run([Scrape(30.0 * k, _page(n), targets[n]) for k in range(-1, 8) for n in range(NODES)])
@@ -87,19 +83,29 @@ def _utilization(node: int, t: float) -> str | None:
 
 
 END = 3600
+# the scrapes the overview's one-line widgets read: each reads its own last four minutes (-PT4M, checked in
+# _read_within) and a gauge's reading is published per scrape, so a scrape before them changes nothing they show
+SCRAPES = range(END - 240, END, 30)
+
+
+def _read_within(body: dict) -> None:
+    for w in body["widgets"]:
+        if w["type"] == "metric" and w["properties"]["title"] in ONE_LINE:
+            assert cloudwatch_eval.widget_range(w["properties"], 0, END)[0] >= SCRAPES[0], w["properties"]["title"]
 
 
 def _shown(tmp_path, page, nodes: int):
     """The default build's files, its overview's metric widgets by title, and the points the agent publishes of
-    `nodes` nodes' pages (`page(node, t)`, None where the node does not report) scraped every 30 s for 10 minutes."""
-    (tmp_path / "gpudash.yaml").write_text("{}\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    `nodes` nodes' pages (`page(node, t)`, None where the node does not report) scraped every 30 s over the range
+    the widgets read (SCRAPES)."""
+    files = built.files("{}\n")
     config, job = agent_config(files[AGENT_FILE])
     targets = _targets(job, nodes)
-    scrapes = [Scrape(float(t), page(n, t), targets[n]) for t in range(END - 600, END, 30)
+    scrapes = [Scrape(float(t), page(n, t), targets[n]) for t in SCRAPES
                for n in range(nodes) if page(n, t) is not None]
     points = Agent(config, job).run(scrapes)
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
+    _read_within(body)
     return files, {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}, points
 
 
@@ -177,13 +183,13 @@ def test_past_500_gpus_on_classic_a_blank_reading_leaves_its_minute_blank_not_hu
     """agent.pipeline: classic publishes DCGM's blank (about 9.2e18). Past 500 GPUs "Average GPU utilization" reads
     every reading of the cluster: one blank among 1,040 readings of a minute made it about 8.9e15 %. As the per-GPU
     form's guard does, a minute whose total only a blank explains is a gap; a minute without one reads 30 %."""
-    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built.files("agent:\n  pipeline: classic\n")
     config, job = agent_config(files[AGENT_FILE])
     targets = _targets(job, PRESENT)
     points = Agent(config, job).run([Scrape(float(t), _blank_once(n, t), targets[n])
-                                     for t in range(END - 600, END, 30) for n in range(PRESENT)])
+                                     for t in SCRAPES for n in range(PRESENT)])
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
+    _read_within(body)
     (widget,) = [w["properties"] for w in body["widgets"]
                  if w["type"] == "metric" and w["properties"]["title"] == "Average GPU utilization"]
     (shown,) = cloudwatch_eval.widget(widget, points, END - 6 * 3600, END, now=END).values()
@@ -204,15 +210,15 @@ def _surge_page(node: int, t: float) -> str:
 
 
 def _surge_value(tmp_path, nodes: int) -> tuple[dict, float]:
-    (tmp_path / "gpudash.yaml").write_text("{}\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built.files("{}\n")
     config, job = agent_config(files[AGENT_FILE])
     # a rollout of the exporter's DaemonSet with maxSurge runs a new pod next to the old one on the first SURGED nodes
     old, new = _targets(job, nodes), _targets(job, min(nodes, SURGED), 2, "nvidia-dcgm-exporter-new")
-    scrapes = [Scrape(float(t), _surge_page(n, t), old[n]) for t in range(END - 600, END, 30) for n in range(nodes)]
-    scrapes += [Scrape(float(t) + 7, _surge_page(n, t), new[n]) for t in range(END - 600, END, 30) for n in new]
+    scrapes = [Scrape(float(t), _surge_page(n, t), old[n]) for t in SCRAPES for n in range(nodes)]
+    scrapes += [Scrape(float(t) + 7, _surge_page(n, t), new[n]) for t in SCRAPES for n in new]
     points = Agent(config, job).run(scrapes)
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
+    _read_within(body)
     (widget,) = [w["properties"] for w in body["widgets"]
                  if w["type"] == "metric" and w["properties"]["title"] == "Average GPU utilization"]
     (shown,) = cloudwatch_eval.widget(widget, points, END - 6 * 3600, END, now=END).values()

@@ -15,10 +15,8 @@ import json
 
 import pytest
 
-from generator.artifacts import build
-from generator.output import encode
 from generator.project import load_project
-from tests.support import cloudwatch_eval
+from tests.support import built, cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.unit.test_cloudwatch_fleet_over_500 import _targets
 
@@ -77,8 +75,7 @@ def _mig_were_hot(node: int, t: float, others: int) -> list[str]:
 
 
 def _states(tmp_path, nodes: int, others: int, fleet, settings: str = "{}\n") -> dict:
-    (tmp_path / "gpudash.yaml").write_text(settings)
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built.files(settings)
     config, job = agent_config(files[AGENT_FILE])
     targets = _targets(job, nodes)
     page = lambda n, t: "\n".join(["# TYPE DCGM_FI_DEV_GPU_TEMP gauge", *fleet(n, t, others)]) + "\n"

@@ -17,10 +17,7 @@ import json
 
 import pytest
 
-from generator.artifacts import build
-from generator.output import encode
-from generator.project import load_project
-from tests.support import cloudwatch_eval
+from tests.support import built, cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import discovered
 
@@ -49,8 +46,7 @@ def _page(node: int, t: float, newcomers: int) -> str:
 
 
 def _idle_states(tmp_path, nodes: int, newcomers: int, page=_page, settings: str = "{}\n") -> dict:
-    (tmp_path / "gpudash.yaml").write_text(settings)
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built.files(settings)
     config, job = agent_config(files[AGENT_FILE])
     targets = {n: discovered(job, {"__address__": f"10.3.{n // 200}.{n % 200}:9400",
                                    "__meta_kubernetes_namespace": "gpu-operator",

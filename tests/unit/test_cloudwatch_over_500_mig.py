@@ -14,15 +14,13 @@ import json
 
 import pytest
 
-from generator.artifacts import build
-from generator.output import encode
-from generator.project import load_project
-from tests.support import cloudwatch_eval
+from tests.support import built, cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import header, notes
 from tests.unit.test_cloudwatch_fleet_over_500 import AGENT_FILE, OVERVIEW, PER_NODE, _targets
 
 END, WATTS, INSTANCES = 3600, 200.0, 2  # each GPU split in two 3g.20gb instances
+SHOWN = ("GPUs reporting", "Total power draw")
 
 
 def _mig_page(gpus: range, node: int) -> str:
@@ -56,21 +54,24 @@ def _shared_page(gpus: range, node: int) -> str:
 def _values(tmp_path, gpus: int, page=_mig_page, pipeline: str = "otel", surged: int = 0) -> dict[str, float]:
     """The overview's two values now over `gpus` GPUs (nodes of PER_NODE, the last one holding the rest); the first
     `surged` nodes' exporter pods being replaced with a surge (the new pod scraped beside the old one, 7 s later)."""
-    (tmp_path / "gpudash.yaml").write_text(f"agent: {{pipeline: {pipeline}}}\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built.files(f"agent: {{pipeline: {pipeline}}}\n")
     config, job = agent_config(files[AGENT_FILE])
+    body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    # the scrapes of the range the two widgets read (their own -PT4M, the last 4 minutes): a gauge's reading is
+    # published per scrape, so a scrape before it changes nothing they show
+    first = min(cloudwatch_eval.widget_range(widgets[title], END - 6 * 3600, END)[0] for title in SHOWN)
     nodes = -(-gpus // PER_NODE)
     targets = _targets(job, nodes)
     new = _targets(job, surged, 2, "nvidia-dcgm-exporter-new")
     held = {n: range(min(PER_NODE, gpus - n * PER_NODE)) for n in range(nodes)}
+    times = range(int(first), END, 30)
     points = Agent(config, job).run(sorted(
-        [Scrape(float(t), page(held[n], n), targets[n]) for t in range(END - 600, END, 30) for n in range(nodes)]
-        + [Scrape(float(t) + 7, page(held[n], n), new[n]) for t in range(END - 600, END, 30) for n in new],
+        [Scrape(float(t), page(held[n], n), targets[n]) for t in times for n in range(nodes)]
+        + [Scrape(float(t) + 7, page(held[n], n), new[n]) for t in times for n in new],
         key=lambda scrape: scrape.timestamp))
-    body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
-    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
     shown = {}
-    for title in ("GPUs reporting", "Total power draw"):
+    for title in SHOWN:
         (line,) = cloudwatch_eval.widget(widgets[title], points, END - 6 * 3600, END, now=END).values()
         shown[title] = line[max(line)]
     return shown
@@ -103,8 +104,7 @@ def test_on_classic_past_500_the_copies_still_count_and_the_header_says_so(tmp_p
     """agent.pipeline: classic publishes each scraped series as it is: nothing merges a GPU's copies, so past 500 a
     MIG GPU split in two counts twice, as the dashboard's header says (the OTel pipeline is the way out)."""
     assert _values(tmp_path, 504, pipeline="classic") == {"GPUs reporting": 1008, "Total power draw": 1008 * WATTS}
-    (tmp_path / "gpudash.yaml").write_text("agent: {pipeline: classic}\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built.files("agent: {pipeline: classic}\n")
     (note,) = [n for n in notes(header(files, OVERVIEW))["GPUs reporting"] if "past 500" in n]
     assert "a GPU read more than once per scrape counts once per copy (the exporter repeats its reading once per " \
            "MIG instance or per pod sharing it" in note, note
