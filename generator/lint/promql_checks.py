@@ -80,12 +80,15 @@ def selectors(ast) -> list[Selector]:
 
     found: list[Selector] = []
     stack: list[object] = []
+    # of each node on `stack`, whether it adds up a counter's deltas (_sums_deltas, _range_parts): judged once as it
+    # is pushed, not again for every selector below it (a step-reading query holds hundreds of selectors)
+    increases: list[bool] = []
 
     def pre(node):
         if isinstance(node, promql_parser.VectorSelector):
             function = None
             ranged = _ranged(stack)
-            if any(_sums_deltas(above) or _range_parts(above) for above in stack):
+            if any(increases):
                 function = "increase"  # promql.summed_deltas: the counter's increase, read per step
             elif ranged is not None and stack[ranged].func.name == "present_over_time":
                 function = "compare"  # promql.taken_within: whether a sample was taken in the step, not a chart of x
@@ -100,9 +103,11 @@ def selectors(ast) -> list[Selector]:
             labels = tuple(m.name for m in node.matchers.matchers)
             found.append(Selector(node.name, labels, function, not _unread(stack + [node])))
         stack.append(node)
+        increases.append(_sums_deltas(node) or _range_parts(node))
 
     def post(node):
         stack.pop()
+        increases.pop()
 
     walk(ast, pre, post)
     return found
@@ -196,10 +201,11 @@ def _range_parts(node) -> bool:
     last step (each reading less the one before it), a counter's increase during the dashboard's range."""
     import promql_parser
 
+    if not (isinstance(node, promql_parser.AggregateExpr) and str(node.op) == "sum" and node.modifier is not None):
+        return False
     from ..promql import RANGE_PART
 
-    return (isinstance(node, promql_parser.AggregateExpr) and str(node.op) == "sum" and node.modifier is not None
-            and "Without" in str(node.modifier.type) and list(node.modifier.labels) == [RANGE_PART])
+    return "Without" in str(node.modifier.type) and list(node.modifier.labels) == [RANGE_PART]
 
 
 def _unwrapped(node):
