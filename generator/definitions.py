@@ -111,7 +111,8 @@ class Loaded:
 
     @property
     def where(self) -> str:
-        return f"{self.source}:{self.line}" if self.line else str(self.source)
+        """`folder/file.py:line`, as every message names a definition (shown_path: not where the project is)."""
+        return f"{shown_path(self.source)}:{self.line}" if self.line else shown_path(self.source)
 
 
 class TimeLimit(BaseException):

@@ -216,6 +216,7 @@ def check_grafanalib(model: dict, where: str) -> None:
         return
     name, (path, value, wanted) = found[0]
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-    raise InputError(f"grafanalib dashboard {model.get('title')!r}: {name}: {path} is {value!r}, not {wanted}{more}",
+    named = "" if path.startswith(name) else f"{name}: "  # a panel without a title is named by its path alone
+    raise InputError(f"grafanalib dashboard {model.get('title')!r}: {named}{path} is {value!r}, not {wanted}{more}",
                      where=where, hint=f"write {path.rsplit('.', 1)[-1]} as {wanted} (Grafana's dashboard model, as "
                                        f"the Grafana Foundation SDK declares it)")

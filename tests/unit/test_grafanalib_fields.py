@@ -53,7 +53,9 @@ def test_a_field_grafanas_model_does_not_take_is_a_usage_error_naming_it(project
         ("lint", "--config", str(config))
     code, _, stderr = cli(*args)
     assert (code, "internal error" in stderr) == (2, False), stderr
-    assert "dashboards/legacy.py:3" in stderr and "'Legacy GPU board'" in stderr, stderr
+    assert "error: dashboards/legacy.py:3: " in stderr and "'Legacy GPU board'" in stderr, stderr
+    (error,) = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert str(tmp_path) not in error, error  # where the project is checked out never shows
     assert f"{place} is {shown}" in stderr, stderr
     assert not (tmp_path / "build" / "grafana").exists()
 
