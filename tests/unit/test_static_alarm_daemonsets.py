@@ -90,7 +90,8 @@ def test_what_the_refusal_guards_and_what_its_fixes_read(project_dir, monkeypatc
         files = encode(build(project))
     request = _alarm(files, "-ml-infer-1")
     assert {d["Name"]: d["Value"] for d in request["Dimensions"]}["Namespace"] == "gpu-operator"
-    assert _states(request, _datapoints(files, project, "monitoring")) != {(): "ALARM"}
+    published = _datapoints(files, project, "monitoring")  # read by the alarm as built and as it would be moved
+    assert _states(request, published) != {(): "ALARM"}
     # lint says so of such a build (AG001 compared the dimension names alone)
     with monkeypatch.context() as patch:
         patch.setattr(alarms_module, "named_daemonsets", lambda settings, cluster=None:
@@ -105,7 +106,7 @@ def test_what_the_refusal_guards_and_what_its_fixes_read(project_dir, monkeypatc
     # what it misses: the pod's idle GPU is published under Namespace=monitoring, where the alarm would fire
     moved = {**request, "Dimensions": [{**d, "Value": "monitoring"} if d["Name"] == "Namespace" else d
                                        for d in request["Dimensions"]]}
-    assert _states(moved, _datapoints(files, project, "monitoring")) == {(): "ALARM"}
+    assert _states(moved, published) == {(): "ALARM"}
 
     project = load_project(project_dir(more + "cloudwatch:\n  dimensions: [ClusterName, Service, namespace, pod]\n"
                                        + STATIC))
