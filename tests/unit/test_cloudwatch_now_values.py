@@ -21,6 +21,7 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval, dcgm_fleet as F
+from tests.support.built import files as built_files
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -98,8 +99,7 @@ def _replaced_node_points(files: dict):
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
 def test_a_node_replaced_minutes_ago_is_counted_as_the_fleet_is_now(tmp_path, pipeline):
     """A 1-GPU node; an 8-GPU node whose exporter stopped 3 minutes ago; its 8-GPU replacement serving for 2."""
-    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built_files("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
     end, fleet, points = REPLACED_END, REPLACED, _replaced_node_points(files)
     widgets = _widgets(files, "overview")
     for now in (end, end + 10, end + 25):
@@ -150,8 +150,7 @@ def test_pods_on_gpus_lists_the_pods_holding_gpus_in_the_minute_drawn(tmp_path, 
     2 throughout; GPU 3 is idle. The table lists the pods holding a GPU in the minute the now values show, with how
     many GPUs each holds: not ml/old, which left before that minute (reading the last 5 minutes as one period
     listed it beside its successor)."""
-    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built_files("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
     config, job = agent_config(files[AGENT_FILE])
     end, node = 3600, "ip-10-0-1-1"
     steady = ("ml", "steady")
@@ -186,8 +185,7 @@ def test_a_period_picked_in_the_console_draws_no_now_value_rather_than_a_false_o
     value is drawn only at its own period, and the header says what periods mean and what picking one does."""
     settings = {"classic": "agent:\n  pipeline: classic\n",
                 "container-insights": "cloudwatch:\n  source: container-insights\n"}.get(pipeline, "{}\n")
-    (tmp_path / "gpudash.yaml").write_text(settings)
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built_files(settings)
     overview, by_pod = _widgets(files, "overview"), _widgets(files, "by-pod")
     now_titles = ("GPUs reporting", "Average GPU utilization", "Average GPU temperature", "Total power draw",
                   "Hottest GPU")
