@@ -113,7 +113,7 @@ def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[
             panels.append(plain_data(_model(dm.RowPanel, type_val="row", title=placed.item.title, id_val=number,
                                             grid_pos=dm.GridPos(**grid)), "to_json"))
         else:
-            panel = _copied(_plain_panel(placed.item, catalog, settings, answers))
+            panel = _plain_panel(placed.item, catalog, settings, answers)
             panel["id"], panel["gridPos"] = number, grid
             panels.append(panel)
     model = plain_data(built, "to_json")
@@ -126,35 +126,52 @@ def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[
 
 
 # A dashboard's variables, and each panel unlike any before, are made from the SDK's models once per catalog and
-# settings (build_memo.py): dashboards sharing them (panels of one definition helper, the same variables on every
-# dashboard) are given copies of their plain data.
+# settings (build_memo.py): dashboards sharing them (the same variables on every dashboard, panels of one definition
+# helper on many) are given copies of their plain data.
 _ANSWERS = BuildMemo()
 _VARIABLES_KEY = "variables"
 
 
 def _plain_panel(panel: Panel, catalog: Catalog, settings: Settings, answers: dict) -> dict[str, Any]:
-    """The panel's plain data (its id and grid position 0: each use sets its own), made once for the panels that
-    write alike (`_exactly`)."""
+    """The panel's plain data, its own (id and grid position 0: the caller sets them). A panel met once is made from
+    the SDK's models and given as it is (nothing of it kept: its models are freed); one met again (`_exactly`) is
+    made once more, kept apart from every use, and copied for each further use."""
     key = _exactly(panel)
     made = answers.get(key)
-    if made is None:
-        from grafana_foundation_sdk.models import dashboard as dm
+    if type(made) is dict:
+        return _copied(made)
+    from grafana_foundation_sdk.models import dashboard as dm
 
-        model = _panel(panel, catalog, settings)
-        model.id_val, model.grid_pos = 0, dm.GridPos(h=0, w=0, x=0, y=0)
-        made = answers[key] = plain_data(model, "to_json")
-    return made
+    model = _panel(panel, catalog, settings)
+    model.id_val, model.grid_pos = 0, dm.GridPos(h=0, w=0, x=0, y=0)
+    plain = plain_data(model, "to_json")
+    if made is None:  # the first time: only that it was met is kept
+        answers[key] = True
+        return plain
+    answers[key] = plain
+    return _copied(plain)
 
 
 def _exactly(value: Any) -> Any:
     """A key equal for two definitions only where every value they compare on is written alike: a definition's
     equality holds 80 == 80.0, True == 1 and 0.0 == -0.0, which JSON writes apart."""
-    if isinstance(value, tuple):
-        return (tuple, *map(_exactly, value))
-    fields = getattr(type(value), "__dataclass_fields__", None)
-    if fields is not None:
-        return (type(value), *(_exactly(getattr(value, name)) for name, field in fields.items() if field.compare))
-    return type(value), repr(value) if isinstance(value, float) else value
+    kind = type(value)
+    if kind is str or value is None:
+        return value
+    if kind is tuple:
+        return tuple([_exactly(item) for item in value])
+    if kind is float:
+        return kind, repr(value)
+    names = _COMPARED.get(kind)
+    if names is None:
+        fields = getattr(kind, "__dataclass_fields__", None)
+        names = _COMPARED[kind] = () if fields is None else tuple(n for n, f in fields.items() if f.compare)
+    if not names:
+        return kind, value
+    return kind, *[_exactly(getattr(value, name)) for name in names]
+
+
+_COMPARED: dict[type, tuple[str, ...]] = {}  # the fields a dataclass compares on, by class (none: not a dataclass)
 
 
 def _copied(value: Any) -> Any:
