@@ -277,8 +277,8 @@ def level_plan(plan: Plan, comparison: str, level: float, periods: int, catalog:
     GPU's readings twice."""
     if settings.agent.pipeline != "otel" or not plan.group or plan.function != "MIN" or comparison not in LEVEL_WORDS:
         return None
-    if periods < 2 or plan.namespace or plan.metric not in catalog or plan.divisor != 1:
-        return None
+    if periods < 2 or plan.namespace or plan.metric not in catalog or plan.divisor != 1 or ONCE_PER_GPU[0] in plan.dims:
+        return None  # (a GPU's readings once: once_plan, whose MIG points no flag is made of)
     if len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
         return None
     return replace(plan, dims=(*plan.dims, level_mark(comparison, level)), flagged=(comparison, level))
@@ -300,6 +300,21 @@ def _counts_copies(result: Plan, settings: Settings) -> bool:
         and (result.function == "COUNT" or (result.function in ("SUM", "AVG") and not one_gpu))
 
 
+def stands_in_once(query: Query, catalog: Catalog) -> bool:
+    """A field MIG does not report (GPU utilization) whose stand-in the CSV collects: a GPU's reading once holds a MIG
+    GPU's too, its instances' stand-in averaged (render/agent_otel._stand_in_once), as the Prometheus rule reads it."""
+    return query.metric in MIG_UNSUPPORTED and catalog.mig_substitute(query.metric) is not None
+
+
+def _extreme_over_gpus(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> bool:
+    """An alarm's plan over the per-GPU set that takes the largest or smallest reading of several GPUs of a field MIG
+    does not report: over the per-GPU set MIG GPUs have no reading (the scrape job drops it there), and the stand-in's
+    second alarm cannot judge them against the whole group's extreme (a node of whole and MIG GPUs)."""
+    one_gpu = all(d in result.series for d in result.gpu_series)
+    return tuple(result.dims) == tuple(gpu_dimensions(settings)) and not result.namespace and not one_gpu \
+        and result.function in ("MAX", "MIN") and stands_in_once(query, catalog)
+
+
 def once_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan | None:
     """An alarm that counts GPUs, or adds or averages their readings, over a group of GPUs (a node's, the cluster's;
     or counts one GPU's), reading each GPU's reading once per scrape (once_dimensions) on the OTel pipeline: the agent
@@ -307,16 +322,38 @@ def once_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) 
     so COUNT over the scrapes of a period is the GPUs times the scrapes, SUM the GPUs' totals, AVG each GPU weighed
     once, as the Prometheus rule counts and adds each GPU once. A node of 11 GPUs, two of them split into two MIG
     instances, writes 13 series of a device field: the per-GPU set counted 13 and added the two MIG GPUs' power twice.
+    A field MIG does not report (GPU utilization) reads there a MIG GPU's stand-in (its instances' engine activity
+    averaged, x 100: stands_in_once), so its counts, sums, means and extremes over several GPUs (_extreme_over_gpus)
+    read every physical GPU once, a MIG GPU as the Prometheus rule reads it (11 GPUs of the mixed fleet, not the 9
+    whole ones), in one alarm (no MIG stand-in alarm is split off: mig_plan).
     None where the per-GPU set is already one series per GPU (a counter, merged per physical GPU by the OTel pipeline;
     a field split per process with exporter.virtual_gpus, read from the device's series), where the merged reading is
     not the GPU's (a field MIG reports per instance: the GPU's value is its instances' sum or mean), on
     agent.pipeline: classic (nothing merges the copies: _copies_noted), or where the set has no room for the mark."""
-    if settings.agent.pipeline != "otel" or not _counts_copies(result, settings):
+    if settings.agent.pipeline != "otel" or not (_counts_copies(result, settings)
+                                                 or _extreme_over_gpus(result, query, catalog, settings)):
         return None
     field = catalog.get(query.metric)
     if field.is_counter or field.per_instance or field.across_own_labels or merged_copies(field, settings):
         return None
     if len(result.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
+        return None
+    return replace(result, dims=once_dimensions(settings))
+
+
+def stand_in_widget(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan | None:
+    """A widget's plan over the per-GPU set (a line per GPU, or a node's or the cluster's count, total, mean or extreme,
+    by lines or combined by math) of a field MIG does not report, reading each GPU's reading once (once_dimensions) on
+    the OTel pipeline, where the agent merges a MIG GPU's stand-in into it (stands_in_once): every physical GPU once,
+    as Grafana shows it (the per-GPU set leaves MIG GPUs out: 9 of the mixed fleet's 11 GPUs, no line for a MIG GPU).
+    The same query, over a set with one series per GPU, which replaces the per-GPU set's metric where nothing else
+    reads it. None elsewhere: a field split per process with exporter.virtual_gpus (the per-GPU set reads the
+    device's series), agent.pipeline: classic, a set with no room for the mark."""
+    if settings.agent.pipeline != "otel" or not stands_in_once(query, catalog) or result.namespace:
+        return None
+    if tuple(result.dims) != tuple(gpu_dimensions(settings)):
+        return None
+    if merged_copies(catalog.get(query.metric), settings) or len(result.dims) >= MAX_DIMENSIONS:
         return None
     return replace(result, dims=once_dimensions(settings))
 
@@ -492,6 +529,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     result = _plan(query, catalog, settings, period, alarm, layout)
     if alarm and layout.instances:
         result = once_plan(result, query, catalog, settings) or _copies_noted(result, query, catalog, settings)
+    elif layout.instances:
+        result = stand_in_widget(result, query, catalog, settings) or result
     if layout.instances:
         result = _with_notes(result, query, catalog, settings)
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
@@ -882,6 +921,8 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
     a pod's series are one per MIG instance it holds, a node's one per instance and time-sliced pod."""
     notes = list(result.notes)
     field = catalog.get(query.metric)
+    if ONCE_PER_GPU[0] in result.dims and stands_in_once(query, catalog):  # MIG GPUs read by their stand-in
+        return result
     if query.metric in MIG_UNSUPPORTED:  # the scrape job drops it on MIG instances: only whole GPUs remain
         if query.aggregation != "count":
             substitute = catalog.mig_substitute(query.metric)

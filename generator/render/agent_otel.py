@@ -59,7 +59,7 @@ import re
 from typing import Any, Iterable
 
 from ..blanks import reading_floor
-from ..catalog import MIG_INSTANCE_LABEL, PER_PROCESS_FIELDS, Catalog
+from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, Catalog
 from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE, marked_level,
                                 merged_copies, number, pod_total_kind)
 from ..errors import InputError
@@ -618,9 +618,7 @@ def once_per_gpu(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[d
     reading are equal); the mark tells the point apart from the field's own points (_kept_apart). They run after
     the blank filter (a blank is no reading, and would be the largest), on one scrape of one target: two exporter
     pods on one node (a DaemonSet's surge) still read the GPU twice."""
-    names = sorted({name for d in declarations for dims in d["dimensions"] if ONCE_PER_GPU[0] in dims
-                    for selector in d["metric_name_selectors"]
-                    for name in [next((m.name for m in catalog if selects(selector, m.name)), None)] if name})
+    names = once_fields(catalog, declarations)
     # the names the marked sets carry besides the mark (the node and GPU of the per-GPU set's: cloudwatch_query
     # .once_dimensions), kept on every point: one GPU's copies name one node and index, so they merge alike, and
     # every field's point of a GPU has one label set (one EMF event per GPU and scrape)
@@ -637,10 +635,55 @@ def once_per_gpu(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[d
                        "action": "insert", "new_name": ONCE_PREFIX + "${1}",
                        "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"},
                                       dict(mark)]})
+    labels = sorted({*named, CLUSTER_DIMENSION, GPU_ONCE})
+    for name, (stand_in, factor) in once_stand_ins(catalog, names).items():
+        result.append(_stand_in_once(name, stand_in, factor, labels, mark))
     if result:
         result.append({"include": f"^{re.escape(ONCE_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
                        "new_name": "${1}"})
     return result
+
+
+def once_stand_ins(catalog: Catalog, names: Iterable[str]) -> dict[str, tuple[str, float]]:
+    """{field: (the field that stands in for it on MIG instances, its factor)} of the fields of a GPU's readings once
+    that MIG does not report (GPU utilization: graphics engine activity x 100), where the CSV collects the stand-in."""
+    return {name: substitute for name in names if (substitute := catalog.mig_substitute(name))}
+
+
+def _stand_in_once(name: str, stand_in: str, factor: float, labels: list[str], mark: dict[str, str]) -> dict[str, Any]:
+    """The insert that makes a MIG GPU's reading once of a field MIG does not report (the agent's scrape job drops it on
+    MIG instances, render/scrape.py) from its stand-in, as the Prometheus rule reads it (promql's MIG branch): the
+    points of MIG instances (those with a profile), each instance's copies (pods sharing it) merged by `max`, then the
+    GPU's instances by `mean` (aggregateutil adds a group's values and divides by their number), times the factor that
+    puts it in the field's unit, named and marked as the field's reading once: a count, sum, mean or extreme over the
+    set reads every physical GPU once, a whole GPU by its own reading, a MIG GPU by its instances' mean activity. The
+    filter dropped the stand-in's blanks and staleness markers before (stand_in_conditions): a marker would be averaged
+    as 0."""
+    return {"include": f"^{re.escape(stand_in)}$", "match_type": "regexp", "action": "insert",
+            "new_name": ONCE_PREFIX + name, "experimental_match_labels": {MIG_PROFILE_LABEL: ".+"},
+            "operations": [{"action": "aggregate_labels", "label_set": sorted({*labels, MIG_INSTANCE_LABEL}),
+                            "aggregation_type": "max"},
+                           {"action": "aggregate_labels", "label_set": labels, "aggregation_type": "mean"},
+                           {"action": "experimental_scale_value", "experimental_scale": factor},
+                           dict(mark)]}
+
+
+def once_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[str]:
+    """The fields published in a set marked ONCE_PER_GPU."""
+    return sorted({name for d in declarations for dims in d["dimensions"] if ONCE_PER_GPU[0] in dims
+                   for selector in d["metric_name_selectors"]
+                   for name in [next((m.name for m in catalog if selects(selector, m.name)), None)] if name})
+
+
+def stand_in_conditions(catalog: Catalog, declarations: list[dict[str, Any]], shipped: Iterable[str]) -> list[str]:
+    """The filter's conditions on the stand-ins a GPU's reading once is made of on MIG (_stand_in_once): their blanks
+    where no declaration publishes them (a blank would be averaged into the GPU's reading) and their staleness markers
+    (averaged as 0; awsemf drops a marker anyway)."""
+    stand_ins = sorted({stand_in for stand_in, _ in once_stand_ins(catalog, once_fields(catalog, declarations)).values()})
+    if not stand_ins:
+        return []
+    return [*blank_conditions(catalog, [name for name in stand_ins if name not in set(shipped)]),
+            f'IsMatch(metric.name, "^(?:{"|".join(stand_ins)})$") and flags == 1']
 
 
 def _publishes(emf: dict[str, Any]) -> dict[str, Any]:
@@ -695,7 +738,7 @@ class Pipeline:
             *blank_conditions(catalog, unused, prefix=UNUSED_PREFIX),
             *level_blank_conditions(catalog, levels),
             scrape_series(declarations),
-            *stale]}}
+            *stale, *stand_in_conditions(catalog, declarations, shipped)]}}
         if unused:
             self.processors[UNUSED] = unused_shares(catalog, unused)
         if levels:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPIES_COUNTED, MI_FUNCTIONS, STATISTICS, Plan,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPIES_COUNTED, MI_FUNCTIONS, ONCE_PER_GPU, STATISTICS, Plan,
+                                stands_in_once,
                                 instance_contributors,
                                 LEVEL_WORDS, level_plan, otel_gap, unused_plan,
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
@@ -242,6 +243,8 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
     if substitute is None:
         return None
     stand_in, factor = substitute
+    if ONCE_PER_GPU[0] in alarm_plan(alarm, catalog, settings).dims and stands_in_once(query, catalog):
+        return None  # a GPU's reading once holds a MIG GPU's stand-in: the alarm reads every GPU (once_plan)
     if query.aggregation in ("count", "sum") or (query.aggregation == "avg" and not set(query.by) & PER_OBJECT):
         # A count or sum over GPUs, or a mean over a node's or the cluster's: split between the whole GPUs' field
         # and the MIG instances' stand-in, each alarm would judge part of the GPUs against the whole threshold (a

@@ -3,19 +3,28 @@ fleet (tests/support/mixed_fleet.FLEET: 11 GPUs, the MIG node's two A100s split 
 a device field). The CloudWatch side is tests/unit/test_review_alarm_counts.py and tests/unit/test_alarm_copies.py;
 here promtool runs the generated rules over the same readings: "fewer than 12 GPUs report" fires (11), a node's
 GPUs over 700 W fire for none (the MIG node draws 350 + 150 = 500 W; counted per instance it would read 1,000 W), and
-over 450 W fire for the two nodes of 500 W."""
+over 450 W fire for the two nodes of 500 W.
+
+GPU utilization, which MIG does not report (its instances' graphics engine activity stands in): "more than 10 GPUs
+report it" fires (11: the two MIG GPUs by their stand-in), "fewer than 10" does not, and a node's GPUs over 80 %
+in all fire for the MIG node too (60 + 30); the CloudWatch alarms of the same rules, read through the build's agent
+model, fire for the same groups (they counted 9 GPUs and left the MIG node out)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
-from tests.support import mixed_fleet
+from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support.agent_points import through_agent
 from tests.support.mixed_fleet import FLEET
 
 STEP, STEPS = 30, 30  # fifteen minutes of 30 s scrapes
-FIELDS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE")
+PERIOD = 300
+FIELDS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
 GPUS = sum(len(node.gpus) for node in FLEET)  # 11
 RULES = f'''
 from generator.model import Alarm, Condition, Query
@@ -28,6 +37,12 @@ def alarms(ctx):
         yield Alarm(f"node-power-{{level}}", "Node GPU power high",
                     Condition(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("node",)), ">", level),
                     description="A node's GPUs draw much.", runbook="Look at the node.")
+    util = "DCGM_FI_DEV_GPU_UTIL"
+    for rule, query, comparison, threshold in (("util-many", Query(util, "count", ()), ">", 10),
+                                               ("util-few", Query(util, "count", ()), "<", 10),
+                                               ("node-util", Query(util, "sum", ("node",)), ">", 80)):
+        yield Alarm(rule, "GPU utilization", Condition(query, comparison, threshold), description="Busy.",
+                    runbook="Look.")
 '''
 
 
@@ -55,9 +70,43 @@ def test_the_rules_count_and_add_each_gpu_once(built):
     alerts = alert_names(folder)
     heavy = [node.name for node in FLEET if sum(gpu.power for gpu in node.gpus) > 450]
     assert sorted(heavy) == ["gpu-node-mig", "ip-10-0-3-7.ec2.internal"]
-    fired = {"gpus-low": [{}], "node-power-450": [{"node": name} for name in heavy], "node-power-700": []}
+    fired = {"gpus-low": [{}], "node-power-450": [{"node": name} for name in heavy], "node-power-700": [],
+             **UTIL_FIRED}
     checks = [{"eval_time": f"{STEPS * STEP // 60 - 1}m", "alertname": alerts[rule],
                "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in expected]}
               for rule, expected in fired.items()]
     _promtool_test(folder, "count_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
                                                  "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
+
+
+# a GPU's utilization as the rules read it: its own, a MIG GPU's its instances' engine activity x 100 averaged
+UTIL = {node.name: sum(sum(i.engine * 100 for i in gpu.instances) / len(gpu.instances) if gpu.mig else gpu.util
+                       for gpu in node.gpus) for node in FLEET}
+UTIL_FIRED = {"util-many": [{}], "util-few": [],
+              "node-util": [{"node": name} for name, total in sorted(UTIL.items()) if total > 80]}
+
+
+def test_the_premise_of_the_utilization_rules():
+    assert sorted(name for name, total in UTIL.items() if total > 80) == [
+        "gpu-node-a", "gpu-node-mig", "ip-10-0-3-7.ec2.internal"]
+    assert UTIL["gpu-node-mig"] == pytest.approx(90)
+
+
+def test_the_cloudwatch_alarms_fire_for_the_same_groups(built):
+    """Each utilization alarm's value over its period ending at the last scrape, the query's result over its scaled
+    threshold, breaches for exactly the groups the rule fires for."""
+    files, _ = built
+    points = through_agent(files, STEP, STEPS * STEP)
+    requests = {next(t["Value"] for t in a["Request"]["Tags"] if t["Key"] == "gpudash:rule"): a["Request"]
+                for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    end = STEPS * STEP
+    for rule, expected in UTIL_FIRED.items():
+        request = requests[rule]
+        assert "-mig-" not in request["AlarmName"]
+        (metric,) = request["Metrics"]
+        result = cloudwatch_eval.metrics_insights(metric["Expression"], points, end - PERIOD, end, PERIOD)
+        breach = {">": float.__gt__, "<": float.__lt__}[
+            {"GreaterThanThreshold": ">", "LessThanThreshold": "<"}[request["ComparisonOperator"]]]
+        breaching = [dict(key) for key, series in result.items()
+                     if breach(float(series[end - PERIOD]), request["Threshold"])]
+        assert sorted(breaching, key=str) == sorted(expected, key=str), rule

@@ -79,7 +79,8 @@ def test_verify_passes_a_healthy_cluster_whose_gpus_are_all_split_into_mig_insta
         [Scrape(30 * k, mixed_fleet.payload(mig, 30 * k, 30), target_labels(job, mig.name)) for k in range(-1, 10)]
         + [kube_state.scrape(ksm_job, t, EXPORTER, 1, 1) for t in range(-30, 300, 30)])
     published = {(p.metric, p.dimensions) for p in points}
-    assert "DCGM_FI_DEV_GPU_UTIL" not in {m for m, _ in published}
+    # only each MIG GPU's stand-in (its instances' engine activity) as its utilization once, where widgets read it
+    assert {dict(d).get("readings") for m, d in published if m == "DCGM_FI_DEV_GPU_UTIL"} == {"once per GPU"}
     code, stdout, stderr, metrics = _verify_cloudwatch(moto, cli, monkeypatch, config, published)
     # seen on main: fail, "missing in ContainerInsights/Prometheus: DCGM_FI_DEV_GPU_UTIL" (exit 1; apply refused)
     assert metrics["status"] != "fail", metrics

@@ -25,7 +25,7 @@ at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinter
   matching metric, of its points whose labels match experimental_match_labels when it has them; update: in place;
   combine: the matching metrics' points in one metric, those of one label set merged, unless the metrics' points
   name different labels; new_name expanded from the include pattern; aggregate_labels: labels outside label_set
-  removed, the points of one label set merged into the first one's by max, sum, count or median, see _merged;
+  removed, the points of one label set merged into the first one's by max, sum, count, median or mean, see _merged;
   add_label; experimental_scale_value);
 * transform sets a datapoint's value_double where its condition holds, its statements in order (see _statements);
 * awsemf drops a point flagged NoRecordedValue, NaN and infinite values (the counter's previous value is kept), turns a cumulative
@@ -526,7 +526,8 @@ def _merged(values: list, aggregation: str):
     no case); otherwise `max` takes math.Max of its double and each other's (an empty value reads 0), `sum`
     adds them, `count` writes how many points the group has, inside the loop over the second and later points:
     a group of one point keeps its value; `median` sorts the values (the others' empty ones read 0) and takes the
-    middle one, or the mean of the middle two."""
+    middle one, or the mean of the middle two; `mean` adds them as `sum` does, then divides by how many points the
+    group has."""
     first = values[0]
     if first is None:
         return None
@@ -539,18 +540,18 @@ def _merged(values: list, aggregation: str):
         other = 0.0 if other is None else other
         if aggregation == "max":
             value = _go_max(value, other)
-        elif aggregation == "sum":
+        elif aggregation in ("sum", "mean"):
             value = value + other
         else:
             value = float(len(values))
-    return value
+    return value / len(values) if aggregation == "mean" else value
 
 
 def _aggregate_labels(metric: _Metric, label_set: list[str], aggregation: str) -> _Metric:
     """aggregate_labels (aggregateutil FilterAttrs, GroupDataPoints, MergeDataPoints): every label not in
     `label_set` is removed; the points of one label set (and timestamp: one scrape here) are merged into the
     first of them, whose flags it keeps (_merged)."""
-    assert aggregation in ("max", "sum", "count", "median"), f"aggregation the model does not know: {aggregation}"
+    assert aggregation in ("max", "sum", "count", "median", "mean"), f"aggregation the model does not know: {aggregation}"
     return _grouped(_Metric(metric.name, metric.kind, [({k: v for k, v in labels.items() if k in label_set}, value)
                                                        for labels, value in metric.points]), aggregation)
 

@@ -206,6 +206,11 @@ def _device_counters_listed_per_instance(project) -> set[str]:
     return found
 
 
+def plain_once(p):
+    """A datapoint without its mark of a GPU's reading once."""
+    return (p.metric, tuple(d for d in p.dimensions if d[0] != "readings"), p.timestamp, p.value)
+
+
 def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
     """Names, dimension sets, units' metrics, timestamps and counter deltas: the OTel pipeline publishes exactly
     what the JSON path does when no GPU reads a blank, kube-state-metrics' two series included."""
@@ -238,7 +243,13 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
     # and the points it makes at the agent where the JSON path publishes the field itself: each GPU's readings once
     # ([ClusterName, readings]; one copy per GPU here: the JSON path's [ClusterName] readings) and the idle alarms'
     # unused share (100 - each pod GPU's utilization, in the alarm's set and `share`)
-    once = [p for p in otel if "readings" in p.dims()]
+    once = [p for p in otel if set(p.dims()) == {"ClusterName", "readings"}]
+    # and the fleet's mean utilization's each GPU once ([ClusterName, node, gpu, readings]: a MIG GPU by its stand-in;
+    # this fleet has none, so the per-GPU set's readings)
+    once_per_gpu = [p for p in otel if set(p.dims()) == {"ClusterName", "node", "gpu", "readings"}]
+    assert once_per_gpu and sorted(plain_once(p) for p in once_per_gpu) == sorted(
+        plain_once(p) for p in classic
+        if (p.metric, set(p.dims())) == ("DCGM_FI_DEV_GPU_UTIL", {"ClusterName", "node", "gpu"}))
     share = [p for p in otel if "share" in p.dims()]
 
     def plain(p, value=None):
@@ -258,7 +269,7 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
         if (p.metric, tuple(p.dims())) in {(q.metric, tuple(k for k in q.dims() if k != "above 80")) for q in level}))
     published_sets = {(p.metric, tuple(p.dims())) for p in otel}
     replaced = {p for p in classic if (p.metric, tuple(p.dims())) not in published_sets}
-    left_out = set(totals) | set(flags) | set(once) | set(share) | set(level)
+    left_out = set(totals) | set(flags) | set(once) | set(once_per_gpu) | set(share) | set(level)
     instances = set(per_instance) | replaced
     assert totals and [p for p in otel if p not in left_out] == [p for p in classic if p not in instances]
 
@@ -326,7 +337,9 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     otel, classic = (estimates(load_project(project_dir(s)), fleet) for s in ("", CLASSIC))
     # OTel's per-node metric: counted per GPU; and the temperature per cluster twice on OTel (the data-missing
     # alarm's [ClusterName] and a GPU's readings once, [ClusterName, readings])
-    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus - 1 - fleet.gpus  # and a GPU's temperature flags
+    # and a GPU's temperature flags (its utilization once, which the utilization widgets read, replaces the per-GPU
+    # set's)
+    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus - 1 - fleet.gpus
     assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
     costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
     assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \

@@ -58,8 +58,8 @@ def _truth(fleet, aggregation: str, field: str, group: str) -> dict[tuple, float
     return {key: how(values) for key, values in readings.items()}
 
 
-def _built(folder, settings: str, fleet) -> tuple[dict, list]:
-    files = encode(build(defined_project(folder, settings, alarms=ALARMS)))
+def _built(folder, settings: str, fleet, alarms: str = ALARMS) -> tuple[dict, list]:
+    files = encode(build(defined_project(folder, settings, alarms=alarms)))
     requests = {a["Request"]["AlarmName"].removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): a["Request"]
                 for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
     return requests, through_agent(files, STEP, END, fleet)
@@ -129,7 +129,8 @@ def test_the_merged_readings_are_priced(tmp_path):
 @pytest.mark.parametrize("comparison", ["<", ">"])
 def test_a_mean_per_node_below_a_level_reads_what_the_agent_publishes(tmp_path, comparison):
     """A mean per node of a share below a level (which, per GPU, reads the unused share instead: unused_plan) reads
-    each GPU once too: GPU utilization per node, MIG GPUs reporting none."""
+    each GPU once too: GPU utilization per node, a MIG GPU's its instances' engine activity (x 100) averaged, as the
+    Prometheus rule reads it."""
     text = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
             f"    yield Alarm('util', 'X', Condition(Query('DCGM_FI_DEV_GPU_UTIL', 'avg', ('node',)), {comparison!r}, 1))\n")
     project = defined_project(tmp_path, "", alarms=text)
@@ -137,6 +138,6 @@ def test_a_mean_per_node_below_a_level_reads_what_the_agent_publishes(tmp_path, 
     points = through_agent(files, STEP, END)
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if a["Request"]["AlarmName"] == "gpudash-gpu-cluster-util-warning"]
-    truth = {(("node", node.name),): mean(gpu.util for gpu in node.gpus) for node in mixed_fleet.FLEET
-             if not any(gpu.mig for gpu in node.gpus)}
+    truth = {(("node", node.name),): mean(mean(i.engine * 100 for i in gpu.instances) if gpu.mig else gpu.util
+                                          for gpu in node.gpus) for node in mixed_fleet.FLEET}
     assert _read(request, points) == pytest.approx(truth)

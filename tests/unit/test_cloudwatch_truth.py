@@ -348,7 +348,8 @@ def test_recorded_payloads_publish_both_sets_or_only_the_gpu_set(fleet, referenc
         lines = (reference / "exporter" / name).read_text().splitlines()
         payload = "\n".join(line for line in lines if line.strip() != "...") + "\n"  # the README elides lines
         points = Agent(config, job).run([Scrape(t, payload, target_labels(job, "ip-10-0-1-1")) for t in (0, 30)])
-        util = {p.dimensions for p in points if p.metric == metric}
+        # (GPU utilization per GPU as each GPU's reading once, marked `readings`: a MIG GPU's by its stand-in)
+        util = {tuple(d for d in p.dimensions if d[0] != "readings") for p in points if p.metric == metric}
         assert (("ClusterName", "gpu-cluster"), ("gpu", "0"), ("node", "ip-10-0-1-1")) in util, name
         per_pod = {p.dims()["pod"] and (p.dims()["namespace"], p.dims()["pod"]) for p in points if "pod" in p.dims()}
         assert per_pod == ({pod} if pod else set()), name
@@ -431,8 +432,12 @@ def test_busy_mig_pods_are_not_called_idle_on_cloudwatch(project_dir):
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(30.0 * k, _mig_payload(k), target_labels(job, "ip-10-0-1-3"))
                                      for k in range(-1, END // STEP)])
-    # (and the scrape's flag of no GPU data per node, the data-missing alarm's)
-    assert {p.metric for p in points} == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "scrape_samples_post_metric_relabeling"}
+    # (and the scrape's flag of no GPU data per node, the data-missing alarm's; and the GPU's utilization once, the
+    # fleet's mean utilization's: its instances' engine activity x 100, never the 0 they carry)
+    assert {p.metric for p in points} == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "scrape_samples_post_metric_relabeling",
+                                          "DCGM_FI_DEV_GPU_UTIL"}
+    util = [p for p in points if p.metric == "DCGM_FI_DEV_GPU_UTIL"]
+    assert all(p.dims().get("readings") == "once per GPU" for p in util) and {p.value for p in util} == {80.0}
     assert _firing(_alarms(files)["gpu-idle-warning"], points) == set()
     (properties,) = [p for _, p in _widgets(files) if panel_title(p["title"]) == "GPU utilization by pod"]
     assert cloudwatch_eval.widget(properties, points, START, END) == {}

@@ -82,17 +82,21 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # per pod the OTel pipeline's five totals per scrape (power, framebuffer
     # and PCIe both ways summed, GPUs counted), and the exporters' scrapes without DCGM samples per GPU node
     # (counted per GPU), and the idle alarms' utilization per pod and GPU (one per GPU a pod holds), and the
-    # temperature-high alarm's flags past its level per GPU
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 9 + 5 * 80 + 1 * 100 + 1 * 100 + 1 * 100
+    # temperature-high alarm's flags past its level per GPU, and each GPU's utilization once (the fleet's mean
+    # utilization reads every GPU once, a MIG GPU by its stand-in)
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 9 + 5 * 80 + 1 * 100 + 1 * 100 + 1 * 100 + 1 * 100
     # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, its
     # scraper drops the scrape's own series, and its fleet values past 500 GPUs read the temperature's [ClusterName]
     # metric the data-missing alarm reads (its copies are not merged: one metric fewer)
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n  metric_selection: all\n")),
                                fleet))["custom metrics"]
-    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100 - 1 - 1 * 100  # no flags
-    # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published (a GPU's temperature flags are)
+    # (no flags, no utilization once)
+    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100 - 1 - 1 * 100 - 1 * 100
+    # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published (a GPU's temperature flags and
+    # utilization once are)
     idle = _lines(estimates(all_settings, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
-    assert idle["quantity"] == 25 * 100 + 1 * 100 + 9 + 1 * 100 + 1 * 100 and "GPUs held by pods" not in idle["basis"]
+    assert idle["quantity"] == 25 * 100 + 1 * 100 + 9 + 1 * 100 + 1 * 100 + 1 * 100
+    assert "GPUs held by pods" not in idle["basis"]
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
     # the default publishes only what is queried: 14 per GPU (framebuffer per GPU instance among them) and 12 per
@@ -110,10 +114,11 @@ def test_tiers_lower_the_price_of_a_large_fleet(everything):
     assert tiered(1_250_000, tiers) == pytest.approx(3_000 + 24_000 + 37_500 + 5_000)
     large = _lines(estimates(everything, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
     # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' scrapes without
-    # DCGM samples (per GPU), the idle alarms' utilization per pod and GPU, the temperature flags per GPU
-    assert large["quantity"] == 250_000 + 1 * 5_000 + 9 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000
+    # DCGM samples (per GPU), the idle alarms' utilization per pod and GPU, the temperature flags per GPU, each GPU's
+    # utilization once
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 9 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000
     # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 88,524
-    assert large["monthly"] == pytest.approx(27_000 + 45_090 * 0.05 - 10 * 0.30)
+    assert large["monthly"] == pytest.approx(27_000 + 50_090 * 0.05 - 10 * 0.30)
     assert large["unit_price"] < 0.30
 
 
@@ -232,7 +237,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(everything, tmp_pa
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(everything, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 9 + 5 * 10 + 1 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 9 + 5 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 

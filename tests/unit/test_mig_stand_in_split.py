@@ -3,9 +3,13 @@ it judges the same objects as the rule's first alarm: a GPU's or a pod's value. 
 over a node's, split in two alarms had each judge part of the GPUs against the whole threshold (11 GPUs read as 9
 whole and 2 MIG, neither under "fewer than 11"), and the count's threshold was divided by the stand-in's factor as a
 share (`count by node > 3` compared 0.3, firing on a MIG node's 4 instances x 10 scrapes). Such an alarm has no
-MIG half; a note (lint AL012) says its CloudWatch form does not see MIG GPUs."""
+MIG half: on the OTel pipeline it reads a GPU's reading once, which holds a MIG GPU's stand-in
+(tests/unit/test_alarm_mig_stand_in_once.py); on agent.pipeline: classic a note (lint AL012) says its CloudWatch form
+does not see MIG GPUs."""
 
 from __future__ import annotations
+
+import pytest
 
 from generator.artifacts import build
 from tests.support.projects import defined_project
@@ -26,8 +30,9 @@ def alarms(ctx):
 """
 
 
-def test_only_an_alarm_of_one_gpu_s_value_gets_a_mig_half(tmp_path):
-    project = defined_project(tmp_path, alarms=ALARMS)
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_only_an_alarm_of_one_gpu_s_value_gets_a_mig_half(tmp_path, pipeline):
+    project = defined_project(tmp_path, f"agent:\n  pipeline: {pipeline}\n", alarms=ALARMS)
     artifacts = build(project)
     halves = {a.request["AlarmName"].removeprefix("gpudash-gpu-cluster-"): a.request for a in artifacts.alarms
               if "-mig-" in a.request["AlarmName"]}
@@ -36,5 +41,7 @@ def test_only_an_alarm_of_one_gpu_s_value_gets_a_mig_half(tmp_path):
     assert busy["Threshold"] == 0.9 and busy["ComparisonOperator"] == "GreaterThanThreshold"
     assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE above 0.9" in busy["AlarmDescription"]
     noted = {note.message.split("'")[1] for note in artifacts.notes if note.rule == "AL012"}
-    # a node's max or min has no MIG half either: a MIG GPU's stand-in is its instances' mean, held apart
-    assert noted == {"node-count", "fleet-count", "node-sum", "node-mean", "node-all-idle", "node-any-busy"}
+    # a node's max or min has no MIG half either: a MIG GPU's stand-in is its instances' mean, held apart; on the OTel
+    # pipeline the alarm reads every GPU once, MIG GPUs by their stand-in: nothing to note
+    assert noted == (set() if pipeline == "otel" else
+                     {"node-count", "fleet-count", "node-sum", "node-mean", "node-all-idle", "node-any-busy"})
