@@ -211,6 +211,16 @@ UNUSED_SHARE = ("share", "unused")
 SHARE_BOUNDS = {"percent": 100.0, "ratio": 1.0}  # a share's unit and its whole
 
 
+def device_read(plan: Plan, settings: Settings) -> bool:
+    """A plan over a set without a pod of a field the exporter splits per process (exporter.virtual_gpus: GPU
+    utilization, framebuffer used): it reads the device's own reading, which the agent picks from a GPU's copies
+    (render/agent_otel.device_or_copies; a pod's share can read above it: an MPS share at 55 % on a device at 50 %).
+    The copies the agent makes of a field's readings for one alarm (unused_plan's unused share, level_plan's flags)
+    are made before that pick, from the largest copy: such an alarm reads the plain set, as its `>` form does, and
+    ranks by its own function (lint AL017 notes it past 500 series)."""
+    return settings.exporter.virtual_gpus and plan.metric in PER_PROCESS_FIELDS and POD_DIMENSION not in plan.dims
+
+
 def unused_plan(plan: Plan, comparison: str, catalog: Catalog, settings: Settings) -> Plan | None:
     """The plan of a GROUP BY alarm that judges the mean of a share (a percent or a ratio) below a level, reading the
     field's unused share (UNUSED_SHARE) instead, on the OTel pipeline; None for any other alarm. Its mean is the
@@ -226,6 +236,8 @@ def unused_plan(plan: Plan, comparison: str, catalog: Catalog, settings: Setting
     if settings.agent.pipeline != "otel" or not plan.group or plan.function != "AVG" or comparison not in ("<", "<="):
         return None
     if plan.namespace or plan.metric not in catalog or ONCE_PER_GPU[0] in plan.dims:  # a GPU's readings once (once_plan)
+        return None
+    if device_read(plan, settings):
         return None
     whole = SHARE_BOUNDS.get(catalog.get(plan.metric).unit_key)
     if whole is None or len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
@@ -279,6 +291,8 @@ def level_plan(plan: Plan, comparison: str, level: float, periods: int, catalog:
         return None
     if periods < 2 or plan.namespace or plan.metric not in catalog or plan.divisor != 1 or ONCE_PER_GPU[0] in plan.dims:
         return None  # (a GPU's readings once: once_plan, whose MIG points no flag is made of)
+    if device_read(plan, settings):
+        return None
     if len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
         return None
     return replace(plan, dims=(*plan.dims, level_mark(comparison, level)), flagged=(comparison, level))
