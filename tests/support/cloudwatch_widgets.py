@@ -77,3 +77,17 @@ def latest_values(files, points, end: int) -> dict[str, dict[str, float]]:
         lines = cloudwatch_eval.widget(properties, points, 0, end)
         values[panel_title(properties["title"])] = {label: series[max(series)] for label, series in lines.items()}
     return values
+
+
+def shown_through_agent(folder, pipeline: str, dashboards: str, dashboard: str, step: int, end: int):
+    """(pipeline, each widget's lines' latest values, the header of cloudwatch/dashboards/gpudash-gpu-cluster-
+    `dashboard`.json) of a project of `dashboards` on agent.pipeline `pipeline`, the mixed fleet through its agent
+    model scraped every `step` seconds until `end`."""
+    from generator.artifacts import build
+    from generator.output import encode
+    from tests.support.agent_points import through_agent
+    from tests.support.projects import defined_project
+
+    files = encode(build(defined_project(folder, f"agent:\n  pipeline: {pipeline}\n", dashboards=dashboards)))
+    values = latest_values(files, through_agent(files, step, end), end)
+    return pipeline, values, header(files, f"cloudwatch/dashboards/gpudash-gpu-cluster-{dashboard}.json")

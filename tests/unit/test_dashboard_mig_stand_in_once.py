@@ -13,13 +13,9 @@ from statistics import mean
 
 import pytest
 
-from generator.artifacts import build
 from generator.cloudwatch_query import MIG_LEFT_OUT
-from generator.output import encode
 from tests.support import mixed_fleet
-from tests.support.agent_points import through_agent
-from tests.support.cloudwatch_widgets import header, latest_values, said
-from tests.support.projects import defined_project
+from tests.support.cloudwatch_widgets import said, shown_through_agent
 
 STEP, END = 30, 2100
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
@@ -43,10 +39,7 @@ def _truth(how: str, kind: str) -> dict[str, float]:
 
 @pytest.fixture(scope="module", params=["otel", "classic"])
 def shown(request, tmp_path_factory):
-    settings = f"agent:\n  pipeline: {request.param}\n"
-    files = encode(build(defined_project(tmp_path_factory.mktemp(request.param), settings, dashboards=DASHBOARD)))
-    values = latest_values(files, through_agent(files, STEP, END), END)
-    return request.param, values, header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-util.json")
+    return shown_through_agent(tmp_path_factory.mktemp(request.param), request.param, DASHBOARD, 'util', STEP, END)
 
 
 @pytest.mark.parametrize("how", HOW)

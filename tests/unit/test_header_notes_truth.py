@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from generator.artifacts import build
 from generator.cloudwatch_query import WEIGHS_PER_SERIES
-from generator.output import encode
 from tests.support import mixed_fleet
-from tests.support.agent_points import through_agent
-from tests.support.cloudwatch_widgets import header, latest_values, said
-from tests.support.projects import defined_project
+from tests.support.cloudwatch_widgets import said, shown_through_agent
 
 STEP, END = 30, 2100
 DASHBOARD = """\
@@ -38,10 +34,7 @@ NOTE = WEIGHS_PER_SERIES[:40]
 
 @pytest.fixture(scope="module", params=["otel", "classic"])
 def shown(request, tmp_path_factory):
-    settings = f"agent:\n  pipeline: {request.param}\n"
-    files = encode(build(defined_project(tmp_path_factory.mktemp(request.param), settings, dashboards=DASHBOARD)))
-    values = latest_values(files, through_agent(files, STEP, END), END)
-    return request.param, values, header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-nodes.json")
+    return shown_through_agent(tmp_path_factory.mktemp(request.param), request.param, DASHBOARD, 'nodes', STEP, END)
 
 
 def test_the_note_is_said_of_a_chart_exactly_where_the_mig_node_reads_other_than_its_gpus(shown):
