@@ -127,7 +127,12 @@ def blank_floor(query: Query, catalog: Catalog) -> float:
 
 
 class Unsupported(ValueError):
-    """CloudWatch cannot compute this query truthfully from the published dimension sets."""
+    """CloudWatch cannot compute this query truthfully from the published dimension sets; `fix`, what the user can
+    write instead that CloudWatch computes (None: what every refusal can do, said by the caller)."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
 
 
 def pod_dimensions(settings: Settings) -> list[str]:
@@ -460,6 +465,9 @@ class Plan:
     notes: tuple[str, ...] = ()  # how the lines differ from the title on CloudWatch (the dashboard header says it)
     complement: float | None = None  # an alarm's: it reads the field's unused share, this whole less the reading
     flagged: tuple[str, float] | None = None  # an alarm's: it reads the field's flags past this level (level_plan)
+    # each series one GPU instance's reading per scrape, none a copy of another (instances_summed): nothing to merge
+    # or note of MIG instances and pods sharing a GPU
+    instances_apart: bool = False
 
     def expression(self, settings: Settings, cluster: Cluster | None, order: str = "DESC",
                    limit: int | None = None) -> str:
@@ -541,11 +549,11 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     source that carries DCGM's blank sentinels, widgets drop the periods only a blank explains."""
     layout = layout or AGENT_LAYOUT
     result = _plan(query, catalog, settings, period, alarm, layout)
-    if alarm and layout.instances:
-        result = once_plan(result, query, catalog, settings) or _copies_noted(result, query, catalog, settings)
-    elif layout.instances:
-        result = stand_in_widget(result, query, catalog, settings) or result
-    if layout.instances:
+    if layout.instances and not result.instances_apart:
+        if alarm:
+            result = once_plan(result, query, catalog, settings) or _copies_noted(result, query, catalog, settings)
+        else:
+            result = stand_in_widget(result, query, catalog, settings) or result
         result = _with_notes(result, query, catalog, settings)
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
         named = (NAMED_LOSS,) if query.per_pod and not settings.exporter.virtual_gpus else ()
@@ -608,7 +616,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     if layout.instances and field.per_instance and not field.is_counter and not field.across_own_labels \
             and agg != "count" and not pod_keyed and "mig_instance" not in query.by \
             and (instances_added(field) or agg in ("max", "min") or query.metric in MIG_MEMORY_SHARES):
-        return _instances_added(query, instances_added(field), settings, series, one_gpu, alarm, layout)
+        return _instances_added(query, field, settings, series, one_gpu, alarm, layout, dims, n)
 
     def line(function: str, math: str | None = None, divisor: float = 1.0, needs_period: bool = False) -> Plan:
         return Plan(function=function, math=math, divisor=divisor, needs_period=needs_period, **base)
@@ -660,7 +668,8 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     by_instance = layout.instances and (field.per_instance or settings.agent.pipeline == "classic")
     if layout.instances and "mig_instance" in query.by and not by_instance:
         raise Unsupported(f"the OTel pipeline publishes {query.metric}, a device counter every MIG instance of a GPU "
-                          f"repeats, once per physical GPU, not per MIG instance: chart it per GPU")
+                          f"repeats, once per physical GPU, not per MIG instance: chart it per GPU",
+                          fix="group it by node and gpu")
     if by_instance and not pod_keyed and one_gpu:
         return per_time(_instance_increase(query, field, settings, series, alarm, layout))
     if by_instance and not pod_keyed and split_ok:
@@ -879,33 +888,72 @@ def instances_added(field) -> bool:
         and not field.across_own_labels
 
 
-def _instances_added(query: Query, adds_up: bool, settings: Settings, series: tuple[str, ...], one_gpu: bool,
-                     alarm: bool, layout: Layout) -> Plan:
+def _instances_added(query: Query, field, settings: Settings, series: tuple[str, ...], one_gpu: bool,
+                     alarm: bool, layout: Layout, dims: tuple[str, ...], n: float) -> Plan:
     """A field of MIG instances whose GPU value is the sum over them (framebuffer), or the extreme of their
     mean (activity), from the per-instance set: each GPU instance (a whole GPU is one) is one series there,
     the pods that share it by time-slicing observations of it. Per instance the observations give its
     value; a sum's total over the cluster is the sum of the per-instance lines. No one Metrics Insights
     query combines a GPU's instances per GPU (a period's SUM adds the time-sliced repeats too, its AVG
     averages the instances, its MAX takes one instance), so per-GPU lines are per-instance lines, said
-    in the dashboard header, and alarms per GPU are refused."""
-    dims = tuple(instance_dimensions(settings))
+    in the dashboard header. A total per group of GPUs (a node's, a GPU's, a pod's on one GPU; an alarm's over the
+    cluster) is the SUM of the group's observations over the scrapes per period, where each GPU instance is one
+    series (instances_summed); a mean, a maximum or a minimum over several GPUs, which would take each GPU's sum
+    first, has no form."""
+    adds_up = instances_added(field)
+    instances = tuple(instance_dimensions(settings))
     instance = (*layout.per_gpu, MIG_INSTANCE_LABEL)
     agg = query.aggregation
     if adds_up and not series and agg == "sum" and not alarm:
-        return Plan(metric=query.metric, function="AVG", dims=dims, group=instance, series=(), math="SUM({q})",
-                    gpu_series=layout.per_gpu)
+        return Plan(metric=query.metric, function="AVG", dims=instances, group=instance, series=(),
+                    math="SUM({q})", gpu_series=layout.per_gpu)
     if one_gpu and not alarm:
         lines = (*series, MIG_INSTANCE_LABEL)
         share = query.metric in MIG_MEMORY_SHARES
-        return Plan(metric=query.metric, function="AVG" if agg == "sum" else MI_FUNCTIONS[agg], dims=dims,
+        return Plan(metric=query.metric, function="AVG" if agg == "sum" else MI_FUNCTIONS[agg], dims=instances,
                     group=lines, series=lines, gpu_series=layout.per_gpu,
                     notes=(INSTANCE_LINES.format('add' if adds_up else 'combine' if share else 'average'),))
-    where = "per GPU" if one_gpu else f"per {', '.join(series)}" if series else "over the cluster"
+    pods = POD_DIMENSION in dims
+    one_each = one_gpu or (pods and GPU_DIMENSION in series)  # a line per GPU (a pod's GPUs are on its node)
+    if adds_up and (agg == "sum" or (agg == "avg" and one_each)):
+        summed = instances_summed(field, settings, dims)
+        if summed is not None:
+            return Plan(metric=query.metric, function="SUM", dims=summed, group=series, series=series,
+                        math=per_scrape(layout.interval(settings)), divisor=n, needs_period=True,
+                        namespace=layout.namespace, gpu_series=layout.per_gpu,
+                        notes=per_scrape_notes(settings, pods, layout), instances_apart=True)
+        raise Unsupported(f"a MIG GPU's {query.metric} is the sum of its instances, and with exporter.virtual_gpus "
+                          f"the exporter writes a GPU instance once per pod sharing it: agent.pipeline: classic "
+                          f"publishes every copy, so the {agg} {_where(series, one_gpu)} would add a shared GPU "
+                          f"once per pod", fix="agent.pipeline: otel (which merges the copies), or group it by pod")
     value = "the sum of its instances" if adds_up else MEMORY_SHARE if query.metric in MIG_MEMORY_SHARES else \
         "the mean of its instances"
+    summable = adds_up and instances_summed(field, settings, dims) is not None
+    fixes = ("sum", "avg" if one_each else None) if summable else ()
     raise Unsupported(f"a MIG GPU's {query.metric} is {value}, which CloudWatch holds as separate series: it can "
-                      f"chart each instance{', or their total over the cluster' if adds_up else ''}, "
-                      f"not the {agg} {where}")
+                      f"chart each instance{', or their total over the cluster' if adds_up else ''}, not the {agg} "
+                      f"{_where(series, one_gpu)}",
+                      fix=f"group it by mig_instance (each instance judged on its own)"
+                          + (f", or take its {' or '.join(f for f in fixes if f)}" if fixes else ""))
+
+
+def _where(series: tuple[str, ...], one_gpu: bool) -> str:
+    return "per GPU" if one_gpu else f"per {', '.join(series)}" if series else "over the cluster"
+
+
+def instances_summed(field, settings: Settings, dims: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The dimension set in which a field a MIG GPU's instances add up to (framebuffer: each instance a disjoint slice
+    of the GPU's memory) is one series per GPU instance at each scrape, so that a period's SUM over a group's series
+    over the scrapes per period is the group's total: the set `dims` the query reads, unless pods sharing a GPU by
+    time-slicing or MPS each write a copy of it (exporter.virtual_gpus), which the OTel pipeline merges per GPU
+    instance (merged_copies; once_dimensions for a field it does not merge so: its points of a GPU instance merged by
+    `max`, the copies being the device's reading, or a share of it, render/agent_otel.once_per_gpu). None: copies
+    no set merges (agent.pipeline: classic). A pod's sets hold each pod's own copy."""
+    if POD_DIMENSION in dims or not settings.exporter.virtual_gpus:
+        return dims
+    if settings.agent.pipeline != "otel":
+        return None
+    return dims if merged_copies(field, settings) else once_dimensions(settings)
 
 
 MEMORY_SHARE = ("the share of the memory its instances hold (their used over their used + free, not the mean of "

@@ -748,8 +748,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
             forms = alarm_forms(alarm, catalog, settings)
         except Unsupported as exc:
             raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
-                             hint="publish the dimensions it needs (cloudwatch.dimensions / gpu_dimensions), "
-                                  "group it by node and gpu, or give the Alarm a `cloudwatch=` condition") from None
+                             hint=f"{exc.fix or 'publish the dimensions it needs (cloudwatch.dimensions / gpu_dimensions)'}"
+                                  f", or give the Alarm a `cloudwatch=` condition") from None
         if not forms:
             continue  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
         _check_period(alarm, settings)
