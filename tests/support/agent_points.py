@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.support import mixed_fleet
+from dataclasses import replace
+
+from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 
@@ -15,3 +17,16 @@ def through_agent(files: dict[str, bytes], step: int, end: int, fleet=mixed_flee
     return Agent(config, job).run([Scrape(k * step, mixed_fleet.payload(node, k * step, step),
                                           target_labels(job, node.name))
                                    for k in range(-2, end // step) for node in fleet])
+
+
+# the mixed fleet with its time-sliced GPU on an exporter run with KUBERNETES_VIRTUAL_GPUS: one copy per pod sharing it
+SHARED = tuple(replace(node, virtual_gpus=True, moves=0) if node.name == "gpu-node-ts" else node
+               for node in mixed_fleet.FLEET)
+
+
+def alarm_values(request: dict, points: list, end: int, period: int) -> dict[tuple, float]:
+    """{group key: an alarm's value} over the period ending at `end`: its query's result over its threshold's scale
+    (the Threshold of a definition's threshold of 1 is the normalisation the query needs)."""
+    (metric,) = request["Metrics"]
+    result = cloudwatch_eval.metrics_insights(metric["Expression"], points, end - period, end, period)
+    return {key: series[end - period] / request["Threshold"] for key, series in result.items()}

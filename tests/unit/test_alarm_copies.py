@@ -15,7 +15,6 @@ and lint notes it (AL019).
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from statistics import mean
 
 import pytest
@@ -23,8 +22,8 @@ import pytest
 from generator.artifacts import build, notes
 from generator.cloudwatch_query import COPIES_COUNTED
 from generator.output import encode
-from tests.support import cloudwatch_eval, mixed_fleet
-from tests.support.agent_points import through_agent
+from tests.support import mixed_fleet
+from tests.support.agent_points import SHARED, alarm_values, through_agent
 from tests.support.projects import defined_project
 
 STEP, END, PERIOD = 30, 1800, 300
@@ -41,9 +40,7 @@ def _rule(aggregation: str, field: str, group: str) -> str:
 ALARMS = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
     f"    yield Alarm({_rule(a, f, g)!r}, 'X', Condition(Query({f!r}, {a!r}, {GROUPS[g]!r}), '>', 1),\n"
     f"                description='x', runbook='y')\n" for a, f, g in CASES)
-# the time-sliced node's GPU on an exporter with KUBERNETES_VIRTUAL_GPUS: one copy per pod sharing it
-SHARED = tuple(replace(node, virtual_gpus=True, moves=0) if node.name == "gpu-node-ts" else node
-               for node in mixed_fleet.FLEET)
+
 
 
 def _truth(fleet, aggregation: str, field: str, group: str) -> dict[tuple, float]:
@@ -76,11 +73,7 @@ def shared(tmp_path_factory):
 
 
 def _read(request: dict, points: list) -> dict[tuple, float]:
-    """{group key: the alarm's value} over the period ending at END: the query's result over the threshold's
-    scale (its Threshold is the definition's 1 times the normalisation the query needs)."""
-    (metric,) = request["Metrics"]
-    result = cloudwatch_eval.metrics_insights(metric["Expression"], points, END - PERIOD, END, PERIOD)
-    return {key: series[END - PERIOD] / request["Threshold"] for key, series in result.items()}
+    return alarm_values(request, points, END, PERIOD)
 
 
 @pytest.mark.parametrize("aggregation,field,group", CASES)

@@ -24,8 +24,8 @@ from generator.errors import InputError
 from generator.model import AGGREGATIONS, GROUP_KEYS, Alarm, Condition, Query
 from generator.output import encode
 from generator.render.alarms import cloudwatch_alarms
-from tests.support import cloudwatch_eval, mixed_fleet
-from tests.support.agent_points import through_agent
+from tests.support import mixed_fleet
+from tests.support.agent_points import SHARED, alarm_values, through_agent
 from tests.support.projects import bundled_project, defined_project
 
 STEP, END, PERIOD = 30, 1800, 300
@@ -37,9 +37,7 @@ SHAPES = [("sum", group) for group in GROUPS] + [("avg", "gpu"), ("avg", "pod-gp
 CASES = [(aggregation, field, group, scope) for aggregation, group in SHAPES for field in FIELDS
          for scope in ("cluster", "fleet")]
 VIRTUAL = "exporter:\n  virtual_gpus: true\n"
-# the time-sliced node's GPU on an exporter with KUBERNETES_VIRTUAL_GPUS: one copy per pod sharing it
-SHARED = tuple(replace(node, virtual_gpus=True, moves=0) if node.name == "gpu-node-ts" else node
-               for node in mixed_fleet.FLEET)
+
 
 
 def _rule(aggregation: str, field: str, group: str, scope: str) -> str:
@@ -94,12 +92,9 @@ def shared(tmp_path_factory):
 
 
 def _read(request: dict, points: list) -> dict[tuple, float]:
-    """{group key (the cluster left out): the alarm's value} over the period ending at END: the query's result over
-    the threshold's scale (its Threshold is the definition's 1 times the normalisation the query needs)."""
-    (metric,) = request["Metrics"]
-    result = cloudwatch_eval.metrics_insights(metric["Expression"], points, END - PERIOD, END, PERIOD)
-    return {tuple(kv for kv in key if kv[0] != "ClusterName"): series[END - PERIOD] / request["Threshold"]
-            for key, series in result.items()}
+    """{group key, the cluster left out (a fleet alarm groups by it first): the alarm's value}."""
+    return {tuple(kv for kv in key if kv[0] != "ClusterName"): value
+            for key, value in alarm_values(request, points, END, PERIOD).items()}
 
 
 def _find(requests: dict, rule: str) -> dict:
