@@ -809,6 +809,14 @@ OTEL_GAP_LEVEL = ("the first period after a gap in a GPU's data of up to 15 minu
                   "Prometheus rule counts a gap's growth up to 10 minutes")
 
 
+def reads_gap_growth(plan: Plan, catalog: Catalog, settings: Settings) -> bool:
+    """Whether a query adds up a counter's deltas as the OTel pipeline's awsemf sends them (per GPU, node, pod or
+    the cluster alike), so that a gap in a GPU's data does what otel_gap says; a count of a counter's series does not
+    read its deltas' values."""
+    return settings.agent.pipeline == "otel" and plan.namespace is None and plan.function == "SUM" \
+        and plan.metric in catalog and catalog.get(plan.metric).is_counter
+
+
 def otel_gap(events: bool) -> str:
     """What a counter alarm on agent.pipeline: otel makes of a gap in a GPU's data: an event alarm's (`events`,
     model.Condition.counts_events) or a level's."""

@@ -497,13 +497,19 @@ def tables_now(subject: LintInput) -> Iterable[Finding]:
 def _summed_shared_counters(subject: LintInput, expressions: Iterable[str]) -> list[str]:
     """The counter fields that `expressions` sum per GPU, node or cluster (not per pod): on the agent's JSON path
     each pod's copy of a shared GPU's counter is one more observation of such a sum."""
+    return _summed_counters(subject, expressions, pods=False)
+
+
+def _summed_counters(subject: LintInput, expressions: Iterable[str], pods: bool = True) -> list[str]:
+    """The counter fields whose deltas `expressions` add up (SUM), in every dimension set (`pods`) or in those
+    without a pod."""
     namespace = subject.settings.cloudwatch.namespace
     pod = set(pod_dimensions(subject.settings))
     fields = set()
     for expression in expressions:
         query = _parsed(expression) if is_query(expression) else None
         if query is None or query.namespace != namespace or query.function != "SUM" or query.schema is None \
-                or pod <= set(query.schema) or query.metric not in subject.catalog:
+                or (not pods and pod <= set(query.schema)) or query.metric not in subject.catalog:
             continue
         if subject.catalog.get(query.metric).is_counter:
             fields.add(query.metric)
@@ -551,11 +557,12 @@ def _per_widget(subject: LintInput, rule: str, severity: str, fields_of, message
                           message.format(", ".join(fields)))
 
 
-def _counter_alarms(subject: LintInput) -> Iterator[tuple[AlarmRequest, list[str]]]:
-    """Each alarm that sums a counter's deltas per GPU, node or cluster, with the counter fields it sums."""
+def _counter_alarms(subject: LintInput, pods: bool = False) -> Iterator[tuple[AlarmRequest, list[str]]]:
+    """Each alarm that sums a counter's deltas per GPU, node or cluster (and, with `pods`, per pod or namespace),
+    with the counter fields it sums."""
     for item in subject.alarms:
-        fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
-                                                   for m in item.request.get("Metrics", [])))
+        fields = _summed_counters(subject, (str(m.get("Expression", "")) for m in item.request.get("Metrics", [])),
+                                  pods)
         if fields:
             yield item, fields
 
@@ -600,13 +607,13 @@ def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
 
 
 def alarm_gap_growth(subject: LintInput) -> Iterable[Finding]:
-    """On agent.pipeline: otel, an alarm that sums a counter's deltas per GPU gets a gap's growth in the GPU's data as
+    """On agent.pipeline: otel, an alarm that sums a counter's deltas (per GPU, node, pod or cluster) gets a gap's growth in the GPU's data as
     the first delta after it, while awsemf keeps the reading before it (15 to 30 minutes): an event alarm (any
     increase, `> 0`) misses a longer gap's, a level per period can fire on a steady count the gap's growth landed
     in one period (cloudwatch_query.otel_gap; a note per alarm: no CloudWatch form tells the two apart)."""
     if not subject.otel_agents:
         return
-    for item, fields in _counter_alarms(subject):
+    for item, fields in _counter_alarms(subject, pods=True):  # a pod's copy of a counter has its deltas alike
         events = item.request.get("ComparisonOperator") == "GreaterThanThreshold" and item.request.get("Threshold") == 0
         yield Finding("AL018", "note", _alarm_where(item),
                       f"on agent.pipeline: otel, for {', '.join(fields)}: {otel_gap(events)}")
@@ -826,9 +833,9 @@ RULES = (
                   "Prometheus twin fires)", alarm_copy_changes),
     Rule("AL016", "no alarm reads a state the exporter serves as a counter on agent.pipeline: classic",
          alarm_retyped),
-    Rule("AL018", "alarms summing a counter per GPU on agent.pipeline: otel say what a gap in a GPU's data does to "
-                  "them (a note per alarm: an event alarm misses a gap's growth past 15 minutes, a level can fire on "
-                  "a gap's growth landed in one period)", alarm_gap_growth),
+    Rule("AL018", "alarms summing a counter's deltas (per GPU, node, pod or cluster) on agent.pipeline: otel say "
+                  "what a gap in a GPU's data does to them (a note per alarm: an event alarm misses a gap's growth "
+                  "past 15 minutes, a level can fire on a gap's growth landed in one period)", alarm_gap_growth),
     Rule("AL020", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
     Rule("CF001", "each CloudFormation template within CloudFormation's quotas (500 resources, 1,000,000 bytes)",

@@ -12,7 +12,7 @@ from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPIES_COUNTED, MI_FUNCTIONS, ONCE_PER_GPU, STATISTICS, Plan,
                                 stands_in_once,
                                 instance_contributors,
-                                LEVEL_WORDS, level_plan, otel_gap, unused_plan,
+                                LEVEL_WORDS, level_plan, otel_gap, reads_gap_growth, unused_plan,
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
                                 scrape_seconds)
 from .. import data_missing
@@ -616,8 +616,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     condition = cloudwatch_condition(alarm, settings)
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
-    note = otel_gap(condition.counts_events) if condition.query.as_increase and settings.agent.pipeline != "classic" \
-        else ""
+    note = otel_gap(condition.counts_events) if reads_gap_growth(plan_, catalog, settings) else ""
     if plan_.complement is not None:  # unused_plan
         note = (f"it reads {plan_.complement:g} less each reading above {threshold:g}, ranked by its sum over the "
                 f"window (past 500: the longest idle)")
