@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .artifacts import Artifacts
     from .cost import Fleet
     from .project import Project
+    from .settings import Settings
 
 METRICS_PER_QUERY = 10_000  # Metrics Insights quotas: a query processes the first 10,000 metrics it matches
 CONSOLE_RANGE = 3 * 3600  # a dashboard body without `start` opens on the console's default, 3 hours
@@ -73,9 +74,18 @@ def _seconds(duration: str, default: int) -> int:
     return hours * 3600 + minutes * 60 + seconds
 
 
+def _parsed(expression: str):
+    """A Metrics Insights query parsed, or None (metric math, or a query lint reports)."""
+    from .lint.metrics_insights import QueryError, parse
+
+    try:
+        return parse(expression) if is_query(expression) else None
+    except QueryError:
+        return None
+
+
 def reads(project: Project, artifacts: Artifacts) -> list[Read]:
     """The queries of the first cluster's dashboards and alarms, and of the fleet alarms of its Region."""
-    from .lint.metrics_insights import QueryError, parse
     from .names import cloudwatch_dashboard_name
     from .render.cloudwatch import panel_title
 
@@ -84,13 +94,6 @@ def reads(project: Project, artifacts: Artifacts) -> list[Read]:
     names = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, d.id): d.id
              for d in project.cloudwatch_definitions()}
     found: list[Read] = []
-
-    def parsed(expression: str):
-        try:
-            return parse(expression) if is_query(expression) else None
-        except QueryError:
-            return None
-
     for dashboard in artifacts.cloudwatch_dashboards:
         if dashboard.name not in names:
             continue
@@ -99,26 +102,32 @@ def reads(project: Project, artifacts: Artifacts) -> list[Read]:
             properties = widget.get("properties", {}) if widget.get("type") == "metric" else {}
             for line in properties.get("metrics", []):
                 options = line[-1] if line and isinstance(line[-1], dict) else {}
-                query = parsed(str(options.get("expression", "")))
+                query = _parsed(str(options.get("expression", "")))
                 if query is not None:
                     found.append(Read(f"\"{panel_title(properties.get('title', ''))}\" ({names[dashboard.name]})",
                                       query.metric, tuple(query.schema or ()), tuple(query.group),
                                       _seconds(properties.get("start", ""), whole), False))
     prefix = f"{settings.alarms.name_prefix}-{cluster.name}-"
+    for region, clusters, read in alarm_reads(artifacts):
+        if clusters and clusters != {cluster.name} or not clusters and region != cluster.region:
+            continue
+        found.append(replace(read, who=read.who.removeprefix(prefix)))
+    return found
+
+
+def alarm_reads(artifacts: Artifacts) -> Iterable[tuple[str, set[str], Read]]:
+    """(its Region, the clusters its WHERE names, the query) of each Metrics Insights query of the alarms: a fleet
+    alarm's names none (it reads every cluster of its Region)."""
     for item in artifacts.alarms:
         request = item.request
         for metric in request.get("Metrics", []):
-            query = parsed(str(metric.get("Expression", "")))
+            query = _parsed(str(metric.get("Expression", "")))
             if query is None:
                 continue
             clusters = {value for dimension, _, value in query.where if dimension == CLUSTER_DIMENSION}
-            if clusters and clusters != {cluster.name} or not clusters and item.region != cluster.region:
-                continue
-            name = request["AlarmName"].removeprefix(prefix)
             window = int(metric.get("Period", request.get("Period", 60))) * int(request.get("EvaluationPeriods", 1))
-            found.append(Read(name, query.metric, tuple(query.schema or ()), tuple(query.group), window,
-                              True, regional=not clusters))
-    return found
+            yield item.region, clusters, Read(request["AlarmName"], query.metric, tuple(query.schema or ()),
+                                              tuple(query.group), window, True, regional=not clusters)
 
 
 def matched(read: Read, fleet: Fleet) -> Matched:
@@ -130,19 +139,38 @@ def matched(read: Read, fleet: Fleet) -> Matched:
     if fleet.mig and read.metric in MIG_UNSUPPORTED and MIG_PROFILE_LABEL not in schema:
         return Matched(0, "whole GPUs (none: MIG does not report the field)")
     started = fleet.started_per_hour * read.seconds / 3600  # pods started within the range, fleet-wide
+    what = objects(read.schema)
+    count = {"pods": fleet.pods + started, "pod GPUs": fleet.pods + started, "GPU instances": fleet.instances,
+             "GPUs": fleet.gpu_count, "GPU nodes": fleet.node_count}
+    return Matched(count[what] / clusters, what) if what in count else Matched(1, what)
+
+
+def objects(schema: Iterable[str]) -> str:
+    """What each metric of a SCHEMA is in one cluster: a pod's series, or its GPU's (instance's), one per pod, each
+    holding one, with the pods started within the range a query reads (without KUBERNETES_VIRTUAL_GPUS the exporter
+    names a shared GPU under one of its pods at a time, not always the same one: dcgm-exporter #340, so within a
+    range every pod sharing it may have a series); a GPU instance; a GPU; a GPU node; or the cluster (one)."""
+    schema = set(schema)
     if schema & POD_KEYS:
-        # A pod's series, or its GPU's (instance's): one per pod, each holding one (without KUBERNETES_VIRTUAL_GPUS
-        # the exporter names a shared GPU under one of its pods at a time, not always the same one: dcgm-exporter
-        # #340, so within a range every pod sharing it may have a series)
-        pod_gpus = bool(schema & GPU_KEYS or MIG_INSTANCE_LABEL in schema)
-        return Matched((fleet.pods + started) / clusters, "pod GPUs" if pod_gpus else "pods")
+        return "pod GPUs" if schema & GPU_KEYS or MIG_INSTANCE_LABEL in schema else "pods"
     if MIG_INSTANCE_LABEL in schema:
-        return Matched(fleet.instances / clusters, "GPU instances")
+        return "GPU instances"
     if schema & GPU_KEYS:
-        return Matched(fleet.gpu_count / clusters, "GPUs")
+        return "GPUs"
     if schema & NODE_KEYS:
-        return Matched(fleet.node_count / clusters, "GPU nodes")
-    return Matched(1, "cluster")
+        return "GPU nodes"
+    return "cluster"
+
+
+def regional_reads(settings: Settings, artifacts: Artifacts) -> list[tuple[str, int, Read]]:
+    """(Region, the settings' clusters there, the query) of each fleet alarm's query that matches one metric per pod,
+    GPU or node of every cluster of its Region (METRICS_PER_QUERY counts them all: past it, the query processes the
+    first it finds)."""
+    here: dict[str, int] = {}
+    for cluster in settings.clusters:
+        here[cluster.region] = here.get(cluster.region, 0) + 1
+    return [(region, here.get(region, 0), read) for region, clusters, read in alarm_reads(artifacts)
+            if not clusters and objects(read.schema) != "cluster"]
 
 
 def _minutes(seconds: int) -> str:

@@ -386,6 +386,34 @@ def alarm_quota(subject: LintInput) -> Iterable[Finding]:
                           f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region")
 
 
+_ONE = {"pods": "pod", "pod GPUs": "GPU a pod holds", "GPU instances": "GPU instance", "GPUs": "GPU",
+        "GPU nodes": "GPU node"}
+
+
+def regional_metrics(subject: LintInput) -> Iterable[Finding]:
+    """A fleet alarm runs one query over every cluster of its Region, which processes the first 10,000 metrics it
+    matches (fleet_limits.METRICS_PER_QUERY): past them in the Region, what it judges is partial. Lint knows the
+    clusters, not their size: a note per such alarm of the size at which its Region passes the limit (`gpudash cost`
+    counts it for a fleet, from the same facts: fleet_limits)."""
+    from ..fleet_limits import METRICS_PER_QUERY, objects, regional_reads
+
+    said: set[str] = set()
+    for region, clusters, read in regional_reads(subject.settings, subject.artifacts):
+        if read.who in said:
+            continue
+        said.add(read.who)
+        what = objects(read.schema)
+        started = ", pods started in it included" if what in ("pods", "pod GPUs") else ""
+        yield Finding("AL021", "note", f"{ALARMS_FILE} {read.who}",
+                      f"a fleet alarm: one query over every cluster of {region} publishing to "
+                      f"{subject.settings.cloudwatch.namespace} ({clusters} in the settings), one metric per "
+                      f"{_ONE[what]} with data in its {read.seconds // 60} min window{started}: past "
+                      f"{METRICS_PER_QUERY:,} in the Region (more than {METRICS_PER_QUERY / max(clusters, 1):,.0f} "
+                      f"per cluster) it processes the first {METRICS_PER_QUERY:,} it finds, the rest in no value, and "
+                      f"reports PARTIAL_DATA (`gpudash cost` counts a fleet's; an alarm of cluster scope reads one "
+                      f"cluster)")
+
+
 def template_quota(subject: LintInput) -> Iterable[Finding]:
     """Each CloudFormation template within CloudFormation's quotas (resources, bytes as the build writes it)."""
     from ..render.cloudformation import QUOTA_FIX, over_quota
@@ -836,6 +864,8 @@ RULES = (
     Rule("AL018", "alarms summing a counter's deltas (per GPU, node, pod or cluster) on agent.pipeline: otel say "
                   "what a gap in a GPU's data does to them (a note per alarm: an event alarm misses a gap's growth "
                   "past 15 minutes, a level can fire on a gap's growth landed in one period)", alarm_gap_growth),
+    Rule("AL021", "fleet alarms, one query over every cluster of their Region, say at what size the Region passes "
+                  "the 10,000 metrics a Metrics Insights query processes (a note per alarm)", regional_metrics),
     Rule("AL020", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
     Rule("CF001", "each CloudFormation template within CloudFormation's quotas (500 resources, 1,000,000 bytes)",
