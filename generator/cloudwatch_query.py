@@ -128,7 +128,8 @@ def blank_floor(query: Query, catalog: Catalog) -> float:
 
 class Unsupported(ValueError):
     """CloudWatch cannot compute this query truthfully from the published dimension sets; `fix`, what the user can
-    write instead that CloudWatch computes (None: what every refusal can do, said by the caller)."""
+    write instead that CloudWatch computes (None: publish the dimensions it needs; "": nothing but another condition,
+    which the caller says of every refusal)."""
 
     def __init__(self, message: str, fix: str | None = None) -> None:
         super().__init__(message)
@@ -599,7 +600,7 @@ def across(function: str, series: str = "{q}") -> str:
 
 def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm: bool, layout: Layout) -> Plan:
     if query.raw_promql or query.over:
-        raise Unsupported("raw PromQL and ratios of two fields are Grafana-only")
+        raise Unsupported("raw PromQL and ratios of two fields are Grafana-only", fix="")
     field = catalog.get(query.metric)
     dims = layout.dimension_set(query, settings)
     series = layout.series_key(query, settings)

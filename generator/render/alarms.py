@@ -746,9 +746,11 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
         try:
             forms = alarm_forms(alarm, catalog, settings)
         except Unsupported as exc:
+            fix = "publish the dimensions it needs (cloudwatch.dimensions / gpu_dimensions)" if exc.fix is None \
+                else exc.fix
             raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
-                             hint=f"{exc.fix or 'publish the dimensions it needs (cloudwatch.dimensions / gpu_dimensions)'}"
-                                  f", or give the Alarm a `cloudwatch=` condition") from None
+                             hint=", or ".join(filter(None, (fix, "give the Alarm a `cloudwatch=` condition")))) \
+                from None
         if not forms:
             continue  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
         _check_period(alarm, settings)

@@ -203,3 +203,18 @@ def test_a_chart_of_memory_per_node_or_gpu_index_adds_each_instance_once(tmp_pat
         truth = _truth(fleet, field, group)
         assert len(values[title]) == len(truth)
         assert sorted(values[title].values()) == pytest.approx(sorted(truth.values()))
+
+
+def test_a_ratio_alarm_refused_names_only_the_fix_that_builds(tmp_path):
+    """A ratio of two fields has no CloudWatch form: publishing dimensions does not make one; a `cloudwatch=`
+    condition does (the bundled framebuffer alarm's)."""
+    ratio = "Query('DCGM_FI_DEV_FB_USED', 'max', ('pod',), over=('DCGM_FI_DEV_FB_USED', 'DCGM_FI_DEV_FB_FREE'))"
+    text = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+            f"    yield Alarm('ratio', 'X', Condition({ratio}, '>', 0.9){{}})\n")
+    (tmp_path / "refused").mkdir()
+    with pytest.raises(InputError) as refused:
+        build(defined_project(tmp_path / "refused", alarms=text.format("")))
+    assert refused.value.hint == "give the Alarm a `cloudwatch=` condition"
+    (tmp_path / "fixed").mkdir()
+    build(defined_project(tmp_path / "fixed", alarms=text.format(
+        ", cloudwatch=Condition(Query('DCGM_FI_DEV_FB_FREE', 'min', ('pod',)), '<', 1000)")))
