@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.integration.test_gpu_count_twins import STEP, STEPS, _series
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
-from tests.support import mixed_fleet
 from tests.support.mixed_fleet import FLEET
 
-STEP, STEPS = 30, 30  # fifteen minutes of 30 s scrapes
 FIELD = "DCGM_FI_DEV_FB_USED"
 NODE_LEVELS, CLUSTER_LEVELS = (30_000, 35_000), (142_000, 143_000)
 RULES = f'''
@@ -42,17 +41,6 @@ def built(tmp_path_factory):
     return built_with(tmp_path_factory.mktemp("framebuffer-twins"), {"memory.py": RULES})
 
 
-def _series() -> list[dict[str, str]]:
-    """The fleet's framebuffer as Prometheus stores it from its scrapes, each series with its node."""
-    values: dict[str, list[str]] = {}
-    for node in FLEET:
-        for k in range(STEPS):
-            for line in mixed_fleet.payload(node, k * STEP, STEP).splitlines():
-                if line.startswith(FIELD + "{"):
-                    series, value = line.rsplit(" ", 1)
-                    values.setdefault(f'{series[:-1]},node="{node.name}"}}', ["_"] * STEPS)[k] = value
-    return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
-
 
 def test_the_rules_add_each_gpu_instance_once(built):
     totals = _totals()
@@ -67,5 +55,5 @@ def test_the_rules_add_each_gpu_instance_once(built):
     checks = [{"eval_time": f"{STEPS * STEP // 60 - 1}m", "alertname": alerts[rule],
                "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in expected]}
               for rule, expected in fired.items()]
-    _promtool_test(folder, "framebuffer_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+    _promtool_test(folder, "framebuffer_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series((FIELD,)),
                                                        "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")

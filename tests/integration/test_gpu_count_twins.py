@@ -51,13 +51,13 @@ def built(tmp_path_factory):
     return built_with(tmp_path_factory.mktemp("count-twins"), {"counts.py": RULES})
 
 
-def _series() -> list[dict[str, str]]:
-    """The fleet's FIELDS as Prometheus stores them from its scrapes, each series with its node."""
+def _series(fields: tuple[str, ...] = FIELDS) -> list[dict[str, str]]:
+    """The fleet's `fields` as Prometheus stores them from its scrapes (STEPS at STEP), each series with its node."""
     values: dict[str, list[str]] = {}
     for node in FLEET:
         for k in range(STEPS):
             for line in mixed_fleet.payload(node, k * STEP, STEP).splitlines():
-                if line.startswith(FIELDS):
+                if line.startswith(tuple(f"{field}{{" for field in fields)):
                     series, value = line.rsplit(" ", 1)
                     values.setdefault(f'{series[:-1]},node="{node.name}"}}', ["_"] * STEPS)[k] = value
     return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
