@@ -243,6 +243,8 @@ def unused_plan(plan: Plan, comparison: str, catalog: Catalog, settings: Setting
         return None
     if plan.namespace or plan.metric not in catalog or ONCE_PER_GPU[0] in plan.dims:  # a GPU's readings once (once_plan)
         return None
+    if pod_total_kind(plan.dims):  # a pod's total or count of its GPUs (made at the agent) is no share of a whole
+        return None
     if device_read(plan, settings):
         return None
     whole = SHARE_BOUNDS.get(catalog.get(plan.metric).unit_key)

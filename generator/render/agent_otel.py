@@ -488,7 +488,7 @@ def _unused_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> dict
     """{field: the labels its unused share keeps} of the fields published in a set marked UNUSED_SHARE (an alarm
     judging a share below a level: cloudwatch_query.unused_plan): the sets' dimensions, the GPU instance's identity
     and the mark."""
-    result: dict[str, set[str]] = {}
+    result: dict[str, set[frozenset[str]]] = {}
     for declaration in declarations:
         for dims in declaration["dimensions"]:
             if UNUSED_SHARE[0] not in dims:
@@ -496,8 +496,26 @@ def _unused_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> dict
             for selector in declaration["metric_name_selectors"]:
                 name = next((m.name for m in catalog if selects(selector, m.name)), None)
                 if name:
-                    result.setdefault(name, set()).update(d for d in dims if d != UNUSED_SHARE[0])
-    return {name: sorted({*labels, *GPU_IDENTITY}) for name, labels in sorted(result.items())}
+                    result.setdefault(name, set()).add(frozenset(d for d in dims if d != UNUSED_SHARE[0]))
+    _one_set_each("a mean below a level", "a mean above or equal", {"": result})
+    return {name: sorted({*next(iter(sets)), *GPU_IDENTITY}) for name, sets in sorted(result.items())}
+
+
+def _one_set_each(judged: str, instead: str, marked: dict[str, dict[str, set[frozenset[str]]]]) -> None:
+    """The agent makes one copy of a field's readings per mark (an unused share, flags past a level), keeping the
+    labels of its set, and only of the points that carry them all: two alarms of one mark on one field over different
+    sets would need two copies, and one made of the labels of both would miss every point lacking any of them (a GPU
+    no pod holds; a pod's total, which no scraped point is), silencing both alarms. Refused, naming the sets."""
+    for mark, fields in marked.items():
+        for name, sets in fields.items():
+            if len(sets) > 1:
+                shown_sets = " and ".join(f"[{', '.join(sorted(s))}]" for s in sorted(sets, key=sorted))
+                raise InputError(f"alarms judging {judged} of {name}{f' ({mark})' if mark else ''} over different "
+                                 f"groupings ({shown_sets}): on agent.pipeline: otel the agent makes one copy of the "
+                                 f"field's readings for them, which cannot keep both groupings' labels, so each alarm "
+                                 f"would miss the GPUs or pods lacking the other's",
+                                 where="alarms/", hint=f"keep one grouping for such alarms of {name}, or judge "
+                                 f"{instead} instead (agent.pipeline: classic reads each alarm's own set)")
 
 
 def unused_copies(fields: dict[str, list[str]]) -> list[dict[str, Any]]:
@@ -543,7 +561,7 @@ def _level_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[
     alarm judging every reading of several periods past a level: cloudwatch_query.level_plan), marks in their order:
     the set's other dimensions and the GPU's UUID (and GPU_I_ID for a field MIG reports per instance): the copies of
     one reading (a device field's MIG instances, the pods sharing a GPU) are one point."""
-    result: dict[str, dict[str, set[str]]] = {}
+    result: dict[str, dict[str, set[frozenset[str]]]] = {}
     for declaration in declarations:
         for dims in declaration["dimensions"]:
             mark = next((name for name in dims if marked_level(name)), None)
@@ -552,10 +570,11 @@ def _level_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[
             for selector in declaration["metric_name_selectors"]:
                 name = next((m.name for m in catalog if selects(selector, m.name)), None)
                 if name:
-                    result.setdefault(mark, {}).setdefault(name, set()).update(d for d in dims if d != mark)
-    return [(mark, {name: sorted({*labels, GPU_IDENTITY[0],
+                    result.setdefault(mark, {}).setdefault(name, set()).add(frozenset(d for d in dims if d != mark))
+    _one_set_each("every reading of several periods past one level", "one period", result)
+    return [(mark, {name: sorted({*next(iter(sets)), GPU_IDENTITY[0],
                                   *((MIG_INSTANCE_LABEL,) if catalog.get(name).per_instance else ())})
-                    for name, labels in sorted(fields.items())})
+                    for name, sets in sorted(fields.items())})
             for mark, fields in sorted(result.items())]
 
 
