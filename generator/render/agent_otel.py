@@ -60,8 +60,8 @@ from typing import Any, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, Catalog
-from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE, marked_level,
-                                merged_copies, number, pod_total_kind)
+from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE, gpu_dimensions,
+                                marked_level, merged_copies, number, pod_total_kind)
 from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
@@ -484,7 +484,7 @@ UNUSED_PREFIX = "gpudash.unused."  # a field's unused share from the transform t
 UNUSED = f"transform/{SUFFIX}-unused"  # the processor that makes a copy's value its unused share (unused_shares)
 
 
-def _unused_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> dict[str, list[str]]:
+def _unused_fields(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]]) -> dict[str, list[str]]:
     """{field: the labels its unused share keeps} of the fields published in a set marked UNUSED_SHARE (an alarm
     judging a share below a level: cloudwatch_query.unused_plan): the sets' dimensions, the GPU instance's identity
     and the mark."""
@@ -497,18 +497,23 @@ def _unused_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> dict
                 name = next((m.name for m in catalog if selects(selector, m.name)), None)
                 if name:
                     result.setdefault(name, set()).add(frozenset(d for d in dims if d != UNUSED_SHARE[0]))
-    _one_set_each("a mean below a level", "a mean above or equal", {"": result})
-    return {name: sorted({*next(iter(sets)), *GPU_IDENTITY}) for name, sets in sorted(result.items())}
+    _one_set_each(settings, "a mean below a level", "a mean above or equal", {"": result})
+    return {name: sorted({*set().union(*sets), *GPU_IDENTITY}) for name, sets in sorted(result.items())}
 
 
-def _one_set_each(judged: str, instead: str, marked: dict[str, dict[str, set[frozenset[str]]]]) -> None:
+def _one_set_each(settings: Settings, judged: str, instead: str,
+                  marked: dict[str, dict[str, set[frozenset[str]]]]) -> None:
     """The agent makes one copy of a field's readings per mark (an unused share, flags past a level), keeping the
-    labels of its set, and only of the points that carry them all: two alarms of one mark on one field over different
-    sets would need two copies, and one made of the labels of both would miss every point lacking any of them (a GPU
-    no pod holds; a pod's total, which no scraped point is), silencing both alarms. Refused, naming the sets."""
+    labels of its sets, and only of the points that carry them all: where one set names a label only some points
+    carry (a pod's, which a GPU no pod holds lacks; a MIG instance's profile, which a whole GPU lacks) and another
+    set does not, the copy misses the other set's points lacking it, silencing its alarm (the bundled gpu-idle or
+    gpu-temp-high beside a user's alarm). Labels every point carries (the cluster, the GPU's node, index and identity)
+    do no harm. Refused, naming the sets."""
+    always = {CLUSTER_DIMENSION, *GPU_IDENTITY, *gpu_dimensions(settings)}
     for mark, fields in marked.items():
         for name, sets in fields.items():
-            if len(sets) > 1:
+            labels = set().union(*sets)
+            if any(labels - one - always for one in sets):
                 shown_sets = " and ".join(f"[{', '.join(sorted(s))}]" for s in sorted(sets, key=sorted))
                 raise InputError(f"alarms judging {judged} of {name}{f' ({mark})' if mark else ''} over different "
                                  f"groupings ({shown_sets}): on agent.pipeline: otel the agent makes one copy of the "
@@ -556,7 +561,8 @@ LEVEL_PREFIX = "gpudash.level."  # a field's flags past a level, `<n>.<field>`, 
 LEVELS = f"transform/{SUFFIX}-levels"  # the processor that makes a copy's value its flag past the level (level_flags)
 
 
-def _level_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[tuple[str, dict[str, list[str]]]]:
+def _level_fields(catalog: Catalog, settings: Settings,
+                  declarations: list[dict[str, Any]]) -> list[tuple[str, dict[str, list[str]]]]:
     """[(a level mark, {field: the labels its flags keep})] of the fields published in a set with a level mark (an
     alarm judging every reading of several periods past a level: cloudwatch_query.level_plan), marks in their order:
     the set's other dimensions and the GPU's UUID (and GPU_I_ID for a field MIG reports per instance): the copies of
@@ -571,8 +577,8 @@ def _level_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[
                 name = next((m.name for m in catalog if selects(selector, m.name)), None)
                 if name:
                     result.setdefault(mark, {}).setdefault(name, set()).add(frozenset(d for d in dims if d != mark))
-    _one_set_each("every reading of several periods past one level", "one period", result)
-    return [(mark, {name: sorted({*next(iter(sets)), GPU_IDENTITY[0],
+    _one_set_each(settings, "every reading of several periods past one level", "one period", result)
+    return [(mark, {name: sorted({*set().union(*sets), GPU_IDENTITY[0],
                                   *((MIG_INSTANCE_LABEL,) if catalog.get(name).per_instance else ())})
                     for name, sets in sorted(fields.items())})
             for mark, fields in sorted(result.items())]
@@ -744,8 +750,8 @@ class Pipeline:
         shipped = list(shipped)
         declarations = self.publishes["metric_declarations"]
         totals = pod_totals(catalog, declarations, pod_copies(catalog, settings, declarations, shipped))
-        unused = _unused_fields(catalog, declarations)
-        levels = _level_fields(catalog, declarations)
+        unused = _unused_fields(catalog, settings, declarations)
+        levels = _level_fields(catalog, settings, declarations)
         gauges = retyped(catalog, shipped)
         self.processors = {RETYPE: gauges} if gauges else {}
         copies = [*unused_copies(unused), *level_copies(levels), *totals]
