@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
+from generator.artifacts import build
+from generator.output import encode
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
@@ -17,6 +20,14 @@ def through_agent(files: dict[str, bytes], step: int, end: int, fleet=mixed_flee
     return Agent(config, job).run([Scrape(k * step, mixed_fleet.payload(node, k * step, step),
                                           target_labels(job, node.name))
                                    for k in range(-2, end // step) for node in fleet])
+
+
+def alarms_through_agent(project, step: int, end: int, fleet=mixed_fleet.FLEET) -> tuple[dict[str, dict], list]:
+    """Each CloudWatch alarm's request of the project's build by its name, and `fleet`'s datapoints through the build's
+    agent model (through_agent)."""
+    files = encode(build(project))
+    return ({a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]},
+            through_agent(files, step, end, fleet))
 
 
 # the mixed fleet with its time-sliced GPU on an exporter run with KUBERNETES_VIRTUAL_GPUS: one copy per pod sharing it

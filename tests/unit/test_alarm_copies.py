@@ -23,7 +23,7 @@ from generator.artifacts import build, notes
 from generator.cloudwatch_query import COPIES_COUNTED
 from generator.output import encode
 from tests.support import mixed_fleet
-from tests.support.agent_points import SHARED, alarm_values, through_agent
+from tests.support.agent_points import SHARED, alarm_values, alarms_through_agent
 from tests.support.projects import defined_project
 
 STEP, END, PERIOD = 30, 1800, 300
@@ -56,10 +56,9 @@ def _truth(fleet, aggregation: str, field: str, group: str) -> dict[tuple, float
 
 
 def _built(folder, settings: str, fleet, alarms: str = ALARMS) -> tuple[dict, list]:
-    files = encode(build(defined_project(folder, settings, alarms=alarms)))
-    requests = {a["Request"]["AlarmName"].removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): a["Request"]
-                for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
-    return requests, through_agent(files, STEP, END, fleet)
+    requests, points = alarms_through_agent(defined_project(folder, settings, alarms=alarms), STEP, END, fleet)
+    return {name.removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): request
+            for name, request in requests.items()}, points
 
 
 @pytest.fixture(scope="module")
@@ -126,11 +125,8 @@ def test_a_mean_per_node_below_a_level_reads_what_the_agent_publishes(tmp_path, 
     Prometheus rule reads it."""
     text = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
             f"    yield Alarm('util', 'X', Condition(Query('DCGM_FI_DEV_GPU_UTIL', 'avg', ('node',)), {comparison!r}, 1))\n")
-    project = defined_project(tmp_path, "", alarms=text)
-    files = encode(build(project))
-    points = through_agent(files, STEP, END)
-    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                  if a["Request"]["AlarmName"] == "gpudash-gpu-cluster-util-warning"]
+    requests, points = alarms_through_agent(defined_project(tmp_path, "", alarms=text), STEP, END)
+    request = requests["gpudash-gpu-cluster-util-warning"]
     truth = {(("node", node.name),): mean(mean(i.engine * 100 for i in gpu.instances) if gpu.mig else gpu.util
                                           for gpu in node.gpus) for node in mixed_fleet.FLEET}
     assert _read(request, points) == pytest.approx(truth)

@@ -6,15 +6,12 @@ point lacking either (a GPU no pod holds, a pod's total), silencing both alarms,
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from generator.artifacts import build
 from generator.errors import InputError
-from generator.output import encode
 from tests.support import cloudwatch_eval
-from tests.support.agent_points import through_agent
+from tests.support.agent_points import alarms_through_agent
 from tests.support.projects import defined_project
 
 HEAD = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
@@ -27,11 +24,9 @@ def _alarm(name: str, field: str, aggregation: str, group: tuple, comparison: st
 
 
 def _states(folder, text: str) -> dict[str, dict[str, str]]:
-    files = encode(build(defined_project(folder, alarms=HEAD + text)))
-    points = through_agent(files, 30, 1800)
-    return {a["Request"]["AlarmName"]: {"/".join(v for _, v in key): state for key, state in
-                                        cloudwatch_eval.alarm(a["Request"], points, 1800).items()}
-            for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    requests, points = alarms_through_agent(defined_project(folder, alarms=HEAD + text), 30, 1800)
+    return {name: {"/".join(v for _, v in key): state for key, state in
+                   cloudwatch_eval.alarm(request, points, 1800).items()} for name, request in requests.items()}
 
 
 def test_a_pods_count_or_total_below_a_level_reads_the_pods_own_gpus(tmp_path):

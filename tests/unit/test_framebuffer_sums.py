@@ -13,7 +13,6 @@ the alarm is refused with a fix that builds.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 
@@ -25,7 +24,7 @@ from generator.model import AGGREGATIONS, GROUP_KEYS, Alarm, Condition, Query
 from generator.output import encode
 from generator.render.alarms import cloudwatch_alarms
 from tests.support import mixed_fleet
-from tests.support.agent_points import SHARED, alarm_values, through_agent
+from tests.support.agent_points import SHARED, alarm_values, alarms_through_agent, through_agent
 from tests.support.projects import bundled_project, defined_project
 
 STEP, END, PERIOD = 30, 1800, 300
@@ -72,13 +71,12 @@ def _truth(fleet, field: str, group: str) -> dict[tuple, float]:
 
 
 def _built(folder, settings: str, fleet) -> tuple[dict, list]:
-    files = encode(build(defined_project(folder, settings, alarms=_alarms(CASES))))
-    requests = {}
-    for alarm in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
-        name = alarm["Request"]["AlarmName"].removesuffix("-warning")
-        requests[name.split("-", 3)[-1] if name.startswith("gpudash-gpu-cluster-") else name.split("-", 2)[-1]] = \
-            alarm["Request"]
-    return requests, through_agent(files, STEP, END, fleet)
+    requests, points = alarms_through_agent(defined_project(folder, settings, alarms=_alarms(CASES)), STEP, END, fleet)
+
+    def rule(name: str) -> str:
+        name = name.removesuffix("-warning")
+        return name.split("-", 3)[-1] if name.startswith("gpudash-gpu-cluster-") else name.split("-", 2)[-1]
+    return {rule(name): request for name, request in requests.items()}, points
 
 
 @pytest.fixture(scope="module")
