@@ -34,8 +34,8 @@ from ..resources import default_counters
 from ..clients.answer import Answer, OddAnswer
 from ..clients.kube import Kube, for_run
 from ..clients.options import Options
-from .gpu_resources import (GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_NAMES_ENV, gpu_resources, has_gpus,
-                            listed_names, lists_gpus, unattributed)
+from .gpu_resources import (GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_NAMES_ENV, capacity, gpu_resources,
+                            has_gpus, listed_names, lists_gpus, unattributed)
 from .result import FAIL, NOT_DEPLOYED, OK, UNREACHABLE, WARN, Check, cannot_tell, step, steps
 
 GROUP = "kube"
@@ -113,7 +113,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, SLICED_CHECK, _exporter_settings(SLICED_CHECK, _sliced_gpus), daemonset, style, nodes)
         yield from step(GROUP, RESOURCE_NAMES_CHECK, _exporter_settings(RESOURCE_NAMES_CHECK, _resource_names),
                         daemonset, style, nodes)
-        if data_missing.expected(settings):
+        if data_missing.expected(settings) and not addon_source(settings):  # the add-on's counts nvidia.com/gpu alone
             yield from step(GROUP, COUNTED_CHECK, _counted_resources, daemonset, style, nodes, settings)
         yield from step(GROUP, "counters CSV", _exporter_settings("counters CSV", _counters), daemonset, style, kube,
                         project, namespace)
@@ -1358,37 +1358,49 @@ def _resource_names(daemonset: Answer, style, nodes: Callable[[], list[Answer]])
 
 
 COUNTED_CHECK = "GPU nodes the data-missing alarm counts"
+VENDOR_PREFIX = "nvidia.com/"  # the domain of the NVIDIA device plugin's resources
 
 
 def _counted_resources(daemonset: Answer, style, nodes: Callable[[], list[Answer]], settings: Settings) -> list[Check]:
-    """A node advertising its GPUs only under a resource the exporter lists (NVIDIA_RESOURCE_NAMES: a name of the
-    device plugin's config, nvidia.com/a100) that exporter.resource_names does not name fails: the data-missing alarm
-    and rule count a node as a GPU node by its capacity of the device plugin's names and of those the setting names
-    (data_missing.gpu_resources_pattern), so a cluster of such nodes has no GPU node to them, and a stopped exporter
-    there raises nothing. Nothing is said where the exporter lists no such resource (its container not found: the
-    checks of its settings say so)."""
+    """A node whose GPUs are advertised only under resources the data-missing alarm and rule do not count (they count
+    the device plugin's names and those exporter.resource_names names: data_missing.gpu_resources_pattern) is no GPU
+    node to them: where no other node is, a stopped exporter raises nothing. It fails where the exporter lists such a
+    resource (NVIDIA_RESOURCE_NAMES: a name of the device plugin's config, nvidia.com/a100), and is a warning where a
+    node advertises an nvidia.com resource that nothing names (a GPU resource the exporter does not list either, or
+    another NVIDIA device's, such as a network adapter's). A node counted by any of its resources is counted. Nothing
+    is said where no node has such resources (the exporter's container not found: the checks of its settings say so)."""
     try:
         listed = _listed_resources(_container(daemonset, style))
     except NoExporterContainer:
         return []
     counted = re.compile(data_missing.gpu_resources_pattern(settings))
+    named = settings.exporter.resource_names
     missed: dict[str, list[str]] = {}
+    unnamed: dict[str, list[str]] = {}
     for node in nodes():
-        for resource in gpu_resources(node, listed):
-            if not counted.fullmatch(data_missing.ksm_resource(resource)):
-                missed.setdefault(resource, []).append(node.get("metadata.name", str))
-    if not missed:
-        named = sorted(set(listed) & set(settings.exporter.resource_names))
-        return [Check(GROUP, COUNTED_CHECK, OK, f"a node advertising {', '.join(named)} counts as a GPU node "
-                      "(exporter.resource_names)")] if named else []
-    names = sorted(set(settings.exporter.resource_names) | set(missed))
-    return [Check(GROUP, COUNTED_CHECK, FAIL,
-                  "; ".join(f"{shown(sorted(nodes_of))} advertise GPUs as {resource}"
-                            for resource, nodes_of in sorted(missed.items()))
+        vendor = tuple(r for r in capacity(node) if isinstance(r, str) and r.startswith(VENDOR_PREFIX))
+        held = gpu_resources(node, (*listed, *named, *vendor))
+        if not held or any(counted.fullmatch(data_missing.ksm_resource(r)) for r in held):
+            continue
+        for resource in held:
+            (missed if resource in listed else unnamed).setdefault(resource, []).append(node.get("metadata.name", str))
+    if not missed and not unnamed:
+        said = sorted(set(listed) & set(named))
+        return [Check(GROUP, COUNTED_CHECK, OK, f"a node advertising {', '.join(said)} counts as a GPU node "
+                      "(exporter.resource_names)")] if said else []
+    found = missed or unnamed
+    names = sorted(set(named) | set(found))
+    return [Check(GROUP, COUNTED_CHECK, FAIL if missed else WARN,
+                  "; ".join(f"{shown(sorted(nodes_of))} advertise{'' if missed else ' only'} "
+                            f"{'GPUs as ' if missed else ''}{resource}" for resource, nodes_of in sorted(found.items()))
                   + ": the data-missing alarm and rule count a node as a GPU node by its capacity in nvidia.com/gpu, "
                   "nvidia.com/gpu.*, nvidia.com/mig-* and the resources exporter.resource_names names, so these "
-                  "nodes are no GPU node to them: where no other node is, an exporter that stops raises nothing",
-                  f"set exporter.resource_names: [{', '.join(names)}] in gpudash.yaml and generate again")]
+                  "nodes are no GPU node to them: where no other node is, an exporter that stops raises nothing"
+                  + ("" if missed else f"; the exporter's {RESOURCE_NAMES_ENV} does not list it either, so if these "
+                     "are GPUs no pod is named on their series"),
+                  f"set exporter.resource_names: [{', '.join(names)}] in gpudash.yaml and generate again"
+                  + ("" if missed else f" (and {RESOURCE_NAMES_ENV}={','.join((*listed, *sorted(found)))} on the "
+                     "exporter), if these are GPUs"))]
 
 
 def _collectors_path(container: Answer, env: dict[str, str]) -> str:

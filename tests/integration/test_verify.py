@@ -374,9 +374,14 @@ def test_gpus_under_a_custom_resource_name_are_counted_by_the_data_missing_alarm
             gpus = node["status"][place].pop("nvidia.com/gpu", None)
             if gpus is not None:
                 node["status"][place]["nvidia.com/a100"] = gpus
+    name = ("kube", "GPU nodes the data-missing alarm counts")
+    code, checks = verify(*only_kube)  # the exporter lists it not either: a warning naming both settings
+    assert checks[name]["status"] == "warn", checks[name]
+    assert checks[name]["detail"].startswith("gpu-node-a, gpu-node-b advertise only nvidia.com/a100: ")
+    assert checks[name]["fix"] == ("set exporter.resource_names: [nvidia.com/a100] in gpudash.yaml and generate again "
+                                   "(and NVIDIA_RESOURCE_NAMES=nvidia.com/a100 on the exporter), if these are GPUs")
     container = cluster.daemonset["spec"]["template"]["spec"]["containers"][0]
     container.setdefault("env", []).append({"name": "NVIDIA_RESOURCE_NAMES", "value": "nvidia.com/a100"})
-    name = ("kube", "GPU nodes the data-missing alarm counts")
     _kube_failure(verify, name, (
         "gpu-node-a, gpu-node-b advertise GPUs as nvidia.com/a100: the data-missing alarm and rule count a node as a "
         "GPU node by its capacity in nvidia.com/gpu, nvidia.com/gpu.*, nvidia.com/mig-* and the resources "
@@ -388,6 +393,13 @@ def test_gpus_under_a_custom_resource_name_are_counted_by_the_data_missing_alarm
     assert checks[name]["status"] == "ok", checks[name]
     assert checks[name]["detail"] == "a node advertising nvidia.com/a100 counts as a GPU node (exporter.resource_names)"
     assert checks[("kube", "GPU node coverage")]["detail"] == "all 2 GPU nodes run the exporter"  # counted there too
+    gpu_node = next(n for n in cluster.nodes if "nvidia.com/a100" in n["status"]["capacity"])
+    gpu_node["status"]["capacity"]["nvidia.com/gpu"] = "1"  # a node counted by one of its resources is counted
+    (tmp_path / "gpudash.yaml").write_text("")
+    _, checks = verify(*only_kube, "--config", str(tmp_path / "gpudash.yaml"))
+    assert checks[name]["detail"].startswith(
+        f"{'gpu-node-b' if gpu_node['metadata']['name'] == 'gpu-node-a' else 'gpu-node-a'} advertise GPUs as "), \
+        checks[name]
 
 
 def test_an_exporter_pod_on_a_node_without_gpus_is_named(stack):
