@@ -153,7 +153,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         else:
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
-    from .data_missing import guessed_daemonset, unread_daemonset
+    from .data_missing import addon_uncounted_names, guessed_daemonset, unread_daemonset
     from .render.agent import unexpiring_log_groups
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms,
                                 unwatched_static_alarms)
@@ -175,6 +175,9 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     for noted in (guessed_daemonset(project), unread_daemonset(project)):
         if noted:
             click.echo(f"note: {noted[0]}: {noted[1]}\n  fix: {noted[2]}", err=True)
+    uncounted = addon_uncounted_names(project)
+    if uncounted:
+        click.echo(f"warning: {uncounted[0]}: {uncounted[1]}\n  fix: {uncounted[2]}", err=True)
     unexpiring = unexpiring_log_groups(project.settings)
     if unexpiring:
         click.echo(f"warning: agent.log_group_in_stack: false on agent.pipeline: classic: the agent creates its EMF log "

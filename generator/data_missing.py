@@ -198,7 +198,7 @@ from . import container_insights_table as addon
 from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
 from .promql import step_reading
-from .promql_text import matcher, one_of
+from .promql_text import label_name, matcher, one_of
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from .exporter_styles import (EXPORTER_LABELS, exporter_daemonset, fleet_styles, named_daemonsets, namespace_matcher,
                               several_daemonsets)
@@ -231,7 +231,7 @@ NODE_METRICS = (NODES, CAPACITY)  # the agent keeps the GPU resources' capacity 
 
 def ksm_resource(name: str) -> str:
     """A resource's name as kube-state-metrics writes it in its resource label (nvidia.com/a100: nvidia_com_a100)."""
-    return re.sub(r"[^a-zA-Z0-9_]", "_", name)
+    return label_name(name)
 
 
 def gpu_resources_pattern(settings: Settings) -> str:
@@ -635,6 +635,28 @@ def unread_daemonset(project) -> tuple[str, str, str] | None:
             f"remove {names}, or see why it is unread")
 
 
+def addon_uncounted_names(project) -> tuple[str, str, str] | None:
+    """(where, what, fix) when exporter.resource_names names GPU resources the CloudWatch data-missing alarm cannot
+    count: on the Container Insights source the alarm reads the add-on's node_gpu_limit, a node's nvidia.com/gpu
+    capacity alone, so a cluster whose GPUs the device plugin advertises under such a name is never judged there
+    (the Prometheus rule counts them); None when no such name is written or no data-missing alarm is made."""
+    from .container_insights import enabled
+    from .settings import setting_place
+
+    settings = project.settings
+    uncounted = [name for name in settings.exporter.resource_names if name != "nvidia.com/gpu"]
+    if not uncounted or not enabled(settings) or not expected(settings) or not any(a.absent for a in project.alarms):
+        return None
+    return (setting_place(settings, ["exporter", "resource_names"]),
+            f"exporter.resource_names lists {', '.join(uncounted)}, but on the Container Insights source "
+            f"(cloudwatch.source) the CloudWatch data-missing alarm counts a node's GPUs by its nvidia.com/gpu capacity "
+            f"({ADDON_CAPACITY}) alone: a cluster whose GPUs are advertised under "
+            f"{'this name' if len(uncounted) == 1 else 'these names'} raises no CloudWatch data-missing alarm when "
+            f"its exporter stops (the Prometheus rule does)",
+            "publish through gpudash's agent (cloudwatch.source: prometheus-emf), whose kube-state-metrics job counts these "
+            "resources, or have the device plugin advertise the GPUs as nvidia.com/gpu")
+
+
 def reads_daemonset(project) -> bool:
     """Whether the CloudWatch agent's data-missing alarm reads exporter DaemonSets' counts (kube-state-metrics'
     desired count of each DaemonSet exporter.daemonset and exporter.more_daemonsets name)."""
@@ -670,7 +692,7 @@ def exporter_label_matchers() -> list[str]:
 
 @cache
 def _exporter_label_matchers() -> tuple[str, ...]:  # the same for every cluster: made once (16,000 asks at 1,000)
-    return tuple(f'{LABEL_PREFIX}{re.sub(r"[^a-zA-Z0-9_]", "_", key)}="{value}"' for key, value in EXPORTER_LABELS)
+    return tuple(f'{LABEL_PREFIX}{label_name(key)}="{value}"' for key, value in EXPORTER_LABELS)
 
 
 def exporter_labels_text() -> str:

@@ -5,10 +5,9 @@ Used by the scrape job (which pods to scrape), the ServiceMonitor, and `verify`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from .promql_text import one_of, regex_literal
+from .promql_text import one_of, pod_label_meta, regex_literal
 
 EXPORTER_PORT = 9400
 METRICS_PATH = "/metrics"
@@ -27,7 +26,7 @@ class ExporterStyle:
     @property
     def pod_label_meta(self) -> str:
         """The Kubernetes SD meta label that carries `pod_label` on a pod target."""
-        return "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.pod_label[0])
+        return pod_label_meta(self.pod_label[0])
 
 
 def style_for(settings, cluster=None) -> ExporterStyle:

@@ -17,6 +17,19 @@ STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f]')
 _NAMED = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _RE2_META = re.compile(r"[\\.+*?()|\[\]{}^$]")
+_NOT_IN_LABEL_NAME = re.compile(r"[^a-zA-Z0-9_]")
+
+
+def label_name(name: str) -> str:
+    """A Kubernetes name (a label's key, a resource's name) as Prometheus' Kubernetes discovery and kube-state-metrics
+    write it into a label's name: each character outside [a-zA-Z0-9_] an underscore (nvidia.com/a100: nvidia_com_a100,
+    app.kubernetes.io/name: app_kubernetes_io_name)."""
+    return _NOT_IN_LABEL_NAME.sub("_", name)
+
+
+def pod_label_meta(key: str) -> str:
+    """The Kubernetes discovery meta label that carries a pod's label `key` on its target."""
+    return "__meta_kubernetes_pod_label_" + label_name(key)
 
 
 def quoted(value: str) -> str:

@@ -17,6 +17,7 @@ from ..data_missing import (CAPACITY as KSM_CAPACITY, DAEMONSET_LABEL as KSM_DAE
                             DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL, KSM_METRICS, NODE_METRICS as KSM_NODE_METRICS)
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import FIELD_LABEL_KEYS, GPU_LABEL, gpu_identity
+from ..promql_text import pod_label_meta
 from ..reading import read_json_schema
 from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE, RULES_FILE,
                       SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file)
@@ -313,7 +314,7 @@ def _daemonset_pods(settings: Any, cluster: Cluster) -> Iterable[tuple[str, str,
             yield namespace, name, f"{key}={value}", {
                 "__meta_kubernetes_namespace": namespace, "__meta_kubernetes_pod_controller_kind": "DaemonSet",
                 "__meta_kubernetes_pod_controller_name": name, "__meta_kubernetes_pod_container_port_number": "9400",
-                "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key): value}
+                pod_label_meta(key): value}
 
 
 def _published_labels(subject: LintInput) -> set[str]:

@@ -21,6 +21,7 @@ from ..data_missing import CAPACITY, KSM_METRICS, NODES, expected, gpu_resources
 from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, exporter_namespace, exporter_namespaces,
                                fleet_styles, named_daemonsets, style_for)
 from ..promql import MIG_INSTANCE_LABEL
+from ..promql_text import pod_label_meta
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
 from ..series_labels import GENERATION_META, OLD_WORKLOAD, REVISION_LABEL, REVISION_META, SCRAPED_NODE
@@ -145,7 +146,7 @@ def ksm_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[s
     discovery: dict[str, Any] = {"role": "pod"}
     if ksm.namespace:
         discovery["namespaces"] = {"names": [ksm.namespace]}
-    meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
+    meta = pod_label_meta(name)
     daemonsets = [f"{re.escape(ns)};{re.escape(ds)}" for ns, ds in named_daemonsets(settings, cluster)]
     kept = f"({'|'.join(KSM_METRICS)});" + (daemonsets[0] if len(daemonsets) == 1 else f"({'|'.join(daemonsets)})")
     # and the node series that say whether a GPU node exists (data_missing.NODES): each node's info, and the capacity

@@ -703,3 +703,22 @@ def test_the_fleet_prometheus_job_names_each_exporter_pods_own_service(project_d
         ("operator", _exporter_pod("gpu-operator", "nvidia-dcgm-exporter", ("app", "nvidia-dcgm-exporter"))),
         ("chart", _exporter_pod("dcgm-exporter", "dcgm-exporter", ("app_kubernetes_io_name", "dcgm-exporter"))))}
     assert services == {"operator": "nvidia-dcgm-exporter", "chart": "dcgm-exporter"}
+
+
+def test_resource_names_the_container_insights_alarm_cannot_count_are_a_warning(project_dir, cli):
+    """exporter.resource_names makes the agent's kube-state-metrics job and the Prometheus rule count nodes of a device
+    plugin's own resource name as GPU nodes; on the Container Insights source the CloudWatch data-missing alarm reads
+    the add-on's node_gpu_limit (nvidia.com/gpu capacity) alone, so a cluster of nvidia.com/a100 nodes is never judged
+    there. generate said nothing."""
+    named = "exporter:\n  resource_names: [nvidia.com/a100, nvidia.com/gpu]\n"
+    config = project_dir(named + "cloudwatch:\n  source: container-insights\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "build"))
+    assert code == 0, stderr
+    assert (f"warning: {config}:2: exporter.resource_names lists nvidia.com/a100, but on the Container Insights source "
+            in stderr and "raises no CloudWatch data-missing alarm" in stderr
+            and "fix: publish through gpudash's agent (cloudwatch.source: prometheus-emf)" in stderr), stderr
+    for quiet in (named, "cloudwatch:\n  source: container-insights\n",
+                  named + "cloudwatch:\n  source: container-insights\nalarms:\n  expected_gpus: none\n"):
+        config = project_dir(quiet)
+        code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "build"))
+        assert code == 0 and "exporter.resource_names lists" not in stderr, stderr
