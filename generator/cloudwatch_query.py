@@ -128,12 +128,16 @@ def blank_floor(query: Query, catalog: Catalog) -> float:
 
 class Unsupported(ValueError):
     """CloudWatch cannot compute this query truthfully from the published dimension sets; `fix`, what the user can
-    write instead that CloudWatch computes (None: publish the dimensions it needs; "": nothing but another condition,
-    which the caller says of every refusal)."""
+    write instead that CloudWatch computes (None or "": nothing but another condition, which the caller says of every
+    refusal)."""
 
     def __init__(self, message: str, fix: str | None = None) -> None:
         super().__init__(message)
         self.fix = fix
+
+    def with_fix(self) -> str:
+        """The refusal and its fix in one sentence, as a dashboard's note on a panel left out says it."""
+        return f"{self}; {self.fix}" if self.fix else f"{self}"
 
 
 def pod_dimensions(settings: Settings) -> list[str]:
@@ -516,8 +520,8 @@ def _dimension_set(query: Query, settings: Settings) -> tuple[str, ...]:
     for dims in candidates:
         if wanted <= set(dims):
             return tuple(dims)
-    raise Unsupported(f"no published dimension set carries {', '.join(sorted(wanted))} "
-                      f"(cloudwatch.dimensions / cloudwatch.gpu_dimensions)")
+    raise Unsupported(f"no published dimension set carries {', '.join(sorted(wanted))}",
+                      fix="publish a dimension set that carries them (cloudwatch.dimensions / cloudwatch.gpu_dimensions)")
 
 
 def _series_key(query: Query, settings: Settings) -> tuple[str, ...]:
@@ -688,8 +692,8 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     why = (f"; the mean delta per scrape would read n / (n - m) of the {'increase' if query.as_increase else 'rate'} "
            f"when m of a period's n scrapes are missed") if agg == "avg" else ""
     where = "in an alarm" if alarm and not series else f"per {', '.join(series) or 'cluster'}"
-    raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU {what} {where} in one query{why}; "
-                      f"{'sum them, or ' if agg == 'avg' else ''}group by node and gpu")
+    raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU {what} {where} in one query{why}",
+                      fix=f"{'sum them, or ' if agg == 'avg' else ''}group it by node and gpu")
 
 
 def per_pod_lines(query: Query, series: tuple[str, ...]) -> bool:
@@ -856,7 +860,8 @@ def _instance_increase(query: Query, field, settings: Settings, series: tuple[st
     increase the sum of its instances': its lines are the instances' own, and an alarm per GPU is refused."""
     if field.per_instance and alarm:
         raise Unsupported(f"a MIG GPU's increase of {query.metric} is the sum of its instances', which CloudWatch "
-                          f"holds as separate series: it can chart each instance, not alarm per GPU")
+                          f"holds as separate series: it can chart each instance, not alarm per GPU",
+                          fix="group it by mig_instance (each instance judged on its own)")
     shared = (time_sliced_increase(settings),) if settings.agent.pipeline == "classic" else ()
     if MIG_INSTANCE_LABEL in series:  # per MIG instance, named with its profile: the MIG-only set holds it
         return Plan(metric=query.metric, function="SUM", dims=tuple(mig_instance_dimensions(settings)),

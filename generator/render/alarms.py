@@ -459,7 +459,8 @@ def _per_cluster(plan_: Plan, alarm: Alarm) -> Plan:
     """A fleet alarm's plan grouped by the cluster first (clusters_apart): GROUP BY ClusterName, ... ."""
     if CLUSTER_DIMENSION not in plan_.dims:
         raise Unsupported(f"a fleet-scope alarm per {', '.join(plan_.group)} needs {CLUSTER_DIMENSION} in its set "
-                          f"[{', '.join(plan_.dims)}] to tell two clusters' namesakes apart")
+                          f"[{', '.join(plan_.dims)}] to tell two clusters' namesakes apart",
+                          fix=f"name {CLUSTER_DIMENSION} in that set (cloudwatch.dimensions / gpu_dimensions)")
     group = (CLUSTER_DIMENSION, *(name for name in plan_.group if name != CLUSTER_DIMENSION))
     series = (CLUSTER_DIMENSION, *(name for name in plan_.series if name != CLUSTER_DIMENSION))
     return replace(plan_, group=group, series=series)
@@ -746,10 +747,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
         try:
             forms = alarm_forms(alarm, catalog, settings)
         except Unsupported as exc:
-            fix = "publish the dimensions it needs (cloudwatch.dimensions / gpu_dimensions)" if exc.fix is None \
-                else exc.fix
             raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
-                             hint=", or ".join(filter(None, (fix, "give the Alarm a `cloudwatch=` condition")))) \
+                             hint=", or ".join(filter(None, (exc.fix, "give the Alarm a `cloudwatch=` condition")))) \
                 from None
         if not forms:
             continue  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)

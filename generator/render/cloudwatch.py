@@ -59,7 +59,7 @@ def panel_plan(panel: Panel, catalog: Catalog, settings: Settings) -> Plan:
         try:
             answer = source_plan(query, catalog, settings, settings.cloudwatch.period)
         except Unsupported as exc:
-            answer = str(exc)
+            answer = exc.with_fix()
         plans[query] = answer
     if isinstance(answer, str):
         raise Unsupported(answer)
