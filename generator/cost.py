@@ -34,7 +34,7 @@ from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
 from .cloudwatch_query import (ONCE_PER_GPU, UNUSED_SHARE, is_query, level_of, pod_dimensions, pod_total_kind,
                                readings_dimensions)
 from .errors import InputError
-from .markers import POD_DIMENSION
+from .markers import GPU_DIMENSION, POD_DIMENSION
 from .project import Project
 from .reading import read_json
 from .render.agent import Published, published, selected_metrics
@@ -244,6 +244,15 @@ def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet)
     return gpus * (fleet.mig_instances or 1) if MIG_INSTANCE_LABEL in dims else gpus  # a MIG GPU's instances
 
 
+def _judges_pod_gpus(dims: tuple[str, ...] | list[str], project: Project) -> bool:
+    """Whether a per-pod GROUP BY alarm's set names the GPU: it analyzes one metric per GPU instance a pod holds (the
+    idle alarm's: each of a pod's GPUs judged on its own), not one per pod."""
+    from .container_insights import enabled
+
+    return not enabled(project.settings) and not pod_total_kind(dims) \
+        and (GPU_DIMENSION in dims or MIG_INSTANCE_LABEL in dims)
+
+
 def _addon_metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
     """The add-on's GPU metrics, priced per observation: every DCGM collection (every cloudwatch.addon_gpu_interval,
     container_insights.gpu_interval) gives each published metric one value per dimension set (the price file's
@@ -442,6 +451,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     pod_gpus = fleet.held_copies if fleet.pods else 0  # an upper bound: every GPU instance held (none without pods)
     per_pod_gpu = sum(len(m) for dims, m in sets.items() if dims not in pod_sets and set(pod_set) <= set(dims)
                       and MIG_PROFILE_LABEL not in dims)
+    # each pod started in the month publishes them for each GPU instance it holds (as many as a pod holds on average)
+    churned_gpus = fleet.churn / HOURS_PER_MONTH * pod_gpus / fleet.pods if fleet.pods else 0.0
     gpu_sets = {dims: len(m) for dims, m in sets.items()
                 if dims not in pod_sets
                 and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET,
@@ -460,7 +471,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_node = len(sets.get(data_missing.SAMPLES_SET, []))
     nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
     metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
-        per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * pod_gpus + \
+        per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * (pod_gpus + churned_gpus) + \
         per_cluster * fleet.clusters + per_daemonset * daemonsets * fleet.clusters + mig_months
     rate = _rate(prices, "custom_metric_month")
     free_metrics = min(_free(prices, "custom_metrics"), metric_months)
@@ -481,7 +492,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              (f"{per_gpu + per_instance} fields x {fleet.gpu_count:,} GPUs" if not fleet.mig else
               f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_instance} x {fleet.instances:,} MIG instances")
              + f" + {per_pod} fields x {fleet.pods:,} pods (+ {fleet.churn:,} pod starts, prorated)"
-             + (f" + {per_pod_gpu} x {pod_gpus:,} GPUs held by pods, at most (the idle alarms' per GPU)"
+             + (f" + {per_pod_gpu} x {pod_gpus:,} GPUs held by pods, at most (the idle alarms' per GPU; pod starts "
+                f"prorated alike)"
                 if per_pod_gpu and pod_gpus else "")
              + (f" + {per_cluster} per cluster ("
                 + ("data-missing alarm, " if data_missing.expected(settings) else "")
@@ -577,7 +589,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     insights_rate = _price(prices, "metrics_insights_alarm_metric_month")
     regions = len({c.region for c in settings.clusters})
     cluster_analyzed, cluster_alarms, per_pod_alarms, per_pod_analyzed, static_rules, math_alarms = 0.0, 0, 0, 0, 0, 0
-    per_pod_rules, fleet_rules, agent_alarms = 0, 0, 0
+    per_pod_rules, fleet_rules, agent_alarms, per_pod_gpu_rules = 0, 0, 0, 0
     # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (its "mig" form); it
     # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
     mig_alarms, per_node = 0, False
@@ -601,7 +613,10 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                 per_pod_rules += 1
                 fleet_rules += alarm.scope == "fleet"
                 per_pod_alarms += made
-                per_pod_analyzed += fleet.pods
+                per_gpu = _judges_pod_gpus(form.plan.dims, project)
+                per_pod_gpu_rules += per_gpu
+                # the fleet's pods, or the GPU instances they hold (an upper bound, as the custom metrics count them)
+                per_pod_analyzed += (fleet.held_copies if fleet.pods else 0) if per_gpu else fleet.pods
             else:
                 cluster_alarms += made
                 cluster_analyzed += _analyzed(form.plan.dims, project, fleet) * fleet.clusters
@@ -640,6 +655,8 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                           (f"{per_pod_rules} rules x {fleet.clusters} clusters" if not fleet_rules else
                            f"{per_pod_rules} rules ({fleet_rules} of fleet scope: one alarm per Region)")
                           + f" = {per_pod_alarms} alarms; every pod a contributor"
+                          + (f" ({per_pod_gpu_rules} rule{'s' if per_pod_gpu_rules != 1 else ''} judging each GPU a "
+                             f"pod holds: every pod's GPU, {fleet.held_copies:,} at most)" if per_pod_gpu_rules else "")
                           + (f" (+ {mig_alarms} on MIG instances' stand-in field, analyzing MIG pods only: not "
                              f"counted)" if mig_alarms else "")))
     static_alarms = static_rules * fleet.pods

@@ -375,7 +375,8 @@ class Condition:
 class Alarm:
     """A neutral alarm rule; renders to CloudWatch alarms and Prometheus alerting rules.
 
-    Grouping the query by `pod` makes a per-pod alarm (every pod a contributor).
+    Grouping the query by `pod` makes a per-pod alarm (every pod a contributor; by `pod` and `gpu`, each GPU a pod
+    holds).
     `cloudwatch` is an alternative condition for what CloudWatch cannot express
     (it cannot divide two metrics in a GROUP BY alarm). `absent` alarms fire when
     the metric stops arriving at all.

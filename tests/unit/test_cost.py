@@ -399,3 +399,52 @@ def test_each_exporter_daemonset_of_a_cluster_is_priced(project, project_dir):
     assert three["custom metrics"]["quantity"] == one["custom metrics"]["quantity"] - 3 * 3 + 3 * 3 * 3
     assert "3 x 3 exporter DaemonSets per cluster" in three["custom metrics"]["basis"]
     assert estimates(pools, fleet)["group_by"]["alarms"] == estimates(project, fleet)["group_by"]["alarms"] + 3 * 2
+
+
+# Three pods holding every GPU of two nodes: one pod name in two namespaces, a pod of two GPUs and one of three.
+_HELD = tuple(__import__("tests.support.dcgm_fleet", fromlist=["Gpu"]).Gpu(node, index, namespace, pod)
+              for node, index, namespace, pod in (("ip-10-0-1-1", 0, "ml", "train-0"), ("ip-10-0-1-1", 1, "ml", "train-0"),
+                                                  ("ip-10-0-1-1", 2, "research", "train-0"),
+                                                  ("ip-10-0-1-1", 3, "ml", "big"), ("ip-10-0-1-2", 0, "ml", "big"),
+                                                  ("ip-10-0-1-2", 1, "ml", "big")))
+
+
+def test_group_by_alarms_are_priced_per_metric_they_read_a_pods_gpus_each_where_judged_apart(project):
+    """A per-pod GROUP BY alarm is billed per metric it analyzes: the framebuffer alarm one per pod, the idle alarm
+    one per GPU a pod holds (it judges each apart). Pushed through the agent model, the metrics each such alarm's
+    query reads, over a fleet of pods holding several GPUs, are what cost prices (it priced one per pod: 6 for 9)."""
+    from generator.artifacts import build
+    from generator.output import encode
+    from tests.support import cloudwatch_eval, dcgm_fleet
+    from tests.support.cloudwatch_agent import Agent, agent_config
+
+    artifacts = build(project)
+    files = encode(artifacts)
+    config, job = agent_config(next(v for k, v in files.items() if k.startswith("k8s/cwagent-prometheus-config")))
+    points = Agent(config, job).run(dcgm_fleet.scrapes(job, project.catalog, 0, 12, _HELD))
+    read = 0
+    for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
+        for metric in item["Request"].get("Metrics", []):
+            text = metric.get("Expression", "")
+            if not text.startswith("SELECT") or "pod" not in text.split("GROUP BY")[-1]:
+                continue
+            query = cloudwatch_eval.parse(text)
+            read += len({(p.namespace, p.dimensions) for p in points if p.metric == query.metric
+                         and cloudwatch_eval._group_key(query, p.namespace, p.dimensions) is not None})
+    fleet = Fleet(clusters=1, pods=3, churn=0, gpus=6, nodes=2)
+    line = _lines(estimates(project, fleet, artifacts=artifacts))["per-pod alarms (GROUP BY pod)"]
+    assert read == line["quantity"] == 3 + 6, (read, line)
+    assert "each GPU a pod holds" in line["basis"]
+
+
+def test_a_started_pod_publishes_its_per_gpu_metrics_for_each_gpu_it_holds(project):
+    """Pod churn: each pod started in the month publishes its per-pod fields and, per GPU it holds, its per-GPU
+    ones (the idle alarm's utilization per pod GPU), prorated by the hour; the per-GPU ones were left out."""
+    fleet = Fleet(clusters=1, pods=3, churn=0, gpus=6, nodes=2)
+    still = _lines(estimates(project, fleet))["custom metrics"]
+    churned = _lines(estimates(project, Fleet(clusters=1, pods=3, churn=7300, gpus=6, nodes=2)))["custom metrics"]
+    per_pod = int(re.search(r"\+ (\d+) fields x 3 pods", still["basis"])[1])
+    per_pod_gpu = int(re.search(r"\+ (\d+) x 6 GPUs held by pods", still["basis"])[1])
+    assert per_pod and per_pod_gpu
+    # 7,300 pod starts a month, each publishing for an hour: 10 metric-months per metric a pod publishes; two GPUs a pod
+    assert churned["quantity"] - still["quantity"] == pytest.approx(10 * (per_pod + per_pod_gpu * 2))
