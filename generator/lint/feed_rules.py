@@ -80,12 +80,11 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         filtered = ((agent.otel.get("processors") or {}).get(FILTER) or {}).get("metrics", {}).get("datapoint") or []
         totals = total_blank_conditions(subject.catalog, _otel_declarations(agent.otel))
         own = scrape_series(_otel_declarations(agent.otel))  # scrapes without data kept where a declaration publishes them
-        unused = blank_conditions(subject.catalog, _unused_fields(subject.catalog, subject.settings,
-                                                                 _otel_declarations(agent.otel)),
+        unused = blank_conditions(subject.catalog, _unused_fields(subject.catalog, _otel_declarations(agent.otel)),
                                   prefix=UNUSED_PREFIX)  # the copies an alarm's unused share is made of
         # the copies an alarm's flags past a level are made of
         levels = level_blank_conditions(subject.catalog,
-                                        _level_fields(subject.catalog, subject.settings, _otel_declarations(agent.otel)))
+                                        _level_fields(subject.catalog, _otel_declarations(agent.otel)))
         for condition in [*blank_conditions(subject.catalog, published), *totals, *unused, *levels, own]:
             if condition not in filtered:
                 yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {FILTER}",

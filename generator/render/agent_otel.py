@@ -60,7 +60,7 @@ from typing import Any, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, Catalog
-from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE, gpu_dimensions,
+from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE,
                                 marked_level, merged_copies, number, pod_total_kind)
 from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
@@ -484,58 +484,59 @@ UNUSED_PREFIX = "gpudash.unused."  # a field's unused share from the transform t
 UNUSED = f"transform/{SUFFIX}-unused"  # the processor that makes a copy's value its unused share (unused_shares)
 
 
-def _unused_fields(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """{field: the labels its unused share keeps} of the fields published in a set marked UNUSED_SHARE (an alarm
-    judging a share below a level: cloudwatch_query.unused_plan): the sets' dimensions, the GPU instance's identity
-    and the mark."""
-    result: dict[str, set[frozenset[str]]] = {}
+def _copy_sets(catalog: Catalog, declarations: list[dict[str, Any]], mark_of) -> dict[str, dict[str, set[frozenset[str]]]]:
+    """{mark: {field: the sets (dimensions but the mark) that publish the field under it}} of the sets `mark_of`
+    (dims -> the mark's name or None) names a mark of copies made at the agent."""
+    result: dict[str, dict[str, set[frozenset[str]]]] = {}
     for declaration in declarations:
         for dims in declaration["dimensions"]:
-            if UNUSED_SHARE[0] not in dims:
+            mark = mark_of(dims)
+            if mark is None:
                 continue
             for selector in declaration["metric_name_selectors"]:
                 name = next((m.name for m in catalog if selects(selector, m.name)), None)
                 if name:
-                    result.setdefault(name, set()).add(frozenset(d for d in dims if d != UNUSED_SHARE[0]))
-    _one_set_each(settings, "a mean below a level", "a mean above or equal", {"": result})
-    return {name: sorted({*set().union(*sets), *GPU_IDENTITY}) for name, sets in sorted(result.items())}
+                    result.setdefault(mark, {}).setdefault(name, set()).add(frozenset(d for d in dims if d != mark))
+    return result
 
 
-def _one_set_each(settings: Settings, judged: str, instead: str,
-                  marked: dict[str, dict[str, set[frozenset[str]]]]) -> None:
-    """The agent makes one copy of a field's readings per mark (an unused share, flags past a level), keeping the
-    labels of its sets, and only of the points that carry them all: where one set names a label only some points
-    carry (a pod's, which a GPU no pod holds lacks; a MIG instance's profile, which a whole GPU lacks) and another
-    set does not, the copy misses the other set's points lacking it, silencing its alarm (the bundled gpu-idle or
-    gpu-temp-high beside a user's alarm). Labels every point carries (the cluster, the GPU's node, index and identity)
-    do no harm. Refused, naming the sets."""
-    always = {CLUSTER_DIMENSION, *GPU_IDENTITY, *gpu_dimensions(settings)}
-    for mark, fields in marked.items():
-        for name, sets in fields.items():
-            labels = set().union(*sets)
-            if any(labels - one - always for one in sets):
-                shown_sets = " and ".join(f"[{', '.join(sorted(s))}]" for s in sorted(sets, key=sorted))
-                raise InputError(f"alarms judging {judged} of {name}{f' ({mark})' if mark else ''} over different "
-                                 f"groupings ({shown_sets}): on agent.pipeline: otel the agent makes one copy of the "
-                                 f"field's readings for them, which cannot keep both groupings' labels, so each alarm "
-                                 f"would miss the GPUs or pods lacking the other's",
-                                 where="alarms/", hint=f"keep one grouping for such alarms of {name}, or judge "
-                                 f"{instead} instead (agent.pipeline: classic reads each alarm's own set)")
+def _copies(sets: set[frozenset[str]], identity: Iterable[str]) -> list[list[str]]:
+    """The label sets of a field's copies under one mark: one per set that publishes it (its dimensions and the GPU's
+    identity), sets of one label set sharing one copy. One copy per set, not one of every set's labels: a copy keeps
+    only the points that carry each label it keeps, so one copy of a pod's set and a node's missed every GPU no pod
+    holds in both (the two alarms silenced each other's)."""
+    return sorted({tuple(sorted({*dims, *identity})) for dims in sets}, key=lambda labels: (len(labels), labels))
 
 
-def unused_copies(fields: dict[str, list[str]]) -> list[dict[str, Any]]:
+def _unused_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> dict[str, list[list[str]]]:
+    """{field: the label sets of its unused shares, one per set} of the fields published in a set marked UNUSED_SHARE
+    (an alarm judging a share below a level: cloudwatch_query.unused_plan): a set's dimensions and the GPU instance's
+    identity (each a copy, see _copies)."""
+    fields = _copy_sets(catalog, declarations, lambda dims: UNUSED_SHARE[0] if UNUSED_SHARE[0] in dims else None)
+    return {name: [list(labels) for labels in _copies(sets, GPU_IDENTITY)]
+            for name, sets in sorted(fields.get(UNUSED_SHARE[0], {}).items())}
+
+
+def _always(labels: Iterable[str]) -> dict[str, str]:
+    """experimental_match_labels of a copy keeping `labels`: only the points that carry each of them (a GPU a pod
+    holds; a MIG instance's profile), but the cluster and the GPU instance's identity, which every point carries."""
+    return {label: ".+" for label in labels if label not in (CLUSTER_DIMENSION, *GPU_IDENTITY)}
+
+
+def unused_copies(fields: dict[str, list[list[str]]]) -> list[dict[str, Any]]:
     """metricstransform's inserts (in the processor of the pods' totals, before the blank filter, which drops a copy
-    of a blank by its floor) of each field's copy that becomes its unused share: its points with the labels its sets
-    name and the GPU instance's (each point of one scrape has its own: `max` merges none), marked UNUSED_SHARE."""
+    of a blank by its floor) of each field's copies that become its unused share, one per set that publishes it
+    (_copies): its points that carry the labels the set names, with those and the GPU instance's (each point of one
+    scrape has its own: `max` merges none), marked UNUSED_SHARE. The copies of one field share its name (the processor
+    appends each insert's metric, whatever metrics of that name there are: metrics_transform_processor_otlp.go); the
+    set's declaration publishes its own copy alone (_copies_apart)."""
     mark = {"action": "add_label", "new_label": UNUSED_SHARE[0], "new_value": UNUSED_SHARE[1]}
     return [{"include": f"^{re.escape(name)}$", "match_type": "regexp", "action": "insert",
              "new_name": UNUSED_PREFIX + name,
-             # only the points that carry every label its sets name (a GPU a pod holds; a MIG instance's profile):
-             # a copy of any other would be published in no set, and still logged (awsemf writes every group)
-             "experimental_match_labels": {label: ".+" for label in labels
-                                           if label not in (CLUSTER_DIMENSION, *GPU_IDENTITY)},
+             # a copy of any other point would be published in no set, and still logged (awsemf writes every group)
+             "experimental_match_labels": _always(labels),
              "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"}, dict(mark)]}
-            for name, labels in fields.items()]
+            for name, copies in fields.items() for labels in copies]
 
 
 def unused_shares(catalog: Catalog, fields: dict[str, list[str]]) -> dict[str, Any]:
@@ -561,43 +562,75 @@ LEVEL_PREFIX = "gpudash.level."  # a field's flags past a level, `<n>.<field>`, 
 LEVELS = f"transform/{SUFFIX}-levels"  # the processor that makes a copy's value its flag past the level (level_flags)
 
 
-def _level_fields(catalog: Catalog, settings: Settings,
-                  declarations: list[dict[str, Any]]) -> list[tuple[str, dict[str, list[str]]]]:
-    """[(a level mark, {field: the labels its flags keep})] of the fields published in a set with a level mark (an
-    alarm judging every reading of several periods past a level: cloudwatch_query.level_plan), marks in their order:
-    the set's other dimensions and the GPU's UUID (and GPU_I_ID for a field MIG reports per instance): the copies of
-    one reading (a device field's MIG instances, the pods sharing a GPU) are one point."""
-    result: dict[str, dict[str, set[frozenset[str]]]] = {}
-    for declaration in declarations:
-        for dims in declaration["dimensions"]:
-            mark = next((name for name in dims if marked_level(name)), None)
-            if mark is None:
-                continue
-            for selector in declaration["metric_name_selectors"]:
-                name = next((m.name for m in catalog if selects(selector, m.name)), None)
-                if name:
-                    result.setdefault(mark, {}).setdefault(name, set()).add(frozenset(d for d in dims if d != mark))
-    _one_set_each(settings, "every reading of several periods past one level", "one period", result)
-    return [(mark, {name: sorted({*set().union(*sets), GPU_IDENTITY[0],
-                                  *((MIG_INSTANCE_LABEL,) if catalog.get(name).per_instance else ())})
+def _level_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[tuple[str, dict[str, list[list[str]]]]]:
+    """[(a level mark, {field: the label sets of its flags, one per set})] of the fields published in a set with a
+    level mark (an alarm judging every reading of several periods past a level: cloudwatch_query.level_plan), marks
+    in their order: a set's other dimensions and the GPU's UUID (and GPU_I_ID for a field MIG reports per instance),
+    each a copy (_copies): the copies of one reading (a device field's MIG instances, the pods sharing a GPU) are one
+    point."""
+    marked = _copy_sets(catalog, declarations, lambda dims: next((name for name in dims if marked_level(name)), None))
+    return [(mark, {name: [list(labels) for labels in _copies(sets, _level_identity(catalog, name))]
                     for name, sets in sorted(fields.items())})
-            for mark, fields in sorted(result.items())]
+            for mark, fields in sorted(marked.items())]
 
 
-def level_copies(levels: list[tuple[str, dict[str, list[str]]]]) -> list[dict[str, Any]]:
+def _level_identity(catalog: Catalog, name: str) -> tuple[str, ...]:
+    """The labels that tell one reading of a field from another of its flags' copies: the GPU's UUID, and GPU_I_ID for a
+    field MIG reports per instance."""
+    return (GPU_IDENTITY[0], *((MIG_INSTANCE_LABEL,) if catalog.get(name).per_instance else ()))
+
+
+def level_copies(levels: list[tuple[str, dict[str, list[list[str]]]]]) -> list[dict[str, Any]]:
     """metricstransform's inserts (in the processor of the pods' totals, before the blank filter, which drops a copy
-    of a blank by its floor) of each field's copy that becomes its flags past a level: its points that carry every
-    label the set names, one per GPU (instance) and scrape (`max` merges the equal copies of one reading), marked."""
+    of a blank by its floor) of each field's copies that become its flags past a level, one per set (_copies): its
+    points that carry every label the set names, one per GPU (instance) and scrape (`max` merges the equal copies of
+    one reading), marked."""
     return [{"include": f"^{re.escape(name)}$", "match_type": "regexp", "action": "insert",
-             "new_name": f"{LEVEL_PREFIX}{index}.{name}",
-             "experimental_match_labels": {label: ".+" for label in labels
-                                           if label not in (CLUSTER_DIMENSION, *GPU_IDENTITY)},
+             "new_name": f"{LEVEL_PREFIX}{index}.{name}", "experimental_match_labels": _always(labels),
              "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"},
                             {"action": "add_label", "new_label": mark, "new_value": LEVEL_FLAG}]}
-            for index, (mark, fields) in enumerate(levels) for name, labels in fields.items()]
+            for index, (mark, fields) in enumerate(levels) for name, copies in fields.items() for labels in copies]
 
 
-def level_blank_conditions(catalog: Catalog, levels: list[tuple[str, dict[str, list[str]]]]) -> list[str]:
+def _copies_apart(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The declarations, each set of copies made at the agent (an unused share, flags past a level) publishing its own
+    copy of each field alone. Another set's copy of the field under the same mark keeps more labels where its set names
+    more (a pod's GPU beside a node's GPU; a node's GPU beside the node), so it carries every dimension of this set too
+    and awsemf would publish it here as well: this set's declaration matches only points lacking the labels the other
+    copies keep and its own do not (awsemf reads a missing label as empty; one label matcher, since a declaration
+    takes a point that any of its matchers match). Fields of one set whose copies lack different labels get a
+    declaration each. With one copy per field and mark (the bundled alarms) the declarations are unchanged."""
+    copies: dict[tuple[str, str], list[list[str]]] = {}
+    for mark, fields in [(UNUSED_SHARE[0], _unused_fields(catalog, declarations)),
+                         *_level_fields(catalog, declarations)]:
+        copies.update({(mark, name): labels for name, labels in fields.items()})
+    if all(len(labels) == 1 for labels in copies.values()):
+        return declarations
+    result = []
+    for declaration in declarations:
+        dims = declaration["dimensions"][0] if len(declaration["dimensions"]) == 1 else None
+        mark = dims and next((d for d in dims if d == UNUSED_SHARE[0] or marked_level(d)), None)
+        if mark is None:
+            result.append(declaration)
+            continue
+        by_lacking: dict[tuple[str, ...], list[str]] = {}
+        for selector in declaration["metric_name_selectors"]:
+            name = next((m.name for m in catalog if selects(selector, m.name)), None)
+            all_copies = copies.get((mark, name), [])
+            own = next((labels for labels in all_copies if set(dims) - {mark} <= set(labels)
+                        and set(labels) - set(dims) <= {*GPU_IDENTITY}), None)
+            lacking = tuple(sorted({label for labels in all_copies for label in labels} - set(own or ())))
+            by_lacking.setdefault(lacking if own else (), []).append(selector)
+        for lacking, selectors in by_lacking.items():
+            apart = {**declaration, "metric_name_selectors": selectors}
+            if lacking:
+                apart["label_matchers"] = [{"label_names": list(lacking), "separator": ";",
+                                            "regex": "^" + ";" * (len(lacking) - 1) + "$"}]
+            result.append(apart)
+    return result
+
+
+def level_blank_conditions(catalog: Catalog, levels: list[tuple[str, dict[str, list[list[str]]]]]) -> list[str]:
     """The filter's conditions on the flags' copies: a copy of a blank is dropped (its flag would pass any level)."""
     return [condition for index, (_, fields) in enumerate(levels)
             for condition in blank_conditions(catalog, fields, prefix=f"{LEVEL_PREFIX}{index}.")]
@@ -606,7 +639,7 @@ def level_blank_conditions(catalog: Catalog, levels: list[tuple[str, dict[str, l
 FAILS = {">": "<=", ">=": "<"}  # a reading that does not pass the level (a NaN passes neither: awsemf drops it)
 
 
-def level_flags(levels: list[tuple[str, dict[str, list[str]]]]) -> dict[str, Any]:
+def level_flags(levels: list[tuple[str, dict[str, list[list[str]]]]]) -> dict[str, Any]:
     """The transform processor (after the blank filter) that makes each copy's value its flag: 1.0 where the reading
     passes the mark's level, 0.0 where not. A datapoint runs the statements in order, a later one reading what an
     earlier one set: the statement that sets 0.0 first where 0.0 does not pass the level (a level of 0 or more), else
@@ -711,12 +744,13 @@ def stand_in_conditions(catalog: Catalog, declarations: list[dict[str, Any]], sh
             f'IsMatch(metric.name, "^(?:{"|".join(stand_ins)})$") and flags == 1']
 
 
-def _publishes(emf: dict[str, Any]) -> dict[str, Any]:
+def _publishes(catalog: Catalog, emf: dict[str, Any]) -> dict[str, Any]:
     """What awsemf publishes, the same for every cluster."""
+    declarations = [{"dimensions": d["dimensions"], "metric_name_selectors": d["metric_selectors"]}
+                    for d in emf["metric_declaration"]]
     return {
         "namespace": emf["metric_namespace"],
-        "metric_declarations": _kept_apart([{"dimensions": d["dimensions"], "metric_name_selectors": d["metric_selectors"]}
-                                            for d in emf["metric_declaration"]]),
+        "metric_declarations": _copies_apart(catalog, _kept_apart(declarations)),
         "metric_descriptors": [{"metric_name": name, "unit": unit} for name, unit in emf["metric_unit"].items()],
     }
 
@@ -746,12 +780,12 @@ class Pipeline:
 
     def __init__(self, catalog: Catalog, settings: Settings, emf: dict[str, Any], shipped: Iterable[str]):
         self.jobs: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # id(scrape config) -> (it, escaped)
-        self.publishes = _publishes(emf)
+        self.publishes = _publishes(catalog, emf)
         shipped = list(shipped)
         declarations = self.publishes["metric_declarations"]
         totals = pod_totals(catalog, declarations, pod_copies(catalog, settings, declarations, shipped))
-        unused = _unused_fields(catalog, settings, declarations)
-        levels = _level_fields(catalog, settings, declarations)
+        unused = _unused_fields(catalog, declarations)
+        levels = _level_fields(catalog, declarations)
         gauges = retyped(catalog, shipped)
         self.processors = {RETYPE: gauges} if gauges else {}
         copies = [*unused_copies(unused), *level_copies(levels), *totals]

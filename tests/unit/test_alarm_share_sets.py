@@ -1,20 +1,36 @@
 """Alarms on agent.pipeline: otel that judge a share below a level, or every reading of several periods past one,
-read copies of the field's readings the agent makes (an unused share; flags past the level), one per field and mark.
-A pod's total or count of its GPUs below a level is no share of a whole: it reads the pod's total as made. Two such
-alarms of one field over different groupings would need two copies: one made of both groupings' labels missed every
-point lacking either (a GPU no pod holds, a pod's total), silencing both alarms, the bundled ones too: refused."""
+read copies of the field's readings the agent makes (an unused share; flags past the level). A pod's total or count
+of its GPUs below a level is no share of a whole: it reads the pod's total as made.
+
+The agent makes one copy per grouping, each kept to the points that carry its grouping's labels, and each grouping's
+declaration publishes its own copy alone. One copy of every grouping's labels (before) held only the points carrying
+all of them: a user's "any GPU idle" per (node, gpu) beside the bundled gpu-idle per (pod, gpu) lost every GPU no pod
+holds, and `min(temp) by pod > 80` over two periods beside the bundled gpu-temp-high blinded it to them; such pairs
+were then refused. Here every alarm of the bundled set and six of a user's (two of a grouping nested in another's:
+a pod's GPUs in a pod) fire, through the build's agent model, for exactly the GPUs and pods
+the fleet's facts say, on the mixed MIG fleet (its GPU no pod holds hot) and on an idle-GPU fleet; and each set holds
+each GPU (instance) once a scrape. tests/integration/test_share_copies_twins.py runs the Prometheus twins."""
 
 from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
 
 import pytest
 
 from generator.artifacts import build
-from generator.errors import InputError
+from generator.output import encode
+from generator.project import load_project
+from generator.resources import bundled
 from tests.support import cloudwatch_eval
-from tests.support.agent_points import alarms_through_agent
+from tests.support.agent_points import alarms_through_agent, through_agent
+from tests.support.idle_fleet import HOT_MIXED, IDLE
 from tests.support.projects import defined_project
 
 HEAD = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+UTIL, ENGINE, TEMP = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_TEMP"
+END = 1800
 
 
 def _alarm(name: str, field: str, aggregation: str, group: tuple, comparison: str, level: float,
@@ -24,9 +40,9 @@ def _alarm(name: str, field: str, aggregation: str, group: tuple, comparison: st
 
 
 def _states(folder, text: str) -> dict[str, dict[str, str]]:
-    requests, points = alarms_through_agent(defined_project(folder, alarms=HEAD + text), 30, 1800)
+    requests, points = alarms_through_agent(defined_project(folder, alarms=HEAD + text), 30, END)
     return {name: {"/".join(v for _, v in key): state for key, state in
-                   cloudwatch_eval.alarm(request, points, 1800).items()} for name, request in requests.items()}
+                   cloudwatch_eval.alarm(request, points, END).items()} for name, request in requests.items()}
 
 
 def test_a_pods_count_or_total_below_a_level_reads_the_pods_own_gpus(tmp_path):
@@ -46,17 +62,112 @@ def test_a_pods_count_or_total_below_a_level_reads_the_pods_own_gpus(tmp_path):
         "team-e/solo-1", "team-f/trainer.v2-0"}
 
 
-@pytest.mark.parametrize("first, second", [
-    (_alarm("idle", "DCGM_FI_DEV_GPU_UTIL", "avg", ("pod", "gpu"), "<", 10, 2),
-     _alarm("any-idle", "DCGM_FI_DEV_GPU_UTIL", "avg", ("node", "gpu"), "<", 5)),
-    (_alarm("hot", "DCGM_FI_DEV_GPU_TEMP", "min", ("node", "gpu"), ">", 80, 2),
-     _alarm("pod-hot", "DCGM_FI_DEV_GPU_TEMP", "min", ("pod",), ">", 80, 2)),
-], ids=("share below a level", "every reading past a level"))
-def test_two_groupings_of_one_copy_are_refused_naming_both(tmp_path, first, second):
-    project = defined_project(tmp_path, alarms=HEAD + first + second)
-    with pytest.raises(InputError, match="over different groupings") as refused:
-        build(project)
-    assert "node" in str(refused.value) and "pod" in str(refused.value)  # both groupings named
-    (tmp_path / "alone").mkdir()
-    alone = build(defined_project(tmp_path / "alone", alarms=HEAD + first))  # each alone builds
-    assert alone.alarms
+# A user's alarms beside the bundled ones (gpu-idle: a pod's GPU below 5 % for 30 minutes, each MIG instance by its
+# engine activity; gpu-temp-high: a GPU above 80 °C at every reading of two periods), each of one field whose copy
+# the bundled alarm of another grouping reads too.
+USER = (_alarm("any-idle", UTIL, "avg", ("node", "gpu"), "<", 5)  # a GPU idle, held by a pod or not
+        + _alarm("engine-idle", ENGINE, "avg", ("pod", "gpu"), "<", 0.1)  # a pod's GPU (MIG instances too) by engine
+        + _alarm("pod-engine-idle", ENGINE, "avg", ("pod",), "<", 0.1)  # a pod by its GPUs' mean engine activity
+        + _alarm("pod-hot", TEMP, "min", ("pod",), ">", 80, 2)  # every GPU of a pod hot
+        + _alarm("pod-gpu-hot", TEMP, "min", ("pod", "gpu"), ">", 80, 2)  # a pod's GPU hot
+        + _alarm("node-hot", TEMP, "min", ("node",), ">", 80, 2))  # every GPU of a node hot
+
+# What fires, from the fleets' facts (tests/support/idle_fleet.py, mixed_fleet.py); keys as the alarms name their
+# contributors: a MIG alarm's by GPU instance and profile too. A GPU split into MIG instances reads, for GPU
+# utilization over a node's GPU, its instances' mean engine activity (x 100).
+TRUTH = {
+    "mixed": {
+        # team-a/infer-1 at 2 %, the time-sliced GPU at 3 % (named under ts-0 and ts-1 in turn); no MIG instance a
+        # pod holds is below 5 % (80, 40, 60 %)
+        "gpu-idle": ["team-a/infer-1/0", "team-d/ts-0/0", "team-d/ts-1/0"], "gpu-idle-mig": [],
+        # the GPU no pod holds (0 %), infer-1's (2 %), the time-sliced one (3 %); the MIG GPUs read 60 and 30 %
+        "any-idle": ["gpu-node-a/1", "gpu-node-c/0", "gpu-node-ts/0"], "any-idle-mig": [],
+        "engine-idle": ["team-a/infer-1/0", "team-d/ts-0/0", "team-d/ts-1/0"],
+        "pod-engine-idle": ["team-a/infer-1", "team-d/ts-0", "team-d/ts-1"],
+        # 84 °C (worker-0's), 90 °C (no pod's), 91 °C (MIG GPU 1)
+        "gpu-temp-high": ["gpu-node-a/0", "gpu-node-a/1", "gpu-node-mig/1"],
+        "pod-hot": ["team-a/worker-0"],  # mig-b holds instances of GPU 0 (70 °C) and GPU 1 (91 °C)
+        "pod-gpu-hot": ["team-a/worker-0/0", "team-c/mig-b/1"],
+        "node-hot": ["gpu-node-a"],  # 84 and 90 °C; gpu-node-mig's GPU 0 at 70
+    },
+    "idle": {
+        "gpu-idle": ["team-x/held-idle/0", "team-y/pair/0"], "gpu-idle-mig": ["team-z/mig-idle/0/1/3g.20gb"],
+        "any-idle": ["idle-node-1/0", "idle-node-1/1", "idle-node-2/0", "idle-node-2/2"],
+        "any-idle-mig": ["idle-mig/0"],  # its instances' mean engine activity, 0.5 %
+        "engine-idle": ["team-x/held-idle/0", "team-y/pair/0", "team-z/mig-idle/0"],
+        "pod-engine-idle": ["team-x/held-idle", "team-z/mig-idle"],  # pair's GPUs average 25 %
+        "gpu-temp-high": ["idle-mig/0", "idle-node-1/1", "idle-node-1/2", "idle-node-2/0"],
+        "pod-hot": ["team-x/hot-busy", "team-z/mig-idle"],  # pair holds a GPU at 70 °C
+        "pod-gpu-hot": ["team-x/hot-busy/2", "team-y/pair/0", "team-z/mig-idle/0"],
+        "node-hot": ["idle-mig"],
+    },
+}
+FLEETS = {"mixed": HOT_MIXED, "idle": IDLE}
+
+
+def built_beside_bundled(folder, user: str = USER) -> dict[str, bytes]:
+    """The build of the bundled alarms and the alarms `user` (a definitions file's body)."""
+    shutil.copytree(bundled("alarms"), folder / "alarms")
+    (folder / "alarms" / "mine.py").write_text(HEAD + user)
+    (folder / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
+    return encode(build(load_project(folder / "gpudash.yaml")))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    return built_beside_bundled(tmp_path_factory.mktemp("share-sets"))
+
+
+@pytest.fixture(scope="module")
+def points(files):
+    return {name: through_agent(files, 30, END, fleet) for name, fleet in FLEETS.items()}
+
+
+def _firing(files, points) -> dict[str, list[str]]:
+    requests = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
+    return {request["AlarmName"].removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"):
+            sorted("/".join(v for _, v in key) for key, state in cloudwatch_eval.alarm(request, points, END).items()
+                   if state == "ALARM") for request in requests}
+
+
+@pytest.mark.parametrize("fleet", sorted(TRUTH))
+def test_each_alarm_fires_for_the_gpus_and_pods_it_judges_beside_the_others(files, points, fleet):
+    firing = _firing(files, points[fleet])
+    assert {name: firing[name] for name in TRUTH[fleet]} == TRUTH[fleet]
+
+
+def _marked(dims: dict[str, str]) -> bool:
+    return "share" in dims or any(name.startswith("above ") for name in dims)
+
+
+def test_each_grouping_holds_each_gpu_once_a_scrape(points):
+    """On the idle fleet (no GPU shared by time-slicing), each copy's set holds, per group and scrape, one point per
+    GPU of the group (per GPU instance of engine activity, which MIG reports per instance): a node's set does not
+    also publish the copy of its node's GPUs, nor a pod's the copy of its pod's GPUs."""
+    counted = Counter((p.metric, tuple(sorted(p.dimensions)), p.timestamp) for p in points["idle"] if _marked(p.dims()))
+    for (metric, dims, _), count in counted.items():
+        assert count == _units(metric, dict(dims)), (metric, dims, count)
+    # every grouping of the three fields appears: the copies were made and published
+    assert {(metric, tuple(name for name, _ in dims)) for metric, dims, _ in counted} >= {
+        (UTIL, ("ClusterName", "gpu", "namespace", "pod", "share")), (UTIL, ("ClusterName", "gpu", "node", "share")),
+        (ENGINE, ("ClusterName", "namespace", "pod", "share")), (ENGINE, ("ClusterName", "gpu", "namespace", "pod", "share")),
+        (TEMP, ("ClusterName", "above 80", "gpu", "namespace", "pod")), (TEMP, ("ClusterName", "above 80", "gpu", "node")),
+        (TEMP, ("ClusterName", "above 80", "namespace", "pod"))}
+
+
+def _units(metric: str, dims: dict[str, str]) -> int:
+    """The GPUs (GPU instances of engine activity, which MIG reports per instance) of the idle fleet in the group
+    `dims` names (MIG instances a pod holds for a set naming the pod; for GPU utilization, which MIG GPUs do not
+    report, whole GPUs)."""
+    found = set()
+    for node in IDLE:
+        for gpu in node.gpus:
+            for instance in gpu.instances:
+                if metric == UTIL and gpu.mig:
+                    continue
+                labels = {"node": node.name, "gpu": str(gpu.index), "GPU_I_PROFILE": instance.profile or "",
+                          **dict(zip(("namespace", "pod"), instance.pod or ("", "")))}
+                if all(labels.get(name) == value for name, value in dims.items() if name in labels):
+                    found.add((node.name, gpu.index, instance.id if metric == ENGINE else None))
+    return len(found)
+
