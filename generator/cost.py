@@ -25,6 +25,7 @@ import copy
 import difflib
 import json
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -361,10 +362,8 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     unmerged = [n for n in counters if n not in merged]
     device = [n for n in merged_counters if not catalog.get(n).per_instance]
     instance = [n for n in merged_counters if n not in device]
-    unused = sorted({m for dims, ms in what.fields.items() if UNUSED_SHARE[0] in dims and MIG_PROFILE_LABEL not in dims
-                     for m in ms if m not in dropped})
-    unused_mig = sorted({m for dims, ms in what.fields.items() if UNUSED_SHARE[0] in dims and MIG_PROFILE_LABEL in dims
-                         for m in ms})
+    shares = _copy_events(what.fields, lambda dims: UNUSED_SHARE[0] if UNUSED_SHARE[0] in dims else None, dropped)
+    levels = _copy_events(what.fields, level_mark_of, set())
     marks: dict[str, int] = {}  # the pods' totals per scrape: their mark -> fields
     for dims, metrics in what.fields.items():
         kind = pod_total_kind(dims)
@@ -384,15 +383,21 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
           for mark, count in marks.items()),
         # a GPU's readings once per scrape (render/agent_otel.once_per_gpu; the fleet's values past 500 GPUs)
         Events("a GPU's readings once", gpus, len(once), len(once), False),
-        # the unused share of each pod GPU's reading the idle alarms read (render/agent_otel.unused_copies): an event
-        # per GPU instance a pod holds at the scrape (MIG instances' with their profile, on a MIG fleet)
-        *(Events(f"a pod GPU's unused share{' (MIG instances)' if mig else ''}", min(copies, pods), len(names),
-                 len(names), False) for mig, names in ((False, unused), (True, unused_mig if fleet.mig else []))),
+        # the unused share of each GPU (instance) reading the idle alarms read (render/agent_otel.unused_copies), one
+        # copy per grouping: an event per GPU instance of the grouping at the scrape, one a pod holds for a grouping
+        # naming the pod (MIG instances' with their profile, on a MIG fleet)
+        *_told_apart([(dims, Events(f"a {'pod ' if POD_DIMENSION in dims else ''}GPU's unused share"
+                                    f"{' (MIG instances)' if MIG_PROFILE_LABEL in dims else ''}",
+                                    min(copies, pods) if POD_DIMENSION in dims else instances, len(names), len(names),
+                                    False))
+                      for dims, names in shares if fleet.mig or MIG_PROFILE_LABEL not in dims]),
         # the flags of each reading past a level an alarm judges all its periods' readings by (render/agent_otel
-        # .level_copies): an event per GPU (instance) and scrape, per pod GPU for a set that names the pod
-        *(Events(f"a GPU's flags {next(d for d in dims if level_of((d,)))}",
-                 min(copies, pods) if POD_DIMENSION in dims else gpus, len(names), len(names), False)
-          for dims, names in sorted(what.fields.items()) if level_of(dims) and names),
+        # .level_copies), one copy per grouping: an event per GPU (instance) and scrape, per pod GPU for a set that
+        # names the pod
+        *_told_apart([(dims, Events(f"a GPU's flags {level_mark_of(dims)}",
+                                    min(copies, pods) if POD_DIMENSION in dims else gpus, len(names), len(names),
+                                    False))
+                      for dims, names in levels]),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
         node_series,
         *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),
@@ -400,6 +405,26 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
           if what.no_data else []),
     ]
     return [replace(e, mig=fleet.mig and e.full) for e in events if e.count and e.fields]
+
+
+def level_mark_of(dims: tuple[str, ...]) -> str | None:
+    """The level mark a set names (cloudwatch_query.level_mark), or None."""
+    return next((d for d in dims if level_of((d,))), None)
+
+
+def _copy_events(fields: dict[tuple[str, ...], list[str]], mark_of, dropped: set[str]) -> list[tuple]:
+    """[(a set of copies made at the agent under a mark `mark_of` names, its fields)]: the agent makes one copy per
+    grouping (render/agent_otel._copies), an EMF event per GPU (instance) of the grouping and scrape holding the
+    grouping's fields."""
+    marked = [(dims, [m for m in names if m not in dropped]) for dims, names in sorted(fields.items()) if mark_of(dims)]
+    return [(dims, names) for dims, names in marked if names]
+
+
+def _told_apart(events: list[tuple[tuple[str, ...], Events]]) -> list[Events]:
+    """The events, those of one description told apart by their grouping (the set's names but its mark)."""
+    seen = Counter(e.what for _, e in events)
+    return [replace(e, what=f"{e.what} by {', '.join(d for d in dims if d != UNUSED_SHARE[0] and not level_of((d,)))}")
+            if seen[e.what] > 1 else e for dims, e in events]
 
 
 def event_bytes(events: Events, prices: dict[str, Any]) -> float:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -22,9 +23,11 @@ from generator.cost import MINUTES_PER_MONTH
 from generator.output import encode
 from generator.preview.sample import SAMPLE
 from generator.project import load_project
+from generator.resources import bundled
 from tests.support import kube_state
 from tests.support.cloudwatch_agent import Agent, LogEvents, Scrape, agent_config, emf_format, scrape_jobs
 from tests.support.dcgm_fleet import target_labels
+from tests.unit.test_alarm_share_sets import HEAD, USER
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 EXPORTER = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
@@ -35,6 +38,8 @@ SETTINGS = {
     "otel-no-expected-signal": "alarms:\n  expected_gpus: none\n",
     "classic": "agent:\n  pipeline: classic\n",
     "classic-all": "agent:\n  pipeline: classic\n  metric_selection: all\n",
+    # the bundled alarms and a user's of the same fields over other groupings: a copy of each field per grouping
+    "otel-groupings": "definitions:\n  alarms: [alarms]\n",
 }
 
 
@@ -65,7 +70,10 @@ def _written(files) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("name", SETTINGS)
-def test_cost_counts_the_log_events_the_agent_writes(name, project_dir, cli):
+def test_cost_counts_the_log_events_the_agent_writes(name, project_dir, cli, tmp_path):
+    if name == "otel-groupings":
+        shutil.copytree(bundled("alarms"), tmp_path / "alarms")
+        (tmp_path / "alarms" / "mine.py").write_text(HEAD + USER)
     config = project_dir(SETTINGS[name])
     project = load_project(config)
     assert project.settings.scrape.seconds == STEP
