@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..agent_timing import timing_problem
-from ..cloudwatch_query import is_query
+from ..cloudwatch_query import gpu_dimensions, is_query
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
 from ..exporter_styles import EXPORTER_LABELS, named_daemonsets, style_for
@@ -262,6 +262,51 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
                               f"{cluster.name} ({agent_file(cluster.name)}) does not publish it{why}")
     yield from _daemonsets_kept(subject)
     yield from _static_values_published(subject)
+    yield from _copies_published(subject)
+
+
+def _copies_published(subject: LintInput) -> Iterable[Finding]:
+    """On the OTel pipeline, each set of copies the agent makes of a field (an unused share, flags past a level) is
+    published from one copy alone, made of every point carrying the set's labels: a copy that also needs a label the
+    set does not name (one copy kept for two groupings: a pod's and a node's GPU) misses the points lacking it (a GPU no
+    pod holds), and a second copy the set's declaration also takes (a wider grouping's, which carries every label of
+    the set) adds each GPU again."""
+    from ..render.agent_otel import EXPORTER, GPU_IDENTITY, TOTALS, copy_marks, matched_by
+
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None or agent.otel is None:
+            continue
+        transforms = ((agent.otel.get("processors") or {}).get(TOTALS) or {}).get("transforms") or []
+        copies = copy_marks(transforms)  # (field, mark) -> [(kept labels, labels a point must carry)]
+        exporter = (agent.otel.get("exporters") or {}).get(EXPORTER) or {}
+        where = f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}"
+        # the labels every point carries: a copy that needs them misses none
+        always = {CLUSTER_DIMENSION, *GPU_IDENTITY, *gpu_dimensions(subject.settings)}
+        for declaration in exporter.get("metric_declarations") or []:
+            for dims in declaration.get("dimensions") or []:
+                for (name, mark), made in copies.items():
+                    if mark not in dims or not any(re.search(p, name) for p in declaration.get("metric_name_selectors")
+                                                   or []):
+                        continue
+                    grouping = set(dims) - {mark}
+                    shown = f"{name} [{', '.join(dims)}]"
+                    taken = [(kept, needed) for kept, needed in made if grouping <= kept
+                             and matched_by(declaration, {**dict.fromkeys(kept, "x"), mark: "x"})]
+                    if not taken:
+                        yield Finding("AG001", "error", where, f"{shown}: no copy the agent makes carries the set's "
+                                      f"labels: the alarm reading it reads nothing")
+                    for kept, needed in taken:
+                        if needed - grouping - always:
+                            yield Finding("AG001", "error", where, f"{shown} is made only of points that carry "
+                                          f"{', '.join(sorted(needed - grouping - always))}, which the set does not "
+                                          f"name: the GPUs and pods lacking them are missing from the alarm that "
+                                          f"reads it")
+                    own = min(taken, key=lambda copy: (len(copy[0] - grouping), sorted(copy[0])), default=None)
+                    for kept, _ in taken:
+                        if (kept, _) != own:
+                            yield Finding("AG001", "error", where, f"{shown} also publishes the copy kept for "
+                                          f"[{', '.join(sorted(kept))}]: a GPU both copies hold is read twice")
 
 
 def _static_values_published(subject: LintInput) -> Iterable[Finding]:

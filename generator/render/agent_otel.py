@@ -480,6 +480,36 @@ def _kept_apart(declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for d in declarations]
 
 
+def copy_marks(transforms: list[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[frozenset[str], frozenset[str]]]]:
+    """{(field, mark): [(the labels a copy keeps, those a point must carry to be copied)]} of the inserts of the pods'
+    totals processor that make a field's copies marked UNUSED_SHARE or with a level mark (unused_copies, level_copies),
+    as a configuration holds them (read by lint)."""
+    result: dict[tuple[str, str], list[tuple[frozenset[str], frozenset[str]]]] = {}
+    for transform in transforms:
+        new_name = str(transform.get("new_name") or "")
+        if transform.get("action") != "insert" or not new_name.startswith((UNUSED_PREFIX, LEVEL_PREFIX)):
+            continue
+        operations = transform.get("operations") or []
+        kept = next((op.get("label_set") for op in operations if op.get("action") == "aggregate_labels"), None)
+        mark = next((op.get("new_label") for op in operations if op.get("action") == "add_label"), None)
+        name = new_name.removeprefix(UNUSED_PREFIX) if new_name.startswith(UNUSED_PREFIX) else \
+            new_name.removeprefix(LEVEL_PREFIX).partition(".")[2]
+        if kept is None or mark is None:
+            continue
+        needed = frozenset(label for label, regex in (transform.get("experimental_match_labels") or {}).items()
+                           if not re.search(str(regex), ""))
+        result.setdefault((name, mark), []).append((frozenset(kept), needed))
+    return result
+
+
+def matched_by(declaration: dict[str, Any], labels: dict[str, str]) -> bool:
+    """awsemf takes a point of `labels` into the declaration: it has no label matcher, or one matches (the values of
+    its label names joined by its separator, a missing label read as empty)."""
+    matchers = declaration.get("label_matchers") or []
+    return not matchers or any(re.search(str(m.get("regex", "")), (m.get("separator") or ";").join(
+        labels.get(name, "") for name in m.get("label_names") or [])) for m in matchers)
+
+
 UNUSED_PREFIX = "gpudash.unused."  # a field's unused share from the transform that makes it to the one that renames it
 UNUSED = f"transform/{SUFFIX}-unused"  # the processor that makes a copy's value its unused share (unused_shares)
 

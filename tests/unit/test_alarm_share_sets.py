@@ -13,19 +13,24 @@ each GPU (instance) once a scrape. tests/integration/test_share_copies_twins.py 
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
 from generator.artifacts import build
+from generator.lint.feed_rules import RULES
+from generator.lint.runner import run
 from generator.output import encode
 from generator.project import load_project
 from generator.resources import bundled
 from tests.support import cloudwatch_eval
 from tests.support.agent_points import alarms_through_agent, through_agent
 from tests.support.idle_fleet import HOT_MIXED, IDLE
+from tests.support.lint_input import lint_input
 from tests.support.projects import defined_project
 
 HEAD = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
@@ -114,8 +119,13 @@ def built_beside_bundled(folder, user: str = USER) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    return built_beside_bundled(tmp_path_factory.mktemp("share-sets"))
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("share-sets")
+
+
+@pytest.fixture(scope="module")
+def files(folder):
+    return built_beside_bundled(folder)
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +181,50 @@ def _units(metric: str, dims: dict[str, str]) -> int:
                     found.add((node.name, gpu.index, instance.id if metric == ENGINE else None))
     return len(found)
 
+
+
+def _lint(folder, edit=None) -> list[str]:
+    """AG001's messages on the build of `folder` (made by the `files` fixture), its agent's collector configuration
+    edited by `edit`."""
+    project = load_project(folder / "gpudash.yaml")
+    artifacts = build(project)
+    if edit:
+        agent = artifacts.agents[0]
+        otel = copy.deepcopy(agent.otel)
+        edit(otel)
+        artifacts = replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+    return [f.message for f in run([r for r in RULES if r.id == "AG001"], lint_input(project, artifacts))]
+
+
+def _one_copy_of_both(otel):
+    """The copies of GPU utilization's unused share made as before: one insert keeping both groupings' labels, of the
+    points carrying them all, which both groupings' declarations publish."""
+    transforms = otel["processors"]["metricstransform/gpudash-pods"]["transforms"]
+    mine = [t for t in transforms if t.get("new_name") == f"gpudash.unused.{UTIL}"]
+    kept = sorted({label for t in mine for label in t["operations"][0]["label_set"]})
+    union = copy.deepcopy(mine[0])
+    union["operations"][0]["label_set"] = kept
+    union["experimental_match_labels"] = {label: ".+" for label in kept if label not in ("ClusterName", "UUID", "GPU_I_ID")}
+    otel["processors"]["metricstransform/gpudash-pods"]["transforms"] = [
+        union if t is mine[0] else t for t in transforms if t not in mine[1:]]
+    for declaration in otel["exporters"]["awsemf/gpudash"]["metric_declarations"]:
+        if declaration["metric_name_selectors"] == [f"^{UTIL}$"]:
+            declaration.pop("label_matchers", None)
+
+
+def _no_label_matchers(otel):
+    for declaration in otel["exporters"]["awsemf/gpudash"]["metric_declarations"]:
+        if any("share" in dims or any(d.startswith("above ") for d in dims) for dims in declaration["dimensions"]):
+            declaration.pop("label_matchers", None)
+
+
+def test_lint_passes_each_groupings_copy_and_names_one_copy_of_two_groupings_or_a_set_taking_two(folder, files):
+    assert _lint(folder) == []
+    assert _lint(folder, _one_copy_of_both) == [
+        f"{UTIL} [ClusterName, node, gpu, share] is made only of points that carry namespace, pod, which the set does "
+        f"not name: the GPUs and pods lacking them are missing from the alarm that reads it"]
+    taken = _lint(folder, _no_label_matchers)
+    assert f"{ENGINE} [ClusterName, namespace, pod, share] also publishes the copy kept for [ClusterName, GPU_I_ID, " \
+           f"UUID, gpu, namespace, pod]: a GPU both copies hold is read twice" in taken
+    assert f"{TEMP} [ClusterName, namespace, pod, above 80] also publishes the copy kept for [ClusterName, UUID, gpu, " \
+           f"namespace, pod]: a GPU both copies hold is read twice" in taken
