@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..agent_timing import timing_problem
-from ..cloudwatch_query import gpu_dimensions, is_query
+from ..cloudwatch_query import UNUSED_SHARE, gpu_dimensions, is_query, level_of
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
 from ..exporter_styles import EXPORTER_LABELS, named_daemonsets, style_for
@@ -284,14 +284,14 @@ def _copies_published(subject: LintInput) -> Iterable[Finding]:
         # the labels every point carries: a copy that needs them misses none
         always = {CLUSTER_DIMENSION, *GPU_IDENTITY, *gpu_dimensions(subject.settings)}
         for declaration in exporter.get("metric_declarations") or []:
+            selectors = declaration.get("metric_name_selectors") or []
+            names = [m.name for m in subject.catalog if any(re.search(p, m.name) for p in selectors)]
             for dims in declaration.get("dimensions") or []:
-                for (name, mark), made in copies.items():
-                    if mark not in dims or not any(re.search(p, name) for p in declaration.get("metric_name_selectors")
-                                                   or []):
-                        continue
+                mark = next((d for d in dims if d == UNUSED_SHARE[0] or level_of((d,))), None)
+                for name in names if mark else []:
                     grouping = set(dims) - {mark}
                     shown = f"{name} [{', '.join(dims)}]"
-                    taken = [(kept, needed) for kept, needed in made if grouping <= kept
+                    taken = [(kept, needed) for kept, needed in copies.get((name, mark), []) if grouping <= kept
                              and matched_by(declaration, {**dict.fromkeys(kept, "x"), mark: "x"})]
                     if not taken:
                         yield Finding("AG001", "error", where, f"{shown}: no copy the agent makes carries the set's "
@@ -302,9 +302,10 @@ def _copies_published(subject: LintInput) -> Iterable[Finding]:
                                           f"{', '.join(sorted(needed - grouping - always))}, which the set does not "
                                           f"name: the GPUs and pods lacking them are missing from the alarm that "
                                           f"reads it")
-                    own = min(taken, key=lambda copy: (len(copy[0] - grouping), sorted(copy[0])), default=None)
-                    for kept, _ in taken:
-                        if (kept, _) != own:
+                    # the copy of the fewest labels beyond the set's is its own; any other it takes reads GPUs again
+                    own = min(taken, key=lambda made: (len(made[0] - grouping), sorted(made[0])), default=None)
+                    for kept, needed in taken:
+                        if (kept, needed) != own:
                             yield Finding("AG001", "error", where, f"{shown} also publishes the copy kept for "
                                           f"[{', '.join(sorted(kept))}]: a GPU both copies hold is read twice")
 

@@ -547,7 +547,7 @@ def _unused_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> dict
             for name, sets in sorted(fields.get(UNUSED_SHARE[0], {}).items())}
 
 
-def _always(labels: Iterable[str]) -> dict[str, str]:
+def _carried(labels: Iterable[str]) -> dict[str, str]:
     """experimental_match_labels of a copy keeping `labels`: only the points that carry each of them (a GPU a pod
     holds; a MIG instance's profile), but the cluster and the GPU instance's identity, which every point carries."""
     return {label: ".+" for label in labels if label not in (CLUSTER_DIMENSION, *GPU_IDENTITY)}
@@ -564,12 +564,12 @@ def unused_copies(fields: dict[str, list[list[str]]]) -> list[dict[str, Any]]:
     return [{"include": f"^{re.escape(name)}$", "match_type": "regexp", "action": "insert",
              "new_name": UNUSED_PREFIX + name,
              # a copy of any other point would be published in no set, and still logged (awsemf writes every group)
-             "experimental_match_labels": _always(labels),
+             "experimental_match_labels": _carried(labels),
              "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"}, dict(mark)]}
             for name, copies in fields.items() for labels in copies]
 
 
-def unused_shares(catalog: Catalog, fields: dict[str, list[str]]) -> dict[str, Any]:
+def unused_shares(catalog: Catalog, fields: dict[str, list[list[str]]]) -> dict[str, Any]:
     """The transform processor (after the blank filter) that makes each copy's value its field's unused share, the
     whole less the reading (cloudwatch_query.SHARE_BOUNDS: 100 - a percent, 1 - a ratio), an OTTL math expression
     in a datapoint statement (pkg/ottl: `+ - * /` on numbers and paths)."""
@@ -616,7 +616,7 @@ def level_copies(levels: list[tuple[str, dict[str, list[list[str]]]]]) -> list[d
     points that carry every label the set names, one per GPU (instance) and scrape (`max` merges the equal copies of
     one reading), marked."""
     return [{"include": f"^{re.escape(name)}$", "match_type": "regexp", "action": "insert",
-             "new_name": f"{LEVEL_PREFIX}{index}.{name}", "experimental_match_labels": _always(labels),
+             "new_name": f"{LEVEL_PREFIX}{index}.{name}", "experimental_match_labels": _carried(labels),
              "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"},
                             {"action": "add_label", "new_label": mark, "new_value": LEVEL_FLAG}]}
             for index, (mark, fields) in enumerate(levels) for name, copies in fields.items() for labels in copies]

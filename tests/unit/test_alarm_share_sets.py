@@ -218,6 +218,11 @@ def _no_label_matchers(otel):
             declaration.pop("label_matchers", None)
 
 
+def _no_level_copies(otel):
+    processor = otel["processors"]["metricstransform/gpudash-pods"]
+    processor["transforms"] = [t for t in processor["transforms"] if not t.get("new_name", "").startswith("gpudash.level.")]
+
+
 def test_lint_passes_each_groupings_copy_and_names_one_copy_of_two_groupings_or_a_set_taking_two(folder, files):
     assert _lint(folder) == []
     assert _lint(folder, _one_copy_of_both) == [
@@ -228,3 +233,5 @@ def test_lint_passes_each_groupings_copy_and_names_one_copy_of_two_groupings_or_
            f"UUID, gpu, namespace, pod]: a GPU both copies hold is read twice" in taken
     assert f"{TEMP} [ClusterName, namespace, pod, above 80] also publishes the copy kept for [ClusterName, UUID, gpu, " \
            f"namespace, pod]: a GPU both copies hold is read twice" in taken
+    assert f"{TEMP} [ClusterName, node, gpu, above 80]: no copy the agent makes carries the set's labels: the alarm " \
+           f"reading it reads nothing" in _lint(folder, _no_level_copies)
