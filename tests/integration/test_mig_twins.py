@@ -197,17 +197,7 @@ def _series(node: Node, served=_served, late: int = 0) -> list[dict[str, str]]:
     """The node's gauges as Prometheus stores them from its scrapes (`served(node, k)`, at k * STEP + `late` s; the
     node attached), values LATE_STEP apart when `late`: a series a scrape leaves out (a moving pod label's) gets a
     staleness marker there, as Prometheus writes one."""
-    values: dict[str, list[str]] = {}
-    for k in range(STEPS):
-        for line in served(node, k).splitlines():
-            if line.startswith("#") or not line.startswith(("DCGM_FI_DEV_FB", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF")):
-                continue
-            series, value = line.rsplit(" ", 1)
-            values.setdefault(f'{series[:-1]},node="{node.name}"}}', ["_"] * STEPS)[k] = value
-    for readings in values.values():
-        for k in range(1, STEPS):
-            if readings[k] == "_" and readings[k - 1] not in ("_", "stale"):
-                readings[k] = "stale"
+    values = mixed_fleet.stored(node, ("DCGM_FI_DEV_FB", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF"), STEPS, STEP, served)
     if late:  # restated LATE_STEP apart: none before `late`, none between the scrapes
         gap = STEP // LATE_STEP
         values = {series: ["_"] * (late // LATE_STEP) + [v for reading in readings

@@ -25,19 +25,10 @@ def folder(tmp_path_factory):
 
 
 def _series(node: Node) -> list[dict[str, str]]:
-    """The node's readings of the alarms' fields as Prometheus stores them from its scrapes (the node attached): a
-    series a scrape leaves out (the time-sliced GPU's, named under its pods in turn) gets a staleness marker there."""
-    values: dict[str, list[str]] = {}
-    for k in range(STEPS):
-        for line in mixed_fleet.payload(node, k * STEP, STEP).splitlines():
-            if line.startswith(tuple(f"{field}{{" for field in (UTIL, ENGINE, TEMP))):
-                series, value = line.rsplit(" ", 1)
-                values.setdefault(f'{series[:-1]},node="{node.name}"}}', ["_"] * STEPS)[k] = value
-    for readings in values.values():
-        for k in range(1, STEPS):
-            if readings[k] == "_" and readings[k - 1] not in ("_", "stale"):
-                readings[k] = "stale"
-    return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
+    """The node's readings of the alarms' fields as Prometheus stores them from its scrapes (mixed_fleet.stored)."""
+    fields = tuple(f"{field}{{" for field in (UTIL, ENGINE, TEMP))
+    return [{"series": series, "values": " ".join(readings)}
+            for series, readings in mixed_fleet.stored(node, fields, STEPS, STEP).items()]
 
 
 # the labels of an alert of each rule, from a contributor's key as the unit test writes it

@@ -287,6 +287,24 @@ def moving(fleet: tuple[Node, ...] = FLEET) -> tuple[str, ...]:
                  if any(len(i.pods()) > 1 for i in gpu.instances))
 
 
+def stored(node: Node, prefixes: tuple[str, ...], steps: int, step: int, served=None) -> dict[str, list[str]]:
+    """{series with the node attached: its values at each of `steps` scrapes `step` s apart ("_": none)} of the node's
+    series whose line starts with one of `prefixes` (`FIELD{` for one field) as Prometheus stores them from `served(node, k)` (default: its payload at scrape k): a series a scrape
+    leaves out (a moving pod label's) gets a staleness marker there, as Prometheus writes one (promtool's "stale")."""
+    values: dict[str, list[str]] = {}
+    for k in range(steps):
+        text = served(node, k) if served else payload(node, k * step, step)
+        for line in text.splitlines():
+            if not line.startswith("#") and line.startswith(prefixes):
+                series, value = line.rsplit(" ", 1)
+                values.setdefault(f'{series[:-1]},node="{node.name}"}}', ["_"] * steps)[k] = value
+    for readings in values.values():
+        for k in range(1, steps):
+            if readings[k] == "_" and readings[k - 1] not in ("_", "stale"):
+                readings[k] = "stale"
+    return values
+
+
 def read_at_a_step(selector: str, window: int) -> str:
     """Per series of `selector`, the whole-second steps of the `window` seconds up to the instant that read it (a
     sample within the step's last second, no staleness marker since): what the alerts judged at 1 s steps see."""
