@@ -25,16 +25,24 @@ def _substituted(expr: str, unknown: str | None) -> str:
         name = match.group(1) or match.group(2) or match.group(3)
         return _GLOBALS.get(name, match.group() if unknown is None else unknown)
 
-    def outside(text: str) -> str:
-        return _REFERENCE.sub(replace, text)
-
-    pieces, at = [], 0
-    for string in STRING_LITERAL.finditer(expr):
-        pieces += [outside(expr[at:string.start()]), _REFERENCE.sub(lambda m: _GLOBALS.get(
-            m.group(1) or m.group(2) or m.group(3), "gpudash_variable"), string.group())]
-        at = string.end()
-    pieces.append(outside(expr[at:]))
+    pieces = _STRINGS_APART.split(expr)  # the text outside strings at even places, the strings at odd ones
+    for at in range(0, len(pieces), 2):
+        if "$" in pieces[at] or "[[" in pieces[at]:
+            pieces[at] = _REFERENCE.sub(replace, pieces[at])
+    pieces[1::2] = map(_in_string, pieces[1::2])
     return "".join(pieces)
+
+
+_STRINGS_APART = re.compile(f"({STRING_LITERAL.pattern})")
+
+
+@lru_cache(maxsize=4096)
+def _in_string(string: str) -> str:
+    """A string literal with each variable in it replaced by a word (a global one by its value). A dashboard's query
+    holds thousands of strings, a few distinct ones."""
+    if "$" not in string and "[[" not in string:
+        return string
+    return _REFERENCE.sub(lambda m: _GLOBALS.get(m.group(1) or m.group(2) or m.group(3), "gpudash_variable"), string)
 
 
 def _candidates(expr: str, any_variable: bool) -> list[str]:
@@ -64,6 +72,33 @@ def parse(expr: str, any_variable: bool = False):
                               lambda text: promql_parser.parse(_as_promql_parser_reads(text)))
 
 
+def _parse_plain(expr: str):
+    """parse's tree but for each regex matcher's operator and value (read as `plain` equality matchers: see
+    _as_promql_parser_reads), or parse's ValueError: what query_selectors reads, at a fraction of the cost."""
+    return _first_that_parses(_candidates(expr, False), lambda text: _plain_first(text, _promql_parser_parse))
+
+
+def _promql_parser_parse(text: str):
+    import promql_parser
+
+    return promql_parser.parse(text)
+
+
+def _plain_first(text: str, parse_one):
+    """parse_one of `text` as promql_parser reads it with plain matchers; where that fails, of the text as it reads
+    it (whose message is the one to give)."""
+    try:
+        plain = _as_promql_parser_reads(text, plain=True)
+    except ValueError:
+        plain = None
+    if plain is not None:
+        try:
+            return parse_one(plain)
+        except ValueError:
+            pass
+    return parse_one(_as_promql_parser_reads(text))
+
+
 def _first_that_parses(texts: list[str], parse_one):
     """parse_one's result for the first of `texts` it parses; or the first text's ValueError."""
     error: ValueError | None = None
@@ -76,30 +111,71 @@ def _first_that_parses(texts: list[str], parse_one):
 
 
 def selectors(ast) -> list[Selector]:
+    """Every selector of a parsed query, in the order of the text, with what is around it (see _walked_selectors,
+    which says the same by visiting each node with the whole path above it: this one carries down what the path
+    says, and judges where the range of a selector is taken only where no sum of deltas above it said already)."""
+    import promql_parser
+
+    found: list[Selector] = []
+    kinds = _children_of_each_kind()
+    if not _read_selectors(ast, [], found, False, False, kinds, promql_parser.VectorSelector):
+        return _walked_selectors(ast)  # a kind of node not known here
+    return found
+
+
+def _read_selectors(node, stack: list, found: list[Selector], summed: bool, unread: bool, kinds: dict,
+                    vector_selector: type) -> bool:
+    """Adds the selectors at and below `node` (below `stack`, its ancestors) to `found`: `summed`, whether an
+    ancestor adds up a counter's deltas; `unread`, whether an ancestor keeps its readings from the answer (_unread).
+    False where a node is of a kind not known here."""
+    kind = type(node)
+    if kind is vector_selector:
+        found.append(Selector(node.name, tuple(m.name for m in node.matchers.matchers),
+                              "increase" if summed else _range_function(stack), not unread))
+        return True
+    children = kinds.get(kind)
+    if children is None:
+        return False
+    stack.append(node)
+    summed = summed or _sums_deltas(node) or _range_parts(node)
+    for child in children(node):
+        if not _read_selectors(child, stack, found, summed, unread or _hides(node, child), kinds, vector_selector):
+            return False
+    stack.pop()
+    return True
+
+
+def _range_function(stack: list) -> str | None:
+    """The function a selector below `stack` (its ancestors) is read through, no sum of deltas above it."""
+    import promql_parser
+
+    ranged = _ranged(stack)
+    if ranged is not None and stack[ranged].func.name == "present_over_time":
+        return "compare"  # promql.taken_within: whether a sample was taken in the step, not a chart of x
+    if ranged is not None:
+        function = stack[ranged].func.name
+        if function == "max_over_time" and ranged >= 1 and _guard(stack[ranged - 1]):
+            return "compare"  # `max_over_time(x[w]) < 9e18`: no blank in the window, not a chart of x
+        return function
+    if stack and _guard(stack[-1]):
+        return "compare"  # a guard such as `x < 1e14`, not a chart of x
+    if stack and isinstance(stack[-1], promql_parser.Call) and stack[-1].func.name == "timestamp":
+        return "compare"  # `timestamp(x) > time() - 30`: when a sample was taken, not a chart of x
+    return None
+
+
+def _walked_selectors(ast) -> list[Selector]:
+    """selectors' answer by visiting each node (walk) with the whole path above it: for a tree holding a kind of
+    node selectors does not know (walk leaves it to promql_parser)."""
     import promql_parser
 
     found: list[Selector] = []
     stack: list[object] = []
-    # of each node on `stack`, whether it adds up a counter's deltas (_sums_deltas, _range_parts): judged once as it
-    # is pushed, not again for every selector below it (a step-reading query holds hundreds of selectors)
-    increases: list[bool] = []
+    increases: list[bool] = []  # of each node on `stack`, whether it adds up a counter's deltas
 
     def pre(node):
         if isinstance(node, promql_parser.VectorSelector):
-            function = None
-            ranged = _ranged(stack)
-            if any(increases):
-                function = "increase"  # promql.summed_deltas: the counter's increase, read per step
-            elif ranged is not None and stack[ranged].func.name == "present_over_time":
-                function = "compare"  # promql.taken_within: whether a sample was taken in the step, not a chart of x
-            elif ranged is not None:
-                function = stack[ranged].func.name
-                if function == "max_over_time" and ranged >= 1 and _guard(stack[ranged - 1]):
-                    function = "compare"  # `max_over_time(x[w]) < 9e18`: no blank in the window, not a chart of x
-            elif stack and _guard(stack[-1]):
-                function = "compare"  # a guard such as `x < 1e14`, not a chart of x
-            elif stack and isinstance(stack[-1], promql_parser.Call) and stack[-1].func.name == "timestamp":
-                function = "compare"  # `timestamp(x) > time() - 30`: when a sample was taken, not a chart of x
+            function = "increase" if any(increases) else _range_function(stack)
             labels = tuple(m.name for m in node.matchers.matchers)
             found.append(Selector(node.name, labels, function, not _unread(stack + [node])))
         stack.append(node)
@@ -123,17 +199,19 @@ def _unread(path: list) -> bool:
     """Whether the readings of the node at the end of `path` (its ancestors from the root, then itself) never reach
     the query's answer: below a count or a presence test, or on the right of `and`/`unless` (which keep the left
     side's readings where the right side has series)."""
+    return any(_hides(above, below) for above, below in zip(path, path[1:]))
+
+
+def _hides(above, below) -> bool:
+    """Whether `above` keeps the readings of its child `below` from its answer (_unread)."""
     import promql_parser
 
-    for above, below in zip(path, path[1:]):
-        if isinstance(above, promql_parser.AggregateExpr) and str(above.op) in _SERIES_ONLY_AGGREGATIONS \
-                and below is above.expr:
-            return True
-        if isinstance(above, promql_parser.Call) and above.func.name in _SERIES_ONLY_CALLS:
-            return True
-        if isinstance(above, promql_parser.BinaryExpr) and str(above.op) in ("and", "unless") and below is above.rhs:
-            return True
-    return False
+    if isinstance(above, promql_parser.AggregateExpr) and str(above.op) in _SERIES_ONLY_AGGREGATIONS \
+            and below is above.expr:
+        return True
+    if isinstance(above, promql_parser.Call) and above.func.name in _SERIES_ONLY_CALLS:
+        return True
+    return isinstance(above, promql_parser.BinaryExpr) and str(above.op) in ("and", "unless") and below is above.rhs
 
 
 def walk(node, pre, post) -> None:
@@ -277,7 +355,7 @@ def query_selectors(expr: str) -> tuple[Selector, ...]:
 @lru_cache(maxsize=4096)
 def _query_selectors(expr: str) -> tuple[Selector, ...] | str:
     try:
-        return tuple(selectors(parse(expr)))
+        return tuple(selectors(_parse_plain(expr)))
     except ValueError as exc:
         return str(exc)
 
@@ -369,10 +447,9 @@ def _check_parses(expr: str, any_variable: bool) -> None:
     import promql_parser
 
     def parse_one(text: str) -> None:
-        text = _as_promql_parser_reads(text)
         promql_parser.parse(_chains_checked(text) if text.count(" or ") > CHAIN else text)
 
-    _first_that_parses(_candidates(expr, any_variable), parse_one)
+    _first_that_parses(_candidates(expr, any_variable), lambda text: _plain_first(text, parse_one))
 
 
 def _chains_checked(text: str) -> str:
@@ -457,24 +534,73 @@ def _unescaped(escape: re.Match[str]) -> str:
                      "in a double-quoted PromQL string, or a backtick string)")
 
 
-def _as_promql_parser_reads(text: str) -> str:
+def _as_promql_parser_reads(text: str, plain: bool = False) -> str:
     """`text` rewritten so that promql_parser's verdict is Prometheus' (see above); ValueError for a matcher regex
-    Prometheus refuses."""
+    Prometheus refuses. With `plain`, each label's regex matcher, once judged (it compiles), is written as an
+    equality matcher that matches the empty value exactly when the regex does (`a=~".*"` as `a=""`, `a=~".+"` as
+    `a="_"`; `!~` as `!=`): the same tree but for the matchers' operators and values, the same verdict (the parser
+    refuses a selector all of whose matchers match the empty value), and promql_parser does not compile each
+    matcher's regex again (most of the parse of a dashboard's query: 9,500 regex matchers, 4 distinct regexes).
+    Not where the text names __name__ (an equality matcher of it is the metric's name)."""
     outside = STRING_LITERAL.sub('""', text)
     if "`" in text:
         text = STRING_LITERAL.sub(lambda m: _double_quoted(m.group()[1:-1]) if m.group()[0] == "`" else m.group(),
                                   text)
     if "=~" in outside or "!~" in outside:
+        plain = plain and "__name__" not in text
+
         def judged(match: re.Match[str]) -> str:
-            regex = _ESCAPE.sub(_unescaped, match.group(3)[1:-1])
-            found, rust = _re2_judged(regex)
-            if found is not None:
-                raise ValueError(found if found.startswith("illegal regex") else f"illegal regex for {regex}: {found}")
-            return match.group(1) + match.group(2) + _double_quoted(rust)
+            problem, rust, value = _regex_read(match.group(3))
+            if problem is not None:
+                raise ValueError(problem)
+            if plain and value is not None and _after_label_name(match.string, match.start()):
+                return ("=" if match.group(1) == "=~" else "!=") + match.group(2) + value
+            return match.group(1) + match.group(2) + rust
         text = _REGEX_MATCHER.sub(judged, text)
     if "holt_winters" in outside:
         text = _HOLT_WINTERS.sub(r"double_exponential_smoothing\1", text)
     return text
+
+
+@lru_cache(maxsize=4096)
+def _regex_read(literal: str) -> tuple[str | None, str, str | None]:
+    """Of a matcher's regex as written (a quoted string): why Prometheus refuses it (or None), the same regex as a
+    double-quoted string as promql_parser reads it, and its `plain` value (_plain_value). Once per distinct literal:
+    a dashboard's query holds thousands of matchers of a few regexes."""
+    try:
+        regex = _ESCAPE.sub(_unescaped, literal[1:-1])
+    except ValueError as exc:
+        return str(exc), "", None
+    found, rust = _re2_judged(regex)
+    if found is not None:
+        return (found if found.startswith("illegal regex") else f"illegal regex for {regex}: {found}"), "", None
+    return None, _double_quoted(rust), _plain_value(rust)
+
+
+def _after_label_name(text: str, at: int) -> bool:
+    """Whether a word (a label's name) ends just before `at`, but for blanks: a matcher (`gpu =~ "..."`), not an
+    operator that would read otherwise with `=~` made `=` (`x !=~ "..."`, refused, is not `x != "..."`)."""
+    at -= 1
+    while at >= 0 and text[at] in " \t\r\n":
+        at -= 1
+    return at >= 0 and (text[at].isalnum() or text[at] == "_")
+
+
+@lru_cache(maxsize=4096)
+def _plain_value(rust: str) -> str | None:
+    """The value of the equality matcher that stands for a regex matcher (`plain`): `""` where the regex (one that
+    compiles) matches the empty value as promql_parser judges it (it refuses a selector whose only matcher is
+    `a=~"<regex>"`), `"_"` where it does not; None if the parser says anything else (the regex is kept)."""
+    import promql_parser
+
+    try:
+        promql_parser.parse("{a=~" + _double_quoted(rust) + "}")
+    except ValueError as exc:
+        return '""' if str(exc) == _EMPTY_MATCHERS else None
+    return '"_"'
+
+
+_EMPTY_MATCHERS = "vector selector must contain at least one non-empty matcher"
 
 
 def _double_quoted(raw: str) -> str:
