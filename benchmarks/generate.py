@@ -3,7 +3,9 @@
 Figures (median of 5 fresh processes each):
   * start-up (`gpudash --help`) and the default build;
   * 200 dashboards x 20 panels, against a plain grafana-foundation-sdk script writing the same
-    200 Grafana dashboards (benchmarks/sdk_dashboards.py);
+    200 Grafana dashboards (benchmarks/sdk_dashboards.py): once with the same 20 panels on every dashboard (a
+    panel met again is built once a build, so that row shows the repeats' gain), once with 4,000 distinct panels
+    (titles "<metric> <i> of <dashboard>"), the script writing the same distinct titles;
   * one 8-panel dashboard, against grafanalib's `generate-dashboard` CLI;
   * 100 and 1,000 clusters (linear growth; peak memory): rebuilt over the previous build, built into
     a new folder, and built right after `rm -rf` of the previous build; 1,000 clusters each with a
@@ -54,6 +56,22 @@ def dashboards(ctx):
         yield Dashboard(f"d{{number}}", f"Dashboard {{number}}", [Row("Pods", panels)])
 '''
 
+# The same dashboards, each panel unlike any other of the build (its title names its dashboard): nothing is built once
+# for several dashboards but the variables (benchmarks/sdk_dashboards.py's `distinct` writes the same titles)
+DISTINCT_DASHBOARDS = '''
+from generator.model import Dashboard, Row
+from generator.panels import per_pod
+
+METRICS = {metrics!r}
+
+
+def dashboards(ctx):
+    for number in range({dashboards}):
+        panels = [per_pod(METRICS[i % len(METRICS)], f"{{METRICS[i % len(METRICS)]}} {{i}} of {{number}}")
+                  for i in range({panels})]
+        yield Dashboard(f"d{{number}}", f"Dashboard {{number}}", [Row("Pods", panels)])
+'''
+
 GRAFANALIB = '''
 from grafanalib.core import Dashboard, GridPos, Target, TimeSeries
 
@@ -97,6 +115,8 @@ def scenarios(root: Path) -> dict[str, Path | None]:
         "defaults": None,
         "one dashboard": definitions_config(root, "one", ONE_DASHBOARD.format(metrics=METRICS[:8])),
         "many dashboards": definitions_config(root, "many", MANY_DASHBOARDS.format(
+            metrics=METRICS, dashboards=DASHBOARDS, panels=PANELS)),
+        "distinct panels": definitions_config(root, "distinct", DISTINCT_DASHBOARDS.format(
             metrics=METRICS, dashboards=DASHBOARDS, panels=PANELS)),
         "few clusters": clusters_config(root, FEW),
         "many clusters": clusters_config(root, MANY),
@@ -156,6 +176,17 @@ def main() -> None:
         record(f"`generate`, {DASHBOARDS:,} dashboards × {PANELS} panels", str(many),
                f"≤ 2.5 × a plain grafana-foundation-sdk script, {sdk}: ratio {many.seconds / sdk.seconds:.2f} "
                f"(CPU {many.cpu_seconds / sdk.cpu_seconds:.2f})", many.seconds <= 2.5 * sdk.seconds)
+
+        distinct, anchor = measure_pair(generate(configs["distinct panels"], root / "b6"),
+                                        [sys.executable, str(HERE / "sdk_dashboards.py"), str(root / "sdk-distinct"),
+                                         str(DASHBOARDS), str(PANELS), "distinct"])
+        row(f"`generate`, {DASHBOARDS:,} dashboards × {PANELS} distinct panels (Grafana and CloudWatch)", str(distinct),
+            f"plain grafana-foundation-sdk script, the same titles: {anchor} (ratio "
+            f"{distinct.seconds / anchor.seconds:.1f}; CPU {distinct.cpu_seconds / anchor.cpu_seconds:.1f})")
+        record(f"`generate`, {DASHBOARDS:,} dashboards × {PANELS} distinct panels", str(distinct),
+               f"≤ 2.5 × a plain grafana-foundation-sdk script, the same titles, {anchor}: ratio "
+               f"{distinct.seconds / anchor.seconds:.2f} (CPU {distinct.cpu_seconds / anchor.cpu_seconds:.2f})",
+               distinct.seconds <= 2.5 * anchor.seconds)
 
         (root / "bench.dashboard.py").write_text(textwrap.dedent(GRAFANALIB.format(metrics=METRICS[:8])))
         one, grafanalib = measure_pair(generate(configs["one dashboard"], root / "b2"),

@@ -23,6 +23,7 @@ ARGUMENTS = {"queries.py": ["--gpus", "1", "--days", "0.05", "--runs", "1", "--r
 PRINTS = {
     "alarms.py": ["GROUP BY pod (one alarm per rule)", "static (one alarm per pod)"],
     "generate.py": ["| `gpudash --help` |", "| `generate`, 2 dashboards × 2 panels (Grafana and CloudWatch) |",
+                    "| `generate`, 2 dashboards × 2 distinct panels (Grafana and CloudWatch) |",
                     "| `generate`, one 8-panel dashboard |", "| `generate`, 2 clusters |",
                     "| `generate`, 2 clusters, each its own Prometheus (no prometheus_label) and two exporter DaemonSets |",
                     "right after `rm -rf` of the previous build |", "(median of 1 fresh processes each;"],
@@ -39,7 +40,8 @@ PRINTS = {
 }
 # The rows of issue 13's table each script appends for benchmarks/summary.py (GPUDASH_BENCH_FIGURES), at this size.
 RECORDS = {
-    "generate.py": ["`generate`, 2 dashboards × 2 panels", "`generate`, one 8-panel dashboard", "`generate`, 2 clusters"],
+    "generate.py": ["`generate`, 2 dashboards × 2 panels", "`generate`, 2 dashboards × 2 distinct panels",
+                    "`generate`, one 8-panel dashboard", "`generate`, 2 clusters"],
     "publish.py": ["first `apply`, 1 clusters (", "no-op `apply`, 1 clusters (", "first `apply`, 2 clusters in 2 Regions"],
     "verify.py": ["`gpudash verify`, 4 groups"],
     "suite.py": ["`make test` on a fresh clone"],
