@@ -129,6 +129,33 @@ def test_the_bytes_a_split_counts_for_an_alarm_or_log_group_are_those_it_adds_to
     assert checked == 2 + len(alarms) > 80, checked  # each cluster's log group, and every alarm
 
 
+def test_a_cluster_is_split_by_the_exact_bytes_where_the_bounds_of_its_resources_pass_the_quotas(
+        cli, project_dir, tmp_path, monkeypatch):
+    """Each alarm and log group is first counted by an upper bound of its bytes (serialize.nested_json_size_bound,
+    a third of the cost of writing it); a cluster whose bounds do not fit one template is measured exactly before it is
+    split. With a bound of a gigabyte each (every cluster measured), the builds are byte for byte those of the
+    bounds: 200 per-pod alarm targets, whose bounds pass 900,000 bytes and whose bytes do not (one template each), and
+    250, over the quotas (split)."""
+    from generator.render import cloudformation
+
+    for pods in (200, 250):
+        config = _static(project_dir, pods)
+        assert cli("generate", "--config", str(config), "--out", str(tmp_path / f"bounds-{pods}"))[0] == 0
+        with monkeypatch.context() as patched:
+            patched.setattr(cloudformation, "nested_json_size_bound", lambda value, depth: 10 ** 9)
+            assert cli("generate", "--config", str(config), "--out", str(tmp_path / f"exact-{pods}"))[0] == 0
+        files = {path.relative_to(tmp_path / f"bounds-{pods}"): path.read_bytes()
+                 for path in sorted((tmp_path / f"bounds-{pods}").rglob("*")) if path.is_file()}
+        assert files == {path.relative_to(tmp_path / f"exact-{pods}"): path.read_bytes()
+                         for path in sorted((tmp_path / f"exact-{pods}").rglob("*")) if path.is_file()}
+        stacks = sorted(path.name for path in (tmp_path / f"bounds-{pods}" / "cloudformation").iterdir())
+        assert len(stacks) == (2 if pods == 200 else 4), stacks
+    template = json.loads((tmp_path / "bounds-200" / "cloudformation" / "gpudash-cluster-c00.json").read_bytes())
+    counted = {i: r for i, r in template["Resources"].items() if r["Type"] != "AWS::CloudWatch::Dashboard"}
+    assert sum(cloudformation._resource_bytes(i, r, bound=True) for i, r in counted.items()) > \
+        cloudformation.TEMPLATE_BYTES * cloudformation.FILL
+
+
 def test_generate_and_lint_say_which_template_cloudformation_refuses(cli, project_dir, tmp_path, monkeypatch):
     """One cluster of 250 static per-pod alarm targets, its resources not split (at most one part): over 500 alarms
     in its own template."""

@@ -159,6 +159,19 @@ def test_to_json_writes_the_standard_librarys_bytes(value):
 
 
 @_fast
+@given(_values, st.integers(min_value=0, max_value=3))
+def test_the_bound_of_a_nested_values_bytes_is_never_below_them(value, depth):
+    """What a CloudFormation split counts for an alarm until its cluster is near the quotas: never less than its
+    bytes (a float orjson writes shorter than json does, -Infinity as null, 1e-7 for 1e-07, is counted its longest)."""
+    assert serialize.nested_json_size_bound(value, depth) >= serialize.nested_json_size(value, depth)
+
+
+@pytest.mark.parametrize("value", [[-math.inf] * 9, {"a": [1.5e-7, 1e16, -math.inf, math.nan]}, [[[[]]], {}, "é\x00"]])
+def test_the_bound_of_bytes_counts_floats_at_their_longest(value):
+    assert serialize.nested_json_size_bound(value, 2) >= serialize.nested_json_size(value, 2)
+
+
+@_fast
 @given(_values)
 def test_canonical_json_is_the_standard_librarys_compact_utf8(value):
     """What ownership hashes: orjson writes it where it agrees with json, json elsewhere."""
