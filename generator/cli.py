@@ -113,7 +113,7 @@ def _exit(code) -> None:
 def generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .limits import checked_build
-    from .output import (PreviousParts, artifacts_record, differences as build_differences, encode,
+    from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
                          moved_resources, previous_stacks, renamed_resources, settings_record, write_files)
 
     project = load_project_for(config, csv)
@@ -133,14 +133,15 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         refused_templates = _over_template_quota(artifacts, files)
         previous = sorted(parts.previous) if not check else []
         gone = sorted(set(previous) - set(record["cloudformation"]))
-        renamed = renamed_resources(target, artifacts.cloudformation, files, previous)
+        known: Known = {}  # the previous build's files read and found holding their new bytes: not read again
+        renamed = renamed_resources(target, artifacts.cloudformation, files, previous, known)
         moved = moved_resources(artifacts.cloudformation, parts) if not check else []
         # Only the files are left to write: the set is freed now, or left to the process's end when it ends with this
         # command (holding it while the files are written left their writing's CPU as it was)
         left_to_exit(artifacts)
         del artifacts
         if not check:
-            write_files(target, files, made_with, record, force=force)
+            write_files(target, files, made_with, record, force=force, known=known)
     if check:
         differences = build_differences(target, files, made_with, record)
         if output == "json":

@@ -323,22 +323,28 @@ _NAMED = {"AWS::CloudWatch::Alarm": ("Alarm", "AlarmName"), DASHBOARD_TYPE: ("Da
 
 
 def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: dict[str, bytes],
-                      previous: list[str]) -> list[tuple[str, str, str, str]]:
+                      previous: list[str], known: Known | None = None) -> list[tuple[str, str, str, str]]:
     """(stack, resource name, its logical id in the build in `out`, its id now) of each resource of the stacks
     `previous` (that build's, previous_stacks) that the build declared under another id in the same stack: deployed,
     CloudFormation creates it anew under its name and then deletes the old id's resource, which deletes it (a log
     group's creation fails). Ids depend on names alone (names.logical_id) but older builds gave a name its plain words
     (names.plain_logical_id), so a template is read only when its bytes changed and it holds a resource of another
-    id."""
+    id. Each template found holding its new bytes has their sha256 put into `known`, as `not_as_written` puts it (the
+    check of the previous build for edits then reads it only if it changed since: the 71 MB of 1,000 clusters'
+    templates are read once)."""
     from .names import plain_logical_id
 
     found = []
+    settled = time.time_ns() - SETTLED_NS
     for stack in sorted(set(previous) & set(templates)):
+        relative = template_file(stack)
         try:
-            data = (out / template_file(stack)).read_bytes()
+            data, info = _read_regular(out / relative)
         except OSError:
             continue  # no template to compare: nothing said of it
-        if data == files.get(template_file(stack)):
+        if data == files.get(relative):
+            if known is not None and info is not None:
+                known[relative] = hashlib.sha256(data).hexdigest(), info if info.st_ctime_ns < settled else None
             continue
         now = {(kind, name): id_ for id_, kind, name in _named(templates[stack]["Resources"])}
         if all(id_ == plain_logical_id(kind, name) for (kind, name), id_ in now.items()):
@@ -350,6 +356,23 @@ def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: di
         found += [(stack, name, was, now[(kind, name)]) for was, kind, name in
                   _named(resources if isinstance(resources, dict) else {}) if now.get((kind, name), was) != was]
     return found
+
+
+def _read_regular(path: Path) -> tuple[bytes, os.stat_result | None]:
+    """The bytes of the file at `path`, and its status as it was read when it is a regular file reached through no
+    link at its end (None for any other: a link's target is read as before, and it is never shared as the file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return path.read_bytes(), None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return path.read_bytes(), None
+        with open(fd, "rb", closefd=False) as stream:
+            return stream.read(), info
+    finally:
+        os.close(fd)
 
 
 class PreviousParts:
@@ -485,7 +508,9 @@ def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None
             known: Known | None = None, settled: int = 0) -> str | None:
     """sha256 of a regular file (None for anything else: a FIFO is never opened, it would wait). A file of the size
     of files[relative] is read whole and compared: when it holds those bytes, their sha256 goes into `known`, with
-    the file's status as it was read if its last change (ctime) came before `settled` (nanoseconds)."""
+    the file's status as it was read if its last change (ctime) came before `settled` (nanoseconds). A file `known`
+    holds with a status it still has (read before and found holding those bytes: `renamed_resources`) is not read
+    again (see `_unchanged`)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -494,6 +519,9 @@ def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return None
+        digest, held = known.get(relative, (None, None)) if known is not None else (None, None)
+        if held is not None and _same_status(info, held):
+            return digest
         data = files.get(relative) if files is not None and known is not None else None
         if data is not None and info.st_size == len(data):
             with open(fd, "rb", closefd=False) as stream:
@@ -623,8 +651,7 @@ def _unchanged(path: str, data: bytes, mode: int, held: os.stat_result | None = 
             info = os.lstat(path)
         except OSError:
             return False
-        if (info.st_ino, info.st_dev, info.st_ctime_ns, info.st_mtime_ns, info.st_size, info.st_mode) == \
-                (held.st_ino, held.st_dev, held.st_ctime_ns, held.st_mtime_ns, held.st_size, held.st_mode):
+        if _same_status(info, held):
             return _shareable(info, data, mode)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -642,6 +669,13 @@ def _unchanged(path: str, data: bytes, mode: int, held: os.stat_result | None = 
         os.close(fd)
 
 
+def _same_status(info: os.stat_result, held: os.stat_result) -> bool:
+    """One file with the status it had when it was read (`held`): every change of its bytes since would have given it
+    another change time (see `_unchanged`)."""
+    return (info.st_ino, info.st_dev, info.st_ctime_ns, info.st_mtime_ns, info.st_size, info.st_mode) == \
+        (held.st_ino, held.st_dev, held.st_ctime_ns, held.st_mtime_ns, held.st_size, held.st_mode)
+
+
 def _shareable(info: os.stat_result, data: bytes, mode: int) -> bool:
     """A regular file of the current user that only one path names, with the mode a new file gets and the size of
     `data`."""
@@ -657,7 +691,7 @@ def write(out: Path, artifacts: Artifacts, made_with: dict[str, str] | None = No
 
 
 def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None,
-                record: dict[str, Any] | None = None, force: bool = False) -> None:
+                record: dict[str, Any] | None = None, force: bool = False, known: Known | None = None) -> None:
     """Replace `out` with exactly `files` (plus the manifest), atomically.
 
     A symlink stays a symlink: its target is written. A mount point cannot be renamed, so the new
@@ -665,7 +699,8 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
     build or a stray staging folder behind, an interruption (SIGINT, SIGTERM) included: it is held
     while the build is written and delivered once the previous build or the new one is in place.
     A previous build holding files gpudash did not write, or files edited since, is replaced only
-    with `force`."""
+    with `force`. `known`: files of the previous build already read and found holding their new bytes
+    (`renamed_resources`), with the sha256 of those bytes and the file's status then."""
     out = out.absolute()
     if out.is_symlink():
         out = out.resolve()  # write where the link points; the link itself is left alone
@@ -682,7 +717,7 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
                           where=str(out), hint="choose another --out, or empty the directory")
     if MANIFEST in files:
         raise ValueError(f"{MANIFEST} is made from the files, not given with them")
-    known: Known = {}  # sha256 of the new files' bytes, worked out while reading the previous build
+    known = {} if known is None else known  # sha256 of the new files' bytes, worked out reading the previous build
     taken = None
     if not force:
         taken = _refuse_losing(out, files, known)
