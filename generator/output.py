@@ -181,17 +181,10 @@ class BodyStrings:
             return json_string(stamped_cloudwatch_text(body, name, self.project))
         pieces, stamp_at, escaped = reference
         value = made[1].name.encode()  # a plain token: its escapes are itself
-        around = [pieces[0]]
-        for index, piece in enumerate(pieces[1:], 1):
-            if index != stamp_at:
-                around.append(value)
-            around.append(piece)
+        # the pieces before the stamp joined by the name, then those after it (the name is between all others)
+        around = (value.join(pieces[:stamp_at]), value.join(pieces[stamp_at:]))
         stamp = json_string(ascii_json(cloudwatch_stamp_of(around, name, self.project).decode()))[1:-1]
-        filled = [b'"', escaped[0]]
-        for index, piece in enumerate(escaped[1:], 1):
-            filled += (stamp if index == stamp_at else value, piece)
-        filled.append(b'"')
-        return b"".join(filled)
+        return b"".join((b'"', value.join(escaped[:stamp_at]), stamp, value.join(escaped[stamp_at:]), b'"'))
 
 
 # Two names that no definition holds, of other lengths and between them every kind of character a plain name holds
