@@ -99,20 +99,20 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     for dashboard in artifacts.grafana:
         text = grafana_dashboard_bytes(dashboard.model)
         files[grafana_dashboard_file(dashboard.uid)] = text
-        sidecars.append(configmap(dashboard.uid, text.decode(), artifacts.grafana_folder["title"]))
+        sidecars.append(configmap(dashboard.uid, text, artifacts.grafana_folder["title"]))  # as bytes: see to_yaml
     files[PROVISIONING_FILE] = to_yaml(artifacts.grafana_provisioning)
     files[SIDECAR_FILE] = to_yaml(*sidecars)
 
-    scrape_texts: dict[int, str] = {}  # clusters share one scrape config: encoded once
+    scrape_texts: dict[int, bytes] = {}  # clusters share one scrape config: encoded once
     # The clusters' agent pipelines differ in a few values (name, Region, log group): written alike.
     pipelines = iter(to_yaml_alike([agent.otel for agent in artifacts.agents if agent.otel is not None]))
     agent_maps = []
     for agent in artifacts.agents:
         if id(agent.scrape) not in scrape_texts:
-            scrape_texts[id(agent.scrape)] = to_yaml(agent.scrape).decode()
-        otel = None if agent.otel is None else (OTEL_KEY, next(pipelines).decode())
-        agent_maps.append(configmaps(agent.namespace, to_json(agent.config, ascii=True).decode(),
-                                     scrape_texts[id(agent.scrape)], otel))
+            scrape_texts[id(agent.scrape)] = to_yaml(agent.scrape)
+        otel = None if agent.otel is None else (OTEL_KEY, next(pipelines))
+        agent_maps.append(configmaps(agent.namespace, to_json(agent.config, ascii=True), scrape_texts[id(agent.scrape)],
+                                     otel))
     # the clusters' ConfigMaps differ in the texts they carry: the rest is written once
     for agent, text in zip(artifacts.agents, to_yaml_many(agent_maps)):
         files[agent_file(agent.cluster)] = text

@@ -361,7 +361,9 @@ def _substituted(first: Any, first_text: str, counts: dict[str, int], document: 
 
 
 def to_yaml(*documents: Any) -> bytes:
-    """YAML documents, keys sorted, block style, multi-line strings as literal blocks.
+    """YAML documents, keys sorted, block style, multi-line strings as literal blocks. A `bytes` value is the UTF-8 of
+    a text, written as that text is (a long text made as bytes, a dashboard's JSON, is then never decoded only to be
+    encoded again).
 
     A literal block holds its text as it is, each line indented: the emitters would copy the long texts
     ConfigMaps carry (agent configs, dashboards) character by character. Each text PyYAML writes as a plain `|`
@@ -396,7 +398,7 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
                 if shared is not None:
                     agreeing[shared] = agree
             # (an ASCII text _literal_as_is let through holds only characters both emitters write alike: not read again)
-            fast = agree and all(text.isascii() or emitters_agree(text) for text in texts)
+            fast = agree and all(text.isascii() or emitters_agree(_str(text)) for text in texts)
             key = (fast, shared) if shared is not None else None
             shape = written.get(key) if key is not None else None
             if shape is None:
@@ -407,8 +409,31 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
             if text is not None:
                 out.append(text)
                 continue
-        out.append(_dump(list(documents)).encode())
+        copies: dict[int, Any] = {}
+        out.append(_dump([_decoded(document, copies) for document in documents]).encode())
     return out
+
+
+def _str(text: str | bytes) -> str:
+    return text.decode() if isinstance(text, bytes) else text
+
+
+def _decoded(value: Any, copies: dict[int, Any] | None = None) -> Any:
+    """`value` with each `bytes` in it as the text it holds (the emitters write bytes as base64): a dict or list
+    holding none is itself, and one object found twice gives one copy (written as an anchor and its alias still)."""
+    copies = {} if copies is None else copies
+    if isinstance(value, bytes):
+        return value.decode()
+    if not isinstance(value, (dict, list)):
+        return value
+    if id(value) not in copies:
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        made = {key: _decoded(item, copies) for key, item in items}
+        if all(made[key] is item for key, item in (value.items() if isinstance(value, dict) else enumerate(value))):
+            copies[id(value)] = value
+        else:
+            copies[id(value)] = made if isinstance(value, dict) else list(made.values())
+    return copies[id(value)]
 
 
 def _fast(documents) -> bool:
@@ -430,10 +455,15 @@ _BLOCK_ASCII = bytes([0x0a, *range(0x20, 0x7f)])
 _NOT_IN_BLOCK = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff\U0010ffff]")
 
 
-def _literal_as_is(value: str) -> bool:
-    """PyYAML writes `value` as `|` and then its lines, each indented, empty ones bare: it ends with one line
-    break (no chomping indicator), starts with neither a space nor a break (no indentation indicator), has no
-    space before a break (which only a quoted scalar holds), and no character the block cannot hold."""
+def _literal_as_is(value: str | bytes) -> bool:
+    """PyYAML writes `value` (or the text of UTF-8 bytes) as `|` and then its lines, each indented, empty ones bare:
+    it ends with one line break (no chomping indicator), starts with neither a space nor a break (no indentation
+    indicator), has no space before a break (which only a quoted scalar holds), and no character the block cannot
+    hold."""
+    if isinstance(value, bytes):
+        if not value.endswith(b"\n") or value.endswith(b"\n\n") or value[:1] in b" \n" or b" \n" in value:
+            return False
+        return not value.translate(None, _BLOCK_ASCII) if value.isascii() else _literal_as_is(value.decode())
     if not value.endswith("\n") or value.endswith("\n\n") or value[0] in " \n" or " \n" in value:
         return False
     if value.isascii():
@@ -448,10 +478,11 @@ _STAND_INS = re.compile(r"\|\n( *)" + _STAND_IN + r"([0-9]+)\n")
 _Pieces = tuple[bytes | memoryview, ...]  # bytes to be joined
 
 
-def _indented(text: str, indent: str) -> _Pieces:
-    """Each non-empty line of `text` (which ends with a line break) after `indent`, UTF-8: a literal block's body, as
-    pieces to be joined (a long text is copied twice, encoded and indented, not once more for each end)."""
-    data, space = text.encode(), indent.encode()
+def _indented(text: str | bytes, indent: str) -> _Pieces:
+    """Each non-empty line of `text` (which ends with a line break; bytes: UTF-8) after `indent`, UTF-8: a literal
+    block's body, as pieces to be joined (a long text is copied twice, encoded and indented, not once more for each
+    end; bytes once)."""
+    data, space = text if isinstance(text, bytes) else text.encode(), indent.encode()
     if b"\n\n" not in data:  # every line after one, the last line break's indent left out
         indented = data.replace(b"\n", b"\n" + space)
         return space, memoryview(indented)[:len(indented) - len(space)]
@@ -469,6 +500,14 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
     False unless the result's repr tells everything its YAML depends on: dicts, lists and the types of
     _EXACT_REPR only (no subclass), no object found twice. `as_is`, if given, keeps _literal_as_is's verdicts."""
     kind = type(value)
+    if kind is bytes:  # a text as UTF-8: set in as it is where it is a `|` block as it is, else written as the text
+        literal = _literal_as_is(value) if as_is is None else as_is.get(value)
+        if literal is None:
+            literal = as_is[value] = _literal_as_is(value)
+        if not literal:
+            return _stand_ins(value.decode(), texts, copies, exact, as_is)
+        texts.append(value)
+        return f"{_STAND_IN}{len(texts) - 1}\n"
     if kind is str:
         if "\n" not in value:
             style = _one_line_style(value) if len(value) >= _LONG_LINE else None

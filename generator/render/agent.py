@@ -162,11 +162,11 @@ def _namespace_escaped(emf: dict[str, Any]) -> dict[str, Any]:
     return {**emf, "metric_namespace": escaped(emf["metric_namespace"])}
 
 
-def configmaps(namespace: str, agent_json: str, scrape_yaml: str,
-               otel: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+def configmaps(namespace: str, agent_json: str | bytes, scrape_yaml: str | bytes,
+               otel: tuple[str, str | bytes] | None = None) -> list[dict[str, Any]]:
     """The two ConfigMaps the cwagent-prometheus Deployment mounts, holding the configs as the
-    texts a ConfigMap carries (encoded by output.py); `otel`: (key, text) of the collector
-    configuration the agent reads beside its JSON (render/agent_otel.py)."""
+    texts a ConfigMap carries (encoded by output.py; as text, or as UTF-8 bytes serialize.to_yaml writes as that
+    text); `otel`: (key, text) of the collector configuration the agent reads beside its JSON (render/agent_otel.py)."""
     data = {AGENT_KEY: agent_json, **dict([otel] if otel else [])}
     return [
         {"apiVersion": "v1", "kind": "ConfigMap",

@@ -32,8 +32,9 @@ def provisioning(settings: Settings) -> dict[str, Any]:
     }
 
 
-def configmap(uid: str, dashboard_json: str, folder_title: str) -> dict[str, Any]:
-    """One ConfigMap per dashboard (its JSON as text), found by kube-prometheus-stack's Grafana sidecar."""
+def configmap(uid: str, dashboard_json: str | bytes, folder_title: str) -> dict[str, Any]:
+    """One ConfigMap per dashboard (its JSON as text, or as UTF-8 bytes serialize.to_yaml writes as that text), found
+    by kube-prometheus-stack's Grafana sidecar."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

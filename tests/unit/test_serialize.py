@@ -316,6 +316,28 @@ def test_literal_blocks_written_as_they_are_are_pyyamls_bytes(documents):
     assert serialize.to_yaml(*documents) == _pure_yaml(documents)
 
 
+def _as_bytes(value):
+    """`value` with each text of several lines as its UTF-8 bytes (as generate hands ConfigMaps' texts to to_yaml)."""
+    if isinstance(value, str) and "\n" in value:
+        return value.encode()
+    if isinstance(value, dict):
+        return {key: _as_bytes(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_bytes(item) for item in value]
+    return value
+
+
+@_fast
+@given(st.lists(st.dictionaries(_keys, _block_values, max_size=4) | st.lists(_block_values, max_size=3),
+                min_size=1, max_size=3))
+def test_texts_given_as_utf8_bytes_are_written_as_the_texts(documents):
+    """A ConfigMap's text handed over as the bytes it was made as (a dashboard's JSON file) is written as that text is,
+    whether set into its block as it is or left to the emitter (an indicator, a character the block cannot hold)."""
+    given = [_as_bytes(document) for document in documents]
+    assert serialize.to_yaml(*given) == _pure_yaml(documents)
+    assert serialize.to_yaml_many([given, given]) == [_pure_yaml(documents)] * 2
+
+
 # Long one-line strings (a thousand clusters' PromQL): words of any width, indicators first, inside and last, quotes,
 # what reads as another type, one space or two between, and now and then a character that changes the style.
 _word = st.sampled_from(["(sum", "by", "x)", "'q'", "a:b", "c:", ":", "#", "x#y", "-", "?", "true", "1", "1.5", "...",
