@@ -392,12 +392,13 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
                                     False))
                       for dims, names in shares if fleet.mig or MIG_PROFILE_LABEL not in dims]),
         # the flags of each reading past a level an alarm judges all its periods' readings by (render/agent_otel
-        # .level_copies), one copy per grouping: an event per GPU (instance) and scrape, per pod GPU for a set that
-        # names the pod
-        *_told_apart([(dims, Events(f"a GPU's flags {level_mark_of(dims)}",
-                                    min(copies, pods) if POD_DIMENSION in dims else gpus, len(names), len(names),
-                                    False))
-                      for dims, names in levels]),
+        # .level_copies), one copy per grouping: an event per GPU and scrape (per GPU instance of a field MIG reports
+        # per instance, whose copy keeps GPU_I_ID: an event of its own), per pod GPU for a set that names the pod
+        *_told_apart([(dims, Events(f"a GPU{' instance' if each else ''}'s flags {level_mark_of(dims)}",
+                                    min(copies, pods) if POD_DIMENSION in dims else instances if each else gpus,
+                                    len(group), len(group), False))
+                      for dims, names in levels for each in (False, True)
+                      if (group := [n for n in names if catalog.get(n).per_instance == each])]),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
         node_series,
         *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),

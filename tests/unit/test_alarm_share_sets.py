@@ -235,3 +235,21 @@ def test_lint_passes_each_groupings_copy_and_names_one_copy_of_two_groupings_or_
            f"namespace, pod]: a GPU both copies hold is read twice" in taken
     assert f"{TEMP} [ClusterName, node, gpu, above 80]: no copy the agent makes carries the set's labels: the alarm " \
            f"reading it reads nothing" in _lint(folder, _no_level_copies)
+
+
+def test_cost_counts_a_flags_copy_per_gpu_instance_where_the_agent_keeps_one(tmp_path):
+    """A field MIG reports per instance (engine activity) keeps GPU_I_ID in its flags' copy: an event per GPU instance
+    and scrape (the agent model on the mixed fleet: one point per MIG instance, 4), where a device field's (temperature)
+    is one per GPU: on 100 GPUs split in two instances each, 200 and 100 events."""
+    from generator.cost import Fleet, log_events
+
+    text = (_alarm("engine-busy", ENGINE, "min", ("mig_instance",), ">", 0.5, 2)
+            + _alarm("hot", TEMP, "min", ("node", "gpu"), ">", 80, 2))
+    project = defined_project(tmp_path, alarms=HEAD + text)
+    points = through_agent(encode(build(project)), 30, 120)
+    flags = Counter(p.metric for p in points if p.timestamp == 60 and _marked(p.dims()))
+    assert flags == {ENGINE: sum(1 for node in HOT_MIXED for gpu in node.gpus if gpu.mig for _ in gpu.instances),
+                     TEMP: sum(len(node.gpus) for node in HOT_MIXED)} == {ENGINE: 4, TEMP: 11}
+    events = {e.what: e.count for e in log_events(project, Fleet(clusters=1, pods=40, churn=0, gpus=100,
+                                                                 mig_instances=2)) if "flags" in e.what}
+    assert events == {"a GPU instance's flags above 0.5": 200, "a GPU's flags above 80": 100}
