@@ -16,7 +16,7 @@ from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
                                 UNUSED_SHARE, dimension_sets, is_query, level_of, otel_gap, pod_dimensions)
 from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
-from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
+from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT, CLUSTER_DIMENSION
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..output import ALARMS_FILE, BodyStrings, cloudwatch_dashboard_file, template_bytes, template_file
 from ..resources import schema as schema_path
@@ -412,6 +412,33 @@ def regional_metrics(subject: LintInput) -> Iterable[Finding]:
                       f"per cluster) it processes the first {METRICS_PER_QUERY:,} it finds, the rest in no value, and "
                       f"reports PARTIAL_DATA (`gpudash cost` counts a fleet's; an alarm of cluster scope reads one "
                       f"cluster)")
+
+
+def regions_apart(subject: LintInput) -> Iterable[Finding]:
+    """A fleet alarm that judges its clusters' value together (grouped by nothing, or a model: not by ClusterName) is
+    one alarm per Region on CloudWatch, each reading its Region's clusters (Metrics Insights queries one Region),
+    while its Prometheus rule reads the clusters its Prometheus holds: every cluster on a shared one
+    (clusters[].prometheus_label), its own alone on a Prometheus per cluster. Where the two sets differ (a shared
+    Prometheus over several Regions; several clusters in a Region, each with its own Prometheus) they judge different
+    GPUs and fire on different situations: a warning per alarm and Region (no CloudWatch form reads other Regions)."""
+    from ..fleet_limits import alarm_reads
+
+    settings = subject.settings
+    regions = {cluster.region for cluster in settings.clusters}
+    said: set[tuple[str, str]] = set()
+    for region, clusters, read in alarm_reads(subject.artifacts):
+        here = sorted(c.name for c in settings.clusters if c.region == region)
+        apart = len(regions) > 1 if settings.shared_prometheus else len(here) > 1
+        if clusters or CLUSTER_DIMENSION in read.group or not apart or (region, read.who) in said:
+            continue
+        said.add((region, read.who))
+        prometheus = (f"every cluster of the shared Prometheus ({len(settings.clusters)} in {len(regions)} Regions)"
+                      if settings.shared_prometheus else "its own cluster alone (a Prometheus per cluster)")
+        yield Finding("AL022", "warning", f"{ALARMS_FILE} {read.who}",
+                      f"a fleet alarm judging its clusters together: on CloudWatch it reads the clusters of {region} "
+                      f"({', '.join(here)}; a Metrics Insights query reads one Region), its Prometheus rule "
+                      f"{prometheus}, so the two judge different GPUs and fire on different situations; judge each "
+                      f"cluster on its own (scope=\"cluster\", or group the query by cluster)")
 
 
 def template_quota(subject: LintInput) -> Iterable[Finding]:
@@ -866,6 +893,8 @@ RULES = (
                   "past 15 minutes, a level can fire on a gap's growth landed in one period)", alarm_gap_growth),
     Rule("AL021", "fleet alarms, one query over every cluster of their Region, say at what size the Region passes "
                   "the 10,000 metrics a Metrics Insights query processes (a note per alarm)", regional_metrics),
+    Rule("AL022", "fleet alarms judging their clusters together say that CloudWatch reads one Region's where the "
+                  "clusters span several (a warning per alarm)", regions_apart),
     Rule("AL020", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
     Rule("CF001", "each CloudFormation template within CloudFormation's quotas (500 resources, 1,000,000 bytes)",

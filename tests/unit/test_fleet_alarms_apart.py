@@ -6,6 +6,7 @@ nothing, or by a model alone, stays the fleet's value (tests/unit/test_review_fl
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -69,3 +70,46 @@ def test_a_cluster_scope_alarm_reads_one_cluster_by_its_filter():
     (form,) = alarm_forms(_alarm("DCGM_FI_DEV_GPU_TEMP", "max", ("node", "gpu"), "cluster"), project.catalog,
                           project.settings)
     assert CLUSTER_DIMENSION not in form.plan.group  # WHERE ClusterName = '<cluster>' in each cluster's alarm
+
+
+ALARM = """\
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("hot", "Hot", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", {by}), ">", 80), scope="fleet")
+"""
+CLUSTERS = {
+    "shared, two Regions": ("  - {name: a, region: us-east-1, prometheus_label: a}\n"
+                            "  - {name: b, region: us-east-1, prometheus_label: b}\n"
+                            "  - {name: c, region: eu-west-1, prometheus_label: c}\n", {"us-east-1", "eu-west-1"}),
+    "shared, one Region": ("  - {name: a, region: us-east-1, prometheus_label: a}\n"
+                           "  - {name: b, region: us-east-1, prometheus_label: b}\n", set()),
+    "a Prometheus each, one Region": ("  - {name: a, region: us-east-1}\n  - {name: b, region: us-east-1}\n",
+                                      {"us-east-1"}),
+    "a Prometheus each, a Region each": ("  - {name: a, region: us-east-1}\n  - {name: b, region: eu-west-1}\n",
+                                         set()),
+}
+
+
+@pytest.mark.parametrize("clusters", CLUSTERS)
+def test_lint_warns_where_a_fleet_value_reads_other_clusters_on_each_backend(tmp_path, clusters):
+    """A fleet alarm grouped by nothing is one alarm per Region on CloudWatch, reading that Region's clusters; its
+    Prometheus rule reads the clusters its Prometheus holds. Where those differ (a shared Prometheus over two Regions:
+    the Region's clusters against all; two clusters of a Region each with its own Prometheus: both against one) the
+    two fire on different situations: AL022 says so per Region, and not where they read the same clusters or the
+    alarm judges each cluster apart (grouped by cluster)."""
+    from generator.lint import run
+    from generator.lint.cloudwatch_rules import RULES
+    from tests.support.lint_input import lint_input
+    from tests.support.projects import defined_project
+
+    text, warned = CLUSTERS[clusters]
+    for by, expected in (("()", warned), ("('cluster',)", set())):
+        folder = tmp_path / by.strip("(),'") if by != "()" else tmp_path / "none"
+        folder.mkdir()
+        project = defined_project(folder, "clusters:\n" + text, alarms=ALARM.format(by=by))
+        findings = run([rule for rule in RULES if rule.id == "AL022"], lint_input(project))
+        regions = {re.search(r"the clusters of (\S+)", f.message)[1] for f in findings}
+        assert regions == expected, [f.message for f in findings]
+        assert all("hot" in f.where and "scope=\"cluster\"" in f.message for f in findings)
