@@ -5,6 +5,15 @@ A panel whose queries chart different units (°C and W) shows each query in its 
 overrides the unit per query), but its levels and bounds are numbers in one unit, a heatmap has one y axis and a
 gauge one dial range: those are refused where the units differ. A gauge's range, the unit's own where the definition
 gives no end (Panel.gauge_range), must have its min below its max.
+
+A panel's `unit=` names the unit its values are shown in; it relabels, it does not convert. So it must be the unit of
+every query's values (charted_unit, from the counters CSV and the catalog), or another spelling of it (a ratio and a
+share of time): `unit="percent"` on a 0-1 ratio drew 45 % as "0.45 %" on a 0-100 dial on both backends, `milliwatt` on
+watts 300 W as "300 mW". Refused, naming the field's unit and the unit written, rather than converted: the field's own
+unit already shows the value truthfully (Grafana draws a ratio as a percentage), and a factor carried into every
+PromQL form, Metrics Insights query, header note and preview is a factor one of them can miss. Raw PromQL, and a field
+the catalog lacks, have no unit to compare: the unit written is theirs. Likewise a gauge's max, or a level, past the top
+of a bounded unit's own range (max=100 on a 0-1 ratio) is a number of another scale: no value reaches it.
 """
 
 from __future__ import annotations
@@ -12,7 +21,8 @@ from __future__ import annotations
 from .catalog import Catalog
 from .errors import InputError
 from .model import Dashboard, Panel
-from .units import Unit
+from .model import charted_unit
+from .units import UNITS, Unit, converts
 
 # (what a panel of several units cannot have, whether it has it, the fix)
 _ONE_UNIT_ONLY = (
@@ -64,9 +74,64 @@ def range_problem(panel: Panel, catalog: Catalog) -> tuple[str, str] | None:
             f"write a max above {low:g}, or a min below {high:g}")
 
 
+def unit_problem(panel: Panel, catalog: Catalog) -> tuple[str, str] | None:
+    """(problem, fix) of a panel whose `unit=` is not the unit of a query's values nor another spelling of it (see the
+    module's docstring); None otherwise."""
+    if panel.unit is None:
+        return None
+    written = UNITS[panel.unit]
+    for query in panel.queries:
+        if query.raw_promql or query.metric not in catalog:
+            continue
+        shown = charted_unit(query, catalog)
+        factor = converts(shown, written)
+        if factor == 1.0:
+            continue
+        what = f"{query.aggregation} of {query.metric}" if query.aggregation == "count" else query.metric
+        if query.over:
+            what = f"{query.metric} over {' + '.join(query.over)}"
+        own = f"its values ({what}) are in {shown.key} ({shown.label})"
+        if factor is None:
+            why = f"{shown.label} is not a measure of {written.label}: nothing converts one into the other"
+        else:
+            value = shown.bounds[1] * 0.45 if shown.bounds else 45
+            why = (f"unit= relabels, it does not convert: {value:g} {shown.label} would read {value:g} "
+                   f"{written.label}, not {value * factor:g} {written.label}")
+        return (f"panel {panel.title!r}: unit {panel.unit!r} is not the unit of its values: {own}; {why}",
+                f"leave unit out to show the field's own unit ({shown.key}"
+                f"{', which Grafana draws as a percentage' if shown.grafana == 'percentunit' else ''}), "
+                f"or chart a field measured in {written.label}")
+    return None
+
+
+def scale_problem(panel: Panel, catalog: Catalog) -> tuple[str, str] | None:
+    """(problem, fix) of a panel of a unit with a range of its own (a percentage 0-100, a ratio 0-1) whose max or a
+    level is past the top of that range: a number of another scale (max=100 or thresholds=(80, 90) on a 0-1 ratio), no
+    value reaches it; None otherwise. A sum over several GPUs passes the top (a pod's GPUs add up to 120 %): only the
+    readings themselves, their mean, max or min, are bounded."""
+    units = panel.shown_units(catalog)
+    unit = units[0]
+    if unit.bounds is None or len(set(units)) > 1:
+        return None
+    if any(q.raw_promql or q.aggregation in ("sum", "count") for q in panel.queries):
+        return None
+    top = unit.bounds[1]
+    past = [(what, value) for what, value in (("max", panel.max), *(("a threshold", level) for level in
+                                                                       panel.thresholds or ()))
+            if value is not None and value > top]
+    if not past:
+        return None
+    what, value = past[0]
+    return (f"panel {panel.title!r}: {what} {value:g} is above {top:g}, the top of {unit.label} ({unit.key}): no "
+            f"value of it passes {value:g}",
+            f"write it in {unit.label} (e.g. {value / 100:g} for {value:g} %)" if top == 1 else
+            f"write it within {unit.bounds[0]:g}-{top:g}")
+
+
 def check_panels(dashboard: Dashboard, catalog: Catalog) -> None:
     """Every panel of the dashboard can be shown truthfully, else InputError naming it."""
     for panel in dashboard.panels():
-        problem = mixed_problem(panel, catalog) or range_problem(panel, catalog)
+        problem = (unit_problem(panel, catalog) or mixed_problem(panel, catalog) or range_problem(panel, catalog)
+                   or scale_problem(panel, catalog))
         if problem:
             raise InputError(problem[0], where=panel.defined_at, hint=problem[1])

@@ -22,28 +22,45 @@ class Unit:
     # The range every value of the unit lies in (a percentage 0-100, a ratio 0-1), which a gauge's dial runs over
     # unless its definition gives min or max; None: the unit has none of its own (W, °C, MiB, a count)
     bounds: tuple[float, float] | None = None
+    # What the unit measures and the size of one unit in that quantity's own terms: two units of one quantity and size
+    # are two spellings of one unit (a ratio and a share of time); of one quantity and other sizes, one value reads
+    # another number in each (0.45 as a ratio is 45 as a percent); of two quantities, nothing converts.
+    quantity: str = ""
+    size: float = 1.0
 
 
 UNITS: dict[str, Unit] = {u.key: u for u in (
-    Unit("mhz", "rotmhz", "MHz", "None", "count_per_s"),
-    Unit("celsius", "celsius", "°C", "None", "count_per_s"),
-    Unit("watt", "watt", "W", "None", "count_per_s"),
-    Unit("milliwatt", "mwatt", "mW", "None", "count_per_s"),
-    Unit("millijoule", "si:mJ", "mJ", "None", "milliwatt"),  # Grafana's custom SI unit: the values are mJ
-    Unit("percent", "percent", "%", "Percent", "count_per_s", bounds=(0, 100)),
-    Unit("ratio", "percentunit", "ratio 0-1", "None", "count_per_s", bounds=(0, 1)),
-    Unit("mebibyte", "mbytes", "MiB", "Megabytes", "count_per_s"),
-    Unit("nanosecond", "ns", "ns", "None", "time_ratio", 1e-9),
-    Unit("microsecond", "µs", "µs", "Microseconds", "time_ratio", 1e-6),
-    Unit("time_ratio", "percentunit", "share of time", "None", "count_per_s", bounds=(0, 1)),
-    Unit("byte", "bytes", "bytes", "Bytes", "bytes_per_s"),
-    Unit("bytes_per_s", "Bps", "bytes/s", "Bytes/Second", "count_per_s"),
-    Unit("kilobyte", "deckbytes", "KB", "Kilobytes", "kilobytes_per_s"),
-    Unit("kilobytes_per_s", "KBs", "KB/s", "Kilobytes/Second", "count_per_s"),
-    Unit("count", "short", "count", "Count", "count_per_s"),
-    Unit("count_per_s", "cps", "per second", "Count/Second", "count_per_s"),
-    Unit("state", "none", "state", "None", "count_per_s"),
+    Unit("mhz", "rotmhz", "MHz", "None", "count_per_s", quantity="frequency", size=1e6),
+    Unit("celsius", "celsius", "°C", "None", "count_per_s", quantity="temperature"),
+    Unit("watt", "watt", "W", "None", "count_per_s", quantity="power"),
+    Unit("milliwatt", "mwatt", "mW", "None", "count_per_s", quantity="power", size=1e-3),
+    # Grafana's custom SI unit: the values are mJ
+    Unit("millijoule", "si:mJ", "mJ", "None", "milliwatt", quantity="energy", size=1e-3),
+    Unit("percent", "percent", "%", "Percent", "count_per_s", bounds=(0, 100), quantity="share", size=1e-2),
+    Unit("ratio", "percentunit", "ratio 0-1", "None", "count_per_s", bounds=(0, 1), quantity="share"),
+    Unit("mebibyte", "mbytes", "MiB", "Megabytes", "count_per_s", quantity="data", size=2.0 ** 20),
+    Unit("nanosecond", "ns", "ns", "None", "time_ratio", 1e-9, quantity="time", size=1e-9),
+    Unit("microsecond", "µs", "µs", "Microseconds", "time_ratio", 1e-6, quantity="time", size=1e-6),
+    Unit("time_ratio", "percentunit", "share of time", "None", "count_per_s", bounds=(0, 1), quantity="share"),
+    Unit("byte", "bytes", "bytes", "Bytes", "bytes_per_s", quantity="data"),
+    Unit("bytes_per_s", "Bps", "bytes/s", "Bytes/Second", "count_per_s", quantity="data rate"),
+    Unit("kilobyte", "deckbytes", "KB", "Kilobytes", "kilobytes_per_s", quantity="data", size=1e3),
+    Unit("kilobytes_per_s", "KBs", "KB/s", "Kilobytes/Second", "count_per_s", quantity="data rate", size=1e3),
+    Unit("count", "short", "count", "Count", "count_per_s", quantity="count"),
+    Unit("count_per_s", "cps", "per second", "Count/Second", "count_per_s", quantity="rate"),
+    Unit("state", "none", "state", "None", "count_per_s", quantity="state"),
 )}
+
+
+def converts(shown: Unit, written: Unit) -> float | None:
+    """The factor a value in `shown` is multiplied by to read in `written` (45 % is 0.45 as a ratio: 0.01), 1 for two
+    spellings of one unit; None when they measure different quantities (W and °C), where nothing converts."""
+    if shown.key == written.key:
+        return 1.0
+    if not shown.quantity or shown.quantity != written.quantity:
+        return None
+    return shown.size / written.size
+
 
 # Help-text patterns, tried in order; the first match names the unit.
 _HELP_UNITS: tuple[tuple[re.Pattern[str], str], ...] = (

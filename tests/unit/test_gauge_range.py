@@ -42,7 +42,7 @@ DRAWN = [
     ("Power", f'Query("{POWER}", "sum")', "max=5600", (0, 5600)),
     ("Power above idle", f'Query("{POWER}", "max")', "min=60, max=700", (60, 700)),
     ("Temperature", f'Query("{TEMP}", "avg")', "min=0, max=110", (0, 110)),
-    ("Utilization as said", f'Query("{TENSOR}", "avg")', 'unit="percent"', (0, 100)),
+    ("Tensor cores as a share of time", f'Query("{TENSOR}", "avg")', 'unit="time_ratio"', (0, 1)),
 ]
 
 

@@ -359,7 +359,7 @@ def test_every_panel_kind_is_what_the_sdks_panel_builder_writes(project_dir):
         dashboard = Dashboard("kinds", "Kinds", [Row("all", [
             panel for kind in KINDS for panel in (
                 Panel(kind + " plain", UTIL, kind=kind),
-                Panel(kind + " bounded", (UTIL, Query("DCGM_FI_DEV_GPU_TEMP", aggregation="max")), kind=kind,
+                Panel(kind + " bounded", (UTIL, Query("DCGM_FI_DEV_MEM_COPY_UTIL", aggregation="max")), kind=kind,
                       unit="percent", thresholds=(70.5, 90), min=0, max=100),
                 Panel(kind + " raw", Query("DCGM_FI_DEV_GPU_UTIL", raw_promql="up"), kind=kind, min=0.5))])])
     """

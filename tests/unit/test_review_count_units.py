@@ -58,7 +58,7 @@ def dashboards(ctx):
         Panel("Energy used", Query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "sum", ("node",), as_increase=True)),
         Panel("Replays", Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu"))),
         Panel("Replays counted", Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "count", ("node",))),
-        Panel("Power in mW", Query("DCGM_FI_DEV_POWER_USAGE", "avg", ("pod",)), unit="milliwatt"),
+        Panel("Power in W", Query("DCGM_FI_DEV_POWER_USAGE", "avg", ("pod",)), unit="watt"),
         Panel("Power now", Query("DCGM_FI_DEV_POWER_USAGE", "sum", ()), kind="stat"),
     ])])
 """
