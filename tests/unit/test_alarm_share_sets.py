@@ -253,3 +253,41 @@ def test_cost_counts_a_flags_copy_per_gpu_instance_where_the_agent_keeps_one(tmp
     events = {e.what: e.count for e in log_events(project, Fleet(clusters=1, pods=40, churn=0, gpus=100,
                                                                  mig_instances=2)) if "flags" in e.what}
     assert events == {"a GPU instance's flags above 0.5": 200, "a GPU's flags above 80": 100}
+
+
+FORMS = [("DCGM_FI_DEV_GPU_UTIL", aggregation, ("pod",), comparison, 1.5 if aggregation == "count" else 50, periods)
+         for aggregation in ("count", "sum", "avg", "max", "min") for comparison in (">", "<") for periods in (1, 2)]
+
+
+def _published(folder, forms) -> dict[tuple, list]:
+    """{dimension names: the field's datapoints in that set} of a project of the alarms `forms`, the mixed fleet
+    through the build's agent model."""
+    from generator.output import encode
+    from tests.support.agent_points import through_agent
+
+    text = "".join(_alarm(f"a{n}", *form) for n, form in enumerate(forms))
+    folder.mkdir()
+    files = encode(build(defined_project(folder, "agent:\n  pipeline: otel\n", alarms=HEAD + text)))
+    result: dict[tuple, list] = {}
+    for point in through_agent(files, 30, 300):
+        if point.metric == "DCGM_FI_DEV_GPU_UTIL":
+            result.setdefault(tuple(name for name, _ in point.dimensions), []).append(point)
+    return {dims: sorted(points, key=lambda p: (p.timestamp, p.dimensions, p.value)) for dims, points in result.items()}
+
+
+def test_every_per_pod_form_of_one_field_together_publishes_each_set_as_alone(tmp_path):
+    """Count, sum, mean, max and min of one field by pod, above and below a level, over one and two periods, in one
+    project: the agent publishes each set exactly the datapoints it publishes for the alarm alone. Two per-pod count
+    alarms (`> 1.5` and `< 1.5`) made two chains of the pod's count (insert, insert a copy, combine by count) of one
+    name: the second chain's combine took the first's counted points and its own per-GPU ones, which
+    metricstransformprocessor's canBeCombined refuses (different label keys: a warning, the metrics left as they are),
+    so its per-GPU points, unmarked, took the field's name back and the plain per-pod set published 3 datapoints a
+    scrape per GPU (a count by namespace read team-b's one GPU as 3), the pods' counts and totals twice."""
+    together = _published(tmp_path / "together", FORMS)
+    alone: dict[tuple, list] = {}
+    for n, form in enumerate(FORMS):
+        for dims, points in _published(tmp_path / f"alone{n}", [form]).items():
+            assert alone.setdefault(dims, points) == points, (form, dims)
+    assert together == alone
+    # one count a pod and scrape: 12 scrapes of the 7 pods the exporters name at each (ts-0 and ts-1 in turn)
+    assert len(together[("ClusterName", "namespace", "pod", "pod_gpus")]) == 7 * 12
