@@ -175,7 +175,8 @@ def dimension_sets(settings: Settings) -> list[list[str]]:
     (derived_sets: per GPU instance, and the MIG-only per-pod, per-GPU and per-MIG-instance sets), and on the
     OTel pipeline the sets of a pod's totals per scrape; all but the first two carry only the fields queried
     with them."""
-    totals = [pod_total_dimensions(settings, kind) for kind in POD_TOTALS] if settings.agent.pipeline == "otel" else []
+    totals = [pod_total_dimensions(settings, kind, per_gpu) for per_gpu in (False, True) for kind in POD_TOTALS] \
+        if settings.agent.pipeline == "otel" else []
     return explored_sets(settings) + derived({"dimensions": pod_dimensions(settings),
                                               "gpu_dimensions": gpu_dimensions(settings)}) + totals
 
@@ -188,20 +189,31 @@ def dimensions(settings: Settings) -> list[str]:
 # A pod's total per scrape, which the OTel pipeline (agent.pipeline: otel) makes at the agent from one node's
 # scrape (render/agent_otel.pod_totals) and publishes under the pod's name and one of these marks
 # (dimension: value), which no scraped series carries: the sum of a gauge over the pod's GPUs, and how many
-# GPUs the pod holds.
+# GPUs the pod holds; and the same per GPU the pod holds (POD_GPU_TOTALS, the set naming the GPU too: a pod's MIG
+# instances of one GPU, or its copy of a GPU pods share, read per scrape as the pod's GPU once).
 POD_TOTALS = {"sum": ("pod_total", "sum"), "count": ("pod_gpus", "count")}
+POD_GPU_TOTALS = {"sum": ("pod_gpu_total", "sum"), "count": ("pod_gpu_count", "count")}
 
 
-def pod_total_dimensions(settings: Settings, aggregation: str) -> list[str]:
+def pod_total_dimensions(settings: Settings, aggregation: str, per_gpu: bool = False) -> list[str]:
     """The set of a pod's total per scrape (`aggregation`: sum or count): the cluster, the pod by namespace and
     name (not the other names cloudwatch.dimensions may add: a GPU's would split the total per GPU) and the
-    total's mark."""
+    total's mark; `per_gpu`: the pod's total per GPU it holds, the GPU's index too and its own mark."""
+    if per_gpu:
+        return [CLUSTER_DIMENSION, NAMESPACE_DIMENSION, POD_DIMENSION, GPU_DIMENSION, POD_GPU_TOTALS[aggregation][0]]
     return [CLUSTER_DIMENSION, NAMESPACE_DIMENSION, POD_DIMENSION, POD_TOTALS[aggregation][0]]
 
 
 def pod_total_kind(dims: tuple[str, ...] | list[str]) -> str | None:
-    """sum or count when `dims` is the set of a pod's total per scrape, else None."""
-    return next((kind for kind, (mark, _) in POD_TOTALS.items() if mark in dims), None)
+    """sum or count when `dims` is the set of a pod's total per scrape (or per GPU it holds), else None."""
+    return next((kind for marks in (POD_TOTALS, POD_GPU_TOTALS) for kind, (mark, _) in marks.items()
+                 if mark in dims), None)
+
+
+def pod_total_mark(dims: tuple[str, ...] | list[str]) -> tuple[str, str] | None:
+    """(the mark, its value) of a set of a pod's total per scrape or per GPU it holds, else None."""
+    return next((marked for marks in (POD_TOTALS, POD_GPU_TOTALS) for marked in marks.values()
+                 if marked[0] in dims), None)
 
 
 # A GPU's reading once per scrape of its exporter, which the OTel pipeline makes at the agent from the copies the
@@ -620,6 +632,14 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
                 gpu_series=per_gpu_dims)
     split_ok = not series and not alarm and can_split
     pod_keyed = tuple(dims) == tuple(pod_dimensions(settings))
+    if layout.instances and settings.agent.pipeline == "otel" and not field.is_counter \
+            and field.across_own_labels != "sum" \
+            and (agg in ("count", "sum") and pod_keyed and per_pod_lines(query, series)
+                 or pod_gpu_lines(query, series, dims, settings)
+                 and (agg in ("count", "sum") or agg == "avg" and instances_added(field))):
+        # (awsemf would send a counter's total as deltas); a pod's GPU's mean of a field its MIG instances add up
+        # (framebuffer) is the mean of the pod's total on that GPU
+        return _pod_total(query, settings, series)
     if layout.instances and field.per_instance and not field.is_counter and not field.across_own_labels \
             and agg != "count" and not pod_keyed and "mig_instance" not in query.by \
             and (instances_added(field) or agg in ("max", "min") or query.metric in MIG_MEMORY_SHARES):
@@ -636,16 +656,13 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     if field.across_own_labels == "sum":
         return _own_series_added(query, field, line, split_ok, one_gpu, period, interval, base,
                                  per_scrape_note(layout))
-    if layout.instances and settings.agent.pipeline == "otel" and pod_keyed and per_pod_lines(query, series) \
-            and agg in ("count", "sum") and not field.is_counter:  # awsemf would send a counter's total as deltas
-        return _pod_total(query, settings, series)
     if agg == "count":  # GPUs (series) reporting, whatever the field's kind
         if one_gpu:
             return line("COUNT", "{q} * 0 + 1", n)
         if split_ok:
             return split("COUNT", "SUM({q} * 0 + 1)")
         return replace(line("COUNT", per_scrape(interval), n, True),
-                       notes=per_scrape_notes(settings, pod_keyed, layout))
+                       notes=per_scrape_notes(settings, pod_keyed or query.per_pod and layout.instances, layout))
     if not field.is_counter:
         if agg == "avg" and split_ok and layout.instances:  # each GPU once, however many series it writes
             return split("AVG", across("AVG"))
@@ -656,7 +673,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         if split_ok:
             return split("AVG", "SUM({q})")
         return replace(line("SUM", per_scrape(interval), n, True),
-                       notes=per_scrape_notes(settings, pod_keyed, layout))
+                       notes=per_scrape_notes(settings, pod_keyed or query.per_pod and layout.instances, layout))
 
     # Counters: the agent sends each scrape's delta, and the delta after a missed scrape covers the gap, so
     # the SUM of a series' deltas in a period is its increase over the period, however many scrapes arrived
@@ -701,6 +718,16 @@ def per_pod_lines(query: Query, series: tuple[str, ...]) -> bool:
     return query.per_pod and set(series) == {NAMESPACE_DIMENSION, POD_DIMENSION}
 
 
+def pod_gpu_lines(query: Query, series: tuple[str, ...], dims: list[str], settings: Settings) -> bool:
+    """The query's lines are a pod's GPUs, each named by the pod's namespace and name and the GPU's index, read from
+    the per-pod set with the GPU (cloudwatch.dimensions may name it): a count or sum of such a line per period, divided
+    by the scrapes of a period, reads a GPU pods share, which an exporter without KUBERNETES_VIRTUAL_GPUS names under
+    one of them at a time (dcgm-exporter #340), as the share of the scrapes that named the pod (0.5 GPUs for 1), where
+    the pod's total per GPU and scrape made at the agent reads it whole at each scrape it is named at."""
+    return query.per_pod and set(series) == {NAMESPACE_DIMENSION, POD_DIMENSION, GPU_DIMENSION} \
+        and set(dims) == {*pod_dimensions(settings), GPU_DIMENSION}
+
+
 def _pod_total(query: Query, settings: Settings, series: tuple[str, ...]) -> Plan:
     """A sum of a gauge, or the GPUs counted, per pod on the OTel pipeline: the agent adds up each scrape of a
     node's exporter per pod (each GPU once: a device field's MIG instances of one GPU count once, a field MIG
@@ -711,7 +738,8 @@ def _pod_total(query: Query, settings: Settings, series: tuple[str, ...]) -> Pla
     that two nodes' exporters list at once (Kubernetes runs a pod on one node) would read the mean of the two
     nodes' totals."""
     kind = "count" if query.aggregation == "count" else "sum"
-    return Plan(metric=query.metric, function="AVG", dims=tuple(pod_total_dimensions(settings, kind)),
+    per_gpu = GPU_DIMENSION in series  # a pod's total per GPU it holds (pod_gpu_lines)
+    return Plan(metric=query.metric, function="AVG", dims=tuple(pod_total_dimensions(settings, kind, per_gpu)),
                 group=series, series=series)
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from . import data_missing
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
 from .cloudwatch_query import (ONCE_PER_GPU, UNUSED_SHARE, is_query, level_of, pod_dimensions, pod_total_kind,
-                               readings_dimensions)
+                               pod_total_mark, readings_dimensions)
 from .errors import InputError
 from .markers import GPU_DIMENSION, POD_DIMENSION
 from .project import Project
@@ -316,8 +316,10 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     drops `up` and `scrape_*` but, where the per-node alarm reads it, every scrape's
     scrape_samples_post_metric_relabeling (made a flag of no GPU data): one event per scrape of each exporter target
     (published per node) and of kube-state-metrics' (no `node` label: published in no set)."""
-    from .cloudwatch_query import POD_TOTALS
+    from .cloudwatch_query import POD_GPU_TOTALS
     from .render.agent_otel import _merged_names
+
+    per_gpu_marks = {mark for mark, _ in POD_GPU_TOTALS.values()}
 
     settings, catalog = project.settings, project.catalog
     what, queried = _what_is_published(project)
@@ -366,9 +368,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     levels = _copy_events(what.fields, level_mark_of, set())
     marks: dict[str, int] = {}  # the pods' totals per scrape: their mark -> fields
     for dims, metrics in what.fields.items():
-        kind = pod_total_kind(dims)
-        if kind and metrics:
-            marks[POD_TOTALS[kind][0]] = marks.get(POD_TOTALS[kind][0], 0) + len(metrics)
+        marked = pod_total_mark(dims)
+        if marked and metrics:
+            marks[marked[0]] = marks.get(marked[0], 0) + len(metrics)
     events = [
         Events("a GPU's gauges", copies, len(kept), shown(kept, per_gpu | per_pod), True),
         Events("a GPU's counters its pods' labels do not keep", copies, len(unmerged),
@@ -378,7 +380,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         Events("a GPU instance's counters, merged", instances, len(instance), shown(instance, per_gpu), False),
         Events("a GPU's fields split per process, per pod", copies, len(split), shown(split, per_pod), False),
         Events("a GPU's fields split per process, merged", instances, len(split), shown(split, per_gpu), False),
-        *(Events(f"a pod's totals ({mark})", fleet.named_pods, count, count, False) for mark, count in marks.items()),
+        # a pod's totals per GPU it holds (POD_GPU_TOTALS): an event per GPU instance a pod holds at the scrape
+        *(Events(f"a pod's totals ({mark})", min(copies, pods) if mark in per_gpu_marks else fleet.named_pods, count,
+                 count, False) for mark, count in marks.items()),
         *(Events(f"the totals of a node's GPUs no pod holds ({mark})", idle_nodes, count, 0, False)
           for mark, count in marks.items()),
         # a GPU's readings once per scrape (render/agent_otel.once_per_gpu; the fleet's values past 500 GPUs)

@@ -60,10 +60,10 @@ from typing import Any, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, Catalog
-from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, POD_TOTALS, SHARE_BOUNDS, UNUSED_SHARE,
-                                marked_level, merged_copies, number, pod_total_kind)
+from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, SHARE_BOUNDS, UNUSED_SHARE, marked_level, merged_copies,
+                                number, pod_total_kind, pod_total_mark)
 from ..errors import InputError
-from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
+from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
 from ..settings import Cluster, Settings
 
@@ -368,20 +368,27 @@ TOTAL_PREFIX = "gpudash.pod."  # a pod's total's name from the processor that ma
 GPU_ONCE = "UUID"  # the label that names one GPU of a node's exporter, whatever its MIG instances
 
 
-def _total_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[tuple[str, str, list[str], str]]:
-    """(kind, mark, the pod's labels, field) of each pod total a pod-total set
-    (cloudwatch_query.pod_total_dimensions) publishes."""
+def _total_fields(catalog: Catalog,
+                  declarations: list[dict[str, Any]]) -> list[tuple[str, tuple[str, str], list[str], str]]:
+    """(kind, (mark, its value), the pod's labels, field) of each pod total a pod-total set
+    (cloudwatch_query.pod_total_dimensions) publishes: per pod, or per GPU the pod holds (the GPU's index among the
+    pod's labels)."""
     result = []
     for declaration in declarations:
         for dims in declaration.get("dimensions") or []:
-            kind = pod_total_kind(dims)
-            if kind is None:
+            kind, marked = pod_total_kind(dims), pod_total_mark(dims)
+            if kind is None or marked is None:
                 continue
-            mark = POD_TOTALS[kind][0]
-            pod = sorted(d for d in dims if d != mark)
-            result += [(kind, mark, pod, name) for selector in declaration.get("metric_name_selectors") or []
+            pod = sorted(d for d in dims if d != marked[0])
+            result += [(kind, marked, pod, name) for selector in declaration.get("metric_name_selectors") or []
                        for name in [next((m.name for m in catalog if selects(selector, m.name)), None)] if name]
     return result
+
+
+def _total_name(kind: str, pod: list[str], name: str) -> str:
+    """The name of a pod's total of `name` from the transform that makes it to the one that renames it: one per set
+    (a pod's total per GPU apart from its total, so that each set's chain of transforms matches its own metrics)."""
+    return f"{TOTAL_PREFIX}{kind}{'-gpu' if GPU_DIMENSION in pod else ''}.{name}"
 
 
 def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
@@ -417,15 +424,15 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
     the totals out of the sets that do not name their mark."""
     copies = copies or {}
     result = []
-    for kind, mark, pod, name in _total_fields(catalog, declarations):
+    for kind, (mark, value), pod, name in _total_fields(catalog, declarations):
         include = f"^{re.escape(name)}$"
-        total = f"{TOTAL_PREFIX}{kind}.{name}"
+        total = _total_name(kind, pod, name)
         once = "sum" if kind == "sum" and catalog.get(name).per_instance else "max"
         shares = [{"action": "aggregate_labels", "label_set": copies[name], "aggregation_type": "max"}] \
             if name in copies else []
         per_gpu = [*shares, {"action": "aggregate_labels", "label_set": sorted({*pod, GPU_ONCE}),
                              "aggregation_type": once}]
-        marked = {"action": "add_label", "new_label": mark, "new_value": POD_TOTALS[kind][1]}
+        marked = {"action": "add_label", "new_label": mark, "new_value": value}
         if kind == "sum":
             result.append({"include": include, "match_type": "regexp", "action": "insert", "new_name": total,
                            "operations": [*per_gpu, {"action": "aggregate_labels", "label_set": pod,
@@ -446,23 +453,26 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
 
 def total_blank_conditions(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[str]:
     """The filter's conditions on the pods' sums (pod_totals): a sum at or above its field's floor holds a blank."""
-    return blank_conditions(catalog, [name for kind, _, _, name in _total_fields(catalog, declarations)
-                                      if kind == "sum"],
-                            prefix=f"{TOTAL_PREFIX}sum.")
+    sums: dict[str, list[str]] = {}
+    for kind, _, pod, name in _total_fields(catalog, declarations):
+        if kind == "sum":
+            sums.setdefault(_total_name(kind, pod, "").removesuffix("."), []).append(name)
+    return [condition for prefix, names in sorted(sums.items())
+            for condition in blank_conditions(catalog, names, prefix=f"{prefix}.")]
 
 
-def totals_renamed() -> dict[str, Any]:
+def totals_renamed(per_gpu: bool = False) -> dict[str, Any]:
     """The transform that gives the pods' totals their field's name back (after the filter and merged_counters,
-    whose transforms match the field's name)."""
-    return {"include": f"^{re.escape(TOTAL_PREFIX)}(?:sum|count)\\.(.+)$", "match_type": "regexp",
-            "action": "update", "new_name": "${1}"}
+    whose transforms match the field's name); `per_gpu`: a pod's totals per GPU are made too."""
+    return {"include": f"^{re.escape(TOTAL_PREFIX)}(?:sum|count){'(?:-gpu)?' if per_gpu else ''}\\.(.+)$",
+            "match_type": "regexp", "action": "update", "new_name": "${1}"}
 
 
 def _marked(dims: list[str] | tuple[str, ...]) -> str | None:
     """The mark of a set of points made at the agent (a pod's total, a GPU's reading once), or None."""
-    kind = pod_total_kind(dims)
-    if kind:
-        return POD_TOTALS[kind][0]
+    marked = pod_total_mark(dims)
+    if marked:
+        return marked[0]
     return next((mark for mark, _ in (ONCE_PER_GPU, UNUSED_SHARE) if mark in dims), None) or \
         next((name for name in dims if marked_level(name)), None)
 
@@ -835,7 +845,8 @@ class Pipeline:
         merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
         # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
         merge["transforms"] = [*once_per_gpu(catalog, declarations), *merge["transforms"]]
-        merge["transforms"] += [totals_renamed()] if totals else []
+        merge["transforms"] += [totals_renamed(any(GPU_DIMENSION in pod for _, _, pod, _ in
+                                                   _total_fields(catalog, declarations)))] if totals else []
         merge["transforms"] += [unused_renamed()] if unused else []
         merge["transforms"] += [level_renamed()] if levels else []
         if merge["transforms"]:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPIES_COUNTED, MI_FUNCTIONS, ONCE_PER_GPU, STATISTICS, Plan,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPIES_COUNTED, MI_FUNCTIONS, NAMED_SHARE, ONCE_PER_GPU,
+                                STATISTICS, Plan,
                                 stands_in_once,
                                 instance_contributors,
                                 LEVEL_WORDS, level_plan, otel_gap, reads_gap_growth, unused_plan,
@@ -625,6 +626,8 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
         note = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0, ranked by their sum"
     if COPIES_COUNTED in plan_.notes:  # no merged form (cloudwatch_query.once_plan): lint AL019 notes it too
         note = f"{note}; {COPIES_COUNTED}" if note else COPIES_COUNTED
+    if NAMED_SHARE in plan_.notes:  # a pod's count or sum per scrape the agent does not make (classic; a counter's)
+        note = f"{note}; {NAMED_SHARE}" if note else NAMED_SHARE
     stale = stale_note(alarm, note)
     description = _description(alarm, stale)
     label = alarm.title

@@ -51,7 +51,8 @@ def _alarms(cases) -> str:
 
 def _truth(fleet, field: str, group: str) -> dict[tuple, float]:
     """{group key: the group's memory}, each GPU instance once; a pod's on a GPU: the instances the exporter names it
-    on, for the share of scrapes it names it at (a GPU pods share, named under each in turn, counts for each half)."""
+    on, whole at every scrape that names it (a GPU pods share, named under each in turn, counts whole for each: the
+    pod's total per GPU is made at the agent at each scrape; read as a period's SUM over its scrapes it was half)."""
     totals: dict[tuple, float] = {}
     for node in fleet:
         for gpu in node.gpus:
@@ -61,8 +62,7 @@ def _truth(fleet, field: str, group: str) -> dict[tuple, float]:
                     named = node.labelled(instance, None)
                     for pod in named:
                         key = (("namespace", pod[0]), ("pod", pod[1]), ("gpu", str(gpu.index)))
-                        share = 1 / len(named) if node.moves else 1
-                        totals[key] = totals.get(key, 0.0) + value * share
+                        totals[key] = totals.get(key, 0.0) + value
                     continue
                 key = {"all": (), "cluster": (), "node": (("node", node.name),), "index": (("gpu", str(gpu.index)),),
                        "gpu": (("node", node.name), ("gpu", str(gpu.index)))}[group]

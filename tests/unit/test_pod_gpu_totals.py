@@ -1,0 +1,107 @@
+"""A pod's count and sum per GPU it holds (`Query(field, "count" | "sum", ("pod", "gpu"))`) read each GPU of the pod
+whole on CloudWatch, also a GPU pods share by time-slicing or MPS.
+
+An exporter without KUBERNETES_VIRTUAL_GPUS (the GPU operator's default) names a GPU pods share under one of them at a
+time, not always the same one (dcgm-exporter #340: the mixed fleet's gpu-node-ts names ts-0 and ts-1 in turn). A count
+or sum per (pod, gpu) was the period's COUNT or SUM over the scrapes a period holds: ts-0 and ts-1 read 0.5 GPUs
+(truth 1) and 1.5 % (truth 3 %), half the GPU's 200 W, so `count(util) by (pod, gpu) < 1` fired for both pods holding
+the GPU (a pod's count and sum per pod, made at the agent per scrape, read them right). On agent.pipeline: otel the
+agent now makes the pod's total per GPU it holds at each scrape too (its own marked set), read as the mean of the
+scrapes that named the pod; with exporter.virtual_gpus (a copy per sharing pod at every scrape) the same. On
+agent.pipeline: classic nothing makes a total per scrape: the alarm's description says what a pod named in turn
+reads (as the dashboards' headers did per pod, and now per pod and GPU too).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.artifacts import build
+from generator.cloudwatch_query import NAMED_SHARE
+from generator.model import Query
+from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support.agent_points import SHARED, alarm_values, alarms_through_agent
+from tests.support.projects import defined_project
+
+UTIL, POWER, FB_USED = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED"
+# (the max or min of a MIG GPU's framebuffer, its instances' sum, per pod and GPU is refused at generate)
+FORMS = [(field, aggregation) for field in (UTIL, POWER, FB_USED)
+         for aggregation in ("count", "sum", "avg", "max", "min") if field != FB_USED or aggregation not in ("max", "min")]
+STEP, END = 30, 1800
+HEAD = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+FLEETS = {"named in turn": ("", mixed_fleet.FLEET),
+          "a copy per pod (virtual_gpus)": ("exporter:\n  virtual_gpus: true\n", SHARED)}
+
+
+def _alarm(name: str, field: str, aggregation: str, by: tuple, comparison: str = ">", level: float = 1) -> str:
+    return (f"    yield Alarm({name!r}, 'T', Condition(Query({field!r}, {aggregation!r}, {by!r}), {comparison!r}, "
+            f"{level}), description='d', runbook='r')\n")
+
+
+def _text(by: tuple, forms=FORMS) -> str:
+    return HEAD + "".join(_alarm(f"{aggregation}-{n}", field, aggregation, by) for n, (field, aggregation)
+                          in enumerate(forms))
+
+
+def _legend(key: tuple) -> str:
+    labels = dict(key)
+    return f"Pod {labels['namespace']}/{labels['pod']}" + (f" GPU {labels['gpu']}" if "gpu" in labels else "")
+
+
+@pytest.fixture(scope="module", params=list(FLEETS))
+def otel(request, tmp_path_factory):
+    settings, fleet = FLEETS[request.param]
+    project = defined_project(tmp_path_factory.mktemp("otel"), "agent:\n  pipeline: otel\n" + settings,
+                              alarms=_text(("pod", "gpu")))
+    return request.param, fleet, alarms_through_agent(project, STEP, END, fleet)
+
+
+@pytest.mark.parametrize("form", FORMS, ids=[f"{a} of {f}" for f, a in FORMS])
+def test_each_aggregation_per_gpu_a_pod_holds_equals_the_truth(otel, form):
+    """Every (pod, GPU) of the fleet: whole GPUs, a pod's two GPUs, MIG instances (framebuffer adds up over a pod's
+    instances), and the time-sliced GPU's two pods, each reading the GPU whole (the mean, max and min read it whole
+    before too: the scrapes that named the pod)."""
+    _, fleet, (requests, points) = otel
+    field, aggregation = form
+    # (the GPU utilization alarm of a mean over a group has a second half for MIG instances, by engine activity)
+    (request,) = [r for name, r in requests.items() if name.endswith(f"-{aggregation}-{FORMS.index(form)}-warning")]
+    values = {_legend(key): value for key, value in alarm_values(request, points, END, 300).items()}
+    truth = mixed_fleet.truth(Query(field, aggregation, ("pod", "gpu")), {}, fleet=fleet)
+    if field == UTIL:  # MIG GPUs report no utilization: per (pod, GPU) the alarm does not evaluate them (lint AL012)
+        truth = {legend: value for legend, value in truth.items() if "/mig-" not in legend}
+    assert values == pytest.approx(truth)
+    assert {"Pod team-d/ts-0 GPU 0", "Pod team-d/ts-1 GPU 0"} <= set(values)
+
+
+@pytest.mark.parametrize("fleet_name", list(FLEETS))
+def test_a_pod_holding_a_gpu_does_not_read_below_one_gpu(tmp_path, fleet_name):
+    """`count(util) by (pod, gpu) < 1` (a pod that lost its GPU): every pod holds its GPUs, none alarms."""
+    settings, fleet = FLEETS[fleet_name]
+    project = defined_project(tmp_path, "agent:\n  pipeline: otel\n" + settings,
+                              alarms=HEAD + _alarm("lost", UTIL, "count", ("pod", "gpu"), "<", 1))
+    (request,), points = (lambda r: (list(r[0].values()), r[1]))(alarms_through_agent(project, STEP, END, fleet))
+    states = cloudwatch_eval.alarm(request, points, END)
+    assert {_legend(key) for key, state in states.items() if state == "ALARM"} == set()
+    assert {_legend(key) for key in states} >= {"Pod team-d/ts-0 GPU 0", "Pod team-d/ts-1 GPU 0"}
+
+
+@pytest.mark.parametrize("by", [("pod",), ("pod", "gpu")])
+@pytest.mark.parametrize("fleet_name", list(FLEETS))
+def test_classic_says_what_a_pod_named_in_turn_reads(tmp_path, by, fleet_name):
+    """agent.pipeline: classic makes no total per scrape: a pod's count or sum per pod (or per GPU it holds) of a GPU
+    named in turn reads the share of the scrapes that named it, which its description says without
+    exporter.virtual_gpus; with it (a copy per pod at every scrape) the values are whole and nothing is said."""
+    settings, fleet = FLEETS[fleet_name]
+    forms = [(field, aggregation) for field, aggregation in FORMS if aggregation in ("count", "sum")]
+    project = defined_project(tmp_path, "agent:\n  pipeline: classic\n" + settings, alarms=_text(by, forms))
+    requests, points = alarms_through_agent(project, STEP, END, fleet)
+    said = {name: NAMED_SHARE in request["AlarmDescription"] for name, request in requests.items()}
+    assert said == {name: fleet is mixed_fleet.FLEET for name in requests}
+    if fleet is SHARED:
+        for n, (field, aggregation) in enumerate(forms):
+            (request,) = [r for name, r in requests.items() if f"-{aggregation}-{n}-" in name]
+            values = {_legend(key): value for key, value in alarm_values(request, points, END, 300).items()}
+            truth = mixed_fleet.truth(Query(field, aggregation, by), {}, fleet=fleet)
+            if field == UTIL:  # MIG GPUs report no utilization: classic does not evaluate them (lint AL012)
+                truth = {legend: value for legend, value in truth.items() if "/mig-" not in legend}
+            assert values == pytest.approx(truth), (field, aggregation)
