@@ -344,13 +344,13 @@ def stands_in_once(query: Query, catalog: Catalog) -> bool:
     return query.metric in MIG_UNSUPPORTED and catalog.mig_substitute(query.metric) is not None
 
 
-def _extreme_over_gpus(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> bool:
-    """An alarm's plan over the per-GPU set that takes the largest or smallest reading of several GPUs of a field MIG
-    does not report: over the per-GPU set MIG GPUs have no reading (the scrape job drops it there), and the stand-in's
-    second alarm cannot judge them against the whole group's extreme (a node of whole and MIG GPUs)."""
-    one_gpu = all(d in result.series for d in result.gpu_series)
-    return tuple(result.dims) == tuple(gpu_dimensions(settings)) and not result.namespace and not one_gpu \
-        and result.function in ("MAX", "MIN") and stands_in_once(query, catalog)
+def _stand_in_over_gpus(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> bool:
+    """An alarm's plan over the per-GPU set of a field MIG does not report, whatever it takes of a GPU or a group of
+    GPUs: over the per-GPU set MIG GPUs have no reading (the scrape job drops it there), and the stand-in's second alarm
+    reads MIG instances, not GPUs (a GPU of instances at 80 and 40 % is at 60 %: its largest instance read 80 for a
+    GPU's or a node's largest), and judges part of a group against the whole group's threshold."""
+    return tuple(result.dims) == tuple(gpu_dimensions(settings)) and not result.namespace \
+        and stands_in_once(query, catalog)
 
 
 def once_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan | None:
@@ -361,7 +361,7 @@ def once_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) 
     once, as the Prometheus rule counts and adds each GPU once. A node of 11 GPUs, two of them split into two MIG
     instances, writes 13 series of a device field: the per-GPU set counted 13 and added the two MIG GPUs' power twice.
     A field MIG does not report (GPU utilization) reads there a MIG GPU's stand-in (its instances' engine activity
-    averaged, x 100: stands_in_once), so its counts, sums, means and extremes over several GPUs (_extreme_over_gpus)
+    averaged, x 100: stands_in_once), so its counts, sums, means and extremes over a GPU or several (_stand_in_over_gpus)
     read every physical GPU once, a MIG GPU as the Prometheus rule reads it (11 GPUs of the mixed fleet, not the 9
     whole ones), in one alarm (no MIG stand-in alarm is split off: mig_plan).
     None where the per-GPU set is already one series per GPU (a counter, merged per physical GPU by the OTel pipeline;
@@ -369,7 +369,7 @@ def once_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) 
     not the GPU's (a field MIG reports per instance: the GPU's value is its instances' sum or mean), on
     agent.pipeline: classic (nothing merges the copies: _copies_noted), or where the set has no room for the mark."""
     if settings.agent.pipeline != "otel" or not (_counts_copies(result, settings)
-                                                 or _extreme_over_gpus(result, query, catalog, settings)):
+                                                 or _stand_in_over_gpus(result, query, catalog, settings)):
         return None
     field = catalog.get(query.metric)
     if field.is_counter or field.per_instance or field.across_own_labels or merged_copies(field, settings):

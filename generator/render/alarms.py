@@ -25,6 +25,7 @@ from ..derived_sets import mig_only
 from ..exporter_styles import exporter_namespace, named_daemonsets, style_for
 from ..go_template import as_alert_text
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
+                       GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
@@ -223,8 +224,21 @@ def second_plan(alarm: Alarm, settings: Settings) -> Plan:
 
 
 COMPARED = {**LEVEL_WORDS, "<": "below", "<=": "at or below"}  # a threshold's comparison in words
-# Keys that make a mean one object's (a pod's, a GPU's, an instance's): its MIG stand-in alarm judges the same objects.
-PER_OBJECT = frozenset({"pod", "gpu", "mig_instance"})
+# (aggregation, comparison) over a group's whole GPUs alone that can only miss what the group's every GPU would fire
+# for, never fire where they do not: a count or a sum (of readings of 0 or more) of part of the GPUs is at most the
+# whole's, a maximum of part at most the whole's, a minimum of part at least the whole's (its mean is neither)
+ONLY_MISSES = frozenset({("count", ">"), ("count", ">="), ("sum", ">"), ("sum", ">="), ("max", ">"), ("max", ">="),
+                         ("min", "<"), ("min", "<=")})
+
+
+class HalfAlarm(Unsupported):
+    """A rule whose CloudWatch alarm could judge only part of its group's GPUs (the whole GPUs, without the MIG GPUs'
+    stand-in) and so fire where its Prometheus rule, which reads every GPU, does not: generate refuses it."""
+
+
+def _one_gpu(plan_: Plan) -> bool:
+    """Each group of the plan is one GPU (a node's GPU, a pod's GPU): a whole GPU or a MIG GPU, never both."""
+    return GPU_DIMENSION in plan_.series and (NODE_DIMENSION in plan_.series or POD_DIMENSION in plan_.series)
 
 
 def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, str] | None:
@@ -236,20 +250,44 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
     The first alarm reads the field itself, which the agent's scrape job drops on MIG instances: together
     they watch every pod or GPU with the meaning of the Prometheus rule, which takes the stand-in on MIG
     instances. None when the field is reported under MIG, the CSV collects no stand-in, or the source is
-    the Container Insights add-on."""
+    the Container Insights add-on.
+    The two alarms are the rule only where the rule itself judges a pod's whole GPUs and its MIG instances apart
+    (promql.kinds_apart: per pod, but a count), or where each group is one GPU's mean (its instances' mean is the
+    MIG GPU's reading). Elsewhere (a namespace, a node or the cluster where no set reads each GPU once) the rule reads
+    each GPU of the group, a MIG GPU by its instances' mean, and no half judges that: the MIG instances' alarm reads
+    instances, not GPUs (a node's GPU of two instances at 80 and 40 % is at 60 %: its largest instance fired for
+    `max > 70`), and each alarm judges part of the group against the whole threshold (`min by namespace > 19` fired
+    for a namespace of a whole GPU at 2 %, its MIG instance at 80 %). There the whole GPUs' alarm alone is made where
+    it can only miss (ONLY_MISSES: Unsupported, noted by lint AL012), else the rule is refused (HalfAlarm)."""
     if alarm.absent or addon_source(settings):
         return None
-    query = cloudwatch_condition(alarm, settings).query
+    condition = cloudwatch_condition(alarm, settings)
+    query = condition.query
     substitute = catalog.mig_substitute(query.metric)
     if substitute is None:
         return None
     stand_in, factor = substitute
-    if ONCE_PER_GPU[0] in alarm_plan(alarm, catalog, settings).dims and stands_in_once(query, catalog):
+    first = alarm_plan(alarm, catalog, settings)
+    if ONCE_PER_GPU[0] in first.dims and stands_in_once(query, catalog):
         return None  # a GPU's reading once holds a MIG GPU's stand-in: the alarm reads every GPU (once_plan)
-    if query.aggregation in ("count", "sum") or (query.aggregation == "avg" and not set(query.by) & PER_OBJECT):
-        # A count or sum over GPUs, or a mean over a node's or the cluster's: split between the whole GPUs' field
-        # and the MIG instances' stand-in, each alarm would judge part of the GPUs against the whole threshold (a
-        # count of 11 GPUs read as 9 and 2, neither under 11) and a count is no share to divide by the factor.
+    one_gpu = _one_gpu(first)
+    if not (kinds_apart(query, catalog) or (one_gpu and query.aggregation == "avg")):
+        where = f"by {', '.join(query.by)}" if query.by else "over the cluster"
+        why = (f"a GPU split into MIG instances reads their mean {stand_in}, which no CloudWatch set holds per GPU on "
+               f"agent.pipeline: {settings.agent.pipeline} (an alarm over the instances would take the "
+               f"{query.aggregation} of instances, not of the GPU's mean)") if one_gpu else (
+               f"its {query.aggregation} {where} reads each GPU of a group, a GPU split into MIG instances by their "
+               f"mean {stand_in}, and no CloudWatch set reads that on agent.pipeline: {settings.agent.pipeline} (the "
+               f"MIG instances' alarm reads instances, not GPUs, and each alarm would judge part of the group "
+               f"against the whole threshold)")
+        if one_gpu or (query.aggregation, condition.comparison) in ONLY_MISSES:
+            raise Unsupported(why)  # the whole GPUs' alarm alone: it can miss a MIG GPU, not fire falsely (AL012)
+        raise HalfAlarm(f"{why}; judged on the whole GPUs alone it would fire where its Prometheus rule does not "
+                        f"({query.aggregation} {COMPARED[condition.comparison]} {condition.threshold:g} of part of a "
+                        f"group's GPUs)", fix=_half_alarm_fix(query, settings))
+    if query.aggregation in ("count", "sum"):
+        # a pod's count or sum: the rule judges a pod's whole GPUs and MIG instances together for a count, apart for
+        # a sum, but a count is no share to divide by the factor and the sum of instances is no sum of GPUs
         raise Unsupported(f"its {query.aggregation} over GPUs cannot be split between the whole GPUs' {query.metric} "
                           f"and the MIG instances' {stand_in} (each alarm would judge part of the GPUs against the "
                           f"whole threshold)")
@@ -264,6 +302,18 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
         return replace(result, dims=instance(result.dims), group=instance(result.group),
                        series=instance(result.series), divisor=result.divisor / factor), stand_in
     return replace(result, dims=tuple(mig_only(result.dims)), divisor=result.divisor / factor), stand_in
+
+
+def _half_alarm_fix(query, settings: Settings) -> str:
+    """What builds instead of a HalfAlarm."""
+    fixes = []
+    if settings.agent.pipeline == "classic" and not set(query.by) - {"node", "gpu", "cluster"}:
+        fixes.append("agent.pipeline: otel (it reads every GPU once, a MIG GPU by its instances' mean)")
+    elif "pod" not in query.by:
+        fixes.append("group it by node or by pod (a pod's whole GPUs and MIG instances judged apart)")
+    if query.aggregation == "count":
+        fixes.append("count a field MIG reports (DCGM_FI_DEV_FB_USED)")
+    return ", or ".join(fixes)
 
 
 def _within_agent_limit(alarm: Alarm, dims: tuple[str, ...], settings: Settings) -> None:
@@ -300,6 +350,8 @@ def mig_left_out(project) -> list[tuple[str, str]]:
             kinds = {form.kind for form in alarm_forms(alarm, catalog, settings)}
             if "insights" in kinds:
                 mig_plan(alarm, catalog, settings)
+        except HalfAlarm:
+            continue  # generate refuses it
         except Unsupported as exc:
             result.append((alarm.defined_at, f"{start}: {exc}"))
             continue
@@ -427,6 +479,8 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
         return (Form("static", static_plan(alarm, catalog, settings)),)
     try:
         mig = mig_plan(alarm, catalog, settings)
+    except HalfAlarm:
+        raise
     except Unsupported:
         mig = None  # MIG GPUs are not evaluated on CloudWatch: a note says so (mig_left_out)
     comparison = cloudwatch_condition(alarm, settings).comparison

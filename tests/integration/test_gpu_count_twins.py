@@ -6,9 +6,10 @@ GPUs over 700 W fire for none (the MIG node draws 350 + 150 = 500 W; counted per
 over 450 W fire for the two nodes of 500 W.
 
 GPU utilization, which MIG does not report (its instances' graphics engine activity stands in): "more than 10 GPUs
-report it" fires (11: the two MIG GPUs by their stand-in), "fewer than 10" does not, and a node's GPUs over 80 %
-in all fire for the MIG node too (60 + 30); the CloudWatch alarms of the same rules, read through the build's agent
-model, fire for the same groups (they counted 9 GPUs and left the MIG node out)."""
+report it" fires (11: the two MIG GPUs by their stand-in), "fewer than 10" does not, a node's GPUs over 80 %
+in all fire for the MIG node too (60 + 30), and a GPU's largest reading over 50 % fires for the MIG node's GPU 0
+(its instances at 80 and 40 %); the CloudWatch alarms of the same rules, read through the build's agent model, fire
+for the same groups (they counted 9 GPUs and left the MIG node out; the GPU's largest reading left MIG GPUs out)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def alarms(ctx):
     util = "DCGM_FI_DEV_GPU_UTIL"
     for rule, query, comparison, threshold in (("util-many", Query(util, "count", ()), ">", 10),
                                                ("util-few", Query(util, "count", ()), "<", 10),
-                                               ("node-util", Query(util, "sum", ("node",)), ">", 80)):
+                                               ("node-util", Query(util, "sum", ("node",)), ">", 80),
+                                               ("gpu-busy", Query(util, "max", ("node", "gpu")), ">", 50)):
         yield Alarm(rule, "GPU utilization", Condition(query, comparison, threshold), description="Busy.",
                     runbook="Look.")
 '''
@@ -83,13 +85,18 @@ def test_the_rules_count_and_add_each_gpu_once(built):
 UTIL = {node.name: sum(sum(i.engine * 100 for i in gpu.instances) / len(gpu.instances) if gpu.mig else gpu.util
                        for gpu in node.gpus) for node in FLEET}
 UTIL_FIRED = {"util-many": [{}], "util-few": [],
-              "node-util": [{"node": name} for name, total in sorted(UTIL.items()) if total > 80]}
+              "node-util": [{"node": name} for name, total in sorted(UTIL.items()) if total > 80],
+              # a GPU's largest reading over 50 %: the MIG GPU 0 at (80 + 40) / 2 = 60 too, not its GPU 1 (60 + 0) / 2
+              "gpu-busy": [{"node": node.name, "gpu": str(gpu.index)} for node in FLEET for gpu in node.gpus
+                           if (sum(i.engine * 100 for i in gpu.instances) / len(gpu.instances) if gpu.mig
+                               else gpu.util) > 50]}
 
 
 def test_the_premise_of_the_utilization_rules():
     assert sorted(name for name, total in UTIL.items() if total > 80) == [
         "gpu-node-a", "gpu-node-mig", "ip-10-0-3-7.ec2.internal"]
     assert UTIL["gpu-node-mig"] == pytest.approx(90)
+    assert {"node": "gpu-node-mig", "gpu": "0"} in UTIL_FIRED["gpu-busy"] and len(UTIL_FIRED["gpu-busy"]) == 5
 
 
 def test_the_cloudwatch_alarms_fire_for_the_same_groups(built):

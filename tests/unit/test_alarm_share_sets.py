@@ -51,15 +51,17 @@ def _states(folder, text: str) -> dict[str, dict[str, str]]:
 
 
 def test_a_pods_count_or_total_below_a_level_reads_the_pods_own_gpus(tmp_path):
-    """The mixed fleet: 7 pods hold one GPU (trainer.v2-0 two); the pods whose GPUs' utilization adds up under 75.5
-    are infer-1 (2), team-b's worker-0 (35), ts-0 and ts-1 (3 each), solo-0 (70) and solo-1 (71). Read as an unused
-    share these were 100 - count and 100 - total: no datapoint at all, and trainer.v2-0 (120) would have fired."""
-    states = _states(tmp_path, _alarm("one-gpu", "DCGM_FI_DEV_GPU_UTIL", "count", ("pod",), "<", 1.5)
+    """The mixed fleet: 8 pods hold one GPU (trainer.v2-0 two, mig-b an instance of each MIG GPU); the pods whose GPUs'
+    utilization adds up under 75.5 are infer-1 (2), team-b's worker-0 (35), ts-0 and ts-1 (3 each), solo-0 (70) and
+    solo-1 (71). Read as an unused share these were 100 - count and 100 - total: no datapoint at all, and trainer.v2-0
+    (120) would have fired. (A pod's count of the GPUs reporting GPU utilization below a level is refused: the rule
+    counts a pod's MIG instances too, which do not report it; tests/unit/test_mig_half_alarms.py.)"""
+    states = _states(tmp_path, _alarm("one-gpu", TEMP, "count", ("pod",), "<", 1.5)
                      + _alarm("low-total", "DCGM_FI_DEV_GPU_UTIL", "sum", ("pod",), "<", 75.5))
     firing = {name: sorted(k for k, s in by.items() if s == "ALARM") for name, by in states.items()}
     assert firing["gpudash-gpu-cluster-one-gpu-warning"] == sorted(
         ["team-a/worker-0", "team-b/worker-0", "team-a/infer-1", "team-d/ts-0", "team-d/ts-1", "team-e/solo-0",
-         "team-e/solo-1"])
+         "team-e/solo-1", "team-a/mig-a"])
     assert firing["gpudash-gpu-cluster-low-total-warning"] == sorted(
         ["team-a/infer-1", "team-b/worker-0", "team-d/ts-0", "team-d/ts-1", "team-e/solo-0", "team-e/solo-1"])
     assert set(states["gpudash-gpu-cluster-low-total-warning"]) == {
@@ -86,7 +88,7 @@ TRUTH = {
         # pod holds is below 5 % (80, 40, 60 %)
         "gpu-idle": ["team-a/infer-1/0", "team-d/ts-0/0", "team-d/ts-1/0"], "gpu-idle-mig": [],
         # the GPU no pod holds (0 %), infer-1's (2 %), the time-sliced one (3 %); the MIG GPUs read 60 and 30 %
-        "any-idle": ["gpu-node-a/1", "gpu-node-c/0", "gpu-node-ts/0"], "any-idle-mig": [],
+        "any-idle": ["gpu-node-a/1", "gpu-node-c/0", "gpu-node-ts/0"],
         "engine-idle": ["team-a/infer-1/0", "team-d/ts-0/0", "team-d/ts-1/0"],
         "pod-engine-idle": ["team-a/infer-1", "team-d/ts-0", "team-d/ts-1"],
         # 84 °C (worker-0's), 90 °C (no pod's), 91 °C (MIG GPU 1)
@@ -97,8 +99,8 @@ TRUTH = {
     },
     "idle": {
         "gpu-idle": ["team-x/held-idle/0", "team-y/pair/0"], "gpu-idle-mig": ["team-z/mig-idle/0/1/3g.20gb"],
-        "any-idle": ["idle-node-1/0", "idle-node-1/1", "idle-node-2/0", "idle-node-2/2"],
-        "any-idle-mig": ["idle-mig/0"],  # its instances' mean engine activity, 0.5 %
+        # a GPU's own reading once, the MIG GPU's its instances' mean engine activity (0.5 %): one alarm
+        "any-idle": ["idle-mig/0", "idle-node-1/0", "idle-node-1/1", "idle-node-2/0", "idle-node-2/2"],
         "engine-idle": ["team-x/held-idle/0", "team-y/pair/0", "team-z/mig-idle/0"],
         "pod-engine-idle": ["team-x/held-idle", "team-z/mig-idle"],  # pair's GPUs average 25 %
         "gpu-temp-high": ["idle-mig/0", "idle-node-1/1", "idle-node-1/2", "idle-node-2/0"],
@@ -157,9 +159,10 @@ def test_each_grouping_holds_each_gpu_once_a_scrape(points):
     counted = Counter((p.metric, tuple(sorted(p.dimensions)), p.timestamp) for p in points["idle"] if _marked(p.dims()))
     for (metric, dims, _), count in counted.items():
         assert count == _units(metric, dict(dims)), (metric, dims, count)
-    # every grouping of the three fields appears: the copies were made and published
+    # every grouping of the three fields appears: the copies were made and published (GPU utilization per node and
+    # GPU reads the GPU's reading once, a MIG GPU's its instances' mean: no copy of its own)
     assert {(metric, tuple(name for name, _ in dims)) for metric, dims, _ in counted} >= {
-        (UTIL, ("ClusterName", "gpu", "namespace", "pod", "share")), (UTIL, ("ClusterName", "gpu", "node", "share")),
+        (UTIL, ("ClusterName", "gpu", "namespace", "pod", "share")),
         (ENGINE, ("ClusterName", "namespace", "pod", "share")), (ENGINE, ("ClusterName", "gpu", "namespace", "pod", "share")),
         (TEMP, ("ClusterName", "above 80", "gpu", "namespace", "pod")), (TEMP, ("ClusterName", "above 80", "gpu", "node")),
         (TEMP, ("ClusterName", "above 80", "namespace", "pod"))}
@@ -197,10 +200,11 @@ def _lint(folder, edit=None) -> list[str]:
 
 
 def _one_copy_of_both(otel):
-    """The copies of GPU utilization's unused share made as before: one insert keeping both groupings' labels, of the
-    points carrying them all, which both groupings' declarations publish."""
+    """The copies of temperature's flags past 80 made as before: one insert keeping every grouping's labels, of the
+    points carrying them all, which every grouping's declaration publishes. (GPU utilization per node and GPU, whose
+    unused share was the example, reads the GPU's reading once now: no copy of its own.)"""
     transforms = otel["processors"]["metricstransform/gpudash-pods"]["transforms"]
-    mine = [t for t in transforms if t.get("new_name") == f"gpudash.unused.{UTIL}"]
+    mine = [t for t in transforms if t.get("new_name") == f"gpudash.level.0.{TEMP}"]
     kept = sorted({label for t in mine for label in t["operations"][0]["label_set"]})
     union = copy.deepcopy(mine[0])
     union["operations"][0]["label_set"] = kept
@@ -208,7 +212,7 @@ def _one_copy_of_both(otel):
     otel["processors"]["metricstransform/gpudash-pods"]["transforms"] = [
         union if t is mine[0] else t for t in transforms if t not in mine[1:]]
     for declaration in otel["exporters"]["awsemf/gpudash"]["metric_declarations"]:
-        if declaration["metric_name_selectors"] == [f"^{UTIL}$"]:
+        if declaration["metric_name_selectors"] == [f"^{TEMP}$"]:
             declaration.pop("label_matchers", None)
 
 
@@ -226,8 +230,8 @@ def _no_level_copies(otel):
 def test_lint_passes_each_groupings_copy_and_names_one_copy_of_two_groupings_or_a_set_taking_two(folder, files):
     assert _lint(folder) == []
     assert _lint(folder, _one_copy_of_both) == [
-        f"{UTIL} [ClusterName, node, gpu, share] is made only of points that carry namespace, pod, which the set does "
-        f"not name: the GPUs and pods lacking them are missing from the alarm that reads it"]
+        f"{TEMP} [ClusterName, node, gpu, above 80] is made only of points that carry namespace, pod, which the set "
+        f"does not name: the GPUs and pods lacking them are missing from the alarm that reads it"]
     taken = _lint(folder, _no_label_matchers)
     assert f"{ENGINE} [ClusterName, namespace, pod, share] also publishes the copy kept for [ClusterName, GPU_I_ID, " \
            f"UUID, gpu, namespace, pod]: a GPU both copies hold is read twice" in taken
@@ -255,7 +259,9 @@ def test_cost_counts_a_flags_copy_per_gpu_instance_where_the_agent_keeps_one(tmp
     assert events == {"a GPU instance's flags above 0.5": 200, "a GPU's flags above 80": 100}
 
 
-FORMS = [("DCGM_FI_DEV_GPU_UTIL", aggregation, ("pod",), comparison, 1.5 if aggregation == "count" else 50, periods)
+# graphics engine activity, a share every GPU instance reports (a pod's count of the GPUs reporting GPU utilization below
+# a level is refused: MIG instances do not report it, and the rule counts them; tests/unit/test_mig_half_alarms.py)
+FORMS = [(ENGINE, aggregation, ("pod",), comparison, 1.5 if aggregation == "count" else 0.5, periods)
          for aggregation in ("count", "sum", "avg", "max", "min") for comparison in (">", "<") for periods in (1, 2)]
 
 
@@ -270,7 +276,7 @@ def _published(folder, forms) -> dict[tuple, list]:
     files = encode(build(defined_project(folder, "agent:\n  pipeline: otel\n", alarms=HEAD + text)))
     result: dict[tuple, list] = {}
     for point in through_agent(files, 30, 300):
-        if point.metric == "DCGM_FI_DEV_GPU_UTIL":
+        if point.metric == ENGINE:
             result.setdefault(tuple(name for name, _ in point.dimensions), []).append(point)
     return {dims: sorted(points, key=lambda p: (p.timestamp, p.dimensions, p.value)) for dims, points in result.items()}
 
@@ -289,5 +295,6 @@ def test_every_per_pod_form_of_one_field_together_publishes_each_set_as_alone(tm
         for dims, points in _published(tmp_path / f"alone{n}", [form]).items():
             assert alone.setdefault(dims, points) == points, (form, dims)
     assert together == alone
-    # one count a pod and scrape: 12 scrapes of the 7 pods the exporters name at each (ts-0 and ts-1 in turn)
-    assert len(together[("ClusterName", "namespace", "pod", "pod_gpus")]) == 7 * 12
+    # one count a pod and scrape: 12 scrapes of the 9 pods the exporters name at each (ts-0 and ts-1 in turn; the MIG
+    # pods mig-a and mig-b too, whose instances report engine activity)
+    assert len(together[("ClusterName", "namespace", "pod", "pod_gpus")]) == 9 * 12

@@ -361,21 +361,31 @@ def alarms(ctx):
 
 def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
     """The busiest-GPU rule (a max per GPU of a field MIG does not report) has no stand-in alarm: a MIG GPU's
-    activity is the mean of its instances, which no GROUP BY alarm takes the max of; static per-pod alarms
-    name no MIG instance's profile. Generate still writes them, and a note (lint AL012) says what they miss."""
+    activity is the mean of its instances, which no GROUP BY alarm over instances takes the max of. On the OTel
+    pipeline it reads each GPU's reading once, a MIG GPU's its instances' mean (nothing to note); on
+    agent.pipeline: classic it judges the whole GPUs and a note (lint AL012) says so. Static per-pod alarms name no
+    MIG instance's profile. Generate still writes them, and a note says what they miss."""
     from generator.lint.runner import lint_project
 
-    _project(tmp_path)  # writes the counters CSV and gpudash.yaml
-    (tmp_path / "alarms").mkdir()
-    (tmp_path / "alarms" / "busy.py").write_text(UTIL_PER_GPU)
-    (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
-    project = load_project(tmp_path / "gpudash.yaml", tmp_path / "counters.csv")
-    requests = json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]
-    assert [r["Request"]["AlarmName"] for r in requests] == ["gpudash-gpu-cluster-busiest-warning"]
-    notes = {f.message for f in lint_project(project) if f.rule == "AL012"}
-    assert notes == {"alarm 'busiest' does not evaluate GPUs split into MIG instances on CloudWatch (its Prometheus "
-                     "rule does): a MIG GPU's DCGM_FI_PROF_GR_ENGINE_ACTIVE is the mean of its instances, which "
-                     "CloudWatch holds as separate series: it can chart each instance, not the max per GPU"}
+    for pipeline in ("otel", "classic"):
+        folder = tmp_path / pipeline
+        folder.mkdir()
+        _project(folder)  # writes the counters CSV and gpudash.yaml
+        (folder / "alarms").mkdir()
+        (folder / "alarms" / "busy.py").write_text(UTIL_PER_GPU)
+        (folder / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\ndefinitions:\n  alarms: [alarms]\n")
+        project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+        requests = json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]
+        assert [r["Request"]["AlarmName"] for r in requests] == ["gpudash-gpu-cluster-busiest-warning"]
+        notes = {f.message for f in lint_project(project) if f.rule == "AL012"}
+        if pipeline == "otel":
+            assert "readings" in requests[0]["Request"]["Metrics"][0]["Expression"] and not notes
+            continue
+        assert notes == {"alarm 'busiest' does not evaluate GPUs split into MIG instances on CloudWatch (its "
+                         "Prometheus rule does): a GPU split into MIG instances reads their mean "
+                         "DCGM_FI_PROF_GR_ENGINE_ACTIVE, which no CloudWatch set holds per GPU on agent.pipeline: "
+                         "classic (an alarm over the instances would take the max of instances, not of the GPU's "
+                         "mean)"}
     (tmp_path / "static").mkdir()
     static = _project(tmp_path / "static", "alarms:\n  per_pod: static\n  static_pods: [team-a/infer-1]\n")
     (note,) = [f for f in lint_project(static) if f.rule == "AL012"]
