@@ -53,7 +53,8 @@ def _as_sent(expr: str, dashboard: GrafanaDashboard) -> str:
     from ..preview.interpolate import defaults, interpolate
 
     outside = STRING_LITERAL.sub('""', expr)
-    if not any(not m.group().startswith("$__") for m in _VARIABLE.finditer(outside)):
+    # Grafana's global variables ($__range, ${__range_ms}) are replaced by query_selectors itself
+    if all(m.group().lstrip("${[").startswith("__") for m in _VARIABLE.finditer(outside)):
         return expr
     return interpolate(expr, defaults(dashboard.model))
 
