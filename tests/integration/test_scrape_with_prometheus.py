@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from generator.resources import default_counters
 from generator.settings import parse_settings
 from tests.support.prometheus_server import Prometheus, binary, counted_inline, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
+from tests.support.side_by_side import module_scenes, scene
 
 SENTINEL = "9223372036854775794"
 # One exporter per deployment style, each on its own node with its own workload pod.
@@ -51,8 +53,9 @@ def _meta(address: str, namespace: str, labels: dict[str, str], container: str, 
     return {"targets": [address], "labels": meta}
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory, reference):
+@contextmanager
+def _stack(tmp_path_factory):
+    reference = _reference()
     workdir = tmp_path_factory.mktemp("prometheus")
     blog = (reference / "exporter" / "blog-a10g-k8s.prom").read_text()
     memory_temp = ('DCGM_FI_DEV_MEMORY_TEMP{gpu="0",UUID="GPU-x-%s",device="nvidia0",modelName="NVIDIA A10G",'
@@ -102,6 +105,14 @@ def stack(tmp_path_factory, reference):
         yield prometheus, exporters, decoy, at
     for server in (*exporters.values(), decoy):
         server.__exit__(None, None, None)
+
+
+def _reference() -> Path:
+    from tests.conftest import REFERENCE
+
+    if not REFERENCE.is_dir():
+        pytest.skip(f"reference data not found at {REFERENCE} (it sits beside the repository in CI)")
+    return REFERENCE
 
 
 def test_exporter_targets_are_kept_and_decoys_dropped(stack):
@@ -234,19 +245,19 @@ def test_agent_configmap_scrape_job_is_the_same_job(tmp_path):
     assert values["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"] == [scrape_job(project.settings)]
 
 
-def test_the_agents_job_gives_whole_gpus_an_instance_in_a_real_prometheus(tmp_path):
-    """The agent's job, as its ConfigMap carries it, run by Prometheus (whose scrape and relabel code the agent
-    runs): a whole GPU's series get GPU_I_ID "none", a MIG instance's keep their own, so the per-instance set
-    is published for every GPU; GPU utilization stays on the whole GPU only."""
+@contextmanager
+def _agents_job(tmp_path_factory):
+    """The agent's job, as its ConfigMap carries it, run by Prometheus against two nodes of the mixed fleet; (the
+    Prometheus, an instant with both targets' series stored)."""
     from tests.support import mixed_fleet
 
+    tmp_path = tmp_path_factory.mktemp("agents-job")
     files = encode(build(load_project()))
     configmaps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]))
     job = yaml.safe_load(configmaps[1]["data"]["prometheus.yaml"])["scrape_configs"][0]
     nodes = [n for n in mixed_fleet.FLEET if n.name in ("gpu-node-a", "gpu-node-mig")]
-    exporters = {n.name: ReplayExporter(lambda n=n: mixed_fleet.payload(n)).__enter__() for n in nodes}
-    prometheus = None
-    try:
+    with ExitStack() as stack:
+        exporters = {n.name: stack.enter_context(ReplayExporter(lambda n=n: mixed_fleet.payload(n))) for n in nodes}
         sd_file = tmp_path / "targets.json"
         # a DaemonSet's pods: the revision hash, and the template generation on one of them (the other an older
         # kind of pod without it): exporter_revision "<hash>-<generation>", or the hash alone
@@ -257,22 +268,31 @@ def test_the_agents_job_gives_whole_gpus_an_instance_in_a_real_prometheus(tmp_pa
                                              "nvidia-dcgm-exporter", 9400, n.exporter_pod, n.name) for n in nodes]))
         job = for_file_sd(job, [str(sd_file)])
         job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
-        prometheus = Prometheus(tmp_path, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job]}).start()
+        prometheus = stack.enter_context(Prometheus(tmp_path, {"global": {"scrape_interval": "1s"},
+                                                               "scrape_configs": [job]}))
         # an instant with both targets' series stored (a query at "now" reads nothing of a series whose latest
         # scrape timed out on a loaded machine): both queries read it
-        at = prometheus.settled('{__name__=~"DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_GPU_UTIL"}', count=6 + 2)
-        framebuffer = prometheus.query("DCGM_FI_DEV_FB_USED", at=at)
-        assert sorted((s["metric"]["node"], s["metric"]["gpu"], s["metric"]["GPU_I_ID"]) for s in framebuffer) == [
-            ("gpu-node-a", "0", "none"), ("gpu-node-a", "1", "none"), ("gpu-node-mig", "0", "1"),
-            ("gpu-node-mig", "0", "2"), ("gpu-node-mig", "1", "1"), ("gpu-node-mig", "1", "2")]
-        assert all("GPU_I_PROFILE" in s["metric"] for s in framebuffer if s["metric"]["GPU_I_ID"] != "none")
-        assert {(s["metric"]["node"], s["metric"]["exporter_revision"]) for s in framebuffer} == {
-            ("gpu-node-a", "5d8f7c9b6d-3"), ("gpu-node-mig", "5d8f7c9b6d")}
-        utilization = prometheus.query("DCGM_FI_DEV_GPU_UTIL", at=at)
-        assert sorted((s["metric"]["node"], s["metric"]["GPU_I_ID"]) for s in utilization) == [
-            ("gpu-node-a", "none"), ("gpu-node-a", "none")]
-    finally:
-        if prometheus:
-            prometheus.stop()
-        for exporter in exporters.values():
-            exporter.__exit__(None, None, None)
+        yield prometheus, prometheus.settled('{__name__=~"DCGM_FI_DEV_FB_USED|DCGM_FI_DEV_GPU_UTIL"}', count=6 + 2)
+
+
+# each waits in real time for its first scrapes (Prometheus scrapes ~5 s after it is ready): side by side
+scenes = module_scenes({"stack": _stack, "agents_job": _agents_job})
+stack = scene("stack")
+agents_job = scene("agents_job")
+
+
+def test_the_agents_job_gives_whole_gpus_an_instance_in_a_real_prometheus(agents_job):
+    """The agent's job, as its ConfigMap carries it, run by Prometheus (whose scrape and relabel code the agent
+    runs): a whole GPU's series get GPU_I_ID "none", a MIG instance's keep their own, so the per-instance set
+    is published for every GPU; GPU utilization stays on the whole GPU only."""
+    prometheus, at = agents_job
+    framebuffer = prometheus.query("DCGM_FI_DEV_FB_USED", at=at)
+    assert sorted((s["metric"]["node"], s["metric"]["gpu"], s["metric"]["GPU_I_ID"]) for s in framebuffer) == [
+        ("gpu-node-a", "0", "none"), ("gpu-node-a", "1", "none"), ("gpu-node-mig", "0", "1"),
+        ("gpu-node-mig", "0", "2"), ("gpu-node-mig", "1", "1"), ("gpu-node-mig", "1", "2")]
+    assert all("GPU_I_PROFILE" in s["metric"] for s in framebuffer if s["metric"]["GPU_I_ID"] != "none")
+    assert {(s["metric"]["node"], s["metric"]["exporter_revision"]) for s in framebuffer} == {
+        ("gpu-node-a", "5d8f7c9b6d-3"), ("gpu-node-mig", "5d8f7c9b6d")}
+    utilization = prometheus.query("DCGM_FI_DEV_GPU_UTIL", at=at)
+    assert sorted((s["metric"]["node"], s["metric"]["GPU_I_ID"]) for s in utilization) == [
+        ("gpu-node-a", "none"), ("gpu-node-a", "none")]

@@ -29,8 +29,9 @@ def binary(name: str) -> str:
     return path
 
 
-# `settled` looks this far back: every scrape that started before then has ended and been stored by now
-# (the tests scrape with timeouts of at most a second), so no late sample changes what it saw.
+# `stored_until` looks this far back before every target has been scraped: every scrape that started before then has
+# ended and been stored by now (the tests scrape with timeouts of at most a second), so no late sample changes what it
+# saw.
 SCRAPES_ENDED = 5.0
 READY_WITHIN = 120.0  # bounds a start that would never end; a busy machine may take long to start it
 
@@ -116,9 +117,24 @@ class Prometheus:
         return self._poll(expr, count, timeout, lambda: None)[0]
 
     def settled(self, expr: str, count: int = 1, timeout: float = 120) -> float:
-        """Poll until `expr`, evaluated at one instant (a few seconds back), returns at least `count`
-        series; that instant. Queries evaluated at it see the same samples however late they run."""
-        return self._poll(expr, count, timeout, lambda: round(time.time() - SCRAPES_ENDED, 3))[1]
+        """Poll until `expr`, evaluated at one instant whose samples are all stored (`stored_until`), returns at
+        least `count` series; that instant. Queries evaluated at it see the same samples however late they run."""
+        return self._poll(expr, count, timeout, self.stored_until)[1]
+
+    def stored_until(self) -> float:
+        """An instant no sample still to be stored is stamped at or before: the earliest of the targets' latest
+        stored scrapes. A scrape's samples and its `up` are stored in one commit, each stamped with the scrape's
+        start, and a target's next scrape starts later: once every active target has an `up`, every sample stamped
+        at or before the earliest of them is stored. Until then (a target's first scrape may be under way), or where
+        the server evaluates rules (their samples are stored apart), an instant SCRAPES_ENDED back."""
+        fallback = round(time.time() - SCRAPES_ENDED, 3)
+        if yaml.safe_load(self.config_path.read_text()).get("rule_files"):
+            return fallback
+        targets = self.api("targets", state="active")["activeTargets"]
+        stamps = [float(s["value"][1]) for s in self.query("timestamp(up)")]
+        if not targets or len(stamps) != len(targets):
+            return fallback
+        return round(min(stamps), 3)
 
     def _poll(self, expr: str, count: int, timeout: float, instant) -> tuple[list[dict[str, Any]], float | None]:
         deadline = time.monotonic() + timeout
