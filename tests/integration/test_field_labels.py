@@ -28,7 +28,7 @@ def stack(tmp_path_factory):
                   "scrape_configs": [{"job_name": "dcgm", "static_configs": [
                       {"targets": [exporter.url.removeprefix("http://").split("/")[0]]}]}]}
         with Prometheus(workdir, config) as prometheus:
-            # an instant with every series stored, a few seconds back: a query at "now" reads nothing of a series
+            # an instant with every series stored, before the latest scrapes: a query at "now" reads nothing of a series
             # whose latest scrape timed out on a loaded machine (marked stale)
             prometheus.at = prometheus.settled(field_labels.COUNTS, count=5)
             yield prometheus

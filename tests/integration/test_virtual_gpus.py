@@ -78,7 +78,7 @@ def servers(tmp_path_factory, reference):
             list(pool.map(Prometheus.start, started.values()))
         for server in started.values():
             # a few scrapes in: alert rules read one reading per step, a sample counting at the step after it; an
-            # instant a few seconds back at which every series has them and is not stale (a query at "now" reads
+            # instant before the latest scrapes at which every series has them and is not stale (a query at "now" reads
             # nothing of a series whose latest scrape timed out on a loaded machine): every query reads it
             server.at = server.settled(f"count_over_time({UTIL}[1m]) >= 3 and {UTIL}",
                                        count=virtual_gpus.series_count(UTIL))
