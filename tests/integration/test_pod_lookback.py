@@ -84,8 +84,7 @@ def scraped(tmp_path_factory):
             while script.served < SCRAPES:
                 assert time.monotonic() < deadline, f"{script.served} scrapes in 120 s"
                 time.sleep(0.2)
-            prometheus.stop_scraping()
-            time.sleep(1.5)  # the last scrape stored
+            prometheus.stop_scraping()  # the last scrape stored
             samples: dict[int, list[tuple[float, str, float]]] = {0: [], 1: []}
             for series in prometheus.query("DCGM_FI_DEV_GPU_UTIL[10m]"):
                 for at, value in series["values"]:

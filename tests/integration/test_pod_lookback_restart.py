@@ -46,10 +46,9 @@ def _every_second(targets: list[str]) -> dict:
 
 
 @contextmanager
-def _scraping(tmp_path_factory, name: str, targets: list[str], until, then: float = 0, settle: float = 1.5,
-              watch=None):
+def _scraping(tmp_path_factory, name: str, targets: list[str], until, then: float = 0, watch=None):
     """A Prometheus scraping `targets` every second until `until()` holds and `then` seconds more; no more scrapes
-    after, and `settle` seconds for the last to be stored. `watch(prometheus)`, called before each look at `until`:
+    after (every one stored: Prometheus.stop_scraping). `watch(prometheus)`, called before each look at `until`:
     a scene that moves on by what Prometheus stored (a loaded machine's scrape that timed out was answered, and
     counted by the exporter, yet stored nothing)."""
     with Prometheus(tmp_path_factory.mktemp(name), _every_second(targets)) as prometheus:
@@ -63,7 +62,6 @@ def _scraping(tmp_path_factory, name: str, targets: list[str], until, then: floa
             time.sleep(0.2)
         time.sleep(then)
         prometheus.stop_scraping()
-        time.sleep(settle)
         yield prometheus
 
 
@@ -255,7 +253,6 @@ def _restarted_scene(tmp_path_factory, name: str, fails_after: int | None = None
             prometheus.wait_for(f'DCGM_FI_DEV_POWER_USAGE == {after[1]:g}')
             time.sleep(8)
             prometheus.stop_scraping()
-            time.sleep(1.5)
             samples = sorted((float(at), series["metric"].get("pod", ""), float(v)) for series in prometheus.query(
                 'DCGM_FI_DEV_POWER_USAGE[10m]') for at, v in series["values"])
             yield prometheus, samples, min(at for at, _, v in samples if v == after[1])

@@ -70,7 +70,10 @@ class Prometheus:
 
     def stop_scraping(self) -> None:
         """Scrape nothing from now on (the configuration reloaded without its scrape jobs): the samples stored stay
-        and the series end now, so a query at an earlier instant reads what it read before."""
+        and the series end now, so a query at an earlier instant reads what it read before. Every scrape is stored
+        when this returns: the reload answers once the scrape loops of the removed jobs have stopped, each after
+        storing the scrape it was in (cancelled: a failed scrape), and a loop stopped so writes nothing later (no
+        end-of-run staleness markers: its pool's context is cancelled)."""
         config = yaml.safe_load(self.config_path.read_text())
         config["scrape_configs"] = []
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
