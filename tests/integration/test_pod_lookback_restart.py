@@ -188,8 +188,8 @@ def _gap_scene(tmp_path_factory):
         return _held("e", 200.0)
     answer = _Counted(late)
     with ReplayExporter(answer) as exporter:
-        with _scraping(tmp_path_factory, "pod-lookback-gap", [exporter.address], lambda: answer.served >= 14,
-                       settle=2.5) as prometheus:
+        with _scraping(tmp_path_factory, "pod-lookback-gap", [exporter.address], lambda: answer.served >= 14) \
+                as prometheus:
             samples = sorted(float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{pod!=""}[10m]')
                              for at, _ in series["values"])
             ups = sorted((float(at), float(v)) for series in prometheus.query('up[10m]') for at, v in series["values"])
