@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .catalog import Catalog
 from .errors import InputError
-from .model import Dashboard, Panel
+from .model import Alarm, Dashboard, Panel
 from .model import charted_unit
 from .units import UNITS, Unit, converts
 
@@ -126,6 +126,28 @@ def scale_problem(panel: Panel, catalog: Catalog) -> tuple[str, str] | None:
             f"value of it passes {value:g}",
             f"write it in {unit.label} (e.g. {value / 100:g} for {value:g} %)" if top == 1 else
             f"write it within {unit.bounds[0]:g}-{top:g}")
+
+
+def threshold_problem(alarm: Alarm, catalog: Catalog) -> tuple[str, str] | None:
+    """(problem, fix) of an alarm whose threshold lies outside the range of its values' unit (a percentage 0-100, a
+    ratio 0-1) where every value lies in it (a reading, its mean, max or min; not a sum or count): a number of another
+    scale (`avg(tensor activity) > 80`, a percentage written for a 0-1 ratio, never fires; `< 80` always does). An
+    alarm takes no unit: its threshold is in its query's unit, which nothing converts."""
+    for condition in (alarm.condition, alarm.cloudwatch):
+        query = condition.query if condition else None
+        if query is None or query.raw_promql or query.metric not in catalog or query.aggregation in ("sum", "count"):
+            continue
+        unit = charted_unit(query, catalog)
+        if unit.bounds is None or unit.bounds[0] <= condition.threshold <= unit.bounds[1]:
+            continue
+        low, high = unit.bounds
+        never = (condition.comparison in (">", ">=")) == (condition.threshold > high)
+        return (f"alarm {alarm.id!r}: threshold {condition.threshold:g} is outside {low:g}-{high:g}, the range of "
+                f"{query.metric}'s values ({unit.label}): `{condition.comparison} {condition.threshold:g}` "
+                f"{'never holds' if never else 'always holds'}",
+                f"write it in {unit.label} (e.g. {condition.threshold / 100:g} for {condition.threshold:g} %)"
+                if high == 1 and condition.threshold <= 100 else f"write a threshold within {low:g}-{high:g}")
+    return None
 
 
 def check_panels(dashboard: Dashboard, catalog: Catalog) -> None:

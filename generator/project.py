@@ -16,7 +16,7 @@ from . import definitions
 from .catalog import Catalog, load_counters
 from .errors import InputError
 from .model import Alarm, Dashboard
-from .panel_checks import check_panels
+from .panel_checks import check_panels, threshold_problem
 from .promql_text import STRING_LITERAL
 from .resources import known_fields
 from .settings import Settings, load_settings
@@ -164,5 +164,8 @@ def _load_alarms(settings: Settings, ctx: definitions.Context) -> tuple[Alarm, .
                              where=alarm.defined_at, hint="give each alarm a unique id")
         seen[key] = alarm.defined_at
         _check_queries(alarm.queries, ctx.catalog, "alarm")
+        problem = threshold_problem(alarm, ctx.catalog)
+        if problem:
+            raise InputError(problem[0], where=alarm.defined_at, hint=problem[1])
         alarms.append(alarm)
     return tuple(alarms)

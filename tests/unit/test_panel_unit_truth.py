@@ -151,9 +151,50 @@ BUILT = {  # the unit written is the values' own, or another spelling of it; a s
 }
 
 
-@pytest.mark.parametrize("case", list(BUILT))
-def test_a_unit_of_the_values_own_builds(tmp_path, case):
+
+
+ALARMS = """\
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("a", "A", Condition({condition}), description="d", runbook="r")
+"""
+
+# An alarm takes no unit: its threshold is in its query's unit. A percentage written for a 0-1 ratio never fires
+# (`> 80`) or always does (`< 10`); a reading, mean, max or min of a bounded unit past its range likewise.
+ALARM_REFUSED = {
+    "a percentage for a ratio, above": (f'Query("{TENSOR}", "avg", ("pod",)), ">", 80', "never"),
+    "a percentage for a ratio, below": (f'Query("{TENSOR}", "avg", ("pod",)), "<", 10', "always"),
+    "past a percentage's top": (f'Query("{UTIL}", "max"), ">", 150', "never"),
+    "a percentage for a share of two fields": (f'Query("{FB_USED}", "max", ("pod",), over=("{FB_USED}", '
+                                               f'"{FB_FREE}")), ">", 90', "never"),
+}
+ALARM_BUILT = {
+    "a ratio's level": f'Query("{TENSOR}", "avg", ("pod",)), "<", 0.1',
+    "a pod's GPUs summed past 100 %": f'Query("{UTIL}", "sum", ("pod",)), ">", 150',
+    "a unit without a range": 'Query("DCGM_FI_DEV_GPU_TEMP", "max"), ">", 150',
+}
+
+
+@pytest.mark.parametrize("case", list(ALARM_REFUSED))
+def test_an_alarm_threshold_outside_its_values_range_is_exit_2_naming_the_alarm(tmp_path, cli, case):
+    condition, holds = ALARM_REFUSED[case]
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "said.py").write_text(ALARMS.format(condition=condition))
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
+    assert (code, "Traceback" in stderr) == (2, False), stderr
+    assert "alarm 'a'" in stderr and "alarms/said.py:5" in stderr and f"{holds} holds" in stderr, stderr
+
+
+DEFINED = {**{f"panel: {case}": {"dashboards": DASHBOARD.format(panel=text)} for case, text in BUILT.items()},
+           **{f"alarm: {case}": {"alarms": ALARMS.format(condition=text)} for case, text in ALARM_BUILT.items()}}
+
+
+@pytest.mark.parametrize("case", list(DEFINED))
+def test_a_unit_or_threshold_of_the_values_own_builds(tmp_path, case):
     try:
-        defined_project(tmp_path, dashboards=DASHBOARD.format(panel=BUILT[case]))
+        defined_project(tmp_path, **DEFINED[case])
     except InputError as error:
         pytest.fail(f"refused: {error}")
