@@ -371,6 +371,13 @@ def once_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) 
     if settings.agent.pipeline != "otel" or not (_counts_copies(result, settings)
                                                  or _stand_in_over_gpus(result, query, catalog, settings)):
         return None
+    return _read_once(result, query, catalog, settings)
+
+
+def _read_once(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan | None:
+    """The plan over the set of each GPU's reading once, where the agent merges the field's copies there: a gauge the
+    exporter repeats per MIG instance or per pod sharing the GPU, not one MIG reports per instance (its reading once is
+    an instance's) nor one the agent merges otherwise (merged_copies), in a set with room for the mark."""
     field = catalog.get(query.metric)
     if field.is_counter or field.per_instance or field.across_own_labels or merged_copies(field, settings):
         return None
@@ -394,6 +401,24 @@ def stand_in_widget(result: Plan, query: Query, catalog: Catalog, settings: Sett
     if merged_copies(catalog.get(query.metric), settings) or len(result.dims) >= MAX_DIMENSIONS:
         return None
     return replace(result, dims=once_dimensions(settings))
+
+
+def once_widget(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan | None:
+    """A widget's lines over the per-GPU set, each a group of GPUs (a node's: "Node power draw", "GPUs per node"), that
+    count GPUs, or add or average their readings, of a field whose copies the exporter writes per MIG instance or per
+    pod sharing the GPU, reading each GPU's reading once (once_dimensions) on the OTel pipeline, as the alarm of the
+    same query does (once_plan) and the Prometheus side does: the mixed fleet's MIG node, two A100s of 350 and 150 W
+    split into two instances each, drew 1,000 W and 4 GPUs (truth 500 W, 2). None where the lines are single GPUs or
+    the combined forms take each GPU once already (per-GPU lines combined by math), for a field MIG reports per
+    instance (its reading once is an instance's) or one the agent merges otherwise (merged_copies), on
+    agent.pipeline: classic (nothing merges the copies: the header says so, WEIGHS_PER_SERIES), or where the set has no
+    room for the mark."""
+    if settings.agent.pipeline != "otel" or result.namespace or tuple(result.dims) != tuple(gpu_dimensions(settings)):
+        return None
+    if not result.series or all(d in result.series for d in result.gpu_series) \
+            or result.function not in ("SUM", "COUNT", "AVG"):
+        return None
+    return _read_once(result, query, catalog, settings)
 
 
 # What an alarm that counts, adds or averages GPUs over the per-GPU set reads where nothing merges a GPU's copies
@@ -572,7 +597,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         if alarm:
             result = once_plan(result, query, catalog, settings) or _copies_noted(result, query, catalog, settings)
         else:
-            result = stand_in_widget(result, query, catalog, settings) or result
+            result = stand_in_widget(result, query, catalog, settings) or once_widget(result, query, catalog, settings) \
+                or result
         result = _with_notes(result, query, catalog, settings)
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
         named = (NAMED_LOSS,) if query.per_pod and not settings.exporter.virtual_gpus else ()
@@ -1029,11 +1055,11 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
     field = catalog.get(query.metric)
     if ONCE_PER_GPU[0] in result.dims and stands_in_once(query, catalog):  # MIG GPUs read by their stand-in
         return result
-    if query.metric in MIG_UNSUPPORTED:  # the scrape job drops it on MIG instances: only whole GPUs remain
-        if query.aggregation != "count":
-            substitute = catalog.mig_substitute(query.metric)
-            notes.append(MIG_LEFT_OUT + (f" (their {substitute[0]} stands in on Grafana and in alarms)"
-                                         if substitute else ""))
+    if query.metric in MIG_UNSUPPORTED:  # the scrape job drops it on MIG instances: only whole GPUs remain (counted
+        # too: a count of the GPUs reporting it showed 9 of the mixed fleet's 11 on classic, unsaid)
+        substitute = catalog.mig_substitute(query.metric)
+        notes.append(MIG_LEFT_OUT + (f" (their {substitute[0]} stands in on Grafana and in alarms)"
+                                     if substitute else ""))
         return replace(result, notes=tuple(notes))
     if pod_total_kind(result.dims) or ONCE_PER_GPU[0] in result.dims:  # the agent's, each GPU once
         return result

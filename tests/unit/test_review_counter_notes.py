@@ -5,8 +5,8 @@ pipeline (the default) reads the per-GPU set, whose counter the agent merges per
 `gpudash.gpu.<field>`, max by ClusterName, UUID, exporter_revision, gpu, node): a MIG GPU's instances give one
 series. Through the agent model on the mixed fleet the MIG node's "Node energy rate" reads 500,000 mW, its GPUs'
 350 + 150 W: the truth. Its header says otherwise: "Node energy rate, Node power: a GPU split into MIG instances, or
-shared by time-slicing, weighs once per instance or pod" - true of the power (1,000 W for 500), not of the energy.
-A reader correcting the chart by the note would halve a true value.
+shared by time-slicing, weighs once per instance or pod" - true of the power then (1,000 W for 500), not of the
+energy. A reader correcting the chart by the note would halve a true value. (The power reads each GPU once now.)
 """
 
 from __future__ import annotations
@@ -41,12 +41,14 @@ def shown(tmp_path_factory):
     return values, header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-nodes.json")
 
 
-def test_the_mig_node_reads_its_gpus_energy_once_and_its_power_per_instance(shown):
+def test_the_mig_node_reads_its_gpus_energy_and_power_once(shown):
+    """The power too reads each GPU's reading once now (it read 1,000 W, once per instance, and was noted so:
+    tests/unit/test_dashboard_mig_copies_once.py)."""
     values, text = shown
     (mig,) = [n for n in mixed_fleet.FLEET if n.name == "gpu-node-mig"]
     assert values["Node energy rate"]["gpu-node-mig"] == pytest.approx(sum(g.energy_mw for g in mig.gpus))  # 500,000
-    assert values["Node power"]["gpu-node-mig"] == pytest.approx(2 * sum(g.power for g in mig.gpus))  # two instances
-    assert said(text, "Node power", NOTE)
+    assert values["Node power"]["gpu-node-mig"] == pytest.approx(sum(g.power for g in mig.gpus))  # 500 W
+    assert not said(text, "Node power", NOTE)
 
 
 def test_the_header_does_not_say_the_energy_chart_weighs_instances(shown):
