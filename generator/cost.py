@@ -240,7 +240,7 @@ def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet)
         return 1.0 if list(dims) == [CLUSTER] else pods if POD in dims else gpus
     if tuple(dims) == data_missing.SAMPLES_SET:  # the exporter targets' scrapes without data: one per GPU node
         return fleet.node_count / max(fleet.clusters, 1)
-    if list(dims) == pod_dimensions(project.settings) or pod_total_kind(dims):
+    if list(dims) == pod_dimensions(project.settings) or _per_pod_total(dims):
         return pods
     return gpus * (fleet.mig_instances or 1) if MIG_INSTANCE_LABEL in dims else gpus  # a MIG GPU's instances
 
@@ -250,8 +250,14 @@ def _judges_pod_gpus(dims: tuple[str, ...] | list[str], project: Project) -> boo
     idle alarm's: each of a pod's GPUs judged on its own), not one per pod."""
     from .container_insights import enabled
 
-    return not enabled(project.settings) and not pod_total_kind(dims) \
+    return not enabled(project.settings) and not _per_pod_total(dims) \
         and (GPU_DIMENSION in dims or MIG_INSTANCE_LABEL in dims)
+
+
+def _per_pod_total(dims: tuple[str, ...] | list[str]) -> bool:
+    """A set of a pod's totals per scrape, one metric per pod; a pod's totals per GPU it holds (the set names the GPU)
+    are one per GPU a pod holds, as the pod's fields per GPU."""
+    return bool(pod_total_kind(dims)) and GPU_DIMENSION not in dims
 
 
 def _addon_metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
@@ -455,7 +461,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
                 for dims, metrics in sets.items()}
     # Per pod: the per-pod set, and on the OTel pipeline the sets of a pod's totals per scrape (one metric per
     # pod and total).
-    pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in sets if pod_total_kind(dims))]
+    pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in sets if _per_pod_total(dims))]
     per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
     # The cluster's own metrics: the data-missing alarm's (its GPU field, kube-state-metrics' three series and two node
     # series), the GPU field per cluster the widgets' PERIOD() lines read (the same metric as the alarm's, where it has

@@ -26,7 +26,8 @@ from tests.support.projects import defined_project
 UTIL, POWER, FB_USED = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED"
 # (the max or min of a MIG GPU's framebuffer, its instances' sum, per pod and GPU is refused at generate)
 FORMS = [(field, aggregation) for field in (UTIL, POWER, FB_USED)
-         for aggregation in ("count", "sum", "avg", "max", "min") if field != FB_USED or aggregation not in ("max", "min")]
+         for aggregation in ("count", "sum", "avg", "max", "min")
+         if field != FB_USED or aggregation not in ("max", "min")]
 STEP, END = 30, 1800
 HEAD = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
 FLEETS = {"named in turn": ("", mixed_fleet.FLEET),
@@ -105,3 +106,22 @@ def test_classic_says_what_a_pod_named_in_turn_reads(tmp_path, by, fleet_name):
             if field == UTIL:  # MIG GPUs report no utilization: classic does not evaluate them (lint AL012)
                 truth = {legend: value for legend, value in truth.items() if "/mig-" not in legend}
             assert values == pytest.approx(truth), (field, aggregation)
+
+
+
+def test_cost_counts_a_pods_totals_per_gpu_per_gpu_it_holds(tmp_path):
+    """A pod's total per GPU it holds is one custom metric per GPU a pod holds (10 pods of 10 GPUs each: 100 a field),
+    not one per pod: `gpudash cost` priced it per pod (10 a field)."""
+    from generator import cost
+
+    def metrics(folder, text: str) -> float:
+        folder.mkdir()
+        project = defined_project(folder, "agent:\n  pipeline: otel\n", alarms=text)
+        fleet = cost.Fleet(clusters=1, pods=10, churn=0, gpus=100)
+        lines = cost.estimates(project, fleet, None, build(project))
+        return {line["item"]: line for line in lines["group_by"]["lines"]}["custom metrics"]["quantity"]
+
+    forms = [(UTIL, "count"), (POWER, "sum")]
+    added = metrics(tmp_path / "totals", _text(("pod", "gpu"), forms)) \
+        - metrics(tmp_path / "none", HEAD + "    return []\n")
+    assert added == len(forms) * 100
