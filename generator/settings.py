@@ -178,6 +178,10 @@ class ExporterSettings(Section):
     # Some exporters run with KUBERNETES_VIRTUAL_GPUS=true. The schema gives no default on purpose: a file
     # that does not set it validates to the same document (and settings hash in a build's manifest) as before.
     virtual_gpus: bool = False
+    # "none": no GPU of the fleet is split into MIG instances, so a field MIG does not report (GPU utilization) reads
+    # every GPU and an alarm needs no MIG stand-in (render.alarms.mig_plan); gpudash verify fails an exporter whose
+    # series carry a MIG instance. None (unset): GPUs may be split. No schema default, as virtual_gpus.
+    mig: str | None = None
     # The DaemonSet's RollingUpdate maxUnavailable: pods (an int) or a percentage of its nodes ("25%"); kube-state-metrics
     # does not expose it. No schema default, as virtual_gpus: 1 is the GPU operator's and the chart's.
     max_unavailable: int | str = 1
@@ -192,6 +196,11 @@ class ExporterSettings(Section):
     # NVIDIA_RESOURCE_NAMES lists them: the data-missing alarm and rule count their nodes as GPU nodes
     # (data_missing.gpu_resources_pattern). No schema default, as virtual_gpus.
     resource_names: tuple[str, ...] = ()
+
+    @property
+    def no_mig(self) -> bool:
+        """The settings say no GPU of the fleet is split into MIG instances (exporter.mig: none)."""
+        return self.mig == "none"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "more_daemonsets", tuple(self.more_daemonsets))

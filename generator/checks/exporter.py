@@ -139,6 +139,8 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
                             "temperature HBM); their panels stay empty"))
     if mig:
         result.append(_mig(mig, wanted))
+    if project.settings.exporter.no_mig:
+        result += _mig_said_none(samples)
     result += _blanks(samples, set(wanted), project.settings.agent.pipeline == "otel" and not addon_source(project.settings))
     copied = _per_process_copies(samples)
     result += _pod_labels(samples, {device for devices in copied.values() for device in devices})
@@ -173,6 +175,21 @@ def _mig(instances: list[tuple[str, str]], wanted: list[str]) -> Check:
     if alone:
         fix += ("; " if fix else "") + f"{', '.join(alone)} stay empty for MIG instances"
     return Check(GROUP, "MIG", WARN, detail, fix)
+
+
+def _mig_said_none(samples: dict[str, list[Any]]) -> list[Check]:
+    """exporter.mig: none against the series: a series whose GPU_I_PROFILE or GPU_I_ID is not blank is a MIG
+    instance's, which reports no GPU utilization: the alarms built for a fleet of whole GPUs would leave it out."""
+    split = sorted({_device(s) + (f" ({s.labels.get(MIG_PROFILE_LABEL)})" if s.labels.get(MIG_PROFILE_LABEL) else "")
+                    for values in samples.values() for s in values
+                    if s.labels.get(MIG_INSTANCE_LABEL) or s.labels.get(MIG_PROFILE_LABEL)})
+    if not split:
+        return [Check(GROUP, "no MIG", OK, "no series carries a MIG instance, as exporter.mig: none says")]
+    return [Check(GROUP, "no MIG", FAIL,
+                  f"exporter.mig: none, but {len(split)} MIG instance(s) report: {', '.join(split[:5])}"
+                  + (", ..." if len(split) > 5 else ""),
+                  "remove exporter.mig: none and generate again: a MIG instance reports no GPU utilization, so the "
+                  "CloudWatch alarms built for whole GPUs leave it out or judge its group without it")]
 
 
 def _busy(samples: dict[str, list[Any]]) -> list[Any]:

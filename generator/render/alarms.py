@@ -258,8 +258,9 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
     instances, not GPUs (a node's GPU of two instances at 80 and 40 % is at 60 %: its largest instance fired for
     `max > 70`), and each alarm judges part of the group against the whole threshold (`min by namespace > 19` fired
     for a namespace of a whole GPU at 2 %, its MIG instance at 80 %). There the whole GPUs' alarm alone is made where
-    it can only miss (ONLY_MISSES: Unsupported, noted by lint AL012), else the rule is refused (HalfAlarm)."""
-    if alarm.absent or addon_source(settings):
+    it can only miss (ONLY_MISSES: Unsupported, noted by lint AL012), else the rule is refused (HalfAlarm).
+    None with exporter.mig: none: no GPU is split, so the field itself reads every GPU as the rule does."""
+    if alarm.absent or addon_source(settings) or settings.exporter.no_mig:
         return None
     condition = cloudwatch_condition(alarm, settings)
     query = condition.query
@@ -313,6 +314,8 @@ def _half_alarm_fix(query, settings: Settings) -> str:
         fixes.append("group it by node or by pod (a pod's whole GPUs and MIG instances judged apart)")
     if query.aggregation == "count":
         fixes.append("count a field MIG reports (DCGM_FI_DEV_FB_USED)")
+    fixes.append("set exporter.mig: none if no GPU of the fleet is split into MIG instances (every GPU then reports "
+                 "it)")
     return ", or ".join(fixes)
 
 
@@ -338,7 +341,7 @@ def mig_left_out(project) -> list[tuple[str, str]]:
     evaluates: its field is not reported under MIG, and the stand-in's second alarm cannot be made (its
     grouping, or a static per-pod alarm, which names no MIG instance's profile)."""
     settings, catalog = project.settings, project.catalog
-    if addon_source(settings):
+    if addon_source(settings) or settings.exporter.no_mig:
         return []
     result = []
     for alarm in project.alarms:

@@ -42,12 +42,12 @@ def _keys(by: tuple[str, ...]) -> tuple[str, ...]:
     return ("namespace", *by) if "pod" in by else by
 
 
-def _truth(aggregation: str, by: tuple[str, ...]) -> dict[tuple, float]:
+def _truth(aggregation: str, by: tuple[str, ...], fleet=FLEET) -> dict[tuple, float]:
     """{group: value} as the rule reads it: per group and GPU one value (a MIG GPU's, the mean engine activity x 100 of
     the instances the group holds on it), then the aggregation over the group's GPUs."""
     keys = _keys(by)
     groups: dict[tuple, list[float]] = {}
-    for node in FLEET:
+    for node in fleet:
         for gpu in node.gpus:
             held: dict[tuple, list] = {}
             for instance in gpu.instances:
@@ -68,8 +68,16 @@ def _thresholds(values) -> list[float]:
     return [round((a + b) / 2, 3) for a, b in zip(ordered, ordered[1:])] or [ordered[0] + 0.5]
 
 
-CASES = [(name, aggregation, comparison, k, threshold) for name, (by, _) in GROUPINGS.items() for aggregation in HOW
-         for comparison in TESTED for k, threshold in enumerate(_thresholds(_truth(aggregation, by).values()))]
+def _cases(fleet) -> list[tuple]:
+    return [(name, aggregation, comparison, k, threshold) for name, (by, _) in GROUPINGS.items() for aggregation in HOW
+            for comparison in TESTED
+            for k, threshold in enumerate(_thresholds(_truth(aggregation, by, fleet).values()))]
+
+
+CASES = _cases(FLEET)
+# The fleet without MIG GPUs (its MIG node left out): every GPU reports GPU utilization, as exporter.mig: none says
+WHOLE = tuple(node for node in FLEET if not any(gpu.mig for gpu in node.gpus))
+WHOLE_CASES = _cases(WHOLE)
 
 
 def _rule(name: str, aggregation: str, comparison: str, k: int) -> str:
@@ -82,31 +90,47 @@ def _alarms(cases) -> str:
         f"{t!r}), scope={GROUPINGS[n][1]!r}, description='x', runbook='y')\n" for n, a, c, k, t in cases)
 
 
-@pytest.fixture(scope="module", params=[(pipeline, comparison) for pipeline in ("otel", "classic")
-                                        for comparison in TESTED], ids=lambda p: f"{p[0]}-{'above' if p[1] == '>' else 'below'}")
+PARAMS = [(pipeline, comparison) for pipeline in ("otel", "classic") for comparison in TESTED]
+
+
+def _param_id(param) -> str:
+    return f"{param[0]}-{'above' if param[1] == '>' else 'below'}"
+
+
+def _refused(project) -> set[str]:
+    """The rules of the project generate refuses, found one by one."""
+    refused = set()
+    for alarm in project.alarms:
+        try:
+            cloudwatch_alarms((alarm,), project.settings, project.catalog)
+        except InputError:
+            refused.add(alarm.id)
+    return refused
+
+
+def _fired(project, fleet) -> dict[str, tuple[set, bool]]:
+    """{rule: (CloudWatch's firing groups over the fleet through the agent model, noted AL012)}."""
+    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL012"}
+    requests, points = alarms_through_agent(project, STEP, END, fleet)
+    fired: dict[str, set] = {}
+    for request in requests.values():
+        rule = next(tag["Value"] for tag in request["Tags"] if tag["Key"] == "gpudash:rule")
+        fired.setdefault(rule, set()).update(
+            key for key, state in cloudwatch_eval.alarm(request, points, END).items() if state == "ALARM")
+    return {rule: (groups, rule in noted) for rule, groups in fired.items()}
+
+
+@pytest.fixture(scope="module", params=PARAMS, ids=_param_id)
 def judged(request, tmp_path_factory):
     """(pipeline, comparison, the refused rules, {rule: (CloudWatch's firing groups, noted AL012)}) of every case of
     the comparison: the rules generate refuses found one by one, the others built in one project."""
     pipeline, comparison = request.param
     settings = f"agent:\n  pipeline: {pipeline}\n"
     cases = [case for case in CASES if case[2] == comparison]
-    every = defined_project(tmp_path_factory.mktemp("every"), settings, alarms=_alarms(cases))
-    refused = set()
-    for alarm in every.alarms:
-        try:
-            cloudwatch_alarms((alarm,), every.settings, every.catalog)
-        except InputError:
-            refused.add(alarm.id)
+    refused = _refused(defined_project(tmp_path_factory.mktemp("every"), settings, alarms=_alarms(cases)))
     project = defined_project(tmp_path_factory.mktemp("built"), settings,
                               alarms=_alarms([c for c in cases if _rule(*c[:4]) not in refused]))
-    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL012"}
-    requests, points = alarms_through_agent(project, STEP, END, FLEET)
-    fired: dict[str, set] = {}
-    for request in requests.values():
-        rule = next(tag["Value"] for tag in request["Tags"] if tag["Key"] == "gpudash:rule")
-        fired.setdefault(rule, set()).update(
-            key for key, state in cloudwatch_eval.alarm(request, points, END).items() if state == "ALARM")
-    return pipeline, comparison, refused, {rule: (groups, rule in noted) for rule, groups in fired.items()}
+    return pipeline, comparison, refused, _fired(project, FLEET)
 
 
 def test_the_premise_the_r4_case_fires_for_team_a_on_its_mig_instance_alone():
@@ -150,3 +174,74 @@ def test_generate_refuses_the_half_alarm_naming_it(tmp_path):
     text = result.output + (result.stderr if result.stderr_bytes is not None else "")
     assert "alarm 'min-namespace-above-0'" in text and "alarms/alarms.py" in text and "Traceback" not in text
     assert "fire where its Prometheus rule does not" in text
+
+
+@pytest.fixture(scope="module", params=PARAMS, ids=_param_id)
+def whole_judged(request, tmp_path_factory):
+    """(pipeline, comparison, the rules refused without exporter.mig: none, the rules refused with it, the alarms'
+    names, {rule: (CloudWatch's firing groups over the fleet of whole GPUs, noted AL012)}) with exporter.mig: none."""
+    pipeline, comparison = request.param
+    settings = f"agent:\n  pipeline: {pipeline}\n"
+    cases = [case for case in WHOLE_CASES if case[2] == comparison]
+    settings_none = settings + "exporter:\n  mig: none\n"
+    before = _refused(defined_project(tmp_path_factory.mktemp("before"), settings, alarms=_alarms(cases)))
+    refused = _refused(defined_project(tmp_path_factory.mktemp("every"), settings_none, alarms=_alarms(cases)))
+    project = defined_project(tmp_path_factory.mktemp("none"), settings_none,
+                              alarms=_alarms([c for c in cases if _rule(*c[:4]) not in refused]))
+    names = {alarm["Request"]["AlarmName"]
+             for alarm in cloudwatch_alarms(project.alarms, project.settings, project.catalog)}
+    return pipeline, comparison, before, refused, names, _fired(project, WHOLE)
+
+
+def test_the_whole_gpu_fleet_has_no_mig_gpu_and_the_refused_cases_are_there(whole_judged):
+    pipeline, comparison, before, *_ = whole_judged
+    assert len(WHOLE) == len(FLEET) - 1 and not any(gpu.mig for node in WHOLE for gpu in node.gpus)
+    # without the setting the refusal stands on either pipeline (the mean by namespace at least)
+    assert any(rule.startswith("avg-namespace-") for rule in before), sorted(before)
+    if pipeline == "classic":
+        assert any(rule.startswith(("avg-node-", "avg-cluster-")) for rule in before), sorted(before)
+
+
+def test_with_exporter_mig_none_no_alarm_is_refused_or_split_into_a_mig_instances_alarm(whole_judged):
+    pipeline, comparison, before, refused, names, fired = whole_judged
+    assert not refused, sorted(refused)
+    assert not [alarm for alarm in names if alarm.endswith("-mig")], sorted(names)
+
+
+@pytest.mark.parametrize("name", GROUPINGS)
+@pytest.mark.parametrize("aggregation", HOW)
+def test_with_exporter_mig_none_every_alarm_fires_exactly_where_its_rule_does_unnoted(whole_judged, name,
+                                                                                      aggregation):
+    """exporter.mig: none on a fleet of whole GPUs: each alarm (none noted AL012) fires for exactly the groups the
+    rule's truth does (the whole GPUs' utilization is every GPU's)."""
+    pipeline, comparison, before, refused, names, fired = whole_judged
+    by, keys = GROUPINGS[name][0], _keys(GROUPINGS[name][0])
+    truth = _truth(aggregation, by, WHOLE)
+    for case in [c for c in WHOLE_CASES if c[0] == name and c[1] == aggregation and c[2] == comparison]:
+        rule, threshold = _rule(*case[:4]), case[4]
+        if rule in refused:
+            continue  # the test above fails
+        groups, noted = fired[rule]
+        assert not noted, rule
+        shown = {tuple((key, dict(group).get(key)) for key in keys) for group in groups}
+        expected = {group for group, value in truth.items() if TESTED[comparison](value, threshold)}
+        assert shown == expected, (rule, "was refused without exporter.mig: none" if rule in before else "",
+                                   sorted(shown - expected), sorted(expected - shown))
+
+
+def test_generate_builds_the_r4_case_with_exporter_mig_none_and_the_refusal_names_it(tmp_path):
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    def generate(folder, settings):
+        folder.mkdir()
+        defined_project(folder, settings, alarms=_alarms([("namespace", "avg", "<", 0, 10)]))
+        return CliRunner().invoke(main, ["generate", "--config", str(folder / "gpudash.yaml"), "--out",
+                                         str(folder / "build")])
+
+    refused = generate(tmp_path / "a", "agent:\n  pipeline: classic\n")
+    assert refused.exit_code == 2 and "set exporter.mig: none" in refused.output + (refused.stderr or ""), \
+        refused.output
+    built = generate(tmp_path / "b", "agent:\n  pipeline: classic\nexporter:\n  mig: none\n")
+    assert built.exit_code == 0, built.output
