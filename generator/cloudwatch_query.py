@@ -557,6 +557,9 @@ def _dimension_set(query: Query, settings: Settings) -> tuple[str, ...]:
     for dims in candidates:
         if wanted <= set(dims):
             return tuple(dims)
+    if not candidates:  # a pod's MIG instance: no set is published per pod and MIG instance
+        raise Unsupported(f"no published dimension set carries {', '.join(sorted(wanted))}",
+                          fix="group it by pod and gpu")
     raise Unsupported(f"no published dimension set carries {', '.join(sorted(wanted))}",
                       fix="publish a dimension set that carries them (cloudwatch.dimensions / cloudwatch.gpu_dimensions)")
 

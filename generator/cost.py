@@ -242,6 +242,8 @@ def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet)
         return fleet.node_count / max(fleet.clusters, 1)
     if list(dims) == pod_dimensions(project.settings) or _per_pod_total(dims):
         return pods
+    if set(pod_dimensions(project.settings)) <= set(dims):  # an agent-made copy of the per-pod set (a mark added)
+        return fleet.held_copies / max(fleet.clusters, 1) if _judges_pod_gpus(dims, project) else pods
     return gpus * (fleet.mig_instances or 1) if MIG_INSTANCE_LABEL in dims else gpus  # a MIG GPU's instances
 
 
@@ -659,7 +661,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                 per_node |= tuple(form.plan.dims) == data_missing.SAMPLES_SET
     lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed, insights_rate,
                   cluster_analyzed * insights_rate,
-                  f"{cluster_alarms} alarms, each analyzing every GPU of its cluster"
+                  f"{cluster_alarms} alarms, each analyzing every GPU (or pod, a namespace's) of its cluster"
                   + (f" (the data-missing rule's per node: every GPU node"
                      f"{'' if fleet.nodes is not None else ', counted per GPU without --nodes'})" if per_node else ""))]
     # the free tier's alarm metrics: standard alarms that list their metrics (not Metrics Insights alarms)

@@ -448,3 +448,21 @@ def test_a_started_pod_publishes_its_per_gpu_metrics_for_each_gpu_it_holds(proje
     assert per_pod and per_pod_gpu
     # 7,300 pod starts a month, each publishing for an hour: 10 metric-months per metric a pod publishes; two GPUs a pod
     assert churned["quantity"] - still["quantity"] == pytest.approx(10 * (per_pod + per_pod_gpu * 2))
+
+
+def test_an_alarm_per_namespace_over_a_copy_of_the_per_pod_set_is_priced_per_pod(tmp_path):
+    """A namespace's lowest temperature over two periods reads the agent-made flags copy of the per-pod set, one
+    metric per pod, as the same alarm per pod does: it was priced one metric per GPU (100 for 500 pods)."""
+    from tests.support.projects import defined_project
+
+    text = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+            "    yield Alarm('hot', 'Hot', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'min', {by}), '>', 80),\n"
+            "                evaluation_periods=2, datapoints_to_alarm=2)\n")
+    fleet = Fleet(clusters=1, pods=500, churn=0, gpus=100, nodes=13)
+    priced = {}
+    for name, by in (("namespace", "('namespace',)"), ("pod", "('pod',)")):
+        (tmp_path / name).mkdir()
+        project = defined_project(tmp_path / name, alarms=text.format(by=by))
+        lines = _lines(estimates(project, fleet))
+        priced[name] = sum(line["quantity"] for item, line in lines.items() if "alarms" in item and "data-missing" not in item)
+    assert priced == {"namespace": 500, "pod": 500}, priced

@@ -217,3 +217,16 @@ def test_a_ratio_alarm_refused_names_only_the_fix_that_builds(tmp_path):
     (tmp_path / "fixed").mkdir()
     build(defined_project(tmp_path / "fixed", alarms=text.format(
         ", cloudwatch=Condition(Query('DCGM_FI_DEV_FB_FREE', 'min', ('pod',)), '<', 1000)")))
+
+
+@pytest.mark.parametrize("metric", ["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"])
+def test_a_pods_mig_instance_refused_names_a_grouping_that_builds(metric):
+    """No set is published per pod and MIG instance: the refusal told the user to publish one (the settings refuse
+    the profile in the per-pod set, and publishing GPU_I_ID gave the same refusal); it names (pod, gpu) now."""
+    project = bundled_project("")
+    for aggregation in AGGREGATIONS:
+        query = Query(metric, aggregation, ("pod", "mig_instance"))
+        refusal = _refusal(project, query)
+        assert refusal is not None and "publish" not in refusal.hint, refusal and refusal.hint
+        fixes = _fixes(refusal, query)
+        assert fixes and not [fix for fix in fixes if _refusal(project, fix)], (refusal.hint, fixes)
