@@ -406,11 +406,14 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         # the flags of each reading past a level an alarm judges all its periods' readings by (render/agent_otel
         # .level_copies), one copy per grouping: an event per GPU and scrape (per GPU instance of a field MIG reports
         # per instance, whose copy keeps GPU_I_ID: an event of its own), per pod GPU for a set that names the pod
+        # (a set naming the MIG profile keeps MIG instances' points only: one per instance, none on whole GPUs)
         *_told_apart([(dims, Events(f"a GPU{' instance' if each else ''}'s flags {level_mark_of(dims)}",
-                                    min(copies, pods) if POD_DIMENSION in dims else instances if each else gpus,
+                                    min(copies, pods) if POD_DIMENSION in dims else
+                                    instances if each or MIG_PROFILE_LABEL in dims else gpus,
                                     len(group), len(group), False))
                       for dims, names in levels for each in (False, True)
-                      if (group := [n for n in names if catalog.get(n).per_instance == each])]),
+                      if (group := [n for n in names if catalog.get(n).per_instance == each])
+                      and (fleet.mig or MIG_PROFILE_LABEL not in dims)]),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
         node_series,
         *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),

@@ -466,3 +466,23 @@ def test_an_alarm_per_namespace_over_a_copy_of_the_per_pod_set_is_priced_per_pod
         lines = _lines(estimates(project, fleet))
         priced[name] = sum(line["quantity"] for item, line in lines.items() if "alarms" in item and "data-missing" not in item)
     assert priced == {"namespace": 500, "pod": 500}, priced
+
+
+def test_a_flags_copy_of_mig_instances_is_an_event_per_instance_and_none_on_whole_gpus(tmp_path):
+    """An alarm judging each MIG instance's temperature past a level over two periods has the agent make a flags copy
+    in the set naming the instance and its profile, which keeps MIG instances' points only (the agent model writes 4
+    for the mixed fleet's 2 MIG GPUs of 2 instances): cost counted one event per GPU (100 on 100 whole GPUs where
+    there is none, 100 for 700 instances)."""
+    from generator.cost import log_events
+    from tests.support.projects import defined_project
+
+    text = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+            "    yield Alarm('hot', 'Hot', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'min', ('node', 'gpu', 'mig_instance')),"
+            " '>', 80), evaluation_periods=2, datapoints_to_alarm=2)\n")
+    project = defined_project(tmp_path, alarms=text)
+
+    def flags(fleet):
+        return [(e.count, e.what) for e in log_events(project, fleet) if "flags" in e.what]
+
+    assert flags(Fleet(clusters=1, pods=100, churn=0, gpus=100)) == []
+    assert [count for count, _ in flags(Fleet(clusters=1, pods=700, churn=0, gpus=100, mig_instances=7))] == [700]
