@@ -1601,7 +1601,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         # a GPU instance's copy (_Merge.one_copy): the device's value is one exporter's, named by the GPU's UUID
         identity = (*gpu_identity(labels), *INSTANCE_IDENTITY, uuid_label((labels.pod, labels.namespace,
                                                                            labels.container)), *COPY_LABELS)
-        device = _Device(branches, unscoped, identity, labels.pod, "pod" in keys,
+        device = _Device(branches, unscoped, identity, labels.pod, bool({"pod", "namespace", "container"} & set(keys)),
                          whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
