@@ -657,7 +657,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                 per_gpu = _judges_pod_gpus(form.plan.dims, project)
                 per_pod_gpu_rules += per_gpu
                 # the fleet's pods, or the GPU instances they hold (an upper bound, as the custom metrics count them)
-                per_pod_analyzed += (fleet.held_copies if fleet.pods else 0) if per_gpu else fleet.pods
+                per_pod_analyzed += _analyzed(form.plan.dims, project, fleet) * max(fleet.clusters, 1)
             else:
                 cluster_alarms += made
                 cluster_analyzed += _analyzed(form.plan.dims, project, fleet) * fleet.clusters
