@@ -1577,8 +1577,11 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # The series of one GPU instance differ by labels gpu_identity does not list (pods, their UIDs and labels,
     # the exporter's instance and pod): merging every label but the GPU's identity, its MIG instance, what the
     # outer grouping keeps and a field's own labels (an XID code) leaves one series per GPU instance, then per
-    # GPU (and per GPU and pod). Alerts per pod (`apart`) judge each MIG instance a pod holds on its own.
-    apart = per_instance and "pod" in keys
+    # GPU (and per GPU and pod). Alerts per pod (`apart`) judge each MIG instance a pod holds on its own where the
+    # value is the instance's own (its memory, its engine activity, a MIG GPU's stand-in for utilization); a count
+    # counts GPUs, and a field of the whole device (power, temperature, clocks), which the exporter repeats on each
+    # instance, is read once per GPU: a pod holding two instances of one GPU holds one GPU, drawing its power once.
+    apart = per_instance and "pod" in keys and not count and _instance_value(query.metric, catalog, kind)
     if apart and kind == "mig" and "gpu" in keys:  # each MIG instance of a pod's GPU judged on its own
         outer += [name for name in INSTANCE_IDENTITY if name not in outer]
     # a gauge per GPU: its value per GPU (GPU_LABEL) whichever copy it is read from, its node named apart (named_gpus)
@@ -1644,6 +1647,15 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
             (lambda statistic, how: gpus(statistic, OUTER_OF_STATISTIC.get(how, how), _duration_text(PREVIOUS_WITHIN)))
         return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, offset, name)
     return aggregated(query.aggregation)
+
+
+def _instance_value(metric: str, catalog: Catalog, kind: str | None) -> bool:
+    """Whether a MIG instance's series of `metric` hold the instance's own value (catalog per_instance), or, read on
+    MIG instances alone (`kind` "mig"), the per-instance field that stands in for it; else a whole-device reading the
+    exporter repeats on each instance."""
+    if metric in catalog and catalog.get(metric).per_instance:
+        return True
+    return kind == "mig" and catalog.mig_substitute(metric) is not None
 
 
 def _named_fields(metric: str, catalog: Catalog) -> tuple[str, ...]:

@@ -1,0 +1,87 @@
+"""A pod holding two MIG instances of one GPU (tests/support/two_instances.py): the generated Prometheus rules grouped
+by pod, by (pod, gpu) and by namespace read the truth that module writes down, on promtool over the readings as
+Prometheus stores them.
+
+The rules judged each MIG instance a pod holds on its own for every field: a field of the whole device, which the
+exporter repeats on each instance, was read once per instance (team-q/dual's power, 300 W on its whole GPU and 200 W
+on the A100 two of whose instances it holds: 700 W in all for 500, a mean of 233 W for 250, 400 W on GPU 1 for 200),
+and a count counted instances (3 GPUs for 2, 2 on GPU 1 for 1). Fields of the instance (framebuffer, engine activity)
+are still read per instance, as CloudWatch holds them.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.integration.test_mig_twins import built_with
+from tests.integration.test_prometheus_rules import _promtool_test
+from tests.support import mixed_fleet, two_instances
+from tests.support.two_instances import ENGINE, FB_USED, POWER, TEMP, UTIL
+
+STEP, STEPS = 30, 30  # fifteen minutes of 30 s scrapes
+SHORT = {POWER: "power", TEMP: "temp", UTIL: "util", FB_USED: "fb", ENGINE: "engine"}
+BY = {"pod": ("pod",), "podgpu": ("pod", "gpu"), "ns": ("namespace",)}
+# (field, aggregation, grouping) of the rules checked: each field of the device and every count per each grouping;
+# fields of the instance per pod (per namespace a GPU's instances are read as one GPU; per (pod, gpu) see
+# two_instances' docstring)
+CASES = [(field, aggregation, by) for field in (POWER, TEMP, FB_USED, ENGINE)
+         for aggregation in ("count", "sum", "avg", "max", "min") for by in BY
+         if field in two_instances.DEVICE or aggregation == "count" or by == "pod"] \
+    + [(UTIL, "count", by) for by in BY]
+
+
+def _id(field: str, aggregation: str, by: str) -> str:
+    return f"q-{SHORT[field]}-{aggregation}-{by}"
+
+
+def _rules() -> str:
+    lines = ["from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"]
+    for field, aggregation, by in CASES:
+        lines.append(f"    yield Alarm({_id(field, aggregation, by)!r}, 'T', Condition(Query({field!r}, "
+                     f"{aggregation!r}, {BY[by]!r}), '>', 0), description='d', runbook='r', missing_data='ignore')\n")
+    return "".join(lines)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return built_with(tmp_path_factory.mktemp("two-instances"), {"two.py": _rules()},
+                      settings="agent:\n  pipeline: otel\n")
+
+
+def _series() -> list[dict[str, str]]:
+    gauges = tuple(f"{field}{{" for field in mixed_fleet.GAUGES)
+    return [{"series": series, "values": " ".join(values)} for node in two_instances.FLEET
+            for series, values in mixed_fleet.stored(node, gauges, STEPS, STEP).items()]
+
+
+def test_the_truth_is_where_reading_each_instance_differs():
+    """The pod's GPU counted once differs from each instance counted: the case the rules got wrong."""
+    def group(**labels: str) -> tuple:
+        return tuple(sorted(labels.items()))
+    dual, dual_gpu1 = group(namespace="team-q", pod="dual"), group(namespace="team-q", pod="dual", gpu="1")
+    assert two_instances.truth(POWER, "sum", ("pod",))[dual] == 500
+    assert two_instances.truth(POWER, "avg", ("pod",))[dual] == 250
+    assert two_instances.truth(UTIL, "count", ("pod",))[dual] == 2
+    assert two_instances.truth(POWER, "sum", ("pod", "gpu"))[dual_gpu1] == 200
+    assert two_instances.truth(UTIL, "count", ("pod", "gpu"))[dual_gpu1] == 1
+    assert two_instances.truth(POWER, "sum", ("namespace",))[group(namespace="team-q")] == 500
+    assert two_instances.truth(FB_USED, "sum", ("pod",))[dual] == 14000
+    assert two_instances.truth(ENGINE, "avg", ("pod",))[dual] == 0.5
+    assert two_instances.truth(ENGINE, "max", ("pod", "gpu"))[dual_gpu1] == 0.75
+
+
+def test_each_rule_grouped_by_pod_or_namespace_reads_the_truth(built):
+    """Each rule's expression (its value where it holds: every group, each value over the threshold of 0) at the fifteenth
+    minute equals the truth of each group."""
+    _, folder = built
+    rules = {r["labels"]["gpudash_rule"]: r["expr"] for g in yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+             for r in g["rules"] if "alert" in r}
+    checks = []
+    for field, aggregation, by in CASES:
+        expected = two_instances.truth(field, aggregation, BY[by])
+        checks.append({"expr": rules[_id(field, aggregation, by)], "eval_time": f"{STEPS * STEP // 60 - 1}m",
+                       "exp_samples": [{"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in key) + "}", "value": value}
+                                       for key, value in sorted(expected.items())]})
+    _promtool_test(folder, "two_instances.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+                                                   "promql_expr_test": checks}], evaluation_interval=f"{STEP}s")

@@ -1,0 +1,77 @@
+"""A pod holding two MIG instances of one GPU, and the truth about what its rules and alarms read.
+
+team-q/dual asks for a whole GPU and for two 1g.10gb slices, which land on one A100 (both instances of GPU 1 on
+gpu-node-dual); team-q/other holds that A100's third instance. The exporter writes one series per MIG instance, with
+GPU_I_PROFILE and GPU_I_ID, and repeats the device's fields (power, temperature, clocks) on each, the same value on
+each instance's series (tests/support/mixed_fleet.payload, after dcgm-exporter issues #50, #216, #272, #561). The values are exact in binary (a mean of them
+is the same float whatever the order of the sum).
+
+The truth, per group that keeps the pod (by pod, by (pod, gpu)) and per namespace:
+- a count counts GPUs: a GPU once however many of its instances a group holds (dual: 2 GPUs, 1 on GPU 1);
+- a field of the whole device (power, temperature) is one reading per GPU the group holds, aggregated over those GPUs
+  (dual: 300 + 200 = 500 W, mean 250 W; namespace team-q: the same two GPUs, 500 W);
+- a field of the instance (framebuffer used, graphics engine activity) is one value per MIG instance the pod holds (a
+  whole GPU one value), aggregated over them as the query says (dual's framebuffer 10,000 + 1,000 + 3,000 MiB; its
+  mean engine activity (0.5 + 0.25 + 0.75) / 3, its idlest 0.25, the busiest instance of GPU 1 0.75), as CloudWatch
+  holds one series per instance and judges a pod on each instance it holds (tests/integration/test_mig_twins.py).
+"""
+
+from __future__ import annotations
+
+from statistics import mean
+
+from tests.support.mixed_fleet import Gpu, Instance, Node
+
+POWER, TEMP, UTIL = "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL"
+FB_USED, ENGINE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+DEVICE = {POWER: "power", TEMP: "temp"}
+INSTANCE = {FB_USED: "fb_used", ENGINE: "engine"}
+
+
+def _slice(id_: str, pod: str, engine: float, used: float, profile: str = "1g.10gb") -> Instance:
+    return Instance(id=id_, profile=profile, pod=("team-q", pod), fb_used=used, fb_free=10000 - used, engine=engine,
+                    mig_util="0")
+
+
+DUAL = Node("gpu-node-dual", "Hostname", "nvidia-dcgm-exporter-q1r2s", (
+    Gpu(0, temp=70, power=300, sm_clock=1500, xid=0, energy_mw=300_000, replays_per_s=0, memory_temp=50, util=50,
+        model="NVIDIA A100-SXM4-80GB",
+        instances=(Instance(pod=("team-q", "dual"), fb_used=10000, fb_free=70000, engine=0.5),)),
+    Gpu(1, temp=60, power=200, sm_clock=1410, xid=0, energy_mw=200_000, replays_per_s=0, memory_temp=50,
+        model="NVIDIA A100-SXM4-80GB",
+        instances=(_slice("1", "dual", 0.25, 1000), _slice("2", "dual", 0.75, 3000),
+                   _slice("3", "other", 0.375, 2000, "2g.20gb"))),
+))
+FLEET = (DUAL,)
+
+
+def _held(fleet=FLEET):
+    """(namespace, pod, node, gpu, instance) of each whole GPU and MIG instance a pod holds."""
+    return [(*instance.pod, node, gpu, instance) for node in fleet for gpu in node.gpus
+            for instance in gpu.instances if instance.pod]
+
+
+def _key(by: tuple[str, ...], namespace: str, pod: str, gpu: Gpu) -> tuple[tuple[str, str], ...]:
+    labels = {"namespace": namespace, "pod": pod, "gpu": str(gpu.index)}
+    return tuple(sorted((name, labels[name]) for name in {"namespace", *by}))
+
+
+AGGREGATE = {"sum": sum, "avg": mean, "max": max, "min": min, "count": len}
+
+
+def truth(metric: str, aggregation: str, by: tuple[str, ...], fleet=FLEET) -> dict[tuple, float]:
+    """{sorted (label, value) pairs of the group: the value} of a rule or alarm of `metric`'s `aggregation` `by`
+    (("pod",), ("pod", "gpu") or ("namespace",)), as the module's docstring says."""
+    values: dict[tuple, dict] = {}  # group -> {what is counted once: its value}
+    for namespace, pod, node, gpu, instance in _held(fleet):
+        key = _key(by, namespace, pod, gpu)
+        if aggregation == "count" or metric in DEVICE:
+            one = (node.name, gpu.index)  # the GPU, once
+            value = getattr(gpu, DEVICE[metric]) if metric in DEVICE else 1
+        elif "pod" in by:
+            one = (node.name, gpu.index, instance.id)  # each instance the pod holds
+            value = getattr(instance, INSTANCE[metric])
+        else:
+            raise NotImplementedError((metric, by))
+        values.setdefault(key, {})[one] = value
+    return {key: AGGREGATE[aggregation](list(each.values())) for key, each in values.items()}
