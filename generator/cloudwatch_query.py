@@ -871,6 +871,16 @@ OTEL_GAP_EVENTS = ("growth across a gap in a GPU's data is missed past 15 minute
 OTEL_GAP_LEVEL = ("the first period after a gap in a GPU's data of up to 15 minutes (30, by when the agent's cache is "
                   "swept) holds the whole gap's growth, so a steady count under the level can fire then; the "
                   "Prometheus rule counts a gap's growth up to 10 minutes")
+# A rate compared `> 0` (any growth per period, model.Condition.rises): its rule keeps a level's horizon (gap_reach 0,
+# promql.WINDOW_PREVIOUS_WITHIN), so a gap's growth counts there up to 10 minutes, on CloudWatch up to 15 (30).
+OTEL_GAP_RATE = ("growth across a gap in a GPU's data of up to 15 minutes (30, by when the agent's cache is swept) is "
+                 "sent as the first delta after it and counted in the period it lands in, where the Prometheus rule "
+                 "counts a gap's growth up to 10 minutes: after a gap of 10 to 30 minutes the alarm can fire where "
+                 "the rule does not (past 30 minutes neither counts it)")
+# What AL018 says of a `> 0` alarm whose description holds none of the three (made otherwise than by this generator)
+OTEL_GAP_EITHER = (f"if it is an increase `> 0` (an event alarm): {OTEL_GAP_EVENTS}; if it is a rate `> 0`: "
+                   f"{OTEL_GAP_RATE}")
+GAP_TEXTS = {"events": OTEL_GAP_EVENTS, "rate": OTEL_GAP_RATE, "level": OTEL_GAP_LEVEL}
 
 
 def reads_gap_growth(plan: Plan, catalog: Catalog, settings: Settings) -> bool:
@@ -881,10 +891,24 @@ def reads_gap_growth(plan: Plan, catalog: Catalog, settings: Settings) -> bool:
         and plan.metric in catalog and catalog.get(plan.metric).is_counter
 
 
-def otel_gap(events: bool) -> str:
-    """What a counter alarm on agent.pipeline: otel makes of a gap in a GPU's data: an event alarm's (`events`,
-    model.Condition.counts_events) or a level's."""
-    return OTEL_GAP_EVENTS if events else OTEL_GAP_LEVEL
+def gap_kind(condition) -> str:
+    """Which of GAP_TEXTS a counter alarm's condition is: "events" (an increase `> 0`, model.Condition.counts_events),
+    "rate" (a rate `> 0`: any growth, its rule's horizon a level's) or "level" (a level per period)."""
+    if condition.counts_events:
+        return "events"
+    return "rate" if condition.rises else "level"
+
+
+def otel_gap(kind: str) -> str:
+    """What a counter alarm on agent.pipeline: otel makes of a gap in a GPU's data, by its gap_kind."""
+    return GAP_TEXTS[kind]
+
+
+def gap_said(description: str) -> str | None:
+    """The gap_kind an alarm's description says (the generator writes otel_gap's text whole in it: render.alarms
+    _fitted keeps the note), None when it says none: a `> 0` request is the same for a rate and an increase, so lint
+    AL018 reads which one the description says."""
+    return next((kind for kind, text in GAP_TEXTS.items() if text in description), None)
 
 
 CLASSIC_COUNTER_ALARM_ONE_SERIES = (
@@ -893,12 +917,12 @@ CLASSIC_COUNTER_ALARM_ONE_SERIES = (
     "its last pod leaves)")
 
 
-def instance_contributors(settings: Settings, events: bool) -> str:
-    """What a counter alarm per GPU instance lists, said in its description (`events`: an event alarm's, otel_gap)."""
+def instance_contributors(settings: Settings, kind: str) -> str:
+    """What a counter alarm per GPU instance lists, said in its description (`kind`: its gap_kind, otel_gap)."""
     if settings.agent.pipeline == "classic":
         classic = CLASSIC_COUNTER_ALARM if settings.exporter.virtual_gpus else CLASSIC_COUNTER_ALARM_ONE_SERIES
         return f"{INSTANCE_CONTRIBUTORS}; {classic}"
-    return f"{INSTANCE_CONTRIBUTORS}; {otel_gap(events)}"
+    return f"{INSTANCE_CONTRIBUTORS}; {otel_gap(kind)}"
 
 
 def _instance_increase(query: Query, field, settings: Settings, series: tuple[str, ...], alarm: bool,

@@ -370,6 +370,12 @@ class Condition:
         `> N` per period, is no such alarm: a gap's growth cannot be placed in one period)."""
         return self.query.as_increase and self.comparison == ">" and self.threshold == 0
 
+    @property
+    def rises(self) -> bool:
+        """A rate compared `> 0`: any growth of the counter in a period. Its CloudWatch request is an increase
+        `> 0`'s, but its rule keeps a level's horizon for a gap's growth (render.alarms.gap_reach): not counts_events."""
+        return not self.query.as_increase and self.comparison == ">" and self.threshold == 0
+
 
 @dataclass(frozen=True)
 class Alarm:

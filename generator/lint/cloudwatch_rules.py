@@ -14,7 +14,8 @@ from typing import Any, Iterable, Iterator
 from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
-                                UNUSED_SHARE, dimension_sets, is_query, level_of, otel_gap, pod_dimensions)
+                                UNUSED_SHARE, OTEL_GAP_EITHER, dimension_sets, gap_said, is_query, level_of,
+                                otel_gap, pod_dimensions)
 from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT, CLUSTER_DIMENSION
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
@@ -665,13 +666,16 @@ def alarm_gap_growth(subject: LintInput) -> Iterable[Finding]:
     """On agent.pipeline: otel, an alarm that sums a counter's deltas (per GPU, node, pod or cluster) gets a gap's growth in the GPU's data as
     the first delta after it, while awsemf keeps the reading before it (15 to 30 minutes): an event alarm (any
     increase, `> 0`) misses a longer gap's, a level per period can fire on a steady count the gap's growth landed
-    in one period (cloudwatch_query.otel_gap; a note per alarm: no CloudWatch form tells the two apart)."""
+    in one period, a rate `> 0` counts a gap's growth further back than its rule (cloudwatch_query.otel_gap; a note
+    per alarm). A rate `> 0` and an increase `> 0` make the same request: which one it is, is read from its
+    description, where the generator writes the same text (gap_said); a `> 0` request that says neither gets both."""
     if not subject.otel_agents:
         return
     for item, fields in _counter_alarms(subject, pods=True):  # a pod's copy of a counter has its deltas alike
-        events = item.request.get("ComparisonOperator") == "GreaterThanThreshold" and item.request.get("Threshold") == 0
-        yield Finding("AL018", "note", _alarm_where(item),
-                      f"on agent.pipeline: otel, for {', '.join(fields)}: {otel_gap(events)}")
+        kind = gap_said(str(item.request.get("AlarmDescription", "")))
+        above_0 = item.request.get("ComparisonOperator") == "GreaterThanThreshold" and item.request.get("Threshold") == 0
+        text = otel_gap(kind) if kind else OTEL_GAP_EITHER if above_0 else otel_gap("level")
+        yield Finding("AL018", "note", _alarm_where(item), f"on agent.pipeline: otel, for {', '.join(fields)}: {text}")
 
 
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
@@ -890,7 +894,8 @@ RULES = (
          alarm_retyped),
     Rule("AL018", "alarms summing a counter's deltas (per GPU, node, pod or cluster) on agent.pipeline: otel say "
                   "what a gap in a GPU's data does to them (a note per alarm: an event alarm misses a gap's growth "
-                  "past 15 minutes, a level can fire on a gap's growth landed in one period)", alarm_gap_growth),
+                  "past 15 minutes, a level can fire on a gap's growth landed in one period, a rate `> 0` counts a gap's "
+                  "growth past its rule's 10 minutes)", alarm_gap_growth),
     Rule("AL021", "fleet alarms, one query over every cluster of their Region, say at what size the Region passes "
                   "the 10,000 metrics a Metrics Insights query processes (a note per alarm)", regional_metrics),
     Rule("AL022", "fleet alarms judging their clusters together say that CloudWatch reads one Region's where the "

@@ -13,7 +13,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPIES_COUNTED, MI_FUNCTIO
                                 STATISTICS, Plan,
                                 stands_in_once,
                                 instance_contributors,
-                                LEVEL_WORDS, level_plan, otel_gap, reads_gap_growth, unused_plan,
+                                LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
                                 scrape_seconds)
 from .. import data_missing
@@ -675,7 +675,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     condition = cloudwatch_condition(alarm, settings)
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
-    note = otel_gap(condition.counts_events) if reads_gap_growth(plan_, catalog, settings) else ""
+    note = otel_gap(gap_kind(condition)) if reads_gap_growth(plan_, catalog, settings) else ""
     if plan_.complement is not None:  # unused_plan
         note = (f"it reads {plan_.complement:g} less each reading above {threshold:g}, ranked by its sum over the "
                 f"window (past 500: the longest idle)")
@@ -695,7 +695,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
                                           f"{float(condition.threshold) * plan_.divisor:g} (the same "
                                           f"share as a ratio).{stale}")
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
-        description = _description(alarm, f" On CloudWatch: {instance_contributors(settings, condition.counts_events)}"
+        description = _description(alarm, f" On CloudWatch: {instance_contributors(settings, gap_kind(condition))}"
                                           f"{_stale_clause(alarm)}.")
     comparison, order, rank = _judged(alarm, plan_, settings)
     before, after = plan_.around_cluster(settings, order, rank=rank)

@@ -16,7 +16,7 @@ import json
 import pytest
 
 from generator.artifacts import build
-from generator.cloudwatch_query import OTEL_GAP_EVENTS, OTEL_GAP_LEVEL
+from generator.cloudwatch_query import GAP_TEXTS, OTEL_GAP_EITHER, OTEL_GAP_EVENTS, OTEL_GAP_LEVEL, OTEL_GAP_RATE
 from generator.lint.metrics_insights import parse
 from generator.lint.runner import lint_project
 from generator.model import AGGREGATIONS, Alarm, Condition, Query
@@ -61,13 +61,12 @@ def _said(settings: str, folder) -> tuple[list[tuple], dict, dict, dict]:
         request = item["Request"]
         rule = next(tag["Value"] for tag in request["Tags"] if tag["Key"] == "gpudash:rule")
         description = request.get("AlarmDescription", "")
-        described[rule] = "events" if OTEL_GAP_EVENTS in description else "level" if OTEL_GAP_LEVEL in description \
-            else None
+        described[rule] = next((kind for kind, said in GAP_TEXTS.items() if said in description), None)
         queries = [parse(m["Expression"]) for m in request.get("Metrics", []) if "Expression" in m]
         sums[rule] = any(q.function == "SUM" and q.metric in COUNTERS for q in queries)
     names = {f"gpudash-gpu-cluster-c{k}-warning": f"c{k}" for k in range(len(cases))} | \
         {f"gpudash-fleet-c{k}-warning": f"c{k}" for k in range(len(cases))}
-    noted = {names[f.where.split(" ")[-1]]: "events" if OTEL_GAP_EVENTS in f.message else "level"
+    noted = {names[f.where.split(" ")[-1]]: next(kind for kind, said in GAP_TEXTS.items() if f.message.endswith(said))
              for f in lint_project(project) if f.rule == "AL018"}
     return cases, described, noted, sums
 
@@ -88,14 +87,71 @@ def test_lint_notes_and_the_description_says_it_of_exactly_the_alarms_that_sum_d
     assert len(cases) > 200
 
 
-def test_the_note_and_the_description_say_the_same_of_an_increase_or_a_level(otel):
-    """An increase `> 0` counts each event (the rule looks back an hour), a level per period otherwise. (A rate `> 0`
-    has a CloudWatch form no different from an increase's: lint says the event text there.)"""
+def test_the_note_and_the_description_say_the_same_of_an_increase_a_rate_or_a_level(otel):
+    """An increase `> 0` counts each event (the rule looks back an hour); a rate `> 0` any growth, its rule a level's
+    horizon (10 minutes), so a gap's growth of 10 to 30 minutes fires the alarm and not the rule; a level per period
+    otherwise. A rate `> 0` has a CloudWatch request no different from an increase's but its description: lint said
+    the event text of it (an hour's reach its rule does not have)."""
     cases, described, noted, _ = otel
+    kinds = set()
     for rule, kind in noted.items():
         _, _, _, increase, threshold, _ = cases[int(rule[1:])]
-        if increase or threshold:
-            assert described[rule] == kind == ("events" if increase and threshold == 0 else "level"), rule
+        expected = "level" if threshold else "events" if increase else "rate"
+        assert described[rule] == kind == expected, rule
+        kinds.add(kind)
+    assert kinds == {"events", "rate", "level"}
+
+
+def test_a_rate_above_0_and_an_increase_above_0_make_the_same_request_but_their_description():
+    """Lint reads the requests: the description is where the two differ (so it can say each one's truth)."""
+    project = bundled_project("")
+    made = {}
+    for increase in (False, True):
+        alarm = Alarm("x", "X", Condition(Query(COUNTERS[0], "sum", ("node", "gpu"), as_increase=increase), ">", 0),
+                      description="d", runbook="r")
+        (item,) = cloudwatch_alarms((alarm,), project.settings, project.catalog)
+        made[increase] = item["Request"]
+    rate, increase = made[False], made[True]
+    assert {k: v for k, v in rate.items() if k != "AlarmDescription"} == \
+        {k: v for k, v in increase.items() if k != "AlarmDescription"}
+    assert OTEL_GAP_RATE in rate["AlarmDescription"] and OTEL_GAP_EVENTS not in rate["AlarmDescription"]
+    assert OTEL_GAP_EVENTS in increase["AlarmDescription"] and OTEL_GAP_RATE not in increase["AlarmDescription"]
+
+
+def test_the_rate_text_says_the_rules_horizon():
+    """The rate's text names the rule's horizon: a rate `> 0` reaches back no further than a level (gap_reach 0, the
+    window's WINDOW_PREVIOUS_WITHIN), an increase `> 0` an hour."""
+    from generator.promql import PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN
+    from generator.render.alarms import gap_reach
+
+    project = bundled_project("")
+    reach = {increase: gap_reach(Alarm("x", "X", Condition(Query(COUNTERS[0], "sum", ("node", "gpu"),
+                                                                 as_increase=increase), ">", 0)), project.settings)
+             for increase in (False, True)}
+    assert reach == {False: 0, True: PREVIOUS_WITHIN}
+    assert f"counts a gap's growth up to {WINDOW_PREVIOUS_WITHIN // 60} minutes" in OTEL_GAP_RATE
+    assert f"counts a gap's growth up to {WINDOW_PREVIOUS_WITHIN // 60} minutes" in OTEL_GAP_LEVEL
+
+
+def test_a_request_above_0_whose_description_says_neither_gets_both_texts(tmp_path):
+    """A `> 0` request made otherwise (its description without the generator's text) cannot be told apart: lint says
+    what holds of either, never the event text alone."""
+    from dataclasses import replace
+
+    from generator.lint.cloudwatch_rules import alarm_gap_growth
+    from generator.lint.runner import lint_input
+
+    text = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+            f"    yield Alarm('r', 'X', Condition(Query({COUNTERS[0]!r}, 'sum', ('node', 'gpu')), '>', 0), "
+            "description='d', runbook='r')\n")
+    project = defined_project(tmp_path, "", alarms=text)
+    subject = lint_input(project)
+    (said,) = [f.message for f in alarm_gap_growth(subject)]
+    assert said.endswith(OTEL_GAP_RATE)
+    bare = tuple(replace(item, request={**item.request, "AlarmDescription": "d"}) for item in subject.artifacts.alarms)
+    subject = replace(subject, artifacts=replace(subject.artifacts, alarms=bare))
+    (said,) = [f.message for f in alarm_gap_growth(subject)]
+    assert said.endswith(OTEL_GAP_EITHER)
 
 
 def test_on_classic_nothing_says_the_otel_gap(tmp_path):
