@@ -49,7 +49,7 @@ from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_P
                       PER_PROCESS_FIELDS, Catalog)
 from .model import Query
 from .names import COUNTER_GROUP
-from .promql_text import quoted
+from .promql_text import quoted, regex_literal
 from .series_labels import SCRAPED_NODE, TARGET_ADDRESS, uuid_label
 from .settings import Labels
 
@@ -1517,21 +1517,43 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
                rate_window: str = "$__rate_interval", increase_window: str = DASHBOARD_RANGE,
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
                resolution: str | None = None, offset: str | None = None, named_within: str | None = None,
-               hold: str | None = None, reach: int = 0) -> str:
+               hold: str | None = None, reach: int = 0, regions: Regions = ()) -> str:
     """The PromQL for one neutral query (`_expression`), worked out once per query, labels, catalog and arguments."""
     answers = _ANSWERS.table(catalog)
     key = (query, labels, scope, rate_window, increase_window, gauge_window, per_instance, kind, resolution, offset,
-           named_within, hold, reach)
+           named_within, hold, reach, regions)
     answer = answers.get(key)
     if answer is None:
         answer = answers[key] = _expression(query, labels, catalog, scope, rate_window, increase_window, gauge_window,
-                                             per_instance, kind, resolution, offset, named_within, hold, reach)
+                                             per_instance, kind, resolution, offset, named_within, hold, reach,
+                                             regions)
     return answer
+
+
+# (Region, the cluster label's values of its clusters), one per Region: a fleet value judged per Region (by_region)
+Regions = tuple[tuple[str, tuple[str, ...]], ...]
+REGION_LABEL = "region"  # the label a value judged per Region carries its Region in
+
+
+def regions_scope(regions: Regions) -> tuple[tuple[str, str], ...]:
+    """The Scope regexes of the series a value judged per Region reads: those of the clusters `regions` name (a
+    cluster of no known Region belongs to no Region's value)."""
+    return (("cluster", "|".join(regex_literal(value) for _, values in regions for value in values)),)
+
+
+def by_region(expr: str, cluster: str, regions: Regions) -> str:
+    """`expr` (series that carry the cluster label `cluster`) with the Region of each series' cluster written into
+    REGION_LABEL (label_replace matches the whole value: one anchored alternation of a Region's clusters)."""
+    for region, values in regions:
+        expr = (f"label_replace({expr}, {quoted(REGION_LABEL)}, {quoted(region)}, {quoted(cluster)}, "
+                f"{quoted('|'.join(regex_literal(value) for value in values))})")
+    return expr
 
 
 def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, rate_window: str, increase_window: str,
                 gauge_window: str | None, per_instance: bool, kind: str | None, resolution: str | None,
-                offset: str | None, named_within: str | None, hold: str | None = None, reach: int = 0) -> str:
+                offset: str | None, named_within: str | None, hold: str | None = None, reach: int = 0,
+                regions: Regions = ()) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
@@ -1555,7 +1577,12 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     `query.whole_gpu` asks, and in the total a per-pod `over` divides by).
     `named_within` (panels, label_lookback()): a per-pod gauge (or count) shows each pod a scrape within that window
     named on a GPU, with the GPU's latest reading (_Device.lookback), not only the pod the latest scrape named.
+    `regions` (a fleet alert on a Prometheus holding clusters of several Regions): a value per Region of the clusters
+    it names, as CloudWatch's alarm per Region judges them: only their series read, each GPU's value (which keeps
+    its cluster) given its cluster's Region (by_region), the outer grouping by REGION_LABEL first.
     """
+    if regions:
+        scope = Scope((*scope.regexes, *regions_scope(regions)))
     if query.raw_promql:
         return query.raw_promql
     keys = group_keys(query.by)
@@ -1625,6 +1652,11 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         total = _total(query.over, catalog, lambda name, also: per_gpu(name, True, also=also))
         value = f"{value} / (({total}) > 0)" if len(query.over) > 1 else f"{value} / ({total} > 0)"  # 0 / 0: none
     grouping = ", ".join(outer)
+    if regions:  # each GPU's value keeps its cluster (gpu_identity): its Region's, then grouped per Region
+        if named:
+            raise ValueError("a value per Region is of an alert grouped by no cluster's object")
+        value = by_region(value, labels.cluster, regions)
+        grouping = ", ".join((REGION_LABEL, *outer))
     alert = gauge_window is not None and resolution and not count and reads_gauges(query, catalog)
     if named:  # per GPU (its UUID, GPU_LABEL), named (named_gpus), then the outer grouping: a panel at each step, an
         # alert once per evaluation, after its periods' statistics (gauge_readings' `named`)

@@ -417,29 +417,31 @@ def regional_metrics(subject: LintInput) -> Iterable[Finding]:
 
 def regions_apart(subject: LintInput) -> Iterable[Finding]:
     """A fleet alarm that judges its clusters' value together (grouped by nothing, or a model: not by ClusterName) is
-    one alarm per Region on CloudWatch, each reading its Region's clusters (Metrics Insights queries one Region),
-    while its Prometheus rule reads the clusters its Prometheus holds: every cluster on a shared one
-    (clusters[].prometheus_label), its own alone on a Prometheus per cluster. Where the two sets differ (a shared
-    Prometheus over several Regions; several clusters in a Region, each with its own Prometheus) they judge different
-    GPUs and fire on different situations: a warning per alarm and Region (no CloudWatch form reads other Regions)."""
+    one alarm per Region on CloudWatch, each reading its Region's clusters (Metrics Insights queries one Region).
+    Its Prometheus rule on a shared Prometheus (clusters[].prometheus_label) judges the same: a value per Region of
+    the settings' clusters there where they span several (render.alarms.judged_regions), the whole Prometheus where
+    they lie in one. On a Prometheus per cluster the rule reads its own cluster alone: where a Region holds several
+    of the settings' clusters the two judge different GPUs and fire on different situations, a warning per alarm and
+    Region (no Prometheus there holds the Region's clusters). Neither form reads only the settings' clusters: the
+    alarm also reads any other cluster of its Region publishing to the namespace (Metrics Insights' WHERE takes `=`,
+    `!=` and AND, no list of clusters), which AL021 says."""
     from ..fleet_limits import alarm_reads
 
     settings = subject.settings
-    regions = {cluster.region for cluster in settings.clusters}
     said: set[tuple[str, str]] = set()
     for region, clusters, read in alarm_reads(subject.artifacts):
         here = sorted(c.name for c in settings.clusters if c.region == region)
-        apart = len(regions) > 1 if settings.shared_prometheus else len(here) > 1
+        apart = not settings.shared_prometheus and len(here) > 1
         if clusters or CLUSTER_DIMENSION in read.group or not apart or (region, read.who) in said:
             continue
         said.add((region, read.who))
-        prometheus = (f"every cluster of the shared Prometheus ({len(settings.clusters)} in {len(regions)} Regions)"
-                      if settings.shared_prometheus else "its own cluster alone (a Prometheus per cluster)")
         yield Finding("AL022", "warning", f"{ALARMS_FILE} {read.who}",
                       f"a fleet alarm judging its clusters together: on CloudWatch it reads the clusters of {region} "
-                      f"({', '.join(here)}; a Metrics Insights query reads one Region), its Prometheus rule "
-                      f"{prometheus}, so the two judge different GPUs and fire on different situations; judge each "
-                      f"cluster on its own (scope=\"cluster\", or group the query by cluster)")
+                      f"({', '.join(here)}; a Metrics Insights query reads one Region), its Prometheus rule its own "
+                      f"cluster alone (a Prometheus per cluster), so the two judge different GPUs and fire on "
+                      f"different situations; judge each cluster on its own (scope=\"cluster\", or group the query "
+                      f"by cluster), or hold the clusters on one Prometheus (clusters[].prometheus_label: its rule "
+                      f"then judges each Region's clusters, as CloudWatch does)")
 
 
 def template_quota(subject: LintInput) -> Iterable[Finding]:
@@ -898,8 +900,9 @@ RULES = (
                   "growth past its rule's 10 minutes)", alarm_gap_growth),
     Rule("AL021", "fleet alarms, one query over every cluster of their Region, say at what size the Region passes "
                   "the 10,000 metrics a Metrics Insights query processes (a note per alarm)", regional_metrics),
-    Rule("AL022", "fleet alarms judging their clusters together say that CloudWatch reads one Region's where the "
-                  "clusters span several (a warning per alarm)", regions_apart),
+    Rule("AL022", "fleet alarms judging their clusters together say where CloudWatch reads a Region's clusters and "
+                  "the Prometheus rule one cluster's (a Prometheus per cluster; a warning per alarm and Region)",
+         regions_apart),
     Rule("AL020", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
     Rule("CF001", "each CloudFormation template within CloudFormation's quotas (500 resources, 1,000,000 bytes)",

@@ -30,8 +30,8 @@ from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TA
 from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..ownership import publication_tags
-from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, counted_name, counted_rules, expression, group_keys, kinds_apart,
-                      label_name, with_cluster)
+from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, counted_name, counted_rules, expression,
+                      group_keys, kinds_apart, label_name, with_cluster)
 from ..series_labels import MAX_DIMENSIONS
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
 
@@ -1061,7 +1061,27 @@ def period_value(alarm: Alarm, catalog: Catalog, settings: Settings, period: int
     return expression(_alert_query(alarm, settings), settings.labels, catalog, rate_window=window,
                       increase_window=window, gauge_window=window, per_instance=True, kind=kind,
                       resolution=rule_step(settings), offset=_duration(alarm.period_seconds * period) if period else None,
-                      hold=f"{settings.scrape.seconds}s", reach=gap_reach(alarm, settings))
+                      hold=f"{settings.scrape.seconds}s", reach=gap_reach(alarm, settings),
+                      regions=judged_regions(alarm, settings))
+
+
+def judged_regions(alarm: Alarm, settings: Settings) -> Regions:
+    """The Regions a fleet rule judges apart on a Prometheus holding clusters of several Regions, each with the
+    cluster label's values of the settings' clusters in it; () where the rule reads as CloudWatch without them.
+
+    A fleet alarm that judges its clusters together (grouped by nothing, or by a model: not clusters_apart) is one
+    alarm per Region on CloudWatch, each reading its Region's clusters (a Metrics Insights query reads one Region).
+    Its rule on a shared Prometheus (clusters[].prometheus_label) judges the same clusters: a value per Region, of
+    the settings' clusters there (tests/integration/test_fleet_region_twins.py). A Prometheus of one Region's
+    clusters needs none (its rule reads what the Region's alarm reads: the rules and goldens as they were); a
+    Prometheus per cluster reads its own cluster alone, whatever the Region's alarm reads (lint AL022 says so)."""
+    if not settings.shared_prometheus or alarm.scope != "fleet" or alarm.absent \
+            or clusters_apart(alarm, cloudwatch_condition(alarm, settings).query):
+        return ()
+    regions: dict[str, list[str]] = {}
+    for cluster in settings.clusters:
+        regions.setdefault(cluster.region, []).append(cluster.prometheus_label)
+    return tuple((region, tuple(values)) for region, values in sorted(regions.items())) if len(regions) > 1 else ()
 
 
 def gap_reach(alarm: Alarm, settings: Settings) -> int:
@@ -1251,7 +1271,8 @@ def _where_label(alarm: Alarm, catalog: Catalog, settings: Settings) -> str:
         # the rule's MIG branch judges each instance of a pod's GPU: its alert names the instance
         instance, profile = (f"$labels.{name}" for name in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL))
         parts[-1] += f"{{{{ if {instance} }}}} MIG {{{{ {instance} }}}} ({{{{ {profile} }}}}){{{{ end }}}}"
-    return " on " + " ".join(parts) if parts else ""
+    region = f" in Region {{{{ $labels.{REGION_LABEL} }}}}" if judged_regions(alarm, settings) else ""
+    return region + (" on " + " ".join(parts) if parts else "")
 
 
 def counted_group(counted: tuple[str, ...], catalog: Catalog, settings: Settings) -> dict[str, Any] | None:
