@@ -17,6 +17,7 @@ Metrics Insights value of the same period.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -32,6 +33,7 @@ from tests.support import cloudwatch_eval, dcgm_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.projects import defined_project
 from tests.support.prometheus_server import binary
+from tests.unit.test_review_fleet_pods import _set
 
 STEP = dcgm_fleet.STEP
 STEPS = 70  # 35 minutes: the idle rule's three periods and the two more CloudWatch's range holds
@@ -61,11 +63,6 @@ def alarms(ctx):
 RULES = ("fleet-hot", "fleet-idle", "fleet-power")
 
 
-def _set(payload: str, metric: str, where: str, value: str) -> str:
-    return "\n".join(re.sub(r" \S+$", f" {value}", line) if line.startswith(metric + "{") and where in line else line
-                     for line in payload.split("\n"))
-
-
 def _story(cluster: str, payload: str) -> str:
     """A cluster's payload: a idle and one GPU hot, c at 14 %, b as the fleet reads."""
     if cluster == "a":
@@ -81,7 +78,7 @@ def built(tmp_path_factory):
     folder = tmp_path_factory.mktemp("region-twins")
     project = defined_project(folder, SETTINGS, alarms=ALARMS)
     files = encode(build(project))
-    (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    (folder / "rules.yaml").write_bytes(files["prometheus/rules.yaml"])  # what promtool's tests read
     points = {}
     for cluster in REGIONS:
         config, job = agent_config(files[f"k8s/cwagent-prometheus-config-{cluster}.yaml"])
@@ -105,18 +102,8 @@ def _region_points(points, region: str) -> list:
 
 def _series(project) -> list[dict[str, str]]:
     """The three clusters' gauges of FIELDS as one Prometheus stores them, each series with its cluster and node."""
-    values: dict[str, list[str]] = {}
-    nodes = sorted({g.node for g in dcgm_fleet.FLEET})
-    for cluster in REGIONS:
-        for node in nodes:
-            target = f'cluster="{cluster}",node="{node}",instance="10.0.1.{node[-1]}:9400",job="dcgm-exporter"'
-            for k in range(STEPS):
-                for line in _story(cluster, dcgm_fleet.payload(node, k, project.catalog)).splitlines():
-                    if not line.startswith(FIELDS):
-                        continue
-                    series, value = line.rsplit(" ", 1)
-                    values.setdefault(f"{series[:-1]},{target}}}", ["_"] * STEPS)[k] = value
-    return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
+    return dcgm_fleet.stored_series(project.catalog, {cluster: functools.partial(_story, cluster) for cluster in REGIONS},
+                                    FIELDS, STEPS)
 
 
 _SAMPLE = re.compile(r"\{([^}]*)\} ([0-9.eE+-]+)")

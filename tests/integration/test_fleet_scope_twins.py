@@ -34,18 +34,7 @@ def built(tmp_path_factory):
 
 def _series(project) -> list[dict[str, str]]:
     """Both clusters' gauges of FIELDS as one Prometheus stores them, each series with its cluster and node."""
-    values: dict[str, list[str]] = {}
-    nodes = sorted({g.node for g in dcgm_fleet.FLEET})
-    for cluster, story in (("a", _hot), ("b", _busy)):
-        for node in nodes:
-            target = f'cluster="{cluster}",node="{node}",instance="10.0.1.{node[-1]}:9400",job="dcgm-exporter"'
-            for k in range(STEPS):
-                for line in story(dcgm_fleet.payload(node, k, project.catalog)).splitlines():
-                    if not line.startswith(FIELDS):
-                        continue
-                    series, value = line.rsplit(" ", 1)
-                    values.setdefault(f"{series[:-1]},{target}}}", ["_"] * STEPS)[k] = value
-    return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
+    return dcgm_fleet.stored_series(project.catalog, {"a": _hot, "b": _busy}, FIELDS, STEPS)
 
 
 # the one contributor each rule names: cluster a's (its namesake in b reads otherwise)

@@ -157,6 +157,23 @@ def discovered(job: dict, meta: dict[str, str]) -> dict[str, str]:
 _DISCOVERED: dict[tuple, tuple[dict, dict, dict]] = {}  # (id(job), meta) -> (the job, a copy of it, its labels)
 
 
+def stored_series(catalog, stories: dict, fields: tuple[str, ...], steps: int) -> list[dict[str, str]]:
+    """Several clusters' series of `fields` as one Prometheus stores them (promtool's input_series, scrape k at
+    k * STEP), each with its cluster, node and target: `stories` maps a cluster to what it makes of a payload."""
+    values: dict[str, list[str]] = {}
+    nodes = sorted({g.node for g in FLEET})
+    for cluster, story in stories.items():
+        for node in nodes:
+            target = f'cluster="{cluster}",node="{node}",instance="10.0.1.{node[-1]}:9400",job="dcgm-exporter"'
+            for k in range(steps):
+                for line in story(payload(node, k, catalog)).splitlines():
+                    if not line.startswith(fields):
+                        continue
+                    series, value = line.rsplit(" ", 1)
+                    values.setdefault(f"{series[:-1]},{target}}}", ["_"] * steps)[k] = value
+    return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
+
+
 def scrapes(job: dict, catalog, first: int, last: int, gpus=FLEET) -> list[Scrape]:
     """Every node scraped at k = first..last (t = k * STEP)."""
     nodes = sorted({g.node for g in gpus})
