@@ -59,8 +59,10 @@ def alarms(ctx):
                 runbook="Give back GPUs.")
     yield Alarm("fleet-power", "Fleet power", Condition(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ()), ">", 1500),
                 severity="warning", scope="fleet", description="Over 1,500 W.", runbook="Shed load.")
+    yield Alarm("fleet-few", "Few GPUs", Condition(Query("DCGM_FI_DEV_GPU_UTIL", "count", ()), "<", 10),
+                severity="warning", scope="fleet", description="Under 10 GPUs report.", runbook="Scale up.")
 """
-RULES = ("fleet-hot", "fleet-idle", "fleet-power")
+RULES = ("fleet-hot", "fleet-idle", "fleet-power", "fleet-few")
 
 
 def _story(cluster: str, payload: str) -> str:
@@ -129,10 +131,10 @@ def test_the_stories_hold(built):
     assert temperatures["a"] == 85 and temperatures["b"] < 80 and temperatures["c"] < 80, temperatures
 
 
-@pytest.mark.parametrize("rule", ["fleet-hot", "fleet-idle"])
+@pytest.mark.parametrize("rule", ["fleet-hot", "fleet-idle", "fleet-few"])
 def test_the_rule_s_value_per_region_is_its_region_s_cloudwatch_value(built, rule):
     """The latest period's value per Region: the rule's (promtool) and the Region's Metrics Insights query over its
-    clusters' points, the same observations."""
+    clusters' points, the same observations (a count: the GPUs reporting, 12 in us-east-1, 6 in eu-west-1)."""
     project, folder, requests, points = built
     alarm = next(a for a in project.alarms if a.id == rule)
     found = _evaluated(folder, rule, period_value(alarm, project.catalog, project.settings), _series(project))
@@ -142,7 +144,10 @@ def test_the_rule_s_value_per_region_is_its_region_s_cloudwatch_value(built, rul
         result = cloudwatch_eval.metrics_insights(query["Expression"], _region_points(points, region),
                                                   END - PERIOD, END, PERIOD)
         ((series),) = result.values()
-        expected[region] = series[END - PERIOD]
+        # a count over the period's observations is the GPUs' count times the readings a period holds: the alarm's
+        # threshold is the rule's times as many (1 for a max or a mean)
+        readings = requests[rule, region]["Threshold"] / alarm.condition.threshold
+        expected[region] = series[END - PERIOD] / readings
     got = {dict(labels).get("region"): value for labels, value in found.items()}
     assert set(got) == set(expected), (got, expected)
     for region, value in expected.items():
@@ -160,7 +165,9 @@ def test_each_region_s_rule_fires_where_its_region_s_alarm_does(built):
         firing[rule] = regions
         checks.append({"eval_time": f"{END}s", "alertname": alerts[rule],
                        "exp_alerts": [_expected(folder, alerts[rule], region=region) for region in regions]})
-    # the stories: us-east-1's hottest GPU, its mean and its two clusters' power past the levels; eu-west-1 none
-    assert firing == {"fleet-hot": ["us-east-1"], "fleet-idle": ["us-east-1"], "fleet-power": ["us-east-1"]}, firing
+    # the stories: us-east-1's hottest GPU, its mean and its two clusters' power past the levels; eu-west-1's six
+    # GPUs under ten (us-east-1 has twelve; the fleet eighteen)
+    assert firing == {"fleet-hot": ["us-east-1"], "fleet-idle": ["us-east-1"], "fleet-power": ["us-east-1"],
+                      "fleet-few": ["eu-west-1"]}, firing
     _promtool_test(folder, "region_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(project),
                                                   "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
