@@ -425,6 +425,17 @@ def once_widget(result: Plan, query: Query, catalog: Catalog, settings: Settings
 # (_copies_noted): its description says it, and lint notes it (AL019).
 COPIES_COUNTED = ("a GPU split into MIG instances, or shared by time-slicing, counts, adds and weighs once per "
                   "instance or pod (each of its series is an observation)")
+# COPIES_COUNTED where no GPU is split into MIG instances (exporter.mig: none): a shared GPU's copies per pod, which
+# the exporter writes with KUBERNETES_VIRTUAL_GPUS alone (exporter.virtual_gpus); without it there are none
+# (_whole_gpus)
+WHOLE_COPIES_COUNTED = ("a GPU shared by time-slicing or MPS counts, adds and weighs once per pod sharing it (each of "
+                        "its series is an observation)")
+
+
+def copies_counted_note(plan_: Plan) -> str | None:
+    """The note of a plan that counts a GPU's copies as GPUs (COPIES_COUNTED, or WHOLE_COPIES_COUNTED where no GPU is
+    split), None where it does not."""
+    return next((note for note in plan_.notes if note in (COPIES_COUNTED, WHOLE_COPIES_COUNTED)), None)
 
 
 def _copies_noted(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:
@@ -603,6 +614,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
             result = stand_in_widget(result, query, catalog, settings) or once_widget(result, query, catalog, settings) \
                 or result
         result = _with_notes(result, query, catalog, settings)
+    if settings.no_mig:
+        result = _whole_gpus(result, settings)
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
         named = (NAMED_LOSS,) if query.per_pod and not settings.exporter.virtual_gpus else ()
         result = replace(result, notes=result.notes + (FAILED_SCRAPE_LOSS, *named))
@@ -917,12 +930,17 @@ CLASSIC_COUNTER_ALARM_ONE_SERIES = (
     "its last pod leaves)")
 
 
+# INSTANCE_CONTRIBUTORS where no GPU is split into MIG instances (exporter.mig: none)
+WHOLE_GPU_CONTRIBUTORS = "it evaluates each GPU (labelled MIG none: no GPU is split into MIG instances)"
+
+
 def instance_contributors(settings: Settings, kind: str) -> str:
     """What a counter alarm per GPU instance lists, said in its description (`kind`: its gap_kind, otel_gap)."""
+    listed = WHOLE_GPU_CONTRIBUTORS if settings.no_mig else INSTANCE_CONTRIBUTORS
     if settings.agent.pipeline == "classic":
         classic = CLASSIC_COUNTER_ALARM if settings.exporter.virtual_gpus else CLASSIC_COUNTER_ALARM_ONE_SERIES
-        return f"{INSTANCE_CONTRIBUTORS}; {classic}"
-    return f"{INSTANCE_CONTRIBUTORS}; {otel_gap(kind)}"
+        return f"{listed}; {classic}"
+    return f"{listed}; {otel_gap(kind)}"
 
 
 def _instance_increase(query: Query, field, settings: Settings, series: tuple[str, ...], alarm: bool,
@@ -1060,6 +1078,13 @@ WEIGHS_PER_SERIES = "a GPU split into MIG instances, or shared by time-slicing, 
 POD_INSTANCES = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"
 POD_MEMORY_SHARES = ("a pod holding several GPUs or MIG instances reads the mean of their shares, not its used over "
                      "the memory they hold (Grafana's value)")
+# What each note above that speaks of MIG instances says where no GPU is split (exporter.mig: none): None, nothing
+# (_whole_gpus); WEIGHS_PER_SERIES's copies are then a shared GPU's per pod, which exist with exporter.virtual_gpus
+# only (without KUBERNETES_VIRTUAL_GPUS the exporter names a shared GPU under one pod at a time: one series).
+WHOLE_GPUS_WEIGH = "a GPU shared by time-slicing or MPS weighs once per pod sharing it"
+WHOLE_GPU_LINES = "one line per GPU (labelled MIG none: no GPU is split into MIG instances)"
+WHOLE_GPUS_MEMORY_SHARES = ("a pod holding several GPUs reads the mean of their shares, not its used over the memory "
+                            "they hold (Grafana's value)")
 
 
 def merged_copies(field, settings: Settings) -> str | None:
@@ -1073,6 +1098,25 @@ def merged_copies(field, settings: Settings) -> str | None:
                                                  and field.name in PER_PROCESS_FIELDS):
         return None
     return "gpu" if field.is_counter and not field.per_instance else "instance"
+
+
+def _whole_gpus(result: Plan, settings: Settings) -> Plan:
+    """A plan's notes as they are where no GPU is split into MIG instances (exporter.mig: none, of the clusters the
+    settings hold for): what they say of MIG GPUs left out, counted once per instance or read per instance is not so
+    there, and is left out (or said of a GPU shared by time-slicing alone, where it is)."""
+    notes = []
+    for note in result.notes:
+        if note.startswith(MIG_LEFT_OUT) or note in (POD_INSTANCES, MIG_DEVICE_REPEATS, MIG_INSTANCE_SHARES):
+            continue
+        if note in (INSTANCE_COUNTER_LINES, *(INSTANCE_LINES.format(verb) for verb in ("add", "combine", "average"))):
+            note = WHOLE_GPU_LINES
+        if note in (WEIGHS_PER_SERIES, COPIES_COUNTED):
+            if not settings.exporter.virtual_gpus:
+                continue
+            note = WHOLE_GPUS_WEIGH if note == WEIGHS_PER_SERIES else WHOLE_COPIES_COUNTED
+        notes.append(WHOLE_GPUS_MEMORY_SHARES if note == POD_MEMORY_SHARES else note)
+    return result if len(notes) == len(result.notes) and tuple(notes) == result.notes else \
+        replace(result, notes=tuple(notes))
 
 
 def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:

@@ -624,7 +624,7 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
 def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> tuple[list[Line], int]:
     from .cloudwatch_query import Unsupported
     from .container_insights import enabled
-    from .render.alarms import alarm_forms
+    from .render.alarms import built_forms
 
     settings = project.settings
     insights_rate = _price(prices, "metrics_insights_alarm_metric_month")
@@ -638,7 +638,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     daemonsets = 1 if enabled(settings) else data_missing.daemonsets_per_cluster(settings)
     for alarm in project.alarms:
         try:
-            forms = alarm_forms(alarm, project.catalog, settings, mode)  # the alarms the build makes in this mode
+            forms = built_forms(alarm, project.catalog, settings, mode)  # the alarms the build makes in this mode
         except Unsupported:
             continue  # generate refuses it with its file and line
         made = regions if alarm.scope == "fleet" else fleet.clusters  # alarms per form

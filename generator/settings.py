@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
@@ -51,6 +51,9 @@ class Cluster:
     # from exporter.deployment / exporter.namespace (exporter_styles.style_for, exporter_namespace); None: the global.
     exporter_deployment: str | None = None
     exporter_namespace: str | None = None
+    # clusters[].exporter.mig: "none" (no GPU of this cluster is split into MIG instances) or "some" where it differs
+    # from exporter.mig (mig_of, Settings.for_clusters); None: the fleet's.
+    exporter_mig: str | None = None
 
     @classmethod
     def from_settings(cls, document: dict[str, Any]) -> "Cluster":
@@ -59,7 +62,12 @@ class Cluster:
                    prometheus_label=document.get("prometheus_label"), exporter_daemonset=exporter.get("daemonset"),
                    exporter_more_daemonsets=tuple(exporter["more_daemonsets"]) if "more_daemonsets" in exporter
                    else None, exporter_deployment=exporter.get("deployment"),
-                   exporter_namespace=exporter.get("namespace"))
+                   exporter_namespace=exporter.get("namespace"), exporter_mig=exporter.get("mig"))
+
+
+def mig_of(settings: "Settings", cluster: Cluster) -> str | None:
+    """A cluster's exporter.mig: its own (clusters[].exporter.mig), else the fleet's."""
+    return cluster.exporter_mig or settings.exporter.mig
 
 
 @dataclass(frozen=True)
@@ -180,7 +188,9 @@ class ExporterSettings(Section):
     virtual_gpus: bool = False
     # "none": no GPU of the fleet is split into MIG instances, so a field MIG does not report (GPU utilization) reads
     # every GPU and an alarm needs no MIG stand-in (render.alarms.mig_plan); gpudash verify fails an exporter whose
-    # series carry a MIG instance. None (unset): GPUs may be split. No schema default, as virtual_gpus.
+    # series carry a MIG instance. "some" or None (unset): GPUs may be split. A cluster may say otherwise
+    # (Cluster.exporter_mig): read it through Settings.no_mig and for_clusters, never here. No schema default, as
+    # virtual_gpus.
     mig: str | None = None
     # The DaemonSet's RollingUpdate maxUnavailable: pods (an int) or a percentage of its nodes ("25%"); kube-state-metrics
     # does not expose it. No schema default, as virtual_gpus: 1 is the GPU operator's and the chart's.
@@ -196,11 +206,6 @@ class ExporterSettings(Section):
     # NVIDIA_RESOURCE_NAMES lists them: the data-missing alarm and rule count their nodes as GPU nodes
     # (data_missing.gpu_resources_pattern). No schema default, as virtual_gpus.
     resource_names: tuple[str, ...] = ()
-
-    @property
-    def no_mig(self) -> bool:
-        """The settings say no GPU of the fleet is split into MIG instances (exporter.mig: none)."""
-        return self.mig == "none"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "more_daemonsets", tuple(self.more_daemonsets))
@@ -380,6 +385,35 @@ class Settings:
         """What is worked out from these settings alone and asked for per cluster or per alarm, kept once worked out
         (the settings never change)."""
         return {}
+
+    @cached_property
+    def no_mig(self) -> bool:
+        """No GPU of any of the settings' clusters is split into MIG instances: each says exporter.mig: none, its own
+        (clusters[].exporter.mig) or the fleet's. The strictest of the clusters: a build for some of them reads
+        for_clusters' settings."""
+        return all(mig_of(self, cluster) == "none" for cluster in self.clusters)
+
+    def for_clusters(self, clusters: Iterable[Cluster]) -> "Settings":
+        """The settings as they hold for `clusters` (a cluster, a Region's clusters): exporter.mig none when each of
+        them says none, else unset, and no cluster's own exporter.mig, so that no_mig speaks of them alone (the rest
+        of the settings, the clusters listed included, unchanged). The settings themselves where no cluster says its
+        own; one object per answer, so what is worked out per settings object is worked out once for each."""
+        if not any(cluster.exporter_mig for cluster in self.clusters):
+            return self
+        value = "none" if all(mig_of(self, cluster) == "none" for cluster in clusters) else None
+        key = ("for_clusters", value)
+        if key not in self.memo:
+            self.memo[key] = replace(self, exporter=replace(self.exporter, mig=value),
+                                     clusters=tuple(replace(c, exporter_mig=None) for c in self.clusters))
+        return self.memo[key]
+
+    def mig_groups(self) -> list[tuple["Settings", tuple[Cluster, ...]]]:
+        """(for_clusters' settings, the clusters they hold for) of the clusters alike in exporter.mig, in the
+        clusters' order: one group where every cluster says the same."""
+        groups: dict[bool, list[Cluster]] = {}
+        for cluster in self.clusters:
+            groups.setdefault(mig_of(self, cluster) == "none", []).append(cluster)
+        return [(self.for_clusters(members), tuple(members)) for members in groups.values()]
 
     @property
     def shared_prometheus(self) -> bool:

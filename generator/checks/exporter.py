@@ -11,6 +11,7 @@ from ..container_insights import enabled as addon_source
 from ..exporter_styles import EXPORTER_PORT
 from ..project import Project
 from ..render.scrape import agent_renames
+from ..settings import mig_of
 from ..clients.exporter import fetch, fetch_through_proxy
 from ..clients.http import SlowAnswer
 from ..errors import RemoteError
@@ -53,6 +54,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     if options.exporter_url:
         text = fetch(options)
         source = options.exporter_url
+        judged = _url_cluster(project, options.cluster)
     else:
         from ..clients.kube import for_run
         from .kube import CLUSTER_FIX, exporter_service, exporter_to_read
@@ -61,6 +63,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 
         kube = for_run(options)
         read = exporter_to_read(kube, project, options)
+        judged = read.mig_cluster, read.mig_unknown
         unlisted = None  # the Services' refused listing: the proxy (services/proxy, a permission of its own) is tried
         try:
             labelled = exporter_service(kube, read.namespace, read.style)
@@ -90,7 +93,19 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
                                   f"{unlisted.hint}; or pass --exporter-url" if unlisted else "the kube group's "
                                   "exporter DaemonSet and exporter Service checks say what to write or create; or "
                                   "pass --exporter-url")) from None
-    yield from analyse(project, text, source)
+    yield from analyse(project, text, source, *judged)
+
+
+def _url_cluster(project: Project, chosen: str | None) -> tuple[Any, str]:
+    """The cluster an --exporter-url's exporter is judged by in exporter.mig (clusters[].exporter.mig): --cluster's,
+    else, where the clusters differ in it, none (why), else the first (every cluster's alike)."""
+    clusters = project.settings.clusters
+    if chosen is not None:
+        picked = next((c for c in clusters if c.name == chosen), None)
+        return picked, "" if picked else f"--cluster {chosen} is none of clusters"
+    if len(project.settings.mig_groups()) > 1:
+        return None, "--exporter-url names no cluster, and the clusters differ in exporter.mig"
+    return clusters[0], ""
 
 
 def _why_unready(kube, namespace: str, service: str, answered: RemoteError) -> tuple[str, str] | None:
@@ -108,7 +123,9 @@ def _why_unready(kube, namespace: str, service: str, answered: RemoteError) -> t
 WHICH_CLUSTER = "which cluster"
 
 
-def analyse(project: Project, text: str, source: str) -> list[Check]:
+def analyse(project: Project, text: str, source: str, cluster: Any = None, unknown: str = "") -> list[Check]:
+    """The exporter's /metrics `text` judged against the settings; `cluster`: the one its exporter.mig is judged by
+    (None: the first, where every cluster says the same; `unknown`: why it cannot be told where they differ)."""
     try:
         samples = _workload_named(parse(text), project.settings)
     except ValueError as exc:
@@ -139,8 +156,7 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
                             "temperature HBM); their panels stay empty"))
     if mig:
         result.append(_mig(mig, wanted))
-    if project.settings.exporter.no_mig:
-        result += _mig_said_none(samples)
+    result += _mig_said_none(samples, project.settings, cluster, unknown)
     result += _blanks(samples, set(wanted), project.settings.agent.pipeline == "otel" and not addon_source(project.settings))
     copied = _per_process_copies(samples)
     result += _pod_labels(samples, {device for devices in copied.values() for device in devices})
@@ -177,19 +193,57 @@ def _mig(instances: list[tuple[str, str]], wanted: list[str]) -> Check:
     return Check(GROUP, "MIG", WARN, detail, fix)
 
 
-def _mig_said_none(samples: dict[str, list[Any]]) -> list[Check]:
-    """exporter.mig: none against the series: a series whose GPU_I_PROFILE or GPU_I_ID is not blank is a MIG
-    instance's, which reports no GPU utilization: the alarms built for a fleet of whole GPUs would leave it out."""
-    split = sorted({_device(s) + (f" ({s.labels.get(MIG_PROFILE_LABEL)})" if s.labels.get(MIG_PROFILE_LABEL) else "")
+def _mig_said_none(samples: dict[str, list[Any]], settings: Any, cluster: Any, unknown: str) -> list[Check]:
+    """exporter.mig: none (the cluster's own, clusters[].exporter.mig, or the fleet's) against the series: a series
+    whose GPU_I_PROFILE or GPU_I_ID is not blank is a MIG instance's, which reports no GPU utilization: the alarms
+    built for a cluster of whole GPUs leave it out. Named by node, GPU and instance, with the setting to change.
+    Where the clusters differ in it and this exporter's cannot be told, a MIG instance is a warning."""
+    split = sorted({(_node_of(s, settings), _device(s) + (f" ({s.labels.get(MIG_PROFILE_LABEL)})"
+                                                            if s.labels.get(MIG_PROFILE_LABEL) else ""))
                     for values in samples.values() for s in values
                     if s.labels.get(MIG_INSTANCE_LABEL) or s.labels.get(MIG_PROFILE_LABEL)})
+    if cluster is None and unknown and not settings.no_mig:
+        said_none = [c.name for c in settings.clusters if mig_of(settings, c) == "none"]
+        if not split or not said_none:
+            return []
+        return [Check(GROUP, "no MIG", WARN,
+                      f"{unknown}: {_instances(split)}; cluster{'s' if len(said_none) > 1 else ''} "
+                      f"{', '.join(said_none)} say{'' if len(said_none) > 1 else 's'} exporter.mig: none",
+                      "pass --cluster to judge this exporter by its cluster's exporter.mig")]
+    cluster = cluster or settings.clusters[0]
+    if mig_of(settings, cluster) != "none":
+        return []
+    own = cluster.exporter_mig == "none"
     if not split:
-        return [Check(GROUP, "no MIG", OK, "no series carries a MIG instance, as exporter.mig: none says")]
+        return [Check(GROUP, "no MIG", OK, f"no series carries a MIG instance, as cluster {cluster.name}'s "
+                                           f"{'clusters[].exporter.mig' if own else 'exporter.mig'}: none says")]
+    if own:
+        fix = f"write clusters[].exporter.mig: some for cluster {cluster.name} (it says none)"
+    elif len(settings.clusters) > 1:
+        fix = (f"write clusters[].exporter.mig: some for cluster {cluster.name} (or remove exporter.mig: none if "
+               f"other clusters' GPUs are split too)")
+    else:
+        fix = "remove exporter.mig: none"
     return [Check(GROUP, "no MIG", FAIL,
-                  f"exporter.mig: none, but {len(split)} MIG instance(s) report: {', '.join(split[:5])}"
-                  + (", ..." if len(split) > 5 else ""),
-                  "remove exporter.mig: none and generate again: a MIG instance reports no GPU utilization, so the "
-                  "CloudWatch alarms built for whole GPUs leave it out or judge its group without it")]
+                  f"cluster {cluster.name} says {'clusters[].exporter.mig' if own else 'exporter.mig'}: none, but "
+                  f"{_instances(split)}",
+                  f"{fix}, and generate again: a MIG instance reports no GPU utilization, so the CloudWatch alarms "
+                  f"built for whole GPUs leave its GPU out or judge its group without it")]
+
+
+def _instances(split: list[tuple[str, str]]) -> str:
+    """The MIG instances seen, by node: `3 MIG instance(s) report on nodes a, b: a gpu 1 MIG instance 1 (3g.20gb),
+    ...`."""
+    nodes = sorted({node for node, _ in split if node})
+    shown = [f"{node} {device}" if node else device for node, device in split]
+    return (f"{len(split)} MIG instance(s) report" + (f" on node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}"
+                                                      if nodes else "")
+            + f": {', '.join(shown[:5])}" + (", ..." if len(shown) > 5 else ""))
+
+
+def _node_of(sample: Any, settings: Any) -> str:
+    """The node a series names (labels.node's spellings: Hostname, hostname), '' when none."""
+    return next((sample.labels[name] for name in settings.labels.node_sources if sample.labels.get(name)), "")
 
 
 def _busy(samples: dict[str, list[Any]]) -> list[Any]:

@@ -1856,6 +1856,21 @@ class ExporterRead(NamedTuple):
     namespace: str
     unknown: str  # why the cluster cannot be told ('' when it can)
     basis: str  # what the exporter read was taken from, where the cluster cannot be told
+    # the cluster whose exporter.mig the series are judged by (every cluster's alike: the first); None where the
+    # clusters differ in it and which one this context is cannot be told (mig_unknown says why)
+    mig_cluster: Cluster | None = None
+    mig_unknown: str = ""
+
+
+def mig_cluster(configmap: Callable[[str], Answer | None], project: Project,
+                chosen: str | None) -> tuple[Cluster | None, str]:
+    """The cluster whose exporter.mig this context's exporter is judged by (clusters[].exporter.mig): where the
+    clusters differ in it, the one this context is (_this_cluster: --cluster, else the live agent config's, else the
+    only one), with why it cannot be told; else any (the first)."""
+    settings = project.settings
+    if len(settings.mig_groups()) > 1 or chosen is not None:
+        return _this_cluster(configmap, project, chosen)
+    return settings.clusters[0], ""
 
 
 def exporter_to_read(kube: Kube, project: Project, options: Options) -> ExporterRead:
@@ -1863,10 +1878,12 @@ def exporter_to_read(kube: Kube, project: Project, options: Options) -> Exporter
     too); where that cannot be told, the one exporter DaemonSet in the clusters' exporter namespaces read as what it
     is, as the kube group reads it, else the fleet's exporter settings, with why and from what."""
     settings = project.settings
-    this, unknown = this_cluster(agent_configmaps(kube, options, settings.agent.namespace), project, options.cluster)
+    configmap = agent_configmaps(kube, options, settings.agent.namespace)
+    this, unknown = this_cluster(configmap, project, options.cluster)
+    mig = mig_cluster(configmap, project, options.cluster)
     style, namespace = style_for(settings, this), exporter_namespace(settings, this)
     if not unknown:
-        return ExporterRead(style, namespace, "", "")
+        return ExporterRead(style, namespace, "", "", *mig)
     namespaces = _clusters_namespaces(settings)
     found = [d for each in namespaces for d in _exporter_daemonsets(kube, each)]
     daemonset, style, namespace = _the_one_found(found, settings, style, namespace)
@@ -1874,7 +1891,7 @@ def exporter_to_read(kube: Kube, project: Project, options: Options) -> Exporter
              f"{daemonset.get('metadata.name', str)}, read as the {style.key} style's" if daemonset is not None else
              f"{len(found) or 'no'} exporter DaemonSets in {', '.join(namespaces)}: the fleet's exporter settings "
              f"(exporter.deployment {style.key}, exporter.namespace {namespace})")
-    return ExporterRead(style, namespace, unknown, basis)
+    return ExporterRead(style, namespace, unknown, basis, *mig)
 
 
 def _this_cluster(configmap: Callable[[str], Answer | None], project: Project,

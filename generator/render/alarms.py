@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPIES_COUNTED, MI_FUNCTIONS, NAMED_SHARE, ONCE_PER_GPU,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, copies_counted_note, NAMED_SHARE, ONCE_PER_GPU,
                                 STATISTICS, Plan,
                                 stands_in_once,
                                 instance_contributors,
@@ -259,8 +259,9 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
     `max > 70`), and each alarm judges part of the group against the whole threshold (`min by namespace > 19` fired
     for a namespace of a whole GPU at 2 %, its MIG instance at 80 %). There the whole GPUs' alarm alone is made where
     it can only miss (ONLY_MISSES: Unsupported, noted by lint AL012), else the rule is refused (HalfAlarm).
-    None with exporter.mig: none: no GPU is split, so the field itself reads every GPU as the rule does."""
-    if alarm.absent or addon_source(settings) or settings.exporter.no_mig:
+    None with exporter.mig: none (of every cluster the settings hold for: Settings.for_clusters): no GPU is split, so
+    the field itself reads every GPU as the rule does."""
+    if alarm.absent or addon_source(settings) or settings.no_mig:
         return None
     condition = cloudwatch_condition(alarm, settings)
     query = condition.query
@@ -315,7 +316,7 @@ def _half_alarm_fix(query, settings: Settings) -> str:
     if query.aggregation == "count":
         fixes.append("count a field MIG reports (DCGM_FI_DEV_FB_USED)")
     fixes.append("set exporter.mig: none if no GPU of the fleet is split into MIG instances (every GPU then reports "
-                 "it)")
+                 "it; clusters[].exporter.mig: none for a cluster whose GPUs none is split)")
     return ", or ".join(fixes)
 
 
@@ -339,22 +340,41 @@ def _within_agent_limit(alarm: Alarm, dims: tuple[str, ...], settings: Settings)
 def mig_left_out(project) -> list[tuple[str, str]]:
     """(where, message) of each CloudWatch alarm that does not evaluate the MIG GPUs or pods its Prometheus rule
     evaluates: its field is not reported under MIG, and the stand-in's second alarm cannot be made (its
-    grouping, or a static per-pod alarm, which names no MIG instance's profile)."""
-    settings, catalog = project.settings, project.catalog
-    if addon_source(settings) or settings.exporter.no_mig:
+    grouping, or a static per-pod alarm, which names no MIG instance's profile). Read for the clusters whose GPUs may
+    be split (exporter.mig, clusters[].exporter.mig), named where others say none."""
+    catalog = project.catalog
+    split = [(settings, clusters) for settings, clusters in project.settings.mig_groups() if not settings.no_mig]
+    if not split or addon_source(project.settings):
         return []
+    settings, clusters = split[0]
+    where = "" if len(clusters) == len(project.settings.clusters) else \
+        f" in cluster{'s' if len(clusters) > 1 else ''} {', '.join(c.name for c in clusters)}"
+
+    def made_where(alarm: Alarm) -> str:
+        """Where a rule is not made: the clusters whose GPUs may be split; a fleet rule's, their Regions."""
+        if alarm.scope != "fleet":
+            return where
+        regions = sorted({c.region for c in clusters})
+        return f" in Region{'s' if len(regions) > 1 else ''} {', '.join(regions)}"
+
     result = []
     for alarm in project.alarms:
         if alarm.absent or catalog.mig_substitute(cloudwatch_condition(alarm, settings).query.metric) is None:
             continue
-        start = f"alarm {alarm.id!r} does not evaluate GPUs split into MIG instances on CloudWatch (its Prometheus " \
-                f"rule does)"
+        start = f"alarm {alarm.id!r} does not evaluate GPUs split into MIG instances on CloudWatch{where} (its " \
+                f"Prometheus rule does)"
         try:
             kinds = {form.kind for form in alarm_forms(alarm, catalog, settings)}
             if "insights" in kinds:
                 mig_plan(alarm, catalog, settings)
-        except HalfAlarm:
-            continue  # generate refuses it
+        except HalfAlarm as exc:
+            if len(split) == len(project.settings.mig_groups()):
+                continue  # generate refuses it
+            # made only in the clusters that say exporter.mig: none (cloudwatch_alarms)
+            result.append((alarm.defined_at, f"alarm {alarm.id!r} is not made on CloudWatch{made_where(alarm)} "
+                                             f"(its Prometheus rule watches it): {exc}; clusters[].exporter.mig: none "
+                                             f"says where no GPU is split"))
+            continue
         except Unsupported as exc:
             result.append((alarm.defined_at, f"{start}: {exc}"))
             continue
@@ -378,7 +398,7 @@ def ranked_past_500(project) -> list[tuple[str, str]]:
         if alarm.evaluation_periods < 2:
             continue
         try:
-            forms = alarm_forms(alarm, catalog, settings)
+            forms = built_forms(alarm, catalog, settings)
         except Unsupported:
             continue  # generate refuses it
         for form in forms:
@@ -413,11 +433,12 @@ def copies_counted(project) -> list[tuple[str, str]]:
     result = []
     for alarm in project.alarms:
         try:
-            forms = alarm_forms(alarm, catalog, settings)
+            forms = built_forms(alarm, catalog, settings)
         except Unsupported:
             continue  # generate refuses it
         for form in forms:
-            if COPIES_COUNTED in form.plan.notes:
+            copies = copies_counted_note(form.plan)
+            if copies:
                 query = cloudwatch_condition(alarm, settings).query
                 why = ("agent.pipeline: classic publishes each series as scraped, nothing merges a GPU's copies"
                        if settings.agent.pipeline == "classic" else
@@ -427,7 +448,7 @@ def copies_counted(project) -> list[tuple[str, str]]:
                 result.append((alarm.defined_at,
                                f"alarm {alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ''} takes the "
                                f"{query.aggregation} of {form.plan.metric} over [{', '.join(form.plan.dims)}] on "
-                               f"CloudWatch: {COPIES_COUNTED}, where its Prometheus rule counts each GPU once ({why})"))
+                               f"CloudWatch: {copies}, where its Prometheus rule counts each GPU once ({why})"))
     return result
 
 
@@ -681,8 +702,9 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
                 f"window (past 500: the longest idle)")
     if plan_.flagged:  # level_plan
         note = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0, ranked by their sum"
-    if COPIES_COUNTED in plan_.notes:  # no merged form (cloudwatch_query.once_plan): lint AL019 notes it too
-        note = f"{note}; {COPIES_COUNTED}" if note else COPIES_COUNTED
+    copies = copies_counted_note(plan_)
+    if copies:  # no merged form (cloudwatch_query.once_plan): lint AL019 notes it too
+        note = f"{note}; {copies}" if note else copies
     if NAMED_SHARE in plan_.notes:  # a pod's count or sum per scrape the agent does not make (classic; a counter's)
         note = f"{note}; {NAMED_SHARE}" if note else NAMED_SHARE
     stale = stale_note(alarm, note)
@@ -799,58 +821,29 @@ def _check_addon_period(alarm: Alarm, settings: Settings) -> None:
 
 def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Catalog) -> list[dict[str, Any]]:
     """PutMetricAlarm keyword arguments, sorted by name, with the Region they belong to and the cluster they watch
-    ("Cluster": absent for a fleet alarm, one per Region)."""
+    ("Cluster": absent for a fleet alarm, one per Region). Each cluster's alarms are built by its own exporter.mig
+    (Settings.for_clusters: the clusters alike in it built together); a fleet alarm, which reads its Region's
+    clusters together, by theirs (the strictest: GPUs may be split unless each says none)."""
     requests = []
     if settings.alarms.per_pod == "static":
         _static_pods_apart(settings)
+    groups = settings.mig_groups()
+    regions = sorted({c.region for c in settings.clusters})
+    in_region = {region: tuple(c for c in settings.clusters if c.region == region) for region in regions}
+    regional = {region: settings.for_clusters(in_region[region]) for region in regions}
     for alarm in alarms:
-        try:
-            forms = alarm_forms(alarm, catalog, settings)
-        except Unsupported as exc:
-            raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
-                             hint=", or ".join(filter(None, (exc.fix, "give the Alarm a `cloudwatch=` condition")))) \
-                from None
-        if not forms:
-            continue  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
-        _check_period(alarm, settings)
-        window = alarm.period_seconds * alarm.evaluation_periods
-        if window > ALARM_WINDOW_SECONDS and forms[0].kind != "static":
-            raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
-                             f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
-                             f"the latest 3 hours of data only", where=alarm.defined_at,
-                             hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
-        if forms[0].kind == "math":  # metric-math alarms per cluster (data_missing: one per exporter DaemonSet on the
-            # DCGM source), and a GROUP BY alarm per GPU
-            requests += [{"Region": cluster.region, "Cluster": cluster.name, "Request": request}
-                         for cluster in settings.clusters for request in _data_missing_requests(alarm, settings, cluster)]
-            requests += [{"Region": cluster.region, "Cluster": cluster.name,
-                          "Request": _second_request(alarm, catalog, settings, form.plan, cluster)}
-                         for form in forms[1:] for cluster in settings.clusters]
-            if not addon_source(settings):  # the agent's own reads of kube-state-metrics (a crash loop)
-                requests += [{"Region": cluster.region, "Cluster": cluster.name,
-                              "Request": _agent_request(alarm, settings, cluster)} for cluster in settings.clusters]
-            continue
-        if forms[0].kind == "static":
-            if addon_source(settings):
-                raise InputError(f"alarm {alarm.id!r}: alarms.per_pod: static needs each pod's owner name, "
-                                 "which the Container Insights add-on publishes with the pod (PodName)",
-                                 where=alarm.defined_at, hint="use alarms.per_pod: group_by with "
-                                 "cloudwatch.source: container-insights")
-            requests += [{"Region": cluster.region, "Cluster": cluster.name,
-                          "Request": _static_request(alarm, catalog, settings, cluster, entry)}
-                         for cluster in settings.clusters for entry in settings.alarms.static_pods]
-            continue
-        builders = [_insights_requests(alarm, catalog, settings, form) for form in forms]
         if alarm.scope == "fleet":
-            regions = sorted({c.region for c in settings.clusters})
-            for region in regions:
-                for insights_request in builders:
-                    request = insights_request(None)
-                    request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, len(regions))
-                    requests.append({"Region": region, "Request": request})
-            continue
-        requests += [{"Region": cluster.region, "Cluster": cluster.name, "Request": build(cluster)}
-                     for cluster in settings.clusters for build in builders]
+            parts = [(regional[region], in_region[region], region) for region in regions]
+        else:
+            parts = [(held, clusters, None) for held, clusters in groups]
+        if len(groups) > 1:  # the clusters differ in exporter.mig: not made where it would be a half alarm, if made
+            # anywhere (mig_left_out notes it, lint AL012); made nowhere, refused as in a fleet alike
+            kept = [part for part in parts if half_alarm(alarm, catalog, part[0]) is None]
+            parts = kept or parts[:1]
+        for held, clusters, region in parts:
+            where = "" if len(groups) == 1 else f" in Region {region}" if region else \
+                f" in cluster{'s' if len(clusters) > 1 else ''} {', '.join(c.name for c in clusters)}"
+            requests += _rule_requests(alarm, held, catalog, clusters, region, len(regions), where)
     for item in requests:  # PutMetricAlarm refuses an SNS topic of another Region than the alarm's
         for key in ("AlarmActions", "OKActions"):
             item["Request"][key] = [arn for arn in item["Request"][key]
@@ -858,6 +851,82 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
         _within_limits(item, settings)
     _named_once(requests, alarms)
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
+
+
+def half_alarm(alarm: Alarm, catalog: Catalog, settings: Settings) -> HalfAlarm | None:
+    """Why the rule would be a half alarm with these settings (HalfAlarm: generate refuses it), None if it is not."""
+    try:
+        alarm_forms(alarm, catalog, settings)
+    except HalfAlarm as exc:
+        return exc
+    except Unsupported:
+        return None
+    return None
+
+
+def built_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str | None = None) -> tuple[Form, ...]:
+    """alarm_forms of the rule as some cluster's alarms are made (cloudwatch_alarms): the strictest settings' where
+    they build, else (a half alarm where GPUs may be split) those of the clusters that say exporter.mig: none."""
+    try:
+        return alarm_forms(alarm, catalog, settings, per_pod)
+    except HalfAlarm:
+        whole = [held for held, _ in settings.mig_groups() if held.no_mig]
+        if not whole or whole[0] is settings:
+            raise
+        return alarm_forms(alarm, catalog, whole[0], per_pod)
+
+
+def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters: tuple[Cluster, ...],
+                   region: str | None, regions: int, where: str) -> list[dict[str, Any]]:
+    """A rule's requests in `clusters` (a fleet-scope rule's: the clusters of `region`, of `regions` Regions, one
+    alarm for them), built with the settings as they hold there (`where` says which, in a refusal, when the fleet's
+    clusters differ)."""
+    try:
+        forms = alarm_forms(alarm, catalog, settings)
+    except Unsupported as exc:  # (`where` for a half alarm: it is the clusters' exporter.mig that refuses it)
+        raise InputError(f"alarm {alarm.id!r}{where if isinstance(exc, HalfAlarm) else ''}: {exc}",
+                         where=alarm.defined_at,
+                         hint=", or ".join(filter(None, (exc.fix, "give the Alarm a `cloudwatch=` condition")))) \
+            from None
+    if not forms:
+        return []  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
+    _check_period(alarm, settings)
+    window = alarm.period_seconds * alarm.evaluation_periods
+    if window > ALARM_WINDOW_SECONDS and forms[0].kind != "static":
+        raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
+                         f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
+                         f"the latest 3 hours of data only", where=alarm.defined_at,
+                         hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
+    requests = []
+    if forms[0].kind == "math":  # metric-math alarms per cluster (data_missing: one per exporter DaemonSet on the
+        # DCGM source), and a GROUP BY alarm per GPU
+        requests += [{"Region": cluster.region, "Cluster": cluster.name, "Request": request}
+                     for cluster in clusters for request in _data_missing_requests(alarm, settings, cluster)]
+        requests += [{"Region": cluster.region, "Cluster": cluster.name,
+                      "Request": _second_request(alarm, catalog, settings, form.plan, cluster)}
+                     for form in forms[1:] for cluster in clusters]
+        if not addon_source(settings):  # the agent's own reads of kube-state-metrics (a crash loop)
+            requests += [{"Region": cluster.region, "Cluster": cluster.name,
+                          "Request": _agent_request(alarm, settings, cluster)} for cluster in clusters]
+        return requests
+    if forms[0].kind == "static":
+        if addon_source(settings):
+            raise InputError(f"alarm {alarm.id!r}: alarms.per_pod: static needs each pod's owner name, "
+                             "which the Container Insights add-on publishes with the pod (PodName)",
+                             where=alarm.defined_at, hint="use alarms.per_pod: group_by with "
+                             "cloudwatch.source: container-insights")
+        return [{"Region": cluster.region, "Cluster": cluster.name,
+                 "Request": _static_request(alarm, catalog, settings, cluster, entry)}
+                for cluster in clusters for entry in settings.alarms.static_pods]
+    builders = [_insights_requests(alarm, catalog, settings, form) for form in forms]
+    if region is not None:  # a fleet-scope rule: one alarm per Region
+        for insights_request in builders:
+            request = insights_request(None)
+            request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, regions)
+            requests.append({"Region": region, "Request": request})
+        return requests
+    return [{"Region": cluster.region, "Cluster": cluster.name, "Request": build(cluster)}
+            for cluster in clusters for build in builders]
 
 
 def _static_pods_apart(settings: Settings) -> None:

@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any, Iterable
 
 from ..build_memo import BuildMemo
-from ..catalog import MIG_INSTANCE_LABEL, PRESENCE, Catalog
+from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PRESENCE, Catalog
 from ..errors import InputError
 from ..cloudwatch_query import (ONCE_PER_GPU, PERIOD, SERIES_PER_QUERY, Plan, Unsupported, blank_floor, number,
                                 pod_total_kind, readings_dimensions, series_label)
@@ -92,11 +92,13 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
             periods = periods or (not plans[-1].namespace and _period_line(panel, plans[-1], catalog))
             if readings_past_500(panel, plans[-1], catalog, settings):
                 per_cluster.add(plans[-1].metric)
+    held = [group for group, _ in settings.mig_groups()]  # each cluster's alarms by its exporter.mig
     for alarm in alarms:
-        try:
-            plans += [form.plan for form in alarm_forms(alarm, catalog, settings)]  # the alarms that are made
-        except Unsupported:
-            continue  # generate refuses such an alarm with its file and line
+        for each in held:
+            try:
+                plans += [form.plan for form in alarm_forms(alarm, catalog, each)]  # the alarms that are made
+            except Unsupported:
+                continue  # generate refuses such an alarm with its file and line
     result: dict[str, set[tuple[str, ...]]] = {}
     for item in plans:
         result.setdefault(item.metric, set()).add(item.dims)
@@ -393,7 +395,7 @@ def widget_title(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings
     query = panel.queries[0]
     if limit is None or _now_table(panel, query, catalog):
         return panel.title
-    what = "pods" if query.per_pod else _lines_of(plan_)
+    what = "pods" if query.per_pod else _lines_of(plan_, settings)
     if idle_cut_first(query, plan_, catalog):
         return f"{panel.title} (the {limit} {what} {CUT_TITLE}: past {limit}, {CUT_LEFT})"
     if low_cut_last(query, plan_, catalog):
@@ -404,7 +406,7 @@ def widget_title(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings
 CUT_TITLE = "that read highest"  # what widget_title says of the lines a utilization chart draws
 CUT_LEFT = "the least busy are not drawn"  # ... and of those its LIMIT leaves out
 LOW_CUT_TITLE, LOW_CUT_LEFT = "that read lowest", "the fastest are not drawn"  # ... and of a clocks chart
-_CUT_TITLE = re.compile(rf" \(the \d+ (?:pods|nodes|GPUs|GPUs or MIG instances) "
+_CUT_TITLE = re.compile(rf" \(the \d+ (?:pods|nodes|GPUs|GPUs or MIG instances|MIG instances) "
                         rf"(?:{CUT_TITLE}: past \d+, {CUT_LEFT}|{LOW_CUT_TITLE}: past \d+, {LOW_CUT_LEFT})\)$")
 
 
@@ -423,7 +425,7 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
     85 W), and an idle GPU is the first cut; the note says both."""
     setting = "top_pods" if query.per_pod else "top_gpus"
     rank = line_rank(query, plan_, catalog, now_table)[0] or plan_.function
-    what = "pods" if query.per_pod else _lines_of(plan_)  # (the add-on names a pod PodName)
+    what = "pods" if query.per_pod else _lines_of(plan_, settings)  # (the add-on names a pod PodName)
     cap = f"at most {getattr(settings.cloudwatch, setting)} {what} (cloudwatch.{setting})"
     if now_table and pod_total_kind(plan_.dims):  # one observation per pod and scrape
         return (f"{cap}, those seen at the most scrapes of the minute drawn and the one still filling (past "
@@ -454,17 +456,21 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
     return f"{cap}, those of {ranked} in the time range shown{after}"
 
 
-def _lines_of(plan_: Plan) -> str:
-    """What one series of a GROUP BY query is: pods, GPU instances, nodes or GPUs."""
+def _lines_of(plan_: Plan, settings: Settings | None = None) -> str:
+    """What one series of a GROUP BY query is: pods, GPU instances, nodes or GPUs (where `settings` say no GPU is
+    split into MIG instances, exporter.mig: none, a GPU instance is a GPU, and a set of MIG instances alone's are
+    MIG instances)."""
     group = set(plan_.group)
+    if "pod" not in group and MIG_INSTANCE_LABEL in group and settings is not None and settings.no_mig:
+        return "MIG instances" if MIG_PROFILE_LABEL in group else "GPUs"
     return ("pods" if "pod" in group else "GPUs or MIG instances" if MIG_INSTANCE_LABEL in group
             else "nodes" if group == {"node"} else "GPUs")
 
 
-def combined_note(query: Query, plan_: Plan, catalog: Catalog) -> str:
+def combined_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings | None = None) -> str:
     """What a line combining a GROUP BY query's series (a fleet total, count or mean) reads past 500 of them, said in
     its dashboard's header: a Metrics Insights query returns at most 500 series, those its ORDER BY ranks first."""
-    what = _lines_of(plan_)
+    what = _lines_of(plan_, settings)
     n = SERIES_PER_QUERY
     rank, order = line_rank(query, plan_, catalog)
     first = ("those seen at the most scrapes in its time range, whatever they read" if rank == "COUNT" else
@@ -486,13 +492,19 @@ def readings_note(plan_: Plan, query: Query, settings: Settings) -> str:
               f"{plan_.metric} [{where}])")
     surge = "two exporter pods on its node each read it while the exporter's DaemonSet rolls with a surge"
 
+    # the copies one exporter pod writes of a GPU: none where no GPU is split (exporter.mig: none) and the exporter
+    # names a shared GPU under one pod at a time (no exporter.virtual_gpus)
+    copies = "one per pod sharing it" if settings.no_mig else "one per MIG instance or per pod sharing it"
+    copied = not settings.no_mig or settings.exporter.virtual_gpus
+
     def twice(verb: str) -> str:  # what a GPU read more than once in a scrape interval does
         if ONCE_PER_GPU[0] in dims:
-            return (f"a GPU read by two exporter pods at once {verb} once per pod (the copies one exporter pod "
-                    f"writes of a GPU, one per MIG instance or per pod sharing it, are merged at the agent, but "
-                    f"{surge})")
-        return (f"a GPU read more than once per scrape {verb} once per copy (the exporter repeats its reading once "
-                f"per MIG instance or per pod sharing it, and {surge})")
+            return (f"a GPU read by two exporter pods at once {verb} once per pod (" + (
+                    f"the copies one exporter pod writes of a GPU, {copies}, are merged at the agent, but {surge})"
+                    if copied else f"{surge})"))
+        return (f"a GPU read more than once per scrape {verb} once per copy (" + (
+                f"the exporter repeats its reading {copies.replace('one per', 'once per')}, and {surge})" if copied
+                else f"{surge})"))
     if query.aggregation == "avg":
         return (f"the mean of each GPU's mean up to {n} GPUs of the cluster, and past {n} "
                 + source.format("the mean of every reading")
@@ -633,7 +645,7 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
     notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
     notes += [(panel.title, readings_note(plans[id(panel)], panel.queries[0], settings)
                if readings_past_500(panel, plans[id(panel)], catalog, settings)
-               else combined_note(panel.queries[0], plans[id(panel)], catalog)) for panel in shown.panels()
+               else combined_note(panel.queries[0], plans[id(panel)], catalog, settings)) for panel in shown.panels()
               if plans[id(panel)].group and not plans[id(panel)].series]
     notes += [(panel.title, now_note(settings)) for panel in shown.panels()
               if _now_value(panel, panel.queries[0], catalog, plans[id(panel)])]
@@ -679,7 +691,7 @@ def _listed(titles: list[str]) -> str:
 
 
 def body(dashboard: Dashboard, catalog: Catalog, settings: Settings, cluster: Cluster, source: str) -> dict[str, Any]:
-    return _prepared(dashboard, catalog, settings).in_cluster(cluster, source)
+    return _prepared(dashboard, catalog, settings.for_clusters([cluster])).in_cluster(cluster, source)
 
 
 # A cluster name that a body's canonical text, both its escapes and a Metrics Insights string literal hold as itself
@@ -707,12 +719,15 @@ def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog,
     """(DashboardName, Region, body, what made the body: its ClusterBodies and cluster) for every cluster and
     CloudWatch dashboard, sorted by name."""
     publication = tuple(cluster.name for cluster in settings.clusters) if settings.project else None
-    prepared = [(dashboard, ClusterBodies(_prepared(dashboard, catalog, settings), source_file(dashboard.defined_at),
-                                          publication))
-                for dashboard in dashboards]
+    # the bodies as they are in the clusters alike in exporter.mig (what a header says of MIG GPUs)
+    prepared = {cluster.name: ready for held, clusters in settings.mig_groups()
+                for ready in [[(dashboard, ClusterBodies(_prepared(dashboard, catalog, held),
+                                                         source_file(dashboard.defined_at), publication))
+                               for dashboard in dashboards]]
+                for cluster in clusters}
     result = []
     for cluster in settings.clusters:
-        for dashboard, bodies in prepared:
+        for dashboard, bodies in prepared[cluster.name]:
             name = cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, dashboard.id)
             result.append((name, cluster.region, bodies.body(cluster), (bodies, cluster)))
     return sorted(result, key=lambda item: item[0])

@@ -30,7 +30,8 @@ def test_mig_none_fails_an_exporter_reporting_mig_instances_naming_them(tmp_path
     checks = _checks(tmp_path, "exporter:\n  mig: none\n", _payload((0, "", ""), (1, "3g.20gb", "1"), (1, "3g.20gb", "2")))
     said = checks["no MIG"]
     assert said.status == "fail"
-    assert "2 MIG instance(s) report: gpu 1 MIG instance 1 (3g.20gb), gpu 1 MIG instance 2 (3g.20gb)" in said.detail
+    assert "2 MIG instance(s) report on node node-a: node-a gpu 1 MIG instance 1 (3g.20gb), node-a gpu 1 MIG " \
+           "instance 2 (3g.20gb)" in said.detail
     assert said.fix.startswith("remove exporter.mig: none")
 
 
