@@ -351,8 +351,9 @@ def mig_left_out(project) -> list[tuple[str, str]]:
         f" in cluster{'s' if len(clusters) > 1 else ''} {', '.join(c.name for c in clusters)}"
 
     def made_where(alarm: Alarm) -> str:
-        """Where a rule is not made: the clusters whose GPUs may be split; a fleet rule's, their Regions."""
-        if alarm.scope != "fleet":
+        """Where a rule does not see MIG GPUs: the clusters whose GPUs may be split; a fleet rule's, their Regions
+        (nothing said where every cluster's may be)."""
+        if alarm.scope != "fleet" or not where:
             return where
         regions = sorted({c.region for c in clusters})
         return f" in Region{'s' if len(regions) > 1 else ''} {', '.join(regions)}"
@@ -361,8 +362,8 @@ def mig_left_out(project) -> list[tuple[str, str]]:
     for alarm in project.alarms:
         if alarm.absent or catalog.mig_substitute(cloudwatch_condition(alarm, settings).query.metric) is None:
             continue
-        start = f"alarm {alarm.id!r} does not evaluate GPUs split into MIG instances on CloudWatch{where} (its " \
-                f"Prometheus rule does)"
+        start = f"alarm {alarm.id!r} does not evaluate GPUs split into MIG instances on CloudWatch" \
+                f"{made_where(alarm)} (its Prometheus rule does)"
         try:
             kinds = {form.kind for form in alarm_forms(alarm, catalog, settings)}
             if "insights" in kinds:

@@ -139,13 +139,18 @@ def test_a_fleet_alarm_over_clusters_that_differ_is_built_as_for_the_strictest(t
     settings = _settings("classic", False).replace("  - name: split\n    region: us-east-1",
                                                 "  - name: split\n    region: eu-west-1")
     fleet_gpu = ("fleet-gpu-mean", "avg", ("node", "gpu"), "<", 10.0, "fleet")
+    fleet_max = ("fleet-ns-max", "max", ("namespace",), ">", 50.0, "fleet")  # can only miss a MIG GPU
     (tmp_path / "a").mkdir()
-    project = defined_project(tmp_path / "a", settings, alarms=_alarms(fleet_gpu))
+    project = defined_project(tmp_path / "a", settings, alarms=_alarms(fleet_gpu, fleet_max))
     names = {(item["Region"], item["Request"]["AlarmName"])
              for item in cloudwatch_alarms(project.alarms, project.settings, project.catalog)}
     assert names == {("us-east-1", "gpudash-fleet-fleet-gpu-mean-warning-us-east-1"),
                      ("eu-west-1", "gpudash-fleet-fleet-gpu-mean-warning-eu-west-1"),
-                     ("eu-west-1", "gpudash-fleet-fleet-gpu-mean-mig-warning-eu-west-1")}, names
+                     ("eu-west-1", "gpudash-fleet-fleet-gpu-mean-mig-warning-eu-west-1"),
+                     ("us-east-1", "gpudash-fleet-fleet-ns-max-warning-us-east-1"),
+                     ("eu-west-1", "gpudash-fleet-fleet-ns-max-warning-eu-west-1")}, names
+    said = [note.message for note in notes(project) if note.rule == "AL012"]
+    assert len(said) == 1 and "'fleet-ns-max'" in said[0] and "on CloudWatch in Region eu-west-1 " in said[0], said
     # both clusters in one Region: the strictest (GPUs may be split)
     (tmp_path / "b").mkdir()
     project = defined_project(tmp_path / "b", _settings("classic", False), alarms=_alarms(fleet_gpu))
