@@ -422,9 +422,10 @@ def regions_apart(subject: LintInput) -> Iterable[Finding]:
     the settings' clusters there where they span several (render.alarms.judged_regions), the whole Prometheus where
     they lie in one. On a Prometheus per cluster the rule reads its own cluster alone: where a Region holds several
     of the settings' clusters the two judge different GPUs and fire on different situations, a warning per alarm and
-    Region (no Prometheus there holds the Region's clusters). Neither form reads only the settings' clusters: the
-    alarm also reads any other cluster of its Region publishing to the namespace (Metrics Insights' WHERE takes `=`,
-    `!=` and AND, no list of clusters), which AL021 says."""
+    Region (no Prometheus there holds the Region's clusters). Not warned of: the alarm also reads any cluster of its
+    Region outside the settings that publishes to the namespace (Metrics Insights' WHERE takes `=`, `!=` and AND, no
+    list of clusters; AL021 says it reads every cluster of the Region), while the rule over several Regions reads the
+    settings' clusters alone, and over one every cluster its Prometheus holds."""
     from ..fleet_limits import alarm_reads
 
     settings = subject.settings
