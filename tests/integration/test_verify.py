@@ -1840,6 +1840,29 @@ def test_a_busy_mig_instance_without_a_pod_label_is_named(stack, payload):
     assert _failures(checks)[("exporter", "pod labels")][0] == "busy GPUs without a pod label: gpu 0 MIG instance 2"
 
 
+def test_each_clusters_exporter_is_judged_by_its_own_exporter_mig(stack, payload, tmp_path):
+    """clusters[].exporter.mig: the context is gpu-cluster (its live agent config names it, read through the API
+    server as the kube group reads it); its exporter serves MIG instances. Said none there, `no MIG` fails naming the
+    cluster, the node and each instance, and the setting to write; said none of the other cluster only, no such
+    check (gpu-cluster's GPUs may be split)."""
+    cluster, verify = stack
+    cluster.metrics_payload = _split_into_mig(payload)
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("clusters:\n  - {name: gpu-cluster, region: us-east-1, exporter: {mig: none}}\n"
+                      "  - {name: other, region: us-east-1}\n")
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--skip", "kube", "--config", str(config))
+    said = checks[("exporter", "no MIG")]
+    assert code == 1 and said["status"] == "fail", said
+    assert re.fullmatch(r"cluster gpu-cluster says clusters\[\]\.exporter\.mig: none, but 2 MIG instance\(s\) report "
+                        r"on node (\S+): \1 gpu 0 MIG instance 1 \(3g\.20gb\), \1 gpu 0 MIG instance 2 \(3g\.20gb\)",
+                        said["detail"]), said["detail"]
+    assert said["fix"].startswith("write clusters[].exporter.mig: some for cluster gpu-cluster (it says none)")
+    config.write_text("clusters:\n  - {name: gpu-cluster, region: us-east-1}\n"
+                      "  - {name: other, region: us-east-1, exporter: {mig: none}}\n")
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--skip", "kube", "--config", str(config))
+    assert ("exporter", "no MIG") not in checks and checks[("exporter", "MIG")]["status"] == "warn"
+
+
 def test_the_same_fields_missing_without_mig_fail(stack, payload):
     cluster, verify = stack
     cluster.metrics_payload = _split_into_mig(payload, mig_labels=False)
