@@ -315,7 +315,7 @@ def level_plan(plan: Plan, comparison: str, level: float, periods: int, catalog:
         return None
     if periods < 2 or plan.namespace or plan.metric not in catalog or plan.divisor != 1 or ONCE_PER_GPU[0] in plan.dims:
         return None  # (a GPU's readings once: once_plan, whose MIG points no flag is made of)
-    if device_read(plan, settings):
+    if device_read(plan, settings) or pod_total_kind(plan.dims):  # (a pod's totals are made at the agent: no flags)
         return None
     if len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
         return None
@@ -384,6 +384,28 @@ def _read_once(result: Plan, query: Query, catalog: Catalog, settings: Settings)
     if len(result.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
         return None
     return replace(result, dims=once_dimensions(settings))
+
+
+def instances_once(query: Query, field, dims: tuple[str, ...], one_gpu: bool, layout: Layout,
+                   settings: Settings) -> bool:
+    """A widget over the per-GPU set whose lines are groups of GPUs (a node's, the cluster's) of a gauge MIG reports
+    per instance (framebuffer, whose GPU value is its instances' sum; engine activity, their mean), read from each GPU's
+    reading once (once_dimensions) on the OTel pipeline, where the agent combines a GPU's instances as the field's
+    per_gpu_aggregation says (render/agent_otel.once_per_gpu), as the Grafana panel does: a count, total, mean or
+    extreme over GPUs then takes each GPU once. Over the per-GPU set each MIG instance is a series: the mixed fleet's
+    MIG node, two A100s of two instances, counted 4 GPUs and added its engine activity to 1.8 (truth 2, and 0.9: the
+    GPUs' means 0.6 and 0.3), and a node's mean, largest or smallest framebuffer was refused. Not where each line is
+    one GPU (its instances' lines, said in the header), a share of memory (MIG_MEMORY_SHARES: its GPU value is no sum
+    or mean of its instances'), a field the agent merges otherwise (merged_copies: with exporter.virtual_gpus a field
+    split per process), on agent.pipeline: classic (nothing combines a GPU's instances: the header says what each
+    chart reads, or the panel is left out), nor where the set has no room for the mark."""
+    if not layout.instances or settings.agent.pipeline != "otel" or layout.namespace or one_gpu:
+        return False
+    if not field.per_instance or field.is_counter or field.across_own_labels or query.metric in MIG_MEMORY_SHARES:
+        return False
+    if merged_copies(field, settings) or "mig_instance" in query.by:
+        return False
+    return tuple(dims) == tuple(gpu_dimensions(settings)) and len(dims) < MAX_DIMENSIONS
 
 
 def stand_in_widget(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan | None:
@@ -678,12 +700,16 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
             and field.across_own_labels != "sum" \
             and (agg in ("count", "sum") and pod_keyed and per_pod_lines(query, series)
                  or pod_gpu_lines(query, series, dims, settings)
-                 and (agg in ("count", "sum") or agg == "avg" and instances_added(field))):
-        # (awsemf would send a counter's total as deltas); a pod's GPU's mean of a field its MIG instances add up
-        # (framebuffer) is the mean of the pod's total on that GPU
+                 and (agg in ("count", "sum") or agg in ("avg", "max", "min") and instances_added(field))):
+        # (awsemf would send a counter's total as deltas); a pod's GPU's mean, largest or smallest of a field its MIG
+        # instances add up (framebuffer) is that of the pod's totals on that GPU
         return _pod_total(query, settings, series)
+    if not alarm and instances_once(query, field, dims, one_gpu, layout, settings):
+        # a field MIG reports per instance over groups of GPUs: each GPU's reading once, read as a device field's
+        dims = once_dimensions(settings)
+        base["dims"] = dims
     if layout.instances and field.per_instance and not field.is_counter and not field.across_own_labels \
-            and agg != "count" and not pod_keyed and "mig_instance" not in query.by \
+            and agg != "count" and not pod_keyed and "mig_instance" not in query.by and ONCE_PER_GPU[0] not in dims \
             and (instances_added(field) or agg in ("max", "min") or query.metric in MIG_MEMORY_SHARES):
         return _instances_added(query, field, settings, series, one_gpu, alarm, layout, dims, n)
 
@@ -781,7 +807,10 @@ def _pod_total(query: Query, settings: Settings, series: tuple[str, ...]) -> Pla
     nodes' totals."""
     kind = "count" if query.aggregation == "count" else "sum"
     per_gpu = GPU_DIMENSION in series  # a pod's total per GPU it holds (pod_gpu_lines)
-    return Plan(metric=query.metric, function="AVG", dims=tuple(pod_total_dimensions(settings, kind, per_gpu)),
+    # a pod's largest or smallest per GPU it holds (pod_gpu_lines, of a field its MIG instances add up): that of its
+    # totals on the GPU over the period's scrapes, each the GPU's whole reading for the pod
+    function = MI_FUNCTIONS[query.aggregation] if query.aggregation in ("max", "min") else "AVG"
+    return Plan(metric=query.metric, function=function, dims=tuple(pod_total_dimensions(settings, kind, per_gpu)),
                 group=series, series=series)
 
 

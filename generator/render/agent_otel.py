@@ -711,35 +711,79 @@ def once_per_gpu(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[d
     fields published in the set marked ONCE_PER_GPU (cloudwatch_query.readings_dimensions): the exporter writes a
     GPU's series once per MIG instance (a device field repeats the GPU's reading on each) and once per pod sharing
     it by time-slicing or MPS, each copy a reading of the cluster's per-cluster metric, so a count or total of
-    those readings counted the GPU once per copy. aggregate_labels keeps the cluster and the GPU's UUID (and the MIG
-    instance of a field MIG reports per instance) and merges the copies of one scrape by `max` (the copies of one
-    reading are equal); the mark tells the point apart from the field's own points (_kept_apart). They run after
-    the blank filter (a blank is no reading, and would be the largest), on one scrape of one target: two exporter
-    pods on one node (a DaemonSet's surge) still read the GPU twice."""
+    those readings counted the GPU once per copy. aggregate_labels keeps the cluster and the GPU's UUID and merges the
+    copies of one scrape by `max` (the copies of one reading are equal); the mark tells the point apart from the
+    field's own points (_kept_apart). A field MIG reports per instance is merged so per GPU instance (its UUID and
+    GPU_I_ID), then the GPU's instances by `mean` (engine activity: the GPU's value is its instances' mean, as
+    catalog.Metric.per_gpu_aggregation says and the Prometheus side reads it); one whose instances add up
+    (framebuffer) is made before the blank filter (once_sums). They run after the blank filter (a blank is no
+    reading, and would be the largest), on one scrape of one target: two exporter pods on one node (a DaemonSet's
+    surge) still read the GPU twice."""
     names = once_fields(catalog, declarations)
-    # the names the marked sets carry besides the mark (the node and GPU of the per-GPU set's: cloudwatch_query
-    # .once_dimensions), kept on every point: one GPU's copies name one node and index, so they merge alike, and
-    # every field's point of a GPU has one label set (one EMF event per GPU and scrape)
-    named = {name for d in declarations for dims in d["dimensions"] if ONCE_PER_GPU[0] in dims
-             for name in dims if name != ONCE_PER_GPU[0]}
+    labels = _once_labels(declarations)
     mark = {"action": "add_label", "new_label": ONCE_PER_GPU[0], "new_value": ONCE_PER_GPU[1]}
     result = []
-    for per_instance in (False, True):
-        group = [name for name in names if catalog.get(name).per_instance == per_instance]
-        if not group:
-            continue
-        labels = sorted({*named, CLUSTER_DIMENSION, GPU_ONCE, *((MIG_INSTANCE_LABEL,) if per_instance else ())})
-        result.append({"include": f"^({'|'.join(re.escape(n) for n in group)})$", "match_type": "regexp",
+    device = [name for name in names if not catalog.get(name).per_instance]
+    if device:
+        result.append({"include": f"^({'|'.join(re.escape(n) for n in device)})$", "match_type": "regexp",
                        "action": "insert", "new_name": ONCE_PREFIX + "${1}",
                        "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"},
                                       dict(mark)]})
-    labels = sorted({*named, CLUSTER_DIMENSION, GPU_ONCE})
+    averaged = [name for name in names if catalog.get(name).per_instance and name not in once_summed(catalog, names)]
+    if averaged:
+        result.append({"include": f"^({'|'.join(re.escape(n) for n in averaged)})$", "match_type": "regexp",
+                       "action": "insert", "new_name": ONCE_PREFIX + "${1}",
+                       "operations": [*_instances_combined(labels, "mean"), dict(mark)]})
     for name, (stand_in, factor) in once_stand_ins(catalog, names).items():
         result.append(_stand_in_once(name, stand_in, factor, labels, mark))
-    if result:
+    if result or once_summed(catalog, names):
         result.append({"include": f"^{re.escape(ONCE_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
                        "new_name": "${1}"})
     return result
+
+
+def _once_labels(declarations: list[dict[str, Any]]) -> list[str]:
+    """The labels a GPU's reading once keeps: the names the marked sets carry besides the mark (the node and GPU of
+    the per-GPU set's: cloudwatch_query.once_dimensions), the cluster and the GPU's UUID. One GPU's copies name one node
+    and index, so they merge alike, and every field's point of a GPU has one label set (one EMF event per GPU and
+    scrape)."""
+    named = {name for d in declarations for dims in d["dimensions"] if ONCE_PER_GPU[0] in dims
+             for name in dims if name != ONCE_PER_GPU[0]}
+    return sorted({*named, CLUSTER_DIMENSION, GPU_ONCE})
+
+
+def _instances_combined(labels: list[str], how: str) -> list[dict[str, Any]]:
+    """aggregate_labels that merge the copies of each GPU instance (pods sharing it) by `max`, then the GPU's
+    instances by `how` (sum, mean; a whole GPU is its one instance, GPU_I_ID "none")."""
+    return [{"action": "aggregate_labels", "label_set": sorted({*labels, MIG_INSTANCE_LABEL}), "aggregation_type": "max"},
+            {"action": "aggregate_labels", "label_set": labels, "aggregation_type": how}]
+
+
+def once_summed(catalog: Catalog, names: Iterable[str]) -> list[str]:
+    """The fields of a GPU's readings once whose MIG instances add up to the GPU's value (framebuffer used, free)."""
+    return [name for name in names if catalog.get(name).per_instance and catalog.get(name).per_gpu_aggregation == "sum"]
+
+
+def once_sums(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods' totals processor's inserts (before the blank filter) of each GPU's reading once of a field whose MIG
+    instances add up (once_summed): each instance's copies merged by `max`, the GPU's instances added, marked, named
+    ONCE_PREFIX + field (once_per_gpu's last transform gives the name back). Made before the filter, as a pod's total
+    is (pod_totals): a GPU one of whose instances reads DCGM's blank has a sum at or above the field's floor, which
+    the filter drops (once_blank_conditions): the GPU's value at that scrape is unknown, not the sum of its other
+    instances (the Prometheus side gives such a GPU no value either: promql.merged). A staleness marker (an instance
+    gone) comes after the scrape's samples and is merged into a live point as 0."""
+    names = once_summed(catalog, once_fields(catalog, declarations))
+    if not names:
+        return []
+    mark = {"action": "add_label", "new_label": ONCE_PER_GPU[0], "new_value": ONCE_PER_GPU[1]}
+    return [{"include": f"^({'|'.join(re.escape(n) for n in names)})$", "match_type": "regexp", "action": "insert",
+             "new_name": ONCE_PREFIX + "${1}",
+             "operations": [*_instances_combined(_once_labels(declarations), "sum"), mark]}]
+
+
+def once_blank_conditions(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[str]:
+    """The filter's conditions on the sums once_sums makes: a sum at or above its field's floor holds a blank."""
+    return blank_conditions(catalog, once_summed(catalog, once_fields(catalog, declarations)), prefix=ONCE_PREFIX)
 
 
 def once_stand_ins(catalog: Catalog, names: Iterable[str]) -> dict[str, tuple[str, float]]:
@@ -776,12 +820,16 @@ def once_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[st
 def stand_in_conditions(catalog: Catalog, declarations: list[dict[str, Any]], shipped: Iterable[str]) -> list[str]:
     """The filter's conditions on the stand-ins a GPU's reading once is made of on MIG (_stand_in_once): their blanks
     where no declaration publishes them (a blank would be averaged into the GPU's reading) and their staleness markers
-    (averaged as 0; awsemf drops a marker anyway)."""
-    stand_ins = sorted({stand_in for stand_in, _ in once_stand_ins(catalog, once_fields(catalog, declarations)).values()})
-    if not stand_ins:
+    (averaged as 0; awsemf drops a marker anyway), and on the markers of the fields whose readings once average a GPU's
+    MIG instances (once_per_gpu: an instance gone would be averaged as 0)."""
+    names = once_fields(catalog, declarations)
+    stand_ins = sorted({stand_in for stand_in, _ in once_stand_ins(catalog, names).values()})
+    averaged = [name for name in names if catalog.get(name).per_instance and name not in once_summed(catalog, names)]
+    marked = sorted({*stand_ins, *averaged})
+    if not marked:
         return []
     return [*blank_conditions(catalog, [name for name in stand_ins if name not in set(shipped)]),
-            f'IsMatch(metric.name, "^(?:{"|".join(stand_ins)})$") and flags == 1']
+            f'IsMatch(metric.name, "^(?:{"|".join(marked)})$") and flags == 1']
 
 
 def _publishes(catalog: Catalog, emf: dict[str, Any]) -> dict[str, Any]:
@@ -828,14 +876,14 @@ class Pipeline:
         levels = _level_fields(catalog, declarations)
         gauges = retyped(catalog, shipped)
         self.processors = {RETYPE: gauges} if gauges else {}
-        copies = [*unused_copies(unused), *level_copies(levels), *totals]
+        copies = [*unused_copies(unused), *level_copies(levels), *totals, *once_sums(catalog, declarations)]
         self.processors.update({TOTALS: escaped({"transforms": copies})} if copies else {})
         stale = stale_device_readings([n for n in shipped if n in PER_PROCESS_FIELDS]
                                       if settings.exporter.virtual_gpus else [])
         self.processors[FILTER] = {"error_mode": "ignore", "metrics": {"datapoint": [
             *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations),
             *blank_conditions(catalog, unused, prefix=UNUSED_PREFIX),
-            *level_blank_conditions(catalog, levels),
+            *level_blank_conditions(catalog, levels), *once_blank_conditions(catalog, declarations),
             scrape_series(declarations),
             *stale, *stand_in_conditions(catalog, declarations, shipped)]}}
         if unused:

@@ -10,6 +10,10 @@ agent now makes the pod's total per GPU it holds at each scrape too (its own mar
 scrapes that named the pod; with exporter.virtual_gpus (a copy per sharing pod at every scrape) the same. On
 agent.pipeline: classic nothing makes a total per scrape: the alarm's description says what a pod named in turn
 reads (as the dashboards' headers did per pod, and now per pod and GPU too).
+
+The largest and smallest framebuffer per (pod, GPU), a MIG GPU's being the sum of the pod's instances on it, read the
+same totals on agent.pipeline: otel (refused at generate before, on every pipeline; on classic still refused): a pod
+holding both instances of an A100 reads 15,000 + 9,000 MiB there.
 """
 
 from __future__ import annotations
@@ -24,14 +28,31 @@ from tests.support.agent_points import SHARED, alarm_values, alarms_through_agen
 from tests.support.projects import defined_project
 
 UTIL, POWER, FB_USED = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED"
-# (the max or min of a MIG GPU's framebuffer, its instances' sum, per pod and GPU is refused at generate)
+# (the max or min of a MIG GPU's framebuffer, its instances' sum, per pod and GPU reads the pod's totals per GPU too: it
+# was refused at generate; on classic it still is)
 FORMS = [(field, aggregation) for field in (UTIL, POWER, FB_USED)
-         for aggregation in ("count", "sum", "avg", "max", "min")
-         if field != FB_USED or aggregation not in ("max", "min")]
+         for aggregation in ("count", "sum", "avg", "max", "min")]
 STEP, END = 30, 1800
 HEAD = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+
+
+def _a100(index: int, power: float, *instances: tuple) -> mixed_fleet.Gpu:
+    """An A100 split into two 3g.20gb instances, each (id, pod, framebuffer used, free, engine activity)."""
+    return mixed_fleet.Gpu(index, temp=60, power=power, sm_clock=1410, xid=0, energy_mw=power * 1000, replays_per_s=0,
+                           memory_temp=55, model="NVIDIA A100-SXM4-40GB", instances=tuple(
+                               mixed_fleet.Instance(id=id_, profile="3g.20gb", pod=pod, fb_used=used, fb_free=free,
+                                                    engine=engine, mig_util="0")
+                               for id_, pod, used, free, engine in instances))
+
+
+# a pod holding both MIG instances of one A100 (its framebuffer there 15,000 + 9,000 MiB), the other GPU's one
+BIG, SMALL = ("team-g", "mig-big"), ("team-g", "mig-small")
+TWO_INSTANCES = mixed_fleet.Node("gpu-node-mig2", "Hostname", "nvidia-dcgm-exporter-x1y2z", (
+    _a100(0, 300, ("1", BIG, 15000, 5000, 0.7), ("2", BIG, 9000, 11000, 0.5)),
+    _a100(1, 200, ("1", BIG, 4000, 16000, 0.2), ("2", SMALL, 1000, 19000, 0.1))))
 FLEETS = {"named in turn": ("", mixed_fleet.FLEET),
-          "a copy per pod (virtual_gpus)": ("exporter:\n  virtual_gpus: true\n", SHARED)}
+          "a copy per pod (virtual_gpus)": ("exporter:\n  virtual_gpus: true\n", SHARED),
+          "a pod on two MIG instances of one GPU": ("", mixed_fleet.FLEET + (TWO_INSTANCES,))}
 
 
 def _alarm(name: str, field: str, aggregation: str, by: tuple, comparison: str = ">", level: float = 1) -> str:
@@ -72,6 +93,8 @@ def test_each_aggregation_per_gpu_a_pod_holds_equals_the_truth(otel, form):
         truth = {legend: value for legend, value in truth.items() if "/mig-" not in legend}
     assert values == pytest.approx(truth)
     assert {"Pod team-d/ts-0 GPU 0", "Pod team-d/ts-1 GPU 0"} <= set(values)
+    if TWO_INSTANCES in fleet and field == FB_USED and aggregation != "count":  # the premise: two instances add up
+        assert values["Pod team-g/mig-big GPU 0"] == pytest.approx(24000)
 
 
 @pytest.mark.parametrize("fleet_name", list(FLEETS))
@@ -97,7 +120,7 @@ def test_classic_says_what_a_pod_named_in_turn_reads(tmp_path, by, fleet_name):
     project = defined_project(tmp_path, "agent:\n  pipeline: classic\n" + settings, alarms=_text(by, forms))
     requests, points = alarms_through_agent(project, STEP, END, fleet)
     said = {name: NAMED_SHARE in request["AlarmDescription"] for name, request in requests.items()}
-    assert said == {name: fleet is mixed_fleet.FLEET for name in requests}
+    assert said == {name: fleet is not SHARED for name in requests}
     if fleet is SHARED:
         for n, (field, aggregation) in enumerate(forms):
             (request,) = [r for name, r in requests.items() if f"-{aggregation}-{n}-" in name]
@@ -125,3 +148,26 @@ def test_cost_counts_a_pods_totals_per_gpu_per_gpu_it_holds(tmp_path):
     added = metrics(tmp_path / "totals", _text(("pod", "gpu"), forms)) \
         - metrics(tmp_path / "none", HEAD + "    return []\n")
     assert added == len(forms) * 100
+
+
+@pytest.mark.parametrize("aggregation", ["max", "min"])
+def test_classic_refuses_a_pods_largest_or_smallest_framebuffer_per_gpu(tmp_path, aggregation):
+    """agent.pipeline: classic makes no pod's total per GPU: the largest or smallest of a MIG GPU's framebuffer (its
+    instances' sum) per pod and GPU has no form there, and generate refuses it naming the alarm; the OTel pipeline
+    builds it (test_each_aggregation_per_gpu_a_pod_holds_equals_the_truth)."""
+    from generator.errors import InputError
+    from generator.render.alarms import cloudwatch_alarms
+
+    built = {}
+    for pipeline in ("classic", "otel"):
+        folder = tmp_path / pipeline
+        folder.mkdir()
+        project = defined_project(folder, f"agent:\n  pipeline: {pipeline}\n",
+                                  alarms=HEAD + _alarm("fb", FB_USED, aggregation, ("pod", "gpu"), ">", 30000))
+        try:
+            cloudwatch_alarms(tuple(project.alarms), project.settings, project.catalog)
+            built[pipeline] = True
+        except InputError as exc:
+            assert "'fb'" in str(exc) and "sum of its instances" in str(exc)
+            built[pipeline] = False
+    assert built == {"classic": False, "otel": True}
