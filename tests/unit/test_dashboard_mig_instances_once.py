@@ -15,13 +15,22 @@ build's agent model and Metrics Insights' semantics (cloudwatch_widgets.shown_th
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from statistics import mean
 
 import pytest
 
+from generator import cost
+from generator.artifacts import build
 from generator.cloudwatch_query import WEIGHS_PER_SERIES
-from tests.support import mixed_fleet
-from tests.support.cloudwatch_widgets import notes, said, shown_through_agent
+from generator.output import encode
+from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support.agent_points import through_agent
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import latest_values, notes, said, shown_through_agent
+from tests.support.projects import defined_project
+from tests.unit.test_cloudwatch_fleet_over_500 import AGENT_FILE, _targets
 
 STEP, END = 30, 1800
 # field: (the instance's fact, the unit, how a GPU's instances make its value)
@@ -88,3 +97,102 @@ def test_each_chart_reads_each_gpu_once_or_says_how_it_does_not(shown, title):
     else:
         assert _shown(values[title], by) == pytest.approx(truth) or said(text, title, WEIGHS_PER_SERIES[:40]), \
             (values[title], truth)
+
+
+def test_cost_prices_one_metric_per_gpu_as_the_agent_publishes(tmp_path):
+    """Each field read so is one metric per physical GPU in the set of readings once: through the agent model the mixed
+    fleet's 11 GPUs publish 11 of engine activity and of framebuffer used ([ClusterName, node, gpu, readings]; a MIG
+    GPU's two instances one), and `gpudash cost` adds one metric per GPU for each (100 GPUs: 200)."""
+
+    fields = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_USED")
+    text = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+            "    yield Dashboard(id='instances', title='Instances', rows=[Row('Nodes', [\n"
+            + "".join(f"        Panel('{field}', Query({field!r}, 'sum', ('node',)), unit={FIELDS[field][1]!r}),\n"
+                      for field in fields) + "    ])])\n")
+
+    def metrics(folder, dashboards: str | None) -> tuple[float, list]:
+        folder.mkdir()
+        project = defined_project(folder, "agent:\n  pipeline: otel\n", dashboards=dashboards)
+        artifacts = build(project)
+        lines = cost.estimates(project, cost.Fleet(clusters=1, pods=10, churn=0, gpus=100), None, artifacts)
+        quantity = {line["item"]: line for line in lines["group_by"]["lines"]}["custom metrics"]["quantity"]
+        return quantity, through_agent(encode(artifacts), STEP, 4 * STEP)
+
+    added, points = metrics(tmp_path / "mine", text)
+    none, _ = metrics(tmp_path / "none", "def dashboards(ctx):\n    return []\n")
+    once = {(p.metric, p.dimensions) for p in points if "readings" in p.dims() and p.metric in fields}
+    gpus = sum(len(node.gpus) for node in mixed_fleet.FLEET)
+    assert {field: sum(1 for metric, _ in once if metric == field) for field in fields} == dict.fromkeys(fields, gpus)
+    assert added - none == len(fields) * 100
+
+
+NODES, PER_NODE = 63, 8  # 504 GPUs: past the 500 series a query returns, the fleet's values read every reading
+ENGINE, FB_USED = "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_USED"
+FLEET_VALUES = {"Mean engine activity": (ENGINE, "avg", "ratio"), "GPUs using framebuffer": (FB_USED, "count", "count"),
+                "Framebuffer used": (FB_USED, "sum", "mebibyte")}
+
+
+def _half_mig_page(node: int) -> str:
+    """Node `node`'s GPUs: the even ones split into two instances (engine 0.8 and 0.4, 10,000 and 5,000 MiB), the odd
+    ones whole (0.9, 20,000 MiB)."""
+    def series(name: str, gpu: int, instance: str, value: float) -> str:
+        mig = f',GPU_I_PROFILE="3g.20gb",GPU_I_ID="{instance}"' if instance else ""
+        return (f'{name}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A100-SXM4-40GB",'
+                f'Hostname="n{node}"{mig}}} {value}')
+    values = {ENGINE: ((0.8, 0.4), 0.9), FB_USED: ((10000, 5000), 20000)}
+    lines = []
+    for name, (split, whole) in values.items():
+        lines.append(f"# TYPE {name} gauge")
+        for gpu in range(PER_NODE):
+            lines += [series(name, gpu, str(1 + i), value) for i, value in enumerate(split)] if gpu % 2 == 0 \
+                else [series(name, gpu, "", whole)]
+    return "\n".join(lines) + "\n"
+
+
+def test_past_500_gpus_the_fleets_values_read_each_gpu_once(tmp_path):
+    """504 GPUs, half split into two MIG instances: the fleet's mean engine activity is the GPUs' mean (0.75: MIG GPUs
+    at 0.6, whole ones at 0.9; the instances' mean is 0.7), the GPUs using framebuffer 504 (not 756 instances), its
+    total 504 / 2 x 35,000 MiB. Past 500 GPUs the values read every reading of the cluster in the minute
+    ([ClusterName, readings]), each GPU's reading once: the agent combines a MIG GPU's instances before."""
+
+    text = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+            "    yield Dashboard(id='fleet', title='Fleet', rows=[Row('Fleet', [\n"
+            + "".join(f"        Panel({title!r}, Query({field!r}, {how!r}), kind='stat', unit={unit!r}),\n"
+                      for title, (field, how, unit) in FLEET_VALUES.items()) + "    ])])\n")
+
+    files = encode(build(defined_project(tmp_path, "agent:\n  pipeline: otel\n", dashboards=text)))
+    config, job = agent_config(files[AGENT_FILE])
+    targets = _targets(job, NODES)
+    points = Agent(config, job).run([Scrape(30.0 * k, _half_mig_page(n), targets[n])
+                                     for k in range(-1, 8) for n in range(NODES)])
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-fleet.json"])["DashboardBody"])
+    shown = {}
+    for widget in body["widgets"]:
+        if widget["type"] == "metric":
+            (line,) = cloudwatch_eval.widget(widget["properties"], points, 0, 240, now=240).values()
+            shown[widget["properties"]["title"]] = line[max(line)]
+    gpus = NODES * PER_NODE
+    assert shown == pytest.approx({"Mean engine activity": 0.75, "GPUs using framebuffer": gpus,
+                                   "Framebuffer used": gpus // 2 * (15000 + 20000)})
+
+
+def test_a_gpu_one_of_whose_instances_reads_a_blank_has_no_framebuffer_total(tmp_path):
+    """DCGM's blank on one MIG instance's free framebuffer: the GPU's free memory (its instances' sum) is unknown, and
+    the node's lines read its other GPU alone, as the Prometheus side reads it (promql.merged gives such a GPU no
+    value): the agent adds a GPU's instances up before its blank filter, which drops a sum holding a blank. Added after
+    it, the GPU read its other instance's 12,000 MiB as its whole free memory."""
+
+    (mig,) = [node for node in mixed_fleet.FLEET if node.name == "gpu-node-mig"]
+    gpu = mig.gpus[1]
+    blank = replace(gpu, instances=(gpu.instances[0], replace(gpu.instances[1], fb_free=float(mixed_fleet.NOT_SUPPORTED))))
+    fleet = tuple(replace(node, gpus=(node.gpus[0], blank)) if node is mig else node for node in mixed_fleet.FLEET)
+    field = "DCGM_FI_DEV_FB_FREE"
+    titles = {f"{how} {field} per node": how for how in ("sum", "avg", "max", "min")}
+    text = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+            "    yield Dashboard(id='blank', title='Blank', rows=[Row('Nodes', [\n"
+            + "".join(f"        Panel({title!r}, Query({field!r}, {how!r}, ('node',)), unit='mebibyte'),\n"
+                      for title, how in titles.items()) + "    ])])\n")
+    files = encode(build(defined_project(tmp_path, "agent:\n  pipeline: otel\n", dashboards=text)))
+    values = latest_values(files, through_agent(files, STEP, END, fleet), END)
+    alone = _gpu_value(field, mig.gpus[0])  # 400 + 15,000 MiB
+    assert {title: values[title]["gpu-node-mig"] for title in titles} == pytest.approx(dict.fromkeys(titles, alone))
