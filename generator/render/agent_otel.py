@@ -755,7 +755,8 @@ def _once_labels(declarations: list[dict[str, Any]]) -> list[str]:
 def _instances_combined(labels: list[str], how: str) -> list[dict[str, Any]]:
     """aggregate_labels that merge the copies of each GPU instance (pods sharing it) by `max`, then the GPU's
     instances by `how` (sum, mean; a whole GPU is its one instance, GPU_I_ID "none")."""
-    return [{"action": "aggregate_labels", "label_set": sorted({*labels, MIG_INSTANCE_LABEL}), "aggregation_type": "max"},
+    return [{"action": "aggregate_labels", "label_set": sorted({*labels, MIG_INSTANCE_LABEL}),
+             "aggregation_type": "max"},
             {"action": "aggregate_labels", "label_set": labels, "aggregation_type": how}]
 
 

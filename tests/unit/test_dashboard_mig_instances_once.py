@@ -184,7 +184,8 @@ def test_a_gpu_one_of_whose_instances_reads_a_blank_has_no_framebuffer_total(tmp
 
     (mig,) = [node for node in mixed_fleet.FLEET if node.name == "gpu-node-mig"]
     gpu = mig.gpus[1]
-    blank = replace(gpu, instances=(gpu.instances[0], replace(gpu.instances[1], fb_free=float(mixed_fleet.NOT_SUPPORTED))))
+    blank = replace(gpu, instances=(gpu.instances[0],
+                                    replace(gpu.instances[1], fb_free=float(mixed_fleet.NOT_SUPPORTED))))
     fleet = tuple(replace(node, gpus=(node.gpus[0], blank)) if node is mig else node for node in mixed_fleet.FLEET)
     field = "DCGM_FI_DEV_FB_FREE"
     titles = {f"{how} {field} per node": how for how in ("sum", "avg", "max", "min")}
