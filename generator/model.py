@@ -377,6 +377,24 @@ class Condition:
         return not self.query.as_increase and self.comparison == ">" and self.threshold == 0
 
 
+ABSENT_MISSING_DATA = ("missing", "breaching")  # an absent alarm's own: no data is what it fires on
+
+
+def absent_problem(alarm: "Alarm") -> str:
+    """What an `absent=True` alarm asks that it would not do ("" if nothing): it is the data-missing alarm, which
+    fires when the GPU data of a cluster stops arriving (data_missing) whatever its condition says, so a condition
+    other than `count(field) < 1` over the whole cluster (fewer than 7 GPUs, per node) would be dropped without a
+    word, and missing data that does not breach contradicts it."""
+    query, condition = alarm.condition.query, alarm.condition
+    if (query.aggregation, query.by, condition.comparison, condition.threshold) != ("count", (), "<", 1):
+        by = f" by ({', '.join(query.by)})" if query.by else ""
+        return (f"absent=True makes the data-missing alarm (a cluster's GPU data no longer arriving), which ignores "
+                f"the condition {query.aggregation}({query.metric}){by} {condition.comparison} {condition.threshold:g}")
+    if alarm.missing_data not in ABSENT_MISSING_DATA:
+        return f"absent=True alarms when no data arrives: missing_data={alarm.missing_data!r} would never let it fire"
+    return ""
+
+
 @dataclass(frozen=True)
 class Alarm:
     """A neutral alarm rule; renders to CloudWatch alarms and Prometheus alerting rules.
@@ -425,6 +443,13 @@ class Alarm:
                             f"datapoints_to_alarm <= evaluation_periods")
             fixes.append("alarm when datapoints_to_alarm of the last evaluation_periods periods breach, e.g. "
                          "evaluation_periods=3, datapoints_to_alarm=2 (None: all of them)")
+        if self.absent:
+            problem = absent_problem(self)
+            if problem:
+                problems.append(problem)
+                fixes.append(f"write Condition(Query({self.condition.query.metric!r}, 'count'), '<', 1) for an alarm "
+                             f"on GPU data no longer arriving; to alarm on fewer GPUs than a number (or on any other "
+                             f"condition) while no data breaches, drop absent=True and set missing_data='breaching'")
         if problems:
             raise DefinitionError(f"{_named('alarm', self.id)}: {'; '.join(problems)}", self.defined_at,
                                   "; ".join(fixes))

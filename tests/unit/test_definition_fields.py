@@ -92,6 +92,17 @@ MEANINGS = {
     "a field added twice to the total": (Query, {"over": ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_USED")},
                                          "over names DCGM_FI_DEV_FB_USED twice", "name each once"),
     "a dashboard without a title": (Dashboard, {"title": " "}, "dashboard 'gpus': the title is empty", "write a title"),
+    # absent=True is the data-missing alarm, whatever its condition: another condition was dropped without a word
+    "absent with fewer than 7 GPUs": (Alarm, {"absent": True, "condition": Condition(Query("DCGM_FI_DEV_GPU_TEMP",
+                                                                                           "count"), "<", 7)},
+                                      "which ignores the condition count(DCGM_FI_DEV_GPU_TEMP) < 7",
+                                      "drop absent=True and set missing_data='breaching'"),
+    "absent per node": (Alarm, {"absent": True, "condition": Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count",
+                                                                             ("node",)), "<", 1)},
+                        "count(DCGM_FI_DEV_GPU_TEMP) by (node) < 1", "Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'count'), '<', 1)"),
+    "absent never breaching": (Alarm, {"absent": True, "missing_data": "notBreaching",
+                                       "condition": Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1)},
+                               "missing_data='notBreaching' would never let it fire", "absent=True"),
 }
 
 
