@@ -32,6 +32,7 @@ from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _
 from ..ownership import publication_tags
 from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, counted_name, counted_rules, expression,
                       group_keys, kinds_apart, label_name, with_cluster)
+from ..promql_text import quoted
 from ..series_labels import MAX_DIMENSIONS
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
 
@@ -98,6 +99,12 @@ def stale_note(alarm: Alarm, first: str = "") -> str:
     page's example (RANGE_EXTRA_PERIODS): the rule judges that length (_of_range) and clears with the alarm there; a
     longer range keeps the alarm in ALARM longer."""
     who = "a pod" if alarm.per_pod else "a GPU"
+    if alarm.missing_data == "breaching":  # the periods it misses breach: _of_range's `fewer` and `nothing`
+        return (f" On CloudWatch: {first + '; ' if first else ''}{who} whose data stops (exporter, node or pod gone) "
+                f"is judged with its missing periods breaching while its last datapoints are in the alarm's "
+                f"evaluation range, and with none in it the alarm is in ALARM; the rule judges the range of AWS's "
+                f"example ({RANGE_EXTRA_PERIODS} periods more than the alarm's), fires so and, with no reading of "
+                f"the alarm's {'cluster' if alarm.scope == 'cluster' else 'Region'} in it, fires once for it.")
     return (f" On CloudWatch: {first + '; ' if first else ''}{who} whose data stops in ALARM (exporter, node or pod "
             f"gone) stays so while its last datapoints are in the alarm's evaluation range; the rule judges the "
             f"range of AWS's example ({RANGE_EXTRA_PERIODS} periods more than the alarm's) and clears "
@@ -120,6 +127,8 @@ def rule_clears(alarm: Alarm) -> int:
     if not range_judged(alarm):
         return (periods - needed + 1) * alarm.period_seconds
     empty = periods - needed + 1 + RANGE_EXTRA_PERIODS
+    if alarm.missing_data == "breaching":  # its last readings all breaching: it fires while any is in the range
+        empty = periods + RANGE_EXTRA_PERIODS
     if alarm.missing_data == "missing" and needed > 1:
         empty = max(empty, periods)
     return empty * alarm.period_seconds
@@ -1062,11 +1071,33 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
     kinds = _kinds(alarm, catalog, settings)
     read = value or (lambda kind, period: period_value(alarm, catalog, settings, period, kind))
     if range_judged(alarm):
-        return " or ".join(_of_range(alarm, lambda period, kind=kind: read(kind, period), condition)
-                           for kind in kinds)
+        judged = " or ".join(_of_range(alarm, lambda period, kind=kind: read(kind, period), condition)
+                             for kind in kinds)
+        if alarm.missing_data == "breaching":
+            periods = range(alarm.evaluation_periods + RANGE_EXTRA_PERIODS)
+            return f"{judged} or {_nothing(alarm, settings, [read(kind, k) for kind in kinds for k in periods])}"
+        return judged
     return " or ".join(_of_periods(alarm, lambda period, kind=kind: f"{read(kind, period)} {condition.comparison} "
                                                                     f"{condition.threshold:g}")
                        for kind in kinds)
+
+
+def _nothing(alarm: Alarm, settings: Settings, values: list[str]) -> str:
+    """A `breaching` alarm with no datapoint in its evaluation range (`values`: each period's statistic there): every
+    period breaches, so CloudWatch's alarm, a GROUP BY one with no contributor left too, is in ALARM (tests/support/
+    cloudwatch_eval judges it so). One series per CloudWatch alarm: each cluster's (its prometheus_label) on a
+    Prometheus holding several (each Region's where the rule judges Regions apart: judged_regions), one for the
+    rule's own Prometheus otherwise."""
+    keys = group_keys(_alert_query(alarm, settings).by)
+    if alarm.scope == "cluster" and "cluster" in keys and settings.shared_prometheus:
+        label, names = label_name("cluster", settings.labels), [c.prometheus_label for c in settings.clusters]
+    elif judged_regions(alarm, settings):
+        label, names = REGION_LABEL, [region for region, _ in judged_regions(alarm, settings)]
+    else:
+        return f"(vector(1) unless on() group({' or '.join(values)}))"
+    each = " or ".join(f'label_replace(vector(1), "{label}", {quoted(name.replace("$", "$$"))}, "", "")'
+                       for name in names)
+    return f"(({each}) unless on({label}) group by ({label}) ({' or '.join(values)}))"
 
 
 def _kinds(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[str | None, ...]:
@@ -1206,7 +1237,7 @@ def _of_periods(alarm: Alarm, breaching: Callable[[int], str], join: tuple[str, 
     return f"({_over_periods('count', terms)} >= {needed})"
 
 
-RANGE_JUDGED = ("missing", "notBreaching")  # missing data CloudWatch judges over its evaluation range (_of_range)
+RANGE_JUDGED = ("missing", "notBreaching", "breaching")  # missing data judged over the evaluation range (_of_range)
 # Periods CloudWatch's evaluation range holds beyond EvaluationPeriods, as the rule models it. AWS publishes no rule
 # for the length ("depends on the length of the alarm period and whether it is based on a metric with standard
 # resolution or high resolution"); its one example, two tables of 3 evaluation periods of 5 minutes, judges 5
@@ -1227,14 +1258,15 @@ def _marked(terms: list[str]) -> str:
 
 
 def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -> str:
-    """CloudWatch's judgement of an alarm whose missing data is `missing` or `notBreaching`, over an evaluation range
-    of N + RANGE_EXTRA_PERIODS periods (user guide, "How alarm state is evaluated when data is missing": it
-    retrieves "a higher number of data points than" N; the page's example retrieves 5 for 3). `value(k)`: the
+    """CloudWatch's judgement of an alarm whose missing data is `missing`, `notBreaching` or `breaching`, over an
+    evaluation range of N + RANGE_EXTRA_PERIODS periods (user guide, "How alarm state is evaluated when data is
+    missing": it retrieves "a higher number of data points than" N; the page's example retrieves 5 for 3). `value(k)`: the
     statistic of the period k periods back, none if that period has no reading.
     - At least N periods with a reading: the N most recent of them are judged (TreatMissingData unused), M must
       breach. A period without a reading among the latest N lets an older one be judged: a GPU whose exporter
       answers five minutes of every ten or fifteen stays judged on its readings, not paused at each gap.
-    - Fewer: the missing periods count as not breaching, M of the real ones must breach; with `missing`, fewer
+    - Fewer: the missing periods count as not breaching, M of the real ones must breach (with `breaching`, N less
+      the real ones breach: at most N - M real ones may not); with `missing`, fewer
       real periods than M alarm early when the oldest breaching one of the latest N is at least M periods old and
       every later one breaches or has no reading ("Avoiding premature transitions to alarm state").
     Where M equals N (every default alarm; with `missing` data, 2 of 2) one evaluation of each period's statistic:
@@ -1285,6 +1317,13 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -
             f"({counted([breaching(k) for k in range(periods + j)])} >= {needed}"
             + (f" unless {counted([value(k) for k in range(periods + j - 1)])} >= {periods})" if j else ")")
             for j in range(extra + 1))
+    if alarm.missing_data == "breaching":
+        # Fewer real periods than N in the range: the missing ones breach, so N - M not breaching at most alarm (the
+        # range read as its readings; a contributor with none in it is none, as its GROUP BY query returns none)
+        readings = counted([value(k) for k in range(periods + extra)])
+        fewer = (f"(({readings} unless {counted([not_breaching(k) for k in range(periods + extra)])} > "
+                 f"{periods - needed}) unless {readings} >= {periods})")
+        return f"({main} or {fewer})"
     if alarm.missing_data != "missing" or needed < 2:
         return f"({main})"
     if needed == periods:

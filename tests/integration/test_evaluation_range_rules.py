@@ -24,7 +24,12 @@ from dataclasses import replace
 import pytest
 
 from generator.project import load_project
-from generator.render.alarms import cloudwatch_condition, period_value, prometheus_expression, prometheus_rules
+from generator.model import Alarm, Condition, Query
+from generator.names import alert_name
+from generator.render.alarms import (cloudwatch_alarms, cloudwatch_condition, period_value, prometheus_expression,
+                                     prometheus_rules)
+from generator.settings import parse_settings
+from tests.integration.test_prometheus_rules import rendered
 from tests.support import cloudwatch_eval
 from tests.support.prometheus_server import binary
 
@@ -52,6 +57,9 @@ def _variants(project) -> dict[str, object]:
         "3-of-3-notBreaching": replace(critical, evaluation_periods=3, datapoints_to_alarm=3,
                                        missing_data="notBreaching"),
         "4-of-6-missing": replace(critical, evaluation_periods=6, datapoints_to_alarm=4),
+        "1-of-1-breaching": replace(critical, missing_data="breaching"),
+        "2-of-3-breaching": replace(critical, evaluation_periods=3, datapoints_to_alarm=2, missing_data="breaching"),
+        "3-of-3-breaching": replace(critical, evaluation_periods=3, datapoints_to_alarm=3, missing_data="breaching"),
     }
 
 
@@ -64,6 +72,13 @@ def _cloudwatch(alarm, condition, pattern: tuple, length: int) -> str:
     values = [None] * max(length - len(pattern), 0) + list(reversed(pattern))  # oldest first
     return cloudwatch_eval.judge(values[len(values) - length:], needed, periods, alarm.missing_data,
                                  lambda v: compare(v, condition.threshold))
+
+
+def _alarms(alarm, condition, pattern: tuple, length: int) -> bool:
+    """Whether the alarm is in ALARM for a GPU of `pattern`. A GPU without a reading in the range is no contributor
+    of the GROUP BY query that reads the range (the evaluator judges a series it is given: with `breaching`, ALARM);
+    the alarm with no contributor at all is test_a_breaching_rule_fires_once_when_no_gpu_reads's."""
+    return any(r is not None for r in pattern) and _cloudwatch(alarm, condition, pattern, length) == "ALARM"
 
 
 def _as_generated(alarm, project) -> tuple[list[dict], str]:
@@ -114,7 +129,8 @@ def _passes(group: dict, expr: str, tmp_path, recorded: list[dict], interval: in
 
 # patterns a range of N + 1 periods judges otherwise than N + 2 (the rules' former length), per variant
 FORMER_DIFFERS = {"gpu-temp-critical": 2, "gpu-temp-high": 5, "xid-error": 1, "2-of-3-missing": 18,
-                  "2-of-3-notBreaching": 16, "3-of-3-missing": 10, "3-of-3-notBreaching": 6, "4-of-6-missing": 2}
+                  "2-of-3-notBreaching": 16, "3-of-3-missing": 10, "3-of-3-notBreaching": 6, "4-of-6-missing": 2,
+                  "1-of-1-breaching": 1, "2-of-3-breaching": 16, "3-of-3-breaching": 11}
 # Of a variant with more than MOST patterns, every SAMPLE-th, and these (latest first): early alarm state judges the
 # oldest breaching period of the latest N, not any (a breaching one at k = 3 with a not-breaching one before it).
 MOST, SAMPLE = 729, 80  # 80: prime to 3, so the sample varies every period
@@ -139,7 +155,7 @@ def test_the_rule_fires_where_the_alarm_is_in_alarm_over_the_example_range(proje
             if reading is not None:
                 values[(at - k * PERIOD - PERIOD // 2) // 30] = f"{reading:g}"
         series.append((f'{metric}{{gpu="{gpu}",UUID="GPU-{gpu}",node="n",Hostname="n"}}', values))
-        if _cloudwatch(alarm, condition, pattern, length) == "ALARM":
+        if _alarms(alarm, condition, pattern, length):
             firing.append(str(gpu))
     assert firing
     assert sum(_cloudwatch(alarm, condition, p, length - 1) != _cloudwatch(alarm, condition, p, length)
@@ -155,7 +171,9 @@ def test_the_rule_fires_where_the_alarm_is_in_alarm_over_the_example_range(proje
 # across a gap, so the increase read across one is 0. The shipped alarms are 1 of 1; a user's alarms may read more.
 COUNTER_VARIANTS = [("pcie-replays", n, m, missing) for n, m in ((1, 1), (2, 2), (3, 2), (3, 3))
                     for missing in ("notBreaching", "missing")] + [("uncorrectable-rows", 2, 2, "notBreaching"),
-                                                                    ("uncorrectable-rows", 3, 2, "missing")]
+                                                                    ("uncorrectable-rows", 3, 2, "missing"),
+                                                                    ("pcie-replays", 1, 1, "breaching"),
+                                                                    ("pcie-replays", 3, 2, "breaching")]
 # GPUs per instant: at 4-5 periods, where each exporter's copy is held through a missed scrape (promql.held_latest by
 # target), the recording rule holds over 500 samples at once per GPU with readings in every period: 20 such GPUs at
 # one instant exceed the 10,000 samples promtool allows a query (19 do not; 81 did before). Each instant costs
@@ -186,7 +204,7 @@ def test_a_counter_rule_fires_where_its_alarm_is_in_alarm_over_the_example_range
             counter += pattern[k]
             values[(start + 210) // 30] = f"{counter:g}"
         series.append((f'{condition.query.metric}{{gpu="{gpu}",UUID="GPU-{gpu}",node="n",Hostname="n"}}', values))
-        if _cloudwatch(alarm, condition, pattern, length) == "ALARM":
+        if _alarms(alarm, condition, pattern, length):
             firing.append(str(gpu))
     assert firing
     recorded, expr = _as_generated(alarm, project)
@@ -209,3 +227,80 @@ def test_a_rule_reading_its_periods_more_than_once_computes_each_once(project):
         assert record["expr"].count(value) == 1 and value not in expr
     assert "DCGM_" not in expr
     assert len(record["expr"]) + len(expr) < len(prometheus_expression(alarm, project.catalog, project.settings)) / 3
+
+
+# A `breaching` alarm of a cluster whose GPUs all stop reading (its GPU node group scaled to zero, its exporters
+# gone): two clusters on one Prometheus, east's one GPU read every 30 s for its first 20 minutes, west's all along.
+BREACHING_SETTINGS = """
+clusters:
+  - {name: east, region: us-east-1, prometheus_label: east}
+  - {name: west, region: us-east-1, prometheus_label: west}
+"""
+EAST_UNTIL = 1200  # seconds: east's last reading is before this
+
+
+def _breaching_alarms():
+    power = Condition(Query("DCGM_FI_DEV_POWER_USAGE", "sum"), "<", 50)  # each cluster's GPU draws 100 W
+    hot = Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node",)), ">", 90)  # each reads 50 C
+    return (Alarm("power-low", "Power low", power, missing_data="breaching"),
+            Alarm("node-hot", "Node hot", hot, missing_data="breaching", evaluation_periods=3, datapoints_to_alarm=1))
+
+
+def _breaching_states(alarm, at: int) -> dict[str, tuple[str, bool]]:
+    """{cluster: (CloudWatch's state, whether a contributor read it)} at `at` for the story above: a contributor (the
+    cluster's one node) judged on its periods' statistics over the example range (cloudwatch_eval.judge), or, with no
+    reading in the range, no contributor and the alarm reading no datapoint."""
+    periods, needed = alarm.evaluation_periods, alarm.datapoints_to_alarm or alarm.evaluation_periods
+    length = periods + cloudwatch_eval.EXAMPLE_EXTRA_PERIODS
+    condition = alarm.condition
+    value = 100.0 if condition.query.metric == "DCGM_FI_DEV_POWER_USAGE" else 50.0
+    compare = cloudwatch_eval.COMPARE[{">": "GreaterThanThreshold", "<": "LessThanThreshold"}[condition.comparison]]
+    states = {}
+    for cluster, until in (("east", EAST_UNTIL), ("west", None)):
+        starts = [at - (length - i) * PERIOD for i in range(length)]  # oldest first
+        values = [value if until is None or start < until else None for start in starts]
+        read = any(v is not None for v in values)
+        states[cluster] = (cloudwatch_eval.judge(values, needed, periods, "breaching",
+                                                 lambda v: compare(v, condition.threshold)) if read else "ALARM", read)
+    return states
+
+
+def test_a_breaching_rule_fires_for_each_contributor_and_for_a_cluster_with_no_reading_left(tmp_path):
+    """With `breaching`, a period without a datapoint breaches: a contributor with fewer than N periods of readings in
+    the range is judged with the missing ones breaching, and a cluster none of whose GPUs has a reading in the range
+    is in ALARM on CloudWatch (its alarm reads no datapoint; the generated request with none is judged so). The rule
+    fires for the same clusters and nodes at each instant, once per cluster where nothing is left, never for a
+    cluster still reading (before, the rule treated missing periods as not breaching and fired for none)."""
+    project = load_project()
+    settings = parse_settings(BREACHING_SETTINGS, "<test>", tmp_path)
+    alarms = _breaching_alarms()
+    for request in cloudwatch_alarms(alarms, settings, project.catalog):
+        assert cloudwatch_eval.alarm(request["Request"], [], 3600) == {(): "ALARM"}
+    rules = prometheus_rules(alarms, project.catalog, settings)
+    (tmp_path / "rules.json").write_text(json.dumps(rules))
+    annotations = {r["alert"]: r["annotations"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
+    series = []
+    for cluster, until in (("east", EAST_UNTIL), ("west", None)):
+        for metric, value in (("DCGM_FI_DEV_POWER_USAGE", 100), ("DCGM_FI_DEV_GPU_TEMP", 50)):
+            values = [str(value) if until is None or k * 30 < until else "_" for k in range(3600 // 30)]
+            if until:
+                values[until // 30] = "stale"
+            series.append({"series": f'{metric}{{cluster="{cluster}",gpu="0",UUID="GPU-{cluster}",node="n-{cluster}",'
+                                     f'Hostname="n-{cluster}"}}', "values": " ".join(values)})
+    checks = []
+    for alarm in alarms:
+        for at in (900, 1500, 1800, 2100, 2400, 2700, 3000):
+            labels = [{"cluster": cluster, **({"node": f"n-{cluster}"} if read and alarm.condition.query.by else {})}
+                      for cluster, (state, read) in sorted(_breaching_states(alarm, at).items()) if state == "ALARM"]
+            checks.append({"eval_time": f"{at}s", "alertname": alert_name(alarm.id),
+                           "exp_alerts": [{"exp_labels": {**one, "severity": alarm.severity, "gpudash_rule": alarm.id},
+                                           "exp_annotations": {k: rendered(v, one) for k, v in
+                                                               annotations[alert_name(alarm.id)].items()}}
+                                          for one in labels]})
+    assert any(c["exp_alerts"] for c in checks) and any(not c["exp_alerts"] for c in checks)
+    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.json"], "evaluation_interval": "30s",
+                                                    "tests": [{"interval": "30s", "input_series": series,
+                                                               "alert_rule_test": checks}]}))
+    result = subprocess.run([binary("promtool"), "test", "rules", "test.json"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
