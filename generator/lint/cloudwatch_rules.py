@@ -681,6 +681,28 @@ def alarm_gap_growth(subject: LintInput) -> Iterable[Finding]:
         yield Finding("AL018", "note", _alarm_where(item), f"on agent.pipeline: otel, for {', '.join(fields)}: {text}")
 
 
+def silent_when_gone(subject: LintInput) -> Iterable[Finding]:
+    """An alarm on a count or total of readings under a level (`COUNT(...) < 7` GPUs, `SUM(power) < 1200`) whose
+    missing data does not breach: when the GPUs it counts stop reporting (node group scaled to zero, exporter or agent
+    gone) its query returns no datapoint, which CloudWatch does not judge as 0, and its Prometheus rule reads no
+    series: neither fires when the count reaches 0 (a note per alarm). TreatMissingData breaching makes both fire
+    then (render.alarms._of_range and _nothing); the data-missing alarm already says the exporter stopped."""
+    for item in subject.alarms:
+        request = item.request
+        if not str(request.get("ComparisonOperator", "")).startswith("LessThan") \
+                or request.get("TreatMissingData", "missing") == "breaching":
+            continue
+        returned = [m for m in request.get("Metrics", []) if m.get("ReturnData", True)]
+        expression = str(returned[0].get("Expression", "")) if len(returned) == 1 else ""
+        query = _parsed(expression) if is_query(expression) else None
+        if query is not None and query.function in ("COUNT", "SUM"):
+            yield Finding("AL023", "note", _alarm_where(item),
+                          f"a {query.function.lower()} of readings under a level with missing data "
+                          f"{request.get('TreatMissingData', 'missing')}: when every GPU it reads stops reporting, "
+                          f"neither this alarm nor its Prometheus rule fires (no datapoint is not 0); set "
+                          f"missing_data='breaching' to alarm then")
+
+
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
     """The fields the exporter splits per process that `expressions` read outside the per-pod dimension set, when
     exporter.virtual_gpus is set and the agent's JSON path publishes (it cannot keep the pods' shares out)."""
@@ -904,6 +926,8 @@ RULES = (
     Rule("AL022", "fleet alarms judging their clusters together say where CloudWatch reads a Region's clusters and "
                   "the Prometheus rule one cluster's (a Prometheus per cluster; a warning per alarm and Region)",
          regions_apart),
+    Rule("AL023", "alarms on a count or total of readings under a level say that neither form fires when every GPU "
+                  "they read stops reporting, unless missing data breaches (a note per alarm)", silent_when_gone),
     Rule("AL020", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
     Rule("CF001", "each CloudFormation template within CloudFormation's quotas (500 resources, 1,000,000 bytes)",
