@@ -25,7 +25,7 @@ from ..cloudwatch_query import (ONCE_PER_GPU, PERIOD, SERIES_PER_QUERY, Plan, Un
 from ..container_insights import (NotPublished, enabled as addon_source, layout_of, observed_every,
                                   plan as addon_plan, source_plan)
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
-from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
+from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from ..names import cloudwatch_dashboard_name
 from ..ownership import with_publication
 from ..settings import Cluster, Settings
@@ -406,7 +406,8 @@ def widget_title(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings
 CUT_TITLE = "that read highest"  # what widget_title says of the lines a utilization chart draws
 CUT_LEFT = "the least busy are not drawn"  # ... and of those its LIMIT leaves out
 LOW_CUT_TITLE, LOW_CUT_LEFT = "that read lowest", "the fastest are not drawn"  # ... and of a clocks chart
-_CUT_TITLE = re.compile(rf" \(the \d+ (?:pods|nodes|GPUs|GPUs or MIG instances|MIG instances) "
+_CUT_TITLE = re.compile(rf" \(the \d+ (?:pods|nodes|GPUs|GPUs or MIG instances|MIG instances|containers|namespaces|"
+                        rf"clusters) "
                         rf"(?:{CUT_TITLE}: past \d+, {CUT_LEFT}|{LOW_CUT_TITLE}: past \d+, {LOW_CUT_LEFT})\)$")
 
 
@@ -463,8 +464,18 @@ def _lines_of(plan_: Plan, settings: Settings | None = None) -> str:
     group = set(plan_.group)
     if "pod" not in group and MIG_INSTANCE_LABEL in group and settings is not None and settings.no_mig:
         return "MIG instances" if MIG_PROFILE_LABEL in group else "GPUs"
-    return ("pods" if "pod" in group else "GPUs or MIG instances" if MIG_INSTANCE_LABEL in group
-            else "nodes" if group == {"node"} else "GPUs")
+    if "pod" in group:
+        return "pods"
+    if MIG_INSTANCE_LABEL in group:
+        return "GPUs or MIG instances"
+    if GPU_DIMENSION in group:
+        return "GPUs"
+    # a line per workload or node: each adds up (or takes the extreme of) its GPUs' series
+    return next((words for key, words in _GROUP_WORDS if key in group), "GPUs")
+
+
+_GROUP_WORDS = (("container", "containers"), (NAMESPACE_DIMENSION, "namespaces"), (NODE_DIMENSION, "nodes"),
+                (CLUSTER_DIMENSION, "clusters"))
 
 
 def combined_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings | None = None) -> str:

@@ -436,3 +436,30 @@ def test_a_chart_keeps_the_lowest_of_a_clock_frequency_only(field, help_text, ra
     catalog = parse_counters(f"{field}, gauge, {help_text}\n")
     query = Query(field, "avg", ("node", "gpu"))
     assert line_rank(query, plan(query, catalog, load_settings(None), 300), catalog) == rank
+
+
+LINE_WORDS = {"namespace": "namespaces", "container": "containers", "node": "nodes", "pod": "pods",
+              "node, gpu": "GPUs"}
+
+
+@pytest.mark.parametrize("by", list(LINE_WORDS))
+def test_the_header_and_title_name_what_a_line_is(tmp_path, by):
+    """A chart of one line per namespace, container or node is cut at cloudwatch.top_gpus lines too; its header and
+    title name its lines as what they are (they said "at most 50 GPUs" of a chart of namespaces: the number right, the
+    noun not), and the title's words are still taken off to find the panel."""
+    (tmp_path / "dashboards").mkdir()
+    keys = tuple(by.split(", "))
+    (tmp_path / "dashboards" / "mine.py").write_text(
+        "from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+        f"    yield Dashboard('mine', 'Mine', [Row('r', [Panel('Busy', [Query('DCGM_FI_DEV_GPU_UTIL', 'max', "
+        f"{keys!r})])])])\n")
+    dimensions = "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container]\n" if by == "container" else ""
+    (tmp_path / "gpudash.yaml").write_text(f"definitions:\n  dashboards: [dashboards]\n{dimensions}")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    name = "cloudwatch/dashboards/gpudash-gpu-cluster-mine.json"
+    (widget,) = [w["properties"] for w in json.loads(json.loads(files[name])["DashboardBody"])["widgets"]
+                 if w["type"] == "metric"]
+    words = LINE_WORDS[by]
+    assert widget["title"].startswith(f"Busy (the 50 {words} that read highest")
+    assert panel_title(widget["title"]) == "Busy"
+    assert kept(header(files, name))["Busy"].startswith(f"at most 50 {words} (cloudwatch.top_")
