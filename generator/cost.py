@@ -48,6 +48,11 @@ HOURS_PER_MONTH = 730
 MINUTES_PER_MONTH = HOURS_PER_MONTH * 60
 
 
+# What Fleet.held_copies counts, said where it is used
+HELD_PAIRS = ("estimated as one per GPU held, or per pod where pods share GPUs: each pod holding several GPUs while "
+              "others share one adds one per GPU more")
+
+
 @dataclass(frozen=True)
 class Fleet:
     clusters: int
@@ -92,10 +97,12 @@ class Fleet:
 
     @property
     def held_copies(self) -> int:
-        """The label sets of a pod and a GPU instance it holds that a month publishes: one per pod holding an
-        instance. Without KUBERNETES_VIRTUAL_GPUS a scrape names one pod of a shared instance, but not always the
-        same one (kubelet's order is not fixed: dcgm-exporter #340), so every pod sharing it is counted (an upper
-        bound)."""
+        """The label sets of a pod and a GPU instance it holds that a month publishes, estimated from the counts the
+        fleet gives: one per GPU instance held, or per pod where more pods run than instances (pods sharing one).
+        Without KUBERNETES_VIRTUAL_GPUS a scrape names one pod of a shared instance, but not always the same one
+        (kubelet's order is not fixed: dcgm-exporter #340), so every pod sharing it counts. Not a bound: where some
+        pods share a GPU while others hold several, every pair of a pod and a GPU it holds is one (5 pods on 5 GPUs,
+        three sharing one and one holding two: 6), which the pods and GPUs alone do not tell (HELD_PAIRS)."""
         return max(self.instances, self.pods)
 
     def warnings(self) -> list[str]:
@@ -489,7 +496,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     mig_only = sum(mig_sets.values())
     # A pod's fields per GPU it holds (the idle alarms' utilization): one metric per copy of a GPU, a pod holding it.
     pod_set = tuple(pod_dimensions(settings))
-    pod_gpus = fleet.held_copies if fleet.pods else 0  # an upper bound: every GPU instance held (none without pods)
+    pod_gpus = fleet.held_copies if fleet.pods else 0  # an estimate (Fleet.held_copies; none without pods)
     per_pod_gpu = sum(len(m) for dims, m in sets.items() if dims not in pod_sets and set(pod_set) <= set(dims)
                       and MIG_PROFILE_LABEL not in dims)
     # each pod started in the month publishes them for each GPU instance it holds (as many as a pod holds on average)
@@ -533,8 +540,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              (f"{per_gpu + per_instance} fields x {fleet.gpu_count:,} GPUs" if not fleet.mig else
               f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_instance} x {fleet.instances:,} MIG instances")
              + f" + {per_pod} fields x {fleet.pods:,} pods (+ {fleet.churn:,} pod starts, prorated)"
-             + (f" + {per_pod_gpu} x {pod_gpus:,} GPUs held by pods, at most (the idle alarms' per GPU; pod starts "
-                f"prorated alike)"
+             + (f" + {per_pod_gpu} x {pod_gpus:,} GPUs held by pods (the idle alarms' per GPU, {HELD_PAIRS}; pod "
+                f"starts prorated alike)"
                 if per_pod_gpu and pod_gpus else "")
              + (f" + {per_cluster} per cluster ("
                 + ("data-missing alarm, " if data_missing.expected(settings) else "")
@@ -697,7 +704,8 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                            f"{per_pod_rules} rules ({fleet_rules} of fleet scope: one alarm per Region)")
                           + f" = {per_pod_alarms} alarms; every pod a contributor"
                           + (f" ({per_pod_gpu_rules} rule{'s' if per_pod_gpu_rules != 1 else ''} judging each GPU a "
-                             f"pod holds: every pod's GPU, {fleet.held_copies:,} at most)" if per_pod_gpu_rules else "")
+                             f"pod holds: every pod's GPU, {fleet.held_copies:,}, {HELD_PAIRS})" if per_pod_gpu_rules
+                             else "")
                           + (f" (+ {mig_alarms} on MIG instances' stand-in field, analyzing MIG pods only: not "
                              f"counted)" if mig_alarms else "")))
     static_alarms = static_rules * fleet.pods

@@ -486,3 +486,13 @@ def test_a_flags_copy_of_mig_instances_is_an_event_per_instance_and_none_on_whol
 
     assert flags(Fleet(clusters=1, pods=100, churn=0, gpus=100)) == []
     assert [count for count, _ in flags(Fleet(clusters=1, pods=700, churn=0, gpus=100, mig_instances=7))] == [700]
+
+
+def test_the_pod_gpu_pairs_are_said_as_an_estimate_not_a_bound(project):
+    """Pairs of a pod and a GPU it holds (the idle alarm's per-pod-GPU metrics) are estimated from the pods and GPUs
+    given: max(GPUs, pods). Five pods on five GPUs, three sharing one by time-slicing and one holding two, publish 6:
+    the basis said "at most" 5. It says what the estimate is and what makes it more."""
+    for line in ("custom metrics", "per-pod alarms (GROUP BY pod)"):
+        basis = _lines(estimates(project, Fleet(clusters=1, pods=5, churn=0, gpus=5, nodes=3)))[line]["basis"]
+        assert "held by pods, at most" not in basis and "every pod's GPU, 5 at most" not in basis, basis
+        assert "estimated as one per GPU held, or per pod where pods share GPUs" in basis
