@@ -460,10 +460,33 @@ def copies_counted_note(plan_: Plan) -> str | None:
     return next((note for note in plan_.notes if note in (COPIES_COUNTED, WHOLE_COPIES_COUNTED)), None)
 
 
+def _pod_counts_copies(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> bool:
+    """An alarm's plan over the per-pod set (per pod, per namespace) or the per-pod-GPU set that counts GPUs, or adds
+    or averages a field of the whole device over them: a pod holding several MIG instances of one GPU has a series
+    of the GPU's reading per instance (team-q/dual, a whole GPU of 300 W and two instances of one of 200 W, read 3
+    GPUs, 700 W, a mean of 233 W, for 2, 500 W and 250 W), and a namespace's pods one per instance or per pod sharing
+    the GPU with exporter.virtual_gpus; the Prometheus rule reads each GPU once. The pod's totals the OTel pipeline
+    makes at the agent (_pod_total) read it once; a field MIG reports per instance is judged per instance there, and a
+    field MIG does not report reads no MIG instance in these sets."""
+    field = catalog.get(query.metric)
+    if result.namespace or field.is_counter or query.metric in MIG_UNSUPPORTED:
+        return False
+    if tuple(result.dims) not in (tuple(pod_dimensions(settings)), tuple(pod_gpu_dimensions(settings))):
+        return False
+    pod_gpu = GPU_DIMENSION in result.series  # a line per GPU a pod holds: its mean of equal copies is the reading
+    if result.function != "COUNT" and (field.per_instance or result.function not in ("SUM", "AVG")
+                                       or pod_gpu and result.function == "AVG"):
+        return False
+    shared = settings.exporter.virtual_gpus and POD_DIMENSION not in result.series
+    return not settings.exporter.no_mig or bool(shared)
+
+
 def _copies_noted(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:
     """An alarm's plan that counts a GPU's copies as GPUs and has no merged form (once_plan): noted COPIES_COUNTED.
     A counter on the OTel pipeline is one series per physical GPU (merged_counters), and a field split per process
     with exporter.virtual_gpus one per GPU instance: not noted."""
+    if _pod_counts_copies(result, query, catalog, settings):
+        return replace(result, notes=(*result.notes, COPIES_COUNTED))
     if not _counts_copies(result, settings):
         return result
     field = catalog.get(query.metric)

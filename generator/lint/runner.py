@@ -37,7 +37,8 @@ NOTE_RULES = [
                   "breaching in every period (agent.pipeline: classic, the Container Insights add-on, a set of 10 names, "
                   "a form not ranked by the periods it holds)", _notes("AL017")),
     Rule("AL019", "CloudWatch alarms that count, add or average GPUs where a GPU split into MIG instances or shared by "
-                  "time-slicing counts once per copy (agent.pipeline: classic; a field MIG reports per instance)",
+                  "time-slicing counts once per copy (agent.pipeline: classic; a field MIG reports per instance; a "
+                  "pod's mean or a namespace's count, sum or mean of a device field)",
          _notes("AL019")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.

@@ -454,6 +454,8 @@ def copies_counted(project) -> list[tuple[str, str]]:
                        if settings.agent.pipeline == "classic" else
                        f"{form.plan.metric} has no one reading per GPU to merge (MIG reports it per instance)"
                        if catalog.get(form.plan.metric).per_instance else
+                       "the agent makes a pod's count and sum of its GPUs once, not a mean nor a namespace's"
+                       if POD_DIMENSION in form.plan.dims else
                        "its set has no room for the mark of a GPU's reading once")
                 result.append((alarm.defined_at,
                                f"alarm {alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ''} takes the "

@@ -14,6 +14,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from generator.model import Query
+from generator.project import load_project
+from generator.promql import expression, label_lookback
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_prometheus_rules import _promtool_test
 from tests.support import mixed_fleet, two_instances
@@ -85,3 +88,21 @@ def test_each_rule_grouped_by_pod_or_namespace_reads_the_truth(built):
                                        for key, value in sorted(expected.items())]})
     _promtool_test(folder, "two_instances.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
                                                    "promql_expr_test": checks}], evaluation_interval=f"{STEP}s")
+
+
+def test_each_panel_query_of_a_device_field_or_a_count_reads_the_truth(built):
+    """The dashboards' queries of the same device fields and counts (each GPU once per group; the panels read a field
+    of the instance per GPU, its instances combined), at the fifteenth minute, rate windows aside (gauges)."""
+    _, folder = built
+    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    checks = []
+    for field, aggregation, by in CASES:
+        if field in two_instances.DEVICE or aggregation == "count":
+            expr = expression(Query(field, aggregation, BY[by]), project.settings.labels, project.catalog,
+                              resolution=f"{STEP}s", named_within=label_lookback(STEP))
+            expected = two_instances.truth(field, aggregation, BY[by])
+            checks.append({"expr": expr, "eval_time": f"{STEPS * STEP // 60 - 1}m",
+                           "exp_samples": [{"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in key) + "}",
+                                            "value": value} for key, value in sorted(expected.items())]})
+    _promtool_test(folder, "two_instances_panels.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+                                                          "promql_expr_test": checks}], evaluation_interval=f"{STEP}s")

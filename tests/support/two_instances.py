@@ -14,6 +14,9 @@ The truth, per group that keeps the pod (by pod, by (pod, gpu)) and per namespac
   whole GPU one value), aggregated over them as the query says (dual's framebuffer 10,000 + 1,000 + 3,000 MiB; its
   mean engine activity (0.5 + 0.25 + 0.75) / 3, its idlest 0.25, the busiest instance of GPU 1 0.75), as CloudWatch
   holds one series per instance and judges a pod on each instance it holds (tests/integration/test_mig_twins.py).
+  The dashboards' panels read such a field per GPU instead (a GPU's instances the pod holds combined: framebuffer
+  added, engine activity averaged), then over the group's GPUs: dual's least framebuffer used is 1,000 MiB to its
+  rules and 4,000 on its panel; `truth` is the rules' and the alarms'.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.model import Query
+from generator.cloudwatch_query import COPIES_COUNTED
+from generator.render.alarms import copies_counted
 from tests.support import two_instances
 from tests.support.agent_points import alarm_values, alarms_through_agent
 from tests.support.projects import defined_project
@@ -42,11 +43,11 @@ def alarmed(request, tmp_path_factory):
         f"'>', 1), description='d', runbook='r')\n" for field, aggregation, by in CASES)
     project = defined_project(tmp_path_factory.mktemp("two-instances"), f"agent:\n  pipeline: {request.param}\n",
                               alarms=text)
-    return request.param, alarms_through_agent(project, STEP, END, two_instances.FLEET)
+    return request.param, alarms_through_agent(project, STEP, END, two_instances.FLEET), project
 
 
 def _values(alarmed, aggregation: str, by: str) -> dict[tuple, float]:
-    _, (requests, points) = alarmed
+    _, (requests, points), _ = alarmed
     (request,) = [r for name, r in requests.items() if f"-{_name(aggregation, by)}-" in name]
     return {tuple(sorted((k, v) for k, v in key if k in ("namespace", "pod", "gpu"))): value
             for key, value in alarm_values(request, points, END, PERIOD).items()}
@@ -63,3 +64,22 @@ def test_a_device_field_per_pod_or_namespace_reads_each_gpu_once(alarmed, case, 
 
 def test_the_truth_counts_the_gpu_once():
     assert two_instances.truth(UTIL, "count", ("namespace",)) == {(("namespace", "team-q"),): 2}
+
+
+def test_the_alarms_that_read_a_gpu_once_per_instance_say_so(alarmed):
+    pipeline, (requests, _), project = alarmed
+    said = {(aggregation, by) for _, aggregation, by in CASES
+            for name, request in requests.items()
+            if f"-{_name(aggregation, by)}-" in name and COPIES_COUNTED in request["AlarmDescription"]}
+    assert said == {(aggregation, by) for (each, aggregation, by) in WRONG if each == pipeline}
+    noted = {message.split("'")[1] for _, message in copies_counted(project)}
+    assert noted == {_name(aggregation, by) for aggregation, by in said}
+
+
+def test_without_mig_instances_a_pods_alarms_say_nothing_of_them(tmp_path):
+    """exporter.mig: none (no GPU split into MIG instances): a pod's series are one per GPU, nothing is said."""
+    text = HEAD + "".join(
+        f"    yield Alarm({_name(aggregation, by)!r}, 'T', Condition(Query({field!r}, {aggregation!r}, {BY[by]!r}), "
+        f"'>', 1), description='d', runbook='r')\n" for field, aggregation, by in CASES if by != "ns")
+    project = defined_project(tmp_path, "agent:\n  pipeline: classic\nexporter:\n  mig: none\n", alarms=text)
+    assert copies_counted(project) == []
