@@ -478,7 +478,7 @@ def _pod_counts_copies(result: Plan, query: Query, catalog: Catalog, settings: S
                                        or pod_gpu and result.function == "AVG"):
         return False
     shared = settings.exporter.virtual_gpus and POD_DIMENSION not in result.series
-    return not settings.exporter.no_mig or bool(shared)
+    return not settings.no_mig or bool(shared)
 
 
 def _copies_noted(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:
