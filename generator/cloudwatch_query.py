@@ -388,14 +388,15 @@ def _read_once(result: Plan, query: Query, catalog: Catalog, settings: Settings)
 
 def instances_once(query: Query, field, dims: tuple[str, ...], one_gpu: bool, layout: Layout,
                    settings: Settings) -> bool:
-    """A widget over the per-GPU set whose lines are groups of GPUs (a node's, the cluster's) of a gauge MIG reports
-    per instance (framebuffer, whose GPU value is its instances' sum; engine activity, their mean), read from each GPU's
-    reading once (once_dimensions) on the OTel pipeline, where the agent combines a GPU's instances as the field's
-    per_gpu_aggregation says (render/agent_otel.once_per_gpu), as the Grafana panel does: a count, total, mean or
-    extreme over GPUs then takes each GPU once. Over the per-GPU set each MIG instance is a series: the mixed fleet's
-    MIG node, two A100s of two instances, counted 4 GPUs and added its engine activity to 1.8 (truth 2, and 0.9: the
-    GPUs' means 0.6 and 0.3), and a node's mean, largest or smallest framebuffer was refused. Not where each line is
-    one GPU (its instances' lines, said in the header), a share of memory (MIG_MEMORY_SHARES: its GPU value is no sum
+    """A widget or an alarm over the per-GPU set whose lines or groups are groups of GPUs (a node's, the cluster's) of a
+    gauge MIG reports per instance (framebuffer, whose GPU value is its instances' sum; engine activity, their mean),
+    read from each GPU's reading once (once_dimensions) on the OTel pipeline, where the agent combines a GPU's instances
+    as the field's per_gpu_aggregation says (render/agent_otel.once_per_gpu), as the Grafana panel and the Prometheus
+    rule do: a count, total, mean or extreme over GPUs then takes each GPU once. Over the per-GPU set each MIG
+    instance is a series: the mixed fleet's MIG node, two A100s of two instances, counted 4 GPUs and added its engine
+    activity to 1.8 (truth 2, and 0.9: the GPUs' means 0.6 and 0.3), and a node's mean, largest or smallest
+    framebuffer was refused. Not where each line or group is one GPU (its instances' lines, said in the header), a
+    share of memory (MIG_MEMORY_SHARES: its GPU value is no sum
     or mean of its instances'), a field the agent merges otherwise (merged_copies: with exporter.virtual_gpus a field
     split per process), on agent.pipeline: classic (nothing combines a GPU's instances: the header says what each
     chart reads, or the panel is left out), nor where the set has no room for the mark."""
@@ -727,7 +728,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         # (awsemf would send a counter's total as deltas); a pod's GPU's mean, largest or smallest of a field its MIG
         # instances add up (framebuffer) is that of the pod's totals on that GPU
         return _pod_total(query, settings, series)
-    if not alarm and instances_once(query, field, dims, one_gpu, layout, settings):
+    if instances_once(query, field, dims, one_gpu, layout, settings):
         # a field MIG reports per instance over groups of GPUs: each GPU's reading once, read as a device field's
         dims = once_dimensions(settings)
         base["dims"] = dims
@@ -1127,6 +1128,7 @@ MEMORY_SHARE = ("the share of the memory its instances hold (their used over the
                 "their shares)")
 MIG_LEFT_OUT = "GPUs split into MIG instances do not report it and are left out"
 WEIGHS_PER_SERIES = "a GPU split into MIG instances, or shared by time-slicing, weighs once per instance or pod"
+MIG_INSTANCES_WEIGH = "a GPU split into MIG instances weighs once per instance (a GPU pods share, once)"
 POD_INSTANCES = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"
 POD_MEMORY_SHARES = ("a pod holding several GPUs or MIG instances reads the mean of their shares, not its used over "
                      "the memory they hold (Grafana's value)")
@@ -1158,7 +1160,8 @@ def _whole_gpus(result: Plan, settings: Settings) -> Plan:
     there, and is left out (or said of a GPU shared by time-slicing alone, where it is)."""
     notes = []
     for note in result.notes:
-        if note.startswith(MIG_LEFT_OUT) or note in (POD_INSTANCES, MIG_DEVICE_REPEATS, MIG_INSTANCE_SHARES):
+        if note.startswith(MIG_LEFT_OUT) or note in (POD_INSTANCES, MIG_DEVICE_REPEATS, MIG_INSTANCE_SHARES,
+                                                     MIG_INSTANCES_WEIGH):
             continue
         if note in (INSTANCE_COUNTER_LINES, *(INSTANCE_LINES.format(verb) for verb in ("add", "combine", "average"))):
             note = WHOLE_GPU_LINES
@@ -1189,9 +1192,15 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
     grouped = result.series and not all(d in result.series for d in result.gpu_series)
     per_pod = tuple(result.dims) == tuple(pod_dimensions(settings))
     # Each copy its own series: a node's or a cluster's sum, count or mean reads a GPU once per copy. Merged copies
-    # (merged_copies) are one series per GPU, or per GPU instance of a field whose instances read their own values.
-    if grouped and not per_pod and result.function in ("SUM", "COUNT", "AVG") and not merged_copies(field, settings):
-        notes.append(WEIGHS_PER_SERIES)
+    # (merged_copies) are one series per GPU, or per GPU instance: a field MIG reports per instance is then still a
+    # series per MIG instance (with exporter.virtual_gpus framebuffer used per node counted the MIG node's 2 GPUs as 4,
+    # unsaid).
+    merged = merged_copies(field, settings)
+    if grouped and not per_pod and result.function in ("SUM", "COUNT", "AVG"):
+        if not merged:
+            notes.append(WEIGHS_PER_SERIES)
+        elif merged == "instance" and field.per_instance:
+            notes.append(MIG_INSTANCES_WEIGH)
     # A device field repeats on each of a pod's instances of one GPU: its maximum and minimum stand, its sums,
     # counts and means count that GPU once per instance; an instance field's value per GPU is its instances'
     # sum (framebuffer, which a sum per pod adds up alike) or mean, which no statistic of the pod's takes.

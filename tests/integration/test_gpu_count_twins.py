@@ -9,7 +9,12 @@ GPU utilization, which MIG does not report (its instances' graphics engine activ
 report it" fires (11: the two MIG GPUs by their stand-in), "fewer than 10" does not, a node's GPUs over 80 %
 in all fire for the MIG node too (60 + 30), and a GPU's largest reading over 50 % fires for the MIG node's GPU 0
 (its instances at 80 and 40 %); the CloudWatch alarms of the same rules, read through the build's agent model, fire
-for the same groups (they counted 9 GPUs and left the MIG node out; the GPU's largest reading left MIG GPUs out)."""
+for the same groups (they counted 9 GPUs and left the MIG node out; the GPU's largest reading left MIG GPUs out).
+
+Fields MIG reports per instance: a node's engine activity over 0.85 (each GPU's its instances' mean) fires for the MIG
+node's 0.6 + 0.3 on both sides, and a node's fullest GPU over 20,000 MiB (a MIG GPU's framebuffer its instances' sum)
+for its GPU 0's 19,600 + 5,000 MiB; the CloudWatch alarm read the MIG node's engine activity as 1.8 (each instance a
+GPU: said in its description), and the largest framebuffer per node was refused."""
 
 from __future__ import annotations
 
@@ -25,7 +30,8 @@ from tests.support.mixed_fleet import FLEET
 
 STEP, STEPS = 30, 30  # fifteen minutes of 30 s scrapes
 PERIOD = 300
-FIELDS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+FIELDS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+          "DCGM_FI_DEV_FB_USED")
 GPUS = sum(len(node.gpus) for node in FLEET)  # 11
 RULES = f'''
 from generator.model import Alarm, Condition, Query
@@ -45,6 +51,11 @@ def alarms(ctx):
                                                ("gpu-busy", Query(util, "max", ("node", "gpu")), ">", 50)):
         yield Alarm(rule, "GPU utilization", Condition(query, comparison, threshold), description="Busy.",
                     runbook="Look.")
+    # fields MIG reports per instance: a MIG GPU's engine activity is its instances' mean, its framebuffer their sum
+    yield Alarm("node-engine", "Node busy", Condition(Query("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "sum", ("node",)), ">",
+                                                      0.85), description="Busy.", runbook="Look.")
+    yield Alarm("node-fb-full", "A GPU of the node full", Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node",)), ">",
+                                                                    20000), description="Full.", runbook="Look.")
 '''
 
 
@@ -73,7 +84,7 @@ def test_the_rules_count_and_add_each_gpu_once(built):
     heavy = [node.name for node in FLEET if sum(gpu.power for gpu in node.gpus) > 450]
     assert sorted(heavy) == ["gpu-node-mig", "ip-10-0-3-7.ec2.internal"]
     fired = {"gpus-low": [{}], "node-power-450": [{"node": name} for name in heavy], "node-power-700": [],
-             **UTIL_FIRED}
+             **UTIL_FIRED, **INSTANCES_FIRED}
     checks = [{"eval_time": f"{STEPS * STEP // 60 - 1}m", "alertname": alerts[rule],
                "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in expected]}
               for rule, expected in fired.items()]
@@ -92,6 +103,22 @@ UTIL_FIRED = {"util-many": [{}], "util-few": [],
                                else gpu.util) > 50]}
 
 
+# a node's engine activity (each GPU's its instances' mean) over 0.85, and its fullest GPU (a MIG GPU's framebuffer its
+# instances' sum) over 20,000 MiB: the MIG node fires both (0.6 + 0.3; 19,600 + 5,000 MiB; its fullest instance alone,
+# 19,600 MiB, would not)
+ENGINE = {node.name: sum(sum(i.engine for i in gpu.instances) / len(gpu.instances) for gpu in node.gpus)
+          for node in FLEET}
+FULLEST = {node.name: max(sum(i.fb_used for i in gpu.instances) for gpu in node.gpus) for node in FLEET}
+INSTANCES_FIRED = {"node-engine": [{"node": name} for name, total in sorted(ENGINE.items()) if total > 0.85],
+                   "node-fb-full": [{"node": name} for name, fullest in sorted(FULLEST.items()) if fullest > 20000]}
+
+
+def test_the_premise_of_the_rules_of_fields_mig_reports_per_instance():
+    assert ENGINE["gpu-node-mig"] == pytest.approx(0.9) and FULLEST["gpu-node-mig"] == 24600
+    assert INSTANCES_FIRED["node-engine"] == [{"node": "gpu-node-mig"}, {"node": "ip-10-0-3-7.ec2.internal"}]
+    assert {"node": "gpu-node-mig"} in INSTANCES_FIRED["node-fb-full"]
+
+
 def test_the_premise_of_the_utilization_rules():
     assert sorted(name for name, total in UTIL.items() if total > 80) == [
         "gpu-node-a", "gpu-node-mig", "ip-10-0-3-7.ec2.internal"]
@@ -107,7 +134,7 @@ def test_the_cloudwatch_alarms_fire_for_the_same_groups(built):
     requests = {next(t["Value"] for t in a["Request"]["Tags"] if t["Key"] == "gpudash:rule"): a["Request"]
                 for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
     end = STEPS * STEP
-    for rule, expected in UTIL_FIRED.items():
+    for rule, expected in {**UTIL_FIRED, **INSTANCES_FIRED}.items():
         request = requests[rule]
         assert "-mig-" not in request["AlarmName"]
         (metric,) = request["Metrics"]

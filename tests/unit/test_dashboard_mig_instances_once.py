@@ -23,12 +23,14 @@ import pytest
 
 from generator import cost
 from generator.artifacts import build
-from generator.cloudwatch_query import WEIGHS_PER_SERIES
+from generator.cloudwatch_query import COPIES_COUNTED, MIG_INSTANCES_WEIGH, WEIGHS_PER_SERIES
+from generator.errors import InputError
 from generator.output import encode
+from generator.render.alarms import cloudwatch_alarms
 from tests.support import cloudwatch_eval, mixed_fleet
-from tests.support.agent_points import through_agent
+from tests.support.agent_points import SHARED, alarm_values, alarms_through_agent, through_agent
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.cloudwatch_widgets import latest_values, notes, said, shown_through_agent
+from tests.support.cloudwatch_widgets import header, latest_values, notes, said, shown_through_agent
 from tests.support.projects import defined_project
 from tests.unit.test_cloudwatch_fleet_over_500 import AGENT_FILE, _targets
 
@@ -53,10 +55,10 @@ def _gpu_value(field: str, gpu: mixed_fleet.Gpu) -> float:
     return combine([getattr(instance, fact) for instance in gpu.instances])
 
 
-def _truth(field: str, how: str, by: tuple) -> dict[str, float]:
+def _truth(field: str, how: str, by: tuple, fleet=mixed_fleet.FLEET) -> dict[str, float]:
     """{group: value} from the fleet's facts: each GPU's value (its instances combined), then the group's."""
     groups: dict[str, list[float]] = {}
-    for node in mixed_fleet.FLEET:
+    for node in fleet:
         for gpu in node.gpus:
             groups.setdefault(node.name if by else "", []).append(1.0 if how == "count" else _gpu_value(field, gpu))
     return {group: HOW[how](values) for group, values in groups.items()}
@@ -197,3 +199,80 @@ def test_a_gpu_one_of_whose_instances_reads_a_blank_has_no_framebuffer_total(tmp
     values = latest_values(files, through_agent(files, STEP, END, fleet), END)
     alone = _gpu_value(field, mig.gpus[0])  # 400 + 15,000 MiB
     assert {title: values[title]["gpu-node-mig"] for title in titles} == pytest.approx(dict.fromkeys(titles, alone))
+
+
+def _rule(field: str, how: str, group: str) -> str:
+    return f"{how}-{FIELDS[field][0].replace('_', '-')}-{group}"
+
+
+ALARMS = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+    f"    yield Alarm({_rule(field, how, group)!r}, 'X', Condition(Query({field!r}, {how!r}, {by!r}), '>', 1),\n"
+    f"                description='x', runbook='y')\n" for field in FIELDS for how in HOW for group, by in GROUPS.items())
+
+
+def _alarms(tmp_path, pipeline: str) -> tuple[dict, list] | dict:
+    """{rule: request} and the mixed fleet's points through the agent model; on classic {rule: request, or the
+    refusal} (each rule built alone)."""
+    project = defined_project(tmp_path, f"agent:\n  pipeline: {pipeline}\n", alarms=ALARMS)
+    if pipeline == "otel":
+        requests, points = alarms_through_agent(project, STEP, END)
+        return {name.removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): r
+                for name, r in requests.items()}, points
+    result = {}
+    for alarm in project.alarms:
+        try:
+            (request,) = cloudwatch_alarms((alarm,), project.settings, project.catalog)
+            result[alarm.id] = request["Request"]
+        except InputError as exc:
+            result[alarm.id] = exc
+    return result
+
+
+def test_an_alarm_over_groups_of_gpus_reads_each_gpu_once_as_its_rule_does(tmp_path):
+    """The same aggregations in alarms (a node's, the cluster's), on the OTel pipeline: each alarm's value over a
+    period is the truth per group, each GPU once (its Prometheus rule combines a MIG GPU's instances per GPU before
+    the group's aggregation: promql's merge of the field's per_gpu_aggregation), and nothing says copies count. Before,
+    the MIG node's count read 4 GPUs and its engine activity summed to 1.8 (said in the description: COPIES_COUNTED),
+    and a node's mean, largest or smallest framebuffer, and largest or smallest engine activity, were refused."""
+    requests, points = _alarms(tmp_path, "otel")
+    for field in FIELDS:
+        for how in HOW:
+            for group, by in GROUPS.items():
+                request = requests[_rule(field, how, group)]
+                values = {dict(key).get("node", ""): value
+                          for key, value in alarm_values(request, points, END, 300).items()}
+                assert values == pytest.approx(_truth(field, how, by)), (field, how, group)
+                assert COPIES_COUNTED not in request["AlarmDescription"]
+
+
+def test_on_classic_an_alarm_over_groups_of_gpus_is_exact_said_or_refused(tmp_path):
+    """agent.pipeline: classic combines no GPU's instances: a total of framebuffer over the per-instance set is exact,
+    a count or sum or mean of the per-GPU set says a MIG GPU counts once per instance (COPIES_COUNTED), and an
+    extreme or mean of a GPU's instances' sum or mean is refused naming the alarm."""
+    built = _alarms(tmp_path, "classic")
+    for rule, made in built.items():
+        if isinstance(made, InputError):
+            assert f"'{rule}'" in str(made) and "of its instances" in str(made)
+        else:
+            assert COPIES_COUNTED in made["AlarmDescription"] or rule.startswith("sum-fb-"), rule
+
+
+def test_with_a_copy_per_pod_sharing_a_gpu_each_gpu_is_read_once_too(tmp_path):
+    """exporter.virtual_gpus (a copy per pod sharing a GPU, tests/support/agent_points.SHARED): the copies of a GPU
+    instance are merged by `max` before its GPU's instances are combined, so the shared GPU counts once; framebuffer
+    used, which the exporter splits per process there, is read from the device's series per GPU instance (no reading
+    once: merged_copies): true, or said, or left out (its count per node read the MIG node's 2 GPUs as 4, said
+    nothing)."""
+    files = encode(build(defined_project(tmp_path, "agent:\n  pipeline: otel\nexporter:\n  virtual_gpus: true\n",
+                                         dashboards=DASHBOARD)))
+    values = latest_values(files, through_agent(files, STEP, END, SHARED), END)
+    text = header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-instances.json")
+    for title, (field, how, by) in PANELS.items():
+        truth = _truth(field, how, by, SHARED)
+        if field != FB_USED:
+            assert _shown(values[title], by) == pytest.approx(truth), title
+        elif title not in values:
+            assert f"{title} (" in text.split("On Grafana only: ", 1)[1]
+        else:
+            assert _shown(values[title], by) == pytest.approx(truth) or said(text, title, MIG_INSTANCES_WEIGH), \
+                (title, values[title])
