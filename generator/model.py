@@ -447,7 +447,8 @@ class Alarm:
             problem = absent_problem(self)
             if problem:
                 problems.append(problem)
-                fixes.append(f"write Condition(Query({self.condition.query.metric!r}, 'count'), '<', 1) for an alarm "
+                fixes.append("set missing_data='breaching' (or leave it unset)" if "missing_data=" in problem else
+                             f"write Condition(Query({self.condition.query.metric!r}, 'count'), '<', 1) for an alarm "
                              f"on GPU data no longer arriving; to alarm on fewer GPUs than a number (or on any other "
                              f"condition) while no data breaches, drop absent=True and set missing_data='breaching'")
         if problems:

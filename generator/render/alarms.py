@@ -30,8 +30,8 @@ from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TA
 from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..ownership import publication_tags
-from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, counted_name, counted_rules, expression,
-                      group_keys, kinds_apart, label_name, with_cluster)
+from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, by_region, counted_name, counted_rules,
+                      expression, group_keys, kinds_apart, label_name, with_cluster)
 from ..promql_text import quoted
 from ..series_labels import MAX_DIMENSIONS
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
@@ -526,6 +526,13 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     # every reading of several periods past a level: ranked by the count of readings past it (level_plan)
     level = float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
     plan_ = level_plan(plan_, comparison, level, alarm.evaluation_periods, catalog, settings) or plan_
+    if mig and alarm.missing_data == "breaching":
+        raise Unsupported(
+            f"missing_data='breaching' on a rule CloudWatch judges in two alarms (the whole GPUs' "
+            f"{plan_.metric}, the MIG instances' {mig[1]}): in a cluster without GPUs of one kind its alarm reads no "
+            f"datapoint and stays in ALARM, where the rule, judging both kinds together, does not fire",
+            fix="set exporter.mig: none (or clusters[].exporter.mig: none) where no GPU is split into MIG instances, "
+                "or missing_data='notBreaching'")
     forms = (Form("insights", plan_),) + ((Form("mig", *mig),) if mig else ())
     if clusters_apart(alarm, cloudwatch_condition(alarm, settings).query):
         forms = tuple(replace(form, plan=_per_cluster(form.plan, alarm)) for form in forms)
@@ -1088,13 +1095,16 @@ def _nothing(alarm: Alarm, settings: Settings, values: list[str]) -> str:
     """A `breaching` alarm with no datapoint in its evaluation range (`values`: each period's statistic there): every
     period breaches, so CloudWatch's alarm, a GROUP BY one with no contributor left too, is in ALARM (tests/support/
     cloudwatch_eval judges it so). One series per CloudWatch alarm: each cluster's (its prometheus_label) on a
-    Prometheus holding several (each Region's where the rule judges Regions apart: judged_regions), one for the
-    rule's own Prometheus otherwise."""
+    Prometheus holding several (each Region's for a fleet alarm there, one alarm per Region, whether the rule judges
+    the Regions apart, judged_regions, or each cluster, clusters_apart), one for the rule's own Prometheus otherwise."""
     keys = group_keys(_alert_query(alarm, settings).by)
+    cluster = label_name("cluster", settings.labels)
     if alarm.scope == "cluster" and "cluster" in keys and settings.shared_prometheus:
-        label, names = label_name("cluster", settings.labels), [c.prometheus_label for c in settings.clusters]
-    elif judged_regions(alarm, settings):
-        label, names = REGION_LABEL, [region for region, _ in judged_regions(alarm, settings)]
+        label, names = cluster, [c.prometheus_label for c in settings.clusters]
+    elif alarm.scope == "fleet" and shared_regions(settings):  # an alarm per Region
+        label, names = REGION_LABEL, [region for region, _ in shared_regions(settings)]
+        if not judged_regions(alarm, settings):  # judged by cluster (clusters_apart): each its Region written in
+            values = [by_region(value, cluster, shared_regions(settings)) for value in values]
     else:
         return f"(vector(1) unless on() group({' or '.join(values)}))"
     each = " or ".join(f'label_replace(vector(1), "{label}", {quoted(name.replace("$", "$$"))}, "", "")'
@@ -1178,8 +1188,14 @@ def judged_regions(alarm: Alarm, settings: Settings) -> Regions:
     the settings' clusters there (tests/integration/test_fleet_region_twins.py). A Prometheus of one Region's
     clusters needs none (its rule reads what the Region's alarm reads: the rules and goldens as they were); a
     Prometheus per cluster reads its own cluster alone, whatever the Region's alarm reads (lint AL022 says so)."""
-    if not settings.shared_prometheus or alarm.scope != "fleet" or alarm.absent \
-            or clusters_apart(alarm, cloudwatch_condition(alarm, settings).query):
+    if alarm.scope != "fleet" or alarm.absent or clusters_apart(alarm, cloudwatch_condition(alarm, settings).query):
+        return ()
+    return shared_regions(settings)
+
+
+def shared_regions(settings: Settings) -> Regions:
+    """Each Region's cluster label values on a Prometheus holding clusters of several Regions; () otherwise."""
+    if not settings.shared_prometheus:
         return ()
     regions: dict[str, list[str]] = {}
     for cluster in settings.clusters:

@@ -230,20 +230,26 @@ def test_a_rule_reading_its_periods_more_than_once_computes_each_once(project):
 
 
 # A `breaching` alarm of a cluster whose GPUs all stop reading (its GPU node group scaled to zero, its exporters
-# gone): two clusters on one Prometheus, east's one GPU read every 30 s for its first 20 minutes, west's all along.
+# gone): two clusters of two Regions on one Prometheus, east's one GPU read every 30 s for its first 20 minutes,
+# west's all along.
 BREACHING_SETTINGS = """
 clusters:
   - {name: east, region: us-east-1, prometheus_label: east}
-  - {name: west, region: us-east-1, prometheus_label: west}
+  - {name: west, region: eu-west-1, prometheus_label: west}
 """
+REGIONS = {"east": "us-east-1", "west": "eu-west-1"}
 EAST_UNTIL = 1200  # seconds: east's last reading is before this
 
 
 def _breaching_alarms():
     power = Condition(Query("DCGM_FI_DEV_POWER_USAGE", "sum"), "<", 50)  # each cluster's GPU draws 100 W
     hot = Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node",)), ">", 90)  # each reads 50 C
+    hot_cluster = Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", ("cluster",)), ">", 90)
     return (Alarm("power-low", "Power low", power, missing_data="breaching"),
-            Alarm("node-hot", "Node hot", hot, missing_data="breaching", evaluation_periods=3, datapoints_to_alarm=1))
+            Alarm("node-hot", "Node hot", hot, missing_data="breaching", evaluation_periods=3, datapoints_to_alarm=1),
+            # one alarm per Region on CloudWatch: judged per Region (judged_regions), or per cluster (clusters_apart)
+            Alarm("fleet-power-low", "Fleet power low", power, missing_data="breaching", scope="fleet"),
+            Alarm("fleet-hot", "Fleet hot", hot_cluster, missing_data="breaching", scope="fleet"))
 
 
 def _breaching_states(alarm, at: int) -> dict[str, tuple[str, bool]]:
@@ -265,12 +271,22 @@ def _breaching_states(alarm, at: int) -> dict[str, tuple[str, bool]]:
     return states
 
 
+def _firing(alarm, cluster: str, read: bool) -> dict[str, str]:
+    """The labels of the rule's alert for `cluster`'s ALARM: its contributor's (cluster, node) where it read, else
+    one alert for the CloudWatch alarm reading nothing: the cluster's, or its Region's for a fleet alarm."""
+    if alarm.scope == "fleet" and not (read and alarm.condition.query.by):
+        return {"region": REGIONS[cluster]}
+    by = alarm.condition.query.by
+    return {"cluster": cluster, **({"node": f"n-{cluster}"} if read and "node" in by else {})}
+
+
 def test_a_breaching_rule_fires_for_each_contributor_and_for_a_cluster_with_no_reading_left(tmp_path):
     """With `breaching`, a period without a datapoint breaches: a contributor with fewer than N periods of readings in
     the range is judged with the missing ones breaching, and a cluster none of whose GPUs has a reading in the range
-    is in ALARM on CloudWatch (its alarm reads no datapoint; the generated request with none is judged so). The rule
-    fires for the same clusters and nodes at each instant, once per cluster where nothing is left, never for a
-    cluster still reading (before, the rule treated missing periods as not breaching and fired for none)."""
+    is in ALARM on CloudWatch (its alarm reads no datapoint; the generated request with none is judged so), as is a
+    fleet alarm's Region (one alarm per Region), judged per Region or per cluster. The rule fires for the same
+    clusters, nodes and Regions at each instant, once per cluster (Region) where nothing is left, never for one still
+    reading (before, the rule treated missing periods as not breaching and fired for none)."""
     project = load_project()
     settings = parse_settings(BREACHING_SETTINGS, "<test>", tmp_path)
     alarms = _breaching_alarms()
@@ -290,7 +306,7 @@ def test_a_breaching_rule_fires_for_each_contributor_and_for_a_cluster_with_no_r
     checks = []
     for alarm in alarms:
         for at in (900, 1500, 1800, 2100, 2400, 2700, 3000):
-            labels = [{"cluster": cluster, **({"node": f"n-{cluster}"} if read and alarm.condition.query.by else {})}
+            labels = [_firing(alarm, cluster, read)
                       for cluster, (state, read) in sorted(_breaching_states(alarm, at).items()) if state == "ALARM"]
             checks.append({"eval_time": f"{at}s", "alertname": alert_name(alarm.id),
                            "exp_alerts": [{"exp_labels": {**one, "severity": alarm.severity, "gpudash_rule": alarm.id},

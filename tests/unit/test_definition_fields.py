@@ -102,7 +102,7 @@ MEANINGS = {
                         "count(DCGM_FI_DEV_GPU_TEMP) by (node) < 1", "Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'count'), '<', 1)"),
     "absent never breaching": (Alarm, {"absent": True, "missing_data": "notBreaching",
                                        "condition": Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1)},
-                               "missing_data='notBreaching' would never let it fire", "absent=True"),
+                               "missing_data='notBreaching' would never let it fire", "set missing_data='breaching'"),
 }
 
 

@@ -1,7 +1,9 @@
 """Lint AL023: an alarm on a count or total of readings under a level whose missing data does not breach fires on
 neither backend when every GPU it reads stops reporting (its query returns no datapoint, which CloudWatch does not
 read as 0; its rule reads no series): a note naming the alarm and the fix. With `breaching` both fire then
-(tests/integration/test_evaluation_range_rules.py), and a level above, a mean or an extreme says nothing."""
+(tests/integration/test_evaluation_range_rules.py), and a level above, a mean or an extreme says nothing. And
+`breaching` where CloudWatch splits the rule in two alarms (whole GPUs, MIG instances) is refused: one half would read
+nothing for good."""
 
 from __future__ import annotations
 
@@ -47,3 +49,35 @@ def test_a_count_under_a_level_that_cannot_see_zero_is_noted(tmp_path, case):
 def test_the_bundled_alarms_have_no_such_note(tmp_path):
     project = defined_project(tmp_path, "clusters:\n  - {name: c1, region: us-east-1}\n")
     assert not run([rule for rule in RULES if rule.id == "AL023"], lint_input(project))
+
+
+BREACHING_IDLE = """\
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("idle", "Idle", Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("pod",)), "<", 10),
+                missing_data="breaching")
+"""
+
+
+@pytest.mark.parametrize("mig", ["", "exporter:\n  mig: none\n"])
+def test_breaching_on_a_rule_cloudwatch_splits_in_two_is_refused_unless_no_gpu_is_split(tmp_path, mig):
+    """A per-pod utilization rule is two CloudWatch alarms, the whole GPUs' and the MIG instances' stand-in: with
+    `breaching` the half with no GPU of its kind in a cluster reads no datapoint and stays in ALARM for good (a cluster
+    without MIG: the MIG half), where the rule, judging both kinds together, never fires. Refused, with the fix;
+    with exporter.mig: none there is one alarm and it builds."""
+    from generator.artifacts import build
+    from generator.cloudwatch_query import Unsupported
+    from generator.errors import InputError
+
+    project = defined_project(tmp_path, "clusters:\n  - {name: c1, region: us-east-1}\n" + mig,
+                              alarms=BREACHING_IDLE)
+    if mig:
+        alarms = build(project).alarms
+        assert [a.request["TreatMissingData"] for a in alarms if "-idle-" in a.request["AlarmName"]] == ["breaching"]
+        return
+    with pytest.raises((Unsupported, InputError)) as caught:
+        build(project)
+    assert "missing_data='breaching' on a rule CloudWatch judges in two alarms" in str(caught.value)
+    assert "exporter.mig: none" in (getattr(caught.value, "fix", "") or getattr(caught.value, "hint", ""))
