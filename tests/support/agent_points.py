@@ -24,8 +24,9 @@ def through_agent(files: dict[str, bytes], step: int, end: int, fleet=mixed_flee
 
 def alarms_through_agent(project, step: int, end: int, fleet=mixed_fleet.FLEET) -> tuple[dict[str, dict], list]:
     """Each CloudWatch alarm's request of the project's build by its name, and `fleet`'s datapoints through the build's
-    agent model (through_agent)."""
-    files = encode(build(project))
+    agent model (through_agent). No Grafana dashboard is rendered: neither the agent's configuration nor the alarms
+    read them."""
+    files = encode(build(project, grafana=False))
     return ({a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]},
             through_agent(files, step, end, fleet))
 
