@@ -665,6 +665,9 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
         named = (NAMED_LOSS,) if query.per_pod and not settings.exporter.virtual_gpus else ()
         result = replace(result, notes=result.notes + (FAILED_SCRAPE_LOSS, *named))
+    elif layout.blanks and catalog.get(query.metric).is_counter and query.per_pod \
+            and not settings.exporter.virtual_gpus:
+        result = replace(result, notes=result.notes + (NAMED_TURNS,))
     if alarm or not layout.blanks or settings.agent.pipeline != "classic" or query.aggregation == "count":
         return result  # alarms take no math; no blank arrives (add-on, OTel pipeline); a count counts series
     shown = result.math or "{q}"
@@ -915,6 +918,19 @@ FAILED_SCRAPE_LOSS = ("a failed scrape loses the counter's increase across it (t
 NAMED_LOSS = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of them "
               "at a time (without KUBERNETES_VIRTUAL_GPUS), reads no increase across the scrapes it was not named at "
               "on agent.pipeline: classic (none where the name changes at every scrape)")
+# The same on the OTel pipeline: awsemf keeps a series' previous reading across the scrapes that leave it out, so a
+# pod's delta at a scrape naming it covers the GPU's growth since the last one that did (k pods named in turn: k
+# scrape intervals at each naming, every k-th scrape). A period's SUM of deltas holds the namings inside it: 3 pods
+# in turn at 30 s read 270 or 360 s of growth in a 300 s period (0.9 or 1.2 times the rate) and one 90 s delta or
+# none in a 60 s one. Over consecutive periods the deltas add up to the GPU's growth from the first scrape naming the
+# pod to its last. No processor can hand a pod the growth of a scrape that does not name it (the agent keeps no
+# record of which pods a GPU had); with KUBERNETES_VIRTUAL_GPUS every pod is named at every scrape.
+NAMED_TURNS = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of "
+               "them at a time (without KUBERNETES_VIRTUAL_GPUS), reads at each scrape naming it the GPU's increase "
+               "since the last scrape that did: a period holds the increase up to its last scrape naming the pod "
+               "from the last one before the period, off by up to one gap between the scrapes naming it (k pods "
+               "named in turn: k scrape intervals; none in a period shorter than that); over consecutive periods it "
+               "adds up to the GPU's increase from the first scrape naming the pod to its last")
 # What a counter alarm per GPU instance misses on agent.pipeline: classic, within the 1,024 characters of a
 # description (the longer TIME_SLICED_INCREASE and FAILED_SCRAPE_LOSS say it in dashboard headers).
 CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicing or MPS reads its increase once per "

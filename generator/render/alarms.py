@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, copies_counted_note, NAMED_SHARE, ONCE_PER_GPU,
-                                STATISTICS, Plan,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, copies_counted_note, NAMED_SHARE, NAMED_TURNS,
+                                ONCE_PER_GPU, STATISTICS, Plan,
                                 stands_in_once,
                                 instance_contributors,
                                 LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
@@ -724,8 +724,10 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     copies = copies_counted_note(plan_)
     if copies:  # no merged form (cloudwatch_query.once_plan): lint AL019 notes it too
         note = f"{note}; {copies}" if note else copies
-    if NAMED_SHARE in plan_.notes:  # a pod's count or sum per scrape the agent does not make (classic; a counter's)
-        note = f"{note}; {NAMED_SHARE}" if note else NAMED_SHARE
+    for named in (NAMED_SHARE, NAMED_TURNS):  # a pod's count or sum per scrape the agent does not make (classic; a
+        # counter's), a pod's counter of a GPU named under its pods in turn (the OTel pipeline)
+        if named in plan_.notes:
+            note = f"{note}; {named}" if note else named
     stale = stale_note(alarm, note)
     description = _description(alarm, stale)
     label = alarm.title
