@@ -338,6 +338,22 @@ def _counts_copies(result: Plan, settings: Settings) -> bool:
         and (result.function == "COUNT" or (result.function in ("SUM", "AVG") and not one_gpu))
 
 
+def _pods_counters_added(result: Plan, catalog: Catalog, settings: Settings) -> bool:
+    """A plan adding a counter's deltas over the per-pod set of several pods (per namespace): each pod's copy of a
+    device counter is the whole GPU's (a pod's share of it does not exist), so a GPU that k pods of the group share
+    by time-slicing or MPS adds k times its increase. On the OTel pipeline with or without exporter.virtual_gpus: a
+    pod named in turn catches up at each naming (NAMED_TURNS), so its deltas too add up to the GPU's increase (one
+    200 W GPU shared by three pods of a namespace read 600,000 mJ/s, the Prometheus rule 200,000); on
+    agent.pipeline: classic with exporter.virtual_gpus (without it, a pod's series that scrapes naming another pod
+    mark stale loses the increase: NAMED_LOSS)."""
+    if result.function != "SUM" or result.namespace or POD_DIMENSION in result.series \
+            or tuple(result.dims) != tuple(pod_dimensions(settings)) or not catalog.get(result.metric).is_counter:
+        return False
+    if copies_counted_note(result):
+        return False
+    return settings.agent.pipeline == "otel" or settings.exporter.virtual_gpus
+
+
 def stands_in_once(query: Query, catalog: Catalog) -> bool:
     """A field MIG does not report (GPU utilization) whose stand-in the CSV collects: a GPU's reading once holds a MIG
     GPU's too, its instances' stand-in averaged (render/agent_otel._stand_in_once), as the Prometheus rule reads it."""
@@ -668,6 +684,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     elif layout.blanks and catalog.get(query.metric).is_counter and query.per_pod \
             and not settings.exporter.virtual_gpus:
         result = replace(result, notes=result.notes + (NAMED_TURNS,))
+    if layout.instances and _pods_counters_added(result, catalog, settings):
+        result = replace(result, notes=result.notes + (WHOLE_COPIES_COUNTED,))
     if alarm or not layout.blanks or settings.agent.pipeline != "classic" or query.aggregation == "count":
         return result  # alarms take no math; no blank arrives (add-on, OTel pipeline); a count counts series
     shown = result.math or "{q}"
@@ -931,6 +949,10 @@ NAMED_TURNS = ("a pod holding a GPU that pods share by time-slicing or MPS, whic
                "from the last one before the period, off by up to one gap between the scrapes naming it (k pods "
                "named in turn: k scrape intervals; none in a period shorter than that); over consecutive periods it "
                "adds up to the GPU's increase from the first scrape naming the pod to its last")
+# NAMED_TURNS within the 1,024 characters of an alarm's description, beside its gap and stale notes.
+NAMED_TURNS_ALARM = ("a pod the exporter names in turn with the other pods of a GPU they share (without "
+                     "KUBERNETES_VIRTUAL_GPUS) reads at each naming the GPU's increase since its last one: a period "
+                     "is off by up to one gap between its namings, none in a period shorter than that")
 # What a counter alarm per GPU instance misses on agent.pipeline: classic, within the 1,024 characters of a
 # description (the longer TIME_SLICED_INCREASE and FAILED_SCRAPE_LOSS say it in dashboard headers).
 CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicing or MPS reads its increase once per "

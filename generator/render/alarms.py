@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, copies_counted_note, NAMED_SHARE, NAMED_TURNS,
-                                ONCE_PER_GPU, STATISTICS, Plan,
+                                NAMED_TURNS_ALARM, ONCE_PER_GPU, STATISTICS, Plan,
                                 stands_in_once,
                                 instance_contributors,
                                 LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
@@ -724,10 +724,11 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     copies = copies_counted_note(plan_)
     if copies:  # no merged form (cloudwatch_query.once_plan): lint AL019 notes it too
         note = f"{note}; {copies}" if note else copies
-    for named in (NAMED_SHARE, NAMED_TURNS):  # a pod's count or sum per scrape the agent does not make (classic; a
-        # counter's), a pod's counter of a GPU named under its pods in turn (the OTel pipeline)
+    # a pod's count or sum per scrape the agent does not make (classic; a counter's), a pod's counter of a GPU named
+    # under its pods in turn (the OTel pipeline; shorter than the header's)
+    for named, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_TURNS, NAMED_TURNS_ALARM)):
         if named in plan_.notes:
-            note = f"{note}; {named}" if note else named
+            note = f"{note}; {said}" if note else said
     stale = stale_note(alarm, note)
     description = _description(alarm, stale)
     label = alarm.title

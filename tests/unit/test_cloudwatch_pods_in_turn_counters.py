@@ -25,7 +25,8 @@ import random
 import pytest
 
 from generator.artifacts import build
-from generator.cloudwatch_query import NAMED_LOSS, NAMED_TURNS
+from generator.cloudwatch_query import NAMED_LOSS, NAMED_TURNS, NAMED_TURNS_ALARM, WHOLE_COPIES_COUNTED
+from generator.render.alarms import ELIDED
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval, dcgm_fleet as F
@@ -156,7 +157,9 @@ def test_a_per_pod_counter_alarm_reads_what_its_description_says(tmp_path, virtu
     files = encode(build(project))
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if "pod-energy" in a["Request"]["AlarmName"]]
-    assert (NAMED_TURNS in request["AlarmDescription"]) == (not virtual)
+    description = request["AlarmDescription"]
+    assert (NAMED_TURNS_ALARM in description) == (not virtual) and ELIDED not in description
+    assert description.endswith(".")  # its last note whole
     points = _points(files, rotation, virtual)
     for end in range(600, END + 1, 300):
         values = {dict(key)["pod"]: value for key, value in alarm_values(request, points, end, 300).items()}
@@ -166,3 +169,32 @@ def test_a_per_pod_counter_alarm_reads_what_its_description_says(tmp_path, virtu
         assert values == pytest.approx({pod: v * scale for pod, v in truth.items()})
         if not virtual:  # a pod reads 1.2 times the GPU's rate in some period: past a threshold 10 % above it
             assert max(values.values()) > 1.1 * RATE * scale or end == 600
+
+
+NAMESPACE_ALARMS = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+                    f"    yield Alarm('ns-energy', 'T', Condition(Query({ENERGY!r}, 'sum', ('namespace',)), '>', 1), "
+                    "description='d', runbook='r')\n"
+                    f"    yield Alarm('ns-energy-inc', 'T', Condition(Query({ENERGY!r}, 'sum', ('namespace',), "
+                    "as_increase=True), '>', 1), description='d', runbook='r')\n")
+
+
+@pytest.mark.parametrize("pipeline, virtual", [("otel", False), ("otel", True), ("classic", True)])
+def test_a_namespaces_counter_adds_a_gpu_its_pods_share_once_per_pod_and_says_so(tmp_path, pipeline, virtual):
+    """Namespace eps's three pods share one 200 W GPU: its energy grows 200,000 mJ a second, 60,000,000 a 300 s period,
+    which the Prometheus rule reads (a GPU once per namespace: max by GPU and namespace). Each pod's copy on CloudWatch
+    is the GPU's whole counter, so their sum per namespace reads three times it, named in turn or copied per pod; the
+    description says so and lint AL019 names the alarm."""
+    from generator.render.alarms import copies_counted
+    settings = f"agent:\n  pipeline: {pipeline}\n" + ("exporter:\n  virtual_gpus: true\n" if virtual else "")
+    project = defined_project(tmp_path, settings, alarms=NAMESPACE_ALARMS)
+    files = encode(build(project))
+    requests = {a["Request"]["AlarmName"].split("-cluster-")[1]: a["Request"]
+                for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    points = _points(files, rotation, virtual)
+    for name, truth in (("ns-energy-warning", RATE), ("ns-energy-inc-warning", RATE * 300)):
+        request = requests[name]
+        for end in range(600, END + 1, 300):
+            (value,) = alarm_values(request, points, end, 300).values()
+            assert value == pytest.approx(3 * truth)  # mJ/s, mJ
+        assert WHOLE_COPIES_COUNTED in request["AlarmDescription"] and ELIDED not in request["AlarmDescription"]
+    assert sorted(message.split("'")[1] for _, message in copies_counted(project)) == ["ns-energy", "ns-energy-inc"]
