@@ -947,8 +947,8 @@ NAMED_TURNS = ("a pod holding a GPU that pods share by time-slicing or MPS, whic
                "them at a time (without KUBERNETES_VIRTUAL_GPUS), reads at each scrape naming it the GPU's increase "
                "since the last scrape that did: a period holds the increase up to its last scrape naming the pod "
                "from the last one before the period, off by up to one gap between the scrapes naming it (k pods "
-               "named in turn: k scrape intervals; none in a period shorter than that); over consecutive periods it "
-               "adds up to the GPU's increase from the first scrape naming the pod to its last")
+               "named in turn: k scrape intervals, none in a period shorter than that), and over consecutive periods "
+               "it adds up to the GPU's increase from the first scrape naming the pod to its last")
 # NAMED_TURNS within the 1,024 characters of an alarm's description, beside its gap and stale notes.
 NAMED_TURNS_ALARM = ("a pod the exporter names in turn with the other pods of a GPU they share (without "
                      "KUBERNETES_VIRTUAL_GPUS) reads at each naming the GPU's increase since its last one: a period "

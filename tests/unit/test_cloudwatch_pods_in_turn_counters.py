@@ -32,6 +32,7 @@ from generator.project import load_project
 from tests.support import cloudwatch_eval, dcgm_fleet as F
 from tests.support.agent_points import alarm_values
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import said as header_says
 from tests.support.projects import defined_project
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -128,7 +129,7 @@ def test_each_period_reads_the_growth_between_the_pods_namings_as_the_header_say
         series = shown[f"Pod {namespace}/{pod}"]
         assert all(abs(v - RATE) <= RATE * gap / period + 1e-6 for t, v in series.items() if t > 0)
         assert sum(series.values()) * period == pytest.approx(reading(namings[-1]) - reading(namings[0]))
-    assert TITLE in header and NAMED_TURNS in header
+    assert header_says(header, TITLE, NAMED_TURNS)  # the note whole, of this chart
 
 
 def test_every_pod_named_at_every_scrape_reads_the_gpus_rate_in_every_period_unsaid(tmp_path):
@@ -137,12 +138,12 @@ def test_every_pod_named_at_every_scrape_reads_the_gpus_rate_in_every_period_uns
     shown = cloudwatch_eval.widget({**widget, "period": 60}, _points(files, rotation, virtual=True), 0, END)
     assert {label: {round(v, 3) for t, v in series.items() if t >= 60} for label, series in shown.items()} == \
         {f"Pod {ns}/{pod}": {RATE} for ns, pod in PODS}
-    assert NAMED_TURNS not in header
+    assert NAMED_TURNS not in header and not header_says(header, TITLE, NAMED_TURNS[:60])
 
 
 def test_on_classic_the_header_says_its_own_loss_not_the_otel_pipelines_turns(tmp_path):
     _, header = _widget(_built(tmp_path, "agent:\n  pipeline: classic\n"))
-    assert NAMED_LOSS in header and NAMED_TURNS not in header
+    assert header_says(header, TITLE, NAMED_LOSS) and NAMED_TURNS not in header
 
 
 ALARMS = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
