@@ -219,6 +219,7 @@ class _Device:
     resolution: str | None = None  # with `lookback`: the scrape interval (`<seconds>s`)
     outer: tuple[str, ...] = ()  # with `lookback`: the labels the query's outer grouping keeps (the pod's, ...)
     total: tuple[str, ...] = ()  # with `lookback`: a share's fields (used, free), read from one copy (chosen_copy)
+    stepped: bool = False  # with `lookback`, a rule's: the gauge formats a step's reading (gauge_readings)
 
     def chooses(self, metric: str, gauge: str) -> bool:
         """Whether `metric`'s reading is that of the copy a share's used chooses (`total`, its fields; blanks dropped;
@@ -248,6 +249,8 @@ class _Device:
             if own_share:
                 tiers = self._read(metric, False, self.scoped, extra, keep, any_pod)
                 return f"max by ({_listed((*keep, *shown))}) ({_unblanked(_either(tiers, keep), gauge)})"
+            if self.stepped and gauge != COUNTED:
+                return self._stepped(metric, extra, gauge, summed, slot, keep, any_pod)
             tiers = self._read(metric, summed and self.chooses(metric, gauge), self.unscoped, any_pod, slot, any_pod)
             if self.shares and metric in PER_PROCESS_FIELDS and not self.chooses(metric, gauge):  # own series first
                 own = self._read(metric, False, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod)
@@ -268,6 +271,34 @@ class _Device:
         if self.per_pod:
             return f"({scoped} * 0 + {matching} group_left () {device})"
         return f"({device} and {matching} {scoped})"
+
+    def _stepped(self, metric: str, extra: list[str], gauge: str, summed: bool, slot: tuple[str, ...],
+                 keep: tuple[str, ...], any_pod: list[str]) -> str:
+        """A rule's reading at one step of its window (`gauge`, step_reading) per pod a scrape within the lookback
+        (up to the step) named on a GPU instance (`slot`), and what else `keep` holds: the GPU's reading at that
+        step, from whichever copy of it holds one under any pod (the highest; `summed`: the sum of the share's
+        fields, `total`, of one copy), the device's own series first where the exporter writes one. So a GPU an
+        exporter without KUBERNETES_VIRTUAL_GPUS names under one of its pods per scrape reads whole, at every
+        scrape, under each pod a scrape of the lookback named, as the panels show it (`reading`), and each sample
+        is still read once (at the step after it), as CloudWatch takes each observation once."""
+        labels = self.labels
+        spellings = _listed(labels.node_sources)
+        names = self.total if summed and metric in self.total and len(self.total) > 1 else (metric,)
+        field_labels = tuple(dict.fromkeys(name for field in names for name in FIELD_LABELS.get(field, ((), ""))[0]))
+        copy = _listed((*slot, *field_labels, *COPY_LABELS, *labels.node_sources))
+
+        def copies(more: list[str]) -> str:
+            """Each copy's reading of the GPU instance at the step (a share's fields added up per copy), the highest."""
+            read = [f"max by ({copy}) ({identified(_raw(name, self.unscoped, [*any_pod, *more], gauge), labels)})"
+                    for name in names]
+            value = read[0] if len(read) == 1 else "(" + " + ".join(read) + ")"
+            return f"topk by ({_listed(slot)}) (1, {value})"
+        device = copies([])
+        if self.shares and metric in PER_PROCESS_FIELDS:  # the device's own series first
+            own = copies([f'{self.pod}=""'])
+            device = f"({own} or on ({_listed(slot)}) {device})"
+        named = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"), labels)
+        return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
 
     def _read(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
               any_pod: list[str]) -> tuple[str, str]:
@@ -307,6 +338,7 @@ class _Device:
 
 
 LATEST = "{0} < " + BLANK_FLOOR  # a gauge's latest sample, blanks left out (_gauge_form)
+COUNTED = "{}"  # a count's reading of a field: its series as they are, whatever their value (_per_gpu)
 GPU_LABEL = "gpudash_gpu"  # the label a GPU is named by: its UUID, else its node spelling (identified)
 
 
@@ -1299,8 +1331,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     one_copy = device is None or device.lookback is None
     if count:  # how many GPUs report the field, whatever its value: a GPU two exporters read counts once
         if one_copy:
-            return merge.one_copy("max", (_raw(metric, branches, extra, "{}"),), own_labels)
-        return merge("max", device.reading(metric, extra, "{}"), own_labels)
+            return merge.one_copy("max", (_raw(metric, branches, extra, COUNTED),), own_labels)
+        return merge("max", device.reading(metric, extra, COUNTED), own_labels)
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
 
     def is_counter(name: str) -> bool:
@@ -1621,8 +1653,9 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
                    workload)
 
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
-    # a panel's gauge per pod: the pods a scrape within the lookback named (_Device.lookback)
-    lookback = named_within if gauge_window is None and named_pods_looked_back(query, catalog) else None
+    # a gauge (or count) per pod, in panels and rules alike: the pods a scrape within the lookback named
+    # (_Device.lookback; a rule's at each step of its window, _Device._stepped)
+    lookback = named_within if named_pods_looked_back(query, catalog) else None
 
     def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), also: tuple[str, ...] = (),
                 checked: bool = True) -> str:
@@ -1632,7 +1665,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         identity = (*gpu_identity(labels), *INSTANCE_IDENTITY, uuid_label((labels.pod, labels.namespace,
                                                                            labels.container)), *COPY_LABELS)
         device = _Device(branches, unscoped, identity, labels.pod, bool({"pod", "namespace", "container"} & set(keys)),
-                         whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share) \
+                         whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share,
+                         gauge_window is not None) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
                         over_time, kind, resolution, device, also, checked, share)

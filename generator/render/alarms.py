@@ -31,7 +31,7 @@ from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..ownership import publication_tags
 from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, by_region, counted_name, counted_rules,
-                      expression, group_keys, kinds_apart, label_name, with_cluster)
+                      expression, group_keys, kinds_apart, label_lookback, label_name, with_cluster)
 from ..promql_text import quoted
 from ..series_labels import MAX_DIMENSIONS
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
@@ -1178,7 +1178,8 @@ def period_value(alarm: Alarm, catalog: Catalog, settings: Settings, period: int
                       increase_window=window, gauge_window=window, per_instance=True, kind=kind,
                       resolution=rule_step(settings), offset=_duration(alarm.period_seconds * period) if period else None,
                       hold=f"{settings.scrape.seconds}s", reach=gap_reach(alarm, settings),
-                      regions=judged_regions(alarm, settings))
+                      regions=judged_regions(alarm, settings),
+                      named_within=label_lookback(settings.scrape.seconds))
 
 
 def judged_regions(alarm: Alarm, settings: Settings) -> Regions:
