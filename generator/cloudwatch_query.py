@@ -74,7 +74,7 @@ from .catalog import (MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, 
                       Catalog)
 from .derived_sets import derived, mig_only, with_instance
 from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
-from .model import Query
+from .model import WORKLOAD_KEYS, Query
 from .series_labels import MAX_DIMENSIONS
 from .settings import Cluster, Settings
 
@@ -618,7 +618,7 @@ def _cluster_where(name: str) -> str:
 
 def _dimension_set(query: Query, settings: Settings) -> tuple[str, ...]:
     keys = [k for k in query.by if k != "cluster"]
-    pod_keyed = any(k in ("pod", "namespace", "container") for k in keys)
+    pod_keyed = any(k in WORKLOAD_KEYS for k in keys)
     if "mig_instance" in keys:  # MIG instances alone, with their profile (which names them on the lines)
         candidates = [] if pod_keyed else [mig_instance_dimensions(settings)]
     else:

@@ -24,6 +24,7 @@ from .units import UNITS, Unit
 # (pod -> pod or exported_pod, node -> Hostname or hostname, ...). `mig_instance` is a GPU
 # instance of a MIG GPU: a query grouped by it covers MIG instances only.
 GROUP_KEYS = ("cluster", "namespace", "pod", "container", "node", "gpu", "model", "mig_instance")
+WORKLOAD_KEYS = ("pod", "namespace", "container")  # the keys naming a workload (a pod's labels), not a GPU
 AGGREGATIONS = ("avg", "sum", "max", "min", "count")
 PANEL_KINDS = ("timeseries", "stat", "gauge", "bargauge", "table", "heatmap")
 RANGE_KINDS = ("timeseries", "heatmap")  # kinds drawn from range queries: a value per point in time

@@ -47,7 +47,7 @@ from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, short
 from .exporter_styles import GENERATED_SUFFIX
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
                       PER_PROCESS_FIELDS, Catalog)
-from .model import Query
+from .model import WORKLOAD_KEYS, Query
 from .names import COUNTER_GROUP
 from .promql_text import quoted, regex_literal
 from .series_labels import SCRAPED_NODE, TARGET_ADDRESS, uuid_label
@@ -1664,7 +1664,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         # a GPU instance's copy (_Merge.one_copy): the device's value is one exporter's, named by the GPU's UUID
         identity = (*gpu_identity(labels), *INSTANCE_IDENTITY, uuid_label((labels.pod, labels.namespace,
                                                                            labels.container)), *COPY_LABELS)
-        device = _Device(branches, unscoped, identity, labels.pod, bool({"pod", "namespace", "container"} & set(keys)),
+        device = _Device(branches, unscoped, identity, labels.pod, bool(set(WORKLOAD_KEYS) & set(keys)),
                          whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share,
                          gauge_window is not None) \
             if labels.copies or lookback else None
@@ -1817,10 +1817,10 @@ def named_within_note(scrape_seconds: int, own_share: bool = False) -> str:
 
 
 def named_pods_looked_back(query: Query, catalog: Catalog) -> bool:
-    """A per-pod query of gauges (or a count), which a panel reads over label_lookback for the pods named
-    (`expression`'s `named_within`)."""
-    return "pod" in group_keys(query.by) and not query.raw_promql and not query.as_increase and reads_gauges(query,
-                                                                                                              catalog)
+    """A query of gauges (or a count) grouped by a workload's label (its pod, namespace or container), which panels
+    and rules read over label_lookback for the pods named (`expression`'s `named_within`)."""
+    return (bool(set(WORKLOAD_KEYS) & set(group_keys(query.by))) and not query.raw_promql and not query.as_increase
+            and reads_gauges(query, catalog))
 
 
 def reads_gauges(query: Query, catalog: Catalog) -> bool:
