@@ -241,24 +241,24 @@ class _Device:
             # can rename the node (the old one wrote its own pod's name into Hostname, the new one the node into
             # hostname), which made the GPU two for the lookback
             slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *field_labels)
-            spellings = _listed(labels.node_sources)
             # one series per GPU instance and outer group (a pod), labelled alike whatever the field and whichever
             # copy was read, the node's spellings and the index those of the copy read (the node coalesced after)
             shown = (*slot, *labels.node_sources)
             keep = (*slot, *(name for name in self.outer if name not in shown))  # a GPU instance and pod
+            # a rule's gauge at a step of its window (a count reads as the panels do)
+            stepped = self.stepped and gauge != COUNTED
+            if own_share and stepped:  # the pod's own copies, each scrape's (the exporter writes one per pod)
+                return None
             if own_share:
                 tiers = self._read(metric, False, self.scoped, extra, keep, any_pod)
                 return f"max by ({_listed((*keep, *shown))}) ({_unblanked(_either(tiers, keep), gauge)})"
-            if self.stepped and gauge != COUNTED:
+            if stepped:
                 return self._stepped(metric, extra, gauge, summed, slot, keep, any_pod)
             tiers = self._read(metric, summed and self.chooses(metric, gauge), self.unscoped, any_pod, slot, any_pod)
             if self.shares and metric in PER_PROCESS_FIELDS and not self.chooses(metric, gauge):  # own series first
                 own = self._read(metric, False, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
-            device = _unblanked(_either(tiers, slot), gauge)
-            named = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"), labels)
-            # each pod named on a GPU instance once, then the node's spellings and the index of the copy read
-            return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
+            return self._named_on(metric, extra, keep, slot, _unblanked(_either(tiers, slot), gauge))
         if not self.shares or metric not in PER_PROCESS_FIELDS or own_share:
             return None
         scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge))
@@ -282,7 +282,6 @@ class _Device:
         scrape, under each pod a scrape of the lookback named, as the panels show it (`reading`), and each sample
         is still read once (at the step after it), as CloudWatch takes each observation once."""
         labels = self.labels
-        spellings = _listed(labels.node_sources)
         names = self.total if summed and metric in self.total and len(self.total) > 1 else (metric,)
         field_labels = tuple(dict.fromkeys(name for field in names for name in FIELD_LABELS.get(field, ((), ""))[0]))
         copy = _listed((*slot, *field_labels, *COPY_LABELS, *labels.node_sources))
@@ -297,7 +296,15 @@ class _Device:
         if self.shares and metric in PER_PROCESS_FIELDS:  # the device's own series first
             own = copies([f'{self.pod}=""'])
             device = f"({own} or on ({_listed(slot)}) {device})"
-        named = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"), labels)
+        return self._named_on(metric, extra, keep, slot, device)
+
+    def _named_on(self, metric: str, extra: list[str], keep: tuple[str, ...], slot: tuple[str, ...],
+                  device: str) -> str:
+        """Each pod (and what else `keep` holds) a scrape within the lookback named on a GPU instance (`slot`), once,
+        with `device`'s reading of that GPU instance (one series per `slot`), the node's spellings and the index of the
+        copy read (the node coalesced after)."""
+        named = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"), self.labels)
+        spellings = _listed(self.labels.node_sources)
         return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
 
     def _read(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],

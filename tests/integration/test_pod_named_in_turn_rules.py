@@ -195,3 +195,33 @@ def test_the_cloudwatch_twin_is_in_alarm_for_the_same_pods(otel, form):
 def test_the_cloudwatch_twin_of_a_count_or_sum_over_a_gpu_named_in_turn_beside_another(otel, rule):
     (form,) = [form for form in FORMS if form[0] == rule]
     assert operator.eq(*_cloudwatch(otel, rule, form[1:]))
+
+
+LEFT = 20  # the scrape from which the GPU's exporter names new-0 in old-0's place (old-0 last named at 570 s)
+
+
+def test_a_pod_that_left_its_gpu_stops_counting_within_the_look_back(built):
+    """old-0 leaves its GPU (last named by the scrape at 570 s, its series marked stale at 600 s) and new-0 takes it:
+    the rules read old-0 on it for up to the look-back (promql.label_lookback: 4 scrape intervals, 120 s) after the
+    last scrape that named it, as the panels show it, and no longer: counted at 685 s, not at 695 s; new-0 from its
+    first scrape. `count < 1` fires for neither (a pod that left has no series to count below 1)."""
+    _, folder = built
+    alerts = alert_names(folder)
+    labels = ('gpu="0",UUID="GPU-gpu-node-l-0",hostname="gpu-node-l",container="main",namespace="team-l",'
+              'instance="10.0.9.9:9400",job="gpu-metrics",node="gpu-node-l"')
+    old = " ".join(["250"] * LEFT + ["stale"])
+    new = " ".join(["_"] * LEFT + ["250"] * (STEPS - LEFT))
+    series = [{"series": f'{POWER}{{{labels},pod="{pod}"}}', "values": values}
+              for pod, values in (("old-0", old), ("new-0", new))]
+    cases = []
+    for seconds in (590, 640, 685, 695, 720, 900):
+        pods = [pod for pod, held in (("old-0", seconds < LEFT * STEP - STEP + 120), ("new-0", seconds >= LEFT * STEP))
+                if held]
+        cases += [{"eval_time": f"{seconds}s", "alertname": alerts["count-power-pod-gpu-gt-0-5"],
+                   "exp_alerts": [_expected(folder, alerts["count-power-pod-gpu-gt-0-5"], namespace="team-l", pod=pod,
+                                            gpu="0") for pod in pods]},
+                  {"eval_time": f"{seconds}s", "alertname": alerts["count-power-pod-gpu-lt-1"], "exp_alerts": []}]
+    assert [c["exp_alerts"] != [] for c in cases[::2]] == [True] * 6  # someone holds it at every instant
+    assert [len(c["exp_alerts"]) for c in cases[::2]] == [1, 2, 2, 1, 1, 1]
+    _promtool_test(folder, "left.yaml", [{"interval": f"{STEP}s", "input_series": series,
+                                          "alert_rule_test": cases}], evaluation_interval="5s")
