@@ -1304,7 +1304,8 @@ def _sliced_gpus(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) ->
     """Without KUBERNETES_VIRTUAL_GPUS, dcgm-exporter labels a GPU that device-plugin replicas share (time-slicing,
     MPS) with ONE of the pods holding it per scrape, the last that kubelet lists (its order is not fixed): Grafana's
     per-pod panels look back over LABEL_LOOKBACK_SCRAPES scrape intervals (a rate: over its window) for the pods
-    named (promql.label_lookback), alarms and CloudWatch read a pod at the scrapes naming it alone. With the setting
+    named (promql.label_lookback), and so do the per-pod rules of gauges and counts; CloudWatch reads a pod at the
+    scrapes naming it alone. With the setting
     each pod gets a copy. Nothing is said when the setting is on or no node shares its GPUs (as far as GPU feature
     discovery's labels and the node's nvidia.com/gpu capacity tell)."""
     container = _container(daemonset, style)
@@ -1317,8 +1318,8 @@ def _sliced_gpus(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) ->
                   "; ".join(shared) + ": the exporter runs without KUBERNETES_VIRTUAL_GPUS, so it labels a GPU pods "
                   "share with one of them per scrape (the last kubelet lists): Grafana's per-pod panels show each "
                   f"pod a scrape of the last {LABEL_LOOKBACK_SCRAPES} scrape intervals (a rate: of its window) named, "
-                  "but per-pod alarms "
-                  "(both forms) and CloudWatch's per-pod widgets read a pod only at the scrapes that name it",
+                  "as do the per-pod Prometheus rules of gauges and counts, but CloudWatch's per-pod alarms and widgets "
+                  "read a pod only at the scrapes that name it",
                   "for a copy per pod, run dcgm-exporter 4.5.3 or later with KUBERNETES_VIRTUAL_GPUS=true and set "
                   "exporter.virtual_gpus: true in gpudash.yaml (README: per-process copies)")]
 

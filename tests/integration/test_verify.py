@@ -298,8 +298,8 @@ def test_gpus_shared_by_time_slicing_without_virtual_gpus_warn_what_per_pod_view
         "gpu-node-b advertises 4 nvidia.com/gpu (nvidia.com/gpu.sharing-strategy time-slicing): the exporter runs "
         "without KUBERNETES_VIRTUAL_GPUS, so it labels a GPU pods share with one of them per scrape (the last kubelet "
         "lists): Grafana's per-pod panels show each pod a scrape of the last 4 scrape intervals (a rate: of its window) "
-        "named, but per-pod alarms (both forms) and CloudWatch's per-pod widgets read a pod only at the scrapes that "
-        "name it")
+        "named, as do the per-pod Prometheus rules of gauges and counts, but CloudWatch's per-pod alarms and widgets "
+        "read a pod only at the scrapes that name it")
     assert "KUBERNETES_VIRTUAL_GPUS=true" in checks[name]["fix"]
     assert "exporter.virtual_gpus: true" in checks[name]["fix"]
     sliced["metadata"]["labels"].pop("nvidia.com/gpu.sharing-strategy")  # an older feature discovery: the count
