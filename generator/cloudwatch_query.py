@@ -869,10 +869,13 @@ def per_second(math: str | None, scale: float = 1.0) -> str:
     return f"{shown} / {PERIOD}" if scale == 1 else f"{shown} * {number(scale)} / {PERIOD}"
 
 
+PER_SCRAPE_OPENING = "the period's observations divided by the "  # per_scrape_note's opening (per_scrape_read)
+
+
 def per_scrape_note(layout: Layout) -> str:
     """What a mean per observation (per_scrape) reads, in the source's own words: its interval's setting."""
     what = layout.observation + "s"
-    return (f"the period's observations divided by the {what} {layout.interval_setting} gives it: a period missing "
+    return (f"{PER_SCRAPE_OPENING}{what} {layout.interval_setting} gives it: a period missing "
             f"m of its n {what} reads (n - m) / n of it (the period still filling is not drawn, unless live data is "
             f"on, which draws it low until it ends)")
 
@@ -881,6 +884,26 @@ def per_scrape_note(layout: Layout) -> str:
 # (dcgm-exporter #340): a pod's observations in a period are then those of the scrapes it was named at.
 NAMED_SHARE = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of them "
                "at a time (without KUBERNETES_VIRTUAL_GPUS), reads the share of the period's scrapes it was named at")
+
+
+def per_scrape_read(plan_: Plan) -> bool:
+    """Whether a plan reads a COUNT or SUM of a period's observations over the scrapes a period holds (per_scrape):
+    a GPU's reading missed in a period (a failed scrape) reads as that part of the GPU lost, not as a GPU reporting
+    or drawing all along. A pod's total per scrape (_pod_total, AVG of the totals that arrived) and a line per GPU
+    are not: they are a mean of what arrived."""
+    return any(note.startswith(PER_SCRAPE_OPENING) for note in plan_.notes)
+
+
+def failed_scrape_note(aggregation: str, comparison: str, period: int, interval: float) -> str:
+    """An alarm's words for per_scrape_read: what a failed scrape does to its value and verdict, and how its Prometheus
+    rule reads the same period (each GPU with a reading in it counted, its mean over its readings added)."""
+    n = period / interval
+    what = "count of GPUs" if aggregation == "count" else "total"
+    verdict = "fire" if comparison in ("<", "<=") else "miss"
+    return (f"its {what} is the period's readings over the {n:g} scrapes it holds: one failed scrape of a node's "
+            f"exporter in a period reads that node's GPUs as {n - 1:g}/{n:g} of them, so it can {verdict} for the "
+            f"period (a failed scrape is not a lost GPU; its Prometheus rule counts a GPU with a reading in the "
+            f"period{'' if aggregation == 'count' else ' and adds its mean over them'}; lint AL023)")
 
 
 def per_scrape_notes(settings: Settings, pod_keyed: bool, layout: Layout) -> tuple[str, ...]:

@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, copies_counted_note, NAMED_SHARE, NAMED_TURNS,
-                                NAMED_TURNS_ALARM, ONCE_PER_GPU, STATISTICS, Plan,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, copies_counted_note, failed_scrape_note, NAMED_SHARE,
+                                NAMED_TURNS, NAMED_TURNS_ALARM, ONCE_PER_GPU, STATISTICS, Plan, per_scrape_read,
                                 stands_in_once,
                                 instance_contributors,
                                 LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
@@ -464,6 +464,31 @@ def copies_counted(project) -> list[tuple[str, str]]:
     return result
 
 
+def failed_scrapes_read(project) -> list[tuple[str, str]]:
+    """(where, message) of each CloudWatch alarm whose count of GPUs or total of a gauge is the period's readings over
+    the scrapes it holds (cloudwatch_query.per_scrape_read): a failed scrape reads as GPUs lost for the period, where
+    its Prometheus rule counts each GPU with a reading in the period and adds each GPU's mean over its readings.
+    Metrics Insights cannot take a statistic per GPU and then count or add those in one query, and an alarm on a
+    Metrics Insights query takes no math."""
+    settings, catalog = project.settings, project.catalog
+    result = []
+    for alarm in project.alarms:
+        try:
+            forms = built_forms(alarm, catalog, settings)
+        except Unsupported:
+            continue  # generate refuses it
+        condition = cloudwatch_condition(alarm, settings)
+        for form in forms:
+            if per_scrape_read(form.plan) and condition.query.aggregation in ("count", "sum"):
+                note = failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
+                                          settings.scrape.seconds)
+                result.append((alarm.defined_at,
+                               f"alarm {alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ''} takes the "
+                               f"{condition.query.aggregation} of {form.plan.metric} over [{', '.join(form.plan.dims)}] "
+                               f"on CloudWatch: {note.removesuffix('; lint AL023)') + ')'}"))
+    return result
+
+
 @dataclass(frozen=True)
 class Form:
     """One kind of CloudWatch alarm a rule makes (per cluster; per Region for a fleet-scope rule)."""
@@ -724,6 +749,10 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     copies = copies_counted_note(plan_)
     if copies:  # no merged form (cloudwatch_query.once_plan): lint AL019 notes it too
         note = f"{note}; {copies}" if note else copies
+    if per_scrape_read(plan_) and condition.query.aggregation in ("count", "sum"):  # lint AL023 notes it too
+        failed = failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
+                                    settings.scrape.seconds)
+        note = f"{note}; {failed}" if note else failed
     # a pod's count or sum per scrape the agent does not make (classic; a counter's), a pod's counter of a GPU named
     # under its pods in turn (the OTel pipeline; shorter than the header's)
     for named, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_TURNS, NAMED_TURNS_ALARM)):

@@ -1,0 +1,85 @@
+"""A failed scrape is not a lost GPU, but a CloudWatch alarm whose count of GPUs or total of a gauge over several GPUs
+is the period's readings over the scrapes it holds reads it as one: the mixed fleet (11 GPUs) through the build's agent
+model, one scrape of a node's exporter failed (nothing of that node in that scrape), reads that period's count as
+11 - g/10 (g: the node's GPUs) and its total short by a tenth of the node's watts. Metrics Insights cannot count the
+GPUs with a reading in a period in one query (a statistic per GPU, then a count of them), and an alarm on it takes no
+math: the alarm's description says what a failed scrape does, and lint notes it (AL023). A pod's count or total (the
+agent's per pod and scrape, AVG of those that arrived) and a GPU's own series are a mean of what arrived: no note.
+The Prometheus rules count a GPU with a reading in the period: tests/integration/test_failed_scrape_twins.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build, notes
+from generator.output import encode
+from tests.support import mixed_fleet
+from tests.support.agent_points import AGENT_FILE, alarm_values
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
+from tests.support.projects import defined_project
+
+STEP, END, PERIOD = 30, 1800, 300
+POWER, TEMP = "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP"
+CASES = {"count-all-low": (TEMP, "count", (), "<"), "count-all-high": (TEMP, "count", (), ">="),
+         "count-node": (TEMP, "count", ("node",), "<"), "sum-all": (POWER, "sum", (), "<"),
+         "sum-node": (POWER, "sum", ("node",), ">"),
+         # a mean of what arrived: not read low by a failed scrape
+         "count-pod": (TEMP, "count", ("pod",), "<"), "sum-pod": (POWER, "sum", ("pod",), "<"),
+         "max-gpu": (TEMP, "max", ("node", "gpu"), ">"), "avg-all": (TEMP, "avg", (), ">")}
+NOTED = {"count-all-low", "count-all-high", "count-node", "sum-all", "sum-node"}
+ALARMS = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+    f"    yield Alarm({rule!r}, 'X', Condition(Query({metric!r}, {how!r}, {by!r}), {comparison!r}, 1),\n"
+    f"                description='x', runbook='y')\n" for rule, (metric, how, by, comparison) in CASES.items())
+FAILED_NODE = mixed_fleet.FLEET[0]
+FAILED_AT = END - PERIOD + 4 * STEP  # a scrape inside the last period
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    project = defined_project(tmp_path_factory.mktemp("failed-scrape"), "", alarms=ALARMS)
+    files = encode(build(project))
+    requests = {a["Request"]["AlarmName"].removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): a["Request"]
+                for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP),
+                                            target_labels(job, node.name))
+                                     for k in range(-2, END // STEP) for node in mixed_fleet.FLEET
+                                     if not (node is FAILED_NODE and k * STEP == FAILED_AT)])
+    return project, requests, points
+
+
+def test_the_alarms_that_read_a_failed_scrape_as_gpus_lost_say_so(built):
+    project, requests, _ = built
+    said = {rule for rule, request in requests.items() if "one failed scrape of a node's exporter" in
+            request["AlarmDescription"]}
+    assert said == NOTED
+    assert "so it can fire for the period" in requests["count-all-low"]["AlarmDescription"]
+    assert "so it can miss for the period" in requests["count-all-high"]["AlarmDescription"]
+    assert "9/10 of them" in requests["sum-all"]["AlarmDescription"]  # 300 s of 30 s scrapes
+    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL023"}
+    assert noted == NOTED
+
+
+def test_what_the_note_says_holds_on_the_agent_model(built):
+    """The period holding the failed scrape reads the failed node's GPUs as 9/10 of them: the count of 11 GPUs reads
+    11 - g/10 (so `< 11` breaches and `>= 11` does not) and the total is short by a tenth of the node's watts; the
+    noted alarms' rules count 11 and add every watt. A pod's and a GPU's values are as without the failed scrape."""
+    _, requests, points = built
+    gpus = sum(len(node.gpus) for node in mixed_fleet.FLEET)
+    lost = len(FAILED_NODE.gpus)
+    (count,) = alarm_values(requests["count-all-low"], points, END, PERIOD).values()
+    assert count == pytest.approx(gpus - lost / 10)
+    assert count < gpus  # `count < 11` breaches with every GPU reporting: the false alarm the note names
+    nodes = alarm_values(requests["count-node"], points, END, PERIOD)
+    assert nodes[(("node", FAILED_NODE.name),)] == pytest.approx(lost * 9 / 10)
+    assert all(value == pytest.approx(len(node.gpus)) for node in mixed_fleet.FLEET[1:]
+               for key, value in nodes.items() if key == (("node", node.name),))
+    (total,) = alarm_values(requests["sum-all"], points, END, PERIOD).values()
+    watts = sum(gpu.power for node in mixed_fleet.FLEET for gpu in node.gpus)
+    assert total == pytest.approx(watts - sum(gpu.power for gpu in FAILED_NODE.gpus) / 10)
+    # the period before holds every scrape: the truth
+    (before,) = alarm_values(requests["count-all-low"], points, END - PERIOD, PERIOD).values()
+    assert before == pytest.approx(gpus)
