@@ -434,6 +434,24 @@ def ranked_past_500(project) -> list[tuple[str, str]]:
     return result
 
 
+def _built_forms_of(project) -> Iterable[tuple[Alarm, Form]]:
+    """Each CloudWatch alarm form of the project's rules (none of a rule generate refuses)."""
+    for alarm in project.alarms:
+        try:
+            forms = built_forms(alarm, project.catalog, project.settings)
+        except Unsupported:
+            continue  # generate refuses it
+        for form in forms:
+            yield alarm, form
+
+
+def _noted(alarm: Alarm, form: Form, aggregation: str, what: str) -> tuple[str, str]:
+    """(where, message) of a lint note on one alarm form: what it takes over which set on CloudWatch, then `what`."""
+    return (alarm.defined_at, f"alarm {alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ''} takes the "
+                              f"{aggregation} of {form.plan.metric} over [{', '.join(form.plan.dims)}] on CloudWatch: "
+                              f"{what}")
+
+
 def copies_counted(project) -> list[tuple[str, str]]:
     """(where, message) of each CloudWatch alarm that counts, adds or averages a GPU's copies (MIG instances, pods
     sharing it by time-slicing) as that many GPUs, where its Prometheus rule counts each GPU once: no merged form of
@@ -441,26 +459,18 @@ def copies_counted(project) -> list[tuple[str, str]]:
     scraped, and a field MIG reports per instance has no one reading per GPU)."""
     settings, catalog = project.settings, project.catalog
     result = []
-    for alarm in project.alarms:
-        try:
-            forms = built_forms(alarm, catalog, settings)
-        except Unsupported:
-            continue  # generate refuses it
-        for form in forms:
-            copies = copies_counted_note(form.plan)
-            if copies:
-                query = cloudwatch_condition(alarm, settings).query
-                why = ("agent.pipeline: classic publishes each series as scraped, nothing merges a GPU's copies"
-                       if settings.agent.pipeline == "classic" else
-                       f"{form.plan.metric} has no one reading per GPU to merge (MIG reports it per instance)"
-                       if catalog.get(form.plan.metric).per_instance else
-                       "the agent makes a pod's count and sum of its GPUs once, not a mean nor a namespace's"
-                       if POD_DIMENSION in form.plan.dims else
-                       "its set has no room for the mark of a GPU's reading once")
-                result.append((alarm.defined_at,
-                               f"alarm {alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ''} takes the "
-                               f"{query.aggregation} of {form.plan.metric} over [{', '.join(form.plan.dims)}] on "
-                               f"CloudWatch: {copies}, where its Prometheus rule counts each GPU once ({why})"))
+    for alarm, form in _built_forms_of(project):
+        copies = copies_counted_note(form.plan)
+        if copies:
+            why = ("agent.pipeline: classic publishes each series as scraped, nothing merges a GPU's copies"
+                   if settings.agent.pipeline == "classic" else
+                   f"{form.plan.metric} has no one reading per GPU to merge (MIG reports it per instance)"
+                   if catalog.get(form.plan.metric).per_instance else
+                   "the agent makes a pod's count and sum of its GPUs once, not a mean nor a namespace's"
+                   if POD_DIMENSION in form.plan.dims else
+                   "its set has no room for the mark of a GPU's reading once")
+            result.append(_noted(alarm, form, cloudwatch_condition(alarm, settings).query.aggregation,
+                                 f"{copies}, where its Prometheus rule counts each GPU once ({why})"))
     return result
 
 
@@ -470,22 +480,14 @@ def failed_scrapes_read(project) -> list[tuple[str, str]]:
     its Prometheus rule counts each GPU with a reading in the period and adds each GPU's mean over its readings.
     Metrics Insights cannot take a statistic per GPU and then count or add those in one query, and an alarm on a
     Metrics Insights query takes no math."""
-    settings, catalog = project.settings, project.catalog
     result = []
-    for alarm in project.alarms:
-        try:
-            forms = built_forms(alarm, catalog, settings)
-        except Unsupported:
-            continue  # generate refuses it
-        condition = cloudwatch_condition(alarm, settings)
-        for form in forms:
-            if per_scrape_read(form.plan) and condition.query.aggregation in ("count", "sum"):
-                note = failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
-                                          settings.scrape.seconds)
-                result.append((alarm.defined_at,
-                               f"alarm {alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ''} takes the "
-                               f"{condition.query.aggregation} of {form.plan.metric} over [{', '.join(form.plan.dims)}] "
-                               f"on CloudWatch: {note.removesuffix('; lint AL023)') + ')'}"))
+    for alarm, form in _built_forms_of(project):
+        condition = cloudwatch_condition(alarm, project.settings)
+        if per_scrape_read(form.plan) and condition.query.aggregation in ("count", "sum"):
+            note = failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
+                                      project.settings.scrape.seconds)
+            result.append(_noted(alarm, form, condition.query.aggregation,
+                                 note.removesuffix("; lint AL023)") + ")"))
     return result
 
 
