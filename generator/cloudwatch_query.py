@@ -903,7 +903,7 @@ def failed_scrape_note(aggregation: str, comparison: str, period: int, interval:
     return (f"its {what} is the period's readings over the {n:g} scrapes it holds: one failed scrape of a node's "
             f"exporter in a period reads that node's GPUs as {n - 1:g}/{n:g} of them, so it can {verdict} for the "
             f"period (a failed scrape is not a lost GPU; its Prometheus rule counts a GPU with a reading in the "
-            f"period{'' if aggregation == 'count' else ' and adds its mean over them'}; lint AL023)")
+            f"period{'' if aggregation == 'count' else ' and adds its mean over them'}; lint AL024)")
 
 
 def per_scrape_notes(settings: Settings, pod_keyed: bool, layout: Layout) -> tuple[str, ...]:

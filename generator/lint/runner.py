@@ -40,8 +40,8 @@ NOTE_RULES = [
                   "time-slicing counts once per copy (agent.pipeline: classic; a field MIG reports per instance; a "
                   "pod's mean or a namespace's count, sum or mean of a device field)",
          _notes("AL019")),
-    Rule("AL023", "CloudWatch alarms whose count of GPUs or total of a gauge over several GPUs is the period's readings "
-                  "over its scrapes: a failed scrape reads as GPUs lost for the period", _notes("AL023")),
+    Rule("AL024", "CloudWatch alarms whose count of GPUs or total of a gauge over several GPUs is the period's readings "
+                  "over its scrapes: a failed scrape reads as GPUs lost for the period", _notes("AL024")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
 AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007"})

@@ -487,7 +487,7 @@ def failed_scrapes_read(project) -> list[tuple[str, str]]:
             note = failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
                                       project.settings.scrape.seconds)
             result.append(_noted(alarm, form, condition.query.aggregation,
-                                 note.removesuffix("; lint AL023)") + ")"))
+                                 note.removesuffix("; lint AL024)") + ")"))
     return result
 
 
@@ -751,7 +751,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     copies = copies_counted_note(plan_)
     if copies:  # no merged form (cloudwatch_query.once_plan): lint AL019 notes it too
         note = f"{note}; {copies}" if note else copies
-    if per_scrape_read(plan_) and condition.query.aggregation in ("count", "sum"):  # lint AL023 notes it too
+    if per_scrape_read(plan_) and condition.query.aggregation in ("count", "sum"):  # lint AL024 notes it too
         failed = failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
                                     settings.scrape.seconds)
         note = f"{note}; {failed}" if note else failed

@@ -3,7 +3,7 @@ is the period's readings over the scrapes it holds reads it as one: the mixed fl
 model, one scrape of a node's exporter failed (nothing of that node in that scrape), reads that period's count as
 11 - g/10 (g: the node's GPUs) and its total short by a tenth of the node's watts. Metrics Insights cannot count the
 GPUs with a reading in a period in one query (a statistic per GPU, then a count of them), and an alarm on it takes no
-math: the alarm's description says what a failed scrape does, and lint notes it (AL023). A pod's count or total (the
+math: the alarm's description says what a failed scrape does, and lint notes it (AL024). A pod's count or total (the
 agent's per pod and scrape, AVG of those that arrived) and a GPU's own series are a mean of what arrived: no note.
 The Prometheus rules count a GPU with a reading in the period: tests/integration/test_failed_scrape_twins.py."""
 
@@ -59,7 +59,7 @@ def test_the_alarms_that_read_a_failed_scrape_as_gpus_lost_say_so(built):
     assert "so it can fire for the period" in requests["count-all-low"]["AlarmDescription"]
     assert "so it can miss for the period" in requests["count-all-high"]["AlarmDescription"]
     assert "9/10 of them" in requests["sum-all"]["AlarmDescription"]  # 300 s of 30 s scrapes
-    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL023"}
+    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL024"}
     assert noted == NOTED
 
 
