@@ -59,6 +59,22 @@ class Datapoint:
         return dict(self.dimensions)
 
 
+_NEW, _SET = object.__new__, object.__setattr__
+
+
+def datapoints(namespace: str, metric: str, dimension_sets, timestamp: float, value: float) -> list[Datapoint]:
+    """[Datapoint(namespace, metric, dims, timestamp, value) for dims in dimension_sets]: the same frozen datapoints,
+    equal and hashed alike, each given its fields at once (the dataclass's __init__ sets them one by one through
+    object.__setattr__: half of what the agent models spend publishing a fleet of 500 GPUs, a million points)."""
+    made = []
+    for dims in dimension_sets:
+        point = _NEW(Datapoint)
+        _SET(point, "__dict__", {"namespace": namespace, "metric": metric, "dimensions": dims, "timestamp": timestamp,
+                                 "value": value})
+        made.append(point)
+    return made
+
+
 @dataclass(frozen=True)
 class Scrape:
     """One scrape of one exporter target: when, what it served, and the labels the job attaches."""
@@ -387,7 +403,7 @@ class JsonAgent(Pipeline):
             if self.events is not None:
                 self.events.add(scrape, "Gauge", {**dict(key[1]), "prom_metric_type": kind}, name,
                                 [dict(dims) for dims in dimensions])
-            result += [Datapoint(self.namespace, name, dims, scrape.timestamp, value) for dims in dimensions]
+            result += datapoints(self.namespace, name, dimensions, scrape.timestamp, value)
         self._mark_stale(scrape, seen)
         return result
 

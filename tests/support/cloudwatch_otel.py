@@ -53,8 +53,8 @@ import pickle
 import re
 from dataclasses import dataclass, field
 
-from tests.support.cloudwatch_agent import (Datapoint, LogEvents, Pipeline, Scrape, _relabeled, declared_sets,
-                                              exposition, safe_load, safe_load_all)
+from tests.support.cloudwatch_agent import (Datapoint, LogEvents, Pipeline, Scrape, _relabeled, datapoints,
+                                              declared_sets, exposition, safe_load, safe_load_all)
 
 OTEL_KEY = "gpudash-otel.yaml"
 CACHE_TTL = 900.0  # internal/aws/metrics: cleanInterval (the fork's 15 minutes, see the module docstring)
@@ -482,7 +482,7 @@ class OtelAgent(Pipeline):
             if self.events is not None:
                 self.events.add(scrape, "Sum" if metric.kind == "counter" else "Gauge", labels, metric.name,
                                 [dict(dims) for dims in dimensions])
-            result += [Datapoint(self.namespace, metric.name, dims, timestamp, value) for dims in dimensions]
+            result += datapoints(self.namespace, metric.name, dimensions, timestamp, value)
         return result
 
     def _emitted(self, name: str, labels: dict[str, str]) -> tuple[tuple, list[tuple]]:
