@@ -1601,12 +1601,12 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     `gauge_window` (alerts) takes each gauge over that window: the max or min for a max or
     min query, the mean otherwise - what CloudWatch computes from the period's observations. With
     `resolution`, of the GPU's readings (gauge_readings): merged and aggregated at each step, then the window.
-    `per_instance` (alerts) judges a pod on the MIG instances it holds, each its own series, as
-    CloudWatch does: a pod's mean is over its instances (not over its GPUs' means), its max or min
-    that of its busiest or idlest instance, its free memory that of its fullest instance (an
-    instance's memory is its own); per pod and GPU, the MIG branch (`kind` "mig") judges each instance of the
-    pod's GPU on its own (its GPU_I_ID and profile kept: a busy instance does not hide an idle one), as the
-    rule's MIG alarm reads the per-pod-and-instance set. Whole GPUs, and pods sharing one, are as without it.
+    `per_instance` (alerts), with the MIG branch (`kind` "mig"), judges a pod on the MIG instances it holds, each
+    its own series, as the rule's MIG alarm reads the per-pod-and-instance set: per pod and GPU each instance of the
+    pod's GPU on its own (its GPU_I_ID and profile kept: a busy instance does not hide an idle one). Otherwise a
+    pod's field of the instance is read per GPU, the instances it holds there combined (memory added, activity
+    averaged), as the panels read it (tests/support/two_instances.py). Whole GPUs, and pods sharing one, are as
+    without it.
     `kind` ("whole" or "mig", with `kinds_apart`) takes only whole GPUs' own readings or only MIG
     instances' stand-in for a field MIG does not report.
     `offset` (alerts, with `gauge_window`) ends every window that long before the instant: an earlier period.
@@ -1644,11 +1644,14 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # The series of one GPU instance differ by labels gpu_identity does not list (pods, their UIDs and labels,
     # the exporter's instance and pod): merging every label but the GPU's identity, its MIG instance, what the
     # outer grouping keeps and a field's own labels (an XID code) leaves one series per GPU instance, then per
-    # GPU (and per GPU and pod). Alerts per pod (`apart`) judge each MIG instance a pod holds on its own where the
-    # value is the instance's own (its memory, its engine activity, a MIG GPU's stand-in for utilization); a count
-    # counts GPUs, and a field of the whole device (power, temperature, clocks), which the exporter repeats on each
-    # instance, is read once per GPU: a pod holding two instances of one GPU holds one GPU, drawing its power once.
-    apart = per_instance and "pod" in keys and not count and _instance_value(query.metric, catalog, kind)
+    # GPU (and per GPU and pod). A group's use of a GPU is read once per GPU, as the panels read it: a field of the
+    # instance (its memory, its engine activity) combined over the instances the group holds on the GPU (memory
+    # added, activity averaged: a pod on two instances of an A100 using 1,000 and 3,000 MiB uses 4,000 MiB of it), a
+    # count counting GPUs, and a field of the whole device (power, temperature, clocks), which the exporter repeats
+    # on each instance, read once. Only alerts on MIG instances alone (`kind` "mig", kinds_apart, whose CloudWatch
+    # twin reads each instance) judge each MIG instance a pod holds on its own (`apart`).
+    apart = per_instance and kind == "mig" and "pod" in keys and not count \
+        and _instance_value(query.metric, catalog, kind)
     if apart and kind == "mig" and "gpu" in keys:  # each MIG instance of a pod's GPU judged on its own
         outer += [name for name in INSTANCE_IDENTITY if name not in outer]
     # a gauge per GPU: its value per GPU (GPU_LABEL) whichever copy it is read from, its node named apart (named_gpus)

@@ -10,13 +10,17 @@ The truth, per group that keeps the pod (by pod, by (pod, gpu)) and per namespac
 - a count counts GPUs: a GPU once however many of its instances a group holds (dual: 2 GPUs, 1 on GPU 1);
 - a field of the whole device (power, temperature) is one reading per GPU the group holds, aggregated over those GPUs
   (dual: 300 + 200 = 500 W, mean 250 W; namespace team-q: the same two GPUs, 500 W);
-- a field of the instance (framebuffer used, graphics engine activity) is one value per MIG instance the pod holds (a
-  whole GPU one value), aggregated over them as the query says (dual's framebuffer 10,000 + 1,000 + 3,000 MiB; its
-  mean engine activity (0.5 + 0.25 + 0.75) / 3, its idlest 0.25, the busiest instance of GPU 1 0.75), as CloudWatch
-  holds one series per instance and judges a pod on each instance it holds (tests/integration/test_mig_twins.py).
-  The dashboards' panels read such a field per GPU instead (a GPU's instances the pod holds combined: framebuffer
-  added, engine activity averaged), then over the group's GPUs: dual's least framebuffer used is 1,000 MiB to its
-  rules and 4,000 on its panel; `truth` is the rules' and the alarms'.
+- a field of the instance (framebuffer used, graphics engine activity) is read per GPU the group holds: the group's
+  use of a GPU is the sum (framebuffer) or the mean (engine activity) of the instances it holds on that GPU (a whole
+  GPU is one instance), then aggregated over the group's GPUs as the query says: dual uses 10,000 MiB of GPU 0 and
+  1,000 + 3,000 = 4,000 MiB of GPU 1 (its total 14,000, mean 7,000, least 4,000); its engine activity is 0.5 on GPU 0
+  and (0.25 + 0.75) / 2 = 0.5 on GPU 1; namespace team-q uses 10,000 MiB of GPU 0 and 6,000 of GPU 1 (dual's two
+  instances and other's), its engine activity there (0.25 + 0.75 + 0.125) / 3 = 0.375. Why this one: it is what the
+  dashboards' panels show (a GPU's instances the group holds combined, then over the group's GPUs), and it answers the
+  question the grouping asks (how much of each GPU the pod or the namespace uses), the same way for every grouping: a
+  pod's smallest framebuffer use is not one of its slices but its least-used GPU. The rules read it; a CloudWatch
+  alarm reads it where the agent makes the group's value per GPU (a pod's total per GPU on agent.pipeline: otel), and
+  is refused or says what it reads where it cannot.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ DUAL = Node("gpu-node-dual", "Hostname", "nvidia-dcgm-exporter-q1r2s", (
     Gpu(1, temp=60, power=200, sm_clock=1410, xid=0, energy_mw=200_000, replays_per_s=0, memory_temp=50,
         model="NVIDIA A100-SXM4-80GB",
         instances=(_slice("1", "dual", 0.25, 1000), _slice("2", "dual", 0.75, 3000),
-                   _slice("3", "other", 0.375, 2000, "2g.20gb"))),
+                   _slice("3", "other", 0.125, 2000, "2g.20gb"))),
 ))
 FLEET = (DUAL,)
 
@@ -68,13 +72,13 @@ def truth(metric: str, aggregation: str, by: tuple[str, ...], fleet=FLEET) -> di
     values: dict[tuple, dict] = {}  # group -> {what is counted once: its value}
     for namespace, pod, node, gpu, instance in _held(fleet):
         key = _key(by, namespace, pod, gpu)
-        if aggregation == "count" or metric in DEVICE:
-            one = (node.name, gpu.index)  # the GPU, once
-            value = getattr(gpu, DEVICE[metric]) if metric in DEVICE else 1
-        elif "pod" in by:
-            one = (node.name, gpu.index, instance.id)  # each instance the pod holds
-            value = getattr(instance, INSTANCE[metric])
-        else:
-            raise NotImplementedError((metric, by))
-        values.setdefault(key, {})[one] = value
-    return {key: AGGREGATE[aggregation](list(each.values())) for key, each in values.items()}
+        one = (node.name, gpu.index)  # the GPU, once
+        if aggregation == "count":
+            values.setdefault(key, {})[one] = 1
+        elif metric in DEVICE:
+            values.setdefault(key, {})[one] = getattr(gpu, DEVICE[metric])
+        else:  # the group's instances of the GPU, combined below
+            values.setdefault(key, {}).setdefault(one, []).append(getattr(instance, INSTANCE[metric]))
+    combine = sum if metric == FB_USED else mean
+    return {key: AGGREGATE[aggregation]([combine(v) if isinstance(v, list) else v for v in each.values()])
+            for key, each in values.items()}
