@@ -471,10 +471,45 @@ WHOLE_COPIES_COUNTED = ("a GPU shared by time-slicing or MPS counts, adds and we
                         "its series is an observation)")
 
 
+# What an alarm per pod or namespace of a field MIG reports per instance reads where it takes the instances a group
+# holds as if each were a GPU (_instances_judged): its description says it, and lint notes it (AL019).
+INSTANCES_JUDGED = ("a field MIG reports per instance is read per instance a pod or namespace holds, not per GPU (its "
+                    "instances of a GPU added, framebuffer, or averaged, engine activity, as its Prometheus rule and "
+                    "the panels read it)")
+
+
 def copies_counted_note(plan_: Plan) -> str | None:
     """The note of a plan that counts a GPU's copies as GPUs (COPIES_COUNTED, or WHOLE_COPIES_COUNTED where no GPU is
-    split), None where it does not."""
-    return next((note for note in plan_.notes if note in (COPIES_COUNTED, WHOLE_COPIES_COUNTED)), None)
+    split) or a group's MIG instances as GPUs (INSTANCES_JUDGED), None where it does not."""
+    return next((note for note in plan_.notes if note in (COPIES_COUNTED, WHOLE_COPIES_COUNTED, INSTANCES_JUDGED)),
+                None)
+
+
+def _instances_judged(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> bool:
+    """An alarm's plan per pod, per (pod, gpu) or per namespace of a gauge MIG reports per instance that reads the
+    instances the group holds as series of the per-pod set (or the per-pod-GPU set), where the truth, which the
+    Prometheus rule and the panels read (tests/support/two_instances.py), is the group's use of each GPU: the
+    instances it holds there added (framebuffer, per_gpu_aggregation sum) or averaged (engine activity), then over
+    its GPUs. Only a sum of a field its instances add up is the same either way, and per (pod, gpu) a mean of a field
+    its instances average; the pod's totals (per GPU) the OTel pipeline makes (_pod_total) read the truth of a field
+    its instances add up, not a sum of engine activity (the instances', not the GPUs' means, added). A pod on
+    1,000 and 3,000 MiB of one A100 and a namespace with a third instance of 2,000 read 1,000 and 1,000 for the
+    least of 4,000 and 6,000; the pod's busiest engine activity on that GPU 0.75 for the mean 0.5."""
+    field = catalog.get(query.metric)
+    if settings.no_mig or not field.per_instance or field.is_counter or field.across_own_labels \
+            or query.aggregation == "count" or query.metric in MIG_MEMORY_SHARES:
+        return False
+    if not ({POD_DIMENSION, NAMESPACE_DIMENSION} & set(query.by) or query.per_pod):
+        return False
+    adds = field.per_gpu_aggregation == "sum"
+    if pod_total_kind(result.dims):  # the agent adds the pod's instances up: a sum of means is no mean
+        return query.aggregation == "sum" and not adds
+    if tuple(result.dims) not in (tuple(pod_dimensions(settings)), tuple(pod_gpu_dimensions(settings))):
+        return False
+    pod_gpu = {POD_DIMENSION, GPU_DIMENSION} <= set(result.series)
+    if query.aggregation == "sum" and adds or pod_gpu and query.aggregation == "avg":
+        return False  # (a pod's GPU's mean of the instances it holds of it, read per period from their observations)
+    return True
 
 
 def _pod_counts_copies(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> bool:
@@ -504,6 +539,8 @@ def _copies_noted(result: Plan, query: Query, catalog: Catalog, settings: Settin
     with exporter.virtual_gpus one per GPU instance: not noted."""
     if _pod_counts_copies(result, query, catalog, settings):
         return replace(result, notes=(*result.notes, COPIES_COUNTED))
+    if _instances_judged(result, query, catalog, settings):
+        return replace(result, notes=(*result.notes, INSTANCES_JUDGED))
     if not _counts_copies(result, settings):
         return result
     field = catalog.get(query.metric)
@@ -743,12 +780,14 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     pod_keyed = tuple(dims) == tuple(pod_dimensions(settings))
     if layout.instances and settings.agent.pipeline == "otel" and not field.is_counter \
             and field.across_own_labels != "sum" \
-            and (agg in ("count", "sum") and pod_keyed and per_pod_lines(query, series)
+            and (pod_keyed and per_pod_lines(query, series)
+                 and (agg in ("count", "sum") or agg in ("avg", "max", "min") and instances_added(field))
                  or pod_gpu_lines(query, series, dims, settings)
                  and (agg in ("count", "sum") or agg in ("avg", "max", "min") and instances_added(field))):
         # (awsemf would send a counter's total as deltas); a pod's GPU's mean, largest or smallest of a field its MIG
-        # instances add up (framebuffer) is that of the pod's totals on that GPU
-        return _pod_total(query, settings, series)
+        # instances add up (framebuffer) is that of the pod's totals on that GPU; a pod's over its GPUs, that of its
+        # totals per GPU (not of its instances: a pod on 1,000 and 3,000 MiB of one A100 uses 4,000 of it)
+        return _pod_total(query, settings, series, per_gpu=agg in ("avg", "max", "min"))
     if instances_once(query, field, dims, one_gpu, layout, settings):
         # a field MIG reports per instance over groups of GPUs: each GPU's reading once, read as a device field's
         dims = once_dimensions(settings)
@@ -841,7 +880,7 @@ def pod_gpu_lines(query: Query, series: tuple[str, ...], dims: list[str], settin
         and set(dims) == {*pod_dimensions(settings), GPU_DIMENSION}
 
 
-def _pod_total(query: Query, settings: Settings, series: tuple[str, ...]) -> Plan:
+def _pod_total(query: Query, settings: Settings, series: tuple[str, ...], per_gpu: bool = False) -> Plan:
     """A sum of a gauge, or the GPUs counted, per pod on the OTel pipeline: the agent adds up each scrape of a
     node's exporter per pod (each GPU once: a device field's MIG instances of one GPU count once, a field MIG
     reports per instance adds the pod's instances up) and publishes the pod's total of that scrape, so the AVG
@@ -849,9 +888,10 @@ def _pod_total(query: Query, settings: Settings, series: tuple[str, ...]) -> Pla
     many were missed. A pod runs on one node, and moving to another (a StatefulSet's pod) its totals continue;
     the agent cannot add up scrapes of two nodes (each is its own resource, read at its own time), so a name
     that two nodes' exporters list at once (Kubernetes runs a pod on one node) would read the mean of the two
-    nodes' totals."""
+    nodes' totals. `per_gpu`: read the pod's totals per GPU it holds (a mean, largest or smallest over them per pod,
+    of a field its MIG instances add up); so are lines per GPU a pod holds (pod_gpu_lines)."""
     kind = "count" if query.aggregation == "count" else "sum"
-    per_gpu = GPU_DIMENSION in series  # a pod's total per GPU it holds (pod_gpu_lines)
+    per_gpu = per_gpu or GPU_DIMENSION in series
     # a pod's largest or smallest per GPU it holds (pod_gpu_lines, of a field its MIG instances add up): that of its
     # totals on the GPU over the period's scrapes, each the GPU's whole reading for the pod
     function = MI_FUNCTIONS[query.aggregation] if query.aggregation in ("max", "min") else "AVG"

@@ -9,7 +9,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, copies_counted_note, failed_scrape_note, NAMED_SHARE,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
+                                failed_scrape_note, NAMED_SHARE,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, ONCE_PER_GPU, STATISTICS, Plan, per_scrape_read,
                                 stands_in_once,
                                 instance_contributors,
@@ -461,7 +462,11 @@ def copies_counted(project) -> list[tuple[str, str]]:
     result = []
     for alarm, form in _built_forms_of(project):
         copies = copies_counted_note(form.plan)
-        if copies:
+        if copies == INSTANCES_JUDGED:
+            result.append(_noted(alarm, form, cloudwatch_condition(alarm, settings).query.aggregation,
+                                 f"{copies}; no set the agent makes holds that use of each GPU (agent.pipeline: otel "
+                                 f"makes a pod's total per GPU, not a namespace's nor a mean)"))
+        elif copies:
             why = ("agent.pipeline: classic publishes each series as scraped, nothing merges a GPU's copies"
                    if settings.agent.pipeline == "classic" else
                    f"{form.plan.metric} has no one reading per GPU to merge (MIG reports it per instance)"
