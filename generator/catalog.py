@@ -48,6 +48,19 @@ MIG_SUBSTITUTES = {
 # instances' shares weighs a 1g.10gb as a 3g.40gb (a full 3g.40gb beside an empty 1g.10gb is 80 % of that memory,
 # not 50 %).
 MIG_MEMORY_SHARES = {"DCGM_FI_DEV_FB_USED_PERCENT": ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")}
+# A pod's least free memory, or its largest share of memory used, over its GPUs (an alarm before an allocation fails:
+# alarms/gpu_alarms.py framebuffer-full) is judged per device its processes allocate on, each MIG instance on its own
+# (an allocation lives in one instance: a full 1g.10gb beside an empty one of the same GPU is full), not per GPU, the
+# instances the pod holds there added, as every other reading of a field MIG reports per instance is
+# (tests/support/two_instances.py).
+HEADROOM = "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED"
+
+
+def per_device_headroom(query) -> bool:
+    """Whether a pod's reading of `query` (a model.Query) is judged per MIG instance it holds (HEADROOM): the least
+    free memory, or the largest share of memory used (`over` the GPU's memory)."""
+    return query.metric == HEADROOM[0] and query.aggregation == "min" \
+        or query.metric == HEADROOM[1] and query.aggregation == "max" and bool(query.over)
 # Fields DCGM does not report for MIG instances: what an instance's series carries for them
 # (0, or nothing, or the blank sentinel, by exporter version) is no reading.
 MIG_UNSUPPORTED = (*MIG_SUBSTITUTES, "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")

@@ -71,7 +71,7 @@ from typing import Callable
 
 from .blanks import INCREASE_FLOOR, READING_FLOOR
 from .catalog import (MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_FIELDS,
-                      Catalog)
+                      Catalog, per_device_headroom)
 from .derived_sets import derived, mig_only, with_instance
 from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from .model import WORKLOAD_KEYS, Query
@@ -497,7 +497,8 @@ def _instances_judged(result: Plan, query: Query, catalog: Catalog, settings: Se
     least of 4,000 and 6,000; the pod's busiest engine activity on that GPU 0.75 for the mean 0.5."""
     field = catalog.get(query.metric)
     if settings.no_mig or not field.per_instance or field.is_counter or field.across_own_labels \
-            or query.aggregation == "count" or query.metric in MIG_MEMORY_SHARES:
+            or query.aggregation == "count" or query.metric in MIG_MEMORY_SHARES \
+            or per_device_headroom(query) and query.per_pod:  # (a pod's: per instance, as its rule reads it)
         return False
     if not ({POD_DIMENSION, NAMESPACE_DIMENSION} & set(query.by) or query.per_pod):
         return False
@@ -779,7 +780,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     split_ok = not series and not alarm and can_split
     pod_keyed = tuple(dims) == tuple(pod_dimensions(settings))
     if layout.instances and settings.agent.pipeline == "otel" and not field.is_counter \
-            and field.across_own_labels != "sum" \
+            and field.across_own_labels != "sum" and not per_device_headroom(query) \
             and (pod_keyed and per_pod_lines(query, series)
                  and (agg in ("count", "sum") or agg in ("avg", "max", "min") and instances_added(field))
                  or pod_gpu_lines(query, series, dims, settings)

@@ -46,7 +46,7 @@ from .build_memo import BuildMemo
 from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, short
 from .exporter_styles import GENERATED_SUFFIX
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
-                      PER_PROCESS_FIELDS, Catalog)
+                      PER_PROCESS_FIELDS, Catalog, per_device_headroom)
 from .model import WORKLOAD_KEYS, Query
 from .names import COUNTER_GROUP
 from .promql_text import quoted, regex_literal
@@ -1649,9 +1649,10 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # added, activity averaged: a pod on two instances of an A100 using 1,000 and 3,000 MiB uses 4,000 MiB of it), a
     # count counting GPUs, and a field of the whole device (power, temperature, clocks), which the exporter repeats
     # on each instance, read once. Only alerts on MIG instances alone (`kind` "mig", kinds_apart, whose CloudWatch
-    # twin reads each instance) judge each MIG instance a pod holds on its own (`apart`).
-    apart = per_instance and kind == "mig" and "pod" in keys and not count \
-        and _instance_value(query.metric, catalog, kind)
+    # twin reads each instance) and a pod's least free memory (per_device_headroom: an allocation lives in one
+    # instance) judge each MIG instance a pod holds on its own (`apart`).
+    apart = per_instance and (kind == "mig" or per_device_headroom(query)) \
+        and "pod" in keys and not count and _instance_value(query.metric, catalog, kind)
     if apart and kind == "mig" and "gpu" in keys:  # each MIG instance of a pod's GPU judged on its own
         outer += [name for name in INSTANCE_IDENTITY if name not in outer]
     # a gauge per GPU: its value per GPU (GPU_LABEL) whichever copy it is read from, its node named apart (named_gpus)

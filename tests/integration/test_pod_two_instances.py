@@ -22,14 +22,14 @@ from generator.render.alarms import prometheus_expression
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_prometheus_rules import _promtool_test
 from tests.support import mixed_fleet, two_instances
-from tests.support.two_instances import ENGINE, FB_USED, POWER, TEMP, UTIL
+from tests.support.two_instances import ENGINE, FB_FREE, FB_USED, POWER, TEMP, UTIL
 
 STEP, STEPS = 30, 30  # fifteen minutes of 30 s scrapes
-SHORT = {POWER: "power", TEMP: "temp", UTIL: "util", FB_USED: "fb", ENGINE: "engine"}
+SHORT = {POWER: "power", TEMP: "temp", UTIL: "util", FB_USED: "fb", FB_FREE: "free", ENGINE: "engine"}
 BY = {"pod": ("pod",), "podgpu": ("pod", "gpu"), "ns": ("namespace",)}
 # (field, aggregation, grouping) of the rules checked: each field, of the device and of the instance, and every count
 # per each grouping
-CASES = [(field, aggregation, by) for field in (POWER, TEMP, FB_USED, ENGINE)
+CASES = [(field, aggregation, by) for field in (POWER, TEMP, FB_USED, FB_FREE, ENGINE)
          for aggregation in ("count", "sum", "avg", "max", "min") for by in BY] \
     + [(UTIL, "count", by) for by in BY]
 
@@ -73,6 +73,8 @@ def test_the_truth_is_where_reading_each_instance_differs():
     assert two_instances.truth(FB_USED, "min", ("pod",))[dual] == 4000  # its GPU 1: 1,000 + 3,000 MiB
     assert two_instances.truth(FB_USED, "max", ("pod", "gpu"))[dual_gpu1] == 4000
     assert two_instances.truth(FB_USED, "min", ("namespace",))[group(namespace="team-q")] == 6000
+    assert two_instances.truth(FB_FREE, "min", ("pod",))[dual] == 7000  # instance 2 (3,000 of 10,000 used)
+    assert two_instances.truth(FB_FREE, "max", ("pod", "gpu"))[dual_gpu1] == 16000
 
 
 def test_each_rule_grouped_by_pod_or_namespace_reads_the_truth(built):
@@ -98,6 +100,8 @@ def test_each_panel_query_reads_the_truth(built):
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     checks = []
     for field, aggregation, by in CASES:
+        if (field, aggregation) == (FB_FREE, "min"):
+            continue  # a pod's headroom: the panel shows its total free memory per GPU, the rule each instance's
         expr = expression(Query(field, aggregation, BY[by]), project.settings.labels, project.catalog,
                           resolution=f"{STEP}s", named_within=label_lookback(STEP))
         expected = two_instances.truth(field, aggregation, BY[by])

@@ -21,6 +21,10 @@ The truth, per group that keeps the pod (by pod, by (pod, gpu)) and per namespac
   pod's smallest framebuffer use is not one of its slices but its least-used GPU. The rules read it; a CloudWatch
   alarm reads it where the agent makes the group's value per GPU (a pod's total per GPU on agent.pipeline: otel), and
   is refused or says what it reads where it cannot.
+- but a pod's least free memory (and its largest share of memory used) is judged on each instance on its own
+  (generator/catalog.HEADROOM): it is the alarm before an allocation fails, and an allocation lives in one instance
+  (dual's least free memory 7,000 MiB, on instance 2, not 16,000 on GPU 1), as the rule and the CloudWatch alarm read
+  it; the panel of it shows the pod's total per GPU (a namespace's reads its use of each GPU, 24,000 on GPU 1).
 """
 
 from __future__ import annotations
@@ -30,9 +34,9 @@ from statistics import mean
 from tests.support.mixed_fleet import Gpu, Instance, Node
 
 POWER, TEMP, UTIL = "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL"
-FB_USED, ENGINE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+FB_USED, FB_FREE, ENGINE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 DEVICE = {POWER: "power", TEMP: "temp"}
-INSTANCE = {FB_USED: "fb_used", ENGINE: "engine"}
+INSTANCE = {FB_USED: "fb_used", FB_FREE: "fb_free", ENGINE: "engine"}
 
 
 def _slice(id_: str, pod: str, engine: float, used: float, profile: str = "1g.10gb") -> Instance:
@@ -77,8 +81,10 @@ def truth(metric: str, aggregation: str, by: tuple[str, ...], fleet=FLEET) -> di
             values.setdefault(key, {})[one] = 1
         elif metric in DEVICE:
             values.setdefault(key, {})[one] = getattr(gpu, DEVICE[metric])
+        elif metric == FB_FREE and aggregation == "min" and "pod" in by:  # a pod's headroom: each instance apart
+            values.setdefault(key, {})[(*one, instance.id)] = getattr(instance, INSTANCE[metric])
         else:  # the group's instances of the GPU, combined below
             values.setdefault(key, {}).setdefault(one, []).append(getattr(instance, INSTANCE[metric]))
-    combine = sum if metric == FB_USED else mean
+    combine = sum if metric in (FB_USED, FB_FREE) else mean
     return {key: AGGREGATE[aggregation]([combine(v) if isinstance(v, list) else v for v in each.values()])
             for key, each in values.items()}

@@ -5,7 +5,8 @@ is the sum (framebuffer) or mean (engine activity) of the instances it holds on 
 panels read it (the rules' side: tests/integration/test_pod_two_instances.py).
 
 Each alarm reads the truth, or is refused, or says in its description and in lint (AL019) that it reads each instance
-as a GPU (INSTANCES_JUDGED), and then reads what READ_APART lists (strict xfail). Before, a pod's mean and least
+as a GPU (INSTANCES_JUDGED), and then reads what READ_APART lists (strict xfail). A pod's least free memory is
+judged per instance (its headroom: generator/catalog.HEADROOM), as the rule judges it. Before, a pod's mean and least
 framebuffer on agent.pipeline: otel read its instances (4,667 and 1,000 MiB for 7,000 and 4,000) and nothing said so.
 """
 
@@ -19,17 +20,20 @@ from generator.render.alarms import copies_counted
 from tests.support import two_instances
 from tests.support.agent_points import alarm_values, alarms_through_agent
 from tests.support.projects import defined_project
-from tests.support.two_instances import ENGINE, FB_USED
+from tests.support.two_instances import ENGINE, FB_FREE, FB_USED
 
 STEP, END, PERIOD = 30, 900, 300
 HEAD = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
 BY = {"pod": ("pod",), "podgpu": ("pod", "gpu"), "ns": ("namespace",)}
-SHORT = {FB_USED: "fb", ENGINE: "engine"}
-ALL = [(field, aggregation, by) for field in (FB_USED, ENGINE) for aggregation in ("sum", "avg", "max", "min")
+SHORT = {FB_USED: "fb", FB_FREE: "free", ENGINE: "engine"}
+ALL = [(field, aggregation, by) for field in (FB_USED, FB_FREE, ENGINE) for aggregation in ("sum", "avg", "max", "min")
        for by in BY]
 # refused on CloudWatch (no set holds a pod's value per GPU of these): (pipeline, field, aggregation, grouping)
 REFUSED = {("classic", FB_USED, "max", "podgpu"), ("classic", FB_USED, "min", "podgpu"),
-           *((pipeline, ENGINE, aggregation, "podgpu") for pipeline in ("otel", "classic") for aggregation in ("max", "min"))}
+           *((pipeline, ENGINE, aggregation, "podgpu") for pipeline in ("otel", "classic")
+             for aggregation in ("max", "min")),
+           ("classic", FB_FREE, "max", "podgpu"), ("classic", FB_FREE, "min", "podgpu"),
+           ("otel", FB_FREE, "min", "podgpu")}  # (a pod's headroom is per instance: not its total per GPU)
 # read per instance, said so: what team-q/dual (or team-q) reads
 READ_APART = {
     **{(pipeline, FB_USED, aggregation, "ns"): what for pipeline in ("otel", "classic")
@@ -41,10 +45,16 @@ READ_APART = {
     **{(pipeline, ENGINE, aggregation, by): "each instance as a GPU" for pipeline in ("otel", "classic")
        for aggregation in ("sum", "avg", "max", "min") for by in ("pod", "ns")},
     **{(pipeline, ENGINE, "sum", "podgpu"): "1.0 for 0.5 on GPU 1" for pipeline in ("otel", "classic")},
+    **{(pipeline, FB_FREE, aggregation, "ns"): what for pipeline in ("otel", "classic")
+       for aggregation, what in (("avg", "23,500 MiB for 47,000"), ("min", "7,000 MiB for 24,000"),
+                                 ("max", "the largest instance, right here by GPU 0's 70,000"))},
+    **{("classic", FB_FREE, aggregation, "pod"): what
+       for aggregation, what in (("avg", "28,667 MiB for 43,000"), ("max", "the largest instance, right here"))},
 }
 # read apart but equal to the truth on this fleet (said so all the same: another fleet tells them apart)
 EQUAL_HERE = {(pipeline, FB_USED, "max", by) for pipeline in ("otel", "classic") for by in ("ns",)} \
-    | {("classic", FB_USED, "max", "pod")} | {(pipeline, ENGINE, "avg", "pod") for pipeline in ("otel", "classic")}
+    | {("classic", FB_USED, "max", "pod")} | {(pipeline, ENGINE, "avg", "pod") for pipeline in ("otel", "classic")} \
+    | {(pipeline, FB_FREE, "max", "ns") for pipeline in ("otel", "classic")} | {("classic", FB_FREE, "max", "pod")}
 
 
 def _name(field: str, aggregation: str, by: str) -> str:
@@ -94,11 +104,12 @@ def test_the_alarms_that_read_instances_apart_say_so(alarmed):
     assert noted == {_name(*case) for case in expected}
 
 
-@pytest.mark.parametrize("refused", sorted(REFUSED), ids=[f"{p} {SHORT[f]} {a} by {b}" for p, f, a, b in sorted(REFUSED)])
+@pytest.mark.parametrize("refused", sorted(REFUSED),
+                         ids=[f"{p} {SHORT[f]} {a} by {b}" for p, f, a, b in sorted(REFUSED)])
 def test_the_alarms_no_set_can_read_are_refused(refused, tmp_path):
     pipeline, *case = refused
     project = defined_project(tmp_path, f"agent:\n  pipeline: {pipeline}\n", alarms=HEAD + _alarm(*case))
-    with pytest.raises(InputError, match="MIG GPU's"):
+    with pytest.raises(InputError, match="a MIG GPU's"):
         alarms_through_agent(project, STEP, END, two_instances.FLEET)
 
 
