@@ -38,7 +38,8 @@ NOTE_RULES = [
                   "a form not ranked by the periods it holds)", _notes("AL017")),
     Rule("AL019", "CloudWatch alarms that count, add or average GPUs where a GPU split into MIG instances or shared by "
                   "time-slicing counts once per copy (agent.pipeline: classic; a field MIG reports per instance; a "
-                  "pod's mean or a namespace's count, sum or mean of a device field; a counter added up per namespace)",
+                  "pod's mean or a namespace's count, sum or mean of a device field; a counter added up per namespace), "
+                  "or read a pod's or a namespace's field MIG reports per instance per instance, not per GPU",
          _notes("AL019")),
     Rule("AL024", "CloudWatch alarms whose count of GPUs or total of a gauge over several GPUs is the period's readings "
                   "over its scrapes: a failed scrape reads as GPUs lost for the period", _notes("AL024")),
