@@ -782,12 +782,13 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     if layout.instances and settings.agent.pipeline == "otel" and not field.is_counter \
             and field.across_own_labels != "sum" and not per_device_headroom(query) \
             and (pod_keyed and per_pod_lines(query, series)
-                 and (agg in ("count", "sum") or agg in ("avg", "max", "min") and instances_added(field))
+                 and (agg in ("count", "sum") or alarm and agg in ("avg", "max", "min") and instances_added(field))
                  or pod_gpu_lines(query, series, dims, settings)
                  and (agg in ("count", "sum") or agg in ("avg", "max", "min") and instances_added(field))):
         # (awsemf would send a counter's total as deltas); a pod's GPU's mean, largest or smallest of a field its MIG
         # instances add up (framebuffer) is that of the pod's totals on that GPU; a pod's over its GPUs, that of its
         # totals per GPU (not of its instances: a pod on 1,000 and 3,000 MiB of one A100 uses 4,000 of it)
+        # (an alarm's: a chart per pod reads as before, its header saying what)
         return _pod_total(query, settings, series, per_gpu=agg in ("avg", "max", "min"))
     if instances_once(query, field, dims, one_gpu, layout, settings):
         # a field MIG reports per instance over groups of GPUs: each GPU's reading once, read as a device field's
