@@ -897,8 +897,11 @@ def _pod_total(query: Query, settings: Settings, series: tuple[str, ...], per_gp
     # a pod's largest or smallest per GPU it holds (pod_gpu_lines, of a field its MIG instances add up): that of its
     # totals on the GPU over the period's scrapes, each the GPU's whole reading for the pod
     function = MI_FUNCTIONS[query.aggregation] if query.aggregation in ("max", "min") else "AVG"
+    # a pod's total of a scrape holds a GPU it shares with pods named in turn only at the scrapes naming it: a pod
+    # holding one GPU of its own and one named in turn reads 1.5 GPUs (its total per GPU reads each whole)
+    named = (NAMED_PART,) if not per_gpu and not settings.exporter.virtual_gpus else ()
     return Plan(metric=query.metric, function=function, dims=tuple(pod_total_dimensions(settings, kind, per_gpu)),
-                group=series, series=series)
+                group=series, series=series, notes=named)
 
 
 
@@ -926,6 +929,12 @@ def per_scrape_note(layout: Layout) -> str:
 # (dcgm-exporter #340): a pod's observations in a period are then those of the scrapes it was named at.
 NAMED_SHARE = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of them "
                "at a time (without KUBERNETES_VIRTUAL_GPUS), reads the share of the period's scrapes it was named at")
+
+
+# A pod's total per scrape (_pod_total, OTel) where the exporter names a shared GPU under one of its pods at a time
+NAMED_PART = ("a pod holding a GPU of its own and one that pods share by time-slicing or MPS, which the exporter names "
+              "under one of them at a time (without KUBERNETES_VIRTUAL_GPUS), reads the shared one at the share of the "
+              "period's scrapes it was named at (1.5 GPUs for 2), where one holding only the shared GPU reads it whole")
 
 
 def per_scrape_read(plan_: Plan) -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
-                                failed_scrape_note, NAMED_SHARE,
+                                failed_scrape_note, NAMED_PART, NAMED_SHARE,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, ONCE_PER_GPU, STATISTICS, Plan, per_scrape_read,
                                 stands_in_once,
                                 instance_contributors,
@@ -762,7 +762,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
         note = f"{note}; {failed}" if note else failed
     # a pod's count or sum per scrape the agent does not make (classic; a counter's), a pod's counter of a GPU named
     # under its pods in turn (the OTel pipeline; shorter than the header's)
-    for named, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_TURNS, NAMED_TURNS_ALARM)):
+    for named, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART), (NAMED_TURNS, NAMED_TURNS_ALARM)):
         if named in plan_.notes:
             note = f"{note}; {said}" if note else said
     stale = stale_note(alarm, note)

@@ -225,3 +225,16 @@ def test_a_pod_that_left_its_gpu_stops_counting_within_the_look_back(built):
     assert [len(c["exp_alerts"]) for c in cases[::2]] == [1, 2, 2, 1, 1, 1]
     _promtool_test(folder, "left.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                           "alert_rule_test": cases}], evaluation_interval="5s")
+
+
+@pytest.mark.parametrize("rule", CLOUDWATCH_PART)
+def test_the_cloudwatch_twin_that_reads_a_gpu_named_in_turn_in_part_says_so(otel, rule):
+    """What CLOUDWATCH_PART's alarms read wrong is said in their descriptions (and their widgets' headers): a pod
+    holding a GPU of its own and one named in turn reads the shared one at the scrapes naming it (its total per scrape,
+    NAMED_PART: said nowhere before); a namespace's count or sum of its pods' readings per scrape, a pod's GPU at the
+    share of the scrapes naming it (NAMED_SHARE)."""
+    from generator.cloudwatch_query import NAMED_PART, NAMED_SHARE
+    requests, _ = otel
+    (request,) = [r for name, r in requests.items() if f"-{rule}-" in name and "-mig-" not in name]
+    said = NAMED_SHARE if "-namespace-" in rule else NAMED_PART
+    assert said in request["AlarmDescription"], request["AlarmDescription"]
