@@ -487,13 +487,21 @@ def failed_scrapes_read(project) -> list[tuple[str, str]]:
     Metrics Insights query takes no math."""
     result = []
     for alarm, form in _built_forms_of(project):
-        condition = cloudwatch_condition(alarm, project.settings)
-        if per_scrape_read(form.plan) and condition.query.aggregation in ("count", "sum"):
-            note = failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
-                                      project.settings.scrape.seconds)
-            result.append(_noted(alarm, form, condition.query.aggregation,
+        note = _failed_scrape_said(alarm, form.plan, project.settings)
+        if note:
+            result.append(_noted(alarm, form, cloudwatch_condition(alarm, project.settings).query.aggregation,
                                  note.removesuffix("; lint AL024)") + ")"))
     return result
+
+
+def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings) -> str:
+    """What a failed scrape does to an alarm whose count or total reads the period's readings over its scrapes
+    (per_scrape_read; failed_scrape_note), "" for any other."""
+    condition = cloudwatch_condition(alarm, settings)
+    if not per_scrape_read(plan_) or condition.query.aggregation not in ("count", "sum"):
+        return ""
+    return failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
+                              settings.scrape.seconds)
 
 
 @dataclass(frozen=True)
@@ -753,18 +761,14 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
                 f"window (past 500: the longest idle)")
     if plan_.flagged:  # level_plan
         note = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0, ranked by their sum"
-    copies = copies_counted_note(plan_)
-    if copies:  # no merged form (cloudwatch_query.once_plan): lint AL019 notes it too
-        note = f"{note}; {copies}" if note else copies
-    if per_scrape_read(plan_) and condition.query.aggregation in ("count", "sum"):  # lint AL024 notes it too
-        failed = failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
-                                    settings.scrape.seconds)
-        note = f"{note}; {failed}" if note else failed
-    # a pod's count or sum per scrape the agent does not make (classic; a counter's), a pod's counter of a GPU named
-    # under its pods in turn (the OTel pipeline; shorter than the header's)
-    for named, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART), (NAMED_TURNS, NAMED_TURNS_ALARM)):
-        if named in plan_.notes:
-            note = f"{note}; {said}" if note else said
+    # what it reads otherwise than the rule: a GPU's copies counted (no merged form, cloudwatch_query.once_plan:
+    # lint AL019 notes it too), a failed scrape as GPUs lost (lint AL024), a pod's count or sum per scrape the agent
+    # does not make (classic; a counter's), a pod's total of a GPU named in turn beside its own, a pod's counter of a
+    # GPU named under its pods in turn (the OTel pipeline; shorter than the header's)
+    named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
+                                      (NAMED_TURNS, NAMED_TURNS_ALARM)) if note_ in plan_.notes]
+    note = "; ".join(part for part in (note, copies_counted_note(plan_), _failed_scrape_said(alarm, plan_, settings),
+                                       *named) if part)
     stale = stale_note(alarm, note)
     description = _description(alarm, stale)
     label = alarm.title
