@@ -1141,13 +1141,13 @@ def _nothing(alarm: Alarm, settings: Settings, values: list[str]) -> str:
     Prometheus holding several (each Region's for a fleet alarm there, one alarm per Region, whether the rule judges
     the Regions apart, judged_regions, or each cluster, clusters_apart), one for the rule's own Prometheus otherwise."""
     keys = group_keys(_alert_query(alarm, settings).by)
-    cluster = label_name("cluster", settings.labels)
+    cluster, regions = label_name("cluster", settings.labels), shared_regions(settings)
     if alarm.scope == "cluster" and "cluster" in keys and settings.shared_prometheus:
         label, names = cluster, [c.prometheus_label for c in settings.clusters]
-    elif alarm.scope == "fleet" and shared_regions(settings):  # an alarm per Region
-        label, names = REGION_LABEL, [region for region, _ in shared_regions(settings)]
+    elif alarm.scope == "fleet" and regions:  # an alarm per Region
+        label, names = REGION_LABEL, [region for region, _ in regions]
         if not judged_regions(alarm, settings):  # judged by cluster (clusters_apart): each its Region written in
-            values = [by_region(value, cluster, shared_regions(settings)) for value in values]
+            values = [by_region(value, cluster, regions) for value in values]
     else:
         return f"(vector(1) unless on() group({' or '.join(values)}))"
     each = " or ".join(f'label_replace(vector(1), "{label}", {quoted(name.replace("$", "$$"))}, "", "")'
