@@ -243,7 +243,9 @@ ONLY_MISSES = frozenset({("count", ">"), ("count", ">="), ("sum", ">"), ("sum", 
 
 class HalfAlarm(Unsupported):
     """A rule whose CloudWatch alarm could judge only part of its group's GPUs (the whole GPUs, without the MIG GPUs'
-    stand-in) and so fire where its Prometheus rule, which reads every GPU, does not: generate refuses it."""
+    stand-in), or whose two alarms (whole GPUs, MIG instances) with missing data breaching would leave one in ALARM
+    for good, and so fire where its Prometheus rule, which reads every GPU, does not: generate refuses it, and makes
+    it only in the clusters that say no GPU is split (exporter.mig: none) where the fleet's clusters differ."""
 
 
 def _one_gpu(plan_: Plan) -> bool:
@@ -566,8 +568,8 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     # every reading of several periods past a level: ranked by the count of readings past it (level_plan)
     level = float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
     plan_ = level_plan(plan_, comparison, level, alarm.evaluation_periods, catalog, settings) or plan_
-    if mig and alarm.missing_data == "breaching":
-        raise Unsupported(
+    if mig and alarm.missing_data == "breaching":  # a half alarm too: made where no GPU is split (built_forms)
+        raise HalfAlarm(
             f"missing_data='breaching' on a rule CloudWatch judges in two alarms (the whole GPUs' "
             f"{plan_.metric}, the MIG instances' {mig[1]}): in a cluster without GPUs of one kind its alarm reads no "
             f"datapoint and stays in ALARM, where the rule, judging both kinds together, does not fire",

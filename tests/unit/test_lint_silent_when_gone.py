@@ -81,3 +81,15 @@ def test_breaching_on_a_rule_cloudwatch_splits_in_two_is_refused_unless_no_gpu_i
         build(project)
     assert "missing_data='breaching' on a rule CloudWatch judges in two alarms" in str(caught.value)
     assert "exporter.mig: none" in (getattr(caught.value, "fix", "") or getattr(caught.value, "hint", ""))
+
+
+def test_breaching_on_a_split_rule_is_made_in_the_clusters_that_say_no_gpu_is_split(tmp_path):
+    """With clusters that differ (clusters[].exporter.mig), the refusal's own fix for one cluster builds: the alarm is
+    made in the cluster saying none, left out of the other (its Prometheus rule watches it), as a half alarm is. It
+    was refused for the whole fleet whatever the clusters said."""
+    from generator.artifacts import build
+
+    project = defined_project(tmp_path, "clusters:\n  - {name: a, region: us-east-1, exporter: {mig: none}}\n"
+                                        "  - {name: b, region: us-east-1}\n", alarms=BREACHING_IDLE)
+    made = sorted(a.request["AlarmName"] for a in build(project).alarms if "-idle-" in a.request["AlarmName"])
+    assert made == ["gpudash-a-idle-warning"]
