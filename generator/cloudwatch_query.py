@@ -945,16 +945,18 @@ def per_scrape_read(plan_: Plan) -> bool:
     return any(note.startswith(PER_SCRAPE_OPENING) for note in plan_.notes)
 
 
-def failed_scrape_note(aggregation: str, comparison: str, period: int, interval: float) -> str:
+def failed_scrape_note(aggregation: str, comparison: str, period: int, interval: float, lint: bool = True) -> str:
     """An alarm's words for per_scrape_read: what a failed scrape does to its value and verdict, and how its Prometheus
-    rule reads the same period (each GPU with a reading in it counted, its mean over its readings added)."""
+    rule reads the same period (each GPU with a reading in it counted, its mean over its readings added); `lint`:
+    naming the lint note that says it too (not in that note itself)."""
     n = period / interval
     what = "count of GPUs" if aggregation == "count" else "total"
     verdict = "fire" if comparison in ("<", "<=") else "miss"
     return (f"its {what} is the period's readings over the {n:g} scrapes it holds: one failed scrape of a node's "
             f"exporter in a period reads that node's GPUs as {n - 1:g}/{n:g} of them, so it can {verdict} for the "
             f"period (a failed scrape is not a lost GPU; its Prometheus rule counts a GPU with a reading in the "
-            f"period{'' if aggregation == 'count' else ' and adds its mean over them'}; lint AL024)")
+            f"period{'' if aggregation == 'count' else ' and adds its mean over them'}"
+            f"{'; lint AL024' if lint else ''})")
 
 
 def per_scrape_notes(settings: Settings, pod_keyed: bool, layout: Layout) -> tuple[str, ...]:

@@ -387,7 +387,8 @@ def absent_problem(alarm: "Alarm") -> str:
     other than `count(field) < 1` over the whole cluster (fewer than 7 GPUs, per node) would be dropped without a
     word, and missing data that does not breach contradicts it."""
     query, condition = alarm.condition.query, alarm.condition
-    if (query.aggregation, query.by, condition.comparison, condition.threshold) != ("count", (), "<", 1):
+    if (query.aggregation, query.by) != ("count", ()) or (condition.comparison, condition.threshold) not in (
+            ("<", 1), ("<=", 0)):  # no GPU reporting, as a count writes it
         by = f" by ({', '.join(query.by)})" if query.by else ""
         return (f"absent=True makes the data-missing alarm (a cluster's GPU data no longer arriving), which ignores "
                 f"the condition {query.aggregation}({query.metric}){by} {condition.comparison} {condition.threshold:g}")

@@ -489,21 +489,20 @@ def failed_scrapes_read(project) -> list[tuple[str, str]]:
     Metrics Insights query takes no math."""
     result = []
     for alarm, form in _built_forms_of(project):
-        note = _failed_scrape_said(alarm, form.plan, project.settings)
+        note = _failed_scrape_said(alarm, form.plan, project.settings, lint=False)
         if note:
-            result.append(_noted(alarm, form, cloudwatch_condition(alarm, project.settings).query.aggregation,
-                                 note.removesuffix("; lint AL024)") + ")"))
+            result.append(_noted(alarm, form, cloudwatch_condition(alarm, project.settings).query.aggregation, note))
     return result
 
 
-def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings) -> str:
+def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings, lint: bool = True) -> str:
     """What a failed scrape does to an alarm whose count or total reads the period's readings over its scrapes
     (per_scrape_read; failed_scrape_note), "" for any other."""
     condition = cloudwatch_condition(alarm, settings)
     if not per_scrape_read(plan_) or condition.query.aggregation not in ("count", "sum"):
         return ""
     return failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
-                              settings.scrape.seconds)
+                              settings.scrape.seconds, lint)
 
 
 @dataclass(frozen=True)

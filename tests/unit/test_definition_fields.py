@@ -139,3 +139,11 @@ def test_lists_and_other_numbers_are_kept_in_the_declared_form():
     row = Row("r", (p for p in [panel]))
     assert row.panels == (panel,)
     assert Dashboard("d", "D", [row], tags=["gpu"]).tags == ("gpu",)
+
+
+def test_an_absent_alarm_may_say_no_gpu_reporting_either_way():
+    """`count(...) <= 0` means what `count(...) < 1` does (a count is whole): both make the data-missing alarm."""
+    for comparison, threshold in (("<", 1), ("<=", 0)):
+        alarm = Alarm("gone", "Gone", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), comparison, threshold),
+                      absent=True, missing_data="breaching")
+        assert alarm.absent
