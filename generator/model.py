@@ -394,6 +394,9 @@ def absent_problem(alarm: "Alarm") -> str:
                 f"the condition {query.aggregation}({query.metric}){by} {condition.comparison} {condition.threshold:g}")
     if alarm.missing_data not in ABSENT_MISSING_DATA:
         return f"absent=True alarms when no data arrives: missing_data={alarm.missing_data!r} would never let it fire"
+    if alarm.scope != "cluster":  # the data-missing alarm is one per cluster (and per exporter DaemonSet)
+        return (f"absent=True makes the data-missing alarm, which judges each cluster apart (a fleet's data is "
+                f"missing where one cluster's is): scope={alarm.scope!r} would be ignored")
     return ""
 
 
@@ -450,6 +453,8 @@ class Alarm:
             if problem:
                 problems.append(problem)
                 fixes.append("set missing_data='breaching' (or leave it unset)" if "missing_data=" in problem else
+                             "drop scope= (the data-missing alarm fires for each cluster whose GPU data stops)"
+                             if "scope=" in problem else
                              f"write Condition(Query({self.condition.query.metric!r}, 'count'), '<', 1) for an alarm "
                              f"on GPU data no longer arriving; to alarm on fewer GPUs than a number (or on any other "
                              f"condition) while no data breaches, drop absent=True and set missing_data='breaching'")

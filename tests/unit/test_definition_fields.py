@@ -103,6 +103,10 @@ MEANINGS = {
     "absent never breaching": (Alarm, {"absent": True, "missing_data": "notBreaching",
                                        "condition": Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1)},
                                "missing_data='notBreaching' would never let it fire", "set missing_data='breaching'"),
+    # the data-missing alarm is one per cluster: a fleet scope was dropped without a word (one alarm per cluster)
+    "absent over the fleet": (Alarm, {"absent": True, "scope": "fleet",
+                                      "condition": Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1)},
+                              "judges each cluster apart", "drop scope="),
 }
 
 
