@@ -224,6 +224,61 @@ def pod_total_mark(dims: tuple[str, ...] | list[str]) -> tuple[str, str] | None:
 ONCE_PER_GPU = ("readings", "once per GPU")
 
 
+# A namespace's use of each GPU per scrape, which the OTel pipeline makes at the agent from one node's scrape
+# (render/agent_otel.namespace_readings) and publishes under the per-GPU set's names, the namespace and this mark
+# (dimension: value), which no scraped series carries: a device field's reading once however many series of the GPU
+# the namespace's pods hold (MIG instances, pods sharing it), a field MIG reports per instance combined over the
+# namespace's instances of the GPU as its per_gpu_aggregation says (framebuffer added, engine activity averaged), as
+# the Prometheus rule and the panels read a namespace's use of a GPU. One GPU and namespace is one series: a
+# namespace's count per period is its GPUs times the scrapes (per_scrape), its SUM the GPUs' readings added, its AVG,
+# MAX and MIN over its GPUs. See namespace_plan.
+NAMESPACE_GPU = ("namespace_gpu", "use per GPU")
+
+
+def namespace_gpu_dimensions(settings: Settings) -> tuple[str, ...]:
+    """The set of a namespace's use of each GPU per scrape: the per-GPU set, the namespace and the mark."""
+    gpu = gpu_dimensions(settings)
+    return (*gpu, *([NAMESPACE_DIMENSION] if NAMESPACE_DIMENSION not in gpu else []), NAMESPACE_GPU[0])
+
+
+def namespace_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan | None:
+    """A widget's or alarm's plan per namespace (a line or a group per namespace) of a gauge, reading the namespace's
+    use of each GPU per scrape (namespace_gpu_dimensions) on the OTel pipeline, where the agent merges the series the
+    namespace's pods hold of one GPU into one point per scrape: over the per-pod set a GPU split into MIG instances was
+    counted, added and weighed once per instance the namespace holds (a namespace on a whole GPU of 300 W and three
+    instances of one of 200 W read 4 GPUs and 900 W for 2 and 500 W), a field MIG reports per instance read each
+    instance as a GPU (its mean framebuffer 4,000 MiB for 8,000), and with exporter.virtual_gpus a GPU shared by k of
+    its pods counted k times. The plan's function and math stay (a count or a total is the period's readings over its
+    scrapes). None for the largest or least of a device field (its copies are equal: the per-pod set reads it, an
+    alarm over several periods by its flags past the level, level_plan), on agent.pipeline: classic (nothing merges them: the description says what it reads), for a
+    counter (the agent merges a device counter's copies per pod already; a pod's copy is the GPU's whole increase), a
+    field MIG does not report (no MIG instance has it), a share of memory (MIG_MEMORY_SHARES: its GPU value is no sum
+    or mean of its instances'), a field the agent merges otherwise (merged_copies: with exporter.virtual_gpus a field
+    split per process), where no GPU is split into MIG instances nor shared by pods with copies (exporter.mig: none
+    without exporter.virtual_gpus: a namespace's series are one per GPU already), or where the set has no room."""
+    if settings.agent.pipeline != "otel" or result.namespace or query.per_pod \
+            or tuple(result.dims) != tuple(pod_dimensions(settings)) or tuple(result.series) != (NAMESPACE_DIMENSION,):
+        return None
+    if settings.no_mig and not settings.exporter.virtual_gpus:
+        return None
+    field = catalog.get(query.metric)
+    if field.is_counter or field.across_own_labels or query.metric in MIG_UNSUPPORTED \
+            or query.metric in MIG_MEMORY_SHARES or merged_copies(field, settings):
+        return None
+    if not field.per_instance and result.function in ("MAX", "MIN"):  # the largest or least of equal copies stands
+        return None
+    dims = namespace_gpu_dimensions(settings)
+    if len(dims) > MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
+        return None
+    return replace(result, dims=dims)
+
+
+def made_at_agent(dims: tuple[str, ...] | list[str]) -> bool:
+    """A set of points the OTel pipeline makes at the agent from a scrape's series (a pod's total, a GPU's reading
+    once, a namespace's use of a GPU): no share of a whole, no flag past a level is made of it."""
+    return bool(pod_total_kind(dims)) or ONCE_PER_GPU[0] in dims or NAMESPACE_GPU[0] in dims
+
+
 # A field's unused share at each reading (its bound less the reading: 100 - GPU utilization), which the OTel pipeline
 # makes at the agent (render/agent_otel.unused_shares) and publishes under the field's name, its alarm's set and this
 # mark. A GROUP BY alarm judging a share below a level ranks its series by the SUM of it over its window, the most
@@ -257,10 +312,8 @@ def unused_plan(plan: Plan, comparison: str, catalog: Catalog, settings: Setting
     last period sums more than one at 2 % all along."""
     if settings.agent.pipeline != "otel" or not plan.group or plan.function != "AVG" or comparison not in ("<", "<="):
         return None
-    if plan.namespace or plan.metric not in catalog or ONCE_PER_GPU[0] in plan.dims:  # a GPU's readings once (once_plan)
-        return None
-    if pod_total_kind(plan.dims):  # a pod's total or count of its GPUs (made at the agent) is no share of a whole
-        return None
+    if plan.namespace or plan.metric not in catalog or made_at_agent(plan.dims):  # (a GPU's readings once: once_plan;
+        return None  # a pod's total or count of its GPUs, a namespace's use of a GPU: made at the agent, no share)
     if device_read(plan, settings):
         return None
     whole = SHARE_BOUNDS.get(catalog.get(plan.metric).unit_key)
@@ -315,7 +368,7 @@ def level_plan(plan: Plan, comparison: str, level: float, periods: int, catalog:
         return None
     if periods < 2 or plan.namespace or plan.metric not in catalog or plan.divisor != 1 or ONCE_PER_GPU[0] in plan.dims:
         return None  # (a GPU's readings once: once_plan, whose MIG points no flag is made of)
-    if device_read(plan, settings) or pod_total_kind(plan.dims):  # (a pod's totals are made at the agent: no flags)
+    if device_read(plan, settings) or made_at_agent(plan.dims):  # (a pod's totals are made at the agent: no flags)
         return None
     if len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
         return None
@@ -709,9 +762,11 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     result = _plan(query, catalog, settings, period, alarm, layout)
     if layout.instances and not result.instances_apart:
         if alarm:
-            result = once_plan(result, query, catalog, settings) or _copies_noted(result, query, catalog, settings)
+            result = namespace_plan(result, query, catalog, settings) or once_plan(result, query, catalog, settings) \
+                or _copies_noted(result, query, catalog, settings)
         else:
-            result = stand_in_widget(result, query, catalog, settings) or once_widget(result, query, catalog, settings) \
+            result = namespace_plan(result, query, catalog, settings) \
+                or stand_in_widget(result, query, catalog, settings) or once_widget(result, query, catalog, settings) \
                 or result
         result = _with_notes(result, query, catalog, settings)
     if settings.no_mig:
@@ -1301,7 +1356,7 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
         notes.append(MIG_LEFT_OUT + (f" (their {substitute[0]} stands in on Grafana and in alarms)"
                                      if substitute else ""))
         return replace(result, notes=tuple(notes))
-    if pod_total_kind(result.dims) or ONCE_PER_GPU[0] in result.dims:  # the agent's, each GPU once
+    if made_at_agent(result.dims):  # the agent's, each GPU once
         return result
     grouped = result.series and not all(d in result.series for d in result.gpu_series)
     per_pod = tuple(result.dims) == tuple(pod_dimensions(settings))

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
-from .cloudwatch_query import (ONCE_PER_GPU, UNUSED_SHARE, is_query, level_of, pod_dimensions, pod_total_kind,
-                               pod_total_mark, readings_dimensions)
+from .cloudwatch_query import (NAMESPACE_GPU, ONCE_PER_GPU, UNUSED_SHARE, is_query, level_of, pod_dimensions,
+                               pod_total_kind, pod_total_mark, readings_dimensions)
 from .errors import InputError
 from .markers import GPU_DIMENSION, POD_DIMENSION
 from .project import Project
@@ -104,6 +104,12 @@ class Fleet:
         pods share a GPU while others hold several, every pair of a pod and a GPU it holds is one (5 pods on 5 GPUs,
         three sharing one and one holding two: 6), which the pods and GPUs alone do not tell (HELD_PAIRS)."""
         return max(self.instances, self.pods)
+
+    @property
+    def namespace_gpus(self) -> int:
+        """The pairs of a namespace and a GPU its pods hold (cloudwatch_query.NAMESPACE_GPU), at most: one per GPU
+        instance a pod holds (a MIG GPU's instances may be held by as many namespaces), and no more than the pods."""
+        return min(self.pods, self.instances)
 
     def warnings(self) -> list[str]:
         """What the fleet's figures leave open, and how it is counted."""
@@ -249,6 +255,8 @@ def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet)
         return fleet.node_count / max(fleet.clusters, 1)
     if list(dims) == pod_dimensions(project.settings) or _per_pod_total(dims):
         return pods
+    if NAMESPACE_GPU[0] in dims:  # a namespace's use of each GPU its pods hold
+        return fleet.namespace_gpus / max(fleet.clusters, 1)
     if set(pod_dimensions(project.settings)) <= set(dims):  # an agent-made copy of the per-pod set (a mark added)
         return fleet.held_copies / max(fleet.clusters, 1) if _judges_pod_gpus(dims, project) else pods
     return gpus * (fleet.mig_instances or 1) if MIG_INSTANCE_LABEL in dims else gpus  # a MIG GPU's instances
@@ -348,8 +356,11 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     # past 500 GPUs (readings_dimensions), the alarms that count or add GPUs (cloudwatch_query.once_dimensions); one
     # point per GPU of each field, which every such set publishes
     once = sorted({m for dims, metrics in what.fields.items() if ONCE_PER_GPU[0] in dims for m in metrics})
-    per_gpu = {m for dims, metrics in what.fields.items()
-               if dims != pod_set and not pod_total_kind(dims) and ONCE_PER_GPU[0] not in dims for m in metrics}
+    per_gpu = {m for dims, metrics in what.fields.items() if dims != pod_set and not pod_total_kind(dims)
+               and ONCE_PER_GPU[0] not in dims and NAMESPACE_GPU[0] not in dims for m in metrics}
+    # a namespace's use of each GPU its pods hold per scrape (render/agent_otel.namespace_readings, namespace_sums): one
+    # point per namespace and GPU of each field, which its set publishes
+    namespaces = sorted({m for dims, metrics in what.fields.items() if NAMESPACE_GPU[0] in dims for m in metrics})
 
     def shown(names: list[str], sets: set[str]) -> int:
         return sum(1 for n in names if n in sets)
@@ -402,6 +413,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
           for mark, count in marks.items()),
         # a GPU's readings once per scrape (render/agent_otel.once_per_gpu; the fleet's values past 500 GPUs)
         Events("a GPU's readings once", gpus, len(once), len(once), False),
+        # a namespace's use of a GPU: an event per namespace and GPU its pods hold at the scrape
+        Events("a namespace's use of a GPU", min(fleet.named_pods, instances), len(namespaces), len(namespaces),
+               False),
         # the unused share of each GPU (instance) reading the idle alarms read (render/agent_otel.unused_copies), one
         # copy per grouping: an event per GPU instance of the grouping at the scrape, one a pod holds for a grouping
         # naming the pod (MIG instances' with their profile, on a MIG fleet)
@@ -501,11 +515,13 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
                       and MIG_PROFILE_LABEL not in dims)
     # each pod started in the month publishes them for each GPU instance it holds (as many as a pod holds on average)
     churned_gpus = fleet.churn / HOURS_PER_MONTH * pod_gpus / fleet.pods if fleet.pods else 0.0
+    # A namespace's use of each GPU its pods hold (NAMESPACE_GPU): one metric per namespace and GPU (Fleet.namespace_gpus)
+    per_namespace_gpu = sum(len(m) for dims, m in sets.items() if NAMESPACE_GPU[0] in dims)
     gpu_sets = {dims: len(m) for dims, m in sets.items()
                 if dims not in pod_sets
                 and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET,
                                  readings_set)
-                and MIG_PROFILE_LABEL not in dims and not set(pod_set) <= set(dims)}
+                and MIG_PROFILE_LABEL not in dims and not set(pod_set) <= set(dims) and NAMESPACE_GPU[0] not in dims}
     per_gpu = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL not in dims)
     per_instance = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL in dims)
     mig_months = 0.0
@@ -520,7 +536,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
     metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
         per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * (pod_gpus + churned_gpus) + \
-        per_cluster * fleet.clusters + per_daemonset * daemonsets * fleet.clusters + mig_months
+        per_cluster * fleet.clusters + per_daemonset * daemonsets * fleet.clusters + mig_months + \
+        per_namespace_gpu * fleet.namespace_gpus
     rate = _rate(prices, "custom_metric_month")
     free_metrics = min(_free(prices, "custom_metrics"), metric_months)
     monthly = tiered(metric_months, rate["tiers"]) - tiered(free_metrics, rate["tiers"])  # the first ones free
@@ -543,6 +560,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + (f" + {per_pod_gpu} x {pod_gpus:,} GPUs held by pods (the idle alarms' per GPU, {HELD_PAIRS}; pod "
                 f"starts prorated alike)"
                 if per_pod_gpu and pod_gpus else "")
+             + (f" + {per_namespace_gpu} x {fleet.namespace_gpus:,} pairs of a namespace and a GPU its pods hold "
+                f"(widgets and alarms per namespace; at most one per GPU instance a pod holds)"
+                if per_namespace_gpu and fleet.namespace_gpus else "")
              + (f" + {per_cluster} per cluster ("
                 + ("data-missing alarm, " if data_missing.expected(settings) else "")
                 + "the widgets' PERIOD() metric, the fleet's values now past 500 GPUs)"

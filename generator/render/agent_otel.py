@@ -60,10 +60,10 @@ from typing import Any, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, Catalog
-from ..cloudwatch_query import (LEVEL_FLAG, ONCE_PER_GPU, SHARE_BOUNDS, UNUSED_SHARE, marked_level, merged_copies,
-                                number, pod_total_kind, pod_total_mark)
+from ..cloudwatch_query import (LEVEL_FLAG, NAMESPACE_GPU, ONCE_PER_GPU, SHARE_BOUNDS, UNUSED_SHARE, marked_level,
+                                merged_copies, number, pod_total_kind, pod_total_mark)
 from ..errors import InputError
-from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, POD_DIMENSION
+from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
 from ..settings import Cluster, Settings
 
@@ -473,7 +473,7 @@ def _marked(dims: list[str] | tuple[str, ...]) -> str | None:
     marked = pod_total_mark(dims)
     if marked:
         return marked[0]
-    return next((mark for mark, _ in (ONCE_PER_GPU, UNUSED_SHARE) if mark in dims), None) or \
+    return next((mark for mark, _ in (ONCE_PER_GPU, NAMESPACE_GPU, UNUSED_SHARE) if mark in dims), None) or \
         next((name for name in dims if marked_level(name)), None)
 
 
@@ -719,36 +719,76 @@ def once_per_gpu(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[d
     (framebuffer) is made before the blank filter (once_sums). They run after the blank filter (a blank is no
     reading, and would be the largest), on one scrape of one target: two exporter pods on one node (a DaemonSet's
     surge) still read the GPU twice."""
-    names = once_fields(catalog, declarations)
-    labels = _once_labels(declarations)
-    mark = {"action": "add_label", "new_label": ONCE_PER_GPU[0], "new_value": ONCE_PER_GPU[1]}
+    return _readings_once(catalog, declarations, ONCE_PER_GPU, ONCE_PREFIX)
+
+
+def _readings_once(catalog: Catalog, declarations: list[dict[str, Any]], marked: tuple[str, str], prefix: str,
+                   match: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The transforms of once_per_gpu (marked ONCE_PER_GPU) or namespace_readings (marked NAMESPACE_GPU) after the
+    blank filter, of the fields published in the sets marked `marked`, named `prefix` + field until the last gives
+    them their field's name back; `match`: experimental_match_labels of the inserts (only the points a pod holds)."""
+    names = once_fields(catalog, declarations, marked[0])
+    labels = _once_labels(declarations, marked[0])
+    mark = {"action": "add_label", "new_label": marked[0], "new_value": marked[1]}
+    matched = {"experimental_match_labels": dict(match)} if match else {}
     result = []
     device = [name for name in names if not catalog.get(name).per_instance]
     if device:
         result.append({"include": f"^({'|'.join(re.escape(n) for n in device)})$", "match_type": "regexp",
-                       "action": "insert", "new_name": ONCE_PREFIX + "${1}",
+                       "action": "insert", **matched, "new_name": prefix + "${1}",
                        "operations": [{"action": "aggregate_labels", "label_set": labels, "aggregation_type": "max"},
                                       dict(mark)]})
     averaged = [name for name in names if catalog.get(name).per_instance and name not in once_summed(catalog, names)]
     if averaged:
         result.append({"include": f"^({'|'.join(re.escape(n) for n in averaged)})$", "match_type": "regexp",
-                       "action": "insert", "new_name": ONCE_PREFIX + "${1}",
+                       "action": "insert", **matched, "new_name": prefix + "${1}",
                        "operations": [*_instances_combined(labels, "mean"), dict(mark)]})
     for name, (stand_in, factor) in once_stand_ins(catalog, names).items():
         result.append(_stand_in_once(name, stand_in, factor, labels, mark))
     if result or once_summed(catalog, names):
-        result.append({"include": f"^{re.escape(ONCE_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
+        result.append({"include": f"^{re.escape(prefix)}(.+)$", "match_type": "regexp", "action": "update",
                        "new_name": "${1}"})
     return result
 
 
-def _once_labels(declarations: list[dict[str, Any]]) -> list[str]:
+NAMESPACE_PREFIX = "gpudash.namespace."  # a namespace's use of a GPU, from the transform that makes it to its rename
+_HELD = {NAMESPACE_DIMENSION: ".+"}  # the points a pod holds: a GPU no pod holds has no namespace, no use of one
+
+
+def namespace_readings(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """metricstransform's transforms (after the blank filter) that make, from each scrape of a node's exporter, each
+    namespace's use of each GPU its pods hold of the fields published in the set marked NAMESPACE_GPU
+    (cloudwatch_query.namespace_plan), as once_per_gpu makes a GPU's reading once, the namespace kept: a device
+    field's series of the GPU the namespace's pods hold (one per MIG instance, one per pod sharing it with
+    exporter.virtual_gpus) merged by `max` (equal copies of one reading), a field MIG reports per instance merged per
+    GPU instance by `max` (pods sharing it), then the namespace's instances of the GPU by `mean` (engine activity: the
+    filter dropped their staleness markers before, stand_in_conditions, which would be averaged as 0); one whose
+    instances add up (framebuffer) is made before the filter (namespace_sums). Only the points a pod holds (its
+    namespace label): a GPU no pod holds makes none, which no set would publish and awsemf would still log."""
+    return _readings_once(catalog, declarations, NAMESPACE_GPU, NAMESPACE_PREFIX, _HELD)
+
+
+def namespace_sums(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods' totals processor's inserts (before the blank filter) of each namespace's use of each GPU of a field
+    whose MIG instances add up (framebuffer), as once_sums makes a GPU's: an instance's copies merged by `max`, the
+    namespace's instances of the GPU added, marked NAMESPACE_GPU; a sum holding a blank is dropped by the filter
+    (namespace_blank_conditions): the namespace's use of that GPU at that scrape is unknown."""
+    return _sums_once(catalog, declarations, NAMESPACE_GPU, NAMESPACE_PREFIX, _HELD)
+
+
+def namespace_blank_conditions(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[str]:
+    """The filter's conditions on the sums namespace_sums makes: a sum at or above its field's floor holds a blank."""
+    return blank_conditions(catalog, once_summed(catalog, once_fields(catalog, declarations, NAMESPACE_GPU[0])),
+                            prefix=NAMESPACE_PREFIX)
+
+
+def _once_labels(declarations: list[dict[str, Any]], marked: str = ONCE_PER_GPU[0]) -> list[str]:
     """The labels a GPU's reading once keeps: the names the marked sets carry besides the mark (the node and GPU of
     the per-GPU set's: cloudwatch_query.once_dimensions), the cluster and the GPU's UUID. One GPU's copies name one node
     and index, so they merge alike, and every field's point of a GPU has one label set (one EMF event per GPU and
     scrape)."""
-    named = {name for d in declarations for dims in d["dimensions"] if ONCE_PER_GPU[0] in dims
-             for name in dims if name != ONCE_PER_GPU[0]}
+    named = {name for d in declarations for dims in d["dimensions"] if marked in dims
+             for name in dims if name != marked}
     return sorted({*named, CLUSTER_DIMENSION, GPU_ONCE})
 
 
@@ -773,13 +813,19 @@ def once_sums(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict
     the filter drops (once_blank_conditions): the GPU's value at that scrape is unknown, not the sum of its other
     instances (the Prometheus side gives such a GPU no value either: promql.merged). A staleness marker (an instance
     gone) comes after the scrape's samples and is merged into a live point as 0."""
-    names = once_summed(catalog, once_fields(catalog, declarations))
+    return _sums_once(catalog, declarations, ONCE_PER_GPU, ONCE_PREFIX)
+
+
+def _sums_once(catalog: Catalog, declarations: list[dict[str, Any]], marked: tuple[str, str], prefix: str,
+               match: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """once_sums or namespace_sums: the inserts of the fields of the sets marked `marked` whose instances add up."""
+    names = once_summed(catalog, once_fields(catalog, declarations, marked[0]))
     if not names:
         return []
-    mark = {"action": "add_label", "new_label": ONCE_PER_GPU[0], "new_value": ONCE_PER_GPU[1]}
+    mark = {"action": "add_label", "new_label": marked[0], "new_value": marked[1]}
     return [{"include": f"^({'|'.join(re.escape(n) for n in names)})$", "match_type": "regexp", "action": "insert",
-             "new_name": ONCE_PREFIX + "${1}",
-             "operations": [*_instances_combined(_once_labels(declarations), "sum"), mark]}]
+             **({"experimental_match_labels": dict(match)} if match else {}), "new_name": prefix + "${1}",
+             "operations": [*_instances_combined(_once_labels(declarations, marked[0]), "sum"), mark]}]
 
 
 def once_blank_conditions(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[str]:
@@ -811,9 +857,9 @@ def _stand_in_once(name: str, stand_in: str, factor: float, labels: list[str], m
                            dict(mark)]}
 
 
-def once_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[str]:
-    """The fields published in a set marked ONCE_PER_GPU."""
-    return sorted({name for d in declarations for dims in d["dimensions"] if ONCE_PER_GPU[0] in dims
+def once_fields(catalog: Catalog, declarations: list[dict[str, Any]], marked: str = ONCE_PER_GPU[0]) -> list[str]:
+    """The fields published in a set marked ONCE_PER_GPU (or `marked`)."""
+    return sorted({name for d in declarations for dims in d["dimensions"] if marked in dims
                    for selector in d["metric_name_selectors"]
                    for name in [next((m.name for m in catalog if selects(selector, m.name)), None)] if name})
 
@@ -822,10 +868,12 @@ def stand_in_conditions(catalog: Catalog, declarations: list[dict[str, Any]], sh
     """The filter's conditions on the stand-ins a GPU's reading once is made of on MIG (_stand_in_once): their blanks
     where no declaration publishes them (a blank would be averaged into the GPU's reading) and their staleness markers
     (averaged as 0; awsemf drops a marker anyway), and on the markers of the fields whose readings once average a GPU's
-    MIG instances (once_per_gpu: an instance gone would be averaged as 0)."""
+    MIG instances (once_per_gpu, namespace_readings: an instance gone would be averaged as 0)."""
     names = once_fields(catalog, declarations)
     stand_ins = sorted({stand_in for stand_in, _ in once_stand_ins(catalog, names).values()})
-    averaged = [name for name in names if catalog.get(name).per_instance and name not in once_summed(catalog, names)]
+    averaged = [name for marked in (ONCE_PER_GPU[0], NAMESPACE_GPU[0])
+                for name in once_fields(catalog, declarations, marked)
+                if catalog.get(name).per_instance and not catalog.get(name).per_gpu_aggregation == "sum"]
     marked = sorted({*stand_ins, *averaged})
     if not marked:
         return []
@@ -877,7 +925,8 @@ class Pipeline:
         levels = _level_fields(catalog, declarations)
         gauges = retyped(catalog, shipped)
         self.processors = {RETYPE: gauges} if gauges else {}
-        copies = [*unused_copies(unused), *level_copies(levels), *totals, *once_sums(catalog, declarations)]
+        copies = [*unused_copies(unused), *level_copies(levels), *totals, *once_sums(catalog, declarations),
+                  *namespace_sums(catalog, declarations)]
         self.processors.update({TOTALS: escaped({"transforms": copies})} if copies else {})
         stale = stale_device_readings([n for n in shipped if n in PER_PROCESS_FIELDS]
                                       if settings.exporter.virtual_gpus else [])
@@ -885,6 +934,7 @@ class Pipeline:
             *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations),
             *blank_conditions(catalog, unused, prefix=UNUSED_PREFIX),
             *level_blank_conditions(catalog, levels), *once_blank_conditions(catalog, declarations),
+            *namespace_blank_conditions(catalog, declarations),
             scrape_series(declarations),
             *stale, *stand_in_conditions(catalog, declarations, shipped)]}}
         if unused:
@@ -893,7 +943,8 @@ class Pipeline:
             self.processors[LEVELS] = level_flags(levels)
         merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
         # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
-        merge["transforms"] = [*once_per_gpu(catalog, declarations), *merge["transforms"]]
+        merge["transforms"] = [*once_per_gpu(catalog, declarations), *namespace_readings(catalog, declarations),
+                               *merge["transforms"]]
         merge["transforms"] += [totals_renamed(any(GPU_DIMENSION in pod for _, _, pod, _ in
                                                    _total_fields(catalog, declarations)))] if totals else []
         merge["transforms"] += [unused_renamed()] if unused else []

@@ -496,3 +496,26 @@ def test_the_pod_gpu_pairs_are_said_as_an_estimate_not_a_bound(project):
         basis = _lines(estimates(project, Fleet(clusters=1, pods=5, churn=0, gpus=5, nodes=3)))[line]["basis"]
         assert "held by pods, at most" not in basis and "every pod's GPU, 5 at most" not in basis, basis
         assert "estimated as one per GPU held, or per pod where pods share GPUs" in basis
+
+
+def test_a_namespaces_use_of_each_gpu_is_priced_per_namespace_and_gpu(tmp_path):
+    """A namespace's alarm of a field MIG reports per instance reads the set the agent makes of its use of each GPU
+    (cloudwatch_query.NAMESPACE_GPU): one metric per namespace and GPU its pods hold, at most one per GPU instance a
+    pod holds (500 pods on 100 GPUs of 7 instances: 500), and an EMF event per such pair and scrape. It was priced
+    as a field of the per-GPU set (100), and its events not at all."""
+    from tests.support.projects import defined_project
+
+    head = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n    yield from ()\n"
+    alarm = "    yield Alarm('fb', 'Fb', Condition(Query('DCGM_FI_DEV_FB_USED', 'avg', ('namespace',)), '>', 8000))\n"
+    fleet = Fleet(clusters=1, pods=500, churn=0, gpus=100, nodes=13, mig_instances=7)
+    assert fleet.namespace_gpus == 500
+    quantity, events = {}, {}
+    for name, text in (("with", head + alarm), ("without", head)):
+        (tmp_path / name).mkdir()
+        project = defined_project(tmp_path / name, alarms=text)
+        quantity[name] = _lines(estimates(project, fleet))["custom metrics"]["quantity"]
+        events[name] = {e.what: e for e in cost.log_events(project, fleet)}
+    assert quantity["with"] - quantity["without"] == 500
+    used = events["with"]["a namespace's use of a GPU"]
+    assert (used.count, used.fields, used.published) == (500, 1, 1)
+    assert "a namespace's use of a GPU" not in events["without"]

@@ -36,25 +36,25 @@ REFUSED = {("classic", FB_USED, "max", "podgpu"), ("classic", FB_USED, "min", "p
            ("otel", FB_FREE, "min", "podgpu")}  # (a pod's headroom is per instance: not its total per GPU)
 # read per instance, said so: what team-q/dual (or team-q) reads
 READ_APART = {
-    **{(pipeline, FB_USED, aggregation, "ns"): what for pipeline in ("otel", "classic")
+    **{("classic", FB_USED, aggregation, "ns"): what
        for aggregation, what in (("avg", "4,000 MiB for 8,000"), ("min", "1,000 MiB for 6,000"),
                                  ("max", "the largest instance, right here by GPU 0's 10,000"))},
     **{("classic", FB_USED, aggregation, "pod"): what
        for aggregation, what in (("avg", "4,667 MiB for 7,000"), ("min", "1,000 MiB for 4,000"),
                                  ("max", "the largest instance, right here by GPU 0's 10,000"))},
-    **{(pipeline, ENGINE, aggregation, by): "each instance as a GPU" for pipeline in ("otel", "classic")
-       for aggregation in ("sum", "avg", "max", "min") for by in ("pod", "ns")},
+    **{(pipeline, ENGINE, aggregation, by): "each instance as a GPU" for pipeline, by in
+       (("otel", "pod"), ("classic", "pod"), ("classic", "ns")) for aggregation in ("sum", "avg", "max", "min")},
     **{(pipeline, ENGINE, "sum", "podgpu"): "1.0 for 0.5 on GPU 1" for pipeline in ("otel", "classic")},
-    **{(pipeline, FB_FREE, aggregation, "ns"): what for pipeline in ("otel", "classic")
+    **{("classic", FB_FREE, aggregation, "ns"): what
        for aggregation, what in (("avg", "23,500 MiB for 47,000"), ("min", "7,000 MiB for 24,000"),
                                  ("max", "the largest instance, right here by GPU 0's 70,000"))},
     **{("classic", FB_FREE, aggregation, "pod"): what
        for aggregation, what in (("avg", "28,667 MiB for 43,000"), ("max", "the largest instance, right here"))},
 }
 # read apart but equal to the truth on this fleet (said so all the same: another fleet tells them apart)
-EQUAL_HERE = {(pipeline, FB_USED, "max", by) for pipeline in ("otel", "classic") for by in ("ns",)} \
-    | {("classic", FB_USED, "max", "pod")} | {(pipeline, ENGINE, "avg", "pod") for pipeline in ("otel", "classic")} \
-    | {(pipeline, FB_FREE, "max", "ns") for pipeline in ("otel", "classic")} | {("classic", FB_FREE, "max", "pod")}
+EQUAL_HERE = {("classic", FB_USED, "max", "ns"), ("classic", FB_USED, "max", "pod")} \
+    | {(pipeline, ENGINE, "avg", "pod") for pipeline in ("otel", "classic")} \
+    | {("classic", FB_FREE, "max", "ns"), ("classic", FB_FREE, "max", "pod")}
 
 
 def _name(field: str, aggregation: str, by: str) -> str:
