@@ -362,10 +362,27 @@ def _read_regular(path: Path) -> tuple[bytes, os.stat_result | None]:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return path.read_bytes(), None
-        with open(fd, "rb", closefd=False) as stream:
-            return stream.read(), info
+        return _read_fd(fd, info.st_size), info
     finally:
         os.close(fd)
+
+
+def _read_fd(fd: int, size: int, at_most: int | None = None) -> bytes:
+    """The bytes of the open regular file `fd` from where it stands to its end (`size`: its size when last seen, read
+    in one call if it still holds that many), or its first `at_most` bytes: read with os.read alone, where a buffered
+    stream around the descriptor would first ask it for its status, whether it is a terminal, and its position."""
+    want = size + 1 if at_most is None else at_most
+    chunks = []
+    while want > 0:
+        chunk = os.read(fd, want)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        if at_most is None:
+            want = 1 << 20  # the file grew since it was seen: on to its end
+        else:
+            want -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 class PreviousParts:
@@ -462,24 +479,29 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
                 break
             folder = posixpath.dirname(folder)
     settled = time.time_ns() - SETTLED_NS  # a file changed before this is read once (see `_unchanged`)
-    top = str(out)
-    prefix = os.path.join(top, "")
-    for root, folders, names in walk(out):
-        folders.sort()
-        inside = root[len(prefix):] if root != top else ""  # os.walk joins each folder to `top`
-        # a link to a folder is walked as a folder but not followed: the replaced build would drop the link (one
-        # standing for a folder of the build loses nothing, as a link standing for a listed file)
-        links = [name for name in folders if os.path.islink(os.path.join(root, name))
-                 and posixpath.join(inside, name) not in built]
-        for name in sorted(names + links):
-            path = os.path.join(root, name)
-            relative = posixpath.join(inside, name)
-            if relative == MANIFEST:
-                continue
-            if relative not in listed:
-                extra.append(relative)
-            elif not os.path.islink(path) and _digest(path, relative, files, known, settled) != listed[relative]:
-                edited.append(relative)
+    # each folder listed once (a folder that cannot be listed raises, never reads as empty), each entry's kind told by
+    # the listing itself: no call per file but the reading of a listed one
+    folders = [(str(out), "")]
+    while folders:
+        folder, inside = folders.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                relative = inside + entry.name
+                link = entry.is_symlink()
+                if entry.is_dir():
+                    if not link:
+                        folders.append((entry.path, relative + "/"))
+                        continue
+                    # a link to a folder is not followed: the replaced build would drop the link (one standing for a
+                    # folder of the build loses nothing, as a link standing for a listed file)
+                    if relative in built:
+                        continue
+                if relative == MANIFEST:
+                    continue
+                if relative not in listed:
+                    extra.append(relative)
+                elif not link and _digest(entry.path, relative, files, known, settled) != listed[relative]:
+                    edited.append(relative)
     return sorted(extra), sorted(edited)
 
 
@@ -517,8 +539,7 @@ def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None
             return digest
         data = files.get(relative) if files is not None and known is not None else None
         if data is not None and info.st_size == len(data):
-            with open(fd, "rb", closefd=False) as stream:
-                held = stream.read()
+            held = _read_fd(fd, info.st_size)
             if held == data:
                 digest = hashlib.sha256(data).hexdigest()
                 known[relative] = digest, info if info.st_ctime_ns < settled else None
@@ -654,8 +675,7 @@ def _unchanged(path: str, data: bytes, mode: int, held: os.stat_result | None = 
         info = os.fstat(fd)
         if not _shareable(info, data, mode):
             return False
-        with open(fd, "rb", closefd=False) as stream:
-            return stream.read(len(data) + 1) == data
+        return _read_fd(fd, info.st_size, len(data) + 1) == data
     except OSError:
         return False
     finally:

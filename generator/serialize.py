@@ -13,6 +13,7 @@ guard for the inputs on which the two differ, and those inputs take the referenc
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 import re
 from typing import Any, Callable
@@ -583,16 +584,21 @@ def _one_line_style(value: str) -> str | None:
 
 def _folded(text: str, column: int, indent: int) -> str:
     """A one-line scalar's text as the emitters write it from `column`: at a space past `_WIDTH` columns (counted
-    before the space), the space becomes a line break and `indent` spaces."""
-    lines = []
-    start = 0
-    while True:
-        at = text.find(" ", max(start, start + _WIDTH + 1 - column))
-        if at < 0:
-            lines.append(text[start:])
-            return ("\n" + " " * indent).join(lines)
-        lines.append(text[start:at])
-        start, column = at + 1, indent
+    before the space), the space becomes a line break and `indent` spaces. The lines after the first each start at
+    `indent`: each is found by one pattern (`_fold_lines`), all of them in one call."""
+    at = text.find(" ", max(0, _WIDTH + 1 - column))
+    if at < 0:
+        return text
+    lines = _fold_lines(max(0, _WIDTH + 1 - indent)).findall(text, at + 1)
+    rest = at + 1 + sum(map(len, lines)) + len(lines)  # each line found ends at the space that breaks it
+    return ("\n" + " " * indent).join([text[:at], *lines, text[rest:]])
+
+
+@functools.lru_cache(maxsize=None)
+def _fold_lines(width: int) -> re.Pattern[str]:
+    """A folded line starting at the indent and the space that ends it: its first `width` characters (a space among
+    them breaks nothing), the rest of its last word, then the first space past them."""
+    return re.compile(f"(.{{{width}}}[^ ]*) ", re.DOTALL)
 
 
 def _with_lines(text: str, lines: list[str], seen: list[int]) -> str | None:
