@@ -377,9 +377,7 @@ def mig_left_out(project) -> list[tuple[str, str]]:
         start = f"alarm {alarm.id!r} does not evaluate GPUs split into MIG instances on CloudWatch" \
                 f"{made_where(alarm)} (its Prometheus rule does)"
         try:
-            kinds = {form.kind for form in alarm_forms(alarm, catalog, settings)}
-            if "insights" in kinds:
-                mig_plan(alarm, catalog, settings)
+            unseen = mig_unseen(alarm, catalog, settings, alarm_forms(alarm, catalog, settings))
         except HalfAlarm as exc:
             if len(split) == len(project.settings.mig_groups()):
                 continue  # generate refuses it
@@ -391,10 +389,33 @@ def mig_left_out(project) -> list[tuple[str, str]]:
         except Unsupported as exc:
             result.append((alarm.defined_at, f"{start}: {exc}"))
             continue
-        if "static" in kinds:
-            result.append((alarm.defined_at, f"{start}: a static per-pod alarm cannot name a MIG instance's profile "
-                                             f"ahead; alarms.per_pod: group_by watches MIG pods too"))
+        if unseen is not None:
+            result.append((alarm.defined_at, f"{start}: {unseen}"))
     return result
+
+
+# What an alarm's description says where its MIG GPUs go unseen (mig_unseen): short, so that the runbook of a
+# description near CloudWatch's limit stays (lint AL012 says why)
+MIG_UNSEEN = "GPUs split into MIG instances are not evaluated (lint AL012)"
+
+
+def mig_unseen(alarm: Alarm, catalog: Catalog, settings: Settings, forms: tuple[Form, ...]) -> str | None:
+    """Why a rule's CloudWatch alarms (`forms`) do not evaluate GPUs split into MIG instances that its Prometheus rule
+    evaluates (its field is one MIG does not report, and no alarm can judge the stand-in), None where they do or no
+    GPU is split."""
+    if settings.no_mig or alarm.absent or \
+            catalog.mig_substitute(cloudwatch_condition(alarm, settings).query.metric) is None:
+        return None
+    kinds = {form.kind for form in forms}
+    if "static" in kinds:
+        return "a static per-pod alarm cannot name a MIG instance's profile ahead; alarms.per_pod: group_by watches " \
+               "MIG pods too"
+    if "insights" in kinds:
+        try:
+            mig_plan(alarm, catalog, settings)
+        except Unsupported as exc:
+            return str(exc)
+    return None
 
 
 def ranked_past_500(project) -> list[tuple[str, str]]:
@@ -748,11 +769,12 @@ def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: C
     return request
 
 
-def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
-                       form: Form) -> Callable[[Cluster | None], dict[str, Any]]:
+def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form: Form,
+                       unseen: str = "") -> Callable[[Cluster | None], dict[str, Any]]:
     """The request of a rule's Metrics Insights alarm (`form`: its own, or its second on MIG instances) for a
     cluster (None: fleet-wide); all but its name and its query's cluster filter is made once, whatever the
-    number of clusters."""
+    number of clusters. `unseen`: MIG_UNSEEN, where the rule's field is one MIG does not report and no alarm judges
+    its stand-in (mig_unseen)."""
     condition = cloudwatch_condition(alarm, settings)
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
@@ -768,8 +790,8 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     # GPU named under its pods in turn (the OTel pipeline; shorter than the header's)
     named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
                                       (NAMED_TURNS, NAMED_TURNS_ALARM)) if note_ in plan_.notes]
-    note = "; ".join(part for part in (note, copies_counted_note(plan_), _failed_scrape_said(alarm, plan_, settings),
-                                       *named) if part)
+    note = "; ".join(part for part in (note, unseen, copies_counted_note(plan_),
+                                       _failed_scrape_said(alarm, plan_, settings), *named) if part)
     stale = stale_note(alarm, note)
     description = _description(alarm, stale)
     label = alarm.title
@@ -803,8 +825,9 @@ def static_pod(entry: str) -> tuple[str, str]:
 
 
 def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster: Cluster,
-                    entry: str) -> dict[str, Any]:
-    """One classic alarm on one pod's series (the `static` per-pod mode)."""
+                    entry: str, unseen: str = "") -> dict[str, Any]:
+    """One classic alarm on one pod's series (the `static` per-pod mode); `unseen`: MIG_UNSEEN, where its MIG
+    GPUs go unseen."""
     condition = cloudwatch_condition(alarm, settings)
     plan_ = static_plan(alarm, catalog, settings)
     namespace, pod = static_pod(entry)
@@ -832,7 +855,7 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
                               "query reads every Namespace)")
     pooled = f" {STATIC_POD_MEAN}" if plan_ != alarm_plan(alarm, catalog, settings) else ""
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm, (namespace, pod)),
-                      _description(alarm, stale_note(alarm) + pooled))
+                      _description(alarm, stale_note(alarm, unseen) + pooled))
     request.update({
         "Threshold": _threshold(alarm, plan_, settings),
         "Namespace": settings.cloudwatch.namespace,
@@ -972,6 +995,9 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
             requests += [{"Region": cluster.region, "Cluster": cluster.name,
                           "Request": _agent_request(alarm, settings, cluster)} for cluster in clusters]
         return requests
+    # MIG GPUs unseen where GPUs may be split (lint AL012): the alarm's own description says so too, to whoever
+    # reads it in the console
+    unseen = MIG_UNSEEN if not addon_source(settings) and mig_unseen(alarm, catalog, settings, forms) else ""
     if forms[0].kind == "static":
         if addon_source(settings):
             raise InputError(f"alarm {alarm.id!r}: alarms.per_pod: static needs each pod's owner name, "
@@ -979,9 +1005,9 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
                              where=alarm.defined_at, hint="use alarms.per_pod: group_by with "
                              "cloudwatch.source: container-insights")
         return [{"Region": cluster.region, "Cluster": cluster.name,
-                 "Request": _static_request(alarm, catalog, settings, cluster, entry)}
+                 "Request": _static_request(alarm, catalog, settings, cluster, entry, unseen)}
                 for cluster in clusters for entry in settings.alarms.static_pods]
-    builders = [_insights_requests(alarm, catalog, settings, form) for form in forms]
+    builders = [_insights_requests(alarm, catalog, settings, form, unseen) for form in forms]
     if region is not None:  # a fleet-scope rule: one alarm per Region
         for insights_request in builders:
             request = insights_request(None)

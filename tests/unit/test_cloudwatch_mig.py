@@ -379,9 +379,12 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
         requests = json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]
         assert [r["Request"]["AlarmName"] for r in requests] == ["gpudash-gpu-cluster-busiest-warning"]
         notes = {f.message for f in lint_project(project) if f.rule == "AL012"}
+        # the alarm's own description says it too (an on-call reads it in the console, not lint's notes)
+        unseen = "GPUs split into MIG instances are not evaluated" in requests[0]["Request"]["AlarmDescription"]
         if pipeline == "otel":
-            assert "readings" in requests[0]["Request"]["Metrics"][0]["Expression"] and not notes
+            assert "readings" in requests[0]["Request"]["Metrics"][0]["Expression"] and not notes and not unseen
             continue
+        assert unseen, requests[0]["Request"]["AlarmDescription"]
         assert notes == {"alarm 'busiest' does not evaluate GPUs split into MIG instances on CloudWatch (its "
                          "Prometheus rule does): a GPU split into MIG instances reads their mean "
                          "DCGM_FI_PROF_GR_ENGINE_ACTIVE, which no CloudWatch set holds per GPU on agent.pipeline: "
@@ -392,6 +395,9 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
     (note,) = [f for f in lint_project(static) if f.rule == "AL012"]
     assert note.message.startswith("alarm 'gpu-idle' does not evaluate GPUs split into MIG instances") and \
         "alarms.per_pod: group_by watches MIG pods too" in note.message and note.severity == "note"
+    described = {r["Request"]["AlarmDescription"] for r in json.loads(encode(build(static))["cloudwatch/alarms.json"])[
+        "alarms"] if "idle" in r["Request"]["AlarmName"]}
+    assert described and all("GPUs split into MIG instances are not evaluated" in d for d in described), described
 
 
 def test_a_missed_scrape_leaves_a_gpus_counter_rate_exact(mixed):
