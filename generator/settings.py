@@ -233,6 +233,7 @@ def duration_seconds(text: str) -> float | None:
     return sum(int(n) * unit for n, unit in zip(match.groups(), _DURATION_UNITS) if n)
 
 
+@cache  # read for each alarm and rule of each cluster (scrape.seconds): a settings file holds a few intervals
 def interval_seconds(interval: str) -> int:
     """Seconds of an interval as settings write it (`30s`, `1m`, `1m30s`: a Prometheus duration the schema let
     through, of whole seconds)."""
