@@ -67,7 +67,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Callable
+from typing import Callable, Iterable
 
 from .blanks import INCREASE_FLOOR, READING_FLOOR
 from .catalog import (MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_FIELDS,
@@ -1001,17 +1001,31 @@ def per_scrape_read(plan_: Plan) -> bool:
 
 
 def failed_scrape_note(aggregation: str, comparison: str, period: int, interval: float, lint: bool = True) -> str:
-    """An alarm's words for per_scrape_read: what a failed scrape does to its value and verdict, and how its Prometheus
-    rule reads the same period (each GPU with a reading in it counted, its mean over its readings added); `lint`:
-    naming the lint note that says it too (not in that note itself)."""
+    """An alarm's words for per_scrape_read: what a failed scrape, and a GPU joining or leaving inside a period, do to
+    its value and verdict, and how its Prometheus rule reads the same period (each GPU with a reading in it counted,
+    its mean over its readings added); for a mean over the GPUs of several nodes (aggregation "avg", read_weighed),
+    how it weighs them; `lint`: naming the lint note that says it too (not in that note itself)."""
     n = period / interval
+    lint_ = '; lint AL024' if lint else ''
+    if aggregation == "avg":
+        return (f"its mean weighs each GPU by its readings in the period: a node added or drained inside it, or whose "
+                f"scrape failed, weighs its GPUs for the part of it they were read in (its Prometheus rule averages "
+                f"each GPU's mean over its readings in the period{lint_})")
     what = "count of GPUs" if aggregation == "count" else "total"
     verdict = "fire" if comparison in ("<", "<=") else "miss"
+    adds = "" if aggregation == "count" else " and adds its mean over them"
     return (f"its {what} is the period's readings over the {n:g} scrapes it holds: one failed scrape of a node's "
             f"exporter in a period reads that node's GPUs as {n - 1:g}/{n:g} of them, so it can {verdict} for the "
-            f"period (a failed scrape is not a lost GPU; its Prometheus rule counts a GPU with a reading in the "
-            f"period{'' if aggregation == 'count' else ' and adds its mean over them'}"
-            f"{'; lint AL024' if lint else ''})")
+            f"period, and a node added or drained inside a period {'counts' if aggregation == 'count' else 'adds'} "
+            f"its GPUs for the part of it they were there for (a failed scrape is not a lost GPU; its Prometheus rule "
+            f"counts a GPU with a reading in the period{adds}{lint_})")
+
+
+def read_weighed(plan_: Plan, keys: Iterable[str]) -> bool:
+    """Whether a mean (`plan_`'s AVG over observations) of a query grouped by `keys` (promql.group_keys) weighs the
+    GPUs of several nodes by their readings in a period: not per node, pod or GPU, whose GPUs are scraped together
+    (come, go and miss a scrape alike)."""
+    return plan_.function == "AVG" and not {"node", "pod"} & set(keys)
 
 
 def per_scrape_notes(settings: Settings, pod_keyed: bool, layout: Layout) -> tuple[str, ...]:

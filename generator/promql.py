@@ -1337,7 +1337,10 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     # a gauge per GPU: one exporter's copy of the GPU (_Merge.one_copy); the per-pod lookback chooses its own (_Device)
     one_copy = device is None or device.lookback is None
     if count:  # how many GPUs report the field, whatever its value: a GPU two exporters read counts once
-        if one_copy:  # an alert's period (`over_time`): each GPU with a reading in it (present_over_time)
+        # an alert's period (`over_time`): each GPU with a reading in it (present_over_time), per pod each GPU a reading
+        # in it named the pod on (the lookback's instant read every period alike, and lost a pod whose node left
+        # inside the latest one)
+        if one_copy or over_time is not None:
             read = COUNTED if over_time is None else f"present_over_time({{}}[{over_time[1]}]{_offset(over_time[2])})"
             return merge.one_copy("max", (_raw(metric, branches, extra, read),), own_labels)
         return merge("max", device.reading(metric, extra, COUNTED), own_labels)
@@ -1720,11 +1723,14 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     else:
         def aggregated(how: str) -> str:
             return f"{how} by ({grouping}) ({value})" if grouping else f"{how}({value})"
-    if alert and query.aggregation == "sum" and not named:
-        # each GPU's mean over its readings in the window, added up: a failed scrape (its series stale until the next)
-        # drops one reading of the node's GPUs, not their share of the total at that step
+    if alert and not named and (query.aggregation == "sum" or query.aggregation == "avg" and "gpu" not in keys):
+        # each GPU's mean over its readings in the window, added up or averaged: a failed scrape (its series stale
+        # until the next) drops one reading of the node's GPUs, not their share of the total at that step, and a GPU
+        # that joins or leaves inside the window counts and weighs once, as one there all along (the mean of every
+        # reading weighed a node that joined halfway at half a GPU); a mean per GPU stays its readings' mean
         mean = f"avg_over_time(({value})[{gauge_window}:{resolution}]{_offset(offset)})"
-        return f"sum by ({grouping}) ({mean})" if grouping else f"sum({mean})"
+        how = query.aggregation
+        return f"{how} by ({grouping}) ({mean})" if grouping else f"{how}({mean})"
     if alert:
         name = None if not named else \
             (lambda statistic, how: gpus(statistic, OUTER_OF_STATISTIC.get(how, how), _duration_text(PREVIOUS_WITHIN)))

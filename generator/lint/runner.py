@@ -42,7 +42,8 @@ NOTE_RULES = [
                   "or read a pod's or a namespace's field MIG reports per instance per instance, not per GPU",
          _notes("AL019")),
     Rule("AL024", "CloudWatch alarms whose count of GPUs or total of a gauge over several GPUs is the period's readings "
-                  "over its scrapes: a failed scrape reads as GPUs lost for the period", _notes("AL024")),
+                  "over its scrapes, or whose mean over several nodes' GPUs weighs each by its readings: a failed "
+                  "scrape, or a GPU joining or leaving inside a period, reads as part of a GPU", _notes("AL024")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
 AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007"})

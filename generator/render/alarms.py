@@ -12,6 +12,7 @@ from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
                                 failed_scrape_note, NAMED_PART, NAMED_SHARE,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, ONCE_PER_GPU, STATISTICS, Plan, per_scrape_read,
+                                read_weighed,
                                 stands_in_once,
                                 instance_contributors,
                                 LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
@@ -517,10 +518,13 @@ def failed_scrapes_read(project) -> list[tuple[str, str]]:
 
 
 def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings, lint: bool = True) -> str:
-    """What a failed scrape does to an alarm whose count or total reads the period's readings over its scrapes
-    (per_scrape_read; failed_scrape_note), "" for any other."""
+    """What a failed scrape, and a GPU joining or leaving inside a period, do to an alarm whose count or total reads
+    the period's readings over its scrapes (per_scrape_read), or whose mean over the GPUs of several nodes weighs each
+    by its readings (read_weighed); failed_scrape_note; "" for any other."""
     condition = cloudwatch_condition(alarm, settings)
-    if not per_scrape_read(plan_) or condition.query.aggregation not in ("count", "sum"):
+    how = condition.query.aggregation
+    if not (how in ("count", "sum") and per_scrape_read(plan_)
+            or how == "avg" and read_weighed(plan_, group_keys(condition.query.by))):
         return ""
     return failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
                               settings.scrape.seconds, lint)

@@ -200,11 +200,16 @@ def test_the_cloudwatch_twin_of_a_count_or_sum_over_a_gpu_named_in_turn_beside_a
 LEFT = 20  # the scrape from which the GPU's exporter names new-0 in old-0's place (old-0 last named at 570 s)
 
 
-def test_a_pod_that_left_its_gpu_stops_counting_within_the_look_back(built):
+def test_a_pod_that_left_its_gpu_stops_counting_with_the_period(built):
     """old-0 leaves its GPU (last named by the scrape at 570 s, its series marked stale at 600 s) and new-0 takes it:
-    the rules read old-0 on it for up to the look-back (promql.label_lookback: 4 scrape intervals, 120 s) after the
-    last scrape that named it, as the panels show it, and no longer: counted at 685 s, not at 695 s; new-0 from its
-    first scrape. `count < 1` fires for neither (a pod that left has no series to count below 1)."""
+    a count per period counts each GPU a reading in the period named the pod on, so old-0 counts 1 in each period
+    holding the scrape at 570 s, and, a pod whose data stopped judged on its last period with data in the alarm's
+    evaluation range as its CloudWatch twin is (its period and the 2 of AWS's example before it; the agent's count per
+    pod and scrape read as AVG: 1 in each period holding old-0's scrapes; test_stale_alarm_twins.py), the rule fires
+    for old-0 until 15 minutes after that scrape (at 1,460 s, not at 1,480 s), as its total and mean do; new-0 from
+    its first scrape. (The count read the look-back's pods at the evaluation's instant for every period alike: old-0
+    counted until 120 s after the scrape, while its twin was in ALARM.) `count < 1` fires for neither (a pod that left
+    has no series to count below 1)."""
     _, folder = built
     alerts = alert_names(folder)
     labels = ('gpu="0",UUID="GPU-gpu-node-l-0",hostname="gpu-node-l",container="main",namespace="team-l",'
@@ -214,15 +219,15 @@ def test_a_pod_that_left_its_gpu_stops_counting_within_the_look_back(built):
     series = [{"series": f'{POWER}{{{labels},pod="{pod}"}}', "values": values}
               for pod, values in (("old-0", old), ("new-0", new))]
     cases = []
-    for seconds in (590, 640, 685, 695, 720, 900):
-        pods = [pod for pod, held in (("old-0", seconds < LEFT * STEP - STEP + 120), ("new-0", seconds >= LEFT * STEP))
+    for seconds in (590, 640, 685, 695, 720, 900, 1460, 1480):
+        pods = [pod for pod, held in (("old-0", seconds < LEFT * STEP - STEP + 900), ("new-0", seconds >= LEFT * STEP))
                 if held]
         cases += [{"eval_time": f"{seconds}s", "alertname": alerts["count-power-pod-gpu-gt-0-5"],
                    "exp_alerts": [_expected(folder, alerts["count-power-pod-gpu-gt-0-5"], namespace="team-l", pod=pod,
                                             gpu="0") for pod in pods]},
                   {"eval_time": f"{seconds}s", "alertname": alerts["count-power-pod-gpu-lt-1"], "exp_alerts": []}]
-    assert [c["exp_alerts"] != [] for c in cases[::2]] == [True] * 6  # someone holds it at every instant
-    assert [len(c["exp_alerts"]) for c in cases[::2]] == [1, 2, 2, 1, 1, 1]
+    assert [c["exp_alerts"] != [] for c in cases[::2]] == [True] * 8  # someone holds it at every instant
+    assert [len(c["exp_alerts"]) for c in cases[::2]] == [1, 2, 2, 2, 2, 2, 2, 1]
     _promtool_test(folder, "left.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                           "alert_rule_test": cases}], evaluation_interval="5s")
 

@@ -3,8 +3,10 @@ is the period's readings over the scrapes it holds reads it as one: the mixed fl
 model, one scrape of a node's exporter failed (nothing of that node in that scrape), reads that period's count as
 11 - g/10 (g: the node's GPUs) and its total short by a tenth of the node's watts. Metrics Insights cannot count the
 GPUs with a reading in a period in one query (a statistic per GPU, then a count of them), and an alarm on it takes no
-math: the alarm's description says what a failed scrape does, and lint notes it (AL024). A pod's count or total (the
-agent's per pod and scrape, AVG of those that arrived) and a GPU's own series are a mean of what arrived: no note.
+math: the alarm's description says what a failed scrape does, and lint notes it (AL024); a mean over the GPUs of several
+nodes weighs each by its readings, so a node whose scrape failed weighs its GPUs less: said and noted too. A pod's
+count or total (the agent's per pod and scrape, AVG of those that arrived) and a GPU's own series are a mean of what
+arrived: no note.
 The Prometheus rules count a GPU with a reading in the period: tests/integration/test_failed_scrape_twins.py."""
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ CASES = {"count-all-low": (TEMP, "count", (), "<"), "count-all-high": (TEMP, "co
          "count-pod": (TEMP, "count", ("pod",), "<"), "sum-pod": (POWER, "sum", ("pod",), "<"),
          "max-gpu": (TEMP, "max", ("node", "gpu"), ">"), "avg-all": (TEMP, "avg", (), ">")}
 NOTED = {"count-all-low", "count-all-high", "count-node", "sum-all", "sum-node"}
+WEIGHED = {"avg-all"}  # a mean over several nodes' GPUs: each weighs by its readings (a failed scrape's node's less)
 ALARMS = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
     f"    yield Alarm({rule!r}, 'X', Condition(Query({metric!r}, {how!r}, {by!r}), {comparison!r}, 1),\n"
     f"                description='x', runbook='y')\n" for rule, (metric, how, by, comparison) in CASES.items())
@@ -59,8 +62,11 @@ def test_the_alarms_that_read_a_failed_scrape_as_gpus_lost_say_so(built):
     assert "so it can fire for the period" in requests["count-all-low"]["AlarmDescription"]
     assert "so it can miss for the period" in requests["count-all-high"]["AlarmDescription"]
     assert "9/10 of them" in requests["sum-all"]["AlarmDescription"]  # 300 s of 30 s scrapes
+    weighed = {rule for rule, request in requests.items() if "its mean weighs each GPU by its readings" in
+               request["AlarmDescription"]}
+    assert weighed == WEIGHED
     noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL024"}
-    assert noted == NOTED
+    assert noted == NOTED | WEIGHED
 
 
 def test_what_the_note_says_holds_on_the_agent_model(built):
