@@ -21,8 +21,9 @@ total and mean (the agent's per pod and scrape, read as AVG: a mean of the scrap
 joining nor its failed scrape moves j0's 2 GPUs and 800 W), a node's mean, and every least and largest reading, truly;
 a count or total over a node, a namespace or the cluster is the period's readings over its scrapes (node-j reads 0.8
 GPU, the cluster 3.2), and a mean over several nodes weighs each reading (231 W): one Metrics Insights query cannot
-count the GPUs with a reading in a period or average their means. The alarms say so (AL024); the strict xfails below
-pin what they read."""
+count the GPUs with a reading in a period or average their means. On agent.pipeline: classic, which makes no total
+per pod, a pod's count and total are the period's readings over its scrapes too (j0: 0.8 GPU and 320 W). The alarms
+say so (AL024); the strict xfails below pin what they read on each pipeline."""
 
 from __future__ import annotations
 
@@ -137,9 +138,11 @@ def test_the_cases_tell_the_truth_from_the_readings():
     assert apart == UNREAD
 
 
-# what CloudWatch cannot read: a count or total over GPUs that do not come and go together, a mean over several nodes
+# what CloudWatch cannot read: a count or total over GPUs that do not come and go together, a mean over several nodes;
+# on agent.pipeline: classic, which makes no total per pod, a pod's count and total too (its SUM over the scrapes)
 UNREAD = {("count", "cluster"), ("count", "node"), ("count", "namespace"), ("sum", "cluster"), ("sum", "node"),
           ("sum", "namespace"), ("avg", "cluster"), ("avg", "namespace")}
+UNREAD_BY = {"otel": UNREAD, "classic": UNREAD | {("count", "pod"), ("sum", "pod")}}
 
 
 @pytest.fixture(scope="module")
@@ -194,18 +197,26 @@ def test_prometheus_rules_read_the_truth(built):
 
 
 @pytest.fixture(scope="module")
-def points(built):
-    files, _ = built
+def classic(tmp_path_factory):
+    return built_with(tmp_path_factory.mktemp("join-leave-classic"), {"joins.py": ALARMS},
+                      fields=("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"),
+                      settings="agent:\n  pipeline: classic\n")
+
+
+@pytest.fixture(scope="module")
+def cloudwatch(request, built, classic):
+    """(pipeline, the build's files, the fleet's datapoints through the build's agent model) of the pipeline
+    `request.param` (indirect)."""
+    files = (built if request.param == "otel" else classic)[0]
     config, job = agent_config(files[AGENT_FILE])
-    return Agent(config, job).run([Scrape(float(at), mixed_fleet.payload(FLEET[name], at, STEP),
-                                          target_labels(job, name))
-                                   for at in range(0, END + STEP, STEP) for name in FLEET if at in NODES[name][1]])
+    return request.param, files, Agent(config, job).run([
+        Scrape(float(at), mixed_fleet.payload(FLEET[name], at, STEP), target_labels(job, name))
+        for at in range(0, END + STEP, STEP) for name in FLEET if at in NODES[name][1]])
 
 
-def cloudwatch_reads(built, points, how: str, scope: str) -> dict[tuple, float]:
+def cloudwatch_reads(files, points, how: str, scope: str) -> dict[tuple, float]:
     """{group: the value} of the case's CloudWatch alarm over the period: its query's result over its Threshold times
     the definition's threshold (the query's scale: a count or total of readings over the scrapes a period holds)."""
-    files, _ = built
     pinned = next(p for h, s, p in CASES if (h, s) == (how, scope))
     name = _rule(how, scope, "lo")
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
@@ -221,33 +232,37 @@ def _spoken(values: dict[tuple, float]) -> str:
     return ", ".join(f"{'/'.join(v for _, v in group) or 'cluster'} {value:.4g}" for group, value in values.items())
 
 
-def _case(how: str, scope: str):
-    if (how, scope) not in UNREAD:
-        return pytest.param(how, scope, id=f"{how}-{scope}")
+def _case(pipeline: str, how: str, scope: str):
+    name = f"{pipeline}-{how}-{scope}"
+    if (how, scope) not in UNREAD_BY[pipeline]:
+        return pytest.param(pipeline, how, scope, id=name)
     said = {"count": "the period's readings over its 10 scrapes", "sum": "the period's readings over its 10 scrapes",
             "avg": "the mean of every reading"}[how]
-    return pytest.param(how, scope, id=f"{how}-{scope}", marks=pytest.mark.xfail(strict=True, reason=(
+    return pytest.param(pipeline, how, scope, id=name, marks=pytest.mark.xfail(strict=True, reason=(
         f"CloudWatch reads {said}: {_spoken(read(how, scope))} for {_spoken(truth(how, scope))}; one Metrics "
         f"Insights query cannot take a statistic per GPU and then count, add or average them")))
 
 
-@pytest.mark.parametrize("how, scope", [_case(how, scope) for how, scope, _ in CASES])
-def test_cloudwatch_alarms_read_the_truth(built, points, how, scope):
-    reads = cloudwatch_reads(built, points, how, scope)
-    assert reads == pytest.approx(truth(how, scope))
+@pytest.mark.parametrize("cloudwatch, how, scope", [_case(pipeline, how, scope) for pipeline in sorted(UNREAD_BY)
+                                                    for how, scope, _ in CASES], indirect=["cloudwatch"])
+def test_cloudwatch_alarms_read_the_truth(cloudwatch, how, scope):
+    assert cloudwatch_reads(*cloudwatch[1:], how, scope) == pytest.approx(truth(how, scope))
 
 
-@pytest.mark.parametrize("how, scope", sorted(UNREAD))
-def test_what_cloudwatch_reads_instead(built, points, how, scope):
+@pytest.mark.parametrize("cloudwatch, how, scope", [
+    pytest.param(pipeline, how, scope, id=f"{pipeline}-{how}-{scope}")
+    for pipeline, unread in sorted(UNREAD_BY.items()) for how, scope in sorted(unread)], indirect=["cloudwatch"])
+def test_what_cloudwatch_reads_instead(cloudwatch, how, scope):
     """The cases CloudWatch cannot read: a count or total over the period's scrapes, a mean over every reading."""
-    assert cloudwatch_reads(built, points, how, scope) == pytest.approx(read(how, scope))
+    assert cloudwatch_reads(*cloudwatch[1:], how, scope) == pytest.approx(read(how, scope))
 
 
-def test_the_alarms_that_cannot_read_it_say_so(built):
+@pytest.mark.parametrize("cloudwatch", sorted(UNREAD_BY), indirect=True)
+def test_the_alarms_that_cannot_read_it_say_so(cloudwatch):
     """Each case CloudWatch cannot read says what a node added or drained inside a period does (lint AL024); the
     others do not."""
-    files, _ = built
+    pipeline, files, _ = cloudwatch
     said = {(how, scope) for how, scope, _ in CASES for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
             if {"Key": "gpudash:rule", "Value": _rule(how, scope, "lo")} in a["Request"]["Tags"]
             and "a node added or drained inside" in a["Request"]["AlarmDescription"]}
-    assert said == UNREAD
+    assert said == UNREAD_BY[pipeline]
