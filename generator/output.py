@@ -488,7 +488,7 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
             for entry in entries:
                 relative = inside + entry.name
                 link = entry.is_symlink()
-                if entry.is_dir():
+                if _is_folder(entry):
                     if not link:
                         folders.append((entry.path, relative + "/"))
                         continue
@@ -503,6 +503,14 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
                 elif not link and _digest(entry.path, relative, files, known, settled) != listed[relative]:
                     edited.append(relative)
     return sorted(extra), sorted(edited)
+
+
+def _is_folder(entry: os.DirEntry) -> bool:
+    """A folder, or a link to one, as os.walk tells them: a link whose target cannot be read (a loop of links) is not."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def walk(top: Path):

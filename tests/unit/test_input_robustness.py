@@ -228,6 +228,25 @@ def test_a_rebuild_carries_unchanged_files_over_and_shares_nothing_else(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build", "linked.yaml", "shared.yaml"]
 
 
+def test_links_in_the_previous_build_are_named_as_files_whatever_they_lead_to(tmp_path):
+    """A link in the previous build to nothing, to a folder, or to itself (a loop of links, whose target cannot be
+    read) is a file gpudash did not write, named as such; a listed file replaced by any of them loses nothing."""
+    from generator.output import not_as_written
+
+    out = tmp_path / "build"
+    write_files(out, {"k8s/a.yaml": b"a: 1\n", "k8s/b.yaml": b"b: 1\n", "k8s/c.yaml": b"c: 1\n"})
+    (out / "k8s/a.yaml").unlink()
+    (out / "k8s/a.yaml").symlink_to("a.yaml")  # listed, now a loop
+    (out / "k8s/b.yaml").unlink()
+    (out / "k8s/b.yaml").symlink_to(tmp_path)  # listed, now a link to a folder
+    (out / "loop").symlink_to("loop")
+    (out / "gone").symlink_to(tmp_path / "nothing")
+    (out / "folder").symlink_to(tmp_path)
+    assert not_as_written(out) == (["folder", "gone", "loop"], [])
+    with pytest.raises(OutputError, match="3 file\\(s\\) gpudash did not write"):
+        write_files(out, {"k8s/c.yaml": b"c: 1\n"})
+
+
 def _bytes_read() -> int:
     with open("/proc/self/io") as io:
         return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
