@@ -56,6 +56,11 @@ MIG_MEMORY_SHARES = {"DCGM_FI_DEV_FB_USED_PERCENT": ("DCGM_FI_DEV_FB_USED", "DCG
 HEADROOM = "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED"
 
 
+def per_instance_field(name: str) -> bool:
+    """True for a field (by name) MIG reports per GPU instance; False for a field of the whole device."""
+    return name.startswith(_INSTANCE_PREFIXES) and not any(f in name for f in _DEVICE_FRAGMENTS)
+
+
 def per_device_headroom(query) -> bool:
     """Whether a pod's reading of `query` (a model.Query) is judged per MIG instance it holds (HEADROOM): the least
     free memory, or the largest share of memory used (`over` the GPU's memory)."""
@@ -167,7 +172,7 @@ class Metric:
     @property
     def per_instance(self) -> bool:
         """True for fields MIG reports per GPU instance; False for fields of the whole device."""
-        return self.name.startswith(_INSTANCE_PREFIXES) and not any(f in self.name for f in _DEVICE_FRAGMENTS)
+        return per_instance_field(self.name)
 
     @property
     def own_labels(self) -> tuple[str, ...]:

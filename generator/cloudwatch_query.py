@@ -779,14 +779,24 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = replace(result, notes=result.notes + (NAMED_TURNS,))
     if layout.instances and _pods_counters_added(result, catalog, settings):
         result = replace(result, notes=result.notes + (WHOLE_COPIES_COUNTED,))
-    if alarm or not layout.blanks or settings.agent.pipeline != "classic" or query.aggregation == "count":
-        return result  # alarms take no math; no blank arrives (add-on, OTel pipeline); a count counts series
+    if alarm or not layout.blanks or settings.agent.pipeline != "classic":
+        return result  # alarms take no math; no blank arrives (OTel pipeline; the add-on guards its own plans)
+    return blanks_dropped(result, query, catalog, ARRAY_BLANK_NOTE)
+
+
+def blanks_dropped(result: Plan, query: Query, catalog: Catalog, array_note: str) -> Plan:
+    """A widget's plan on a source that publishes DCGM's blank sentinels: a widget of one line (per-GPU lines
+    combined by math included) shows a gap for a period whose value only a blank explains, by the documented
+    `IF(value < floor, value)` on the value shown (in the query's own unit, after any scale); a GROUP BY widget's
+    lines (an array: no documented form drops one line's point) are shown as they are, with `array_note` (the
+    header says it; lint CW015). A count counts series, a blank among them. A mean over GPUs is guarded through
+    their total, scaled alike: a blank GPU's share of the total is whole, however many GPUs the mean divides it
+    among (the mean of 10 increases holds a blank's delta / 10)."""
+    if query.aggregation == "count":
+        return result
     shown = result.math or "{q}"
-    if result.series and result.group:  # an array of lines: no documented form drops one line's point
-        return replace(result, notes=result.notes + (ARRAY_BLANK_NOTE,))
-    # one line (per-GPU lines combined by math included): a period whose value only a blank explains is a gap.
-    # A mean over GPUs is guarded through their total, scaled alike: a blank GPU's share of the total is whole,
-    # however many GPUs the mean divides it among (the mean of 10 increases holds a blank's delta / 10).
+    if result.series and result.group:
+        return replace(result, notes=result.notes + (array_note,))
     guard = shown.replace(across("AVG"), "SUM({q})")
     return replace(result, math=f"IF({guard} < {number(blank_floor(query, catalog))}, {shown})")
 

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from .catalog import PER_PROCESS_FIELDS, Catalog
-from .cloudwatch_query import AGENT_LAYOUT, Layout, Plan, Unsupported, number, plan as agent_plan
+from .cloudwatch_query import AGENT_LAYOUT, Layout, Plan, Unsupported, blanks_dropped, number, plan as agent_plan
 from .container_insights_table import (
     CLUSTER, CONTAINER, DEVICE, INSTANCE, INSTANCE_TYPE, NAMESPACE, NAMESPACE_DIM, NODE, POD,
     POD_OWNER, RATIOS, Mapping, by_field, metric_name)
@@ -149,11 +149,38 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     result = replace(result, metric=metric_name(level(bare), mapping))
     if level(bare) != "node":
         result = replace(result, notes=result.notes + (SHARED_UNDER_ONE,))
-    if result.function == "COUNT" or mapping.scale == 1:
-        return result  # a count of GPUs or pods has no unit
-    scale = number(mapping.scale)
-    math = f"{{q}} / {scale}" if result.math is None else f"({result.math}) / {scale}"
-    return replace(result, math=math, divisor=result.divisor * mapping.scale)
+    if result.function != "COUNT" and mapping.scale != 1:  # a count of GPUs or pods has no unit
+        scale = number(mapping.scale)
+        math = f"{{q}} / {scale}" if result.math is None else f"({result.math}) / {scale}"
+        result = replace(result, math=math, divisor=result.divisor * mapping.scale)
+    if alarm:
+        return result  # alarms take no math: their descriptions say a blank reads as a value (ALARM_BLANKS)
+    return blanks_dropped(result, bare, catalog, ARRAY_BLANKS)
+
+
+# DCGM's blank sentinels reach CloudWatch on the add-on: its agent's Container Insights pipeline drops no reading by
+# value (amazon-cloudwatch-agent, translator/translate/otel/pipeline/containerinsights: a batch processor, a filter of
+# the scrape's own series by name, filter_containerinsights_config.yaml, the metric renames and scales and the GPU
+# label filter, then awsemf), and nothing gpudash writes can change that pipeline: the add-on takes the agent's JSON,
+# whose kubernetes keys make it as it is, and an OTel YAML merged beside it may not redefine a pipeline or processor
+# the JSON made (internal/merge/confmap: a merge conflict). So widgets drop them as on agent.pipeline: classic.
+ARRAY_BLANKS = ("a GPU's blank reading (about 9.2e18 or 1.4e14) shows as a value on its line (the Container Insights "
+                "add-on publishes DCGM's blanks and its configuration has no way to drop them)")
+ALARM_BLANKS = "DCGM's blank (about 9.2e18: no reading) is a reading here"  # short: a description holds 1,024
+
+# A GPU split into MIG instances on the add-on: its agent's GPU processor keeps only ClusterName, InstanceId,
+# GpuDevice, NodeName, Type, InstanceType, Version, Sources and Timestamp on node_ metrics
+# (plugins/processors/gpuattributes/internal/metricFilters/gpumetricfilters.go NodeGpuLabelFilter: GPU_I_ID and
+# GPU_I_PROFILE go), so the instances' readings of one collection carry one label set and the EMF exporter keeps the
+# first ("Duplicate metric found", awsemfexporter grouped_metric.go); the pod_ and container_ filters keep the pod
+# but not the instance, so a pod holding several instances of one GPU keeps one of them too.
+MIG_ONE_INSTANCE = ("A GPU split into MIG instances is published by the Container Insights add-on as one of its "
+                    "instances: the add-on's agent drops the instance labels (GPU_I_ID, GPU_I_PROFILE) from its GPU "
+                    "metrics, so the instances' readings of a collection are one metric and it keeps the first (its "
+                    "log says \"Duplicate metric found\"). A MIG GPU's line, and the fleet values it is in, read one "
+                    "instance's framebuffer (a slice, not the GPU's total) and utilization; a pod holding several "
+                    "instances of one GPU reads one of them; alarms judge that one instance. Per MIG instance, read "
+                    "cloudwatch.source: prometheus-emf.")
 
 
 # The add-on's chart runs its own DCGM exporter (templates/linux/dcgm-exporter-daemonset.yaml, a DcgmExporter whose

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
@@ -482,14 +482,34 @@ _BLANK_EFFECT = {"GreaterThanThreshold": "fires for it", "GreaterThanOrEqualToTh
                  "LessThanThreshold": "never fires for it", "LessThanOrEqualToThreshold": "never fires for it"}
 
 
-def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
-    """Alarms on the exporter's DCGM fields see a blank sentinel as a reading when the agent publishes it (its
-    JSON path, agent.pipeline: classic): a GROUP BY alarm has no way to drop it. The OTel pipeline drops blanks
-    before they are published, so nothing is noted there."""
+def _blank_fields(subject: LintInput) -> tuple[str, Callable[[str], str | None], str] | None:
+    """Where DCGM's blanks are published, if anywhere: (the namespace, the DCGM field a published metric is of (None:
+    none), who publishes them and what would drop them). The Container Insights add-on publishes them (its agent drops no
+    reading by value and its configuration cannot make it: container_insights.ARRAY_BLANKS); so does the agent's
+    JSON path (agent.pipeline: classic); the OTel pipeline drops them before they are published (None)."""
+    from .. import container_insights
+    from ..container_insights_table import LEVELS, MAPPINGS, NAMESPACE, metric_name
+
+    if container_insights.enabled(subject.settings):
+        return (NAMESPACE, {metric_name(level, m): m.field for m in MAPPINGS for level in LEVELS}.get,
+                "the Container Insights add-on publishes it and its configuration has no way to drop it; "
+                "cloudwatch.source: prometheus-emf with agent.pipeline: otel drops it before it is published")
     agents = [subject.agent(cluster) for cluster in subject.clusters()]
     if agents and all(agent is not None and agent.otel is not None for agent in agents):
+        return None
+    return (subject.settings.cloudwatch.namespace, lambda name: name if name.startswith("DCGM_") else None,
+            "the agent's JSON path (agent.pipeline: classic) publishes it; agent.pipeline: otel (agent 1.300066.0 or "
+            "later) drops it before it is published")
+
+
+def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
+    """Alarms on the exporter's DCGM fields see a blank sentinel as a reading where it is published (the agent's
+    JSON path, agent.pipeline: classic, and the Container Insights add-on): a GROUP BY alarm has no way to drop it.
+    The OTel pipeline drops blanks before they are published, so nothing is noted there."""
+    source = _blank_fields(subject)
+    if source is None:
         return
-    namespace = subject.settings.cloudwatch.namespace
+    namespace, field_of, why = source
     for item in subject.alarms:
         request = item.request
         metrics = [_parsed(str(m.get("Expression", ""))) for m in request.get("Metrics", [])
@@ -499,39 +519,72 @@ def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
                 and request.get("Statistic") != "SampleCount":  # a count of readings: any value counts
             names.append(request["MetricName"])
         effect = _BLANK_EFFECT.get(str(request.get("ComparisonOperator")))
-        if not names or effect is None or not names[0].startswith("DCGM_"):
+        if not names or effect is None or field_of(names[0]) is None:
             continue
         yield Finding("AL010", "note", _alarm_where(item),
                       f"a GPU whose exporter reports DCGM's blank value (about 9.2e18, 'not supported') for "
-                      f"{names[0]} {effect}: the agent's JSON path (agent.pipeline: classic) publishes it and "
-                      f"a GROUP BY alarm takes no metric math; agent.pipeline: otel (agent 1.300066.0 or later) "
-                      f"drops it before it is published; `gpudash verify` names such GPUs")
+                      f"{field_of(names[0])} {effect}: {why}, and a GROUP BY alarm takes no metric math; "
+                      f"`gpudash verify` names such GPUs")
 
 
 def widget_blanks(subject: LintInput) -> Iterable[Finding]:
-    """On the agent's JSON path (agent.pipeline: classic) a DCGM blank is published. A widget of one line drops
-    the period it falls in with IF; a widget that shows a GROUP BY query's lines (an array of series) cannot:
-    IF and comparisons take no array, and arithmetic combines an array only with a number or one series. A
-    note per such widget; the OTel pipeline drops blanks before they are published, so nothing is noted there."""
-    agents = [subject.agent(cluster) for cluster in subject.clusters()]
-    if not any(agent is not None and agent.otel is None for agent in agents):
+    """Where a DCGM blank is published (the agent's JSON path, agent.pipeline: classic; the Container Insights
+    add-on), a widget of one line drops the period it falls in with IF; a widget that shows a GROUP BY query's lines
+    (an array of series) cannot: IF and comparisons take no array, and arithmetic combines an array only with a
+    number or one series. A note per such widget; the OTel pipeline drops blanks before they are published, so
+    nothing is noted there."""
+    source = _blank_fields(subject)
+    if source is None:
         return
-    namespace = subject.settings.cloudwatch.namespace
+    namespace, field_of, why = source
     for name, index, properties in _metric_widgets(subject):
         entries = _widget_entries(properties)
         queries = {identifier: _parsed(expression) for identifier, expression, _ in entries
                    if expression is not None and is_query(expression)}
-        fields = sorted({q.metric for q in queries.values() if q is not None and q.group and q.namespace == namespace
-                         and q.function != "COUNT" and q.metric.startswith("DCGM_")})
+        fields = sorted({field_of(q.metric) for q in queries.values() if q is not None and q.group
+                         and q.namespace == namespace and q.function != "COUNT" and field_of(q.metric)})
         kinds, _ = _kinds((identifier, expression) for identifier, expression, _ in entries)
         if fields and any(shown and kinds.get(identifier, Kind(SERIES)).name == ARRAY
                           for identifier, _, shown in entries):
             yield Finding("CW015", "note", f"{_where(name, index)} ({properties.get('title', '')})",
                           f"a GPU whose exporter reports DCGM's blank value (about 9.2e18 or 1.4e14) for "
-                          f"{', '.join(fields)} shows it as a value on its line: the agent's JSON path "
-                          f"(agent.pipeline: classic) publishes it and metric math documents no way to drop one "
-                          f"point of a GROUP BY query's lines; agent.pipeline: otel (agent 1.300066.0 or later) "
-                          f"drops it before it is published; `gpudash verify` names such GPUs")
+                          f"{', '.join(fields)} shows it as a value on its line: {why}, and metric math documents "
+                          f"no way to drop one point of a GROUP BY query's lines; `gpudash verify` names such GPUs")
+
+
+def addon_mig_instances(subject: LintInput) -> Iterable[Finding]:
+    """On the Container Insights add-on a GPU split into MIG instances is published as one of its instances (its
+    agent drops GPU_I_ID and GPU_I_PROFILE from the GPU metrics, so the instances' readings of a collection are one
+    metric and the EMF exporter keeps the first: container_insights.MIG_ONE_INSTANCE). A note per widget and alarm
+    reading a field MIG reports per instance, or does not report at all (utilization), where the GPU's reading
+    differs from one instance's."""
+    from .. import container_insights
+    from ..catalog import MIG_UNSUPPORTED, per_instance_field
+    from ..container_insights_table import LEVELS, MAPPINGS, NAMESPACE, metric_name
+
+    if not container_insights.enabled(subject.settings):
+        return
+    fields = {metric_name(level, m): m.field for m in MAPPINGS for level in LEVELS
+              if m.field in MIG_UNSUPPORTED or per_instance_field(m.field)}
+
+    def read(expressions: Iterable[str]) -> list[str]:
+        parsed = (_parsed(e) for e in expressions if is_query(e))
+        return sorted({fields[q.metric] for q in parsed if q is not None and q.namespace == NAMESPACE
+                       and q.function != "COUNT" and q.metric in fields})
+
+    message = ("a GPU split into MIG instances reads one instance's {} here: the Container Insights add-on's agent "
+               "drops the instance labels (GPU_I_ID, GPU_I_PROFILE) from its GPU metrics and keeps one of a "
+               "collection's instances (its log says \"Duplicate metric found\"); cloudwatch.source: prometheus-emf "
+               "reads each instance")
+    for name, index, properties in _metric_widgets(subject):
+        found = read(_expressions(properties))
+        if found:
+            yield Finding("CW021", "note", f"{_where(name, index)} ({properties.get('title', '')})",
+                          message.format(", ".join(found)))
+    for item in subject.alarms:
+        found = read(str(m.get("Expression", "")) for m in item.request.get("Metrics", []))
+        if found:
+            yield Finding("CW021", "note", _alarm_where(item), message.format(", ".join(found)))
 
 
 def tables_now(subject: LintInput) -> Iterable[Finding]:
@@ -888,7 +941,7 @@ RULES = (
     Rule("CW014", "metric-math expressions apply each function and operator only to argument types the user "
                   "guide documents (IF and comparisons on no array of series)", math_types),
     Rule("CW015", "GROUP BY widgets on DCGM fields cannot drop DCGM's blank sentinel on agent.pipeline: classic "
-                  "(a note per widget)", widget_blanks),
+                  "and the Container Insights add-on (a note per widget)", widget_blanks),
     Rule("CW016", "widgets summing a counter per GPU, node or cluster count a shared GPU's increase once per pod, and "
                   "miss it where a GPU's pods all change, on agent.pipeline: classic (a note per widget)",
          widget_shared_counters),
@@ -896,6 +949,9 @@ RULES = (
                   "dimensions on agent.pipeline: classic", widget_mixed_shares),
     Rule("CW018", "no widget reads a state the exporter serves as a counter (health, windowed counts) on "
                   "agent.pipeline: classic, which would publish its differences", widget_retyped),
+    Rule("CW021", "on the Container Insights add-on, widgets and alarms on a field MIG reports per instance (or not "
+                  "at all) read one instance of a GPU split into MIG instances (a note per widget and alarm)",
+         addon_mig_instances),
     Rule("CW020", "tables of rows now rank their rows over the minute drawn and the time since (a note per table "
                   "with a LIMIT)", tables_now),
     Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),

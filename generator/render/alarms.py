@@ -20,8 +20,8 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCES_JUDGED, MI_FUNCT
                                 scrape_seconds)
 from .. import data_missing
 from ..container_insights_table import NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
-from ..container_insights import (NotPublished, condition as source_condition, enabled as addon_source, gpu_interval,
-                                  node_interval, source_plan)
+from ..container_insights import (ALARM_BLANKS, NotPublished, condition as source_condition, enabled as addon_source,
+                                  gpu_interval, node_interval, source_plan)
 from ..errors import InputError
 from ..derived_sets import mig_only
 from ..exporter_styles import exporter_namespace, named_daemonsets, style_for
@@ -646,6 +646,15 @@ def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
     return threshold if plan_.complement is None else plan_.complement - threshold
 
 
+def _addon_blanks_said(plan_: Plan, comparison: str, settings: Settings) -> str:
+    """On the Container Insights add-on, what a DCGM blank does to an alarm on a reading (its query has no math to
+    drop it, container_insights.ALARM_BLANKS): one firing above its threshold fires for the GPU or pod reading it,
+    one firing below never does. A count counts the series, a blank among them."""
+    if not addon_source(settings) or plan_.function == "COUNT":
+        return ""
+    return f"{ALARM_BLANKS}: this alarm {'never fires' if comparison in ('<', '<=') else 'fires'} for it"
+
+
 def _judged(alarm: Alarm, plan_: Plan, settings: Settings) -> tuple[str, str, str | None]:
     """(comparison, ORDER BY direction, ORDER BY function: None for the SELECT's) of a Metrics Insights alarm: toward
     its threshold, the series nearest it first; over the unused share (unused_plan) the comparison turns round and
@@ -794,8 +803,10 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
     # GPU named under its pods in turn (the OTel pipeline; shorter than the header's)
     named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
                                       (NAMED_TURNS, NAMED_TURNS_ALARM)) if note_ in plan_.notes]
+    comparison, order, rank = _judged(alarm, plan_, settings)
     note = "; ".join(part for part in (note, unseen, copies_counted_note(plan_),
-                                       _failed_scrape_said(alarm, plan_, settings), *named) if part)
+                                       _failed_scrape_said(alarm, plan_, settings), *named,
+                                       _addon_blanks_said(plan_, comparison, settings)) if part)
     stale = stale_note(alarm, note)
     description = _description(alarm, stale)
     label = alarm.title
@@ -808,7 +819,6 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
         description = _description(alarm, f" On CloudWatch: {instance_contributors(settings, gap_kind(condition))}"
                                           f"{_stale_clause(alarm)}.")
-    comparison, order, rank = _judged(alarm, plan_, settings)
     before, after = plan_.around_cluster(settings, order, rank=rank)
 
     def request(cluster: Cluster | None) -> dict[str, Any]:

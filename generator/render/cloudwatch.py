@@ -22,8 +22,8 @@ from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PRESENCE, Catalog
 from ..errors import InputError
 from ..cloudwatch_query import (ONCE_PER_GPU, PERIOD, SERIES_PER_QUERY, Plan, Unsupported, blank_floor, number,
                                 pod_total_kind, readings_dimensions, series_label)
-from ..container_insights import (NotPublished, enabled as addon_source, layout_of, observed_every,
-                                  plan as addon_plan, source_plan)
+from ..container_insights import (MIG_ONE_INSTANCE, NotPublished, enabled as addon_source, layout_of,
+                                  observed_every, plan as addon_plan, source_plan)
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from ..names import cloudwatch_dashboard_name
@@ -579,7 +579,7 @@ class _Body:
     left_out: list[tuple[Panel, str]]
     widgets: list[dict[str, Any] | _MetricWidget]  # row titles as they are; metric widgets per cluster
     # Who drops DCGM blanks: "agent" (its OTel pipeline), "widgets" (the agent's JSON path publishes them: the
-    # widgets' metric math), "" (the Container Insights add-on: not the exporter's own readings)
+    # widgets' metric math), "addon" (the Container Insights add-on publishes them: the widgets' metric math)
     blanks: str
     notes: list[tuple[str, str]]  # (panel title, how its lines differ from the title on CloudWatch)
     kept: list[tuple[str, str]]  # (panel title, which of its lines a chart of one line per pod or GPU draws)
@@ -606,13 +606,15 @@ class _Body:
                        "lines hold the GPUs that have a reading, and alarms never see it.")
         elif self.blanks == "widgets":
             header += ("\n\nA reading DCGM could not take (its blank value, about 9.2e18 or 1.4e14) is published by "
-                       "the agent's JSON path (agent.pipeline: classic). A widget of one line shows a gap for a "
-                       "period it falls in (a sum, mean or extreme over GPUs too) while the blank outweighs the "
-                       "readings it is averaged with (a mean over many GPUs can show it as a large value); "
-                       "a widget of one line per pod, node or GPU shows it as a value on that line (CloudWatch's "
-                       "metric math documents no way to drop one point of an array of lines). A counter stuck on "
+                       "the agent's JSON path (agent.pipeline: classic). " + _BLANK_WIDGETS + " A counter stuck on "
                        "the blank reads 0. Alarms cannot drop it. The default agent.pipeline: otel drops blanks in "
                        "the agent before they are published.")
+        elif self.blanks == "addon":
+            header += ("\n\nA reading DCGM could not take (its blank value, about 9.2e18 or 1.4e14; a GPU split into "
+                       "MIG instances reads it for utilization on some exporter versions) is published by the "
+                       "Container Insights add-on: its agent drops no reading by value, and its configuration has no "
+                       "way to. " + _BLANK_WIDGETS + " Alarms cannot drop it: one firing above a threshold fires "
+                       "for such a GPU or pod, one firing below it never does.\n\n" + MIG_ONE_INSTANCE)
         whole = any(isinstance(w, _MetricWidget) and w.properties.get("setPeriodToTimeRange") for w in self.widgets)
         header += "\n\n" + periods_note(self.period_follows, *self.now, whole_range=whole,
                                           observation=self.observation)
@@ -652,7 +654,7 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
             widgets.append({"type": "text", **position, "properties": {"markdown": f"## {placed.item.title}"}})
         else:
             widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
-    blanks = "" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
+    blanks = "addon" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
     notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
     notes += [(panel.title, readings_note(plans[id(panel)], panel.queries[0], settings)
                if readings_past_500(panel, plans[id(panel)], catalog, settings)
@@ -669,6 +671,12 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
     now = [w.properties["title"] for w in widgets if isinstance(w, _MetricWidget) and w.true_at is not None]
     return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, kept, period_follows,
                  (now, now_period(settings)), layout_of(settings).observation)
+
+
+_BLANK_WIDGETS = ("A widget of one line shows a gap for a period it falls in (a sum, mean or extreme over GPUs too) "
+                  "while the blank outweighs the readings it is averaged with (a mean over many GPUs can show it as a "
+                  "large value); a widget of one line per pod, node or GPU shows it as a value on that line "
+                  "(CloudWatch's metric math documents no way to drop one point of an array of lines).")
 
 
 def periods_note(period_follows: bool, now: list[str], period: int, whole_range: bool = True,

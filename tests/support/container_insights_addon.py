@@ -62,11 +62,14 @@ def attributes(cluster: str, gpu: Gpu) -> dict[str, str]:
 
 
 def datapoints(cluster: str, first: int, last: int, gpus=FLEET, every: int = EVERY,
-               metrics: set[str] | None = None) -> list[Datapoint]:
+               metrics: set[str] | None = None, blank=None) -> list[Datapoint]:
     """What CloudWatch stores for collections at t = first..last seconds (multiples of `every`, the DCGM
     collection interval; below 60 s the agent sends each minute's values as one distribution, whose SampleCount is
     the collections: stored here as one datapoint per collection). `metrics`: only the datapoints of these metrics
-    (those a test reads; None: all), in the same order."""
+    (those a test reads; None: all), in the same order. `blank(field, gpu, t)`: the blank sentinel the exporter
+    serves for a field DCGM cannot read at that collection (None: a reading). Nothing on the add-on's way drops it
+    (its pipeline filters the scrape's own series by name, filter_containerinsights_config.yaml, and nothing by
+    value): it is scaled as a reading is, and published."""
     result = []
     # each GPU's (level, dimensions with their values) in the declarations' order: the same at every collection
     sets = []
@@ -84,7 +87,8 @@ def datapoints(cluster: str, first: int, last: int, gpus=FLEET, every: int = EVE
         k = t // STEP
         for gpu, published_sets in sets:
             for field, name, scale, levels in fields:
-                published = reading(field, gpu, k) * scale
+                served = blank(field, gpu, t) if blank is not None else None
+                published = (reading(field, gpu, k) if served is None else served) * scale
                 for level, dimensions in published_sets:
                     if level in levels:
                         result.append(Datapoint(NAMESPACE, f"{level}_{name}", dimensions, float(t), published))

@@ -2,8 +2,9 @@
 argument types the user guide documents: each field of the counters CSV the defaults read (gauges,
 counters, fields with labels of their own), each aggregation, grouping and increase/rate form, on both
 agent pipelines and on the Container Insights add-on, for widgets and alarms. The expression is typed
-with its query as the array (GROUP BY) or single series (no GROUP BY) it returns. On the classic pipeline
-a widget of one line guards it with IF; an array of lines has no documented guard and carries none."""
+with its query as the array (GROUP BY) or single series (no GROUP BY) it returns. On the classic pipeline and the
+Container Insights add-on (both publish DCGM's blanks) a widget of one line guards it with IF; an array of lines has
+no documented guard and carries none."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def test_every_planned_expression_is_a_documented_form(project_dir, source):
             shown = kind_of(plan.math.format(q="q1", p="PERIOD(p1)"), {"q1": query, "p1": Kind(SERIES, metric=True)})
             checked += 1
             guards += "IF(" in plan.math
-            if source == "classic" and not alarm and aggregation != "count":  # a line's guard, on one line only
+            if source != "otel" and not alarm and aggregation != "count":  # a line's guard, on one line only
                 assert ("IF(" in plan.math) == (shown.name == SERIES), plan.math
     assert checked > 50
-    assert bool(guards) == (source == "classic")  # blank guards on the JSON path only
+    assert bool(guards) == (source != "otel")  # blank guards where blanks are published

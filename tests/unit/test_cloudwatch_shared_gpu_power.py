@@ -131,5 +131,6 @@ def test_on_the_container_insights_add_on_the_header_says_a_shared_gpu_is_under_
     header = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"])[
         "DashboardBody"])["widgets"][0]["properties"]["markdown"]
     notes = header.split("\n\nOn CloudWatch: ", 1)[1].split("\n\n", 1)[0]
-    (said,) = [n for n in notes.split("; ") if "published under one of them" in n or TITLE in n and "share" in n]
+    (said,) = [n for n in notes.split("; ") if "published under one of them" in n
+               or TITLE in n and "share" in n.split(": ", 1)[1]]
     assert TITLE in said and "the other pods show none of it" in header
