@@ -19,6 +19,8 @@ Written from the sources, not from gpudash's table, so that the two can disagree
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tests.support.cloudwatch_agent import Datapoint
 from tests.support.dcgm_fleet import FLEET, STEP, Gpu, value
 
@@ -92,6 +94,63 @@ def datapoints(cluster: str, first: int, last: int, gpus=FLEET, every: int = EVE
                 for level, dimensions in published_sets:
                     if level in levels:
                         result.append(Datapoint(NAMESPACE, f"{level}_{name}", dimensions, float(t), published))
+    return result
+
+
+# --- a GPU split into MIG instances, as the add-on's agent publishes it ---------------------------
+# The exporter writes one series per MIG instance (GPU_I_ID, GPU_I_PROFILE; the pod holding the instance). The
+# agent's GPU processor then keeps only its own attributes on each level (amazon-cloudwatch-agent,
+# plugins/processors/gpuattributes/internal/metricFilters/gpumetricfilters.go): node_ metrics keep ClusterName,
+# InstanceId, GpuDevice, NodeName, Type, InstanceType, Version, Sources, Timestamp and kubernetes.host; pod_ and
+# container_ metrics keep the pod too; none keeps GPU_I_ID or GPU_I_PROFILE. Instances of one GPU (held by one pod,
+# for pod_ and container_) so carry one label set at a collection, and the EMF exporter keeps the first point of a
+# name per label set and logs "Duplicate metric found" for the others (awsemfexporter grouped_metric.go
+# addToGroupedMetric). The exporter writes a GPU's instances in the order of their GPU_I_ID.
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    instance: int
+    profile: str
+    used: float  # framebuffer used, MiB
+    free: float
+    util: float  # what the exporter writes for GPU utilization on an instance (DCGM reports none: 0 or the blank)
+    namespace: str | None = None
+    pod: str | None = None
+
+
+def mig_datapoints(cluster: str, node: str, index: int, instances: list[MigInstance], first: int, last: int,
+                   every: int = EVERY, temperature: float = 55.0, power: float = 200.0) -> list[Datapoint]:
+    """What CloudWatch stores for one GPU split into `instances` (served in the order of their GPU_I_ID) at each
+    collection: per level and label set, the first instance's reading; device fields (temperature, power) are
+    the GPU's, repeated on every instance's series by the exporter."""
+    labels = {"ClusterName": cluster, "NodeName": node, "InstanceId": f"i-{node[-1] * 8}",
+              "InstanceType": INSTANCE_TYPE, "GpuDevice": f"nvidia{index}"}
+    result = []
+    for t in range(first, last + 1, every):
+        kept: set[tuple[str, tuple]] = set()  # (metric, all the attributes the agent keeps) already published
+        for item in sorted(instances, key=lambda i: i.instance):
+            own = dict(labels)
+            if item.pod is not None:
+                own.update(Namespace=item.namespace, PodName=item.pod.rsplit("-", 1)[0], FullPodName=item.pod,
+                           ContainerName="main")
+            fields = {"DCGM_FI_DEV_GPU_UTIL": item.util, "DCGM_FI_DEV_FB_USED": item.used,
+                      "DCGM_FI_DEV_FB_TOTAL": item.used + item.free,
+                      "DCGM_FI_DEV_FB_USED_PERCENT": item.used / (item.used + item.free),
+                      "DCGM_FI_DEV_GPU_TEMP": temperature, "DCGM_FI_DEV_POWER_USAGE": power}
+            for level in ("container", "pod", "node") if item.pod is not None else ("node",):
+                attributes = labels if level == "node" else own  # what the agent's label filter leaves
+                for field, reading_ in fields.items():
+                    name, scale = RENAMED[field]
+                    metric = f"{level}_{name}"
+                    key = (metric, tuple(sorted(attributes.items())))
+                    if key in kept:
+                        continue  # "Duplicate metric found": the EMF exporter keeps the first
+                    kept.add(key)
+                    for dims in DECLARATIONS[level]:
+                        if all(d in attributes for d in dims):
+                            result.append(Datapoint(NAMESPACE, metric, tuple(sorted((d, attributes[d]) for d in dims)),
+                                                    float(t), reading_ * scale))
     return result
 
 

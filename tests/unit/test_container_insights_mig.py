@@ -1,0 +1,76 @@
+"""cloudwatch.source: container-insights on a GPU split into MIG instances: the add-on publishes one instance.
+
+The add-on's agent drops GPU_I_ID and GPU_I_PROFILE from its GPU metrics (gpuattributes' label filters), so the
+instances' readings of one collection carry one label set and its EMF exporter keeps the first ("Duplicate metric
+found"). The add-on model (tests/support/container_insights_addon.mig_datapoints) publishes a MIG GPU so; the
+*generated* widgets read one instance's framebuffer where the GPU's (and a pod's two instances') total is the truth.
+Nothing gpudash writes can read it right: the dashboards' headers, README and lint (CW021) say so.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.artifacts import build
+from generator.container_insights import MIG_ONE_INSTANCE
+from generator.lint.runner import lint_project
+from generator.output import encode
+from generator.project import load_project
+from generator.render.cloudwatch import panel_title
+from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_widgets import header, widgets
+from tests.support.container_insights_addon import EVERY, MigInstance, datapoints, mig_datapoints
+
+START, END = 0, 1800
+CLUSTER = "gpu-cluster"
+MIG_NODE = "ip-10-0-1-3"
+INSTANCES = [MigInstance(1, "3g.40gb", 19600.0, 20000.0, 0.0, "team-a", "mig-a-0"),
+             MigInstance(2, "3g.40gb", 5000.0, 34600.0, 0.0, "team-a", "mig-a-0"),  # the same pod's second instance
+             MigInstance(3, "1g.10gb", 3000.0, 7000.0, 0.0, "team-b", "mig-b-0")]
+
+
+@pytest.fixture(scope="module")
+def addon(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("addon-mig")
+    (folder / "gpudash.yaml").write_text("cloudwatch:\n  source: container-insights\n")
+    project = load_project(folder / "gpudash.yaml")
+    points = datapoints(CLUSTER, START, END - EVERY) + mig_datapoints(CLUSTER, MIG_NODE, 0, INSTANCES, START,
+                                                                      END - EVERY)
+    return project, encode(build(project)), points
+
+
+def _widget(files, title):
+    (found,) = [(path, p) for path, p in widgets(files) if panel_title(p["title"]) == title]
+    return found
+
+
+def test_the_model_keeps_one_instance_per_label_set(addon):
+    """A collection of the MIG GPU publishes one node_gpu_memory_used per dimension set (the first instance's),
+    one per pod for the pod's metrics (mig-a-0's first instance, mig-b-0's own)."""
+    _, _, points = addon
+    at_zero = [p for p in points if p.timestamp == 0 and dict(p.dimensions).get("NodeName") == MIG_NODE
+               and p.metric == "node_gpu_memory_used"]
+    assert sorted(p.value / 1048576 for p in at_zero) == [19600.0, 19600.0]  # [.., GpuDevice] and [.., InstanceId]
+    pods = {dict(p.dimensions)["FullPodName"]: p.value / 1048576 for p in points if p.timestamp == 0
+            and p.metric == "pod_gpu_memory_used" and "GpuDevice" in dict(p.dimensions)
+            and dict(p.dimensions).get("Namespace", "").startswith("team-")}
+    assert pods == {"mig-a-0": 19600.0, "mig-b-0": 3000.0}
+
+
+def test_framebuffer_reads_one_instance_and_every_view_says_so(addon):
+    project, files, points = addon
+    path, per_gpu = _widget(files, "Framebuffer memory used")
+    shown = cloudwatch_eval.widget(per_gpu, points, START, END)[f"{MIG_NODE} nvidia0"]
+    assert set(shown.values()) == {19600.0}  # one slice; the GPU's instances use 27,600 MiB
+    path_pod, per_pod = _widget(files, "Framebuffer used by pod")
+    pods = cloudwatch_eval.widget(per_pod, points, START, END)
+    assert set(pods["Pod team-a/mig-a-0"].values()) == {19600.0}  # the pod holds 24,600 MiB on two instances
+    assert set(pods["Pod team-b/mig-b-0"].values()) == {3000.0}  # one instance: right
+    for dashboard in {path, path_pod}:
+        assert MIG_ONE_INSTANCE in header(files, dashboard), dashboard
+    noted = {f.where for f in lint_project(project) if f.rule == "CW021"}
+    for dashboard, properties in ((path, per_gpu), (path_pod, per_pod)):
+        assert any(where.startswith(dashboard) and properties["title"] in where for where in noted), \
+            (dashboard, properties["title"])
+    alarms = {where.split()[-1] for where in noted if "alarms.json" in where}
+    assert {"gpudash-gpu-cluster-gpu-idle-warning", "gpudash-gpu-cluster-framebuffer-full-warning"} <= alarms
