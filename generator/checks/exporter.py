@@ -154,10 +154,13 @@ def analyse(project: Project, text: str, source: str, cluster: Any = None, unkno
         result.append(Check(GROUP, "GPU-specific metrics", WARN, f"not supported on this GPU: {', '.join(partial)}",
                             "expected on GPUs without these features (profiling needs a datacenter GPU, memory "
                             "temperature HBM); their panels stay empty"))
+    addon = addon_source(project.settings)
     if mig:
         result.append(_mig(mig, wanted))
+        if addon:
+            result.append(_addon_mig(mig))
     result += _mig_said_none(samples, project.settings, cluster, unknown)
-    result += _blanks(samples, set(wanted), project.settings.agent.pipeline == "otel" and not addon_source(project.settings))
+    result += _blanks(samples, set(wanted), "addon" if addon else project.settings.agent.pipeline)
     copied = _per_process_copies(samples)
     result += _pod_labels(samples, {device for devices in copied.values() for device in devices})
     result += _shared_reading(copied, project.settings.exporter.virtual_gpus)
@@ -276,9 +279,22 @@ def _pod_labels(samples: dict[str, list[Any]], copied: set[tuple[str, str]]) -> 
                   "run again while a pod uses a GPU")]
 
 
-def _blanks(samples: dict[str, list[Any]], wanted: set[str], agent_drops: bool) -> list[Check]:
-    """Fields the dashboards and alarms read that some GPU reports as a DCGM blank, by GPU; `agent_drops`: the
-    CloudWatch agent's OTel pipeline drops them before they are published."""
+def _addon_mig(instances: list[tuple[str, str]]) -> Check:
+    """On the Container Insights add-on a GPU split into MIG instances is published as one of its instances
+    (container_insights.MIG_ONE_INSTANCE): named here, where it happens."""
+    gpus = sorted({gpu for gpu, _ in instances})
+    return Check(GROUP, "MIG on the add-on", WARN,
+                 f"GPU {', '.join(gpus)} split into MIG instances: the Container Insights add-on publishes one "
+                 f"instance of each (its agent drops GPU_I_ID and GPU_I_PROFILE and keeps the first of a "
+                 f"collection's instances), so its framebuffer reads one slice",
+                 "read MIG GPUs from cloudwatch.source: prometheus-emf, which publishes each instance")
+
+
+def _blanks(samples: dict[str, list[Any]], wanted: set[str], publisher: str) -> list[Check]:
+    """Fields the dashboards and alarms read that some GPU reports as a DCGM blank, by GPU; `publisher`: "otel" (the
+    CloudWatch agent's OTel pipeline drops them before they are published), "classic" (the agent's JSON path
+    publishes them), "addon" (the Container Insights add-on publishes them, and its own exporter and fields are
+    the add-on's)."""
     found: dict[str, list[str]] = {}
     for name in sorted(wanted & set(samples)):
         for sample in samples[name]:
@@ -288,7 +304,14 @@ def _blanks(samples: dict[str, list[Any]], wanted: set[str], agent_drops: bool) 
     if not found:
         return []
     listed = "; ".join(f"{gpu}: {', '.join(sorted(set(names)))}" for gpu, names in sorted(found.items()))
-    if agent_drops:
+    if publisher == "addon":
+        return [Check(GROUP, "blank values", WARN, f"DCGM could not read (blank value published): {listed}",
+                      "the Container Insights add-on publishes such readings as values (its configuration cannot "
+                      "drop them): CloudWatch widgets of one line leave the period out, lines per pod or GPU show "
+                      "the blank, and alarms read it (a GPU reading blank fires a '>' alarm and hides from a '<' "
+                      "one); cloudwatch.source: prometheus-emf with agent.pipeline: otel drops them before they are "
+                      "published")]
+    if publisher == "otel":
         return [Check(GROUP, "blank values", WARN, f"DCGM could not read (blank value published): {listed}",
                       "Grafana and the CloudWatch agent's OTel pipeline leave such readings out, so these GPUs show "
                       "no value for them; drop a field this GPU never reads from the counters CSV, or use a "

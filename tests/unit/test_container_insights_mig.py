@@ -74,3 +74,25 @@ def test_framebuffer_reads_one_instance_and_every_view_says_so(addon):
             (dashboard, properties["title"])
     alarms = {where.split()[-1] for where in noted if "alarms.json" in where}
     assert {"gpudash-gpu-cluster-gpu-idle-warning", "gpudash-gpu-cluster-framebuffer-full-warning"} <= alarms
+
+
+def test_verify_names_a_mig_gpu_and_a_blank_on_the_addon(addon):
+    """`gpudash verify` reading the add-on's exporter: a GPU split into MIG instances is published as one instance,
+    and a blank reading is published as a value (the check says what the add-on does with it, not to change an
+    exporter or a counters CSV the add-on owns)."""
+    from generator.checks.exporter import analyse
+
+    project, _, _ = addon
+    labels = 'gpu="0",UUID="GPU-a",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="{}"'.format(MIG_NODE)
+    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge", "# TYPE DCGM_FI_DEV_FB_USED gauge", "# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
+    for item in INSTANCES:
+        own = (f'{labels},GPU_I_PROFILE="{item.profile}",GPU_I_ID="{item.instance}",namespace="{item.namespace}",'
+               f'pod="{item.pod}",container="main"')
+        lines += [f"DCGM_FI_DEV_GPU_UTIL{{{own}}} 9223372036854775794", f"DCGM_FI_DEV_FB_USED{{{own}}} {item.used:g}",
+                  f"DCGM_FI_DEV_GPU_TEMP{{{own}}} 55"]
+    checks = {c.name: c for c in analyse(project, "\n".join(lines) + "\n", "add-on exporter")}
+    assert checks["MIG on the add-on"].status == "warn"
+    assert "publishes one instance of each" in checks["MIG on the add-on"].detail
+    blank = checks["blank values"]
+    assert blank.status == "warn" and "DCGM_FI_DEV_GPU_UTIL" in blank.detail
+    assert "Container Insights add-on publishes such readings" in blank.fix and "counters CSV" not in blank.fix
