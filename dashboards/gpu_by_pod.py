@@ -43,7 +43,8 @@ def dashboards(ctx):
         Panel("Pods on GPUs", Query("DCGM_FI_DEV_GPU_TEMP", "count", ("namespace", "pod")), kind="table",
               width=24, unit="count",
               description="Workload pods holding GPUs now, with how many GPUs each holds (a pod's MIG instances on "
-                          "one GPU count as that GPU; a GPU pods share counts for each of them)."),
+                          "one GPU count as that GPU; a GPU pods share counts for each of them; a GPU whose "
+                          "temperature reads DCGM's blank, not supported, is not counted)."),
     ])
     yield Dashboard(
         id="by-pod",

@@ -12,8 +12,9 @@ TEMP = "DCGM_FI_DEV_GPU_TEMP"
 def dashboards(ctx):
     summary = ctx.available([
         Panel("GPUs reporting", Query(TEMP, "count"), kind="stat", width=4, height=4, unit="count",
-              description="Number of GPUs the exporter reports for the current selection (a GPU split into "
-                          "MIG instances counts once)."),
+              description="Number of GPUs with a reading of their temperature for the current selection (a GPU "
+                          "split into MIG instances counts once; one whose temperature reads DCGM's blank, not "
+                          "supported, is not counted)."),
         fleet_stat(UTIL, "Average GPU utilization", thresholds=ctx.levels("gpu_util_percent")),
         fleet_stat(TEMP, "Average GPU temperature", kind="gauge", thresholds=ctx.levels("gpu_temp_celsius"),
                    min=0, max=110),

@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .build_memo import BuildMemo
-from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, short
+from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, reading_floor, short
 from .exporter_styles import GENERATED_SUFFIX
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
                       PER_PROCESS_FIELDS, Catalog, per_device_headroom)
@@ -345,7 +345,25 @@ class _Device:
 
 
 LATEST = "{0} < " + BLANK_FLOOR  # a gauge's latest sample, blanks left out (_gauge_form)
-COUNTED = "{}"  # a count's reading of a field: its series as they are, whatever their value (_per_gpu)
+COUNTED = "{} < " + BLANK_FLOOR  # a count's reading of a gauge now: its latest sample, a blank no reading (counted)
+
+
+def counted(is_counter: bool, period: tuple[str, str | None] | None = None) -> str:
+    """What a count of GPUs reporting a field reads of each series (`{}` the selector): the series where it holds a
+    reading. A GPU reports a field when it has a reading of it: DCGM's blank (the field not supported on the GPU, or
+    not read) is no reading, as everywhere else (a gauge's or a counter's floor, blanks.py), so a GPU writing only
+    the blank is not counted, as the CloudWatch agent, which drops the blank, publishes nothing for it. Now (no
+    `period`): the latest sample, a reading. Over a period (`period`: its length and offset, an alert's): a reading
+    among the period's samples, `min_over_time(x[w] offset o) < floor` (its least sample is one), not
+    present_over_time, which counts a GPU whatever its samples read."""
+    floor = short(reading_floor(is_counter))
+    if period is None:
+        return "{} < " + floor
+    return f"min_over_time({{}}[{period[0]}]{_offset(period[1])}) < {floor}"
+
+
+def is_counter_field(metric: str, catalog: Catalog) -> bool:
+    return metric in catalog and catalog.get(metric).is_counter
 GPU_LABEL = "gpudash_gpu"  # the label a GPU is named by: its UUID, else its node spelling (identified)
 
 
@@ -447,7 +465,7 @@ def _either(tiers: tuple[str, ...], keep: tuple[str, ...]) -> str:
 
 def _unblanked(tiers: str, gauge: str) -> str:
     """`tiers` (_Device._read's, or'ed: the copy chosen) without DCGM's blank, where `gauge` drops it."""
-    return f"({tiers} < {BLANK_FLOOR})" if gauge == LATEST else tiers
+    return f"({tiers} < {BLANK_FLOOR})" if gauge in (LATEST, COUNTED) else tiers
 
 
 def fresh_copies(metric: str, branches: list[list[str]], extra: list[str], gauge: str, resolution: str) -> str:
@@ -1336,13 +1354,21 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     own_labels = _own_labels(metric, catalog)
     # a gauge per GPU: one exporter's copy of the GPU (_Merge.one_copy); the per-pod lookback chooses its own (_Device)
     one_copy = device is None or device.lookback is None
-    if count:  # how many GPUs report the field, whatever its value: a GPU two exporters read counts once
-        # an alert's period (`over_time`): each GPU with a reading in it (present_over_time), per pod each GPU a reading
-        # in it named the pod on (the lookback's instant read every period alike, and lost a pod whose node left
-        # inside the latest one)
+    if count:  # how many GPUs have a reading of the field (counted): a GPU two exporters read counts once
+        # an alert's period (`over_time`): each GPU with a reading in it, per pod each GPU a reading in it named the pod
+        # on (the lookback's instant read every period alike, and lost a pod whose node left inside the latest one)
         if one_copy or over_time is not None:
-            read = COUNTED if over_time is None else f"present_over_time({{}}[{over_time[1]}]{_offset(over_time[2])})"
-            return merge.one_copy("max", (_raw(metric, branches, extra, read),), own_labels)
+            period = None if over_time is None else over_time[1:3]
+            substitute = catalog.mig_substitute(metric) if metric in MIG_UNSUPPORTED else None
+            series = _raw(metric, branches, extra, counted(is_counter_field(metric, catalog), period))
+            if substitute is not None and kind != "whole":  # a MIG instance reports the field by its stand-in's reading
+                stand_in = substitute[0]
+                on_mig = _raw(stand_in, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'],
+                              counted(is_counter_field(stand_in, catalog), period))
+                whole = _raw(metric, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'],
+                             counted(is_counter_field(metric, catalog), period))
+                series = on_mig if kind == "mig" else f"({on_mig} or {whole})"
+            return merge.one_copy("max", (series,), own_labels)
         return merge("max", device.reading(metric, extra, COUNTED), own_labels)
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
 

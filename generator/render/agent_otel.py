@@ -16,7 +16,7 @@ counter coming back from one is sent as its whole running total. This pipeline d
   of a state (0 for a GPU failing all along); OTTL's convert_sum_to_gauge() in the metric context (the
   transform processor, in the agent since 1.300025.0);
 * metricstransform/gpudash-pods makes, from each scrape, each pod's total of the gauges the by-pod panels
-  sum or count (see `pod_totals`), from every point the exporter served, blanks included;
+  sum (see `pod_totals`), from every point the exporter served, blanks included;
 * the filter drops each datapoint of a shipped DCGM field at or above the field's blank floor
   (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
   so a counter back from a blank gives its true increase since its last reading -, a pod's sum at or
@@ -32,7 +32,9 @@ counter coming back from one is sent as its whole running total. This pipeline d
 * transform/gpudash-unused and transform/gpudash-levels (where an alarm reads them) make the copies that
   metricstransform/gpudash-pods inserted before the filter a field's unused share (see `unused_shares`) and its flags
   past a level (see `level_flags`: the GROUP BY alarms that judge every reading of several periods past a level);
-* metricstransform/gpudash first makes, where the fleet's values past 500 GPUs read it, each GPU's reading once per
+* metricstransform/gpudash first counts each pod's GPUs with a reading of the fields the by-pod panels count (see
+  `pod_totals`: after the filter, so a GPU reading DCGM's blank is not counted, as the Prometheus side counts),
+  then makes, where the fleet's values past 500 GPUs read it, each GPU's reading once per
   scrape of the fields they read, its copies (MIG instances, pods sharing it) merged and marked (see `once_per_gpu`);
 * transform/gpudash (where the alarm per node is made) makes each scrape's scrape_samples_post_metric_relabeling a
   flag, 1 for a scrape that brought no DCGM sample and 0 for one that did (see `NO_DATA_FLAG`);
@@ -392,17 +394,19 @@ def _total_name(kind: str, pod: list[str], name: str) -> str:
 
 
 def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
-               copies: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+               copies: dict[str, list[str]] | None = None, kind_made: str | None = None) -> list[dict[str, Any]]:
     """metricstransform's transforms that make, from each scrape of a node's exporter, each pod's total of the
     gauges published in a pod-total set (cloudwatch_query.pod_total_dimensions): the sum of a gauge over the
     pod's GPUs, or how many GPUs the pod holds, marked with the set's mark (POD_TOTALS), named TOTAL_PREFIX +
     kind + field until `totals_renamed` gives them their field's name back.
 
-    They run BEFORE the blank filter, on every point the exporter served: a pod's total holds each of its GPUs.
-    A sum holding a GPU's blank is at or above the field's floor (a blank is, and the other readings are not
+    The sums run BEFORE the blank filter, on every point the exporter served: a pod's total holds each of its
+    GPUs. A sum holding a GPU's blank is at or above the field's floor (a blank is, and the other readings are not
     negative), and the filter drops it (`total_blank_conditions`): the pod's total at that scrape is unknown,
-    not the total of its other GPUs. A count reads how many GPUs the pod holds, whatever their readings. (Made
-    after the filter, a sum would hold only the GPUs that read a value and be published as the pod's whole.)
+    not the total of its other GPUs. (Made after the filter, a sum would hold only the GPUs that read a value and
+    be published as the pod's whole.) The counts run AFTER it (in metricstransform/gpudash, first): a count of the
+    pod's GPUs counts those with a reading of the field, DCGM's blank none (promql.counted, as the Prometheus side
+    counts them). `kind_made`: the totals of that kind only (sum, count), or both.
 
     The processor (aggregateutil, see merged_counters) runs on one scrape of one target, whose points share the
     scrape's timestamp; aggregate_labels keeps the labels of `label_set`, and merges the points of one label
@@ -425,6 +429,8 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
     copies = copies or {}
     result = []
     for kind, (mark, value), pod, name in _total_fields(catalog, declarations):
+        if kind_made not in (None, kind):
+            continue
         include = f"^{re.escape(name)}$"
         total = _total_name(kind, pod, name)
         once = "sum" if kind == "sum" and catalog.get(name).per_instance else "max"
@@ -920,7 +926,10 @@ class Pipeline:
         self.publishes = _publishes(catalog, emf)
         shipped = list(shipped)
         declarations = self.publishes["metric_declarations"]
-        totals = pod_totals(catalog, declarations, pod_copies(catalog, settings, declarations, shipped))
+        copied = pod_copies(catalog, settings, declarations, shipped)
+        # a pod's sums before the blank filter (one holding a blank is dropped), its counts of GPUs after it
+        totals = pod_totals(catalog, declarations, copied, "sum")
+        counts = pod_totals(catalog, declarations, copied, "count")
         unused = _unused_fields(catalog, declarations)
         levels = _level_fields(catalog, declarations)
         gauges = retyped(catalog, shipped)
@@ -943,10 +952,10 @@ class Pipeline:
             self.processors[LEVELS] = level_flags(levels)
         merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
         # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
-        merge["transforms"] = [*once_per_gpu(catalog, declarations), *namespace_readings(catalog, declarations),
+        merge["transforms"] = [*counts, *once_per_gpu(catalog, declarations), *namespace_readings(catalog, declarations),
                                *merge["transforms"]]
         merge["transforms"] += [totals_renamed(any(GPU_DIMENSION in pod for _, _, pod, _ in
-                                                   _total_fields(catalog, declarations)))] if totals else []
+                                                   _total_fields(catalog, declarations)))] if totals or counts else []
         merge["transforms"] += [unused_renamed()] if unused else []
         merge["transforms"] += [level_renamed()] if levels else []
         if merge["transforms"]:

@@ -93,7 +93,7 @@ _BLANK_RUNS = [
     ((B, 0, "2", FB), {960, 990}), ((B, 0, "*", POWER), {1020}),
     # the GPU two pods share: both pods' totals are unknown then
     *(((B, 3, "*", f), {2700, 2730}) for f in (POWER, FB, RX)),
-    # a GPU that never reads its temperature: its pod still holds it
+    # a GPU that never reads its temperature: its pod holds no GPU with a reading of it (not counted)
     ((A, 2, "*", TEMP), set(EVERY)),
 ]
 BLANKS: dict[tuple, frozenset[int]] = {}
@@ -159,12 +159,14 @@ def pod_total(metric: str, node: str, pod: tuple[str, str], t: int) -> float | N
     """The pod's total at one scrape of its node, from the readings: each GPU once for a device field or a
     count, each instance for framebuffer; None when the node serves no series of the pod then, or, for a sum,
     when one of them reads DCGM's blank (the pod's total is then unknown: its other GPUs are not its total).
-    A count is how many GPUs the pod holds, whatever they read."""
+    A count is how many of the pod's GPUs have a reading of the field (DCGM's blank is none; None for none), as
+    Grafana's "Pods on GPUs" counts them."""
     held = [s for s in served(node, t) if s[3] == pod]
     if not held:
         return None
     if metric == TEMP:
-        return float(len({s[1] for s in held}))
+        counted = {s[1] for s in held if not blank(TEMP, s, t)}
+        return float(len(counted)) if counted else None
     if any(blank(metric, s, t) for s in held):
         return None
     if metric == FB:
@@ -342,18 +344,21 @@ def test_the_bundled_widgets_of_every_total_the_agent_publishes_read_the_truth(t
     assert read == published
 
 
-def test_a_blank_leaves_the_pods_sum_unknown_at_that_scrape_and_its_gpu_counted(tmp_path_factory):
-    """The cases by name: the one-GPU pod whose GPU reads blanks for a whole period has no sum in it and still
-    holds its GPU; a 1-minute period in which both GPUs of a pod read blank power has no power point; a pod
-    whose GPU never reads its temperature holds it; the two pods sharing a GPU both lose that scrape's sums."""
+def test_a_blank_leaves_the_pods_sum_unknown_at_that_scrape_and_its_gpu_uncounted(tmp_path_factory):
+    """The cases by name: the one-GPU pod whose GPU reads blanks for a whole period has no sum in it and no GPU
+    with a reading (no count); a 1-minute period in which both GPUs of a pod read blank power has no power point;
+    a pod whose only GPU never reads its temperature has no GPU counted (the count is of GPUs with a reading, as
+    Grafana's and the rules' counts); the two pods sharing a GPU both lose that scrape's sums."""
     files, datapoints = _built(tmp_path_factory, "otel")
     shown = {title: cloudwatch_eval.widget(properties, datapoints, START, END, period=60)
              for title, properties in _widgets(files).items()}
     for title in ("Power draw by pod", "Framebuffer used by pod", "PCIe transmit by pod", "PCIe receive by pod"):
         assert not any(600 <= t < 900 for t in shown[title]["Pod ml/infer-1"]), title
-    assert all(shown["GPUs per pod"]["Pod ml/infer-1"][t] == 1.0 for t in range(600, 900, 60))
+    assert not any(600 <= t < 900 for t in shown["GPUs per pod"]["Pod ml/infer-1"])
+    assert shown["GPUs per pod"]["Pod ml/infer-1"][540] == 1.0
     assert 2400 not in shown["Power draw by pod"]["Pod ml/train-0"]
-    assert set(shown["GPUs per pod"]["Pod research/train-0"].values()) == {1.0}
+    assert "Pod research/train-0" not in shown["GPUs per pod"] and "Pod research/train-0" in shown["Power draw by pod"]
+    assert shown["GPUs per pod"]["Pod ml/train-0"][360] == 1.0  # its GPU 1's temperature blank at that scrape
     for pod in ("share-a", "share-b"):
         assert 2700 not in shown["Power draw by pod"][f"Pod ml/{pod}"]
     # and where one of two GPUs reads blank the period reads the whole pod, not a partial sum averaged in
