@@ -781,19 +781,20 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = replace(result, notes=result.notes + (WHOLE_COPIES_COUNTED,))
     if alarm or not layout.blanks or settings.agent.pipeline != "classic":
         return result  # alarms take no math; no blank arrives (OTel pipeline; the add-on guards its own plans)
-    return blanks_dropped(result, query, catalog, ARRAY_BLANK_NOTE)
+    return blanks_dropped(result, query, catalog, ARRAY_BLANK_NOTE, COUNTED_BLANK_NOTE)
 
 
-def blanks_dropped(result: Plan, query: Query, catalog: Catalog, array_note: str) -> Plan:
+def blanks_dropped(result: Plan, query: Query, catalog: Catalog, array_note: str, count_note: str) -> Plan:
     """A widget's plan on a source that publishes DCGM's blank sentinels: a widget of one line (per-GPU lines
     combined by math included) shows a gap for a period whose value only a blank explains, by the documented
     `IF(value < floor, value)` on the value shown (in the query's own unit, after any scale); a GROUP BY widget's
     lines (an array: no documented form drops one line's point) are shown as they are, with `array_note` (the
-    header says it; lint CW015). A count counts series, a blank among them. A mean over GPUs is guarded through
+    header says it; lint CW015). A count counts series, a blank among them, with `count_note` (the header says it; an
+    alarm's lint AL010: Grafana and the rules count GPUs with a reading, promql.counted). A mean over GPUs is guarded through
     their total, scaled alike: a blank GPU's share of the total is whole, however many GPUs the mean divides it
     among (the mean of 10 increases holds a blank's delta / 10)."""
     if query.aggregation == "count":
-        return result
+        return replace(result, notes=result.notes + (count_note,))
     shown = result.math or "{q}"
     if result.series and result.group:
         return replace(result, notes=result.notes + (array_note,))
@@ -801,6 +802,13 @@ def blanks_dropped(result: Plan, query: Query, catalog: Catalog, array_note: str
     return replace(result, math=f"IF({guard} < {number(blank_floor(query, catalog))}, {shown})")
 
 
+# How a count of GPUs reads on the classic pipeline, where the blank is published and a count counts series or
+# observations whatever their value (its header says it; an alarm's lint AL010): Grafana, the rules and the OTel
+# pipeline count a GPU with a reading of the field (promql.counted).
+COUNTED_BLANK_OPENING = ("a GPU whose field reads only DCGM's blank (about 9.2e18 or 1.4e14, 'not supported') counts "
+                         "as reporting it")
+COUNTED_BLANK_NOTE = (f"{COUNTED_BLANK_OPENING} (agent.pipeline: classic publishes the blank, where the default "
+                      "agent.pipeline: otel drops it before it is published and Grafana does not count it)")
 # How a GROUP BY widget's lines differ from its title on the classic pipeline (its header says it; lint CW015).
 ARRAY_BLANK_NOTE = ("a GPU's blank reading (about 9.2e18 or 1.4e14) shows as a value on its line "
                     "(agent.pipeline: classic; the default agent.pipeline: otel drops blanks before they are "

@@ -24,7 +24,8 @@ from dataclasses import replace
 from typing import Any
 
 from .catalog import PER_PROCESS_FIELDS, Catalog
-from .cloudwatch_query import AGENT_LAYOUT, Layout, Plan, Unsupported, blanks_dropped, number, plan as agent_plan
+from .cloudwatch_query import (AGENT_LAYOUT, COUNTED_BLANK_OPENING, Layout, Plan, Unsupported, blanks_dropped, number,
+                               plan as agent_plan)
 from .container_insights_table import (
     CLUSTER, CONTAINER, DEVICE, INSTANCE, INSTANCE_TYPE, NAMESPACE, NAMESPACE_DIM, NODE, POD,
     POD_OWNER, RATIOS, Mapping, by_field, metric_name)
@@ -155,7 +156,7 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = replace(result, math=math, divisor=result.divisor * mapping.scale)
     if alarm:
         return result  # alarms take no math: their descriptions say a blank reads as a value (ALARM_BLANKS)
-    return blanks_dropped(result, bare, catalog, ARRAY_BLANKS)
+    return blanks_dropped(result, bare, catalog, ARRAY_BLANKS, COUNTED_BLANKS)
 
 
 # DCGM's blank sentinels reach CloudWatch on the add-on: its agent's Container Insights pipeline drops no reading by
@@ -166,6 +167,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
 # the JSON made (internal/merge/confmap: a merge conflict). So widgets drop them as on agent.pipeline: classic.
 ARRAY_BLANKS = ("a GPU's blank reading (about 9.2e18 or 1.4e14) shows as a value on its line (the Container Insights "
                 "add-on publishes DCGM's blanks and its configuration has no way to drop them)")
+COUNTED_BLANKS = (f"{COUNTED_BLANK_OPENING} (the Container Insights add-on publishes DCGM's blanks, where Grafana "
+                  "does not count it)")
 ALARM_BLANKS = "DCGM's blank (about 9.2e18: no reading) is a reading here"  # short: a description holds 1,024
 
 # A GPU split into MIG instances on the add-on: its agent's GPU processor keeps only ClusterName, InstanceId,

@@ -25,7 +25,10 @@ Over each period the alarm fires when
   1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), unless
      kube-state-metrics read nodes and none has a GPU resource (no GPU node yet: the GPU operator creates no DaemonSet
      before one; NODES), or
-  2. exporters are expected (desired > 0) but no GPU reported at all, or
+  2. exporters are expected (desired > 0) but no GPU reported at all (a GPU reports when it has a reading of the
+     presence field: one whose exporter writes only DCGM's blank for it reports none, as the counts of GPUs
+     reporting a field read it, promql.counted; the OTel pipeline's agent drops the blank, so the alarm reads the
+     same; agent.pipeline: classic publishes it, and there a GPU writing only the blank counts: lint AL010), or
   3. fewer exporter pods were available than desired all period long (an exporter down on a node), and no
      rollout of the DaemonSet progressed in it (its updated pods did not change) or the shortfall was more than
      a rollout keeps (exporter.max_unavailable, the DaemonSet's maxUnavailable: 1 by default): a rollout of many nodes
@@ -195,6 +198,7 @@ from functools import cache
 from typing import Any, Callable, Iterable
 
 from . import container_insights_table as addon
+from .blanks import READING_FLOOR, short
 from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
 from .promql import step_reading
@@ -886,6 +890,14 @@ def _seconds(duration: str) -> int:
     return int(duration[:-1]) * {"s": 1, "m": 60, "h": 3600}[duration[-1]]
 
 
+def reported(field: str, span: str) -> str:
+    """The GPUs (series) with a reading of the presence field (catalog.PRESENCE, a gauge) in the period `span`
+    (`[5m] offset 5m`): one whose samples are all DCGM's blank reports none (promql.counted). Its exporter runs, but
+    delivers no reading of the GPU (DCGM lost it, or does not read the field there), and the OTel pipeline's agent,
+    which drops the blank, publishes no observation of it for the alarm's `g`."""
+    return f"min_over_time({field}{span}) < {short(READING_FLOOR)}"
+
+
 def prometheus_expression(field: str, settings: Settings, window: str, offset: str | None = None,
                           part: str | None = None, evaluated: str | None = None) -> str:
     """The rule's branches 1 to 3 over one period: the period `window` long that ends `offset` before the
@@ -938,7 +950,7 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
                   f"its --metric-labels-allowlist lacks {KSM_ALLOWLIST})") for a in absent]
     judged = [
         reason(f"(min_over_time({DESIRED}{span}) > 0 and {each} {found}) "
-               f"unless {on} count{by} (count_over_time({field}{span}))",
+               f"unless {on} count{by} ({reported(field, span)})",
                "exporters are expected but no GPU reported"),
         reason(f"(min_over_time({DESIRED}{span}) > max_over_time({AVAILABLE}{span})) and {each} {found} "
                f"unless {each} ((max_over_time({UPDATED}{span}) > min_over_time({UPDATED}{span})) "

@@ -504,8 +504,9 @@ def _blank_fields(subject: LintInput) -> tuple[str, Callable[[str], str | None],
 
 def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
     """Alarms on the exporter's DCGM fields see a blank sentinel as a reading where it is published (the agent's
-    JSON path, agent.pipeline: classic, and the Container Insights add-on): a GROUP BY alarm has no way to drop it.
-    The OTel pipeline drops blanks before they are published, so nothing is noted there."""
+    JSON path, agent.pipeline: classic, and the Container Insights add-on): a GROUP BY alarm has no way to drop it,
+    and a count (COUNT, SampleCount) counts a GPU that writes only the blank, which its Prometheus rule does not count
+    (promql.counted). The OTel pipeline drops blanks before they are published, so nothing is noted there."""
     source = _blank_fields(subject)
     if source is None:
         return
@@ -518,6 +519,12 @@ def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
         if request.get("Namespace") == namespace and request.get("MetricName") \
                 and request.get("Statistic") != "SampleCount":  # a count of readings: any value counts
             names.append(request["MetricName"])
+        counted = _counted_fields(request, metrics, namespace, field_of)
+        if counted:
+            yield Finding("AL010", "note", _alarm_where(item),
+                          f"counts a GPU whose exporter reports only DCGM's blank value (about 9.2e18, 'not "
+                          f"supported') for {counted[0]} as reporting it, where its Prometheus rule counts GPUs with "
+                          f"a reading: a count takes any value, and {why}; `gpudash verify` names such GPUs")
         effect = _BLANK_EFFECT.get(str(request.get("ComparisonOperator")))
         if not names or effect is None or field_of(names[0]) is None:
             continue
@@ -525,6 +532,21 @@ def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
                       f"a GPU whose exporter reports DCGM's blank value (about 9.2e18, 'not supported') for "
                       f"{field_of(names[0])} {effect}: {why}, and a GROUP BY alarm takes no metric math; "
                       f"`gpudash verify` names such GPUs")
+
+
+def _counted_fields(request: dict, metrics: list, namespace: str, field_of: Callable[[str], str | None]) -> list[str]:
+    """The DCGM fields an alarm counts the readings of, whatever their value: a Metrics Insights COUNT, a
+    SampleCount of its metric or of a metric-math alarm's metric (the data-missing alarm's GPU observations);
+    `field_of`: the DCGM field a published metric is of (_blank_fields)."""
+    found = [q.metric for q in metrics if q is not None and q.namespace == namespace and q.function == "COUNT"]
+    if request.get("Namespace") == namespace and request.get("Statistic") == "SampleCount":
+        found.append(str(request.get("MetricName", "")))
+    for entry in request.get("Metrics", []):
+        stat = entry.get("MetricStat") or {}
+        metric = stat.get("Metric") or {}
+        if stat.get("Stat") == "SampleCount" and metric.get("Namespace") == namespace:
+            found.append(str(metric.get("MetricName", "")))
+    return [field for field in dict.fromkeys(map(field_of, found)) if field is not None]
 
 
 def widget_blanks(subject: LintInput) -> Iterable[Finding]:
@@ -963,7 +985,8 @@ RULES = (
     Rule("AL007", f"every alarm carries the {ALARM_OWNER_TEXT} tag", alarm_tags),
     Rule("AL008", "GROUP BY alarms ORDER BY their function toward the threshold, within 500 series", grouped_alarms),
     Rule("AL009", "Metrics Insights alarms evaluate at most the latest 3 hours", insights_window),
-    Rule("AL010", "alarms on DCGM fields cannot drop DCGM's blank sentinel (a note per alarm)", alarm_blanks),
+    Rule("AL010", "alarms on DCGM fields cannot drop DCGM's blank sentinel, and their counts count it (a note per "
+                  "alarm)", alarm_blanks),
     Rule("AL013", "alarms summing a counter per GPU instance against a threshold other than 0 read a shared GPU's "
                   "increase once per pod on agent.pipeline: classic (an error per alarm)", alarm_shared_counters),
     Rule("AL014", "with exporter.virtual_gpus, no alarm reads GPU utilization or framebuffer used outside the per-pod "

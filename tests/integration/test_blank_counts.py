@@ -179,3 +179,28 @@ def test_cloudwatch_counts_each_pods_gpus_with_a_reading(built, points):
     shown = {label: series[max(series)] for label, series in
              cloudwatch_eval.widget(table, points, END - 3600, END, now=END).items()}
     assert shown == {"Pod ml/train-0": 3, "Pod ml/train-1": 2, **{f"Pod ml/infer-{k}": 1 for k in range(5)}}
+
+
+def test_on_the_classic_pipeline_a_count_counts_the_blank_and_says_so(tmp_path_factory):
+    """agent.pipeline: classic publishes the blank, and a count counts series or observations whatever their value:
+    "GPUs reporting" reads 11 there, its header says so, and lint notes each counting alarm (AL010)."""
+    from generator.cloudwatch_query import COUNTED_BLANK_NOTE
+    from generator.lint.runner import lint_project
+    from tests.support.cloudwatch_widgets import header, said
+
+    files, folder = built_with(tmp_path_factory.mktemp("classic-counts"), {"counts.py": RULES}, fields=FIELDS,
+                               settings="agent:\n  pipeline: classic\n")
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(float(t), _payload(node, t), target_labels(job, node))
+                                     for t in range(0, END, STEP) for node in NODES])
+    path = "cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"
+    body = json.loads(json.loads(files[path])["DashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    (series,) = cloudwatch_eval.widget(widgets["GPUs reporting"], points, END - 3 * 3600, END, now=END).values()
+    assert series[max(series)] == pytest.approx(11)
+    assert said(header(files, path), "GPUs reporting", COUNTED_BLANK_NOTE)
+    notes = {f.where.rsplit(" ", 1)[-1] for f in lint_project(load_project(folder / "gpudash.yaml",
+                                                                           folder / "counters.csv"))
+             if f.rule == "AL010" and f.message.startswith("counts a GPU whose exporter reports only DCGM's blank")}
+    assert {f"gpudash-gpu-cluster-{name}-under-{level}-warning" for name in ("temp", "nvlink")
+            for level in (10, 11)} | {"gpudash-gpu-cluster-gpu-data-missing-critical"} <= notes

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 from generator.artifacts import build
+from generator.catalog import PRESENCE
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval, kube_state
@@ -58,6 +59,16 @@ class Situation:
     idle: bool = False  # no pod holds a GPU
     down: tuple[str, ...] = ()  # nodes whose exporter target is there but does not answer
     empty: tuple[str, ...] = ()  # nodes whose exporter answers (200) without one DCGM series (its host engine lost)
+    blank: bool = False  # every GPU's presence fields (catalog.PRESENCE) read DCGM's blank, its exporter running
+
+
+NOT_SUPPORTED = "9223372036854775794"  # DCGM's int64 "not supported" sentinel
+
+
+def _blanked(text: str) -> str:
+    """An exporter's page with every GPU's presence fields (temperature, power, ...: whichever the data-missing alarm
+    reads, the first collected) DCGM's blank."""
+    return re.sub(rf"^((?:{'|'.join(PRESENCE)})\{{.*\}}) \S+$", rf"\1 {NOT_SUPPORTED}", text, flags=re.MULTILINE)
 
 
 SITUATIONS = (
@@ -72,6 +83,9 @@ SITUATIONS = (
     # dcgm-exporter keeps serving HTTP when DCGM fails under it: its target is up, its page has no DCGM series
     Situation("exporter up but serving no GPU series on one node", NODES[:1], 2, 2, True, True, empty=NODES[1:]),
     Situation("kube-state-metrics missing", NODES, 2, 2, True, True, ksm=False),
+    # DCGM reads no GPU (it lost them, or does not read the presence field there) while the exporters serve every
+    # other field: no GPU reports, on both sides (the OTel agent drops the blank; the rule counts readings)
+    Situation("every GPU's presence fields blank, exporters running", NODES, 2, 2, True, True, blank=True),
     Situation("CloudWatch agent stopped", (), 2, 2, True, None, agent=False),
 )
 
@@ -108,7 +122,8 @@ def _datapoints(project, files, situation: Situation, until: int = FINAL, export
         _HEALTHY[key] = (project, agent, agent.run(before + healthy))  # (the project kept: its id stays its own)
     _, agent, points = _HEALTHY[key]
     agent = copy.deepcopy(agent)
-    after = [s if s.target_labels["node"] in situation.reporting else
+    after = [(Scrape(s.timestamp, _blanked(s.payload), s.target_labels) if situation.blank else s)
+             if s.target_labels["node"] in situation.reporting else
              Scrape(s.timestamp, EMPTY if s.target_labels["node"] in situation.empty else "", s.target_labels)
              for s in scrapes(job, project.catalog, CHANGE // STEP, RECOVER // STEP - 1, gpus)
              if s.target_labels["node"] in situation.reporting + situation.down + situation.empty] \
@@ -235,7 +250,8 @@ def _series(situation: Situation, exporter: dict[str, str] = EXPORTER,
         for gpu in (g for g in gpus if g.node == node):
             pod = f',namespace="{gpu.namespace}",pod="{gpu.pod}"' if gpu.held else ""
             series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="{gpu.index}"{pod}}}',
-                           "values": _timeline("60", "60" if node in situation.reporting else None)})
+                           "values": _timeline("60", (NOT_SUPPORTED if situation.blank else "60")
+                                               if node in situation.reporting else None)})
     ksm = 'job="kube-state-metrics",instance="10.0.2.9:8080"'
     for labels, desired, available in ((exporter, situation.desired, situation.available),
                                        (kube_state.OTHER, 5, 3)):
@@ -345,7 +361,7 @@ def _fired(rule: dict, situation: Situation, exporter: dict[str, str] = EXPORTER
     if situation.desired is None or not situation.ksm:
         alerts.append(alert("kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not "
                             "scraped, or its --metric-labels-allowlist lacks daemonsets=[app,app.kubernetes.io/name])"))
-    elif situation.desired > 0 and not situation.reporting:
+    elif situation.desired > 0 and (not situation.reporting or situation.blank):
         alerts.append(alert("exporters are expected but no GPU reported", **ksm))
     if situation.desired is not None and situation.ksm and situation.available < situation.desired:
         alerts.append(alert("fewer exporter pods available than desired", **ksm))
@@ -1393,3 +1409,18 @@ def test_an_exporter_lost_during_a_wide_rollout_fires_both_forms_when_the_rollou
     assert set(range(moved + 11, len(available) // 2 + 1)) <= fired, (moved, sorted(fired))
     if lost == 3:  # the rollout stops at once: the last move is the loss's
         assert moved == 12
+
+
+def test_on_the_classic_pipeline_a_gpu_writing_only_the_blank_still_counts_as_its_lint_note_says(tmp_path):
+    """agent.pipeline: classic publishes DCGM's blank, and the alarms count observations whatever their value: every
+    GPU's temperature blank (the rule fires: no GPU reports a reading) leaves them quiet there, the limit lint AL010
+    notes of the alarm; the default OTel pipeline drops the blank and fires (test_cloudwatch_alarm)."""
+    from generator.lint.runner import lint_project
+
+    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n")
+    project = load_project(tmp_path / "gpudash.yaml")
+    files = encode(build(project))
+    situation = next(s for s in SITUATIONS if s.blank)
+    assert _in_alarm(_rule_alarms(files, PER_GPU_ALARM), _datapoints(project, files, situation), END) == {}
+    assert any(f.rule == "AL010" and f.where.endswith(ALARM) and "only DCGM's blank" in f.message
+               for f in lint_project(project))

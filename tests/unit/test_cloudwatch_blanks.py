@@ -485,7 +485,9 @@ def test_lint_notes_each_alarm_a_blank_would_fool_on_the_json_path_only(project_
     assert all(f.severity == "note" for f in lint_project(project) if f.rule == "AL010")
     assert all("agent.pipeline: classic" in m and "agent.pipeline: otel" in m for m in notes.values())
     assert {"gpudash-gpu-cluster-gpu-temp-high-warning", "gpudash-gpu-cluster-gpu-idle-warning"} <= set(notes)
-    assert not [where for where in notes if "data-missing" in where]  # a count of readings is not fooled
+    # a count of readings counts a GPU writing only the blank, where the rule counts GPUs with a reading
+    counted = [m for w, m in notes.items() if "data-missing" in w]
+    assert counted and all(m.startswith("counts a GPU whose exporter reports only DCGM's blank") for m in counted)
     assert any("fires for it" in m for w, m in notes.items() if "gpu-temp-high" in w)
     assert any("never fires for it" in m for w, m in notes.items() if "gpu-idle" in w)
 
