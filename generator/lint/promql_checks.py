@@ -154,8 +154,10 @@ def _range_function(stack: list) -> str | None:
         return "compare"  # promql.taken_within: whether a sample was taken in the step, not a chart of x
     if ranged is not None:
         function = stack[ranged].func.name
-        if function == "max_over_time" and ranged >= 1 and _guard(stack[ranged - 1]):
-            return "compare"  # `max_over_time(x[w]) < 9e18`: no blank in the window, not a chart of x
+        if function in ("max_over_time", "min_over_time") and ranged >= 1 and _guard(stack[ranged - 1]):
+            # `max_over_time(x[w]) < 9e18`: no blank in the window; `min_over_time(x[w]) < 9e18`: a reading in it (a
+            # count of GPUs reporting a field, promql.counted): not a chart of x
+            return "compare"
         return function
     if stack and _guard(stack[-1]):
         return "compare"  # a guard such as `x < 1e14`, not a chart of x
