@@ -544,8 +544,8 @@ def _instances_judged(result: Plan, query: Query, catalog: Catalog, settings: Se
     Prometheus rule and the panels read (tests/support/two_instances.py), is the group's use of each GPU: the
     instances it holds there added (framebuffer, per_gpu_aggregation sum) or averaged (engine activity), then over
     its GPUs. Only a sum of a field its instances add up is the same either way, and per (pod, gpu) a mean of a field
-    its instances average; the pod's totals (per GPU) the OTel pipeline makes (_pod_total) read the truth of a field
-    its instances add up, not a sum of engine activity (the instances', not the GPUs' means, added). A pod on
+    its instances average; the pod's totals (per GPU) the OTel pipeline makes (_pod_total) read the truth, the
+    pod's instances of each GPU added or averaged at the agent (render/agent_otel.ONCE_AGGREGATION). A pod on
     1,000 and 3,000 MiB of one A100 and a namespace with a third instance of 2,000 read 1,000 and 1,000 for the
     least of 4,000 and 6,000; the pod's busiest engine activity on that GPU 0.75 for the mean 0.5."""
     field = catalog.get(query.metric)
@@ -556,8 +556,8 @@ def _instances_judged(result: Plan, query: Query, catalog: Catalog, settings: Se
     if not ({POD_DIMENSION, NAMESPACE_DIMENSION} & set(query.by) or query.per_pod):
         return False
     adds = field.per_gpu_aggregation == "sum"
-    if pod_total_kind(result.dims):  # the agent adds the pod's instances up: a sum of means is no mean
-        return query.aggregation == "sum" and not adds
+    if pod_total_kind(result.dims):  # the agent combines the pod's instances of each GPU as the field's do
+        return False
     if tuple(result.dims) not in (tuple(pod_dimensions(settings)), tuple(pod_gpu_dimensions(settings))):
         return False
     pod_gpu = {POD_DIMENSION, GPU_DIMENSION} <= set(result.series)
@@ -755,11 +755,14 @@ class Layout:
 
 
 def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,
-         layout: Layout | None = None) -> Plan:
+         layout: Layout | None = None, pod_gpus: bool = True) -> Plan:
     """How CloudWatch computes `query` per `period` so that it means what Prometheus means; on a
-    source that carries DCGM's blank sentinels, widgets drop the periods only a blank explains."""
+    source that carries DCGM's blank sentinels, widgets drop the periods only a blank explains. `pod_gpus`: a pod's
+    mean, largest or smallest over its GPUs may read its totals per GPU (not in a static per-pod alarm, which names
+    each dimension's value ahead, nor in a rule's MIG alarm, which judges the MIG instances a pod holds as the rule's
+    MIG branch does: they read the pod's series as before)."""
     layout = layout or AGENT_LAYOUT
-    result = _plan(query, catalog, settings, period, alarm, layout)
+    result = _plan(query, catalog, settings, period, alarm, layout, pod_gpus)
     if layout.instances and not result.instances_apart:
         if alarm:
             result = namespace_plan(result, query, catalog, settings) or once_plan(result, query, catalog, settings) \
@@ -836,7 +839,8 @@ def across(function: str, series: str = "{q}") -> str:
     return f"{function}({series})"
 
 
-def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm: bool, layout: Layout) -> Plan:
+def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm: bool, layout: Layout,
+          pod_gpus: bool = True) -> Plan:
     if query.raw_promql or query.over:
         raise Unsupported("raw PromQL and ratios of two fields are Grafana-only", fix="")
     field = catalog.get(query.metric)
@@ -855,13 +859,19 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     if layout.instances and settings.agent.pipeline == "otel" and not field.is_counter \
             and field.across_own_labels != "sum" and not per_device_headroom(query) \
             and (pod_keyed and per_pod_lines(query, series)
-                 and (agg in ("count", "sum") or alarm and agg in ("avg", "max", "min") and instances_added(field))
+                 and (agg in ("count", "sum") or alarm and pod_gpus and agg in ("avg", "max", "min")
+                      and instances_combined(field)
+                      or alarm and pod_gpus and agg == "avg" and not field.per_instance
+                      and query.metric not in MIG_UNSUPPORTED)
                  or pod_gpu_lines(query, series, dims, settings)
-                 and (agg in ("count", "sum") or agg in ("avg", "max", "min") and instances_added(field))):
+                 and (agg in ("count", "sum") or agg in ("avg", "max", "min") and instances_added(field)
+                      or agg in ("max", "min") and instances_combined(field))):
         # (awsemf would send a counter's total as deltas); a pod's GPU's mean, largest or smallest of a field its MIG
-        # instances add up (framebuffer) is that of the pod's totals on that GPU; a pod's over its GPUs, that of its
-        # totals per GPU (not of its instances: a pod on 1,000 and 3,000 MiB of one A100 uses 4,000 of it)
-        # (an alarm's: a chart per pod reads as before, its header saying what)
+        # instances add up (framebuffer) or average (engine activity) is that of the pod's totals on that GPU; a
+        # pod's over its GPUs, that of its totals per GPU (not of its instances: a pod on 1,000 and 3,000 MiB of one
+        # A100 uses 4,000 of it, on 0.25 and 0.75 of its engine 0.5); a pod's mean of a device field, that of its
+        # totals per GPU (the GPU's reading once: a pod on a whole GPU of 300 W and two instances of one of 200 W
+        # draws 250 W on average, not 233) (an alarm's: a chart per pod reads as before, its header saying what)
         return _pod_total(query, settings, series, per_gpu=agg in ("avg", "max", "min"))
     if instances_once(query, field, dims, one_gpu, layout, settings):
         # a field MIG reports per instance over groups of GPUs: each GPU's reading once, read as a device field's
@@ -1249,6 +1259,13 @@ def _instance_split(query: Query, field, settings: Settings, layout: Layout) -> 
     return Plan(metric=query.metric, function="SUM", dims=tuple(instance_dimensions(settings)),
                 group=(*layout.per_gpu, MIG_INSTANCE_LABEL), series=(), math=across(MI_FUNCTIONS[agg]),
                 gpu_series=layout.per_gpu, notes=tuple(notes))
+
+
+def instances_combined(field) -> bool:
+    """A gauge MIG reports per instance whose GPU value combines its instances (added, framebuffer; averaged, engine
+    activity), not a share of memory (MIG_MEMORY_SHARES: no sum or mean of its instances')."""
+    return field.per_instance and not field.is_counter and not field.across_own_labels \
+        and field.name not in MIG_MEMORY_SHARES
 
 
 def instances_added(field) -> bool:

@@ -202,11 +202,12 @@ SHARED_UNDER_ONE = ("a GPU several pods share by time-slicing or MPS is publishe
                     "show none of it")
 
 
-def source_plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:
-    """The plan of `query` on the configured source (`cloudwatch.source`)."""
+def source_plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,
+                pod_gpus: bool = True) -> Plan:
+    """The plan of `query` on the configured source (`cloudwatch.source`); `pod_gpus`: cloudwatch_query.plan's."""
     if enabled(settings):
         return plan(query, catalog, settings, period, alarm=alarm)
-    return agent_plan(query, catalog, settings, period, alarm=alarm)
+    return agent_plan(query, catalog, settings, period, alarm=alarm, pod_gpus=pod_gpus)
 
 
 def publishes(query: Query) -> bool:

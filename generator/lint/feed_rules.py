@@ -263,6 +263,38 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     yield from _daemonsets_kept(subject)
     yield from _static_values_published(subject)
     yield from _copies_published(subject)
+    yield from _made_published(subject)
+
+
+def _made_published(subject: LintInput) -> Iterable[Finding]:
+    """On the OTel pipeline, a set of points the agent makes from a scrape's series (a GPU's reading once, a namespace's
+    use of a GPU, a pod's total) holds only what a transform of the collector makes under the set's mark: a field a
+    declaration publishes there that no transform makes is in no such set, and the widgets and alarms reading it read
+    nothing (AG001 compares the declarations with the queries, not with what the processors make)."""
+    from ..cloudwatch_query import NAMESPACE_GPU, ONCE_PER_GPU, pod_total_mark
+    from ..render.agent_otel import EXPORTER, MERGE, TOTALS, made_marks
+
+    names = [m.name for m in subject.catalog]
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None or agent.otel is None:
+            continue
+        processors = agent.otel.get("processors") or {}
+        made = made_marks([t for key in (TOTALS, MERGE) for t in (processors.get(key) or {}).get("transforms") or []],
+                          names)
+        exporter = (agent.otel.get("exporters") or {}).get(EXPORTER) or {}
+        where = f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}"
+        for declaration in exporter.get("metric_declarations") or []:
+            selectors = declaration.get("metric_name_selectors") or []
+            published = [name for name in names if any(re.search(p, name) for p in selectors)]
+            for dims in declaration.get("dimensions") or []:
+                mark = next((m for m in (ONCE_PER_GPU[0], NAMESPACE_GPU[0]) if m in dims), None) \
+                    or (pod_total_mark(dims) or (None,))[0]
+                for name in published if mark else []:
+                    if name not in made.get(mark, set()):
+                        yield Finding("AG001", "error", where,
+                                      f"{name} [{', '.join(dims)}] is published under {mark} but no transform of "
+                                      f"{TOTALS} or {MERGE} makes it: the widgets and alarms reading it read nothing")
 
 
 def _copies_published(subject: LintInput) -> Iterable[Finding]:

@@ -416,8 +416,10 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
     * a field whose pod copies merged_counters merges (`copies`: one per pod of each GPU instance, by `max`,
       with exporter.virtual_gpus) starts from the same merge, so that the pod's copies are its share once;
     * sum: each GPU once per pod (the max over the pod's series of one UUID: a device field repeats on a MIG
-      GPU's instances), or each instance (a field MIG reports per instance adds up over them: sum), then the
-      sum over the pod's GPUs;
+      GPU's instances), or the pod's instances of the GPU combined as a field MIG reports per instance combines
+      (ONCE_AGGREGATION: framebuffer adds up, `sum`; engine activity averages, `mean`: a pod on 0.25 and 0.75 of
+      one GPU's engine uses 0.5 of it, not 1.0), then the sum over the pod's GPUs (a pod's total per GPU stops
+      there: its use of the GPU);
     * count: one point per GPU of the pod (the max over its series of one UUID), inserted a second time under
       the same name; `combine` merges the two copies' points of one label set by `count`, which writes 2 (two
       points, whatever their values), then their sum over the pod is twice its GPUs, scaled by 0.5.
@@ -433,7 +435,7 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
             continue
         include = f"^{re.escape(name)}$"
         total = _total_name(kind, pod, name)
-        once = "sum" if kind == "sum" and catalog.get(name).per_instance else "max"
+        once = ONCE_AGGREGATION[catalog.get(name).per_gpu_aggregation] if kind == "sum" else "max"
         shares = [{"action": "aggregate_labels", "label_set": copies[name], "aggregation_type": "max"}] \
             if name in copies else []
         per_gpu = [*shares, {"action": "aggregate_labels", "label_set": sorted({*pod, GPU_ONCE}),
@@ -455,6 +457,12 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
                             {"action": "experimental_scale_value", "experimental_scale": 0.5}, marked]},
         ]
     return result
+
+
+# how a pod's total combines its series of one GPU (catalog.Metric.per_gpu_aggregation, in aggregateutil's words): a
+# device field's copies are one reading (max), a field MIG reports per instance adds up (framebuffer) or averages
+# (engine activity) over the pod's instances of the GPU
+ONCE_AGGREGATION = {"max": "max", "sum": "sum", "avg": "mean"}
 
 
 def total_blank_conditions(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[str]:
@@ -515,6 +523,26 @@ def copy_marks(transforms: list[dict[str, Any]]) -> dict[tuple[str, str], list[t
         needed = frozenset(label for label, regex in (transform.get("experimental_match_labels") or {}).items()
                            if not re.search(str(regex), ""))
         result.setdefault((name, mark), []).append((frozenset(kept), needed))
+    return result
+
+
+def made_marks(transforms: list[dict[str, Any]], names: Iterable[str]) -> dict[str, set[str]]:
+    """{mark: the fields (of `names`) whose points a transform of a configuration makes under that mark} (an
+    add_label operation: a GPU's reading once, a namespace's use of a GPU, a pod's total, ...), read by lint: a field
+    a marked set publishes that no transform makes reads nothing."""
+    result: dict[str, set[str]] = {}
+    for transform in transforms:
+        marks = [op.get("new_label") for op in transform.get("operations") or [] if op.get("action") == "add_label"]
+        new_name = _read_back(str(transform.get("new_name") or ""))
+        if not marks:
+            continue
+        if "${1}" in new_name:  # the include's names, each under its own
+            include = re.compile(_read_back(str(transform.get("include") or "")))
+            fields = {name for name in names if include.search(name)}
+        else:  # a prefix then the field's name (a stand-in's insert, a pod's total)
+            fields = {new_name.rsplit(".", 1)[-1]}
+        for mark in marks:
+            result.setdefault(str(mark), set()).update(fields)
     return result
 
 

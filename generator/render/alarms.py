@@ -210,7 +210,7 @@ def static_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
     query = cloudwatch_condition(alarm, settings).query
     if query.per_pod and "gpu" in query.by:
         query = replace(query, by=tuple(k for k in query.by if k not in ("node", "gpu")))
-    return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
+    return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True, pod_gpus=False)
 
 
 def second_plan(alarm: Alarm, settings: Settings) -> Plan:
@@ -306,7 +306,9 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
         raise Unsupported(f"its {query.aggregation} over GPUs cannot be split between the whole GPUs' {query.metric} "
                           f"and the MIG instances' {stand_in} (each alarm would judge part of the GPUs against the "
                           f"whole threshold)")
-    result = source_plan(replace(query, metric=stand_in), catalog, settings, alarm.period_seconds, alarm=True)
+    # (over the MIG instances the pod holds, as the rule's MIG branch judges them: not the pod's totals per GPU)
+    result = source_plan(replace(query, metric=stand_in), catalog, settings, alarm.period_seconds, alarm=True,
+                         pod_gpus=False)
     if list(result.dims) not in (pod_dimensions(settings), pod_gpu_dimensions(settings), gpu_dimensions(settings)):
         raise Unsupported(f"on MIG instances {stand_in} stands in for {query.metric}, which CloudWatch cannot "
                           f"alarm on with this grouping")

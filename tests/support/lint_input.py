@@ -12,3 +12,20 @@ def lint_input(project, artifacts: Artifacts | None = None, grafana_schema=None,
     """`project`'s artifact set (or `artifacts`) with the fields in `replaced` swapped in (e.g. alarms=...)."""
     artifacts = artifacts or build(project)
     return LintInput(replace(artifacts, **replaced), project.settings, project.catalog, grafana_schema)
+
+
+def agent_lint(project, rule: str, edit=None) -> list[str]:
+    """The messages of lint rule `rule` (e.g. AG001) on `project`'s build, its first agent's collector configuration
+    (agent.pipeline: otel) edited in place by `edit` (a copy of it)."""
+    import copy
+
+    from generator.lint.feed_rules import RULES
+    from generator.lint.runner import run
+
+    artifacts = build(project)
+    if edit:
+        agent = artifacts.agents[0]
+        otel = copy.deepcopy(agent.otel)
+        edit(otel)
+        artifacts = replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+    return [f.message for f in run([r for r in RULES if r.id == rule], lint_input(project, artifacts))]

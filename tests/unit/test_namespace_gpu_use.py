@@ -22,6 +22,7 @@ from generator.output import encode
 from tests.support import cloudwatch_eval, two_instances
 from tests.support.agent_points import alarm_values, through_agent
 from tests.support.cloudwatch_widgets import widgets
+from tests.support.lint_input import agent_lint
 from tests.support.projects import defined_project
 from tests.support.two_instances import ENGINE, FB_FREE, FB_USED, POWER, TEMP
 
@@ -101,3 +102,20 @@ def test_the_agent_publishes_a_namespaces_use_of_a_gpu_only_where_a_pod_holds_it
     held = {(p.dimensions, p.metric) for p in points if NAMESPACE_GPU[0] in p.dims()}
     pairs = {(dict(d)["namespace"], dict(d)["gpu"]) for d, name in held if name == POWER}
     assert pairs == {("team-q", "0"), ("team-q", "1"), ("team-r", "1")}
+
+
+def _no_namespace_readings(otel):
+    """The namespaces' uses of a GPU after the blank filter (a device field's, engine activity's) not made."""
+    processor = otel["processors"]["metricstransform/gpudash"]
+    processor["transforms"] = [t for t in processor["transforms"]
+                               if not any(op.get("new_label") == NAMESPACE_GPU[0] for op in t.get("operations") or [])]
+
+
+def test_lint_names_a_namespace_set_no_transform_makes(built):
+    project, _, _ = built
+    assert agent_lint(project, "AG001") == []
+    found = agent_lint(project, "AG001", _no_namespace_readings)
+    where = "[ClusterName, node, gpu, namespace, namespace_gpu]"
+    assert {message.split(" ")[0] for message in found} == {POWER, TEMP, ENGINE}
+    assert f"{ENGINE} {where} is published under namespace_gpu but no transform of metricstransform/gpudash-pods or " \
+           f"metricstransform/gpudash makes it: the widgets and alarms reading it read nothing" in found

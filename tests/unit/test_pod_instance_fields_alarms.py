@@ -30,8 +30,7 @@ ALL = [(field, aggregation, by) for field in (FB_USED, FB_FREE, ENGINE) for aggr
        for by in BY]
 # refused on CloudWatch (no set holds a pod's value per GPU of these): (pipeline, field, aggregation, grouping)
 REFUSED = {("classic", FB_USED, "max", "podgpu"), ("classic", FB_USED, "min", "podgpu"),
-           *((pipeline, ENGINE, aggregation, "podgpu") for pipeline in ("otel", "classic")
-             for aggregation in ("max", "min")),
+           *(("classic", ENGINE, aggregation, "podgpu") for aggregation in ("max", "min")),
            ("classic", FB_FREE, "max", "podgpu"), ("classic", FB_FREE, "min", "podgpu"),
            ("otel", FB_FREE, "min", "podgpu")}  # (a pod's headroom is per instance: not its total per GPU)
 # read per instance, said so: what team-q/dual (or team-q) reads
@@ -42,9 +41,9 @@ READ_APART = {
     **{("classic", FB_USED, aggregation, "pod"): what
        for aggregation, what in (("avg", "4,667 MiB for 7,000"), ("min", "1,000 MiB for 4,000"),
                                  ("max", "the largest instance, right here by GPU 0's 10,000"))},
-    **{(pipeline, ENGINE, aggregation, by): "each instance as a GPU" for pipeline, by in
-       (("otel", "pod"), ("classic", "pod"), ("classic", "ns")) for aggregation in ("sum", "avg", "max", "min")},
-    **{(pipeline, ENGINE, "sum", "podgpu"): "1.0 for 0.5 on GPU 1" for pipeline in ("otel", "classic")},
+    **{("classic", ENGINE, aggregation, by): "each instance as a GPU" for by in ("pod", "ns")
+       for aggregation in ("sum", "avg", "max", "min")},
+    ("classic", ENGINE, "sum", "podgpu"): "1.0 for 0.5 on GPU 1",
     **{("classic", FB_FREE, aggregation, "ns"): what
        for aggregation, what in (("avg", "23,500 MiB for 47,000"), ("min", "7,000 MiB for 24,000"),
                                  ("max", "the largest instance, right here by GPU 0's 70,000"))},
@@ -53,7 +52,7 @@ READ_APART = {
 }
 # read apart but equal to the truth on this fleet (said so all the same: another fleet tells them apart)
 EQUAL_HERE = {("classic", FB_USED, "max", "ns"), ("classic", FB_USED, "max", "pod")} \
-    | {(pipeline, ENGINE, "avg", "pod") for pipeline in ("otel", "classic")} \
+    | {("classic", ENGINE, "avg", "pod")} \
     | {("classic", FB_FREE, "max", "ns"), ("classic", FB_FREE, "max", "pod")}
 
 

@@ -2,12 +2,12 @@
 build's agent model on both pipelines, against the truth that module writes down (the rules' side:
 tests/integration/test_pod_two_instances.py).
 
-A count or a sum of a field of the whole device per pod reads the GPU once on agent.pipeline: otel (the agent makes a
-pod's total per GPU at each scrape), and so does every aggregation per namespace (the agent makes a namespace's use of
+A count, a sum or a mean of a field of the whole device per pod reads the GPU once on agent.pipeline: otel (the agent
+makes a pod's total, and its total per GPU, at each scrape), and so does every aggregation per namespace (the agent makes a namespace's use of
 each GPU at each scrape: cloudwatch_query.namespace_plan); the rest is still wrong, marked strict xfail with what it
-reads: a mean per pod reads the device's reading once per instance (team-q/dual's power 233 W for 250) on both
-pipelines, classic reads a count or a sum per pod per instance (3 GPUs for 2, 700 W for 500), and per namespace
-classic reads a GPU once per instance its pods hold (900 W for 500, 4 GPUs for 2).
+reads: on classic a mean per pod reads the device's reading once per instance (team-q/dual's power 233 W for 250; on
+otel its alarm reads the pod's totals per GPU), a count or a sum per pod per instance (3 GPUs for 2, 700 W for 500),
+and per namespace a GPU once per instance its pods hold (900 W for 500, 4 GPUs for 2).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ HEAD = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx)
 BY = {"pod": ("pod",), "podgpu": ("pod", "gpu"), "ns": ("namespace",)}
 CASES = [(POWER, aggregation, by) for aggregation in ("count", "sum", "avg", "max", "min") for by in BY]
 # (pipeline, aggregation, grouping) read wrong now (power): what it reads for team-q/dual or team-q
-WRONG = {("otel", "avg", "pod"): "233 W for 250", ("classic", "avg", "pod"): "233 W for 250",
+WRONG = {("classic", "avg", "pod"): "233 W for 250",
          ("classic", "count", "pod"): "3 for 2", ("classic", "sum", "pod"): "700 W for 500",
          ("classic", "count", "podgpu"): "2 for 1 on GPU 1", ("classic", "sum", "podgpu"): "400 W for 200 on GPU 1",
          **{("classic", aggregation, "ns"): "a GPU once per instance" for aggregation in ("count", "sum", "avg")}}
@@ -83,3 +83,20 @@ def test_without_mig_instances_a_pods_alarms_say_nothing_of_them(tmp_path):
         f"'>', 1), description='d', runbook='r')\n" for field, aggregation, by in CASES if by != "ns")
     project = defined_project(tmp_path, "agent:\n  pipeline: classic\nexporter:\n  mig: none\n", alarms=text)
     assert copies_counted(project) == []
+
+
+def test_a_static_per_pod_alarm_of_a_pods_mean_names_the_pod_alone(tmp_path):
+    """alarms.per_pod: static names each dimension's value ahead, so it cannot read a pod's totals per GPU (the GPU's
+    index is not known ahead): a pod's mean of a device field or a field MIG reports per instance reads its series
+    in the per-pod set (a pod's mean framebuffer was refused, 'a static per-pod alarm cannot name the value of gpu,
+    pod_gpu_total', whatever cloudwatch.dimensions said)."""
+    from generator.artifacts import build
+
+    fields = (POWER, "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+    text = HEAD + "".join(f"    yield Alarm('m{k}', 'T', Condition(Query({field!r}, 'avg', ('pod',)), '>', 1), "
+                          f"description='d', runbook='r')\n" for k, field in enumerate(fields))
+    project = defined_project(tmp_path, "alarms:\n  per_pod: static\n  static_pods: [team-q/dual]\n", alarms=text)
+    requests = [item.request for item in build(project, grafana=False).alarms]
+    assert len(requests) == len(fields)
+    for request in requests:
+        assert {d["Name"] for d in request["Dimensions"]} == {"ClusterName", "namespace", "pod"}
