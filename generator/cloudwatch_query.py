@@ -45,12 +45,15 @@ DCGM's blank sentinels (see blank_floor) from exporters that pass them through a
 the agent by the default OTel pipeline (render/agent_otel.py): there widgets carry no blank guard.
 On the classic pipeline (`agent.pipeline: classic`) they reach CloudWatch: nothing on that way drops a
 sample by value (the scrape job relabels labels only, the agent drops only NaN and infinities, Metrics
-Insights filters on dimensions only). There a widget that shows one line drops, with the
+Insights filters on dimensions only); so do they on the Container Insights add-on (container_insights:
+its pipeline filters by name only, and its configuration cannot add a filter). There a widget that shows
+one line drops (blanks_dropped, one form for both), with the
 documented `IF(value < floor, value)`, a period whose value only a blank can produce (a pod, node or fleet
 line with one blank GPU, per-GPU lines combined by math included, shows a gap for that period, and a
 field that one GPU never reads leaves its fleet line empty), as long as the blank averaged with its
 GPU's other observations of the period stays above the floor (the bounds are at blank_floor; a mean over GPUs
-is guarded through their total, so the number of GPUs does not dilute it). A GROUP BY widget's lines (an array) are shown
+is guarded through their total, so the number of GPUs does not dilute it; the add-on's fleet mean is one query of its
+per-cluster set, whose observations of every GPU count against the bound). A GROUP BY widget's lines (an array) are shown
 unguarded: IF and comparisons take no array, arithmetic combines an array only with a number or one
 series, and no chain of the functions documented on arrays (ABS, FLOOR, CEIL, FILL, LOG, ...) applied to
 the array alone is its value at a reading and a division by zero at a blank; the header notes such

@@ -613,8 +613,10 @@ class _Body:
             header += ("\n\nA reading DCGM could not take (its blank value, about 9.2e18 or 1.4e14; a GPU split into "
                        "MIG instances reads it for utilization on some exporter versions) is published by the "
                        "Container Insights add-on: its agent drops no reading by value, and its configuration has no "
-                       "way to. " + _BLANK_WIDGETS + " Alarms cannot drop it: one firing above a threshold fires "
-                       "for such a GPU or pod, one firing below it never does.\n\n" + MIG_ONE_INSTANCE)
+                       "way to. " + _BLANK_WIDGETS + " A GPU that never reads a field (a MIG GPU's utilization "
+                       "where its exporter writes the blank) leaves the fleet's mean, total and extreme of it empty. "
+                       "Alarms cannot drop it: one firing above a threshold fires for such a GPU or pod, one firing "
+                       "below it never does.\n\n" + MIG_ONE_INSTANCE)
         whole = any(isinstance(w, _MetricWidget) and w.properties.get("setPeriodToTimeRange") for w in self.widgets)
         header += "\n\n" + periods_note(self.period_follows, *self.now, whole_range=whole,
                                           observation=self.observation)

@@ -96,3 +96,20 @@ def test_verify_names_a_mig_gpu_and_a_blank_on_the_addon(addon):
     blank = checks["blank values"]
     assert blank.status == "warn" and "DCGM_FI_DEV_GPU_UTIL" in blank.detail
     assert "Container Insights add-on publishes such readings" in blank.fix and "counters CSV" not in blank.fix
+
+
+def test_a_mig_gpu_whose_utilization_is_the_blank_leaves_the_fleet_mean_empty_as_its_header_says(addon):
+    """An exporter that writes DCGM's blank for utilization on MIG instances: the add-on publishes the blank for the
+    GPU at every collection, so the fleet's "Average GPU utilization" has no period without it: empty, never the
+    blank (3e18 %), and the header says so."""
+    _, files, _ = addon
+    blank = [MigInstance(i.instance, i.profile, i.used, i.free, 9223372036854775794.0, i.namespace, i.pod)
+             for i in INSTANCES]
+    points = datapoints(CLUSTER, START, END - EVERY) + mig_datapoints(CLUSTER, MIG_NODE, 0, blank, START, END - EVERY)
+    path, average = _widget(files, "Average GPU utilization")
+    assert not cloudwatch_eval.widget(average, points, START, END).get("Average GPU utilization")
+    clean = datapoints(CLUSTER, START, END - EVERY) + mig_datapoints(CLUSTER, MIG_NODE, 0, INSTANCES, START,
+                                                                     END - EVERY)
+    assert cloudwatch_eval.widget(average, clean, START, END)["Average GPU utilization"]  # 0 on an instance: read
+    assert "A GPU that never reads a field (a MIG GPU's utilization where its exporter writes the blank) leaves the " \
+           "fleet's mean, total and extreme of it empty" in header(files, path)
