@@ -235,14 +235,18 @@ def scrape_jobs(configmaps_yaml: bytes | str) -> dict[str, dict]:
     return {job["job_name"]: job for job in safe_load(scrape["data"]["prometheus.yaml"])["scrape_configs"]}
 
 
-def Agent(config: dict, job: dict | None = None, others: Iterable[dict] = ()):
+def Agent(config: dict, job: dict | None = None, others: Iterable[dict] = (), only: Iterable[tuple] | None = None):
     """The model of the pipeline `config` describes: a collector configuration (the OTel pipeline, which
-    scrapes with its own receiver's jobs) or cwagentconfig.json (the JSON path, with `job` and `others`)."""
+    scrapes with its own receiver's jobs) or cwagentconfig.json (the JSON path, with `job` and `others`).
+    `only`: see Pipeline.only."""
     if "receivers" in config:
         from tests.support.cloudwatch_otel import OtelAgent
 
-        return OtelAgent(config)
-    return JsonAgent(config, job, others)
+        agent = OtelAgent(config)
+    else:
+        agent = JsonAgent(config, job, others)
+    agent.only = None if only is None else frozenset(only)
+    return agent
 
 
 def emf_format(config: dict) -> tuple[str, dict[str, str]]:
@@ -307,7 +311,23 @@ class LogEvents:
 
 
 class Pipeline:
-    """A model of one of the agent's paths: `scrape` turns one scrape into datapoints."""
+    """A model of one of the agent's paths: `scrape` turns one scrape into datapoints.
+
+    `only`: None (every datapoint), or the (namespace, metric, dimension names as a frozenset) of the datapoints kept
+    (cloudwatch_eval.reads: those an alarm or widget reads). The datapoints of other dimension sets are left out as
+    they are made, nothing else: which sets a series is published with, a counter's deltas (kept per series, before
+    any set) and what was dropped or exported do not depend on it, so the datapoints are exactly those of the whole
+    run that `only` names, in the same order. A story of 500 GPUs publishes each reading in several sets and an
+    alarm reads one of them. Set it before the first scrape; the EMF log events (`events`) are of the kept sets."""
+
+    only: frozenset | None = None
+
+    def _kept(self, metric: str, dimension_sets: list[tuple]) -> list[tuple]:
+        """The dimension sets (with their values) of `metric`'s datapoints that `only` keeps."""
+        if self.only is None:
+            return dimension_sets
+        return [dims for dims in dimension_sets
+                if (self.namespace, metric, frozenset(name for name, _ in dims)) in self.only]
 
     def scrape(self, scrape: Scrape) -> list[Datapoint]:
         raise NotImplementedError
@@ -444,7 +464,7 @@ class JsonAgent(Pipeline):
             labels = {k: v for k, v in relabeled.items() if v != ""}
             if self.cluster_name:
                 labels["ClusterName"] = self.cluster_name
-            series = (name, (name, tuple(sorted(labels.items()))),
-                      [tuple(sorted((d, labels[d]) for d in dims)) for dims in self._dimension_sets(name, labels)])
+            series = (name, (name, tuple(sorted(labels.items()))), self._kept(
+                name, [tuple(sorted((d, labels[d]) for d in dims)) for dims in self._dimension_sets(name, labels)]))
         self._known_series[key] = series
         return series

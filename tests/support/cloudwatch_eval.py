@@ -903,8 +903,41 @@ def _alarm_series(request: dict, datapoints: list[Datapoint], end: float, period
     wanted = {(d["Name"], d["Value"]) for d in request["Dimensions"]}
     values: dict[int, list[float]] = {}
     for point in _of_metric(datapoints, request["MetricName"], start, end):
-        if point.metric == request["MetricName"] and set(point.dimensions) == wanted \
-                and start <= point.timestamp < end:
+        if point.metric == request["MetricName"] and point.namespace == request["Namespace"] \
+                and set(point.dimensions) == wanted and start <= point.timestamp < end:
             values.setdefault(int(start + (point.timestamp - start) // period * period), []).append(point.value)
     return period, ({(): {t: FUNCTIONS[statistic[request["Statistic"]]](v) for t, v in values.items()}}
                     if values else {})
+
+
+def reads(*read: dict) -> frozenset[tuple[str, str, frozenset]]:
+    """The datapoints alarms and widgets read, as (namespace, metric, dimension names) (each of `read`: an alarm's
+    request or a metric widget's properties): a Metrics Insights query's SCHEMA, a metric's or MetricStat's dimensions;
+    metric math reads only what those return. Every function here reads a datapoint only where its namespace, metric
+    and exact dimension set are one of these, so the datapoints of the others (an agent model's `only`) change
+    nothing it returns."""
+    found = set()
+
+    def query(expression: str) -> None:
+        if _is_query(expression):
+            parsed = parse(expression)
+            found.add((parsed.namespace, parsed.metric, frozenset(parsed.schema)))
+
+    for item in read:
+        if "metrics" in item:  # a widget: metric lines (namespace, name, dimension name / value pairs) and expressions
+            for line in item["metrics"]:
+                if "expression" in line[-1]:
+                    query(line[-1]["expression"])
+                else:
+                    found.add((line[0], line[1], frozenset(line[2:-1][::2])))
+        elif "Metrics" in item:  # an alarm on MetricStats, expressions and a query
+            for metric in item["Metrics"]:
+                if "MetricStat" in metric:
+                    stat = metric["MetricStat"]["Metric"]
+                    found.add((stat["Namespace"], stat["MetricName"],
+                               frozenset(d["Name"] for d in stat.get("Dimensions", []))))
+                else:
+                    query(metric["Expression"])
+        else:  # an alarm on one metric
+            found.add((item["Namespace"], item["MetricName"], frozenset(d["Name"] for d in item["Dimensions"])))
+    return frozenset(found)

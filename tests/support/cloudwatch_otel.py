@@ -457,6 +457,8 @@ class OtelAgent(Pipeline):
         no value) for each series of the target's previous scrape (`last`) that this one lacks, after its samples; a
         failed scrape lacks them all. (the target's series now, the kinds the markers took by name)."""
         seen = frozenset((m.name, tuple(sorted(labels.items()))) for m in metrics.values() for labels, _ in m.points)
+        if seen == last:  # the same series as the last scrape: the same object, which `scrape`'s next key holds, so
+            seen = last   # finding it compares them by identity, not series by series at every scrape
         read = {}
         for name, labels in sorted(last - seen):
             if name not in metrics:
@@ -495,7 +497,7 @@ class OtelAgent(Pipeline):
             pass
         result = self._known_emitted[(name, tuple(labels.items()))] = (
             (name, tuple(sorted(labels.items()))),
-            [tuple(sorted((d, labels[d]) for d in dims)) for dims in self._sets(name, labels)])
+            self._kept(name, [tuple(sorted((d, labels[d]) for d in dims)) for dims in self._sets(name, labels)]))
         return result
 
 

@@ -594,3 +594,22 @@ def test_a_selector_naming_one_metric_selects_as_its_regex_does():
     for selector in selectors:
         for name in names:
             assert selects(selector, name) == (re.search(selector, name) is not None), (selector, name)
+
+
+
+@pytest.mark.parametrize("settings", ["{}\n", CLASSIC])
+def test_only_the_datapoints_an_alarm_reads_are_those_of_the_whole_run(settings):
+    """An agent model given `only` (the datapoints an alarm reads, cloudwatch_eval.reads) publishes exactly the whole
+    run's datapoints of those dimension sets, in the same order, counters' deltas included: the stories of 500 GPUs
+    that run it judge their alarm as over every datapoint."""
+    from tests.support import built, cloudwatch_eval
+    from tests.support.agent_points import through_agent
+
+    files = built.files(settings)
+    whole = through_agent(files, 30, 600)
+    read = [cloudwatch_eval.reads(alarm["Request"]) for alarm in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
+    wanted = frozenset().union(*read)
+    kept = through_agent(files, 30, 600, only=wanted)
+    assert kept == [p for p in whole if (p.namespace, p.metric, frozenset(n for n, _ in p.dimensions)) in wanted]
+    published = {(p.namespace, p.metric, frozenset(n for n, _ in p.dimensions)) for p in kept}
+    assert len(kept) < len(whole) and sum(bool(sets & published) for sets in read) >= 5  # not every set, most alarms

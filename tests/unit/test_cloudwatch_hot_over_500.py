@@ -79,10 +79,11 @@ def _states(tmp_path, nodes: int, others: int, fleet, settings: str = "{}\n") ->
     config, job = agent_config(files[AGENT_FILE])
     targets = _targets(job, nodes)
     page = lambda n, t: "\n".join(["# TYPE DCGM_FI_DEV_GPU_TEMP gauge", *fleet(n, t, others)]) + "\n"
-    points = Agent(config, job).run([Scrape(float(t), page(n, t), targets[n])
-                                     for t in range(START, END, 30) for n in range(nodes)])
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if a["Request"]["AlarmName"] == ALARM]
+    # the datapoints the alarm reads (of one of the five dimension sets the agent publishes each reading in)
+    points = Agent(config, job, only=cloudwatch_eval.reads(request)).run(
+        [Scrape(float(t), page(n, t), targets[n]) for t in range(START, END, 30) for n in range(nodes)])
     return cloudwatch_eval.alarm(request, points, END)
 
 

@@ -54,10 +54,11 @@ def _idle_states(tmp_path, nodes: int, newcomers: int, page=_page, settings: str
                                    "__meta_kubernetes_pod_node_name": f"node-{n}",
                                    "__meta_kubernetes_pod_container_port_number": "9400",
                                    "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter"}) for n in range(nodes)}
-    points = Agent(config, job).run([Scrape(float(t), page(n, t, newcomers), targets[n])
-                                     for t in range(START, END, 30) for n in range(nodes)])
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if a["Request"]["AlarmName"] == "gpudash-gpu-cluster-gpu-idle-warning"]
+    # the datapoints the alarm reads (of the dimension sets the agent publishes each reading in)
+    points = Agent(config, job, only=cloudwatch_eval.reads(request)).run(
+        [Scrape(float(t), page(n, t, newcomers), targets[n]) for t in range(START, END, 30) for n in range(nodes)])
     return cloudwatch_eval.alarm(request, points, END)
 
 

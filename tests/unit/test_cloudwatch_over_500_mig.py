@@ -66,7 +66,7 @@ def _values(tmp_path, gpus: int, page=_mig_page, pipeline: str = "otel", surged:
     new = _targets(job, surged, 2, "nvidia-dcgm-exporter-new")
     held = {n: range(min(PER_NODE, gpus - n * PER_NODE)) for n in range(nodes)}
     times = range(int(first), END, 30)
-    points = Agent(config, job).run(sorted(
+    points = Agent(config, job, only=cloudwatch_eval.reads(*(widgets[title] for title in SHOWN))).run(sorted(
         [Scrape(float(t), page(held[n], n), targets[n]) for t in times for n in range(nodes)]
         + [Scrape(float(t) + 7, page(held[n], n), new[n]) for t in times for n in new],
         key=lambda scrape: scrape.timestamp))
