@@ -1039,7 +1039,7 @@ def failed_scrape_note(aggregation: str, comparison: str, period: int, interval:
     n = period / interval
     lint_ = '; lint AL024' if lint else ''
     if aggregation == "avg":
-        return (f"its mean weighs each GPU by its readings in the period: a node added or drained inside it, or whose "
+        return (f"its mean weighs each GPU by its readings in the period: a node added or removed inside it, or whose "
                 f"scrape failed, weighs its GPUs for the part of it they were read in (its Prometheus rule averages "
                 f"each GPU's mean over its readings in the period{lint_})")
     what = "count of GPUs" if aggregation == "count" else "total"
@@ -1047,7 +1047,7 @@ def failed_scrape_note(aggregation: str, comparison: str, period: int, interval:
     adds = "" if aggregation == "count" else " and adds its mean over them"
     return (f"its {what} is the period's readings over the {n:g} scrapes it holds: one failed scrape of a node's "
             f"exporter in a period reads that node's GPUs as {n - 1:g}/{n:g} of them, so it can {verdict} for the "
-            f"period, and a node added or drained inside a period {'counts' if aggregation == 'count' else 'adds'} "
+            f"period, and a node added or removed inside a period {'counts' if aggregation == 'count' else 'adds'} "
             f"its GPUs for the part of it they were there for (a failed scrape is not a lost GPU; its Prometheus rule "
             f"counts a GPU with a reading in the period{adds}{lint_})")
 

@@ -261,10 +261,10 @@ def test_what_cloudwatch_reads_instead(cloudwatch, how, scope):
 
 @pytest.mark.parametrize("cloudwatch", sorted(UNREAD_BY), indirect=True)
 def test_the_alarms_that_cannot_read_it_say_so(cloudwatch):
-    """Each case CloudWatch cannot read says what a node added or drained inside a period does (lint AL024); the
+    """Each case CloudWatch cannot read says what a node added or removed inside a period does (lint AL024); the
     others do not."""
     pipeline, files, _ = cloudwatch
     said = {(how, scope) for how, scope, _ in CASES for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
             if {"Key": "gpudash:rule", "Value": _rule(how, scope, "lo")} in a["Request"]["Tags"]
-            and "a node added or drained inside" in a["Request"]["AlarmDescription"]}
+            and "a node added or removed inside" in a["Request"]["AlarmDescription"]}
     assert said == UNREAD_BY[pipeline]
