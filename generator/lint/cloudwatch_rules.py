@@ -610,10 +610,10 @@ def addon_mig_instances(subject: LintInput) -> Iterable[Finding]:
 
 
 def tables_now(subject: LintInput) -> Iterable[Finding]:
-    """A table of one row per pod or GPU now ("Pods on GPUs") draws the latest whole minute of its own range, which
+    """A table of one row per pod or GPU now ("Pods on GPUs") draws the latest whole period of its own range, which
     ends now (a widget's `end` can only be an absolute time), and its query's ORDER BY ranks the rows over that whole
-    range: past its LIMIT a row of the minute drawn (a pod that left early in it) may give its place to one that came
-    since, blank in the minute drawn. No ranking of the range's observations tells the two apart. A note per such
+    range: past its LIMIT a row of the period drawn (a pod that left early in it) may give its place to one that came
+    since, blank in the period drawn. No ranking of the range's observations tells the two apart. A note per such
     widget (its dashboard's header says it too)."""
     for name, index, properties in _metric_widgets(subject):
         if properties.get("view") != "table" or not str(properties.get("start", "")).startswith("-P"):
@@ -623,9 +623,9 @@ def tables_now(subject: LintInput) -> Iterable[Finding]:
             if query is not None and query.group and query.limit:
                 yield Finding("CW020", "note", f"{_where(name, index)} ({properties.get('title', '')})",
                               f"past {query.limit} rows, the rows are those its ORDER BY ranks first over its own "
-                              f"range, the minute it draws and the time since (a widget's range ends now): a row "
-                              f"that left early in the minute drawn may give its place to one that came since, "
-                              f"blank in the minute drawn")
+                              f"range, the period it draws and the time since (a widget's range ends now): a row "
+                              f"that left early in the period drawn may give its place to one that came since, "
+                              f"blank in the period drawn")
 
 
 def _summed_shared_counters(subject: LintInput, expressions: Iterable[str]) -> list[str]:

@@ -27,6 +27,7 @@ from ..container_insights import (MIG_ONE_INSTANCE, NotPublished, enabled as add
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from ..names import cloudwatch_dashboard_name
+from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..ownership import with_publication
 from ..settings import Cluster, Settings
 from .alarms import alarm_forms, alarm_plan
@@ -253,12 +254,14 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         properties["period"] = true_at = now_period(settings)
         properties["start"] = _relative(NOW_PERIODS * now_period(settings))
     elif _now_table(panel, query, catalog):
-        # A table of pods now: a row per pod holding a GPU in the latest whole minute the console draws, as the
-        # now values. Its own range is two periods: the one drawn and the one still filling, which the console
-        # does not draw with live data off (the range's start is rounded down to the minute: always two), so the
-        # table has one column. Read as one period (the last 5 minutes), it listed a pod that left in them.
-        properties["period"] = true_at = now_period(settings)
-        properties["start"] = _relative(2 * now_period(settings))
+        # A table of pods now: a row per pod a scrape named on a GPU in the latest whole period the console draws,
+        # a period as long as the look-back of Grafana's per-pod panels (table_period). Its own range is two
+        # periods: the one drawn and the one still filling, which the console does not draw with live data off (the
+        # range's start is rounded down to the minute: always two), so the table has one column. Read as one
+        # period of the last 5 minutes, it listed a pod that left in them; read a minute at a time, it left out pods
+        # named in turn on a GPU they share.
+        properties["period"] = true_at = table_period(settings)
+        properties["start"] = _relative(2 * table_period(settings))
     elif panel.kind in SINGLE_VALUE_KINDS and _whole_range(query, catalog, plan_):
         properties["setPeriodToTimeRange"] = True  # an increase over the selected range, as Grafana's $__range
     elif query.as_increase and _whole_range(query, catalog, plan_):
@@ -290,6 +293,19 @@ def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> boo
     GPU"): Grafana's panel of the same title is an instant query. Over the whole range a mean weighed a GPU there
     for 10 minutes of 6 hours like one there all along, and a maximum showed a spike long gone."""
     return panel.kind in NOW_VALUE_KINDS and not catalog.get(query.metric).is_counter
+
+
+def table_period(settings: Settings) -> int:
+    """The period of a table of pods now ("Pods on GPUs"): the least multiple of now_period covering the look-back
+    of Grafana's per-pod panels and table (promql.label_lookback: 4 scrape intervals, 120 s at 30 s scrapes), so it
+    lists every pod a scrape within that look-back named on a GPU, as its Grafana twin does. An exporter without
+    KUBERNETES_VIRTUAL_GPUS names a GPU pods share by time-slicing under one of them per scrape, in turn: a minute
+    holds two scrapes at 30 s, and listed 2 of 3 such pods. On the Container Insights add-on, now_period (its own
+    collections, published under one of the pods sharing a GPU)."""
+    period = now_period(settings)
+    if addon_source(settings):
+        return period
+    return -(-LABEL_LOOKBACK_SCRAPES * settings.scrape.seconds // period) * period
 
 
 def readings_past_500(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings) -> bool:
@@ -428,15 +444,16 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
     rank = line_rank(query, plan_, catalog, now_table)[0] or plan_.function
     what = "pods" if query.per_pod else _lines_of(plan_, settings)  # (the add-on names a pod PodName)
     cap = f"at most {getattr(settings.cloudwatch, setting)} {what} (cloudwatch.{setting})"
+    drawn = span(table_period(settings))
     if now_table and pod_total_kind(plan_.dims):  # one observation per pod and scrape
-        return (f"{cap}, those seen at the most scrapes of the minute drawn and the one still filling (past "
-                f"{getattr(settings.cloudwatch, setting)}, one that left early in the minute drawn may give its row "
+        return (f"{cap}, those seen at the most scrapes of the {drawn} drawn and the one still filling (past "
+                f"{getattr(settings.cloudwatch, setting)}, one that left early in the {drawn} drawn may give its row "
                 f"to one that came since, whose row is blank)")
     if now_table:  # one observation per GPU of the pod and scrape
-        return (f"{cap}, those of the most readings (one per GPU and scrape) in the minute drawn and the one still "
-                f"filling: a pod that took GPUs in the minute still filling counts them too (past "
+        return (f"{cap}, those of the most readings (one per GPU and scrape) in the {drawn} drawn and the one still "
+                f"filling: a pod that took GPUs in the one still filling counts them too (past "
                 f"{getattr(settings.cloudwatch, setting)}, one of several GPUs may take a row, blank, from one of the "
-                f"minute drawn holding fewer)")
+                f"{drawn} drawn holding fewer)")
     said = []
     if rank == "SUM":
         ranked = "the largest increase"
@@ -535,12 +552,23 @@ def readings_note(plan_: Plan, query: Query, settings: Settings) -> str:
               f"that read it, and " + twice("adds"))
 
 
-def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting") -> str:
-    """What a now value shows on CloudWatch, said in its dashboard's header."""
-    period = now_period(settings)
-    return (f"the latest whole period of {period} s that ended at least a minute ago (the console draws a period a "
-            f"minute after it ends, live data off): {who} within the last "
+def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting", period: int | None = None,
+             what: str = "") -> str:
+    """What a now value (or, `period` and `what` given, a table of pods now: table_note) shows on CloudWatch, said
+    in its dashboard's header: its own range is two periods or more, the range's start rounded down to the minute."""
+    period = period or now_period(settings)
+    return (f"the latest whole period of {period} s{what} that ended at least a minute ago (the console draws a "
+            f"period a minute after it ends, live data off): {who} within the last "
             f"{(60 + 2 * period) // 60} minutes may be counted as it was then")
+
+
+def table_note(settings: Settings) -> str:
+    """What a table of pods now ("Pods on GPUs", table_period) shows on CloudWatch, said in its dashboard's header."""
+    looked_back = ("" if addon_source(settings) else
+                   f" (at least the {LABEL_LOOKBACK_SCRAPES} scrape intervals Grafana's per-pod panels look back "
+                   f"over: every pod a scrape in it named on a GPU is listed, pods named in turn on a GPU they share "
+                   f"included)")
+    return now_note(settings, "a pod that left or took a GPU", table_period(settings), looked_back)
 
 
 def _relative(seconds: int) -> str:
@@ -584,7 +612,7 @@ class _Body:
     notes: list[tuple[str, str]]  # (panel title, how its lines differ from the title on CloudWatch)
     kept: list[tuple[str, str]]  # (panel title, which of its lines a chart of one line per pod or GPU draws)
     period_follows: bool  # a widget's math divides by the period its query used (PERIOD of its hidden metric)
-    now: tuple[list[str], int]  # (titles of the values that mean now, the one period they are drawn at)
+    now: list[tuple[str, int]]  # (title, the one period it is drawn at) of each value or table that means now
     observation: str = "scrape"  # what observes a GPU once on the dashboard's source (its layout's)
 
     def in_cluster(self, cluster: Cluster, source: str) -> dict[str, Any]:
@@ -618,7 +646,7 @@ class _Body:
                        "Alarms cannot drop it: one firing above a threshold fires for such a GPU or pod, one firing "
                        "below it never does.\n\n" + MIG_ONE_INSTANCE)
         whole = any(isinstance(w, _MetricWidget) and w.properties.get("setPeriodToTimeRange") for w in self.widgets)
-        header += "\n\n" + periods_note(self.period_follows, *self.now, whole_range=whole,
+        header += "\n\n" + periods_note(self.period_follows, self.now, whole_range=whole,
                                           observation=self.observation)
         if self.notes:
             titles: dict[str, list[str]] = {}  # each note once, with the panels it holds for
@@ -664,15 +692,15 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
               if plans[id(panel)].group and not plans[id(panel)].series]
     notes += [(panel.title, now_note(settings)) for panel in shown.panels()
               if _now_value(panel, panel.queries[0], catalog, plans[id(panel)])]
-    notes += [(panel.title, now_note(settings, "a pod that left or took a GPU")) for panel in shown.panels()
+    notes += [(panel.title, table_note(settings)) for panel in shown.panels()
               if _now_table(panel, panel.queries[0], catalog)]
     kept = [(panel.title, lines_note(panel.queries[0], plans[id(panel)], catalog, settings,
                                      _now_table(panel, panel.queries[0], catalog)))
             for panel in shown.panels() if plans[id(panel)].series and plans[id(panel)].group]
     period_follows = any(PERIOD in (plans[id(panel)].math or "") for panel in shown.panels())
-    now = [w.properties["title"] for w in widgets if isinstance(w, _MetricWidget) and w.true_at is not None]
+    now = [(w.properties["title"], w.true_at) for w in widgets if isinstance(w, _MetricWidget) and w.true_at]
     return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, kept, period_follows,
-                 (now, now_period(settings)), layout_of(settings).observation)
+                 now, layout_of(settings).observation)
 
 
 _BLANK_WIDGETS = ("A widget of one line shows a gap for a period it falls in (a sum, mean or extreme over GPUs too) "
@@ -681,17 +709,22 @@ _BLANK_WIDGETS = ("A widget of one line shows a gap for a period it falls in (a 
                   "(CloudWatch's metric math documents no way to drop one point of an array of lines).")
 
 
-def periods_note(period_follows: bool, now: list[str], period: int, whole_range: bool = True,
+def periods_note(period_follows: bool, now: list[tuple[str, int]], whole_range: bool = True,
                  observation: str = "scrape") -> str:
     """What a widget's period means, and what a period picked in the console does to it, for the header;
-    `whole_range`: the dashboard has values over the whole time range (a counter's increase); `observation`: what
-    observes a GPU once on the source (a scrape, the add-on's collection)."""
+    `now`: (title, its own period) of each value or table that means now; `whole_range`: the dashboard has values
+    over the whole time range (a counter's increase); `observation`: what observes a GPU once on the source (a
+    scrape, the add-on's collection)."""
+    periods: dict[int, list[str]] = {}  # the titles drawn at each period, in the widgets' order
+    for title, period in now:
+        periods.setdefault(period, []).append(title)
     text = ("Periods: each widget loads with its own period (the dashboard's period override is \"Do not override\"): "
             "a graph's point is the statistic over its period")
     if whole_range:
         text += ", an increase over the time range covers it whole"
-    if now:
-        text += f", and {_listed(now)} the latest whole minute (below)"
+    if periods:
+        text += ", and " + ", and ".join(f"{_listed(titles)} the latest whole {span(period)}"
+                                         for period, titles in periods.items()) + " (below)"
     text += (". A period picked under Actions > Period override (Auto included) replaces every widget's: a graph's "
              "points become that period's statistic")
     if whole_range:
@@ -699,12 +732,17 @@ def periods_note(period_follows: bool, now: list[str], period: int, whole_range:
     if period_follows:
         text += (f"; rates, and values per {observation}, stay true: they divide by the period each widget's query "
                  f"used (PERIOD() of a hidden metric of the widget)")
-    if now:
-        many = len(now) > 1
-        text += (f"; {_listed(now)} {'are' if many else 'is'} drawn only at {'their' if many else 'its'} own period of "
-                 f"{period} s (a longer one would count what left within it): pick \"Do not override\" to see "
-                 f"{'them' if many else 'it'} again")
+    for period, titles in periods.items():
+        many = len(titles) > 1
+        text += (f"; {_listed(titles)} {'are' if many else 'is'} drawn only at {'their' if many else 'its'} own "
+                 f"period of {period} s (a longer one would count what left within it): pick \"Do not override\" to "
+                 f"see {'them' if many else 'it'} again")
     return text + "."
+
+
+def span(period: int) -> str:
+    """A period of `period` seconds in a sentence: "minute", or "period of 300 s"."""
+    return "minute" if period == 60 else f"period of {period} s"
 
 
 def _listed(titles: list[str]) -> str:

@@ -183,9 +183,10 @@ def _temp_page(arrival: float):
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
-def test_pods_on_gpus_past_50_lists_the_pods_of_the_minute_drawn(tmp_path, pipeline):
-    """"Pods on GPUs" lists the pods holding GPUs in the latest whole minute (the minute drawn), read from its own
-    two minutes: that one and the one still filling, which is not drawn. Its rows ranked by each pod's highest
+def test_pods_on_gpus_past_50_lists_the_pods_of_the_period_drawn(tmp_path, pipeline):
+    """"Pods on GPUs" lists the pods holding GPUs in the latest whole period (the period drawn: 2 minutes at 30 s
+    scrapes, the look-back of Grafana's per-pod panels), read from its own two periods: that one and the one still
+    filling, which is not drawn. Its rows ranked by each pod's highest
     count of GPUs (otel): a pod of 8 GPUs that came in the minute still filling took a row, blank, and one of the 50
     pods holding a GPU in the minute drawn was left out (49 listed for 50). Ranked by how many scrapes saw a pod, the
     50 are listed; classic counts a pod once per GPU and scrape, so there the 8-GPU pod still ranks first, and the
@@ -202,13 +203,13 @@ def test_pods_on_gpus_past_50_lists_the_pods_of_the_minute_drawn(tmp_path, pipel
     said = kept(header(files, BY_POD))["Pods on GPUs"]
     if pipeline == "otel":
         assert listed == {f"Pod ml/steady-{i}": [1.0] for i in range(STEADY)}, len(listed)  # seen: 49, one blank
-        assert said.startswith("at most 50 pods (cloudwatch.top_pods), those seen at the most scrapes of the minute "
-                               "drawn and the one still filling"), said
+        assert said.startswith("at most 50 pods (cloudwatch.top_pods), those seen at the most scrapes of the period "
+                               "of 120 s drawn and the one still filling"), said
     else:
         assert len(listed) == STEADY - 1 and "Pod ml/big-0" in shown and not shown["Pod ml/big-0"]
         assert said.startswith("at most 50 pods (cloudwatch.top_pods), those of the most readings (one per GPU and "
-                               "scrape) in the minute drawn and the one still filling: a pod that took GPUs in the "
-                               "minute still filling"), said
+                               "scrape) in the period of 120 s drawn and the one still filling: a pod that took GPUs "
+                               "in the one still filling"), said
 
 
 STEADY_GPU = (7, 7)  # 300 W all along; every other GPU 50 W but for one scrape of 400 W, each at its own time
@@ -297,15 +298,16 @@ def test_a_chart_by_pod_keeps_the_pod_of_many_gpus_that_uses_the_most(tmp_path, 
                                        "publishes each pod's total per scrape and ranks by it"), noted
 
 
-def _churn_page(end: float):
-    """45 pods of one GPU all along (GPUs 0..44); 10 that leave after the first scrape of the minute drawn (GPUs
-    45..54, last seen at end - 120); 8 that come at the start of the minute still filling (node 7, from end - 60)."""
+def _churn_page(end: float, period: int):
+    """45 pods of one GPU all along (GPUs 0..44); 10 that leave after the first scrape of the period drawn (GPUs
+    45..54, last seen at end - 2 periods); 8 that come at the start of the period still filling (node 7, from end -
+    period)."""
     def page(node: int, t: float) -> str:
         lines = ["# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
         for g in range(PER_NODE):
             i = node * PER_NODE + g
-            pod = (f"steady-{i}" if i < 45 else f"leaving-{i}" if i < 55 and t <= end - 120
-                   else f"new-{i}" if node == NODES - 1 and t >= end - 60 else None)
+            pod = (f"steady-{i}" if i < 45 else f"leaving-{i}" if i < 55 and t <= end - 2 * period
+                   else f"new-{i}" if node == NODES - 1 and t >= end - period else None)
             workload = f',namespace="ml",pod="{pod}",container="main"' if pod else ""
             lines.append(f'DCGM_FI_DEV_GPU_TEMP{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",'
                          f'modelName="NVIDIA H100 80GB HBM3",Hostname="n{node}"{workload}}} 55')
@@ -313,13 +315,13 @@ def _churn_page(end: float):
     return page
 
 
-def test_pods_on_gpus_past_50_lists_pods_that_left_early_in_the_minute_drawn(tmp_path):
-    """"Pods on GPUs" (otel) through churn past 50 pods: the minute drawn holds 55 pods (45 all along, 10 seen at its
-    first scrape only); 8 pods come in the minute still filling. Ranked by how many scrapes of the two minutes saw
-    each, the newcomers (2 scrapes) outrank the 10 that left (1): the 50 rows are the 45 and 5 newcomers, blank in the
-    minute drawn, where 50 of its 55 pods would fill them. No widget can read the minute drawn alone (its range ends
+def test_pods_on_gpus_past_50_lists_pods_that_left_early_in_the_period_drawn(tmp_path):
+    """"Pods on GPUs" (otel) through churn past 50 pods: the period drawn holds 55 pods (45 all along, 10 seen at its
+    first scrape only); 8 pods come in the period still filling. Ranked by how many scrapes of the two periods saw
+    each, the newcomers (4 scrapes) outrank the 10 that left (1): the 50 rows are the 45 and 5 newcomers, blank in the
+    period drawn, where 50 of its 55 pods would fill them. No widget can read the period drawn alone (its range ends
     now: a widget's `end` is an absolute time), and no ORDER BY function of the range's observations tells a pod of
-    the minute drawn from one of the time since (the newcomers' readings are as many, and the same, as a leaver's
+    the period drawn from one of the time since (the newcomers' readings are as many, and the same, as a leaver's
     would be). So the table says it: its header, and lint (CW020, a note on the widget). Seen on main 4c115e4: 45
     listed of 50 rows, lint silent."""
     from generator.lint.runner import lint
@@ -329,23 +331,23 @@ def test_pods_on_gpus_past_50_lists_pods_that_left_early_in_the_minute_drawn(tmp
     artifacts = build(project)
     files = encode(artifacts)
     end = 3600
-    _, points = _published_with(files, _churn_page(end), end // 30)
     body = json.loads(json.loads(files[BY_POD])["DashboardBody"])
     (table,) = [w["properties"] for w in body["widgets"]
                 if w["type"] == "metric" and w["properties"]["title"] == "Pods on GPUs"]
+    _, points = _published_with(files, _churn_page(end, table["period"]), end // 30)
     shown = cloudwatch_eval.widget(table, points, end - 6 * 3600, end, now=end)
     listed = {label for label, series in shown.items() if series}
     blank = {label for label, series in shown.items() if not series}
     assert len(shown) == 50 and listed == {f"Pod ml/steady-{i}" for i in range(45)}, (len(shown), len(listed))
     assert len(blank) == 5 and all(label.startswith("Pod ml/new-") for label in blank), blank
     assert kept(header(files, BY_POD))["Pods on GPUs"].startswith(
-        "at most 50 pods (cloudwatch.top_pods), those seen at the most scrapes of the minute drawn and the one still "
-        "filling (past 50, one that left early in the minute drawn may give its row to one that came since, whose row "
-        "is blank)")
+        "at most 50 pods (cloudwatch.top_pods), those seen at the most scrapes of the period of 120 s drawn and the "
+        "one still filling (past 50, one that left early in the period of 120 s drawn may give its row to one that "
+        "came since, whose row is blank)")
     notes = [f for f in lint(project, artifacts) if f.rule == "CW020"]
     assert [f.where.rsplit(" (", 1)[1] for f in notes] == ["Pods on GPUs)"], notes
-    assert notes[0].severity == "note" and "a row that left early in the minute drawn may give its place to one " \
-                                          "that came since, blank in the minute drawn" in notes[0].message
+    assert notes[0].severity == "note" and "a row that left early in the period drawn may give its place to one " \
+                                          "that came since, blank in the period drawn" in notes[0].message
 
 
 OVERVIEW = "cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"

@@ -145,25 +145,28 @@ def _pods_payload(node: str, held: dict[int, tuple[str, str] | None]) -> str:
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
-def test_pods_on_gpus_lists_the_pods_holding_gpus_in_the_minute_drawn(tmp_path, pipeline):
-    """GPU 0 handed over: ml/old held it until 3 minutes ago, ml/new from 2 minutes ago; ml/steady holds GPUs 1 and
-    2 throughout; GPU 3 is idle. The table lists the pods holding a GPU in the minute the now values show, with how
-    many GPUs each holds: not ml/old, which left before that minute (reading the last 5 minutes as one period
-    listed it beside its successor)."""
+def test_pods_on_gpus_lists_the_pods_holding_gpus_in_the_period_drawn(tmp_path, pipeline):
+    """GPU 0 handed over: ml/old held it until a minute before the period the table draws at `end`, ml/new from that
+    period's start; ml/steady holds GPUs 1 and 2 throughout; GPU 3 is idle. The table lists the pods holding a GPU in
+    its period drawn (the look-back of Grafana's per-pod panels: 2 minutes at 30 s scrapes), with how many GPUs each
+    holds: not ml/old, which left before that period (reading the last 5 minutes as one period listed it beside its
+    successor)."""
     files = built_files("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
     config, job = agent_config(files[AGENT_FILE])
     end, node = 3600, "ip-10-0-1-1"
     steady = ("ml", "steady")
+    table = _widgets(files, "by-pod")["Pods on GPUs"]
+    period = table["period"]
+    assert period == 120  # 4 scrape intervals of 30 s
 
     def holder(t: int) -> tuple[str, str] | None:
-        return ("ml", "old") if t < end - 180 else ("ml", "new") if t >= end - 120 else None
+        return ("ml", "old") if t < end - 2 * period - 60 else ("ml", "new") if t >= end - 2 * period else None
 
     scrapes = [Scrape(float(t), _pods_payload(node, {0: holder(t), 1: steady, 2: steady, 3: None}),
                       F.target_labels(job, node)) for t in range(0, end, F.STEP)]
     points = Agent(config, job).run(scrapes)
-    table = _widgets(files, "by-pod")["Pods on GPUs"]
     for now in (end, end + 10, end + 25, end + 55):
-        first, last = _drawn_minute(now)
+        first, last = now - 2 * period, now - period  # its own range is two periods, the first drawn
         truth: dict[str, int] = {}
         for t in range(0, end, F.STEP):
             if first <= t < last:
@@ -208,7 +211,7 @@ def test_a_period_picked_in_the_console_draws_no_now_value_rather_than_a_false_o
                 assert not any(series for series in picked.values()), (title, period, now)
         assert _latest(overview["GPUs reporting"], points, now) == 9
     table = by_pod["Pods on GPUs"]
-    assert "PERIOD(p1) == 60" in table["metrics"][-1][-1]["expression"]
+    assert "PERIOD(p1) == 120" in table["metrics"][-1][-1]["expression"]  # its own: the pods' look-back
 
 
 def _header(files, dashboard: str) -> str:

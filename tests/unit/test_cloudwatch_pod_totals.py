@@ -330,13 +330,14 @@ def test_the_bundled_widgets_of_every_total_the_agent_publishes_read_the_truth(t
             continue
         (field,) = re.findall(r'SELECT AVG\("(\w+)"\)', expression)
         read.add(field)
-        # a table ("Pods on GPUs") means now: it is read at its own period (a minute), a graph at any
-        for period in (60,) if properties.get("view") == "table" else (PERIOD, 60):
+        # a table ("Pods on GPUs") means now: it is read at its own period (the pods' look-back: 2 minutes at 30 s
+        # scrapes), a graph at any
+        for period in (properties["period"],) if properties.get("view") == "table" else (PERIOD, 60):
             shown = cloudwatch_eval.widget(properties, datapoints, START, END, period=period)
             expected = truth(field, period)
             assert set(shown) == set(expected), (properties["title"], period)
             for line, series in expected.items():
-                # a table ("Pods on GPUs") shows the periods of its own last minutes, a graph every one
+                # a table ("Pods on GPUs") shows the periods of its own range, a graph every one
                 times = set(shown[line]) if properties.get("view") == "table" else set(series)
                 assert max(series) in times and set(shown[line]) == times <= set(series), (
                     properties["title"], period, line)
