@@ -247,33 +247,44 @@ def namespace_gpu_dimensions(settings: Settings) -> tuple[str, ...]:
 def namespace_plan(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan | None:
     """A widget's or alarm's plan per namespace (a line or a group per namespace) of a gauge, reading the namespace's
     use of each GPU per scrape (namespace_gpu_dimensions) on the OTel pipeline, where the agent merges the series the
-    namespace's pods hold of one GPU into one point per scrape: over the per-pod set a GPU split into MIG instances was
-    counted, added and weighed once per instance the namespace holds (a namespace on a whole GPU of 300 W and three
-    instances of one of 200 W read 4 GPUs and 900 W for 2 and 500 W), a field MIG reports per instance read each
-    instance as a GPU (its mean framebuffer 4,000 MiB for 8,000), and with exporter.virtual_gpus a GPU shared by k of
-    its pods counted k times. The plan's function and math stay (a count or a total is the period's readings over its
-    scrapes). None for the largest or least of a device field (its copies are equal: the per-pod set reads it, an
-    alarm over several periods by its flags past the level, level_plan), on agent.pipeline: classic (nothing merges them: the description says what it reads), for a
-    counter (the agent merges a device counter's copies per pod already; a pod's copy is the GPU's whole increase), a
-    field MIG does not report (no MIG instance has it), a share of memory (MIG_MEMORY_SHARES: its GPU value is no sum
-    or mean of its instances'), a field the agent merges otherwise (merged_copies: with exporter.virtual_gpus a field
-    split per process), where no GPU is split into MIG instances nor shared by pods with copies (exporter.mig: none
-    without exporter.virtual_gpus: a namespace's series are one per GPU already), or where the set has no room."""
+    namespace's pods hold of one GPU into one point per scrape: over the per-pod set a GPU split into MIG instances
+    was counted, added and weighed once per instance the namespace holds (a namespace on a whole GPU of 300 W and
+    three instances of one of 200 W read 4 GPUs and 900 W for 2 and 500 W), a field MIG reports per instance read
+    each instance as a GPU (its mean framebuffer 4,000 MiB for 8,000), and with exporter.virtual_gpus a GPU shared
+    by k of its pods counted k times. A field MIG does not report whose stand-in the CSV collects (GPU utilization)
+    reads a MIG GPU there by the mean stand-in of the instances the namespace holds on it (x 100), as the rule's MIG
+    branch does: one alarm, no MIG instances' half (render/alarms.mig_plan), where the per-pod set had the whole
+    GPUs alone. The plan's function and math stay (a count or a total is the period's readings over its scrapes).
+    None for the largest or least of a device field (its copies are equal: the per-pod set reads it, an alarm over
+    several periods by its flags past the level, level_plan), on agent.pipeline: classic (nothing merges them: the
+    description says what it reads), for a counter (the agent merges a device counter's copies per pod already; a
+    pod's copy is the GPU's whole increase), a field MIG does not report without a stand-in (no MIG instance has
+    it), a share of memory (MIG_MEMORY_SHARES: its GPU value is no sum or mean of its instances'), a field the agent
+    merges otherwise (merged_copies: with exporter.virtual_gpus a field split per process), where no GPU is split
+    into MIG instances nor shared by pods with copies (exporter.mig: none without exporter.virtual_gpus: a
+    namespace's series are one per GPU already), or where the set has no room."""
     if settings.agent.pipeline != "otel" or result.namespace or query.per_pod \
             or tuple(result.dims) != tuple(pod_dimensions(settings)) or tuple(result.series) != (NAMESPACE_DIMENSION,):
         return None
     if settings.no_mig and not settings.exporter.virtual_gpus:
         return None
     field = catalog.get(query.metric)
-    if field.is_counter or field.across_own_labels or query.metric in MIG_UNSUPPORTED \
+    stand_in = stands_in_once(query, catalog)  # a MIG GPU's reading is its instances' stand-in (GPU utilization)
+    if field.is_counter or field.across_own_labels or query.metric in MIG_UNSUPPORTED and not stand_in \
             or query.metric in MIG_MEMORY_SHARES or merged_copies(field, settings):
         return None
-    if not field.per_instance and result.function in ("MAX", "MIN"):  # the largest or least of equal copies stands
+    if not field.per_instance and not stand_in and result.function in ("MAX", "MIN"):  # equal copies: it stands
         return None
     dims = namespace_gpu_dimensions(settings)
     if len(dims) > MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
         return None
     return replace(result, dims=dims)
+
+
+def read_by_stand_in(result: Plan, query: Query, catalog: Catalog) -> bool:
+    """A plan over a set the agent makes of each GPU once (a GPU's reading once, a namespace's use of a GPU) of a field
+    MIG does not report: a MIG GPU is read there by its instances' stand-in (render/agent_otel._stand_in_once)."""
+    return (ONCE_PER_GPU[0] in result.dims or NAMESPACE_GPU[0] in result.dims) and stands_in_once(query, catalog)
 
 
 def made_at_agent(dims: tuple[str, ...] | list[str]) -> bool:
@@ -1400,7 +1411,7 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
     a pod's series are one per MIG instance it holds, a node's one per instance and time-sliced pod."""
     notes = list(result.notes)
     field = catalog.get(query.metric)
-    if ONCE_PER_GPU[0] in result.dims and stands_in_once(query, catalog):  # MIG GPUs read by their stand-in
+    if read_by_stand_in(result, query, catalog):  # MIG GPUs read by their stand-in
         return result
     if query.metric in MIG_UNSUPPORTED:  # the scrape job drops it on MIG instances: only whole GPUs remain (counted
         # too: a count of the GPUs reporting it showed 9 of the mixed fleet's 11 on classic, unsaid)

@@ -483,7 +483,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     if fleet.mig:  # the scrape job drops the fields MIG does not report from a MIG instance's series; a GPU's
         # reading once holds a MIG GPU's stand-in of such a field (render/agent_otel._stand_in_once)
         sets = {dims: [m for m in metrics if m not in MIG_UNSUPPORTED
-                       or (ONCE_PER_GPU[0] in dims and project.catalog.mig_substitute(m))]
+                       or ((ONCE_PER_GPU[0] in dims or NAMESPACE_GPU[0] in dims)
+                           and project.catalog.mig_substitute(m))]
                 for dims, metrics in sets.items()}
     # Per pod: the per-pod set, and on the OTel pipeline the sets of a pod's totals per scrape (one metric per
     # pod and total).

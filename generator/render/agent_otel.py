@@ -778,7 +778,7 @@ def _readings_once(catalog: Catalog, declarations: list[dict[str, Any]], marked:
                        "action": "insert", **matched, "new_name": prefix + "${1}",
                        "operations": [*_instances_combined(labels, "mean"), dict(mark)]})
     for name, (stand_in, factor) in once_stand_ins(catalog, names).items():
-        result.append(_stand_in_once(name, stand_in, factor, labels, mark))
+        result.append(_stand_in_once(name, stand_in, factor, labels, mark, prefix, match))
     if result or once_summed(catalog, names):
         result.append({"include": f"^{re.escape(prefix)}(.+)$", "match_type": "regexp", "action": "update",
                        "new_name": "${1}"})
@@ -873,7 +873,8 @@ def once_stand_ins(catalog: Catalog, names: Iterable[str]) -> dict[str, tuple[st
     return {name: substitute for name in names if (substitute := catalog.mig_substitute(name))}
 
 
-def _stand_in_once(name: str, stand_in: str, factor: float, labels: list[str], mark: dict[str, str]) -> dict[str, Any]:
+def _stand_in_once(name: str, stand_in: str, factor: float, labels: list[str], mark: dict[str, str],
+                   prefix: str = ONCE_PREFIX, match: dict[str, str] | None = None) -> dict[str, Any]:
     """The insert that makes a MIG GPU's reading once of a field MIG does not report (the agent's scrape job drops it on
     MIG instances, render/scrape.py) from its stand-in, as the Prometheus rule reads it (promql's MIG branch): the
     points of MIG instances (those with a profile), each instance's copies (pods sharing it) merged by `max`, then the
@@ -883,7 +884,7 @@ def _stand_in_once(name: str, stand_in: str, factor: float, labels: list[str], m
     filter dropped the stand-in's blanks and staleness markers before (stand_in_conditions): a marker would be averaged
     as 0."""
     return {"include": f"^{re.escape(stand_in)}$", "match_type": "regexp", "action": "insert",
-            "new_name": ONCE_PREFIX + name, "experimental_match_labels": {MIG_PROFILE_LABEL: ".+"},
+            "new_name": prefix + name, "experimental_match_labels": {**(match or {}), MIG_PROFILE_LABEL: ".+"},
             "operations": [{"action": "aggregate_labels", "label_set": sorted({*labels, MIG_INSTANCE_LABEL}),
                             "aggregation_type": "max"},
                            {"action": "aggregate_labels", "label_set": labels, "aggregation_type": "mean"},
@@ -903,7 +904,7 @@ def stand_in_conditions(catalog: Catalog, declarations: list[dict[str, Any]], sh
     where no declaration publishes them (a blank would be averaged into the GPU's reading) and their staleness markers
     (averaged as 0; awsemf drops a marker anyway), and on the markers of the fields whose readings once average a GPU's
     MIG instances (once_per_gpu, namespace_readings: an instance gone would be averaged as 0)."""
-    names = once_fields(catalog, declarations)
+    names = [*once_fields(catalog, declarations), *once_fields(catalog, declarations, NAMESPACE_GPU[0])]
     stand_ins = sorted({stand_in for stand_in, _ in once_stand_ins(catalog, names).values()})
     averaged = [name for marked in (ONCE_PER_GPU[0], NAMESPACE_GPU[0])
                 for name in once_fields(catalog, declarations, marked)

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
                                 failed_scrape_note, NAMED_PART, NAMED_SHARE,
-                                NAMED_TURNS, NAMED_TURNS_ALARM, ONCE_PER_GPU, STATISTICS, Plan, per_scrape_read,
+                                NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, Plan, per_scrape_read,
                                 read_weighed,
-                                stands_in_once,
+                                read_by_stand_in,
                                 instance_contributors,
                                 LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
@@ -283,8 +283,8 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
         return None
     stand_in, factor = substitute
     first = alarm_plan(alarm, catalog, settings)
-    if ONCE_PER_GPU[0] in first.dims and stands_in_once(query, catalog):
-        return None  # a GPU's reading once holds a MIG GPU's stand-in: the alarm reads every GPU (once_plan)
+    if read_by_stand_in(first, query, catalog):  # a GPU's reading once, a namespace's use of a GPU, hold a MIG GPU's
+        return None  # stand-in: the alarm reads every GPU (once_plan, namespace_plan)
     one_gpu = _one_gpu(first)
     if not (kinds_apart(query, catalog) or (one_gpu and query.aggregation == "avg")):
         where = f"by {', '.join(query.by)}" if query.by else "over the cluster"

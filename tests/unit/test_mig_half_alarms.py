@@ -10,8 +10,9 @@ rules; tests/integration/test_gpu_count_twins.py keeps a few of them). A max or 
 into a whole-GPU alarm and a MIG instances' alarm, each judging part of the group against the whole threshold:
 `min by namespace > 19` fired for team-a, which holds a whole GPU at 2 %, because its MIG instance reads 80 %. Now each
 alarm that builds fires exactly where the rule does, or (lint AL012) only misses MIG GPUs; where its whole GPUs alone
-could fire where the rule does not and no set reads each GPU once (a namespace; a node or the cluster on
-agent.pipeline: classic), generate refuses it (exit 2, naming the alarm)."""
+could fire where the rule does not and no set reads each GPU once (a namespace, a node or the cluster on
+agent.pipeline: classic; the OTel pipeline reads a namespace's use of each GPU, a MIG GPU by the mean stand-in of the
+instances the namespace holds on it, in one alarm), generate refuses it (exit 2, naming the alarm)."""
 
 from __future__ import annotations
 
@@ -148,10 +149,10 @@ def test_an_alarm_fires_where_its_rule_does_or_only_misses_noted_or_is_refused(j
     for case in [c for c in CASES if c[0] == name and c[1] == aggregation and c[2] == comparison]:
         rule, threshold = _rule(*case[:4]), case[4]
         if rule in refused:
-            # refused only where no set reads each GPU of the group once: a namespace, classic's node and cluster, a
+            # refused only where no set reads each GPU of the group once: classic's namespace, node and cluster, a
             # pod's count of its whole GPUs and MIG instances together (the rule's; a pod's sum judges them apart)
-            assert name == "namespace" or (name == "pod" and aggregation == "count") or \
-                (pipeline == "classic" and name in ("node", "cluster", "fleet")), rule
+            assert (name == "pod" and aggregation == "count") or \
+                (pipeline == "classic" and name in ("namespace", "node", "cluster", "fleet")), rule
             continue
         groups, noted = fired[rule]
         shown = {tuple((key, dict(group).get(key)) for key in keys) for group in groups}
@@ -162,12 +163,13 @@ def test_an_alarm_fires_where_its_rule_does_or_only_misses_noted_or_is_refused(j
 
 
 def test_generate_refuses_the_half_alarm_naming_it(tmp_path):
-    """The R4 case on either pipeline: exit 2, one message naming the alarm and its file, no traceback."""
+    """The R4 case on agent.pipeline: classic (the OTel pipeline reads a namespace's use of each GPU, a MIG GPU by its
+    instances' stand-in: it builds): exit 2, one message naming the alarm and its file, no traceback."""
     from click.testing import CliRunner
 
     from generator.cli import main
 
-    defined_project(tmp_path, "", alarms=_alarms([("namespace", "min", ">", 0, 19)]))
+    defined_project(tmp_path, "agent:\n  pipeline: classic\n", alarms=_alarms([("namespace", "min", ">", 0, 19)]))
     result = CliRunner().invoke(main, ["generate", "--config", str(tmp_path / "gpudash.yaml"), "--out",
                                        str(tmp_path / "build")])
     assert result.exit_code == 2, result.output
@@ -196,10 +198,14 @@ def whole_judged(request, tmp_path_factory):
 def test_the_whole_gpu_fleet_has_no_mig_gpu_and_the_refused_cases_are_there(whole_judged):
     pipeline, comparison, before, *_ = whole_judged
     assert len(WHOLE) == len(FLEET) - 1 and not any(gpu.mig for node in WHOLE for gpu in node.gpus)
-    # without the setting the refusal stands on either pipeline (the mean by namespace at least)
-    assert any(rule.startswith("avg-namespace-") for rule in before), sorted(before)
+    # without the setting the refusal stands on classic (the mean by namespace, node or cluster at least); the OTel
+    # pipeline reads a namespace's use of each GPU and each GPU's reading once, a MIG GPU by its stand-in: a pod's
+    # count below a level alone (the rule counts a pod's whole GPUs and MIG instances together)
     if pipeline == "classic":
+        assert any(rule.startswith("avg-namespace-") for rule in before), sorted(before)
         assert any(rule.startswith(("avg-node-", "avg-cluster-")) for rule in before), sorted(before)
+    else:
+        assert {rule.rsplit("-", 1)[0] for rule in before} <= {"count-pod-below"}, sorted(before)
 
 
 def test_with_exporter_mig_none_no_alarm_is_refused_or_split_into_a_mig_instances_alarm(whole_judged):

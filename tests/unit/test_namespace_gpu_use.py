@@ -24,12 +24,18 @@ from tests.support.agent_points import alarm_values, through_agent
 from tests.support.cloudwatch_widgets import widgets
 from tests.support.lint_input import agent_lint
 from tests.support.projects import defined_project
-from tests.support.two_instances import ENGINE, FB_FREE, FB_USED, POWER, TEMP
+from tests.support.two_instances import ENGINE, FB_FREE, FB_USED, POWER, TEMP, UTIL
 
 STEP, END, PERIOD = 30, 900, 300
 CASES = [(POWER, "count"), (POWER, "sum"), (POWER, "avg"), (TEMP, "avg"),
          *((field, aggregation) for field in (FB_USED, FB_FREE, ENGINE) for aggregation in ("sum", "avg", "max", "min"))]
-SHORT = {POWER: "power", TEMP: "temp", FB_USED: "fb", FB_FREE: "free", ENGINE: "engine"}
+# GPU utilization, which MIG does not report: a MIG GPU reads the mean engine activity (x 100) of the instances the
+# namespace holds on it, as the rule's MIG branch reads it (team-q: GPU 0 at 50 %, GPU 1 by 0.25 and 0.75: 50 %;
+# team-r: GPU 1 by 0.125: 12.5 %). Over the per-pod set team-q had GPU 0 alone (1 GPU, 50 %) and team-r nothing.
+UTIL_TRUTH = {"count": {"team-q": 2, "team-r": 1}, "sum": {"team-q": 100, "team-r": 12.5},
+              "avg": {"team-q": 50, "team-r": 12.5}, "min": {"team-q": 50, "team-r": 12.5}}
+CASES += [(UTIL, aggregation) for aggregation in UTIL_TRUTH]
+SHORT = {POWER: "power", TEMP: "temp", FB_USED: "fb", FB_FREE: "free", ENGINE: "engine", UTIL: "util"}
 
 
 def _fleet():
@@ -57,6 +63,8 @@ ALARMS = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(c
 
 
 def _truth(field: str, aggregation: str) -> dict[str, float]:
+    if field == UTIL:
+        return UTIL_TRUTH[aggregation]
     return {dict(key)["namespace"]: value for key, value in two_instances.truth(field, aggregation, ("namespace",),
                                                                                  fleet=FLEET).items()}
 
@@ -116,6 +124,6 @@ def test_lint_names_a_namespace_set_no_transform_makes(built):
     assert agent_lint(project, "AG001") == []
     found = agent_lint(project, "AG001", _no_namespace_readings)
     where = "[ClusterName, node, gpu, namespace, namespace_gpu]"
-    assert {message.split(" ")[0] for message in found} == {POWER, TEMP, ENGINE}
+    assert {message.split(" ")[0] for message in found} == {POWER, TEMP, ENGINE, UTIL}
     assert f"{ENGINE} {where} is published under namespace_gpu but no transform of metricstransform/gpudash-pods or " \
            f"metricstransform/gpudash makes it: the widgets and alarms reading it read nothing" in found
