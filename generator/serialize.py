@@ -589,7 +589,10 @@ def _folded(text: str, column: int, indent: int) -> str:
     at = text.find(" ", max(0, _WIDTH + 1 - column))
     if at < 0:
         return text
-    lines = _fold_lines(max(0, _WIDTH + 1 - indent)).findall(text, at + 1)
+    # searched up to the last space: every break is at a space, and past the last break the pattern is tried at each
+    # position, each try reading to where the search ends (from the last break to the text's end, a long last word
+    # made it quadratic; to the last space, fewer than `width` + 1 characters are left after the last break)
+    lines = _fold_lines(max(0, _WIDTH + 1 - indent)).findall(text, at + 1, text.rfind(" ") + 1)
     rest = at + 1 + sum(map(len, lines)) + len(lines)  # each line found ends at the space that breaks it
     return ("\n" + " " * indent).join([text[:at], *lines, text[rest:]])
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 import math
+import time
 
 import pytest
 import yaml
@@ -381,6 +382,18 @@ def test_a_thousand_clusters_rule_is_folded_as_pyyaml_folds_it():
     for document in (rules, {"kind": "PrometheusRule", "spec": rules}):
         assert serialize.to_yaml(document) == _pure_yaml([document])
         assert serialize._one_line_style(expression) == "q"
+
+
+def test_a_long_last_word_is_folded_as_pyyaml_folds_it_in_one_pass():
+    """A one-line scalar ending in a long word without spaces (a regex of a fleet's release names) is folded as
+    PyYAML folds it, in time linear in its length: the lines after the last break were sought at each character of
+    that word, each search reading to the text's end (40 KB: about 40 s)."""
+    text = " ".join(["(sum", "by", "(node)"] * 40) + ' daemonset=~"' + "|".join(f"release-{n}" for n in range(4000)) + '"'
+    started = time.perf_counter()
+    serialize._folded(text, 10, 6)
+    assert time.perf_counter() - started < 2
+    for document in ({"expr": text}, {"groups": [{"rules": [{"expr": text}]}]}):
+        assert serialize.to_yaml(document) == _pure_yaml([document])
 
 
 @_fast
