@@ -772,6 +772,7 @@ def limits(fleet: Fleet, project: Project | None = None, artifacts: Artifacts | 
     from .cloudwatch_query import SERIES_PER_QUERY
     from .container_insights import enabled
     from .fleet_limits import notes as fleet_notes
+    from .render.cloudwatch import now_period, span
 
     if project is None:
         from .project import load_project
@@ -780,10 +781,12 @@ def limits(fleet: Fleet, project: Project | None = None, artifacts: Artifacts | 
     _, gpus = _per_cluster(fleet)
     found = []
     if gpus > SERIES_PER_QUERY and not enabled(project.settings):  # the add-on's fleet values read per cluster
+        drawn = span(now_period(project.settings))  # a minute, or 300 s at 75 s scrapes
+        scrapes = "the minute's scrapes" if drawn == "minute" else f"the scrapes of the {drawn}"
         found.append(f"{gpus:,.0f} GPUs per cluster: a query returns at most {SERIES_PER_QUERY} series, so the "
                      f"fleet's values now (GPUs reporting, Total power draw, the average utilization and "
-                     f"temperature) read every reading of the cluster in the minute instead of one series per GPU (a "
-                     f"GPU counts, adds and weighs by its share of the minute's scrapes that read it: on agent.pipeline: otel once "
+                     f"temperature) read every reading of the cluster in the {drawn} instead of one series per GPU (a "
+                     f"GPU counts, adds and weighs by its share of {scrapes} that read it: on agent.pipeline: otel once "
                      f"per exporter pod reading it, on classic once per copy, per MIG instance or pod sharing it), "
                      f"and GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest their threshold over their "
                      f"window (PARTIAL_DATA): the bundled idle-GPU alarm (gpu-idle) on agent.pipeline: otel the "

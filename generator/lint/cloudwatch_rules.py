@@ -974,7 +974,7 @@ RULES = (
     Rule("CW021", "on the Container Insights add-on, widgets and alarms on a field MIG reports per instance (or not "
                   "at all) read one instance of a GPU split into MIG instances (a note per widget and alarm)",
          addon_mig_instances),
-    Rule("CW020", "tables of rows now rank their rows over the minute drawn and the time since (a note per table "
+    Rule("CW020", "tables of rows now rank their rows over the period drawn and the time since (a note per table "
                   "with a LIMIT)", tables_now),
     Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
     Rule("AL002", "an alarm names exactly one of MetricName, Metrics, EvaluationCriteria", alarm_source),

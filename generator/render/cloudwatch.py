@@ -516,7 +516,9 @@ def readings_note(plan_: Plan, query: Query, settings: Settings) -> str:
     dims = readings_dimensions(settings)
     where = ", ".join(dims) + (f": {ONCE_PER_GPU[1]}" if ONCE_PER_GPU[0] in dims else "")
     kind = "a GPU's reading once per scrape" if ONCE_PER_GPU[0] in dims else "the field published per cluster"
-    source = (f"(a Metrics Insights query returns {n} series) {{}} of the cluster in the minute ({kind}, "
+    drawn = span(now_period(settings))  # the period the value is drawn at: a minute, or 300 s at 75 s scrapes
+    scrapes = "the minute's scrapes" if drawn == "minute" else f"the scrapes of the {drawn}"
+    source = (f"(a Metrics Insights query returns {n} series) {{}} of the cluster in the {drawn} ({kind}, "
               f"{plan_.metric} [{where}])")
     surge = "two exporter pods on its node each read it while the exporter's DaemonSet rolls with a surge"
 
@@ -536,19 +538,19 @@ def readings_note(plan_: Plan, query: Query, settings: Settings) -> str:
     if query.aggregation == "avg":
         return (f"the mean of each GPU's mean up to {n} GPUs of the cluster, and past {n} "
                 + source.format("the mean of every reading")
-                + f": a GPU weighs by its readings there, so one that came or left within the minute, or whose node's "
-                  f"scrape failed in it, weighs less than one read at every scrape, and " + twice("weighs"))
+                + f": a GPU weighs by its readings there, so one that came or left within the {drawn}, or whose "
+                  f"node's scrape failed in it, weighs less than one read at every scrape, and " + twice("weighs"))
     per_gpu = readings_per_gpu(settings)
     each = (f"the {per_gpu} readings one GPU gives there (one per scrape of {settings.scrape.seconds} s)"
             if per_gpu > 1 else f"the one reading one GPU gives there (a scrape every {settings.scrape.seconds} s)")
     if query.aggregation == "count":
         return (f"the number of GPUs reporting up to {n} GPUs of the cluster, and past {n} "
                 + source.format("the number of readings") + f" over {each}: every GPU is in it, but one that came "
-                  f"or left within the minute, or whose node's scrape failed in it, counts as the share of the "
-                  f"minute's scrapes that read it, and " + twice("counts"))
+                  f"or left within the {drawn}, or whose node's scrape failed in it, counts as the share of "
+                  f"{scrapes} that read it, and " + twice("counts"))
     return (f"the total of each GPU's mean up to {n} GPUs of the cluster, and past {n} "
             + source.format("the total of every reading") + f" over {each}: every GPU is in it, but one that came or "
-              f"left within the minute, or whose node's scrape failed in it, adds its share of the minute's scrapes "
+              f"left within the {drawn}, or whose node's scrape failed in it, adds its share of {scrapes} "
               f"that read it, and " + twice("adds"))
 
 

@@ -229,3 +229,17 @@ def test_the_header_speaks_of_values_over_the_time_range_only_where_a_widget_tak
         header = _header(files, dashboard)
         assert ("over the time range" in header) == whole, (dashboard, header)
         assert ("an increase over the time range covers it whole" in header) == whole, dashboard
+
+
+@pytest.mark.parametrize("interval, period", [("75s", 300), ("150s", 300)])
+def test_the_header_words_a_now_value_by_the_period_it_is_drawn_at(interval, period):
+    """At 75 s or 150 s scrapes a now value's period is 300 s (the least whole minutes holding whole scrape
+    intervals): the overview's header says so where it said "the latest whole minute" and "in the minute" (a minute
+    holds 0 or 1 reading there)."""
+    files = built_files(f"scrape:\n  interval: {interval}\n")
+    header = _header(files, "overview")
+    assert "minute" not in header.replace("a minute ago", "").replace("a minute after", "").replace(
+        "minutes may be counted", ""), header
+    assert f'"Hottest GPU" the latest whole period of {period} s (below)' in header
+    assert f"the number of readings of the cluster in the period of {period} s" in header
+    assert f"counts as the share of the scrapes of the period of {period} s that read it" in header
