@@ -25,11 +25,12 @@ def through_agent(files: dict[str, bytes], step: int, end: int, fleet=mixed_flee
 
 def alarms_through_agent(project, step: int, end: int, fleet=mixed_fleet.FLEET) -> tuple[dict[str, dict], list]:
     """Each CloudWatch alarm's request of the project's build by its name, and `fleet`'s datapoints through the build's
-    agent model (through_agent). No Grafana dashboard is rendered: neither the agent's configuration nor the alarms
-    read them."""
+    agent model (through_agent) that the alarms read (the agent publishes each reading in more sets: dashboards'
+    ones, only=cloudwatch_eval.reads of the alarms). No Grafana dashboard is rendered: neither the agent's
+    configuration nor the alarms read them."""
     files = encode(build(project, grafana=False))
-    return ({a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]},
-            through_agent(files, step, end, fleet))
+    requests = {a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    return requests, through_agent(files, step, end, fleet, only=cloudwatch_eval.reads(*requests.values()))
 
 
 # the mixed fleet with its time-sliced GPU on an exporter run with KUBERNETES_VIRTUAL_GPUS: one copy per pod sharing it

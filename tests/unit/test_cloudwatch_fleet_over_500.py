@@ -51,9 +51,10 @@ def test_the_fleets_one_line_widgets_are_true_past_500_gpus(tmp_path):
     files = built.files("{}\n")
     config, job = agent_config(files[AGENT_FILE])
     targets = _targets(job, NODES)
-    points = Agent(config, job).run([Scrape(30.0 * k, _page(n), targets[n]) for k in range(-1, 8) for n in range(NODES)])
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
     widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    points = Agent(config, job, only=cloudwatch_eval.reads(*(widgets[title] for title in ONE_LINE))).run(
+        [Scrape(30.0 * k, _page(n), targets[n]) for k in range(-1, 8) for n in range(NODES)])
     truth = {"GPUs reporting": NODES * PER_NODE, "Total power draw": sum(PER_NODE * (100.0 + n) for n in range(NODES)),
              "Average GPU utilization": sum(n % 100 for n in range(NODES)) / NODES, "Average GPU temperature": 50.0}
     for title in ONE_LINE:
@@ -103,10 +104,10 @@ def _shown(tmp_path, page, nodes: int):
     targets = _targets(job, nodes)
     scrapes = [Scrape(float(t), page(n, t), targets[n]) for t in SCRAPES
                for n in range(nodes) if page(n, t) is not None]
-    points = Agent(config, job).run(scrapes)
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
     _read_within(body)
-    return files, {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}, points
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    return files, widgets, Agent(config, job, only=cloudwatch_eval.reads(*widgets.values())).run(scrapes)
 
 
 def test_past_500_gpus_a_value_now_combines_gpus_reporting_now_not_the_busiest_that_left(tmp_path):
@@ -186,12 +187,12 @@ def test_past_500_gpus_on_classic_a_blank_reading_leaves_its_minute_blank_not_hu
     files = built.files("agent:\n  pipeline: classic\n")
     config, job = agent_config(files[AGENT_FILE])
     targets = _targets(job, PRESENT)
-    points = Agent(config, job).run([Scrape(float(t), _blank_once(n, t), targets[n])
-                                     for t in SCRAPES for n in range(PRESENT)])
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
     _read_within(body)
     (widget,) = [w["properties"] for w in body["widgets"]
                  if w["type"] == "metric" and w["properties"]["title"] == "Average GPU utilization"]
+    points = Agent(config, job, only=cloudwatch_eval.reads(widget)).run(
+        [Scrape(float(t), _blank_once(n, t), targets[n]) for t in SCRAPES for n in range(PRESENT)])
     (shown,) = cloudwatch_eval.widget(widget, points, END - 6 * 3600, END, now=END).values()
     # its own four minutes from END - 240, drawn up to the one from END - 120; the blank is in the one from END - 180
     assert shown == {END - 240: 30.0, END - 120: 30.0}, shown  # without the guard: END - 180 read 8.9e15
@@ -216,11 +217,11 @@ def _surge_value(tmp_path, nodes: int) -> tuple[dict, float]:
     old, new = _targets(job, nodes), _targets(job, min(nodes, SURGED), 2, "nvidia-dcgm-exporter-new")
     scrapes = [Scrape(float(t), _surge_page(n, t), old[n]) for t in SCRAPES for n in range(nodes)]
     scrapes += [Scrape(float(t) + 7, _surge_page(n, t), new[n]) for t in SCRAPES for n in new]
-    points = Agent(config, job).run(scrapes)
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
     _read_within(body)
     (widget,) = [w["properties"] for w in body["widgets"]
                  if w["type"] == "metric" and w["properties"]["title"] == "Average GPU utilization"]
+    points = Agent(config, job, only=cloudwatch_eval.reads(widget)).run(scrapes)
     (shown,) = cloudwatch_eval.widget(widget, points, END - 6 * 3600, END, now=END).values()
     return files, shown[max(shown)]
 
