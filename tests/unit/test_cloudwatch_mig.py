@@ -73,11 +73,12 @@ def _project(folder: Path, settings: str = "", dashboards: dict[str, str] | None
     return load_project(config, csv)
 
 
-def _datapoints(files, fleet=VARIANT):
+def _datapoints(files, fleet=VARIANT, only=None):
+    """`fleet`'s datapoints through the build's agent model (`only`: those the widgets or alarms given read)."""
     config, job = agent_config(files[AGENT_FILE])
     scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP), target_labels(job, node.name))
                for k in range(-2, END // STEP) for node in fleet]
-    return Agent(config, job).run(scrapes)
+    return Agent(config, job, only=None if only is None else cloudwatch_eval.reads(*only)).run(scrapes)
 
 
 @pytest.fixture(scope="module", params=["", "agent:\n  pipeline: classic\n"], ids=["otel", "classic"])
@@ -300,10 +301,10 @@ def test_every_combination_on_mig_is_true_or_says_how_it_differs(tmp_path):
     GPU or over the cluster: the truth, or lines the header names for what they are, or left out and named."""
     project = _project(tmp_path, "cloudwatch:\n  top_gpus: 500\n  top_pods: 500\n", {"combos.py": COMBINATIONS})
     files = encode(build(project))
-    datapoints = _datapoints(files)
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-combos.json"
     header = _header(files, path)
     shown = {panel_title(p["title"]): p for where, p in widgets(files) if where == path}
+    datapoints = _datapoints(files, only=shown.values())
     (dashboard,) = [d for d in project.dashboards if d.id == "combos"]
     counts = {"true": 0, "left out": 0}
     for item in dashboard.panels():
@@ -338,9 +339,8 @@ def test_a_pod_on_two_instances_of_one_gpu_is_said_to_count_it_twice(mixed):
     (node,) = [n for n in VARIANT if n.name == "gpu-node-mig"]
     both = replace(node.gpus[1], instances=tuple(replace(i, pod=("team-g", "wide")) for i in node.gpus[1].instances))
     fleet = (replace(node, gpus=(both,)),)
-    datapoints = _datapoints(files, fleet)
     (properties,) = [p for path, p in widgets(files) if panel_title(p["title"]) == "Pods on GPUs"]
-    shown = cloudwatch_eval.widget(properties, datapoints, START, END)
+    shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet, [properties]), START, END)
     assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count", ("namespace", "pod")), NAMES, fleet=fleet) == \
         {"Pod team-g/wide": 1}
     said = _said(_header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"), "Pods on GPUs",
@@ -596,8 +596,8 @@ def test_counter_lines_over_the_cluster_count_a_mig_gpu_once(tmp_path):
     supported" has none."""
     project = _project(tmp_path, "", {"counters.py": COUNTER_LINES})
     files = encode(build(project))
-    datapoints = _datapoints(files)
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-counters.json"
+    datapoints = _datapoints(files, only=[p for where, p in widgets(files) if where == path])
     header = _header(files, path)
     per_gpu = [g.replays_per_s for n in VARIANT for g in n.gpus if g.replays_per_s is not None]  # per second
     assert any(len(g.instances) > 1 for n in VARIANT for g in n.gpus if g.replays_per_s is not None)
@@ -647,7 +647,7 @@ def test_a_device_counter_per_mig_instance_is_its_gpus_rate_on_classic_and_left_
     query = Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "avg", ("node", "gpu", "mig_instance"))
     expected = truth(query, NAMES, fleet=VARIANT)
     assert len(expected) == 4 and len({v for v in expected.values()}) == 2  # two MIG GPUs, two instances each
-    shown = cloudwatch_eval.widget(properties, _datapoints(files), START, END)
+    shown = cloudwatch_eval.widget(properties, _datapoints(files, only=[properties]), START, END)
     assert set(shown) == set(expected)
     for label, value in expected.items():
         assert shown[label] and all(close(v, value) for v in shown[label].values()), (label, shown[label], value)
@@ -667,7 +667,7 @@ def test_a_pod_on_two_instances_of_one_gpu_reads_its_energy_once_on_the_otel_pip
     both = replace(node.gpus[1], instances=tuple(replace(i, pod=("team-g", "wide")) for i in node.gpus[1].instances))
     fleet = (replace(node, gpus=(both,)),)
     (properties,) = [p for path, p in widgets(files) if panel_title(p["title"]) == ENERGY]
-    shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet), START, END)
+    shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet, [properties]), START, END)
     rate = both.energy_mw  # mJ/s, a fact of the GPU
     said = _said(_header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"), ENERGY,
                  "a pod holding several MIG instances of one GPU weighs that GPU once per instance")
@@ -693,7 +693,7 @@ def test_a_pod_named_again_after_awsemf_forgot_its_reading_counts_from_a_baselin
     rates = {}
     for moves in (1, 40):
         fleet = tuple(replace(node, moves=moves) for node in VARIANT if node.moves)  # the time-sliced GPU's node
-        shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet), START, END)
+        shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet, [properties]), START, END)
         rates[moves] = {label: {start // 60: round(v) for start, v in series.items()}
                         for label, series in shown.items() if "team-d/" in label}
     rate = next(g.energy_mw for n in VARIANT if n.moves for g in n.gpus)
