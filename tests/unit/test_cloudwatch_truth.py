@@ -28,9 +28,11 @@ START, END = 0, 2100  # seven 5-minute periods; the agent saw one scrape before 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 
 
-def _run(files, project, first=-1, last=END // STEP - 1, gpus=FLEET):
+def _run(files, project, first=-1, last=END // STEP - 1, gpus=FLEET, only=None):
+    """The fleet's datapoints through the build's agent model (`only`: those the alarms or widgets given read)."""
     config, job = agent_config(files[AGENT_FILE])
-    return Agent(config, job).run(scrapes(job, project.catalog, first, last, gpus))
+    return Agent(config, job, only=None if only is None else cloudwatch_eval.reads(*only)).run(
+        scrapes(job, project.catalog, first, last, gpus))
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +146,8 @@ def test_static_per_pod_alarms_compute_the_same_as_group_by(project_dir, labels)
     config = project_dir(labels + "alarms:\n  per_pod: static\n  static_pods: [ml/infer-1, research/train-0]\n")
     project = load_project(config)
     files = encode(build(project))
-    datapoints = _run(files, project)
     requests = _alarms(files)
+    datapoints = _run(files, project, only=requests.values())
     assert _firing(requests["gpu-idle-warning-ml-infer-1"], datapoints) == {()}
     assert _firing(requests["gpu-idle-warning-research-train-0"], datapoints) == set()
 
@@ -233,10 +235,10 @@ def test_every_combination_is_true_or_left_out_and_named(project_dir):
     config = project_dir("cloudwatch:\n  top_gpus: 500\n  top_pods: 500\n", dashboards={"combos.py": COMBINATIONS})
     project = load_project(config)
     files = encode(build(project))
-    datapoints = _run(files, project)
     body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-combos.json"])["DashboardBody"])
     header = body["widgets"][0]["properties"]["markdown"]
     shown = {panel_title(w["properties"]["title"]): w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    datapoints = _run(files, project, only=shown.values())
     (dashboard,) = [d for d in project.dashboards if d.id == "combos"]
     counts = {"shown": 0, "left out": 0}
     for panel in dashboard.panels():
@@ -322,8 +324,8 @@ def test_every_alarm_combination_fires_for_exactly_what_its_condition_says(proje
         settings.write("definitions:\n  alarms: [alarms]\n")
     project = load_project(folder)
     files = encode(build(project))
-    datapoints = _run(files, project)
     requests = _alarms(files)
+    datapoints = _run(files, project, only=requests.values())
     checked = 0
     for index, (metric, increase, aggregation, by, comparison, threshold) in enumerate(cases):
         name = f"combo-{index}-warning"
