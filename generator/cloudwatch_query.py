@@ -589,7 +589,10 @@ def _pod_counts_copies(result: Plan, query: Query, catalog: Catalog, settings: S
     makes at the agent (_pod_total) read it once; a field MIG reports per instance is judged per instance there, and a
     field MIG does not report reads no MIG instance in these sets."""
     field = catalog.get(query.metric)
-    if result.namespace or field.is_counter or query.metric in MIG_UNSUPPORTED:
+    # a GPU the group's pods share, with exporter.virtual_gpus: one copy per pod, whatever MIG reports (a namespace
+    # of two pods sharing one GPU counted 2 GPUs of its utilization, unsaid)
+    shared = settings.exporter.virtual_gpus and POD_DIMENSION not in result.series
+    if result.namespace or field.is_counter or query.metric in MIG_UNSUPPORTED and not shared:
         return False
     if tuple(result.dims) not in (tuple(pod_dimensions(settings)), tuple(pod_gpu_dimensions(settings))):
         return False
@@ -597,7 +600,6 @@ def _pod_counts_copies(result: Plan, query: Query, catalog: Catalog, settings: S
     if result.function != "COUNT" and (field.per_instance or result.function not in ("SUM", "AVG")
                                        or pod_gpu and result.function == "AVG"):
         return False
-    shared = settings.exporter.virtual_gpus and POD_DIMENSION not in result.series
     return not settings.no_mig or bool(shared)
 
 

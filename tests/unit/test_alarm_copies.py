@@ -130,3 +130,33 @@ def test_a_mean_per_node_below_a_level_reads_what_the_agent_publishes(tmp_path, 
     truth = {(("node", node.name),): mean(mean(i.engine * 100 for i in gpu.instances) if gpu.mig else gpu.util
                                           for gpu in node.gpus) for node in mixed_fleet.FLEET}
     assert _read(request, points) == pytest.approx(truth)
+
+
+NAMESPACE_COUNTS = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+    f"    yield Alarm('ns-{short}', 'X', Condition(Query({field!r}, 'count', ('namespace',)), '>', 1))\n"
+    for short, field in (("util", "DCGM_FI_DEV_GPU_UTIL"), ("temp", "DCGM_FI_DEV_GPU_TEMP"))))
+
+
+def test_a_namespace_count_that_reads_a_shared_gpu_per_pod_says_so(tmp_path):
+    """With exporter.virtual_gpus each pod sharing a GPU has its own copy of every field, one MIG does not report
+    (GPU utilization) included: a namespace whose two pods share one GPU reads 2 GPUs where its rule reads 1. Each
+    namespace count either reads the truth or says, in its description and lint (AL019), that copies count (the
+    utilization count read 2 for 1 with neither)."""
+    project = defined_project(tmp_path, "exporter:\n  virtual_gpus: true\n", alarms=NAMESPACE_COUNTS)
+    requests, points = alarms_through_agent(project, STEP, END, SHARED)
+    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL019"}
+    truth = {}
+    for node in SHARED:
+        for gpu in node.gpus:
+            for namespace in {pod[0] for instance in gpu.instances for pod in instance.pods()}:
+                truth[(("namespace", namespace),)] = truth.get((("namespace", namespace),), 0) + 1
+    wrong = []
+    for short in ("util", "temp"):
+        request = requests[f"gpudash-gpu-cluster-ns-{short}-warning"]
+        read = _read(request, points)
+        if read.get((("namespace", "team-d"),)) != truth[(("namespace", "team-d"),)]:
+            wrong.append(short)
+            assert COPIES_COUNTED in request["AlarmDescription"] and f"ns-{short}" in noted, (short, read)
+    # temperature reads the namespace's use of each GPU the agent makes (once per GPU); utilization, a field the
+    # exporter splits per process, reads each pod's copy (team-d: 2 for 1), and says so
+    assert wrong == ["util"]
