@@ -1364,6 +1364,9 @@ MIG_LEFT_OUT = "GPUs split into MIG instances do not report it and are left out"
 WEIGHS_PER_SERIES = "a GPU split into MIG instances, or shared by time-slicing, weighs once per instance or pod"
 MIG_INSTANCES_WEIGH = "a GPU split into MIG instances weighs once per instance (a GPU pods share, once)"
 POD_INSTANCES = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"
+# POD_INSTANCES of a line per namespace or container: the group's pods, each on its own slice of a GPU (the usual MIG
+# layout), weigh it once per instance too
+GROUP_INSTANCES = "a GPU split into MIG instances weighs once per instance the group's pods hold"
 POD_MEMORY_SHARES = ("a pod holding several GPUs or MIG instances reads the mean of their shares, not its used over "
                      "the memory they hold (Grafana's value)")
 # What each note above that speaks of MIG instances says where no GPU is split (exporter.mig: none): None, nothing
@@ -1394,8 +1397,8 @@ def _whole_gpus(result: Plan, settings: Settings) -> Plan:
     there, and is left out (or said of a GPU shared by time-slicing alone, where it is)."""
     notes = []
     for note in result.notes:
-        if note.startswith(MIG_LEFT_OUT) or note in (POD_INSTANCES, MIG_DEVICE_REPEATS, MIG_INSTANCE_SHARES,
-                                                     MIG_INSTANCES_WEIGH):
+        if note.startswith(MIG_LEFT_OUT) or note in (POD_INSTANCES, GROUP_INSTANCES, MIG_DEVICE_REPEATS,
+                                                     MIG_INSTANCE_SHARES, MIG_INSTANCES_WEIGH):
             continue
         if note in (INSTANCE_COUNTER_LINES, *(INSTANCE_LINES.format(verb) for verb in ("add", "combine", "average"))):
             note = WHOLE_GPU_LINES
@@ -1443,7 +1446,8 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
         instances_added(field) and result.function == "SUM"
     exact = exact or merged_copies(field, settings) == "gpu"
     if per_pod and grouped and not exact:
-        notes.append(POD_MEMORY_SHARES if query.metric in MIG_MEMORY_SHARES else POD_INSTANCES)
+        notes.append(POD_MEMORY_SHARES if query.metric in MIG_MEMORY_SHARES else
+                     POD_INSTANCES if POD_DIMENSION in result.series else GROUP_INSTANCES)
     return replace(result, notes=tuple(notes))
 
 

@@ -238,3 +238,21 @@ def test_a_fleet_said_to_have_no_mig_says_nothing_of_mig_in_headers_and_descript
     for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
         added = item["Request"]["AlarmDescription"].split(ALARM_DESCRIPTION_NOTE, 1)[1]
         assert "MIG" not in added.replace(WHOLE_GPU_CONTRIBUTORS, ""), (item["Request"]["AlarmName"], added)
+
+
+def test_a_line_per_namespace_says_the_mig_case_it_reads_wrong(tmp_path):
+    """On agent.pipeline: classic a line per namespace over the per-pod set counts a GPU once per MIG instance its pods
+    hold, each pod on its own slice (the usual MIG layout) included: its note says that case, not only a pod on
+    several instances (which the fleet of a reader may not have, so that the note read as not applying)."""
+    from generator.cloudwatch_query import GROUP_INSTANCES
+
+    dashboards = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+                  "    panels = [Panel('ns power', Query('DCGM_FI_DEV_POWER_USAGE', 'sum', ('namespace',)), "
+                  "description='d'), Panel('pod power', Query('DCGM_FI_DEV_POWER_USAGE', 'avg', ('pod',)), "
+                  "description='d')]\n"
+                  "    yield Dashboard(id='ns', title='Namespaces', rows=[Row('all', panels)])\n")
+    project = defined_project(tmp_path, "agent:\n  pipeline: classic\n", dashboards=dashboards)
+    body = json.loads(json.loads(encode(build(project))["cloudwatch/dashboards/gpudash-gpu-cluster-ns.json"])[
+        "DashboardBody"])
+    header = body["widgets"][0]["properties"]["markdown"]
+    assert f"ns power: {GROUP_INSTANCES}" in header and f"pod power: {POD_INSTANCES}" in header, header
