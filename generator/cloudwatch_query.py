@@ -178,8 +178,8 @@ def dimension_sets(settings: Settings) -> list[list[str]]:
     (derived_sets: per GPU instance, and the MIG-only per-pod, per-GPU and per-MIG-instance sets), and on the
     OTel pipeline the sets of a pod's totals per scrape; all but the first two carry only the fields queried
     with them."""
-    totals = [pod_total_dimensions(settings, kind, per_gpu) for per_gpu in (False, True) for kind in POD_TOTALS] \
-        if settings.agent.pipeline == "otel" else []
+    totals = [*(pod_total_dimensions(settings, kind, per_gpu) for per_gpu in (False, True) for kind in POD_TOTALS),
+              *(node_total_dimensions(kind) for kind in NODE_TOTALS)] if settings.agent.pipeline == "otel" else []
     return explored_sets(settings) + derived({"dimensions": pod_dimensions(settings),
                                               "gpu_dimensions": gpu_dimensions(settings)}) + totals
 
@@ -196,6 +196,11 @@ def dimensions(settings: Settings) -> list[str]:
 # instances of one GPU, or its copy of a GPU pods share, read per scrape as the pod's GPU once).
 POD_TOTALS = {"sum": ("pod_total", "sum"), "count": ("pod_gpus", "count")}
 POD_GPU_TOTALS = {"sum": ("pod_gpu_total", "sum"), "count": ("pod_gpu_count", "count")}
+# A node's total per scrape, made the same way from one scrape of its exporter (each GPU once) and published under the
+# cluster, the node and one of these marks: an alarm's count or total per node reads its AVG, the mean of the totals of
+# the scrapes that arrived (node_total_plan), where a COUNT or SUM over the period's scrapes reads a failed scrape, or a
+# node added or removed inside the period, as part of its GPUs.
+NODE_TOTALS = {"sum": ("node_total", "sum"), "count": ("node_gpus", "count")}
 
 
 def pod_total_dimensions(settings: Settings, aggregation: str, per_gpu: bool = False) -> list[str]:
@@ -207,15 +212,26 @@ def pod_total_dimensions(settings: Settings, aggregation: str, per_gpu: bool = F
     return [CLUSTER_DIMENSION, NAMESPACE_DIMENSION, POD_DIMENSION, POD_TOTALS[aggregation][0]]
 
 
+def node_total_dimensions(aggregation: str) -> list[str]:
+    """The set of a node's total per scrape (`aggregation`: sum or count): the cluster, the node and the mark."""
+    return [CLUSTER_DIMENSION, NODE_DIMENSION, NODE_TOTALS[aggregation][0]]
+
+
+def node_total(dims: tuple[str, ...] | list[str]) -> bool:
+    """Whether `dims` is the set of a node's total per scrape (one metric per node)."""
+    return any(mark in dims for mark, _ in NODE_TOTALS.values())
+
+
 def pod_total_kind(dims: tuple[str, ...] | list[str]) -> str | None:
-    """sum or count when `dims` is the set of a pod's total per scrape (or per GPU it holds), else None."""
-    return next((kind for marks in (POD_TOTALS, POD_GPU_TOTALS) for kind, (mark, _) in marks.items()
+    """sum or count when `dims` is the set of a pod's (or a node's) total per scrape (or per GPU it holds), else
+    None."""
+    return next((kind for marks in (POD_TOTALS, POD_GPU_TOTALS, NODE_TOTALS) for kind, (mark, _) in marks.items()
                  if mark in dims), None)
 
 
 def pod_total_mark(dims: tuple[str, ...] | list[str]) -> tuple[str, str] | None:
-    """(the mark, its value) of a set of a pod's total per scrape or per GPU it holds, else None."""
-    return next((marked for marks in (POD_TOTALS, POD_GPU_TOTALS) for marked in marks.values()
+    """(the mark, its value) of a set of a pod's (or a node's) total per scrape or per GPU it holds, else None."""
+    return next((marked for marks in (POD_TOTALS, POD_GPU_TOTALS, NODE_TOTALS) for marked in marks.values()
                  if marked[0] in dims), None)
 
 
@@ -889,6 +905,14 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         # totals per GPU (the GPU's reading once: a pod on a whole GPU of 300 W and two instances of one of 200 W
         # draws 250 W on average, not 233) (an alarm's: a chart per pod reads as before, its header saying what)
         return _pod_total(query, settings, series, per_gpu=agg in ("avg", "max", "min"))
+    if alarm and layout.instances and settings.agent.pipeline == "otel" and agg in ("count", "sum") \
+            and series == (NODE_DIMENSION,) and not query.per_pod and not field.is_counter \
+            and not field.across_own_labels and query.metric not in MIG_UNSUPPORTED \
+            and query.metric not in MIG_MEMORY_SHARES and not merged_copies(field, settings):
+        # a node's count or total per scrape, made at the agent (each GPU once), read as AVG: a mean of the scrapes
+        # that arrived, so a failed scrape, or a node added or removed inside the period, loses none of its GPUs
+        return Plan(metric=query.metric, function="AVG", dims=tuple(node_total_dimensions(agg)), group=series,
+                    series=series)
     if instances_once(query, field, dims, one_gpu, layout, settings):
         # a field MIG reports per instance over groups of GPUs: each GPU's reading once, read as a device field's
         dims = once_dimensions(settings)

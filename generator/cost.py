@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from . import data_missing
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
 from .cloudwatch_query import (NAMESPACE_GPU, ONCE_PER_GPU, UNUSED_SHARE, is_query, level_of, pod_dimensions,
-                               pod_total_kind, pod_total_mark, readings_dimensions)
+                               node_total, pod_total_kind, pod_total_mark, readings_dimensions)
 from .errors import InputError
 from .markers import GPU_DIMENSION, POD_DIMENSION
 from .project import Project
@@ -255,6 +255,8 @@ def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet)
         return fleet.node_count / max(fleet.clusters, 1)
     if list(dims) == pod_dimensions(project.settings) or _per_pod_total(dims):
         return pods
+    if node_total(dims):  # a node's totals per scrape (the alarms' count or total per node)
+        return fleet.node_count / max(fleet.clusters, 1)
     if NAMESPACE_GPU[0] in dims:  # a namespace's use of each GPU its pods hold
         return fleet.namespace_gpus / max(fleet.clusters, 1)
     if set(pod_dimensions(project.settings)) <= set(dims):  # an agent-made copy of the per-pod set (a mark added)
@@ -273,8 +275,8 @@ def _judges_pod_gpus(dims: tuple[str, ...] | list[str], project: Project) -> boo
 
 def _per_pod_total(dims: tuple[str, ...] | list[str]) -> bool:
     """A set of a pod's totals per scrape, one metric per pod; a pod's totals per GPU it holds (the set names the GPU)
-    are one per GPU a pod holds, as the pod's fields per GPU."""
-    return bool(pod_total_kind(dims)) and GPU_DIMENSION not in dims
+    are one per GPU a pod holds, as the pod's fields per GPU. (A node's totals, node_total: one per node.)"""
+    return bool(pod_total_kind(dims)) and GPU_DIMENSION not in dims and not node_total(dims)
 
 
 def _addon_metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
@@ -393,10 +395,12 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     shares = _copy_events(what.fields, lambda dims: UNUSED_SHARE[0] if UNUSED_SHARE[0] in dims else None, dropped)
     levels = _copy_events(what.fields, level_mark_of, set())
     marks: dict[str, int] = {}  # the pods' totals per scrape: their mark -> fields
+    node_marks: dict[str, int] = {}  # a node's totals per scrape (node_total): their mark -> fields
     for dims, metrics in what.fields.items():
         marked = pod_total_mark(dims)
         if marked and metrics:
-            marks[marked[0]] = marks.get(marked[0], 0) + len(metrics)
+            made = node_marks if node_total(dims) else marks
+            made[marked[0]] = made.get(marked[0], 0) + len(metrics)
     events = [
         Events("a GPU's gauges", copies, len(kept), shown(kept, per_gpu | per_pod), True),
         Events("a GPU's counters its pods' labels do not keep", copies, len(unmerged),
@@ -411,6 +415,8 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
                  count, False) for mark, count in marks.items()),
         *(Events(f"the totals of a node's GPUs no pod holds ({mark})", idle_nodes, count, 0, False)
           for mark, count in marks.items()),
+        # a node's totals per scrape (the alarms' count or total per node): an event per node and mark at the scrape
+        *(Events(f"a node's totals ({mark})", nodes, count, count, False) for mark, count in node_marks.items()),
         # a GPU's readings once per scrape (render/agent_otel.once_per_gpu; the fleet's values past 500 GPUs)
         Events("a GPU's readings once", gpus, len(once), len(once), False),
         # a namespace's use of a GPU: an event per namespace and GPU its pods hold at the scrape
@@ -518,8 +524,10 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     churned_gpus = fleet.churn / HOURS_PER_MONTH * pod_gpus / fleet.pods if fleet.pods else 0.0
     # A namespace's use of each GPU its pods hold (NAMESPACE_GPU): one metric per namespace and GPU (Fleet.namespace_gpus)
     per_namespace_gpu = sum(len(m) for dims, m in sets.items() if NAMESPACE_GPU[0] in dims)
+    # A node's totals per scrape (node_total: the alarms' count or total per node): one metric per node and total
+    per_node_total = sum(len(m) for dims, m in sets.items() if node_total(dims))
     gpu_sets = {dims: len(m) for dims, m in sets.items()
-                if dims not in pod_sets
+                if dims not in pod_sets and not node_total(dims)
                 and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET,
                                  readings_set)
                 and MIG_PROFILE_LABEL not in dims and not set(pod_set) <= set(dims) and NAMESPACE_GPU[0] not in dims}
@@ -538,7 +546,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
         per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * (pod_gpus + churned_gpus) + \
         per_cluster * fleet.clusters + per_daemonset * daemonsets * fleet.clusters + mig_months + \
-        per_namespace_gpu * fleet.namespace_gpus
+        per_namespace_gpu * fleet.namespace_gpus + per_node_total * fleet.node_count
     rate = _rate(prices, "custom_metric_month")
     free_metrics = min(_free(prices, "custom_metrics"), metric_months)
     monthly = tiered(metric_months, rate["tiers"]) - tiered(free_metrics, rate["tiers"])  # the first ones free
@@ -564,6 +572,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + (f" + {per_namespace_gpu} x {fleet.namespace_gpus:,} pairs of a namespace and a GPU its pods hold "
                 f"(widgets and alarms per namespace; at most one per GPU instance a pod holds)"
                 if per_namespace_gpu and fleet.namespace_gpus else "")
+             + (f" + {per_node_total} x {fleet.node_count:,} GPU nodes (a node's totals per scrape: alarms counting or "
+                f"adding GPUs per node){nodes}" if per_node_total else "")
              + (f" + {per_cluster} per cluster ("
                 + ("data-missing alarm, " if data_missing.expected(settings) else "")
                 + "the widgets' PERIOD() metric, the fleet's values now past 500 GPUs)"

@@ -15,7 +15,7 @@ from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
                                 UNUSED_SHARE, OTEL_GAP_EITHER, dimension_sets, gap_said, is_query, level_of,
-                                otel_gap, pod_dimensions)
+                                node_total, otel_gap, pod_dimensions, pod_total_kind)
 from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT, CLUSTER_DIMENSION
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
@@ -770,9 +770,12 @@ def silent_when_gone(subject: LintInput) -> Iterable[Finding]:
         returned = [m for m in request.get("Metrics", []) if m.get("ReturnData", True)]
         expression = str(returned[0].get("Expression", "")) if len(returned) == 1 else ""
         query = _parsed(expression) if is_query(expression) else None
-        if query is not None and query.function in ("COUNT", "SUM"):
+        # (a node's count or total per scrape, made at the agent, is read as AVG: the same silence)
+        kind = pod_total_kind(query.schema or []) if query is not None and query.function == "AVG" \
+            and node_total(query.schema or []) else None
+        if query is not None and (query.function in ("COUNT", "SUM") or kind):
             yield Finding("AL023", "note", _alarm_where(item),
-                          f"a {query.function.lower()} of readings under a level with missing data "
+                          f"a {kind or query.function.lower()} of readings under a level with missing data "
                           f"{request.get('TreatMissingData', 'missing')}: when every GPU it reads stops reporting, "
                           f"neither this alarm nor its Prometheus rule fires (no datapoint is not 0); set "
                           f"missing_data='breaching' to alarm then")

@@ -390,7 +390,8 @@ def _total_fields(catalog: Catalog,
 def _total_name(kind: str, pod: list[str], name: str) -> str:
     """The name of a pod's total of `name` from the transform that makes it to the one that renames it: one per set
     (a pod's total per GPU apart from its total, so that each set's chain of transforms matches its own metrics)."""
-    return f"{TOTAL_PREFIX}{kind}{'-gpu' if GPU_DIMENSION in pod else ''}.{name}"
+    apart = '-gpu' if GPU_DIMENSION in pod else '-node' if POD_DIMENSION not in pod else ''  # (a node's total)
+    return f"{TOTAL_PREFIX}{kind}{apart}.{name}"
 
 
 def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
@@ -475,10 +476,11 @@ def total_blank_conditions(catalog: Catalog, declarations: list[dict[str, Any]])
             for condition in blank_conditions(catalog, names, prefix=f"{prefix}.")]
 
 
-def totals_renamed(per_gpu: bool = False) -> dict[str, Any]:
+def totals_renamed(per_gpu: bool = False, per_node: bool = False) -> dict[str, Any]:
     """The transform that gives the pods' totals their field's name back (after the filter and merged_counters,
-    whose transforms match the field's name); `per_gpu`: a pod's totals per GPU are made too."""
-    return {"include": f"^{re.escape(TOTAL_PREFIX)}(?:sum|count){'(?:-gpu)?' if per_gpu else ''}\\.(.+)$",
+    whose transforms match the field's name); `per_gpu`: a pod's totals per GPU are made too; `per_node`: a node's."""
+    apart = "|".join(name for name, made in (("-gpu", per_gpu), ("-node", per_node)) if made)
+    return {"include": f"^{re.escape(TOTAL_PREFIX)}(?:sum|count){f'(?:{apart})?' if apart else ''}\\.(.+)$",
             "match_type": "regexp", "action": "update", "new_name": "${1}"}
 
 
@@ -983,8 +985,10 @@ class Pipeline:
         # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
         merge["transforms"] = [*counts, *once_per_gpu(catalog, declarations), *namespace_readings(catalog, declarations),
                                *merge["transforms"]]
-        merge["transforms"] += [totals_renamed(any(GPU_DIMENSION in pod for _, _, pod, _ in
-                                                   _total_fields(catalog, declarations)))] if totals or counts else []
+        made = _total_fields(catalog, declarations)
+        merge["transforms"] += [totals_renamed(any(GPU_DIMENSION in pod for _, _, pod, _ in made),
+                                               any(POD_DIMENSION not in pod for _, _, pod, _ in made))] \
+            if totals or counts else []
         merge["transforms"] += [unused_renamed()] if unused else []
         merge["transforms"] += [level_renamed()] if levels else []
         if merge["transforms"]:

@@ -519,3 +519,27 @@ def test_a_namespaces_use_of_each_gpu_is_priced_per_namespace_and_gpu(tmp_path):
     used = events["with"]["a namespace's use of a GPU"]
     assert (used.count, used.fields, used.published) == (500, 1, 1)
     assert "a namespace's use of a GPU" not in events["without"]
+
+
+def test_a_nodes_totals_are_priced_per_node(tmp_path):
+    """An alarm counting GPUs or adding a gauge per node reads the node's count or total per scrape the agent makes
+    (cloudwatch_query.NODE_TOTALS): one metric per node and field (13 nodes: 13 each for the count and the total),
+    and an EMF event per node, mark and scrape; not a field of the per-GPU set (100 GPUs)."""
+    from tests.support.projects import defined_project
+
+    head = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n    yield from ()\n"
+    alarms = ("    yield Alarm('few', 'Few', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'count', ('node',)), '<', 8))\n"
+              "    yield Alarm('hot', 'Hot', Condition(Query('DCGM_FI_DEV_POWER_USAGE', 'sum', ('node',)), '>', 3000)"
+              ")\n")
+    fleet = Fleet(clusters=1, pods=100, churn=0, gpus=100, nodes=13)
+    quantity, events = {}, {}
+    for name, text in (("with", head + alarms), ("without", head)):
+        (tmp_path / name).mkdir()
+        project = defined_project(tmp_path / name, alarms=text)
+        quantity[name] = _lines(estimates(project, fleet))["custom metrics"]["quantity"]
+        events[name] = {e.what: e for e in cost.log_events(project, fleet)}
+    assert quantity["with"] - quantity["without"] == 2 * 13
+    for mark in ("node_gpus", "node_total"):
+        made = events["with"][f"a node's totals ({mark})"]
+        assert (made.count, made.fields, made.published) == (13, 1, 1)
+    assert not any("a node's totals" in what for what in events["without"])

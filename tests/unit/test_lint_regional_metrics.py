@@ -65,8 +65,8 @@ def test_each_fleet_alarm_is_noted_once_per_region_with_the_size_its_region_pass
     assert pods and all("one metric per pod with data in its 5 min window, pods started in it included" in m
                         for m in pods)
     assert all("one metric per GPU with data" in m for n, m in said.items() if "gpu-hot" in n)
-    # a node's power adds its GPUs' readings (each GPU's reading once per scrape: one metric per GPU)
-    assert all("one metric per GPU with data" in m for n, m in said.items() if "node-power" in n)
+    # a node's power is the agent's total of its GPUs per scrape (one metric per node)
+    assert all("one metric per GPU node with data" in m for n, m in said.items() if "node-power" in n)
 
 
 @pytest.mark.parametrize("gpus,past", [(3 * 3_333, False), (3 * 3_334, True)])

@@ -49,11 +49,12 @@ def test_a_threshold_that_is_no_number_is_a_usage_error_naming_it(tmp_path, cli,
 
 
 def test_a_threshold_finite_until_scaled_to_a_period_s_readings_is_a_usage_error(tmp_path, cli):
-    """A node's power summed over a period's readings compares the threshold times the readings (10 at 30 s scrapes):
-    1e308 is a number, its tenfold is none JSON holds (the files held `"Threshold": Infinity`, exit 0)."""
+    """The cluster's power summed over a period's readings compares the threshold times the readings (10 at 30 s
+    scrapes): 1e308 is a number, its tenfold is none JSON holds (the files held `"Threshold": Infinity`, exit 0). (A
+    node's total is the agent's per scrape, read as AVG: its threshold is not scaled.)"""
     (tmp_path / "alarms").mkdir()
     (tmp_path / "alarms" / "mine.py").write_text(ALARMS.replace('"DCGM_FI_DEV_GPU_TEMP", "max", ("node", "gpu")',
-                                                                '"DCGM_FI_DEV_POWER_USAGE", "sum", ("node",)')
+                                                                '"DCGM_FI_DEV_POWER_USAGE", "sum", ()')
                                                  .format(threshold="1e308"))
     (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
     code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
