@@ -68,6 +68,13 @@ def kept(text: str) -> dict[str, str]:
     return result
 
 
+def widgets_read(files) -> frozenset:
+    """What the build's metric widgets read (cloudwatch_eval.reads): an agent model's `only` for latest_values."""
+    from tests.support import cloudwatch_eval
+
+    return cloudwatch_eval.reads(*(properties for _, properties in widgets(files)))
+
+
 def latest_values(files, points, end: int) -> dict[str, dict[str, float]]:
     """Per widget title, each line's latest value over [0, end] of `points` (tests.support.agent_points)."""
     from tests.support import cloudwatch_eval
@@ -89,5 +96,5 @@ def shown_through_agent(folder, pipeline: str, dashboards: str, dashboard: str, 
     from tests.support.projects import defined_project
 
     files = encode(build(defined_project(folder, f"agent:\n  pipeline: {pipeline}\n", dashboards=dashboards)))
-    values = latest_values(files, through_agent(files, step, end), end)
+    values = latest_values(files, through_agent(files, step, end, only=widgets_read(files)), end)
     return pipeline, values, header(files, f"cloudwatch/dashboards/gpudash-gpu-cluster-{dashboard}.json")

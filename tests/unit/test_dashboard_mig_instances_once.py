@@ -30,7 +30,8 @@ from generator.render.alarms import cloudwatch_alarms
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import SHARED, alarm_values, alarms_through_agent, through_agent
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.cloudwatch_widgets import header, latest_values, notes, said, shown_through_agent
+from tests.support.cloudwatch_widgets import (header, latest_values, notes, said, shown_through_agent,
+                                              widgets_read)
 from tests.support.projects import defined_project
 from tests.unit.test_cloudwatch_fleet_over_500 import AGENT_FILE, _targets
 
@@ -196,7 +197,7 @@ def test_a_gpu_one_of_whose_instances_reads_a_blank_has_no_framebuffer_total(tmp
             + "".join(f"        Panel({title!r}, Query({field!r}, {how!r}, ('node',)), unit='mebibyte'),\n"
                       for title, how in titles.items()) + "    ])])\n")
     files = encode(build(defined_project(tmp_path, "agent:\n  pipeline: otel\n", dashboards=text)))
-    values = latest_values(files, through_agent(files, STEP, END, fleet), END)
+    values = latest_values(files, through_agent(files, STEP, END, fleet, only=widgets_read(files)), END)
     alone = _gpu_value(field, mig.gpus[0])  # 400 + 15,000 MiB
     assert {title: values[title]["gpu-node-mig"] for title in titles} == pytest.approx(dict.fromkeys(titles, alone))
 
@@ -265,7 +266,7 @@ def test_with_a_copy_per_pod_sharing_a_gpu_each_gpu_is_read_once_too(tmp_path):
     nothing)."""
     files = encode(build(defined_project(tmp_path, "agent:\n  pipeline: otel\nexporter:\n  virtual_gpus: true\n",
                                          dashboards=DASHBOARD)))
-    values = latest_values(files, through_agent(files, STEP, END, SHARED), END)
+    values = latest_values(files, through_agent(files, STEP, END, SHARED, only=widgets_read(files)), END)
     text = header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-instances.json")
     for title, (field, how, by) in PANELS.items():
         truth = _truth(field, how, by, SHARED)

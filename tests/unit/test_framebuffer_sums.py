@@ -193,10 +193,10 @@ def dashboards(ctx):
 @pytest.mark.parametrize("settings,fleet", [("", mixed_fleet.FLEET), (VIRTUAL, SHARED)], ids=["mig", "shared"])
 def test_a_chart_of_memory_per_node_or_gpu_index_adds_each_instance_once(tmp_path, settings, fleet):
     """The widgets of the same totals (a chart per node was left out: refused) read each GPU instance once."""
-    from tests.support.cloudwatch_widgets import latest_values
+    from tests.support.cloudwatch_widgets import latest_values, widgets_read
 
     files = encode(build(defined_project(tmp_path, settings, dashboards=DASHBOARD)))
-    values = latest_values(files, through_agent(files, STEP, END, fleet), END)
+    values = latest_values(files, through_agent(files, STEP, END, fleet, only=widgets_read(files)), END)
     for title, field, group in (("Node memory used", "DCGM_FI_DEV_FB_USED", "node"),
                                 ("Memory free by GPU index", "DCGM_FI_DEV_FB_FREE", "index")):
         truth = _truth(fleet, field, group)

@@ -17,7 +17,7 @@ from generator.artifacts import build
 from generator.output import encode
 from tests.support import mixed_fleet
 from tests.support.agent_points import through_agent
-from tests.support.cloudwatch_widgets import header, latest_values, said
+from tests.support.cloudwatch_widgets import header, latest_values, said, widgets_read
 from tests.support.projects import defined_project
 
 STEP, END = 30, 2100
@@ -37,7 +37,7 @@ NOTE = "a GPU split into MIG instances"
 @pytest.fixture(scope="module")
 def shown(tmp_path_factory):
     files = encode(build(defined_project(tmp_path_factory.mktemp("nodes"), dashboards=DASHBOARD)))
-    values = latest_values(files, through_agent(files, STEP, END), END)
+    values = latest_values(files, through_agent(files, STEP, END, only=widgets_read(files)), END)
     return values, header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-nodes.json")
 
 
