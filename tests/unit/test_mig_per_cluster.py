@@ -119,16 +119,23 @@ def test_the_split_cluster_keeps_its_mig_alarms_and_leaves_out_the_half_alarm(bu
     alone could fire where the rule does not), said by a note naming the cluster."""
     pipeline, project, files, fired = built
     split = {name: groups for name, groups in fired.items() if "-split-" in name}
-    assert "gpudash-split-ns-mean-low-warning" not in split
+    said = {note.message for note in notes(project) if note.rule == "AL012"}
+    if pipeline == "otel":  # the namespace's use of each GPU the agent makes, a MIG GPU's by its stand-in: no half
+        assert _shown(split["gpudash-split-ns-mean-low-warning"], ("namespace",)) == _expected(NAMESPACE_MEAN, FLEET)
+        assert not any("'ns-mean-low'" in m for m in said), said
+    else:
+        assert "gpudash-split-ns-mean-low-warning" not in split
+        assert any("'ns-mean-low' is not made on CloudWatch in cluster split" in m for m in said), said
     gpus = split["gpudash-split-gpu-mean-low-warning"] | split.get("gpudash-split-gpu-mean-low-mig-warning", set())
     # on otel one alarm reads the merged per-GPU set (a MIG GPU by its instances' mean); on classic a second alarm
     assert ("gpudash-split-gpu-mean-low-mig-warning" in split) == (pipeline == "classic")
     assert _shown(gpus, ("node", "gpu")) == _expected(GPU_MEAN, FLEET)
     shown = _shown(split["gpudash-split-ns-max-high-warning"], ("namespace",))
-    assert shown <= _expected(NAMESPACE_MAX, FLEET)  # can only miss a MIG GPU
-    said = {note.message for note in notes(project) if note.rule == "AL012"}
-    assert any("'ns-mean-low' is not made on CloudWatch in cluster split" in m for m in said), said
-    assert any("'ns-max-high'" in m and "in cluster split" in m for m in said), said
+    if pipeline == "otel":  # read from the namespace's use of each GPU, a MIG GPU's by its stand-in
+        assert shown == _expected(NAMESPACE_MAX, FLEET) and not any("'ns-max-high'" in m for m in said), said
+    else:
+        assert shown <= _expected(NAMESPACE_MAX, FLEET)  # can only miss a MIG GPU
+        assert any("'ns-max-high'" in m and "in cluster split" in m for m in said), said
     assert not any("cluster whole" in m for m in said), said
 
 
@@ -161,8 +168,10 @@ def test_a_fleet_alarm_over_clusters_that_differ_is_built_as_for_the_strictest(t
 
 def test_a_half_alarm_is_still_refused_where_every_cluster_may_have_mig(tmp_path):
     """A fleet whose every cluster may have MIG GPUs (one saying `some`, one unset) makes the half alarm nowhere: it is
-    refused (exit 2 at generate), naming the setting that builds it."""
-    project = defined_project(tmp_path, "clusters:\n  - name: a\n    region: us-east-1\n    exporter:\n"
+    refused (exit 2 at generate), naming the setting that builds it (agent.pipeline: classic: the OTel pipeline
+    makes the namespace's use of each GPU, a MIG GPU's by its stand-in, so the rule is no half alarm there)."""
+    project = defined_project(tmp_path, "agent:\n  pipeline: classic\n"
+                                        "clusters:\n  - name: a\n    region: us-east-1\n    exporter:\n"
                                         "      mig: some\n  - name: b\n    region: us-east-1\n",
                               alarms=_alarms(NAMESPACE_MEAN))
     with pytest.raises(InputError) as refused:
