@@ -52,13 +52,14 @@ def _alarms(*cases: tuple[str, str, tuple, str, float, str]) -> str:
 
 
 def _points(files: dict[str, bytes]) -> list:
-    """Each cluster's fleet through its own agent's model (its ClusterName on its points)."""
+    """Each cluster's fleet through its own agent's model (its ClusterName on its points): those the alarms read."""
+    read = cloudwatch_eval.reads(*(a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]))
     points = []
     for cluster, fleet in FLEETS.items():
         config, job = agent_config(files[f"k8s/cwagent-prometheus-config-{cluster}.yaml"])
-        points += Agent(config, job).run([Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP),
-                                                 target_labels(job, node.name))
-                                          for k in range(-2, END // STEP) for node in fleet])
+        points += Agent(config, job, only=read).run([Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP),
+                                                            target_labels(job, node.name))
+                                                     for k in range(-2, END // STEP) for node in fleet])
     return points
 
 
