@@ -10,7 +10,12 @@ from typing import Any
 
 from .cloudwatch_query import SERIES_PER_QUERY, is_query
 
+# CloudWatch's dashboard quotas (user guide, "CloudWatch service quotas", Dashboards): "Up to 500 metrics per
+# dashboard widget. Up to 2500 metrics per dashboard, across all widgets. These quotas include all metrics retrieved
+# for use in metric math functions, even if those metrics are not displayed on the graph." Both count alike
+# (widget_metrics): a metric line one, a GROUP BY query the series it may return (its LIMIT, 500 without one).
 METRICS_PER_DASHBOARD = 2500
+METRICS_PER_WIDGET = 500
 
 
 # A LIMIT clause is the last of a query: `LIMIT` (any case) and a whole number, ending the text.
@@ -57,18 +62,25 @@ def metrics_shown_at_most(body: Any) -> int:
 
 
 def metrics_shown(body: Any, series=None) -> int:
-    """How many metrics a dashboard body may show: a metric line counts one, a GROUP BY query its LIMIT
-    (500 without one); math over them adds none. (`series`: what one query counts; by default, what the
-    parsed query says.)"""
-    series = series or series_of
+    """How many metrics a dashboard body may show: the sum of its metric widgets' (widget_metrics). (`series`: what
+    one query counts; by default, what the parsed query says.)"""
     total = 0
     for widget in body.get("widgets", []) if isinstance(body, dict) else ():
         properties = widget.get("properties") if isinstance(widget, dict) and widget.get("type") == "metric" else None
-        for line in properties.get("metrics", []) if isinstance(properties, dict) else ():
-            options = line[-1] if isinstance(line, list) and line and isinstance(line[-1], dict) else {}
-            if "expression" in options:
-                if is_query(str(options["expression"])):
-                    total += series(str(options["expression"]))
-            else:
-                total += 1
+        total += widget_metrics(properties, series)
+    return total
+
+
+def widget_metrics(properties: Any, series=None) -> int:
+    """How many metrics a metric widget's properties may read: a metric line counts one, a GROUP BY query its
+    LIMIT (500 without one); math over them adds none."""
+    series = series or series_of
+    total = 0
+    for line in properties.get("metrics", []) if isinstance(properties, dict) else ():
+        options = line[-1] if isinstance(line, list) and line and isinstance(line[-1], dict) else {}
+        if "expression" in options:
+            if is_query(str(options["expression"])):
+                total += series(str(options["expression"]))
+        else:
+            total += 1
     return total

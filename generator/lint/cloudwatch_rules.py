@@ -16,7 +16,7 @@ from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
                                 UNUSED_SHARE, OTEL_GAP_EITHER, dimension_sets, gap_said, is_query, level_of,
                                 node_total, otel_gap, pod_dimensions, pod_total_kind)
-from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
+from ..dashboard_limit import METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, metrics_shown, widget_metrics
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT, CLUSTER_DIMENSION
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..output import ALARMS_FILE, BodyStrings, cloudwatch_dashboard_file, template_bytes, template_file
@@ -28,7 +28,6 @@ from .metric_math import ARRAY, SERIES, Kind, MathError, kind_of
 
 SEARCH_MAX_CHARS = 1024
 SEARCHES_PER_GRAPH = 100
-METRICS_PER_WIDGET = 500
 CONTRIBUTORS_REPORTED = 100
 ID = re.compile(r"^[a-z][a-zA-Z0-9_]*$")
 _SEARCH = re.compile(r"SEARCH\(\s*'((?:[^']|'')*)'", re.I)
@@ -81,11 +80,14 @@ def names(subject: LintInput) -> Iterable[Finding]:
 
 
 def metric_count(subject: LintInput) -> Iterable[Finding]:
+    """A widget reads at most 500 metrics, counted as CW011 counts a dashboard's 2,500 (the quotas count alike
+    "all metrics retrieved for use in metric math"): a metric line one, a GROUP BY query its LIMIT."""
     for name, index, properties in _metric_widgets(subject):
-        lines = properties.get("metrics", [])
-        if isinstance(lines, list) and len(lines) > METRICS_PER_WIDGET:
+        total = widget_metrics(properties)
+        if total > METRICS_PER_WIDGET:
             yield Finding("CW003", "error", _where(name, index),
-                          f"{len(lines)} metrics: a widget holds at most {METRICS_PER_WIDGET}")
+                          f"up to {total} metrics (a GROUP BY query counts as its LIMIT, 500 without one): a widget "
+                          f"reads at most {METRICS_PER_WIDGET}")
 
 
 def _line_problem(line: Any) -> str | None:

@@ -26,6 +26,7 @@ from ..container_insights import (MIG_ONE_INSTANCE, NotPublished, enabled as add
                                   observed_every, plan as addon_plan, source_plan)
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
+from ..dashboard_limit import METRICS_PER_WIDGET
 from ..names import cloudwatch_dashboard_name
 from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..ownership import with_publication
@@ -125,6 +126,7 @@ class _MetricWidget:
     period_field: str | None = None  # the field whose [ClusterName] metric the PERIOD() line names (period_field())
     readings: str | None = None  # past 500 GPUs, the mean of the cluster's readings ({s}: their Sum, {c}: count)
     readings_set: tuple[str, ...] = (CLUSTER_DIMENSION,)  # the set they are read from (readings_dimensions)
+    combined: int = SERIES_PER_QUERY  # the LIMIT of a query whose series combine into one line (combined_limit)
 
     def in_cluster(self, cluster: Cluster) -> dict[str, Any]:
         expression = self.query[0] + self.plan.cluster_filter(cluster) + self.query[1]
@@ -154,7 +156,7 @@ class _MetricWidget:
         shown = "q1" if self.plan.math is None else self.plan.math.format(q="q1", p=f"PERIOD({PERIOD_ID})")
         if self.readings is not None:
             # Past 500 GPUs the query returns 500 of them: the mean of every reading of the cluster instead
-            shown = (f"IF(METRIC_COUNT(q1) < {SERIES_PER_QUERY}, {shown}, "
+            shown = (f"IF(METRIC_COUNT(q1) < {self.combined}, {shown}, "
                      f"{self.readings.format(s=READINGS_IDS[0], c=READINGS_IDS[1])})")
         if self.true_at is not None:
             # A period picked in the console (Actions > Period override) replaces the widget's: the value of a
@@ -214,7 +216,8 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
     query = panel.queries[0]
     label = series_label(plan_, query.per_pod, panel.title if not plan_.series else query.metric)
     if not plan_.series:
-        limit = SERIES_PER_QUERY if plan_.group else None  # per-GPU lines combined by math: all of them
+        # per-GPU lines combined by math: all of them the widget can read
+        limit = combined_limit(panel, plan_, catalog, settings) if plan_.group else None
     else:
         limit = settings.cloudwatch.top_pods if query.per_pod else settings.cloudwatch.top_gpus
     rank, order = line_rank(query, plan_, catalog, _now_table(panel, query, catalog))
@@ -274,7 +277,7 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
                          label, position,
                          plan_.namespace or settings.cloudwatch.namespace, true_at,
                          None if plan_.namespace else period_field(catalog, settings), readings,
-                         readings_dimensions(settings))
+                         readings_dimensions(settings), limit if plan_.group and not plan_.series else SERIES_PER_QUERY)
 
 
 NOW_PERIODS = 4  # a now value's own range, in its periods: the minute drawn, the one filling, and room for both
@@ -495,30 +498,51 @@ _GROUP_WORDS = (("container", "containers"), (NAMESPACE_DIMENSION, "namespaces")
                 (CLUSTER_DIMENSION, "clusters"))
 
 
-def combined_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings | None = None) -> str:
-    """What a line combining a GROUP BY query's series (a fleet total, count or mean) reads past 500 of them, said in
-    its dashboard's header: a Metrics Insights query returns at most 500 series, those its ORDER BY ranks first."""
+def combined_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings | None = None,
+                  n: int = SERIES_PER_QUERY) -> str:
+    """What a line combining a GROUP BY query's series (a fleet total, count or mean) reads past `n` of them (its
+    LIMIT: combined_limit), said in its dashboard's header: a Metrics Insights query returns at most 500 series, those
+    its ORDER BY ranks first."""
     what = _lines_of(plan_, settings)
-    n = SERIES_PER_QUERY
     rank, order = line_rank(query, plan_, catalog)
     first = ("those seen at the most scrapes in its time range, whatever they read" if rank == "COUNT" else
              f"those of the {'lowest' if order == 'ASC' else 'highest'} value in its time range")
-    return (f"combines at most {n} {what} of the cluster (a Metrics Insights query returns {n} series, {first}): "
+    return (f"combines at most {n} {what} of the cluster ({_returns(n)}, {first}): "
             f"past {n} it reads those {n} only (`gpudash cost` says when a cluster passes it)")
 
 
-def readings_note(plan_: Plan, query: Query, settings: Settings) -> str:
+def _returns(n: int) -> str:
+    """Why a widget's query returns at most `n` series (its LIMIT: combined_limit)."""
+    if n == SERIES_PER_QUERY:
+        return f"a Metrics Insights query returns {n} series"
+    return (f"a widget reads at most {METRICS_PER_WIDGET} metrics, {METRICS_PER_WIDGET - n} of them its other metric "
+            f"lines, so its query returns {n} series")
+
+
+def combined_limit(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings) -> int:
+    """The LIMIT of a widget combining its query's per-GPU series into one line (a fleet total, count or mean): the
+    metrics a widget may read (CloudWatch's dashboard quotas: 500 per widget, 2,500 per dashboard, "all metrics
+    retrieved for use in metric math functions", counted alike: a metric line one, a GROUP BY query its LIMIT;
+    dashboard_limit.widget_metrics) less its other metric lines (the PERIOD() line, the readings' Sum and SampleCount
+    past it: readings_form). LIMIT 500 beside them read 502 or 503."""
+    others = int(_period_line(panel, plan_, catalog))
+    if readings_past_500(panel, plan_, catalog, settings):
+        others += sum(mark in readings_form(panel.queries[0], catalog, settings) for mark in ("{s}", "{c}"))
+    return METRICS_PER_WIDGET - others
+
+
+def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES_PER_QUERY) -> str:
     """What a fleet value that reads every reading past 500 GPUs (readings_past_500) shows, for its header. On the
     OTel pipeline the agent publishes a GPU's reading once per scrape of its exporter, its copies merged
     (agent_otel.once_per_gpu); on classic each copy is one observation of the per-cluster metric, whoever wrote it:
-    nothing in one query of it tells copies apart. The header names every way copies still count."""
-    n = SERIES_PER_QUERY
+    nothing in one query of it tells copies apart. The header names every way copies still count. `n`: the widget's
+    LIMIT (combined_limit)."""
     dims = readings_dimensions(settings)
     where = ", ".join(dims) + (f": {ONCE_PER_GPU[1]}" if ONCE_PER_GPU[0] in dims else "")
     kind = "a GPU's reading once per scrape" if ONCE_PER_GPU[0] in dims else "the field published per cluster"
     drawn = span(now_period(settings))  # the period the value is drawn at: a minute, or 300 s at 75 s scrapes
     scrapes = "the minute's scrapes" if drawn == "minute" else f"the scrapes of the {drawn}"
-    source = (f"(a Metrics Insights query returns {n} series) {{}} of the cluster in the {drawn} ({kind}, "
+    source = (f"({_returns(n)}) {{}} of the cluster in the {drawn} ({kind}, "
               f"{plan_.metric} [{where}])")
     surge = "two exporter pods on its node each read it while the exporter's DaemonSet rolls with a surge"
 
@@ -688,10 +712,12 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
             widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
     blanks = "addon" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
     notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
-    notes += [(panel.title, readings_note(plans[id(panel)], panel.queries[0], settings)
+    notes += [(panel.title, readings_note(plans[id(panel)], panel.queries[0], settings,
+                                          combined_limit(panel, plans[id(panel)], catalog, settings))
                if readings_past_500(panel, plans[id(panel)], catalog, settings)
-               else combined_note(panel.queries[0], plans[id(panel)], catalog, settings)) for panel in shown.panels()
-              if plans[id(panel)].group and not plans[id(panel)].series]
+               else combined_note(panel.queries[0], plans[id(panel)], catalog, settings,
+                                  combined_limit(panel, plans[id(panel)], catalog, settings)))
+              for panel in shown.panels() if plans[id(panel)].group and not plans[id(panel)].series]
     notes += [(panel.title, now_note(settings)) for panel in shown.panels()
               if _now_value(panel, panel.queries[0], catalog, plans[id(panel)])]
     notes += [(panel.title, table_note(settings)) for panel in shown.panels()

@@ -126,8 +126,9 @@ def test_past_500_gpus_a_value_now_combines_gpus_reporting_now_not_the_busiest_t
     (reporting,) = cloudwatch_eval.widget(widgets["GPUs reporting"], points, END - 6 * 3600, END, now=END).values()
     assert reporting[max(reporting)] == PRESENT * PER_NODE, reporting  # seen on main 2628696: 500
     assert said(header(files, OVERVIEW), "GPUs reporting",
-                "the number of GPUs reporting up to 500 GPUs of the cluster, and past 500 (a Metrics Insights query "
-                "returns 500 series) the number of readings of the cluster in the minute")
+                "the number of GPUs reporting up to 498 GPUs of the cluster, and past 498 (a widget reads at most 500 "
+                "metrics, 2 of them its other metric lines, so its query returns 498 series) the number of readings of "
+                "the cluster in the minute")
 
 
 STAYED, REPLACED = 50, 20  # nodes: 400 GPUs at 20 % all along; 160 at 20 % replaced by 160 at 90 % (a node roll)
@@ -165,8 +166,9 @@ def test_past_500_gpus_a_node_roll_keeps_the_new_gpus_in_the_mean(tmp_path):
     assert max(shown) == END - 120 and abs(shown[max(shown)] - truth) < 1e-9, (max(shown), shown[max(shown)])
     # seen on main e04d1f4: 20.0 (the new GPUs left out)
     assert said(header(files, OVERVIEW), "Average GPU utilization",
-                "the mean of each GPU's mean up to 500 GPUs of the cluster, and past 500 (a Metrics Insights query returns "
-                "500 series) the mean of every reading of the cluster in the minute")
+                "the mean of each GPU's mean up to 497 GPUs of the cluster, and past 497 (a widget reads at most 500 "
+                "metrics, 3 of them its other metric lines, so its query returns 497 series) the mean of every reading "
+                "of the cluster in the minute")
 
 
 BLANK = 9.223372036854775794e18  # DCGM's blank for a 64-bit field, as the exporter passes it through
@@ -246,8 +248,8 @@ def test_past_500_gpus_an_exporter_surge_is_said_where_the_fleet_mean_is_shown(t
     readings = {SURGED * PER_NODE * 4: 90.0, CALM * PER_NODE * 2: 20.0}  # {readings in the minute drawn: value}
     assert abs(value - sum(n * v for n, v in readings.items()) / sum(readings)) < 1e-9, value  # 38.67, truth 30.77
     assert said(header(files, OVERVIEW), "Average GPU utilization",
-                "the mean of each GPU's mean up to 500 GPUs of the cluster, and past 500"), header(files, OVERVIEW)
-    (note,) = [n for n in notes(header(files, OVERVIEW))["Average GPU utilization"] if "past 500" in n]
+                "the mean of each GPU's mean up to 497 GPUs of the cluster, and past 497"), header(files, OVERVIEW)
+    (note,) = [n for n in notes(header(files, OVERVIEW))["Average GPU utilization"] if "past 49" in n]
     assert "two exporter pods" in note, note  # seen on main c00e7c2: the header names MIG and shared-GPU copies only
 
 
@@ -267,7 +269,7 @@ def test_past_500_gpus_a_failed_scrape_is_said_where_the_fleet_mean_is_shown(tmp
     assert max(shown) == END - 120
     readings = {SURGED * PER_NODE * 1: 90.0, CALM * PER_NODE * 2: 20.0}
     assert abs(shown[END - 120] - sum(n * v for n, v in readings.items()) / sum(readings)) < 1e-9, shown
-    (note,) = [n for n in notes(header(files, OVERVIEW))["Average GPU utilization"] if "past 500" in n]
+    (note,) = [n for n in notes(header(files, OVERVIEW))["Average GPU utilization"] if "past 49" in n]
     assert "whose node's scrape failed in it, weighs less" in note, note  # seen on c00e7c2: not said
 
 
@@ -301,10 +303,10 @@ def test_past_500_gpus_the_count_and_the_total_hold_every_gpu_of_the_minute(tmp_
     # four minutes held GPUs gone before the minute drawn
     assert values == {"GPUs reporting": STAYED * PER_NODE + REPLACED * PER_NODE / 2, "Total power draw": power}, values
     text = header(files, OVERVIEW)
-    (count_note,) = [n for n in notes(text)["GPUs reporting"] if "past 500" in n]
+    (count_note,) = [n for n in notes(text)["GPUs reporting"] if "past 49" in n]
     assert "one that came or left within the minute, or whose node's scrape failed in it, counts as the share of the " \
            "minute's scrapes that read it" in count_note, count_note
-    (power_note,) = [n for n in notes(text)["Total power draw"] if "past 500" in n]
+    (power_note,) = [n for n in notes(text)["Total power draw"] if "past 49" in n]
     assert "the total of every reading of the cluster in the minute (a GPU's reading once per scrape, " \
            "DCGM_FI_DEV_POWER_USAGE [ClusterName, readings: once per GPU]) over the 2 readings one GPU gives there " \
            "(one per scrape of 30 s)" in power_note, power_note

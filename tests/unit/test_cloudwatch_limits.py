@@ -30,17 +30,18 @@ def _generate(cli, tmp_path, text: str, refused: bool = True):
     return code, stdout, stderr, config, out
 
 
-# top_gpus: the overview binds first, its four one-line charts summed or averaged from up to 500 per-GPU lines
-# each (2,000 metrics; the hottest GPU's one more; the hidden period metric of each of its five now values, five
-# more; the fleet values' readings per cluster past 500 GPUs: the two means' Sum and SampleCount, the count's
-# SampleCount and the total's Sum, six more) beside six per-GPU
+# top_gpus: the overview binds first, its four one-line charts summed or averaged from up to 497 or 498 per-GPU
+# lines each (a widget reads at most 500 metrics, its hidden lines included: 1,990 metrics; the hottest GPU's one
+# more; the hidden period metric of each of its five now values, five more; the fleet values' readings per cluster
+# past 497 or 498 GPUs: the two means' Sum and SampleCount, the count's SampleCount and the total's Sum, six more)
+# beside six per-GPU
 # and two per-MIG-instance charts; the health dashboard's eleven charts would allow 227 (the message names those
-# 2,012: 8 x 500 alone is not the total it gives); by pod, eleven charts and the
+# 2,002: 8 x 500 alone is not the total it gives); by pod, eleven charts and the
 # hidden metrics of its two charts whose math takes the period from one (PERIOD: the energy rate, and the table
 # of pods now, drawn only at its own period; its sums and counts per pod are the agent's totals per scrape)
 # allow 227
 @pytest.mark.parametrize("key, dashboard, total, charts, fixed, fits", [("top_pods", "by-pod", "5,502", 11, 2, 227),
-                                                                         ("top_gpus", "overview", "6,012", 8, 2012, 61)])
+                                                                         ("top_gpus", "overview", "6,002", 8, 2002, 62)])
 def test_lines_per_chart_beyond_the_dashboards_metric_limit_are_refused_with_the_value_that_fits(
         cli, tmp_path, key, dashboard, total, charts, fixed, fits):
     code, stdout, stderr, config, out = _generate(cli, tmp_path, f"cloudwatch:\n  {key}: 500\n")
@@ -162,3 +163,27 @@ def test_clusters_of_a_region_named_like_query_clauses_have_the_bound_of_their_d
         assert _at_most(dashboard, bounds) == metrics_shown_at_most(dashboard.body) == metrics_shown(dashboard.body), \
             dashboard.name
     assert len(bounds) == 6  # three dashboards in two Regions
+
+
+@pytest.mark.parametrize("settings", ["{}\n", "agent:\n  pipeline: classic\n", "cloudwatch:\n  source: container-insights\n"],
+                         ids=["otel", "classic", "container-insights"])
+def test_every_bundled_widget_reads_at_most_500_metrics_counted_as_the_dashboard_s(settings):
+    """CloudWatch's quotas ("Up to 500 metrics per dashboard widget. Up to 2500 metrics per dashboard ... These quotas
+    include all metrics retrieved for use in metric math functions") count a widget's metrics as a dashboard's: a
+    GROUP BY query as its LIMIT. The fleet values' queries (LIMIT 500) beside their hidden PERIOD() and readings lines
+    read 502 and 503 ("GPUs reporting", "Total power draw"; the two means): their LIMIT leaves room for those lines."""
+    from generator.dashboard_limit import widget_metrics
+    from tests.support.built import files as built_files
+
+    files = built_files(settings)
+    counted = {}
+    for path, content in files.items():
+        if path.startswith("cloudwatch/dashboards/"):
+            for widget in json.loads(json.loads(content)["DashboardBody"])["widgets"]:
+                if widget["type"] == "metric":
+                    counted[(path, widget["properties"]["title"])] = widget_metrics(widget["properties"])
+    assert max(counted.values()) <= 500, {k: v for k, v in counted.items() if v > 500}
+    if "source" not in settings:
+        overview = {title: n for (path, title), n in counted.items() if path.endswith("-overview.json")}
+        assert [overview[t] for t in ("GPUs reporting", "Total power draw", "Average GPU utilization",
+                                      "Average GPU temperature")] == [500] * 4, overview

@@ -66,6 +66,12 @@ BODY_CASES = {
     "bad period": (lambda b: _metric_widget(b)["properties"].update(period=45), "CW001", "period"),
     "too many metrics": (lambda b: _metric_widget(b)["properties"].update(
         metrics=[["ContainerInsights/Prometheus", f"m{i}", "pod", "p"] for i in range(501)]), "CW003", "501 metrics"),
+    # CloudWatch's quotas count a widget's 500 metrics as the dashboard's 2,500 (CW011): a GROUP BY query as its LIMIT
+    "a query's series and a metric line past 500": (lambda b: (_first_query(b).update(
+        expression=_first_query(b)["expression"].replace("LIMIT 50", "LIMIT 500")),
+        _metric_widget(b)["properties"]["metrics"].append(
+            ["ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_TEMP", "ClusterName", "gpu-cluster", {"id": "m9"}]
+        )), "CW003", "up to 501 metrics (a GROUP BY query counts as its LIMIT, 500 without one)"),
     "odd dimension pairs": (lambda b: _metric_widget(b)["properties"].update(
         metrics=[["ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_UTIL", "pod"]]), "CW004",
         "expected [namespace, metric name, dimension name, value"),
