@@ -5,12 +5,13 @@ The exporter (scripted per scrape, as dcgm-exporter without KUBERNETES_VIRTUAL_G
 
 * GPU 0 held by ml/a (90 % busy) for its first HANDOVER scrapes, then by ml/b (10 %): a pod that leaves its GPU
   and the next one that takes it;
-* GPU 1 shared by ml/c and ml/d by time-slicing, named under c at even scrapes and d at odd ones (50 %).
+* GPU 1 shared by ml/c, ml/d and ml/e by time-slicing, named under each in turn (c, d, e, c, ...; 50 %): three
+  pods, so a window of two scrapes (a minute at 30 s, as CloudWatch's table read it before) would miss one.
 
 Each scrape that names another pod marks the previous pod's series stale (an instant selector reads the latest
 scrape's pod alone). The panels' lookback (promql.label_lookback: 4 scrape intervals, made for 30 s scrapes; here
 4 s, read with tests.support.prometheus_server.scraped_every) shows each pod a scrape within it named, with the
-GPU's latest reading: at every step of a range, c and d both; a for up to 4 s after the last scrape that named it,
+GPU's latest reading: at every step of a range, c, d and e; a for up to 4 s after the last scrape that named it,
 with b's 10 % then; never a after that. The truth at each instant is worked out from the sample times Prometheus
 stored (when each scrape ran) and the script (what each scrape named), not from the panels' queries.
 """
@@ -34,13 +35,13 @@ from tests.support.replay_exporter import ReplayExporter
 
 HANDOVER = 6  # GPU 0: ml/a at scrapes 0-5, ml/b from 6
 SCRAPES = 14  # scraped this many times, then no more
-UTIL = {"a": 90.0, "b": 10.0, "c": 50.0, "d": 50.0}
+UTIL = {"a": 90.0, "b": 10.0, "c": 50.0, "d": 50.0, "e": 50.0}
 TITLES = ("Pods on GPUs", "GPU utilization by pod")
 
 
 def _named(scrape: int) -> dict[int, str]:
     """The pod each GPU's series name at a scrape."""
-    return {0: "a" if scrape < HANDOVER else "b", 1: "cd"[scrape % 2]}
+    return {0: "a" if scrape < HANDOVER else "b", 1: "cde"[scrape % 3]}
 
 
 def _payload(scrape: int) -> str:
@@ -142,7 +143,7 @@ def test_each_step_shows_the_pods_a_scrape_of_the_lookback_named_with_the_gpus_r
             truth = {f"Pod ml/{pod}": (1.0 if title == "Pods on GPUs" else value)
                      for pod, value in _truth(samples, at, window).items()}
             assert shown == truth, (title, step, at, shown, truth)
-            assert {"Pod ml/c", "Pod ml/d"} <= set(shown), (title, at)  # both pods of the time-sliced GPU, each step
+            assert {"Pod ml/c", "Pod ml/d", "Pod ml/e"} <= set(shown), (title, at)  # the time-sliced GPU's pods
             if first_b <= at <= last_a + window and title == "GPU utilization by pod":
                 assert shown["Pod ml/a"] == UTIL["b"]  # the GPU's reading then: the next pod's use
                 seen["a after it left"].add(at)
