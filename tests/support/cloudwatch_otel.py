@@ -388,8 +388,10 @@ class OtelAgent(Pipeline):
         self.dropped += dropped
         self.exported.update(metric.name for metric in kept)
         result: list[Datapoint] = []
-        for metric, points in published:
-            result += self._published(metric, points, scrape)
+        for metric, points, emitted in published:
+            # a gauge none of whose points has a dimension set (`only` left them out) gives nothing, and changes nothing
+            if emitted or metric.kind == "counter" or self.events is not None:
+                result += self._published(metric, points, scrape)
         return result
 
     def _processed(self, scrape: Scrape, last: frozenset) -> tuple:
@@ -430,6 +432,7 @@ class OtelAgent(Pipeline):
         published = [(metric, [(labels, value, *self._emitted(metric.name, labels)) for labels, value in metric.points
                                if not (value is None or math.isnan(value) or math.isinf(value))])
                      for metric in kept]
+        published = [(metric, points, any(dimensions for *_, dimensions in points)) for metric, points in published]
         return kept, seen, kinds, read, dropped, published
 
     def _filtered(self, metrics: list["_Metric"]) -> list["_Metric"]:
