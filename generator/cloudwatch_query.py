@@ -1019,10 +1019,15 @@ def _pod_total(query: Query, settings: Settings, series: tuple[str, ...], per_gp
     per_gpu = per_gpu or GPU_DIMENSION in series
     # a pod's largest or smallest per GPU it holds (pod_gpu_lines, of a field its MIG instances add up): that of its
     # totals on the GPU over the period's scrapes, each the GPU's whole reading for the pod
-    function = MI_FUNCTIONS[query.aggregation] if query.aggregation in ("max", "min") else "AVG"
+    # a pod's count: the most GPUs one scrape of the period read (MAX), each with a reading there (the agent counts after
+    # its blank filter). Each scrape's count is at most the GPUs with a reading in the period, the rule's count: a GPU
+    # reading DCGM's blank at every other scrape read 3.5 GPUs of 4 as a mean (AVG), and a GPU shared with pods named
+    # in turn 1.5 GPUs of 2; a failed scrape sends none
+    function = MI_FUNCTIONS[query.aggregation] if query.aggregation in ("max", "min") else \
+        "MAX" if kind == "count" else "AVG"
     # a pod's total of a scrape holds a GPU it shares with pods named in turn only at the scrapes naming it: a pod
-    # holding one GPU of its own and one named in turn reads 1.5 GPUs (its total per GPU reads each whole)
-    named = (NAMED_PART,) if not per_gpu and not settings.exporter.virtual_gpus else ()
+    # holding a GPU of its own of 300 W and one named in turn of 100 W reads 350 W (its total per GPU reads each whole)
+    named = (NAMED_PART,) if not per_gpu and kind == "sum" and not settings.exporter.virtual_gpus else ()
     return Plan(metric=query.metric, function=function, dims=tuple(pod_total_dimensions(settings, kind, per_gpu)),
                 group=series, series=series, notes=named)
 
@@ -1057,7 +1062,8 @@ NAMED_SHARE = ("a pod holding a GPU that pods share by time-slicing or MPS, whic
 # A pod's total per scrape (_pod_total, OTel) where the exporter names a shared GPU under one of its pods at a time
 NAMED_PART = ("a pod holding a GPU of its own and one that pods share by time-slicing or MPS, which the exporter names "
               "under one of them at a time (without KUBERNETES_VIRTUAL_GPUS), reads the shared one at the share of the "
-              "period's scrapes it was named at (1.5 GPUs for 2), where one holding only the shared GPU reads it whole")
+              "period's scrapes it was named at (300 W and one of 100 W named every other scrape read 350 W), where "
+              "one holding only the shared GPU reads it whole")
 
 
 def per_scrape_read(plan_: Plan) -> bool:

@@ -153,11 +153,12 @@ def otel(tmp_path_factory):
     return alarms_through_agent(project, STEP, STEPS * STEP, FLEET)
 
 
-# A pod's count or sum per pod over a GPU of its own and one named in turn (ts-a), and a namespace's (team-g, team-h):
-# the agent's total per pod (per namespace) is made per scrape from the pods that scrape names, so ts-a and team-g read
-# 1.5 GPUs and 120 + 160 W at half their scrapes, team-h 0.5 GPUs (`count < 1` in ALARM for a namespace holding its
-# GPU). The CloudWatch side of it is not mended: {rule: the groups judged otherwise than the truth there}
-CLOUDWATCH_PART = {**dict.fromkeys(("count-power-pod-gt-1-5", "sum-power-pod-gt-250", "sum-power-pod-lt-250"),
+# A pod's sum per pod over a GPU of its own and one named in turn (ts-a), and a namespace's count or sum (team-g,
+# team-h): the agent's total per pod (per namespace) is made per scrape from the pods that scrape names, so ts-a and
+# team-g read 120 + 160 W at half their scrapes, team-g 1.5 GPUs, team-h 0.5 GPUs (`count < 1` in ALARM for a
+# namespace holding its GPU). (A pod's count reads the most GPUs one scrape of the period counted: 2 for ts-a.) The
+# CloudWatch side of it is not mended: {rule: the groups judged otherwise than the truth there}
+CLOUDWATCH_PART = {**dict.fromkeys(("sum-power-pod-gt-250", "sum-power-pod-lt-250"),
                                    ("ts-a",)),
                    **dict.fromkeys(("count-power-namespace-gt-1-5", "count-power-namespace-lt-1",
                                     "sum-power-namespace-gt-250", "sum-power-namespace-lt-250"), ("team-g", "team-h")),

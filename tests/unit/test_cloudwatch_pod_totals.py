@@ -176,14 +176,17 @@ def pod_total(metric: str, node: str, pod: tuple[str, str], t: int) -> float | N
 
 def truth(metric: str, period: int = PERIOD) -> dict[str, dict[int, float]]:
     """{line: {period start: the mean of the pod's totals at the scrapes that arrived}}: a pod's totals come
-    from the node it runs on, at that node's scrapes."""
+    from the node it runs on, at that node's scrapes. A count (TEMP's line, GPUs per pod): the most GPUs one scrape
+    read, each GPU with a reading in the period counted as the rule counts it (a mean of the counts read a GPU with a
+    reading at some of the period's scrapes as part of one)."""
+    how = max if metric == TEMP else mean
     lines: dict[str, dict[int, float]] = {}
     for pod in sorted({s[3] for s in HELD}):
         for start in range(START, END, period):
             totals = [total for node in (A, B) for t in arrived(node) if start <= t < start + period
                       if (total := pod_total(metric, node, pod, t)) is not None]
             if totals:
-                lines.setdefault(f"Pod {pod[0]}/{pod[1]}", {})[start] = mean(totals)
+                lines.setdefault(f"Pod {pod[0]}/{pod[1]}", {})[start] = how(totals)
     return lines
 
 
@@ -314,7 +317,8 @@ def test_the_models_count_is_the_processors():
 
 def test_the_bundled_widgets_of_every_total_the_agent_publishes_read_the_truth(tmp_path_factory):
     """The default build: each total its agent configuration publishes (a pod-total set's fields) is read by a
-    bundled widget, and every such widget reads the mean of the pod's known totals, blanks and all."""
+    bundled widget, and every such widget reads the mean of the pod's known totals (a count the most), blanks and
+    all."""
     folder = tmp_path_factory.mktemp("bundled")
     (folder / "gpudash.yaml").write_text("agent:\n  pipeline: otel\n")
     files = encode(build(load_project(folder / "gpudash.yaml")))
@@ -328,7 +332,7 @@ def test_the_bundled_widgets_of_every_total_the_agent_publishes_read_the_truth(t
         expression = properties["metrics"][0][0].get("expression", "")
         if "pod_total" not in expression and "pod_gpus" not in expression:
             continue
-        (field,) = re.findall(r'SELECT AVG\("(\w+)"\)', expression)
+        (field,) = re.findall(r'SELECT (?:AVG|MAX)\("(\w+)"\)', expression)  # (a count: the most one scrape read)
         read.add(field)
         # a table ("Pods on GPUs") means now: it is read at its own period (the pods' look-back: 2 minutes at 30 s
         # scrapes), a graph at any
