@@ -11,6 +11,7 @@ from ..artifacts import GrafanaDashboard
 from ..output import grafana_dashboard_bytes, grafana_dashboard_file
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
+from .promql_checks import output_labels
 from .subject import LintInput
 from ..promql_text import STRING_LITERAL
 from .promql_checks import COUNTER_FUNCTIONS, Selector, check_parses, query_selectors, range_windows
@@ -206,6 +207,11 @@ def pod_legends(subject: LintInput) -> Iterable[Finding]:
                       for group in re.findall(r"\bby \(([^)]*)\)", expr))
         shown = target.get("legendFormat") or ""
         missing = [name for name in (subject.namespace_label, label) if f"{{{{{name}}}}}" not in shown]
+        if grouped and missing:
+            # per pod where the answer's series carry the pod: a line per namespace grouping by pod inside does not
+            # (where the parser cannot say, a selector's labels reaching the answer, any grouping naming it decides)
+            labels = output_labels(expr)
+            grouped = labels is None or label in labels
         if grouped and missing:
             yield Finding("GF012", "error", _where(dashboard, panel),
                           f"per-pod query's legend does not show {' and '.join(f'{{{{{m}}}}}' for m in missing)} "

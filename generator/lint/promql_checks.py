@@ -678,3 +678,50 @@ def _class_start(regex: str, at: int) -> bool:
     """Whether the `]` at `at` is a class's first character (`[]a]`, `[^]a]`), a literal there."""
     return regex[at - 1] == "[" and (at < 2 or regex[at - 2] != "\\") or \
         regex[at - 2:at] == "[^" and (at < 3 or regex[at - 3] != "\\")
+
+
+_KEEP_INNER_LABELS = {"topk", "bottomk", "limitk", "limit_ratio"}  # their `by` groups the ranking, series keep labels
+
+
+@lru_cache(maxsize=4096)
+def output_labels(expr: str) -> frozenset[str] | None:
+    """The label names the series `expr` answers with can carry, as far as its outermost aggregations say: `sum by
+    (namespace) (... by (pod) ...)` answers with namespace alone; None where a selector's labels reach the answer
+    (or `without`, or an expression the parser refuses): any label can."""
+    try:
+        return _labels_of(parse(expr))
+    except ValueError:
+        return None
+
+
+def _labels_of(node) -> frozenset[str] | None:
+    import promql_parser
+
+    def union(*parts):
+        return None if any(part is None for part in parts) else frozenset().union(*parts)
+
+    if isinstance(node, (promql_parser.NumberLiteral, promql_parser.StringLiteral)):
+        return frozenset()
+    if isinstance(node, promql_parser.AggregateExpr):
+        if str(node.op) in _KEEP_INNER_LABELS:
+            return _labels_of(node.expr)
+        if node.modifier is None:
+            return frozenset() if str(node.op) != "count_values" else None
+        if "Without" in str(node.modifier.type) or str(node.op) == "count_values":
+            return None
+        return frozenset(node.modifier.labels)
+    if isinstance(node, promql_parser.BinaryExpr):
+        left, right = _labels_of(node.lhs), _labels_of(node.rhs)
+        if str(node.op) in ("and", "unless"):
+            return left
+        return union(left, right)  # `or`, arithmetic and comparisons (a group_left's labels among them)
+    if isinstance(node, promql_parser.Call):
+        vectors = [_labels_of(arg) for arg in node.args
+                   if not isinstance(arg, (promql_parser.NumberLiteral, promql_parser.StringLiteral))]
+        added = frozenset([node.args[1].val]) if node.func.name in ("label_replace", "label_join") else frozenset()
+        return union(*vectors, added) if vectors else (None if node.func.name in ("absent", "absent_over_time", "vector")
+                                                       else frozenset())
+    for inner in ("expr", "vector_selector"):  # parentheses, unary minus, subqueries, ranges of a selector
+        if hasattr(node, inner) and not isinstance(node, promql_parser.VectorSelector):
+            return _labels_of(getattr(node, inner))
+    return None  # a selector: any label

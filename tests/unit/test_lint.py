@@ -173,3 +173,26 @@ def test_a_query_pins_time_with_the_at_modifier_or_a_negative_offset(expr, pinne
     from generator.lint.promql_checks import pins_time
 
     assert pins_time(expr) is pinned
+
+
+def test_a_line_per_namespace_needs_no_pod_in_its_legend(tmp_path):
+    """GF012 asks a per-pod query's legend for the namespace and the pod (a pod name repeats across namespaces). A
+    line per namespace groups by pod inside (each GPU's pods, or the pods' look-back) but answers with the namespace
+    alone: its legend `Namespace {{namespace}}` is right, and lint erred on every such panel (exit 1 on a correct
+    dashboard). A line per pod still needs both."""
+    from generator.lint.runner import lint_project
+    from tests.support.projects import defined_project
+
+    fields = ("DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL")
+    panels = ", ".join(f"Panel({f'{field} {how}'!r}, Query({field!r}, {how!r}, ('namespace',)), description='d')"
+                       for field in fields for how in ("sum", "avg", "max", "count"))
+    dashboards = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+                  f"    yield Dashboard(id='ns', title='Namespaces', rows=[Row('all', [{panels}])])\n")
+    project = defined_project(tmp_path, "", dashboards=dashboards)
+    assert [f.message for f in lint_project(project) if f.rule == "GF012"] == []
+    subject = lint_input(project)
+    dashboard = next(d for d in subject.grafana if d.model.get("uid", "").endswith("ns"))
+    target = dashboard.model["panels"][1]["targets"][0] if "targets" not in dashboard.model["panels"][0] else \
+        dashboard.model["panels"][0]["targets"][0]
+    target["expr"] = target["expr"].replace("by (namespace)", "by (namespace, pod)", 1)  # now a line per pod
+    assert any(f.rule == "GF012" for f in run(RULES, subject))
