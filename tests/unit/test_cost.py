@@ -498,23 +498,30 @@ def test_the_pod_gpu_pairs_are_said_as_an_estimate_not_a_bound(project):
         assert "estimated as one per GPU held, or per pod where pods share GPUs" in basis
 
 
+def _with_and_without(tmp_path, alarms: str, fleet: Fleet) -> tuple[dict[str, float], dict[str, dict]]:
+    """({"with", "without"}: the custom metrics priced, the log events by what they are) of a project holding
+    `alarms` (the lines of an alarms() generator) and of one holding none."""
+    from tests.support.projects import defined_project
+
+    head = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n    yield from ()\n"
+    quantity, events = {}, {}
+    for name, text in (("with", head + alarms), ("without", head)):
+        (tmp_path / name).mkdir()
+        project = defined_project(tmp_path / name, alarms=text)
+        quantity[name] = _lines(estimates(project, fleet))["custom metrics"]["quantity"]
+        events[name] = {e.what: e for e in cost.log_events(project, fleet)}
+    return quantity, events
+
+
 def test_a_namespaces_use_of_each_gpu_is_priced_per_namespace_and_gpu(tmp_path):
     """A namespace's alarm of a field MIG reports per instance reads the set the agent makes of its use of each GPU
     (cloudwatch_query.NAMESPACE_GPU): one metric per namespace and GPU its pods hold, at most one per GPU instance a
     pod holds (500 pods on 100 GPUs of 7 instances: 500), and an EMF event per such pair and scrape. It was priced
     as a field of the per-GPU set (100), and its events not at all."""
-    from tests.support.projects import defined_project
-
-    head = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n    yield from ()\n"
     alarm = "    yield Alarm('fb', 'Fb', Condition(Query('DCGM_FI_DEV_FB_USED', 'avg', ('namespace',)), '>', 8000))\n"
     fleet = Fleet(clusters=1, pods=500, churn=0, gpus=100, nodes=13, mig_instances=7)
     assert fleet.namespace_gpus == 500
-    quantity, events = {}, {}
-    for name, text in (("with", head + alarm), ("without", head)):
-        (tmp_path / name).mkdir()
-        project = defined_project(tmp_path / name, alarms=text)
-        quantity[name] = _lines(estimates(project, fleet))["custom metrics"]["quantity"]
-        events[name] = {e.what: e for e in cost.log_events(project, fleet)}
+    quantity, events = _with_and_without(tmp_path, alarm, fleet)
     assert quantity["with"] - quantity["without"] == 500
     used = events["with"]["a namespace's use of a GPU"]
     assert (used.count, used.fields, used.published) == (500, 1, 1)
@@ -525,19 +532,11 @@ def test_a_nodes_totals_are_priced_per_node(tmp_path):
     """An alarm counting GPUs or adding a gauge per node reads the node's count or total per scrape the agent makes
     (cloudwatch_query.NODE_TOTALS): one metric per node and field (13 nodes: 13 each for the count and the total),
     and an EMF event per node, mark and scrape; not a field of the per-GPU set (100 GPUs)."""
-    from tests.support.projects import defined_project
-
-    head = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n    yield from ()\n"
     alarms = ("    yield Alarm('few', 'Few', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'count', ('node',)), '<', 8))\n"
               "    yield Alarm('hot', 'Hot', Condition(Query('DCGM_FI_DEV_POWER_USAGE', 'sum', ('node',)), '>', 3000)"
               ")\n")
     fleet = Fleet(clusters=1, pods=100, churn=0, gpus=100, nodes=13)
-    quantity, events = {}, {}
-    for name, text in (("with", head + alarms), ("without", head)):
-        (tmp_path / name).mkdir()
-        project = defined_project(tmp_path / name, alarms=text)
-        quantity[name] = _lines(estimates(project, fleet))["custom metrics"]["quantity"]
-        events[name] = {e.what: e for e in cost.log_events(project, fleet)}
+    quantity, events = _with_and_without(tmp_path, alarms, fleet)
     assert quantity["with"] - quantity["without"] == 2 * 13
     for mark in ("node_gpus", "node_total"):
         made = events["with"][f"a node's totals ({mark})"]
