@@ -914,9 +914,11 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         # exporter.virtual_gpus: 24,000 MiB free for 12,000; nor of a field a GPU's instances average, whose total per
         # scrape averaged the copy of a pod named in turn with the marker ending the other's: 0.015 for 0.03)
         # a node's count or total per scrape, made at the agent (each GPU once), read as AVG: a mean of the scrapes
-        # that arrived, so a failed scrape, or a node added or removed inside the period, loses none of its GPUs
-        return Plan(metric=query.metric, function="AVG", dims=tuple(node_total_dimensions(agg)), group=series,
-                    series=series)
+        # that arrived, so a failed scrape, or a node added or removed inside the period, loses none of its GPUs; a
+        # count as MAX, the most GPUs one scrape read (the agent counts after its blank filter: a GPU reading DCGM's
+        # blank at every other scrape read 3.5 GPUs of 4 as a mean), as a pod's count is read (_pod_total)
+        return Plan(metric=query.metric, function="MAX" if agg == "count" else "AVG",
+                    dims=tuple(node_total_dimensions(agg)), group=series, series=series)
     if instances_once(query, field, dims, one_gpu, layout, settings):
         # a field MIG reports per instance over groups of GPUs: each GPU's reading once, read as a device field's
         dims = once_dimensions(settings)

@@ -90,3 +90,34 @@ def test_what_the_note_says_holds_on_the_agent_model(built):
     # the period before holds every scrape: the truth
     (before,) = alarm_values(requests["count-all-low"], points, END - PERIOD, PERIOD).values()
     assert before == pytest.approx(gpus)
+
+
+def test_a_nodes_count_reads_a_gpu_whose_field_is_blank_at_some_scrapes(tmp_path):
+    """The agent counts a node's GPUs at each scrape after its blank filter: a GPU reading DCGM's blank at every other
+    scrape is not in every scrape's count, but has readings in every period, so its rule counts it. The alarm reads the
+    most GPUs one scrape counted (MAX): 4, where a mean of the counts read 3.5 and `< 4` fired without its twin."""
+    from generator.artifacts import build
+    from generator.output import encode
+    from tests.support import cloudwatch_eval
+    from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+    from tests.support.dcgm_fleet import target_labels
+    from tests.support.projects import defined_project
+
+    temp, node, step, end = "DCGM_FI_DEV_GPU_TEMP", "ip-10-0-1-1", 30, 1200
+    alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+              f"    yield Alarm('nodes', 'T', Condition(Query({temp!r}, 'count', ('node',)), '<', 4))\n")
+    files = encode(build(defined_project(tmp_path, "agent:\n  pipeline: otel\n", alarms=alarms)))
+    config, job = agent_config(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])
+
+    def payload(t: int) -> str:
+        lines = [f"# HELP {temp} {temp}.", f"# TYPE {temp} gauge"]
+        for i in range(4):
+            value = "140737488355328" if i == 3 and (t // step) % 2 else "45"
+            lines.append(f'{temp}{{gpu="{i}",UUID="GPU-{node}-{i}",device="nvidia{i}",modelName="NVIDIA A100-SXM4-40GB",'
+                         f'Hostname="{node}",container="main",namespace="ml",pod="p{i}"}} {value}')
+        return "\n".join(lines) + "\n"
+
+    points = Agent(config, job).run([Scrape(float(t), payload(t), target_labels(job, node)) for t in range(0, end, step)])
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
+    read = cloudwatch_eval.metrics_insights(request["Metrics"][0]["Expression"], points, end - 600, end, 300)
+    assert [value for series in read.values() for value in series.values()] == [4.0, 4.0], read
