@@ -204,7 +204,7 @@ def pod_legends(subject: LintInput) -> Iterable[Finding]:
     for dashboard, panel, target in _targets(subject):
         expr = target["expr"]
         grouped = any(label in (name.strip() for name in group.split(","))
-                      for group in re.findall(r"\bby \(([^)]*)\)", expr))
+                      for group in re.findall(r"\bby\s*\(([^)]*)\)", expr))
         shown = target.get("legendFormat") or ""
         missing = [name for name in (subject.namespace_label, label) if f"{{{{{name}}}}}" not in shown]
         if grouped and missing:

@@ -719,7 +719,8 @@ def _labels_of(node) -> frozenset[str] | None:
         vectors = [_labels_of(arg) for arg in node.args
                    if not isinstance(arg, (promql_parser.NumberLiteral, promql_parser.StringLiteral))]
         added = frozenset([node.args[1].val]) if node.func.name in ("label_replace", "label_join") else frozenset()
-        return union(*vectors, added) if vectors else (None if node.func.name in ("absent", "absent_over_time", "vector")
+        # (absent's series carries the equality matchers' labels; vector(s) and time() none)
+        return union(*vectors, added) if vectors else (None if node.func.name in ("absent", "absent_over_time")
                                                        else frozenset())
     for inner in ("expr", "vector_selector"):  # parentheses, unary minus, subqueries, ranges of a selector
         if hasattr(node, inner) and not isinstance(node, promql_parser.VectorSelector):

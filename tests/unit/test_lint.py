@@ -194,5 +194,9 @@ def test_a_line_per_namespace_needs_no_pod_in_its_legend(tmp_path):
     dashboard = next(d for d in subject.grafana if d.model.get("uid", "").endswith("ns"))
     target = dashboard.model["panels"][1]["targets"][0] if "targets" not in dashboard.model["panels"][0] else \
         dashboard.model["panels"][0]["targets"][0]
-    target["expr"] = target["expr"].replace("by (namespace)", "by (namespace, pod)", 1)  # now a line per pod
+    target["expr"] = target["expr"].replace("by (namespace)", "by(namespace, pod)", 1)  # now a line per pod
     assert any(f.rule == "GF012" for f in run(RULES, subject))
+    # a line per namespace or'ed with a constant (Grafana's `or vector(0)`, no series' labels) stays one
+    from generator.lint.promql_checks import output_labels
+
+    assert output_labels("sum by (namespace) (count by (namespace, pod) (x)) or on () vector(0)") == {"namespace"}
