@@ -772,8 +772,8 @@ def silent_when_gone(subject: LintInput) -> Iterable[Finding]:
         returned = [m for m in request.get("Metrics", []) if m.get("ReturnData", True)]
         expression = str(returned[0].get("Expression", "")) if len(returned) == 1 else ""
         query = _parsed(expression) if is_query(expression) else None
-        # (a node's count or total per scrape, made at the agent, is read as AVG: the same silence)
-        kind = pod_total_kind(query.schema or []) if query is not None and query.function == "AVG" \
+        # (a node's count or total per scrape, made at the agent, is read as MAX or AVG: the same silence)
+        kind = pod_total_kind(query.schema or []) if query is not None and query.function in ("AVG", "MAX") \
             and node_total(query.schema or []) else None
         if query is not None and (query.function in ("COUNT", "SUM") or kind):
             yield Finding("AL023", "note", _alarm_where(item),
