@@ -662,11 +662,10 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
 def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> tuple[list[Line], int]:
     from .cloudwatch_query import Unsupported
     from .container_insights import enabled
-    from .render.alarms import built_forms
+    from .render.alarms import alarm_forms, made_parts
 
     settings = project.settings
     insights_rate = _price(prices, "metrics_insights_alarm_metric_month")
-    regions = len({c.region for c in settings.clusters})
     cluster_analyzed, cluster_alarms, per_pod_alarms, per_pod_analyzed, static_rules, math_alarms = 0.0, 0, 0, 0, 0, 0
     per_pod_rules, fleet_rules, agent_alarms, per_pod_gpu_rules = 0, 0, 0, 0
     # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (its "mig" form); it
@@ -675,31 +674,37 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     # the data-missing rule's metric-math alarms per cluster: one per exporter DaemonSet on the DCGM source
     daemonsets = 1 if enabled(settings) else data_missing.daemonsets_per_cluster(settings)
     for alarm in project.alarms:
-        try:
-            forms = built_forms(alarm, project.catalog, settings, mode)  # the alarms the build makes in this mode
+        try:  # the alarms the build makes in this mode, in each part of the fleet (its clusters' exporter.mig)
+            parts = [(alarm_forms(alarm, project.catalog, held, mode), _fleet_share(fleet, settings, clusters))
+                     for held, clusters, _ in made_parts(alarm, project.catalog, settings, mode)]
         except Unsupported:
             continue  # generate refuses it with its file and line
-        made = regions if alarm.scope == "fleet" else fleet.clusters  # alarms per form
-        for form in forms:
-            if form.kind == "math":  # a metric-math alarm over static metrics, billed per metric it reads
-                # one per exporter DaemonSet of a cluster (exporter.more_daemonsets) on the DCGM source
-                math_alarms += fleet.clusters * daemonsets
-            elif form.kind == "mig":
-                mig_alarms += made
-            elif form.kind == "static":
-                static_rules += 1
-            elif alarm.per_pod:  # every pod of the fleet a contributor, in one alarm per cluster or Region
-                per_pod_rules += 1
-                fleet_rules += alarm.scope == "fleet"
-                per_pod_alarms += made
-                per_gpu = _judges_pod_gpus(form.plan.dims, project)
-                per_pod_gpu_rules += per_gpu
-                # the fleet's pods, or the GPU instances they hold (an upper bound, as the custom metrics count them)
-                per_pod_analyzed += _analyzed(form.plan.dims, project, fleet) * max(fleet.clusters, 1)
-            else:
-                cluster_alarms += made
-                cluster_analyzed += _analyzed(form.plan.dims, project, fleet) * fleet.clusters
-                per_node |= tuple(form.plan.dims) == data_missing.SAMPLES_SET
+        kinds = {form.kind for forms, _ in parts for form in forms}
+        static_rules += "static" in kinds
+        for forms, clusters in parts:
+            made = 1 if alarm.scope == "fleet" else clusters  # alarms per form: one per Region, or per cluster
+            for form in forms:
+                if form.kind == "math":  # a metric-math alarm over static metrics, billed per metric it reads
+                    # one per exporter DaemonSet of a cluster (exporter.more_daemonsets) on the DCGM source
+                    math_alarms += clusters * daemonsets
+                elif form.kind == "mig":
+                    mig_alarms += made
+                elif form.kind == "static":
+                    continue
+                elif alarm.per_pod:  # every pod of the part a contributor, in one alarm per cluster or Region
+                    per_pod_alarms += made
+                    # the fleet's pods, or the GPU instances they hold (an upper bound, as the custom metrics count
+                    # them)
+                    per_pod_analyzed += _analyzed(form.plan.dims, project, fleet) * clusters
+                else:
+                    cluster_alarms += made
+                    cluster_analyzed += _analyzed(form.plan.dims, project, fleet) * clusters
+                    per_node |= tuple(form.plan.dims) == data_missing.SAMPLES_SET
+        judged = [form for forms, _ in parts for form in forms if form.kind == "insights"]
+        if alarm.per_pod and judged:
+            per_pod_rules += 1
+            fleet_rules += alarm.scope == "fleet"
+            per_pod_gpu_rules += _judges_pod_gpus(judged[0].plan.dims, project)
     lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed, insights_rate,
                   cluster_analyzed * insights_rate,
                   f"{cluster_alarms} alarms, each analyzing every GPU (or pod, a namespace's) of its cluster"
@@ -747,6 +752,16 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                           f"{static_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
                           f"need an apply" + (f"; {free:,.0f} free (the free tier's alarm metrics)" if free else "")))
     return lines, cluster_alarms + math_alarms + agent_alarms + per_pod_alarms + static_alarms + mig_alarms
+
+
+def _fleet_share(fleet: Fleet, settings, clusters) -> int:
+    """The fleet's clusters (fleet.clusters) that `clusters` of the settings stand for: each settings' cluster an
+    equal share, the shares whole numbers adding up to fleet.clusters (the i-th cluster of n stands for
+    floor(F (i + 1) / n) - floor(F i / n) of F)."""
+    listed = settings.clusters
+    total = max(len(listed), 1)
+    return sum(fleet.clusters * (i + 1) // total - fleet.clusters * i // total
+               for i, cluster in enumerate(listed) if cluster in clusters)
 
 
 def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str,

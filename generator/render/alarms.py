@@ -931,18 +931,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
         _static_pods_apart(settings)
     groups = settings.mig_groups()
     regions = sorted({c.region for c in settings.clusters})
-    in_region = {region: tuple(c for c in settings.clusters if c.region == region) for region in regions}
-    regional = {region: settings.for_clusters(in_region[region]) for region in regions}
     for alarm in alarms:
-        if alarm.scope == "fleet":
-            parts = [(regional[region], in_region[region], region) for region in regions]
-        else:
-            parts = [(held, clusters, None) for held, clusters in groups]
-        if len(groups) > 1:  # the clusters differ in exporter.mig: not made where it would be a half alarm, if made
-            # anywhere (mig_left_out notes it, lint AL012); made nowhere, refused as in a fleet alike
-            kept = [part for part in parts if half_alarm(alarm, catalog, part[0]) is None]
-            parts = kept or parts[:1]
-        for held, clusters, region in parts:
+        for held, clusters, region in made_parts(alarm, catalog, settings):
             where = "" if len(groups) == 1 else f" in Region {region}" if region else \
                 f" in cluster{'s' if len(clusters) > 1 else ''} {', '.join(c.name for c in clusters)}"
             requests += _rule_requests(alarm, held, catalog, clusters, region, len(regions), where)
@@ -955,10 +945,31 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
 
 
-def half_alarm(alarm: Alarm, catalog: Catalog, settings: Settings) -> HalfAlarm | None:
+def made_parts(alarm: Alarm, catalog: Catalog, settings: Settings,
+               per_pod: str | None = None) -> list[tuple[Settings, tuple[Cluster, ...], str | None]]:
+    """(settings as they hold there, clusters, Region) of each part of the fleet a rule's CloudWatch alarms are made
+    for: a fleet-scope rule's Regions (one alarm each), any other rule's clusters alike in exporter.mig
+    (Settings.mig_groups: each built by its own). Where the clusters differ in exporter.mig, not where it would be a
+    half alarm, if made anywhere (mig_left_out notes it, lint AL012); made nowhere, the first part is kept, refused
+    as in a fleet alike. The one answer of where alarms are made, for generate and cost alike. `per_pod`:
+    alarms.per_pod to assume (default: the settings')."""
+    groups = settings.mig_groups()
+    if alarm.scope == "fleet":
+        regions = sorted({c.region for c in settings.clusters})
+        in_region = [tuple(c for c in settings.clusters if c.region == region) for region in regions]
+        parts = [(settings.for_clusters(members), members, region) for region, members in zip(regions, in_region)]
+    else:
+        parts = [(held, clusters, None) for held, clusters in groups]
+    if len(groups) > 1:
+        kept = [part for part in parts if half_alarm(alarm, catalog, part[0], per_pod) is None]
+        parts = kept or parts[:1]
+    return parts
+
+
+def half_alarm(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str | None = None) -> HalfAlarm | None:
     """Why the rule would be a half alarm with these settings (HalfAlarm: generate refuses it), None if it is not."""
     try:
-        alarm_forms(alarm, catalog, settings)
+        alarm_forms(alarm, catalog, settings, per_pod)
     except HalfAlarm as exc:
         return exc
     except Unsupported:
