@@ -61,6 +61,11 @@ def metrics_shown_at_most(body: Any) -> int:
     return metrics_shown(body, _series_at_most)
 
 
+def widget_metrics_at_most(properties: Any) -> int:
+    """At least `widget_metrics(properties)`, counted without parsing a query (metrics_shown_at_most)."""
+    return widget_metrics(properties, _series_at_most)
+
+
 def metrics_shown(body: Any, series=None) -> int:
     """How many metrics a dashboard body may show: the sum of its metric widgets' (widget_metrics). (`series`: what
     one query counts; by default, what the parsed query says.)"""

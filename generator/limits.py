@@ -1,12 +1,15 @@
 """Settings whose CloudWatch dashboards CloudWatch would cut short: refused before anything is written or
 published, naming the setting and the largest value that fits. Refused, not clamped: a clamped setting
-shows fewer pods than the file says, and a warning scrolls by unread in CI."""
+shows fewer pods than the file says, and a warning scrolls by unread in CI. Both of CloudWatch's dashboard quotas
+are kept: 2,500 metrics per dashboard and 500 per widget (a chart of top_pods lines and a hidden metric its math
+reads the period from reads top_pods + 1)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from .dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown, metrics_shown_at_most
+from .dashboard_limit import (METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, metrics_shown, metrics_shown_at_most,
+                              widget_metrics, widget_metrics_at_most)
 from .errors import InputError
 from .settings import setting_place
 
@@ -28,12 +31,14 @@ def checked_build(project, grafana: bool = True, placed=None):
 
 def check_dashboards(project, artifacts) -> None:
     """Raise an input error when a CloudWatch dashboard of the set would show more metrics than CloudWatch
-    draws (2,500): Metrics Insights' LIMIT of each per-pod or per-GPU chart adds up."""
+    draws (2,500): Metrics Insights' LIMIT of each per-pod or per-GPU chart adds up; or when one of its widgets would
+    read more than a widget reads (500: check_widgets)."""
     bounds: dict[tuple[object, str], int] = {}
     totals = [(metrics_shown(d.body), d.name) for d in artifacts.cloudwatch_dashboards
               if _at_most(d, bounds) > METRICS_PER_DASHBOARD]  # the exact count only where it may matter
     over = [(total, name) for total, name in totals if total > METRICS_PER_DASHBOARD]
     if not over:
+        check_widgets(project, artifacts)
         return
     settings = project.settings
     current = {key: getattr(settings.cloudwatch, key) for key in LIMITS}
@@ -78,7 +83,61 @@ def _at_most(dashboard, bounds: dict[tuple[object, str], int]) -> int:
 
 def _total_with(project, name: str, **limits: int) -> int:
     """The metrics dashboard `name` shows with other top_pods / top_gpus (rendered again)."""
+    return metrics_shown(_body_with(project, name, **limits))
+
+
+def _body_with(project, name: str, **limits: int):
+    """The body of dashboard `name` with other top_pods / top_gpus (rendered again)."""
     from .artifacts import cloudwatch_dashboards
     settings = project.settings
     changed = replace(project, settings=replace(settings, cloudwatch=replace(settings.cloudwatch, **limits)))
-    return next(metrics_shown(d.body) for d in cloudwatch_dashboards(changed) if d.name == name)
+    return next(d.body for d in cloudwatch_dashboards(changed) if d.name == name)
+
+
+def _metric_widgets(body) -> list[dict]:
+    """The properties of a dashboard body's metric widgets, in order."""
+    widgets = body.get("widgets", []) if isinstance(body, dict) else []
+    return [w["properties"] for w in widgets
+            if isinstance(w, dict) and w.get("type") == "metric" and isinstance(w.get("properties"), dict)]
+
+
+def check_widgets(project, artifacts) -> None:
+    """Raise an input error when a widget of a CloudWatch dashboard of the set would read more metrics than a widget
+    reads (500, counted as lint's CW003 counts them: a GROUP BY query its LIMIT, a metric line one, hidden ones
+    included): a chart of top_pods (top_gpus) lines whose math takes the period from a hidden metric (a rate) reads
+    one more than its lines. Named: the setting, the chart, its count and the largest value that fits."""
+    over: list[tuple[int, str, int, str]] = []
+    bounds: dict[tuple[object, str], int] = {}
+    for dashboard in artifacts.cloudwatch_dashboards:
+        if _at_most(dashboard, bounds) <= METRICS_PER_WIDGET:  # no widget of it can be over
+            continue
+        for index, properties in enumerate(_metric_widgets(dashboard.body)):
+            if widget_metrics_at_most(properties) > METRICS_PER_WIDGET:  # exact only where it may matter
+                total = widget_metrics(properties)
+                if total > METRICS_PER_WIDGET:
+                    over.append((total, dashboard.name, index, str(properties.get("title", ""))))
+    if not over:
+        return
+    settings = project.settings
+    current = {key: getattr(settings.cloudwatch, key) for key in LIMITS}
+    candidates = []
+    for total, name, index, title in over:
+        growth = {key: _widget_with(project, name, index, **{key: 2}) - _widget_with(project, name, index, **{key: 1})
+                  for key in LIMITS}
+        key = max(LIMITS, key=lambda k: growth[k] * current[k])  # the setting that adds most
+        fits = current[key] - -(-(total - METRICS_PER_WIDGET) // growth[key]) if growth[key] else 0
+        candidates.append((fits, -total, name, title, key, growth))
+    fits, total, name, title, key, growth = min(candidates)
+    total, value = -total, current[key]
+    fixed = total - growth[key] * value
+    rest = f" and {fixed:,} more that its math reads" if fixed > 0 else ""
+    what = f"cloudwatch.{key} {value}: the chart \"{title}\" of CloudWatch dashboard {name} would read up to " \
+           f"{total:,} metrics ({growth[key] * value:,} lines{rest}); a CloudWatch dashboard widget reads at most " \
+           f"{METRICS_PER_WIDGET} metrics"
+    hint = f"set cloudwatch.{key} to {fits} or less" if fits >= 1 else "lower cloudwatch.top_pods and top_gpus"
+    raise InputError(what, where=setting_place(settings, ["cloudwatch", key]), hint=hint)
+
+
+def _widget_with(project, name: str, index: int, **limits: int) -> int:
+    """The metrics metric widget `index` of dashboard `name` reads with other top_pods / top_gpus (rendered again)."""
+    return widget_metrics(_metric_widgets(_body_with(project, name, **limits))[index])

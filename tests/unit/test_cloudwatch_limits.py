@@ -64,6 +64,45 @@ def test_lines_per_chart_beyond_the_dashboards_metric_limit_are_refused_with_the
     assert f"LIMIT {fits}" in json.dumps(body)
 
 
+# One chart of one line per pod whose math takes the period from a hidden metric (an energy rate: q / PERIOD(p1)), the
+# only chart of its dashboard: 2,500 per dashboard is far; 500 per widget is not (top_pods lines and the hidden one).
+RATE_CHART = """from generator.model import Dashboard, Row
+from generator.panels import per_pod
+
+
+def dashboards(ctx):
+    yield Dashboard(id="energy", title="Energy", description="d", rows=[Row("Power", ctx.available([
+        per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate", aggregation="sum", description="d")]))])
+"""
+
+
+def test_a_chart_past_the_widget_metric_limit_is_refused_with_the_value_that_fits(cli, tmp_path):
+    """top_pods: 500 made the rate chart read 501 metrics (500 pods and its hidden PERIOD() metric): lint erred
+    (CW003) on what generate wrote. generate refuses it, naming the setting, the chart, the count and the limit, and
+    the value it names builds a chart that reads 500."""
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "dashboards.py").write_text(RATE_CHART)
+    code, stdout, stderr, config, out = _generate(
+        cli, tmp_path, "cloudwatch:\n  top_pods: 500\ndefinitions:\n  dashboards: [dashboards]\n")
+    assert code == 2, stderr
+    assert f'error: {config}:2: cloudwatch.top_pods 500: the chart "Energy use rate" of CloudWatch dashboard ' \
+           "gpudash-gpu-cluster-energy would read up to 501 metrics (500 lines and 1 more that its math reads); a " \
+           "CloudWatch dashboard widget reads at most 500 metrics" in stderr, stderr
+    assert "fix: set cloudwatch.top_pods to 499 or less" in stderr
+    assert "Traceback" not in stderr and stdout == ""
+
+    config.write_text("cloudwatch:\n  top_pods: 499\ndefinitions:\n  dashboards: [dashboards]\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(out))
+    assert code == 0, stderr
+    code, stdout, _ = cli("lint", "--config", str(config), "--from", str(out), "--output", "json")
+    assert not [f for f in json.loads(stdout)["findings"] if f["rule"] in ("CW003", "CW011")]
+    body = json.loads(json.loads((out / "cloudwatch/dashboards/gpudash-gpu-cluster-energy.json").read_text())
+                      ["DashboardBody"])
+    (chart,) = [w for w in body["widgets"] if w["type"] == "metric"]
+    query, hidden, shown = (m[-1].get("expression", "") for m in chart["properties"]["metrics"])
+    assert query.endswith("LIMIT 499") and not hidden and shown.endswith("/ PERIOD(p1)")
+
+
 def test_apply_from_definitions_refuses_the_same_setting(cli, tmp_path):
     config = tmp_path / "gpudash.yaml"
     config.write_text("cloudwatch:\n  top_pods: 300\n")
