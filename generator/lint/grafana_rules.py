@@ -11,10 +11,9 @@ from ..artifacts import GrafanaDashboard
 from ..output import grafana_dashboard_bytes, grafana_dashboard_file
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
-from .promql_checks import output_labels
 from .subject import LintInput
 from ..promql_text import STRING_LITERAL
-from .promql_checks import COUNTER_FUNCTIONS, Selector, check_parses, query_selectors, range_windows
+from .promql_checks import COUNTER_FUNCTIONS, Selector, check_parses, output_labels, query_selectors, range_windows
 
 UID_MAX = 40
 CONFIGMAP_APPLY_LIMIT = 262_144  # kubectl apply's last-applied annotation limit, bytes
@@ -202,20 +201,24 @@ def overlaps(subject: LintInput) -> Iterable[Finding]:
 def pod_legends(subject: LintInput) -> Iterable[Finding]:
     label = subject.pod_label
     for dashboard, panel, target in _targets(subject):
-        expr = target["expr"]
-        grouped = any(label in (name.strip() for name in group.split(","))
-                      for group in re.findall(r"\bby\s*\(([^)]*)\)", expr))
         shown = target.get("legendFormat") or ""
         missing = [name for name in (subject.namespace_label, label) if f"{{{{{name}}}}}" not in shown]
-        if grouped and missing:
-            # per pod where the answer's series carry the pod: a line per namespace grouping by pod inside does not
-            # (where the parser cannot say, a selector's labels reaching the answer, any grouping naming it decides)
-            labels = output_labels(expr)
-            grouped = labels is None or label in labels
-        if grouped and missing:
+        if missing and _per_pod(_as_sent(target["expr"], dashboard), label, f"{{{{{label}}}}}" in shown):
             yield Finding("GF012", "error", _where(dashboard, panel),
                           f"per-pod query's legend does not show {' and '.join(f'{{{{{m}}}}}' for m in missing)} "
                           "(a pod name repeats across namespaces)")
+
+
+def _per_pod(expr: str, label: str, legend_shows_it: bool) -> bool:
+    """Whether a query draws a line per pod, read from the labels of its parsed answer: one grouped by the pod
+    (`sum by (namespace) (... by (pod) ...)` answers per namespace), or whose series keep every label but some, the
+    pod among them (a selector, `sum without (instance) (...)`) where the legend shows the pod. A query the parser
+    refuses (GF001 says so) is per pod where a grouping names the pod."""
+    labels = output_labels(expr)
+    if labels is None:
+        return any(label in (name.strip() for name in group.split(","))
+                   for group in re.findall(r"\bby\s*\(([^)]*)\)", expr))
+    return labels.may_carry(label) and (legend_shows_it or not labels.open)
 
 
 @cache

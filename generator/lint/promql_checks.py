@@ -354,12 +354,19 @@ def query_selectors(expr: str) -> tuple[Selector, ...]:
     return found
 
 
-@lru_cache(maxsize=4096)
 def _query_selectors(expr: str) -> tuple[Selector, ...] | str:
+    return _reading(expr)[0]
+
+
+@lru_cache(maxsize=4096)
+def _reading(expr: str) -> tuple[tuple[Selector, ...] | str, AnswerLabels | None]:
+    """A query's selectors (or the parser's message) and its answer's labels (or None), from one parse of its text:
+    the lint rules ask both of each of the dashboards' queries."""
     try:
-        return tuple(selectors(_parse_plain(expr)))
+        tree = _parse_plain(expr)
     except ValueError as exc:
-        return str(exc)
+        return str(exc), None
+    return tuple(selectors(tree)), _labels_of(tree)
 
 
 def range_windows(expr: str) -> list[str]:
@@ -683,46 +690,122 @@ def _class_start(regex: str, at: int) -> bool:
 _KEEP_INNER_LABELS = {"topk", "bottomk", "limitk", "limit_ratio"}  # their `by` groups the ranking, series keep labels
 
 
-@lru_cache(maxsize=4096)
-def output_labels(expr: str) -> frozenset[str] | None:
-    """The label names the series `expr` answers with can carry, as far as its outermost aggregations say: `sum by
-    (namespace) (... by (pod) ...)` answers with namespace alone; None where a selector's labels reach the answer
-    (or `without`, or an expression the parser refuses): any label can."""
-    try:
-        return _labels_of(parse(expr))
-    except ValueError:
-        return None
+@dataclass(frozen=True)
+class AnswerLabels:
+    """The label names the series of a query's answer can carry: exactly `names` at most (an aggregation's `by`,
+    `on`), or, `open`, any label but `names` (a selector's series, what `without` and `ignoring` leave of them)."""
+    names: frozenset[str]
+    open: bool = False
+
+    def may_carry(self, label: str) -> bool:
+        return (label not in self.names) if self.open else (label in self.names)
+
+    def kept(self, labels) -> AnswerLabels:
+        """These labels only (`by`, `on`)."""
+        return AnswerLabels(frozenset(labels) if self.open else self.names & frozenset(labels))
+
+    def dropped(self, labels) -> AnswerLabels:
+        """All but these labels (`without`, `ignoring`)."""
+        return AnswerLabels(self.names | frozenset(labels), True) if self.open else \
+            AnswerLabels(self.names - frozenset(labels))
+
+    def __or__(self, other: AnswerLabels) -> AnswerLabels:
+        if not self.open and not other.open:
+            return AnswerLabels(self.names | other.names)
+        if self.open and other.open:
+            return AnswerLabels(self.names & other.names, True)
+        opened, closed = (self, other) if self.open else (other, self)
+        return AnswerLabels(opened.names - closed.names, True)
 
 
-def _labels_of(node) -> frozenset[str] | None:
+NO_LABELS = AnswerLabels(frozenset())
+ANY_LABEL = AnswerLabels(frozenset(), True)
+
+
+def output_labels(expr: str) -> AnswerLabels | None:
+    """The labels the series `expr` answers with can carry, read from the parsed query (the parse query_selectors
+    reads: one per distinct text): `sum by (namespace) (... by (pod) ...)` answers with namespace alone, a selector
+    or `sum without (instance) (...)` with any label but those dropped; None for an expression the parser refuses."""
+    return _reading(expr)[1]
+
+
+_SCALAR_FUNCTIONS = {"scalar", "time", "pi"}
+_ADDS_ITS_LABEL = {"label_replace", "label_join"}  # their second argument names the label they write
+
+
+def _labels_of(node) -> AnswerLabels:
     import promql_parser
 
-    def union(*parts):
-        return None if any(part is None for part in parts) else frozenset().union(*parts)
-
     if isinstance(node, (promql_parser.NumberLiteral, promql_parser.StringLiteral)):
-        return frozenset()
+        return NO_LABELS
     if isinstance(node, promql_parser.AggregateExpr):
-        if str(node.op) in _KEEP_INNER_LABELS:
-            return _labels_of(node.expr)
-        if node.modifier is None:
-            return frozenset() if str(node.op) != "count_values" else None
-        if "Without" in str(node.modifier.type) or str(node.op) == "count_values":
-            return None
-        return frozenset(node.modifier.labels)
+        inner = _labels_of(node.expr)
+        op = str(node.op)
+        if op in _KEEP_INNER_LABELS:
+            return inner
+        modifier = node.modifier
+        grouped = NO_LABELS if modifier is None else \
+            inner.dropped(modifier.labels) if "Without" in str(modifier.type) else inner.kept(modifier.labels)
+        # count_values writes its parameter, the label each value is counted under
+        return grouped | AnswerLabels(frozenset([node.param.val])) if op == "count_values" else grouped
     if isinstance(node, promql_parser.BinaryExpr):
-        left, right = _labels_of(node.lhs), _labels_of(node.rhs)
-        if str(node.op) in ("and", "unless"):
-            return left
-        return union(left, right)  # `or`, arithmetic and comparisons (a group_left's labels among them)
+        return _binary_labels(node, _labels_of(node.lhs), _labels_of(node.rhs))
     if isinstance(node, promql_parser.Call):
-        vectors = [_labels_of(arg) for arg in node.args
-                   if not isinstance(arg, (promql_parser.NumberLiteral, promql_parser.StringLiteral))]
-        added = frozenset([node.args[1].val]) if node.func.name in ("label_replace", "label_join") else frozenset()
-        # (absent's series carries the equality matchers' labels; vector(s) and time() none)
-        return union(*vectors, added) if vectors else (None if node.func.name in ("absent", "absent_over_time")
-                                                       else frozenset())
+        if node.func.name in _SCALAR_FUNCTIONS:
+            return NO_LABELS
+        labels = NO_LABELS  # vector(s), time(): none
+        for arg in node.args:
+            if not isinstance(arg, (promql_parser.NumberLiteral, promql_parser.StringLiteral)):
+                labels = labels | _labels_of(arg)
+        if node.func.name in _ADDS_ITS_LABEL:
+            labels = labels | AnswerLabels(frozenset([node.args[1].val]))
+        # (absent's series carries its equality matchers' labels)
+        return ANY_LABEL if node.func.name in ("absent", "absent_over_time") else labels
     for inner in ("expr", "vector_selector"):  # parentheses, unary minus, subqueries, ranges of a selector
         if hasattr(node, inner) and not isinstance(node, promql_parser.VectorSelector):
             return _labels_of(getattr(node, inner))
-    return None  # a selector: any label
+    return ANY_LABEL  # a selector
+
+
+def _binary_labels(node, left: AnswerLabels, right: AnswerLabels) -> AnswerLabels:
+    """Prometheus' labels of a binary operation's series: a set operation's `and`/`unless` keeps the left side's
+    series, `or` both sides'; against a scalar the vector's; between vectors the `many` side's (the left one of a
+    one-to-one match), only its `on` labels or all but its `ignoring` ones in a one-to-one match, with the labels a
+    group_left/group_right copies from the other side."""
+    import promql_parser
+
+    op = str(node.op)
+    if op in ("and", "unless"):
+        return left
+    if op == "or":
+        return left | right
+    scalars = [_is_scalar(side) for side in (node.lhs, node.rhs)]
+    if any(scalars):
+        return right if scalars[0] and not scalars[1] else left
+    modifier = node.modifier
+    if modifier is None:
+        return left
+    card = str(modifier.card)
+    many, one = (right, left) if card.endswith("OneToMany") else (left, right)
+    matching = modifier.matching
+    if card.endswith("OneToOne"):
+        if matching is None:
+            return many
+        return many.dropped(matching.labels) if "Exclude" in str(matching.type) else many.kept(matching.labels)
+    copied = frozenset(modifier.group_labels or ())
+    return many | one.kept(copied) if copied else many
+
+
+def _is_scalar(node) -> bool:
+    import promql_parser
+
+    node = _unwrapped(node)
+    if isinstance(node, promql_parser.NumberLiteral):
+        return True
+    if isinstance(node, promql_parser.Call):
+        return node.func.name in _SCALAR_FUNCTIONS
+    if isinstance(node, promql_parser.BinaryExpr):
+        return _is_scalar(node.lhs) and _is_scalar(node.rhs)
+    if isinstance(node, promql_parser.UnaryExpr):
+        return _is_scalar(node.expr)
+    return False

@@ -57,6 +57,40 @@ def test_rule_fires_on_its_mistake(rule_id):
     assert findings[0].where.startswith("grafana/gpudash-by-pod.json")
 
 
+# (query, legend, whether GF012 asks the legend for the namespace and the pod): the parsed answer's labels decide
+PER_POD_LEGENDS = [
+    # a selector's series keep the pod, and the legend draws a line per pod
+    ('DCGM_FI_DEV_FB_USED{pod!=""}', "{{pod}}", True),
+    ('sum without (instance, Hostname) (DCGM_FI_DEV_FB_USED{pod!=""})', "Pod {{pod}}", True),
+    ('max_over_time(DCGM_FI_DEV_FB_USED{pod!=""}[5m])', "{{pod}} GPU {{gpu}}", True),
+    ('DCGM_FI_DEV_FB_USED{pod!=""}', "{{namespace}}/{{pod}}", False),
+    # ... but a line per GPU whose legend does not use the pod is not one per pod
+    ("DCGM_FI_DEV_FB_USED", "{{Hostname}} GPU {{gpu}}", False),
+    # grouped by the pod (written in any spelling): per pod whatever the legend
+    ('sum by(namespace,pod) (DCGM_FI_DEV_FB_USED)', "{{namespace}}", True),
+    ('sum without (gpu) (max by (namespace, pod, gpu) (DCGM_FI_DEV_FB_USED))', "{{namespace}}", True),
+    ('max by (namespace, pod) (DCGM_FI_DEV_FB_USED) * on (namespace) group_left () sum by (namespace) (x)',
+     "{{namespace}}", True),
+    # a grouping by the pod whose answer has no pod: not per pod
+    ('sum without (pod) (max by (namespace, pod, gpu) (DCGM_FI_DEV_FB_USED))', "{{namespace}} GPU {{gpu}}", False),
+    ('sum by (namespace) (DCGM_FI_DEV_FB_USED) / on (namespace) group_left sum by (namespace, pod) (x)',
+     "{{namespace}}", False),
+    ('sum by (namespace) (x) > on (namespace) max by (namespace, pod) (x)', "{{namespace}}", False),
+    ('max by (namespace, pod) (x) + ignoring (pod) group_right sum by (namespace) (x)', "{{namespace}}", False),
+]
+
+
+@pytest.mark.parametrize("expr, legend, per_pod", PER_POD_LEGENDS)
+def test_per_pod_legend_is_read_from_the_answer_labels(expr, legend, per_pod):
+    """GF012 asks a per-pod query's legend for the namespace and the pod. Whether a query is per pod is read from its
+    parsed answer's labels, not from a `by (...pod...)` in its text: a selector or `without (...)` keeping the pod
+    with a legend `{{pod}}` was passed, and a grouping by the pod the answer drops (`without (pod)`, the one side of
+    a group_left) was flagged."""
+    subject = _subject()
+    _target(subject)["targets"][0].update(expr=expr, legendFormat=legend)
+    assert bool(_findings(subject, "GF012")) == per_pod
+
+
 def test_csv_repeats_fail_lint(tmp_path, cli, reference):
     code, stdout, _ = cli("lint", "--csv", str(reference / "dcgm" / "1.x-compatibility-metrics.csv"),
                           "--disable", "GF002", "--output", "json")
@@ -194,9 +228,11 @@ def test_a_line_per_namespace_needs_no_pod_in_its_legend(tmp_path):
     dashboard = next(d for d in subject.grafana if d.model.get("uid", "").endswith("ns"))
     target = dashboard.model["panels"][1]["targets"][0] if "targets" not in dashboard.model["panels"][0] else \
         dashboard.model["panels"][0]["targets"][0]
-    target["expr"] = target["expr"].replace("by (namespace)", "by(namespace, pod)", 1)  # now a line per pod
+    # now a line per pod: grouped by the pod at every level (one that drops it inside answers per namespace)
+    target["expr"] = target["expr"].replace("by (namespace)", "by(namespace, pod)", 1).replace(", namespace)",
+                                                                                              ", namespace, pod)")
     assert any(f.rule == "GF012" for f in run(RULES, subject))
     # a line per namespace or'ed with a constant (Grafana's `or vector(0)`, no series' labels) stays one
     from generator.lint.promql_checks import output_labels
 
-    assert output_labels("sum by (namespace) (count by (namespace, pod) (x)) or on () vector(0)") == {"namespace"}
+    assert output_labels("sum by (namespace) (count by (namespace, pod) (x)) or on () vector(0)").names == {"namespace"}
