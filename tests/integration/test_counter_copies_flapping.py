@@ -24,6 +24,7 @@ from tests.integration.test_counter_copies_hostile import (PANEL_MINUTES, _apart
                                                             _replays_with_reset, _silent, _slow_collection,
                                                             _stories_own)
 from tests.integration.test_prometheus_rules import _promtool_test, rules  # noqa: F401 (a fixture)
+from tests.support.promtool_batches import judged_in_halves
 from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 
@@ -92,39 +93,47 @@ def _increase_story(name: str) -> tuple[list[dict], float, float]:
         return _missing(_with_third_copy(twins._series(overlap.END, 0), patched), 2, 300, overlap.END), 30, 33
 
 
-_TOGETHER: dict[tuple, bool] = {}  # (the rules' folder, bounds) -> whether every story of those bounds read within them
+_JUDGED: dict[tuple, str | None] = {}  # (the rules' folder, bounds) -> promtool's failure judging those stories, or None
 
 
-def _all_within(rules, bounds: tuple[float, float], line: str = f'{{gpu="0", node="{overlap.NODE}"}}') -> bool:
-    """Whether every increase story of these bounds reads within them at every minute of PANEL_MINUTES, judged in one
-    promtool run: its cost is evaluating the expression (an hour's subquery inside) at each minute, whatever the
+def _judged_together(rules, bounds: tuple[float, float], line: str = f'{{gpu="0", node="{overlap.NODE}"}}') -> None:
+    """Pass when every increase story of these bounds reads within them at every minute of PANEL_MINUTES, judged in
+    one promtool run: its cost is evaluating the expression (an hour's subquery inside) at each minute, whatever the
     series (eight stories together 2.6 s of CPU, one alone 1.6 s). Each story has its own namespace, node and GPU
     UUID, and the bounds are asked once a minute (as _reads_within asks them), every story's line expected. The
     expression joins no series on labels other than those (checked: _without_joins_kept_apart, then
     _joins_across_stories), and a line two stories merged into is expected of neither, so the run passes only where
-    each story alone would. Should it fail, each story is judged alone (its test's own verdict and message)."""
-    if (str(rules), bounds) not in _TOGETHER:
+    each story alone would. A run over promtool's sample limit is halved (tests/support/promtool_batches); any other
+    failure fails every test of those bounds with promtool's message (a story's line named by its marks)."""
+    key = (str(rules), bounds)
+    if key not in _JUDGED:
         stories = [story for story, *within in map(_increase_story, [*FRESH_COPY_MISSING, *OTHER_PATTERNS])
                    if tuple(within) == bounds]
-        series = [{**one, "series": _stories_own(one["series"], k)} for k, story in enumerate(stories) for one in story]
         low, high = bounds
-        checks = [{"expr": f"(({_increase()}) >= {low!r}) <= bool {high!r}", "eval_time": f"{m}m",
-                   "exp_samples": [{"labels": _stories_own(line, k), "value": 1} for k in range(len(stories))]}
-                  for m in PANEL_MINUTES]
-        together = _apart(_increase())
-        if together:
-            try:
-                _promtool_test(rules, f"increases_{low:g}_{high:g}.yaml", [
-                    {"interval": f"{twins.STEP}s", "input_series": series, "promql_expr_test": checks}])
-            except AssertionError:
-                together = False
-        _TOGETHER[(str(rules), bounds)] = together
-    return _TOGETHER[(str(rules), bounds)]
+
+        def judge(part: list[int]) -> None:
+            series = [{**one, "series": _stories_own(one["series"], k)} for k in part for one in stories[k]]
+            checks = [{"expr": f"(({_increase()}) >= {low!r}) <= bool {high!r}", "eval_time": f"{m}m",
+                       "exp_samples": [{"labels": _stories_own(line, k), "value": 1} for k in part]}
+                      for m in PANEL_MINUTES]
+            _promtool_test(rules, f"increases_{low:g}_{high:g}_{part[0]}.yaml", [
+                {"interval": f"{twins.STEP}s", "input_series": series, "promql_expr_test": checks}])
+
+        try:
+            judged_in_halves(list(range(len(stories))), judge)
+            _JUDGED[key] = None
+        except AssertionError as failure:
+            _JUDGED[key] = str(failure)
+    if _JUDGED[key] is not None:
+        pytest.fail(f"the increase stories read within {bounds}, judged together (story k's namespace, node and "
+                    f"UUID end in -s<k>):\n{_JUDGED[key]}")
 
 
 def _increase_reads_within(rules, name: str) -> None:
     series, low, high = _increase_story(name)
-    if not _all_within(rules, (low, high)):
+    if _apart(_increase()):
+        _judged_together(rules, (low, high))
+    else:  # a join could match one story's series with another's: each story alone
         _reads_within(rules, f"increase_{name}.yaml", _increase(), series, low, high)
 
 
