@@ -908,15 +908,13 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     if alarm and layout.instances and settings.agent.pipeline == "otel" and agg in ("count", "sum") \
             and series == (NODE_DIMENSION,) and not query.per_pod and not field.is_counter \
             and not field.across_own_labels and query.metric not in MIG_UNSUPPORTED \
-            and query.metric not in MIG_MEMORY_SHARES and not merged_copies(field, settings) \
-            and not settings.exporter.virtual_gpus and (not field.per_instance or instances_added(field)):
-        # (not where the node's total, made as a pod's, would add the copies of a GPU its pods share, one per pod with
-        # exporter.virtual_gpus: 24,000 MiB free for 12,000; nor of a field a GPU's instances average, whose total per
-        # scrape averaged the copy of a pod named in turn with the marker ending the other's: 0.015 for 0.03)
-        # a node's count or total per scrape, made at the agent (each GPU once), read as AVG: a mean of the scrapes
-        # that arrived, so a failed scrape, or a node added or removed inside the period, loses none of its GPUs; a
-        # count as MAX, the most GPUs one scrape read (the agent counts after its blank filter: a GPU reading DCGM's
-        # blank at every other scrape read 3.5 GPUs of 4 as a mean), as a pod's count is read (_pod_total)
+            and query.metric not in MIG_MEMORY_SHARES and not merged_copies(field, settings):
+        # a node's count or total per scrape, made at the agent (each GPU instance's copies once: pods sharing it
+        # with exporter.virtual_gpus, a pod named in turn beside the marker ending the other's; render/agent_otel
+        # pod_totals), read as AVG: a mean of the scrapes that arrived, so a failed scrape, or a node added or
+        # removed inside the period, loses none of its GPUs; a count as MAX, the most GPUs one scrape read (the
+        # agent counts after its blank filter: a GPU reading DCGM's blank at every other scrape read 3.5 GPUs of 4 as
+        # a mean), as a pod's count is read (_pod_total)
         return Plan(metric=query.metric, function="MAX" if agg == "count" else "AVG",
                     dims=tuple(node_total_dimensions(agg)), group=series, series=series)
     if instances_once(query, field, dims, one_gpu, layout, settings):

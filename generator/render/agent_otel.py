@@ -33,7 +33,8 @@ counter coming back from one is sent as its whole running total. This pipeline d
   metricstransform/gpudash-pods inserted before the filter a field's unused share (see `unused_shares`) and its flags
   past a level (see `level_flags`: the GROUP BY alarms that judge every reading of several periods past a level);
 * metricstransform/gpudash first counts each pod's GPUs with a reading of the fields the by-pod panels count (see
-  `pod_totals`: after the filter, so a GPU reading DCGM's blank is not counted, as the Prometheus side counts),
+  `pod_totals`: after the filter, so a GPU reading DCGM's blank is not counted, as the Prometheus side counts; a
+  node's total of a field whose MIG instances average is made there too, its staleness markers dropped),
   then makes, where the fleet's values past 500 GPUs read it, each GPU's reading once per
   scrape of the fields they read, its copies (MIG instances, pods sharing it) merged and marked (see `once_per_gpu`);
 * transform/gpudash (where the alarm per node is made) makes each scrape's scrape_samples_post_metric_relabeling a
@@ -395,7 +396,7 @@ def _total_name(kind: str, pod: list[str], name: str) -> str:
 
 
 def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
-               copies: dict[str, list[str]] | None = None, kind_made: str | None = None) -> list[dict[str, Any]]:
+               copies: dict[str, list[str]] | None = None, after_filter: bool | None = None) -> list[dict[str, Any]]:
     """metricstransform's transforms that make, from each scrape of a node's exporter, each pod's total of the
     gauges published in a pod-total set (cloudwatch_query.pod_total_dimensions): the sum of a gauge over the
     pod's GPUs, or how many GPUs the pod holds, marked with the set's mark (POD_TOTALS), named TOTAL_PREFIX +
@@ -407,7 +408,10 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
     not the total of its other GPUs. (Made after the filter, a sum would hold only the GPUs that read a value and
     be published as the pod's whole.) The counts run AFTER it (in metricstransform/gpudash, first): a count of the
     pod's GPUs counts those with a reading of the field, DCGM's blank none (promql.counted, as the Prometheus side
-    counts them). `kind_made`: the totals of that kind only (sum, count), or both.
+    counts them). A node's total (the set names no pod: [ClusterName, node], made the same way, each GPU once
+    whatever pods hold it, a GPU no pod holds too) of a field whose MIG instances average (engine activity) runs
+    AFTER it as well (_made_after_filter). `after_filter`: the totals made after the filter only (True), those made
+    before it (False), or all.
 
     The processor (aggregateutil, see merged_counters) runs on one scrape of one target, whose points share the
     scrape's timestamp; aggregate_labels keeps the labels of `label_set`, and merges the points of one label
@@ -417,30 +421,39 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
     * a field whose pod copies merged_counters merges (`copies`: one per pod of each GPU instance, by `max`,
       with exporter.virtual_gpus) starts from the same merge, so that the pod's copies are its share once;
     * sum: each GPU once per pod (the max over the pod's series of one UUID: a device field repeats on a MIG
-      GPU's instances), or the pod's instances of the GPU combined as a field MIG reports per instance combines
+      GPU's instances), or, of a field MIG reports per instance, each GPU instance's copies merged by `max` (the
+      copies of one reading: a node's pods sharing the GPU, each with a copy of the device's value with
+      exporter.virtual_gpus; a pod's replicas of it; the pod a GPU is named under in turn with the marker ending
+      the one named before) and then the instances of the GPU combined as the field combines them
       (ONCE_AGGREGATION: framebuffer adds up, `sum`; engine activity averages, `mean`: a pod on 0.25 and 0.75 of
       one GPU's engine uses 0.5 of it, not 1.0), then the sum over the pod's GPUs (a pod's total per GPU stops
-      there: its use of the GPU);
+      there: its use of the GPU). Added per instance without the merge, a node's total read a GPU two pods share
+      twice (24,000 MiB free for 12,000);
     * count: one point per GPU of the pod (the max over its series of one UUID), inserted a second time under
       the same name; `combine` merges the two copies' points of one label set by `count`, which writes 2 (two
       points, whatever their values), then their sum over the pod is twice its GPUs, scaled by 0.5.
 
     A GPU no pod holds groups without pod labels, and the per-pod set needs them: it publishes no total. A
     staleness marker (no value) is merged into a live point as 0 and stays a marker only when its group holds
-    nothing else (the pod's series all gone), which awsemf drops. The other declarations' label matchers keep
-    the totals out of the sets that do not name their mark."""
+    nothing else (the pod's series all gone), which awsemf drops. So a node's mean over a GPU's instances is made
+    after the filter, which drops the field's markers (stand_in_conditions): an instance gone (its series all
+    markers) would be averaged as 0. The other declarations' label matchers keep the totals out of the sets that do
+    not name their mark."""
     copies = copies or {}
     result = []
     for kind, (mark, value), pod, name in _total_fields(catalog, declarations):
-        if kind_made not in (None, kind):
+        if after_filter is not None and _made_after_filter(catalog, kind, pod, name) != after_filter:
             continue
         include = f"^{re.escape(name)}$"
         total = _total_name(kind, pod, name)
         once = ONCE_AGGREGATION[catalog.get(name).per_gpu_aggregation] if kind == "sum" else "max"
         shares = [{"action": "aggregate_labels", "label_set": copies[name], "aggregation_type": "max"}] \
             if name in copies else []
-        per_gpu = [*shares, {"action": "aggregate_labels", "label_set": sorted({*pod, GPU_ONCE}),
-                             "aggregation_type": once}]
+        gpu = sorted({*pod, GPU_ONCE})
+        # a field MIG reports per instance: each GPU instance's copies (pods sharing it, a pod's replicas of it) one
+        # reading by `max` first, then the GPU's instances combined (a count's `max` per GPU merges every copy)
+        per_gpu = [*shares, *(_instances_combined(gpu, once) if kind == "sum" and catalog.get(name).per_instance
+                              else [{"action": "aggregate_labels", "label_set": gpu, "aggregation_type": once}])]
         marked = {"action": "add_label", "new_label": mark, "new_value": value}
         if kind == "sum":
             result.append({"include": include, "match_type": "regexp", "action": "insert", "new_name": total,
@@ -460,6 +473,21 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
     return result
 
 
+def _made_after_filter(catalog: Catalog, kind: str, pod: list[str], name: str) -> bool:
+    """Whether a pod's or node's total (pod_totals) is made after the blank filter: a count of GPUs (a blank is no
+    reading), and a node's total of a field whose MIG instances average (engine activity), made once the filter
+    dropped its staleness markers, as a namespace's use of a GPU is (namespace_readings): a GPU's instances are
+    averaged over those with a reading, a GPU reading none left out (as its Prometheus rule adds the GPUs' means)."""
+    field = catalog.get(name)
+    return kind == "count" or POD_DIMENSION not in pod and field.per_instance and field.per_gpu_aggregation == "avg"
+
+
+def _node_averaged(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[str]:
+    """The fields of a node's totals made after the filter of a field whose instances average (_made_after_filter)."""
+    return sorted({name for kind, _, pod, name in _total_fields(catalog, declarations)
+                   if kind == "sum" and _made_after_filter(catalog, kind, pod, name)})
+
+
 # how a pod's total combines its series of one GPU (catalog.Metric.per_gpu_aggregation, in aggregateutil's words): a
 # device field's copies are one reading (max), a field MIG reports per instance adds up (framebuffer) or averages
 # (engine activity) over the pod's instances of the GPU
@@ -470,7 +498,7 @@ def total_blank_conditions(catalog: Catalog, declarations: list[dict[str, Any]])
     """The filter's conditions on the pods' sums (pod_totals): a sum at or above its field's floor holds a blank."""
     sums: dict[str, list[str]] = {}
     for kind, _, pod, name in _total_fields(catalog, declarations):
-        if kind == "sum":
+        if kind == "sum" and not _made_after_filter(catalog, kind, pod, name):
             sums.setdefault(_total_name(kind, pod, "").removesuffix("."), []).append(name)
     return [condition for prefix, names in sorted(sums.items())
             for condition in blank_conditions(catalog, names, prefix=f"{prefix}.")]
@@ -904,13 +932,15 @@ def once_fields(catalog: Catalog, declarations: list[dict[str, Any]], marked: st
 def stand_in_conditions(catalog: Catalog, declarations: list[dict[str, Any]], shipped: Iterable[str]) -> list[str]:
     """The filter's conditions on the stand-ins a GPU's reading once is made of on MIG (_stand_in_once): their blanks
     where no declaration publishes them (a blank would be averaged into the GPU's reading) and their staleness markers
-    (averaged as 0; awsemf drops a marker anyway), and on the markers of the fields whose readings once average a GPU's
-    MIG instances (once_per_gpu, namespace_readings: an instance gone would be averaged as 0)."""
+    (averaged as 0; awsemf drops a marker anyway), and on the markers of the fields whose readings once, or a node's
+    totals, average a GPU's MIG instances (once_per_gpu, namespace_readings, pod_totals: an instance gone would be
+    averaged as 0)."""
     names = [*once_fields(catalog, declarations), *once_fields(catalog, declarations, NAMESPACE_GPU[0])]
     stand_ins = sorted({stand_in for stand_in, _ in once_stand_ins(catalog, names).values()})
-    averaged = [name for marked in (ONCE_PER_GPU[0], NAMESPACE_GPU[0])
-                for name in once_fields(catalog, declarations, marked)
-                if catalog.get(name).per_instance and not catalog.get(name).per_gpu_aggregation == "sum"]
+    averaged = [*(name for marked in (ONCE_PER_GPU[0], NAMESPACE_GPU[0])
+                  for name in once_fields(catalog, declarations, marked)
+                  if catalog.get(name).per_instance and not catalog.get(name).per_gpu_aggregation == "sum"),
+                *_node_averaged(catalog, declarations)]
     marked = sorted({*stand_ins, *averaged})
     if not marked:
         return []
@@ -958,9 +988,10 @@ class Pipeline:
         shipped = list(shipped)
         declarations = self.publishes["metric_declarations"]
         copied = pod_copies(catalog, settings, declarations, shipped)
-        # a pod's sums before the blank filter (one holding a blank is dropped), its counts of GPUs after it
-        totals = pod_totals(catalog, declarations, copied, "sum")
-        counts = pod_totals(catalog, declarations, copied, "count")
+        # a pod's sums before the blank filter (one holding a blank is dropped), its counts of GPUs (and a node's
+        # total of a field whose instances average) after it
+        totals = pod_totals(catalog, declarations, copied, after_filter=False)
+        counts = pod_totals(catalog, declarations, copied, after_filter=True)
         unused = _unused_fields(catalog, declarations)
         levels = _level_fields(catalog, declarations)
         gauges = retyped(catalog, shipped)
