@@ -250,13 +250,15 @@ class _Device:
             if own_share and stepped:  # the pod's own copies, each scrape's (the exporter writes one per pod)
                 return None
             if own_share:
-                tiers = self._read(metric, False, self.scoped, extra, keep, any_pod)
+                tiers = self._read(metric, False, self.scoped, extra, keep, any_pod, gauge == COUNTED)
                 return f"max by ({_listed((*keep, *shown))}) ({_unblanked(_either(tiers, keep), gauge)})"
             if stepped:
                 return self._stepped(metric, extra, gauge, summed, slot, keep, any_pod)
-            tiers = self._read(metric, summed and self.chooses(metric, gauge), self.unscoped, any_pod, slot, any_pod)
+            counting = gauge == COUNTED
+            tiers = self._read(metric, summed and self.chooses(metric, gauge), self.unscoped, any_pod, slot, any_pod,
+                               counting)
             if self.shares and metric in PER_PROCESS_FIELDS and not self.chooses(metric, gauge):  # own series first
-                own = self._read(metric, False, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod)
+                own = self._read(metric, False, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod, counting)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
             return self._named_on(metric, extra, keep, slot, _unblanked(_either(tiers, slot), gauge))
         if not self.shares or metric not in PER_PROCESS_FIELDS or own_share:
@@ -308,7 +310,7 @@ class _Device:
         return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
 
     def _read(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
-              any_pod: list[str]) -> tuple[str, str]:
+              any_pod: list[str], counting: bool = False) -> tuple[str, str]:
         """Per `keep` (a GPU instance, or a pod's share of one), (its fresh reading, its late reading) of `metric`
         (`summed`: the sum of the fields of the share `total` it is one of), read from the copy chosen_copy chooses per
         GPU (by its copies under any pod, `any_pod`, whatever the pod and namespace variables select: the choice the
@@ -320,7 +322,10 @@ class _Device:
         in KUBERNETES_VIRTUAL_GPUS mode writes pod_uid on the per-process fields, vgpu on the others), so a share's
         fields add up one to one. DCGM's blank is dropped after (_unblanked), not before: a copy whose latest reading
         is the blank reads it (the blank ranks above any reading here), which an older reading does not stand in for
-        (an idle GPU read 0 % then taken by a pod whose copy reads the blank showed 0 %)."""
+        (an idle GPU read 0 % then taken by a pod whose copy reads the blank showed 0 %). A count (`counting`) reads in
+        the late tier the copy's series with a reading within the lookback (counted: `min_over_time(x[lookback]) <
+        floor`; only gauges are read per pod over the lookback), not its latest sample: a GPU whose field reads the
+        blank at every other scrape was counted at alternate scrapes only."""
         labels = self.labels
         names = self.total if metric in self.total and len(self.total) > 1 else (metric,)
         field_labels = tuple(dict.fromkeys(name for field in names for name in FIELD_LABELS.get(field, ((), ""))[0]))
@@ -341,11 +346,14 @@ class _Device:
             value = " + ".join(read(name, gauge, fresh) for name in shown)
             chosen = chosen_copy(labels, names, self.unscoped, any_pod, fresh=self.resolution, lookback=lookback)
             return f"topk by ({_listed(keep)}) (1, {identified(_parenthesised(value), labels)} and on ({on}) {chosen})"
-        return tier("{0}", True, None), tier(f"last_over_time({{0}}[{self.lookback}])", False, self.lookback)
+        late = counted(False, (self.lookback, None)) if counting else f"last_over_time({{0}}[{self.lookback}])"
+        return tier("{0}", True, None), tier(late, False, self.lookback)
 
 
 LATEST = "{0} < " + BLANK_FLOOR  # a gauge's latest sample, blanks left out (_gauge_form)
-COUNTED = "{} < " + BLANK_FLOOR  # a count's reading of a gauge now: its latest sample, a blank no reading (counted)
+# a count's reading of a gauge now: its latest sample, a blank no reading (counted; in panels, the GPUs without one
+# are read over the look-back: _per_gpu's `within`, _Device._read's `counting`)
+COUNTED = "{} < " + BLANK_FLOOR
 
 
 def counted(is_counter: bool, period: tuple[str, str | None] | None = None) -> str:
@@ -1324,8 +1332,14 @@ def kinds_apart(query: Query, catalog: Catalog) -> bool:
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
              window: str, as_increase: bool, count: bool, over_time: tuple[str, str, str | None] | None = None,
              kind: str | None = None, resolution: str | None = None, device: _Device | None = None,
-             also: tuple[str, ...] = (), checked: bool = True, share: tuple[str, ...] = ()) -> str:
+             also: tuple[str, ...] = (), checked: bool = True, share: tuple[str, ...] = (),
+             within: str | None = None) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined (`merge`).
+
+    A count (`count`) counts the GPUs with a reading of the field (counted): in an alert's period (`over_time`), each
+    GPU with a reading in it; in a panel, each GPU with a reading within the look-back `within` (label_lookback, the
+    per-pod panels' window; per pod, `device`'s look-back reads it so), not only one whose latest sample is one: a
+    GPU whose field reads DCGM's blank at every other scrape read 11 GPUs then 10 at alternate scrapes.
 
     A gauge a GPU's instances add up (memory) has no value for a GPU one of whose instances reads the blank (unless
     `checked` is False: the caller keeps only GPUs a total of this field and others has, which is checked): the rest
@@ -1358,7 +1372,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         # an alert's period (`over_time`): each GPU with a reading in it, per pod each GPU a reading in it named the pod
         # on (the lookback's instant read every period alike, and lost a pod whose node left inside the latest one)
         if one_copy or over_time is not None:
-            period = None if over_time is None else over_time[1:3]
+            period = over_time[1:3] if over_time is not None else None if within is None else (within, None)
             substitute = catalog.mig_substitute(metric) if metric in MIG_UNSUPPORTED else None
             series = _raw(metric, branches, extra, counted(is_counter_field(metric, catalog), period))
             if substitute is not None and kind != "whole":  # a MIG instance reports the field by its stand-in's reading
@@ -1710,7 +1724,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
                          gauge_window is not None) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
-                        over_time, kind, resolution, device, also, checked, share)
+                        over_time, kind, resolution, device, also, checked, share,
+                        named_within if gauge_window is None else None)
 
     combined = not count and merge.combines()  # a GPU's instances make its value
     pool = pooled(query, catalog) if combined and gauge_window is None else None  # panels (alerts: each instance)
@@ -1863,6 +1878,14 @@ def named_within_note(scrape_seconds: int, own_share: bool = False) -> str:
             f"KUBERNETES_VIRTUAL_GPUS names under one of them per scrape (not always the same one), shows under each "
             f"pod so named, and a pod that left a GPU shows on it for up to {window} s after the last scrape that "
             f"named it.")
+
+
+def counted_within_note(scrape_seconds: int) -> str:
+    """What a panel's count of GPUs (`count`: counted over label_lookback) says of the GPUs it counts."""
+    window = LABEL_LOOKBACK_SCRAPES * scrape_seconds
+    return (f"A GPU counts while it has a reading within the last {LABEL_LOOKBACK_SCRAPES} scrape intervals "
+            f"({window} s): one whose field reads DCGM's blank at some scrapes still counts, one that writes only the "
+            f"blank does not, and one that stopped reporting counts for up to {window} s after its last reading.")
 
 
 def named_pods_looked_back(query: Query, catalog: Catalog) -> bool:

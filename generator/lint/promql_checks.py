@@ -373,11 +373,12 @@ def range_windows(expr: str) -> list[str]:
     """The text inside every [...] range of an (unsubstituted) expression (not inside strings), but the ranges of
     `present_over_time(x[...])` (promql.taken_within: whether a sample was taken within a step of the scrape
     interval, which the subquery around it steps by; promql.label_lookback: whether a scrape within the per-pod
-    panels' lookback named a pod) and of `last_over_time(x[...])` (promql._Device._read: a copy's latest reading
-    within that lookback)."""
+    panels' lookback named a pod), of `last_over_time(x[...])` (promql._Device._read: a copy's latest reading
+    within that lookback) and of `min_over_time(x[...]) < <number>` (promql.counted: a count's GPU with a reading,
+    a sample under DCGM's blank floor, within that lookback; a window of whole scrape intervals, not a rate's)."""
     text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-    return [window for within, window in
-            re.findall(r"((?:present|last)_over_time\([^()\[\]]*)?\[([^\]]+)\]", text) if not within]
+    looked_back = r"(?:present|last)_over_time\([^()\[\]]*|min_over_time\([^()\[\]]*(?=\[[^\]]+\]\)\s*<\s*[0-9.eE+]+)"
+    return [window for within, window in re.findall(rf"({looked_back})?\[([^\]]+)\]", text) if not within]
 
 
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}

@@ -15,9 +15,9 @@ from ..catalog import PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..model import Dashboard, Panel, Row, layout
 from ..names import grafana_uid
 from ..plain import plain_data
-from ..promql import (COST_NOTE, Scope, copies_note, expression, gpus_named, group_keys, label_lookback, label_name,
-                      legend, memory_share_note, named_pods_looked_back, named_within_note, over_note, presence,
-                      reads_copies_per_step, reads_recording, recording_note, with_cluster)
+from ..promql import (COST_NOTE, Scope, copies_note, counted_within_note, expression, gpus_named, group_keys,
+                      label_lookback, label_name, legend, memory_share_note, named_pods_looked_back, named_within_note,
+                      over_note, presence, reads_copies_per_step, reads_recording, recording_note, with_cluster)
 from ..settings import Settings
 
 _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -57,7 +57,9 @@ DASHBOARD_RANGE = "$__range"
 def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) -> tuple[str, str]:
     """(query, regex) of one variable, over the dashboard's range: label_values where one label holds the value, else
     the label of a query_result (the node: each GPU's name, as its lines and alerts name it; the GPU, filtered by
-    the node). A node a GPU reported from within the range is listed, whether or not it is still there at its end."""
+    the node). A node a GPU reported from within the range is listed, whether or not it is still there at its end.
+    A GPU is listed whatever its series read: one whose fields read only DCGM's blank, which no count counts
+    (promql.counted), is still a GPU of the node, and picking it shows that it reports nothing."""
     labels = settings.labels
     scope = variable_scope(settings, upto=name)
     extra = (f'{labels.pod}!=""',) if key in ("namespace", "pod") else ()
@@ -268,6 +270,8 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, share
         texts.append(copies_note(scrape_seconds, per_pod, whole_range))
     texts += [recording_note(scrape_seconds, "pod" in group_keys(query.by)) for query in panel.queries
               if reads_recording(query, catalog)]
+    texts += [counted_within_note(scrape_seconds) for query in panel.queries
+              if query.aggregation == "count" and not query.raw_promql]
     texts += [named_within_note(scrape_seconds, shares and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu)
               for query in panel.queries if named_pods_looked_back(query, catalog)]
     texts += filter(None, (memory_share_note(query, catalog) or over_note(query, catalog) for query in panel.queries))

@@ -236,3 +236,20 @@ def test_a_line_per_namespace_needs_no_pod_in_its_legend(tmp_path):
     from generator.lint.promql_checks import output_labels
 
     assert output_labels("sum by (namespace) (count by (namespace, pod) (x)) or on () vector(0)").names == {"namespace"}
+
+
+@pytest.mark.parametrize("expr, fixed", [
+    # a count's look-back (promql.counted): a reading within the window, whole scrape intervals, not a rate's window
+    ('count(min_over_time(x{a="[1]"}[120s]) < 1e14)', []),
+    ("max by (gpu) ((min_over_time(x[120s]) < 1e14 or min_over_time(y[120s]) < 9e18))", []),
+    ("present_over_time(x[120s]) * 0 + last_over_time(x[120s])", []),
+    # the least value over a fixed window, a chart's or compared with anything but a number, is a window GF007 names
+    ("min_over_time(x[5m])", ["5m"]),
+    ("min_over_time(x[5m]) > 3", ["5m"]),
+    ("min_over_time(x[5m]) < y", ["5m"]),
+    ("sum(rate(x[5m])) + min_over_time(y[2m]) < 1e14", ["5m"]),
+])
+def test_gf007_names_fixed_windows_but_a_counts_lookback(expr, fixed):
+    from generator.lint.promql_checks import range_windows
+
+    assert range_windows(expr) == fixed

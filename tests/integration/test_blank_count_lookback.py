@@ -1,0 +1,169 @@
+"""A count of GPUs reporting a field in Grafana counts each GPU with a reading within the panels' look-back: it does
+not flap with a GPU whose field reads DCGM's blank at every other scrape.
+
+Two nodes of 6 GPUs, half an hour of 30 s scrapes, backfilled into a real Prometheus. ip-10-0-1-1's GPU 3 reads its
+temperature at even scrapes and DCGM's blank ("not supported", about 9.2e18) at odd ones; ip-10-0-1-2's GPU 0 reads
+only the blank; ip-10-0-1-2's GPU 5 is gone from 20 minutes in (its pod left, no sample after). Pod ml/train-0 holds
+ip-10-0-1-1's GPUs 0 to 3, ml/train-1 its GPUs 4 and 5, serve/infer-<k> ip-10-0-1-2's GPU k.
+
+The truth at an instant: a GPU reports while it has a reading (a sample under the blank floor) within the look-back
+of the per-pod panels (promql.label_lookback: 4 scrape intervals, 120 s); a GPU that writes only the blank never
+does, and one whose last reading is older than the look-back no longer does. So 11 GPUs report at every instant of
+the first 20 minutes (ml/train-0 holds 4 of them), 10 from 120 s after GPU 5's last reading on, none from 120 s
+after the end. Each panel (the overview's "GPUs reporting", the "Pods on GPUs" table) and a count per node and per
+namespace, as Grafana sends them (the variables at All), is read every 10 s, off the scrape grid, against that
+truth. Read at the instant only (the latest sample), the counts read 11 then 10, and ml/train-0 4 then 3, at
+alternate scrapes, and the gone GPU counted for the 5 minutes an instant selector still reads its last sample.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from generator.artifacts import grafana_dashboards
+from generator.model import Query
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from generator.promql import expression, label_lookback
+from generator.render.grafana import variable_scope
+from tests.integration.test_mig_twins import built_with
+from tests.support.prometheus_server import backfilled_fixture
+
+NOT_SUPPORTED = 9223372036854775794
+STEP, STEPS = 30, 60  # half an hour of 30 s scrapes
+END = STEP * STEPS
+LOOKBACK = 4 * STEP  # promql.label_lookback at 30 s scrapes
+TEMP = "DCGM_FI_DEV_GPU_TEMP"
+NODES = {"ip-10-0-1-1": 6, "ip-10-0-1-2": 6}
+GPUS = [(node, gpu) for node, count in NODES.items() for gpu in range(count)]
+FLAPPING = ("ip-10-0-1-1", 3)  # a reading at even scrapes, the blank at odd ones
+BLANK_ONLY = ("ip-10-0-1-2", 0)
+GONE, LEFT = ("ip-10-0-1-2", 5), 40  # no sample from scrape 40 (20 minutes) on
+VARIABLES = ("cluster", "namespace", "pod", "node", "gpu")
+
+
+def pod(node: str, gpu: int) -> tuple[str, str]:
+    if node == "ip-10-0-1-1":
+        return "ml", "train-0" if gpu < 4 else "train-1"
+    return "serve", f"infer-{gpu}"
+
+
+def sample(node: str, gpu: int, k: int) -> int | None:
+    """The temperature GPU (node, gpu) wrote at scrape k (None: no sample)."""
+    if (node, gpu) == GONE and k >= LEFT:
+        return None
+    if (node, gpu) == BLANK_ONLY or (node, gpu) == FLAPPING and k % 2:
+        return NOT_SUPPORTED
+    return 60 + gpu
+
+
+def reporting(t: float) -> list[tuple[str, int]]:
+    """The GPUs with a reading within the look-back before `t` (seconds from the first scrape)."""
+    return [(node, gpu) for node, gpu in GPUS
+            if any(t - LOOKBACK < k * STEP <= t and (value := sample(node, gpu, k)) is not None and value < 1e14
+                   for k in range(STEPS))]
+
+
+def _openmetrics(start: int) -> str:
+    lines = [f"# TYPE {TEMP} gauge"]
+    for k in range(STEPS):
+        for node, gpu in GPUS:
+            value = sample(node, gpu, k)
+            if value is not None:
+                namespace, name = pod(node, gpu)
+                lines.append(f'{TEMP}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",'
+                             f'modelName="NVIDIA H100 80GB HBM3",Hostname="{node}",DCGM_FI_DRIVER_VERSION="535.161.08",'
+                             f'container="main",namespace="{namespace}",pod="{name}",node="{node}",'
+                             f'job="dcgm-exporter"}} {value} {start + k * STEP}')
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+backfilled = backfilled_fixture("blank-count-lookback", _openmetrics, END, STEP)
+# every 10 s from the first scrape to 5 minutes after the last, 5 s off the scrape grid
+FIRST, COUNT, EVERY = 5, (END + 300) // 10, 10
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return built_with(tmp_path_factory.mktemp("blank-count-lookback"), {}, fields=(TEMP,))
+
+
+def _dashboard_expr(folder, uid: str, title: str) -> tuple[str, str]:
+    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    dashboard = next(d for d in grafana_dashboards(project) if d.uid == uid)
+    (panel,) = [p for p in dashboard.model["panels"] if p.get("title") == title]
+    (target,) = panel["targets"]
+    return target["expr"], target["legendFormat"]
+
+
+def _read(prometheus, start: int, expr: str, label) -> dict[float, dict[str, float]]:
+    """{seconds from the first scrape: {label of each series: value}} at every instant read."""
+    found = prometheus.query_at(interpolate(expr, variables({}, VARIABLES)), start + FIRST, COUNT, EVERY)
+    return {at - start: {label(s["metric"]): float(s["value"][1]) for s in result} for at, result in found.items()}
+
+
+def _wrong(shown: dict[float, dict[str, float]], truth) -> dict[float, tuple[dict, dict]]:
+    return {t: (value, truth(t)) for t, value in shown.items() if value != truth(t)}
+
+
+def test_the_premise():
+    assert len(reporting(10 * STEP + 5)) == len(reporting(10 * STEP + 35)) == 11  # the flapping GPU both times
+    assert len(reporting(LEFT * STEP + LOOKBACK + 5)) == 10
+    assert reporting(END + LOOKBACK) == []
+
+
+def test_gpus_reporting_counts_each_gpu_with_a_reading_within_the_lookback(built, backfilled):
+    _, folder = built
+    prometheus, start = backfilled
+    expr, _ = _dashboard_expr(folder, "gpudash-overview", "GPUs reporting")
+    shown = _read(prometheus, start, expr, lambda metric: "all")
+    wrong = _wrong(shown, lambda t: {"all": float(len(reporting(t)))} if reporting(t) else {})
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:8])} ({len(wrong)} of {len(shown)})"
+    assert {shown[t]["all"] for t in shown if LOOKBACK < t < LEFT * STEP} == {11}  # never 10 while 11 report
+    assert {shown[t]["all"] for t in shown if (LEFT - 1) * STEP + LOOKBACK < t < END} == {10}
+
+
+def test_pods_on_gpus_count_each_pods_gpus_with_a_reading_within_the_lookback(built, backfilled):
+    _, folder = built
+    prometheus, start = backfilled
+    expr, legend = _dashboard_expr(folder, "gpudash-by-pod", "Pods on GPUs")
+    shown = _read(prometheus, start, expr, lambda metric: render_legend(legend, metric))
+
+    def truth(t: float) -> dict[str, float]:
+        held = Counter("Pod {}/{}".format(*pod(node, gpu)) for node, gpu in reporting(t))
+        return {name: float(count) for name, count in held.items()}
+    wrong = _wrong(shown, truth)
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:8])} ({len(wrong)} of {len(shown)})"
+    assert {shown[t]["Pod ml/train-0"] for t in shown if LOOKBACK < t < END} == {4}
+
+
+@pytest.mark.parametrize("key", ["node", "namespace"])
+def test_a_count_per_node_or_namespace_counts_each_gpu_with_a_reading_within_the_lookback(built, backfilled, key):
+    _, folder = built
+    prometheus, start = backfilled
+    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    settings = project.settings
+    expr = expression(Query(TEMP, "count", (key,)), settings.labels, project.catalog, variable_scope(settings),
+                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    shown = _read(prometheus, start, expr, lambda metric: metric[key])
+
+    def truth(t: float) -> dict[str, float]:
+        each = Counter(node if key == "node" else pod(node, gpu)[0] for node, gpu in reporting(t))
+        return {name: float(count) for name, count in each.items()}
+    wrong = _wrong(shown, truth)
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:8])} ({len(wrong)} of {len(shown)})"
+
+
+def test_the_variables_list_a_gpu_that_writes_only_the_blank(backfilled):
+    """A GPU whose field reads only DCGM's blank is not counted, but it is a GPU of the node: the node and GPU
+    variables list it, so that it can be picked and seen to report nothing (DCGM reading none of its fields is what
+    one looks for on the health dashboard)."""
+    from tests.integration.test_variables_over_range import _options, _variables
+
+    prometheus, start = backfilled
+    listed = _variables()
+    assert _options(prometheus, listed["node"], start + END) == set(NODES)
+    assert _options(prometheus, listed["gpu"], start + END, node=BLANK_ONLY[0]) == {str(g) for g in range(6)}
