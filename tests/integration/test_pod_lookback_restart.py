@@ -213,6 +213,25 @@ def test_a_pod_named_within_the_lookback_shows_through_one_failed_scrape(gap, ti
     assert not wrong, f"seconds after the failed scrape: (shown, named within the lookback) {wrong}"
 
 
+def test_a_gpu_with_a_reading_within_the_lookback_counts_through_one_failed_scrape(gap):
+    """The overview's count counts a GPU with a reading within the look-back (promql.counted over label_lookback):
+    the failed scrape's staleness markers do not take the GPU out of "GPUs reporting" (read at the instant alone, it
+    read no GPU for the second after the failed scrape), and it stops counting once its last reading is older than
+    the look-back."""
+    prometheus, samples, ups = gap
+    failed = [at for at, v in ups if v == 0]
+    assert failed, ups
+    _, expr = _panel("", "GPUs reporting")
+    start, end = math.floor(samples[0]) + 0.5, samples[-1] + 6
+    wrong = {}
+    for at, result in prometheus.query_at(expr, start, int(end - start) + 1, 1).items():
+        shown = [float(s["value"][1]) for s in result]
+        truth = [1.0] if any(at - 4 <= when <= at for when in samples) else []
+        if shown != truth:
+            wrong[round(at - failed[0], 1)] = (shown, truth)
+    assert not wrong, f"seconds after the failed scrape: (shown, GPUs with a reading within the lookback) {wrong}"
+
+
 # --- Prometheus restarted while the GPU changed hands (no staleness markers are written across a restart) ------
 
 def _held_or_idle(pod: str, watts: float) -> str:
