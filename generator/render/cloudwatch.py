@@ -258,13 +258,16 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         properties["start"] = _relative(NOW_PERIODS * now_period(settings))
     elif _now_table(panel, query, catalog):
         # A table of pods now: a row per pod a scrape named on a GPU in the latest whole period the console draws,
-        # a period as long as the look-back of Grafana's per-pod panels (table_period). Its own range is two
-        # periods: the one drawn and the one still filling, which the console does not draw with live data off (the
-        # range's start is rounded down to the minute: always two), so the table has one column. Read as one
-        # period of the last 5 minutes, it listed a pod that left in them; read a minute at a time, it left out pods
-        # named in turn on a GPU they share.
+        # a period as long as the look-back of Grafana's per-pod panels (table_period). Its own range starts a
+        # period and a minute before now (TABLE_START): its periods run from its start, so its first ends a minute
+        # before now (up to a minute earlier, the range's start rounded down to the minute), the latest the console
+        # draws with live data off, and the one still filling is not drawn, so the table has one column. Two
+        # periods before now, the first period ended a period before now and was drawn while the one after it
+        # waited for its minute: the table read the look-back 240 to 120 s ago at 30 s scrapes, listing a pod
+        # 2 minutes after it came. Read as one period of the last 5 minutes, it listed a pod that left in them;
+        # read a minute at a time, it left out pods named in turn on a GPU they share.
         properties["period"] = true_at = table_period(settings)
-        properties["start"] = _relative(2 * table_period(settings))
+        properties["start"] = _relative(table_period(settings) + TABLE_START)
     elif panel.kind in SINGLE_VALUE_KINDS and _whole_range(query, catalog, plan_):
         properties["setPeriodToTimeRange"] = True  # an increase over the selected range, as Grafana's $__range
     elif query.as_increase and _whole_range(query, catalog, plan_):
@@ -281,6 +284,9 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
 
 
 NOW_PERIODS = 4  # a now value's own range, in its periods: the minute drawn, the one filling, and room for both
+# A table of pods now starts its own range this much before its period (a minute): with live data off the console
+# draws a period once it ended at least a minute ago (user guide, "Use live data"), so its period is the latest it draws
+TABLE_START = 60
 
 
 def now_period(settings: Settings) -> int:
@@ -581,11 +587,16 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
 def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting", period: int | None = None,
              what: str = "") -> str:
     """What a now value (or, `period` and `what` given, a table of pods now: table_note) shows on CloudWatch, said
-    in its dashboard's header: its own range is two periods or more, the range's start rounded down to the minute."""
+    in its dashboard's header: the latest whole period the console draws, which ended a minute ago or up to a period
+    earlier (a now value's range, of NOW_PERIODS periods, starts at no set place on their grid), or, for the table,
+    whose range starts a period and a minute before now, up to a minute earlier (its start rounded down to the
+    minute)."""
+    table = period is not None
     period = period or now_period(settings)
+    stale = 60 + (TABLE_START if table else period) + period  # the most before now the period drawn may start
     return (f"the latest whole period of {period} s{what} that ended at least a minute ago (the console draws a "
             f"period a minute after it ends, live data off): {who} within the last "
-            f"{(60 + 2 * period) // 60} minutes may be counted as it was then")
+            f"{stale // 60} minutes may be counted as it was then")
 
 
 def table_note(settings: Settings) -> str:

@@ -300,14 +300,16 @@ def test_a_chart_by_pod_keeps_the_pod_of_many_gpus_that_uses_the_most(tmp_path, 
 
 def _churn_page(end: float, period: int):
     """45 pods of one GPU all along (GPUs 0..44); 10 that leave after the first scrape of the period drawn (GPUs
-    45..54, last seen at end - 2 periods); 8 that come at the start of the period still filling (node 7, from end -
-    period)."""
+    45..54, last seen at its start, end - period - a minute: the table's range starts there, and its first period is
+    drawn); 8 that come after it, in the minute still filling (node 7, from end - a minute)."""
+    drawn = end - period - 60
+
     def page(node: int, t: float) -> str:
         lines = ["# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
         for g in range(PER_NODE):
             i = node * PER_NODE + g
-            pod = (f"steady-{i}" if i < 45 else f"leaving-{i}" if i < 55 and t <= end - 2 * period
-                   else f"new-{i}" if node == NODES - 1 and t >= end - period else None)
+            pod = (f"steady-{i}" if i < 45 else f"leaving-{i}" if i < 55 and t <= drawn
+                   else f"new-{i}" if node == NODES - 1 and t >= end - 60 else None)
             workload = f',namespace="ml",pod="{pod}",container="main"' if pod else ""
             lines.append(f'DCGM_FI_DEV_GPU_TEMP{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",'
                          f'modelName="NVIDIA H100 80GB HBM3",Hostname="n{node}"{workload}}} 55')
@@ -318,7 +320,7 @@ def _churn_page(end: float, period: int):
 def test_pods_on_gpus_past_50_lists_pods_that_left_early_in_the_period_drawn(tmp_path):
     """"Pods on GPUs" (otel) through churn past 50 pods: the period drawn holds 55 pods (45 all along, 10 seen at its
     first scrape only); 8 pods come in the period still filling. Ranked by how many scrapes of the two periods saw
-    each, the newcomers (4 scrapes) outrank the 10 that left (1): the 50 rows are the 45 and 5 newcomers, blank in the
+    each, the newcomers (2 scrapes) outrank the 10 that left (1): the 50 rows are the 45 and 5 newcomers, blank in the
     period drawn, where 50 of its 55 pods would fill them. No widget can read the period drawn alone (its range ends
     now: a widget's `end` is an absolute time), and no ORDER BY function of the range's observations tells a pod of
     the period drawn from one of the time since (the newcomers' readings are as many, and the same, as a leaver's
@@ -334,6 +336,7 @@ def test_pods_on_gpus_past_50_lists_pods_that_left_early_in_the_period_drawn(tmp
     body = json.loads(json.loads(files[BY_POD])["DashboardBody"])
     (table,) = [w["properties"] for w in body["widgets"]
                 if w["type"] == "metric" and w["properties"]["title"] == "Pods on GPUs"]
+    assert table["start"] == "-PT3M"  # a period and a minute: its first period is the one drawn
     _, points = _published_with(files, _churn_page(end, table["period"]), end // 30)
     shown = cloudwatch_eval.widget(table, points, end - 6 * 3600, end, now=end)
     listed = {label for label, series in shown.items() if series}

@@ -37,7 +37,9 @@ def _by_pod(pipeline: str, monkeypatch, end: int) -> dict[str, dict]:
     files, points = overlap._published(pipeline, old_until=900, new_from=600)
     body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"])["DashboardBody"])
     titles = ("Framebuffer used by pod", "Power draw of each pod's GPUs", "Pods on GPUs")
-    return {w["properties"]["title"]: cloudwatch_eval.widget(w["properties"], points, 0, end)["Pod ml/train-0"]
+    # the table means now: drawn at `end` (its period still filling not drawn, live data off); the charts' periods all
+    return {w["properties"]["title"]: cloudwatch_eval.widget(
+        w["properties"], points, 0, end, now=end if w["properties"]["title"] == "Pods on GPUs" else None)["Pod ml/train-0"]
             for w in body["widgets"] if w["type"] == "metric" and w["properties"]["title"] in titles}
 
 

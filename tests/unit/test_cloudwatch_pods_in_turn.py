@@ -60,3 +60,37 @@ def test_the_table_drawn_at_any_other_period_shows_nothing():
     for period in (60, 300):
         drawn = cloudwatch_eval.widget(table, points, END - 6 * 3600, END, period=period, now=END)
         assert not any(series for series in drawn.values()), period
+
+
+ARRIVES = 1500  # the first scrape naming team-n/new-0, on a GPU of its own
+NEW = Node("gpu-node-n", "hostname", "nvidia-dcgm-exporter-n0n0n", (
+    Gpu(0, temp=50, power=200, sm_clock=1500, xid=0, energy_mw=200_000, replays_per_s=0, memory_temp=50, util=3,
+        instances=(Instance(pod=("team-n", "new-0"), fb_used=12000, fb_free=12000, engine=0.03),)),))
+
+
+def test_pods_on_gpus_reads_the_latest_look_back_the_console_draws():
+    """A pod that came to a GPU is listed from the first moment the console draws a period holding its first scrape:
+    the latest whole period of the look-back (120 s) that ended a minute ago, live data off. The table's own range was
+    two periods (-PT4M): the period ending now, not drawn for a minute, left the one 240 to 120 s ago drawn, and
+    new-0 was listed 2 minutes after its first scrape where Grafana lists it at once (and one that left 2 minutes
+    longer)."""
+    from tests.support.agent_points import AGENT_FILE, Agent, Scrape, agent_config, target_labels
+
+    files = built_files("{}\n")
+    (table,) = [p for path, p in widgets(files) if panel_title(p["title"]) == "Pods on GPUs"]
+    config, job = agent_config(files[AGENT_FILE])
+    node_a = mixed_fleet.FLEET[0]
+    points = Agent(config, job).run(
+        [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP), target_labels(job, node.name))
+         for k in range(-2, END // STEP) for node in (node_a, NEW) if node is node_a or k * STEP >= ARRIVES])
+    for now in range(ARRIVES, END + 1, 10):
+        drawn = cloudwatch_eval.widget(table, points, now - 6 * 3600, now, now=now)
+        listed = {label for label, series in drawn.items() if series}
+        # the scrapes of the latest 120 s the console draws: those in [now - 180, now - 60)
+        expected = {"Pod team-a/worker-0"} | ({"Pod team-n/new-0"} if now - 60 > ARRIVES else set())
+        assert listed == expected, (now, listed)
+        assert all(len(series) == 1 for series in drawn.values() if series), now  # one column
+    assert table["start"] == "-PT3M"
+    said = notes(header(files, BY_POD))["Pods on GPUs"]  # its period ends 1 to 2 minutes ago and lasts 2
+    assert any("a pod that left or took a GPU within the last 4 minutes may be counted as it was then" in note
+               for note in said), said

@@ -117,12 +117,18 @@ def test_every_widget_shows_the_truth_at_the_add_on_s_interval(tmp_path, every):
     for path, properties in widgets(files):
         title = panel_title(properties["title"])
         query = panel(project, path, title, CLUSTER).queries[0]
-        shown = cloudwatch_eval.widget(properties, points, START, end)
+        # the table of pods now is drawn at `end`: its period still filling is not drawn (live data off)
+        now = end if title == "Pods on GPUs" else None
+        shown = cloudwatch_eval.widget(properties, points, START, end, now=now)
         start, period = cloudwatch_eval.widget_range(properties, START, end)
         if query.over:
             expected = _ratio_truth(query.by, query.aggregation, start, end, period, every)
         else:
             expected = truth(query, project.catalog.get(query.metric), start, end, period, every=max(every, STEP))
+        if now is not None:
+            expected = {label: {bucket: value for bucket, value in series.items()
+                                if bucket + period <= now - cloudwatch_eval.LIVE_DATA_SECONDS}
+                        for label, series in expected.items()}
         expected = {re.sub(r" GPU (\d+)$", r" nvidia\1", label) or title: series for label, series in expected.items()}
         assert set(shown) == set(expected), (path, title)
         wrong = [(label, bucket, shown[label].get(bucket), value) for label, series in expected.items()
