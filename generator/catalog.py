@@ -77,6 +77,38 @@ MIG_UNSUPPORTED = (*MIG_SUBSTITUTES, "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UT
 # Every other field of such a GPU comes once per pod, each copy the device's value. Before 4.5.3, and with the
 # setting off, every copy of every field is the device's value.
 PER_PROCESS_FIELDS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED")
+# A group of several pods' sum or mean of those fields (a line per namespace or container) reads the pods' copies of
+# each GPU they share, and which merge of them is the group's use depends on the exporter's version, which nothing in
+# a scrape of the group tells (4.5.3 adds the device's own series, but per GPU, without the group) and no setting
+# names: on 4.5.3 and later each copy is the pod's own share (their sum is the group's use); before 4.5.3 with the
+# setting each is the device's whole value (one of them is). The CloudWatch forms add the copies (the per-pod set);
+# the Prometheus forms merge a group's copies of one GPU instance by max. Panels, rules, widgets and alarms of such a
+# group say what theirs reads (per_process_copies_added), and `gpudash verify` names the GPUs an exporter before 4.5.3
+# writes so (checks/exporter.py, "shared GPUs read whole").
+PER_PROCESS_COPIES_ADDED = ("with exporter.virtual_gpus, the pods' copies of a GPU they share are added: on "
+                            "dcgm-exporter 4.5.3 and later each is the pod's own share (the group's use), but before "
+                            "4.5.3 each is the GPU's whole value, so a GPU k pods of the group share adds (and weighs) "
+                            "k times (two pods on 39,200 MiB read 78,400, and gpudash verify warns of such GPUs: "
+                            "shared GPUs read whole)")
+# PER_PROCESS_COPIES_ADDED within the 1,024 characters of an alarm's description, beside its other notes
+PER_PROCESS_COPIES_ADDED_ALARM = ("before dcgm-exporter 4.5.3 each sharing pod's copy is the GPU's whole value: a GPU k "
+                                  "pods of the group share adds k times (4.5.3 on: each pod's share)")
+# What the Prometheus forms (a Grafana panel, a rule) of such a group read: the largest copy per GPU instance
+PER_PROCESS_COPIES_MAX = ("with exporter.virtual_gpus, a group's copies of one GPU are read as their largest: before "
+                          "dcgm-exporter 4.5.3 each is the GPU's whole value (read once), but on 4.5.3 and later each "
+                          "is one pod's own share, so the group's use of a GPU two or more of its pods share reads as "
+                          "its largest pod's (12,000 + 9,000 MiB read 12,000), where its CloudWatch form adds the "
+                          "copies (exact on 4.5.3, k times a GPU k pods share before)")
+
+
+def per_process_copies_added(query, virtual_gpus: bool) -> bool:
+    """A query (model.Query) adding or averaging a field split per process over the copies of several pods (a line per
+    namespace or container, not per pod) with exporter.virtual_gpus: PER_PROCESS_COPIES_ADDED says what it reads."""
+    keys = set(query.by)
+    return virtual_gpus and query.metric in PER_PROCESS_FIELDS and query.aggregation in ("sum", "avg") \
+        and not query.whole_gpu and not query.over and "pod" not in keys and bool(keys & {"namespace", "container"})
+
+
 # The labels that mode adds to a pod's copy besides pod, namespace and container: the pod's UID (always on a
 # per-process copy, on the others with KUBERNETES_ENABLE_POD_UID) and the shared replica (`vgpu`, the `::N`
 # of a time-sliced or MPS device id).

@@ -74,6 +74,7 @@ from typing import Callable, Iterable
 
 from .blanks import INCREASE_FLOOR, READING_FLOOR
 from .catalog import (MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_FIELDS,
+                      PER_PROCESS_COPIES_ADDED, per_process_copies_added,
                       Catalog, per_device_headroom)
 from .derived_sets import derived, mig_only, with_instance
 from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
@@ -814,6 +815,9 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = replace(result, notes=result.notes + (NAMED_TURNS,))
     if layout.instances and _pods_counters_added(result, catalog, settings):
         result = replace(result, notes=result.notes + (WHOLE_COPIES_COUNTED,))
+    if layout.instances and POD_DIMENSION in result.dims \
+            and per_process_copies_added(query, settings.exporter.virtual_gpus):
+        result = replace(result, notes=result.notes + (PER_PROCESS_COPIES_ADDED,))  # the pods' copies added
     if alarm or not layout.blanks or settings.agent.pipeline != "classic":
         return result  # alarms take no math; no blank arrives (OTel pipeline; the add-on guards its own plans)
     return blanks_dropped(result, query, catalog, ARRAY_BLANK_NOTE, COUNTED_BLANK_NOTE)

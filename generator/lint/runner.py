@@ -38,7 +38,9 @@ NOTE_RULES = [
                   "a form not ranked by the periods it holds)", _notes("AL017")),
     Rule("AL019", "CloudWatch alarms that count, add or average GPUs where a GPU split into MIG instances or shared by "
                   "time-slicing counts once per copy (agent.pipeline: classic; a field MIG reports per instance; a "
-                  "pod's mean or a namespace's count, sum or mean of a device field; a counter added up per namespace), "
+                  "pod's mean or a namespace's count, sum or mean of a device field; a counter added up per namespace; "
+                  "with exporter.virtual_gpus a namespace's sum or mean of a field split per process, whose copies are "
+                  "the GPU's whole value before dcgm-exporter 4.5.3), "
                   "or read a pod's or a namespace's field MIG reports per instance per instance, not per GPU",
          _notes("AL019")),
     Rule("AL024", "CloudWatch alarms whose count of GPUs or total of a gauge over several GPUs is the period's readings "

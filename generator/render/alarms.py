@@ -8,7 +8,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
+from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_COPIES_ADDED,
+                       PER_PROCESS_COPIES_ADDED_ALARM, PER_PROCESS_COPIES_MAX, Catalog, per_process_copies_added)
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
                                 failed_scrape_note, NAMED_PART, NAMED_SHARE,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, Plan, per_scrape_read,
@@ -502,6 +503,10 @@ def copies_counted(project) -> list[tuple[str, str]]:
                    "its set has no room for the mark of a GPU's reading once")
             result.append(_noted(alarm, form, cloudwatch_condition(alarm, settings).query.aggregation,
                                  f"{copies}, where its Prometheus rule counts each GPU once ({why})"))
+        if PER_PROCESS_COPIES_ADDED in form.plan.notes:  # the pods' copies added (its rule's description says its own)
+            result.append(_noted(alarm, form, cloudwatch_condition(alarm, settings).query.aggregation,
+                                 f"{PER_PROCESS_COPIES_ADDED}; its Prometheus rule reads a GPU's copies by their "
+                                 f"largest (right before 4.5.3, the largest pod's share from 4.5.3 on)"))
     return result
 
 
@@ -806,6 +811,9 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
     named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
                                       (NAMED_TURNS, NAMED_TURNS_ALARM)) if note_ in plan_.notes]
     comparison, order, rank = _judged(alarm, plan_, settings)
+    # (and a group's sum or mean of the pods' copies of a field split per process, which an exporter before 4.5.3
+    # writes as the device's whole value: lint AL019 notes it too)
+    named += [PER_PROCESS_COPIES_ADDED_ALARM] if PER_PROCESS_COPIES_ADDED in plan_.notes else []
     note = "; ".join(part for part in (note, unseen, copies_counted_note(plan_),
                                        _failed_scrape_said(alarm, plan_, settings), *named,
                                        _addon_blanks_said(plan_, comparison, settings)) if part)
@@ -1512,6 +1520,15 @@ def counted_group(counted: tuple[str, ...], catalog: Catalog, settings: Settings
                       for part, expr in zip(COUNTED_PARTS, counted_rules(metric, catalog, settings.labels, resolution))]}
 
 
+def _rule_description(alarm: Alarm, settings: Settings) -> str:
+    """The alert's description: the alarm's, and what a group's sum or mean of the pods' copies of a field split per
+    process reads, on an exporter before 4.5.3 and after (catalog.PER_PROCESS_COPIES_MAX), as its CloudWatch alarm
+    says what it reads."""
+    if not per_process_copies_added(_alert_query(alarm, settings), settings.exporter.virtual_gpus):
+        return alarm.description
+    return f"{alarm.description.rstrip()} ({PER_PROCESS_COPIES_MAX}.)".lstrip()
+
+
 def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Settings,
                      counted: tuple[str, ...] = ()) -> dict[str, Any]:
     counters = counted_group(counted, catalog, settings)
@@ -1534,7 +1551,7 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             "labels": {"severity": alarm.severity, PROMETHEUS_RULE_LABEL: alarm.id},
             "annotations": {
                 "summary": as_alert_text(alarm.title) + _where_label(alarm, catalog, settings),
-                "description": as_alert_text(alarm.description),
+                "description": as_alert_text(_rule_description(alarm, settings)),
                 "runbook": as_alert_text(alarm.runbook),
             },
         }

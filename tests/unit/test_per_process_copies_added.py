@@ -1,0 +1,170 @@
+"""With exporter.virtual_gpus, a line per namespace adding (or averaging) GPU utilization or framebuffer used adds the
+pods' copies of each GPU they share: dcgm-exporter 4.5.3 and later write each pod's own share (per-process), which
+add up to the namespace's use; 4.5.2 with KUBERNETES_VIRTUAL_GPUS writes every copy as the device's whole value, so a
+GPU k pods of the namespace share adds k times. Nothing the agent or Prometheus reads of a namespace tells the two
+apart (the device's own series that 4.5.3 adds is per GPU, without the namespace), and no setting names the
+exporter's version: the widget's header, the alarm's description, lint (AL019), the Grafana panel's description and
+the Prometheus rule's description say it, and `gpudash verify` names such GPUs ("shared GPUs read whole").
+
+The fleet of tests/support/virtual_gpus.py through the build's agent model and promtool: team-a's two pods sharing a
+4.5.3 GPU read 12,000 + 9,000 MiB, their use; team-e's two pods on the 4.5.2 node read 2 x 39,200 for 39,200, as
+said. A per-pod line, a namespace's largest reading and a fleet without the setting say nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from generator.artifacts import build, notes
+from generator.catalog import PER_PROCESS_COPIES_ADDED, PER_PROCESS_COPIES_ADDED_ALARM, PER_PROCESS_COPIES_MAX
+from generator.output import encode
+from tests.support import cloudwatch_eval, virtual_gpus
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import header, said, widgets
+from tests.support.dcgm_fleet import target_labels
+from tests.support.projects import defined_project
+from tests.support.prometheus_server import binary
+
+STEP, END, PERIOD = 30, 1800, 300
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+VIRTUAL = "exporter:\n  virtual_gpus: true\n  mig: none\n"
+FB = "DCGM_FI_DEV_FB_USED"
+# title: (field, aggregation, grouping, said)
+CASES = {"Memory by namespace": (FB, "sum", ("namespace",), True),
+         "Utilization by namespace": ("DCGM_FI_DEV_GPU_UTIL", "avg", ("namespace",), True),
+         "Memory by pod": (FB, "sum", ("pod",), False),
+         "Largest memory by namespace": (FB, "max", ("namespace",), False)}
+ALARMS = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+    f"    yield Alarm({f'a{i}'!r}, {title!r}, Condition(Query({field!r}, {how!r}, {by!r}), '>', 1),\n"
+    f"                description='x', runbook='y')\n" for i, (title, (field, how, by, _)) in enumerate(CASES.items()))
+DASHBOARDS = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+              "    yield Dashboard(id='ns', title='NS', rows=[Row('All', [\n" + "".join(
+                  f"        Panel({title!r}, Query({field!r}, {how!r}, {by!r}), "
+                  f"unit={'mebibyte' if field == FB else 'percent'!r}),\n"
+                  for title, (field, how, by, _) in CASES.items()) + "    ])])\n")
+DASHBOARD = "cloudwatch/dashboards/gpudash-gpu-cluster-ns.json"
+
+
+def _built(folder, settings: str):
+    project = defined_project(folder, settings, alarms=ALARMS, dashboards=DASHBOARDS)
+    return project, encode(build(project))
+
+
+@pytest.fixture(scope="module")
+def virtual(tmp_path_factory):
+    return _built(tmp_path_factory.mktemp("virtual"), VIRTUAL)
+
+
+def _alarms(files) -> dict[str, dict]:
+    """{alarm title: its request}."""
+    return {a["Request"]["AlarmDescription"].split(". ", 1)[0]: a["Request"]
+            for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+
+
+def _rules(files) -> dict[str, str]:
+    """{alert title: its description}."""
+    rules = yaml.safe_load(files["k8s/prometheusrule.yaml"])["spec"]["groups"]
+    return {rule["annotations"]["summary"].split(" on ", 1)[0]: rule["annotations"]["description"]
+            for group in rules for rule in group["rules"] if "alert" in rule}
+
+
+def _panels(files) -> dict[str, str]:
+    """{Grafana panel title: its description}."""
+    (path,) = [p for p in files if p.startswith("grafana/") and p.endswith("-ns.json")]
+    return {panel["title"]: panel.get("description", "") for panel in json.loads(files[path])["panels"]}
+
+
+def test_each_line_per_namespace_of_the_pods_copies_says_what_an_older_exporter_writes(virtual):
+    project, files = virtual
+    text = header(files, DASHBOARD)
+    alarms, rules, panels = _alarms(files), _rules(files), _panels(files)
+    noted = {note.message.split("'")[1] for note in notes(project)
+             if note.rule == "AL019" and PER_PROCESS_COPIES_ADDED in note.message}
+    for index, (title, (_, _, _, expected)) in enumerate(CASES.items()):
+        assert said(text, title, PER_PROCESS_COPIES_ADDED) == expected, title
+        assert (PER_PROCESS_COPIES_ADDED_ALARM in alarms[title]["AlarmDescription"]) == expected, title
+        assert (f"a{index}" in noted) == expected, title
+        assert (PER_PROCESS_COPIES_MAX in rules[title]) == expected, title
+        assert (PER_PROCESS_COPIES_MAX[1:] in panels[title]) == expected, title
+
+
+def test_without_the_setting_nothing_is_said(tmp_path):
+    project, files = _built(tmp_path, "exporter:\n  mig: none\n")
+    assert PER_PROCESS_COPIES_ADDED not in header(files, DASHBOARD)
+    assert not any(PER_PROCESS_COPIES_ADDED_ALARM in a["AlarmDescription"] for a in _alarms(files).values())
+    assert not any(PER_PROCESS_COPIES_ADDED in note.message for note in notes(project))
+    assert not any(PER_PROCESS_COPIES_MAX[1:] in text for text in [*_rules(files).values(), *_panels(files).values()])
+
+
+def _fb_truth() -> dict[str, float]:
+    """{namespace: the sum of its pods' framebuffer copies}: each pod's share on the 4.5.3 node, the device's whole
+    value on the 4.5.2 node (team-e: two pods of one 39,200 MiB GPU, 78,400)."""
+    totals: dict[str, float] = {}
+    for node in virtual_gpus.FLEET:
+        for gpu in node.gpus:
+            for holder in gpu.holders:
+                totals[holder.namespace] = totals.get(holder.namespace, 0.0) + \
+                    virtual_gpus.pod_value(node, gpu, holder, FB)
+    return totals
+
+
+def test_what_the_note_says_holds_on_the_agent_model(virtual):
+    """CloudWatch: the widget and the alarm per namespace read the 4.5.3 pods' shares added (team-a 21,000 MiB on
+    one GPU) and the 4.5.2 pods' whole copies added (team-e 78,400 for 39,200)."""
+    _, files = virtual
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.payload(node), target_labels(job, node.name))
+                                     for k in range(-1, END // STEP) for node in virtual_gpus.FLEET])
+    truth = _fb_truth()
+    assert truth["team-a"] == 21000 and truth["team-e"] == 78400
+    (properties,) = [p for _, p in widgets(files) if p.get("title", "").startswith("Memory by namespace")]
+    lines = cloudwatch_eval.widget(properties, points, 0, END)
+    assert {label: series[END - PERIOD] for label, series in lines.items()} == pytest.approx(truth)
+    request = _alarms(files)["Memory by namespace"]
+    (metric,) = request["Metrics"]
+    read = cloudwatch_eval.metrics_insights(metric["Expression"], points, END - PERIOD, END, PERIOD)
+    assert {dict(key)["namespace"]: series[END - PERIOD] / request["Threshold"] for key, series in read.items()} \
+        == pytest.approx(truth)
+
+
+def test_what_the_note_says_holds_on_prometheus(virtual, tmp_path):
+    """Prometheus: the panel's sum per namespace (the rule's is made by the same promql.expression) reads a GPU's copies
+    by their largest, as its description says (promtool on the fleet's series): team-e's 4.5.2 copies of its 39,200 MiB
+    GPU read once, team-a's two 4.5.3 shares of 12,000 and 9,000 MiB of one GPU read 12,000 for their 21,000."""
+    _, files = virtual
+    (path,) = [p for p in files if p.startswith("grafana/") and p.endswith("-ns.json")]
+    (panel,) = [p for p in json.loads(files[path])["panels"] if p.get("title") == "Memory by namespace"]
+    expr = panel["targets"][0]["expr"]
+    for name, value in (("$__rate_interval", "2m"), ("$__interval", "30s"), ("$__range", "5m")):
+        expr = expr.replace(name, value)
+    expr = re.sub(r'\w+=~"\$\w+"', lambda m: m.group(0).split("=~")[0] + '=~".*"', expr)
+    series = []
+    for node in virtual_gpus.FLEET:
+        for line in virtual_gpus.payload(node).splitlines():
+            if line.startswith(f"{FB}{{"):
+                labels, value = line.rsplit(" ", 1)
+                series.append({"series": f'{labels[:-1]},node="{node.name}",instance="{node.name}:9400"}}',
+                               "values": f"{value}x40"})
+    test = {"rule_files": [], "evaluation_interval": "30s", "tests": [{
+        "interval": "30s", "input_series": series,
+        "promql_expr_test": [{"expr": expr, "eval_time": "15m", "exp_samples": []}]}]}
+    (tmp_path / "t.json").write_text(json.dumps(test))
+    out = subprocess.run([binary("promtool"), "test", "rules", str(tmp_path / "t.json")], capture_output=True,
+                         text=True)
+    report = (out.stdout + out.stderr).split("got:")[-1]
+    found = {dict(re.findall(r'(\w+)="([^"]*)"', labels)).get("namespace"): float(value)
+             for labels, value in re.findall(r"\{([^}]*)\} ([0-9.E+e-]+)", report)}
+    largest: dict[str, dict[tuple, float]] = {}
+    for node in virtual_gpus.FLEET:
+        for gpu in node.gpus:
+            for holder in gpu.holders:
+                per_gpu = largest.setdefault(holder.namespace, {})
+                key = (node.name, gpu.index)
+                per_gpu[key] = max(per_gpu.get(key, 0.0), virtual_gpus.pod_value(node, gpu, holder, FB))
+    expected = {namespace: sum(per_gpu.values()) for namespace, per_gpu in largest.items()}
+    assert expected["team-a"] == 12000 and expected["team-e"] == 39200
+    assert found == pytest.approx(expected), report
