@@ -239,7 +239,7 @@ def notes(project: Project) -> tuple[Note, ...]:
     collect, panels and alarms the Container Insights add-on does not publish, the data-missing alarm
     when nothing says GPUs are expected, alarms that do not evaluate MIG GPUs on CloudWatch, charts by pod that rank
     pods by one GPU's reading (CW019), alarms that count a GPU's copies as GPUs (AL019), alarms that read a failed scrape
-    as GPUs lost (AL024)."""
+    as GPUs lost (AL024), alarms on a pod's count of GPUs that read the most one scrape counted (AL025)."""
     from .data_missing import left_out
     from .render.cloudwatch import left_out_on_addon, ranked_by_one_reading
 
@@ -251,6 +251,7 @@ def notes(project: Project) -> tuple[Note, ...]:
     found += [Note("AL017", _portable(where), message) for where, message in alarm_render.ranked_past_500(project)]
     found += [Note("AL019", _portable(where), message) for where, message in alarm_render.copies_counted(project)]
     found += [Note("AL024", _portable(where), message) for where, message in alarm_render.failed_scrapes_read(project)]
+    found += [Note("AL025", _portable(where), message) for where, message in alarm_render.counts_most_per_scrape(project)]
     return tuple(found)
 
 

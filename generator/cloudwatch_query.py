@@ -1036,6 +1036,8 @@ def _pod_total(query: Query, settings: Settings, series: tuple[str, ...], per_gp
     # a pod's total of a scrape holds a GPU it shares with pods named in turn only at the scrapes naming it: a pod
     # holding a GPU of its own of 300 W and one named in turn of 100 W reads 350 W (its total per GPU reads each whole)
     named = (NAMED_PART,) if not per_gpu and kind == "sum" and not settings.exporter.virtual_gpus else ()
+    if kind == "count" and not per_gpu:  # no scrape may read all of a pod's GPUs of the period (COUNT_MOST)
+        named += (COUNT_MOST,)
     return Plan(metric=query.metric, function=function, dims=tuple(pod_total_dimensions(settings, kind, per_gpu)),
                 group=series, series=series, notes=named)
 
@@ -1072,6 +1074,15 @@ NAMED_PART = ("a pod holding a GPU of its own and one that pods share by time-sl
               "under one of them at a time (without KUBERNETES_VIRTUAL_GPUS), reads the shared one at the share of the "
               "period's scrapes it was named at (300 W and one of 100 W named every other scrape read 350 W), where "
               "one holding only the shared GPU reads it whole")
+
+
+# A pod's count of GPUs per scrape (_pod_total, OTel) read as the most one scrape of the period counted (MAX): the
+# agent counts within one scrape of one node's exporter, and neither it (no processor it ships keeps a look-back) nor
+# CloudWatch (no count of distinct series per group) counts the GPUs of a period's several scrapes.
+COUNT_MOST = ("a pod's count of GPUs is the most one scrape of the period counted, where Grafana and the Prometheus "
+              "rules count each GPU with a reading in it: GPUs read at different scrapes, never all at one, count fewer (3 "
+              "GPUs shared by time-slicing, named under the pod at alternate scrapes, 2 for 3, and a pod that moved "
+              "to another node inside the period 1 for 2)")
 
 
 def per_scrape_read(plan_: Plan) -> bool:

@@ -46,6 +46,9 @@ NOTE_RULES = [
     Rule("AL024", "CloudWatch alarms whose count of GPUs or total of a gauge over several GPUs is the period's readings "
                   "over its scrapes, or whose mean over several nodes' GPUs weighs each by its readings: a failed "
                   "scrape, or a GPU joining or leaving inside a period, reads as part of a GPU", _notes("AL024")),
+    Rule("AL025", "CloudWatch alarms on a pod's count of GPUs (agent.pipeline: otel) read the most GPUs one scrape "
+                  "counted: GPUs the pod was read on at different scrapes, never all at one (time-slicing, a move to "
+                  "another node), count fewer than its Prometheus rule counts", _notes("AL025")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
 AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007"})

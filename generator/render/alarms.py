@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_COPIES_ADDED,
                        PER_PROCESS_COPIES_ADDED_ALARM, PER_PROCESS_COPIES_MAX, Catalog, per_process_copies_added)
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
-                                failed_scrape_note, NAMED_PART, NAMED_SHARE,
+                                COUNT_MOST, failed_scrape_note, NAMED_PART, NAMED_SHARE,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, Plan, per_scrape_read,
                                 read_weighed,
                                 read_by_stand_in,
@@ -524,6 +524,16 @@ def failed_scrapes_read(project) -> list[tuple[str, str]]:
     return result
 
 
+def counts_most_per_scrape(project) -> list[tuple[str, str]]:
+    """(where, message) of each CloudWatch alarm on a pod's count of GPUs made per scrape at the agent (COUNT_MOST):
+    it reads the most one scrape of the period counted, where its Prometheus rule counts each GPU with a reading in
+    the period. No processor the agent ships keeps a look-back, and Metrics Insights counts no distinct series."""
+    return [_noted(alarm, form, cloudwatch_condition(alarm, project.settings).query.aggregation,
+                   f"{COUNT_MOST}; neither the agent (no processor it ships keeps a look-back over scrapes) nor Metrics "
+                   f"Insights (no count of distinct series) counts a period's GPUs")
+            for alarm, form in _built_forms_of(project) if COUNT_MOST in form.plan.notes]
+
+
 def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings, lint: bool = True) -> str:
     """What a failed scrape, and a GPU joining or leaving inside a period, do to an alarm whose count or total reads
     the period's readings over its scrapes (per_scrape_read), or whose mean over the GPUs of several nodes weighs each
@@ -809,7 +819,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
     # does not make (classic; a counter's), a pod's total of a GPU named in turn beside its own, a pod's counter of a
     # GPU named under its pods in turn (the OTel pipeline; shorter than the header's)
     named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
-                                      (NAMED_TURNS, NAMED_TURNS_ALARM)) if note_ in plan_.notes]
+                                      (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, COUNT_MOST)) if note_ in plan_.notes]
     comparison, order, rank = _judged(alarm, plan_, settings)
     # (and a group's sum or mean of the pods' copies of a field split per process, which an exporter before 4.5.3
     # writes as the device's whole value: lint AL019 notes it too)
