@@ -51,6 +51,10 @@ class AlarmRequest:
     """One CloudWatch alarm: the PutMetricAlarm request and the Region it is made in."""
     region: str
     request: dict[str, Any]  # PutMetricAlarm's keyword arguments
+    # What made the request of a cluster's alarm (render.alarms.Maker, the cluster and the request it made): the
+    # clusters' requests of one maker are written from one text (output.AlarmTexts). None for a fleet alarm and a
+    # request read from a build.
+    made: tuple[Any, Any, dict[str, Any]] | None = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         """The form cloudwatch/alarms.json lists it in, and the publishers take."""
@@ -124,6 +128,9 @@ class Artifacts:
     # the ServiceMonitors of the fleet's other deployment styles (clusters[].exporter.deployment), beside
     # service_monitor's, in its file
     more_service_monitors: tuple[dict[str, Any], ...] = ()
+    # The request each alarm resource of the templates was made from, by the resource's id (render.cloudformation.
+    # templates): the resource is written from the request's text (output.AlarmTexts). Empty for a set read from a build.
+    alarm_resources: dict[int, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     def agent(self, cluster: str) -> AgentConfig | None:
         return self._agents_by_cluster.get(cluster)
@@ -274,7 +281,10 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
     settings = project.settings
     owner = _dashboard_owners(project)
     dashboards = cloudwatch_dashboards(project)
-    requests = alarm_render.cloudwatch_alarms(project.alarms, settings, project.catalog)
+    made: dict[int, alarm_render.Maker] = {}
+    requests = alarm_render.cloudwatch_alarms(project.alarms, settings, project.catalog, made)
+    clusters = {cluster.name: cluster for cluster in settings.clusters}
+    alarm_resources: dict[int, dict[str, Any]] = {}
     primary = settings.clusters[0].region
     addon = container_insights.enabled(settings)
     # The Prometheus path's agent logs EMF events; the Container Insights add-on manages its own log groups.
@@ -291,12 +301,14 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
         grafana_folder=asdict(settings.grafana.folder),
         grafana_provisioning=provisioning(settings),
         cloudwatch_dashboards=dashboards,
-        alarms=tuple(AlarmRequest(item["Region"], item["Request"]) for item in requests),
+        alarms=tuple(AlarmRequest(item["Region"], item["Request"],
+                                  (made[id(item["Request"])], clusters[item["Cluster"]], item["Request"])
+                                  if id(item["Request"]) in made else None) for item in requests),
         primary_region=primary,
         cloudformation=cloudformation.templates([(c.name, c.region) for c in settings.clusters],
                                                 [(d.name, owner[d.name], d.body, _alike(d)) for d in dashboards],
                                                 requests,
-                                                log_groups, settings.project, placed),
+                                                log_groups, settings.project, placed, alarm_resources),
         agents=agents(project),
         addon=container_insights.addon_configuration(settings) if addon else None,
         additional_scrape_configs=scrape.additional_scrape_configs(settings),
@@ -311,4 +323,5 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
         counters_sha256=project.catalog.sha256,
         project=settings.project or "",
         clusters=tuple(cluster.name for cluster in settings.clusters),
+        alarm_resources=alarm_resources,
     )

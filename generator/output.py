@@ -121,13 +121,15 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[ADDITIONAL_SCRAPE_FILE] = to_yaml(artifacts.additional_scrape_configs)
     files[SERVICE_MONITOR_FILE] = to_yaml(artifacts.service_monitor, *artifacts.more_service_monitors)
 
-    body_string = BodyStrings(artifacts)
+    # each body's string is kept as its pieces, copied once into its file and once into its template
+    body_string = BodyStrings(artifacts).pieces
     for item in artifacts.cloudwatch_dashboards:
         files[cloudwatch_dashboard_file(item.name)] = to_json_strings(
             {"DashboardName": json_string(item.name), "DashboardBody": body_string(item.name, item.body)})
-    files[ALARMS_FILE] = to_json({"alarms": [item.as_dict() for item in artifacts.alarms]})
+    alarm_texts = AlarmTexts(artifacts)
+    files[ALARMS_FILE] = alarm_texts.alarms_file()
     for stack, template in artifacts.cloudformation.items():
-        files[template_file(stack)] = template_bytes(template, body_string)
+        files[template_file(stack)] = template_bytes(template, body_string, alarm_texts.resource)
 
     files[RULES_FILE] = to_yaml(artifacts.prometheus_rules)
     files[PROMETHEUS_RULE_FILE] = to_yaml(artifacts.prometheus_rule)
@@ -146,11 +148,12 @@ class BodyStrings:
     text is those pieces joined with its name (a plain token: its escapes are itself). Its stamp hashes those
     pieces, and its string joins their escapes (both escapes, ensure_ascii's and a JSON string's, go character by
     character, so the escape of a text is its pieces' escapes, joined). Any other body is escaped whole; a body that
-    is text already (a build read back) is its stamped text."""
+    is text already (a build read back) is its stamped text. `pieces` gives a string as the pieces it joins (the
+    clusters' strings of one dashboard share them: only the joined files hold a copy)."""
 
     def __init__(self, artifacts: Artifacts):
         self.project = artifacts.project
-        self.strings: dict[tuple[str, int], bytes] = {}
+        self.strings: dict[tuple[str, int], list[bytes]] = {}
         # name -> (the body rendered, what rendered it) of each body the renderer made
         self.made = {item.name: (item.body, item.made) for item in artifacts.cloudwatch_dashboards
                      if item.made is not None}
@@ -158,17 +161,21 @@ class BodyStrings:
         self.references: dict[tuple[Any, str], _SplitText | None] = {}
 
     def __call__(self, name: str, body: Any) -> bytes:
+        return b"".join(self.pieces(name, body))
+
+    def pieces(self, name: str, body: Any) -> list[bytes]:
+        """The string of the body, as the pieces it joins."""
         key = (name, id(body))
         if key not in self.strings:
             self.strings[key] = self._string(name, body)
         return self.strings[key]
 
-    def _string(self, name: str, body: Any) -> bytes:
+    def _string(self, name: str, body: Any) -> list[bytes]:
         from .ownership import cloudwatch_stamp_of, stamped_cloudwatch_text
         from .render.cloudwatch import PLAIN_NAME
 
         if isinstance(body, str):  # a build read back holds each body as its stamped text
-            return json_string(body)
+            return [json_string(body)]
         rendered, made = self.made.get(name, (None, None))
         reference = None
         if rendered is body and PLAIN_NAME.fullmatch(made[1].name):
@@ -178,13 +185,22 @@ class BodyStrings:
                 self.references[key] = _split_at_name(bodies, cluster)
             reference = self.references[key]
         if reference is None:
-            return json_string(stamped_cloudwatch_text(body, name, self.project))
+            return [json_string(stamped_cloudwatch_text(body, name, self.project))]
         pieces, stamp_at, escaped = reference
         value = made[1].name.encode()  # a plain token: its escapes are itself
         # the pieces before the stamp joined by the name, then those after it (the name is between all others)
         around = (value.join(pieces[:stamp_at]), value.join(pieces[stamp_at:]))
         stamp = json_string(ascii_json(cloudwatch_stamp_of(around, name, self.project).decode()))[1:-1]
-        return b"".join((b'"', value.join(escaped[:stamp_at]), stamp, value.join(escaped[stamp_at:]), b'"'))
+        return [b'"', *_joined_by(escaped[:stamp_at], value), stamp, *_joined_by(escaped[stamp_at:], value), b'"']
+
+
+def _joined_by(pieces: list[bytes], value: bytes) -> list[bytes]:
+    """`value.join(pieces)`, as the pieces to be joined: each of `pieces` with `value` between each two."""
+    if not pieces:
+        return []
+    out = [value] * (2 * len(pieces) - 1)
+    out[::2] = pieces
+    return out
 
 
 # Two names that no definition holds, of other lengths and between them every kind of character a plain name holds
@@ -220,30 +236,146 @@ def _split_at_name(bodies: Any, cluster: Any) -> _SplitText | None:
     return pieces, len(before), [json_string(ascii_json(piece.decode()))[1:-1] for piece in pieces]
 
 
-def template_bytes(template: dict[str, Any], body_string: Callable[[str, Any], bytes]) -> bytes:
+def template_bytes(template: dict[str, Any], body_string: Callable[[str, Any], bytes | list[bytes]],
+                   resource_text: Callable[[dict[str, Any]], list[bytes] | None] | None = None) -> bytes:
     """A CloudFormation template's file: each dashboard's DashboardBody written as the JSON string
-    `body_string(name, body)` gives (a stamped body's text, escaped once for its file and the template)."""
+    `body_string(name, body)` gives (a stamped body's text, escaped once for its file and the template; or the
+    pieces it joins), and each other resource for which `resource_text` gives a text (AlarmTexts.resource, as the
+    pieces it joins) written as that text."""
     strings: list[bytes] = []
 
     def slot(name: str, body: Any) -> str:
         strings.append(body_string(name, body))
         return string_slot(len(strings) - 1)
 
-    return to_json_filled(_with_body_texts(template, slot), strings,
-                          lambda: _with_body_texts(template, lambda name, body: json.loads(body_string(name, body))))
+    def resource_slot(resource: dict[str, Any]) -> Any:
+        text = resource_text(resource) if resource_text is not None else None
+        if text is None:
+            return resource
+        strings.append(text)
+        return string_slot(len(strings) - 1)
+
+    return to_json_filled(_with_body_texts(template, slot, resource_slot), strings,
+                          lambda: _with_body_texts(template, lambda name, body: json.loads(_whole(body_string(name, body)))))
 
 
-def _with_body_texts(template: dict[str, Any], body_text) -> dict[str, Any]:
+def _whole(text: bytes | list[bytes]) -> bytes:
+    return text if isinstance(text, bytes) else b"".join(text)
+
+
+def _with_body_texts(template: dict[str, Any], body_text, other=None) -> dict[str, Any]:
     """The template as CloudFormation takes it: each dashboard's DashboardBody as its text (`body_text(name, body)`,
-    or what stands for it)."""
+    or what stands for it), each other resource as `other(resource)` gives it (itself, or what stands for its text)."""
     resources = {}
     for logical_id, resource in template.get("Resources", {}).items():
         if resource.get("Type") == DASHBOARD_TYPE:
             properties = resource["Properties"]
             text = body_text(properties["DashboardName"], properties["DashboardBody"])
             resource = {**resource, "Properties": {**properties, "DashboardBody": text}}
+        elif other is not None:
+            resource = other(resource)
         resources[logical_id] = resource
     return {**template, "Resources": resources}
+
+
+class AlarmTexts:
+    """The clusters' alarms as alarms.json and the templates write them, each alarm's text written once per rule's
+    form and kind of cluster.
+
+    A cluster's request is made by a maker (render.alarms.Maker, `made`; a request other than the one it made, a
+    changed copy, is written whole), and the clusters' requests of one maker
+    differ in their cluster's name only, where the clusters are alike in all else (Region, exporter settings) but
+    their Prometheus label, which no request shows, and their names are plain tokens of one length. For those, the
+    request is made once more with each of two stand-in names of that length (and stand-in labels), and its texts
+    (its entry in alarms.json, its template resource, each as written at its depth) split at the stand-in: where both
+    split into the same pieces, the name is written in no other way, and a cluster's text is those pieces joined by
+    its name (a plain token is written as itself in JSON). Any other request is written whole."""
+
+    def __init__(self, artifacts: Artifacts):
+        self.alarms = artifacts.alarms
+        self.resources = artifacts.alarm_resources
+        self.made = {id(alarm.request): alarm for alarm in artifacts.alarms if alarm.made is not None}
+        self.references: dict[tuple[Any, ...], tuple[list[bytes], list[bytes]] | None] = {}
+        self.kinds: dict[int, tuple[Any, ...] | None] = {}  # id(cluster) -> what its requests are told apart by
+
+    def _kind(self, cluster: Any) -> tuple[Any, ...] | None:
+        """The cluster as its requests are alike in (`replace`d: no name, a label or none) and its name's length;
+        None for a name that is not a plain token."""
+        from .render.cloudwatch import PLAIN_NAME
+
+        if not PLAIN_NAME.fullmatch(cluster.name):
+            return None
+        return (replace(cluster, name="", prometheus_label=None if cluster.prometheus_label is None else ""),
+                len(cluster.name))
+
+    def alarms_file(self) -> bytes:
+        """cloudwatch/alarms.json."""
+        strings: list[bytes] = []
+        entries: list[Any] = []
+        for alarm in self.alarms:
+            pieces = self._pieces(alarm)
+            if pieces is None:
+                entries.append(alarm.as_dict())
+            else:
+                strings.append(_joined_by(pieces[0], alarm.made[1].name.encode()))
+                entries.append(string_slot(len(strings) - 1))
+        return to_json_filled({"alarms": entries}, strings, lambda: {"alarms": [a.as_dict() for a in self.alarms]})
+
+    def resource(self, resource: dict[str, Any]) -> list[bytes] | None:
+        """The text of a template's alarm resource, written at its depth (a value of Resources), as the pieces it
+        joins; None where it is not one written from its request's text."""
+        request = self.resources.get(id(resource))
+        alarm = self.made.get(id(request)) if request is not None else None
+        if alarm is None or alarm.request is not request:
+            return None
+        pieces = self._pieces(alarm)
+        return None if pieces is None else _joined_by(pieces[1], alarm.made[1].name.encode())
+
+    def _pieces(self, alarm) -> tuple[list[bytes], list[bytes]] | None:
+        if alarm.made is None:
+            return None
+        maker, cluster, request = alarm.made
+        if alarm.request is not request:  # not the request its maker made (a changed copy): written as it is
+            return None
+        kinds = self.kinds
+        kind = kinds[id(cluster)] if id(cluster) in kinds else kinds.setdefault(id(cluster), self._kind(cluster))
+        if kind is None:
+            return None
+        key = (maker, kind)
+        pieces = self.references.get(key, False)
+        if pieces is False:
+            pieces = self.references[key] = _alarm_pieces(maker, cluster, cluster.prometheus_label is not None)
+        return pieces
+
+
+# Two stand-in names of a length (cut from these), with every kind of character a plain name holds, and two labels
+_ALARM_STAND_INS = ("Qz9_Xj-K" * 13, "Vw7-Kq_P" * 13)
+_LABEL_STAND_INS = ("gpudash-stand-in-label-a", "gpudash-stand-in-label-b")
+
+
+def _alarm_pieces(maker: Any, cluster: Any, labelled: bool) -> tuple[list[bytes], list[bytes]] | None:
+    """The texts of the request `maker` makes in the clusters alike `cluster`, split at their name (AlarmTexts)."""
+    from .render.alarms import made_request
+    from .render.cloudformation import alarm_resource
+
+    splits = []
+    for stand_in, label in zip(_ALARM_STAND_INS, _LABEL_STAND_INS):
+        name = stand_in[:len(cluster.name)]
+        try:
+            request = made_request(maker, replace(cluster, name=name, prometheus_label=label if labelled else None))
+        except Exception:  # noqa: BLE001 - refused with a name it never has: each cluster's is written whole
+            return None
+        value = name.encode()
+        splits.append((_nested(to_json({"Region": cluster.region, "Request": request})).split(value),
+                       _nested(to_json(alarm_resource(request))).split(value)))
+    return splits[0] if splits[0] == splits[1] else None
+
+
+def _nested(text: bytes) -> bytes:
+    """A JSON file's text (`to_json`) as the value of an item two levels in (a list's item under a key, a key's value
+    under a key): each line after the first indented four spaces further, without the last line break (no string
+    holds a line break: JSON escapes it)."""
+    return text[:-1].replace(b"\n", b"\n    ")
 
 
 def artifacts_record(artifacts: Artifacts) -> dict[str, Any]:

@@ -85,11 +85,13 @@ def string_slot(index: int) -> str:
     return f"{_SLOT}{index}"
 
 
-def to_json_filled(data: Any, strings: list[bytes], whole: Callable[[], Any]) -> bytes:
+def to_json_filled(data: Any, strings: list[bytes | list[bytes]], whole: Callable[[], Any]) -> bytes:
     """`to_json(whole())`, where `data` is `whole` with `string_slot(i)` in place of a long string whose
-    `json_string` is strings[i]: each long string is escaped once, however many files hold it (a CloudWatch
-    dashboard's body, in its file and its template), and the checks of the fast path (`_orjson`) read the rest
-    only. `whole()` is written instead where the slots are not each found once."""
+    `json_string` is strings[i], or of a value whose text (as written where the slot is) is strings[i]: each long
+    string is escaped once, however many files hold it (a CloudWatch dashboard's body, in its file and its
+    template), a value written from the text of another (output.AlarmTexts) is not written again, and the checks of
+    the fast path (`_orjson`) read the rest only. A text may be given as the list of the pieces it joins (copied
+    once, into the file). `whole()` is written instead where the slots are not each found once."""
     text = to_json(data)
     if text.count(_SLOT.encode()) != len(strings):  # a slot's text elsewhere in the data
         return to_json(whole())
@@ -102,18 +104,29 @@ def to_json_filled(data: Any, strings: list[bytes], whole: Callable[[], Any]) ->
         return to_json(whole())
     filled = [pieces[0]]
     for number, quote, piece in zip(numbers, quotes, pieces[1:]):
-        filled += (strings[number], memoryview(piece)[quote + 1:])
+        value = strings[number]
+        if type(value) is list:
+            filled += value
+        else:
+            filled.append(value)
+        filled.append(memoryview(piece)[quote + 1:])
     return b"".join(filled)
 
 
-def to_json_strings(strings: dict[str, bytes]) -> bytes:
+def to_json_strings(strings: dict[str, bytes | list[bytes]]) -> bytes:
     """`to_json` of a dict of strings, each value given as its `json_string` (a CloudWatch dashboard's file: its
-    name and its body, escaped once for the file and the template): a line per key, keys sorted."""
+    name and its body, escaped once for the file and the template), or as the list of the pieces that joins: a line
+    per key, keys sorted."""
     if not strings:
         return b"{}\n"
     pieces = [b"{\n  "]
     for key, value in sorted(strings.items()):
-        pieces += (json_string(key), b": ", value, b",\n  ")
+        pieces += (json_string(key), b": ")
+        if type(value) is list:
+            pieces += value
+        else:
+            pieces.append(value)
+        pieces.append(b",\n  ")
     pieces[-1] = b"\n}\n"
     return b"".join(pieces)  # each value copied once (a dashboard's body is tens of KB)
 

@@ -939,11 +939,15 @@ def _check_addon_period(alarm: Alarm, settings: Settings) -> None:
                              hint=f"pick a cloudwatch.{key} that divides {alarm.period_seconds} s (e.g. 10, 30, 60)")
 
 
-def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Catalog) -> list[dict[str, Any]]:
+def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Catalog,
+                      made: dict[int, Maker] | None = None) -> list[dict[str, Any]]:
     """PutMetricAlarm keyword arguments, sorted by name, with the Region they belong to and the cluster they watch
     ("Cluster": absent for a fleet alarm, one per Region). Each cluster's alarms are built by its own exporter.mig
     (Settings.for_clusters: the clusters alike in it built together); a fleet alarm, which reads its Region's
-    clusters together, by theirs (the strictest: GPUs may be split unless each says none)."""
+    clusters together, by theirs (the strictest: GPUs may be split unless each says none). `made`, if given,
+    receives what made each cluster's request, by the request's id: a Maker, whose request for any cluster is
+    `made_request(maker, cluster)` (output.AlarmTexts writes the requests of one maker in the clusters alike but
+    in their names from one text)."""
     requests = []
     if settings.alarms.per_pod == "static":
         _static_pods_apart(settings)
@@ -953,14 +957,29 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
         for held, clusters, region in made_parts(alarm, catalog, settings):
             where = "" if len(groups) == 1 else f" in Region {region}" if region else \
                 f" in cluster{'s' if len(clusters) > 1 else ''} {', '.join(c.name for c in clusters)}"
-            requests += _rule_requests(alarm, held, catalog, clusters, region, len(regions), where)
-    for item in requests:  # PutMetricAlarm refuses an SNS topic of another Region than the alarm's
-        for key in ("AlarmActions", "OKActions"):
-            item["Request"][key] = [arn for arn in item["Request"][key]
-                                    if sns_region(arn) in (None, item["Region"])]
+            requests += _rule_requests(alarm, held, catalog, clusters, region, len(regions), where, made)
+    for item in requests:
+        _regional_actions(item["Request"], item["Region"])
         _within_limits(item, settings)
     _named_once(requests, alarms)
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
+
+
+# What makes one rule's request in a cluster (one request: a rule's form, a DaemonSet's data-missing alarm, a static
+# pod's alarm), called with the cluster
+Maker = Callable[[Cluster], dict[str, Any]]
+
+
+def made_request(maker: Maker, cluster: Cluster) -> dict[str, Any]:
+    """The request `maker` makes in `cluster`, as cloudwatch_alarms gives it."""
+    return _regional_actions(maker(cluster), cluster.region)
+
+
+def _regional_actions(request: dict[str, Any], region: str) -> dict[str, Any]:
+    """The request without the SNS topics of other Regions than its own: PutMetricAlarm refuses them."""
+    for key in ("AlarmActions", "OKActions"):
+        request[key] = [arn for arn in request[key] if sns_region(arn) in (None, region)]
+    return request
 
 
 def made_parts(alarm: Alarm, catalog: Catalog, settings: Settings,
@@ -1008,10 +1027,22 @@ def built_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
 
 
 def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters: tuple[Cluster, ...],
-                   region: str | None, regions: int, where: str) -> list[dict[str, Any]]:
+                   region: str | None, regions: int, where: str,
+                   made: dict[int, Maker] | None = None) -> list[dict[str, Any]]:
     """A rule's requests in `clusters` (a fleet-scope rule's: the clusters of `region`, of `regions` Regions, one
     alarm for them), built with the settings as they hold there (`where` says which, in a refusal, when the fleet's
-    clusters differ)."""
+    clusters differ); `made`: cloudwatch_alarms'."""
+    def each(makers: list[Maker]) -> list[dict[str, Any]]:
+        """Each cluster's request of each maker, cluster by cluster."""
+        out = []
+        for cluster in clusters:
+            for maker in makers:
+                request = maker(cluster)
+                if made is not None:
+                    made[id(request)] = maker
+                out.append({"Region": cluster.region, "Cluster": cluster.name, "Request": request})
+        return out
+
     try:
         forms = alarm_forms(alarm, catalog, settings)
     except Unsupported as exc:  # (`where` for a half alarm: it is the clusters' exporter.mig that refuses it)
@@ -1031,14 +1062,17 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
     requests = []
     if forms[0].kind == "math":  # metric-math alarms per cluster (data_missing: one per exporter DaemonSet on the
         # DCGM source), and a GROUP BY alarm per GPU
-        requests += [{"Region": cluster.region, "Cluster": cluster.name, "Request": request}
-                     for cluster in clusters for request in _data_missing_requests(alarm, settings, cluster)]
-        requests += [{"Region": cluster.region, "Cluster": cluster.name,
-                      "Request": _second_request(alarm, catalog, settings, form.plan, cluster)}
-                     for form in forms[1:] for cluster in clusters]
+        by_index: dict[int, Maker] = {}  # one maker for a cluster's first DaemonSet, one for its second...
+        for cluster in clusters:
+            for index, request in enumerate(_data_missing_requests(alarm, settings, cluster)):
+                if made is not None:
+                    made[id(request)] = by_index.setdefault(
+                        index, lambda c, index=index: _data_missing_requests(alarm, settings, c)[index])
+                requests.append({"Region": cluster.region, "Cluster": cluster.name, "Request": request})
+        for form in forms[1:]:
+            requests += each([lambda c, plan_=form.plan: _second_request(alarm, catalog, settings, plan_, c)])
         if not addon_source(settings):  # the agent's own reads of kube-state-metrics (a crash loop)
-            requests += [{"Region": cluster.region, "Cluster": cluster.name,
-                          "Request": _agent_request(alarm, settings, cluster)} for cluster in clusters]
+            requests += each([lambda c: _agent_request(alarm, settings, c)])
         return requests
     # MIG GPUs unseen where GPUs may be split (lint AL012): the alarm's own description says so too, to whoever
     # reads it in the console
@@ -1049,9 +1083,8 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
                              "which the Container Insights add-on publishes with the pod (PodName)",
                              where=alarm.defined_at, hint="use alarms.per_pod: group_by with "
                              "cloudwatch.source: container-insights")
-        return [{"Region": cluster.region, "Cluster": cluster.name,
-                 "Request": _static_request(alarm, catalog, settings, cluster, entry, unseen)}
-                for cluster in clusters for entry in settings.alarms.static_pods]
+        return each([lambda c, entry=entry: _static_request(alarm, catalog, settings, c, entry, unseen)
+                     for entry in settings.alarms.static_pods])
     builders = [_insights_requests(alarm, catalog, settings, form, unseen) for form in forms]
     if region is not None:  # a fleet-scope rule: one alarm per Region
         for insights_request in builders:
@@ -1059,8 +1092,7 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
             request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, regions)
             requests.append({"Region": region, "Request": request})
         return requests
-    return [{"Region": cluster.region, "Cluster": cluster.name, "Request": build(cluster)}
-            for cluster in clusters for build in builders]
+    return each(builders)
 
 
 def _static_pods_apart(settings: Settings) -> None:

@@ -55,9 +55,15 @@ def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
     return properties
 
 
+def alarm_resource(request: dict[str, Any]) -> dict[str, Any]:
+    """The template resource of an alarm's PutMetricAlarm request."""
+    return {"Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(request)}
+
+
 def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, Any, Hashable | None]],
               alarms: list[dict[str, Any]], log_groups: list[tuple[str, str, int]] = (),
-              project: str | None = None, placed: Placed | None = None) -> dict[str, dict[str, Any]]:
+              project: str | None = None, placed: Placed | None = None,
+              requests: dict[int, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """{stack name: template}: one stack per cluster (names.cluster_stack), deployed in its Region, with its
     dashboards (global: any Region's stack may hold them), its alarms and its agent's log group; and one per Region
     holding fleet alarms (names.region_stack), named with the `project` when the settings name one (two projects of
@@ -72,7 +78,8 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     cloudwatch_alarms' requests, each per-cluster one naming its "Cluster". `log_groups` are the agent's EMF log
     groups (cluster, name, retention days): created with a retention, and kept when the stack goes (they hold the
     agent's data). `placed` reads where the build before put a cluster's resources (split_cluster); it is asked only
-    for a cluster whose resources do not fit one template.
+    for a cluster whose resources do not fit one template. `requests`, if given, receives the request each alarm
+    resource was made from, by the resource's id.
     """
     named: dict[str, list[Named]] = {cluster: [] for cluster, _ in clusters}
     # each cluster's resources, in template order: its dashboards, log group, alarms
@@ -95,7 +102,9 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     for item in alarms:
         cluster = item.get("Cluster")
         name = item["Request"]["AlarmName"]
-        alarm = {"Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(item["Request"])}
+        alarm = alarm_resource(item["Request"])
+        if requests is not None:
+            requests[id(alarm)] = item["Request"]
         id_ = logical_id("Alarm", name)
         if cluster is not None:
             named[cluster].append(("Alarm", name, alarm, _resource_bytes(id_, alarm, bound=True), id_))
