@@ -1868,13 +1868,15 @@ def label_lookback(scrape_seconds: int) -> str:
     return f"{LABEL_LOOKBACK_SCRAPES * scrape_seconds}s"
 
 
-def named_within_note(scrape_seconds: int, own_share: bool = False) -> str:
+def named_within_note(scrape_seconds: int, own_share: bool = False, count: bool = False) -> str:
     """What a per-pod gauge panel (label_lookback) says of the pods it shows; `own_share`: a field the exporter splits
-    per process, read as each pod's own share (exporter.virtual_gpus)."""
+    per process, read as each pod's own share (exporter.virtual_gpus); `count`: a count of the pod's GPUs, which
+    counts each with a reading within the window (counted_within_note), not the GPU's latest reading."""
     window = LABEL_LOOKBACK_SCRAPES * scrape_seconds
     reading = "the latest reading of the pod's own share in them" if own_share else "the GPU's latest reading"
+    each = "" if count else f", each with {reading}"
     return (f"Per pod, the GPUs a scrape within the last {LABEL_LOOKBACK_SCRAPES} scrape intervals ({window} s) named "
-            f"the pod on, each with {reading}: a GPU pods share by time-slicing or MPS, which an exporter without "
+            f"the pod on{each}: a GPU pods share by time-slicing or MPS, which an exporter without "
             f"KUBERNETES_VIRTUAL_GPUS names under one of them per scrape (not always the same one), shows under each "
             f"pod so named, and a pod that left a GPU shows on it for up to {window} s after the last scrape that "
             f"named it.")

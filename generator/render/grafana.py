@@ -272,7 +272,8 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, share
               if reads_recording(query, catalog)]
     texts += [counted_within_note(scrape_seconds) for query in panel.queries
               if query.aggregation == "count" and not query.raw_promql]
-    texts += [named_within_note(scrape_seconds, shares and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu)
+    texts += [named_within_note(scrape_seconds, shares and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu,
+                                query.aggregation == "count")
               for query in panel.queries if named_pods_looked_back(query, catalog)]
     texts += filter(None, (memory_share_note(query, catalog) or over_note(query, catalog) for query in panel.queries))
     # a line per namespace adding (or averaging) the pods' copies of a field split per process: read by their largest

@@ -421,3 +421,17 @@ def test_panels_alike_are_written_each_as_its_own_values_say():
     again = render(Dashboard("d9", "Temperatures", (Row("GPUs", (Panel("Hottest", (query,), thresholds=(80, 90)),)),)),
                    project.catalog, project.settings)
     assert again == models[0] | {"uid": again["uid"]}
+
+
+def test_a_count_panel_says_it_counts_each_gpu_with_a_reading_within_the_lookback():
+    """ "GPUs reporting" and "Pods on GPUs" count a GPU with a reading within the last 4 scrape intervals
+    (promql.counted_within_note); the table's note on the pods named in that window does not say each GPU shows its
+    latest reading, which a count does not read."""
+    from generator.promql import counted_within_note
+
+    _, models = _dashboards()
+    panels = {p["title"]: p for model in models.values() for p in _charts(model)}
+    for title in ("GPUs reporting", "Pods on GPUs"):
+        assert counted_within_note(30) in panels[title]["description"], title
+    assert "(120 s) named the pod on: a GPU pods share" in panels["Pods on GPUs"]["description"]
+    assert "latest reading" not in panels["Pods on GPUs"]["description"]
