@@ -51,7 +51,7 @@ from .model import WORKLOAD_KEYS, Query
 from .names import COUNTER_GROUP
 from .promql_text import quoted, regex_literal
 from .series_labels import SCRAPED_NODE, TARGET_ADDRESS, uuid_label
-from .settings import Labels
+from .settings import Labels, Settings
 
 # DCGM reports a value it cannot read as a "blank" sentinel: 2**47 for floating-point
 # fields, about 2**63 for integer fields. No gauge reading comes near 1e14, so gauges are
@@ -1622,6 +1622,15 @@ def regions_scope(regions: Regions) -> tuple[tuple[str, str], ...]:
     """The Scope regexes of the series a value judged per Region reads: those of the clusters `regions` name (a
     cluster of no known Region belongs to no Region's value)."""
     return (("cluster", "|".join(regex_literal(value) for _, values in regions for value in values)),)
+
+
+def settings_clusters(settings: Settings) -> Scope:
+    """The series a rule reads on a Prometheus holding several clusters (clusters[].prometheus_label): those of the
+    settings' clusters, so a cluster the settings do not name (another team's on the same Prometheus) never counts or
+    fires. A Prometheus per cluster: every series (Scope())."""
+    if not settings.shared_prometheus:
+        return Scope()
+    return Scope(regions_scope((("", tuple(c.prometheus_label for c in settings.clusters)),)))
 
 
 def by_region(expr: str, cluster: str, regions: Regions) -> str:

@@ -33,8 +33,9 @@ from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TA
 from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..ownership import publication_tags
-from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, by_region, counted_name, counted_rules,
-                      expression, group_keys, kinds_apart, label_lookback, label_name, with_cluster)
+from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, Scope, by_region, counted_name,
+                      counted_rules, expression, group_keys, kinds_apart, label_lookback, label_name, settings_clusters,
+                      with_cluster)
 from ..promql_text import quoted
 from ..series_labels import MAX_DIMENSIONS
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
@@ -1254,9 +1255,24 @@ def _nothing(alarm: Alarm, settings: Settings, values: list[str]) -> str:
             values = [by_region(value, cluster, regions) for value in values]
     else:
         return f"(vector(1) unless on() group({' or '.join(values)}))"
+    return f"({_one_series_each(label, names)} unless on({label}) group by ({label}) ({' or '.join(values)}))"
+
+
+def _one_series_each(label: str, names: Iterable[str]) -> str:
+    """One series of value 1 per name, carrying it as `label`."""
     each = " or ".join(f'label_replace(vector(1), "{label}", {quoted(name.replace("$", "$$"))}, "", "")'
                        for name in names)
-    return f"(({each}) unless on({label}) group by ({label}) ({' or '.join(values)}))"
+    return f"({each})"
+
+
+def of_settings_clusters(expr: str, settings: Settings) -> str:
+    """The data-missing rule's series (each carrying its cluster) of the settings' clusters alone on a Prometheus
+    holding several: another team's cluster there, its exporter down or its DaemonSet short of pods, is none of the
+    settings' (its branches read kube-state-metrics' and the scrapes' series of every cluster, each per cluster)."""
+    if not settings.shared_prometheus:
+        return expr
+    cluster = label_name("cluster", settings.labels)
+    return f"(({expr}) and on({cluster}) {_one_series_each(cluster, (c.prometheus_label for c in settings.clusters))})"
 
 
 def _kinds(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[str | None, ...]:
@@ -1318,12 +1334,14 @@ def period_value(alarm: Alarm, catalog: Catalog, settings: Settings, period: int
     """A rule's statistic of the period `period` periods back from the evaluation (none if it has no reading; a
     counter's increase, none if no reading of its own has a delta): what its CloudWatch twin compares per period."""
     window = _duration(alarm.period_seconds)
-    return expression(_alert_query(alarm, settings), settings.labels, catalog, rate_window=window,
+    regions = judged_regions(alarm, settings)
+    return expression(_alert_query(alarm, settings), settings.labels, catalog,
+                      Scope() if regions else settings_clusters(settings), rate_window=window,
                       increase_window=window, gauge_window=window, per_instance=True, kind=kind,
                       resolution=rule_step(settings), offset=_duration(alarm.period_seconds * period) if period else None,
-                      hold=f"{settings.scrape.seconds}s", reach=gap_reach(alarm, settings),
-                      regions=judged_regions(alarm, settings),
+                      hold=f"{settings.scrape.seconds}s", reach=gap_reach(alarm, settings), regions=regions,
                       named_within=label_lookback(settings.scrape.seconds))
+
 
 
 def judged_regions(alarm: Alarm, settings: Settings) -> Regions:
@@ -1585,11 +1603,12 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             rules.append({"record": recorded_name(alarm.id),
                           "expr": recording_expression(alarm, catalog, settings, periods),
                           "labels": {PROMETHEUS_RULE_LABEL: alarm.id}})
+        expr = prometheus_expression(alarm, catalog, settings, (lambda kind, period, alarm=alarm:
+                                                                recorded_value(alarm, kind, period))
+                                     if periods else None)
         rule: dict[str, Any] = {
             "alert": alert_name(alarm.id),
-            "expr": prometheus_expression(alarm, catalog, settings, (lambda kind, period, alarm=alarm:
-                                                                     recorded_value(alarm, kind, period))
-                                          if periods else None),
+            "expr": of_settings_clusters(expr, settings) if alarm.absent else expr,
             "labels": {"severity": alarm.severity, PROMETHEUS_RULE_LABEL: alarm.id},
             "annotations": {
                 "summary": as_alert_text(alarm.title) + _where_label(alarm, catalog, settings),
@@ -1600,7 +1619,7 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
         rules.append(rule)
         if alarm.absent:  # its branch on the exporter targets' scrapes: one window (no_data_rule); its
             # reason among its labels too, so the two rules' label sets differ (promtool's lint refuses duplicates)
-            rules.append({**rule, "expr": no_data_rule(alarm, settings),
+            rules.append({**rule, "expr": of_settings_clusters(no_data_rule(alarm, settings), settings),
                           "labels": {**rule["labels"], "reason": data_missing.NO_DATA_REASON}})
     groups = [{"name": ALERT_GROUP, "rules": rules}] if rules else []
     return {"groups": groups + ([counters] if counters else [])}
