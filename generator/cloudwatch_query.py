@@ -1223,6 +1223,11 @@ OTEL_GAP_RATE = ("growth across a gap in a GPU's data of up to 15 minutes (30, b
 OTEL_GAP_EITHER = (f"if it is an increase `> 0` (an event alarm): {OTEL_GAP_EVENTS}; if it is a rate `> 0`: "
                    f"{OTEL_GAP_RATE}")
 GAP_TEXTS = {"events": OTEL_GAP_EVENTS, "rate": OTEL_GAP_RATE, "level": OTEL_GAP_LEVEL}
+# Each in a few words: the short form an alarm's description gives it where the notes do not fit whole
+# (render/alarm_text; README, "Alarm description notes")
+GAP_SHORT = {"events": "a gap's growth past 15 minutes is missed (the rule's: past an hour)",
+             "rate": "a gap's growth of 10 to 30 minutes can fire it (the rule's: up to 10)",
+             "level": "a gap's growth of up to 15 minutes lands in one period (the rule's: up to 10)"}
 
 
 def reads_gap_growth(plan: Plan, catalog: Catalog, settings: Settings) -> bool:
@@ -1247,10 +1252,11 @@ def otel_gap(kind: str) -> str:
 
 
 def gap_said(description: str) -> str | None:
-    """The gap_kind an alarm's description says (the generator writes otel_gap's text whole in it: render.alarms
-    _fitted keeps the note), None when it says none: a `> 0` request is the same for a rate and an increase, so lint
-    AL018 reads which one the description says."""
-    return next((kind for kind, text in GAP_TEXTS.items() if text in description), None)
+    """The gap_kind an alarm's description says (the generator writes otel_gap's text in it, whole or as GAP_SHORT:
+    render/alarm_text), None when it says none: a `> 0` request is the same for a rate and an increase, so lint
+    AL018 reads which one the description says (whole, or its short form GAP_SHORT)."""
+    return next((kind for kind, text in GAP_TEXTS.items() if text in description or GAP_SHORT[kind] in description),
+                None)
 
 
 CLASSIC_COUNTER_ALARM_ONE_SERIES = (
@@ -1263,13 +1269,13 @@ CLASSIC_COUNTER_ALARM_ONE_SERIES = (
 WHOLE_GPU_CONTRIBUTORS = "it evaluates each GPU (labelled MIG none: no GPU is split into MIG instances)"
 
 
-def instance_contributors(settings: Settings, kind: str) -> str:
-    """What a counter alarm per GPU instance lists, said in its description (`kind`: its gap_kind, otel_gap)."""
+def instance_contributors(settings: Settings, kind: str) -> tuple[str, str]:
+    """What a counter alarm per GPU instance lists, and what its increase misses, said in its description (`kind`: its
+    gap_kind, otel_gap)."""
     listed = WHOLE_GPU_CONTRIBUTORS if settings.no_mig else INSTANCE_CONTRIBUTORS
     if settings.agent.pipeline == "classic":
-        classic = CLASSIC_COUNTER_ALARM if settings.exporter.virtual_gpus else CLASSIC_COUNTER_ALARM_ONE_SERIES
-        return f"{listed}; {classic}"
-    return f"{listed}; {otel_gap(kind)}"
+        return listed, CLASSIC_COUNTER_ALARM if settings.exporter.virtual_gpus else CLASSIC_COUNTER_ALARM_ONE_SERIES
+    return listed, otel_gap(kind)
 
 
 def _instance_increase(query: Query, field, settings: Settings, series: tuple[str, ...], alarm: bool,

@@ -184,6 +184,28 @@ MIG_ONE_INSTANCE = ("A GPU split into MIG instances is published by the Containe
                     "instance's framebuffer (a slice, not the GPU's total) and utilization; a pod holding several "
                     "instances of one GPU reads one of them; alarms judge that one instance. Per MIG instance, read "
                     "cloudwatch.source: prometheus-emf.")
+# MIG_ONE_INSTANCE in an alarm's description: its notes, whole and short (render/alarm_text)
+ALARM_MIG_ONE_INSTANCE = ("a GPU split into MIG instances is read as one of its instances (the add-on's agent drops "
+                          "the instance labels and keeps one instance's reading of a collection; lint CW021)")
+ALARM_MIG_ONE_INSTANCE_SHORT = "a MIG GPU reads as one of its instances (lint CW021)"
+
+
+def one_instance_fields() -> dict[str, str]:
+    """{the add-on's metric: its DCGM field} of the fields MIG reports per instance, or does not report at all
+    (utilization): on a GPU split into MIG instances the add-on reads one instance's (MIG_ONE_INSTANCE), which differs
+    from the GPU's reading. Lint CW021 notes each widget and alarm on one; an alarm's description says it."""
+    from .catalog import MIG_UNSUPPORTED, per_instance_field
+    from .container_insights_table import LEVELS, MAPPINGS
+
+    return {metric_name(level, m): m.field for m in MAPPINGS for level in LEVELS
+            if m.field in MIG_UNSUPPORTED or per_instance_field(m.field)}
+
+
+def reads_one_instance(plan_: Plan, settings: Settings) -> bool:
+    """Whether an alarm's plan on the add-on reads one instance of a GPU split into MIG instances (one_instance_fields;
+    a count of series reads none of their values), where GPUs may be split."""
+    return enabled(settings) and not settings.no_mig and plan_.namespace == NAMESPACE \
+        and plan_.function != "COUNT" and plan_.metric in one_instance_fields()
 
 
 # The add-on's chart runs its own DCGM exporter (templates/linux/dcgm-exporter-daemonset.yaml, a DcgmExporter whose

@@ -421,7 +421,8 @@ def per_gpu_description(settings: Settings, field: str, period: int, periods: in
     """What the per-GPU alarm (agent.pipeline: classic) sees, and what it cannot."""
     return (f"A GPU with fewer than {per_gpu_threshold(settings, period):g} of its {period // settings.scrape.seconds} "
             f"observations of {field} {periods_running(periods)} (its exporter crash-looping or failing half its "
-            f"scrapes) is a contributor in ALARM. A GPU that k series repeat (MIG instances, pods sharing it) counts "
+            f"scrapes) is a contributor in ALARM. A GPU that k series repeat "
+            f"({'pods sharing it' if settings.no_mig else 'MIG instances, pods sharing it'}) counts "
             f"k per scrape: it is seen only below 1/(2k) of its scrapes. A node added or removed is short one period "
             f"only. A GPU silent altogether (an exporter hung with its pod available, or answering without DCGM "
             f"samples, or a removed node) has no data and is notBreaching: the cluster's alarm sees a pod not "
@@ -429,9 +430,9 @@ def per_gpu_description(settings: Settings, field: str, period: int, periods: in
 
 
 def cluster_limits(settings: Settings, cluster: Cluster | None = None,
-                   daemonset: tuple[str, str] | None = None) -> str:
+                   daemonset: tuple[str, str] | None = None) -> tuple[str, str]:
     """What the alarm of `daemonset` (the cluster's first exporter DaemonSet unless given) cannot see on the DCGM source
-    (appended to its description)."""
+    (two notes of its description: which DaemonSet it reads, what it does not see)."""
     second = ("per-node alarm sees them through each exporter target's scrapes" if per_node(settings) else
               "per-GPU alarm sees a GPU reporting under half its scrapes, not one silent altogether")
     named = named_daemonsets(settings, cluster)
@@ -445,8 +446,8 @@ def cluster_limits(settings: Settings, cluster: Cluster | None = None,
             if len(named) == 1 else
             f"this alarm reads the exporter DaemonSet {daemonset[0]}/{daemonset[1]} ({setting}), one of the cluster's "
             f"{len(named)} each with its alarm (others are not seen)")
-    return (f" On CloudWatch: {read}; a crash loop (a moment of full availability each period) and an exporter silent "
-            f"with its pod available are not seen here: the rule's {second}.")
+    return read, (f"a crash loop (a moment of full availability each period) and an exporter silent with its pod "
+                  f"available are not seen here: the rule's {second}")
 
 
 def addon_expression() -> str:

@@ -372,6 +372,27 @@ def alarm_periods(subject: LintInput) -> Iterable[Finding]:
             yield Finding("AL004", "error", _alarm_where(item), "DatapointsToAlarm exceeds EvaluationPeriods")
 
 
+def alarm_descriptions(subject: LintInput) -> Iterable[Finding]:
+    """A description gpudash wrote (it names who made it) keeps its runbook and the alarm's own sentence whole
+    (render/alarm_text): an error where the own sentence was cut to leave room for the runbook (ELIDED before it), or
+    no runbook is there before who made it. Its length is AL001's (the schema's 1,024 characters)."""
+    from ..markers import ALARM_DESCRIPTION_NOTE
+    from ..render.alarm_text import RUNBOOK, own_cut
+
+    for item in subject.alarms:
+        text = str(item.request.get("AlarmDescription", ""))
+        made = text.find(f" {ALARM_DESCRIPTION_NOTE} (")
+        if made < 0:
+            continue  # not written by gpudash
+        if RUNBOOK not in text[:made]:
+            yield Finding("AL026", "error", _alarm_where(item),
+                          "its description holds no runbook before who made it: whoever the alarm pages has no steps")
+        elif own_cut(text):
+            yield Finding("AL026", "error", _alarm_where(item),
+                          "its own sentence was cut to fit CloudWatch's 1,024 characters beside its runbook (marked "
+                          "[...]): shorten the alarm's description, title or runbook in its definition")
+
+
 def alarm_names(subject: LintInput) -> Iterable[Finding]:
     seen: set[tuple[str, str]] = set()
     for item in subject.alarms:
@@ -583,13 +604,11 @@ def addon_mig_instances(subject: LintInput) -> Iterable[Finding]:
     reading a field MIG reports per instance, or does not report at all (utilization), where the GPU's reading
     differs from one instance's."""
     from .. import container_insights
-    from ..catalog import MIG_UNSUPPORTED, per_instance_field
-    from ..container_insights_table import LEVELS, MAPPINGS, NAMESPACE, metric_name
+    from ..container_insights_table import NAMESPACE
 
     if not container_insights.enabled(subject.settings):
         return
-    fields = {metric_name(level, m): m.field for m in MAPPINGS for level in LEVELS
-              if m.field in MIG_UNSUPPORTED or per_instance_field(m.field)}
+    fields = container_insights.one_instance_fields()
 
     def read(expressions: Iterable[str]) -> list[str]:
         parsed = (_parsed(e) for e in expressions if is_query(e))
@@ -986,6 +1005,8 @@ RULES = (
     Rule("AL003", "exactly one of an alarm's queries returns data", alarm_returned_data),
     Rule("AL004", "DatapointsToAlarm does not exceed EvaluationPeriods", alarm_periods),
     Rule("AL005", "alarm names are unique per Region", alarm_names),
+    Rule("AL026", "alarm descriptions keep the alarm's own sentence and its runbook whole within 1,024 characters "
+                  "(notes give way first)", alarm_descriptions),
     Rule("AL006", "Metrics Insights alarms stay within 200 per Region", alarm_quota),
     Rule("AL007", f"every alarm carries the {ALARM_OWNER_TEXT} tag", alarm_tags),
     Rule("AL008", "GROUP BY alarms ORDER BY their function toward the threshold, within 500 series", grouped_alarms),

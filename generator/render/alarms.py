@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_COPIES_ADDED,
                        PER_PROCESS_COPIES_ADDED_ALARM, PER_PROCESS_COPIES_MAX, Catalog, per_process_copies_added)
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
-                                COUNT_MOST, failed_scrape_note, NAMED_PART, NAMED_SHARE,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLASSIC_COUNTER_ALARM_ONE_SERIES,
+                                COPIES_COUNTED, COUNT_MOST, GAP_SHORT, GAP_TEXTS, INSTANCE_CONTRIBUTORS,
+                                WHOLE_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
+                                failed_scrape_note, NAMED_PART, NAMED_SHARE,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, Plan, per_scrape_read,
                                 read_weighed,
                                 read_by_stand_in,
@@ -21,16 +23,17 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCES_JUDGED, MI_FUNCT
                                 scrape_seconds)
 from .. import data_missing
 from ..container_insights_table import NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
-from ..container_insights import (ALARM_BLANKS, NotPublished, condition as source_condition, enabled as addon_source,
+from ..container_insights import (ALARM_BLANKS, ALARM_MIG_ONE_INSTANCE, ALARM_MIG_ONE_INSTANCE_SHORT,
+                                  reads_one_instance, NotPublished, condition as source_condition, enabled as addon_source,
                                   gpu_interval, node_interval, source_plan)
 from ..errors import InputError
 from ..derived_sets import mig_only
 from ..exporter_styles import exporter_namespace, named_daemonsets, style_for
 from ..go_template import as_alert_text
-from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
+from ..markers import (ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
-from ..model import Alarm, Condition, source_file
+from ..model import Alarm, Condition
 from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..ownership import publication_tags
 from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, Scope, by_region, counted_name,
@@ -38,6 +41,7 @@ from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, Sco
                       with_cluster)
 from ..promql_text import quoted
 from ..series_labels import MAX_DIMENSIONS
+from .alarm_text import Note, about_notes, described, own_cut
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
 
 if TYPE_CHECKING:
@@ -64,56 +68,33 @@ def alarm_name(settings: Settings, cluster: Cluster | None, alarm: Alarm, pod: t
                  alarm.id + (MIG_SUFFIX if mig else ""), alarm.severity, pod)
 
 
-DESCRIPTION_LIMIT = 1024  # CloudWatch's longest AlarmDescription, in characters
-ELIDED = " [...]"  # where a description was cut to fit
+def _description(alarm: Alarm, *notes: Note) -> str:
+    """The description of a rule's own alarm: its definition's title, description and runbook, and `notes`
+    (alarm_text.described)."""
+    return described(alarm, notes)
 
 
-def _made_by(alarm: Alarm) -> str:
-    """The end of every description: who made the alarm, from which definition and rule."""
-    return f" {ALARM_DESCRIPTION_NOTE} ({source_file(alarm.defined_at)}, rule {alarm.id})."
-
-
-def _fitted(body: str, alarm: Alarm, note: str = "") -> str:
-    """An AlarmDescription: `body` (title, what it means, runbook), who made it and `note` (what CloudWatch's form
-    of the rule adds), within CloudWatch's limit. Who made it and the note stay whole; a body too long is cut at
-    the last sentence that fits (at a word when no sentence ends in the second half of the room) and marked so."""
-    tail = _made_by(alarm) + note
-    if len(body) + len(tail) <= DESCRIPTION_LIMIT:
-        return body + tail
-    room = max(DESCRIPTION_LIMIT - len(tail) - len(ELIDED), 0)
-    head = body[:room + 1]  # one more: a sentence or word that ends exactly at the room is whole
-    sentence = head.rfind(". ")
-    if sentence >= room // 2:
-        head = head[:sentence + 1]
-    else:
-        word = head.rfind(" ")
-        head = head[:word] if word > 0 else head[:room]
-    return (head.rstrip() + ELIDED + tail)[:DESCRIPTION_LIMIT]
-
-
-def _description(alarm: Alarm, note: str = "") -> str:
-    return _fitted(f"{alarm.title}. {alarm.description} Runbook: {alarm.runbook}", alarm, note)
-
-
-def stale_note(alarm: Alarm, first: str = "") -> str:
+def stale(alarm: Alarm) -> Note:
     """What a rule's CloudWatch alarm does where its twin cannot follow: a contributor whose data stops while in ALARM
     is judged on its last real datapoints of the evaluation range (user guide, "How alarm state is evaluated when data
     is missing"; TreatMissingData is not used while the range holds enough of them), and no math can fill a GROUP BY
     query's contributors (tests/integration/test_stale_alarm_twins.py). The range's length is published only by the
     page's example (RANGE_EXTRA_PERIODS): the rule judges that length (_of_range) and clears with the alarm there; a
-    longer range keeps the alarm in ALARM longer."""
+    longer range keeps the alarm in ALARM longer. A clause of the description's notes, the last (the first to give
+    way to its short form)."""
     who = "a pod" if alarm.per_pod else "a GPU"
     if alarm.missing_data == "breaching":  # the periods it misses breach: _of_range's `fewer` and `nothing`
-        return (f" On CloudWatch: {first + '; ' if first else ''}{who} whose data stops (exporter, node or pod gone) "
-                f"is judged with its missing periods breaching while its last datapoints are in the alarm's "
-                f"evaluation range, and with none in it the alarm is in ALARM; the rule judges the range of AWS's "
-                f"example ({RANGE_EXTRA_PERIODS} periods more than the alarm's), fires so and, with no reading of "
-                f"the alarm's {'cluster' if alarm.scope == 'cluster' else 'Region'} in it, fires once for it.")
-    return (f" On CloudWatch: {first + '; ' if first else ''}{who} whose data stops in ALARM (exporter, node or pod "
-            f"gone) stays so while its last datapoints are in the alarm's evaluation range; the rule judges the "
-            f"range of AWS's example ({RANGE_EXTRA_PERIODS} periods more than the alarm's) and clears "
-            f"{_spoken(rule_clears(alarm))} after the last reading, as the alarm does there (a longer range, its "
-            f"length unpublished, holds it longer).")
+        return Note(f"{who} whose data stops (exporter, node or pod gone) "
+                    f"is judged with its missing periods breaching while its last datapoints are in the alarm's "
+                    f"evaluation range, and with none in it the alarm is in ALARM; the rule judges the range of AWS's "
+                    f"example ({RANGE_EXTRA_PERIODS} periods more than the alarm's), fires so and, with no reading of "
+                    f"the alarm's {'cluster' if alarm.scope == 'cluster' else 'Region'} in it, fires once for it",
+                    f"{who} whose data stops is judged with its missing periods breaching")
+    return Note(f"{who} whose data stops in ALARM (exporter, node or pod "
+                f"gone) stays so while its last datapoints are in the alarm's evaluation range; the rule judges the "
+                f"range of AWS's example ({RANGE_EXTRA_PERIODS} periods more than the alarm's) and clears "
+                f"{_spoken(rule_clears(alarm))} after the last reading, as the alarm does there (a longer range, its "
+                f"length unpublished, holds it longer)", _stale_clause(alarm))
 
 
 def _spoken(seconds: int) -> str:
@@ -147,8 +128,8 @@ def range_judged(alarm: Alarm) -> bool:
 
 
 def _stale_clause(alarm: Alarm) -> str:
-    """stale_note in a few words, after another note on CloudWatch (a description has 1,024 characters)."""
-    return f"; {'a pod' if alarm.per_pod else 'a GPU'} whose data stops in ALARM stays so while its last datapoints " \
+    """stale's note in a few words (its short form)."""
+    return f"{'a pod' if alarm.per_pod else 'a GPU'} whose data stops in ALARM stays so while its last datapoints " \
            f"are in the evaluation range"
 
 
@@ -157,7 +138,7 @@ def _common(alarm: Alarm, settings: Settings, name: str, description: str | None
     actions = list(getattr(settings.alarms.actions, alarm.severity))
     request: dict[str, Any] = {
         "AlarmName": name,
-        "AlarmDescription": description or _description(alarm),
+        "AlarmDescription": description or described(alarm),
         "ActionsEnabled": True,
         "AlarmActions": actions,
         "OKActions": actions,
@@ -694,6 +675,16 @@ def _addon_reported() -> str:
     return metric_name("node", by_field()[data_missing.ADDON_REPORTED])
 
 
+def _about(alarm: Alarm, about: str, title: str | None = None) -> str:
+    """The description of an alarm whose meaning gpudash writes (`about`, under `title`): whole before its runbook
+    where it fits; else its first sentence the alarm's own, the others notes (alarm_text.about_notes)."""
+    whole = described(alarm, (), about, title)
+    if not own_cut(whole):
+        return whole
+    own, notes = about_notes(about)
+    return described(alarm, notes, own, title)
+
+
 def _data_missing_requests(alarm: Alarm, settings: Settings, cluster: Cluster) -> list[dict[str, Any]]:
     """The metric-math alarms of `data_missing` in `cluster`: one on the Container Insights add-on, else one per
     exporter DaemonSet the settings name (named_daemonsets; a cluster with several names each in its alarm's)."""
@@ -712,11 +703,11 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster, da
     (namespace, name), whose name ends the alarm's when `named`, and then a digest of namespace/name when `apart`
     (another of the cluster's DaemonSets joins its namespace and name with "-" alike: `a-b/c`, `a/b-c`)."""
     if addon_source(settings):
-        description = _fitted(f"{alarm.title}. {data_missing.ADDON_DESCRIPTION} Runbook: {alarm.runbook}", alarm)
+        description = _about(alarm, data_missing.ADDON_DESCRIPTION)
         metrics = data_missing.addon_metrics(_addon_reported(), cluster, alarm.period_seconds, alarm.title)
     else:
         assert daemonset is not None
-        description = _description(alarm, data_missing.cluster_limits(settings, cluster, daemonset))
+        description = _description(alarm, *map(Note, data_missing.cluster_limits(settings, cluster, daemonset)))
         metrics = data_missing.cloudwatch_metrics(cloudwatch_condition(alarm, settings).query.metric,
                                                   settings, cluster, alarm.period_seconds, alarm.title, daemonset)
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id, alarm.severity, daemonset if named else None)
@@ -749,7 +740,7 @@ def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: P
         suffix, comparison, order = data_missing.PER_GPU_SUFFIX, "<", "ASC"
         threshold = data_missing.per_gpu_threshold(settings, alarm.period_seconds)
         period, periods = alarm.period_seconds, alarm.evaluation_periods
-    description = _fitted(f"{alarm.title} (per {each}). {about} Runbook: {alarm.runbook}", alarm)
+    description = _about(alarm, about, f"{alarm.title} (per {each})")
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + suffix, alarm.severity)
     request = _common(alarm, settings, name, description)
     request.update({"ComparisonOperator": COMPARISON_OPERATORS[comparison],
@@ -769,8 +760,7 @@ def _agent_request(alarm: Alarm, settings: Settings, cluster: Cluster) -> dict[s
     no data is not breaching (an agent stopped is the cluster's alarm)."""
     about = data_missing.agent_description(settings, alarm.period_seconds, alarm.evaluation_periods)
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.AGENT_SUFFIX, alarm.severity)
-    request = _common(alarm, settings, name, _fitted(f"{alarm.title} (agent). {about} Runbook: {alarm.runbook}",
-                                                     alarm))
+    request = _common(alarm, settings, name, _about(alarm, about, f"{alarm.title} (agent)"))
     request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"],
                     "Threshold": data_missing.agent_threshold(settings, alarm.period_seconds),
                     "TreatMissingData": "notBreaching",
@@ -789,7 +779,7 @@ def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: C
     (nothing collects: the cluster's alarm sees the agent stopped)."""
     intervals = node_interval(settings), gpu_interval(settings)
     about = data_missing.addon_gpu_description(alarm.period_seconds, *intervals)
-    description = _fitted(f"{alarm.title} (per GPU). {about} Runbook: {alarm.runbook}", alarm)
+    description = _about(alarm, about, f"{alarm.title} (per GPU)")
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.PER_GPU_SUFFIX, alarm.severity)
     request = _common(alarm, settings, name, description)
     query = plan_.expression(settings, cluster, "ASC", data_missing.GPUS_PER_QUERY)
@@ -798,6 +788,64 @@ def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: C
                     "Metrics": data_missing.addon_gpu_metrics(query, _addon_reported(), cluster, alarm.period_seconds,
                                                               f"{alarm.title} (GPUs missing)", *intervals)})
     return request
+
+
+# The notes of an alarm's description in a few words (their short forms: render/alarm_text; README, "Alarm description
+# notes"), by their whole text; a note not here is only left out where there is no room
+SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts once per instance or pod (lint AL019)",
+         WHOLE_COPIES_COUNTED: "a shared GPU counts once per pod sharing it (lint AL019)",
+         INSTANCES_JUDGED: "a MIG field is read per instance a group holds, not per GPU (lint AL019)",
+         NAMED_SHARE: "a pod named in turn on a shared GPU reads the scrapes it was named at",
+         NAMED_PART: "a pod named in turn on a shared GPU reads it in part",
+         NAMED_TURNS_ALARM: "a pod named in turn on a shared GPU reads its increase at each naming",
+         INSTANCE_CONTRIBUTORS: "each GPU instance is a contributor",
+         CLASSIC_COUNTER_ALARM: "an increase is missed across a failed scrape or a change of pods, and counted once "
+                                "per pod sharing a GPU (lint AL013, AL015)",
+         CLASSIC_COUNTER_ALARM_ONE_SERIES: "an increase is missed across a failed scrape or a change of pods "
+                                           "(lint AL015)",
+         STATIC_POD_MEAN: "A static per-pod alarm judges the pod's readings over all its GPUs.",
+         PER_PROCESS_COPIES_ADDED_ALARM: "before dcgm-exporter 4.5.3 a GPU k pods share adds k times (lint AL019)",
+         COUNT_MOST: "a pod's count of GPUs is the most one scrape counted (lint AL025)",
+         ALARM_MIG_ONE_INSTANCE: ALARM_MIG_ONE_INSTANCE_SHORT,
+         **{GAP_TEXTS[kind]: short for kind, short in GAP_SHORT.items()}}
+
+
+def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan, unseen: str) -> list[Note]:
+    """The notes of an alarm on a plan (a rule's Metrics Insights alarm, a static per-pod one), most important first:
+    what its threshold reads (a gap in a counter, the unused share, flags past a level), the MIG GPUs it does not see
+    (`unseen`, MIG_UNSEEN) or sees as one instance (the add-on), what it reads otherwise than the rule (a GPU's copies
+    counted: no merged form, cloudwatch_query.once_plan, lint AL019; a failed scrape as GPUs lost, lint AL024; a pod's
+    total of a GPU named in turn beside its own, a pod's counter of a GPU named under its pods in turn: the OTel
+    pipeline, shorter than the header's), DCGM's blank on the add-on, and what a contributor whose data stops does
+    (stale)."""
+    condition = cloudwatch_condition(alarm, settings)
+    note = Note(otel_gap(gap_kind(condition)), GAP_SHORT[gap_kind(condition)]) \
+        if reads_gap_growth(plan_, catalog, settings) else Note("")
+    if plan_.complement is not None:  # unused_plan
+        note = Note(f"it reads {plan_.complement:g} less each reading above {_threshold(alarm, plan_, settings):g}, "
+                    f"ranked by its sum over the window (past 500: the longest idle)")
+    if plan_.flagged:  # level_plan
+        note = Note(f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0, ranked by "
+                    f"their sum")
+    named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
+                                      (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, COUNT_MOST))
+             if note_ in plan_.notes]
+    # (and a group's sum or mean of the pods' copies of a field split per process, which an exporter before 4.5.3
+    # writes as the device's whole value: lint AL019 notes it too)
+    named += [PER_PROCESS_COPIES_ADDED_ALARM] if PER_PROCESS_COPIES_ADDED in plan_.notes else []
+    comparison = _judged(alarm, plan_, settings)[0]
+    failed = _failed_scrape_said(alarm, plan_, settings)
+    texts = (unseen, ALARM_MIG_ONE_INSTANCE if reads_one_instance(plan_, settings) else "",
+             copies_counted_note(plan_) or "")
+    return [note, *(Note(text, SHORT.get(text, "")) for text in texts),
+            Note(failed, FAILED_SCRAPE_SHORT[condition.query.aggregation == "avg"] if failed else ""),
+            *(Note(text, SHORT.get(text, "")) for text in named),
+            Note(_addon_blanks_said(plan_, comparison, settings)), stale(alarm)]
+
+
+# failed_scrape_note in a few words: a count or total, a mean over several nodes' GPUs
+FAILED_SCRAPE_SHORT = {False: "a failed scrape reads as part of a GPU lost for its period (lint AL024)",
+                       True: "its mean weighs each GPU by its readings in the period (lint AL024)"}
 
 
 def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form: Form,
@@ -809,37 +857,19 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
     condition = cloudwatch_condition(alarm, settings)
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
-    note = otel_gap(gap_kind(condition)) if reads_gap_growth(plan_, catalog, settings) else ""
-    if plan_.complement is not None:  # unused_plan
-        note = (f"it reads {plan_.complement:g} less each reading above {threshold:g}, ranked by its sum over the "
-                f"window (past 500: the longest idle)")
-    if plan_.flagged:  # level_plan
-        note = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0, ranked by their sum"
-    # what it reads otherwise than the rule: a GPU's copies counted (no merged form, cloudwatch_query.once_plan:
-    # lint AL019 notes it too), a failed scrape as GPUs lost (lint AL024), a pod's count or sum per scrape the agent
-    # does not make (classic; a counter's), a pod's total of a GPU named in turn beside its own, a pod's counter of a
-    # GPU named under its pods in turn (the OTel pipeline; shorter than the header's)
-    named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
-                                      (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, COUNT_MOST)) if note_ in plan_.notes]
     comparison, order, rank = _judged(alarm, plan_, settings)
-    # (and a group's sum or mean of the pods' copies of a field split per process, which an exporter before 4.5.3
-    # writes as the device's whole value: lint AL019 notes it too)
-    named += [PER_PROCESS_COPIES_ADDED_ALARM] if PER_PROCESS_COPIES_ADDED in plan_.notes else []
-    note = "; ".join(part for part in (note, unseen, copies_counted_note(plan_),
-                                       _failed_scrape_said(alarm, plan_, settings), *named,
-                                       _addon_blanks_said(plan_, comparison, settings)) if part)
-    stale = stale_note(alarm, note)
-    description = _description(alarm, stale)
+    notes = _plan_notes(alarm, catalog, settings, plan_, unseen)
     label = alarm.title
     if mig:
         label += " (MIG instances)"
-        description = _description(alarm, f" On GPUs split into MIG instances, which report no "
-                                          f"{condition.query.metric}: {form.stand_in} {COMPARED[condition.comparison]} "
-                                          f"{float(condition.threshold) * plan_.divisor:g} (the same "
-                                          f"share as a ratio).{stale}")
+        notes = [Note(f"On GPUs split into MIG instances, which report no {condition.query.metric}: {form.stand_in} "
+                      f"{COMPARED[condition.comparison]} {float(condition.threshold) * plan_.divisor:g} (the same "
+                      f"share as a ratio).", sentence=True), *notes]
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
-        description = _description(alarm, f" On CloudWatch: {instance_contributors(settings, gap_kind(condition))}"
-                                          f"{_stale_clause(alarm)}.")
+        listed, missed = instance_contributors(settings, gap_kind(condition))
+        notes = [Note(listed, SHORT.get(listed, "")), Note(missed, SHORT.get(missed, "")),
+                 Note(_stale_clause(alarm))]
+    description = _description(alarm, *notes)
     before, after = plan_.around_cluster(settings, order, rank=rank)
 
     def request(cluster: Cluster | None) -> dict[str, Any]:
@@ -888,9 +918,10 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
                          where=setting_place(settings, ["cloudwatch", "dimensions"]),
                          hint="leave Namespace out of cloudwatch.dimensions, or use alarms.per_pod: group_by (its "
                               "query reads every Namespace)")
-    pooled = f" {STATIC_POD_MEAN}" if plan_ != alarm_plan(alarm, catalog, settings) else ""
+    pooled = [Note(STATIC_POD_MEAN, SHORT[STATIC_POD_MEAN], sentence=True)] \
+        if plan_ != alarm_plan(alarm, catalog, settings) else []
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm, (namespace, pod)),
-                      _description(alarm, stale_note(alarm, unseen) + pooled))
+                      _description(alarm, *_plan_notes(alarm, catalog, settings, plan_, unseen), *pooled))
     request.update({
         "Threshold": _threshold(alarm, plan_, settings),
         "Namespace": settings.cloudwatch.namespace,

@@ -279,32 +279,39 @@ def test_the_kube_state_metrics_job_name_is_reserved(cli, project_dir, tmp_path)
     assert code != 0 and "multiple scrape configs with job name" in text
 
 
-def test_a_long_alarm_description_is_cut_at_a_sentence_or_word_and_keeps_who_made_it(project_dir, monkeypatch):
-    """A 63-character exporter.namespace makes the data-missing alarm's description longer than CloudWatch's 1,024
-    characters: it is cut in its explanation, at a sentence or word, marked [...], and keeps whole who made it
-    (definition, rule) and what CloudWatch's form adds; descriptions that fit are whole."""
+def test_a_long_alarm_description_gives_way_in_its_notes_and_keeps_its_runbook_and_who_made_it(project_dir,
+                                                                                               monkeypatch):
+    """A 63-character exporter.namespace makes the data-missing alarms' descriptions longer than CloudWatch's 1,024
+    characters: their notes give way (whole sentences left out, counted at the end), and each keeps whole its own
+    sentence, its runbook and who made it (definition, rule); descriptions that fit are whole."""
+    from generator.render import alarm_text
+
     namespace = "gpu-" + "o" * 59
     project = load_project(project_dir(f"exporter:\n  namespace: {namespace}\n"))
     descriptions = {a.request["AlarmName"]: a.request["AlarmDescription"] for a in build(project).alarms}
-    cut = {name: text for name, text in descriptions.items() if " [...]" in text}
+    cut = {name: text for name, text in descriptions.items() if alarm_text.NOTES_README in text}
     assert cut, "no description reached the limit"
     for name, text in descriptions.items():
-        assert len(text) <= 1024
+        assert len(text) <= 1024 and alarm_text.ELIDED not in text
         rule = re.search(r" Managed by gpudash \(([^()]*), rule ([a-z0-9-]+)\)\.", text)
         assert rule and name.find(rule.group(2)) >= 0, text  # who made it, whole
-    from generator.render import alarms
-
-    monkeypatch.setattr(alarms, "DESCRIPTION_LIMIT", 100_000)
+        if "data-missing" in name:  # the runbook, whole
+            assert " Runbook: Run `gpudash verify`. Then, by the alert's reason: " in text and \
+                "the cwagent-prometheus Deployment and its logs. Managed by gpudash (" in text, text
+    monkeypatch.setattr(alarm_text, "DESCRIPTION_LIMIT", 100_000)
     whole = {a.request["AlarmName"]: a.request["AlarmDescription"] for a in build(project).alarms}
     monkeypatch.undo()
     for name, text in cut.items():
-        head, _, tail = text.partition(" [...]")
-        assert whole[name].startswith(head) and whole[name][len(head)] == " ", head[-20:]  # a whole word or sentence
-        assert whole[name].endswith(tail) and tail.startswith(" Managed by gpudash (")
-        assert len(text) > 900  # the room is used
+        kept, _, mark = text.rpartition(" [")
+        assert mark.endswith(f"left out: {alarm_text.NOTES_README}]"), mark
+        # what is kept is the whole description's: its own sentence, runbook and who made it, then the notes kept
+        # (the last left out whole)
+        head, made, notes = kept.partition(" Managed by gpudash (")
+        assert whole[name].startswith(head + made) and notes.endswith(".") and notes[:-1] in whole[name], name
+        assert len(text) > 700  # the room is used
     # the same rule with a short namespace: whole, no mark
     short = {a.request["AlarmName"]: a.request["AlarmDescription"] for a in build(load_project(project_dir(""))).alarms}
-    assert not any("[...]" in text for text in short.values())
+    assert not any(alarm_text.NOTES_README in text for text in short.values())
 
 
 def test_the_readmes_dashboard_limit_example_is_what_generate_says(cli, tmp_path):

@@ -26,7 +26,7 @@ import pytest
 
 from generator.artifacts import build
 from generator.cloudwatch_query import NAMED_LOSS, NAMED_TURNS, NAMED_TURNS_ALARM, WHOLE_COPIES_COUNTED
-from generator.render.alarms import ELIDED
+from generator.render.alarm_text import ELIDED
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval, dcgm_fleet as F

@@ -1,0 +1,140 @@
+"""An alarm's AlarmDescription within CloudWatch's 1,024 characters: `described` lays out every description gpudash
+writes, so what matters is never the part cut.
+
+Layout, in order:
+1. the alarm's own sentence: its title and what it means (`own`: the definition's description, or what gpudash says a
+   rule's second alarm watches);
+2. `Runbook: ...`, whole;
+3. who made it (`Managed by gpudash (<definition file>, rule <id>).`), whole: apply and lint read it;
+4. the notes: what CloudWatch's form of the rule does otherwise than its Prometheus rule (a clause of one
+   `On CloudWatch: a; b.` sentence each, or a sentence of their own), most important first.
+When they do not all fit, the notes give way from the last: each in turn to its short form (a few words the README
+section "Alarm description notes" explains), then whole notes are left out, and a mark at the end says so and where
+to read them (NOTES_MARK). Nothing is cut inside a note, a runbook or who made it. Only when the alarm's own sentence
+and runbook leave no room for the mark is its own sentence cut, at a sentence or word, marked ELIDED (lint AL026 errs);
+a title and runbook that cannot fit beside who made it are refused (InputError): CloudWatch would refuse the alarm.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Iterable
+
+from ..errors import InputError
+from ..markers import ALARM_DESCRIPTION_NOTE
+from ..model import Alarm, source_file
+
+DESCRIPTION_LIMIT = 1024  # CloudWatch's longest AlarmDescription, in characters
+ELIDED = " [...]"  # where the alarm's own sentence was cut to fit (lint AL026)
+RUNBOOK = " Runbook: "
+NOTES_README = "README#alarm-description-notes"  # the section explaining every note and its short form
+CLOUDWATCH = "On CloudWatch: "  # the sentence holding the clause notes
+
+
+@dataclass(frozen=True)
+class Note:
+    """One note of a description: `text` whole, `short` the few words it gives way to (empty: none, it is only left
+    out), `sentence` a sentence of its own (ending with its own period) rather than a clause of `On CloudWatch:`."""
+    text: str
+    short: str = ""
+    sentence: bool = False
+
+
+def notes_mark(shortened: int, cut: int) -> str:
+    """What the end of a description says when notes gave way: how many were shortened and left out, and where all
+    of them are read."""
+    said = [f"{shortened} note{'s' if shortened != 1 else ''} shortened"] if shortened else []
+    said += [f"{cut} note{'s' if cut != 1 else ''} left out"] if cut else []
+    return f" [{', '.join(said)}: {NOTES_README}]"
+
+
+NOTES_MARK = re.compile(r" \[(\d+) notes? shortened(?:, (\d+) notes? left out)?: " + re.escape(NOTES_README) + r"\]$"
+                        r"| \[(\d+) notes? left out: " + re.escape(NOTES_README) + r"\]$")
+
+
+def made_by(alarm: Alarm) -> str:
+    """Who made the alarm, from which definition and rule."""
+    return f" {ALARM_DESCRIPTION_NOTE} ({source_file(alarm.defined_at)}, rule {alarm.id})."
+
+
+def written(notes: Iterable[Note]) -> str:
+    """The notes as text: consecutive clauses in one `On CloudWatch: a; b.` sentence, sentences as they are."""
+    parts: list[str] = []
+    clauses: list[str] = []
+    for note in notes:
+        if note.sentence:
+            if clauses:
+                parts.append(f" {CLOUDWATCH}{'; '.join(clauses)}.")
+                clauses = []
+            parts.append(f" {note.text}")
+        else:
+            clauses.append(note.text)
+    if clauses:
+        parts.append(f" {CLOUDWATCH}{'; '.join(clauses)}.")
+    return "".join(parts)
+
+
+def sentences(text: str) -> list[str]:
+    """A text gpudash writes, sentence by sentence (each ending at a period followed by a capital or a backquote)."""
+    return [part for part in re.split(r"(?<=\.) (?=[A-Z`])", text.strip()) if part]
+
+
+def about_notes(text: str) -> tuple[str, tuple[Note, ...]]:
+    """A text gpudash writes of what an alarm watches: its first sentence, the alarm's own, and the others as notes
+    (sentences of their own, left out from the last where there is no room)."""
+    first, *rest = sentences(text)
+    return first, tuple(Note(sentence, sentence=True) for sentence in rest)
+
+
+def described(alarm: Alarm, notes: Iterable[Note] = (), own: str | None = None, title: str | None = None) -> str:
+    """The AlarmDescription of `alarm` (the module's layout): `title` (the alarm's unless given), `own` (its
+    definition's description unless given), its runbook, who made it and `notes`, within DESCRIPTION_LIMIT."""
+    notes = [note for note in notes if note.text]
+    head = f"{title or alarm.title}. {(alarm.description if own is None else own).strip()}"
+    tail = f"{RUNBOOK}{alarm.runbook.strip()}{made_by(alarm)}"
+    if len(head) + len(tail) + len(written(notes)) <= DESCRIPTION_LIMIT:
+        return head + tail + written(notes)
+    shortened = 0
+    for index in reversed(range(len(notes))):  # the last notes give way first: to their short form
+        if notes[index].short:
+            notes[index] = replace(notes[index], text=notes[index].short)
+            shortened += 1
+            text = head + tail + written(notes) + notes_mark(shortened, 0)
+            if len(text) <= DESCRIPTION_LIMIT:
+                return text
+    kept = len(notes)
+    while kept:  # then whole notes are left out, the last first
+        kept -= 1
+        cut = len(notes) - kept
+        text = head + tail + written(notes[:kept]) + notes_mark(sum(1 for n in notes[:kept] if n.short), cut)
+        if len(text) <= DESCRIPTION_LIMIT:
+            return text
+    mark = notes_mark(0, len(notes)) if notes else ""
+    return _own_cut(alarm, head, tail + mark, title or alarm.title)
+
+
+def _own_cut(alarm: Alarm, head: str, tail: str, title: str) -> str:
+    """The alarm's own sentence cut at the last sentence (or word, when no sentence ends in the second half of the
+    room) that leaves room for the runbook and who made it, marked ELIDED; refused when not even its title does."""
+    if len(head) + len(tail) <= DESCRIPTION_LIMIT:
+        return head + tail
+    room = DESCRIPTION_LIMIT - len(tail) - len(ELIDED)
+    if room < len(title) + 1:
+        raise InputError(f"alarm {alarm.id!r}: its title and runbook ({len(alarm.runbook.strip())} characters) with who "
+                         f"made it take {len(title) + 1 + len(tail)} of the {DESCRIPTION_LIMIT} characters CloudWatch "
+                         f"takes in an AlarmDescription: the runbook would be cut, and CloudWatch refuses a longer one",
+                         where=alarm.defined_at,
+                         hint="shorten the runbook (link to a page that holds the steps) or the title")
+    kept = head[:room + 1]  # one more: a sentence or word that ends exactly at the room is whole
+    sentence = kept.rfind(". ")
+    if sentence >= room // 2:
+        kept = kept[:sentence + 1]
+    else:
+        kept = kept[:max(kept.rfind(" "), len(title) + 1)]
+    return kept.rstrip() + ELIDED + tail
+
+
+def own_cut(description: str) -> bool:
+    """Whether a description gpudash wrote had its own sentence cut (ELIDED before its runbook): lint AL026."""
+    return ELIDED + RUNBOOK in description

@@ -1,0 +1,198 @@
+"""An AlarmDescription holds at most 1,024 characters (PutMetricAlarm refuses a longer one). Every description gpudash
+writes keeps the alarm's own sentence, its runbook and who made it whole; its notes (what CloudWatch's form of the
+rule does otherwise) give way from the last, first to their short form, then whole notes left out, and a mark at the
+end counts them and names the README section that explains every note. Nothing is cut inside a word.
+
+Every description of hostile builds is checked against the notes it was given (render.alarms calls
+alarm_text.described; the test records each call): user alarms with a long description and runbook on fields and
+groupings that carry many notes, on both pipelines, on the Container Insights add-on, in per-pod mode static, with
+GPUs that may be split into MIG instances."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from generator.artifacts import build
+from generator.cloudwatch_query import GAP_SHORT, GAP_TEXTS, gap_said
+from generator.errors import InputError
+from generator.model import Alarm, Condition, Query
+from generator.render import alarm_text, alarms as alarm_render
+from generator.render.alarm_text import DESCRIPTION_LIMIT, ELIDED, NOTES_README, Note, described
+from tests.support.projects import defined_project
+
+# a user's own sentence and runbook, long but within reason: 409 and 243 characters
+LONG = ("This alarm watches the training fleet of the research group, whose jobs run for days on shared nodes and "
+        "whose checkpoints are written every hour; when it fires, the job is likely stuck in a collective operation "
+        "or waiting on storage, and every hour it stays so costs the group a node-hour per GPU held, so the on-call "
+        "looks at it within the hour and pages the job's owner if it is not moving.")
+RUNBOOK = ("https://wiki.example.com/runbooks/gpu/training-fleet#stuck-jobs: check the job's logs (kubectl logs), its "
+           "NCCL debug output, the node's dmesg and nvidia-smi -q; if a GPU is at fault, cordon the node and "
+           "reschedule the job.")
+CASES = [  # (rule, field, aggregation, grouping, comparison, threshold, extra Alarm arguments)
+    ("pod-fb-sum", "DCGM_FI_DEV_FB_USED", "sum", ("pod",), ">", 70000, ""),
+    ("pod-util-avg", "DCGM_FI_DEV_GPU_UTIL", "avg", ("pod",), "<", 5, ", evaluation_periods=3"),
+    ("ns-power-sum", "DCGM_FI_DEV_POWER_USAGE", "sum", ("namespace",), ">", 5000, ""),
+    ("fleet-temp-avg", "DCGM_FI_DEV_GPU_TEMP", "avg", (), ">", 85, ", missing_data='breaching'"),
+    ("gpu-count-low", "DCGM_FI_DEV_GPU_TEMP", "count", (), "<", 8, ""),
+    ("pod-gpu-util", "DCGM_FI_DEV_GPU_UTIL", "avg", ("pod", "gpu"), "<", 5, ", evaluation_periods=3"),
+    ("gpu-replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu"), ">", 10,
+     ", missing_data='notBreaching'"),
+]
+AS_INCREASE = {"gpu-replays"}
+
+
+def _alarms(left_out: frozenset = frozenset()) -> str:
+    return "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+        f"    yield Alarm({rule!r}, 'Training fleet: ' + {rule!r}, Condition(Query({field!r}, {how!r}, {by!r}"
+        f"{', as_increase=True' if rule in AS_INCREASE else ''}), {comparison!r}, {threshold!r}), "
+        f"description={LONG!r}, runbook={RUNBOOK!r}{extra})\n"
+        for rule, field, how, by, comparison, threshold, extra in CASES if rule not in left_out) + (
+        f"    yield Alarm('data-missing', 'Training fleet: no GPU data', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'count'), "
+        f"'<', 1), severity='critical', absent=True, missing_data='breaching', evaluation_periods=2, "
+        f"description={LONG!r}, runbook={RUNBOOK!r})\n")
+
+
+ALARMS = _alarms()
+# a pod's total per scrape (the OTel pipeline's pod_total set) has no value a static alarm can name
+STATIC_LEFT_OUT = {"static": frozenset({"pod-fb-sum"})}
+SETTINGS = {
+    "otel": "",
+    "classic": "agent:\n  pipeline: classic\n",
+    "classic-virtual": "agent:\n  pipeline: classic\nexporter:\n  virtual_gpus: true\n",
+    "otel-virtual": "exporter:\n  virtual_gpus: true\n",
+    "addon": "cloudwatch:\n  source: container-insights\n",
+    "static": "alarms:\n  per_pod: static\n  static_pods: [research/train-0]\n",
+    "classic-static": "agent:\n  pipeline: classic\nalarms:\n  per_pod: static\n  static_pods: [research/train-0]\n",
+}
+MARK = re.compile(r" \[(?:(\d+) notes? shortened)?(?:, )?(?:(\d+) notes? left out)?: " + re.escape(NOTES_README)
+                  + r"\]$")
+
+
+def _recorded(monkeypatch, settings: str, tmp_path, alarms: str = ALARMS) -> list[tuple]:
+    """Each description the build writes, with the alarm, notes, own sentence and title it was written from."""
+    calls = []
+    original = alarm_render.described
+
+    def recording(alarm, notes=(), own=None, title=None):
+        notes = list(notes)
+        text = original(alarm, notes, own, title)
+        calls.append((alarm, [n for n in notes if n.text], own, title, text))
+        return text
+    monkeypatch.setattr(alarm_render, "described", recording)
+    made = build(defined_project(tmp_path, settings, alarms=alarms)).alarms
+    monkeypatch.undo()
+    written = {a.request["AlarmDescription"] for a in made}
+    return [call for call in calls if call[-1] in written]  # (the _about's whole try, when cut, is not written)
+
+
+def _checked(alarm, notes, own, title, text) -> tuple[int, int]:
+    """Assert the layout of one description; (notes shortened, notes left out)."""
+    assert len(text) <= DESCRIPTION_LIMIT, (alarm.id, len(text))
+    head = f"{title or alarm.title}. {alarm.description if own is None else own}"
+    assert text.startswith(head + " Runbook: " + alarm.runbook + " Managed by gpudash ("), (alarm.id, text[:200])
+    assert ELIDED not in text, text
+    shortened = sum(1 for n in notes if n.text not in text and n.short and n.short in text)
+    left = sum(1 for n in notes if n.text not in text and not (n.short and n.short in text))
+    mark = MARK.search(text)
+    if shortened or left:
+        assert mark, text[-200:]
+        assert (int(mark.group(1) or 0), int(mark.group(2) or 0)) == (shortened, left), (text[-300:], shortened,
+                                                                                          left)
+    else:
+        assert not mark and NOTES_README not in text
+    return shortened, left
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_every_description_keeps_its_sentence_and_runbook_and_counts_the_notes_it_cut(name, monkeypatch, tmp_path):
+    recorded = _recorded(monkeypatch, SETTINGS[name], tmp_path, _alarms(STATIC_LEFT_OUT.get(name, frozenset())))
+    assert recorded
+    gave_way = [call[0].id for call in recorded if any(_checked(*call))]
+    many = [call for call in recorded if len(call[1]) >= 3]
+    assert many, [(c[0].id, len(c[1])) for c in recorded]  # hostile: alarms with several notes each
+    assert gave_way  # at this length some notes give way, and are counted
+
+
+def test_a_user_alarm_with_every_note_keeps_its_runbook_and_the_mig_note_first():
+    """`described` alone: every kind of note a description carries, each whole one past the room: the MIG note
+    (first) stays, the last give way to their short forms, then whole notes are left out, counted."""
+    alarm = Alarm("user-rule", "Training fleet stuck", Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("pod",)), "<",
+                                                                 5), description=LONG, runbook=RUNBOOK,
+                  defined_at="alarms/user.py:3")
+    notes = [Note(alarm_render.MIG_UNSEEN),
+             Note(GAP_TEXTS["level"], GAP_SHORT["level"]),
+             *(Note(text, alarm_render.SHORT[text]) for text in (
+                 alarm_render.COPIES_COUNTED, alarm_render.NAMED_SHARE, alarm_render.ALARM_MIG_ONE_INSTANCE)),
+             Note("x" * 300),  # a note with no short form: only left out
+             alarm_render.stale(alarm),
+             Note(alarm_render.STATIC_POD_MEAN, alarm_render.SHORT[alarm_render.STATIC_POD_MEAN], sentence=True)]
+    text = described(alarm, notes)
+    shortened, left = _checked(alarm, notes, None, None, text)
+    assert alarm_render.MIG_UNSEEN in text and shortened >= 2 and left >= 1, text
+    assert text.index(alarm_render.MIG_UNSEEN) > text.index(" Managed by gpudash (alarms/user.py, rule user-rule).")
+    assert not re.search(r"\w\]$|\w\.\.\.", text.replace(NOTES_README + "]", ""))  # no word cut
+    whole = len(f"{alarm.title}. {LONG} Runbook: {RUNBOOK}") + len(alarm_text.made_by(alarm)) + len(
+        alarm_text.written(notes))
+    assert whole > 2 * DESCRIPTION_LIMIT  # what would have been cut mid-sentence before
+
+
+def test_a_gap_note_in_its_short_form_is_still_read_by_lint():
+    """AL018 reads which gap a `> 0` alarm's description says: whole or short."""
+    for kind in GAP_TEXTS:
+        assert gap_said(f"x. Runbook: y. On CloudWatch: {GAP_SHORT[kind]}; z.") == kind
+
+
+def test_an_own_sentence_too_long_is_cut_at_a_word_before_its_runbook_and_lint_errs(tmp_path):
+    """The own sentence gives way only when nothing else can: cut at a sentence or word, marked, the runbook whole;
+    lint AL026 errs."""
+    from generator.lint.runner import lint_input
+    from generator.lint.cloudwatch_rules import alarm_descriptions
+
+    long = " ".join(f"Sentence {k} of a description far too long for CloudWatch to hold whole." for k in range(30))
+    alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+              f"    yield Alarm('wordy', 'Wordy', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'max', ('node', 'gpu')), "
+              f"'>', 90), description={long!r}, runbook={RUNBOOK!r})\n")
+    project = defined_project(tmp_path, "", alarms=alarms)
+    artifacts = build(project)
+    (text,) = [a.request["AlarmDescription"] for a in artifacts.alarms]
+    assert len(text) <= DESCRIPTION_LIMIT and f"{ELIDED} Runbook: {RUNBOOK} Managed by gpudash (" in text, text
+    head = text.partition(ELIDED)[0]
+    assert f"Wordy. {long}".startswith(head) and f"Wordy. {long}"[len(head)] == " "  # a whole sentence or word
+    assert re.search(r"\[1 note left out: " + re.escape(NOTES_README) + r"\]$", text), text[-100:]  # stale
+    found = list(alarm_descriptions(lint_input(project, artifacts)))
+    assert [(f.rule, f.severity) for f in found] == [("AL026", "error")], found
+    assert "its own sentence was cut" in found[0].message, found[0].message
+
+
+def test_a_runbook_that_cannot_fit_is_refused_by_generate(tmp_path):
+    alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+              f"    yield Alarm('wordy', 'Wordy', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'max', ('node', 'gpu')), "
+              f"'>', 90), description='x', runbook={'Step. ' * 200!r})\n")
+    with pytest.raises(InputError) as refused:
+        build(defined_project(tmp_path, "", alarms=alarms))
+    assert "'wordy'" in str(refused.value) and "runbook" in str(refused.value) and "alarms.py" in refused.value.where
+
+
+def test_the_bundled_alarms_fit_whole_where_they_did_and_keep_their_runbook(monkeypatch, tmp_path):
+    """Bundled alarms on every pipeline and source: whole runbook, no own sentence cut, notes counted when cut."""
+    for name, settings in SETTINGS.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "gpudash.yaml").write_text(settings)
+        calls = []
+        original = alarm_render.described
+
+        def recording(alarm, notes=(), own=None, title=None, calls=calls):
+            notes = list(notes)
+            calls.append((alarm, [n for n in notes if n.text], own, title, original(alarm, notes, own, title)))
+            return calls[-1][-1]
+        monkeypatch.setattr(alarm_render, "described", recording)
+        from generator.project import load_project
+        made = build(load_project(folder / "gpudash.yaml")).alarms
+        monkeypatch.undo()
+        written = {a.request["AlarmDescription"] for a in made}
+        for call in calls:
+            if call[-1] in written:
+                _checked(*call)
