@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -590,9 +590,11 @@ def _whole_gpus_get_an_instance(job: dict[str, Any]) -> bool:
                and re.fullmatch(rule.get("regex", "(.*)"), "") for rule in job.get("metric_relabel_configs", []))
 
 
-def _grouping_labels(expr: str) -> set[str]:
-    return {label.strip() for group in re.findall(r"\bby \(([^)]*)\)", expr) for label in group.split(",")
-            if label.strip()}
+@lru_cache(maxsize=4096)
+def _grouping_labels(expr: str) -> frozenset[str]:
+    """The labels every `by (...)` of a query names (by its text: a fleet's clusters repeat each query)."""
+    return frozenset(label.strip() for group in re.findall(r"\bby \(([^)]*)\)", expr) for label in group.split(",")
+                     if label.strip())
 
 
 def labels_delivered(subject: LintInput) -> Iterable[Finding]:

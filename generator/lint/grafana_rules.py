@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -52,11 +52,17 @@ def _as_sent(expr: str, dashboard: GrafanaDashboard) -> str:
     parsed as written (and once: the other rules read the same parse)."""
     from ..preview.interpolate import defaults, interpolate
 
-    outside = STRING_LITERAL.sub('""', expr)
-    # Grafana's global variables ($__range, ${__range_ms}) are replaced by query_selectors itself
-    if all(m.group().lstrip("${[").startswith("__") for m in _VARIABLE.finditer(outside)):
+    if not _variable_outside_strings(expr):
         return expr
     return interpolate(expr, defaults(dashboard.model))
+
+
+@lru_cache(maxsize=4096)
+def _variable_outside_strings(expr: str) -> bool:
+    """Whether a dashboard variable stands outside the query's strings (by its text: a fleet's clusters repeat each
+    query). Grafana's global variables ($__range, ${__range_ms}) do not count: query_selectors replaces them itself."""
+    outside = STRING_LITERAL.sub('""', expr)
+    return not all(m.group().lstrip("${[").startswith("__") for m in _VARIABLE.finditer(outside))
 
 
 def promql_parses(subject: LintInput) -> Iterable[Finding]:

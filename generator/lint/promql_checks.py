@@ -376,9 +376,15 @@ def range_windows(expr: str) -> list[str]:
     panels' lookback named a pod), of `last_over_time(x[...])` (promql._Device._read: a copy's latest reading
     within that lookback) and of `min_over_time(x[...]) < <number>` (promql.counted: a count's GPU with a reading,
     a sample under DCGM's blank floor, within that lookback; a window of whole scrape intervals, not a rate's)."""
+    return list(_range_windows(expr))
+
+
+@lru_cache(maxsize=4096)
+def _range_windows(expr: str) -> tuple[str, ...]:
+    """range_windows, worked out once per query text (a fleet's clusters repeat each query)."""
     text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
     looked_back = r"(?:present|last)_over_time\([^()\[\]]*|min_over_time\([^()\[\]]*(?=\[[^\]]+\]\)\s*<\s*[0-9.eE+]+)"
-    return [window for within, window in re.findall(rf"({looked_back})?\[([^\]]+)\]", text) if not within]
+    return tuple(window for within, window in re.findall(rf"({looked_back})?\[([^\]]+)\]", text) if not within)
 
 
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
