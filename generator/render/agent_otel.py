@@ -444,6 +444,8 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
     for kind, (mark, value), pod, name in _total_fields(catalog, declarations):
         if after_filter is not None and _made_after_filter(catalog, kind, pod, name) != after_filter:
             continue
+        if kind == "sum" and POD_DIMENSION not in pod and name in copies:
+            continue  # a node's total of a field whose copies merged_counters merges: node_merged_totals
         include = f"^{re.escape(name)}$"
         total = _total_name(kind, pod, name)
         once = ONCE_AGGREGATION[catalog.get(name).per_gpu_aggregation] if kind == "sum" else "max"
@@ -471,6 +473,26 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
                             {"action": "experimental_scale_value", "experimental_scale": 0.5}, marked]},
         ]
     return result
+
+
+def node_merged_totals(catalog: Catalog, declarations: list[dict[str, Any]],
+                       copies: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """metricstransform's inserts (in metricstransform/gpudash, after device_or_copies and before the merged copies
+    take their field's name back) of a node's total of a field whose copies merged_counters merges per GPU instance
+    (exporter.virtual_gpus: framebuffer used, whose pods' copies are each pod's own share on dcgm-exporter 4.5.3 and
+    later, the device's value before): the sum over the node's GPU instances of each one's merged reading, the device's
+    own series where the exporter writes one, else its largest copy (device_or_copies). Added from the copies, a node's
+    total would read the pods' shares beside the device's value; their largest, a share read above the device's in
+    one scrape. After the blank filter: a GPU instance reading DCGM's blank is left out, as its rule leaves it out."""
+    return [{"include": f"^{re.escape(MERGED_PREFIX + name)}$", "match_type": "regexp", "action": "insert",
+             "new_name": _total_name(kind, pod, name),
+             # (each GPU instance's one point by `max`: where the processor left a GPU's device series and copies
+             # uncombined, device_or_copies, its largest; then its instances added, then the node's GPUs)
+             "operations": [*_instances_combined(sorted({*pod, GPU_ONCE}), "sum"),
+                            {"action": "aggregate_labels", "label_set": pod, "aggregation_type": "sum"},
+                            {"action": "add_label", "new_label": mark, "new_value": value}]}
+            for kind, (mark, value), pod, name in _total_fields(catalog, declarations)
+            if kind == "sum" and POD_DIMENSION not in pod and name in copies]
 
 
 def _made_after_filter(catalog: Catalog, kind: str, pod: list[str], name: str) -> bool:
@@ -1013,13 +1035,16 @@ class Pipeline:
         if levels:
             self.processors[LEVELS] = level_flags(levels)
         merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
+        # a node's total of a field whose copies it merges, from the merged copy before it takes its name back
+        node_merged = node_merged_totals(catalog, declarations, copied)
+        merge["transforms"][-1:-1] = node_merged
         # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
         merge["transforms"] = [*counts, *once_per_gpu(catalog, declarations), *namespace_readings(catalog, declarations),
                                *merge["transforms"]]
         made = _total_fields(catalog, declarations)
         merge["transforms"] += [totals_renamed(any(GPU_DIMENSION in pod for _, _, pod, _ in made),
                                                any(POD_DIMENSION not in pod for _, _, pod, _ in made))] \
-            if totals or counts else []
+            if totals or counts or node_merged else []
         merge["transforms"] += [unused_renamed()] if unused else []
         merge["transforms"] += [level_renamed()] if levels else []
         if merge["transforms"]:

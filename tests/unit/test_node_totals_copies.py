@@ -7,7 +7,9 @@ whatever copies of it the exporter writes:
 * a GPU the exporter names under its sharing pods in turn (the setting off) has, at each scrape, the named pod's
   series and the staleness marker of the pod named before: engine activity, whose GPU value is its instances' mean,
   read 0.015 for 0.03 (the live copy averaged with the marker);
-* a failed scrape of the node's exporter sends nothing: the period's AVG is a mean of the scrapes that arrived.
+* a failed scrape of the node's exporter sends nothing: the period's AVG is a mean of the scrapes that arrived;
+* framebuffer used with exporter.virtual_gpus is the device's own series and each pod's share on 4.5.3 and later:
+  a node's total adds each GPU instance's merged reading (the device's, else its largest copy).
 
 The agent merges each GPU instance's copies by `max` before combining a GPU's instances and adding the node's GPUs, a
 field whose instances average (engine activity) after the blank filter, which dropped the markers (as a namespace's
@@ -85,11 +87,9 @@ def _agent_made(request: dict) -> bool:
 
 def test_the_alarms_per_node_read_the_agent_made_totals(built):
     """Every such alarm reads the node's totals the agent made, with exporter.virtual_gpus and for a field whose MIG
-    instances average too; but framebuffer used with exporter.virtual_gpus, whose copies are each pod's share on
-    4.5.3 and later (merged per GPU from the device's own series: the per-GPU set)."""
-    name, _, requests, _ = built
-    made = {rule for rule, request in requests.items() if _agent_made(request)}
-    assert made == set(CASES) - ({"fb-used"} if name == "virtual" else set())
+    instances average too."""
+    _, _, requests, _ = built
+    assert {rule for rule, request in requests.items() if _agent_made(request)} == set(CASES)
 
 
 def test_each_gpu_counts_once_through_copies_markers_and_a_failed_scrape(built):
@@ -131,3 +131,30 @@ def test_a_node_total_of_engine_activity_leaves_out_a_blank_as_its_rule_does(tmp
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
     assert _agent_made(request)
     assert alarm_values(request, points, END, PERIOD) == {(("node", node),): pytest.approx(0.9)}
+
+
+def test_a_nodes_framebuffer_used_reads_each_gpus_device_value_on_every_exporter(tmp_path):
+    """With exporter.virtual_gpus, framebuffer used comes as the device's own series and each pod's share on
+    dcgm-exporter 4.5.3 and later, as copies of the device's value before: a node's total adds each GPU instance's
+    merged reading (the device's series where there is one, else its largest copy), through a failed scrape of each
+    node: the 4.5.3 node 66,300 MiB, the node with the setting off 25,200, the 4.5.2 node 39,200 (the GPU it still
+    writes). (Made as a pod's total, from each pod's copy, the node's total lost its node label: none was published.)"""
+    from tests.support import virtual_gpus
+
+    alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+              "    yield Alarm('fb', 'F', Condition(Query('DCGM_FI_DEV_FB_USED', 'sum', ('node',)), '>', 1))\n")
+    files = encode(build(defined_project(tmp_path, VIRTUAL, alarms=alarms), grafana=False))
+    config, job = agent_config(files[AGENT_FILE])
+    failed = END - PERIOD + 4 * STEP
+    points = Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.payload(node), target_labels(job, node.name))
+                                     for k in range(-1, END // STEP) for node in virtual_gpus.FLEET
+                                     if k * STEP != failed])
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
+    assert _agent_made(request)
+    truth = {(("node", node.name),): float(sum(gpu.fb_used for gpu in node.gpus
+                                               if virtual_gpus._series(node, gpu, virtual_gpus.FB_USED)))
+             for node in virtual_gpus.FLEET}
+    assert truth == {(("node", "gpu-node-on"),): 66300.0, (("node", "gpu-node-off"),): 25200.0,
+                     (("node", "gpu-node-old"),): 39200.0}
+    for end in (END, END - PERIOD):
+        assert alarm_values(request, points, end, PERIOD) == pytest.approx(truth)
