@@ -1039,6 +1039,8 @@ def _pod_total(query: Query, settings: Settings, series: tuple[str, ...], per_gp
     named = (NAMED_PART,) if not per_gpu and kind == "sum" and not settings.exporter.virtual_gpus else ()
     if kind == "count" and not per_gpu:  # no scrape may read all of a pod's GPUs of the period (COUNT_MOST)
         named += (COUNT_MOST,)
+    if pod_mean_weighed(query, series, settings):  # its totals per GPU, as many as the scrapes naming the pod there
+        named += (NAMED_WEIGHED,)
     return Plan(metric=query.metric, function=function, dims=tuple(pod_total_dimensions(settings, kind, per_gpu)),
                 group=series, series=series, notes=named)
 
@@ -1077,6 +1079,22 @@ NAMED_PART = ("a pod holding a GPU of its own and one that pods share by time-sl
               "one holding only the shared GPU reads it whole")
 
 
+# A pod's mean over its GPUs (a line per pod of AVG: the per-pod set's readings, or its totals per GPU made at the
+# agent) pools the period's readings of its GPUs, each GPU's as many as the scrapes that named the pod on it.
+NAMED_WEIGHED = ("a pod's mean weighs each of its GPUs by the scrapes naming the pod on it: a GPU pods share by "
+                 "time-slicing or MPS, which the exporter names under one of them at a time (without "
+                 "KUBERNETES_VIRTUAL_GPUS), weighs the share of the period's scrapes it was named at (300 W of its own "
+                 "and 200 W named every other scrape read 266.7 W for 250), where Grafana and the Prometheus rules "
+                 "take each GPU's mean")
+
+
+def pod_mean_weighed(query: Query, series: tuple[str, ...], settings: Settings) -> bool:
+    """A line per pod of a mean over its GPUs (not per GPU), where the exporter names a GPU pods share under one of
+    them at a time (no exporter.virtual_gpus): NAMED_WEIGHED."""
+    return query.aggregation == "avg" and POD_DIMENSION in series and GPU_DIMENSION not in series \
+        and not settings.exporter.virtual_gpus
+
+
 # A pod's count of GPUs per scrape (_pod_total, OTel) read as the most one scrape of the period counted (MAX): the
 # agent counts within one scrape of one node's exporter, and neither it (no processor it ships keeps a look-back) nor
 # CloudWatch (no count of distinct series per group) counts the GPUs of a period's several scrapes.
@@ -1094,25 +1112,32 @@ def per_scrape_read(plan_: Plan) -> bool:
     return any(note.startswith(PER_SCRAPE_OPENING) for note in plan_.notes)
 
 
-def failed_scrape_note(aggregation: str, comparison: str, period: int, interval: float, lint: bool = True) -> str:
+def failed_scrape_note(aggregation: str, comparison: str, period: int, interval: float, lint: bool = True,
+                       blanks: bool = False) -> str:
     """An alarm's words for per_scrape_read: what a failed scrape, and a GPU joining or leaving inside a period, do to
     its value and verdict, and how its Prometheus rule reads the same period (each GPU with a reading in it counted,
     its mean over its readings added); for a mean over the GPUs of several nodes (aggregation "avg", read_weighed),
-    how it weighs them; `lint`: naming the lint note that says it too (not in that note itself)."""
+    how it weighs them; `lint`: naming the lint note that says it too (not in that note itself); `blanks`: the agent
+    drops DCGM's blank (agent.pipeline: otel), so a GPU blank at some of a period's scrapes is read at the others only,
+    as a failed scrape's GPU is (where its rule counts it, and takes its mean over its readings)."""
     n = period / interval
     lint_ = '; lint AL024' if lint else ''
     if aggregation == "avg":
+        blank = ", or a GPU reading DCGM's blank at some of its scrapes (dropped by the agent)," if blanks else ""
         return (f"its mean weighs each GPU by its readings in the period: a node added or removed inside it, or whose "
-                f"scrape failed, weighs its GPUs for the part of it they were read in (its Prometheus rule averages "
-                f"each GPU's mean over its readings in the period{lint_})")
+                f"scrape failed{blank} weighs its GPUs for the part of it they were read in (its Prometheus rule "
+                f"averages each GPU's mean over its readings in the period{lint_})")
     what = "count of GPUs" if aggregation == "count" else "total"
     verdict = "fire" if comparison in ("<", "<=") else "miss"
     adds = "" if aggregation == "count" else " and adds its mean over them"
+    counts = "counts" if aggregation == "count" else "adds"
+    blank = (f"; a GPU reading DCGM's blank at some of its scrapes (dropped by the agent) {counts} for the share of "
+             f"them it was read at (blank at 3 of {n:g}: {(n - 3) / n:.2g} of it)") if blanks else ""
     return (f"its {what} is the period's readings over the {n:g} scrapes it holds: one failed scrape of a node's "
             f"exporter in a period reads that node's GPUs as {n - 1:g}/{n:g} of them, so it can {verdict} for the "
-            f"period, and a node added or removed inside a period {'counts' if aggregation == 'count' else 'adds'} "
-            f"its GPUs for the part of it they were there for (a failed scrape is not a lost GPU; its Prometheus rule "
-            f"counts a GPU with a reading in the period{adds}{lint_})")
+            f"period, and a node added or removed inside a period {counts} "
+            f"its GPUs for the part of it they were there for{blank} (a failed scrape is not a lost GPU; its "
+            f"Prometheus rule counts a GPU with a reading in the period{adds}{lint_})")
 
 
 def read_weighed(plan_: Plan, keys: Iterable[str]) -> bool:
@@ -1474,6 +1499,10 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
     field = catalog.get(query.metric)
     if read_by_stand_in(result, query, catalog):  # MIG GPUs read by their stand-in
         return result
+    if result.function == "AVG" and tuple(result.dims) == tuple(pod_dimensions(settings)) \
+            and pod_mean_weighed(query, tuple(result.series), settings) and NAMED_WEIGHED not in notes:
+        notes.append(NAMED_WEIGHED)  # the per-pod set's readings of the pod's GPUs pooled
+        result = replace(result, notes=tuple(notes))
     if query.metric in MIG_UNSUPPORTED:  # the scrape job drops it on MIG instances: only whole GPUs remain (counted
         # too: a count of the GPUs reporting it showed 9 of the mixed fleet's 11 on classic, unsaid)
         substitute = catalog.mig_substitute(query.metric)

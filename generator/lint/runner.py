@@ -45,7 +45,8 @@ NOTE_RULES = [
          _notes("AL019")),
     Rule("AL024", "CloudWatch alarms whose count of GPUs or total of a gauge over several GPUs is the period's readings "
                   "over its scrapes, or whose mean over several nodes' GPUs weighs each by its readings: a failed "
-                  "scrape, or a GPU joining or leaving inside a period, reads as part of a GPU", _notes("AL024")),
+                  "scrape, a GPU joining or leaving inside a period, or (agent.pipeline: otel) a GPU reading DCGM's "
+                  "blank at some of its scrapes, reads as part of a GPU", _notes("AL024")),
     Rule("AL025", "CloudWatch alarms on a pod's count of GPUs (agent.pipeline: otel) read the most GPUs one scrape "
                   "counted: GPUs the pod was read on at different scrapes, never all at one (time-slicing, a move to "
                   "another node), count fewer than its Prometheus rule counts", _notes("AL025")),

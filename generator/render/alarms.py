@@ -13,7 +13,7 @@ from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_COPIES
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLASSIC_COUNTER_ALARM_ONE_SERIES,
                                 COPIES_COUNTED, COUNT_MOST, GAP_SHORT, GAP_TEXTS, INSTANCE_CONTRIBUTORS,
                                 WHOLE_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
-                                failed_scrape_note, NAMED_PART, NAMED_SHARE,
+                                failed_scrape_note, NAMED_PART, NAMED_SHARE, NAMED_WEIGHED,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, Plan, per_scrape_read,
                                 read_weighed,
                                 read_by_stand_in,
@@ -526,7 +526,8 @@ def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings, lint: boo
             or how == "avg" and read_weighed(plan_, group_keys(condition.query.by))):
         return ""
     return failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
-                              settings.scrape.seconds, lint)
+                              settings.scrape.seconds, lint,
+                              blanks=settings.agent.pipeline == "otel" and not addon_source(settings))
 
 
 @dataclass(frozen=True)
@@ -806,6 +807,7 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts once per instance or pod (l
          STATIC_POD_MEAN: "A static per-pod alarm judges the pod's readings over all its GPUs.",
          PER_PROCESS_COPIES_ADDED_ALARM: "before dcgm-exporter 4.5.3 a GPU k pods share adds k times (lint AL019)",
          COUNT_MOST: "a pod's count of GPUs is the most one scrape counted (lint AL025)",
+         NAMED_WEIGHED: "a pod's mean weighs a GPU named in turn by the scrapes naming the pod",
          ALARM_MIG_ONE_INSTANCE: ALARM_MIG_ONE_INSTANCE_SHORT,
          **{GAP_TEXTS[kind]: short for kind, short in GAP_SHORT.items()}}
 
@@ -828,7 +830,8 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
         note = Note(f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0, ranked by "
                     f"their sum")
     named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
-                                      (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, COUNT_MOST))
+                                      (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, COUNT_MOST),
+                                      (NAMED_WEIGHED, NAMED_WEIGHED))
              if note_ in plan_.notes]
     # (and a group's sum or mean of the pods' copies of a field split per process, which an exporter before 4.5.3
     # writes as the device's whole value: lint AL019 notes it too)
