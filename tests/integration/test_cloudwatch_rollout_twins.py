@@ -78,60 +78,117 @@ def _series(old_until: int, new_from: int, remapped_at: float = math.inf, readin
     return series
 
 
-def _prometheus_fires(rules, name: str, alert: str, old_until: int, new_from: int, minutes: set[int],
-                      remapped_at: float = math.inf) -> None:
-    """Pass promtool when the rule's alert fires at `minutes` and at no other minute of MINUTES."""
-    firing = [_expected(rules, alert, node=overlap.NODE, gpu="0")]
-    tests = [{"interval": f"{STEP}s", "input_series": _series(old_until, new_from, remapped_at), "alert_rule_test": [
-        {"eval_time": f"{m}m", "alertname": alert, "exp_alerts": firing if m in minutes else []} for m in MINUTES]}]
-    _promtool_test(rules, name, tests)
+# The stories each alert is judged on: (old pod's last scrape, new pod's first, a row remapped at) -> the minutes of
+# MINUTES at which the rule fires
+OVERLAPS = {"5-minute-overlap": 600, "1-minute-overlap": 840}
+ROWS_GAP = (900, 930, 890)  # maxSurge 0: the row remapped between the old pod's last reading and the new one's first
+ROWS_OUTSIDE_THE_GAP = {"after-the-new-pods-first-reading": ((900, 930, 1000), range(18, 23)),
+                        "in-a-surge-overlap": ((900, 600, 890), range(16, 21))}
+FIRING = {"GpudashPcieReplays": {(900, new_from, math.inf): set() for new_from in OVERLAPS.values()},
+          "GpudashUncorrectableRows": {ROWS_GAP: {16, 17, 18, 19, 20},
+                                       **{story: set(minutes) for story, minutes in ROWS_OUTSIDE_THE_GAP.values()}}}
+_FAILED: dict[tuple, str | None] = {}  # (the rules' folder, alert) -> promtool's failure judging its stories, or None
 
 
-@pytest.mark.parametrize("new_from", [600, 840], ids=["5-minute-overlap", "1-minute-overlap"])
+def _prometheus_fires(rules, alert: str, story: tuple[int, int, float]) -> None:
+    """Pass when the rule's alert fires at the story's minutes of FIRING and at no other minute of MINUTES. Every
+    story of the alert is judged in one promtool run, each under its own namespace, node and GPU UUID
+    (test_counter_copies_hostile._stories_own), its alerts expected on its own node: promtool's cost is evaluating the
+    rule at each step, whatever the series. The rule joins no story's series with another's (_apart); a run over
+    promtool's sample limit is halved (tests/support/promtool_batches); any other failure fails every story's test of
+    the alert with promtool's message (the node of a story's alert ends in its -s<k>)."""
+    from tests.integration.test_counter_copies_hostile import _apart, _stories_own
+    from tests.integration.test_prometheus_rules import _rule
+    from tests.support.promtool_batches import batch_failure
+
+    stories = list(FIRING[alert].items())
+    key = (str(rules), alert)
+    if key not in _FAILED:
+        assert _apart(_rule(rules, alert)["expr"])
+
+        def judge(part: list[int]) -> None:
+            series = [{**one, "series": _stories_own(one["series"], k)} for k in part
+                      for one in _series(*stories[k][0][:2], remapped_at=stories[k][0][2])]
+            cases = [{"eval_time": f"{m}m", "alertname": alert,
+                      "exp_alerts": [_expected(rules, alert, node=f"{overlap.NODE}-s{k}", gpu="0")
+                                     for k in part if m in stories[k][1]]} for m in MINUTES]
+            _promtool_test(rules, f"rollout_{alert}_{part[0]}.yaml", [
+                {"interval": f"{STEP}s", "input_series": series, "alert_rule_test": cases}])
+
+        _FAILED[key] = batch_failure(list(range(len(stories))), judge)
+    k = [s for s, _ in stories].index(story)
+    if _FAILED[key] is not None:
+        pytest.fail(f"{alert} over its stories judged together (this story's node ends in -s{k}):\n{_FAILED[key]}")
+
+
+@pytest.mark.parametrize("new_from", list(OVERLAPS.values()), ids=list(OVERLAPS))
 def test_the_pcie_replays_rule_stays_silent_through_a_surge_rollout(rules, new_from):
     # 30 replays per 5 minutes, threshold 50, however many exporters read the link. The rule read the copies sampled
     # in each step: where the new exporter's reading was older than the old one's latest (10,085 after 10,086) the
     # merged readings stepped down, read as a reset, the counter since boot as one increase: it fired from minute 11
     # to 19 (5-minute overlap), 15 to 19 (1-minute overlap). The CloudWatch alarm is ALARM at minutes 14 to 16 of the
     # 5-minute overlap, where the agent's two revision series count 57 (test_cloudwatch_exporter_overlap; README).
-    _prometheus_fires(rules, "rollout_replays.yaml", "GpudashPcieReplays", 900, new_from, set())
+    assert FIRING["GpudashPcieReplays"][(900, new_from, math.inf)] == set()
+    _prometheus_fires(rules, "GpudashPcieReplays", (900, new_from, math.inf))
 
 
 def test_a_row_remapped_between_the_old_pods_last_reading_and_the_new_ones_first_is_counted_by_the_rule_alone(rules):
     # maxSurge 0: the old pod's last reading at 869 s, the new one's first at 912 s, a row remapped at 890 s. The rule
     # reads the GPU's copies as one series (0, then 1): it fires from minute 16 to 20. The CloudWatch agent takes the
     # new revision's first reading as its baseline: the alarm never fires (README: the rollout's gap is lost).
-    _prometheus_fires(rules, "rollout_rows_gap.yaml", "GpudashUncorrectableRows", 900, 930, {16, 17, 18, 19, 20},
-                      remapped_at=890)
+    assert ROWS_GAP == (900, 930, 890) and FIRING["GpudashUncorrectableRows"][ROWS_GAP] == {16, 17, 18, 19, 20}
+    _prometheus_fires(rules, "GpudashUncorrectableRows", ROWS_GAP)
     assert _cloudwatch("GpudashUncorrectableRows", 900, 930, remapped_at=890) == set()
 
 
-@pytest.mark.parametrize(("new_from", "remapped_at", "minutes"), [(930, 1000, range(18, 23)), (600, 890, range(16, 21))],
-                         ids=["after-the-new-pods-first-reading", "in-a-surge-overlap"])
-def test_a_row_remapped_outside_a_rollouts_gap_fires_both(rules, new_from, remapped_at, minutes):
-    _prometheus_fires(rules, "rollout_rows.yaml", "GpudashUncorrectableRows", 900, new_from, set(minutes),
-                      remapped_at=remapped_at)
-    assert _cloudwatch("GpudashUncorrectableRows", 900, new_from, remapped_at=remapped_at) == set(minutes)
+@pytest.mark.parametrize("story", list(ROWS_OUTSIDE_THE_GAP))
+def test_a_row_remapped_outside_a_rollouts_gap_fires_both(rules, story):
+    (old_until, new_from, remapped_at), minutes = ROWS_OUTSIDE_THE_GAP[story]
+    _prometheus_fires(rules, "GpudashUncorrectableRows", (old_until, new_from, remapped_at))
+    assert _cloudwatch("GpudashUncorrectableRows", old_until, new_from, remapped_at=remapped_at) == set(minutes)
 
 
-@pytest.mark.parametrize("new_from", [600, 840], ids=["5-minute-overlap", "1-minute-overlap"])
+_ENERGY_FAILED: dict[str, str | None] = {}  # the rules' folder -> promtool's failure judging both overlaps, or None
+
+
+@pytest.mark.parametrize("new_from", list(OVERLAPS.values()), ids=list(OVERLAPS))
 def test_grafanas_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules, new_from):
     # "All metrics" DEV_TOTAL_ENERGY_CONSUMPTION (per GPU, mW), with Grafana's $__rate_interval for 30 s scrapes (2m)
     # and every variable at All; the GPU draws 200 W throughout. It reads the counter's recording (the rules file's
     # counter group, evaluated by promtool at the scrape interval); rate() of the copies' merged readings read 4.18e8 mW
     # at minutes 15 and 16 after either overlap (at the step where the old exporter's staleness marker falls, the new
-    # one's reading taken before the old one's last read as a reset)
+    # one's reading taken before the old one's last read as a reset). Both overlaps are judged in one promtool run,
+    # each under its own namespace, node and GPU UUID (as _prometheus_fires judges its stories).
+    from tests.integration.test_counter_copies_hostile import _apart, _stories_own
+    from tests.support.promtool_batches import batch_failure
+
     files = overlap._files("otel")
     (expr,) = [p["targets"][0]["expr"] for p in json.loads(files["grafana/gpudash-all-metrics.json"])["panels"]
                if p.get("title") == "DEV_TOTAL_ENERGY_CONSUMPTION"]
     expr = expr.replace("$__rate_interval", "2m")
     for variable in ("$namespace", "$pod", "$gpu", "$node"):
         expr = expr.replace(variable, ".*")
-    series = _series(900, new_from, readings={ENERGY: lambda taken: f"{overlap._energy(taken):.0f}"})
-    watts = [{"labels": f'{{gpu="0", node="{overlap.NODE}"}}', "value": overlap.WATTS * 1000}]
-    tests = [{"interval": f"{STEP}s", "input_series": series,
-              "promql_expr_test": [{"expr": expr, "eval_time": f"{m}m", "exp_samples": watts} for m in range(8, 27)]}]
-    _promtool_test(rules, "rollout_energy.yaml", tests)
+    overlaps = list(OVERLAPS.values())
+    if str(rules) not in _ENERGY_FAILED:
+        from tests.integration.test_prometheus_rules import _groups
+
+        recorded = [r["expr"] for g in _groups((rules / "rules.yaml").read_text()) for r in g["rules"]
+                    if r.get("record") and r["record"] in expr]
+        assert recorded and all(_apart(e) for e in [expr, *recorded])  # neither the panel nor its recording joins
+
+        def judge(part: list[int]) -> None:
+            series = [{**one, "series": _stories_own(one["series"], k)} for k in part for one in _series(
+                900, overlaps[k], readings={ENERGY: lambda taken: f"{overlap._energy(taken):.0f}"})]
+            watts = [{"labels": f'{{gpu="0", node="{overlap.NODE}-s{k}"}}', "value": overlap.WATTS * 1000}
+                     for k in part]
+            _promtool_test(rules, f"rollout_energy_{part[0]}.yaml", [{
+                "interval": f"{STEP}s", "input_series": series,
+                "promql_expr_test": [{"expr": expr, "eval_time": f"{m}m", "exp_samples": watts} for m in range(8, 27)]}])
+
+        _ENERGY_FAILED[str(rules)] = batch_failure(list(range(len(overlaps))), judge)
+    if _ENERGY_FAILED[str(rules)] is not None:
+        pytest.fail(f"the energy rate over both overlaps judged together (this one's node ends in "
+                    f"-s{overlaps.index(new_from)}):\n{_ENERGY_FAILED[str(rules)]}")
 
 
 ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"

@@ -24,7 +24,7 @@ from tests.integration.test_counter_copies_hostile import (PANEL_MINUTES, _apart
                                                             _replays_with_reset, _silent, _slow_collection,
                                                             _stories_own)
 from tests.integration.test_prometheus_rules import _promtool_test, rules  # noqa: F401 (a fixture)
-from tests.support.promtool_batches import judged_in_halves
+from tests.support.promtool_batches import batch_failure
 from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 
@@ -119,11 +119,7 @@ def _judged_together(rules, bounds: tuple[float, float], line: str = f'{{gpu="0"
             _promtool_test(rules, f"increases_{low:g}_{high:g}_{part[0]}.yaml", [
                 {"interval": f"{twins.STEP}s", "input_series": series, "promql_expr_test": checks}])
 
-        try:
-            judged_in_halves(list(range(len(stories))), judge)
-            _JUDGED[key] = None
-        except AssertionError as failure:
-            _JUDGED[key] = str(failure)
+        _JUDGED[key] = batch_failure(list(range(len(stories))), judge)
     if _JUDGED[key] is not None:
         pytest.fail(f"the increase stories read within {bounds}, judged together (story k's namespace, node and "
                     f"UUID end in -s<k>):\n{_JUDGED[key]}")

@@ -24,7 +24,7 @@ import pytest
 from tests.integration import test_cloudwatch_rollout_twins as twins
 from tests.integration.test_gauge_twins import _joins_across_stories
 from tests.integration.test_prometheus_rules import _promtool_test, _rule, rules  # noqa: F401 (a fixture)
-from tests.support.promtool_batches import judged_in_halves
+from tests.support.promtool_batches import batch_failure
 from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 ALERT = "GpudashPcieReplays"
@@ -131,11 +131,7 @@ def _stays_silent(rules, name: str) -> None:
                       for k in part for one in _silent_story(SILENT_STORIES[k])]
             _silent(rules, f"replays_silent_together_{part[0]}.yaml", series)
 
-        try:
-            judged_in_halves(list(range(len(SILENT_STORIES))), judge)
-            _SILENCE[str(rules)] = None
-        except AssertionError as failure:
-            _SILENCE[str(rules)] = str(failure)
+        _SILENCE[str(rules)] = batch_failure(list(range(len(SILENT_STORIES))), judge)
     if _SILENCE[str(rules)] is not None:
         pytest.fail(f"the replays rule fired in a story of {SILENT_STORIES} judged together (story k's namespace, "
                     f"node and UUID end in -s<k>):\n{_SILENCE[str(rules)]}")

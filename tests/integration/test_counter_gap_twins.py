@@ -132,7 +132,7 @@ def _rule_verdict(built) -> str | None:
     stories told apart by their node); a run over promtool's sample limit is halved (tests/support/promtool_batches)."""
     from tests.integration.test_counter_copies_hostile import _apart
     from tests.integration.test_prometheus_rules import _expected, _promtool_test
-    from tests.support.promtool_batches import judged_in_halves
+    from tests.support.promtool_batches import batch_failure
     import yaml
 
     files, folder = built
@@ -149,11 +149,7 @@ def _rule_verdict(built) -> str | None:
                 "interval": f"{STEP}s", "input_series": [_stored(node) for node in nodes], "alert_rule_test": checks}],
                 evaluation_interval=f"{STEP}s")
 
-        try:
-            judged_in_halves(list(AWAY), judge)
-            _RULE_VERDICT[str(folder)] = None
-        except AssertionError as failure:
-            _RULE_VERDICT[str(folder)] = str(failure)
+        _RULE_VERDICT[str(folder)] = batch_failure(list(AWAY), judge)
     return _RULE_VERDICT[str(folder)]
 
 

@@ -34,3 +34,13 @@ def judged_in_halves(batch: Sequence[Story], judge: Callable[[Sequence[Story]], 
         half = len(batch) // 2
         return 1 + judged_in_halves(batch[:half], judge) + judged_in_halves(batch[half:], judge)
     return 1
+
+
+def batch_failure(batch: Sequence[Story], judge: Callable[[Sequence[Story]], None]) -> str | None:
+    """promtool's message where judged_in_halves fails the batch (every test of its stories fails with it), else
+    None."""
+    try:
+        judged_in_halves(batch, judge)
+    except AssertionError as failure:
+        return str(failure)
+    return None
