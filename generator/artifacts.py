@@ -7,7 +7,7 @@ artifacts were just built or read from a reviewed build.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -69,6 +69,9 @@ class AgentConfig:
     config: dict[str, Any]  # cwagentconfig.json
     scrape: dict[str, Any]  # prometheus.yaml
     otel: dict[str, Any] | None = None  # gpudash-otel.yaml: the pipeline that publishes (agent.pipeline: otel)
+    # What made it (a function of the cluster giving its AgentConfig, and the cluster): the clusters' ConfigMaps of
+    # one maker are written from one text (output.AgentTexts). None for a config read from a build.
+    made: tuple[Any, Any] | None = field(default=None, compare=False, repr=False)
 
     def publishing(self) -> dict[str, Any]:
         """What the agent publishes, in the JSON path's terms whichever pipeline does it: cluster_name and
@@ -229,16 +232,19 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
     queried = cloudwatch.queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster
     if settings.agent.pipeline == "classic":
-        return tuple(AgentConfig(cluster.name, settings.agent.namespace,
-                                 agent.agent_config(project.catalog, settings, cluster, queried, emf),
-                                 scrape_config(cluster))
-                     for cluster in settings.clusters)
-    shipped = agent.selected_metrics(project.catalog, settings, queried.keys())
-    pipeline = agent_otel.Pipeline(project.catalog, settings, emf, shipped)  # shared by every cluster
-    return tuple(AgentConfig(cluster.name, settings.agent.namespace, agent_otel.json_config(cluster),
-                             scrape_config(cluster), pipeline.config(cluster, agent.log_group(cluster),
-                                                                     scrape_config(cluster)))
-                 for cluster in settings.clusters)
+        def made(cluster) -> AgentConfig:
+            return AgentConfig(cluster.name, settings.agent.namespace,
+                               agent.agent_config(project.catalog, settings, cluster, queried, emf),
+                               scrape_config(cluster))
+    else:
+        shipped = agent.selected_metrics(project.catalog, settings, queried.keys())
+        pipeline = agent_otel.Pipeline(project.catalog, settings, emf, shipped)  # shared by every cluster
+
+        def made(cluster) -> AgentConfig:
+            return AgentConfig(cluster.name, settings.agent.namespace, agent_otel.json_config(cluster),
+                               scrape_config(cluster), pipeline.config(cluster, agent.log_group(cluster),
+                                                                       scrape_config(cluster)))
+    return tuple(replace(made(cluster), made=(made, cluster)) for cluster in settings.clusters)
 
 
 def notes(project: Project) -> tuple[Note, ...]:

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import __version__
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes
-from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_filled, to_json_strings, to_yaml,
-                        to_yaml_alike, to_yaml_many)
+from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_filled,
+                        to_json_strings, to_yaml, to_yaml_alike, to_yaml_many, writes_as_itself)
 
 if TYPE_CHECKING:
     from .artifacts import Artifacts
@@ -103,18 +103,16 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[PROVISIONING_FILE] = to_yaml(artifacts.grafana_provisioning)
     files[SIDECAR_FILE] = to_yaml(*sidecars)
 
-    scrape_texts: dict[int, bytes] = {}  # clusters share one scrape config: encoded once
-    # The clusters' agent pipelines differ in a few values (name, Region, log group): written alike.
-    pipelines = iter(to_yaml_alike([agent.otel for agent in artifacts.agents if agent.otel is not None]))
-    agent_maps = []
+    # each cluster's ConfigMaps written from one text per kind of cluster (AgentTexts), the others below
+    agent_texts = AgentTexts()
+    agents = []
     for agent in artifacts.agents:
-        if id(agent.scrape) not in scrape_texts:
-            scrape_texts[id(agent.scrape)] = to_yaml(agent.scrape)
-        otel = None if agent.otel is None else (OTEL_KEY, next(pipelines))
-        agent_maps.append(configmaps(agent.namespace, to_json(agent.config, ascii=True), scrape_texts[id(agent.scrape)],
-                                     otel))
-    # the clusters' ConfigMaps differ in the texts they carry: the rest is written once
-    for agent, text in zip(artifacts.agents, to_yaml_many(agent_maps)):
+        text = agent_texts(agent)
+        if text is None:
+            agents.append(agent)
+        else:
+            files[agent_file(agent.cluster)] = text
+    for agent, text in zip(agents, agent_maps_files(agents)):
         files[agent_file(agent.cluster)] = text
     if artifacts.addon is not None:
         files[ADDON_FILE] = to_json(artifacts.addon)
@@ -134,6 +132,77 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[RULES_FILE] = to_yaml(artifacts.prometheus_rules)
     files[PROMETHEUS_RULE_FILE] = to_yaml(artifacts.prometheus_rule)
     return files
+
+
+def agent_maps_files(agents: list[Any]) -> list[bytes]:
+    """The file of each agent's ConfigMaps."""
+    from .render.agent import configmaps
+    from .render.agent_otel import OTEL_KEY
+
+    scrape_texts: dict[int, bytes] = {}  # clusters share one scrape config: encoded once
+    # The clusters' agent pipelines differ in a few values (name, Region, log group): written alike.
+    pipelines = iter(to_yaml_alike([agent.otel for agent in agents if agent.otel is not None]))
+    agent_maps = []
+    for agent in agents:
+        if id(agent.scrape) not in scrape_texts:
+            scrape_texts[id(agent.scrape)] = to_yaml(agent.scrape)
+        otel = None if agent.otel is None else (OTEL_KEY, next(pipelines))
+        agent_maps.append(configmaps(agent.namespace, to_json(agent.config, ascii=True), scrape_texts[id(agent.scrape)],
+                                     otel))
+    # the clusters' ConfigMaps differ in the texts they carry: the rest is written once
+    return to_yaml_many(agent_maps)
+
+
+class AgentTexts:
+    """Each cluster's agent ConfigMaps file written from one text per maker and kind of cluster (as AlarmTexts: the
+    clusters alike but in their names and Prometheus labels, names of one length), where the two stand-in names'
+    files split alike and the name is written as itself: a plain token YAML reads as text (never a number, a
+    boolean...), found in the text only where it is the whole of a plain value (`key: name`, `- name`), after a
+    `/` (a path, which YAML reads as text whatever follows), or right after a quote (in a quoted value, or the JSON
+    text a ConfigMap holds), where a plain token is written as itself. Any other cluster's is written in full."""
+
+    def __init__(self) -> None:
+        self.kinds = _ClusterKinds()
+        self.references: dict[tuple[Any, ...], list[bytes] | None] = {}
+
+    def __call__(self, agent: Any) -> bytes | None:
+        if agent.made is None or agent.made[1].name != agent.cluster:
+            return None
+        maker, cluster = agent.made
+        kind = self.kinds(cluster)
+        if kind is None or not writes_as_itself(cluster.name):
+            return None
+        key = (maker, kind)
+        pieces = self.references.get(key, False)
+        if pieces is False:
+            pieces = self.references[key] = _agent_pieces(maker, cluster)
+        return None if pieces is None else cluster.name.encode().join(pieces)
+
+
+# Where a name may be set in for a stand-in in a YAML text: the whole of a plain value, or after '/' or a quote
+_WHOLE_VALUE = (b": ", b"- ")
+_AFTER = (b"/", b'"', b"'")
+
+
+def _agent_pieces(maker: Any, cluster: Any) -> list[bytes] | None:
+    """The ConfigMaps file `maker` makes for the clusters alike `cluster`, split at their name (AgentTexts)."""
+    splits = []
+    for stand_in, label in zip(_ALARM_STAND_INS, _LABEL_STAND_INS):
+        name = stand_in[:len(cluster.name)]
+        try:
+            made = maker(replace(cluster, name=name, prometheus_label=None if cluster.prometheus_label is None
+                                 else label))
+        except Exception:  # noqa: BLE001 - refused with a name it never has: each cluster's is written in full
+            return None
+        splits.append(agent_maps_files([made])[0].split(name.encode()))
+    pieces = splits[0]
+    if splits[1] != pieces:
+        return None
+    for before, after in zip(pieces, pieces[1:]):
+        whole = before.endswith(_WHOLE_VALUE) and after.startswith(b"\n")
+        if not whole and not before.endswith(_AFTER):
+            return None
+    return pieces
 
 
 class BodyStrings:
@@ -296,17 +365,7 @@ class AlarmTexts:
         self.resources = artifacts.alarm_resources
         self.made = {id(alarm.request): alarm for alarm in artifacts.alarms if alarm.made is not None}
         self.references: dict[tuple[Any, ...], tuple[list[bytes], list[bytes]] | None] = {}
-        self.kinds: dict[int, tuple[Any, ...] | None] = {}  # id(cluster) -> what its requests are told apart by
-
-    def _kind(self, cluster: Any) -> tuple[Any, ...] | None:
-        """The cluster as its requests are alike in (`replace`d: no name, a label or none) and its name's length;
-        None for a name that is not a plain token."""
-        from .render.cloudwatch import PLAIN_NAME
-
-        if not PLAIN_NAME.fullmatch(cluster.name):
-            return None
-        return (replace(cluster, name="", prometheus_label=None if cluster.prometheus_label is None else ""),
-                len(cluster.name))
+        self.kinds = _ClusterKinds()
 
     def alarms_file(self) -> bytes:
         """cloudwatch/alarms.json."""
@@ -337,8 +396,7 @@ class AlarmTexts:
         maker, cluster, request = alarm.made
         if alarm.request is not request:  # not the request its maker made (a changed copy): written as it is
             return None
-        kinds = self.kinds
-        kind = kinds[id(cluster)] if id(cluster) in kinds else kinds.setdefault(id(cluster), self._kind(cluster))
+        kind = self.kinds(cluster)
         if kind is None:
             return None
         key = (maker, kind)
@@ -346,6 +404,27 @@ class AlarmTexts:
         if pieces is False:
             pieces = self.references[key] = _alarm_pieces(maker, cluster, cluster.prometheus_label is not None)
         return pieces
+
+
+class _ClusterKinds:
+    """A cluster as the texts made for it are alike in (`replace`d: no name, a label or none) and its name's length,
+    by cluster (worked out once each); None for a name that is not a plain token."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[int, tuple[Any, ...] | None] = {}
+
+    def __call__(self, cluster: Any) -> tuple[Any, ...] | None:
+        kinds = self.kinds
+        return kinds[id(cluster)] if id(cluster) in kinds else kinds.setdefault(id(cluster), self._kind(cluster))
+
+    @staticmethod
+    def _kind(cluster: Any) -> tuple[Any, ...] | None:
+        from .render.cloudwatch import PLAIN_NAME
+
+        if not PLAIN_NAME.fullmatch(cluster.name):
+            return None
+        return (replace(cluster, name="", prometheus_label=None if cluster.prometheus_label is None else ""),
+                len(cluster.name))
 
 
 # Two stand-in names of a length (cut from these), with every kind of character a plain name holds, and two labels

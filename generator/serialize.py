@@ -281,6 +281,11 @@ def _plain(value: str) -> bool:
             and yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False)) == _STR_TAG)
 
 
+def writes_as_itself(value: str) -> bool:
+    """PyYAML writes `value` as itself, unquoted, wherever it is a value in a block, and reads it back as text."""
+    return _plain(value)
+
+
 def _value_counts(value: Any, counts: dict[str, int]) -> dict[str, int]:
     """How often each string is a value (not a key) in `value`."""
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()

@@ -131,3 +131,13 @@ def builds_kept(monkeypatch) -> None:
         return artifacts
 
     monkeypatch.setattr(limits, "checked_build", checked_build)
+
+
+def fleet_settings(folder: Path, clusters: list[tuple[str, str, str]], settings: str = "") -> Path:
+    """`folder`/gpudash.yaml: `settings`, then the clusters, each (name, Region, more of its keys after a comma)."""
+    import json
+
+    lines = "".join(f"  - {{name: {json.dumps(name)}, region: {region}{more}}}\n" for name, region, more in clusters)
+    path = folder / "gpudash.yaml"
+    path.write_text(f"{settings}clusters:\n{lines}")
+    return path
