@@ -7,6 +7,7 @@ reads the period from reads top_pods + 1)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, Callable
 
 from .dashboard_limit import (METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, metrics_shown, metrics_shown_at_most,
                               widget_metrics, widget_metrics_at_most)
@@ -67,18 +68,35 @@ def check_dashboards(project, artifacts) -> None:
 
 def _at_most(dashboard, bounds: dict[tuple[object, str], int]) -> int:
     """`metrics_shown_at_most` of a dashboard's body, counted once for the bodies one dashboard has in the clusters of
-    a Region (`made`: they differ in their cluster's name only) and kept in `bounds`. A plain name is only the text
-    of a string literal in their queries, with no space or quote: the GROUP BY and LIMIT clauses the bound reads
-    are the same in each."""
+    a Region and kept in `bounds` (`_per_kind`)."""
+    return _per_kind(dashboard, bounds, metrics_shown_at_most)
+
+
+def _per_kind(dashboard, found: dict, count: Callable[[Any], Any]) -> Any:
+    """`count(body)` of a dashboard's body, counted once for the bodies one dashboard has in the clusters of a Region
+    (`made`: they differ in their cluster's name only) and kept in `found`. A plain name is only the text of a string
+    literal in their queries, with no space or quote: the GROUP BY and LIMIT clauses, the metrics and the widgets a
+    count reads are the same in each."""
     from .render.cloudwatch import PLAIN_NAME
 
     made = dashboard.made
     if made is None or not PLAIN_NAME.fullmatch(made[1].name):
-        return metrics_shown_at_most(dashboard.body)
+        return count(dashboard.body)
     key = (made[0], made[1].region)
-    if key not in bounds:
-        bounds[key] = metrics_shown_at_most(dashboard.body)
-    return bounds[key]
+    if key not in found:
+        found[key] = count(dashboard.body)
+    return found[key]
+
+
+def _widgets_over(body) -> list[tuple[int, int, str]]:
+    """(metrics it reads, its index, its title) of each metric widget of a body that reads more than a widget may."""
+    over = []
+    for index, properties in enumerate(_metric_widgets(body)):
+        if widget_metrics_at_most(properties) > METRICS_PER_WIDGET:  # exact only where it may matter
+            total = widget_metrics(properties)
+            if total > METRICS_PER_WIDGET:
+                over.append((total, index, str(properties.get("title", ""))))
+    return over
 
 
 def _total_with(project, name: str, **limits: int) -> int:
@@ -108,14 +126,12 @@ def check_widgets(project, artifacts) -> None:
     one more than its lines. Named: the setting, the chart, its count and the largest value that fits."""
     over: list[tuple[int, str, int, str]] = []
     bounds: dict[tuple[object, str], int] = {}
+    widgets: dict[tuple[object, str], list[tuple[int, int, str]]] = {}
     for dashboard in artifacts.cloudwatch_dashboards:
         if _at_most(dashboard, bounds) <= METRICS_PER_WIDGET:  # no widget of it can be over
             continue
-        for index, properties in enumerate(_metric_widgets(dashboard.body)):
-            if widget_metrics_at_most(properties) > METRICS_PER_WIDGET:  # exact only where it may matter
-                total = widget_metrics(properties)
-                if total > METRICS_PER_WIDGET:
-                    over.append((total, dashboard.name, index, str(properties.get("title", ""))))
+        over += [(total, dashboard.name, index, title)
+                 for total, index, title in _per_kind(dashboard, widgets, _widgets_over)]
     if not over:
         return
     settings = project.settings

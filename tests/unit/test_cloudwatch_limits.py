@@ -204,6 +204,34 @@ def test_clusters_of_a_region_named_like_query_clauses_have_the_bound_of_their_d
     assert len(bounds) == 6  # three dashboards in two Regions
 
 
+def test_clusters_of_a_region_named_like_query_clauses_have_the_widgets_over_the_limit_of_their_dashboard(tmp_path):
+    """generate finds the charts past a widget's 500 metrics once per dashboard and Region too: on clusters named like
+    the clauses a widget's count reads, each body's charts over the limit are the ones found for its kind, and the
+    refusal names the chart of the first dashboard by name, as each body counted alone named it."""
+    from generator.artifacts import build
+    from generator.errors import InputError
+    from generator.limits import _per_kind, _widgets_over, check_widgets
+    from generator.project import load_project
+
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "dashboards.py").write_text(RATE_CHART)
+    names = ["c0", "GROUP", "BY", "group-by", "LIMIT", "LIMIT-5", "limit_500", "PERIOD", "x-GROUP-BY-LIMIT-9"]
+    settings = "cloudwatch:\n  top_pods: 500\ndefinitions:\n  dashboards: [dashboards]\n"
+    (tmp_path / "gpudash.yaml").write_text(settings + "clusters:\n" + "".join(
+        f"  - {{name: {name}, region: {('us-east-1', 'eu-west-1')[index % 2]}}}\n" for index, name in enumerate(names)))
+    project = load_project(tmp_path / "gpudash.yaml")
+    artifacts = build(project)
+    found: dict = {}
+    for dashboard in artifacts.cloudwatch_dashboards:
+        assert _per_kind(dashboard, found, _widgets_over) == _widgets_over(dashboard.body) == \
+            [(501, 0, "Energy use rate")], dashboard.name
+    assert len(found) == 2  # one dashboard in two Regions
+    with pytest.raises(InputError) as refused:
+        check_widgets(project, artifacts)
+    assert "the chart \"Energy use rate\" of CloudWatch dashboard gpudash-BY-energy would read up to 501 metrics" in \
+        str(refused.value)
+
+
 @pytest.mark.parametrize("settings", ["{}\n", "agent:\n  pipeline: classic\n", "cloudwatch:\n  source: container-insights\n"],
                          ids=["otel", "classic", "container-insights"])
 def test_every_bundled_widget_reads_at_most_500_metrics_counted_as_the_dashboard_s(settings):
