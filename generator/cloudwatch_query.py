@@ -941,7 +941,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
 
     if field.across_own_labels == "sum":
         return _own_series_added(query, field, line, split_ok, one_gpu, period, interval, base,
-                                 per_scrape_note(layout))
+                                 per_scrape_note(layout, agent_drops_blanks(layout, settings)))
     if agg == "count":  # GPUs (series) reporting, whatever the field's kind
         if one_gpu:
             return line("COUNT", "{q} * 0 + 1", n)
@@ -1058,12 +1058,22 @@ def per_second(math: str | None, scale: float = 1.0) -> str:
 PER_SCRAPE_OPENING = "the period's observations divided by the "  # per_scrape_note's opening (per_scrape_read)
 
 
-def per_scrape_note(layout: Layout) -> str:
-    """What a mean per observation (per_scrape) reads, in the source's own words: its interval's setting."""
+def per_scrape_note(layout: Layout, dropped: bool = False) -> str:
+    """What a mean per observation (per_scrape) reads, in the source's own words: its interval's setting.
+    `dropped`: the agent drops DCGM's blank (agent.pipeline: otel), so a GPU blank at some scrapes of a period
+    is read at the others only, as a missed scrape is (where the rules count a GPU with a reading in the period)."""
     what = layout.observation + "s"
+    blank = (f", and a GPU reading DCGM's blank at m of them (the agent drops it) reads as (n - m) / n of that GPU"
+             if dropped else "")
     return (f"{PER_SCRAPE_OPENING}{what} {layout.interval_setting} gives it: a period missing "
-            f"m of its n {what} reads (n - m) / n of it (the period still filling is not drawn, unless live data is "
-            f"on, which draws it low until it ends)")
+            f"m of its n {what} reads (n - m) / n of it{blank} (the period still filling is not drawn, unless live "
+            f"data is on, which draws it low until it ends)")
+
+
+def agent_drops_blanks(layout: Layout, settings: Settings) -> bool:
+    """Whether the agent drops DCGM's blank before a per_scrape form counts (agent.pipeline: otel, the agent's
+    layout): a GPU blank at some scrapes is read as part of a GPU."""
+    return layout.blanks and settings.agent.pipeline == "otel"
 
 
 # Without KUBERNETES_VIRTUAL_GPUS the exporter names a GPU pods share under one of them, not always the same one
@@ -1149,7 +1159,8 @@ def read_weighed(plan_: Plan, keys: Iterable[str]) -> bool:
 
 def per_scrape_notes(settings: Settings, pod_keyed: bool, layout: Layout) -> tuple[str, ...]:
     """The notes of a per-scrape mean: a pod's line also reads low where a shared GPU is named under another pod."""
-    return (per_scrape_note(layout),) + ((NAMED_SHARE,) if pod_keyed and not settings.exporter.virtual_gpus else ())
+    return (per_scrape_note(layout, agent_drops_blanks(layout, settings)),) + \
+        ((NAMED_SHARE,) if pod_keyed and not settings.exporter.virtual_gpus else ())
 
 
 def per_scrape(interval: float) -> str:

@@ -17,9 +17,10 @@ import pytest
 
 from generator.artifacts import build, notes
 from generator.output import encode
-from tests.support import mixed_fleet
+from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import AGENT_FILE, alarm_values
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import header, notes as header_notes, widgets
 from tests.support.dcgm_fleet import target_labels
 from tests.support.projects import defined_project
 
@@ -132,7 +133,11 @@ def part_blank(tmp_path_factory):
     alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
               f"    yield Alarm('gpus', 'T', Condition(Query({temp!r}, 'count', ()), '<', 4), description='d', "
               "runbook='r')\n")
-    project = defined_project(tmp_path_factory.mktemp("part-blank"), "agent:\n  pipeline: otel\n", alarms=alarms)
+    dashboards = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+                  "    yield Dashboard(id='blank', title='B', description='d', rows=[Row('R', [Panel('GPUs by namespace', "
+                  f"Query({temp!r}, 'count', ('namespace',)), width=24)])])\n")
+    project = defined_project(tmp_path_factory.mktemp("part-blank"), "agent:\n  pipeline: otel\n", alarms=alarms,
+                              dashboards=dashboards)
     files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
 
@@ -147,14 +152,18 @@ def part_blank(tmp_path_factory):
     points = Agent(config, job).run([Scrape(float(t), payload(t), target_labels(job, node)) for t in range(0, end, step)])
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
     (value,) = alarm_values(request, points, end, PERIOD).values()  # over the threshold's scale: the rule's is 4
-    return request, value * 4, [n for n in notes(project) if n.rule == "AL024"]
+    (chart,) = [p for _, p in widgets(files) if p["title"].startswith("GPUs by namespace")]
+    drawn = {label: series[end - PERIOD] for label, series in
+             cloudwatch_eval.widget(chart, points, end - 3600, end, period=PERIOD).items()}
+    return request, value * 4, [n for n in notes(project) if n.rule == "AL024"], drawn, \
+        header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-blank.json")
 
 
 def test_a_gpu_blank_at_some_scrapes_counts_for_the_share_it_was_read_at_and_says_so(part_blank):
     """A GPU reading DCGM's blank at 3 of a period's 10 scrapes has readings in the period, so its rule counts it; the
     agent drops the blank, and the count of the period's readings over its scrapes reads it as 0.7 of a GPU: 3.7 of
     4, so `< 4` fires without its twin. The description and lint (AL024) said it of a failed scrape only."""
-    request, value, noted = part_blank
+    request, value, noted, _, _ = part_blank
     assert value == pytest.approx(3.7)
     said = "a GPU reading DCGM's blank at some of its scrapes (dropped by the agent) counts for the share of them it " \
            "was read at (blank at 3 of 10: 0.7 of it)"
@@ -166,3 +175,12 @@ def test_a_gpu_blank_at_some_scrapes_counts_for_the_share_it_was_read_at_and_say
                                        "scrapes as 0.7 of a GPU (3.7)")
 def test_a_gpu_blank_at_some_scrapes_counts_whole(part_blank):
     assert part_blank[1] == pytest.approx(4.0)
+
+
+def test_a_chart_counting_a_gpu_blank_at_some_scrapes_says_it_reads_part_of_it(part_blank):
+    """The same count per namespace on a chart: 3.7 GPUs of 4 in the period, the header said a missed scrape only."""
+    _, _, _, drawn, text = part_blank
+    assert drawn == {"ml": pytest.approx(3.7)}, drawn
+    said = header_notes(text)["GPUs by namespace"]
+    assert any("a GPU reading DCGM's blank at m of them (the agent drops it) reads as (n - m) / n of that GPU" in note
+               for note in said), said
