@@ -11,7 +11,8 @@ backslash inside either is escaped with a backslash.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 FUNCTIONS = ("AVG", "COUNT", "MAX", "MIN", "SUM")
 # Reserved words from AWS's list ("Reserved keywords" in the Metrics Insights guide, which holds
@@ -115,6 +116,26 @@ def _identifier(reader: _Reader, parsed: Parsed) -> str:
 
 
 def parse(text: str) -> Parsed:
+    """The query's parts; QueryError where it is not a query Metrics Insights takes. Each text is read once (lint's
+    rules, cost and generate's limits each read the same queries, a fleet's clusters many): the answer is the
+    caller's own copy."""
+    parsed = _parse(text)
+    if isinstance(parsed, str):
+        raise QueryError(parsed)
+    return replace(parsed, schema=None if parsed.schema is None else list(parsed.schema), where=list(parsed.where),
+                   group=list(parsed.group), unquoted=list(parsed.unquoted))
+
+
+@lru_cache(maxsize=8192)
+def _parse(text: str) -> Parsed | str:
+    """parse's answer, or the message of the QueryError it raises."""
+    try:
+        return _read(text)
+    except QueryError as error:
+        return str(error)
+
+
+def _read(text: str) -> Parsed:
     reader, parsed = _Reader(tokens(text)), Parsed()
     reader.take("SELECT")
     parsed.function = reader.take(kind="word").value.upper()
