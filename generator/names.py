@@ -154,6 +154,9 @@ PROVISIONING_PROVIDER = "gpudash"  # the provider in Grafana's provisioning/dash
 
 ALERT_GROUP = "gpudash-gpu"  # the group of alerting rules
 COUNTER_GROUP = "gpudash-counters"  # the recording rules of the counters Grafana's rate panels read
+# On a Prometheus holding several clusters (clusters[].prometheus_label): a series per cluster gpudash watches, which
+# the dashboards' cluster variable lists (its All: those clusters, not every cluster on the Prometheus)
+CLUSTERS_GROUP, WATCHED_CLUSTER = "gpudash-clusters", "gpudash:cluster:watched"
 PROMETHEUS_RULE = "gpudash-gpu-alerts"
 SERVICE_MONITOR = "gpudash-dcgm-exporter"
 KUBE_STATE_METRICS_JOB = "gpudash-kube-state-metrics"  # the agent's scrape job for the exporter DaemonSet counts

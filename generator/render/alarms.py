@@ -34,7 +34,8 @@ from ..markers import (ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUST
                        GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition
-from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
+from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, WATCHED_CLUSTER, alarm_name as _name,
+                     alert_name, regional_alarm_name)
 from ..ownership import publication_tags
 from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, Scope, by_region, counted_name,
                       counted_rules, expression, group_keys, kinds_apart, label_lookback, label_name, settings_clusters,
@@ -1656,7 +1657,21 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             rules.append({**rule, "expr": of_settings_clusters(no_data_rule(alarm, settings), settings),
                           "labels": {**rule["labels"], "reason": data_missing.NO_DATA_REASON}})
     groups = [{"name": ALERT_GROUP, "rules": rules}] if rules else []
-    return {"groups": groups + ([counters] if counters else [])}
+    return {"groups": groups + ([counters] if counters else []) + watched_clusters(settings)}
+
+
+def watched_clusters(settings: Settings) -> list[dict[str, Any]]:
+    """On a Prometheus holding several clusters, the group recording one series per cluster of the settings (its
+    cluster label its prometheus_label): the dashboards' cluster variable lists the clusters these series name, of
+    every settings file and project publishing to the Prometheus, so a dashboard several files generate is one text,
+    and another team's cluster there is none of its values (its All reads the clusters listed, not `.*`)."""
+    if not settings.shared_prometheus:
+        return []
+    cluster = label_name("cluster", settings.labels)
+    return [{"name": CLUSTERS_GROUP, "rules": [
+        {"record": WATCHED_CLUSTER, "expr": "vector(1)",
+         "labels": {cluster: c.prometheus_label, PROMETHEUS_RULE_LABEL: CLUSTERS_GROUP}}
+        for c in settings.clusters]}]
 
 
 def prometheus_rule_resource(rules: dict[str, Any], settings: Settings) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 from ..build_memo import BuildMemo
 from ..catalog import PER_PROCESS_COPIES_MAX, PER_PROCESS_FIELDS, PRESENCE, Catalog, per_process_copies_added
 from ..model import Dashboard, Panel, Row, layout
-from ..names import grafana_uid
+from ..names import WATCHED_CLUSTER, grafana_uid
 from ..plain import plain_data
 from ..promql import (COST_NOTE, Scope, copies_note, counted_within_note, expression, gpus_named, group_keys,
                       label_lookback, label_name, legend, memory_share_note, named_pods_looked_back, named_within_note,
@@ -57,7 +57,8 @@ DASHBOARD_RANGE = "$__range"
 def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) -> tuple[str, str]:
     """(query, regex) of one variable, over the dashboard's range: label_values where one label holds the value, else
     the label of a query_result (the node: each GPU's name, as its lines and alerts name it; the GPU, filtered by
-    the node). A node a GPU reported from within the range is listed, whether or not it is still there at its end.
+    the node; the cluster, of those gpudash watches). A node a GPU reported from within the range is listed, whether
+    or not it is still there at its end.
     A GPU is listed whatever its series read: one whose fields read only DCGM's blank, which no count counts
     (promql.counted), is still a GPU of the node, and picking it shows that it reports nothing."""
     labels = settings.labels
@@ -65,6 +66,10 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
     extra = (f'{labels.pod}!=""',) if key in ("namespace", "pod") else ()
     metrics = presence_metrics(catalog)
     label = label_name(key, labels)
+    if key == "cluster":  # of the clusters gpudash watches on the Prometheus (render.alarms.watched_clusters)
+        series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
+        return (f"query_result(count by ({label}) ({series}) and on ({label}) {WATCHED_CLUSTER})",
+                f'/{label}="([^"]+)"/')
     coalesced = labels.node_sources != (labels.node,)
     if not coalesced or (key != "node" and "node" not in dict(scope.regexes)):
         return f"label_values({presence(metrics, labels, scope, extra)}, {label})", ""
@@ -219,9 +224,10 @@ def _variables(catalog: Catalog, settings: Settings) -> list[Any]:
     variables = [datasource]
     for name, key, title in variable_names(settings):
         query, regex = variable_query(name, key, catalog, settings)
+        # All: the clusters listed (Grafana's alternation of its values), not `.*`: any cluster on the Prometheus
         variable = _model(dm.VariableModel, name=name, type_val=dm.VariableType.QUERY, label=title,
                           datasource=_datasource(), query=query, definition=query, multi=True, include_all=True,
-                          all_value=".*", current=dm.VariableOption(selected=True, text=["All"], value=["$__all"]),
+                          all_value=None if key == "cluster" else ".*", current=dm.VariableOption(selected=True, text=["All"], value=["$__all"]),
                           refresh=dm.VariableRefresh.ON_TIME_RANGE_CHANGED, sort=dm.VariableSort.NATURAL_ASC)
         if regex:
             variable.regex = regex

@@ -41,7 +41,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import label_lookback, legend, with_cluster
-from generator.render.alarms import alert_name, cloudwatch_condition, prometheus_rules
+from generator.render.alarms import alert_name, cloudwatch_condition, prometheus_rules, watched_clusters
 from generator.render.scrape import prometheus_scrape_job, service_monitor
 from generator.resources import default_counters
 from generator.settings import parse_settings
@@ -182,14 +182,17 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def stacks(tmp_path_factory, reference, exporters) -> dict[str, Stack]:
+def stacks(tmp_path_factory, reference, exporters, projects) -> dict[str, Stack]:
     """One Prometheus per path, each scraping the fleet until an instant is settled; then they scrape no more (what
-    they stored stays: every test queries it at that instant)."""
+    they stored stays: every test queries it at that instant). Each loads the rule group of the clusters the settings
+    watch (a shared Prometheus' cluster variable lists them: render.alarms.watched_clusters), as a deployment does."""
     servers = {}
     try:
         for path in PATHS:
             workdir = tmp_path_factory.mktemp(path.name)
-            config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            watched = workdir / "gpudash-clusters.rules.yaml"
+            watched.write_text(yaml.safe_dump({"groups": watched_clusters(projects[path.name].settings)}))
+            config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": [str(watched)],
                       "scrape_configs": _jobs(path, exporters, workdir, reference)}
             servers[path.name] = Prometheus(workdir, config)
         with ThreadPoolExecutor(len(servers)) as pool:  # start them side by side
@@ -396,7 +399,8 @@ def _check_alerts(stack: Stack, project, path: Path_, exporters,
     """Each alert fires for exactly the objects the truth puts past its threshold; what fired."""
     labels = project.settings.labels
     rules: dict[str, dict] = {}  # each alert's first rule (the data-missing alert's second is judged below)
-    every = [r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"] for r in g["rules"]]
+    every = [r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"] for r in g["rules"]
+             if "alert" in r]
     for r in every:
         rules.setdefault(r["alert"], r)
     assert len(rules) >= 7

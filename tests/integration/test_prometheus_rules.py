@@ -14,7 +14,7 @@ import yaml
 
 from generator.artifacts import build
 from generator.markers import PROMETHEUS_RULE_LABEL
-from generator.names import COUNTER_GROUP
+from generator.names import CLUSTERS_GROUP, COUNTER_GROUP
 from generator.output import encode
 from generator.project import load_project
 from generator.render.alarms import recorded_name
@@ -138,7 +138,8 @@ def judged_rules(folder, name: str, named: set[str], counted: set[str] = frozens
     evaluation alone (no `for`, no `keep_firing_for`: checked; see _evaluated_at)."""
     groups = _groups((folder / "rules.yaml").read_text())
     kept = [{**g, "rules": [r for r in g["rules"] if r["record"] in counted]} for g in groups if g["name"] == COUNTER_GROUP]
-    groups = [g for g in groups if g["name"] != COUNTER_GROUP]
+    # the clusters watched on a shared Prometheus (the dashboards' cluster variable): read by no alert
+    groups = [g for g in groups if g["name"] not in (COUNTER_GROUP, CLUSTERS_GROUP)]
     recorded = {r["record"]: r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if "record" in r}
     assert all(name == recorded_name(owner) for name, owner in recorded.items())
     assert "ALERTS" not in json.dumps(groups)
