@@ -21,7 +21,7 @@ from ..clients.http import SlowAnswer
 from ..clients.prometheus import HINT, Prometheus
 from ..errors import RemoteError
 from ..exporter_styles import exporter_namespaces
-from ..names import COUNTER_GROUP
+from ..names import CLUSTERS_GROUP, COUNTER_GROUP, WATCHED_CLUSTER
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
 from ..agent_timing import scrape_timeout
 from ..project import Project
@@ -103,6 +103,9 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     if reporting:
         yield from step(GROUP, COUNTER_RECORDINGS, counter_recordings, prometheus, project,
                         published_anyway=COUNTER_RECORDINGS_LATER)
+        if project.settings.shared_prometheus:
+            yield from step(GROUP, WATCHED_CLUSTERS, watched_clusters, prometheus, project,
+                            published_anyway=WATCHED_CLUSTERS_LATER)
         yield from step(GROUP, "workload pod label", _pod_label, prometheus, project)
         yield from step(GROUP, "node label", _node_label, prometheus, project)
         if data_missing.expected(project.settings):
@@ -401,6 +404,29 @@ def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
     held_fields = [name for name in fields if name in held]
     return Check(GROUP, COUNTER_RECORDINGS, OK, f"rule group {COUNTER_GROUP!r} records {len(held_fields)} counters"
                  + (f" ({len(fields) - len(held_fields)} have no series)" if len(held_fields) < len(fields) else ""))
+
+
+WATCHED_CLUSTERS = "watched clusters recording"
+WATCHED_CLUSTERS_LATER = "their GPUs show once the group is loaded"
+
+
+def watched_clusters(prometheus: Prometheus, project: Project) -> Check:
+    """On a Prometheus holding several clusters, whether it records each of the settings' clusters as watched (the
+    rule group CLUSTERS_GROUP, render.alarms.watched_clusters): the dashboards' cluster variable lists those alone, so
+    a cluster it does not record is in no panel (its All reads none of its GPUs)."""
+    settings = project.settings
+    cluster = settings.labels.cluster
+    recorded = {labels.get(cluster, "") for labels, _ in prometheus.query(f"count by ({cluster}) ({WATCHED_CLUSTER})")}
+    missing = [c.prometheus_label for c in settings.clusters if c.prometheus_label not in recorded]
+    if missing:
+        return Check(GROUP, WATCHED_CLUSTERS, FAIL,
+                     f"Prometheus writes no {WATCHED_CLUSTER} of cluster {', '.join(map(repr, missing))} (rule group "
+                     f"{CLUSTERS_GROUP!r} not loaded, failing or stopped): the dashboards' cluster variable does not "
+                     f"list it, and no panel shows its GPUs",
+                     f"apply {built(PROMETHEUS_RULE_FILE)} (or add {built(RULES_FILE)} to Prometheus' rule_files)",
+                     cause=NOT_DEPLOYED)
+    return Check(GROUP, WATCHED_CLUSTERS, OK,
+                 f"rule group {CLUSTERS_GROUP!r} records the {len(settings.clusters)} clusters as watched")
 
 
 def _arrives_as(prometheus: Prometheus, label: str, within: int) -> str | None:
