@@ -134,6 +134,9 @@ class Artifacts:
     # The request each alarm resource of the templates was made from, by the resource's id (render.cloudformation.
     # templates): the resource is written from the request's text (output.AlarmTexts). Empty for a set read from a build.
     alarm_resources: dict[int, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
+    # The texts of the clusters' requests split at their names, by maker and kind of cluster (output.AlarmTexts): the
+    # build measured its templates' alarms by them, and the files are written from them. Empty for a set read back.
+    alarm_references: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False, repr=False)
 
     def agent(self, cluster: str) -> AgentConfig | None:
         return self._agents_by_cluster.get(cluster)
@@ -283,6 +286,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
     build before put the resources of a cluster split over several CloudFormation templates (generate's: the build
     in its folder; cloudformation.split_cluster). Never written as a build."""
     from . import container_insights
+    from .output import AlarmTexts
 
     settings = project.settings
     owner = _dashboard_owners(project)
@@ -290,7 +294,11 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
     made: dict[int, alarm_render.Maker] = {}
     requests = alarm_render.cloudwatch_alarms(project.alarms, settings, project.catalog, made)
     clusters = {cluster.name: cluster for cluster in settings.clusters}
+    alarms = tuple(AlarmRequest(item["Region"], item["Request"],
+                                (made[id(item["Request"])], clusters[item["Cluster"]], item["Request"])
+                                if id(item["Request"]) in made else None) for item in requests)
     alarm_resources: dict[int, dict[str, Any]] = {}
+    alarm_texts = AlarmTexts(alarms, alarm_resources)  # measures each kind's alarms once for the templates
     primary = settings.clusters[0].region
     addon = container_insights.enabled(settings)
     # The Prometheus path's agent logs EMF events; the Container Insights add-on manages its own log groups.
@@ -307,14 +315,13 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
         grafana_folder=asdict(settings.grafana.folder),
         grafana_provisioning=provisioning(settings),
         cloudwatch_dashboards=dashboards,
-        alarms=tuple(AlarmRequest(item["Region"], item["Request"],
-                                  (made[id(item["Request"])], clusters[item["Cluster"]], item["Request"])
-                                  if id(item["Request"]) in made else None) for item in requests),
+        alarms=alarms,
         primary_region=primary,
         cloudformation=cloudformation.templates([(c.name, c.region) for c in settings.clusters],
                                                 [(d.name, owner[d.name], d.body, _alike(d)) for d in dashboards],
                                                 requests,
-                                                log_groups, settings.project, placed, alarm_resources),
+                                                log_groups, settings.project, placed, alarm_resources,
+                                                alarm_texts.bound),
         agents=agents(project),
         addon=container_insights.addon_configuration(settings) if addon else None,
         additional_scrape_configs=scrape.additional_scrape_configs(settings),
@@ -330,4 +337,5 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
         project=settings.project or "",
         clusters=tuple(cluster.name for cluster in settings.clusters),
         alarm_resources=alarm_resources,
+        alarm_references=alarm_texts.references,
     )

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import __version__
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes
-from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_filled,
+from .serialize import (ascii_json, json_string, nested_json_size_bound, string_slot, to_json, to_json_filled,
                         to_json_strings, to_yaml, to_yaml_alike, to_yaml_many, writes_as_itself)
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     for item in artifacts.cloudwatch_dashboards:
         files[cloudwatch_dashboard_file(item.name)] = to_json_strings(
             {"DashboardName": json_string(item.name), "DashboardBody": body_string(item.name, item.body)})
-    alarm_texts = AlarmTexts(artifacts)
+    alarm_texts = AlarmTexts(artifacts.alarms, artifacts.alarm_resources, artifacts.alarm_references)
     files[ALARMS_FILE] = alarm_texts.alarms_file()
     for stack, template in artifacts.cloudformation.items():
         files[template_file(stack)] = template_bytes(template, body_string, alarm_texts.resource)
@@ -360,12 +360,23 @@ class AlarmTexts:
     split into the same pieces, the name is written in no other way, and a cluster's text is those pieces joined by
     its name (a plain token is written as itself in JSON). Any other request is written whole."""
 
-    def __init__(self, artifacts: Artifacts):
-        self.alarms = artifacts.alarms
-        self.resources = artifacts.alarm_resources
-        self.made = {id(alarm.request): alarm for alarm in artifacts.alarms if alarm.made is not None}
-        self.references: dict[tuple[Any, ...], tuple[list[bytes], list[bytes]] | None] = {}
+    def __init__(self, alarms: tuple[Any, ...], resources: dict[int, dict[str, Any]],
+                 references: dict[tuple[Any, ...], _AlarmPieces | None] | None = None):
+        """`alarms`: the set's AlarmRequests; `resources`: its alarm_resources; `references`: the split texts worked
+        out before for the set (its alarm_references: the build measured its alarms by them), by maker and kind."""
+        self.alarms = alarms
+        self.resources = resources
+        self.made = {id(alarm.request): alarm for alarm in alarms if alarm.made is not None}
+        self.references = {} if references is None else references
         self.kinds = _ClusterKinds()
+
+    def bound(self, request: dict[str, Any]) -> int | None:
+        """`nested_json_size_bound` of the template resource of a request (at its depth), from its text's pieces:
+        the same for each cluster of a kind (their texts differ in their names, of one length); None where the
+        request is not written from a text."""
+        alarm = self.made.get(id(request))
+        pieces = self._pieces(alarm) if alarm is not None else None
+        return None if pieces is None else pieces[2]
 
     def alarms_file(self) -> bytes:
         """cloudwatch/alarms.json."""
@@ -390,7 +401,7 @@ class AlarmTexts:
         pieces = self._pieces(alarm)
         return None if pieces is None else _joined_by(pieces[1], alarm.made[1].name.encode())
 
-    def _pieces(self, alarm) -> tuple[list[bytes], list[bytes]] | None:
+    def _pieces(self, alarm) -> _AlarmPieces | None:
         if alarm.made is None:
             return None
         maker, cluster, request = alarm.made
@@ -432,10 +443,15 @@ _ALARM_STAND_INS = ("Qz9_Xj-K" * 13, "Vw7-Kq_P" * 13)
 _LABEL_STAND_INS = ("gpudash-stand-in-label-a", "gpudash-stand-in-label-b")
 
 
-def _alarm_pieces(maker: Any, cluster: Any, labelled: bool) -> tuple[list[bytes], list[bytes]] | None:
+# A request's texts split at its cluster's name (its alarms.json entry, its template resource) and the resource's
+# nested_json_size_bound at its depth
+_AlarmPieces = tuple[list[bytes], list[bytes], int]
+
+
+def _alarm_pieces(maker: Any, cluster: Any, labelled: bool) -> _AlarmPieces | None:
     """The texts of the request `maker` makes in the clusters alike `cluster`, split at their name (AlarmTexts)."""
     from .render.alarms import made_request
-    from .render.cloudformation import alarm_resource
+    from .render.cloudformation import RESOURCE_DEPTH, alarm_resource
 
     splits = []
     for stand_in, label in zip(_ALARM_STAND_INS, _LABEL_STAND_INS):
@@ -445,8 +461,9 @@ def _alarm_pieces(maker: Any, cluster: Any, labelled: bool) -> tuple[list[bytes]
         except Exception:  # noqa: BLE001 - refused with a name it never has: each cluster's is written whole
             return None
         value = name.encode()
+        resource = alarm_resource(request)
         splits.append((_nested(to_json({"Region": cluster.region, "Request": request})).split(value),
-                       _nested(to_json(alarm_resource(request))).split(value)))
+                       _nested(to_json(resource)).split(value), nested_json_size_bound(resource, RESOURCE_DEPTH)))
     return splits[0] if splits[0] == splits[1] else None
 
 

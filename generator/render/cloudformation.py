@@ -63,7 +63,8 @@ def alarm_resource(request: dict[str, Any]) -> dict[str, Any]:
 def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, Any, Hashable | None]],
               alarms: list[dict[str, Any]], log_groups: list[tuple[str, str, int]] = (),
               project: str | None = None, placed: Placed | None = None,
-              requests: dict[int, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+              requests: dict[int, dict[str, Any]] | None = None,
+              alarm_bound: Callable[[dict[str, Any]], int | None] | None = None) -> dict[str, dict[str, Any]]:
     """{stack name: template}: one stack per cluster (names.cluster_stack), deployed in its Region, with its
     dashboards (global: any Region's stack may hold them), its alarms and its agent's log group; and one per Region
     holding fleet alarms (names.region_stack), named with the `project` when the settings name one (two projects of
@@ -79,7 +80,8 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     groups (cluster, name, retention days): created with a retention, and kept when the stack goes (they hold the
     agent's data). `placed` reads where the build before put a cluster's resources (split_cluster); it is asked only
     for a cluster whose resources do not fit one template. `requests`, if given, receives the request each alarm
-    resource was made from, by the resource's id.
+    resource was made from, by the resource's id; `alarm_bound`, if given, gives the `nested_json_size_bound` of a
+    cluster's alarm's resource from its request where it knows it (output.AlarmTexts.bound: once per kind).
     """
     named: dict[str, list[Named]] = {cluster: [] for cluster, _ in clusters}
     # each cluster's resources, in template order: its dashboards, log group, alarms
@@ -107,7 +109,8 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
             requests[id(alarm)] = item["Request"]
         id_ = logical_id("Alarm", name)
         if cluster is not None:
-            named[cluster].append(("Alarm", name, alarm, _resource_bytes(id_, alarm, bound=True), id_))
+            nested = alarm_bound(item["Request"]) if alarm_bound is not None else None
+            named[cluster].append(("Alarm", name, alarm, _resource_bytes(id_, alarm, bound=True, nested=nested), id_))
         else:  # a Region's fleet alarms are one template, never split: not measured
             fleet.setdefault(item["Region"], []).append(("Alarm", name, alarm, 0, id_))
     result = {}
@@ -197,16 +200,18 @@ def _body_bytes(body: Any) -> int:
     return _size(body, 2)
 
 
-def _resource_bytes(logical_id_: str, resource: dict[str, Any], bound: bool = False) -> int:
+def _resource_bytes(logical_id_: str, resource: dict[str, Any], bound: bool = False, nested: int | None = None) -> int:
     """The bytes of a resource in a template, as its file writes them: its key (`"<logical id>": `, indented at its
     depth, under "Resources"), its value there, then `,` and a line break. With `bound`, at least that, worked out at a
     third of the cost: a cluster's resources mostly fit one template by far (16 of 500, 64 KB of 1,000,000), and only
-    those of a cluster they do not show fitting are measured exactly (templates)."""
-    size = nested_json_size_bound if bound else nested_json_size
-    return 2 * _RESOURCE_DEPTH + len(logical_id_) + 4 + size(resource, _RESOURCE_DEPTH) + 2
+    those of a cluster they do not show fitting are measured exactly (templates). `nested`: the value's size at its
+    depth, known already."""
+    if nested is None:
+        nested = (nested_json_size_bound if bound else nested_json_size)(resource, RESOURCE_DEPTH)
+    return 2 * RESOURCE_DEPTH + len(logical_id_) + 4 + nested + 2
 
 
-_RESOURCE_DEPTH = 2  # a template's resources are the values of "Resources"' keys
+RESOURCE_DEPTH = 2  # a template's resources are the values of "Resources"' keys
 
 
 def _size(value: Any, escaped: int = 1) -> int:

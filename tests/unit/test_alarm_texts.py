@@ -14,6 +14,8 @@ from generator.artifacts import build
 from generator.output import ALARMS_FILE, AlarmTexts, encode, template_file
 from generator.names import cluster_stack
 from generator.project import load_project
+from generator.render.cloudformation import RESOURCE_DEPTH
+from generator.serialize import nested_json_size_bound
 from tests.support.projects import fleet_settings
 
 ARN = "arn:aws:sns:{region}:123456789012:gpu-{severity}"
@@ -58,7 +60,7 @@ def _standard(data) -> bytes:
 @pytest.mark.parametrize("clusters", CLUSTERS)
 def test_alarms_written_from_one_text_are_the_requests_written_whole(tmp_path, clusters, settings):
     artifacts = build(load_project(fleet_settings(tmp_path, clusters, settings)))
-    texts = AlarmTexts(artifacts)
+    texts = AlarmTexts(artifacts.alarms, artifacts.alarm_resources)
     files, whole = encode(artifacts), encode(_whole(artifacts))
     assert files == whole
     assert files[ALARMS_FILE] == _standard({"alarms": [alarm.as_dict() for alarm in artifacts.alarms]})
@@ -71,6 +73,12 @@ def test_alarms_written_from_one_text_are_the_requests_written_whole(tmp_path, c
     # names of 5 characters or more are never found in the text but as the name: each kind is written from one text
     assert all(piece is not None for piece, alarm in zip(pieces, [a for a in artifacts.alarms if a.made])
                if len(alarm.made[1].name) >= 5)
+    # and measured from it for the templates: each cluster's resource as its own text measures
+    measured = [(texts.bound(request), nested_json_size_bound(resource, RESOURCE_DEPTH))
+                for template in artifacts.cloudformation.values() for resource in template["Resources"].values()
+                for request in [artifacts.alarm_resources.get(id(resource))] if request is not None]
+    assert measured and all(bound in (None, size) for bound, size in measured)
+    assert any(bound is not None for bound, _ in measured)
 
 
 @pytest.mark.parametrize("settings", SETTINGS[:2])
@@ -95,7 +103,7 @@ def test_stand_ins_the_text_holds_elsewhere_write_each_request_whole(tmp_path, m
 
     monkeypatch.setattr(output, "_ALARM_STAND_INS", ("gpu" * 40, "zqx" * 40))
     artifacts = build(load_project(fleet_settings(tmp_path, [("abc", "us-east-1", ""), ("xyz", "us-east-1", "")], "")))
-    texts = AlarmTexts(artifacts)
+    texts = AlarmTexts(artifacts.alarms, artifacts.alarm_resources)
     assert encode(artifacts) == encode(_whole(artifacts))
     assert all(texts._pieces(alarm) is None for alarm in artifacts.alarms if alarm.made is not None)
     assert texts.references
