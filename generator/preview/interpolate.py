@@ -20,9 +20,10 @@ _REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
 
 
 def regex_escape(value: str) -> str:
-    """A literal value inside a PromQL regex string, as Grafana writes it (backslash escaped twice:
-    once for the regex, once for the PromQL string)."""
-    return _REGEX_SPECIAL.sub(r"\\\\\1", value)
+    """A literal value inside a PromQL regex string, as Grafana writes it (prometheusSpecialRegexEscape: escaped for
+    the regex, then for the PromQL string; a backslash is four, where three read as `\\` and a Go escape of the
+    next character)."""
+    return _REGEX_SPECIAL.sub(lambda m: "\\" * 4 if m.group(1) == "\\" else "\\\\" + m.group(1), value)
 
 
 def duration(seconds: float) -> str:
@@ -88,11 +89,23 @@ def defaults(dashboard: dict[str, Any], datasource: str = "prometheus") -> dict[
         if not values or ALL in values:
             result[name] = variable.get("allValue") or ".*"
         elif variable.get("type") in ("query", "custom"):
-            escaped = [regex_escape(v) for v in values]
-            result[name] = escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
+            result[name] = regex_escape(values[0]) if len(values) == 1 else alternation(values)
         else:
             result[name] = values[0]
     return result
+
+
+def listed_at_all(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
+    """The query variables at All that set no allValue: Grafana sends such a variable as the alternation of the values
+    its query lists (a shared Prometheus' cluster variable: the clusters gpudash watches), not `.*`."""
+    return [variable for variable in (dashboard.get("templating") or {}).get("list") or []
+            if isinstance(variable, dict) and variable.get("type") == "query" and variable.get("includeAll")
+            and not variable.get("allValue") and ALL in _current(variable)]
+
+
+def alternation(values: list[str]) -> str:
+    """Several values of a multi-value variable as Grafana writes them into a PromQL regex: `(a|b)`, each escaped."""
+    return "(" + "|".join(regex_escape(v) for v in values) + ")"
 
 
 def interpolate(expr: str, values: dict[str, str]) -> str:

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from . import page, panels
-from .interpolate import Window, defaults, interpolate, step_for
+from .interpolate import Window, alternation, defaults, interpolate, listed_at_all, step_for
 from ..clients.prometheus import PrometheusClient, Result
 
 _DURATION = re.compile(r"^(\d+)(s|m|h|d|w)$")
@@ -73,6 +73,7 @@ def run_queries(plans: list[PagePlan], client: PrometheusClient, workers: int = 
     jobs = []
     for plan_ in plans:
         values = {**defaults(plan_.model), **plan_.window.macros()}
+        values.update(listed_values(plan_, values, client))
         for index, panel in enumerate(visual_panels(plan_.model)):
             plan_.results[index] = []
             for target in panel.get("targets") or []:
@@ -86,6 +87,37 @@ def run_queries(plans: list[PagePlan], client: PrometheusClient, workers: int = 
                                                        job[0].window.step_s), jobs))
     for (plan_, index, target, _, _), answer in zip(jobs, answers):
         plan_.results[index].append((target, answer))
+
+
+_LABEL_VALUES = re.compile(r"^\s*label_values\((.*),\s*(\w+)\s*\)\s*$", re.DOTALL)
+_QUERY_RESULT = re.compile(r"^\s*query_result\((.*)\)\s*$", re.DOTALL)
+
+
+def listed_values(plan_: PagePlan, values: dict[str, str], client: PrometheusClient) -> dict[str, str]:
+    """Each query variable at All without an allValue (interpolate.listed_at_all) as Grafana sends it: the alternation
+    of the values its query lists at the page's end (label_values: the label's values on the selector's series;
+    query_result: the regex's first group of each series' text), where `.*` would read values it does not list."""
+    found = {}
+    for variable in listed_at_all(plan_.model):
+        query = variable.get("query")
+        query = query.get("query") if isinstance(query, dict) else query
+        if not isinstance(query, str):
+            continue
+        labelled, result = _LABEL_VALUES.match(query), _QUERY_RESULT.match(query)
+        if labelled:
+            answer = client.run(f"count by ({labelled.group(2)}) ({interpolate(labelled.group(1), values)})", True,
+                                plan_.start, plan_.end, plan_.window.step_s)
+            listed = [s.labels.get(labelled.group(2), "") for s in answer.series]
+        elif result:
+            answer = client.run(interpolate(result.group(1), values), True, plan_.start, plan_.end,
+                                plan_.window.step_s)
+            regex = re.compile(str(variable.get("regex") or "/(.*)/").strip("/"))
+            texts = ("{" + ",".join(f'{k}="{v}"' for k, v in s.labels.items()) + "}" for s in answer.series)
+            listed = [m.group(1) for m in map(regex.search, texts) if m]
+        else:
+            continue
+        found[str(variable["name"])] = alternation(sorted(set(v for v in listed if v)))
+    return found
 
 
 def window_text(plan_: PagePlan) -> str:
