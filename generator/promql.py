@@ -775,7 +775,8 @@ COUNTED_PARTS = ("step_increase", "step_seconds")  # counted_rules' two series p
 COUNTED_WITHIN = 300
 
 
-def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str) -> tuple[str, str]:
+def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str,
+                  scope: Scope = Scope()) -> tuple[str, str]:
     """The recording rules of a counter's Grafana rate panels (their expressions, COUNTED_PARTS' order), evaluated at
     the scrape interval (`resolution`): per physical GPU (instance: its UUID, GPU_LABEL, index, MIG instance; the
     field's own labels), at the latest step of the scrape interval at or before the evaluation's instant (its readings
@@ -788,10 +789,12 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     drawing 200,000), with DCGM collecting every 60 s under a 30 s scrape, a GPU reset while two exporters read it (84
     replays per second for 0.1). Stateless: each evaluation reads the raw series alone, so `promtool tsdb
     create-blocks-from rules` can write their history; an evaluation the server misses leaves a step out of both sums
-    a rate divides (counted_rate)."""
+    a rate divides (counted_rate). `scope`: the series recorded (on a Prometheus holding several clusters, the
+    settings' clusters: settings_clusters)."""
     seconds = _seconds(resolution)
+    (matchers,) = scope.matchers(labels)
     counter = CounterReading(_Merge(labels, INSTANCE_IDENTITY).physical("{0}", _own_labels(metric, catalog)),
-                             resolution, (metric,), fresh=True)
+                             resolution, (selector(metric, matchers),), fresh=True)
     # the one step of (t - interval, t] (Prometheus 2's closed ranges and 3's left-open alike)
     return tuple(f"last_over_time({part}[{seconds * 1000 - 1}ms:{resolution}])"
                  for part in (counter.step_delta(COUNTED_WITHIN), counter.step_seconds(COUNTED_WITHIN)))

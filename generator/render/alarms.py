@@ -1612,7 +1612,8 @@ def counted_group(counted: tuple[str, ...], catalog: Catalog, settings: Settings
     return {"name": COUNTER_GROUP, "interval": resolution,
             "rules": [{"record": counted_name(metric, part), "expr": expr, "labels": {PROMETHEUS_RULE_LABEL: COUNTER_GROUP}}
                       for metric in counted
-                      for part, expr in zip(COUNTED_PARTS, counted_rules(metric, catalog, settings.labels, resolution))]}
+                      for part, expr in zip(COUNTED_PARTS, counted_rules(metric, catalog, settings.labels, resolution,
+                                                                         settings_clusters(settings)))]}
 
 
 def _rule_description(alarm: Alarm, settings: Settings) -> str:

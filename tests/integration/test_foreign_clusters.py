@@ -116,15 +116,17 @@ def _same(shared: dict, ours: dict) -> bool:
 
 
 def test_no_rule_reads_a_cluster_the_settings_do_not_name(project, servers):
+    """Every alert and every recording (the counters' steps Grafana's rate panels read) answers the same."""
     shared, ours = servers
-    rules = [rule for group in build(project, grafana=False).prometheus_rules["groups"] for rule in group["rules"]
-             if "alert" in rule]
+    rules = [rule for group in build(project, grafana=False).prometheus_rules["groups"] for rule in group["rules"]]
+    assert any(rule.get("record", "").endswith(":step_increase") for rule in rules)
     fired = set()
     for rule in rules:
+        name = rule.get("alert") or rule["record"]
         with_foreign, without = _answers(shared, rule["expr"]), _answers(ours, rule["expr"])
-        assert FOREIGN not in {dict(key).get("cluster") for key in with_foreign}, rule["alert"]
-        assert _same(with_foreign, without), (rule["alert"], with_foreign, without)
-        fired |= {rule["alert"] for key in without if dict(key).get("cluster") in OURS}
+        assert FOREIGN not in {dict(key).get("cluster") for key in with_foreign}, name
+        assert _same(with_foreign, without), (name, with_foreign, without)
+        fired |= {name for key in without if dict(key).get("cluster") in OURS}
     # the rules judged the settings' clusters' GPUs (so their silence on gamma's is no silence on every GPU)
     assert {"GpudashXidError", "GpudashGpuTempCritical", "GpudashGpuIdle", "GpudashPcieReplays"} <= fired
 

@@ -207,7 +207,7 @@ def counted_inline(expr: str, project) -> str:
     server evaluated the group on the steps of the scrape interval, as `promtool test rules` does. A backfilled
     Prometheus evaluates no rule over its history (a deployment's recording starts with the rule, README). The
     recorded series' matchers (the scope's cluster and GPU: labels of the counter's own series) go on the rule's
-    selectors."""
+    selectors, beside the rule's own (on a shared Prometheus, its clusters)."""
     import re
 
     from generator.promql import counted_name
@@ -219,7 +219,10 @@ def counted_inline(expr: str, project) -> str:
         metric = rule["record"].split(":")[1]  # gpudash:<field>:<part>
 
         def inline(match, rule=rule, metric=metric) -> str:
-            body = re.sub(rf"\b{metric}\b(?![{{\w])", lambda _: f"{metric}{match.group(1)}", rule["expr"]) \
+            def scoped(selector) -> str:  # the rule's own matchers (its clusters on a shared Prometheus) kept
+                own = selector.group(1)
+                return f"{metric}{{{own[1:-1]}, {match.group(1)[1:-1]}}}" if own else f"{metric}{match.group(1)}"
+            body = re.sub(rf"\b{metric}\b(\{{[^}}]*\}})?(?![{{\w])", scoped, rule["expr"]) \
                 if match.group(1) else rule["expr"]
             return f"({body})[{match.group(2)}:{group['interval']}]"
         expr = re.sub(re.escape(rule["record"]) + r"(\{[^}]*\})?\[([^\]]+)\]", inline, expr)
