@@ -129,8 +129,9 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     for stack, template in artifacts.cloudformation.items():
         files[template_file(stack)] = template_bytes(template, body_string, alarm_texts.resource)
 
-    files[RULES_FILE] = to_yaml(artifacts.prometheus_rules)
-    files[PROMETHEUS_RULE_FILE] = to_yaml(artifacts.prometheus_rule)
+    # the rules and the PrometheusRule hold the same long expressions: each is read once for both
+    files[RULES_FILE], files[PROMETHEUS_RULE_FILE] = to_yaml_many([(artifacts.prometheus_rules,),
+                                                                   (artifacts.prometheus_rule,)])
     return files
 
 

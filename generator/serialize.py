@@ -399,12 +399,13 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
     # what is worked out of one text, once however many files carry it (the clusters' ConfigMaps share their scrape
     # config and, mostly, their agent JSON: 1,000 clusters' 3,000 texts are 1,003 distinct)
     as_is: dict[str, bool] = {}  # text -> _literal_as_is(text)
+    styles: dict[str, str | None] = {}  # long one-line text -> _one_line_style(text) (a rule's, in both rule files)
     indented: dict[tuple[str, str], _Pieces | None] = {}  # (text, indent) -> _indented(text, indent), once seen twice
     out = []
     for documents in files:
         texts: list[str] = []
         exact = [True]
-        skeleton = [_stand_ins(document, texts, {}, exact, as_is) for document in documents]
+        skeleton = [_stand_ins(document, texts, {}, exact, as_is, styles) for document in documents]
         if texts:
             # the emitter is chosen by the documents, texts included, as when they are dumped whole: where the
             # emitters disagree on a text, PyYAML writes the rest too (libyaml folds some quoted strings otherwise).
@@ -512,24 +513,31 @@ _EXACT_REPR = (str, int, float, bool, type(None))  # types whose repr names the 
 
 
 def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list[bool],
-               as_is: dict[str, bool] | None = None) -> Any:
+               as_is: dict[str, bool] | None = None, styles: dict[str, str | None] | None = None) -> Any:
     """`value` with each string value written as it is in a literal block replaced by a stand-in (the string
     appended to `texts`). A dict or list holding none is itself; one object found twice gives one copy (PyYAML
     writes an object seen twice in a document as an anchor and an alias: so it still does). `exact[0]` is made
     False unless the result's repr tells everything its YAML depends on: dicts, lists and the types of
-    _EXACT_REPR only (no subclass), no object found twice. `as_is`, if given, keeps _literal_as_is's verdicts."""
+    _EXACT_REPR only (no subclass), no object found twice. `as_is`, if given, keeps _literal_as_is's verdicts, `styles`
+    _one_line_style's."""
     kind = type(value)
     if kind is bytes:  # a text as UTF-8: set in as it is where it is a `|` block as it is, else written as the text
         literal = _literal_as_is(value) if as_is is None else as_is.get(value)
         if literal is None:
             literal = as_is[value] = _literal_as_is(value)
         if not literal:
-            return _stand_ins(value.decode(), texts, copies, exact, as_is)
+            return _stand_ins(value.decode(), texts, copies, exact, as_is, styles)
         texts.append(value)
         return f"{_STAND_IN}{len(texts) - 1}\n"
     if kind is str:
         if "\n" not in value:
-            style = _one_line_style(value) if len(value) >= _LONG_LINE else None
+            style = None
+            if len(value) >= _LONG_LINE:
+                style = styles.get(value, False) if styles is not None else False
+                if style is False:
+                    style = _one_line_style(value)
+                    if styles is not None:
+                        styles[value] = style
             if style is not None:
                 texts.append(value)
                 return f"{_LINE_STAND_IN}{style}{len(texts) - 1}"
@@ -556,14 +564,14 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
         for key, item in value.items():
             if type(key) not in _EXACT_REPR:
                 exact[0] = False
-            made = _stand_ins(item, texts, copies, exact, as_is)
+            made = _stand_ins(item, texts, copies, exact, as_is, styles)
             if made is not item:
                 if copy is value:
                     copy = dict(value)
                 copy[key] = made
     else:
         for index, item in enumerate(value):
-            made = _stand_ins(item, texts, copies, exact, as_is)
+            made = _stand_ins(item, texts, copies, exact, as_is, styles)
             if made is not item:
                 if copy is value:
                     copy = list(value)
