@@ -6,8 +6,10 @@ one-line description. Rules can be disabled by id (`gpudash lint --disable GF003
 
 from __future__ import annotations
 
+import hashlib
+import pickle
 from dataclasses import asdict, dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,33 @@ def run(rules: Iterable[Rule], subject, disabled: frozenset[str] = frozenset()) 
         if rule.id not in disabled:
             findings.extend(rule.check(subject))
     return sorted(findings, key=lambda f: (f.where, f.rule, f.message))
+
+
+def schema_errors(validator, instance: Any) -> tuple[tuple[str, str], ...]:
+    """(its path, "a/b/0", and schema_message) of each error the jsonschema `validator` finds in `instance`, in the
+    validator's order. Worked out once per validator and instance in a process that checks the same dashboards and
+    alarms again (lint after generate's own checks, a build linted under several rule sets, the tests): an instance is
+    known by the digest of its pickled bytes, which hold each value's type, order and text as they are (a tuple is
+    not a list, 1 not 1.0 nor True); one that pickle cannot write is checked every time."""
+    try:
+        digest = hashlib.blake2b(pickle.dumps(instance, pickle.HIGHEST_PROTOCOL), digest_size=20).digest()
+    except Exception:  # noqa: BLE001 - anything pickle refuses is simply not remembered
+        return _schema_errors(validator, instance)
+    key = (id(validator), digest)
+    held = _SCHEMA_ERRORS.get(key)
+    if held is None or held[0] is not validator:  # the validator held too: its id is never another's meanwhile
+        if len(_SCHEMA_ERRORS) >= 4096:
+            _SCHEMA_ERRORS.clear()
+        held = _SCHEMA_ERRORS[key] = (validator, _schema_errors(validator, instance))
+    return held[1]
+
+
+_SCHEMA_ERRORS: dict[tuple[int, bytes], tuple[Any, tuple[tuple[str, str], ...]]] = {}
+
+
+def _schema_errors(validator, instance: Any) -> tuple[tuple[str, str], ...]:
+    return tuple(("/".join(str(p) for p in error.absolute_path), schema_message(error))
+                 for error in validator.iter_errors(instance))
 
 
 def schema_message(error) -> str:

@@ -21,7 +21,7 @@ from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT, CLUSTER_DIMENSION
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..output import ALARMS_FILE, BodyStrings, cloudwatch_dashboard_file, template_bytes, template_file
 from ..resources import schema as schema_path
-from . import Finding, Rule, schema_message
+from . import Finding, Rule, schema_errors
 from .subject import LintInput
 from .metrics_insights import Parsed, QueryError, needs_quotes, parse
 from .metric_math import ARRAY, SERIES, Kind, MathError, kind_of
@@ -67,9 +67,8 @@ def _expressions(properties: dict[str, Any]) -> Iterator[str]:
 
 def body_schema(subject: LintInput) -> Iterable[Finding]:
     for name, body in _bodies(subject):
-        for error in _validator("cloudwatch-dashboard.schema.json").iter_errors(body):
-            path = "/".join(str(p) for p in error.absolute_path)
-            yield Finding("CW001", "error", _where(name), f"{path or 'body'}: {schema_message(error)}")
+        for path, message in schema_errors(_validator("cloudwatch-dashboard.schema.json"), body):
+            yield Finding("CW001", "error", _where(name), f"{path or 'body'}: {message}")
 
 
 def names(subject: LintInput) -> Iterable[Finding]:
@@ -338,9 +337,8 @@ def _alarm_where(item: AlarmRequest) -> str:
 
 def alarm_schema(subject: LintInput) -> Iterable[Finding]:
     for item in subject.alarms:
-        for error in _validator("cloudwatch-alarm.schema.json").iter_errors(item.request):
-            path = "/".join(str(p) for p in error.absolute_path)
-            yield Finding("AL001", "error", _alarm_where(item), f"{path or 'request'}: {schema_message(error)}")
+        for path, message in schema_errors(_validator("cloudwatch-alarm.schema.json"), item.request):
+            yield Finding("AL001", "error", _alarm_where(item), f"{path or 'request'}: {message}")
 
 
 def alarm_source(subject: LintInput) -> Iterable[Finding]:
