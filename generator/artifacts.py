@@ -131,9 +131,11 @@ class Artifacts:
     # the ServiceMonitors of the fleet's other deployment styles (clusters[].exporter.deployment), beside
     # service_monitor's, in its file
     more_service_monitors: tuple[dict[str, Any], ...] = ()
-    # The request each alarm resource of the templates was made from, by the resource's id (render.cloudformation.
-    # templates): the resource is written from the request's text (output.AlarmTexts). Empty for a set read from a build.
-    alarm_resources: dict[int, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
+    # Each alarm resource of the templates and the request it was made from, by the resource's id (render.
+    # cloudformation.templates): the resource is written from the request's text (output.AlarmTexts). Empty for a set
+    # read from a build.
+    alarm_resources: dict[int, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict, compare=False,
+                                                                              repr=False)
     # The texts of the clusters' requests split at their names, by maker and kind of cluster (output.AlarmTexts): the
     # build measured its templates' alarms by them, and the files are written from them. Empty for a set read back.
     alarm_references: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False, repr=False)
@@ -297,7 +299,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
     alarms = tuple(AlarmRequest(item["Region"], item["Request"],
                                 (made[id(item["Request"])], clusters[item["Cluster"]], item["Request"])
                                 if id(item["Request"]) in made else None) for item in requests)
-    alarm_resources: dict[int, dict[str, Any]] = {}
+    alarm_resources: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
     alarm_texts = AlarmTexts(alarms, alarm_resources)  # measures each kind's alarms once for the templates
     primary = settings.clusters[0].region
     addon = container_insights.enabled(settings)

@@ -361,7 +361,7 @@ class AlarmTexts:
     split into the same pieces, the name is written in no other way, and a cluster's text is those pieces joined by
     its name (a plain token is written as itself in JSON). Any other request is written whole."""
 
-    def __init__(self, alarms: tuple[Any, ...], resources: dict[int, dict[str, Any]],
+    def __init__(self, alarms: tuple[Any, ...], resources: dict[int, tuple[dict[str, Any], dict[str, Any]]],
                  references: dict[tuple[Any, ...], _AlarmPieces | None] | None = None):
         """`alarms`: the set's AlarmRequests; `resources`: its alarm_resources; `references`: the split texts worked
         out before for the set (its alarm_references: the build measured its alarms by them), by maker and kind."""
@@ -395,8 +395,10 @@ class AlarmTexts:
     def resource(self, resource: dict[str, Any]) -> list[bytes] | None:
         """The text of a template's alarm resource, written at its depth (a value of Resources), as the pieces it
         joins; None where it is not one written from its request's text."""
-        request = self.resources.get(id(resource))
-        alarm = self.made.get(id(request)) if request is not None else None
+        made, request = self.resources.get(id(resource), (None, None))
+        if made is not resource:  # not a resource the build made (a changed copy): written as it is
+            return None
+        alarm = self.made.get(id(request))
         if alarm is None or alarm.request is not request:
             return None
         pieces = self._pieces(alarm)

@@ -63,7 +63,7 @@ def alarm_resource(request: dict[str, Any]) -> dict[str, Any]:
 def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, Any, Hashable | None]],
               alarms: list[dict[str, Any]], log_groups: list[tuple[str, str, int]] = (),
               project: str | None = None, placed: Placed | None = None,
-              requests: dict[int, dict[str, Any]] | None = None,
+              requests: dict[int, tuple[dict[str, Any], dict[str, Any]]] | None = None,
               alarm_bound: Callable[[dict[str, Any]], int | None] | None = None) -> dict[str, dict[str, Any]]:
     """{stack name: template}: one stack per cluster (names.cluster_stack), deployed in its Region, with its
     dashboards (global: any Region's stack may hold them), its alarms and its agent's log group; and one per Region
@@ -79,8 +79,8 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     cloudwatch_alarms' requests, each per-cluster one naming its "Cluster". `log_groups` are the agent's EMF log
     groups (cluster, name, retention days): created with a retention, and kept when the stack goes (they hold the
     agent's data). `placed` reads where the build before put a cluster's resources (split_cluster); it is asked only
-    for a cluster whose resources do not fit one template. `requests`, if given, receives the request each alarm
-    resource was made from, by the resource's id; `alarm_bound`, if given, gives the `nested_json_size_bound` of a
+    for a cluster whose resources do not fit one template. `requests`, if given, receives each alarm resource and the
+    request it was made from, by the resource's id (held, so no other object takes the id); `alarm_bound`, if given, gives the `nested_json_size_bound` of a
     cluster's alarm's resource from its request where it knows it (output.AlarmTexts.bound: once per kind).
     """
     named: dict[str, list[Named]] = {cluster: [] for cluster, _ in clusters}
@@ -106,7 +106,7 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
         name = item["Request"]["AlarmName"]
         alarm = alarm_resource(item["Request"])
         if requests is not None:
-            requests[id(alarm)] = item["Request"]
+            requests[id(alarm)] = (alarm, item["Request"])
         id_ = logical_id("Alarm", name)
         if cluster is not None:
             nested = alarm_bound(item["Request"]) if alarm_bound is not None else None

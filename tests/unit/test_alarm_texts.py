@@ -76,7 +76,7 @@ def test_alarms_written_from_one_text_are_the_requests_written_whole(tmp_path, c
     # and measured from it for the templates: each cluster's resource as its own text measures
     measured = [(texts.bound(request), nested_json_size_bound(resource, RESOURCE_DEPTH))
                 for template in artifacts.cloudformation.values() for resource in template["Resources"].values()
-                for request in [artifacts.alarm_resources.get(id(resource))] if request is not None]
+                for _, request in [artifacts.alarm_resources.get(id(resource), (None, None))] if request is not None]
     assert measured and all(bound in (None, size) for bound, size in measured)
     assert any(bound is not None for bound, _ in measured)
 
@@ -125,6 +125,18 @@ def test_a_name_written_otherwise_than_as_itself_is_seen_by_the_stand_ins(tmp_pa
     files = encode(artifacts)
     assert files == encode(_whole(artifacts))
     assert "GPUDASH-PROD_BY-" in files[ALARMS_FILE].decode()
+
+
+def test_a_template_resource_changed_after_it_was_built_is_written_as_it_is(tmp_path):
+    artifacts = build(load_project(fleet_settings(tmp_path, [("c1", "us-east-1", ""), ("c2", "us-east-1", "")], "")))
+    stack, template = next(item for item in artifacts.cloudformation.items() if "c1" in item[0])
+    resources = {id_: ({**resource, "Properties": {**resource["Properties"], "Threshold": 7.5}}
+                       if resource["Type"] == "AWS::CloudWatch::Alarm" else resource)
+                 for id_, resource in template["Resources"].items()}
+    edited = replace(artifacts, cloudformation={**artifacts.cloudformation, stack: {**template, "Resources": resources}})
+    written = json.loads(encode(edited)[template_file(stack)])
+    assert {r["Properties"]["Threshold"] for r in written["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"} \
+        == {7.5}
 
 
 def test_a_request_changed_after_it_was_built_is_written_as_it_is(tmp_path):
