@@ -52,7 +52,7 @@ class AlarmRequest:
     region: str
     request: dict[str, Any]  # PutMetricAlarm's keyword arguments
     # What made the request of a cluster's alarm (render.alarms.Maker, the cluster and the request it made): the
-    # clusters' requests of one maker are written from one text (output.AlarmTexts). None for a fleet alarm and a
+    # clusters' requests of one maker are written from one text (alarm_texts.AlarmTexts). None for a fleet alarm and a
     # request read from a build.
     made: tuple[Any, Any, dict[str, Any]] | None = field(default=None, compare=False, repr=False)
 
@@ -132,11 +132,11 @@ class Artifacts:
     # service_monitor's, in its file
     more_service_monitors: tuple[dict[str, Any], ...] = ()
     # Each alarm resource of the templates and the request it was made from, by the resource's id (render.
-    # cloudformation.templates): the resource is written from the request's text (output.AlarmTexts). Empty for a set
+    # cloudformation.templates): the resource is written from the request's text (alarm_texts.AlarmTexts). Empty for a set
     # read from a build.
     alarm_resources: dict[int, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict, compare=False,
                                                                               repr=False)
-    # The texts of the clusters' requests split at their names, by maker and kind of cluster (output.AlarmTexts): the
+    # The texts of the clusters' requests split at their names, by maker and kind of cluster (alarm_texts.AlarmTexts): the
     # build measured its templates' alarms by them, and the files are written from them. Empty for a set read back.
     alarm_references: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -288,7 +288,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
     build before put the resources of a cluster split over several CloudFormation templates (generate's: the build
     in its folder; cloudformation.split_cluster). Never written as a build."""
     from . import container_insights
-    from .output import AlarmTexts
+    from .alarm_texts import AlarmTexts
 
     settings = project.settings
     owner = _dashboard_owners(project)

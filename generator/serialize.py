@@ -89,7 +89,7 @@ def to_json_filled(data: Any, strings: list[bytes | list[bytes]], whole: Callabl
     """`to_json(whole())`, where `data` is `whole` with `string_slot(i)` in place of a long string whose
     `json_string` is strings[i], or of a value whose text (as written where the slot is) is strings[i]: each long
     string is escaped once, however many files hold it (a CloudWatch dashboard's body, in its file and its
-    template), a value written from the text of another (output.AlarmTexts) is not written again, and the checks of
+    template), a value written from the text of another (alarm_texts.AlarmTexts) is not written again, and the checks of
     the fast path (`_orjson`) read the rest only. A text may be given as the list of the pieces it joins (copied
     once, into the file). `whole()` is written instead where the slots are not each found once."""
     text = to_json(data)

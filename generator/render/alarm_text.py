@@ -5,7 +5,7 @@ Layout, in order:
 1. the alarm's own sentence: its title and what it means (`own`: the definition's description, or what gpudash says a
    rule's second alarm watches);
 2. `Runbook: ...`, whole;
-3. who made it (`Managed by gpudash (<definition file>, rule <id>).`), whole: apply and lint read it;
+3. who made it (markers.ALARM_DESCRIPTION_NOTE, its definition file and rule id), whole: apply and lint read it;
 4. the notes: what CloudWatch's form of the rule does otherwise than its Prometheus rule (a clause of one
    `On CloudWatch: a; b.` sentence each, or a sentence of their own), most important first.
 When they do not all fit, the notes give way from the last: each in turn to its short form (a few words the README

@@ -982,7 +982,7 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
     (Settings.for_clusters: the clusters alike in it built together); a fleet alarm, which reads its Region's
     clusters together, by theirs (the strictest: GPUs may be split unless each says none). `made`, if given,
     receives what made each cluster's request, by the request's id: a Maker, whose request for any cluster is
-    `made_request(maker, cluster)` (output.AlarmTexts writes the requests of one maker in the clusters alike but
+    `made_request(maker, cluster)` (alarm_texts.AlarmTexts writes the requests of one maker in the clusters alike but
     in their names from one text)."""
     requests = []
     if settings.alarms.per_pod == "static":

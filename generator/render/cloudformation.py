@@ -81,7 +81,7 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     agent's data). `placed` reads where the build before put a cluster's resources (split_cluster); it is asked only
     for a cluster whose resources do not fit one template. `requests`, if given, receives each alarm resource and the
     request it was made from, by the resource's id (held, so no other object takes the id); `alarm_bound`, if given, gives the `nested_json_size_bound` of a
-    cluster's alarm's resource from its request where it knows it (output.AlarmTexts.bound: once per kind).
+    cluster's alarm's resource from its request where it knows it (alarm_texts.AlarmTexts.bound: once per kind).
     """
     named: dict[str, list[Named]] = {cluster: [] for cluster, _ in clusters}
     # each cluster's resources, in template order: its dashboards, log group, alarms

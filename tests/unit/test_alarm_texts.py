@@ -1,5 +1,5 @@
 """The clusters' alarms in alarms.json and the CloudFormation templates are written from one text per rule's form and
-kind of cluster, their names set in (output.AlarmTexts): byte for byte what writing each request whole writes, and
+kind of cluster, their names set in (alarm_texts.AlarmTexts): byte for byte what writing each request whole writes, and
 what each cluster built alone writes, whatever the names (words of the text, one the start of another, a stand-in's
 own spelling) and settings."""
 
@@ -11,7 +11,8 @@ from dataclasses import replace
 import pytest
 
 from generator.artifacts import build
-from generator.output import ALARMS_FILE, AlarmTexts, encode, template_file
+from generator.alarm_texts import AlarmTexts
+from generator.output import ALARMS_FILE, encode, template_file
 from generator.names import cluster_stack
 from generator.project import load_project
 from generator.render.cloudformation import RESOURCE_DEPTH
@@ -99,9 +100,9 @@ def test_a_cluster_built_alone_has_the_template_and_alarms_it_has_in_the_fleet(t
 def test_stand_ins_the_text_holds_elsewhere_write_each_request_whole(tmp_path, monkeypatch):
     # "gpu" is a word of every description: the texts rendered with it split at more places than the other
     # stand-in's, so no request is written from a text, and each is written whole
-    import generator.output as output
+    import generator.alarm_texts as alarm_texts
 
-    monkeypatch.setattr(output, "_ALARM_STAND_INS", ("gpu" * 40, "zqx" * 40))
+    monkeypatch.setattr(alarm_texts, "ALARM_STAND_INS", ("gpu" * 40, "zqx" * 40))
     artifacts = build(load_project(fleet_settings(tmp_path, [("abc", "us-east-1", ""), ("xyz", "us-east-1", "")], "")))
     texts = AlarmTexts(artifacts.alarms, artifacts.alarm_resources)
     assert encode(artifacts) == encode(_whole(artifacts))

@@ -134,11 +134,11 @@ def test_a_cluster_is_split_by_the_exact_bytes_where_the_bounds_of_its_resources
     """Each alarm and log group is first counted by an upper bound of its bytes (serialize.nested_json_size_bound,
     a third of the cost of writing it); a cluster whose bounds do not fit one template is measured exactly before it is
     split. With a bound of a gigabyte each (every cluster measured), the builds are byte for byte those of the
-    bounds: 200 per-pod alarm targets, whose bounds pass 900,000 bytes and whose bytes do not (one template each), and
-    250, over the quotas (split)."""
+    bounds: 210 per-pod alarm targets, whose bounds pass 900,000 bytes and whose bytes do not (one template each), and
+    260, over the quotas (split)."""
     from generator.render import cloudformation
 
-    for pods in (200, 250):
+    for pods in (210, 260):
         config = _static(project_dir, pods)
         assert cli("generate", "--config", str(config), "--out", str(tmp_path / f"bounds-{pods}"))[0] == 0
         with monkeypatch.context() as patched:
@@ -149,8 +149,8 @@ def test_a_cluster_is_split_by_the_exact_bytes_where_the_bounds_of_its_resources
         assert files == {path.relative_to(tmp_path / f"exact-{pods}"): path.read_bytes()
                          for path in sorted((tmp_path / f"exact-{pods}").rglob("*")) if path.is_file()}
         stacks = sorted(path.name for path in (tmp_path / f"bounds-{pods}" / "cloudformation").iterdir())
-        assert len(stacks) == (2 if pods == 200 else 4), stacks
-    template = json.loads((tmp_path / "bounds-200" / "cloudformation" / "gpudash-cluster-c00.json").read_bytes())
+        assert len(stacks) == (2 if pods == 210 else 4), stacks
+    template = json.loads((tmp_path / "bounds-210" / "cloudformation" / "gpudash-cluster-c00.json").read_bytes())
     counted = {i: r for i, r in template["Resources"].items() if r["Type"] != "AWS::CloudWatch::Dashboard"}
     assert sum(cloudformation._resource_bytes(i, r, bound=True) for i, r in counted.items()) > \
         cloudformation.TEMPLATE_BYTES * cloudformation.FILL
@@ -221,31 +221,32 @@ METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USA
 
 def dashboards(ctx):
     for number in range({count}):
-        panels = [per_pod(METRICS[i % len(METRICS)], f"{{METRICS[i % len(METRICS)]}} {{i}}") for i in range(90)]
+        panels = [per_pod(METRICS[i % len(METRICS)], f"{{METRICS[i % len(METRICS)]}} {{i}}") for i in range({charts})]
         yield Dashboard(f"big{{number}}", f"Big {{number}}", [Row("Pods", panels)])
 '''
 
 
-def _large(project_dir, dashboards: int):
-    """One cluster of `dashboards` CloudWatch dashboards of 90 charts each (about 66 KB each in a template), and the
-    bundled alarms on 20 static per-pod targets, each notifying 5 SNS topics (about 3 KB an alarm). (No clock chart:
-    one's title says which pods it leaves out, 70 bytes more, which took 13 dashboards past a part's share alone.)"""
-    topics = ", ".join(f"arn:aws:sns:us-east-1:123456789012:gpu-oncall-team-{i}-notifications" for i in range(5))
+def _large(project_dir, dashboards: int, charts: int = 90, topic: str = "notifications"):
+    """One cluster of `dashboards` CloudWatch dashboards of `charts` charts each (90: about 70 KB each in a
+    template), and the bundled alarms on 20 static per-pod targets, each notifying 5 SNS topics named `...-{topic}`
+    (about 3 KB an alarm). (No clock chart: one's title says which pods it leaves out, 70 bytes more, which took 13
+    dashboards past a part's share alone.)"""
+    topics = ", ".join(f"arn:aws:sns:us-east-1:123456789012:gpu-oncall-team-{i}-{topic}" for i in range(5))
     pods = ", ".join(f"ml/p{i}" for i in range(20))
     return project_dir("clusters:\n  - {name: c00, region: us-east-1}\ncloudwatch:\n  top_pods: 5\n"
                        f"alarms:\n  actions:\n    critical: [{topics}]\n    warning: [{topics}]\n"
                        f"  per_pod: static\n  static_pods: [{pods}]\n",
-                       dashboards={"large.py": _LARGE_DASHBOARDS.format(count=dashboards)})
+                       dashboards={"large.py": _LARGE_DASHBOARDS.format(count=dashboards, charts=charts)})
 
 
 def test_a_cluster_of_few_large_resources_is_split_by_its_bytes(cli, project_dir, tmp_path):
-    """13 dashboards of 90 charts, a log group and 49 alarms: 63 resources, over 1,000,000 bytes in one template.
+    """13 dashboards of 86 charts, a log group and 49 alarms: 63 resources, over 1,000,000 bytes in one template.
     Seen on main ddc22e6: a cluster of at most 64 resources counted as fitting without its bytes estimated, its one
     template was 1,026,603 bytes, and generate said CloudFormation refuses it. Seen on main 95f630a: its bytes
     estimated, the dashboards stayed in part 1 and the alarms were spread by a digest of their names over 32 parts
     until the few hashed to part 1 fitted beside them: 23 stacks for 63 resources. The parts are filled now: the
     dashboards, the log group and an alarm in the first, the other 48 alarms in a second."""
-    config = _large(project_dir, 13)
+    config = _large(project_dir, 13, charts=86, topic="notifications-of-the-gpu-platform-on-call-rotation")
     build = tmp_path / "build"
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and "CloudFormation refuses" not in stderr, stderr
@@ -287,17 +288,17 @@ def test_a_resource_moves_between_stacks_only_when_its_part_is_full_and_generate
     """A resource that moves from one stack to another is deleted by one stack's update and created by another's:
     an alarm comes back in INSUFFICIENT_DATA, a console change is gone, and CloudFormation refuses to create it while
     the other stack still declares it. Generated over the build before, each resource stays in its stack while that
-    holds it. 13 dashboards grown from 90 to 95 charts no longer fit part 1 beside the alarm there: the fewest
+    holds it. 13 dashboards grown from 86 to 91 charts no longer fit part 1 beside the alarm there: the fewest
     resources its part cannot hold move, each to a LATER part (deployed in the order of Metadata.gpudash.Part, its
     old stack deletes it first), and generate names them; `--check` finds the build it wrote up to date and the same
     build again moves nothing. When the cluster fits one template again every resource is in it: the stacks no
     longer written are named (deleted first, they let their resources go) and so are the resources that move."""
-    config = _large(project_dir, 13)
+    config = _large(project_dir, 13, charts=86, topic="notifications-of-the-gpu-platform-on-call-rotation")
     build = tmp_path / "build"
     assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
     before = _where(build)
     definitions = config.parent / "dashboards" / "large.py"
-    definitions.write_text(definitions.read_text().replace("range(90)", "range(95)"))
+    definitions.write_text(definitions.read_text().replace("range(86)", "range(91)"))
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and "CloudFormation refuses" not in stderr, stderr
     _within_quotas(build)
@@ -307,7 +308,7 @@ def test_a_resource_moves_between_stacks_only_when_its_part_is_full_and_generate
     assert moved and all(parts[now] > parts[was] for was, now in moved.values()), moved
     first = [name for name, where in before.items() if where == "gpudash-cluster-c00.json"]
     kept = [name for name in first if name not in moved]
-    assert len(kept) >= len(first) - 2, moved  # one 95-chart dashboard's bytes is all that no longer fits
+    assert len(kept) >= len(first) - 2, moved  # one 91-chart dashboard's bytes is all that no longer fits
     name = sorted(moved)[0] if len(moved) == 1 else None
     said = f"warning: {build}: {len(moved)} CloudFormation resource(s) move to another stack (first: "
     assert said in stderr, stderr
@@ -320,7 +321,7 @@ def test_a_resource_moves_between_stacks_only_when_its_part_is_full_and_generate
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and "move to another stack" not in stderr and _where(build) == after, stderr
 
-    definitions.write_text(definitions.read_text().replace("range(95)", "range(60)"))
+    definitions.write_text(definitions.read_text().replace("range(91)", "range(60)"))
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and set(_where(build).values()) == {"gpudash-cluster-c00.json"}, stderr
     back = sorted(name for name, where in after.items() if where != "gpudash-cluster-c00.json")
