@@ -24,8 +24,8 @@ from dataclasses import replace
 from typing import Any
 
 from .catalog import PER_PROCESS_FIELDS, Catalog
-from .cloudwatch_query import (AGENT_LAYOUT, COUNTED_BLANK_OPENING, Layout, Plan, Unsupported, blanks_dropped, number,
-                               plan as agent_plan)
+from .cloudwatch_query import (AGENT_LAYOUT, COUNTED_BLANK_OPENING, NAMED_WEIGHED, Layout, Plan, Unsupported,
+                               blanks_dropped, number, plan as agent_plan)
 from .container_insights_table import (
     CLUSTER, CONTAINER, DEVICE, INSTANCE, INSTANCE_TYPE, NAMESPACE, NAMESPACE_DIM, NODE, POD,
     POD_OWNER, RATIOS, Mapping, by_field, metric_name)
@@ -150,6 +150,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     result = replace(result, metric=metric_name(level(bare), mapping))
     if level(bare) != "node":
         result = replace(result, notes=result.notes + (SHARED_UNDER_ONE,))
+    if pod_mean_pooled(bare, result):
+        result = replace(result, notes=result.notes + (NAMED_WEIGHED,))
     if result.function != "COUNT" and mapping.scale != 1:  # a count of GPUs or pods has no unit
         scale = number(mapping.scale)
         math = f"{{q}} / {scale}" if result.math is None else f"({result.math}) / {scale}"
@@ -222,6 +224,15 @@ POD_SHARES = ("exporter.virtual_gpus: the Container Insights add-on's own DCGM e
 SHARED_UNDER_ONE = ("a GPU several pods share by time-slicing or MPS is published under one of them (the add-on's "
                     "DCGM exporter runs without KUBERNETES_VIRTUAL_GPUS), with the whole GPU's value: the other pods "
                     "show none of it")
+
+
+def pod_mean_pooled(query: Query, result: Plan) -> bool:
+    """A pod's mean over its GPUs on the add-on (not per GPU): the agent publishes each GPU's collection at the pod's
+    dimension set, so AVG pools the period's collections of its GPUs, and its exporter (never with
+    KUBERNETES_VIRTUAL_GPUS, SHARED_UNDER_ONE) names a GPU pods share under one of them at a time: a GPU named under
+    the pod at some collections weighs by them (NAMED_WEIGHED; tests/support/container_insights_addon)."""
+    return result.function == "AVG" and level(query) == "pod" and query.per_pod and "gpu" not in query.by \
+        and NAMED_WEIGHED not in result.notes
 
 
 def source_plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,

@@ -90,7 +90,8 @@ def stale(alarm: Alarm) -> Note:
                     f"evaluation range, and with none in it the alarm is in ALARM; the rule judges the range of AWS's "
                     f"example ({RANGE_EXTRA_PERIODS} periods more than the alarm's), fires so and, with no reading of "
                     f"the alarm's {'cluster' if alarm.scope == 'cluster' else 'Region'} in it, fires once for it",
-                    f"{who} whose data stops is judged with its missing periods breaching")
+                    f"{who} whose data stops is judged with its missing periods breaching: it fires, and with no "
+                    f"reading in the range the alarm is in ALARM")
     return Note(f"{who} whose data stops in ALARM (exporter, node or pod "
                 f"gone) stays so while its last datapoints are in the alarm's evaluation range; the rule judges the "
                 f"range of AWS's example ({RANGE_EXTRA_PERIODS} periods more than the alarm's) and clears "
@@ -129,9 +130,9 @@ def range_judged(alarm: Alarm) -> bool:
 
 
 def _stale_clause(alarm: Alarm) -> str:
-    """stale's note in a few words (its short form)."""
+    """stale's note in a few words (its short form): how long it stays in ALARM, and when its rule clears."""
     return f"{'a pod' if alarm.per_pod else 'a GPU'} whose data stops in ALARM stays so while its last datapoints " \
-           f"are in the evaluation range"
+           f"are in the evaluation range (the rule clears {_spoken(rule_clears(alarm))} after the last reading)"
 
 
 def _common(alarm: Alarm, settings: Settings, name: str, description: str | None = None) -> dict[str, Any]:
@@ -521,14 +522,32 @@ def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings, lint: boo
     """What a failed scrape, and a GPU joining or leaving inside a period, do to an alarm whose count or total reads
     the period's readings over its scrapes (per_scrape_read), or whose mean over the GPUs of several nodes weighs each
     by its readings (read_weighed); failed_scrape_note; "" for any other."""
+    return _failed_scrape_note(alarm, plan_, settings, lint).text
+
+
+def _failed_scrape_note(alarm: Alarm, plan_: Plan, settings: Settings, lint: bool = True) -> Note:
+    """_failed_scrape_said as a description's note, with its short form (failed_scrape_short)."""
     condition = cloudwatch_condition(alarm, settings)
     how = condition.query.aggregation
     if not (how in ("count", "sum") and per_scrape_read(plan_)
             or how == "avg" and read_weighed(plan_, group_keys(condition.query.by))):
-        return ""
-    return failed_scrape_note(condition.query.aggregation, condition.comparison, alarm.period_seconds,
-                              settings.scrape.seconds, lint,
-                              blanks=settings.agent.pipeline == "otel" and not addon_source(settings))
+        return Note("")
+    said = (how, condition.comparison, alarm.period_seconds, settings.scrape.seconds)
+    blanks = settings.agent.pipeline == "otel" and not addon_source(settings)
+    return Note(failed_scrape_note(*said, lint, blanks=blanks), failed_scrape_short(*said, blanks=blanks))
+
+
+def failed_scrape_short(aggregation: str, comparison: str, period: int, interval: float, blanks: bool) -> str:
+    """failed_scrape_note in a few words (its short form): what a failed scrape does to the verdict and, where the
+    agent drops DCGM's blank (`blanks`), what a GPU blank at some scrapes reads as beside its rule's 1."""
+    n = period / interval
+    if aggregation == "avg":
+        blank = " or DCGM's blank" if blanks else ""
+        return f"its mean weighs each GPU by its readings in the period: a failed scrape{blank} weighs a GPU less " \
+               f"(lint AL024)"
+    verdict = "fire" if comparison in ("<", "<=") else "miss"
+    blank = f"; a GPU blank (DCGM) at 3 of {n:g} scrapes reads {(n - 3) / n:.2g}, the rule's 1" if blanks else ""
+    return f"a failed scrape reads as part of a GPU lost for its period, so it can {verdict}{blank} (lint AL024)"
 
 
 @dataclass(frozen=True)
@@ -794,21 +813,24 @@ def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: C
 
 # The notes of an alarm's description in a few words (their short forms: render/alarm_text; README, "Alarm description
 # notes"), by their whole text; a note not here is only left out where there is no room
-SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts once per instance or pod (lint AL019)",
-         WHOLE_COPIES_COUNTED: "a shared GPU counts once per pod sharing it (lint AL019)",
+SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per instance or pod (lint AL019)",
+         WHOLE_COPIES_COUNTED: "a shared GPU counts, adds and weighs once per pod sharing it (lint AL019)",
          INSTANCES_JUDGED: "a MIG field is read per instance a group holds, not per GPU (lint AL019)",
          NAMED_SHARE: "a pod named in turn on a shared GPU reads the scrapes it was named at",
-         NAMED_PART: "a pod named in turn on a shared GPU reads it in part",
-         NAMED_TURNS_ALARM: "a pod named in turn on a shared GPU reads its increase at each naming",
-         INSTANCE_CONTRIBUTORS: "each GPU instance is a contributor",
+         NAMED_PART: "a pod named in turn on a shared GPU beside its own reads it in part (300 W and 100 W at half the "
+                 "scrapes: 350 W)",
+         NAMED_TURNS_ALARM: "a pod named in turn on a shared GPU reads its increase at each naming (a period off by up "
+                        "to one gap between them)",
+         INSTANCE_CONTRIBUTORS: "each GPU instance is a contributor (a MIG GPU's each with the GPU's increase)",
          CLASSIC_COUNTER_ALARM: "an increase is missed across a failed scrape or a change of pods, and counted once "
                                 "per pod sharing a GPU (lint AL013, AL015)",
          CLASSIC_COUNTER_ALARM_ONE_SERIES: "an increase is missed across a failed scrape or a change of pods "
                                            "(lint AL015)",
-         STATIC_POD_MEAN: "A static per-pod alarm judges the pod's readings over all its GPUs.",
+         STATIC_POD_MEAN: "A static per-pod alarm judges the pod's readings over all its GPUs, not each GPU.",
          PER_PROCESS_COPIES_ADDED_ALARM: "before dcgm-exporter 4.5.3 a GPU k pods share adds k times (lint AL019)",
-         COUNT_MOST: "a pod's count of GPUs is the most one scrape counted (lint AL025)",
-         NAMED_WEIGHED: "a pod's mean weighs a GPU named in turn by the scrapes naming the pod",
+         COUNT_MOST: "a pod's count of GPUs is the most one scrape counted: fewer where no scrape read all (lint AL025)",
+         NAMED_WEIGHED: "a pod's mean weighs a GPU named in turn by the scrapes naming the pod (300 W and 200 W at "
+                   "half: 266.7 W for 250)",
          ALARM_MIG_ONE_INSTANCE: ALARM_MIG_ONE_INSTANCE_SHORT,
          **{GAP_TEXTS[kind]: short for kind, short in GAP_SHORT.items()}}
 
@@ -838,18 +860,12 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
     # writes as the device's whole value: lint AL019 notes it too)
     named += [PER_PROCESS_COPIES_ADDED_ALARM] if PER_PROCESS_COPIES_ADDED in plan_.notes else []
     comparison = _judged(alarm, plan_, settings)[0]
-    failed = _failed_scrape_said(alarm, plan_, settings)
     texts = (unseen, ALARM_MIG_ONE_INSTANCE if reads_one_instance(plan_, settings) else "",
              copies_counted_note(plan_) or "")
     return [note, *(Note(text, SHORT.get(text, "")) for text in texts),
-            Note(failed, FAILED_SCRAPE_SHORT[condition.query.aggregation == "avg"] if failed else ""),
+            _failed_scrape_note(alarm, plan_, settings),
             *(Note(text, SHORT.get(text, "")) for text in named),
             Note(_addon_blanks_said(plan_, comparison, settings)), stale(alarm)]
-
-
-# failed_scrape_note in a few words: a count or total, a mean over several nodes' GPUs
-FAILED_SCRAPE_SHORT = {False: "a failed scrape reads as part of a GPU lost for its period (lint AL024)",
-                       True: "its mean weighs each GPU by its readings in the period (lint AL024)"}
 
 
 def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form: Form,

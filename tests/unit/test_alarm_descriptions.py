@@ -105,11 +105,38 @@ def _checked(alarm, notes, own, title, text) -> tuple[int, int]:
     return shortened, left
 
 
+# What a note's whole text says that its short form must say too (terse, never silent on the consequence): a pattern
+# of the whole text, and what the short form holds where it matches (from the match)
+FACTS = [
+    (r"lint ((?:AL|CW)\d+)", lambda m: m.group(1)),  # the lint rule that lists the alarm
+    (r"clears (\d+ (?:minutes|s)) after the last reading", lambda m: f"clears {m.group(1)} after the last reading"),
+    (r"DCGM's blank", lambda m: "DCGM"),
+    (r"blank at 3 of (\d+): ([\d.]+) of it", lambda m: f"3 of {m.group(1)} scrapes reads {m.group(2)}, the rule's 1"),
+    (r"read (\d+(?:\.\d+)? W)", lambda m: m.group(1)),  # the worked figure
+    (r"counts, adds and weighs", lambda m: m.group(0)),
+    (r"so it can (fire|miss)", lambda m: f"can {m.group(1)}"),
+    (r"off by up to one gap", lambda m: m.group(0)),
+    (r"does not alarm for the others", lambda m: "not each GPU"),
+    (r"count fewer", lambda m: "fewer"),
+    (r"with none in it the alarm is in ALARM", lambda m: "the alarm is in ALARM"),
+    (r"with its GPU's increase", lambda m: "the GPU's increase"),
+]
+
+
+def _facts_dropped(note: Note) -> list[str]:
+    """What `note`'s short form leaves unsaid of FACTS its whole text says."""
+    return [fact(match) for pattern, fact in FACTS for match in re.finditer(pattern, note.text)
+            if fact(match) not in note.short]
+
+
 @pytest.mark.parametrize("name", sorted(SETTINGS))
 def test_every_description_keeps_its_sentence_and_runbook_and_counts_the_notes_it_cut(name, monkeypatch, tmp_path):
     recorded = _recorded(monkeypatch, SETTINGS[name], tmp_path, _alarms(STATIC_LEFT_OUT.get(name, frozenset())))
     assert recorded
     gave_way = [call[0].id for call in recorded if any(_checked(*call))]
+    shortened = [note for call in recorded for note in call[1] if note.short and note.text not in call[-1]
+                 and note.short in call[-1]]
+    assert shortened and [(n.short, _facts_dropped(n)) for n in shortened if _facts_dropped(n)] == []
     many = [call for call in recorded if len(call[1]) >= 3]
     assert many, [(c[0].id, len(c[1])) for c in recorded]  # hostile: alarms with several notes each
     assert gave_way  # at this length some notes give way, and are counted
@@ -196,3 +223,55 @@ def test_the_bundled_alarms_fit_whole_where_they_did_and_keep_their_runbook(monk
         for call in calls:
             if call[-1] in written:
                 _checked(*call)
+
+
+def test_every_short_form_says_what_its_whole_note_says_a_user_needs():
+    """Each short form keeps FACTS its whole note says: a failed scrape's (with DCGM's blank on the OTel pipeline, 0.7
+    of a GPU where the rule counts 1), when a stale contributor's rule clears, the worked figures, the lint rule."""
+    from generator.render.alarms import failed_scrape_short, stale
+    from generator.cloudwatch_query import failed_scrape_note
+
+    notes = [Note(text, short) for text, short in alarm_render.SHORT.items()]
+    for how, comparison, blanks in [(h, c, b) for h in ("count", "sum", "avg") for c in ("<", ">") for b in (0, 1)]:
+        said = (how, comparison, 300, 30)
+        notes.append(Note(failed_scrape_note(*said, blanks=bool(blanks)), failed_scrape_short(*said, blanks=bool(blanks))))
+    for extra in ({}, {"missing_data": "breaching"}, {"missing_data": "notBreaching", "evaluation_periods": 3},
+                  {"evaluation_periods": 5, "datapoints_to_alarm": 2}):
+        for by in ((), ("pod",)):
+            notes.append(stale(Alarm("a", "A", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", by), ">", 90), **extra)))
+    assert [(n.short, _facts_dropped(n)) for n in notes if _facts_dropped(n)] == []
+    blank = [n.short for n in notes if "DCGM's blank" in n.text and "3 of 10" in n.text]
+    assert blank and all("3 of 10 scrapes reads 0.7, the rule's 1" in short for short in blank), blank
+    assert sum("clears 15 minutes after the last reading" in n.short for n in notes) >= 2
+
+
+def test_the_add_on_pod_mean_weighs_a_gpu_named_in_turn_and_says_so(tmp_path):
+    """The add-on's agent publishes each GPU's collection at the pod's dimension set, and its exporter names a GPU pods
+    share under one of them at a time: a pod's AVG pools the collections, so a GPU named under it at half of them
+    weighs half (the add-on model's datapoints), as on the agent's pipelines: its alarm's description says so."""
+    from tests.support.container_insights_addon import datapoints
+    from tests.support.dcgm_fleet import Gpu
+
+    own, shared = Gpu("ip-10-0-1-1", 0, "ml", "train-0"), Gpu("ip-10-0-1-1", 1, "ml", "train-0")
+    other = Gpu("ip-10-0-1-1", 1, "ml", "infer-1")
+    points = [p for t in range(0, 300, 60) for p in datapoints("c", t, t, gpus=(own, shared if t % 120 == 0 else other),
+                                                                metrics={"pod_gpu_power_draw"})]
+    pod = [p.value for p in points if p.dims() == {"ClusterName": "c", "Namespace": "ml", "PodName": "train",
+                                                   "FullPodName": "train-0"}]
+    mine = [p for p in points if p.dims().get("GpuDevice") and p.dims().get("FullPodName") == "train-0"
+            and "ContainerName" not in p.dims()]
+    means = [sum(v) / len(v) for v in ([p.value for p in mine if p.dims()["GpuDevice"] == d]
+                                       for d in ("nvidia0", "nvidia1"))]
+    assert len(pod) == 5 + 3 and abs(sum(pod) / len(pod) - sum(means) / 2) > 1  # pooled, not each GPU's mean
+    alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+              "    yield Alarm('pod-power', 'Pod power', Condition(Query('DCGM_FI_DEV_POWER_USAGE', 'avg', ('pod',)), "
+              "'>', 250))\n"
+              "    yield Alarm('pod-gpu-power', 'Pod GPU power', Condition(Query('DCGM_FI_DEV_POWER_USAGE', 'avg', "
+              "('pod', 'gpu')), '>', 250))\n")
+    from generator.cloudwatch_query import NAMED_WEIGHED
+    made = {a.request["AlarmName"]: a.request["AlarmDescription"]
+            for a in build(defined_project(tmp_path, "cloudwatch:\n  source: container-insights\n",
+                                           alarms=alarms)).alarms}
+    (pod_mean,) = [text for name, text in made.items() if "-pod-power-" in name]
+    (per_gpu,) = [text for name, text in made.items() if "-pod-gpu-power-" in name]
+    assert NAMED_WEIGHED in pod_mean and NAMED_WEIGHED not in per_gpu, made
