@@ -81,10 +81,11 @@ PER_PROCESS_FIELDS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED")
 # each GPU they share, and which merge of them is the group's use depends on the exporter's version, which nothing in
 # a scrape of the group tells (4.5.3 adds the device's own series, but per GPU, without the group) and no setting
 # names: on 4.5.3 and later each copy is the pod's own share (their sum is the group's use); before 4.5.3 with the
-# setting each is the device's whole value (one of them is). The CloudWatch forms add the copies (the per-pod set);
-# the Prometheus forms merge a group's copies of one GPU instance by max. Panels, rules, widgets and alarms of such a
-# group say what theirs reads (per_process_copies_added), and `gpudash verify` names the GPUs an exporter before 4.5.3
-# writes so (checks/exporter.py, "shared GPUs read whole").
+# setting each is the device's whole value (one of them is). The CloudWatch forms add the copies (the per-pod set),
+# and their widgets and alarms say so (per_process_copies_added); `gpudash verify` names the GPUs an exporter before
+# 4.5.3 writes so (checks/exporter.py, "shared GPUs read whole"). The Prometheus forms tell the versions apart per GPU
+# instance by the device's own series (promql._Device._shares_added): where it has one, the group's pods' copies
+# added up, else the group's largest copy; exact on both.
 PER_PROCESS_COPIES_ADDED = ("with exporter.virtual_gpus, the pods' copies of a GPU they share are added: on "
                             "dcgm-exporter 4.5.3 and later each is the pod's own share (the group's use), but before "
                             "4.5.3 each is the GPU's whole value, so a GPU k pods of the group share adds (and weighs) "
@@ -93,12 +94,6 @@ PER_PROCESS_COPIES_ADDED = ("with exporter.virtual_gpus, the pods' copies of a G
 # PER_PROCESS_COPIES_ADDED within the 1,024 characters of an alarm's description, beside its other notes
 PER_PROCESS_COPIES_ADDED_ALARM = ("before dcgm-exporter 4.5.3 each sharing pod's copy is the GPU's whole value: a GPU k "
                                   "pods of the group share adds k times (4.5.3 on: each pod's share)")
-# What the Prometheus forms (a Grafana panel, a rule) of such a group read: the largest copy per GPU instance
-PER_PROCESS_COPIES_MAX = ("with exporter.virtual_gpus, a group's copies of one GPU are read as their largest: before "
-                          "dcgm-exporter 4.5.3 each is the GPU's whole value (read once), but on 4.5.3 and later each "
-                          "is one pod's own share, so the group's use of a GPU two or more of its pods share reads as "
-                          "its largest pod's (12,000 + 9,000 MiB read 12,000), where its CloudWatch form adds the "
-                          "copies (exact on 4.5.3, k times a GPU k pods share before)")
 
 
 def per_process_copies_added(query, virtual_gpus: bool) -> bool:

@@ -220,6 +220,9 @@ class _Device:
     outer: tuple[str, ...] = ()  # with `lookback`: the labels the query's outer grouping keeps (the pod's, ...)
     total: tuple[str, ...] = ()  # with `lookback`: a share's fields (used, free), read from one copy (chosen_copy)
     stepped: bool = False  # with `lookback`, a rule's: the gauge formats a step's reading (gauge_readings)
+    # with `lookback`, a group of pods' (a namespace's) sum or mean: its use of a GPU is its pods' shares added up where
+    # they are shares (_shares_added); its largest or least reading is a pod's
+    added: bool = False
 
     def chooses(self, metric: str, gauge: str) -> bool:
         """Whether `metric`'s reading is that of the copy a share's used chooses (`total`, its fields; blanks dropped;
@@ -247,11 +250,22 @@ class _Device:
             keep = (*slot, *(name for name in self.outer if name not in shown))  # a GPU instance and pod
             # a rule's gauge at a step of its window (a count reads as the panels do)
             stepped = self.stepped and gauge != COUNTED
+            pods = own_share and self.added and self.pod not in self.outer  # a group's sum or mean: shares added
             if own_share and stepped:  # the pod's own copies, each scrape's (the exporter writes one per pod)
-                return None
+                if not pods:
+                    return None
+                copies = identified(_parenthesised(_raw(metric, self.scoped, extra, gauge)), labels)
+                return self._shares_added(metric, copies, (*keep, *COPY_LABELS, *labels.node_sources), slot, any_pod,
+                                          gauge)
             if own_share:
-                tiers = self._read(metric, False, self.scoped, extra, keep, any_pod, gauge == COUNTED)
-                return f"max by ({_listed((*keep, *shown))}) ({_unblanked(_either(tiers, keep), gauge)})"
+                each = (*keep, self.pod) if pods else keep  # a group's: each pod's share first
+                tiers = self._read(metric, False, self.scoped, extra, each, any_pod, gauge == COUNTED)
+                read = f"max by ({_listed((*each, *shown))}) ({_unblanked(_either(tiers, each), gauge)})"
+                if not pods:
+                    return read
+                # the device's series at its latest scrape (not within the lookback: a GPU idle a minute ago, whose
+                # exporter wrote its series then, is not told to write shares now)
+                return self._shares_added(metric, read, (*keep, *shown), slot, any_pod, "{}")
             if stepped:
                 return self._stepped(metric, extra, gauge, summed, slot, keep, any_pod)
             counting = gauge == COUNTED
@@ -273,6 +287,21 @@ class _Device:
         if self.per_pod:
             return f"({scoped} * 0 + {matching} group_left () {device})"
         return f"({device} and {matching} {scoped})"
+
+    def _shares_added(self, metric: str, copies: str, group: tuple[str, ...], slot: tuple[str, ...],
+                      any_pod: list[str], device: str) -> str:
+        """A group of pods' (a namespace's) reading of a field split per process on each GPU instance (`slot`), from
+        its pods' `copies` (a series per pod, GPU_LABEL naming the GPU): where the exporter writes the GPU's own series
+        (`device` formats its selector, pod empty: dcgm-exporter 4.5.3 and later, whose pods' copies are their own
+        shares), the group's pods' copies added up (each pod's largest copy, per `group`: the GPU instance, the
+        group's labels, the copy's exporter and node spellings); elsewhere each copy is the device's whole value
+        (before 4.5.3), and the group's largest stands (the caller's max of the copies, which also reads the sum
+        where it stands). Two pods of a namespace on 12,000 and 9,000 MiB of one 4.5.3 GPU read 21,000, not 12,000;
+        two pods' copies of a 4.5.2 GPU's 39,200 MiB read 39,200, not 78,400."""
+        own = identified(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], device), self.labels)
+        group = _listed(group)
+        added = f"sum by ({group}) (max by ({group}, {self.pod}) ({copies}))"
+        return f"(({added} and on ({_listed(slot)}) max by ({_listed(slot)}) ({own})) or {copies})"
 
     def _stepped(self, metric: str, extra: list[str], gauge: str, summed: bool, slot: tuple[str, ...],
                  keep: tuple[str, ...], any_pod: list[str]) -> str:
@@ -1733,7 +1762,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
                                                                            labels.container)), *COPY_LABELS)
         device = _Device(branches, unscoped, identity, labels.pod, bool(set(WORKLOAD_KEYS) & set(keys)),
                          whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share,
-                         gauge_window is not None) \
+                         gauge_window is not None, query.aggregation in ("sum", "avg")) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
                         over_time, kind, resolution, device, also, checked, share,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_COPIES_ADDED,
-                       PER_PROCESS_COPIES_ADDED_ALARM, PER_PROCESS_COPIES_MAX, Catalog, per_process_copies_added)
+                       PER_PROCESS_COPIES_ADDED_ALARM, Catalog)
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLASSIC_COUNTER_ALARM_ONE_SERIES,
                                 COPIES_COUNTED, COUNT_MOST, GAP_SHORT, GAP_TEXTS, INSTANCE_CONTRIBUTORS,
                                 WHOLE_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
@@ -489,8 +489,9 @@ def copies_counted(project) -> list[tuple[str, str]]:
                                  f"{copies}, where its Prometheus rule counts each GPU once ({why})"))
         if PER_PROCESS_COPIES_ADDED in form.plan.notes:  # the pods' copies added (its rule's description says its own)
             result.append(_noted(alarm, form, cloudwatch_condition(alarm, settings).query.aggregation,
-                                 f"{PER_PROCESS_COPIES_ADDED}; its Prometheus rule reads a GPU's copies by their "
-                                 f"largest (right before 4.5.3, the largest pod's share from 4.5.3 on)"))
+                                 f"{PER_PROCESS_COPIES_ADDED}; its Prometheus rule adds a GPU's copies where the GPU "
+                                 f"has its own series (4.5.3 on) and reads one where it has none (before): right on "
+                                 f"both"))
     return result
 
 
@@ -1632,15 +1633,6 @@ def counted_group(counted: tuple[str, ...], catalog: Catalog, settings: Settings
                                                                          settings_clusters(settings)))]}
 
 
-def _rule_description(alarm: Alarm, settings: Settings) -> str:
-    """The alert's description: the alarm's, and what a group's sum or mean of the pods' copies of a field split per
-    process reads, on an exporter before 4.5.3 and after (catalog.PER_PROCESS_COPIES_MAX), as its CloudWatch alarm
-    says what it reads."""
-    if not per_process_copies_added(_alert_query(alarm, settings), settings.exporter.virtual_gpus):
-        return alarm.description
-    return f"{alarm.description.rstrip()} ({PER_PROCESS_COPIES_MAX}.)".lstrip()
-
-
 def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Settings,
                      counted: tuple[str, ...] = ()) -> dict[str, Any]:
     counters = counted_group(counted, catalog, settings)
@@ -1664,7 +1656,7 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             "labels": {"severity": alarm.severity, PROMETHEUS_RULE_LABEL: alarm.id},
             "annotations": {
                 "summary": as_alert_text(alarm.title) + _where_label(alarm, catalog, settings),
-                "description": as_alert_text(_rule_description(alarm, settings)),
+                "description": as_alert_text(alarm.description),
                 "runbook": as_alert_text(alarm.runbook),
             },
         }

@@ -11,7 +11,7 @@ import warnings
 from typing import Any
 
 from ..build_memo import BuildMemo
-from ..catalog import PER_PROCESS_COPIES_MAX, PER_PROCESS_FIELDS, PRESENCE, Catalog, per_process_copies_added
+from ..catalog import PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..model import Dashboard, Panel, Row, layout
 from ..names import WATCHED_CLUSTER, grafana_uid
 from ..plain import plain_data
@@ -282,10 +282,6 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, share
                                 query.aggregation == "count")
               for query in panel.queries if named_pods_looked_back(query, catalog)]
     texts += filter(None, (memory_share_note(query, catalog) or over_note(query, catalog) for query in panel.queries))
-    # a line per namespace adding (or averaging) the pods' copies of a field split per process: read by their largest
-    # per GPU, which is the group's use before dcgm-exporter 4.5.3, its largest pod's share from 4.5.3 on
-    texts += [f"{PER_PROCESS_COPIES_MAX[0].upper()}{PER_PROCESS_COPIES_MAX[1:]}." for query in panel.queries
-              if not query.raw_promql and per_process_copies_added(query, shares)]
     return " ".join(dict.fromkeys(texts)) or panel.title
 
 

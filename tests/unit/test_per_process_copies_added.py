@@ -1,26 +1,29 @@
 """With exporter.virtual_gpus, a line per namespace adding (or averaging) GPU utilization or framebuffer used adds the
 pods' copies of each GPU they share: dcgm-exporter 4.5.3 and later write each pod's own share (per-process), which
 add up to the namespace's use; 4.5.2 with KUBERNETES_VIRTUAL_GPUS writes every copy as the device's whole value, so a
-GPU k pods of the namespace share adds k times. Nothing the agent or Prometheus reads of a namespace tells the two
-apart (the device's own series that 4.5.3 adds is per GPU, without the namespace), and no setting names the
-exporter's version: the widget's header, the alarm's description, lint (AL019), the Grafana panel's description and
-the Prometheus rule's description say it, and `gpudash verify` names such GPUs ("shared GPUs read whole").
+GPU k pods of the namespace share adds k times. Nothing the agent reads of a namespace tells the two apart (the
+device's own series that 4.5.3 adds is per GPU, without the namespace), and no setting names the exporter's version:
+the widget's header, the alarm's description and lint (AL019) say it, and `gpudash verify` names such GPUs ("shared
+GPUs read whole"). Prometheus tells them apart per GPU by that device series: a Grafana panel and a Prometheus rule
+per namespace add the pods' copies of a GPU that has one and read one copy of a GPU that has none.
 
 The fleet of tests/support/virtual_gpus.py through the build's agent model and promtool: team-a's two pods sharing a
-4.5.3 GPU read 12,000 + 9,000 MiB, their use; team-e's two pods on the 4.5.2 node read 2 x 39,200 for 39,200, as
-said. A per-pod line, a namespace's largest reading and a fleet without the setting say nothing."""
+4.5.3 GPU read 12,000 + 9,000 MiB, their use, on both forms; team-e's two pods on the 4.5.2 node read 2 x 39,200 for
+39,200 on CloudWatch, as said, and 39,200 on Prometheus. A per-pod line, a namespace's largest reading and a fleet
+without the setting say nothing."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
+from statistics import mean
 
 import pytest
 import yaml
 
 from generator.artifacts import build, notes
-from generator.catalog import PER_PROCESS_COPIES_ADDED, PER_PROCESS_COPIES_ADDED_ALARM, PER_PROCESS_COPIES_MAX
+from generator.catalog import PER_PROCESS_COPIES_ADDED, PER_PROCESS_COPIES_ADDED_ALARM
 from generator.output import encode
 from tests.support import cloudwatch_eval, virtual_gpus
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
@@ -32,10 +35,10 @@ from tests.support.prometheus_server import binary
 STEP, END, PERIOD = 30, 1800, 300
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 VIRTUAL = "exporter:\n  virtual_gpus: true\n  mig: none\n"
-FB = "DCGM_FI_DEV_FB_USED"
+FB, UTIL = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_UTIL"
 # title: (field, aggregation, grouping, said)
 CASES = {"Memory by namespace": (FB, "sum", ("namespace",), True),
-         "Utilization by namespace": ("DCGM_FI_DEV_GPU_UTIL", "avg", ("namespace",), True),
+         "Utilization by namespace": (UTIL, "avg", ("namespace",), True),
          "Memory by pod": (FB, "sum", ("pod",), False),
          "Largest memory by namespace": (FB, "max", ("namespace",), False)}
 ALARMS = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
@@ -82,14 +85,14 @@ def test_each_line_per_namespace_of_the_pods_copies_says_what_an_older_exporter_
     project, files = virtual
     text = header(files, DASHBOARD)
     alarms, rules, panels = _alarms(files), _rules(files), _panels(files)
+    largest = re.compile("largest|4.5.3")  # the Prometheus forms read each GPU's copies right on both versions
     noted = {note.message.split("'")[1] for note in notes(project)
              if note.rule == "AL019" and PER_PROCESS_COPIES_ADDED in note.message}
     for index, (title, (_, _, _, expected)) in enumerate(CASES.items()):
         assert said(text, title, PER_PROCESS_COPIES_ADDED) == expected, title
         assert (PER_PROCESS_COPIES_ADDED_ALARM in alarms[title]["AlarmDescription"]) == expected, title
         assert (f"a{index}" in noted) == expected, title
-        assert (PER_PROCESS_COPIES_MAX in rules[title]) == expected, title
-        assert (PER_PROCESS_COPIES_MAX[1:] in panels[title]) == expected, title
+        assert not largest.search(rules[title]) and not largest.search(panels[title]), title
 
 
 def test_without_the_setting_nothing_is_said(tmp_path):
@@ -97,7 +100,6 @@ def test_without_the_setting_nothing_is_said(tmp_path):
     assert PER_PROCESS_COPIES_ADDED not in header(files, DASHBOARD)
     assert not any(PER_PROCESS_COPIES_ADDED_ALARM in a["AlarmDescription"] for a in _alarms(files).values())
     assert not any(PER_PROCESS_COPIES_ADDED in note.message for note in notes(project))
-    assert not any(PER_PROCESS_COPIES_MAX[1:] in text for text in [*_rules(files).values(), *_panels(files).values()])
 
 
 def _fb_truth() -> dict[str, float]:
@@ -131,40 +133,93 @@ def test_what_the_note_says_holds_on_the_agent_model(virtual):
         == pytest.approx(truth)
 
 
-def test_what_the_note_says_holds_on_prometheus(virtual, tmp_path):
-    """Prometheus: the panel's sum per namespace (the rule's is made by the same promql.expression) reads a GPU's copies
-    by their largest, as its description says (promtool on the fleet's series): team-e's 4.5.2 copies of its 39,200 MiB
-    GPU read once, team-a's two 4.5.3 shares of 12,000 and 9,000 MiB of one GPU read 12,000 for their 21,000."""
-    _, files = virtual
-    (path,) = [p for p in files if p.startswith("grafana/") and p.endswith("-ns.json")]
-    (panel,) = [p for p in json.loads(files[path])["panels"] if p.get("title") == "Memory by namespace"]
-    expr = panel["targets"][0]["expr"]
-    for name, value in (("$__rate_interval", "2m"), ("$__interval", "30s"), ("$__range", "5m")):
-        expr = expr.replace(name, value)
-    expr = re.sub(r'\w+=~"\$\w+"', lambda m: m.group(0).split("=~")[0] + '=~".*"', expr)
-    series = []
-    for node in virtual_gpus.FLEET:
-        for line in virtual_gpus.payload(node).splitlines():
-            if line.startswith(f"{FB}{{"):
-                labels, value = line.rsplit(" ", 1)
-                series.append({"series": f'{labels[:-1]},node="{node.name}",instance="{node.name}:9400"}}',
-                               "values": f"{value}x40"})
-    test = {"rule_files": [], "evaluation_interval": "30s", "tests": [{
-        "interval": "30s", "input_series": series,
-        "promql_expr_test": [{"expr": expr, "eval_time": "15m", "exp_samples": []}]}]}
-    (tmp_path / "t.json").write_text(json.dumps(test))
-    out = subprocess.run([binary("promtool"), "test", "rules", str(tmp_path / "t.json")], capture_output=True,
-                         text=True)
-    report = (out.stdout + out.stderr).split("got:")[-1]
-    found = {dict(re.findall(r'(\w+)="([^"]*)"', labels)).get("namespace"): float(value)
-             for labels, value in re.findall(r"\{([^}]*)\} ([0-9.E+e-]+)", report)}
-    largest: dict[str, dict[tuple, float]] = {}
+def _use(field: str) -> dict[str, dict[tuple, float]]:
+    """{namespace: {GPU: its use of the GPU}}: its pods' own shares added up on the 4.5.3 node, the device's value
+    once where the exporter writes each copy as it (4.5.2, the setting off)."""
+    use: dict[str, dict[tuple, float]] = {}
     for node in virtual_gpus.FLEET:
         for gpu in node.gpus:
             for holder in gpu.holders:
-                per_gpu = largest.setdefault(holder.namespace, {})
+                per_gpu = use.setdefault(holder.namespace, {})
+                value = virtual_gpus.pod_value(node, gpu, holder, field)
                 key = (node.name, gpu.index)
-                per_gpu[key] = max(per_gpu.get(key, 0.0), virtual_gpus.pod_value(node, gpu, holder, FB))
-    expected = {namespace: sum(per_gpu.values()) for namespace, per_gpu in largest.items()}
-    assert expected["team-a"] == 12000 and expected["team-e"] == 39200
-    assert found == pytest.approx(expected), report
+                per_gpu[key] = per_gpu.get(key, 0.0) + value if node.mode == "per-process" else value
+    return use
+
+
+def _promtool(tmp_path, exprs: dict[str, str]) -> dict[str, dict[str, float]]:
+    """{name: {namespace: value}} of each expression at 15 minutes, promtool on the fleet's series of both fields
+    (each node's payload, constant over 40 scrapes)."""
+    series = []
+    for node in virtual_gpus.FLEET:
+        for line in virtual_gpus.payload(node).splitlines():
+            if line.startswith((f"{FB}{{", f"{UTIL}{{")):
+                labels, value = line.rsplit(" ", 1)
+                series.append({"series": f'{labels[:-1]},node="{node.name}",instance="{node.name}:9400"}}',
+                               "values": f"{value}x40"})
+    found = {}
+    for name, expr in exprs.items():
+        for macro, value in (("$__rate_interval", "2m"), ("$__interval", "30s"), ("$__range", "5m")):
+            expr = expr.replace(macro, value)
+        expr = re.sub(r'\w+=~"\$\w+"', lambda m: m.group(0).split("=~")[0] + '=~".*"', expr)
+        test = {"rule_files": [], "evaluation_interval": "30s", "tests": [{
+            "interval": "30s", "input_series": series,
+            "promql_expr_test": [{"expr": expr, "eval_time": "15m", "exp_samples": []}]}]}
+        (tmp_path / f"{name}.json").write_text(json.dumps(test))
+        out = subprocess.run([binary("promtool"), "test", "rules", str(tmp_path / f"{name}.json")],
+                             capture_output=True, text=True)
+        # evaluated, no parse error: nothing (SUCCESS, none expected) or what it got
+        assert out.returncode == 0 or "got:" in out.stdout + out.stderr, out.stdout + out.stderr
+        report = (out.stdout + out.stderr).split("got:")[-1]
+        found[name] = {dict(re.findall(r'(\w+)="([^"]*)"', labels)).get("namespace"): float(value)
+                       for labels, value in re.findall(r"\{([^}]*)\} ([0-9.E+e-]+)", report)}
+    return found
+
+
+def test_the_panels_read_a_namespaces_use_on_both_exporter_versions(virtual, tmp_path):
+    """Grafana: the panels' sum and mean per namespace (promtool on the fleet's series) read each namespace's use of a
+    GPU: team-a's two 4.5.3 shares of 12,000 and 9,000 MiB of one GPU read 21,000 (the largest copy read 12,000), the
+    MPS pair of team-f 9,000 + 6,000 MiB 15,000; team-e's two 4.5.2 copies of its 39,200 MiB GPU read once. The same
+    of utilization (team-a 30 + 25 %). A namespace's largest reading stays its largest pod's (team-a 12,000)."""
+    _, files = virtual
+    (path,) = [p for p in files if p.startswith("grafana/") and p.endswith("-ns.json")]
+    panels = {p.get("title"): p["targets"][0]["expr"] for p in json.loads(files[path])["panels"] if "targets" in p}
+    found = _promtool(tmp_path, {"fb": panels["Memory by namespace"], "util": panels["Utilization by namespace"],
+                                 "largest": panels["Largest memory by namespace"]})
+    fb = {namespace: sum(per_gpu.values()) for namespace, per_gpu in _use(FB).items()}
+    assert fb["team-a"] == 21000 and fb["team-e"] == 39200 and fb["team-f"] == 15000
+    assert found["fb"] == pytest.approx(fb), found
+    util = {namespace: mean(per_gpu.values()) for namespace, per_gpu in _use(UTIL).items()}
+    assert util["team-a"] == 55 and util["team-e"] == 80
+    assert found["util"] == pytest.approx(util), found
+    # a namespace's largest reading is its largest pod's, as the CloudWatch form's over the per-pod set
+    largest = {holder.namespace: 0.0 for node in virtual_gpus.FLEET for gpu in node.gpus for holder in gpu.holders}
+    for node in virtual_gpus.FLEET:
+        for gpu in node.gpus:
+            for holder in gpu.holders:
+                value = virtual_gpus.pod_value(node, gpu, holder, FB)
+                largest[holder.namespace] = max(largest[holder.namespace], value)
+    assert largest["team-a"] == 12000 and largest["team-f"] == 9000
+    assert found["largest"] == pytest.approx(largest), found
+
+
+RULES = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+    f"    yield Alarm('fb{threshold}', 'Memory over {threshold}', Condition(Query({FB!r}, 'sum', ('namespace',)), '>', "
+    f"{threshold}), description='x', runbook='y')\n" for threshold in (20000, 40000))
+
+
+def test_the_rules_judge_a_namespaces_use_on_both_exporter_versions(tmp_path):
+    """Prometheus: the rule adding framebuffer used per namespace over 20,000 MiB judges each namespace's use of its
+    GPUs (promtool on the rule's expression over the fleet's series): team-a's 21,000 of two 4.5.3 pods on one GPU
+    breach (their largest copy, 12,000, did not), team-f's 15,000 and team-c's 19,000 do not; over 40,000, team-e's
+    39,200 (two 4.5.2 copies of one GPU) does not breach."""
+    (tmp_path / "project").mkdir()
+    project = defined_project(tmp_path / "project", VIRTUAL, alarms=RULES, dashboards=DASHBOARDS)
+    rules = yaml.safe_load(encode(build(project))["k8s/prometheusrule.yaml"])["spec"]["groups"]
+    exprs = {rule["annotations"]["summary"].split(" on ", 1)[0]: rule["expr"] for group in rules for rule in group["rules"]
+             if "alert" in rule}
+    found = _promtool(tmp_path, {name: exprs[name] for name in ("Memory over 20000", "Memory over 40000")})
+    use = {namespace: sum(per_gpu.values()) for namespace, per_gpu in _use(FB).items()}
+    assert set(found["Memory over 20000"]) == {ns for ns, value in use.items() if value > 20000} \
+        == {"team-a", "team-d", "team-e"}
+    assert found["Memory over 40000"] == {}
