@@ -848,11 +848,11 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
     note = Note(otel_gap(gap_kind(condition)), GAP_SHORT[gap_kind(condition)]) \
         if reads_gap_growth(plan_, catalog, settings) else Note("")
     if plan_.complement is not None:  # unused_plan
-        note = Note(f"it reads {plan_.complement:g} less each reading above {_threshold(alarm, plan_, settings):g}, "
-                    f"ranked by its sum over the window (past 500: the longest idle)")
+        reads = f"it reads {plan_.complement:g} less each reading above {_threshold(alarm, plan_, settings):g}"
+        note = Note(f"{reads}, ranked by its sum over the window (past 500: the longest idle)", reads)
     if plan_.flagged:  # level_plan
-        note = Note(f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0, ranked by "
-                    f"their sum")
+        flags = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0"
+        note = Note(f"{flags}, ranked by their sum", flags)
     named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
                                       (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, COUNT_MOST),
                                       (NAMED_WEIGHED, NAMED_WEIGHED))

@@ -137,6 +137,11 @@ def test_every_description_keeps_its_sentence_and_runbook_and_counts_the_notes_i
     shortened = [note for call in recorded for note in call[1] if note.short and note.text not in call[-1]
                  and note.short in call[-1]]
     assert shortened and [(n.short, _facts_dropped(n)) for n in shortened if _facts_dropped(n)] == []
+    # what its threshold reads (the unused share, flags past a level) is kept, whole or short
+    threshold_cut = [(call[0].id, note.text) for call in recorded for note in call[1]
+                     if re.match(r"it reads [\d.]+ less each reading above|readings .* read 1, others 0", note.text)
+                     and note.text not in call[-1] and not (note.short and note.short in call[-1])]
+    assert threshold_cut == [], threshold_cut
     many = [call for call in recorded if len(call[1]) >= 3]
     assert many, [(c[0].id, len(c[1])) for c in recorded]  # hostile: alarms with several notes each
     assert gave_way  # at this length some notes give way, and are counted
