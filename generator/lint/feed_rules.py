@@ -762,7 +762,7 @@ def rules_parse(subject: LintInput) -> Iterable[Finding]:
                 yield Finding("PR004", "error", f"{where} group {group!r} rule {name!r}", "no expr (a string)")
                 continue
             try:
-                check_parses(expr)  # each distinct expression parsed once
+                check_parses(expr, grafana=False)  # each distinct expression parsed once, as Prometheus reads it
             except ValueError as exc:
                 yield Finding("PR004", "error", f"{where} group {group!r} rule {name!r}", f"expr does not parse: {exc}")
 

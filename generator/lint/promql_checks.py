@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..blanks import reading_floor, short
 from ..promql_text import STRING_LITERAL
 
 # Every form of a Grafana variable that Grafana replaces before it sends a query: $name, ${name}, ${name:format},
@@ -369,22 +370,29 @@ def _reading(expr: str) -> tuple[tuple[Selector, ...] | str, AnswerLabels | None
     return tuple(selectors(tree)), _labels_of(tree)
 
 
-def range_windows(expr: str) -> list[str]:
+def range_windows(expr: str, lookback: str | None = None) -> list[str]:
     """The text inside every [...] range of an (unsubstituted) expression (not inside strings), but the ranges of
     `present_over_time(x[...])` (promql.taken_within: whether a sample was taken within a step of the scrape
     interval, which the subquery around it steps by; promql.label_lookback: whether a scrape within the per-pod
     panels' lookback named a pod), of `last_over_time(x[...])` (promql._Device._read: a copy's latest reading
-    within that lookback) and of `min_over_time(x[...]) < <number>` (promql.counted: a count's GPU with a reading,
-    a sample under DCGM's blank floor, within that lookback; a window of whole scrape intervals, not a rate's)."""
-    return list(_range_windows(expr))
+    within that lookback) and of `min_over_time(x[lookback]) < <a blank floor>` (promql.counted: a count's GPU with
+    a reading, a sample under DCGM's blank floor, within the per-pod panels' `lookback`: any other window or
+    comparison is a fixed range like any other)."""
+    return list(_range_windows(expr, lookback))
+
+
+_FLOORS = {short(reading_floor(True)), short(reading_floor(False))}  # as promql writes them
 
 
 @lru_cache(maxsize=4096)
-def _range_windows(expr: str) -> tuple[str, ...]:
+def _range_windows(expr: str, lookback: str | None) -> tuple[str, ...]:
     """range_windows, worked out once per query text (a fleet's clusters repeat each query)."""
     text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-    looked_back = r"(?:present|last)_over_time\([^()\[\]]*|min_over_time\([^()\[\]]*(?=\[[^\]]+\]\)\s*<\s*[0-9.eE+]+)"
-    return tuple(window for within, window in re.findall(rf"({looked_back})?\[([^\]]+)\]", text) if not within)
+    found = re.findall(r"((?:present|last)_over_time\([^()\[\]]*)?(min_over_time\([^()\[\]]*)?\[([^\]]+)\]"
+                       r"(\)\s*<\s*[0-9.eE+]+)?", text)
+    return tuple(window for within, least, window, compared in found
+                 if not within and not (least and window == lookback and compared
+                                         and compared.split("<")[1].strip() in _FLOORS))
 
 
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
@@ -440,32 +448,34 @@ _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`|[()\[\]{},
 _MODIFIER = re.compile(r"\s*(?:on|ignoring)\s*\([^()]*\)")
 
 
-def check_parses(expr: str, any_variable: bool = False) -> None:
+def check_parses(expr: str, any_variable: bool = False, grafana: bool = True) -> None:
     """Raise ValueError with the parser's message unless `expr` (Grafana's variables replaced, as `_candidates`
-    says) parses. Each distinct text is parsed once per process (as `query_selectors`): the same rules and variable
-    queries come back in every build of similar settings, and the answer depends on the text alone."""
-    problem = _parse_problem(expr, any_variable)
+    says; a Prometheus rule's, `grafana` False, as it is: Prometheus replaces nothing, and `\\$a` in a string there
+    is a dollar sign) parses. Each distinct text is parsed once per process (as `query_selectors`): the same rules and
+    variable queries come back in every build of similar settings, and the answer depends on the text alone."""
+    problem = _parse_problem(expr, any_variable, grafana)
     if problem is not None:
         raise ValueError(problem)
 
 
 @lru_cache(maxsize=4096)
-def _parse_problem(expr: str, any_variable: bool) -> str | None:
+def _parse_problem(expr: str, any_variable: bool, grafana: bool) -> str | None:
     """check_parses' answer: the parser's message, or None when `expr` parses."""
     try:
-        _check_parses(expr, any_variable)
+        _check_parses(expr, any_variable, grafana)
     except ValueError as exc:
         return str(exc)
     return None
 
 
-def _check_parses(expr: str, any_variable: bool) -> None:
+def _check_parses(expr: str, any_variable: bool, grafana: bool) -> None:
     import promql_parser
 
     def parse_one(text: str) -> None:
         promql_parser.parse(_chains_checked(text) if text.count(" or ") > CHAIN else text)
 
-    _first_that_parses(_candidates(expr, any_variable), lambda text: _plain_first(text, parse_one))
+    texts = _candidates(expr, any_variable) if grafana else [expr]
+    _first_that_parses(texts, lambda text: _plain_first(text, parse_one))
 
 
 def _chains_checked(text: str) -> str:

@@ -247,9 +247,15 @@ def test_a_line_per_namespace_needs_no_pod_in_its_legend(tmp_path):
     ("min_over_time(x[5m])", ["5m"]),
     ("min_over_time(x[5m]) > 3", ["5m"]),
     ("min_over_time(x[5m]) < y", ["5m"]),
-    ("sum(rate(x[5m])) + min_over_time(y[2m]) < 1e14", ["5m"]),
+    ("sum(rate(x[5m])) + min_over_time(y[120s]) < 1e14", ["5m"]),
+    # a count's form over another window than the look-back (4 scrape intervals: 120s at 30 s), or compared with
+    # another number than a blank floor, is a fixed window too
+    ("min_over_time(x[6h]) < 1000", ["6h"]),
+    ("min_over_time(x[1s]) < 1e14", ["1s"]),
+    ("min_over_time(x[2m]) < 1e14", ["2m"]),
+    ("min_over_time(x[120s]) < 1e15", ["120s"]),
 ])
 def test_gf007_names_fixed_windows_but_a_counts_lookback(expr, fixed):
     from generator.lint.promql_checks import range_windows
 
-    assert range_windows(expr) == fixed
+    assert range_windows(expr, "120s") == fixed

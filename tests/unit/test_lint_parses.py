@@ -127,3 +127,20 @@ def test_a_regex_of_the_agents_otel_configuration_that_does_not_compile_is_named
     assert [f.where for f in findings] == [
         "k8s/cwagent-prometheus-config-gpu-cluster.yaml gpudash-otel.yaml "
         "receivers/prometheus/gpudash/config/scrape_configs[0]/relabel_configs[0]/regex"]
+
+
+def test_a_rule_is_parsed_as_prometheus_reads_it_with_no_grafana_variable_replaced(built):
+    """Prometheus replaces no variable in a rule: a `$` in a rule's string is a dollar sign (a prometheus_label
+    `team$a` is matched by `cluster=~"team\\\\$a|b"`, which lint read as a variable, `team\\gpudash_variable`, an illegal
+    regex escape: every rule erred on a fleet promtool takes), and a `$__interval` outside a string is an error
+    there, not a range."""
+    project, artifacts = built
+    rules = copy.deepcopy(artifacts.prometheus_rules)
+    subject = lint_input(project, artifacts, prometheus_rules=rules)
+    rule = _rule(rules, "GpudashGpuDataMissing")
+    rule["expr"] = 'max by (cluster) (up{cluster=~"team\\\\$a|b|\\\\$1|a$$b"}) > 0'
+    assert _findings(subject, "PR004") == []
+    rule["expr"] = "max by (cluster) (max_over_time(up[$__interval])) > 0"
+    group = next(g["name"] for g in rules["groups"] if rule in g["rules"])
+    assert [f.where for f in _findings(subject, "PR004")] == [
+        f"prometheus/rules.yaml group {group!r} rule 'GpudashGpuDataMissing'"]
