@@ -1122,6 +1122,16 @@ def per_scrape_read(plan_: Plan) -> bool:
     return any(note.startswith(PER_SCRAPE_OPENING) for note in plan_.notes)
 
 
+def partly_blank(scrapes: float) -> tuple[int, float] | None:
+    """failed_scrape_note's example of a GPU blank at some of a period's `scrapes`: (scrapes blank, the share of the
+    GPU a count reads), about 3 in 10; None where a period holds fewer than 2 scrapes (a GPU is read in it or not, as
+    its rule reads it)."""
+    if scrapes < 2:
+        return None
+    blank = min(max(1, round(0.3 * scrapes)), int(scrapes) - 1)
+    return blank, (scrapes - blank) / scrapes
+
+
 def failed_scrape_note(aggregation: str, comparison: str, period: int, interval: float, lint: bool = True,
                        blanks: bool = False) -> str:
     """An alarm's words for per_scrape_read: what a failed scrape, and a GPU joining or leaving inside a period, do to
@@ -1133,7 +1143,8 @@ def failed_scrape_note(aggregation: str, comparison: str, period: int, interval:
     n = period / interval
     lint_ = '; lint AL024' if lint else ''
     if aggregation == "avg":
-        blank = ", or a GPU reading DCGM's blank at some of its scrapes (dropped by the agent)," if blanks else ""
+        blank = ", or a GPU reading DCGM's blank at some of its scrapes (dropped by the agent)," \
+            if blanks and partly_blank(n) else ""
         return (f"its mean weighs each GPU by its readings in the period: a node added or removed inside it, or whose "
                 f"scrape failed{blank} weighs its GPUs for the part of it they were read in (its Prometheus rule "
                 f"averages each GPU's mean over its readings in the period{lint_})")
@@ -1141,8 +1152,9 @@ def failed_scrape_note(aggregation: str, comparison: str, period: int, interval:
     verdict = "fire" if comparison in ("<", "<=") else "miss"
     adds = "" if aggregation == "count" else " and adds its mean over them"
     counts = "counts" if aggregation == "count" else "adds"
+    example = partly_blank(n) if blanks else None
     blank = (f"; a GPU reading DCGM's blank at some of its scrapes (dropped by the agent) {counts} for the share of "
-             f"them it was read at (blank at 3 of {n:g}: {(n - 3) / n:.2g} of it)") if blanks else ""
+             f"them it was read at (blank at {example[0]} of {n:g}: {example[1]:.2g} of it)") if example else ""
     return (f"its {what} is the period's readings over the {n:g} scrapes it holds: one failed scrape of a node's "
             f"exporter in a period reads that node's GPUs as {n - 1:g}/{n:g} of them, so it can {verdict} for the "
             f"period, and a node added or removed inside a period {counts} "

@@ -13,7 +13,7 @@ from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_COPIES
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLASSIC_COUNTER_ALARM_ONE_SERIES,
                                 COPIES_COUNTED, COUNT_MOST, GAP_SHORT, GAP_TEXTS, INSTANCE_CONTRIBUTORS,
                                 WHOLE_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
-                                failed_scrape_note, NAMED_PART, NAMED_SHARE, NAMED_WEIGHED,
+                                failed_scrape_note, partly_blank, NAMED_PART, NAMED_SHARE, NAMED_WEIGHED,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, Plan, per_scrape_read,
                                 read_weighed,
                                 read_by_stand_in,
@@ -542,12 +542,14 @@ def failed_scrape_short(aggregation: str, comparison: str, period: int, interval
     """failed_scrape_note in a few words (its short form): what a failed scrape does to the verdict and, where the
     agent drops DCGM's blank (`blanks`), what a GPU blank at some scrapes reads as beside its rule's 1."""
     n = period / interval
+    example = partly_blank(n) if blanks else None
     if aggregation == "avg":
-        blank = " or DCGM's blank" if blanks else ""
+        blank = " or DCGM's blank" if example else ""
         return f"its mean weighs each GPU by its readings in the period: a failed scrape{blank} weighs a GPU less " \
                f"(lint AL024)"
     verdict = "fire" if comparison in ("<", "<=") else "miss"
-    blank = f"; a GPU blank (DCGM) at 3 of {n:g} scrapes reads {(n - 3) / n:.2g}, the rule's 1" if blanks else ""
+    blank = f"; a GPU blank (DCGM) at {example[0]} of {n:g} scrapes reads {example[1]:.2g}, the rule's 1" \
+        if example else ""
     return f"a failed scrape reads as part of a GPU lost for its period, so it can {verdict}{blank} (lint AL024)"
 
 

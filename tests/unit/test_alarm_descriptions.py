@@ -111,7 +111,8 @@ FACTS = [
     (r"lint ((?:AL|CW)\d+)", lambda m: m.group(1)),  # the lint rule that lists the alarm
     (r"clears (\d+ (?:minutes|s)) after the last reading", lambda m: f"clears {m.group(1)} after the last reading"),
     (r"DCGM's blank", lambda m: "DCGM"),
-    (r"blank at 3 of (\d+): ([\d.]+) of it", lambda m: f"3 of {m.group(1)} scrapes reads {m.group(2)}, the rule's 1"),
+    (r"blank at (\d+) of (\d+): ([\d.]+) of it",
+     lambda m: f"{m.group(1)} of {m.group(2)} scrapes reads {m.group(3)}, the rule's 1"),
     (r"read (\d+(?:\.\d+)? W)", lambda m: m.group(1)),  # the worked figure
     (r"counts, adds and weighs", lambda m: m.group(0)),
     (r"so it can (fire|miss)", lambda m: f"can {m.group(1)}"),
@@ -237,8 +238,10 @@ def test_every_short_form_says_what_its_whole_note_says_a_user_needs():
     from generator.cloudwatch_query import failed_scrape_note
 
     notes = [Note(text, short) for text, short in alarm_render.SHORT.items()]
-    for how, comparison, blanks in [(h, c, b) for h in ("count", "sum", "avg") for c in ("<", ">") for b in (0, 1)]:
-        said = (how, comparison, 300, 30)
+    for how, comparison, blanks, (period, interval) in [
+            (h, c, b, p) for h in ("count", "sum", "avg") for c in ("<", ">") for b in (0, 1)
+            for p in ((300, 30), (60, 30), (60, 15), (90, 30), (60, 60), (600, 60))]:
+        said = (how, comparison, period, interval)
         notes.append(Note(failed_scrape_note(*said, blanks=bool(blanks)), failed_scrape_short(*said, blanks=bool(blanks))))
     for extra in ({}, {"missing_data": "breaching"}, {"missing_data": "notBreaching", "evaluation_periods": 3},
                   {"evaluation_periods": 5, "datapoints_to_alarm": 2}):
@@ -247,6 +250,12 @@ def test_every_short_form_says_what_its_whole_note_says_a_user_needs():
     assert [(n.short, _facts_dropped(n)) for n in notes if _facts_dropped(n)] == []
     blank = [n.short for n in notes if "DCGM's blank" in n.text and "3 of 10" in n.text]
     assert blank and all("3 of 10 scrapes reads 0.7, the rule's 1" in short for short in blank), blank
+    # a partly blank GPU is a share between 0 and 1 of one, and only where a period holds several scrapes
+    shares = [float(m.group(1)) for n in notes for m in re.finditer(r"blank at \d+ of \d+: (-?[\d.]+)", n.text)]
+    assert shares and all(0 < share < 1 for share in shares), shares
+    assert "blank at 1 of 2: 0.5 of it" in failed_scrape_note("count", "<", 60, 30, blanks=True)
+    assert "blank" not in failed_scrape_note("count", "<", 60, 60, blanks=True) + failed_scrape_short(
+        "count", "<", 60, 60, blanks=True) + failed_scrape_note("avg", "<", 60, 60, blanks=True)
     assert sum("clears 15 minutes after the last reading" in n.short for n in notes) >= 2
 
 
