@@ -255,17 +255,25 @@ class _Device:
                 if not pods:
                     return None
                 copies = identified(_parenthesised(_raw(metric, self.scoped, extra, gauge)), labels)
-                return self._shares_added(metric, copies, (*keep, *COPY_LABELS, *labels.node_sources), slot, any_pod,
-                                          gauge)
+                own = identified(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge), labels)
+                return self._shares_added(copies, (*keep, *COPY_LABELS, *labels.node_sources), slot,
+                                          f"max by ({_listed(slot)}) ({own})")
             if own_share:
                 each = (*keep, self.pod) if pods else keep  # a group's: each pod's share first
                 tiers = self._read(metric, False, self.scoped, extra, each, any_pod, gauge == COUNTED)
                 read = f"max by ({_listed((*each, *shown))}) ({_unblanked(_either(tiers, each), gauge)})"
                 if not pods:
                     return read
-                # the device's series at its latest scrape (not within the lookback: a GPU idle a minute ago, whose
-                # exporter wrote its series then, is not told to write shares now)
-                return self._shares_added(metric, read, (*keep, *shown), slot, any_pod, "{}")
+                # the device's series written at the GPU's copies' latest scrape within the lookback (through a failed
+                # scrape too), not at an older one: a GPU idle a minute ago, whose exporter wrote its series then, has
+                # no shares now
+                def latest(more: str) -> str:  # per GPU instance, the time of its series' latest sample
+                    last = f"max_over_time(timestamp({{0}})[{self.lookback}:{self.resolution}])"
+                    series = identified(_raw(metric, self.unscoped, [*any_pod, more], last), labels)
+                    return f"max by ({_listed(slot)}) ({series})"
+                own, copied = f'{self.pod}=""', f'{self.pod}!=""'
+                device = f"({latest(own)} >= {latest(copied)})"
+                return self._shares_added(read, (*keep, *shown), slot, device)
             if stepped:
                 return self._stepped(metric, extra, gauge, summed, slot, keep, any_pod)
             counting = gauge == COUNTED
@@ -288,20 +296,18 @@ class _Device:
             return f"({scoped} * 0 + {matching} group_left () {device})"
         return f"({device} and {matching} {scoped})"
 
-    def _shares_added(self, metric: str, copies: str, group: tuple[str, ...], slot: tuple[str, ...],
-                      any_pod: list[str], device: str) -> str:
+    def _shares_added(self, copies: str, group: tuple[str, ...], slot: tuple[str, ...], device: str) -> str:
         """A group of pods' (a namespace's) reading of a field split per process on each GPU instance (`slot`), from
         its pods' `copies` (a series per pod, GPU_LABEL naming the GPU): where the exporter writes the GPU's own series
-        (`device` formats its selector, pod empty: dcgm-exporter 4.5.3 and later, whose pods' copies are their own
-        shares), the group's pods' copies added up (each pod's largest copy, per `group`: the GPU instance, the
-        group's labels, the copy's exporter and node spellings); elsewhere each copy is the device's whole value
+        (`device`: the GPU instances that have it, pod empty: dcgm-exporter 4.5.3 and later, whose pods' copies
+        are their own shares), the group's pods' copies added up (each pod's largest copy, per `group`: the GPU
+        instance, the group's labels, the copy's exporter and node spellings); elsewhere each copy is the device's whole value
         (before 4.5.3), and the group's largest stands (the caller's max of the copies, which also reads the sum
         where it stands). Two pods of a namespace on 12,000 and 9,000 MiB of one 4.5.3 GPU read 21,000, not 12,000;
         two pods' copies of a 4.5.2 GPU's 39,200 MiB read 39,200, not 78,400."""
-        own = identified(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], device), self.labels)
         group = _listed(group)
         added = f"sum by ({group}) (max by ({group}, {self.pod}) ({copies}))"
-        return f"(({added} and on ({_listed(slot)}) max by ({_listed(slot)}) ({own})) or {copies})"
+        return f"(({added} and on ({_listed(slot)}) {device}) or {copies})"
 
     def _stepped(self, metric: str, extra: list[str], gauge: str, summed: bool, slot: tuple[str, ...],
                  keep: tuple[str, ...], any_pod: list[str]) -> str:

@@ -147,16 +147,23 @@ def _use(field: str) -> dict[str, dict[tuple, float]]:
     return use
 
 
-def _promtool(tmp_path, exprs: dict[str, str]) -> dict[str, dict[str, float]]:
-    """{name: {namespace: value}} of each expression at 15 minutes, promtool on the fleet's series of both fields
-    (each node's payload, constant over 40 scrapes)."""
+def _fleet_series(values=lambda labels, value: f"{value}x40") -> list[dict[str, str]]:
+    """promtool's input series of both fields, each node's payload (`values`: a series' samples, 40 scrapes of its
+    value unless told)."""
     series = []
     for node in virtual_gpus.FLEET:
         for line in virtual_gpus.payload(node).splitlines():
             if line.startswith((f"{FB}{{", f"{UTIL}{{")):
                 labels, value = line.rsplit(" ", 1)
-                series.append({"series": f'{labels[:-1]},node="{node.name}",instance="{node.name}:9400"}}',
-                               "values": f"{value}x40"})
+                labels = f'{labels[:-1]},node="{node.name}",instance="{node.name}:9400"}}'
+                series.append({"series": labels, "values": values(labels, value)})
+    return series
+
+
+def _promtool(tmp_path, exprs: dict[str, str],
+              series: list[dict[str, str]] | None = None) -> dict[str, dict[str, float]]:
+    """{name: {namespace: value}} of each expression at 15 minutes, promtool on `series` (the fleet's, constant)."""
+    series = _fleet_series() if series is None else series
     found = {}
     for name, expr in exprs.items():
         for macro, value in (("$__rate_interval", "2m"), ("$__interval", "30s"), ("$__range", "5m")):
@@ -203,6 +210,32 @@ def test_the_panels_read_a_namespaces_use_on_both_exporter_versions(virtual, tmp
     assert found["largest"] == pytest.approx(largest), found
 
 
+def test_a_panel_reads_a_namespaces_use_through_a_failed_scrape_and_a_gpu_taken_since(virtual, tmp_path):
+    """The 4.5.3 node's scrape at 15 minutes failed (its series marked stale): its GPUs' shares are read from the
+    scrape before and still added (the device's series read at the copies' latest scrape), team-a 21,000 not 12,000.
+    An idle GPU of the node without the setting (its device series until 13 minutes) taken by two pods of team-x
+    named in turn (one per scrape, each copy the device's 5,000 MiB): 5,000, its pods' copies not added for a device
+    series from before they came."""
+    _, files = virtual
+    (path,) = [p for p in files if p.startswith("grafana/") and p.endswith("-ns.json")]
+    (expr,) = [p["targets"][0]["expr"] for p in json.loads(files[path])["panels"]
+               if p.get("title") == "Memory by namespace"]
+    failed = _fleet_series(lambda labels, value: f"{value}x29 stale {value}x9" if "gpu-node-on" in labels
+                           else f"{value}x40")
+    idle = 'UUID="GPU-gpu-node-off-1"'
+    taken = [s for s in _fleet_series() if idle not in s["series"]]
+    (device,) = [s["series"] for s in _fleet_series() if idle in s["series"] and s["series"].startswith(FB)]
+    taken.append({"series": device, "values": "200x25 stale"})
+    for k, pod in enumerate(("p1", "p2")):  # from 13 minutes, one of them per scrape
+        taken.append({"series": f'{device[:-1]},container="main",namespace="team-x",pod="{pod}"}}', "values": " ".join(
+            "_" if step < 26 else "5000" if step % 2 == k else "stale" for step in range(40))})
+    found = {"failed": _promtool(tmp_path, {"failed": expr}, failed)["failed"],
+             "taken": _promtool(tmp_path, {"taken": expr}, taken)["taken"]}
+    use = {namespace: sum(per_gpu.values()) for namespace, per_gpu in _use(FB).items()}
+    assert found["failed"] == pytest.approx(use), found
+    assert found["taken"] == pytest.approx({**use, "team-x": 5000}), found
+
+
 RULES = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
     f"    yield Alarm('fb{threshold}', 'Memory over {threshold}', Condition(Query({FB!r}, 'sum', ('namespace',)), '>', "
     f"{threshold}), description='x', runbook='y')\n" for threshold in (20000, 40000))
@@ -216,8 +249,8 @@ def test_the_rules_judge_a_namespaces_use_on_both_exporter_versions(tmp_path):
     (tmp_path / "project").mkdir()
     project = defined_project(tmp_path / "project", VIRTUAL, alarms=RULES, dashboards=DASHBOARDS)
     rules = yaml.safe_load(encode(build(project))["k8s/prometheusrule.yaml"])["spec"]["groups"]
-    exprs = {rule["annotations"]["summary"].split(" on ", 1)[0]: rule["expr"] for group in rules for rule in group["rules"]
-             if "alert" in rule}
+    exprs = {rule["annotations"]["summary"].split(" on ", 1)[0]: rule["expr"]
+             for group in rules for rule in group["rules"] if "alert" in rule}
     found = _promtool(tmp_path, {name: exprs[name] for name in ("Memory over 20000", "Memory over 40000")})
     use = {namespace: sum(per_gpu.values()) for namespace, per_gpu in _use(FB).items()}
     assert set(found["Memory over 20000"]) == {ns for ns, value in use.items() if value > 20000} \
