@@ -267,13 +267,18 @@ class _Device:
                 # the device's series written at the GPU's copies' latest scrape within the lookback (through a failed
                 # scrape too), not at an older one: a GPU idle a minute ago, whose exporter wrote its series then, has
                 # no shares now
-                def latest(more: str) -> str:  # per GPU instance, the time of its series' latest sample
+                def latest(more: str, by: tuple[str, ...] = ()) -> str:  # per GPU instance (and `by`), the time of
+                    # its series' latest sample
                     last = f"max_over_time(timestamp({{0}})[{self.lookback}:{self.resolution}])"
                     series = identified(_raw(metric, self.unscoped, [*any_pod, more], last), labels)
-                    return f"max by ({_listed(slot)}) ({series})"
+                    return f"max by ({_listed((*slot, *by))}) ({series})"
                 own, copied = f'{self.pod}=""', f'{self.pod}!=""'
                 device = f"({latest(own)} >= {latest(copied)})"
-                return self._shares_added(read, (*keep, *shown), slot, device)
+                # the pods whose copies that scrape wrote (a pod gone within the lookback adds no share)
+                pod = (self.pod, labels.namespace)
+                current = (f"({latest(copied, pod)} >= on ({_listed(slot)}) group_left () {latest(copied)})",
+                           _listed((*slot, *pod)))
+                return self._shares_added(read, (*keep, *shown), slot, device, current)
             if stepped:
                 return self._stepped(metric, extra, gauge, summed, slot, keep, any_pod)
             counting = gauge == COUNTED
@@ -296,18 +301,22 @@ class _Device:
             return f"({scoped} * 0 + {matching} group_left () {device})"
         return f"({device} and {matching} {scoped})"
 
-    def _shares_added(self, copies: str, group: tuple[str, ...], slot: tuple[str, ...], device: str) -> str:
+    def _shares_added(self, copies: str, group: tuple[str, ...], slot: tuple[str, ...], device: str,
+                      current: tuple[str, str] | None = None) -> str:
         """A group of pods' (a namespace's) reading of a field split per process on each GPU instance (`slot`), from
         its pods' `copies` (a series per pod, GPU_LABEL naming the GPU): where the exporter writes the GPU's own series
-        (`device`: the GPU instances that have it, pod empty: dcgm-exporter 4.5.3 and later, whose pods' copies
-        are their own shares), the group's pods' copies added up (each pod's largest copy, per `group`: the GPU
-        instance, the group's labels, the copy's exporter and node spellings); elsewhere each copy is the device's whole value
-        (before 4.5.3), and the group's largest stands (the caller's max of the copies, which also reads the sum
-        where it stands). Two pods of a namespace on 12,000 and 9,000 MiB of one 4.5.3 GPU read 21,000, not 12,000;
-        two pods' copies of a 4.5.2 GPU's 39,200 MiB read 39,200, not 78,400."""
+        (`device`: the GPU instances that have it, pod empty: dcgm-exporter 4.5.3 and later, whose pods' copies are
+        their own shares), the group's pods' copies added up (each pod's largest copy, per `group`: the GPU instance,
+        the group's labels, the copy's exporter and node spellings; `current`, a panel's: only the pods, matched on
+        the labels it names, whose copies the GPU's latest scrape wrote); elsewhere each copy is the device's whole
+        value (before 4.5.3), and the group's largest stands (the caller's max of the copies). Two pods of a namespace
+        on 12,000 and 9,000 MiB of one 4.5.3 GPU read 21,000, not 12,000; two pods' copies of a 4.5.2 GPU's 39,200 MiB
+        read 39,200, not 78,400."""
         group = _listed(group)
-        added = f"sum by ({group}) (max by ({group}, {self.pod}) ({copies}))"
-        return f"(({added} and on ({_listed(slot)}) {device}) or {copies})"
+        each = f"max by ({group}, {self.pod}) ({copies})"
+        each = f"({each} and on ({current[1]}) {current[0]})" if current else each
+        added = f"sum by ({group}) ({each})"
+        return f"(({added} and on ({_listed(slot)}) {device}) or ({copies} unless on ({_listed(slot)}) {device}))"
 
     def _stepped(self, metric: str, extra: list[str], gauge: str, summed: bool, slot: tuple[str, ...],
                  keep: tuple[str, ...], any_pod: list[str]) -> str:

@@ -215,7 +215,8 @@ def test_a_panel_reads_a_namespaces_use_through_a_failed_scrape_and_a_gpu_taken_
     scrape before and still added (the device's series read at the copies' latest scrape), team-a 21,000 not 12,000.
     An idle GPU of the node without the setting (its device series until 13 minutes) taken by two pods of team-x
     named in turn (one per scrape, each copy the device's 5,000 MiB): 5,000, its pods' copies not added for a device
-    series from before they came."""
+    series from before they came. Team-a's pod on 12,000 MiB gone at 14 minutes (within the panel's look-back): 9,000,
+    its last share neither added nor read as the namespace's largest."""
     _, files = virtual
     (path,) = [p for p in files if p.startswith("grafana/") and p.endswith("-ns.json")]
     (expr,) = [p["targets"][0]["expr"] for p in json.loads(files[path])["panels"]
@@ -229,11 +230,15 @@ def test_a_panel_reads_a_namespaces_use_through_a_failed_scrape_and_a_gpu_taken_
     for k, pod in enumerate(("p1", "p2")):  # from 13 minutes, one of them per scrape
         taken.append({"series": f'{device[:-1]},container="main",namespace="team-x",pod="{pod}"}}', "values": " ".join(
             "_" if step < 26 else "5000" if step % 2 == k else "stale" for step in range(40))})
+    left = _fleet_series(lambda labels, value: f"{value}x27 stale" if 'namespace="team-a",pod="ts-0"' in labels
+                         else f"{value}x40")
     found = {"failed": _promtool(tmp_path, {"failed": expr}, failed)["failed"],
-             "taken": _promtool(tmp_path, {"taken": expr}, taken)["taken"]}
+             "taken": _promtool(tmp_path, {"taken": expr}, taken)["taken"],
+             "left": _promtool(tmp_path, {"left": expr}, left)["left"]}
     use = {namespace: sum(per_gpu.values()) for namespace, per_gpu in _use(FB).items()}
     assert found["failed"] == pytest.approx(use), found
     assert found["taken"] == pytest.approx({**use, "team-x": 5000}), found
+    assert found["left"] == pytest.approx({**use, "team-a": 9000}), found
 
 
 RULES = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
