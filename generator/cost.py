@@ -35,6 +35,7 @@ from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
 from .cloudwatch_query import (NAMESPACE_GPU, ONCE_PER_GPU, UNUSED_SHARE, is_query, level_of, pod_dimensions,
                                node_total, pod_total_kind, pod_total_mark, readings_dimensions)
 from .errors import InputError
+from .exporter_styles import named_daemonsets
 from .markers import GPU_DIMENSION, POD_DIMENSION
 from .project import Project
 from .reading import read_json
@@ -372,7 +373,7 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     # each pod holds a GPU instance at least: those no pod holds are at most the rest, on as many nodes at most
     idle_nodes = min(nodes, max(instances - pods, 0))
     # the agent scrapes kube-state-metrics (render/scrape.py): one event per exporter DaemonSet
-    ksm = int(data_missing.expected(settings)) * data_missing.daemonsets_per_cluster(settings)
+    ksm = int(data_missing.expected(settings)) * _fleet_daemonsets(fleet, settings)
     ksm_metrics = len(data_missing.KSM_METRICS)
     # and kube-state-metrics' node series (data_missing.NODES): each GPU node's info and its GPU capacity, an event
     # each (their labels differ); a node without GPUs adds its info, not counted (the fleet counts GPU nodes)
@@ -381,7 +382,7 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     if settings.agent.pipeline == "classic":
         events = [Events("a GPU's gauges", copies, len(gauges), shown(gauges, per_gpu | per_pod), True),
                   Events("a GPU's counters", copies, len(counters), shown(counters, per_gpu | per_pod), True),
-                  Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
+                  Events("kube-state-metrics' series", ksm, ksm_metrics, ksm_metrics * what.ksm, False),
                   node_series]
         return [replace(e, mig=fleet.mig and e.full) for e in events if e.count and e.fields]
     merged = [n for n in _merged_names(catalog, settings, selected_metrics(catalog, settings, queried.keys()))
@@ -441,10 +442,10 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
                       for dims, names in levels for each in (False, True)
                       if (group := [n for n in names if catalog.get(n).per_instance == each])
                       and (fleet.mig or MIG_PROFILE_LABEL not in dims)]),
-        Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
+        Events("kube-state-metrics' series", ksm, ksm_metrics, ksm_metrics * what.ksm, False),
         node_series,
         *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),
-           Events("kube-state-metrics' scrape's flag of no GPU data", clusters * ksm, 1, 0, False)]
+           Events("kube-state-metrics' scrape's flag of no GPU data", ksm, 1, 0, False)]
           if what.no_data else []),
     ]
     return [replace(e, mig=fleet.mig and e.full) for e in events if e.count and e.fields]
@@ -506,7 +507,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     if readings_set != data_missing.CLUSTER_SET:
         per_cluster += len(sets.get(readings_set, []))
     # kube-state-metrics' three series per exporter DaemonSet where a cluster names several (data_missing.ksm_set)
-    daemonsets = data_missing.daemonsets_per_cluster(settings)
+    daemonsets = _fleet_daemonsets(fleet, settings)  # the fleet's, each cluster's own
     per_daemonset = len(sets.get(data_missing.DAEMONSET_SET, []))
     # The per-instance set (GPU_I_ID) publishes once per GPU instance: a whole GPU is one, a MIG GPU as many as
     # --mig-instances says. On the OTel pipeline it holds the fields MIG reports per instance only (device
@@ -545,7 +546,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
     metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
         per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * (pod_gpus + churned_gpus) + \
-        per_cluster * fleet.clusters + per_daemonset * daemonsets * fleet.clusters + mig_months + \
+        per_cluster * fleet.clusters + per_daemonset * daemonsets + mig_months + \
         per_namespace_gpu * fleet.namespace_gpus + per_node_total * fleet.node_count
     rate = _rate(prices, "custom_metric_month")
     free_metrics = min(_free(prices, "custom_metrics"), metric_months)
@@ -578,8 +579,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
                 + ("data-missing alarm, " if data_missing.expected(settings) else "")
                 + "the widgets' PERIOD() metric, the fleet's values now past 500 GPUs)"
                 if per_cluster else "")
-             + (f" + {per_daemonset} x {daemonsets} exporter DaemonSets per cluster (data-missing alarms; "
-                f"exporter.more_daemonsets, the most a cluster names)" if per_daemonset else "")
+             + (f" + {per_daemonset} x {daemonsets:,} exporter DaemonSets (data-missing alarms; each cluster's, "
+                f"exporter.more_daemonsets)" if per_daemonset else "")
              + (f" + each GPU node's flag of its exporter scrapes without GPU data{nodes}"
                 if per_node else "")
              + (f" + the MIG sets' {mig_only} per MIG pod, instance or GPU" if fleet.mig and mig_only else
@@ -672,21 +673,22 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
     mig_alarms, per_node = 0, False
     # the data-missing rule's metric-math alarms per cluster: one per exporter DaemonSet on the DCGM source
-    daemonsets = 1 if enabled(settings) else data_missing.daemonsets_per_cluster(settings)
+    math_clusters = 0  # the clusters the data-missing rule's metric-math alarms are made in
     for alarm in project.alarms:
         try:  # the alarms the build makes in this mode, in each part of the fleet (its clusters' exporter.mig)
-            parts = [(alarm_forms(alarm, project.catalog, held, mode), _fleet_share(fleet, settings, clusters))
-                     for held, clusters, _ in made_parts(alarm, project.catalog, settings, mode)]
+            parts = [(alarm_forms(alarm, project.catalog, held, mode), _fleet_share(fleet, settings, clusters),
+                      clusters) for held, clusters, _ in made_parts(alarm, project.catalog, settings, mode)]
         except Unsupported:
             continue  # generate refuses it with its file and line
-        kinds = {form.kind for forms, _ in parts for form in forms}
+        kinds = {form.kind for forms, _, _ in parts for form in forms}
         static_rules += "static" in kinds
-        for forms, clusters in parts:
+        for forms, clusters, members in parts:
             made = 1 if alarm.scope == "fleet" else clusters  # alarms per form: one per Region, or per cluster
             for form in forms:
                 if form.kind == "math":  # a metric-math alarm over static metrics, billed per metric it reads
                     # one per exporter DaemonSet of a cluster (exporter.more_daemonsets) on the DCGM source
-                    math_alarms += clusters * daemonsets
+                    math_clusters += clusters
+                    math_alarms += clusters if enabled(settings) else _fleet_daemonsets(fleet, settings, members)
                 elif form.kind == "mig":
                     mig_alarms += made
                 elif form.kind == "static":
@@ -700,7 +702,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                     cluster_alarms += made
                     cluster_analyzed += _analyzed(form.plan.dims, project, fleet) * clusters
                     per_node |= tuple(form.plan.dims) == data_missing.SAMPLES_SET
-        judged = [form for forms, _ in parts for form in forms if form.kind == "insights"]
+        judged = [form for forms, _, _ in parts for form in forms if form.kind == "insights"]
         if alarm.per_pod and judged:
             per_pod_rules += 1
             fleet_rules += alarm.scope == "fleet"
@@ -721,10 +723,10 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         else:
             each, read = len(data_missing.KSM_STATS) + 1 + len(data_missing.NODE_STATS), (
                 "the exporter DaemonSet's desired, available and updated pods (most and least), the cluster's GPU "
-                "observations, its nodes and GPU nodes" + ("; one alarm per exporter DaemonSet" if daemonsets > 1
-                                                           else ""))
+                "observations, its nodes and GPU nodes" + ("; one alarm per exporter DaemonSet" if
+                                                           math_alarms > math_clusters else ""))
             # and one standard alarm of one metric per cluster (not per DaemonSet): the agent's reads
-            agent_alarms = math_alarms // daemonsets
+            agent_alarms = math_clusters
         metrics = math_alarms * each + agent_alarms
         free = min(free_alarm_metrics, metrics)
         free_alarm_metrics -= free
@@ -758,10 +760,22 @@ def _fleet_share(fleet: Fleet, settings, clusters) -> int:
     """The fleet's clusters (fleet.clusters) that `clusters` of the settings stand for: each settings' cluster an
     equal share, the shares whole numbers adding up to fleet.clusters (the i-th cluster of n stands for
     floor(F (i + 1) / n) - floor(F i / n) of F)."""
+    return sum(share for cluster, share in _shares(fleet, settings) if cluster in clusters)
+
+
+def _fleet_daemonsets(fleet: Fleet, settings, clusters=None) -> int:
+    """The exporter DaemonSets of the fleet's clusters that `clusters` of the settings (all of them by default) stand
+    for: each one's own (exporter.more_daemonsets) times its share (_fleet_share)."""
+    return sum(share * len(named_daemonsets(settings, cluster)) for cluster, share in _shares(fleet, settings)
+               if clusters is None or cluster in clusters)
+
+
+def _shares(fleet: Fleet, settings) -> list[tuple[Any, int]]:
+    """(cluster, the fleet's clusters it stands for) of each settings' cluster (_fleet_share)."""
     listed = settings.clusters
     total = max(len(listed), 1)
-    return sum(fleet.clusters * (i + 1) // total - fleet.clusters * i // total
-               for i, cluster in enumerate(listed) if cluster in clusters)
+    return [(cluster, fleet.clusters * (i + 1) // total - fleet.clusters * i // total)
+            for i, cluster in enumerate(listed)]
 
 
 def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str,

@@ -720,12 +720,6 @@ def ksm_set(settings: Settings) -> tuple[str, ...]:
     return DAEMONSET_SET if several_daemonsets(settings) else CLUSTER_SET
 
 
-def daemonsets_per_cluster(settings: Settings) -> int:
-    """The exporter DaemonSets a cluster's agent publishes counts of and alarms on, the most any cluster names (cost
-    takes the fleet's clusters alike)."""
-    return max(len(named_daemonsets(settings, cluster)) for cluster in settings.clusters)
-
-
 def ksm_declaration(settings: Settings) -> dict[str, Any]:
     """The agent's metric declaration for the kube-state-metrics job: the three series, per cluster or per
     DaemonSet (ksm_set)."""

@@ -397,8 +397,35 @@ def test_each_exporter_daemonset_of_a_cluster_is_priced(project, project_dir):
     assert (line["quantity"], line["unit_price"]) == (3 * 3 * 7 + 3, 0.10)
     assert "9 alarms x 7 metrics" in line["basis"] and "one alarm per exporter DaemonSet" in line["basis"]
     assert three["custom metrics"]["quantity"] == one["custom metrics"]["quantity"] - 3 * 3 + 3 * 3 * 3
-    assert "3 x 3 exporter DaemonSets per cluster" in three["custom metrics"]["basis"]
+    assert "3 x 9 exporter DaemonSets" in three["custom metrics"]["basis"]
     assert estimates(pools, fleet)["group_by"]["alarms"] == estimates(project, fleet)["group_by"]["alarms"] + 3 * 2
+
+
+def test_each_clusters_own_exporter_daemonsets_are_priced(project_dir):
+    """Clusters naming different exporter DaemonSets (clusters[].exporter.more_daemonsets) are each priced with their
+    own, as generate makes their alarms: cost priced every cluster with the most any cluster names (28 alarms where
+    generate made 26; a cluster overriding the fleet's list with none, 26 where it made 25)."""
+    import json
+
+    from generator.artifacts import build
+    from generator.output import encode
+
+    for settings, made, daemonsets in (("clusters:\n  - {name: a, region: us-east-1, exporter: {more_daemonsets: [x/y, x/z]}}\n"
+                            "  - {name: b, region: us-east-1}\n", 26, 3 + 1),
+                           ("exporter:\n  more_daemonsets: [x/y]\nclusters:\n"
+                            "  - {name: a, region: us-east-1, exporter: {more_daemonsets: []}}\n"
+                            "  - {name: b, region: us-east-1}\n", 25, 1 + 2)):
+        project = load_project(project_dir(settings))
+        artifacts = build(project)
+        alarms = json.loads(encode(artifacts)["cloudwatch/alarms.json"])["alarms"]
+        assert len(alarms) == made
+        assert estimates(project, Fleet(clusters=2, pods=10, churn=0))["group_by"]["alarms"] == made
+        # each settings' cluster stands for half the fleet's clusters: twice the fleet, twice the alarms
+        assert estimates(project, Fleet(clusters=4, pods=20, churn=0))["group_by"]["alarms"] == 2 * made
+        line = _lines(estimates(project, Fleet(clusters=2, pods=10, churn=0)))["data-missing alarms (metric math)"]
+        # the data-missing rule's alarm per exporter DaemonSet of each cluster
+        assert f"{daemonsets} alarms x 7 metrics" in line["basis"], line["basis"]
+        assert line["quantity"] == daemonsets * 7 + 2  # and the agent's alarm, one per cluster
 
 
 # Three pods holding every GPU of two nodes: one pod name in two namespaces, a pod of two GPUs and one of three.
