@@ -1098,6 +1098,25 @@ NAMED_WEIGHED = ("a pod's mean weighs each of its GPUs by the scrapes naming the
                  "take each GPU's mean")
 
 
+# A namespace's (or a container's) mean over its GPUs (a line per namespace of AVG: the per-pod set's readings, or its
+# use of each GPU made at the agent) pools the period's readings of its GPUs: a GPU shared with pods of other namespaces
+# named in turn arrives at the scrapes naming one of its own pods there only.
+NAMESPACE_WEIGHED = ("a namespace's or container's mean weighs each of its GPUs by the scrapes naming one of its pods "
+                     "on it: a GPU pods of different namespaces share by time-slicing or MPS, which the exporter names "
+                     "under one of them at a time (without KUBERNETES_VIRTUAL_GPUS), weighs the share of the period's "
+                     "scrapes it was named at (300 W of its own and 200 W named every other scrape read 266.7 W for "
+                     "250), where Grafana and the Prometheus rules take each GPU's mean")
+
+
+def group_mean_weighed(query: Query, series: tuple[str, ...], settings: Settings) -> bool:
+    """A line per namespace or container (no pod, no GPU) of a mean over its GPUs, where the exporter names a GPU pods
+    share under one of them at a time (no exporter.virtual_gpus): NAMESPACE_WEIGHED."""
+    keys = set(query.by)
+    return query.aggregation == "avg" and POD_DIMENSION not in series and GPU_DIMENSION not in series \
+        and "pod" not in keys and "gpu" not in keys and bool(keys & {"namespace", "container"}) \
+        and not query.whole_gpu and not settings.exporter.virtual_gpus
+
+
 def pod_mean_weighed(query: Query, series: tuple[str, ...], settings: Settings) -> bool:
     """A line per pod of a mean over its GPUs (not per GPU), where the exporter names a GPU pods share under one of
     them at a time (no exporter.virtual_gpus): NAMED_WEIGHED."""
@@ -1525,6 +1544,10 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
     if result.function == "AVG" and tuple(result.dims) == tuple(pod_dimensions(settings)) \
             and pod_mean_weighed(query, tuple(result.series), settings) and NAMED_WEIGHED not in notes:
         notes.append(NAMED_WEIGHED)  # the per-pod set's readings of the pod's GPUs pooled
+        result = replace(result, notes=tuple(notes))
+    if result.function == "AVG" and group_mean_weighed(query, tuple(result.series), settings) \
+            and NAMESPACE_WEIGHED not in notes:
+        notes.append(NAMESPACE_WEIGHED)  # the namespace's readings (or its use of each GPU) of its GPUs pooled
         result = replace(result, notes=tuple(notes))
     if query.metric in MIG_UNSUPPORTED:  # the scrape job drops it on MIG instances: only whole GPUs remain (counted
         # too: a count of the GPUs reporting it showed 9 of the mixed fleet's 11 on classic, unsaid)
