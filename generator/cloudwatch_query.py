@@ -1108,6 +1108,16 @@ NAMESPACE_WEIGHED = ("a namespace's or container's mean weighs each of its GPUs 
                      "250), where Grafana and the Prometheus rules take each GPU's mean")
 
 
+def in_collections(note: str) -> str:
+    """A note on the exporter's scrapes, worded for the Container Insights add-on, whose agent observes a GPU once a
+    collection (DCGM's collection interval), not once a scrape of the project's exporter."""
+    return note.replace("scrapes", "collections").replace("every other scrape", "every other collection")
+
+
+NAMED_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS = in_collections(NAMED_WEIGHED), \
+    in_collections(NAMESPACE_WEIGHED)
+
+
 def group_mean_weighed(query: Query, series: tuple[str, ...], settings: Settings) -> bool:
     """A line per namespace or container (no pod, no GPU) of a mean over its GPUs, where the exporter names a GPU pods
     share under one of them at a time (no exporter.virtual_gpus): NAMESPACE_WEIGHED."""

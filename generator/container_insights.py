@@ -24,7 +24,8 @@ from dataclasses import replace
 from typing import Any
 
 from .catalog import PER_PROCESS_FIELDS, Catalog
-from .cloudwatch_query import (AGENT_LAYOUT, COUNTED_BLANK_OPENING, NAMED_WEIGHED, Layout, Plan, Unsupported,
+from .cloudwatch_query import (AGENT_LAYOUT, COUNTED_BLANK_OPENING, NAMED_WEIGHED_COLLECTIONS,
+                               NAMESPACE_WEIGHED_COLLECTIONS, group_mean_weighed, Layout, Plan, Unsupported,
                                blanks_dropped, number, plan as agent_plan)
 from .container_insights_table import (
     CLUSTER, CONTAINER, DEVICE, INSTANCE, INSTANCE_TYPE, NAMESPACE, NAMESPACE_DIM, NODE, POD,
@@ -151,7 +152,10 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if level(bare) != "node":
         result = replace(result, notes=result.notes + (SHARED_UNDER_ONE,))
     if pod_mean_pooled(bare, result):
-        result = replace(result, notes=result.notes + (NAMED_WEIGHED,))
+        result = replace(result, notes=result.notes + (NAMED_WEIGHED_COLLECTIONS,))
+    if result.function == "AVG" and group_mean_weighed(bare, (), settings) \
+            and NAMESPACE_WEIGHED_COLLECTIONS not in result.notes:  # a namespace's GPUs' collections pooled alike
+        result = replace(result, notes=result.notes + (NAMESPACE_WEIGHED_COLLECTIONS,))
     if result.function != "COUNT" and mapping.scale != 1:  # a count of GPUs or pods has no unit
         scale = number(mapping.scale)
         math = f"{{q}} / {scale}" if result.math is None else f"({result.math}) / {scale}"
@@ -230,9 +234,9 @@ def pod_mean_pooled(query: Query, result: Plan) -> bool:
     """A pod's mean over its GPUs on the add-on (not per GPU): the agent publishes each GPU's collection at the pod's
     dimension set, so AVG pools the period's collections of its GPUs, and its exporter (never with
     KUBERNETES_VIRTUAL_GPUS, SHARED_UNDER_ONE) names a GPU pods share under one of them at a time: a GPU named under
-    the pod at some collections weighs by them (NAMED_WEIGHED; tests/support/container_insights_addon)."""
+    the pod at some collections weighs by them (NAMED_WEIGHED_COLLECTIONS; tests/support/container_insights_addon)."""
     return result.function == "AVG" and level(query) == "pod" and query.per_pod and "gpu" not in query.by \
-        and NAMED_WEIGHED not in result.notes
+        and NAMED_WEIGHED_COLLECTIONS not in result.notes
 
 
 def source_plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,

@@ -14,6 +14,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 COPIES_COUNTED, COUNT_MOST, GAP_SHORT, GAP_TEXTS, INSTANCE_CONTRIBUTORS,
                                 WHOLE_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
                                 failed_scrape_note, partly_blank, NAMED_PART, NAMED_SHARE, NAMED_WEIGHED, NAMESPACE_WEIGHED,
+                                NAMED_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, Plan, per_scrape_read,
                                 read_weighed,
                                 read_by_stand_in,
@@ -836,6 +837,10 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per i
                    "half: 266.7 W for 250)",
          NAMESPACE_WEIGHED: "a namespace's mean weighs a GPU it shares with other namespaces, named in turn, by the "
                             "scrapes naming its pods (300 W and 200 W at half: 266.7 W for 250)",
+         NAMED_WEIGHED_COLLECTIONS: "a pod's mean weighs a GPU named in turn by the collections naming the pod (300 W "
+                                    "and 200 W at half: 266.7 W for 250)",
+         NAMESPACE_WEIGHED_COLLECTIONS: "a namespace's mean weighs a GPU it shares with other namespaces, named in turn, "
+                                        "by the collections naming its pods (300 W and 200 W at half: 266.7 W for 250)",
          ALARM_MIG_ONE_INSTANCE: ALARM_MIG_ONE_INSTANCE_SHORT,
          **{GAP_TEXTS[kind]: short for kind, short in GAP_SHORT.items()}}
 
@@ -859,7 +864,9 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
         note = Note(f"{flags}, ranked by their sum", flags)
     named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
                                       (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, COUNT_MOST),
-                                      (NAMED_WEIGHED, NAMED_WEIGHED), (NAMESPACE_WEIGHED, NAMESPACE_WEIGHED))
+                                      (NAMED_WEIGHED, NAMED_WEIGHED), (NAMESPACE_WEIGHED, NAMESPACE_WEIGHED),
+                                      (NAMED_WEIGHED_COLLECTIONS, NAMED_WEIGHED_COLLECTIONS),
+                                      (NAMESPACE_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS))
              if note_ in plan_.notes]
     # (and a group's sum or mean of the pods' copies of a field split per process, which an exporter before 4.5.3
     # writes as the device's whole value: lint AL019 notes it too)

@@ -282,7 +282,7 @@ def test_the_add_on_pod_mean_weighs_a_gpu_named_in_turn_and_says_so(tmp_path):
               "'>', 250))\n"
               "    yield Alarm('pod-gpu-power', 'Pod GPU power', Condition(Query('DCGM_FI_DEV_POWER_USAGE', 'avg', "
               "('pod', 'gpu')), '>', 250))\n")
-    from generator.cloudwatch_query import NAMED_WEIGHED
+    from generator.cloudwatch_query import NAMED_WEIGHED_COLLECTIONS as NAMED_WEIGHED
     made = {a.request["AlarmName"]: a.request["AlarmDescription"]
             for a in build(defined_project(tmp_path, "cloudwatch:\n  source: container-insights\n",
                                            alarms=alarms)).alarms}

@@ -92,3 +92,38 @@ def test_a_namespaces_mean_weighs_a_gpu_named_in_turn_by_its_namings_and_says_so
 @pytest.mark.xfail(strict=True, reason="CloudWatch pools a namespace's GPUs' readings: a GPU named in turn weighs half")
 def test_a_namespaces_mean_is_the_mean_of_its_gpus(built):
     assert _mean(built, "team-a") == pytest.approx(250)
+
+
+def test_the_add_on_namespace_mean_weighs_a_gpu_named_in_turn_by_its_collections_and_says_so(tmp_path):
+    """On the Container Insights add-on each GPU's collection is published at the namespace's dimension set too, and its
+    exporter (never with KUBERNETES_VIRTUAL_GPUS) names a GPU pods of two namespaces share under one at a time: ml's
+    AVG pools its GPUs' collections (the add-on model), 266.7 W for 250; the alarm says it in collections, and the
+    pod mean's note says collections too (the add-on's unit), not scrapes."""
+    from generator.cloudwatch_query import NAMED_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS
+    from tests.support.container_insights_addon import datapoints
+    from tests.support.dcgm_fleet import Gpu as Device
+
+    own, shared = Device("ip-10-0-1-1", 0, "ml", "train-0"), Device("ip-10-0-1-1", 1, "ml", "train-0")
+    other = Device("ip-10-0-1-1", 1, "web", "infer-1")
+    points = [p for t in range(0, 240, 60)
+              for p in datapoints("c", t, t, gpus=(own, shared if t % 120 == 0 else other), metrics={"pod_gpu_power_draw"})]
+    namespace = [p.value for p in points if p.dims() == {"ClusterName": "c", "Namespace": "ml"}]
+    mine = [p for p in points if p.dims().get("GpuDevice") and p.dims().get("Namespace") == "ml"
+            and "ContainerName" not in p.dims()]
+    means = [sum(v) / len(v) for v in ([p.value for p in mine if p.dims()["GpuDevice"] == d]
+                                       for d in ("nvidia0", "nvidia1"))]
+    # own at 4 collections, the shared GPU at the 2 naming train-0: pooled, not each GPU's mean
+    assert len(namespace) == 4 + 2 and abs(sum(namespace) / len(namespace) - sum(means) / 2) > 1, (namespace, means)
+    alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+              f"    yield Alarm('ns-power', 'N', Condition(Query({POWER!r}, 'avg', ('namespace',)), '>', 260), "
+              "description='d', runbook='r')\n"
+              f"    yield Alarm('pod-power', 'P', Condition(Query({POWER!r}, 'avg', ('pod',)), '>', 260), "
+              "description='d', runbook='r')\n")
+    made = {a.request["AlarmName"]: a.request["AlarmDescription"]
+            for a in build(defined_project(tmp_path, "cloudwatch:\n  source: container-insights\n",
+                                           alarms=alarms)).alarms}
+    (ns_mean,) = [text for name, text in made.items() if "-ns-power-" in name]
+    (pod_mean,) = [text for name, text in made.items() if "-pod-power-" in name]
+    for text, note in ((ns_mean, NAMESPACE_WEIGHED_COLLECTIONS), (pod_mean, NAMED_WEIGHED_COLLECTIONS)):
+        assert (note in text or SHORT[note] in text) and len(text) <= 1024 and "Runbook: r" in text, text
+        assert "266.7 W for 250" in text and "scrapes naming" not in text, text
