@@ -265,15 +265,16 @@ class _Device:
                 if not pods:
                     return read
                 # the device's series written at the GPU's copies' latest scrape within the lookback (through a failed
-                # scrape too), not at an older one: a GPU idle a minute ago, whose exporter wrote its series then, has
-                # no shares now
+                # scrape too), not at an older one (a GPU idle a minute ago, whose exporter wrote its series then, has
+                # no shares now) nor a newer one (a GPU whose pods left, an exporter before 4.5.3 writing its own
+                # series since: its pods' last copies, each the device's value, read once)
                 def latest(more: str, by: tuple[str, ...] = ()) -> str:  # per GPU instance (and `by`), the time of
                     # its series' latest sample
                     last = f"max_over_time(timestamp({{0}})[{self.lookback}:{self.resolution}])"
                     series = identified(_raw(metric, self.unscoped, [*any_pod, more], last), labels)
                     return f"max by ({_listed((*slot, *by))}) ({series})"
                 own, copied = f'{self.pod}=""', f'{self.pod}!=""'
-                device = f"({latest(own)} >= {latest(copied)})"
+                device = f"({latest(own)} == {latest(copied)})"
                 # the pods whose copies that scrape wrote (a pod gone within the lookback adds no share)
                 pod = (self.pod, labels.namespace)
                 current = (f"({latest(copied, pod)} >= on ({_listed(slot)}) group_left () {latest(copied)})",

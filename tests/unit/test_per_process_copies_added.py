@@ -241,6 +241,32 @@ def test_a_panel_reads_a_namespaces_use_through_a_failed_scrape_and_a_gpu_taken_
     assert found["left"] == pytest.approx({**use, "team-a": 9000}), found
 
 
+def test_a_panel_reads_one_copy_of_a_gpu_whose_pods_just_left_an_older_exporter(virtual, tmp_path):
+    """The 4.5.2 node's pods all leave at 14 minutes and its exporter then writes the freed GPU's own series (300 MiB,
+    no pod): within the panel's look-back team-e's two copies of 39,200 MiB (each the device's value) read once, as
+    the per-pod panels show them, not added as 4.5.3 shares because the device's series is newer than the copies
+    (read 78,400, and a mean of 160 %)."""
+    import re as re_
+
+    _, files = virtual
+    (path,) = [p for p in files if p.startswith("grafana/") and p.endswith("-ns.json")]
+    exprs = {p.get("title"): p["targets"][0]["expr"] for p in json.loads(files[path])["panels"] if "targets" in p}
+    series: list[dict[str, str]] = []
+    for each in _fleet_series():
+        if "gpu-node-old" in each["series"]:
+            each = dict(each, values=f'{each["values"].split("x")[0]}x27 stale')
+            device = re_.sub(r',container="[^"]*",namespace="[^"]*",pod="[^"]*",pod_uid="[^"]*",vgpu="[^"]*"', "",
+                             each["series"])
+            assert device != each["series"]
+            if not any(known["series"] == device for known in series):
+                series.append({"series": device, "values": "_x27 300x12" if device.startswith(FB) else "_x27 0x12"})
+        series.append(each)
+    found = _promtool(tmp_path, {"fb": exprs["Memory by namespace"], "util": exprs["Utilization by namespace"]},
+                      series)
+    assert found["fb"]["team-e"] == pytest.approx(39200), found
+    assert found["util"]["team-e"] == pytest.approx(80), found
+
+
 RULES = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
     f"    yield Alarm('fb{threshold}', 'Memory over {threshold}', Condition(Query({FB!r}, 'sum', ('namespace',)), '>', "
     f"{threshold}), description='x', runbook='y')\n" for threshold in (20000, 40000))
