@@ -312,5 +312,5 @@ def test_a_remap_first_seen_after_a_failed_scrape_fires_on_otel_and_is_stated_on
         assert "an increase is not counted across a failed scrape" in request["AlarmDescription"]
         assert len(request["AlarmDescription"]) <= 1024 and request["AlarmDescription"].endswith(
             "its last pod leaves); a GPU whose data stops in ALARM stays so while its last datapoints are in the "
-            "evaluation range.")
+            "evaluation range (the rule clears 15 minutes after the last reading).")
         assert said(header(files, path), "Rows remapped (uncorrectable)", told)

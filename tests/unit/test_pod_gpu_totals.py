@@ -23,6 +23,7 @@ import pytest
 from generator.artifacts import build
 from generator.cloudwatch_query import NAMED_SHARE
 from generator.model import Query
+from generator.render.alarms import SHORT
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import SHARED, alarm_values, alarms_through_agent
 from tests.support.projects import defined_project
@@ -119,7 +120,8 @@ def test_classic_says_what_a_pod_named_in_turn_reads(tmp_path, by, fleet_name):
     forms = [(field, aggregation) for field, aggregation in FORMS if aggregation in ("count", "sum")]
     project = defined_project(tmp_path, "agent:\n  pipeline: classic\n" + settings, alarms=_text(by, forms))
     requests, points = alarms_through_agent(project, STEP, END, fleet)
-    said = {name: NAMED_SHARE in request["AlarmDescription"] for name, request in requests.items()}
+    said = {name: NAMED_SHARE in request["AlarmDescription"] or SHORT[NAMED_SHARE] in request["AlarmDescription"]
+            for name, request in requests.items()}  # whole, or its short form
     assert said == {name: fleet is not SHARED for name in requests}
     if fleet is SHARED:
         for n, (field, aggregation) in enumerate(forms):
