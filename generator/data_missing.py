@@ -450,6 +450,14 @@ def cluster_limits(settings: Settings, cluster: Cluster | None = None,
                   f"available are not seen here: the rule's {second}")
 
 
+def cluster_limits_short(settings: Settings, cluster: Cluster | None = None,
+                         daemonset: tuple[str, str] | None = None) -> tuple[str, str]:
+    """cluster_limits' short forms: the DaemonSet read (others not seen), and what is not seen (it does not fire)."""
+    daemonset = daemonset or named_daemonsets(settings, cluster)[0]
+    return (f"reads DaemonSet {daemonset[0]}/{daemonset[1]} only: it does not fire for others",
+            "it does not fire for a crash loop or an exporter silent with its pod available")
+
+
 def addon_expression() -> str:
     """Below 1 when the add-on's agent stopped, everywhere or on a GPU node, or no GPU reported at all (see the
     module's docstring); GPUs missing on nodes whose agent collects are the per-GPU alarm's (addon_gpu_expression)."""

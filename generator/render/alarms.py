@@ -386,6 +386,7 @@ def mig_left_out(project) -> list[tuple[str, str]]:
 # What an alarm's description says where its MIG GPUs go unseen (mig_unseen): short, so that the runbook of a
 # description near CloudWatch's limit stays (lint AL012 says why)
 MIG_UNSEEN = "GPUs split into MIG instances are not evaluated (lint AL012)"
+MIG_UNSEEN_SHORT = "MIG GPUs are not evaluated: it never fires for them (lint AL012)"
 
 
 def mig_unseen(alarm: Alarm, catalog: Catalog, settings: Settings, forms: tuple[Form, ...]) -> str | None:
@@ -670,13 +671,14 @@ def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
     return threshold if plan_.complement is None else plan_.complement - threshold
 
 
-def _addon_blanks_said(plan_: Plan, comparison: str, settings: Settings) -> str:
+def _addon_blanks_said(plan_: Plan, comparison: str, settings: Settings) -> Note:
     """On the Container Insights add-on, what a DCGM blank does to an alarm on a reading (its query has no math to
     drop it, container_insights.ALARM_BLANKS): one firing above its threshold fires for the GPU or pod reading it,
     one firing below never does. A count counts the series, a blank among them."""
     if not addon_source(settings) or plan_.function == "COUNT":
-        return ""
-    return f"{ALARM_BLANKS}: this alarm {'never fires' if comparison in ('<', '<=') else 'fires'} for it"
+        return Note("")
+    fires = 'never fires' if comparison in ('<', '<=') else 'fires'
+    return Note(f"{ALARM_BLANKS}: this alarm {fires} for it", f"DCGM's blank is a reading: it {fires} for its GPU")
 
 
 def _judged(alarm: Alarm, plan_: Plan, settings: Settings) -> tuple[str, str, str | None]:
@@ -732,7 +734,9 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster, da
         metrics = data_missing.addon_metrics(_addon_reported(), cluster, alarm.period_seconds, alarm.title)
     else:
         assert daemonset is not None
-        description = _description(alarm, *map(Note, data_missing.cluster_limits(settings, cluster, daemonset)))
+        description = _description(alarm, *(Note(text, short) for text, short in zip(
+            data_missing.cluster_limits(settings, cluster, daemonset),
+            data_missing.cluster_limits_short(settings, cluster, daemonset))))
         metrics = data_missing.cloudwatch_metrics(cloudwatch_condition(alarm, settings).query.metric,
                                                   settings, cluster, alarm.period_seconds, alarm.title, daemonset)
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id, alarm.severity, daemonset if named else None)
@@ -842,6 +846,7 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per i
          NAMESPACE_WEIGHED_COLLECTIONS: "a namespace's mean weighs a GPU it shares with other namespaces, named in turn, "
                                         "by the collections naming its pods (300 W and 200 W at half: 266.7 W for 250)",
          ALARM_MIG_ONE_INSTANCE: ALARM_MIG_ONE_INSTANCE_SHORT,
+         MIG_UNSEEN: MIG_UNSEEN_SHORT,
          **{GAP_TEXTS[kind]: short for kind, short in GAP_SHORT.items()}}
 
 
@@ -877,7 +882,7 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
     return [note, *(Note(text, SHORT.get(text, "")) for text in texts),
             _failed_scrape_note(alarm, plan_, settings),
             *(Note(text, SHORT.get(text, "")) for text in named),
-            Note(_addon_blanks_said(plan_, comparison, settings)), stale(alarm)]
+            _addon_blanks_said(plan_, comparison, settings), stale(alarm)]
 
 
 def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form: Form,
