@@ -367,7 +367,7 @@ def _series(prometheus: Prometheus, have_targets: bool, reporting: list, within:
                      "check the scrape job's metric_relabel_configs keep DCGM_.* and the exporter's CSV",
                      cause="" if have_targets else NO_DATA)
     reporting.append(count)
-    return Check(GROUP, "DCGM series", OK, f"{count} GPUs reporting")
+    return Check(GROUP, "DCGM series", OK, f"{count} GPUs with a DCGM series")  # any value: not the panel's count
 
 
 COUNTER_RECORDINGS = "counter recording rules"

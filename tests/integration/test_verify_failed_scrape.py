@@ -76,7 +76,7 @@ def test_one_failed_scrape_is_no_target_down_and_no_series_missing(failing, tmp_
     for failed in _failures(failing[1])[0]:
         checks = _checks(failing, tmp_path, monkeypatch, failed + after)
         seen = {name: checks.get(name) for name in ("DCGM targets", "DCGM series", "workload pod label")}
-        assert seen == {"DCGM targets": ("ok", "1 targets up"), "DCGM series": ("ok", "1 GPUs reporting"),
+        assert seen == {"DCGM targets": ("ok", "1 targets up"), "DCGM series": ("ok", "1 GPUs with a DCGM series"),
                         "workload pod label": ("ok", "'pod' as configured")}, f"{failed + after}: {checks}"
 
 
