@@ -1925,6 +1925,19 @@ def label_lookback(scrape_seconds: int) -> str:
     return f"{LABEL_LOOKBACK_SCRAPES * scrape_seconds}s"
 
 
+def generated_windows(scrape_seconds: int) -> frozenset[str]:
+    """The fixed windows gpudash gives `present_over_time` and `last_over_time` in panels at the scrape interval
+    `scrape_seconds`: each follows the scrape interval (the reason lint GF007 names a fixed window), or is the reach a
+    counter's reading looks back for the reading before it. A step's own sample (taken_within: the interval less a
+    millisecond, the interval, a millisecond at its start; fresh_copies and chosen_copy: the interval in ms), the
+    per-pod panels' look-back (label_lookback), a counter's held reading (held_for) and the reading before a gap
+    (PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN)."""
+    ms = scrape_seconds * 1000
+    return frozenset((f"{ms - 1}ms", f"{ms}ms", f"{scrape_seconds}s", "1ms", label_lookback(scrape_seconds),
+                      f"{held_for(f'{scrape_seconds}s')}ms", _duration_text(PREVIOUS_WITHIN),
+                      _duration_text(WINDOW_PREVIOUS_WITHIN)))
+
+
 def named_within_note(scrape_seconds: int, own_share: bool = False, count: bool = False) -> str:
     """What a per-pod gauge panel (label_lookback) says of the pods it shows; `own_share`: a field the exporter splits
     per process, read as each pod's own share (exporter.virtual_gpus); `count`: a count of the pod's GPUs, which

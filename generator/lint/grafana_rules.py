@@ -143,11 +143,8 @@ def counters_rated(subject: LintInput) -> Iterable[Finding]:
 
 
 def rate_interval(subject: LintInput) -> Iterable[Finding]:
-    from ..promql import label_lookback
-
-    lookback = label_lookback(subject.settings.scrape.seconds)
     for dashboard, panel, target in _targets(subject):
-        for window in range_windows(target["expr"], lookback):
+        for window in range_windows(target["expr"], subject.settings.scrape.seconds):
             if window not in ("$__rate_interval", "$__range", "${__range_ms}ms", "$__interval") and ":" not in window:
                 yield Finding("GF007", "warning", _where(dashboard, panel),
                               f"range [{window}] is fixed: use [$__rate_interval] so it follows the scrape interval")

@@ -370,29 +370,34 @@ def _reading(expr: str) -> tuple[tuple[Selector, ...] | str, AnswerLabels | None
     return tuple(selectors(tree)), _labels_of(tree)
 
 
-def range_windows(expr: str, lookback: str | None = None) -> list[str]:
-    """The text inside every [...] range of an (unsubstituted) expression (not inside strings), but the ranges of
-    `present_over_time(x[...])` (promql.taken_within: whether a sample was taken within a step of the scrape
-    interval, which the subquery around it steps by; promql.label_lookback: whether a scrape within the per-pod
-    panels' lookback named a pod), of `last_over_time(x[...])` (promql._Device._read: a copy's latest reading
-    within that lookback) and of `min_over_time(x[lookback]) < <a blank floor>` (promql.counted: a count's GPU with
-    a reading, a sample under DCGM's blank floor, within the per-pod panels' `lookback`: any other window or
-    comparison is a fixed range like any other)."""
-    return list(_range_windows(expr, lookback))
+def range_windows(expr: str, scrape_seconds: int | None = None) -> list[str]:
+    """The text inside every [...] range of an (unsubstituted) expression (not inside strings), but the ranges gpudash
+    itself writes at the scrape interval `scrape_seconds` (promql.generated_windows): `present_over_time(x[...])` and
+    `last_over_time(x[...])` over one of those windows (promql.taken_within: whether a sample was taken within a step
+    of the scrape interval; promql.label_lookback: whether a scrape within the per-pod panels' look-back named a pod;
+    promql._Device._read: a copy's latest reading within it; a counter's held reading and the reading before a gap),
+    and `min_over_time(x[look-back]) < <a blank floor>` (promql.counted: a count's GPU with a reading, a sample under
+    DCGM's blank floor, within the per-pod panels' look-back). Any other window, comparison or function (a user's
+    `present_over_time(x[1d])`) is a fixed range like any other; without `scrape_seconds` every range is."""
+    return list(_range_windows(expr, scrape_seconds))
 
 
 _FLOORS = {short(reading_floor(True)), short(reading_floor(False))}  # as promql writes them
 
 
 @lru_cache(maxsize=4096)
-def _range_windows(expr: str, lookback: str | None) -> tuple[str, ...]:
+def _range_windows(expr: str, scrape_seconds: int | None) -> tuple[str, ...]:
     """range_windows, worked out once per query text (a fleet's clusters repeat each query)."""
+    from ..promql import generated_windows, label_lookback
+
+    kept = generated_windows(scrape_seconds) if scrape_seconds else frozenset()
+    lookback = label_lookback(scrape_seconds) if scrape_seconds else None
     text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
     found = re.findall(r"((?:present|last)_over_time\([^()\[\]]*)?(min_over_time\([^()\[\]]*)?\[([^\]]+)\]"
                        r"(\)\s*<\s*[0-9.eE+]+)?", text)
     return tuple(window for within, least, window, compared in found
-                 if not within and not (least and window == lookback and compared
-                                         and compared.split("<")[1].strip() in _FLOORS))
+                 if not (within and window in kept)
+                 and not (least and window == lookback and compared and compared.split("<")[1].strip() in _FLOORS))
 
 
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}

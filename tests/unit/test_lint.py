@@ -254,8 +254,28 @@ def test_a_line_per_namespace_needs_no_pod_in_its_legend(tmp_path):
     ("min_over_time(x[1s]) < 1e14", ["1s"]),
     ("min_over_time(x[2m]) < 1e14", ["2m"]),
     ("min_over_time(x[120s]) < 1e15", ["120s"]),
+    # present_over_time and last_over_time over a window gpudash writes at the scrape interval (30 s here): a step's
+    # own sample, the look-back, a counter's held reading, the reach for the reading before a gap
+    ("present_over_time(x[29999ms]) or (present_over_time(x[30s]) unless present_over_time(x[1ms] offset 30s))", []),
+    ("x < 1e14 and present_over_time(x[30000ms])", []),
+    ("last_over_time(x[120s]) < 1e14 or last_over_time(y[75000ms]) or last_over_time(z[60m] offset 30s)", []),
+    # over any other window (a user's panel), they are fixed windows: the one-day window, 2 minutes spelled otherwise
+    ("count(present_over_time(x[1d]))", ["1d"]),
+    ("max(last_over_time(x[1d]))", ["1d"]),
+    ("present_over_time(x[2m])", ["2m"]),
+    ("last_over_time(x[15s])", ["15s"]),
 ])
 def test_gf007_names_fixed_windows_but_a_counts_lookback(expr, fixed):
     from generator.lint.promql_checks import range_windows
 
-    assert range_windows(expr, "120s") == fixed
+    assert range_windows(expr, 30) == fixed
+
+
+def test_gf007_names_a_user_panels_one_day_presence_window():
+    """A panel reading `present_over_time(x[1d])` is warned of (its window does not follow the scrape interval); the
+    bundled dashboards, whose windows gpudash sizes by the scrape interval, are not."""
+    subject = _subject()
+    assert _findings(subject, "GF007") == []
+    _target(subject)["targets"][0].update(expr="count(present_over_time(DCGM_FI_DEV_GPU_TEMP[1d]))")
+    assert [f.message for f in _findings(subject, "GF007")] == [
+        "range [1d] is fixed: use [$__rate_interval] so it follows the scrape interval"]
