@@ -287,13 +287,20 @@ class GrafanaClient:
         if response.status_code >= 400:
             raise self._error(response, what)
         try:
-            return response.json()
+            found = response.json()
         except ValueError:
+            found = None
             kind = response.headers.get("Content-Type", "no content type").split(";")[0]
+            said = f"not JSON ({kind}, {len(response.content)} bytes)"
+        else:
+            said = "JSON null"
+        # None is what an allowed refusal (a 404: "not found") answers: a body that reads as none is no such answer
+        if found is None:
             raise InvalidAnswer(f"Grafana answered {method} {path.split('?')[0]} with {response.status_code} but "
-                                f"not JSON ({kind}, {len(response.content)} bytes)", where=what,
+                                f"{said}", where=what,
                                 hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path); a proxy, "
                                      "login page or load balancer answered instead") from None
+        return found
 
     def _error(self, response, what: str) -> RemoteError:
         try:

@@ -1,0 +1,93 @@
+"""`gpudash push --prune` when one kind of Grafana read is answered with something that is not Grafana's answer: a
+JSON `null`, an empty body, an HTML sign-in page or JSON of the wrong type, all with status 200 (a proxy, a cache or
+a stub in front of Grafana). None of them is ever read as "nothing there": the push writes nothing on a garbled read
+the plan needs, refuses the delete on a garbled read of what people made around the dashboard, and never reports a
+delete done that the dashboard read back does not show.
+
+The live state is test_grafana_faults'."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.test_grafana_faults import (COPY, CREATED, EDITED, FOREIGN, RETIRED, SEARCH, UPDATED,  # noqa: F401
+                                                   _assert_converges, _snapshot, build_dir, desired, grafana, proxy,
+                                                   run)
+from tests.support.fault_proxy import HTML, Rule
+
+# Every read a push --prune makes, by the path it asks (what the plan must read to plan at all, then what it reads
+# of people's work around a dashboard it would delete).
+PLANNED = {
+    "the folder": r"^/api/folders/gpudash$",
+    "the search": SEARCH,
+    "a defined dashboard": f"^/api/dashboards/uid/{UPDATED}$",
+    "the retired dashboard": f"^/api/dashboards/uid/{RETIRED}$",
+    "the retired dashboard's versions": f"^/api/dashboards/uid/{RETIRED}/versions$",
+    "a defined dashboard's versions": f"^/api/dashboards/uid/{UPDATED}/versions$",
+}
+AROUND = {
+    "the retired dashboard's permissions": f"^/api/dashboards/uid/{RETIRED}/permissions$",
+    "the retired dashboard's public dashboard": f"^/api/dashboards/uid/{RETIRED}/public-dashboards$",
+    "the annotations": r"^/api/annotations$",
+    "the playlists": r"^/api/playlists$",
+    "the account's permissions": r"^/api/access-control/user/permissions$",
+}
+ANSWERS = {
+    "null": (b"null", "application/json"),
+    "an empty body": (b"", "application/json"),
+    "a sign-in page": (HTML, "text/html"),
+    "a string": (b'"ok"', "application/json"),
+}
+
+
+def _rule(path: str, answer: str) -> Rule:
+    body, kind = ANSWERS[answer]
+    return Rule(path, method="GET", times=999, status=200, body=body, headers={"Content-Type": kind})
+
+
+def _state(grafana) -> dict[str, str]:
+    return {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY, EDITED, RETIRED)}
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+@pytest.mark.parametrize("read", PLANNED)
+def test_a_garbled_read_the_plan_needs_writes_nothing(read, answer, grafana, proxy, run, desired):
+    before = _state(grafana)
+    proxy.inject(_rule(PLANNED[read], answer))
+    code, report, stderr = run()
+    assert code == 3, stderr
+    assert "nothing was published" in stderr and "Traceback" not in stderr
+    assert any(said in stderr for said in ("not a valid API answer", "but not JSON", "but JSON null")), stderr
+    assert grafana.writes() == []
+    assert _state(grafana) == before
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+@pytest.mark.parametrize("read", AROUND)
+def test_a_garbled_read_of_people_s_work_around_a_dashboard_refuses_its_delete(read, answer, grafana, proxy, run,
+                                                                            desired):
+    before = _state(grafana)
+    proxy.inject(_rule(AROUND[read], answer))
+    code, report, stderr = run()
+    assert code == 1, stderr  # refused, not failed: --force agrees to delete it with whatever could not be read
+    assert sorted(report["refused"]) == sorted([EDITED, RETIRED]), report
+    assert RETIRED in grafana.state.dashboards and _snapshot(grafana, RETIRED) == before[RETIRED]
+    assert {*CREATED, UPDATED} <= set(report["written"])
+    _assert_converges(grafana, proxy, run, desired, {**before}, {EDITED: "10s"})
+
+
+def test_a_delete_answered_done_is_not_reported_done_when_the_read_back_answers_null(grafana, proxy, run, desired):
+    """A proxy answers the delete for Grafana (as Grafana answers one it made) without passing it on, and then every
+    read of the dashboard with `null`: the dashboard is still there, and nothing shows it gone."""
+    def garble_reads() -> None:
+        proxy.inject(_rule(f"^/api/dashboards/uid/{RETIRED}$", "null"))
+
+    proxy.inject(Rule(f"^/api/dashboards/uid/{RETIRED}$", method="DELETE", times=99, status=200,
+                      body=b'{"title": "Retired board", "message": "Dashboard deleted", "id": 5}',
+                      headers={"Content-Type": "application/json"}, callback=garble_reads))
+    code, report, stderr = run()
+    assert RETIRED in grafana.state.dashboards
+    assert RETIRED not in report["written"], report
+    assert code == 3 and RETIRED in [f["name"] for f in report["failed"]], stderr
+
