@@ -624,6 +624,8 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
     # withdrawal, the settings that saved it last (word for word) with the claims
     record = live.get("record") or {}
     message = grafana_message(desired, note, uid_prefix, record.get("publisher", publisher), record.get("claims", ()))
+    if "dashboard" in live and not anew:
+        _not_moved_since_plan(client, change)
     posts = client.sent.get("POST", 0)
     try:
         client.save(body, folder["uid"], message)
@@ -654,6 +656,20 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
                         "this one was refused or did not reach Grafana): not listed as written")
             return False
     return True
+
+
+def _not_moved_since_plan(client: GrafanaClient, change: Change) -> None:
+    """Raises when the dashboard the plan read sits in another folder now. A move adds no version, so the version a
+    save carries does not refuse a save over a person's move: read right before the save, a dashboard moved since the
+    plan is neither saved nor moved back (a move --force agreed to is one the plan showed). One gone now is left to
+    the save (its id is then "not found")."""
+    planned = ((change.live or {}).get("meta") or {}).get("folderUid")
+    now = client.dashboard(change.name)
+    folder = (now.get("meta") or {}).get("folderUid") if now is not None else planned
+    if folder != planned:
+        raise RemoteError(f"moved to folder {folder or 'General'} since the plan (it was in {planned or 'General'}); "
+                          "not saved", where=f"dashboard {change.name}",
+                          hint="run `gpudash plan` and review it: a person may have moved it on purpose")
 
 
 def _save_generated(client: GrafanaClient, change: Change, desired: dict[str, Any], folder: dict[str, str],

@@ -442,7 +442,8 @@ def test_a_save_refused_because_gpudash_s_own_lost_attempt_landed_says_it_may_ha
     that would show it fails: may have happened, never "someone saved the dashboard meanwhile"."""
     before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(Rule(SAVE, skip=2, **fault),  # the third save: the update (after the two creates)
-                 Rule(f"/uid/{UPDATED}$", method="GET", status=503, skip=1, times=99))
+                 # every read of it after the plan's and the look right before its save
+                 Rule(f"/uid/{UPDATED}$", method="GET", status=503, skip=2, times=99))
     code, report, stderr = run()
     assert code == 3 and "Traceback" not in stderr, stderr
     assert len(grafana.state.dashboards[UPDATED]["versions"]) == 2  # it landed

@@ -91,3 +91,24 @@ def test_a_delete_answered_done_is_not_reported_done_when_the_read_back_answers_
     assert RETIRED not in report["written"], report
     assert code == 3 and RETIRED in [f["name"] for f in report["failed"]], stderr
 
+
+
+def test_a_dashboard_a_person_moves_to_another_folder_after_the_plan_is_not_moved_back(grafana, proxy, run, desired):
+    """A move adds no version, so the save's version does not refuse it: the folder read right before the save
+    does. The person's move (made while the plan searched, after it read the dashboard) stands, the update is
+    reported failed, and a run again plans it as foreign."""
+    grafana.state.folders["alice"] = {"id": 98, "uid": "alice", "title": "Alice's"}
+    before = _state(grafana)
+    proxy.inject(Rule(SEARCH, action="before", callback=lambda: grafana.move(UPDATED, "alice")))
+    code, report, stderr = run()
+    assert grafana.state.dashboards[UPDATED]["folderUid"] == "alice"
+    assert code == 3, stderr
+    (failed,) = report["failed"]
+    assert failed["name"] == UPDATED and "moved to folder alice since the plan" in failed["error"], failed
+    assert {*CREATED, RETIRED} <= set(report["written"])
+    proxy.clear()
+    code, report, stderr = run()
+    assert code == 1 and sorted(report["refused"]) == sorted([EDITED, UPDATED]), report
+    assert grafana.state.dashboards[UPDATED]["folderUid"] == "alice"
+    assert _snapshot(grafana, FOREIGN) == before[FOREIGN] and _snapshot(grafana, COPY) == before[COPY]
+
