@@ -350,8 +350,8 @@ class GrafanaClient:
     def folder(self, uid: str) -> dict[str, Any] | None:
         what = f"folder {uid}"
         found = self._request("GET", f"/api/folders/{uid}", what=what, allow=(404,))
-        return found if found is None else self._shape(found, isinstance(found, dict) and "uid" in found, what,
-                                                       "a folder")
+        return found if found is None else self._shape(found, isinstance(found, dict) and found.get("uid") == uid,
+                                                       what, f"the folder {uid}")
 
     def create_folder(self, uid: str, title: str) -> bool:
         """Create the folder; a folder already there with this uid (our lost answer, or someone else's) is fine: False
@@ -415,7 +415,14 @@ class GrafanaClient:
             return None
         ok = isinstance(found, dict) and isinstance(found.get("dashboard"), dict) and \
             isinstance(found.get("meta", {}), dict)
-        return self._shape(found, ok, what, "a dashboard with its meta")
+        self._shape(found, ok, what, "a dashboard with its meta")
+        named = found["dashboard"].get("uid")
+        if named != uid:  # another dashboard's answer (a cache or proxy mixing answers): nothing about this one
+            raise InvalidAnswer(f"Grafana's answer is not a valid API answer: asked for dashboard {uid}, it gives "
+                                f"{'a dashboard without a uid' if named is None else f'dashboard {named!r}'}",
+                                where=what, hint="GRAFANA_URL must reach Grafana's API itself; a cache or proxy in "
+                                                 "front of it may mix answers")
+        return found
 
     def versions(self, uid: str, limit: int) -> list[dict[str, Any]]:
         """The newest `limit` versions, newest first ([] when the dashboard is gone)."""

@@ -8,6 +8,8 @@ The live state is test_grafana_faults'."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.integration.test_grafana_faults import (COPY, CREATED, EDITED, FOREIGN, RETIRED, SEARCH, UPDATED,  # noqa: F401
@@ -112,3 +114,18 @@ def test_a_dashboard_a_person_moves_to_another_folder_after_the_plan_is_not_move
     assert grafana.state.dashboards[UPDATED]["folderUid"] == "alice"
     assert _snapshot(grafana, FOREIGN) == before[FOREIGN] and _snapshot(grafana, COPY) == before[COPY]
 
+
+@pytest.mark.parametrize("force", [(), ("--force",)], ids=["", "--force"])
+def test_a_dashboard_read_answered_with_another_dashboard_is_not_an_answer(force, grafana, proxy, run, desired):
+    """A cache or proxy mixing answers gives the retired dashboard's read the answer of a defined one: nothing of
+    what it says is about the dashboard asked for, and nothing is written on it, forced or not."""
+    before = _state(grafana)
+
+    def other(_body: bytes) -> bytes:
+        return json.dumps(grafana._get_dashboard(UPDATED)[1]).encode()
+
+    proxy.inject(Rule(f"^/api/dashboards/uid/{RETIRED}$", method="GET", action="rewrite", times=999, callback=other))
+    code, report, stderr = run(*force)
+    assert code == 3 and "nothing was published" in stderr, stderr
+    assert f"asked for dashboard {RETIRED}" in stderr, stderr
+    assert grafana.writes() == [] and _state(grafana) == before
