@@ -8,6 +8,7 @@ verdict (Prometheus' own parser), not another parser's.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import textwrap
 
@@ -108,10 +109,13 @@ def test_raw_promql_with_grafanas_braced_global_variables_is_written(raw, sent, 
     assert code == 0, stderr
 
 
-@pytest.mark.parametrize("regex,compiles", [("(?x) a b", False), ("a{1001}", False), ("\\Qa.b\\E", True)])
+@pytest.mark.parametrize("regex,compiles", [("(?x) a b", False), ("a{1001}", False), ("\\Qa.b\\E", True),
+                                            ("\\Qa.b", False), ("[a--b]", False), ("[\\d-z]", True)])
 def test_lint_compiles_a_relabel_regex_as_prometheus_does(regex, compiles, tmp_path):
     """PR005 says a relabel regex does not compile exactly when Prometheus refuses the scrape config for it.
-    Seen: (?x) and a{1001} pass lint (Prometheus refuses them), \\Qa.b\\E is an error (Prometheus takes it)."""
+    Seen: (?x) and a{1001} pass lint (Prometheus refuses them), \\Qa.b\\E is an error (Prometheus takes it); later
+    an unterminated \\Q (Prometheus anchors the regex as ^(?:...)$, whose close it quotes) and [a--b] (Go: a range
+    from a down to -; Rust's regex: a class difference) passed lint, and [\\d-z] (Go: \\d, - and z) was an error."""
     from generator.lint import run
     from generator.lint.feed_rules import RULES
     from tests.support.lint_input import lint_input
@@ -229,3 +233,60 @@ def test_a_long_or_chain_that_begins_with_a_modifier_is_refused(tmp_path):
     assert not _promtool_parses(tmp_path, expr)
     with pytest.raises(ValueError):
         check_parses(expr)
+
+
+# (regex of a label matcher, does Prometheus compile it): where Go's regexp and Rust's regex crate (promql_parser's)
+# read a regex otherwise
+MATCHER_REGEXES = [
+    ("\\Qgpu.node", False),  # unterminated: Prometheus anchors it as ^(?:...)$ and \Q quotes the `)$`
+    ("gpu\\Q", False),
+    ("\\Qgpu.node\\E", True),
+    ("[a--b]", False),  # Go: a range from a down to -; Rust: the class difference of a and b
+    ("[a&&b]", True),  # Go: a, & and b; Rust: an intersection
+    ("(g{30}){40}", False),  # Go refuses nested repeats asking for more than 1,000 copies
+    ("(?:g{2}){501}", False),
+    ("((g{10}){10}){10}", True),
+    ("(g{600}){0}{2}", False),  # a repeat of a repeat
+    ("((g{600}){0}){2}", True),  # Go does not look inside a repeat of zero
+    ("(g{10}|h{1000})", True),
+    ("[[:foo:]]", False),  # no such POSIX class
+    ("[[:alpha:]]", True),
+    ("\\u0041", False),  # Rust's escape; Go knows no \u
+    ("\\0", True),  # Go's octal escapes; Rust has none
+    ("\\012", True),
+    ("[\\<]", True),  # an escaped punctuation character in a class
+    ("[[b]", True),  # Go: [ and b; Rust: an unclosed nested class
+    ("[\\d-z]", True),  # Go: \d, - and z; Rust: a range from a class
+    ("\\p{^Greek}", True),  # Go's negation in braces
+    ("(?)gpu", True),  # Go takes an empty flag group
+    (".^(?i){2}", True),  # Go repeats the atom before a flag group
+    ("a{263a}", True),  # a brace that opens no repeat is plain text in Go; Rust refuses it
+    ("g)(h", False),  # Prometheus compiles the regex unanchored too (anchored it would balance)
+    ("(?P<n>g){0}", True),
+]
+
+
+def test_a_matcher_regex_is_refused_exactly_when_prometheus_refuses_it(tmp_path):
+    """The regex judge under lint (PR004, GF001, PR005) and generate's raw_promql check says what Prometheus says of
+    each regex, in one promtool run over a rules file of one rule per regex. Seen: the unterminated \\Q, [a--b],
+    nested repeats past 1,000, [[:foo:]], \\u0041 and g)(h passed (Prometheus refuses the rules file: every rule of it
+    is lost); \\0, \\012, [\\<], [[b], [\\d-z], \\p{^Greek}, (?)gpu, .^(?i){2} and a{263a} were refused."""
+    from generator.lint.promql_checks import check_parses, regex_problem
+
+    exprs = [f"DCGM_FI_DEV_GPU_UTIL{{node=~{json.dumps(regex)}}}" for regex, _ in MATCHER_REGEXES]
+    rules = tmp_path / "many.yaml"
+    rules.write_text(json.dumps({"groups": [{"name": "g", "rules": [{"record": "r", "expr": e} for e in exprs]}]}))
+    result = subprocess.run([binary("promtool"), "check", "rules", str(rules)], capture_output=True, text=True)
+    refused = {int(n) for n in re.findall(r'rule (\d+), "r": could not parse', result.stdout + result.stderr)}
+    truth = [k + 1 not in refused for k in range(len(exprs))]
+    assert truth == [compiles for _, compiles in MATCHER_REGEXES], result.stdout  # the truth, from promtool
+
+    def parses(expr: str) -> bool:
+        try:
+            check_parses(expr, grafana=False)
+        except ValueError:
+            return False
+        return True
+
+    said = {regex: (parses(expr), regex_problem(regex) is None) for (regex, _), expr in zip(MATCHER_REGEXES, exprs)}
+    assert said == {regex: (compiles, compiles) for regex, compiles in MATCHER_REGEXES}
