@@ -1,4 +1,4 @@
-"""An alarm's AlarmDescription within CloudWatch's 1,024 characters: `described` lays out every description gpudash
+"""An alarm's AlarmDescription within CloudWatch's 1,024 characters (UTF-16 units: `length`): `described` lays out every description gpudash
 writes, so what matters is never the part cut.
 
 Layout, in order:
@@ -25,11 +25,29 @@ from ..errors import InputError
 from ..markers import ALARM_DESCRIPTION_NOTE
 from ..model import Alarm, source_file
 
-DESCRIPTION_LIMIT = 1024  # CloudWatch's longest AlarmDescription, in characters
+DESCRIPTION_LIMIT = 1024  # CloudWatch's longest AlarmDescription, counted in UTF-16 units (`length`)
 ELIDED = " [...]"  # where the alarm's own sentence was cut to fit (lint AL026)
 RUNBOOK = " Runbook: "
 NOTES_README = "README#alarm-description-notes"  # the section explaining every note and its short form
 CLOUDWATCH = "On CloudWatch: "  # the sentence holding the clause notes
+
+
+def length(text: str) -> int:
+    """`text`'s length as DESCRIPTION_LIMIT counts it: in UTF-16 units, a character outside Unicode's basic plane (an
+    emoji) counting 2. CloudWatch's API model gives the limit as a length (its specification language counts code
+    points) and says no more; AWS's services run on Java, whose strings count UTF-16 units. The larger count fits
+    either reading: a description of 1,024 units is never more than 1,024 code points."""
+    return len(text) + sum(1 for character in text if character > "\uffff")
+
+
+def _within(text: str, room: int) -> str:
+    """The longest start of `text` whose `length` is at most `room` (never half of a character)."""
+    units = 0
+    for index, character in enumerate(text):
+        units += 2 if character > "\uffff" else 1
+        if units > room:
+            return text[:index]
+    return text
 
 
 @dataclass(frozen=True)
@@ -93,7 +111,7 @@ def described(alarm: Alarm, notes: Iterable[Note] = (), own: str | None = None, 
     notes = [note for note in notes if note.text]
     head = f"{title or alarm.title}. {(alarm.description if own is None else own).strip()}"
     tail = f"{RUNBOOK}{alarm.runbook.strip()}{made_by(alarm)}"
-    if len(head) + len(tail) + len(written(notes)) <= DESCRIPTION_LIMIT:
+    if length(head + tail + written(notes)) <= DESCRIPTION_LIMIT:
         return head + tail + written(notes)
     shortened = 0
     for index in reversed(range(len(notes))):  # the last notes give way first: to their short form
@@ -101,14 +119,14 @@ def described(alarm: Alarm, notes: Iterable[Note] = (), own: str | None = None, 
             notes[index] = replace(notes[index], text=notes[index].short)
             shortened += 1
             text = head + tail + written(notes) + notes_mark(shortened, 0)
-            if len(text) <= DESCRIPTION_LIMIT:
+            if length(text) <= DESCRIPTION_LIMIT:
                 return text
     kept = len(notes)
     while kept:  # then whole notes are left out, the last first
         kept -= 1
         cut = len(notes) - kept
         text = head + tail + written(notes[:kept]) + notes_mark(sum(1 for n in notes[:kept] if n.short), cut)
-        if len(text) <= DESCRIPTION_LIMIT:
+        if length(text) <= DESCRIPTION_LIMIT:
             return text
     mark = notes_mark(0, len(notes)) if notes else ""
     return _own_cut(alarm, head, tail + mark, title or alarm.title)
@@ -117,18 +135,19 @@ def described(alarm: Alarm, notes: Iterable[Note] = (), own: str | None = None, 
 def _own_cut(alarm: Alarm, head: str, tail: str, title: str) -> str:
     """The alarm's own sentence cut at the last sentence (or word, when no sentence ends in the second half of the
     room) that leaves room for the runbook and who made it, marked ELIDED; refused when not even its title does."""
-    if len(head) + len(tail) <= DESCRIPTION_LIMIT:
+    if length(head + tail) <= DESCRIPTION_LIMIT:
         return head + tail
-    room = DESCRIPTION_LIMIT - len(tail) - len(ELIDED)
-    if room < len(title) + 1:
-        raise InputError(f"alarm {alarm.id!r}: its title and runbook ({len(alarm.runbook.strip())} characters) with who "
-                         f"made it take {len(title) + 1 + len(tail)} of the {DESCRIPTION_LIMIT} characters CloudWatch "
-                         f"takes in an AlarmDescription: the runbook would be cut, and CloudWatch refuses a longer one",
+    room = DESCRIPTION_LIMIT - length(tail) - length(ELIDED)
+    if room < length(title) + 1:
+        raise InputError(f"alarm {alarm.id!r}: its title and runbook ({length(alarm.runbook.strip())} characters) with "
+                         f"who made it take {length(title) + 1 + length(tail)} of the {DESCRIPTION_LIMIT} characters "
+                         f"CloudWatch takes in an AlarmDescription (an emoji counts 2): the runbook would be cut, and "
+                         f"CloudWatch refuses a longer one",
                          where=alarm.defined_at,
                          hint="shorten the runbook (link to a page that holds the steps) or the title")
-    kept = head[:room + 1]  # one more: a sentence or word that ends exactly at the room is whole
+    kept = _within(head, room + 1)  # one more: a sentence or word that ends exactly at the room is whole
     sentence = kept.rfind(". ")
-    if sentence >= room // 2:
+    if sentence >= 0 and length(kept[:sentence]) >= room // 2:
         kept = kept[:sentence + 1]
     else:
         kept = kept[:max(kept.rfind(" "), len(title) + 1)]

@@ -1,4 +1,5 @@
-"""An AlarmDescription holds at most 1,024 characters (PutMetricAlarm refuses a longer one). Every description gpudash
+"""An AlarmDescription holds at most 1,024 characters (PutMetricAlarm refuses a longer one), counted in UTF-16 units (an
+emoji counts 2: alarm_text.length). Every description gpudash
 writes keeps the alarm's own sentence, its runbook and who made it whole; its notes (what CloudWatch's form of the
 rule does otherwise) give way from the last, first to their short form, then whole notes left out, and a mark at the
 end counts them and names the README section that explains every note. Nothing is cut inside a word.
@@ -89,7 +90,7 @@ def _recorded(monkeypatch, settings: str, tmp_path, alarms: str = ALARMS) -> lis
 
 def _checked(alarm, notes, own, title, text) -> tuple[int, int]:
     """Assert the layout of one description; (notes shortened, notes left out)."""
-    assert len(text) <= DESCRIPTION_LIMIT, (alarm.id, len(text))
+    assert alarm_text.length(text) <= DESCRIPTION_LIMIT, (alarm.id, alarm_text.length(text))
     head = f"{title or alarm.title}. {alarm.description if own is None else own}"
     assert text.startswith(head + " Runbook: " + alarm.runbook + " Managed by gpudash ("), (alarm.id, text[:200])
     assert ELIDED not in text, text
@@ -177,6 +178,45 @@ def test_a_user_alarm_with_every_note_keeps_its_runbook_and_the_mig_note_first()
     assert whole > 2 * DESCRIPTION_LIMIT  # what would have been cut mid-sentence before
 
 
+# a user's title, sentence and runbook with emoji (outside Unicode's basic plane: 2 UTF-16 units each)
+EMOJI_TITLE = "\U0001F525 Training fleet \U0001F6A8 stuck"
+EMOJI_LONG = LONG.replace("; when", " \U0001F4C9\U0001F4C9; when").replace(" so the", " \U0001F6A8 so the") * 1
+
+
+def test_emoji_count_two_each_as_cloudwatch_may_count_them():
+    assert alarm_text.length("\U0001F525a\u00e9") == 4 and alarm_text.length("") == 0
+
+
+def test_a_description_with_emoji_fits_in_utf16_units_and_keeps_its_runbook():
+    """With emoji in the title, own sentence and runbook the notes give way where their characters alone would fit
+    but their UTF-16 units would not (PutMetricAlarm may count those)."""
+    runbook = RUNBOOK + " \U0001F4DE page the owner \U0001F4DF"
+    alarm = Alarm("user-rule", EMOJI_TITLE, Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("pod",)), "<", 5),
+                  description=EMOJI_LONG, runbook=runbook, defined_at="alarms/user.py:3")
+    emoji = alarm_text.length(f"{EMOJI_TITLE}. {EMOJI_LONG}{runbook}") - len(f"{EMOJI_TITLE}. {EMOJI_LONG}{runbook}")
+    assert emoji >= 6
+    made = alarm_text.length(f"{alarm.title}. {EMOJI_LONG} Runbook: {runbook}{alarm_text.made_by(alarm)}")
+    filler = Note("y" * (DESCRIPTION_LIMIT - made - len(" On CloudWatch: .") + emoji // 2), "short y")
+    assert len(described(alarm, [])) + len(alarm_text.written([filler])) <= DESCRIPTION_LIMIT  # fits in characters
+    text = described(alarm, [filler])
+    _checked(alarm, [filler], None, None, text)
+    assert "short y" in text and alarm_text.length(text) <= DESCRIPTION_LIMIT, alarm_text.length(text)
+
+
+def test_an_own_sentence_with_emoji_is_cut_to_utf16_units_at_a_word():
+    """The own sentence's cut counts an emoji 2: the text is within 1,024 UTF-16 units, cut at a word, runbook
+    whole."""
+    long = " ".join(f"\U0001F525 Sentence {k} of a description \U0001F6A8 far too long." for k in range(40))
+    runbook = RUNBOOK + " \U0001F4DE"
+    alarm = Alarm("wordy", EMOJI_TITLE, Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node", "gpu")), ">", 90),
+                  description=long, runbook=runbook, defined_at="alarms/user.py:3")
+    text = described(alarm)
+    assert alarm_text.length(text) <= DESCRIPTION_LIMIT, alarm_text.length(text)
+    head = text.partition(ELIDED)[0]
+    assert f"{EMOJI_TITLE}. {long}".startswith(head) and f"{EMOJI_TITLE}. {long}"[len(head)] == " "
+    assert text.endswith(f"{ELIDED} Runbook: {runbook}{alarm_text.made_by(alarm)}"), text[-200:]
+
+
 def test_a_gap_note_in_its_short_form_is_still_read_by_lint():
     """AL018 reads which gap a `> 0` alarm's description says: whole or short."""
     for kind in GAP_TEXTS:
@@ -196,7 +236,7 @@ def test_an_own_sentence_too_long_is_cut_at_a_word_before_its_runbook_and_lint_e
     project = defined_project(tmp_path, "", alarms=alarms)
     artifacts = build(project)
     (text,) = [a.request["AlarmDescription"] for a in artifacts.alarms]
-    assert len(text) <= DESCRIPTION_LIMIT and f"{ELIDED} Runbook: {RUNBOOK} Managed by gpudash (" in text, text
+    assert alarm_text.length(text) <= DESCRIPTION_LIMIT and f"{ELIDED} Runbook: {RUNBOOK} Managed by gpudash (" in text, text
     head = text.partition(ELIDED)[0]
     assert f"Wordy. {long}".startswith(head) and f"Wordy. {long}"[len(head)] == " "  # a whole sentence or word
     assert re.search(r"\[1 note left out: " + re.escape(NOTES_README) + r"\]$", text), text[-100:]  # stale
