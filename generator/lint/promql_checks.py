@@ -155,13 +155,14 @@ def _range_function(stack: list) -> str | None:
         return "compare"  # promql.taken_within: whether a sample was taken in the step, not a chart of x
     if ranged is not None:
         function = stack[ranged].func.name
-        if function in ("max_over_time", "min_over_time") and ranged >= 1 and _guard(stack[ranged - 1]):
-            # `max_over_time(x[w]) < 9e18`: no blank in the window; `min_over_time(x[w]) < 9e18`: a reading in it (a
-            # count of GPUs reporting a field, promql.counted): not a chart of x
+        if function in ("max_over_time", "min_over_time") and ranged >= 1 and _guard(stack[ranged - 1], flag=True):
+            # `max_over_time(x[w]) < bool 9e18`: no blank in the window; `min_over_time(x[w]) < bool 9e18`: a reading
+            # in it: not a chart of x (without `bool` the comparison answers with the readings it keeps: a chart of
+            # them, unless a count or `and` reads only its series, _unread)
             return "compare"
         return function
-    if stack and _guard(stack[-1]):
-        return "compare"  # a guard such as `x < 1e14`, not a chart of x
+    if stack and _guard(stack[-1], flag=True):
+        return "compare"  # `x < bool 1e14`: 1 or 0, not a chart of x (`x < 1e14` answers with x's readings)
     if stack and isinstance(stack[-1], promql_parser.Call) and stack[-1].func.name == "timestamp":
         return "compare"  # `timestamp(x) > time() - 30`: when a sample was taken, not a chart of x
     return None
@@ -403,11 +404,13 @@ def _range_windows(expr: str, scrape_seconds: int | None) -> tuple[str, ...]:
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
 
 
-def _guard(node) -> bool:
-    """A comparison with a number (`... < 1e14`): a filter on values, not a chart."""
+def _guard(node, flag: bool = False) -> bool:
+    """A comparison with a number (`... < 1e14`): a filter on values; with `flag`, one with `bool` (`... < bool
+    1e14`), whose answer is 1 or 0, not the readings it compares."""
     import promql_parser
 
-    return isinstance(node, promql_parser.BinaryExpr) and str(node.op) in COMPARISONS and _is_number(node.rhs)
+    return isinstance(node, promql_parser.BinaryExpr) and str(node.op) in COMPARISONS and _is_number(node.rhs) and \
+        (not flag or node.modifier is not None and bool(node.modifier.return_bool))
 
 
 def _is_number(node) -> bool:

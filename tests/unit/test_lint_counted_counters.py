@@ -73,6 +73,15 @@ RAW = {  # raw_promql -> how many GF006 findings the panel gets (one per panel a
     "C or C": 1,  # one mistake, said once
     "count_values(\"reading\", C)": 1,  # each raw reading made a label
     "sum(C) / count(C)": 1,
+    # a comparison with a number answers with the readings it keeps (`bool`: with 1 or 0)
+    "C > 0": 1,
+    "sum(C < 1e14)": 1,
+    "max_over_time(C[5m]) < 9e18": 1,
+    "C > bool 0": 0,
+    "max_over_time(C[5m]) < bool 9e18": 0,
+    "count(C < 1e14)": 0,
+    "G and C < 1e14": 0,
+    "rate(C[$__rate_interval]) > 0": 0,
 }
 
 

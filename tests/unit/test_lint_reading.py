@@ -136,13 +136,14 @@ def test_no_regex_matcher_is_left_for_the_parser_to_compile():
 
 
 def test_a_window_tested_for_a_reading_or_a_blank_is_no_chart_of_the_counter():
-    """`min_over_time(x[w]) < 9e18` (a reading in the window: a count of GPUs reporting a field over an alert's
-    period, promql.counted) and `max_over_time(x[w]) < 9e18` (no blank in it) test the counter's samples; the
-    function alone charts them."""
+    """`count(min_over_time(x[w]) < 9e18)` (a reading in the window: a count of GPUs reporting a field over an alert's
+    period, promql.counted) and `... < bool 9e18` test the counter's samples; the function alone charts them, and so
+    does the comparison without `bool`, which answers with the readings it keeps (it was read as a test)."""
     counter = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
     for function in ("min_over_time", "max_over_time"):
         (tested,) = query_selectors(f"count({function}({counter}[5m] offset 5m) < 9e18)")
+        (flagged,) = query_selectors(f"{function}({counter}[5m]) < bool 9e18")
         (charted,) = query_selectors(f"{function}({counter}[5m])")
-        assert (tested.range_function, charted.range_function) == ("compare", function)
+        assert (tested.shown, flagged.range_function, charted.range_function) == (False, "compare", function)
         assert [(s.range_function, s.shown) for s in _walked_selectors(parse(f"{function}({counter}[5m]) < 9e18"))] \
-            == [("compare", True)]
+            == [(function, True)]
