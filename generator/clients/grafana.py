@@ -596,7 +596,15 @@ class GrafanaClient:
                     raise
                 self._read_back(exc, "the delete was sent to Grafana", lambda: self.dashboard(uid) is None)
                 return MAYBE_DELETED if lost(exc) else ODDLY_ANSWERED
-            still = self.dashboard(uid)
+            try:
+                still = self.dashboard(uid)
+            except DeadlineExceeded:
+                raise
+            except RemoteError as check:  # not read back: a delete Grafana answered (or that reached it) is not
+                if answer is None and not any(reached):  # "refused"; one found gone before any reached it is
+                    raise
+                raise may_have_happened(check, "the delete was sent to Grafana" + (" and answered" if answer else ""),
+                                        "it was not read back to show it") from None
         if still is not None and answer is None:  # found gone ("not found", or the look before a retry) and there now
             raise RemoteError("found gone (Grafana answered \"not found\", or the look before a retry of the delete "
                               "found it so), then there again: someone created it anew meanwhile; not deleted",

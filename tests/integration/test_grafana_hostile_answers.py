@@ -129,3 +129,19 @@ def test_a_dashboard_read_answered_with_another_dashboard_is_not_an_answer(force
     assert code == 3 and "nothing was published" in stderr, stderr
     assert f"asked for dashboard {RETIRED}" in stderr, stderr
     assert grafana.writes() == [] and _state(grafana) == before
+
+
+@pytest.mark.parametrize("status", [503, 403])
+def test_a_delete_grafana_answered_whose_read_back_fails_says_it_may_have_happened(status, grafana, proxy, run,
+                                                                                  desired):
+    """Grafana deletes the retired dashboard and answers so; every read of it after that fails (a gateway, or the
+    account's access withdrawn): the delete is not reported as refused or not made, but as sent and answered."""
+    def fail_reads() -> None:
+        proxy.inject(Rule(f"^/api/dashboards/uid/{RETIRED}$", method="GET", status=status, times=999))
+
+    proxy.inject(Rule(f"^/api/dashboards/uid/{RETIRED}$", method="DELETE", action="before", callback=fail_reads))
+    code, report, stderr = run()
+    assert RETIRED not in grafana.state.dashboards
+    assert code == 3, stderr
+    error = {f["name"]: f["error"] for f in report["failed"]}[RETIRED]
+    assert "may have happened" in error, error
