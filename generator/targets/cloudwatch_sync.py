@@ -619,7 +619,7 @@ def _settle(exc: RemoteError, api: str, thing: str, read: Callable[[], Any], don
         return
     if before(now):
         raise RemoteError(f"CloudWatch {api} was sent and its answer was lost; read back, {thing} is as before: the "
-                          f"write was not made ({exc.what.rpartition(' (')[2].rstrip(')')})", where=exc.where,
+                          f"write was not made ({getattr(exc, 'cause', None) or exc.what})", where=exc.where,
                           hint="run again when CloudWatch answers: publishing converges")
     exc.what += f"; read back, {thing} is neither as sent nor as before (changed by someone else meanwhile)"
     raise exc

@@ -1,0 +1,45 @@
+"""`gpudash apply` when one Region refuses or fails while another works (moto over HTTP, through the fault proxy):
+each Region is written on its own, what was written is reported written, what failed is reported failed with the
+Region's error, the exit code is 3, and a run again converges."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.cloudwatch_world import ALWAYS, alarms, fresh, writes
+from tests.support.fault_proxy import Rule
+
+BOTH = "project: test\nclusters:\n  - {name: east, region: us-east-1}\n  - {name: west, region: us-west-2}\n"
+DENIED = {"__type": "AccessDeniedException", "message": "explicit deny in a service control policy"}
+FAILING = {"__type": "InternalFailure", "message": "internal failure"}
+
+
+@pytest.mark.parametrize("status, body", [(400, DENIED), (500, FAILING)], ids=["denied", "failing"])
+def test_a_region_whose_writes_fail_leaves_the_other_regions_writes_reported(status, body, proxied, tmp_path, moto):
+    proxy, client, apply = proxied
+    config = tmp_path / "both.yaml"
+    config.write_text(BOTH)
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="PutMetricAlarm", action="status", times=ALWAYS, status=status,
+                      body=json.dumps(body).encode(), region="us-west-2"))
+    code, report, stderr = apply("--config", str(config))
+    assert code == 3 and "Traceback" not in stderr, stderr
+    west = moto.client("cloudwatch", "us-west-2")
+    assert alarms(west) == {}
+    east = sorted(alarms(client))
+    assert len(east) == 12 and set(east) <= set(report["written"])
+    failed = {item["name"]: item["error"] for item in report["failed"]}
+    assert len(failed) == 12 and all(name.startswith("gpudash-west-") for name in failed), failed
+    # each says why, as the Region answered: a read-back that shows the write not made keeps the answer's error
+    assert all(f"failed in us-west-2: {body['__type']}" in error for error in failed.values()), failed
+    assert not any(name.startswith("gpudash-west-") for name in report["written"] if name in alarms(west))
+    assert "12 of" in stderr and "writes failed" in stderr
+    fresh(proxy)
+    code, report, stderr = apply("--config", str(config))
+    assert code == 0, stderr
+    assert len(alarms(west)) == 12 and sorted(report["written"]) == sorted(alarms(west))
+    fresh(proxy)
+    code, report, _ = apply("--config", str(config))
+    assert code == 0 and report["written"] == [] and writes(proxy) == []
