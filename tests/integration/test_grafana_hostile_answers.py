@@ -34,17 +34,19 @@ AROUND = {
     "the playlists": r"^/api/playlists$",
     "the account's permissions": r"^/api/access-control/user/permissions$",
 }
-ANSWERS = {
-    "null": (b"null", "application/json"),
-    "an empty body": (b"", "application/json"),
-    "a sign-in page": (HTML, "text/html"),
-    "a string": (b'"ok"', "application/json"),
+ANSWERS = {  # (status, body, content type, what the error says)
+    "null": (200, b"null", "application/json", "but JSON null"),
+    "an empty body": (200, b"", "application/json", "but not JSON"),
+    "a sign-in page": (200, HTML, "text/html", "but not JSON"),
+    "a string": (200, b'"ok"', "application/json", "not a valid API answer"),
+    "a refusal of this one item": (403, b'{"message": "Access denied to this dashboard"}', "application/json",
+                                   "may not do this (403)"),
 }
 
 
 def _rule(path: str, answer: str) -> Rule:
-    body, kind = ANSWERS[answer]
-    return Rule(path, method="GET", times=999, status=200, body=body, headers={"Content-Type": kind})
+    status, body, kind, _ = ANSWERS[answer]
+    return Rule(path, method="GET", times=999, status=status, body=body, headers={"Content-Type": kind})
 
 
 def _state(grafana) -> dict[str, str]:
@@ -59,7 +61,7 @@ def test_a_garbled_read_the_plan_needs_writes_nothing(read, answer, grafana, pro
     code, report, stderr = run()
     assert code == 3, stderr
     assert "nothing was published" in stderr and "Traceback" not in stderr
-    assert any(said in stderr for said in ("not a valid API answer", "but not JSON", "but JSON null")), stderr
+    assert ANSWERS[answer][3] in stderr, stderr
     assert grafana.writes() == []
     assert _state(grafana) == before
     _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
