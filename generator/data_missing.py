@@ -360,15 +360,28 @@ def agent_threshold(settings: Settings, period: int) -> float:
     return SCRAPE_SHARE * period / settings.scrape.seconds
 
 
-def agent_description(settings: Settings, period: int, periods: int) -> str:
+# What a data-missing alarm gpudash writes means: its own sentence, then further sentences each with its short form
+# (a sentence too), the one a description gives way to where there is no room for the whole (render/alarm_text)
+About = tuple[tuple[str, str], ...]
+
+
+def whole_text(about: About) -> str:
+    """An About's sentences as one text."""
+    return " ".join(sentence for sentence, _ in about)
+
+
+def agent_description(settings: Settings, period: int, periods: int) -> About:
     """What the agent alarm sees, and what it cannot."""
-    return (f"The CloudWatch agent read kube-state-metrics (the exporter DaemonSet's desired count) in fewer than "
-            f"{agent_threshold(settings, period):g} of its {period // settings.scrape.seconds} scrapes of a period "
-            f"{periods_running(periods)}: the agent in a crash loop (running a minute of every five), or "
-            f"kube-state-metrics answering under half the time, so most GPU data of every period never reaches "
-            f"CloudWatch. An agent starting or stopped is not (one short period beside an empty one); an agent "
-            f"stopped is the cluster's alarm. Look at `kubectl -n {settings.agent.namespace} get pods` (cwagent-prometheus "
-            f"restarts and its logs) and at kube-state-metrics' pod.")
+    look = f"`kubectl -n {settings.agent.namespace} get pods`"
+    return ((f"The CloudWatch agent read kube-state-metrics (the exporter DaemonSet's desired count) in fewer than "
+             f"{agent_threshold(settings, period):g} of its {period // settings.scrape.seconds} scrapes of a period "
+             f"{periods_running(periods)}: the agent in a crash loop (running a minute of every five), or "
+             f"kube-state-metrics answering under half the time, so most GPU data of every period never reaches "
+             f"CloudWatch.", ""),
+            ("An agent starting or stopped is not (one short period beside an empty one); an agent stopped is the "
+             "cluster's alarm.", "It does not fire for an agent starting or stopped: the cluster's alarm does."),
+            (f"Look at {look} (cwagent-prometheus restarts and its logs) and at kube-state-metrics' pod.",
+             f"Look at {look} and kube-state-metrics' pod."))
 
 
 def per_node(settings: Settings) -> bool:
@@ -394,15 +407,17 @@ def no_data_threshold(settings: Settings, window: int) -> float:
     return NO_DATA_SHARE * window / settings.scrape.seconds
 
 
-def per_node_description(settings: Settings, window: int) -> str:
+def per_node_description(settings: Settings, window: int) -> About:
     """What the per-node alarm sees, and what it cannot."""
     scrapes = window // settings.scrape.seconds
-    return (f"A GPU node whose exporter brought no GPU data (scrape failed, or answered without a DCGM sample) in "
-            f"more than {no_data_threshold(settings, window):g} of its {scrapes} scrapes over the last {window // 60} "
-            f"minutes is a contributor in ALARM (crash loop, exporter hung, or up with DCGM lost), as the rule's "
-            f"branch on the same count (each scrape is a flag, 1: no GPU data). A rolling restart, a failed scrape are "
-            f"not; a node without exporter target is notBreaching (the cluster's alarm sees its pod missing); one "
-            f"removed while failing clears late.")
+    return ((f"A GPU node whose exporter brought no GPU data (scrape failed, or answered without a DCGM sample) in "
+             f"more than {no_data_threshold(settings, window):g} of its {scrapes} scrapes over the last "
+             f"{window // 60} minutes is a contributor in ALARM (crash loop, exporter hung, or up with DCGM lost), as "
+             f"the rule's branch on the same count (each scrape is a flag, 1: no GPU data).", ""),
+            ("A rolling restart, a failed scrape are not; a node without exporter target is notBreaching (the "
+             "cluster's alarm sees its pod missing); one removed while failing clears late.",
+             "It does not fire for a rolling restart, a failed scrape or a node without exporter target (the "
+             "cluster's alarm does); one removed while failing clears late."))
 
 
 def per_gpu_threshold(settings: Settings, period: int) -> float:
@@ -417,16 +432,19 @@ def periods_running(periods: int) -> str:
     return f"in each of {dict(enumerate(('', '', 'two', 'three', 'four'))).get(periods) or periods} periods running"
 
 
-def per_gpu_description(settings: Settings, field: str, period: int, periods: int) -> str:
+def per_gpu_description(settings: Settings, field: str, period: int, periods: int) -> About:
     """What the per-GPU alarm (agent.pipeline: classic) sees, and what it cannot."""
-    return (f"A GPU with fewer than {per_gpu_threshold(settings, period):g} of its {period // settings.scrape.seconds} "
-            f"observations of {field} {periods_running(periods)} (its exporter crash-looping or failing half its "
-            f"scrapes) is a contributor in ALARM. A GPU that k series repeat "
-            f"({'pods sharing it' if settings.no_mig else 'MIG instances, pods sharing it'}) counts "
-            f"k per scrape: it is seen only below 1/(2k) of its scrapes. A node added or removed is short one period "
-            f"only. A GPU silent altogether (an exporter hung with its pod available, or answering without DCGM "
-            f"samples, or a removed node) has no data and is notBreaching: the cluster's alarm sees a pod not "
-            f"available; the agent's JSON path drops up and scrape_*.")
+    return ((f"A GPU with fewer than {per_gpu_threshold(settings, period):g} of its "
+             f"{period // settings.scrape.seconds} observations of {field} {periods_running(periods)} (its exporter "
+             f"crash-looping or failing half its scrapes) is a contributor in ALARM.", ""),
+            (f"A GPU that k series repeat ({'pods sharing it' if settings.no_mig else 'MIG instances, pods sharing it'}) "
+             f"counts k per scrape: it is seen only below 1/(2k) of its scrapes.",
+             "A GPU k series repeat is seen only below 1/(2k) of its scrapes."),
+            ("A node added or removed is short one period only.", "A node added or removed: one period short."),
+            ("A GPU silent altogether (an exporter hung with its pod available, or answering without DCGM samples, or "
+             "a removed node) has no data and is notBreaching: the cluster's alarm sees a pod not available; the "
+             "agent's JSON path drops up and scrape_*.",
+             "A GPU silent altogether does not fire it; the cluster's alarm sees only a pod not available."))
 
 
 def cluster_limits(settings: Settings, cluster: Cluster | None = None,
@@ -523,18 +541,22 @@ def addon_gpu_metrics(plan_expression: str, reported_metric: str, cluster: Clust
              "ReturnData": True}]
 
 
-def addon_gpu_description(period: int, metrics_interval: int, gpu_interval: int) -> str:
+def addon_gpu_description(period: int, metrics_interval: int, gpu_interval: int) -> About:
     """What the add-on's per-GPU alarm sees, and what it cannot."""
     n = addon_collections(period, gpu_interval)
-    return (f"GPUs the kubelet counts (node_gpu_limit) on nodes whose agent collects, whose DCGM data came in fewer "
-            f"than {(n + 1) // 2} of the {n} collections of a period, in each of two periods running: an exporter "
-            f"stopped or crash-looping on a node, a GPU DCGM does not report. An exporter rollout or a restart "
-            f"(each GPU missing under half a period) is not missing data. At most {GPUS_PER_QUERY} GPUs per cluster "
-            f"are read one by one (the least reporting first): exact while fewer than {GPUS_PER_QUERY} miss data at "
-            f"once. A GPU node whose agent stopped is the cluster's alarm."
-            + ("" if (metrics_interval, gpu_interval) == (60, 60) else
-               f" Counted for node metrics every {metrics_interval} s and DCGM every {gpu_interval} s "
-               f"(cloudwatch.addon_metrics_interval, addon_gpu_interval): the agent must collect at these intervals."))
+    intervals = f"node metrics every {metrics_interval} s and DCGM every {gpu_interval} s"
+    return ((f"GPUs the kubelet counts (node_gpu_limit) on nodes whose agent collects, whose DCGM data came in fewer "
+             f"than {(n + 1) // 2} of the {n} collections of a period, in each of two periods running: an exporter "
+             f"stopped or crash-looping on a node, a GPU DCGM does not report.", ""),
+            ("An exporter rollout or a restart (each GPU missing under half a period) is not missing data.",
+             "It does not fire for an exporter rollout or restart."),
+            (f"At most {GPUS_PER_QUERY} GPUs per cluster are read one by one (the least reporting first): exact while "
+             f"fewer than {GPUS_PER_QUERY} miss data at once.",
+             f"Exact while fewer than {GPUS_PER_QUERY} miss data at once."),
+            ("A GPU node whose agent stopped is the cluster's alarm.", "An agent stopped is the cluster's alarm."),
+            *(() if (metrics_interval, gpu_interval) == (60, 60) else
+              ((f"Counted for {intervals} (cloudwatch.addon_metrics_interval, addon_gpu_interval): the agent must "
+                f"collect at these intervals.", f"The agent must collect {intervals}."),)))
 
 
 def addon_nodes_query(cluster: Cluster) -> str:
@@ -545,13 +567,16 @@ def addon_nodes_query(cluster: Cluster) -> str:
             f"GROUP BY {quote_identifier(addon.NODE)} ORDER BY MAX() DESC LIMIT {NODES_PER_QUERY}")
 
 
-ADDON_DESCRIPTION = ("The add-on's agent stopped, everywhere or on a GPU node its DCGM exporter DaemonSet runs on, "
-                     "or no GPU the kubelet counts (node_gpu_limit) reported (GPUs missing on nodes whose agent "
-                     "collects: the per-GPU alarm). A GPU node group at zero, a node drained or removed and GPUs no pod holds "
-                     "are not missing data; a GPU node reporting over 5 minutes after joining can be, over 10 is."
-                     f" On this source: `kubectl -n {addon.ADDON_NAMESPACE} get ds,pods "
-                     f"-o wide` (the {addon.EXPORTER_DAEMONSET} and {addon.AGENT_DAEMONSET} DaemonSets: a pod not "
-                     f"Ready on a GPU node, its logs).")
+_ADDON_LOOK = f"`kubectl -n {addon.ADDON_NAMESPACE} get ds,pods -o wide`"
+ADDON_DESCRIPTION: About = (
+    ("The add-on's agent stopped, everywhere or on a GPU node its DCGM exporter DaemonSet runs on, or no GPU the kubelet "
+     "counts (node_gpu_limit) reported (GPUs missing on nodes whose agent collects: the per-GPU alarm).", ""),
+    ("A GPU node group at zero, a node drained or removed and GPUs no pod holds are not missing data; a GPU node "
+     "reporting over 5 minutes after joining can be, over 10 is.",
+     "It does not fire for a node group at zero, a node drained or removed, GPUs no pod holds; for a node reporting "
+     "over 5 minutes after joining it can, over 10 it does."),
+    (f"On this source: {_ADDON_LOOK} (the {addon.EXPORTER_DAEMONSET} and {addon.AGENT_DAEMONSET} DaemonSets: a pod not "
+     f"Ready on a GPU node, its logs).", f"Look at {_ADDON_LOOK}."))
 
 
 def expected(settings: Settings) -> bool:

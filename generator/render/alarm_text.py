@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ..errors import InputError
 from ..markers import ALARM_DESCRIPTION_NOTE
@@ -93,16 +93,12 @@ def written(notes: Iterable[Note]) -> str:
     return "".join(parts)
 
 
-def sentences(text: str) -> list[str]:
-    """A text gpudash writes, sentence by sentence (each ending at a period followed by a capital or a backquote)."""
-    return [part for part in re.split(r"(?<=\.) (?=[A-Z`])", text.strip()) if part]
-
-
-def about_notes(text: str) -> tuple[str, tuple[Note, ...]]:
-    """A text gpudash writes of what an alarm watches: its first sentence, the alarm's own, and the others as notes
-    (sentences of their own, left out from the last where there is no room)."""
-    first, *rest = sentences(text)
-    return first, tuple(Note(sentence, sentence=True) for sentence in rest)
+def about_notes(about: Sequence[tuple[str, str]]) -> tuple[str, tuple[Note, ...]]:
+    """What gpudash writes of what an alarm watches, sentence by sentence with their short forms: its first sentence,
+    the alarm's own, and the others as notes (sentences of their own, giving way from the last where there is no
+    room: to their short form, then left out)."""
+    (first, _), *rest = about
+    return first, tuple(Note(sentence, short, sentence=True) for sentence, short in rest)
 
 
 def described(alarm: Alarm, notes: Iterable[Note] = (), own: str | None = None, title: str | None = None) -> str:

@@ -702,10 +702,11 @@ def _addon_reported() -> str:
     return metric_name("node", by_field()[data_missing.ADDON_REPORTED])
 
 
-def _about(alarm: Alarm, about: str, title: str | None = None) -> str:
+def _about(alarm: Alarm, about: data_missing.About, title: str | None = None) -> str:
     """The description of an alarm whose meaning gpudash writes (`about`, under `title`): whole before its runbook
-    where it fits; else its first sentence the alarm's own, the others notes (alarm_text.about_notes)."""
-    whole = described(alarm, (), about, title)
+    where it fits; else its first sentence the alarm's own, the others notes with their short forms
+    (alarm_text.about_notes)."""
+    whole = described(alarm, (), data_missing.whole_text(about), title)
     if not own_cut(whole):
         return whole
     own, notes = about_notes(about)

@@ -128,6 +128,20 @@ FACTS = [
     (r"others are not seen", lambda m: "does not fire for others"),
     (r"crash loop", lambda m: "crash loop"),
     (r"silent with its pod available", lambda m: m.group(0)),
+    # the data-missing alarms' further sentences (data_missing.About)
+    (r"`kubectl[^`]*`", lambda m: m.group(0)),  # where to look
+    (r"the cluster's alarm", lambda m: m.group(0)),  # which alarm sees it instead
+    (r"is notBreaching", lambda m: "does not fire"),
+    (r"(?:is|are) not(?: missing data)?[;.]", lambda m: "not"),
+    (r"clears late", lambda m: m.group(0)),
+    (r"below 1/\(2k\)", lambda m: m.group(0)),
+    (r"short one period", lambda m: "one period short"),
+    (r"exact while fewer than (\d+)", lambda m: f"xact while fewer than {m.group(1)}"),
+    (r"(rolling restart|exporter rollout)", lambda m: m.group(1)),
+    (r"over (\d+) minutes after joining can be", lambda m: f"over {m.group(1)} minutes after joining it can"),
+    (r"over (\d+) is\.", lambda m: f"over {m.group(1)} it does"),
+    (r"(node metrics every \d+ s and DCGM every \d+ s)", lambda m: m.group(1)),
+    (r"a pod not available", lambda m: m.group(0)),
 ]
 
 
@@ -303,6 +317,52 @@ def test_every_short_form_says_what_its_whole_note_says_a_user_needs():
     assert "blank" not in failed_scrape_note("count", "<", 60, 60, blanks=True) + failed_scrape_short(
         "count", "<", 60, 60, blanks=True) + failed_scrape_note("avg", "<", 60, 60, blanks=True)
     assert sum("clears 15 minutes after the last reading" in n.short for n in notes) >= 2
+
+
+def _data_missing_abouts() -> list:
+    """Every data-missing alarm's own text gpudash writes (data_missing.About), over pipelines, MIG, periods and the
+    add-on's collection intervals."""
+    from generator import data_missing
+    from tests.support.projects import bundled_project
+
+    abouts = [data_missing.ADDON_DESCRIPTION]
+    for settings_text in ("", "agent:\n  pipeline: classic\n", "agent:\n  pipeline: classic\nexporter:\n  mig: none\n",
+                          "scrape:\n  interval: 15s\n"):
+        settings = bundled_project(settings_text).settings
+        for period, periods in ((60, 1), (300, 2), (600, 3)):
+            abouts += [data_missing.agent_description(settings, period, periods),
+                       data_missing.per_node_description(settings, period * periods),
+                       data_missing.per_gpu_description(settings, "DCGM_FI_DEV_GPU_TEMP", period, periods)]
+    for intervals in ((60, 60), (30, 15), (60, 10)):
+        abouts.append(data_missing.addon_gpu_description(300, *intervals))
+    return abouts
+
+
+def test_the_data_missing_alarms_further_sentences_give_way_to_short_forms_that_keep_their_fact():
+    """Each further sentence of a data-missing alarm's own text has a short form, a sentence shorter than it, that
+    keeps FACTS it says (what does not fire it, which alarm does, where to look, the figures)."""
+    notes = [Note(text, short) for about in _data_missing_abouts() for text, short in about[1:]]
+    assert len(notes) > 40
+    assert [n.text for n in notes if not n.short or len(n.short) >= len(n.text) or not n.short.endswith(".")] == []
+    assert [(n.short, _facts_dropped(n)) for n in notes if _facts_dropped(n)] == []
+    kinds = {pattern for n in notes for pattern, _ in FACTS if re.search(pattern, n.text)}
+    assert len(kinds) >= 10, kinds  # the facts above are each said by some sentence
+
+
+def test_a_data_missing_alarm_with_a_long_runbook_shortens_its_further_sentences_before_leaving_them_out():
+    """Where a user's runbook leaves no room for the data-missing alarms' own text whole, its further sentences give
+    way to their short forms (counted), and only then are left out."""
+    from generator import data_missing
+    from tests.support.projects import bundled_project
+
+    about = data_missing.per_gpu_description(bundled_project().settings, "DCGM_FI_DEV_GPU_TEMP", 300, 2)
+    alarm = Alarm("data-missing", "No GPU data", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1),
+                  absent=True, missing_data="breaching", runbook=RUNBOOK * 2, defined_at="alarms/user.py:3")
+    text = alarm_render._about(alarm, about, "No GPU data (per GPU)")
+    own, notes = alarm_text.about_notes(about)
+    shortened, left = _checked(alarm, list(notes), own, "No GPU data (per GPU)", text)
+    assert shortened >= 2 and all(n.text in text or n.short in text for n in notes[:shortened - left]), text
+    assert alarm_text.length(text) <= DESCRIPTION_LIMIT
 
 
 def test_the_add_on_pod_mean_weighs_a_gpu_named_in_turn_and_says_so(tmp_path):
