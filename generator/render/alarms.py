@@ -20,8 +20,8 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 read_by_stand_in,
                                 instance_contributors,
                                 LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
-                                Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
-                                scrape_seconds)
+                                Unsupported, dimension_for, gpu_dimensions, number, pod_dimensions,
+                                pod_gpu_dimensions, scrape_seconds)
 from .. import data_missing
 from ..container_insights_table import NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import (ALARM_BLANKS, ALARM_MIG_ONE_INSTANCE, ALARM_MIG_ONE_INSTANCE_SHORT,
@@ -1304,7 +1304,7 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
             return f"{judged} or {_nothing(alarm, settings, [read(kind, k) for kind in kinds for k in periods])}"
         return judged
     return " or ".join(_of_periods(alarm, lambda period, kind=kind: f"{read(kind, period)} {condition.comparison} "
-                                                                    f"{condition.threshold:g}")
+                                                                    f"{number(condition.threshold)}")
                        for kind in kinds)
 
 
@@ -1528,7 +1528,7 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -
     periods = alarm.evaluation_periods
     needed = alarm.datapoints_to_alarm or periods
     extra = RANGE_EXTRA_PERIODS
-    compare, threshold = condition.comparison, f"{condition.threshold:g}"
+    compare, threshold = condition.comparison, number(condition.threshold)  # every digit (`:g` keeps six)
 
     def flag(k: int) -> str:  # 1 breaching, 0 not, none without a reading
         return f"({value(k)} {compare} bool {threshold})"
