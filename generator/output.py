@@ -56,9 +56,25 @@ def template_file(stack: str) -> str:
 
 
 # Files of the previous build found holding the new bytes of their path, by path: the sha256 of those bytes, and the
-# file's status as it was read (None for a file changed in the SETTLED_NS before: read again before it is shared)
+# file's status as it was read (None for a file changed just before: read again before it is shared, see `_held`)
 Known = dict[str, tuple[str, "os.stat_result | None"]]
+# How long before it is read a file's last change must be for its status to stand for its bytes (`_held`): on a file
+# system that stamps change times in whole seconds or hundredths (no digits below the millisecond), SETTLED_NS; on one
+# that stamps them from the kernel's clock (ext4, XFS, Btrfs, tmpfs: digits below the millisecond), whose tick is 1 to
+# 10 ms, FINE_SETTLED_NS. A rebuild within 2 s of the build before (a benchmark's runs, a loop) found every file
+# changed just before (linking it into the new build and removing the old one's name change its ctime) and read the
+# whole build twice (1,000 clusters: 190 MB).
 SETTLED_NS = 2_000_000_000
+FINE_SETTLED_NS = 100_000_000
+
+
+def _held(info: os.stat_result, now: int) -> os.stat_result | None:
+    """`info` (a file's status as it was read, at `now` nanoseconds) where its last change (ctime) came at least a few
+    ticks of the clock that stamps change times before: every change of the file's bytes after the read would then
+    give it another ctime (see `_unchanged`). None for a file changed just before, which is read again before it is
+    shared."""
+    window = FINE_SETTLED_NS if info.st_ctime_ns % 1_000_000 else SETTLED_NS
+    return info if info.st_ctime_ns < now - window else None
 
 BUILD = "build"  # the folder `gpudash generate` writes by default, where hints point
 AGENT_FILE_PREFIX = "k8s/cwagent-prometheus-config-"
@@ -422,7 +438,7 @@ def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: di
     from .names import plain_logical_id
 
     found = []
-    settled = time.time_ns() - SETTLED_NS
+    now = time.time_ns()
     for stack in sorted(set(previous) & set(templates)):
         relative = template_file(stack)
         try:
@@ -431,7 +447,7 @@ def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: di
             continue  # no template to compare: nothing said of it
         if data == files.get(relative):
             if known is not None and info is not None:
-                known[relative] = hashlib.sha256(data).hexdigest(), info if info.st_ctime_ns < settled else None
+                known[relative] = hashlib.sha256(data).hexdigest(), _held(info, now)
             continue
         now = {(kind, name): id_ for id_, kind, name in _named(templates[stack]["Resources"])}
         if all(id_ == plain_logical_id(kind, name) for (kind, name), id_ in now.items()):
@@ -558,7 +574,7 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
     would drop, is a file it does not list. Only a folder holding gpudash's manifest is asked (`_owned` refuses the
     others). With the new build's `files`, each file that holds exactly the new bytes of its path has their sha256
     put into `known` (the new manifest lists it: each file's bytes are hashed once), with its status as it was read
-    unless it changed in the seconds before (see `_unchanged`)."""
+    unless it changed just before (see `_held`)."""
     manifest = _gpudash_manifest(out / MANIFEST) if out.is_dir() else None
     listed = manifest.get("files") if manifest else None
     if not isinstance(listed, dict):
@@ -572,7 +588,7 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
             if not folder:
                 break
             folder = posixpath.dirname(folder)
-    settled = time.time_ns() - SETTLED_NS  # a file changed before this is read once (see `_unchanged`)
+    now = time.time_ns()  # a file changed a few ticks before this is read once (see `_held`)
     # each folder listed once (a folder that cannot be listed raises, never reads as empty), each entry's kind told by
     # the listing itself: no call per file but the reading of a listed one
     folders = [(str(out), "")]
@@ -594,7 +610,7 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
                     continue
                 if relative not in listed:
                     extra.append(relative)
-                elif not link and _digest(entry.path, relative, files, known, settled) != listed[relative]:
+                elif not link and _digest(entry.path, relative, files, known, now) != listed[relative]:
                     edited.append(relative)
     return sorted(extra), sorted(edited)
 
@@ -622,10 +638,10 @@ def unreadable(exc: OSError, top: Path) -> str:
 
 
 def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None,
-            known: Known | None = None, settled: int = 0) -> str | None:
+            known: Known | None = None, now: int = 0) -> str | None:
     """sha256 of a regular file (None for anything else: a FIFO is never opened, it would wait). A file of the size
     of files[relative] is read whole and compared: when it holds those bytes, their sha256 goes into `known`, with
-    the file's status as it was read if its last change (ctime) came before `settled` (nanoseconds). A file `known`
+    the file's status as it was read (at `now`, nanoseconds) where `_held` keeps it. A file `known`
     holds with a status it still has (read before and found holding those bytes: `renamed_resources`) is not read
     again (see `_unchanged`)."""
     try:
@@ -644,7 +660,7 @@ def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None
             held = _read_fd(fd, info.st_size)
             if held == data:
                 digest = hashlib.sha256(data).hexdigest()
-                known[relative] = digest, info if info.st_ctime_ns < settled else None
+                known[relative] = digest, _held(info, now)
                 return digest
             return hashlib.sha256(held).hexdigest()
         with open(fd, "rb", closefd=False) as stream:
@@ -760,7 +776,7 @@ def _unchanged(path: str, data: bytes, mode: int, held: os.stat_result | None = 
 
     With `held` (its status when it was read and found holding `data`), a file whose status is still that one is
     not read again: every change of its bytes since would have given it another change time (ctime, which no
-    call can set back), and a file changed in the seconds before it was read is given no `held` (a change
+    call can set back), and a file changed just before it was read is given no `held` (`_held`: a change
     within one tick of the clock that stamps ctimes could leave it equal)."""
     if held is not None:
         try:

@@ -252,6 +252,14 @@ def _bytes_read() -> int:
         return next(int(line.split()[1]) for line in io if line.startswith("rchar:"))
 
 
+def _settled_at_once(monkeypatch) -> None:
+    """A file changed before it was read counts as settled, whatever stamps change times here."""
+    import generator.output as output
+
+    monkeypatch.setattr(output, "SETTLED_NS", 0)
+    monkeypatch.setattr(output, "FINE_SETTLED_NS", 0)
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux's per-process read count")
 def test_a_rebuild_reads_the_previous_build_once(tmp_path, monkeypatch):
     """Rebuilding over a build whose files are unchanged reads each of them once (to find out that replacing them
@@ -262,7 +270,12 @@ def test_a_rebuild_reads_the_previous_build_once(tmp_path, monkeypatch):
     files = {f"k8s/{n}.yaml": bytes([97 + n % 26]) * 200_000 for n in range(20)}
     write_files(out, files)
     time.sleep(0.1)  # older than a tick of the clock that stamps change times
-    monkeypatch.setattr(output, "SETTLED_NS", 0, raising=False)  # a file changed before the read counts as settled
+    _settled_at_once(monkeypatch)  # a file changed before the read counts as settled
+    _rebuilt_reading_once(out, files)
+
+
+def _rebuilt_reading_once(out: Path, files: dict[str, bytes]) -> None:
+    """Rebuilding `out` with its own files reads each of them once, and shares none with the build before."""
     before = _bytes_read()
     write_files(out, files)
     read = _bytes_read() - before
@@ -291,7 +304,7 @@ def test_a_rebuild_reads_the_previous_builds_templates_once(tmp_path, monkeypatc
     templates, files = _templates(10)
     write_files(out, files)
     time.sleep(0.1)  # older than a tick of the clock that stamps change times
-    monkeypatch.setattr(output, "SETTLED_NS", 0, raising=False)
+    _settled_at_once(monkeypatch)
     known = {}
     before = _bytes_read()
     assert output.renamed_resources(out, templates, files, list(templates), known) == []
@@ -311,7 +324,7 @@ def test_a_template_edited_after_it_was_read_for_renamed_resources_is_read_again
     templates, files = _templates(2)
     write_files(out, files)
     time.sleep(0.1)
-    monkeypatch.setattr(output, "SETTLED_NS", 0, raising=False)
+    _settled_at_once(monkeypatch)
     known = {}
     assert output.renamed_resources(out, templates, files, list(templates), known) == []
     assert sorted(known) == sorted(files) and all(held is not None for _, held in known.values())
@@ -336,7 +349,10 @@ def test_a_file_edited_after_the_previous_build_was_read_is_not_shared(tmp_path,
     write_files(out, files)
     time.sleep(0.1)
     if settled:
-        monkeypatch.setattr(output, "SETTLED_NS", 0, raising=False)
+        _settled_at_once(monkeypatch)
+    else:  # every file changed just before it was read, whatever stamps change times here
+        monkeypatch.setattr(output, "SETTLED_NS", 60 * 10**9)
+        monkeypatch.setattr(output, "FINE_SETTLED_NS", 60 * 10**9)
     real_fill = output._fill
 
     def edit_then_fill(*args, **kwargs):
@@ -937,3 +953,38 @@ def test_a_definition_edited_within_the_same_second_is_read_as_edited(tmp_path, 
         built = (tmp_path / "b" / "grafana").glob("*.json")
         assert any(f'"title": "{title}"' in p.read_text() or f'"title":"{title}"' in p.read_text() for p in built)
     assert sorted(p.name for p in folder.iterdir()) == ["team.py"]  # no __pycache__
+
+
+def _status(ctime_ns: int) -> os.stat_result:
+    return os.stat_result((0o100644, 1, 1, 1, 0, 0, 10, 0, 0, ctime_ns // 10**9, 0.0, 0.0, ctime_ns / 1e9, 0, 0, ctime_ns))
+
+
+def test_a_files_status_stands_for_its_bytes_a_few_ticks_of_its_clock_after_its_last_change():
+    """A file changed a few ticks of the clock that stamps change times before it was read keeps its status as read
+    (not read again before it is shared): 0.1 s where change times have digits below the millisecond (stamped from the
+    kernel's clock, whose tick is 1-10 ms), 2 s where they are whole seconds or hundredths."""
+    from generator.output import _held
+
+    now = 1_700_000_000 * 10**9
+    for ago, held in ((50_000_000, False), (150_000_000, True), (3 * 10**9, True)):
+        info = _status(now - ago + 123_457)  # digits below the millisecond
+        assert (_held(info, now) is info) is held
+    for ago, held in ((10**9, False), (1_990_000_000, False), (3 * 10**9, True)):
+        info = _status(now - ago)  # whole seconds
+        assert (_held(info, now) is info) is held
+    assert _held(_status(now - 10**9 - 10**7), now) is None  # hundredths
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux's per-process read count")
+def test_a_rebuild_right_after_the_build_before_reads_it_once(tmp_path):
+    """A rebuild a moment after the build before (a benchmark's runs, a loop), on a file system that stamps change
+    times from the kernel's clock, reads each unchanged file once: writing the build before (linking its files,
+    removing the old names) changed them all, and within 2 s of that change every file was read twice."""
+    out = tmp_path / "build"
+    files = {f"k8s/{n}.yaml": bytes([97 + n % 26]) * 200_000 for n in range(20)}
+    write_files(out, files)
+    write_files(out, files)  # the files as a rebuild leaves them: linked into it, the old names removed
+    if all(os.stat(out / relative).st_ctime_ns % 1_000_000 == 0 for relative in files):
+        pytest.skip("this file system stamps change times in whole milliseconds or coarser")
+    time.sleep(0.2)
+    _rebuilt_reading_once(out, files)
