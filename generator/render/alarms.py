@@ -529,10 +529,13 @@ def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings, lint: boo
 
 
 def _failed_scrape_note(alarm: Alarm, plan_: Plan, settings: Settings, lint: bool = True) -> Note:
-    """_failed_scrape_said as a description's note, with its short form (failed_scrape_short)."""
+    """_failed_scrape_said as a description's note, with its short form (failed_scrape_short). None where a period
+    holds one scrape (or less): a GPU is read in it or not, a failed scrape leaves the node's GPUs out of the period, and
+    its Prometheus rule, whose window holds that one scrape too, has no reading of them either: both read alike."""
     condition = cloudwatch_condition(alarm, settings)
     how = condition.query.aggregation
-    if not (how in ("count", "sum") and per_scrape_read(plan_)
+    if alarm.period_seconds <= settings.scrape.seconds or not (
+            how in ("count", "sum") and per_scrape_read(plan_)
             or how == "avg" and read_weighed(plan_, group_keys(condition.query.by))):
         return Note("")
     said = (how, condition.comparison, alarm.period_seconds, settings.scrape.seconds)

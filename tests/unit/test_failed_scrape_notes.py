@@ -93,6 +93,35 @@ def test_what_the_note_says_holds_on_the_agent_model(built):
     assert before == pytest.approx(gpus)
 
 
+def test_at_one_scrape_per_period_a_failed_scrape_reads_as_its_rule_reads_it_and_no_note_says_otherwise(tmp_path):
+    """A period holding one scrape (60 s scrapes, 60 s periods): a failed scrape leaves the node's GPUs out of the
+    period, and its rule, whose window holds that one scrape too, has no reading of them either: the count reads the
+    GPUs with a reading in the period (11 - g), the total their watts, as the rule does. No description compares it
+    with a rule that reads otherwise, and lint notes none (AL024)."""
+    step = period = 60
+    project = defined_project(tmp_path, "scrape:\n  interval: 60s\n",
+                              alarms=ALARMS.replace("description='x'", f"period_seconds={period}, description='x'"))
+    files = encode(build(project))
+    requests = {a["Request"]["AlarmName"].removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): a["Request"]
+                for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    assert [rule for rule, request in requests.items() if "failed scrape" in request["AlarmDescription"]
+            or "weighs each GPU by its readings" in request["AlarmDescription"]] == []
+    assert [note.message for note in notes(project) if note.rule == "AL024"] == []
+    config, job = agent_config(files[AGENT_FILE])
+    failed_at = END - period
+    points = Agent(config, job).run([Scrape(k * step, mixed_fleet.payload(node, k * step, step),
+                                            target_labels(job, node.name))
+                                     for k in range(-2, END // step) for node in mixed_fleet.FLEET
+                                     if not (node is FAILED_NODE and k * step == failed_at)])
+    read = [node for node in mixed_fleet.FLEET if node is not FAILED_NODE]  # the nodes with a reading in the period
+    (count,) = alarm_values(requests["count-all-low"], points, END, period).values()
+    assert count == pytest.approx(sum(len(node.gpus) for node in read))
+    (total,) = alarm_values(requests["sum-all"], points, END, period).values()
+    assert total == pytest.approx(sum(gpu.power for node in read for gpu in node.gpus))
+    (before,) = alarm_values(requests["count-all-low"], points, END - period, period).values()
+    assert before == pytest.approx(sum(len(node.gpus) for node in mixed_fleet.FLEET))
+
+
 def test_a_nodes_count_reads_a_gpu_whose_field_is_blank_at_some_scrapes(tmp_path):
     """The agent counts a node's GPUs at each scrape after its blank filter: a GPU reading DCGM's blank at every other
     scrape is not in every scrape's count, but has readings in every period, so its rule counts it. The alarm reads the
