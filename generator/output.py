@@ -120,11 +120,14 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[PROVISIONING_FILE] = to_yaml(artifacts.grafana_provisioning)
     files[SIDECAR_FILE] = to_yaml(*sidecars)
 
-    # each cluster's ConfigMaps written from one text per kind of cluster (AgentTexts), the others below
-    agent_texts = AgentTexts()
+    # each cluster's ConfigMaps written from one text per kind of cluster (AgentTexts), the others below. A fleet of
+    # fewer clusters than AGENT_TEXTS_FROM writes each in full: a kind's text is made by making its ConfigMaps twice
+    # more (with two stand-in names), which costs more than it saves for one or two clusters (a third of a one-cluster
+    # build's encoding)
+    agent_texts = AgentTexts() if len(artifacts.agents) >= AGENT_TEXTS_FROM else None
     agents = []
     for agent in artifacts.agents:
-        text = agent_texts(agent)
+        text = agent_texts(agent) if agent_texts is not None else None
         if text is None:
             agents.append(agent)
         else:
@@ -150,6 +153,9 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[RULES_FILE], files[PROMETHEUS_RULE_FILE] = to_yaml_many([(artifacts.prometheus_rules,),
                                                                    (artifacts.prometheus_rule,)])
     return files
+
+
+AGENT_TEXTS_FROM = 3  # clusters a fleet has at least for its agents' ConfigMaps to be written from one text per kind
 
 
 def agent_maps_files(agents: list[Any]) -> list[bytes]:

@@ -76,3 +76,20 @@ def test_a_name_set_in_where_it_is_not_a_whole_value_nor_after_a_slash_or_quote_
     texts = AgentTexts()
     assert all(texts(agent) is None for agent in artifacts.agents)
     assert encode(artifacts) == encode(_full(artifacts))
+
+
+def test_a_fleet_of_one_or_two_clusters_writes_its_configmaps_in_full(tmp_path, monkeypatch):
+    """A kind's text is made by making its ConfigMaps twice more: for one or two clusters that costs more than it saves
+    (a third of a one-cluster build's encoding), so they are written in full; three or more are written from it."""
+    import generator.output as output
+
+    made = []
+    real = output._agent_pieces
+    monkeypatch.setattr(output, "_agent_pieces", lambda *args: made.append(args) or real(*args))
+    clusters = CLUSTERS[0][:3]
+    for count in (1, 2, 3):
+        (tmp_path / str(count)).mkdir()
+        artifacts = build(load_project(fleet_settings(tmp_path / str(count), clusters[:count], "")))
+        made.clear()
+        assert encode(artifacts) == encode(_full(artifacts))
+        assert bool(made) is (count >= output.AGENT_TEXTS_FROM)
