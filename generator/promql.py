@@ -259,7 +259,9 @@ class _Device:
                 return self._shares_added(copies, (*keep, *COPY_LABELS, *labels.node_sources), slot,
                                           f"max by ({_listed(slot)}) ({own})")
             if own_share:
-                each = (*keep, self.pod) if pods else keep  # a group's: each pod's share first
+                # a group's: each pod's share first, the pod named with its namespace (a pod name is unique only
+                # within its namespace, and `current` matches on both)
+                each = (*keep, self.pod, labels.namespace) if pods else keep
                 tiers = self._read(metric, False, self.scoped, extra, each, any_pod, gauge == COUNTED)
                 read = f"max by ({_listed((*each, *shown))}) ({_unblanked(_either(tiers, each), gauge)})"
                 if not pods:
@@ -307,14 +309,15 @@ class _Device:
         """A group of pods' (a namespace's) reading of a field split per process on each GPU instance (`slot`), from
         its pods' `copies` (a series per pod, GPU_LABEL naming the GPU): where the exporter writes the GPU's own series
         (`device`: the GPU instances that have it, pod empty: dcgm-exporter 4.5.3 and later, whose pods' copies are
-        their own shares), the group's pods' copies added up (each pod's largest copy, per `group`: the GPU instance,
-        the group's labels, the copy's exporter and node spellings; `current`, a panel's: only the pods, matched on
-        the labels it names, whose copies the GPU's latest scrape wrote); elsewhere each copy is the device's whole
+        their own shares), the group's pods' copies added up (each pod's largest copy, a pod named by its namespace and
+        name, per `group`: the GPU instance, the group's labels, the copy's exporter and node spellings; `current`, a
+        panel's: only the pods, matched on the labels it names, whose copies the GPU's latest scrape wrote: a group
+        per container carries no namespace of its own to match on); elsewhere each copy is the device's whole
         value (before 4.5.3), and the group's largest stands (the caller's max of the copies). Two pods of a namespace
         on 12,000 and 9,000 MiB of one 4.5.3 GPU read 21,000, not 12,000; two pods' copies of a 4.5.2 GPU's 39,200 MiB
         read 39,200, not 78,400."""
+        each = f"max by ({_listed((*group, self.pod, self.labels.namespace))}) ({copies})"  # a pod: its namespace too
         group = _listed(group)
-        each = f"max by ({group}, {self.pod}) ({copies})"
         each = f"({each} and on ({current[1]}) {current[0]})" if current else each
         added = f"sum by ({group}) ({each})"
         return f"(({added} and on ({_listed(slot)}) {device}) or ({copies} unless on ({_listed(slot)}) {device}))"

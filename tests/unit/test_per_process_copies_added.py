@@ -287,3 +287,32 @@ def test_the_rules_judge_a_namespaces_use_on_both_exporter_versions(tmp_path):
     assert set(found["Memory over 20000"]) == {ns for ns, value in use.items() if value > 20000} \
         == {"team-a", "team-d", "team-e"}
     assert found["Memory over 40000"] == {}
+
+
+CONTAINER = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+             "    yield Dashboard(id='ns', title='NS', rows=[Row('All', [\n"
+             f"        Panel('Memory by container', Query({FB!r}, 'sum', ('container',)), unit='mebibyte'),\n"
+             f"        Panel('Utilization by container', Query({UTIL!r}, 'avg', ('container',)), unit='percent'),\n"
+             "    ])])\n")
+
+
+def test_a_panel_per_container_adds_the_pods_shares_named_with_their_namespaces(tmp_path):
+    """Grafana, a line per container (every pod of the fleet runs one, `main`): its use of each GPU is its pods'
+    shares added on the 4.5.3 node (GPU 0: team-a's 12,000 + 9,000 and team-b's ts-0 at 0; GPU 1 19,000; GPU 3
+    9,000 + 6,000), the device's value once elsewhere (25,000; the 4.5.2 pair's 39,200): 119,200 MiB, a mean of
+    utilization of 67.6 %. Seen: 64,200 and 75 %: the pods' shares were matched with the pods the GPU's latest scrape
+    named on their namespace, which a line per container does not carry, so the 4.5.3 node's GPUs were left out
+    (and two pods of one name in two namespaces, team-a/ts-0 and team-b/ts-0, were one)."""
+    project = defined_project(tmp_path / "project" if (tmp_path / "project").mkdir() is None else None, VIRTUAL,
+                              dashboards=CONTAINER)
+    files = encode(build(project))
+    (path,) = [p for p in files if p.startswith("grafana/") and p.endswith("-ns.json")]
+    panels = {p.get("title"): p["targets"][0]["expr"] for p in json.loads(files[path])["panels"] if "targets" in p}
+    found = _promtool(tmp_path, {"fb": panels["Memory by container"], "util": panels["Utilization by container"]})
+    per_gpu = {field: {} for field in (FB, UTIL)}  # the namespaces' uses of each GPU added (one per GPU but GPU 0 of
+    for field, use in per_gpu.items():  # the 4.5.3 node, where they are shares)
+        for by_gpu in _use(field).values():
+            for key, value in by_gpu.items():
+                use[key] = use.get(key, 0.0) + value
+    assert sum(per_gpu[FB].values()) == 119200 and mean(per_gpu[UTIL].values()) == pytest.approx(67.6)
+    assert found == {"fb": {None: pytest.approx(119200)}, "util": {None: pytest.approx(67.6)}}, found
