@@ -68,8 +68,8 @@ def declarations_complete(subject: LintInput) -> Iterable[Finding]:
 
 def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
     """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor."""
-    from ..render.agent_otel import (FILTER, UNUSED_PREFIX, _level_fields, _unused_fields, blank_conditions,
-                                     level_blank_conditions, scrape_series, total_blank_conditions)
+    from ..render.agent_otel import (FILTER, UNUSED_PREFIX, _level_fields, _merged_names, _unused_fields,
+                                     blank_conditions, level_blank_conditions, scrape_series, total_blank_conditions)
 
     for cluster in subject.clusters():
         agent = subject.agent(cluster)
@@ -78,7 +78,9 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         selectors = [re.compile(p) for d in _declarations(subject, cluster) for p in d.get("metric_selectors") or []]
         published = [m.name for m in subject.catalog if any(p.search(m.name) for p in selectors)]
         filtered = ((agent.otel.get("processors") or {}).get(FILTER) or {}).get("metrics", {}).get("datapoint") or []
-        totals = total_blank_conditions(subject.catalog, _otel_declarations(agent.otel))
+        # (a node's total of a field whose copies the agent merges is made after the filter: no condition)
+        totals = total_blank_conditions(subject.catalog, _otel_declarations(agent.otel),
+                                        _merged_names(subject.catalog, subject.settings, published))
         own = scrape_series(_otel_declarations(agent.otel))  # scrapes without data kept where a declaration publishes them
         unused = blank_conditions(subject.catalog, _unused_fields(subject.catalog, _otel_declarations(agent.otel)),
                                   prefix=UNUSED_PREFIX)  # the copies an alarm's unused share is made of

@@ -59,7 +59,7 @@ amazon-cloudwatch-agent.yaml. The agent's merge skips that missing file from 1.3
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, Catalog
@@ -516,11 +516,14 @@ def _node_averaged(catalog: Catalog, declarations: list[dict[str, Any]]) -> list
 ONCE_AGGREGATION = {"max": "max", "sum": "sum", "avg": "mean"}
 
 
-def total_blank_conditions(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[str]:
-    """The filter's conditions on the pods' sums (pod_totals): a sum at or above its field's floor holds a blank."""
+def total_blank_conditions(catalog: Catalog, declarations: list[dict[str, Any]], merged: Collection[str]) -> list[str]:
+    """The filter's conditions on the pods' sums made before it (pod_totals): a sum at or above its field's floor holds
+    a blank. Not on a node's total of a field whose copies merged_counters merges (`merged`, pod_copies' fields): it is
+    made after the filter, from the merged readings (node_merged_totals)."""
     sums: dict[str, list[str]] = {}
     for kind, _, pod, name in _total_fields(catalog, declarations):
-        if kind == "sum" and not _made_after_filter(catalog, kind, pod, name):
+        if kind == "sum" and not _made_after_filter(catalog, kind, pod, name) \
+                and not (POD_DIMENSION not in pod and name in merged):
             sums.setdefault(_total_name(kind, pod, "").removesuffix("."), []).append(name)
     return [condition for prefix, names in sorted(sums.items())
             for condition in blank_conditions(catalog, names, prefix=f"{prefix}.")]
@@ -1024,7 +1027,7 @@ class Pipeline:
         stale = stale_device_readings([n for n in shipped if n in PER_PROCESS_FIELDS]
                                       if settings.exporter.virtual_gpus else [])
         self.processors[FILTER] = {"error_mode": "ignore", "metrics": {"datapoint": [
-            *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations),
+            *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations, copied),
             *blank_conditions(catalog, unused, prefix=UNUSED_PREFIX),
             *level_blank_conditions(catalog, levels), *once_blank_conditions(catalog, declarations),
             *namespace_blank_conditions(catalog, declarations),

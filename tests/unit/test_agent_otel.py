@@ -404,6 +404,30 @@ def test_a_filter_that_lets_a_blanks_flag_past_a_level_through_or_runs_after_the
     assert "transform/gpudash-levels runs before filter/gpudash" in finding.message
 
 
+def test_a_nodes_total_of_framebuffer_used_with_virtual_gpus_has_no_condition_before_the_filter(tmp_path):
+    """With exporter.virtual_gpus a node's total of framebuffer used is made after the blank filter from each GPU
+    instance's merged reading (node_merged_totals): the filter holds no condition on it (there is no such point before
+    it) and lint asks for none; a node's total of power, made before the filter, keeps its condition, and lint still
+    errs without it."""
+    from tests.support.projects import defined_project
+
+    alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+        f"    yield Alarm({rule!r}, 'X', Condition(Query({field!r}, 'sum', ('node',)), '>', 1))\n"
+        for rule, field in (("fb", "DCGM_FI_DEV_FB_USED"), ("power", "DCGM_FI_DEV_POWER_USAGE"))))
+    project = defined_project(tmp_path, "exporter:\n  virtual_gpus: true\n", alarms=alarms)
+    artifacts = build(project)
+    otel = artifacts.agents[0].otel
+    conditions = otel["processors"]["filter/gpudash"]["metrics"]["datapoint"]
+    (node,) = [c for c in conditions if "gpudash[.]pod[.]sum-node[.]" in c]
+    assert "DCGM_FI_DEV_POWER_USAGE" in node and "DCGM_FI_DEV_FB_USED" not in node, node
+    made_after = [t["new_name"] for t in otel["processors"]["metricstransform/gpudash"]["transforms"]
+                  if t.get("action") == "insert"]
+    assert "gpudash.pod.sum-node.DCGM_FI_DEV_FB_USED" in made_after
+    assert _findings(lint_input(project, artifacts), "AG005") == []
+    (finding,) = _findings(_edited(project, _filter_without("sum-node")), "AG005")
+    assert "DCGM_FI_DEV_POWER_USAGE" in finding.message and "DCGM_FI_DEV_FB_USED" not in finding.message
+
+
 def test_a_filter_that_lets_a_pods_blank_sum_through_or_runs_before_the_totals_fails():
     (finding,) = _findings(_edited(load_project(), _filter_without("gpudash[.]pod")), "AG005")
     assert "a pod's total holding a blank would be published" in finding.message
