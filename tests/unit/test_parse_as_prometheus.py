@@ -45,6 +45,8 @@ EXPRESSIONS = [
     ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g{2}{3}"})', False),
     ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g*??"})', False),
     ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g*?-[*+]+"})', True),  # a lazy repetition; a class's * and +
+    ('avg(DCGM_FI_DEV_GPU_UTIL) > 1e1000', False),  # past a float: Go refuses it, promql_parser read it as Inf
+    ('avg(DCGM_FI_DEV_GPU_UTIL) > 1e300 # 1e1000', True),  # a comment is no number
 ]
 
 
