@@ -278,11 +278,21 @@ class GrafanaClient:
     def _answer(self, response, method: str, path: str, what: str, allow: tuple[int, ...],
                 refusals: list[Any] | None = None) -> Any:
         if response.status_code in allow:
+            # Grafana's refusal (a 404 "not found", a 409) is a JSON object with its message: a proxy's or load
+            # balancer's page of that status says nothing of what Grafana holds, and is never read as "not there"
+            try:
+                said = response.json()
+            except ValueError:
+                said = None
+            if not (isinstance(said, dict) and isinstance(said.get("message"), str)):
+                kind = response.headers.get("Content-Type", "no content type").split(";")[0]
+                raise InvalidAnswer(f"Grafana answered {method} {path.split('?')[0]} with {response.status_code} but "
+                                    f"not as Grafana refuses (a JSON object with its message): {kind}, "
+                                    f"{len(response.content)} bytes", where=what,
+                                    hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path); a "
+                                         "proxy or load balancer answered instead")
             if refusals is not None:
-                try:
-                    refusals.append(response.json())
-                except ValueError:
-                    refusals.append(None)
+                refusals.append(said)
             return None
         if response.status_code >= 400:
             raise self._error(response, what)

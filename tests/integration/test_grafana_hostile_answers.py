@@ -43,6 +43,8 @@ ANSWERS = {  # (status, body, content type, what the error says)
                                    "may not do this (403)"),
 }
 
+NGINX_404 = b"<html><head><title>404 Not Found</title></head><body><h1>404 Not Found</h1></body></html>"  # a proxy's
+
 
 def _rule(path: str, answer: str) -> Rule:
     status, body, kind, _ = ANSWERS[answer]
@@ -81,11 +83,16 @@ def test_a_garbled_read_of_people_s_work_around_a_dashboard_refuses_its_delete(r
     _assert_converges(grafana, proxy, run, desired, {**before}, {EDITED: "10s"})
 
 
-def test_a_delete_answered_done_is_not_reported_done_when_the_read_back_answers_null(grafana, proxy, run, desired):
+@pytest.mark.parametrize("read_back", ["null", "a proxy's 404 page"])
+def test_a_delete_answered_done_is_not_reported_done_when_the_read_back_is_not_grafana_s(read_back, grafana, proxy,
+                                                                                       run, desired):
     """A proxy answers the delete for Grafana (as Grafana answers one it made) without passing it on, and then every
-    read of the dashboard with `null`: the dashboard is still there, and nothing shows it gone."""
+    read of the dashboard with `null`, or with its own 404 page: the dashboard is still there, and nothing shows it
+    gone."""
     def garble_reads() -> None:
-        proxy.inject(_rule(f"^/api/dashboards/uid/{RETIRED}$", "null"))
+        proxy.inject(_rule(f"^/api/dashboards/uid/{RETIRED}$", "null") if read_back == "null" else
+                     Rule(f"^/api/dashboards/uid/{RETIRED}$", method="GET", times=999, status=404, body=NGINX_404,
+                          headers={"Content-Type": "text/html"}))
 
     proxy.inject(Rule(f"^/api/dashboards/uid/{RETIRED}$", method="DELETE", times=99, status=200,
                       body=b'{"title": "Retired board", "message": "Dashboard deleted", "id": 5}',
@@ -94,7 +101,6 @@ def test_a_delete_answered_done_is_not_reported_done_when_the_read_back_answers_
     assert RETIRED in grafana.state.dashboards
     assert RETIRED not in report["written"], report
     assert code == 3 and RETIRED in [f["name"] for f in report["failed"]], stderr
-
 
 
 def test_a_dashboard_a_person_moves_to_another_folder_after_the_plan_is_not_moved_back(grafana, proxy, run, desired):
@@ -147,3 +153,14 @@ def test_a_delete_grafana_answered_whose_read_back_fails_says_it_may_have_happen
     assert code == 3, stderr
     error = {f["name"]: f["error"] for f in report["failed"]}[RETIRED]
     assert "may have happened" in error, error
+
+
+def test_a_proxy_s_not_found_page_is_not_grafana_s_not_found(grafana, proxy, run, desired):
+    """A proxy answers the read of the retired dashboard with its own 404 page: nothing says Grafana has no such
+    dashboard, so it is neither skipped by the prune nor, after a delete, read as gone."""
+    before = _state(grafana)
+    proxy.inject(Rule(f"^/api/dashboards/uid/{RETIRED}$", method="GET", times=999, status=404, body=NGINX_404,
+                      headers={"Content-Type": "text/html"}))
+    code, report, stderr = run()
+    assert code == 3 and "nothing was published" in stderr and "not as Grafana refuses" in stderr, stderr
+    assert grafana.writes() == [] and _state(grafana) == before
