@@ -277,6 +277,16 @@ class GrafanaClient:
 
     def _answer(self, response, method: str, path: str, what: str, allow: tuple[int, ...],
                 refusals: list[Any] | None = None) -> Any:
+        # requests follows a redirect of a write (http to https, a sub-path) by a 301, 302 or 303 as a GET: that
+        # GET's answer is not the write's (a 307 or 308 resends the write itself)
+        redirected = response.history[0] if response.history else response
+        if response.request.method != method or 300 <= response.status_code < 400:
+            to = safe_url(redirected.headers.get("Location") or "nowhere")
+            raise InvalidAnswer(f"Grafana answered {method} {path.split('?')[0]} with a redirect "
+                                f"({redirected.status_code} to {to}), which sends a {method} on as a GET: the write "
+                                "was not made there", where=what,
+                                hint="set GRAFANA_URL to the address Grafana redirects to (its scheme, host and "
+                                     "sub-path)")
         if response.status_code in allow:
             # Grafana's refusal (a 404 "not found", a 409) is a JSON object with its message: a proxy's or load
             # balancer's page of that status says nothing of what Grafana holds, and is never read as "not there"

@@ -164,3 +164,20 @@ def test_a_proxy_s_not_found_page_is_not_grafana_s_not_found(grafana, proxy, run
     code, report, stderr = run()
     assert code == 3 and "nothing was published" in stderr and "not as Grafana refuses" in stderr, stderr
     assert grafana.writes() == [] and _state(grafana) == before
+
+
+def test_a_write_redirected_as_a_get_is_a_failure_that_says_where_grafana_is(grafana, proxy, run, desired):
+    """Something in front of Grafana redirects every save (as from http to https): requests sends a POST redirected
+    by a 301 on as a GET, whose answer ("not found") read as the save's (creates "not found", updates "deleted
+    since ... by someone"); the save says it was redirected, and where to."""
+    before = _state(grafana)
+    proxy.inject(Rule(r"^/api/dashboards/db$", method="POST", times=999, status=301, body=b"",
+                      headers={"Location": f"{proxy.url}/api/dashboards/db"}))
+    code, report, stderr = run()
+    assert code == 3, stderr
+    failed = {f["name"]: f["error"] for f in report["failed"]}
+    assert sorted(failed) == sorted([*CREATED, UPDATED, RETIRED]), report
+    assert all(f"with a redirect (301 to {proxy.url}/api/dashboards/db), which sends a POST on as a GET" in error
+               for error in failed.values()), failed
+    assert not any("deleted since" in error or "not found" in error for error in failed.values()), failed
+    assert grafana.writes() == [] and _state(grafana) == before
