@@ -6,19 +6,14 @@ GPU weighs by those scrapes, where the Prometheus rule and Grafana take each GPU
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from generator.artifacts import build
 from generator.cloudwatch_query import NAMED_WEIGHED, NAMESPACE_WEIGHED
-from generator.output import encode
 from generator.render.alarms import SHORT
-from tests.support import mixed_fleet
-from tests.support.agent_points import AGENT_FILE, alarm_values
-from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.cloudwatch_widgets import header, notes
-from tests.support.dcgm_fleet import target_labels
+from tests.support.agent_points import agent_build, alarm_values, scrapes
+from tests.support.cloudwatch_agent import Agent
+from tests.support.cloudwatch_widgets import notes
 from tests.support.mixed_fleet import Gpu, Instance, Node
 from tests.support.projects import defined_project
 
@@ -51,18 +46,10 @@ DASHBOARD = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef 
 @pytest.fixture(scope="module", params=["agent:\n  pipeline: otel\n", "agent:\n  pipeline: otel\nexporter:\n  mig: none\n",
                                         "agent:\n  pipeline: classic\n"])
 def built(request, tmp_path_factory):
-    from generator.lint.runner import lint
-
-    project = defined_project(tmp_path_factory.mktemp("ns"), request.param, alarms=ALARMS, dashboards=DASHBOARD)
-    artifacts = build(project, grafana=False)
-    files = encode(artifacts)
-    requests = {name: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                for name in ("ns-mean", "ns-max") if f"-{name}-" in a["Request"]["AlarmName"]}
-    config, job = agent_config(files[AGENT_FILE])
-    scrapes = [Scrape(k * STEP, mixed_fleet.payload(NODE, k * STEP, STEP), target_labels(job, NODE.name))
-               for k in range(-2, END // STEP)]
-    return request.param, requests, header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-ns.json"), \
-        Agent(config, job).run(scrapes), lint(project, artifacts)
+    made = agent_build(defined_project(tmp_path_factory.mktemp("ns"), request.param, alarms=ALARMS,
+                                       dashboards=DASHBOARD), ("ns-mean", "ns-max"), "ns")
+    return request.param, made.requests, made.header, \
+        Agent(made.config, made.job).run(scrapes(made.job, STEP, END, (NODE,))), made.findings
 
 
 def _mean(built, namespace: str) -> float:

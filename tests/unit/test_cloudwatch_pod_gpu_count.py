@@ -18,18 +18,12 @@ alike.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from generator.artifacts import build
 from generator.cloudwatch_query import COUNT_MOST, NAMED_WEIGHED
-from generator.output import encode
-from tests.support import mixed_fleet
-from tests.support.agent_points import AGENT_FILE, alarm_values
-from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.cloudwatch_widgets import header, notes
-from tests.support.dcgm_fleet import target_labels
+from tests.support.agent_points import agent_build, alarm_values, scrapes
+from tests.support.cloudwatch_agent import Agent
+from tests.support.cloudwatch_widgets import notes
 from tests.support.mixed_fleet import Gpu, Instance, Node
 from tests.support.projects import defined_project
 
@@ -72,20 +66,12 @@ DASHBOARD = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef 
 def counted(tmp_path_factory):
     """(the alarm's request, the dashboard's header, the pods' datapoints through the build's agent model, the lint
     findings of the build)."""
-    from generator.lint.runner import lint
-
-    project = defined_project(tmp_path_factory.mktemp("count"), "agent:\n  pipeline: otel\n",
-                              alarms=ALARMS, dashboards=DASHBOARD)
-    artifacts = build(project, grafana=False)
-    files = encode(artifacts)
-    requests = {name: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                for name in ("pod-gpus", "pod-mean") if f"-{name}-" in a["Request"]["AlarmName"]}
-    config, job = agent_config(files[AGENT_FILE])
-    scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP), target_labels(job, node.name))
-               for k in range(-2, END // STEP) for node in (IN_TURN, FROM, TO, HALF)
-               if node in (IN_TURN, HALF) or (node is FROM) == (k * STEP < MOVED)]
-    return requests, header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-count.json"), \
-        Agent(config, job).run(scrapes), lint(project, artifacts)
+    made = agent_build(defined_project(tmp_path_factory.mktemp("count"), "agent:\n  pipeline: otel\n",
+                                       alarms=ALARMS, dashboards=DASHBOARD), ("pod-gpus", "pod-mean"), "count")
+    points = Agent(made.config, made.job).run(scrapes(
+        made.job, STEP, END, (IN_TURN, FROM, TO, HALF),
+        lambda node, t: node in (IN_TURN, HALF) or (node is FROM) == (t < MOVED)))
+    return made.requests, made.header, points, made.findings
 
 
 def _count(counted, pod: tuple[str, str], alarm: str = "pod-gpus") -> float:
