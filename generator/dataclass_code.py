@@ -62,23 +62,32 @@ class _Cache:
         """Write the cache when this run compiled a text it did not hold (best effort, as bytecode)."""
         if not self.compiled or sys.dont_write_bytecode:
             return
-        # copies taken at once (a thread left running at exit may still make a class): the texts this run used
-        # alone once the file would hold more than _KEEP
-        codes = dict(self.codes)
-        if len(codes) > _KEEP:
-            codes = {text: codes[text] for text in list(self.used) if text in codes}
-        partial = f"{self.path}.{os.getpid()}.tmp"
-        try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            with open(partial, "wb") as stream:
-                stream.write(marshal.dumps((_version(), codes)))
-            os.replace(partial, self.path)  # whole or not at all, also beside another process writing it
-        except Exception:  # noqa: BLE001 - a cache that cannot be written is compiled again next time, as bytecode
-            try:
-                os.unlink(partial)
-            except OSError:
-                pass
+        save(self.path, self.codes, self.used)
         self.compiled = 0
+
+
+def save(path: str, codes: dict, used: set) -> None:
+    """Write `codes` (what a run compiled, by its source) to `path` whole, as bytecode is written: not where
+    `sys.dont_write_bytecode` is set or the folder cannot be written. Once it holds more than _KEEP, only those this run
+    `used` are written."""
+    if sys.dont_write_bytecode:
+        return
+    # copies taken at once (a thread left running at exit may still compile): the ones this run used alone once the
+    # file would hold more than _KEEP
+    codes = dict(codes)
+    if len(codes) > _KEEP:
+        codes = {key: codes[key] for key in list(used) if key in codes}
+    partial = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(partial, "wb") as stream:
+            stream.write(marshal.dumps((_version(), codes)))
+        os.replace(partial, path)  # whole or not at all, also beside another process writing it
+    except Exception:  # noqa: BLE001 - a cache that cannot be written is compiled again next time, as bytecode
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
 
 
 def _own(module_globals: dict) -> bool:

@@ -10,7 +10,9 @@ def run() -> None:
     """The `gpudash` command."""
     try:
         from .dataclass_code import install
+        from .regex_code import install as install_regex_code
 
+        install_regex_code()  # before any module that compiles a pattern
         install()  # before any module that makes a dataclass
         from .cli import run as command
 
