@@ -393,7 +393,7 @@ def _range_windows(expr: str, scrape_seconds: int | None) -> tuple[str, ...]:
 
     kept = generated_windows(scrape_seconds) if scrape_seconds else frozenset()
     lookback = label_lookback(scrape_seconds) if scrape_seconds else None
-    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    text = re.sub(r"#[^\n]*", "", STRING_LITERAL.sub('""', expr))  # no string's nor comment's brackets
     found = re.findall(r"((?:present|last)_over_time\([^()\[\]]*)?(min_over_time\([^()\[\]]*)?\[([^\]]+)\]"
                        r"(\)\s*<\s*[0-9.eE+]+)?", text)
     return tuple(window for within, least, window, compared in found
