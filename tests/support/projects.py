@@ -141,3 +141,12 @@ def fleet_settings(folder: Path, clusters: list[tuple[str, str, str]], settings:
     path = folder / "gpudash.yaml"
     path.write_text(f"{settings}clusters:\n{lines}")
     return path
+
+
+def fleet_build(folder: Path, clusters: list[tuple[str, str, str]], settings: str = ""):
+    """The build of the bundled definitions for `clusters` under `settings` (fleet_settings) without its Grafana
+    dashboards: build() renders them apart from what the tests of the CloudWatch alarms, the CloudFormation templates
+    and the agents' ConfigMaps read, and they were half of each build's CPU there."""
+    from generator.artifacts import build
+
+    return build(load_project(fleet_settings(folder, clusters, settings)), grafana=False)

@@ -9,10 +9,8 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from generator.artifacts import build
 from generator.output import AgentTexts, agent_file, encode
-from generator.project import load_project
-from tests.support.projects import fleet_settings
+from tests.support.projects import fleet_build
 
 SETTINGS = ["", "agent:\n  pipeline: classic\n", "exporter:\n  more_daemonsets: [monitoring/pool-b]\n"]
 CLUSTERS = [
@@ -39,7 +37,7 @@ def _full(artifacts):
 @pytest.mark.parametrize("settings", SETTINGS)
 @pytest.mark.parametrize("clusters", CLUSTERS)
 def test_configmaps_written_from_one_text_are_those_written_in_full(tmp_path, clusters, settings):
-    artifacts = build(load_project(fleet_settings(tmp_path, clusters, settings)))
+    artifacts = fleet_build(tmp_path, clusters, settings)
     files = encode(artifacts)
     assert files == encode(_full(artifacts))
     texts = AgentTexts()
@@ -58,10 +56,10 @@ def test_configmaps_written_from_one_text_are_those_written_in_full(tmp_path, cl
 @pytest.mark.parametrize("settings", SETTINGS[:2])
 def test_a_cluster_built_alone_has_the_configmaps_it_has_in_the_fleet(tmp_path, settings):
     clusters = CLUSTERS[1][:8]
-    files = encode(build(load_project(fleet_settings(tmp_path, clusters, settings))))
+    files = encode(fleet_build(tmp_path, clusters, settings))
     for cluster in clusters:
         (tmp_path / cluster[0]).mkdir(exist_ok=True)
-        alone = encode(build(load_project(fleet_settings(tmp_path / cluster[0], [cluster], settings))))
+        alone = encode(fleet_build(tmp_path / cluster[0], [cluster], settings))
         assert alone[agent_file(cluster[0])] == files[agent_file(cluster[0])]
 
 
@@ -72,7 +70,7 @@ def test_a_name_set_in_where_it_is_not_a_whole_value_nor_after_a_slash_or_quote_
     import generator.render.agent as agent
 
     monkeypatch.setattr(agent, "log_group", lambda cluster: f"{cluster.name}-gpu")
-    artifacts = build(load_project(fleet_settings(tmp_path, [("abc", "us-east-1", ""), ("xyz", "us-east-1", "")], "")))
+    artifacts = fleet_build(tmp_path, [("abc", "us-east-1", ""), ("xyz", "us-east-1", "")], "")
     texts = AgentTexts()
     assert all(texts(agent) is None for agent in artifacts.agents)
     assert encode(artifacts) == encode(_full(artifacts))
@@ -89,7 +87,7 @@ def test_a_fleet_of_one_or_two_clusters_writes_its_configmaps_in_full(tmp_path, 
     clusters = CLUSTERS[0][:3]
     for count in (1, 2, 3):
         (tmp_path / str(count)).mkdir()
-        artifacts = build(load_project(fleet_settings(tmp_path / str(count), clusters[:count], "")))
+        artifacts = fleet_build(tmp_path / str(count), clusters[:count], "")
         made.clear()
         assert encode(artifacts) == encode(_full(artifacts))
         assert bool(made) is (count >= output.AGENT_TEXTS_FROM)

@@ -10,14 +10,12 @@ from dataclasses import replace
 
 import pytest
 
-from generator.artifacts import build
 from generator.alarm_texts import AlarmTexts
 from generator.output import ALARMS_FILE, encode, template_file
 from generator.names import cluster_stack
-from generator.project import load_project
 from generator.render.cloudformation import RESOURCE_DEPTH
 from generator.serialize import nested_json_size_bound
-from tests.support.projects import fleet_settings
+from tests.support.projects import fleet_build
 
 ARN = "arn:aws:sns:{region}:123456789012:gpu-{severity}"
 
@@ -60,7 +58,7 @@ def _standard(data) -> bytes:
 @pytest.mark.parametrize("settings", SETTINGS)
 @pytest.mark.parametrize("clusters", CLUSTERS)
 def test_alarms_written_from_one_text_are_the_requests_written_whole(tmp_path, clusters, settings):
-    artifacts = build(load_project(fleet_settings(tmp_path, clusters, settings)))
+    artifacts = fleet_build(tmp_path, clusters, settings)
     texts = AlarmTexts(artifacts.alarms, artifacts.alarm_resources)
     files, whole = encode(artifacts), encode(_whole(artifacts))
     assert files == whole
@@ -85,11 +83,11 @@ def test_alarms_written_from_one_text_are_the_requests_written_whole(tmp_path, c
 @pytest.mark.parametrize("settings", SETTINGS[:2])
 def test_a_cluster_built_alone_has_the_template_and_alarms_it_has_in_the_fleet(tmp_path, settings):
     clusters = CLUSTERS[1]
-    files = encode(build(load_project(fleet_settings(tmp_path, clusters, settings))))
+    files = encode(fleet_build(tmp_path, clusters, settings))
     alarms = json.loads(files[ALARMS_FILE])["alarms"]
     for cluster in clusters:
         (tmp_path / cluster[0]).mkdir(exist_ok=True)
-        alone = encode(build(load_project(fleet_settings(tmp_path / cluster[0], [cluster], settings))))
+        alone = encode(fleet_build(tmp_path / cluster[0], [cluster], settings))
         path = template_file(cluster_stack(cluster[0], None, 1))
         assert alone[path] == files[path]
         mine = [item for item in json.loads(alone[ALARMS_FILE])["alarms"] if "-fleet-" not in
@@ -103,7 +101,7 @@ def test_stand_ins_the_text_holds_elsewhere_write_each_request_whole(tmp_path, m
     import generator.alarm_texts as alarm_texts
 
     monkeypatch.setattr(alarm_texts, "ALARM_STAND_INS", ("gpu" * 40, "zqx" * 40))
-    artifacts = build(load_project(fleet_settings(tmp_path, [("abc", "us-east-1", ""), ("xyz", "us-east-1", "")], "")))
+    artifacts = fleet_build(tmp_path, [("abc", "us-east-1", ""), ("xyz", "us-east-1", "")], "")
     texts = AlarmTexts(artifacts.alarms, artifacts.alarm_resources)
     assert encode(artifacts) == encode(_whole(artifacts))
     assert all(texts._pieces(alarm) is None for alarm in artifacts.alarms if alarm.made is not None)
@@ -122,14 +120,14 @@ def test_a_name_written_otherwise_than_as_itself_is_seen_by_the_stand_ins(tmp_pa
         return {**request, "AlarmDescription": request["AlarmDescription"] + " " + name.upper()}
 
     monkeypatch.setattr(alarms, "_common", shouting)
-    artifacts = build(load_project(fleet_settings(tmp_path, [("prod_by", "us-east-1", ""), ("Prod-2", "us-east-1", "")], "")))
+    artifacts = fleet_build(tmp_path, [("prod_by", "us-east-1", ""), ("Prod-2", "us-east-1", "")], "")
     files = encode(artifacts)
     assert files == encode(_whole(artifacts))
     assert "GPUDASH-PROD_BY-" in files[ALARMS_FILE].decode()
 
 
 def test_a_template_resource_changed_after_it_was_built_is_written_as_it_is(tmp_path):
-    artifacts = build(load_project(fleet_settings(tmp_path, [("c1", "us-east-1", ""), ("c2", "us-east-1", "")], "")))
+    artifacts = fleet_build(tmp_path, [("c1", "us-east-1", ""), ("c2", "us-east-1", "")], "")
     stack, template = next(item for item in artifacts.cloudformation.items() if "c1" in item[0])
     resources = {id_: ({**resource, "Properties": {**resource["Properties"], "Threshold": 7.5}}
                        if resource["Type"] == "AWS::CloudWatch::Alarm" else resource)
@@ -141,7 +139,7 @@ def test_a_template_resource_changed_after_it_was_built_is_written_as_it_is(tmp_
 
 
 def test_a_request_changed_after_it_was_built_is_written_as_it_is(tmp_path):
-    artifacts = build(load_project(fleet_settings(tmp_path, [("c1", "us-east-1", ""), ("c2", "us-east-1", "")], "")))
+    artifacts = fleet_build(tmp_path, [("c1", "us-east-1", ""), ("c2", "us-east-1", "")], "")
     alarm = next(alarm for alarm in artifacts.alarms if alarm.made is not None)
     changed = replace(alarm, request={**alarm.request, "Threshold": 7.5})
     edited = replace(artifacts, alarms=tuple(changed if a is alarm else a for a in artifacts.alarms))
