@@ -43,3 +43,23 @@ def test_a_region_whose_writes_fail_leaves_the_other_regions_writes_reported(sta
     fresh(proxy)
     code, report, _ = apply("--config", str(config))
     assert code == 0 and report["written"] == [] and writes(proxy) == []
+
+
+@pytest.mark.parametrize("operation", ["DescribeAlarms", "GetResources", "ListTagsForResource", "ListDashboards",
+                                       "GetDashboard"])
+@pytest.mark.parametrize("answer", [b"null", b"", b'"ok"'], ids=["null", "empty", "a string"])
+def test_a_read_answered_200_with_null_nothing_or_a_string_writes_nothing(operation, answer, proxied, published):
+    """Every read the plan makes answered with status 200 and JSON null, no body or a JSON string (a stub or proxy
+    in front of CloudWatch): never "nothing there", so nothing is planned as a create over what exists."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    before = sorted(alarms(client))
+    proxy.inject(Rule(path="/", operation=operation, action="body", times=ALWAYS, body=answer,
+                      headers={"Content-Type": "application/x-amz-json-1.0"}))
+    if operation == "ListTagsForResource":  # read alarm by alarm where GetResources is denied
+        proxy.inject(Rule(path="/", operation="GetResources", action="status", times=ALWAYS, status=400,
+                          body=json.dumps(DENIED).encode()))
+    code, _, stderr = apply("--force", "--prune")
+    assert code == 3 and "not an API answer" in stderr and "Traceback" not in stderr, stderr
+    assert writes(proxy) == [] and sorted(alarms(client)) == before
