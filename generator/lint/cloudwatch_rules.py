@@ -336,9 +336,21 @@ def _alarm_where(item: AlarmRequest) -> str:
 
 
 def alarm_schema(subject: LintInput) -> Iterable[Finding]:
+    """Each request validates against the alarm schema. A text AlarmDescription is measured as generate lays it out
+    (render/alarm_text.length: UTF-16 units, an emoji counting 2), not by the schema's maxLength, which counts
+    characters: a description generate would not write passes neither."""
+    from ..render.alarm_text import DESCRIPTION_LIMIT, length
+
     for item in subject.alarms:
-        for path, message in schema_errors(_validator("cloudwatch-alarm.schema.json"), item.request):
+        request, description = item.request, item.request.get("AlarmDescription")
+        if isinstance(description, str):
+            request = {key: value for key, value in request.items() if key != "AlarmDescription"}
+        for path, message in schema_errors(_validator("cloudwatch-alarm.schema.json"), request):
             yield Finding("AL001", "error", _alarm_where(item), f"{path or 'request'}: {message}")
+        if isinstance(description, str) and length(description) > DESCRIPTION_LIMIT:
+            yield Finding("AL001", "error", _alarm_where(item),
+                          f"AlarmDescription: has {length(description)} UTF-16 units ({len(description)} characters); "
+                          f"at most {DESCRIPTION_LIMIT} allowed")
 
 
 def alarm_source(subject: LintInput) -> Iterable[Finding]:
@@ -373,7 +385,7 @@ def alarm_periods(subject: LintInput) -> Iterable[Finding]:
 def alarm_descriptions(subject: LintInput) -> Iterable[Finding]:
     """A description gpudash wrote (it names who made it) keeps its runbook and the alarm's own sentence whole
     (render/alarm_text): an error where the own sentence was cut to leave room for the runbook (ELIDED before it), or
-    no runbook is there before who made it. Its length is AL001's (the schema's 1,024 characters)."""
+    no runbook is there before who made it. Its length is AL001's (1,024 UTF-16 units, as generate counts)."""
     from ..markers import ALARM_DESCRIPTION_NOTE
     from ..render.alarm_text import RUNBOOK, own_cut
 

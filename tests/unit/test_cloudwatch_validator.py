@@ -198,6 +198,28 @@ def test_broken_alarm_is_rejected_precisely(good, case):
     assert any(f.rule == rule and fragment in f.message for f in findings), findings
 
 
+@pytest.mark.parametrize("description, units", [("a" * 1024, None), ("a" * 1022 + "\U0001f525", None),
+                                                ("a" * 1023 + "\U0001f525", 1025), ("\U0001f525" * 600, 1200),
+                                                ("a" * 1025, 1025)])
+def test_alarm_description_length_is_counted_as_generate_lays_it_out(good, description, units):
+    """AL001 measures AlarmDescription in UTF-16 units (render/alarm_text.length), as generate lays descriptions out:
+    1,024 characters holding an emoji are 1,025 units and err, once."""
+    from generator.render.alarm_text import DESCRIPTION_LIMIT, length
+
+    findings = [f for f in run(RULES, _alarm(good, lambda r: r.update(AlarmDescription=description)))
+                if f.rule == "AL001"]
+    if units is None:
+        assert length(description) <= DESCRIPTION_LIMIT and findings == []
+    else:
+        assert [f.message for f in findings] == [
+            f"AlarmDescription: has {units} UTF-16 units ({len(description)} characters); at most 1024 allowed"]
+
+
+def test_an_alarm_description_that_is_no_text_still_fails_the_schema(good):
+    findings = [f for f in run(RULES, _alarm(good, lambda r: r.update(AlarmDescription=5))) if f.rule == "AL001"]
+    assert [f.message for f in findings] == ["AlarmDescription: 5 is not of type 'string'"]
+
+
 def test_flags_past_a_level_rank_by_their_sum_only_over_a_set_marked_with_the_level(good):
     """The temperature-high alarm reads its flags past the level (the lowest of a period at least 1) ranked by their
     sum over the window (level_plan): lint takes it; the same ranking over the temperature itself, or ranked by its
