@@ -60,6 +60,39 @@ OTEL_KEY = "gpudash-otel.yaml"
 CACHE_TTL = 900.0  # internal/aws/metrics: cleanInterval (the fork's 15 minutes, see the module docstring)
 
 
+class _ByIdentity:
+    """`work(labels)` of each labels dict, worked out once while the dict is held. A fleet's series keep their labels'
+    dicts from scrape to scrape through the whole pipeline (the receiver's from OtelAgent._series, the target's per
+    target, a transform's from the dicts it was given: each made once, see _interned), so what the model reads of a
+    point's labels (sorted, filtered, matched) is read once per series, not at every scrape. Each entry holds its dict,
+    so its id is never another's meanwhile; the dicts are only read (no step of the model changes a labels dict)."""
+
+    def __init__(self, work):
+        self.work, self.known = work, {}
+
+    def __call__(self, labels: dict):
+        entry = self.known.get(id(labels))
+        if entry is None:
+            if len(self.known) > 200_000:
+                self.known.clear()
+            entry = self.known[id(labels)] = (labels, self.work(labels))
+        return entry[1]
+
+
+_sorted_items = _ByIdentity(lambda labels: tuple(sorted(labels.items())))
+_INTERNED: dict[tuple, dict] = {}
+
+
+def _interned(items: tuple) -> dict:
+    """dict(items) (sorted items), one dict for each content: a merged group's or a staleness marker's labels."""
+    labels = _INTERNED.get(items)
+    if labels is None:
+        if len(_INTERNED) > 100_000:
+            _INTERNED.clear()
+        labels = _INTERNED[items] = dict(items)
+    return labels
+
+
 _SPECIAL = set("*#$@!?-0123456789")
 
 
@@ -348,11 +381,12 @@ class OtelAgent(Pipeline):
         """What the receiver makes of one series whatever its value: None when the job's metric_relabel_configs
         drop it, else (name, labels). A fleet serves the same series at every scrape: each is worked out once
         (`target_items`: the target's labels as a tuple, when the caller has them)."""
-        key = (job, name, tuple(sample_labels.items()), target_items or tuple(target_labels.items()))
+        # the sample's labels come from exposition()'s shared dicts: known by identity (the entry holds the dict)
+        key = (job, name, id(sample_labels), target_items or tuple(target_labels.items()))
         try:
-            return self._known_series[key]
+            return self._known_series[key][1]
         except AttributeError:
-            self._known_series: dict[tuple, tuple | None] = {}
+            self._known_series: dict[tuple, tuple] = {}
         except KeyError:
             pass
         merged = {k: v for k, v in {**sample_labels, **target_labels}.items() if v != ""}
@@ -363,7 +397,7 @@ class OtelAgent(Pipeline):
             name = relabeled.pop("__name__")
             labels = {k: v for k, v in relabeled.items() if v != "" and k not in ("job", "instance")}  # into the resource
             series = (name, labels)
-        self._known_series[key] = series
+        self._known_series[key] = (sample_labels, series)
         return series
 
     def scrape(self, scrape: Scrape) -> list[Datapoint]:
@@ -407,7 +441,10 @@ class OtelAgent(Pipeline):
         own = [("up", 1.0 if scrape.payload else 0.0), ("scrape_duration_seconds", 0.05),
                ("scrape_samples_scraped", float(len(samples))),
                ("scrape_samples_post_metric_relabeling", float(kept_samples)), ("scrape_series_added", 0.0)]
-        target = {k: v for k, v in scrape.target_labels.items() if v != "" and k not in ("job", "instance")}
+        target = self.__dict__.setdefault("_known_targets", {}).get(target_items)  # one dict per target (_ByIdentity)
+        if target is None:
+            target = self._known_targets[target_items] = {k: v for k, v in scrape.target_labels.items()
+                                                          if v != "" and k not in ("job", "instance")}
         metrics: dict[str, _Metric] = {}  # one scrape of one target: one resource, its metrics by name
         for name, value in own:
             metrics.setdefault(name, _Metric(name, "gauge")).points.append((target, value))
@@ -459,14 +496,14 @@ class OtelAgent(Pipeline):
         """Prometheus's scrape loop appends a staleness marker (the receiver: a point flagged NoRecordedValue,
         no value) for each series of the target's previous scrape (`last`) that this one lacks, after its samples; a
         failed scrape lacks them all. (the target's series now, the kinds the markers took by name)."""
-        seen = frozenset((m.name, tuple(sorted(labels.items()))) for m in metrics.values() for labels, _ in m.points)
+        seen = frozenset((m.name, _sorted_items(labels)) for m in metrics.values() for labels, _ in m.points)
         if seen == last:  # the same series as the last scrape: the same object, which `scrape`'s next key holds, so
             seen = last   # finding it compares them by identity, not series by series at every scrape
         read = {}
         for name, labels in sorted(last - seen):
             if name not in metrics:
                 read[name] = self._kinds.get(name, "gauge")
-            metrics.setdefault(name, _Metric(name, read.get(name, "gauge"))).points.append((dict(labels), None))
+            metrics.setdefault(name, _Metric(name, read.get(name, "gauge"))).points.append((_interned(labels), None))
         return seen, tuple(read.items())
 
     def _published(self, metric: "_Metric", points: list[tuple], scrape: Scrape) -> list[Datapoint]:
@@ -492,15 +529,15 @@ class OtelAgent(Pipeline):
 
     def _emitted(self, name: str, labels: dict[str, str]) -> tuple[tuple, list[tuple]]:
         """(the counter's cache key, the dimension sets with their values) of a series, worked out once."""
-        try:
-            return self._known_emitted[(name, tuple(labels.items()))]
+        try:  # known by the labels' identity (_ByIdentity): the entry holds the dict
+            return self._known_emitted[(name, id(labels))][1]
         except AttributeError:
             self._known_emitted: dict[tuple, tuple] = {}
         except KeyError:
             pass
-        result = self._known_emitted[(name, tuple(labels.items()))] = (
-            (name, tuple(sorted(labels.items()))),
-            self._kept(name, [tuple(sorted((d, labels[d]) for d in dims)) for dims in self._sets(name, labels)]))
+        result = ((name, _sorted_items(labels)),
+                  self._kept(name, [tuple(sorted((d, labels[d]) for d in dims)) for dims in self._sets(name, labels)]))
+        self._known_emitted[(name, id(labels))] = (labels, result)
         return result
 
 
@@ -557,17 +594,27 @@ def _aggregate_labels(metric: _Metric, label_set: list[str], aggregation: str) -
     `label_set` is removed; the points of one label set (and timestamp: one scrape here) are merged into the
     first of them, whose flags it keeps (_merged)."""
     assert aggregation in ("max", "sum", "count", "median", "mean"), f"aggregation the model does not know: {aggregation}"
-    return _grouped(_Metric(metric.name, metric.kind, [({k: v for k, v in labels.items() if k in label_set}, value)
-                                                       for labels, value in metric.points]), aggregation)
+    kept = _KEPT_LABELS.get(tuple(label_set))
+    if kept is None:
+        kept = _KEPT_LABELS[tuple(label_set)] = _ByIdentity(lambda labels: {k: v for k, v in labels.items()
+                                                                              if k in label_set})
+    return _grouped(_Metric(metric.name, metric.kind, [(kept(labels), value) for labels, value in metric.points]),
+                    aggregation)
+
+
+_KEPT_LABELS: dict[tuple, _ByIdentity] = {}  # a label_set -> each labels dict's labels in it
 
 
 def _grouped(metric: _Metric, aggregation: str) -> _Metric:
     """The points of one label set merged into one (_merged), in the order their label sets first appear."""
     groups: dict[tuple, list] = {}
     for labels, value in metric.points:
-        groups.setdefault(tuple(sorted(labels.items())), []).append(value)
-    return _Metric(metric.name, metric.kind, [(dict(key), _merged(values, aggregation))
+        groups.setdefault(_sorted_items(labels), []).append(value)
+    return _Metric(metric.name, metric.kind, [(_interned(key), _merged(values, aggregation))
                                               for key, values in groups.items()])
+
+
+_ADDED_LABELS: dict[tuple, _ByIdentity] = {}  # (new_label, new_value) -> each labels dict with it added
 
 
 def _operated(metric: _Metric, operation: dict) -> _Metric:
@@ -577,8 +624,11 @@ def _operated(metric: _Metric, operation: dict) -> _Metric:
     if action == "aggregate_labels":
         return _aggregate_labels(metric, operation["label_set"], operation["aggregation_type"])
     if action == "add_label":
-        label, value = operation["new_label"], operation["new_value"]
-        return _Metric(metric.name, metric.kind, [({label: value, **labels}, v) for labels, v in metric.points])
+        added = _ADDED_LABELS.get((operation["new_label"], operation["new_value"]))
+        if added is None:
+            label, value = operation["new_label"], operation["new_value"]
+            added = _ADDED_LABELS[(label, value)] = _ByIdentity(lambda labels: {label: value, **labels})
+        return _Metric(metric.name, metric.kind, [(added(labels), v) for labels, v in metric.points])
     assert action == "experimental_scale_value", f"operation the model does not know: {operation}"
     scale = float(operation["experimental_scale"])
     return _Metric(metric.name, metric.kind, [(labels, None if v is None else v * scale) for labels, v in metric.points])
@@ -605,8 +655,8 @@ def _transform(config: dict):
     def matching(metric: _Metric) -> _Metric:
         """extractMatchedMetric: the points whose labels match (matchAttrs: an unanchored regexp over the label's
         value, over "" for a point that lacks the label)."""
-        return _Metric(metric.name, metric.kind, [(labels, value) for labels, value in metric.points
-                                                  if all(m.search(labels.get(k, "")) for k, m in matchers.items())])
+        return _Metric(metric.name, metric.kind, [(labels, value) for labels, value in metric.points if matches(labels)])
+    matches = _ByIdentity(lambda labels: all(m.search(labels.get(k, "")) for k, m in matchers.items()))
     operations = config.get("operations") or []
     for operation in operations:
         assert operation["action"] in ("aggregate_labels", "add_label", "experimental_scale_value"), \
