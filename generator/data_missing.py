@@ -432,6 +432,18 @@ def periods_running(periods: int) -> str:
     return f"in each of {dict(enumerate(('', '', 'two', 'three', 'four'))).get(periods) or periods} periods running"
 
 
+def node_churn(periods: int) -> tuple[str, str]:
+    """What a GPU node added or removed does to the per-GPU alarm judged over `periods` (and its short form): its
+    GPUs are short of observations in the one period holding the moment it came or left (the periods before or after
+    hold none, which is not breaching), so the alarm, needing every one of its periods, fires only over one period;
+    a removed node's short datapoint stays the most recent one while it is in the evaluation range."""
+    if periods > 1:
+        return "A node added or removed is short one period only.", "A node added or removed: one period short."
+    return ("A node added or removed leaves its GPUs short in the period it came or left, so it can fire this alarm, "
+            "judged over one period; one removed clears late.",
+            "A node added or removed can fire it; one removed clears late.")
+
+
 def per_gpu_description(settings: Settings, field: str, period: int, periods: int) -> About:
     """What the per-GPU alarm (agent.pipeline: classic) sees, and what it cannot."""
     return ((f"A GPU with fewer than {per_gpu_threshold(settings, period):g} of its "
@@ -440,7 +452,7 @@ def per_gpu_description(settings: Settings, field: str, period: int, periods: in
             (f"A GPU that k series repeat ({'pods sharing it' if settings.no_mig else 'MIG instances, pods sharing it'}) "
              f"counts k per scrape: it is seen only below 1/(2k) of its scrapes.",
              "A GPU k series repeat is seen only below 1/(2k) of its scrapes."),
-            ("A node added or removed is short one period only.", "A node added or removed: one period short."),
+            node_churn(periods),
             ("A GPU silent altogether (an exporter hung with its pod available, or answering without DCGM samples, or "
              "a removed node) has no data and is notBreaching: the cluster's alarm sees a pod not available; the "
              "agent's JSON path drops up and scrape_*.",
