@@ -676,10 +676,12 @@ def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None
 
 
 def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
-          previous: Path | None = None, stop: list[int] | None = None, known: Known | None = None) -> None:
+          previous: Path | None = None, stop: list[int] | None = None, known: Known | None = None) -> set[str]:
     """Write `files` into `folder`, then the manifest made from their sha256 sums. A file the previous
     build holds with exactly these bytes (and nothing else holds) is hard-linked from it instead: the
-    previous build is left as it was, and linking a file costs a fraction of creating one.
+    previous build is left as it was, and linking a file costs a fraction of creating one. Returns the paths
+    linked (the new build holds those files themselves: linking changed their change time, and a change since is in
+    the new build, not lost with the previous one).
 
     The files are written in two lanes, this thread and one other, each holding whole folders (the
     kernel creates one file at a time in a folder): creating a file is almost all kernel time, which
@@ -699,6 +701,7 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
     own_folders: dict[str, bool] = {}
     mode = _new_file_mode()
     digests: dict[str, str] = {}
+    linked: set[str] = set()
     failures: list[BaseException] = []
 
     def write(paths: list[str]) -> None:
@@ -708,7 +711,8 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                     return
                 data = files[relative]
                 digest, held = known.get(relative, (None, None))
-                _put(folder, relative, data, previous, own_folders, mode, held)
+                if _put(folder, relative, data, previous, own_folders, mode, held):
+                    linked.add(relative)
                 digests[relative] = digest or hashlib.sha256(data).hexdigest()
         except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits for this lane
             failures.append(exc)
@@ -723,22 +727,25 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
         raise failures[0]
     if stop:
         raise _Stopped
-    _put(folder, MANIFEST, manifest(digests), previous, own_folders, mode)
+    if _put(folder, MANIFEST, manifest(digests), previous, own_folders, mode):
+        linked.add(MANIFEST)
+    return linked
 
 
 def _put(folder: Path, relative: str, data: bytes, previous: Path | None, own_folders: dict[str, bool],
-         mode: int, held: os.stat_result | None = None) -> None:
-    """One file of the build: linked from the previous build when it holds it unchanged, else created. `held`: the
-    status the previous build's file had when it was read and found holding `data` (`not_as_written`)."""
+         mode: int, held: os.stat_result | None = None) -> bool:
+    """One file of the build: linked from the previous build when it holds it unchanged (True), else created. `held`:
+    the status the previous build's file had when it was read and found holding `data` (`not_as_written`)."""
     target = os.path.join(folder, relative)
     if previous is not None and _own_folder(previous, os.path.dirname(relative), own_folders) \
             and _unchanged(os.path.join(previous, relative), data, mode, held):
         try:
             os.link(os.path.join(previous, relative), target, follow_symlinks=False)
-            return
+            return True
         except OSError:
             pass  # links not allowed here: write it
     _create(target, data)
+    return False
 
 
 def _own_folder(previous: Path, parent: str, known: dict[str, bool]) -> bool:
@@ -870,7 +877,7 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
 
 
 def _refuse_losing(out: Path, files: dict[str, bytes] | None = None,
-                   known: Known | None = None) -> dict[str, tuple[int, int, int, int]] | None:
+                   known: Known | None = None) -> dict[str, tuple[int, ...]] | None:
     """Raises when replacing the build in `out` would lose files (`not_as_written`); else its entries (`_entries`),
     taken before it is read (a change since shows in one or the other), or None when there is no build folder."""
     try:
@@ -905,12 +912,13 @@ class _Changed(Exception):
         self.error = error
 
 
-def _entries(top: Path) -> dict[str, tuple[int, int, int, int]]:
-    """Every entry below `top` by its path inside it: inode, type and mode, and for all but folders size and
-    modification time (lstat). Moving `top` changes none of them, nor does hard-linking a file (its ctime and link
-    count change); writing or replacing a file changes its own, and adding one adds an entry. A folder that cannot
+def _entries(top: Path) -> dict[str, tuple[int, ...]]:
+    """Every entry below `top` by its path inside it: inode, type and mode, and for all but folders size,
+    modification time and change time (lstat). Moving `top` changes none of them; hard-linking a file changes its
+    change time (see `_refuse_changed`); writing or replacing a file changes its own (its change time even where a
+    tool sets its modification time back: `cp -p`, `touch -r`), and adding one adds an entry. A folder that cannot
     be listed raises (OSError), never reads as empty."""
-    found: dict[str, tuple[int, int, int, int]] = {}
+    found: dict[str, tuple[int, ...]] = {}
 
     def visit(folder: str, inside: str) -> None:
         with os.scandir(folder) as listed:
@@ -920,16 +928,20 @@ def _entries(top: Path) -> dict[str, tuple[int, int, int, int]]:
                     found[inside + entry.name] = (info.st_ino, info.st_mode, 0, 0)
                     visit(entry.path, f"{inside}{entry.name}/")
                 else:
-                    found[inside + entry.name] = (info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns)
+                    found[inside + entry.name] = (info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns,
+                                                  info.st_ctime_ns)
 
     visit(str(top), "")
     return found
 
 
-def _refuse_changed(taken: dict[str, tuple[int, int, int, int]] | None, aside: Path, out: Path) -> None:
+def _refuse_changed(taken: dict[str, tuple[int, ...]] | None, aside: Path, out: Path,
+                    linked: set[str] = frozenset(), renamed: bool = False) -> None:
     """The previous build, moved aside to `aside` (nothing writes into it there), compared with its entries as they
     were before it was read (`taken`): a file added or changed since (a person saving a kustomization.yaml while the
-    new build was written) raises _Changed, which would be lost with the previous build. Removed ones lose nothing."""
+    new build was written) raises _Changed, which would be lost with the previous build. Removed ones lose nothing.
+    A file's change time is not compared where this build changed it: a file `linked` into the new build (which
+    holds any change made to it), and with `renamed`, a file moved aside by its own name (directly in `aside`)."""
     if taken is None:
         return
     try:
@@ -938,7 +950,14 @@ def _refuse_changed(taken: dict[str, tuple[int, int, int, int]] | None, aside: P
         raise _Changed(OutputError(f"cannot read the previous build again, so nothing shows what replacing it would "
                                    f"lose ({unreadable(exc, aside)}); it is left as it is", where=str(out),
                                    hint="check its permissions, and run again")) from None
-    changed = sorted(path for path, entry in now.items() if taken.get(path) != entry)
+
+    def same(path: str, entry: tuple[int, ...]) -> bool:
+        before = taken.get(path)
+        if path in linked or (renamed and "/" not in path):
+            return before is not None and before[:4] == entry[:4]
+        return before == entry
+
+    changed = sorted(path for path, entry in now.items() if not same(path, entry))
     if changed:
         from .names import shown
 
@@ -985,7 +1004,7 @@ def _failed(exc: OSError, out: Path) -> OutputError:
 
 def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
              stop: list[int] | None = None, known: Known | None = None,
-             taken: dict[str, tuple[int, int, int, int]] | None = None) -> None:
+             taken: dict[str, tuple[int, ...]] | None = None) -> None:
     """Write a sibling folder, then swap it for `out` with two renames (rolled back on failure, and when the
     previous build moved aside shows files added or changed since `taken`, see `_refuse_changed`)."""
     try:
@@ -996,7 +1015,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                           hint="check the path and its permissions") from None
     retired = None
     try:
-        _fill(staging, files, manifest, out if out.is_dir() else None, stop, known)
+        linked = _fill(staging, files, manifest, out if out.is_dir() else None, stop, known)
         os.chmod(staging, 0o755)
         if not out.exists():
             os.replace(staging, out)
@@ -1013,7 +1032,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                 return
             raise
         try:
-            _refuse_changed(taken, retired / "build", out)
+            _refuse_changed(taken, retired / "build", out, linked)
             os.replace(staging, out)
         except (OSError, _Changed):
             os.replace(retired / "build", out)  # put the previous build back
@@ -1033,7 +1052,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
 
 def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
                   stop: list[int] | None = None, known: Known | None = None,
-                  taken: dict[str, tuple[int, int, int, int]] | None = None) -> None:
+                  taken: dict[str, tuple[int, ...]] | None = None) -> None:
     """For a folder that cannot be renamed (a mount point): stage inside it, then move entries (the previous ones
     moved back when they show files added or changed since `taken`, see `_refuse_changed`)."""
     staging = retired = None
@@ -1041,14 +1060,14 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
     moved_in: list[str] = []
     try:
         staging = Path(tempfile.mkdtemp(prefix=".gpudash.new-", dir=out))
-        _fill(staging, files, manifest, out, stop, known)
+        linked = _fill(staging, files, manifest, out, stop, known)
         retired = Path(tempfile.mkdtemp(prefix=".gpudash.old-", dir=out))
         keep = {staging.name, retired.name}
         for name in sorted(os.listdir(out)):
             if name not in keep:
                 os.replace(out / name, retired / name)
                 moved_out.append(name)
-        _refuse_changed(taken, retired, out)
+        _refuse_changed(taken, retired, out, linked, renamed=True)
         for name in sorted(os.listdir(staging)):
             os.replace(staging / name, out / name)
             moved_in.append(name)

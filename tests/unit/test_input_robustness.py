@@ -335,6 +335,23 @@ def test_a_template_edited_after_it_was_read_for_renamed_resources_is_read_again
     assert (out / "cloudformation/s1.json").read_bytes() == edited
 
 
+def _built_two_files(tmp_path: Path, monkeypatch, settled: bool) -> tuple[Path, dict[str, bytes]]:
+    """A build of two small files, with every file read after it counted as settled (`settled`) or as changed just
+    before it was read, whatever stamps change times here."""
+    import generator.output as output
+
+    out = tmp_path / "build"
+    files = {f"k8s/{name}.yaml": f"{name}: 1\n".encode() for name in ("a", "b")}
+    write_files(out, files)
+    time.sleep(0.1)
+    if settled:
+        _settled_at_once(monkeypatch)
+    else:
+        monkeypatch.setattr(output, "SETTLED_NS", 60 * 10**9)
+        monkeypatch.setattr(output, "FINE_SETTLED_NS", 60 * 10**9)
+    return out, files
+
+
 @pytest.mark.parametrize("settled", [True, False])
 @pytest.mark.parametrize("force", [False, True])
 def test_a_file_edited_after_the_previous_build_was_read_is_not_shared(tmp_path, monkeypatch, settled, force):
@@ -344,15 +361,7 @@ def test_a_file_edited_after_the_previous_build_was_read_is_not_shared(tmp_path,
     in the seconds before it was read, or told by its change time)."""
     import generator.output as output
 
-    out = tmp_path / "build"
-    files = {f"k8s/{name}.yaml": f"{name}: 1\n".encode() for name in ("a", "b")}
-    write_files(out, files)
-    time.sleep(0.1)
-    if settled:
-        _settled_at_once(monkeypatch)
-    else:  # every file changed just before it was read, whatever stamps change times here
-        monkeypatch.setattr(output, "SETTLED_NS", 60 * 10**9)
-        monkeypatch.setattr(output, "FINE_SETTLED_NS", 60 * 10**9)
+    out, files = _built_two_files(tmp_path, monkeypatch, settled)
     real_fill = output._fill
 
     def edit_then_fill(*args, **kwargs):
@@ -387,8 +396,9 @@ def test_a_file_a_person_adds_while_the_build_is_written_is_not_lost(tmp_path, m
     real_fill = output._fill
 
     def fill_then_person(*args, **kwargs):
-        real_fill(*args, **kwargs)
+        linked = real_fill(*args, **kwargs)
         (out / "kustomization.yaml").write_text("resources: []\n")
+        return linked
 
     monkeypatch.setattr(output, "_fill", fill_then_person)
     if mount:
@@ -988,3 +998,31 @@ def test_a_rebuild_right_after_the_build_before_reads_it_once(tmp_path):
         pytest.skip("this file system stamps change times in whole milliseconds or coarser")
     time.sleep(0.2)
     _rebuilt_reading_once(out, files)
+
+
+@pytest.mark.parametrize("mount", [False, True], ids=["build folder", "mount point"])
+@pytest.mark.parametrize("settled", [True, False])
+def test_a_file_edited_after_it_was_read_with_its_times_kept_is_not_lost(tmp_path, monkeypatch, settled, mount):
+    """A file edited in place between the read that found it unchanged and the swap, by a tool that keeps its times
+    (`cp -p`, `touch -r`, rsync -t --inplace: same size, same inode, its modification time set back): only its change
+    time (ctime, which no call sets back) tells, and the previous build was deleted with the edit in it, exit 0."""
+    import generator.output as output
+
+    out, files = _built_two_files(tmp_path, monkeypatch, settled)
+    real_fill = output._fill
+
+    def edit_keeping_times_then_fill(*args, **kwargs):
+        path = out / "k8s/b.yaml"
+        before = path.stat()
+        time.sleep(0.02)  # a later tick of the clock that stamps change times
+        with open(path, "r+b") as stream:  # in place: the same inode
+            stream.write(b"b: 2\n")
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        return real_fill(*args, **kwargs)
+
+    monkeypatch.setattr(output, "_fill", edit_keeping_times_then_fill)
+    if mount:
+        monkeypatch.setattr(output.os.path, "ismount", lambda path: Path(path) == out)
+    with pytest.raises(OutputError, match=r"were added or changed \(k8s/b.yaml\)"):
+        write_files(out, files)
+    assert (out / "k8s/b.yaml").read_bytes() == b"b: 2\n"
