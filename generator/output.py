@@ -444,7 +444,7 @@ def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: di
     from .names import plain_logical_id
 
     found = []
-    now = time.time_ns()
+    read_at = time.time_ns()
     for stack in sorted(set(previous) & set(templates)):
         relative = template_file(stack)
         try:
@@ -453,7 +453,7 @@ def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: di
             continue  # no template to compare: nothing said of it
         if data == files.get(relative):
             if known is not None and info is not None:
-                known[relative] = hashlib.sha256(data).hexdigest(), _held(info, now)
+                known[relative] = hashlib.sha256(data).hexdigest(), _held(info, read_at)
             continue
         now = {(kind, name): id_ for id_, kind, name in _named(templates[stack]["Resources"])}
         if all(id_ == plain_logical_id(kind, name) for (kind, name), id_ in now.items()):
@@ -594,7 +594,7 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
             if not folder:
                 break
             folder = posixpath.dirname(folder)
-    now = time.time_ns()  # a file changed a few ticks before this is read once (see `_held`)
+    read_at = time.time_ns()  # a file changed a few ticks before this is read once (see `_held`)
     # each folder listed once (a folder that cannot be listed raises, never reads as empty), each entry's kind told by
     # the listing itself: no call per file but the reading of a listed one
     folders = [(str(out), "")]
@@ -616,7 +616,7 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
                     continue
                 if relative not in listed:
                     extra.append(relative)
-                elif not link and _digest(entry.path, relative, files, known, now) != listed[relative]:
+                elif not link and _digest(entry.path, relative, files, known, read_at) != listed[relative]:
                     edited.append(relative)
     return sorted(extra), sorted(edited)
 
