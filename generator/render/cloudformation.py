@@ -216,14 +216,36 @@ RESOURCE_DEPTH = 2  # a template's resources are the values of "Resources"' keys
 
 def _size(value: Any, escaped: int = 1) -> int:
     """About the length of `value` written as compact JSON, each quote and backslash in it `escaped` times longer
-    (2: the text again in a JSON string)."""
-    if isinstance(value, dict):
-        return 2 + sum(len(str(key)) + 2 * escaped + 2 + _size(item, escaped) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return 2 + sum(_size(item, escaped) + 1 for item in value)
-    if isinstance(value, str):
-        return len(value) + 2 * escaped + (value.count('"') + value.count("\\")) * (2 * escaped - 1)
-    return len(str(value))
+    (2: the text again in a JSON string). Texts, dicts and lists (most of a body) are told by their exact type, a text
+    item measured where its dict or list is read; anything else as the isinstance checks tell it."""
+    quotes, grown = 2 * escaped, 2 * escaped - 1  # a text's quotes; what each quote or backslash in it adds
+
+    def size(value: Any) -> int:
+        kind = type(value)
+        if kind is str:
+            return len(value) + quotes + (value.count('"') + value.count("\\")) * grown
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(value, dict)):
+            total = 2
+            for key, item in value.items():
+                total += len(key if type(key) is str else str(key)) + quotes + 2
+                if type(item) is str:
+                    total += len(item) + quotes + (item.count('"') + item.count("\\")) * grown
+                else:
+                    total += size(item)
+            return total
+        if kind is list or kind is tuple or isinstance(value, (list, tuple)):
+            total = 2
+            for item in value:
+                if type(item) is str:
+                    total += len(item) + quotes + (item.count('"') + item.count("\\")) * grown + 1
+                else:
+                    total += size(item) + 1
+            return total
+        if isinstance(value, str):
+            return len(value) + quotes + (value.count('"') + value.count("\\")) * grown
+        return len(str(value))
+
+    return size(value)
 
 
 def _template(what: str, region: str, named: list[Named],
