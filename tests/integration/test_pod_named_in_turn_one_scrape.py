@@ -1,0 +1,81 @@
+"""At one scrape per period (60 s scrapes, 60 s periods) a pod named in turn on a shared GPU still reads otherwise on
+CloudWatch than its rule's total: the rule looks back four scrape intervals for the pods a scrape named on a GPU
+(promql.label_lookback), so it reads each pod sharing the GPU as holding it whole at every instant, while the alarm's
+period holds one scrape, which names the pod or not. A pod's total over a GPU of its own and one named in turn
+(NAMED_PART) and its per-scrape total on the classic pipeline (NAMED_SHARE) are so judged otherwise, and their alarms
+keep saying so there (unlike the failed-scrape note, which a period of one scrape makes untrue: its rule's window holds
+that one scrape too). Checked with promtool over the fleet's series as Prometheus stores them and with the agent model.
+A pod's count of GPUs (COUNT_MOST) is kept too: its rule counts the GPUs with a reading in the period's window, here the
+one scrape of the pod's node, as the alarm does, but a pod that moved to another node inside the period is read at each
+node's scrape apart by the alarm and counted on both by the rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.cloudwatch_query import COUNT_MOST, NAMED_PART, NAMED_SHARE
+from tests.integration.test_mig_twins import built_with
+from tests.integration.test_pod_named_in_turn_rules import FLEET, FORMS, POWER, UTIL, _truth
+from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
+from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support.agent_points import alarms_through_agent
+from tests.support.projects import defined_project
+
+STEP = PERIOD = 60
+STEPS = 30  # half an hour of 60 s scrapes
+INSTANTS = [f"{seconds}s" for seconds in range(900, STEPS * STEP, 50)]
+SETTINGS = "scrape:\n  interval: 60s\n"
+TS_A = ("team-g", "ts-a")  # GPU 0 of its own (120 W), GPU 1 (160 W) named under it at odd scrapes
+# {rule: {pipeline: the note its alarm keeps}}
+JUDGED = {"sum-power-pod-gt-250": {"otel": NAMED_PART, "classic": NAMED_SHARE},
+          "count-power-pod-gt-1-5": {"otel": COUNT_MOST, "classic": NAMED_SHARE}}
+ONE_SCRAPE = [form for form in FORMS if form[0] in JUDGED]
+STEADY = [form for form in ONE_SCRAPE if form[0] == "sum-power-pod-gt-250"]  # the rule reading ts-a whole
+
+
+def _definitions() -> str:
+    return ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+        f"    yield Alarm({rule!r}, 'T', Condition(Query({field!r}, {aggregation!r}, {by!r}), {comparison!r}, "
+        f"{level}), period_seconds={PERIOD}, description='d', runbook='r')\n"
+        for rule, field, aggregation, by, comparison, level in ONE_SCRAPE))
+
+
+def _series() -> list[dict[str, str]]:
+    stored = {}
+    for node in FLEET:
+        stored.update(mixed_fleet.stored(node, (f"{UTIL}{{", f"{POWER}{{"), STEPS, STEP))
+    return [{"series": series, "values": " ".join(values)} for series, values in stored.items()]
+
+
+def test_the_rule_reads_a_pod_named_in_turn_whole_at_one_scrape_per_period(tmp_path):
+    """Every instant judged, a pod's total's rule fires for the pods whose truth breaches (ts-a: 280 W of two GPUs),
+    whichever pod the period's one scrape named on the shared GPU."""
+    _, folder = built_with(tmp_path, {"turns.py": _definitions()}, fields=(UTIL, POWER), settings=SETTINGS)
+    alerts = alert_names(folder)
+    cases = [{"eval_time": instant, "alertname": alerts[rule],
+              "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in _truth(*form)]}
+             for rule, *form in STEADY for instant in INSTANTS]
+    assert all(any(labels.get("pod") == TS_A[1] for labels in _truth(*form)) for _, *form in STEADY)
+    _promtool_test(folder, "one_scrape.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+                                                "alert_rule_test": cases}], evaluation_interval="10s")
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_the_alarms_read_a_pod_named_in_turn_at_the_scrapes_naming_it_and_say_so(tmp_path, pipeline):
+    """The alarm reads ts-a at its one scrape per period: 280 W and 2 GPUs where the scrape names it on GPU 1, 120 W
+    and 1 GPU where not, so its twins are in ALARM for it at every other period (where the total's rule fires
+    steadily); the descriptions keep their notes on a pod named in turn and on a pod's count of GPUs."""
+    project = defined_project(tmp_path, SETTINGS + f"agent:\n  pipeline: {pipeline}\n", alarms=_definitions())
+    requests, points = alarms_through_agent(project, STEP, STEPS * STEP, FLEET)
+    for rule, notes in JUDGED.items():
+        (request,) = [r for name, r in requests.items() if f"-{rule}-" in name and "-mig-" not in name]
+        assert request["Metrics"][0]["Period"] == PERIOD
+        values = [cloudwatch_eval.metrics_insights(request["Metrics"][0]["Expression"], points, end - PERIOD, end,
+                                                   PERIOD) for end in range(1200, 1200 + 4 * PERIOD, PERIOD)]
+        read = [[v for key, series in result.items() if dict(key).get("pod") == TS_A[1] for v in series.values()]
+                for result in values]
+        assert len({tuple(r) for r in read}) == 2, (rule, read)  # alternating with the scrape's naming
+        states = {end: {state for key, state in cloudwatch_eval.alarm(request, points, end).items()
+                        if dict(key).get("pod") == TS_A[1]} for end in range(1200, 1200 + 4 * PERIOD, PERIOD)}
+        assert {frozenset(s) for s in states.values()} == {frozenset({"ALARM"}), frozenset({"OK"})}, (rule, states)
+        assert notes[pipeline] in request["AlarmDescription"], (rule, request["AlarmDescription"])
