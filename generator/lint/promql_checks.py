@@ -549,7 +549,9 @@ def _arguments_checked(inside: str) -> str:
 # Rust lacks. Each is settled before promql_parser reads the text: a backtick string is rewritten as the double-quoted
 # string it is; a matcher's regex is judged as RE2 (regex_problem) and written as Rust reads the same regex. And
 # Prometheus 2's holt_winters, which promql_parser lacks, is read as Prometheus 3's name for it.
-_EXPONENT_NUMBER = re.compile(r"(?<![\w.])(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+(?![\w.])")  # 1e1000: past a float
+# 1e1000, or 1 and 309 zeros: past a float
+_DECIMAL_NUMBER = re.compile(r"(?<![\w.])(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?(?![\w.])")
+_FLOAT_DIGITS = 309  # the most digits a float's whole part has (1.8e308)
 _REGEX_MATCHER = re.compile(r'(=~|!~)(\s*)("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')')
 _HOLT_WINTERS = re.compile(r"\bholt_winters(\s*\()")
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)", re.DOTALL)
@@ -578,8 +580,8 @@ def _as_promql_parser_reads(text: str, plain: bool = False) -> str:
     matcher's regex again (most of the parse of a dashboard's query: 9,500 regex matchers, 4 distinct regexes).
     Not where the text names __name__ (an equality matcher of it is the metric's name)."""
     outside = STRING_LITERAL.sub('""', text)
-    if "e" in outside or "E" in outside:
-        for number in _EXPONENT_NUMBER.findall(re.sub(r"#[^\n]*", "", outside)):
+    if "e" in outside or "E" in outside or len(outside) > _FLOAT_DIGITS:
+        for number in _DECIMAL_NUMBER.findall(re.sub(r"#[^\n]*", "", outside)):
             if float(number) == float("inf"):  # Go's ParseFloat refuses it; promql_parser reads it as Inf
                 raise ValueError(f'error parsing number: strconv.ParseFloat: parsing "{number}": value out of range')
     if "`" in text:

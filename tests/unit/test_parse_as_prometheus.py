@@ -47,6 +47,10 @@ EXPRESSIONS = [
     ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g*?-[*+]+"})', True),  # a lazy repetition; a class's * and +
     ('avg(DCGM_FI_DEV_GPU_UTIL) > 1e1000', False),  # past a float: Go refuses it, promql_parser read it as Inf
     ('avg(DCGM_FI_DEV_GPU_UTIL) > 1e300 # 1e1000', True),  # a comment is no number
+    ('avg(DCGM_FI_DEV_GPU_UTIL) > 1' + '0' * 309, False),  # past a float without an exponent: refused all the same
+    ('avg(DCGM_FI_DEV_GPU_UTIL) > 1' + '0' * 309 + '.5', False),
+    ('avg(DCGM_FI_DEV_GPU_UTIL) > 1' + '0' * 307, True),  # 1e307 written out
+    ('avg(DCGM_FI_DEV_GPU_UTIL) > 0x' + 'f' * 8, True),  # hex: not a decimal's digits
 ]
 
 
