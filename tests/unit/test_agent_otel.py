@@ -36,7 +36,7 @@ EXPORTER_DS = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
 def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
     import jsonschema  # only where a test validates: not at every worker's collection
 
-    agent_map, scrape_map = yaml.safe_load_all(encode(build(load_project()))[AGENT])
+    agent_map, scrape_map = yaml.safe_load_all(encode(build(load_project(), grafana=False))[AGENT])
     assert agent_map["metadata"]["name"] == "prometheus-cwagentconfig"  # mounted at /etc/cwagentconfig
     assert set(agent_map["data"]) == {"cwagentconfig.json", OTEL_KEY} and OTEL_KEY.endswith(".yaml")
     assert "prometheus.yaml" in scrape_map["data"]  # the Deployment still mounts it
@@ -144,7 +144,7 @@ def test_the_filters_floors_are_the_floors_of_the_promql_side(project_dir):
     assert float(promql.BLANK_FLOOR) == blanks.reading_floor(False) == 1e14
     assert float(promql.COUNTER_BLANK_FLOOR) == blanks.reading_floor(True) == 9e18
     project = load_project(project_dir(ALL))  # every gauge and counter of the CSV shipped
-    conditions = datapoint_conditions(otel_config(encode(build(project))[AGENT]))
+    conditions = datapoint_conditions(otel_config(encode(build(project, grafana=False))[AGENT]))
 
     def dropped(name, value):
         return any(condition(name, value) for condition in conditions)
@@ -172,7 +172,7 @@ def test_each_scrape_is_published_per_node_as_a_flag_of_no_gpu_data():
     one that brought any, so a node whose target is scraped has a data point in every period (the alarm's latest
     period decides, not older ones of its evaluation range). Through the agent model fed the generated pipeline."""
     project = load_project()
-    config, job = agent_config(encode(build(project))[AGENT])
+    config, job = agent_config(encode(build(project, grafana=False))[AGENT])
     node = FLEET[-1].node
     healthy = [s for s in scrapes(job, project.catalog, 0, 3) if s.target_labels["node"] == node]
     failed = replace(healthy[1], payload="")

@@ -378,7 +378,7 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
         (folder / "alarms" / "busy.py").write_text(UTIL_PER_GPU)
         (folder / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\ndefinitions:\n  alarms: [alarms]\n")
         project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
-        requests = json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]
+        requests = json.loads(encode(build(project, grafana=False))["cloudwatch/alarms.json"])["alarms"]
         assert [r["Request"]["AlarmName"] for r in requests] == ["gpudash-gpu-cluster-busiest-warning"]
         notes = {f.message for f in lint_project(project) if f.rule == "AL012"}
         # the alarm's own description says it too (an on-call reads it in the console, not lint's notes)
@@ -397,7 +397,8 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
     (note,) = [f for f in lint_project(static) if f.rule == "AL012"]
     assert note.message.startswith("alarm 'gpu-idle' does not evaluate GPUs split into MIG instances") and \
         "alarms.per_pod: group_by watches MIG pods too" in note.message and note.severity == "note"
-    described = {r["Request"]["AlarmDescription"] for r in json.loads(encode(build(static))["cloudwatch/alarms.json"])[
+    files = encode(build(static, grafana=False))
+    described = {r["Request"]["AlarmDescription"] for r in json.loads(files["cloudwatch/alarms.json"])[
         "alarms"] if "idle" in r["Request"]["AlarmName"]}
     assert described and all("GPUs split into MIG instances are not evaluated" in d for d in described), described
 

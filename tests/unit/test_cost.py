@@ -58,7 +58,7 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
     per_pod_rules = sum(1 for a in project.alarms if a.per_pod)
     cluster_rules = len(project.alarms) - per_pod_rules
     result = estimates(project, Fleet(clusters=2, pods=500, churn=1000))
-    made = json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]
+    made = json.loads(encode(build(project, grafana=False))["cloudwatch/alarms.json"])["alarms"]
     mig = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-mig-warning"))
     # the data-missing rule's second alarm judges each node (a GROUP BY alarm), its third the agent's reads of
     # kube-state-metrics, in either mode

@@ -31,7 +31,8 @@ READINGS = ("zero", False), ("zero", True), ("empty", True), ("empty", False)
 def request_(tmp_path_factory):
     folder = tmp_path_factory.mktemp("absent-series")
     (folder / "gpudash.yaml").write_text("")
-    alarms = json.loads(encode(build(load_project(folder / "gpudash.yaml")))["cloudwatch/alarms.json"])["alarms"]
+    files = encode(build(load_project(folder / "gpudash.yaml"), grafana=False))
+    alarms = json.loads(files["cloudwatch/alarms.json"])["alarms"]
     (found,) = [a["Request"] for a in alarms if a["Request"]["AlarmName"].endswith("gpu-data-missing-critical")]
     return found
 

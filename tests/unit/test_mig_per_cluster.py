@@ -219,7 +219,7 @@ def test_each_clusters_alarm_descriptions_say_only_what_is_true_of_its_gpus(pipe
         "as_increase=True), '>', 0), description='x', runbook='y')\n")
     project = defined_project(tmp_path, _settings(pipeline, False), alarms=text)
     added = {}
-    for item in json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]:
+    for item in json.loads(encode(build(project, grafana=False))["cloudwatch/alarms.json"])["alarms"]:
         request = item["Request"]
         added[request["AlarmName"]] = request["AlarmDescription"].split(ALARM_DESCRIPTION_NOTE, 1)[1]
     whole = {name: text for name, text in added.items() if "-whole-" in name}
@@ -262,7 +262,8 @@ def test_a_line_per_namespace_says_the_mig_case_it_reads_wrong(tmp_path):
                   "description='d')]\n"
                   "    yield Dashboard(id='ns', title='Namespaces', rows=[Row('all', panels)])\n")
     project = defined_project(tmp_path, "agent:\n  pipeline: classic\n", dashboards=dashboards)
-    body = json.loads(json.loads(encode(build(project))["cloudwatch/dashboards/gpudash-gpu-cluster-ns.json"])[
+    files = encode(build(project, grafana=False))
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-ns.json"])[
         "DashboardBody"])
     header = body["widgets"][0]["properties"]["markdown"]
     assert f"ns power: {GROUP_INSTANCES}" in header and f"pod power: {POD_INSTANCES}" in header, header
