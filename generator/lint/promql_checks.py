@@ -272,10 +272,20 @@ def _sums_deltas(node) -> bool:
     inner = _unwrapped(node.args[0].expr)
     # `and` (an alert's period: steps with a reading), `unless` (promql.range_increase's first step), `or` (the
     # copies' own deltas where the merged reading went down), `>= 0`: the delta is the left side's
+    # the delta floored at 0 (`idelta(...) >= 0`): a reset's negative delta is not added (the copies' own deltas count
+    # it); without it the sum adds a drop of the counter, and it is no increase
+    floored = False
     while isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) in ("and", "unless", "or", ">="):
+        floored = str(inner.op) == ">=" and _is_zero(_unwrapped(inner.rhs))
         inner = _unwrapped(inner.lhs)
-    return (isinstance(inner, promql_parser.Call) and inner.func.name == "idelta" and bool(inner.args)
+    return (floored and isinstance(inner, promql_parser.Call) and inner.func.name == "idelta" and bool(inner.args)
             and isinstance(inner.args[0], promql_parser.SubqueryExpr))
+
+
+def _is_zero(node) -> bool:
+    import promql_parser
+
+    return isinstance(node, promql_parser.NumberLiteral) and node.val == 0
 
 
 def _range_parts(node) -> bool:
@@ -305,6 +315,7 @@ def _subquery_call(stack: list, at: int) -> int | None:
 
     while at >= 0 and (isinstance(stack[at], promql_parser.ParenExpr)
                        or isinstance(stack[at], promql_parser.AggregateExpr) and str(stack[at].op) == "max"
+                       and _keeps_one_gpu(stack[at])
                        or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) == "or"
                        or _is_step_reading(stack[at])
                        or _is_scaling(stack[at])
@@ -315,6 +326,25 @@ def _subquery_call(stack: list, at: int) -> int | None:
             and isinstance(stack[at - 1], promql_parser.Call):
         return at - 1
     return None
+
+
+# The labels that name one GPU alone (GPU_LABEL: its UUID or node spelling; the exporter's UUID), and those naming its node
+# beside its index `gpu` (the node's spellings: node, Hostname, instance, kubernetes_node ...)
+_GPU_NAMES = frozenset(("gpudash_gpu", "UUID", "uuid"))
+
+
+def _keeps_one_gpu(node) -> bool:
+    """Whether a `max` in a subquery's inner query keeps one GPU's series apart (merging only the copies of its
+    reading): grouped by a label naming one GPU, or by `gpu` beside a node's; `without` labels that drop none of
+    them. A max across different GPUs is no counter: one GPU leaving reads as a reset, another's growth as its own."""
+    modifier = node.modifier
+    if modifier is None:
+        return False
+    labels = set(modifier.labels)
+    if "Without" in str(modifier.type):
+        return not labels & (_GPU_NAMES | {"gpu"})
+    return bool(labels & _GPU_NAMES) or "gpu" in labels and any(
+        word in label.lower() for label in labels for word in ("node", "host", "instance"))
 
 
 def _is_scaling(node) -> bool:

@@ -82,6 +82,20 @@ RAW = {  # raw_promql -> how many GF006 findings the panel gets (one per panel a
     "count(C < 1e14)": 0,
     "G and C < 1e14": 0,
     "rate(C[$__rate_interval]) > 0": 0,
+    # a subquery's rate over a max: one GPU's copies merged (by its UUID, gpudash's GPU label, or its index beside its
+    # node), or a max across GPUs, no counter (a GPU leaving reads as a reset, another's growth as its own)
+    "rate(max by (UUID) (C)[5m:])": 0,
+    "rate(max by (gpudash_gpu, gpu) (C)[5m:])": 0,
+    "rate(max by (gpu, Hostname) (C)[5m:])": 0,
+    "rate(max without (pod) (C)[5m:])": 0,
+    "rate(max(C)[5m:])": 1,
+    "rate(max by (gpu) (C)[5m:])": 1,
+    "rate(max by (node) (C)[5m:])": 1,
+    "rate(max without (UUID, gpu) (C)[5m:])": 1,
+    # a sum of a subquery's steps' deltas: floored at 0 (a reset's drop not added), or not (no increase)
+    "sum(sum_over_time((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 0,
+    "sum(sum_over_time(idelta(last_over_time(C[1m:30s])[30001ms:30s])[5m:30s]))": 1,
+    "sum(sum_over_time((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= -1)[5m:30s]))": 1,
 }
 
 
