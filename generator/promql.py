@@ -1326,6 +1326,9 @@ class _Merge:
         gpu = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own)))
         identity = _listed((self.labels.cluster, GPU_LABEL, "gpu", *(INSTANCE_IDENTITY if apart else ()),
                             *self.chooses_apart(own)))
+        if self._highest_of_all(how, fields, own, chosen, fresh, blanks, identity):
+            # the highest copy's value is the highest of every series of the GPU: one max, no copy to choose
+            return f"max by ({self._keep(own, apart)}) ({identified(coalesce_node(fields[0], self.labels), self.labels)})"
 
         def per_copy(fields: tuple[str, ...]) -> str:
             each = [f"max by ({self._copy(own, True)}) ({identified(coalesce_node(s, self.labels), self.labels)})"
@@ -1344,6 +1347,21 @@ class _Merge:
         elif chosen is not None and not fresh:
             return f"max by ({self._keep(own, apart)}) {candidates}"
         return f"max by ({self._keep(own, apart)}) (topk by ({identity}) (1, {candidates}))"
+
+    def _highest_of_all(self, how: str, fields: tuple[str, ...], own: tuple[str, ...], chosen: str | None,
+                        fresh: tuple[str, ...], blanks: object, identity: str) -> bool:
+        """Whether one_copy's value is the highest of the field's series of each GPU (its MIG instances combined by
+        their max, or kept apart), so that choosing a copy changes nothing (alert rules, at each step of a period's
+        subquery: the copy choice was three aggregations over every series of the fleet per step). The highest copy
+        (topk 1, one series a GPU) of each copy's highest series, then their max per kept group, is the highest series
+        of each group when every kept label is one the copy is chosen by (each GPU's copies in one kept group): the
+        same float (max and topk alike pass over NaN while a group has a number), so the same values."""
+        if chosen is not None or fresh or blanks is not None or len(fields) != 1:
+            return False
+        if how != "max" and self.combines():  # MIG instances added up or averaged per copy: a copy's sum is no series'
+            return False
+        kept = {name.strip() for name in self._keep(own, not self.combines()).split(",")}
+        return kept <= {name.strip() for name in identity.split(",")}
 
     def _incomplete(self, own: tuple[str, ...], written: tuple[str, ...], read: tuple[str, ...]) -> str:
         """The copies (one_copy's `blanks`) one of whose MIG instances reads DCGM's blank for one of the fields, or has
