@@ -1141,6 +1141,12 @@ COUNT_MOST = ("a pod's count of GPUs is the most one scrape of the period counte
               "rules count each GPU with a reading in it: GPUs read at different scrapes, never all at one, count fewer (3 "
               "GPUs shared by time-slicing, named under the pod at alternate scrapes, 2 for 3, and a pod that moved "
               "to another node inside the period 1 for 2)")
+# COUNT_MOST where a period holds one scrape of each exporter (the scrape interval or less): a pod's GPUs named in turn
+# are counted at that scrape alone by its rule too (its window holds the same scrape), but a pod that moved to another
+# node inside the period is read at each node's scrape apart, where the rule counts the GPU of both
+COUNT_MOST_ONE_SCRAPE = ("a pod's count of GPUs is the most one scrape of the period counted, where Grafana and the "
+                         "Prometheus rules count each GPU with a reading in it: a pod that moved to another node inside "
+                         "the period, read at each node's scrape apart, counts 1 for 2")
 
 
 def per_scrape_read(plan_: Plan) -> bool:

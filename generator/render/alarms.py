@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_COPIES_ADDED,
                        PER_PROCESS_COPIES_ADDED_ALARM, Catalog)
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLASSIC_COUNTER_ALARM_ONE_SERIES,
-                                COPIES_COUNTED, COUNT_MOST, GAP_SHORT, GAP_TEXTS, INSTANCE_CONTRIBUTORS,
+                                COPIES_COUNTED, COUNT_MOST, COUNT_MOST_ONE_SCRAPE, GAP_SHORT, GAP_TEXTS,
+                                INSTANCE_CONTRIBUTORS,
                                 WHOLE_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
                                 failed_scrape_note, partly_blank, NAMED_PART, NAMED_SHARE, NAMED_WEIGHED, NAMESPACE_WEIGHED,
                                 NAMED_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS,
@@ -516,9 +517,15 @@ def counts_most_per_scrape(project) -> list[tuple[str, str]]:
     it reads the most one scrape of the period counted, where its Prometheus rule counts each GPU with a reading in
     the period. No processor the agent ships keeps a look-back, and Metrics Insights counts no distinct series."""
     return [_noted(alarm, form, cloudwatch_condition(alarm, project.settings).query.aggregation,
-                   f"{COUNT_MOST}; neither the agent (no processor it ships keeps a look-back over scrapes) nor Metrics "
+                   f"{count_most(alarm, project.settings)}; neither the agent (no processor it ships keeps a look-back over scrapes) nor Metrics "
                    f"Insights (no count of distinct series) counts a period's GPUs")
             for alarm, form in _built_forms_of(project) if COUNT_MOST in form.plan.notes]
+
+
+def count_most(alarm: Alarm, settings: Settings) -> str:
+    """What an alarm on a pod's count of GPUs made per scrape says of it (COUNT_MOST): where its period holds one scrape
+    (the scrape interval or less), only what its rule still reads otherwise (COUNT_MOST_ONE_SCRAPE)."""
+    return COUNT_MOST_ONE_SCRAPE if alarm.period_seconds <= settings.scrape.seconds else COUNT_MOST
 
 
 def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings, lint: bool = True) -> str:
@@ -841,6 +848,8 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per i
          STATIC_POD_MEAN: "A static per-pod alarm judges the pod's readings over all its GPUs, not each GPU.",
          PER_PROCESS_COPIES_ADDED_ALARM: "before dcgm-exporter 4.5.3 a GPU k pods share adds k times (lint AL019)",
          COUNT_MOST: "a pod's count of GPUs is the most one scrape counted: fewer where no scrape read all (lint AL025)",
+         COUNT_MOST_ONE_SCRAPE: "a pod's count of GPUs is the most one scrape counted: fewer where no scrape read all "
+                                "(lint AL025)",
          NAMED_WEIGHED: "a pod's mean weighs a GPU named in turn by the scrapes naming the pod (300 W and 200 W at "
                    "half: 266.7 W for 250)",
          NAMESPACE_WEIGHED: "a namespace's mean weighs a GPU it shares with other namespaces, named in turn, by the "
@@ -872,7 +881,7 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
         flags = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0"
         note = Note(f"{flags}, ranked by their sum", flags)
     named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
-                                      (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, COUNT_MOST),
+                                      (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, count_most(alarm, settings)),
                                       (NAMED_WEIGHED, NAMED_WEIGHED), (NAMESPACE_WEIGHED, NAMESPACE_WEIGHED),
                                       (NAMED_WEIGHED_COLLECTIONS, NAMED_WEIGHED_COLLECTIONS),
                                       (NAMESPACE_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS))

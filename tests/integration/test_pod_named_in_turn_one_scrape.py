@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import pytest
 
-from generator.cloudwatch_query import COUNT_MOST, NAMED_PART, NAMED_SHARE
+import json
+
+from generator.artifacts import build, notes as build_notes
+from generator.cloudwatch_query import COUNT_MOST, COUNT_MOST_ONE_SCRAPE, NAMED_PART, NAMED_SHARE
+from generator.output import encode
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_pod_named_in_turn_rules import FLEET, FORMS, POWER, UTIL, _truth
 from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval, mixed_fleet
-from tests.support.agent_points import alarms_through_agent
+from tests.support.agent_points import AGENT_FILE, alarm_values, alarms_through_agent
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
 from tests.support.projects import defined_project
 
 STEP = PERIOD = 60
@@ -28,7 +34,7 @@ SETTINGS = "scrape:\n  interval: 60s\n"
 TS_A = ("team-g", "ts-a")  # GPU 0 of its own (120 W), GPU 1 (160 W) named under it at odd scrapes
 # {rule: {pipeline: the note its alarm keeps}}
 JUDGED = {"sum-power-pod-gt-250": {"otel": NAMED_PART, "classic": NAMED_SHARE},
-          "count-power-pod-gt-1-5": {"otel": COUNT_MOST, "classic": NAMED_SHARE}}
+          "count-power-pod-gt-1-5": {"otel": COUNT_MOST_ONE_SCRAPE, "classic": NAMED_SHARE}}
 ONE_SCRAPE = [form for form in FORMS if form[0] in JUDGED]
 STEADY = [form for form in ONE_SCRAPE if form[0] == "sum-power-pod-gt-250"]  # the rule reading ts-a whole
 
@@ -79,3 +85,34 @@ def test_the_alarms_read_a_pod_named_in_turn_at_the_scrapes_naming_it_and_say_so
                         if dict(key).get("pod") == TS_A[1]} for end in range(1200, 1200 + 4 * PERIOD, PERIOD)}
         assert {frozenset(s) for s in states.values()} == {frozenset({"ALARM"}), frozenset({"OK"})}, (rule, states)
         assert notes[pipeline] in request["AlarmDescription"], (rule, request["AlarmDescription"])
+        assert COUNT_MOST not in request["AlarmDescription"]  # its example of GPUs named in turn: read alike here
+
+
+def test_a_pod_that_moved_nodes_inside_a_one_scrape_period_counts_one_for_two_and_says_only_that(tmp_path):
+    """Two exporters are scraped at their own phases: mover-0 leaves gpu-node-m1 (scraped on the minute) for
+    gpu-node-m2 (scraped at half past), so the period [1560, 1620) holds a scrape of each naming it on one GPU. The
+    agent counts each apart and the alarm reads 1, where the rule counts the GPU of both nodes with a reading in its
+    one-minute window: COUNT_MOST_ONE_SCRAPE says so, without COUNT_MOST's example of GPUs named in turn, and lint
+    AL025 lists the alarm with it."""
+    from tests.unit.test_cloudwatch_pod_gpu_count import FROM, M, TO
+
+    definitions = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+                   f"    yield Alarm('pod-gpus', 'T', Condition(Query({POWER!r}, 'count', ('pod',)), '>', 1.5), "
+                   f"period_seconds={PERIOD}, description='d', runbook='r')\n")
+    project = defined_project(tmp_path, SETTINGS + "agent:\n  pipeline: otel\n", alarms=definitions)
+    files = encode(build(project, grafana=False))
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if "-pod-gpus-" in a["Request"]["AlarmName"]]
+    assert COUNT_MOST_ONE_SCRAPE in request["AlarmDescription"] and COUNT_MOST not in request["AlarmDescription"]
+    (said,) = [note for note in build_notes(project) if note.rule == "AL025"]
+    assert COUNT_MOST_ONE_SCRAPE in said.message, said
+    config, job = agent_config(files[AGENT_FILE])
+    moved = 1590
+    scrapes = sorted([Scrape(float(t), mixed_fleet.payload(FROM, t, STEP), target_labels(job, FROM.name))
+                      for t in range(0, moved, STEP)] +
+                     [Scrape(float(t), mixed_fleet.payload(TO, t, STEP), target_labels(job, TO.name))
+                      for t in range(moved, 1800, STEP)], key=lambda scrape: scrape.timestamp)
+    points = Agent(config, job).run(scrapes)
+    read = {dict(key)["pod"]: value * request["Threshold"]
+            for key, value in alarm_values(request, points, 1620, PERIOD).items()}
+    assert read[M[1]] == 1.0  # the truth, and its rule's count: 2 (a GPU of each node read in the minute)
