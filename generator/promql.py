@@ -366,11 +366,14 @@ class _Device:
         GPU). Fresh: the chosen copy's series with a sample within the last scrape interval. Late (no copy with a
         fresh reading other than the blank, or none in scope): the copy chosen_copy's late tier chooses, per `keep`
         the highest of its series' latest readings within the lookback (a time-sliced GPU's pods' series, read at
-        different scrapes: not necessarily the newest). Each field's series of a copy are made one first (an exporter
-        in KUBERNETES_VIRTUAL_GPUS mode writes pod_uid on the per-process fields, vgpu on the others), so a share's
-        fields add up one to one. DCGM's blank is dropped after (_unblanked), not before: a copy whose latest reading
-        is the blank reads it (the blank ranks above any reading here), which an older reading does not stand in for
-        (an idle GPU read 0 % then taken by a pod whose copy reads the blank showed 0 %). A count (`counting`) reads in
+        different scrapes: not necessarily the newest), each series at its latest reading within the lookback
+        (latest_reading: a GPU whose field reads DCGM's blank at every other scrape keeps its latest reading: a
+        namespace's total lost it at alternate scrapes), a series with no reading in it at its latest sample. Each
+        field's series of a copy are made one first (an exporter in KUBERNETES_VIRTUAL_GPUS mode writes pod_uid on the
+        per-process fields, vgpu on the others), so a share's fields add up one to one. DCGM's blank is dropped after
+        (_unblanked), not before: a series reading nothing but the blank within the lookback reads it (the blank ranks
+        above any reading here), which another series' older reading does not stand in for (an idle GPU read 0 % then
+        taken by a pod whose copy reads the blank showed 0 % under the pod). A count (`counting`) reads in
         the late tier the copy's series with a reading within the lookback (counted: `min_over_time(x[lookback]) <
         floor`; only gauges are read per pod over the lookback), not its latest sample: a GPU whose field reads the
         blank at every other scrape was counted at alternate scrapes only."""
@@ -394,7 +397,7 @@ class _Device:
             value = " + ".join(read(name, gauge, fresh) for name in shown)
             chosen = chosen_copy(labels, names, self.unscoped, any_pod, fresh=self.resolution, lookback=lookback)
             return f"topk by ({_listed(keep)}) (1, {identified(_parenthesised(value), labels)} and on ({on}) {chosen})"
-        late = counted(False, (self.lookback, None)) if counting else f"last_over_time({{0}}[{self.lookback}])"
+        late = counted(False, (self.lookback, None)) if counting else latest_reading(self.resolution, self.lookback)
         return tier("{0}", True, None), tier(late, False, self.lookback)
 
 
@@ -538,6 +541,50 @@ def fresh_copies(metric: str, branches: list[list[str]], extra: list[str], gauge
     return fresh[0] if len(fresh) == 1 else f"({' or '.join(fresh)})"
 
 
+def looked_back(metric: str, branches: list[list[str]], extra: list[str], resolution: str, within: str,
+                scale: str = "") -> tuple[str, str]:
+    """Panels: (each copy's latest reading of a gauge within the look-back `within` (label_lookback: the window a
+    count of GPUs reporting counts a GPU over, counted), each copy's key: the time of that reading), for a GPU without
+    a fresh copy (fresh_copies). A step of the scrape interval (`resolution`) reads a copy's sample taken within it
+    (not the blank, nor a copy marked stale, nor one from before a Prometheus restart, which no staleness marker
+    ends, read again); the copy's latest such step is its reading, and the copy with the newest (of equal ones the
+    higher reading: a tenth of its atan over 1e5 added to the time) is the GPU's. A copy counts only while it has a
+    reading within `within` itself, the very test a count of GPUs reporting makes (`min_over_time(x[w]) < floor`): a
+    GPU whose field reads DCGM's blank at every other scrape keeps its latest reading (an average over GPUs read
+    62.727 then 62.7 at alternate scrapes), one writing only the blank has none, one gone none once its last reading
+    is older than the look-back (the instant selector read it for 5 minutes where no staleness marker ended it), and a
+    series from before an exporter restart or a Prometheus restart is not read beside a newer copy (the highest
+    reading was: a pod's 300 W from before a restart shown at the live copy's failed scrape). `scale` multiplies the
+    reading (a MIG stand-in's factor)."""
+    step = _taken_reading(resolution)
+    value = f"last_over_time({step}[{within}:{resolution}]){scale}"
+    key = f"(max_over_time((time() + 0.1 * atan({step} / 100000))[{within}:{resolution}]) and {_read_within(within)})"
+    return _raw(metric, branches, extra, value), _raw(metric, branches, extra, key)
+
+
+def _taken_reading(resolution: str) -> str:
+    """A selector's (`{0}`) reading at a subquery step of `resolution`: its latest sample taken within the step before
+    (a range: no staleness marker ends a series there, and none from before a Prometheus restart is read again past
+    it), not the blank (looked_back). Of a sample exactly a step old (Prometheus 2's closed ranges read it at two
+    steps) the later step holds the same reading: the latest reading is the same."""
+    return f"(last_over_time({{0}}[{resolution}]) < {BLANK_FLOOR})"
+
+
+def _read_within(within: str) -> str:
+    """A selector (`{0}`) with a reading (a sample under the blank floor) within `within`: a count's test (counted)."""
+    return f"min_over_time({{0}}[{within}]) < {BLANK_FLOOR}"
+
+
+def latest_reading(resolution: str, within: str) -> str:
+    """A selector's (`{0}`) latest reading within the look-back `within` where it has one (looked_back's reading),
+    else its latest sample within it (DCGM's blank: a series that read nothing else): a copy's late reading in per-pod
+    panels (_Device._read), whose pods are those a sample within `within` named (_Device._named_on). Without
+    looked_back's test of a reading within `within` itself (its text: a by-pod dashboard past the 262,144 bytes
+    client-side kubectl apply takes): a series whose readings stopped, its samples the blank since, reads its last
+    reading for up to a scrape interval longer than `within`."""
+    return f"(last_over_time({_taken_reading(resolution)}[{within}:{resolution}]) or last_over_time({{0}}[{within}]))"
+
+
 def _parenthesised(text: str) -> str:
     return text if text.startswith("(") else f"({text})"
 
@@ -584,7 +631,8 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     restart, which no staleness marker ends), the highest key; late (`lookback`, per-pod panels), the copy read at the
     latest step of the scrape interval within the lookback (a subquery of `time()`), of those the highest reading (a
     tenth of its atan over 1e5 added to the time; DCGM's blank no reading, so a copy reading it is as new as its
-    latest other reading; no place: a millionth is below the time's precision). Per-GPU panels read a GPU without a fresh copy by its copies' highest reading (one_copy). The higher
+    latest other reading; no place: a millionth is below the time's precision). Per-GPU panels read a GPU without a
+    fresh copy from its copy with the newest reading within the look-back (one_copy's `late`, looked_back). The higher
     reading, not
     the fresher, is chosen among fresh copies: both are the GPU's readings within one scrape interval, and the
     freshest would need `timestamp()`, several times the selector's CPU on Prometheus 2.42."""
@@ -1302,7 +1350,8 @@ class _Merge:
         return tuple(dict.fromkeys(name for name in (*self.kept, *own) if name not in spellings))
 
     def one_copy(self, how: str, fields: tuple[str, ...], own: tuple[str, ...] = (), chosen: str | None = None,
-                 fresh: tuple[str, ...] = (), blanks: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> str:
+                 fresh: tuple[str, ...] = (), blanks: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+                 late: tuple[tuple[str, ...], str] | None = None) -> str:
         """A gauge made one value per GPU (instance, and outer group), that of ONE exporter's copy of the GPU: each of
         `fields` (series of gauges, blanks left out) made one series per copy and GPU instance (their max: the pods a
         copy repeats the device's value for) and added up, the copy's MIG instances combined (`how`), read from the
@@ -1321,7 +1370,10 @@ class _Merge:
         late one alike; a GPU whose copies in the tier read all lack an instance has no value (BLANK_INSTANCE_NOTE).
         Its other instances' sum outread the complete copy (an old exporter's 25,000 + blank over the new one's
         12,000 + 8,000 MiB), and a blank checked per node spelling, not per copy, either hid the GPU (the copy chosen
-        named by the old exporter's pod) or let the incomplete copy's sum show (both copies named n3)."""
+        named by the old exporter's pod) or let the incomplete copy's sum show (both copies named n3).
+        `late` (panels, with `fresh`: looked_back's readings of the fields and the key of the first): a GPU without a
+        fresh copy is read from its copy with the newest reading within the look-back, each field's latest reading
+        there, not from its copies' latest samples (a blank one, or one marked stale, no reading)."""
         apart = not self.combines()
         gpu = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own)))
         identity = _listed((self.labels.cluster, GPU_LABEL, "gpu", *(INSTANCE_IDENTITY if apart else ()),
@@ -1337,11 +1389,15 @@ class _Merge:
             return value if apart else f"{how} by ({self._copy(own, False)}) ({value})"
         value = per_copy(fields)
         on = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own), *COPY_LABELS))
+        later = value
+        if late is not None and fresh:  # the copy with the newest reading within the look-back, its latest readings
+            newest = f"max by ({self._copy(own, False)}) ({identified(coalesce_node(late[1], self.labels), self.labels)})"
+            later = f"({per_copy(late[0])} and on ({on}) topk by ({gpu}) (1, {newest}))"
         if chosen is not None:  # the copy chosen, its fresh series only where it has; a GPU without: its highest copy
             first = f"{per_copy(fresh) if fresh else value} and on ({on}) {chosen}"
-            candidates = f"({first} or on ({gpu}) {value})" if fresh else f"({first})"
+            candidates = f"({first} or on ({gpu}) {later})" if fresh else f"({first})"
         else:  # the highest copy, of the fresh ones where the GPU has one
-            candidates = f"({per_copy(fresh)} or on ({gpu}) {value})" if fresh else value
+            candidates = f"({per_copy(fresh)} or on ({gpu}) {later})" if fresh else value
         if blanks is not None:  # a copy lacking an instance: no reading of the GPU
             candidates = f"({candidates} unless on ({on}) {self._incomplete(own, *blanks)})"
         elif chosen is not None and not fresh:
@@ -1428,7 +1484,10 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     larger used from each) where they read 0.72 and 0.78. The per-pod lookback chooses the same way (_Device._read).
     A gauge in panels is read from the chosen copy's series with a sample within the last scrape interval where the
     GPU has a fresh copy (a pod's series from before a Prometheus restart, which no staleness marker ends, read 300 W
-    beside the fresh 100 W), else its copies' highest reading.
+    beside the fresh 100 W), else (`within`, the look-back a count reads) from its copy with the newest reading
+    within the look-back, at that reading (looked_back: a GPU whose fresh sample is DCGM's blank keeps its reading of
+    the scrape before; the mean over GPUs read 62.727 then 62.7 at alternate scrapes), else its copies' highest
+    reading.
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
     is used, averaged over the GPU's instances, and the field itself on other GPUs; without
@@ -1477,6 +1536,15 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                                                           and set(names) & set(PER_PROCESS_FIELDS)):
             return ()
         return tuple(fresh_copies(name, branches, [*extra, *more], LATEST, resolution) for name in names)
+
+    def late_only(names: tuple[str, ...], more: tuple[str, ...] = (), scale: str = "") \
+            -> tuple[tuple[str, ...], str] | None:
+        """Panels, with fresh_only: each field's latest reading within the look-back `within` and the key of the
+        copy it is read from (looked_back); None where fresh_only reads nothing or no look-back is given."""
+        if within is None or not fresh_only(names, more):
+            return None
+        read = [looked_back(name, branches, [*extra, *more], resolution, within, scale) for name in names]
+        return tuple(value for value, _ in read), read[0][1]
     if metric not in MIG_UNSUPPORTED and one_copy and not is_counter(metric):
         def read(name: str, more: tuple[str, ...] = (), unfiltered: bool = False) -> str:
             return _field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, None,
@@ -1491,7 +1559,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             mig = (f'{MIG_INSTANCE_LABEL}!=""',)
             blanks = (tuple(read(name, mig, True) for name in fields), tuple(read(name, mig) for name in fields))
         return _across_own_labels(metric, catalog, merge, merge.one_copy(
-            how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields), blanks))
+            how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields), blanks, late_only(fields)))
     if metric not in MIG_UNSUPPORTED:
         counter = resolution and metric in catalog and catalog.get(metric).is_counter
         # a counter's increase from the readings of all its copies, its rate per node its copies name (then the highest)
@@ -1533,7 +1601,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     def merged(name: str, how: str, series: str, more: str, scale: str = "") -> str:
         if one_copy and not is_counter(name):
             return merge.one_copy(how, (series,), _own_labels(name, catalog), choose((name,), (more,)),
-                                  tuple(f"{fresh}{scale}" for fresh in fresh_only((name,), (more,))))
+                                  tuple(f"{fresh}{scale}" for fresh in fresh_only((name,), (more,))),
+                                  late=late_only((name,), (more,), scale))
         return merge(how, series, _own_labels(name, catalog))
     if substitute is None or kind == "whole":
         return merged(metric, how, own, f'{MIG_INSTANCE_LABEL}=""')

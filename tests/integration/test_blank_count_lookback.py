@@ -19,6 +19,7 @@ alternate scrapes, and the gone GPU counted for the 5 minutes an instant selecto
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 
@@ -67,21 +68,24 @@ def reporting(t: float) -> list[tuple[str, int]]:
                    for k in range(STEPS))]
 
 
-def _openmetrics(start: int) -> str:
-    lines = [f"# TYPE {TEMP} gauge"]
-    for k in range(STEPS):
-        for node, gpu in GPUS:
-            value = sample(node, gpu, k)
-            if value is not None:
-                namespace, name = pod(node, gpu)
-                lines.append(f'{TEMP}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",'
-                             f'modelName="NVIDIA H100 80GB HBM3",Hostname="{node}",DCGM_FI_DRIVER_VERSION="535.161.08",'
-                             f'container="main",namespace="{namespace}",pod="{name}",node="{node}",'
-                             f'job="dcgm-exporter"}} {value} {start + k * STEP}')
-    return "\n".join(lines) + "\n# EOF\n"
+def openmetrics(sample) -> Callable[[int], str]:
+    """The fleet's payloads, each GPU's temperature at scrape k `sample(node, gpu, k)` (None: no sample)."""
+    def written(start: int) -> str:
+        lines = [f"# TYPE {TEMP} gauge"]
+        for k in range(STEPS):
+            for node, gpu in GPUS:
+                value = sample(node, gpu, k)
+                if value is not None:
+                    namespace, name = pod(node, gpu)
+                    lines.append(f'{TEMP}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",'
+                                 f'modelName="NVIDIA H100 80GB HBM3",Hostname="{node}",'
+                                 f'DCGM_FI_DRIVER_VERSION="535.161.08",container="main",namespace="{namespace}",'
+                                 f'pod="{name}",node="{node}",job="dcgm-exporter"}} {value} {start + k * STEP}')
+        return "\n".join(lines) + "\n# EOF\n"
+    return written
 
 
-backfilled = backfilled_fixture("blank-count-lookback", _openmetrics, END, STEP)
+backfilled = backfilled_fixture("blank-count-lookback", openmetrics(sample), END, STEP)
 # every 10 s from the first scrape to 5 minutes after the last, 5 s off the scrape grid
 FIRST, COUNT, EVERY = 5, (END + 300) // 10, 10
 

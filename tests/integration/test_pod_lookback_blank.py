@@ -1,6 +1,7 @@
 """A per-pod panel over the pod label's lookback when the GPU's fresh reading is DCGM's blank, on a real Prometheus
-scraping every second: a blank is no reading (the per-GPU panels show none), so the pod shows no value, not an
-older copy's reading from within the lookback.
+scraping every second: a blank is no reading, and the pod has none of its own, so the pod shows no value, not an
+older copy's reading from within the lookback (taken before the pod held the GPU; the per-GPU panels read the GPU at
+that latest reading for the lookback, as a count of GPUs reporting counts it).
 
 n5's GPU 0 is idle (no pod, 0 % utilization) for a few scrapes; then ml/b takes it and the exporter reads
 utilization as the blank (a profiling pause, as in test_blank_twins). The idle copy is marked stale at the take,

@@ -329,17 +329,12 @@ def test_after_a_prometheus_restart_a_gpu_panel_shows_the_gpus_latest_reading(re
     assert not wrong, f"seconds after the first scrape after the restart: (shown, true) {wrong}"
 
 
-# open: a GPU without a fresh copy reads any copy the instant selector reads (promql.chosen_copy's fallback), and a
-# series from before a Prometheus restart, which no staleness marker ended, is one for 5 minutes: at the step after
-# the live copy's failed scrape the GPU read the series of its pod before the restart (300 W where it drew 100). Read
-# in the fleet's total: a per-GPU line is named from the copies a scrape within the lookback read (promql.gpu_names),
-# so its pre-restart series shows there only while younger than the lookback (4 s here, which the restart alone may
-# outlast: shown at some runs, not at others), as it does at 30 s scrapes after a restart shorter than 2 minutes
-GHOST = pytest.mark.xfail(reason="a series from before a restart read after the live copy's failed scrape", strict=True)
+# a GPU without a fresh copy is read from its copy with the newest reading within the look-back (promql.looked_back):
+# a series from before a Prometheus restart, which no staleness marker ended, is read by the instant selector for 5
+# minutes, and was read at the step after the live copy's failed scrape (300 W where it drew 100), in the fleet's total
 restarted_failed = scene("restarted_failed")
 
 
-@GHOST
 @pytest.mark.parametrize("title", ["Total power draw"])
 def test_after_a_prometheus_restart_a_failed_scrape_shows_no_reading_from_before_it(restarted_failed, title):
     # at every step the GPU's latest reading (100 W) or none (no fresh copy, as a failed scrape of one exporter)

@@ -288,7 +288,7 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     taken within the step; an alert rule's at its fine step (alarms.rule_step: 5 s, or the interval when shorter); a
     per-pod panel names the pods a scrape named within its lookback (promql.label_lookback: scrapes, not seconds)
     and reads the copies with a sample within the last interval (promql.fresh_copies)."""
-    from generator.promql import COUNTED_WITHIN, PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, held_for, label_lookback
+    from generator.promql import BLANK_FLOOR, COUNTED_WITHIN, PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, held_for, label_lookback
     from generator.render.alarms import RULE_STEP_SECONDS
 
     def points(step: int, within: int) -> str:  # CounterReading.step_delta: its latest reading's range, at two points
@@ -310,6 +310,8 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
             expr = expr.replace(was, now)
     # promql.fresh_copies: a copy with a sample within the last scrape interval
     expr = expr.replace(f"[{made_for * 1000}ms]))", f"[{seconds * 1000}ms]))")
+    # promql.looked_back: a copy's reading at a step of the scrape interval, its sample taken within the step
+    expr = expr.replace(f"[{made_for}s]) < {BLANK_FLOOR})", f"[{seconds}s]) < {BLANK_FLOOR})")
     # promql.gpu_names: a copy of a GPU with a sample within the last scrape interval names it first
     expr = expr.replace(f"[{made_for * 1000}ms]) * 0.5", f"[{seconds * 1000}ms]) * 0.5")
     # promql._Device._choice: a copy's latest step within the lookback (a subquery)
