@@ -58,7 +58,8 @@ class Prometheus:
             taken = SPARES.take()
             if taken is not None and self._adopt(*taken):
                 return self
-        args = [f"--config.file={self.config_path}", f"--storage.tsdb.path={self.workdir / 'data'}",
+        # a restart keeps the storage of the server before it (a spare's own folder, where it was adopted)
+        args = [f"--config.file={self.config_path}", f"--storage.tsdb.path={self.config_path.parent / 'data'}",
                 "--web.enable-lifecycle"]
         self.process, self.url, self.log = start(binary("prometheus"), args, self.workdir / "prometheus.log",
                                                  READY_WITHIN, "prometheus")
@@ -67,11 +68,13 @@ class Prometheus:
 
     def _scrapes_from_nothing(self) -> bool:
         """Scrape jobs and no stored data (a backfilled server's blocks are written before it starts), every file the
-        configuration names by an absolute path (a relative one is read from the folder of the configuration)."""
+        configuration names by an absolute path (a relative one is read from the folder of the configuration). A
+        server restarted after a spare was adopted has the spare's data: it is restarted on it, not given another
+        spare (a restart's story, the series from before it, was lost)."""
         config = yaml.safe_load(self.config_path.read_text())
         files = [*config.get("rule_files", ()), *(name for job in config.get("scrape_configs", ())
                                                   for sd in job.get("file_sd_configs", ()) for name in sd["files"])]
-        return bool(config.get("scrape_configs")) and not (self.workdir / "data").exists() \
+        return bool(config.get("scrape_configs")) and not (self.config_path.parent / "data").exists() \
             and all(Path(name).is_absolute() for name in files)
 
     def _adopt(self, process: subprocess.Popen, url: str, log, folder: Path) -> bool:
