@@ -37,3 +37,21 @@ def test_a_configuration_prometheus_refuses_fails_the_start_with_its_message(tmp
     with ReplayExporter("# TYPE x gauge\nx 1\n") as exporter:
         with pytest.raises(GpudashError, match="scrape timeout greater than scrape interval"):
             Prometheus(tmp_path, _config(exporter.address, scrape_timeout="5s")).start()
+
+
+def test_a_server_started_again_reads_the_samples_it_stored_before(tmp_path):
+    """A restart (stop, then start) is the same server on its own storage: the samples scraped before it are there."""
+    with ReplayExporter("# TYPE x gauge\nx 1\n") as exporter:
+        prometheus = Prometheus(tmp_path, _config(exporter.address))
+        prometheus.start()
+        try:
+            prometheus.wait_for("x")
+            before = [float(at) for s in prometheus.query("x[10m]") for at, _ in s["values"]]
+            prometheus.stop()
+            prometheus.session = None
+            prometheus.start()
+            prometheus.wait_for("x")
+            after = [float(at) for s in prometheus.query("x[10m]") for at, _ in s["values"]]
+            assert min(after) <= min(before)  # the first samples, stored before the restart, are read after it
+        finally:
+            prometheus.stop()
