@@ -73,8 +73,13 @@ def _held(info: os.stat_result, now: int) -> os.stat_result | None:
     ticks of the clock that stamps change times before: every change of the file's bytes after the read would then
     give it another ctime (see `_unchanged`). None for a file changed just before, which is read again before it is
     shared."""
-    window = FINE_SETTLED_NS if info.st_ctime_ns % 1_000_000 else SETTLED_NS
-    return info if info.st_ctime_ns < now - window else None
+    return info if _settled(info.st_ctime_ns, now) else None
+
+
+def _settled(ctime_ns: int, now: int) -> bool:
+    """A change time (`ctime_ns`) a few ticks of the clock that stamps it before `now` (see `_held`): a change of the
+    file since `now` gives it another one."""
+    return ctime_ns < now - (FINE_SETTLED_NS if ctime_ns % 1_000_000 else SETTLED_NS)
 
 BUILD = "build"  # the folder `gpudash generate` writes by default, where hints point
 AGENT_FILE_PREFIX = "k8s/cwagent-prometheus-config-"
@@ -912,13 +917,20 @@ class _Changed(Exception):
         self.error = error
 
 
+class _Taken(dict):
+    """`_entries`' answer: each entry by its path, and `at`, the time (nanoseconds) before the folder was listed."""
+    at = 0
+
+
 def _entries(top: Path) -> dict[str, tuple[int, ...]]:
     """Every entry below `top` by its path inside it: inode, type and mode, and for all but folders size,
     modification time and change time (lstat). Moving `top` changes none of them; hard-linking a file changes its
     change time (see `_refuse_changed`); writing or replacing a file changes its own (its change time even where a
-    tool sets its modification time back: `cp -p`, `touch -r`), and adding one adds an entry. A folder that cannot
-    be listed raises (OSError), never reads as empty."""
-    found: dict[str, tuple[int, ...]] = {}
+    tool sets its modification time back: `cp -p`, `touch -r`), but in the tick of its last change before the
+    listing (`at`: see `_refuse_changed`), and adding one adds an entry. A folder that cannot be listed raises
+    (OSError), never reads as empty."""
+    found = _Taken()
+    found.at = time.time_ns()
 
     def visit(folder: str, inside: str) -> None:
         with os.scandir(folder) as listed:
@@ -941,7 +953,9 @@ def _refuse_changed(taken: dict[str, tuple[int, ...]] | None, aside: Path, out: 
     were before it was read (`taken`): a file added or changed since (a person saving a kustomization.yaml while the
     new build was written) raises _Changed, which would be lost with the previous build. Removed ones lose nothing.
     A file's change time is not compared where this build changed it: a file `linked` into the new build (which
-    holds any change made to it), and with `renamed`, a file moved aside by its own name (directly in `aside`)."""
+    holds any change made to it), and with `renamed`, a file moved aside by its own name (directly in `aside`). A file
+    whose change time was within a settle window of the listing (`_settled`) is read again: an edit in the same tick
+    of a coarse clock leaves its status as it was."""
     if taken is None:
         return
     try:
@@ -957,7 +971,18 @@ def _refuse_changed(taken: dict[str, tuple[int, ...]] | None, aside: Path, out: 
             return before is not None and before[:4] == entry[:4]
         return before == entry
 
-    changed = sorted(path for path, entry in now.items() if not same(path, entry))
+    differing = {path for path, entry in now.items() if not same(path, entry)}
+    # a file changed a few ticks before the listing could have been changed again since in the same tick, its status
+    # the same (a clock stamping whole seconds, or FAT's two): unless it is linked into the new build (which holds it),
+    # its bytes are read again and compared with those gpudash wrote (its manifest's sha256)
+    recent = [path for path, entry in now.items() if path not in differing and path not in linked and path != MANIFEST
+              and stat.S_ISREG(entry[1]) and not _settled(taken[path][4], getattr(taken, "at", 0))]
+    if recent:
+        manifest = _gpudash_manifest(aside / MANIFEST) or {}
+        listed = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
+        differing.update(path for path in recent if listed.get(path) is None
+                         or _digest(os.path.join(aside, path)) != listed[path])
+    changed = sorted(differing)
     if changed:
         from .names import shown
 

@@ -1020,9 +1020,49 @@ def test_a_file_edited_after_it_was_read_with_its_times_kept_is_not_lost(tmp_pat
         os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
         return real_fill(*args, **kwargs)
 
-    monkeypatch.setattr(output, "_fill", edit_keeping_times_then_fill)
+    _edit_is_kept(out, files, monkeypatch, mount, edit_keeping_times_then_fill)
+
+
+def _edit_is_kept(out: Path, files: dict[str, bytes], monkeypatch, mount: bool, fill) -> None:
+    """Writing `files` over the build in `out` (a mount point with `mount`), `fill` standing for the new build's
+    writing (it edits k8s/b.yaml of the previous build to `b: 2`), is refused and the edit kept."""
+    import generator.output as output
+
+    monkeypatch.setattr(output, "_fill", fill)
     if mount:
         monkeypatch.setattr(output.os.path, "ismount", lambda path: Path(path) == out)
     with pytest.raises(OutputError, match=r"were added or changed \(k8s/b.yaml\)"):
         write_files(out, files)
     assert (out / "k8s/b.yaml").read_bytes() == b"b: 2\n"
+
+
+@pytest.mark.parametrize("mount", [False, True], ids=["build folder", "mount point"])
+def test_a_file_edited_within_the_tick_of_its_last_change_is_not_lost(tmp_path, monkeypatch, mount):
+    """On a file system whose clock stamps times in coarse ticks (whole seconds, FAT's two seconds), a file edited in
+    place (same size) in the tick of its last change before the build folder was listed keeps its change and
+    modification times: no status tells the edit, and the previous build was deleted with it, exit 0. A file changed
+    within a settle window of that listing (SETTLED_NS, at least a tick) is read again before the previous build goes.
+    The coarse clock is a tick of 1,000 s here, so that the write, the listing and the edit share one."""
+    import generator.output as output
+
+    tick = 10**12
+    out = tmp_path / "build"
+    files = {f"k8s/{name}.yaml": f"{name}: 1\n".encode() for name in ("a", "b")}
+    write_files(out, files)
+    monkeypatch.setattr(output, "SETTLED_NS", 2 * tick)
+    real_entries, real_fill = output._entries, output._fill
+
+    def coarse_entries(top):
+        found = real_entries(top)
+        for path, entry in found.items():
+            if len(entry) == 5:
+                found[path] = (*entry[:3], entry[3] // tick * tick, entry[4] // tick * tick)
+        return found
+
+    def edit_then_fill(*args, **kwargs):
+        with open(out / "k8s/b.yaml", "r+b") as stream:  # in place, same size: the same inode
+            stream.write(b"b: 2\n")
+        return real_fill(*args, **kwargs)
+
+    monkeypatch.setattr(output, "_entries", coarse_entries)
+    _edit_is_kept(out, files, monkeypatch, mount, edit_then_fill)
