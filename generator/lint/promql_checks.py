@@ -343,8 +343,21 @@ def _keeps_one_gpu(node) -> bool:
     labels = set(modifier.labels)
     if "Without" in str(modifier.type):
         return not labels & (_GPU_NAMES | {"gpu"})
-    return bool(labels & _GPU_NAMES) or "gpu" in labels and any(
-        word in label.lower() for label in labels for word in ("node", "host", "instance"))
+    return bool(labels & _GPU_NAMES) or "gpu" in labels and any(_names_a_node(label) for label in labels)
+
+
+# Words of a label naming one node (node, Hostname, instance, kubernetes_node, instance_id, hostIP ...), and words
+# naming a kind or group of nodes, which holds several nodes' GPU 0 (instance_type, node_pool, nodegroup, nodeType)
+_NODE_WORDS = frozenset(("node", "host", "hostname", "instance", "nodename"))
+_GROUP_WORDS = frozenset(("type", "group", "nodegroup", "pool", "nodepool", "role", "zone", "class", "family", "size",
+                          "arch", "os", "region", "capacity", "lifecycle", "template", "kind", "selector"))
+
+
+def _names_a_node(label: str) -> bool:
+    """Whether a label's words (split at `_` and at a capital: hostIP, nodeType) name one node, not a kind or group of
+    them (a word of a label is read whole: `nodegroup` and `instance_type` hold several nodes)."""
+    words = {word.lower() for word in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", label)}
+    return bool(words & _NODE_WORDS) and not words & _GROUP_WORDS
 
 
 def _is_scaling(node) -> bool:
