@@ -81,6 +81,7 @@ def _settled(ctime_ns: int, now: int) -> bool:
     file since `now` gives it another one."""
     return ctime_ns < now - (FINE_SETTLED_NS if ctime_ns % 1_000_000 else SETTLED_NS)
 
+
 BUILD = "build"  # the folder `gpudash generate` writes by default, where hints point
 AGENT_FILE_PREFIX = "k8s/cwagent-prometheus-config-"
 

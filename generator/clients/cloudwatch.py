@@ -200,8 +200,8 @@ class CloudWatch:
                 raise  # every attempt failed to connect or was answered: it did not happen
             cause = exc.what
             failure = may_have_happened(exc, f"CloudWatch {api} was sent", "its answer was lost")
-            failure.write_lost = True
-            failure.cause = cause  # the last failure as it was answered: what a read-back that shows it not made says  # the caller reads the object back to tell done from not done
+            failure.write_lost = True  # the caller reads the object back to tell done from not done
+            failure.cause = cause  # the last failure as it was answered: what a read-back that shows it not made says
             raise failure from None
 
     def _call(self, region: str, api: str, what: str, service: str | None, sent: list[bool], lost: list[bool],

@@ -1,5 +1,5 @@
-"""An alarm's AlarmDescription within CloudWatch's 1,024 characters (UTF-16 units: `length`): `described` lays out every description gpudash
-writes, so what matters is never the part cut.
+"""An alarm's AlarmDescription within CloudWatch's 1,024 characters (UTF-16 units: `length`): `described` lays out
+every description gpudash writes, so what matters is never the part cut.
 
 Layout, in order:
 1. the alarm's own sentence: its title and what it means (`own`: the definition's description, or what gpudash says a

@@ -517,8 +517,8 @@ def counts_most_per_scrape(project) -> list[tuple[str, str]]:
     it reads the most one scrape of the period counted, where its Prometheus rule counts each GPU with a reading in
     the period. No processor the agent ships keeps a look-back, and Metrics Insights counts no distinct series."""
     return [_noted(alarm, form, cloudwatch_condition(alarm, project.settings).query.aggregation,
-                   f"{count_most(alarm, project.settings)}; neither the agent (no processor it ships keeps a look-back over scrapes) nor Metrics "
-                   f"Insights (no count of distinct series) counts a period's GPUs")
+                   f"{count_most(alarm, project.settings)}; neither the agent (no processor it ships keeps a look-back "
+                   f"over scrapes) nor Metrics Insights (no count of distinct series) counts a period's GPUs")
             for alarm, form in _built_forms_of(project) if COUNT_MOST in form.plan.notes]
 
 
