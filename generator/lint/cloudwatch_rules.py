@@ -1010,7 +1010,8 @@ RULES = (
          addon_mig_instances),
     Rule("CW020", "tables of rows now rank their rows over the period drawn and the time since (a note per table "
                   "with a LIMIT)", tables_now),
-    Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
+    Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json, an AlarmDescription "
+                  "counted in UTF-16 units as generate counts it (an emoji counts 2)", alarm_schema),
     Rule("AL002", "an alarm names exactly one of MetricName, Metrics, EvaluationCriteria", alarm_source),
     Rule("AL003", "exactly one of an alarm's queries returns data", alarm_returned_data),
     Rule("AL004", "DatapointsToAlarm does not exceed EvaluationPeriods", alarm_periods),
