@@ -633,9 +633,8 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     tenth of its atan over 1e5 added to the time; DCGM's blank no reading, so a copy reading it is as new as its
     latest other reading; no place: a millionth is below the time's precision). Per-GPU panels read a GPU without a
     fresh copy from its copy with the newest reading within the look-back (one_copy's `late`, looked_back). The higher
-    reading, not
-    the fresher, is chosen among fresh copies: both are the GPU's readings within one scrape interval, and the
-    freshest would need `timestamp()`, several times the selector's CPU on Prometheus 2.42."""
+    reading, not the fresher, is chosen among fresh copies: both are the GPU's readings within one scrape interval, and
+    the freshest would need `timestamp()`, several times the selector's CPU on Prometheus 2.42."""
     spots = placed(branches, labels)
     copy = _listed((labels.cluster, GPU_LABEL, "gpu", *kept, *COPY_LABELS))
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu", *kept))

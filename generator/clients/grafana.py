@@ -125,6 +125,12 @@ def _environment_read_once(session):
     return merged
 
 
+def _body(response) -> str:
+    """What an answer's body is, for a message: its content type and length (`text/html, 312 bytes`)."""
+    kind = response.headers.get("Content-Type", "no content type").split(";")[0]
+    return f"{kind}, {len(response.content)} bytes"
+
+
 def _unasked_hit(hits: list[dict[str, Any]], tag: str) -> str | None:
     """What a page of a search by `tag` for dashboards lists that was not asked for, or None."""
     for hit in hits:
@@ -295,10 +301,9 @@ class GrafanaClient:
             except ValueError:
                 said = None
             if not (isinstance(said, dict) and isinstance(said.get("message"), str)):
-                kind = response.headers.get("Content-Type", "no content type").split(";")[0]
                 raise InvalidAnswer(f"Grafana answered {method} {path.split('?')[0]} with {response.status_code} but "
-                                    f"not as Grafana refuses (a JSON object with its message): {kind}, "
-                                    f"{len(response.content)} bytes", where=what,
+                                    f"not as Grafana refuses (a JSON object with its message): {_body(response)}",
+                                    where=what,
                                     hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path); a "
                                          "proxy or load balancer answered instead")
             if refusals is not None:
@@ -310,8 +315,7 @@ class GrafanaClient:
             found = response.json()
         except ValueError:
             found = None
-            kind = response.headers.get("Content-Type", "no content type").split(";")[0]
-            said = f"not JSON ({kind}, {len(response.content)} bytes)"
+            said = f"not JSON ({_body(response)})"
         else:
             said = "JSON null"
         # None is what an allowed refusal (a 404: "not found") answers: a body that reads as none is no such answer

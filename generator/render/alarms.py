@@ -832,6 +832,8 @@ def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: C
 
 # The notes of an alarm's description in a few words (their short forms: render/alarm_text; README, "Alarm description
 # notes"), by their whole text; a note not here is only left out where there is no room
+# COUNT_MOST's short form, and COUNT_MOST_ONE_SCRAPE's (a pod that moved nodes is one whose GPUs no scrape read all)
+_COUNT_MOST_SHORT = "a pod's count of GPUs is the most one scrape counted: fewer where no scrape read all (lint AL025)"
 SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per instance or pod (lint AL019)",
          WHOLE_COPIES_COUNTED: "a shared GPU counts, adds and weighs once per pod sharing it (lint AL019)",
          INSTANCES_JUDGED: "a MIG field is read per instance a group holds, not per GPU (lint AL019)",
@@ -847,9 +849,8 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per i
                                            "(lint AL015)",
          STATIC_POD_MEAN: "A static per-pod alarm judges the pod's readings over all its GPUs, not each GPU.",
          PER_PROCESS_COPIES_ADDED_ALARM: "before dcgm-exporter 4.5.3 a GPU k pods share adds k times (lint AL019)",
-         COUNT_MOST: "a pod's count of GPUs is the most one scrape counted: fewer where no scrape read all (lint AL025)",
-         COUNT_MOST_ONE_SCRAPE: "a pod's count of GPUs is the most one scrape counted: fewer where no scrape read all "
-                                "(lint AL025)",
+         COUNT_MOST: _COUNT_MOST_SHORT,
+         COUNT_MOST_ONE_SCRAPE: _COUNT_MOST_SHORT,
          NAMED_WEIGHED: "a pod's mean weighs a GPU named in turn by the scrapes naming the pod (300 W and 200 W at "
                    "half: 266.7 W for 250)",
          NAMESPACE_WEIGHED: "a namespace's mean weighs a GPU it shares with other namespaces, named in turn, by the "
