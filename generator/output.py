@@ -923,7 +923,7 @@ class _Taken(dict):
     at = 0
 
 
-def _entries(top: Path) -> dict[str, tuple[int, ...]]:
+def _entries(top: Path) -> _Taken:
     """Every entry below `top` by its path inside it: inode, type and mode, and for all but folders size,
     modification time and change time (lstat). Moving `top` changes none of them; hard-linking a file changes its
     change time (see `_refuse_changed`); writing or replacing a file changes its own (its change time even where a
@@ -948,8 +948,8 @@ def _entries(top: Path) -> dict[str, tuple[int, ...]]:
     return found
 
 
-def _refuse_changed(taken: dict[str, tuple[int, ...]] | None, aside: Path, out: Path,
-                    linked: set[str] = frozenset(), renamed: bool = False) -> None:
+def _refuse_changed(taken: _Taken | None, aside: Path, out: Path,
+                    linked: frozenset[str] | set[str] = frozenset(), renamed: bool = False) -> None:
     """The previous build, moved aside to `aside` (nothing writes into it there), compared with its entries as they
     were before it was read (`taken`): a file added or changed since (a person saving a kustomization.yaml while the
     new build was written) raises _Changed, which would be lost with the previous build. Removed ones lose nothing.
@@ -977,7 +977,7 @@ def _refuse_changed(taken: dict[str, tuple[int, ...]] | None, aside: Path, out: 
     # the same (a clock stamping whole seconds, or FAT's two): unless it is linked into the new build (which holds it),
     # its bytes are read again and compared with those gpudash wrote (its manifest's sha256)
     recent = [path for path, entry in now.items() if path not in differing and path not in linked and path != MANIFEST
-              and stat.S_ISREG(entry[1]) and not _settled(taken[path][4], getattr(taken, "at", 0))]
+              and stat.S_ISREG(entry[1]) and not _settled(taken[path][4], taken.at)]
     if recent:
         manifest = _gpudash_manifest(aside / MANIFEST) or {}
         listed = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
@@ -1030,7 +1030,7 @@ def _failed(exc: OSError, out: Path) -> OutputError:
 
 def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
              stop: list[int] | None = None, known: Known | None = None,
-             taken: dict[str, tuple[int, ...]] | None = None) -> None:
+             taken: _Taken | None = None) -> None:
     """Write a sibling folder, then swap it for `out` with two renames (rolled back on failure, and when the
     previous build moved aside shows files added or changed since `taken`, see `_refuse_changed`)."""
     try:
@@ -1078,7 +1078,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
 
 def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
                   stop: list[int] | None = None, known: Known | None = None,
-                  taken: dict[str, tuple[int, ...]] | None = None) -> None:
+                  taken: _Taken | None = None) -> None:
     """For a folder that cannot be renamed (a mount point): stage inside it, then move entries (the previous ones
     moved back when they show files added or changed since `taken`, see `_refuse_changed`)."""
     staging = retired = None

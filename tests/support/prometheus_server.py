@@ -291,7 +291,8 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     taken within the step; an alert rule's at its fine step (alarms.rule_step: 5 s, or the interval when shorter); a
     per-pod panel names the pods a scrape named within its lookback (promql.label_lookback: scrapes, not seconds)
     and reads the copies with a sample within the last interval (promql.fresh_copies)."""
-    from generator.promql import BLANK_FLOOR, COUNTED_WITHIN, PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, held_for, label_lookback
+    from generator.promql import (BLANK_FLOOR, COUNTED_WITHIN, PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, held_for,
+                                  label_lookback)
     from generator.render.alarms import RULE_STEP_SECONDS
 
     def points(step: int, within: int) -> str:  # CounterReading.step_delta: its latest reading's range, at two points
