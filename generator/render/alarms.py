@@ -525,7 +525,13 @@ def counts_most_per_scrape(project) -> list[tuple[str, str]]:
 def count_most(alarm: Alarm, settings: Settings) -> str:
     """What an alarm on a pod's count of GPUs made per scrape says of it (COUNT_MOST): where its period holds one scrape
     (the scrape interval or less), only what its rule still reads otherwise (COUNT_MOST_ONE_SCRAPE)."""
-    return COUNT_MOST_ONE_SCRAPE if alarm.period_seconds <= settings.scrape.seconds else COUNT_MOST
+    return COUNT_MOST_ONE_SCRAPE if one_scrape_period(alarm, settings) else COUNT_MOST
+
+
+def one_scrape_period(alarm: Alarm, settings: Settings) -> bool:
+    """Whether the alarm's period holds one scrape of each exporter (the scrape interval or less): its Prometheus rule's
+    window holds that one scrape too, so a GPU is read in both or in neither."""
+    return alarm.period_seconds <= settings.scrape.seconds
 
 
 def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings, lint: bool = True) -> str:
@@ -536,12 +542,12 @@ def _failed_scrape_said(alarm: Alarm, plan_: Plan, settings: Settings, lint: boo
 
 
 def _failed_scrape_note(alarm: Alarm, plan_: Plan, settings: Settings, lint: bool = True) -> Note:
-    """_failed_scrape_said as a description's note, with its short form (failed_scrape_short). None where a period
-    holds one scrape (or less): a GPU is read in it or not, a failed scrape leaves the node's GPUs out of the period, and
-    its Prometheus rule, whose window holds that one scrape too, has no reading of them either: both read alike."""
+    """_failed_scrape_said as a description's note, with its short form (failed_scrape_short). An empty note (none)
+    where a period holds one scrape (one_scrape_period): a GPU is read in it or not, a failed scrape leaves the node's
+    GPUs out of the period, and its Prometheus rule has no reading of them either: both read alike."""
     condition = cloudwatch_condition(alarm, settings)
     how = condition.query.aggregation
-    if alarm.period_seconds <= settings.scrape.seconds or not (
+    if one_scrape_period(alarm, settings) or not (
             how in ("count", "sum") and per_scrape_read(plan_)
             or how == "avg" and read_weighed(plan_, group_keys(condition.query.by))):
         return Note("")
