@@ -1,5 +1,5 @@
-"""Per-pod panels over the pod label's lookback, on a real Prometheus scraping an exporter every second: which pods
-each instant shows, and with what value, against the scrapes themselves.
+"""Per-pod panels over the pod label's lookback, on a real Prometheus scraping an exporter every half second: which
+pods each instant shows, and with what value, against the scrapes themselves.
 
 The exporter (scripted per scrape, as dcgm-exporter without KUBERNETES_VIRTUAL_GPUS writes it) serves two GPUs:
 
@@ -10,8 +10,8 @@ The exporter (scripted per scrape, as dcgm-exporter without KUBERNETES_VIRTUAL_G
 
 Each scrape that names another pod marks the previous pod's series stale (an instant selector reads the latest
 scrape's pod alone). The panels' lookback (promql.label_lookback: 4 scrape intervals, made for 30 s scrapes; here
-4 s, read with tests.support.prometheus_server.scraped_every) shows each pod a scrape within it named, with the
-GPU's latest reading: at every step of a range, c, d and e; a for up to 4 s after the last scrape that named it,
+2 s, read with tests.support.prometheus_server.scraped_every) shows each pod a scrape within it named, with the
+GPU's latest reading: at every step of a range, c, d and e; a for up to 2 s after the last scrape that named it,
 with b's 10 % then; never a after that. The truth at each instant is worked out from the sample times Prometheus
 stored (when each scrape ran) and the script (what each scrape named), not from the panels' queries.
 """
@@ -29,12 +29,13 @@ from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from generator.promql import label_lookback
-from tests.support.prometheus_server import Prometheus, scraped_every
+from generator.promql import LABEL_LOOKBACK_SCRAPES
+from tests.support.prometheus_server import Prometheus, duration, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 
 HANDOVER = 6  # GPU 0: ml/a at scrapes 0-5, ml/b from 6
 SCRAPES = 14  # scraped this many times, then no more
+INTERVAL = 0.5  # seconds between scrapes: every window below is in scrapes, as the panels' are
 UTIL = {"a": 90.0, "b": 10.0, "c": 50.0, "d": 50.0, "e": 50.0}
 TITLES = ("Pods on GPUs", "GPU utilization by pod")
 
@@ -78,7 +79,7 @@ def scraped(tmp_path_factory):
     script = _Script()
     with ReplayExporter(script) as exporter:
         workdir = tmp_path_factory.mktemp("pod-lookback")
-        config = {"global": {"scrape_interval": "1s"}, "scrape_configs": [{
+        config = {"global": {"scrape_interval": duration(INTERVAL)}, "scrape_configs": [{
             "job_name": "dcgm", "static_configs": [{"targets": [exporter.address]}]}]}
         with Prometheus(workdir, config) as prometheus:
             deadline = time.monotonic() + 120
@@ -119,23 +120,25 @@ def _truth(samples: dict[int, list[tuple[float, str, float]]], at: float, window
     return shown
 
 
-@pytest.mark.parametrize("step", [1, 2])
-def test_each_step_shows_the_pods_a_scrape_of_the_lookback_named_with_the_gpus_reading(scraped, targets, step):
+@pytest.mark.parametrize("scrapes", [1, 2])
+def test_each_step_shows_the_pods_a_scrape_of_the_lookback_named_with_the_gpus_reading(scraped, targets, scrapes):
     prometheus, samples = scraped
-    window = int(label_lookback(1)[:-1])  # the lookback of 4 scrape intervals, at 1 s scrapes
+    step = scrapes * INTERVAL  # a range's step of one scrape interval, or two
+    window = LABEL_LOOKBACK_SCRAPES * INTERVAL  # the lookback of 4 scrape intervals
     first = max(readings[0][0] for readings in samples.values())
     last_a = max(when for when, pod, _ in samples[0] if pod == "a")
     first_b = min(when for when, pod, _ in samples[0] if pod == "b")
     end = max(readings[-1][0] for readings in samples.values())
-    # steps half a second off the scrapes' whole seconds: no sample sits on a window's edge
-    start = math.floor(first) + window + 0.5
+    # steps half an interval off the interval's multiples: no sample sits on a window's edge
+    start = math.floor(first / INTERVAL) * INTERVAL + window + INTERVAL / 2
     count = int((end - start) // step) + 1
-    exprs = {title: interpolate(scraped_every(target["expr"], 30, 1), variables({}, ("namespace", "pod", "node", "gpu")))
+    exprs = {title: interpolate(scraped_every(target["expr"], 30, INTERVAL),
+                                variables({}, ("namespace", "pod", "node", "gpu")))
              for title, target in targets.items()}
     seen = {"a after it left": set(), "a gone": set()}
     for title, expr in exprs.items():
         for at, result in prometheus.query_at(expr, start, count, step).items():
-            if not all(any(at - 1 < when <= at for when, _, _ in readings) for readings in samples.values()):
+            if not all(any(at - INTERVAL < when <= at for when, _, _ in readings) for readings in samples.values()):
                 # a failed scrape stored nothing: without a fresh reading a GPU reads the highest of its lookback's
                 # latest readings (promql._Device._read's late tier), not its latest: another story
                 continue

@@ -285,18 +285,30 @@ def for_file_sd(job: dict, files: list[str]) -> dict:
     return swapped
 
 
-def scraped_every(expr: str, made_for: int, seconds: int) -> str:
-    """A generated query made for a `made_for`-second scrape interval, for a Prometheus that scrapes every `seconds`:
-    a counter's copies are read once per step of the scrape interval (promql.fresh_reading), each copy's sample
-    taken within the step; an alert rule's at its fine step (alarms.rule_step: 5 s, or the interval when shorter); a
-    per-pod panel names the pods a scrape named within its lookback (promql.label_lookback: scrapes, not seconds)
-    and reads the copies with a sample within the last interval (promql.fresh_copies)."""
-    from generator.promql import (BLANK_FLOOR, COUNTED_WITHIN, PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, held_for,
-                                  label_lookback)
+def duration(seconds: float) -> str:
+    """A PromQL duration of `seconds`: whole seconds as `Ns`, else milliseconds (`500ms`)."""
+    return f"{int(seconds)}s" if seconds == int(seconds) else f"{round(seconds * 1000)}ms"
+
+
+def scraped_every(expr: str, made_for: int, seconds: float) -> str:
+    """A generated query made for a `made_for`-second scrape interval, for a Prometheus that scrapes every `seconds`
+    (a fraction of a second too: its durations in milliseconds): a counter's copies are read once per step of the
+    scrape interval (promql.fresh_reading), each copy's sample taken within the step; an alert rule's at its fine step
+    (alarms.rule_step: 5 s, or the interval when shorter); a per-pod panel names the pods a scrape named within its
+    lookback (promql.label_lookback: scrapes, not seconds) and reads the copies with a sample within the last interval
+    (promql.fresh_copies)."""
+    from generator.promql import (BLANK_FLOOR, COUNTED_WITHIN, HELD_SCRAPES, LABEL_LOOKBACK_SCRAPES, PREVIOUS_WITHIN,
+                                  WINDOW_PREVIOUS_WITHIN)
     from generator.render.alarms import RULE_STEP_SECONDS
 
-    def points(step: int, within: int) -> str:  # CounterReading.step_delta: its latest reading's range, at two points
-        return f"[{max(within, 2 * step) * 1000 - step * 500}ms:{step}s])[{step * 1000 + 1}ms:{step}s])"
+    def ms(step: float) -> int:
+        return round(step * 1000)
+
+    def points(step: float, within: int) -> str:  # CounterReading.step_delta: its latest reading's range, at two points
+        return f"[{ms(max(within, 2 * step)) - ms(step) // 2}ms:{duration(step)}])[{ms(step) + 1}ms:{duration(step)}])"
+
+    def lookback(step: float) -> str:  # promql.label_lookback
+        return duration(LABEL_LOOKBACK_SCRAPES * step)
 
     for old, new in ((made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))):
         # CounterReading.step_delta's two points (over the range, over a window), taken_within's three ranges, the
@@ -304,23 +316,25 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
         for was, now in ((points(old, PREVIOUS_WITHIN), points(new, PREVIOUS_WITHIN)),
                          (points(old, WINDOW_PREVIOUS_WITHIN), points(new, WINDOW_PREVIOUS_WITHIN)),
                          (points(old, COUNTED_WITHIN), points(new, COUNTED_WITHIN)),
-                         (f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"),
-                         (f"[{old}s]) unless", f"[{new}s]) unless"), (f"[1ms] offset {old}s)", f"[1ms] offset {new}s)"),
-                         (f"] offset {old}s) < ", f"] offset {new}s) < "),  # promql.own_deltas: a copy's before
+                         (f"[{ms(old) - 1}ms])", f"[{ms(new) - 1}ms])"),
+                         (f"[{old}s]) unless", f"[{duration(new)}]) unless"),
+                         (f"[1ms] offset {old}s)", f"[1ms] offset {duration(new)})"),
+                         # promql.own_deltas: a copy's before
+                         (f"] offset {old}s) < ", f"] offset {duration(new)}) < "),
                          # an alert's counter reading: each exporter's copy held through a missed scrape
-                         (f"[{held_for(f'{old}s')}ms:{old}s]", f"[{held_for(f'{new}s')}ms:{new}s]"),
-                         (f":{old}s]", f":{new}s]"),
-                         (f"/ {old * 1000}) * {old * 1000})", f"/ {new * 1000}) * {new * 1000})")):
+                         (f"[{ms(HELD_SCRAPES * old)}ms:{old}s]", f"[{ms(HELD_SCRAPES * new)}ms:{duration(new)}]"),
+                         (f":{old}s]", f":{duration(new)}]"),
+                         (f"/ {ms(old)}) * {ms(old)})", f"/ {ms(new)}) * {ms(new)})")):
             expr = expr.replace(was, now)
     # promql.fresh_copies: a copy with a sample within the last scrape interval
-    expr = expr.replace(f"[{made_for * 1000}ms]))", f"[{seconds * 1000}ms]))")
+    expr = expr.replace(f"[{ms(made_for)}ms]))", f"[{ms(seconds)}ms]))")
     # promql.looked_back: a copy's reading at a step of the scrape interval, its sample taken within the step
-    expr = expr.replace(f"[{made_for}s]) < {BLANK_FLOOR})", f"[{seconds}s]) < {BLANK_FLOOR})")
+    expr = expr.replace(f"[{made_for}s]) < {BLANK_FLOOR})", f"[{duration(seconds)}]) < {BLANK_FLOOR})")
     # promql.gpu_names: a copy of a GPU with a sample within the last scrape interval names it first
-    expr = expr.replace(f"[{made_for * 1000}ms]) * 0.5", f"[{seconds * 1000}ms]) * 0.5")
+    expr = expr.replace(f"[{ms(made_for)}ms]) * 0.5", f"[{ms(seconds)}ms]) * 0.5")
     # promql._Device._choice: a copy's latest step within the lookback (a subquery)
-    expr = expr.replace(f"[{label_lookback(made_for)}:", f"[{label_lookback(seconds)}:")
-    return expr.replace(f"[{label_lookback(made_for)}])", f"[{label_lookback(seconds)}])")
+    expr = expr.replace(f"[{lookback(made_for)}:", f"[{lookback(seconds)}:")
+    return expr.replace(f"[{lookback(made_for)}])", f"[{lookback(seconds)}])")
 
 
 def counted_inline(expr: str, project) -> str:
