@@ -138,8 +138,15 @@ def counters_rated(subject: LintInput) -> Iterable[Finding]:
         if metric in subject.catalog and subject.catalog.get(metric).is_counter and selector.shown \
                 and selector.range_function not in COUNTER_FUNCTIONS and (id(panel), metric) not in said:
             said.add((id(panel), metric))
-            yield Finding("GF006", "error", _where(dashboard, panel),
-                          f"counter {metric} is charted raw: wrap it in rate() or increase()")
+            yield Finding("GF006", "error", _where(dashboard, panel), _raw_message(metric, selector.rated_across))
+
+
+def _raw_message(metric: str, rated_across: str | None) -> str:
+    if rated_across is None:
+        return f"counter {metric} is charted raw: wrap it in rate() or increase()"
+    return (f"counter {metric} is read by {rated_across}() over a max across GPUs: that max is no counter (a GPU "
+            f"leaving reads as a reset, another's growth as its own): group the max inside the subquery by one "
+            f"GPU (by its UUID or gpudash_gpu, or by gpu and its node), then aggregate the {rated_across}() outside")
 
 
 def rate_interval(subject: LintInput) -> Iterable[Finding]:

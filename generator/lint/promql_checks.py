@@ -63,6 +63,9 @@ class Selector:
     labels: tuple[str, ...]  # label names in the matchers
     range_function: str | None  # the function applied to its range, if any
     shown: bool = True  # whether its readings reach the query's answer (_unread: not where only its series count)
+    # the counter function (rate, increase ...) taking a subquery's range over a max across GPUs above it, if any (a
+    # rate that reads no counter: one GPU leaving reads as a reset, another's growth as its own)
+    rated_across: str | None = None
 
 
 def parse(expr: str, any_variable: bool = False):
@@ -131,8 +134,9 @@ def _read_selectors(node, stack: list, found: list[Selector], summed: bool, unre
     False where a node is of a kind not known here."""
     kind = type(node)
     if kind is vector_selector:
-        found.append(Selector(node.name, tuple(m.name for m in node.matchers.matchers),
-                              "increase" if summed else _range_function(stack), not unread))
+        function = "increase" if summed else _range_function(stack)
+        found.append(Selector(node.name, tuple(m.name for m in node.matchers.matchers), function, not unread,
+                              _rated_across(stack) if function is None else None))
         return True
     children = kinds.get(kind)
     if children is None:
@@ -181,7 +185,8 @@ def _walked_selectors(ast) -> list[Selector]:
         if isinstance(node, promql_parser.VectorSelector):
             function = "increase" if any(increases) else _range_function(stack)
             labels = tuple(m.name for m in node.matchers.matchers)
-            found.append(Selector(node.name, labels, function, not _unread(stack + [node])))
+            found.append(Selector(node.name, labels, function, not _unread(stack + [node]),
+                                  _rated_across(stack) if function is None else None))
         stack.append(node)
         increases.append(_sums_deltas(node) or _range_parts(node))
 
@@ -308,14 +313,22 @@ def _unwrapped(node):
     return node
 
 
-def _subquery_call(stack: list, at: int) -> int | None:
+def _rated_across(stack: list) -> str | None:
+    """The counter function (COUNTER_FUNCTIONS) taking the range of a subquery above a selector (below `stack`) whose
+    inner query would only merge copies of a step's reading but for a max across GPUs: `rate(max(x)[5m:])`."""
+    at = _subquery_call(stack, len(stack) - 1, any_max=True)
+    function = stack[at].func.name if at is not None else None
+    return function if function in COUNTER_FUNCTIONS else None
+
+
+def _subquery_call(stack: list, at: int, any_max: bool = False) -> int | None:
     """The call taking the range of a subquery whose inner query, from stack[at] up, only merges copies of a step's
-    reading."""
+    reading (`any_max`: or merges different GPUs' readings with a max)."""
     import promql_parser
 
     while at >= 0 and (isinstance(stack[at], promql_parser.ParenExpr)
                        or isinstance(stack[at], promql_parser.AggregateExpr) and str(stack[at].op) == "max"
-                       and _keeps_one_gpu(stack[at])
+                       and (any_max or _keeps_one_gpu(stack[at]))
                        or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) == "or"
                        or _is_step_reading(stack[at])
                        or _is_scaling(stack[at])
