@@ -307,7 +307,10 @@ def configmap_size(subject: LintInput) -> Iterable[Finding]:
         size = len(grafana_dashboard_bytes(dashboard.model))  # the bytes the ConfigMap carries
         if size > CONFIGMAP_APPLY_LIMIT:
             yield Finding("GF011", "warning", _where(dashboard),
-                          f"{size} bytes: too large for client-side kubectl apply; use --server-side")
+                          f"{size:,} bytes, over the {CONFIGMAP_APPLY_LIMIT:,} client-side kubectl apply keeps in "
+                          f"its last-applied-configuration annotation (the apply is refused): apply "
+                          f"k8s/grafana-dashboards.yaml with kubectl apply --server-side (no such annotation; or "
+                          f"gpudash push to Grafana's API)")
 
 
 RULES = (
