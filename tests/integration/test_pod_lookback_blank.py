@@ -1,5 +1,5 @@
 """A per-pod panel over the pod label's lookback when the GPU's fresh reading is DCGM's blank, on a real Prometheus
-scraping every second: a blank is no reading, and the pod has none of its own, so the pod shows no value, not an
+scraping every half second: a blank is no reading, and the pod has none of its own, so the pod shows no value, not an
 older copy's reading from within the lookback (taken before the pod held the GPU; the per-GPU panels read the GPU at
 that latest reading for the lookback, as a count of GPUs reporting counts it).
 
@@ -20,6 +20,7 @@ from tests.support.replay_exporter import ReplayExporter
 
 NOT_SUPPORTED = 9223372036854775794  # int64 blank + 2
 TAKEN_AT = 6  # the scrape from which ml/b holds the GPU
+INTERVAL = 0.5  # seconds between scrapes: the lookback and the range's steps are in scrapes
 
 
 def _payload(scrape: int) -> str:
@@ -36,7 +37,7 @@ def taken_blank(tmp_path_factory):
     answer = _Counted(_payload)
     with ReplayExporter(answer) as exporter:
         with _scraping(tmp_path_factory, "pod-lookback-blank", [exporter.address],
-                       lambda: answer.served >= TAKEN_AT + 8) as prometheus:
+                       lambda: answer.served >= TAKEN_AT + 8, interval=INTERVAL) as prometheus:
             samples = sorted((float(at), series["metric"].get("pod", ""), float(v)) for series in prometheus.query(
                 'DCGM_FI_DEV_GPU_UTIL[10m]') for at, v in series["values"])
             yield prometheus, samples
@@ -44,11 +45,12 @@ def taken_blank(tmp_path_factory):
 
 def test_a_pod_whose_gpu_reads_blank_shows_no_older_copys_reading(taken_blank):
     prometheus, samples = taken_blank
-    target, expr = _panel("", "GPU utilization by pod")
+    target, expr = _panel("", "GPU utilization by pod", INTERVAL)
     first_b = min(at for at, pod, _ in samples if pod == "b")
     end = samples[-1][0]
     wrong = {}
-    for at, result in prometheus.query_at(expr, math.floor(first_b) + 0.5, int(end - first_b), 1).items():
+    first = math.floor(first_b / INTERVAL) * INTERVAL + INTERVAL / 2  # steps half an interval off its multiples
+    for at, result in prometheus.query_at(expr, first, int((end - first_b) / INTERVAL), INTERVAL).items():
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         if shown:  # the GPU's latest reading is the blank from ml/b's first scrape on: no value under any pod
             wrong[round(at - first_b, 1)] = shown

@@ -25,7 +25,7 @@ import pytest
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from tests.support.projects import bundled_panel, bundled_project
-from tests.support.prometheus_server import Prometheus, counted_inline, scraped_every
+from tests.support.prometheus_server import Prometheus, counted_inline, duration, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.side_by_side import module_scenes, scene
 
@@ -33,25 +33,29 @@ BEFORE, AFTER = 12000.0, 2000.0
 TITLE = "Framebuffer used by pod"
 
 
-def _panel(settings: str, title: str) -> tuple[dict, str]:
-    """The panel's query target in a build of `settings`, and its query for a Prometheus scraping every second."""
+def _panel(settings: str, title: str, interval: float = 1) -> tuple[dict, str]:
+    """The panel's query target in a build of `settings`, and its query for a Prometheus scraping every `interval`
+    seconds."""
     target = bundled_panel(title, settings)["targets"][0]
     expr = counted_inline(target["expr"], bundled_project(settings))  # a counter's recording, read over the scrapes
-    return target, interpolate(scraped_every(expr, 30, 1), variables({}, ("namespace", "pod", "node", "gpu")))
+    return target, interpolate(scraped_every(expr, 30, interval), variables({}, ("namespace", "pod", "node", "gpu")))
 
-def _every_second(targets: list[str]) -> dict:
-    """A Prometheus configuration scraping `targets` every second (a scrape failing after 1 s)."""
-    return {"global": {"scrape_interval": "1s", "scrape_timeout": "1s"}, "scrape_configs": [{
+def _every_second(targets: list[str], interval: float = 1) -> dict:
+    """A Prometheus configuration scraping `targets` every second, or every `interval` seconds (a scrape failing
+    after the interval)."""
+    every = duration(interval)
+    return {"global": {"scrape_interval": every, "scrape_timeout": every}, "scrape_configs": [{
         "job_name": "dcgm", "static_configs": [{"targets": targets}]}]}
 
 
 @contextmanager
-def _scraping(tmp_path_factory, name: str, targets: list[str], until, then: float = 0, watch=None):
-    """A Prometheus scraping `targets` every second until `until()` holds and `then` seconds more; no more scrapes
-    after (every one stored: Prometheus.stop_scraping). `watch(prometheus)`, called before each look at `until`:
-    a scene that moves on by what Prometheus stored (a loaded machine's scrape that timed out was answered, and
-    counted by the exporter, yet stored nothing)."""
-    with Prometheus(tmp_path_factory.mktemp(name), _every_second(targets)) as prometheus:
+def _scraping(tmp_path_factory, name: str, targets: list[str], until, then: float = 0, watch=None,
+              interval: float = 1):
+    """A Prometheus scraping `targets` every second (or `interval` seconds) until `until()` holds and `then` seconds
+    more; no more scrapes after (every one stored: Prometheus.stop_scraping). `watch(prometheus)`, called before each
+    look at `until`: a scene that moves on by what Prometheus stored (a loaded machine's scrape that timed out was
+    answered, and counted by the exporter, yet stored nothing)."""
+    with Prometheus(tmp_path_factory.mktemp(name), _every_second(targets, interval)) as prometheus:
         deadline = time.monotonic() + 120
         while True:
             if watch is not None:
