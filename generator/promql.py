@@ -348,6 +348,22 @@ class _Device:
             device = f"({own} or on ({_listed(slot)}) {device})"
         return self._named_on(metric, extra, keep, slot, device)
 
+    def named_in_period(self, metric: str, extra: list[str], form: str, period: tuple[str, str | None]) -> str:
+        """A rule's count per pod over the period `period` (window, offset): the copies of `metric` under the pods a
+        scrape named within the window and the look-back before it (its steps' look-backs: the pods its total's rule
+        reads at a step, _named_on), of the GPU instances any copy of which has a reading in the window (`form`,
+        counted), so a GPU the exporter names under one of its pods per scrape counts for each pod so named, whether
+        the period's scrapes named it or not (at one scrape per period, a pod named at alternate scrapes read 1 GPU
+        for 2 at every other period). The copies keep their own labels (node spellings, exporter) for the caller's
+        merge; a GPU instance is matched by GPU_LABEL."""
+        any_pod = [m for m in extra if m != f'{self.pod}!=""']
+        span = _duration_text(_seconds(period[0]) + _seconds(self.lookback))
+        slot = _listed((self.labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY))
+        named = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{span}]{_offset(period[1])})"),
+                           self.labels)
+        read = identified(_raw(metric, self.unscoped, any_pod, form), self.labels)
+        return f"({named} and on ({slot}) {read})"
+
     def _named_on(self, metric: str, extra: list[str], keep: tuple[str, ...], slot: tuple[str, ...],
                   device: str) -> str:
         """Each pod (and what else `keep` holds) a scrape within the lookback named on a GPU instance (`slot`), once,
@@ -1461,7 +1477,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     """One value per GPU (and per outer group): the MIG instances of one GPU combined (`merge`).
 
     A count (`count`) counts the GPUs with a reading of the field (counted): in an alert's period (`over_time`), each
-    GPU with a reading in it; in a panel, each GPU with a reading within the look-back `within` (label_lookback, the
+    GPU with a reading in it (per pod, each a scrape within the look-back of the period's steps named the pod on:
+    _Device.named_in_period); in a panel, each GPU with a reading within the look-back `within` (label_lookback, the
     per-pod panels' window; per pod, `device`'s look-back reads it so), not only one whose latest sample is one: a
     GPU whose field reads DCGM's blank at every other scrape read 11 GPUs then 10 at alternate scrapes.
 
@@ -1496,18 +1513,26 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     # a gauge per GPU: one exporter's copy of the GPU (_Merge.one_copy); the per-pod lookback chooses its own (_Device)
     one_copy = device is None or device.lookback is None
     if count:  # how many GPUs have a reading of the field (counted): a GPU two exporters read counts once
-        # an alert's period (`over_time`): each GPU with a reading in it, per pod each GPU a reading in it named the pod
-        # on (the lookback's instant read every period alike, and lost a pod whose node left inside the latest one)
+        # an alert's period (`over_time`): each GPU with a reading in it; per pod each such GPU a scrape within the
+        # look-back of the period's steps named the pod on (the look-back read at the evaluation's instant read every
+        # period alike, and lost a pod whose node left inside the latest one; no look-back counted a pod named in turn
+        # at the scrapes naming it alone: 1 GPU for 2 at every other period at one scrape per period)
         if one_copy or over_time is not None:
             period = over_time[1:3] if over_time is not None else None if within is None else (within, None)
             substitute = catalog.mig_substitute(metric) if metric in MIG_UNSUPPORTED else None
-            series = _raw(metric, branches, extra, counted(is_counter_field(metric, catalog), period))
+            # a rule's count per pod: the GPUs with a reading in the period that a scrape within the per-pod look-back
+            # of one of its steps named the pod on (_Device.named_in_period), as its total's rule reads them
+            named = over_time is not None and not one_copy and device.lookback is not None
+
+            def read(name: str, more: list[str]) -> str:
+                form = counted(is_counter_field(name, catalog), period)
+                if named:
+                    return device.named_in_period(name, [*extra, *more], form, period)
+                return _raw(name, branches, [*extra, *more], form)
+            series = read(metric, [])
             if substitute is not None and kind != "whole":  # a MIG instance reports the field by its stand-in's reading
-                stand_in = substitute[0]
-                on_mig = _raw(stand_in, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'],
-                              counted(is_counter_field(stand_in, catalog), period))
-                whole = _raw(metric, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'],
-                             counted(is_counter_field(metric, catalog), period))
+                on_mig = read(substitute[0], [f'{MIG_INSTANCE_LABEL}!=""'])
+                whole = read(metric, [f'{MIG_INSTANCE_LABEL}=""'])
                 series = on_mig if kind == "mig" else f"({on_mig} or {whole})"
             return merge.one_copy("max", (series,), own_labels)
         return merge("max", device.reading(metric, extra, COUNTED), own_labels)

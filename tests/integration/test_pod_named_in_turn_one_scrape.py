@@ -5,9 +5,10 @@ period holds one scrape, which names the pod or not. A pod's total over a GPU of
 (NAMED_PART) and its per-scrape total on the classic pipeline (NAMED_SHARE) are so judged otherwise, and their alarms
 keep saying so there (unlike the failed-scrape note, which a period of one scrape makes untrue: its rule's window holds
 that one scrape too). Checked with promtool over the fleet's series as Prometheus stores them and with the agent model.
-A pod's count of GPUs (COUNT_MOST) is kept too: its rule counts the GPUs with a reading in the period's window, here the
-one scrape of the pod's node, as the alarm does, but a pod that moved to another node inside the period is read at each
-node's scrape apart by the alarm and counted on both by the rule."""
+A pod's count of GPUs is kept too: its rule counts the GPUs with a reading in the period that a scrape within the
+look-back named the pod on (2 for ts-a at every instant, as its total reads it whole), where the alarm counts the GPUs
+the period's one scrape named it on, and a pod that moved to another node inside the period is read at each node's
+scrape apart by the alarm and counted on both by the rule."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ TS_A = ("team-g", "ts-a")  # GPU 0 of its own (120 W), GPU 1 (160 W) named under
 JUDGED = {"sum-power-pod-gt-250": {"otel": NAMED_PART, "classic": NAMED_SHARE},
           "count-power-pod-gt-1-5": {"otel": COUNT_MOST_ONE_SCRAPE, "classic": NAMED_SHARE}}
 ONE_SCRAPE = [form for form in FORMS if form[0] in JUDGED]
-STEADY = [form for form in ONE_SCRAPE if form[0] == "sum-power-pod-gt-250"]  # the rule reading ts-a whole
+STEADY = ONE_SCRAPE  # the rules reading ts-a whole (its total 280 W, its count 2)
 
 
 def _definitions() -> str:
@@ -54,8 +55,8 @@ def _series() -> list[dict[str, str]]:
 
 
 def test_the_rule_reads_a_pod_named_in_turn_whole_at_one_scrape_per_period(tmp_path):
-    """Every instant judged, a pod's total's rule fires for the pods whose truth breaches (ts-a: 280 W of two GPUs),
-    whichever pod the period's one scrape named on the shared GPU."""
+    """Every instant judged, a pod's total's and count's rules fire for the pods whose truth breaches (ts-a: 280 W of
+    two GPUs), whichever pod the period's one scrape named on the shared GPU."""
     _, folder = built_with(tmp_path, {"turns.py": _definitions()}, fields=(UTIL, POWER), settings=SETTINGS)
     alerts = alert_names(folder)
     cases = [{"eval_time": instant, "alertname": alerts[rule],
@@ -116,3 +117,37 @@ def test_a_pod_that_moved_nodes_inside_a_one_scrape_period_counts_one_for_two_an
     read = {dict(key)["pod"]: value * request["Threshold"]
             for key, value in alarm_values(request, points, 1620, PERIOD).items()}
     assert read[M[1]] == 1.0  # the truth, and its rule's count: 2 (a GPU of each node read in the minute)
+
+
+COUNTS = [(f"count-power-pod-{'gt' if comparison == '>' else 'lt'}-1-5", POWER, "count", ("pod",), comparison, 1.5)
+          for comparison in (">", "<")]
+
+
+@pytest.mark.parametrize("scrape,period", [(15, 60), (30, 60), (60, 60), (60, 120), (60, 300)])
+def test_the_count_rule_counts_the_gpus_a_scrape_of_the_look_back_named_the_pod_on(tmp_path, scrape, period):
+    """A pod's count of GPUs reads as its total does: each GPU a scrape within the per-pod look-back (four scrape
+    intervals) named the pod on, whatever the scrape interval and the period. ts-a (GPU 0 of its own, GPU 1 named
+    under it at odd scrapes) counts 2 at every instant: above 1.5, never below; the pods holding one GPU count 1. At
+    one scrape per period the rule counted the GPUs the period's one scrape named the pod on: ts-a read 1 at every
+    other period (16m40s, 18m20s, ...)."""
+    definitions = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+        f"    yield Alarm({rule!r}, 'T', Condition(Query({field!r}, {aggregation!r}, {by!r}), {comparison!r}, "
+        f"{level}), period_seconds={period}, description='d', runbook='r')\n"
+        for rule, field, aggregation, by, comparison, level in COUNTS))
+    _, folder = built_with(tmp_path, {"counts.py": definitions}, fields=(UTIL, POWER),
+                           settings=f"scrape:\n  interval: {scrape}s\n")
+    alerts = alert_names(folder)
+    steps = 1800 // scrape
+    stored = {}
+    for node in FLEET:
+        stored.update(mixed_fleet.stored(node, (f"{UTIL}{{", f"{POWER}{{"), steps, scrape))
+    series = [{"series": name, "values": " ".join(values)} for name, values in stored.items()]
+    instants = [f"{seconds}s" for seconds in range(900 + period, steps * scrape, 50)]
+    truth = {rule: _truth(*form) for rule, *form in COUNTS}
+    assert {"namespace": TS_A[0], "pod": TS_A[1]} in truth["count-power-pod-gt-1-5"]
+    assert all(labels.get("pod") != TS_A[1] for labels in truth["count-power-pod-lt-1-5"])
+    cases = [{"eval_time": instant, "alertname": alerts[rule],
+              "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in truth[rule]]}
+             for rule in truth for instant in instants]
+    _promtool_test(folder, "counts.yaml", [{"interval": f"{scrape}s", "input_series": series,
+                                           "alert_rule_test": cases}], evaluation_interval="10s")

@@ -203,14 +203,14 @@ LEFT = 20  # the scrape from which the GPU's exporter names new-0 in old-0's pla
 
 def test_a_pod_that_left_its_gpu_stops_counting_with_the_period(built):
     """old-0 leaves its GPU (last named by the scrape at 570 s, its series marked stale at 600 s) and new-0 takes it:
-    a count per period counts each GPU a reading in the period named the pod on, so old-0 counts 1 in each period
-    holding the scrape at 570 s, and, a pod whose data stopped judged on its last period with data in the alarm's
-    evaluation range as its CloudWatch twin is (its period and the 2 of AWS's example before it; the agent's count per
-    pod and scrape read as AVG: 1 in each period holding old-0's scrapes; test_stale_alarm_twins.py), the rule fires
-    for old-0 until 15 minutes after that scrape (at 1,460 s, not at 1,480 s), as its total and mean do; new-0 from
-    its first scrape. (The count read the look-back's pods at the evaluation's instant for every period alike: old-0
-    counted until 120 s after the scrape, while its twin was in ALARM.) `count < 1` fires for neither (a pod that left
-    has no series to count below 1)."""
+    a count per period counts each GPU with a reading in the period that a scrape within the per-pod look-back (four
+    scrape intervals, 120 s) of the period's steps named the pod on, as its total's rule reads the pods of a GPU, so
+    old-0 counts 1 in each period starting before 690 s, and, a pod whose data stopped judged on its last period with
+    data in the alarm's evaluation range (its period and the 2 of AWS's example before it; test_stale_alarm_twins.py),
+    the rule fires for old-0 until 15 minutes and the look-back after that scrape (at 1,580 s, not at 1,600 s); new-0
+    from its first scrape. (The count read the look-back's pods at the evaluation's instant for every period alike:
+    old-0 counted until 120 s after the scrape; without a look-back it counted a pod named in turn at the scrapes naming
+    it alone.) `count < 1` fires for neither (a pod that left has no series to count below 1)."""
     _, folder = built
     alerts = alert_names(folder)
     labels = ('gpu="0",UUID="GPU-gpu-node-l-0",hostname="gpu-node-l",container="main",namespace="team-l",'
@@ -220,15 +220,16 @@ def test_a_pod_that_left_its_gpu_stops_counting_with_the_period(built):
     series = [{"series": f'{POWER}{{{labels},pod="{pod}"}}', "values": values}
               for pod, values in (("old-0", old), ("new-0", new))]
     cases = []
-    for seconds in (590, 640, 685, 695, 720, 900, 1460, 1480):
-        pods = [pod for pod, held in (("old-0", seconds < LEFT * STEP - STEP + 900), ("new-0", seconds >= LEFT * STEP))
+    for seconds in (590, 640, 685, 695, 720, 900, 1460, 1480, 1580, 1600):
+        pods = [pod for pod, held in (("old-0", seconds < LEFT * STEP - STEP + 900 + 4 * STEP),
+                                      ("new-0", seconds >= LEFT * STEP))
                 if held]
         cases += [{"eval_time": f"{seconds}s", "alertname": alerts["count-power-pod-gpu-gt-0-5"],
                    "exp_alerts": [_expected(folder, alerts["count-power-pod-gpu-gt-0-5"], namespace="team-l", pod=pod,
                                             gpu="0") for pod in pods]},
                   {"eval_time": f"{seconds}s", "alertname": alerts["count-power-pod-gpu-lt-1"], "exp_alerts": []}]
-    assert [c["exp_alerts"] != [] for c in cases[::2]] == [True] * 8  # someone holds it at every instant
-    assert [len(c["exp_alerts"]) for c in cases[::2]] == [1, 2, 2, 2, 2, 2, 2, 1]
+    assert [c["exp_alerts"] != [] for c in cases[::2]] == [True] * 10  # someone holds it at every instant
+    assert [len(c["exp_alerts"]) for c in cases[::2]] == [1, 2, 2, 2, 2, 2, 2, 2, 2, 1]
     _promtool_test(folder, "left.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                           "alert_rule_test": cases}], evaluation_interval="5s")
 
