@@ -1,8 +1,8 @@
 """A pod's framebuffer share across an exporter upgrade that renames the node (old: `Hostname` = its own pod's name;
-new: `hostname="n6"`), one scrape of the new exporter failing soon after, on a real Prometheus scraping every second.
-The GPU (UUID GPU-n6-0, 80,000 MiB) held by ml/p reads 40,000 used before the upgrade and 60,000 after: the share is
-0.5, then 0.75; through the failed scrape the latest reading within the lookback (0.75) stands, as a pod's power does
-(promql._Device: "one failed scrape hides nothing").
+new: `hostname="n6"`), one scrape of the new exporter failing soon after, on a real Prometheus scraping every half
+second. The GPU (UUID GPU-n6-0, 80,000 MiB) held by ml/p reads 40,000 used before the upgrade and 60,000 after: the
+share is 0.5, then 0.75; through the failed scrape the latest reading within the lookback (0.75) stands, as a pod's
+power does (promql._Device: "one failed scrape hides nothing").
 
 Review of d468274: at the failed scrape both copies are read from the lookback, topk takes used of the new copy and
 free of the old one (labelled with different node spellings): the division matches nothing and ml/p leaves the panel.
@@ -22,6 +22,7 @@ from tests.support.replay_exporter import ReplayExporter
 
 OLD_SCRAPES = 6
 FAILS_AT = 2  # the new exporter's second answer is not a valid exposition: that scrape fails
+INTERVAL = 0.5  # seconds between scrapes: the lookback and the range's steps are in scrapes
 
 
 def _payload(node_label: str, used: float) -> str:
@@ -40,7 +41,7 @@ def upgraded(tmp_path_factory):
     new = ReplayExporter(lambda: "" if before.served <= OLD_SCRAPES else after())
     with old, new:
         with _scraping(tmp_path_factory, "pod-lookback-share-failed", [old.address, new.address],
-                       lambda: after.served >= FAILS_AT + 6) as prometheus:
+                       lambda: after.served >= FAILS_AT + 6, interval=INTERVAL) as prometheus:
             samples = sorted((float(at), float(v)) for series in prometheus.query(
                 'DCGM_FI_DEV_FB_USED{pod="p"}[10m]') for at, v in series["values"])
             yield prometheus, samples
@@ -49,12 +50,14 @@ def upgraded(tmp_path_factory):
 def test_a_pods_framebuffer_share_through_a_failed_scrape_after_a_renaming_upgrade_is_its_latest(upgraded):
     prometheus, samples = upgraded
     first_new = min(at for at, used in samples if used == 60000.0)
-    start = math.floor(samples[0][0]) + 4.5
+    # past the lookback (4 scrapes) after the first sample, half an interval off the interval's multiples
+    start = math.floor(samples[0][0] / INTERVAL) * INTERVAL + 4.5 * INTERVAL
     wrong = {}
     for title, share in (("Framebuffer used share by pod", lambda used: used / 80000), ("Power draw of each pod's GPUs",
                                                                                       lambda used: 100.0)):
-        target, expr = _panel("", title)
-        for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items():
+        target, expr = _panel("", title, INTERVAL)
+        count = int((samples[-1][0] - start) // INTERVAL) + 1
+        for at, result in prometheus.query_at(expr, start, count, INTERVAL).items():
             shown = {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4) for s in result}
             latest = [used for when, used in samples if when <= at]
             truth = {"Pod ml/p": share(latest[-1])} if latest else {}
