@@ -1087,6 +1087,14 @@ NAMED_PART = ("a pod holding a GPU of its own and one that pods share by time-sl
               "under one of them at a time (without KUBERNETES_VIRTUAL_GPUS), reads the shared one at the share of the "
               "period's scrapes it was named at (300 W and one of 100 W named every other scrape read 350 W), where "
               "one holding only the shared GPU reads it whole")
+# NAMED_PART where a period holds one scrape of each exporter (the scrape interval or less): the period's one scrape
+# names the pod on the shared GPU or not, so its total reads both GPUs or its own alone, at alternate periods, where its
+# Prometheus rule reads both at every period (the pods a scrape within the look-back named)
+NAMED_PART_ONE_SCRAPE = ("a pod holding a GPU of its own and one that pods share by time-slicing or MPS, which the "
+                         "exporter names under one of them at a time (without KUBERNETES_VIRTUAL_GPUS), reads the "
+                         "shared one only in the periods whose scrape named it (300 W and one of 100 W named every "
+                         "other scrape read 400 W and 300 W at alternate periods), where its Prometheus rule reads "
+                         "both at every period")
 
 
 # A pod's mean over its GPUs (a line per pod of AVG: the per-pod set's readings, or its totals per GPU made at the
@@ -1138,15 +1146,17 @@ def pod_mean_weighed(query: Query, series: tuple[str, ...], settings: Settings) 
 # agent counts within one scrape of one node's exporter, and neither it (no processor it ships keeps a look-back) nor
 # CloudWatch (no count of distinct series per group) counts the GPUs of a period's several scrapes.
 COUNT_MOST = ("a pod's count of GPUs is the most one scrape of the period counted, where Grafana and the Prometheus "
-              "rules count each GPU with a reading in it: GPUs read at different scrapes, never all at one, count fewer (3 "
-              "GPUs shared by time-slicing, named under the pod at alternate scrapes, 2 for 3, and a pod that moved "
-              "to another node inside the period 1 for 2)")
-# COUNT_MOST where a period holds one scrape of each exporter (the scrape interval or less): a pod's GPUs named in turn
-# are counted at that scrape alone by its rule too (its window holds the same scrape), but a pod that moved to another
-# node inside the period is read at each node's scrape apart, where the rule counts the GPU of both
+              "rules count each GPU with a reading in it that a scrape within the look-back named the pod on: GPUs "
+              "read at different scrapes, never all at one, count fewer (3 GPUs shared by time-slicing, named under the "
+              "pod at alternate scrapes, 2 for 3, and a pod that moved to another node inside the period 1 for 2)")
+# COUNT_MOST where a period holds one scrape of each exporter (the scrape interval or less): the alarm counts the GPUs
+# that one scrape named the pod on, where its rule counts those a scrape within the look-back named it on (a GPU named in
+# turn at every period), and a pod that moved to another node inside the period is read at each node's scrape apart
 COUNT_MOST_ONE_SCRAPE = ("a pod's count of GPUs is the most one scrape of the period counted, where Grafana and the "
-                         "Prometheus rules count each GPU with a reading in it: a pod that moved to another node inside "
-                         "the period, read at each node's scrape apart, counts 1 for 2")
+                         "Prometheus rules count each GPU with a reading in it that a scrape within the look-back "
+                         "named the pod on: a GPU of its own and one named under it every other scrape count 1 for 2 "
+                         "at alternate periods, and a pod that moved to another node inside the period, read at each "
+                         "node's scrape apart, 1 for 2")
 
 
 def per_scrape_read(plan_: Plan) -> bool:

@@ -14,7 +14,8 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 COPIES_COUNTED, COUNT_MOST, COUNT_MOST_ONE_SCRAPE, GAP_SHORT, GAP_TEXTS,
                                 INSTANCE_CONTRIBUTORS,
                                 WHOLE_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
-                                failed_scrape_note, partly_blank, NAMED_PART, NAMED_SHARE, NAMED_WEIGHED, NAMESPACE_WEIGHED,
+                                failed_scrape_note, partly_blank, NAMED_PART, NAMED_PART_ONE_SCRAPE, NAMED_SHARE,
+                                NAMED_WEIGHED, NAMESPACE_WEIGHED,
                                 NAMED_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, Plan, per_scrape_read,
                                 read_weighed,
@@ -524,8 +525,14 @@ def counts_most_per_scrape(project) -> list[tuple[str, str]]:
 
 def count_most(alarm: Alarm, settings: Settings) -> str:
     """What an alarm on a pod's count of GPUs made per scrape says of it (COUNT_MOST): where its period holds one scrape
-    (the scrape interval or less), only what its rule still reads otherwise (COUNT_MOST_ONE_SCRAPE)."""
+    (the scrape interval or less), what it reads at alternate periods (COUNT_MOST_ONE_SCRAPE)."""
     return COUNT_MOST_ONE_SCRAPE if one_scrape_period(alarm, settings) else COUNT_MOST
+
+
+def named_part(alarm: Alarm, settings: Settings) -> str:
+    """What an alarm on a pod's total of a GPU named in turn beside its own says of it (NAMED_PART): where its period
+    holds one scrape (the scrape interval or less), what it reads at alternate periods (NAMED_PART_ONE_SCRAPE)."""
+    return NAMED_PART_ONE_SCRAPE if one_scrape_period(alarm, settings) else NAMED_PART
 
 
 def one_scrape_period(alarm: Alarm, settings: Settings) -> bool:
@@ -846,6 +853,8 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per i
          NAMED_SHARE: "a pod named in turn on a shared GPU reads the scrapes it was named at",
          NAMED_PART: "a pod named in turn on a shared GPU beside its own reads it in part (300 W and 100 W at half the "
                  "scrapes: 350 W)",
+         NAMED_PART_ONE_SCRAPE: "a pod named in turn on a shared GPU beside its own reads it at the periods naming it "
+                                "(300 W and 100 W: 400 W, 300 W)",
          NAMED_TURNS_ALARM: "a pod named in turn on a shared GPU reads its increase at each naming (a period off by up "
                         "to one gap between them)",
          INSTANCE_CONTRIBUTORS: "each GPU instance is a contributor (a MIG GPU's each with the GPU's increase)",
@@ -887,7 +896,7 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
     if plan_.flagged:  # level_plan
         flags = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0"
         note = Note(f"{flags}, ranked by their sum", flags)
-    named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, NAMED_PART),
+    named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, named_part(alarm, settings)),
                                       (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, count_most(alarm, settings)),
                                       (NAMED_WEIGHED, NAMED_WEIGHED), (NAMESPACE_WEIGHED, NAMESPACE_WEIGHED),
                                       (NAMED_WEIGHED_COLLECTIONS, NAMED_WEIGHED_COLLECTIONS),

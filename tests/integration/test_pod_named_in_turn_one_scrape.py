@@ -17,7 +17,7 @@ import pytest
 import json
 
 from generator.artifacts import build, notes as build_notes
-from generator.cloudwatch_query import COUNT_MOST, COUNT_MOST_ONE_SCRAPE, NAMED_PART, NAMED_SHARE
+from generator.cloudwatch_query import COUNT_MOST, COUNT_MOST_ONE_SCRAPE, NAMED_PART, NAMED_PART_ONE_SCRAPE, NAMED_SHARE
 from generator.output import encode
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_pod_named_in_turn_rules import FLEET, FORMS, POWER, UTIL, _truth
@@ -34,7 +34,7 @@ INSTANTS = [f"{seconds}s" for seconds in range(900, STEPS * STEP, 50)]
 SETTINGS = "scrape:\n  interval: 60s\n"
 TS_A = ("team-g", "ts-a")  # GPU 0 of its own (120 W), GPU 1 (160 W) named under it at odd scrapes
 # {rule: {pipeline: the note its alarm keeps}}
-JUDGED = {"sum-power-pod-gt-250": {"otel": NAMED_PART, "classic": NAMED_SHARE},
+JUDGED = {"sum-power-pod-gt-250": {"otel": NAMED_PART_ONE_SCRAPE, "classic": NAMED_SHARE},
           "count-power-pod-gt-1-5": {"otel": COUNT_MOST_ONE_SCRAPE, "classic": NAMED_SHARE}}
 ONE_SCRAPE = [form for form in FORMS if form[0] in JUDGED]
 STEADY = ONE_SCRAPE  # the rules reading ts-a whole (its total 280 W, its count 2)
@@ -82,11 +82,16 @@ def test_the_alarms_read_a_pod_named_in_turn_at_the_scrapes_naming_it_and_say_so
         read = [[v for key, series in result.items() if dict(key).get("pod") == TS_A[1] for v in series.values()]
                 for result in values]
         assert len({tuple(r) for r in read}) == 2, (rule, read)  # alternating with the scrape's naming
+        if rule.startswith("sum-") and pipeline == "otel":  # NAMED_PART_ONE_SCRAPE's example: own + shared, own alone
+            assert {tuple(r) for r in read} == {(280.0,), (120.0,)}, read
+            assert NAMED_PART not in request["AlarmDescription"]  # its example (a share of the period: 200 W) is none
+        if rule.startswith("count-") and pipeline == "otel":  # COUNT_MOST_ONE_SCRAPE's: 1 for 2 at alternate periods
+            assert sorted(tuple(r) for r in read) == [(1.0,), (1.0,), (2.0,), (2.0,)], read
         states = {end: {state for key, state in cloudwatch_eval.alarm(request, points, end).items()
                         if dict(key).get("pod") == TS_A[1]} for end in range(1200, 1200 + 4 * PERIOD, PERIOD)}
         assert {frozenset(s) for s in states.values()} == {frozenset({"ALARM"}), frozenset({"OK"})}, (rule, states)
         assert notes[pipeline] in request["AlarmDescription"], (rule, request["AlarmDescription"])
-        assert COUNT_MOST not in request["AlarmDescription"]  # its example of GPUs named in turn: read alike here
+        assert COUNT_MOST not in request["AlarmDescription"]  # its example is of several scrapes a period
 
 
 def test_a_pod_that_moved_nodes_inside_a_one_scrape_period_counts_one_for_two_and_says_only_that(tmp_path):
