@@ -55,3 +55,8 @@ def one_of(label: str, values) -> str:
     if len(values) == 1:
         return matcher(label, values[0])
     return f"{label}=~{quoted('|'.join(map(regex_literal, values)))}"
+
+
+def double_quoted(raw: str) -> str:
+    """`raw` as a double-quoted PromQL string as promql_parser reads it (backslash, quote and newline escaped)."""
+    return '"' + raw.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'

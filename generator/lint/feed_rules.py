@@ -29,7 +29,8 @@ from ..settings import Cluster, dimensions_lacking, duration_seconds, workload_r
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
-from .promql_checks import check_parses, query_selectors, regex_problem
+from .go_regex import regex_problem
+from .promql_checks import check_parses, query_selectors
 
 KSM_SERIES_LABELS = (KSM_NAMESPACE_LABEL, KSM_DAEMONSET_LABEL)  # kube-state-metrics' labels of a DaemonSet's series
 
@@ -818,7 +819,7 @@ def _otel_regexes(node: Any, path: str) -> Iterable[tuple[str, str]]:
 
 def regexes_compile(subject: LintInput) -> Iterable[Finding]:
     """Every relabel and declaration regex compiles as RE2 (Prometheus' and the agent's Go regexp): Prometheus
-    refuses a scrape config with one that does not, and the agent stops (promql_checks.regex_problem)."""
+    refuses a scrape config with one that does not, and the agent stops (go_regex.regex_problem)."""
     checked: dict[str, str | None] = {}
     for where, regex in _regexes(subject):
         if regex not in checked:
