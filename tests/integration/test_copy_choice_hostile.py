@@ -36,15 +36,18 @@ def _tied(old: bool) -> str:
 
 
 @contextmanager
-def _two_exporters(tmp_path_factory, name: str, payload, probe: str, new_fails_at: tuple[int, ...] = ()):
-    """The old and new exporters' `payload(old)` scraped every second; (prometheus, first and last stored sample,
-    each copy's (instance's) sample times of `probe`, a selector: two copies may spell the node alike).
+def _two_exporters(tmp_path_factory, name: str, payload, probe: str, new_fails_at: tuple[int, ...] = (),
+                   interval: float = 1):
+    """The old and new exporters' `payload(old)` scraped every second (or `interval` seconds); (prometheus, first and
+    last stored sample, each copy's (instance's) sample times of `probe`, a selector: two copies may spell the node
+    alike).
     `new_fails_at`: the new exporter's answers of those numbers are no exposition (those scrapes fail: its series
     stale)."""
     old = _Counted(lambda n: payload(True))
     new = _Counted(lambda n: "garbage{ 1\n" if n in new_fails_at else payload(False))
     with ReplayExporter(old) as a, ReplayExporter(new) as b:
-        with _scraping(tmp_path_factory, name, [a.address, b.address], lambda: old.served >= SCRAPES) as prometheus:
+        with _scraping(tmp_path_factory, name, [a.address, b.address], lambda: old.served >= SCRAPES,
+                       interval=interval) as prometheus:
             samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
                        for series in prometheus.query(f"{probe}[10m]")}
             assert len(samples) == 2, samples

@@ -22,7 +22,8 @@ from tests.support.prometheus_server import range_macros
 
 @pytest.fixture(scope="module")
 def overlap(tmp_path_factory):
-    with _two_exporters(tmp_path_factory, "node-variable", _tied, "DCGM_FI_DEV_GPU_TEMP") as scene:
+    # scraped every half second: the variable's windows are made for 30 s scrapes and hold every sample either way
+    with _two_exporters(tmp_path_factory, "node-variable", _tied, "DCGM_FI_DEV_GPU_TEMP", interval=0.5) as scene:
         yield scene
 
 
