@@ -1,6 +1,6 @@
 """Per-pod and per-GPU panels while a node's old and new exporters are both read (a DaemonSet rollout with maxSurge:
-the new exporter pod starts before the old one stops), on a real Prometheus scraping every second, both fresh at
-every step. A GPU is one GPU (its UUID) whichever exporter reads it, its value one exporter's reading.
+the new exporter pod starts before the old one stops), on a real Prometheus scraping every half second, both fresh
+at every step. A GPU is one GPU (its UUID) whichever exporter reads it, its value one exporter's reading.
 
 - n1 (old exporter writes `Hostname="n1"`, new `hostname="n1"`): the two read the same values (both sampled the GPU
   at one moment: topk's ties). GPU 0 held by ml/t (30,000 used of 80,000 MiB: share 0.375, 40 %, 150 W); GPU 1 by
@@ -27,6 +27,7 @@ from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scrap
 from tests.support.replay_exporter import ReplayExporter
 
 SCRAPES = 10
+INTERVAL = 0.5  # seconds between scrapes: the lookback and the range's steps are in scrapes
 COMMON = 'modelName="NVIDIA A100-SXM4-80GB",DCGM_FI_DRIVER_VERSION="570.133.20",container="main"'
 METRICS = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE",
            "DCGM_FI_DEV_GPU_TEMP")
@@ -55,7 +56,7 @@ def overlap(tmp_path_factory):
     with ReplayExporter(first) as a, ReplayExporter(payloads[0]) as b, ReplayExporter(payloads[1]) as c, \
             ReplayExporter(payloads[2]) as d:
         with _scraping(tmp_path_factory, "pod-lookback-overlap", [e.address for e in (a, b, c, d)],
-                       lambda: first.served >= SCRAPES) as prometheus:
+                       lambda: first.served >= SCRAPES, interval=INTERVAL) as prometheus:
             stored = [float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')
                       for at, _ in series["values"]]
             yield prometheus, min(stored), max(stored)
@@ -63,11 +64,12 @@ def overlap(tmp_path_factory):
 
 def _shown(overlap, title: str, settings: str = "") -> dict[float, dict[str, float]]:
     prometheus, start, end = overlap
-    target, expr = _panel(settings, title)
-    first = math.floor(start) + 4.5
+    target, expr = _panel(settings, title, INTERVAL)
+    # past the lookback (4 scrapes) after the first sample, half an interval off the interval's multiples
+    first = math.floor(start / INTERVAL) * INTERVAL + 4.5 * INTERVAL
     return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
                                    for s in result}
-            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+            for at, result in prometheus.query_at(expr, first, int((end - first) // INTERVAL) + 1, INTERVAL).items()}
 
 
 def _wrong(shown, allowed: dict[str, set[float]]) -> dict:
