@@ -1873,15 +1873,24 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     named = (not count and reads_gauges(query, catalog) and {"node", "gpu"} <= set(keys)
              and set(keys) <= {"cluster", "node", "gpu", "mig_instance"} and resolution is not None)
     node = next((regex for key, regex in scope.regexes if key == "node"), None)
+    if named and node is not None:  # the GPU's copies under any node spelling: named_gpus keeps the node's GPUs
+        # (those a copy spelled with the node names), the value read from the copy chosen as with All nodes (an old
+        # exporter's copy, its own pod's name in Hostname, read 60 % where the node-spelled copies read 50 %)
+        branches = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
     workload = tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in scope.regexes
                      if key in ("pod", "namespace"))
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
                    workload)
 
-    unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
     # a gauge (or count) per pod, in panels and rules alike: the pods a scrape within the lookback named
     # (_Device.lookback; a rule's at each step of its window, _Device._stepped)
     lookback = named_within if named_pods_looked_back(query, catalog) else None
+    # the copies a GPU's reading is chosen from: any pod's and namespace's, and per pod (`lookback`) any node
+    # spelling's too: the node variable selects the GPUs (those a copy spelled with the node named the pod on,
+    # _Device._named_on), not the copy read, so an old exporter's copy (its own pod's name in Hostname) is chosen with
+    # a node selected as with All nodes (the node view read the node-spelled copy's 50 % where All read 60 %)
+    apart_from = ("pod", "namespace", *(("node",) if lookback else ()))
+    unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in apart_from)).matchers(labels)
 
     def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), also: tuple[str, ...] = (),
                 checked: bool = True) -> str:

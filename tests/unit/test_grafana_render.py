@@ -132,14 +132,17 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
         for panel, target in _targets(model):
             assert panel["datasource"]["uid"] == "${datasource}"
             assert target["datasource"]["uid"] == "${datasource}"
-            # a counter's rate read from its recording (promql.counted_rate) takes the node variable where its GPU is
-            # named (promql.gpu_names: each spelling's copies, the first non-empty spelling's)
-            named = ":step_increase" in target["expr"]
-            for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', 'node=~"$node"',
-                            'node="", hostname!="", hostname=~"$node"' if named else 'node="", hostname=~"$node"',
-                            'node="", hostname="", Hostname!="", Hostname=~"$node"' if named else
-                            'node="", hostname="", Hostname=~"$node"', 'gpu=~"$gpu"'):
-                assert matcher in target["expr"], (panel["title"], matcher)
+            # a counter's rate read from its recording (promql.counted_rate), and a gauge per GPU (promql.named_gpus:
+            # its value read from its copies under any node spelling), takes the node variable where its GPU is named
+            # (promql.gpu_names: each spelling's copies, the first non-empty spelling's)
+            named = ":step_increase" in target["expr"] or "group_left (node) (0 * " in target["expr"]
+            scoped = ('node="", hostname=~"$node"', 'node="", hostname="", Hostname=~"$node"')
+            by_name = ('node="", hostname!="", hostname=~"$node"',
+                       'node="", hostname="", Hostname!="", Hostname=~"$node"')
+            for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', 'node=~"$node"', *zip(by_name, scoped),
+                            'gpu=~"$gpu"'):
+                forms = (matcher if named else matcher[1:]) if isinstance(matcher, tuple) else (matcher,)
+                assert any(form in target["expr"] for form in forms), (panel["title"], matcher)
         for variable in model["templating"]["list"][1:]:
             assert variable["datasource"]["uid"] == "${datasource}"
             assert variable["allValue"] == ".*"  # keeps GPUs that no pod holds
