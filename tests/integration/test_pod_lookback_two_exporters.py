@@ -1,8 +1,8 @@
 """Per-pod and per-GPU panels while two exporters serve one node's GPUs (mid-upgrade: the old DaemonSet's exporter
-writes `Hostname`, the new one `hostname`; both scraped every second, both fresh at every step), on a real Prometheus.
-The two read a GPU at different moments, so their readings differ: a GPU's value is ONE exporter's reading, whole
-(used and free of one copy, never used of one and free of the other), and a GPU's fresh reading that one exporter
-writes as DCGM's blank while the other reads a value is the value (the per-GPU panels show it).
+writes `Hostname`, the new one `hostname`; both scraped every half second, both fresh at every step), on a real
+Prometheus. The two read a GPU at different moments, so their readings differ: a GPU's value is ONE exporter's
+reading, whole (used and free of one copy, never used of one and free of the other), and a GPU's fresh reading that
+one exporter writes as DCGM's blank while the other reads a value is the value (the per-GPU panels show it).
 
 - n1 GPU 0 (whole, UUID GPU-n1-0) held by ml/p: old exporter 40,000 used + 40,000 free MiB (share 0.5), utilization
   30 %, 100 W; new exporter 60,000 + 20,000 (0.75), utilization blank, 200 W.
@@ -34,6 +34,7 @@ from tests.support.side_by_side import module_scenes, scene
 
 NOT_SUPPORTED = 9223372036854775794  # int64 blank + 2
 SCRAPES = 10
+INTERVAL = 0.5  # seconds between scrapes: the lookback, the range's steps and a copy's freshness are in scrapes
 COMMON = 'modelName="NVIDIA A100-SXM4-80GB",DCGM_FI_DRIVER_VERSION="570.133.20"'
 WHOLE = {"old": {"DCGM_FI_DEV_FB_USED": 40000, "DCGM_FI_DEV_FB_FREE": 40000, "DCGM_FI_DEV_GPU_UTIL": 30,
                  "DCGM_FI_DEV_POWER_USAGE": 100, "DCGM_FI_DEV_GPU_TEMP": 60},
@@ -61,7 +62,7 @@ def _payload(which: str) -> str:
 
 @contextmanager
 def _both(tmp_path_factory, fails_at: int | None = None, failing: str = "old"):
-    """Both exporters scraped every second until each has SCRAPES samples stored (a loaded machine's scrape that
+    """Both exporters scraped every INTERVAL until each has SCRAPES samples stored (a loaded machine's scrape that
     timed out was answered and stored nothing); `fails_at`: the old exporter's answer of that number is not a valid
     exposition (that scrape fails: its series are marked stale). (prometheus, first and last stored sample, each
     copy's sample times)."""
@@ -76,7 +77,7 @@ def _both(tmp_path_factory, fails_at: int | None = None, failing: str = "old"):
     with ReplayExporter(old) as a, ReplayExporter(new) as b:
         with _scraping(tmp_path_factory, "pod-lookback-two-exporters", [a.address, b.address],
                        lambda: len(stored_counts) == 2 and min(stored_counts.values()) >= SCRAPES,
-                       watch=count) as prometheus:
+                       watch=count, interval=INTERVAL) as prometheus:
             samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
                        for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')}
             stored = [at for times in samples.values() for at in times]
@@ -96,20 +97,27 @@ SETTINGS = pytest.mark.parametrize("settings", ["", VIRTUAL], ids=["defaults", "
 
 
 def _shown(both, settings: str, title: str) -> dict[float, dict[str, float]]:
-    """{seconds from the first step: {legend: value}} of the panel at each second the two exporters were both read:
-    each copy's latest sample within the second before the step (a loaded machine's scrape that timed out marks its
+    """{seconds from the first step: {legend: value}} of the panel at each step the two exporters were both read:
+    each copy's latest sample within the interval before the step (a loaded machine's scrape that timed out marks its
     copy stale, and scrapes one copy first seconds after the other: those steps are another story, see
     test_a_pods_utilization_through_the_other_exporters_failed_scrape...)."""
     prometheus, start, end, samples = both
-    target, expr = _panel(settings, title)
-    first = math.floor(start) + 4.5
+    target, expr = _panel(settings, title, INTERVAL)
+    first, count = _steps(start, end)
     shown = {}
-    for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items():
-        if all(any(at - 1 <= when <= at for when in times) for times in samples.values()):
+    for at, result in prometheus.query_at(expr, first, count, INTERVAL).items():
+        if all(any(at - INTERVAL <= when <= at for when in times) for times in samples.values()):
             shown[round(at - first, 1)] = {render_legend(target["legendFormat"], s["metric"]):
                                            round(float(s["value"][1]), 4) for s in result}
     assert len(shown) >= 3, (shown, samples)
     return shown
+
+
+def _steps(start: float, end: float) -> tuple[float, int]:
+    """A range's first step (past the lookback, 4 scrapes, after the first sample; half an interval off the
+    interval's multiples) and its count of steps, one per interval, to the last sample."""
+    first = math.floor(start / INTERVAL) * INTERVAL + 4.5 * INTERVAL
+    return first, int((end - first) // INTERVAL) + 1
 
 
 def _wrong(shown: dict[float, dict[str, float]], allowed: dict[str, set[float]]) -> dict:
@@ -160,13 +168,13 @@ def test_a_pods_utilization_where_one_exporter_reads_blank_is_the_others_as_per_
 
 
 def _every_step(scene, title: str) -> dict[float, dict[str, float]]:
-    """{seconds from the first step: {legend: value}} of the panel (default settings) at every second of the scene."""
+    """{seconds from the first step: {legend: value}} of the panel (default settings) at every step of the scene."""
     prometheus, start, end, _ = scene
-    target, expr = _panel("", title)
-    first = math.floor(start) + 4.5
+    target, expr = _panel("", title, INTERVAL)
+    first, count = _steps(start, end)
     return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
                                    for s in result}
-            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+            for at, result in prometheus.query_at(expr, first, count, INTERVAL).items()}
 
 
 def test_a_pods_utilization_through_either_exporters_failed_scrape_is_the_gpus_latest(failed):
@@ -176,7 +184,7 @@ def test_a_pods_utilization_through_either_exporters_failed_scrape_is_the_gpus_l
     scrape hides nothing", promql._Device)."""
     samples = failed[3]
     gaps = sorted(b - a for times in samples.values() for a, b in zip(times, times[1:]))
-    assert gaps[-1] > 1.5, gaps  # the failed scrape stored nothing
+    assert gaps[-1] > 1.5 * INTERVAL, gaps  # the failed scrape stored nothing
     shown = _every_step(failed, "GPU utilization by pod")
     wrong = {at: values for at, values in shown.items() if values != {"Pod ml/p": 30.0}}
     assert len(shown) >= 5 and not wrong, f"seconds: shown (true: ml/p 30 % at every step) {wrong}"
@@ -198,13 +206,13 @@ def test_each_pod_is_on_one_gpu_and_draws_one_exporters_power(both):  # holds on
 
 
 def _after_both_stopped(both, settings: str, title: str) -> dict[float, dict[str, float]]:
-    """{seconds after the last sample: {legend: value}} of the panel at each half second of the lookback after both
+    """{seconds after the last sample: {legend: value}} of the panel at each half interval of the lookback after both
     exporters' last scrapes (no copy fresh: the late tier; both series end at one reload, read last at one step)."""
     prometheus, _, end, _ = both
-    target, expr = _panel(settings, title)
+    target, expr = _panel(settings, title, INTERVAL)
     return {round(at - end, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
                                  for s in result}
-            for at, result in prometheus.query_at(expr, end + 0.5, 6, 0.5).items()}
+            for at, result in prometheus.query_at(expr, end + INTERVAL / 2, 6, INTERVAL / 2).items()}
 
 
 @SETTINGS
