@@ -1366,7 +1366,8 @@ class _Merge:
 
     def one_copy(self, how: str, fields: tuple[str, ...], own: tuple[str, ...] = (), chosen: str | None = None,
                  fresh: tuple[str, ...] = (), blanks: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
-                 late: tuple[tuple[str, ...], str] | None = None) -> str:
+                 late: tuple[tuple[str, ...], str] | None = None,
+                 late_blanks: tuple[str, ...] | None = None) -> str:
         """A gauge made one value per GPU (instance, and outer group), that of ONE exporter's copy of the GPU: each of
         `fields` (series of gauges, blanks left out) made one series per copy and GPU instance (their max: the pods a
         copy repeats the device's value for) and added up, the copy's MIG instances combined (`how`), read from the
@@ -1388,7 +1389,13 @@ class _Merge:
         named by the old exporter's pod) or let the incomplete copy's sum show (both copies named n3).
         `late` (panels, with `fresh`: looked_back's readings of the fields and the key of the first): a GPU without a
         fresh copy is read from its copy with the newest reading within the look-back, each field's latest reading
-        there, not from its copies' latest samples (a blank one, or one marked stale, no reading)."""
+        there, not from its copies' latest samples (a blank one, or one marked stale, no reading). With `late_blanks`
+        (one field: its series on MIG instances whose samples within the look-back are all the blank; several: the
+        fields' series on MIG instances with a reading within it), the blank check is made per tier: a fresh copy with
+        an instance whose latest sample is the blank is no fresh reading (the GPU is read from the late tier), and a
+        late copy is left out only where an instance has no reading but the blank within the look-back (or, of
+        several fields, a latest sample of one and no reading within it of another) (its total of 42,000 MiB read 10,000 at the scrapes an instance's
+        reading was the blank: the GPU left out)."""
         apart = not self.combines()
         gpu = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own)))
         identity = _listed((self.labels.cluster, GPU_LABEL, "gpu", *(INSTANCE_IDENTITY if apart else ()),
@@ -1408,11 +1415,18 @@ class _Merge:
         if late is not None and fresh:  # the copy with the newest reading within the look-back, its latest readings
             newest = f"max by ({self._copy(own, False)}) ({identified(coalesce_node(late[1], self.labels), self.labels)})"
             later = f"({per_copy(late[0])} and on ({on}) topk by ({gpu}) (1, {newest}))"
+        now = per_copy(fresh) if fresh else value
+        if late is not None and fresh and blanks is not None and late_blanks is not None:  # checked per tier
+            now = f"({now} unless on ({on}) {self._incomplete(own, *blanks)})"
+            late_out = self._per_instance(own)(late_blanks[0]) if len(late_blanks) == 1 \
+                else self._incomplete(own, blanks[0], late_blanks)
+            later = f"({later} unless on ({on}) ({late_out}))"
+            blanks = None
         if chosen is not None:  # the copy chosen, its fresh series only where it has; a GPU without: its highest copy
-            first = f"{per_copy(fresh) if fresh else value} and on ({on}) {chosen}"
+            first = f"{now} and on ({on}) {chosen}"
             candidates = f"({first} or on ({gpu}) {later})" if fresh else f"({first})"
         else:  # the highest copy, of the fresh ones where the GPU has one
-            candidates = f"({per_copy(fresh)} or on ({gpu}) {later})" if fresh else value
+            candidates = f"({now} or on ({gpu}) {later})" if fresh else value
         if blanks is not None:  # a copy lacking an instance: no reading of the GPU
             candidates = f"({candidates} unless on ({on}) {self._incomplete(own, *blanks)})"
         elif chosen is not None and not fresh:
@@ -1438,12 +1452,14 @@ class _Merge:
         """The copies (one_copy's `blanks`) one of whose MIG instances reads DCGM's blank for one of the fields, or has
         no series of one: each copy's instances with a series of any field (`written`, blanks kept) less those reading
         every field (`read`, blanks left out)."""
+        each = self._per_instance(own)
+        return f"(({' or '.join(map(each, written))}) unless ({' and '.join(map(each, read))}))"
+
+    def _per_instance(self, own: tuple[str, ...]):
+        """A function making `series` one per copy's MIG instance (_incomplete)."""
         instance = _listed((self.labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *self.chooses_apart(own),
                             *COPY_LABELS))
-
-        def each(series: str) -> str:
-            return f"max by ({instance}) ({identified(series, self.labels)})"
-        return f"(({' or '.join(map(each, written))}) unless ({' and '.join(map(each, read))}))"
+        return lambda series: f"max by ({instance}) ({identified(series, self.labels)})"
 
     def __call__(self, how: str, series: str, own: tuple[str, ...] = ()) -> str:
         if how == "max":
@@ -1576,14 +1592,19 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         fields = (metric, *also)
         # a share's fields are read from the copy its used chooses (its other fields' blanks counted against it)
         names = share if metric in share and set(also) <= set(share) else (metric,)
-        blanks = None
+        blanks = late_blanks = None
         if checked and how == "sum" and not own_labels and merge.combines():
             # a copy with an instance reading a blank for any of the fields (or without a series of one) is not read;
-            # a GPU without another is left out
+            # a GPU without another is left out (panels: the late tier's instances by their readings within `within`)
             mig = (f'{MIG_INSTANCE_LABEL}!=""',)
             blanks = (tuple(read(name, mig, True) for name in fields), tuple(read(name, mig) for name in fields))
+            if within is not None:
+                # one field: its instances reading only the blank; several: those with a reading (_incomplete)
+                late_blanks = tuple(_raw(name, branches, [*extra, *mig], f"min_over_time({{0}}[{within}]) "
+                                         f"{'>=' if len(fields) == 1 else '<'} {BLANK_FLOOR}") for name in fields)
         return _across_own_labels(metric, catalog, merge, merge.one_copy(
-            how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields), blanks, late_only(fields)))
+            how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields), blanks, late_only(fields),
+            late_blanks))
     if metric not in MIG_UNSUPPORTED:
         counter = resolution and metric in catalog and catalog.get(metric).is_counter
         # a counter's increase from the readings of all its copies, its rate per node its copies name (then the highest)

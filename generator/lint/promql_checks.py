@@ -435,7 +435,8 @@ def range_windows(expr: str, scrape_seconds: int | None = None) -> list[str]:
     of the scrape interval; promql.label_lookback: whether a scrape within the per-pod panels' look-back named a pod;
     promql._Device._read: a copy's latest reading within it; a counter's held reading and the reading before a gap),
     and `min_over_time(x[look-back]) < <a blank floor>` (promql.counted: a count's GPU with a reading, a sample under
-    DCGM's blank floor, within the per-pod panels' look-back). Any other window, comparison or function (a user's
+    DCGM's blank floor, within the per-pod panels' look-back; `>=`: a MIG instance reading only the blank within it,
+    _Merge.one_copy's late blank check). Any other window, comparison or function (a user's
     `present_over_time(x[1d])`) is a fixed range like any other; without `scrape_seconds` every range is."""
     return list(_range_windows(expr, scrape_seconds))
 
@@ -452,10 +453,10 @@ def _range_windows(expr: str, scrape_seconds: int | None) -> tuple[str, ...]:
     lookback = label_lookback(scrape_seconds) if scrape_seconds else None
     text = re.sub(r"#[^\n]*", "", STRING_LITERAL.sub('""', expr))  # no string's nor comment's brackets
     found = re.findall(r"((?:present|last)_over_time\([^()\[\]]*)?(min_over_time\([^()\[\]]*)?\[([^\]]+)\]"
-                       r"(\)\s*<\s*[0-9.eE+]+)?", text)
+                       r"(\)\s*(?:<|>=)\s*[0-9.eE+]+)?", text)
     return tuple(window for within, least, window, compared in found
                  if not (within and window in kept)
-                 and not (least and window == lookback and compared and compared.split("<")[1].strip() in _FLOORS))
+                 and not (least and window == lookback and compared and re.split("<|>=", compared)[1].strip() in _FLOORS))
 
 
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}

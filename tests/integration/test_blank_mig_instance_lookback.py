@@ -1,0 +1,71 @@
+"""A total over GPUs of a field a GPU's MIG instances add up (framebuffer used) reads each instance at its latest
+reading within the panels' look-back: a GPU one of whose instances reads DCGM's blank at every other scrape is not
+dropped at those scrapes.
+
+One node, half an hour of 30 s scrapes, backfilled into a real Prometheus: GPU 0 whole (10,000 MiB used), GPU 1 split
+into two MIG instances (20,000 and 12,000 MiB), the second of which reads DCGM's blank at odd scrapes, GPU 2 into two
+whose second reads only the blank. The truth at an instant: a GPU each of whose instances has a reading within the
+look-back (promql.label_lookback: 4 scrape intervals) is the sum of their latest readings; a GPU with an instance
+without one has no value (BLANK_INSTANCE_NOTE: the rest of its instances are not the GPU). So the fleet's total is
+42,000 MiB (GPU 1 32,000) at every instant after the first scrape. The blank-instance check (one_copy's `blanks`)
+read each instance's latest sample: at odd scrapes it found the blank and left GPU 1 out, the total 10,000 MiB at
+90 of 210 instants.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.model import Query
+from generator.project import load_project
+from generator.promql import expression, label_lookback
+from generator.render.grafana import variable_scope
+from tests.integration.test_blank_count_lookback import END, NOT_SUPPORTED, STEP, STEPS, _read
+from tests.integration.test_mig_twins import built_with
+from tests.support.prometheus_server import backfilled_fixture
+
+USED = "DCGM_FI_DEV_FB_USED"
+NODE = "ip-10-0-1-1"
+# (gpu, MIG instance or None, profile): the series the node writes
+SERIES = [(0, None, None), (1, "1", "3g.40gb"), (1, "2", "3g.40gb"), (2, "1", "4g.40gb"), (2, "2", "3g.40gb")]
+FLAPPING = (1, "2", "3g.40gb")  # a reading at even scrapes, the blank at odd ones
+BLANK_ONLY = (2, "2", "3g.40gb")
+BASE = {(0, None, None): 10000, (1, "1", "3g.40gb"): 20000, (1, "2", "3g.40gb"): 12000, (2, "1", "4g.40gb"): 5000}
+
+
+def sample(series, k: int) -> int:
+    return NOT_SUPPORTED if series == BLANK_ONLY or series == FLAPPING and k % 2 else BASE[series]
+
+
+def openmetrics(start: int) -> str:
+    lines = [f"# TYPE {USED} gauge"]
+    for k in range(STEPS):
+        for series in SERIES:
+            gpu, instance, profile = series
+            mig = f',GPU_I_ID="{instance}",GPU_I_PROFILE="{profile}"' if instance else ""
+            lines.append(f'{USED}{{gpu="{gpu}",UUID="GPU-{NODE}-{gpu}",device="nvidia{gpu}",'
+                         f'modelName="NVIDIA H100 80GB HBM3",Hostname="{NODE}"{mig},'
+                         f'DCGM_FI_DRIVER_VERSION="535.161.08",container="main",namespace="ml",'
+                         f'pod="train-0",node="{NODE}",job="dcgm-exporter"}} {sample(series, k)} {start + k * STEP}')
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+backfilled = backfilled_fixture("blank-mig-instance-lookback", openmetrics, END, STEP)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return built_with(tmp_path_factory.mktemp("blank-mig-instance-lookback"), {}, fields=(USED,))
+
+
+@pytest.mark.parametrize("by, truth", [((), {"all": 42000.0}), (("gpu",), {"0": 10000.0, "1": 32000.0})])
+def test_a_total_of_mig_instances_reads_each_instances_latest_reading_within_the_lookback(built, backfilled, by, truth):
+    _, folder = built
+    prometheus, start = backfilled
+    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    settings = project.settings
+    expr = expression(Query(USED, "sum", by), settings.labels, project.catalog, variable_scope(settings),
+                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    shown = _read(prometheus, start, expr, lambda metric: metric["gpu"] if by else "all")
+    wrong = {t: value for t, value in shown.items() if STEP < t < END and value != truth}
+    assert not wrong, f"instants: shown {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
