@@ -219,6 +219,20 @@ class Spares:
         self.count = 0
 
     def keep(self) -> None:
+        # What a spare's start imports (the readiness poll's HTTP client), imported here, before its thread runs: a
+        # module imported by two threads at once can be read half made by one of them (a test's moto server, importing
+        # requests through `responses` while the spare's thread imported it, found requests.adapters half made).
+        import codecs  # noqa: F401
+        import socket  # noqa: F401
+
+        import requests  # noqa: F401
+        import requests.auth  # noqa: F401
+        import urllib3.exceptions  # noqa: F401
+
+        import generator.clients.http  # noqa: F401
+        import generator.clients.options  # noqa: F401
+        import generator.errors  # noqa: F401
+
         with self.lock:
             if self.root is None:
                 self.root = Path(tempfile.mkdtemp(prefix="gpudash-prometheus-spares-"))

@@ -278,7 +278,7 @@ def test_the_configmap_size_lint_counts_the_bytes_that_ship():
     assert len(shipped) > CONFIGMAP_APPLY_LIMIT > len(shipped.decode())  # UTF-8 bytes, not characters
     subject = lint_input(load_project(), grafana=(GrafanaDashboard("big", "Große Last", "dashboards/big.py:1", model),))
     (finding,) = configmap_size(subject)
-    assert finding.message.startswith(f"{len(shipped)} bytes")
+    assert finding.message.startswith(f"{len(shipped):,} bytes")
 
 
 def test_the_ascii_check_of_emitter_agreement_is_the_patterns():
