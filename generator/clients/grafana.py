@@ -11,9 +11,10 @@ a bearer header and never appears in a message; ~/.netrc is never read (it would
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any, Iterator
 
-from .. import urls
+from .. import redact, urls
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..urls import safe_url
 from .deadline import Deadline, DeadlineExceeded
@@ -43,6 +44,16 @@ _PRECONDITION_HINTS = {
     "name-exists": "another dashboard in the folder has this title: rename one of them",
     "plugin-dashboard": "the dashboard belongs to a plugin: give yours another uid",
 }
+# Grafana's own "not found" (404) for each thing read, by its message (case and a final period aside): its JSON error
+# body (the API spec's ErrorResponseBody) has a message and nothing else required, which a gateway's 404 for a path it
+# has no route for has too (Kong: {"message": "no Route matched with those values"}). Only Grafana's own message for
+# that endpoint shows that Grafana has no such thing; any other 404 says nothing of what Grafana holds.
+DASHBOARD_ABSENT = "dashboard not found"  # pkg/api/dashboard.go (dashboards.ErrDashboardNotFound)
+FOLDER_ABSENT = "folder not found"  # dashboards.ErrFolderNotFound
+VERSIONS_ABSENT = r"dashboard not found|no versions found for dashboard ?id \d+"  # GetDashboardVersions
+PLAYLIST_ABSENT = "playlist not found"
+PUBLIC_DASHBOARD_ABSENT = "public dashboard not found|dashboard not found"  # the caller reads its messageId too
+NO_ROUTE = "not found"  # Grafana's 404 for an API path it has no route for (an endpoint its release lacks)
 _URL_HINT = "set GRAFANA_URL to Grafana's address with its scheme, e.g. https://grafana.example.com"
 
 
@@ -211,8 +222,9 @@ class GrafanaClient:
                 raise
             raise exc.after_sending(sent, unshown) from None
 
-    def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), before_retry=None,
-                 reached: list[bool] | None = None, refusals: list[Any] | None = None, **kwargs) -> Any:
+    def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), absent: str | None = None,
+                 before_retry=None, reached: list[bool] | None = None, refusals: list[Any] | None = None,
+                 **kwargs) -> Any:
         """One call, retried. A failure after an attempt that reached Grafana and lost its answer carries
         `answer_lost`: a write may have happened though the call failed (every later attempt unanswered, or
         refused because the first one landed), which only a read-back can settle. Any 5xx is such an attempt: a
@@ -221,17 +233,20 @@ class GrafanaClient:
         `before_retry`, called after each wait and before the attempt it precedes, looks again: it raises to stop
         the call, or returns False when nothing is left to do (the call then answers None). `reached`, when
         given, is filled with one entry per failed attempt: whether it may have reached Grafana. `refusals`, when
-        given, gets the body of an answer of an allowed status (its JSON, or None when it is not JSON)."""
+        given, gets the body of an answer of an allowed status (its JSON, or None when it is not JSON). A 404 allowed
+        is read as "none" only when its message is Grafana's own for the endpoint (`absent`, a pattern)."""
+        assert 404 not in allow or absent, "an allowed 404 names Grafana's own message for it"
         reached = [] if reached is None else reached
         try:
-            return self._attempts(method, path, what, allow, kwargs, reached, before_retry, refusals)
+            return self._attempts(method, path, what, allow, kwargs, reached, before_retry, refusals, absent)
         except RemoteError as exc:
             if any(reached):
                 exc.answer_lost = True
             raise
 
     def _attempts(self, method: str, path: str, what: str, allow: tuple[int, ...], kwargs: dict[str, Any],
-                  reached: list[bool], before_retry=None, refusals: list[Any] | None = None) -> Any:
+                  reached: list[bool], before_retry=None, refusals: list[Any] | None = None,
+                  absent: str | None = None) -> Any:
         import requests
 
         attempt, refused = 0, 0  # refused: connect failures in a row (after a later answer, a 503 of a Grafana starting
@@ -268,7 +283,7 @@ class GrafanaClient:
                                    hint="point it at a readable PEM file, or unset it") from None
             else:
                 if response.status_code not in RETRY_STATUSES:
-                    return self._answer(response, method, path, what, allow, refusals)
+                    return self._answer(response, method, path, what, allow, refusals, absent)
                 reached.append(response.status_code >= 500)  # reached Grafana (not a 429): it may have landed
                 refused = 0
                 failure = self._error(response, what)
@@ -282,7 +297,7 @@ class GrafanaClient:
                 return None
 
     def _answer(self, response, method: str, path: str, what: str, allow: tuple[int, ...],
-                refusals: list[Any] | None = None) -> Any:
+                refusals: list[Any] | None = None, absent: str | None = None) -> Any:
         # requests follows a redirect of a write (http to https, a sub-path) by a 301, 302 or 303 as a GET: that
         # GET's answer is not the write's (a 307 or 308 resends the write itself)
         redirected = response.history[0] if response.history else response
@@ -306,6 +321,15 @@ class GrafanaClient:
                                     where=what,
                                     hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path); a "
                                          "proxy or load balancer answered instead")
+            message = said["message"].strip().rstrip(".")
+            if response.status_code == 404 and not re.fullmatch(absent or "", message, re.IGNORECASE):
+                raise InvalidAnswer(f"not found (404) at {method} {path.split('?')[0]}, saying "
+                                    f"{redact.text(message)[:80]!r}, not Grafana's own \"not found\" for it "
+                                    f"({absent.replace('|', ' or ')!r}): a gateway or proxy in front of Grafana (a "
+                                    "route that does not pass this path on) may have answered, and nothing shows "
+                                    "that Grafana has none", where=what,
+                                    hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path); check "
+                                         "the gateway's routes for /api/")
             if refusals is not None:
                 refusals.append(said)
             return None
@@ -373,7 +397,7 @@ class GrafanaClient:
 
     def folder(self, uid: str) -> dict[str, Any] | None:
         what = f"folder {uid}"
-        found = self._request("GET", f"/api/folders/{uid}", what=what, allow=(404,))
+        found = self._request("GET", f"/api/folders/{uid}", what=what, allow=(404,), absent=FOLDER_ABSENT)
         return found if found is None else self._shape(found, isinstance(found, dict) and found.get("uid") == uid,
                                                        what, f"the folder {uid}")
 
@@ -434,7 +458,8 @@ class GrafanaClient:
 
     def dashboard(self, uid: str) -> dict[str, Any] | None:
         what = f"dashboard {uid}"
-        found = self._request("GET", f"/api/dashboards/uid/{uid}", what=what, allow=(404,))
+        found = self._request("GET", f"/api/dashboards/uid/{uid}", what=what, allow=(404,),
+                              absent=DASHBOARD_ABSENT)
         if found is None:
             return None
         ok = isinstance(found, dict) and isinstance(found.get("dashboard"), dict) and \
@@ -452,7 +477,7 @@ class GrafanaClient:
         """The newest `limit` versions, newest first ([] when the dashboard is gone)."""
         what = f"dashboard {uid} versions"
         found = self._request("GET", f"/api/dashboards/uid/{uid}/versions", what=what, params={"limit": limit},
-                              allow=(404,))
+                              allow=(404,), absent=VERSIONS_ABSENT)
         if found is None:
             return []
         if isinstance(found, dict) and "versions" in found:  # newer Grafana wraps the list
@@ -491,7 +516,7 @@ class GrafanaClient:
         what = f"dashboard {uid} public dashboard"
         refusals: list[Any] = []
         found = self._request("GET", f"/api/dashboards/uid/{uid}/public-dashboards", what=what, allow=(404,),
-                              refusals=refusals)
+                              absent=PUBLIC_DASHBOARD_ABSENT, refusals=refusals)
         if found is None:
             said = refusals[0] if refusals else None
             if isinstance(said, dict) and said.get("messageId") == PUBLIC_DASHBOARD_NOT_FOUND:
@@ -541,7 +566,7 @@ class GrafanaClient:
         """One playlist with its items (GET /api/playlists/<uid>), each a type and a value; None when it is gone (404:
         deleted since it was listed)."""
         what = f"playlist {uid}"
-        found = self._request("GET", f"/api/playlists/{uid}", what=what, allow=(404,))
+        found = self._request("GET", f"/api/playlists/{uid}", what=what, allow=(404,), absent=PLAYLIST_ABSENT)
         ok = found is None or isinstance(found, dict) and found.get("uid") == uid \
             and isinstance(found.get("items"), list) and all(
                 isinstance(i, dict) and isinstance(i.get("type"), str) and isinstance(i.get("value"), str)
@@ -555,7 +580,8 @@ class GrafanaClient:
         role-based access control)."""
         if self._permissions is None or fresh:
             what = "gpudash's account's permissions"
-            found = self._request("GET", "/api/access-control/user/permissions", what=what, allow=(404,))
+            found = self._request("GET", "/api/access-control/user/permissions", what=what, allow=(404,),
+                                      absent=NO_ROUTE)
             ok = found is None or isinstance(found, dict) and all(
                 isinstance(k, str) and isinstance(v, list) and all(isinstance(s, str) for s in v)
                 for k, v in found.items())
@@ -570,7 +596,7 @@ class GrafanaClient:
         body = {"dashboard": dashboard, "folderUid": folder_uid, "message": message, "overwrite": False}
         with self._reported_if_sent("POST", "the save was sent to Grafana"):
             saved = self._request("POST", "/api/dashboards/db", what=what, json=body,
-                                  allow=(404,) if dashboard.get("id") else ())
+                                  allow=(404,) if dashboard.get("id") else (), absent=DASHBOARD_ABSENT)
         if saved is None:
             raise DashboardGone(f"Grafana has no dashboard with the id {dashboard['id']} read before (404): deleted "
                               "since, or deleted and created anew under its uid by someone; not saved", where=what,
@@ -605,7 +631,7 @@ class GrafanaClient:
 
         with self._reported_if_sent("DELETE", "the delete was sent to Grafana", "it was not read back to show it"):
             try:
-                answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,),
+                answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,), absent=DASHBOARD_ABSENT,
                                        before_retry=looked if look is not None else None, reached=reached)
                 if answer is not None:
                     self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,

@@ -43,6 +43,12 @@ ANSWERS = {  # (status, body, content type, what the error says)
                                    "may not do this (403)"),
 }
 
+# A gateway's JSON 404 for a path it has no route for: shaped as Grafana's error body (an object with a message)
+GATEWAY_404 = b'{"message":"no Route matched with those values"}'  # Kong's
+# Every read of the plan whose 404 reads as "none" (those of people's work around a dashboard read their 404 so only
+# with Grafana's messageId, or refuse the delete on it)
+NOT_FOUND_READS = {read: PLANNED[read] for read in ("the folder", "a defined dashboard", "the retired dashboard",
+                                                    "the retired dashboard's versions", "a defined dashboard's versions")}
 NGINX_404 = b"<html><head><title>404 Not Found</title></head><body><h1>404 Not Found</h1></body></html>"  # a proxy's
 
 
@@ -181,3 +187,30 @@ def test_a_write_redirected_as_a_get_is_a_failure_that_says_where_grafana_is(gra
                for error in failed.values()), failed
     assert not any("deleted since" in error or "not found" in error for error in failed.values()), failed
     assert grafana.writes() == [] and _state(grafana) == before
+
+
+@pytest.mark.parametrize("read", NOT_FOUND_READS)
+def test_a_gateway_s_json_not_found_is_not_grafana_s_not_found(read, grafana, proxy, run, desired):
+    """A gateway in front of Grafana answers one read of the plan with its own JSON 404 (an object with a message, as
+    Grafana's error body is): nothing says Grafana has no such folder, dashboard or version, and nothing is written
+    (no folder or dashboard created anew over one there, the retired one not skipped as gone)."""
+    before = _state(grafana)
+    proxy.inject(Rule(NOT_FOUND_READS[read], method="GET", times=999, status=404, body=GATEWAY_404,
+                      headers={"Content-Type": "application/json"}))
+    code, report, stderr = run()
+    assert code == 3 and "nothing was published" in stderr, stderr
+    assert "'no Route matched with those values', not Grafana's own \"not found\"" in stderr, stderr
+    assert grafana.writes() == [] and _state(grafana) == before
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
+def test_a_delete_answered_with_a_gateway_s_json_not_found_is_not_read_as_gone(grafana, proxy, run, desired):
+    """A gateway answers the delete of the retired dashboard with its own JSON 404: the dashboard is still there and
+    is not reported deleted, nor gone by someone else's hand."""
+    proxy.inject(Rule(f"^/api/dashboards/uid/{RETIRED}$", method="DELETE", times=999, status=404, body=GATEWAY_404,
+                      headers={"Content-Type": "application/json"}))
+    code, report, stderr = run()
+    assert RETIRED in grafana.state.dashboards
+    assert code == 3, stderr
+    error = {f["name"]: f["error"] for f in report["failed"]}[RETIRED]
+    assert "not Grafana's own" in error and "created it anew" not in error, error

@@ -232,7 +232,8 @@ def test_a_listed_playlist_answered_not_found_and_listed_still_is_not_read_as_go
     pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
     grafana.playlist("NOC wall", [("dashboard_by_uid", TEAM)])
     with FaultProxy(grafana.url) as proxy:
-        proxy.inject(Rule(path=r"^/api/playlists/pl1$", method="GET", status=404, times=100))
+        proxy.inject(Rule(path=r"^/api/playlists/pl1$", method="GET", status=404, times=100,
+                          body=b'{"message": "Playlist not found"}'))  # as Grafana's own
         code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
     assert TEAM in grafana.state.dashboards, (code, stdout, stderr)
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
