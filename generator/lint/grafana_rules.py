@@ -138,15 +138,17 @@ def counters_rated(subject: LintInput) -> Iterable[Finding]:
         if metric in subject.catalog and subject.catalog.get(metric).is_counter and selector.shown \
                 and selector.range_function not in COUNTER_FUNCTIONS and (id(panel), metric) not in said:
             said.add((id(panel), metric))
-            yield Finding("GF006", "error", _where(dashboard, panel), _raw_message(metric, selector.rated_across))
+            yield Finding("GF006", "error", _where(dashboard, panel), _raw_message(metric, selector))
 
 
-def _raw_message(metric: str, rated_across: str | None) -> str:
-    if rated_across is None:
+def _raw_message(metric: str, selector: Selector) -> str:
+    rated, across = selector.rated_across, selector.across
+    if rated is None:
         return f"counter {metric} is charted raw: wrap it in rate() or increase()"
-    return (f"counter {metric} is read by {rated_across}() over a max across GPUs: that max is no counter (a GPU "
-            f"leaving reads as a reset, another's growth as its own): group the max inside the subquery by one "
-            f"GPU (by its UUID or gpudash_gpu, or by gpu and its node), then aggregate the {rated_across}() outside")
+    read = "a sum of idelta() steps" if rated == "idelta" else f"{rated}()"
+    return (f"counter {metric} is read by {read} over a {across} across GPUs: that {across} is no counter (a GPU "
+            f"leaving reads as a reset, another's growth as its own): group the {across} inside the subquery by one "
+            f"GPU (by its UUID or gpudash_gpu, or by gpu and its node), then aggregate the {read} outside")
 
 
 def rate_interval(subject: LintInput) -> Iterable[Finding]:

@@ -64,9 +64,11 @@ class Selector:
     labels: tuple[str, ...]  # label names in the matchers
     range_function: str | None  # the function applied to its range, if any
     shown: bool = True  # whether its readings reach the query's answer (_unread: not where only its series count)
-    # the counter function (rate, increase ...) taking a subquery's range over a max across GPUs above it, if any (a
-    # rate that reads no counter: one GPU leaving reads as a reset, another's growth as its own)
+    # the counter function (rate, increase ...; idelta where a sum of step deltas reads it) taking a subquery's range
+    # over an aggregation across GPUs above it, if any (a rate that reads no counter: one GPU leaving reads as a reset,
+    # another's growth as its own), and that aggregation (max, sum ...)
     rated_across: str | None = None
+    across: str | None = None
 
 
 def parse(expr: str, any_variable: bool = False):
@@ -123,29 +125,58 @@ def selectors(ast) -> list[Selector]:
 
     found: list[Selector] = []
     kinds = _children_of_each_kind()
-    if not _read_selectors(ast, [], found, False, False, kinds, promql_parser.VectorSelector):
+    if not _read_selectors(ast, [], found, _NOT_SUMMED, False, kinds, promql_parser.VectorSelector, {}):
         return _walked_selectors(ast)  # a kind of node not known here
     return found
 
 
-def _read_selectors(node, stack: list, found: list[Selector], summed: bool, unread: bool, kinds: dict,
-                    vector_selector: type) -> bool:
-    """Adds the selectors at and below `node` (below `stack`, its ancestors) to `found`: `summed`, whether an
-    ancestor adds up a counter's deltas; `unread`, whether an ancestor keeps its readings from the answer (_unread).
-    False where a node is of a kind not known here."""
+# What the path above a node says of a sum of a counter's deltas: (whether an ancestor adds up the deltas its subtree
+# reads, the aggregation across GPUs between that sum and the node, if any)
+_NOT_SUMMED: tuple[bool, str | None] = (False, None)
+
+
+def _summed_state(node, state: tuple[bool, str | None], outer: dict) -> tuple[bool, str | None]:
+    """The state (_NOT_SUMMED's form) below `node`, given the state above it. `outer` maps each part of a sum of deltas
+    that reads no delta (the right of an `or` that is no difference of readings) to the state above that sum, and is
+    filled here as such sums are met."""
+    summed, across = outer.get(id(node), state)
+    if summed and across is None and _aggregates_across(node):
+        across = str(node.op)
+    rest = _delta_chain(node)
+    if rest is not None:
+        for part in rest:
+            outer[id(part)] = (summed, across)
+        return True, across
+    return (True, across) if _range_parts(node) else (summed, across)
+
+
+def _selector_read(node, stack: list, state: tuple[bool, str | None], outer: dict, shown: bool) -> Selector:
+    summed, across = outer.get(id(node), state)
+    labels = tuple(m.name for m in node.matchers.matchers)
+    if summed and across is not None:
+        return Selector(node.name, labels, None, shown, "idelta", across)
+    function = "increase" if summed else _range_function(stack)
+    rated, across = _rated_across(stack) if function is None else (None, None)
+    return Selector(node.name, labels, function, shown, rated, across)
+
+
+def _read_selectors(node, stack: list, found: list[Selector], state: tuple[bool, str | None], unread: bool,
+                    kinds: dict, vector_selector: type, outer: dict) -> bool:
+    """Adds the selectors at and below `node` (below `stack`, its ancestors) to `found`: `state`, what the ancestors
+    say of a sum of a counter's deltas (_summed_state); `unread`, whether an ancestor keeps its readings from the
+    answer (_unread). False where a node is of a kind not known here."""
     kind = type(node)
     if kind is vector_selector:
-        function = "increase" if summed else _range_function(stack)
-        found.append(Selector(node.name, tuple(m.name for m in node.matchers.matchers), function, not unread,
-                              _rated_across(stack) if function is None else None))
+        found.append(_selector_read(node, stack, state, outer, not unread))
         return True
     children = kinds.get(kind)
     if children is None:
         return False
     stack.append(node)
-    summed = summed or _sums_deltas(node) or _range_parts(node)
+    state = _summed_state(node, state, outer)
     for child in children(node):
-        if not _read_selectors(child, stack, found, summed, unread or _hides(node, child), kinds, vector_selector):
+        if not _read_selectors(child, stack, found, state, unread or _hides(node, child), kinds, vector_selector,
+                               outer):
             return False
     stack.pop()
     return True
@@ -180,20 +211,18 @@ def _walked_selectors(ast) -> list[Selector]:
 
     found: list[Selector] = []
     stack: list[object] = []
-    increases: list[bool] = []  # of each node on `stack`, whether it adds up a counter's deltas
+    states: list[tuple[bool, str | None]] = [_NOT_SUMMED]  # below each node on `stack` (_summed_state), the root's first
+    outer: dict = {}
 
     def pre(node):
         if isinstance(node, promql_parser.VectorSelector):
-            function = "increase" if any(increases) else _range_function(stack)
-            labels = tuple(m.name for m in node.matchers.matchers)
-            found.append(Selector(node.name, labels, function, not _unread(stack + [node]),
-                                  _rated_across(stack) if function is None else None))
+            found.append(_selector_read(node, stack, states[-1], outer, not _unread(stack + [node])))
         stack.append(node)
-        increases.append(_sums_deltas(node) or _range_parts(node))
+        states.append(_summed_state(node, states[-1], outer))
 
     def post(node):
         stack.pop()
-        increases.pop()
+        states.pop()
 
     walk(ast, pre, post)
     return found
@@ -266,26 +295,86 @@ def _ranged(stack: list) -> int | None:
     return _subquery_call(stack, len(stack) - 1)
 
 
-def _sums_deltas(node) -> bool:
-    """`sum_over_time(((idelta(last_over_time(r[...])[step:step]) >= 0) or own)[w:step])`: a counter's increase as
+def _delta_chain(node) -> list | None:
+    """Of `sum_over_time(((idelta(last_over_time(r[...])[step:step]) >= 0) or own)[w:step])`, a counter's increase as
     promql.summed_deltas writes it (each step's reading less the one before it, or the copies' own deltas where it
-    went down)."""
+    went down): the parts of its subquery that read no delta (the right of an `or` that is no difference of a reading
+    and an earlier one), whose selectors are judged as if no sum stood above them; None for any other node."""
     import promql_parser
 
     if not (isinstance(node, promql_parser.Call) and node.func.name == "sum_over_time" and node.args
             and isinstance(node.args[0], promql_parser.SubqueryExpr)):
-        return False
+        return None
     inner = _unwrapped(node.args[0].expr)
     # `and` (an alert's period: steps with a reading), `unless` (promql.range_increase's first step), `or` (the
-    # copies' own deltas where the merged reading went down), `>= 0`: the delta is the left side's
-    # the delta floored at 0 (`idelta(...) >= 0`): a reset's negative delta is not added (the copies' own deltas count
-    # it); without it the sum adds a drop of the counter, and it is no increase
-    floored = False
-    while isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) in ("and", "unless", "or", ">="):
-        floored = str(inner.op) == ">=" and _is_zero(_unwrapped(inner.rhs))
+    # copies' own deltas where the merged reading went down), `>= 0`: the delta is the left side's; the delta floored
+    # at 0 (`idelta(...) >= 0`, `0 <= idelta(...)`; not `>= bool 0`, whose 1 or 0 counts steps): a reset's negative
+    # delta is not added (the copies' own deltas count it); without it the sum adds a drop of the counter, and it is
+    # no increase
+    floored, rest = False, []
+    while isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) in ("and", "unless", "or", ">=", "<="):
+        op = str(inner.op)
+        if op in (">=", "<="):
+            floor, kept = (inner.rhs, inner.lhs) if op == ">=" else (inner.lhs, inner.rhs)
+            floored = _is_zero(_unwrapped(floor)) and not (inner.modifier is not None and inner.modifier.return_bool)
+            if not floored:
+                return None
+            inner = _unwrapped(kept)
+            continue
+        floored = False
+        if op == "or" and not _is_difference(inner.rhs):
+            rest.append(inner.rhs)
         inner = _unwrapped(inner.lhs)
-    return (floored and isinstance(inner, promql_parser.Call) and inner.func.name == "idelta" and bool(inner.args)
-            and isinstance(inner.args[0], promql_parser.SubqueryExpr))
+    if (floored and isinstance(inner, promql_parser.Call) and inner.func.name == "idelta" and bool(inner.args)
+            and isinstance(inner.args[0], promql_parser.SubqueryExpr)):
+        return rest
+    return None
+
+
+def _sums_deltas(node) -> bool:
+    """Whether `node` is a sum of a counter's step deltas (_delta_chain)."""
+    return _delta_chain(node) is not None
+
+
+def _is_difference(node) -> bool:
+    """Whether `node` is, but for merging copies, relabelling, a comparison with a number and the steps it is kept at
+    (`and`, `unless`), a reading less an earlier reading (promql.own_deltas: `x - (last_over_time(x[w] offset s) <= x
+    or ...)`): the right side reads a time before the left's."""
+    import promql_parser
+
+    node = _unwrapped(node)
+    while True:
+        if isinstance(node, promql_parser.AggregateExpr) and node.param is None:
+            node = _unwrapped(node.expr)
+        elif isinstance(node, promql_parser.Call) and node.func.name in ("label_join", "label_replace") and node.args:
+            node = _unwrapped(node.args[0])
+        elif isinstance(node, promql_parser.BinaryExpr) and (str(node.op) in ("and", "unless") or _guard(node)):
+            node = _unwrapped(node.lhs)
+        else:
+            break
+    return isinstance(node, promql_parser.BinaryExpr) and str(node.op) == "-" and _reads_earlier(node.rhs)
+
+
+def _reads_earlier(node) -> bool:
+    """Whether a selector or subquery at or below `node` is read at an offset back in time."""
+    found: list[bool] = []
+
+    def pre(each) -> None:
+        offset = getattr(each, "offset", None)
+        if offset is not None and offset.total_seconds() > 0:
+            found.append(True)
+
+    walk(node, pre, lambda each: None)
+    return bool(found)
+
+
+def _aggregates_across(node) -> bool:
+    """An aggregation whose readings reach its answer (not count, group) that does not keep one GPU's series apart
+    (_keeps_one_gpu)."""
+    import promql_parser
+
+    return (isinstance(node, promql_parser.AggregateExpr) and str(node.op) not in _SERIES_ONLY_AGGREGATIONS
+            and not _keeps_one_gpu(node))
 
 
 def _is_zero(node) -> bool:
@@ -314,30 +403,37 @@ def _unwrapped(node):
     return node
 
 
-def _rated_across(stack: list) -> str | None:
+def _rated_across(stack: list) -> tuple[str | None, str | None]:
     """The counter function (COUNTER_FUNCTIONS) taking the range of a subquery above a selector (below `stack`) whose
-    inner query would only merge copies of a step's reading but for a max across GPUs: `rate(max(x)[5m:])`."""
-    at = _subquery_call(stack, len(stack) - 1, any_max=True)
+    inner query would only merge copies of a step's reading but for an aggregation across GPUs (`rate(max(x)[5m:])`,
+    `rate(sum(x)[5m:])`), and that aggregation; (None, None) where there is none."""
+    at = _subquery_call(stack, len(stack) - 1, any_aggregation=True)
     function = stack[at].func.name if at is not None else None
-    return function if function in COUNTER_FUNCTIONS else None
+    if function not in COUNTER_FUNCTIONS:
+        return None, None
+    across = next(str(node.op) for node in reversed(stack[at:]) if _aggregates_across(node))
+    return function, across
 
 
-def _subquery_call(stack: list, at: int, any_max: bool = False) -> int | None:
+def _subquery_call(stack: list, at: int, any_aggregation: bool = False) -> int | None:
     """The call taking the range of a subquery whose inner query, from stack[at] up, only merges copies of a step's
-    reading (`any_max`: or merges different GPUs' readings with a max)."""
+    reading (`any_aggregation`: or aggregates different GPUs' readings, where one such aggregation does)."""
     import promql_parser
 
+    across = False
     while at >= 0 and (isinstance(stack[at], promql_parser.ParenExpr)
                        or isinstance(stack[at], promql_parser.AggregateExpr) and str(stack[at].op) == "max"
-                       and (any_max or _keeps_one_gpu(stack[at]))
+                       and _keeps_one_gpu(stack[at])
+                       or any_aggregation and _aggregates_across(stack[at])
                        or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) == "or"
                        or _is_step_reading(stack[at])
                        or _is_scaling(stack[at])
                        or isinstance(stack[at], promql_parser.Call)
                        and stack[at].func.name in ("label_join", "label_replace")):
+        across = across or any_aggregation and _aggregates_across(stack[at])
         at -= 1
     if at >= 1 and at < len(stack) - 1 and isinstance(stack[at], promql_parser.SubqueryExpr) \
-            and isinstance(stack[at - 1], promql_parser.Call):
+            and isinstance(stack[at - 1], promql_parser.Call) and across == any_aggregation:
         return at - 1
     return None
 

@@ -104,7 +104,31 @@ RAW = {  # raw_promql -> how many GF006 findings the panel gets (one per panel a
     "sum(sum_over_time((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 0,
     "sum(sum_over_time(idelta(last_over_time(C[1m:30s])[30001ms:30s])[5m:30s]))": 1,
     "sum(sum_over_time((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= -1)[5m:30s]))": 1,
+    "sum(sum_over_time((0 <= idelta(last_over_time(C[1m:30s])[30001ms:30s]))[5m:30s]))": 0,
+    # `>= bool 0` answers 1 or 0: the sum counts the steps, not the counter's growth
+    "sum(sum_over_time((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= bool 0)[5m:30s]))": 1,
+    "sum(sum_over_time((0 <= bool idelta(last_over_time(C[1m:30s])[30001ms:30s]))[5m:30s]))": 1,
+    # the `or` beside the floored deltas: the copies' own deltas (a reading less an earlier one), or the raw reading
+    "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0) or (C - C offset 30s))[5m:30s]))": 0,
+    "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0) or C)[5m:30s]))": 1,
+    "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0) or (C - C))[5m:30s]))": 1,
+    # the steps read from one GPU's copies, or from an aggregation across GPUs (a GPU leaving reads as a drop, which
+    # the floor hides, and GPU 1's counter taking over from GPU 0's as growth)
+    "sum(sum_over_time((idelta(last_over_time(max by (UUID) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 0,
+    "sum(sum_over_time((idelta(last_over_time(max(C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 1,
+    "sum(sum_over_time((idelta(last_over_time(sum by (node) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 1,
+    "sum(sum_over_time((idelta(last_over_time(max by (gpu) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 1,
+    "sum by (node) (sum_over_time((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 0,
+    # any aggregation across GPUs under a subquery's rate, not only a max
+    "rate(sum(C)[5m:])": 1,
+    "increase(min by (node) (C)[5m:])": 1,
+    "rate(topk(1, C)[5m:])": 1,
+    "sum(rate(sum by (UUID) (C)[5m:]))": 1,  # one GPU's copies added: not said across GPUs (charted raw)
 }
+ACROSS = {  # the panels told what is wrong with a rate or a sum of steps over an aggregation across GPUs
+    text for text in RAW if RAW[text] and (text.startswith(("rate(max", "rate(sum", "increase(min", "rate(topk"))
+                                          or "_over_time(max(" in text or "(sum by (node) (C)[" in text
+                                          or "(max by (gpu) (C)[" in text)}
 
 
 def _written(text: str, counter: str) -> str:
@@ -124,6 +148,9 @@ def raw(tmp_path_factory):
 def test_a_counter_is_said_charted_raw_exactly_where_its_reading_is_shown(raw, text):
     said = [f for f in raw if f.where.endswith(f" panel {text!r}")]
     assert len(said) == RAW[text], said
-    across = text.startswith("rate(max")  # a rate over a max across GPUs: told what is wrong with that rate
-    start = f"counter {COUNTERS[0]} is " + ("read by rate() over a max across GPUs" if across else "charted raw")
+    start = f"counter {COUNTERS[0]} is " + ("read by " if text in ACROSS else "charted raw")
     assert all(f.severity == "error" and f.message.startswith(start) for f in said), said
+    if text in ACROSS:
+        operation = re.search(r"\((max|sum|min|topk)\b", text).group(1)
+        read = "a sum of idelta() steps" if "idelta" in text else text.split("(")[0] + "()"
+        assert said[0].message.startswith(f"counter {COUNTERS[0]} is read by {read} over a {operation} across GPUs")
