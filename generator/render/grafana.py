@@ -226,7 +226,7 @@ def _variables(catalog: Catalog, settings: Settings) -> list[Any]:
         query, regex = variable_query(name, key, catalog, settings)
         # All: the clusters listed (Grafana's alternation of its values), not `.*`: any cluster on the Prometheus
         variable = _model(dm.VariableModel, name=name, type_val=dm.VariableType.QUERY, label=title,
-                          datasource=_datasource(), query=query, definition=query, multi=True, include_all=True,
+                          datasource=_datasource(), query=query, multi=True, include_all=True,
                           all_value=None if key == "cluster" else ".*", current=dm.VariableOption(selected=True, text=["All"], value=["$__all"]),
                           refresh=dm.VariableRefresh.ON_TIME_RANGE_CHANGED, sort=dm.VariableSort.NATURAL_ASC)
         if regex:

@@ -12,6 +12,7 @@ import json
 import re
 import math
 import time
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -267,18 +268,69 @@ def test_ascii_json_is_what_ensure_ascii_writes(value):
         value, sort_keys=True, separators=(",", ":"))
 
 
-def test_the_configmap_size_lint_counts_the_bytes_that_ship():
+def _configmap_lint(model: dict):
+    """GF011's findings on a build whose one Grafana dashboard is `model`, and the ConfigMap YAML the build ships."""
     from generator.artifacts import GrafanaDashboard
-    from generator.lint.grafana_rules import CONFIGMAP_APPLY_LIMIT, configmap_size
-    from generator.project import load_project
+    from generator.lint.grafana_rules import configmap_size
+    from generator.output import SIDECAR_FILE
     from tests.support.lint_input import lint_input
 
-    model = {"uid": "big", "title": "Große Last", "description": "ÜÜÜÜ " * 40_000}  # 2 bytes per Ü, ß
-    shipped = serialize.to_json(model)
-    assert len(shipped) > CONFIGMAP_APPLY_LIMIT > len(shipped.decode())  # UTF-8 bytes, not characters
-    subject = lint_input(load_project(), grafana=(GrafanaDashboard("big", "Große Last", "dashboards/big.py:1", model),))
-    (finding,) = configmap_size(subject)
-    assert finding.message.startswith(f"{len(shipped):,} bytes")
+    project = load_project()
+    artifacts = build(project)
+    dashboard = GrafanaDashboard(model["uid"], model["title"], "dashboards/big.py:1", model)
+    findings = list(configmap_size(lint_input(project, artifacts, grafana=(dashboard,))))
+    shipped = encode(replace(artifacts, grafana=(dashboard,)))[SIDECAR_FILE]
+    return findings, shipped
+
+
+def test_the_configmap_size_lint_counts_what_client_side_kubectl_apply_writes(tmp_path, reference):
+    """The API server refuses an object whose annotations' keys and values pass 262,144 bytes; client-side `kubectl
+    apply` writes the whole ConfigMap, encoded as Go's encoding/json writes it, into last-applied-configuration: every
+    quote and line break of the dashboard's text escaped, `<`, `>` and `&` as \\u003c..., non-ASCII kept as UTF-8. A
+    dashboard under 200,000 bytes is over it, and GF011's figure is the one the real kubectl writes."""
+    import shutil
+    import subprocess
+
+    from generator.lint.grafana_rules import CONFIGMAP_APPLY_LIMIT
+    from tests.support.kube_server import KubeCluster, KubeTestServer
+
+    # quotes, line breaks (the indented JSON's), `>=` and `&&`-like text of PromQL, and 2-byte characters
+    model = {"uid": "big", "title": "Große Last", "description": "x", "panels": [
+        {"title": f"Ü{i}", "description": 'rate(x{a="b", c="d"}[5m]) >= 1 && <ok>', "targets": [{"expr": "y"}]}
+        for i in range(1_150)]}
+    (finding,), shipped = _configmap_lint(model)
+    text = serialize.to_json(model)
+    assert len(text) < 200_000  # the dashboard's own bytes are well under the limit
+    written = int(finding.message.split(" bytes")[0].replace(",", ""))
+    assert written > CONFIGMAP_APPLY_LIMIT
+    assert f"the dashboard's {len(text):,} bytes" in finding.message
+    if shutil.which("kubectl") is None or shutil.which("openssl") is None:
+        pytest.skip("kubectl is not installed: the figure is not compared with what kubectl writes")
+    (tmp_path / "dashboards.yaml").write_bytes(shipped)
+    with KubeTestServer(KubeCluster(reference), tls=True, reference=reference) as kube:
+        printed = subprocess.run(
+            ["kubectl", "--kubeconfig", str(kube.kubeconfig(tmp_path / "kubeconfig")), "create", "--save-config",
+             "--dry-run=client", "--validate=false", "-o", "json", "-f", str(tmp_path / "dashboards.yaml")],
+            capture_output=True, text=True, timeout=60, check=True).stdout
+    annotations = json.loads(printed)["metadata"]["annotations"]
+    assert "kubectl.kubernetes.io/last-applied-configuration" in annotations
+    # kubectl set the namespace `default` (7 bytes): GF011 counts the longest name one may hold (63)
+    assert written == sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items()) + 63 - len("default")
+
+
+def test_the_configmap_size_lint_passes_a_dashboard_kubectl_apply_takes():
+    """Just under the limit as kubectl counts it (with a namespace of the longest name), no finding."""
+    from generator.lint.grafana_rules import CONFIGMAP_APPLY_LIMIT, configmap_size  # noqa: F401
+
+    model = {"uid": "big", "title": "Last", "description": ""}
+    findings, _ = _configmap_lint(model)
+    assert not findings
+    over = int(_configmap_lint({**model, "description": "y" * CONFIGMAP_APPLY_LIMIT})[0][0].message.split(" bytes")[0]
+               .replace(",", ""))
+    fits = {**model, "description": "y" * (2 * CONFIGMAP_APPLY_LIMIT - over)}  # exactly the limit
+    assert not _configmap_lint(fits)[0]
+    (finding,), _ = _configmap_lint({**model, "description": fits["description"] + "<"})  # 6 bytes more
+    assert finding.message.startswith(f"{CONFIGMAP_APPLY_LIMIT + 6:,} bytes")
 
 
 def test_the_ascii_check_of_emitter_agreement_is_the_patterns():
