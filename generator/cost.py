@@ -556,8 +556,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_scrape = sum(e.count for e in events)
     ingested_gb = sum(e.count * event_bytes(e, prices) for e in events) * scrapes / 1e9
     retention_days = settings.agent.log_retention_days
-    # what the group holds once it has run its retention: that many days of ingestion (a month's is 30 days')
-    stored_gb = ingested_gb * retention_days / 30 * _rate(prices, "log_compression_ratio")["ratio"]
+    # what the group holds once it has run its retention: that many days of ingestion, a day being the month's
+    # ingestion (HOURS_PER_MONTH, as it is counted) over its HOURS_PER_MONTH / 24 days
+    stored_gb = ingested_gb * retention_days * 24 / HOURS_PER_MONTH * _rate(prices, "log_compression_ratio")["ratio"]
     # the free tier's GB of logs count ingestion and storage together: taken by ingestion first
     free_ingested = min(_free(prices, "log_gb"), ingested_gb)
     free_stored = min(_free(prices, "log_gb") - free_ingested, stored_gb)
