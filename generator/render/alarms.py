@@ -41,8 +41,8 @@ from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, PROMETHEUS_RULE
                      alert_name, regional_alarm_name)
 from ..ownership import publication_tags
 from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, Scope, by_region, counted_name,
-                      counted_rules, expression, group_keys, kinds_apart, label_lookback, label_name, settings_clusters,
-                      with_cluster)
+                      counted_rules, expression, group_keys, kinds_apart, label_lookback, label_name,
+                      named_pods_looked_back, settings_clusters, with_cluster)
 from ..promql_text import quoted
 from ..series_labels import MAX_DIMENSIONS
 from .alarm_text import Note, about_notes, described, own_cut
@@ -78,14 +78,15 @@ def _description(alarm: Alarm, *notes: Note) -> str:
     return described(alarm, notes)
 
 
-def stale(alarm: Alarm) -> Note:
+def stale(alarm: Alarm, catalog: Catalog, settings: Settings) -> Note:
     """What a rule's CloudWatch alarm does where its twin cannot follow: a contributor whose data stops while in ALARM
     is judged on its last real datapoints of the evaluation range (user guide, "How alarm state is evaluated when data
     is missing"; TreatMissingData is not used while the range holds enough of them), and no math can fill a GROUP BY
     query's contributors (tests/integration/test_stale_alarm_twins.py). The range's length is published only by the
     page's example (RANGE_EXTRA_PERIODS): the rule judges that length (_of_range) and clears with the alarm there; a
-    longer range keeps the alarm in ALARM longer. A clause of the description's notes, the last (the first to give
-    way to its short form)."""
+    longer range keeps the alarm in ALARM longer. A rule that reads the pods a scrape within the per-pod look-back
+    named (left_lookback) clears that much later for a pod that left a GPU its exporter still reports. A clause of the
+    description's notes, the last (the first to give way to its short form)."""
     who = "a pod" if alarm.per_pod else "a GPU"
     if alarm.missing_data == "breaching":  # the periods it misses breach: _of_range's `fewer` and `nothing`
         return Note(f"{who} whose data stops (exporter, node or pod gone) "
@@ -95,11 +96,28 @@ def stale(alarm: Alarm) -> Note:
                     f"the alarm's {'cluster' if alarm.scope == 'cluster' else 'Region'} in it, fires once for it",
                     f"{who} whose data stops is judged with its missing periods breaching: it fires, and with no "
                     f"reading in the range the alarm is in ALARM")
+    lookback = left_lookback(alarm, catalog, settings)
+    left = "" if not lookback else (
+        f"; a pod that left a GPU its exporter still reports (another pod's now, or idle) is read by the rule for the "
+        f"per-pod look-back ({lookback} s) after the last scrape naming it, where the alarm has no datapoint of it "
+        f"then: the rule clears {lookback} s after the alarm there")
     return Note(f"{who} whose data stops in ALARM (exporter, node or pod "
                 f"gone) stays so while its last datapoints are in the alarm's evaluation range; the rule judges the "
                 f"range of AWS's example ({RANGE_EXTRA_PERIODS} periods more than the alarm's) and clears "
                 f"{_spoken(rule_clears(alarm))} after the last reading, as the alarm does there (a longer range, its "
-                f"length unpublished, holds it longer)", _stale_clause(alarm))
+                f"length unpublished, holds it longer){left}", _stale_clause(alarm, lookback))
+
+
+def left_lookback(alarm: Alarm, catalog: Catalog, settings: Settings) -> int:
+    """Seconds a rule reads a pod on a GPU after the last scrape that named it there (0: none): the per-pod look-back
+    (promql.label_lookback) of a rule of gauges by pod, namespace or container (named_pods_looked_back), which reads a
+    pod the exporter names in turn with others on a GPU they share at every step. A pod that left a GPU still
+    reported reads the same there until the look-back has passed, so its rule keeps a period with its data that long
+    after the last scrape naming it, where CloudWatch, which has a pod's datapoints only from the scrapes naming it,
+    has none (tests/integration/test_pod_left_twins.py)."""
+    if not named_pods_looked_back(_alert_query(alarm, settings), catalog):
+        return 0
+    return int(label_lookback(settings.scrape.seconds).removesuffix("s"))
 
 
 def _spoken(seconds: int) -> str:
@@ -132,10 +150,12 @@ def range_judged(alarm: Alarm) -> bool:
     return alarm.missing_data in RANGE_JUDGED
 
 
-def _stale_clause(alarm: Alarm) -> str:
-    """stale's note in a few words (its short form): how long it stays in ALARM, and when its rule clears."""
+def _stale_clause(alarm: Alarm, lookback: int = 0) -> str:
+    """stale's note in a few words (its short form): how long it stays in ALARM, and when its rule clears (`lookback`:
+    left_lookback's seconds, the rule's lag for a pod that left a GPU still reported)."""
+    left = f"; for a pod that left a GPU still reported, {lookback} s after the alarm" if lookback else ""
     return f"{'a pod' if alarm.per_pod else 'a GPU'} whose data stops in ALARM stays so while its last datapoints " \
-           f"are in the evaluation range (the rule clears {_spoken(rule_clears(alarm))} after the last reading)"
+           f"are in the evaluation range (the rule clears {_spoken(rule_clears(alarm))} after the last reading{left})"
 
 
 def _common(alarm: Alarm, settings: Settings, name: str, description: str | None = None) -> dict[str, Any]:
@@ -911,7 +931,7 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
     return [note, *(Note(text, SHORT.get(text, "")) for text in texts),
             _failed_scrape_note(alarm, plan_, settings),
             *(Note(text, SHORT.get(text, "")) for text in named),
-            _addon_blanks_said(plan_, comparison, settings), stale(alarm)]
+            _addon_blanks_said(plan_, comparison, settings), stale(alarm, catalog, settings)]
 
 
 def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form: Form,

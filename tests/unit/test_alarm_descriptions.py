@@ -21,7 +21,7 @@ from generator.errors import InputError
 from generator.model import Alarm, Condition, Query
 from generator.render import alarm_text, alarms as alarm_render
 from generator.render.alarm_text import DESCRIPTION_LIMIT, ELIDED, NOTES_README, Note, described
-from tests.support.projects import defined_project
+from tests.support.projects import bundled_project, defined_project
 
 # a user's own sentence and runbook, long but within reason: 409 and 243 characters
 LONG = ("This alarm watches the training fleet of the research group, whose jobs run for days on shared nodes and "
@@ -180,7 +180,7 @@ def test_a_user_alarm_with_every_note_keeps_its_runbook_and_the_mig_note_first()
              *(Note(text, alarm_render.SHORT[text]) for text in (
                  alarm_render.COPIES_COUNTED, alarm_render.NAMED_SHARE, alarm_render.ALARM_MIG_ONE_INSTANCE)),
              Note("x" * 300),  # a note with no short form: only left out
-             alarm_render.stale(alarm),
+             alarm_render.stale(alarm, bundled_project().catalog, bundled_project().settings),
              Note(alarm_render.STATIC_POD_MEAN, alarm_render.SHORT[alarm_render.STATIC_POD_MEAN], sentence=True)]
     text = described(alarm, notes)
     shortened, left = _checked(alarm, notes, None, None, text)
@@ -306,7 +306,8 @@ def test_every_short_form_says_what_its_whole_note_says_a_user_needs():
     for extra in ({}, {"missing_data": "breaching"}, {"missing_data": "notBreaching", "evaluation_periods": 3},
                   {"evaluation_periods": 5, "datapoints_to_alarm": 2}):
         for by in ((), ("pod",)):
-            notes.append(stale(Alarm("a", "A", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", by), ">", 90), **extra)))
+            notes.append(stale(Alarm("a", "A", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", by), ">", 90), **extra),
+                               bundled_project().catalog, bundled_project().settings))
     assert [(n.short, _facts_dropped(n)) for n in notes if _facts_dropped(n)] == []
     blank = [n.short for n in notes if "DCGM's blank" in n.text and "3 of 10" in n.text]
     assert blank and all("3 of 10 scrapes reads 0.7, the rule's 1" in short for short in blank), blank
@@ -323,7 +324,6 @@ def _data_missing_abouts() -> list:
     """Every data-missing alarm's own text gpudash writes (data_missing.About), over pipelines, MIG, periods and the
     add-on's collection intervals."""
     from generator import data_missing
-    from tests.support.projects import bundled_project
 
     abouts = [data_missing.ADDON_DESCRIPTION]
     for settings_text in ("", "agent:\n  pipeline: classic\n", "agent:\n  pipeline: classic\nexporter:\n  mig: none\n",
@@ -353,7 +353,6 @@ def test_a_data_missing_alarm_with_a_long_runbook_shortens_its_further_sentences
     """Where a user's runbook leaves no room for the data-missing alarms' own text whole, its further sentences give
     way to their short forms (counted), and only then are left out."""
     from generator import data_missing
-    from tests.support.projects import bundled_project
 
     about = data_missing.per_gpu_description(bundled_project().settings, "DCGM_FI_DEV_GPU_TEMP", 300, 2)
     alarm = Alarm("data-missing", "No GPU data", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1),
