@@ -114,6 +114,12 @@ def version_dependent_queries(project: Project) -> list[tuple[str, str]]:
                           if name == "holt_winters" else
                           f"raw_promql uses {name}, which Prometheus runs only with "
                           "--enable-feature=promql-experimental-functions, from the version that added it"))
+        if "=~" in query.raw_promql or "!~" in query.raw_promql:
+            from .lint.promql_checks import newer_regex_syntax
+
+            for note in newer_regex_syntax(query.raw_promql):
+                found.append((query.defined_at, f"raw_promql's regex uses {note}, which Prometheus 3 takes and a "
+                                                "Prometheus built with an older Go refuses (2.42: Go 1.19)"))
     return found
 
 

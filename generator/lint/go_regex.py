@@ -22,6 +22,36 @@ _GO_POSIX_CLASSES = {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "grap
 _GROUP_OPENING = re.compile(r"\(\?(?:([^:)<]*)([:)])|P?<[^>]*>)")
 _GO_C_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
 _UNICODE_CLASS = re.compile(r"\\[pP](?:\{(\^?)([^}]*)\}|(.))", re.DOTALL)
+# The Unicode classes Go's regexp names (\\p{Greek}, \\pL): its unicode package's categories and scripts, as Go 1.19
+# (Unicode 13: Prometheus 2.42) has them, and Any; the scripts of Unicode 14 and 15, which Go 1.21 added (so a
+# Prometheus built with an older Go, such as 2.42, refuses them). Rust's regex crate takes more names (Latn, Letter,
+# Alphabetic, gc=L), which Go refuses.
+_GO_CATEGORIES = frozenset("""
+    C Cc Cf Co Cs L Ll Lm Lo Lt Lu M Mc Me Mn N Nd Nl No P Pc Pd Pe Pf Pi Po Ps S Sc Sk Sm So Z Zl Zp Zs Any""".split())
+_GO_SCRIPTS = frozenset("""
+    Adlam Ahom Anatolian_Hieroglyphs Arabic Armenian Avestan Balinese Bamum Bassa_Vah Batak Bengali Bhaiksuki
+    Bopomofo Brahmi Braille Buginese Buhid Canadian_Aboriginal Carian Caucasian_Albanian Chakma Cham Cherokee
+    Chorasmian Common Coptic Cuneiform Cypriot Cyrillic Deseret Devanagari Dives_Akuru Dogra Duployan
+    Egyptian_Hieroglyphs Elbasan Elymaic Ethiopic Georgian Glagolitic Gothic Grantha Greek Gujarati Gunjala_Gondi
+    Gurmukhi Han Hangul Hanifi_Rohingya Hanunoo Hatran Hebrew Hiragana Imperial_Aramaic Inherited
+    Inscriptional_Pahlavi Inscriptional_Parthian Javanese Kaithi Kannada Katakana Kayah_Li Kharoshthi
+    Khitan_Small_Script Khmer Khojki Khudawadi Lao Latin Lepcha Limbu Linear_A Linear_B Lisu Lycian Lydian Mahajani
+    Makasar Malayalam Mandaic Manichaean Marchen Masaram_Gondi Medefaidrin Meetei_Mayek Mende_Kikakui
+    Meroitic_Cursive Meroitic_Hieroglyphs Miao Modi Mongolian Mro Multani Myanmar Nabataean Nandinagari New_Tai_Lue
+    Newa Nko Nushu Nyiakeng_Puachue_Hmong Ogham Ol_Chiki Old_Hungarian Old_Italic Old_North_Arabian Old_Permic
+    Old_Persian Old_Sogdian Old_South_Arabian Old_Turkic Oriya Osage Osmanya Pahawh_Hmong Palmyrene Pau_Cin_Hau
+    Phags_Pa Phoenician Psalter_Pahlavi Rejang Runic Samaritan Saurashtra Sharada Shavian Siddham SignWriting
+    Sinhala Sogdian Sora_Sompeng Soyombo Sundanese Syloti_Nagri Syriac Tagalog Tagbanwa Tai_Le Tai_Tham Tai_Viet
+    Takri Tamil Tangut Telugu Thaana Thai Tibetan Tifinagh Tirhuta Ugaritic Vai Wancho Warang_Citi Yezidi Yi
+    Zanabazar_Square""".split())
+NEWER_SCRIPTS = frozenset("Cypro_Minoan Kawi Nag_Mundari Old_Uyghur Tangsa Toto Vithkuqi".split())
+# Go's Perl classes are ASCII (Rust's are Unicode, and its \\w{999} passes its size limit): written for Rust as the
+# ASCII ranges Go reads, inside a class (a negated one as a class nested in it)
+_PERL_RANGES = {"d": "0-9", "s": "\\x{9}\\x{A}\\x{C}\\x{D}\\x{20}", "w": "0-9A-Za-z_"}
+# A Unicode class stands for Rust as a class of two characters: Go's reading has judged its name, and Rust compiles
+# a repeat of a Unicode class past its size limit (\\pL{1000}) where Go takes it
+_UNICODE_STAND_IN = "\\x{80}-\\x{81}"
+_CAPTURE_NAME = re.compile(r"[A-Za-z0-9_]+")  # Go's isValidCaptureName
 
 
 def regex_problem(regex: str, anchored: bool = True) -> str | None:
@@ -88,22 +118,32 @@ def _go_escape(regex: str, at: int) -> tuple[int, int]:
     raise _Refused(f"invalid escape sequence: `{regex[at:end]}`")
 
 
-def _unicode_class(regex: str, at: int) -> tuple[str, int] | None:
-    """A \\p or \\P class at `at` as Rust reads the same class (Go's negation inside braces, `\\p{^Greek}`, written as
-    \\P{Greek}), and where it ends; None when none stands there."""
+def _unicode_class(regex: str, at: int, inside: bool = False, newer: list | None = None) -> tuple[str, int] | None:
+    """A \\p or \\P class at `at` (`inside` a class) written for Rust as its stand-in (_UNICODE_STAND_IN), and where
+    it ends; None when none stands there. A name Go does not know is refused; one of NEWER_SCRIPTS is told in
+    `newer`."""
     found = _UNICODE_CLASS.match(regex, at)
     if not found:
         if regex.startswith(("\\p", "\\P"), at):
             raise _Refused(f"invalid character class range: `{regex[at:at + 3]}`")
         return None
-    letter = regex[at + 1]
-    if found.group(1):
-        letter = "P" if letter == "p" else "p"
+    negated = (regex[at + 1] == "P") != bool(found.group(1))
     name = found.group(2) if found.group(3) is None else found.group(3)
-    return (f"\\{letter}{{{name}}}" if len(name) != 1 else f"\\{letter}{name}"), found.end()
+    if name in NEWER_SCRIPTS and newer is not None:
+        newer.append(f"the Unicode script {name} (\\p{{{name}}})")
+    elif name not in _GO_CATEGORIES and name not in _GO_SCRIPTS and name not in NEWER_SCRIPTS:
+        raise _Refused(f"invalid character class range: `{found.group()}`")
+    return _class_for_rust(_UNICODE_STAND_IN, negated, inside), found.end()
 
 
-def _go_class(regex: str, at: int) -> tuple[str, int]:
+def _class_for_rust(ranges: str, negated: bool, inside: bool) -> str:
+    """Ranges written for Rust as a class (`inside` a class: bare, or a nested class where negated)."""
+    if inside and not negated:
+        return ranges
+    return f"[^{ranges}]" if negated else f"[{ranges}]"
+
+
+def _go_class(regex: str, at: int, newer: list | None = None) -> tuple[str, int]:
     """The class opening at `at` as Go reads it (Perl's syntax: `-` literal where it makes no range, `[` and `&`, `~`
     plain characters, POSIX and Unicode classes inside), written for Rust with each character as an escape (so
     Rust's nested classes and set operators `--`, `&&`, `~~` never read it otherwise), and where it ends."""
@@ -124,11 +164,12 @@ def _go_class(regex: str, at: int) -> tuple[str, int]:
             at = close + 2
             continue
         if regex.startswith(("\\p", "\\P"), at):
-            text, at = _unicode_class(regex, at)
+            text, at = _unicode_class(regex, at, True, newer)
             out.append(text)
             continue
         if regex[at] == "\\" and regex[at + 1:at + 2] in _GO_PERL_CLASSES:
-            out.append(regex[at:at + 2])
+            letter = regex[at + 1]
+            out.append(_class_for_rust(_PERL_RANGES[letter.lower()], letter.isupper(), True))
             at += 2
             continue
         start = at
@@ -144,25 +185,38 @@ def _go_class(regex: str, at: int) -> tuple[str, int]:
     return "".join(out) + "]", at + 1
 
 
-@lru_cache(maxsize=4096)
 def re2_judged(regex: str) -> tuple[str | None, str]:
     """(regex_problem's answer, the same regex as Rust's regex crate reads it: each character Go reads from an
-    escape or a class written as \\x{...}, \\Q...\\E as escapes) but for the anchoring's, which regex_problem adds."""
+    escape or a class written as \\x{...}, \\Q...\\E as escapes, Perl and Unicode classes as ASCII ranges and
+    stand-ins, named groups as (?:) but for the anchoring's, which regex_problem adds."""
+    return _judged(regex)[:2]
+
+
+def newer_syntax(regex: str) -> tuple[str, ...]:
+    """What of `regex` (one Go's regexp takes) only a Prometheus built with Go 1.21 or later takes (Prometheus 3;
+    2.42, built with Go 1.19, refuses it): a named group written (?<name>) (Go 1.22), a script of Unicode 14 or 15."""
+    return _judged(regex)[2]
+
+
+@lru_cache(maxsize=4096)
+def _judged(regex: str) -> tuple[str | None, str, tuple[str, ...]]:
+    newer: list[str] = []
     try:
-        rust = _go_read(regex)
+        rust = _go_read(regex, newer)
     except _Refused as exc:
-        return f"illegal regex for {regex}: {exc}", regex
+        return f"illegal regex for {regex}: {exc}", regex, ()
     import promql_parser
 
     try:
         promql_parser.parse("up{a=~" + double_quoted(rust) + "}")
     except ValueError as exc:
-        return str(exc), regex
-    return None, rust
+        return str(exc), regex, ()
+    return None, rust, tuple(dict.fromkeys(newer))
 
 
-def _go_read(regex: str) -> str:
-    """`regex` as Go reads it, written for Rust (re2_judged); _Refused where Go refuses what Rust would take."""
+def _go_read(regex: str, newer: list | None = None) -> str:
+    """`regex` as Go reads it, written for Rust (re2_judged); _Refused where Go refuses what Rust would take. The syntax
+    only a Prometheus built with a newer Go takes is told in `newer`."""
     rust, at = [], 0
     repeated = 0  # 1 right after a repetition operator, 2 after its lazy `?`: RE2 refuses one more (`a**`, `a{2}{3}`)
     # Go refuses a repeat that, with the repeats nested in it, asks for more than REPEAT_LIMIT copies of one thing:
@@ -219,6 +273,13 @@ def _go_read(regex: str) -> str:
             groups.append(most)
             most, last = 1, None
             group_open = opening.group() if opening else "("
+            if opening and opening.group(1) is None:  # a named group: Go's rule for its name, Rust's (?:
+                name = group_open[group_open.index("<") + 1:-1]
+                if not _CAPTURE_NAME.fullmatch(name):
+                    raise _Refused(f"invalid named capture: `{group_open}`")
+                if not group_open.startswith("(?P") and newer is not None:
+                    newer.append(f"a named group written {group_open}) (every Prometheus takes (?P<{name}>))")
+                group_open = "(?:"
             rust.append(group_open)
             at += len(group_open)
             continue
@@ -235,8 +296,10 @@ def _go_read(regex: str) -> str:
             if following == "C":
                 raise _Refused("invalid escape sequence: `\\C`")
             if following in ("p", "P"):
-                text, at = _unicode_class(regex, at)
-            elif following and following in _GO_ASSERTIONS | _GO_PERL_CLASSES:
+                text, at = _unicode_class(regex, at, False, newer)
+            elif following and following in _GO_PERL_CLASSES:
+                text, at = _class_for_rust(_PERL_RANGES[following.lower()], following.isupper(), False), at + 2
+            elif following and following in _GO_ASSERTIONS:
                 text, at = regex[at:at + 2], at + 2
             else:
                 code, at = _go_escape(regex, at)
@@ -245,7 +308,7 @@ def _go_read(regex: str) -> str:
             atom()
             continue
         if char == "[":
-            text, at = _go_class(regex, at)
+            text, at = _go_class(regex, at, newer)
             rust.append(text)
             atom()
             continue

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from ..blanks import reading_floor, short
 from ..promql_text import STRING_LITERAL, double_quoted
-from .go_regex import re2_judged, regex_problem
+from .go_regex import newer_syntax, re2_judged, regex_problem
 
 # Every form of a Grafana variable that Grafana replaces before it sends a query: $name, ${name}, ${name:format},
 # ${name.field:format}, [[name]], [[name:format]] (Grafana's own pattern). Grafana's global variables are replaced by
@@ -771,6 +771,21 @@ def _regex_read(literal: str) -> tuple[str | None, str, str | None]:
     if found is not None:
         return (found if found.startswith("illegal regex") else f"illegal regex for {regex}: {found}"), "", None
     return None, double_quoted(rust), _plain_value(rust)
+
+
+def newer_regex_syntax(expr: str) -> list[str]:
+    """What a matcher regex of `expr` uses that only a Prometheus built with a newer Go takes (go_regex.newer_syntax):
+    Prometheus 3 takes it, 2.42 refuses the query (and a rules file holding it)."""
+    found: list[str] = []
+    for match in _REGEX_MATCHER.finditer(expr):
+        literal = match.group(3)
+        if "<" in literal or "\\p" in literal:
+            try:
+                regex = _ESCAPE.sub(_unescaped, literal[1:-1])
+            except ValueError:
+                continue  # refused whatever Prometheus it is
+            found.extend(note for note in newer_syntax(regex) if note not in found)
+    return found
 
 
 def _after_label_name(text: str, at: int) -> bool:

@@ -97,6 +97,21 @@ def test_raw_promql_naming_a_function_not_every_prometheus_runs_is_written_with_
     assert f"raw.py:3: raw_promql uses {name}, which Prometheus" in stderr
 
 
+@pytest.mark.parametrize("regex,note", [("(?<name>gpu).*", "a named group written (?<name>)"),
+                                        ("\\\\p{Kawi}+", "the Unicode script Kawi")])
+def test_raw_promql_with_a_regex_only_newer_prometheus_compiles_is_written_with_a_warning(regex, note, tmp_path, cli,
+                                                                                         monkeypatch):
+    """Go's regexp took (?<name>...) from Go 1.22 and Unicode 14 and 15's scripts from Go 1.21: Prometheus 3 compiles
+    them, the tests' Prometheus 2.42 (Go 1.19) refuses the query, as it refuses an experimental function. Such a
+    query is written (a refusal would stop a user whose Prometheus runs it), with a warning that names what.
+    Seen: written without a word."""
+    raw = 'avg(DCGM_FI_DEV_GPU_UTIL{node=~"%s"})' % regex
+    assert not _promtool_parses(tmp_path, raw)  # 2.42 refuses it
+    code, stderr = _generate_raw(tmp_path, raw, cli, monkeypatch)
+    assert code == 0, stderr
+    assert f"raw.py:3: raw_promql's regex uses {note}" in stderr and "Prometheus 3 takes" in stderr, stderr
+
+
 # (raw_promql, the query Grafana sends for it over the last 5 minutes ending at 1700000000 s)
 BRACED = [
     ("sum_over_time(DCGM_FI_DEV_GPU_UTIL[${__range_s}s])", "sum_over_time(DCGM_FI_DEV_GPU_UTIL[300s])"),
@@ -269,6 +284,26 @@ MATCHER_REGEXES = [
     ("a{263a}", True),  # a brace that opens no repeat is plain text in Go; Rust refuses it
     ("g)(h", False),  # Prometheus compiles the regex unanchored too (anchored it would balance)
     ("(?P<n>g){0}", True),
+    # Go's Perl classes are ASCII: Rust's Unicode \w repeated 999 times passed its compiled-size limit
+    ("\\w{999}", True),
+    ("\\W{500}", True),
+    ("[\\w-]{999}", True),
+    ("(\\w{10}){100}", True),
+    ("(?i)\\w{900}", True),
+    # Unicode classes: Go's categories and scripts (Unicode 13 in Go 1.19), whatever their size in Rust
+    ("\\pL{1000}", True),
+    ("(?:\\p{Greek}{30}){30}", True),
+    ("[^\\P{Han}x]{999}", True),
+    ("\\p{Latn}", False),  # Rust's names beside Go's: a script's short name, a category's long name, a property
+    ("\\p{Letter}", False),
+    ("\\p{Alphabetic}", False),
+    ("\\p{gc=L}", False),
+    ("[\\p{Cn}]", False),  # Go has no Cn
+    # a group's name: Go takes letters, digits and '_' (a leading digit, a name twice), no other character
+    ("(?P<1>g)", True),
+    ("(?P<a>g)(?P<a>h)", True),
+    ("(?P<gü>g)", False),
+    ("(?P<a-b>g)", False),
 ]
 
 
@@ -276,7 +311,9 @@ def test_a_matcher_regex_is_refused_exactly_when_prometheus_refuses_it(tmp_path)
     """The regex judge under lint (PR004, GF001, PR005) and generate's raw_promql check says what Prometheus says of
     each regex, in one promtool run over a rules file of one rule per regex. Seen: the unterminated \\Q, [a--b],
     nested repeats past 1,000, [[:foo:]], \\u0041 and g)(h passed (Prometheus refuses the rules file: every rule of it
-    is lost); \\0, \\012, [\\<], [[b], [\\d-z], \\p{^Greek}, (?)gpu, .^(?i){2} and a{263a} were refused."""
+    is lost); \\0, \\012, [\\<], [[b], [\\d-z], \\p{^Greek}, (?)gpu, .^(?i){2} and a{263a} were refused. Later:
+    \\w{999} and \\pL{1000} were refused (Rust's compiled-size limit), (?P<1>g) (Rust's rule for a name), while
+    \\p{Latn}, \\p{Alphabetic} and (?P<gü>g) passed (Rust's names and letters)."""
     from generator.lint.promql_checks import check_parses, regex_problem
 
     exprs = [f"DCGM_FI_DEV_GPU_UTIL{{node=~{json.dumps(regex)}}}" for regex, _ in MATCHER_REGEXES]
