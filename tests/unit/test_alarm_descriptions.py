@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from generator.artifacts import build
 from generator.cloudwatch_query import GAP_SHORT, GAP_TEXTS, gap_said
@@ -199,6 +200,13 @@ EMOJI_LONG = LONG.replace("; when", " \U0001F4C9\U0001F4C9; when").replace(" so 
 
 def test_emoji_count_two_each_as_cloudwatch_may_count_them():
     assert alarm_text.length("\U0001F525a\u00e9") == 4 and alarm_text.length("") == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=())))
+def test_a_length_is_its_characters_and_one_more_for_each_outside_the_basic_plane(text):
+    """Any text, lone surrogates (which Python strings may hold) counting 1 as a Java string counts them."""
+    assert alarm_text.length(text) == len(text) + sum(1 for character in text if ord(character) > 0xFFFF)
 
 
 def test_a_description_with_emoji_fits_in_utf16_units_and_keeps_its_runbook():
