@@ -47,6 +47,11 @@ RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "R
                    "TooManyRequestsException", "RequestThrottled", "ServiceUnavailable", "InternalFailure",
                    "InternalServerError", "InternalServiceError", "InvalidAnswer"}
 DENIED_CODES = ("AccessDenied", "AccessDeniedException")  # the credentials may not make the call
+# The error codes (as botocore parses them from the answer) by which an API says the thing asked for does not exist:
+# ResourceNotFound for dashboards and alarms (DashboardNotFoundError, DeleteAlarms); ResourceNotFoundException for the
+# tagging calls (ListTagsForResource). Re-raised as botocore's ClientError for the caller to judge.
+NOT_FOUND_CODES = {"ListTagsForResource": ("ResourceNotFoundException", "ResourceNotFound")}
+NOT_FOUND = ("ResourceNotFound",)
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 8.0
 # The Region of every call is its cluster's clusters[].region (AWS_REGION chooses none), so that is what to check
 ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL"
@@ -176,7 +181,7 @@ class CloudWatch:
 
     def call(self, region: str, api: str, what: str, service: str | None = None, *,
              before_retry: Callable[[], bool] | None = None, **kwargs) -> Any:
-        """One API call, paced and retried; the answer checked. ResourceNotFound is re-raised as is (with
+        """One API call, paced and retried; the answer checked. Its not-found (NOT_FOUND_CODES) is re-raised as is (with
         `after_lost`: whether an earlier attempt of the call reached CloudWatch and lost its answer). A write
         stopped (a signal, the deadline) once a request of it was sent may have happened, and says so.
         CloudWatch's writes are not conditional: `before_retry`, called after each wait (the backoff, then the
@@ -237,7 +242,7 @@ class CloudWatch:
             except ClientError as exc:
                 error = exc.response.get("Error", {})
                 code, message = str(error.get("Code", "?")), error.get("Message", "")
-                if code == "ResourceNotFound":
+                if code in NOT_FOUND_CODES.get(api, NOT_FOUND):
                     # after an attempt whose answer was lost, that attempt may be why it is not found (a delete
                     # of gpudash's own that landed): the caller tells gone from deleted by someone else with this
                     exc.after_lost = bool(lost)
@@ -403,10 +408,13 @@ class CloudWatch:
         try:
             return self.call(region, "ListTagsForResource", f"alarm {alarm['AlarmName']}",
                              ResourceARN=alarm["AlarmArn"])["Tags"]
-        except ClientError:  # ResourceNotFound only: every other error is a RemoteError
+        except ClientError:  # its not-found code only: every other error is a RemoteError
             return []
         except RemoteError as exc:
-            if "ResourceNotFoundException" not in exc.what:
+            # a refusal without an error code whose text names the not-found: read as no tags, which shows no
+            # ownership (nothing is deleted or written over on it). An error with a code (a refusal or failure whose
+            # message mentions the not-found) is that error
+            if getattr(exc, "code", None) != "?" or "ResourceNotFoundException" not in exc.what:
                 raise
             return []
 
