@@ -66,6 +66,9 @@ Known = dict[str, tuple[str, "os.stat_result | None"]]
 # whole build twice (1,000 clusters: 190 MB).
 SETTLED_NS = 2_000_000_000
 FINE_SETTLED_NS = 100_000_000
+# How far a new file's change time may be from this machine's clock where change times tell (`_change_times_tell`):
+# half the settle window, for a clock stamping below the millisecond and for a coarser one
+CLOCK_SLACK_NS, COARSE_CLOCK_SLACK_NS = FINE_SETTLED_NS // 2, SETTLED_NS // 2
 
 
 def _held(info: os.stat_result, now: int) -> os.stat_result | None:
@@ -681,6 +684,30 @@ def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None
         os.close(fd)
 
 
+def _digests(paths: list[str]) -> dict[str, str | None]:
+    """`_digest` of each path, read in two lanes, this thread and one other (reading and hashing run without the
+    interpreter's lock); a failure in either is raised here once both have stopped."""
+    found: dict[str, str | None] = {}
+    failures: list[BaseException] = []
+
+    def lane(part: list[str]) -> None:
+        try:
+            for path in part:
+                found[path] = _digest(path)
+        except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits for this lane
+            failures.append(exc)
+
+    other = threading.Thread(target=lane, args=(paths[1::2],), name="gpudash-reread")
+    other.start()
+    try:
+        lane(paths[::2])
+    finally:
+        other.join()
+    if failures:
+        raise failures[0]
+    return found
+
+
 def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
           previous: Path | None = None, stop: list[int] | None = None, known: Known | None = None) -> set[str]:
     """Write `files` into `folder`, then the manifest made from their sha256 sums. A file the previous
@@ -923,20 +950,51 @@ class _Taken(dict):
     at = 0
 
 
+def _lstat(path: str) -> os.stat_result:
+    """A path's own status (a link's, not its target's): what build files are judged by."""
+    return os.lstat(path)
+
+
+def _change_times_tell(folder: Path) -> bool:
+    """Whether, on the file system of `folder`, a file's status shows every change of its bytes made more than a settle
+    window after its last change (see `_settled`): its change time is stamped by a clock that keeps time with this
+    machine's, and no call that sets a file's times sets it back. A probe file made there (and removed) shows it. Not
+    so on FAT (Linux's driver reports the modification time as the change time, so `touch -r` sets both back), nor on
+    NFS or SMB whose server's clock lags this one's by more than the window (a change made since the listing can carry
+    a change time that reads as settled long before)."""
+    before = time.time_ns()
+    fd, probe = tempfile.mkstemp(prefix=".gpudash-probe-", dir=folder)
+    try:
+        try:
+            os.write(fd, b"probe")
+        finally:
+            os.close(fd)
+        made = _lstat(probe)
+        after = time.time_ns()
+        os.utime(probe, ns=(made.st_atime_ns, made.st_mtime_ns - 3600 * 10**9), follow_symlinks=False)
+        set_back = _lstat(probe)
+    except OSError:  # times that cannot be set here: nothing shows how change times are kept
+        return False
+    finally:
+        os.unlink(probe)
+    slack = CLOCK_SLACK_NS if made.st_ctime_ns % 1_000_000 else COARSE_CLOCK_SLACK_NS
+    return before - slack <= made.st_ctime_ns <= after + slack and set_back.st_ctime_ns >= made.st_ctime_ns
+
+
 def _entries(top: Path) -> _Taken:
     """Every entry below `top` by its path inside it: inode, type and mode, and for all but folders size,
     modification time and change time (lstat). Moving `top` changes none of them; hard-linking a file changes its
     change time (see `_refuse_changed`); writing or replacing a file changes its own (its change time even where a
-    tool sets its modification time back: `cp -p`, `touch -r`), but in the tick of its last change before the
-    listing (`at`: see `_refuse_changed`), and adding one adds an entry. A folder that cannot be listed raises
-    (OSError), never reads as empty."""
+    tool sets its modification time back: `cp -p`, `touch -r`), but not on every file system nor in the tick of its
+    last change before the listing (`at`: see `_refuse_changed`), and adding one adds an entry. A folder that cannot
+    be listed raises (OSError), never reads as empty."""
     found = _Taken()
     found.at = time.time_ns()
 
     def visit(folder: str, inside: str) -> None:
         with os.scandir(folder) as listed:
             for entry in listed:
-                info = entry.stat(follow_symlinks=False)
+                info = _lstat(entry.path)
                 if stat.S_ISDIR(info.st_mode):
                     found[inside + entry.name] = (info.st_ino, info.st_mode, 0, 0)
                     visit(entry.path, f"{inside}{entry.name}/")
@@ -948,15 +1006,25 @@ def _entries(top: Path) -> _Taken:
     return found
 
 
+def _trusted(known: Known | None, tells: bool) -> Known | None:
+    """`known` where change times tell (`_change_times_tell`); elsewhere without the statuses, so that each file is read
+    again before it is linked into the new build (see `_unchanged`)."""
+    return known if tells or not known else {path: (digest, None) for path, (digest, _) in known.items()}
+
+
 def _refuse_changed(taken: _Taken | None, aside: Path, out: Path,
-                    linked: frozenset[str] | set[str] = frozenset(), renamed: bool = False) -> None:
+                    linked: frozenset[str] | set[str] = frozenset(), renamed: bool = False,
+                    tells: bool = False) -> None:
     """The previous build, moved aside to `aside` (nothing writes into it there), compared with its entries as they
     were before it was read (`taken`): a file added or changed since (a person saving a kustomization.yaml while the
     new build was written) raises _Changed, which would be lost with the previous build. Removed ones lose nothing.
     A file's change time is not compared where this build changed it: a file `linked` into the new build (which
-    holds any change made to it), and with `renamed`, a file moved aside by its own name (directly in `aside`). A file
-    whose change time was within a settle window of the listing (`_settled`) is read again: an edit in the same tick
-    of a coarse clock leaves its status as it was."""
+    holds any change made to it), and with `renamed`, a file moved aside by its own name (directly in `aside`). Every
+    other file, which goes with the previous build, is read again and compared with what gpudash wrote where its
+    status may not show an edit: where the change times tell (`tells`, see `_change_times_tell`), a file changed
+    within a settle window of the listing (an edit in the same tick of a coarse clock leaves its status as it was);
+    elsewhere every one (a same-size edit with its times set back where the change time follows them, FAT, or is
+    stamped by a server's lagging clock, NFS and SMB)."""
     if taken is None:
         return
     try:
@@ -973,16 +1041,18 @@ def _refuse_changed(taken: _Taken | None, aside: Path, out: Path,
         return before == entry
 
     differing = {path for path, entry in now.items() if not same(path, entry)}
-    # a file changed a few ticks before the listing could have been changed again since in the same tick, its status
-    # the same (a clock stamping whole seconds, or FAT's two): unless it is linked into the new build (which holds it),
-    # its bytes are read again and compared with those gpudash wrote (its manifest's sha256)
-    recent = [path for path, entry in now.items() if path not in differing and path not in linked and path != MANIFEST
-              and stat.S_ISREG(entry[1]) and not _settled(taken[path][4], taken.at)]
-    if recent:
+    # a file the new build does not hold (not linked into it) is deleted with the previous build: where its status may
+    # not show an edit, its bytes are read again and compared with those gpudash wrote (its manifest's sha256). Only
+    # files whose bytes this build changes are read (a rebuild that changes nothing links every file)
+    replaced = [path for path, entry in now.items() if path not in differing and path not in linked
+                and path != MANIFEST and stat.S_ISREG(entry[1])
+                and not (tells and _settled(taken[path][4], taken.at))]
+    if replaced:
         manifest = _gpudash_manifest(aside / MANIFEST) or {}
         listed = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
-        differing.update(path for path in recent if listed.get(path) is None
-                         or _digest(os.path.join(aside, path)) != listed[path])
+        read_again = _digests([os.path.join(aside, path) for path in replaced])
+        differing.update(path for path in replaced if listed.get(path) is None
+                         or read_again[os.path.join(aside, path)] != listed[path])
     changed = sorted(differing)
     if changed:
         from .names import shown
@@ -1041,7 +1111,8 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                           hint="check the path and its permissions") from None
     retired = None
     try:
-        linked = _fill(staging, files, manifest, out if out.is_dir() else None, stop, known)
+        tells = taken is not None and _change_times_tell(staging)
+        linked = _fill(staging, files, manifest, out if out.is_dir() else None, stop, _trusted(known, tells))
         os.chmod(staging, 0o755)
         if not out.exists():
             os.replace(staging, out)
@@ -1058,7 +1129,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                 return
             raise
         try:
-            _refuse_changed(taken, retired / "build", out, linked)
+            _refuse_changed(taken, retired / "build", out, linked, tells=tells)
             os.replace(staging, out)
         except (OSError, _Changed):
             os.replace(retired / "build", out)  # put the previous build back
@@ -1086,14 +1157,15 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
     moved_in: list[str] = []
     try:
         staging = Path(tempfile.mkdtemp(prefix=".gpudash.new-", dir=out))
-        linked = _fill(staging, files, manifest, out, stop, known)
+        tells = taken is not None and _change_times_tell(staging)
+        linked = _fill(staging, files, manifest, out, stop, _trusted(known, tells))
         retired = Path(tempfile.mkdtemp(prefix=".gpudash.old-", dir=out))
         keep = {staging.name, retired.name}
         for name in sorted(os.listdir(out)):
             if name not in keep:
                 os.replace(out / name, retired / name)
                 moved_out.append(name)
-        _refuse_changed(taken, retired, out, linked, renamed=True)
+        _refuse_changed(taken, retired, out, linked, renamed=True, tells=tells)
         for name in sorted(os.listdir(staging)):
             os.replace(staging / name, out / name)
             moved_in.append(name)

@@ -1066,3 +1066,52 @@ def test_a_file_edited_within_the_tick_of_its_last_change_is_not_lost(tmp_path, 
 
     monkeypatch.setattr(output, "_entries", coarse_entries)
     _edit_is_kept(out, files, monkeypatch, mount, edit_then_fill)
+
+
+@pytest.mark.parametrize("mount", [False, True], ids=["build folder", "mount point"])
+def test_a_replaced_file_edited_with_its_times_set_back_where_its_change_time_follows_them_is_not_lost(
+        tmp_path, monkeypatch, mount):
+    """Where a file's change time follows its modification time (FAT, whose Linux driver reports ctime as mtime), or
+    is stamped by another clock (NFS or SMB, whose server's clock may lag the client's by more than any settle window),
+    a same-size edit in place with the times set back (`touch -r`, `cp -p`, rsync -t --inplace) leaves the file's
+    status as it was read. The file the new build replaces was deleted with the edit in it, exit 0: each replaced file
+    is read again before the previous build goes."""
+    import generator.output as output
+
+    out, files = _built_two_files(tmp_path, monkeypatch, settled=True)
+    real_lstat, real_fill = output._lstat, output._fill
+
+    def change_time_follows_modification_time(path):
+        info = real_lstat(path)
+        return os.stat_result(tuple(info)[:9] + (info.st_mtime,), {
+            "st_atime_ns": info.st_atime_ns, "st_mtime_ns": info.st_mtime_ns, "st_ctime_ns": info.st_mtime_ns})
+
+    def edit_setting_times_back_then_fill(*args, **kwargs):
+        path = out / "k8s/b.yaml"
+        before = path.stat()
+        with open(path, "r+b") as stream:  # in place: the same inode, the same size
+            stream.write(b"b: 2\n")
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        return real_fill(*args, **kwargs)
+
+    monkeypatch.setattr(output, "_lstat", change_time_follows_modification_time)
+    _edit_is_kept(out, {**files, "k8s/b.yaml": b"b: 3\n"}, monkeypatch, mount, edit_setting_times_back_then_fill)
+
+
+def test_change_times_tell_edits_only_where_no_call_sets_them_back_and_their_clock_keeps_time(tmp_path, monkeypatch):
+    """The probe: here (a local file system) change times tell; where the change time follows the modification time
+    (FAT), or is stamped by a clock an hour behind this one (an NFS or SMB server's), they do not."""
+    import generator.output as output
+
+    assert output._change_times_tell(tmp_path) and os.listdir(tmp_path) == []
+    real_lstat = output._lstat
+
+    def status(path, ctime_ns):
+        info = real_lstat(path)
+        return os.stat_result(tuple(info)[:9] + (ctime_ns / 1e9,), {
+            "st_atime_ns": info.st_atime_ns, "st_mtime_ns": info.st_mtime_ns, "st_ctime_ns": ctime_ns})
+
+    monkeypatch.setattr(output, "_lstat", lambda path: status(path, real_lstat(path).st_mtime_ns))
+    assert not output._change_times_tell(tmp_path)
+    monkeypatch.setattr(output, "_lstat", lambda path: status(path, real_lstat(path).st_ctime_ns - 3600 * 10**9))
+    assert not output._change_times_tell(tmp_path) and os.listdir(tmp_path) == []
