@@ -348,6 +348,46 @@ class _Device:
             device = f"({own} or on ({_listed(slot)}) {device})"
         return self._named_on(metric, extra, keep, slot, device)
 
+    def reads_device(self, metric: str) -> bool:
+        """Whether a per-GPU panel reads `metric` as the device's value of each GPU from its own series and its pods'
+        copies (exporter.virtual_gpus' per-process fields, not per pod, not over the per-pod look-back): `tiers`."""
+        return self.shares and metric in PER_PROCESS_FIELDS and not self.per_pod and self.lookback is None
+
+    def tiers(self, metric: str, extra: list[str], resolution: str, within: str, scale: str = "") \
+            -> tuple[str, tuple[str, str]]:
+        """Per-GPU panels (`reads_device`): the device's value of each copy of a GPU instance (one series per
+        `identity`: one exporter's copy) as one_copy's (fresh, (late, key)) read it, as fresh_copies and looked_back
+        read any other gauge. A copy's device value at a scrape is its own series' sample (no pod: dcgm-exporter
+        4.5.3 and later, whose pods' copies are their own shares) where the scrape wrote one, DCGM's blank no reading;
+        else its pods' copies' (each the device's value: before 4.5.3, or with the setting off). Fresh: that of the
+        latest scrape where it was within the last scrape interval (`resolution`). Late: the latest such value at a
+        step of the scrape interval within the look-back `within`, and the key of the copy, the time of that reading,
+        while the copy has a reading within `within` (looked_back's test). So a GPU whose own series reads the blank at
+        every other scrape keeps its latest reading (its pods' largest share was read in its place, 30 % of a GPU at
+        80 %), a GPU whose copies all read the blank keeps it too (it left the panels), and a GPU gone without a
+        staleness marker leaves with the look-back (read for the instant selector's 5 minutes, and a replaced
+        exporter's copy outread the live one as long). Both keep the copies with a reading within `within` of a series in
+        scope (the pod and namespace variables: the pods a scrape within the look-back named, as per-pod panels show
+        them; the late value through its key, one_copy)."""
+        field_labels = FIELD_LABELS.get(metric, ((), ""))[0]
+        identity = _listed((*self.identity, *field_labels))
+        any_pod = [m for m in extra if m != f'{self.pod}!=""']
+        own, copied = [*any_pod, f'{self.pod}=""'], [*any_pod, f'{self.pod}!=""']
+        ms = f"{_seconds(resolution) * 1000}ms"
+
+        def device(form: str) -> str:
+            """The copy's own series' reading (`form` of the selector) where it has a sample, else its pods' copies'
+            (the blank no reading)."""
+            return (f"((max by ({identity}) ({_raw(metric, self.unscoped, own, form)}) or max by ({identity}) "
+                    f"({_raw(metric, self.unscoped, copied, form + ' < ' + BLANK_FLOOR)})) < {BLANK_FLOOR})")
+        # a copy with a reading within the look-back of a series in scope: the key's test, and the fresh tier's scope
+        read = f"max by ({identity}) ({_raw(metric, self.scoped, extra, _read_within(within))})"
+        fresh = device(f"({{0}} and present_over_time({{0}}[{ms}]))")
+        step = device(f"last_over_time({{0}}[{resolution}])")
+        value = f"last_over_time({step}[{within}:{resolution}]){scale}"
+        key = f"(max_over_time((time() + 0.1 * atan({step} / 100000))[{within}:{resolution}]) and on ({identity}) {read})"
+        return f"({fresh}{scale} and on ({identity}) {read})", (value, key)
+
     def named_in_period(self, metric: str, extra: list[str], form: str, period: tuple[str, str | None]) -> str:
         """A rule's count per pod over the period `period` (window, offset): the copies of `metric` under the pods a
         scrape named within the window and the look-back before it (its steps' look-backs: the pods its total's rule
@@ -1572,18 +1612,26 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         (a GPU whose fresh copies all read the blank shows its copies' highest other reading: only a series from
         before a Prometheus restart can be one), or () where they are read otherwise (rules; exporter.virtual_gpus'
         per-process fields)."""
-        if over_time is not None or not resolution or (device is not None and device.shares
-                                                          and set(names) & set(PER_PROCESS_FIELDS)):
+        if over_time is not None or not resolution:
             return ()
+        if device is not None and device.shares and set(names) & set(PER_PROCESS_FIELDS):
+            if within is None or not all(device.reads_device(name) or name not in PER_PROCESS_FIELDS
+                                         for name in names):
+                return ()
+            return tuple(device.tiers(name, [*extra, *more], resolution, within)[0] if device.reads_device(name)
+                         else fresh_copies(name, branches, [*extra, *more], LATEST, resolution) for name in names)
         return tuple(fresh_copies(name, branches, [*extra, *more], LATEST, resolution) for name in names)
 
     def late_only(names: tuple[str, ...], more: tuple[str, ...] = (), scale: str = "") \
             -> tuple[tuple[str, ...], str] | None:
         """Panels, with fresh_only: each field's latest reading within the look-back `within` and the key of the
-        copy it is read from (looked_back); None where fresh_only reads nothing or no look-back is given."""
+        copy it is read from (looked_back; a per-process field's device value, _Device.tiers); None where
+        fresh_only reads nothing or no look-back is given."""
         if within is None or not fresh_only(names, more):
             return None
-        read = [looked_back(name, branches, [*extra, *more], resolution, within, scale) for name in names]
+        read = [device.tiers(name, [*extra, *more], resolution, within, scale)[1] if device is not None
+                and device.reads_device(name) else looked_back(name, branches, [*extra, *more], resolution, within,
+                                                               scale) for name in names]
         return tuple(value for value, _ in read), read[0][1]
     if metric not in MIG_UNSUPPORTED and one_copy and not is_counter(metric):
         def read(name: str, more: tuple[str, ...] = (), unfiltered: bool = False) -> str:

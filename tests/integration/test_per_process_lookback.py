@@ -1,0 +1,176 @@
+"""With exporter.virtual_gpus, a mean, total or maximum over GPUs of a field the exporter splits per process (GPU
+utilization, framebuffer used) reads each GPU's device reading at its latest reading within the panels' look-back,
+as it reads every other gauge: not the instant's samples of its series.
+
+Half an hour of 30 s scrapes, backfilled into a real Prometheus, shaped as the exporters write them
+(tests/support/virtual_gpus.py cites the source): on a 4.5.3+ node, a GPU pods hold has its own series (the device's
+reading, no pod) and one series per pod (that pod's processes' share); on a 4.5.2 node with the setting, every pod's
+copy is the device's reading.
+
+- ip-10-0-1-1 (4.5.3): GPU 0, two pods sharing it, its own series reading DCGM's blank at odd scrapes (the pods'
+  shares, 30 and 25, written all along); GPU 1, one pod, gone from 20 minutes in (no sample after, no staleness
+  marker: as after a Prometheus restart); GPU 2 no pod (its own series only).
+- ip-10-0-1-2 (4.5.2): GPU 0, two pods' copies, both reading the blank at odd scrapes.
+- ip-10-0-1-3 (4.5.3): GPU 0 read by one exporter until scrape 30 and by its replacement (another scrape target)
+  from scrape 28 (both at scrapes 28 and 29: two copies), the old one's series left without a staleness marker; each
+  reading falls by 0.1 per scrape, so the old copy's last reading is above the live one's.
+
+Each device reading moves by 0.1 per scrape, so the latest reading differs from the ones before it. The truth at an
+instant: each GPU with a reading of its device's own value within the look-back (promql.label_lookback: 4 scrape
+intervals, 120 s) contributes its latest one; a pod's share is never the device's reading. Read at the instant
+(before): GPU 0 of ip-10-0-1-1 read its pods' largest share (30) at odd scrapes, ip-10-0-1-2's GPU left the panels at
+odd scrapes, the gone GPU stayed for the 5 minutes an instant selector reads its last sample, and the replaced
+exporter's copy outread the live one for as long.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from generator.model import Query
+from generator.preview.interpolate import interpolate, variables
+from generator.project import load_project
+from generator.promql import expression, label_lookback
+from generator.render.grafana import variable_scope
+from generator.resources import default_counters
+from tests.integration.test_blank_count_lookback import (COUNT, END, EVERY, FIRST, NOT_SUPPORTED, STEP, STEPS,
+                                                          _read)
+from tests.integration.test_blank_mean_lookback import HOW, _close
+from tests.support.prometheus_server import backfilled_fixture
+
+UTIL, FB = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"
+LOOKBACK = 4 * STEP
+ON, OLD, MOVED = "ip-10-0-1-1", "ip-10-0-1-2", "ip-10-0-1-3"
+LEFT = 40  # ip-10-0-1-1 GPU 1: no sample from scrape 40 on
+REPLACED, TAKEN_OVER = 30, 28  # ip-10-0-1-3: the old exporter's last scrape (exclusive), the new one's first
+# (node, gpu): (mode, pods: (namespace, pod, share of utilization, share of framebuffer))
+GPUS = {(ON, 0): ("per-process", (("ml", "ts-0", 30, 12000), ("ml", "ts-1", 25, 9000))),
+        (ON, 1): ("per-process", (("ml", "solo", 58, 19000),)),
+        (ON, 2): ("per-process", ()),
+        (OLD, 0): ("copies", (("serve", "a", 40, 20000), ("serve", "b", 40, 19200))),
+        (MOVED, 0): ("per-process", (("batch", "job", 50, 15000),))}
+BASE = {UTIL: {(ON, 0): 80, (ON, 1): 60, (ON, 2): 0, (OLD, 0): 70, (MOVED, 0): 90},
+        FB: {(ON, 0): 30000, (ON, 1): 20000, (ON, 2): 300, (OLD, 0): 39200, (MOVED, 0): 25000}}
+
+
+def device(field: str, node: str, gpu: int, k: int) -> float | None:
+    """The device reading GPU (node, gpu) wrote at scrape k (None: no sample; NOT_SUPPORTED: the blank)."""
+    if (node, gpu) == (ON, 1) and k >= LEFT:
+        return None
+    if (node, gpu) in ((ON, 0), (OLD, 0)) and k % 2:
+        return NOT_SUPPORTED
+    step = -k / 10 if node == MOVED else k / 10
+    return BASE[field][node, gpu] + step
+
+
+def targets(node: str, k: int) -> list[str]:
+    """The scrape targets (instance) that wrote the node's series at scrape k."""
+    if node != MOVED:
+        return [f"{node[3:].replace('-', '.')}:9400"]
+    return [address for address, first, last in (("10.0.1.3:9400", 0, REPLACED), ("10.0.1.33:9400", TAKEN_OVER, STEPS))
+            if first <= k < last]
+
+
+def openmetrics(start: int) -> str:
+    lines = []
+    for field in (UTIL, FB):
+        lines.append(f"# TYPE {field} gauge")
+        for k in range(STEPS):
+            for (node, gpu), (mode, pods) in GPUS.items():
+                value = device(field, node, gpu, k)
+                if value is None:
+                    continue
+                base = (f'gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",'
+                        f'Hostname="{node}",DCGM_FI_DRIVER_VERSION="570.133.20",node="{node}",job="dcgm-exporter"')
+                for instance in targets(node, k):
+                    written = [] if pods and mode == "copies" else [("", value)]
+                    for v, (namespace, pod, util, fb) in enumerate(pods):
+                        share = value if mode == "copies" else util if field == UTIL else fb
+                        written.append((f',container="main",namespace="{namespace}",pod="{pod}",'
+                                        f'pod_uid="uid-{namespace}-{pod}",vgpu="{v}"', share))
+                    lines += [f'{field}{{{base},instance="{instance}"{more}}} {v:g} {start + k * STEP}'
+                              for more, v in written]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+def latest(field: str, t: float) -> dict[tuple[str, int], float]:
+    """Each GPU with a device reading within the look-back before `t` (seconds from the first scrape): its latest."""
+    found = {}
+    for node, gpu in GPUS:
+        read = [value for k in range(STEPS) if t - LOOKBACK < k * STEP <= t
+                and (value := device(field, node, gpu, k)) is not None and value < 1e14]
+        if read:
+            found[node, gpu] = read[-1]
+    return found
+
+
+backfilled = backfilled_fixture("per-process-lookback", openmetrics, END, STEP)
+KEYS = {None: lambda node, gpu: "all", "node": lambda node, gpu: node,
+        "gpu": lambda node, gpu: f"{node} {gpu}"}
+LABELS = {None: lambda metric: "all", "node": lambda metric: metric["node"],
+          "gpu": lambda metric: f"{metric['node']} {metric['gpu']}"}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("per-process-lookback")
+    wanted = {UTIL, FB, "DCGM_FI_DRIVER_VERSION"}
+    (folder / "counters.csv").write_text("\n".join(
+        line for line in default_counters().read_text().splitlines()
+        if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
+    (folder / "gpudash.yaml").write_text("exporter:\n  virtual_gpus: true\n")
+    return load_project(folder / "gpudash.yaml", folder / "counters.csv")
+
+
+def _truth(field: str, how: str, key: str | None):
+    def truth(t: float) -> dict[str, float]:
+        groups = defaultdict(list)
+        for (node, gpu), value in latest(field, t).items():
+            groups[KEYS[key](node, gpu)].append(value)
+        return {name: HOW[how](values) for name, values in groups.items()}
+    return truth
+
+
+def test_the_premise():
+    assert latest(UTIL, 11 * STEP + 5)[ON, 0] == 81.0  # the blank at scrape 11: the reading of scrape 10
+    assert latest(UTIL, 11 * STEP + 5)[OLD, 0] == 71.0
+    assert (ON, 1) not in latest(UTIL, LEFT * STEP + LOOKBACK + 5)
+    assert latest(UTIL, 35 * STEP + 5)[MOVED, 0] == 90 - 3.5  # the replacement's, below the old copy's last (87.1)
+    assert latest(FB, END + LOOKBACK) == {}
+
+
+@pytest.mark.parametrize("field", [UTIL, FB])
+@pytest.mark.parametrize("how", ["avg", "sum", "max"])
+@pytest.mark.parametrize("key", [None, "node", "gpu"])
+def test_a_per_gpu_reading_of_a_per_process_field_is_the_devices_latest_within_the_lookback(project, backfilled,
+                                                                                           field, how, key):
+    prometheus, start = backfilled
+    settings = project.settings
+    by = {None: (), "node": ("node",), "gpu": ("node", "gpu")}[key]
+    expr = expression(Query(field, how, by), settings.labels, project.catalog, variable_scope(settings),
+                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    shown = _read(prometheus, start, expr, LABELS[key])
+    wrong = _close(shown, _truth(field, how, key))
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
+
+
+@pytest.mark.parametrize("pod", [("ml", "ts-0"), ("ml", "solo"), ("serve", "b")])
+def test_with_a_pod_selected_a_per_gpu_panel_reads_the_gpus_it_holds(project, backfilled, pod):
+    """The pod variable keeps the GPUs a copy in scope names (a 4.5.3 GPU's own series names no pod), each read as
+    the device."""
+    prometheus, start = backfilled
+    settings = project.settings
+    expr = expression(Query(UTIL, "avg", ("node", "gpu")), settings.labels, project.catalog, variable_scope(settings),
+                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    chosen = variables({"namespace": pod[0], "pod": pod[1]}, ("cluster", "namespace", "pod", "node", "gpu"))
+    found = prometheus.query_at(interpolate(expr, chosen), start + FIRST, COUNT, EVERY)
+    shown = {at - start: {LABELS["gpu"](s["metric"]): float(s["value"][1]) for s in result}
+             for at, result in found.items()}
+    held = [key for key, (_, pods) in GPUS.items() if pod in [(n, p) for n, p, _, _ in pods]]
+
+    def truth(t: float) -> dict[str, float]:
+        return {KEYS["gpu"](*key): value for key, value in latest(UTIL, t).items() if key in held}
+    wrong = _close(shown, truth)
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
