@@ -131,14 +131,25 @@ def metrics_known(subject: LintInput) -> Iterable[Finding]:
 
 def counters_rated(subject: LintInput) -> Iterable[Finding]:
     """A counter whose raw readings a panel shows, said once per panel (a query reads a field once per spelling of
-    the node): not one only counted or tested for presence (`count(x)`: the GPUs reporting it)."""
+    the node): not one only counted or tested for presence (`count(x)`: the GPUs reporting it); and one rated over an
+    aggregation by `gpu` beside labels none of which holds the GPU's node (_node_holding: GPU 0 of several nodes
+    merged)."""
     said: set[tuple[int, str]] = set()
+    held: frozenset[str] | None = None
     for dashboard, panel, selector in parsed_selectors(subject.grafana):
         metric = selector.metric
-        if metric in subject.catalog and subject.catalog.get(metric).is_counter and selector.shown \
-                and selector.range_function not in COUNTER_FUNCTIONS and (id(panel), metric) not in said:
+        if not (metric in subject.catalog and subject.catalog.get(metric).is_counter and selector.shown) \
+                or (id(panel), metric) in said:
+            continue
+        if selector.range_function not in COUNTER_FUNCTIONS:
             said.add((id(panel), metric))
             yield Finding("GF006", "error", _where(dashboard, panel), _raw_message(metric, selector))
+            continue
+        held = _node_holding(subject) if held is None else held
+        apart = next((labels for labels in selector.node_labels if not labels & held), None)
+        if apart is not None:
+            said.add((id(panel), metric))
+            yield Finding("GF006", "error", _where(dashboard, panel), _apart_message(metric, selector, apart, held))
 
 
 def _raw_message(metric: str, selector: Selector) -> str:
@@ -149,6 +160,45 @@ def _raw_message(metric: str, selector: Selector) -> str:
     return (f"counter {metric} is read by {read} over a {across} across GPUs: that {across} is no counter (a GPU "
             f"leaving reads as a reset, another's growth as its own): group the {across} inside the subquery by one "
             f"GPU (by its UUID or gpudash_gpu, or by gpu and its node), then aggregate the {read} outside")
+
+
+def _apart_message(metric: str, selector: Selector, labels: frozenset[str], held: frozenset[str]) -> str:
+    named = ", ".join(sorted(labels))
+    return (f"counter {metric} is read by {selector.range_function}() over an aggregation by gpu and {named}, which "
+            f"holds no GPU's node (the labels that do: {', '.join(sorted(held))}): GPU 0 of several nodes reads as one "
+            f"GPU, so one leaving reads as a reset and another's growth as its own; group by the GPU's UUID or "
+            f"gpudash_gpu, or by gpu and a label holding its node (list {named} in labels.node if it holds the node)")
+
+
+# Kubernetes service discovery's labels of a target's node: a target label a scrape job's relabel rule writes from one
+# of them holds the node
+_NODE_META = frozenset(("__meta_kubernetes_pod_node_name", "__meta_kubernetes_node_name",
+                        "__meta_kubernetes_endpoint_node_name", "__meta_kubernetes_endpointslice_endpoint_node_name"))
+# The exporter's own labels holding its node (its Hostname or hostname, the exporter pod's name on old exporters
+# without NODE_NAME: one per node all the same), and the scrape target (one exporter pod: one node)
+_EXPORTER_NODE_LABELS = ("Hostname", "hostname", "instance")
+
+
+def _node_holding(subject: LintInput) -> frozenset[str]:
+    """The labels that hold a GPU's node, by what they hold: those the settings name as the node's (labels.node), the
+    exporter's host name and the target, and each label a generated scrape job writes from the target's node."""
+    labels = subject.settings.labels
+    held = {labels.node, *labels.node_sources, *_EXPORTER_NODE_LABELS}
+    jobs = list(subject.artifacts.additional_scrape_configs.get("prometheus", {}).get("prometheusSpec", {}).get(
+        "additionalScrapeConfigs") or [])
+    for agent in subject.artifacts.agents:
+        jobs += agent.scrape.get("scrape_configs") or []
+    rules = [rule for job in jobs for rule in job.get("relabel_configs") or []]
+    for monitor in (subject.artifacts.service_monitor, *subject.artifacts.more_service_monitors):
+        for endpoint in (monitor.get("spec") or {}).get("endpoints") or []:
+            rules += [{"source_labels": rule.get("sourceLabels"), "target_label": rule.get("targetLabel"),
+                       "action": rule.get("action")} for rule in endpoint.get("relabelings") or []
+                      if isinstance(rule, dict)]
+    for rule in rules:
+        if isinstance(rule, dict) and str(rule.get("action") or "replace").lower() == "replace" \
+                and set(rule.get("source_labels") or ()) & _NODE_META and isinstance(rule.get("target_label"), str):
+            held.add(rule["target_label"])
+    return frozenset(held)
 
 
 def rate_interval(subject: LintInput) -> Iterable[Finding]:

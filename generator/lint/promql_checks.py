@@ -69,6 +69,10 @@ class Selector:
     # another's growth as its own), and that aggregation (max, sum ...)
     rated_across: str | None = None
     across: str | None = None
+    # the labels beside `gpu` of each aggregation between the selector and the counter function reading it (its
+    # rate, or the sum of its deltas) that keeps GPUs apart by `gpu` and those labels alone: one GPU's copies merged
+    # only where one of them holds the GPU's node (GF006 judges them by the settings)
+    node_labels: tuple[frozenset[str], ...] = ()
 
 
 def parse(expr: str, any_variable: bool = False):
@@ -131,36 +135,45 @@ def selectors(ast) -> list[Selector]:
 
 
 # What the path above a node says of a sum of a counter's deltas: (whether an ancestor adds up the deltas its subtree
-# reads, the aggregation across GPUs between that sum and the node, if any)
-_NOT_SUMMED: tuple[bool, str | None] = (False, None)
+# reads, the aggregation across GPUs between that sum and the node, if any), and the labels beside `gpu` of each
+# aggregation since the nearest counter function (Selector.node_labels)
+_NOT_SUMMED: tuple[bool, str | None, tuple[frozenset[str], ...]] = (False, None, ())
+_READS_STEPS = COUNTER_FUNCTIONS | {"idelta"}
 
 
-def _summed_state(node, state: tuple[bool, str | None], outer: dict) -> tuple[bool, str | None]:
+def _summed_state(node, state: tuple, outer: dict) -> tuple:
     """The state (_NOT_SUMMED's form) below `node`, given the state above it. `outer` maps each part of a sum of deltas
     that reads no delta (the right of an `or` that is no difference of readings) to the state above that sum, and is
     filled here as such sums are met."""
-    summed, across = outer.get(id(node), state)
+    import promql_parser
+
+    summed, across, beside = outer.get(id(node), state)
     if summed and across is None and _aggregates_across(node):
         across = str(node.op)
     rest = _delta_chain(node)
     if rest is not None:
         for part in rest:
-            outer[id(part)] = (summed, across)
-        return True, across
-    return (True, across) if _range_parts(node) else (summed, across)
+            outer[id(part)] = (summed, across, beside)
+        return True, across, ()
+    if isinstance(node, promql_parser.Call) and node.func.name in _READS_STEPS:
+        beside = ()
+    elif isinstance(node, promql_parser.AggregateExpr):
+        others = _beside_gpu(node)
+        beside = beside + (others,) if others else beside
+    return (True if _range_parts(node) else summed), across, beside
 
 
-def _selector_read(node, stack: list, state: tuple[bool, str | None], outer: dict, shown: bool) -> Selector:
-    summed, across = outer.get(id(node), state)
+def _selector_read(node, stack: list, state: tuple, outer: dict, shown: bool) -> Selector:
+    summed, across, beside = outer.get(id(node), state)
     labels = tuple(m.name for m in node.matchers.matchers)
     if summed and across is not None:
         return Selector(node.name, labels, None, shown, "idelta", across)
     function = "increase" if summed else _range_function(stack)
     rated, across = _rated_across(stack) if function is None else (None, None)
-    return Selector(node.name, labels, function, shown, rated, across)
+    return Selector(node.name, labels, function, shown, rated, across, beside)
 
 
-def _read_selectors(node, stack: list, found: list[Selector], state: tuple[bool, str | None], unread: bool,
+def _read_selectors(node, stack: list, found: list[Selector], state: tuple, unread: bool,
                     kinds: dict, vector_selector: type, outer: dict) -> bool:
     """Adds the selectors at and below `node` (below `stack`, its ancestors) to `found`: `state`, what the ancestors
     say of a sum of a counter's deltas (_summed_state); `unread`, whether an ancestor keeps its readings from the
@@ -211,7 +224,7 @@ def _walked_selectors(ast) -> list[Selector]:
 
     found: list[Selector] = []
     stack: list[object] = []
-    states: list[tuple[bool, str | None]] = [_NOT_SUMMED]  # below each node on `stack` (_summed_state), the root's first
+    states: list[tuple] = [_NOT_SUMMED]  # below each node on `stack` (_summed_state), the root's first
     outer: dict = {}
 
     def pre(node):
@@ -444,30 +457,27 @@ _GPU_NAMES = frozenset(("gpudash_gpu", "UUID", "uuid"))
 
 
 def _keeps_one_gpu(node) -> bool:
-    """Whether a `max` in a subquery's inner query keeps one GPU's series apart (merging only the copies of its
-    reading): grouped by a label naming one GPU, or by `gpu` beside a node's; `without` labels that drop none of
-    them. A max across different GPUs is no counter: one GPU leaving reads as a reset, another's growth as its own."""
+    """Whether an aggregation in a subquery's inner query keeps one GPU's series apart (merging only the copies of its
+    reading): grouped by a label naming one GPU, or by `gpu` beside another label (one that holds the GPU's node:
+    _beside_gpu, which lint judges by the settings); `without` labels that drop none of them. One across different
+    GPUs is no counter: one GPU leaving reads as a reset, another's growth as its own."""
     modifier = node.modifier
     if modifier is None:
         return False
     labels = set(modifier.labels)
     if "Without" in str(modifier.type):
         return not labels & (_GPU_NAMES | {"gpu"})
-    return bool(labels & _GPU_NAMES) or "gpu" in labels and any(_names_a_node(label) for label in labels)
+    return bool(labels & _GPU_NAMES) or "gpu" in labels and len(labels) > 1
 
 
-# Words of a label naming one node (node, Hostname, instance, kubernetes_node, instance_id, hostIP ...), and words
-# naming a kind or group of nodes, which holds several nodes' GPU 0 (instance_type, node_pool, nodegroup, nodeType)
-_NODE_WORDS = frozenset(("node", "host", "hostname", "instance", "nodename"))
-_GROUP_WORDS = frozenset(("type", "group", "nodegroup", "pool", "nodepool", "role", "zone", "class", "family", "size",
-                          "arch", "os", "region", "capacity", "lifecycle", "template", "kind", "selector"))
-
-
-def _names_a_node(label: str) -> bool:
-    """Whether a label's words (split at `_` and at a capital: hostIP, nodeType) name one node, not a kind or group of
-    them (a word of a label is read whole: `nodegroup` and `instance_type` hold several nodes)."""
-    words = {word.lower() for word in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", label)}
-    return bool(words & _NODE_WORDS) and not words & _GROUP_WORDS
+def _beside_gpu(node) -> frozenset[str]:
+    """The labels beside `gpu` of an aggregation `by (gpu, ...)` naming no label of one GPU alone (_GPU_NAMES): it
+    keeps GPUs apart only where one of them holds the GPU's node (empty for any other aggregation)."""
+    modifier = node.modifier
+    if modifier is None or "Without" in str(modifier.type):
+        return frozenset()
+    labels = frozenset(modifier.labels)
+    return labels - {"gpu"} if "gpu" in labels and not labels & _GPU_NAMES else frozenset()
 
 
 def _is_scaling(node) -> bool:

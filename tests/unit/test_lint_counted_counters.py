@@ -9,6 +9,7 @@ same error four times for one mistake.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -87,9 +88,15 @@ RAW = {  # raw_promql -> how many GF006 findings the panel gets (one per panel a
     "rate(max by (UUID) (C)[5m:])": 0,
     "rate(max by (gpudash_gpu, gpu) (C)[5m:])": 0,
     "rate(max by (gpu, Hostname) (C)[5m:])": 0,
-    "rate(max by (gpu, kubernetes_node) (C)[5m:])": 0,
-    "rate(max by (gpu, instance_id) (C)[5m:])": 0,
-    "rate(max by (gpu, hostIP) (C)[5m:])": 0,
+    "rate(max by (gpu, instance) (C)[5m:])": 0,  # the target: one exporter pod, one node
+    "rate(max by (gpu, node) (C)[5m:])": 0,
+    # a label holds a node by what it holds, not by its name: these hold one only where the settings or a scrape
+    # job say so (test_a_label_holds_the_node_where_the_settings_or_the_scrape_job_say_so)
+    "rate(max by (gpu, kubernetes_node) (C)[5m:])": 1,
+    "rate(max by (gpu, instance_id) (C)[5m:])": 1,
+    "rate(max by (gpu, hostIP) (C)[5m:])": 1,
+    "rate(max by (gpu, pod) (C)[5m:])": 1,  # a GPU no pod holds has none: GPU 0 of every idle node merged
+    "sum(sum_over_time((idelta(last_over_time(max by (gpu, nodename) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 1,
     # a node's kind, group or pool is no node: GPU 0 of every node of it merged
     "rate(max by (gpu, instance_type) (C)[5m:])": 1,
     "rate(max by (gpu, node_pool) (C)[5m:])": 1,
@@ -125,8 +132,14 @@ RAW = {  # raw_promql -> how many GF006 findings the panel gets (one per panel a
     "rate(topk(1, C)[5m:])": 1,
     "sum(rate(sum by (UUID) (C)[5m:]))": 1,  # one GPU's copies added: not said across GPUs (charted raw)
 }
+def _beside_gpu(text: str) -> bool:
+    """A rate or a sum of steps over an aggregation by gpu beside other labels."""
+    return bool(re.search(r"by \(gpu, \w+\) \(C\)\[", text))
+
+
 ACROSS = {  # the panels told what is wrong with a rate or a sum of steps over an aggregation across GPUs
-    text for text in RAW if RAW[text] and (text.startswith(("rate(max", "rate(sum", "increase(min", "rate(topk"))
+    text for text in RAW if RAW[text] and not _beside_gpu(text)
+    and (text.startswith(("rate(max", "rate(sum", "increase(min", "rate(topk"))
                                           or "_over_time(max(" in text or "(sum by (node) (C)[" in text
                                           or "(max by (gpu) (C)[" in text)}
 
@@ -148,9 +161,46 @@ def raw(tmp_path_factory):
 def test_a_counter_is_said_charted_raw_exactly_where_its_reading_is_shown(raw, text):
     said = [f for f in raw if f.where.endswith(f" panel {text!r}")]
     assert len(said) == RAW[text], said
-    start = f"counter {COUNTERS[0]} is " + ("read by " if text in ACROSS else "charted raw")
+    start = f"counter {COUNTERS[0]} is " + ("read by " if text in ACROSS or _beside_gpu(text) else "charted raw")
     assert all(f.severity == "error" and f.message.startswith(start) for f in said), said
+    if _beside_gpu(text) and said:
+        label = re.search(r"by \(gpu, (\w+)\)", text).group(1)
+        assert f"over an aggregation by gpu and {label}, which holds no GPU's node" in said[0].message, said
     if text in ACROSS:
         operation = re.search(r"\((max|sum|min|topk)\b", text).group(1)
         read = "a sum of idelta() steps" if "idelta" in text else text.split("(")[0] + "()"
         assert said[0].message.startswith(f"counter {COUNTERS[0]} is read by {read} over a {operation} across GPUs")
+
+
+APART = {  # raw_promql -> GF006 findings under settings whose labels.node is [node, machine]
+    "rate(max by (gpu, machine) (C)[5m:])": 0,  # `machine` holds the node: the settings say so
+    "rate(max by (gpu, kubernetes_node) (C)[5m:])": 1,
+    "sum(sum_over_time((idelta(last_over_time(max by (gpu, machine) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 0,
+    "sum(sum_over_time((idelta(last_over_time(max by (gpu, node_pool) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 1,
+}
+
+
+def test_a_label_holds_the_node_where_the_settings_or_the_scrape_job_say_so(tmp_path):
+    """Whether an aggregation by gpu and another label keeps GPUs apart depends on what that label holds: labels.node
+    lists the labels holding the node (`machine` here), and a label a scrape job writes from the target's node holds
+    it too. Seen: judged by the label's name (a word node, host or instance in it), so `kubernetes_node` passed
+    whatever it held, a label holding the node under another name (`machine`) was an error, and `instance_type` passed
+    until its words were read."""
+    counter = COUNTERS[0]
+    panels = [f'Panel({text!r}, Query({counter!r}, raw_promql={_written(text, counter)!r}), unit="count")'
+              for text in APART]
+    project = defined_project(tmp_path, "labels:\n  node: [node, machine]\n", dashboards=_dashboards(panels))
+    subject = lint_input(project)
+    found = run([rule for rule in RULES if rule.id == "GF006"], subject)
+    said = {text: [f.message for f in found if f.where.endswith(f" panel {text!r}")] for text in APART}
+    assert {text: len(messages) for text, messages in said.items()} == APART, said
+    assert all("holds no GPU's node (the labels that do: Hostname, hostname, instance, machine, node)" in m[0]
+               for m in said.values() if m), said
+    # a scrape job that writes the target's node into kubernetes_node makes it a node's label
+    scrape = json.loads(json.dumps(subject.artifacts.additional_scrape_configs))
+    job = scrape["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"][0]
+    job["relabel_configs"].append({"source_labels": ["__meta_kubernetes_pod_node_name"],
+                                   "target_label": "kubernetes_node"})
+    found = run([rule for rule in RULES if rule.id == "GF006"],
+                lint_input(project, subject.artifacts, additional_scrape_configs=scrape))
+    assert [f.where.split(" panel ")[1] for f in found] == [repr(t) for t in APART if "node_pool" in t]
