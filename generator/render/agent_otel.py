@@ -204,6 +204,9 @@ def blank_conditions(catalog: Catalog, names: Iterable[str], prefix: str = "") -
 # The exporter's labels that tell a GPU instance from the others of one exporter: the GPU's UUID, and the
 # MIG instance (the scrape job gives a GPU not split into MIG instances GPU_I_ID="none").
 GPU_IDENTITY = ("UUID", MIG_INSTANCE_LABEL)
+# The labels that tell a GPU's MIG instances apart: a device counter's copies, one per instance with the GPU's reading,
+# merge per physical GPU without them (a GPU split 4g.20gb + 3g.20gb kept apart by its profiles would count twice).
+MIG_INSTANCE_LABELS = frozenset({MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL})
 MERGED_PREFIX = "gpudash.gpu."  # a merged copy's name between two of the processor's transforms
 
 
@@ -238,7 +241,7 @@ def pod_copies(catalog: Catalog, settings: Settings, declarations: list[dict[str
         return {}
     per_pod = _copy_labels(catalog, settings, declarations, names)[0]
     device = set(_device_counters(catalog, settings, names))
-    return {name: sorted(per_pod - {MIG_INSTANCE_LABEL} if name in device else per_pod) for name in names}
+    return {name: sorted(per_pod - MIG_INSTANCE_LABELS if name in device else per_pod) for name in names}
 
 
 def _device_counters(catalog: Catalog, settings: Settings, names: list[str]) -> list[str]:
@@ -302,9 +305,10 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
                              hint="name the node and the GPU in cloudwatch.gpu_dimensions, e.g. "
                                   "[ClusterName, node, gpu]")
     # A device counter (PCIe replays, NVLink bytes, energy) repeats on each MIG instance of its GPU: its merged copy,
-    # and each pod's copy, drop GPU_I_ID too, one series per physical GPU (a pod holding two instances of one GPU
-    # has one copy of its reading, not two); a counter MIG reports per instance, and a field split per process
-    # (virtual_gpus), keep one per GPU instance.
+    # and each pod's copy, drop GPU_I_ID and GPU_I_PROFILE too (a set of another field may name them: with
+    # exporter.virtual_gpus, framebuffer used per GPU instance and profile), one series per physical GPU (a pod
+    # holding two instances of one GPU has one copy of its reading, not two); a counter MIG reports per instance, and
+    # a field split per process (virtual_gpus), keep one per GPU instance.
     device = _device_counters(catalog, settings, names)
     instance = [n for n in names if n not in device]
 
@@ -318,9 +322,9 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
     split = [n for n in names if n in shared]
     return {"transforms": [
         *device_readings(split, per_gpu),
-        *grouped("insert", ((device, per_gpu - {MIG_INSTANCE_LABEL}), (instance, per_gpu)),
+        *grouped("insert", ((device, per_gpu - MIG_INSTANCE_LABELS), (instance, per_gpu)),
                  new_name=MERGED_PREFIX + "${1}"),
-        *grouped("update", ((device, per_pod - {MIG_INSTANCE_LABEL}), (instance, per_pod))),
+        *grouped("update", ((device, per_pod - MIG_INSTANCE_LABELS), (instance, per_pod))),
         *(device_or_copies(name) for name in split),
         {"include": f"^{re.escape(MERGED_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
          "new_name": "${1}"},
