@@ -1329,7 +1329,7 @@ class _Merge:
     # merge keeps carry no node label at all: GPU_LABEL stands where the node stood (_keep), the outer grouping's node
     # left out, so a GPU two copies name apart is one series until named_gpus writes the one node it is shown under.
     per_uuid: bool = False
-    node: str | None = None  # the scope's node regex (a counter's rate read from its recording is named by it)
+    node: str | None = None  # the scope's node regex: a counter's GPUs are those it names (named; a recorded rate's)
     workload: tuple[str, ...] = ()  # the scope's pod and namespace matchers (the copies a recorded rate must have)
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
@@ -1384,7 +1384,7 @@ class _Merge:
     def named(self, series: str, metric: str, span: str, resolution: str) -> str:
         """`series` (a counter's rate or increase per GPU, `physical`) with the node label of the name gpu_names gives
         its GPU."""
-        return named_gpus(series, (metric,), list(self.naming), span, resolution, self.labels)
+        return named_gpus(series, (metric,), list(self.naming), span, resolution, self.labels, self.node)
 
     def gpus(self, series: str, own: tuple[str, ...] = ()) -> str:
         """The rates or increases of the physical GPUs (`physical`, `named`) that stood under one node and index (and
@@ -1938,13 +1938,22 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         and "pod" in keys and not count and _instance_value(query.metric, catalog, kind)
     if apart and kind == "mig" and "gpu" in keys:  # each MIG instance of a pod's GPU judged on its own
         outer += [name for name in INSTANCE_IDENTITY if name not in outer]
-    # a gauge per GPU: its value per GPU (GPU_LABEL) whichever copy it is read from, its node named apart (named_gpus)
-    named = (not count and reads_gauges(query, catalog) and {"node", "gpu"} <= set(keys)
-             and set(keys) <= {"cluster", "node", "gpu", "mig_instance"} and resolution is not None)
     node = next((regex for key, regex in scope.regexes if key == "node"), None)
-    if named and node is not None:  # the GPU's copies under any node spelling: named_gpus keeps the node's GPUs
-        # (those a copy spelled with the node names), the value read from the copy chosen as with All nodes (an old
-        # exporter's copy, its own pod's name in Hostname, read 60 % where the node-spelled copies read 50 %)
+    # a value of GPUs, not of pods (per pod: _Device's look-back, _named_rates), in a panel with the node variable:
+    # the node picks which GPUs show (those its name is, gpu_names), never which copy of a GPU is read
+    gauges = reads_gauges(query, catalog)
+    of_gpus = (node is not None and gauge_window is None and resolution is not None
+               and set(keys) <= {"cluster", "node", "gpu", "mig_instance"} and (gauges or not count))  # (a count of
+    # a counter's GPUs: of the copies whose spelling matches the node)
+    # a gauge per GPU: its value per GPU (GPU_LABEL) whichever copy it is read from, its node named apart (named_gpus);
+    # so too a panel's gauge over GPUs (a fleet's or node's mean, total, maximum or count of GPUs) with the node
+    # variable, the GPUs then kept by their names
+    named = (gauges and set(keys) <= {"cluster", "node", "gpu", "mig_instance"}
+             and resolution is not None and (not count and {"node", "gpu"} <= set(keys) or of_gpus))
+    if (named or of_gpus) and node is not None:  # the GPU's copies under any node spelling: the node's GPUs are those
+        # a copy spelled with the node names (named_gpus; a counter's, _Merge.named), the value read from the copies
+        # All nodes reads (an old exporter's copy, its own pod's name in Hostname, read 60 % where the node-spelled
+        # copies read 50 %; a counter's increase read the new exporter's copy alone, begun later, 1 for 2 rows)
         branches = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
     workload = tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in scope.regexes
                      if key in ("pod", "namespace"))
@@ -2000,7 +2009,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     if named:  # per GPU (its UUID, GPU_LABEL), named (named_gpus), then the outer grouping: a panel at each step, an
         # alert once per evaluation, after its periods' statistics (gauge_readings' `named`)
         node = next((regex for key, regex in scope.regexes if key == "node"), None)
-        inner = _listed((labels.cluster, GPU_LABEL, *(name for name in outer if name != labels.node)))
+        inner = _listed((labels.cluster, GPU_LABEL, "gpu", *(name for name in outer if name != labels.node)))
         fields = _named_fields(query.metric, catalog)
 
         def gpus(series: str, how: str, span: str | None) -> str:

@@ -1,0 +1,180 @@
+"""Every panel of every bundled Grafana dashboard, with the Node variable set to a node, shows what All nodes shows of
+that node's GPUs, on a real Prometheus over a messy fleet:
+
+- node n3 mid-upgrade (maxSurge overlap on a scrape path that does not label the node: the GPU operator's
+  ServiceMonitor as shipped): its old exporter writes its own pod's name into `Hostname` (no NODE_NAME), the new one
+  `hostname="n3"`; the new one started later (its first scrapes fail) and one of its later scrapes fails. The old
+  exporter reads higher utilization and power than the new one; both read the devices' counters alike.
+  GPU 0 (GPU-n3-0) held by ml/p; GPU 1 (GPU-n3-1) idle, its utilization and temperature DCGM's blank in the new
+  exporter.
+- node n4, one exporter (`Hostname="n4"`): GPU 0 held by ml/q, GPU 1 held by team-b/r, whose memory temperature is
+  DCGM's blank (not supported).
+
+Truth: with node=n3 (n4) every panel's lines, legends and values at every step equal those All nodes shows with the
+other node's GPUs left out (the All-nodes query with every field's series restricted to the node's GPUs by UUID): the
+node picks which GPUs show, never which copy of a GPU is read. A few panels also against values worked out here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from generator.artifacts import grafana_dashboards
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from tests.integration.test_pod_lookback_restart import _Counted, _scraping
+from tests.support.projects import bundled_project
+from tests.support.prometheus_server import counted_inline, range_macros, scraped_every
+from tests.support.replay_exporter import ReplayExporter
+from tests.support.side_by_side import module_scenes, scene
+
+OLD_POD = "nvidia-dcgm-exporter-q8w2z"
+BLANK = 9223372036854775794  # DCGM's int64 blank (not supported)
+SCRAPES = 16
+LATE = 3  # the new exporter's first answers fail: it started later than the old one
+NEW_FAILS_AT = (10,)
+COMMON = 'modelName="NVIDIA A100-SXM4-80GB",DCGM_FI_DRIVER_VERSION="570.133.20"'
+T0 = time.time()
+
+# gauges: (old exporter's, new exporter's) reading per n3 GPU, one reading per n4 GPU
+GAUGES = {  # field: {gpu key: value or (old, new)}
+    "DCGM_FI_DEV_GPU_UTIL": {"n3-0": (60, 50), "n3-1": (0, BLANK), "n4-0": 90, "n4-1": 20},
+    "DCGM_FI_DEV_MEM_COPY_UTIL": {"n3-0": (30, 35), "n3-1": (0, 0), "n4-0": 40, "n4-1": 5},
+    "DCGM_FI_DEV_ENC_UTIL": {"n3-0": (0, 0), "n3-1": (0, 0), "n4-0": 0, "n4-1": 0},
+    "DCGM_FI_DEV_DEC_UTIL": {"n3-0": (0, 0), "n3-1": (0, 0), "n4-0": 0, "n4-1": 0},
+    "DCGM_FI_DEV_FB_USED": {"n3-0": (30000, 32000), "n3-1": (1000, 1000), "n4-0": 70000, "n4-1": 8000},
+    "DCGM_FI_DEV_FB_FREE": {"n3-0": (50000, 48000), "n3-1": (79000, 79000), "n4-0": 10000, "n4-1": 72000},
+    "DCGM_FI_DEV_FB_RESERVED": {"n3-0": (500, 500), "n3-1": (500, 500), "n4-0": 500, "n4-1": 500},
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": {"n3-0": (0.6, 0.5), "n3-1": (0, 0), "n4-0": 0.9, "n4-1": 0.2},
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": {"n3-0": (0.3, 0.4), "n3-1": (0, 0), "n4-0": 0.7, "n4-1": 0.1},
+    "DCGM_FI_PROF_DRAM_ACTIVE": {"n3-0": (0.2, 0.25), "n3-1": (0, 0), "n4-0": 0.5, "n4-1": 0.05},
+    "DCGM_FI_DEV_POWER_USAGE": {"n3-0": (150, 140), "n3-1": (60, 55), "n4-0": 300, "n4-1": 90},
+    "DCGM_FI_DEV_MEMORY_TEMP": {"n3-0": (70, 71), "n3-1": (50, 50), "n4-0": 80, "n4-1": BLANK},
+    "DCGM_FI_DEV_GPU_TEMP": {"n3-0": (65, 66), "n3-1": (40, BLANK), "n4-0": 75, "n4-1": 45},
+    "DCGM_FI_DEV_SM_CLOCK": {"n3-0": (1400, 1410), "n3-1": (210, 210), "n4-0": 1980, "n4-1": 1100},
+    "DCGM_FI_DEV_MEM_CLOCK": {"n3-0": (1593, 1593), "n3-1": (1593, 1593), "n4-0": 1593, "n4-1": 1593},
+    "DCGM_FI_PROF_PCIE_TX_BYTES": {"n3-0": (2e9, 1e9), "n3-1": (0, 0), "n4-0": 3e9, "n4-1": 1e8},
+    "DCGM_FI_PROF_PCIE_RX_BYTES": {"n3-0": (1e9, 2e9), "n3-1": (0, 0), "n4-0": 4e9, "n4-1": 2e8},
+    "DCGM_FI_DEV_XID_ERRORS": {"n3-0": (0, 0), "n3-1": (43, 43), "n4-0": 0, "n4-1": 79},
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": {"n3-0": (0, 0), "n3-1": (0, 0), "n4-0": 0, "n4-1": 1},
+    "DCGM_FI_DEV_VGPU_LICENSE_STATUS": {"n3-0": (0, 0), "n3-1": (0, 0), "n4-0": 0, "n4-1": 0},
+}
+# counters: the device's count at a time (both exporters of a node read the same device)
+COUNTERS = {
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": lambda key, t: 1e9 + {"n3-0": 150000, "n3-1": 60000, "n4-0": 300000,
+                                                                    "n4-1": 90000}[key] * t,
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": lambda key, t: {"n3-0": 3, "n3-1": 0, "n4-0": 1, "n4-1": 0}[key] * math.floor(t),
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": lambda key, t: {"n3-0": 5e6, "n3-1": 0, "n4-0": 7e6, "n4-1": 1e6}[key] * t,
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": lambda key, t: {"n3-0": 1, "n3-1": 0, "n4-0": 0, "n4-1": 2}[key]
+    * math.floor(t / 4),
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": lambda key, t: {"n3-0": 0, "n3-1": 1, "n4-0": 0, "n4-1": 0}[key]
+    * math.floor(t / 5),
+}
+PODS = {"n3-0": ("ml", "p"), "n4-0": ("ml", "q"), "n4-1": ("team-b", "r")}
+
+
+def _payload(node: str, spelling: str, old: bool | None) -> str:
+    t = time.time() - T0
+    lines = []
+    for metric, values in (*GAUGES.items(), *((m, None) for m in COUNTERS)):
+        lines.append(f"# TYPE {metric} {'gauge' if values else 'counter'}")
+        for gpu in (0, 1):
+            key = f"{node}-{gpu}"
+            pod = PODS.get(key)
+            labels = ",".join(x for x in (f'gpu="{gpu}",UUID="GPU-{key}",device="nvidia{gpu}"', COMMON, spelling,
+                                          pod and f'container="main",namespace="{pod[0]}",pod="{pod[1]}"') if x)
+            value = COUNTERS[metric](key, t) if values is None else values[key]
+            value = value[0 if old else 1] if isinstance(value, tuple) else value
+            lines.append(f"{metric}{{{labels}}} {value:.17g}")
+    return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def _fleet(tmp_path_factory):
+    """(prometheus, the instant from which both of n3's copies are stored, the last sample)."""
+    old = _Counted(lambda n: _payload("n3", f'Hostname="{OLD_POD}"', True))
+    new = _Counted(lambda n: "garbage{ 1\n" if n <= LATE or n in NEW_FAILS_AT
+                   else _payload("n3", 'hostname="n3"', False))
+    n4 = _Counted(lambda n: _payload("n4", 'Hostname="n4"', None))
+    with ReplayExporter(old) as a, ReplayExporter(new) as b, ReplayExporter(n4) as c:
+        with _scraping(tmp_path_factory, "node-view-every-panel", [a.address, b.address, c.address],
+                       lambda: new.served >= SCRAPES) as prometheus:
+            firsts = {series["metric"]["instance"]: min(float(at) for at, _ in series["values"])
+                      for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-0"}[10m]')}
+            stored = [float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")
+                      for at, _ in series["values"]]
+            assert len(firsts) == 2, firsts
+            yield prometheus, min(firsts.values()), max(firsts.values()), max(stored)
+
+
+scenes = module_scenes({"fleet": _fleet})
+fleet = scene("fleet")
+
+
+def _targets() -> list[tuple[str, str, dict]]:
+    """(dashboard, panel title, target) of every bundled dashboard's panels."""
+    return [(dashboard.model["title"], panel.get("title", ""), target)
+            for dashboard in grafana_dashboards(bundled_project())
+            for panel in dashboard.model["panels"] for target in panel.get("targets", ())]
+
+
+TARGETS = _targets()
+RANGE = "20s"  # the dashboard range an increase over the range reads
+
+
+def _restricted(expr: str, node: str) -> str:
+    """`expr` with every field's series restricted to the GPUs of `node` (by UUID): what All nodes shows of them."""
+    matcher = f'UUID=~"GPU-{node}-.*"'
+    expr = re.sub(r"\b(DCGM_[A-Z0-9_]+)\{", rf"\1{{{matcher}, ", expr)
+    return re.sub(r"\b(DCGM_[A-Z0-9_]+)(?=\[|\)| )", rf"\1{{{matcher}}}", expr)
+
+
+def _shown(fleet, target: dict, node: str | None, restrict: str | None = None) -> dict[float, dict[str, float]]:
+    prometheus, _, start, end = fleet
+    expr = scraped_every(counted_inline(target["expr"], bundled_project()), 30, 1)
+    if restrict:
+        expr = _restricted(expr, restrict)
+    expr = interpolate(expr, {**variables({"node": node} if node else {}, ("namespace", "pod", "node", "gpu")),
+                              "__rate_interval": "4s", **range_macros(RANGE)})
+    first = math.floor(start) + 4.5
+    return {at: {render_legend(target.get("legendFormat", ""), s["metric"]): float(s["value"][1]) for s in result}
+            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+
+
+def _differ(one: dict[str, float], other: dict[str, float]) -> bool:
+    return set(one) != set(other) or any(not math.isclose(one[k], other[k], rel_tol=1e-9, abs_tol=1e-9) for k in one)
+
+
+@pytest.mark.parametrize("dashboard, title, target", TARGETS,
+                         ids=[f"{d}/{t}/{n}" for n, (d, t, _) in enumerate(TARGETS)])
+def test_a_node_selected_shows_what_all_nodes_shows_of_its_gpus(fleet, dashboard, title, target):
+    wrong = {}
+    for node in ("n3", "n4"):
+        every = _shown(fleet, target, None, node)
+        one = _shown(fleet, target, node)
+        wrong.update({(node, at): (every[at], one.get(at)) for at in every if _differ(every[at], one.get(at, {}))})
+    assert not wrong, f"{dashboard} / {title}: (node, step): (All nodes of the node's GPUs, node selected) {wrong}"
+
+
+TRUTH = {  # panel: {node: {legend: value}} at every step (the old exporter, fresh at each, reads the highest)
+    "Average GPU utilization": {"n3": {"DCGM_FI_DEV_GPU_UTIL": 30.0}, "n4": {"DCGM_FI_DEV_GPU_UTIL": 55.0}},
+    "Total power draw": {"n3": {"DCGM_FI_DEV_POWER_USAGE": 210.0}, "n4": {"DCGM_FI_DEV_POWER_USAGE": 390.0}},
+    "GPUs reporting": {"n3": {"DCGM_FI_DEV_GPU_TEMP": 2.0}, "n4": {"DCGM_FI_DEV_GPU_TEMP": 2.0}},
+    "GPU utilization": {"n3": {"n3 GPU 0": 60.0, "n3 GPU 1": 0.0}, "n4": {"n4 GPU 0": 90.0, "n4 GPU 1": 20.0}},
+}
+
+
+@pytest.mark.parametrize("title", sorted(TRUTH))
+def test_a_node_selected_shows_its_gpus_values(fleet, title):
+    target = next(target for _, t, target in TARGETS if t == title)
+    wrong = {}
+    for node, truth in TRUTH[title].items():
+        shown = _shown(fleet, target, node)
+        wrong.update({(node, at): values for at, values in shown.items() if _differ(values, truth)})
+        assert len(shown) >= 8
+    assert not wrong, f"{title}: (node, step): shown (true {TRUTH[title]}) {wrong}"
