@@ -29,8 +29,8 @@ from ..settings import Cluster, dimensions_lacking, duration_seconds, workload_r
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
-from .go_regex import regex_problem
-from .promql_checks import check_parses, query_selectors
+from .go_regex import newer_syntax, regex_problem
+from .promql_checks import check_parses, newer_regex_syntax, query_selectors
 
 KSM_SERIES_LABELS = (KSM_NAMESPACE_LABEL, KSM_DAEMONSET_LABEL)  # kube-state-metrics' labels of a DaemonSet's series
 
@@ -828,6 +828,37 @@ def regexes_compile(subject: LintInput) -> Iterable[Finding]:
             yield Finding("PR005", "error", where, f"regex {regex!r} does not compile: {checked[regex]}")
 
 
+def newer_regexes(subject: LintInput) -> Iterable[Finding]:
+    """A matcher regex of a Prometheus rule or a Grafana query, or a relabel regex of a Prometheus scrape path, that
+    only a Prometheus built with a newer Go compiles (go_regex.newer_syntax: Prometheus 3 takes it, 2.42 refuses the
+    rules file, the query, the scrape config): a warning, as for experimental functions, since no setting says which
+    Prometheus the build is for. The agent's regexes are compiled by the agent's own Go, not Prometheus'."""
+    rule_files = ((RULES_FILE, subject.artifacts.prometheus_rules),
+                  (PROMETHEUS_RULE_FILE, (subject.artifacts.prometheus_rule or {}).get("spec") or {}))
+    places = [(f"{where} group {group!r} rule {name!r}", expr) for where, document in rule_files
+              for group, name, expr, _ in _rules_of(document) if isinstance(expr, str)]
+    for dashboard in subject.grafana:
+        for panel in dashboard.model.get("panels") or []:
+            for shown in [panel, *(panel.get("panels") or [])]:
+                places += [(f"{grafana_dashboard_file(dashboard.uid)} panel {shown.get('title', '?')!r}",
+                            target["expr"]) for target in shown.get("targets") or []
+                           if isinstance(target.get("expr"), str)]
+    said: set[tuple[str, str]] = set()
+    for where, expr in places:
+        if "=~" in expr or "!~" in expr:
+            for note in newer_regex_syntax(expr):
+                if (where, note) not in said:
+                    said.add((where, note))
+                    yield Finding("PR006", "warning", where, f"a matcher regex uses {note}: {_NEWER_GO}")
+    for where, regex in _regexes(subject):
+        if where.startswith((ADDITIONAL_SCRAPE_FILE, SERVICE_MONITOR_FILE)):
+            for note in newer_syntax(regex):
+                yield Finding("PR006", "warning", where, f"regex {regex!r} uses {note}: {_NEWER_GO}")
+
+
+_NEWER_GO = "Prometheus 3 compiles it, a Prometheus built with an older Go refuses it (2.42: Go 1.19)"
+
+
 RULES = (
     Rule("AG001", "every metric and dimension set a CloudWatch widget or alarm queries is published by that "
                   "cluster's agent", used_metrics_selected),
@@ -852,4 +883,6 @@ RULES = (
                   "Prometheus loads (rules.yaml and the PrometheusRule)", rules_parse),
     Rule("PR005", "every relabel regex of the scrape paths and every agent declaration regex compiles (RE2)",
          regexes_compile),
+    Rule("PR006", "no PromQL matcher or Prometheus relabel regex uses syntax only a Prometheus built with a newer Go "
+                  "compiles ((?<name>) groups, Unicode 14 and 15 scripts; a warning)", newer_regexes),
 )

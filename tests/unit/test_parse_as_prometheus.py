@@ -112,6 +112,39 @@ def test_raw_promql_with_a_regex_only_newer_prometheus_compiles_is_written_with_
     assert f"raw.py:3: raw_promql's regex uses {note}" in stderr and "Prometheus 3 takes" in stderr, stderr
 
 
+def test_lint_warns_of_a_regex_only_newer_prometheus_compiles(tmp_path):
+    """PR006: a panel's matcher regex written (?<name>...) and a relabel regex naming a Unicode 15 script are said
+    (warnings: Prometheus 3 compiles them, 2.42 refuses); (?P<name>...) and Unicode 13's scripts are not. Seen: lint
+    said nothing, and 2.42 refuses the query and the scrape config."""
+    from generator.lint import run
+    from generator.lint.feed_rules import RULES
+    from tests.support.lint_input import lint_input
+    from tests.support.projects import defined_project
+
+    panels = [("Newer", '(?<n>gpu).*'), ("Older", '(?P<n>gpu).*'), ("Scripts", '\\\\p{Greek}+')]
+    raws = {title: 'avg(DCGM_FI_DEV_GPU_UTIL{node=~"%s"})' % regex for title, regex in panels}
+    dashboards = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+                  "    yield Dashboard(id='newer', title='Newer', rows=[Row('All', [" + ", ".join(
+                      f"Panel({title!r}, Query('DCGM_FI_DEV_GPU_UTIL', raw_promql={raw!r}), unit='percent')"
+                      for title, raw in raws.items()) + "])])\n")
+    project = defined_project(tmp_path, dashboards=dashboards)
+    artifacts = build(project)
+    scrape = json.loads(json.dumps(artifacts.additional_scrape_configs))
+    job = scrape["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"][0]
+    job["relabel_configs"].append({"source_labels": ["__meta_kubernetes_pod_name"], "regex": "\\p{Kawi}.*",
+                                   "action": "drop"})
+    job["relabel_configs"].append({"source_labels": ["__meta_kubernetes_pod_name"], "regex": "\\p{Yezidi}.*",
+                                   "action": "drop"})
+    found = run([rule for rule in RULES if rule.id == "PR006"],
+                lint_input(project, artifacts, additional_scrape_configs=scrape))
+    assert [(f.severity, f.where.split(" ")[-1], f.message.split(":")[0]) for f in found] == [
+        ("warning", "'Newer'", "a matcher regex uses a named group written (?<n>) (every Prometheus takes (?P<n>))"),
+        ("warning", f"relabel_configs[{len(job['relabel_configs']) - 2}]",
+         "regex '\\\\p{Kawi}.*' uses the Unicode script Kawi (\\p{Kawi})")], found
+    assert all(f.message.endswith("Prometheus 3 compiles it, a Prometheus built with an older Go refuses it (2.42: "
+                                  "Go 1.19)") for f in found)
+
+
 # (raw_promql, the query Grafana sends for it over the last 5 minutes ending at 1700000000 s)
 BRACED = [
     ("sum_over_time(DCGM_FI_DEV_GPU_UTIL[${__range_s}s])", "sum_over_time(DCGM_FI_DEV_GPU_UTIL[300s])"),
