@@ -79,20 +79,23 @@ class NotResent(RemoteError):
 
 
 SERVICES = ("cloudwatch", TAGGING)  # every service gpudash makes a client of
+# The services botocore's credential chain makes clients of, from the same session: STS for a profile's role_arn and
+# for a web identity token (AWS_ROLE_ARN, EKS's IRSA), SSO and its OIDC for an SSO profile, sign-in for `aws login`
+CREDENTIAL_SERVICES = ("sts", "sso", "sso-oidc", "signin")
 
 
 def _model_loader(session):
     """botocore's data loader for `session`, searching where botocore's own does (AWS_DATA_PATH and the config's
-    data_path first), that knows of the services gpudash calls only: to tell whether it knows a service, botocore's
-    lists every service it has a model of (about 400 folders and 2,700 file checks, for each client's model and again
-    for its endpoint rules)."""
+    data_path first), that knows of the services gpudash calls only, and those the credential chain calls to find
+    its keys (CREDENTIAL_SERVICES): to tell whether it knows a service, botocore's lists every service it has a model
+    of (about 400 folders and 2,700 file checks, for each client's model and again for its endpoint rules)."""
     import os
 
     from botocore.loaders import Loader, create_loader
 
     class CalledServices(Loader):
         def list_available_services(self, type_name: str) -> list[str]:
-            return [service for service in SERVICES if any(
+            return [service for service in SERVICES + CREDENTIAL_SERVICES if any(
                 self.file_loader.exists(os.path.join(path, service, version, type_name))
                 for path in self.search_paths if os.path.isdir(os.path.join(path, service))
                 for version in os.listdir(os.path.join(path, service)))]

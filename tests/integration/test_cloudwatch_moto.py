@@ -95,3 +95,37 @@ def test_static_per_pod_alarms_name_each_pod(cloudwatch, project_dir):
     cloudwatch.put_metric_alarm(**request)
     (alarm,) = cloudwatch.describe_alarms(AlarmNames=[request["AlarmName"]])["MetricAlarms"]
     assert sorted(alarm["Dimensions"], key=lambda d: d["Name"]) == sorted(request["Dimensions"], key=lambda d: d["Name"])
+
+
+@pytest.mark.parametrize("style", ["role_arn", "web_identity"])
+def test_a_profile_that_assumes_a_role_reaches_cloudwatch_with_the_role(moto, tmp_path, monkeypatch, style):
+    """The credential chain makes clients of its own from the same session: STS for a profile with `role_arn` (a
+    laptop's usual profile) or a web identity token (EKS's IRSA, AWS_ROLE_ARN), SSO and sign-in for theirs. The data
+    loader that lists only the services gpudash calls refused them ("Unknown service: 'sts'"): every call failed."""
+    from generator.clients.cloudwatch import CloudWatch
+
+    moto.reset()
+    role = "arn:aws:iam::123456789012:role/gpudash-publisher"
+    config = tmp_path / "config"
+    if style == "role_arn":
+        config.write_text("[profile base]\naws_access_key_id = AKIABASEBASEBASEBASE\naws_secret_access_key = base\n"
+                          f"[profile deployer]\nrole_arn = {role}\nsource_profile = base\nregion = us-east-1\n")
+        profile = "deployer"
+    else:
+        token = tmp_path / "token"
+        token.write_text("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6Z3B1OmdwdWRhc2gifQ.c2ln")
+        config.write_text("[default]\nregion = us-east-1\n")
+        monkeypatch.setenv("AWS_ROLE_ARN", role)
+        monkeypatch.setenv("AWS_WEB_IDENTITY_TOKEN_FILE", str(token))
+        for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):  # the role's alone
+            monkeypatch.delenv(key, raising=False)
+        profile = None
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)  # STS too, as a real endpoint would be AWS's
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    client = CloudWatch(profile=profile, endpoint_url=moto.url)
+    answer = client.call("us-east-1", "DescribeAlarms", "the alarms", AlarmNamePrefix="gpudash-")
+    assert answer["MetricAlarms"] == []
+    used = client.session.get_credentials().get_frozen_credentials()
+    assert used.access_key.startswith("ASIA") and used.token, used  # the role's temporary keys, from STS
