@@ -93,7 +93,7 @@ def _threads(groups: Iterable[str], runners, project: Project, options: Options,
 # side imports too (urllib3 and dateutil, under botocore and the Kubernetes client) are imported before the fork, once
 # instead of in each process; requests and multiprocessing.pool (the Kubernetes client's thread pool), which only the
 # child's groups use, in the child, while this process imports botocore.
-_BOTH_SIDES = ("urllib3", "dateutil.parser", "dateutil.tz")
+_BOTH_SIDES = ("urllib3", "dateutil.parser", "dateutil.tz", "encodings.idna")  # the codec: see clients/deadline.py
 _THREADS = ("requests", "multiprocessing.pool")
 
 

@@ -12,11 +12,17 @@ The clock is injectable: tests replace `CLOCK` with one that advances without sl
 from __future__ import annotations
 
 import email.utils
+import encodings.idna  # noqa: F401 - see below
 import threading
 import time
 from typing import Callable, TypeVar
 
 from ..errors import RemoteError
+
+# Every remote call runs on a thread of its own (`Deadline.run`), and the socket layer encodes the host name with the
+# idna codec at each connection (urllib3's create_connection, under requests and botocore): the codec's first lookup
+# imports its module, which two Regions' calls starting at once would import on two threads (a thread importing a
+# module that another is importing can see it half made). It is imported with this module, before any call's thread.
 
 DEFAULT_SECONDS = 900.0  # a publishing command may take 15 minutes in all
 DEFAULT_RETRY_AFTER_MAX = 30.0  # the longest Retry-After honoured

@@ -47,6 +47,20 @@ REFUSED = "connection refused"
 RETRIES_AFTER = {NO_SUCH_HOST: 0, NAME_LOOKUP_FAILED: 1, REFUSED: 1}
 
 
+# What `get` imports on its first call: imported by `before_threads` on the thread that starts a pool of threads making
+# such calls, so that no two of them import one module at once (one can see it half made: "cannot import name ... from
+# partially initialized module"); the idna codec is looked up by the socket layer at each connection.
+THREAD_IMPORTS = ("encodings.idna", "requests", "requests.auth", "urllib3.exceptions")
+
+
+def before_threads() -> None:
+    """Import THREAD_IMPORTS, before threads that make requests with `get` start."""
+    import importlib
+
+    for name in THREAD_IMPORTS:
+        importlib.import_module(name)
+
+
 def connect_failure(exc: BaseException) -> str | None:
     """NO_SUCH_HOST, NAME_LOOKUP_FAILED or REFUSED when `exc` (requests', urllib3's or botocore's, which wrap the
     socket's error in their own) failed for that reason, else None."""

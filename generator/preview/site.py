@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from ..errors import InputError
 from . import page, panels
 from .interpolate import Window, alternation, defaults, interpolate, listed_at_all, step_for
+from ..clients.http import before_threads
 from ..clients.prometheus import PrometheusClient, Result
 
 _DURATION = re.compile(r"^(\d+)(s|m|h|d|w)$")
@@ -82,6 +83,7 @@ def run_queries(plans: list[PagePlan], client: PrometheusClient, workers: int = 
                 expr = interpolate(target["expr"], values)
                 instant = bool(target.get("instant")) and not target.get("range", False)
                 jobs.append((plan_, index, target, expr, instant))
+    before_threads()  # each job's request imports nothing on its thread
     with ThreadPoolExecutor(workers) as pool:
         answers = list(pool.map(lambda job: client.run(job[3], job[4], job[0].start, job[0].end,
                                                        job[0].window.step_s), jobs))
