@@ -157,9 +157,10 @@ def _raw_message(metric: str, selector: Selector) -> str:
     if rated is None:
         return f"counter {metric} is charted raw: wrap it in rate() or increase()"
     read = "a sum of idelta() steps" if rated == "idelta" else f"{rated}()"
-    return (f"counter {metric} is read by {read} over a {across} across GPUs: that {across} is no counter (a GPU "
-            f"leaving reads as a reset, another's growth as its own): group the {across} inside the subquery by one "
-            f"GPU (by its UUID or gpudash_gpu, or by gpu and its node), then aggregate the {read} outside")
+    return (f"counter {metric} is read by {read} over a {across}: that {across.split()[0]} is no counter (a GPU or a "
+            f"copy of its reading leaving reads as a reset, one coming as growth): merge the copies inside the "
+            f"subquery with a max by one GPU (its UUID or gpudash_gpu, or gpu and its node), then aggregate the "
+            f"{read} outside")
 
 
 def _apart_message(metric: str, selector: Selector, labels: frozenset[str], held: frozenset[str]) -> str:

@@ -148,8 +148,8 @@ def _summed_state(node, state: tuple, outer: dict) -> tuple:
     import promql_parser
 
     summed, across, beside = outer.get(id(node), state)
-    if summed and across is None and _aggregates_across(node):
-        across = str(node.op)
+    if summed and across is None:
+        across = _merges_apart(node)
     rest = _delta_chain(node)
     if rest is not None:
         for part in rest:
@@ -304,6 +304,10 @@ def _ranged(stack: list) -> int | None:
 
     if len(stack) >= 2 and isinstance(stack[-1], promql_parser.MatrixSelector) \
             and isinstance(stack[-2], promql_parser.Call):
+        if stack[-2].func.name == "last_over_time":  # a step's latest reading held: read as its subquery's function
+            above = _subquery_call(stack, len(stack) - 3)
+            if above is not None and stack[above].func.name in COUNTER_FUNCTIONS:
+                return above
         return len(stack) - 2
     return _subquery_call(stack, len(stack) - 1)
 
@@ -381,13 +385,19 @@ def _reads_earlier(node) -> bool:
     return bool(found)
 
 
-def _aggregates_across(node) -> bool:
-    """An aggregation whose readings reach its answer (not count, group) that does not keep one GPU's series apart
-    (_keeps_one_gpu)."""
+def _merges_apart(node) -> str | None:
+    """Of an aggregation whose readings reach its answer (not count, group) in a counter's subquery: what it merges
+    otherwise than a max of one GPU's copies (`sum across GPUs`, `sum of one GPU's copies`), or None (no such
+    aggregation). Across GPUs one leaving reads as a reset, another's growth as its own; one GPU's copies added,
+    averaged or taken at their least read a copy leaving or coming as a reset or as growth: only their max is the
+    GPU's reading (_keeps_one_gpu)."""
     import promql_parser
 
-    return (isinstance(node, promql_parser.AggregateExpr) and str(node.op) not in _SERIES_ONLY_AGGREGATIONS
-            and not _keeps_one_gpu(node))
+    if not isinstance(node, promql_parser.AggregateExpr) or str(node.op) in _SERIES_ONLY_AGGREGATIONS:
+        return None
+    if not _keeps_one_gpu(node):
+        return f"{node.op} across GPUs"
+    return None if str(node.op) == "max" else f"{node.op} of one GPU's copies"
 
 
 def _is_zero(node) -> bool:
@@ -424,8 +434,7 @@ def _rated_across(stack: list) -> tuple[str | None, str | None]:
     function = stack[at].func.name if at is not None else None
     if function not in COUNTER_FUNCTIONS:
         return None, None
-    across = next(str(node.op) for node in reversed(stack[at:]) if _aggregates_across(node))
-    return function, across
+    return function, next(filter(None, map(_merges_apart, reversed(stack[at:]))))
 
 
 def _subquery_call(stack: list, at: int, any_aggregation: bool = False) -> int | None:
@@ -437,15 +446,16 @@ def _subquery_call(stack: list, at: int, any_aggregation: bool = False) -> int |
     while at >= 0 and (isinstance(stack[at], promql_parser.ParenExpr)
                        or isinstance(stack[at], promql_parser.AggregateExpr) and str(stack[at].op) == "max"
                        and _keeps_one_gpu(stack[at])
-                       or any_aggregation and _aggregates_across(stack[at])
+                       or any_aggregation and _merges_apart(stack[at]) is not None
+                       or _guard(stack[at]) and not _guard(stack[at], flag=True)
                        or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) == "or"
                        or _is_step_reading(stack[at])
                        or _is_scaling(stack[at])
                        or isinstance(stack[at], promql_parser.Call)
                        and stack[at].func.name in ("label_join", "label_replace")):
-        across = across or any_aggregation and _aggregates_across(stack[at])
+        across = across or any_aggregation and _merges_apart(stack[at]) is not None
         at -= 1
-    if at >= 1 and at < len(stack) - 1 and isinstance(stack[at], promql_parser.SubqueryExpr) \
+    if at >= 1 and isinstance(stack[at], promql_parser.SubqueryExpr) \
             and isinstance(stack[at - 1], promql_parser.Call) and across == any_aggregation:
         return at - 1
     return None

@@ -130,8 +130,18 @@ RAW = {  # raw_promql -> how many GF006 findings the panel gets (one per panel a
     "rate(sum(C)[5m:])": 1,
     "increase(min by (node) (C)[5m:])": 1,
     "rate(topk(1, C)[5m:])": 1,
-    "sum(rate(sum by (UUID) (C)[5m:]))": 1,  # one GPU's copies added: not said across GPUs (charted raw)
+    # one GPU's copies added, averaged or taken at their least: a copy leaving reads as a reset, one coming as growth
+    "sum(rate(sum by (UUID) (C)[5m:]))": 1,
+    "rate(min by (UUID) (C)[5m:])": 1,
+    "sum(sum_over_time((idelta(last_over_time(sum by (UUID) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": 1,
+    # a subquery of the counter itself, its blank left out, its latest reading held: still the counter's rate
+    "sum(rate(C[5m:1m]))": 0,
+    "rate((C < 9e18)[5m:])": 0,
+    "rate(last_over_time(C[1m])[5m:])": 0,
+    "rate((C > bool 0)[5m:])": 0,  # a test of the counter (1 or 0), as `C > bool 0`: none of its readings shown
+    "max_over_time(last_over_time(C[1m])[5m:])": 1,
 }
+COPIES = {text for text in RAW if "by (UUID)" in text and re.search(r"\((sum|min) by \(UUID\)", text)}
 def _beside_gpu(text: str) -> bool:
     """A rate or a sum of steps over an aggregation by gpu beside other labels."""
     return bool(re.search(r"by \(gpu, \w+\) \(C\)\[", text))
@@ -161,11 +171,15 @@ def raw(tmp_path_factory):
 def test_a_counter_is_said_charted_raw_exactly_where_its_reading_is_shown(raw, text):
     said = [f for f in raw if f.where.endswith(f" panel {text!r}")]
     assert len(said) == RAW[text], said
-    start = f"counter {COUNTERS[0]} is " + ("read by " if text in ACROSS or _beside_gpu(text) else "charted raw")
+    start = f"counter {COUNTERS[0]} is " + ("read by " if text in ACROSS | COPIES or _beside_gpu(text)
+                                            else "charted raw")
     assert all(f.severity == "error" and f.message.startswith(start) for f in said), said
     if _beside_gpu(text) and said:
         label = re.search(r"by \(gpu, (\w+)\)", text).group(1)
         assert f"over an aggregation by gpu and {label}, which holds no GPU's node" in said[0].message, said
+    if text in COPIES:
+        operation = re.search(r"\((sum|min) by \(UUID\)", text).group(1)
+        assert f"over a {operation} of one GPU's copies: that {operation} is no counter" in said[0].message, said
     if text in ACROSS:
         operation = re.search(r"\((max|sum|min|topk)\b", text).group(1)
         read = "a sum of idelta() steps" if "idelta" in text else text.split("(")[0] + "()"
