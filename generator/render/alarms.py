@@ -85,8 +85,8 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings) -> Note:
     query's contributors (tests/integration/test_stale_alarm_twins.py). The range's length is published only by the
     page's example (RANGE_EXTRA_PERIODS): the rule judges that length (_of_range) and clears with the alarm there; a
     longer range keeps the alarm in ALARM longer. A rule that reads the pods a scrape within the per-pod look-back
-    named (left_lookback) clears that much later for a pod that left a GPU its exporter still reports. A clause of the
-    description's notes, the last (the first to give way to its short form)."""
+    named (left_lookback) clears up to that much later for a pod that left a GPU its exporter still reports. A clause
+    of the description's notes, the last (the first to give way to its short form)."""
     who = "a pod" if alarm.per_pod else "a GPU"
     if alarm.missing_data == "breaching":  # the periods it misses breach: _of_range's `fewer` and `nothing`
         return Note(f"{who} whose data stops (exporter, node or pod gone) "
@@ -98,9 +98,9 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings) -> Note:
                     f"reading in the range the alarm is in ALARM")
     lookback = left_lookback(alarm, catalog, settings)
     left = "" if not lookback else (
-        f"; a pod that left a GPU its exporter still reports (another pod's now, or idle) is read by the rule for the "
-        f"per-pod look-back ({lookback} s) after the last scrape naming it, where the alarm has no datapoint of it "
-        f"then: the rule clears {lookback} s after the alarm there")
+        f"; a pod that left a GPU its exporter still reports (another pod's now, or idle) is read by the rule for up "
+        f"to the per-pod look-back ({lookback} s) after the last scrape naming it, where the alarm has no datapoint "
+        f"of it then: the rule clears up to {lookback} s after the alarm there (a count the whole look-back)")
     return Note(f"{who} whose data stops in ALARM (exporter, node or pod "
                 f"gone) stays so while its last datapoints are in the alarm's evaluation range; the rule judges the "
                 f"range of AWS's example ({RANGE_EXTRA_PERIODS} periods more than the alarm's) and clears "
@@ -109,12 +109,14 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings) -> Note:
 
 
 def left_lookback(alarm: Alarm, catalog: Catalog, settings: Settings) -> int:
-    """Seconds a rule reads a pod on a GPU after the last scrape that named it there (0: none): the per-pod look-back
-    (promql.label_lookback) of a rule of gauges by pod, namespace or container (named_pods_looked_back), which reads a
-    pod the exporter names in turn with others on a GPU they share at every step. A pod that left a GPU still
-    reported reads the same there until the look-back has passed, so its rule keeps a period with its data that long
-    after the last scrape naming it, where CloudWatch, which has a pod's datapoints only from the scrapes naming it,
-    has none (tests/integration/test_pod_left_twins.py)."""
+    """Seconds a rule may read a pod on a GPU after the last scrape that named it there (0: none): the per-pod
+    look-back (promql.label_lookback) of a rule of gauges by pod, namespace or container (named_pods_looked_back),
+    which reads a pod the exporter names in turn with others on a GPU they share at every step. A pod that left a GPU
+    still reported reads the same there until the look-back has passed, so its rule keeps a period with its data up
+    to that long after the last scrape naming it, where CloudWatch, which has a pod's datapoints only from the
+    scrapes naming it, has none: a count (_Device.named_in_period) the whole look-back, a total, mean, largest or
+    smallest to its last step with a reading within it (at 30 s scrapes off the rule's 5 s steps, 90-95 s;
+    tests/integration/test_pod_left_twins.py)."""
     if not named_pods_looked_back(_alert_query(alarm, settings), catalog):
         return 0
     return int(label_lookback(settings.scrape.seconds).removesuffix("s"))
@@ -153,7 +155,7 @@ def range_judged(alarm: Alarm) -> bool:
 def _stale_clause(alarm: Alarm, lookback: int = 0) -> str:
     """stale's note in a few words (its short form): how long it stays in ALARM, and when its rule clears (`lookback`:
     left_lookback's seconds, the rule's lag for a pod that left a GPU still reported)."""
-    left = f"; for a pod that left a GPU still reported, {lookback} s after the alarm" if lookback else ""
+    left = f"; for a pod that left a GPU still reported, up to {lookback} s after the alarm" if lookback else ""
     return f"{'a pod' if alarm.per_pod else 'a GPU'} whose data stops in ALARM stays so while its last datapoints " \
            f"are in the evaluation range (the rule clears {_spoken(rule_clears(alarm))} after the last reading{left})"
 

@@ -2,17 +2,19 @@
 alarm's description says it.
 
 old-0 holds GPU 0 (250 W) until the scrape at LAST_NAMED; from the next scrape the exporter names new-0 on it. A per-pod
-rule of gauges reads each pod a scrape within the per-pod look-back (four scrape intervals) named on a GPU, at every
-step of its window: that is what reads a pod the exporter names in turn with others on a GPU they share at every
-step (test_pod_named_in_turn_rules.py), and at an instant a pod that left within the look-back reads the same as one
-whose next naming is due. So the rule keeps old-0's periods for the look-back after its last naming, and judged over
-CloudWatch's evaluation range (the example's: its period and two more) clears that much after its alarm, whose
+rule of gauges reads each pod a scrape within the per-pod look-back (four scrape intervals) named on a GPU: that is
+what reads a pod the exporter names in turn with others on a GPU they share at every step
+(test_pod_named_in_turn_rules.py), and at an instant a pod that left within the look-back reads the same as one whose
+next naming is due. So the rule keeps old-0's periods for up to the look-back after its last naming and, judged over
+CloudWatch's evaluation range (the example's: its period and two more), clears up to that much after its alarm, whose
 datapoints of old-0 are those of the scrapes that named it (the agent's totals per pod are made per scrape). The rule
 stays (the look-back is what reads a pod named in turn whole); each such alarm's description says both figures: the
-rule clears 15 minutes after the last reading, and for a pod that left a GPU still reported, the look-back after the
-alarm. Both sides are checked against the description's figures: promtool over the series as Prometheus stores them
-(old-0's marked stale at the scrape that no longer names it), the alarm through the agent model of the build's own
-agent configuration.
+rule clears 15 minutes after the last reading, and for a pod that left a GPU still reported, up to the look-back after
+the alarm. Both sides are checked against the description's figures: promtool over the series as Prometheus stores
+them (old-0's marked stale at the scrape that no longer names it), the alarm through the agent model of the build's
+own agent configuration. A count and the other statistics part at the look-back's edge (pinned below): a count reads
+the pods named within its period's span and the look-back before it, the others at each of the rule's 5 s steps
+the pods named within the look-back before that step.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ FORMS = [(f"{aggregation}-power-{'-'.join(by)}", aggregation, by, comparison, le
          for aggregation, comparison, level in (("count", ">", 0.5), ("sum", ">", 200), ("avg", ">", 200),
                                                 ("max", ">", 200), ("min", ">", 200))]
 CLEARS = re.compile(r"clears (\d+) minutes after the last reading.*?pod that left a GPU (?:its exporter )?still "
-                    r"report\w*.*? (\d+) s after the alarm")
+                    r"report\w*.*? up to (\d+) s after the alarm")
 
 
 def _definitions() -> str:
@@ -51,34 +53,58 @@ def _pod(k: int) -> str:
     return "old-0" if k < LEFT else "new-0"
 
 
-def _alarm_last(files, rule: str, step: int, instants: list[int]) -> int:
-    """The last of `instants` at which the CloudWatch alarm of `rule` is in ALARM for old-0 over the example's
-    evaluation range, the GPU's scrapes through the agent model of the build's agent configuration."""
+def _alarm_states(files, rule: str, step: int, phase: int, instants: list[int]) -> list[int]:
+    """The instants at which the CloudWatch alarm of `rule` is in ALARM for old-0 over the example's evaluation range,
+    the GPU's scrapes (at `phase` + k x `step` s) through the agent model of the build's agent configuration."""
     config, job = agent_config(files[AGENT_FILE])
     target = target_labels(job, NODE)
-    scrapes = [Scrape(float(k * step), f"# TYPE {POWER} gauge\n{POWER}{{gpu=\"0\",UUID=\"GPU-left-0\","
-                                       f"device=\"nvidia0\",modelName=\"NVIDIA A10G\",Hostname=\"{NODE}\","
-                                       f"DCGM_FI_DRIVER_VERSION=\"535.104.05\",container=\"main\","
-                                       f"namespace=\"{NAMESPACE}\",pod=\"{_pod(k)}\"}} 250\n", target)
+    scrapes = [Scrape(float(phase + k * step), f"# TYPE {POWER} gauge\n{POWER}{{gpu=\"0\",UUID=\"GPU-left-0\","
+                                               f"device=\"nvidia0\",modelName=\"NVIDIA A10G\",Hostname=\"{NODE}\","
+                                               f"DCGM_FI_DRIVER_VERSION=\"535.104.05\",container=\"main\","
+                                               f"namespace=\"{NAMESPACE}\",pod=\"{_pod(k)}\"}} 250\n", target)
                for k in range(-2, instants[-1] // step + 1)]
     points = Agent(config, job).run(scrapes)
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if {"Key": "gpudash:rule", "Value": rule} in a["Request"]["Tags"]]
     length = cloudwatch_eval.example_range(request)
-    fired = [t for t in instants for key, judged in cloudwatch_eval.alarm_ranges(request, points, t).items()
-             if dict(key).get("pod") == "old-0" and judged[length] == "ALARM"]
-    return max(fired)
+    return [t for t in instants for key, judged in cloudwatch_eval.alarm_ranges(request, points, t).items()
+            if dict(key).get("pod") == "old-0" and judged[length] == "ALARM"]
 
 
-@pytest.mark.parametrize("step", [30, 15])
-def test_a_pod_that_left_a_gpu_clears_the_rule_the_look_back_after_its_alarm_as_the_description_says(tmp_path, step):
-    """Each form's description names when its rule clears (15 minutes after the last reading) and how much later for a
-    pod that left a GPU still reported (the look-back: 120 s at 30 s scrapes, 60 s at 15 s); the alarm is in ALARM for
-    old-0 until 15 minutes after its last naming, the rule fires for it until the look-back after that, and for new-0
-    throughout. (The description said the rule clears as the alarm does: 120 s apart, said nowhere.)"""
+def _stored(pod: str, step: int, phase: int, end: int) -> str:
+    """`pod`'s series of the GPU's power as Prometheus stores it, on promtool's 1 s grid: a sample at each scrape
+    naming it (phase + k x step s), a staleness marker at the first scrape that does not."""
+    values = ["_"] * end
+    for k in range((end - phase) // step + 1):
+        if phase + k * step < end and (_pod(k) == pod or (pod == "old-0" and k == LEFT)):
+            values[phase + k * step] = "250" if _pod(k) == pod else "stale"
+    text, run = [], 0
+    for value in [*values, None]:
+        if value == "_":
+            run += 1
+            continue
+        if run:
+            text.append(f"_x{run}")
+            run = 0
+        if value is not None:
+            text.append(value)
+    return " ".join(text)
+
+
+@pytest.mark.parametrize("step, phase", [(30, 0), (15, 0), (30, 2)], ids=["30s", "15s", "30s-off-the-rule-steps"])
+def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_alarm_as_the_description_says(
+        tmp_path, step, phase):
+    """Each form's description names when its rule clears (15 minutes after the last reading) and by how much more at
+    most for a pod that left a GPU still reported (the look-back: 120 s at 30 s scrapes, 60 s at 15 s). The alarm is
+    in ALARM for old-0 until 15 minutes after its last naming; the rule fires for it longer, never past the look-back
+    after that, and for new-0 throughout: a count until the look-back's end (the pods named within the look-back of
+    its period), the other statistics until the last of the rule's 5 s steps with a reading within the look-back after
+    the last naming (the look-back's end where the scrapes fall on those steps; with the scrapes 2 s past them, the
+    scrape at the look-back's end is read at a step past it: 93 s at 30 s scrapes). (The description said the rule
+    clears as the alarm does: up to 120 s apart, said nowhere.)"""
     files, folder = built_with(tmp_path, {"left.py": _definitions()}, fields=(UTIL, POWER),
                                settings=f"scrape:\n  interval: {step}s\n")
-    last_named = (LEFT - 1) * step
+    last_named = phase + (LEFT - 1) * step
     descriptions = {a["Request"]["AlarmDescription"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                     if any(t["Value"] in {f[0] for f in FORMS} for t in a["Request"]["Tags"])}
     said = {CLEARS.search(d).groups() if CLEARS.search(d) else d for d in descriptions}
@@ -86,22 +112,29 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_the_look_back_after_its_alarm_as_
     (minutes, lookback), = said
     clears, lookback = int(minutes) * 60, int(lookback)
     assert lookback == 4 * step
-    # every 10 s from before the alarm clears to after the rule does
-    instants = list(range(last_named + clears - 40, last_named + clears + lookback + 50, 10))
+    # the last of the rule's steps (every 5 s) reading a scrape that a step within the look-back after the last naming
+    # holds: a sample counts at the first step at or after it
+    rule_step = min(5, step)
+    read = max(-(-(phase + k * step) // rule_step) * rule_step for k in range(LEFT, LEFT + 8)
+               if -(-(phase + k * step) // rule_step) * rule_step <= last_named + lookback)
+    ends = {"count": last_named + lookback, "other": read}
+    assert (ends["other"] - last_named == lookback) == (phase == 0)
+    # every 5 s from before the alarm clears to after the rule does
+    instants = list(range(last_named + clears - 40 - last_named % 5, last_named + clears + lookback + 50, 5))
     alerts = alert_names(folder)
-    labels = {"namespace": NAMESPACE, "gpu": "0"}
     cases = [{"eval_time": f"{t}s", "alertname": alerts[rule],
-              "exp_alerts": [_expected(folder, alerts[rule], **{k: v for k, v in labels.items() if k in by or
-                                                               k == "namespace"}, pod=pod)
-                             for pod in ("old-0", "new-0") if pod == "new-0" or t <= last_named + clears + lookback]}
-             for rule, _, by, _, _ in FORMS for t in instants]
+              "exp_alerts": [_expected(folder, alerts[rule], namespace=NAMESPACE, pod=pod,
+                                       **({"gpu": "0"} if "gpu" in by else {}))
+                             for pod in ("old-0", "new-0")
+                             if pod == "new-0" or t <= ends["count" if aggregation == "count" else "other"] + clears]}
+             for rule, aggregation, by, _, _ in FORMS for t in instants]
+    end = instants[-1] + 1
     series_labels = (f'gpu="0",UUID="GPU-left-0",hostname="{NODE}",container="main",namespace="{NAMESPACE}",'
                      f'instance="10.0.1.1:9400",job="gpu-metrics",node="{NODE}"')
-    steps = instants[-1] // step + 1
-    series = [{"series": f'{POWER}{{{series_labels},pod="old-0"}}', "values": " ".join(["250"] * LEFT + ["stale"])},
-              {"series": f'{POWER}{{{series_labels},pod="new-0"}}',
-               "values": " ".join(["_"] * LEFT + ["250"] * (steps - LEFT))}]
-    _promtool_test(folder, "left.yaml", [{"interval": f"{step}s", "input_series": series, "alert_rule_test": cases}],
+    series = [{"series": f'{POWER}{{{series_labels},pod="{pod}"}}', "values": _stored(pod, step, phase, end)}
+              for pod in ("old-0", "new-0")]
+    _promtool_test(folder, "left.yaml", [{"interval": "1s", "input_series": series, "alert_rule_test": cases}],
                    evaluation_interval="5s")
     for rule, *_ in FORMS:
-        assert _alarm_last(files, rule, step, instants) == last_named + clears, rule
+        assert _alarm_states(files, rule, step, phase, instants) == [t for t in instants
+                                                                     if t <= last_named + clears], rule
