@@ -1431,11 +1431,14 @@ class _Merge:
         fresh copy is read from its copy with the newest reading within the look-back, each field's latest reading
         there, not from its copies' latest samples (a blank one, or one marked stale, no reading). With `late_blanks`
         (one field: its series on MIG instances whose samples within the look-back are all the blank; several: the
-        fields' series on MIG instances with a reading within it), the blank check is made per tier: a fresh copy with
-        an instance whose latest sample is the blank is no fresh reading (the GPU is read from the late tier), and a
+        fields' series on MIG instances with a reading within it; `blanks` then the fields' series on MIG instances
+        with a sample within the look-back and their fresh readings), the blank check is made per tier: a fresh copy
+        with an instance the look-back holds and no fresh reading of it (its latest sample the blank, or older than
+        the scrape interval: it stopped reporting) is no fresh reading (the GPU is read from the late tier), and a
         late copy is left out only where an instance has no reading but the blank within the look-back (or, of
-        several fields, a latest sample of one and no reading within it of another) (its total of 42,000 MiB read 10,000 at the scrapes an instance's
-        reading was the blank: the GPU left out)."""
+        several fields, a sample within it of one and no reading within it of another) (its total of 42,000 MiB read
+        10,000 at the scrapes an instance's reading was the blank: the GPU left out); an instance with no sample
+        within the look-back is no instance of the GPU any more."""
         apart = not self.combines()
         gpu = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own)))
         identity = _listed((self.labels.cluster, GPU_LABEL, "gpu", *(INSTANCE_IDENTITY if apart else ()),
@@ -1646,7 +1649,13 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             # a GPU without another is left out (panels: the late tier's instances by their readings within `within`)
             mig = (f'{MIG_INSTANCE_LABEL}!=""',)
             blanks = (tuple(read(name, mig, True) for name in fields), tuple(read(name, mig) for name in fields))
-            if within is not None:
+            if within is not None and fresh_only(fields):  # panels: checked per tier (one_copy)
+                # the instances the look-back holds (a sample within it), each of which a fresh copy reads fresh: an
+                # instance that stopped reporting (no staleness marker) counts at its latest reading while that is
+                # within the look-back (the late tier: the instant check took the copy's other instances alone as
+                # fresh, 20,040 for 32,079 MiB), and not at all once it is older
+                blanks = (tuple(_raw(name, branches, [*extra, *mig], f"last_over_time({{0}}[{within}])")
+                                for name in fields), fresh_only(fields, mig))
                 # one field: its instances reading only the blank; several: those with a reading (_incomplete)
                 late_blanks = tuple(_raw(name, branches, [*extra, *mig], f"min_over_time({{0}}[{within}]) "
                                          f"{'>=' if len(fields) == 1 else '<'} {BLANK_FLOOR}") for name in fields)

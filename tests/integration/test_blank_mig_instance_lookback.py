@@ -14,6 +14,8 @@ read each instance's latest sample: at odd scrapes it found the blank and left G
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from generator.model import Query
@@ -37,20 +39,27 @@ def sample(series, k: int) -> int:
     return NOT_SUPPORTED if series == BLANK_ONLY or series == FLAPPING and k % 2 else BASE[series]
 
 
-def openmetrics(start: int) -> str:
-    lines = [f"# TYPE {USED} gauge"]
-    for k in range(STEPS):
-        for series in SERIES:
-            gpu, instance, profile = series
-            mig = f',GPU_I_ID="{instance}",GPU_I_PROFILE="{profile}"' if instance else ""
-            lines.append(f'{USED}{{gpu="{gpu}",UUID="GPU-{NODE}-{gpu}",device="nvidia{gpu}",'
-                         f'modelName="NVIDIA H100 80GB HBM3",Hostname="{NODE}"{mig},'
-                         f'DCGM_FI_DRIVER_VERSION="535.161.08",container="main",namespace="ml",'
-                         f'pod="train-0",node="{NODE}",job="dcgm-exporter"}} {sample(series, k)} {start + k * STEP}')
-    return "\n".join(lines) + "\n# EOF\n"
+def openmetrics(series_written, sample) -> Callable[[int], str]:
+    """The node's payloads: each of `series_written` (gpu, MIG instance or None, profile) at scrape k reading
+    `sample(series, k)` (None: no sample)."""
+    def written(start: int) -> str:
+        lines = [f"# TYPE {USED} gauge"]
+        for k in range(STEPS):
+            for series in series_written:
+                gpu, instance, profile = series
+                value = sample(series, k)
+                if value is None:
+                    continue
+                mig = f',GPU_I_ID="{instance}",GPU_I_PROFILE="{profile}"' if instance else ""
+                lines.append(f'{USED}{{gpu="{gpu}",UUID="GPU-{NODE}-{gpu}",device="nvidia{gpu}",'
+                             f'modelName="NVIDIA H100 80GB HBM3",Hostname="{NODE}"{mig},'
+                             f'DCGM_FI_DRIVER_VERSION="535.161.08",container="main",namespace="ml",'
+                             f'pod="train-0",node="{NODE}",job="dcgm-exporter"}} {value} {start + k * STEP}')
+        return "\n".join(lines) + "\n# EOF\n"
+    return written
 
 
-backfilled = backfilled_fixture("blank-mig-instance-lookback", openmetrics, END, STEP)
+backfilled = backfilled_fixture("blank-mig-instance-lookback", openmetrics(SERIES, sample), END, STEP)
 
 
 @pytest.fixture(scope="module")
@@ -58,14 +67,20 @@ def built(tmp_path_factory):
     return built_with(tmp_path_factory.mktemp("blank-mig-instance-lookback"), {}, fields=(USED,))
 
 
-@pytest.mark.parametrize("by, truth", [((), {"all": 42000.0}), (("gpu",), {"0": 10000.0, "1": 32000.0})])
-def test_a_total_of_mig_instances_reads_each_instances_latest_reading_within_the_lookback(built, backfilled, by, truth):
+def shown_total(built, backfilled, by: tuple[str, ...]) -> dict[float, dict[str, float]]:
+    """The total of framebuffer used over the fleet (`by` nothing) or per GPU (`by` gpu) as the panels read it, at
+    every instant read."""
     _, folder = built
     prometheus, start = backfilled
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     settings = project.settings
     expr = expression(Query(USED, "sum", by), settings.labels, project.catalog, variable_scope(settings),
                       resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
-    shown = _read(prometheus, start, expr, lambda metric: metric["gpu"] if by else "all")
+    return _read(prometheus, start, expr, lambda metric: metric["gpu"] if by else "all")
+
+
+@pytest.mark.parametrize("by, truth", [((), {"all": 42000.0}), (("gpu",), {"0": 10000.0, "1": 32000.0})])
+def test_a_total_of_mig_instances_reads_each_instances_latest_reading_within_the_lookback(built, backfilled, by, truth):
+    shown = shown_total(built, backfilled, by)
     wrong = {t: value for t, value in shown.items() if STEP < t < END and value != truth}
     assert not wrong, f"instants: shown {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
