@@ -12,8 +12,10 @@ clock, so tests inject a clock and never sleep.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import random
 import re
 import threading
@@ -88,12 +90,19 @@ def _model_loader(session):
     """botocore's data loader for `session`, searching where botocore's own does (AWS_DATA_PATH and the config's
     data_path first), that knows of the services gpudash calls only, and those the credential chain calls to find
     its keys (CREDENTIAL_SERVICES): to tell whether it knows a service, botocore's lists every service it has a model
-    of (about 400 folders and 2,700 file checks, for each client's model and again for its endpoint rules)."""
-    import os
+    of (about 400 folders and 2,700 file checks, for each client's model and again for its endpoint rules), and reads
+    the endpoints of those services alone (known_endpoints)."""
+    from botocore.loaders import JSONFileLoader, Loader, create_loader
 
-    from botocore.loaders import Loader, create_loader
+    class Files(JSONFileLoader):
+        def load_file(self, file_path):
+            if os.path.basename(file_path) == "endpoints":
+                return known_endpoints(file_path, super().load_file)
+            return super().load_file(file_path)
 
     class CalledServices(Loader):
+        FILE_LOADER_CLASS = Files
+
         def list_available_services(self, type_name: str) -> list[str]:
             return [service for service in SERVICES + CREDENTIAL_SERVICES if any(
                 self.file_loader.exists(os.path.join(path, service, version, type_name))
@@ -102,6 +111,64 @@ def _model_loader(session):
 
     return CalledServices(extra_search_paths=create_loader(session.get_config_variable("data_path")).search_paths,
                           include_default_search_paths=False)
+
+
+# The endpoints of the services this session makes clients of, from botocore's endpoints.json (1.2 MB, every service
+# of every partition: read as ordered dictionaries, about 12 ms of CPU, a tenth of the CloudWatch side of `verify`),
+# kept beside the bytecode and read back while the file is the same file (its path, size and modification time)
+_ENDPOINTS_KEPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__", "botocore-endpoints.json")
+
+
+def known_endpoints(file_path: str, load: Callable[[str], Any], kept: str | None = None) -> Any:
+    """botocore's endpoints document at `file_path` (without its extension; `load` reads it as botocore does), holding
+    only the services of SERVICES and CREDENTIAL_SERVICES: for them botocore's EndpointResolver answers as with the
+    whole document (every other key of the document and of each partition is kept), and the loader knows no other
+    service. Read from `kept` (the copy a run wrote) when it was made of this very file; a copy that cannot be read
+    or is of another file is made again (not written where bytecode is not: PYTHONDONTWRITEBYTECODE)."""
+    import sys
+
+    kept = kept or _ENDPOINTS_KEPT
+    source = next((file_path + ext for ext in (".json", ".json.gz") if os.path.isfile(file_path + ext)), None)
+    try:
+        found = os.stat(source) if source else None
+    except OSError:
+        found = None
+    if found is None:
+        return load(file_path)
+    key = [os.path.abspath(source), found.st_size, found.st_mtime_ns, list(SERVICES + CREDENTIAL_SERVICES)]
+    try:
+        with open(kept, encoding="utf-8") as copy:
+            held = json.load(copy)
+        if held["key"] == key:
+            return held["endpoints"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    whole = load(file_path)
+    endpoints = _called_only(whole)
+    if endpoints is not whole and not sys.dont_write_bytecode:
+        partial = f"{kept}.{os.getpid()}.tmp"
+        try:
+            os.makedirs(os.path.dirname(kept), exist_ok=True)
+            with open(partial, "w", encoding="utf-8") as copy:
+                json.dump({"key": key, "endpoints": endpoints}, copy)
+            os.replace(partial, kept)
+        except OSError:  # a folder that cannot be written: read whole next time too, as bytecode is compiled
+            with contextlib.suppress(OSError):
+                os.remove(partial)
+    return endpoints
+
+
+def _called_only(document: Any) -> Any:
+    """`document` with each partition's services cut to those gpudash's session makes clients of; `document` itself
+    where it is not shaped as botocore's endpoints document is."""
+    called = SERVICES + CREDENTIAL_SERVICES
+    partitions = document.get("partitions") if isinstance(document, dict) else None
+    if not isinstance(partitions, list) or not all(isinstance(p, dict) and isinstance(p.get("services"), dict)
+                                                   for p in partitions):
+        return document
+    return {**document, "partitions": [
+        {**partition, "services": {name: data for name, data in partition["services"].items() if name in called}}
+        for partition in partitions]}
 
 
 def _mask_credentials(session) -> None:
