@@ -325,7 +325,8 @@ def _delta_chain(node) -> list | None:
     inner = _unwrapped(node.args[0].expr)
     # `and` (an alert's period: steps with a reading), `unless` (promql.range_increase's first step), `or` (the
     # copies' own deltas where the merged reading went down), `>= 0`: the delta is the left side's; the delta floored
-    # at 0 (`idelta(...) >= 0`, `0 <= idelta(...)`; not `>= bool 0`, whose 1 or 0 counts steps): a reset's negative
+    # at 0 (`idelta(...) >= 0`, `0 <= idelta(...)`, `(idelta(...) or own) >= 0`; not `>= bool 0`, whose 1 or 0
+    # counts steps): a reset's negative
     # delta is not added (the copies' own deltas count it); without it the sum adds a drop of the counter, and it is
     # no increase
     floored, rest = False, []
@@ -338,7 +339,6 @@ def _delta_chain(node) -> list | None:
                 return None
             inner = _unwrapped(kept)
             continue
-        floored = False
         if op == "or" and not _is_difference(inner.rhs):
             rest.append(inner.rhs)
         inner = _unwrapped(inner.lhs)

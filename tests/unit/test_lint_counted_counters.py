@@ -112,6 +112,8 @@ RAW = {  # raw_promql -> how many GF006 findings the panel gets (one per panel a
     "sum(sum_over_time(idelta(last_over_time(C[1m:30s])[30001ms:30s])[5m:30s]))": 1,
     "sum(sum_over_time((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= -1)[5m:30s]))": 1,
     "sum(sum_over_time((0 <= idelta(last_over_time(C[1m:30s])[30001ms:30s]))[5m:30s]))": 0,
+    "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) or (C - C offset 30s)) >= 0)[5m:30s]))": 0,
+    "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) and C) >= 0)[5m:30s]))": 0,
     # `>= bool 0` answers 1 or 0: the sum counts the steps, not the counter's growth
     "sum(sum_over_time((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= bool 0)[5m:30s]))": 1,
     "sum(sum_over_time((0 <= bool idelta(last_over_time(C[1m:30s])[30001ms:30s]))[5m:30s]))": 1,
