@@ -32,3 +32,10 @@ def test_an_apply_over_two_regions_imports_nothing_on_its_threads(tmp_path, moto
     assert _first_on_a_thread(tmp_path, "apply", "--skip-verify", AWS_ENDPOINT_URL=moto.url, AWS_ACCESS_KEY_ID="x",
                               AWS_SECRET_ACCESS_KEY="x") == []
 
+
+
+def test_an_apply_answered_by_the_tests_moto_in_process_imports_nothing_on_its_threads(tmp_path):
+    """The tests' moto answers in the caller's thread: the first call's thread made moto's applications, importing
+    moto.cloudwatch and, for the tagging API, moto.s3 and moto.iam, while another thread of the test process could
+    be importing what they import."""
+    assert _first_on_a_thread(tmp_path, "--in-process-moto", "apply", "--skip-verify") == []

@@ -8,6 +8,8 @@ thread at both ends (about 40 % of a small request's CPU); what each request is 
 
 from __future__ import annotations
 
+import contextlib
+
 import email.utils
 import functools
 import io
@@ -319,6 +321,41 @@ def _backend_app(service: str):
     return app
 
 
+# The services gpudash calls (CloudWatch, and the tagging API for alarms' tags in bulk): their applications are made
+# when the server starts serving in-process, not by the first call's thread (see `_ready_for_threads`)
+CALLED = ("cloudwatch", "resourcegroupstaggingapi")
+
+
+def _ready_for_threads(server: "MotoServer") -> None:
+    """Answer each call gpudash makes once, in-process on the thread that starts the server, then forget what they
+    made: moto makes a service's application at its first call, and imports much of itself lazily while answering
+    (moto.iam at every request's setup, moto.s3 and moto.events for the tagging API), which a call's thread (the
+    deadline's, each Region's) did while another thread (a spare Prometheus's readiness poll, a test's own import)
+    could import one of those modules or what they import, and see it half made."""
+    from botocore.exceptions import ClientError
+
+    cloudwatch, tagging = server.client("cloudwatch", "us-east-1"), server.client(CALLED[1], "us-east-1")
+    metric = {"MetricName": "m", "Namespace": "n", "Statistic": "Average", "Period": 60, "EvaluationPeriods": 1,
+              "Threshold": 1.0, "ComparisonOperator": "GreaterThanThreshold"}
+    cloudwatch.put_metric_alarm(AlarmName="warm", Tags=[{"Key": "k", "Value": "v"}], **metric)
+    arn = cloudwatch.describe_alarms(AlarmNames=["warm"])["MetricAlarms"][0]["AlarmArn"]
+    calls = [lambda: cloudwatch.list_tags_for_resource(ResourceARN=arn),
+             lambda: cloudwatch.tag_resource(ResourceARN=arn, Tags=[{"Key": "k2", "Value": "v"}]),
+             lambda: cloudwatch.untag_resource(ResourceARN=arn, TagKeys=["k2"]),
+             lambda: tagging.get_resources(ResourceTypeFilters=["cloudwatch:alarm"]),
+             lambda: cloudwatch.put_dashboard(DashboardName="warm", DashboardBody='{"widgets": []}'),
+             lambda: cloudwatch.get_dashboard(DashboardName="warm"),
+             lambda: cloudwatch.list_dashboards(DashboardNamePrefix="warm"),
+             lambda: cloudwatch.delete_dashboards(DashboardNames=["warm"]),
+             lambda: cloudwatch.get_dashboard(DashboardName="warm"),
+             lambda: cloudwatch.list_metrics(Namespace="n"),
+             lambda: cloudwatch.delete_alarms(AlarmNames=["warm"])]
+    for call in calls:
+        with contextlib.suppress(ClientError):
+            call()
+    server.reset()
+
+
 class MotoServer(LoopbackServer):
     def __init__(self):
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication
@@ -341,6 +378,7 @@ class MotoServer(LoopbackServer):
         if os.environ.get("GPUDASH_TEST_MOTO_HTTP") != "1":
             _sent_in_process()
             _IN_PROCESS[self.address] = self
+            _ready_for_threads(self)
         return self
 
     def __exit__(self, *exc) -> None:

@@ -19,12 +19,28 @@ class _Watch:
         return None
 
 
-if __name__ == "__main__":
-    sys.meta_path.insert(0, _Watch)
+def _run(args: list[str]) -> int | str | None:
     from generator.cli import main
 
     try:
-        main(sys.argv[1:])
+        main(args)
     except SystemExit as exit:
-        code = exit.code
+        return exit.code
+    return 0
+
+
+if __name__ == "__main__":
+    arguments = sys.argv[1:]
+    if arguments[:1] == ["--in-process-moto"]:  # the command's calls answered by the tests' moto in this process
+        import os
+
+        from tests.support.moto_server import MotoServer
+
+        with MotoServer() as moto:
+            os.environ["AWS_ENDPOINT_URL"] = moto.url
+            sys.meta_path.insert(0, _Watch)
+            code = _run(arguments[1:])
+    else:
+        sys.meta_path.insert(0, _Watch)
+        code = _run(arguments)
     print("\n".join(["exit", str(code), *FIRST_ON_A_THREAD]))
