@@ -223,6 +223,8 @@ class _Device:
     # with `lookback`, a group of pods' (a namespace's) sum or mean: its use of a GPU is its pods' shares added up where
     # they are shares (_shares_added); its largest or least reading is a pod's
     added: bool = False
+    # with `lookback` and the node variable: the scope without it, where a pod's own share is read from (`reading`)
+    anywhere: list[list[str]] | None = None
 
     def chooses(self, metric: str, gauge: str) -> bool:
         """Whether `metric`'s reading is that of the copy a share's used chooses (`total`, its fields; blanks dropped;
@@ -262,8 +264,15 @@ class _Device:
                 # a group's: each pod's share first, the pod named with its namespace (a pod name is unique only
                 # within its namespace, and `current` matches on both)
                 each = (*keep, self.pod, labels.namespace) if pods else keep
-                tiers = self._read(metric, False, self.scoped, extra, each, any_pod, gauge == COUNTED)
+                # the pod's copies under any node spelling, as with All nodes (the copy chosen_copy chooses may be an
+                # old exporter's, its own pod's name in Hostname: read among the node-spelled copies alone, a pod
+                # left the panel), of the GPUs a copy spelled with the node named a pod on within the lookback
+                tiers = self._read(metric, False, self.anywhere or self.scoped, extra, each, any_pod, gauge == COUNTED)
                 read = f"max by ({_listed((*each, *shown))}) ({_unblanked(_either(tiers, each), gauge)})"
+                if self.anywhere is not None:
+                    on_node = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"),
+                                         labels)
+                    read = f"({read} and on ({_listed(slot)}) {on_node})"
                 if not pods:
                     return read
                 # the device's series written at the GPU's copies' latest scrape within the lookback (through a failed
@@ -1959,11 +1968,12 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # variable, the GPUs then kept by their names
     named = (gauges and set(keys) <= {"cluster", "node", "gpu", "mig_instance"}
              and resolution is not None and (not count and {"node", "gpu"} <= set(keys) or of_gpus))
+    anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)  # any node spelling
     if (named or of_gpus) and node is not None:  # the GPU's copies under any node spelling: the node's GPUs are those
         # a copy spelled with the node names (named_gpus; a counter's, _Merge.named), the value read from the copies
         # All nodes reads (an old exporter's copy, its own pod's name in Hostname, read 60 % where the node-spelled
         # copies read 50 %; a counter's increase read the new exporter's copy alone, begun later, 1 for 2 rows)
-        branches = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
+        branches = anywhere
     workload = tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in scope.regexes
                      if key in ("pod", "namespace"))
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
@@ -1976,7 +1986,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # spelling's too: the node variable selects the GPUs (those a copy spelled with the node named the pod on,
     # _Device._named_on), not the copy read, so an old exporter's copy (its own pod's name in Hostname) is chosen with
     # a node selected as with All nodes (the node view read the node-spelled copy's 50 % where All read 60 %)
-    apart_from = ("pod", "namespace", *(("node",) if lookback else ()))
+    apart_from = ("pod", "namespace", *(("node",) if lookback or of_gpus else ()))
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in apart_from)).matchers(labels)
 
     def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), also: tuple[str, ...] = (),
@@ -1988,7 +1998,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
                                                                            labels.container)), *COPY_LABELS)
         device = _Device(branches, unscoped, identity, labels.pod, bool(set(WORKLOAD_KEYS) & set(keys)),
                          whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share,
-                         gauge_window is not None, query.aggregation in ("sum", "avg")) \
+                         gauge_window is not None, query.aggregation in ("sum", "avg"),
+                         anywhere if lookback and node is not None else None) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
                         over_time, kind, resolution, device, also, checked, share,

@@ -7,12 +7,15 @@ that node's GPUs, on a real Prometheus over a messy fleet:
   exporter reads higher utilization and power than the new one; both read the devices' counters alike.
   GPU 0 (GPU-n3-0) held by ml/p; GPU 1 (GPU-n3-1) idle, its utilization and temperature DCGM's blank in the new
   exporter.
+  GPU 2 (GPU-n3-2) split into two MIG instances, one held by ml/m.
 - node n4, one exporter (`Hostname="n4"`): GPU 0 held by ml/q, GPU 1 held by team-b/r, whose memory temperature is
   DCGM's blank (not supported).
 
 Truth: with node=n3 (n4) every panel's lines, legends and values at every step equal those All nodes shows with the
 other node's GPUs left out (the All-nodes query with every field's series restricted to the node's GPUs by UUID): the
-node picks which GPUs show, never which copy of a GPU is read. A few panels also against values worked out here.
+node picks which GPUs show, never which copy of a GPU is read. So in the default build and in one for exporters that
+split fields per process (exporter.virtual_gpus, whose panels read a GPU's device value and a pod's own share
+otherwise). A few panels also against values worked out here.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from contextlib import contextmanager
 import pytest
 
 from generator.artifacts import grafana_dashboards
+from generator.catalog import MIG_UNSUPPORTED, per_instance_field
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from tests.integration.test_pod_lookback_restart import _Counted, _scraping
@@ -66,16 +70,39 @@ GAUGES = {  # field: {gpu key: value or (old, new)}
 }
 # counters: the device's count at a time (both exporters of a node read the same device)
 COUNTERS = {
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": lambda key, t: 1e9 + {"n3-0": 150000, "n3-1": 60000, "n4-0": 300000,
-                                                                    "n4-1": 90000}[key] * t,
-    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": lambda key, t: {"n3-0": 3, "n3-1": 0, "n4-0": 1, "n4-1": 0}[key] * math.floor(t),
-    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": lambda key, t: {"n3-0": 5e6, "n3-1": 0, "n4-0": 7e6, "n4-1": 1e6}[key] * t,
-    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": lambda key, t: {"n3-0": 1, "n3-1": 0, "n4-0": 0, "n4-1": 2}[key]
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": lambda key, t: 1e9 + {"n3-0": 150000, "n3-1": 60000, "n3-2": 120000,
+                                                                    "n4-0": 300000, "n4-1": 90000}[key] * t,
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": lambda key, t: {"n3-0": 3, "n3-1": 0, "n3-2": 2, "n4-0": 1, "n4-1": 0}[key]
+    * math.floor(t),
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": lambda key, t: {"n3-0": 5e6, "n3-1": 0, "n3-2": 2e6, "n4-0": 7e6,
+                                                          "n4-1": 1e6}[key] * t,
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": lambda key, t: {"n3-0": 1, "n3-1": 0, "n3-2": 1, "n4-0": 0, "n4-1": 2}[key]
     * math.floor(t / 4),
-    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": lambda key, t: {"n3-0": 0, "n3-1": 1, "n4-0": 0, "n4-1": 0}[key]
-    * math.floor(t / 5),
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": lambda key, t: {"n3-0": 0, "n3-1": 1, "n3-2": 0, "n4-0": 0,
+                                                               "n4-1": 0}[key] * math.floor(t / 5),
 }
-PODS = {"n3-0": ("ml", "p"), "n4-0": ("ml", "q"), "n4-1": ("team-b", "r")}
+PODS = {"n3-0": ("ml", "p"), "n4-0": ("ml", "q"), "n4-1": ("team-b", "r"), "n3-2/1": ("ml", "m")}
+# n3's GPU 2 is split into two MIG instances (1: 3g.40gb, held by ml/m; 2: 4g.40gb, idle): a field of the instance
+# reads its share of the device's reading below, a field of the device repeats on each instance, and GPU utilization,
+# which MIG does not report, reads 0 (an exporter's stand-in)
+MIG = {"1": ("3g.40gb", 0.75), "2": ("4g.40gb", 0.25)}
+for _field, _values in GAUGES.items():
+    _values["n3-2"] = (0, 0) if _field in MIG_UNSUPPORTED else tuple(v * 1.1 for v in _values["n3-0"])
+
+
+def _series(node: str) -> list[tuple[str, str, str | None, float]]:
+    """(key, labels of the GPU or MIG instance, instance id, share of an instance field's reading) of a node's."""
+    series = []
+    for gpu in (0, 1, 2) if node == "n3" else (0, 1):
+        key = f"{node}-{gpu}"
+        device = f'gpu="{gpu}",UUID="GPU-{key}",device="nvidia{gpu}"'
+        for instance, (profile, share) in MIG.items() if key == "n3-2" else ((None, ("", 1)),):
+            pod = PODS.get(f"{key}/{instance}" if instance else key)
+            labels = ",".join(x for x in (device, instance and f'GPU_I_PROFILE="{profile}",GPU_I_ID="{instance}"',
+                                          COMMON, pod and f'container="main",namespace="{pod[0]}",pod="{pod[1]}"')
+                              if x)
+            series.append((key, labels, instance, share))
+    return series
 
 
 def _payload(node: str, spelling: str, old: bool | None) -> str:
@@ -83,14 +110,12 @@ def _payload(node: str, spelling: str, old: bool | None) -> str:
     lines = []
     for metric, values in (*GAUGES.items(), *((m, None) for m in COUNTERS)):
         lines.append(f"# TYPE {metric} {'gauge' if values else 'counter'}")
-        for gpu in (0, 1):
-            key = f"{node}-{gpu}"
-            pod = PODS.get(key)
-            labels = ",".join(x for x in (f'gpu="{gpu}",UUID="GPU-{key}",device="nvidia{gpu}"', COMMON, spelling,
-                                          pod and f'container="main",namespace="{pod[0]}",pod="{pod[1]}"') if x)
+        for key, labels, instance, share in _series(node):
             value = COUNTERS[metric](key, t) if values is None else values[key]
             value = value[0 if old else 1] if isinstance(value, tuple) else value
-            lines.append(f"{metric}{{{labels}}} {value:.17g}")
+            if instance and values is not None and per_instance_field(metric) and value < BLANK:
+                value *= share
+            lines.append(f"{metric}{{{labels},{spelling}}} {value:.17g}")
     return "\n".join(lines) + "\n"
 
 
@@ -116,10 +141,14 @@ scenes = module_scenes({"fleet": _fleet})
 fleet = scene("fleet")
 
 
-def _targets() -> list[tuple[str, str, dict]]:
-    """(dashboard, panel title, target) of every bundled dashboard's panels."""
-    return [(dashboard.model["title"], panel.get("title", ""), target)
-            for dashboard in grafana_dashboards(bundled_project())
+# the default build, and one for exporters that split fields per process (a GPU's device value read otherwise)
+SETTINGS = {"defaults": "", "virtual_gpus": "exporter:\n  virtual_gpus: true\n"}
+
+
+def _targets() -> list[tuple[str, str, str, dict]]:
+    """(settings, dashboard, panel title, target) of every bundled dashboard's panels as each SETTINGS builds them."""
+    return [(settings, dashboard.model["title"], panel.get("title", ""), target) for settings in SETTINGS.values()
+            for dashboard in grafana_dashboards(bundled_project(settings))
             for panel in dashboard.model["panels"] for target in panel.get("targets", ())]
 
 
@@ -134,9 +163,10 @@ def _restricted(expr: str, node: str) -> str:
     return re.sub(r"\b(DCGM_[A-Z0-9_]+)(?=\[|\)| )", rf"\1{{{matcher}}}", expr)
 
 
-def _shown(fleet, target: dict, node: str | None, restrict: str | None = None) -> dict[float, dict[str, float]]:
+def _shown(fleet, target: dict, node: str | None, restrict: str | None = None, settings: str = "") \
+        -> dict[float, dict[str, float]]:
     prometheus, _, start, end = fleet
-    expr = scraped_every(counted_inline(target["expr"], bundled_project()), 30, 1)
+    expr = scraped_every(counted_inline(target["expr"], bundled_project(settings)), 30, 1)
     if restrict:
         expr = _restricted(expr, restrict)
     expr = interpolate(expr, {**variables({"node": node} if node else {}, ("namespace", "pod", "node", "gpu")),
@@ -150,31 +180,37 @@ def _differ(one: dict[str, float], other: dict[str, float]) -> bool:
     return set(one) != set(other) or any(not math.isclose(one[k], other[k], rel_tol=1e-9, abs_tol=1e-9) for k in one)
 
 
-@pytest.mark.parametrize("dashboard, title, target", TARGETS,
-                         ids=[f"{d}/{t}/{n}" for n, (d, t, _) in enumerate(TARGETS)])
-def test_a_node_selected_shows_what_all_nodes_shows_of_its_gpus(fleet, dashboard, title, target):
+@pytest.mark.parametrize("settings, dashboard, title, target", TARGETS,
+                         ids=[f"{next(k for k, v in SETTINGS.items() if v == s)}/{d}/{t}/{n}"
+                              for n, (s, d, t, _) in enumerate(TARGETS)])
+def test_a_node_selected_shows_what_all_nodes_shows_of_its_gpus(fleet, settings, dashboard, title, target):
     wrong = {}
     for node in ("n3", "n4"):
-        every = _shown(fleet, target, None, node)
-        one = _shown(fleet, target, node)
+        every = _shown(fleet, target, None, node, settings)
+        one = _shown(fleet, target, node, settings=settings)
         wrong.update({(node, at): (every[at], one.get(at)) for at in every if _differ(every[at], one.get(at, {}))})
+        assert node != "n3" or any(every.values()), f"{dashboard} / {title}: no line (n3 has a GPU of each kind)"
     assert not wrong, f"{dashboard} / {title}: (node, step): (All nodes of the node's GPUs, node selected) {wrong}"
 
 
-TRUTH = {  # panel: {node: {legend: value}} at every step (the old exporter, fresh at each, reads the highest)
-    "Average GPU utilization": {"n3": {"DCGM_FI_DEV_GPU_UTIL": 30.0}, "n4": {"DCGM_FI_DEV_GPU_UTIL": 55.0}},
-    "Total power draw": {"n3": {"DCGM_FI_DEV_POWER_USAGE": 210.0}, "n4": {"DCGM_FI_DEV_POWER_USAGE": 390.0}},
-    "GPUs reporting": {"n3": {"DCGM_FI_DEV_GPU_TEMP": 2.0}, "n4": {"DCGM_FI_DEV_GPU_TEMP": 2.0}},
-    "GPU utilization": {"n3": {"n3 GPU 0": 60.0, "n3 GPU 1": 0.0}, "n4": {"n4 GPU 0": 90.0, "n4 GPU 1": 20.0}},
+# panel: {node: {legend: value}} at every step (the old exporter, fresh at each, reads the highest); the MIG GPU's
+# utilization is its instances' mean graphics engine activity (0.75 and 0.25 of 0.66 old, of 0.55 new) in %
+TRUTH = {
+    "Average GPU utilization": {"n3": {"DCGM_FI_DEV_GPU_UTIL": 31.0}, "n4": {"DCGM_FI_DEV_GPU_UTIL": 55.0}},
+    "Total power draw": {"n3": {"DCGM_FI_DEV_POWER_USAGE": 375.0}, "n4": {"DCGM_FI_DEV_POWER_USAGE": 390.0}},
+    "GPUs reporting": {"n3": {"DCGM_FI_DEV_GPU_TEMP": 3.0}, "n4": {"DCGM_FI_DEV_GPU_TEMP": 2.0}},
+    "GPU utilization": {"n3": {"n3 GPU 0": 60.0, "n3 GPU 1": 0.0, "n3 GPU 2": 33.0},
+                        "n4": {"n4 GPU 0": 90.0, "n4 GPU 1": 20.0}},
 }
 
 
 @pytest.mark.parametrize("title", sorted(TRUTH))
 def test_a_node_selected_shows_its_gpus_values(fleet, title):
-    target = next(target for _, t, target in TARGETS if t == title)
+    target = next(target for settings, _, t, target in TARGETS if t == title and not settings)
     wrong = {}
     for node, truth in TRUTH[title].items():
         shown = _shown(fleet, target, node)
         wrong.update({(node, at): values for at, values in shown.items() if _differ(values, truth)})
         assert len(shown) >= 8
     assert not wrong, f"{title}: (node, step): shown (true {TRUTH[title]}) {wrong}"
+
