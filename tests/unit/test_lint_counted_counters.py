@@ -220,3 +220,49 @@ def test_a_label_holds_the_node_where_the_settings_or_the_scrape_job_say_so(tmp_
     found = run([rule for rule in RULES if rule.id == "GF006"],
                 lint_input(project, subject.artifacts, additional_scrape_configs=scrape))
     assert [f.where.split(" panel ")[1] for f in found] == [repr(t) for t in APART if "node_pool" in t]
+
+
+# A counter on two nodes' GPU 0, scraped every 30 s: GPU-a grows 10 per scrape from 1000; GPU-b reads 5000 and leaves
+# after 4.5 minutes; a second exporter copy of GPU-a comes at 6 minutes (a rollout). Over the 5 minutes before 10 m,
+# summed per step from 4.5 m, GPU-a grew 1200 - 1090 = 110 and GPU-b nothing: 110 in all; 10 per 30 s, 100 per 300 s.
+SCENE = [("GPU-a", "n1", "e1", "1000+10x20"), ("GPU-b", "n2", "e2", "5000+0x9"), ("GPU-a", "n1", "e3", "_x12 1120+10x8")]
+TRUTH = {"summed": 110, "rate": 100}
+VALUED = {  # the counter's increase or rate in a form lint judges -> its kind (which truth it states)
+    "sum(sum_over_time((idelta(last_over_time(max by (UUID) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": "summed",
+    "sum(sum_over_time((idelta(last_over_time(max by (gpu, node) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": "summed",
+    "sum(sum_over_time((idelta(last_over_time(max(C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": "summed",
+    "sum(sum_over_time((idelta(last_over_time(max by (gpu) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": "summed",
+    "sum(sum_over_time((idelta(last_over_time(sum by (UUID) (C)[1m:30s])[30001ms:30s]) >= 0)[5m:30s]))": "summed",
+    "sum(sum_over_time((idelta(last_over_time(max by (UUID) (C)[1m:30s])[30001ms:30s]) >= bool 0)[5m:30s]))":
+        "summed",
+    "round(sum(rate(max by (UUID) (C)[5m:30s])) * 300)": "rate",
+    "round(sum(rate(max(C)[5m:30s])) * 300)": "rate",
+    "round(sum(rate(sum by (UUID) (C)[5m:30s])) * 300)": "rate",
+}
+
+
+def test_lint_passes_exactly_the_forms_that_read_the_counters_increase_on_prometheus(tmp_path):
+    """GF006's verdict on a counter read through a subquery is the truth Prometheus computes: over a GPU leaving and
+    an exporter copy coming, the forms lint passes (a max of one GPU's copies, floored steps) give GPU-a's 110 (10 per
+    30 s); those it flags do not (a max across GPUs: 0, a sum of copies: 1,310, steps counted with bool: 22, a rate
+    across GPUs: 4/s, of copies added 4.33/s). promtool evaluates each form at 10 m."""
+    from tests.support.prometheus_server import binary
+
+    counter = COUNTERS[0]
+    series = [{"series": f'{counter}{{UUID="{uuid}", gpu="0", node="{node}", instance="{target}"}}',
+               "values": values} for uuid, node, target, values in SCENE]
+    tests = [{"interval": "30s", "input_series": series, "promql_expr_test": [
+        {"expr": _written(text, counter), "eval_time": "10m", "exp_samples": [{"labels": "{}",
+                                                                              "value": TRUTH[kind]}]}]}
+             for text, kind in VALUED.items()]
+    (tmp_path / "t.yaml").write_text(json.dumps({"rule_files": [], "tests": tests}))
+    checked = __import__("subprocess").run([binary("promtool"), "test", "rules", str(tmp_path / "t.yaml")],
+                                           capture_output=True, text=True)
+    wrong = {text for text in VALUED if f'expr: "{_written(text, counter)}"' in checked.stdout + checked.stderr}
+    panels = [f'Panel({text!r}, Query({counter!r}, raw_promql={_written(text, counter)!r}), unit="count")'
+              for text in VALUED]
+    found = run([rule for rule in RULES if rule.id == "GF006"],
+                lint_input(defined_project(tmp_path, dashboards=_dashboards(panels))))
+    flagged = {text for text in VALUED if any(f.where.endswith(f" panel {text!r}") for f in found)}
+    assert len(wrong) == 6, checked.stdout + checked.stderr  # the scene tells the forms apart
+    assert flagged == wrong
