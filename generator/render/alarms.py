@@ -78,15 +78,15 @@ def _description(alarm: Alarm, *notes: Note) -> str:
     return described(alarm, notes)
 
 
-def stale(alarm: Alarm, catalog: Catalog, settings: Settings) -> Note:
+def stale(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan | None = None) -> Note:
     """What a rule's CloudWatch alarm does where its twin cannot follow: a contributor whose data stops while in ALARM
     is judged on its last real datapoints of the evaluation range (user guide, "How alarm state is evaluated when data
     is missing"; TreatMissingData is not used while the range holds enough of them), and no math can fill a GROUP BY
     query's contributors (tests/integration/test_stale_alarm_twins.py). The range's length is published only by the
     page's example (RANGE_EXTRA_PERIODS): the rule judges that length (_of_range) and clears with the alarm there; a
     longer range keeps the alarm in ALARM longer. A rule that reads the pods a scrape within the per-pod look-back
-    named (left_lookback) clears up to that much later for a pod that left a GPU its exporter still reports. A clause
-    of the description's notes, the last (the first to give way to its short form)."""
+    named (left_lookback, of the alarm's plan `plan_`) clears up to that much later for a pod that left a GPU its
+    exporter still reports. A clause of the description's notes, the last (the first to give way to its short form)."""
     who = "a pod" if alarm.per_pod else "a GPU"
     if alarm.missing_data == "breaching":  # the periods it misses breach: _of_range's `fewer` and `nothing`
         return Note(f"{who} whose data stops (exporter, node or pod gone) "
@@ -96,7 +96,7 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings) -> Note:
                     f"the alarm's {'cluster' if alarm.scope == 'cluster' else 'Region'} in it, fires once for it",
                     f"{who} whose data stops is judged with its missing periods breaching: it fires, and with no "
                     f"reading in the range the alarm is in ALARM")
-    lookback = left_lookback(alarm, catalog, settings)
+    lookback = left_lookback(alarm, catalog, settings, plan_)
     left = "" if not lookback else (
         f"; a pod that left a GPU its exporter still reports (another pod's now, or idle) is read by the rule for up "
         f"to the per-pod look-back ({lookback} s) after the last scrape naming it, where the alarm has no datapoint "
@@ -108,7 +108,7 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings) -> Note:
                 f"length unpublished, holds it longer){left}", _stale_clause(alarm, lookback))
 
 
-def left_lookback(alarm: Alarm, catalog: Catalog, settings: Settings) -> int:
+def left_lookback(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan | None = None) -> int:
     """Seconds a rule may read a pod on a GPU after the last scrape that named it there (0: none): the per-pod
     look-back (promql.label_lookback) of a rule of gauges by pod, namespace or container (named_pods_looked_back),
     which reads a pod the exporter names in turn with others on a GPU they share at every step. A pod that left a GPU
@@ -116,8 +116,12 @@ def left_lookback(alarm: Alarm, catalog: Catalog, settings: Settings) -> int:
     to that long after the last scrape naming it, where CloudWatch, which has a pod's datapoints only from the
     scrapes naming it, has none: a count (_Device.named_in_period) the whole look-back, a total, mean, largest or
     smallest to its last step with a reading within it (at 30 s scrapes off the rule's 5 s steps, 90-95 s;
-    tests/integration/test_pod_left_twins.py)."""
-    if not named_pods_looked_back(_alert_query(alarm, settings), catalog):
+    tests/integration/test_pod_left_twins.py). Said of an alarm whose contributors are pods, and whose plan `plan_`
+    is a mean of what arrived (not per_scrape_read: a count or sum per scrape on agent.pipeline classic reads its
+    last period's share of scrapes naming the pod, below its level, and cleared 4 to 6 minutes before the rule);
+    0 for others."""
+    if not alarm.per_pod or (plan_ is not None and per_scrape_read(plan_)) or \
+            not named_pods_looked_back(_alert_query(alarm, settings), catalog):
         return 0
     return int(label_lookback(settings.scrape.seconds).removesuffix("s"))
 
@@ -933,7 +937,7 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
     return [note, *(Note(text, SHORT.get(text, "")) for text in texts),
             _failed_scrape_note(alarm, plan_, settings),
             *(Note(text, SHORT.get(text, "")) for text in named),
-            _addon_blanks_said(plan_, comparison, settings), stale(alarm, catalog, settings)]
+            _addon_blanks_said(plan_, comparison, settings), stale(alarm, catalog, settings, plan_)]
 
 
 def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form: Form,

@@ -138,3 +138,28 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
     for rule, *_ in FORMS:
         assert _alarm_states(files, rule, step, phase, instants) == [t for t in instants
                                                                      if t <= last_named + clears], rule
+
+
+def test_the_note_is_written_where_the_alarm_reads_a_pod_by_what_arrived(tmp_path):
+    """On agent.pipeline: classic a pod's count or sum per scrape (its period's observations over its scrapes) reads
+    its last period's share of the scrapes naming it, below its level: those alarms cleared 4 to 6 minutes before the
+    rule (750 and 660 s after the last naming, the rule 1,020 s), so their descriptions claim no bound; its mean,
+    largest and smallest read what arrived and keep the note, as every form does on the OTel pipeline. A namespace's
+    alarm (its contributors no pods) has none either."""
+    namespace = "".join(f"    yield Alarm('{aggregation}-power-namespace', 'T', Condition(Query({POWER!r}, "
+                        f"{aggregation!r}, ('namespace',)), '>', 200), description='d', runbook='r')\n"
+                        for aggregation in ("sum", "avg"))
+    said = {}
+    for pipeline in ("otel", "classic"):
+        (tmp_path / pipeline).mkdir()
+        files, _ = built_with(tmp_path / pipeline, {"left.py": _definitions() + namespace}, fields=(UTIL, POWER),
+                              settings=f"agent:\n  pipeline: {pipeline}\n")
+        for alarm in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
+            rule = next(t["Value"] for t in alarm["Request"]["Tags"] if t["Key"] == "gpudash:rule")
+            if rule.endswith(("-pod", "-pod-gpu", "-namespace")) and "power" in rule:
+                said[pipeline, rule] = bool(CLEARS.search(alarm["Request"]["AlarmDescription"]))
+    assert {key for key, note in said.items() if not note} == {
+        ("classic", "count-power-pod"), ("classic", "sum-power-pod"), ("classic", "count-power-pod-gpu"),
+        ("classic", "sum-power-pod-gpu"), ("otel", "sum-power-namespace"), ("otel", "avg-power-namespace"),
+        ("classic", "sum-power-namespace"), ("classic", "avg-power-namespace")}, said
+    assert len(said) == 2 * (len(FORMS) + 2)
