@@ -307,7 +307,10 @@ class _Device:
         strip = f"max by ({_listed(identity)}) "
         own = _parenthesised(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge))
         any_copy = _parenthesised(_raw(metric, self.unscoped, any_pod, gauge))
-        device = f"({strip}{own} or {strip}{any_copy})"
+        # the pods' copies only where the copy wrote no series of its own (4.5.3+: a blank one too; its pods' copies
+        # are their shares, the largest of which was read as the device's value at the blank)
+        written = _parenthesised(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], _written(gauge)))
+        device = f"({strip}{own} or ({strip}{any_copy} unless on ({_listed(identity)}) {written}))"
         matching = f"on ({_listed(identity)})"
         if self.per_pod:
             return f"({scoped} * 0 + {matching} group_left () {device})"
@@ -354,7 +357,10 @@ class _Device:
         device = copies([])
         if self.shares and metric in PER_PROCESS_FIELDS:  # the device's own series first
             own = copies([f'{self.pod}=""'])
-            device = f"({own} or on ({_listed(slot)}) {device})"
+            # the pods' copies only where no copy wrote a series of its own at the step (4.5.3+: a blank one too; its
+            # pods' copies are their shares, the largest of which was read as the device's value at the blank)
+            written = identified(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], _written(gauge)), labels)
+            device = f"({own} or on ({_listed(slot)}) ({device} unless on ({_listed(slot)}) {written}))"
         return self._named_on(metric, extra, keep, slot, device)
 
     def reads_device(self, metric: str) -> bool:
@@ -580,6 +586,11 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     gpu = (labels.cluster, GPU_LABEL, "gpu")
     named = f"max by ({_listed((*gpu, labels.node))}) ({identified(coalesce_node(ranked, labels), labels)})"
     return f"topk by ({_listed(gpu)}) (1, {named})"
+
+
+def _written(gauge: str) -> str:
+    """`gauge` (a form of a selector, _gauge_form's) with DCGM's blank kept: where the selector has a sample."""
+    return gauge.replace(f" < {BLANK_FLOOR}", "", 1)
 
 
 def _either(tiers: tuple[str, ...], keep: tuple[str, ...]) -> str:

@@ -20,7 +20,8 @@ instant: each GPU with a reading of its device's own value within the look-back 
 intervals, 120 s) contributes its latest one; a pod's share is never the device's reading. Read at the instant
 (before): GPU 0 of ip-10-0-1-1 read its pods' largest share (30) at odd scrapes, ip-10-0-1-2's GPU left the panels at
 odd scrapes, the gone GPU stayed for the 5 minutes an instant selector reads its last sample, and the replaced
-exporter's copy outread the live one for as long.
+exporter's copy outread the live one for as long. Alert rules read one reading per step of their window: a step
+whose own series read the blank read the pods' largest share there too.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import pytest
 from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
-from generator.promql import expression, label_lookback
+from generator.promql import expression, label_lookback, settings_clusters
 from generator.render.grafana import variable_scope
 from generator.resources import default_counters
 from tests.integration.test_blank_count_lookback import (COUNT, END, EVERY, FIRST, NOT_SUPPORTED, STEP, STEPS,
@@ -174,3 +175,36 @@ def test_with_a_pod_selected_a_per_gpu_panel_reads_the_gpus_it_holds(project, ba
         return {KEYS["gpu"](*key): value for key, value in latest(UTIL, t).items() if key in held}
     wrong = _close(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
+
+
+def _window_mean(field: str, key, t: float) -> float | None:
+    """The mean of a GPU's device readings (the blank none) taken within a rule's 5-minute window ending at `t`, one
+    per step of the scrape interval, as gauge_readings reads them."""
+    read = [value for k in range(STEPS) if t - 300 < k * STEP <= t
+            and (value := device(field, *key, k)) is not None and value < 1e14]
+    return sum(read) / len(read) if read else None
+
+
+@pytest.mark.parametrize("field", [UTIL, FB])
+@pytest.mark.parametrize("by", [("node", "gpu"), ("pod",)])
+def test_a_rules_reading_of_a_per_process_field_is_the_devices(project, backfilled, field, by):
+    """An alert rule's mean over its window per GPU, and per pod of the whole GPU it holds, reads the device's
+    readings: a step whose own series reads the blank is no reading (the pods' largest share was read: 55.0 for a
+    GPU at 80.0, 21,000 MiB for 30,000)."""
+    prometheus, start = backfilled
+    settings = project.settings
+    expr = expression(Query(field, "avg", by, whole_gpu=by == ("pod",)), settings.labels, project.catalog,
+                      settings_clusters(settings), rate_window="300s", increase_window="300s", gauge_window="300s",
+                      per_instance=True, resolution="30s", hold="30s",
+                      named_within=label_lookback(settings.scrape.seconds))
+    label = LABELS["gpu"] if by != ("pod",) else lambda metric: f"{metric['namespace']}/{metric['pod']}"
+    # the first 20 minutes, a window in: every GPU and pod there all along but the replaced exporter's
+    shown = {t: value for t, value in _read(prometheus, start, expr, label).items() if 300 < t < LEFT * STEP}
+
+    def truth(t: float) -> dict[str, float]:
+        if by != ("pod",):
+            return {KEYS["gpu"](*key): _window_mean(field, key, t) for key in GPUS}
+        return {f"{namespace}/{pod}": _window_mean(field, key, t) for key, (_, pods) in GPUS.items()
+                for namespace, pod, _, _ in pods}
+    wrong = _close(shown, truth)
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:4])} ({len(wrong)} of {len(shown)})"
