@@ -50,8 +50,14 @@ _PRECONDITION_HINTS = {
 # that endpoint shows that Grafana has no such thing; any other 404 says nothing of what Grafana holds.
 DASHBOARD_ABSENT = "dashboard not found"  # pkg/api/dashboard.go (dashboards.ErrDashboardNotFound)
 FOLDER_ABSENT = "folder not found"  # dashboards.ErrFolderNotFound
+# Grafana serving /api/folders through its Kubernetes-style folder API (where the kubernetesFolders feature is on:
+# pkg/api/folder.go, folderK8sHandler.writeError) answers with the apiserver's NotFound, which names the resource and
+# the uid asked
+K8S_FOLDER_ABSENT = 'folders.folder.grafana.app "{uid}" not found'
 VERSIONS_ABSENT = r"dashboard not found|no versions found for dashboard ?id \d+"  # GetDashboardVersions
 PLAYLIST_ABSENT = "playlist not found"
+_READABLE_ESCAPE = re.compile(r"\\(\W)")  # a pattern's escaped punctuation and spaces, shown as the text it matches
+_UNESCAPED = r"\1"
 PUBLIC_DASHBOARD_ABSENT = "public dashboard not found|dashboard not found"  # the caller reads its messageId too
 NO_ROUTE = "not found"  # Grafana's 404 for an API path it has no route for (an endpoint its release lacks)
 _URL_HINT = "set GRAFANA_URL to Grafana's address with its scheme, e.g. https://grafana.example.com"
@@ -325,7 +331,7 @@ class GrafanaClient:
             if response.status_code == 404 and not re.fullmatch(absent or "", message, re.IGNORECASE):
                 raise InvalidAnswer(f"not found (404) at {method} {path.split('?')[0]}, saying "
                                     f"{redact.text(message)[:80]!r}, not Grafana's own \"not found\" for it "
-                                    f"({absent.replace('|', ' or ')!r}): a gateway or proxy in front of Grafana (a "
+                                    f"({_READABLE_ESCAPE.sub(_UNESCAPED, absent).replace('|', ' or ')!r}): a gateway or proxy in front of Grafana (a "
                                     "route that does not pass this path on) may have answered, and nothing shows "
                                     "that Grafana has none", where=what,
                                     hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path); check "
@@ -397,7 +403,8 @@ class GrafanaClient:
 
     def folder(self, uid: str) -> dict[str, Any] | None:
         what = f"folder {uid}"
-        found = self._request("GET", f"/api/folders/{uid}", what=what, allow=(404,), absent=FOLDER_ABSENT)
+        found = self._request("GET", f"/api/folders/{uid}", what=what, allow=(404,),
+                              absent=f"{FOLDER_ABSENT}|{re.escape(K8S_FOLDER_ABSENT.format(uid=uid))}")
         return found if found is None else self._shape(found, isinstance(found, dict) and found.get("uid") == uid,
                                                        what, f"the folder {uid}")
 

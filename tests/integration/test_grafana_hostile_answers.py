@@ -214,3 +214,28 @@ def test_a_delete_answered_with_a_gateway_s_json_not_found_is_not_read_as_gone(g
     assert code == 3, stderr
     error = {f["name"]: f["error"] for f in report["failed"]}[RETIRED]
     assert "not Grafana's own" in error and "created it anew" not in error, error
+
+
+@pytest.mark.parametrize("uid, said, absent", [
+    ("gpudash", 'folders.folder.grafana.app "gpudash" not found', True),  # Grafana's Kubernetes-style folder API
+    ("gpudash", "folder not found", True),  # Grafana's legacy folder API
+    ("gpudash", 'folders.folder.grafana.app "gpudash-other" not found', False),  # not the folder asked
+    ("gpudash", 'routes.gateway.example "gpudash" not found', False),
+])
+def test_grafana_s_kubernetes_style_folder_not_found_reads_as_no_folder(uid, said, absent):
+    """Grafana serving /api/folders through its Kubernetes-style API (the kubernetesFolders feature) answers a folder
+    it does not have with the apiserver's NotFound naming the folder's uid: the folder is absent (the first push
+    creates it), where it was an invalid answer; the same words for another uid say nothing of this folder."""
+    from generator.clients.grafana import GrafanaClient, InvalidAnswer
+    from tests.support.canned_server import CannedServer
+    from tests.support.grafana_server import ADMIN
+
+    with CannedServer(json.dumps({"message": said}), status=404) as server:
+        client = GrafanaClient(f"http://{server.address}", token=ADMIN)
+        if absent:
+            assert client.folder(uid) is None
+        else:
+            with pytest.raises(InvalidAnswer) as raised:
+                client.folder(uid)
+            assert "not Grafana's own \"not found\"" in str(raised.value)
+            assert 'folders.folder.grafana.app "gpudash" not found' in str(raised.value), str(raised.value)
