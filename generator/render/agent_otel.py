@@ -271,11 +271,12 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
        them: the filter dropped blanks before, and awsemf drops a merged point that is a marker): one series
        whose labels do not change when pods come and go. A device counter (PCIe replays, rows remapped,
        NVLink, energy) repeats on every MIG instance of its GPU with the GPU's reading, so its copy leaves
-       GPU_I_ID out too: one series per physical GPU (the GPU's UUID is its instances'); a counter MIG
+       GPU_I_ID and GPU_I_PROFILE out too (MIG_INSTANCE_LABELS, though a set of another field names them): one
+       series per physical GPU (the GPU's UUID is its instances'); a counter MIG
        reports per instance keeps GPU_I_ID: one series per GPU instance;
     2. update: each pod's copy keeps only the labels the per-pod sets name and the GPU's identity, so that it
        lacks a dimension of every per-GPU set and is published in the per-pod sets only; a device counter's
-       copy leaves GPU_I_ID out as its merged copy does, so a pod holding several MIG instances of one GPU has
+       copy leaves them out as its merged copy does, so a pod holding several MIG instances of one GPU has
        one series of that GPU's reading (by `max`), not one per instance that would add the GPU's increase once
        per instance;
     3. update: the merged copies take their field's name back.
