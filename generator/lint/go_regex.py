@@ -13,6 +13,8 @@ from ..promql_text import double_quoted
 _RE2_FLAGS = set("imsU-")
 _REPEAT = re.compile(r"\{(0|[1-9]\d*)(,(0|[1-9]\d*)?)?\}")  # Go reads `{01}` (a leading zero) as plain text
 REPEAT_LIMIT = 1000  # Go's regexp: the most copies of one thing a repeat, or repeats nested, may ask for
+MAX_HEIGHT = 1000  # Go's regexp: the deepest parse tree it takes (checked in Go 1.19 as in Prometheus 2.42)
+RUST_NESTING = 100  # groups nested this deep or deeper may pass Rust's nesting limit (250 groups, repeats, classes)
 # Go's escapes outside a class that are not one character: assertions, Perl classes (\p, \P and \Q apart)
 _GO_ASSERTIONS = set("AbBz")
 _GO_PERL_CLASSES = set("dDsSwW")
@@ -202,7 +204,7 @@ def newer_syntax(regex: str) -> tuple[str, ...]:
 def _judged(regex: str) -> tuple[str | None, str, tuple[str, ...]]:
     newer: list[str] = []
     try:
-        rust = _go_read(regex, newer)
+        rust, deepest = _go_read(regex, newer)
     except _Refused as exc:
         return f"illegal regex for {regex}: {exc}", regex, ()
     import promql_parser
@@ -210,13 +212,16 @@ def _judged(regex: str) -> tuple[str | None, str, tuple[str, ...]]:
     try:
         promql_parser.parse("up{a=~" + double_quoted(rust) + "}")
     except ValueError as exc:
-        return str(exc), regex, ()
+        if deepest < RUST_NESTING:
+            return str(exc), regex, ()
+        # past Rust's nesting limit, which Go's (MAX_HEIGHT) is far above: Go's reading above is the verdict
+        rust = "gpudash_nested"  # (a stand-in that does not match the empty value)
     return None, rust, tuple(dict.fromkeys(newer))
 
 
-def _go_read(regex: str, newer: list | None = None) -> str:
-    """`regex` as Go reads it, written for Rust (re2_judged); _Refused where Go refuses what Rust would take. The syntax
-    only a Prometheus built with a newer Go takes is told in `newer`."""
+def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
+    """`regex` as Go reads it, written for Rust (re2_judged), and how deep its groups nest; _Refused where Go refuses
+    what Rust would take. The syntax only a Prometheus built with a newer Go takes is told in `newer`."""
     rust, at = [], 0
     repeated = 0  # 1 right after a repetition operator, 2 after its lazy `?`: RE2 refuses one more (`a**`, `a{2}{3}`)
     # Go refuses a repeat that, with the repeats nested in it, asks for more than REPEAT_LIMIT copies of one thing:
@@ -224,6 +229,11 @@ def _go_read(regex: str, newer: list | None = None) -> str:
     # `last` the count of the last atom (None: none yet; a repeat applies to it).
     groups: list[int] = []
     most, last = 1, None
+    # of each open group, how many capturing groups are open at it and around it: Go refuses a parse tree more than
+    # MAX_HEIGHT deep (a capture group a level, a repeat another, and the anchoring's concatenation and the atom
+    # theirs; a concatenation inside a group, which Go also counts, is not: past 996 groups a false pass remains)
+    captures: list[int] = []
+    deepest = 0
     flags_after = ""  # a group of flags alone, written after the repeat that follows it (Go repeats the atom before)
 
     def atom(count: int = 1) -> None:
@@ -234,6 +244,10 @@ def _go_read(regex: str, newer: list | None = None) -> str:
     while at < len(regex):
         char = regex[at]
         if char in "*+?" or char == "{" and _REPEAT.match(regex, at):
+            if last is None and not repeated:  # at the start, after `(` or `|` (a group of flags is no argument)
+                raise _Refused(f"missing argument to repetition operator: `{regex[at:at + 1]}`")
+            if (captures[-1] if captures else 0) + 3 > MAX_HEIGHT:  # the repeat a level above its atom
+                raise _Refused(f"expression nests too deeply: `{regex[:40]}...`")
             if repeated == 1 and char == "?":
                 repeated = 2
             elif repeated:
@@ -243,7 +257,7 @@ def _go_read(regex: str, newer: list | None = None) -> str:
             if char == "{":
                 repeat = _REPEAT.match(regex, at)
                 counts = [int(n) for n in (repeat.group(1), repeat.group(3)) if n]
-                if max(counts) > REPEAT_LIMIT:
+                if max(counts) > REPEAT_LIMIT or len(counts) == 2 and counts[1] < counts[0]:
                     raise _Refused(f"invalid repeat count: `{repeat.group()}`")
                 copies = int(repeat.group(3)) if repeat.group(3) else int(repeat.group(1))
                 if last is not None:
@@ -273,6 +287,11 @@ def _go_read(regex: str, newer: list | None = None) -> str:
             groups.append(most)
             most, last = 1, None
             group_open = opening.group() if opening else "("
+            captures.append((captures[-1] if captures else 0) + (opening is None or opening.group(1) is None))
+            if captures[-1] + 2 > MAX_HEIGHT:
+                raise _Refused(f"expression nests too deeply: `{regex[:40]}...`")
+            deepest = max(deepest, len(groups))
+            at += len(group_open)
             if opening and opening.group(1) is None:  # a named group: Go's rule for its name, Rust's (?:
                 name = group_open[group_open.index("<") + 1:-1]
                 if not _CAPTURE_NAME.fullmatch(name):
@@ -281,7 +300,6 @@ def _go_read(regex: str, newer: list | None = None) -> str:
                     newer.append(f"a named group written {group_open}) (every Prometheus takes (?P<{name}>))")
                 group_open = "(?:"
             rust.append(group_open)
-            at += len(group_open)
             continue
         if char == "\\":
             following = regex[at + 1:at + 2]
@@ -317,6 +335,7 @@ def _go_read(regex: str, newer: list | None = None) -> str:
                 raise _Refused(f"unexpected ): `{regex}`")  # (Prometheus compiles it unanchored too)
             inner = max(most, last or 1)
             most = groups.pop()
+            captures.pop()
             last = inner
             rust.append(char)
             at += 1
@@ -329,4 +348,4 @@ def _go_read(regex: str, newer: list | None = None) -> str:
         at += 1
     if groups:
         raise _Refused(f"missing closing ): `{regex}`")
-    return "".join(rust) + flags_after
+    return "".join(rust) + flags_after, deepest

@@ -337,6 +337,17 @@ MATCHER_REGEXES = [
     ("(?P<a>g)(?P<a>h)", True),
     ("(?P<gü>g)", False),
     ("(?P<a-b>g)", False),
+    # nesting: Go takes groups 998 deep under Prometheus' anchoring (a parse tree up to 1,000 deep), Rust's regex
+    # crate 250 (an error lint gave); an error inside a deep nesting is still Go's
+    ("(" * 300 + "g" + ")" * 300, True),
+    ("(?:" * 1000 + "g" + ")" * 1000, True),
+    ("(" * 998 + "g" + ")" * 998, True),
+    ("(" * 999 + "g" + ")" * 999, False),
+    ("(" * 997 + "g{2}" + ")" * 997, True),
+    ("(" * 998 + "g{2}" + ")" * 998, False),
+    ("(" * 300 + "*g" + ")" * 300, False),
+    ("(" * 300 + "g{2,1}" + ")" * 300, False),
+    ("(" * 300 + "\\p{Latn}" + ")" * 300, False),
 ]
 
 
@@ -346,7 +357,8 @@ def test_a_matcher_regex_is_refused_exactly_when_prometheus_refuses_it(tmp_path)
     nested repeats past 1,000, [[:foo:]], \\u0041 and g)(h passed (Prometheus refuses the rules file: every rule of it
     is lost); \\0, \\012, [\\<], [[b], [\\d-z], \\p{^Greek}, (?)gpu, .^(?i){2} and a{263a} were refused. Later:
     \\w{999} and \\pL{1000} were refused (Rust's compiled-size limit), (?P<1>g) (Rust's rule for a name), while
-    \\p{Latn}, \\p{Alphabetic} and (?P<gü>g) passed (Rust's names and letters)."""
+    \\p{Latn}, \\p{Alphabetic} and (?P<gü>g) passed (Rust's names and letters), and groups nested 300 deep were
+    refused (Rust's nesting limit)."""
     from generator.lint.promql_checks import check_parses, regex_problem
 
     exprs = [f"DCGM_FI_DEV_GPU_UTIL{{node=~{json.dumps(regex)}}}" for regex, _ in MATCHER_REGEXES]
