@@ -50,10 +50,6 @@ _PRECONDITION_HINTS = {
 # that endpoint shows that Grafana has no such thing; any other 404 says nothing of what Grafana holds.
 DASHBOARD_ABSENT = "dashboard not found"  # pkg/api/dashboard.go (dashboards.ErrDashboardNotFound)
 FOLDER_ABSENT = "folder not found"  # dashboards.ErrFolderNotFound
-# Grafana serving /api/folders through its Kubernetes-style folder API (where the kubernetesFolders feature is on:
-# pkg/api/folder.go, folderK8sHandler.writeError) answers with the apiserver's NotFound, which names the resource and
-# the uid asked
-K8S_FOLDER_ABSENT = 'folders.folder.grafana.app "{uid}" not found'
 VERSIONS_ABSENT = r"dashboard not found|no versions found for dashboard ?id \d+"  # GetDashboardVersions
 PLAYLIST_ABSENT = "playlist not found"
 _READABLE_ESCAPE = re.compile(r"\\(\W)")  # a pattern's escaped punctuation and spaces, shown as the text it matches
@@ -61,6 +57,14 @@ _UNESCAPED = r"\1"
 PUBLIC_DASHBOARD_ABSENT = "public dashboard not found|dashboard not found"  # the caller reads its messageId too
 NO_ROUTE = "not found"  # Grafana's 404 for an API path it has no route for (an endpoint its release lacks)
 _URL_HINT = "set GRAFANA_URL to Grafana's address with its scheme, e.g. https://grafana.example.com"
+
+
+def stored_absent(resource: str, uid: str) -> str:
+    """The not-found of Grafana's Kubernetes-style resource API, as a pattern: the apiserver's NotFound, naming the
+    resource and the very uid asked (`<resource>.grafana.app "<uid>" not found`). Grafana 11 and later serve
+    /api/playlists through it; /api/folders where the kubernetesFolders feature is on (pkg/api/folder.go,
+    folderK8sHandler.writeError), and dashboards where Grafana 12 stores them so."""
+    return re.escape(f'{resource}.grafana.app "{uid}" not found')
 
 
 # Who deleted a dashboard `GrafanaClient.delete` found gone: gpudash (Grafana answered its delete), someone else (no
@@ -404,7 +408,7 @@ class GrafanaClient:
     def folder(self, uid: str) -> dict[str, Any] | None:
         what = f"folder {uid}"
         found = self._request("GET", f"/api/folders/{uid}", what=what, allow=(404,),
-                              absent=f"{FOLDER_ABSENT}|{re.escape(K8S_FOLDER_ABSENT.format(uid=uid))}")
+                              absent=f"{FOLDER_ABSENT}|{stored_absent('folders.folder', uid)}")
         return found if found is None else self._shape(found, isinstance(found, dict) and found.get("uid") == uid,
                                                        what, f"the folder {uid}")
 
@@ -466,7 +470,7 @@ class GrafanaClient:
     def dashboard(self, uid: str) -> dict[str, Any] | None:
         what = f"dashboard {uid}"
         found = self._request("GET", f"/api/dashboards/uid/{uid}", what=what, allow=(404,),
-                              absent=DASHBOARD_ABSENT)
+                              absent=f"{DASHBOARD_ABSENT}|{stored_absent('dashboards.dashboard', uid)}")
         if found is None:
             return None
         ok = isinstance(found, dict) and isinstance(found.get("dashboard"), dict) and \
@@ -573,7 +577,8 @@ class GrafanaClient:
         """One playlist with its items (GET /api/playlists/<uid>), each a type and a value; None when it is gone (404:
         deleted since it was listed)."""
         what = f"playlist {uid}"
-        found = self._request("GET", f"/api/playlists/{uid}", what=what, allow=(404,), absent=PLAYLIST_ABSENT)
+        found = self._request("GET", f"/api/playlists/{uid}", what=what, allow=(404,),
+                              absent=f"{PLAYLIST_ABSENT}|{stored_absent('playlists.playlist', uid)}")
         ok = found is None or isinstance(found, dict) and found.get("uid") == uid \
             and isinstance(found.get("items"), list) and all(
                 isinstance(i, dict) and isinstance(i.get("type"), str) and isinstance(i.get("value"), str)
@@ -638,7 +643,8 @@ class GrafanaClient:
 
         with self._reported_if_sent("DELETE", "the delete was sent to Grafana", "it was not read back to show it"):
             try:
-                answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,), absent=DASHBOARD_ABSENT,
+                answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,),
+                                       absent=f"{DASHBOARD_ABSENT}|{stored_absent('dashboards.dashboard', uid)}",
                                        before_retry=looked if look is not None else None, reached=reached)
                 if answer is not None:
                     self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,

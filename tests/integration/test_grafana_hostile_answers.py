@@ -47,8 +47,9 @@ ANSWERS = {  # (status, body, content type, what the error says)
 GATEWAY_404 = b'{"message":"no Route matched with those values"}'  # Kong's
 # Every read of the plan whose 404 reads as "none" (those of people's work around a dashboard read their 404 so only
 # with Grafana's messageId, or refuse the delete on it)
-NOT_FOUND_READS = {read: PLANNED[read] for read in ("the folder", "a defined dashboard", "the retired dashboard",
-                                                    "the retired dashboard's versions", "a defined dashboard's versions")}
+NOT_FOUND_READS = {read: PLANNED[read] for read in (
+    "the folder", "a defined dashboard", "the retired dashboard", "the retired dashboard's versions",
+    "a defined dashboard's versions")}
 NGINX_404 = b"<html><head><title>404 Not Found</title></head><body><h1>404 Not Found</h1></body></html>"  # a proxy's
 
 

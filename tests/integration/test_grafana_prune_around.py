@@ -240,9 +240,15 @@ def test_a_listed_playlist_answered_not_found_and_listed_still_is_not_read_as_go
     assert "the playlists, whose items picking it" in stdout and "lists it still" in stdout, stdout
 
 
-def test_a_playlist_deleted_between_the_list_and_its_read_is_left_out(grafana, run, tmp_path):
-    """The control: Bob deletes his playlist right after Grafana listed it; its read is answered 404 and the list,
-    read again, no longer holds it: gone, and the prune deletes the dashboard (exit 0)."""
+# Grafana 11 and later read a playlist through the resource API, whose not-found is Kubernetes' NotFound message
+RESOURCE_API_NOT_FOUND = b'{"message": "playlists.playlist.grafana.app \\"pl1\\" not found", "traceID": ""}'
+
+
+@pytest.mark.parametrize("said", [None, RESOURCE_API_NOT_FOUND], ids=["Grafana 10", "Grafana 11"])
+def test_a_playlist_deleted_between_the_list_and_its_read_is_left_out(said, grafana, run, tmp_path):
+    """The control: Bob deletes his playlist right after Grafana listed it; its read is answered 404 (as Grafana 10
+    does, or 11 through its resource API) and the list, read again, no longer holds it: gone, and the prune deletes
+    the dashboard (exit 0)."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
     pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
@@ -251,6 +257,7 @@ def test_a_playlist_deleted_between_the_list_and_its_read_is_left_out(grafana, r
     def deleted() -> None:
         grafana.state.playlists[:] = [p for p in grafana.state.playlists if p["uid"] != "pl1"]
     with FaultProxy(grafana.url) as proxy:
-        proxy.inject(Rule(path=r"^/api/playlists/pl1$", method="GET", action="before", callback=deleted))
+        proxy.inject(Rule(path=r"^/api/playlists/pl1$", method="GET", action="before", callback=deleted) if said is None
+                     else Rule(path=r"^/api/playlists/pl1$", method="GET", status=404, body=said, callback=deleted))
         code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stdout
