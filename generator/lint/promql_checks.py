@@ -339,7 +339,7 @@ def _delta_chain(node) -> list | None:
                 return None
             inner = _unwrapped(kept)
             continue
-        if op == "or" and not _is_difference(inner.rhs):
+        if op == "or" and not _is_difference(inner.rhs, floored):
             rest.append(inner.rhs)
         inner = _unwrapped(inner.lhs)
     if (floored and isinstance(inner, promql_parser.Call) and inner.func.name == "idelta" and bool(inner.args)
@@ -353,10 +353,12 @@ def _sums_deltas(node) -> bool:
     return _delta_chain(node) is not None
 
 
-def _is_difference(node) -> bool:
+def _is_difference(node, floored: bool = False) -> bool:
     """Whether `node` is, but for merging copies, relabelling, a comparison with a number and the steps it is kept at
-    (`and`, `unless`), a reading less an earlier reading (promql.own_deltas: `x - (last_over_time(x[w] offset s) <= x
-    or ...)`): the right side reads a time before the left's."""
+    (`and`, `unless`), a reading less an earlier reading (the right side reads a time before the left's) that is
+    never negative: floored at 0 (`>= 0` above it, or `floored` where one stands above the `or` it is the right of), or
+    less the earlier reading only where that is not above it (promql.own_deltas: `x - (last_over_time(x[w] offset s) <=
+    x or ... * 0)`: a reset counts the reading itself). A negative delta would be added as a drop of the counter."""
     import promql_parser
 
     node = _unwrapped(node)
@@ -366,10 +368,29 @@ def _is_difference(node) -> bool:
         elif isinstance(node, promql_parser.Call) and node.func.name in ("label_join", "label_replace") and node.args:
             node = _unwrapped(node.args[0])
         elif isinstance(node, promql_parser.BinaryExpr) and (str(node.op) in ("and", "unless") or _guard(node)):
+            floored = floored or _is_floor(node)
             node = _unwrapped(node.lhs)
         else:
             break
-    return isinstance(node, promql_parser.BinaryExpr) and str(node.op) == "-" and _reads_earlier(node.rhs)
+    if not (isinstance(node, promql_parser.BinaryExpr) and str(node.op) == "-" and _reads_earlier(node.rhs)):
+        return False
+    earlier = _unwrapped(node.rhs)
+    kept_below = (isinstance(earlier, promql_parser.BinaryExpr) and str(earlier.op) == "or"
+                  and _is_filter(_unwrapped(earlier.lhs), "<="))
+    return floored or kept_below
+
+
+def _is_floor(node) -> bool:
+    """`x >= 0` (no `bool`): x where it is not negative."""
+    return _is_filter(node, ">=") and _is_zero(_unwrapped(node.rhs))
+
+
+def _is_filter(node, op: str) -> bool:
+    """A comparison `op` without `bool`: it keeps the left side's readings where it holds."""
+    import promql_parser
+
+    return (isinstance(node, promql_parser.BinaryExpr) and str(node.op) == op
+            and not (node.modifier is not None and node.modifier.return_bool))
 
 
 def _reads_earlier(node) -> bool:

@@ -118,7 +118,13 @@ RAW = {  # raw_promql -> how many GF006 findings the panel gets (one per panel a
     "sum(sum_over_time((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= bool 0)[5m:30s]))": 1,
     "sum(sum_over_time((0 <= bool idelta(last_over_time(C[1m:30s])[30001ms:30s]))[5m:30s]))": 1,
     # the `or` beside the floored deltas: the copies' own deltas (a reading less an earlier one), or the raw reading
-    "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0) or (C - C offset 30s))[5m:30s]))": 0,
+    # (a reading less the one before where that is not above it, as gpudash writes it, or floored at 0: a reset's
+    # negative difference would be added as a drop)
+    "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0) or (C - (C offset 30s <= C or "
+    "C offset 30s * 0)))[5m:30s]))": 0,
+    "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0) or ((C - C offset 30s) >= 0))"
+    "[5m:30s]))": 0,
+    "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0) or (C - C offset 30s))[5m:30s]))": 1,
     "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0) or C)[5m:30s]))": 1,
     "sum(sum_over_time(((idelta(last_over_time(C[1m:30s])[30001ms:30s]) >= 0) or (C - C))[5m:30s]))": 1,
     # the steps read from one GPU's copies, or from an aggregation across GPUs (a GPU leaving reads as a drop, which
