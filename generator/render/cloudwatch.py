@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any, Iterable
 
 from ..build_memo import BuildMemo
-from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PRESENCE, Catalog
+from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..errors import InputError
 from ..cloudwatch_query import (ONCE_PER_GPU, PERIOD, SERIES_PER_QUERY, Plan, Unsupported, blank_floor, number,
                                 pod_total_kind, readings_dimensions, series_label)
@@ -325,12 +325,15 @@ def readings_past_500(panel: Panel, plan_: Plan, catalog: Catalog, settings: Set
     places; ranked by how many scrapes saw each, through a node roll the new GPUs were left out: 20 % for 40 %), and
     a widget holds one Metrics Insights query. Up to 500 it stays the count, total or mean of each GPU's mean. Not
     per pod (the per-cluster field holds idle GPUs too), not on the Container Insights add-on (its own namespace and
-    sets), nor with exporter.virtual_gpus (a copy of a split field is a pod's share there: lint CW017 refuses such a
-    field outside the per-pod sets)."""
+    sets), nor with exporter.virtual_gpus for a field the exporter splits per process (a copy of it is a pod's share
+    there: lint CW017 refuses such a field outside the per-pod sets); a device field's copies (temperature, power)
+    are each the GPU's reading there, merged once per GPU as any other's (5,000 GPUs read 499 and 191,568 W for
+    1,237,500 where this was left out for every field)."""
     query = panel.queries[0]
     return (not plan_.namespace and bool(plan_.group) and not plan_.series
             and query.aggregation in ("avg", "count", "sum") and not query.per_pod and POD_DIMENSION not in plan_.dims
-            and not settings.exporter.virtual_gpus and _now_value(panel, query, catalog, plan_))
+            and not (settings.exporter.virtual_gpus and query.metric in PER_PROCESS_FIELDS)
+            and _now_value(panel, query, catalog, plan_))
 
 
 def readings_per_gpu(settings: Settings) -> int:

@@ -327,3 +327,41 @@ def test_up_to_500_gpus_the_count_and_the_total_stay_one_per_gpu(tmp_path):
     truth = sum(PER_NODE * (100.0 + n) for n in range(STAYED)) + sum(PER_NODE * (100.0 + n)
                                                                       for n in range(STAYED + REPLACED, STAYED + REPLACED + 10))
     assert abs(power[END - 120] - truth) < 1e-9, power
+
+
+def _shared_page(node: int) -> str:
+    """_page with KUBERNETES_VIRTUAL_GPUS: each GPU's series once per pod holding it, a second pod sharing every
+    other GPU (each copy of a device field is the GPU's reading)."""
+    lines = []
+    for name, value in (("DCGM_FI_DEV_GPU_TEMP", 50.0), ("DCGM_FI_DEV_POWER_USAGE", 100.0 + node)):
+        lines.append(f"# TYPE {name} gauge")
+        for g in range(PER_NODE):
+            labels = f'gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",modelName="NVIDIA A10G",Hostname="n{node}"'
+            lines += [f'{name}{{{labels},namespace="ml",pod="{pod}-{node}-{g}"}} {value}'
+                      for pod in (("train", "infer") if g % 2 else ("train",))]
+    return "\n".join(lines) + "\n"
+
+
+def test_past_500_gpus_with_virtual_gpus_a_device_fields_fleet_values_hold_every_gpu_once(tmp_path):
+    """exporter.virtual_gpus: true, 504 GPUs, half of them shared by two pods. A device field's copies are each the
+    GPU's reading, merged once per GPU at the agent like any field's, so "GPUs reporting", "Total power draw" and
+    "Average GPU temperature" read every GPU past 500 as without the setting. Seen on main ad3673ed: 499 GPUs and
+    65,524 W (of 504 and 66,024 W): the fallback past 499 was left out for every field with the setting, where only
+    the fields the exporter splits per process (GPU utilization, framebuffer used) need it left out (their header
+    says so)."""
+    files = built.files("exporter:\n  virtual_gpus: true\n")
+    config, job = agent_config(files[AGENT_FILE])
+    targets = _targets(job, NODES)
+    body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    device = ("GPUs reporting", "Total power draw", "Average GPU temperature")
+    points = Agent(config, job, only=cloudwatch_eval.reads(*(widgets[title] for title in device))).run(
+        [Scrape(30.0 * k, _shared_page(n), targets[n]) for k in range(-1, 8) for n in range(NODES)])
+    truth = {"GPUs reporting": NODES * PER_NODE, "Total power draw": sum(PER_NODE * (100.0 + n) for n in range(NODES)),
+             "Average GPU temperature": 50.0}
+    for title in device:
+        (shown,) = cloudwatch_eval.widget(widgets[title], points, 0, 240).values()
+        assert abs(shown[180] - truth[title]) < 1e-9, (title, shown)
+    text = header(files, OVERVIEW)
+    assert not any("past 499 it reads those 499 only" in n for title in device for n in notes(text).get(title, ()))
+    assert any("past 499 it reads those 499 only" in n for n in notes(text)["Average GPU utilization"])
