@@ -654,11 +654,13 @@ def _read_within(within: str) -> str:
 def latest_reading(resolution: str, within: str) -> str:
     """A selector's (`{0}`) latest reading within the look-back `within` where it has one (looked_back's reading),
     else its latest sample within it (DCGM's blank: a series that read nothing else): a copy's late reading in per-pod
-    panels (_Device._read), whose pods are those a sample within `within` named (_Device._named_on). Without
-    looked_back's test of a reading within `within` itself (its text: a by-pod dashboard past the 262,144 bytes
-    client-side kubectl apply takes): a series whose readings stopped, its samples the blank since, reads its last
-    reading for up to a scrape interval longer than `within`."""
-    return f"(last_over_time({_taken_reading(resolution)}[{within}:{resolution}]) or last_over_time({{0}}[{within}]))"
+    panels (_Device._read), whose pods are those a sample within `within` named (_Device._named_on). The reading
+    counts while the series has one within `within` itself (looked_back's test): a step of the subquery reads a
+    sample up to a scrape interval older than its step, so without it a series whose readings stopped, its samples
+    the blank since, read its last reading for up to a scrape interval past `within` (70 % shown 4.5 s after it at
+    a 4 s look-back)."""
+    return (f"((last_over_time({_taken_reading(resolution)}[{within}:{resolution}]) and {_read_within(within)}) or "
+            f"last_over_time({{0}}[{within}]))")
 
 
 def _parenthesised(text: str) -> str:
