@@ -8,8 +8,9 @@ that node's GPUs, on a real Prometheus over a messy fleet:
   GPU 0 (GPU-n3-0) held by ml/p; GPU 1 (GPU-n3-1) idle, its utilization and temperature DCGM's blank in the new
   exporter.
   GPU 2 (GPU-n3-2) split into two MIG instances, one held by ml/m.
-- node n4, one exporter (`Hostname="n4"`): GPU 0 held by ml/q, GPU 1 held by team-b/r, whose memory temperature is
-  DCGM's blank (not supported).
+- node n4, read twice: its exporter (`Hostname="n4"`) and a newer one through a scrape job that labels the node
+  (`hostname="n4"`, `node="n4"`, as gpudash's job writes it), which reads GPU 0 higher (95 %, 310 W) and its
+  framebuffer lower. GPU 0 held by ml/q, GPU 1 held by team-b/r, whose memory temperature is DCGM's blank.
 
 Truth: with node=n3 (n4) every panel's lines, legends and values at every step equal those All nodes shows with the
 other node's GPUs left out (the All-nodes query with every field's series restricted to the node's GPUs by UUID): the
@@ -47,17 +48,18 @@ T0 = time.time()
 
 # gauges: (old exporter's, new exporter's) reading per n3 GPU, one reading per n4 GPU
 GAUGES = {  # field: {gpu key: value or (old, new)}
-    "DCGM_FI_DEV_GPU_UTIL": {"n3-0": (60, 50), "n3-1": (0, BLANK), "n4-0": 90, "n4-1": 20},
+    "DCGM_FI_DEV_GPU_UTIL": {"n3-0": (60, 50), "n3-1": (0, BLANK), "n4-0": (90, 95), "n4-1": 20},
     "DCGM_FI_DEV_MEM_COPY_UTIL": {"n3-0": (30, 35), "n3-1": (0, 0), "n4-0": 40, "n4-1": 5},
     "DCGM_FI_DEV_ENC_UTIL": {"n3-0": (0, 0), "n3-1": (0, 0), "n4-0": 0, "n4-1": 0},
     "DCGM_FI_DEV_DEC_UTIL": {"n3-0": (0, 0), "n3-1": (0, 0), "n4-0": 0, "n4-1": 0},
-    "DCGM_FI_DEV_FB_USED": {"n3-0": (30000, 32000), "n3-1": (1000, 1000), "n4-0": 70000, "n4-1": 8000},
+    "DCGM_FI_DEV_FB_USED": {"n3-0": (30000, 32000), "n3-1": (1000, 1000), "n4-0": (70000, 69000),
+                            "n4-1": 8000},
     "DCGM_FI_DEV_FB_FREE": {"n3-0": (50000, 48000), "n3-1": (79000, 79000), "n4-0": 10000, "n4-1": 72000},
     "DCGM_FI_DEV_FB_RESERVED": {"n3-0": (500, 500), "n3-1": (500, 500), "n4-0": 500, "n4-1": 500},
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": {"n3-0": (0.6, 0.5), "n3-1": (0, 0), "n4-0": 0.9, "n4-1": 0.2},
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": {"n3-0": (0.3, 0.4), "n3-1": (0, 0), "n4-0": 0.7, "n4-1": 0.1},
     "DCGM_FI_PROF_DRAM_ACTIVE": {"n3-0": (0.2, 0.25), "n3-1": (0, 0), "n4-0": 0.5, "n4-1": 0.05},
-    "DCGM_FI_DEV_POWER_USAGE": {"n3-0": (150, 140), "n3-1": (60, 55), "n4-0": 300, "n4-1": 90},
+    "DCGM_FI_DEV_POWER_USAGE": {"n3-0": (150, 140), "n3-1": (60, 55), "n4-0": (300, 310), "n4-1": 90},
     "DCGM_FI_DEV_MEMORY_TEMP": {"n3-0": (70, 71), "n3-1": (50, 50), "n4-0": 80, "n4-1": BLANK},
     "DCGM_FI_DEV_GPU_TEMP": {"n3-0": (65, 66), "n3-1": (40, BLANK), "n4-0": 75, "n4-1": 45},
     "DCGM_FI_DEV_SM_CLOCK": {"n3-0": (1400, 1410), "n3-1": (210, 210), "n4-0": 1980, "n4-1": 1100},
@@ -125,9 +127,10 @@ def _fleet(tmp_path_factory):
     old = _Counted(lambda n: _payload("n3", f'Hostname="{OLD_POD}"', True))
     new = _Counted(lambda n: "garbage{ 1\n" if n <= LATE or n in NEW_FAILS_AT
                    else _payload("n3", 'hostname="n3"', False))
-    n4 = _Counted(lambda n: _payload("n4", 'Hostname="n4"', None))
-    with ReplayExporter(old) as a, ReplayExporter(new) as b, ReplayExporter(n4) as c:
-        with _scraping(tmp_path_factory, "node-view-every-panel", [a.address, b.address, c.address],
+    n4 = _Counted(lambda n: _payload("n4", 'Hostname="n4"', True))
+    n4_job = _Counted(lambda n: _payload("n4", 'hostname="n4",node="n4"', False))
+    with ReplayExporter(old) as a, ReplayExporter(new) as b, ReplayExporter(n4) as c, ReplayExporter(n4_job) as d:
+        with _scraping(tmp_path_factory, "node-view-every-panel", [a.address, b.address, c.address, d.address],
                        lambda: new.served >= SCRAPES) as prometheus:
             firsts = {series["metric"]["instance"]: min(float(at) for at, _ in series["values"])
                       for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-0"}[10m]')}
@@ -196,11 +199,11 @@ def test_a_node_selected_shows_what_all_nodes_shows_of_its_gpus(fleet, settings,
 # panel: {node: {legend: value}} at every step (the old exporter, fresh at each, reads the highest); the MIG GPU's
 # utilization is its instances' mean graphics engine activity (0.75 and 0.25 of 0.66 old, of 0.55 new) in %
 TRUTH = {
-    "Average GPU utilization": {"n3": {"DCGM_FI_DEV_GPU_UTIL": 31.0}, "n4": {"DCGM_FI_DEV_GPU_UTIL": 55.0}},
-    "Total power draw": {"n3": {"DCGM_FI_DEV_POWER_USAGE": 375.0}, "n4": {"DCGM_FI_DEV_POWER_USAGE": 390.0}},
+    "Average GPU utilization": {"n3": {"DCGM_FI_DEV_GPU_UTIL": 31.0}, "n4": {"DCGM_FI_DEV_GPU_UTIL": 57.5}},
+    "Total power draw": {"n3": {"DCGM_FI_DEV_POWER_USAGE": 375.0}, "n4": {"DCGM_FI_DEV_POWER_USAGE": 400.0}},
     "GPUs reporting": {"n3": {"DCGM_FI_DEV_GPU_TEMP": 3.0}, "n4": {"DCGM_FI_DEV_GPU_TEMP": 2.0}},
     "GPU utilization": {"n3": {"n3 GPU 0": 60.0, "n3 GPU 1": 0.0, "n3 GPU 2": 33.0},
-                        "n4": {"n4 GPU 0": 90.0, "n4 GPU 1": 20.0}},
+                        "n4": {"n4 GPU 0": 95.0, "n4 GPU 1": 20.0}},
 }
 
 
