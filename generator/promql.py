@@ -1483,9 +1483,10 @@ class _Merge:
         now = per_copy(fresh) if fresh else value
         if late is not None and fresh and blanks is not None and late_blanks is not None:  # checked per tier
             now = f"({now} unless on ({on}) {self._incomplete(own, *blanks)})"
-            late_out = self._per_instance(own)(late_blanks[0]) if len(late_blanks) == 1 \
-                else self._incomplete(own, blanks[0], late_blanks)
-            later = f"({later} unless on ({on}) ({late_out}))"
+            if late_blanks:  # none: instances that average (a blank one is left out of the mean, in both tiers)
+                late_out = self._per_instance(own)(late_blanks[0]) if len(late_blanks) == 1 \
+                    else self._incomplete(own, blanks[0], late_blanks)
+                later = f"({later} unless on ({on}) ({late_out}))"
             blanks = None
         if chosen is not None:  # the copy chosen, its fresh series only where it has; a GPU without: its highest copy
             first = f"{now} and on ({on}) {chosen}"
@@ -1658,6 +1659,17 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 and device.reads_device(name) else looked_back(name, branches, [*extra, *more], resolution, within,
                                                                scale) for name in names]
         return tuple(value for value, _ in read), read[0][1]
+    def averaged_instances(names: tuple[str, ...], mig: tuple[str, ...]) \
+            -> tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[str, ...] | None]:
+        """Panels, of fields a GPU's MIG instances average (one_copy's `blanks`, `late_blanks`): a copy is fresh only
+        where each MIG instance with a reading within the look-back has a fresh one, else the late tier reads each at
+        its latest reading within it (an instance that stopped reporting, or read the blank at a scrape, dropped out
+        of the fresh mean: 0.540 for 0.3395 over the two minutes after an instance's last sample); an instance with no
+        reading within it (the blank only, or gone) is left out of the mean in both. (None, None) elsewhere."""
+        if within is None or f'{MIG_INSTANCE_LABEL}=""' in extra or not fresh_only(names, mig):  # whole GPUs only
+            return None, None
+        written = tuple(_raw(name, branches, [*extra, *mig], _read_within(within)) for name in names)
+        return (written, fresh_only(names, mig)), ()
     if metric not in MIG_UNSUPPORTED and one_copy and not is_counter(metric):
         def read(name: str, more: tuple[str, ...] = (), unfiltered: bool = False) -> str:
             return _field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, None,
@@ -1666,6 +1678,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         # a share's fields are read from the copy its used chooses (its other fields' blanks counted against it)
         names = share if metric in share and set(also) <= set(share) else (metric,)
         blanks = late_blanks = None
+        if how == "avg" and not own_labels and merge.combines():  # panels: an instance behind is read late
+            blanks, late_blanks = averaged_instances(fields, (f'{MIG_INSTANCE_LABEL}!=""',))
         if checked and how == "sum" and not own_labels and merge.combines():
             # a copy with an instance reading a blank for any of the fields (or without a series of one) is not read;
             # a GPU without another is left out (panels: the late tier's instances by their readings within `within`)
@@ -1724,9 +1738,12 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
 
     def merged(name: str, how: str, series: str, more: str, scale: str = "") -> str:
         if one_copy and not is_counter(name):
+            blanks, late_blanks = averaged_instances((name,), (more,)) \
+                if how == "avg" and more != f'{MIG_INSTANCE_LABEL}=""' and not _own_labels(name, catalog) \
+                and merge.combines() else (None, None)
             return merge.one_copy(how, (series,), _own_labels(name, catalog), choose((name,), (more,)),
                                   tuple(f"{fresh}{scale}" for fresh in fresh_only((name,), (more,))),
-                                  late=late_only((name,), (more,), scale))
+                                  late=late_only((name,), (more,), scale), blanks=blanks, late_blanks=late_blanks)
         return merge(how, series, _own_labels(name, catalog))
     if substitute is None or kind == "whole":
         return merged(metric, how, own, f'{MIG_INSTANCE_LABEL}=""')

@@ -39,11 +39,11 @@ def sample(series, k: int) -> int:
     return NOT_SUPPORTED if series == BLANK_ONLY or series == FLAPPING and k % 2 else BASE[series]
 
 
-def openmetrics(series_written, sample) -> Callable[[int], str]:
+def openmetrics(series_written, sample, metric: str = USED) -> Callable[[int], str]:
     """The node's payloads: each of `series_written` (gpu, MIG instance or None, profile) at scrape k reading
-    `sample(series, k)` (None: no sample)."""
+    `sample(series, k)` (None: no sample) of `metric`."""
     def written(start: int) -> str:
-        lines = [f"# TYPE {USED} gauge"]
+        lines = [f"# TYPE {metric} gauge"]
         for k in range(STEPS):
             for series in series_written:
                 gpu, instance, profile = series
@@ -51,7 +51,7 @@ def openmetrics(series_written, sample) -> Callable[[int], str]:
                 if value is None:
                     continue
                 mig = f',GPU_I_ID="{instance}",GPU_I_PROFILE="{profile}"' if instance else ""
-                lines.append(f'{USED}{{gpu="{gpu}",UUID="GPU-{NODE}-{gpu}",device="nvidia{gpu}",'
+                lines.append(f'{metric}{{gpu="{gpu}",UUID="GPU-{NODE}-{gpu}",device="nvidia{gpu}",'
                              f'modelName="NVIDIA H100 80GB HBM3",Hostname="{NODE}"{mig},'
                              f'DCGM_FI_DRIVER_VERSION="535.161.08",container="main",namespace="ml",'
                              f'pod="train-0",node="{NODE}",job="dcgm-exporter"}} {value} {start + k * STEP}')
