@@ -208,3 +208,43 @@ def test_a_rules_reading_of_a_per_process_field_is_the_devices(project, backfill
                 for namespace, pod, _, _ in pods}
     wrong = _close(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:4])} ({len(wrong)} of {len(shown)})"
+
+
+def share(field: str, key: tuple[str, int], pod: tuple[str, str], k: int) -> float | None:
+    """What the pod's copy of GPU `key` wrote at scrape k: its own share on a 4.5.3 node, the device's reading on a
+    4.5.2 one (None: no sample)."""
+    mode, pods = GPUS[key]
+    value = device(field, *key, k)
+    if value is None or mode == "copies":
+        return value
+    return next(util if field == UTIL else fb for namespace, name, util, fb in pods if (namespace, name) == pod)
+
+
+@pytest.mark.parametrize("field", [UTIL, FB])
+@pytest.mark.parametrize("how", ["avg", "sum", "max"])
+@pytest.mark.parametrize("key", ["pod", "namespace"])
+def test_a_per_pod_reading_of_a_per_process_field_is_each_pods_latest_share_within_the_lookback(project, backfilled,
+                                                                                                field, how, key):
+    """Per pod, each pod a scrape within the look-back named on a GPU, at its copy's latest reading within it; per
+    namespace, its pods' shares of a 4.5.3 GPU added up (a 4.5.2 GPU's copies, each the device's reading, once)."""
+    prometheus, start = backfilled
+    settings = project.settings
+    expr = expression(Query(field, how, (key,)), settings.labels, project.catalog, variable_scope(settings),
+                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    shown = _read(prometheus, start, expr, (lambda metric: f"{metric['namespace']}/{metric['pod']}") if key == "pod"
+                  else (lambda metric: metric["namespace"]))
+
+    def truth(t: float) -> dict[str, float]:
+        groups: dict[str, dict[tuple[str, int], list[float]]] = defaultdict(lambda: defaultdict(list))
+        for gpu, (mode, pods) in GPUS.items():
+            for namespace, pod, _, _ in pods:
+                read = [value for k in range(STEPS) if t - LOOKBACK < k * STEP <= t
+                        and (value := share(field, gpu, (namespace, pod), k)) is not None and value < 1e14]
+                if read:
+                    group = f"{namespace}/{pod}" if key == "pod" else namespace
+                    groups[group][gpu].append(read[-1] if mode == "per-process" or not groups[group][gpu] else 0)
+        # a group's use of a GPU: its pods' shares added (a 4.5.2 GPU's copies once), its largest a pod's
+        return {group: HOW[how]([HOW["max" if how == "max" else "sum"](values) for values in gpus.values()])
+                for group, gpus in groups.items()}
+    wrong = _close(shown, truth)
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:4])} ({len(wrong)} of {len(shown)})"
