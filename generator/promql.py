@@ -381,9 +381,9 @@ class _Device:
         every other scrape keeps its latest reading (its pods' largest share was read in its place, 30 % of a GPU at
         80 %), a GPU whose copies all read the blank keeps it too (it left the panels), and a GPU gone without a
         staleness marker leaves with the look-back (read for the instant selector's 5 minutes, and a replaced
-        exporter's copy outread the live one as long). Both keep the copies with a reading within `within` of a series in
-        scope (the pod and namespace variables: the pods a scrape within the look-back named, as per-pod panels show
-        them; the late value through its key, one_copy)."""
+        exporter's copy outread the live one as long). Both keep the copies with a reading within `within` of a series
+        in scope (the pod and namespace variables: the pods a scrape within the look-back named, as per-pod panels
+        show them; the late value through its key, one_copy)."""
         field_labels = FIELD_LABELS.get(metric, ((), ""))[0]
         identity = _listed((*self.identity, *field_labels))
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
@@ -400,7 +400,8 @@ class _Device:
         fresh = device(f"({{0}} and present_over_time({{0}}[{ms}]))")
         step = device(f"last_over_time({{0}}[{resolution}])")
         value = f"last_over_time({step}[{within}:{resolution}]){scale}"
-        key = f"(max_over_time((time() + 0.1 * atan({step} / 100000))[{within}:{resolution}]) and on ({identity}) {read})"
+        newest = f"max_over_time((time() + 0.1 * atan({step} / 100000))[{within}:{resolution}])"
+        key = f"({newest} and on ({identity}) {read})"
         return f"({fresh}{scale} and on ({identity}) {read})", (value, key)
 
     def named_in_period(self, metric: str, extra: list[str], form: str, period: tuple[str, str | None]) -> str:

@@ -66,7 +66,8 @@ def per_gpu(field: str, t: float) -> dict[str, float]:
     if field == ACTIVE:
         return {str(gpu): value for gpu, value in means.items()}
     whole = [utilization(WHOLE[0], k) for k in range(STEPS) if t - LOOKBACK < k * STEP <= t]
-    return {**{str(gpu): 100 * value for gpu, value in means.items() if gpu != 3}, **({"3": whole[-1]} if whole else {})}
+    shown = {str(gpu): 100 * value for gpu, value in means.items() if gpu != 3}
+    return {**shown, "3": whole[-1]} if whole else shown
 
 
 backfilled = backfilled_fixture("mig-instance-average-lookback", written, END, STEP)

@@ -157,26 +157,6 @@ def test_a_per_gpu_reading_of_a_per_process_field_is_the_devices_latest_within_t
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
 
 
-@pytest.mark.parametrize("pod", [("ml", "ts-0"), ("ml", "solo"), ("serve", "b")])
-def test_with_a_pod_selected_a_per_gpu_panel_reads_the_gpus_it_holds(project, backfilled, pod):
-    """The pod variable keeps the GPUs a copy in scope names (a 4.5.3 GPU's own series names no pod), each read as
-    the device."""
-    prometheus, start = backfilled
-    settings = project.settings
-    expr = expression(Query(UTIL, "avg", ("node", "gpu")), settings.labels, project.catalog, variable_scope(settings),
-                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
-    chosen = variables({"namespace": pod[0], "pod": pod[1]}, ("cluster", "namespace", "pod", "node", "gpu"))
-    found = prometheus.query_at(interpolate(expr, chosen), start + FIRST, COUNT, EVERY)
-    shown = {at - start: {LABELS["gpu"](s["metric"]): float(s["value"][1]) for s in result}
-             for at, result in found.items()}
-    held = [key for key, (_, pods) in GPUS.items() if pod in [(n, p) for n, p, _, _ in pods]]
-
-    def truth(t: float) -> dict[str, float]:
-        return {KEYS["gpu"](*key): value for key, value in latest(UTIL, t).items() if key in held}
-    wrong = _close(shown, truth)
-    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
-
-
 def _window_mean(field: str, key, t: float) -> float | None:
     """The mean of a GPU's device readings (the blank none) taken within a rule's 5-minute window ending at `t`, one
     per step of the scrape interval, as gauge_readings reads them."""
@@ -248,3 +228,30 @@ def test_a_per_pod_reading_of_a_per_process_field_is_each_pods_latest_share_with
                 for group, gpus in groups.items()}
     wrong = _close(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:4])} ({len(wrong)} of {len(shown)})"
+
+
+def _holds(namespace: str, pod: str):
+    return lambda key: (namespace, pod) in [(n, p) for n, p, _, _ in GPUS[key][1]]
+
+
+@pytest.mark.parametrize("selected, shows", [
+    *(({"namespace": namespace, "pod": pod}, _holds(namespace, pod))
+      for namespace, pod in (("ml", "ts-0"), ("ml", "solo"), ("serve", "b"))),
+    *(({"node": node}, lambda key, node=node: key[0] == node) for node in (ON, OLD, MOVED))])
+def test_with_a_pod_or_node_selected_a_per_gpu_panel_reads_its_gpus_devices(project, backfilled, selected, shows):
+    """The pod variable keeps the GPUs a copy in scope names (a 4.5.3 GPU's own series names no pod), the node
+    variable the node's GPUs, each read as the device."""
+    prometheus, start = backfilled
+    settings = project.settings
+    expr = expression(Query(UTIL, "avg", ("node", "gpu")), settings.labels, project.catalog,
+                      variable_scope(settings), resolution=f"{settings.scrape.seconds}s",
+                      named_within=label_lookback(settings.scrape.seconds))
+    chosen = variables(selected, ("cluster", "namespace", "pod", "node", "gpu"))
+    found = prometheus.query_at(interpolate(expr, chosen), start + FIRST, COUNT, EVERY)
+    shown = {at - start: {LABELS["gpu"](s["metric"]): float(s["value"][1]) for s in result}
+             for at, result in found.items()}
+
+    def truth(t: float) -> dict[str, float]:
+        return {KEYS["gpu"](*key): value for key, value in latest(UTIL, t).items() if shows(key)}
+    wrong = _close(shown, truth)
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
