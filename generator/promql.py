@@ -647,6 +647,15 @@ def _taken_reading(resolution: str) -> str:
     return f"(last_over_time({{0}}[{resolution}]) < {BLANK_FLOOR})"
 
 
+def _unmarked(held: str) -> str:
+    """`held` (a form of a selector `{0}` over the look-back: a MIG instance it holds) of an instance Prometheus has not
+    marked stale (the instant selector reads it): one the exporter no longer serves is marked at the next scrape (MIG
+    reconfigured, an instance destroyed) though the look-back still holds its samples (last_over_time skips the
+    marker); one that stopped reporting without a marker is still read. A failed scrape marks every series of its
+    target: the GPU has no fresh reading then, and is read from the late tier."""
+    return f"(({held}) and {{0}})"
+
+
 def _read_within(within: str) -> str:
     """A selector (`{0}`) with a reading (a sample under the blank floor) within `within`: a count's test (counted)."""
     return f"min_over_time({{0}}[{within}]) < {BLANK_FLOOR}"
@@ -1669,7 +1678,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         reading within it (the blank only, or gone) is left out of the mean in both. (None, None) elsewhere."""
         if within is None or f'{MIG_INSTANCE_LABEL}=""' in extra or not fresh_only(names, mig):  # whole GPUs only
             return None, None
-        written = tuple(_raw(name, branches, [*extra, *mig], _read_within(within)) for name in names)
+        written = tuple(_raw(name, branches, [*extra, *mig], _unmarked(_read_within(within))) for name in names)
         return (written, fresh_only(names, mig)), ()
     if metric not in MIG_UNSUPPORTED and one_copy and not is_counter(metric):
         def read(name: str, more: tuple[str, ...] = (), unfiltered: bool = False) -> str:
@@ -1687,11 +1696,13 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             mig = (f'{MIG_INSTANCE_LABEL}!=""',)
             blanks = (tuple(read(name, mig, True) for name in fields), tuple(read(name, mig) for name in fields))
             if within is not None and fresh_only(fields):  # panels: checked per tier (one_copy)
-                # the instances the look-back holds (a sample within it), each of which a fresh copy reads fresh: an
-                # instance that stopped reporting (no staleness marker) counts at its latest reading while that is
-                # within the look-back (the late tier: the instant check took the copy's other instances alone as
-                # fresh, 20,040 for 32,079 MiB), and not at all once it is older
-                blanks = (tuple(_raw(name, branches, [*extra, *mig], f"last_over_time({{0}}[{within}])")
+                # the instances the look-back holds (a sample within it) and Prometheus has not marked stale
+                # (_unmarked), each of which a fresh copy reads fresh: an instance that stopped reporting (no staleness
+                # marker) counts at its latest reading while that is within the look-back (the late tier: the instant
+                # check took the copy's other instances alone as fresh, 20,040 for 32,079 MiB), and not at all once
+                # it is older; one the exporter no longer serves (MIG reconfigured) is no instance of the GPU (its old
+                # instances' 32,000 MiB were read beside the new ones' 15,000 for the look-back)
+                blanks = (tuple(_raw(name, branches, [*extra, *mig], _unmarked(f"last_over_time({{0}}[{within}])"))
                                 for name in fields), fresh_only(fields, mig))
                 # one field: its instances reading only the blank; several: those with a reading (_incomplete)
                 late_blanks = tuple(_raw(name, branches, [*extra, *mig], f"min_over_time({{0}}[{within}]) "

@@ -1,0 +1,90 @@
+"""A total of a field a GPU's MIG instances add up (framebuffer used) and a mean of one they average (graphics engine
+activity), on a real Prometheus scraping an exporter: an instance the exporter no longer serves is no instance of the
+GPU, though the look-back still holds its samples.
+
+One node, scraped every second (the panel's query made for 30 s scrapes, scaled): GPU 0 split into two 3g.40gb
+instances (20,000 and 12,000 MiB; engine 0.6 and 0.2), reconfigured after scrape 8 into three 2g.20gb instances
+(5,000 MiB each; engine 0.1, 0.1 and 0.4); a
+scrape after the look-back fails (every series marked stale, as at any failed scrape: the look-back bridges it);
+after scrape 16 the third instance is gone. GPU 1 whole (10,000 MiB, engine 0.5). Prometheus marks a series the exporter stops serving stale
+at the next scrape. The truth at an instant: the GPUs and instances of the latest scrape that answered.
+Before, the look-back's instances were those with a sample within it, stale-marked or not: for about the look-back
+after the reconfiguration GPU 0 read 47,000 MiB for 15,000 (the old instances' latest readings beside the new ones),
+its engine activity 0.28 for 0.2.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.model import Query
+from generator.preview.interpolate import interpolate, variables
+from generator.project import load_project
+from generator.promql import expression, label_lookback
+from generator.render.grafana import variable_scope
+from tests.integration.test_mig_twins import built_with
+from tests.integration.test_pod_lookback_restart import _Counted, _scraping
+from tests.support.prometheus_server import scraped_every
+from tests.support.replay_exporter import ReplayExporter
+
+USED, ENGINE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+RECONFIGURED, FAILS, GONE, SCRAPES = 8, 14, 16, 20
+DEVICE = 'modelName="NVIDIA H100 80GB HBM3",Hostname="n1",DCGM_FI_DRIVER_VERSION="535.161.08"'
+
+
+def instances(n: int) -> dict[str, list[tuple[str, str, dict[str, float]]]]:
+    """What the exporter's nth answer (from 1) serves: per GPU, its (MIG instance, profile, reading per field)."""
+    if n <= RECONFIGURED:
+        mig = [("1", "3g.40gb", {USED: 20000, ENGINE: 0.6}), ("2", "3g.40gb", {USED: 12000, ENGINE: 0.2})]
+    else:
+        mig = [("3", "2g.20gb", {USED: 5000, ENGINE: 0.1}), ("4", "2g.20gb", {USED: 5000, ENGINE: 0.1}),
+               ("5", "2g.20gb", {USED: 5000, ENGINE: 0.4})][:2 if n > GONE else 3]
+    return {"0": mig, "1": [("", "", {USED: 10000, ENGINE: 0.5})]}
+
+
+def payload(n: int) -> str:
+    if n == FAILS:
+        return "garbage{ 1\n"
+    lines = []
+    for field in (USED, ENGINE):
+        lines.append(f"# TYPE {field} gauge")
+        for gpu, held in instances(n).items():
+            for instance, profile, read in held:
+                mig = f',GPU_I_ID="{instance}",GPU_I_PROFILE="{profile}"' if instance else ""
+                lines.append(f'{field}{{gpu="{gpu}",UUID="GPU-n1-{gpu}",device="nvidia{gpu}",{DEVICE}{mig},'
+                             f'container="main",namespace="ml",pod="p{gpu}{instance}"}} {read[field]}')
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory):
+    exporter = _Counted(payload)
+    with ReplayExporter(exporter) as served:
+        with _scraping(tmp_path_factory, "mig-reconfigured", [served.address], lambda: exporter.served >= SCRAPES) \
+                as prometheus:
+            scrapes = sorted(float(at) for series in prometheus.query("up[10m]") for at, _ in series["values"])
+            yield prometheus, scrapes
+
+
+@pytest.mark.parametrize("field, how", [(USED, "sum"), (ENGINE, "avg")])
+@pytest.mark.parametrize("by", [(), ("gpu",)])
+def test_mig_instances_the_exporter_no_longer_serves_are_left_out(scraped, tmp_path_factory, field, how, by):
+    prometheus, scrapes = scraped
+    assert len(scrapes) >= SCRAPES
+    _, folder = built_with(tmp_path_factory.mktemp("mig-reconfigured"), {}, fields=(USED, ENGINE))
+    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    settings = project.settings
+    expr = expression(Query(field, how, by), settings.labels, project.catalog, variable_scope(settings),
+                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    expr = interpolate(scraped_every(expr, settings.scrape.seconds, 1), variables({}, ("namespace", "pod", "node",
+                                                                                        "gpu")))
+    wrong = {}
+    for n, at in enumerate(scrapes[:SCRAPES], start=1):
+        answered = n - 1 if n == FAILS else n  # the latest scrape that answered
+        truth = {gpu: sum(read[field] for _, _, read in held) / (len(held) if how == "avg" else 1)
+                 for gpu, held in instances(answered).items()}
+        truth = truth if by else {"all": sum(truth.values()) / (len(truth) if how == "avg" else 1)}
+        shown = {s["metric"].get("gpu", "all"): float(s["value"][1]) for s in prometheus.query(expr, at + 0.5)}
+        if set(shown) != set(truth) or any(abs(shown[k] - truth[k]) > 1e-9 for k in truth):
+            wrong[n] = (shown, truth)
+    assert not wrong, f"scrape: (shown, true) {wrong}"
