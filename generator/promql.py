@@ -2003,13 +2003,12 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # the node picks which GPUs show (those its name is, gpu_names), never which copy of a GPU is read
     gauges = reads_gauges(query, catalog)
     of_gpus = (node is not None and gauge_window is None and resolution is not None
-               and set(keys) <= {"cluster", "node", "gpu", "mig_instance"} and (gauges or not count))  # (a count of
-    # a counter's GPUs: of the copies whose spelling matches the node)
+               and set(keys) <= {"cluster", "node", "gpu", "mig_instance"})
     # a gauge per GPU: its value per GPU (GPU_LABEL) whichever copy it is read from, its node named apart (named_gpus);
-    # so too a panel's gauge over GPUs (a fleet's or node's mean, total, maximum or count of GPUs) with the node
-    # variable, the GPUs then kept by their names
-    named = (gauges and set(keys) <= {"cluster", "node", "gpu", "mig_instance"}
-             and resolution is not None and (not count and {"node", "gpu"} <= set(keys) or of_gpus))
+    # so too a panel's gauge over GPUs (a fleet's or node's mean, total or maximum) and a count of GPUs with the node
+    # variable, the GPUs then kept by their names (a counter's rate or increase: _Merge.named)
+    named = (set(keys) <= {"cluster", "node", "gpu", "mig_instance"} and resolution is not None
+             and (gauges and not count and {"node", "gpu"} <= set(keys) or of_gpus and (gauges or count)))
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)  # any node spelling
     if (named or of_gpus) and node is not None:  # the GPU's copies under any node spelling: the node's GPUs are those
         # a copy spelled with the node names (named_gpus; a counter's, _Merge.named), the value read from the copies

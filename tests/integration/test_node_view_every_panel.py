@@ -5,8 +5,8 @@ that node's GPUs, on a real Prometheus over a messy fleet:
   ServiceMonitor as shipped): its old exporter writes its own pod's name into `Hostname` (no NODE_NAME), the new one
   `hostname="n3"`; the new one started later (its first scrapes fail) and one of its later scrapes fails. The old
   exporter reads higher utilization and power than the new one; both read the devices' counters alike.
-  GPU 0 (GPU-n3-0) held by ml/p; GPU 1 (GPU-n3-1) idle, its utilization and temperature DCGM's blank in the new
-  exporter.
+  GPU 0 (GPU-n3-0) held by ml/p; GPU 1 (GPU-n3-1) idle, its utilization, temperature and PCIe replay count DCGM's
+  blank in the new exporter.
   GPU 2 (GPU-n3-2) split into two MIG instances, one held by ml/m.
 - node n4, read twice: its exporter (`Hostname="n4"`) and a newer one through a scrape job that labels the node
   (`hostname="n4"`, `node="n4"`, as gpudash's job writes it), which reads GPU 0 higher (95 %, 310 W) and its
@@ -30,8 +30,11 @@ import pytest
 
 from generator.artifacts import grafana_dashboards
 from generator.catalog import MIG_UNSUPPORTED, per_instance_field
+from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
+from generator.promql import expression, label_lookback, legend
+from generator.render.grafana import variable_scope
 from tests.integration.test_pod_lookback_restart import _Counted, _scraping
 from tests.support.projects import bundled_project
 from tests.support.prometheus_server import counted_inline, range_macros, scraped_every
@@ -83,6 +86,7 @@ COUNTERS = {
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": lambda key, t: {"n3-0": 0, "n3-1": 1, "n3-2": 0, "n4-0": 0,
                                                                "n4-1": 0}[key] * math.floor(t / 5),
 }
+NEW_COUNTER_BLANKS = {("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "n3-1")}  # the new exporter reads DCGM's blank for them
 PODS = {"n3-0": ("ml", "p"), "n4-0": ("ml", "q"), "n4-1": ("team-b", "r"), "n3-2/1": ("ml", "m")}
 # n3's GPU 2 is split into two MIG instances (1: 3g.40gb, held by ml/m; 2: 4g.40gb, idle): a field of the instance
 # reads its share of the device's reading below, a field of the device repeats on each instance, and GPU utilization,
@@ -114,6 +118,7 @@ def _payload(node: str, spelling: str, old: bool | None) -> str:
         lines.append(f"# TYPE {metric} {'gauge' if values else 'counter'}")
         for key, labels, instance, share in _series(node):
             value = COUNTERS[metric](key, t) if values is None else values[key]
+            value = BLANK if values is None and old is False and (metric, key) in NEW_COUNTER_BLANKS else value
             value = value[0 if old else 1] if isinstance(value, tuple) else value
             if instance and values is not None and per_instance_field(metric) and value < BLANK:
                 value *= share
@@ -155,7 +160,26 @@ def _targets() -> list[tuple[str, str, str, dict]]:
             for panel in dashboard.model["panels"] for target in panel.get("targets", ())]
 
 
-TARGETS = _targets()
+# panels a user may define beside the bundled ones: per node, a count of a counter's GPUs, increases, per namespace
+DEFINED = (Query("DCGM_FI_DEV_POWER_USAGE", "avg", by=("node",)), Query("DCGM_FI_DEV_GPU_UTIL", "max", by=("node",)),
+           Query("DCGM_FI_DEV_GPU_TEMP", "count", by=("node",)), Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "count"),
+           Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "sum", by=("node",)),
+           Query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "sum", as_increase=True),
+           Query("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "sum", by=("node",), as_increase=True),
+           Query("DCGM_FI_DEV_FB_USED", "sum", by=("namespace",)), Query("DCGM_FI_DEV_GPU_UTIL", "avg", by=("gpu",)))
+
+
+def _defined(query: Query) -> tuple[str, str, str, dict]:
+    """A panel of `query` as the bundled dashboards' panels are rendered (render.grafana._targets)."""
+    project = bundled_project()
+    settings = project.settings
+    expr = expression(query, settings.labels, project.catalog, variable_scope(settings),
+                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    return "", "defined", f"{query.aggregation} of {query.metric} by {query.by}{' increase' * query.as_increase}", \
+        {"expr": expr, "legendFormat": legend(query, settings.labels)}
+
+
+TARGETS = [*_targets(), *map(_defined, DEFINED)]
 RANGE = "20s"  # the dashboard range an increase over the range reads
 
 
