@@ -1890,7 +1890,7 @@ _ANSWERS = BuildMemo()  # expression()'s answers, per catalog (build_memo.py)
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
                rate_window: str = "$__rate_interval", increase_window: str = DASHBOARD_RANGE,
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
-               resolution: str | None = None, offset: str | None = None, named_within: str | None = None,
+               resolution: str | None = None, offset: str | Periods | None = None, named_within: str | None = None,
                hold: str | None = None, reach: int = 0, regions: Regions = ()) -> str:
     """The PromQL for one neutral query (`_expression`), worked out once per query, labels, catalog and arguments."""
     answers = _ANSWERS.table(catalog)
@@ -1967,6 +1967,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     if regions:
         scope = Scope((*scope.regexes, *regions_scope(regions)))
     if query.raw_promql:
+        if isinstance(offset, tuple):
+            raise NotCombined(query.metric)
         return query.raw_promql
     keys = group_keys(query.by)
     if (named_within and resolution and gauge_window is None and "pod" in keys and set(keys) <= POD_KEYS
@@ -2019,6 +2021,11 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
                      if key in ("pod", "namespace"))
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
                    workload)
+    periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
+    if periods is not None:
+        if not (named and gauge_window is not None and resolution and not count and gauges and not regions):
+            raise NotCombined(query.metric)
+        offset = None  # a step's reading is the same text in every period: the windows alone are shifted
 
     # a gauge (or count) per pod, in panels and rules alike: the pods a scrape within the lookback named
     # (_Device.lookback; a rule's at each step of its window, _Device._stepped)
@@ -2075,7 +2082,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
 
         def gpus(series: str, how: str, span: str | None) -> str:
             named_ = named_gpus(series, fields, list(scope.naming(labels)), span, resolution, labels, node)
-            return f"{how} by ({grouping}) ({named_})"
+            return f"{how} by ({grouping}{f', {PERIOD_LABEL}' if periods else ''}) ({named_})"
 
         def aggregated(how: str) -> str:
             per_gpu_ = f"{how} by ({inner}) ({value})"
@@ -2094,7 +2101,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     if alert:
         name = None if not named else \
             (lambda statistic, how: gpus(statistic, OUTER_OF_STATISTIC.get(how, how), _duration_text(PREVIOUS_WITHIN)))
-        return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, offset, name)
+        return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, periods or offset, name)
     return aggregated(query.aggregation)
 
 
@@ -2239,7 +2246,19 @@ def reads_gauges(query: Query, catalog: Catalog) -> bool:
 OUTER_OF_STATISTIC = {"count": "sum"}
 
 
-def gauge_readings(aggregated, aggregation: str, window: str, resolution: str, shift: str | None = None,
+PERIOD_LABEL = "gpudash_period"  # which of an alarm's periods a statistic or condition is of (counted, then dropped)
+# An alert's statistics of several periods in one expression: `offset` given as the periods' shifts (None: the
+# latest), the statistic of the k-th marked with PERIOD_LABEL k. A per-GPU gauge alert's GPUs are then named once for
+# all its periods (named_gpus, the costliest part of its evaluation), not once per period; the values are those of
+# each period's own expression.
+Periods = tuple[str | None, ...]
+
+
+class NotCombined(ValueError):
+    """A query whose periods are read one expression each (only a per-GPU gauge alert's are combined: Periods)."""
+
+
+def gauge_readings(aggregated, aggregation: str, window: str, resolution: str, shift: str | Periods | None = None,
                    named=None) -> str:
     """A gauge's statistic over `window` from one reading per step of the scrape interval (alerts, as CloudWatch
     takes a statistic over the period's observations). At each step every series' latest sample of the step
@@ -2258,6 +2277,11 @@ def gauge_readings(aggregated, aggregation: str, window: str, resolution: str, s
     steps before the node's copies were first scraped was a second alert beside the node's at every evaluation whose
     periods held those steps)."""
     def over(function: str, how: str) -> str:
+        if isinstance(shift, tuple):  # several periods (Periods), each statistic marked, named once
+            statistic = "(" + " or ".join(
+                f'label_replace({function}_over_time(({aggregated(how)})[{window}:{resolution}]{_offset(one)}), '
+                f'"{PERIOD_LABEL}", "{k}", "", "")' for k, one in enumerate(shift)) + ")"
+            return named(statistic, how)
         statistic = f"{function}_over_time(({aggregated(how)})[{window}:{resolution}]{_offset(shift)})"
         return statistic if named is None else named(statistic, how)
     if aggregation in GAUGE_OVER_TIME:

@@ -40,7 +40,8 @@ from ..model import Alarm, Condition
 from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, WATCHED_CLUSTER, alarm_name as _name,
                      alert_name, regional_alarm_name)
 from ..ownership import publication_tags
-from ..promql import (PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, Regions, Scope, by_region, counted_name,
+from ..promql import (PERIOD_LABEL, PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, NotCombined, Regions, Scope,
+                      by_region, counted_name,
                       counted_rules, expression, group_keys, kinds_apart, label_lookback, label_name,
                       named_pods_looked_back, settings_clusters, with_cluster)
 from ..promql_text import quoted
@@ -1351,7 +1352,9 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
     kinds = _kinds(alarm, catalog, settings)
     read = value or (lambda kind, period: period_value(alarm, catalog, settings, period, kind))
     if range_judged(alarm):
-        judged = " or ".join(_of_range(alarm, lambda period, kind=kind: read(kind, period), condition)
+        judged = " or ".join(_of_range(alarm, lambda period, kind=kind: read(kind, period), condition,
+                                       None if value else (lambda periods, kind=kind:
+                                                           period_values(alarm, catalog, settings, periods, kind)))
                              for kind in kinds)
         if alarm.missing_data == "breaching":
             periods = range(alarm.evaluation_periods + RANGE_EXTRA_PERIODS)
@@ -1456,12 +1459,27 @@ def recorded_value(alarm: Alarm, kind: str | None, period: int) -> str:
 def period_value(alarm: Alarm, catalog: Catalog, settings: Settings, period: int = 0, kind: str | None = None) -> str:
     """A rule's statistic of the period `period` periods back from the evaluation (none if it has no reading; a
     counter's increase, none if no reading of its own has a delta): what its CloudWatch twin compares per period."""
+    return _statistic(alarm, catalog, settings, _duration(alarm.period_seconds * period) if period else None, kind)
+
+
+def period_values(alarm: Alarm, catalog: Catalog, settings: Settings, periods: Iterable[int],
+                  kind: str | None = None) -> str | None:
+    """The statistics of `periods` (each k periods back) in one expression, the k-th marked with PERIOD_LABEL k, where
+    the rule's query reads them so at less cost (promql.Periods: a per-GPU gauge's GPUs named once); None otherwise."""
+    shifts = tuple(_duration(alarm.period_seconds * k) if k else None for k in periods)
+    try:
+        return _statistic(alarm, catalog, settings, shifts, kind)
+    except NotCombined:
+        return None
+
+
+def _statistic(alarm: Alarm, catalog: Catalog, settings: Settings, offset, kind: str | None) -> str:
     window = _duration(alarm.period_seconds)
     regions = judged_regions(alarm, settings)
     return expression(_alert_query(alarm, settings), settings.labels, catalog,
                       Scope() if regions else settings_clusters(settings), rate_window=window,
                       increase_window=window, gauge_window=window, per_instance=True, kind=kind,
-                      resolution=rule_step(settings), offset=_duration(alarm.period_seconds * period) if period else None,
+                      resolution=rule_step(settings), offset=offset,
                       hold=f"{settings.scrape.seconds}s", reach=gap_reach(alarm, settings), regions=regions,
                       named_within=label_lookback(settings.scrape.seconds))
 
@@ -1514,7 +1532,6 @@ def rule_step(settings: Settings) -> str:
     return f"{min(RULE_STEP_SECONDS, settings.scrape.seconds)}s"
 
 
-PERIOD_LABEL = "gpudash_period"  # which of the alarm's periods a condition judged (counted, then dropped)
 
 
 def _of_periods(alarm: Alarm, breaching: Callable[[int], str], join: tuple[str, ...] = ()) -> str:
@@ -1559,12 +1576,19 @@ def _over_periods(aggregation: str, terms: list[str]) -> str:
     return f"{aggregation} without ({PERIOD_LABEL}) ({_marked(terms)})"
 
 
+def _each_period(numbers: list[int]) -> str:
+    """One series per period, latest first, of the period's number, marked with its PERIOD_LABEL."""
+    return "(" + " or ".join(f'label_replace(vector({number}), "{PERIOD_LABEL}", "{k}", "", "")'
+                             for k, number in enumerate(numbers)) + ")"
+
+
 def _marked(terms: list[str]) -> str:
     """The periods' terms, latest first, each marked with its own PERIOD_LABEL, so that `or` keeps them all."""
     return " or ".join(f'label_replace({term}, "{PERIOD_LABEL}", "{k}", "", "")' for k, term in enumerate(terms))
 
 
-def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -> str:
+def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition,
+              values: Callable[[list[int]], str | None] | None = None) -> str:
     """CloudWatch's judgement of an alarm whose missing data is `missing`, `notBreaching` or `breaching`, over an
     evaluation range of N + RANGE_EXTRA_PERIODS periods (user guide, "How alarm state is evaluated when data is
     missing": it retrieves "a higher number of data points than" N; the page's example retrieves 5 for 3). `value(k)`: the
@@ -1589,9 +1613,15 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -
 
     def weighted(weights: list[tuple[int, int]]) -> str:
         """The sum over the periods, latest first, of each one's weight: (breaching, not breaching); 0 without a
-        reading."""
-        return _over_periods("sum", [f"{flag(k)} * {b - n} - {-n}" if b != n else f"{flag(k)} * 0 + {b}"
-                                     for k, (b, n) in enumerate(weights)])
+        reading. Where `values` reads the periods' statistics in one expression (period_values), each one's flag is
+        weighted by its period's (breaching - not breaching) and not breaching weights, one series per period."""
+        marked = values(list(range(len(weights)))) if values else None
+        if marked is None:
+            return _over_periods("sum", [f"{flag(k)} * {b - n} - {-n}" if b != n else f"{flag(k)} * 0 + {b}"
+                                         for k, (b, n) in enumerate(weights)])
+        on = f"on ({PERIOD_LABEL}) group_left ()"
+        return (f"sum without ({PERIOD_LABEL}) (({marked} {compare} bool {threshold}) * {on} "
+                f"{_each_period([b - n for b, n in weights])} + {on} {_each_period([n for _, n in weights])})")
 
     def counted(terms: list[str]) -> str:
         return _over_periods("count", terms)

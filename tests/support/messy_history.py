@@ -16,7 +16,10 @@ has none: a backfill cannot write one).
 from __future__ import annotations
 
 import functools
+import json
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 from tests.support import mixed_fleet
 
@@ -177,3 +180,16 @@ def differential(forms: list[tuple[str, list[dict]]], every: int, end: int, test
                       + [{"expr": expr, "eval_time": f"{end}s", "exp_samples": [{"labels": "{}", "value": 1}]}
                          for expr in some]})
     return {"rules": {"groups": groups}, "tests": tests}
+
+
+def differential_failures(content: dict, every: int, folder: Path) -> str:
+    """Runs a differential's content (`differential`) with `promtool test rules` in `folder`: what it printed where a
+    form differed (or the old gave nothing), "" where every check passed."""
+    from tests.support.prometheus_server import binary
+
+    (folder / "rules.json").write_text(json.dumps(content["rules"]))
+    (folder / "test.json").write_text(json.dumps({"rule_files": ["rules.json"], "evaluation_interval": f"{every}s",
+                                                  "tests": content["tests"]}))
+    result = subprocess.run([binary("promtool"), "test", "rules", "test.json"], capture_output=True, text=True,
+                            cwd=folder)
+    return "" if result.returncode == 0 else result.stdout[-4000:] + result.stderr[-2000:]
