@@ -21,10 +21,11 @@ from tests.support import messy_history, mixed_fleet, random_fleet
 
 SCRAPES = 70  # 35 minutes: the evaluation range of the longest variant below and more
 EVERY = 120
-# (alarm, N, M, missing data): the bundled rules as they are (None), and other ranges a user may set
-VARIANTS = (("gpu-temp-high", None, None, None), ("gpu-temp-critical", None, None, None),
-            ("xid-error", None, None, None), ("gpu-temp-high", 3, 3, "notBreaching"),
-            ("gpu-temp-critical", 3, 3, "missing"), ("gpu-temp-high", 1, 1, "missing"))
+# (alarm, N, M, missing data, aggregation): the bundled rules as they are (None), other ranges a user may set, and a
+# mean per GPU (its readings' sum over their count, each named)
+VARIANTS = (("gpu-temp-high", None, None, None, None), ("gpu-temp-critical", None, None, None, None),
+            ("xid-error", None, None, None, None), ("gpu-temp-high", 3, 3, "notBreaching", None),
+            ("gpu-temp-critical", 3, 3, "missing", None), ("gpu-temp-high", 1, 1, "missing", "avg"))
 FLEETS = (None, 3, 8)  # the bundled mixed fleet, then random_fleet's seeds
 
 
@@ -51,9 +52,12 @@ def test_the_combined_periods_give_the_same_alerts_and_sums_as_a_term_per_period
     by_id = {a.id: a for a in project.alarms}
     catalog, settings = project.catalog, project.settings
     forms = []
-    for i, (base, periods, needed, missing) in enumerate(VARIANTS):
+    for i, (base, periods, needed, missing, aggregation) in enumerate(VARIANTS):
         alarm = by_id[base] if periods is None else replace(by_id[base], evaluation_periods=periods,
                                                             datapoints_to_alarm=needed, missing_data=missing)
+        if aggregation:
+            query = replace(alarm.condition.query, aggregation=aggregation)
+            alarm = replace(alarm, condition=replace(alarm.condition, query=query))
         apart = prometheus_expression(alarm, catalog, settings,
                                       lambda kind, period, alarm=alarm: period_value(alarm, catalog, settings,
                                                                                      period, kind))
