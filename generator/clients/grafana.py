@@ -39,6 +39,7 @@ _STATUS_MESSAGES = {
     404: ("not found (404): {message}", "check GRAFANA_URL (include any sub-path) and the folder uid"),
     422: ("Grafana could not process the dashboard (422): {message}", "run `gpudash lint` and fix what it reports"),
 }
+_K8S_SAVE_MISMATCH = re.compile(r"dashboard already exists\. use overwrite flag to update\.?", re.IGNORECASE)
 _PRECONDITION_HINTS = {
     "version-mismatch": "someone saved the dashboard meanwhile: run `gpudash plan` and push again",
     "name-exists": "another dashboard in the folder has this title: rename one of them",
@@ -369,6 +370,10 @@ class GrafanaClient:
             body = {}
         message = str(body.get("message", ""))
         status = response.status_code
+        if status == 409 and _K8S_SAVE_MISMATCH.fullmatch(message.strip()):
+            # Grafana saving through its Kubernetes-style dashboard API (saveDashboardViaK8s) refuses a save whose
+            # version is not the stored one so, where the legacy API answers 412 version-mismatch
+            status, body = 412, {"status": "version-mismatch"}
         if status == 412:
             kind = str(body.get("status", ""))
             return PreconditionFailed(f"Grafana refused the save (412 {kind}): {message}", kind=kind, where=what,

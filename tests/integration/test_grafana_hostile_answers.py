@@ -240,3 +240,22 @@ def test_grafana_s_kubernetes_style_folder_not_found_reads_as_no_folder(uid, sai
                 client.folder(uid)
             assert "not Grafana's own \"not found\"" in str(raised.value)
             assert 'folders.folder.grafana.app "gpudash" not found' in str(raised.value), str(raised.value)
+
+
+def test_a_save_refused_by_the_kubernetes_style_dashboard_api_for_its_version_is_a_version_mismatch():
+    """Grafana saving through its Kubernetes-style dashboard API refuses a save whose version is not the stored one
+    with 409 "Dashboard already exists. Use overwrite flag to update." (the legacy API: 412 version-mismatch): it is
+    the version mismatch it is, saying someone saved meanwhile, so that a push reads back whether its content landed,
+    not a failure to retry as Grafana's health."""
+    from generator.clients.grafana import GrafanaClient, PreconditionFailed
+    from tests.support.canned_server import CannedServer
+    from tests.support.grafana_server import ADMIN
+
+    refusal = json.dumps({"message": "Dashboard already exists. Use overwrite flag to update."})
+    with CannedServer(refusal, status=409) as server:
+        client = GrafanaClient(f"http://{server.address}", token=ADMIN)
+        with pytest.raises(PreconditionFailed) as raised:
+            client.save({"uid": "gpudash-overview", "title": "GPU overview", "version": 3}, "gpudash", "gpudash")
+    assert raised.value.kind == "version-mismatch"
+    assert "someone saved the dashboard meanwhile" in str(raised.value), str(raised.value)
+    assert len(server.requests) == 1
