@@ -102,7 +102,8 @@ _MODEL_FOLDERS = textwrap.dedent('''
 def test_the_cloudwatch_client_reads_the_model_folders_of_the_services_it_calls_only(tmp_path):
     """botocore looks for a service's model by listing every service it has one of (about 400 folders, 2,700 file
     checks, twice per client: a twentieth of verify's CloudWatch side); gpudash's clients look in the folders of the
-    services they call, where botocore looks, a model in AWS_DATA_PATH first."""
+    services they call and of those the credential chain calls (a profile assuming a role asks STS), where botocore
+    looks, a model in AWS_DATA_PATH first."""
     import gzip
 
     import botocore
@@ -117,5 +118,6 @@ def test_the_cloudwatch_client_reads_the_model_folders_of_the_services_it_calls_
     result = subprocess.run([sys.executable, "-c", _MODEL_FOLDERS, str(data)], capture_output=True, text=True,
                             cwd=REPO, timeout=120, check=True)
     answer = json.loads(result.stdout.splitlines()[-1])
-    assert answer == {"services": ["cloudwatch", "resourcegroupstaggingapi"], "marker": True,
+    assert answer == {"services": ["cloudwatch", "resourcegroupstaggingapi", "signin", "sso", "sso-oidc", "sts"],
+                      "marker": True,
                       "tagging": "GetResources", "paths": True}
