@@ -1442,11 +1442,19 @@ def recorded_periods(alarm: Alarm, catalog: Catalog, settings: Settings) -> list
 def recording_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
                          periods: list[tuple[str | None, int]]) -> str:
     """Each of `periods`' statistic (period_value), marked with its period (PERIOD_LABEL) and kind."""
-    def marked(kind: str | None, period: int) -> str:
-        term = f'label_replace({period_value(alarm, catalog, settings, period, kind)}, "{PERIOD_LABEL}", ' \
-               f'"{period}", "", "")'
+    def of_kind(kind: str | None, term: str) -> str:
         return term if kind is None else f'label_replace({term}, "{RECORDED_KIND_LABEL}", "{kind}", "", "")'
-    return " or ".join(marked(kind, period) for kind, period in periods)
+
+    def marked(kind: str | None, period: int) -> str:
+        return of_kind(kind, f'label_replace({period_value(alarm, catalog, settings, period, kind)}, '
+                             f'"{PERIOD_LABEL}", "{period}", "", "")')
+    terms = []
+    for kind in dict.fromkeys(kind for kind, _ in periods):
+        read = [period for each, period in periods if each == kind]
+        # the kind's periods 0 to n - 1 in one expression where its query reads them so (period_values)
+        combined = period_values(alarm, catalog, settings, read, kind) if read == list(range(len(read))) else None
+        terms += [of_kind(kind, combined)] if combined else [marked(kind, period) for period in read]
+    return " or ".join(terms)
 
 
 def recorded_value(alarm: Alarm, kind: str | None, period: int) -> str:
