@@ -20,7 +20,7 @@ from generator.render.alarms import period_value, prometheus_expression
 from tests.support import messy_history, mixed_fleet, random_fleet
 
 SCRAPES = 70  # 35 minutes: the evaluation range of the longest variant below and more
-EVERY = 120
+EVERY = 240  # seconds between the compared evaluations (and the groups'), 8 of them
 # (alarm, N, M, missing data, aggregation): the bundled rules as they are (None), other ranges a user may set, and a
 # mean per GPU (its readings' sum over their count, each named)
 VARIANTS = (("gpu-temp-high", None, None, None, None), ("gpu-temp-critical", None, None, None, None),
