@@ -399,7 +399,10 @@ class _Device:
         read = f"max by ({identity}) ({_raw(metric, self.scoped, extra, _read_within(within))})"
         fresh = device(f"({{0}} and present_over_time({{0}}[{ms}]))")
         step = device(f"last_over_time({{0}}[{resolution}])")
-        value = f"last_over_time({step}[{within}:{resolution}]){scale}"
+        # each copy's value, a MIG instance's too, only while it has a reading within the look-back itself: a step of
+        # the subquery reads a sample up to a scrape interval older than the step, and the key gates the copy only as
+        # a whole (an instance gone beside one reading the blank was summed for up to a scrape interval past it)
+        value = f"(last_over_time({step}[{within}:{resolution}]) and on ({identity}) {read}){scale}"
         newest = f"max_over_time((time() + 0.1 * atan({step} / 100000))[{within}:{resolution}])"
         key = f"({newest} and on ({identity}) {read})"
         return f"({fresh}{scale} and on ({identity}) {read})", (value, key)

@@ -1,0 +1,186 @@
+"""MIG with exporter.virtual_gpus: a MIG GPU whose instances pods share, beside whole GPUs with and without pods.
+
+One node whose exporter (4.5.3+, KUBERNETES_VIRTUAL_GPUS) writes, for each MIG instance pods hold, framebuffer used
+(a per-process field) as the instance's own series (no pod) plus one copy per pod carrying the pod's processes'
+share, and engine activity (not per process) as one copy per holding pod, each the instance's reading. Half an hour
+of 30 s scrapes backfilled into a real Prometheus, each reading moving a little every scrape.
+
+- GPU 0 split in two MIG instances: instance 1 shared by pods ml/a and ml/b (shares 5,000 and 3,000 MiB of the
+  instance's 10,000), instance 2 held by ml/c (7,000 of 15,000).
+- GPU 1 whole, held by ml/d (19,000 of 20,000 MiB; utilization 58 of 60 %).
+- GPU 2 whole, no pod (its own series only).
+
+Along the half hour: instance 1's own framebuffer series reads DCGM's blank at odd scrapes (its pods' shares written
+all along), as does GPU 1's own utilization; ml/b leaves instance 1 at scrape 20; instance 2 writes nothing from
+scrape 40 on (no staleness marker).
+
+The truth at an instant, each reading at its latest within the look-back (promql.label_lookback: 4 scrape
+intervals, 120 s), a pod's share never the device's reading: a GPU's framebuffer used is its instances' readings
+added (each instance once, whatever pods share it); its engine activity the mean of its instances (each once);
+utilization on the MIG GPU 100 times that mean; per pod its own share of framebuffer, the activity of the instance
+it holds. Before, when instance 1's own series read the blank just after instance 2's last sample left the
+look-back, GPU 0 read both instances (25,008.1 MiB for 10,004.2, the fleet's total 45,316.7 for 30,312.8) for up to
+a scrape interval past the look-back: a step of the late tier's subquery reads a sample up to a scrape interval older
+than the step, and only the exporter's copy as a whole was held to the look-back, not each of its MIG instances.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from generator.model import Query
+from generator.project import load_project
+from generator.promql import expression, label_lookback
+from generator.render.grafana import variable_scope
+from generator.resources import default_counters
+from tests.integration.test_blank_count_lookback import END, STEP, STEPS, _read
+from tests.integration.test_blank_mean_lookback import HOW, _close
+from tests.support.prometheus_server import backfilled_fixture
+
+UTIL, FB, ACTIVE = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+NODE = "ip-10-0-2-1"
+LOOKBACK = 4 * STEP
+# (gpu, MIG instance or None): (pods: (namespace, pod, fb share, util share)), device fb, device util, activity
+UNITS = {(0, "1"): ((("ml", "a", 5000, None), ("ml", "b", 3000, None)), 10000, None, 0.5),
+         (0, "2"): ((("ml", "c", 7000, None),), 15000, None, 0.2),
+         (1, None): ((("ml", "d", 19000, 58),), 20000, 60, 0.6),
+         (2, None): ((), 300, 0, 0.1)}
+
+
+NOT_SUPPORTED = 9223372036854775794
+B_LEFT, GONE = 20, 40  # ml/b's copies end at scrape 20; instance 2 of GPU 0 writes nothing from scrape 40
+
+
+def holders(unit, k: int):
+    return tuple(p for p in UNITS[unit][0] if not (p[1] == "b" and k >= B_LEFT))
+
+
+def reading(field: str, unit, k: int) -> float | None:
+    _, fb, util, active = UNITS[unit]
+    if unit == (0, "2") and k >= GONE:
+        return None
+    if k % 2 and (field == FB and unit == (0, "1") or field == UTIL and unit == (1, None)):
+        return NOT_SUPPORTED  # the unit's own series reads DCGM's blank at odd scrapes
+    if field == FB:
+        return fb + k / 10
+    if field == UTIL:
+        return None if util is None else util + k / 10
+    return active + k / 1000
+
+
+def openmetrics(start: int) -> str:
+    lines = []
+    for field in (FB, UTIL, ACTIVE):
+        lines.append(f"# TYPE {field} gauge")
+        for k in range(STEPS):
+            for gpu, instance in UNITS:
+                pods = holders((gpu, instance), k)
+                value = reading(field, (gpu, instance), k)
+                if value is None:
+                    continue
+                mig = f',GPU_I_ID="{instance}",GPU_I_PROFILE="3g.40gb"' if instance else ""
+                base = (f'gpu="{gpu}",UUID="GPU-{NODE}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A100-SXM4-80GB",'
+                        f'Hostname="{NODE}"{mig},DCGM_FI_DRIVER_VERSION="570.133.20",node="{NODE}",'
+                        f'job="dcgm-exporter",instance="10.0.2.1:9400"')
+                per_process = field in (FB, UTIL)
+                written = [("", value)] if per_process or not pods else []
+                for v, (namespace, pod, fb, util) in enumerate(pods):
+                    share = (fb if field == FB else util) if per_process else value
+                    if value == NOT_SUPPORTED and not per_process:
+                        share = value
+                    if share is None:
+                        continue
+                    written.append((f',container="main",namespace="{namespace}",pod="{pod}",'
+                                    f'pod_uid="uid-{namespace}-{pod}",vgpu="{v}"', share))
+                lines += [f'{field}{{{base}{more}}} {w:g} {start + k * STEP}' for more, w in written]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+def latest(field: str, unit, t: float) -> float | None:
+    read = [value for k in range(STEPS) if t - LOOKBACK < k * STEP <= t
+            and (value := reading(field, unit, k)) is not None and value != NOT_SUPPORTED]
+    return read[-1] if read else None
+
+
+def per_gpu(field: str, t: float) -> dict[int, float]:
+    """Each GPU's value: summed framebuffer over its instances, mean activity over them; utilization the device's on
+    a whole GPU, 100 times the mean activity on a MIG GPU."""
+    groups = defaultdict(list)
+    for unit in UNITS:
+        value = latest(ACTIVE if field == UTIL and unit[1] else field, unit, t)
+        if value is not None:
+            groups[unit[0]].append(value)
+    out = {}
+    for gpu, values in groups.items():
+        mig = any(u[1] for u in UNITS if u[0] == gpu)
+        if field == FB:
+            out[gpu] = sum(values)
+        elif field == UTIL and mig:
+            out[gpu] = 100 * sum(values) / len(values)
+        else:
+            out[gpu] = sum(values) / len(values)
+    return out
+
+
+backfilled = backfilled_fixture("mig-virtual-gpus-lookback", openmetrics, END, STEP)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mig-virtual-gpus-lookback")
+    wanted = {UTIL, FB, ACTIVE, "DCGM_FI_DRIVER_VERSION"}
+    (folder / "counters.csv").write_text("\n".join(
+        line for line in default_counters().read_text().splitlines()
+        if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
+    (folder / "gpudash.yaml").write_text("exporter:\n  virtual_gpus: true\n")
+    return load_project(folder / "gpudash.yaml", folder / "counters.csv")
+
+
+def _expr(project, field, how, by):
+    settings = project.settings
+    return expression(Query(field, how, by), settings.labels, project.catalog, variable_scope(settings),
+                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+
+
+@pytest.mark.parametrize("field", [FB, ACTIVE, UTIL])
+@pytest.mark.parametrize("how", ["avg", "sum", "max"])
+@pytest.mark.parametrize("key", [None, "gpu"])
+def test_fleet_and_per_gpu(project, backfilled, field, how, key):
+    prometheus, start = backfilled
+    by = () if key is None else ("node", "gpu")
+    shown = _read(prometheus, start, _expr(project, field, how, by),
+                  (lambda m: "all") if key is None else (lambda m: m["gpu"]))
+
+    def truth(t):
+        values = per_gpu(field, t)
+        if key is None:
+            return {"all": HOW[how](list(values.values()))} if values else {}
+        return {str(g): v for g, v in values.items()}
+    wrong = _close(shown, truth)
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
+
+
+@pytest.mark.parametrize("field", [FB, ACTIVE, UTIL])
+@pytest.mark.parametrize("how", ["avg", "sum", "max"])
+def test_per_pod(project, backfilled, field, how):
+    prometheus, start = backfilled
+    shown = _read(prometheus, start, _expr(project, field, how, ("pod",)), lambda m: f"{m['namespace']}/{m['pod']}")
+
+    def truth(t):
+        out = {}
+        for unit in UNITS:
+            named = {p for k in range(STEPS) if t - LOOKBACK < k * STEP <= t and reading(FB, unit, k) is not None
+                     for p in holders(unit, k)}
+            for namespace, pod, fb, util in named:
+                if field == FB:
+                    v = fb
+                elif field == ACTIVE or unit[1]:
+                    v = latest(ACTIVE, unit, t) * (100 if field == UTIL else 1)
+                else:
+                    v = util
+                out[f"{namespace}/{pod}"] = v
+        return out
+    wrong = _close(shown, truth)
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
