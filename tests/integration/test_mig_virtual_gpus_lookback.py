@@ -104,6 +104,12 @@ def latest(field: str, unit, t: float) -> float | None:
     return read[-1] if read else None
 
 
+def named(unit, t: float) -> set:
+    """The pods a scrape within the look-back before `t` named on `unit` (a GPU or MIG instance)."""
+    return {p for k in range(STEPS) if t - LOOKBACK < k * STEP <= t and reading(FB, unit, k) is not None
+            for p in holders(unit, k)}
+
+
 def per_gpu(field: str, t: float) -> dict[int, float]:
     """Each GPU's value: summed framebuffer over its instances, mean activity over them; utilization the device's on
     a whole GPU, 100 times the mean activity on a MIG GPU."""
@@ -171,9 +177,7 @@ def test_per_pod(project, backfilled, field, how):
     def truth(t):
         out = {}
         for unit in UNITS:
-            named = {p for k in range(STEPS) if t - LOOKBACK < k * STEP <= t and reading(FB, unit, k) is not None
-                     for p in holders(unit, k)}
-            for namespace, pod, fb, util in named:
+            for namespace, pod, fb, util in named(unit, t):
                 if field == FB:
                     v = fb
                 elif field == ACTIVE or unit[1]:
@@ -182,5 +186,31 @@ def test_per_pod(project, backfilled, field, how):
                     v = util
                 out[f"{namespace}/{pod}"] = v
         return out
+    wrong = _close(shown, truth)
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
+
+
+
+LEFT_POD_DROPPED = pytest.mark.xfail(strict=True, reason=(
+    "a namespace's share of an instance reads the exporter's fresh scrape alone: for the look-back after ml/b left "
+    "instance 1 (605-685 s), its total reads 31,000 MiB for the 34,000 the per-pod panel's pods add up to (ml/b "
+    "still shown at 3,000), its mean 15,500 for 17,000"))
+
+
+@pytest.mark.parametrize("how", [pytest.param("avg", marks=LEFT_POD_DROPPED),
+                                 pytest.param("sum", marks=LEFT_POD_DROPPED),
+                                 "max"])
+def test_a_namespaces_framebuffer_adds_its_pods_shares_the_per_pod_panel_shows(project, backfilled, how):
+    """Per namespace, each GPU's use is its pods' shares added (those the per-pod panel shows: named within the
+    look-back), its instances' added on a MIG GPU; the namespace's mean, total or largest over those GPUs."""
+    prometheus, start = backfilled
+    shown = _read(prometheus, start, _expr(project, FB, how, ("namespace",)), lambda m: m["namespace"])
+
+    def truth(t):
+        gpus = defaultdict(float)
+        for unit in UNITS:
+            for _, _, fb, _ in named(unit, t):
+                gpus[unit[0]] += fb
+        return {"ml": HOW[how](list(gpus.values()))} if gpus else {}
     wrong = _close(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
