@@ -1630,7 +1630,13 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 whole = read(metric, [f'{MIG_INSTANCE_LABEL}=""'])
                 series = on_mig if kind == "mig" else f"({on_mig} or {whole})"
             return merge.one_copy("max", (series,), own_labels)
-        return merge("max", device.reading(metric, extra, COUNTED), own_labels)
+        series = device.reading(metric, extra, COUNTED)
+        substitute = catalog.mig_substitute(metric) if metric in MIG_UNSUPPORTED else None
+        if substitute is not None and kind != "whole":  # per pod too, a MIG instance reports it by its stand-in
+            on_mig = device.reading(substitute[0], [*extra, f'{MIG_INSTANCE_LABEL}!=""'], COUNTED)
+            whole = device.reading(metric, [*extra, f'{MIG_INSTANCE_LABEL}=""'], COUNTED)
+            series = on_mig if kind == "mig" else f"({on_mig} or {whole})"
+        return merge("max", series, own_labels)
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
 
     def is_counter(name: str) -> bool:
