@@ -28,10 +28,9 @@ from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from generator.promql import expression, label_lookback
-from generator.render.grafana import variable_scope
 from tests.integration.test_mig_twins import built_with
 from tests.support.prometheus_server import backfilled_fixture
+from tests.support.panel_expression import panel_expression
 
 NOT_SUPPORTED = 9223372036854775794
 STEP, STEPS = 30, 60  # half an hour of 30 s scrapes
@@ -149,9 +148,7 @@ def test_a_count_per_node_or_namespace_counts_each_gpu_with_a_reading_within_the
     _, folder = built
     prometheus, start = backfilled
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
-    settings = project.settings
-    expr = expression(Query(TEMP, "count", (key,)), settings.labels, project.catalog, variable_scope(settings),
-                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    expr = panel_expression(project, Query(TEMP, "count", (key,)))
     shown = _read(prometheus, start, expr, lambda metric: metric[key])
 
     def truth(t: float) -> dict[str, float]:

@@ -24,13 +24,12 @@ import pytest
 
 from generator.model import Query
 from generator.project import load_project
-from generator.promql import expression, label_lookback
-from generator.render.grafana import variable_scope
 from tests.integration.test_blank_count_lookback import (
     BLANK_ONLY, END, FLAPPING, GONE, GPUS, LEFT, LOOKBACK, NOT_SUPPORTED, STEP, STEPS, TEMP, _dashboard_expr,
     _read, openmetrics, pod)
 from tests.integration.test_mig_twins import built_with
 from tests.support.prometheus_server import backfilled_fixture
+from tests.support.panel_expression import panel_expression
 
 
 def sample(node: str, gpu: int, k: int) -> float | None:
@@ -103,10 +102,7 @@ def test_a_mean_total_or_maximum_over_gpus_reads_each_gpus_latest_reading_within
     _, folder = built
     prometheus, start = backfilled
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
-    settings = project.settings
-    expr = expression(Query(TEMP, how, (key,) if key else ()), settings.labels, project.catalog,
-                      variable_scope(settings), resolution=f"{settings.scrape.seconds}s",
-                      named_within=label_lookback(settings.scrape.seconds))
+    expr = panel_expression(project, Query(TEMP, how, (key,) if key else ()))
     shown = _read(prometheus, start, expr, lambda metric: "all" if key is None else metric[key])
     wrong = _close(shown, _truth(how, key))
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"

@@ -20,11 +20,10 @@ import pytest
 
 from generator.model import Query
 from generator.project import load_project
-from generator.promql import expression, label_lookback
-from generator.render.grafana import variable_scope
 from tests.integration.test_blank_count_lookback import END, NOT_SUPPORTED, STEP, STEPS, _read
 from tests.integration.test_mig_twins import built_with
 from tests.support.prometheus_server import backfilled_fixture
+from tests.support.panel_expression import panel_expression
 
 USED = "DCGM_FI_DEV_FB_USED"
 NODE = "ip-10-0-1-1"
@@ -73,9 +72,7 @@ def shown_total(built, backfilled, by: tuple[str, ...]) -> dict[float, dict[str,
     _, folder = built
     prometheus, start = backfilled
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
-    settings = project.settings
-    expr = expression(Query(USED, "sum", by), settings.labels, project.catalog, variable_scope(settings),
-                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    expr = panel_expression(project, Query(USED, "sum", by))
     return _read(prometheus, start, expr, lambda metric: metric["gpu"] if by else "all")
 
 

@@ -19,12 +19,11 @@ import pytest
 
 from generator.model import Query
 from generator.project import load_project
-from generator.promql import expression, label_lookback
-from generator.render.grafana import variable_scope
 from tests.integration.test_blank_count_lookback import END, NOT_SUPPORTED, STEP, STEPS, _read
 from tests.integration.test_blank_mig_instance_lookback import openmetrics
 from tests.integration.test_mig_twins import built_with
 from tests.support.prometheus_server import backfilled_fixture
+from tests.support.panel_expression import panel_expression
 
 ACTIVE, UTIL = "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"
 LOOKBACK = 4 * STEP
@@ -90,9 +89,7 @@ def test_a_mean_of_mig_instances_reads_each_instance_the_lookback_holds(built, b
     _, folder = built
     prometheus, start = backfilled
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
-    settings = project.settings
-    expr = expression(Query(field, "avg", by), settings.labels, project.catalog, variable_scope(settings),
-                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    expr = panel_expression(project, Query(field, "avg", by))
     shown = _read(prometheus, start, expr, lambda metric: metric["gpu"] if by else "all")
 
     def truth(t: float) -> dict[str, float]:

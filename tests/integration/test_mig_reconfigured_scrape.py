@@ -20,12 +20,11 @@ import pytest
 from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
-from generator.promql import expression, label_lookback
-from generator.render.grafana import variable_scope
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_pod_lookback_restart import _Counted, _scraping
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.panel_expression import panel_expression
 
 USED, ENGINE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 RECONFIGURED, FAILS, GONE, SCRAPES = 8, 14, 16, 20
@@ -74,8 +73,7 @@ def test_mig_instances_the_exporter_no_longer_serves_are_left_out(scraped, tmp_p
     _, folder = built_with(tmp_path_factory.mktemp("mig-reconfigured"), {}, fields=(USED, ENGINE))
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     settings = project.settings
-    expr = expression(Query(field, how, by), settings.labels, project.catalog, variable_scope(settings),
-                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    expr = panel_expression(project, Query(field, how, by))
     expr = interpolate(scraped_every(expr, settings.scrape.seconds, 1), variables({}, ("namespace", "pod", "node",
                                                                                         "gpu")))
     wrong = {}

@@ -32,12 +32,11 @@ import pytest
 
 from generator.model import Query
 from generator.project import load_project
-from generator.promql import expression, label_lookback
-from generator.render.grafana import variable_scope
 from generator.resources import default_counters
 from tests.integration.test_blank_count_lookback import END, STEP, STEPS, _read
 from tests.integration.test_blank_mean_lookback import HOW, _close
 from tests.support.prometheus_server import backfilled_fixture
+from tests.support.panel_expression import panel_expression
 
 UTIL, FB, ACTIVE = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 NODE = "ip-10-0-2-1"
@@ -145,9 +144,7 @@ def project(tmp_path_factory):
 
 
 def _expr(project, field, how, by):
-    settings = project.settings
-    return expression(Query(field, how, by), settings.labels, project.catalog, variable_scope(settings),
-                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    return panel_expression(project, Query(field, how, by))
 
 
 @pytest.mark.parametrize("field", [FB, ACTIVE, UTIL])

@@ -33,13 +33,13 @@ from generator.catalog import MIG_UNSUPPORTED, per_instance_field
 from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
-from generator.promql import expression, label_lookback, legend
-from generator.render.grafana import variable_scope
+from generator.promql import legend
 from tests.integration.test_pod_lookback_restart import _Counted, _scraping
 from tests.support.projects import bundled_project
 from tests.support.prometheus_server import counted_inline, range_macros, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.side_by_side import module_scenes, scene
+from tests.support.panel_expression import panel_expression
 
 OLD_POD = "nvidia-dcgm-exporter-q8w2z"
 BLANK = 9223372036854775794  # DCGM's int64 blank (not supported)
@@ -173,8 +173,7 @@ def _defined(query: Query) -> tuple[str, str, str, dict]:
     """A panel of `query` as the bundled dashboards' panels are rendered (render.grafana._targets)."""
     project = bundled_project()
     settings = project.settings
-    expr = expression(query, settings.labels, project.catalog, variable_scope(settings),
-                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    expr = panel_expression(project, query)
     return "", "defined", f"{query.aggregation} of {query.metric} by {query.by}{' increase' * query.as_increase}", \
         {"expr": expr, "legendFormat": legend(query, settings.labels)}
 

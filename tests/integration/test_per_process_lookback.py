@@ -34,12 +34,12 @@ from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.promql import expression, label_lookback, settings_clusters
-from generator.render.grafana import variable_scope
 from generator.resources import default_counters
 from tests.integration.test_blank_count_lookback import (COUNT, END, EVERY, FIRST, NOT_SUPPORTED, STEP, STEPS,
                                                           _read)
 from tests.integration.test_blank_mean_lookback import HOW, _close
 from tests.support.prometheus_server import backfilled_fixture
+from tests.support.panel_expression import panel_expression
 
 UTIL, FB = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"
 LOOKBACK = 4 * STEP
@@ -148,10 +148,8 @@ def test_the_premise():
 def test_a_per_gpu_reading_of_a_per_process_field_is_the_devices_latest_within_the_lookback(project, backfilled,
                                                                                            field, how, key):
     prometheus, start = backfilled
-    settings = project.settings
     by = {None: (), "node": ("node",), "gpu": ("node", "gpu")}[key]
-    expr = expression(Query(field, how, by), settings.labels, project.catalog, variable_scope(settings),
-                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    expr = panel_expression(project, Query(field, how, by))
     shown = _read(prometheus, start, expr, LABELS[key])
     wrong = _close(shown, _truth(field, how, key))
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
@@ -208,9 +206,7 @@ def test_a_per_pod_reading_of_a_per_process_field_is_each_pods_latest_share_with
     """Per pod, each pod a scrape within the look-back named on a GPU, at its copy's latest reading within it; per
     namespace, its pods' shares of a 4.5.3 GPU added up (a 4.5.2 GPU's copies, each the device's reading, once)."""
     prometheus, start = backfilled
-    settings = project.settings
-    expr = expression(Query(field, how, (key,)), settings.labels, project.catalog, variable_scope(settings),
-                      resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    expr = panel_expression(project, Query(field, how, (key,)))
     shown = _read(prometheus, start, expr, (lambda metric: f"{metric['namespace']}/{metric['pod']}") if key == "pod"
                   else (lambda metric: metric["namespace"]))
 
@@ -242,10 +238,7 @@ def test_with_a_pod_or_node_selected_a_per_gpu_panel_reads_its_gpus_devices(proj
     """The pod variable keeps the GPUs a copy in scope names (a 4.5.3 GPU's own series names no pod), the node
     variable the node's GPUs, each read as the device."""
     prometheus, start = backfilled
-    settings = project.settings
-    expr = expression(Query(UTIL, "avg", ("node", "gpu")), settings.labels, project.catalog,
-                      variable_scope(settings), resolution=f"{settings.scrape.seconds}s",
-                      named_within=label_lookback(settings.scrape.seconds))
+    expr = panel_expression(project, Query(UTIL, "avg", ("node", "gpu")))
     chosen = variables(selected, ("cluster", "namespace", "pod", "node", "gpu"))
     found = prometheus.query_at(interpolate(expr, chosen), start + FIRST, COUNT, EVERY)
     shown = {at - start: {LABELS["gpu"](s["metric"]): float(s["value"][1]) for s in result}
