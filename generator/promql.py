@@ -2085,7 +2085,6 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     alert = gauge_window is not None and resolution and not count and reads_gauges(query, catalog)
     if named:  # per GPU (its UUID, GPU_LABEL), named (named_gpus), then the outer grouping: a panel at each step, an
         # alert once per evaluation, after its periods' statistics (gauge_readings' `named`)
-        node = next((regex for key, regex in scope.regexes if key == "node"), None)
         inner = _listed((labels.cluster, GPU_LABEL, "gpu", *(name for name in outer if name != labels.node)))
         fields = _named_fields(query.metric, catalog)
 

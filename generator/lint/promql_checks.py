@@ -348,11 +348,6 @@ def _delta_chain(node) -> list | None:
     return None
 
 
-def _sums_deltas(node) -> bool:
-    """Whether `node` is a sum of a counter's step deltas (_delta_chain)."""
-    return _delta_chain(node) is not None
-
-
 def _is_difference(node, floored: bool = False) -> bool:
     """Whether `node` is, but for merging copies, relabelling, a comparison with a number and the steps it is kept at
     (`and`, `unless`), a reading less an earlier reading (the right side reads a time before the left's) that is
