@@ -407,6 +407,17 @@ class _Device:
         key = f"({newest} and on ({identity}) {read})"
         return f"({fresh}{scale} and on ({identity}) {read})", (value, key)
 
+    def counted_within(self, metric: str, extra: list[str], resolution: str, within: str) -> str:
+        """A panel's count of GPUs reporting `metric` (`reads_device`): each copy of a GPU instance with a device
+        reading within the look-back `within`, as `tiers` reads one (its fresh reading, else its latest step's within
+        the look-back): the GPU's own series where it has a sample, its pods' copies only where it has none. So a
+        count counts exactly the GPUs the per-GPU panels show a value for: a GPU whose own series read only DCGM's
+        blank within the look-back is not counted by its pods' shares (a pod's share is no reading of the device: a
+        time-sliced GPU whose own series read the blank for 4 minutes counted by its two pods' 12,000 and 9,000 MiB)."""
+        identity = _listed((*self.identity, *FIELD_LABELS.get(metric, ((), ""))[0]))
+        fresh, (value, _) = self.tiers(metric, extra, resolution, within)
+        return f"({fresh} or on ({identity}) {value})"
+
     def named_in_period(self, metric: str, extra: list[str], form: str, period: tuple[str, str | None]) -> str:
         """A rule's count per pod over the period `period` (window, offset): the copies of `metric` under the pods a
         scrape named within the window and the look-back before it (its steps' look-backs: the pods its total's rule
@@ -1623,6 +1634,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 form = counted(is_counter_field(name, catalog), period)
                 if named:
                     return device.named_in_period(name, [*extra, *more], form, period)
+                if over_time is None and within is not None and device is not None and device.reads_device(name):
+                    return device.counted_within(name, [*extra, *more], resolution, within)  # the device's readings
                 return _raw(name, branches, [*extra, *more], form)
             series = read(metric, [])
             if substitute is not None and kind != "whole":  # a MIG instance reports the field by its stand-in's reading

@@ -9,19 +9,24 @@ of 30 s scrapes backfilled into a real Prometheus, each reading moving a little 
   instance's 10,000), instance 2 held by ml/c (7,000 of 15,000).
 - GPU 1 whole, held by ml/d (19,000 of 20,000 MiB; utilization 58 of 60 %).
 - GPU 2 whole, no pod (its own series only).
+- GPU 3 whole, shared by time-slicing between ml/e and ml/f (shares 12,000 and 9,000 MiB of 30,000; 30 and 25 % of
+  80 %).
 
 Along the half hour: instance 1's own framebuffer series reads DCGM's blank at odd scrapes (its pods' shares written
 all along), as does GPU 1's own utilization; ml/b leaves instance 1 at scrape 20; instance 2 writes nothing from
-scrape 40 on (no staleness marker).
+scrape 40 on (no staleness marker); GPU 3's own series of both per-process fields read only DCGM's blank from
+scrape 44 to 51 (longer than the look-back), and at odd scrapes after, its pods' shares written all along.
 
 The truth at an instant, each reading at its latest within the look-back (promql.label_lookback: 4 scrape
 intervals, 120 s), a pod's share never the device's reading: a GPU's framebuffer used is its instances' readings
 added (each instance once, whatever pods share it); its engine activity the mean of its instances (each once);
 utilization on the MIG GPU 100 times that mean; per pod its own share of framebuffer, the activity of the instance
-it holds. Before, when instance 1's own series read the blank just after instance 2's last sample left the
-look-back, GPU 0 read both instances (25,008.1 MiB for 10,004.2, the fleet's total 45,316.7 for 30,312.8) for up to
-a scrape interval past the look-back: a step of the late tier's subquery reads a sample up to a scrape interval older
-than the step, and only the exporter's copy as a whole was held to the look-back, not each of its MIG instances.
+it holds; a count of GPUs over the fleet or a node, each GPU with a reading of the device within the look-back
+(its own series where it has a sample, not its pods' shares). Before, when instance 1's own series read the blank
+just after instance 2's last sample left the look-back, GPU 0 read both instances (25,008.1 MiB for 10,004.2, the
+fleet's total 45,316.7 for 30,312.8) for up to a scrape interval past the look-back: a step of the late tier's
+subquery reads a sample up to a scrape interval older than the step, and only the exporter's copy as a whole was held
+to the look-back, not each of its MIG instances.
 """
 
 from __future__ import annotations
@@ -45,11 +50,13 @@ LOOKBACK = 4 * STEP
 UNITS = {(0, "1"): ((("ml", "a", 5000, None), ("ml", "b", 3000, None)), 10000, None, 0.5),
          (0, "2"): ((("ml", "c", 7000, None),), 15000, None, 0.2),
          (1, None): ((("ml", "d", 19000, 58),), 20000, 60, 0.6),
-         (2, None): ((), 300, 0, 0.1)}
+         (2, None): ((), 300, 0, 0.1),
+         (3, None): ((("ml", "e", 12000, 30), ("ml", "f", 9000, 25)), 30000, 80, 0.8)}
 
 
 NOT_SUPPORTED = 9223372036854775794
 B_LEFT, GONE = 20, 40  # ml/b's copies end at scrape 20; instance 2 of GPU 0 writes nothing from scrape 40
+OWN_BLANK = (44, 52)  # GPU 3's own per-process series read only the blank at these scrapes
 
 
 def holders(unit, k: int):
@@ -62,6 +69,8 @@ def reading(field: str, unit, k: int) -> float | None:
         return None
     if k % 2 and (field == FB and unit == (0, "1") or field == UTIL and unit == (1, None)):
         return NOT_SUPPORTED  # the unit's own series reads DCGM's blank at odd scrapes
+    if unit == (3, None) and field in (FB, UTIL) and (OWN_BLANK[0] <= k < OWN_BLANK[1] or k > OWN_BLANK[1] and k % 2):
+        return NOT_SUPPORTED  # a run of blanks longer than the look-back, then at odd scrapes
     if field == FB:
         return fb + k / 10
     if field == UTIL:
@@ -193,12 +202,16 @@ def test_a_namespaces_framebuffer_adds_the_shares_of_its_pods_each_instances_lat
                                                                                                    how):
     """Per namespace, each GPU's use is its pods' shares added, of the pods each instance's latest scrape within the
     look-back wrote (a pod gone within the look-back adds no share, though the per-pod panel shows it for the
-    look-back: ml/b's 3,000 MiB from 600 to 690 s), its instances' added on a MIG GPU; the namespace's mean, total or
-    largest over those GPUs."""
+    look-back: ml/b's 3,000 MiB from 600 to 690 s), its instances' added on a MIG GPU; the namespace's mean or total
+    over those GPUs. Its largest is a pod's, as the per-pod panel shows it (ml/e's 12,000 MiB of GPU 3, not the
+    21,000 its two pods use)."""
     prometheus, start = backfilled
     shown = _read(prometheus, start, _expr(project, FB, how, ("namespace",)), lambda m: m["namespace"])
 
     def truth(t):
+        if how == "max":
+            shares = [fb for unit in UNITS for _, _, fb, _ in named(unit, t)]
+            return {"ml": max(shares)} if shares else {}
         gpus = defaultdict(float)
         for unit in UNITS:
             scrapes = [k for k in range(STEPS) if t - LOOKBACK < k * STEP <= t and reading(FB, unit, k) is not None]
@@ -209,28 +222,31 @@ def test_a_namespaces_framebuffer_adds_the_shares_of_its_pods_each_instances_lat
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
 
 
-SHARE_COUNTED = pytest.mark.xfail(strict=True, reason=(
-    "a fleet count of a per-process field counts a unit whose own series read only the blank within the look-back "
-    "by its pods' shares (a pod's share is no device reading): 3 GPUs for 2 at 1865-1885 s, where the mean over GPUs "
-    "reads 2"))
-
-
-@pytest.mark.parametrize("field, key", [pytest.param(FB, None, marks=SHARE_COUNTED), (ACTIVE, None),
-                                        pytest.param(UTIL, None, marks=SHARE_COUNTED), (FB, "namespace"),
-                                        (ACTIVE, "namespace"), (UTIL, "namespace")])
-def test_a_count_of_gpus_counts_the_mig_gpu_by_its_stand_in_per_namespace_too(project, backfilled, field, key):
-    """GPUs reporting a field, over the fleet and per namespace: the MIG GPU once, GPU utilization by its stand-in
-    (engine activity) on its instances, as the namespace's mean reads it (per namespace, 1 GPU for 2 before)."""
+@pytest.mark.parametrize("field, key", [(FB, None), (ACTIVE, None), (UTIL, None), (FB, "node"), (ACTIVE, "node"),
+                                        (UTIL, "node"), (FB, "namespace"), (ACTIVE, "namespace"), (UTIL, "namespace"),
+                                        (FB, "pod"), (UTIL, "pod")])
+def test_a_count_of_gpus_counts_each_gpu_once_with_a_reading(project, backfilled, field, key):
+    """GPUs reporting a field, over the fleet, per node, per namespace and per pod: the MIG GPU once, GPU utilization
+    by its stand-in (engine activity) on its instances, as the namespace's mean reads it (per namespace, 1 GPU for 2
+    before). Over the fleet and per node a GPU counts with a reading of the device within the look-back, as the
+    per-GPU panels read it (its own series where it has a sample): GPU 3, whose own series read only the blank from
+    scrape 44 to 51 while its two pods' shares read, is not counted from 120 s into that run (4 GPUs for 3 before),
+    nor GPU 0 at the end, whose instance 1's own series read the blank at the last scrape (3 for 2 before). Per
+    namespace and pod, a GPU counts under each pod a scrape within the look-back named on it, its share a reading."""
     prometheus, start = backfilled
-    by = () if key is None else ("namespace",)
-    shown = _read(prometheus, start, _expr(project, field, "count", by),
-                  (lambda m: "all") if key is None else (lambda m: m["namespace"]))
+    by = () if key is None else (key,)
+    name = {None: lambda m: "all", "node": lambda m: m["node"], "namespace": lambda m: m["namespace"],
+            "pod": lambda m: f"{m['namespace']}/{m['pod']}"}[key]
+    shown = _read(prometheus, start, _expr(project, field, "count", by), name)
 
     def truth(t):
-        if key is None:
+        if key in (None, "node"):
             gpus = set(per_gpu(field, t))
-            return {"all": len(gpus)} if gpus else {}
-        gpus = {unit[0] for unit in UNITS if named(unit, t)}
-        return {"ml": len(gpus)} if gpus else {}
+            return {"all" if key is None else NODE: len(gpus)} if gpus else {}
+        gpus = defaultdict(set)
+        for unit in UNITS:
+            for namespace, pod, _, _ in named(unit, t):
+                gpus[namespace if key == "namespace" else f"{namespace}/{pod}"].add(unit[0])
+        return {group: len(held) for group, held in gpus.items()}
     wrong = _close(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
