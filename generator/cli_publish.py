@@ -417,7 +417,8 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
         try:
             changes = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
                                         publisher=(desired.project, desired.clusters),
-                                        progress=progress, move_from=move_from, renamed_from=renamed_from)
+                                        progress=progress, move_from=move_from, renamed_from=renamed_from,
+                                        prune=prune)
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise

@@ -465,17 +465,20 @@ def _lost_playlists(picks: list[str] | Unread) -> str | None:
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
          progress: Progress | None = None, move_from: str | None = None,
-         publisher: Publisher | None = None, renamed_from: tuple[str, ...] = ()) -> list[Change]:
+         publisher: Publisher | None = None, renamed_from: tuple[str, ...] = (), prune: bool = True) -> list[Change]:
     """`dashboards`: uid -> generated dashboard JSON. Reads only. `move_from`: the folder this project's
     dashboards were in before grafana.folder changed; those gpudash saved there, unedited, are moved.
     `publisher`: the settings' project and clusters; a dashboard whose latest gpudash save records other settings
     is theirs (see `_other_settings`). `renamed_from`: clusters these settings had before renaming them
     (--renamed-from): what was saved with them is theirs, on the evidence `ownership.renamed_evidence` asks of the
-    versions (else a GpudashError before any write); such a dashboard as generated is saved again to record them."""
+    versions (else a GpudashError before any write); such a dashboard as generated is saved again to record them.
+    `prune`: whether what --prune does is to be done or shown (a push --prune; a plan, which shows it): a search by
+    the owner tag shown to leave out tagged dashboards (`_unsearched`) is then a failure, else a note."""
     progress = progress or Silent()
     notes = len(client.notes)
     records: list[Record] = []
-    changes = _plan(client, dashboards, folder, uid_prefix, progress, move_from, publisher, renamed_from, records)
+    changes = _plan(client, dashboards, folder, uid_prefix, progress, move_from, publisher, renamed_from, records,
+                    prune=prune)
     if publisher is None or not renamed_from:
         return changes
     unproven = renamed_evidence(renamed_from, publisher[1], renamed_from, records, publisher[0],
@@ -483,7 +486,8 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
     if unproven:  # the flag claims nothing: planned again without it (a stale flag left in a CI job, say)
         del client.notes[notes:]
         changes = _plan(client, dashboards, folder, uid_prefix, progress, move_from, publisher,
-                        tuple(name for name in renamed_from if name not in unproven), None, "reading Grafana again")
+                        tuple(name for name in renamed_from if name not in unproven), None, "reading Grafana again",
+                        prune)
         for name in unproven:
             client.note(f"--renamed-from {name}: no dashboard in folder {folder['uid']} records the cluster {name!r}, "
                         "so nothing shows these settings saved it with it; the flag takes nothing")
@@ -492,7 +496,7 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
 
 def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], uid_prefix: str,
           progress: Progress, move_from: str | None, publisher: Publisher | None, renamed_from: tuple[str, ...],
-          records: list[Record] | None, label: str = "reading Grafana") -> list[Change]:
+          records: list[Record] | None, label: str = "reading Grafana", prune: bool = True) -> list[Change]:
     claim = (publisher[0], tuple(publisher[1]) + tuple(renamed_from)) if publisher is not None else None
     changes: list[Change] = []
     shared: dict[tuple[str, Any], list[str]] = {}
@@ -506,6 +510,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                                            records, shared))
             tick()
         hits = client.search_tag(GRAFANA_OWNER_TAG)
+        _unsearched(client, changes, hits, prune)
         tick()
         seen = grafana_uid_prefixes(uid_prefix, [hit["uid"] for hit in hits], dashboards)
         others: list[str] = []
@@ -573,6 +578,44 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                     f"--prune leaves them, since another settings file may define those clusters now (a settings file "
                     f"split in two); if one is this file's, delete it by hand in Grafana")
     return changes
+
+
+def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[str, Any]], prune: bool) -> None:
+    """The search by the owner tag against what the plan read of the dashboards these settings define: one read with
+    the tag that the search leaves out, or lists in another folder than it is in, shows an answer that holds only some
+    of the tagged dashboards (Grafana's search index behind its database: grafana/grafana#7633, #16049, #100849; a
+    proxy or stub answering `[]`), in which a dashboard no longer defined may be missing too: --prune would leave it
+    without a word. Each is read again first (a person may have removed its tag or moved it meanwhile). With `prune`
+    a failure (InvalidAnswer, nothing written); else a note, --prune being what the search is read for."""
+    listed = {hit["uid"]: hit.get("folderUid") or "General" for hit in hits}
+    odd = []
+    for change in changes:
+        live = change.live if change.kind == "dashboard" and isinstance(change.live, dict) else {}
+        if "dashboard" not in live or not grafana_owned(live["dashboard"]):
+            continue
+        where = (live.get("meta") or {}).get("folderUid") or "General"
+        if listed.get(change.name) == where:
+            continue
+        again = client.dashboard(change.name)  # still there, tagged, where it was read: the search left it out
+        if again is not None and grafana_owned(again["dashboard"]) \
+                and ((again.get("meta") or {}).get("folderUid") or "General") == where:
+            odd.append(f"{change.name} in folder {where}, "
+                       + (f"listed in {listed[change.name]}" if change.name in listed else "not listed"))
+    if not odd:
+        return
+    said = (f"Grafana's search by the {GRAFANA_OWNER_TAG} tag answered {len(hits)} dashboard(s), leaving out or "
+            f"listing elsewhere {len(odd)} that read with the tag ({'; '.join(odd[:5])}{' ...' if len(odd) > 5 else ''})"
+            ": its answer holds only some of the tagged dashboards (a search index behind Grafana's database, or a "
+            "proxy or cache answering for it), so one gpudash owns that is no longer defined may be missing from it "
+            "too")
+    hint = (f"run again in a minute; if it repeats, search Grafana for the tag {GRAFANA_OWNER_TAG} (Dashboards, "
+            "filter by tag): where those named are missing there too, Grafana's search is behind its database (for "
+            "its admins to look into); else something in front of Grafana answers: point GRAFANA_URL at Grafana "
+            "itself")
+    if prune:
+        raise InvalidAnswer(f"{said}: what --prune would delete cannot be read", where=f"search tag {GRAFANA_OWNER_TAG}",
+                            hint=f"{hint}; a push without --prune publishes meanwhile")
+    client.note(f"{said}; a push --prune fails on it until it lists them: {hint}")
 
 
 def _readings(uid: str, uid_prefix: str) -> str:

@@ -12,10 +12,12 @@ import json
 
 import pytest
 
+from generator.markers import GRAFANA_OWNER_TAG
 from tests.integration.test_grafana_faults import (COPY, CREATED, EDITED, FOREIGN, RETIRED, SEARCH, UPDATED,  # noqa: F401
                                                    _assert_converges, _snapshot, build_dir, desired, grafana, proxy,
                                                    run)
 from tests.support.fault_proxy import HTML, Rule
+from tests.support.grafana_server import ADMIN
 
 # Every read a push --prune makes, by the path it asks (what the plan must read to plan at all, then what it reads
 # of people's work around a dashboard it would delete).
@@ -259,3 +261,53 @@ def test_a_save_refused_by_the_kubernetes_style_dashboard_api_for_its_version_is
     assert raised.value.kind == "version-mismatch"
     assert "someone saved the dashboard meanwhile" in str(raised.value), str(raised.value)
     assert len(server.requests) == 1
+
+
+def _search_leaving_out(how: str):
+    """A rewrite of the search's answer: `[]` (a stub or proxy answering for Grafana), without a defined dashboard
+    that carries the tag (a search index behind Grafana's database), or listing that one in another folder."""
+    def rewrite(body: bytes) -> bytes:
+        hits = json.loads(body)
+        if how == "[]":
+            hits = []
+        elif how == "without a defined dashboard":
+            hits = [h for h in hits if h["uid"] != UPDATED]
+        else:
+            hits = [{**h, "folderUid": "team"} if h["uid"] == UPDATED else h for h in hits]
+        return json.dumps(hits).encode()
+    return rewrite
+
+
+SEARCH_ANSWERS = ("[]", "without a defined dashboard", "a defined dashboard in another folder")
+
+
+@pytest.mark.parametrize("how", SEARCH_ANSWERS)
+def test_a_search_that_leaves_out_a_tagged_dashboard_fails_a_prune_instead_of_pruning_nothing(how, grafana, proxy,
+                                                                                           run, desired):
+    """The search by the owner tag answers with only some of the tagged dashboards (a valid shape: `[]`, or a list
+    without a dashboard the plan read with the tag, or with it in another folder): the retired dashboard may be
+    missing from it too, so --prune is a failure saying so (nothing published), never "nothing to prune"."""
+    before = _state(grafana)
+    proxy.inject(Rule(SEARCH, action="rewrite", method="GET", times=999, callback=_search_leaving_out(how)))
+    code, report, stderr = run()
+    assert code == 3 and "nothing was published" in stderr, stderr
+    assert "leaving out or listing elsewhere" in stderr and f"{UPDATED} in folder gpudash" in stderr, stderr
+    assert "what --prune would delete cannot be read" in stderr and "without --prune publishes" in stderr, stderr
+    assert grafana.writes() == [] and _state(grafana) == before
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
+def test_a_search_answered_empty_is_said_by_a_push_without_prune_and_fails_a_plan(grafana, proxy, cli, run, build_dir):
+    """Without --prune the search decides nothing that is written: the push publishes and says the search left out
+    tagged dashboards; `plan` (which shows what --prune does) fails on it."""
+    proxy.inject(Rule(SEARCH, action="rewrite", method="GET", times=999, callback=_search_leaving_out("[]")))
+    env = {"GRAFANA_URL": proxy.url, "GRAFANA_TOKEN": ADMIN}
+    code, stdout, stderr = cli("push", "--skip-verify", "--from", str(build_dir), "--output", "json", env=env)
+    assert code == 1, stderr  # the edited dashboard refused, as always without --force
+    assert {*CREATED, UPDATED} <= set(json.loads(stdout)["written"])
+    assert RETIRED in grafana.state.dashboards
+    assert f"note: Grafana's search by the {GRAFANA_OWNER_TAG} tag answered 0 dashboard(s)" in stderr, stderr
+    assert "a push --prune fails on it until it lists them" in stderr, stderr
+    code, stdout, stderr = cli("plan", "--no-cloudwatch", "--from", str(build_dir), env=env)
+    assert code == 3 and "leaving out or listing elsewhere" in stderr, (code, stderr)
+
