@@ -86,15 +86,27 @@ def unlisted(permissions: dict[str, list[str]] | None) -> str | None:
     return f"it has no {', '.join(missing)} over all of them" if missing else None
 
 
+# Why an answer of no permission at all is no evidence: Grafana gives a dashboard or folder made by an account that
+# account's Admin, and a folder at the top level the Editor and Viewer roles too (setDefaultPermissions), and lists a
+# dashboard's with those it inherits from its folder (before role-based access control: the default Editor and Viewer
+# entries where neither sets any)
+NONE_AT_ALL = ("not even what its folder gives nor the Admin of the account that made it, which Grafana lists for a "
+               "dashboard: something in front of Grafana answered, or a person removed every one")
+
+
 def read_granted(client: GrafanaClient, uid: str, creator: str | None, fresh: bool = False) -> list[str] | Unread:
     """The permissions a person set on the dashboard (`granted`), or Unread: the answer may leave some out for
-    gpudash's account (`unlisted`, its permissions read again if `fresh`), or the read failed or was refused."""
+    gpudash's account (`unlisted`, its permissions read again if `fresh`), lists none at all (a valid shape, but not
+    Grafana's answer for a dashboard: NONE_AT_ALL), or the read failed or was refused."""
     def read() -> list[str] | Unread:
         why = unlisted(client.permissions(fresh=True) if fresh else client.permissions())
         if why is not None:
             return Unread(f"are not all shown to gpudash's account ({why}): Grafana leaves out those of a team, user "
                           "or service account the account may not read instead of refusing")
-        return granted(client.dashboard_permissions(uid), creator)
+        entries = client.dashboard_permissions(uid)
+        if not entries:
+            return Unread(f"are listed as none at all, {NONE_AT_ALL}")
+        return granted(entries, creator)
     return attempt(read)
 
 

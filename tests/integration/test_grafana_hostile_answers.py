@@ -311,3 +311,31 @@ def test_a_search_answered_empty_is_said_by_a_push_without_prune_and_fails_a_pla
     code, stdout, stderr = cli("plan", "--no-cloudwatch", "--from", str(build_dir), env=env)
     assert code == 3 and "leaving out or listing elsewhere" in stderr, (code, stderr)
 
+
+@pytest.mark.parametrize("when", ["at the plan", "at the look before the delete"])
+def test_a_retired_dashboard_s_permissions_answered_as_none_at_all_refuse_its_delete(when, grafana, proxy, run,
+                                                                                    desired):
+    """Bob is given View on the retired dashboard (before the plan, or while it runs: right before the look before the
+    delete), and the read of its permissions is answered `[]` (a valid shape, but Grafana lists at least the Admin it
+    gave the account that made it, and what its folder gives), at the plan or only at that look: no evidence that no
+    person's permission goes with it, so the delete is refused (bob's permission kept)."""
+    def bob() -> None:
+        grafana.permit(RETIRED, 1, user="bob")
+
+    if when == "at the plan":
+        bob()
+    before = _state(grafana)
+    proxy.inject(Rule(f"^/api/dashboards/uid/{RETIRED}/permissions$", method="GET", status=200, body=b"[]",
+                      headers={"Content-Type": "application/json"}, times=999,
+                      skip=0 if when == "at the plan" else 1, callback=None if when == "at the plan" else bob))
+    code, report, stderr = run()
+    refused = report["refused"] + [f["name"] for f in report["failed"]]
+    assert sorted(refused) == sorted([EDITED, RETIRED]), report
+    assert code == (1 if when == "at the plan" else 3), stderr
+    assert RETIRED in grafana.state.dashboards and [e.get("userLogin") for e in grafana.state.acl[RETIRED]] == \
+        ["gpudash-sa", "bob"]
+    if when == "at the plan":
+        assert _snapshot(grafana, RETIRED) == before[RETIRED]
+    said = json.dumps(report)
+    assert "listed as none at all" in said, said
+    assert {*CREATED, UPDATED} <= set(report["written"])
