@@ -51,7 +51,8 @@ RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "R
 DENIED_CODES = ("AccessDenied", "AccessDeniedException")  # the credentials may not make the call
 # The error codes (as botocore parses them from the answer) by which an API says the thing asked for does not exist:
 # ResourceNotFound for dashboards and alarms (DashboardNotFoundError, DeleteAlarms); ResourceNotFoundException for the
-# tagging calls (ListTagsForResource). Re-raised as botocore's ClientError for the caller to judge.
+# tagging calls (ListTagsForResource). Re-raised as botocore's ClientError for the caller to judge; by the code alone
+# (an error whose message names a not-found, or without a code, is that error: never "not there").
 NOT_FOUND_CODES = {"ListTagsForResource": ("ResourceNotFoundException", "ResourceNotFound")}
 NOT_FOUND = ("ResourceNotFound",)
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 8.0
@@ -478,14 +479,7 @@ class CloudWatch:
         try:
             return self.call(region, "ListTagsForResource", f"alarm {alarm['AlarmName']}",
                              ResourceARN=alarm["AlarmArn"])["Tags"]
-        except ClientError:  # its not-found code only: every other error is a RemoteError
-            return []
-        except RemoteError as exc:
-            # a refusal without an error code whose text names the not-found: read as no tags, which shows no
-            # ownership (nothing is deleted or written over on it). An error with a code (a refusal or failure whose
-            # message mentions the not-found) is that error
-            if getattr(exc, "code", None) != "?" or "ResourceNotFoundException" not in exc.what:
-                raise
+        except ClientError:  # its not-found code only (NOT_FOUND_CODES): every other error is a RemoteError
             return []
 
 

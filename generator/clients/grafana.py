@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from .. import redact, urls
 from ..errors import GpudashError, RemoteError, may_have_happened
@@ -49,23 +49,38 @@ _PRECONDITION_HINTS = {
 # body (the API spec's ErrorResponseBody) has a message and nothing else required, which a gateway's 404 for a path it
 # has no route for has too (Kong: {"message": "no Route matched with those values"}). Only Grafana's own message for
 # that endpoint shows that Grafana has no such thing; any other 404 says nothing of what Grafana holds.
+
+
+class Absent(NamedTuple):
+    """Grafana's own "not found" messages for one read: `pattern` (a regular expression, matched whole) and `text`,
+    what it matches as people read it in a message."""
+    pattern: str
+    text: str
+
+
+def _absent(*said: str) -> Absent:
+    """The messages `said`, word for word."""
+    return Absent("|".join(map(re.escape, said)), " or ".join(said))
+
+
 DASHBOARD_ABSENT = "dashboard not found"  # pkg/api/dashboard.go (dashboards.ErrDashboardNotFound)
 FOLDER_ABSENT = "folder not found"  # dashboards.ErrFolderNotFound
-VERSIONS_ABSENT = r"dashboard not found|no versions found for dashboard ?id \d+"  # GetDashboardVersions
 PLAYLIST_ABSENT = "playlist not found"
-_READABLE_ESCAPE = re.compile(r"\\(\W)")  # a pattern's escaped punctuation and spaces, shown as the text it matches
-_UNESCAPED = r"\1"
-PUBLIC_DASHBOARD_ABSENT = "public dashboard not found|dashboard not found"  # the caller reads its messageId too
-NO_ROUTE = "not found"  # Grafana's 404 for an API path it has no route for (an endpoint its release lacks)
+VERSIONS_ABSENT = Absent(rf"{re.escape(DASHBOARD_ABSENT)}|no versions found for dashboard ?id \d+",  # GetDashboardVersions
+                         f"{DASHBOARD_ABSENT} or no versions found for dashboard id N")
+PUBLIC_DASHBOARD_ABSENT = _absent("public dashboard not found", DASHBOARD_ABSENT)  # the caller reads its messageId too
+NO_ROUTE = _absent("not found")  # Grafana's 404 for an API path it has no route for (an endpoint its release lacks)
+SAVED_ABSENT = _absent(DASHBOARD_ABSENT)  # a save by an id Grafana has no dashboard with
 _URL_HINT = "set GRAFANA_URL to Grafana's address with its scheme, e.g. https://grafana.example.com"
 
 
-def stored_absent(resource: str, uid: str) -> str:
-    """The not-found of Grafana's Kubernetes-style resource API, as a pattern: the apiserver's NotFound, naming the
-    resource and the very uid asked (`<resource>.grafana.app "<uid>" not found`). Grafana 11 and later serve
-    /api/playlists through it; /api/folders where the kubernetesFolders feature is on (pkg/api/folder.go,
-    folderK8sHandler.writeError), and dashboards where Grafana 12 stores them so."""
-    return re.escape(f'{resource}.grafana.app "{uid}" not found')
+def stored_absent(legacy: str, resource: str, uid: str) -> Absent:
+    """Grafana's "not found" for the thing `uid` (of the Kubernetes-style `resource`): its legacy API's message
+    `legacy`, or the not-found of its Kubernetes-style resource API, the apiserver's NotFound naming the resource and
+    the very uid asked (`<resource>.grafana.app "<uid>" not found`). Grafana 11 and later serve /api/playlists
+    through it; /api/folders where the kubernetesFolders feature is on (pkg/api/folder.go, folderK8sHandler.writeError),
+    and dashboards where Grafana 12 stores them so."""
+    return _absent(legacy, f'{resource}.grafana.app "{uid}" not found')
 
 
 # Who deleted a dashboard `GrafanaClient.delete` found gone: gpudash (Grafana answered its delete), someone else (no
@@ -233,7 +248,7 @@ class GrafanaClient:
                 raise
             raise exc.after_sending(sent, unshown) from None
 
-    def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), absent: str | None = None,
+    def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), absent: Absent | None = None,
                  before_retry=None, reached: list[bool] | None = None, refusals: list[Any] | None = None,
                  **kwargs) -> Any:
         """One call, retried. A failure after an attempt that reached Grafana and lost its answer carries
@@ -245,7 +260,7 @@ class GrafanaClient:
         the call, or returns False when nothing is left to do (the call then answers None). `reached`, when
         given, is filled with one entry per failed attempt: whether it may have reached Grafana. `refusals`, when
         given, gets the body of an answer of an allowed status (its JSON, or None when it is not JSON). A 404 allowed
-        is read as "none" only when its message is Grafana's own for the endpoint (`absent`, a pattern)."""
+        is read as "none" only when its message is Grafana's own for the endpoint (`absent`)."""
         assert 404 not in allow or absent, "an allowed 404 names Grafana's own message for it"
         reached = [] if reached is None else reached
         try:
@@ -257,7 +272,7 @@ class GrafanaClient:
 
     def _attempts(self, method: str, path: str, what: str, allow: tuple[int, ...], kwargs: dict[str, Any],
                   reached: list[bool], before_retry=None, refusals: list[Any] | None = None,
-                  absent: str | None = None) -> Any:
+                  absent: Absent | None = None) -> Any:
         import requests
 
         attempt, refused = 0, 0  # refused: connect failures in a row (after a later answer, a 503 of a Grafana starting
@@ -308,7 +323,7 @@ class GrafanaClient:
                 return None
 
     def _answer(self, response, method: str, path: str, what: str, allow: tuple[int, ...],
-                refusals: list[Any] | None = None, absent: str | None = None) -> Any:
+                refusals: list[Any] | None = None, absent: Absent | None = None) -> Any:
         # requests follows a redirect of a write (http to https, a sub-path) by a 301, 302 or 303 as a GET: that
         # GET's answer is not the write's (a 307 or 308 resends the write itself)
         redirected = response.history[0] if response.history else response
@@ -333,11 +348,11 @@ class GrafanaClient:
                                     hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path); a "
                                          "proxy or load balancer answered instead")
             message = said["message"].strip().rstrip(".")
-            if response.status_code == 404 and not re.fullmatch(absent or "", message, re.IGNORECASE):
+            if response.status_code == 404 and not (absent and re.fullmatch(absent.pattern, message, re.IGNORECASE)):
                 raise InvalidAnswer(f"not found (404) at {method} {path.split('?')[0]}, saying "
                                     f"{redact.text(message)[:80]!r}, not Grafana's own \"not found\" for it "
-                                    f"({_READABLE_ESCAPE.sub(_UNESCAPED, absent).replace('|', ' or ')!r}): a gateway or proxy in front of Grafana (a "
-                                    "route that does not pass this path on) may have answered, and nothing shows "
+                                    f"({absent.text if absent else 'none'!r}): a gateway or proxy in front of Grafana "
+                                    "(a route that does not pass this path on) may have answered, and nothing shows "
                                     "that Grafana has none", where=what,
                                     hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path); check "
                                          "the gateway's routes for /api/")
@@ -413,7 +428,7 @@ class GrafanaClient:
     def folder(self, uid: str) -> dict[str, Any] | None:
         what = f"folder {uid}"
         found = self._request("GET", f"/api/folders/{uid}", what=what, allow=(404,),
-                              absent=f"{FOLDER_ABSENT}|{stored_absent('folders.folder', uid)}")
+                              absent=stored_absent(FOLDER_ABSENT, "folders.folder", uid))
         return found if found is None else self._shape(found, isinstance(found, dict) and found.get("uid") == uid,
                                                        what, f"the folder {uid}")
 
@@ -475,7 +490,7 @@ class GrafanaClient:
     def dashboard(self, uid: str) -> dict[str, Any] | None:
         what = f"dashboard {uid}"
         found = self._request("GET", f"/api/dashboards/uid/{uid}", what=what, allow=(404,),
-                              absent=f"{DASHBOARD_ABSENT}|{stored_absent('dashboards.dashboard', uid)}")
+                              absent=stored_absent(DASHBOARD_ABSENT, "dashboards.dashboard", uid))
         if found is None:
             return None
         ok = isinstance(found, dict) and isinstance(found.get("dashboard"), dict) and \
@@ -583,7 +598,7 @@ class GrafanaClient:
         deleted since it was listed)."""
         what = f"playlist {uid}"
         found = self._request("GET", f"/api/playlists/{uid}", what=what, allow=(404,),
-                              absent=f"{PLAYLIST_ABSENT}|{stored_absent('playlists.playlist', uid)}")
+                              absent=stored_absent(PLAYLIST_ABSENT, "playlists.playlist", uid))
         ok = found is None or isinstance(found, dict) and found.get("uid") == uid \
             and isinstance(found.get("items"), list) and all(
                 isinstance(i, dict) and isinstance(i.get("type"), str) and isinstance(i.get("value"), str)
@@ -613,7 +628,7 @@ class GrafanaClient:
         body = {"dashboard": dashboard, "folderUid": folder_uid, "message": message, "overwrite": False}
         with self._reported_if_sent("POST", "the save was sent to Grafana"):
             saved = self._request("POST", "/api/dashboards/db", what=what, json=body,
-                                  allow=(404,) if dashboard.get("id") else (), absent=DASHBOARD_ABSENT)
+                                  allow=(404,) if dashboard.get("id") else (), absent=SAVED_ABSENT)
         if saved is None:
             raise DashboardGone(f"Grafana has no dashboard with the id {dashboard['id']} read before (404): deleted "
                               "since, or deleted and created anew under its uid by someone; not saved", where=what,
@@ -649,7 +664,7 @@ class GrafanaClient:
         with self._reported_if_sent("DELETE", "the delete was sent to Grafana", "it was not read back to show it"):
             try:
                 answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,),
-                                       absent=f"{DASHBOARD_ABSENT}|{stored_absent('dashboards.dashboard', uid)}",
+                                       absent=stored_absent(DASHBOARD_ABSENT, "dashboards.dashboard", uid),
                                        before_retry=looked if look is not None else None, reached=reached)
                 if answer is not None:
                     self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,

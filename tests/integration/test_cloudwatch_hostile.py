@@ -68,13 +68,14 @@ def test_a_read_answered_200_with_null_nothing_or_a_string_writes_nothing(operat
 NAMES_NOT_FOUND = "arn:aws:cloudwatch:us-east-1:123456789012:alarm:x: ResourceNotFoundException is not returned"
 
 
-@pytest.mark.parametrize("status, kind", [(400, "AccessDeniedException"), (500, "InternalFailure")],
-                         ids=["refused", "failing"])
+@pytest.mark.parametrize("status, kind", [(400, "AccessDeniedException"), (500, "InternalFailure"), (400, None)],
+                         ids=["refused", "failing", "without an error code"])
 def test_alarm_tags_are_read_as_none_only_on_the_not_found_code_not_on_its_name_in_a_message(status, kind, proxied,
                                                                                             published):
     """Every alarm's tags read one by one (GetResources denied), each answered with another error whose message
-    names ResourceNotFoundException: that error is the answer (the alarms' ownership could not be read), never "no
-    tags", which would plan every alarm gpudash owns as someone else's."""
+    names ResourceNotFoundException, or with an error without a code that names it: that error is the answer (the
+    alarms' ownership could not be read), never "no tags", which would plan every alarm gpudash owns as someone
+    else's."""
     proxy, client, apply = proxied
     published()
     fresh(proxy)
@@ -82,8 +83,8 @@ def test_alarm_tags_are_read_as_none_only_on_the_not_found_code_not_on_its_name_
     proxy.inject(Rule(path="/", operation="GetResources", action="status", times=ALWAYS, status=400,
                       body=json.dumps(DENIED).encode()),
                  Rule(path="/", operation="ListTagsForResource", action="status", times=ALWAYS, status=status,
-                      body=json.dumps({"__type": kind, "message": NAMES_NOT_FOUND}).encode()))
+                      body=json.dumps({**({"__type": kind} if kind else {}), "message": NAMES_NOT_FOUND}).encode()))
     code, report, stderr = apply("--prune")
-    assert code == 3 and f"ListTagsForResource failed in us-east-1: {kind}" in stderr, stderr
+    assert code == 3 and f"ListTagsForResource failed in us-east-1: {kind or ''}" in stderr, stderr
     assert "Traceback" not in stderr and report.get("refused", []) == [], report
     assert writes(proxy) == [] and sorted(alarms(client)) == before
