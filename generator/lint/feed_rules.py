@@ -70,7 +70,8 @@ def declarations_complete(subject: LintInput) -> Iterable[Finding]:
 def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
     """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor."""
     from ..render.agent_otel import (FILTER, UNUSED_PREFIX, _level_fields, _merged_names, _unused_fields,
-                                     blank_conditions, level_blank_conditions, scrape_series, total_blank_conditions)
+                                     blank_conditions, level_blank_conditions, merged_blank_conditions, scrape_series,
+                                     total_blank_conditions)
 
     for cluster in subject.clusters():
         agent = subject.agent(cluster)
@@ -88,12 +89,16 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         # the copies an alarm's flags past a level are made of
         levels = level_blank_conditions(subject.catalog,
                                         _level_fields(subject.catalog, _otel_declarations(agent.otel)))
-        for condition in [*blank_conditions(subject.catalog, published), *totals, *unused, *levels, own]:
+        # a GPU's merged reading of a field split per process (exporter.virtual_gpus), made before the filter
+        merged = merged_blank_conditions(subject.catalog, subject.settings, published)
+        for condition in [*blank_conditions(subject.catalog, published), *totals, *unused, *levels, *merged, own]:
             if condition not in filtered:
                 yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {FILTER}",
                               f"the filter lacks `{condition}`: "
                               + ("the agent would publish up / scrape_* series" if condition == own else
                                  "a pod's total holding a blank would be published" if condition in totals else
+                                 "a GPU whose own series reads DCGM's blank would publish the blank as its reading"
+                                 if condition in merged else
                                  "the unused share of a blank (100 less it) would reach the idle alarm"
                                  if condition in unused else
                                  "a blank's flag would pass the level an alarm judges every reading by"
@@ -128,8 +133,10 @@ def _otel_declarations(otel: dict[str, Any]) -> list[dict[str, Any]]:
 def _processor_order(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding]:
     """The pods' totals are made before the blank filter (after it, a sum holds only the GPUs that read a value
     and is published as the pod's whole), the shared counters merged after it (their `max` would take a blank), and
-    the unused shares and the flags past a level computed after it (a blank's would pass it)."""
-    from ..render.agent_otel import FILTER, LEVELS, MERGE, PIPELINE, TOTALS, UNUSED
+    the unused shares and the flags past a level computed after it (a blank's would pass it); the staleness markers of
+    the fields split per process dropped before the pods' totals processor, where a GPU's reading is picked from its
+    device series and copies (a marker first would make the pick a marker)."""
+    from ..render.agent_otel import FILTER, LEVELS, MARKERS, MERGE, PIPELINE, TOTALS, UNUSED
 
     pipeline = ((otel.get("service") or {}).get("pipelines") or {}).get(PIPELINE)
     order = (pipeline.get("processors") or []) if isinstance(pipeline, dict) else []
@@ -139,6 +146,9 @@ def _processor_order(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding
     if TOTALS in order and order.index(TOTALS) > order.index(FILTER):
         yield Finding("AG005", "error", where, f"{TOTALS} runs after {FILTER}: at a scrape where one of a pod's "
                       "GPUs reads DCGM's blank, the pod's total would hold only its other GPUs")
+    if MARKERS in order and TOTALS in order and order.index(MARKERS) > order.index(TOTALS):
+        yield Finding("AG005", "error", where, f"{MARKERS} runs after {TOTALS}: a GPU whose series without a pod ends "
+                      "as a pod's copy begins (a staleness marker first) would lose that scrape's reading")
     if MERGE in order and order.index(MERGE) < order.index(FILTER):
         yield Finding("AG005", "error", where, f"{MERGE} runs before {FILTER}: the merge of a shared GPU's "
                       "counters (max) would take DCGM's blank values")

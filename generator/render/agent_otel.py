@@ -4,8 +4,8 @@ The agent's JSON `prometheus` section publishes every scraped value: its scraper
 and infinities, so DCGM's blank sentinels reach CloudWatch, where no alarm can drop them and a
 counter coming back from one is sent as its whole running total. This pipeline drops them first:
 
-    prometheus/gpudash -> transform/gpudash-gauges -> metricstransform/gpudash-pods -> filter/gpudash
-        -> metricstransform/gpudash -> transform/gpudash -> batch/gpudash -> awsemf/gpudash
+    prometheus/gpudash -> transform/gpudash-gauges -> filter/gpudash-markers -> metricstransform/gpudash-pods
+        -> filter/gpudash -> metricstransform/gpudash -> transform/gpudash -> batch/gpudash -> awsemf/gpudash
 
 * the receiver runs the scrape jobs of prometheus.yaml (render/scrape.py), each with one more
   target label, `ClusterName` (the JSON path's `cluster_name`); a `$` is escaped (see `escaped`), as
@@ -15,20 +15,25 @@ counter coming back from one is sent as its whole running total. This pipeline d
   status, a count of XIDs in the exporter's window, ...): awsemf would send the difference between two readings
   of a state (0 for a GPU failing all along); OTTL's convert_sum_to_gauge() in the metric context (the
   transform processor, in the agent since 1.300025.0);
+* filter/gpudash-markers (only with exporter.virtual_gpus) drops the staleness markers of the fields the exporter
+  splits per process (see `stale_device_readings`), before metricstransform/gpudash-pods picks each GPU's reading
+  of them from its device series and copies (a marker first would make the pick a marker);
 * metricstransform/gpudash-pods makes, from each scrape, each pod's total of the gauges the by-pod panels
-  sum (see `pod_totals`), from every point the exporter served, blanks included;
+  sum (see `pod_totals`), from every point the exporter served, blanks included, and with exporter.virtual_gpus
+  each GPU instance's reading of a field split per process, its device's own where the exporter writes one, DCGM's
+  blank included (see `device_merges`);
 * the filter drops each datapoint of a shipped DCGM field at or above the field's blank floor
   (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
   so a counter back from a blank gives its true increase since its last reading -, a pod's sum at or
-  above its field's floor (it holds a blank: the pod's total at that scrape is unknown), and the
-  scrape's own series (up, scrape_*; but each scrape's scrape_samples_post_metric_relabeling, which the data-missing
-  rule's alarm per node counts), which the JSON path's scraper drops too (with exporter.virtual_gpus,
-  also the staleness markers of the fields split per process: see `stale_device_readings`);
+  above its field's floor (it holds a blank: the pod's total at that scrape is unknown), a GPU's reading of a field
+  split per process that is DCGM's blank (its device read the blank at that scrape: no reading, not its pods'
+  largest share), and the scrape's own series (up, scrape_*; but each scrape's scrape_samples_post_metric_relabeling,
+  which the data-missing rule's alarm per node counts), which the JSON path's scraper drops too;
 * metricstransform/gpudash merges the copies of a counter the exporter writes for one GPU instance, one per
   pod that shares the GPU by time-slicing or MPS (see `merged_counters`; its `max` needs the blanks gone),
   into one series per GPU instance for the per-GPU dimension sets, and keeps each pod's copy for the per-pod
-  sets (with exporter.virtual_gpus, the per-GPU sets read a split field's device series, see
-  `device_or_copies`); then the pods' totals take their field's name back, published in their own sets;
+  sets (with exporter.virtual_gpus, the per-GPU sets read a split field's reading metricstransform/gpudash-pods
+  picked, see `device_merges`); then the pods' totals take their field's name back, published in their own sets;
 * transform/gpudash-unused and transform/gpudash-levels (where an alarm reads them) make the copies that
   metricstransform/gpudash-pods inserted before the filter a field's unused share (see `unused_shares`) and its flags
   past a level (see `level_flags`: the GROUP BY alarms that judge every reading of several periods past a level);
@@ -74,6 +79,7 @@ OTEL_KEY = "gpudash-otel.yaml"  # the key of the agent's ConfigMap: a file /etc/
 SUFFIX = "gpudash"
 RECEIVER, FILTER, MERGE, BATCH, EXPORTER = (f"{kind}/{SUFFIX}" for kind in
                                             ("prometheus", "filter", "metricstransform", "batch", "awsemf"))
+MARKERS = f"filter/{SUFFIX}-markers"  # the staleness markers of the fields split per process, dropped first
 RETYPE = f"transform/{SUFFIX}-gauges"  # the exporter's counters that are states or windowed counts, made gauges first
 PIPELINE = f"metrics/{SUFFIX}"
 TOTALS = f"metricstransform/{SUFFIX}-pods"  # the pods' totals per scrape, made before the filter (pod_totals)
@@ -290,7 +296,9 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
     (4.5.3 and later), or only copies of the device's value (before, or with the exporter's setting off). The
     merged series is the device's own series where there is one, else the largest copy (device_readings,
     device_or_copies: a share can read above the device's value in one scrape), published per GPU once, while
-    each pod's copy keeps its share for the per-pod sets and the device's own series is published in neither."""
+    each pod's copy keeps its share for the per-pod sets and the device's own series is published in neither. That
+    merged series is made before the blank filter (device_merges: a device's blank is the GPU's reading at that
+    scrape, which the filter drops); here each pod's copy is kept and the merged series takes its name back."""
     names = _merged_names(catalog, settings, shipped)
     shared = PER_PROCESS_FIELDS if settings.exporter.virtual_gpus else ()
     if not names:
@@ -320,16 +328,51 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
                                  "aggregation_type": "max"}]}
                 for group, labels in labels_of if group]
 
-    split = [n for n in names if n in shared]
+    split = [n for n in names if n in shared]  # merged before the blank filter (device_merges)
     return {"transforms": [
-        *device_readings(split, per_gpu),
-        *grouped("insert", ((device, per_gpu - MIG_INSTANCE_LABELS), (instance, per_gpu)),
+        *grouped("insert", ((device, per_gpu - MIG_INSTANCE_LABELS), ([n for n in instance if n not in split], per_gpu)),
                  new_name=MERGED_PREFIX + "${1}"),
         *grouped("update", ((device, per_pod - MIG_INSTANCE_LABELS), (instance, per_pod))),
-        *(device_or_copies(name) for name in split),
         {"include": f"^{re.escape(MERGED_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
          "new_name": "${1}"},
     ]}
+
+
+def split_fields(catalog: Catalog, settings: Settings, shipped: Iterable[str]) -> list[str]:
+    """The shipped fields the exporter splits per process whose copies the agent merges (exporter.virtual_gpus)."""
+    return [n for n in _merged_names(catalog, settings, shipped) if n in PER_PROCESS_FIELDS] \
+        if settings.exporter.virtual_gpus else []
+
+
+def device_merges(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
+                  shipped: Iterable[str]) -> list[dict[str, Any]]:
+    """The pods' totals processor's transforms (BEFORE the blank filter, after the marker filter) that make, of each
+    field the exporter splits per process (exporter.virtual_gpus), each GPU instance's one reading for the per-GPU
+    sets, named MERGED_PREFIX + field (merged_counters' last transform gives the name back): the device's own series
+    inserted twice (device_readings), the largest of the GPU instance's points (an insert merging them by `max`), and
+    the three combined by `median` (device_or_copies): the device's reading where the exporter writes one, else the
+    largest copy. Made from every point, blanks included: where the device's own series reads DCGM's blank at a
+    scrape, the merged reading is that blank, and the blank filter drops it (merged_blank_conditions): the GPU has no
+    reading at that scrape, not its pods' largest share (which a merge after the filter took: a GPU at 90 % whose
+    own series read the blank at alternate scrapes, shared at 30/25/0 %, read 60 over a period). Where the exporter
+    writes no device series (before 4.5.3, or the setting off), every copy is the device's value: the largest is a
+    blank exactly when the device's is. The marker filter drops the fields' staleness markers first
+    (stale_device_readings)."""
+    split = split_fields(catalog, settings, shipped)
+    if not split:
+        return []
+    per_gpu = _copy_labels(catalog, settings, declarations, _merged_names(catalog, settings, shipped))[1]
+    return [*device_readings(split, per_gpu),
+            {"include": f"^({'|'.join(re.escape(n) for n in split)})$", "match_type": "regexp", "action": "insert",
+             "new_name": MERGED_PREFIX + "${1}",
+             "operations": [{"action": "aggregate_labels", "label_set": sorted(per_gpu), "aggregation_type": "max"}]},
+            *(device_or_copies(name) for name in split)]
+
+
+def merged_blank_conditions(catalog: Catalog, settings: Settings, shipped: Iterable[str]) -> list[str]:
+    """The blank filter's conditions on each GPU instance's merged reading of a field split per process
+    (device_merges): at or above the field's floor, the device read DCGM's blank at that scrape."""
+    return blank_conditions(catalog, split_fields(catalog, settings, shipped), prefix=MERGED_PREFIX)
 
 
 DEVICE_PREFIX = "gpudash.device."  # a GPU's own reading of a field split per process, before it is combined
@@ -364,11 +407,13 @@ def device_or_copies(name: str) -> dict[str, Any]:
 
 
 def stale_device_readings(names: list[str]) -> list[str]:
-    """The filter's condition that drops the staleness markers of the fields split per process (OTTL's datapoint
-    `flags`, 1: NoRecordedValue, the receiver's mark of a series the scrape no longer has). awsemf drops a marker
-    anyway; dropped before metricstransform, none can be the first point of a merge (device_or_copies), which
-    would make the GPU's merged reading a marker too: a GPU a pod starts to hold on an exporter without
-    per-process shares ends its series without a pod as its copy begins, and would lose that scrape's reading."""
+    """The marker filter's condition (MARKERS, before the pods' totals processor) that drops the staleness markers of
+    the fields split per process (OTTL's datapoint `flags`, 1: NoRecordedValue, the receiver's mark of a series the
+    scrape no longer has). awsemf drops a marker anyway (and a merge reads one as 0); dropped before any
+    metricstransform, none can be the first point of a merge (device_or_copies), which would make the GPU's merged
+    reading a marker too: a GPU a pod starts to hold on an exporter without per-process shares ends its series
+    without a pod as its copy begins, and would lose that scrape's reading. A filter of its own: the merge runs
+    before the blank filter (device_merges), and needs the markers gone and the blanks still there."""
     return [f'IsMatch(metric.name, "^(?:{"|".join(names)})$") and flags == 1'] if names else []
 
 
@@ -482,13 +527,15 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
 
 def node_merged_totals(catalog: Catalog, declarations: list[dict[str, Any]],
                        copies: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """metricstransform's inserts (in metricstransform/gpudash, after device_or_copies and before the merged copies
-    take their field's name back) of a node's total of a field whose copies merged_counters merges per GPU instance
+    """metricstransform's inserts (in metricstransform/gpudash, from the merged copies metricstransform/gpudash-pods
+    made (device_merges) once the blank filter dropped those that are DCGM's blank, before they take their field's name
+    back) of a node's total of a field whose copies merged_counters merges per GPU instance
     (exporter.virtual_gpus: framebuffer used, whose pods' copies are each pod's own share on dcgm-exporter 4.5.3 and
     later, the device's value before): the sum over the node's GPU instances of each one's merged reading, the device's
     own series where the exporter writes one, else its largest copy (device_or_copies). Added from the copies, a node's
     total would read the pods' shares beside the device's value; their largest, a share read above the device's in
-    one scrape. After the blank filter: a GPU instance reading DCGM's blank is left out, as its rule leaves it out."""
+    one scrape. After the blank filter: a GPU instance reading DCGM's blank (its device's own series, where the
+    exporter writes one, whatever its pods' shares read) is left out, as its rule leaves it out."""
     return [{"include": f"^{re.escape(MERGED_PREFIX + name)}$", "match_type": "regexp", "action": "insert",
              "new_name": _total_name(kind, pod, name),
              # (each GPU instance's one point by `max`: where the processor left a GPU's device series and copies
@@ -1026,18 +1073,19 @@ class Pipeline:
         levels = _level_fields(catalog, declarations)
         gauges = retyped(catalog, shipped)
         self.processors = {RETYPE: gauges} if gauges else {}
+        stale = stale_device_readings(split_fields(catalog, settings, shipped))
+        if stale:
+            self.processors[MARKERS] = {"error_mode": "ignore", "metrics": {"datapoint": stale}}
         copies = [*unused_copies(unused), *level_copies(levels), *totals, *once_sums(catalog, declarations),
-                  *namespace_sums(catalog, declarations)]
+                  *namespace_sums(catalog, declarations), *device_merges(catalog, settings, declarations, shipped)]
         self.processors.update({TOTALS: escaped({"transforms": copies})} if copies else {})
-        stale = stale_device_readings([n for n in shipped if n in PER_PROCESS_FIELDS]
-                                      if settings.exporter.virtual_gpus else [])
         self.processors[FILTER] = {"error_mode": "ignore", "metrics": {"datapoint": [
             *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations, copied),
             *blank_conditions(catalog, unused, prefix=UNUSED_PREFIX),
             *level_blank_conditions(catalog, levels), *once_blank_conditions(catalog, declarations),
             *namespace_blank_conditions(catalog, declarations),
-            scrape_series(declarations),
-            *stale, *stand_in_conditions(catalog, declarations, shipped)]}}
+            *merged_blank_conditions(catalog, settings, shipped), scrape_series(declarations),
+            *stand_in_conditions(catalog, declarations, shipped)]}}
         if unused:
             self.processors[UNUSED] = unused_shares(catalog, unused)
         if levels:

@@ -18,7 +18,7 @@ at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinter
   scrape (a payload of "") marks every series so;
 * the first transform processor (transform/gpudash-gauges) runs OTTL's convert_sum_to_gauge() on the metrics its
   condition names (a Sum becomes a Gauge: awsemf publishes its readings, not their differences, see _sums_to_gauges);
-* the filter processor drops a datapoint for which any of `metrics.datapoint` holds: the OTTL
+* a filter processor (each of the pipeline's, in its place) drops a datapoint for which any of its `metrics.datapoint` holds: the OTTL
   conditions are parsed from the configuration and evaluated here (the subset gpudash writes:
   IsMatch, metric.name, value_double, flags (1 for a staleness marker), comparisons, and / or / not, parentheses);
 * metricstransform runs its transforms in order on one scrape's metrics (insert: a transformed copy of each
@@ -311,18 +311,18 @@ def _all(parts):
     return lambda name, value: bool(first(name, value)) and bool(rest(name, value))
 
 
-def datapoint_conditions(config: dict) -> list[_Condition]:
-    """The filter processor's datapoint conditions of the pipeline, parsed."""
-    return [_Condition(text) for text in _component(config, "processors", "filter")["metrics"]["datapoint"]]
+def datapoint_conditions(config: dict, name: str | None = None) -> list[_Condition]:
+    """The datapoint conditions of the pipeline's filter processor `name`, parsed; None: of every filter processor
+    of the pipeline, in its order (a point one of them drops does not reach awsemf)."""
+    (pipeline,) = config["service"]["pipelines"].values()
+    names = [name] if name else [n for n in pipeline["processors"] if n.split("/")[0] == "filter"]
+    return [_Condition(text) for n in names for text in config["processors"][n]["metrics"]["datapoint"]]
 
 
 class OtelAgent(Pipeline):
     def __init__(self, config: dict):
         self.jobs = receiver_jobs(config)
         self.conditions = datapoint_conditions(config)
-        # the filter drops a datapoint for which any condition holds
-        self._dropped = _any([condition._compiled for condition in self.conditions]) if self.conditions else \
-            (lambda name, value: False)
         emf = _component(config, "exporters", "awsemf")
         self.namespace = emf["namespace"]
         # awsemf's default rolls every label set up into more sets (ZeroAndSingleDimensionRollup): the model
@@ -459,7 +459,8 @@ class OtelAgent(Pipeline):
         kept, before = list(metrics.values()), len(self.dropped)
         for kind, transforms in self.processors:  # in the pipeline's order
             if kind == "filter":
-                kept = self._filtered(kept)
+                kept = self._filtered(kept, *transforms)
+                continue
             for transform in transforms:
                 kept = transform(kept)
         dropped = self.dropped[before:]
@@ -472,11 +473,12 @@ class OtelAgent(Pipeline):
         published = [(metric, points, any(dimensions for *_, dimensions in points)) for metric, points in published]
         return kept, seen, kinds, read, dropped, published
 
-    def _filtered(self, metrics: list["_Metric"]) -> list["_Metric"]:
-        """The filter processor: a datapoint for which a condition holds is dropped, a metric left without
-        points too."""
-        kept, dropped = [], self._dropped
-        known = self.__dict__.setdefault("_known_drops", {})  # (name, value) -> dropped: a fleet repeats them
+    def _filtered(self, metrics: list["_Metric"], dropped, name: str) -> list["_Metric"]:
+        """The filter processor `name`: a datapoint for which one of its conditions holds (`dropped`) is dropped, a
+        metric left without points too."""
+        kept = []
+        # (name, value) -> dropped, per filter processor: a fleet repeats them
+        known = self.__dict__.setdefault("_known_drops", {}).setdefault(name, {})
         for metric in metrics:
             points = []
             for labels, value in metric.points:
@@ -712,19 +714,31 @@ def _transform(config: dict):
 
 
 def metric_transforms(config: dict) -> list:
-    """The pipeline's metricstransform transforms in order (none without the processor)."""
-    return [t for _, transforms in _processor_kinds(config) for t in transforms]
+    """The pipeline's metricstransform and transform steps in order (none without the processors)."""
+    return [t for kind, transforms in _processor_kinds(config) if kind != "filter" for t in transforms]
 
 
 def _processor_kinds(config: dict) -> list[tuple[str, list]]:
-    """The pipeline's processors in its order, each as (kind, its transforms): the collector passes a scrape's
-    metrics through them in the order the pipeline lists them (a filter, metricstransform's transforms; the
-    batch processor changes no value)."""
+    """The pipeline's processors in its order, each as (kind, its steps): the collector passes a scrape's metrics
+    through them in the order the pipeline lists them, each component a processor of its own however many of one
+    kind the pipeline names (opentelemetry-collector otelcol/config.go: `Processors map[component.ID]component.Config`,
+    an ID being `type[/name]`, so filter/gpudash and filter/gpudash-markers are two filter processors, each with its
+    own configuration, as metricstransform/gpudash-pods and metricstransform/gpudash are). A filter's steps are (the
+    predicate that holds for a point one of its conditions drops, its name); metricstransform's its transforms; the
+    batch processor changes no value."""
     (pipeline,) = config["service"]["pipelines"].values()
     kinds = [(name.split("/")[0], name) for name in pipeline["processors"]]
     assert {kind for kind, _ in kinds} <= {"filter", "metricstransform", "transform", "batch"}, kinds
-    return [(kind, [_transform(t) for t in config["processors"][name]["transforms"]] if kind == "metricstransform"
-             else [_statements(config["processors"][name])] if kind == "transform" else []) for kind, name in kinds]
+    assert len(set(pipeline["processors"])) == len(pipeline["processors"]), "a processor ID listed twice"
+
+    def steps(kind: str, name: str) -> list:
+        if kind == "filter":
+            conditions = datapoint_conditions(config, name)
+            return [_any([c._compiled for c in conditions]) if conditions else (lambda n, v: False), name]
+        if kind == "metricstransform":
+            return [_transform(t) for t in config["processors"][name]["transforms"]]
+        return [_statements(config["processors"][name])] if kind == "transform" else []
+    return [(kind, steps(kind, name)) for kind, name in kinds]
 
 
 _SET = re.compile(r"^set\(value_double,\s*(?P<value>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)(?P<less>\s*-\s*value_double)?\)"

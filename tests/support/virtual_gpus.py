@@ -130,6 +130,22 @@ def payload(node: Node) -> str:
     return "\n".join(lines) + "\n"
 
 
+BLANK = "140737488355328"  # DCGM's float blank (2**47): a value the device could not read
+
+
+def own_series_blank(node: Node, gpus: tuple[int, ...]) -> str:
+    """The node's payload with the own series (the one without a pod, 4.5.3 and later) of the GPUs `gpus` (indexes)
+    reading DCGM's blank in both fields the exporter splits per process; their pods' shares as in `payload`."""
+    lines = []
+    for line in payload(node).splitlines():
+        series, _, value = line.rpartition(" ")
+        if line.startswith(tuple(f"{field}{{" for field in PER_PROCESS)) and "pod=" not in series and \
+                any(f'UUID="GPU-{node.name}-{index}"' in series for index in gpus):
+            value = BLANK
+        lines.append(f"{series} {value}" if series else line)
+    return "\n".join(lines) + "\n"
+
+
 def series_count(field: str) -> int:
     return sum(len(_series(node, gpu, field)) for node in FLEET for gpu in node.gpus)
 

@@ -637,3 +637,25 @@ def test_only_the_datapoints_an_alarm_reads_are_those_of_the_whole_run(settings)
     assert kept == [p for p in whole if (p.namespace, p.metric, frozenset(n for n, _ in p.dimensions)) in wanted]
     published = {(p.namespace, p.metric, frozenset(n for n, _ in p.dimensions)) for p in kept}
     assert len(kept) < len(whole) and sum(bool(sets & published) for sets in read) >= 5  # not every set, most alarms
+
+
+def test_with_virtual_gpus_a_filter_that_lets_a_gpus_blank_merged_reading_through_or_markers_after_the_merge_fails(
+        tmp_path):
+    """With exporter.virtual_gpus the agent picks each GPU's reading of utilization and framebuffer used (its device
+    series, else its largest copy) before the blank filter, from every point, so that a device reading DCGM's blank
+    makes the pick the blank, which the filter drops (the GPU has no reading at that scrape, not its pods' largest
+    share); and drops those fields' staleness markers in a filter of their own before that pick."""
+    from tests.support.projects import defined_project
+
+    project = defined_project(tmp_path, "exporter:\n  virtual_gpus: true\n")
+    assert _findings(lint_input(project, build(project)), "AG005") == []
+    (finding,) = _findings(_edited(project, _filter_without("gpudash[.]gpu[.]")), "AG005")
+    assert "a GPU whose own series reads DCGM's blank would publish the blank as its reading" in finding.message
+    assert "DCGM_FI_DEV_GPU_UTIL" in finding.message and finding.severity == "error"
+
+    def markers_last(otel):
+        (pipeline,) = otel["service"]["pipelines"].values()
+        pipeline["processors"].remove("filter/gpudash-markers")
+        pipeline["processors"].insert(pipeline["processors"].index("filter/gpudash"), "filter/gpudash-markers")
+    (finding,) = _findings(_edited(project, markers_last), "AG005")
+    assert "filter/gpudash-markers runs after metricstransform/gpudash-pods" in finding.message

@@ -54,13 +54,19 @@ def _shown(project, files, points) -> dict[str, tuple[dict, dict]]:
     return result
 
 
-def test_every_widget_reads_the_device_per_gpu_and_each_pods_share_per_pod(fleet):
-    project, files, points = fleet
+def _every_widget_true(project, files, points) -> dict[str, tuple[dict, dict]]:
+    """_shown, after checking that every widget draws the truth's lines, each at its value in every period."""
     checked = _shown(project, files, points)
     for title, (shown, expected) in checked.items():
         assert set(shown) == set(expected), title
         for label, value in expected.items():
             assert len(shown[label]) == 1 and close(next(iter(shown[label])), value), (title, label, shown[label], value)
+    return checked
+
+
+def test_every_widget_reads_the_device_per_gpu_and_each_pods_share_per_pod(fleet):
+    project, files, points = fleet
+    checked = _every_widget_true(project, files, points)
     assert checked["gpudash-gpu-cluster-overview.json GPU utilization"][0]["gpu-node-on GPU 0"] == {90.0}
     assert checked["gpudash-gpu-cluster-overview.json Framebuffer memory used"][0]["gpu-node-on GPU 0"] == {30000.0}
     assert checked["gpudash-gpu-cluster-by-pod.json GPU utilization by pod"][0]["Pod team-a/ts-1"] == {25.0}
@@ -213,3 +219,40 @@ def test_a_pod_holding_two_replicas_of_one_gpu_counts_its_share_once(fleet):
                                                "Pod team-e/twin": {80.0}}
     assert shown("Pods on GPUs") == {"Pod team-a/dup": {2.0}, "Pod team-b/other": {1.0},
                                                 "Pod team-e/twin": {1.0}}
+
+
+
+def test_a_gpu_whose_own_series_reads_the_blank_publishes_no_reading_at_that_scrape(fleet):
+    """DCGM's blank in the device's own series is no reading of the GPU: at that scrape the per-GPU sets get no
+    datapoint of it (CloudWatch has no look-back: nothing is the honest answer), never its pods' largest share, which
+    the merge read once the blank filter had dropped the device's point (GPU utilization 60 for 90 over a period,
+    framebuffer 21,000 for 30,000 MiB, Average GPU utilization 45.71 for 50). Each pod's share is published at
+    every scrape, and every widget reads the truth in every period."""
+    project, files, _ = fleet
+    config, job = agent_config(files[AGENT_FILE])
+    # on the 4.5.3 node, GPU 0's own series (90 %, 30,000 MiB) reads DCGM's blank at every odd scrape; its pods'
+    # shares (30/25/0 %, 12,000/9,000/0 MiB) read at every scrape
+    points = Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.own_series_blank(node, (0,)) if node is FLEET[0]
+                                            and k % 2 else virtual_gpus.payload(node), target_labels(job, node.name))
+                                     for k in range(-1, END // STEP) for node in FLEET])
+    per_gpu = {}
+    for point in points:
+        dims = point.dims()
+        if point.metric in virtual_gpus.PER_PROCESS and "pod" not in dims and (dims.get("node"), dims.get("gpu")) \
+                == ("gpu-node-on", "0"):
+            per_gpu.setdefault(point.metric, {}).setdefault(point.timestamp, []).append(point.value)
+    readings = {virtual_gpus.UTIL: [90.0], virtual_gpus.FB_USED: [30000.0]}
+    for field, reading in readings.items():
+        published = {t: sorted(set(values)) for t, values in per_gpu[field].items()}
+        assert published == {float(k * STEP): reading for k in range(0, END // STEP) if not k % 2}, field
+    shares = {}  # each pod's share, in each set that publishes it per pod (one is its unused share, 100 less it)
+    for point in points:
+        dims = point.dims()
+        if point.metric == virtual_gpus.UTIL and dims.get("pod") == "ts-0" and "team-a" in dims.values():
+            shares.setdefault(tuple(sorted(dims)), {})[point.timestamp] = point.value
+    assert shares and all(sorted(values) == [float(k * STEP) for k in range(-1, END // STEP)] and
+                          set(values.values()) in ({30.0}, {70.0}) for values in shares.values()), shares
+    checked = _every_widget_true(project, files, points)
+    assert checked["gpudash-gpu-cluster-overview.json GPU utilization"][0]["gpu-node-on GPU 0"] == {90.0}
+    assert checked["gpudash-gpu-cluster-overview.json Framebuffer memory used"][0]["gpu-node-on GPU 0"] == {30000.0}
+    assert checked["gpudash-gpu-cluster-overview.json Average GPU utilization"][0]["Average GPU utilization"] == {50.0}

@@ -158,3 +158,23 @@ def test_a_nodes_framebuffer_used_reads_each_gpus_device_value_on_every_exporter
                      (("node", "gpu-node-old"),): 39200.0}
     for end in (END, END - PERIOD):
         assert alarm_values(request, points, end, PERIOD) == pytest.approx(truth)
+
+
+def test_a_nodes_framebuffer_used_leaves_out_a_gpu_whose_own_series_reads_the_blank(tmp_path):
+    """A GPU whose own series reads DCGM's blank at a scrape has no reading there, whatever its pods' shares read: the
+    node's total of framebuffer used leaves it out (as the Prometheus rule does), not adding its pods' largest share.
+    The 4.5.3 node's GPU 0 (30,000 MiB, shares 12,000/9,000/0) blank at every scrape: 36,300 MiB (48,300 when the
+    merge read the share)."""
+    from tests.support import virtual_gpus
+
+    alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+              "    yield Alarm('fb', 'F', Condition(Query('DCGM_FI_DEV_FB_USED', 'sum', ('node',)), '>', 1))\n")
+    files = encode(build(defined_project(tmp_path, VIRTUAL, alarms=alarms), grafana=False))
+    config, job = agent_config(files[AGENT_FILE])
+    node = virtual_gpus.FLEET[0]
+    points = Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.own_series_blank(node, (0,)),
+                                            target_labels(job, node.name)) for k in range(-1, END // STEP)])
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
+    truth = sum(gpu.fb_used for gpu in node.gpus if gpu.index != 0)
+    assert truth == 36300.0
+    assert alarm_values(request, points, END, PERIOD) == {(("node", node.name),): pytest.approx(truth)}
