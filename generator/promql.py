@@ -419,20 +419,21 @@ class _Device:
         return f"({fresh} or on ({identity}) {value})"
 
     def named_in_period(self, metric: str, extra: list[str], form: str, period: tuple[str, str | None]) -> str:
-        """A rule's count per pod over the period `period` (window, offset): the copies of `metric` under the pods a
-        scrape named within the window and the look-back before it (its steps' look-backs: the pods its total's rule
-        reads at a step, _named_on), of the GPU instances any copy of which has a reading in the window (`form`,
-        counted), so a GPU the exporter names under one of its pods per scrape counts for each pod so named, whether
-        the period's scrapes named it or not (at one scrape per period, a pod named at alternate scrapes read 1 GPU
-        for 2 at every other period). The copies keep their own labels (node spellings, exporter) for the caller's
-        merge; a GPU instance is matched by GPU_LABEL."""
+        """A rule's count per pod over the period `period` (window, offset): the copies of `metric` under each pod at the
+        period's steps where its total's rule reads the pod (_stepped with `form`, a step's reading: the GPU instance
+        has a reading at the step, and a scrape within the look-back before the step named the pod on it), so a count
+        and its total, mean, largest or smallest read the same pods at the same steps (a count read the pods named
+        within the period and the look-back before it, and kept a pod that left a GPU still reported up to 27 s
+        longer than its total at 30 s scrapes off the rule's steps), and a GPU the exporter names under one of its
+        pods per scrape counts for each pod so named, whether the period's scrapes named it or not (at one scrape per
+        period, a pod named at alternate scrapes read 1 GPU for 2 at every other period). The copies keep the node
+        spellings of the copy read for the caller's merge; a GPU instance is matched by GPU_LABEL."""
+        labels = self.labels
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
-        span = _duration_text(_seconds(period[0]) + _seconds(self.lookback))
-        slot = _listed((self.labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY))
-        named = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{span}]{_offset(period[1])})"),
-                           self.labels)
-        read = identified(_raw(metric, self.unscoped, any_pod, form), self.labels)
-        return f"({named} and on ({slot}) {read})"
+        slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *FIELD_LABELS.get(metric, ((), ""))[0])
+        keep = (*slot, *(name for name in self.outer if name not in (*slot, *labels.node_sources)))
+        step = self._stepped(metric, extra, form, False, slot, keep, any_pod)
+        return f"max_over_time({step}[{period[0]}:{self.resolution}]{_offset(period[1])})"
 
     def _named_on(self, metric: str, extra: list[str], keep: tuple[str, ...], slot: tuple[str, ...],
                   device: str) -> str:
@@ -1626,14 +1627,15 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         if one_copy or over_time is not None:
             period = over_time[1:3] if over_time is not None else None if within is None else (within, None)
             substitute = catalog.mig_substitute(metric) if metric in MIG_UNSUPPORTED else None
-            # a rule's count per pod: the GPUs with a reading in the period that a scrape within the per-pod look-back
-            # of one of its steps named the pod on (_Device.named_in_period), as its total's rule reads them
+            # a rule's count per pod: the GPUs read under the pod at a step of the period (a reading at the step, a
+            # scrape within the per-pod look-back before it naming the pod: _Device.named_in_period), as its total's
+            # rule reads them
             named = over_time is not None and not one_copy and device.lookback is not None
 
             def read(name: str, more: list[str]) -> str:
-                form = counted(is_counter_field(name, catalog), period)
                 if named:
-                    return device.named_in_period(name, [*extra, *more], form, period)
+                    return device.named_in_period(name, [*extra, *more], _gauge_form(over_time, resolution), period)
+                form = counted(is_counter_field(name, catalog), period)
                 if over_time is None and within is not None and device is not None and device.reads_device(name):
                     return device.counted_within(name, [*extra, *more], resolution, within)  # the device's readings
                 return _raw(name, branches, [*extra, *more], form)

@@ -101,7 +101,7 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan | None
     left = "" if not lookback else (
         f"; a pod that left a GPU its exporter still reports (another pod's now, or idle) is read by the rule for up "
         f"to the per-pod look-back ({lookback} s) after the last scrape naming it, where the alarm has no datapoint "
-        f"of it then: the rule clears up to {lookback} s after the alarm there (a count the whole look-back)")
+        f"of it then: the rule clears up to {lookback} s after the alarm there")
     return Note(f"{who} whose data stops in ALARM (exporter, node or pod "
                 f"gone) stays so while its last datapoints are in the alarm's evaluation range; the rule judges the "
                 f"range of AWS's example ({RANGE_EXTRA_PERIODS} periods more than the alarm's) and clears "
@@ -115,9 +115,9 @@ def left_lookback(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Pla
     which reads a pod the exporter names in turn with others on a GPU they share at every step. A pod that left a GPU
     still reported reads the same there until the look-back has passed, so its rule keeps a period with its data up
     to that long after the last scrape naming it, where CloudWatch, which has a pod's datapoints only from the
-    scrapes naming it, has none: a count (_Device.named_in_period) the whole look-back, a total, mean, largest or
-    smallest to its last step with a reading within it (at 30 s scrapes off the rule's 5 s steps, 90-95 s;
-    tests/integration/test_pod_left_twins.py). Said of an alarm whose contributors are pods, and whose plan `plan_`
+    scrapes naming it, has none: to the rule's last step with a reading within it, a count
+    (_Device.named_in_period) as its total, mean, largest or smallest (at 30 s scrapes off the rule's 5 s steps,
+    90-95 s; tests/integration/test_pod_left_twins.py). Said of an alarm whose contributors are pods, and whose plan `plan_`
     is a mean of what arrived (not per_scrape_read: a count or sum per scrape on agent.pipeline classic reads its
     last period's share of scrapes naming the pod, below its level, and cleared 4 to 6 minutes before the rule);
     0 for others."""

@@ -12,9 +12,8 @@ stays (the look-back is what reads a pod named in turn whole); each such alarm's
 rule clears 15 minutes after the last reading, and for a pod that left a GPU still reported, up to the look-back after
 the alarm. Both sides are checked against the description's figures: promtool over the series as Prometheus stores
 them (old-0's marked stale at the scrape that no longer names it), the alarm through the agent model of the build's
-own agent configuration. A count and the other statistics part at the look-back's edge (pinned below): a count reads
-the pods named within its period's span and the look-back before it, the others at each of the rule's 5 s steps
-the pods named within the look-back before that step.
+own agent configuration. A count reads the pods its total, mean, largest and smallest read, at the same steps: at
+each of the rule's 5 s steps with a reading of the GPU, the pods named within the look-back before that step.
 """
 
 from __future__ import annotations
@@ -97,11 +96,11 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
     """Each form's description names when its rule clears (15 minutes after the last reading) and by how much more at
     most for a pod that left a GPU still reported (the look-back: 120 s at 30 s scrapes, 60 s at 15 s). The alarm is
     in ALARM for old-0 until 15 minutes after its last naming; the rule fires for it longer, never past the look-back
-    after that, and for new-0 throughout: a count until the look-back's end (the pods named within the look-back of
-    its period), the other statistics until the last of the rule's 5 s steps with a reading within the look-back after
-    the last naming (the look-back's end where the scrapes fall on those steps; with the scrapes 2 s past them, the
-    scrape at the look-back's end is read at a step past it: 93 s at 30 s scrapes). (The description said the rule
-    clears as the alarm does: up to 120 s apart, said nowhere.)"""
+    after that, and for new-0 throughout: every statistic, a count too, until the last of the rule's 5 s steps with a
+    reading within the look-back after the last naming (the look-back's end where the scrapes fall on those steps;
+    with the scrapes 2 s past them, the scrape at the look-back's end is read at a step past it: 93 s at 30 s
+    scrapes). (A count read the pods named within its period and the look-back before it, to the look-back's end: 27 s
+    after the others at 30 s scrapes 2 s past the rule's steps. The description said the rule clears as the alarm does: up to 120 s apart, said nowhere.)"""
     files, folder = built_with(tmp_path, {"left.py": _definitions()}, fields=(UTIL, POWER),
                                settings=f"scrape:\n  interval: {step}s\n")
     last_named = phase + (LEFT - 1) * step
@@ -117,8 +116,7 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
     rule_step = min(5, step)
     read = max(-(-(phase + k * step) // rule_step) * rule_step for k in range(LEFT, LEFT + 8)
                if -(-(phase + k * step) // rule_step) * rule_step <= last_named + lookback)
-    ends = {"count": last_named + lookback, "other": read}
-    assert (ends["other"] - last_named == lookback) == (phase == 0)
+    assert (read - last_named == lookback) == (phase == 0)
     # every 5 s from before the alarm clears to after the rule does
     instants = list(range(last_named + clears - 40 - last_named % 5, last_named + clears + lookback + 50, 5))
     alerts = alert_names(folder)
@@ -126,7 +124,7 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
               "exp_alerts": [_expected(folder, alerts[rule], namespace=NAMESPACE, pod=pod,
                                        **({"gpu": "0"} if "gpu" in by else {}))
                              for pod in ("old-0", "new-0")
-                             if pod == "new-0" or t <= ends["count" if aggregation == "count" else "other"] + clears]}
+                             if pod == "new-0" or t <= read + clears]}
              for rule, aggregation, by, _, _ in FORMS for t in instants]
     end = instants[-1] + 1
     series_labels = (f'gpu="0",UUID="GPU-left-0",hostname="{NODE}",container="main",namespace="{NAMESPACE}",'
