@@ -98,8 +98,13 @@ class PreconditionFailed(RemoteError):
 
 
 class DashboardGone(RemoteError):
-    """Grafana has no dashboard with the id a save carried (404): deleted since it was read (perhaps created anew
-    under its uid)."""
+    """Grafana has no dashboard with the id a save carried (404), or a read right before the save found none: deleted
+    since it was read (perhaps created anew under its uid)."""
+
+    def __init__(self, dashboard_id: Any, uid: Any, how: str):
+        super().__init__(f"Grafana has no dashboard with the id {dashboard_id} read before ({how}): deleted since, or "
+                         "deleted and created anew under its uid by someone; not saved", where=f"dashboard {uid}",
+                         hint="run `gpudash plan` and review it, then push again")
 
 
 class InvalidAnswer(RemoteError):
@@ -630,9 +635,7 @@ class GrafanaClient:
             saved = self._request("POST", "/api/dashboards/db", what=what, json=body,
                                   allow=(404,) if dashboard.get("id") else (), absent=SAVED_ABSENT)
         if saved is None:
-            raise DashboardGone(f"Grafana has no dashboard with the id {dashboard['id']} read before (404): deleted "
-                              "since, or deleted and created anew under its uid by someone; not saved", where=what,
-                              hint="run `gpudash plan` and review it, then push again")
+            raise DashboardGone(dashboard["id"], dashboard.get("uid"), "404")
         # What Grafana answers a save it made: status "success", the dashboard's uid and its new version.
         # Anything else (an error in a 200, `{}`) means the save cannot be shown to have happened.
         ok = isinstance(saved, dict) and saved.get("status") == "success" and isinstance(saved.get("uid"), str) \

@@ -668,7 +668,7 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
     record = live.get("record") or {}
     message = grafana_message(desired, note, uid_prefix, record.get("publisher", publisher), record.get("claims", ()))
     if "dashboard" in live and not anew:
-        _not_moved_since_plan(client, change)
+        _still_as_planned(client, change)
     posts = client.sent.get("POST", 0)
     try:
         client.save(body, folder["uid"], message)
@@ -701,13 +701,21 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
     return True
 
 
-def _not_moved_since_plan(client: GrafanaClient, change: Change) -> None:
-    """Raises when the dashboard the plan read sits in another folder now. A move adds no version, so the version a
-    save carries does not refuse a save over a person's move: read right before the save, a dashboard moved since the
-    plan is neither saved nor moved back (a move --force agreed to is one the plan showed). One gone now is left to
-    the save (its id is then "not found")."""
-    planned = ((change.live or {}).get("meta") or {}).get("folderUid")
+def _still_as_planned(client: GrafanaClient, change: Change) -> None:
+    """Raises when the dashboard the plan read is not there as it read it, right before a save of it: gone, or there
+    under another id (deleted and made anew under its uid): DashboardGone, as Grafana's "not found" to a save by the
+    id the plan read is, where Grafana looks the id up; Grafana's Kubernetes-style save (resolveLegacyInternalID)
+    takes an id it has no dashboard with beside a uid as a save by the uid, which would create the dashboard again
+    or save over the new one at the version the plan read (one made anew numbers its versions from 1 again). Or
+    moved to another folder: a move adds no version, so the version a save carries does not refuse a save over a
+    person's move; a dashboard moved since the plan is neither saved nor moved back (a move --force agreed to is one
+    the plan showed)."""
+    before = change.live or {}
+    planned, planned_id = (before.get("meta") or {}).get("folderUid"), (before.get("dashboard") or {}).get("id")
     now = client.dashboard(change.name)
+    if _an_id(planned_id) and (now is None or now["dashboard"].get("id") != planned_id):
+        raise DashboardGone(planned_id, change.name, "read right before the save: "
+                            + ("none" if now is None else f"id {now['dashboard'].get('id')!r} there now"))
     folder = (now.get("meta") or {}).get("folderUid") if now is not None else planned
     if folder != planned:
         raise RemoteError(f"moved to folder {folder or 'General'} since the plan (it was in {planned or 'General'}); "

@@ -293,10 +293,18 @@ def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, referenc
     assert grafana.state.dashboards["gpudash-health"]["dashboard"]["refresh"] == "10s"
 
 
-def test_a_dashboard_created_anew_under_its_uid_between_plan_and_push_is_not_overwritten(grafana, reference):
+# How Grafana answers a save carrying an id it has no dashboard with, beside the dashboard's uid: 404 "Dashboard not
+# found" (the legacy save), or a save by the uid (the Kubernetes-style save: resolveLegacyInternalID)
+SAVES_BY_ID = pytest.mark.parametrize("by_uid", [False, True], ids=["legacy save", "kubernetes-style save"])
+
+
+@SAVES_BY_ID
+def test_a_dashboard_created_anew_under_its_uid_between_plan_and_push_is_not_overwritten(grafana, reference, by_uid):
     """gpudash's dashboard (version 1) is to be updated; a person deletes it and imports their own under the same uid
     (a new dashboard, version 1 again). The save carried version 1 and no id, and overwrote theirs; it carries the id
-    the plan read, which Grafana no longer has."""
+    the plan read, which Grafana no longer has; and a Grafana that saves such an id by the uid (which would save over
+    theirs at version 1) is not sent it: the read right before the save finds another id there."""
+    grafana.unknown_id_saves_by_uid = by_uid
     client, desired = _published(grafana)
     changed = {**desired.grafana, "gpudash-health": {**desired.grafana["gpudash-health"], "refresh": "5m"}}
     changes = grafana_sync.plan(client, changed, desired.folder, uid_prefix="gpudash")
@@ -313,11 +321,14 @@ def test_a_dashboard_created_anew_under_its_uid_between_plan_and_push_is_not_ove
         failed.error
 
 
-def test_a_dashboard_deleted_between_plan_and_push_is_created_anew_by_that_push(grafana, reference):
+@SAVES_BY_ID
+def test_a_dashboard_deleted_between_plan_and_push_is_created_anew_by_that_push(grafana, reference, by_uid):
     """gpudash's dashboard is to be updated; someone deletes it after the plan. The save carries the plan's id, which
     Grafana no longer has (404): the push failed (exit 3) and only the next run created it. Found gone (nothing under
     its uid), it is created as generated in the same push (a create: no id, no version, so one made under the uid
-    meanwhile is refused), with a note; written."""
+    meanwhile is refused), with a note; written. A Grafana that saves an unknown id by the uid is not sent it (it
+    would create the dashboard without a word)."""
+    grafana.unknown_id_saves_by_uid = by_uid
     client, desired = _published(grafana)
     changed = {**desired.grafana, "gpudash-health": {**desired.grafana["gpudash-health"], "refresh": "5m"}}
     changes = grafana_sync.plan(client, changed, desired.folder, uid_prefix="gpudash")

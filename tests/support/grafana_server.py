@@ -156,6 +156,10 @@ class GrafanaTestServer(LoopbackServer):
         self.ignore_search_page = False  # a server (or proxy) that answers page 1 to every page
         self.search_cap = 5000  # the most hits one search page holds, whatever the limit asked
         self.versions_to_keep = 0  # how many versions of a dashboard are kept (0: all)
+        # Grafana's Kubernetes-style save of POST /api/dashboards/db (resolveLegacyInternalID): an id it has no
+        # dashboard with, beside a uid, is a save by the uid (a create where none is there, else an update by version),
+        # where the legacy save answers 404 "Dashboard not found"
+        self.unknown_id_saves_by_uid = False
         server = self
 
         class Handler(KeepAliveHandler):
@@ -441,8 +445,10 @@ class GrafanaTestServer(LoopbackServer):
         by_id = dashboard.get("id")
         if isinstance(by_id, int) and by_id > 0:  # Grafana looks a save with an id up by it first (a UI save sends it)
             if not any(entry["id"] == by_id for entry in self.state.dashboards.values()):
-                return 404, {"message": "Dashboard not found", "status": "not-found"}, path
-            if existing is not None and existing["id"] != by_id:
+                if not (self.unknown_id_saves_by_uid and dashboard.get("uid")):
+                    return 404, {"message": "Dashboard not found", "status": "not-found"}, path
+                by_id = None
+            if by_id is not None and existing is not None and existing["id"] != by_id:
                 return 400, {"message": "A dashboard with the same uid already exists"}, path
         overwrite = bool(body.get("overwrite"))
         if existing and not overwrite and dashboard.get("version") != existing["dashboard"]["version"]:
