@@ -330,8 +330,8 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
 
     split = [n for n in names if n in shared]  # merged before the blank filter (device_merges)
     return {"transforms": [
-        *grouped("insert", ((device, per_gpu - MIG_INSTANCE_LABELS), ([n for n in instance if n not in split], per_gpu)),
-                 new_name=MERGED_PREFIX + "${1}"),
+        *grouped("insert", ((device, per_gpu - MIG_INSTANCE_LABELS),
+                            ([n for n in instance if n not in split], per_gpu)), new_name=MERGED_PREFIX + "${1}"),
         *grouped("update", ((device, per_pod - MIG_INSTANCE_LABELS), (instance, per_pod))),
         {"include": f"^{re.escape(MERGED_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
          "new_name": "${1}"},

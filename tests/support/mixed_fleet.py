@@ -36,6 +36,9 @@ from statistics import mean
 from generator.promql import taken_within
 
 NOT_SUPPORTED = "9223372036854775794"  # DCGM's int64 "not supported" sentinel
+INT64_BLANK = "9223372036854775792"  # DCGM_INT64_BLANK (0x7ffffffffffffff0): a value the device could not read
+# what dcgm-exporter 4.5.3 and later split per process with KUBERNETES_VIRTUAL_GPUS (Node.per_process)
+PER_PROCESS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED")
 
 GAUGES = ("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
           "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_XID_ERRORS",
@@ -69,6 +72,9 @@ class Instance:
     # more pods sharing it by time-slicing or MPS (the facts). What the exporter writes for them depends on its
     # setting: Node.labelled.
     also: tuple[tuple[str, str], ...] = ()
+    # on an exporter writing per-process shares (Node.per_process), the instance's own series (without a pod) of the
+    # fields split per process reads DCGM's blank while pods hold it; their shares read as ever
+    own_blank: bool = False
 
     def pods(self) -> tuple[tuple[str, str], ...]:
         return ((self.pod,) if self.pod else ()) + self.also
@@ -108,6 +114,10 @@ class Node:
     # True: the exporter runs with KUBERNETES_VIRTUAL_GPUS, before 4.5.3 (one copy per sharing pod, each the
     # device's value, no `vgpu` label; tests/support/virtual_gpus.py models 4.5.3's per-process copies)
     virtual_gpus: bool = False
+    # True (with virtual_gpus): dcgm-exporter 4.5.3 or later, which writes GPU utilization and framebuffer used of a
+    # held GPU (instance) as its own series, without a pod, beside each holding pod's share (`share`; the source:
+    # tests/support/virtual_gpus.py's docstring); every other field one copy per pod, the device's value
+    per_process: bool = False
     # m > 0 (without KUBERNETES_VIRTUAL_GPUS): the pod a shared GPU is named under changes every m scrapes (1: at
     # every scrape), the sharing pods in turn (kubelet's order is not fixed: #340, PR #432); 0: it never changes
     moves: int = 0
@@ -274,10 +284,40 @@ def _payload(node: Node, elapsed: int, scrape: int) -> str:
         for gpu in node.gpus:
             for instance in gpu.instances:
                 value = _value(metric, gpu, instance, elapsed)
-                for pod in node.labelled(instance, scrape) or (None,):
-                    if value is not None:
-                        lines.append(f"{metric}{{{_labels(node, gpu, instance, pod)}}} {value}")
+                if value is not None:
+                    lines += [f"{metric}{{{_labels(node, gpu, instance, pod)}}} {written}"
+                              for pod, written in _copies(node, instance, metric, value, scrape)]
     return "\n".join(lines) + "\n"
+
+
+def split(node: Node, metric: str) -> bool:
+    """Whether the node's exporter splits the field per process (its own series beside each pod's share)."""
+    return node.virtual_gpus and node.per_process and metric in PER_PROCESS
+
+
+def share(instance: Instance, pod: tuple[str, str], value: float) -> float:
+    """A pod's share of a field split per process: the n pods holding the instance split its value, the j-th of them
+    (from 0) (j + 1) / (n (n + 1) / 2) of it (a lone pod all of it). A sentinel (a MIG instance's GPU utilization,
+    which the agent's job drops) splits as 0."""
+    pods = instance.pods()
+    n = len(pods)
+    return 0.0 if value >= 1e14 else value * (pods.index(pod) + 1) * 2 / (n * (n + 1))
+
+
+def _copies(node: Node, instance: Instance, metric: str, value: str,
+            scrape: int) -> list[tuple[tuple[str, str] | None, str]]:
+    """(pod or None, value) of each series the node's exporter writes of the instance's field."""
+    pods = node.labelled(instance, scrape)
+    if split(node, metric) and pods:
+        own = INT64_BLANK if instance.own_blank else value
+        return [(None, own), *((pod, repr(share(instance, pod, float(value)))) for pod in pods)]
+    return [(pod, value) for pod in pods or (None,)]
+
+
+def reads_own(node: Node, instance: Instance, metric: str) -> bool:
+    """Whether the instance has a reading of the field per GPU (instance): not where its own series reads DCGM's blank
+    (Instance.own_blank), whatever its pods' shares read."""
+    return not (split(node, metric) and instance.own_blank and instance.pods())
 
 
 def moving(fleet: tuple[Node, ...] = FLEET) -> tuple[str, ...]:
@@ -344,8 +384,18 @@ def settled_time(prometheus, window: int, series: int, timeout: float = 120, fle
 
 # --- truth ----------------------------------------------------------------------------------
 
-def _per_gpu(metric: str, gpu: Gpu, instances: list[Instance], collected: frozenset[str]) -> float | None:
-    """What the field says about one GPU, for the instances a group holds on it (None: unknown)."""
+def _per_gpu(metric: str, gpu: Gpu, instances: list[Instance], collected: frozenset[str], node: Node | None = None,
+             pod: tuple[str, str] | None = None) -> float | None:
+    """What the field says about one GPU, for the instances a group holds on it (None: unknown); on a node whose
+    exporter splits the field per process, `pod`'s shares (a pod's group), or the instances with a reading of their own
+    (a group of GPUs)."""
+    if node is not None and split(node, metric) and not (gpu.mig and metric == "DCGM_FI_DEV_GPU_UTIL"):
+        if pod is not None:
+            return sum(share(i, pod, gpu.util if metric == "DCGM_FI_DEV_GPU_UTIL" else i.fb_used)
+                       for i in instances if pod in i.pods())
+        instances = [i for i in instances if reads_own(node, i, metric)]
+        if not instances:
+            return None
     if metric == "DCGM_FI_DEV_GPU_UTIL":
         if not gpu.mig:
             return gpu.util
@@ -404,10 +454,12 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
                 if query.aggregation == "count":
                     value = 1.0
                 else:
-                    value = _per_gpu(query.metric, gpu, instances, collected)
+                    pod = holder if "pod" in keys else None
+                    value = _per_gpu(query.metric, gpu, instances, collected, node, pod)
                     if value is None:
                         continue  # not supported: no data
                     if query.over:
+                        # the GPU's total: the device's values (a pod's share over the memory of the GPU it holds)
                         total = sum(_per_gpu(m, gpu, instances, collected) for m in query.over)
                 if "pod" in keys:
                     legend = f"Pod {holder[0]}/{holder[1]}" + (f" GPU {gpu.index}" if "gpu" in keys else "")

@@ -5,7 +5,9 @@ GPU_UTIL absent, 0 or the blank), the rest whole; GPUs and instances held by a p
 instances of its node, one pod name in two namespaces; each node's exporter writes `Hostname`, `hostname` or no node
 name, with or without NODE_NAME; a counter or the memory temperature "not supported" on some GPUs. With `shared`,
 every node's exporter runs with KUBERNETES_VIRTUAL_GPUS and some whole GPUs a pod holds are shared by a second pod of
-the node (time-slicing or MPS: one copy of each series per pod). `firing` is each bundled rule's truth from the facts.
+the node (time-slicing or MPS: one copy of each series per pod); with `per_process` too, some nodes' exporters are
+4.5.3 or later (GPU utilization and framebuffer used as each held GPU's own series beside each pod's share), some
+held GPUs' and instances' own series reading DCGM's blank. `firing` is each bundled rule's truth from the facts.
 """
 
 from __future__ import annotations
@@ -13,12 +15,25 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from tests.support.mixed_fleet import NOT_SUPPORTED, Gpu, Instance, Node
+from tests.support.mixed_fleet import NOT_SUPPORTED, Gpu, Instance, Node, share, split
 
 PODS = (("ns-a", "w-0"), ("ns-b", "w-0"), ("ns-a", "w-1"), ("ns-b", "w-2"), ("ns-c", "x-0"), ("ns-c", "x-1"))
 
 
-def fleet(seed: int, shared: bool = False) -> tuple[Node, ...]:
+def fleet(seed: int, shared: bool = False, per_process: bool = False) -> tuple[Node, ...]:
+    """The fleet of `seed`; `per_process` (with `shared`): some nodes' exporters are 4.5.3 or later, writing GPU
+    utilization and framebuffer used as each held GPU (instance)'s own series beside its pods' shares, and some held
+    instances' own series read DCGM's blank (drawn apart: the fleet of the seed is otherwise the same)."""
+    nodes = _fleet(seed, shared)
+    if not per_process:
+        return nodes
+    r = random.Random(f"per-process-{seed}")
+    return tuple(replace(node, per_process=True, gpus=tuple(
+        replace(gpu, instances=tuple(replace(i, own_blank=bool(i.pods()) and r.random() < 0.4) for i in gpu.instances))
+        for gpu in node.gpus)) if r.random() < 0.7 else node for node in nodes)
+
+
+def _fleet(seed: int, shared: bool) -> tuple[Node, ...]:
     r = random.Random(seed)
     free = list(PODS)
     r.shuffle(free)
@@ -99,6 +114,8 @@ def firing(fleet_: tuple[Node, ...]) -> dict[str, set[str]]:
                 for ns, pod in instance.pods():
                     if instance.fb_free < 1024:
                         out["framebuffer-full"].add(f"Pod {ns}/{pod}")
-                    if (instance.engine * 100 if gpu.mig else gpu.util) < 5:
+                    util = instance.engine * 100 if gpu.mig else \
+                        share(instance, (ns, pod), gpu.util) if split(node, "DCGM_FI_DEV_GPU_UTIL") else gpu.util
+                    if util < 5:  # (each pod's own share, on an exporter that splits it per process)
                         out["gpu-idle"].add(f"Pod {ns}/{pod}")
     return out

@@ -130,7 +130,7 @@ def payload(node: Node) -> str:
     return "\n".join(lines) + "\n"
 
 
-BLANK = "140737488355328"  # DCGM's float blank (2**47): a value the device could not read
+BLANK = "9223372036854775792"  # DCGM_INT64_BLANK (0x7ffffffffffffff0; both fields are int64): no reading
 
 
 def own_series_blank(node: Node, gpus: tuple[int, ...]) -> str:

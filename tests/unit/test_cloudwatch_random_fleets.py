@@ -22,13 +22,15 @@ from generator.output import encode
 from generator.render.cloudwatch import panel_title
 from tests.support import cloudwatch_eval, random_fleet
 from tests.support.cloudwatch_widgets import close, header, panel, said, widgets
-from tests.support.mixed_fleet import FIELDS, truth
+from tests.support.mixed_fleet import FIELDS, reads_own, truth
 from tests.unit.test_cloudwatch_mig import END, START, _datapoints, _firing, _project
 
 STAND_IN = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 SEVERAL = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"
+# (seed, pipeline, shared: True, False or "per-process": random_fleet.fleet's per_process too)
 CASES = [(0, "otel", True), (1, "otel", True), (2, "otel", True), (4, "otel", True), (0, "otel", False),
-         (3, "otel", False), (0, "classic", False), (1, "classic", False), (2, "classic", True)]
+         (3, "otel", False), (0, "classic", False), (1, "classic", False), (2, "classic", True),
+         (0, "otel", "per-process"), (2, "otel", "per-process"), (4, "otel", "per-process"), (7, "otel", "per-process")]
 
 
 def _expected(project, files, path, title, query, fleet):
@@ -38,7 +40,7 @@ def _expected(project, files, path, title, query, fleet):
             and "gpu" in query.by:  # one line per GPU instance (the header says so)
         assert said(text, title, "one line per GPU instance")
         return {f"{node.name} GPU {gpu.index} MIG {i.id or 'none'}": i.fb_used
-                for node in fleet for gpu in node.gpus for i in gpu.instances}
+                for node in fleet for gpu in node.gpus for i in gpu.instances if reads_own(node, i, query.metric)}
     if query.metric in ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL") \
             and project.settings.agent.pipeline == "classic":
         return None  # per GPU instance and per pod's copy on the JSON path (lint AL013/CW016 say it)
@@ -55,7 +57,7 @@ def _expected(project, files, path, title, query, fleet):
 
 @pytest.mark.parametrize("seed, pipeline, shared", CASES)
 def test_every_widget_and_alarm_reads_the_truth_of_a_random_fleet(tmp_path, seed, pipeline, shared):
-    fleet = random_fleet.fleet(seed, shared)
+    fleet = random_fleet.fleet(seed, bool(shared), per_process=shared == "per-process")
     settings = ("agent:\n  pipeline: classic\n" if pipeline == "classic" else "") + \
         ("exporter:\n  virtual_gpus: true\n" if shared else "")
     project = _project(tmp_path, settings)

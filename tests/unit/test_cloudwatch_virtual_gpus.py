@@ -232,9 +232,10 @@ def test_a_gpu_whose_own_series_reads_the_blank_publishes_no_reading_at_that_scr
     config, job = agent_config(files[AGENT_FILE])
     # on the 4.5.3 node, GPU 0's own series (90 %, 30,000 MiB) reads DCGM's blank at every odd scrape; its pods'
     # shares (30/25/0 %, 12,000/9,000/0 MiB) read at every scrape
-    points = Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.own_series_blank(node, (0,)) if node is FLEET[0]
-                                            and k % 2 else virtual_gpus.payload(node), target_labels(job, node.name))
-                                     for k in range(-1, END // STEP) for node in FLEET])
+    points = Agent(config, job).run([
+        Scrape(float(k * STEP), virtual_gpus.own_series_blank(node, (0,)) if node is FLEET[0] and k % 2
+               else virtual_gpus.payload(node), target_labels(job, node.name))
+        for k in range(-1, END // STEP) for node in FLEET])
     per_gpu = {}
     for point in points:
         dims = point.dims()
