@@ -178,3 +178,31 @@ def test_a_nodes_framebuffer_used_leaves_out_a_gpu_whose_own_series_reads_the_bl
     truth = sum(gpu.fb_used for gpu in node.gpus if gpu.index != 0)
     assert truth == 36300.0
     assert alarm_values(request, points, END, PERIOD) == {(("node", node.name),): pytest.approx(truth)}
+
+
+def test_alarms_over_gpus_of_a_split_field_leave_out_a_gpu_whose_own_series_reads_the_blank(tmp_path):
+    """The same GPU (its own series blank at every scrape, its pods' shares 30/25/0 % and 12,000/9,000/0 MiB read) in
+    the alarms that count, average, add or take the largest of the fields over a node's GPUs and over the fleet
+    (exporter.mig: none: read from the per-GPU set, each GPU's device reading): 3 GPUs of 4 report GPU utilization,
+    their mean 36.67 % (60, 0, 50), the largest 60 %, the framebuffer used 36,300 MiB; never the pods' largest share
+    in its place (4 GPUs, 46.67 %, 48,300 MiB)."""
+    from tests.support import virtual_gpus
+
+    util = "DCGM_FI_DEV_GPU_UTIL"
+    rules = {"count-node": (util, "count", ("node",)), "mean-node": (util, "avg", ("node",)),
+             "max-node": (util, "max", ("node",)), "count": (util, "count", ()), "fb": ("DCGM_FI_DEV_FB_USED", "sum", ())}
+    alarms = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+        f"    yield Alarm({rule!r}, 'X', Condition(Query({field!r}, {how!r}, {by!r}), '>', 1))\n"
+        for rule, (field, how, by) in rules.items())
+    files = encode(build(defined_project(tmp_path, VIRTUAL + "  mig: none\n", alarms=alarms), grafana=False))
+    config, job = agent_config(files[AGENT_FILE])
+    node = virtual_gpus.FLEET[0]
+    points = Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.own_series_blank(node, (0,)),
+                                            target_labels(job, node.name)) for k in range(-1, END // STEP)])
+    requests = {a["Request"]["AlarmName"].removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): a["Request"]
+                for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    read = {rule: alarm_values(requests[rule], points, END, PERIOD) for rule in rules}
+    on = (("node", node.name),)
+    assert read == {"count-node": {on: pytest.approx(3)}, "mean-node": {on: pytest.approx(110 / 3)},
+                    "max-node": {on: pytest.approx(60)}, "count": {(): pytest.approx(3)},
+                    "fb": {(): pytest.approx(36300)}}
