@@ -5,3 +5,7 @@ Each turns transport failures into RemoteError and answers that are not the API'
 failure; the deadline, pacing and bounded HTTP reads they share live here too. What to do with an
 answer (check it, plan a change) is the business of `checks` and `targets`.
 """
+
+from .deferred import clients_packages
+
+clients_packages()

@@ -22,6 +22,24 @@ _LOCK = threading.RLock()
 _STATES: dict[str, dict[str, bool]] = {}  # package deferred here -> whether its __init__ has run
 
 
+def clients_packages() -> None:
+    """The clients' third-party packages without the `__init__`s of theirs that import what no client calls (about a
+    tenth of `verify`'s imports): charset_normalizer's (requests reads its version when imported, and calls it only to
+    guess a charset an answer does not name, which gpudash never asks for: `http.decode`), urllib3's HTTP/2 package's
+    (its `__init__` imports importlib.metadata to check h2's version for `inject_into_urllib3`, which nothing calls;
+    urllib3's connections read its `probe` module alone) and botocore's documentation package's (its service
+    documenter; clients import its docstring helpers alone). urllib3 is imported whole here, with that package
+    deferred: not by a thread later (see verify's `_BOTH_SIDES`). Any other name read runs the `__init__` (`defer`)."""
+    with _LOCK:
+        defer("charset_normalizer", names={"charset_normalizer": {"__version__": "charset_normalizer.version"}})
+        if "urllib3" not in sys.modules:
+            defer("urllib3", "urllib3.http2")
+            import urllib3
+
+            urllib3.__version__  # noqa: B018 - its __init__ run now, once, in this thread
+        defer("botocore.docs")
+
+
 def defer(*packages: str, names: dict[str, dict[str, str]] | None = None) -> None:
     """Each of `packages` (parents first) in sys.modules, its `__init__` not yet run; one already imported is left
     as it is. `names`: {package: {name: module defining it}} for names read without running the `__init__`."""

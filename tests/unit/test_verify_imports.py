@@ -121,3 +121,31 @@ def test_the_cloudwatch_client_reads_the_model_folders_of_the_services_it_calls_
     assert answer == {"services": ["cloudwatch", "resourcegroupstaggingapi", "signin", "sso", "sso-oidc", "sts"],
                       "marker": True,
                       "tagging": "GetResources", "paths": True}
+
+
+_CLIENT_PACKAGES = textwrap.dedent('''
+    import json, os, sys
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
+    from generator.clients.cloudwatch import CloudWatch
+    from generator.clients.http import get
+    import requests
+    client = CloudWatch(endpoint_url="http://127.0.0.1:9").client("us-east-1")
+    loaded = sorted(name for name in ("importlib.metadata", "charset_normalizer.api", "botocore.docs.service")
+                    if name in sys.modules)
+    answer = requests.models.Response()
+    answer._content = "Grüße".encode("utf-8")
+    import urllib3.http2, botocore.docs                   # the whole packages, when a caller wants them
+    whole = [answer.apparent_encoding, urllib3.http2.inject_into_urllib3.__name__, botocore.docs.generate_docs.__name__,
+             client.meta.method_to_api_mapping["list_metrics"]]
+    print(json.dumps({"loaded": loaded, "whole": whole}))
+''')
+
+
+def test_the_clients_import_no_charset_guesser_http2_check_or_botocore_documenter_and_those_stay_whole():
+    """A client's process imports neither charset_normalizer's detector (requests guesses no charset for gpudash:
+    answers are decoded by the charset they name), nor importlib.metadata (urllib3's HTTP/2 package's `__init__`, for a
+    version check of h2 nothing calls), nor botocore's service documenter; a caller that reads them gets them whole."""
+    result = subprocess.run([sys.executable, "-c", _CLIENT_PACKAGES], capture_output=True, text=True, cwd=REPO,
+                            timeout=120, check=True)
+    answer = json.loads(result.stdout.splitlines()[-1])
+    assert answer == {"loaded": [], "whole": ["utf-8", "inject_into_urllib3", "generate_docs", "ListMetrics"]}
