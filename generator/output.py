@@ -594,7 +594,8 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
     listed = manifest.get("files") if manifest else None
     if not isinstance(listed, dict):
         return [], []
-    extra, edited = [], []
+    extra: list[str] = []
+    to_read: list[tuple[str, str]] = []  # (path, path inside the build) of each listed file: read once listed
     built = set()  # the build's folders ("" for the build folder itself)
     for path in listed:
         folder = posixpath.dirname(path)
@@ -625,8 +626,15 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
                     continue
                 if relative not in listed:
                     extra.append(relative)
-                elif not link and _digest(entry.path, relative, files, known, read_at) != listed[relative]:
-                    edited.append(relative)
+                elif not link:
+                    to_read.append((entry.path, relative))
+    found: dict[str, str | None] = {}
+
+    def read(item: tuple[str, str]) -> None:
+        found[item[1]] = _digest(item[0], item[1], files, known, read_at)
+
+    _in_two_lanes(to_read, read, "gpudash-read")
+    edited = [relative for _, relative in to_read if found[relative] != listed[relative]]
     return sorted(extra), sorted(edited)
 
 
@@ -685,27 +693,48 @@ def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None
 
 
 def _digests(paths: list[str]) -> dict[str, str | None]:
-    """`_digest` of each path, read in two lanes, this thread and one other (reading and hashing run without the
-    interpreter's lock); a failure in either is raised here once both have stopped."""
+    """`_digest` of each path (`_in_two_lanes`)."""
     found: dict[str, str | None] = {}
+
+    def read(path: str) -> None:
+        found[path] = _digest(path)
+
+    _in_two_lanes(paths, read, "gpudash-reread")
+    return found
+
+
+# Fewer files than this are read by one thread: a second lane's start costs more than it could take over
+LANES_FROM = 16
+
+
+def _in_two_lanes(items: list, work: Callable[[Any], None], name: str) -> None:
+    """`work(item)` for each item, in two lanes, this thread and one other (thread `name`), each taking every other
+    item: reading a file and hashing it run without the interpreter's lock, so the lanes share the machine's CPUs.
+    Fewer than LANES_FROM items are worked in this thread. A failure in either lane (an interruption in this one
+    included) stops the other at its next item, and is raised here once both have stopped."""
+    if len(items) < LANES_FROM:
+        for item in items:
+            work(item)
+        return
     failures: list[BaseException] = []
 
-    def lane(part: list[str]) -> None:
+    def lane(part: list) -> None:
         try:
-            for path in part:
-                found[path] = _digest(path)
-        except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits for this lane
+            for item in part:
+                if failures:
+                    return
+                work(item)
+        except BaseException as exc:  # noqa: BLE001 - raised by the thread that waits for both lanes
             failures.append(exc)
 
-    other = threading.Thread(target=lane, args=(paths[1::2],), name="gpudash-reread")
+    other = threading.Thread(target=lane, args=(items[1::2],), name=name)
     other.start()
     try:
-        lane(paths[::2])
+        lane(items[::2])
     finally:
         other.join()
     if failures:
         raise failures[0]
-    return found
 
 
 def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],

@@ -1115,3 +1115,41 @@ def test_change_times_tell_edits_only_where_no_call_sets_them_back_and_their_clo
     assert not output._change_times_tell(tmp_path)
     monkeypatch.setattr(output, "_lstat", lambda path: status(path, real_lstat(path).st_ctime_ns - 3600 * 10**9))
     assert not output._change_times_tell(tmp_path) and os.listdir(tmp_path) == []
+
+
+def test_the_previous_build_is_read_in_two_lanes_where_it_holds_enough_files_and_each_lanes_edits_are_found(
+        tmp_path, monkeypatch):
+    """The previous build's files are read (to see that replacing them loses no edit) in two lanes, this thread and
+    one other, when the build holds enough of them for a second lane to gain (reading and hashing run beside each
+    other on two CPUs): an edit in a file of either lane is found and refused, the folder left as it was. A build of a
+    few files, and the files re-read after a rebuild right after the one before, are read in this thread alone."""
+    import threading
+
+    import generator.output as output
+
+    started: list[str] = []
+    real_thread = threading.Thread
+
+    class Counted(real_thread):
+        def start(self):
+            started.append(self.name)
+            super().start()
+
+    monkeypatch.setattr(output.threading, "Thread", Counted)
+    out = tmp_path / "build"
+    many = {f"cloudwatch/dashboards/d{i:02}.json": f'{{"n": {i}}}\n'.encode() for i in range(40)}
+    write_files(out, many)
+    for edited in ("cloudwatch/dashboards/d06.json", "cloudwatch/dashboards/d37.json"):  # an even and an odd place
+        started.clear()
+        (out / edited).write_bytes(b'{"n": -1}\n')
+        with pytest.raises(OutputError) as refused:
+            write_files(out, many)
+        assert "1 file(s) changed since gpudash wrote them" in str(refused.value) and edited in str(refused.value)
+        assert started == ["gpudash-read"] and (out / edited).read_bytes() == b'{"n": -1}\n'
+        write_files(out, many, force=True)
+    few = {f"k8s/{name}.yaml": f"{name}: 1\n".encode() for name in "abc"}
+    write_files(tmp_path / "small", few)
+    started.clear()
+    write_files(tmp_path / "small", {**few, "k8s/a.yaml": b"a: 2\n"})  # right after: a replaced file is read again
+    assert (tmp_path / "small/k8s/a.yaml").read_bytes() == b"a: 2\n"
+    assert [name for name in started if name != "gpudash-write"] == []
