@@ -104,8 +104,25 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
                                  "a blank's flag would pass the level an alarm judges every reading by"
                                  if condition in levels else
                                  "DCGM's blank values of these fields would reach CloudWatch"))
+        yield from _markers_dropped(agent.otel, cluster, subject, published)
         yield from _no_data_flag(agent.otel, cluster)
         yield from _processor_order(agent.otel, cluster)
+
+
+def _markers_dropped(otel: dict[str, Any], cluster: Cluster, subject: LintInput,
+                     published: list[str]) -> Iterable[Finding]:
+    """With exporter.virtual_gpus the staleness markers of the fields split per process are dropped by a filter of
+    their own before the agent picks each GPU's reading from its device series and copies (render/agent_otel
+    device_merges): a marker first would make the pick a marker."""
+    from ..render.agent_otel import MARKERS, split_fields, stale_device_readings
+
+    dropped = ((otel.get("processors") or {}).get(MARKERS) or {}).get("metrics", {}).get("datapoint") or []
+    for condition in stale_device_readings(split_fields(subject.catalog, subject.settings, published)):
+        if condition not in dropped:
+            yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {MARKERS}",
+                          f"the marker filter lacks `{condition}`: a GPU a pod starts to hold on an exporter without "
+                          "per-process shares would lose that scrape's reading (its series without a pod ends with a "
+                          "staleness marker, which the pick of its reading would take)")
 
 
 def _no_data_flag(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding]:

@@ -659,3 +659,9 @@ def test_with_virtual_gpus_a_filter_that_lets_a_gpus_blank_merged_reading_throug
         pipeline["processors"].insert(pipeline["processors"].index("filter/gpudash"), "filter/gpudash-markers")
     (finding,) = _findings(_edited(project, markers_last), "AG005")
     assert "filter/gpudash-markers runs after metricstransform/gpudash-pods" in finding.message
+
+    def no_markers(otel):
+        otel["processors"]["filter/gpudash-markers"]["metrics"]["datapoint"] = []
+    (finding,) = _findings(_edited(project, no_markers), "AG005")
+    assert "the marker filter lacks" in finding.message and "flags == 1" in finding.message
+    assert finding.where == "k8s/cwagent-prometheus-config-gpu-cluster.yaml gpudash-otel.yaml filter/gpudash-markers"
