@@ -464,7 +464,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
     with _StopOnSignal(limit), _Noted(cloudwatch):
         try:
             changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress, renamed_from=renamed_from,
-                                           removed=removed_cluster, former_regions=former_region)
+                                           removed=removed_cluster, former_regions=former_region, prune=prune)
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise

@@ -275,11 +275,12 @@ def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None,
 def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]], prefix: str,
                      progress: Tick, project: str = "", clusters: tuple[str, ...] = (),
                      former: tuple[str, ...] = (), records: list[Record] | None = None,
-                     read_regions: set[str] | None = None) -> list[Change]:
+                     read_regions: set[str] | None = None, prune: bool = True) -> list[Change]:
     """One GetDashboard per dashboard, a few in flight at once (the pacer keeps them within the quota);
     then every dashboard named in gpudash's form but no longer defined, read to see whether this project
     wrote it (without a project, none is read: nothing could show it is this project's). `read_regions` gets
-    the Regions the widgets of those of them these settings' own (pruned, or left as partly theirs) read."""
+    the Regions the widgets of those of them these settings' own (pruned, or left as partly theirs) read.
+    A listing shown to leave out a dashboard (`_unlisted`) fails the plan with `prune`, else is noted."""
     proofs: dict[tuple[str, int], str | None] = {}
 
     def stamp(body: dict[str, Any], name: str, project: str) -> str | None:
@@ -302,6 +303,8 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     elsewhere: list[str] = []
     with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
         changes = list(pool.map(read, sorted(dashboards)))
+        if prefix and project:
+            _unlisted(cloudwatch, region, prefix, listed, changes, prune)
         bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), retired))
     mine = lineage(clusters + former, [dashboard_publication(c.live["body"]) for c in changes
                               if c.live.get("body") is not None
@@ -342,6 +345,33 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
                                     "if one is this project's, delete it by hand (aws cloudwatch delete-dashboards "
                                     "--dashboard-names NAME)"))
     return changes + [change for change in old if change is not None]
+
+
+def _unlisted(cloudwatch: CloudWatch, region: str, prefix: str, listed: list[str], changes: list[Change],
+              prune: bool) -> None:
+    """ListDashboards (by the name prefix) against the dashboards these settings define, each read by its name
+    (GetDashboard): one that reads and that the listing leaves out, listed once more to be sure (one made between the
+    listing and its read), shows a listing that holds only some of the dashboards (an answer of none from a stub or
+    proxy standing in for CloudWatch, a listing behind the dashboards), in which one no longer defined may be missing
+    too: --prune would leave it without a word. With `prune` a failure (nothing written); else a note, --prune being
+    what the listing is read for."""
+    missing = [c.name for c in changes if (c.live or {}).get("body") is not None and c.name not in set(listed)]
+    if missing:
+        again = set(cloudwatch.dashboard_names(region, cloudwatch_dashboard_name_start(prefix)))
+        missing = [name for name in missing if name not in again]
+    if not missing:
+        return
+    shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+    said = (f"ListDashboards answered {len(listed)} dashboard(s) named {cloudwatch_dashboard_name_start(prefix)}*, "
+            f"leaving out {len(missing)} that GetDashboard reads ({shown}), twice: its answer holds only some of the "
+            "dashboards (something standing in for CloudWatch, or a listing behind them), so one gpudash published "
+            "that is no longer defined may be missing from it too")
+    hint = ("run again in a minute; if it repeats, list them (aws cloudwatch list-dashboards --dashboard-name-prefix "
+            f"{cloudwatch_dashboard_name_start(prefix)}) and check the endpoint (AWS_ENDPOINT_URL, --endpoint-url)")
+    if prune:
+        raise RemoteError(f"{said}: what --prune would delete cannot be read", where=f"CloudWatch dashboards in {region}",
+                          hint=f"{hint}; apply without --prune publishes meanwhile")
+    cloudwatch.note(f"{said}; apply --prune fails on it until it lists them: {hint}")
 
 
 def _seen_clusters(prefix: str, listed, defined, clusters: tuple[str, ...]) -> frozenset[str]:
@@ -505,16 +535,16 @@ def plan_region(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[
                 requests: dict[str, dict[str, Any]], prefix: str, progress: Tick,
                 dashboard_prefix: str = "", project: str = "", clusters: tuple[str, ...] = (),
                 former: tuple[str, ...] = (), records: list[Record] | None = None,
-                read_regions: set[str] | None = None) -> list[Change]:
+                read_regions: set[str] | None = None, prune: bool = True) -> list[Change]:
     return _side_by_side(
         lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress, project, clusters,
-                                 former, records, read_regions),
+                                 former, records, read_regions, prune),
         lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project, clusters, former, records))
 
 
 def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
          renamed_from: tuple[str, ...] = (), removed: tuple[str, ...] = (),
-         former_regions: tuple[str, ...] = ()) -> list[Change]:
+         former_regions: tuple[str, ...] = (), prune: bool = True) -> list[Change]:
     """Every Region of a desired.Desired at once: dashboards, then alarms, then alarms to prune. `renamed_from`:
     clusters these settings had before renaming them (--renamed-from); what was published with them is theirs,
     on the evidence `renamed_evidence` asks of what the account records (else a GpudashError, before any write).
@@ -523,7 +553,8 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
     renamed together with its Region left its alarms there. Nothing is defined there, so every alarm of the project
     found there is judged as one no longer defined, on the same evidence as anywhere; a Region that cannot be read
     fails the plan (never "nothing there"). Without it, the Regions the project's dashboards no longer defined read
-    and these settings do not use are named in a note."""
+    and these settings do not use are named in a note. `prune`: whether what --prune does is to be done or shown (an
+    apply --prune; a plan, which shows it): a dashboard listing shown incomplete is then a failure, else a note."""
     used = sorted(set(desired.dashboard_regions.values()) | {item["Region"] for item in desired.alarms})
     regions = used + sorted(set(former_regions) - set(used))
     total = len(desired.cloudwatch_dashboards) + len(desired.alarms)
@@ -544,7 +575,7 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
                             if item["Region"] == region}
                 return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe,
                                    desired.dashboard_prefix if account_wide else "", desired.project,
-                                   desired.clusters, former, records, unread if account_wide else None)
+                                   desired.clusters, former, records, unread if account_wide else None, prune)
 
             return _parallel(regions, work), records
 

@@ -9,7 +9,8 @@ import threading
 
 import pytest
 
-from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, foreign_alarm, fresh, other_cluster
+from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault, foreign_alarm, fresh, other_cluster,
+                                          writes)
 from tests.support.fault_proxy import Rule
 
 THROTTLED = {"__type": "com.amazon.coral.availability#ThrottlingException", "message": "Rate exceeded"}
@@ -504,3 +505,34 @@ def test_a_dashboard_answer_naming_another_dashboard_is_not_an_answer(proxied, p
     assert code == 3 and "Traceback" not in stderr, (code, stderr)
     assert "not an API answer" in stderr and asked in stderr and report.get("written", []) == [], stderr
     assert {name: client.get_dashboard(DashboardName=name)["DashboardBody"] for name in (asked, other)} == bodies
+
+
+@pytest.mark.parametrize("how", ["none", "all but a defined one"])
+def test_a_dashboard_listing_that_leaves_out_a_defined_dashboard_fails_a_prune_instead_of_pruning_none(
+        how, proxied, published, project_dir, cli):
+    """ListDashboards answers (always) with only some of the dashboards, a valid shape (none: a stub standing in for
+    CloudWatch; or without one that GetDashboard reads): the other cluster's dashboards, no longer defined, are
+    missing from it too, so `apply --prune` is a failure saying so (nothing written, its alarms kept too), never a
+    prune of none; `apply` without --prune publishes and says it; `plan` fails on it."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    before = (sorted(alarms(client)), _dashboards(client))
+
+    def listing(body: bytes) -> bytes:
+        answer = json.loads(body)
+        answer["DashboardEntries"] = [] if how == "none" else [
+            e for e in answer["DashboardEntries"] if e["DashboardName"] != "gpudash-gpu-cluster-health"]
+        return json.dumps(answer).encode()
+
+    fresh(proxy)
+    proxy.inject(fault("ListDashboards", "rewrite", times=ALWAYS, callback=listing))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 3 and "Traceback" not in stderr, stderr
+    said = stderr[stderr.index("that GetDashboard reads ("):]
+    assert "gpudash-gpu-cluster-health" in said[:said.index("), twice:")], stderr
+    assert "what --prune would delete cannot be read" in stderr, stderr
+    assert (sorted(alarms(client)), _dashboards(client)) == before and writes(proxy) == []
+    code, report, stderr = apply()
+    assert code == 0 and "apply --prune fails on it until it lists them" in stderr, stderr
+    code, stdout, stderr = cli("plan", "--no-grafana", env={"AWS_ENDPOINT_URL": proxy.url})
+    assert code == 3 and "what --prune would delete cannot be read" in stderr, stderr
