@@ -477,3 +477,25 @@ def test_a_claim_whose_dashboard_is_deleted_between_plan_and_push_is_not_a_failu
     assert code == 0 and json.loads(stdout)["written"] == [] and TEAM not in grafana.state.dashboards, (stdout, stderr)
     assert f"dashboard {TEAM}: deleted in Grafana since the plan (by someone else): no claim of these settings left " \
            "to withdraw" in stderr, stderr
+
+
+@pytest.mark.parametrize("by_uid", [False, True], ids=["legacy save", "kubernetes-style save"])
+def test_a_claim_whose_dashboard_is_deleted_before_its_withdrawal_is_not_created_again(grafana, run, tmp_path,
+                                                                                        by_uid):
+    """As above, the team dashboard deleted after B's plan, here by the time of the read right before the
+    withdrawal's save. A Grafana whose save takes an id it has no dashboard with, beside a uid, as a save by the uid
+    (the Kubernetes-style save) created it again from the plan's copy, exit 0; the save is not sent: nothing to
+    withdraw, a note says so, and it stays deleted."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    grafana.unknown_id_saves_by_uid = by_uid
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    _written(run, _file(tmp_path, "b", ["beta"]))
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="GET", action="before", skip=1,
+                          callback=lambda: grafana.state.dashboards.pop(TEAM, None)))
+        code, stdout, stderr = _push(run, "--config", _file(tmp_path, "b2", ["beta"], team=False), "--prune",
+                                     url=proxy.url)
+    assert code == 0 and json.loads(stdout)["written"] == [] and TEAM not in grafana.state.dashboards, (stdout, stderr)
+    assert f"dashboard {TEAM}: deleted in Grafana since the plan (by someone else): no claim of these settings left " \
+           "to withdraw" in stderr, stderr
