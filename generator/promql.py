@@ -671,6 +671,19 @@ def _unmarked(held: str) -> str:
     return f"(({held}) and {{0}})"
 
 
+def _superseded(labels: Labels, within: str, resolution: str) -> str:
+    """A form of a selector (`{0}`): its series the exporter stopped serving while it still served its copy's others of
+    the GPU (a MIG instance destroyed by a reconfiguration): marked stale (the instant selector reads none) and its
+    latest sample within `within` older than the newest of its copy's series (one scrape target's series of the GPU,
+    by its UUID and index). A failed scrape marks every series of its target stale at once, the ones it last served
+    alike (none older than the copy's newest): those stay the GPU's. A series that stopped without a staleness marker
+    (as after a Prometheus restart) is not one: it is read while its latest reading is within the look-back."""
+    last = f"max_over_time(timestamp({{0}})[{within}:{resolution}])"
+    copy = _listed((labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
+                    *COPY_LABELS))
+    return f"(({last} < on ({copy}) group_left () max by ({copy}) ({last})) unless {{0}})"
+
+
 def _read_within(within: str) -> str:
     """A selector (`{0}`) with a reading (a sample under the blank floor) within `within`: a count's test (counted)."""
     return f"min_over_time({{0}}[{within}]) < {BLANK_FLOOR}"
@@ -1692,7 +1705,22 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         read = [device.tiers(name, [*extra, *more], resolution, within, scale)[1] if device is not None
                 and device.reads_device(name) else looked_back(name, branches, [*extra, *more], resolution, within,
                                                                scale) for name in names]
-        return tuple(value for value, _ in read), read[0][1]
+        return tuple(served(name, more, value) for name, (value, _) in zip(names, read)), read[0][1]
+
+    def served(name: str, more: tuple[str, ...], series: str) -> str:
+        """Panels' late tier: `series` (of the field `name`) without the MIG instances the exporter stopped serving
+        while it served the GPU's others (_superseded: destroyed by a MIG reconfiguration, read beside the new ones at
+        a failed scrape within the look-back, 47,000 for 15,000 MiB); a per-process field's device value
+        (_Device.tiers, one series per GPU instance) without the instances whose own series is so."""
+        if f'{MIG_INSTANCE_LABEL}=""' in more or within is None:  # whole GPUs only
+            return series
+        mig = list(dict.fromkeys([*extra, *more, f'{MIG_INSTANCE_LABEL}!=""']))
+        gone = _superseded(merge.labels, within, resolution)
+        if device is not None and device.reads_device(name):
+            own = _raw(name, device.unscoped, [*(m for m in mig if m != f'{device.pod}!=""'), f'{device.pod}=""'],
+                       gone)
+            return f"({series} unless on ({_listed((*device.identity, *FIELD_LABELS.get(name, ((), ''))[0]))}) {own})"
+        return f"({series} unless {_raw(name, branches, mig, gone)})"
     def averaged_instances(names: tuple[str, ...], mig: tuple[str, ...]) \
             -> tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[str, ...] | None]:
         """Panels, of fields a GPU's MIG instances average (one_copy's `blanks`, `late_blanks`): a copy is fresh only
@@ -1729,8 +1757,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 blanks = (tuple(_raw(name, branches, [*extra, *mig], _unmarked(f"last_over_time({{0}}[{within}])"))
                                 for name in fields), fresh_only(fields, mig))
                 # one field: its instances reading only the blank; several: those with a reading (_incomplete)
-                late_blanks = tuple(_raw(name, branches, [*extra, *mig], f"min_over_time({{0}}[{within}]) "
-                                         f"{'>=' if len(fields) == 1 else '<'} {BLANK_FLOOR}") for name in fields)
+                late_blanks = tuple(served(name, mig, _raw(name, branches, [*extra, *mig], f"min_over_time({{0}}[{within}]) "
+                                         f"{'>=' if len(fields) == 1 else '<'} {BLANK_FLOOR}")) for name in fields)
         return _across_own_labels(metric, catalog, merge, merge.one_copy(
             how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields), blanks, late_only(fields),
             late_blanks))

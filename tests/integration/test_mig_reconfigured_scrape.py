@@ -4,13 +4,16 @@ GPU, though the look-back still holds its samples.
 
 One node, scraped every second (the panel's query made for 30 s scrapes, scaled): GPU 0 split into two 3g.40gb
 instances (20,000 and 12,000 MiB; engine 0.6 and 0.2), reconfigured after scrape 8 into three 2g.20gb instances
-(5,000 MiB each; engine 0.1, 0.1 and 0.4); a
-scrape after the look-back fails (every series marked stale, as at any failed scrape: the look-back bridges it);
-after scrape 16 the third instance is gone. GPU 1 whole (10,000 MiB, engine 0.5). Prometheus marks a series the exporter stops serving stale
-at the next scrape. The truth at an instant: the GPUs and instances of the latest scrape that answered.
+(5,000 MiB each; engine 0.1, 0.1 and 0.4); after scrape 16 the third instance is gone. GPU 1 whole (10,000 MiB,
+engine 0.5). Three scrapes fail (every series marked stale, as at any failed scrape: the look-back bridges it): one
+within the look-back after the reconfiguration (scrape 11), one after the look-back (14), one within the look-back
+after the third instance went (18). Prometheus marks a series the exporter stops serving stale at the next scrape.
+The truth at an instant: the GPUs and instances of the latest scrape that answered: an instance the exporter stopped
+serving while it served the GPU's others is no instance of the GPU, at a failed scrape too.
 Before, the look-back's instances were those with a sample within it, stale-marked or not: for about the look-back
 after the reconfiguration GPU 0 read 47,000 MiB for 15,000 (the old instances' latest readings beside the new ones),
-its engine activity 0.28 for 0.2.
+its engine activity 0.28 for 0.2; and after that, at a failed scrape within the look-back (the late tier, which
+read every instance with a reading within it), 47,000 for 15,000 and 15,000 for 10,000 MiB.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from tests.support.replay_exporter import ReplayExporter
 from tests.support.panel_expression import panel_expression
 
 USED, ENGINE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-RECONFIGURED, FAILS, GONE, SCRAPES = 8, 14, 16, 20
+RECONFIGURED, FAILS, GONE, SCRAPES = 8, (11, 14, 18), 16, 20
 DEVICE = 'modelName="NVIDIA H100 80GB HBM3",Hostname="n1",DCGM_FI_DRIVER_VERSION="535.161.08"'
 
 
@@ -42,7 +45,7 @@ def instances(n: int) -> dict[str, list[tuple[str, str, dict[str, float]]]]:
 
 
 def payload(n: int) -> str:
-    if n == FAILS:
+    if n in FAILS:
         return "garbage{ 1\n"
     lines = []
     for field in (USED, ENGINE):
@@ -78,7 +81,7 @@ def test_mig_instances_the_exporter_no_longer_serves_are_left_out(scraped, tmp_p
                                                                                         "gpu")))
     wrong = {}
     for n, at in enumerate(scrapes[:SCRAPES], start=1):
-        answered = n - 1 if n == FAILS else n  # the latest scrape that answered
+        answered = n - 1 if n in FAILS else n  # the latest scrape that answered
         truth = {gpu: sum(read[field] for _, _, read in held) / (len(held) if how == "avg" else 1)
                  for gpu, held in instances(answered).items()}
         truth = truth if by else {"all": sum(truth.values()) / (len(truth) if how == "avg" else 1)}
