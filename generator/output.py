@@ -452,28 +452,32 @@ def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: di
     templates are read once)."""
     from .names import plain_logical_id
 
-    found = []
     read_at = time.time_ns()
-    for stack in sorted(set(previous) & set(templates)):
+    stacks = sorted(set(previous) & set(templates))
+    found: dict[str, list[tuple[str, str, str, str]]] = {}
+
+    def compare(stack: str) -> None:  # read in two lanes, as `not_as_written` reads
         relative = template_file(stack)
         try:
             data, info = _read_regular(out / relative)
         except OSError:
-            continue  # no template to compare: nothing said of it
+            return  # no template to compare: nothing said of it
         if data == files.get(relative):
             if known is not None and info is not None:
                 known[relative] = hashlib.sha256(data).hexdigest(), _held(info, read_at)
-            continue
+            return
         now = {(kind, name): id_ for id_, kind, name in _named(templates[stack]["Resources"])}
         if all(id_ == plain_logical_id(kind, name) for (kind, name), id_ in now.items()):
-            continue
+            return
         try:
             resources = json.loads(data)["Resources"]
         except (ValueError, KeyError, TypeError, RecursionError):
-            continue
-        found += [(stack, name, was, now[(kind, name)]) for was, kind, name in
-                  _named(resources if isinstance(resources, dict) else {}) if now.get((kind, name), was) != was]
-    return found
+            return
+        found[stack] = [(stack, name, was, now[(kind, name)]) for was, kind, name in
+                        _named(resources if isinstance(resources, dict) else {}) if now.get((kind, name), was) != was]
+
+    _in_two_lanes(stacks, compare, "gpudash-read")
+    return [item for stack in stacks for item in found.get(stack, ())]
 
 
 def _read_regular(path: Path) -> tuple[bytes, os.stat_result | None]:

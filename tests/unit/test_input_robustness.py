@@ -1117,25 +1117,30 @@ def test_change_times_tell_edits_only_where_no_call_sets_them_back_and_their_clo
     assert not output._change_times_tell(tmp_path) and os.listdir(tmp_path) == []
 
 
+def _threads_started(monkeypatch) -> list[str]:
+    """The names of the threads the build folder's code starts from now on, in order."""
+    import threading
+
+    import generator.output as output
+
+    started: list[str] = []
+
+    class Counted(threading.Thread):
+        def start(self):
+            started.append(self.name)
+            super().start()
+
+    monkeypatch.setattr(output.threading, "Thread", Counted)
+    return started
+
+
 def test_the_previous_build_is_read_in_two_lanes_where_it_holds_enough_files_and_each_lanes_edits_are_found(
         tmp_path, monkeypatch):
     """The previous build's files are read (to see that replacing them loses no edit) in two lanes, this thread and
     one other, when the build holds enough of them for a second lane to gain (reading and hashing run beside each
     other on two CPUs): an edit in a file of either lane is found and refused, the folder left as it was. A build of a
     few files, and the files re-read after a rebuild right after the one before, are read in this thread alone."""
-    import threading
-
-    import generator.output as output
-
-    started: list[str] = []
-    real_thread = threading.Thread
-
-    class Counted(real_thread):
-        def start(self):
-            started.append(self.name)
-            super().start()
-
-    monkeypatch.setattr(output.threading, "Thread", Counted)
+    started = _threads_started(monkeypatch)
     out = tmp_path / "build"
     many = {f"cloudwatch/dashboards/d{i:02}.json": f'{{"n": {i}}}\n'.encode() for i in range(40)}
     write_files(out, many)
@@ -1153,3 +1158,32 @@ def test_the_previous_build_is_read_in_two_lanes_where_it_holds_enough_files_and
     write_files(tmp_path / "small", {**few, "k8s/a.yaml": b"a: 2\n"})  # right after: a replaced file is read again
     assert (tmp_path / "small/k8s/a.yaml").read_bytes() == b"a: 2\n"
     assert [name for name in started if name != "gpudash-write"] == []
+
+
+def test_the_previous_templates_are_compared_in_two_lanes_and_a_renamed_resource_of_either_lane_is_found(
+        tmp_path, monkeypatch):
+    """The previous build's CloudFormation templates are read (for resources declared under another id, and to hash
+    the unchanged ones once) in two lanes where there are enough of them: a resource renamed in a template of either
+    lane is found, in the order of the stacks, and every unchanged template's sha256 is known."""
+    import hashlib
+    import threading
+
+    import generator.output as output
+
+    def template(stack: str, id_: str) -> dict:
+        return {"Resources": {id_: {"Type": "AWS::CloudWatch::Alarm", "Properties": {"AlarmName": f"{stack}-hot"}}}}
+
+    stacks = [f"gpudash-cluster-c{i:02}" for i in range(20)]
+    before = {stack: template(stack, f"AlarmOld{i}") for i, stack in enumerate(stacks)}
+    write_files(tmp_path / "build", {output.template_file(s): json.dumps(t).encode() for s, t in before.items()})
+    now = {**before, stacks[4]: template(stacks[4], "AlarmNew4"), stacks[13]: template(stacks[13], "AlarmNew13")}
+    files = {output.template_file(s): json.dumps(t).encode() for s, t in now.items()}
+    started = _threads_started(monkeypatch)
+    known: dict = {}
+    found = output.renamed_resources(tmp_path / "build", now, files, stacks, known)
+    assert found == [(stacks[4], f"{stacks[4]}-hot", "AlarmOld4", "AlarmNew4"),
+                     (stacks[13], f"{stacks[13]}-hot", "AlarmOld13", "AlarmNew13")]
+    unchanged = [output.template_file(s) for s in stacks if s not in (stacks[4], stacks[13])]
+    assert sorted(known) == sorted(unchanged)
+    assert all(known[path][0] == hashlib.sha256(files[path]).hexdigest() for path in unchanged)
+    assert started == ["gpudash-read"]
