@@ -911,6 +911,12 @@ def _guard(client: GrafanaClient, change: Change, folder_uid: str, live: dict[st
             return after
         raise RemoteError(f"the unchanged save gpudash makes right before a delete failed ({exc.what}); not deleted",
                           where=where, hint="run again; nothing of the dashboard was changed") from None
+    looked_id, saved_id = live["dashboard"].get("id"), saved.get("id")
+    if _an_id(saved_id) and saved_id != looked_id:  # a Grafana that saves an id it has no dashboard with by its uid
+        raise RemoteError(f"gpudash's unchanged save right before the delete was saved as dashboard id {saved_id}, not "
+                          f"id {looked_id} just read: deleted and made anew under its uid in that moment; not deleted",
+                          where=where, hint="look at the dashboard's versions in Grafana (the one before gpudash's "
+                                            "unchanged save is the new dashboard's), then run `gpudash plan`")
     if saved["version"] == version:  # the version did not move: a save from it would not be refused
         client.note(f"dashboard {change.name}: Grafana kept version {version} for gpudash's unchanged save right "
                     "before the delete, so a person's save in the moment between would not have been refused")

@@ -339,3 +339,27 @@ def test_a_retired_dashboard_s_permissions_answered_as_none_at_all_refuse_its_de
     said = json.dumps(report)
     assert "listed as none at all" in said, said
     assert {*CREATED, UPDATED} <= set(report["written"])
+
+
+def test_a_dashboard_made_anew_in_the_moment_before_the_guarding_save_is_not_deleted(grafana, proxy, run, desired):
+    """Right before gpudash's unchanged save that precedes the retired dashboard's delete, another job with the same
+    service account deletes it and makes its own under its uid (version 1, as the retired one was read at). A Grafana
+    whose save takes an id it has no dashboard with, beside a uid, as a save by the uid saves over it, and nothing
+    else read after showed another dashboard (its permissions are its creator's, the same account's): it was
+    deleted. The save's answer names that dashboard's id, not the one just read: the delete is not sent."""
+    grafana.unknown_id_saves_by_uid = True
+
+    def another_job() -> None:
+        with grafana.lock:
+            entry = grafana.state.dashboards.pop(RETIRED)
+            grafana._store(RETIRED, {"title": "Another job's board", "tags": ["team"], "panels": []},
+                           entry["folderUid"], message="", user="gpudash-sa")
+
+    proxy.inject(Rule(r"^/api/dashboards/db$", method="POST", action="before", contains=RETIRED.encode(),
+                      callback=another_job))
+    code, report, stderr = run()
+    assert RETIRED in grafana.state.dashboards, report
+    assert grafana.state.dashboards[RETIRED]["versions"][0]["version"] == 1  # the other job's, then gpudash's save
+    assert code == 3, stderr
+    error = {f["name"]: f["error"] for f in report["failed"]}[RETIRED]
+    assert "deleted and made anew under its uid in that moment; not deleted" in error, error
