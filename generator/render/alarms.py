@@ -36,7 +36,7 @@ from ..go_template import as_alert_text
 from ..markers import (ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
-from ..model import Alarm, Condition
+from ..model import WORKLOAD_KEYS, Alarm, Condition
 from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, WATCHED_CLUSTER, alarm_name as _name,
                      alert_name, regional_alarm_name)
 from ..ownership import publication_tags
@@ -86,9 +86,11 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan | None
     query's contributors (tests/integration/test_stale_alarm_twins.py). The range's length is published only by the
     page's example (RANGE_EXTRA_PERIODS): the rule judges that length (_of_range) and clears with the alarm there; a
     longer range keeps the alarm in ALARM longer. A rule that reads the pods a scrape within the per-pod look-back
-    named (left_lookback, of the alarm's plan `plan_`) clears up to that much later for a pod that left a GPU its
-    exporter still reports. A clause of the description's notes, the last (the first to give way to its short form)."""
-    who = "a pod" if alarm.per_pod else "a GPU"
+    named (left_lookback) clears up to that much later for a pod that left a GPU its exporter still reports. An alarm
+    whose plan `plan_` reads a count or sum over the scrapes a period holds (per_scrape_read) says what its latest
+    datapoints do instead (_per_scrape_stale). A clause of the description's notes, the last (the first to give way to
+    its short form)."""
+    who = _who(alarm)
     if alarm.missing_data == "breaching":  # the periods it misses breach: _of_range's `fewer` and `nothing`
         return Note(f"{who} whose data stops (exporter, node or pod gone) "
                     f"is judged with its missing periods breaching while its last datapoints are in the alarm's "
@@ -97,7 +99,9 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan | None
                     f"the alarm's {'cluster' if alarm.scope == 'cluster' else 'Region'} in it, fires once for it",
                     f"{who} whose data stops is judged with its missing periods breaching: it fires, and with no "
                     f"reading in the range the alarm is in ALARM")
-    lookback = left_lookback(alarm, catalog, settings, plan_)
+    lookback = left_lookback(alarm, catalog, settings)
+    if plan_ is not None and per_scrape_read(plan_):
+        return _per_scrape_stale(alarm, settings, lookback)
     left = "" if not lookback else (
         f"; a pod that left a GPU its exporter still reports (another pod's now, or idle) is read by the rule for up "
         f"to the per-pod look-back ({lookback} s) after the last scrape naming it, where the alarm has no datapoint "
@@ -109,20 +113,54 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan | None
                 f"length unpublished, holds it longer){left}", _stale_clause(alarm, lookback))
 
 
-def left_lookback(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan | None = None) -> int:
+def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
+    """stale's note of an alarm whose datapoint is a period's count or sum of observations over the scrapes the period
+    holds (per_scrape_read): a contributor's latest datapoint at most evaluations is of a period that ends after its
+    last reading (the evaluation window slides with each evaluation), and reads only the part of it the contributor
+    had data for. Above a level (`>`), the alarm can leave ALARM from a scrape after the last reading, is in ALARM
+    again while a period ending at the last reading is its latest (part of each later period), and is out of ALARM
+    for good from up to a period before its rule clears (a pod at 250 W for a 200 W level, 30 s scrapes, 5-minute
+    periods: a sum out at 70-310 s, 370-610 s and from 670 s after the last reading, a count from 760 s, the rule at
+    900 s, 1,020 s with the look-back; tests/integration/test_pod_left_twins.py). Below a level (`<`), the part read
+    is read low: the alarm can be in ALARM for part of each period until the readings leave its range, where its rule
+    does not fire."""
+    who, period = _who(alarm), _spoken(alarm.period_seconds)
+    clears = _spoken(rule_clears(alarm))
+    later = f"; for a pod that left a GPU still reported, up to {lookback} s later" if lookback else ""
+    latest = (f"{who} whose data stops (exporter, node or pod gone) is judged on its latest datapoints in the alarm's "
+              f"evaluation range, each the readings of its period over the scrapes the period holds: at most "
+              f"evaluations the latest is of a period ending after the last reading, which reads only the part of it "
+              f"{who.split()[1]} had data for, ")
+    if cloudwatch_condition(alarm, settings).comparison in ("<", "<="):
+        return Note(latest + f"read low: the alarm can be in ALARM for part of each period until its readings leave "
+                             f"the range, where the rule, which clears {clears} after the last reading, does not fire",
+                    f"{who} whose data stops can be in ALARM after, its last period read in part (low), where the rule "
+                    f"does not (it clears {clears} after the last reading)")
+    return Note(latest + f"so the alarm can leave ALARM from a scrape after the last reading, is in ALARM again while "
+                         f"a period ending at the last reading is its latest (part of each period after), and is out "
+                         f"of it for good up to {period} before the rule clears ({clears} after the last reading"
+                         f"{later})",
+                f"{who} whose data stops in ALARM can leave it early, its last period read in part (for good up to "
+                f"{period} before the rule, {clears} after the last reading)")
+
+
+def _who(alarm: Alarm) -> str:
+    """What one contributor of the alarm is, in words: a pod, a namespace or a container (its workload group), else a
+    GPU."""
+    keys = group_keys(alarm.condition.query.by)
+    return next((f"a {key}" for key in WORKLOAD_KEYS if key in keys), "a GPU")
+
+
+def left_lookback(alarm: Alarm, catalog: Catalog, settings: Settings) -> int:
     """Seconds a rule may read a pod on a GPU after the last scrape that named it there (0: none): the per-pod
     look-back (promql.label_lookback) of a rule of gauges by pod, namespace or container (named_pods_looked_back),
     which reads a pod the exporter names in turn with others on a GPU they share at every step. A pod that left a GPU
-    still reported reads the same there until the look-back has passed, so its rule keeps a period with its data up
-    to that long after the last scrape naming it, where CloudWatch, which has a pod's datapoints only from the
-    scrapes naming it, has none: to the rule's last step with a reading within it, a count
-    (_Device.named_in_period) as its total, mean, largest or smallest (at 30 s scrapes off the rule's 5 s steps,
-    90-95 s; tests/integration/test_pod_left_twins.py). Said of an alarm whose contributors are pods, and whose plan `plan_`
-    is a mean of what arrived (not per_scrape_read: a count or sum per scrape on agent.pipeline classic reads its
-    last period's share of scrapes naming the pod, below its level, and cleared 4 to 6 minutes before the rule);
-    0 for others."""
-    if not alarm.per_pod or (plan_ is not None and per_scrape_read(plan_)) or \
-            not named_pods_looked_back(_alert_query(alarm, settings), catalog):
+    still reported reads the same there until the look-back has passed, so its rule (a pod's, or its namespace's or
+    container's) keeps a period with its data up to that long after the last scrape naming it, where CloudWatch,
+    which has a pod's datapoints only from the scrapes naming it, has none: to the rule's last step with a reading
+    within it, a count (_Device.named_in_period) as its total, mean, largest or smallest (at 30 s scrapes off the
+    rule's 5 s steps, 90-95 s; tests/integration/test_pod_left_twins.py); 0 for others."""
+    if not named_pods_looked_back(_alert_query(alarm, settings), catalog):
         return 0
     return int(label_lookback(settings.scrape.seconds).removesuffix("s"))
 
@@ -161,7 +199,7 @@ def _stale_clause(alarm: Alarm, lookback: int = 0) -> str:
     """stale's note in a few words (its short form): how long it stays in ALARM, and when its rule clears (`lookback`:
     left_lookback's seconds, the rule's lag for a pod that left a GPU still reported)."""
     left = f"; for a pod that left a GPU still reported, up to {lookback} s after the alarm" if lookback else ""
-    return f"{'a pod' if alarm.per_pod else 'a GPU'} whose data stops in ALARM stays so while its last datapoints " \
+    return f"{_who(alarm)} whose data stops in ALARM stays so while its last datapoints " \
            f"are in the evaluation range (the rule clears {_spoken(rule_clears(alarm))} after the last reading{left})"
 
 

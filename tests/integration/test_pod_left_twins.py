@@ -52,22 +52,24 @@ def _pod(k: int) -> str:
     return "old-0" if k < LEFT else "new-0"
 
 
-def _alarm_states(files, rule: str, step: int, phase: int, instants: list[int]) -> list[int]:
-    """The instants at which the CloudWatch alarm of `rule` is in ALARM for old-0 over the example's evaluation range,
-    the GPU's scrapes (at `phase` + k x `step` s) through the agent model of the build's agent configuration."""
+def _alarm_states(files, rule: str, step: int, phase: int, instants: list[int], moved: str = NAMESPACE,
+                  who: tuple[str, str] = ("pod", "old-0")) -> list[int]:
+    """The instants at which the CloudWatch alarm of `rule` is in ALARM for old-0 (`who`: the contributor's label and
+    value) over the example's evaluation range, the GPU's scrapes (at `phase` + k x `step` s; new-0 in namespace
+    `moved`) through the agent model of the build's agent configuration."""
     config, job = agent_config(files[AGENT_FILE])
     target = target_labels(job, NODE)
     scrapes = [Scrape(float(phase + k * step), f"# TYPE {POWER} gauge\n{POWER}{{gpu=\"0\",UUID=\"GPU-left-0\","
                                                f"device=\"nvidia0\",modelName=\"NVIDIA A10G\",Hostname=\"{NODE}\","
                                                f"DCGM_FI_DRIVER_VERSION=\"535.104.05\",container=\"main\","
-                                               f"namespace=\"{NAMESPACE}\",pod=\"{_pod(k)}\"}} 250\n", target)
+                                               f"namespace=\"{NAMESPACE if k < LEFT else moved}\",pod=\"{_pod(k)}\"}} 250\n", target)
                for k in range(-2, instants[-1] // step + 1)]
     points = Agent(config, job).run(scrapes)
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if {"Key": "gpudash:rule", "Value": rule} in a["Request"]["Tags"]]
     length = cloudwatch_eval.example_range(request)
     return [t for t in instants for key, judged in cloudwatch_eval.alarm_ranges(request, points, t).items()
-            if dict(key).get("pod") == "old-0" and judged[length] == "ALARM"]
+            if dict(key).get(who[0]) == who[1] and judged[length] == "ALARM"]
 
 
 def _stored(pod: str, step: int, phase: int, end: int) -> str:
@@ -138,26 +140,70 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
                                                                      if t <= last_named + clears], rule
 
 
-def test_the_note_is_written_where_the_alarm_reads_a_pod_by_what_arrived(tmp_path):
-    """On agent.pipeline: classic a pod's count or sum per scrape (its period's observations over its scrapes) reads
-    its last period's share of the scrapes naming it, below its level: those alarms cleared 4 to 6 minutes before the
-    rule (750 and 660 s after the last naming, the rule 1,020 s), so their descriptions claim no bound; its mean,
-    largest and smallest read what arrived and keep the note, as every form does on the OTel pipeline. A namespace's
-    alarm (its contributors no pods) has none either."""
-    namespace = "".join(f"    yield Alarm('{aggregation}-power-namespace', 'T', Condition(Query({POWER!r}, "
-                        f"{aggregation!r}, ('namespace',)), '>', 200), description='d', runbook='r')\n"
-                        for aggregation in ("sum", "avg"))
-    said = {}
-    for pipeline in ("otel", "classic"):
-        (tmp_path / pipeline).mkdir()
-        files, _ = built_with(tmp_path / pipeline, {"left.py": _definitions() + namespace}, fields=(UTIL, POWER),
-                              settings=f"agent:\n  pipeline: {pipeline}\n")
-        for alarm in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
-            rule = next(t["Value"] for t in alarm["Request"]["Tags"] if t["Key"] == "gpudash:rule")
-            if rule.endswith(("-pod", "-pod-gpu", "-namespace")) and "power" in rule:
-                said[pipeline, rule] = bool(CLEARS.search(alarm["Request"]["AlarmDescription"]))
-    assert {key for key, note in said.items() if not note} == {
-        ("classic", "count-power-pod"), ("classic", "sum-power-pod"), ("classic", "count-power-pod-gpu"),
-        ("classic", "sum-power-pod-gpu"), ("otel", "sum-power-namespace"), ("otel", "avg-power-namespace"),
-        ("classic", "sum-power-namespace"), ("classic", "avg-power-namespace")}, said
-    assert len(said) == 2 * (len(FORMS) + 2)
+PER_SCRAPE = re.compile(r"can leave (?:it early|ALARM from a scrape after).*?for good up to (\d+) minutes before the "
+                        r"rule(?: clears \(|, )(\d+) minutes after the last reading")
+NAMESPACES = [(f"{aggregation}-power-namespace", aggregation, ("namespace",), ">", 200) for aggregation in ("sum", "avg")]
+
+
+@pytest.mark.parametrize("pipeline", ["classic", "otel"])
+def test_a_count_or_sum_per_scrape_leaves_alarm_up_to_a_period_before_its_rule_as_the_description_says(
+        tmp_path, pipeline):
+    """A count or sum CloudWatch reads over the scrapes its period holds (agent.pipeline: classic per pod; a
+    namespace's sum on both pipelines) reads at most evaluations a latest period that ends after old-0's last
+    reading, and only the part of it old-0 had data for (the evaluation window slides with each evaluation): at
+    250 W for a level of 200 W, 30 s scrapes and 5-minute periods, the sum alarm leaves ALARM 70 s after the last
+    naming, is in ALARM again at 310-370 s and 610-670 s, out for good from 670 s; a count (above 5 of 10 scrapes) leaves
+    it at 160 s, is in it again at 310-460 s and 610-760 s, out for good from 760 s; the rule, which
+    keeps old-0 (and team-l, whose only pod it was: new-0 runs in team-n) for the look-back, 1,020 s. Their
+    descriptions say so (they said the rule clears 15 minutes after the last reading as the alarm does, and a
+    namespace's alarm said nothing of the look-back); a namespace's mean (what arrived) stays in ALARM until 15
+    minutes after the last naming, the rule up to the look-back after, as the per-pod forms."""
+    step, phase, moved = 30, 0, "team-n"
+    forms = [*(FORMS if pipeline == "classic" else []), *NAMESPACES]
+    definitions = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+        f"    yield Alarm({rule!r}, 'T', Condition(Query({POWER!r}, {aggregation!r}, {by!r}), {comparison!r}, "
+        f"{level}), description='d', runbook='r')\n" for rule, aggregation, by, comparison, level in forms)
+    files, folder = built_with(tmp_path, {"left.py": definitions}, fields=(UTIL, POWER),
+                               settings=f"agent:\n  pipeline: {pipeline}\n")
+    last_named = phase + (LEFT - 1) * step
+    lookback, clears, period = 4 * step, 900, 300
+    requests = {next(t["Value"] for t in a["Request"]["Tags"] if t["Key"] == "gpudash:rule"): a["Request"]
+                for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    per_scrape = {rule for rule, aggregation, *_ in forms
+                  if aggregation in ("count", "sum") and (pipeline == "classic" or rule.endswith("-namespace"))}
+    assert per_scrape
+    instants = list(range(last_named - 30, last_named + clears + lookback + 50, 10))
+    cases = []
+    alerts = alert_names(folder)
+    for rule, aggregation, by, _, _ in forms:
+        who = ("namespace", NAMESPACE) if by == ("namespace",) else ("pod", "old-0")
+        description = requests[rule]["AlarmDescription"]
+        states = _alarm_states(files, rule, step, phase, instants, moved, who)
+        if rule in per_scrape:
+            assert PER_SCRAPE.search(description).groups() == ("5", "15"), description
+            out = [t for t in instants if t not in states]
+            assert last_named in states and min(out) - last_named == {"sum": 70, "count": 160}[aggregation], states
+            assert any(t in states for t in range(min(out), last_named + clears, 10)), (rule, states)
+            assert last_named + clears - period <= max(states) <= last_named + clears, (rule, states)
+            assert max(states) - last_named == {"sum": 660, "count": 750}[aggregation], (rule, states)
+        else:
+            assert CLEARS.search(description).groups() == ("15", "120"), description
+            assert states == [t for t in instants if t <= last_named + clears], rule
+        labels = {"namespace": NAMESPACE, **({"pod": "old-0"} if who[0] == "pod" else {}),
+                  **({"gpu": "0"} if "gpu" in by else {})}
+        cases += [{"eval_time": f"{t}s", "alertname": alerts[rule],
+                   "exp_alerts": [_expected(folder, alerts[rule], **labels)]
+                   + [_expected(folder, alerts[rule], **{**labels, "namespace": moved,
+                                                        **({"pod": "new-0"} if who[0] == "pod" else {})})]}
+                  for t in instants]
+    for case in cases:  # old-0 (team-l) until the look-back after its last naming and 15 minutes; new-0 from its first
+        t = int(case["eval_time"].removesuffix("s"))
+        case["exp_alerts"] = [case["exp_alerts"][0]] * (t <= last_named + lookback + clears) \
+            + [case["exp_alerts"][1]] * (t >= last_named + step)
+    end = instants[-1] + 1
+    series = [{"series": f'{POWER}{{gpu="0",UUID="GPU-left-0",hostname="{NODE}",container="main",'
+                         f'namespace="{NAMESPACE if pod == "old-0" else moved}",instance="10.0.1.1:9400",'
+                         f'job="gpu-metrics",node="{NODE}",pod="{pod}"}}',
+               "values": _stored(pod, step, phase, end)} for pod in ("old-0", "new-0")]
+    _promtool_test(folder, "left.yaml", [{"interval": "1s", "input_series": series, "alert_rule_test": cases}],
+                   evaluation_interval="5s")
