@@ -671,17 +671,21 @@ def _unmarked(held: str) -> str:
     return f"(({held}) and {{0}})"
 
 
-def _superseded(labels: Labels, within: str, resolution: str) -> str:
+def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...] = ()) -> str:
     """A form of a selector (`{0}`): its series the exporter stopped serving while it still served its copy's others of
     the GPU (a MIG instance destroyed by a reconfiguration): marked stale (the instant selector reads none) and its
     latest sample within `within` older than the newest of its copy's series (one scrape target's series of the GPU,
     by its UUID and index). A failed scrape marks every series of its target stale at once, the ones it last served
     alike (none older than the copy's newest): those stay the GPU's. A series that stopped without a staleness marker
-    (as after a Prometheus restart) is not one: it is read while its latest reading is within the look-back."""
+    (as after a Prometheus restart) is not one: it is read while its latest reading is within the look-back. `by` (a
+    GPU instance's labels, the copy's among them): the instances none of whose series (its own, its pods' copies) the
+    exporter still served, not each series (a pod gone from an instance others hold leaves the instance)."""
     last = f"max_over_time(timestamp({{0}})[{within}:{resolution}])"
+    last = f"max by ({_listed(by)}) ({last})" if by else last
     copy = _listed((labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
                     *COPY_LABELS))
-    return f"(({last} < on ({copy}) group_left () max by ({copy}) ({last})) unless {{0}})"
+    marked = f" unless on ({_listed(by)}) {{0}}" if by else " unless {0}"
+    return f"(({last} < on ({copy}) group_left () max by ({copy}) ({last})){marked})"
 
 
 def _read_within(within: str) -> str:
@@ -1711,16 +1715,18 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         """Panels' late tier: `series` (of the field `name`) without the MIG instances the exporter stopped serving
         while it served the GPU's others (_superseded: destroyed by a MIG reconfiguration, read beside the new ones at
         a failed scrape within the look-back, 47,000 for 15,000 MiB); a per-process field's device value
-        (_Device.tiers, one series per GPU instance) without the instances whose own series is so."""
+        (_Device.tiers, one series per GPU instance) without the instances none of whose series (its own, its pods'
+        copies, on an exporter with per-process shares or without) is still served."""
         if f'{MIG_INSTANCE_LABEL}=""' in more or within is None:  # whole GPUs only
             return series
         mig = list(dict.fromkeys([*extra, *more, f'{MIG_INSTANCE_LABEL}!=""']))
-        gone = _superseded(merge.labels, within, resolution)
-        if device is not None and device.reads_device(name):
-            own = _raw(name, device.unscoped, [*(m for m in mig if m != f'{device.pod}!=""'), f'{device.pod}=""'],
-                       gone)
-            return f"({series} unless on ({_listed((*device.identity, *FIELD_LABELS.get(name, ((), ''))[0]))}) {own})"
-        return f"({series} unless {_raw(name, branches, mig, gone)})"
+        if device is not None and device.reads_device(name):  # an instance none of whose series is served
+            identity = (*device.identity, *FIELD_LABELS.get(name, ((), ""))[0])
+            gone = _raw(name, device.unscoped, [m for m in mig if m != f'{device.pod}!=""'],
+                        _superseded(merge.labels, within, resolution, identity))
+            return f"({series} unless on ({_listed(identity)}) {gone})"
+        return f"({series} unless {_raw(name, branches, mig, _superseded(merge.labels, within, resolution))})"
+
     def averaged_instances(names: tuple[str, ...], mig: tuple[str, ...]) \
             -> tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[str, ...] | None]:
         """Panels, of fields a GPU's MIG instances average (one_copy's `blanks`, `late_blanks`): a copy is fresh only

@@ -2,7 +2,9 @@
 activity), on a real Prometheus scraping an exporter: an instance the exporter no longer serves is no instance of the
 GPU, though the look-back still holds its samples.
 
-One node, scraped every second (the panel's query made for 30 s scrapes, scaled): GPU 0 split into two 3g.40gb
+One node, scraped every second (the panel's query made for 30 s scrapes, scaled), its exporter run with
+KUBERNETES_VIRTUAL_GPUS (4.5.3+: framebuffer used as each instance's own series and its pod's copy, whose processes
+use all of it; engine activity as the pod's copy), read by a build with and without exporter.virtual_gpus: GPU 0 split into two 3g.40gb
 instances (20,000 and 12,000 MiB; engine 0.6 and 0.2), reconfigured after scrape 8 into three 2g.20gb instances
 (5,000 MiB each; engine 0.1, 0.1 and 0.4); after scrape 16 the third instance is gone. GPU 1 whole (10,000 MiB,
 engine 0.5). Three scrapes fail (every series marked stale, as at any failed scrape: the look-back bridges it): one
@@ -23,7 +25,7 @@ import pytest
 from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
-from tests.integration.test_mig_twins import built_with
+from generator.resources import default_counters
 from tests.integration.test_pod_lookback_restart import _Counted, _scraping
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
@@ -31,7 +33,10 @@ from tests.support.panel_expression import panel_expression
 
 USED, ENGINE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 RECONFIGURED, FAILS, GONE, SCRAPES = 8, (11, 14, 18), 16, 20
-DEVICE = 'modelName="NVIDIA H100 80GB HBM3",Hostname="n1",DCGM_FI_DRIVER_VERSION="535.161.08"'
+DEVICE = 'modelName="NVIDIA H100 80GB HBM3",DCGM_FI_DRIVER_VERSION="535.161.08"'
+# node: whether its exporter writes framebuffer used as each instance's own series beside its pod's copy (4.5.3+ with
+# KUBERNETES_VIRTUAL_GPUS), or as the pod's copy alone (the setting off, or before 4.5.3)
+NODES = {"n1": True, "n2": False}
 
 
 def instances(n: int) -> dict[str, list[tuple[str, str, dict[str, float]]]]:
@@ -44,7 +49,7 @@ def instances(n: int) -> dict[str, list[tuple[str, str, dict[str, float]]]]:
     return {"0": mig, "1": [("", "", {USED: 10000, ENGINE: 0.5})]}
 
 
-def payload(n: int) -> str:
+def payload(node: str, n: int) -> str:
     if n in FAILS:
         return "garbage{ 1\n"
     lines = []
@@ -53,32 +58,46 @@ def payload(n: int) -> str:
         for gpu, held in instances(n).items():
             for instance, profile, read in held:
                 mig = f',GPU_I_ID="{instance}",GPU_I_PROFILE="{profile}"' if instance else ""
-                lines.append(f'{field}{{gpu="{gpu}",UUID="GPU-n1-{gpu}",device="nvidia{gpu}",{DEVICE}{mig},'
-                             f'container="main",namespace="ml",pod="p{gpu}{instance}"}} {read[field]}')
+                series = f'{field}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",{DEVICE},Hostname="{node}"{mig}'
+                if field == USED and NODES[node]:  # a per-process field (KUBERNETES_VIRTUAL_GPUS, 4.5.3+): its own series
+                    lines.append(f"{series}}} {read[field]}")
+                lines.append(f'{series},container="main",namespace="ml",pod="p{gpu}{instance}",'
+                             f'pod_uid="uid-p{gpu}{instance}"}} {read[field]}')
     return "\n".join(lines) + "\n"
 
 
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory):
-    exporter = _Counted(payload)
-    with ReplayExporter(exporter) as served:
-        with _scraping(tmp_path_factory, "mig-reconfigured", [served.address], lambda: exporter.served >= SCRAPES) \
-                as prometheus:
-            scrapes = sorted(float(at) for series in prometheus.query("up[10m]") for at, _ in series["values"])
-            yield prometheus, scrapes
+    """The Prometheus scraping both nodes' exporters, and each node's scrape times."""
+    exporters = {node: _Counted(lambda n, node=node: payload(node, n)) for node in NODES}
+    with ReplayExporter(exporters["n1"]) as one, ReplayExporter(exporters["n2"]) as two:
+        addresses = {"n1": one.address, "n2": two.address}
+        with _scraping(tmp_path_factory, "mig-reconfigured", list(addresses.values()),
+                       lambda: all(e.served >= SCRAPES for e in exporters.values())) as prometheus:
+            yield prometheus, {node: sorted(float(at) for series in prometheus.query(f'up{{instance="{address}"}}[10m]')
+                                            for at, _ in series["values"]) for node, address in addresses.items()}
 
 
 @pytest.mark.parametrize("field, how", [(USED, "sum"), (ENGINE, "avg")])
 @pytest.mark.parametrize("by", [(), ("gpu",)])
-def test_mig_instances_the_exporter_no_longer_serves_are_left_out(scraped, tmp_path_factory, field, how, by):
+@pytest.mark.parametrize("settings", ["", "exporter:\n  virtual_gpus: true\n"], ids=["defaults", "virtual_gpus"])
+@pytest.mark.parametrize("node", NODES)
+def test_mig_instances_the_exporter_no_longer_serves_are_left_out(scraped, tmp_path_factory, field, how, by, settings,
+                                                                  node):
     prometheus, scrapes = scraped
+    scrapes = scrapes[node]
     assert len(scrapes) >= SCRAPES
-    _, folder = built_with(tmp_path_factory.mktemp("mig-reconfigured"), {}, fields=(USED, ENGINE))
+    folder = tmp_path_factory.mktemp("mig-reconfigured")
+    (folder / "counters.csv").write_text("\n".join(
+        line for line in default_counters().read_text().splitlines()
+        if line and not line.startswith("#") and line.split(",")[0].strip() in (USED, ENGINE)) + "\n")
+    (folder / "gpudash.yaml").write_text(settings or "{}\n")
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     settings = project.settings
     expr = panel_expression(project, Query(field, how, by))
-    expr = interpolate(scraped_every(expr, settings.scrape.seconds, 1), variables({}, ("namespace", "pod", "node",
-                                                                                        "gpu")))
+    expr = interpolate(scraped_every(expr, settings.scrape.seconds, 1), variables({"node": node},
+                                                                                        ("namespace", "pod", "node",
+                                                                                         "gpu")))
     wrong = {}
     for n, at in enumerate(scrapes[:SCRAPES], start=1):
         answered = n - 1 if n in FAILS else n  # the latest scrape that answered
