@@ -468,11 +468,15 @@ def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, 
 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
                  progress: Tick, project: str = "", clusters: tuple[str, ...] = (),
-                 former: tuple[str, ...] = (), records: list[Record] | None = None) -> list[Change]:
-    """Each alarm defined, then the alarms no longer defined that carry this project's tag (to prune)."""
+                 former: tuple[str, ...] = (), records: list[Record] | None = None,
+                 prune: bool = False) -> list[Change]:
+    """Each alarm defined, then the alarms no longer defined that carry this project's tag (to prune). With `prune`
+    (and a project), the alarms defined that the listing does not hold are read by name (`_unlisted_alarms`)."""
     changes = []
     live = {name: alarm for name, alarm in cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix)).items()
             if is_alarm_name(prefix, name)}
+    if prune and project:
+        _unlisted_alarms(cloudwatch, region, prefix, live, requests)
     tags = _read_tags(cloudwatch, region, live, ask=lambda name: name in requests)
     if records is not None and project:
         records.extend(("alarm", name, name in requests, alarm_publication(t)) for name, t in tags.items()
@@ -523,6 +527,33 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     return changes
 
 
+def _unlisted_alarms(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[str, dict[str, Any]],
+                     requests: dict[str, dict[str, Any]]) -> None:
+    """DescribeAlarms by the name prefix against the alarms these settings define that it does not hold (to be
+    created), read by name, BATCH at a time: one that reads, and that a second listing leaves out too (one made
+    between the listing and its read is in it), shows a listing holding only some of the alarms (none, from a stub
+    standing in for CloudWatch), in which one no longer defined may be missing too: --prune would leave it without a
+    word (those defined, found as generated at the write, are skipped). A failure: nothing is written. One read per
+    100 alarms to create, made for --prune (and `plan`) only."""
+    unlisted = sorted(set(requests) - set(live))
+    found = [name for start in range(0, len(unlisted), BATCH)
+             for name in cloudwatch.metric_alarms(region, names=unlisted[start:start + BATCH])]
+    if found:
+        again = cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix))
+        found = [name for name in found if name not in again]
+    if not found:
+        return
+    shown = ", ".join(sorted(found)[:5]) + (" ..." if len(found) > 5 else "")
+    raise RemoteError(f"DescribeAlarms answered {len(live)} alarm(s) named {alarm_name_start(prefix)}*, leaving out "
+                      f"{len(found)} that DescribeAlarms by name reads ({shown}), twice: its answer holds only some of "
+                      "the alarms (something standing in for CloudWatch), so one gpudash published that is no longer "
+                      "defined may be missing from it too: what --prune would delete cannot be read",
+                      where=f"CloudWatch alarms in {region}",
+                      hint=f"run again; if it repeats, list them (aws cloudwatch describe-alarms --region {region} "
+                           f"--alarm-name-prefix {alarm_name_start(prefix)}) and check the endpoint (AWS_ENDPOINT_URL, "
+                           "--endpoint-url); apply without --prune publishes meanwhile")
+
+
 def _side_by_side(first: Callable[[], list], second: Callable[[], list]) -> list:
     """Dashboards and alarms have quotas of their own: work on both at once."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudash-dashboards") as pool:
@@ -539,7 +570,8 @@ def plan_region(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[
     return _side_by_side(
         lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress, project, clusters,
                                  former, records, read_regions, prune),
-        lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project, clusters, former, records))
+        lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project, clusters, former, records,
+                             prune))
 
 
 def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,

@@ -536,3 +536,33 @@ def test_a_dashboard_listing_that_leaves_out_a_defined_dashboard_fails_a_prune_i
     assert code == 0 and "apply --prune fails on it until it lists them" in stderr, stderr
     code, stdout, stderr = cli("plan", "--no-grafana", env={"AWS_ENDPOINT_URL": proxy.url})
     assert code == 3 and "what --prune would delete cannot be read" in stderr, stderr
+
+
+@pytest.mark.parametrize("how", ["none", "all but a defined one"])
+def test_an_alarm_listing_that_leaves_out_a_defined_alarm_fails_a_prune_instead_of_pruning_none(
+        how, proxied, published, project_dir):
+    """DescribeAlarms by the name prefix answers (always) with only some of the alarms, a valid shape (none: a stub
+    standing in for CloudWatch; or without one defined): the other cluster's alarms, no longer defined, are missing
+    from it too. `apply --prune` pruned none of them, the defined ones found as generated at the write and skipped,
+    exit 0; now it fails saying so (nothing written). A read by name of the alarms to create shows it."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    before = (sorted(alarms(client)), _dashboards(client))
+    dropped = "gpudash-gpu-cluster-gpu-idle-warning"
+
+    def listing(body: bytes) -> bytes:
+        answer = json.loads(body)
+        answer["MetricAlarms"] = [] if how == "none" else [
+            a for a in answer["MetricAlarms"] if a["AlarmName"] != dropped]
+        return json.dumps(answer).encode()
+
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="DescribeAlarms", action="rewrite", times=ALWAYS, contains=b"AlarmNamePrefix",
+                      callback=listing))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 3 and "Traceback" not in stderr, stderr
+    count = "12" if how == "none" else "1"
+    assert f"leaving out {count} that DescribeAlarms by name reads (" in stderr, stderr
+    assert how == "none" or f"reads ({dropped}), twice:" in stderr, stderr
+    assert "what --prune would delete cannot be read" in stderr, stderr
+    assert (sorted(alarms(client)), _dashboards(client)) == before and writes(proxy) == []
