@@ -1,6 +1,7 @@
 """A small model of the CloudWatch agent's OpenTelemetry path that gpudash writes
-(prometheus receiver -> its processors, in the order the pipeline lists them: transform (gauges), filter,
-metricstransform, transform (the no-data flag) -> awsemf), run on the GENERATED collector configuration.
+(prometheus receiver -> its processors, in the order the pipeline lists them: transform (gauges), filter (markers),
+metricstransform (pods), filter (blanks), metricstransform, transform (the no-data flag) -> awsemf), run on the
+GENERATED collector configuration.
 
 What it does with each scrape, as the sources document it (opentelemetry-collector-contrib, the
 amazon-contributing fork the agent builds: receiver/prometheusreceiver, processor/filterprocessor,
