@@ -120,10 +120,10 @@ def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
     had data for. Above a level (`>`), the alarm can leave ALARM from a scrape after the last reading, is in ALARM
     again while a period ending at the last reading is its latest (part of each later period), and is out of ALARM
     for good from up to a period before its rule clears (a pod at 250 W for a 200 W level, 30 s scrapes, 5-minute
-    periods: a sum out at 70-310 s, 370-610 s and from 670 s after the last reading, a count from 760 s, the rule at
+    periods: a sum out at 70-300 s, 370-600 s and from 670 s after the last reading, a count from 760 s, the rule at
     900 s, 1,020 s with the look-back; tests/integration/test_pod_left_twins.py). Below a level (`<`), the part read
-    is read low: the alarm can be in ALARM for part of each period until the readings leave its range, where its rule
-    does not fire."""
+    is read low: the alarm can be in ALARM at such evaluations until the readings leave its range, where its rule
+    does not fire (a sum below 240 W of a pod at 250 W: 40-900 s after the last reading)."""
     who, period = _who(alarm), _spoken(alarm.period_seconds)
     clears = _spoken(rule_clears(alarm))
     later = f"; for a pod that left a GPU still reported, up to {lookback} s later" if lookback else ""
@@ -132,10 +132,10 @@ def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
               f"evaluations the latest is of a period ending after the last reading, which reads only the part of it "
               f"{who.split()[1]} had data for, ")
     if cloudwatch_condition(alarm, settings).comparison in ("<", "<="):
-        return Note(latest + f"read low: the alarm can be in ALARM for part of each period until its readings leave "
-                             f"the range, where the rule, which clears {clears} after the last reading, does not fire",
-                    f"{who} whose data stops can be in ALARM after, its last period read in part (low), where the rule "
-                    f"does not (it clears {clears} after the last reading)")
+        return Note(latest + "read low: the alarm can be in ALARM at such evaluations until its readings leave the "
+                             "range, where the rule does not fire",
+                    f"{who} whose data stops can be in ALARM after, its last periods read in part (low), where the "
+                    f"rule does not fire")
     return Note(latest + f"so the alarm can leave ALARM from a scrape after the last reading, is in ALARM again while "
                          f"a period ending at the last reading is its latest (part of each period after), and is out "
                          f"of it for good up to {period} before the rule clears ({clears} after the last reading"

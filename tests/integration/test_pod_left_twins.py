@@ -143,6 +143,8 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
 PER_SCRAPE = re.compile(r"can leave (?:it early|ALARM from a scrape after).*?for good up to (\d+) minutes before the "
                         r"rule(?: clears \(|, )(\d+) minutes after the last reading")
 NAMESPACES = [(f"{aggregation}-power-namespace", aggregation, ("namespace",), ">", 200) for aggregation in ("sum", "avg")]
+LOW_SAID = "a pod whose data stops can be in ALARM after, its last periods read in part (low), where the rule does not fire"
+LOW = [("low-sum-power-pod", "sum", ("pod",), "<", 240)]  # never fires for a pod at 250 W
 
 
 @pytest.mark.parametrize("pipeline", ["classic", "otel"])
@@ -157,9 +159,11 @@ def test_a_count_or_sum_per_scrape_leaves_alarm_up_to_a_period_before_its_rule_a
     keeps old-0 (and team-l, whose only pod it was: new-0 runs in team-n) for the look-back, 1,020 s. Their
     descriptions say so (they said the rule clears 15 minutes after the last reading as the alarm does, and a
     namespace's alarm said nothing of the look-back); a namespace's mean (what arrived) stays in ALARM until 15
-    minutes after the last naming, the rule up to the look-back after, as the per-pod forms."""
+    minutes after the last naming, the rule up to the look-back after, as the per-pod forms. Below a level the part
+    read is read low: a pod's sum below 240 W, which its rule never calls at 250 W, is in ALARM from 40 s after the
+    last naming to 900 s, as its description says it can be."""
     step, phase, moved = 30, 0, "team-n"
-    forms = [*(FORMS if pipeline == "classic" else []), *NAMESPACES]
+    forms = [*(FORMS + LOW if pipeline == "classic" else []), *NAMESPACES]
     definitions = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
         f"    yield Alarm({rule!r}, 'T', Condition(Query({POWER!r}, {aggregation!r}, {by!r}), {comparison!r}, "
         f"{level}), description='d', runbook='r')\n" for rule, aggregation, by, comparison, level in forms)
@@ -175,11 +179,15 @@ def test_a_count_or_sum_per_scrape_leaves_alarm_up_to_a_period_before_its_rule_a
     instants = list(range(last_named - 30, last_named + clears + lookback + 50, 10))
     cases = []
     alerts = alert_names(folder)
-    for rule, aggregation, by, _, _ in forms:
+    for rule, aggregation, by, comparison, _ in forms:
         who = ("namespace", NAMESPACE) if by == ("namespace",) else ("pod", "old-0")
         description = requests[rule]["AlarmDescription"]
         states = _alarm_states(files, rule, step, phase, instants, moved, who)
-        if rule in per_scrape:
+        if rule in per_scrape and comparison == "<":  # its last periods read low: it fires, the rule never
+            assert LOW_SAID in description, description
+            assert last_named + step < min(states) < last_named + period and max(states) == last_named + clears, states
+            assert len(states) > (clears - period) // 10, states
+        elif rule in per_scrape:
             assert PER_SCRAPE.search(description).groups() == ("5", "15"), description
             out = [t for t in instants if t not in states]
             assert last_named in states and min(out) - last_named == {"sum": 70, "count": 160}[aggregation], states
@@ -191,12 +199,16 @@ def test_a_count_or_sum_per_scrape_leaves_alarm_up_to_a_period_before_its_rule_a
             assert states == [t for t in instants if t <= last_named + clears], rule
         labels = {"namespace": NAMESPACE, **({"pod": "old-0"} if who[0] == "pod" else {}),
                   **({"gpu": "0"} if "gpu" in by else {})}
+        if comparison == "<":
+            cases += [{"eval_time": f"{t}s", "alertname": alerts[rule], "exp_alerts": []} for t in instants]
+            continue
         cases += [{"eval_time": f"{t}s", "alertname": alerts[rule],
                    "exp_alerts": [_expected(folder, alerts[rule], **labels)]
                    + [_expected(folder, alerts[rule], **{**labels, "namespace": moved,
                                                         **({"pod": "new-0"} if who[0] == "pod" else {})})]}
                   for t in instants]
-    for case in cases:  # old-0 (team-l) until the look-back after its last naming and 15 minutes; new-0 from its first
+    for case in (case for case in cases if case["exp_alerts"]):
+        # old-0 (team-l) until the look-back after its last naming and 15 minutes; new-0 from its first
         t = int(case["eval_time"].removesuffix("s"))
         case["exp_alerts"] = [case["exp_alerts"][0]] * (t <= last_named + lookback + clears) \
             + [case["exp_alerts"][1]] * (t >= last_named + step)
