@@ -418,6 +418,23 @@ class _Device:
         fresh, (value, _) = self.tiers(metric, extra, resolution, within)
         return f"({fresh} or on ({identity}) {value})"
 
+    def counted_in_period(self, metric: str, extra: list[str], period: tuple[str, str | None]) -> str:
+        """A rule's count of GPUs reporting `metric` (`reads_device`) over its period (window, offset): each copy of a
+        GPU instance with a reading of the device among the period's samples: its own series' (no pod) where the
+        period holds a sample of it, else its pods' copies' (each the device's value there), DCGM's blank no reading;
+        kept for the GPU instances with a series in scope. A GPU whose own series read only the blank in the period is
+        not counted by its pods' shares (a time-sliced GPU whose own series read the blank for 4 minutes counted in
+        each 60 s period: 4 GPUs for 3), as the per-GPU rules read no value of it then. An exporter upgraded within
+        the period to one writing the GPU's own series, which reads only the blank, counts it by neither."""
+        identity = _listed((*self.identity, *FIELD_LABELS.get(metric, ((), ""))[0]))
+        any_pod = [m for m in extra if m != f'{self.pod}!=""']
+        own, copied = [*any_pod, f'{self.pod}=""'], [*any_pod, f'{self.pod}!=""']
+        read, span = counted(False, period), f"[{period[0]}]{_offset(period[1])}"
+        written = _raw(metric, self.unscoped, own, f"present_over_time({{}}{span})")
+        device = (f"(max by ({identity}) ({_raw(metric, self.unscoped, own, read)}) or (max by ({identity}) "
+                  f"({_raw(metric, self.unscoped, copied, read)}) unless on ({identity}) {written}))")
+        return f"({device} and on ({identity}) {_raw(metric, self.scoped, extra, f'present_over_time({{}}{span})')})"
+
     def named_in_period(self, metric: str, extra: list[str], form: str, period: tuple[str, str | None]) -> str:
         """A rule's count per pod over the period `period` (window, offset): the copies of `metric` under each pod at the
         period's steps where its total's rule reads the pod (_stepped with `form`, a step's reading: the GPU instance
@@ -1653,8 +1670,11 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 if named:
                     return device.named_in_period(name, [*extra, *more], _gauge_form(over_time, resolution), period)
                 form = counted(is_counter_field(name, catalog), period)
-                if over_time is None and within is not None and device is not None and device.reads_device(name):
-                    return device.counted_within(name, [*extra, *more], resolution, within)  # the device's readings
+                if device is not None and device.reads_device(name):  # the device's readings, not a pod's share
+                    if over_time is not None:
+                        return device.counted_in_period(name, [*extra, *more], period)
+                    if within is not None:
+                        return device.counted_within(name, [*extra, *more], resolution, within)
                 return _raw(name, branches, [*extra, *more], form)
             series = read(metric, [])
             if substitute is not None and kind != "whole":  # a MIG instance reports the field by its stand-in's reading

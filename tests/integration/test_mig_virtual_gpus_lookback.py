@@ -37,6 +37,8 @@ import pytest
 
 from generator.model import Query
 from generator.project import load_project
+from generator.promql import expression, label_lookback
+from generator.render.alarms import rule_step
 from generator.resources import default_counters
 from tests.integration.test_blank_count_lookback import END, STEP, STEPS, _read
 from tests.integration.test_blank_mean_lookback import HOW, _close
@@ -248,5 +250,30 @@ def test_a_count_of_gpus_counts_each_gpu_once_with_a_reading(project, backfilled
             for namespace, pod, _, _ in named(unit, t):
                 gpus[namespace if key == "namespace" else f"{namespace}/{pod}"].add(unit[0])
         return {group: len(held) for group, held in gpus.items()}
+    wrong = _close(shown, truth)
+    assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
+
+
+PERIOD = 2 * STEP  # an alert's period shorter than GPU 3's run of blanks
+
+
+@pytest.mark.parametrize("field", [FB, UTIL])
+@pytest.mark.parametrize("key", [None, "node"])
+def test_a_rules_count_of_gpus_counts_each_gpu_with_a_device_reading_in_its_period(project, backfilled, field, key):
+    """An alert rule's count of GPUs reporting a field over its period counts a GPU with a reading of the device in
+    the period (its own series where it has a sample, not its pods' shares): GPU 3, whose own series read only the
+    blank from scrape 44 to 51, is not counted for the periods within that run (4 GPUs for 3 before)."""
+    prometheus, start = backfilled
+    settings = project.settings
+    expr = expression(Query(field, "count", () if key is None else (key,)), settings.labels, project.catalog,
+                      gauge_window=f"{PERIOD}s", per_instance=True, resolution=rule_step(settings),
+                      hold=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+    shown = _read(prometheus, start, expr, (lambda m: "all") if key is None else (lambda m: m[key]))
+
+    def truth(t):
+        gpus = {unit[0] for unit in UNITS for k in range(STEPS) if t - PERIOD < k * STEP <= t
+                and (value := reading(ACTIVE if field == UTIL and unit[1] else field, unit, k)) is not None
+                and value != NOT_SUPPORTED}
+        return {"all" if key is None else NODE: len(gpus)} if gpus else {}
     wrong = _close(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
