@@ -521,17 +521,31 @@ def _right_in_halves(batch: list[str], right: Callable[[list[str]], bool]) -> se
 
 
 def _joins_across_stories(exprs: list[str]) -> bool:
-    """Whether a join in `exprs` could match one story's series with another's: any `ignoring(...)`, and any `on(...)`
-    whose labels name neither the GPU (promql.GPU_LABEL: its UUID, else its node spelling) nor the namespace or node
-    (each story's are marked apart; see _prometheus_case). The per-GPU naming step joins on (cluster, gpudash_gpu,
-    gpu): series of two stories never agree on it."""
+    """Whether a join in `exprs` could match one story's series with another's: a join (`on(...)` or `ignoring(...)`)
+    both of whose sides read series, where it ignores labels, or matches on labels naming neither the GPU
+    (promql.GPU_LABEL: its UUID, else its node spelling) nor the namespace or node (each story's are marked apart;
+    see _prometheus_case). The per-GPU naming step joins on (cluster, gpudash_gpu, gpu): series of two stories never
+    agree on it. A side that reads no series (numbers, `vector(5)` labelled by label_replace: an alert's weight per
+    period) is the same for every story: it matches each story's series to the same numbers."""
+    import promql_parser
+
+    from generator.lint.promql_checks import walk
     from generator.promql import GPU_LABEL
 
-    for kind, labels in re.findall(r"\b(on|ignoring)\s*\(([^)]*)\)", " ".join(exprs)):
-        named = {label.strip() for label in labels.split(",")}
-        if kind == "ignoring" or not named & {GPU_LABEL, "namespace", "node", "UUID"}:
-            return True
-    return False
+    def reads_series(node) -> bool:
+        found = []
+        walk(node, lambda n: found.append(n) if isinstance(n, promql_parser.VectorSelector) else None, lambda n: None)
+        return bool(found)
+
+    joins = []
+
+    def visit(node) -> None:
+        matching = node.modifier.matching if isinstance(node, promql_parser.BinaryExpr) and node.modifier else None
+        if matching is not None and reads_series(node.lhs) and reads_series(node.rhs):
+            joins.append((matching.type == promql_parser.LabelModifierType.Exclude, set(matching.labels)))
+    for expr in exprs:
+        walk(promql_parser.parse(expr), visit, lambda node: None)
+    return any(ignoring or not named & {GPU_LABEL, "namespace", "node", "UUID"} for ignoring, named in joins)
 
 
 def _all_right(folder, stories: list[tuple[str, list, dict]], every: int) -> bool:
