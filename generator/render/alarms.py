@@ -145,10 +145,11 @@ def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
 
 
 def _who(alarm: Alarm) -> str:
-    """What one contributor of the alarm is, in words: a pod, a namespace or a container (its workload group), else a
-    GPU."""
+    """What one contributor of the alarm is, in words: a pod, a namespace or a container (its workload group), a GPU,
+    a node, else its cluster (a fleet's alarm: its Region)."""
     keys = group_keys(alarm.condition.query.by)
-    return next((f"a {key}" for key in WORKLOAD_KEYS if key in keys), "a GPU")
+    whole = "a Region" if alarm.scope == "fleet" else "a cluster"
+    return next((f"a {key}" for key in (*WORKLOAD_KEYS, "gpu", "node") if key in keys), whole).replace("a gpu", "a GPU")
 
 
 def left_lookback(alarm: Alarm, catalog: Catalog, settings: Settings) -> int:
@@ -166,7 +167,10 @@ def left_lookback(alarm: Alarm, catalog: Catalog, settings: Settings) -> int:
 
 
 def _spoken(seconds: int) -> str:
-    return f"{seconds // 60} minutes" if seconds % 60 == 0 else f"{seconds} s"
+    """`seconds` in words: whole minutes as such (a minute alone singular), else seconds."""
+    if seconds % 60:
+        return f"{seconds} s"
+    return "1 minute" if seconds == 60 else f"{seconds // 60} minutes"
 
 
 def rule_clears(alarm: Alarm) -> int:

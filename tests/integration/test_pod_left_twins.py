@@ -183,6 +183,7 @@ def test_a_count_or_sum_per_scrape_leaves_alarm_up_to_a_period_before_its_rule_a
         who = ("namespace", NAMESPACE) if by == ("namespace",) else ("pod", "old-0")
         description = requests[rule]["AlarmDescription"]
         states = _alarm_states(files, rule, step, phase, instants, moved, who)
+        assert f"a {who[0]} whose data stops" in description, description  # its contributor (a namespace: not a GPU)
         if rule in per_scrape and comparison == "<":  # its last periods read low: it fires, the rule never
             assert LOW_SAID in description, description
             assert last_named + step < min(states) < last_named + period and max(states) == last_named + clears, states
