@@ -436,15 +436,15 @@ class _Device:
         return f"({device} and on ({identity}) {_raw(metric, self.scoped, extra, f'present_over_time({{}}{span})')})"
 
     def named_in_period(self, metric: str, extra: list[str], form: str, period: tuple[str, str | None]) -> str:
-        """A rule's count per pod over the period `period` (window, offset): the copies of `metric` under each pod at the
-        period's steps where its total's rule reads the pod (_stepped with `form`, a step's reading: the GPU instance
-        has a reading at the step, and a scrape within the look-back before the step named the pod on it), so a count
-        and its total, mean, largest or smallest read the same pods at the same steps (a count read the pods named
-        within the period and the look-back before it, and kept a pod that left a GPU still reported up to 27 s
-        longer than its total at 30 s scrapes off the rule's steps), and a GPU the exporter names under one of its
-        pods per scrape counts for each pod so named, whether the period's scrapes named it or not (at one scrape per
-        period, a pod named at alternate scrapes read 1 GPU for 2 at every other period). The copies keep the node
-        spellings of the copy read for the caller's merge; a GPU instance is matched by GPU_LABEL."""
+        """A rule's count per pod over the period `period` (window, offset): the copies of `metric` under each pod at
+        the period's steps where its total's rule reads the pod (_stepped with `form`, a step's reading: the GPU
+        instance has a reading at the step, and a scrape within the look-back before the step named the pod on it),
+        so a count and its total, mean, largest or smallest read the same pods at the same steps (a count read the
+        pods named within the period and the look-back before it, and kept a pod that left a GPU still reported up
+        to 27 s longer than its total at 30 s scrapes off the rule's steps), and a GPU the exporter names under one
+        of its pods per scrape counts for each pod so named, whether the period's scrapes named it or not (at one
+        scrape per period, a pod named at alternate scrapes read 1 GPU for 2 at every other period). The copies keep
+        the node spellings of the copy read for the caller's merge; a GPU instance is matched by GPU_LABEL."""
         labels = self.labels
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
         slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *FIELD_LABELS.get(metric, ((), ""))[0])

@@ -62,7 +62,8 @@ def _alarm_states(files, rule: str, step: int, phase: int, instants: list[int], 
     scrapes = [Scrape(float(phase + k * step), f"# TYPE {POWER} gauge\n{POWER}{{gpu=\"0\",UUID=\"GPU-left-0\","
                                                f"device=\"nvidia0\",modelName=\"NVIDIA A10G\",Hostname=\"{NODE}\","
                                                f"DCGM_FI_DRIVER_VERSION=\"535.104.05\",container=\"main\","
-                                               f"namespace=\"{NAMESPACE if k < LEFT else moved}\",pod=\"{_pod(k)}\"}} 250\n", target)
+                                               f"namespace=\"{NAMESPACE if k < LEFT else moved}\","
+                                               f"pod=\"{_pod(k)}\"}} 250\n", target)
                for k in range(-2, instants[-1] // step + 1)]
     points = Agent(config, job).run(scrapes)
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
@@ -102,7 +103,8 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
     reading within the look-back after the last naming (the look-back's end where the scrapes fall on those steps;
     with the scrapes 2 s past them, the scrape at the look-back's end is read at a step past it: 93 s at 30 s
     scrapes). (A count read the pods named within its period and the look-back before it, to the look-back's end: 27 s
-    after the others at 30 s scrapes 2 s past the rule's steps. The description said the rule clears as the alarm does: up to 120 s apart, said nowhere.)"""
+    after the others at 30 s scrapes 2 s past the rule's steps. The description said the rule clears as the alarm
+    does: up to 120 s apart, said nowhere.)"""
     files, folder = built_with(tmp_path, {"left.py": _definitions()}, fields=(UTIL, POWER),
                                settings=f"scrape:\n  interval: {step}s\n")
     last_named = phase + (LEFT - 1) * step
@@ -142,8 +144,10 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
 
 PER_SCRAPE = re.compile(r"can leave (?:it early|ALARM from a scrape after).*?for good up to (\d+) minutes before the "
                         r"rule(?: clears \(|, )(\d+) minutes after the last reading")
-NAMESPACES = [(f"{aggregation}-power-namespace", aggregation, ("namespace",), ">", 200) for aggregation in ("sum", "avg")]
-LOW_SAID = "a pod whose data stops can be in ALARM after, its last periods read in part (low), where the rule does not fire"
+NAMESPACES = [(f"{aggregation}-power-namespace", aggregation, ("namespace",), ">", 200)
+              for aggregation in ("sum", "avg")]
+LOW_SAID = ("a pod whose data stops can be in ALARM after, its last periods read in part (low), where the rule does "
+            "not fire")
 LOW = [("low-sum-power-pod", "sum", ("pod",), "<", 240)]  # never fires for a pod at 250 W
 
 
@@ -154,9 +158,9 @@ def test_a_count_or_sum_per_scrape_leaves_alarm_up_to_a_period_before_its_rule_a
     namespace's sum on both pipelines) reads at most evaluations a latest period that ends after old-0's last
     reading, and only the part of it old-0 had data for (the evaluation window slides with each evaluation): at
     250 W for a level of 200 W, 30 s scrapes and 5-minute periods, the sum alarm leaves ALARM 70 s after the last
-    naming, is in ALARM again at 310-370 s and 610-670 s, out for good from 670 s; a count (above 5 of 10 scrapes) leaves
-    it at 160 s, is in it again at 310-460 s and 610-760 s, out for good from 760 s; the rule, which
-    keeps old-0 (and team-l, whose only pod it was: new-0 runs in team-n) for the look-back, 1,020 s. Their
+    naming, is in ALARM again at 310-370 s and 610-670 s, out for good from 670 s; a count (above 5 of 10 scrapes)
+    leaves it at 160 s, is in it again at 310-460 s and 610-760 s, out for good from 760 s; the rule, which keeps
+    old-0 (and team-l, whose only pod it was: new-0 runs in team-n) for the look-back, 1,020 s. Their
     descriptions say so (they said the rule clears 15 minutes after the last reading as the alarm does, and a
     namespace's alarm said nothing of the look-back); a namespace's mean (what arrived) stays in ALARM until 15
     minutes after the last naming, the rule up to the look-back after, as the per-pod forms. Below a level the part
