@@ -30,10 +30,12 @@ def clients_packages() -> None:
     nothing calls; urllib3's connections read its `probe` module alone) and botocore's documentation package's (its
     service documenter; clients import its docstring helpers alone). urllib3 is imported whole here, with that package
     deferred: not by a thread later (see verify's `_BOTH_SIDES`). Any other name read runs the `__init__` (`defer`)."""
-    with _LOCK:
-        defer("charset_normalizer", names={"charset_normalizer": {"__version__": "charset_normalizer.version"}})
+    with _LOCK, contextlib.suppress(ImportError):  # a package not installed (requests takes chardet too) is left out
+        with contextlib.suppress(ImportError):
+            defer("charset_normalizer", names={"charset_normalizer": {"__version__": "charset_normalizer.version"}})
         if "urllib3" not in sys.modules:
-            defer("urllib3", "urllib3.http2")
+            with contextlib.suppress(ImportError):  # urllib3 1.x has no HTTP/2 package
+                defer("urllib3", "urllib3.http2")
             import urllib3
 
             urllib3.__version__  # noqa: B018 - its __init__ run now, once, in this thread

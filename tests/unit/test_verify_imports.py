@@ -149,3 +149,29 @@ def test_the_clients_import_no_charset_guesser_http2_check_or_botocore_documente
                             timeout=120, check=True)
     answer = json.loads(result.stdout.splitlines()[-1])
     assert answer == {"loaded": [], "whole": ["utf-8", "inject_into_urllib3", "generate_docs", "ListMetrics"]}
+
+
+_WITHOUT_CHARSET_NORMALIZER = textwrap.dedent('''
+    import json, sys, warnings
+
+    class NotInstalled:
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] == "charset_normalizer":
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, NotInstalled())
+    warnings.simplefilter("ignore")                       # requests warns that it found no charset guesser
+    import generator.clients
+    from generator.clients.http import get
+    import requests
+    print(json.dumps({"requests": requests.get.__name__, "charset_normalizer": "charset_normalizer" in sys.modules}))
+''')
+
+
+def test_the_clients_import_where_a_deferred_package_is_not_installed():
+    """requests takes chardet or charset_normalizer, or neither: without charset_normalizer the clients still import
+    (nothing is deferred for it)."""
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_CHARSET_NORMALIZER], capture_output=True, text=True,
+                            cwd=REPO, timeout=120, check=True)
+    assert json.loads(result.stdout.splitlines()[-1]) == {"requests": "get", "charset_normalizer": False}
