@@ -1299,14 +1299,14 @@ CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicin
 # CloudWatch form tells that delta from a period's own growth (the deltas carry no interval), so neither truth holds
 # there: an event alarm (model.Condition.counts_events: a row remapped) misses the growth of a gap past 15 minutes,
 # which its rule counts up to an hour (render.alarms.gap_reach); a level per period (`> N` replays per 5 minutes) can
-# fire on a steady count under the level, a gap's growth landed in one period, where its rule counts a gap's growth
-# up to promql.WINDOW_PREVIOUS_WITHIN (10 minutes). The description says which (README, "A counter across a gap");
+# fire on a steady count under the level, a gap's growth landed in one period, where its rule shares a gap's growth
+# of up to promql.WINDOW_PREVIOUS_WITHIN (10 minutes) out over the periods its scrapes were due in (promql._prorated). The description says which (README, "A counter across a gap");
 # lint AL018 says it too. Classic: CLASSIC_COUNTER_ALARM (a failed scrape loses the growth across it).
 OTEL_GAP_EVENTS = ("growth across a gap in a GPU's data is missed past 15 minutes (always past 30: the agent forgets "
                    "the reading before it), where the Prometheus rule counts it up to an hour")
 OTEL_GAP_LEVEL = ("the first period after a gap in a GPU's data of up to 15 minutes (30, by when the agent's cache is "
                   "swept) holds the whole gap's growth, so a steady count under the level can fire then; the "
-                  "Prometheus rule counts a gap's growth up to 10 minutes")
+                  "Prometheus rule shares a gap's growth (up to 10 minutes) over its periods")
 # A rate compared `> 0` (any growth per period, model.Condition.rises): its rule keeps a level's horizon (gap_reach 0,
 # promql.WINDOW_PREVIOUS_WITHIN), so a gap's growth counts there up to 10 minutes, on CloudWatch up to 15 (30).
 OTEL_GAP_RATE = ("growth across a gap in a GPU's data of up to 15 minutes (30, by when the agent's cache is swept) is "
@@ -1321,7 +1321,7 @@ GAP_TEXTS = {"events": OTEL_GAP_EVENTS, "rate": OTEL_GAP_RATE, "level": OTEL_GAP
 # (render/alarm_text; README, "Alarm description notes")
 GAP_SHORT = {"events": "a gap's growth past 15 minutes is missed (the rule's: past an hour)",
              "rate": "a gap's growth of 10 to 30 minutes can fire it (the rule's: up to 10)",
-             "level": "a gap's growth of up to 15 minutes lands in one period (the rule's: up to 10)"}
+             "level": "a gap's growth of up to 15 minutes lands in one period (the rule shares it out)"}
 
 
 def reads_gap_growth(plan: Plan, catalog: Catalog, settings: Settings) -> bool:

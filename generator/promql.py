@@ -917,12 +917,43 @@ def summed_deltas(counter: "CounterReading", window: str, shift: str | None = No
     alarm judges an older period of its evaluation range (render.alarms._of_range). `reach` (seconds; an event
     alarm's, render.alarms.gap_reach): a reading after a gap longer than WINDOW_PREVIOUS_WITHIN counts from its
     copy's own latest reading up to that far back (own_deltas, read from the raw samples: no longer subquery), so
-    the growth across the gap is in the first window after it."""
+    the growth across the gap is in the first window after it. A level's period (`held` without `reach`, the scrape
+    interval known: `counter.by_target`) counts a reading after a gap or a missed scrape by the share of the scrapes
+    it stands for that were due inside the period (_prorated), not whole."""
     delta = counter.step_delta(WINDOW_PREVIOUS_WITHIN, reach)
     if held:
         delta = f"({delta} and {counter.clean})"
+    if held and not reach and counter.by_target:
+        delta = _prorated(counter, delta, window, shift)
     return (f"(sum_over_time({delta}[{_left_open(window)}:{counter.resolution}]{_offset(shift)}) "
             f"< {INCREASE_BLANK_FLOOR})")
+
+
+# The instant a rule is evaluated at, read inside a subquery (whose time() is its own step's): a one-step subquery
+# pinned to the query's end (an alert rule's evaluation is an instant query: its end is its instant).
+EVALUATED_AT = "scalar(last_over_time(timestamp(vector(0))[1ms:1ms] @ end()))"
+
+
+WHOLE = 1e9  # scrapes "inside" a period for a step the pinned instant cannot place: more than any reading stands for
+
+
+def _prorated(counter: CounterReading, delta: str, window: str, shift: str | None) -> str:
+    """A subquery step's delta (`delta`) in an alert's period (t - window - shift, t - shift], t the rule's instant,
+    counted by the scrapes it grew over that fall in the period: a reading n scrape intervals after the reading before
+    it (a gap in the GPU's data, a missed scrape: n = the seconds between their steps over the interval, rounded, at
+    least 1) holds n scrapes' growth, each an equal share, and the period counts the shares of the scrapes due inside
+    it (the k latest, k = the step's seconds after the period's start over the interval, rounded up). Only a period's
+    first reading can hold scrapes due before it; a reading one interval after the one before (no scrape missed)
+    counts whole, as the CloudWatch agent's delta does in the period it is sent in. Truth of a steady link across an
+    8.5-minute gap: 40 replays per 5 minutes in every period, where the whole gap's growth in one period read 68.
+    Cost: the steps' seconds are a second read of the readings over the horizon (each period's CPU about doubles)."""
+    interval = _seconds(counter.by_target)
+    start = f"({EVALUATED_AT} - {_seconds(window) + (_seconds(shift) if shift else 0)})"
+    scrapes = f"clamp_min(round({counter.step_seconds(WINDOW_PREVIOUS_WITHIN)} / {interval}), 1)"
+    # evaluated as a range query (a chart of the rule's expression), every step would read the range's end: a step
+    # before the pinned period's start counts its delta whole, as before the shares
+    inside = f"scalar(ceil(vector((time() - {start}) / {interval})) > 0 or vector({WHOLE:g}))"
+    return f"({delta} * clamp_max({inside} / {scrapes}, 1))"
 
 
 @dataclass(frozen=True)

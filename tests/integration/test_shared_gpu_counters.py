@@ -147,12 +147,14 @@ def panel_truth(gpu: int, phase: int, start: int, at: float, window: int, rate: 
 
 def rule_truth(gpu: int, phase: int, start: int, at: float, window: int) -> float | None:
     """The sum of the agent's deltas over the window's readings, as CloudWatch sums them: the GPU's growth since its
-    last reading before the window, a reset's reading counted as it is. The rule reads at steps of RULE_STEP_SECONDS
-    since the epoch: a reading is timed at the fine step after it."""
+    last reading before the window, a reset's reading counted as it is, except a reading n scrapes after the one
+    before it (a missed scrape) that stands for scrapes due before the window, which counts the share of those due
+    inside it (promql._prorated). The rule reads at steps of RULE_STEP_SECONDS since the epoch: a reading is timed at
+    the fine step after it."""
     from generator.render.alarms import RULE_STEP_SECONDS
 
     last = at - _lag(phase, RULE_STEP_SECONDS)
-    return summed_deltas(one_series(gpu, phase, start), last - window, last)
+    return summed_deltas(one_series(gpu, phase, start), last - window, last, interval=STEP)
 
 
 # --- the generated queries -------------------------------------------------------------------------------
@@ -324,7 +326,8 @@ def test_the_truth_is_where_the_earlier_forms_read_wrong(backfilled):
 def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_window(backfilled):
     """The PCIe replays rule's increase (the exact growth, its reset check and its blank guard over one reading per
     step of the rule's 5 s step): copies that hand over with a scrape between them, or overlap, missed scrapes
-    on either edge of the window, a reset, a blank."""
+    on either edge of the window (a reading after a missed scrape due before the window: half its delta), a reset, a
+    blank."""
     from generator.render.alarms import period_value, prometheus_rules
 
     prometheus, start = backfilled
@@ -337,8 +340,10 @@ def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_win
     expr = period_value(alarm, projects[0].catalog, projects[0].settings)  # the latest period's, as the rule reads it
     assert expr in rule["expr"] and " > bool 50)" in rule["expr"] and "[299999ms:5s]" in expr
     edges = set()
-    shown = _shown(prometheus, expr, "{{node}} GPU {{gpu}}", start, EVERY_SCRAPE)
-    assert len(shown) == EVERY_SCRAPE[0][2]
+    # one instant query per instant, as the rule group evaluates it (the period's start is read with `@ end()`)
+    first, step, count = EVERY_SCRAPE[0]
+    shown = _shown(prometheus, expr, "{{node}} GPU {{gpu}}", start, None, [first + k * step for k in range(count)])
+    assert len(shown) == count
     for instant, read in shown.items():
         at = start + instant
         expected = _expected(lambda gpu, phase: rule_truth(gpu, phase, start, at, 300))

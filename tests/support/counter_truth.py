@@ -3,6 +3,7 @@ that tests compare generated queries with, computed without PromQL."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 
@@ -42,17 +43,28 @@ PREVIOUS_WITHIN = 300  # how far back a reading's previous one counts (the agent
 
 
 def summed_deltas(samples: Sequence[tuple[float, float]], first: float, last: float,
-                  previous_within: float = PREVIOUS_WITHIN, held: bool = False) -> float | None:
+                  previous_within: float = PREVIOUS_WITHIN, held: bool = False,
+                  interval: float | None = None) -> float | None:
     """The sum of the agent's deltas over the readings in (first, last], as CloudWatch sums them: each reading less
     the reading before it (the latest one that is not a blank, at most `previous_within` earlier), or the reading
     itself where it is lower (a reset: the agent sends the raw value); a reading with none before it sends nothing.
     A blank is no reading: the agent's filter drops it before the deltas. None when the window holds no reading;
     `held` (an alarm's period, as CloudWatch has a datapoint only where the agent sent a delta): none when it holds
-    no reading with a delta."""
+    no reading with a delta. `interval` (the scrape interval; a level alert's period, promql._prorated): a reading n
+    intervals after the scrape before it (rounded, at least 1: a missed scrape in between) stands for n scrapes, each
+    an equal share of its delta, and counts the shares of the k latest, k its seconds after `first` over the interval
+    rounded up. A blank is a scrape (one that read no value): the reading after it stands for its own scrape alone,
+    its delta counted from the reading before the blank whole in the period it is taken in, as the agent's."""
     inside = [(t, v) for t, v in samples if first < t <= last and v < BLANK_FLOOR]
     deltas = []
     for t, v in inside:
-        before = [p for s, p in samples if t - previous_within <= s < t and p < BLANK_FLOOR]
+        before = [(s, p) for s, p in samples if t - previous_within <= s < t and p < BLANK_FLOOR]
         if before:
-            deltas.append(v - before[-1] if v >= before[-1] else v)
+            p = before[-1][1]
+            share = 1.0
+            if interval is not None:
+                scraped = max(s for s, _ in samples if s < t)
+                scrapes = max(1, math.floor((t - scraped) / interval + 0.5))
+                share = min(1.0, math.ceil((t - first) / interval) / scrapes)
+            deltas.append((v - p if v >= p else v) * share)
     return float(sum(deltas)) if (deltas if held else inside) else None

@@ -134,7 +134,7 @@ def test_the_rate_text_says_the_rules_horizon():
              for increase in (False, True)}
     assert reach == {False: 0, True: PREVIOUS_WITHIN}
     assert f"counts a gap's growth up to {WINDOW_PREVIOUS_WITHIN // 60} minutes" in OTEL_GAP_RATE
-    assert f"counts a gap's growth up to {WINDOW_PREVIOUS_WITHIN // 60} minutes" in OTEL_GAP_LEVEL
+    assert f"shares a gap's growth (up to {WINDOW_PREVIOUS_WITHIN // 60} minutes) over its periods" in OTEL_GAP_LEVEL
 
 
 def test_a_request_above_0_whose_description_says_neither_gets_both_texts(tmp_path):
