@@ -141,7 +141,7 @@ def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
                          f"of it for good up to {period} before the rule clears ({clears} after the last reading"
                          f"{later})",
                 f"{who} whose data stops in ALARM can leave it early, its last period read in part (for good up to "
-                f"{period} before the rule, {clears} after the last reading)")
+                f"{period} before the rule clears, at {clears})")
 
 
 def _who(alarm: Alarm) -> str:

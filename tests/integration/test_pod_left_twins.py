@@ -143,7 +143,7 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
 
 
 PER_SCRAPE = re.compile(r"can leave (?:it early|ALARM from a scrape after).*?for good up to (\d+) minutes before the "
-                        r"rule(?: clears \(|, )(\d+) minutes after the last reading")
+                        r"rule clears(?: \(|, at )(\d+) minutes")
 NAMESPACES = [(f"{aggregation}-power-namespace", aggregation, ("namespace",), ">", 200)
               for aggregation in ("sum", "avg")]
 LOW_SAID = ("a pod whose data stops can be in ALARM after, its last periods read in part (low), where the rule does "
