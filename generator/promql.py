@@ -690,7 +690,8 @@ def _unmarked(held: str) -> str:
 
 def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...] = ()) -> str:
     """A form of a selector (`{0}`): its series the exporter stopped serving while it still served its copy's others of
-    the GPU (a MIG instance destroyed by a reconfiguration): marked stale (the instant selector reads none) and its
+    the GPU (a MIG instance destroyed by a reconfiguration; a pod's series of a GPU the exporter names under one of the
+    pods sharing it per scrape, named under another since): marked stale (the instant selector reads none) and its
     latest sample within `within` older than the newest of its copy's series (one scrape target's series of the GPU,
     by its UUID and index). A failed scrape marks every series of its target stale at once, the ones it last served
     alike (none older than the copy's newest): those stay the GPU's. A series that stopped without a staleness marker
@@ -1763,20 +1764,25 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         return tuple(served(name, more, value) for name, (value, _) in zip(names, read)), read[0][1]
 
     def served(name: str, more: tuple[str, ...], series: str) -> str:
-        """Panels' late tier: `series` (of the field `name`) without the MIG instances the exporter stopped serving
-        while it served the GPU's others (_superseded: destroyed by a MIG reconfiguration, read beside the new ones at
-        a failed scrape within the look-back, 47,000 for 15,000 MiB); a per-process field's device value
-        (_Device.tiers, one series per GPU instance) without the instances none of whose series (its own, its pods'
-        copies, on an exporter with per-process shares or without) is still served."""
-        if f'{MIG_INSTANCE_LABEL}=""' in more or within is None:  # whole GPUs only
+        """Panels' late tier: `series` (of the field `name`) without the series the exporter stopped serving while it
+        served the GPU's others (_superseded): a MIG instance destroyed by a reconfiguration (read beside the new ones
+        at a failed scrape within the look-back, 47,000 for 15,000 MiB), a pod's series of a GPU the exporter named
+        under another pod since (time-slicing without KUBERNETES_VIRTUAL_GPUS: the older scrape's reading, 55 % for
+        50 %, where the copy's series' highest was read); a per-process field's device value (_Device.tiers, one
+        series per GPU instance) without the MIG instances none of whose series (its own, its pods' copies, on an
+        exporter with per-process shares or without) is still served."""
+        if within is None:
             return series
-        mig = list(dict.fromkeys([*extra, *more, f'{MIG_INSTANCE_LABEL}!=""']))
         if device is not None and device.reads_device(name):  # an instance none of whose series is served
+            if f'{MIG_INSTANCE_LABEL}=""' in more:  # a whole GPU's device value: the GPU itself
+                return series
+            mig = list(dict.fromkeys([*extra, *more, f'{MIG_INSTANCE_LABEL}!=""']))
             identity = (*device.identity, *FIELD_LABELS.get(name, ((), ""))[0])
             gone = _raw(name, device.unscoped, [m for m in mig if m != f'{device.pod}!=""'],
                         _superseded(merge.labels, within, resolution, identity))
             return f"({series} unless on ({_listed(identity)}) {gone})"
-        return f"({series} unless {_raw(name, branches, mig, _superseded(merge.labels, within, resolution))})"
+        gone = _superseded(merge.labels, within, resolution)
+        return f"({series} unless {_raw(name, branches, [*extra, *more], gone)})"
 
     def averaged_instances(names: tuple[str, ...], mig: tuple[str, ...]) \
             -> tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[str, ...] | None]:
@@ -1814,8 +1820,10 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 blanks = (tuple(_raw(name, branches, [*extra, *mig], _unmarked(f"last_over_time({{0}}[{within}])"))
                                 for name in fields), fresh_only(fields, mig))
                 # one field: its instances reading only the blank; several: those with a reading (_incomplete)
-                late_blanks = tuple(served(name, mig, _raw(name, branches, [*extra, *mig], f"min_over_time({{0}}[{within}]) "
-                                         f"{'>=' if len(fields) == 1 else '<'} {BLANK_FLOOR}")) for name in fields)
+                late_blanks = tuple(served(name, mig, _raw(name, branches, [*extra, *mig],
+                                                           f"min_over_time({{0}}[{within}]) "
+                                                           f"{'>=' if len(fields) == 1 else '<'} {BLANK_FLOOR}"))
+                                    for name in fields)
         return _across_own_labels(metric, catalog, merge, merge.one_copy(
             how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields), blanks, late_only(fields),
             late_blanks))

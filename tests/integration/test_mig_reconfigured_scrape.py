@@ -2,9 +2,10 @@
 activity), on a real Prometheus scraping an exporter: an instance the exporter no longer serves is no instance of the
 GPU, though the look-back still holds its samples.
 
-One node, scraped every second (the panel's query made for 30 s scrapes, scaled), its exporter run with
-KUBERNETES_VIRTUAL_GPUS (4.5.3+: framebuffer used as each instance's own series and its pod's copy, whose processes
-use all of it; engine activity as the pod's copy), read by a build with and without exporter.virtual_gpus: GPU 0 split into two 3g.40gb
+Two nodes, scraped every second (the panel's query made for 30 s scrapes, scaled), each read with its node selected
+by a build with and without exporter.virtual_gpus: n1's exporter writes framebuffer used as each instance's own
+series and its pod's copy (KUBERNETES_VIRTUAL_GPUS, 4.5.3+; the pod's processes use all of it), n2's as the pod's
+copy alone (the setting off, or before 4.5.3); engine activity as the pod's copy on both. GPU 0 split into two 3g.40gb
 instances (20,000 and 12,000 MiB; engine 0.6 and 0.2), reconfigured after scrape 8 into three 2g.20gb instances
 (5,000 MiB each; engine 0.1, 0.1 and 0.4); after scrape 16 the third instance is gone. GPU 1 whole (10,000 MiB,
 engine 0.5). Three scrapes fail (every series marked stale, as at any failed scrape: the look-back bridges it): one
@@ -58,8 +59,9 @@ def payload(node: str, n: int) -> str:
         for gpu, held in instances(n).items():
             for instance, profile, read in held:
                 mig = f',GPU_I_ID="{instance}",GPU_I_PROFILE="{profile}"' if instance else ""
-                series = f'{field}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",{DEVICE},Hostname="{node}"{mig}'
-                if field == USED and NODES[node]:  # a per-process field (KUBERNETES_VIRTUAL_GPUS, 4.5.3+): its own series
+                series = (f'{field}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",{DEVICE},'
+                          f'Hostname="{node}"{mig}')
+                if field == USED and NODES[node]:  # a per-process field (KUBERNETES_VIRTUAL_GPUS, 4.5.3+): own series
                     lines.append(f"{series}}} {read[field]}")
                 lines.append(f'{series},container="main",namespace="ml",pod="p{gpu}{instance}",'
                              f'pod_uid="uid-p{gpu}{instance}"}} {read[field]}')

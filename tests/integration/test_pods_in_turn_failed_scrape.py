@@ -1,0 +1,75 @@
+"""A GPU pods share by time-slicing, on an exporter that names it under one of them per scrape (without
+KUBERNETES_VIRTUAL_GPUS, dcgm-exporter #340), read by the per-GPU panels at a failed scrape: the GPU's reading is
+that of the latest scrape that answered, not an older scrape's that named the other pod.
+
+One node scraped every second (the panel's query made for 30 s scrapes, scaled): GPU 0 named under ml/a at odd
+scrapes and ml/b at even ones (Prometheus marks the other pod's series stale at each), its utilization falling 5 % a
+scrape; GPU 1 held by ml/c throughout. Scrapes 10 and 15 fail (every series marked stale: the panels read the late
+tier, each GPU's latest reading within the look-back)."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.model import Query
+from generator.preview.interpolate import interpolate, variables
+from generator.project import load_project
+from generator.resources import default_counters
+from tests.integration.test_pod_lookback_restart import _Counted, _scraping
+from tests.support.panel_expression import panel_expression
+from tests.support.prometheus_server import scraped_every
+from tests.support.replay_exporter import ReplayExporter
+
+UTIL = "DCGM_FI_DEV_GPU_UTIL"
+FAILS, SCRAPES = (10, 15), 18
+DEVICE = 'modelName="NVIDIA A10G",Hostname="n1",DCGM_FI_DRIVER_VERSION="570.133.20"'
+
+
+def readings(n: int) -> dict[str, tuple[str, float]]:
+    """Per GPU, the pod the exporter's nth answer names it under and its utilization."""
+    return {"0": ("a" if n % 2 else "b", 95 - 5 * n), "1": ("c", 40 + n)}
+
+
+def payload(n: int) -> str:
+    if n in FAILS:
+        return "garbage{ 1\n"
+    lines = [f"# TYPE {UTIL} gauge"]
+    for gpu, (pod, value) in readings(n).items():
+        lines.append(f'{UTIL}{{gpu="{gpu}",UUID="GPU-n1-{gpu}",device="nvidia{gpu}",{DEVICE},container="main",'
+                     f'namespace="ml",pod="{pod}"}} {value}')
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory):
+    exporter = _Counted(payload)
+    with ReplayExporter(exporter) as served:
+        with _scraping(tmp_path_factory, "pods-in-turn-failed", [served.address],
+                       lambda: exporter.served >= SCRAPES) as prometheus:
+            yield prometheus, sorted(float(at) for series in prometheus.query("up[10m]") for at, _ in series["values"])
+
+
+@pytest.mark.parametrize("how", ["avg", "max", "min"])
+@pytest.mark.parametrize("by", [(), ("gpu",)])
+def test_a_failed_scrape_reads_the_gpus_latest_answered_reading(scraped, tmp_path_factory, how, by):
+    prometheus, scrapes = scraped
+    assert len(scrapes) >= SCRAPES
+    folder = tmp_path_factory.mktemp("pods-in-turn-failed")
+    (folder / "counters.csv").write_text("\n".join(
+        line for line in default_counters().read_text().splitlines()
+        if line and not line.startswith("#") and line.split(",")[0].strip() == UTIL) + "\n")
+    (folder / "gpudash.yaml").write_text("{}\n")
+    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    expr = panel_expression(project, Query(UTIL, how, by))
+    expr = interpolate(scraped_every(expr, project.settings.scrape.seconds, 1),
+                       variables({}, ("namespace", "pod", "node", "gpu")))
+    aggregate = {"avg": lambda v: sum(v) / len(v), "max": max, "min": min}[how]
+    wrong = {}
+    for n, at in enumerate(scrapes[:SCRAPES], start=1):
+        answered = n - 1 if n in FAILS else n
+        truth = {gpu: value for gpu, (_, value) in readings(answered).items()}
+        truth = truth if by else {"all": aggregate(list(truth.values()))}
+        shown = {s["metric"].get("gpu", "all"): float(s["value"][1]) for s in prometheus.query(expr, at + 0.5)}
+        if set(shown) != set(truth) or any(abs(shown[k] - truth[k]) > 1e-9 for k in truth):
+            wrong[n] = (shown, truth)
+    assert not wrong, f"scrape: (shown, true) {wrong}"
