@@ -529,7 +529,7 @@ def _joins_across_stories(exprs: list[str]) -> bool:
     period) is the same for every story: it matches each story's series to the same numbers."""
     import promql_parser
 
-    from generator.lint.promql_checks import walk
+    from generator.lint.promql_checks import parse, walk  # parse: the text as Prometheus reads it (lint's parse)
     from generator.promql import GPU_LABEL
 
     def reads_series(node) -> bool:
@@ -544,7 +544,7 @@ def _joins_across_stories(exprs: list[str]) -> bool:
         if matching is not None and reads_series(node.lhs) and reads_series(node.rhs):
             joins.append((matching.type == promql_parser.LabelModifierType.Exclude, set(matching.labels)))
     for expr in exprs:
-        walk(promql_parser.parse(expr), visit, lambda node: None)
+        walk(parse(expr), visit, lambda node: None)
     return any(ignoring or not named & {GPU_LABEL, "namespace", "node", "UUID"} for ignoring, named in joins)
 
 
