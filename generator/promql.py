@@ -295,9 +295,10 @@ class _Device:
                 return self._stepped(metric, extra, gauge, summed, slot, keep, any_pod)
             counting = gauge == COUNTED
             tiers = self._read(metric, summed and self.chooses(metric, gauge), self.unscoped, any_pod, slot, any_pod,
-                               counting)
+                               counting, served=True)
             if self.shares and metric in PER_PROCESS_FIELDS and not self.chooses(metric, gauge):  # own series first
-                own = self._read(metric, False, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod, counting)
+                own = self._read(metric, False, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod, counting,
+                                 served=True)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
             return self._named_on(metric, extra, keep, slot, _unblanked(_either(tiers, slot), gauge))
         if not self.shares or metric not in PER_PROCESS_FIELDS or own_share:
@@ -462,7 +463,7 @@ class _Device:
         return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
 
     def _read(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
-              any_pod: list[str], counting: bool = False) -> tuple[str, str]:
+              any_pod: list[str], counting: bool = False, served: bool = False) -> tuple[str, str]:
         """Per `keep` (a GPU instance, or a pod's share of one), (its fresh reading, its late reading) of `metric`
         (`summed`: the sum of the fields of the share `total` it is one of), read from the copy chosen_copy chooses per
         GPU (by its copies under any pod, `any_pod`, whatever the pod and namespace variables select: the choice the
@@ -480,7 +481,10 @@ class _Device:
         taken by a pod whose copy reads the blank showed 0 % under the pod). A count (`counting`) reads in
         the late tier the copy's series with a reading within the lookback (counted: `min_over_time(x[lookback]) <
         floor`; only gauges are read per pod over the lookback), not its latest sample: a GPU whose field reads the
-        blank at every other scrape was counted at alternate scrapes only."""
+        blank at every other scrape was counted at alternate scrapes only. `served` (a GPU instance's reading, not a
+        count): the late tier leaves out a series its exporter stopped serving while it served the GPU's others
+        (_superseded: a pod's series of a time-sliced GPU the exporter named under another pod since, whose older
+        reading showed under each pod at a failed scrape, 55 % for 50 %)."""
         labels = self.labels
         names = self.total if metric in self.total and len(self.total) > 1 else (metric,)
         field_labels = tuple(dict.fromkeys(name for field in names for name in FIELD_LABELS.get(field, ((), ""))[0]))
@@ -502,6 +506,8 @@ class _Device:
             chosen = chosen_copy(labels, names, self.unscoped, any_pod, fresh=self.resolution, lookback=lookback)
             return f"topk by ({_listed(keep)}) (1, {identified(_parenthesised(value), labels)} and on ({on}) {chosen})"
         late = counted(False, (self.lookback, None)) if counting else latest_reading(self.resolution, self.lookback)
+        if served and not counting:
+            late = f"(({late}) unless {_superseded(labels, self.lookback, self.resolution)})"
         return tier("{0}", True, None), tier(late, False, self.lookback)
 
 
