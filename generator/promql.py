@@ -775,7 +775,11 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     restart, which no staleness marker ends), the highest key; late (`lookback`, per-pod panels), the copy read at the
     latest step of the scrape interval within the lookback (a subquery of `time()`), of those the highest reading (a
     tenth of its atan over 1e5 added to the time; DCGM's blank no reading, so a copy reading it is as new as its
-    latest other reading; no place: a millionth is below the time's precision). Per-GPU panels read a GPU without a
+    latest other reading; no place: a millionth is below the time's precision), a copy only while it has a reading
+    within the lookback itself (latest_reading's test, by which the copy chosen is read: a step reads a sample up to
+    a scrape interval older than the step, so two copies whose last readings lay on either side of the lookback's
+    start tied at one step, and the one past it, read as nothing, was chosen by the higher reading or by the order
+    Prometheus met the series in, which changes from call to call). Per-GPU panels read a GPU without a
     fresh copy from its copy with the newest reading within the look-back (one_copy's `late`, looked_back). The higher
     reading, not the fresher, is chosen among fresh copies: both are the GPU's readings within one scrape interval, and
     the freshest would need `timestamp()`, several times the selector's CPU on Prometheus 2.42."""
@@ -806,7 +810,8 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     if lookback:
         # DCGM's blank is no reading here (a copy is as new as its latest other reading): one op at each step of the
         # subquery, where ranking it below any reading took three (a quarter more CPU for the panel)
-        newest = f"max_over_time((time() + 0.1 * atan(({{0}} < {BLANK_FLOOR}) / 100000))[{lookback}:{fresh}])"
+        newest = (f"(max_over_time((time() + 0.1 * atan(({{0}} < {BLANK_FLOOR}) / 100000))[{lookback}:{fresh}]) "
+                  f"and {_read_within(lookback)})")
         return f"topk by ({gpu}) (1, {per_copy('max', _raw(names[0], spots, extra, newest), False)})"
     within = f" and present_over_time({{0}}[{int(fresh.removesuffix('s')) * 1000}ms])"
     return f"topk by ({gpu}) (1, {keyed('(({0} < ' + BLANK_FLOOR + ')' + place + within + ')', within)})"
