@@ -1300,7 +1300,8 @@ CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicin
 # there: an event alarm (model.Condition.counts_events: a row remapped) misses the growth of a gap past 15 minutes,
 # which its rule counts up to an hour (render.alarms.gap_reach); a level per period (`> N` replays per 5 minutes) can
 # fire on a steady count under the level, a gap's growth landed in one period, where its rule shares a gap's growth
-# of up to promql.WINDOW_PREVIOUS_WITHIN (10 minutes) out over the periods its scrapes were due in (promql._prorated). The description says which (README, "A counter across a gap");
+# of up to promql.WINDOW_PREVIOUS_WITHIN (10 minutes) out over the periods its scrapes were due in
+# (promql._prorated). The description says which (README, "A counter across a gap");
 # lint AL018 says it too. Classic: CLASSIC_COUNTER_ALARM (a failed scrape loses the growth across it).
 OTEL_GAP_EVENTS = ("growth across a gap in a GPU's data is missed past 15 minutes (always past 30: the agent forgets "
                    "the reading before it), where the Prometheus rule counts it up to an hour")

@@ -41,6 +41,7 @@ comes from here, so label handling is designed once:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from .build_memo import BuildMemo
 from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, reading_floor, short
@@ -1697,13 +1698,24 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     # a gauge per GPU: one exporter's copy of the GPU (_Merge.one_copy); the per-pod lookback chooses its own (_Device)
     one_copy = device is None or device.lookback is None
     if count:  # how many GPUs have a reading of the field (counted): a GPU two exporters read counts once
+        substitute = catalog.mig_substitute(metric) if metric in MIG_UNSUPPORTED else None
+
+        def stood_in(read: Callable[[str, list[str]], str]) -> str:
+            """`read(field, more matchers)` of the field, where MIG does not report it (per GPU and per pod alike) a
+            MIG instance read by its stand-in's reading, other GPUs by the field's own."""
+            if substitute is None or kind == "whole":
+                return read(metric, [])
+            on_mig = read(substitute[0], [f'{MIG_INSTANCE_LABEL}!=""'])
+            if kind == "mig":
+                return on_mig
+            whole = read(metric, [f'{MIG_INSTANCE_LABEL}=""'])
+            return f"({on_mig} or {whole})"
         # an alert's period (`over_time`): each GPU with a reading in it; per pod each such GPU a scrape within the
         # look-back of the period's steps named the pod on (the look-back read at the evaluation's instant read every
         # period alike, and lost a pod whose node left inside the latest one; no look-back counted a pod named in turn
         # at the scrapes naming it alone: 1 GPU for 2 at every other period at one scrape per period)
         if one_copy or over_time is not None:
             period = over_time[1:3] if over_time is not None else None if within is None else (within, None)
-            substitute = catalog.mig_substitute(metric) if metric in MIG_UNSUPPORTED else None
             # a rule's count per pod: the GPUs read under the pod at a step of the period (a reading at the step, a
             # scrape within the per-pod look-back before it naming the pod: _Device.named_in_period), as its total's
             # rule reads them
@@ -1719,19 +1731,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                     if within is not None:
                         return device.counted_within(name, [*extra, *more], resolution, within)
                 return _raw(name, branches, [*extra, *more], form)
-            series = read(metric, [])
-            if substitute is not None and kind != "whole":  # a MIG instance reports the field by its stand-in's reading
-                on_mig = read(substitute[0], [f'{MIG_INSTANCE_LABEL}!=""'])
-                whole = read(metric, [f'{MIG_INSTANCE_LABEL}=""'])
-                series = on_mig if kind == "mig" else f"({on_mig} or {whole})"
-            return merge.one_copy("max", (series,), own_labels)
-        series = device.reading(metric, extra, COUNTED)
-        substitute = catalog.mig_substitute(metric) if metric in MIG_UNSUPPORTED else None
-        if substitute is not None and kind != "whole":  # per pod too, a MIG instance reports it by its stand-in
-            on_mig = device.reading(substitute[0], [*extra, f'{MIG_INSTANCE_LABEL}!=""'], COUNTED)
-            whole = device.reading(metric, [*extra, f'{MIG_INSTANCE_LABEL}=""'], COUNTED)
-            series = on_mig if kind == "mig" else f"({on_mig} or {whole})"
-        return merge("max", series, own_labels)
+            return merge.one_copy("max", (stood_in(read),), own_labels)
+        return merge("max", stood_in(lambda name, more: device.reading(name, [*extra, *more], COUNTED)), own_labels)
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
 
     def is_counter(name: str) -> bool:

@@ -130,7 +130,7 @@ def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
     latest = (f"{who} whose data stops (exporter, node or pod gone) is judged on its latest datapoints in the alarm's "
               f"evaluation range, each the readings of its period over the scrapes the period holds: at most "
               f"evaluations the latest is of a period ending after the last reading, which reads only the part of it "
-              f"{who.split()[1]} had data for, ")
+              f"the {who.split()[1]} had data for, ")
     if cloudwatch_condition(alarm, settings).comparison in ("<", "<="):
         return Note(latest + "read low: the alarm can be in ALARM at such evaluations until its readings leave the "
                              "range, where the rule does not fire",

@@ -361,10 +361,9 @@ def _unlisted(cloudwatch: CloudWatch, region: str, prefix: str, listed: list[str
         missing = [name for name in missing if name not in again]
     if not missing:
         return
-    shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
     said = (f"ListDashboards answered {len(listed)} dashboard(s) named {cloudwatch_dashboard_name_start(prefix)}*, "
-            f"leaving out {len(missing)} that GetDashboard reads ({shown}), twice: its answer holds only some of the "
-            "dashboards (something standing in for CloudWatch, or a listing behind them), so one gpudash published "
+            f"leaving out {len(missing)} that GetDashboard reads ({shown_names(missing)}), twice: its answer holds only "
+            "some of the dashboards (something standing in for CloudWatch, or a listing behind them), so one gpudash published "
             "that is no longer defined may be missing from it too")
     hint = ("run again in a minute; if it repeats, list them (aws cloudwatch list-dashboards --dashboard-name-prefix "
             f"{cloudwatch_dashboard_name_start(prefix)}) and check the endpoint (AWS_ENDPOINT_URL, --endpoint-url)")
@@ -543,10 +542,9 @@ def _unlisted_alarms(cloudwatch: CloudWatch, region: str, prefix: str, live: dic
         found = [name for name in found if name not in again]
     if not found:
         return
-    shown = ", ".join(sorted(found)[:5]) + (" ..." if len(found) > 5 else "")
     raise RemoteError(f"DescribeAlarms answered {len(live)} alarm(s) named {alarm_name_start(prefix)}*, leaving out "
-                      f"{len(found)} that DescribeAlarms by name reads ({shown}), twice: its answer holds only some of "
-                      "the alarms (something standing in for CloudWatch), so one gpudash published that is no longer "
+                      f"{len(found)} that DescribeAlarms by name reads ({shown_names(sorted(found))}), twice: its "
+                      "answer holds only some of the alarms (something standing in for CloudWatch), so one gpudash published that is no longer "
                       "defined may be missing from it too: what --prune would delete cannot be read",
                       where=f"CloudWatch alarms in {region}",
                       hint=f"run again; if it repeats, list them (aws cloudwatch describe-alarms --region {region} "
