@@ -205,8 +205,11 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # lookback) are chosen with the blank counted as 1e14 (clamp_max) or read at each step of a subquery (its time
     # first), and the reading of the copy chosen drops it after (promql._unblanked), so a fresh blank is the GPU's; a
     # copy whose MIG instance reads the blank is found by it (`>= 1e14`) and not chosen (promql.chosen_copy)
+    # (a series the exporter stopped serving, left out of the late tier, is told by its samples' times and by the
+    # instant selector having none: promql._superseded reads no value of it)
+    read = re.sub(r"timestamp\(DCGM_\w+\{[^}]*\}\)|unless DCGM_\w+\{[^}]*\}", "", util)
     floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14| >= 1e14| and present_over_time\(|, 1e14\)| / 100000\)\)\[)?",
-                        util)
+                        read)
     assert floors and all(floors), util
 
     def device(at: int) -> str:  # the expression a group_left joins, its parentheses balanced
@@ -216,7 +219,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
             if depth == 0:
                 return util[at:end + 1]
         raise AssertionError(util)
-    joined = [device(m.end()) for m in re.finditer(r"group_left \([^)]*\) ", util)]
+    # (the device's reading joined under the node's spellings; promql._superseded's `group_left ()` compares times)
+    joined = [device(m.end()) for m in re.finditer(r"group_left \([^)]+\) ", util)]
     assert joined and all(d.endswith(" < 1e14)") and "topk by " in d for d in joined), util
     ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
     assert ranged and len(ranged) == len(re.findall(r"present_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30000ms)\]",
