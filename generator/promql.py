@@ -774,7 +774,8 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     the copies with a sample within the last interval (the instant selector's, kept where a range of the interval holds
     one: not a copy marked stale by a failed scrape, its exporter replaced or gone, nor one from before a Prometheus
     restart, which no staleness marker ends), the highest key; late (`lookback`, per-pod panels), the copy read at the
-    latest step of the scrape interval within the lookback (a subquery of `time()`), of those the highest reading (a
+    latest step of the scrape interval within the lookback (a subquery of `time()`; a step reads a sample taken within
+    it, as looked_back's do), of those the highest reading (a
     tenth of its atan over 1e5 added to the time; DCGM's blank no reading, so a copy reading it is as new as its
     latest other reading; no place: a millionth is below the time's precision), a copy only while it has a reading
     within the lookback itself (latest_reading's test, by which the copy chosen is read: a step reads a sample up to
@@ -810,8 +811,11 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
         return f"topk by ({gpu}) (1, {keyed(form, spots=branches)})"
     if lookback:
         # DCGM's blank is no reading here (a copy is as new as its latest other reading): one op at each step of the
-        # subquery, where ranking it below any reading took three (a quarter more CPU for the panel)
-        newest = (f"(max_over_time((time() + 0.1 * atan(({{0}} < {BLANK_FLOOR}) / 100000))[{lookback}:{fresh}]) "
+        # subquery, where ranking it below any reading took three (a quarter more CPU for the panel). A step reads the
+        # sample taken within it (_taken_reading), not the instant selector's, which reads a series no staleness
+        # marker ended (a copy from before a Prometheus restart) for 5 minutes: such a copy ranked newest at every
+        # step and was read over a copy whose reading was newer (90 % shown for 40 %)
+        newest = (f"(max_over_time((time() + 0.1 * atan({_taken_reading(fresh)} / 100000))[{lookback}:{fresh}]) "
                   f"and {_read_within(lookback)})")
         return f"topk by ({gpu}) (1, {per_copy('max', _raw(names[0], spots, extra, newest), False)})"
     within = f" and present_over_time({{0}}[{int(fresh.removesuffix('s')) * 1000}ms])"
