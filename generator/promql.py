@@ -1470,6 +1470,15 @@ class _Merge:
         """The labels of one GPU's (and outer group's) value, MIG instances combined."""
         return self._keep((), False)
 
+    def named_apart(self, instances: bool) -> str:
+        """The labels of one GPU's value (with `instances`, of one GPU instance's) and outer group, the GPU told apart
+        by its name (GPU_LABEL, which the series carry) and not by the node: a per-pod look-back's value names the node
+        by the copy its evaluation chose, and two copies of a tie (reading alike, the node spelled alike: two
+        exporters' own pod names in Hostname) are taken at random, evaluation by evaluation (Prometheus' order of
+        series), so a value and a test of it evaluated apart named one GPU by two nodes."""
+        keep = self._keep((GPU_LABEL,), instances).split(", ")
+        return _listed(name for name in keep if name != self.labels.node)
+
     def combines(self) -> bool:
         """Whether a GPU's MIG instances make one value (the outer grouping does not keep them apart)."""
         return not all(name in self.kept for name in self.instance)
@@ -1857,7 +1866,11 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                                      resolution, device, summed=True)
             read = [_field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
                                   resolution, device, unfiltered) for name in (metric, *also)]
-            return read[0] if len(read) == 1 else "(" + (" or " if unfiltered else " + ").join(read) + ")"
+            # per pod (a look-back's device readings) each field names the node by the copy its own evaluation chose,
+            # of a tie either (_Merge.named_apart): fields of one GPU are joined by its name, not the node's spelling
+            apart = f" ignoring ({_listed(merge.labels.node_sources)})" \
+                if device is not None and device.lookback is not None else ""
+            return read[0] if len(read) == 1 else "(" + f" {'or' if unfiltered else '+'}{apart} ".join(read) + ")"
         if counter and recorded_rate(metric, catalog, as_increase, over_time, extra, also):
             # a panel's rate per GPU from its recording (counted_rule), named by one node in the scope
             series = merge.fastest(counted_rate(metric, catalog, merge, window), own_labels)
@@ -1872,10 +1885,17 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             series = fields([], copies)
         value = _across_own_labels(metric, catalog, merge, merge(how, series, own_labels))
         if checked and how == "sum" and not own_labels and merge.combines() and not catalog.get(metric).is_counter:
-            def on_instances(unfiltered: bool) -> str:  # the field's MIG instances, with or without their blanks
-                return merge.copies(fields([f'{MIG_INSTANCE_LABEL}!=""'], None, unfiltered))
-            value = (f"({value} unless on ({merge.grouping()}) ({on_instances(True)} unless "
-                     f"{on_instances(False)}))")
+            def on_instances(unfiltered: bool, named: tuple[str, ...] = ()) -> str:  # the field's MIG instances,
+                # with or without their blanks
+                return merge.copies(fields([f'{MIG_INSTANCE_LABEL}!=""'], None, unfiltered), named)
+            if device is None or device.lookback is None:
+                value = (f"({value} unless on ({merge.grouping()}) ({on_instances(True)} unless "
+                         f"{on_instances(False)}))")
+            else:  # per pod: told apart by the GPU's name, not the node its copy names (_Merge.named_apart)
+                named = (GPU_LABEL,)
+                value = (f"sum by ({merge.grouping()}) ({merge(how, series, named)} unless on "
+                         f"({merge.named_apart(False)}) ({on_instances(True, named)} unless on "
+                         f"({merge.named_apart(True)}) {on_instances(False, named)}))")
         return value
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
                         over_time, resolution=resolution, device=device)
