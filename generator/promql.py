@@ -1867,9 +1867,10 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             read = [_field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
                                   resolution, device, unfiltered) for name in (metric, *also)]
             # per pod (a look-back's device readings) each field names the node by the copy its own evaluation chose,
-            # of a tie either (_Merge.named_apart): fields of one GPU are joined by its name, not the node's spelling
-            apart = f" ignoring ({_listed(merge.labels.node_sources)})" \
-                if device is not None and device.lookback is not None else ""
+            # of a tie either (_Merge.named_apart): fields of one GPU are joined by its name, not the node's spelling,
+            # the sum named as the first field is (`group_left ()`: one-to-one `ignoring` would drop the spellings)
+            apart = "" if device is None or device.lookback is None else \
+                f" ignoring ({_listed(merge.labels.node_sources)})" + ("" if unfiltered else " group_left ()")
             return read[0] if len(read) == 1 else "(" + f" {'or' if unfiltered else '+'}{apart} ".join(read) + ")"
         if counter and recorded_rate(metric, catalog, as_increase, over_time, extra, also):
             # a panel's rate per GPU from its recording (counted_rule), named by one node in the scope

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import pytest
 
+from generator.artifacts import build
 from generator.preview.interpolate import interpolate, variables
+from generator.project import load_project
 from generator.preview.legend import render as render_legend
-from tests.support.projects import bundled_panel
+from tests.support.projects import bundled_panel, counters_with
 from tests.support.prometheus_server import backfilled_fixture
 
 STEP, SCRAPES, READ = 30, 20, 14  # every copy reads DCGM's blank from scrape READ on
@@ -72,3 +74,26 @@ def test_each_pod_at_every_instant_of_every_call(backfilled, title, settings):
                 wrong.setdefault(call, []).append((at - start, shown))
     assert not wrong, (f"{title}: true {TRUTH[title]}; wrong at {sum(map(len, wrong.values()))} of {CALLS * count} "
                        f"instants over {len(wrong)} of {CALLS} calls, e.g. {next(iter(wrong.values()))[:2]}")
+
+
+SHARE_ALARM = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+               "    yield Alarm('fb-share', 'T', Condition(Query('DCGM_FI_DEV_FB_USED_PERCENT', 'max', ('pod',)), '>', "
+               "0.2), description='d', runbook='r')\n")
+
+
+@pytest.mark.parametrize("settings", ["", VIRTUAL_GPUS])
+def test_a_pods_share_alarm_fires_for_the_pod_over_the_level(backfilled, tmp_path, settings):
+    """A user's alarm on a pod's share of its GPU memory over 0.2 fires for ml/a (0.3 of its MIG instance), not ml/b
+    (0.125); ml/c's whole GPU reads the exporter's own DCGM_FI_DEV_FB_USED_PERCENT, which this exporter does not write.
+    A join of the share's used and free ignoring the node's spellings one-to-one dropped the spellings from the sum, and
+    with exporter.virtual_gpus the rule read nothing: it fired for no pod."""
+    prometheus, start = backfilled
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "alarms.py").write_text(SHARE_ALARM)
+    (tmp_path / "gpudash.yaml").write_text(settings + "definitions:\n  alarms: [alarms]\n")
+    csv = counters_with(tmp_path, "DCGM_FI_DEV_FB_USED_PERCENT, gauge, Ratio of FB used.\n")
+    (rule,) = [r for g in build(load_project(tmp_path / "gpudash.yaml", csv)).prometheus_rules["groups"]
+               for r in g["rules"] if r.get("alert") == "GpudashFbShare"]
+    for at in (start + 12 * STEP, start + 13 * STEP + 20):  # while both copies read, five periods of them behind
+        firing = {f"{s['metric']['namespace']}/{s['metric']['pod']}" for s in prometheus.query(rule["expr"], at=at)}
+        assert firing == {"ml/a"}, (at - start, firing)
