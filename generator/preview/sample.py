@@ -172,7 +172,7 @@ def start(prometheus: str, args: list[str], log_path: Path, ready_within: float 
                                    stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
-            _wait_ready(url, process, log_path, ready_within, what)
+            _wait_ready(url, process, log_path, ready_within, what, _flag(args, "storage.tsdb.path"))
             return process, url, log
         except GpudashError as exc:
             process.kill()
@@ -183,7 +183,19 @@ def start(prometheus: str, args: list[str], log_path: Path, ready_within: float 
     raise GpudashError(f"no free port for {what}", hint="run the command again")
 
 
-def _wait_ready(url: str, process: subprocess.Popen, log_path: Path, ready_within: float, what: str) -> None:
+def _flag(args: list[str], name: str) -> str | None:
+    """The value of the flag `--name=value` in `args` (None: not given)."""
+    return next((arg.split("=", 1)[1] for arg in args if arg.startswith(f"--{name}=")), None)
+
+
+def _wait_ready(url: str, process: subprocess.Popen, log_path: Path, ready_within: float, what: str,
+                storage: str | None = None) -> None:
+    """Until the Prometheus at `url` is ready, and is the one started (`process`): its storage folder, as its flags
+    report it, is `storage`. Another process may take the free port between its choice and this Prometheus' start
+    (a busy machine starting several), which then fails to bind it and exits a moment later, while the other answers
+    ready: a sample read from that one held none of this one's data (promtool recorded nothing from it)."""
+    import json
+
     from ..clients.http import get
     from ..clients.options import Options
     from ..errors import RemoteError
@@ -197,7 +209,17 @@ def _wait_ready(url: str, process: subprocess.Popen, log_path: Path, ready_withi
         probe.start()
         try:
             if get(f"{url}/-/ready", probe, what, "")[0] == 200:
-                return
+                if storage is None:
+                    return
+                status, text = get(f"{url}/api/v1/status/flags", probe, what, "")
+                try:
+                    answered = json.loads(text)["data"]["storage.tsdb.path"] if status == 200 else None
+                except (ValueError, KeyError, TypeError):
+                    answered = None
+                if answered == storage:
+                    return
+                raise GpudashError(f"{what}: address already in use by another process answering there (its "
+                                   f"storage {answered!r})", hint="run the command again")
         except RemoteError:  # not listening yet
             pass
         time.sleep(0.1)
