@@ -51,6 +51,7 @@ from ..ownership import (OLDER, OTHER, OURS, Record, alarm_fields, alarm_hash, a
                          legacy_alarm_hash, tags_of_others, unconfirmed, written_as_is, evidence_current)
 from ..serialize import compact_json
 from . import prune_guard
+from .cloudwatch_listings import alarms_listed, dashboards_listed
 from .progress import Progress, Silent
 
 READERS = 4  # dashboards read at once per Region
@@ -280,7 +281,7 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     then every dashboard named in gpudash's form but no longer defined, read to see whether this project
     wrote it (without a project, none is read: nothing could show it is this project's). `read_regions` gets
     the Regions the widgets of those of them these settings' own (pruned, or left as partly theirs) read.
-    A listing shown to leave out a dashboard (`_unlisted`) fails the plan with `prune`, else is noted."""
+    A listing shown to leave out a dashboard (`dashboards_listed`) fails the plan with `prune`, else is noted."""
     proofs: dict[tuple[str, int], str | None] = {}
 
     def stamp(body: dict[str, Any], name: str, project: str) -> str | None:
@@ -298,13 +299,15 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
         return change
 
     listed = cloudwatch.dashboard_names(region, cloudwatch_dashboard_name_start(prefix)) if prefix and project else []
-    retired = sorted(name for name in listed if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name))
     older: list[str] = []
     elsewhere: list[str] = []
     with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
         changes = list(pool.map(read, sorted(dashboards)))
         if prefix and project:
-            _unlisted(cloudwatch, region, prefix, listed, changes, prune)
+            listed = dashboards_listed(cloudwatch, region, prefix, listed,
+                                       [c.name for c in changes if (c.live or {}).get("body") is not None], prune)
+        retired = sorted(name for name in listed
+                         if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name))
         bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), retired))
     mine = lineage(clusters + former, [dashboard_publication(c.live["body"]) for c in changes
                               if c.live.get("body") is not None
@@ -345,32 +348,6 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
                                     "if one is this project's, delete it by hand (aws cloudwatch delete-dashboards "
                                     "--dashboard-names NAME)"))
     return changes + [change for change in old if change is not None]
-
-
-def _unlisted(cloudwatch: CloudWatch, region: str, prefix: str, listed: list[str], changes: list[Change],
-              prune: bool) -> None:
-    """ListDashboards (by the name prefix) against the dashboards these settings define, each read by its name
-    (GetDashboard): one that reads and that the listing leaves out, listed once more to be sure (one made between the
-    listing and its read), shows a listing that holds only some of the dashboards (an answer of none from a stub or
-    proxy standing in for CloudWatch, a listing behind the dashboards), in which one no longer defined may be missing
-    too: --prune would leave it without a word. With `prune` a failure (nothing written); else a note, --prune being
-    what the listing is read for."""
-    missing = [c.name for c in changes if (c.live or {}).get("body") is not None and c.name not in set(listed)]
-    if missing:
-        again = set(cloudwatch.dashboard_names(region, cloudwatch_dashboard_name_start(prefix)))
-        missing = [name for name in missing if name not in again]
-    if not missing:
-        return
-    said = (f"ListDashboards answered {len(listed)} dashboard(s) named {cloudwatch_dashboard_name_start(prefix)}*, "
-            f"leaving out {len(missing)} that GetDashboard reads ({shown_names(missing)}), twice: its answer holds only "
-            "some of the dashboards (something standing in for CloudWatch, or a listing behind them), so one gpudash published "
-            "that is no longer defined may be missing from it too")
-    hint = ("run again in a minute; if it repeats, list them (aws cloudwatch list-dashboards --dashboard-name-prefix "
-            f"{cloudwatch_dashboard_name_start(prefix)}) and check the endpoint (AWS_ENDPOINT_URL, --endpoint-url)")
-    if prune:
-        raise RemoteError(f"{said}: what --prune would delete cannot be read", where=f"CloudWatch dashboards in {region}",
-                          hint=f"{hint}; apply without --prune publishes meanwhile")
-    cloudwatch.note(f"{said}; apply --prune fails on it until it lists them: {hint}")
 
 
 def _seen_clusters(prefix: str, listed, defined, clusters: tuple[str, ...]) -> frozenset[str]:
@@ -470,12 +447,12 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
                  former: tuple[str, ...] = (), records: list[Record] | None = None,
                  prune: bool = False) -> list[Change]:
     """Each alarm defined, then the alarms no longer defined that carry this project's tag (to prune). With `prune`
-    (and a project), the alarms defined that the listing does not hold are read by name (`_unlisted_alarms`)."""
+    (and a project), the alarms defined that the listing does not hold are read by name (`alarms_listed`)."""
     changes = []
     live = {name: alarm for name, alarm in cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix)).items()
             if is_alarm_name(prefix, name)}
     if prune and project:
-        _unlisted_alarms(cloudwatch, region, prefix, live, requests)
+        live = alarms_listed(cloudwatch, region, prefix, live, requests)
     tags = _read_tags(cloudwatch, region, live, ask=lambda name: name in requests)
     if records is not None and project:
         records.extend(("alarm", name, name in requests, alarm_publication(t)) for name, t in tags.items()
@@ -524,32 +501,6 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
                                     f"it: aws cloudwatch tag-resource --region {region} --resource-arn ARN --tags "
                                     f"Key={ALARM_PROJECT_TAG},Value={project}"))
     return changes
-
-
-def _unlisted_alarms(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[str, dict[str, Any]],
-                     requests: dict[str, dict[str, Any]]) -> None:
-    """DescribeAlarms by the name prefix against the alarms these settings define that it does not hold (to be
-    created), read by name, BATCH at a time: one that reads, and that a second listing leaves out too (one made
-    between the listing and its read is in it), shows a listing holding only some of the alarms (none, from a stub
-    standing in for CloudWatch), in which one no longer defined may be missing too: --prune would leave it without a
-    word (those defined, found as generated at the write, are skipped). A failure: nothing is written. One read per
-    100 alarms to create, made for --prune (and `plan`) only."""
-    unlisted = sorted(set(requests) - set(live))
-    found = [name for start in range(0, len(unlisted), BATCH)
-             for name in cloudwatch.metric_alarms(region, names=unlisted[start:start + BATCH])]
-    if found:
-        again = cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix))
-        found = [name for name in found if name not in again]
-    if not found:
-        return
-    raise RemoteError(f"DescribeAlarms answered {len(live)} alarm(s) named {alarm_name_start(prefix)}*, leaving out "
-                      f"{len(found)} that DescribeAlarms by name reads ({shown_names(sorted(found))}), twice: its "
-                      "answer holds only some of the alarms (something standing in for CloudWatch), so one gpudash published that is no longer "
-                      "defined may be missing from it too: what --prune would delete cannot be read",
-                      where=f"CloudWatch alarms in {region}",
-                      hint=f"run again; if it repeats, list them (aws cloudwatch describe-alarms --region {region} "
-                           f"--alarm-name-prefix {alarm_name_start(prefix)}) and check the endpoint (AWS_ENDPOINT_URL, "
-                           "--endpoint-url); apply without --prune publishes meanwhile")
 
 
 def _side_by_side(first: Callable[[], list], second: Callable[[], list]) -> list:

@@ -1,0 +1,110 @@
+"""Whether a CloudWatch listing (ListDashboards, DescribeAlarms by name prefix) holds every object the plan reads by
+name, before it is believed to show what --prune may delete.
+
+CloudWatch's listings are eventually consistent: one made just after a write (a `plan` right after an `apply`) may
+leave out what that write made, and it may then leave out an object no longer defined as well. An object read by name
+that the listing leaves out is listed again: at once (an object made between the listing and its read), then after
+each of RELIST_WAITS (on the deadline's clock, within the deadline). The first listing that holds every such object is
+the one the plan goes on with; when none does, the listing holds only some of the objects (something standing in for
+CloudWatch, or a listing further behind), and a prune is refused: a gap is never read as "nothing there to prune".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Collection
+
+from ..clients.cloudwatch import BATCH, CloudWatch
+from ..errors import RemoteError
+from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, shown as shown_names
+
+# Seconds waited before each listing again: at once, then 30 s in all. AWS documents no bound on the lag; a listing
+# behind the writes of a moment ago catches up within seconds, and waiting longer delays a plan that will fail anyway.
+RELIST_WAITS = (0.0, 1.0, 2.0, 4.0, 8.0, 15.0)
+
+
+def _listed_again(cloudwatch: CloudWatch, missing: list[str], relist: Callable[[], Collection[str]],
+                  failure: Callable[[list[str], int], RemoteError], waits: tuple[float, ...]) -> tuple[list[str], Any]:
+    """The names of `missing` the last listing (`relist()`, once after each of `waits`) leaves out, and that listing:
+    ([], it) at the first listing that holds them all. A wait that would outlive the deadline ends the command with
+    `failure(missing, listings made)`, which says what the listings left out."""
+    listing: Any = None
+    for count, wait in enumerate(waits, start=1):
+        if wait > 0:
+            error = failure(missing, count - 1)
+            cloudwatch.deadline.pause(wait, error.where, error)
+        listing = relist()
+        missing = [name for name in missing if name not in listing]
+        if not missing:
+            return [], listing
+    return missing, listing
+
+
+def _listings(count: int) -> str:
+    seconds = sum(RELIST_WAITS[:count])
+    return f"in {count + 1} listings" + (f" over {seconds:g} s" if seconds else "")
+
+
+def dashboards_listed(cloudwatch: CloudWatch, region: str, prefix: str, listed: list[str], read: list[str],
+                      prune: bool) -> list[str]:
+    """The ListDashboards listing (by the name prefix) to go on with, given the first (`listed`) and the dashboards
+    these settings define that GetDashboard read (`read`). One that holds only some of them fails the plan with
+    `prune` (nothing written); else it is noted (--prune being what the listing is read for), after one listing
+    again."""
+    start = cloudwatch_dashboard_name_start(prefix)
+    missing = [name for name in read if name not in set(listed)]
+    if not missing:
+        return listed
+    hint = (f"run again in a minute; if it repeats, list them (aws cloudwatch list-dashboards --dashboard-name-prefix "
+            f"{start}) and check the endpoint (AWS_ENDPOINT_URL, --endpoint-url)")
+
+    def failure(names: list[str], count: int) -> RemoteError:
+        return RemoteError(f"{said(names, count)}: what --prune would delete cannot be read",
+                           where=f"CloudWatch dashboards in {region}",
+                           hint=f"{hint}; apply without --prune publishes meanwhile")
+
+    def said(names: list[str], count: int) -> str:
+        return (f"ListDashboards answered {len(listed)} dashboard(s) named {start}*, leaving out {len(names)} that "
+                f"GetDashboard reads ({shown_names(names)}), {_listings(count)}: its answer holds only some of the "
+                "dashboards (something standing in for CloudWatch, or a listing behind them), so one gpudash published "
+                "that is no longer defined may be missing from it too")
+
+    waits = RELIST_WAITS if prune else RELIST_WAITS[:1]
+    missing, again = _listed_again(cloudwatch, missing, lambda: set(cloudwatch.dashboard_names(region, start)), failure,
+                                   waits)
+    if not missing:
+        return sorted(again)
+    if prune:
+        raise failure(missing, len(waits))
+    cloudwatch.note(f"{said(missing, len(waits))}; apply --prune fails on it until it lists them: {hint}")
+    return listed
+
+
+def alarms_listed(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[str, dict[str, Any]],
+                  requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The DescribeAlarms listing (by the name prefix) to go on with, given the first (`live`: name -> alarm, gpudash's
+    names only) and the alarms these settings define: those it does not hold (to be created) are read by name, BATCH
+    at a time (one read per 100 alarms to create, made for --prune and `plan` only). One that reads shows a listing
+    that holds only some of the alarms, unless a listing again holds it: a failure, nothing written."""
+    start = alarm_name_start(prefix)
+    unlisted = sorted(set(requests) - set(live))
+    found = [name for first in range(0, len(unlisted), BATCH)
+             for name in cloudwatch.metric_alarms(region, names=unlisted[first:first + BATCH])]
+    if not found:
+        return live
+
+    def failure(names: list[str], count: int) -> RemoteError:
+        return RemoteError(
+            f"DescribeAlarms answered {len(live)} alarm(s) named {start}*, leaving out {len(names)} that DescribeAlarms "
+            f"by name reads ({shown_names(sorted(names))}), {_listings(count)}: its answer holds only some of the "
+            "alarms (something standing in for CloudWatch, or a listing behind them), so one gpudash published that is "
+            "no longer defined may be missing from it too: what --prune would delete cannot be read",
+            where=f"CloudWatch alarms in {region}",
+            hint=f"run again in a minute; if it repeats, list them (aws cloudwatch describe-alarms --region {region} "
+                 f"--alarm-name-prefix {start}) and check the endpoint (AWS_ENDPOINT_URL, --endpoint-url); apply "
+                 "without --prune publishes meanwhile")
+
+    missing, again = _listed_again(cloudwatch, found, lambda: cloudwatch.metric_alarms(region, prefix=start), failure,
+                                   RELIST_WAITS)
+    if missing:
+        raise failure(missing, len(RELIST_WAITS))
+    return {name: alarm for name, alarm in again.items() if is_alarm_name(prefix, name)}
