@@ -425,21 +425,16 @@ def _older_note(kind: str, names: list[str], project: str, adopt: str) -> str:
             f"({shown}): --prune leaves them, since they may be another project's; {adopt}")
 
 
-def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, Any]],
-               ask: Callable[[str], bool]) -> dict[str, list[dict[str, str]]]:
-    """Name -> tags of these alarms: the bulk read of every alarm that carries the ownership tag, then,
-    one by one, each alarm it does not vouch for (no ownership tag, or tagged too recently for it to
-    show) for which `ask(name)` holds, before calling it foreign; every alarm when the bulk read is denied."""
+def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
+    """Name -> tags of these alarms (those in gpudash's name form): the bulk read of every alarm that carries the
+    ownership tag, then, one by one, each alarm it does not vouch for, before calling it foreign: one without the
+    ownership tag, or one the bulk read leaves out (tagged too recently for the tagging index to show it, or on a
+    page after one that ended early), which no token shows; every alarm when the bulk read is denied."""
     if not alarms:
         return {}
     bulk = cloudwatch.owned_alarm_tags(region)
-    tags: dict[str, list[dict[str, str]]] = {}
-    for name, alarm in alarms.items():
-        if bulk is not None and alarm["AlarmArn"] in bulk:
-            tags[name] = bulk[alarm["AlarmArn"]]
-        elif bulk is None or ask(name):
-            tags[name] = cloudwatch.alarm_tags(region, alarm)
-    return tags
+    return {name: bulk[alarm["AlarmArn"]] if bulk is not None and alarm["AlarmArn"] in bulk
+            else cloudwatch.alarm_tags(region, alarm) for name, alarm in alarms.items()}
 
 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
@@ -453,7 +448,7 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
             if is_alarm_name(prefix, name)}
     if prune and project:
         live = alarms_listed(cloudwatch, region, prefix, live, requests)
-    tags = _read_tags(cloudwatch, region, live, ask=lambda name: name in requests)
+    tags = _read_tags(cloudwatch, region, live)
     if records is not None and project:
         records.extend(("alarm", name, name in requests, alarm_publication(t)) for name, t in tags.items()
                        if alarm_owned(t) and alarm_project(t) == project and marks_intact(t) is not False)

@@ -238,6 +238,37 @@ def test_a_tag_listing_that_answers_its_earlier_results_again_is_not_believed_an
     assert stdout == expected
 
 
+@pytest.mark.parametrize("how", ["a page that ends early", "an index behind the tags"])
+def test_a_tag_listing_that_leaves_out_owned_alarms_no_longer_defined_does_not_leave_them_unpruned(
+        how, proxied, published, project_dir):
+    """GetResources by the ownership tag answers without some alarms that carry it: its first page alone, without
+    the token of the next (a page that ends early), or without the removed cluster's alarms (a tagging index behind
+    them). Those alarms were read as untagged, so `apply --prune --removed-cluster other` kept them without a word
+    (exit 0); each alarm listed that the bulk read does not vouch for is now read alone (ListTagsForResource), as the
+    defined ones were, and pruned on that evidence."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    fresh(proxy)
+    arns = {alarm["AlarmArn"] for name, alarm in alarms(client).items() if other_cluster(name)}
+    answered: set[str] = set()
+
+    def short(body: bytes) -> bytes:
+        answer = json.loads(body)
+        kept = [item for item in answer["ResourceTagMappingList"] if how == "a page that ends early"
+                or item["ResourceARN"] not in arns]
+        answered.update(item["ResourceARN"] for item in kept)
+        answer.pop("PaginationToken", None)
+        return json.dumps({**answer, "ResourceTagMappingList": kept}).encode()
+
+    proxy.inject(Rule(path="/", operation="GetResources", action="rewrite", times=ALWAYS, contains=b"TagFilters",
+                      callback=short))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 0 and "Traceback" not in stderr, (code, stderr)
+    assert arns - answered, "the listing left out none of the alarms to prune"
+    assert [name for name in alarms(client) if other_cluster(name)] == [], sorted(alarms(client))
+    assert len(alarms(client)) == 12
+
+
 NOT_FOUND = {"__type": "ResourceNotFound", "message": "not found"}
 
 
