@@ -20,7 +20,7 @@ from ..promql import FIELD_LABEL_KEYS, GPU_LABEL, gpu_identity
 from ..promql_text import pod_label_meta
 from ..reading import read_json_schema
 from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE, RULES_FILE,
-                      SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file)
+                      SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file)
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import OTEL_KEY
 from ..render.scrape import gpu_id_label, written_labels
@@ -30,6 +30,7 @@ from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
 from .go_regex import newer_syntax, regex_problem
+from .grafana_rules import panel_place, queries
 from .promql_checks import check_parses, newer_regex_syntax, query_selectors
 
 KSM_SERIES_LABELS = (KSM_NAMESPACE_LABEL, KSM_DAEMONSET_LABEL)  # kube-state-metrics' labels of a DaemonSet's series
@@ -635,20 +636,16 @@ def labels_delivered(subject: LintInput) -> Iterable[Finding]:
     # and the label a per-pod panel's lookback names a GPU by, which the query writes itself (promql.GPU_LABEL)
     available = _published_labels(subject) | {declared.pod, declared.namespace, declared.container,
                                               gpu_id_label(subject.settings), GPU_LABEL}
-    for dashboard in subject.grafana:
-        for panel in dashboard.model.get("panels", []):
-            for target in panel.get("targets", []):
-                expr = target.get("expr")
-                if not expr:
-                    continue
-                try:
-                    used = {label for s in query_selectors(expr) for label in s.labels}
-                except ValueError:
-                    continue
-                used |= _grouping_labels(expr)
-                for label in sorted(used - available - {"__name__"}):
-                    yield Finding("PR001", "error", f"{grafana_dashboard_file(dashboard.uid)} panel {panel.get('title')!r}",
-                                  f"label {label!r} is not on the series the scrape job delivers")
+    for dashboard, panel, target in queries(subject.grafana):
+        expr = target["expr"]
+        try:
+            used = {label for s in query_selectors(expr) for label in s.labels}
+        except ValueError:
+            continue
+        used |= _grouping_labels(expr)
+        for label in sorted(used - available - {"__name__"}):
+            yield Finding("PR001", "error", panel_place(dashboard, panel),
+                          f"label {label!r} is not on the series the scrape job delivers")
 
 
 def _relabeled(labels: set[str], rules: list[dict[str, Any]]) -> set[str]:
@@ -760,11 +757,15 @@ def agent_schema(subject: LintInput) -> Iterable[Finding]:
                           f"schema: {path}: {schema_message(error)}")
 
 
-def _rules_of(document: dict[str, Any]) -> Iterable[tuple[str, str, Any, dict[str, Any]]]:
-    """(group, rule name, expr, rule) of each rule of a rules document (rules.yaml's, or a PrometheusRule's spec)."""
-    for group in document.get("groups") or []:
-        for rule in group.get("rules") or []:
-            yield group.get("name", "?"), rule.get("alert") or rule.get("record") or "?", rule.get("expr"), rule
+def _rules(subject: LintInput) -> Iterable[tuple[str, Any, dict[str, Any]]]:
+    """(where, expr, rule) of each rule of rules.yaml and of the PrometheusRule's spec."""
+    rule_files = ((RULES_FILE, subject.artifacts.prometheus_rules),
+                  (PROMETHEUS_RULE_FILE, (subject.artifacts.prometheus_rule or {}).get("spec") or {}))
+    for where, document in rule_files:
+        for group in document.get("groups") or []:
+            for rule in group.get("rules") or []:
+                name = rule.get("alert") or rule.get("record") or "?"
+                yield f"{where} group {group.get('name', '?')!r} rule {name!r}", rule.get("expr"), rule
 
 
 def _template_findings(where: str, rule: dict[str, Any]) -> Iterable[Finding]:
@@ -783,18 +784,15 @@ def _template_findings(where: str, rule: dict[str, Any]) -> Iterable[Finding]:
 def rules_parse(subject: LintInput) -> Iterable[Finding]:
     """Every rule's expression parses: Prometheus refuses to load a rules file with one that does not (every rule
     of it lost), where promtool and Prometheus itself are not at hand to say so before it ships."""
-    rule_files = ((RULES_FILE, subject.artifacts.prometheus_rules),
-                  (PROMETHEUS_RULE_FILE, (subject.artifacts.prometheus_rule or {}).get("spec") or {}))
-    for where, document in rule_files:
-        for group, name, expr, rule in _rules_of(document):
-            yield from _template_findings(f"{where} group {group!r} rule {name!r}", rule)
-            if not isinstance(expr, str):
-                yield Finding("PR004", "error", f"{where} group {group!r} rule {name!r}", "no expr (a string)")
-                continue
-            try:
-                check_parses(expr, grafana=False)  # each distinct expression parsed once, as Prometheus reads it
-            except ValueError as exc:
-                yield Finding("PR004", "error", f"{where} group {group!r} rule {name!r}", f"expr does not parse: {exc}")
+    for where, expr, rule in _rules(subject):
+        yield from _template_findings(where, rule)
+        if not isinstance(expr, str):
+            yield Finding("PR004", "error", where, "no expr (a string)")
+            continue
+        try:
+            check_parses(expr, grafana=False)  # each distinct expression parsed once, as Prometheus reads it
+        except ValueError as exc:
+            yield Finding("PR004", "error", where, f"expr does not parse: {exc}")
 
 
 _RELABEL_KEYS = (("relabel_configs", "metric_relabel_configs"), ("relabelings", "metricRelabelings"))
@@ -860,16 +858,9 @@ def newer_regexes(subject: LintInput) -> Iterable[Finding]:
     only a Prometheus built with a newer Go compiles (go_regex.newer_syntax: Prometheus 3 takes it, 2.42 refuses the
     rules file, the query, the scrape config): a warning, as for experimental functions, since no setting says which
     Prometheus the build is for. The agent's regexes are compiled by the agent's own Go, not Prometheus'."""
-    rule_files = ((RULES_FILE, subject.artifacts.prometheus_rules),
-                  (PROMETHEUS_RULE_FILE, (subject.artifacts.prometheus_rule or {}).get("spec") or {}))
-    places = [(f"{where} group {group!r} rule {name!r}", expr) for where, document in rule_files
-              for group, name, expr, _ in _rules_of(document) if isinstance(expr, str)]
-    for dashboard in subject.grafana:
-        for panel in dashboard.model.get("panels") or []:
-            for shown in [panel, *(panel.get("panels") or [])]:
-                places += [(f"{grafana_dashboard_file(dashboard.uid)} panel {shown.get('title', '?')!r}",
-                            target["expr"]) for target in shown.get("targets") or []
-                           if isinstance(target.get("expr"), str)]
+    places = [(where, expr) for where, expr, _ in _rules(subject) if isinstance(expr, str)]
+    places += [(panel_place(dashboard, panel), target["expr"]) for dashboard, panel, target in queries(subject.grafana)
+               if isinstance(target["expr"], str)]
     said: set[tuple[str, str]] = set()
     for where, expr in places:
         if "=~" in expr or "!~" in expr:

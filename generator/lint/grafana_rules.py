@@ -30,13 +30,15 @@ def _charts(model: dict[str, Any]) -> Iterator[dict[str, Any]]:
     return (p for p in _panels(model) if p.get("type") not in ("row", "text"))
 
 
-def _where(dashboard: GrafanaDashboard, panel: dict[str, Any] | None = None) -> str:
+def panel_place(dashboard: GrafanaDashboard, panel: dict[str, Any] | None = None) -> str:
+    """Where a finding points: the dashboard's file, and the panel's title when it is about a panel."""
     place = grafana_dashboard_file(dashboard.uid)
     return f"{place} panel {panel.get('title', '?')!r}" if panel else place
 
 
-def _targets(subject: LintInput) -> Iterator[tuple[GrafanaDashboard, dict, dict]]:
-    for dashboard in subject.grafana:
+def queries(dashboards: Iterable[GrafanaDashboard]) -> Iterator[tuple[GrafanaDashboard, dict, dict]]:
+    """(dashboard, panel, target) of every query of every chart, those in collapsed rows too."""
+    for dashboard in dashboards:
         for panel in _charts(dashboard.model):
             for target in panel.get("targets", []):
                 if target.get("expr"):
@@ -66,11 +68,11 @@ def _variable_outside_strings(expr: str) -> bool:
 
 
 def promql_parses(subject: LintInput) -> Iterable[Finding]:
-    for dashboard, panel, target in _targets(subject):
+    for dashboard, panel, target in queries(subject.grafana):
         try:
             query_selectors(_as_sent(target["expr"], dashboard))
         except ValueError as exc:
-            yield Finding("GF001", "error", _where(dashboard, panel),
+            yield Finding("GF001", "error", panel_place(dashboard, panel),
                           f"query {target.get('refId', '?')} does not parse: {exc}")
     for dashboard in subject.grafana:
         for variable in (dashboard.model.get("templating") or {}).get("list") or []:
@@ -80,7 +82,7 @@ def promql_parses(subject: LintInput) -> Iterable[Finding]:
             try:
                 check_parses(_as_sent(expr, dashboard))
             except ValueError as exc:
-                yield Finding("GF001", "error", f"{_where(dashboard)} variable {variable.get('name', '?')!r}",
+                yield Finding("GF001", "error", f"{panel_place(dashboard)} variable {variable.get('name', '?')!r}",
                               f"query does not parse: {exc}")
 
 
@@ -106,15 +108,13 @@ def _variable_expression(variable: dict[str, Any]) -> str | None:
 
 def parsed_selectors(dashboards: list[GrafanaDashboard]) -> Iterator[tuple[GrafanaDashboard, dict, Selector]]:
     """Every selector of every query that parses (GF001 reports the others)."""
-    for dashboard in dashboards:
-        for panel in _charts(dashboard.model):
-            for target in panel.get("targets", []):
-                try:
-                    found = query_selectors(target["expr"]) if target.get("expr") else ()
-                except ValueError:
-                    continue
-                for selector in found:
-                    yield dashboard, panel, selector
+    for dashboard, panel, target in queries(dashboards):
+        try:
+            found = query_selectors(target["expr"])
+        except ValueError:
+            continue
+        for selector in found:
+            yield dashboard, panel, selector
 
 
 def metrics_known(subject: LintInput) -> Iterable[Finding]:
@@ -124,7 +124,7 @@ def metrics_known(subject: LintInput) -> Iterable[Finding]:
                 for rule in group.get("rules", ()) if "record" in rule}
     for dashboard, panel, selector in parsed_selectors(subject.grafana):
         if selector.metric and selector.metric not in subject.catalog and selector.metric not in recorded:
-            yield Finding("GF002", "error", _where(dashboard, panel),
+            yield Finding("GF002", "error", panel_place(dashboard, panel),
                           f"{selector.metric} is not in the counters CSV ({subject.catalog.source})"
                           + (" nor recorded by the build's rules" if selector.metric.startswith("gpudash:") else ""))
 
@@ -143,13 +143,14 @@ def counters_rated(subject: LintInput) -> Iterable[Finding]:
             continue
         if selector.range_function not in COUNTER_FUNCTIONS:
             said.add((id(panel), metric))
-            yield Finding("GF006", "error", _where(dashboard, panel), _raw_message(metric, selector))
+            yield Finding("GF006", "error", panel_place(dashboard, panel), _raw_message(metric, selector))
             continue
         held = _node_holding(subject) if held is None else held
         apart = next((labels for labels in selector.node_labels if not labels & held), None)
         if apart is not None:
             said.add((id(panel), metric))
-            yield Finding("GF006", "error", _where(dashboard, panel), _apart_message(metric, selector, apart, held))
+            yield Finding("GF006", "error", panel_place(dashboard, panel),
+                          _apart_message(metric, selector, apart, held))
 
 
 def _raw_message(metric: str, selector: Selector) -> str:
@@ -203,10 +204,10 @@ def _node_holding(subject: LintInput) -> frozenset[str]:
 
 
 def rate_interval(subject: LintInput) -> Iterable[Finding]:
-    for dashboard, panel, target in _targets(subject):
+    for dashboard, panel, target in queries(subject.grafana):
         for window in range_windows(target["expr"], subject.settings.scrape.seconds):
             if window not in ("$__rate_interval", "$__range", "${__range_ms}ms", "$__interval") and ":" not in window:
-                yield Finding("GF007", "warning", _where(dashboard, panel),
+                yield Finding("GF007", "warning", panel_place(dashboard, panel),
                               f"range [{window}] is fixed: use [$__rate_interval] so it follows the scrape interval")
 
 
@@ -214,14 +215,14 @@ def units(subject: LintInput) -> Iterable[Finding]:
     for dashboard in subject.grafana:
         for panel in _charts(dashboard.model):
             if not panel.get("fieldConfig", {}).get("defaults", {}).get("unit") and panel.get("type") != "heatmap":
-                yield Finding("GF003", "error", _where(dashboard, panel), "panel has no unit")
+                yield Finding("GF003", "error", panel_place(dashboard, panel), "panel has no unit")
 
 
 def descriptions(subject: LintInput) -> Iterable[Finding]:
     for dashboard in subject.grafana:
         for panel in _charts(dashboard.model):
             if not panel.get("description"):
-                yield Finding("GF004", "error", _where(dashboard, panel), "panel has no description")
+                yield Finding("GF004", "error", panel_place(dashboard, panel), "panel has no description")
 
 
 def _datasource_ok(ref: Any) -> bool:
@@ -236,7 +237,7 @@ def datasource_variable(subject: LintInput) -> Iterable[Finding]:
         for panel in _charts(dashboard.model):
             refs = [panel.get("datasource")] + [t.get("datasource") for t in panel.get("targets", [])]
             if panel.get("datasource") is None or not all(_datasource_ok(r) for r in refs):
-                yield Finding("GF005", "error", _where(dashboard, panel),
+                yield Finding("GF005", "error", panel_place(dashboard, panel),
                               "queries must use the ${datasource} variable, not a fixed data source")
 
 
@@ -245,9 +246,9 @@ def uids(subject: LintInput) -> Iterable[Finding]:
     for dashboard in subject.grafana:
         uid = dashboard.model.get("uid") or ""
         if not uid or len(uid) > UID_MAX:
-            yield Finding("GF008", "error", _where(dashboard), f"uid {uid!r} must be 1-{UID_MAX} characters")
+            yield Finding("GF008", "error", panel_place(dashboard), f"uid {uid!r} must be 1-{UID_MAX} characters")
         if uid in seen:
-            yield Finding("GF008", "error", _where(dashboard), f"uid {uid!r} is used by another dashboard")
+            yield Finding("GF008", "error", panel_place(dashboard), f"uid {uid!r} is used by another dashboard")
         seen.add(uid)
 
 
@@ -259,18 +260,18 @@ def overlaps(subject: LintInput) -> Iterable[Finding]:
             box = (grid.get("x", 0), grid.get("y", 0), grid.get("w", 0), grid.get("h", 0))
             for other_title, (x, y, w, h) in boxes:
                 if box[0] < x + w and x < box[0] + box[2] and box[1] < y + h and y < box[1] + box[3]:
-                    yield Finding("GF009", "error", _where(dashboard, panel),
+                    yield Finding("GF009", "error", panel_place(dashboard, panel),
                                   f"overlaps panel {other_title!r}")
             boxes.append((panel.get("title", "?"), box))
 
 
 def pod_legends(subject: LintInput) -> Iterable[Finding]:
     label = subject.pod_label
-    for dashboard, panel, target in _targets(subject):
+    for dashboard, panel, target in queries(subject.grafana):
         shown = target.get("legendFormat") or ""
         missing = [name for name in (subject.namespace_label, label) if f"{{{{{name}}}}}" not in shown]
         if missing and _per_pod(_as_sent(target["expr"], dashboard), label, f"{{{{{label}}}}}" in shown):
-            yield Finding("GF012", "error", _where(dashboard, panel),
+            yield Finding("GF012", "error", panel_place(dashboard, panel),
                           f"per-pod query's legend does not show {' and '.join(f'{{{{{m}}}}}' for m in missing)} "
                           "(a pod name repeats across namespaces)")
 
@@ -341,7 +342,7 @@ def schema(subject: LintInput) -> Iterable[Finding]:
         for error in dashboard_validator.iter_errors(dashboard.model):
             error = _deepest(error)  # descend into anyOf (panel or row) to the real cause
             path = "/".join(str(p) for p in error.absolute_path)
-            yield Finding("GF010", severity, _where(dashboard), f"schema: {path}: {schema_message(error)}")
+            yield Finding("GF010", severity, panel_place(dashboard), f"schema: {path}: {schema_message(error)}")
         for panel in _charts(dashboard.model):
             validators = panel_validators.get(panel.get("type"))
             if not validators:
@@ -351,7 +352,7 @@ def schema(subject: LintInput) -> Iterable[Finding]:
                 if validator is None:
                     continue
                 for error in validator.iter_errors(value):
-                    yield Finding("GF010", severity, _where(dashboard, panel),
+                    yield Finding("GF010", severity, panel_place(dashboard, panel),
                                   f"schema: {schema_message(error)}")
 
 
@@ -384,7 +385,7 @@ def configmap_size(subject: LintInput) -> Iterable[Finding]:
         text = grafana_dashboard_bytes(dashboard.model).decode()  # the text the ConfigMap carries
         size = last_applied_bytes(configmap(dashboard.uid, text, subject.artifacts.grafana_folder["title"]))
         if size > CONFIGMAP_APPLY_LIMIT:
-            yield Finding("GF011", "warning", _where(dashboard),
+            yield Finding("GF011", "warning", panel_place(dashboard),
                           f"{size:,} bytes of annotations (the dashboard's {len(text.encode()):,} bytes as client-side "
                           f"kubectl apply encodes its ConfigMap into last-applied-configuration), over the "
                           f"{CONFIGMAP_APPLY_LIMIT:,} the API server accepts (the apply is refused): apply "
