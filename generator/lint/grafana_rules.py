@@ -153,11 +153,16 @@ def counters_rated(subject: LintInput) -> Iterable[Finding]:
                           _apart_message(metric, selector, apart, held))
 
 
+def _read_by(function: str, steps: bool = False) -> str:
+    """How a query reads a counter, as its text says it: a sum of a subquery's idelta() steps stands for increase()."""
+    return "a sum of idelta() steps" if steps or function == "idelta" else f"{function}()"
+
+
 def _raw_message(metric: str, selector: Selector) -> str:
     rated, across = selector.rated_across, selector.across
     if rated is None:
-        return f"counter {metric} is charted raw: wrap it in rate() or increase()"
-    read = "a sum of idelta() steps" if rated == "idelta" else f"{rated}()"
+        return f"counter {metric} is charted raw: read it through rate(), irate() or increase()"
+    read = _read_by(rated)
     return (f"counter {metric} is read by {read} over a {across}: that {across.split()[0]} is no counter (a GPU or a "
             f"copy of its reading leaving reads as a reset, one coming as growth): merge the copies inside the "
             f"subquery with a max by one GPU (its UUID or gpudash_gpu, or gpu and its node), then aggregate the "
@@ -166,7 +171,8 @@ def _raw_message(metric: str, selector: Selector) -> str:
 
 def _apart_message(metric: str, selector: Selector, labels: frozenset[str], held: frozenset[str]) -> str:
     named = ", ".join(sorted(labels))
-    return (f"counter {metric} is read by {selector.range_function}() over an aggregation by gpu and {named}, which "
+    return (f"counter {metric} is read by {_read_by(selector.range_function, selector.steps)} over an aggregation by "
+            f"gpu and {named}, which "
             f"holds no GPU's node (the labels that do: {', '.join(sorted(held))}): GPU 0 of several nodes reads as one "
             f"GPU, so one leaving reads as a reset and another's growth as its own; group by the GPU's UUID or "
             f"gpudash_gpu, or by gpu and a label holding its node (list {named} in labels.node if it holds the node)")
@@ -399,7 +405,8 @@ RULES = (
     Rule("GF003", "every panel has a unit", units),
     Rule("GF004", "every panel has a description", descriptions),
     Rule("GF005", "queries use the ${datasource} variable", datasource_variable),
-    Rule("GF006", "counters are wrapped in rate() or increase()", counters_rated),
+    Rule("GF006", "a counter a panel shows is read through rate(), irate() or increase() (or a sum of idelta() steps "
+                  "floored at 0) of one GPU's readings, never charted raw", counters_rated),
     Rule("GF007", "rate windows use $__rate_interval", rate_interval),
     Rule("GF008", "dashboard uids are unique and at most 40 characters", uids),
     Rule("GF009", "panels do not overlap", overlaps),

@@ -73,6 +73,7 @@ class Selector:
     # rate, or the sum of its deltas) that keeps GPUs apart by `gpu` and those labels alone: one GPU's copies merged
     # only where one of them holds the GPU's node (GF006 judges them by the settings)
     node_labels: tuple[frozenset[str], ...] = ()
+    steps: bool = False  # read by a sum of idelta() steps (range_function "increase": what that sum stands for)
 
 
 def parse(expr: str, any_variable: bool = False):
@@ -170,7 +171,7 @@ def _selector_read(node, stack: list, state: tuple, outer: dict, shown: bool) ->
         return Selector(node.name, labels, None, shown, "idelta", across)
     function = "increase" if summed else _range_function(stack)
     rated, across = _rated_across(stack) if function is None else (None, None)
-    return Selector(node.name, labels, function, shown, rated, across, beside)
+    return Selector(node.name, labels, function, shown, rated, across, beside, steps=summed)
 
 
 def _read_selectors(node, stack: list, found: list[Selector], state: tuple, unread: bool,
