@@ -320,6 +320,9 @@ class CloudWatch:
                     raise
                 status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
                 failure = (f"CloudWatch {api} failed in {region}: {code}: {message}".rstrip(": "), _hint(api, code))
+                if code == str(status):  # no AWS error document: botocore names the error by its status
+                    failure = (f"CloudWatch answered {api} in {region} with something that is not an API answer "
+                               f"({_not_aws(exc.response, status, message)})", answer_hint(self.endpoint_name))
                 if not (code in RETRYABLE_CODES or status >= 500 or status == 429):
                     refused = RemoteError(failure[0], where=what, hint=failure[1])
                     refused.code = code  # the API's error code: what a caller tells refusals apart by
@@ -582,6 +585,19 @@ class _Listing:
             return None
         self.tokens.add(token)
         return token
+
+
+def _not_aws(response: dict[str, Any], status: int, body: str) -> str:
+    """An error answer that is no AWS error document, as said: its status, where a redirect points (without its query,
+    which may carry a sign-in's state), its content type and the start of its body, secrets masked."""
+    from urllib.parse import urlsplit
+
+    headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+    location = urlsplit(headers.get("location") or "")
+    where = (f" redirecting to {redact.text(location._replace(query='', fragment='').geturl())}"
+             if 300 <= status < 400 and location.path + location.netloc else "")
+    excerpt = redact.text(body)[:40]
+    return f"HTTP {status}{where}, {headers.get('content-type') or 'no content type'}: {excerpt!r}"
 
 
 def _snake(api: str) -> str:

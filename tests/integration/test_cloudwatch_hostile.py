@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.support.cloudwatch_world import ALWAYS, alarms, fresh, writes
-from tests.support.fault_proxy import Rule
+from tests.support.fault_proxy import HTML as HTML_PAGE, Rule
 
 BOTH = "project: test\nclusters:\n  - {name: east, region: us-east-1}\n  - {name: west, region: us-west-2}\n"
 DENIED = {"__type": "AccessDeniedException", "message": "explicit deny in a service control policy"}
@@ -85,6 +85,38 @@ def test_alarm_tags_are_read_as_none_only_on_the_not_found_code_not_on_its_name_
                  Rule(path="/", operation="ListTagsForResource", action="status", times=ALWAYS, status=status,
                       body=json.dumps({**({"__type": kind} if kind else {}), "message": NAMES_NOT_FOUND}).encode()))
     code, report, stderr = apply("--prune")
-    assert code == 3 and f"ListTagsForResource failed in us-east-1: {kind or ''}" in stderr, stderr
+    said = (f"ListTagsForResource failed in us-east-1: {kind}" if kind else
+            "CloudWatch answered ListTagsForResource in us-east-1 with something that is not an API answer (HTTP 400")
+    assert code == 3 and said in stderr, stderr
     assert "Traceback" not in stderr and report.get("refused", []) == [], report
+    assert writes(proxy) == [] and sorted(alarms(client)) == before
+
+
+SIGN_IN = "https://sso.example.com/signin"
+
+
+@pytest.mark.parametrize("status, said", [
+    (302, f"HTTP 302 redirecting to {SIGN_IN}, text/html: '<!doctype html>"),
+    (403, "HTTP 403, text/html: '<!doctype html>"),
+    (502, "HTTP 502, text/html: '<!doctype html>"),
+], ids=["a redirect to a sign-in page", "a proxy's refusal page", "a gateway's error page"])
+def test_an_error_status_without_an_aws_error_is_not_an_api_answer(status, said, proxied, published):
+    """DescribeAlarms answered with a redirect to a sign-in page, or an HTML error page, by something in front of
+    CloudWatch. The error read as CloudWatch's own, named by its status ("failed: 302: <!doctype html>...", the
+    whole page) with the hint to check the request; it is something else's answer: said so, with the endpoint to
+    check, the page cut short; a redirect or refusal is not retried (it answers the same), a gateway's 5xx is."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    before = sorted(alarms(client))
+    page = HTML_PAGE + b"<p>" + b"x" * 500 + b"</p>"
+    proxy.inject(Rule(path="/", operation="DescribeAlarms", action="status", times=ALWAYS, status=status, body=page,
+                      headers={"Location": SIGN_IN + "?state=abc", "Content-Type": "text/html"}))
+    code, report, stderr = apply("--prune")
+    assert code == 3 and "Traceback" not in stderr, (code, stderr)
+    assert f"CloudWatch answered DescribeAlarms in us-east-1 with something that is not an API answer ({said}" in stderr, \
+        stderr
+    assert "check AWS_ENDPOINT_URL and any proxy in between" in stderr and "x" * 100 not in stderr, stderr
+    assert "state=abc" not in stderr, stderr
+    assert proxy.operations.count("DescribeAlarms") == (6 if status >= 500 else 1)
     assert writes(proxy) == [] and sorted(alarms(client)) == before
