@@ -277,12 +277,48 @@ def _execute(path: Path, namespace: str):
     code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
     sys.modules[name] = module
     writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    own = _OwnModules(dont_write=writes)
+    sys.meta_path.insert(0, own)
     try:
         exec(code, module.__dict__)  # noqa: S102 - the user's own definition, as importing it would run it
     finally:
+        sys.meta_path.remove(own)
         sys.dont_write_bytecode = writes
         sys.modules.pop(name, None)
     return module
+
+
+class _OwnLoader(importlib.machinery.SourceFileLoader):
+    """One of gpudash's own modules, first imported by a definition: its bytecode is read from and written to
+    gpudash's __pycache__ as when gpudash imports it (`dont_write`: this process's sys.dont_write_bytecode)."""
+
+    def __init__(self, fullname: str, path: str, dont_write: bool):
+        super().__init__(fullname, path)
+        self.dont_write = dont_write
+
+    def get_code(self, fullname):
+        held, sys.dont_write_bytecode = sys.dont_write_bytecode, self.dont_write
+        try:
+            return super().get_code(fullname)
+        finally:
+            sys.dont_write_bytecode = held
+
+
+class _OwnModules:
+    """While a definition runs, finds gpudash's own modules (`generator.*`) it imports, to be loaded by _OwnLoader:
+    the definition's bytecode is never written, but gpudash's modules it imports first (generator.panels,
+    generator.container_insights) were compiled from their source at every run."""
+
+    def __init__(self, dont_write: bool):
+        self.dont_write = dont_write
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith(f"{__package__}.") or not path:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader:
+            spec.loader = _OwnLoader(fullname, spec.origin, self.dont_write)
+        return spec
 
 
 _PARSING = threading.Lock()
