@@ -1,47 +1,17 @@
 """Whether a CloudWatch listing (ListDashboards, DescribeAlarms by name prefix) holds every object the plan reads by
-name, before it is believed to show what --prune may delete.
-
-CloudWatch's listings are eventually consistent: one made just after a write (a `plan` right after an `apply`) may
-leave out what that write made, and it may then leave out an object no longer defined as well. An object read by name
-that the listing leaves out is listed again: at once (an object made between the listing and its read), then after
-each of RELIST_WAITS (on the deadline's clock, within the deadline). The first listing that holds every such object is
-the one the plan goes on with; when none does, the listing holds only some of the objects (something standing in for
-CloudWatch, or a listing further behind), and a prune is refused: a gap is never read as "nothing there to prune".
+name, before it is believed to show what --prune may delete: listed again while it may lag a write (relisting.py). The
+first listing that holds every such object is the one the plan goes on with; when none does, the listing holds only
+some of the objects (something standing in for CloudWatch, or a listing further behind), and a prune is refused.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Collection
+from typing import Any
 
 from ..clients.cloudwatch import BATCH, CloudWatch
 from ..errors import RemoteError
 from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, shown as shown_names
-
-# Seconds waited before each listing again: at once, then 30 s in all. AWS documents no bound on the lag; a listing
-# behind the writes of a moment ago catches up within seconds, and waiting longer delays a plan that will fail anyway.
-RELIST_WAITS = (0.0, 1.0, 2.0, 4.0, 8.0, 15.0)
-
-
-def _listed_again(cloudwatch: CloudWatch, missing: list[str], relist: Callable[[], Collection[str]],
-                  failure: Callable[[list[str], int], RemoteError], waits: tuple[float, ...]) -> tuple[list[str], Any]:
-    """The names of `missing` the last listing (`relist()`, once after each of `waits`) leaves out, and that listing:
-    ([], it) at the first listing that holds them all. A wait that would outlive the deadline ends the command with
-    `failure(missing, listings made)`, which says what the listings left out."""
-    listing: Any = None
-    for count, wait in enumerate(waits, start=1):
-        if wait > 0:
-            error = failure(missing, count - 1)
-            cloudwatch.deadline.pause(wait, error.where, error)
-        listing = relist()
-        missing = [name for name in missing if name not in listing]
-        if not missing:
-            return [], listing
-    return missing, listing
-
-
-def _listings(count: int) -> str:
-    seconds = sum(RELIST_WAITS[:count])
-    return f"in {count + 1} listings" + (f" over {seconds:g} s" if seconds else "")
+from .relisting import ONCE, RELIST_WAITS, listed_again, listings
 
 
 def dashboards_listed(cloudwatch: CloudWatch, region: str, prefix: str, listed: list[str], read: list[str],
@@ -64,13 +34,13 @@ def dashboards_listed(cloudwatch: CloudWatch, region: str, prefix: str, listed: 
 
     def said(names: list[str], count: int) -> str:
         return (f"ListDashboards answered {len(listed)} dashboard(s) named {start}*, leaving out {len(names)} that "
-                f"GetDashboard reads ({shown_names(names)}), {_listings(count)}: its answer holds only some of the "
+                f"GetDashboard reads ({shown_names(names)}), {listings(count)}: its answer holds only some of the "
                 "dashboards (something standing in for CloudWatch, or a listing behind them), so one gpudash published "
                 "that is no longer defined may be missing from it too")
 
-    waits = RELIST_WAITS if prune else RELIST_WAITS[:1]
-    missing, again = _listed_again(cloudwatch, missing, lambda: set(cloudwatch.dashboard_names(region, start)), failure,
-                                   waits)
+    waits = RELIST_WAITS if prune else ONCE
+    missing, again = listed_again(cloudwatch.deadline, missing, lambda: set(cloudwatch.dashboard_names(region, start)),
+                                  failure, waits)
     if not missing:
         return sorted(again)
     if prune:
@@ -95,7 +65,7 @@ def alarms_listed(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[s
     def failure(names: list[str], count: int) -> RemoteError:
         return RemoteError(
             f"DescribeAlarms answered {len(live)} alarm(s) named {start}*, leaving out {len(names)} that DescribeAlarms "
-            f"by name reads ({shown_names(sorted(names))}), {_listings(count)}: its answer holds only some of the "
+            f"by name reads ({shown_names(sorted(names))}), {listings(count)}: its answer holds only some of the "
             "alarms (something standing in for CloudWatch, or a listing behind them), so one gpudash published that is "
             "no longer defined may be missing from it too: what --prune would delete cannot be read",
             where=f"CloudWatch alarms in {region}",
@@ -103,8 +73,8 @@ def alarms_listed(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[s
                  f"--alarm-name-prefix {start}) and check the endpoint (AWS_ENDPOINT_URL, --endpoint-url); apply "
                  "without --prune publishes meanwhile")
 
-    missing, again = _listed_again(cloudwatch, found, lambda: cloudwatch.metric_alarms(region, prefix=start), failure,
-                                   RELIST_WAITS)
+    missing, again = listed_again(cloudwatch.deadline, found, lambda: cloudwatch.metric_alarms(region, prefix=start),
+                                  failure)
     if missing:
         raise failure(missing, len(RELIST_WAITS))
     return {name: alarm for name, alarm in again.items() if is_alarm_name(prefix, name)}

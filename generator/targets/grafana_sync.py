@@ -38,6 +38,7 @@ from ..clients.grafana import (GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGon
                                InvalidAnswer, PreconditionFailed,
                                Unreachable, lost)
 from .progress import Progress, Silent
+from .relisting import ONCE, RELIST_WAITS, listed_again, listings
 
 HISTORY = 50  # versions searched for a gpudash save when the latest one is a person's
 UNEDITED, EDITED, NOT_GPUDASH = "unedited", "edited", "not saved by gpudash"
@@ -509,8 +510,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
             changes.append(_plan_dashboard(client, uid, desired, folder, uid_prefix, move_from, publisher, claim,
                                            records, shared))
             tick()
-        hits = client.search_tag(GRAFANA_OWNER_TAG)
-        _unsearched(client, changes, hits, prune)
+        hits = _unsearched(client, changes, client.search_tag(GRAFANA_OWNER_TAG), prune)
         tick()
         seen = grafana_uid_prefixes(uid_prefix, [hit["uid"] for hit in hits], dashboards)
         others: list[str] = []
@@ -580,15 +580,21 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
     return changes
 
 
-def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[str, Any]], prune: bool) -> None:
-    """The search by the owner tag against what the plan read of the dashboards these settings define: one read with
-    the tag that the search leaves out, or lists in another folder than it is in, shows an answer that holds only some
-    of the tagged dashboards (Grafana's search index behind its database: grafana/grafana#7633, #16049, #100849; a
-    proxy or stub answering `[]`), in which a dashboard no longer defined may be missing too: --prune would leave it
-    without a word. Each is read again first (a person may have removed its tag or moved it meanwhile). With `prune`
-    a failure (InvalidAnswer, nothing written); else a note, --prune being what the search is read for."""
-    listed = {hit["uid"]: hit.get("folderUid") or "General" for hit in hits}
-    odd = []
+def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[str, Any]],
+                prune: bool) -> list[dict[str, Any]]:
+    """The search by the owner tag to go on with, given the first (`hits`) and what the plan read of the dashboards
+    these settings define: one read with the tag that the search leaves out, or lists in another folder than it is in,
+    shows an answer that holds only some of the tagged dashboards (Grafana's search index behind its database:
+    grafana/grafana#7633, #16049, #100849; a proxy or stub answering `[]`), in which a dashboard no longer defined may
+    be missing too: --prune would leave it without a word. Each is read again first (a person may have removed its
+    tag or moved it meanwhile), then searched for again while the index may be catching up (relisting.py); the first
+    search that lists them all where they are is the one to go on with. Else, with `prune`, a failure (InvalidAnswer,
+    nothing written); without, a note (after one search again), --prune being what the search is read for."""
+    def where_listed(found: list[dict[str, Any]]) -> dict[str, str]:
+        return {hit["uid"]: hit.get("folderUid") or "General" for hit in found}
+
+    listed = where_listed(hits)
+    odd: list[tuple[str, str]] = []
     for change in changes:
         live = change.live if change.kind == "dashboard" and isinstance(change.live, dict) else {}
         if "dashboard" not in live or not grafana_owned(live["dashboard"]):
@@ -599,23 +605,43 @@ def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[st
         again = client.dashboard(change.name)  # still there, tagged, where it was read: the search left it out
         if again is not None and grafana_owned(again["dashboard"]) \
                 and ((again.get("meta") or {}).get("folderUid") or "General") == where:
-            odd.append(f"{change.name} in folder {where}, "
-                       + (f"listed in {listed[change.name]}" if change.name in listed else "not listed"))
+            odd.append((change.name, where))
     if not odd:
-        return
-    said = (f"Grafana's search by the {GRAFANA_OWNER_TAG} tag answered {len(hits)} dashboard(s), leaving out or "
-            f"listing elsewhere {len(odd)} that read with the tag ({'; '.join(odd[:5])}{' ...' if len(odd) > 5 else ''})"
-            ": its answer holds only some of the tagged dashboards (a search index behind Grafana's database, or a "
-            "proxy or cache answering for it), so one gpudash owns that is no longer defined may be missing from it "
-            "too")
+        return hits
+    latest = [hits]
+
+    def search() -> set[tuple[str, str]]:
+        latest.append(client.search_tag(GRAFANA_OWNER_TAG))
+        return set(where_listed(latest[-1]).items())
+
+    def said(missing: list[tuple[str, str]], again: int) -> str:
+        now = where_listed(latest[-1])
+        shown = [f"{uid} in folder {where}, " + (f"listed in {now[uid]}" if uid in now else "not listed")
+                 for uid, where in missing]
+        return (f"Grafana's search by the {GRAFANA_OWNER_TAG} tag answered {len(latest[-1])} dashboard(s), leaving out "
+                f"or listing elsewhere {len(shown)} that read with the tag ({'; '.join(shown[:5])}"
+                f"{' ...' if len(shown) > 5 else ''}), {listings(again)}: its answer holds only some of the tagged "
+                "dashboards (a search index behind Grafana's database, or a proxy or cache answering for it), so one "
+                "gpudash owns that is no longer defined may be missing from it too")
+
     hint = (f"run again in a minute; if it repeats, search Grafana for the tag {GRAFANA_OWNER_TAG} (Dashboards, "
             "filter by tag): where those named are missing there too, Grafana's search is behind its database (for "
             "its admins to look into); else something in front of Grafana answers: point GRAFANA_URL at Grafana "
             "itself")
+
+    def failure(missing: list[tuple[str, str]], again: int) -> InvalidAnswer:
+        return InvalidAnswer(f"{said(missing, again)}: what --prune would delete cannot be read",
+                             where=f"search tag {GRAFANA_OWNER_TAG}",
+                             hint=f"{hint}; a push without --prune publishes meanwhile")
+
+    waits = RELIST_WAITS if prune else ONCE
+    missing, _ = listed_again(client.deadline, odd, search, failure, waits)
+    if not missing:
+        return latest[-1]
     if prune:
-        raise InvalidAnswer(f"{said}: what --prune would delete cannot be read", where=f"search tag {GRAFANA_OWNER_TAG}",
-                            hint=f"{hint}; a push without --prune publishes meanwhile")
-    client.note(f"{said}; a push --prune fails on it until it lists them: {hint}")
+        raise failure(missing, len(waits))
+    client.note(f"{said(missing, len(waits))}; a push --prune fails on it until it lists them: {hint}")
+    return hits
 
 
 def _readings(uid: str, uid_prefix: str) -> str:

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from generator.targets.cloudwatch_listings import RELIST_WAITS
+from generator.targets.relisting import RELIST_WAITS
 from tests.support.cloudwatch_world import TWO_CLUSTERS, alarms, fresh, other_cluster, snapshot, writes
 from tests.support.fault_proxy import Rule
 
