@@ -50,13 +50,14 @@ def dashboards_listed(cloudwatch: CloudWatch, region: str, prefix: str, listed: 
 
 
 def alarms_listed(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[str, dict[str, Any]],
-                  requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+                  expected: set[str]) -> dict[str, dict[str, Any]]:
     """The DescribeAlarms listing (by the name prefix) to go on with, given the first (`live`: name -> alarm, gpudash's
-    names only) and the alarms these settings define: those it does not hold (to be created) are read by name, BATCH
-    at a time (one read per 100 alarms to create, made for --prune and `plan` only). One that reads shows a listing
+    names only) and the alarms it should hold (`expected`: those these settings define, and those the tag listing
+    shows carrying the project's tag): those it does not hold (to be created, or a listing that ends before them) are
+    read by name, BATCH at a time (one read per 100, made for --prune and `plan` only). One that reads shows a listing
     that holds only some of the alarms, unless a listing again holds it: a failure, nothing written."""
     start = alarm_name_start(prefix)
-    unlisted = sorted(set(requests) - set(live))
+    unlisted = sorted(expected - set(live))
     found = [name for first in range(0, len(unlisted), BATCH)
              for name in cloudwatch.metric_alarms(region, names=unlisted[first:first + BATCH])]
     if not found:

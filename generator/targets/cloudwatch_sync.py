@@ -425,16 +425,21 @@ def _older_note(kind: str, names: list[str], project: str, adopt: str) -> str:
             f"({shown}): --prune leaves them, since they may be another project's; {adopt}")
 
 
-def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
-    """Name -> tags of these alarms (those in gpudash's name form): the bulk read of every alarm that carries the
-    ownership tag, then, one by one, each alarm it does not vouch for, before calling it foreign: one without the
-    ownership tag, or one the bulk read leaves out (tagged too recently for the tagging index to show it, or on a
-    page after one that ended early), which no token shows; every alarm when the bulk read is denied."""
-    if not alarms:
-        return {}
-    bulk = cloudwatch.owned_alarm_tags(region)
+def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, Any]],
+               bulk: dict[str, list[dict[str, str]]] | None) -> dict[str, list[dict[str, str]]]:
+    """Name -> tags of these alarms (those in gpudash's name form): as the bulk read of every alarm that carries the
+    ownership tag has them (`bulk`, by ARN), then, one by one, each alarm it does not vouch for, before calling it
+    foreign: one without the ownership tag, or one the bulk read leaves out (tagged too recently for the tagging index
+    to show it, or on a page after one that ended early), which no token shows; every alarm when the bulk read is
+    denied (None)."""
     return {name: bulk[alarm["AlarmArn"]] if bulk is not None and alarm["AlarmArn"] in bulk
             else cloudwatch.alarm_tags(region, alarm) for name, alarm in alarms.items()}
+
+
+def _tagged_for(bulk: dict[str, list[dict[str, str]]] | None, prefix: str, project: str) -> set[str]:
+    """The names, in gpudash's name form, of the alarms the bulk tag read shows carrying this project's tag."""
+    names = {arn.split(":", 6)[-1]: tags for arn, tags in (bulk or {}).items()}
+    return {name for name, tags in names.items() if is_alarm_name(prefix, name) and alarm_project(tags) == project}
 
 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
@@ -442,13 +447,15 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
                  former: tuple[str, ...] = (), records: list[Record] | None = None,
                  prune: bool = False) -> list[Change]:
     """Each alarm defined, then the alarms no longer defined that carry this project's tag (to prune). With `prune`
-    (and a project), the alarms defined that the listing does not hold are read by name (`alarms_listed`)."""
+    (and a project), the alarms defined, and those the bulk tag read shows carrying this project's tag, that the
+    listing does not hold are read by name (`alarms_listed`)."""
     changes = []
     live = {name: alarm for name, alarm in cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix)).items()
             if is_alarm_name(prefix, name)}
+    bulk = cloudwatch.owned_alarm_tags(region) if live or (prune and project) else None
     if prune and project:
-        live = alarms_listed(cloudwatch, region, prefix, live, requests)
-    tags = _read_tags(cloudwatch, region, live)
+        live = alarms_listed(cloudwatch, region, prefix, live, set(requests) | _tagged_for(bulk, prefix, project))
+    tags = _read_tags(cloudwatch, region, live, bulk)
     if records is not None and project:
         records.extend(("alarm", name, name in requests, alarm_publication(t)) for name, t in tags.items()
                        if alarm_owned(t) and alarm_project(t) == project and marks_intact(t) is not False)

@@ -269,6 +269,33 @@ def test_a_tag_listing_that_leaves_out_owned_alarms_no_longer_defined_does_not_l
     assert len(alarms(client)) == 12
 
 
+def test_an_alarm_listing_that_ends_before_the_alarms_to_prune_fails_the_prune_instead_of_pruning_none(
+        proxied, published, project_dir):
+    """DescribeAlarms by the name prefix answers the alarms still defined and ends there, without a token for the page
+    that holds the removed cluster's (a page that ends early). Nothing defined is missing from it, so
+    `apply --prune --removed-cluster other` pruned none of them without a word (exit 0); the tag listing shows every
+    alarm that carries the project's tag, and one of them that the listing leaves out and that reads by name shows it
+    holds only some: a failure, nothing written."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    before = (sorted(alarms(client)), _dashboards(client))
+
+    def first_page_only(body: bytes) -> bytes:
+        answer = json.loads(body)
+        answer.pop("NextToken", None)
+        answer["MetricAlarms"] = [a for a in answer["MetricAlarms"] if not other_cluster(a["AlarmName"])]
+        return json.dumps(answer).encode()
+
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="DescribeAlarms", action="rewrite", times=ALWAYS, contains=b"AlarmNamePrefix",
+                      callback=first_page_only))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 3 and "Traceback" not in stderr, (code, stderr)
+    assert "leaving out 12 that DescribeAlarms by name reads (gpudash-other-" in stderr, stderr
+    assert "what --prune would delete cannot be read" in stderr, stderr
+    assert (sorted(alarms(client)), _dashboards(client)) == before and writes(proxy) == []
+
+
 NOT_FOUND = {"__type": "ResourceNotFound", "message": "not found"}
 
 
@@ -592,7 +619,7 @@ def test_an_alarm_listing_that_leaves_out_a_defined_alarm_fails_a_prune_instead_
                       callback=listing))
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 3 and "Traceback" not in stderr, stderr
-    count = "12" if how == "none" else "1"
+    count = "24" if how == "none" else "1"  # none: the alarms defined, and the other cluster's the tag listing shows
     assert f"leaving out {count} that DescribeAlarms by name reads (" in stderr, stderr
     assert how == "none" or f"reads ({dropped}), in " in stderr, stderr
     assert "what --prune would delete cannot be read" in stderr, stderr
