@@ -47,10 +47,12 @@ def test_a_region_whose_writes_fail_leaves_the_other_regions_writes_reported(sta
 
 @pytest.mark.parametrize("operation", ["DescribeAlarms", "GetResources", "ListTagsForResource", "ListDashboards",
                                        "GetDashboard"])
-@pytest.mark.parametrize("answer", [b"null", b"", b'"ok"'], ids=["null", "empty", "a string"])
+@pytest.mark.parametrize("answer", [b"null", b"", b'"ok"', b'{"MetricAlarms": [{"AlarmName": "gpudash-', b"[{}]"],
+                         ids=["null", "empty", "a string", "truncated JSON", "a list"])
 def test_a_read_answered_200_with_null_nothing_or_a_string_writes_nothing(operation, answer, proxied, published):
-    """Every read the plan makes answered with status 200 and JSON null, no body or a JSON string (a stub or proxy
-    in front of CloudWatch): never "nothing there", so nothing is planned as a create over what exists."""
+    """Every read the plan makes answered with status 200 and JSON null, no body, a JSON string, JSON cut short or a
+    list where an object is due (a stub or proxy in front of CloudWatch): never "nothing there", so nothing is
+    planned as a create over what exists."""
     proxy, client, apply = proxied
     published()
     fresh(proxy)
