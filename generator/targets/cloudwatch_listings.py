@@ -65,10 +65,10 @@ def alarms_listed(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[s
 
     def failure(names: list[str], count: int) -> RemoteError:
         return RemoteError(
-            f"DescribeAlarms answered {len(live)} alarm(s) named {start}*, leaving out {len(names)} that DescribeAlarms "
-            f"by name reads ({shown_names(sorted(names))}), {listings(count)}: its answer holds only some of the "
-            "alarms (something standing in for CloudWatch, or a listing behind them), so one gpudash published that is "
-            "no longer defined may be missing from it too: what --prune would delete cannot be read",
+            f"DescribeAlarms answered {len(live)} alarm(s) named {start}*, leaving out {len(names)} that "
+            f"DescribeAlarms by name reads ({shown_names(sorted(names))}), {listings(count)}: its answer holds only "
+            "some of the alarms (something standing in for CloudWatch, or a listing behind them), so one gpudash "
+            "published that is no longer defined may be missing from it too: what --prune would delete cannot be read",
             where=f"CloudWatch alarms in {region}",
             hint=f"run again in a minute; if it repeats, list them (aws cloudwatch describe-alarms --region {region} "
                  f"--alarm-name-prefix {start}) and check the endpoint (AWS_ENDPOINT_URL, --endpoint-url); apply "

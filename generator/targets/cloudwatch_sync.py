@@ -42,8 +42,8 @@ from ..markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALAR
                        ALARM_RULE_TAG)
 from ..model import SEVERITIES
 from ..render.alarms import MIG_SUFFIX
-from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, cluster_tail, clusters_named, is_alarm_name,
-                     is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
+from ..names import (alarm_name_start, cloudwatch_dashboard_name, cloudwatch_dashboard_name_start, cluster_tail,
+                     clusters_named, is_alarm_name, is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
 from ..ownership import (OLDER, OTHER, OURS, Record, alarm_fields, alarm_hash, alarm_owned, alarm_project,
                          alarm_publication, alarm_tags, as_reported, dashboard_publication, keeping_marks,
                          lineage, marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
@@ -281,7 +281,8 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     then every dashboard named in gpudash's form but no longer defined, read to see whether this project
     wrote it (without a project, none is read: nothing could show it is this project's). `read_regions` gets
     the Regions the widgets of those of them these settings' own (pruned, or left as partly theirs) read.
-    A listing shown to leave out a dashboard (`dashboards_listed`) fails the plan with `prune`, else is noted."""
+    A listing shown to leave out a dashboard (`dashboards_listed`: one defined, or one gpudash named for a cluster of
+    `former`, read by name) fails the plan with `prune`, else is noted."""
     proofs: dict[tuple[str, int], str | None] = {}
 
     def stamp(body: dict[str, Any], name: str, project: str) -> str | None:
@@ -301,11 +302,15 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     listed = cloudwatch.dashboard_names(region, cloudwatch_dashboard_name_start(prefix)) if prefix and project else []
     older: list[str] = []
     elsewhere: list[str] = []
+    formerly = _former_names(prefix, dashboards, clusters, former) if prefix and project and prune else []
     with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
         changes = list(pool.map(read, sorted(dashboards)))
         if prefix and project:
+            there = [name for name, body in zip(formerly, pool.map(lambda n: cloudwatch.dashboard_body(region, n),
+                                                                   formerly)) if body is not None]
             listed = dashboards_listed(cloudwatch, region, prefix, listed,
-                                       [c.name for c in changes if (c.live or {}).get("body") is not None], prune)
+                                       [c.name for c in changes if (c.live or {}).get("body") is not None] + there,
+                                       prune)
         retired = sorted(name for name in listed
                          if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name))
         bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), retired))
@@ -348,6 +353,14 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
                                     "if one is this project's, delete it by hand (aws cloudwatch delete-dashboards "
                                     "--dashboard-names NAME)"))
     return changes + [change for change in old if change is not None]
+
+
+def _former_names(prefix: str, dashboards, clusters: tuple[str, ...], former: tuple[str, ...]) -> list[str]:
+    """The names gpudash gave the dashboards these settings define for each cluster of `former` (--removed-cluster,
+    --renamed-from), not listed by ListDashboards alone: read by name, they show a listing that ends before them."""
+    ids = name_tails(prefix, dashboards, clusters)
+    named = {cloudwatch_dashboard_name(prefix, cluster, dashboard_id) for cluster in former for dashboard_id in ids}
+    return sorted(named - set(dashboards))
 
 
 def _seen_clusters(prefix: str, listed, defined, clusters: tuple[str, ...]) -> frozenset[str]:

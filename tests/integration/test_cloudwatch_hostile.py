@@ -116,8 +116,8 @@ def test_an_error_status_without_an_aws_error_is_not_an_api_answer(status, said,
                       headers={"Location": SIGN_IN + "?state=abc", "Content-Type": "text/html"}))
     code, report, stderr = apply("--prune")
     assert code == 3 and "Traceback" not in stderr, (code, stderr)
-    assert f"CloudWatch answered DescribeAlarms in us-east-1 with something that is not an API answer ({said}" in stderr, \
-        stderr
+    answered = "CloudWatch answered DescribeAlarms in us-east-1 with something that is not an API answer"
+    assert f"{answered} ({said}" in stderr, stderr
     assert "check AWS_ENDPOINT_URL and any proxy in between" in stderr and "x" * 100 not in stderr, stderr
     assert "state=abc" not in stderr, stderr
     assert proxy.operations.count("DescribeAlarms") == (6 if status >= 500 else 1)

@@ -269,30 +269,39 @@ def test_a_tag_listing_that_leaves_out_owned_alarms_no_longer_defined_does_not_l
     assert len(alarms(client)) == 12
 
 
-def test_an_alarm_listing_that_ends_before_the_alarms_to_prune_fails_the_prune_instead_of_pruning_none(
-        proxied, published, project_dir):
-    """DescribeAlarms by the name prefix answers the alarms still defined and ends there, without a token for the page
-    that holds the removed cluster's (a page that ends early). Nothing defined is missing from it, so
-    `apply --prune --removed-cluster other` pruned none of them without a word (exit 0); the tag listing shows every
-    alarm that carries the project's tag, and one of them that the listing leaves out and that reads by name shows it
-    holds only some: a failure, nothing written."""
+ENDING_EARLY = {  # listing: (the request asking for it, its items' key, each item's name key, what the failure says)
+    "alarms": ({"operation": "DescribeAlarms", "contains": b"AlarmNamePrefix"}, "MetricAlarms", "AlarmName",
+               "leaving out 12 that DescribeAlarms by name reads (gpudash-other-"),
+    "dashboards": ({"operation": "ListDashboards"}, "DashboardEntries", "DashboardName",
+                   "leaving out 3 that GetDashboard reads (gpudash-other-"),
+}
+
+
+@pytest.mark.parametrize("listing", ENDING_EARLY)
+def test_a_listing_that_ends_before_what_to_prune_fails_the_prune_instead_of_pruning_none(
+        listing, proxied, published, project_dir):
+    """DescribeAlarms by the name prefix, or ListDashboards, answers the objects still defined and ends there, without
+    a token for the page holding those of the cluster named by --removed-cluster (a page that ends early). Nothing
+    defined is missing from it, so `apply --prune --removed-cluster other` left that cluster's alarms, or its
+    dashboards, without a word (exit 0). The tag listing shows every alarm carrying the project's tag, and the names
+    gpudash gave that cluster's dashboards are known: each is read by name, and one that reads and that the listing
+    leaves out shows it holds only some: a failure, nothing written."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     before = (sorted(alarms(client)), _dashboards(client))
+    asking, items, name, said = ENDING_EARLY[listing]
 
     def first_page_only(body: bytes) -> bytes:
         answer = json.loads(body)
         answer.pop("NextToken", None)
-        answer["MetricAlarms"] = [a for a in answer["MetricAlarms"] if not other_cluster(a["AlarmName"])]
+        answer[items] = [item for item in answer[items] if not other_cluster(item[name])]
         return json.dumps(answer).encode()
 
     fresh(proxy)
-    proxy.inject(Rule(path="/", operation="DescribeAlarms", action="rewrite", times=ALWAYS, contains=b"AlarmNamePrefix",
-                      callback=first_page_only))
+    proxy.inject(Rule(path="/", action="rewrite", times=ALWAYS, callback=first_page_only, **asking))
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 3 and "Traceback" not in stderr, (code, stderr)
-    assert "leaving out 12 that DescribeAlarms by name reads (gpudash-other-" in stderr, stderr
-    assert "what --prune would delete cannot be read" in stderr, stderr
+    assert said in stderr and "what --prune would delete cannot be read" in stderr, stderr
     assert (sorted(alarms(client)), _dashboards(client)) == before and writes(proxy) == []
 
 

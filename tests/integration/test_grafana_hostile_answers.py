@@ -15,8 +15,8 @@ import pytest
 from generator.markers import GRAFANA_OWNER_TAG
 from generator.targets.relisting import RELIST_WAITS
 from tests.integration.test_grafana_faults import (COPY, CREATED, EDITED, FOREIGN, RETIRED, SEARCH, UPDATED,  # noqa: F401
-                                                   _assert_converges, _assert_safe, _snapshot, build_dir, desired, grafana, proxy,
-                                                   run)
+                                                   _assert_converges, _assert_safe, _snapshot, build_dir, desired,
+                                                   grafana, proxy, run)
 from tests.support.fault_proxy import HTML, Rule
 from tests.support.grafana_server import ADMIN
 
