@@ -346,6 +346,23 @@ MATCHER_REGEXES = [
     ("(" * 997 + "g{2}" + ")" * 997, True),
     ("(" * 998 + "g{2}" + ")" * 998, False),
     ("(" * 300 + "*g" + ")" * 300, False),
+    # Go's limit is the parse tree's height, not how deep groups nest: a concatenation, a repeat and an alternation
+    # are each a level (a non-capturing group is none), so two levels a group halve the groups Go takes and three
+    # make it a third (lint counted capturing groups alone and passed these up to 998 deep; Rust's nesting limit
+    # refused `(a|(a|...b)b)` from 84 deep, which Go takes to 333)
+    ("(" * 996 + "gh*" + ")" * 996, True),
+    ("(" * 997 + "gh*" + ")" * 997, False),
+    ("(g" * 499 + ")" * 499, True),
+    ("(g" * 500 + ")" * 500, False),
+    ("(" * 499 + "g" + ")*" * 499, True),
+    ("(" * 500 + "g" + ")*" * 500, False),
+    ("(?:" * 998 + "g" + ")*" * 998, True),
+    ("(?:" * 999 + "g" + ")*" * 999, False),
+    ("(g|" * 100 + "h)" * 100, True),
+    ("(g|" * 333 + "h)" * 333, True),
+    ("(g|" * 334 + "h)" * 334, False),
+    ("(?:gh|" * 499 + "i)" * 499, True),
+    ("(?:gh|" * 500 + "i)" * 500, False),
     ("(" * 300 + "g{2,1}" + ")" * 300, False),
     ("(" * 300 + "\\p{Latn}" + ")" * 300, False),
 ]
@@ -358,7 +375,9 @@ def test_a_matcher_regex_is_refused_exactly_when_prometheus_refuses_it(tmp_path)
     is lost); \\0, \\012, [\\<], [[b], [\\d-z], \\p{^Greek}, (?)gpu, .^(?i){2} and a{263a} were refused. Later:
     \\w{999} and \\pL{1000} were refused (Rust's compiled-size limit), (?P<1>g) (Rust's rule for a name), while
     \\p{Latn}, \\p{Alphabetic} and (?P<gü>g) passed (Rust's names and letters), and groups nested 300 deep were
-    refused (Rust's nesting limit)."""
+    refused (Rust's nesting limit). Later: groups nested 500 deep, each holding a concatenation, and (a|(a|...b)b) 334
+    deep passed (Go's parse tree was read as a capture group a level, nothing else), (a|(a|...b)b) 84 deep was refused
+    (Rust's nesting limit, read as the verdict below 100 groups)."""
     from generator.lint.promql_checks import check_parses, regex_problem
 
     exprs = [f"DCGM_FI_DEV_GPU_UTIL{{node=~{json.dumps(regex)}}}" for regex, _ in MATCHER_REGEXES]
