@@ -22,7 +22,7 @@ from ..reading import read_json_schema
 from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE, RULES_FILE,
                       SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file)
 from ..render.agent import AGENT_KEY
-from ..render.agent_otel import OTEL_KEY
+from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY
 from ..render.scrape import gpu_id_label, written_labels
 from ..series_labels import MAX_DIMENSIONS, STATIC_VALUES, TARGET_LABELS, exporter_labels
 from ..settings import Cluster, dimensions_lacking, duration_seconds, workload_rename_mix
@@ -857,7 +857,8 @@ def newer_regexes(subject: LintInput) -> Iterable[Finding]:
     """A matcher regex of a Prometheus rule or a Grafana query, or a relabel regex of a Prometheus scrape path, that
     only a Prometheus built with a newer Go compiles (go_regex.newer_syntax: Prometheus 3 takes it, 2.42 refuses the
     rules file, the query, the scrape config): a warning, as for experimental functions, since no setting says which
-    Prometheus the build is for. The agent's regexes are compiled by the agent's own Go, not Prometheus'."""
+    Prometheus the build is for. The agent's regexes are compiled by the agent's own Go: said where the cluster's agent
+    runs the JSON path (agent.pipeline: classic), which an agent built with an older Go may run."""
     places = [(where, expr) for where, expr, _ in _rules(subject) if isinstance(expr, str)]
     places += [(panel_place(dashboard, panel), target["expr"]) for dashboard, panel, target in queries(subject.grafana)
                if isinstance(target["expr"], str)]
@@ -868,13 +869,23 @@ def newer_regexes(subject: LintInput) -> Iterable[Finding]:
                 if (where, note) not in said:
                     said.add((where, note))
                     yield Finding("PR006", "warning", where, f"a matcher regex uses {note}: {_NEWER_GO}")
+    classic = tuple(f"{agent_file(agent.cluster)} " for agent in subject.artifacts.agents if agent.otel is None)
     for where, regex in _regexes(subject):
         if where.startswith((ADDITIONAL_SCRAPE_FILE, SERVICE_MONITOR_FILE)):
-            for note in newer_syntax(regex):
-                yield Finding("PR006", "warning", where, f"regex {regex!r} uses {note}: {_NEWER_GO}")
+            compiled_by = _NEWER_GO
+        elif classic and where.startswith(classic):
+            compiled_by = _NEWER_AGENT
+        else:
+            continue
+        for note in newer_syntax(regex):
+            yield Finding("PR006", "warning", where, f"regex {regex!r} uses {note}: {compiled_by}")
 
 
 _NEWER_GO = "Prometheus 3 compiles it, a Prometheus built with an older Go refuses it (2.42: Go 1.19)"
+# The agent agent.pipeline: otel needs (MIN_AGENT_VERSION, a 2026 release) is built with Go 1.24 or later (its go.mod
+# says go 1.24.4 from mid 2025 on): it takes what newer_syntax finds; the JSON path runs on agents years older.
+_NEWER_AGENT = (f"a CloudWatch agent built with a newer Go compiles it ({MIN_AGENT_VERSION}, the least agent.pipeline: "
+                f"otel runs on, does), an older one, which agent.pipeline: classic may run on, refuses it")
 
 
 RULES = (
@@ -901,6 +912,7 @@ RULES = (
                   "Prometheus loads (rules.yaml and the PrometheusRule)", rules_parse),
     Rule("PR005", "every relabel regex of the scrape paths and every agent declaration regex compiles (RE2)",
          regexes_compile),
-    Rule("PR006", "no PromQL matcher or Prometheus relabel regex uses syntax only a Prometheus built with a newer Go "
-                  "compiles ((?<name>) groups, Unicode 14 and 15 scripts; a warning)", newer_regexes),
+    Rule("PR006", "no PromQL matcher or Prometheus relabel regex, nor a regex of an agent on the JSON path "
+                  "(agent.pipeline: classic), uses syntax only a newer Go compiles ((?<name>) groups, Unicode 14 and 15 "
+                  "scripts; a warning)", newer_regexes),
 )

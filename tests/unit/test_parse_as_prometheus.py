@@ -145,6 +145,41 @@ def test_lint_warns_of_a_regex_only_newer_prometheus_compiles(tmp_path):
                                   "Go 1.19)") for f in found)
 
 
+@pytest.mark.parametrize("pipeline", ["classic", "otel"])
+def test_lint_warns_of_a_regex_only_an_agent_built_with_a_newer_go_compiles(pipeline, tmp_path):
+    """PR006 of the agent's regexes: a relabel regex of its prometheus.yaml naming a Unicode 15 script and a
+    declaration's label_matcher written (?<name>...) are said where the agent runs the JSON path (agent.pipeline:
+    classic: any agent version, one built with Go 1.19 refuses them), not where it runs the OTel pipeline (1.300066.0
+    or later, built with Go 1.24). Seen: the agent's regexes were never said, whatever agent ran them."""
+    from dataclasses import replace
+
+    from generator.lint import run
+    from generator.lint.feed_rules import RULES
+    from tests.support.lint_input import lint_input
+    from tests.support.projects import defined_project
+
+    project = defined_project(tmp_path, f"agent:\n  pipeline: {pipeline}\n")
+    artifacts = build(project)
+    agent = artifacts.agents[0]
+    scrape = json.loads(json.dumps(agent.scrape))
+    scrape["scrape_configs"][0].setdefault("relabel_configs", []).append(
+        {"source_labels": ["__meta_kubernetes_pod_name"], "regex": "\\p{Kawi}.*", "action": "drop"})
+    config = json.loads(json.dumps(agent.config))
+    if pipeline == "classic":
+        emf = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
+        emf["metric_declaration"][0]["label_matcher"] = "(?<job>.*)"
+    artifacts = replace(artifacts, agents=(replace(agent, scrape=scrape, config=config), *artifacts.agents[1:]))
+    found = run([rule for rule in RULES if rule.id == "PR006"], lint_input(project, artifacts))
+    said = sorted(f.message.split(":")[0] for f in found)
+    if pipeline == "otel":
+        assert said == [], found
+        return
+    assert said == ["regex '(?<job>.*)' uses a named group written (?<job>) (every Prometheus takes (?P<job>))",
+                    "regex '\\\\p{Kawi}.*' uses the Unicode script Kawi (\\p{Kawi})"], found
+    assert all(f.severity == "warning" and "an older one, which agent.pipeline: classic may run on, refuses it"
+               in f.message for f in found), found
+
+
 # (raw_promql, the query Grafana sends for it over the last 5 minutes ending at 1700000000 s)
 BRACED = [
     ("sum_over_time(DCGM_FI_DEV_GPU_UTIL[${__range_s}s])", "sum_over_time(DCGM_FI_DEV_GPU_UTIL[300s])"),
