@@ -370,11 +370,12 @@ class CloudWatch:
             answer = self.call(region, "GetDashboard", what, DashboardName=name)
         except ClientError:  # ResourceNotFound only: every other error is a RemoteError
             return None
-        named = answer.get("DashboardName", name)
-        if named != name:  # another dashboard's body (a cache or proxy mixing answers): nothing about this one
+        named = answer.get("DashboardName")
+        if named != name:  # another dashboard's body (a cache or proxy mixing answers), or one that names none
+            # (CloudWatch names the dashboard in every answer): nothing shows it is this one
             raise RemoteError(f"CloudWatch answered GetDashboard in {region} with something that is not an API answer "
-                              f"(asked for the dashboard {name}, it names {named!r})", where=what,
-                              hint=answer_hint(self.endpoint_name))
+                              f"(asked for the dashboard {name}, it names {'none' if named is None else repr(named)})",
+                              where=what, hint=answer_hint(self.endpoint_name))
         try:
             body = json.loads(answer["DashboardBody"])
         except ValueError:

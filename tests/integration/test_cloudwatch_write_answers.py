@@ -554,10 +554,12 @@ def test_a_delete_whose_every_answer_is_lost_and_read_back_gone_says_someone_els
             (name, report["written"], stderr)
 
 
-def test_a_dashboard_answer_naming_another_dashboard_is_not_an_answer(proxied, published):
+@pytest.mark.parametrize("how", ["another name", "no name"])
+def test_a_dashboard_answer_naming_another_dashboard_is_not_an_answer(how, proxied, published):
     """GetDashboard for one of gpudash's dashboards is answered with another dashboard's name (a cache or proxy
-    mixing answers): its body was read as the dashboard asked for (exit 0, "unchanged"). An answer naming another
-    dashboard says nothing of the one asked: not an API answer, exit 3, nothing written."""
+    mixing answers), or with none (CloudWatch names the dashboard in every answer): its body was read as the
+    dashboard asked for (exit 0, "unchanged"). An answer naming another dashboard, or none, does not show it is the
+    one asked for: not an API answer, exit 3, nothing written."""
     proxy, client, apply = proxied
     published()
     asked, other = _dashboards(client)[:2]
@@ -566,7 +568,10 @@ def test_a_dashboard_answer_naming_another_dashboard_is_not_an_answer(proxied, p
 
     def swap(answer):
         if answer.get("DashboardName") == asked:
-            answer["DashboardName"] = other
+            if how == "no name":
+                del answer["DashboardName"]
+            else:
+                answer["DashboardName"] = other
     proxy.inject(_garbled("GetDashboard", swap))
     code, report, stderr = apply()
     assert code == 3 and "Traceback" not in stderr, (code, stderr)
