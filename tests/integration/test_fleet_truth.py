@@ -215,6 +215,7 @@ def stacks(tmp_path_factory, reference, exporters, projects) -> dict[str, Stack]
                 assert time.monotonic() < began + 120, "no ranged span settled in 120 s"
                 time.sleep(1)
             servers[path.name].stop_scraping()
+            servers[path.name].remember_answers()  # every test queries at the settled instant, before any change
         yield {path.name: Stack(servers[path.name], settled[path.name],
                                 _scrape(servers[path.name], settled[path.name], path)) for path in PATHS}
     finally:
