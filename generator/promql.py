@@ -1818,8 +1818,15 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         reading within it (the blank only, or gone) is left out of the mean in both. (None, None) elsewhere."""
         if within is None or f'{MIG_INSTANCE_LABEL}=""' in extra or not fresh_only(names, mig):  # whole GPUs only
             return None, None
-        written = tuple(_raw(name, branches, [*extra, *mig], _unmarked(_read_within(within))) for name in names)
-        return (written, fresh_only(names, mig)), ()
+        return instances_within(names, mig, _read_within(within)), ()
+
+    def instances_within(names: tuple[str, ...], mig: tuple[str, ...], held: str) \
+            -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Panels' check of a copy's MIG instances per tier (one_copy's `blanks`): each field's instances the look-back
+        holds (`held`, a form of `{0}` over `within`) that Prometheus has not marked stale (_unmarked), and the fresh
+        series of the instances (fresh_only), which a fresh copy has of each of them."""
+        return (tuple(_raw(name, branches, [*extra, *mig], _unmarked(held)) for name in names),
+                fresh_only(names, mig))
     if metric not in MIG_UNSUPPORTED and one_copy and not is_counter(metric):
         def read(name: str, more: tuple[str, ...] = (), unfiltered: bool = False) -> str:
             return _field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, None,
@@ -1842,8 +1849,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 # check took the copy's other instances alone as fresh, 20,040 for 32,079 MiB), and not at all once
                 # it is older; one the exporter no longer serves (MIG reconfigured) is no instance of the GPU (its old
                 # instances' 32,000 MiB were read beside the new ones' 15,000 for the look-back)
-                blanks = (tuple(_raw(name, branches, [*extra, *mig], _unmarked(f"last_over_time({{0}}[{within}])"))
-                                for name in fields), fresh_only(fields, mig))
+                blanks = instances_within(fields, mig, f"last_over_time({{0}}[{within}])")
                 # one field: its instances reading only the blank; several: those with a reading (_incomplete)
                 late_blanks = tuple(served(name, mig, _raw(name, branches, [*extra, *mig],
                                                            f"min_over_time({{0}}[{within}]) "
