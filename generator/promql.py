@@ -1060,24 +1060,39 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     """The recording rules of a counter's Grafana rate panels (their expressions, COUNTED_PARTS' order), evaluated at
     the scrape interval (`resolution`): per physical GPU (instance: its UUID, GPU_LABEL, index, MIG instance; the
     field's own labels), at the latest step of the scrape interval at or before the evaluation's instant (its readings
-    taken within (step - interval, step]), the step's delta (CounterReading.step_delta, the step logic of the rules and
-    of the increases over the range: the copies' merged reading less the one before it, or where the merged reading
-    went down, the copies' own deltas) and the seconds it grew in (CounterReading.step_seconds: since the step of the
-    reading before; 0 and 0 at a step without a reading), the reading before looked for COUNTED_WITHIN back. A merged
-    reading going down is no reset here, as rate() of the merged readings read it: after a surge rollout's overlap
-    (the old exporter's staleness marker, the new one's reading taken before the old one's last: 4.18e8 mW for a GPU
-    drawing 200,000), with DCGM collecting every 60 s under a 30 s scrape, a GPU reset while two exporters read it (84
-    replays per second for 0.1). Stateless: each evaluation reads the raw series alone, so `promtool tsdb
-    create-blocks-from rules` can write their history; an evaluation the server misses leaves a step out of both sums
-    a rate divides (counted_rate). `scope`: the series recorded (on a Prometheus holding several clusters, the
-    settings' clusters: settings_clusters)."""
+    taken within (step - interval, step]), one exporter's copy's delta at that step (CounterReading.step_delta over
+    the copy's own readings: its reading less its own one before, or where lower, its own deltas: a reset) and the
+    seconds it grew in (CounterReading.step_seconds: since the step of the copy's reading before; 0 and 0 at a step
+    without a reading of it), the reading before looked for COUNTED_WITHIN back. The copy is the one leading: the
+    largest latest reading of the step or the step before (a copy that missed one scrape, its staleness marker in its
+    place, still leads at the step it missed). Each exporter reads DCGM on its own clock, so a copy's readings lag
+    another's by up to a collection (dcgm-exporter -c 60000 under a 30 s scrape: 78 s), and the steps never compare
+    one copy's reading with another's: a merged reading going down read as a reset counted the counter since boot
+    (after a surge rollout's overlap 4.18e8 mW for a GPU drawing 200,000; a GPU reset while two exporters read it, 84
+    replays per second for 0.1), and the fresh copy back from a missed scrape counted from the lagging copy's reading
+    counted that lag again at each return (0.22 replays per second for 0.1 with every 2nd scrape missed). A leading
+    copy that missed the step adds 0 in 0 s, and its next reading counts from its own before, in the seconds since it;
+    one gone for good (a rollout) leads no more after one step, and the next copy's own deltas count from then on
+    (its lag is not counted as time without growth). At a leading copy's first reading (no reading of its own
+    before: a replaced exporter's new copy) the step is the copies' merged one, its reading less the merged reading
+    before, from the other copy (as one series of the GPU's readings counts it). Stateless: each evaluation reads the raw series alone, so
+    `promtool tsdb create-blocks-from rules` can write their history; an evaluation the server misses leaves a step out
+    of both sums a rate divides (counted_rate). `scope`: the series recorded (on a Prometheus holding several
+    clusters, the settings' clusters: settings_clusters)."""
     seconds = _seconds(resolution)
     (matchers,) = scope.matchers(labels)
-    counter = CounterReading(_Merge(labels, INSTANCE_IDENTITY).physical("{0}", _own_labels(metric, catalog)),
-                             resolution, (selector(metric, matchers),), fresh=True)
+    copies = _Merge(labels, INSTANCE_IDENTITY).physical("{0}", _own_labels(metric, catalog))
+    keys, per_target = _by_target(copies)
+    selectors = (selector(metric, matchers),)
+    gpu, copy = (CounterReading(c, resolution, selectors, fresh=True) for c in (copies, per_target))
+    # the leading copy: the largest of each copy's latest reading at this step or the one before
+    leading = f"topk by ({keys}) (1, last_over_time({copy.reading}[{seconds * 1500}ms:{resolution}]))"
+    # the leading copy's own step, or at its first reading, the copies' merged step (from the reading of another copy)
+    parts = (f"(max by ({keys}) ({own} and {leading}) or {merged})" for own, merged in (
+        (copy.step_delta(COUNTED_WITHIN), gpu.step_delta(COUNTED_WITHIN)),
+        (copy.step_seconds(COUNTED_WITHIN), gpu.step_seconds(COUNTED_WITHIN))))
     # the one step of (t - interval, t] (Prometheus 2's closed ranges and 3's left-open alike)
-    return tuple(f"last_over_time({part}[{seconds * 1000 - 1}ms:{resolution}])"
-                 for part in (counter.step_delta(COUNTED_WITHIN), counter.step_seconds(COUNTED_WITHIN)))
+    return tuple(f"last_over_time({part}[{seconds * 1000 - 1}ms:{resolution}])" for part in parts)
 
 
 def recorded_rate(metric: str, catalog: Catalog, as_increase: bool, over_time, extra, also=()) -> bool:
