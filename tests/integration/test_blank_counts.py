@@ -25,11 +25,11 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.prometheus_server import backfilled_fixture
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 NOT_SUPPORTED = 9223372036854775794
 STEP, STEPS = 30, 60  # half an hour of 30 s scrapes
@@ -147,9 +147,9 @@ def test_the_rules_count_the_gpus_with_a_reading(built):
                "values": " ".join(str(reading(metric, node, gpu, k * STEP)) for k in range(STEPS))}
               for metric in FIELDS for node, gpu in GPUS]
     checks = [{"eval_time": f"{END // 60 - 1}m", "alertname": alerts[f"{name}-under-{level}"],
-               "exp_alerts": [_expected(folder, alerts[f"{name}-under-{level}"])] if level == 11 else []}
+               "exp_alerts": [expected_alert(folder, alerts[f"{name}-under-{level}"])] if level == 11 else []}
               for name in ("temp", "nvlink") for level in (10, 11)]
-    _promtool_test(folder, "blank_counts.yaml", [{"interval": f"{STEP}s", "input_series": series,
+    promtool_test(folder, "blank_counts.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                                   "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
 
 

@@ -16,10 +16,10 @@ import pytest
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
-from tests.integration.test_prometheus_rules import _expected, _promtool_test
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
+from tests.support.promtool_rules import expected_alert, promtool_test
 
 NOT_SUPPORTED = 9223372036854775794
 STEPS, STEP = 120, 30  # an hour of 30 s scrapes
@@ -87,11 +87,11 @@ def test_prometheus_twins_fire_on_the_same_situations(built):
               for metric in METRICS for gpu in PODS]
     at = f"{STEPS * STEP // 60 - 1}m"
     gpu0 = {"node": NODE, "gpu": "0"}
-    _promtool_test(folder, "blanks.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
-        {"eval_time": at, "alertname": "GpudashGpuTempHigh", "exp_alerts": [_expected(folder, "GpudashGpuTempHigh",
+    promtool_test(folder, "blanks.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
+        {"eval_time": at, "alertname": "GpudashGpuTempHigh", "exp_alerts": [expected_alert(folder, "GpudashGpuTempHigh",
                                                                                       **gpu0)]},
         {"eval_time": at, "alertname": "GpudashGpuTempCritical", "exp_alerts": []},
-        {"eval_time": at, "alertname": "GpudashXidError", "exp_alerts": [_expected(folder, "GpudashXidError", **gpu0)]},
+        {"eval_time": at, "alertname": "GpudashXidError", "exp_alerts": [expected_alert(folder, "GpudashXidError", **gpu0)]},
         {"eval_time": at, "alertname": "GpudashGpuIdle",
-         "exp_alerts": [_expected(folder, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="2")]},
+         "exp_alerts": [expected_alert(folder, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="2")]},
     ]}], evaluation_interval=f"{STEP}s")

@@ -18,8 +18,8 @@ import math
 import pytest
 import yaml
 
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, rules  # noqa: F401 (a fixture)
 from tests.support import cloudwatch_eval
+from tests.support.promtool_rules import expected_alert, promtool_test, rules  # noqa: F401 (a fixture)
 from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 MINUTES = range(6, overlap.END // 60 + 1)
@@ -98,21 +98,21 @@ def _prometheus_fires(rules, alert: str, story: tuple[int, int, float]) -> None:
     promtool's sample limit is halved (tests/support/promtool_batches); any other failure fails every story's test of
     the alert with promtool's message (the node of a story's alert ends in its -s<k>)."""
     from tests.integration.test_counter_copies_hostile import _apart, _stories_own
-    from tests.integration.test_prometheus_rules import _rule
+    from tests.support.promtool_rules import alert_rule
     from tests.support.promtool_batches import batch_failure
 
     stories = list(FIRING[alert].items())
     key = (str(rules), alert)
     if key not in _FAILED:
-        assert _apart(_rule(rules, alert)["expr"])
+        assert _apart(alert_rule(rules, alert)["expr"])
 
         def judge(part: list[int]) -> None:
             series = [{**one, "series": _stories_own(one["series"], k)} for k in part
                       for one in _series(*stories[k][0][:2], remapped_at=stories[k][0][2])]
             cases = [{"eval_time": f"{m}m", "alertname": alert,
-                      "exp_alerts": [_expected(rules, alert, node=f"{overlap.NODE}-s{k}", gpu="0")
+                      "exp_alerts": [expected_alert(rules, alert, node=f"{overlap.NODE}-s{k}", gpu="0")
                                      for k in part if m in stories[k][1]]} for m in MINUTES]
-            _promtool_test(rules, f"rollout_{alert}_{part[0]}.yaml", [
+            promtool_test(rules, f"rollout_{alert}_{part[0]}.yaml", [
                 {"interval": f"{STEP}s", "input_series": series, "alert_rule_test": cases}])
 
         _FAILED[key] = batch_failure(list(range(len(stories))), judge)
@@ -170,9 +170,9 @@ def test_grafanas_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules
         expr = expr.replace(variable, ".*")
     overlaps = list(OVERLAPS.values())
     if str(rules) not in _ENERGY_FAILED:
-        from tests.integration.test_prometheus_rules import _groups
+        from tests.support.promtool_rules import rule_groups
 
-        recorded = [r["expr"] for g in _groups((rules / "rules.yaml").read_text()) for r in g["rules"]
+        recorded = [r["expr"] for g in rule_groups((rules / "rules.yaml").read_text()) for r in g["rules"]
                     if r.get("record") and r["record"] in expr]
         assert recorded and all(_apart(e) for e in [expr, *recorded])  # neither the panel nor its recording joins
 
@@ -181,7 +181,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules
                 900, overlaps[k], readings={ENERGY: lambda taken: f"{overlap._energy(taken):.0f}"})]
             watts = [{"labels": f'{{gpu="0", node="{overlap.NODE}-s{k}"}}', "value": overlap.WATTS * 1000}
                      for k in part]
-            _promtool_test(rules, f"rollout_energy_{part[0]}.yaml", [{
+            promtool_test(rules, f"rollout_energy_{part[0]}.yaml", [{
                 "interval": f"{STEP}s", "input_series": series,
                 "promql_expr_test": [{"expr": expr, "eval_time": f"{m}m", "exp_samples": watts} for m in range(8, 27)]}])
 

@@ -18,11 +18,11 @@ import pytest
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.render.alarms import prometheus_expression
-from tests.integration.test_pod_copy_review import (COMMON, METRICS, PER_POD, SCRAPES, _Counted, _overlap, _scraping,
-                                                    _shown, _wrong)
+from tests.integration.test_pod_copy_review import COMMON, METRICS, PER_POD, SCRAPES, _overlap, _shown, _wrong
 from tests.support.projects import bundled_panel, bundled_panels, bundled_project
 from tests.support.prometheus_server import counted_inline, scraped_every
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, scraped_until
 from tests.support.side_by_side import module_scenes, scene
 
 OLD_POD = "nvidia-dcgm-exporter-q8w2z"
@@ -43,10 +43,10 @@ def _two_exporters(tmp_path_factory, name: str, payload, probe: str, new_fails_a
     alike).
     `new_fails_at`: the new exporter's answers of those numbers are no exposition (those scrapes fail: its series
     stale)."""
-    old = _Counted(lambda n: payload(True))
-    new = _Counted(lambda n: "garbage{ 1\n" if n in new_fails_at else payload(False))
+    old = CountedAnswers(lambda n: payload(True))
+    new = CountedAnswers(lambda n: "garbage{ 1\n" if n in new_fails_at else payload(False))
     with ReplayExporter(old) as a, ReplayExporter(new) as b:
-        with _scraping(tmp_path_factory, name, [a.address, b.address], lambda: old.served >= SCRAPES,
+        with scraped_until(tmp_path_factory, name, [a.address, b.address], lambda: old.served >= SCRAPES,
                        interval=interval) as prometheus:
             samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
                        for series in prometheus.query(f"{probe}[10m]")}
@@ -157,14 +157,14 @@ def _three_exporters(tmp_path_factory, name: str, late: int = 0):
             return _three(spelling, util, 98)
         return answer
 
-    old = _Counted(lambda n: _three(f'Hostname="{OLD_POD}"', 60, 99))
+    old = CountedAnswers(lambda n: _three(f'Hostname="{OLD_POD}"', 60, 99))
     with ReplayExporter(old) as a, ReplayExporter(node_copy("b", 'hostname="n3"', 50)) as b, \
             ReplayExporter(node_copy("c", 'node="n3"', 55)) as c:
         def stored_late(prometheus) -> None:
             if not opened.is_set() and prometheus.query(
                     f'count_over_time(DCGM_FI_DEV_GPU_TEMP{{instance="{a.address}"}}[10m]) >= {late}'):
                 opened.set()
-        with _scraping(tmp_path_factory, name, [a.address, b.address, c.address],
+        with scraped_until(tmp_path_factory, name, [a.address, b.address, c.address],
                        lambda: old.served >= SCRAPES and min(answered.values()) >= SCRAPES - late,
                        watch=stored_late) as prometheus:
             samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
@@ -380,10 +380,10 @@ def _energy(old: bool, started: float) -> str:
 @contextmanager
 def _upgrade(tmp_path_factory):
     started = time.time()
-    before = _Counted(lambda n: _energy(True, started) if n <= 10 else "")
+    before = CountedAnswers(lambda n: _energy(True, started) if n <= 10 else "")
     after = ReplayExporter(lambda: "" if before.served <= 10 else _energy(False, started))
     with ReplayExporter(before) as a, after as b:
-        with _scraping(tmp_path_factory, "copy-choice-hostile-upgrade", [a.address, b.address],
+        with scraped_until(tmp_path_factory, "copy-choice-hostile-upgrade", [a.address, b.address],
                        lambda: before.served >= 22) as prometheus:
             stored = [float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")
                       for at, _ in series["values"]]

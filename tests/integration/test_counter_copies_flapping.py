@@ -21,10 +21,10 @@ import pytest
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
 from tests.integration.test_counter_copies_hostile import (ALERT, PANEL_MINUTES, _apart, _panel, _reads_within,
-                                                            _replays_with_reset, _rule, _silent, _slow_collection,
+                                                            _replays_with_reset, _silent, _slow_collection,
                                                             _stories_own)
-from tests.integration.test_prometheus_rules import _promtool_test, rules  # noqa: F401 (a fixture)
 from tests.support.promtool_batches import batch_failure
+from tests.support.promtool_rules import alert_rule, promtool_test, rules  # noqa: F401 (a fixture)
 from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 
@@ -116,7 +116,7 @@ def _judged_together(rules, bounds: tuple[float, float], line: str = f'{{gpu="0"
             checks = [{"expr": f"(({_increase()}) >= {low!r}) <= bool {high!r}", "eval_time": f"{m}m",
                        "exp_samples": [{"labels": _stories_own(line, k), "value": 1} for k in part]}
                       for m in PANEL_MINUTES]
-            _promtool_test(rules, f"increases_{low:g}_{high:g}_{part[0]}.yaml", [
+            promtool_test(rules, f"increases_{low:g}_{high:g}_{part[0]}.yaml", [
                 {"interval": f"{twins.STEP}s", "input_series": series, "promql_expr_test": checks}])
 
         _JUDGED[key] = batch_failure(list(range(len(stories))), judge)
@@ -172,7 +172,7 @@ def _stays_silent(rules, name: str) -> None:
     promtool run, each under its own namespace, node and GPU UUID, no alert expected (as test_counter_copies_hostile
     judges its silent stories: the rule joins no story's series with another's); any alert fails every story's test
     with promtool's message (the alert's node ends in the story's -s<k>)."""
-    if not _apart(_rule(rules, ALERT)["expr"]):  # a join could match one story's series with another's: alone
+    if not _apart(alert_rule(rules, ALERT)["expr"]):  # a join could match one story's series with another's: alone
         _silent(rules, f"replays_silent_{name}.yaml", _replays_missing(*SILENT[name]))
         return
     if str(rules) not in _SILENCE:

@@ -23,8 +23,8 @@ import pytest
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
 from tests.integration.test_gauge_twins import _joins_across_stories
-from tests.integration.test_prometheus_rules import _promtool_test, _rule, rules  # noqa: F401 (a fixture)
 from tests.support.promtool_batches import batch_failure
+from tests.support.promtool_rules import alert_rule, promtool_test, rules  # noqa: F401 (a fixture)
 from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 ALERT = "GpudashPcieReplays"
@@ -35,7 +35,7 @@ def _silent(rules, name: str, series: list[dict]) -> None:
     """Pass promtool when the replays rule fires at no minute of twins.MINUTES."""
     tests = [{"interval": f"{twins.STEP}s", "input_series": series, "alert_rule_test": [
         {"eval_time": f"{m}m", "alertname": ALERT, "exp_alerts": []} for m in twins.MINUTES]}]
-    _promtool_test(rules, name, tests)
+    promtool_test(rules, name, tests)
 
 
 def _slow_collection(old_until: int, new_from: int, collect: int = 60) -> list[tuple[str, float, float]]:
@@ -122,7 +122,7 @@ def _stays_silent(rules, name: str) -> None:
     joins no story's series with another's (_apart), so no story can keep another's alert from firing, and an alert
     of any story fails the run. A run over promtool's sample limit is halved (tests/support/promtool_batches); an
     alert fails every story's test with promtool's message (the alert's namespace and node end in the story's -s<k>)."""
-    if not _apart(_rule(rules, ALERT)["expr"]):  # a join could match one story's series with another's: alone
+    if not _apart(alert_rule(rules, ALERT)["expr"]):  # a join could match one story's series with another's: alone
         _silent(rules, f"replays_silent_{name}.yaml", _silent_story(name))
         return
     if str(rules) not in _SILENCE:
@@ -185,7 +185,7 @@ def _reads_within(rules, name: str, expr: str, series: list[dict], low: float, h
     one = [{"labels": line, "value": 1}]
     tests = [{"interval": f"{twins.STEP}s", "input_series": series,
               "promql_expr_test": [{"expr": inside, "eval_time": f"{m}m", "exp_samples": one} for m in PANEL_MINUTES]}]
-    _promtool_test(rules, name, tests)
+    promtool_test(rules, name, tests)
 
 
 def _reset_story() -> list[dict]:

@@ -28,11 +28,11 @@ import yaml
 from generator.project import load_project
 from generator.render.scrape import prometheus_scrape_job
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import EXPORTER_NAMESPACE, discovered
 from tests.support.mixed_fleet import Gpu, Instance, Node
+from tests.support.promtool_rules import expected_alert, promtool_test
 
 STEP, STEPS = 30, 80  # forty minutes of 30 s scrapes
 MISSED = {k for k in range(STEPS) if k % 10 == 3}
@@ -131,11 +131,11 @@ def test_the_prometheus_rule_names_the_truth(built):
     groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
     (alert,) = [r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == "pcie-replays"]
     checks = [{"eval_time": f"{seconds // 60}m", "alertname": alert,
-               "exp_alerts": [_expected(folder, alert, node=node, gpu="0") for node in sorted(TRUTH)]}
+               "exp_alerts": [expected_alert(folder, alert, node=node, gpu="0") for node in sorted(TRUTH)]}
               for seconds in (600, 900, 1200, 2100, 2340)]
     job = prometheus_scrape_job(load_project().settings)
     series = [s for node in FLEET for s in _stored(node, job)]
-    _promtool_test(folder, "counter_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
+    promtool_test(folder, "counter_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                                    "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
 
 
@@ -284,7 +284,7 @@ def test_the_prometheus_rule_judges_a_reset_by_the_sum_of_the_deltas(reset_built
                 values[3 + 6 * k] = str(value)
             series.append({"series": f"{field}{{{labels},{target}}}", "values": " ".join(values)})
     checks = [{"eval_time": f"{minute}m", "alertname": alert,
-               "exp_alerts": [_expected(folder, alert, node=node, gpu="0") for node in sorted(nodes)]}
+               "exp_alerts": [expected_alert(folder, alert, node=node, gpu="0") for node in sorted(nodes)]}
               for minute, nodes in _reset_truth(field).items()]
-    _promtool_test(folder, f"counter_resets_{rule}.yaml", [{"interval": "5s", "input_series": series,
+    promtool_test(folder, f"counter_resets_{rule}.yaml", [{"interval": "5s", "input_series": series,
                                                            "alert_rule_test": checks}])

@@ -27,7 +27,7 @@ from generator.project import load_project
 from tests.support import cloudwatch_eval, kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support.dcgm_fleet import FLEET, STEP, Gpu, payload, scrapes, target_labels
-from tests.integration.test_prometheus_rules import SAMPLES, _evaluated_at, _groups, judged_rules
+from tests.support.promtool_rules import SAMPLES, evaluated_at, judged_rules, rule_groups
 
 END, CHANGE = 2100, 1200  # judged at minute 35; the change at minute 20
 RECOVER, FINAL = 2400, 3600  # healthy again from minute 40; the timeline ends at minute 60
@@ -273,7 +273,7 @@ def _series(situation: Situation, exporter: dict[str, str] = EXPORTER,
 def test_prometheus_rule_fires_on_the_same_situations(generated, tmp_path):
     _, files = generated
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+    rule = next(r for g in rule_groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r.get("alert") == "GpudashGpuDataMissing")
     tests = []
     for situation in SITUATIONS:
@@ -297,9 +297,9 @@ def _rules_apart(files, folder, name: str, tests: list[dict], evaluation_interva
     change another's alerts), so promtool evaluates it once per step for them all instead of once per group. The
     alerts are shared out by their reason: the per-target rule has its own. Should either run fail, the groups run as
     they are, both rules together, for promtool's own message, and the test fails."""
-    from tests.integration.test_prometheus_rules import _promtool_test
+    from tests.support.promtool_rules import promtool_test
 
-    groups = _groups(files["prometheus/rules.yaml"].decode())
+    groups = rule_groups(files["prometheus/rules.yaml"].decode())
     assert {case["alertname"] for test in tests for case in test["alert_rule_test"]} == {"GpudashGpuDataMissing"}
 
     def alone(keep) -> list[dict]:  # the rule groups with only the data-missing rule `keep` picks
@@ -337,9 +337,9 @@ def _rules_apart(files, folder, name: str, tests: list[dict], evaluation_interva
         for part, keep, parts in (("cluster", lambda r: not per_target(r), cluster), ("target", per_target, targets)):
             (folder / part).mkdir()
             (folder / part / "rules.yaml").write_text(json.dumps({"groups": alone(keep)}))
-            _promtool_test(folder / part, name, parts, evaluation_interval=evaluation_interval)
+            promtool_test(folder / part, name, parts, evaluation_interval=evaluation_interval)
     except AssertionError:
-        _promtool_test(folder, name, tests, evaluation_interval=evaluation_interval)
+        promtool_test(folder, name, tests, evaluation_interval=evaluation_interval)
         raise
 
 
@@ -401,11 +401,11 @@ def test_an_exporter_in_a_crash_loop_fires_a_rolling_restart_does_not(generated,
     fires; its target, down most of the time, does, and names the node. A rolling restart of the exporter
     DaemonSet (each pod replaced once, its target down a minute, then gone, the new pod's target answering) and
     one failed scrape of a healthy target fire nothing."""
-    from tests.integration.test_prometheus_rules import _promtool_test
+    from tests.support.promtool_rules import promtool_test
 
     _, files = generated
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+    rule = next(r for g in rule_groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r.get("alert") == "GpudashGpuDataMissing")
     reason = "an exporter target brought no GPU data most of the time"
     crashing = _target(THREE[2], "ex-3")
@@ -426,7 +426,7 @@ def test_an_exporter_in_a_crash_loop_fires_a_rolling_restart_does_not(generated,
                  "exp_annotations": {**rule["annotations"],
                                      "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}",
                                                                                        reason)}}]
-    _promtool_test(tmp_path, "crash_loop_test.yaml", [
+    promtool_test(tmp_path, "crash_loop_test.yaml", [
         {"name": "crash loop", "interval": "30s", "input_series": crash_loop,
          "alert_rule_test": [{"eval_time": t, "alertname": rule["alert"], "exp_alerts": expected}
                              for t in ("25m", "39m")]},
@@ -524,11 +524,11 @@ def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_pa
     nothing fires, though no DaemonSet has the default name; an exporter down on the one node of pool b fires for
     that node and for pool b's DaemonSet; a kube-state-metrics that exposes no DaemonSet labels (its allowlist
     unset) fires the reason that says so."""
-    from tests.integration.test_prometheus_rules import _promtool_test
+    from tests.support.promtool_rules import promtool_test
 
     _, files = generated
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+    rule = next(r for g in rule_groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r.get("alert") == "GpudashGpuDataMissing")
     cpu_node = [{"series": 'kube_node_info{job="kube-state-metrics",instance="10.0.2.9:8080",node="ip-10-0-9-9"}',
                  "values": _samples("1", "1")}]
@@ -564,7 +564,7 @@ def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_pa
             "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or its "
             "--metric-labels-allowlist lacks daemonsets=[app,app.kubernetes.io/name])")]),
     }
-    _promtool_test(tmp_path, "daemonsets_test.yaml", [
+    promtool_test(tmp_path, "daemonsets_test.yaml", [
         {"name": name, "interval": "30s", "input_series": series + cpu_node,
          "alert_rule_test": [{"eval_time": "35m", "alertname": rule["alert"], "exp_alerts": alerts}]}
         for name, (series, alerts) in stories.items()], evaluation_interval="30s")
@@ -628,7 +628,7 @@ def test_a_helm_release_named_in_the_settings_is_read_by_the_alarm_as_by_the_rul
                 fired = _in_alarm(requests, points, minute * 60)
                 expected = situation.cloudwatch and minute == END // 60
                 assert (alarm in fired) == expected, (cluster, situation.name, minute, fired)
-    rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+    rule = next(r for g in rule_groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r.get("alert") == "GpudashGpuDataMissing")
     tests = [{"name": f"{release['daemonset']}: {situation.name}", "interval": "30s",
               "input_series": _series(situation, release, kube_state.HELM_LABELS),
@@ -792,7 +792,7 @@ REASON = "an exporter target brought no GPU data most of the time"
 def _data_missing_rule(files, folder) -> dict:
     """The generated rules written to folder/rules.yaml for promtool; the data-missing rule."""
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    return next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+    return next(r for g in rule_groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r.get("alert") == "GpudashGpuDataMissing")
 
 
@@ -929,7 +929,7 @@ def test_the_rule_counts_a_nodes_scrapes_over_the_same_window(generated, tmp_pat
     series, and the cluster's branches read kube-state-metrics' series and whether any GPU reported (the first node
     always does), so no pattern changes another's alerts; promtool evaluates the rule once per minute for them all
     instead of once per pattern. Should the group fail, each pattern runs alone for its own message."""
-    from tests.integration.test_prometheus_rules import _promtool_test
+    from tests.support.promtool_rules import promtool_test
 
     _, files = generated
     rule = _data_missing_rule(files, tmp_path)
@@ -960,9 +960,9 @@ def test_the_rule_counts_a_nodes_scrapes_over_the_same_window(generated, tmp_pat
                                      "exp_alerts": [fired(targets[name]) for name, steps in PATTERNS.items()
                                                     if _bad_in_window(steps, m) > WINDOW_LIMIT]} for m in minutes]}
     try:
-        _promtool_test(tmp_path, "window_together_test.yaml", [together], evaluation_interval="30s")
+        promtool_test(tmp_path, "window_together_test.yaml", [together], evaluation_interval="30s")
     except AssertionError:
-        _promtool_test(tmp_path, "window_test.yaml", alone, evaluation_interval="30s")
+        promtool_test(tmp_path, "window_test.yaml", alone, evaluation_interval="30s")
         raise
 
 
@@ -1025,7 +1025,7 @@ def test_a_long_rollout_of_the_exporters_fires_no_cloudwatch_alarm(generated):
 
 
 def test_a_long_rollout_of_the_exporters_fires_no_rule(generated, tmp_path):
-    from tests.integration.test_prometheus_rules import _promtool_test
+    from tests.support.promtool_rules import promtool_test
 
     _, files = generated
     rule = _data_missing_rule(files, tmp_path)
@@ -1039,7 +1039,7 @@ def test_a_long_rollout_of_the_exporters_fires_no_rule(generated, tmp_path):
             series += [{"series": f"up{{{target}}}", "values": _up_values(part)},
                        {"series": f"{SAMPLES}{{{target}}}", "values": _promtool_values(part, "1")},
                        {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}', "values": _promtool_values(part, "60")}]
-    _promtool_test(tmp_path, "rollout_test.yaml", [
+    promtool_test(tmp_path, "rollout_test.yaml", [
         {"name": "rollout", "interval": "30s", "input_series": series,
          "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
                              for m in range(1, ROLLOUT_STEPS // 2 + 1)]}], evaluation_interval="30s")
@@ -1139,7 +1139,7 @@ def _rule_fired_minutes(files, folder, answering: dict[str, str], desired: tuple
                                   for m in range(1, steps // 2 + 1)]}]
     (folder / "story_test.yaml").write_text(json.dumps({
         "rule_files": [judged_rules(folder, "story_test.yaml", {rule["alert"]})],
-        "evaluation_interval": _evaluated_at(tests, "30s"), "tests": tests}))
+        "evaluation_interval": evaluated_at(tests, "30s"), "tests": tests}))
     result = subprocess.run([binary("promtool"), "test", "rules", "story_test.yaml"], capture_output=True, text=True,
                             cwd=folder)
     fired = set()  # every minute judged expects no alert: promtool names each minute one fired at
@@ -1238,7 +1238,7 @@ def test_kube_state_metrics_answering_a_minute_in_five_fires_both_forms_at_the_s
     """kube-state-metrics in a crash loop from minute 20 to 40 (answering one minute of every five), the agent and
     Prometheus running: the agent alarm counts the agent's scrapes of it that brought its series, the rule counts its
     target's `up`; both fire at the minutes of the truth, nothing else fires."""
-    from tests.integration.test_prometheus_rules import _promtool_test
+    from tests.support.promtool_rules import promtool_test
 
     _, files = generated
     config, job = agent_config(files[AGENT_FILE])
@@ -1282,7 +1282,7 @@ def test_kube_state_metrics_answering_a_minute_in_five_fires_both_forms_at_the_s
     fires = [{"exp_labels": {**rule["labels"], **ksm_target, "reason": reason},
               "exp_annotations": {**rule["annotations"],
                                   "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", reason)}}]
-    _promtool_test(tmp_path, "ksm_crash_loop_test.yaml", [
+    promtool_test(tmp_path, "ksm_crash_loop_test.yaml", [
         {"name": "kube-state-metrics in a crash loop", "interval": "30s", "input_series": series,
          "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": fires if m in truth else []}
                              for m in sorted(judged)]}], evaluation_interval="30s")

@@ -23,10 +23,10 @@ from generator.output import encode
 from generator.project import load_project
 from tests.integration.test_data_missing import (CHANGE, CLEARED_BY, FIRED_BY, RECOVER, _in_alarm, _labels,
                                                  _one_gpu_page, _promtool_values, _target, _up_values)
-from tests.integration.test_prometheus_rules import SAMPLES, _evaluated_at, _groups, judged_rules
 from tests.support import kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support.dcgm_fleet import STEP, discovered
+from tests.support.promtool_rules import SAMPLES, evaluated_at, judged_rules, rule_groups
 
 STEPS = 120  # an hour of 30 s steps
 CLUSTER = "gpu-cluster"
@@ -259,14 +259,14 @@ def _rule_minutes(files, folder, stories: dict[str, list[dict]],
     from tests.support.prometheus_server import binary
 
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+    rule = next(r for g in rule_groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r.get("alert") == "GpudashGpuDataMissing")
     tests = [{"name": name, "interval": "30s", "input_series": series,
               "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
                                   for m in minutes]} for name, series in stories.items()]
     (folder / "pools_test.yaml").write_text(json.dumps({
         "rule_files": [judged_rules(folder, "pools_test.yaml", {rule["alert"]})],
-        "evaluation_interval": _evaluated_at(tests, "30s"), "tests": tests}))
+        "evaluation_interval": evaluated_at(tests, "30s"), "tests": tests}))
     out = subprocess.run([binary("promtool"), "test", "rules", "pools_test.yaml"], capture_output=True, text=True,
                          cwd=folder)
     output = out.stdout + out.stderr
@@ -366,7 +366,7 @@ def test_the_reason_for_the_first_daemonset_names_its_own_setting(pools):
     """The rule's branch for exporter.daemonset's DaemonSet (pool a) whose counts are gone names exporter.daemonset,
     not exporter.more_daemonsets, which does not list it."""
     _, files = pools
-    text = " ".join(r["expr"] for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+    text = " ".join(r["expr"] for g in rule_groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                     if r.get("alert") == "GpudashGpuDataMissing")
     # its counts gone, then the evidence that the Prometheus is of a cluster naming it (data_missing.Gone), its reason
     branch = re.search(r'absent_over_time\([^()]*daemonset="gpu-metrics-pool-a"\}\[5m\]\).*?, "reason", "([^"]*)"',

@@ -19,10 +19,10 @@ from generator.project import load_project
 from tests.integration.test_data_missing import (AGENT_FILE, EMPTY, EXPORTER, NODES, PER_NODE_ALARM, REASON,
                                                  _data_missing_rule, _in_alarm, _labels, _one_gpu_page, _rule_alarms,
                                                  _story_target)
-from tests.integration.test_prometheus_rules import SAMPLES, _promtool_test
 from tests.support import kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support.dcgm_fleet import target_labels
+from tests.support.promtool_rules import SAMPLES, promtool_test
 
 HOUR, WINDOW = 3600, 600
 # scrape interval (seconds) -> how far after each multiple of it the targets are scraped
@@ -140,7 +140,7 @@ def test_the_rule_fires_at_the_same_minutes(built):
                                      "exp_alerts": [fired(targets[name]) for name in STORIES if truths[name][m]]}
                                     for m in truths[next(iter(STORIES))]]}
     try:
-        _promtool_test(folder, f"intervals_{interval}s_together_test.yaml", [together], evaluation_interval="1m")
+        promtool_test(folder, f"intervals_{interval}s_together_test.yaml", [together], evaluation_interval="1m")
     except AssertionError:
-        _promtool_test(folder, f"intervals_{interval}s_test.yaml", tests, evaluation_interval="1m")
+        promtool_test(folder, f"intervals_{interval}s_test.yaml", tests, evaluation_interval="1m")
         raise

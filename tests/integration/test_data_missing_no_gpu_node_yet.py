@@ -24,7 +24,7 @@ from generator.project import load_project
 from tests.support import cloudwatch_eval, kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support.dcgm_fleet import scrapes
-from tests.integration.test_prometheus_rules import _promtool_test
+from tests.support.promtool_rules import promtool_test
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 STEP, FINAL = 30, 3600
@@ -85,7 +85,7 @@ def test_the_rule_stays_silent_without_a_gpu_node_or_an_exporter_daemonset(files
     tests = [{"name": "no GPU node, no exporter DaemonSet", "interval": f"{STEP}s", "input_series": series,
               "alert_rule_test": [{"eval_time": f"{m}m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []}
                                   for m in range(1, FINAL // 60)]}]
-    _promtool_test(tmp_path, "no_gpu_node_yet.yaml", tests, evaluation_interval="30s")
+    promtool_test(tmp_path, "no_gpu_node_yet.yaml", tests, evaluation_interval="30s")
 
 
 # --- the first GPU node joins ------------------------------------------------------------------------------------
@@ -185,7 +185,7 @@ def test_the_rule_waits_for_the_first_gpu_node_then_judges_its_exporter(files, t
                                   "fewer exporter pods available than desired")]
         cases += [{"eval_time": f"{m}m", "alertname": "GpudashGpuDataMissing", "exp_alerts": failing}
                   for m in range(JOIN // 60 + 5, FINAL // 60)]
-    _promtool_test(tmp_path, "gpu_node_joins.yaml", [{"name": "the first GPU node joins", "interval": f"{STEP}s",
+    promtool_test(tmp_path, "gpu_node_joins.yaml", [{"name": "the first GPU node joins", "interval": f"{STEP}s",
                                                        "input_series": series, "alert_rule_test": cases}],
                    evaluation_interval="30s")
 
@@ -225,7 +225,7 @@ def test_on_a_shared_prometheus_each_cluster_is_judged_by_its_own_nodes(project_
               "exp_annotations": {**rule["annotations"],
                                   "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", reason)
                                   .replace("{{ $labels.cluster }}", "b")}}]
-    _promtool_test(tmp_path, "shared.yaml", [{"name": "a without GPU nodes, b without its DaemonSet",
+    promtool_test(tmp_path, "shared.yaml", [{"name": "a without GPU nodes, b without its DaemonSet",
                                               "interval": f"{STEP}s", "input_series": series,
                                               "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"],
                                                                    "exp_alerts": fired} for m in (11, 30, 59)]}],
@@ -284,6 +284,6 @@ def test_the_rule_counts_gpu_nodes_of_a_named_resource(files, renamed_files, tmp
                                   "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", reason)}}]
     cases = [{"eval_time": f"{m}m", "alertname": "GpudashGpuDataMissing", "exp_alerts": fired if named else []}
              for m in range(DELETED_FIRED_BY, FINAL // 60)]
-    _promtool_test(tmp_path, "renamed_gpus.yaml", [{"name": "GPUs of a named resource, no exporter DaemonSet",
+    promtool_test(tmp_path, "renamed_gpus.yaml", [{"name": "GPUs of a named resource, no exporter DaemonSet",
                                                      "interval": f"{STEP}s", "input_series": series,
                                                      "alert_rule_test": cases}], evaluation_interval="30s")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from tests.integration.test_data_missing import (
     FINAL, NODES, STEP, _data_missing_rule, _labels, _promtool_values, _story_target, _up_values, generated,  # noqa: F401
 )
-from tests.integration.test_prometheus_rules import _promtool_test
 from tests.support import kube_state
+from tests.support.promtool_rules import promtool_test
 
 STEPS = FINAL // STEP
 KSM = 'job="kube-state-metrics",instance="10.0.2.9:8080",namespace="gpu-operator"'
@@ -55,7 +55,7 @@ def test_a_rename_rolled_back_after_three_minutes_fires_no_rule(generated, tmp_p
         series.append({"series": f"up{{{_labels(target)}}}", "values": _up_values(answering)})
         series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{{_labels(target)},gpu="0"}}',
                        "values": _promtool_values(answering, "60")})
-    _promtool_test(tmp_path, "renamed_test.yaml", [
+    promtool_test(tmp_path, "renamed_test.yaml", [
         {"name": "a rename rolled back", "interval": "30s", "input_series": series,
          "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
                              for m in range(1, FINAL // 60)]}], evaluation_interval="30s")

@@ -318,7 +318,7 @@ def test_the_prometheus_rule_names_the_gpus_the_alarm_names(built):
     a MIG GPU is one GPU to the rule, as to the alarm. Run on the copies story only: the rule does not depend on
     exporter.virtual_gpus, and a shared GPU's one series moving to another pod at every scrape is read on a real
     Prometheus by test_shared_gpu_counters (GPU 6) and test_pod_counters."""
-    from tests.integration.test_prometheus_rules import _expected, _promtool_test
+    from tests.support.promtool_rules import expected_alert, promtool_test
     import yaml
 
     _, folder = built
@@ -326,10 +326,10 @@ def test_the_prometheus_rule_names_the_gpus_the_alarm_names(built):
     (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "pcie-replays"]
     assert "[299999ms:5s]" in rule["expr"]
     checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],
-               "exp_alerts": [_expected(folder, rule["alert"], node=NODE, gpu=str(gpu))
+               "exp_alerts": [expected_alert(folder, rule["alert"], node=NODE, gpu=str(gpu))
                               for gpu in sorted(firing(end))]}
               for end in range(300, STEPS * STEP + 1, 300)]
-    _promtool_test(folder, "device_counters.yaml", [{"interval": f"{STEP}s", "input_series": _stored("copies"),
+    promtool_test(folder, "device_counters.yaml", [{"interval": f"{STEP}s", "input_series": _stored("copies"),
                                                      "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
 
 

@@ -29,10 +29,10 @@ from generator.names import alert_name
 from generator.render.alarms import (cloudwatch_alarms, cloudwatch_condition, period_value, prometheus_expression,
                                      prometheus_rules)
 from generator.settings import parse_settings
-from tests.integration.test_prometheus_rules import rendered
 from tests.support import cloudwatch_eval
 from tests.support.prometheus_server import binary
 from tests.support.promtool_batches import TOO_MANY_SAMPLES
+from tests.support.promtool_rules import rendered
 
 PERIOD = 300
 HOT, COLD = 95.0, 0.0  # over and under every default temperature and XID threshold

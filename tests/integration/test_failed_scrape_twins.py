@@ -21,7 +21,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 SLOT = 10  # the series' resolution: each node's scrapes every 3 slots, at its own phase
 SLOTS = 180  # thirty minutes
@@ -84,10 +84,10 @@ def _run(built, name: str, series, fired) -> None:
     _, folder = built
     alerts = alert_names(folder)
     checks = [{"eval_time": f"{seconds}s", "alertname": alerts[rule],
-               "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in fired(rule, seconds)]}
+               "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in fired(rule, seconds)]}
               for seconds in EVALUATIONS for rule in ("gpus-few", "gpus-all", "node-gpus-few", "power-low",
                                                       "power-all", "node-power-low")]
-    _promtool_test(folder, name, [{"interval": f"{SLOT}s", "input_series": series, "alert_rule_test": checks}],
+    promtool_test(folder, name, [{"interval": f"{SLOT}s", "input_series": series, "alert_rule_test": checks}],
                    evaluation_interval=f"{SLOT}s")
 
 
@@ -130,6 +130,6 @@ def test_a_gpu_gone_for_whole_periods_is_not_counted(built):
             expected = fired(rule, seconds)
             if expected is not None:
                 checks.append({"eval_time": f"{seconds}s", "alertname": alerts[rule],
-                               "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in expected]})
-    _promtool_test(folder, "gpu_gone.yaml", [{"interval": f"{SLOT}s", "input_series": series,
+                               "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in expected]})
+    promtool_test(folder, "gpu_gone.yaml", [{"interval": f"{SLOT}s", "input_series": series,
                                               "alert_rule_test": checks}], evaluation_interval=f"{SLOT}s")

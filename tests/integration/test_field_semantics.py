@@ -35,12 +35,12 @@ from generator.model import Dashboard, Panel, Query, Row
 from generator.panels import fleet_stat, per_gpu, per_pod
 from generator.render import grafana as grafana_render
 from generator.resources import default_counters
-from tests.integration.test_prometheus_rules import _expected, _promtool_test
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.projects import counters_with, project_fixture
 from tests.support.prometheus_server import backfilled as backfilled_prometheus, counted_inline
+from tests.support.promtool_rules import expected_alert, promtool_test
 
 STEP, SCRAPES, OFFSET = 30, 120, 15
 NODE = "gpu-node-1"
@@ -538,8 +538,8 @@ def test_the_prometheus_rule_fires_for_the_failing_gpu(alarmed):
                   for k in range(SCRAPES)]
         series.append({"series": f'{HEALTH}{{{_labels(gpu, own)},node="{NODE}",job="dcgm-exporter"}}',
                        "values": " ".join(str(v) for v in values)})
-    _promtool_test(folder, "health.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
-        {"eval_time": "30m", "alertname": alert, "exp_alerts": [_expected(folder, alert, node=NODE, gpu="0")]},
+    promtool_test(folder, "health.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
+        {"eval_time": "30m", "alertname": alert, "exp_alerts": [expected_alert(folder, alert, node=NODE, gpu="0")]},
         {"eval_time": "8m", "alertname": alert, "exp_alerts": []}]}], evaluation_interval=f"{STEP}s")
 
 

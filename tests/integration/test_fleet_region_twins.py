@@ -28,11 +28,11 @@ import pytest
 from generator.artifacts import build
 from generator.output import encode
 from generator.render.alarms import period_value
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval, dcgm_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.projects import defined_project
 from tests.support.prometheus_server import binary
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 from tests.unit.test_review_fleet_pods import _set
 
 STEP = dcgm_fleet.STEP
@@ -164,10 +164,10 @@ def test_each_region_s_rule_fires_where_its_region_s_alarm_does(built):
                          == {(): "ALARM"})
         firing[rule] = regions
         checks.append({"eval_time": f"{END}s", "alertname": alerts[rule],
-                       "exp_alerts": [_expected(folder, alerts[rule], region=region) for region in regions]})
+                       "exp_alerts": [expected_alert(folder, alerts[rule], region=region) for region in regions]})
     # the stories: us-east-1's hottest GPU, its mean and its two clusters' power past the levels; eu-west-1's six
     # GPUs under ten (us-east-1 has twelve; the fleet eighteen)
     assert firing == {"fleet-hot": ["us-east-1"], "fleet-idle": ["us-east-1"], "fleet-power": ["us-east-1"],
                       "fleet-few": ["eu-west-1"]}, firing
-    _promtool_test(folder, "region_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(project),
+    promtool_test(folder, "region_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(project),
                                                   "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")

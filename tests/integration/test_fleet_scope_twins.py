@@ -13,9 +13,9 @@ import pytest
 
 from generator.artifacts import build
 from generator.output import encode
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import dcgm_fleet
 from tests.support.projects import defined_project
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 from tests.unit.test_review_fleet_pods import ALARMS, SETTINGS, _busy, _hot
 
 STEP = dcgm_fleet.STEP
@@ -46,6 +46,6 @@ def test_the_fleet_rules_fire_for_cluster_a_s_pod_and_gpu_whatever_their_namesak
     project, folder = built
     alerts = alert_names(folder)
     checks = [{"eval_time": f"{STEPS * STEP // 60 - 1}m", "alertname": alerts[rule],
-               "exp_alerts": [_expected(folder, alerts[rule], **labels)]} for rule, labels in FIRING.items()]
-    _promtool_test(folder, "fleet_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(project),
+               "exp_alerts": [expected_alert(folder, alerts[rule], **labels)]} for rule, labels in FIRING.items()]
+    promtool_test(folder, "fleet_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(project),
                                                  "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")

@@ -46,11 +46,11 @@ from generator.render.scrape import prometheus_scrape_job, service_monitor
 from generator.resources import default_counters
 from generator.settings import parse_settings
 from tests.support import kube_state, mixed_fleet
-from tests.integration.test_prometheus_rules import rendered as annotation
 from tests.support.alert_periods import latest_period
 from tests.support.mixed_fleet import FIELDS, POD_IDENTITY
 from tests.support.operator_scrape import endpoint_target, scrape_config
 from tests.support.prometheus_server import Prometheus, counted_inline, for_file_sd, scraped_every, range_macros
+from tests.support.promtool_rules import rendered as annotation
 from tests.support.replay_exporter import ReplayExporter
 
 FLEET = (*mixed_fleet.FLEET, POD_IDENTITY)

@@ -12,8 +12,8 @@ import pytest
 
 from tests.integration.test_gpu_count_twins import STEP, STEPS, _series
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support.mixed_fleet import FLEET
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 FIELD = "DCGM_FI_DEV_FB_USED"
 NODE_LEVELS, CLUSTER_LEVELS = (30_000, 35_000), (142_000, 143_000)
@@ -53,7 +53,7 @@ def test_the_rules_add_each_gpu_instance_once(built):
     assert "gpu-node-mig" in [labels["node"] for labels in fired["node-memory-30000"]]
     fired |= {f"cluster-memory-{level}": [{}] if sum(totals.values()) > level else [] for level in CLUSTER_LEVELS}
     checks = [{"eval_time": f"{STEPS * STEP // 60 - 1}m", "alertname": alerts[rule],
-               "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in expected]}
+               "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in expected]}
               for rule, expected in fired.items()]
-    _promtool_test(folder, "framebuffer_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series((FIELD,)),
+    promtool_test(folder, "framebuffer_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series((FIELD,)),
                                                        "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")

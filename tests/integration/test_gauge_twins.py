@@ -26,11 +26,11 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.render.alarms import RULE_STEP_SECONDS
 from generator.project import load_project
-from tests.integration.test_prometheus_rules import _expected, _groups, _promtool_test, _rule
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Datapoint, Scrape, agent_config
 from tests.support.container_insights_addon import DECLARATIONS, NAMESPACE
 from tests.support.dcgm_fleet import target_labels
+from tests.support.promtool_rules import alert_rule, expected_alert, promtool_test, rule_groups
 
 STEP = 30
 BLANK = 9223372036854775794
@@ -380,7 +380,7 @@ def _build(tmp_path, settings: str):
 
 
 def _alert(folder, rule: str) -> str:
-    groups = _groups((folder / "rules.yaml").read_text())
+    groups = rule_groups((folder / "rules.yaml").read_text())
     return next(r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == rule)
 
 
@@ -406,11 +406,11 @@ def _prometheus_wrong(folder, stories: list[tuple[str, list, dict]], every: int,
     shift = -times[0] % spacing
     assert shift % RULE_STEP_SECONDS == 0 and shift % every == 0, (shift, every)
     cases = [{"eval_time": f"{t + shift}s", "alertname": alert,
-              "exp_alerts": [_expected(folder, alert, **labels) for a, _, expected in stories
+              "exp_alerts": [expected_alert(folder, alert, **labels) for a, _, expected in stories
                              if a == alert for labels in _listed(expected[t])]}
              for t in times for alert in dict.fromkeys(a for a, _, _ in stories)]
     try:
-        _promtool_test(folder, "story.yaml", [{"interval": f"{math.gcd(interval, shift)}s",
+        promtool_test(folder, "story.yaml", [{"interval": f"{math.gcd(interval, shift)}s",
                                                 "input_series": [_later(s, interval, shift)
                                                                  for _, series, _ in stories for s in series],
                                                 "alert_rule_test": cases}], evaluation_interval=f"{every}s")
@@ -488,7 +488,7 @@ def _prometheus_verdict(tmp_path_factory, name: str) -> list[str]:
         folder = tmp_path_factory.mktemp("stories")
         files, folder = _build(folder, settings)
         alerts = {n: _alert(folder, STORIES[n][0].rule) for n in batch}
-        joined = _joins_across_stories([_rule(folder, a)["expr"] for a in set(alerts.values())])
+        joined = _joins_across_stories([alert_rule(folder, a)["expr"] for a in set(alerts.values())])
         marks = {n: f"-{i}" for i, n in enumerate(batch)}  # each story's own marks, in whichever part it is judged
 
         def right(part: list[str]) -> bool:
@@ -581,11 +581,11 @@ def _all_right(folder, stories: list[tuple[str, list, dict]], every: int) -> boo
     for i in range(len(times) // copies):
         judged = times[i * copies:(i + 1) * copies]  # copy j's judged time: judged[j], all at judged[0] + late
         for alert in dict.fromkeys(a for a, _, _ in stories):
-            expected = [_expected(folder, alert, **marked(labels, j)) for j, at in enumerate(judged)
+            expected = [expected_alert(folder, alert, **marked(labels, j)) for j, at in enumerate(judged)
                         for a, _, e in stories if a == alert for labels in _listed(e[at])]
             cases.append({"eval_time": f"{judged[0] + late}s", "alertname": alert, "exp_alerts": expected})
     try:
-        _promtool_test(folder, "stories.yaml", [{"interval": f"{interval}s", "input_series": series,
+        promtool_test(folder, "stories.yaml", [{"interval": f"{interval}s", "input_series": series,
                                                   "alert_rule_test": cases}], evaluation_interval=f"{every}s")
     except AssertionError:
         return False

@@ -23,10 +23,10 @@ import json
 import pytest
 
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import through_agent
 from tests.support.mixed_fleet import FLEET
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 STEP, STEPS = 30, 30  # fifteen minutes of 30 s scrapes
 PERIOD = 300
@@ -86,9 +86,9 @@ def test_the_rules_count_and_add_each_gpu_once(built):
     fired = {"gpus-low": [{}], "node-power-450": [{"node": name} for name in heavy], "node-power-700": [],
              **UTIL_FIRED, **INSTANCES_FIRED}
     checks = [{"eval_time": f"{STEPS * STEP // 60 - 1}m", "alertname": alerts[rule],
-               "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in expected]}
+               "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in expected]}
               for rule, expected in fired.items()]
-    _promtool_test(folder, "count_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+    promtool_test(folder, "count_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
                                                  "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
 
 

@@ -32,13 +32,13 @@ import json
 import pytest
 
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import mixed_fleet
 from tests.support.agent_points import AGENT_FILE
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_eval import metrics_insights
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import Gpu, Instance, Node
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 STEP, PERIOD, END = 30, 300, 1800
 START = END - PERIOD
@@ -191,10 +191,10 @@ def test_prometheus_rules_read_the_truth(built):
     _, folder = built
     alerts = alert_names(folder)
     checks = [{"eval_time": f"{END - 10}s", "alertname": alerts[_rule(how, scope, side)],
-               "exp_alerts": [_expected(folder, alerts[_rule(how, scope, side)], **labels)
+               "exp_alerts": [expected_alert(folder, alerts[_rule(how, scope, side)], **labels)
                               for labels in _fired(how, scope, side)]}
               for how, scope, _ in CASES for side in ("lo", "hi")]
-    _promtool_test(folder, "join_leave.yaml", [{"interval": "10s", "input_series": _series(),
+    promtool_test(folder, "join_leave.yaml", [{"interval": "10s", "input_series": _series(),
                                                 "alert_rule_test": checks}], evaluation_interval="10s")
 
 

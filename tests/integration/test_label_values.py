@@ -12,7 +12,7 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from tests.integration.test_data_missing import SITUATIONS, _series
-from tests.integration.test_prometheus_rules import _groups, _promtool_test
+from tests.support.promtool_rules import promtool_test, rule_groups
 
 CLUSTERS = {"one": "a\\b", "two": "c"}  # cluster name -> its label value on the shared Prometheus
 NONE_FOUND = ("kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or its "
@@ -31,7 +31,7 @@ def test_a_backslash_in_a_cluster_label_is_matched_as_written(project_dir, tmp_p
     files = encode(build(load_project(project_dir(f"clusters:\n{clusters}"))))
     text = files["prometheus/rules.yaml"].decode()
     (tmp_path / "rules.yaml").write_text(text)
-    rule = next(r for g in _groups(text) for r in g["rules"] if r.get("alert") == "GpudashGpuDataMissing")
+    rule = next(r for g in rule_groups(text) for r in g["rules"] if r.get("alert") == "GpudashGpuDataMissing")
     healthy = next(s for s in SITUATIONS if s.name == "healthy")
     both = [s for value in CLUSTERS.values() for s in _of_cluster(_series(healthy), value)]
     # kube-state-metrics stops reporting the backslash cluster's DaemonSet at minute 20 (the other cluster's stays)
@@ -41,7 +41,7 @@ def test_a_backslash_in_a_cluster_label_is_matched_as_written(project_dir, tmp_p
              "exp_annotations": {**rule["annotations"],
                                  "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", NONE_FOUND)
                                  .replace("{{ $labels.cluster }}", CLUSTERS["one"])}}
-    _promtool_test(tmp_path, "label_values_test.yaml", [
+    promtool_test(tmp_path, "label_values_test.yaml", [
         {"name": "both clusters healthy", "interval": "30s", "input_series": both,
          "alert_rule_test": [{"eval_time": t, "alertname": rule["alert"], "exp_alerts": []} for t in ("10m", "30m")]},
         {"name": "the backslash cluster's DaemonSet gone", "interval": "30s", "input_series": lost,

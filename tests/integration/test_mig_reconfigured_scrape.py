@@ -27,10 +27,10 @@ from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.resources import default_counters
-from tests.integration.test_pod_lookback_restart import _Counted, _scraping
+from tests.support.panel_expression import panel_expression
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
-from tests.support.panel_expression import panel_expression
+from tests.support.scrape_scene import CountedAnswers, scraped_until
 
 USED, ENGINE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 RECONFIGURED, FAILS, GONE, SCRAPES = 8, (11, 14, 18), 16, 20
@@ -71,10 +71,10 @@ def payload(node: str, n: int) -> str:
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory):
     """The Prometheus scraping both nodes' exporters, and each node's scrape times."""
-    exporters = {node: _Counted(lambda n, node=node: payload(node, n)) for node in NODES}
+    exporters = {node: CountedAnswers(lambda n, node=node: payload(node, n)) for node in NODES}
     with ReplayExporter(exporters["n1"]) as one, ReplayExporter(exporters["n2"]) as two:
         addresses = {"n1": one.address, "n2": two.address}
-        with _scraping(tmp_path_factory, "mig-reconfigured", list(addresses.values()),
+        with scraped_until(tmp_path_factory, "mig-reconfigured", list(addresses.values()),
                        lambda: all(e.served >= SCRAPES for e in exporters.values())) as prometheus:
             prometheus.remember_answers()  # it scrapes no more; a panel reading alike in both builds is asked once
             yield prometheus, {node: sorted(float(at) for series in prometheus.query(f'up{{instance="{address}"}}[10m]')

@@ -31,11 +31,11 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from generator.resources import bundled, default_counters
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import FIELDS, FLEET, Gpu, Instance, Node
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 STEP, STEPS = 30, 80  # forty minutes of 30 s scrapes: the idle rule's six periods and more
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -214,15 +214,15 @@ def test_prometheus_rules_name_the_pods_the_truth_names(built):
         return dict(zip(("namespace", "pod"), pod.split("/")))
     profiles = {(f"{ns}/{pod}", str(gpu.index), instance.id): instance.profile for node in FLEET_HERE
                 for gpu in node.gpus for instance in gpu.instances for ns, pod in instance.pods()}
-    idle = [_expected(folder, alerts["gpu-idle"], **named(pod), gpu=gpu,
+    idle = [expected_alert(folder, alerts["gpu-idle"], **named(pod), gpu=gpu,
                       **({"GPU_I_ID": instance, "GPU_I_PROFILE": profiles[pod, gpu, instance]} if instance else {}))
             for pod, gpu, instance in sorted(IDLE, key=str)]
     checks = [{"eval_time": at, "alertname": alerts[rule],
-               "exp_alerts": idle if rule == "gpu-idle" else [_expected(folder, alerts[rule], **named(pod))
+               "exp_alerts": idle if rule == "gpu-idle" else [expected_alert(folder, alerts[rule], **named(pod))
                                                               for pod in sorted(pods)]}
               for rule, pods in TRUTH.items()]
     series = [s for node in FLEET_HERE for s in _series(node)]
-    _promtool_test(folder, "mig_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
+    promtool_test(folder, "mig_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                                "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
 
 
@@ -276,10 +276,10 @@ def test_a_pod_the_label_leaves_for_long_is_called_idle_late_or_never(built):
     # the rule reads stuck-0 on the GPU for the look-back after the scrape that last named it (20:15 to 22:15): the
     # periods ending at these minutes hold 6 of the 8 with its readings, idle (true: stuck-0 holds the idle GPU)
     checks = [{"eval_time": f"{minute}m", "alertname": alert,
-               "exp_alerts": [_expected(folder, alert, namespace="team-s", pod=pod, gpu="0")
+               "exp_alerts": [expected_alert(folder, alert, namespace="team-s", pod=pod, gpu="0")
                               for pod in sorted({*pods, *(("stuck-0",) if minute in STUCK_RULE else ())})]}
               for minute, pods in alternate.items()]
-    _promtool_test(folder, "stuck.yaml", [{"interval": f"{LATE_STEP}s", "alert_rule_test": checks,
+    promtool_test(folder, "stuck.yaml", [{"interval": f"{LATE_STEP}s", "alert_rule_test": checks,
                                            "input_series": _series(SHARED, late=LATE) + _series(stuck, late=LATE)}],
                    evaluation_interval="1m")
 
@@ -309,8 +309,8 @@ def test_a_shared_gpu_full_at_one_reading_alarms_for_each_pod_holding_it_in_the_
     groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
     alert = next(r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == "framebuffer-full")
     checks = [{"eval_time": f"{minute}m", "alertname": alert,
-               "exp_alerts": [_expected(folder, alert, namespace="team-s", pod=pod)
+               "exp_alerts": [expected_alert(folder, alert, namespace="team-s", pod=pod)
                               for pod in (("peak-0", "peak-1") if pods else ())]}
               for minute, pods in fired.items()]
-    _promtool_test(folder, "peak.yaml", [{"interval": f"{LATE_STEP}s", "alert_rule_test": checks,
+    promtool_test(folder, "peak.yaml", [{"interval": f"{LATE_STEP}s", "alert_rule_test": checks,
                                           "input_series": _series(peaked, _peak, LATE)}], evaluation_interval="1m")

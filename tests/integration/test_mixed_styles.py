@@ -136,20 +136,20 @@ def test_the_rule_fires_for_cluster_bs_chart_exporter_on_its_own_servicemonitor(
     available than desired" by minute 30; one up but answering without a DCGM sample from minute 20, its target by
     minute 32 (the rule's stock-ServiceMonitor branch read container="nvidia-dcgm-exporter" in gpu-operator only,
     never b's targets)."""
-    from tests.integration.test_prometheus_rules import _expected, _promtool_test
+    from tests.support.promtool_rules import expected_alert, promtool_test
 
     (tmp_path / "gpudash.yaml").write_text(MIXED + "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"
                                                    "  container: exported_container\n")
     (tmp_path / "rules.yaml").write_text(encode(build(load_project(tmp_path / "gpudash.yaml")))
                                          ["prometheus/rules.yaml"].decode())
     alert = "GpudashGpuDataMissing"
-    empty = _expected(tmp_path, alert, reason="an exporter target brought no GPU data most of the time",
+    empty = expected_alert(tmp_path, alert, reason="an exporter target brought no GPU data most of the time",
                       **{k: v for k, v in re.findall(r'(\w+)="([^"]*)"', CHART_SAMPLES.format(n=1)) if k != "pod"
                          and k != "instance"})
-    fewer = _expected(tmp_path, alert, reason="fewer exporter pods available than desired",
+    fewer = expected_alert(tmp_path, alert, reason="fewer exporter pods available than desired",
                       **dict(re.findall(r'(\w+)="([^"]*)"', B_DAEMONSET)))
     healthy = ("400x60", "400x60")
-    _promtool_test(tmp_path, "mixed_test.yaml", [
+    promtool_test(tmp_path, "mixed_test.yaml", [
         {"interval": "1m", "input_series": _b_series("2x60", healthy),
          "alert_rule_test": [{"eval_time": f"{m}m", "alertname": alert, "exp_alerts": []} for m in (15, 32, 55)]},
         {"interval": "1m", "input_series": _b_series("2x20 1x40", ("400x20 _x40", "400x60")),

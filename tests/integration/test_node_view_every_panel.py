@@ -34,12 +34,12 @@ from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.promql import legend
-from tests.integration.test_pod_lookback_restart import _Counted, _scraping
+from tests.support.panel_expression import panel_expression
 from tests.support.projects import bundled_project
 from tests.support.prometheus_server import counted_inline, range_macros, scraped_every
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, scraped_until
 from tests.support.side_by_side import module_scenes, scene
-from tests.support.panel_expression import panel_expression
 
 OLD_POD = "nvidia-dcgm-exporter-q8w2z"
 BLANK = 9223372036854775794  # DCGM's int64 blank (not supported)
@@ -129,13 +129,13 @@ def _payload(node: str, spelling: str, old: bool | None) -> str:
 @contextmanager
 def _fleet(tmp_path_factory):
     """(prometheus, the instant from which both of n3's copies are stored, the last sample)."""
-    old = _Counted(lambda n: _payload("n3", f'Hostname="{OLD_POD}"', True))
-    new = _Counted(lambda n: "garbage{ 1\n" if n <= LATE or n in NEW_FAILS_AT
+    old = CountedAnswers(lambda n: _payload("n3", f'Hostname="{OLD_POD}"', True))
+    new = CountedAnswers(lambda n: "garbage{ 1\n" if n <= LATE or n in NEW_FAILS_AT
                    else _payload("n3", 'hostname="n3"', False))
-    n4 = _Counted(lambda n: _payload("n4", 'Hostname="n4"', True))
-    n4_job = _Counted(lambda n: _payload("n4", 'hostname="n4",node="n4"', False))
+    n4 = CountedAnswers(lambda n: _payload("n4", 'Hostname="n4"', True))
+    n4_job = CountedAnswers(lambda n: _payload("n4", 'hostname="n4",node="n4"', False))
     with ReplayExporter(old) as a, ReplayExporter(new) as b, ReplayExporter(n4) as c, ReplayExporter(n4_job) as d:
-        with _scraping(tmp_path_factory, "node-view-every-panel", [a.address, b.address, c.address, d.address],
+        with scraped_until(tmp_path_factory, "node-view-every-panel", [a.address, b.address, c.address, d.address],
                        lambda: new.served >= SCRAPES) as prometheus:
             firsts = {series["metric"]["instance"]: min(float(at) for at, _ in series["values"])
                       for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-0"}[10m]')}

@@ -27,11 +27,11 @@ import yaml
 
 from tests.integration.test_gauge_twins import _later
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import Gpu, Instance, Node
+from tests.support.promtool_rules import expected_alert, promtool_test
 
 STEP, STEPS = 30, 60  # thirty minutes of 30 s scrapes
 PERIOD, PERIODS = 300, 2
@@ -163,11 +163,11 @@ def test_prometheus_rule_judges_each_period(built, rule_id, said):
     # the story moved 45 s later, so that its judged times (15 s after a scrape, a minute apart) fall on promtool's
     # evaluations once a minute instead of one in four every 15 s (test_gauge_twins._later)
     checks = [{"eval_time": f"{end + 15 + LATER}s", "alertname": rule["alert"],
-               "exp_alerts": [_expected(folder, rule["alert"], namespace="team-a", pod=pod,
+               "exp_alerts": [expected_alert(folder, rule["alert"], namespace="team-a", pod=pod,
                                         **(_idle_labels(pod) if rule_id == "gpu-idle" else {}))  # per GPU of the pod
                               for pod in sorted(said(end + 15))]} for end in ENDS]
     series = [_later(s, STEP, LATER)
               for s in _stored("DCGM_FI_DEV_GPU_UTIL") + _stored("DCGM_FI_PROF_GR_ENGINE_ACTIVE")]
-    _promtool_test(folder, f"{rule_id}_twins.yaml", [{"interval": f"{math.gcd(STEP, LATER)}s", "input_series": series,
+    promtool_test(folder, f"{rule_id}_twins.yaml", [{"interval": f"{math.gcd(STEP, LATER)}s", "input_series": series,
                                                       "alert_rule_test": checks}], evaluation_interval="15s")
     assert "for" not in rule  # the periods are judged at once: a rule that held its condition would miss 915 s

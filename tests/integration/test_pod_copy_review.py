@@ -23,10 +23,10 @@ import pytest
 
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
-from tests.integration.test_pod_lookback_restart import _Counted, _scraping
 from tests.support.projects import bundled_panel
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, scraped_until
 from tests.support.side_by_side import module_scenes, scene
 
 BLANK = 9223372036854775794  # DCGM's int64 blank (not supported)
@@ -62,8 +62,8 @@ def _overlap(tmp_path_factory):
     was answered and stored nothing); (prometheus, the instant from which both copies are stored (a loaded machine
     may scrape one first seconds after the other: before, one exporter alone read the node, not this story), the last
     sample, ml/z's utilization samples per copy)."""
-    old = _Counted(lambda n: _payload(True, n, n > REAL_UTIL_SCRAPES))
-    new = _Counted(lambda n: _payload(False, n, old.served > REAL_UTIL_SCRAPES))
+    old = CountedAnswers(lambda n: _payload(True, n, n > REAL_UTIL_SCRAPES))
+    new = CountedAnswers(lambda n: _payload(False, n, old.served > REAL_UTIL_SCRAPES))
     stored_counts: dict[str, int] = {}
 
     def count(prometheus) -> None:
@@ -71,7 +71,7 @@ def _overlap(tmp_path_factory):
             'count_over_time(DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-1"}[10m])')})
 
     with ReplayExporter(old) as a, ReplayExporter(new) as b:
-        with _scraping(tmp_path_factory, "pod-copy-review", [a.address, b.address],
+        with scraped_until(tmp_path_factory, "pod-copy-review", [a.address, b.address],
                        lambda: old.served >= SCRAPES and len(stored_counts) == 2
                        and min(stored_counts.values()) >= SCRAPES - 1, watch=count) as prometheus:
             firsts = {series["metric"]["instance"]: min(float(at) for at, _ in series["values"])
@@ -191,9 +191,9 @@ def _apart(old: bool) -> str:
 
 @contextmanager
 def _apart_scene(tmp_path_factory):
-    old = _Counted(lambda n: _apart(True))
+    old = CountedAnswers(lambda n: _apart(True))
     with ReplayExporter(old) as a, ReplayExporter(lambda: _apart(False)) as b:
-        with _scraping(tmp_path_factory, "pod-copy-review-apart", [a.address, b.address],
+        with scraped_until(tmp_path_factory, "pod-copy-review-apart", [a.address, b.address],
                        lambda: old.served >= SCRAPES) as prometheus:
             samples = {series["metric"]["Hostname" if "Hostname" in series["metric"] else "hostname"]:
                        [float(at) for at, _ in series["values"]]

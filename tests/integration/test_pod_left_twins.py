@@ -24,11 +24,11 @@ import re
 import pytest
 
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval
 from tests.support.agent_points import AGENT_FILE
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 UTIL, POWER = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"
 NODE, NAMESPACE = "gpu-node-1", "team-l"
@@ -125,7 +125,7 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
     instants = list(range(last_named + clears - 40 - last_named % 5, last_named + clears + lookback + 50, 5))
     alerts = alert_names(folder)
     cases = [{"eval_time": f"{t}s", "alertname": alerts[rule],
-              "exp_alerts": [_expected(folder, alerts[rule], namespace=NAMESPACE, pod=pod,
+              "exp_alerts": [expected_alert(folder, alerts[rule], namespace=NAMESPACE, pod=pod,
                                        **({"gpu": "0"} if "gpu" in by else {}))
                              for pod in ("old-0", "new-0")
                              if pod == "new-0" or t <= read + clears]}
@@ -135,7 +135,7 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
                      f'instance="10.0.1.1:9400",job="gpu-metrics",node="{NODE}"')
     series = [{"series": f'{POWER}{{{series_labels},pod="{pod}"}}', "values": _stored(pod, step, phase, end)}
               for pod in ("old-0", "new-0")]
-    _promtool_test(folder, "left.yaml", [{"interval": "1s", "input_series": series, "alert_rule_test": cases}],
+    promtool_test(folder, "left.yaml", [{"interval": "1s", "input_series": series, "alert_rule_test": cases}],
                    evaluation_interval="5s")
     for rule, *_ in FORMS:
         assert _alarm_states(files, rule, step, phase, instants) == [t for t in instants
@@ -208,8 +208,8 @@ def test_a_count_or_sum_per_scrape_leaves_alarm_up_to_a_period_before_its_rule_a
             cases += [{"eval_time": f"{t}s", "alertname": alerts[rule], "exp_alerts": []} for t in instants]
             continue
         cases += [{"eval_time": f"{t}s", "alertname": alerts[rule],
-                   "exp_alerts": [_expected(folder, alerts[rule], **labels)]
-                   + [_expected(folder, alerts[rule], **{**labels, "namespace": moved,
+                   "exp_alerts": [expected_alert(folder, alerts[rule], **labels)]
+                   + [expected_alert(folder, alerts[rule], **{**labels, "namespace": moved,
                                                         **({"pod": "new-0"} if who[0] == "pod" else {})})]}
                   for t in instants]
     for case in (case for case in cases if case["exp_alerts"]):
@@ -222,5 +222,5 @@ def test_a_count_or_sum_per_scrape_leaves_alarm_up_to_a_period_before_its_rule_a
                          f'namespace="{NAMESPACE if pod == "old-0" else moved}",instance="10.0.1.1:9400",'
                          f'job="gpu-metrics",node="{NODE}",pod="{pod}"}}',
                "values": _stored(pod, step, phase, end)} for pod in ("old-0", "new-0")]
-    _promtool_test(folder, "left.yaml", [{"interval": "1s", "input_series": series, "alert_rule_test": cases}],
+    promtool_test(folder, "left.yaml", [{"interval": "1s", "input_series": series, "alert_rule_test": cases}],
                    evaluation_interval="5s")

@@ -15,8 +15,8 @@ import math
 import pytest
 
 from generator.preview.legend import render as render_legend
-from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, lookback_panel, scraped_until
 
 NOT_SUPPORTED = 9223372036854775794  # int64 blank + 2
 TAKEN_AT = 6  # the scrape from which ml/b holds the GPU
@@ -34,9 +34,9 @@ def _payload(scrape: int) -> str:
 
 @pytest.fixture(scope="module")
 def taken_blank(tmp_path_factory):
-    answer = _Counted(_payload)
+    answer = CountedAnswers(_payload)
     with ReplayExporter(answer) as exporter:
-        with _scraping(tmp_path_factory, "pod-lookback-blank", [exporter.address],
+        with scraped_until(tmp_path_factory, "pod-lookback-blank", [exporter.address],
                        lambda: answer.served >= TAKEN_AT + 8, interval=INTERVAL) as prometheus:
             samples = sorted((float(at), series["metric"].get("pod", ""), float(v)) for series in prometheus.query(
                 'DCGM_FI_DEV_GPU_UTIL[10m]') for at, v in series["values"])
@@ -45,7 +45,7 @@ def taken_blank(tmp_path_factory):
 
 def test_a_pod_whose_gpu_reads_blank_shows_no_older_copys_reading(taken_blank):
     prometheus, samples = taken_blank
-    target, expr = _panel("", "GPU utilization by pod", INTERVAL)
+    target, expr = lookback_panel("", "GPU utilization by pod", INTERVAL)
     first_b = min(at for at, pod, _ in samples if pod == "b")
     end = samples[-1][0]
     wrong = {}

@@ -24,9 +24,9 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import expression
 from tests.integration.test_copy_choice_hostile import _grown
-from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
 from tests.support.prometheus_server import counted_inline, scraped_every
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, lookback_panel, scraped_until
 
 OLD_SCRAPES = 8
 WATTS = {"GPU-n6-0": 200.0, "GPU-n7-0": 100.0}
@@ -49,14 +49,14 @@ def _payload(uuid: str, node: str, pod: str) -> str:
 
 @pytest.fixture(scope="module")
 def renamed(tmp_path_factory):
-    before = _Counted(lambda n: _payload("GPU-n7-0", 'Hostname="nvidia-dcgm-exporter-a1b2c"', "s")
+    before = CountedAnswers(lambda n: _payload("GPU-n7-0", 'Hostname="nvidia-dcgm-exporter-a1b2c"', "s")
                       if n <= OLD_SCRAPES else "")
     exporters = [ReplayExporter(lambda: _payload("GPU-n6-0", 'Hostname="nvidia-dcgm-exporter-x7k2p"', "r")),
                  ReplayExporter(lambda: _payload("GPU-n6-0", 'hostname="n6"', "r")), ReplayExporter(before),
                  ReplayExporter(lambda: "" if before.served <= OLD_SCRAPES else
                                 _payload("GPU-n7-0", 'hostname="n7"', "s"))]
     with exporters[0], exporters[1], exporters[2], exporters[3]:
-        with _scraping(tmp_path_factory, "pod-energy-rename", [e.address for e in exporters],
+        with scraped_until(tmp_path_factory, "pod-energy-rename", [e.address for e in exporters],
                        lambda: before.served >= OLD_SCRAPES + 10) as prometheus:
             # from the instant every exporter there from the start is stored (n6's two, n7's old one) to the last
             # instant every exporter there to the end is (n6's two, n7's new one): a loaded machine scrapes one
@@ -71,7 +71,7 @@ def renamed(tmp_path_factory):
 
 def test_a_pods_energy_rate_across_an_exporter_upgrade_renaming_the_node_counts_its_gpu_once(renamed):
     prometheus, start, end, n6 = renamed
-    target, expr = _panel("", "Energy use rate of each pod's GPUs")
+    target, expr = lookback_panel("", "Energy use rate of each pod's GPUs")
     expr = expr.replace("$__rate_interval", "4s")
     first = math.floor(start) + 6.5
     shown = {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 1)
@@ -121,7 +121,7 @@ def test_the_per_gpu_energy_panel_draws_a_renamed_gpu_once_named_by_its_node(ren
     """Before: `n6 GPU 0` and `nvidia-dcgm-exporter-x7k2p GPU 0` each ~200,000 mW for one GPU drawing 200 W (the
     counter's copies merged per node spelling)."""
     prometheus, start, end, n6 = renamed
-    target, expr = _panel("", "DEV_TOTAL_ENERGY_CONSUMPTION")
+    target, expr = lookback_panel("", "DEV_TOTAL_ENERGY_CONSUMPTION")
     shown = _shown(prometheus, target["legendFormat"], expr.replace("$__rate_interval", "4s"), start, end, n6)
     truth = _truth(prometheus, "GPU-n6-0", math.floor(start) + 6.5, shown)
     n6 = {at: (lines, truth[at]) for at, lines in shown.items()
@@ -155,7 +155,7 @@ def test_a_fleet_sum_of_energy_rates_counts_a_renamed_gpu_once(renamed):
 def test_the_last_xid_panel_draws_a_renamed_gpu_once_named_by_its_node(renamed):
     """The XID panel (a gauge: the last code) across the same upgrade: n6's GPU one line, `n6 GPU 0` 79."""
     prometheus, start, end, n6 = renamed
-    target, expr = _panel("", "Last XID error code")
+    target, expr = lookback_panel("", "Last XID error code")
     shown = _shown(prometheus, target["legendFormat"], expr, start, end, n6)
     wrong = {at: lines for at, lines in shown.items()
              if set(lines) - {"n7 GPU 0", "nvidia-dcgm-exporter-a1b2c GPU 0"} != {"n6 GPU 0"}

@@ -23,8 +23,8 @@ import math
 import pytest
 
 from generator.preview.legend import render as render_legend
-from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, lookback_panel, scraped_until
 
 SCRAPES = 10
 INTERVAL = 0.5  # seconds between scrapes: the lookback and the range's steps are in scrapes
@@ -50,12 +50,12 @@ def _payload(node: str, gpus) -> str:
 
 @pytest.fixture(scope="module")
 def overlap(tmp_path_factory):
-    first = _Counted(lambda n: _payload('Hostname="n1"', N1))
+    first = CountedAnswers(lambda n: _payload('Hostname="n1"', N1))
     payloads = [lambda: _payload('hostname="n1"', N1), lambda: _payload('Hostname="nvidia-dcgm-exporter-x7k2p"', OLD_N6),
                 lambda: _payload('hostname="n6"', NEW_N6)]
     with ReplayExporter(first) as a, ReplayExporter(payloads[0]) as b, ReplayExporter(payloads[1]) as c, \
             ReplayExporter(payloads[2]) as d:
-        with _scraping(tmp_path_factory, "pod-lookback-overlap", [e.address for e in (a, b, c, d)],
+        with scraped_until(tmp_path_factory, "pod-lookback-overlap", [e.address for e in (a, b, c, d)],
                        lambda: first.served >= SCRAPES, interval=INTERVAL) as prometheus:
             stored = [float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')
                       for at, _ in series["values"]]
@@ -64,7 +64,7 @@ def overlap(tmp_path_factory):
 
 def _shown(overlap, title: str, settings: str = "") -> dict[float, dict[str, float]]:
     prometheus, start, end = overlap
-    target, expr = _panel(settings, title, INTERVAL)
+    target, expr = lookback_panel(settings, title, INTERVAL)
     # past the lookback (4 scrapes) after the first sample, half an interval off the interval's multiples
     first = math.floor(start / INTERVAL) * INTERVAL + 4.5 * INTERVAL
     return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)

@@ -22,51 +22,14 @@ from contextlib import contextmanager
 
 import pytest
 
-from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
-from tests.support.projects import bundled_panel, bundled_project
-from tests.support.prometheus_server import Prometheus, counted_inline, duration, scraped_every
+from tests.support.prometheus_server import Prometheus
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, every_second, lookback_panel, scraped_until
 from tests.support.side_by_side import module_scenes, scene
 
 BEFORE, AFTER = 12000.0, 2000.0
 TITLE = "Framebuffer used by pod"
-
-
-def _panel(settings: str, title: str, interval: float = 1) -> tuple[dict, str]:
-    """The panel's query target in a build of `settings`, and its query for a Prometheus scraping every `interval`
-    seconds."""
-    target = bundled_panel(title, settings)["targets"][0]
-    expr = counted_inline(target["expr"], bundled_project(settings))  # a counter's recording, read over the scrapes
-    return target, interpolate(scraped_every(expr, 30, interval), variables({}, ("namespace", "pod", "node", "gpu")))
-
-def _every_second(targets: list[str], interval: float = 1) -> dict:
-    """A Prometheus configuration scraping `targets` every second, or every `interval` seconds (a scrape failing
-    after the interval)."""
-    every = duration(interval)
-    return {"global": {"scrape_interval": every, "scrape_timeout": every}, "scrape_configs": [{
-        "job_name": "dcgm", "static_configs": [{"targets": targets}]}]}
-
-
-@contextmanager
-def _scraping(tmp_path_factory, name: str, targets: list[str], until, then: float = 0, watch=None,
-              interval: float = 1):
-    """A Prometheus scraping `targets` every second (or `interval` seconds) until `until()` holds and `then` seconds
-    more; no more scrapes after (every one stored: Prometheus.stop_scraping). `watch(prometheus)`, called before each
-    look at `until`: a scene that moves on by what Prometheus stored (a loaded machine's scrape that timed out was
-    answered, and counted by the exporter, yet stored nothing)."""
-    with Prometheus(tmp_path_factory.mktemp(name), _every_second(targets, interval)) as prometheus:
-        deadline = time.monotonic() + 120
-        while True:
-            if watch is not None:
-                watch(prometheus)
-            if until():
-                break
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-        time.sleep(then)
-        prometheus.stop_scraping()
-        yield prometheus
 
 
 def _payload(share: float) -> str:
@@ -85,24 +48,13 @@ def _payload(share: float) -> str:
             lines.append(f"{metric}{{{device}{pod}}} {device_value:g}")
     return "\n".join(lines) + "\n"
 
-class _Counted:
-    """An exporter's answers by number: `answer(n)` is the nth (from 1); `served`, how many it has given."""
-
-    def __init__(self, answer):
-        self.answer, self.served = answer, 0
-
-    def __call__(self) -> str:
-        self.served += 1
-        return self.answer(self.served)
-
-
 @contextmanager
 def _replaced(tmp_path_factory):
-    before = _Counted(lambda scrape: _payload(BEFORE) if scrape <= 8 else "")
+    before = CountedAnswers(lambda scrape: _payload(BEFORE) if scrape <= 8 else "")
     old = ReplayExporter(before)
     new = ReplayExporter(lambda: "" if before.served <= 8 else _payload(AFTER))
     with old, new:
-        with _scraping(tmp_path_factory, "pod-lookback-restart", [old.address, new.address],
+        with scraped_until(tmp_path_factory, "pod-lookback-restart", [old.address, new.address],
                        lambda: before.served >= 16) as prometheus:
             samples = sorted((float(at), float(value)) for series in prometheus.query(
                 'DCGM_FI_DEV_FB_USED{pod="p"}[10m]') for at, value in series["values"])
@@ -111,7 +63,7 @@ def _replaced(tmp_path_factory):
 
 def test_a_pods_own_share_after_its_exporter_is_replaced_is_its_latest_reading(scraped):
     prometheus, samples = scraped
-    target, expr = _panel("exporter:\n  virtual_gpus: true\n", TITLE)
+    target, expr = lookback_panel("exporter:\n  virtual_gpus: true\n", TITLE)
     first_after = min(at for at, value in samples if value == AFTER)
     start = math.floor(samples[0][0]) + 4.5
     end = samples[-1][0]
@@ -151,7 +103,7 @@ def _sliced_scene(tmp_path_factory):
     old = ReplayExporter(lambda: alternating() if alternating.count < 8 else "")
     new = ReplayExporter(lambda: "" if alternating.count < 8 else _sliced("c"))
     with old, new:
-        with _scraping(tmp_path_factory, "pod-lookback-sliced", [old.address, new.address],
+        with scraped_until(tmp_path_factory, "pod-lookback-sliced", [old.address, new.address],
                        lambda: alternating.count >= 8, then=8) as prometheus:
             samples = sorted((float(at), series["metric"]["pod"], series["metric"]["instance"])
                              for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{pod!=""}[10m]')
@@ -161,7 +113,7 @@ def _sliced_scene(tmp_path_factory):
 
 def test_a_time_sliced_pod_named_by_the_replaced_exporter_shows_for_the_lookback(sliced):
     prometheus, samples = sliced
-    target, expr = _panel("", "Pods on GPUs")
+    target, expr = lookback_panel("", "Pods on GPUs")
     start = math.floor(samples[0][0]) + 4.5
     end = samples[-1][0]
     handover = min(when for when, pod, instance in samples if instance != samples[0][2])
@@ -190,9 +142,9 @@ def _gap_scene(tmp_path_factory):
         if scrape == 8:
             time.sleep(1.6)
         return _held("e", 200.0)
-    answer = _Counted(late)
+    answer = CountedAnswers(late)
     with ReplayExporter(answer) as exporter:
-        with _scraping(tmp_path_factory, "pod-lookback-gap", [exporter.address], lambda: answer.served >= 14) \
+        with scraped_until(tmp_path_factory, "pod-lookback-gap", [exporter.address], lambda: answer.served >= 14) \
                 as prometheus:
             samples = sorted(float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{pod!=""}[10m]')
                              for at, _ in series["values"])
@@ -205,7 +157,7 @@ def test_a_pod_named_within_the_lookback_shows_through_one_failed_scrape(gap, ti
     prometheus, samples, ups = gap
     failed = [at for at, v in ups if v == 0]
     assert failed, ups
-    target, expr = _panel("", title)
+    target, expr = lookback_panel("", title)
     start = math.floor(samples[0][0] if isinstance(samples[0], tuple) else samples[0]) + 4.5
     end = samples[-1]
     wrong = {}
@@ -225,7 +177,7 @@ def test_a_gpu_with_a_reading_within_the_lookback_counts_through_one_failed_scra
     prometheus, samples, ups = gap
     failed = [at for at, v in ups if v == 0]
     assert failed, ups
-    _, expr = _panel("", "GPUs reporting")
+    _, expr = lookback_panel("", "GPUs reporting")
     start, end = math.floor(samples[0]) + 0.5, samples[-1] + 6
     wrong = {}
     for at, result in prometheus.query_at(expr, start, int(end - start) + 1, 1).items():
@@ -264,7 +216,7 @@ def _restarted_scene(tmp_path_factory, name: str, fails_after: int | None = None
         return _held_or_idle(state["pod"], state["watts"])
 
     with ReplayExporter(answer) as exporter:
-        prometheus = Prometheus(tmp_path_factory.mktemp("pod-lookback-prom-restart"), _every_second([exporter.address]))
+        prometheus = Prometheus(tmp_path_factory.mktemp("pod-lookback-prom-restart"), every_second([exporter.address]))
         prometheus.start()
         try:
             prometheus.wait_for('DCGM_FI_DEV_POWER_USAGE')
@@ -301,7 +253,7 @@ restarted = scene("restarted", sorted(RESTARTS))
 
 def test_after_a_prometheus_restart_each_pod_shows_the_gpus_latest_reading(restarted):
     prometheus, samples, first_after = restarted
-    target, expr = _panel("", "Power draw of each pod's GPUs")
+    target, expr = lookback_panel("", "Power draw of each pod's GPUs")
     start = first_after + 0.5
     wrong = {}
     for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items():
@@ -319,7 +271,7 @@ def test_after_a_prometheus_restart_a_gpu_panel_shows_the_gpus_latest_reading(re
     restart (another pod, or none), which the instant selector reads for 5 minutes beside the new one, is not read
     while the GPU has a fresh one (it read 300 W where the GPU drew 100)."""
     prometheus, samples, first_after = restarted
-    target, expr = _panel("", title)
+    target, expr = lookback_panel("", title)
     gpu = render_legend(target["legendFormat"], {"node": "n3", "gpu": "0"})
     start = first_after + 0.5
     wrong = {}
@@ -343,7 +295,7 @@ restarted_failed = scene("restarted_failed")
 def test_after_a_prometheus_restart_a_failed_scrape_shows_no_reading_from_before_it(restarted_failed, title):
     # at every step the GPU's latest reading (100 W) or none (no fresh copy, as a failed scrape of one exporter)
     prometheus, samples, first_after = restarted_failed
-    target, expr = _panel("", title)
+    target, expr = lookback_panel("", title)
     start = first_after + 0.5
     shown = {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
              for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items()}

@@ -17,8 +17,8 @@ import math
 import pytest
 
 from generator.preview.legend import render as render_legend
-from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, lookback_panel, scraped_until
 
 OLD_SCRAPES = 6
 FAILS_AT = 2  # the new exporter's second answer is not a valid exposition: that scrape fails
@@ -35,12 +35,12 @@ def _payload(node_label: str, used: float) -> str:
 
 @pytest.fixture(scope="module")
 def upgraded(tmp_path_factory):
-    before = _Counted(lambda n: _payload('Hostname="nvidia-dcgm-exporter-x7k2p"', 40000.0) if n <= OLD_SCRAPES else "")
-    after = _Counted(lambda n: "garbage{ 1\n" if n == FAILS_AT else _payload('hostname="n6"', 60000.0))
+    before = CountedAnswers(lambda n: _payload('Hostname="nvidia-dcgm-exporter-x7k2p"', 40000.0) if n <= OLD_SCRAPES else "")
+    after = CountedAnswers(lambda n: "garbage{ 1\n" if n == FAILS_AT else _payload('hostname="n6"', 60000.0))
     old = ReplayExporter(before)
     new = ReplayExporter(lambda: "" if before.served <= OLD_SCRAPES else after())
     with old, new:
-        with _scraping(tmp_path_factory, "pod-lookback-share-failed", [old.address, new.address],
+        with scraped_until(tmp_path_factory, "pod-lookback-share-failed", [old.address, new.address],
                        lambda: after.served >= FAILS_AT + 6, interval=INTERVAL) as prometheus:
             samples = sorted((float(at), float(v)) for series in prometheus.query(
                 'DCGM_FI_DEV_FB_USED{pod="p"}[10m]') for at, v in series["values"])
@@ -55,7 +55,7 @@ def test_a_pods_framebuffer_share_through_a_failed_scrape_after_a_renaming_upgra
     wrong = {}
     for title, share in (("Framebuffer used share by pod", lambda used: used / 80000), ("Power draw of each pod's GPUs",
                                                                                       lambda used: 100.0)):
-        target, expr = _panel("", title, INTERVAL)
+        target, expr = lookback_panel("", title, INTERVAL)
         count = int((samples[-1][0] - start) // INTERVAL) + 1
         for at, result in prometheus.query_at(expr, start, count, INTERVAL).items():
             shown = {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4) for s in result}

@@ -28,8 +28,8 @@ from contextlib import contextmanager
 import pytest
 
 from generator.preview.legend import render as render_legend
-from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, lookback_panel, scraped_until
 from tests.support.side_by_side import module_scenes, scene
 
 NOT_SUPPORTED = 9223372036854775794  # int64 blank + 2
@@ -66,8 +66,8 @@ def _both(tmp_path_factory, fails_at: int | None = None, failing: str = "old"):
     timed out was answered and stored nothing); `fails_at`: the old exporter's answer of that number is not a valid
     exposition (that scrape fails: its series are marked stale). (prometheus, first and last stored sample, each
     copy's sample times)."""
-    old = _Counted(lambda n: "garbage{ 1\n" if n == fails_at and failing == "old" else _payload("old"))
-    new = _Counted(lambda n: "garbage{ 1\n" if n == fails_at and failing == "new" else _payload("new"))
+    old = CountedAnswers(lambda n: "garbage{ 1\n" if n == fails_at and failing == "old" else _payload("old"))
+    new = CountedAnswers(lambda n: "garbage{ 1\n" if n == fails_at and failing == "new" else _payload("new"))
     stored_counts: dict[str, int] = {}
 
     def count(prometheus) -> None:
@@ -75,7 +75,7 @@ def _both(tmp_path_factory, fails_at: int | None = None, failing: str = "old"):
                               for s in prometheus.query("count_over_time(DCGM_FI_DEV_GPU_TEMP[10m])")})
 
     with ReplayExporter(old) as a, ReplayExporter(new) as b:
-        with _scraping(tmp_path_factory, "pod-lookback-two-exporters", [a.address, b.address],
+        with scraped_until(tmp_path_factory, "pod-lookback-two-exporters", [a.address, b.address],
                        lambda: len(stored_counts) == 2 and min(stored_counts.values()) >= SCRAPES,
                        watch=count, interval=INTERVAL) as prometheus:
             samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
@@ -102,7 +102,7 @@ def _shown(both, settings: str, title: str) -> dict[float, dict[str, float]]:
     copy stale, and scrapes one copy first seconds after the other: those steps are another story, see
     test_a_pods_utilization_through_the_other_exporters_failed_scrape...)."""
     prometheus, start, end, samples = both
-    target, expr = _panel(settings, title, INTERVAL)
+    target, expr = lookback_panel(settings, title, INTERVAL)
     first, count = _steps(start, end)
     shown = {}
     for at, result in prometheus.query_at(expr, first, count, INTERVAL).items():
@@ -170,7 +170,7 @@ def test_a_pods_utilization_where_one_exporter_reads_blank_is_the_others_as_per_
 def _every_step(scene, title: str) -> dict[float, dict[str, float]]:
     """{seconds from the first step: {legend: value}} of the panel (default settings) at every step of the scene."""
     prometheus, start, end, _ = scene
-    target, expr = _panel("", title, INTERVAL)
+    target, expr = lookback_panel("", title, INTERVAL)
     first, count = _steps(start, end)
     return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
                                    for s in result}
@@ -209,7 +209,7 @@ def _after_both_stopped(both, settings: str, title: str) -> dict[float, dict[str
     """{seconds after the last sample: {legend: value}} of the panel at each half interval of the lookback after both
     exporters' last scrapes (no copy fresh: the late tier; both series end at one reload, read last at one step)."""
     prometheus, _, end, _ = both
-    target, expr = _panel(settings, title, INTERVAL)
+    target, expr = lookback_panel(settings, title, INTERVAL)
     return {round(at - end, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
                                  for s in result}
             for at, result in prometheus.query_at(expr, end + INTERVAL / 2, 6, INTERVAL / 2).items()}

@@ -12,8 +12,8 @@ import math
 import pytest
 
 from generator.preview.legend import render as render_legend
-from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, lookback_panel, scraped_until
 
 OLD_SCRAPES = 8
 INTERVAL = 0.5  # seconds between scrapes: the lookback and the range's steps are in scrapes
@@ -28,11 +28,11 @@ def _payload(node_label: str, watts: float) -> str:
 
 @pytest.fixture(scope="module")
 def upgraded(tmp_path_factory):
-    before = _Counted(lambda n: _payload('Hostname="nvidia-dcgm-exporter-x7k2p"', 300.0) if n <= OLD_SCRAPES else "")
+    before = CountedAnswers(lambda n: _payload('Hostname="nvidia-dcgm-exporter-x7k2p"', 300.0) if n <= OLD_SCRAPES else "")
     old = ReplayExporter(before)
     new = ReplayExporter(lambda: "" if before.served <= OLD_SCRAPES else _payload('hostname="n6"', 100.0))
     with old, new:
-        with _scraping(tmp_path_factory, "pod-lookback-upgrade", [old.address, new.address],
+        with scraped_until(tmp_path_factory, "pod-lookback-upgrade", [old.address, new.address],
                        lambda: before.served >= OLD_SCRAPES + 8, interval=INTERVAL) as prometheus:
             samples = sorted((float(at), float(v)) for series in prometheus.query(
                 'DCGM_FI_DEV_POWER_USAGE{pod="p"}[10m]') for at, v in series["values"])
@@ -48,7 +48,7 @@ def _steps(samples: list[tuple[float, float]]) -> tuple[float, int]:
 
 def test_a_pods_power_across_an_exporter_upgrade_renaming_the_node_counts_its_gpu_once(upgraded):
     prometheus, samples = upgraded
-    target, expr = _panel("", "Power draw of each pod's GPUs", INTERVAL)
+    target, expr = lookback_panel("", "Power draw of each pod's GPUs", INTERVAL)
     first_new = min(at for at, watts in samples if watts == 100.0)
     wrong = {}
     for at, result in prometheus.query_at(expr, *_steps(samples), INTERVAL).items():
@@ -62,7 +62,7 @@ def test_a_pods_power_across_an_exporter_upgrade_renaming_the_node_counts_its_gp
 
 def test_pods_on_gpus_across_an_exporter_upgrade_renaming_the_node_counts_the_gpu_once(upgraded):
     prometheus, samples = upgraded
-    target, expr = _panel("", "Pods on GPUs", INTERVAL)
+    target, expr = lookback_panel("", "Pods on GPUs", INTERVAL)
     first_new = min(at for at, watts in samples if watts == 100.0)
     wrong = {}
     for at, result in prometheus.query_at(expr, *_steps(samples), INTERVAL).items():

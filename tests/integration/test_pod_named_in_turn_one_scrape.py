@@ -21,12 +21,12 @@ from generator.cloudwatch_query import COUNT_MOST, COUNT_MOST_ONE_SCRAPE, NAMED_
 from generator.output import encode
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_pod_named_in_turn_rules import FLEET, FORMS, POWER, UTIL, _truth
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import AGENT_FILE, alarm_values, alarms_through_agent
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.projects import defined_project
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 STEP = PERIOD = 60
 STEPS = 30  # half an hour of 60 s scrapes
@@ -60,10 +60,10 @@ def test_the_rule_reads_a_pod_named_in_turn_whole_at_one_scrape_per_period(tmp_p
     _, folder = built_with(tmp_path, {"turns.py": _definitions()}, fields=(UTIL, POWER), settings=SETTINGS)
     alerts = alert_names(folder)
     cases = [{"eval_time": instant, "alertname": alerts[rule],
-              "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in _truth(*form)]}
+              "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in _truth(*form)]}
              for rule, *form in STEADY for instant in INSTANTS]
     assert all(any(labels.get("pod") == TS_A[1] for labels in _truth(*form)) for _, *form in STEADY)
-    _promtool_test(folder, "one_scrape.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+    promtool_test(folder, "one_scrape.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
                                                 "alert_rule_test": cases}], evaluation_interval="10s")
 
 
@@ -152,7 +152,7 @@ def test_the_count_rule_counts_the_gpus_a_scrape_of_the_look_back_named_the_pod_
     assert {"namespace": TS_A[0], "pod": TS_A[1]} in truth["count-power-pod-gt-1-5"]
     assert all(labels.get("pod") != TS_A[1] for labels in truth["count-power-pod-lt-1-5"])
     cases = [{"eval_time": instant, "alertname": alerts[rule],
-              "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in truth[rule]]}
+              "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in truth[rule]]}
              for rule in truth for instant in instants]
-    _promtool_test(folder, "counts.yaml", [{"interval": f"{scrape}s", "input_series": series,
+    promtool_test(folder, "counts.yaml", [{"interval": f"{scrape}s", "input_series": series,
                                            "alert_rule_test": cases}], evaluation_interval="10s")

@@ -21,10 +21,10 @@ import pytest
 
 from generator.model import Query
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import alarms_through_agent
 from tests.support.projects import defined_project
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 UTIL, POWER = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"
 NAMES = {UTIL: "util", POWER: "power"}
@@ -140,9 +140,9 @@ def test_each_per_pod_rule_fires_steadily_for_every_pod_whose_truth_breaches(bui
     _, folder = built
     alerts = alert_names(folder)
     cases = [{"eval_time": instant, "alertname": alerts[rule],
-              "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in _truth(*form)]}
+              "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in _truth(*form)]}
              for rule, *form in FORMS for instant in INSTANTS]
-    _promtool_test(folder, "named_in_turn.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+    promtool_test(folder, "named_in_turn.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
                                                    "alert_rule_test": cases}], evaluation_interval="5s")
 
 
@@ -225,12 +225,12 @@ def test_a_pod_that_left_its_gpu_stops_counting_with_the_period(built):
                                       ("new-0", seconds >= LEFT * STEP))
                 if held]
         cases += [{"eval_time": f"{seconds}s", "alertname": alerts["count-power-pod-gpu-gt-0-5"],
-                   "exp_alerts": [_expected(folder, alerts["count-power-pod-gpu-gt-0-5"], namespace="team-l", pod=pod,
+                   "exp_alerts": [expected_alert(folder, alerts["count-power-pod-gpu-gt-0-5"], namespace="team-l", pod=pod,
                                             gpu="0") for pod in pods]},
                   {"eval_time": f"{seconds}s", "alertname": alerts["count-power-pod-gpu-lt-1"], "exp_alerts": []}]
     assert [c["exp_alerts"] != [] for c in cases[::2]] == [True] * 10  # someone holds it at every instant
     assert [len(c["exp_alerts"]) for c in cases[::2]] == [1, 2, 2, 2, 2, 2, 2, 2, 2, 1]
-    _promtool_test(folder, "left.yaml", [{"interval": f"{STEP}s", "input_series": series,
+    promtool_test(folder, "left.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                           "alert_rule_test": cases}], evaluation_interval="5s")
 
 

@@ -20,8 +20,8 @@ from generator.project import load_project
 from generator.promql import expression, label_lookback
 from generator.render.alarms import prometheus_expression
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _promtool_test
 from tests.support import mixed_fleet, two_instances
+from tests.support.promtool_rules import promtool_test
 from tests.support.two_instances import ENGINE, FB_FREE, FB_USED, POWER, TEMP, UTIL
 
 STEP, STEPS = 30, 30  # fifteen minutes of 30 s scrapes
@@ -89,7 +89,7 @@ def test_each_rule_grouped_by_pod_or_namespace_reads_the_truth(built):
         checks.append({"expr": expr, "eval_time": f"{STEPS * STEP // 60 - 1}m",
                        "exp_samples": [{"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in key) + "}", "value": value}
                                        for key, value in sorted(expected.items())]})
-    _promtool_test(folder, "two_instances.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+    promtool_test(folder, "two_instances.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
                                                    "promql_expr_test": checks}], evaluation_interval=f"{STEP}s")
 
 
@@ -108,5 +108,5 @@ def test_each_panel_query_reads_the_truth(built):
         checks.append({"expr": expr, "eval_time": f"{STEPS * STEP // 60 - 1}m",
                        "exp_samples": [{"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in key) + "}",
                                         "value": value} for key, value in sorted(expected.items())]})
-    _promtool_test(folder, "two_instances_panels.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+    promtool_test(folder, "two_instances_panels.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
                                                           "promql_expr_test": checks}], evaluation_interval=f"{STEP}s")

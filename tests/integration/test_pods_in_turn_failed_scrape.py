@@ -17,10 +17,10 @@ from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.resources import default_counters
-from tests.integration.test_pod_lookback_restart import _Counted, _scraping
 from tests.support.panel_expression import panel_expression
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, scraped_until
 
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FAILS, SCRAPES = (10, 15), 18
@@ -44,9 +44,9 @@ def payload(n: int) -> str:
 
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory):
-    exporter = _Counted(payload)
+    exporter = CountedAnswers(payload)
     with ReplayExporter(exporter) as served:
-        with _scraping(tmp_path_factory, "pods-in-turn-failed", [served.address],
+        with scraped_until(tmp_path_factory, "pods-in-turn-failed", [served.address],
                        lambda: exporter.served >= SCRAPES) as prometheus:
             yield prometheus, sorted(float(at) for series in prometheus.query("up[10m]") for at, _ in series["values"])
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import re
 import subprocess
 
@@ -13,12 +12,11 @@ import pytest
 import yaml
 
 from generator.artifacts import build
-from generator.markers import PROMETHEUS_RULE_LABEL
-from generator.names import CLUSTERS_GROUP, COUNTER_GROUP
 from generator.output import encode
 from generator.project import load_project
-from generator.render.alarms import recorded_name
 from tests.support.prometheus_server import binary
+from tests.support.promtool_rules import (SAMPLES, alert_rule, evaluation_plans, expected_alert, promtool_test,
+                                          rules)  # noqa: F401 (a fixture)
 
 LABELS = 'gpu="{gpu}",UUID="GPU-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",Hostname="node-1",' \
          'namespace="ml",container="main",pod="{pod}"'
@@ -27,46 +25,6 @@ SENTINEL = "9223372036854775794"
 
 def _series(metric: str, values: str, pod: str = "train-0", gpu: int = 0) -> dict[str, str]:
     return {"series": f"{metric}{{{LABELS.format(gpu=gpu, pod=pod)}}}", "values": values}
-
-
-@pytest.fixture(scope="module")
-def rules(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("rules")
-    files = encode(build(load_project()))
-    (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    resource = yaml.safe_load(files["k8s/prometheusrule.yaml"])
-    assert resource["kind"] == "PrometheusRule" and resource["spec"] == yaml.safe_load(files["prometheus/rules.yaml"])
-    return folder
-
-
-_READ_RULES: dict[str, list] = {}  # a rules file's text -> its groups
-
-
-def _rule(folder, alert: str) -> dict:
-    """The rule of `alert` in folder/rules.yaml (a copy: the caller may change it). A story's expected alerts
-    read the same file at each evaluation: each text is parsed once."""
-    return copy.deepcopy(next(r for g in _groups((folder / "rules.yaml").read_text()) for r in g["rules"]
-                              if r.get("alert") == alert))
-
-
-def alert_names(folder) -> dict[str, str]:
-    """{rule id: its alert's name} of folder/rules.yaml."""
-    return {r["labels"]["gpudash_rule"]: r["alert"] for g in _groups((folder / "rules.yaml").read_text())
-            for r in g["rules"] if "alert" in r}
-
-
-def rendered(text: str, labels: dict[str, str]) -> str:
-    """An annotation as Prometheus renders it for an alert with `labels`: `{{ if $labels.X }}...{{ end }}` kept where
-    the alert has X, then each `{{ $labels.X }}` (a label it lacks reads empty)."""
-    text = re.sub(r"\{\{ if \$labels\.(\w+) \}\}(.*?)\{\{ end \}\}",
-                  lambda m: m.group(2) if labels.get(m.group(1)) else "", text)
-    return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), text)
-
-
-def _expected(folder, alert: str, **labels: str) -> dict:
-    rule = _rule(folder, alert)
-    annotations = {k: rendered(v, labels) for k, v in rule["annotations"].items()}
-    return {"exp_labels": {**rule["labels"], **labels}, "exp_annotations": annotations}
 
 
 GPU0 = {"node": "node-1", "gpu": "0"}
@@ -80,156 +38,6 @@ KSM = [{"series": 'kube_daemonset_status_desired_number_scheduled{namespace="gpu
                   'label_app="nvidia-dcgm-exporter"}', "values": "1x60"}]
 TARGET_DOWN = "an exporter target brought no GPU data most of the time"
 UP = 'up{{job="dcgm-exporter",instance="10.0.1.1:9400",node="node-1",exporter_pod="{pod}"}}'
-
-
-SAMPLES = "scrape_samples_post_metric_relabeling"
-
-
-def with_scrape_samples(series: list[dict], kept: int = 4) -> list[dict]:
-    """The series with, beside each target's `up`, the scrape's samples left after metric relabelling, as
-    Prometheus writes them at every scrape: `kept` where the target answered (1), 0 where it failed (0)."""
-    def samples(values: str) -> str:
-        return " ".join(re.sub(r"^1(?=x|$)", str(kept), token) for token in values.split())
-
-    return [*series, *({"series": SAMPLES + s["series"][len("up"):], "values": samples(s["values"])}
-                       for s in series if s["series"].startswith("up{"))]
-
-
-def _groups(text: str) -> list:
-    """The rule groups of a rules file's text, parsed once per text."""
-    if text not in _READ_RULES:
-        _READ_RULES[text] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["groups"]
-    return _READ_RULES[text]
-
-
-_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-def _ms(duration: str) -> int:
-    """A Prometheus duration (`90s`, `1h30m`) in milliseconds."""
-    parts = re.findall(r"(\d+)(ms|s|m|h|d)", duration)
-    assert parts and "".join(n + u for n, u in parts) == duration, duration
-    return sum(int(n) * _UNITS[u] for n, u in parts)
-
-
-def _evaluated_at(tests: list, interval: str) -> str:
-    """The evaluation interval that evaluates the rules at the same instants the alerts are judged at as `interval`
-    does, and at as few others as it can. promtool evaluates every rule at each multiple of the interval up to the
-    last eval_time and judges an eval_time by the evaluation at or before it: the alerts it finds there depend on
-    that evaluation alone when no rule holds a state across evaluations (no `for`, no `keep_firing_for`: the
-    caller checks), so the largest multiple of `interval` dividing each of those instants gives the same verdicts."""
-    step = _ms(interval)
-    instants = {_ms(case["eval_time"]) // step * step for test in tests for case in test.get("alert_rule_test", [])}
-    coarse = math.gcd(*instants) if any(instants) else step
-    return f"{coarse}ms"
-
-
-def _counted(folder) -> dict[str, str]:
-    """{recorded counter (promql.counted_name): its group's interval} of folder/rules.yaml."""
-    return {r["record"]: g["interval"] for g in _groups((folder / "rules.yaml").read_text()) if g["name"] == COUNTER_GROUP
-            for r in g["rules"]}
-
-
-def judged_rules(folder, name: str, named: set[str], counted: set[str] = frozenset()) -> str:
-    """Write the rules of folder/rules.yaml whose alert is `named` as folder/<name>.rules.yaml, with the recording
-    rules of their alarms; its name. promtool evaluates every rule of a file at every step: the others are left out,
-    which changes no judged alert (no alert reads another alarm's rules: a recording rule is read by its alarm's
-    alert alone, at the instant it writes; no rule reads ALERTS; checked), and each judged alert depends on its own
-    evaluation alone (no `for`, no `keep_firing_for`: checked; see _evaluated_at)."""
-    groups = _groups((folder / "rules.yaml").read_text())
-    kept = [{**g, "rules": [r for r in g["rules"] if r["record"] in counted]} for g in groups if g["name"] == COUNTER_GROUP]
-    # the clusters watched on a shared Prometheus (the dashboards' cluster variable): read by no alert
-    groups = [g for g in groups if g["name"] not in (COUNTER_GROUP, CLUSTERS_GROUP)]
-    recorded = {r["record"]: r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if "record" in r}
-    assert all(name == recorded_name(owner) for name, owner in recorded.items())
-    assert "ALERTS" not in json.dumps(groups)
-    owners = {r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if r.get("alert") in named}
-    judged = [{**group, "rules": [r for r in group["rules"] if r.get("alert") in named
-                                  or recorded.get(r.get("record")) in owners]} for group in groups]
-    assert not [r for g in judged for r in g["rules"] if "for" in r or "keep_firing_for" in r]
-    rule_file = f"{name}.rules.yaml"
-    (folder / rule_file).write_text(json.dumps({"groups": [g for g in (*judged, *kept) if g["rules"]]},
-                                               ensure_ascii=False))
-    return rule_file
-
-
-# promtool's cost of a test group in one more file (loading its input series, parsing the file and its rules, its
-# evaluation at 0, over no history), in evaluations of a rule over a history (_evaluation_plans): test_stale_alarm_twins'
-# 18 minutes judged after 38 unjudged ones took 10.7 s CPU in one file at 1 minute, 7.1 s in 18 files of one minute each
-FILE_COST = 1
-
-
-def _evaluation_plans(instants: set[int]) -> list[tuple[int, set[int]]]:
-    """The judged instants (in steps) split into (interval, instants) with each instant a multiple of its interval,
-    each to be one promtool test file: promtool evaluates every rule of a file at every multiple of its interval from
-    0 to the file's last eval_time, so an alert judged at 10, 15, 20, 35 and 39 minutes costs 40 evaluations at their
-    common 1-minute interval, 9 in four files (10 and 20 at 10 minutes; 15, 35, 39 each alone); minutes 39 to 56
-    judged cost 57 in one file, 36 (18 of them at 0) in 18. A judged alert depends on its own evaluation alone (see
-    _evaluated_at): each instant is judged as at any interval that evaluates there. Greedy: the interval that judges
-    most instants per evaluation (FILE_COST a file) first (of two alike, the one that judges more); never more than
-    the one plan at the instants' greatest common divisor."""
-    remaining = set(instants)
-    plans: list[tuple[int, set[int]]] = []
-    while remaining:
-        candidates = {d for n in remaining for i in range(1, math.isqrt(n) + 1) if n % i == 0
-                      for d in (i, n // i)} or {1}
-        def value(interval: int) -> tuple[float, int, int]:
-            chosen = [n for n in remaining if n % interval == 0]
-            return len(chosen) / (max(chosen) // interval + FILE_COST), len(chosen), interval
-        interval = max(candidates, key=value)
-        chosen = {n for n in remaining if n % interval == 0}
-        plans.append((interval, chosen))
-        remaining -= chosen
-    one = math.gcd(*instants) or 1
-    cost = sum(max(chosen) // interval + FILE_COST for interval, chosen in plans)
-    return plans if cost < max(instants) // one + FILE_COST else [(one, set(instants))]
-
-
-def _promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m") -> None:
-    """Write `tests` as promtool unit-test files for folder/rules.yaml and pass them: each test group is evaluated at
-    the steps of `_evaluated_at` with only the rules whose alerts it judges (judged_rules: each as generated), one
-    test file per distinct interval and set of judged alerts (promtool evaluates every rule of its files at every
-    step of every group: a group judging the framebuffer alert would pay for the idle rule's evaluations, most of
-    such a file's cost, judged by no case of it); a group that judges alerts alone, at instants far apart, is split
-    by the instants it judges over the intervals of its _evaluation_plans (promtool evaluates each group from 0 to its
-    own last eval_time). One promtool run for all the files; a failure names its file, group, alert and time. The
-    files are written as JSON (YAML that is quicker to write)."""
-    tests = [{**test, "input_series": with_scrape_samples(test["input_series"])} if not any(
-        i["series"].startswith(SAMPLES) for i in test["input_series"]) else test for test in tests]
-    step = _ms(evaluation_interval)
-    runs: dict[tuple, list] = {}  # (interval, judged alerts, read recordings) -> the test groups of one rules file
-    counted = _counted(folder)
-    for test in tests:
-        judged = tuple(sorted({case["alertname"] for case in test.get("alert_rule_test", [])}))
-        read = tuple(sorted(name for name in counted if any(name in case["expr"]
-                                                            for case in test.get("promql_expr_test", []))))
-        # a counter's recording adds one step per evaluation: evaluated at its group's interval (the scrape's); a
-        # group judging alerts alone (None) at the intervals of its _evaluation_plans
-        interval = counted[read[0]] if read else None if "promql_expr_test" not in test else \
-            _evaluated_at([test], evaluation_interval)
-        runs.setdefault((interval, judged, read), []).append(test)
-    written = []
-    for k, ((interval, judged, read), group) in enumerate(runs.items()):
-        rule_file = judged_rules(folder, name if k == 0 else f"{k}.{name}", set(judged), set(read))
-        plans: dict[str, list] = {}  # an evaluation interval -> the groups (or the parts of groups) judged at it
-        for test in group:
-            instants = {_ms(case["eval_time"]) // step for case in test.get("alert_rule_test", [])}
-            if interval is not None or not instants:
-                plans.setdefault(interval or _evaluated_at([test], evaluation_interval), []).append(test)
-                continue
-            for every, at in _evaluation_plans(instants):
-                plans.setdefault(f"{every * step}ms", []).append(
-                    {**test, "alert_rule_test": [case for case in test["alert_rule_test"]
-                                                 if _ms(case["eval_time"]) // step in at]})
-        for j, (every, plan) in enumerate(plans.items()):
-            test_file = folder / (name if k == j == 0 else f"{k}-{j}.{name}")
-            test_file.write_text(json.dumps({"rule_files": [rule_file], "evaluation_interval": every, "tests": plan},
-                                            ensure_ascii=False))
-            written.append(test_file.name)
-    result = subprocess.run([binary("promtool"), "test", "rules", *written], capture_output=True, text=True,
-                            cwd=folder)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("SUCCESS") == len(written), result.stdout
 
 
 def test_promtool_check_rules(rules):
@@ -247,7 +55,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "input_series": [_series("DCGM_FI_DEV_XID_ERRORS", "0 0 0 43x10"), healthy_util],
             "alert_rule_test": [
                 {"eval_time": "2m", "alertname": "GpudashXidError", "exp_alerts": []},
-                {"eval_time": "5m", "alertname": "GpudashXidError", "exp_alerts": [_expected(rules, "GpudashXidError", **GPU0)]},
+                {"eval_time": "5m", "alertname": "GpudashXidError", "exp_alerts": [expected_alert(rules, "GpudashXidError", **GPU0)]},
             ],
         },
         {   # one pod holds a GPU and does nothing; another is busy
@@ -256,7 +64,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "alert_rule_test": [
                 {"eval_time": "10m", "alertname": "GpudashGpuIdle", "exp_alerts": []},
                 {"eval_time": "40m", "alertname": "GpudashGpuIdle",
-                 "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="0")]},
+                 "exp_alerts": [expected_alert(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="0")]},
             ],
         },
         {   # a pod fills its framebuffer: 23000 of 23500 MiB
@@ -267,7 +75,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
                              _series("DCGM_FI_DEV_FB_FREE", "21500x20", pod="small-0", gpu=1), healthy_util],
             "alert_rule_test": [
                 {"eval_time": "10m", "alertname": "GpudashFramebufferFull",
-                 "exp_alerts": [_expected(rules, "GpudashFramebufferFull", namespace="ml", pod="big-0")]},
+                 "exp_alerts": [expected_alert(rules, "GpudashFramebufferFull", namespace="ml", pod="big-0")]},
             ],
         },
         {   # 84 °C: warning, not critical; a blank sentinel on another GPU is ignored
@@ -276,7 +84,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
                              _series("DCGM_FI_DEV_GPU_TEMP", f"{SENTINEL}x20", gpu=1), healthy_util],
             "alert_rule_test": [
                 {"eval_time": "10m", "alertname": "GpudashGpuTempHigh",
-                 "exp_alerts": [_expected(rules, "GpudashGpuTempHigh", **GPU0)]},
+                 "exp_alerts": [expected_alert(rules, "GpudashGpuTempHigh", **GPU0)]},
                 {"eval_time": "10m", "alertname": "GpudashGpuTempCritical", "exp_alerts": []},
             ],
         },
@@ -285,7 +93,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "input_series": [_series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "0+20x20"),
                              _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "0x20", gpu=1), healthy_util],
             "alert_rule_test": [
-                {"eval_time": "10m", "alertname": "GpudashPcieReplays", "exp_alerts": [_expected(rules, "GpudashPcieReplays", **GPU0)]},
+                {"eval_time": "10m", "alertname": "GpudashPcieReplays", "exp_alerts": [expected_alert(rules, "GpudashPcieReplays", **GPU0)]},
             ],
         },
         {   # one GPU's replay counter reads the blank for one scrape, the other's climbs: the jump into and
@@ -294,7 +102,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "input_series": [_series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "0+20x20"),
                              _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", f"5 5 5 {SENTINEL} 5x16", gpu=1), healthy_util],
             "alert_rule_test": [
-                {"eval_time": "5m", "alertname": "GpudashPcieReplays", "exp_alerts": [_expected(rules, "GpudashPcieReplays", **GPU0)]},
+                {"eval_time": "5m", "alertname": "GpudashPcieReplays", "exp_alerts": [expected_alert(rules, "GpudashPcieReplays", **GPU0)]},
             ],
         },
         {   # a row remap fails; uncorrectable rows get remapped
@@ -303,9 +111,9 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
                              _series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "0 0 0 2x10"), healthy_util],
             "alert_rule_test": [
                 {"eval_time": "5m", "alertname": "GpudashRowRemapFailure",
-                 "exp_alerts": [_expected(rules, "GpudashRowRemapFailure", **GPU0)]},
+                 "exp_alerts": [expected_alert(rules, "GpudashRowRemapFailure", **GPU0)]},
                 {"eval_time": "5m", "alertname": "GpudashUncorrectableRows",
-                 "exp_alerts": [_expected(rules, "GpudashUncorrectableRows", **GPU0)]},
+                 "exp_alerts": [expected_alert(rules, "GpudashUncorrectableRows", **GPU0)]},
             ],
         },
         {   # the exporter stops: no GPU series at all
@@ -313,7 +121,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "input_series": [_series("DCGM_FI_DEV_XID_ERRORS", "0x20"), *KSM],
             "alert_rule_test": [
                 {"eval_time": "10m", "alertname": "GpudashGpuDataMissing",
-                 "exp_alerts": [_expected(rules, "GpudashGpuDataMissing", **EXPORTER_DS,
+                 "exp_alerts": [expected_alert(rules, "GpudashGpuDataMissing", **EXPORTER_DS,
                                           reason="exporters are expected but no GPU reported")]},
                 {"eval_time": "10m", "alertname": "GpudashXidError", "exp_alerts": []},
             ],
@@ -327,7 +135,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "alert_rule_test": [
                 {"eval_time": "3m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
                 {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [
-                    _expected(rules, "GpudashGpuDataMissing", reason=TARGET_DOWN,
+                    expected_alert(rules, "GpudashGpuDataMissing", reason=TARGET_DOWN,
                               **dict(re.findall(r'(\w+)="([^"]*)"', UP.format(pod="nvidia-dcgm-exporter-a"))))]},
             ],
         },
@@ -339,7 +147,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "alert_rule_test": [{"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []}],
         },
     ]
-    _promtool_test(rules, "rules_test.yaml", tests)
+    promtool_test(rules, "rules_test.yaml", tests)
 
 
 OPERATOR_UP = ('up{{job="nvidia-dcgm-exporter",instance="10.0.1.{n}:9400",namespace="gpu-operator",service="nvidia-dcgm-exporter",'
@@ -363,11 +171,11 @@ def test_an_exporter_that_stops_is_missing_data_on_the_operators_servicemonitor_
         "alert_rule_test": [
             {"eval_time": "1m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
             {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [
-                _expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
+                expected_alert(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
                           **dict(re.findall(r'(\w+)="([^"]*)"', OPERATOR_UP.format(n=1))))]},
         ],
     }]
-    _promtool_test(tmp_path, "rules_test.yaml", tests)
+    promtool_test(tmp_path, "rules_test.yaml", tests)
 
 
 def test_the_operators_servicemonitor_is_judged_by_its_own_scrapes_not_the_settings_interval(tmp_path):
@@ -384,7 +192,7 @@ def test_the_operators_servicemonitor_is_judged_by_its_own_scrapes_not_the_setti
     ksm = [{**k, "values": "1x200"} for k in KSM]
 
     def fired(n: int) -> dict:
-        return _expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
+        return expected_alert(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
                          **dict(re.findall(r'(\w+)="([^"]*)"', samples[n - 1])))
     tests = [
         {"interval": "15s",
@@ -400,7 +208,7 @@ def test_the_operators_servicemonitor_is_judged_by_its_own_scrapes_not_the_setti
          "alert_rule_test": [{"eval_time": "25m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
                              {"eval_time": "32m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [fired(1)]}]},
     ]
-    _promtool_test(tmp_path, "rules_test.yaml", tests)
+    promtool_test(tmp_path, "rules_test.yaml", tests)
 
 
 def test_a_stock_servicemonitor_target_of_a_daemonset_in_another_namespace_is_judged(tmp_path):
@@ -419,9 +227,9 @@ def test_a_stock_servicemonitor_target_of_a_daemonset_in_another_namespace_is_ju
     ksm = [{**k, "values": "1x60"} for k in KSM] + [
         {**k, "series": k["series"].replace('namespace="gpu-operator"', 'namespace="gpu-pools"')
          .replace('daemonset="nvidia-dcgm-exporter"', 'daemonset="pool-c"'), "values": "1x60"} for k in KSM]
-    fired = _expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
+    fired = expected_alert(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
                       **dict(re.findall(r'(\w+)="([^"]*)"', samples[0])))
-    _promtool_test(tmp_path, "rules_test.yaml", [
+    promtool_test(tmp_path, "rules_test.yaml", [
         {"interval": "1m",  # up, answering 200 without a DCGM sample, every minute from minute 20
          "input_series": [{"series": s, "values": "400x20 0x40"} for s in samples] + [gpu, *ksm],
          "alert_rule_test": [{"eval_time": "25m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
@@ -461,7 +269,7 @@ def test_an_exporter_pod_replaced_on_the_operators_servicemonitor_is_judged_per_
     ksm = [{**k, "values": "1x200"} for k in KSM]
     node = {"node": "node-1", "job": "nvidia-dcgm-exporter", "namespace": "gpu-operator",
             "service": "nvidia-dcgm-exporter", "endpoint": "gpu-metrics", "container": "nvidia-dcgm-exporter"}
-    fired = [_expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN, **node)]
+    fired = [expected_alert(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN, **node)]
     churn = [(0, 80, "400"), *((80 + 16 * k, 16, "0") for k in range(8))]  # from 20m a new pod every 4 minutes
     tests = [
         {"interval": "15s",
@@ -477,7 +285,7 @@ def test_an_exporter_pod_replaced_on_the_operators_servicemonitor_is_judged_per_
                              {"eval_time": "25m", "alertname": "GpudashGpuDataMissing", "exp_alerts": fired},
                              {"eval_time": "40m", "alertname": "GpudashGpuDataMissing", "exp_alerts": fired}]},
     ]
-    _promtool_test(tmp_path, "rules_test.yaml", tests)
+    promtool_test(tmp_path, "rules_test.yaml", tests)
 
 
 def _stock_labels(folder, reference) -> tuple[dict[str, str], dict[str, str]]:
@@ -546,11 +354,11 @@ def test_on_the_operators_servicemonitor_as_shipped_kube_state_metrics_gives_eac
     gpu = {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-9"}', "values": "60x200"}
     ksm = [{**k, "values": "1x200"} for k in KSM]
     node = {k: v for k, v in target.items() if k not in ("pod", "instance")}
-    fired = [_expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN, **node, node="node-1")]
+    fired = [expected_alert(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN, **node, node="node-1")]
     replaced = [(0, 80, "400"), (80, 120, "0")]  # at 20m a new pod answering empty
     churn = [(0, 80, "400"), *((80 + 16 * k, 16, "0") for k in range(8))]  # from 20m a new pod every 4 minutes
     healthy = pods(2, [(0, 200, "400")])
-    alone = _expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
+    alone = expected_alert(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
                       **{**target, "pod": "nvidia-dcgm-exporter-1002", "instance": "10.0.1.2:9400"})
 
     # a second kube-state-metrics replica's copy of each pod's series, and a pod of the exporter's namespace recreated
@@ -573,7 +381,7 @@ def test_on_the_operators_servicemonitor_as_shipped_kube_state_metrics_gives_eac
         {"interval": "15s", "input_series": [*pods(1, churn, False), gpu, *ksm],
          "alert_rule_test": at((25, []), (40, []))},
     ]
-    _promtool_test(tmp_path, "rules_test.yaml", tests)
+    promtool_test(tmp_path, "rules_test.yaml", tests)
 
 
 def test_healthy_fleet_fires_nothing(rules):
@@ -584,7 +392,7 @@ def test_healthy_fleet_fires_nothing(rules):
     names = [r["alert"] for g in groups for r in g["rules"] if "alert" in r]
     test = {"interval": "1m", "input_series": series,
             "alert_rule_test": [{"eval_time": "50m", "alertname": name, "exp_alerts": []} for name in names]}
-    _promtool_test(rules, "healthy_test.yaml", [test])
+    promtool_test(rules, "healthy_test.yaml", [test])
 
 
 def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
@@ -625,8 +433,8 @@ def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
             "alert_rule_test": [
                 {"eval_time": "20m", "alertname": "GpudashGpuTempHigh", "exp_alerts": []},
                 {"eval_time": "35m", "alertname": "GpudashGpuIdle",
-                 "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="0")]}]}
-    _promtool_test(rules, "windows_test.yaml", [test], evaluation_interval="30s")
+                 "exp_alerts": [expected_alert(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="0")]}]}
+    promtool_test(rules, "windows_test.yaml", [test], evaluation_interval="30s")
 
 
 def test_framebuffer_alarm_and_its_twin_fire_for_the_same_pods(rules):
@@ -652,11 +460,11 @@ def test_framebuffer_alarm_and_its_twin_fire_for_the_same_pods(rules):
     for gpu, (pod, (used, free)) in enumerate(pods.items()):
         series += [_series("DCGM_FI_DEV_FB_USED", f"{used:g}x40", pod=pod, gpu=gpu),
                    _series("DCGM_FI_DEV_FB_FREE", f"{free:g}x40", pod=pod, gpu=gpu)]
-    expected = [_expected(rules, "GpudashFramebufferFull", namespace="ml", pod=pod) for pod in sorted(cloudwatch)]
+    expected = [expected_alert(rules, "GpudashFramebufferFull", namespace="ml", pod=pod) for pod in sorted(cloudwatch)]
     test = {"interval": "30s", "input_series": series,
             "alert_rule_test": [{"eval_time": "19m", "alertname": "GpudashFramebufferFull", "exp_alerts": expected}]}
     assert cloudwatch, "the CloudWatch alarm fires for some pod"
-    _promtool_test(rules, "framebuffer_test.yaml", [test], evaluation_interval="30s")
+    promtool_test(rules, "framebuffer_test.yaml", [test], evaluation_interval="30s")
 
 
 def test_the_xid_rule_is_a_state_that_a_later_xid_does_not_renew(rules):
@@ -664,10 +472,10 @@ def test_the_xid_rule_is_a_state_that_a_later_xid_does_not_renew(rules):
     alert fires from the first XID for as long as the exporter runs, one alert whatever code follows (43, then
     79 an hour later, then 79 again), and ends only when a restarted exporter reads 0."""
     alert = "GpudashXidError"
-    description = _rule(rules, alert)["annotations"]["description"]
+    description = alert_rule(rules, alert)["annotations"]["description"]
     assert "until the exporter restarts" in description and "does not notify again" in description
-    firing = [_expected(rules, alert, **GPU0)]
-    _promtool_test(rules, "xid_state.yaml", [{
+    firing = [expected_alert(rules, alert, **GPU0)]
+    promtool_test(rules, "xid_state.yaml", [{
         "interval": "1m",
         "input_series": [_series("DCGM_FI_DEV_XID_ERRORS", "0 0 0 43x60 79x30 79x30 0x20")],
         "alert_rule_test": [
@@ -686,9 +494,9 @@ def test_the_xid_rule_is_a_state_that_a_later_xid_does_not_renew(rules):
     ({0}, 1), ({0, 40}, 2), ({40, 41}, 4), ({3, 6, 9, 10, 20, 30, 40}, 9),
     (set(range(39, 57)), 36)])  # judged after 38 unjudged minutes: each alone
 def test_each_judged_instant_is_evaluated_in_one_plan(instants, evaluations):
-    """_evaluation_plans: every instant judged exactly once, at an interval that evaluates there; fewer
+    """evaluation_plans: every instant judged exactly once, at an interval that evaluates there; fewer
     evaluations than one plan at the instants' greatest common divisor where that costs more."""
-    plans = _evaluation_plans(instants)
+    plans = evaluation_plans(instants)
     assert sorted(n for _, at in plans for n in at) == sorted(instants)
     assert all(n % interval == 0 for interval, at in plans for n in at)
     assert sum(max(at) // interval + 1 for interval, at in plans) == evaluations

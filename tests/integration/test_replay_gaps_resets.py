@@ -101,7 +101,7 @@ def _rule_verdict(built) -> str | None:
     eight times one of eight. The rule joins no node's series with another's (checked, as for test_counter_gap_twins'
     gaps); a run over promtool's sample limit is halved (tests/support/promtool_batches)."""
     from tests.integration.test_counter_copies_hostile import _apart
-    from tests.integration.test_prometheus_rules import _expected, _promtool_test
+    from tests.support.promtool_rules import expected_alert, promtool_test
     from tests.support.promtool_batches import batch_failure
     import yaml
 
@@ -114,9 +114,9 @@ def _rule_verdict(built) -> str | None:
 
         def judge(nodes: list[str]) -> None:
             checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],
-                       "exp_alerts": [_expected(folder, rule["alert"], node=node, gpu="0") for node in nodes
+                       "exp_alerts": [expected_alert(folder, rule["alert"], node=node, gpu="0") for node in nodes
                                       if end in truth(node)]} for end in ENDS]
-            _promtool_test(folder, f"replay_gaps_{nodes[0]}.yaml", [{
+            promtool_test(folder, f"replay_gaps_{nodes[0]}.yaml", [{
                 "interval": f"{STEP}s", "input_series": [_stored(node) for node in nodes], "alert_rule_test": checks}],
                 evaluation_interval=f"{STEP}s")
 

@@ -13,7 +13,7 @@ generated rules file.
 
 from __future__ import annotations
 
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, rules  # noqa: F401 (a fixture)
+from tests.support.promtool_rules import expected_alert, promtool_test, rules  # noqa: F401 (a fixture)
 
 OLD_POD = "nvidia-dcgm-exporter"  # the old exporter's pod: nvidia-dcgm-exporter-<node> here
 
@@ -42,11 +42,11 @@ def test_a_counter_rule_judges_a_gpu_two_exporters_read_once_named_by_its_node(r
     series = [*_both(REPLAYS, "GPU-n6-0", "n6", "0+20x20"), *_both(REPLAYS, "GPU-n7-0", "n7", "0+6x20"),
               {"series": f"{REPLAYS}{{{_labels('GPU-n8-0', 'n8', True)}}}", "values": old_until},
               {"series": f"{REPLAYS}{{{_labels('GPU-n8-0', 'n8', False)}}}", "values": new_from}]
-    firing = [_expected(rules, "GpudashPcieReplays", node=node, gpu="0") for node in ("n6", "n8")]
+    firing = [expected_alert(rules, "GpudashPcieReplays", node=node, gpu="0") for node in ("n6", "n8")]
     tests = [{"interval": "1m", "input_series": series, "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": "GpudashPcieReplays", "exp_alerts": firing}
         for minute in (8, 10, 14)]}]
-    _promtool_test(rules, "two_exporters_replays.yaml", tests)
+    promtool_test(rules, "two_exporters_replays.yaml", tests)
 
 
 def test_the_idle_rule_judges_a_pods_gpu_two_exporters_read_once(rules):
@@ -55,5 +55,5 @@ def test_the_idle_rule_judges_a_pods_gpu_two_exporters_read_once(rules):
     tests = [{"interval": "1m", "input_series": series, "alert_rule_test": [
         {"eval_time": "10m", "alertname": "GpudashGpuIdle", "exp_alerts": []},
         {"eval_time": "40m", "alertname": "GpudashGpuIdle",
-         "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="0")]}]}]
-    _promtool_test(rules, "two_exporters_idle.yaml", tests)
+         "exp_alerts": [expected_alert(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="0")]}]}]
+    promtool_test(rules, "two_exporters_idle.yaml", tests)

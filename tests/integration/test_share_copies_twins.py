@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import mixed_fleet
 from tests.support.mixed_fleet import Node
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 from tests.unit.test_alarm_share_sets import ENGINE, FLEETS, TEMP, TRUTH, UTIL, built_beside_bundled
 
 STEP, STEPS = 30, 80  # forty minutes of 30 s scrapes: the idle rule's six periods and more
@@ -52,8 +52,8 @@ def _alerts(fleet: str) -> dict[str, list[dict[str, str]]]:
 def test_the_rules_fire_for_what_the_cloudwatch_alarms_fire_for(folder, fleet):
     alerts = alert_names(folder)
     checks = [{"eval_time": f"{STEPS * STEP // 60 - 1}m", "alertname": alerts[rule],
-               "exp_alerts": [_expected(folder, alerts[rule], **labels) for labels in sorted(fired, key=str)]}
+               "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in sorted(fired, key=str)]}
               for rule, fired in _alerts(fleet).items()]
     series = [s for node in FLEETS[fleet] for s in _series(node)]
-    _promtool_test(folder, f"share_twins_{fleet}.yaml", [{"interval": f"{STEP}s", "input_series": series,
+    promtool_test(folder, f"share_twins_{fleet}.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                                           "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")

@@ -29,10 +29,10 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from tests.integration.test_gauge_twins import OLD, STEP, Source, _text
-from tests.integration.test_prometheus_rules import _expected, _groups, _promtool_test
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
+from tests.support.promtool_rules import expected_alert, promtool_test, rule_groups
 
 STOP = 2400  # the last scrape answers at t = 2370 s (minute 39.5); nothing after
 LAST_MINUTE = 100
@@ -122,10 +122,10 @@ def _rule_clears(files, tmp_path) -> dict[str, int]:
     (and pod) in one promtool run, judged at every minute from the stop to two after CLEARS: a gauge's alert expected
     while the example's range holds its last readings, a counter's where its alarm is in ALARM over that range (a
     period holding a few of the last scrapes' deltas may not breach: judged as CloudWatch judges it)."""
-    from tests.integration.test_prometheus_rules import _rule
+    from tests.support.promtool_rules import alert_rule
 
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    alerts = {r["labels"]["gpudash_rule"]: r["alert"] for g in _groups(files["prometheus/rules.yaml"].decode())
+    alerts = {r["labels"]["gpudash_rule"]: r["alert"] for g in rule_groups(files["prometheus/rules.yaml"].decode())
               for r in g["rules"] if "alert" in r}
     series, labels = [], {}
     for i, (name, case) in enumerate(CASES.items()):
@@ -137,18 +137,18 @@ def _rule_clears(files, tmp_path) -> dict[str, int]:
         labels[name] = {"namespace": f"ml{i}", "pod": f"p{i}"} if case.per_pod else {"node": f"n{i}", "gpu": "0"}
         if case.rule == "gpu-idle":  # judged per GPU of the pod
             labels[name]["gpu"] = "0"
-    assert _rule(tmp_path, alerts["gpu-idle"])  # the rules are there
+    assert alert_rule(tmp_path, alerts["gpu-idle"])  # the rules are there
     # the latest three periods hold no reading (a counter's increase too: its period without a reading of its own
     # has no value, as CloudWatch's has no delta, render.alarms.range_judged)
     firing = {n: _alarm_minutes(files, n) if c.kind == "counter" else list(range(STOP // 60 - 1, CLEARS))
               for n, c in CASES.items()}
     cases = [{"eval_time": f"{minute}m", "alertname": alert,
-              "exp_alerts": [_expected(tmp_path, alert, **labels[n]) for n, c in CASES.items()
+              "exp_alerts": [expected_alert(tmp_path, alert, **labels[n]) for n, c in CASES.items()
                              if alert in {alerts[r] for r in (c.rule, *c.also)} and minute in firing[n]]}
              for minute in range(STOP // 60 - 1, CLEARS + 2)
              for alert in dict.fromkeys(alerts[c.rule] for c in CASES.values())]
     clears = {n: max(firing[n]) + 1 for n in CASES}
-    _promtool_test(tmp_path, "stale.yaml", [{"interval": f"{STEP}s", "input_series": series,
+    promtool_test(tmp_path, "stale.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                              "alert_rule_test": cases}], evaluation_interval="1m")
     return clears
 

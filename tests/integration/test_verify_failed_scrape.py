@@ -18,8 +18,8 @@ from generator.checks import prometheus as prometheus_checks
 from generator.clients import prometheus as prometheus_client
 from generator.clients.options import Options
 from generator.project import load_project
-from tests.integration.test_pod_lookback_restart import _Counted, _scraping
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.scrape_scene import CountedAnswers, scraped_until
 from tests.support.side_by_side import module_scenes, scene
 
 # the exporter's answers (from 1) that fail: the 6th and the 11th (two lone failures: a failed scrape a loaded machine
@@ -32,7 +32,7 @@ GARBAGE = "this is not a metrics page {\n"
 
 @contextmanager
 def _failing(tmp_path_factory):
-    answers = _Counted(lambda n: GARBAGE if n in FAILED or n >= STOPPED else PAGE)
+    answers = CountedAnswers(lambda n: GARBAGE if n in FAILED or n >= STOPPED else PAGE)
     stored: list[int] = [0]
 
     def count(prometheus) -> None:
@@ -40,7 +40,7 @@ def _failing(tmp_path_factory):
 
     with ReplayExporter(answers) as exporter:
         # scraped until 6 of the failures from STOPPED on are stored: the checks' reads 2 s back fall among them
-        with _scraping(tmp_path_factory, "verify-failed-scrape", [exporter.address],
+        with scraped_until(tmp_path_factory, "verify-failed-scrape", [exporter.address],
                        lambda: stored[0] >= STOPPED + 6, watch=count) as prometheus:
             ups = sorted((float(at), float(v)) for s in prometheus.query("up[10m]") for at, v in s["values"])
             yield prometheus, ups

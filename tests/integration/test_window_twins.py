@@ -26,11 +26,11 @@ import yaml
 
 from tests.integration.test_gauge_twins import _later
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_prometheus_rules import _expected, _promtool_test, alert_names
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import Gpu, Instance, Node
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 STEP, STEPS = 30, 60  # thirty minutes of 30 s scrapes
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -140,14 +140,14 @@ def test_prometheus_rules_judge_the_ten_minutes(built):
     for end in ENDS:
         want = truth(end)
         checks += [{"eval_time": f"{end + 15 + LATER}s", "alertname": alerts["gpu-temp-high"],
-                    "exp_alerts": [_expected(folder, alerts["gpu-temp-high"], node=n, gpu="0")
+                    "exp_alerts": [expected_alert(folder, alerts["gpu-temp-high"], node=n, gpu="0")
                                    for n in sorted(want["gpu-temp-high"])]},
                    {"eval_time": f"{end + 15 + LATER}s", "alertname": alerts["framebuffer-full"],
-                    "exp_alerts": [_expected(folder, alerts["framebuffer-full"], namespace="team-a", pod=p)
+                    "exp_alerts": [expected_alert(folder, alerts["framebuffer-full"], namespace="team-a", pod=p)
                                    for p in sorted(want["framebuffer-full"])]}]
     # the story moved 45 s later: its judged times fall on promtool's evaluations once a minute (test_period_twins)
     series = [_later(s, STEP, LATER) for s in _stored("DCGM_FI_DEV_GPU_TEMP") + _stored("DCGM_FI_DEV_FB_FREE")]
-    _promtool_test(folder, "window_twins.yaml", [{"interval": f"{math.gcd(STEP, LATER)}s", "input_series": series,
+    promtool_test(folder, "window_twins.yaml", [{"interval": f"{math.gcd(STEP, LATER)}s", "input_series": series,
                                                   "alert_rule_test": checks}], evaluation_interval="15s")
 
 
@@ -214,8 +214,8 @@ def test_a_burst_across_a_clock_boundary_fires_both_forms(built):
             values.setdefault(f'{series[:-1]},node="{BURST_NODE}"}}', []).append(value)
     later = -(BURST_ENDS[0] + 15) % BURST_ENDS.step  # judged times on every evaluation, 30 s apart
     checks = [{"eval_time": f"{end + 15 + later}s", "alertname": alert,
-               "exp_alerts": [_expected(folder, alert, node=BURST_NODE, gpu="0")] if _burst_truth(end) else []}
+               "exp_alerts": [expected_alert(folder, alert, node=BURST_NODE, gpu="0")] if _burst_truth(end) else []}
               for end in BURST_ENDS]
-    _promtool_test(folder, "burst_twins.yaml", [{"interval": f"{math.gcd(STEP, later)}s", "input_series": [
+    promtool_test(folder, "burst_twins.yaml", [{"interval": f"{math.gcd(STEP, later)}s", "input_series": [
         _later({"series": s, "values": " ".join(v)}, STEP, later) for s, v in values.items()],
         "alert_rule_test": checks}], evaluation_interval="15s")

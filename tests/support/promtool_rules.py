@@ -1,0 +1,212 @@
+"""Prometheus' alerting rules judged by promtool: the generated rules file of the defaults (`rules`), an alert's
+rule and the labels and annotations it fires with (alert_rule, expected_alert), and promtool unit tests of a story's
+series run over the rules they judge alone (promtool_test)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from generator.artifacts import build
+from generator.markers import PROMETHEUS_RULE_LABEL
+from generator.names import CLUSTERS_GROUP, COUNTER_GROUP
+from generator.output import encode
+from generator.project import load_project
+from generator.render.alarms import recorded_name
+from tests.support.prometheus_server import binary
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rules")
+    files = encode(build(load_project()))
+    (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    resource = yaml.safe_load(files["k8s/prometheusrule.yaml"])
+    assert resource["kind"] == "PrometheusRule" and resource["spec"] == yaml.safe_load(files["prometheus/rules.yaml"])
+    return folder
+
+
+_READ_RULES: dict[str, list] = {}  # a rules file's text -> its groups
+
+
+def alert_rule(folder, alert: str) -> dict:
+    """The rule of `alert` in folder/rules.yaml (a copy: the caller may change it). A story's expected alerts
+    read the same file at each evaluation: each text is parsed once."""
+    return copy.deepcopy(next(r for g in rule_groups((folder / "rules.yaml").read_text()) for r in g["rules"]
+                              if r.get("alert") == alert))
+
+
+def alert_names(folder) -> dict[str, str]:
+    """{rule id: its alert's name} of folder/rules.yaml."""
+    return {r["labels"]["gpudash_rule"]: r["alert"] for g in rule_groups((folder / "rules.yaml").read_text())
+            for r in g["rules"] if "alert" in r}
+
+
+def rendered(text: str, labels: dict[str, str]) -> str:
+    """An annotation as Prometheus renders it for an alert with `labels`: `{{ if $labels.X }}...{{ end }}` kept where
+    the alert has X, then each `{{ $labels.X }}` (a label it lacks reads empty)."""
+    text = re.sub(r"\{\{ if \$labels\.(\w+) \}\}(.*?)\{\{ end \}\}",
+                  lambda m: m.group(2) if labels.get(m.group(1)) else "", text)
+    return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), text)
+
+
+def expected_alert(folder, alert: str, **labels: str) -> dict:
+    rule = alert_rule(folder, alert)
+    annotations = {k: rendered(v, labels) for k, v in rule["annotations"].items()}
+    return {"exp_labels": {**rule["labels"], **labels}, "exp_annotations": annotations}
+
+
+SAMPLES = "scrape_samples_post_metric_relabeling"
+
+
+def with_scrape_samples(series: list[dict], kept: int = 4) -> list[dict]:
+    """The series with, beside each target's `up`, the scrape's samples left after metric relabelling, as
+    Prometheus writes them at every scrape: `kept` where the target answered (1), 0 where it failed (0)."""
+    def samples(values: str) -> str:
+        return " ".join(re.sub(r"^1(?=x|$)", str(kept), token) for token in values.split())
+
+    return [*series, *({"series": SAMPLES + s["series"][len("up"):], "values": samples(s["values"])}
+                       for s in series if s["series"].startswith("up{"))]
+
+
+def rule_groups(text: str) -> list:
+    """The rule groups of a rules file's text, parsed once per text."""
+    if text not in _READ_RULES:
+        _READ_RULES[text] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["groups"]
+    return _READ_RULES[text]
+
+
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _ms(duration: str) -> int:
+    """A Prometheus duration (`90s`, `1h30m`) in milliseconds."""
+    parts = re.findall(r"(\d+)(ms|s|m|h|d)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(int(n) * _UNITS[u] for n, u in parts)
+
+
+def evaluated_at(tests: list, interval: str) -> str:
+    """The evaluation interval that evaluates the rules at the same instants the alerts are judged at as `interval`
+    does, and at as few others as it can. promtool evaluates every rule at each multiple of the interval up to the
+    last eval_time and judges an eval_time by the evaluation at or before it: the alerts it finds there depend on
+    that evaluation alone when no rule holds a state across evaluations (no `for`, no `keep_firing_for`: the
+    caller checks), so the largest multiple of `interval` dividing each of those instants gives the same verdicts."""
+    step = _ms(interval)
+    instants = {_ms(case["eval_time"]) // step * step for test in tests for case in test.get("alert_rule_test", [])}
+    coarse = math.gcd(*instants) if any(instants) else step
+    return f"{coarse}ms"
+
+
+def _counted(folder) -> dict[str, str]:
+    """{recorded counter (promql.counted_name): its group's interval} of folder/rules.yaml."""
+    return {r["record"]: g["interval"] for g in rule_groups((folder / "rules.yaml").read_text()) if g["name"] == COUNTER_GROUP
+            for r in g["rules"]}
+
+
+def judged_rules(folder, name: str, named: set[str], counted: set[str] = frozenset()) -> str:
+    """Write the rules of folder/rules.yaml whose alert is `named` as folder/<name>.rules.yaml, with the recording
+    rules of their alarms; its name. promtool evaluates every rule of a file at every step: the others are left out,
+    which changes no judged alert (no alert reads another alarm's rules: a recording rule is read by its alarm's
+    alert alone, at the instant it writes; no rule reads ALERTS; checked), and each judged alert depends on its own
+    evaluation alone (no `for`, no `keep_firing_for`: checked; see evaluated_at)."""
+    groups = rule_groups((folder / "rules.yaml").read_text())
+    kept = [{**g, "rules": [r for r in g["rules"] if r["record"] in counted]} for g in groups if g["name"] == COUNTER_GROUP]
+    # the clusters watched on a shared Prometheus (the dashboards' cluster variable): read by no alert
+    groups = [g for g in groups if g["name"] not in (COUNTER_GROUP, CLUSTERS_GROUP)]
+    recorded = {r["record"]: r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if "record" in r}
+    assert all(name == recorded_name(owner) for name, owner in recorded.items())
+    assert "ALERTS" not in json.dumps(groups)
+    owners = {r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if r.get("alert") in named}
+    judged = [{**group, "rules": [r for r in group["rules"] if r.get("alert") in named
+                                  or recorded.get(r.get("record")) in owners]} for group in groups]
+    assert not [r for g in judged for r in g["rules"] if "for" in r or "keep_firing_for" in r]
+    rule_file = f"{name}.rules.yaml"
+    (folder / rule_file).write_text(json.dumps({"groups": [g for g in (*judged, *kept) if g["rules"]]},
+                                               ensure_ascii=False))
+    return rule_file
+
+
+# promtool's cost of a test group in one more file (loading its input series, parsing the file and its rules, its
+# evaluation at 0, over no history), in evaluations of a rule over a history (evaluation_plans): test_stale_alarm_twins'
+# 18 minutes judged after 38 unjudged ones took 10.7 s CPU in one file at 1 minute, 7.1 s in 18 files of one minute each
+FILE_COST = 1
+
+
+def evaluation_plans(instants: set[int]) -> list[tuple[int, set[int]]]:
+    """The judged instants (in steps) split into (interval, instants) with each instant a multiple of its interval,
+    each to be one promtool test file: promtool evaluates every rule of a file at every multiple of its interval from
+    0 to the file's last eval_time, so an alert judged at 10, 15, 20, 35 and 39 minutes costs 40 evaluations at their
+    common 1-minute interval, 9 in four files (10 and 20 at 10 minutes; 15, 35, 39 each alone); minutes 39 to 56
+    judged cost 57 in one file, 36 (18 of them at 0) in 18. A judged alert depends on its own evaluation alone (see
+    evaluated_at): each instant is judged as at any interval that evaluates there. Greedy: the interval that judges
+    most instants per evaluation (FILE_COST a file) first (of two alike, the one that judges more); never more than
+    the one plan at the instants' greatest common divisor."""
+    remaining = set(instants)
+    plans: list[tuple[int, set[int]]] = []
+    while remaining:
+        candidates = {d for n in remaining for i in range(1, math.isqrt(n) + 1) if n % i == 0
+                      for d in (i, n // i)} or {1}
+        def value(interval: int) -> tuple[float, int, int]:
+            chosen = [n for n in remaining if n % interval == 0]
+            return len(chosen) / (max(chosen) // interval + FILE_COST), len(chosen), interval
+        interval = max(candidates, key=value)
+        chosen = {n for n in remaining if n % interval == 0}
+        plans.append((interval, chosen))
+        remaining -= chosen
+    one = math.gcd(*instants) or 1
+    cost = sum(max(chosen) // interval + FILE_COST for interval, chosen in plans)
+    return plans if cost < max(instants) // one + FILE_COST else [(one, set(instants))]
+
+
+def promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m") -> None:
+    """Write `tests` as promtool unit-test files for folder/rules.yaml and pass them: each test group is evaluated at
+    the steps of `evaluated_at` with only the rules whose alerts it judges (judged_rules: each as generated), one
+    test file per distinct interval and set of judged alerts (promtool evaluates every rule of its files at every
+    step of every group: a group judging the framebuffer alert would pay for the idle rule's evaluations, most of
+    such a file's cost, judged by no case of it); a group that judges alerts alone, at instants far apart, is split
+    by the instants it judges over the intervals of its evaluation_plans (promtool evaluates each group from 0 to its
+    own last eval_time). One promtool run for all the files; a failure names its file, group, alert and time. The
+    files are written as JSON (YAML that is quicker to write)."""
+    tests = [{**test, "input_series": with_scrape_samples(test["input_series"])} if not any(
+        i["series"].startswith(SAMPLES) for i in test["input_series"]) else test for test in tests]
+    step = _ms(evaluation_interval)
+    runs: dict[tuple, list] = {}  # (interval, judged alerts, read recordings) -> the test groups of one rules file
+    counted = _counted(folder)
+    for test in tests:
+        judged = tuple(sorted({case["alertname"] for case in test.get("alert_rule_test", [])}))
+        read = tuple(sorted(name for name in counted if any(name in case["expr"]
+                                                            for case in test.get("promql_expr_test", []))))
+        # a counter's recording adds one step per evaluation: evaluated at its group's interval (the scrape's); a
+        # group judging alerts alone (None) at the intervals of its evaluation_plans
+        interval = counted[read[0]] if read else None if "promql_expr_test" not in test else \
+            evaluated_at([test], evaluation_interval)
+        runs.setdefault((interval, judged, read), []).append(test)
+    written = []
+    for k, ((interval, judged, read), group) in enumerate(runs.items()):
+        rule_file = judged_rules(folder, name if k == 0 else f"{k}.{name}", set(judged), set(read))
+        plans: dict[str, list] = {}  # an evaluation interval -> the groups (or the parts of groups) judged at it
+        for test in group:
+            instants = {_ms(case["eval_time"]) // step for case in test.get("alert_rule_test", [])}
+            if interval is not None or not instants:
+                plans.setdefault(interval or evaluated_at([test], evaluation_interval), []).append(test)
+                continue
+            for every, at in evaluation_plans(instants):
+                plans.setdefault(f"{every * step}ms", []).append(
+                    {**test, "alert_rule_test": [case for case in test["alert_rule_test"]
+                                                 if _ms(case["eval_time"]) // step in at]})
+        for j, (every, plan) in enumerate(plans.items()):
+            test_file = folder / (name if k == j == 0 else f"{k}-{j}.{name}")
+            test_file.write_text(json.dumps({"rule_files": [rule_file], "evaluation_interval": every, "tests": plan},
+                                            ensure_ascii=False))
+            written.append(test_file.name)
+    result = subprocess.run([binary("promtool"), "test", "rules", *written], capture_output=True, text=True,
+                            cwd=folder)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("SUCCESS") == len(written), result.stdout
