@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tests.integration.test_grafana_claims import TEAM, _file, _written
-from tests.integration.test_grafana_push import _push, grafana, run  # noqa: F401 (fixtures)
+from tests.support.grafana_push import (TEAM, forced_prune, grafana, push_json,  # noqa: F401 (fixtures)
+                                        pushed_written, retired_team_dashboard, run, team_saved, team_settings)
 from tests.support.grafana_server import ADMIN
 
 
@@ -18,7 +18,7 @@ def test_a_delete_answered_503_looks_again_before_its_retry(grafana, run, tmp_pa
     """A saves the team dashboard, then stops defining it and pushes --prune. The first DELETE is answered 503 (a
     proxy; not processed). A person's save during the wait was deleted by the retry, exit 0; now it is kept, the
     push fails (exit 3) saying why. With nothing saved between, the retry deletes it (exit 0)."""
-    _written(run, _file(tmp_path, "a", ["alpha"]))
+    pushed_written(run, team_settings(tmp_path, "a", ["alpha"]))
     real, deletes = grafana._delete, []
 
     def delete(uid):
@@ -32,7 +32,7 @@ def test_a_delete_answered_503_looks_again_before_its_retry(grafana, run, tmp_pa
         return real(uid)
 
     grafana._delete = delete
-    code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], team=False), "--prune")
+    code, stdout, stderr = push_json(run, "--config", team_settings(tmp_path, "a2", ["alpha"], team=False), "--prune")
     if person_saves:
         assert code == 3 and deletes == [TEAM], stderr
         assert grafana.state.dashboards[TEAM]["dashboard"]["title"] == "Edited by alice"
@@ -52,11 +52,11 @@ def test_a_dashboard_someone_else_deletes_between_two_attempts_is_listed_deleted
     gpudash's delete from the person's."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    _written(run, _file(tmp_path, "a", ["alpha"]))
+    pushed_written(run, team_settings(tmp_path, "a", ["alpha"]))
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=status,
                           callback=lambda: grafana.state.dashboards.pop(TEAM)))
-        code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], team=False), "--prune",
+        code, stdout, stderr = push_json(run, "--config", team_settings(tmp_path, "a2", ["alpha"], team=False), "--prune",
                                      url=proxy.url)
     assert code == 0, stderr
     assert TEAM not in grafana.state.dashboards and ("DELETE", f"/api/dashboards/uid/{TEAM}") not in grafana.state.log
@@ -78,7 +78,7 @@ def test_a_push_stopped_after_a_delete_still_says_whether_that_delete_was_gpudas
     from generator.targets import grafana_sync
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    _written(run, _file(tmp_path, "a", ["alpha"]))
+    pushed_written(run, team_settings(tmp_path, "a", ["alpha"]))
     retired = sorted(uid for uid in grafana.state.dashboards if uid != TEAM)[:2]
     real, seen = grafana_sync._delete, []
 
@@ -92,7 +92,7 @@ def test_a_push_stopped_after_a_delete_still_says_whether_that_delete_was_gpudas
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{retired[0]}$", method="DELETE", status=503,
                           callback=lambda: grafana.state.dashboards.pop(retired[0])))
-        code, _, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], bundled=False), "--prune",
+        code, _, stderr = push_json(run, "--config", team_settings(tmp_path, "a2", ["alpha"], bundled=False), "--prune",
                                 "--allow-mass-prune", url=proxy.url)
     assert code == EXIT_INTERRUPTED and seen == retired, stderr
     assert f"note: dashboard {retired[0]}: a delete of gpudash's was sent and its answer lost" in stderr, stderr
@@ -106,7 +106,7 @@ def test_a_dashboard_found_gone_before_the_retry_and_created_anew_is_not_said_st
     was found gone and is there again, created anew; the new dashboard is kept."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    _written(run, _file(tmp_path, "a", ["alpha"]))
+    pushed_written(run, team_settings(tmp_path, "a", ["alpha"]))
     kept = grafana.state.dashboards[TEAM]
 
     def person_deletes_then_creates_anew():
@@ -118,7 +118,7 @@ def test_a_dashboard_found_gone_before_the_retry_and_created_anew_is_not_said_st
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=503,
                           callback=person_deletes_then_creates_anew))
-        code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], team=False), "--prune",
+        code, stdout, stderr = push_json(run, "--config", team_settings(tmp_path, "a2", ["alpha"], team=False), "--prune",
                                      url=proxy.url)
     assert code == 3, stderr
     assert grafana.state.dashboards[TEAM]["dashboard"]["title"] == "Made anew by alice"
@@ -131,11 +131,11 @@ def test_a_delete_answered_not_found_is_not_listed_as_deleted(grafana, run, tmp_
     look): Grafana answers 404. It was listed as deleted by gpudash; now it is not, and a note says so."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    _written(run, _file(tmp_path, "a", ["alpha"]))
+    pushed_written(run, team_settings(tmp_path, "a", ["alpha"]))
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", action="before",
                           callback=lambda: grafana.state.dashboards.pop(TEAM)))
-        code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], team=False), "--prune",
+        code, stdout, stderr = push_json(run, "--config", team_settings(tmp_path, "a2", ["alpha"], team=False), "--prune",
                                      url=proxy.url)
     assert code == 0 and json.loads(stdout)["written"] == [], stderr
     assert f"note: dashboard {TEAM}: already gone (no delete of gpudash's reached Grafana, or the first was " \
@@ -166,28 +166,6 @@ def test_a_dashboard_found_gone_after_a_refused_connection_was_not_deleted_by_gp
     assert ("DELETE", f"/api/dashboards/uid/{TEAM}") not in grafana.state.log
 
 
-def _team_saved(client, folder: dict[str, str], model: dict) -> None:
-    """The team dashboard `model` pushed by gpudash through `client` (the plan and push of one dashboard)."""
-    from generator.targets import grafana_sync
-
-    grafana_sync.push(client, grafana_sync.plan(client, {TEAM: model}, folder, uid_prefix="gpudash"),
-                      {TEAM: model}, folder, "", uid_prefix="gpudash", force=False, prune=False, dry_run=False)
-
-
-def _forced_prune(client, changes, folder: dict[str, str]):
-    """The outcomes of pushing the planned `changes` with --prune --force (no definitions left)."""
-    from generator.targets import grafana_sync
-
-    return grafana_sync.push(client, changes, {}, folder, "", uid_prefix="gpudash", force=True, prune=True,
-                             dry_run=False, allow_mass_prune=True)
-
-
-def _retired_team_dashboard(grafana, run, tmp_path) -> tuple[str, int]:
-    """The team dashboard saved by settings A, then retired from them: (the settings that prune it, its version)."""
-    _written(run, _file(tmp_path, "a", ["alpha"]))
-    return _file(tmp_path, "a2", ["alpha"], team=False), grafana.state.dashboards[TEAM]["dashboard"]["version"]
-
-
 def test_a_persons_save_just_before_the_delete_reaches_grafana_is_refused_and_never_deleted(grafana, run, tmp_path):
     """Alice opened the retired team dashboard before the prune and saves her change right after gpudash's last look,
     just before its DELETE reaches Grafana (a delete takes no version). Her save was accepted and then deleted with
@@ -196,12 +174,12 @@ def test_a_persons_save_just_before_the_delete_reaches_grafana_is_refused_and_ne
     says "Someone else has updated this dashboard" and keeps her change), so no save Grafana accepted is deleted."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, opened = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, opened = retired_team_dashboard(grafana, run, tmp_path)
     saved = []
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", action="before", callback=lambda:
                           saved.append(grafana.save_in_ui(TEAM, opened, lambda d: d.update(title="Alice's")))))
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert saved == [False], "a save Grafana accepted was deleted" if saved == [True] else saved
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
 
@@ -211,12 +189,12 @@ def test_a_persons_save_between_the_last_look_and_the_guarding_save_keeps_the_da
     refused (412), the delete is not sent, her change is kept and the push fails saying who changed it."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, opened = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, opened = retired_team_dashboard(grafana, run, tmp_path)
     saved = []
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path="^/api/dashboards/db$", method="POST", action="before", callback=lambda:
                           saved.append(grafana.save_in_ui(TEAM, opened, lambda d: d.update(title="Alice's")))))
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert saved == [True] and code == 3, stderr
     assert grafana.state.dashboards[TEAM]["dashboard"]["title"] == "Alice's"
     assert ("DELETE", f"/api/dashboards/uid/{TEAM}") not in grafana.state.log
@@ -230,14 +208,14 @@ def test_a_grafana_that_keeps_the_version_for_an_unchanged_save_is_told_and_the_
     and a note says the moment before it was not covered."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, opened = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, opened = retired_team_dashboard(grafana, run, tmp_path)
 
     def kept(body: bytes) -> bytes:
         return json.dumps({**json.loads(body), "version": opened}).encode()
 
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path="^/api/dashboards/db$", method="POST", action="rewrite", callback=kept))
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
     assert f"note: dashboard {TEAM}: Grafana kept version {opened} for gpudash's unchanged save right before the " \
            "delete, so a person's save in the moment between would not have been refused" in stderr, stderr
@@ -251,15 +229,15 @@ def test_a_delete_refused_after_its_unchanged_save_leaves_the_dashboard_prunable
     version was the latest (its message is saved again) or a person's save of the same content was (a plain note)."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     if person_restores:
         grafana.edit_in_ui(TEAM, lambda d: None, user="bob")
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=403))
-        code, stdout, _ = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, _ = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 3 and TEAM in grafana.state.dashboards, stdout
     assert grafana.state.dashboards[TEAM]["versions"][-1]["createdBy"] == "gpudash-sa"
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
 
 
@@ -277,7 +255,7 @@ def test_a_look_that_reads_no_dashboard_id_where_the_plan_read_one_refuses_the_d
     with FaultProxy(grafana.url) as proxy:
         client = GrafanaClient(proxy.url, token=ADMIN)
         model = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
-        _team_saved(client, folder, model)
+        team_saved(client, folder, model)
         changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
         assert [c.name for c in changes if c.action == "delete"] == [TEAM]
 
@@ -287,7 +265,7 @@ def test_a_look_that_reads_no_dashboard_id_where_the_plan_read_one_refuses_the_d
             return json.dumps({**read, "dashboard": {**dashboard, **answer}}).encode()
 
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="GET", action="rewrite", callback=without_id))
-        outcomes = _forced_prune(client, changes, folder)
+        outcomes = forced_prune(client, changes, folder)
     (failed,) = [o for o in outcomes if o.error]
     assert TEAM in grafana.state.dashboards and "created anew" not in failed.error, failed.error
     assert "Grafana's answer gives no dashboard id" in failed.error and "not deleted" in failed.error, failed.error
@@ -302,11 +280,11 @@ def test_a_delete_whose_answer_is_not_grafanas_is_read_back(grafana, run, tmp_pa
     tells gpudash's delete from someone else's; still there, the failure stands (below)."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", action="body", body=answer,
                           headers={"Content-Type": "text/html" if answer.startswith(b"<") else "application/json"}))
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
     assert f"note: dashboard {TEAM}: a delete of gpudash's was sent and its answer was not Grafana's" in stderr, stderr
 
@@ -316,11 +294,11 @@ def test_a_delete_answered_with_something_else_that_did_not_happen_stays_a_failu
     (exit 3) saying the answer was not Grafana's, and the dashboard is kept."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=200, times=99,
                           body=b"<html><body>Signed out</body></html>", headers={"Content-Type": "text/html"}))
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 3 and TEAM in grafana.state.dashboards, stderr
     assert "not JSON" in stdout and TEAM in stdout, stdout
 
@@ -345,7 +323,7 @@ def test_a_dashboard_made_anew_under_its_uid_is_not_deleted_when_no_answer_gives
     with FaultProxy(grafana.url) as proxy:
         client = GrafanaClient(proxy.url, token=ADMIN)
         model = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
-        _team_saved(client, folder, model)
+        team_saved(client, folder, model)
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="GET", action="rewrite", callback=without_id,
                           times=99))
         changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
@@ -355,7 +333,7 @@ def test_a_dashboard_made_anew_under_its_uid_is_not_deleted_when_no_answer_gives
         planned = grafana.state.dashboards.pop(TEAM)  # the person deletes it, then imports their own under its uid
         grafana._store(TEAM, {"uid": TEAM, "title": "Alice's own", "tags": ["gpudash-managed"]},
                        planned["folderUid"], "imported", "alice")
-        outcomes = _forced_prune(client, changes, folder)
+        outcomes = forced_prune(client, changes, folder)
     assert TEAM in grafana.state.dashboards and grafana.state.dashboards[TEAM]["dashboard"]["title"] == "Alice's own"
     assert [o for o in outcomes if o.error] == [] and ("DELETE", f"/api/dashboards/uid/{TEAM}") not in grafana.state.log
 
@@ -365,15 +343,15 @@ def test_a_retired_dashboard_a_person_annotated_is_not_pruned_without_force(graf
     content unchanged). Grafana's delete of a dashboard deletes its annotations with it, so a --prune deleted her
     note, exit 0, nothing said: her work, which no version records, is an edit the plan must see (refused without
     --force, the annotation kept)."""
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     grafana.annotate(TEAM, "ECC storm on node gpu-7 started here")
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert [a["text"] for a in grafana.state.annotations] == ["ECC storm on node gpu-7 started here"], \
         (code, stdout, stderr)
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
     assert "it carries 1 annotation(s) made on its graphs (by alice), which Grafana deletes with it; --prune --force " \
            "deletes them with it" in stdout, stdout
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune", "--force")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and grafana.state.annotations == [], stderr
 
 
@@ -386,11 +364,11 @@ def test_a_dashboard_annotated_between_the_plan_and_the_delete_is_not_deleted_ev
     folder = {"uid": "gpudash", "title": "GPU monitoring"}
     client = GrafanaClient(grafana.url, token=ADMIN)
     model = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
-    _team_saved(client, folder, model)
+    team_saved(client, folder, model)
     changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
     assert [(c.name, c.edited) for c in changes if c.action == "delete"] == [(TEAM, False)]
     grafana.annotate(TEAM, "driver rollback at 14:02", user="bob")
-    outcomes = _forced_prune(client, changes, folder)
+    outcomes = forced_prune(client, changes, folder)
     assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 1
     (failed,) = [o for o in outcomes if o.error]
     assert "annotated by bob since the plan; not deleted" in failed.error, failed.error
@@ -402,10 +380,10 @@ def test_a_retired_dashboard_whose_annotations_cannot_be_read_is_refused_not_a_f
     saying why."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path="^/api/annotations", method="GET", status=403))
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
     assert "its annotations, which Grafana deletes with it, could not be read" in stdout, stdout
 
@@ -419,27 +397,27 @@ def test_a_retired_dashboard_whose_annotations_the_account_is_not_shown_to_read_
     annotationPermissionUpdate went GA), is answered with none while Alice's incident note is on it. The --prune
     deleted the dashboard and her note (exit 0). An answer of none now counts only where the account's permissions
     show it reads them: refused without --force, saying why; --force deletes it."""
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     grafana.annotate(TEAM, "ECC storm on node gpu-7 started here")
     grafana.state.permissions[ADMIN] = {"annotations:read": scopes, "dashboards:read": ["dashboards:*"]}
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert len(grafana.state.annotations) == 1 and TEAM in grafana.state.dashboards, (code, stdout, stderr)
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
     assert ("its annotations, which Grafana deletes with it, are not shown readable by gpudash's account "
             "(gpudash's account's annotations:read scopes") in stdout, stdout
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune", "--force")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and grafana.state.annotations == [], stderr
 
 
 def test_a_grafana_that_lists_no_permissions_needs_force_to_prune_a_dashboard(grafana, run, tmp_path):
     """A Grafana without /api/access-control/user/permissions (before role-based access control) shows nothing of
     what gpudash's account may read: an answer of no annotations proves nothing, so the prune needs --force."""
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     grafana.state.permissions[ADMIN] = None
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
     assert "Grafana lists no permissions of gpudash's account" in stdout, stdout
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune", "--force")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
 
 
@@ -460,14 +438,14 @@ def test_annotations_answered_without_ids_are_not_read_as_the_same_ones_the_plan
 
     with FaultProxy(grafana.url) as proxy:
         client = GrafanaClient(proxy.url, token=ADMIN)
-        _team_saved(client, folder, model)
+        team_saved(client, folder, model)
         grafana.annotate(TEAM, "driver rollback at 14:02")
         proxy.inject(Rule(path="^/api/annotations$", method="GET", action="rewrite", callback=without_ids, times=99))
         changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
         (delete,) = [c for c in changes if c.action == "delete"]
         assert delete.edited and "could not be read" in " ".join(delete.details), delete.details
         grafana.annotate(TEAM, "fan failure on gpu-3", user="bob")
-        outcomes = _forced_prune(client, changes, folder)
+        outcomes = forced_prune(client, changes, folder)
     assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 2
     (failed,) = [o for o in outcomes if o.error]
     assert "each with its id" in failed.error, failed.error
@@ -484,19 +462,19 @@ def test_gpudashs_unchanged_saves_before_failed_deletes_leave_the_person_who_edi
     --prune --force deletes it."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     grafana.edit_in_ui(TEAM, lambda d: d.update(title="Alice's training GPUs"))
     grafana.versions_to_keep = kept
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=403, times=failed_runs))
         for _ in range(failed_runs):
-            code, stdout, _ = _push(run, "--config", pruning, "--prune", "--force", url=proxy.url)
+            code, stdout, _ = push_json(run, "--config", pruning, "--prune", "--force", url=proxy.url)
             assert code == 3 and TEAM in grafana.state.dashboards, stdout
     assert grafana.state.dashboards[TEAM]["versions"][-1]["createdBy"] == "gpudash-sa"
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM], (stdout, stderr)
     assert "is no longer defined, but alice changed it in Grafana since gpudash pushed it" in stdout, stdout
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune", "--force")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
 
 
@@ -509,7 +487,7 @@ def test_an_unreadable_answer_to_the_look_before_a_retry_is_reported_as_that_rea
     the look's, saying which answer did not read; nothing is listed as deleted."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
 
     def person_deletes_it_meanwhile(body: bytes) -> bytes:
         grafana.state.dashboards.pop(TEAM, None)
@@ -519,7 +497,7 @@ def test_an_unreadable_answer_to_the_look_before_a_retry_is_reported_as_that_rea
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=429, callback=lambda:
                           proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}/versions$", method="GET",
                                             action="rewrite", callback=person_deletes_it_meanwhile))))
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert TEAM not in grafana.state.dashboards
     assert "answer was not Grafana's" not in stderr, stderr
     assert code == 3 and json.loads(stdout)["written"] == [], (stdout, stderr)

@@ -9,9 +9,8 @@ import json
 
 import pytest
 
-from tests.integration.test_grafana_claims import TEAM
-from tests.integration.test_grafana_delete_retries import _forced_prune, _retired_team_dashboard, _team_saved
-from tests.integration.test_grafana_push import _push, grafana, run  # noqa: F401 (fixtures)
+from tests.support.grafana_push import (TEAM, forced_prune, grafana, push_json,  # noqa: F401 (fixtures)
+                                        retired_team_dashboard, run, team_saved)
 from tests.support.grafana_server import ADMIN
 
 FOLDER = {"uid": "gpudash", "title": "GPU monitoring"}
@@ -24,7 +23,7 @@ def _planned(grafana):
     from generator.targets import grafana_sync
 
     client = GrafanaClient(grafana.url, token=ADMIN)
-    _team_saved(client, FOLDER, MODEL)
+    team_saved(client, FOLDER, MODEL)
     changes = grafana_sync.plan(client, {}, FOLDER, uid_prefix="gpudash")
     assert [(c.name, c.edited) for c in changes if c.action == "delete"] == [(TEAM, False)], \
         [c.details for c in changes]
@@ -40,11 +39,11 @@ def _folder_gives(grafana) -> None:
 def test_a_retired_dashboard_with_only_its_folders_and_its_creators_permissions_is_pruned(grafana, run, tmp_path):
     """The control: the dashboard's permissions are the folder's (inherited) and the Admin Grafana gave gpudash's
     account when it created it; nothing is in a playlist but by tag. --prune deletes it (exit 0), nothing refused."""
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     _folder_gives(grafana)
     grafana.playlist("every gpudash board", [("dashboard_by_tag", "gpudash-managed")])
     assert [e["userLogin"] for e in grafana.state.acl[TEAM]] == ["gpudash-sa"]
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stdout
     assert grafana.state.playlists[0]["items"] == [{"type": "dashboard_by_tag", "value": "gpudash-managed"}]
 
@@ -61,14 +60,14 @@ def test_a_retired_dashboard_a_person_gave_permissions_on_is_not_pruned_without_
     settings, Permissions): no version records it, the content is unchanged, and Grafana's delete of the dashboard
     deletes its permissions. A --prune deleted both, exit 0, nothing said. Now it is refused without --force, naming
     who holds what; --force deletes it."""
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     _folder_gives(grafana)
     grafana.permit(TEAM, grant.pop("permission", 1), **grant)
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert TEAM in grafana.state.dashboards and len(grafana.state.acl[TEAM]) >= 1, (code, stdout, stderr)
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
     assert f"a person gave permissions on it ({said}), which Grafana deletes with it; --prune --force" in stdout, stdout
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune", "--force")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.acl, stderr
 
 
@@ -78,15 +77,15 @@ def test_a_retired_dashboard_in_a_persons_playlist_is_not_pruned_without_force(g
     Grafana's delete of the dashboard deletes an item by id with it and leaves one by uid pointing at nothing: a
     --prune did that, exit 0. Now it is refused without --force, naming the playlist, which stays as it was; --force
     deletes the dashboard."""
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     value = TEAM if by == "dashboard_by_uid" else str(grafana.state.dashboards[TEAM]["id"])
     grafana.playlist("NOC wall", [("dashboard_by_uid", "gpudash-overview"), (by, value)])
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert TEAM in grafana.state.dashboards, (code, stdout, stderr)
     assert grafana.state.playlists[0]["items"][1] == {"type": by, "value": value}
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
     assert "it is in playlist(s) 'NOC wall' (pl1), which lose it" in stdout, stdout
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune", "--force")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
 
 
@@ -106,20 +105,20 @@ def test_a_retired_dashboard_whose_permissions_or_playlists_cannot_be_read_needs
     none. Refused without --force, saying which read; the plan's other changes stand (exit 1, not a failed plan)."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=path, method="GET", **fault))
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
     assert said in stdout, stdout
 
 
 def test_a_full_list_of_playlists_is_not_read_as_all_of_them(grafana, run, tmp_path):
     """Grafana's playlist list has no pages: 1,000 playlists (the most gpudash asks for) may be only some of them."""
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     for n in range(1000):
         grafana.playlist(f"rotation {n}", [("dashboard_by_tag", "gpu")])
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
     assert "Grafana listed 1000 playlists, the most one answer holds" in stdout, stdout
 
@@ -130,13 +129,13 @@ def test_one_page_of_playlists_from_grafana_11_is_not_read_as_all_of_them(grafan
     the limit asked, and drops the rest. Bob's "NOC wall", the 110th playlist, picks the retired dashboard by id: a
     prune that read the first page as all of them deleted the dashboard and, with it, Bob's item. Refused without
     --force, saying why; the dashboard and the item stay."""
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     grafana.state.playlist_page = page
     for n in range(109):
         grafana.playlist(f"rotation {n}", [("dashboard_by_tag", "gpu")])
     own_id = str(grafana.state.dashboards[TEAM]["id"])
     grafana.playlist("NOC wall", [("dashboard_by_id", own_id)])
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
     assert grafana.state.playlists[-1]["items"] == [{"type": "dashboard_by_id", "value": own_id}]
     assert f"Grafana listed exactly {page} playlists" in stdout, stdout
@@ -146,11 +145,11 @@ def test_one_page_of_playlists_from_grafana_11_is_not_read_as_all_of_them(grafan
 def test_fewer_playlists_than_one_page_are_read_as_all_of_them(grafana, run, tmp_path, page):
     """Control: fewer playlists than Grafana's page are all of them (a page is cut only where it is full): none picks
     the retired dashboard, which is pruned without --force."""
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     grafana.state.playlist_page = page
     for n in range(page - 1):
         grafana.playlist(f"rotation {n}", [("dashboard_by_tag", "gpu")])
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
 
 
@@ -165,7 +164,7 @@ def test_permissions_or_a_playlist_made_between_the_plan_and_the_delete_are_not_
     and before the forced push: --force agreed to delete what the plan showed, not what was made since."""
     client, changes = _planned(grafana)
     made(grafana)
-    outcomes = _forced_prune(client, changes, FOLDER)
+    outcomes = forced_prune(client, changes, FOLDER)
     assert TEAM in grafana.state.dashboards
     (failed,) = [o for o in outcomes if o.error]
     assert said in failed.error, failed.error
@@ -179,7 +178,7 @@ def test_annotations_no_longer_shown_readable_at_the_delete_are_not_read_as_none
     client, changes = _planned(grafana)
     grafana.state.permissions[ADMIN] = {"annotations:read": ["annotations:*"], "dashboards:read": ["dashboards:*"]}
     grafana.annotate(TEAM, "thermal throttling from 03:10")
-    outcomes = _forced_prune(client, changes, FOLDER)
+    outcomes = forced_prune(client, changes, FOLDER)
     assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 1
     (failed,) = [o for o in outcomes if o.error]
     assert "its annotations are no longer shown readable by gpudash's account" in failed.error, failed.error
@@ -192,11 +191,11 @@ def test_an_annotation_made_while_gpudash_saves_before_the_delete_is_not_deleted
     the DELETE: the delete is refused, her note kept."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path="^/api/dashboards/db$", method="POST", action="before",
                           callback=lambda: grafana.annotate(TEAM, "node gpu-4 drained")))
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 1, (code, stdout, stderr)
     assert code == 3 and "annotated by alice since the plan; not deleted" in stdout, (code, stdout)
 
@@ -211,14 +210,14 @@ def test_a_retired_dashboard_whose_permissions_grafana_filters_for_the_account_i
     retired dashboard; gpudash's account, the dashboard's Admin as its creator, reads its permissions but not the
     team: the answer read as none and the prune deleted the dashboard with the team's access, exit 0. Refused without
     --force, saying why; --force deletes it."""
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     grafana.permit(TEAM, 1, **holder)
     grafana.state.permissions[ADMIN] = {k: v for k, v in grafana.state.permissions[ADMIN].items() if k != read}
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
     assert TEAM in grafana.state.dashboards and len(grafana.state.acl[TEAM]) == 2, (code, stdout, stderr)
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
     assert f"are not all shown to gpudash's account (it has no {read} over all of them" in stdout, stdout
-    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune", "--force")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.acl, stderr
 
 
@@ -229,12 +228,12 @@ def test_a_listed_playlist_answered_not_found_and_listed_still_is_not_read_as_go
     gone only where Grafana, listing the playlists again, no longer lists it; else the playlists could not be read."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     grafana.playlist("NOC wall", [("dashboard_by_uid", TEAM)])
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=r"^/api/playlists/pl1$", method="GET", status=404, times=100,
                           body=b'{"message": "Playlist not found"}'))  # as Grafana's own
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert TEAM in grafana.state.dashboards, (code, stdout, stderr)
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
     assert "the playlists, whose items picking it" in stdout and "lists it still" in stdout, stdout
@@ -251,7 +250,7 @@ def test_a_playlist_deleted_between_the_list_and_its_read_is_left_out(said, graf
     the dashboard (exit 0)."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
     grafana.playlist("NOC wall", [("dashboard_by_uid", TEAM)])
 
     def deleted() -> None:
@@ -259,5 +258,5 @@ def test_a_playlist_deleted_between_the_list_and_its_read_is_left_out(said, graf
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path=r"^/api/playlists/pl1$", method="GET", action="before", callback=deleted) if said is None
                      else Rule(path=r"^/api/playlists/pl1$", method="GET", status=404, body=said, callback=deleted))
-        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stdout

@@ -17,35 +17,15 @@ from generator.ownership import (CLUSTERS_CUT, grafana_claim, grafana_message, g
 from generator.clients.grafana import GrafanaClient, InvalidAnswer
 from generator.targets.progress import Progress
 from generator.targets.prune_guard import PruneRefused
+from tests.support.grafana_push import (DASHBOARDS_DIR, TEAM_DASHBOARD, dashboard_contents, grafana,  # noqa: F401
+                                        push_json, run)
 from tests.support.grafana_server import ADMIN, BASIC_ADMIN, VIEWER, Fault, GrafanaTestServer
-from tests.support.projects import builds_kept
 
 UIDS = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
 
 
-@pytest.fixture
-def grafana(reference):
-    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as server:
-        yield server
-        assert server.state.spec_errors == []  # every request and response followed Grafana's spec
-
-
-@pytest.fixture
-def run(cli, grafana, defaults_built_once, monkeypatch):
-    builds_kept(monkeypatch)
-
-    def invoke(*args, token=ADMIN, url=None):
-        env = {"GRAFANA_URL": url or grafana.url, "GRAFANA_TOKEN": token}
-        return cli(*args, env=env)
-    return invoke
-
-
-def _push(run, *args, **kwargs):
-    return run("push", "--skip-verify", "--output", "json", *args, **kwargs)
-
-
 def test_first_push_creates_folder_and_dashboards_and_the_second_writes_nothing(grafana, run):
-    code, stdout, stderr = _push(run)
+    code, stdout, stderr = push_json(run)
     assert code == 0, stderr
     assert sorted(json.loads(stdout)["written"]) == sorted(["gpudash", *UIDS])
     assert grafana.state.folders["gpudash"]["title"] == "GPU monitoring"
@@ -54,7 +34,7 @@ def test_first_push_creates_folder_and_dashboards_and_the_second_writes_nothing(
     assert stored["folderUid"] == "gpudash"
     assert stored["versions"][-1]["message"].startswith("gpudash sha256:")
     writes = len(grafana.writes())
-    code, stdout, _ = _push(run)
+    code, stdout, _ = push_json(run)
     assert code == 0 and json.loads(stdout)["written"] == []
     assert len(grafana.writes()) == writes  # the second push wrote nothing
     code, stdout, _ = run("plan", "--no-cloudwatch", "--output", "json")
@@ -72,7 +52,7 @@ def test_a_folder_someone_else_creates_between_plan_and_push_is_not_listed_as_cr
 
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path="^/api/folders$", method="POST", action="before", callback=someone))
-        code, stdout, stderr = _push(run, url=proxy.url)
+        code, stdout, stderr = push_json(run, url=proxy.url)
     assert code == 0, stderr
     assert sorted(json.loads(stdout)["written"]) == UIDS
     assert "note: folder gpudash: already there when gpudash came to create it (made by someone else since the " \
@@ -81,14 +61,14 @@ def test_a_folder_someone_else_creates_between_plan_and_push_is_not_listed_as_cr
 
 
 def test_a_changed_threshold_updates_only_that_dashboard_with_a_readable_diff(grafana, run, project_dir):
-    _push(run)
+    push_json(run)
     writes = len(grafana.writes())
     config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 82, critical: 90}\n")
     code, stdout, _ = run("plan", "--no-cloudwatch", "--config", str(config))
     assert code == 1
     assert "update    grafana dashboard gpudash-overview" in stdout
     assert "panel 'GPU temperature': threshold 80, 87 → 82, 90" in stdout
-    code, stdout, _ = _push(run, "--config", str(config))
+    code, stdout, _ = push_json(run, "--config", str(config))
     assert code == 0
     assert sorted(json.loads(stdout)["written"]) == ["gpudash-health", "gpudash-overview"]
     assert len(grafana.writes()) == writes + 2
@@ -96,17 +76,17 @@ def test_a_changed_threshold_updates_only_that_dashboard_with_a_readable_diff(gr
 
 
 def test_a_dashboard_edited_in_the_ui_is_never_overwritten_without_force(grafana, run):
-    _push(run)
+    push_json(run)
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(title="GPU health (alice's)"))
     code, stdout, _ = run("plan", "--no-cloudwatch")
     assert code == 1
     assert "drift     grafana dashboard gpudash-health" in stdout
     assert "changed in Grafana by alice (version 2) since gpudash pushed it" in stdout
-    code, stdout, stderr = _push(run)
+    code, stdout, stderr = push_json(run)
     assert code == 1 and "refused 1 object" in stderr
     assert json.loads(stdout)["refused"] == ["gpudash-health"]
     assert grafana.state.dashboards["gpudash-health"]["dashboard"]["title"] == "GPU health (alice's)"
-    code, stdout, _ = _push(run, "--force")
+    code, stdout, _ = push_json(run, "--force")
     assert code == 0 and json.loads(stdout)["written"] == ["gpudash-health"]
     assert grafana.state.dashboards["gpudash-health"]["dashboard"]["title"] == "GPU health"
 
@@ -114,42 +94,42 @@ def test_a_dashboard_edited_in_the_ui_is_never_overwritten_without_force(grafana
 def test_a_dashboard_gpudash_does_not_own_is_left_alone(grafana, run):
     grafana.state.folders["gpudash"] = {"id": 99, "uid": "gpudash", "title": "GPU monitoring"}
     grafana._store("gpudash-overview", {"title": "Team overview", "tags": ["team"]}, "gpudash", "", "bob")
-    code, stdout, _ = _push(run)
+    code, stdout, _ = push_json(run)
     assert code == 1 and json.loads(stdout)["refused"] == ["gpudash-overview"]
     assert grafana.state.dashboards["gpudash-overview"]["dashboard"]["title"] == "Team overview"
-    assert _push(run, "--force")[0] == 0
+    assert push_json(run, "--force")[0] == 0
     assert grafana.state.dashboards["gpudash-overview"]["dashboard"]["title"] == "GPU fleet overview"
 
 
 def test_dry_run_writes_nothing(grafana, run):
-    code, stdout, _ = _push(run, "--dry-run")
+    code, stdout, _ = push_json(run, "--dry-run")
     assert code == 0 and json.loads(stdout)["written"] == [] and grafana.writes() == []
 
 
 def test_prune_deletes_only_with_the_flag_and_a_prune_of_most_dashboards_needs_allow_mass_prune(grafana, run, project_dir):
-    _push(run)
+    push_json(run)
     config = project_dir(dashboards={"one.py": (
         "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
         "dashboard = Dashboard('by-pod', 'GPU usage by pod', [Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n")})
-    code, stdout, _ = _push(run, "--config", str(config))
+    code, stdout, _ = push_json(run, "--config", str(config))
     plan = json.loads(stdout)
     assert {c["name"] for c in plan["changes"] if c["action"] == "delete"} == {
         "gpudash-all-metrics", "gpudash-health", "gpudash-overview"}
     assert sorted(grafana.state.dashboards) == UIDS
     for dry_run in ((), ("--dry-run",)):
-        code, _, stderr = _push(run, "--config", str(config), "--prune", *dry_run)
+        code, _, stderr = push_json(run, "--config", str(config), "--prune", *dry_run)
         assert code == 2 and "--prune refused: it would delete 3 of the 4 grafana dashboards" in stderr
         assert "more than 50%" in stderr and "add --allow-mass-prune or raise --max-prune-share" in stderr
         assert sorted(grafana.state.dashboards) == UIDS
     # --force is about overwriting: a run that forces past drift keeps the guard
-    code, _, stderr = _push(run, "--config", str(config), "--prune", "--force")
+    code, _, stderr = push_json(run, "--config", str(config), "--prune", "--force")
     assert code == 2 and "--prune refused" in stderr and sorted(grafana.state.dashboards) == UIDS
-    assert _push(run, "--config", str(config), "--prune", "--max-prune-share", "75")[0] == 0
+    assert push_json(run, "--config", str(config), "--prune", "--max-prune-share", "75")[0] == 0
     assert sorted(grafana.state.dashboards) == ["gpudash-by-pod"]
 
 
 def test_a_prune_of_every_owned_dashboard_or_from_an_empty_build_is_refused(grafana, run):
-    _push(run)
+    push_json(run)
     project = load_project()
     desired = desired_from(build(project))
     client = GrafanaClient(grafana.url, token=ADMIN)
@@ -179,7 +159,7 @@ def _save_as(grafana, source: str, uid: str, folder: str, title: str) -> None:
 
 
 def test_a_save_as_copy_keeps_the_tag_but_is_never_pruned_or_overwritten(grafana, run):
-    _push(run)
+    push_json(run)
     grafana.state.folders["team"] = {"id": 98, "uid": "team", "title": "Team"}
     _save_as(grafana, "gpudash-health", "aBc12XyZ9", "team", "GPU health (team copy)")
     _save_as(grafana, "gpudash-overview", "gpudash-overview-2", "gpudash", "GPU overview v2")
@@ -187,14 +167,14 @@ def test_a_save_as_copy_keeps_the_tag_but_is_never_pruned_or_overwritten(grafana
               for uid in ("aBc12XyZ9", "gpudash-overview-2")}
     code, stdout, _ = run("plan", "--no-cloudwatch", "--output", "json")
     assert code == 0 and json.loads(stdout)["summary"] == {"unchanged": 5}
-    code, stdout, stderr = _push(run, "--prune", "--force")
+    code, stdout, stderr = push_json(run, "--prune", "--force")
     assert code == 0, stderr
     assert json.loads(stdout)["written"] == []
     assert {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True) for uid in before} == before
 
 
 def test_a_dashboard_a_person_edited_is_not_pruned_without_force(grafana, run, project_dir):
-    _push(run)
+    push_json(run)
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))
     config = project_dir(dashboards={"one.py": (
         "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
@@ -205,18 +185,18 @@ def test_a_dashboard_a_person_edited_is_not_pruned_without_force(grafana, run, p
         "three.py": ("from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
                      "dashboard = Dashboard('all-metrics', 'All', "
                      "[Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'U')])])\n")})
-    code, stdout, stderr = _push(run, "--config", str(config), "--prune")
+    code, stdout, stderr = push_json(run, "--config", str(config), "--prune")
     assert code == 1 and json.loads(stdout)["refused"] == ["gpudash-health"]
     assert "alice changed it in Grafana since gpudash pushed it; --prune --force deletes it" in stdout
     assert grafana.state.dashboards["gpudash-health"]["dashboard"]["refresh"] == "10s"
-    code, stdout, _ = _push(run, "--config", str(config), "--prune", "--force")
+    code, stdout, _ = push_json(run, "--config", str(config), "--prune", "--force")
     assert code == 0 and "gpudash-health" in json.loads(stdout)["written"]
     assert "gpudash-health" not in grafana.state.dashboards
 
 
 def _mixed_state(grafana, run) -> None:
     """Every kind of change at once: drift, foreign, a delete and an edited delete."""
-    _push(run)
+    push_json(run)
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))
     grafana._store("gpudash-overview", {"title": "Team overview", "tags": ["team"]}, "gpudash", "", "bob")
     for uid in ("gpudash-retired", "gpudash-old"):
@@ -229,10 +209,10 @@ def _mixed_state(grafana, run) -> None:
 def test_a_dry_run_reports_exactly_what_the_real_run_does(grafana, run, flags):
     _mixed_state(grafana, run)
     writes = len(grafana.writes())
-    code, stdout, stderr = _push(run, "--dry-run", *flags)
+    code, stdout, stderr = push_json(run, "--dry-run", *flags)
     dry = json.loads(stdout)
     assert len(grafana.writes()) == writes
-    code_real, stdout, _ = _push(run, *flags)
+    code_real, stdout, _ = push_json(run, *flags)
     real = json.loads(stdout)
     made = grafana.writes()[writes:]  # each delete comes after an unchanged save of the dashboard (one write more)
     assert len(made) - sum(method == "DELETE" for method, _ in made) == len(real["written"])
@@ -244,14 +224,14 @@ def test_a_dry_run_reports_exactly_what_the_real_run_does(grafana, run, flags):
 def test_server_errors_and_rate_limits_are_retried(grafana, run):
     grafana.inject(Fault(r"/api/dashboards/db", status=503, times=2))
     grafana.inject(Fault(r"/api/folders", status=429, times=1, method="POST"))
-    code, stdout, stderr = _push(run)
+    code, stdout, stderr = push_json(run)
     assert code == 0, stderr
     assert sorted(grafana.state.dashboards) == UIDS
 
 
 def test_a_connection_dropped_halfway_through_a_push_converges(grafana, run):
     grafana.inject(Fault(r"/api/dashboards/db", drop=True, times=1))
-    code, stdout, stderr = _push(run)
+    code, stdout, stderr = push_json(run)
     assert code == 0, stderr
     assert sorted(grafana.state.dashboards) == UIDS
     assert all(len(grafana.state.dashboards[u]["versions"]) == 1 for u in UIDS)
@@ -259,7 +239,7 @@ def test_a_connection_dropped_halfway_through_a_push_converges(grafana, run):
 
 def test_a_partial_failure_reports_what_was_published_and_a_rerun_converges(grafana, run):
     grafana.inject(Fault(r"/api/dashboards/db", status=500, times=5))  # the first save fails after retries
-    code, stdout, stderr = _push(run)
+    code, stdout, stderr = push_json(run)
     assert code == 3
     assert "1 of 5 writes failed; 4 were published" in stderr
     report = json.loads(stdout)
@@ -267,7 +247,7 @@ def test_a_partial_failure_reports_what_was_published_and_a_rerun_converges(graf
     assert failed["name"] == "gpudash-all-metrics" and "Grafana answered 500 after retries" in failed["error"]
     assert sorted(report["written"]) == ["gpudash", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
     assert len(grafana.state.dashboards) == 3
-    code, stdout, _ = _push(run)
+    code, stdout, _ = push_json(run)
     assert code == 0 and len(json.loads(stdout)["written"]) == 1
     assert sorted(grafana.state.dashboards) == UIDS
 
@@ -377,16 +357,16 @@ def test_a_prune_deletes_only_what_still_reads_as_the_plan_saw_it(grafana, refer
 def test_a_title_clash_is_name_exists(grafana, run):
     grafana.state.folders["gpudash"] = {"id": 99, "uid": "gpudash", "title": "GPU monitoring"}
     grafana._store("someone-elses", {"title": "GPU health", "tags": []}, "gpudash", "", "bob")
-    code, stdout, stderr = _push(run)
+    code, stdout, stderr = push_json(run)
     assert code == 3
     assert "412 name-exists" in stdout and "rename one of them" in stdout
 
 
 def test_bad_credentials_and_missing_permissions(grafana, run):
-    code, stdout, stderr = _push(run, token="glsa_wrong_secret_value")
+    code, stdout, stderr = push_json(run, token="glsa_wrong_secret_value")
     assert code == 3 and "Grafana rejected the credentials (401)" in stderr
     assert "glsa_wrong_secret_value" not in stdout + stderr
-    code, stdout, stderr = _push(run, token=VIEWER)
+    code, stdout, stderr = push_json(run, token=VIEWER)
     assert code == 3 and "(403)" in stdout and "Editor role" in stdout
     assert VIEWER not in stdout + stderr
 
@@ -403,11 +383,11 @@ def test_the_token_given_is_sent_whatever_netrc_holds_for_grafanas_host(grafana,
     """A netrc entry for Grafana's host never replaces GRAFANA_TOKEN: the viewer token is refused a write (403)
     though the netrc login is an admin, and the admin token publishes though the netrc login is unknown."""
     _netrc(tmp_path, monkeypatch, *BASIC_ADMIN)
-    code, stdout, stderr = _push(run, token=VIEWER)
+    code, stdout, stderr = push_json(run, token=VIEWER)
     assert code == 3 and "(403)" in stdout, stdout + stderr
     assert grafana.state.folders == {} and grafana.state.dashboards == {}
     _netrc(tmp_path, monkeypatch, "someone-else", "netrc-secretpart")
-    code, stdout, stderr = _push(run)
+    code, stdout, stderr = push_json(run)
     assert code == 0, stdout + stderr
     assert sorted(json.loads(stdout)["written"]) == sorted(["gpudash", *UIDS])
     assert not any(secret in stdout + stderr for secret in (ADMIN, VIEWER, "netrc-secretpart", BASIC_ADMIN[1]))
@@ -418,7 +398,7 @@ def test_a_redirect_keeps_the_token_given_and_never_takes_netrcs(grafana, run, t
     the viewer token's (403), not the netrc admin's."""
     _netrc(tmp_path, monkeypatch, *BASIC_ADMIN)
     grafana.state.faults.append(Fault("^/api/folders$", status=307, method="POST", location="/api/folders"))
-    code, stdout, stderr = _push(run, token=VIEWER)
+    code, stdout, stderr = push_json(run, token=VIEWER)
     assert code == 3 and "(403)" in stdout, stdout + stderr
     assert grafana.state.log.count(("POST", "/api/folders")) == 2 and grafana.state.folders == {}
 
@@ -459,7 +439,7 @@ def test_insecure_turns_verification_off_whatever_bundle_the_environment_names(
 
 
 def test_unreachable_grafana_is_a_clear_error(run):
-    code, _, stderr = _push(run, url="http://127.0.0.1:9")
+    code, _, stderr = push_json(run, url="http://127.0.0.1:9")
     assert code == 3 and "cannot reach Grafana at http://127.0.0.1:9" in stderr and "Traceback" not in stderr
 
 
@@ -506,9 +486,9 @@ def test_every_call_goes_through_the_proxy_the_environment_names_for_grafanas_ho
 def test_push_from_a_reviewed_build_checks_its_manifest(grafana, run, tmp_path, cli):
     out = tmp_path / "build"
     cli("generate", "--out", str(out))
-    assert _push(run, "--from", str(out))[0] == 0
+    assert push_json(run, "--from", str(out))[0] == 0
     (out / "grafana/gpudash-health.json").write_text("{}")
-    code, _, stderr = _push(run, "--from", str(out))
+    code, _, stderr = push_json(run, "--from", str(out))
     assert code == 2 and "differs from the manifest" in stderr
 
 
@@ -521,13 +501,13 @@ def test_push_refuses_when_the_preflight_fails(grafana, run, cli):
 
 
 def test_a_wrong_url_path_is_a_404_with_a_hint(grafana, run):
-    code, stdout, stderr = _push(run, url=grafana.url + "/not-grafana")
+    code, stdout, stderr = push_json(run, url=grafana.url + "/not-grafana")
     assert code == 3 and "not found (404)" in stdout + stderr and "include any sub-path" in stdout + stderr
 
 
 def test_an_unprocessable_dashboard_is_a_422_with_a_hint(grafana, run):
     grafana.inject(Fault(r"/api/dashboards/db", status=422, times=1))
-    code, stdout, _ = _push(run)
+    code, stdout, _ = push_json(run)
     assert code == 3
     assert "Grafana could not process the dashboard (422)" in stdout and "run `gpudash lint`" in stdout
 
@@ -548,7 +528,7 @@ def test_a_malformed_grafana_url_is_a_usage_error(cli, url, says):
 
 
 def test_progress_is_one_line_per_phase_off_a_terminal(grafana, run):
-    code, _, stderr = _push(run)
+    code, _, stderr = push_json(run)
     assert code == 0
     phases = [line.split(":")[0] for line in stderr.splitlines() if not line.startswith("settings: ")]
     assert phases == ["reading Grafana", "writing to Grafana"]
@@ -574,7 +554,7 @@ def test_progress_on_a_terminal_moves_with_every_read(grafana):
 
 def test_a_dashboard_another_gpudash_project_keeps_in_its_own_folder_is_never_pruned(grafana, run):
     """Two projects share a Grafana and the default uid prefix: each prunes only inside its own folder."""
-    _push(run)
+    push_json(run)
     grafana.state.folders["team-b"] = {"id": 97, "uid": "team-b", "title": "Team B GPUs"}
     model = {"uid": "gpudash-team-b", "title": "Team B GPUs", "tags": [GRAFANA_OWNER_TAG]}
     grafana._store("gpudash-team-b", model, "team-b", grafana_message(model, ""), "gpudash-b")
@@ -582,7 +562,7 @@ def test_a_dashboard_another_gpudash_project_keeps_in_its_own_folder_is_never_pr
     code, stdout, _ = run("plan", "--no-cloudwatch", "--output", "json")
     assert json.loads(stdout)["summary"] == {"unchanged": 5} and code == 0
     for flags in (("--prune",), ("--prune", "--force")):
-        code, stdout, stderr = _push(run, *flags)
+        code, stdout, stderr = push_json(run, *flags)
         assert code == 0 and json.loads(stdout)["written"] == [], stderr
     assert json.dumps(grafana.state.dashboards["gpudash-team-b"], sort_keys=True) == before
 
@@ -590,7 +570,7 @@ def test_a_dashboard_another_gpudash_project_keeps_in_its_own_folder_is_never_pr
 def test_a_dashboard_a_person_moved_to_another_folder_is_not_moved_back_without_force(grafana, run):
     """A move adds no version: the folder is the evidence. gpudash's dashboard in someone's folder is
     refused (their move may be deliberate); --force moves it back."""
-    _push(run)
+    push_json(run)
     grafana.state.folders["alice"] = {"id": 98, "uid": "alice", "title": "Alice's"}
     grafana.move("gpudash-overview", "alice")
     code, stdout, _ = run("plan", "--no-cloudwatch", "--output", "json")
@@ -598,10 +578,10 @@ def test_a_dashboard_a_person_moved_to_another_folder_is_not_moved_back_without_
     assert code == 1 and moved["name"] == "gpudash-overview" and moved["action"] == "foreign"
     assert moved["details"] == ["'GPU fleet overview' is in folder alice, not gpudash: another project publishing "
                                 "with the same uid prefix, or a person moved it; --force moves it back here"]
-    code, stdout, _ = _push(run)
+    code, stdout, _ = push_json(run)
     assert code == 1 and json.loads(stdout)["refused"] == ["gpudash-overview"]
     assert grafana.state.dashboards["gpudash-overview"]["folderUid"] == "alice"
-    code, stdout, _ = _push(run, "--force")
+    code, stdout, _ = push_json(run, "--force")
     assert code == 0 and json.loads(stdout)["written"] == ["gpudash-overview"]
     assert grafana.state.dashboards["gpudash-overview"]["folderUid"] == "gpudash"
 
@@ -610,19 +590,19 @@ def test_a_changed_folder_moves_owned_unedited_dashboards_with_move_from_and_kee
     """grafana.folder changed: without --move-from the dashboards in the old folder are foreign (refused);
     --move-from OLD_UID moves those gpudash saved and nobody edited since, and a person's edit still needs
     --force; a dashboard in any other folder is not moved."""
-    _push(run)
+    push_json(run)
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))  # alice's change
     grafana.state.folders["alice"] = {"id": 98, "uid": "alice", "title": "Alice's"}
     grafana.move("gpudash-by-pod", "alice")
     config = str(project_dir("grafana:\n  folder: {uid: gpu-fleet, title: GPU fleet}\n"))
-    code, stdout, _ = _push(run, "--config", config)
+    code, stdout, _ = push_json(run, "--config", config)
     assert code == 1 and sorted(json.loads(stdout)["refused"]) == sorted(UIDS)
     code, stdout, _ = run("plan", "--no-cloudwatch", "--config", config, "--move-from", "gpudash", "--output", "json")
     planned = {c["name"]: c for c in json.loads(stdout)["changes"]}
     assert code == 1 and planned["gpudash-overview"]["action"] == "update"
     assert planned["gpudash-overview"]["details"] == ["move from folder gpudash to gpu-fleet (--move-from gpudash)"]
     assert (planned["gpudash-health"]["action"], planned["gpudash-by-pod"]["action"]) == ("drift", "foreign")
-    code, stdout, _ = _push(run, "--config", config, "--move-from", "gpudash")
+    code, stdout, _ = push_json(run, "--config", config, "--move-from", "gpudash")
     report = json.loads(stdout)
     assert code == 1 and sorted(report["written"]) == ["gpudash-all-metrics", "gpudash-overview"]
     assert sorted(report["refused"]) == ["gpudash-by-pod", "gpudash-health"]
@@ -630,18 +610,18 @@ def test_a_changed_folder_moves_owned_unedited_dashboards_with_move_from_and_kee
     assert folders == {"gpudash-all-metrics": "gpu-fleet", "gpudash-overview": "gpu-fleet",
                        "gpudash-health": "gpudash", "gpudash-by-pod": "alice"}
     assert grafana.state.dashboards["gpudash-health"]["dashboard"]["refresh"] == "10s"
-    code, stdout, _ = _push(run, "--config", config, "--move-from", "gpudash")
+    code, stdout, _ = push_json(run, "--config", config, "--move-from", "gpudash")
     assert code == 1 and json.loads(stdout)["written"] == []
 
 
 def test_two_projects_with_one_uid_prefix_never_take_each_others_dashboards(grafana, run, project_dir):
     """Project B (its own folder, the default uid prefix) pushes after project A: A's dashboards, saved
     by gpudash in A's folder, are refused as foreign instead of moved and overwritten."""
-    _push(run)
+    push_json(run)
     before = {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True) for uid in UIDS}
     config = project_dir("grafana:\n  folder: {uid: team-b, title: Team B GPUs}\n"
                          "thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
-    code, stdout, stderr = _push(run, "--config", str(config))
+    code, stdout, stderr = push_json(run, "--config", str(config))
     assert code == 1, stderr
     assert sorted(json.loads(stdout)["refused"]) == UIDS and json.loads(stdout)["written"] == ["team-b"]
     assert {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True) for uid in UIDS} == before
@@ -649,7 +629,7 @@ def test_two_projects_with_one_uid_prefix_never_take_each_others_dashboards(graf
 
 def test_the_tag_search_is_read_page_by_page(grafana, run):
     """Grafana answers a search one page at a time: every page is read, even pages shorter than asked for."""
-    _push(run)
+    push_json(run)
     project = load_project()
     desired = desired_from(build(project))
     for n in range(7):
@@ -688,14 +668,14 @@ def test_a_search_listing_what_was_not_asked_for_is_not_a_valid_answer_and_nothi
     planned on it). It is not a valid answer: the push fails before writing anything (exit 3)."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    _push(run)
+    push_json(run)
     retired = {"uid": "gpudash-old-0", "title": "old 0", "tags": [GRAFANA_OWNER_TAG]}
     grafana._store(retired["uid"], retired, "gpudash", grafana_message(retired, "", "gpudash"), "gpudash-sa")
     writes = len(grafana.writes())
     with FaultProxy(grafana.url) as proxy:
         proxy.inject(Rule(path="^/api/search$", action="rewrite", times=1,
                           callback=lambda body: json.dumps(spoil(json.loads(body))).encode()))
-        code, stdout, stderr = _push(run, "--prune", url=proxy.url)
+        code, stdout, stderr = push_json(run, "--prune", url=proxy.url)
     assert code == 3 and f"Grafana's search answered page 1 with {said}" in stderr, (code, stderr)
     assert "nothing was published" in stderr and len(grafana.writes()) == writes
     assert "gpudash-old-0" in grafana.state.dashboards
@@ -719,11 +699,11 @@ def _oddly(grafana, uid: str, **fields) -> None:
 def test_a_live_dashboard_of_any_shape_is_planned_never_a_crash(grafana, run, odd):
     """A live dashboard whose fields have odd types (a hand-made import, another tool) is read as what it is:
     never a crash, and owned only with the owner tag among its list of tags."""
-    _push(run)
+    push_json(run)
     _oddly(grafana, "gpudash-health", **odd)
     before = json.dumps(grafana.state.dashboards["gpudash-health"], sort_keys=True)
     for flags in ((), ("--prune",), ("--dry-run", "--force")):
-        code, stdout, stderr = _push(run, *flags)
+        code, stdout, stderr = push_json(run, *flags)
         assert code in (0, 1), (flags, stderr)
         action = {c["name"]: c for c in json.loads(stdout)["changes"]}["gpudash-health"]["action"]
         assert action == ("foreign" if "tags" in odd else "drift"), (flags, action)  # changed outside gpudash
@@ -733,12 +713,12 @@ def test_a_live_dashboard_of_any_shape_is_planned_never_a_crash(grafana, run, od
 
 @pytest.mark.parametrize("message", [123, ["gpudash sha256:0123456789abcdef"], {"text": "x"}], ids=repr)
 def test_a_version_message_that_is_not_text_is_not_a_valid_answer(grafana, run, message):
-    _push(run)
+    push_json(run)
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))
     _oddly(grafana, "gpudash-health", message=message)
     before = json.dumps(grafana.state.dashboards, sort_keys=True)
     for flags in ((), ("--force", "--prune")):
-        code, _, stderr = _push(run, *flags)
+        code, _, stderr = push_json(run, *flags)
         assert code == 3 and "a list of versions, each with a text message" in stderr, stderr
         assert "nothing was published" in stderr
     assert json.dumps(grafana.state.dashboards, sort_keys=True) == before
@@ -789,7 +769,7 @@ def test_a_uid_prefix_that_continues_another_is_told_apart_when_pruning_one_fold
     a note."""
     config = tmp_path / "mine.yaml"
     config.write_text(f"grafana:\n  uid_prefix: {mine}\n")
-    code, _, stderr = _push(run, "--config", str(config))
+    code, _, stderr = push_json(run, "--config", str(config))
     assert code == 0, stderr
     for uid in [uid for uid in grafana.state.dashboards if uid.startswith(f"{mine}-")]:  # the other project's
         model = {**grafana.state.dashboards[uid]["dashboard"], "uid": theirs + uid[len(mine):]}
@@ -802,7 +782,7 @@ def test_a_uid_prefix_that_continues_another_is_told_apart_when_pruning_one_fold
     theirs_now = {uid: json.dumps(entry, sort_keys=True) for uid, entry in grafana.state.dashboards.items()
                   if uid.startswith(f"{theirs}-") and (len(theirs) > len(mine) or not uid.startswith(f"{mine}-"))}
     assert len(theirs_now) == 5
-    code, stdout, stderr = _push(run, "--config", str(config), "--prune", "--allow-mass-prune")
+    code, stdout, stderr = push_json(run, "--config", str(config), "--prune", "--allow-mass-prune")
     assert code == 0, stderr
     assert json.loads(stdout)["written"] == [f"{mine}-old"] and f"{mine}-old" not in grafana.state.dashboards
     noted = "5 dashboard(s) in folder gpudash not defined here have uids in the form of a longer uid prefix"
@@ -818,7 +798,7 @@ def test_prune_deletes_a_dashboard_whose_uid_reads_two_ways_only_when_it_records
     records another; one saved before gpudash recorded it is kept and listed in a note."""
     config = tmp_path / "mine.yaml"
     config.write_text("grafana:\n  uid_prefix: gpudash\n")
-    code, _, stderr = _push(run, "--config", str(config))
+    code, _, stderr = push_json(run, "--config", str(config))
     assert code == 0, stderr
     ours = {"uid": "gpudash-eu-retired", "title": "our retired", "tags": [GRAFANA_OWNER_TAG]}
     grafana._store(ours["uid"], ours, "gpudash", grafana_message(ours, "", "gpudash"), "gpudash-sa")
@@ -827,7 +807,7 @@ def test_prune_deletes_a_dashboard_whose_uid_reads_two_ways_only_when_it_records
     older = {"uid": "gpudash-eu-inference", "title": "EU inference", "tags": [GRAFANA_OWNER_TAG]}
     grafana._store(older["uid"], older, "gpudash", grafana_message(older, ""), "gpudash-sa")
     kept = {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True) for uid in (theirs["uid"], older["uid"])}
-    code, stdout, stderr = _push(run, "--config", str(config), "--prune")
+    code, stdout, stderr = push_json(run, "--config", str(config), "--prune")
     assert code == 0, stderr
     assert json.loads(stdout)["written"] == ["gpudash-eu-retired"] and "gpudash-eu-retired" not in grafana.state.dashboards
     assert {uid: json.dumps(grafana.state.dashboards.get(uid), sort_keys=True) for uid in kept} == kept
@@ -847,14 +827,14 @@ def test_a_dashboard_saved_before_prefixes_were_recorded_is_not_pruned_by_a_proj
     listed in the note; this project's own dashboard saved with its prefix recorded is pruned."""
     config = tmp_path / "mine.yaml"
     config.write_text(f"grafana:\n  uid_prefix: {mine}\n")
-    code, _, stderr = _push(run, "--config", str(config))
+    code, _, stderr = push_json(run, "--config", str(config))
     assert code == 0, stderr
     theirs_old = {"uid": "gpudash-prod-eu-x", "title": f"x of {theirs}", "tags": [GRAFANA_OWNER_TAG]}
     grafana._store(theirs_old["uid"], theirs_old, "gpudash", grafana_message(theirs_old, ""), "gpudash-sa")
     ours = {"uid": f"{mine}-retired", "title": "our retired", "tags": [GRAFANA_OWNER_TAG]}
     grafana._store(ours["uid"], ours, "gpudash", grafana_message(ours, "", mine), "gpudash-sa")
     kept = json.dumps(grafana.state.dashboards["gpudash-prod-eu-x"], sort_keys=True)
-    code, stdout, stderr = _push(run, "--config", str(config), "--prune", "--force")
+    code, stdout, stderr = push_json(run, "--config", str(config), "--prune", "--force")
     assert code == 0, stderr
     assert json.loads(stdout)["written"] == [f"{mine}-retired"] and f"{mine}-retired" not in grafana.state.dashboards
     assert json.dumps(grafana.state.dashboards.get("gpudash-prod-eu-x"), sort_keys=True) == kept
@@ -874,7 +854,7 @@ def test_a_retired_dashboard_whose_uid_ends_in_a_defined_id_is_pruned_when_it_re
     `gpudash-eu-health` (recorded gpudash-eu) and an unrecorded `gpudash-eu-by-pod` are left."""
     config = tmp_path / "mine.yaml"
     config.write_text("grafana:\n  uid_prefix: gpudash\n")
-    code, _, stderr = _push(run, "--config", str(config))
+    code, _, stderr = push_json(run, "--config", str(config))
     assert code == 0, stderr
     for uid, recorded in (("gpudash-eu-overview", "gpudash"), ("gpudash-eu-health", "gpudash-eu"),
                           ("gpudash-eu-by-pod", None), ("gpudash-eu-all-metrics", "gpudash")):
@@ -884,12 +864,12 @@ def test_a_retired_dashboard_whose_uid_ends_in_a_defined_id_is_pruned_when_it_re
     grafana._store(edited["uid"], edited, "gpudash", "", "alice")
     kept = {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True)
             for uid in ("gpudash-eu-health", "gpudash-eu-by-pod", "gpudash-eu-all-metrics")}
-    code, stdout, stderr = _push(run, "--config", str(config), "--prune", "--allow-mass-prune")
+    code, stdout, stderr = push_json(run, "--config", str(config), "--prune", "--allow-mass-prune")
     assert code == 1 and json.loads(stdout)["written"] == ["gpudash-eu-overview"], stderr
     assert json.loads(stdout)["refused"] == ["gpudash-eu-all-metrics"]
     assert "gpudash-eu-overview" not in grafana.state.dashboards
     assert {uid: json.dumps(grafana.state.dashboards.get(uid), sort_keys=True) for uid in kept} == kept
-    code, stdout, stderr = _push(run, "--config", str(config), "--prune", "--force", "--allow-mass-prune")
+    code, stdout, stderr = push_json(run, "--config", str(config), "--prune", "--force", "--allow-mass-prune")
     assert code == 0 and json.loads(stdout)["written"] == ["gpudash-eu-all-metrics"], stderr
     assert "gpudash-eu-health" in grafana.state.dashboards and "gpudash-eu-by-pod" in grafana.state.dashboards
 
@@ -924,12 +904,6 @@ def test_a_dashboard_whose_uid_reads_two_ways_is_not_overwritten_when_it_records
     assert change.action == "foreign" and "uid prefix gpudash," in change.details[0] and not outcome.done
 
 
-DASHBOARDS_DIR = bundled("dashboards")
-TEAM_DASHBOARD = ("from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
-                  "dashboard = Dashboard('team-a-training', 'Team A training GPUs', "
-                  "[Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n")
-
-
 def _settings_file(tmp_path, name: str, project: str, cluster: str, team_dashboard: bool = False,
                    more: str = "") -> str:
     """A settings file in a folder of its own, grafana: left at its defaults (folder gpudash, uid prefix gpudash);
@@ -949,13 +923,6 @@ def _models(grafana) -> dict[str, str]:
     return {uid: json.dumps(entry["dashboard"], sort_keys=True) for uid, entry in grafana.state.dashboards.items()}
 
 
-def _contents(grafana) -> dict[str, str]:
-    """What each dashboard shows: its model less the id and version Grafana sets at every save (a save that records
-    a claim changes only those)."""
-    return {uid: json.dumps({k: v for k, v in entry["dashboard"].items() if k not in ("id", "version")},
-                            sort_keys=True) for uid, entry in grafana.state.dashboards.items()}
-
-
 @pytest.mark.parametrize("second_project", ["shop", "lab"], ids=["one project, two files", "two projects"])
 def test_settings_sharing_the_default_grafana_folder_and_uid_prefix_never_overwrite_or_prune_each_other(
         grafana, run, tmp_path, second_project):
@@ -965,18 +932,18 @@ def test_settings_sharing_the_default_grafana_folder_and_uid_prefix_never_overwr
     first = _settings_file(tmp_path, "a", "shop", "team-a", team_dashboard=True)
     second = _settings_file(tmp_path, "b", second_project, "team-b",
                             more="thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
-    code, _, stderr = _push(run, "--config", first)
+    code, _, stderr = push_json(run, "--config", first)
     assert code == 0, stderr
-    before = _contents(grafana)
+    before = dashboard_contents(grafana)
     for flags in ((), ("--prune",)):
-        code, stdout, stderr = _push(run, "--config", second, *flags)
+        code, stdout, stderr = push_json(run, "--config", second, *flags)
         report = json.loads(stdout)
         assert code == 1 and "Traceback" not in stderr, stderr
         # the two dashboards the second file generates the same get its claim recorded once when it is of the same
         # project (a save of the same content); the others are refused
         claimed = ["gpudash-all-metrics", "gpudash-by-pod"] if second_project == "shop" and not flags else []
         assert sorted(report["written"]) == claimed and set(report["refused"]) >= {"gpudash-health", "gpudash-overview"}
-        assert _contents(grafana) == before  # nothing of the first settings' overwritten or deleted
+        assert dashboard_contents(grafana) == before  # nothing of the first settings' overwritten or deleted
         detail = next(c["details"][0] for c in report["changes"] if c["name"] == "gpudash-health")
         assert "last saved by gpudash from other settings (project 'shop', clusters team-a)" in detail, detail
         assert "give each settings file its own grafana.uid_prefix and grafana.folder.uid" in detail, detail
@@ -1000,7 +967,7 @@ def test_a_dashboard_as_generated_records_its_settings_again_after_a_split_so_th
     clusters = "".join(f"  - {{name: {c}, region: us-east-1}}\n" for c in ("alpha", "beta"))
     (whole / "gpudash.yaml").write_text(f"project: shop\nclusters:\n{clusters}"
                                         f"definitions:\n  dashboards: [{DASHBOARDS_DIR}, dash]\n")
-    assert _push(run, "--config", str(whole / "gpudash.yaml"))[0] == 0
+    assert push_json(run, "--config", str(whole / "gpudash.yaml"))[0] == 0
     team = "gpudash-team-a-training"
     for name, cluster in (("a", "alpha"), ("b", "beta")):
         folder = tmp_path / name
@@ -1012,10 +979,10 @@ def test_a_dashboard_as_generated_records_its_settings_again_after_a_split_so_th
             text += f"definitions:\n  dashboards: [{DASHBOARDS_DIR}, dash]\n"
         (folder / "gpudash.yaml").write_text(text)
     a, b = str(tmp_path / "a" / "gpudash.yaml"), str(tmp_path / "b" / "gpudash.yaml")
-    code, stdout, stderr = _push(run, "--config", a, "--prune")
+    code, stdout, stderr = push_json(run, "--config", a, "--prune")
     assert code == 0 and team in grafana.state.dashboards, stderr
     assert "were saved by settings with clusters these settings no longer all define" in stderr, stderr
-    code, stdout, stderr = _push(run, "--config", b)
+    code, stdout, stderr = push_json(run, "--config", b)
     # the team dashboard records B, with alpha's claim; A's, as generated for B too (no cluster variable), stay A's
     # on record with beta's claim beside, carried by A's push: B writes nothing to them
     shared = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
@@ -1031,7 +998,7 @@ def test_a_dashboard_as_generated_records_its_settings_again_after_a_split_so_th
             "gpudash-overview): left as they are, theirs on record, with these settings recorded beside them") \
         in stderr, stderr
     assert "give each settings file its own grafana.uid_prefix and grafana.folder.uid" in stderr
-    code, stdout, stderr = _push(run, "--config", a, "--prune")
+    code, stdout, stderr = push_json(run, "--config", a, "--prune")
     assert code == 0 and json.loads(stdout)["written"] == [team] and team in grafana.state.dashboards, stderr
     assert grafana_recorded_claims(grafana.state.dashboards[team]["versions"][-1]["message"]) == frozenset()
     assert "1 dashboard(s) in folder gpudash not defined here were last saved by other settings" in stderr, stderr
@@ -1045,15 +1012,15 @@ def test_dashboards_an_older_gpudash_saved_record_their_settings_at_the_next_pus
     shop = _settings_file(tmp_path, "a", "shop", "team-a")
     lab = _settings_file(tmp_path, "b", "lab", "lab-1",
                          more="thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
-    assert _push(run, "--config", shop)[0] == 0
+    assert push_json(run, "--config", shop)[0] == 0
     for uid, entry in list(grafana.state.dashboards.items()):  # as an older gpudash saved them
         grafana._store(uid, entry["dashboard"], "gpudash", grafana_message(entry["dashboard"], "", "gpudash"),
                        "gpudash-sa")
-    code, stdout, stderr = _push(run, "--config", shop)
+    code, stdout, stderr = push_json(run, "--config", shop)
     assert code == 0 and sorted(json.loads(stdout)["written"]) == sorted(grafana.state.dashboards), stderr
-    assert json.loads(_push(run, "--config", shop)[1])["written"] == []  # once
+    assert json.loads(push_json(run, "--config", shop)[1])["written"] == []  # once
     before = _models(grafana)
-    code, stdout, stderr = _push(run, "--config", lab)
+    code, stdout, stderr = push_json(run, "--config", lab)
     assert code == 1 and json.loads(stdout)["written"] == [] and _models(grafana) == before, stderr
 
 
@@ -1071,18 +1038,18 @@ def test_a_cluster_renamed_in_its_only_settings_file_takes_its_dashboards_back_w
     a = _settings_file(tmp_path, "a", "fleet", "team-a", team_dashboard=True)
     z = _settings_file(tmp_path, "z", "fleet", "team-z", team_dashboard=True,
                        more="thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
-    assert _push(run, "--config", a)[0] == 0
+    assert push_json(run, "--config", a)[0] == 0
     assert set(_latest_clusters(grafana).values()) == {"team-a"}
-    code, stdout, stderr = _push(run, "--config", z)
+    code, stdout, stderr = push_json(run, "--config", z)
     refused = json.loads(stdout)["refused"]
     assert code == 1 and refused, stderr
     assert "`gpudash push --renamed-from team-a` takes it back" in json.dumps(json.loads(stdout)["changes"])
-    code, stdout, stderr = _push(run, "--config", z, "--renamed-from", "team-a")
+    code, stdout, stderr = push_json(run, "--config", z, "--renamed-from", "team-a")
     assert code == 0 and sorted(json.loads(stdout)["written"]) == sorted(grafana.state.dashboards), stderr
     assert set(_latest_clusters(grafana).values()) == {"team-z"}
-    code, stdout, stderr = _push(run, "--config", z)
+    code, stdout, stderr = push_json(run, "--config", z)
     assert code == 0 and json.loads(stdout)["written"] == [], stderr
-    code, stdout, stderr = _push(run, "--config", z, "--renamed-from", "team-a", "--prune")
+    code, stdout, stderr = push_json(run, "--config", z, "--renamed-from", "team-a", "--prune")
     assert code == 0 and json.loads(stdout)["written"] == [], stderr
     assert "--renamed-from team-a: no dashboard in folder gpudash records the cluster 'team-a'" in stderr, stderr
 
@@ -1095,9 +1062,9 @@ def test_push_renamed_from_a_cluster_another_settings_file_saved_last_is_refused
     other.write_text("project: fleet\nclusters:\n  - {name: team-a, region: us-east-1}\n"
                      "  - {name: team-b, region: us-east-1}\n")
     z = _settings_file(tmp_path, "z", "fleet", "team-z")
-    assert _push(run, "--config", str(other))[0] == 0
+    assert push_json(run, "--config", str(other))[0] == 0
     before = _models(grafana)
-    code, stdout, stderr = _push(run, "--config", z, "--renamed-from", "team-a", "--prune", "--force")
+    code, stdout, stderr = push_json(run, "--config", z, "--renamed-from", "team-a", "--prune", "--force")
     assert code == 2 and set(json.loads(stdout)) == {"error"}, stdout  # the error alone: nothing was published
     assert ("--renamed-from team-a: 4 object(s) of project 'fleet' recording the cluster 'team-a' were last "
             "published by settings with clusters team-a team-b, not by an earlier version of these (clusters "
@@ -1115,7 +1082,7 @@ def test_a_settings_file_with_many_clusters_and_a_long_commit_subject_saves_mess
         f"  - {{name: {c}, region: us-east-1, prometheus_label: {c}}}\n" for c in clusters)
     (tmp_path / "gpudash.yaml").write_text(text)
     monkeypatch.setattr("generator.cli_publish.git_note", lambda cwd=None: "a9bcb45 " + "Schwellwerte für H100 " * 9)
-    code, stdout, stderr = _push(run, "--config", str(tmp_path / "gpudash.yaml"))
+    code, stdout, stderr = push_json(run, "--config", str(tmp_path / "gpudash.yaml"))
     assert code == 0, stderr
     messages = [entry["versions"][-1]["message"] for entry in grafana.state.dashboards.values()]
     assert sorted(grafana.state.dashboards) == UIDS
@@ -1123,7 +1090,7 @@ def test_a_settings_file_with_many_clusters_and_a_long_commit_subject_saves_mess
     assert all(" project:ml-platform clusters:prod-eks-us-east-1-gpu-00," in m and "a9bcb45 Schwellwerte" in m
                for m in messages)
     writes = len(grafana.writes())
-    code, stdout, stderr = _push(run, "--config", str(tmp_path / "gpudash.yaml"))
+    code, stdout, stderr = push_json(run, "--config", str(tmp_path / "gpudash.yaml"))
     assert code == 0, stderr
     assert json.loads(stdout)["written"] == [] and len(grafana.writes()) == writes
 
@@ -1138,7 +1105,7 @@ def test_a_cluster_list_cut_to_fit_the_message_proves_no_split_file_owns_the_das
     (whole / "dash" / "team_a.py").write_text(TEAM_DASHBOARD)
     text = "project: shop\nclusters:\n" + "".join(f"  - {{name: {c}, region: us-east-1}}\n" for c in names)
     (whole / "gpudash.yaml").write_text(text + f"definitions:\n  dashboards: [{DASHBOARDS_DIR}, dash]\n")
-    code, _, stderr = _push(run, "--config", str(whole / "gpudash.yaml"))
+    code, _, stderr = push_json(run, "--config", str(whole / "gpudash.yaml"))
     assert code == 0, stderr
     team = "gpudash-team-a-training"
     recorded = grafana_recorded_publisher(grafana.state.dashboards[team]["versions"][-1]["message"])
@@ -1147,7 +1114,7 @@ def test_a_cluster_list_cut_to_fit_the_message_proves_no_split_file_owns_the_das
     a.mkdir()
     (a / "gpudash.yaml").write_text("project: shop\nclusters:\n" + "".join(
         f"  - {{name: {c}, region: us-east-1}}\n" for c in names[:11]))
-    code, _, stderr = _push(run, "--config", str(a / "gpudash.yaml"), "--prune")
+    code, _, stderr = push_json(run, "--config", str(a / "gpudash.yaml"), "--prune")
     assert code == 0, stderr
     assert team in grafana.state.dashboards, "A's --prune deleted the dashboard published with clusters 11-13"
     # A records itself on the dashboards it defines; the clusters the cut list left out are unknown, so they are

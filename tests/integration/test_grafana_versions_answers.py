@@ -11,8 +11,8 @@ import json
 import pytest
 
 from generator.ownership import grafana_claim, grafana_recorded_claims
-from tests.integration.test_grafana_claims import TEAM, _file, _message, _written
-from tests.integration.test_grafana_push import _push, grafana, run  # noqa: F401 (fixtures)
+from tests.support.grafana_push import (TEAM, grafana, last_message, push_json,  # noqa: F401 (fixtures)
+                                        pushed_written, run, team_settings)
 
 BETA, GAMMA = grafana_claim("shop", ["beta"]), grafana_claim("shop", ["gamma"])
 INVALID = "Grafana's answer is not a valid API answer: the dashboard reads at version"
@@ -40,7 +40,7 @@ def _answering(grafana, how: str):
 
 def _refused(grafana, run, config, *flags, invalid=INVALID):
     before = json.dumps(grafana.state.dashboards, sort_keys=True)
-    code, _, stderr = _push(run, "--config", config, *flags)
+    code, _, stderr = push_json(run, "--config", config, *flags)
     assert code == 3 and invalid in stderr and "nothing was published" in stderr, stderr
     assert json.dumps(grafana.state.dashboards, sort_keys=True) == before  # nothing written
     return stderr
@@ -52,17 +52,17 @@ def test_a_withdrawal_on_a_versions_answer_behind_the_dashboard_is_refused_and_k
     the versions answer is one version behind (B's claim not in it): it withdrew its claim with a save built from the
     older message, posted with the current version (accepted), and B's claim was gone; A's --prune then deleted what
     B defines. Now C's push is refused; with the answers right again its withdrawal keeps B's claim."""
-    a, c, b = (_file(tmp_path, n, [cl]) for n, cl in (("a", "alpha"), ("c", "gamma"), ("b", "beta")))
+    a, c, b = (team_settings(tmp_path, n, [cl]) for n, cl in (("a", "alpha"), ("c", "gamma"), ("b", "beta")))
     for config in (a, c, b):
-        _written(run, config)
-    assert grafana_recorded_claims(_message(grafana)) == {BETA, GAMMA}
-    c2 = _file(tmp_path, "c2", ["gamma"], team=False)
+        pushed_written(run, config)
+    assert grafana_recorded_claims(last_message(grafana)) == {BETA, GAMMA}
+    c2 = team_settings(tmp_path, "c2", ["gamma"], team=False)
     real = _answering(grafana, "behind")
     _refused(grafana, run, c2, "--prune")
     grafana._versions = real
-    assert _written(run, c2, "--prune") == [TEAM]
-    assert grafana_recorded_claims(_message(grafana)) == {BETA}
-    assert _written(run, _file(tmp_path, "a2", ["alpha"], team=False), "--prune") == []
+    assert pushed_written(run, c2, "--prune") == [TEAM]
+    assert grafana_recorded_claims(last_message(grafana)) == {BETA}
+    assert pushed_written(run, team_settings(tmp_path, "a2", ["alpha"], team=False), "--prune") == []
     assert TEAM in grafana.state.dashboards
 
 
@@ -70,14 +70,14 @@ def test_a_claim_on_a_versions_answer_behind_the_dashboard_is_refused_and_keeps_
         grafana, run, tmp_path):
     """A saves, C (gamma) claims; B (beta) pushes while the versions answer is one version behind (C's claim not in
     it): B's claim save was built from A's bare message and dropped C's claim. Now refused; then both claims."""
-    a, c, b = (_file(tmp_path, n, [cl]) for n, cl in (("a", "alpha"), ("c", "gamma"), ("b", "beta")))
-    _written(run, a)
-    _written(run, c)
+    a, c, b = (team_settings(tmp_path, n, [cl]) for n, cl in (("a", "alpha"), ("c", "gamma"), ("b", "beta")))
+    pushed_written(run, a)
+    pushed_written(run, c)
     real = _answering(grafana, "behind")
     _refused(grafana, run, b)
     grafana._versions = real
-    assert TEAM in _written(run, b)
-    assert grafana_recorded_claims(_message(grafana)) == {BETA, GAMMA}
+    assert TEAM in pushed_written(run, b)
+    assert grafana_recorded_claims(last_message(grafana)) == {BETA, GAMMA}
 
 
 @pytest.mark.parametrize("how", ["empty", "404", "no message"])
@@ -86,16 +86,16 @@ def test_no_versions_for_a_dashboard_that_reads_is_not_read_as_no_gpudash_versio
     dashboard reads (200), or with entries without their message: B read that as "not saved by gpudash", recorded
     no claim and exited 0, and A's --prune deleted what B defines. Now B's push and A's --prune are refused (exit 3,
     nothing written); with the answers right again B claims it and A's --prune leaves it."""
-    a, b = _file(tmp_path, "a", ["alpha"]), _file(tmp_path, "b", ["beta"])
-    a2 = _file(tmp_path, "a2", ["alpha"], team=False)
-    _written(run, a)
+    a, b = team_settings(tmp_path, "a", ["alpha"]), team_settings(tmp_path, "b", ["beta"])
+    a2 = team_settings(tmp_path, "a2", ["alpha"], team=False)
+    pushed_written(run, a)
     real = _answering(grafana, how)
     invalid = "each with a text message and a version number" if how == "no message" else INVALID
     stderr = _refused(grafana, run, b, invalid=invalid)
     assert how == "no message" or "Grafana lists no version of it" in stderr, stderr
     _refused(grafana, run, a2, "--prune", "--force", invalid=invalid)
     grafana._versions = real
-    assert TEAM in _written(run, b)
-    assert grafana_recorded_claims(_message(grafana)) == {BETA}
-    _written(run, a2, "--prune")
+    assert TEAM in pushed_written(run, b)
+    assert grafana_recorded_claims(last_message(grafana)) == {BETA}
+    pushed_written(run, a2, "--prune")
     assert TEAM in grafana.state.dashboards

@@ -2019,7 +2019,7 @@ def test_push_publishes_with_a_warning_on_a_prometheus_without_at_and_negative_o
         stack, prometheus, cli, reference, tmp_path):
     """A project whose only dashboard is a team's per-pod utilization panel: no query uses `@` or a negative offset,
     so nothing it publishes shows an error on that Prometheus."""
-    from tests.integration.test_grafana_push import TEAM_DASHBOARD
+    from tests.support.grafana_push import TEAM_DASHBOARD
     from tests.support.grafana_server import ADMIN, GrafanaTestServer
 
     (tmp_path / "dash").mkdir()

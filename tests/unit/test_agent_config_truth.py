@@ -18,6 +18,7 @@ from generator.project import load_project
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, exposition
 from tests.support.dcgm_fleet import target_labels
 from tests.support.lint_input import lint_input
+from tests.support.promtool_config import promtool_check_config
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -241,26 +242,6 @@ def test_a_dollar_in_the_namespace_reaches_cloudwatch_as_written(project_dir, pi
             if "publishes into" in f.message] == []
 
 
-def _promtool_checks(tmp_path: Path, prometheus_yaml: dict) -> tuple[int, str]:
-    """promtool check config on the agent's prometheus.yaml, each job's Kubernetes discovery replaced by a static
-    target (Debian's promtool has no Kubernetes discovery)."""
-    import shutil
-    import subprocess
-
-    import yaml
-
-    if shutil.which("promtool") is None:
-        pytest.skip("promtool is not installed")
-    config = copy.deepcopy(prometheus_yaml)
-    for job in config["scrape_configs"]:
-        job.pop("kubernetes_sd_configs", None)
-        job["static_configs"] = [{"targets": ["127.0.0.1:9400"]}]
-    path = tmp_path / "prometheus.yaml"
-    path.write_text(yaml.safe_dump(config))
-    done = subprocess.run(["promtool", "check", "config", str(path)], capture_output=True, text=True)
-    return done.returncode, done.stdout + done.stderr
-
-
 def test_the_kube_state_metrics_job_name_is_reserved(cli, project_dir, tmp_path):
     """scrape.job_name gpudash-kube-state-metrics would give the agent's prometheus.yaml two jobs of one name, which
     Prometheus refuses (the agent scrapes nothing): settings refuse it, exit 2, naming the setting and its line; the
@@ -273,9 +254,9 @@ def test_the_kube_state_metrics_job_name_is_reserved(cli, project_dir, tmp_path)
     project = load_project(project_dir("alarms:\n  expected_gpus: kube-state-metrics\nscrape:\n  job_name: gpu-metrics\n"))
     scrape = build(project).agents[0].scrape
     assert [job["job_name"] for job in scrape["scrape_configs"]] == ["gpu-metrics", "gpudash-kube-state-metrics"]
-    assert _promtool_checks(tmp_path, scrape)[0] == 0
+    assert promtool_check_config(tmp_path, scrape)[0] == 0
     scrape["scrape_configs"][0]["job_name"] = "gpudash-kube-state-metrics"  # what the settings allowed before
-    code, text = _promtool_checks(tmp_path, scrape)
+    code, text = promtool_check_config(tmp_path, scrape)
     assert code != 0 and "multiple scrape configs with job name" in text
 
 

@@ -11,7 +11,7 @@ from generator.artifacts import build
 from generator.errors import InputError
 from generator.project import load_project
 from generator.settings import duration_seconds, parse_settings
-from tests.unit.test_agent_config_truth import _promtool_checks
+from tests.support.promtool_config import promtool_check_config
 
 CLUSTERS = "clusters:\n  - {name: a, region: us-east-1}\n"
 
@@ -53,7 +53,7 @@ def test_the_agent_scrape_configuration_with_a_compound_interval_loads_in_promet
     (tmp_path / "gpudash.yaml").write_text(CLUSTERS + "scrape:\n  interval: 2m30s\n")
     scrape = build(load_project(tmp_path / "gpudash.yaml")).agents[0].scrape
     assert scrape["scrape_configs"][0]["scrape_interval"] == "2m30s"
-    code, text = _promtool_checks(tmp_path, scrape)
+    code, text = promtool_check_config(tmp_path, scrape)
     assert code == 0, text
 
 
