@@ -34,13 +34,13 @@ def dashboards_listed(cloudwatch: CloudWatch, region: str, prefix: str, listed: 
 
     def said(names: list[str], count: int) -> str:
         return (f"ListDashboards answered {len(listed)} dashboard(s) named {start}*, leaving out {len(names)} that "
-                f"GetDashboard reads ({shown_names(names)}), {listings(count)}: its answer holds only some of the "
-                "dashboards (something standing in for CloudWatch, or a listing behind them), so one gpudash published "
-                "that is no longer defined may be missing from it too")
+                f"GetDashboard reads{_or_listed(names, read)} ({shown_names(names)}), {listings(count)}: its answer "
+                "holds only some of the dashboards (something standing in for CloudWatch, or a listing behind them), "
+                "so one gpudash published that is no longer defined may be missing from it too")
 
     waits = RELIST_WAITS if prune else ONCE
     missing, again = listed_again(cloudwatch.deadline, missing, lambda: set(cloudwatch.dashboard_names(region, start)),
-                                  failure, waits)
+                                  failure, waits, held=[*listed, *read])
     if not missing:
         return sorted(again)
     if prune:
@@ -66,16 +66,22 @@ def alarms_listed(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[s
     def failure(names: list[str], count: int) -> RemoteError:
         return RemoteError(
             f"DescribeAlarms answered {len(live)} alarm(s) named {start}*, leaving out {len(names)} that "
-            f"DescribeAlarms by name reads ({shown_names(sorted(names))}), {listings(count)}: its answer holds only "
-            "some of the alarms (something standing in for CloudWatch, or a listing behind them), so one gpudash "
-            "published that is no longer defined may be missing from it too: what --prune would delete cannot be read",
+            f"DescribeAlarms by name reads{_or_listed(names, found)} ({shown_names(sorted(names))}), "
+            f"{listings(count)}: its answer holds only some of the alarms (something standing in for CloudWatch, or a "
+            "listing behind them), so one gpudash published that is no longer defined may be missing from it too: what "
+            "--prune would delete cannot be read",
             where=f"CloudWatch alarms in {region}",
             hint=f"run again in a minute; if it repeats, list them (aws cloudwatch describe-alarms --region {region} "
                  f"--alarm-name-prefix {start}) and check the endpoint (AWS_ENDPOINT_URL, --endpoint-url); apply "
                  "without --prune publishes meanwhile")
 
     missing, again = listed_again(cloudwatch.deadline, found, lambda: cloudwatch.metric_alarms(region, prefix=start),
-                                  failure)
+                                  failure, held=list(live))
     if missing:
         raise failure(missing, len(RELIST_WAITS))
     return {name: alarm for name, alarm in again.items() if is_alarm_name(prefix, name)}
+
+
+def _or_listed(names: list[str], read: list[str]) -> str:
+    """What shows the objects named exist besides a read by name: an earlier listing that held them."""
+    return "" if set(names) <= set(read) else " or an earlier listing held"

@@ -588,7 +588,8 @@ def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[st
     grafana/grafana#7633, #16049, #100849; a proxy or stub answering `[]`), in which a dashboard no longer defined may
     be missing too: --prune would leave it without a word. Each is read again first (a person may have removed its
     tag or moved it meanwhile), then searched for again while the index may be catching up (relisting.py); the first
-    search that lists them all where they are is the one to go on with. Else, with `prune`, a failure (InvalidAnswer,
+    search that lists them all where they are, and every dashboard the first search listed where it listed it, is
+    the one to go on with. Else, with `prune`, a failure (InvalidAnswer,
     nothing written); without, a note (after one search again), --prune being what the search is read for."""
     def where_listed(found: list[dict[str, Any]]) -> dict[str, str]:
         return {hit["uid"]: hit.get("folderUid") or "General" for hit in found}
@@ -618,8 +619,9 @@ def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[st
         now = where_listed(latest[-1])
         shown = [f"{uid} in folder {where}, " + (f"listed in {now[uid]}" if uid in now else "not listed")
                  for uid, where in missing]
+        shows = "read with the tag" + ("" if set(missing) <= set(odd) else " or an earlier search listed")
         return (f"Grafana's search by the {GRAFANA_OWNER_TAG} tag answered {len(latest[-1])} dashboard(s), leaving out "
-                f"or listing elsewhere {len(shown)} that read with the tag ({'; '.join(shown[:5])}"
+                f"or listing elsewhere {len(shown)} that {shows} ({'; '.join(shown[:5])}"
                 f"{' ...' if len(shown) > 5 else ''}), {listings(again)}: its answer holds only some of the tagged "
                 "dashboards (a search index behind Grafana's database, or a proxy or cache answering for it), so one "
                 "gpudash owns that is no longer defined may be missing from it too")
@@ -635,7 +637,9 @@ def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[st
                              hint=f"{hint}; a push without --prune publishes meanwhile")
 
     waits = RELIST_WAITS if prune else ONCE
-    missing, _ = listed_again(client.deadline, odd, search, failure, waits)
+    read = {uid for uid, _ in odd}  # where a read shows it, not where the first search listed it
+    missing, _ = listed_again(client.deadline, odd, search, failure, waits,
+                              held=[(uid, where) for uid, where in listed.items() if uid not in read])
     if not missing:
         return latest[-1]
     if prune:

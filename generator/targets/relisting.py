@@ -4,8 +4,10 @@ CloudWatch's listings (ListDashboards, DescribeAlarms) are eventually consistent
 behind its database): one made just after a write (a `plan` right after an `apply` or `push`) may leave out what that
 write made, and an object no longer defined as well. An object read by name that a listing leaves out is listed
 again: at once (an object made between the listing and its read), then after each of RELIST_WAITS, on the deadline's
-clock and within the deadline. A listing that never holds it holds only some of the objects, and a prune is refused:
-a gap is never read as "nothing there to prune".
+clock and within the deadline. The listing gone on with holds every object a read by name or an earlier listing showed
+(a listing again that holds the objects the first left out but leaves out others the first held, as one answered by
+another replica may, is as far behind). A listing that never holds them all holds only some of the objects, and a
+prune is refused: a gap is never read as "nothing there to prune".
 """
 
 from __future__ import annotations
@@ -24,17 +26,19 @@ ONCE = RELIST_WAITS[:1]  # where nothing deleted depends on the listing (a note)
 
 def listed_again(deadline: Deadline, missing: list[Hashable], relist: Callable[[], Collection[Hashable]],
                  failure: Callable[[list[Hashable], int], RemoteError],
-                 waits: tuple[float, ...] = RELIST_WAITS) -> tuple[list[Hashable], Any]:
-    """The items of `missing` the last listing (`relist()`, once after each of `waits`) leaves out, and that listing:
-    ([], it) at the first listing that holds them all. A wait that would outlive the deadline ends the command with
-    `failure(missing, listings again made)`, which says what the listings left out."""
+                 waits: tuple[float, ...] = RELIST_WAITS,
+                 held: Collection[Hashable] = ()) -> tuple[list[Hashable], Any]:
+    """The items the last listing (`relist()`, once after each of `waits`) leaves out of `missing` (those the first
+    listing left out) and `held` (those it held), and that listing: ([], it) at the first listing that holds them all.
+    A wait that would outlive the deadline ends the command with `failure(items left out, listings again made)`."""
     listing: Any = None
+    wanted = list(dict.fromkeys([*missing, *held]))
     for count, wait in enumerate(waits, start=1):
         if wait > 0:
             error = failure(missing, count - 1)
             deadline.pause(wait, error.where, error)
         listing = relist()
-        missing = [item for item in missing if item not in listing]
+        missing = [item for item in wanted if item not in listing]
         if not missing:
             return [], listing
     return missing, listing

@@ -100,3 +100,35 @@ def test_a_deadline_nearer_than_the_waits_ends_the_prune_saying_what_the_listing
     assert code == 3 and "Traceback" not in stderr, (code, stderr)
     assert "leaving out" in stderr and "no time left to retry within the deadline of 10 s" in stderr, stderr
     assert writes(proxy) == [] and sorted(alarms(client)) == before
+
+
+def _leaving_out(start: str) -> list[Rule]:
+    """Rules answering the next ListDashboards and DescribeAlarms-by-prefix call each without the objects named
+    `start`*."""
+    def without(key: str, name: str):
+        def rewrite(body: bytes) -> bytes:
+            answer = json.loads(body)
+            answer[key] = [item for item in answer[key] if not item[name].startswith(start)]
+            return json.dumps(answer).encode()
+        return rewrite
+
+    return [Rule(path="/", operation="ListDashboards", action="rewrite", callback=without("DashboardEntries",
+                                                                                          "DashboardName")),
+            Rule(path="/", operation="DescribeAlarms", action="rewrite", contains=b"AlarmNamePrefix",
+                 callback=without("MetricAlarms", "AlarmName"))]
+
+
+def test_a_listing_again_that_leaves_out_what_the_first_held_is_not_gone_on_with(two_clusters_published):
+    """The first listings leave out this cluster's objects (written a moment ago); the listings again hold them but
+    leave out cluster "other"'s, which the first held (a listing answered by another replica, as far behind in its
+    own way). The listing gone on with must hold everything a listing or a read by name showed: going on with the
+    second, the prune left cluster "other"'s objects without a word (exit 0). Now it lists again until one holds
+    them all, and prunes them."""
+    proxy, client, apply = two_clusters_published
+    before = snapshot(client)
+    proxy.inject(*_leaving_out("gpudash-gpu-cluster-"), *_leaving_out("gpudash-other-"))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 0 and "Traceback" not in stderr, (code, stderr)
+    after = snapshot(client)
+    assert set(after[1]) == {name for name in before[1] if not other_cluster(name)}, sorted(after[1])
+    assert set(after[0]) == {name for name in before[0] if not other_cluster(name)}, sorted(after[0])
