@@ -40,7 +40,9 @@ def dashboards_listed(cloudwatch: CloudWatch, region: str, prefix: str, listed: 
 
     waits = RELIST_WAITS if prune else ONCE
     missing, again = listed_again(cloudwatch.deadline, missing, lambda: set(cloudwatch.dashboard_names(region, start)),
-                                  failure, waits, held=[*listed, *read])
+                                  failure, waits, held=[*listed, *read],
+                                  still=lambda names: [name for name in names
+                                                       if cloudwatch.dashboard_body(region, name) is not None])
     if not missing:
         return sorted(again)
     if prune:
@@ -58,8 +60,7 @@ def alarms_listed(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[s
     that holds only some of the alarms, unless a listing again holds it: a failure, nothing written."""
     start = alarm_name_start(prefix)
     unlisted = sorted(expected - set(live))
-    found = [name for first in range(0, len(unlisted), BATCH)
-             for name in cloudwatch.metric_alarms(region, names=unlisted[first:first + BATCH])]
+    found = _there(cloudwatch, region, unlisted)
     if not found:
         return live
 
@@ -76,7 +77,7 @@ def alarms_listed(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[s
                  "without --prune publishes meanwhile")
 
     missing, again = listed_again(cloudwatch.deadline, found, lambda: cloudwatch.metric_alarms(region, prefix=start),
-                                  failure, held=list(live))
+                                  failure, held=list(live), still=lambda names: _there(cloudwatch, region, names))
     if missing:
         raise failure(missing, len(RELIST_WAITS))
     return {name: alarm for name, alarm in again.items() if is_alarm_name(prefix, name)}
@@ -85,3 +86,9 @@ def alarms_listed(cloudwatch: CloudWatch, region: str, prefix: str, live: dict[s
 def _or_listed(names: list[str], read: list[str]) -> str:
     """What shows the objects named exist besides a read by name: an earlier listing that held them."""
     return "" if set(names) <= set(read) else " or an earlier listing held"
+
+
+def _there(cloudwatch: CloudWatch, region: str, names: list[str]) -> list[str]:
+    """Those of these alarms that DescribeAlarms by name reads, BATCH at a time."""
+    return [name for first in range(0, len(names), BATCH)
+            for name in cloudwatch.metric_alarms(region, names=names[first:first + BATCH])]

@@ -596,17 +596,20 @@ def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[st
 
     listed = where_listed(hits)
     odd: list[tuple[str, str]] = []
+    def still(found: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Those of these (uid, folder) that a read shows there, with the tag: a search that leaves one out leaves
+        out a tagged dashboard."""
+        shown = [(uid, where, client.dashboard(uid)) for uid, where in found]
+        return [(uid, where) for uid, where, again in shown if again is not None and grafana_owned(again["dashboard"])
+                and ((again.get("meta") or {}).get("folderUid") or "General") == where]
+
     for change in changes:
         live = change.live if change.kind == "dashboard" and isinstance(change.live, dict) else {}
         if "dashboard" not in live or not grafana_owned(live["dashboard"]):
             continue
         where = (live.get("meta") or {}).get("folderUid") or "General"
-        if listed.get(change.name) == where:
-            continue
-        again = client.dashboard(change.name)  # still there, tagged, where it was read: the search left it out
-        if again is not None and grafana_owned(again["dashboard"]) \
-                and ((again.get("meta") or {}).get("folderUid") or "General") == where:
-            odd.append((change.name, where))
+        if listed.get(change.name) != where:
+            odd += still([(change.name, where)])  # still there, tagged, where it was read: the search left it out
     if not odd:
         return hits
     latest = [hits]
@@ -639,7 +642,7 @@ def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[st
     waits = RELIST_WAITS if prune else ONCE
     read = {uid for uid, _ in odd}  # where a read shows it, not where the first search listed it
     missing, _ = listed_again(client.deadline, odd, search, failure, waits,
-                              held=[(uid, where) for uid, where in listed.items() if uid not in read])
+                              held=[(uid, where) for uid, where in listed.items() if uid not in read], still=still)
     if not missing:
         return latest[-1]
     if prune:

@@ -26,19 +26,30 @@ ONCE = RELIST_WAITS[:1]  # where nothing deleted depends on the listing (a note)
 
 def listed_again(deadline: Deadline, missing: list[Hashable], relist: Callable[[], Collection[Hashable]],
                  failure: Callable[[list[Hashable], int], RemoteError],
-                 waits: tuple[float, ...] = RELIST_WAITS,
-                 held: Collection[Hashable] = ()) -> tuple[list[Hashable], Any]:
+                 waits: tuple[float, ...] = RELIST_WAITS, held: Collection[Hashable] = (),
+                 still: Callable[[list[Hashable]], Collection[Hashable]] = lambda items: items,
+                 ) -> tuple[list[Hashable], Any]:
     """The items the last listing (`relist()`, once after each of `waits`) leaves out of `missing` (those the first
-    listing left out) and `held` (those it held), and that listing: ([], it) at the first listing that holds them all.
-    A wait that would outlive the deadline ends the command with `failure(items left out, listings again made)`."""
+    listing left out, which reads by name show) and `held` (those it held), and that listing: ([], it) at the first
+    listing that holds them all. One of `held` a listing leaves out is read by name first (`still(items)`: those of
+    them that are still there), and waited for only if it is still there: the first listing may have been behind a
+    delete as well. A wait that would outlive the deadline ends the command with `failure(items left out, listings
+    again made)`."""
     listing: Any = None
     wanted = list(dict.fromkeys([*missing, *held]))
+    held = set(held) - set(missing)
     for count, wait in enumerate(waits, start=1):
         if wait > 0:
             error = failure(missing, count - 1)
             deadline.pause(wait, error.where, error)
         listing = relist()
         missing = [item for item in wanted if item not in listing]
+        unread = [item for item in missing if item in held]
+        if unread:
+            held -= set(unread)  # read once: there, it is waited for as one a read by name shows
+            gone = set(unread) - set(still(unread))
+            wanted = [item for item in wanted if item not in gone]
+            missing = [item for item in missing if item not in gone]
         if not missing:
             return [], listing
     return missing, listing

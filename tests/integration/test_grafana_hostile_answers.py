@@ -352,6 +352,21 @@ def test_a_search_again_that_leaves_out_what_the_first_listed_is_not_gone_on_wit
     assert code == 1 and "Traceback" not in stderr, stderr  # the edited dashboard refused, as always without --force
     assert RETIRED not in grafana.state.dashboards and RETIRED in report["written"], report
 
+
+def test_a_dashboard_the_first_search_listed_that_is_gone_since_is_not_waited_for(grafana, proxy, run, desired):
+    """The first search is behind in both ways: it leaves out a defined dashboard and lists the retired one, which
+    a person deletes right after. The searches again are caught up. A dashboard a search again leaves out is read
+    before it is waited for: the retired one is gone, and the push goes on (it waited and failed when the search
+    gone on with had to list everything the first listed)."""
+    def behind_then_deleted(body: bytes) -> bytes:
+        grafana.state.dashboards.pop(RETIRED)
+        return json.dumps([h for h in json.loads(body) if h["uid"] != UPDATED]).encode()
+
+    proxy.inject(Rule(SEARCH, action="rewrite", method="GET", query=FIRST_PAGE, callback=behind_then_deleted))
+    code, report, stderr = run()
+    assert code == 1 and "Traceback" not in stderr and "search" not in stderr, stderr  # the edited one refused
+    assert report["failed"] == [] and UPDATED in report["written"], report
+
 def test_a_search_answered_empty_is_said_by_a_push_without_prune_and_fails_a_plan(grafana, proxy, cli, run, build_dir):
     """Without --prune the search decides nothing that is written: the push publishes and says the search left out
     tagged dashboards; `plan` (which shows what --prune does) fails on it."""
