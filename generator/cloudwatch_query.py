@@ -287,8 +287,11 @@ def namespace_plan(result: Plan, query: Query, catalog: Catalog, settings: Setti
         return None
     field = catalog.get(query.metric)
     stand_in = stands_in_once(query, catalog)  # a MIG GPU's reading is its instances' stand-in (GPU utilization)
+    # a field split per process (merged_copies: its pods' copies are each pod's share on 4.5.3, the device's value
+    # before) has no one use of a GPU per namespace, but a count of the GPUs the namespace holds is one either way
+    copies = merged_copies(field, settings) and not (field.name in PER_PROCESS_FIELDS and result.function == "COUNT")
     if field.is_counter or field.across_own_labels or query.metric in MIG_UNSUPPORTED and not stand_in \
-            or query.metric in MIG_MEMORY_SHARES or merged_copies(field, settings):
+            or query.metric in MIG_MEMORY_SHARES or copies:
         return None
     if not field.per_instance and not stand_in and result.function in ("MAX", "MIN"):  # equal copies: it stands
         return None

@@ -233,8 +233,11 @@ def _copy_labels(catalog: Catalog, settings: Settings, declarations: list[dict[s
     own = {label for name in names for label in catalog.get(name).own_labels}
     # every copy keeps its exporter pod's revision: the delta series of a rollout's old and new exporter stay apart
     kept = {*GPU_IDENTITY, *own, REVISION_LABEL}
-    per_pod = {*kept, *(label for dims in sets if pod_set <= set(dims) for label in dims)}
-    per_gpu = {*kept, *(label for dims in sets if not pod_set <= set(dims) for label in dims)}
+    # a namespace's use of a GPU is made from the pods' points apart (namespace_readings): its namespace kept in a
+    # GPU's merged copy would split the GPU's reading per namespace of the pods sharing it (3 readings for 1)
+    merged = [dims for dims in sets if NAMESPACE_GPU[0] not in dims]
+    per_pod = {*kept, *(label for dims in merged if pod_set <= set(dims) for label in dims)}
+    per_gpu = {*kept, *(label for dims in merged if not pod_set <= set(dims) for label in dims)}
     return per_pod, per_gpu, sets
 
 
@@ -499,8 +502,10 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
         include = f"^{re.escape(name)}$"
         total = _total_name(kind, pod, name)
         once = ONCE_AGGREGATION[catalog.get(name).per_gpu_aggregation] if kind == "sum" else "max"
+        # (a node's count: its `max` per GPU merges every copy, the device's own series too; the pods' merge, whose
+        # labels name no node, left the node's count of GPUs of framebuffer used without its node: published nowhere)
         shares = [{"action": "aggregate_labels", "label_set": copies[name], "aggregation_type": "max"}] \
-            if name in copies else []
+            if name in copies and POD_DIMENSION in pod else []
         gpu = sorted({*pod, GPU_ONCE})
         # a field MIG reports per instance: each GPU instance's copies (pods sharing it, a pod's replicas of it) one
         # reading by `max` first, then the GPU's instances combined (a count's `max` per GPU merges every copy)
@@ -864,7 +869,7 @@ def once_per_gpu(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[d
 
 
 def _readings_once(catalog: Catalog, declarations: list[dict[str, Any]], marked: tuple[str, str], prefix: str,
-                   match: dict[str, str] | None = None) -> list[dict[str, Any]]:
+                   match: dict[str, str] | None = None, renamed: bool = True) -> list[dict[str, Any]]:
     """The transforms of once_per_gpu (marked ONCE_PER_GPU) or namespace_readings (marked NAMESPACE_GPU) after the
     blank filter, of the fields published in the sets marked `marked`, named `prefix` + field until the last gives
     them their field's name back; `match`: experimental_match_labels of the inserts (only the points a pod holds)."""
@@ -886,7 +891,7 @@ def _readings_once(catalog: Catalog, declarations: list[dict[str, Any]], marked:
                        "operations": [*_instances_combined(labels, "mean"), dict(mark)]})
     for name, (stand_in, factor) in once_stand_ins(catalog, names).items():
         result.append(_stand_in_once(name, stand_in, factor, labels, mark, prefix, match))
-    if result or once_summed(catalog, names):
+    if renamed and (result or once_summed(catalog, names)):
         result.append({"include": f"^{re.escape(prefix)}(.+)$", "match_type": "regexp", "action": "update",
                        "new_name": "${1}"})
     return result
@@ -906,7 +911,19 @@ def namespace_readings(catalog: Catalog, declarations: list[dict[str, Any]]) -> 
     filter dropped their staleness markers before, stand_in_conditions, which would be averaged as 0); one whose
     instances add up (framebuffer) is made before the filter (namespace_sums). Only the points a pod holds (its
     namespace label): a GPU no pod holds makes none, which no set would publish and awsemf would still log."""
-    return _readings_once(catalog, declarations, NAMESPACE_GPU, NAMESPACE_PREFIX, _HELD)
+    return _readings_once(catalog, declarations, NAMESPACE_GPU, NAMESPACE_PREFIX, _HELD, renamed=False)
+
+
+def namespace_renamed(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The transform that gives a namespace's use of each GPU (namespace_readings, namespace_sums) its field's name
+    back, last: the merge of a pod's copies of a field split per process (merged_counters' update of the field's
+    points, with exporter.virtual_gpus) would otherwise take them in and keep only the per-pod sets' labels (a
+    namespace's count of GPUs of GPU utilization read nothing; over the per-pod set, a GPU two of its pods share
+    counted 2)."""
+    if not once_fields(catalog, declarations, NAMESPACE_GPU[0]):
+        return []
+    return [{"include": f"^{re.escape(NAMESPACE_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
+             "new_name": "${1}"}]
 
 
 def namespace_sums(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -1101,6 +1118,7 @@ class Pipeline:
         merge["transforms"] += [totals_renamed(any(GPU_DIMENSION in pod for _, _, pod, _ in made),
                                                any(POD_DIMENSION not in pod for _, _, pod, _ in made))] \
             if totals or counts or node_merged else []
+        merge["transforms"] += namespace_renamed(catalog, declarations)
         merge["transforms"] += [unused_renamed()] if unused else []
         merge["transforms"] += [level_renamed()] if levels else []
         if merge["transforms"]:
