@@ -1520,12 +1520,17 @@ POD_INSTANCES = "a pod holding several MIG instances of one GPU weighs that GPU 
 # POD_INSTANCES of a line per namespace or container: the group's pods, each on its own slice of a GPU (the usual MIG
 # layout), weigh it once per instance too
 GROUP_INSTANCES = "a GPU split into MIG instances weighs once per instance the group's pods hold"
+# GROUP_INSTANCES with exporter.virtual_gpus, where nothing merges the group's copies of a GPU (agent.pipeline:
+# classic; on the OTel pipeline a namespace reads its use of each GPU, namespace_plan): each pod sharing the GPU has
+# its copy, so a namespace of two pods on one GPU counted 2 GPUs, said of MIG alone
+GROUP_COPIES = "a GPU split into MIG instances, or shared by time-slicing, weighs once per instance or pod the group holds"
 POD_MEMORY_SHARES = ("a pod holding several GPUs or MIG instances reads the mean of their shares, not its used over "
                      "the memory they hold (Grafana's value)")
 # What each note above that speaks of MIG instances says where no GPU is split (exporter.mig: none): None, nothing
 # (_whole_gpus); WEIGHS_PER_SERIES's copies are then a shared GPU's per pod, which exist with exporter.virtual_gpus
 # only (without KUBERNETES_VIRTUAL_GPUS the exporter names a shared GPU under one pod at a time: one series).
 WHOLE_GPUS_WEIGH = "a GPU shared by time-slicing or MPS weighs once per pod sharing it"
+WHOLE_GROUP_COPIES = "a GPU shared by time-slicing or MPS weighs once per pod of the group sharing it"
 WHOLE_GPU_LINES = "one line per GPU (labelled MIG none: no GPU is split into MIG instances)"
 WHOLE_GPUS_MEMORY_SHARES = ("a pod holding several GPUs reads the mean of their shares, not its used over the memory "
                             "they hold (Grafana's value)")
@@ -1555,10 +1560,10 @@ def _whole_gpus(result: Plan, settings: Settings) -> Plan:
             continue
         if note in (INSTANCE_COUNTER_LINES, *(INSTANCE_LINES.format(verb) for verb in ("add", "combine", "average"))):
             note = WHOLE_GPU_LINES
-        if note in (WEIGHS_PER_SERIES, COPIES_COUNTED):
+        if note in (WEIGHS_PER_SERIES, COPIES_COUNTED, GROUP_COPIES):
             if not settings.exporter.virtual_gpus:
                 continue
-            note = WHOLE_GPUS_WEIGH if note == WEIGHS_PER_SERIES else WHOLE_COPIES_COUNTED
+            note = {WEIGHS_PER_SERIES: WHOLE_GPUS_WEIGH, GROUP_COPIES: WHOLE_GROUP_COPIES}.get(note, WHOLE_COPIES_COUNTED)
         notes.append(WHOLE_GPUS_MEMORY_SHARES if note == POD_MEMORY_SHARES else note)
     return result if len(notes) == len(result.notes) and tuple(notes) == result.notes else \
         replace(result, notes=tuple(notes))
@@ -1579,16 +1584,20 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
             and NAMESPACE_WEIGHED not in notes:
         notes.append(NAMESPACE_WEIGHED)  # the namespace's readings (or its use of each GPU) of its GPUs pooled
         result = replace(result, notes=tuple(notes))
+    per_pod = tuple(result.dims) == tuple(pod_dimensions(settings))
+    # a group of pods' count over the per-pod set: a GPU its pods share has a copy per pod (exporter.virtual_gpus)
+    group_copies = settings.exporter.virtual_gpus and per_pod and result.function == "COUNT" \
+        and POD_DIMENSION not in result.series and bool(result.series)
     if query.metric in MIG_UNSUPPORTED:  # the scrape job drops it on MIG instances: only whole GPUs remain (counted
         # too: a count of the GPUs reporting it showed 9 of the mixed fleet's 11 on classic, unsaid)
         substitute = catalog.mig_substitute(query.metric)
         notes.append(MIG_LEFT_OUT + (f" (their {substitute[0]} stands in on Grafana and in alarms)"
                                      if substitute else ""))
+        notes += [GROUP_COPIES] if group_copies else []
         return replace(result, notes=tuple(notes))
     if made_at_agent(result.dims):  # the agent's, each GPU once
         return result
     grouped = result.series and not all(d in result.series for d in result.gpu_series)
-    per_pod = tuple(result.dims) == tuple(pod_dimensions(settings))
     # Each copy its own series: a node's or a cluster's sum, count or mean reads a GPU once per copy. Merged copies
     # (merged_copies) are one series per GPU, or per GPU instance: a field MIG reports per instance is then still a
     # series per MIG instance (with exporter.virtual_gpus framebuffer used per node counted the MIG node's 2 GPUs as 4,
@@ -1608,7 +1617,8 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
     exact = exact or merged_copies(field, settings) == "gpu"
     if per_pod and grouped and not exact:
         notes.append(POD_MEMORY_SHARES if query.metric in MIG_MEMORY_SHARES else
-                     POD_INSTANCES if POD_DIMENSION in result.series else GROUP_INSTANCES)
+                     POD_INSTANCES if POD_DIMENSION in result.series else
+                     GROUP_COPIES if settings.exporter.virtual_gpus else GROUP_INSTANCES)
     return replace(result, notes=tuple(notes))
 
 

@@ -137,26 +137,41 @@ NAMESPACE_COUNTS = ("from generator.model import Alarm, Condition, Query\n\n\nde
     for short, field in (("util", "DCGM_FI_DEV_GPU_UTIL"), ("temp", "DCGM_FI_DEV_GPU_TEMP"))))
 
 
-def test_a_namespace_count_that_reads_a_shared_gpu_per_pod_says_so(tmp_path):
-    """With exporter.virtual_gpus each pod sharing a GPU has its own copy of every field, one MIG does not report
-    (GPU utilization) included: a namespace whose two pods share one GPU reads 2 GPUs where its rule reads 1. Each
-    namespace count either reads the truth or says, in its description and lint (AL019), that copies count (the
-    utilization count read 2 for 1 with neither)."""
-    project = defined_project(tmp_path, "exporter:\n  virtual_gpus: true\n", alarms=NAMESPACE_COUNTS)
-    requests, points = alarms_through_agent(project, STEP, END, SHARED)
-    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL019"}
-    truth = {}
+def _namespace_gpus() -> dict[tuple, int]:
+    """{group key: the GPUs the namespace's pods hold, each once} of the shared fleet."""
+    truth: dict[tuple, int] = {}
     for node in SHARED:
         for gpu in node.gpus:
             for namespace in {pod[0] for instance in gpu.instances for pod in instance.pods()}:
                 truth[(("namespace", namespace),)] = truth.get((("namespace", namespace),), 0) + 1
-    wrong = []
+    return truth
+
+
+def test_a_namespace_counts_a_gpu_its_pods_share_once(tmp_path):
+    """With exporter.virtual_gpus each pod sharing a GPU has its own copy of every field, GPU utilization (which the
+    exporter splits per process, and MIG does not report) included: a namespace whose two pods share one GPU
+    (team-d) reads 1 GPU on the OTel pipeline, as its rule does, for every field; utilization read 2 (each pod's
+    copy, over the per-pod set) and said so, where the agent now makes the namespace's use of each GPU of it too."""
+    project = defined_project(tmp_path, "exporter:\n  virtual_gpus: true\n", alarms=NAMESPACE_COUNTS)
+    requests, points = alarms_through_agent(project, STEP, END, SHARED)
+    truth = _namespace_gpus()
+    assert truth[(("namespace", "team-d"),)] == 1
     for short in ("util", "temp"):
         request = requests[f"gpudash-gpu-cluster-ns-{short}-warning"]
-        read = _read(request, points)
-        if read.get((("namespace", "team-d"),)) != truth[(("namespace", "team-d"),)]:
-            wrong.append(short)
-            assert COPIES_COUNTED in request["AlarmDescription"] and f"ns-{short}" in noted, (short, read)
-    # temperature reads the namespace's use of each GPU the agent makes (once per GPU); utilization, a field the
-    # exporter splits per process, reads each pod's copy (team-d: 2 for 1), and says so
-    assert wrong == ["util"]
+        assert _read(request, points) == truth, short
+        assert COPIES_COUNTED not in request["AlarmDescription"], short
+    assert not [note for note in notes(project) if note.rule == "AL019"]
+
+
+def test_on_classic_a_namespace_count_that_reads_a_shared_gpu_per_pod_says_so(tmp_path):
+    """agent.pipeline: classic publishes each pod's copy and merges nothing: team-d's two pods on one GPU read 2 GPUs,
+    and each alarm says so in its description and lint (AL019)."""
+    project = defined_project(tmp_path, "exporter:\n  virtual_gpus: true\nagent:\n  pipeline: classic\n",
+                              alarms=NAMESPACE_COUNTS)
+    requests, points = alarms_through_agent(project, STEP, END, SHARED)
+    noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL019"}
+    for short in ("util", "temp"):
+        request = requests[f"gpudash-gpu-cluster-ns-{short}-warning"]
+        assert _read(request, points)[(("namespace", "team-d"),)] == 2, short
+        assert COPIES_COUNTED in request["AlarmDescription"] and f"ns-{short}" in noted, short
+
