@@ -558,6 +558,13 @@ WHOLE_COPIES_COUNTED = ("a GPU shared by time-slicing or MPS counts, adds and we
                         "its series is an observation)")
 
 
+# COPIES_COUNTED of a field whose pods' copies the agent merges per GPU instance (merged_copies "instance": with
+# exporter.virtual_gpus framebuffer used): a GPU pods share is one series, a MIG GPU still one per instance (the note
+# said a shared GPU counted once per pod where the agent had merged its copies)
+MIG_COPIES_COUNTED = ("a GPU split into MIG instances counts, adds and weighs once per instance (each of its "
+                      "instances' series is an observation; a GPU pods share, once)")
+
+
 # What an alarm per pod or namespace of a field MIG reports per instance reads where it takes the instances a group
 # holds as if each were a GPU (_instances_judged): its description says it, and lint notes it (AL019).
 INSTANCES_JUDGED = ("a field MIG reports per instance is read per instance a pod or namespace holds, not per GPU (its "
@@ -568,8 +575,8 @@ INSTANCES_JUDGED = ("a field MIG reports per instance is read per instance a pod
 def copies_counted_note(plan_: Plan) -> str | None:
     """The note of a plan that counts a GPU's copies as GPUs (COPIES_COUNTED, or WHOLE_COPIES_COUNTED where no GPU is
     split) or a group's MIG instances as GPUs (INSTANCES_JUDGED), None where it does not."""
-    return next((note for note in plan_.notes if note in (COPIES_COUNTED, WHOLE_COPIES_COUNTED, INSTANCES_JUDGED)),
-                None)
+    return next((note for note in plan_.notes if note in (COPIES_COUNTED, WHOLE_COPIES_COUNTED, MIG_COPIES_COUNTED,
+                                                           INSTANCES_JUDGED)), None)
 
 
 def _instances_judged(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> bool:
@@ -637,7 +644,7 @@ def _copies_noted(result: Plan, query: Query, catalog: Catalog, settings: Settin
     merged = merged_copies(field, settings)
     if merged == "gpu" or (merged == "instance" and not field.per_instance):  # one series per GPU (a whole one)
         return result
-    return replace(result, notes=(*result.notes, COPIES_COUNTED))
+    return replace(result, notes=(*result.notes, MIG_COPIES_COUNTED if merged else COPIES_COUNTED))
 
 
 def readings_dimensions(settings: Settings) -> tuple[str, ...]:
@@ -1556,7 +1563,7 @@ def _whole_gpus(result: Plan, settings: Settings) -> Plan:
     notes = []
     for note in result.notes:
         if note.startswith(MIG_LEFT_OUT) or note in (POD_INSTANCES, GROUP_INSTANCES, MIG_DEVICE_REPEATS,
-                                                     MIG_INSTANCE_SHARES, MIG_INSTANCES_WEIGH):
+                                                     MIG_INSTANCE_SHARES, MIG_INSTANCES_WEIGH, MIG_COPIES_COUNTED):
             continue
         if note in (INSTANCE_COUNTER_LINES, *(INSTANCE_LINES.format(verb) for verb in ("add", "combine", "average"))):
             note = WHOLE_GPU_LINES

@@ -13,7 +13,8 @@ from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_COPIES
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLASSIC_COUNTER_ALARM_ONE_SERIES,
                                 COPIES_COUNTED, COUNT_MOST, COUNT_MOST_ONE_SCRAPE, GAP_SHORT, GAP_TEXTS,
                                 INSTANCE_CONTRIBUTORS,
-                                WHOLE_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS, copies_counted_note,
+                                WHOLE_COPIES_COUNTED, MIG_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS,
+                                copies_counted_note,
                                 failed_scrape_note, partly_blank, NAMED_PART, NAMED_PART_ONE_SCRAPE, NAMED_SHARE,
                                 NAMED_WEIGHED, NAMESPACE_WEIGHED,
                                 NAMED_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS,
@@ -918,6 +919,7 @@ def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: C
 _COUNT_MOST_SHORT = "a pod's count of GPUs is the most one scrape counted: fewer where no scrape read all (lint AL025)"
 SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per instance or pod (lint AL019)",
          WHOLE_COPIES_COUNTED: "a shared GPU counts, adds and weighs once per pod sharing it (lint AL019)",
+         MIG_COPIES_COUNTED: "a MIG GPU counts, adds and weighs once per instance (lint AL019)",
          INSTANCES_JUDGED: "a MIG field is read per instance a group holds, not per GPU (lint AL019)",
          NAMED_SHARE: "a pod named in turn on a shared GPU reads the scrapes it was named at",
          NAMED_PART: "a pod named in turn on a shared GPU beside its own reads it in part (300 W and 100 W at half the "
