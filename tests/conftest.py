@@ -34,11 +34,12 @@ hypothesis_settings.load_profile("gpudash")
 # alone at the end while the others idle. Files written since are placed by their time in a later run (under load: each
 # file's time there divided by the median ratio of the two runs' times of the files both hold). A file missing from
 # this list keeps its place after them; the order does not change what any test asserts.
-START_FIRST = ("test_verify.py", "test_gauge_twins.py", "test_pod_left_twins.py", "test_fleet_truth.py",
+START_FIRST = ("test_pod_copies_tied.py", "test_verify.py", "test_gauge_twins.py", "test_pod_left_twins.py",
+               "test_fleet_truth.py",
                "test_data_missing.py", "test_grafana_claims.py", "test_cloudformation_quota.py",
                "test_mixed_fleet_twins.py", "test_benchmarks.py", "test_cloudwatch_projects.py",
                "test_cloudwatch_ownership.py", "test_grafana_push.py", "test_grafana_faults.py",
-               "test_copy_choice_hostile.py", "test_evaluation_range_rules.py", "test_replay_gaps_resets.py",
+               "test_copy_choice_hostile.py", "test_evaluation_range_rules.py",
                "test_failed_scrape_twins.py", "test_preview.py", "test_node_view_every_panel.py",
                "test_grafana_hostile_answers.py", "test_combined_periods.py", "test_cloudwatch_random_fleets.py",
                "test_mig_reconfigured_scrape.py", "test_pod_named_in_turn_one_scrape.py", "test_thread_imports.py",
@@ -55,7 +56,8 @@ START_FIRST = ("test_verify.py", "test_gauge_twins.py", "test_pod_left_twins.py"
                "test_counter_copies_hostile.py", "test_counter_twins.py", "test_grafana_delete_retries.py",
                "test_bad_input.py", "test_pod_gpu_totals.py", "test_cost.py", "test_prometheus_rules.py",
                "test_input_robustness.py", "test_counter_copies_flapping.py", "test_pod_lookback_overlap.py",
-               "test_shared_gpu_counters.py", "test_counter_blanks.py", "test_serialize.py",
+               "test_shared_gpu_counters.py", "test_replay_gaps_resets.py", "test_counter_blanks.py",
+               "test_serialize.py",
                "test_grafana_prune_around.py", "test_scrape_with_prometheus.py", "test_first_steps.py",
                "test_agent_texts.py", "test_framebuffer_sums.py", "test_stale_alarm_twins.py", "test_virtual_gpus.py",
                "test_cloudwatch_apply.py", "test_dashboard_mig_instances_once.py", "test_mig_half_alarms.py",
