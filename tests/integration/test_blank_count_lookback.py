@@ -29,8 +29,8 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from tests.integration.test_mig_twins import built_with
-from tests.support.prometheus_server import backfilled_fixture
 from tests.support.panel_expression import panel_expression
+from tests.support.prometheus_server import backfilled_fixture
 
 NOT_SUPPORTED = 9223372036854775794
 STEP, STEPS = 30, 60  # half an hour of 30 s scrapes
@@ -162,9 +162,9 @@ def test_the_variables_list_a_gpu_that_writes_only_the_blank(backfilled):
     """A GPU whose field reads only DCGM's blank is not counted, but it is a GPU of the node: the node and GPU
     variables list it, so that it can be picked and seen to report nothing (DCGM reading none of its fields is what
     one looks for on the health dashboard)."""
-    from tests.integration.test_variables_over_range import _options, _variables
+    from tests.support.grafana_variables import query_variables, range_options
 
     prometheus, start = backfilled
-    listed = _variables()
-    assert _options(prometheus, listed["node"], start + END) == set(NODES)
-    assert _options(prometheus, listed["gpu"], start + END, node=BLANK_ONLY[0]) == {str(g) for g in range(6)}
+    listed = query_variables()
+    assert range_options(prometheus, listed["node"], start + END) == set(NODES)
+    assert range_options(prometheus, listed["gpu"], start + END, node=BLANK_ONLY[0]) == {str(g) for g in range(6)}

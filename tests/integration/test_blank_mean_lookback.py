@@ -28,8 +28,9 @@ from tests.integration.test_blank_count_lookback import (
     BLANK_ONLY, END, FLAPPING, GONE, GPUS, LEFT, LOOKBACK, NOT_SUPPORTED, STEP, STEPS, TEMP, _dashboard_expr,
     _read, openmetrics, pod)
 from tests.integration.test_mig_twins import built_with
-from tests.support.prometheus_server import backfilled_fixture
 from tests.support.panel_expression import panel_expression
+from tests.support.prometheus_server import backfilled_fixture
+from tests.support.shown_truth import off_truth
 
 
 def sample(node: str, gpu: int, k: int) -> float | None:
@@ -70,13 +71,6 @@ def _truth(how: str, key: str | None):
     return truth
 
 
-def _close(shown: dict[float, dict[str, float]], truth) -> dict[float, tuple[dict, dict]]:
-    """The instants whose values differ from the truth's by more than float rounding."""
-    def near(a: dict, b: dict) -> bool:
-        return a.keys() == b.keys() and all(abs(a[k] - b[k]) < 1e-9 for k in a)
-    return {t: (value, truth(t)) for t, value in shown.items() if not near(value, truth(t))}
-
-
 def test_the_premise():
     assert round(_truth("avg", None)(10 * STEP + 5)["all"] - 1, 3) == 62.727  # 11 GPUs, each at 60 + index + 1
     assert len(latest(11 * STEP + 5)) == 11  # the flapping GPU too, at its reading of the scrape before
@@ -91,7 +85,7 @@ def test_overview_panels_read_each_gpus_latest_reading_within_the_lookback(built
     prometheus, start = backfilled
     expr, _ = _dashboard_expr(folder, "gpudash-overview", title)
     shown = _read(prometheus, start, expr, lambda metric: "all")
-    wrong = _close(shown, _truth(how, None))
+    wrong = off_truth(shown, _truth(how, None))
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
 
 
@@ -104,5 +98,5 @@ def test_a_mean_total_or_maximum_over_gpus_reads_each_gpus_latest_reading_within
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     expr = panel_expression(project, Query(TEMP, how, (key,) if key else ()))
     shown = _read(prometheus, start, expr, lambda metric: "all" if key is None else metric[key])
-    wrong = _close(shown, _truth(how, key))
+    wrong = off_truth(shown, _truth(how, key))
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"

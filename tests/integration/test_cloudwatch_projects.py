@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from tests.conftest import REPO
 from tests.support.cloudwatch_world import TWO_CLUSTERS, alarms
+from tests.support.fleet_rule import fleet_rule_definitions, judged_level
 
 
 def _dashboards(client):
@@ -246,7 +246,7 @@ def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_ot
     """A scope='fleet' rule names no cluster: two files of one project in one Region define the same alarm,
     and whichever wrote it last, neither file's prune deletes the other's alarms."""
     client, apply = aws
-    common = f"project: fleet\ndefinitions: {{alarms: [{_fleet_rule(tmp_path / 'alarms', 5)}]}}\n"
+    common = f"project: fleet\ndefinitions: {{alarms: [{fleet_rule_definitions(tmp_path / 'alarms', 5)}]}}\n"
     a = _settings(tmp_path, "a", common + "clusters:\n  - {name: team-a, region: us-east-1}\n")
     b = _settings(tmp_path, "b", common + "clusters:\n  - {name: team-b, region: us-east-1}\n"
                                           "  - {name: team-b2, region: us-east-1}\n")
@@ -268,13 +268,13 @@ def test_a_fleet_alarm_two_files_define_differently_is_not_overwritten_by_the_fi
     common = "project: fleet\n"
     settings = {}
     for team, threshold in (("a", 5), ("b", 10)):
-        folder = _fleet_rule(tmp_path / f"alarms-{team}", threshold)
+        folder = fleet_rule_definitions(tmp_path / f"alarms-{team}", threshold)
         settings[team] = _settings(tmp_path, team, common + f"definitions: {{alarms: [{folder}]}}\n"
                                    f"clusters:\n  - {{name: team-{team}, region: us-east-1}}\n")
     assert apply("--config", settings["a"])[0] == 0
 
     def fleet_alarms():
-        return {a["AlarmName"]: _level(a) for a in _paged_metric_alarms(client) if "-fleet-idle-" in a["AlarmName"]}
+        return {a["AlarmName"]: judged_level(a) for a in _paged_metric_alarms(client) if "-fleet-idle-" in a["AlarmName"]}
 
     written_by_a = fleet_alarms()
     assert written_by_a["gpudash-fleet-fleet-idle-warning"] == 5
@@ -287,31 +287,10 @@ def test_a_fleet_alarm_two_files_define_differently_is_not_overwritten_by_the_fi
     assert fleet_alarms()["gpudash-fleet-fleet-idle-warning"] == 10
 
 
-def _fleet_rule(folder, threshold):
-    """A definitions folder: the bundled alarms and a scope='fleet' rule (its alarm's name holds no cluster)."""
-    folder.mkdir(exist_ok=True)
-    bundled = (REPO / "alarms" / "gpu_alarms.py").read_text()
-    rule = ('        Alarm("fleet-idle", "GPUs idle across the fleet",\n'
-            f'              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD), "<", {threshold}),\n'
-            '              severity="warning", scope="fleet", missing_data="notBreaching",\n'
-            '              description="A pod holds an idle GPU somewhere in the fleet.", runbook="Ask its owner."),\n'
-            '    ]\n    # An alarm on a field')
-    assert bundled.count("    ]\n    # An alarm on a field") == 1
-    (folder / "gpu_alarms.py").write_text(bundled.replace("    ]\n    # An alarm on a field", rule))
-    return folder
-
-
-def _level(alarm) -> float:
-    """The utilization level the fleet rule judges: its alarm reads the unused share (100 less each reading) above
-    100 less the level (cloudwatch_query.unused_plan)."""
-    unused = '"share")' in alarm["Metrics"][0]["Expression"]
-    return 100 - alarm["Threshold"] if unused else alarm["Threshold"]
-
-
 def _fleet_alarm_marks(client, name="gpudash-fleet-fleet-idle-warning"):
     alarm = client.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]
     tags = {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]}
-    return _level(alarm), tags.get("gpudash:clusters")
+    return judged_level(alarm), tags.get("gpudash:clusters")
 
 
 def test_a_cluster_renamed_in_its_only_settings_file_takes_its_fleet_alarm_back_with_renamed_from(aws, tmp_path, cli):
@@ -323,7 +302,7 @@ def test_a_cluster_renamed_in_its_only_settings_file_takes_its_fleet_alarm_back_
     common = "project: fleet\nclusters:\n  - {name: CLUSTER, region: us-east-1}\n"
 
     def settings(cluster, threshold):  # (the threshold in the text too: each text is built once)
-        folder = _fleet_rule(tmp_path / "alarms", threshold)
+        folder = fleet_rule_definitions(tmp_path / "alarms", threshold)
         return _settings(tmp_path, f"{cluster}-{threshold}", common.replace("CLUSTER", cluster)
                          + f"definitions: {{alarms: [{folder}]}}  # fleet-idle below {threshold}\n")
 
@@ -361,7 +340,7 @@ def test_a_fleet_alarm_as_generated_records_the_new_cluster_names_with_renamed_f
     (it would let one file take another's alarm), but with --renamed-from its clusters tag is; the next change
     needs no flag."""
     client, apply = aws
-    folder = _fleet_rule(tmp_path / "alarms", 5)
+    folder = fleet_rule_definitions(tmp_path / "alarms", 5)
     a = _settings(tmp_path, "a", f"project: fleet\ndefinitions: {{alarms: [{folder}]}}\n"
                                  "clusters:\n  - {name: team-a, region: us-east-1}\n")
     z = _settings(tmp_path, "z", f"project: fleet\ndefinitions: {{alarms: [{folder}]}}\n"

@@ -15,8 +15,8 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.test_copy_choice_hostile import _fresh_steps, _one_spelling, _two_exporters
-from tests.integration.test_node_variable import _node_variables, _options
 from tests.integration.test_pod_copy_review import _shown
+from tests.support.grafana_variables import node_variables, variable_options
 
 NODE, OLD_POD = "aks-gpunp-9fz2k", "gpu-metrics-dcgm-exporter-7x9kq"
 SETTINGS = "exporter:\n  deployment: helm\n  namespace: gpu-metrics\n  daemonset: gpu-metrics-dcgm-exporter\n"
@@ -41,9 +41,9 @@ def test_a_line_is_named_by_the_node_not_by_the_helm_releases_old_pod(release, t
 
 def test_the_node_variable_lists_the_node_not_the_helm_releases_old_pod(release, tmp_path):
     prometheus, start, end, _ = release
-    nodes = _node_variables(tmp_path, SETTINGS)
+    nodes = node_variables(tmp_path, SETTINGS)
     assert nodes, "no dashboard has a node variable"
-    listed = {(title, call, at): _options(prometheus, variable, at) for title, variable in nodes.items()
+    listed = {(title, call, at): variable_options(prometheus, variable, at) for title, variable in nodes.items()
               for call in range(4) for at in (start + 3, (start + end) / 2, end)}
     wrong = {key: shown for key, shown in listed.items() if shown != {NODE}}
     assert not wrong, f"Node options (true: {NODE} only; {OLD_POD} is the old exporter's pod) {wrong}"

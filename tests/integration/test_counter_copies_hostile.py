@@ -22,9 +22,9 @@ import re
 import pytest
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
-from tests.integration.test_gauge_twins import _joins_across_stories
 from tests.support.promtool_batches import batch_failure
-from tests.support.promtool_rules import alert_rule, promtool_test, rules  # noqa: F401 (a fixture)
+from tests.support.promtool_rules import (alert_rule, joins_across_stories, promtool_test,  # noqa: F401 (a fixture)
+                                          rules)
 from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 ALERT = "GpudashPcieReplays"
@@ -86,7 +86,7 @@ def _without_joins_kept_apart(expr: str) -> str:
 def _apart(expr: str) -> bool:
     """Whether `expr` can be judged on several stories at once, each under its own marks (_stories_own): none of its
     joins can match one story's series with another's (_without_joins_kept_apart, then test_gauge_twins' check)."""
-    return not _joins_across_stories([_without_joins_kept_apart(expr)])
+    return not joins_across_stories([_without_joins_kept_apart(expr)])
 
 
 RESET_AT = 700  # s: the GPU is reset (nvidia-smi -r, the runbook's remedy after an XID error); the counter restarts at 0

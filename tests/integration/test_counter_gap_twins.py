@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_device_counters import FIELDS, REPLAYS, ROWS, _request
+from tests.integration.test_device_counters import FIELDS, REPLAYS, ROWS
 from tests.integration.test_mig_twins import built_with
 from tests.support import cloudwatch_eval
+from tests.support.alarm_requests import alarm_request
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 
@@ -82,7 +83,7 @@ def _alarm_fires(files, phase: float) -> dict[str, set[int]]:
     agent.sweep_phase = phase
     points = agent.run([Scrape(float(k * STEP), _payload(node, k), target_labels(job, node))
                         for k in range(-1, STEPS) for node in AWAY])
-    rows = _request(files, "uncorrectable-rows")
+    rows = alarm_request(files, "uncorrectable-rows")
     fired: dict[str, set[int]] = {node: set() for node in AWAY}
     for end in ENDS:
         for key, state in cloudwatch_eval.alarm(rows, points, end).items():
@@ -178,13 +179,13 @@ def test_the_alarm_says_what_it_misses(built):
 
     files, folder = built
     requests = {a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
-    rows = _request(files, "uncorrectable-rows")
+    rows = alarm_request(files, "uncorrectable-rows")
     assert OTEL_GAP_EVENTS in rows["AlarmDescription"] and len(rows["AlarmDescription"]) <= 1024
     assert "missed past 15 minutes" in rows["AlarmDescription"] and "up to an hour" in rows["AlarmDescription"]
     assert OTEL_GAP_LEVEL not in rows["AlarmDescription"]
     notes = {f.where.split()[-1]: f.message for f in lint_project(load_project(folder / "gpudash.yaml", folder / "counters.csv"))
              if f.rule == "AL018"}
     assert notes[rows["AlarmName"]].endswith(OTEL_GAP_EVENTS), notes
-    replays = _request(files, "pcie-replays")
+    replays = alarm_request(files, "pcie-replays")
     assert OTEL_GAP_LEVEL in replays["AlarmDescription"] and notes[replays["AlarmName"]].endswith(OTEL_GAP_LEVEL)
     assert set(notes) <= set(requests)

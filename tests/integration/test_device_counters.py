@@ -29,6 +29,7 @@ import pytest
 
 from tests.integration.test_mig_twins import built_with
 from tests.support import cloudwatch_eval
+from tests.support.alarm_requests import alarm_request
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 
@@ -161,12 +162,6 @@ def story_all(request, tmp_path_factory):
                                                          for k in range(-1, STEPS)])
 
 
-def _request(files, rule: str) -> dict:
-    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                  if {"Key": "gpudash:rule", "Value": rule} in a["Request"]["Tags"]]
-    return request
-
-
 def test_the_truth_is_where_the_copies_would_differ():
     """Each case fires or not by the true increase, and counting each pod's copy would tell otherwise."""
     assert firing(900) == {0, 2, 5, 6, 8, 9, 10}
@@ -184,7 +179,7 @@ def test_every_gpu_reads_its_true_increase_once_on_cloudwatch(story):
     a shared GPU under a different pod at every scrape: the pipeline merges the GPU's series before its deltas."""
     _, files, published = story
     for metric, truth in ((REPLAYS, true_increase), (ROWS, lambda gpu, a, b: (gpu == ROW_GPU) * (a < ROW_AT <= b))):
-        query = _request(files, "pcie-replays")["Metrics"][0]["Expression"].replace(REPLAYS, metric)
+        query = alarm_request(files, "pcie-replays")["Metrics"][0]["Expression"].replace(REPLAYS, metric)
         assert metric in query
         shown = cloudwatch_eval.metrics_insights(query, published, 0, STEPS * STEP, 300)
         assert shown.keys() == {(("node", NODE), ("gpu", str(gpu))) for gpu in GPUS}, (metric, list(shown))
@@ -198,7 +193,7 @@ def test_every_gpu_reads_its_true_increase_once_on_cloudwatch(story):
 @pytest.mark.parametrize("end", range(300, STEPS * STEP + 1, 300))
 def test_the_cloudwatch_alarm_fires_exactly_when_the_true_increase_passes_its_threshold(story, end):
     _, files, published = story
-    request = _request(files, "pcie-replays")
+    request = alarm_request(files, "pcie-replays")
     assert request["Threshold"] == 50 and "once per pod" not in request["AlarmDescription"]
     assert "once per instance" not in request["AlarmDescription"]
     states = cloudwatch_eval.alarm(request, published, end)
@@ -216,7 +211,7 @@ def test_a_pods_line_reads_its_gpus_increase_while_it_held_it(story_all):
     2 minutes: within its 15-minute cache), so each pod still reads the GPU's increase between its first and last
     naming."""
     name, files, published = story_all
-    alarmed = _request(files, "pcie-replays")["Metrics"][0]["Expression"]
+    alarmed = alarm_request(files, "pcie-replays")["Metrics"][0]["Expression"]
     query = alarmed.replace('"node", "gpu")', '"namespace", "pod")').replace(
         'GROUP BY "node", "gpu"', 'GROUP BY "namespace", "pod"')
     assert query.count('"pod"') == 2 and '"gpu"' not in query, query
@@ -258,7 +253,7 @@ def test_classic_cannot_merge_so_a_threshold_other_than_0_is_a_lint_error(tmp_pa
     files, folder = built_with(tmp_path / "one", {}, FIELDS, "agent:\n  pipeline: classic\n")
     header = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-health.json"])["DashboardBody"])
     said = header["widgets"][0]["properties"]["markdown"]
-    assert "once per pod" not in said and "once per pod" not in _request(files, "pcie-replays")["AlarmDescription"]
+    assert "once per pod" not in said and "once per pod" not in alarm_request(files, "pcie-replays")["AlarmDescription"]
     assert "the exporter names a GPU pods share by time-slicing or MPS under one of them" in said
     found = [f for f in lint_project(load_project(folder / "gpudash.yaml", folder / "counters.csv"))
              if f.rule in ("AL013", "CW016")]
@@ -267,13 +262,13 @@ def test_classic_cannot_merge_so_a_threshold_other_than_0_is_a_lint_error(tmp_pa
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(float(k * STEP), _payload(k), target_labels(job, NODE))
                                      for k in range(-1, STEPS)])
-    request = _request(files, "pcie-replays")
+    request = alarm_request(files, "pcie-replays")
     assert "once per pod sharing it" in request["AlarmDescription"]
     fired = {(int(dict(key)["gpu"]), dict(key)["GPU_I_ID"])
              for key, state in cloudwatch_eval.alarm(request, points, 900).items() if state == "ALARM"}
     truly = {(gpu, instance) for gpu, instance in _instances() if gpu in firing(900)}  # listed once per instance
     assert (3, "none") in fired - truly  # four copies of 50 (5 per scrape): 200
-    rows = _request(files, "uncorrectable-rows")
+    rows = alarm_request(files, "uncorrectable-rows")
     assert rows["Threshold"] == 0
     ends = range(300, STEPS * STEP + 1, 300)
     assert any(rows_firing(end) for end in ends) and not all(rows_firing(end) for end in ends)
@@ -355,7 +350,7 @@ def _rows_alarm_fires(files) -> set[tuple[int, int]]:
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(float(k * STEP), _handover_payload(k), target_labels(job, NODE))
                                      for k in range(-1, STEPS)])
-    rows = _request(files, "uncorrectable-rows")
+    rows = alarm_request(files, "uncorrectable-rows")
     return {(int(dict(key)["gpu"]), end) for end in range(300, STEPS * STEP + 1, 300)
             for key, state in cloudwatch_eval.alarm(rows, points, end).items() if state == "ALARM"}
 
@@ -378,7 +373,7 @@ def test_an_increase_where_a_gpus_holders_all_change_is_seen_on_otel_and_stated_
     files, folder = built_with(tmp_path, {}, FIELDS, "agent:\n  pipeline: classic\n")
     assert _rows_alarm_fires(otel) == truth
     assert _rows_alarm_fires(files) == set()
-    assert "no one series of the GPU spans" in _request(files, "uncorrectable-rows")["AlarmDescription"]
+    assert "no one series of the GPU spans" in alarm_request(files, "uncorrectable-rows")["AlarmDescription"]
     notes = {f.where.split(" ", 1)[1]: f for f in lint_project(load_project(folder / "gpudash.yaml",
                                                                            folder / "counters.csv"))
              if f.rule == "AL015"}

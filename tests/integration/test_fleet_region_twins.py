@@ -30,10 +30,10 @@ from generator.output import encode
 from generator.render.alarms import period_value
 from tests.support import cloudwatch_eval, dcgm_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.payload_edits import with_value
 from tests.support.projects import defined_project
 from tests.support.prometheus_server import binary
 from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
-from tests.unit.test_review_fleet_pods import _set
 
 STEP = dcgm_fleet.STEP
 STEPS = 70  # 35 minutes: the idle rule's three periods and the two more CloudWatch's range holds
@@ -68,10 +68,10 @@ RULES = ("fleet-hot", "fleet-idle", "fleet-power", "fleet-few")
 def _story(cluster: str, payload: str) -> str:
     """A cluster's payload: a idle and one GPU hot, c at 14 %, b as the fleet reads."""
     if cluster == "a":
-        return _set(_set(payload, "DCGM_FI_DEV_GPU_UTIL", "UUID=", "2"),
+        return with_value(with_value(payload, "DCGM_FI_DEV_GPU_UTIL", "UUID=", "2"),
                     "DCGM_FI_DEV_GPU_TEMP", 'UUID="GPU-ip-10-0-1-2-1"', "85")
     if cluster == "c":
-        return _set(payload, "DCGM_FI_DEV_GPU_UTIL", "UUID=", "14")
+        return with_value(payload, "DCGM_FI_DEV_GPU_UTIL", "UUID=", "14")
     return payload
 
 

@@ -14,9 +14,10 @@ import pytest
 from generator.artifacts import build
 from generator.output import encode
 from tests.support import dcgm_fleet
+from tests.support.payload_edits import busy_payload, hot_payload
 from tests.support.projects import defined_project
 from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
-from tests.unit.test_review_fleet_pods import ALARMS, SETTINGS, _busy, _hot
+from tests.unit.test_review_fleet_pods import ALARMS, SETTINGS
 
 STEP = dcgm_fleet.STEP
 STEPS = 70  # 35 minutes: the idle rule's six periods of 5 minutes and more
@@ -34,7 +35,7 @@ def built(tmp_path_factory):
 
 def _series(project) -> list[dict[str, str]]:
     """Both clusters' gauges of FIELDS as one Prometheus stores them, each series with its cluster and node."""
-    return dcgm_fleet.stored_series(project.catalog, {"a": _hot, "b": _busy}, FIELDS, STEPS)
+    return dcgm_fleet.stored_series(project.catalog, {"a": hot_payload, "b": busy_payload}, FIELDS, STEPS)
 
 
 # the one contributor each rule names: cluster a's (its namesake in b reads otherwise)

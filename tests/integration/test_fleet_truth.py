@@ -48,7 +48,7 @@ from generator.settings import parse_settings
 from tests.support import kube_state, mixed_fleet
 from tests.support.alert_periods import latest_period
 from tests.support.mixed_fleet import FIELDS, POD_IDENTITY
-from tests.support.operator_scrape import endpoint_target, scrape_config
+from tests.support.operator_scrape import endpoint_target, operator_monitor, scrape_config
 from tests.support.prometheus_server import Prometheus, counted_inline, for_file_sd, scraped_every, range_macros
 from tests.support.promtool_rules import rendered as annotation
 from tests.support.replay_exporter import ReplayExporter
@@ -94,17 +94,6 @@ RANGED = (PATHS[0], PATHS[4])
 RANGED_SPAN = 12
 # the pods sharing the moving GPUs (a series each): every one is named within the rate window at the settled instant
 SHARING = sum(len(i.pods()) for node in FLEET if node.moves for gpu in node.gpus for i in gpu.instances)
-
-
-def _operator_monitor(reference: Path, node_relabeling: bool) -> dict:
-    """The GPU operator's ServiceMonitor, with the relabeling the README recommends or without."""
-    monitor = yaml.safe_load((reference / "k8s" / "gpu-operator" /
-                              "assets_state-dcgm-exporter_0500_service_monitor.yaml").read_text())
-    monitor["metadata"]["namespace"] = "gpu-operator"
-    if node_relabeling:
-        monitor["spec"]["endpoints"][0]["relabelings"] = [
-            {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}]
-    return monitor
 
 
 def _ksm_job(ksm: ReplayExporter, cluster: str = "") -> dict:
@@ -154,7 +143,7 @@ def _job(path: Path_, exporters: dict[str, ReplayExporter], workdir: Path, refer
                                    pod=node.exporter_pod, container=OPERATOR.container, node=node.name)
                    for node in FLEET]
         monitor = service_monitor(settings) if path.name.startswith("gpudash-servicemonitor") \
-            else _operator_monitor(reference, node_relabeling=path.node_names_set)
+            else operator_monitor(reference, node_relabeling=path.node_names_set)
         job = scrape_config(monitor, str(sd_file))
     sd_file.write_text(json.dumps(targets))
     return job

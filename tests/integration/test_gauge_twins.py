@@ -30,7 +30,8 @@ from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Datapoint, Scrape, agent_config
 from tests.support.container_insights_addon import DECLARATIONS, NAMESPACE
 from tests.support.dcgm_fleet import target_labels
-from tests.support.promtool_rules import alert_rule, expected_alert, promtool_test, rule_groups
+from tests.support.promtool_rules import (alert_rule, expected_alert, joins_across_stories, promtool_test, rule_groups,
+                                          shifted_later, value_text)
 
 STEP = 30
 BLANK = 9223372036854775794
@@ -55,10 +56,6 @@ class Source:
         return (f'gpu="{self.gpu}",UUID="{self.uuid}",device="nvidia{self.gpu}",modelName="NVIDIA A100-SXM4-80GB",'
                 f'Hostname="{self.exporter[0]}",DCGM_FI_DRIVER_VERSION="535.104.05"{instance},container="main",'
                 f'namespace="ml",pod="{self.pod}"')
-
-
-def _text(value: float) -> str:
-    return f"{value:.0f}" if value == int(value) else f"{value:g}"
 
 
 @dataclass(frozen=True)
@@ -411,7 +408,7 @@ def _prometheus_wrong(folder, stories: list[tuple[str, list, dict]], every: int,
              for t in times for alert in dict.fromkeys(a for a, _, _ in stories)]
     try:
         promtool_test(folder, "story.yaml", [{"interval": f"{math.gcd(interval, shift)}s",
-                                                "input_series": [_later(s, interval, shift)
+                                                "input_series": [shifted_later(s, interval, shift)
                                                                  for _, series, _ in stories for s in series],
                                                 "alert_rule_test": cases}], evaluation_interval=f"{every}s")
     except AssertionError as failure:
@@ -423,19 +420,6 @@ def _prometheus_wrong(folder, stories: list[tuple[str, list, dict]], every: int,
 def _listed(expected: dict | list | None) -> list[dict]:
     """The alerts expected at one evaluation: none (None), one (its labels) or a list of them."""
     return [] if not expected else [expected] if isinstance(expected, dict) else expected
-
-
-def _later(series: dict, interval: int, shift: int) -> dict:
-    """promtool input `series` (explicit values `interval` seconds apart from 0) moved `shift` seconds later: its values
-    restated at the interval's and the shift's common divisor, none before the shift and none between its own times."""
-    if not shift:
-        return series
-    gap = interval // math.gcd(interval, shift)
-    values = ["_"] * (shift // math.gcd(interval, shift))
-    for value in series["values"].split():
-        assert "x" not in value and value != "stale", value  # explicit values only: no expansion to restate
-        values += [value] + ["_"] * (gap - 1)
-    return {**series, "values": " ".join(values)}
 
 
 def _seconds(duration: str) -> int:
@@ -460,7 +444,7 @@ def _prometheus_case(story: Story, mark: str = "") -> tuple[list, dict]:
     values: dict[Source, list[str]] = {}
     for k in range(story.scrapes):
         for source, value in story.readings(k):
-            values.setdefault(source, ["_"] * story.scrapes)[k] = _text(value)
+            values.setdefault(source, ["_"] * story.scrapes)[k] = value_text(value)
     series = [{"series": marked(f'{story.metric}{{{source.labels()},node="{source.node}",instance="{source.exporter[1]}"}}'),
                "values": " ".join(v)} for source, v in values.items()]
     def alert(labels): return {k: v + mark if k in ("namespace", "node") else v for k, v in labels.items()}
@@ -475,7 +459,7 @@ def _prometheus_verdict(tmp_path_factory, name: str) -> list[str]:
     same rules, interval and evaluations) run as one promtool test group, each under its own namespace and node:
     promtool's cost is in evaluating the rules at each step, whatever the series. The rules aggregate by namespace
     and pod or by node and GPU and join series only on labels a story marks as its own (checked:
-    _joins_across_stories), so one story's series cannot change another's alerts. Should the group fail (a story
+    joins_across_stories), so one story's series cannot change another's alerts. Should the group fail (a story
     wrong, or promtool's limit of 10,000 samples a query: a batch of 14 idle stories of 6 copies each exceeds it), it
     is halved and each half judged the same way (_right_in_halves); a story that fails even alone runs alone, one
     evaluation per judged time, for the evaluations where it is wrong."""
@@ -488,7 +472,7 @@ def _prometheus_verdict(tmp_path_factory, name: str) -> list[str]:
         folder = tmp_path_factory.mktemp("stories")
         files, folder = _build(folder, settings)
         alerts = {n: _alert(folder, STORIES[n][0].rule) for n in batch}
-        joined = _joins_across_stories([alert_rule(folder, a)["expr"] for a in set(alerts.values())])
+        joined = joins_across_stories([alert_rule(folder, a)["expr"] for a in set(alerts.values())])
         marks = {n: f"-{i}" for i, n in enumerate(batch)}  # each story's own marks, in whichever part it is judged
 
         def right(part: list[str]) -> bool:
@@ -520,34 +504,6 @@ def _right_in_halves(batch: list[str], right: Callable[[list[str]], bool]) -> se
     return _right_in_halves(batch[:half], right) | _right_in_halves(batch[half:], right)
 
 
-def _joins_across_stories(exprs: list[str]) -> bool:
-    """Whether a join in `exprs` could match one story's series with another's: a join (`on(...)` or `ignoring(...)`)
-    both of whose sides read series, where it ignores labels, or matches on labels naming neither the GPU
-    (promql.GPU_LABEL: its UUID, else its node spelling) nor the namespace or node (each story's are marked apart;
-    see _prometheus_case). The per-GPU naming step joins on (cluster, gpudash_gpu, gpu): series of two stories never
-    agree on it. A side that reads no series (numbers, `vector(5)` labelled by label_replace: an alert's weight per
-    period) is the same for every story: it matches each story's series to the same numbers."""
-    import promql_parser
-
-    from generator.lint.promql_checks import parse, walk  # parse: the text as Prometheus reads it (lint's parse)
-    from generator.promql import GPU_LABEL
-
-    def reads_series(node) -> bool:
-        found = []
-        walk(node, lambda n: found.append(n) if isinstance(n, promql_parser.VectorSelector) else None, lambda n: None)
-        return bool(found)
-
-    joins = []
-
-    def visit(node) -> None:
-        matching = node.modifier.matching if isinstance(node, promql_parser.BinaryExpr) and node.modifier else None
-        if matching is not None and reads_series(node.lhs) and reads_series(node.rhs):
-            joins.append((matching.type == promql_parser.LabelModifierType.Exclude, set(matching.labels)))
-    for expr in exprs:
-        walk(parse(expr), visit, lambda node: None)
-    return any(ignoring or not named & {GPU_LABEL, "namespace", "node", "UUID"} for ignoring, named in joins)
-
-
 def _all_right(folder, stories: list[tuple[str, list, dict]], every: int) -> bool:
     """Whether every story's rule gives the expected alerts at every time it is judged (as _prometheus_wrong finds
     none), judged at a few of the evaluations. Judged one per scrape, a story needs promtool to evaluate the rules at
@@ -575,7 +531,7 @@ def _all_right(folder, stories: list[tuple[str, list, dict]], every: int) -> boo
 
     def marked(labels: dict, j: int) -> dict:
         return {k: f"{v}-c{j}" if k in ("namespace", "node") else v for k, v in labels.items()}
-    series = [_later({**s, "series": copy(s["series"], j)}, STEP, moves[j])
+    series = [shifted_later({**s, "series": copy(s["series"], j)}, STEP, moves[j])
               for j in range(copies) for _, ss, _ in stories for s in ss]
     cases = []
     for i in range(len(times) // copies):
@@ -644,7 +600,7 @@ def _cloudwatch_wrong(story: Story, files: dict, expected: dict) -> list[int]:
         target = target_labels(job, source.node)
         target.update({key: value for key, value in (("exporter_pod", source.exporter[0]),
                                                       ("instance", source.exporter[1])) if key in target})
-        lines = "".join(f"{story.metric}{{{s.labels()}}} {_text(value)}\n" for s, value in story.readings(k))
+        lines = "".join(f"{story.metric}{{{s.labels()}}} {value_text(value)}\n" for s, value in story.readings(k))
         return Scrape(float(k * STEP), f"# TYPE {story.metric} {story.kind}\n{lines}", target)
     points = Agent(config, job).run([scrape(k) for k in read])
     request = _cloudwatch_request(files, story.rule, story.metric)

@@ -41,9 +41,10 @@ from generator.promql import expression, label_lookback
 from generator.render.alarms import rule_step
 from generator.resources import default_counters
 from tests.integration.test_blank_count_lookback import END, STEP, STEPS, _read
-from tests.integration.test_blank_mean_lookback import HOW, _close
-from tests.support.prometheus_server import backfilled_fixture
+from tests.integration.test_blank_mean_lookback import HOW
 from tests.support.panel_expression import panel_expression
+from tests.support.prometheus_server import backfilled_fixture
+from tests.support.shown_truth import off_truth
 
 UTIL, FB, ACTIVE = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 NODE = "ip-10-0-2-1"
@@ -172,7 +173,7 @@ def test_fleet_and_per_gpu(project, backfilled, field, how, key):
         if key is None:
             return {"all": HOW[how](list(values.values()))} if values else {}
         return {str(g): v for g, v in values.items()}
-    wrong = _close(shown, truth)
+    wrong = off_truth(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
 
 
@@ -194,7 +195,7 @@ def test_per_pod(project, backfilled, field, how):
                     v = util
                 out[f"{namespace}/{pod}"] = v
         return out
-    wrong = _close(shown, truth)
+    wrong = off_truth(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
 
 
@@ -220,7 +221,7 @@ def test_a_namespaces_framebuffer_adds_the_shares_of_its_pods_each_instances_lat
             for _, _, fb, _ in holders(unit, scrapes[-1]) if scrapes else ():
                 gpus[unit[0]] += fb
         return {"ml": HOW[how](list(gpus.values()))} if gpus else {}
-    wrong = _close(shown, truth)
+    wrong = off_truth(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
 
 
@@ -250,7 +251,7 @@ def test_a_count_of_gpus_counts_each_gpu_once_with_a_reading(project, backfilled
             for namespace, pod, _, _ in named(unit, t):
                 gpus[namespace if key == "namespace" else f"{namespace}/{pod}"].add(unit[0])
         return {group: len(held) for group, held in gpus.items()}
-    wrong = _close(shown, truth)
+    wrong = off_truth(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"
 
 
@@ -275,5 +276,5 @@ def test_a_rules_count_of_gpus_counts_each_gpu_with_a_device_reading_in_its_peri
                 and (value := reading(ACTIVE if field == UTIL and unit[1] else field, unit, k)) is not None
                 and value != NOT_SUPPORTED}
         return {"all" if key is None else NODE: len(gpus)} if gpus else {}
-    wrong = _close(shown, truth)
+    wrong = off_truth(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:3])} ({len(wrong)} of {len(shown)})"

@@ -37,9 +37,10 @@ from generator.promql import expression, label_lookback, settings_clusters
 from generator.resources import default_counters
 from tests.integration.test_blank_count_lookback import (COUNT, END, EVERY, FIRST, NOT_SUPPORTED, STEP, STEPS,
                                                           _read)
-from tests.integration.test_blank_mean_lookback import HOW, _close
-from tests.support.prometheus_server import backfilled_fixture
+from tests.integration.test_blank_mean_lookback import HOW
 from tests.support.panel_expression import panel_expression
+from tests.support.prometheus_server import backfilled_fixture
+from tests.support.shown_truth import off_truth
 
 UTIL, FB = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"
 LOOKBACK = 4 * STEP
@@ -151,7 +152,7 @@ def test_a_per_gpu_reading_of_a_per_process_field_is_the_devices_latest_within_t
     by = {None: (), "node": ("node",), "gpu": ("node", "gpu")}[key]
     expr = panel_expression(project, Query(field, how, by))
     shown = _read(prometheus, start, expr, LABELS[key])
-    wrong = _close(shown, _truth(field, how, key))
+    wrong = off_truth(shown, _truth(field, how, key))
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
 
 
@@ -184,7 +185,7 @@ def test_a_rules_reading_of_a_per_process_field_is_the_devices(project, backfill
             return {KEYS["gpu"](*key): _window_mean(field, key, t) for key in GPUS}
         return {f"{namespace}/{pod}": _window_mean(field, key, t) for key, (_, pods) in GPUS.items()
                 for namespace, pod, _, _ in pods}
-    wrong = _close(shown, truth)
+    wrong = off_truth(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:4])} ({len(wrong)} of {len(shown)})"
 
 
@@ -222,7 +223,7 @@ def test_a_per_pod_reading_of_a_per_process_field_is_each_pods_latest_share_with
         # a group's use of a GPU: its pods' shares added (a 4.5.2 GPU's copies once), its largest a pod's
         return {group: HOW[how]([HOW["max" if how == "max" else "sum"](values) for values in gpus.values()])
                 for group, gpus in groups.items()}
-    wrong = _close(shown, truth)
+    wrong = off_truth(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:4])} ({len(wrong)} of {len(shown)})"
 
 
@@ -246,5 +247,5 @@ def test_with_a_pod_or_node_selected_a_per_gpu_panel_reads_its_gpus_devices(proj
 
     def truth(t: float) -> dict[str, float]:
         return {KEYS["gpu"](*key): value for key, value in latest(UTIL, t).items() if shows(key)}
-    wrong = _close(shown, truth)
+    wrong = off_truth(shown, truth)
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"

@@ -25,13 +25,12 @@ import math
 import pytest
 import yaml
 
-from tests.integration.test_gauge_twins import _later
 from tests.integration.test_mig_twins import built_with
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import Gpu, Instance, Node
-from tests.support.promtool_rules import expected_alert, promtool_test
+from tests.support.promtool_rules import expected_alert, promtool_test, shifted_later
 
 STEP, STEPS = 30, 60  # thirty minutes of 30 s scrapes
 PERIOD, PERIODS = 300, 2
@@ -166,7 +165,7 @@ def test_prometheus_rule_judges_each_period(built, rule_id, said):
                "exp_alerts": [expected_alert(folder, rule["alert"], namespace="team-a", pod=pod,
                                         **(_idle_labels(pod) if rule_id == "gpu-idle" else {}))  # per GPU of the pod
                               for pod in sorted(said(end + 15))]} for end in ENDS]
-    series = [_later(s, STEP, LATER)
+    series = [shifted_later(s, STEP, LATER)
               for s in _stored("DCGM_FI_DEV_GPU_UTIL") + _stored("DCGM_FI_PROF_GR_ENGINE_ACTIVE")]
     promtool_test(folder, f"{rule_id}_twins.yaml", [{"interval": f"{math.gcd(STEP, LATER)}s", "input_series": series,
                                                       "alert_rule_test": checks}], evaluation_interval="15s")

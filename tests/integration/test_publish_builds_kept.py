@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from generator import cli_publish
 from generator.resources import default_counters
-from tests.integration.test_cloudwatch_projects import _fleet_rule, _level
+from tests.support.fleet_rule import fleet_rule_definitions, judged_level
 
 FLEET = "gpudash-fleet-fleet-idle-warning"
 
@@ -23,9 +23,9 @@ def test_the_same_settings_text_beside_other_definitions_builds_their_alarms(bui
     read = {}
     for folder, threshold in (("a", 5), ("b", 10), ("c", 5)):
         (tmp_path / folder).mkdir()
-        _fleet_rule(tmp_path / folder / "alarms", threshold)
+        fleet_rule_definitions(tmp_path / folder / "alarms", threshold)
         (tmp_path / folder / "gpudash.yaml").write_text(text)
-        read[folder] = _level(_alarms(tmp_path / folder / "gpudash.yaml")[FLEET])
+        read[folder] = judged_level(_alarms(tmp_path / folder / "gpudash.yaml")[FLEET])
     assert read == {"a": 5, "b": 10, "c": 5}
 
 
@@ -50,9 +50,9 @@ def test_the_state_published_for_a_project_is_not_another_projects_with_the_same
     read = {}
     for folder, threshold in (("a", 5), ("b", 10)):
         (tmp_path / folder).mkdir()
-        _fleet_rule(tmp_path / folder / "alarms", threshold)
+        fleet_rule_definitions(tmp_path / folder / "alarms", threshold)
         (tmp_path / folder / "gpudash.yaml").write_text(text)
         moto.reset()
         published("--config", str(tmp_path / folder / "gpudash.yaml"))
-        read[folder] = _level(client.describe_alarms(AlarmNames=[FLEET])["MetricAlarms"][0])
+        read[folder] = judged_level(client.describe_alarms(AlarmNames=[FLEET])["MetricAlarms"][0])
     assert read == {"a": 5, "b": 10}

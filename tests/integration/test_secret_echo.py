@@ -119,12 +119,13 @@ def test_a_secret_key_echoed_in_a_2xx_answer_that_is_not_json_is_not_printed_in_
 def test_a_prometheus_password_echoed_in_an_answer_that_is_not_json_is_not_printed_in_part(cli):
     """verify quoted the first 40 characters of a Prometheus answer that is not JSON, cut before masking: a login
     page echoing the URL's password had its first 16 characters printed ('Pr0m-basic-auth-...'). Masked, then cut."""
-    from tests.integration.test_verify_answers import ONLY, _verify
+    from tests.integration.test_verify_answers import ONLY
+    from tests.support.verify_deadline import verify_json
 
     password = "Pr0m-basic-auth-passw0rd-7731"
     with CannedServer(f"<p>login failed for {password}</p>", status=200, content_type="text/html") as server:
         url = server.url.replace("http://", f"http://admin:{password}@")
-        code, checks = _verify(cli, *ONLY["prometheus"], "--prometheus-url", url)
+        code, checks = verify_json(cli, *ONLY["prometheus"], "--prometheus-url", url)
     detail = checks[("prometheus", "DCGM targets")]["detail"]
     assert code == 1 and "login failed for ***" in detail, detail
     assert password[:8] not in json.dumps(list(checks.values())), detail
@@ -135,7 +136,8 @@ def test_a_kubeconfig_token_echoed_in_an_answer_that_is_not_json_is_not_printed_
     server echoing the kubeconfig's token had its first 26 characters printed. Masked, then cut."""
     import yaml
 
-    from tests.integration.test_verify_answers import ONLY, _verify
+    from tests.integration.test_verify_answers import ONLY
+    from tests.support.verify_deadline import verify_json
 
     token = "kube-Bearer-token-7731-abcdefghijklmnop"
     with CannedServer(f"<p>denied {token}</p>", status=200, content_type="text/html") as server:
@@ -145,7 +147,7 @@ def test_a_kubeconfig_token_echoed_in_an_answer_that_is_not_json_is_not_printed_
                   "users": [{"name": "u", "user": {"token": token}}]}
         (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
         monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
-        code, checks = _verify(cli, *ONLY["kube"])
+        code, checks = verify_json(cli, *ONLY["kube"])
     details = json.dumps([c["detail"] for c in checks.values()])
     assert "<p>denied ***</p>" in details, details
     assert token[:10] not in details, details
@@ -155,13 +157,14 @@ def test_an_exporter_password_echoed_in_an_answer_that_is_not_exposition_is_not_
     """verify quoted the exposition parser's error (which quotes the line) cut at 300 characters before masking: an
     exporter page echoing the password of --exporter-url's user-info, where the cut fell inside it, had part of it
     printed. Masked, then cut."""
-    from tests.integration.test_verify_answers import ONLY, _verify
+    from tests.integration.test_verify_answers import ONLY
+    from tests.support.verify_deadline import verify_json
 
     password = "Exp0rter-basic-auth-passw0rd-7731"
     with CannedServer(" ".join(f"p{i}={password}" for i in range(12)) + "\n", status=200,
                       content_type="text/plain") as server:
         url = server.url.replace("http://", f"http://admin:{password}@") + "/metrics"
-        code, checks = _verify(cli, *ONLY["exporter"], "--exporter-url", url)
+        code, checks = verify_json(cli, *ONLY["exporter"], "--exporter-url", url)
     detail = checks[("exporter", "metrics endpoint")]["detail"]
     assert "is not Prometheus exposition" in detail, detail
     assert password[:6] not in detail, detail
@@ -170,13 +173,14 @@ def test_an_exporter_password_echoed_in_an_answer_that_is_not_exposition_is_not_
 def test_a_password_echoed_in_a_json_string_where_an_object_is_due_is_not_printed_in_part(cli):
     """An odd JSON answer's value is quoted by its first 37 characters, cut before masking: Prometheus answering
     `data` with a text that echoes PROMETHEUS_URL's password had 17 of its characters printed. Masked, then cut."""
-    from tests.integration.test_verify_answers import ONLY, _verify
+    from tests.integration.test_verify_answers import ONLY
+    from tests.support.verify_deadline import verify_json
 
     password = "Pr0m-basic-auth-passw0rd-7731"
     body = json.dumps({"status": "success", "data": f"login failed for {password}"})
     with CannedServer(body, status=200) as server:
         url = server.url.replace("http://", f"http://admin:{password}@")
-        code, checks = _verify(cli, *ONLY["prometheus"], "--prometheus-url", url)
+        code, checks = verify_json(cli, *ONLY["prometheus"], "--prometheus-url", url)
     details = json.dumps([c["detail"] for c in checks.values()])
     assert "data is 'login failed for ***', expected an object" in details, details
     assert password[:8] not in details, details

@@ -28,11 +28,11 @@ import pytest
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
-from tests.integration.test_gauge_twins import OLD, STEP, Source, _text
+from tests.integration.test_gauge_twins import OLD, STEP, Source
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
-from tests.support.promtool_rules import expected_alert, promtool_test, rule_groups
+from tests.support.promtool_rules import expected_alert, promtool_test, rule_groups, value_text
 
 STOP = 2400  # the last scrape answers at t = 2370 s (minute 39.5); nothing after
 LAST_MINUTE = 100
@@ -81,7 +81,7 @@ def _points(files, case: Case) -> list:
     target.update({key: value for key, value in (("exporter_pod", source.exporter[0]),
                                                   ("instance", source.exporter[1])) if key in target})
     scrapes = [Scrape(float(k * STEP), f"# TYPE {case.metric} {case.kind}\n"
-                                       f"{case.metric}{{{source.labels()}}} {_text(case.reading(k))}\n", target)
+                                       f"{case.metric}{{{source.labels()}}} {value_text(case.reading(k))}\n", target)
                for k in range(STOP // STEP)]
     return Agent(config, job).run(scrapes)
 
@@ -132,7 +132,7 @@ def _rule_clears(files, tmp_path) -> dict[str, int]:
         source = Source(("ip-10-0-1-1", OLD[1]), pod=f"p{i}")
         # each case's GPU its own (a GPU is one GPU by its UUID, whatever node names it)
         text = re.sub(r'UUID="([^"]*)"', rf'UUID="\1-n{i}"', source.labels().replace('namespace="ml"', f'namespace="ml{i}"'))
-        values = " ".join(_text(case.reading(k)) for k in range(STOP // STEP))
+        values = " ".join(value_text(case.reading(k)) for k in range(STOP // STEP))
         series.append({"series": f'{case.metric}{{{text},node="n{i}",instance="{OLD[1]}"}}', "values": values})
         labels[name] = {"namespace": f"ml{i}", "pod": f"p{i}"} if case.per_pod else {"node": f"n{i}", "gpu": "0"}
         if case.rule == "gpu-idle":  # judged per GPU of the pod

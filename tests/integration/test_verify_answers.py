@@ -15,7 +15,7 @@ from generator.output import encode
 from generator.project import load_project
 from tests.support.canned_server import CannedServer
 from tests.support.kube_server import KubeCluster, KubeTestServer
-from tests.support.verify_deadline import deadline
+from tests.support.verify_deadline import verify_json
 
 ONLY = {group: [arg for other in ("kube", "exporter", "prometheus", "cloudwatch") if other != group
                 for arg in ("--skip", other)] for group in ("kube", "exporter", "prometheus", "cloudwatch")}
@@ -122,13 +122,6 @@ def generated():
             "monitors": list(yaml.safe_load_all(encode(build(project))["k8s/servicemonitor.yaml"]))}
 
 
-def _verify(cli, *args):
-    code, stdout, stderr = cli("verify", "--output", "json", *deadline(args), *args)
-    assert "Traceback" not in stderr and "internal error" not in stderr, stderr
-    assert stdout.startswith("{"), stderr
-    return code, {(c["group"], c["name"]): c for c in json.loads(stdout)["checks"]}
-
-
 @pytest.mark.parametrize("case, breaks, check, named", KUBE, ids=[k[0] for k in KUBE])
 def test_odd_kubernetes_answers(case, breaks, check, named, reference, generated, cli, kube_server, monkeypatch):
     cluster = KubeCluster(reference)
@@ -140,7 +133,7 @@ def test_odd_kubernetes_answers(case, breaks, check, named, reference, generated
     kube_server.cluster = cluster
     monkeypatch.setenv("KUBECONFIG", str(kube_server.kubeconfig_path))
     # the ServiceMonitor is checked when Prometheus is in use; this one cannot be reached
-    code, checks = _verify(cli, "--skip", "exporter", "--skip", "cloudwatch", "--prometheus-url", "http://127.0.0.1:9")
+    code, checks = verify_json(cli, "--skip", "exporter", "--skip", "cloudwatch", "--prometheus-url", "http://127.0.0.1:9")
     assert code == 1
     assert ("kube", check) in checks, {key: c["detail"] for key, c in checks.items()}
     assert checks[("kube", check)]["status"] == "fail"
@@ -155,7 +148,7 @@ def test_a_service_monitor_listing_without_its_items_is_odd_not_none(reference, 
                                    "metadata": {}}
     monkeypatch.setenv("KUBECONFIG", str(kube_server.kubeconfig_path))
     try:
-        _, checks = _verify(cli, "--skip", "exporter", "--skip", "cloudwatch", "--prometheus-url", "http://127.0.0.1:9")
+        _, checks = verify_json(cli, "--skip", "exporter", "--skip", "cloudwatch", "--prometheus-url", "http://127.0.0.1:9")
     finally:
         del kube_server.documents[path]
     check = checks[("kube", "Prometheus scrape config")]
@@ -206,7 +199,7 @@ CHARSETS = [  # (case, content type): the text is read as UTF-8 when the charset
 @pytest.mark.parametrize("case, body, status, check, named", PROMETHEUS, ids=[p[0] for p in PROMETHEUS])
 def test_odd_prometheus_answers(case, body, status, check, named, cli, canned):
     prometheus = _answer(canned, body, status)
-    code, checks = _verify(cli, *ONLY["prometheus"], "--prometheus-url", prometheus.url)
+    code, checks = verify_json(cli, *ONLY["prometheus"], "--prometheus-url", prometheus.url)
     assert code == 1
     failing = checks[("prometheus", check)]
     assert failing["status"] == "fail" and named in failing["detail"], failing
@@ -215,9 +208,9 @@ def test_odd_prometheus_answers(case, body, status, check, named, cli, canned):
 @pytest.mark.parametrize("case, content_type", CHARSETS, ids=[c[0] for c in CHARSETS])
 def test_answers_in_odd_charsets(case, content_type, cli, canned):
     prometheus = _answer(canned, '{"status": "success"}', content_type=content_type)
-    code, checks = _verify(cli, *ONLY["prometheus"], "--prometheus-url", prometheus.url)
+    code, checks = verify_json(cli, *ONLY["prometheus"], "--prometheus-url", prometheus.url)
     assert code == 1 and "data is missing" in checks[("prometheus", "DCGM targets")]["detail"]
-    code, checks = _verify(cli, *ONLY["exporter"], "--exporter-url", prometheus.url + "/metrics")
+    code, checks = verify_json(cli, *ONLY["exporter"], "--exporter-url", prometheus.url + "/metrics")
     assert code == 1 and "is not Prometheus exposition" in checks[("exporter", "metrics endpoint")]["detail"]
 
 
@@ -246,7 +239,7 @@ def test_odd_cloudwatch_answers(case, body, named, cli, canned, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     cloudwatch = _answer(canned, body, content_type="application/x-amz-json-1.0")
-    code, checks = _verify(cli, *ONLY["cloudwatch"], "--endpoint-url", cloudwatch.url)
+    code, checks = verify_json(cli, *ONLY["cloudwatch"], "--endpoint-url", cloudwatch.url)
     assert code == 1
     failing = checks[("cloudwatch", "gpu-cluster metrics")]
     assert failing["status"] == "fail" and failing["cause"] == "odd-answer" and named in failing["detail"], failing
@@ -266,7 +259,7 @@ EXPORTER = [  # (case, body, status, what it names)
 @pytest.mark.parametrize("case, body, status, named", EXPORTER, ids=[e[0] for e in EXPORTER])
 def test_odd_exporter_answers(case, body, status, named, cli, canned):
     exporter = _answer(canned, body, status, "text/plain")
-    code, checks = _verify(cli, *ONLY["exporter"], "--exporter-url", exporter.url + "/metrics")
+    code, checks = verify_json(cli, *ONLY["exporter"], "--exporter-url", exporter.url + "/metrics")
     assert code == 1
     failing = checks.get(("exporter", "metrics endpoint")) or checks[("exporter", "reachable")]
     assert failing["status"] == "fail" and named in failing["detail"], failing

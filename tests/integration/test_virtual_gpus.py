@@ -30,10 +30,10 @@ from generator.render.alarms import alert_name, cloudwatch_condition, prometheus
 from generator.render.scrape import prometheus_scrape_job
 from generator.resources import default_counters
 from generator.settings import parse_settings
-from tests.integration.test_fleet_truth import EXPORTED, _operator_monitor
+from tests.integration.test_fleet_truth import EXPORTED
 from tests.support import virtual_gpus
 from tests.support.alert_periods import latest_period
-from tests.support.operator_scrape import endpoint_target, scrape_config
+from tests.support.operator_scrape import endpoint_target, operator_monitor, scrape_config
 from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every, range_macros
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.virtual_gpus import FIELDS, FLEET, TEMP, UTIL, truth
@@ -60,7 +60,7 @@ def _job(path: str, exporters: list[ReplayExporter], workdir, reference) -> dict
                                    service_labels={"app": OPERATOR.pod_label[1]}, port=OPERATOR.service_port,
                                    pod=node.exporter_pod, container=OPERATOR.container, node=node.name)
                    for node, exporter in zip(FLEET, exporters)]
-        job = scrape_config(_operator_monitor(reference, node_relabeling=True), str(sd_file))
+        job = scrape_config(operator_monitor(reference, node_relabeling=True), str(sd_file))
     sd_file.write_text(json.dumps(targets))
     return job
 

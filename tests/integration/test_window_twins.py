@@ -24,13 +24,12 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from tests.integration.test_gauge_twins import _later
 from tests.integration.test_mig_twins import built_with
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import Gpu, Instance, Node
-from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
+from tests.support.promtool_rules import alert_names, expected_alert, promtool_test, shifted_later
 
 STEP, STEPS = 30, 60  # thirty minutes of 30 s scrapes
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -146,7 +145,7 @@ def test_prometheus_rules_judge_the_ten_minutes(built):
                     "exp_alerts": [expected_alert(folder, alerts["framebuffer-full"], namespace="team-a", pod=p)
                                    for p in sorted(want["framebuffer-full"])]}]
     # the story moved 45 s later: its judged times fall on promtool's evaluations once a minute (test_period_twins)
-    series = [_later(s, STEP, LATER) for s in _stored("DCGM_FI_DEV_GPU_TEMP") + _stored("DCGM_FI_DEV_FB_FREE")]
+    series = [shifted_later(s, STEP, LATER) for s in _stored("DCGM_FI_DEV_GPU_TEMP") + _stored("DCGM_FI_DEV_FB_FREE")]
     promtool_test(folder, "window_twins.yaml", [{"interval": f"{math.gcd(STEP, LATER)}s", "input_series": series,
                                                   "alert_rule_test": checks}], evaluation_interval="15s")
 
@@ -217,5 +216,5 @@ def test_a_burst_across_a_clock_boundary_fires_both_forms(built):
                "exp_alerts": [expected_alert(folder, alert, node=BURST_NODE, gpu="0")] if _burst_truth(end) else []}
               for end in BURST_ENDS]
     promtool_test(folder, "burst_twins.yaml", [{"interval": f"{math.gcd(STEP, later)}s", "input_series": [
-        _later({"series": s, "values": " ".join(v)}, STEP, later) for s, v in values.items()],
+        shifted_later({"series": s, "values": " ".join(v)}, STEP, later) for s, v in values.items()],
         "alert_rule_test": checks}], evaluation_interval="15s")

@@ -229,3 +229,15 @@ def truth(query, metric, start: int, end: int, period: int, gpus=FLEET, every: i
                                      "max": max(h for _, _, h in per_gpu),
                                      "min": min(low for _, low, _ in per_gpu)}[query.aggregation]
     return result
+
+
+def exporter_targets(job: dict, nodes: int, subnet: int = 1,
+                     pod: str = "nvidia-dcgm-exporter") -> dict[int, dict[str, str]]:
+    """The labels the agent's scrape job gives each node's exporter pod."""
+    return {n: discovered(job, {"__address__": f"10.{subnet}.{n // 200}.{n % 200}:9400",
+                                "__meta_kubernetes_namespace": "gpu-operator",
+                                "__meta_kubernetes_pod_name": f"{pod}-{n}",
+                                "__meta_kubernetes_pod_node_name": f"node-{n}",
+                                "__meta_kubernetes_pod_container_port_number": "9400",
+                                "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter"})
+            for n in range(nodes)}

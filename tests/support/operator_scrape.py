@@ -5,7 +5,10 @@ targets carry the __meta_kubernetes_* labels the endpoints role gives."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 _KEYS = {"sourceLabels": "source_labels", "targetLabel": "target_label"}
 
@@ -69,3 +72,14 @@ def endpoint_target(address: str, *, namespace: str, service: str, service_label
         meta[f"__meta_kubernetes_service_label_{_meta_name(name)}"] = value
         meta[f"__meta_kubernetes_service_labelpresent_{_meta_name(name)}"] = "true"
     return {"targets": [address], "labels": meta}
+
+
+def operator_monitor(reference: Path, node_relabeling: bool) -> dict:
+    """The GPU operator's ServiceMonitor, with the relabeling the README recommends or without."""
+    monitor = yaml.safe_load((reference / "k8s" / "gpu-operator" /
+                              "assets_state-dcgm-exporter_0500_service_monitor.yaml").read_text())
+    monitor["metadata"]["namespace"] = "gpu-operator"
+    if node_relabeling:
+        monitor["spec"]["endpoints"][0]["relabelings"] = [
+            {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}]
+    return monitor

@@ -210,3 +210,48 @@ def promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m
                             cwd=folder)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("SUCCESS") == len(written), result.stdout
+
+
+def value_text(value: float) -> str:
+    return f"{value:.0f}" if value == int(value) else f"{value:g}"
+
+
+def shifted_later(series: dict, interval: int, shift: int) -> dict:
+    """promtool input `series` (explicit values `interval` seconds apart from 0) moved `shift` seconds later: its values
+    restated at the interval's and the shift's common divisor, none before the shift and none between its own times."""
+    if not shift:
+        return series
+    gap = interval // math.gcd(interval, shift)
+    values = ["_"] * (shift // math.gcd(interval, shift))
+    for value in series["values"].split():
+        assert "x" not in value and value != "stale", value  # explicit values only: no expansion to restate
+        values += [value] + ["_"] * (gap - 1)
+    return {**series, "values": " ".join(values)}
+
+
+def joins_across_stories(exprs: list[str]) -> bool:
+    """Whether a join in `exprs` could match one story's series with another's: a join (`on(...)` or `ignoring(...)`)
+    both of whose sides read series, where it ignores labels, or matches on labels naming neither the GPU
+    (promql.GPU_LABEL: its UUID, else its node spelling) nor the namespace or node (each story's are marked apart;
+    see _prometheus_case). The per-GPU naming step joins on (cluster, gpudash_gpu, gpu): series of two stories never
+    agree on it. A side that reads no series (numbers, `vector(5)` labelled by label_replace: an alert's weight per
+    period) is the same for every story: it matches each story's series to the same numbers."""
+    import promql_parser
+
+    from generator.lint.promql_checks import parse, walk  # parse: the text as Prometheus reads it (lint's parse)
+    from generator.promql import GPU_LABEL
+
+    def reads_series(node) -> bool:
+        found = []
+        walk(node, lambda n: found.append(n) if isinstance(n, promql_parser.VectorSelector) else None, lambda n: None)
+        return bool(found)
+
+    joins = []
+
+    def visit(node) -> None:
+        matching = node.modifier.matching if isinstance(node, promql_parser.BinaryExpr) and node.modifier else None
+        if matching is not None and reads_series(node.lhs) and reads_series(node.rhs):
+            joins.append((matching.type == promql_parser.LabelModifierType.Exclude, set(matching.labels)))
+    for expr in exprs:
+        walk(parse(expr), visit, lambda node: None)
+    return any(ignoring or not named & {GPU_LABEL, "namespace", "node", "UUID"} for ignoring, named in joins)

@@ -15,7 +15,7 @@ import json
 from tests.support import built, cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import header, notes, said
-from tests.support.dcgm_fleet import discovered
+from tests.support.dcgm_fleet import exporter_targets
 
 NODES, PER_NODE = 63, 8
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -33,24 +33,13 @@ def _page(node: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _targets(job: dict, nodes: int, subnet: int = 1, pod: str = "nvidia-dcgm-exporter") -> dict[int, dict[str, str]]:
-    """The labels the agent's scrape job gives each node's exporter pod."""
-    return {n: discovered(job, {"__address__": f"10.{subnet}.{n // 200}.{n % 200}:9400",
-                                "__meta_kubernetes_namespace": "gpu-operator",
-                                "__meta_kubernetes_pod_name": f"{pod}-{n}",
-                                "__meta_kubernetes_pod_node_name": f"node-{n}",
-                                "__meta_kubernetes_pod_container_port_number": "9400",
-                                "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter"})
-            for n in range(nodes)}
-
-
 def test_the_fleets_one_line_widgets_are_true_past_500_gpus(tmp_path):
     """504 GPUs reporting at every scrape: each of the four values is exact. Seen on main 2628696: "GPUs reporting"
     500, "Total power draw" the total of the 500 highest (four GPUs of 100 W left out: 65,624 W where 66,024 W is true),
     each said in the header only."""
     files = built.files("{}\n")
     config, job = agent_config(files[AGENT_FILE])
-    targets = _targets(job, NODES)
+    targets = exporter_targets(job, NODES)
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
     widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
     points = Agent(config, job, only=cloudwatch_eval.reads(*(widgets[title] for title in ONE_LINE))).run(
@@ -101,7 +90,7 @@ def _shown(tmp_path, page, nodes: int):
     the widgets read (SCRAPES)."""
     files = built.files("{}\n")
     config, job = agent_config(files[AGENT_FILE])
-    targets = _targets(job, nodes)
+    targets = exporter_targets(job, nodes)
     scrapes = [Scrape(float(t), page(n, t), targets[n]) for t in SCRAPES
                for n in range(nodes) if page(n, t) is not None]
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
@@ -188,7 +177,7 @@ def test_past_500_gpus_on_classic_a_blank_reading_leaves_its_minute_blank_not_hu
     form's guard does, a minute whose total only a blank explains is a gap; a minute without one reads 30 %."""
     files = built.files("agent:\n  pipeline: classic\n")
     config, job = agent_config(files[AGENT_FILE])
-    targets = _targets(job, PRESENT)
+    targets = exporter_targets(job, PRESENT)
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
     _read_within(body)
     (widget,) = [w["properties"] for w in body["widgets"]
@@ -216,7 +205,7 @@ def _surge_value(tmp_path, nodes: int) -> tuple[dict, float]:
     files = built.files("{}\n")
     config, job = agent_config(files[AGENT_FILE])
     # a rollout of the exporter's DaemonSet with maxSurge runs a new pod next to the old one on the first SURGED nodes
-    old, new = _targets(job, nodes), _targets(job, min(nodes, SURGED), 2, "nvidia-dcgm-exporter-new")
+    old, new = exporter_targets(job, nodes), exporter_targets(job, min(nodes, SURGED), 2, "nvidia-dcgm-exporter-new")
     scrapes = [Scrape(float(t), _surge_page(n, t), old[n]) for t in SCRAPES for n in range(nodes)]
     scrapes += [Scrape(float(t) + 7, _surge_page(n, t), new[n]) for t in SCRAPES for n in new]
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
@@ -351,7 +340,7 @@ def test_past_500_gpus_with_virtual_gpus_a_device_fields_fleet_values_hold_every
     says so)."""
     files = built.files("exporter:\n  virtual_gpus: true\n")
     config, job = agent_config(files[AGENT_FILE])
-    targets = _targets(job, NODES)
+    targets = exporter_targets(job, NODES)
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
     widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
     device = ("GPUs reporting", "Total power draw", "Average GPU temperature")

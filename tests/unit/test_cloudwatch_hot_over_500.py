@@ -18,7 +18,7 @@ import pytest
 from generator.project import load_project
 from tests.support import built, cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.unit.test_cloudwatch_fleet_over_500 import _targets
+from tests.support.dcgm_fleet import exporter_targets
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 ALARM = "gpudash-gpu-cluster-gpu-temp-high-warning"
@@ -77,7 +77,7 @@ def _mig_were_hot(node: int, t: float, others: int) -> list[str]:
 def _states(tmp_path, nodes: int, others: int, fleet, settings: str = "{}\n") -> dict:
     files = built.files(settings)
     config, job = agent_config(files[AGENT_FILE])
-    targets = _targets(job, nodes)
+    targets = exporter_targets(job, nodes)
     page = lambda n, t: "\n".join(["# TYPE DCGM_FI_DEV_GPU_TEMP gauge", *fleet(n, t, others)]) + "\n"
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if a["Request"]["AlarmName"] == ALARM]

@@ -17,7 +17,8 @@ import pytest
 from tests.support import built, cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import header, notes
-from tests.unit.test_cloudwatch_fleet_over_500 import AGENT_FILE, OVERVIEW, PER_NODE, _targets
+from tests.support.dcgm_fleet import exporter_targets
+from tests.unit.test_cloudwatch_fleet_over_500 import AGENT_FILE, OVERVIEW, PER_NODE
 
 END, WATTS, INSTANCES = 3600, 200.0, 2  # each GPU split in two 3g.20gb instances
 SHOWN = ("GPUs reporting", "Total power draw")
@@ -62,8 +63,8 @@ def _values(tmp_path, gpus: int, page=_mig_page, pipeline: str = "otel", surged:
     # published per scrape, so a scrape before it changes nothing they show
     first = min(cloudwatch_eval.widget_range(widgets[title], END - 6 * 3600, END)[0] for title in SHOWN)
     nodes = -(-gpus // PER_NODE)
-    targets = _targets(job, nodes)
-    new = _targets(job, surged, 2, "nvidia-dcgm-exporter-new")
+    targets = exporter_targets(job, nodes)
+    new = exporter_targets(job, surged, 2, "nvidia-dcgm-exporter-new")
     held = {n: range(min(PER_NODE, gpus - n * PER_NODE)) for n in range(nodes)}
     times = range(int(first), END, 30)
     points = Agent(config, job, only=cloudwatch_eval.reads(*(widgets[title] for title in SHOWN))).run(sorted(

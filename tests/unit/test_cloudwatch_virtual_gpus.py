@@ -9,7 +9,6 @@ every generated widget and alarm is evaluated over the datapoints with Metrics I
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import pytest
@@ -19,6 +18,7 @@ from generator.lint.runner import lint_project
 from generator.project import load_project
 from tests.integration.test_mig_twins import built_with
 from tests.support import cloudwatch_eval, virtual_gpus
+from tests.support.alarm_requests import alarm_requests
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import close, panel, widgets
 from tests.support.dcgm_fleet import target_labels
@@ -83,11 +83,6 @@ def test_without_the_setting_the_same_fleet_reads_wrong(tmp_path):
     assert checked["gpudash-gpu-cluster-overview.json Framebuffer memory used"][0]["gpu-node-on GPU 0"] == {12750.0}
 
 
-def _alarms(files) -> dict[str, dict]:
-    return {next(t["Value"] for t in a["Request"]["Tags"] if t["Key"] == "gpudash:rule"): a["Request"]
-            for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
-
-
 def _firing(request, points) -> set[str]:
     return {f"Pod {dict(key).get('namespace')}/{dict(key).get('pod')}"
             for key, state in cloudwatch_eval.alarm(request, points, END).items() if state == "ALARM"}
@@ -95,7 +90,7 @@ def _firing(request, points) -> set[str]:
 
 def test_alarms_judge_each_pod_on_its_share_and_its_gpus_memory_on_the_device(fleet):
     _, files, points = fleet
-    alarms = _alarms(files)
+    alarms = alarm_requests(files)
     assert _firing(alarms["gpu-idle"], points) == {"Pod team-b/ts-0"}  # its processes do nothing; the GPU is busy
     assert _firing(alarms["framebuffer-full"], points) == {"Pod team-e/a", "Pod team-e/b"}  # the GPU's free memory
 
@@ -174,13 +169,13 @@ def test_on_the_container_insights_add_on_per_pod_shares_are_left_out_with_a_not
     assert not titles["pod.json"] & {"GPU utilization by pod", "Framebuffer used by pod", "Framebuffer used share by pod"}
     assert {"Power draw of each pod's GPUs", "Pods on GPUs"} <= titles["pod.json"]
     assert {"GPU utilization", "Framebuffer memory used", "Average GPU utilization"} <= titles["overview.json"]
-    assert set(_alarms(files)) >= {"framebuffer-full"} and "gpu-idle" not in _alarms(files)
+    assert set(alarm_requests(files)) >= {"framebuffer-full"} and "gpu-idle" not in alarm_requests(files)
     notes = [f.message for f in lint_project(project) if f.rule == "CW013"]
     for left_out in ("'GPU utilization by pod'", "'Framebuffer used by pod'", "'gpu-idle'"):
         assert any(left_out in n and "KUBERNETES_VIRTUAL_GPUS" in n for n in notes), (left_out, notes)
     (tmp_path / "plain").mkdir()
     plain, _ = built_with(tmp_path / "plain", {}, FIELDS, addon)  # without the setting, as before
-    assert "GPU utilization by pod" in {panel_title(p["title"]) for _, p in widgets(plain)} and "gpu-idle" in _alarms(plain)
+    assert "GPU utilization by pod" in {panel_title(p["title"]) for _, p in widgets(plain)} and "gpu-idle" in alarm_requests(plain)
 
 
 def test_a_pod_holding_two_replicas_of_one_gpu_counts_its_share_once(fleet):
@@ -219,7 +214,6 @@ def test_a_pod_holding_two_replicas_of_one_gpu_counts_its_share_once(fleet):
                                                "Pod team-e/twin": {80.0}}
     assert shown("Pods on GPUs") == {"Pod team-a/dup": {2.0}, "Pod team-b/other": {1.0},
                                                 "Pod team-e/twin": {1.0}}
-
 
 
 def test_a_gpu_whose_own_series_reads_the_blank_publishes_no_reading_at_that_scrape(fleet):

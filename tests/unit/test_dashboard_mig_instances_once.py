@@ -32,8 +32,9 @@ from tests.support.agent_points import SHARED, alarm_values, alarms_through_agen
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import (header, latest_values, notes, said, shown_through_agent,
                                               widgets_read)
+from tests.support.dcgm_fleet import exporter_targets
 from tests.support.projects import defined_project
-from tests.unit.test_cloudwatch_fleet_over_500 import AGENT_FILE, _targets
+from tests.unit.test_cloudwatch_fleet_over_500 import AGENT_FILE
 
 STEP, END = 30, 1800
 # field: (the instance's fact, the unit, how a GPU's instances make its value)
@@ -165,7 +166,7 @@ def test_past_500_gpus_the_fleets_values_read_each_gpu_once(tmp_path):
 
     files = encode(build(defined_project(tmp_path, "agent:\n  pipeline: otel\n", dashboards=text)))
     config, job = agent_config(files[AGENT_FILE])
-    targets = _targets(job, NODES)
+    targets = exporter_targets(job, NODES)
     points = Agent(config, job).run([Scrape(30.0 * k, _half_mig_page(n), targets[n])
                                      for k in range(-1, 8) for n in range(NODES)])
     body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-fleet.json"])["DashboardBody"])

@@ -19,7 +19,6 @@ in cluster `b`. Cluster a's pod is idle: the alarm holds a contributor in ALARM;
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
@@ -28,6 +27,7 @@ from generator.output import encode
 from tests.support import cloudwatch_eval, dcgm_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import STEP, target_labels
+from tests.support.payload_edits import busy_payload, hot_payload
 from tests.support.projects import defined_project
 
 END = 2100
@@ -50,24 +50,6 @@ def alarms(ctx):
 """
 
 
-def _set(payload: str, metric: str, where: str, value: str) -> str:
-    """The payload with `metric` of the series holding `where` at `value`."""
-    return "\n".join(re.sub(r" \S+$", f" {value}", line) if line.startswith(metric + "{") and where in line else line
-                     for line in payload.split("\n"))
-
-
-def _busy(payload: str) -> str:
-    """Cluster b's payload: ml/infer-1's utilization at 90 %."""
-    return _set(payload, "DCGM_FI_DEV_GPU_UTIL", 'pod="infer-1"', "90")
-
-
-def _hot(payload: str) -> str:
-    """Cluster a's payload: GPU 1 of its node ip-10-0-1-2 at 85 C (the node of that name in cluster b reads 75-77 C:
-    EKS names a node by its private IP, and clusters in VPCs of one CIDR, eksctl's default 192.168.0.0/16 among them,
-    have nodes of one name)."""
-    return _set(payload, "DCGM_FI_DEV_GPU_TEMP", 'UUID="GPU-ip-10-0-1-2-1"', "85")
-
-
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     project = defined_project(tmp_path_factory.mktemp("fleet"), SETTINGS, alarms=ALARMS)
@@ -75,7 +57,7 @@ def fleet(tmp_path_factory):
     points = []
     for cluster in ("a", "b"):
         config, job = agent_config(files[f"k8s/cwagent-prometheus-config-{cluster}.yaml"])
-        scrapes = [Scrape(s.timestamp, _busy(s.payload) if cluster == "b" else _hot(s.payload), s.target_labels)
+        scrapes = [Scrape(s.timestamp, busy_payload(s.payload) if cluster == "b" else hot_payload(s.payload), s.target_labels)
                    for s in dcgm_fleet.scrapes(job, project.catalog, -1, END // STEP - 1)]
         points += Agent(config, job).run(scrapes)
     requests = {a["Request"]["AlarmName"].split("-")[3]: a["Request"]
