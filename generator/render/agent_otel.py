@@ -499,7 +499,11 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
             continue
         if kind == "sum" and POD_DIMENSION not in pod and name in copies:
             continue  # a node's total of a field whose copies merged_counters merges: node_merged_totals
-        include = f"^{re.escape(name)}$"
+        # a node's count of GPUs of a field split per process (exporter.virtual_gpus): of each GPU instance's merged
+        # reading (device_merges), which the blank filter dropped where the device's own series read DCGM's blank; from
+        # the scraped points a pod's share counted that GPU where its rule and the per-GPU views do not (4 GPUs for 3)
+        merged = kind == "count" and name in copies and POD_DIMENSION not in pod
+        include = f"^{re.escape(MERGED_PREFIX + name if merged else name)}$"
         total = _total_name(kind, pod, name)
         once = ONCE_AGGREGATION[catalog.get(name).per_gpu_aggregation] if kind == "sum" else "max"
         # (a node's count: its `max` per GPU merges every copy, the device's own series too; the pods' merge, whose

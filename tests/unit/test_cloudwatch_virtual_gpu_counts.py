@@ -67,12 +67,17 @@ def _built(folder, settings: str, fields: dict[str, str]):
     dashboards, alarms = _definitions(fields)
     files = encode(build(defined_project(folder, "exporter:\n  virtual_gpus: true\n" + settings,
                                          dashboards=dashboards, alarms=alarms)))
-    config, job = agent_config(files[AGENT_FILE])
-    points = Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.payload(node), target_labels(job, node.name))
-                                     for k in range(-1, END // STEP) for node in FLEET])
+    points = _published(files, virtual_gpus.payload)
     requests = {next(t["Value"] for t in a["Request"]["Tags"] if t["Key"] == "gpudash:rule"): a["Request"]
                 for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
     return files, points, requests
+
+
+def _published(files, served) -> list:
+    """The datapoints of the fleet through the build's agent model, each node serving `served(node)` at each scrape."""
+    config, job = agent_config(files[AGENT_FILE])
+    return Agent(config, job).run([Scrape(float(k * STEP), served(node), target_labels(job, node.name))
+                                   for k in range(-1, END // STEP) for node in FLEET])
 
 
 def _line(label: str, title: str) -> str:
@@ -124,6 +129,20 @@ def test_every_count_alarm_counts_a_shared_gpu_once(otel, rule):
     request = requests[rule]
     assert _read(request, points) == pytest.approx(_truth(rule.split("-")[1])), request["Metrics"]
     assert COPIES_COUNTED not in request["AlarmDescription"]
+
+
+def test_a_gpu_whose_own_series_reads_only_the_blank_is_not_counted_per_node(otel):
+    """GPU 0 of the 4.5.3 node: its own series of utilization and framebuffer used reads DCGM's blank at every scrape,
+    its three pods' shares read. The GPU has no reading of either field: the per-GPU lines leave it out, as its rule
+    does (a GPU with no reading of the device in the period is not counted), and so does the node's count alarm, which
+    counted it by its pods' shares (4 GPUs for 3)."""
+    files, _, requests = otel
+    points = _published(files, lambda node: virtual_gpus.own_series_blank(node, (0,)) if node is FLEET[0]
+                        else virtual_gpus.payload(node))
+    shown = _shown(files, points)
+    for short in ("util", "fb"):
+        assert shown[f"{short}-node"]["gpu-node-on"] == {3.0} and "gpu-node-on GPU 0" not in shown[f"{short}-gpu"]
+        assert _read(requests[f"{short}-node"], points)["gpu-node-on"] == 3, short
 
 
 def test_on_classic_a_count_that_counts_copies_says_so_exactly_there(tmp_path):
