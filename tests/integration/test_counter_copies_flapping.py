@@ -235,3 +235,21 @@ def test_grafanas_replays_rate_reads_the_links_rate_when_the_fresh_copy_misses_s
     series = _missing(twins._series(overlap.END, 0), every, start, end)
     _reads_within(rules, f"rate_fresh_copy_missing_{slow}_{every}_{start}.yaml",
                   _panel("gpudash-health", "PCIe replays"), series, 0.08, 0.12)
+
+
+UNDER_AT_A_RESET = pytest.mark.xfail(strict=True, reason=(
+    "the GPU reset at 700 s while the fresh copy misses every 2nd scrape: the panel reads 0.067 per second at minutes "
+    "13 and 14 (a third of a 2-minute window's replays lost around the reset, the copies seeing it a scrape apart)"))
+
+
+@pytest.mark.parametrize("story", ["three-copies", "every-3rd", "runs-of-2",
+                                   pytest.param("reset-in-overlap", marks=UNDER_AT_A_RESET)])
+def test_grafanas_replays_rate_reads_the_links_rate_through_other_patterns_of_missed_scrapes(rules, story):
+    # the health dashboard's "PCIe replays" (per GPU, per second) through the increase stories' other patterns: 0.1
+    # within a fifth, as with every 2nd scrape missed (three copies and every 3rd read 0.1 at every minute; runs of 2
+    # read 0.08 and 0.0875 by turns, at the floor: two misses in a row take the fresh copy out of the lead for a step).
+    # Before a6eb4450 it read 0.21 (three copies), 0.15-0.19 (every 3rd), 0.17-0.19 (runs of 2) and up to 0.21 after
+    # the reset: the lagging copy's reading at each miss, and the fresh copy's return counted from it
+    series, _, _ = _increase_story(story)
+    _reads_within(rules, f"rate_other_pattern_{story}.yaml", _panel("gpudash-health", "PCIe replays"), series,
+                  0.08, 0.12)
