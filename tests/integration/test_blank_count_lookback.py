@@ -19,93 +19,25 @@ alternate scrapes, and the gone GPU counted for the 5 minutes an instant selecto
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 
 import pytest
 
-from generator.artifacts import grafana_dashboards
 from generator.model import Query
-from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from tests.integration.test_mig_twins import built_with
+from tests.support.blank_scene import (BLANK_ONLY, END, LEFT, LOOKBACK, NODES, STEP, TEMP, dashboard_expr, openmetrics,
+                                       pod, read_instants, reporting, sample)
 from tests.support.panel_expression import panel_expression
 from tests.support.prometheus_server import backfilled_fixture
 
-NOT_SUPPORTED = 9223372036854775794
-STEP, STEPS = 30, 60  # half an hour of 30 s scrapes
-END = STEP * STEPS
-LOOKBACK = 4 * STEP  # promql.label_lookback at 30 s scrapes
-TEMP = "DCGM_FI_DEV_GPU_TEMP"
-NODES = {"ip-10-0-1-1": 6, "ip-10-0-1-2": 6}
-GPUS = [(node, gpu) for node, count in NODES.items() for gpu in range(count)]
-FLAPPING = ("ip-10-0-1-1", 3)  # a reading at even scrapes, the blank at odd ones
-BLANK_ONLY = ("ip-10-0-1-2", 0)
-GONE, LEFT = ("ip-10-0-1-2", 5), 40  # no sample from scrape 40 (20 minutes) on
-VARIABLES = ("cluster", "namespace", "pod", "node", "gpu")
-
-
-def pod(node: str, gpu: int) -> tuple[str, str]:
-    if node == "ip-10-0-1-1":
-        return "ml", "train-0" if gpu < 4 else "train-1"
-    return "serve", f"infer-{gpu}"
-
-
-def sample(node: str, gpu: int, k: int) -> int | None:
-    """The temperature GPU (node, gpu) wrote at scrape k (None: no sample)."""
-    if (node, gpu) == GONE and k >= LEFT:
-        return None
-    if (node, gpu) == BLANK_ONLY or (node, gpu) == FLAPPING and k % 2:
-        return NOT_SUPPORTED
-    return 60 + gpu
-
-
-def reporting(t: float) -> list[tuple[str, int]]:
-    """The GPUs with a reading within the look-back before `t` (seconds from the first scrape)."""
-    return [(node, gpu) for node, gpu in GPUS
-            if any(t - LOOKBACK < k * STEP <= t and (value := sample(node, gpu, k)) is not None and value < 1e14
-                   for k in range(STEPS))]
-
-
-def openmetrics(sample) -> Callable[[int], str]:
-    """The fleet's payloads, each GPU's temperature at scrape k `sample(node, gpu, k)` (None: no sample)."""
-    def written(start: int) -> str:
-        lines = [f"# TYPE {TEMP} gauge"]
-        for k in range(STEPS):
-            for node, gpu in GPUS:
-                value = sample(node, gpu, k)
-                if value is not None:
-                    namespace, name = pod(node, gpu)
-                    lines.append(f'{TEMP}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",'
-                                 f'modelName="NVIDIA H100 80GB HBM3",Hostname="{node}",'
-                                 f'DCGM_FI_DRIVER_VERSION="535.161.08",container="main",namespace="{namespace}",'
-                                 f'pod="{name}",node="{node}",job="dcgm-exporter"}} {value} {start + k * STEP}')
-        return "\n".join(lines) + "\n# EOF\n"
-    return written
-
 
 backfilled = backfilled_fixture("blank-count-lookback", openmetrics(sample), END, STEP)
-# every 10 s from the first scrape to 5 minutes after the last, 5 s off the scrape grid
-FIRST, COUNT, EVERY = 5, (END + 300) // 10, 10
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     return built_with(tmp_path_factory.mktemp("blank-count-lookback"), {}, fields=(TEMP,))
-
-
-def _dashboard_expr(folder, uid: str, title: str) -> tuple[str, str]:
-    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
-    dashboard = next(d for d in grafana_dashboards(project) if d.uid == uid)
-    (panel,) = [p for p in dashboard.model["panels"] if p.get("title") == title]
-    (target,) = panel["targets"]
-    return target["expr"], target["legendFormat"]
-
-
-def _read(prometheus, start: int, expr: str, label) -> dict[float, dict[str, float]]:
-    """{seconds from the first scrape: {label of each series: value}} at every instant read."""
-    found = prometheus.query_at(interpolate(expr, variables({}, VARIABLES)), start + FIRST, COUNT, EVERY)
-    return {at - start: {label(s["metric"]): float(s["value"][1]) for s in result} for at, result in found.items()}
 
 
 def _wrong(shown: dict[float, dict[str, float]], truth) -> dict[float, tuple[dict, dict]]:
@@ -121,8 +53,8 @@ def test_the_premise():
 def test_gpus_reporting_counts_each_gpu_with_a_reading_within_the_lookback(built, backfilled):
     _, folder = built
     prometheus, start = backfilled
-    expr, _ = _dashboard_expr(folder, "gpudash-overview", "GPUs reporting")
-    shown = _read(prometheus, start, expr, lambda metric: "all")
+    expr, _ = dashboard_expr(folder, "gpudash-overview", "GPUs reporting")
+    shown = read_instants(prometheus, start, expr, lambda metric: "all")
     wrong = _wrong(shown, lambda t: {"all": float(len(reporting(t)))} if reporting(t) else {})
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:8])} ({len(wrong)} of {len(shown)})"
     assert {shown[t]["all"] for t in shown if LOOKBACK < t < LEFT * STEP} == {11}  # never 10 while 11 report
@@ -132,8 +64,8 @@ def test_gpus_reporting_counts_each_gpu_with_a_reading_within_the_lookback(built
 def test_pods_on_gpus_count_each_pods_gpus_with_a_reading_within_the_lookback(built, backfilled):
     _, folder = built
     prometheus, start = backfilled
-    expr, legend = _dashboard_expr(folder, "gpudash-by-pod", "Pods on GPUs")
-    shown = _read(prometheus, start, expr, lambda metric: render_legend(legend, metric))
+    expr, legend = dashboard_expr(folder, "gpudash-by-pod", "Pods on GPUs")
+    shown = read_instants(prometheus, start, expr, lambda metric: render_legend(legend, metric))
 
     def truth(t: float) -> dict[str, float]:
         held = Counter("Pod {}/{}".format(*pod(node, gpu)) for node, gpu in reporting(t))
@@ -149,7 +81,7 @@ def test_a_count_per_node_or_namespace_counts_each_gpu_with_a_reading_within_the
     prometheus, start = backfilled
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     expr = panel_expression(project, Query(TEMP, "count", (key,)))
-    shown = _read(prometheus, start, expr, lambda metric: metric[key])
+    shown = read_instants(prometheus, start, expr, lambda metric: metric[key])
 
     def truth(t: float) -> dict[str, float]:
         each = Counter(node if key == "node" else pod(node, gpu)[0] for node, gpu in reporting(t))

@@ -24,10 +24,9 @@ import pytest
 
 from generator.model import Query
 from generator.project import load_project
-from tests.integration.test_blank_count_lookback import (
-    BLANK_ONLY, END, FLAPPING, GONE, GPUS, LEFT, LOOKBACK, NOT_SUPPORTED, STEP, STEPS, TEMP, _dashboard_expr,
-    _read, openmetrics, pod)
 from tests.integration.test_mig_twins import built_with
+from tests.support.blank_scene import (BLANK_ONLY, END, FLAPPING, GONE, GPUS, LEFT, LOOKBACK, NOT_SUPPORTED, STEP,
+                                       STEPS, TEMP, dashboard_expr, openmetrics, pod, read_instants)
 from tests.support.panel_expression import panel_expression
 from tests.support.prometheus_server import backfilled_fixture
 from tests.support.shown_truth import off_truth
@@ -83,8 +82,8 @@ def test_the_premise():
 def test_overview_panels_read_each_gpus_latest_reading_within_the_lookback(built, backfilled, title, how):
     _, folder = built
     prometheus, start = backfilled
-    expr, _ = _dashboard_expr(folder, "gpudash-overview", title)
-    shown = _read(prometheus, start, expr, lambda metric: "all")
+    expr, _ = dashboard_expr(folder, "gpudash-overview", title)
+    shown = read_instants(prometheus, start, expr, lambda metric: "all")
     wrong = off_truth(shown, _truth(how, None))
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
 
@@ -97,6 +96,6 @@ def test_a_mean_total_or_maximum_over_gpus_reads_each_gpus_latest_reading_within
     prometheus, start = backfilled
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     expr = panel_expression(project, Query(TEMP, how, (key,) if key else ()))
-    shown = _read(prometheus, start, expr, lambda metric: "all" if key is None else metric[key])
+    shown = read_instants(prometheus, start, expr, lambda metric: "all" if key is None else metric[key])
     wrong = off_truth(shown, _truth(how, key))
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"

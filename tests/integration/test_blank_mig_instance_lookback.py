@@ -20,10 +20,10 @@ import pytest
 
 from generator.model import Query
 from generator.project import load_project
-from tests.integration.test_blank_count_lookback import END, NOT_SUPPORTED, STEP, STEPS, _read
 from tests.integration.test_mig_twins import built_with
-from tests.support.prometheus_server import backfilled_fixture
+from tests.support.blank_scene import END, NOT_SUPPORTED, STEP, STEPS, read_instants
 from tests.support.panel_expression import panel_expression
+from tests.support.prometheus_server import backfilled_fixture
 
 USED = "DCGM_FI_DEV_FB_USED"
 NODE = "ip-10-0-1-1"
@@ -73,7 +73,7 @@ def shown_total(built, backfilled, by: tuple[str, ...]) -> dict[float, dict[str,
     prometheus, start = backfilled
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     expr = panel_expression(project, Query(USED, "sum", by))
-    return _read(prometheus, start, expr, lambda metric: metric["gpu"] if by else "all")
+    return read_instants(prometheus, start, expr, lambda metric: metric["gpu"] if by else "all")
 
 
 @pytest.mark.parametrize("by, truth", [((), {"all": 42000.0}), (("gpu",), {"0": 10000.0, "1": 32000.0})])

@@ -19,11 +19,11 @@ import pytest
 
 from generator.model import Query
 from generator.project import load_project
-from tests.integration.test_blank_count_lookback import END, NOT_SUPPORTED, STEP, STEPS, _read
 from tests.integration.test_blank_mig_instance_lookback import openmetrics
 from tests.integration.test_mig_twins import built_with
-from tests.support.prometheus_server import backfilled_fixture
+from tests.support.blank_scene import END, NOT_SUPPORTED, STEP, STEPS, read_instants
 from tests.support.panel_expression import panel_expression
+from tests.support.prometheus_server import backfilled_fixture
 
 ACTIVE, UTIL = "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"
 LOOKBACK = 4 * STEP
@@ -90,7 +90,7 @@ def test_a_mean_of_mig_instances_reads_each_instance_the_lookback_holds(built, b
     prometheus, start = backfilled
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     expr = panel_expression(project, Query(field, "avg", by))
-    shown = _read(prometheus, start, expr, lambda metric: metric["gpu"] if by else "all")
+    shown = read_instants(prometheus, start, expr, lambda metric: metric["gpu"] if by else "all")
 
     def truth(t: float) -> dict[str, float]:
         values = per_gpu(field, t)

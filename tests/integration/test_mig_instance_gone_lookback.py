@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_blank_count_lookback import END, NOT_SUPPORTED, STEP, STEPS
 from tests.integration.test_blank_mig_instance_lookback import USED, openmetrics, shown_total
 from tests.integration.test_mig_twins import built_with
+from tests.support.blank_scene import END, NOT_SUPPORTED, STEP, STEPS
 from tests.support.prometheus_server import backfilled_fixture
 
 LOOKBACK = 4 * STEP

@@ -40,8 +40,8 @@ from generator.project import load_project
 from generator.promql import expression, label_lookback
 from generator.render.alarms import rule_step
 from generator.resources import default_counters
-from tests.integration.test_blank_count_lookback import END, STEP, STEPS, _read
 from tests.integration.test_blank_mean_lookback import HOW
+from tests.support.blank_scene import END, STEP, STEPS, read_instants
 from tests.support.panel_expression import panel_expression
 from tests.support.prometheus_server import backfilled_fixture
 from tests.support.shown_truth import off_truth
@@ -165,7 +165,7 @@ def _expr(project, field, how, by):
 def test_fleet_and_per_gpu(project, backfilled, field, how, key):
     prometheus, start = backfilled
     by = () if key is None else ("node", "gpu")
-    shown = _read(prometheus, start, _expr(project, field, how, by),
+    shown = read_instants(prometheus, start, _expr(project, field, how, by),
                   (lambda m: "all") if key is None else (lambda m: m["gpu"]))
 
     def truth(t):
@@ -181,7 +181,8 @@ def test_fleet_and_per_gpu(project, backfilled, field, how, key):
 @pytest.mark.parametrize("how", ["avg", "sum", "max"])
 def test_per_pod(project, backfilled, field, how):
     prometheus, start = backfilled
-    shown = _read(prometheus, start, _expr(project, field, how, ("pod",)), lambda m: f"{m['namespace']}/{m['pod']}")
+    shown = read_instants(prometheus, start, _expr(project, field, how, ("pod",)),
+                          lambda m: f"{m['namespace']}/{m['pod']}")
 
     def truth(t):
         out = {}
@@ -209,7 +210,7 @@ def test_a_namespaces_framebuffer_adds_the_shares_of_its_pods_each_instances_lat
     over those GPUs. Its largest is a pod's, as the per-pod panel shows it (ml/e's 12,000 MiB of GPU 3, not the
     21,000 its two pods use)."""
     prometheus, start = backfilled
-    shown = _read(prometheus, start, _expr(project, FB, how, ("namespace",)), lambda m: m["namespace"])
+    shown = read_instants(prometheus, start, _expr(project, FB, how, ("namespace",)), lambda m: m["namespace"])
 
     def truth(t):
         if how == "max":
@@ -240,7 +241,7 @@ def test_a_count_of_gpus_counts_each_gpu_once_with_a_reading(project, backfilled
     by = () if key is None else (key,)
     name = {None: lambda m: "all", "node": lambda m: m["node"], "namespace": lambda m: m["namespace"],
             "pod": lambda m: f"{m['namespace']}/{m['pod']}"}[key]
-    shown = _read(prometheus, start, _expr(project, field, "count", by), name)
+    shown = read_instants(prometheus, start, _expr(project, field, "count", by), name)
 
     def truth(t):
         if key in (None, "node"):
@@ -269,7 +270,7 @@ def test_a_rules_count_of_gpus_counts_each_gpu_with_a_device_reading_in_its_peri
     expr = expression(Query(field, "count", () if key is None else (key,)), settings.labels, project.catalog,
                       gauge_window=f"{PERIOD}s", per_instance=True, resolution=rule_step(settings),
                       hold=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
-    shown = _read(prometheus, start, expr, (lambda m: "all") if key is None else (lambda m: m[key]))
+    shown = read_instants(prometheus, start, expr, (lambda m: "all") if key is None else (lambda m: m[key]))
 
     def truth(t):
         gpus = {unit[0] for unit in UNITS for k in range(STEPS) if t - PERIOD < k * STEP <= t

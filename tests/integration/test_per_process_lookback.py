@@ -35,9 +35,8 @@ from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.promql import expression, label_lookback, settings_clusters
 from generator.resources import default_counters
-from tests.integration.test_blank_count_lookback import (COUNT, END, EVERY, FIRST, NOT_SUPPORTED, STEP, STEPS,
-                                                          _read)
 from tests.integration.test_blank_mean_lookback import HOW
+from tests.support.blank_scene import COUNT, END, EVERY, FIRST, NOT_SUPPORTED, STEP, STEPS, read_instants
 from tests.support.panel_expression import panel_expression
 from tests.support.prometheus_server import backfilled_fixture
 from tests.support.shown_truth import off_truth
@@ -151,7 +150,7 @@ def test_a_per_gpu_reading_of_a_per_process_field_is_the_devices_latest_within_t
     prometheus, start = backfilled
     by = {None: (), "node": ("node",), "gpu": ("node", "gpu")}[key]
     expr = panel_expression(project, Query(field, how, by))
-    shown = _read(prometheus, start, expr, LABELS[key])
+    shown = read_instants(prometheus, start, expr, LABELS[key])
     wrong = off_truth(shown, _truth(field, how, key))
     assert not wrong, f"instants: (shown, true) {dict(list(wrong.items())[:6])} ({len(wrong)} of {len(shown)})"
 
@@ -178,7 +177,7 @@ def test_a_rules_reading_of_a_per_process_field_is_the_devices(project, backfill
                       named_within=label_lookback(settings.scrape.seconds))
     label = LABELS["gpu"] if by != ("pod",) else lambda metric: f"{metric['namespace']}/{metric['pod']}"
     # the first 20 minutes, a window in: every GPU and pod there all along but the replaced exporter's
-    shown = {t: value for t, value in _read(prometheus, start, expr, label).items() if 300 < t < LEFT * STEP}
+    shown = {t: value for t, value in read_instants(prometheus, start, expr, label).items() if 300 < t < LEFT * STEP}
 
     def truth(t: float) -> dict[str, float]:
         if by != ("pod",):
@@ -208,8 +207,9 @@ def test_a_per_pod_reading_of_a_per_process_field_is_each_pods_latest_share_with
     namespace, its pods' shares of a 4.5.3 GPU added up (a 4.5.2 GPU's copies, each the device's reading, once)."""
     prometheus, start = backfilled
     expr = panel_expression(project, Query(field, how, (key,)))
-    shown = _read(prometheus, start, expr, (lambda metric: f"{metric['namespace']}/{metric['pod']}") if key == "pod"
-                  else (lambda metric: metric["namespace"]))
+    shown = read_instants(prometheus, start, expr,
+                          (lambda metric: f"{metric['namespace']}/{metric['pod']}") if key == "pod"
+                          else (lambda metric: metric["namespace"]))
 
     def truth(t: float) -> dict[str, float]:
         groups: dict[str, dict[tuple[str, int], list[float]]] = defaultdict(lambda: defaultdict(list))
