@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import yaml
@@ -23,70 +22,25 @@ from generator.artifacts import build
 from generator.model import Query
 from generator.output import encode
 from generator.project import load_project
-from generator.resources import default_counters
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import close, header as _header, panel, said as _said, widgets
 from tests.support.dcgm_fleet import target_labels
+from tests.support.mig_variant import (AGENT_FILE, END, START, STEP, VARIANT, firing_contributors, variant_datapoints,
+                                       variant_project)
 from tests.support.mixed_fleet import COUNTERS, DEVICE, FIELDS, FLEET, INSTANCE_AVG, INSTANCE_SUM, Instance, truth
 
-STEP, START, END = 30, 0, 2100  # seven 5-minute periods; the agent saw two scrapes before START (one per pod the
-# moving time-sliced GPU names in turn: each pod's counter has its first reading before START)
-AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 NAMES = {node.name: node.name for node in FLEET}
 STAND_IN = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # what MIG instances report instead of GPU utilization
 FACTS = INSTANCE_SUM | INSTANCE_AVG
 
 
-def _variant() -> tuple:
-    """The fleet with what tells a MIG-blind CloudWatch apart: the MIG instance no pod held is held by a pod
-    that leaves it idle (1 % engine activity), and a MIG GPU's PCIe link replays 30 times per 5 minutes,
-    below the alarm's 50 (a sum over its two instances' repeated deltas would read 60)."""
-    nodes = []
-    for node in FLEET:
-        if node.name == "gpu-node-mig":
-            first, second = node.gpus
-            idle = Instance(id="2", profile="3g.20gb", pod=("team-c", "mig-idle"), fb_used=1000, fb_free=19000,
-                            engine=0.01)
-            node = replace(node, gpus=(replace(first, replays_per_s=0.1),
-                                       replace(second, instances=(second.instances[0], idle))))
-        nodes.append(node)
-    return tuple(nodes)
-
-
-VARIANT = _variant()
-
-
-def _project(folder: Path, settings: str = "", dashboards: dict[str, str] | None = None):
-    wanted = set(FIELDS) | {"DCGM_FI_DRIVER_VERSION"}
-    csv = folder / "counters.csv"
-    csv.write_text("\n".join(line for line in default_counters().read_text().splitlines()
-                             if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
-    config = folder / "gpudash.yaml"
-    config.write_text(settings)
-    if dashboards:
-        (folder / "dashboards").mkdir()
-        for name, text in dashboards.items():
-            (folder / "dashboards" / name).write_text(text)
-        with config.open("a") as handle:
-            handle.write("\ndefinitions:\n  dashboards: [dashboards]\n")
-    return load_project(config, csv)
-
-
-def _datapoints(files, fleet=VARIANT, only=None):
-    """`fleet`'s datapoints through the build's agent model (`only`: those the widgets or alarms given read)."""
-    config, job = agent_config(files[AGENT_FILE])
-    scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP), target_labels(job, node.name))
-               for k in range(-2, END // STEP) for node in fleet]
-    return Agent(config, job, only=None if only is None else cloudwatch_eval.reads(*only)).run(scrapes)
-
-
 @pytest.fixture(scope="module", params=["", "agent:\n  pipeline: classic\n"], ids=["otel", "classic"])
 def mixed(tmp_path_factory, request):
     """The build and what CloudWatch holds, through either of the agent's pipelines."""
-    project = _project(tmp_path_factory.mktemp("mig"), request.param)
+    project = variant_project(tmp_path_factory.mktemp("mig"), request.param)
     files = encode(build(project))
-    return project, files, _datapoints(files)
+    return project, files, variant_datapoints(files)
 
 
 DEVICE_COUNTERS = {metric: DEVICE[metric] for metric in COUNTERS}  # per second, a fact of the GPU
@@ -204,18 +158,6 @@ def test_the_figures_that_mig_changes(mixed):
     assert memory["gpu-node-ts GPU 0 MIG none"][0] == 12000 and memory["gpu-node-a GPU 0 MIG none"][0] == 9000
 
 
-def _firing(requests: list[dict], datapoints, end=END) -> set[str]:
-    """Every contributor in ALARM over the rule's CloudWatch alarms, named as the Prometheus rule names it."""
-    fired = set()
-    for request in requests:
-        for key, state in cloudwatch_eval.alarm(request, datapoints, end).items():
-            dims = dict(key)
-            if state == "ALARM":
-                fired.add(f"Pod {dims['namespace']}/{dims['pod']}" if "pod" in dims
-                          else f"{dims['node']} GPU {dims['gpu']}" if "gpu" in dims else "")
-    return fired
-
-
 # What each rule's Prometheus twin names on VARIANT, written out from the fleet's facts (thresholds: the defaults).
 FIRING = {
     # the last XID code per GPU > 0: node b's GPU reported 43
@@ -249,7 +191,7 @@ def test_every_alarm_fires_as_its_prometheus_twin_on_mig_and_time_sliced_gpus(mi
             continue
         mine = [r["Request"] for r in requests
                 if {"Key": "gpudash:rule", "Value": alarm.id} in r["Request"]["Tags"]]
-        fired_by_rule[alarm.id] = _firing(mine, datapoints)
+        fired_by_rule[alarm.id] = firing_contributors(mine, datapoints)
     assert fired_by_rule == FIRING
 
 
@@ -301,12 +243,12 @@ def dashboards(ctx):
 def test_every_combination_on_mig_is_true_or_says_how_it_differs(tmp_path):
     """Any aggregation of a device field, an instance field that adds up and one that averages, per pod, per
     GPU or over the cluster: the truth, or lines the header names for what they are, or left out and named."""
-    project = _project(tmp_path, "cloudwatch:\n  top_gpus: 500\n  top_pods: 500\n", {"combos.py": COMBINATIONS})
+    project = variant_project(tmp_path, "cloudwatch:\n  top_gpus: 500\n  top_pods: 500\n", {"combos.py": COMBINATIONS})
     files = encode(build(project))
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-combos.json"
     header = _header(files, path)
     shown = {panel_title(p["title"]): p for where, p in widgets(files) if where == path}
-    datapoints = _datapoints(files, only=shown.values())
+    datapoints = variant_datapoints(files, only=shown.values())
     (dashboard,) = [d for d in project.dashboards if d.id == "combos"]
     counts = {"true": 0, "left out": 0}
     for item in dashboard.panels():
@@ -342,7 +284,7 @@ def test_a_pod_on_two_instances_of_one_gpu_is_said_to_count_it_twice(mixed):
     both = replace(node.gpus[1], instances=tuple(replace(i, pod=("team-g", "wide")) for i in node.gpus[1].instances))
     fleet = (replace(node, gpus=(both,)),)
     (properties,) = [p for path, p in widgets(files) if panel_title(p["title"]) == "Pods on GPUs"]
-    shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet, [properties]), START, END, now=END)
+    shown = cloudwatch_eval.widget(properties, variant_datapoints(files, fleet, [properties]), START, END, now=END)
     assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count", ("namespace", "pod")), NAMES, fleet=fleet) == \
         {"Pod team-g/wide": 1}
     said = _said(_header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"), "Pods on GPUs",
@@ -373,7 +315,7 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
     for pipeline in ("otel", "classic"):
         folder = tmp_path / pipeline
         folder.mkdir()
-        _project(folder)  # writes the counters CSV and gpudash.yaml
+        variant_project(folder)  # writes the counters CSV and gpudash.yaml
         (folder / "alarms").mkdir()
         (folder / "alarms" / "busy.py").write_text(UTIL_PER_GPU)
         (folder / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\ndefinitions:\n  alarms: [alarms]\n")
@@ -393,7 +335,7 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
                          "classic (an alarm over the instances would take the max of instances, not of the GPU's "
                          "mean)"}
     (tmp_path / "static").mkdir()
-    static = _project(tmp_path / "static", "alarms:\n  per_pod: static\n  static_pods: [team-a/infer-1]\n")
+    static = variant_project(tmp_path / "static", "alarms:\n  per_pod: static\n  static_pods: [team-a/infer-1]\n")
     (note,) = [f for f in lint_project(static) if f.rule == "AL012"]
     assert note.message.startswith("alarm 'gpu-idle' does not evaluate GPUs split into MIG instances") and \
         "alarms.per_pod: group_by watches MIG pods too" in note.message and note.severity == "note"
@@ -441,7 +383,7 @@ def test_a_rule_named_like_another_rules_mig_alarm_is_refused_not_overwritten(tm
 
     from generator.resources import bundled
 
-    _project(tmp_path)  # writes the counters CSV
+    variant_project(tmp_path)  # writes the counters CSV
     shutil.copytree(bundled("alarms"), tmp_path / "alarms")  # the default rules, the idle rule among them
     (tmp_path / "alarms" / "more.py").write_text(IDLE_MIG_RULE)
     (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
@@ -504,7 +446,7 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
     and neither the header nor the alarm says otherwise. The alarm fires where the Prometheus rule does (replays
     per 5 minutes > 50): on classic once per MIG instance of the MIG GPU."""
     classic = "classic" in pipeline
-    project = _project(tmp_path, pipeline, {"replays.py": INCREASE_PER_GPU})
+    project = variant_project(tmp_path, pipeline, {"replays.py": INCREASE_PER_GPU})
     files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
     fleet = _counting_fleet()
@@ -597,10 +539,10 @@ def test_counter_lines_over_the_cluster_count_a_mig_gpu_once(tmp_path):
     pipeline merges a MIG GPU's copies over its instances (and a time-sliced GPU's over its pods) into one series
     per GPU, so each GPU counts once and the header admits no overcount; the GPU whose counter reads "not
     supported" has none."""
-    project = _project(tmp_path, "", {"counters.py": COUNTER_LINES})
+    project = variant_project(tmp_path, "", {"counters.py": COUNTER_LINES})
     files = encode(build(project))
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-counters.json"
-    datapoints = _datapoints(files, only=[p for where, p in widgets(files) if where == path])
+    datapoints = variant_datapoints(files, only=[p for where, p in widgets(files) if where == path])
     header = _header(files, path)
     per_gpu = [g.replays_per_s for n in VARIANT for g in n.gpus if g.replays_per_s is not None]  # per second
     assert any(len(g.instances) > 1 for n in VARIANT for g in n.gpus if g.replays_per_s is not None)
@@ -633,7 +575,7 @@ def test_a_device_counter_per_mig_instance_is_its_gpus_rate_on_classic_and_left_
     publishes it per instance, with its profile: each MIG instance's line is its GPU's rate. The OTel pipeline
     publishes it once per physical GPU only, so the panel is left out (the header says it stays on Grafana) and
     the agent declares the counter in no per-MIG-instance set."""
-    project = _project(tmp_path, pipeline, {"instances.py": MIG_INSTANCE_COUNTER})
+    project = variant_project(tmp_path, pipeline, {"instances.py": MIG_INSTANCE_COUNTER})
     files = encode(build(project))
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-instances.json"
     shown_widgets = [p for where, p in widgets(files) if where == path]
@@ -650,7 +592,7 @@ def test_a_device_counter_per_mig_instance_is_its_gpus_rate_on_classic_and_left_
     query = Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "avg", ("node", "gpu", "mig_instance"))
     expected = truth(query, NAMES, fleet=VARIANT)
     assert len(expected) == 4 and len({v for v in expected.values()}) == 2  # two MIG GPUs, two instances each
-    shown = cloudwatch_eval.widget(properties, _datapoints(files, only=[properties]), START, END)
+    shown = cloudwatch_eval.widget(properties, variant_datapoints(files, only=[properties]), START, END)
     assert set(shown) == set(expected)
     for label, value in expected.items():
         assert shown[label] and all(close(v, value) for v in shown[label].values()), (label, shown[label], value)
@@ -670,7 +612,7 @@ def test_a_pod_on_two_instances_of_one_gpu_reads_its_energy_once_on_the_otel_pip
     both = replace(node.gpus[1], instances=tuple(replace(i, pod=("team-g", "wide")) for i in node.gpus[1].instances))
     fleet = (replace(node, gpus=(both,)),)
     (properties,) = [p for path, p in widgets(files) if panel_title(p["title"]) == ENERGY]
-    shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet, [properties]), START, END)
+    shown = cloudwatch_eval.widget(properties, variant_datapoints(files, fleet, [properties]), START, END)
     rate = both.energy_mw  # mJ/s, a fact of the GPU
     said = _said(_header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"), ENERGY,
                  "a pod holding several MIG instances of one GPU weighs that GPU once per instance")
@@ -696,7 +638,7 @@ def test_a_pod_named_again_after_awsemf_forgot_its_reading_counts_from_a_baselin
     rates = {}
     for moves in (1, 40):
         fleet = tuple(replace(node, moves=moves) for node in VARIANT if node.moves)  # the time-sliced GPU's node
-        shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet, [properties]), START, END)
+        shown = cloudwatch_eval.widget(properties, variant_datapoints(files, fleet, [properties]), START, END)
         rates[moves] = {label: {start // 60: round(v) for start, v in series.items()}
                         for label, series in shown.items() if "team-d/" in label}
     rate = next(g.energy_mw for n in VARIANT if n.moves for g in n.gpus)

@@ -22,8 +22,8 @@ from generator.output import encode
 from generator.render.cloudwatch import panel_title
 from tests.support import cloudwatch_eval, random_fleet
 from tests.support.cloudwatch_widgets import close, header, panel, said, widgets
+from tests.support.mig_variant import END, START, firing_contributors, variant_datapoints, variant_project
 from tests.support.mixed_fleet import FIELDS, reads_own, truth
-from tests.unit.test_cloudwatch_mig import END, START, _datapoints, _firing, _project
 
 STAND_IN = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 SEVERAL = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"
@@ -60,9 +60,9 @@ def test_every_widget_and_alarm_reads_the_truth_of_a_random_fleet(tmp_path, seed
     fleet = random_fleet.fleet(seed, bool(shared), per_process=shared == "per-process")
     settings = ("agent:\n  pipeline: classic\n" if pipeline == "classic" else "") + \
         ("exporter:\n  virtual_gpus: true\n" if shared else "")
-    project = _project(tmp_path, settings)
+    project = variant_project(tmp_path, settings)
     files = encode(build(project, grafana=False))
-    points = _datapoints(files, fleet)
+    points = variant_datapoints(files, fleet)
     checked = 0
     for path, properties in widgets(files):
         title = panel_title(properties["title"])
@@ -102,4 +102,4 @@ def test_every_widget_and_alarm_reads_the_truth_of_a_random_fleet(tmp_path, seed
                                                         alarm.id == "pcie-replays"):  # lint AL013's error
             continue
         mine = [r["Request"] for r in requests if {"Key": "gpudash:rule", "Value": alarm.id} in r["Request"]["Tags"]]
-        assert _firing(mine, points) == expected[alarm.id], alarm.id
+        assert firing_contributors(mine, points) == expected[alarm.id], alarm.id
