@@ -599,8 +599,10 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     evidence) ranks below one named otherwise, and where neither is, one spelled like any DaemonSet pod's name
     (POD_LIKE: the shape alone, for a DaemonSet the settings do not name) below one that is not, whichever is fresher;
     a node whose own name has the shape (a Cluster API machine's) is named by it before its exporter's pod. Two copies
-    ranking alike otherwise (a node's short and full names; an unnamed DaemonSet's pod beside a node of the shape) tie,
-    and one of them is shown, not always the same one (PromQL has no order of label values). gpudash's scrape job and
+    ranking alike otherwise (two exporters' own pod names mid-rollout; a node's short and full names) are told apart by
+    their names' last character (_name_order), so that the same one is shown at every step and call: Prometheus
+    meets tied series in no fixed order, and the legend of a GPU two exporters named by their pods was one pod's at 6
+    of 8 calls and the other's at 2. gpudash's scrape job and
     ServiceMonitor write the node the exporter's pod runs on into `node`, the first spelling: there the GPU is named
     by it whatever Hostname holds. `node` (a regex): only the copies whose node
     spelling matches it (node_matchers). Without `span` (a gauge panel): the copies a scrape within the last 4 scrape
@@ -625,7 +627,34 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     ranked = terms[0] if len(terms) == 1 else "(" + " or ".join(f"({term})" for term in terms) + ")"
     gpu = (labels.cluster, GPU_LABEL, "gpu")
     named = f"max by ({_listed((*gpu, labels.node))}) ({identified(coalesce_node(ranked, labels), labels)})"
-    return f"topk by ({_listed(gpu)}) (1, {named})"
+    return f"topk by ({_listed(gpu)}) (1, {_name_order(named, labels.node)})"
+
+
+# The characters a name's last ones are told apart by (_name_order), Kubernetes' generated names' alphabet first (a
+# DaemonSet pod's five-character suffix: each of its characters has a code of its own), then the vowels; any other
+# character (0, 1, 3, 8, '.', '-') reads as the first.
+NAME_ORDER_ALPHABET = "bcdfghjklmnpqrstvwxz2456789aeiou"
+# the last one: two pods of one DaemonSet end alike one time in 27; each character costs ~0.8 kB a naming (the bundled
+# all-metrics dashboard is within 5 % of what client-side kubectl apply accepts, GF011)
+NAME_ORDER_CHARACTERS = 1
+NAME_ORDER_BITS = 5  # each character's code, 0 to 31 (NAME_ORDER_ALPHABET's place)
+# all codes add less than 2^-3: below the 0.5 of freshness and the 1 between ranks (gpu_names)
+
+
+def _name_order(named: str, label: str) -> str:
+    """`named` (a rank per GPU and name) with a fraction added that only the name's `label` decides: codes of its last
+    NAME_ORDER_CHARACTERS characters, bit by bit (a label set where the character is in the bit's class, joined with a
+    weight), so that of names ranking alike topk keeps the same one whatever order Prometheus meets them in (a
+    tie went to the first met, which differs from call to call). Names that end alike for those characters still tie."""
+    bits = NAME_ORDER_CHARACTERS * NAME_ORDER_BITS
+    for k in range(bits):
+        position, bit = divmod(k, NAME_ORDER_BITS)
+        members = "".join(c for place, c in enumerate(NAME_ORDER_ALPHABET) if place >> bit & 1)
+        mark = f"gpudash_o{k}"
+        weight = f"2^{k - bits - 3}"  # each above all below it together, all together below 2^-3
+        named = (f'label_replace({named}, "{mark}", "1", "{label}", ".*[{members}]{"." * position}") + on ({mark}) '
+                 f'group_left () (label_replace(vector({weight}), "{mark}", "1", "", "") or vector(0))')
+    return named
 
 
 def _written(gauge: str) -> str:
@@ -2347,7 +2376,11 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     # each GPU a pod was named on (by its UUID, whichever node spelling the copy naming it carries) under the node the
     # rates name it by (gpu_names: the same names, read from the same copies)
     pods = f"max by ({_listed((*gpu, *(label_name(k, labels) for k in keys if k != 'node')))}) ({named})"
-    names = gpu_names(query.metric, list(unscoped.naming(labels)), window, resolution, labels)
+    # the copies the node variable matches name the GPU, as they name its rate (_Merge.named): a node picked that the
+    # variable does not offer (an old exporter's own pod name in Hostname, kept in a link) named the pod's GPU n3 and
+    # its rate by the pod name, and the pod was left out where the other per-pod panels showed it
+    node = next((regex for key, regex in scope.regexes if key == "node"), None)
+    names = gpu_names(query.metric, list(unscoped.naming(labels)), window, resolution, labels, node)
     pods = f"({pods} + on ({_listed(gpu)}) group_left ({labels.node}) (0 * {names}))"
     once = _listed((*(label_name(k, labels) for k in (*keys, *slot) if k != "node" or k in keys), GPU_LABEL))
     return (f"{query.aggregation} by ({_listed(label_name(k, labels) for k in keys)}) "
