@@ -733,8 +733,12 @@ def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...
     alike (none older than the copy's newest): those stay the GPU's. A series that stopped without a staleness marker
     (as after a Prometheus restart) is not one: it is read while its latest reading is within the look-back. `by` (a
     GPU instance's labels, the copy's among them): the instances none of whose series (its own, its pods' copies) the
-    exporter still served, not each series (a pod gone from an instance others hold leaves the instance)."""
-    last = f"max_over_time(timestamp({{0}})[{within}:{resolution}])"
+    exporter still served, not each series (a pod gone from an instance others hold leaves the instance). A series'
+    latest sample is its instant sample's time where it has one (the subquery's steps fall on the interval's grid: a
+    sample taken after the last step before the instant was none of them, so one scrape after a MIG reconfiguration
+    the new instances had no time yet, the old ones were not superseded, and a pod showed its old instance's 20,000
+    MiB beside its new one's 5,000)."""
+    last = f"(timestamp({{0}}) or max_over_time(timestamp({{0}})[{within}:{resolution}]))"
     last = f"max by ({_listed(by)}) ({last})" if by else last
     copy = _listed((labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
                     *COPY_LABELS))
