@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from tests.support import cloudwatch_eval
+from tests.support import exporter_overlap as overlap
 from tests.support.promtool_rules import expected_alert, promtool_test, rules  # noqa: F401 (a fixture)
-from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 MINUTES = range(6, overlap.END // 60 + 1)
 REPLAYS, ROWS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
@@ -33,7 +33,7 @@ INTERVAL = 30  # s: the scrape interval
 def _cloudwatch(alert: str, old_until: int, new_from: int, remapped_at: float = math.inf) -> set[int]:
     """The minutes at whose end the CloudWatch alarm of `alert` is in ALARM (judged on its 3 periods, as
     test_cloudwatch_exporter_overlap does)."""
-    files, points = overlap._published("otel", old_until, new_from, remapped_at=remapped_at)
+    files, points = overlap.published_points("otel", old_until, new_from, remapped_at=remapped_at)
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if a["Request"]["AlarmName"] == ALARMS[alert]]
     return {m for m in MINUTES
@@ -42,18 +42,18 @@ def _cloudwatch(alert: str, old_until: int, new_from: int, remapped_at: float = 
 
 def _readings(remapped_at: float) -> dict:
     """The counters the stories store, each a function of the instant its reading is taken."""
-    return {REPLAYS: lambda taken: str(overlap._replays(taken)), ROWS: lambda taken: str(int(taken >= remapped_at))}
+    return {REPLAYS: lambda taken: str(overlap.replays_at(taken)), ROWS: lambda taken: str(int(taken >= remapped_at))}
 
 
 def _series(old_until: int, new_from: int, remapped_at: float = math.inf, readings: dict | None = None) -> list[dict]:
     """The two exporter pods' series as gpudash's Prometheus scrape job stores them, one sample per scrape at 10 s
     steps from 0; the old pod's target gone, a staleness marker where its next scrape would have been (Prometheus'
     scrape loop, endOfRunStaleness)."""
-    files = overlap._files("otel")
+    files = overlap.overlap_build("otel")
     (job,) = [j for j in yaml.safe_load(files["prometheus/additional-scrape-configs.yaml"])["prometheus"][
         "prometheusSpec"]["additionalScrapeConfigs"] if j["job_name"] == "dcgm-exporter"]
-    targets = {"old": overlap._target(job, "nvidia-dcgm-exporter-old", "10.0.1.10", "5d8f7c9b6d"),
-               "new": overlap._target(job, "nvidia-dcgm-exporter-new", "10.0.1.11", "7c9d6f5b48")}
+    targets = {"old": overlap.revision_target(job, "nvidia-dcgm-exporter-old", "10.0.1.10", "5d8f7c9b6d"),
+               "new": overlap.revision_target(job, "nvidia-dcgm-exporter-new", "10.0.1.11", "7c9d6f5b48")}
     hosts = {"old": ("Hostname", "nvidia-dcgm-exporter-old"), "new": ("hostname", overlap.NODE)}
     slots = overlap.END // STEP + 1
     readings = readings or _readings(remapped_at)
@@ -162,7 +162,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules
     from tests.integration.test_counter_copies_hostile import _apart, _stories_own
     from tests.support.promtool_batches import batch_failure
 
-    files = overlap._files("otel")
+    files = overlap.overlap_build("otel")
     (expr,) = [p["targets"][0]["expr"] for p in json.loads(files["grafana/gpudash-all-metrics.json"])["panels"]
                if p.get("title") == "DEV_TOTAL_ENERGY_CONSUMPTION"]
     expr = expr.replace("$__rate_interval", "2m")
@@ -178,7 +178,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules
 
         def judge(part: list[int]) -> None:
             series = [{**one, "series": _stories_own(one["series"], k)} for k in part for one in _series(
-                900, overlaps[k], readings={ENERGY: lambda taken: f"{overlap._energy(taken):.0f}"})]
+                900, overlaps[k], readings={ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})]
             watts = [{"labels": f'{{gpu="0", node="{overlap.NODE}-s{k}"}}', "value": overlap.WATTS * 1000}
                      for k in part]
             promtool_test(rules, f"rollout_energy_{part[0]}.yaml", [{

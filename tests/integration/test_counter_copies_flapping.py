@@ -23,9 +23,9 @@ from tests.integration import test_cloudwatch_rollout_twins as twins
 from tests.integration.test_counter_copies_hostile import (ALERT, PANEL_MINUTES, _apart, _panel, _reads_within,
                                                             _replays_with_reset, _silent, _slow_collection,
                                                             _stories_own)
+from tests.support import exporter_overlap as overlap
 from tests.support.promtool_batches import batch_failure
 from tests.support.promtool_rules import alert_rule, promtool_test, rules  # noqa: F401 (a fixture)
-from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 
 def _missing(series: list[dict], every: int, start: int, end: int, pod: str = "nvidia-dcgm-exporter-old",

@@ -22,10 +22,10 @@ import re
 import pytest
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
+from tests.support import exporter_overlap as overlap
 from tests.support.promtool_batches import batch_failure
 from tests.support.promtool_rules import (alert_rule, joins_across_stories, promtool_test,  # noqa: F401 (a fixture)
                                           rules)
-from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
 ALERT = "GpudashPcieReplays"
 _SCRAPES = overlap.scrapes  # the rollout's scrapes, each exporter collecting every 30 s
@@ -94,7 +94,7 @@ RESET_AT = 700  # s: the GPU is reset (nvidia-smi -r, the runbook's remedy after
 
 def _replays_with_reset(taken: float) -> int:
     if taken < RESET_AT:
-        return overlap._replays(taken)
+        return overlap.replays_at(taken)
     return math.floor(0.1 * (taken - RESET_AT))
 
 
@@ -166,7 +166,7 @@ PANEL_MINUTES = range(8, overlap.END // 60)  # each window (2 minutes; 5 for an 
 def _panel(dashboard: str, title: str, metric: str | None = None) -> str:
     """A panel's query with every variable at All, Grafana's $__rate_interval for 30 s scrapes (2m) and a 5-minute
     range; `metric`: read on another counter (the query's form is the same for each)."""
-    files = overlap._files("otel")
+    files = overlap.overlap_build("otel")
     (expr,) = [p["targets"][0]["expr"] for p in json.loads(files[f"grafana/{dashboard}.json"])["panels"]
                if p.get("title") == title]
     expr = expr.replace("$__rate_interval", "2m").replace("${__range_ms}", "300000").replace("$__range", "5m")
@@ -205,7 +205,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_through_a_rollout_whose_expor
     # 200,000 mW throughout, within what DCGM collecting every 60 s blurs (rate() of the merged readings read 4.18e8
     # mW at minutes 15 and 16: the new copy's reading taken before the old one's last read as a reset)
     monkeypatch.setattr(overlap, "scrapes", _slow_collection)
-    series = twins._series(900, new_from, readings={twins.ENERGY: lambda taken: f"{overlap._energy(taken):.0f}"})
+    series = twins._series(900, new_from, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
     _reads_within(rules, "panel_energy_slow_collect.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
                   0.75 * overlap.WATTS * 1000, 1.25 * overlap.WATTS * 1000)
 
@@ -215,7 +215,7 @@ def test_grafanas_per_pod_energy_rate_reads_the_gpus_power_through_a_surge_rollo
     # the by-pod dashboard's "Energy use rate of each pod's GPUs" (ml/train-0 holds the GPU, both exporters name it):
     # 200,000 mW at every minute. rate() of the copies' merged readings read 4.18e8 mW at minutes 15 and 16 after
     # either overlap (the new copy's reading taken before the old one's last, at the old one's staleness marker)
-    series = twins._series(900, new_from, readings={twins.ENERGY: lambda taken: f"{overlap._energy(taken):.0f}"})
+    series = twins._series(900, new_from, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
     watts = overlap.WATTS * 1000
     _reads_within(rules, "panel_pod_energy.yaml", _panel("gpudash-by-pod", "Energy use rate of each pod's GPUs"),
                   series, watts, watts, '{namespace="ml", pod="train-0"}')
@@ -232,7 +232,7 @@ def test_an_increase_over_the_range_reads_the_replays_of_its_scrapes_through_a_r
         monkeypatch.setattr(overlap, "scrapes", _slow_collection)
     series = _reset_story() if story == "reset-in-overlap" else twins._series(
         900, 840 if story == "surge-1-minute" else 600,
-        readings={twins.REPLAYS: lambda taken: str(overlap._replays(taken))})
+        readings={twins.REPLAYS: lambda taken: str(overlap.replays_at(taken))})
     # Each range holding the handover (the old exporter's staleness marker at 900 s) counts from the old copy's
     # reading before it (taken 1 s before its scrape) to the new copy's latest (taken 18 s or more before its own, the
     # old one's last reading held until the new one's passes it): 29 for a range ending at 16-20 minutes (10,091 at

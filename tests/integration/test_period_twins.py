@@ -160,7 +160,7 @@ def test_prometheus_rule_judges_each_period(built, rule_id, said):
     groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
     (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == rule_id and "alert" in r]
     # the story moved 45 s later, so that its judged times (15 s after a scrape, a minute apart) fall on promtool's
-    # evaluations once a minute instead of one in four every 15 s (test_gauge_twins._later)
+    # evaluations once a minute instead of one in four every 15 s (promtool_rules.shifted_later)
     checks = [{"eval_time": f"{end + 15 + LATER}s", "alertname": rule["alert"],
                "exp_alerts": [expected_alert(folder, rule["alert"], namespace="team-a", pod=pod,
                                         **(_idle_labels(pod) if rule_id == "gpu-idle" else {}))  # per GPU of the pod

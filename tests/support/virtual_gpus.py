@@ -26,6 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import mean
 
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
+
 UTIL, FB_USED, FB_FREE = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
 TEMP, POWER = "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"
 FIELDS = (UTIL, FB_USED, FB_FREE, TEMP, POWER)
@@ -192,3 +195,14 @@ def truth(query) -> dict[str, float]:
             else:
                 groups.setdefault("", []).append(value(node, gpu, None))
     return {legend: float(aggregate(values)) for legend, values in groups.items()}
+
+
+STEP, END = 30, 2100  # seven 5-minute periods of 30 s scrapes
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+
+
+def published_points(files) -> list:
+    """The datapoints the build's agent publishes of the fleet, scraped every STEP until END."""
+    config, job = agent_config(files[AGENT_FILE])
+    return Agent(config, job).run([Scrape(float(k * STEP), payload(node), target_labels(job, node.name))
+                                   for k in range(-1, END // STEP) for node in FLEET])

@@ -19,8 +19,7 @@ import pytest
 from tests.integration.test_mig_twins import built_with
 from tests.support import cloudwatch_eval, virtual_gpus
 from tests.support.alarm_requests import alarm_requests
-from tests.support.virtual_gpus import FLEET, UTIL
-from tests.unit.test_cloudwatch_virtual_gpus import END, _published
+from tests.support.virtual_gpus import END, FLEET, UTIL, published_points
 
 VIRTUAL = "exporter:\n  virtual_gpus: true\n"
 GROUPS = {"gpu": ("node", "gpu"), "node": ("node",), "all": ()}
@@ -60,7 +59,7 @@ def _firing_truth(how, group, comparison, level) -> set[tuple]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     files, _ = built_with(tmp_path_factory.mktemp("virtual-once"), {"once.py": ALARMS}, virtual_gpus.FIELDS, VIRTUAL)
-    return alarm_requests(files), _published(files)
+    return alarm_requests(files), published_points(files)
 
 
 def test_the_premise_a_share_reads_above_its_device():

@@ -27,109 +27,12 @@ generated widget and alarm, evaluated as CloudWatch documents (tests/support/clo
 
 from __future__ import annotations
 
-import functools
 import json
-import math
 
 import pytest
 
-from generator.artifacts import build
-from generator.output import encode
-from generator.project import load_project
 from tests.support import cloudwatch_eval
-from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.dcgm_fleet import discovered
-
-AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
-NODE = "ip-10-0-1-1"
-END = 1800
-WATTS = 200.0
-ENERGY_SINCE_BOOT = 5.0e10  # mJ: DCGM's energy counts since the driver loaded
-REPLAYS_SINCE_BOOT = 10_000  # a link that replayed in the past
-TRUE_RATE = {t: WATTS * 1000 for t in range(0, END, 300)}  # mW in every 5-minute period
-
-
-def _energy(t: float) -> float:
-    return ENERGY_SINCE_BOOT + WATTS * 1000 * t
-
-
-def _replays(t: float) -> int:
-    return REPLAYS_SINCE_BOOT + math.floor(0.1 * t)  # 30 per 5 minutes: under the alarm's 50
-
-
-def _target(job: dict, pod: str, address: str, revision: str, generation: str | None = None) -> dict:
-    """An exporter pod as Kubernetes SD meets it: its DaemonSet's revision hash, and its template generation if
-    given."""
-    generated = {"__meta_kubernetes_pod_label_pod_template_generation": generation} if generation else {}
-    return discovered(job, {"__address__": f"{address}:9400", "__meta_kubernetes_namespace": "gpu-operator",
-                            "__meta_kubernetes_pod_name": pod, "__meta_kubernetes_pod_node_name": NODE,
-                            "__meta_kubernetes_pod_container_port_number": "9400",
-                            "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
-                            "__meta_kubernetes_pod_controller_kind": "DaemonSet",
-                            "__meta_kubernetes_pod_label_controller_revision_hash": revision, **generated})
-
-
-def _page(host_label: str, host: str, taken: float, remapped_at: float = math.inf) -> str:
-    """The exporter's page read at `taken` s: the GPU's energy, its link's replays, and its uncorrectable remapped
-    rows (none, one from `remapped_at` s)."""
-    labels = (f'gpu="0",UUID="GPU-0",device="nvidia0",modelName="NVIDIA A10G",{host_label}="{host}",'
-              'pod="train-0",namespace="ml",container="main"')
-    return ("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
-            f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {_energy(taken):.0f}\n"
-            "# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter\n"
-            f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{labels}}} {_replays(taken)}\n"
-            "# TYPE DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS counter\n"
-            f"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{{{labels}}} {int(taken >= remapped_at)}\n"
-            "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
-            f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 60\n")
-
-
-def scrapes(old_until: int, new_from: int) -> list[tuple[str, float, float]]:
-    """A node's exporter scrapes, in scrape order, as (exporter, scraped at, its reading taken at) in seconds: the
-    old exporter pod ("old") scraped on the half minute until `old_until`, reading DCGM 1 s before; the new one
-    ("new") 10 s past each half minute from `new_from`, its reading taken at 12 s past each half minute."""
-    out = []
-    for k in range(-2, END // 30):
-        t = 30.0 * k
-        if t < old_until:
-            out.append(("old", t, t - 1))
-        if t >= new_from:
-            scraped = t + 10
-            out.append(("new", scraped, math.floor((scraped - 12) / 30) * 30 + 12))
-    return sorted(out, key=lambda s: s[1])
-
-
-@functools.cache
-def _files(pipeline: str):
-    config = None
-    if pipeline == "classic":
-        import tempfile
-        from pathlib import Path
-
-        config = Path(tempfile.mkdtemp()) / "gpudash.yaml"
-        config.write_text("agent:\n  pipeline: classic\n")
-    return encode(build(load_project(config)))
-
-
-def _published(pipeline: str, old_until: int, new_from: int, new_revision: str = "7c9d6f5b48",
-               new_style: bool = True, remapped_at: float = math.inf):
-    """The datapoints the agent publishes: the old exporter pod (revision 5d8f7c9b6d, writing Hostname) and the new one
-    (its own pod name and address, `new_revision`; `new_style`: it writes hostname) scraped as `scrapes` says."""
-    files = _files(pipeline)
-    config, job = agent_config(files[AGENT_FILE])
-    targets = {"old": _target(job, "nvidia-dcgm-exporter-old", "10.0.1.10", "5d8f7c9b6d"),
-               "new": _target(job, "nvidia-dcgm-exporter-new", "10.0.1.11", new_revision)}
-    hosts = {"old": ("Hostname", "nvidia-dcgm-exporter-old"),
-             "new": ("hostname", NODE) if new_style else ("Hostname", "nvidia-dcgm-exporter-new")}
-    return files, Agent(config, job).run([Scrape(scraped, _page(*hosts[who], taken, remapped_at), targets[who])
-                                          for who, scraped, taken in scrapes(old_until, new_from)])
-
-
-def _energy_rate(files, points) -> dict:
-    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"])["DashboardBody"])
-    (widget,) = [w["properties"] for w in body["widgets"]
-                 if w["type"] == "metric" and w["properties"]["title"] == "Energy use rate of each pod's GPUs"]
-    return cloudwatch_eval.widget(widget, points, 0, END)
+from tests.support.exporter_overlap import END, TRUE_RATE, WATTS, energy_at, energy_rate_widget, published_points
 
 
 def _pcie_states(files, points) -> dict[int, set[str]]:
@@ -144,7 +47,7 @@ def test_a_pods_energy_use_rate_counts_a_long_overlap_twice_and_never_the_whole_
     # the new exporter from 600 s, the old one gone from 900 s: the period 600-900 holds the old revision's 300 s
     # (569 to 869 s) and the new one's 270 s, from its first reading (582 s, its baseline) to its last in the period
     # (852 s): (300 + 270) s x 200 W / 300 s. On main the otel pipeline read 1.67e9 mW there (the counter since boot).
-    shown = _energy_rate(*_published(pipeline, old_until=900, new_from=600))
+    shown = energy_rate_widget(*published_points(pipeline, old_until=900, new_from=600))
     assert shown == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
                                         600: pytest.approx(570 * WATTS * 1000 / 300)}}
 
@@ -153,7 +56,7 @@ def test_the_pcie_replays_alarm_fires_only_where_a_long_overlap_counts_twice_pas
     # 30 replays per 5 minutes, threshold 50: in the 5-minute overlap the two revisions count 30 + 27 = 57, so the
     # alarm is ALARM while a period of its range holds it (the README and `gpudash verify`'s maxSurge warning say
     # so); OK before and after. On main: ALARM from 660 to 1140 s (the counter since boot sent as one increase).
-    states = _pcie_states(*_published("otel", old_until=900, new_from=600))
+    states = _pcie_states(*published_points("otel", old_until=900, new_from=600))
     assert {end for end, s in states.items() if s != {"OK"}} == {840, 900, 960}
     assert all(s == {"ALARM"} for end, s in states.items() if end in (840, 900, 960))
 
@@ -161,8 +64,8 @@ def test_the_pcie_replays_alarm_fires_only_where_a_long_overlap_counts_twice_pas
 def test_a_short_overlap_reads_its_seconds_twice_and_the_alarm_stays_ok():
     # a surge pod ready within a minute: the new exporter from 840 s, the old one gone from 900 s. The period
     # 600-900 holds the old revision's 300 s and the new one's 30 s (822 to 852 s).
-    files, points = _published("otel", old_until=900, new_from=840)
-    assert _energy_rate(files, points) == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
+    files, points = published_points("otel", old_until=900, new_from=840)
+    assert energy_rate_widget(files, points) == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
                                                               600: pytest.approx(330 * WATTS * 1000 / 300)}}
     assert set().union(*_pcie_states(files, points).values()) == {"OK"}
 
@@ -171,8 +74,8 @@ def test_an_ordinary_rollout_loses_the_increase_between_the_old_pods_last_readin
     # maxSurge 0: the old pod's last scrape at 870 s (its reading at 869 s), the new one's first at 940 s (reading
     # 912 s, the new revision's baseline): the 43 s between are counted nowhere, all in the period 900-1200,
     # which reads its 240 s from 912 to 1152 s. On main the merged series counted them (a gap under 5 minutes).
-    files, points = _published("otel", old_until=900, new_from=930)
-    assert _energy_rate(files, points) == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
+    files, points = published_points("otel", old_until=900, new_from=930)
+    assert energy_rate_widget(files, points) == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
                                                               900: pytest.approx(240 * WATTS * 1000 / 300)}}
     assert set().union(*_pcie_states(files, points).values()) == {"OK"}
 
@@ -182,8 +85,8 @@ def test_a_pod_re_created_with_the_same_revision_goes_on_counting_across_the_gap
     # the awsemf delta of its first reading (912 s) covers the gap from the old pod's last (869 s, under 5 minutes):
     # the period 900-1200 reads 869 to 1152 s, the 240 s of the rollout above and its 43 s lost there (283 s: the
     # new pod reads DCGM 28 s before its scrape where the old one read 1 s before; the next periods read 300 s each)
-    files, points = _published("otel", old_until=900, new_from=930, new_revision="5d8f7c9b6d", new_style=False)
-    assert _energy_rate(files, points) == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
+    files, points = published_points("otel", old_until=900, new_from=930, new_revision="5d8f7c9b6d", new_style=False)
+    assert energy_rate_widget(files, points) == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
                                                               900: pytest.approx(283 * WATTS * 1000 / 300)}}
     assert set().union(*_pcie_states(files, points).values()) == {"OK"}
 
@@ -194,8 +97,8 @@ def test_two_pods_of_one_revision_answering_at_once_publish_the_counter_since_bo
     # of 869 s) is one delta series with it: the step down is sent as a reset, the counter since the driver loaded. The
     # pod's energy rate reads 1.67e8 mW in that period (true 200,000) and the replays alarm is ALARM from 900 to
     # 1140 s. Keying by pod as well would end it and lose every re-created pod's gap (the test above).
-    files, points = _published("otel", old_until=900, new_from=870, new_revision="5d8f7c9b6d", new_style=False)
-    shown = _energy_rate(files, points)["Pod ml/train-0"]
+    files, points = published_points("otel", old_until=900, new_from=870, new_revision="5d8f7c9b6d", new_style=False)
+    shown = energy_rate_widget(files, points)["Pod ml/train-0"]
     # the old pod's 300 s (569 to 869 s) and the replacement's reading of 852 s sent whole
-    assert shown[600] == pytest.approx((300 * WATTS * 1000 + _energy(852)) / 300)
+    assert shown[600] == pytest.approx((300 * WATTS * 1000 + energy_at(852)) / 300)
     assert {end for end, s in _pcie_states(files, points).items() if s != {"OK"}} == {900, 960, 1020, 1080, 1140}

@@ -18,10 +18,10 @@ import json
 import pytest
 
 from tests.support import cloudwatch_eval
-from tests.unit import test_cloudwatch_exporter_overlap as overlap
+from tests.support import exporter_overlap as overlap
 
 FB_USED, WATTS = 1000, 200
-_COUNTERS_PAGE = overlap._page  # the energy, replays and temperature of the overlap's payload
+_COUNTERS_PAGE = overlap.exporter_page  # the energy, replays and temperature of the overlap's payload
 
 
 def _page(host_label: str, host: str, taken: float, *more) -> str:
@@ -33,8 +33,8 @@ def _page(host_label: str, host: str, taken: float, *more) -> str:
 
 
 def _by_pod(pipeline: str, monkeypatch, end: int) -> dict[str, dict]:
-    monkeypatch.setattr(overlap, "_page", _page)
-    files, points = overlap._published(pipeline, old_until=900, new_from=600)
+    monkeypatch.setattr(overlap, "exporter_page", _page)
+    files, points = overlap.published_points(pipeline, old_until=900, new_from=600)
     body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"])["DashboardBody"])
     titles = ("Framebuffer used by pod", "Power draw of each pod's GPUs", "Pods on GPUs")
     # the table means now: drawn at `end` (its period still filling not drawn, live data off); the charts' periods all

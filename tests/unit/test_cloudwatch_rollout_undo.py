@@ -23,7 +23,8 @@ import math
 import pytest
 
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.unit.test_cloudwatch_exporter_overlap import AGENT_FILE, END, WATTS, _energy_rate, _files, _page, _target
+from tests.support.exporter_overlap import (AGENT_FILE, END, WATTS, energy_rate_widget, exporter_page, overlap_build,
+                                            revision_target)
 
 OLD, NEW = "5d8f7c9b6d", "7c9d6f5b48"
 
@@ -32,16 +33,16 @@ def _published(pods: list[tuple[str, str, str, int, int]]):
     """The datapoints the agent publishes for one node whose exporter pods, (name, revision, generation, from, until)
     in seconds, run one after another; the first and third are scraped on the half minute (reading DCGM 1 s before), the second
     10 s past (its reading taken at 12 s past each half minute)."""
-    files = _files("otel")
+    files = overlap_build("otel")
     config, job = agent_config(files[AGENT_FILE])
     scrapes = []
     for i, (pod, revision, generation, start, until) in enumerate(pods):
-        target = _target(job, pod, f"10.0.1.{10 + i}", revision, generation)
+        target = revision_target(job, pod, f"10.0.1.{10 + i}", revision, generation)
         for k in range(-2, END // 30):
             t = 30.0 * k + (10 if i % 2 else 0)
             if start <= t < until:
                 taken = t - 1 if i % 2 == 0 else math.floor((t - 12) / 30) * 30 + 12
-                scrapes.append(Scrape(t, _page("hostname", "ip-10-0-1-1", taken), target))
+                scrapes.append(Scrape(t, exporter_page("hostname", "ip-10-0-1-1", taken), target))
     scrapes.sort(key=lambda s: s.timestamp)
     return files, Agent(config, job).run(scrapes)
 
@@ -55,7 +56,7 @@ def test_a_rollout_undone_within_minutes_never_reads_more_than_the_gpu_used():
     files, points = _published([("nvidia-dcgm-exporter-a", OLD, "1", -100, 900),
                                 ("nvidia-dcgm-exporter-b", NEW, "2", 930, 1050),
                                 ("nvidia-dcgm-exporter-c", OLD, "3", 1080, 10**6)])
-    (line,) = _energy_rate(files, points).values()
+    (line,) = energy_rate_widget(files, points).values()
     assert line == {**{t: pytest.approx(WATTS * 1000) for t in range(0, END, 300)},
                     900: pytest.approx(180 * WATTS * 1000 / 300)}
 
@@ -67,6 +68,6 @@ def test_a_pod_re_created_in_the_same_generation_goes_on_counting_across_the_gap
     # there: the new pod reads DCGM 28 s before its scrape), 283 s; the next periods 300 s each
     files, points = _published([("nvidia-dcgm-exporter-a", OLD, "1", -100, 900),
                                 ("nvidia-dcgm-exporter-c", OLD, "1", 1080, 10**6)])
-    (line,) = _energy_rate(files, points).values()
+    (line,) = energy_rate_widget(files, points).values()
     assert line == {**{t: pytest.approx(WATTS * 1000) for t in range(0, END, 300)},
                     900: pytest.approx(283 * WATTS * 1000 / 300)}

@@ -22,23 +22,15 @@ from tests.support.alarm_requests import alarm_requests
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import close, panel, widgets
 from tests.support.dcgm_fleet import target_labels
-from tests.support.virtual_gpus import FIELDS, FLEET
+from tests.support.virtual_gpus import AGENT_FILE, END, FIELDS, FLEET, STEP, published_points
 
-STEP, END = 30, 2100  # seven 5-minute periods of 30 s scrapes
-AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 VIRTUAL = "exporter:\n  virtual_gpus: true\n"
-
-
-def _published(files) -> list:
-    config, job = agent_config(files[AGENT_FILE])
-    return Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.payload(node), target_labels(job, node.name))
-                                   for k in range(-1, END // STEP) for node in FLEET])
 
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     files, folder = built_with(tmp_path_factory.mktemp("virtual"), {}, FIELDS, VIRTUAL)
-    return load_project(folder / "gpudash.yaml", folder / "counters.csv"), files, _published(files)
+    return load_project(folder / "gpudash.yaml", folder / "counters.csv"), files, published_points(files)
 
 
 def _shown(project, files, points) -> dict[str, tuple[dict, dict]]:
@@ -78,7 +70,7 @@ def test_every_widget_reads_the_device_per_gpu_and_each_pods_share_per_pod(fleet
 def test_without_the_setting_the_same_fleet_reads_wrong(tmp_path):
     files, folder = built_with(tmp_path, {}, FIELDS)
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
-    checked = _shown(project, files, _published(files))
+    checked = _shown(project, files, published_points(files))
     assert checked["gpudash-gpu-cluster-overview.json GPU utilization"][0]["gpu-node-on GPU 0"] == {36.25}
     assert checked["gpudash-gpu-cluster-overview.json Framebuffer memory used"][0]["gpu-node-on GPU 0"] == {12750.0}
 
@@ -101,7 +93,7 @@ def test_classic_cannot_tell_the_device_from_the_shares_and_lint_refuses_it(tmp_
     true, and without exporter.virtual_gpus (or on the OTel pipeline) nothing is flagged."""
     files, folder = built_with(tmp_path, {}, FIELDS, VIRTUAL + "agent:\n  pipeline: classic\n")
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
-    checked = _shown(project, files, _published(files))
+    checked = _shown(project, files, published_points(files))
     assert checked["gpudash-gpu-cluster-overview.json GPU utilization"][0]["gpu-node-on GPU 0"] == {36.25}
     shown, expected = checked["gpudash-gpu-cluster-by-pod.json GPU utilization by pod"]
     assert shown == {label: {value} for label, value in expected.items()}
