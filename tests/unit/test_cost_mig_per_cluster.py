@@ -10,13 +10,14 @@ from generator import cost
 from generator.artifacts import build
 from generator.cost import Fleet
 from generator.output import encode
+from tests.support.mig_alarm_truth import per_cluster_alarms, two_cluster_settings
 from tests.support.projects import defined_project
-from tests.unit.test_mig_per_cluster import GPU_MEAN, NAMESPACE_MAX, NAMESPACE_MEAN, _alarms, _settings
+from tests.unit.test_mig_per_cluster import GPU_MEAN, NAMESPACE_MAX, NAMESPACE_MEAN
 
 
 def test_alarms_priced_per_cluster_are_those_each_clusters_mig_setting_makes(tmp_path):
-    project = defined_project(tmp_path, _settings("classic", False),
-                              alarms=_alarms(NAMESPACE_MEAN, GPU_MEAN, NAMESPACE_MAX))
+    project = defined_project(tmp_path, two_cluster_settings("classic", False),
+                              alarms=per_cluster_alarms(NAMESPACE_MEAN, GPU_MEAN, NAMESPACE_MAX))
     artifacts = build(project)
     made = sorted(item["Request"]["AlarmName"] for item in json.loads(encode(artifacts)["cloudwatch/alarms.json"])["alarms"])
     # the mean per namespace only in the whole cluster (a half alarm where GPUs are split); the GPU mean in both, with

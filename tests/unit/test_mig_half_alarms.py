@@ -4,7 +4,7 @@ comparison, through the build's agent model on the mixed fleet (tests/support/mi
 MIG instances, which report no GPU utilization; their graphics engine activity stands in, x 100).
 
 The rule reads each GPU of a group once, a MIG GPU by the mean of the instances the group holds on it (promql's MIG
-branch; per pod, a pod's whole GPUs and MIG instances judged apart: kinds_apart). `_truth` says that from the fleet's
+branch; per pod, a pod's whole GPUs and MIG instances judged apart: kinds_apart). `alarm_truth` says that from the fleet's
 facts; promtool fires exactly there for every case of this sweep at the thresholds below (checked over the generated
 rules; tests/integration/test_gpu_count_twins.py keeps a few of them). A max or min over a group but a node's was split
 into a whole-GPU alarm and a MIG instances' alarm, each judging part of the group against the whole threshold:
@@ -16,51 +16,19 @@ instances the namespace holds on it, in one alarm), generate refuses it (exit 2,
 
 from __future__ import annotations
 
-from dataclasses import replace
-from statistics import mean
-
 import pytest
 
-from generator.artifacts import build, notes
+from generator.artifacts import notes
 from generator.errors import InputError
 from generator.render.alarms import cloudwatch_alarms
-from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support import cloudwatch_eval
 from tests.support.agent_points import alarms_through_agent
+from tests.support.mig_alarm_truth import FLEET, HOW, TESTED, UTIL, WHOLE, alarm_truth, group_keys
 from tests.support.projects import defined_project
 
 STEP, END = 30, 900
-UTIL = "DCGM_FI_DEV_GPU_UTIL"
 GROUPINGS = {"cluster": ((), "cluster"), "node": (("node",), "cluster"), "gpu": (("node", "gpu"), "cluster"),
              "pod": (("pod",), "cluster"), "namespace": (("namespace",), "cluster"), "fleet": ((), "fleet")}
-# the mixed fleet with its time-sliced GPU named under one pod at every scrape: a pod named every other scrape reads
-# half its GPU's sum on CloudWatch (a matter of time-slicing, not MIG: README, "A GPU's counters when pods share it")
-FLEET = tuple(replace(node, moves=0) for node in mixed_fleet.FLEET)
-HOW = {"count": len, "sum": sum, "avg": mean, "max": max, "min": min}
-TESTED = {">": lambda value, level: value > level, "<": lambda value, level: value < level}
-
-
-def _keys(by: tuple[str, ...]) -> tuple[str, ...]:
-    return ("namespace", *by) if "pod" in by else by
-
-
-def _truth(aggregation: str, by: tuple[str, ...], fleet=FLEET) -> dict[tuple, float]:
-    """{group: value} as the rule reads it: per group and GPU one value (a MIG GPU's, the mean engine activity x 100 of
-    the instances the group holds on it), then the aggregation over the group's GPUs."""
-    keys = _keys(by)
-    groups: dict[tuple, list[float]] = {}
-    for node in fleet:
-        for gpu in node.gpus:
-            held: dict[tuple, list] = {}
-            for instance in gpu.instances:
-                for pod in (node.labelled(instance) if {"pod", "namespace"} & set(keys) else (None,)):
-                    facts = {"node": node.name, "gpu": str(gpu.index), "pod": pod and pod[1],
-                             "namespace": pod and pod[0]}
-                    held.setdefault(tuple((key, facts[key]) for key in keys), []).append(instance)
-            for key, instances in held.items():
-                value = 1.0 if aggregation == "count" else \
-                    mean(i.engine * 100 for i in instances) if gpu.mig else gpu.util
-                groups.setdefault(key, []).append(value)
-    return {key: HOW[aggregation](values) for key, values in groups.items()}
 
 
 def _thresholds(values) -> list[float]:
@@ -72,12 +40,10 @@ def _thresholds(values) -> list[float]:
 def _cases(fleet) -> list[tuple]:
     return [(name, aggregation, comparison, k, threshold) for name, (by, _) in GROUPINGS.items() for aggregation in HOW
             for comparison in TESTED
-            for k, threshold in enumerate(_thresholds(_truth(aggregation, by, fleet).values()))]
+            for k, threshold in enumerate(_thresholds(alarm_truth(aggregation, by, fleet).values()))]
 
 
 CASES = _cases(FLEET)
-# The fleet without MIG GPUs (its MIG node left out): every GPU reports GPU utilization, as exporter.mig: none says
-WHOLE = tuple(node for node in FLEET if not any(gpu.mig for gpu in node.gpus))
 WHOLE_CASES = _cases(WHOLE)
 
 
@@ -135,7 +101,7 @@ def judged(request, tmp_path_factory):
 
 
 def test_the_premise_the_r4_case_fires_for_team_a_on_its_mig_instance_alone():
-    values = _truth("min", ("namespace",))
+    values = alarm_truth("min", ("namespace",))
     assert values[(("namespace", "team-a"),)] == 2  # a whole GPU at 2 %, its MIG instance (mig-a) at 80 %
     assert sorted(v for ns, v in values.items() if v > 19) == [35, 40, 40, 70]  # team-b, -c, -f, -e
 
@@ -144,8 +110,8 @@ def test_the_premise_the_r4_case_fires_for_team_a_on_its_mig_instance_alone():
 @pytest.mark.parametrize("aggregation", HOW)
 def test_an_alarm_fires_where_its_rule_does_or_only_misses_noted_or_is_refused(judged, name, aggregation):
     pipeline, comparison, refused, fired = judged
-    (by, _), keys = GROUPINGS[name], _keys(GROUPINGS[name][0])
-    truth = _truth(aggregation, by)
+    (by, _), keys = GROUPINGS[name], group_keys(GROUPINGS[name][0])
+    truth = alarm_truth(aggregation, by)
     for case in [c for c in CASES if c[0] == name and c[1] == aggregation and c[2] == comparison]:
         rule, threshold = _rule(*case[:4]), case[4]
         if rule in refused:
@@ -221,8 +187,8 @@ def test_with_exporter_mig_none_every_alarm_fires_exactly_where_its_rule_does_un
     """exporter.mig: none on a fleet of whole GPUs: each alarm (none noted AL012) fires for exactly the groups the
     rule's truth does (the whole GPUs' utilization is every GPU's)."""
     pipeline, comparison, before, refused, names, fired = whole_judged
-    by, keys = GROUPINGS[name][0], _keys(GROUPINGS[name][0])
-    truth = _truth(aggregation, by, WHOLE)
+    by, keys = GROUPINGS[name][0], group_keys(GROUPINGS[name][0])
+    truth = alarm_truth(aggregation, by, WHOLE)
     for case in [c for c in WHOLE_CASES if c[0] == name and c[1] == aggregation and c[2] == comparison]:
         rule, threshold = _rule(*case[:4]), case[4]
         if rule in refused:

@@ -27,28 +27,11 @@ from generator.render.alarms import cloudwatch_alarms
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
+from tests.support.mig_alarm_truth import FLEET, TESTED, WHOLE, alarm_truth, per_cluster_alarms, two_cluster_settings
 from tests.support.projects import defined_project
-from tests.unit.test_mig_half_alarms import FLEET, TESTED, UTIL, WHOLE, _truth
 
 STEP, END = 30, 900
 FLEETS = {"whole": WHOLE, "split": FLEET}  # each cluster's nodes
-
-
-def _settings(pipeline: str, fleet_none: bool) -> str:
-    """Two clusters, `whole` of whole GPUs and `split` with MIG GPUs, said either way: the fleet's exporter.mig: none
-    with the split cluster's own `some`, or the whole cluster's own none."""
-    head = f"agent:\n  pipeline: {pipeline}\n" + ("exporter:\n  mig: none\n" if fleet_none else "")
-    whole = "" if fleet_none else "    exporter:\n      mig: none\n"
-    split = "    exporter:\n      mig: some\n" if fleet_none else ""
-    return (head + "clusters:\n  - name: whole\n    region: us-east-1\n" + whole
-            + "  - name: split\n    region: us-east-1\n" + split)
-
-
-def _alarms(*cases: tuple[str, str, tuple, str, float, str]) -> str:
-    return "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
-        f"    yield Alarm({rule!r}, 'X', Condition(Query({UTIL!r}, {aggregation!r}, {by!r}), {comparison!r}, "
-        f"{threshold!r}), scope={scope!r}, description='x', runbook='y')\n"
-        for rule, aggregation, by, comparison, threshold, scope in cases)
 
 
 def _points(files: dict[str, bytes]) -> list:
@@ -86,15 +69,15 @@ NAMESPACE_MAX = ("ns-max-high", "max", ("namespace",), ">", 50.0, "cluster")
                 ids=lambda p: f"{p[0]}-{'fleet-none' if p[1] else 'cluster-none'}")
 def built(request, tmp_path_factory):
     pipeline, fleet_none = request.param
-    project = defined_project(tmp_path_factory.mktemp("p"), _settings(*request.param),
-                              alarms=_alarms(NAMESPACE_MEAN, GPU_MEAN, NAMESPACE_MAX))
+    project = defined_project(tmp_path_factory.mktemp("p"), two_cluster_settings(*request.param),
+                              alarms=per_cluster_alarms(NAMESPACE_MEAN, GPU_MEAN, NAMESPACE_MAX))
     files = encode(build(project))
     return pipeline, project, files, _fired(files, _points(files))
 
 
 def _expected(case, fleet) -> set:
     _, aggregation, by, comparison, threshold, _ = case
-    return {group for group, value in _truth(aggregation, by, fleet).items() if TESTED[comparison](value, threshold)}
+    return {group for group, value in alarm_truth(aggregation, by, fleet).items() if TESTED[comparison](value, threshold)}
 
 
 def _shown(groups: set, by: tuple) -> set:
@@ -144,12 +127,12 @@ def test_a_fleet_alarm_over_clusters_that_differ_is_built_as_for_the_strictest(t
     """A fleet-scope alarm reads its Region's clusters together: with the split cluster among them it is built as
     where GPUs may be split (a GPU's mean on classic: its MIG instances' alarm beside the whole GPUs'); in a Region of
     whole clusters alone, without it."""
-    settings = _settings("classic", False).replace("  - name: split\n    region: us-east-1",
+    settings = two_cluster_settings("classic", False).replace("  - name: split\n    region: us-east-1",
                                                 "  - name: split\n    region: eu-west-1")
     fleet_gpu = ("fleet-gpu-mean", "avg", ("node", "gpu"), "<", 10.0, "fleet")
     fleet_max = ("fleet-ns-max", "max", ("namespace",), ">", 50.0, "fleet")  # can only miss a MIG GPU
     (tmp_path / "a").mkdir()
-    project = defined_project(tmp_path / "a", settings, alarms=_alarms(fleet_gpu, fleet_max))
+    project = defined_project(tmp_path / "a", settings, alarms=per_cluster_alarms(fleet_gpu, fleet_max))
     names = {(item["Region"], item["Request"]["AlarmName"])
              for item in cloudwatch_alarms(project.alarms, project.settings, project.catalog)}
     assert names == {("us-east-1", "gpudash-fleet-fleet-gpu-mean-warning-us-east-1"),
@@ -161,7 +144,7 @@ def test_a_fleet_alarm_over_clusters_that_differ_is_built_as_for_the_strictest(t
     assert len(said) == 1 and "'fleet-ns-max'" in said[0] and "on CloudWatch in Region eu-west-1 " in said[0], said
     # both clusters in one Region: the strictest (GPUs may be split)
     (tmp_path / "b").mkdir()
-    project = defined_project(tmp_path / "b", _settings("classic", False), alarms=_alarms(fleet_gpu))
+    project = defined_project(tmp_path / "b", two_cluster_settings("classic", False), alarms=per_cluster_alarms(fleet_gpu))
     names = {item["Request"]["AlarmName"]
              for item in cloudwatch_alarms(project.alarms, project.settings, project.catalog)}
     assert names == {"gpudash-fleet-fleet-gpu-mean-warning", "gpudash-fleet-fleet-gpu-mean-mig-warning"}, names
@@ -174,7 +157,7 @@ def test_a_half_alarm_is_still_refused_where_every_cluster_may_have_mig(tmp_path
     project = defined_project(tmp_path, "agent:\n  pipeline: classic\n"
                                         "clusters:\n  - name: a\n    region: us-east-1\n    exporter:\n"
                                         "      mig: some\n  - name: b\n    region: us-east-1\n",
-                              alarms=_alarms(NAMESPACE_MEAN))
+                              alarms=per_cluster_alarms(NAMESPACE_MEAN))
     with pytest.raises(InputError) as refused:
         cloudwatch_alarms(project.alarms, project.settings, project.catalog)
     assert "'ns-mean-low'" in str(refused.value) and "clusters[].exporter.mig: none" in refused.value.hint
@@ -189,7 +172,7 @@ def _header(text: bytes) -> str:
 def test_each_clusters_dashboard_header_says_only_what_is_true_of_its_gpus(pipeline, tmp_path):
     """The whole cluster's CloudWatch dashboards say nothing of MIG GPUs left out, weighing once per instance, lines per
     MIG instance or MIG copies; the split cluster's still do where they are."""
-    project = defined_project(tmp_path, _settings(pipeline, False))
+    project = defined_project(tmp_path, two_cluster_settings(pipeline, False))
     files = encode(build(project))
     headers = {name: _header(text) for name, text in files.items() if name.startswith("cloudwatch/dashboards/")}
     whole = {name: text for name, text in headers.items() if "-whole-" in name}
@@ -214,10 +197,10 @@ def test_each_clusters_alarm_descriptions_say_only_what_is_true_of_its_gpus(pipe
     from generator.markers import ALARM_DESCRIPTION_NOTE
 
     count = ("gpus-per-node", "count", ("node",), "<", 1.5, "cluster")
-    text = _alarms(count) + (
+    text = per_cluster_alarms(count) + (
         "    yield Alarm('replays', 'X', Condition(Query('DCGM_FI_DEV_PCIE_REPLAY_COUNTER', 'sum', ('node', 'gpu'), "
         "as_increase=True), '>', 0), description='x', runbook='y')\n")
-    project = defined_project(tmp_path, _settings(pipeline, False), alarms=text)
+    project = defined_project(tmp_path, two_cluster_settings(pipeline, False), alarms=text)
     added = {}
     for item in json.loads(encode(build(project, grafana=False))["cloudwatch/alarms.json"])["alarms"]:
         request = item["Request"]
