@@ -23,10 +23,10 @@ from generator.artifacts import build, notes
 from generator.cloudwatch_query import COPIES_COUNTED
 from generator.output import encode
 from tests.support import mixed_fleet
-from tests.support.agent_points import SHARED, alarm_values, alarms_through_agent
+from tests.support.agent_points import SHARED, alarms_through_agent
+from tests.support.alarm_copies import END, STEP, built_alarms, read_alarm
 from tests.support.projects import defined_project
 
-STEP, END, PERIOD = 30, 1800, 300
 FIELDS = {"DCGM_FI_DEV_POWER_USAGE": "power", "DCGM_FI_DEV_GPU_TEMP": "temp"}
 GROUPS = {"all": (), "node": ("node",), "gpu": ("node", "gpu")}
 CASES = [(aggregation, field, group) for aggregation in ("count", "sum", "avg") for field in FIELDS
@@ -55,38 +55,28 @@ def _truth(fleet, aggregation: str, field: str, group: str) -> dict[tuple, float
     return {key: how(values) for key, values in readings.items()}
 
 
-def _built(folder, settings: str, fleet, alarms: str = ALARMS) -> tuple[dict, list]:
-    requests, points = alarms_through_agent(defined_project(folder, settings, alarms=alarms), STEP, END, fleet)
-    return {name.removeprefix("gpudash-gpu-cluster-").removesuffix("-warning"): request
-            for name, request in requests.items()}, points
-
-
 @pytest.fixture(scope="module")
 def mig(tmp_path_factory):
-    return _built(tmp_path_factory.mktemp("mig"), "", mixed_fleet.FLEET)
+    return built_alarms(tmp_path_factory.mktemp("mig"), "", mixed_fleet.FLEET, ALARMS)
 
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
-    return _built(tmp_path_factory.mktemp("shared"), "exporter:\n  virtual_gpus: true\n", SHARED)
-
-
-def _read(request: dict, points: list) -> dict[tuple, float]:
-    return alarm_values(request, points, END, PERIOD)
+    return built_alarms(tmp_path_factory.mktemp("shared"), "exporter:\n  virtual_gpus: true\n", SHARED, ALARMS)
 
 
 @pytest.mark.parametrize("aggregation,field,group", CASES)
 def test_a_mig_gpu_counts_and_adds_once(mig, aggregation, field, group):
     requests, points = mig
     request = requests[_rule(aggregation, field, group)]
-    assert _read(request, points) == pytest.approx(_truth(mixed_fleet.FLEET, aggregation, field, group))
+    assert read_alarm(request, points) == pytest.approx(_truth(mixed_fleet.FLEET, aggregation, field, group))
     assert COPIES_COUNTED not in request["AlarmDescription"]
 
 
 @pytest.mark.parametrize("aggregation,field,group", CASES)
 def test_a_gpu_pods_share_counts_and_adds_once(shared, aggregation, field, group):
     requests, points = shared
-    assert _read(requests[_rule(aggregation, field, group)], points) == pytest.approx(
+    assert read_alarm(requests[_rule(aggregation, field, group)], points) == pytest.approx(
         _truth(SHARED, aggregation, field, group))
 
 
@@ -129,7 +119,7 @@ def test_a_mean_per_node_below_a_level_reads_what_the_agent_publishes(tmp_path, 
     request = requests["gpudash-gpu-cluster-util-warning"]
     truth = {(("node", node.name),): mean(mean(i.engine * 100 for i in gpu.instances) if gpu.mig else gpu.util
                                           for gpu in node.gpus) for node in mixed_fleet.FLEET}
-    assert _read(request, points) == pytest.approx(truth)
+    assert read_alarm(request, points) == pytest.approx(truth)
 
 
 NAMESPACE_COUNTS = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
@@ -158,7 +148,7 @@ def test_a_namespace_counts_a_gpu_its_pods_share_once(tmp_path):
     assert truth[(("namespace", "team-d"),)] == 1
     for short in ("util", "temp"):
         request = requests[f"gpudash-gpu-cluster-ns-{short}-warning"]
-        assert _read(request, points) == truth, short
+        assert read_alarm(request, points) == truth, short
         assert COPIES_COUNTED not in request["AlarmDescription"], short
     assert not [note for note in notes(project) if note.rule == "AL019"]
 
@@ -172,6 +162,6 @@ def test_on_classic_a_namespace_count_that_reads_a_shared_gpu_per_pod_says_so(tm
     noted = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL019"}
     for short in ("util", "temp"):
         request = requests[f"gpudash-gpu-cluster-ns-{short}-warning"]
-        assert _read(request, points)[(("namespace", "team-d"),)] == 2, short
+        assert read_alarm(request, points)[(("namespace", "team-d"),)] == 2, short
         assert COPIES_COUNTED in request["AlarmDescription"] and f"ns-{short}" in noted, short
 

@@ -18,7 +18,7 @@ from statistics import mean
 import pytest
 
 from tests.support import mixed_fleet
-from tests.unit.test_alarm_copies import _built, _read
+from tests.support.alarm_copies import built_alarms, read_alarm
 
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 GROUPS = {"all": (), "node": ("node",)}
@@ -54,7 +54,7 @@ def _truth(aggregation: str, group: str, scope: str) -> dict[tuple, float]:
 
 @pytest.fixture(scope="module")
 def mig(tmp_path_factory):
-    requests, points = _built(tmp_path_factory.mktemp("mig-util"), "", mixed_fleet.FLEET, ALARMS)
+    requests, points = built_alarms(tmp_path_factory.mktemp("mig-util"), "", mixed_fleet.FLEET, ALARMS)
     return {name.removeprefix("gpudash-").removeprefix("fleet-"): request for name, request in requests.items()}, points
 
 
@@ -67,7 +67,7 @@ def test_the_premise_mig_gpus_report_no_utilization():
 def test_every_gpu_is_read_once(mig, aggregation, group, scope):
     requests, points = mig
     request = requests[_rule(aggregation, group, scope)]
-    assert _read(request, points) == pytest.approx(_truth(aggregation, group, scope))
+    assert read_alarm(request, points) == pytest.approx(_truth(aggregation, group, scope))
 
 
 def test_no_mig_half_and_no_note(mig, tmp_path):
