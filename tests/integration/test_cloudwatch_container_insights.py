@@ -99,7 +99,7 @@ def test_the_data_missing_alarm_read_back_from_cloudwatch_fires_when_one_gpu_nod
     import datetime
 
     from tests.support import cloudwatch_eval
-    from tests.unit.test_container_insights_data_missing import ALARM, CHANGE, END, SITUATIONS, _story
+    from tests.support.container_insights_story import ALARM, CHANGE, END, SITUATIONS, story_points
 
     files = encode(build(load_project(_config(project_dir))))
     (request,) = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
@@ -132,7 +132,7 @@ def test_the_data_missing_alarm_read_back_from_cloudwatch_fires_when_one_gpu_nod
         moto.reset()
         client.put_metric_alarm(**request)
         (live,) = client.describe_alarms(AlarmNames=[ALARM])["MetricAlarms"]
-        points = _story(situation, live)
+        points = story_points(situation, live)
         for first in range(0, len(points), 500):
             client.put_metric_data(Namespace="ContainerInsights", MetricData=[
                 {"MetricName": p.metric, "Dimensions": [{"Name": k, "Value": v} for k, v in p.dimensions],

@@ -11,145 +11,27 @@ with CloudWatch's documented metric-math and missing-data semantics (tests/suppo
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pytest
 
-from generator.artifacts import build
-from generator.output import encode
-from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Datapoint
 from tests.support.container_insights_addon import (DAEMONSET_NAMES, DECLARATIONS, EARLIER, EVERY, NAMESPACE,
                                                     attributes, capacity, datapoints)
+from tests.support.container_insights_story import (ALARM, CHANGE, CLUSTER, END, FIRST, GPUS,  # noqa: F401 (fixtures)
+                                                    NODES, ONSET, SITUATIONS, alarm_states, paged_at, read_points,
+                                                    request_, requests_, story_points)
 from tests.support.dcgm_fleet import FLEET, Gpu
-
-CLUSTER = "gpu-cluster"
-END, CHANGE = 2100, 1200  # judged at minute 35; the change at minute 20
-NODES = ("ip-10-0-1-1", "ip-10-0-1-2")
-GPUS = {node: sum(1 for g in FLEET if g.node == node) for node in NODES}  # what the kubelet counts: 4 and 2
-SYSTEM_NODES = 1
-ALARM = f"gpudash-{CLUSTER}-gpu-data-missing-critical"
-PER_GPU_ALARM = f"gpudash-{CLUSTER}-gpu-data-missing-per-gpu-critical"
-FIRST = 600  # the first minute judged: two periods of history
-ONSET = 660  # a firing story pages from this long after its change on
-
-
-@dataclass(frozen=True)
-class Situation:
-    name: str
-    reporting: tuple[str, ...]  # nodes whose DCGM metrics arrive after the change
-    gpu_nodes: dict[str, int]  # GPU nodes after the change whose agent runs: the GPUs the kubelet counts
-    fires: bool
-    leader: bool = True  # the add-on's agent runs somewhere (its leader publishes the cluster's metrics)
-    idle: bool = False  # no pod holds a GPU
-    unreported: int = 0  # GPUs of the first reporting node that DCGM does not report
-    joins: int = 0  # seconds after the change at which the reporting nodes' DCGM metrics start
-    exporter: object = (2, 0)  # the add-on's exporter DaemonSet after the change: (available, unavailable),
-    #                            a function of t, or None (not published)
-    names: tuple[str, str] = DAEMONSET_NAMES
-    added: int = 0  # seconds after the change at which a third GPU node (2 GPUs) reports (0: no such node)
-
-
-def _until(seconds: int, before, after):
-    """The DaemonSet's counts: `before` until `seconds` after the change, then `after`."""
-    return lambda t: before if t < CHANGE + seconds else after
-
-
-SITUATIONS = (
-    Situation("healthy", NODES, GPUS, False),
-    Situation("no pod holds a GPU (a node drained keeps its DaemonSet pods)", NODES, GPUS, False, idle=True),
-    Situation("GPU node group scaled to zero", (), {}, False, exporter=(0, 0)),
-    Situation("exporters restarted, reporting again 3 minutes later", NODES, GPUS, False, joins=180),
-    Situation("exporter pod stopped on one node", NODES[:1], GPUS, True, exporter=(1, 1)),
-    Situation("exporter DaemonSet deleted", (), GPUS, True, exporter=None),
-    Situation("DCGM reports 3 of the 4 GPUs the kubelet counts on a node", NODES, GPUS, True, unreported=1),
-    Situation("the add-on's agent stopped", (), {}, True, leader=False),
-    Situation("the add-on's agent stopped on one GPU node only", NODES[:1], {NODES[0]: GPUS[NODES[0]]}, True),
-    Situation("the same, with the receiver's earlier DaemonSet metric names", NODES[:1],
-              {NODES[0]: GPUS[NODES[0]]}, True, names=EARLIER),
-    # Known gap: without enhanced observability the leader publishes no DaemonSet counts, and nothing says
-    # the node's GPUs are expected.
-    Situation("the agent stopped on one GPU node, no DaemonSet counts published", NODES[:1],
-              {NODES[0]: GPUS[NODES[0]]}, False, exporter=None),
-    Situation("a GPU node removed: its agent stops 90 s before the DaemonSet stops counting it", NODES[:1],
-              {NODES[0]: GPUS[NODES[0]]}, False, exporter=_until(90, (2, 0), (1, 0))),
-    Situation("autoscaling adds a GPU node that reports 4 minutes after the DaemonSet counts it", NODES, GPUS,
-              False, exporter=_until(120, (2, 1), (3, 0)), added=240),
-    Situation("an added GPU node whose agent never reports", NODES, GPUS, True,
-              exporter=_until(120, (2, 1), (3, 0)), added=10 ** 6),
-)
-
-
-@pytest.fixture(scope="module")
-def requests_(tmp_path_factory):
-    """The rule's two alarms: the cluster's (the add-on's agent) and the per-GPU one (each GPU's DCGM data)."""
-    folder = tmp_path_factory.mktemp("addon")
-    (folder / "gpudash.yaml").write_text("cloudwatch:\n  source: container-insights\n")
-    files = encode(build(load_project(folder / "gpudash.yaml")))
-    found = {i["Request"]["AlarmName"]: i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
-    return found[ALARM], found[PER_GPU_ALARM]
-
-
-@pytest.fixture(scope="module")
-def request_(requests_):
-    return requests_[0]
-
-
-def _states(requests: tuple, story: list, end: int) -> dict[str, str]:
-    """{alarm name: state} of the rule's alarms at `end`."""
-    return {r["AlarmName"]: cloudwatch_eval.alarm(r, story, end)[()] for r in requests}
-
-
-def _paged(requests: tuple, story: list, end: int) -> bool:
-    """The rule pages at `end`: one of its alarms is in ALARM."""
-    return "ALARM" in _states(requests, story, end).values()
-
-
-def _as_node(points: list, node: str) -> list:
-    """Datapoints of another node: the same GPUs' readings under its NodeName and InstanceId."""
-    rename = {"NodeName": node, "InstanceId": f"i-{node[-1] * 8}"}
-    return [replace(p, dimensions=tuple((k, rename.get(k, v)) for k, v in p.dimensions)) for p in points]
-
-
-def _story(situation: Situation, requests) -> list:
-    gpus = tuple(Gpu(g.node, g.index) for g in FLEET) if situation.idle else FLEET
-    points = datapoints(CLUSTER, 0, CHANGE - EVERY, gpus)
-    points += capacity(CLUSTER, 0, CHANGE - EVERY, GPUS, len(GPUS) + SYSTEM_NODES, exporter=(2, 0),
-                       names=situation.names)
-    after = [g for g in gpus if g.node in situation.reporting]
-    if situation.unreported:
-        first = [g for g in after if g.node == situation.reporting[0]]
-        after = [g for g in after if g not in first[-situation.unreported:]]
-    if after:
-        points += datapoints(CLUSTER, CHANGE + situation.joins, END - EVERY, tuple(after))
-    if situation.leader:
-        points += capacity(CLUSTER, CHANGE, END - EVERY, situation.gpu_nodes, len(situation.gpu_nodes) + SYSTEM_NODES,
-                           exporter=situation.exporter, names=situation.names)
-    if situation.added and CHANGE + situation.added < END:
-        added = "ip-10-0-1-3"
-        copied = tuple(g for g in gpus if g.node == NODES[1])
-        points += _as_node(datapoints(CLUSTER, CHANGE + situation.added, END - EVERY, copied), added)
-        points += [p for p in capacity(CLUSTER, CHANGE + situation.added, END - EVERY, {added: len(copied)}, 0)
-                   if p.metric == "node_gpu_limit"]
-    return _read(points, requests)
-
-
-def _read(points: list, requests) -> list:
-    """What the alarms read of `points`: what they cannot read changes nothing; it costs time."""
-    requests = requests if isinstance(requests, tuple) else (requests,)
-    read = {m["MetricStat"]["Metric"]["MetricName"] for r in requests for m in r["Metrics"] if "MetricStat" in m}
-    return [p for p in points if p.metric in read]
 
 
 @pytest.mark.parametrize("situation", SITUATIONS, ids=lambda s: s.name)
 def test_the_alarm_fires_when_gpus_exist_but_their_metrics_stop(requests_, situation):
     """Judged at every minute, as CloudWatch evaluates an alarm (its window advances each minute): a firing story
     pages at every minute from ONSET after its change, a quiet one never; none before its change."""
-    story = _story(situation, requests_)
+    story = story_points(situation, requests_)
     for end in range(FIRST, END + 1, EVERY):
-        states = _states(requests_, story, end)
+        states = alarm_states(requests_, story, end)
         if end <= CHANGE or not situation.fires:
             assert "ALARM" not in states.values(), f"{situation.name} at minute {end // 60}: {states}"
         elif end >= CHANGE + ONSET:
@@ -181,7 +63,7 @@ def _rollout(requests, gpus_per_node: int, stopped: str | None = None) -> list:
                    for gpu in fleet if gpu.node != node and not (gpu.node == stopped and t >= ROLLOUT_START)
                    for labels in [attributes(CLUSTER, gpu)]
                    for dims in DECLARATIONS["node"]]
-    return _read(points, requests)
+    return read_points(points, requests)
 
 
 @pytest.mark.parametrize("gpus_per_node", (1, 8))
@@ -189,22 +71,22 @@ def test_a_rolling_update_of_the_exporter_daemonset_never_pages(requests_, gpus_
     """Each node's GPU data missing one minute is not missing data (its exporter is back within a period), however
     the misses of 20 nodes fall into the periods."""
     story = _rollout(requests_, gpus_per_node)
-    paged = [end // 60 for end in range(FIRST, ROLLOUT_END + 1, EVERY) if _paged(requests_, story, end)]
+    paged = [end // 60 for end in range(FIRST, ROLLOUT_END + 1, EVERY) if paged_at(requests_, story, end)]
     assert paged == []
 
 
 def test_an_exporter_stopped_during_the_rollout_pages(requests_):
     """The other side: the same rollout, with one node's exporter never coming back, pages."""
     story = _rollout(requests_, 1, stopped=ROLLOUT_NODES[0])
-    assert _paged(requests_, story, ROLLOUT_START + ONSET)
-    assert all(_paged(requests_, story, end) for end in range(ROLLOUT_START + ONSET, ROLLOUT_END + 1, EVERY))
+    assert paged_at(requests_, story, ROLLOUT_START + ONSET)
+    assert all(paged_at(requests_, story, end) for end in range(ROLLOUT_START + ONSET, ROLLOUT_END + 1, EVERY))
 
 
 def test_a_node_that_takes_longer_than_the_documented_period_to_report_fires(request_):
     """The other side of the bound the alarm's description states (a gap under one period never fires): a GPU
     node the DaemonSet counts that reports its GPUs 12 minutes later breaches the two periods it covers whole."""
     late = replace(SITUATIONS[-2], added=720)
-    states = cloudwatch_eval.alarm(request_, _story(late, request_), CHANGE + 600)
+    states = cloudwatch_eval.alarm(request_, story_points(late, request_), CHANGE + 600)
     assert states == {(): "ALARM"}
 
 
@@ -212,7 +94,7 @@ def test_a_node_whose_gpus_are_all_mig_instances_of_the_mixed_strategy_keeps_it_
     """Why verify fails such nodes: the kubelet advertises nvidia.com/mig-* and no nvidia.com/gpu, so the node
     publishes no node_gpu_limit, while the exporter DaemonSet runs there and its DCGM metrics arrive."""
     mig = replace(SITUATIONS[0], name="MIG mixed", gpu_nodes={NODES[0]: GPUS[NODES[0]]})
-    states = cloudwatch_eval.alarm(request_, _story(mig, request_), END)
+    states = cloudwatch_eval.alarm(request_, story_points(mig, request_), END)
     assert states == {(): "ALARM"}
 
 

@@ -15,7 +15,7 @@ import pytest
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Datapoint
 from tests.support.container_insights_addon import EVERY, NAMESPACE, capacity
-from tests.unit.test_container_insights_data_missing import CLUSTER, request_, requests_  # noqa: F401 (fixtures)
+from tests.support.container_insights_story import CLUSTER, request_, requests_  # noqa: F401 (fixtures)
 
 NODES = tuple(f"ip-10-0-3-{i:02d}" for i in range(20))
 START, END = 1200, 3600  # the fleet's changes happen from minute 20; stories run to minute 60

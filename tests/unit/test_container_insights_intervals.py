@@ -18,9 +18,9 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from tests.support.container_insights_addon import capacity, datapoints
+from tests.support.container_insights_story import (ALARM, CLUSTER, GPUS, NODES, ONSET, PER_GPU_ALARM, SYSTEM_NODES,
+                                                    paged_at, read_points)
 from tests.support.dcgm_fleet import FLEET
-from tests.unit.test_container_insights_data_missing import (ALARM, CLUSTER, GPUS, NODES, ONSET, PER_GPU_ALARM,
-                                                              SYSTEM_NODES, _paged, _read)
 
 END, CHANGE, FIRST = 2700, 1200, 600  # judged from minute 10 to minute 45; the exporter stops at minute 20
 # (node metrics, DCGM) collection intervals, seconds: the defaults, node metrics faster and slower, high frequency.
@@ -50,7 +50,7 @@ def _story(requests, metrics_interval: int, gpu_interval: int, stopped: bool) ->
                              every=gpu_interval, metrics=read)
         points += capacity(CLUSTER, CHANGE, END - metrics_interval, GPUS, len(GPUS) + SYSTEM_NODES,
                            exporter=(1, 1), every=metrics_interval)
-    return _read(points, requests)
+    return read_points(points, requests)
 
 
 @pytest.mark.parametrize("intervals", INTERVALS, ids=lambda i: f"node {i[0]} s, dcgm {i[1]} s")
@@ -60,11 +60,11 @@ def test_the_alarms_count_collections_at_the_add_on_s_intervals(tmp_path, interv
             kubernetes["accelerated_compute_gpu_metrics_collection_interval"]) == intervals
     requests = cluster_alarm, per_gpu
     healthy = _story(requests, *intervals, stopped=False)
-    paged = [end // 60 for end in range(FIRST, END + 1, 60) if _paged(requests, healthy, end)]
+    paged = [end // 60 for end in range(FIRST, END + 1, 60) if paged_at(requests, healthy, end)]
     assert paged == [], f"a healthy cluster paged at minutes {paged}"
     stopped = _story(requests, *intervals, stopped=True)
     quiet = [end // 60 for end in range(FIRST, END + 1, 60)
-             if (end <= CHANGE or end >= CHANGE + ONSET) and _paged(requests, stopped, end) != (end > CHANGE)]
+             if (end <= CHANGE or end >= CHANGE + ONSET) and paged_at(requests, stopped, end) != (end > CHANGE)]
     assert quiet == [], f"an exporter stopped at minute {CHANGE // 60}: wrong at minutes {quiet}"
 
 
