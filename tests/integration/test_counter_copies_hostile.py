@@ -240,3 +240,30 @@ def test_an_increase_over_the_range_reads_the_replays_of_its_scrapes_through_a_r
     high = 36 if story == "slow-collection" else 33
     _reads_within(rules, "panel_replays_increase.yaml",
                   _panel("gpudash-health", "Rows remapped (uncorrectable)", twins.REPLAYS), series, 29, high)
+
+
+def _both_collect_every(collect: int):
+    """overlap.scrapes with both exporters collecting from DCGM every `collect` seconds, 10 s apart (the old one at 2 s
+    past, the new one at 12 s past): two DaemonSets on a node, each exporter run with -c 60000 under a 30 s scrape.
+    Each copy's reading is fresher than the other's at every other scrape."""
+    def scrapes(old_until: int, new_from: int) -> list[tuple[str, float, float]]:
+        phase = {"old": 2, "new": 12}
+        return [(who, scraped, math.floor((scraped - phase[who]) / collect) * collect + phase[who])
+                for who, scraped, _ in _SCRAPES(old_until, new_from)]
+    return scrapes
+
+
+COPIES_TAKE_TURNS = pytest.mark.xfail(strict=True, reason=(
+    "since a6eb4450 (each step the leading copy's own delta): the copy holding the fresher reading changes at every "
+    "other scrape, and each one's own delta counts the collection the other counted: 400,000 mW at every minute for "
+    "200,000 (e1d18544 read 173,000, within the bound)"))
+
+
+@pytest.mark.parametrize("collect", [pytest.param(60, marks=COPIES_TAKE_TURNS)], ids=["60s-collection"])
+def test_grafanas_energy_rate_reads_the_gpus_power_while_two_exporters_collect_apart(rules, collect, monkeypatch):
+    # "Energy use rate" (all-metrics dashboard, per GPU) with both exporters reading the GPU throughout, each
+    # collecting every 60 s, 10 s apart: 200,000 mW within what a 60 s collection blurs (the rollout test's bound)
+    monkeypatch.setattr(overlap, "scrapes", _both_collect_every(collect))
+    series = twins._series(overlap.END, 0, readings={twins.ENERGY: lambda taken: f"{overlap._energy(taken):.0f}"})
+    _reads_within(rules, "panel_energy_copies_apart.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
+                  0.75 * overlap.WATTS * 1000, 1.25 * overlap.WATTS * 1000)
