@@ -93,9 +93,74 @@ def _stored(pod: str, step: int, phase: int, end: int) -> str:
     return " ".join(text)
 
 
-@pytest.mark.parametrize("step, phase", [(30, 0), (15, 0), (30, 2)], ids=["30s", "15s", "30s-off-the-rule-steps"])
+STORIES = [(30, 0), (15, 0), (30, 2)]  # (scrape interval, phase: the first scrape's second)
+
+
+def _lookback_read(step: int, phase: int, lookback: int) -> int:
+    """The last of the rule's steps (every 5 s) reading a scrape that a step within the look-back after the last
+    naming holds: a sample counts at the first step at or after it."""
+    last_named, rule_step = phase + (LEFT - 1) * step, min(5, step)
+    return max(-(-(phase + k * step) // rule_step) * rule_step for k in range(LEFT, LEFT + 8)
+               if -(-(phase + k * step) // rule_step) * rule_step <= last_named + lookback)
+
+
+def _instants(step: int, phase: int, clears: int, lookback: int) -> list[int]:
+    """Every 5 s from before the alarm clears to after the rule does."""
+    last_named = phase + (LEFT - 1) * step
+    return list(range(last_named + clears - 40 - last_named % 5, last_named + clears + lookback + 50, 5))
+
+
+_RULE_VERDICTS: dict[int, str | None] = {}  # scrape interval -> promtool's failure judging its stories, or None
+
+
+def _rule_verdict(tmp_path_factory, step: int, clears: int, lookback: int) -> str | None:
+    """promtool's failure judging every form's rule on the stories of the scrape interval `step` (its phases: one
+    build, one set of rules) at once, or None. Each phase's GPU is its own (its own node, UUID and namespace: its
+    marks), each judged at the instants of its own and of the others with its own truth: old-0 until the look-back's
+    last step after its last naming and the rule's 15 minutes, new-0 throughout. One promtool run for the phases:
+    promtool's cost is evaluating the forms' rules at each judged instant, whatever the series (3.3 s a phase). The
+    rules join no phase's series with another's (checked); a run over promtool's sample limit is halved
+    (tests/support/promtool_batches)."""
+    from tests.integration.test_counter_copies_hostile import _apart
+    from tests.support.promtool_rules import alert_rule
+    from tests.support.promtool_batches import batch_failure
+
+    if step not in _RULE_VERDICTS:
+        _, folder = built_with(tmp_path_factory.mktemp("left"), {"left.py": _definitions()}, fields=(UTIL, POWER),
+                               settings=f"scrape:\n  interval: {step}s\n")
+        alerts = alert_names(folder)
+        assert all(_apart(alert_rule(folder, alerts[rule])["expr"]) for rule, *_ in FORMS)
+        phases = [phase for s, phase in STORIES if s == step]
+        instants = sorted({t for phase in phases for t in _instants(step, phase, clears, lookback)})
+
+        def marks(phase: int) -> tuple[str, str]:  # the phase's namespace and node
+            return (NAMESPACE, NODE) if phase == 0 else (f"{NAMESPACE}-p{phase}", f"{NODE}-p{phase}")
+
+        def judge(part: list[int]) -> None:
+            cases = [{"eval_time": f"{t}s", "alertname": alerts[rule],
+                      "exp_alerts": [expected_alert(folder, alerts[rule], namespace=marks(phase)[0], pod=pod,
+                                               **({"gpu": "0"} if "gpu" in by else {}))
+                                     for phase in part for pod in ("old-0", "new-0")
+                                     if pod == "new-0" or t <= _lookback_read(step, phase, lookback) + clears]}
+                     for rule, aggregation, by, _, _ in FORMS for t in instants]
+            end = instants[-1] + 1
+            series = []
+            for phase in part:
+                namespace, node = marks(phase)
+                labels = (f'gpu="0",UUID="GPU-left-{phase}",hostname="{node}",container="main",'
+                          f'namespace="{namespace}",instance="10.0.1.{phase + 1}:9400",job="gpu-metrics",node="{node}"')
+                series += [{"series": f'{POWER}{{{labels},pod="{pod}"}}', "values": _stored(pod, step, phase, end)}
+                           for pod in ("old-0", "new-0")]
+            promtool_test(folder, f"left-{part[0]}.yaml", [{"interval": "1s", "input_series": series,
+                                                            "alert_rule_test": cases}], evaluation_interval="5s")
+
+        _RULE_VERDICTS[step] = batch_failure(phases, judge)
+    return _RULE_VERDICTS[step]
+
+
+@pytest.mark.parametrize("step, phase", STORIES, ids=["30s", "15s", "30s-off-the-rule-steps"])
 def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_alarm_as_the_description_says(
-        tmp_path, step, phase):
+        tmp_path, tmp_path_factory, step, phase):
     """Each form's description names when its rule clears (15 minutes after the last reading) and by how much more at
     most for a pod that left a GPU still reported (the look-back: 120 s at 30 s scrapes, 60 s at 15 s). The alarm is
     in ALARM for old-0 until 15 minutes after its last naming; the rule fires for it longer, never past the look-back
@@ -104,7 +169,8 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
     with the scrapes 2 s past them, the scrape at the look-back's end is read at a step past it: 93 s at 30 s
     scrapes). (A count read the pods named within its period and the look-back before it, to the look-back's end: 27 s
     after the others at 30 s scrapes 2 s past the rule's steps. The description said the rule clears as the alarm
-    does: up to 120 s apart, said nowhere.)"""
+    does: up to 120 s apart, said nowhere.) The rule is judged for the phases of one scrape interval in one promtool
+    run (_rule_verdict): a phase's wrong alert fails each of their tests, promtool's message naming its namespace."""
     files, folder = built_with(tmp_path, {"left.py": _definitions()}, fields=(UTIL, POWER),
                                settings=f"scrape:\n  interval: {step}s\n")
     last_named = phase + (LEFT - 1) * step
@@ -115,28 +181,11 @@ def test_a_pod_that_left_a_gpu_clears_the_rule_up_to_the_look_back_after_its_ala
     (minutes, lookback), = said
     clears, lookback = int(minutes) * 60, int(lookback)
     assert lookback == 4 * step
-    # the last of the rule's steps (every 5 s) reading a scrape that a step within the look-back after the last naming
-    # holds: a sample counts at the first step at or after it
-    rule_step = min(5, step)
-    read = max(-(-(phase + k * step) // rule_step) * rule_step for k in range(LEFT, LEFT + 8)
-               if -(-(phase + k * step) // rule_step) * rule_step <= last_named + lookback)
+    read = _lookback_read(step, phase, lookback)
     assert (read - last_named == lookback) == (phase == 0)
-    # every 5 s from before the alarm clears to after the rule does
-    instants = list(range(last_named + clears - 40 - last_named % 5, last_named + clears + lookback + 50, 5))
-    alerts = alert_names(folder)
-    cases = [{"eval_time": f"{t}s", "alertname": alerts[rule],
-              "exp_alerts": [expected_alert(folder, alerts[rule], namespace=NAMESPACE, pod=pod,
-                                       **({"gpu": "0"} if "gpu" in by else {}))
-                             for pod in ("old-0", "new-0")
-                             if pod == "new-0" or t <= read + clears]}
-             for rule, aggregation, by, _, _ in FORMS for t in instants]
-    end = instants[-1] + 1
-    series_labels = (f'gpu="0",UUID="GPU-left-0",hostname="{NODE}",container="main",namespace="{NAMESPACE}",'
-                     f'instance="10.0.1.1:9400",job="gpu-metrics",node="{NODE}"')
-    series = [{"series": f'{POWER}{{{series_labels},pod="{pod}"}}', "values": _stored(pod, step, phase, end)}
-              for pod in ("old-0", "new-0")]
-    promtool_test(folder, "left.yaml", [{"interval": "1s", "input_series": series, "alert_rule_test": cases}],
-                   evaluation_interval="5s")
+    failure = _rule_verdict(tmp_path_factory, step, clears, lookback)
+    assert failure is None, failure
+    instants = _instants(step, phase, clears, lookback)
     for rule, *_ in FORMS:
         assert _alarm_states(files, rule, step, phase, instants) == [t for t in instants
                                                                      if t <= last_named + clears], rule
