@@ -9,7 +9,6 @@ run writes nothing.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import signal
@@ -19,134 +18,17 @@ import pytest
 
 from generator.artifacts import build
 from generator.changes import FAILED, SKIPPED
-from generator.markers import GRAFANA_OWNER_TAG
-from generator.ownership import grafana_message
 from generator.project import load_project
-from generator.output import read, settings_record, write
 from generator.desired import desired_from
 from generator.targets import grafana_sync
 from generator.clients import deadline
 from generator.clients.grafana import GrafanaClient
-from tests.support.fault_proxy import HTML, FaultProxy, Rule
-from tests.support.grafana_server import ADMIN, GrafanaTestServer
+from tests.support.fault_proxy import HTML, Rule
+from tests.support.grafana_faults import (COPY, CREATED, EDITED, FOREIGN, RETIRED, SAVE,  # noqa: F401 (fixtures)
+                                          SEARCH, UPDATED, assert_converges, assert_safe, build_dir, content_of,
+                                          desired, gpudash_saved, grafana, proxy, run, snapshot)
+from tests.support.grafana_server import ADMIN
 
-SAVE, SEARCH = r"^/api/dashboards/db$", r"^/api/search$"
-CREATED, UPDATED, RETIRED = ("gpudash-all-metrics", "gpudash-by-pod"), "gpudash-overview", "gpudash-retired"
-EDITED, FOREIGN, COPY = "gpudash-health", "team-board", "x7Hq2LmZa"
-
-
-@pytest.fixture(scope="module")
-def build_dir(tmp_path_factory):
-    """One reviewed build that every push in this module publishes (`push --from`)."""
-    project = load_project()
-    out = tmp_path_factory.mktemp("build") / "build"
-    write(out, build(project), settings_record(project.settings))
-    return out
-
-
-@pytest.fixture(scope="module")
-def desired(build_dir):
-    return desired_from(read(build_dir)).grafana
-
-
-@pytest.fixture
-def grafana(reference, desired):
-    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as server:
-        _live_state(server, desired)
-        yield server
-        assert server.state.spec_errors == []
-
-
-@pytest.fixture
-def proxy(grafana):
-    with FaultProxy(grafana.url) as server:
-        yield server
-
-
-def _gpudash_saved(server: GrafanaTestServer, model: dict, folder: str = "gpudash") -> None:
-    server._store(model["uid"], model, folder, grafana_message(model, "abc123 earlier commit"), "gpudash-sa")
-
-
-def _live_state(server: GrafanaTestServer, desired: dict) -> None:
-    state = server.state
-    for uid, title in (("gpudash", "GPU monitoring"), ("team", "Team")):
-        state.folders[uid] = {"id": state.next_id, "uid": uid, "title": title}
-        state.next_id += 1
-    _gpudash_saved(server, {**desired[UPDATED], "refresh": "5m"})  # an older build's version
-    _gpudash_saved(server, desired[EDITED])
-    server.edit_in_ui(EDITED, lambda d: d.update(refresh="10s"))  # alice's change
-    _gpudash_saved(server, {"uid": RETIRED, "title": "Retired board", "tags": [GRAFANA_OWNER_TAG], "panels": []})
-    server._store(FOREIGN, {"title": "Team board", "tags": ["team"], "panels": []}, "gpudash", "", "bob")
-    by_pod = copy.deepcopy(desired["gpudash-by-pod"])
-    server._store(COPY, {**by_pod, "uid": COPY, "title": "GPU usage by pod (mine)"}, "team", "", "carol")
-
-
-def _snapshot(server: GrafanaTestServer, uid: str) -> str:
-    return json.dumps(server.state.dashboards[uid], sort_keys=True)
-
-
-_KEPT: dict = {}  # the module build's exact files -> what `push` made of them with the bundled settings
-
-
-@pytest.fixture
-def run(cli, proxy, build_dir, monkeypatch):
-    import click
-
-    from generator import cli_publish
-    from generator.settings import discover
-
-    make = cli_publish._desired
-
-    def desired(config, csv, from_dir, grafana=True):
-        """Every push here publishes the module's build with the bundled settings: the settings are loaded and
-        the build read and checked once for its exact files (a folder changed in any byte is read anew); any
-        other input is read at every call, as the command does."""
-        if config or csv or from_dir != str(build_dir) or discover(None).path is not None or not grafana:
-            return make(config, csv, from_dir, grafana=grafana)
-        files = tuple(sorted((str(p.relative_to(build_dir)), p.read_bytes()) for p in build_dir.rglob("*")
-                             if p.is_file()))
-        if _KEPT.get("files") != files:
-            _KEPT.clear()
-            _KEPT["desired"] = make(config, csv, from_dir)  # (an error raised here keeps nothing)
-            _KEPT["files"] = files
-        else:
-            click.echo(f"settings: {_KEPT['desired'][0].settings.origin}", err=True)  # as the command says
-        return _KEPT["desired"]
-
-    monkeypatch.setattr(cli_publish, "_desired", desired)
-
-    def push(*args: str):
-        env = {"GRAFANA_URL": proxy.url, "GRAFANA_TOKEN": ADMIN}
-        code, stdout, stderr = cli("push", "--skip-verify", "--prune", "--from", str(build_dir), "--output", "json",
-                                   *args, env=env)
-        return code, (json.loads(stdout) if stdout.strip() else {}), stderr
-    return push
-
-
-def _content(entry: dict) -> dict:
-    return {k: v for k, v in entry["dashboard"].items() if k not in ("id", "version")}
-
-
-def _assert_safe(grafana, before: dict[str, str], edited: dict[str, str]) -> None:
-    """Nothing foreign changed; every person's edit is still there."""
-    for uid in (FOREIGN, COPY):
-        assert _snapshot(grafana, uid) == before[uid], f"{uid} was changed"
-    for uid, refresh in edited.items():
-        assert grafana.state.dashboards[uid]["dashboard"]["refresh"] == refresh, f"the edit of {uid} was lost"
-
-
-def _assert_converges(grafana, proxy, run, desired, before, edited) -> None:
-    proxy.clear()
-    code, report, stderr = run()
-    assert code == 1, stderr  # only the edited dashboards are refused
-    assert sorted(report["refused"]) == sorted(edited)
-    for uid in {*CREATED, UPDATED} - set(edited):
-        assert _content(grafana.state.dashboards[uid]) == {k: v for k, v in desired[uid].items() if k != "id"}
-    assert RETIRED not in grafana.state.dashboards
-    _assert_safe(grafana, before, edited)
-    writes = len(grafana.writes())
-    code, report, _ = run()
-    assert code == 1 and report["written"] == [] and len(grafana.writes()) == writes  # the third run writes nothing
 
 
 def _html(status: int = 200) -> dict:
@@ -188,7 +70,7 @@ CASES = {
 @pytest.mark.parametrize("name", CASES)
 def test_a_fault_during_push_loses_nothing_and_a_rerun_converges(name, grafana, proxy, run, desired):
     rules, expected, failed = CASES[name]
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(*rules)
     code, report, stderr = run()
     assert code == expected, stderr
@@ -199,8 +81,8 @@ def test_a_fault_during_push_loses_nothing_and_a_rerun_converges(name, grafana, 
         assert f"{len(failed)} of " in stderr and "were published (listed above as done)" in stderr
     else:  # a retried or lost answer never writes twice
         assert all(len(grafana.state.dashboards[uid]["versions"]) == 1 for uid in CREATED)
-    _assert_safe(grafana, before, {EDITED: "10s"})
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_safe(grafana, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 def test_a_folder_create_answered_with_something_else_stops_the_push(grafana, proxy, run):
@@ -225,7 +107,7 @@ def test_a_push_stopped_by_a_signal_lists_what_it_wrote_and_a_rerun_converges(gr
                                                                                signal_number):
     """CI cancelling a job (SIGTERM) or Ctrl-C in the middle of a push: the save under way finishes, no
     other starts, every object is listed as written or not, and the exit code is the signal's."""
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     found = signal.getsignal(signal_number)
     if found == signal.SIG_IGN:  # a background job ignores SIGINT (and gpudash leaves it ignored then)
         signal.signal(signal_number, signal.default_int_handler if signal_number == signal.SIGINT else signal.SIG_DFL)
@@ -236,20 +118,20 @@ def test_a_push_stopped_by_a_signal_lists_what_it_wrote_and_a_rerun_converges(gr
     assert f"stopped by {signal.Signals(signal_number).name}: 1 written (listed above as done), 3 not written" \
         in stderr and "Traceback" not in stderr
     (written,) = report["written"]
-    assert _content(grafana.state.dashboards[written]) == {k: v for k, v in desired[written].items() if k != "id"}
+    assert content_of(grafana.state.dashboards[written]) == {k: v for k, v in desired[written].items() if k != "id"}
     not_written = {f["name"] for f in report["failed"]}
     assert len(not_written) == 3 and all("not attempted" in f["error"] for f in report["failed"])
     assert RETIRED in not_written and RETIRED in grafana.state.dashboards  # the prune did not start either
     assert signal.getsignal(signal_number) == handler  # gpudash's handler is gone again
     signal.signal(signal_number, found)  # as the test found it
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 def test_a_signal_while_a_delete_is_sent_reports_the_delete_as_may_have_happened(grafana, proxy, run, desired):
     """SIGTERM arrives as the prune's DELETE reaches Grafana (which deletes the dashboard): the call under
     way finishes, but its read-back does not start, so the report says the delete may have happened; it
     never says "not attempted" of a delete that was sent."""
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(Rule(f"/uid/{RETIRED}$", method="DELETE", action="before",
                       callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
     code, report, stderr = run()
@@ -257,26 +139,26 @@ def test_a_signal_while_a_delete_is_sent_reports_the_delete_as_may_have_happened
     assert RETIRED not in grafana.state.dashboards and RETIRED not in report["written"]
     error = next(f["error"] for f in report["failed"] if f["name"] == RETIRED)
     assert "may have happened" in error and "not attempted" not in error, error
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 def test_a_signal_after_a_save_was_sent_reports_the_save_as_may_have_happened(grafana, proxy, run, desired):
     """Grafana saves the first dashboard, SIGTERM arrives and the connection drops before its answer: the
     save is not retried and nothing else starts, and the report says that save may have happened (it did);
     it never says "not attempted" of a save that was sent. A rerun converges."""
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(Rule(SAVE, action="reset-after", callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
     saves = len([w for w in grafana.writes() if w[0] == "POST"])
     code, report, stderr = run()
     assert code == 128 + signal.SIGTERM and "Traceback" not in stderr, stderr
     assert report["written"] == [] and "stopped by SIGTERM: 0 written" in stderr
     (saved,) = [uid for uid in (*CREATED, UPDATED) if uid in grafana.state.dashboards
-                and _content(grafana.state.dashboards[uid]) == {k: v for k, v in desired[uid].items() if k != "id"}]
+                and content_of(grafana.state.dashboards[uid]) == {k: v for k, v in desired[uid].items() if k != "id"}]
     errors = {f["name"]: f["error"] for f in report["failed"]}
     assert "may have happened" in errors[saved] and "not attempted" not in errors[saved], errors[saved]
     assert all("not attempted" in error for uid, error in errors.items() if uid != saved), errors
     assert len([w for w in grafana.writes() if w[0] == "POST"]) == saves + 1  # the save was not sent again
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 def test_retry_after_is_waited_on_the_injected_clock(grafana, proxy, run, deadline_clock):
@@ -293,17 +175,17 @@ def test_retry_after_is_waited_on_the_injected_clock(grafana, proxy, run, deadli
 ], ids=["HTML instead of the search", "an object instead of the search list", "invalid JSON",
         "every read truncated"])
 def test_a_read_that_is_not_a_valid_answer_fails_before_any_write(rule, grafana, proxy, run, desired):
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(rule)
     code, report, stderr = run()
     assert code == 3 and "nothing was published" in stderr and "Traceback" not in stderr
     assert grafana.writes() == []
     assert RETIRED in grafana.state.dashboards  # an unreadable answer is never "nothing there"
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 def test_a_save_in_the_ui_between_plan_and_push_is_kept(grafana, proxy, run, desired):
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     dave = Rule(SAVE, action="before", contains=f'"uid": "{UPDATED}"'.encode(),
                 callback=lambda: grafana.edit_in_ui(UPDATED, lambda d: d.update(refresh="30s"), user="dave"))
     proxy.inject(dave)
@@ -312,7 +194,7 @@ def test_a_save_in_the_ui_between_plan_and_push_is_kept(grafana, proxy, run, des
     (failed,) = report["failed"]
     assert failed["name"] == UPDATED and "412 version-mismatch" in failed["error"]
     assert "someone saved the dashboard meanwhile" in failed["error"]
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s", UPDATED: "30s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s", UPDATED: "30s"})
 
 
 def test_a_server_dripping_its_answer_cannot_hold_push_past_its_deadline(grafana, proxy, run, monkeypatch):
@@ -334,7 +216,7 @@ def test_two_publishers_at_once_write_each_change_once(grafana, proxy, desired, 
     clients = [GrafanaClient(proxy.url, token=ADMIN) for _ in range(2)]
     plans = [grafana_sync.plan(client, desired, folder, uid_prefix="gpudash", publisher=publisher)
              for client in clients]
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     results = [grafana_sync.push(client, changes, desired, folder, "", uid_prefix="gpudash", force=False, prune=True,
                                  dry_run=False, publisher=publisher)
                for client, changes in zip(clients, plans)]
@@ -348,7 +230,7 @@ def test_two_publishers_at_once_write_each_change_once(grafana, proxy, desired, 
     for uid in (*CREATED, UPDATED):
         assert grafana.state.dashboards[uid]["versions"][-1]["createdBy"] == "gpudash-sa"
         assert len(grafana.state.dashboards[uid]["versions"]) == (2 if uid == UPDATED else 1)
-    _assert_safe(grafana, before, {EDITED: "10s"})
+    assert_safe(grafana, before, {EDITED: "10s"})
     proxy.clear()
     writes = len(grafana.writes())
     code, report, _ = run()
@@ -356,13 +238,13 @@ def test_two_publishers_at_once_write_each_change_once(grafana, proxy, desired, 
 
 
 def test_a_lost_answer_to_creating_the_folder_is_not_a_conflict(grafana, proxy, run, desired):
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     del grafana.state.folders["gpudash"]
     proxy.inject(Rule(r"^/api/folders$", method="POST", action="reset-after"))
     code, report, stderr = run()
     assert code == 1, stderr
     assert "gpudash" in report["written"] and report["failed"] == []
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 def test_a_signal_after_the_folder_create_was_sent_says_it_may_have_happened_and_a_rerun_adopts_it(
@@ -373,7 +255,7 @@ def test_a_signal_after_the_folder_create_was_sent_says_it_may_have_happened_and
     for entry in grafana.state.dashboards.values():  # a Grafana without gpudash's folder (and its dashboards)
         entry["folderUid"] = "team" if entry["folderUid"] == "gpudash" else entry["folderUid"]
     grafana.state.folders.pop("gpudash")
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(Rule(r"^/api/folders$", method="POST", action="reset-after",
                       callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
     code, report, stderr = run()
@@ -389,14 +271,14 @@ def test_a_signal_after_the_folder_create_was_sent_says_it_may_have_happened_and
     assert "gpudash" not in report["written"] and len(grafana.state.folders) == 2
     for uid in CREATED:
         assert grafana.state.dashboards[uid]["folderUid"] == "gpudash"
-    _assert_safe(grafana, before, {EDITED: "10s"})
+    assert_safe(grafana, before, {EDITED: "10s"})
 
 
 def test_a_signal_while_checking_whether_a_lost_save_landed_says_it_may_have_happened(grafana, proxy, run, desired):
     """Every answer to the first save is lost after Grafana made it, so gpudash reads the dashboard back
     to see whether it landed; SIGTERM arrives during that read. The save is reported as may have happened
     (it did), not as Grafana unreachable, and nothing else starts; a rerun converges."""
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     first = CREATED[0]
     proxy.inject(Rule(SAVE, action="reset-after", times=99),
                  Rule(f"/uid/{first}$", method="GET", action="before", skip=1,
@@ -407,7 +289,7 @@ def test_a_signal_while_checking_whether_a_lost_save_landed_says_it_may_have_hap
     errors = {f["name"]: f["error"] for f in report["failed"]}
     assert "the save was sent to Grafana and may have happened" in errors[first], errors[first]
     assert all("not attempted" in error for uid, error in errors.items() if uid != first), errors
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 def _failed(report) -> dict[str, str]:
@@ -419,7 +301,7 @@ def test_a_save_whose_answers_are_all_lost_and_cannot_be_read_back_says_it_may_h
     """Grafana makes the first dashboard, every answer to its save is lost, and the read that would show it
     landed fails too (503 on every attempt): the save is reported as may have happened (it did), never as
     Grafana unreachable; a rerun converges."""
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     first = CREATED[0]
     proxy.inject(Rule(SAVE, action="reset-after", times=99),
                  Rule(f"/uid/{first}$", method="GET", status=503, skip=1, times=99))
@@ -428,7 +310,7 @@ def test_a_save_whose_answers_are_all_lost_and_cannot_be_read_back_says_it_may_h
     assert first in grafana.state.dashboards
     error = _failed(report)[first]
     assert "the save was sent to Grafana and may have happened" in error and "cannot reach Grafana" in error, error
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 INTERNAL_ERROR = {"action": "gateway", "status": 500, "body": json.dumps({"message": "Internal Server Error"}).encode()}
@@ -440,7 +322,7 @@ def test_a_save_refused_because_gpudash_s_own_lost_attempt_landed_says_it_may_ha
     """The update's first attempt lands and its answer is lost (the connection reset; or Grafana made the save,
     then failed and answered 500); the retry is refused (412: the version moved, by that very save) and the read
     that would show it fails: may have happened, never "someone saved the dashboard meanwhile"."""
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(Rule(SAVE, skip=2, **fault),  # the third save: the update (after the two creates)
                  # every read of it after the plan's and the look right before its save
                  Rule(f"/uid/{UPDATED}$", method="GET", status=503, skip=2, times=99))
@@ -450,7 +332,7 @@ def test_a_save_refused_because_gpudash_s_own_lost_attempt_landed_says_it_may_ha
     error = _failed(report)[UPDATED]
     assert "the save was sent to Grafana and may have happened" in error and "412" in error, error
     assert "someone saved the dashboard meanwhile" not in error
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 @pytest.mark.parametrize("fault", [{"action": "reset-after"}, INTERNAL_ERROR], ids=["reset", "500"])
@@ -515,7 +397,7 @@ def test_a_save_answered_by_a_gateway_on_every_attempt_is_read_back(grafana, pro
     answered 500", though made). When Grafana got the saves and made them, each is read back and is done (not a
     failure), and a rerun writes nothing; when it did not, each save failed, with the gateway's answer, and
     nothing is reported written."""
-    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    before = {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(Rule(SAVE, method="POST", action="gateway" if landed else "status", status=status, times=99))
     code, report, stderr = run()
     assert proxy.faults() and "Traceback" not in stderr, stderr
@@ -523,7 +405,7 @@ def test_a_save_answered_by_a_gateway_on_every_attempt_is_read_back(grafana, pro
     if landed:
         assert code == 1 and report["failed"] == [] and set(saved) <= set(report["written"]), stderr
         assert all(uid in grafana.state.dashboards for uid in CREATED)
-        _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+        assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
     else:
         assert code == 3 and not set(saved) & set(report["written"])
         assert all(str(status) in _failed(report)[uid] and "may have happened" not in _failed(report)[uid]
@@ -554,7 +436,7 @@ def test_a_move_whose_every_save_is_answered_503_is_not_reported_done(grafana, p
     """A gateway's 503 to every save of a move (--move-from): the dashboard's content was already as generated,
     so only its folder and version show whether the save landed; it did not, and it is not reported done."""
     uid = "gpudash-overview"
-    _gpudash_saved(grafana, dict(desired[uid]), folder="team")  # gpudash's, unedited, in the old folder
+    gpudash_saved(grafana, dict(desired[uid]), folder="team")  # gpudash's, unedited, in the old folder
     proxy.inject(Rule(r"/api/dashboards/db$", method="POST", status=503, times=99))
     code, report, _ = run("--move-from", "team")
     assert grafana.state.dashboards[uid]["folderUid"] == "team"  # the proxy let no save through

@@ -14,10 +14,10 @@ import pytest
 
 from generator.markers import GRAFANA_OWNER_TAG
 from generator.targets.relisting import RELIST_WAITS
-from tests.integration.test_grafana_faults import (COPY, CREATED, EDITED, FOREIGN, RETIRED, SEARCH, UPDATED,  # noqa: F401
-                                                   _assert_converges, _assert_safe, _snapshot, build_dir, desired,
-                                                   grafana, proxy, run)
 from tests.support.fault_proxy import HTML, Rule
+from tests.support.grafana_faults import (COPY, CREATED, EDITED, FOREIGN, RETIRED, SEARCH, UPDATED,  # noqa: F401
+                                          assert_converges, assert_safe, build_dir, desired, grafana, proxy, run,
+                                          snapshot)
 from tests.support.grafana_server import ADMIN
 
 # Every read a push --prune makes, by the path it asks (what the plan must read to plan at all, then what it reads
@@ -62,7 +62,7 @@ def _rule(path: str, answer: str) -> Rule:
 
 
 def _state(grafana) -> dict[str, str]:
-    return {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY, EDITED, RETIRED)}
+    return {uid: snapshot(grafana, uid) for uid in (FOREIGN, COPY, EDITED, RETIRED)}
 
 
 @pytest.mark.parametrize("answer", ANSWERS)
@@ -76,7 +76,7 @@ def test_a_garbled_read_the_plan_needs_writes_nothing(read, answer, grafana, pro
     assert ANSWERS[answer][3] in stderr, stderr
     assert grafana.writes() == []
     assert _state(grafana) == before
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 @pytest.mark.parametrize("answer", ANSWERS)
@@ -88,9 +88,9 @@ def test_a_garbled_read_of_people_s_work_around_a_dashboard_refuses_its_delete(r
     code, report, stderr = run()
     assert code == 1, stderr  # refused, not failed: --force agrees to delete it with whatever could not be read
     assert sorted(report["refused"]) == sorted([EDITED, RETIRED]), report
-    assert RETIRED in grafana.state.dashboards and _snapshot(grafana, RETIRED) == before[RETIRED]
+    assert RETIRED in grafana.state.dashboards and snapshot(grafana, RETIRED) == before[RETIRED]
     assert {*CREATED, UPDATED} <= set(report["written"])
-    _assert_converges(grafana, proxy, run, desired, {**before}, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, {**before}, {EDITED: "10s"})
 
 
 @pytest.mark.parametrize("read_back", ["null", "a proxy's 404 page"])
@@ -130,7 +130,7 @@ def test_a_dashboard_a_person_moves_to_another_folder_after_the_plan_is_not_move
     code, report, stderr = run()
     assert code == 1 and sorted(report["refused"]) == sorted([EDITED, UPDATED]), report
     assert grafana.state.dashboards[UPDATED]["folderUid"] == "alice"
-    assert _snapshot(grafana, FOREIGN) == before[FOREIGN] and _snapshot(grafana, COPY) == before[COPY]
+    assert snapshot(grafana, FOREIGN) == before[FOREIGN] and snapshot(grafana, COPY) == before[COPY]
 
 
 @pytest.mark.parametrize("force", [(), ("--force",)], ids=["", "--force"])
@@ -205,7 +205,7 @@ def test_a_gateway_s_json_not_found_is_not_grafana_s_not_found(read, grafana, pr
     assert code == 3 and "nothing was published" in stderr, stderr
     assert "'no Route matched with those values', not Grafana's own \"not found\"" in stderr, stderr
     assert grafana.writes() == [] and _state(grafana) == before
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 def test_a_delete_answered_with_a_gateway_s_json_not_found_is_not_read_as_gone(grafana, proxy, run, desired):
@@ -295,7 +295,7 @@ def test_a_search_that_leaves_out_a_tagged_dashboard_fails_a_prune_instead_of_pr
     assert "leaving out or listing elsewhere" in stderr and f"{UPDATED} in folder gpudash" in stderr, stderr
     assert "what --prune would delete cannot be read" in stderr and "without --prune publishes" in stderr, stderr
     assert grafana.writes() == [] and _state(grafana) == before
-    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 FIRST_PAGE = r"(^|&)page=1(&|$)"
@@ -333,7 +333,7 @@ def test_a_search_behind_a_save_of_a_moment_ago_is_searched_again_before_a_prune
         return
     assert code == 1 and "Traceback" not in stderr, stderr  # the edited dashboard refused, as always without --force
     assert RETIRED not in grafana.state.dashboards and RETIRED in report["written"], report
-    _assert_safe(grafana, before, {EDITED: "10s"})
+    assert_safe(grafana, before, {EDITED: "10s"})
 
 
 
@@ -405,7 +405,7 @@ def test_a_retired_dashboard_s_permissions_answered_as_none_at_all_refuse_its_de
     assert RETIRED in grafana.state.dashboards and [e.get("userLogin") for e in grafana.state.acl[RETIRED]] == \
         ["gpudash-sa", "bob"]
     if when == "at the plan":
-        assert _snapshot(grafana, RETIRED) == before[RETIRED]
+        assert snapshot(grafana, RETIRED) == before[RETIRED]
     said = json.dumps(report)
     assert "listed as none at all" in said, said
     assert {*CREATED, UPDATED} <= set(report["written"])
