@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_gpu_count_twins import STEP, STEPS, _series
+from tests.integration.test_gpu_count_twins import STEP, STEPS
 from tests.integration.test_mig_twins import built_with
-from tests.support.mixed_fleet import FLEET
+from tests.support.mixed_fleet import FLEET, scraped_series
 from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 FIELD = "DCGM_FI_DEV_FB_USED"
@@ -55,5 +55,5 @@ def test_the_rules_add_each_gpu_instance_once(built):
     checks = [{"eval_time": f"{STEPS * STEP // 60 - 1}m", "alertname": alerts[rule],
                "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in expected]}
               for rule, expected in fired.items()]
-    promtool_test(folder, "framebuffer_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series((FIELD,)),
+    promtool_test(folder, "framebuffer_twins.yaml", [{"interval": f"{STEP}s", "input_series": scraped_series((FIELD,), STEP, STEPS),
                                                        "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")

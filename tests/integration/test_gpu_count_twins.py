@@ -23,9 +23,9 @@ import json
 import pytest
 
 from tests.integration.test_mig_twins import built_with
-from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support import cloudwatch_eval
 from tests.support.agent_points import through_agent
-from tests.support.mixed_fleet import FLEET
+from tests.support.mixed_fleet import FLEET, scraped_series
 from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 STEP, STEPS = 30, 30  # fifteen minutes of 30 s scrapes
@@ -64,21 +64,9 @@ def built(tmp_path_factory):
     return built_with(tmp_path_factory.mktemp("count-twins"), {"counts.py": RULES})
 
 
-def _series(fields: tuple[str, ...] = FIELDS) -> list[dict[str, str]]:
-    """The fleet's `fields` as Prometheus stores them from its scrapes (STEPS at STEP), each series with its node."""
-    values: dict[str, list[str]] = {}
-    for node in FLEET:
-        for k in range(STEPS):
-            for line in mixed_fleet.payload(node, k * STEP, STEP).splitlines():
-                if line.startswith(tuple(f"{field}{{" for field in fields)):
-                    series, value = line.rsplit(" ", 1)
-                    values.setdefault(f'{series[:-1]},node="{node.name}"}}', ["_"] * STEPS)[k] = value
-    return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
-
-
 def test_the_rules_count_and_add_each_gpu_once(built):
     # the premise: more series than GPUs (13 at a scrape; the time-sliced GPU under each of its pods in turn)
-    assert sum(1 for s in _series() if s["series"].startswith(FIELDS[0])) >= GPUS + 2
+    assert sum(1 for s in scraped_series(FIELDS, STEP, STEPS) if s["series"].startswith(FIELDS[0])) >= GPUS + 2
     _, folder = built
     alerts = alert_names(folder)
     heavy = [node.name for node in FLEET if sum(gpu.power for gpu in node.gpus) > 450]
@@ -88,7 +76,7 @@ def test_the_rules_count_and_add_each_gpu_once(built):
     checks = [{"eval_time": f"{STEPS * STEP // 60 - 1}m", "alertname": alerts[rule],
                "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in expected]}
               for rule, expected in fired.items()]
-    promtool_test(folder, "count_twins.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
+    promtool_test(folder, "count_twins.yaml", [{"interval": f"{STEP}s", "input_series": scraped_series(FIELDS, STEP, STEPS),
                                                  "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
 
 

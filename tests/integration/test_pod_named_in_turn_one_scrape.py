@@ -20,11 +20,11 @@ from generator.artifacts import build, notes as build_notes
 from generator.cloudwatch_query import COUNT_MOST, COUNT_MOST_ONE_SCRAPE, NAMED_PART, NAMED_PART_ONE_SCRAPE, NAMED_SHARE
 from generator.output import encode
 from tests.integration.test_mig_twins import built_with
-from tests.integration.test_pod_named_in_turn_rules import FLEET, FORMS, POWER, UTIL, _truth
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import AGENT_FILE, alarm_values, alarms_through_agent
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
+from tests.support.pods_in_turn import FLEET, FORMS, POWER, UTIL, breaching_labels
 from tests.support.projects import defined_project
 from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
@@ -60,9 +60,9 @@ def test_the_rule_reads_a_pod_named_in_turn_whole_at_one_scrape_per_period(tmp_p
     _, folder = built_with(tmp_path, {"turns.py": _definitions()}, fields=(UTIL, POWER), settings=SETTINGS)
     alerts = alert_names(folder)
     cases = [{"eval_time": instant, "alertname": alerts[rule],
-              "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in _truth(*form)]}
+              "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in breaching_labels(*form)]}
              for rule, *form in STEADY for instant in INSTANTS]
-    assert all(any(labels.get("pod") == TS_A[1] for labels in _truth(*form)) for _, *form in STEADY)
+    assert all(any(labels.get("pod") == TS_A[1] for labels in breaching_labels(*form)) for _, *form in STEADY)
     promtool_test(folder, "one_scrape.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
                                                 "alert_rule_test": cases}], evaluation_interval="10s")
 
@@ -148,7 +148,7 @@ def test_the_count_rule_counts_the_gpus_a_scrape_of_the_look_back_named_the_pod_
         stored.update(mixed_fleet.stored(node, (f"{UTIL}{{", f"{POWER}{{"), steps, scrape))
     series = [{"series": name, "values": " ".join(values)} for name, values in stored.items()]
     instants = [f"{seconds}s" for seconds in range(900 + period, steps * scrape, 50)]
-    truth = {rule: _truth(*form) for rule, *form in COUNTS}
+    truth = {rule: breaching_labels(*form) for rule, *form in COUNTS}
     assert {"namespace": TS_A[0], "pod": TS_A[1]} in truth["count-power-pod-gt-1-5"]
     assert all(labels.get("pod") != TS_A[1] for labels in truth["count-power-pod-lt-1-5"])
     cases = [{"eval_time": instant, "alertname": alerts[rule],

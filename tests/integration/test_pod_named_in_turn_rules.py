@@ -19,46 +19,16 @@ import operator
 
 import pytest
 
-from generator.model import Query
 from tests.integration.test_mig_twins import built_with
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import alarms_through_agent
+from tests.support.pods_in_turn import FLEET, FORMS, POWER, SHARED_PODS, UTIL, breaching_labels
 from tests.support.projects import defined_project
 from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
-UTIL, POWER = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"
-NAMES = {UTIL: "util", POWER: "power"}
 STEP, STEPS = 30, 40  # twenty minutes of 30 s scrapes
 # judged from minute 15 (three whole 5-minute periods of readings) to the last scrape, on and between scrapes
 INSTANTS = [f"{seconds}s" for seconds in range(900, STEPS * STEP, 25)]
-# a pod of its own GPU beside one it shares: gpu-node-ts2 names ts-b on GPU 1 at even scrapes, ts-a at odd ones; ts-a
-# holds GPU 0 alone (a pod's sum or mean over its GPUs read GPU 1 at half the scrapes); ts-b of another namespace (a
-# namespace's GPUs named in turn too)
-TS2 = mixed_fleet.Node("gpu-node-ts2", "hostname", "nvidia-dcgm-exporter-t9w0x", (
-    mixed_fleet.Gpu(0, temp=52, power=120, sm_clock=1500, xid=0, energy_mw=120_000, replays_per_s=0, memory_temp=50,
-                    util=20, instances=mixed_fleet._whole(("team-g", "ts-a"), fb_used=1000, fb_free=23000,
-                                                          engine=0.2)),
-    mixed_fleet.Gpu(1, temp=53, power=160, sm_clock=1500, xid=0, energy_mw=160_000, replays_per_s=0, memory_temp=50,
-                    util=40, instances=mixed_fleet._whole(("team-h", "ts-b"), fb_used=2000, fb_free=22000,
-                                                          engine=0.4, also=(("team-g", "ts-a"),))),
-), moves=1)
-FLEET = (*mixed_fleet.FLEET, TS2)
-SHARED_PODS = {("team-d", "ts-0"), ("team-d", "ts-1"), ("team-g", "ts-a"), ("team-h", "ts-b")}
-
-# (rule, field, aggregation, grouping, comparison, level): levels just past the sharing pods' truth, so a pod read at
-# half the scrapes (or half its GPUs) is judged otherwise
-FORMS = [(f"{aggregation}-{NAMES[field]}-{'-'.join(by)}-{'gt' if comparison == '>' else 'lt'}-{level:g}".replace(".", "-"), field,
-          aggregation, by, comparison, level)
-         for by in (("pod", "gpu"), ("pod",))
-         for field, aggregation, comparison, level in (
-             (POWER, "count", ">", 0.5), (POWER, "count", "<", 1), (POWER, "count", ">", 1.5),
-             (UTIL, "sum", ">", 2.5), (POWER, "sum", ">", 250), (POWER, "sum", "<", 250),
-             (UTIL, "avg", ">", 2.5), (POWER, "avg", "<", 150),
-             (UTIL, "max", ">", 30), (POWER, "min", "<", 130))] + [
-    (f"{aggregation}-power-namespace-{'gt' if comparison == '>' else 'lt'}-{level:g}".replace(".", "-"), POWER,
-     aggregation, ("namespace",), comparison, level)
-    for aggregation, comparison, level in (("count", ">", 0.5), ("count", ">", 1.5), ("count", "<", 1),
-                                           ("sum", ">", 250), ("sum", "<", 250), ("avg", "<", 150))]
 
 
 def _definitions() -> str:
@@ -67,45 +37,11 @@ def _definitions() -> str:
         f"{level}), description='d', runbook='r')\n" for rule, field, aggregation, by, comparison, level in FORMS))
 
 
-def _per_namespace(aggregation: str) -> dict[str, float]:
-    """{legend: a namespace's count or sum of the power of the GPUs its pods hold, or their mean}: each GPU once (a MIG
-    GPU whose instances its pods hold too), whichever of its pods a scrape names."""
-    held: dict[str, list[float]] = {}
-    for node in FLEET:
-        for gpu in node.gpus:
-            for namespace in sorted({pod[0] for pod in mixed_fleet._named(node, gpu)}):
-                held.setdefault(f"Pod {namespace}/", []).append(gpu.power)
-    return {legend: {"count": len, "sum": sum, "avg": lambda v: sum(v) / len(v)}[aggregation](values)
-            for legend, values in held.items()}
-
-
-def _truth(field: str, aggregation: str, by: tuple, comparison: str, level: float) -> list[dict[str, str]]:
-    """The labels of the pods (or pods' GPUs, or namespaces) whose truth breaches the level: each pod named on a GPU
-    holds it whole (a MIG GPU's utilization is its instances' engine activity, each instance judged on its own: one a
-    pod)."""
-    truth = _per_namespace(aggregation) if by == ("namespace",) else \
-        mixed_fleet.truth(Query(field, aggregation, by), {}, fleet=FLEET)
-    breach = {">": float.__gt__, "<": float.__lt__}[comparison]
-    fired = []
-    for legend, value in truth.items():
-        namespace, rest = legend.removeprefix("Pod ").split("/", 1)
-        pod, _, gpu = rest.partition(" GPU ")
-        if field == UTIL and gpu and pod.startswith("mig-"):
-            continue  # judged per MIG instance, below
-        if breach(float(value), level):
-            fired.append({"namespace": namespace, **({"pod": pod} if pod else {}), **({"gpu": gpu} if gpu else {})})
-    if field == UTIL and "gpu" in by:  # per (pod, GPU) a MIG GPU's instances are judged each on its own, named so
-        fired += [{"namespace": i.pod[0], "pod": i.pod[1], "gpu": str(gpu.index), "GPU_I_ID": i.id,
-                   "GPU_I_PROFILE": i.profile} for node in FLEET for gpu in node.gpus if gpu.mig
-                  for i in gpu.instances if i.pod and breach(i.engine * 100, level)]
-    return sorted(fired, key=str)
-
-
 def test_the_premise_each_form_tells_a_pod_read_whole_from_one_read_at_some_scrapes():
     """Each form's level lies between what a sharing pod reads whole and what it read at the scrapes naming it alone
     (a count of 0 or a GPU left out of its sum): every sharing pod's judgement depends on reading it whole."""
     assert {(n.name, n.moves) for n in FLEET if n.moves} == {("gpu-node-ts", 1), ("gpu-node-ts2", 1)}
-    fired = {rule: {(labels["namespace"], labels.get("pod")) for labels in _truth(*form)} for rule, *form in FORMS}
+    fired = {rule: {(labels["namespace"], labels.get("pod")) for labels in breaching_labels(*form)} for rule, *form in FORMS}
     assert fired["count-power-pod-gpu-gt-0-5"] >= SHARED_PODS and not fired["count-power-pod-gpu-lt-1"]
     assert ("team-g", "ts-a") in fired["sum-power-pod-gt-250"] and ("team-g", "ts-a") not in fired["sum-power-pod-lt-250"]
     assert ("team-g", "ts-a") in fired["count-power-pod-gt-1-5"]
@@ -140,7 +76,7 @@ def test_each_per_pod_rule_fires_steadily_for_every_pod_whose_truth_breaches(bui
     _, folder = built
     alerts = alert_names(folder)
     cases = [{"eval_time": instant, "alertname": alerts[rule],
-              "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in _truth(*form)]}
+              "exp_alerts": [expected_alert(folder, alerts[rule], **labels) for labels in breaching_labels(*form)]}
              for rule, *form in FORMS for instant in INSTANTS]
     promtool_test(folder, "named_in_turn.yaml", [{"interval": f"{STEP}s", "input_series": _series(),
                                                    "alert_rule_test": cases}], evaluation_interval="5s")
@@ -171,7 +107,7 @@ def _cloudwatch(otel, rule: str, judged: list) -> tuple[list, list]:
     (request,) = [r for name, r in requests.items() if f"-{rule}-" in name and "-mig-" not in name]
     states = cloudwatch_eval.alarm(request, points, STEPS * STEP)
     in_alarm = sorted((dict(key) for key, state in states.items() if state == "ALARM"), key=str)
-    truth = _truth(*judged)
+    truth = breaching_labels(*judged)
     if judged[0] == UTIL:  # a MIG instance's utilization: the rule's second alarm (by engine activity) judges it
         truth = [labels for labels in truth if not labels["pod"].startswith("mig-")]
         in_alarm = [labels for labels in in_alarm if not labels["pod"].startswith("mig-")]

@@ -494,3 +494,16 @@ def nodes(fleet: tuple[Node, ...] = FLEET) -> set[str]:
 def namespaces_and_pods(fleet: tuple[Node, ...] = FLEET) -> set[tuple[str, str]]:
     """The pods the exporters name, with their namespaces (`unnamed`: the pods that hold a GPU and are not)."""
     return {holder for node in fleet for gpu in node.gpus for holder in _named(node, gpu)}
+
+
+def scraped_series(fields: tuple[str, ...], step: int, steps: int, fleet=FLEET) -> list[dict[str, str]]:
+    """`fleet`'s `fields` as Prometheus stores them from `steps` scrapes `step` seconds apart (promtool input series),
+    each series with its node."""
+    values: dict[str, list[str]] = {}
+    for node in fleet:
+        for k in range(steps):
+            for line in payload(node, k * step, step).splitlines():
+                if line.startswith(tuple(f"{field}{{" for field in fields)):
+                    series, value = line.rsplit(" ", 1)
+                    values.setdefault(f'{series[:-1]},node="{node.name}"}}', ["_"] * steps)[k] = value
+    return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
