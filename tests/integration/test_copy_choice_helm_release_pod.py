@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.test_copy_choice_hostile import _fresh_steps, _one_spelling, _two_exporters
-from tests.integration.test_pod_copy_review import _shown
+from tests.support.copy_review_scene import shown_values
 from tests.support.grafana_variables import node_variables, variable_options
 
 NODE, OLD_POD = "aks-gpunp-9fz2k", "gpu-metrics-dcgm-exporter-7x9kq"
@@ -33,7 +33,7 @@ def release(tmp_path_factory):
 def test_a_line_is_named_by_the_node_not_by_the_helm_releases_old_pod(release, title):
     legends = {}
     for call in range(12):
-        for at, values in _fresh_steps(release, _shown(release, title, settings=SETTINGS)):
+        for at, values in _fresh_steps(release, shown_values(release, title, settings=SETTINGS)):
             legends.setdefault(tuple(sorted(values)), set()).add(call)
     assert set(legends) == {(f"{NODE} GPU 0",)}, \
         f"{title}: legends shown (true: {NODE} GPU 0 only): " + str({k: sorted(v) for k, v in legends.items()})

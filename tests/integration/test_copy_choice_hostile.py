@@ -18,7 +18,8 @@ import pytest
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.render.alarms import prometheus_expression
-from tests.integration.test_pod_copy_review import COMMON, METRICS, PER_POD, SCRAPES, _overlap, _shown, _wrong
+from tests.integration.test_pod_copy_review import PER_POD
+from tests.support.copy_review_scene import COMMON, METRICS, SCRAPES, overlap_scene, shown_values, wrong_instants
 from tests.support.projects import bundled_panel, bundled_panels, bundled_project
 from tests.support.prometheus_server import counted_inline, scraped_every
 from tests.support.replay_exporter import ReplayExporter
@@ -72,7 +73,7 @@ def _named_alike(scene, title: str, calls: int, truth: str, settings: str = "") 
     """`title`'s line (of the build of `settings`) at every fresh step of `calls` calls is the one named `truth`."""
     legends = {}
     for call in range(calls):
-        for at, values in _fresh_steps(scene, _shown(scene, title, settings=settings)):
+        for at, values in _fresh_steps(scene, shown_values(scene, title, settings=settings)):
             legends.setdefault(tuple(sorted(values)), []).append((call, at))
     assert set(legends) == {(truth,)}, f"{title}: legends shown (true: {truth} only): " + \
         str({k: f"{len(v)} steps, calls {sorted({c for c, _ in v})}" for k, v in legends.items()})
@@ -91,7 +92,7 @@ def test_a_gpu_is_named_by_its_node_through_the_node_copys_failed_scrape(tied_fa
     # promql.gpu_names: a copy a scrape within the lookback read names the GPU; at every step where a copy is fresh
     # (the old one alone at the step after the new one's failed scrape)
     samples = tied_failed[3]
-    shown = _shown(tied_failed, title)
+    shown = shown_values(tied_failed, title)
     alone = [at for at in shown if [at - max((t for t in times if t <= at), default=-math.inf) <= 1
                                     for times in samples.values()].count(True) == 1]
     fresh = [at for at in shown if any(at - max((t for t in times if t <= at), default=-math.inf) <= 1
@@ -102,7 +103,7 @@ def test_a_gpu_is_named_by_its_node_through_the_node_copys_failed_scrape(tied_fa
 
 
 def test_a_gpu_whose_old_exporter_reads_higher_is_named_by_its_node(tied):
-    shown = dict(_fresh_steps(tied, _shown(tied, "GPU utilization")))
+    shown = dict(_fresh_steps(tied, shown_values(tied, "GPU utilization")))
     wrong = {at: values for at, values in shown.items() if list(values) != ["n3 GPU 0"]}
     assert len(shown) >= 4
     assert not wrong, f"steps: shown (true: one line 'n3 GPU 0') {wrong}"
@@ -111,8 +112,8 @@ def test_a_gpu_whose_old_exporter_reads_higher_is_named_by_its_node(tied):
 def test_a_pods_utilization_is_its_gpus_at_every_step_and_call(tied):
     wrong = {}
     for call in range(4):
-        per_pod = dict(_fresh_steps(tied, _shown(tied, "GPU utilization by pod")))
-        per_gpu = _shown(tied, "GPU utilization")
+        per_pod = dict(_fresh_steps(tied, shown_values(tied, "GPU utilization by pod")))
+        per_gpu = shown_values(tied, "GPU utilization")
         wrong.update({(call, at): (values, per_gpu.get(at)) for at, values in per_pod.items()
                       if sorted(values.values()) != sorted((per_gpu.get(at) or {}).values())})
     assert not wrong, f"(call, step): (per pod, per GPU) {wrong}"
@@ -122,8 +123,8 @@ def test_a_pods_utilization_is_its_gpus_at_every_step_and_call(tied):
 def test_the_node_view_reads_the_same_copy_as_all_nodes(tied, title):
     # the old exporter's copy (60 %, its pod's name in Hostname) is n3's GPU's copy too: chosen with n3 selected as
     # with All nodes, not only the copies spelled n3 (50 %)
-    every = dict(_fresh_steps(tied, _shown(tied, title)))
-    one = _shown(tied, title, {"node": "n3"})
+    every = dict(_fresh_steps(tied, shown_values(tied, title)))
+    one = shown_values(tied, title, {"node": "n3"})
     wrong = {at: (values, one.get(at)) for at, values in every.items() if values != one.get(at)}
     assert not wrong, f"steps: (All nodes, node=n3) {wrong}"
 
@@ -201,7 +202,7 @@ def _temperature_alerts(scene, tmp_path, evaluations: int) -> dict[tuple, list[i
 def test_three_copies_of_a_gpu_are_one_line_named_by_its_node_with_the_highest_reading(three, title, truth):
     wrong = {}
     for call in range(3):
-        shown = dict(_fresh_steps(three, _shown(three, title)))
+        shown = dict(_fresh_steps(three, shown_values(three, title)))
         assert len(shown) >= 4
         wrong.update({(call, at): values for at, values in shown.items() if values != {"n3 GPU 0": truth}})
     assert not wrong, f"{title}: (call, step): shown (true n3 GPU 0 {truth:g}) {wrong}"
@@ -209,7 +210,7 @@ def test_three_copies_of_a_gpu_are_one_line_named_by_its_node_with_the_highest_r
 
 def test_the_node_selected_names_the_gpu_by_its_node(three):
     # the node's copies (hostname, node) read alike: one line, named n3 (its value: test_the_node_view_reads...)
-    shown = dict(_fresh_steps(three, _shown(three, "GPU temperature", {"node": "n3"})))
+    shown = dict(_fresh_steps(three, shown_values(three, "GPU temperature", {"node": "n3"})))
     wrong = {at: values for at, values in shown.items() if list(values) != ["n3 GPU 0"]}
     assert len(shown) >= 4
     assert not wrong, f"steps: shown with node n3 (true: one line n3 GPU 0) {wrong}"
@@ -272,8 +273,8 @@ mig = scene("mig")
 def test_a_mig_gpus_pods_are_one_exporters_instances_and_add_up_to_the_gpu_at_every_call(mig):
     wrong = {}
     for call in range(8):
-        per_pod = dict(_fresh_steps(mig, _shown(mig, "Framebuffer used by pod")))
-        per_gpu = _shown(mig, "Framebuffer memory used")
+        per_pod = dict(_fresh_steps(mig, shown_values(mig, "Framebuffer used by pod")))
+        per_gpu = shown_values(mig, "Framebuffer memory used")
         for at, values in per_pod.items():
             pair = (values.get("Pod ml/a"), values.get("Pod ml/b"))
             gpu = list((per_gpu.get(at) or {}).values())
@@ -290,7 +291,7 @@ def _titles() -> list[str]:
 
 @pytest.mark.parametrize("title", _titles())
 def test_every_panel_answers_the_same_values_at_every_call(tied, title):
-    answers = [{at: sorted(v.values()) for at, v in _shown(tied, title).items()} for _ in range(4)]
+    answers = [{at: sorted(v.values()) for at, v in shown_values(tied, title).items()} for _ in range(4)]
     differ = [k for k, answer in enumerate(answers) if answer != answers[0]]
     assert not differ, f"{title}: calls {differ} differ from call 0: {[answers[0], *(answers[k] for k in differ)]}"
 
@@ -298,7 +299,7 @@ def test_every_panel_answers_the_same_values_at_every_call(tied, title):
 @pytest.mark.parametrize("title", sorted(PER_POD))
 def test_time_sliced_pods_each_show_with_their_node_selected(overlap, title):
     # test_pod_copy_review's maxSurge scene (old exporter: its pod's name in Hostname, no node label) with node=n3
-    wrong = _wrong(_shown(overlap, title, {"node": "n3"}), PER_POD[title])
+    wrong = wrong_instants(shown_values(overlap, title, {"node": "n3"}), PER_POD[title])
     assert not wrong, f"{title} (node n3): steps: shown (true {PER_POD[title]}) {wrong}"
 
 
@@ -310,8 +311,8 @@ VIRTUAL = "exporter:\n  virtual_gpus: true\n"
 def test_with_virtual_gpus_a_pods_reading_is_its_gpus_at_every_step_and_call(tied, per_pod, per_gpu):
     wrong = {}
     for call in range(4):
-        pods = dict(_fresh_steps(tied, _shown(tied, per_pod, settings=VIRTUAL)))
-        gpus = _shown(tied, per_gpu, settings=VIRTUAL)
+        pods = dict(_fresh_steps(tied, shown_values(tied, per_pod, settings=VIRTUAL)))
+        gpus = shown_values(tied, per_gpu, settings=VIRTUAL)
         wrong.update({(call, at): (values, gpus.get(at)) for at, values in pods.items()
                       if sorted(values.values()) != sorted((gpus.get(at) or {}).values())})
     assert not wrong, f"(call, step): (per pod, per GPU) {wrong}"
@@ -341,8 +342,8 @@ def test_a_mig_pod_whose_instance_one_exporter_reads_blank_shows_the_others_read
     # the new exporter reads both instances (12,000 and 8,000 MiB); the old reads more on one (25,000) and DCGM's
     # blank on the other: a copy reading the blank for a pod's instance is not that pod's reading, nor the GPU's
     # (renamed: the old exporter names the node by its own pod's name; one-spelling: both name it n3)
-    per_pod = dict(_fresh_steps(mig_blank, _shown(mig_blank, "Framebuffer used by pod")))
-    per_gpu = _shown(mig_blank, "Framebuffer memory used")
+    per_pod = dict(_fresh_steps(mig_blank, shown_values(mig_blank, "Framebuffer used by pod")))
+    per_gpu = shown_values(mig_blank, "Framebuffer memory used")
     wrong = {at: (values, per_gpu.get(at)) for at, values in per_pod.items()
              if values != {"Pod ml/a": 12000.0, "Pod ml/b": 8000.0}
              or list((per_gpu.get(at) or {}).values()) != [20000.0]}
@@ -356,7 +357,7 @@ def test_a_mig_pod_whose_instance_one_exporter_reads_blank_shows_the_others_read
 def test_a_mig_gpus_share_whose_instance_one_exporter_reads_blank_is_the_others(mig_blank, title, truth):
     # the share's used and total both the new exporter's: 20,000 of 80,000 MiB, ml/a 12,000 of 42,000, ml/b 8,000 of
     # 38,000
-    shown = dict(_fresh_steps(mig_blank, _shown(mig_blank, title)))
+    shown = dict(_fresh_steps(mig_blank, shown_values(mig_blank, title)))
     wrong = {at: values for at, values in shown.items() if values != truth}
     assert len(shown) >= 4
     assert not wrong, f"{title}: steps: shown (true {truth}) {wrong}"
@@ -463,7 +464,7 @@ scenes = module_scenes({
     "tied": lambda factory: _two_exporters(factory, "copy-choice-hostile", _tied, "DCGM_FI_DEV_GPU_TEMP"),
     "tied_failed": lambda factory: _two_exporters(factory, "copy-choice-hostile-tied-failed", _tied,
                                                   "DCGM_FI_DEV_GPU_TEMP", NEW_FAILS_AT),
-    "overlap": _overlap,
+    "overlap": overlap_scene,
     "three": lambda factory: _three_exporters(factory, "copy-choice-hostile-three"),
     "three_late": lambda factory: _three_exporters(factory, "copy-choice-hostile-three-late", LATE),
     "mig": lambda factory: _two_exporters(factory, "copy-choice-hostile-mig", _mig, MIG_PROBE),

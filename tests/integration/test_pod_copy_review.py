@@ -21,82 +21,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from generator.preview.interpolate import interpolate, variables
-from generator.preview.legend import render as render_legend
-from tests.support.projects import bundled_panel
-from tests.support.prometheus_server import scraped_every
+from tests.support.copy_review_scene import COMMON, METRICS, SCRAPES, overlap_scene, shown_values, wrong_instants
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers, scraped_until
 from tests.support.side_by_side import module_scenes, scene
-
-BLANK = 9223372036854775794  # DCGM's int64 blank (not supported)
-SCRAPES = 14
-REAL_UTIL_SCRAPES = 6  # ml/z's GPU reads 70 % in this many of the old exporter's scrapes, then the blank in both
-COMMON = 'modelName="NVIDIA A100-SXM4-80GB",DCGM_FI_DRIVER_VERSION="570.133.20"'
-METRICS = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE",
-           "DCGM_FI_DEV_GPU_TEMP")
-
-
-def _payload(old: bool, scrape: int, blank: bool) -> str:
-    node = 'Hostname="nvidia-dcgm-exporter-q8w2z"' if old else 'hostname="n3"'
-    sliced = f"ts-{(scrape + (0 if old else 1)) % 2}"
-    gpus = [  # (gpu, pod labels, (used, free, util, power, temp))
-        (0, f'container="main",namespace="team-d",pod="{sliced}"',
-         (10000, 70000, 40 if old else 44, 100 if old else 104, 60)),
-        (1, "", (1000, 79000, 0, 60 if old else 64, 50)),
-        (2, 'container="main",namespace="ml",pod="z"', (40000, 40000, BLANK if blank else 70, 200 if old else 204, 70)),
-    ]
-    lines = []
-    for i, metric in enumerate(METRICS):
-        lines.append(f"# TYPE {metric} gauge")
-        for gpu, pod, values in gpus:
-            device = f'gpu="{gpu}",UUID="GPU-n3-{gpu}",device="nvidia{gpu}"'
-            labels = ",".join(x for x in (device, COMMON, node, pod) if x)
-            lines.append(f"{metric}{{{labels}}} {values[i]:g}")
-    return "\n".join(lines) + "\n"
-
-
-@contextmanager
-def _overlap(tmp_path_factory):
-    """Both exporters scraped until each has SCRAPES - 1 samples stored (a loaded machine's scrape that timed out
-    was answered and stored nothing); (prometheus, the instant from which both copies are stored (a loaded machine
-    may scrape one first seconds after the other: before, one exporter alone read the node, not this story), the last
-    sample, ml/z's utilization samples per copy)."""
-    old = CountedAnswers(lambda n: _payload(True, n, n > REAL_UTIL_SCRAPES))
-    new = CountedAnswers(lambda n: _payload(False, n, old.served > REAL_UTIL_SCRAPES))
-    stored_counts: dict[str, int] = {}
-
-    def count(prometheus) -> None:
-        stored_counts.update({s["metric"]["instance"]: int(s["value"][1]) for s in prometheus.query(
-            'count_over_time(DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-1"}[10m])')})
-
-    with ReplayExporter(old) as a, ReplayExporter(new) as b:
-        with scraped_until(tmp_path_factory, "pod-copy-review", [a.address, b.address],
-                       lambda: old.served >= SCRAPES and len(stored_counts) == 2
-                       and min(stored_counts.values()) >= SCRAPES - 1, watch=count) as prometheus:
-            firsts = {series["metric"]["instance"]: min(float(at) for at, _ in series["values"])
-                      for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-1"}[10m]')}
-            stored = [float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')
-                      for at, _ in series["values"]]
-            util = {series["metric"]["instance"]: [(float(at), float(v)) for at, v in series["values"]]
-                    for series in prometheus.query('DCGM_FI_DEV_GPU_UTIL{UUID="GPU-n3-2"}[10m]')}
-            assert len(firsts) == 2, firsts
-            yield prometheus, max(firsts.values()), max(stored), util
-
-
-def _shown(overlap, title: str, selected: dict | None = None, settings: str = "") -> dict[float, dict[str, float]]:
-    prometheus, start, end, _ = overlap
-    target = bundled_panel(title, settings)["targets"][0]
-    expr = interpolate(scraped_every(target["expr"], 30, 1),
-                       variables(selected or {}, ("namespace", "pod", "node", "gpu")))
-    first = math.floor(start) + 4.5
-    return {at: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4) for s in result}
-            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
-
-
-def _wrong(shown, allowed: dict[str, set[float]]) -> dict:
-    return {at: values for at, values in shown.items()
-            if set(values) != set(allowed) or any(values[k] not in allowed[k] for k in values)}
 
 
 # marks for what main does not hold yet (engineers T, s17-copychoice, and U, s17-gpuidentity, remove them as they land
@@ -114,13 +42,13 @@ PER_POD = {  # ml/z's utilization: test_a_gpu_whose_fresh_copies_are_all_blank_s
 @pytest.mark.parametrize("title", [pytest.param(t, marks=TIES) if t == "Framebuffer used share by pod" else t
                                    for t in sorted(PER_POD)])
 def test_time_sliced_pods_each_show_and_the_idle_gpu_does_not_while_two_exporters_read_the_node(overlap, title):
-    wrong = _wrong(_shown(overlap, title), PER_POD[title])
+    wrong = wrong_instants(shown_values(overlap, title), PER_POD[title])
     assert not wrong, f"{title}: steps: shown (true {PER_POD[title]}) {wrong}"
 
 
 def test_a_namespace_view_shows_its_time_sliced_pods_once_each(overlap):
-    shown = _shown(overlap, "GPU utilization by pod", {"namespace": "team-d"})
-    wrong = _wrong(shown, {p: {40.0, 44.0} for p in SLICED})
+    shown = shown_values(overlap, "GPU utilization by pod", {"namespace": "team-d"})
+    wrong = wrong_instants(shown, {p: {40.0, 44.0} for p in SLICED})
     assert not wrong, f"steps: shown (true: ts-0 and ts-1 each 40 or 44 %) {wrong}"
 
 
@@ -129,7 +57,7 @@ LOOKBACK = 4  # promql.label_lookback at 1 s scrapes
 
 def test_a_gpu_whose_fresh_copies_are_all_blank_shows_its_latest_reading_within_the_lookback(overlap):
     _, _, _, util = overlap
-    shown = _shown(overlap, "GPU utilization by pod")
+    shown = shown_values(overlap, "GPU utilization by pod")
     wrong, held = {}, 0
     for at, values in shown.items():
         latest = [max((s for s in samples if s[0] <= at), default=None) for samples in util.values()]
@@ -155,7 +83,7 @@ def test_a_gpu_whose_fresh_copies_are_all_blank_shows_its_latest_reading_within_
 
 
 def test_each_gpu_is_one_line_including_the_idle_one(overlap):
-    shown = _shown(overlap, "Power draw")
+    shown = shown_values(overlap, "Power draw")
     allowed = {0: {100.0, 104.0}, 1: {60.0, 64.0}, 2: {200.0, 204.0}}
     wrong = {at: values for at, values in shown.items()
              if sorted(int(k.rsplit(" ", 1)[1]) for k in values) != [0, 1, 2]
@@ -165,9 +93,9 @@ def test_each_gpu_is_one_line_including_the_idle_one(overlap):
 
 def test_the_fleets_power_and_gpu_count_count_each_gpu_once(overlap):
     totals = {a + b + c for a in (100, 104) for b in (60, 64) for c in (200, 204)}
-    wrong = _wrong(_shown(overlap, "Total power draw"), {"DCGM_FI_DEV_POWER_USAGE": set(map(float, totals))})
+    wrong = wrong_instants(shown_values(overlap, "Total power draw"), {"DCGM_FI_DEV_POWER_USAGE": set(map(float, totals))})
     assert not wrong, f"Total power draw: steps: shown (true one of {sorted(totals)}) {wrong}"
-    wrong = _wrong(_shown(overlap, "GPUs reporting"), {"DCGM_FI_DEV_GPU_TEMP": {3.0}})
+    wrong = wrong_instants(shown_values(overlap, "GPUs reporting"), {"DCGM_FI_DEV_GPU_TEMP": {3.0}})
     assert not wrong, f"GPUs reporting: steps: shown (true 3) {wrong}"
 
 
@@ -175,7 +103,7 @@ def test_the_fleets_power_and_gpu_count_count_each_gpu_once(overlap):
 def test_a_panel_answers_the_same_at_every_call_over_the_same_data(overlap, title):
     # Grafana sends a range query; Prometheus evaluates one of more than one step through a map (its order changes from
     # call to call): a choice among copies that tie must not depend on it
-    answers = [_shown(overlap, title) for _ in range(6)]
+    answers = [shown_values(overlap, title) for _ in range(6)]
     differ = [k for k, answer in enumerate(answers) if answer != answers[0]]
     assert not differ, f"{title}: calls {differ} differ from call 0: {[answers[0], *(answers[k] for k in differ)]}"
 
@@ -202,7 +130,7 @@ def _apart_scene(tmp_path_factory):
             yield prometheus, min(stored), max(stored), samples
 
 
-scenes = module_scenes({"overlap": _overlap, "apart": _apart_scene})  # each waits ~20 s on real 1 s scrapes
+scenes = module_scenes({"overlap": overlap_scene, "apart": _apart_scene})  # each waits ~20 s on real 1 s scrapes
 
 
 overlap = scene("overlap")
@@ -231,7 +159,7 @@ def test_of_two_fresh_copies_the_higher_reading_is_shown_per_pod_and_per_gpu(apa
     samples = apart[3]
     wrong = {}
     judged = 0
-    for at, values in _shown(apart, title).items():
+    for at, values in shown_values(apart, title).items():
         latest = [max((t for t in times if t <= at), default=-math.inf) for times in samples.values()]
         if at - min(latest) > 1:
             continue  # a copy not fresh at this step: not judged here
@@ -252,8 +180,8 @@ def _any_fresh(samples: dict[str, list[float]], at: float) -> bool:
 
 
 def test_a_pods_power_is_its_gpus_power_at_every_step(apart):
-    per_pod = _shown(apart, "Power draw of each pod's GPUs")
-    per_gpu = _shown(apart, "Power draw")
+    per_pod = shown_values(apart, "Power draw of each pod's GPUs")
+    per_gpu = shown_values(apart, "Power draw")
     judged = [at for at in per_pod if _any_fresh(apart[3], at)]
     wrong = {at: (per_pod[at], per_gpu[at]) for at in judged
              if sorted(per_pod[at].values()) != sorted(per_gpu[at].values())}
@@ -264,8 +192,8 @@ def test_a_pods_power_is_its_gpus_power_at_every_step(apart):
 def test_the_fleets_framebuffer_in_use_is_one_copys_share_the_same_as_by_pod_at_every_call(apart):
     # two exporters' copies of one GPU always read the same used + free (the GPU's memory): a choice by that total
     # tied, and "Framebuffer in use" read 0.5, 0.75, 0.75, 0.5 over the same data where the pod's share read 0.75
-    answers = [_shown(apart, "Framebuffer in use") for _ in range(4)]
-    by_pod = _shown(apart, "Framebuffer used share by pod")
+    answers = [shown_values(apart, "Framebuffer in use") for _ in range(4)]
+    by_pod = shown_values(apart, "Framebuffer used share by pod")
     wrong = {at: (values, by_pod.get(at)) for answer in answers for at, values in answer.items()
              if _any_fresh(apart[3], at) and list(values.values()) != [(by_pod.get(at) or {}).get("Pod ml/p")]}
     assert not wrong, f"steps: (Framebuffer in use, share by pod) {wrong}"
@@ -275,7 +203,7 @@ def test_the_fleets_framebuffer_in_use_over_copies_reading_alike_is_every_gpus_a
     # both exporters read each GPU's used and free alike, their node spellings differ (Hostname=<old exporter's pod>,
     # hostname="n3"): the copy is chosen by its used, ties by the node spelling's place, once for used and total, so
     # the mean of the three GPUs' shares (0.125, 0.0125, 0.5) is there at every step of every call
-    answers = [_shown(overlap, "Framebuffer in use") for _ in range(6)]
+    answers = [shown_values(overlap, "Framebuffer in use") for _ in range(6)]
     wrong = {(call, at): values for call, answer in enumerate(answers) for at, values in answer.items()
              if values != {"DCGM_FI_DEV_FB_USED": 0.2125}}
     assert not wrong, f"(call, step): shown (true 0.2125) {wrong}"
