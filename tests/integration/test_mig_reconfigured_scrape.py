@@ -111,3 +111,61 @@ def test_mig_instances_the_exporter_no_longer_serves_are_left_out(scraped, tmp_p
         if set(shown) != set(truth) or any(abs(shown[k] - truth[k]) > 1e-9 for k in truth):
             wrong[n] = (shown, truth)
     assert not wrong, f"scrape: (shown, true) {wrong}"
+
+
+# A late scrape (replayed at controlled times on promtool's 1 s grid, the deployment's 30 s scrapes): scrapes at 29 s
+# past each half minute; scrape 7, the first after MIG instance 5 went, taken late at 211 s (a loaded Prometheus: 2 s
+# past the step at 210 s), scrape 8 on time at 239 s and failed (every series marked stale). No step of the scrape
+# interval falls between the two ([211 s, 239 s)): read at those steps alone, instances 3 and 4 were last seen at
+# 179 s, as instance 5.
+LATE_SCRAPES = {n: 30 * n - 1 for n in range(1, 9)} | {7: 211}
+LATE_GONE, LATE_FAILED = 7, 8
+
+
+def _late_values(served) -> str:
+    """promtool values on a 1 s grid from 0: the reading at each scrape `served(n)` answers (None: not served), a
+    staleness marker at the first scrape after (Prometheus marks a series gone from an answer, or every series at a
+    failed scrape), nothing between."""
+    at, values = {}, []
+    for n, second in sorted(LATE_SCRAPES.items()):
+        read = served(n) if n != LATE_FAILED else None
+        if read is not None:
+            at[second] = str(read)
+        elif n > 1 and (served(n - 1) is not None and n - 1 != LATE_FAILED):
+            at[second] = "stale"
+    last = max(at)
+    for second in range(last + 1):
+        values.append(at.get(second, "_"))
+    return " ".join(values)
+
+
+@pytest.mark.parametrize("field, how, truth", [(USED, "sum", 10000), (ENGINE, "avg", 0.1)])
+def test_a_mig_instance_gone_at_a_late_scrape_is_left_out_at_the_failed_scrape_after(tmp_path, field, how, truth):
+    """Instance 5 of GPU 0 (2g.20gb, 5,000 MiB, engine 0.4) is gone from scrape 7 on, instances 3 and 4 (5,000 MiB,
+    engine 0.1 each) served until scrape 8 failed. Read 15 s after the failed scrape, GPU 0 holds instances 3 and 4:
+    10,000 MiB, engine 0.1. Before, the late tier's test of a series the exporter stopped serving read each series'
+    latest sample at the steps of the scrape interval, which saw no sample of scrape 7: 15,000 MiB, engine 0.2."""
+    from tests.support.promtool_rules import promtool_test
+
+    held = {"3": {USED: 5000, ENGINE: 0.1}, "4": {USED: 5000, ENGINE: 0.1}, "5": {USED: 5000, ENGINE: 0.4}}
+    target = 'instance="n2:9400",job="dcgm"'
+    series = [{"series": f"up{{{target}}}", "values": _late_values(lambda n: 0 if n == LATE_FAILED else 1)}]
+    for instance, read in held.items():
+        for name in (USED, ENGINE):
+            labels = (f'gpu="0",UUID="GPU-n2-0",device="nvidia0",{DEVICE},Hostname="n2",GPU_I_ID="{instance}",'
+                      f'GPU_I_PROFILE="2g.20gb",container="main",namespace="ml",pod="p0{instance}",'
+                      f'pod_uid="uid-p0{instance}",{target}')
+            series.append({"series": f"{name}{{{labels}}}", "values": _late_values(
+                lambda n, instance=instance, value=read[name]: value if instance != "5" or n < LATE_GONE else None)})
+    (tmp_path / "counters.csv").write_text("\n".join(
+        line for line in default_counters().read_text().splitlines()
+        if line and not line.startswith("#") and line.split(",")[0].strip() in (USED, ENGINE)) + "\n")
+    (tmp_path / "gpudash.yaml").write_text("{}\n")
+    project = load_project(tmp_path / "gpudash.yaml", tmp_path / "counters.csv")
+    assert project.settings.scrape.seconds == 30
+    expr = interpolate(panel_expression(project, Query(field, how, ("gpu",))),
+                       variables({"node": "n2"}, ("namespace", "pod", "node", "gpu")))
+    (tmp_path / "rules.yaml").write_text("groups: []\n")
+    promtool_test(tmp_path, "late.yaml", [{"interval": "1s", "input_series": series, "promql_expr_test": [
+        {"expr": expr, "eval_time": f"{LATE_SCRAPES[LATE_FAILED] + 15}s",
+         "exp_samples": [{"labels": '{gpu="0"}', "value": truth}]}]}])
