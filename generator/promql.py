@@ -1013,7 +1013,40 @@ def _prorated(counter: CounterReading, delta: str, window: str, shift: str | Non
     # evaluated as a range query (a chart of the rule's expression), every step would read the range's end: a step
     # before the pinned period's start counts its delta whole, as before the shares
     inside = f"scalar(ceil(vector((time() - {start}) / {interval})) > 0 or vector({WHOLE:g}))"
-    return f"({delta} * clamp_max({inside} / {scrapes}, 1))"
+    return f"({delta} * ({_leaders_share(counter, window, shift, start)} or clamp_max({inside} / {scrapes}, 1)))"
+
+
+def _leaders_share(counter: CounterReading, window: str, shift: str | None, start: str) -> str:
+    """The share of a GPU's growth up to the leading copy's first reading in an alert's period (_prorated) that falls in
+    the period, where that copy missed scrapes across the period's start: the leading copy is the exporter's copy whose
+    latest clean reading at the start is the GPU's largest (each copy's own raw samples, within
+    WINDOW_PREVIOUS_WITHIN); its first sample after the start, n scrape intervals after its sample before (n = their
+    seconds over the interval, rounded, at least 1), holds n scrapes' growth, k of them due inside the period (its
+    seconds after the start over the interval, rounded up), and every step of the period up to that sample counts k
+    / n of its delta. Two copies read DCGM on their own clocks: where the leading copy missed the scrape on the
+    period's start, the other copy's reading (taken before the start, scraped after it) rose the merged reading in the
+    period one interval after the step before, counted whole by the merged steps, and the leading copy's return counted
+    the rest: 52 replays for a link replaying 48 per 5 minutes. The leading copy's span says how much of that rise was
+    due before the period: 47.5, as one exporter alone. None (the merged steps' shares stand) where the leading copy has
+    no sample in the period (it left: a rollout) or missed no scrape due before it."""
+    keys = _by_target(counter.copies)[0]
+    interval, step = _seconds(counter.by_target), counter.resolution
+    at_start = f"@ end() offset {_seconds(window) + (_seconds(shift) if shift else 0)}s"
+    reading = _per_copy(counter, lambda s: f"(last_over_time({s}[{WINDOW_PREVIOUS_WITHIN}s] {at_start}) "
+                                           f"< {COUNTER_BLANK_FLOOR})")
+    leading = f"({reading} >= on ({keys}) group_left () max by ({keys}) ({reading}))"
+    before = _per_copy(counter, lambda s: f"last_over_time(timestamp({s})[{WINDOW_PREVIOUS_WITHIN}s:{step}] "
+                                          f"{at_start})")
+    # each copy's first sample in the period: the earliest of its samples each taken within its step, the earliest
+    # of its series' (a GPU's series whose pod label moves scrape by scrape is one copy); a comparison with the pinned
+    # start inside this pinned subquery read nothing on Prometheus 2.42 for a 5-minute window
+    after = "-" + _per_copy(counter, lambda s: f"-min_over_time((timestamp({s}) > time() - {_seconds(step)})"
+                                               f"[{_left_open(window)}:{step}] @ end(){_offset(shift)})")
+    first = f"max by ({keys}) ({after} and {leading})"
+    scrapes = f"clamp_min(round((max by ({keys}) ({after} - {before} and {leading})) / {interval}), 1)"
+    due = f"ceil(({first} - {start}) / {interval})"
+    # the steps up to the one holding the leading copy's first sample in the period
+    return f"((({due} / {scrapes}) < 1) and ({first} > time() - {_seconds(step)}))"
 
 
 @dataclass(frozen=True)
@@ -1117,11 +1150,11 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     copy that missed the step adds 0 in 0 s, and its next reading counts from its own before, in the seconds since it;
     one gone for good (a rollout) leads no more after one step, and the next copy's own deltas count from then on
     (its lag is not counted as time without growth). At a leading copy's first reading (no reading of its own
-    before: a replaced exporter's new copy) the step is the copies' merged one, its reading less the merged reading
-    before, from the other copy (as one series of the GPU's readings counts it). Stateless: each evaluation reads the raw series alone, so
-    `promtool tsdb create-blocks-from rules` can write their history; an evaluation the server misses leaves a step out
-    of both sums a rate divides (counted_rate). `scope`: the series recorded (on a Prometheus holding several
-    clusters, the settings' clusters: settings_clusters)."""
+    before: a replaced exporter's new copy) the step is the copies' merged one, its reading less the merged
+    reading before, from the other copy (as one series of the GPU's readings counts it). Stateless: each evaluation
+    reads the raw series alone, so `promtool tsdb create-blocks-from rules` can write their history; an evaluation
+    the server misses leaves a step out of both sums a rate divides (counted_rate). `scope`: the series recorded (on
+    a Prometheus holding several clusters, the settings' clusters: settings_clusters)."""
     seconds = _seconds(resolution)
     (matchers,) = scope.matchers(labels)
     copies = _Merge(labels, INSTANCE_IDENTITY).physical("{0}", _own_labels(metric, catalog))
@@ -1389,13 +1422,19 @@ def held_latest(counter: CounterReading) -> str:
     selector's 5 minutes), or without a hold the instant selector's; a copy whose latest sample is DCGM's blank
     none."""
     if counter.hold and counter.by_target:
-        keys, per_target = _by_target(counter.copies)
-        each = [f"({s} < {COUNTER_BLANK_FLOOR})" for s in counter.selectors]
-        inner = per_target.format(each[0] if len(each) == 1 else "(" + " or ".join(each) + ")")
+        keys = _by_target(counter.copies)[0]
+        inner = _per_copy(counter, lambda s: f"({s} < {COUNTER_BLANK_FLOOR})")
         return f"max by ({keys}) ({inner} or last_over_time({inner}[{counter.hold}ms:{counter.by_target}]))"
     if counter.hold:
         return counter.merged(lambda s: f"(last_over_time({s}[{counter.hold}ms]) < {COUNTER_BLANK_FLOOR})")
     return counter.merged(lambda s: f"({s} < {COUNTER_BLANK_FLOOR})")
+
+
+def _per_copy(counter: CounterReading, part) -> str:
+    """`part` (a function of a selector) over the counter's selectors, made one series per exporter's copy of the GPU
+    (_by_target)."""
+    each = [part(s) for s in counter.selectors]
+    return _by_target(counter.copies)[1].format(each[0] if len(each) == 1 else "(" + " or ".join(each) + ")")
 
 
 def _by_target(copies: str) -> tuple[str, str]:

@@ -140,15 +140,11 @@ def test_an_increase_over_the_range_reads_the_replays_when_the_fresh_copy_misses
 
 # Prometheus reads a period (start, end], CloudWatch's alarm [start, end) (promql._left_open): with the fresh copy's
 # scrape at the period's start (600 s) missed, the merged reading before the period is that copy's reading of 570 s,
-# held at the other copy's step of 580 s, and the period's first reading (the other copy's, 610 s) a scrape interval
-# after that step: no missed scrape shows in the merged steps, so the delta counts whole (promql._prorated shares out
-# only a reading more than one interval after the one before). It reads 52 for 48; the agent's deltas give CloudWatch
-# 48. One exporter alone now reads 47.5, was 52 (its reading at 630 s stands for two scrapes, one due before the period:
-# tests/integration/test_replay_gaps_resets.py's missed-one story).
-ON_THE_BOUNDARY = pytest.mark.xfail(strict=True, reason=(
-    "the fresh copy's scrape on the period's start is missed: the period (600, 900] counts from its 570 s reading "
-    "held at the other copy's 580 s step, 52 replays for a link replaying 48 per 5 minutes (CloudWatch 48; one "
-    "exporter alone 47.5)"))
+# held at the other copy's step of 580 s, and the other copy's next reading (scraped at 610 s, taken at 552 s) rose
+# it a scrape interval after that step: no missed scrape shows in the merged steps, so that rise counted whole and the
+# period read 52 for 48 (the agent's deltas give CloudWatch 48). The copy leading at the start (promql._leaders_share)
+# missed the scrape: its span 570-630 s holds two scrapes, one due before the period, so the steps up to its return
+# count half: 47.5, as one exporter alone (tests/integration/test_replay_gaps_resets.py's missed-one story).
 
 
 def _replays_missing(slow: bool, per_second: float, every: int, start: int, end: int) -> list[dict]:
@@ -188,9 +184,7 @@ def _stays_silent(rules, name: str) -> None:
                     f"-s<k>, this one's -s{list(SILENT).index(name)}):\n{_SILENCE[str(rules)]}")
 
 
-@pytest.mark.parametrize("slow, per_second", [pytest.param(True, 0.15),
-                                              pytest.param(False, 0.16, marks=ON_THE_BOUNDARY)],
-                         ids=["60s-collection", "30s-collection"])
+@pytest.mark.parametrize("slow, per_second", [(True, 0.15), (False, 0.16)], ids=["60s-collection", "30s-collection"])
 def test_the_replays_rule_stays_silent_under_its_threshold_when_the_fresh_copy_misses_one_scrape(rules, slow,
                                                                                                  per_second):
     # GpudashPcieReplays (threshold 50) fired at minute 15 for a link replaying 45 per 5 minutes with the other
@@ -198,7 +192,7 @@ def test_the_replays_rule_stays_silent_under_its_threshold_when_the_fresh_copy_m
     # the lagging copy's reading and the step after counted its lag again
     if (slow, per_second) == SILENT["one-scrape"][:2]:
         _stays_silent(rules, "one-scrape")
-    else:  # the period boundary's story, judged alone (a strict xfail: it fires)
+    else:  # the period boundary's story (a link replaying 48 per 5 minutes), judged alone
         _silent(rules, f"replays_fresh_copy_missing_one_{slow}.yaml", _replays_missing(slow, per_second, 1, 600, 630))
 
 
