@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_copy_choice_hostile import _fresh_steps, _one_spelling, _two_exporters
+from tests.support.copy_choice_scene import fresh_steps, one_spelling_payload, two_exporters
 from tests.support.copy_review_scene import shown_values
 from tests.support.grafana_variables import node_variables, variable_options
 
@@ -24,7 +24,7 @@ SETTINGS = "exporter:\n  deployment: helm\n  namespace: gpu-metrics\n  daemonset
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    with _two_exporters(tmp_path_factory, "copy-choice-helm-release-pod", lambda old: _one_spelling(old, NODE, OLD_POD),
+    with two_exporters(tmp_path_factory, "copy-choice-helm-release-pod", lambda old: one_spelling_payload(old, NODE, OLD_POD),
                         "DCGM_FI_DEV_GPU_TEMP") as scene:
         yield scene
 
@@ -33,7 +33,7 @@ def release(tmp_path_factory):
 def test_a_line_is_named_by_the_node_not_by_the_helm_releases_old_pod(release, title):
     legends = {}
     for call in range(12):
-        for at, values in _fresh_steps(release, shown_values(release, title, settings=SETTINGS)):
+        for at, values in fresh_steps(release, shown_values(release, title, settings=SETTINGS)):
             legends.setdefault(tuple(sorted(values)), set()).add(call)
     assert set(legends) == {(f"{NODE} GPU 0",)}, \
         f"{title}: legends shown (true: {NODE} GPU 0 only): " + str({k: sorted(v) for k, v in legends.items()})

@@ -19,6 +19,8 @@ from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.render.alarms import prometheus_expression
 from tests.integration.test_pod_copy_review import PER_POD
+from tests.support.copy_choice_scene import (OLD_POD, counter_growth, fresh_steps, latest_before, named_alike,
+                                             one_spelling_payload, tied_payload, two_exporters)
 from tests.support.copy_review_scene import COMMON, METRICS, SCRAPES, overlap_scene, shown_values, wrong_instants
 from tests.support.projects import bundled_panel, bundled_panels, bundled_project
 from tests.support.prometheus_server import counted_inline, scraped_every
@@ -26,62 +28,15 @@ from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers, scraped_until
 from tests.support.side_by_side import module_scenes, scene
 
-OLD_POD = "nvidia-dcgm-exporter-q8w2z"
-
-
-def _tied(old: bool) -> str:
-    node = f'Hostname="{OLD_POD}"' if old else 'hostname="n3"'
-    values = (30000, 50000, 60 if old else 50, 150, 60)
-    labels = f'gpu="0",UUID="GPU-n3-0",device="nvidia0",{COMMON},{node},container="main",namespace="ml",pod="p"'
-    return "".join(f"# TYPE {metric} gauge\n{metric}{{{labels}}} {value:g}\n" for metric, value in zip(METRICS, values))
-
-
-@contextmanager
-def _two_exporters(tmp_path_factory, name: str, payload, probe: str, new_fails_at: tuple[int, ...] = (),
-                   interval: float = 1):
-    """The old and new exporters' `payload(old)` scraped every second (or `interval` seconds); (prometheus, first and
-    last stored sample, each copy's (instance's) sample times of `probe`, a selector: two copies may spell the node
-    alike).
-    `new_fails_at`: the new exporter's answers of those numbers are no exposition (those scrapes fail: its series
-    stale)."""
-    old = CountedAnswers(lambda n: payload(True))
-    new = CountedAnswers(lambda n: "garbage{ 1\n" if n in new_fails_at else payload(False))
-    with ReplayExporter(old) as a, ReplayExporter(new) as b:
-        with scraped_until(tmp_path_factory, name, [a.address, b.address], lambda: old.served >= SCRAPES,
-                       interval=interval) as prometheus:
-            samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
-                       for series in prometheus.query(f"{probe}[10m]")}
-            assert len(samples) == 2, samples
-            stored = [at for times in samples.values() for at in times]
-            yield prometheus, min(stored), max(stored), samples
-
 
 tied = scene("tied")
 tied_failed = scene("tied_failed")  # the same, one scrape of the new exporter (hostname="n3") failing
 overlap = scene("overlap")  # test_pod_copy_review's scene
 
 
-def _fresh_steps(tied, shown):
-    samples = tied[3]
-    for at, values in shown.items():
-        latest = [max((t for t in times if t <= at), default=-math.inf) for times in samples.values()]
-        if at - min(latest) <= 1:
-            yield at, values
-
-
-def _named_alike(scene, title: str, calls: int, truth: str, settings: str = "") -> None:
-    """`title`'s line (of the build of `settings`) at every fresh step of `calls` calls is the one named `truth`."""
-    legends = {}
-    for call in range(calls):
-        for at, values in _fresh_steps(scene, shown_values(scene, title, settings=settings)):
-            legends.setdefault(tuple(sorted(values)), []).append((call, at))
-    assert set(legends) == {(truth,)}, f"{title}: legends shown (true: {truth} only): " + \
-        str({k: f"{len(v)} steps, calls {sorted({c for c, _ in v})}" for k, v in legends.items()})
-
-
 @pytest.mark.parametrize("title", ["Power draw", "GPU temperature", "Framebuffer memory used"])
 def test_a_gpu_read_alike_by_two_exporters_is_named_by_its_node_at_every_call(tied, title):
-    _named_alike(tied, title, 8, "n3 GPU 0")
+    named_alike(tied, title, 8, "n3 GPU 0")
 
 
 NEW_FAILS_AT = (6, 10)  # two: a failed scrape of the old exporter a loaded machine adds at one leaves the other
@@ -103,7 +58,7 @@ def test_a_gpu_is_named_by_its_node_through_the_node_copys_failed_scrape(tied_fa
 
 
 def test_a_gpu_whose_old_exporter_reads_higher_is_named_by_its_node(tied):
-    shown = dict(_fresh_steps(tied, shown_values(tied, "GPU utilization")))
+    shown = dict(fresh_steps(tied, shown_values(tied, "GPU utilization")))
     wrong = {at: values for at, values in shown.items() if list(values) != ["n3 GPU 0"]}
     assert len(shown) >= 4
     assert not wrong, f"steps: shown (true: one line 'n3 GPU 0') {wrong}"
@@ -112,7 +67,7 @@ def test_a_gpu_whose_old_exporter_reads_higher_is_named_by_its_node(tied):
 def test_a_pods_utilization_is_its_gpus_at_every_step_and_call(tied):
     wrong = {}
     for call in range(4):
-        per_pod = dict(_fresh_steps(tied, shown_values(tied, "GPU utilization by pod")))
+        per_pod = dict(fresh_steps(tied, shown_values(tied, "GPU utilization by pod")))
         per_gpu = shown_values(tied, "GPU utilization")
         wrong.update({(call, at): (values, per_gpu.get(at)) for at, values in per_pod.items()
                       if sorted(values.values()) != sorted((per_gpu.get(at) or {}).values())})
@@ -123,7 +78,7 @@ def test_a_pods_utilization_is_its_gpus_at_every_step_and_call(tied):
 def test_the_node_view_reads_the_same_copy_as_all_nodes(tied, title):
     # the old exporter's copy (60 %, its pod's name in Hostname) is n3's GPU's copy too: chosen with n3 selected as
     # with All nodes, not only the copies spelled n3 (50 %)
-    every = dict(_fresh_steps(tied, shown_values(tied, title)))
+    every = dict(fresh_steps(tied, shown_values(tied, title)))
     one = shown_values(tied, title, {"node": "n3"})
     wrong = {at: (values, one.get(at)) for at, values in every.items() if values != one.get(at)}
     assert not wrong, f"steps: (All nodes, node=n3) {wrong}"
@@ -202,7 +157,7 @@ def _temperature_alerts(scene, tmp_path, evaluations: int) -> dict[tuple, list[i
 def test_three_copies_of_a_gpu_are_one_line_named_by_its_node_with_the_highest_reading(three, title, truth):
     wrong = {}
     for call in range(3):
-        shown = dict(_fresh_steps(three, shown_values(three, title)))
+        shown = dict(fresh_steps(three, shown_values(three, title)))
         assert len(shown) >= 4
         wrong.update({(call, at): values for at, values in shown.items() if values != {"n3 GPU 0": truth}})
     assert not wrong, f"{title}: (call, step): shown (true n3 GPU 0 {truth:g}) {wrong}"
@@ -210,7 +165,7 @@ def test_three_copies_of_a_gpu_are_one_line_named_by_its_node_with_the_highest_r
 
 def test_the_node_selected_names_the_gpu_by_its_node(three):
     # the node's copies (hostname, node) read alike: one line, named n3 (its value: test_the_node_view_reads...)
-    shown = dict(_fresh_steps(three, shown_values(three, "GPU temperature", {"node": "n3"})))
+    shown = dict(fresh_steps(three, shown_values(three, "GPU temperature", {"node": "n3"})))
     wrong = {at: values for at, values in shown.items() if list(values) != ["n3 GPU 0"]}
     assert len(shown) >= 4
     assert not wrong, f"steps: shown with node n3 (true: one line n3 GPU 0) {wrong}"
@@ -273,7 +228,7 @@ mig = scene("mig")
 def test_a_mig_gpus_pods_are_one_exporters_instances_and_add_up_to_the_gpu_at_every_call(mig):
     wrong = {}
     for call in range(8):
-        per_pod = dict(_fresh_steps(mig, shown_values(mig, "Framebuffer used by pod")))
+        per_pod = dict(fresh_steps(mig, shown_values(mig, "Framebuffer used by pod")))
         per_gpu = shown_values(mig, "Framebuffer memory used")
         for at, values in per_pod.items():
             pair = (values.get("Pod ml/a"), values.get("Pod ml/b"))
@@ -311,7 +266,7 @@ VIRTUAL = "exporter:\n  virtual_gpus: true\n"
 def test_with_virtual_gpus_a_pods_reading_is_its_gpus_at_every_step_and_call(tied, per_pod, per_gpu):
     wrong = {}
     for call in range(4):
-        pods = dict(_fresh_steps(tied, shown_values(tied, per_pod, settings=VIRTUAL)))
+        pods = dict(fresh_steps(tied, shown_values(tied, per_pod, settings=VIRTUAL)))
         gpus = shown_values(tied, per_gpu, settings=VIRTUAL)
         wrong.update({(call, at): (values, gpus.get(at)) for at, values in pods.items()
                       if sorted(values.values()) != sorted((gpus.get(at) or {}).values())})
@@ -328,7 +283,7 @@ def _mig_blank(old: bool, renamed: bool = True) -> str:
 
 
 def _mig_blank_scene(tmp_path_factory, param: str):
-    return _two_exporters(tmp_path_factory, f"copy-choice-hostile-mig-blank-{param}",
+    return two_exporters(tmp_path_factory, f"copy-choice-hostile-mig-blank-{param}",
                           lambda old: _mig_blank(old, param == "renamed"), MIG_PROBE)
 
 
@@ -342,7 +297,7 @@ def test_a_mig_pod_whose_instance_one_exporter_reads_blank_shows_the_others_read
     # the new exporter reads both instances (12,000 and 8,000 MiB); the old reads more on one (25,000) and DCGM's
     # blank on the other: a copy reading the blank for a pod's instance is not that pod's reading, nor the GPU's
     # (renamed: the old exporter names the node by its own pod's name; one-spelling: both name it n3)
-    per_pod = dict(_fresh_steps(mig_blank, shown_values(mig_blank, "Framebuffer used by pod")))
+    per_pod = dict(fresh_steps(mig_blank, shown_values(mig_blank, "Framebuffer used by pod")))
     per_gpu = shown_values(mig_blank, "Framebuffer memory used")
     wrong = {at: (values, per_gpu.get(at)) for at, values in per_pod.items()
              if values != {"Pod ml/a": 12000.0, "Pod ml/b": 8000.0}
@@ -357,7 +312,7 @@ def test_a_mig_pod_whose_instance_one_exporter_reads_blank_shows_the_others_read
 def test_a_mig_gpus_share_whose_instance_one_exporter_reads_blank_is_the_others(mig_blank, title, truth):
     # the share's used and total both the new exporter's: 20,000 of 80,000 MiB, ml/a 12,000 of 42,000, ml/b 8,000 of
     # 38,000
-    shown = dict(_fresh_steps(mig_blank, shown_values(mig_blank, title)))
+    shown = dict(fresh_steps(mig_blank, shown_values(mig_blank, title)))
     wrong = {at: values for at, values in shown.items() if values != truth}
     assert len(shown) >= 4
     assert not wrong, f"{title}: steps: shown (true {truth}) {wrong}"
@@ -406,23 +361,12 @@ def test_a_gpus_energy_rate_across_a_renaming_upgrade_is_neither_lost_nor_spiked
     stored = prometheus.query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION[10m]")
     readings = sorted((float(at), float(value)) for series in stored for at, value in series["values"])
     upgraded = min(float(at) for series in stored if series["metric"].get("hostname") for at, _ in series["values"])
-    truth = {at: _grown(readings, math.floor(at), 4) for at in shown}
+    truth = {at: counter_growth(readings, math.floor(at), 4) for at in shown}
     wrong = {at: (values, truth[at]) for at, values in shown.items()
              if truth[at] is None or len(values) != 1 or abs(values[0] - truth[at]) > 2}
-    across = [at for at in shown if _latest(readings, math.floor(at) - 4)[0] < upgraded <= math.floor(at)]
+    across = [at for at in shown if latest_before(readings, math.floor(at) - 4)[0] < upgraded <= math.floor(at)]
     assert len(shown) >= 10 and across, f"windows across the upgrade ({upgraded}): {across} of {shown}"
     assert not wrong, f"steps: (shown, true: one line) {wrong}; readings {readings}"
-
-
-def _latest(readings: list[tuple[float, float]], at: float) -> tuple[float, float]:
-    return [reading for reading in readings if reading[0] <= at][-1]
-
-
-def _grown(readings: list[tuple[float, float]], end: int, window: int) -> float | None:
-    """A counter's growth per second in the scrape steps (end - window, end] (steps of 1 s, a reading in the step
-    (k - 1, k] is step k's): from the latest reading at or before the window to the latest in it."""
-    (taken, value), (before, was) = _latest(readings, end), _latest(readings, end - window)
-    return None if taken == before else (value - was) / (math.ceil(taken) - math.ceil(before))
 
 
 # --- an alert rule over two copies reading alike: its labels are the alert's identity ---
@@ -448,12 +392,6 @@ def test_a_firing_temperature_alert_keeps_one_identity_over_copies_reading_alike
 # node, worker-3, in Hostname, as an exporter given NODE_NAME writes it), both fresh at every step, reading alike; the
 # node's name sorts after the pod's (Prometheus' order of series decides no tie here) ---
 
-def _one_spelling(old: bool, node: str = "worker-3", pod: str = OLD_POD) -> str:
-    labels = (f'gpu="0",UUID="GPU-n3-0",device="nvidia0",{COMMON},Hostname="{pod if old else node}",'
-              f'container="main",namespace="ml",pod="p"')
-    return "".join(f"# TYPE {metric} gauge\n{metric}{{{labels}}} {value:g}\n"
-                   for metric, value in zip(METRICS, (30000, 50000, 50, 150, 99)))
-
 
 one_spelling = scene("one_spelling")
 
@@ -461,18 +399,18 @@ one_spelling = scene("one_spelling")
 # Every scene of this file (each waits ~20 s in real time on its Prometheus's 1 s scrapes: one after another they held
 # a worker for over three minutes), set up side by side (tests/support/side_by_side.py)
 scenes = module_scenes({
-    "tied": lambda factory: _two_exporters(factory, "copy-choice-hostile", _tied, "DCGM_FI_DEV_GPU_TEMP"),
-    "tied_failed": lambda factory: _two_exporters(factory, "copy-choice-hostile-tied-failed", _tied,
+    "tied": lambda factory: two_exporters(factory, "copy-choice-hostile", tied_payload, "DCGM_FI_DEV_GPU_TEMP"),
+    "tied_failed": lambda factory: two_exporters(factory, "copy-choice-hostile-tied-failed", tied_payload,
                                                   "DCGM_FI_DEV_GPU_TEMP", NEW_FAILS_AT),
     "overlap": overlap_scene,
     "three": lambda factory: _three_exporters(factory, "copy-choice-hostile-three"),
     "three_late": lambda factory: _three_exporters(factory, "copy-choice-hostile-three-late", LATE),
-    "mig": lambda factory: _two_exporters(factory, "copy-choice-hostile-mig", _mig, MIG_PROBE),
+    "mig": lambda factory: two_exporters(factory, "copy-choice-hostile-mig", _mig, MIG_PROBE),
     **{("mig_blank", param): (lambda factory, param=param: _mig_blank_scene(factory, param))
        for param in MIG_BLANK},
     "upgrade": _upgrade,
-    "hot": lambda factory: _two_exporters(factory, "copy-choice-hostile-hot", _hot, "DCGM_FI_DEV_FB_FREE"),
-    "one_spelling": lambda factory: _two_exporters(factory, "copy-choice-hostile-one-spelling", _one_spelling,
+    "hot": lambda factory: two_exporters(factory, "copy-choice-hostile-hot", _hot, "DCGM_FI_DEV_FB_FREE"),
+    "one_spelling": lambda factory: two_exporters(factory, "copy-choice-hostile-one-spelling", one_spelling_payload,
                                                    "DCGM_FI_DEV_GPU_TEMP"),
 })
 
@@ -485,4 +423,4 @@ def test_an_alert_over_copies_of_one_spelling_is_named_by_the_node_at_every_eval
 
 @pytest.mark.parametrize("title", ["GPU temperature", "Power draw"])
 def test_a_line_over_copies_of_one_spelling_is_named_by_the_node_at_every_step_and_call(one_spelling, title):
-    _named_alike(one_spelling, title, 6, "worker-3 GPU 0")
+    named_alike(one_spelling, title, 6, "worker-3 GPU 0")

@@ -13,21 +13,21 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_copy_choice_hostile import _named_alike, _one_spelling, _two_exporters
+from tests.support.copy_choice_scene import named_alike, one_spelling_payload, two_exporters
 
 NODE = "gpu-md-0-7b9c5d8f4-x2kqz"  # a Cluster API machine's (and its node's) name
 
 
 @pytest.fixture(scope="module")
 def pod_like_node(tmp_path_factory):
-    with _two_exporters(tmp_path_factory, "copy-choice-pod-like-node", lambda old: _one_spelling(old, NODE),
+    with two_exporters(tmp_path_factory, "copy-choice-pod-like-node", lambda old: one_spelling_payload(old, NODE),
                         "DCGM_FI_DEV_GPU_TEMP") as scene:
         yield scene
 
 
 @pytest.mark.parametrize("title", ["GPU temperature", "Power draw"])
 def test_a_line_on_a_node_named_like_a_pod_is_named_by_the_node_at_every_step_and_call(pod_like_node, title):
-    _named_alike(pod_like_node, title, 12, f"{NODE} GPU 0")
+    named_alike(pod_like_node, title, 12, f"{NODE} GPU 0")
 
 
 # Settings naming the node by one label, or by a list ending in Hostname (README: a single name must be node, hostname
@@ -37,4 +37,4 @@ def test_a_line_on_a_node_named_like_a_pod_is_named_by_the_node_at_every_step_an
 @pytest.mark.parametrize("settings", ["labels:\n  node: Hostname\n", "labels:\n  node: [hostname, Hostname]\n"])
 @pytest.mark.parametrize("title", ["GPU temperature", "Power draw"])
 def test_with_hostname_the_last_node_spelling_a_line_is_named_by_the_node(pod_like_node, title, settings):
-    _named_alike(pod_like_node, title, 12, f"{NODE} GPU 0", settings)
+    named_alike(pod_like_node, title, 12, f"{NODE} GPU 0", settings)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_copy_choice_hostile import OLD_POD, _tied, _two_exporters
+from tests.support.copy_choice_scene import OLD_POD, tied_payload, two_exporters
 from tests.support.grafana_variables import node_variables, variable_options
 
 
 @pytest.fixture(scope="module")
 def overlap(tmp_path_factory):
     # scraped every half second: the variable's windows are made for 30 s scrapes and hold every sample either way
-    with _two_exporters(tmp_path_factory, "node-variable", _tied, "DCGM_FI_DEV_GPU_TEMP", interval=0.5) as scene:
+    with two_exporters(tmp_path_factory, "node-variable", tied_payload, "DCGM_FI_DEV_GPU_TEMP", interval=0.5) as scene:
         yield scene
 
 

@@ -23,7 +23,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import expression
-from tests.integration.test_copy_choice_hostile import _grown
+from tests.support.copy_choice_scene import counter_growth
 from tests.support.prometheus_server import counted_inline, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers, lookback_panel, scraped_until
@@ -78,7 +78,7 @@ def test_a_pods_energy_rate_across_an_exporter_upgrade_renaming_the_node_counts_
                                     for s in result}
              for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
     # the panel reads mJ/s (mW): ml/r's GPU draws 200 W, 200,000 mW, as its stored readings grew over the window's
-    # scrape steps (an answer up to a scrape late reads a window up to ~25 % off 200,000: _grown)
+    # scrape steps (an answer up to a scrape late reads a window up to ~25 % off 200,000: counter_growth)
     truth = _truth(prometheus, "GPU-n6-0", first, shown)
     wrong = {at: (values.get("Pod ml/r"), truth[at]) for at, values in shown.items()
              if truth[at] is None or abs(values.get("Pod ml/r", 0) - truth[at]) > 2}
@@ -97,7 +97,7 @@ def _truth(prometheus, uuid: str, first: float, shown: dict[float, dict]) -> dic
     when it answers, Prometheus stamps the sample when it asks)."""
     readings = sorted((float(at), float(value)) for series in prometheus.query(
         f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{UUID="{uuid}"}}[10m]') for at, value in series["values"])
-    return {at: _grown(readings, math.floor(first + at), 4) for at in shown}
+    return {at: counter_growth(readings, math.floor(first + at), 4) for at in shown}
 
 
 def _shown(prometheus, legend_format: str, expr: str, start: float, end: float,
