@@ -1141,7 +1141,10 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     seconds it grew in (CounterReading.step_seconds: since the step of the copy's reading before; 0 and 0 at a step
     without a reading of it), the reading before looked for COUNTED_WITHIN back. The copy is the one leading: the
     largest latest reading of the step or the step before (a copy that missed one scrape, its staleness marker in its
-    place, still leads at the step it missed). Each exporter reads DCGM on its own clock, so a copy's readings lag
+    place, still leads at the step it missed); where copies' latest readings are equal (two exporters reading one
+    collection), the one of them whose own step is the longest, the same copy in both recordings (each picking its
+    own with topk, whose pick among equals is arbitrary, recorded one copy's delta over another's seconds: 0.071 to
+    0.14 replays per second for 0.1). Each exporter reads DCGM on its own clock, so a copy's readings lag
     another's by up to a collection (dcgm-exporter -c 60000 under a 30 s scrape: 78 s), and the steps never compare
     one copy's reading with another's: a merged reading going down read as a reset counted the counter since boot
     (after a surge rollout's overlap 4.18e8 mW for a GPU drawing 200,000; a GPU reset while two exporters read it, 84
@@ -1161,12 +1164,18 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     keys, per_target = _by_target(copies)
     selectors = (selector(metric, matchers),)
     gpu, copy = (CounterReading(c, resolution, selectors, fresh=True) for c in (copies, per_target))
-    # the leading copy: the largest of each copy's latest reading at this step or the one before
-    leading = f"topk by ({keys}) (1, last_over_time({copy.reading}[{seconds * 1500}ms:{resolution}]))"
+    # the leading copies: each copy whose latest reading at this step or the one before is the largest
+    latest = f"last_over_time({copy.reading}[{seconds * 1500}ms:{resolution}])"
+    leading = f"({latest} == on ({keys}) group_left () max by ({keys}) ({latest}))"
+    # of those, the ones whose own step is the longest: both recordings read one copy's step, whichever copies tie
+    # (topk's pick among equal readings is arbitrary, and each rule picked on its own: one copy's delta over another
+    # copy's seconds)
+    own_seconds = f"({copy.step_seconds(COUNTED_WITHIN)} and {leading})"
+    longest = f"({own_seconds} == on ({keys}) group_left () max by ({keys}) ({own_seconds}))"
     # the leading copy's own step, or at its first reading, the copies' merged step (from the reading of another copy)
-    parts = (f"(max by ({keys}) ({own} and {leading}) or {merged})" for own, merged in (
-        (copy.step_delta(COUNTED_WITHIN), gpu.step_delta(COUNTED_WITHIN)),
-        (copy.step_seconds(COUNTED_WITHIN), gpu.step_seconds(COUNTED_WITHIN))))
+    parts = (f"(max by ({keys}) ({own} and {chosen}) or {merged})" for own, chosen, merged in (
+        (copy.step_delta(COUNTED_WITHIN), longest, gpu.step_delta(COUNTED_WITHIN)),
+        (copy.step_seconds(COUNTED_WITHIN), leading, gpu.step_seconds(COUNTED_WITHIN))))
     # the one step of (t - interval, t] (Prometheus 2's closed ranges and 3's left-open alike)
     return tuple(f"last_over_time({part}[{seconds * 1000 - 1}ms:{resolution}])" for part in parts)
 

@@ -1,0 +1,75 @@
+"""Grafana's counter rate panels (a rate of the counter's recordings, promql.counted_rules) where two exporter copies of
+one GPU hold the same reading: two DaemonSets' exporters on a node (one still labelling the node Hostname=<its pod>,
+the other hostname=<node>) scraped at the same instants, each reading DCGM's value of the same collection, each
+missing scrapes of its own (a staleness marker in the scrape's place).
+
+Truth: the link replays 0.1 per second throughout (DCGM collecting every 30 s); each copy alone reads 0.1 at every
+minute. The recordings pick the leading copy (the largest latest reading): where the copies' readings are equal,
+step_increase and step_seconds picked one each with topk, whose pick among equals is arbitrary, and so could record
+one copy's delta over the other copy's seconds (3 replays over 60 s, 6 over 30 s): the same data read 0.071 to 0.14
+per second at some minutes, other minutes in another run."""
+
+from __future__ import annotations
+
+import math
+
+import yaml
+
+from tests.integration import test_cloudwatch_rollout_twins as twins
+from tests.integration.test_counter_copies_hostile import PANEL_MINUTES, _panel, _stories_own
+from tests.support import exporter_overlap as overlap
+from tests.support.promtool_rules import promtool_test, rules  # noqa: F401 (a fixture)
+
+RATE = 0.1  # replays per second
+# each story's missed scrapes, by copy: the k-th scrape (k = 0, 1, ... from 20 s) is missed where k % n in the set
+MISSED = ({"a": (3, {0}), "b": (2, {1})}, {"a": (4, {0, 1}), "b": (3, {2})}, {"a": (5, {1, 3}), "b": (2, {0})},
+          {"a": (7, {0, 2, 5}), "b": (4, {1, 2})})
+COPIES = {"a": ("nvidia-dcgm-exporter-a", "10.0.1.10", "5d8f7c9b6d", "Hostname", "nvidia-dcgm-exporter-a"),
+          "b": ("nvidia-dcgm-exporter-b", "10.0.1.11", "7c9d6f5b48", "hostname", overlap.NODE)}
+
+
+def _series(story: int) -> list[dict]:
+    """Story `story`'s two copies, one sample per scrape at 10 s steps: scraped at 20 and 50 s past each minute, the
+    reading taken 23 s past each half minute (the same collection for both copies)."""
+    files = overlap.overlap_build("otel")
+    (job,) = [j for j in yaml.safe_load(files["prometheus/additional-scrape-configs.yaml"])["prometheus"][
+        "prometheusSpec"]["additionalScrapeConfigs"] if j["job_name"] == "dcgm-exporter"]
+    series = []
+    for who, (pod, address, revision, host, named) in COPIES.items():
+        every, missed = MISSED[story][who]
+        values = ["_"] * (overlap.END // twins.STEP + 1)
+        for k, scraped in enumerate(range(20, overlap.END, 30)):
+            taken = math.floor((scraped - 23) / 30) * 30 + 23
+            values[scraped // twins.STEP] = "stale" if k % every in missed else str(math.floor(RATE * taken))
+        labels = {**overlap.revision_target(job, pod, address, revision), "gpu": "0", "UUID": "GPU-0", "device": "nvidia0",
+                  "modelName": "NVIDIA A10G", host: named, "pod": "train-0", "namespace": "ml", "container": "main"}
+        text = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        series.append({"series": _stories_own(f"{twins.REPLAYS}{{{text}}}", story), "values": " ".join(values)})
+    return series
+
+
+def _reads_the_rate() -> str:
+    """The health dashboard's "PCIe replays" (every variable at All): 1 for a line reading RATE, 0 above, none below."""
+    return f"(({_panel('gpudash-health', 'PCIe replays')}) >= {RATE!r}) <= bool {RATE!r}"
+
+
+def test_grafanas_replays_rate_reads_the_links_rate_where_two_copies_hold_the_same_reading(rules):
+    # every story in one promtool run (each its own namespace, node and UUID); a line off 0.1 reads 0 (or none)
+    lines = [{"labels": _stories_own(f'{{gpu="0", node="{overlap.NODE}"}}', k), "value": 1}
+             for k in range(len(MISSED))]
+    promtool_test(rules, "tied_copies.yaml", [{
+        "interval": f"{twins.STEP}s", "input_series": [one for k in range(len(MISSED)) for one in _series(k)],
+        "promql_expr_test": [{"expr": _reads_the_rate(), "eval_time": f"{m}m", "exp_samples": lines}
+                             for m in PANEL_MINUTES]}])
+
+
+def test_each_copy_alone_reads_the_links_rate(rules):
+    # the stories' truth as one exporter reads it: no copy's pattern of missed scrapes alone moves the rate off 0.1
+    alone = [[one] for k in range(len(MISSED)) for one in _series(k)]
+    series = [{**one, "series": _stories_own(one["series"], j)} for j, (one,) in enumerate(alone)]
+    lines = [{"labels": _stories_own(_stories_own(f'{{gpu="0", node="{overlap.NODE}"}}', j // 2), j), "value": 1}
+             for j in range(len(alone))]
+    promtool_test(rules, "tied_copies_alone.yaml", [{
+        "interval": f"{twins.STEP}s", "input_series": series,
+        "promql_expr_test": [{"expr": _reads_the_rate(), "eval_time": f"{m}m", "exp_samples": lines}
+                             for m in PANEL_MINUTES]}])
