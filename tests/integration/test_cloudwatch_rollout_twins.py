@@ -94,20 +94,20 @@ def _prometheus_fires(rules, alert: str, story: tuple[int, int, float]) -> None:
     """Pass when the rule's alert fires at the story's minutes of FIRING and at no other minute of MINUTES. Every
     story of the alert is judged in one promtool run, each under its own namespace, node and GPU UUID
     (test_counter_copies_hostile._stories_own), its alerts expected on its own node: promtool's cost is evaluating the
-    rule at each step, whatever the series. The rule joins no story's series with another's (_apart); a run over
+    rule at each step, whatever the series. The rule joins no story's series with another's (judged_apart); a run over
     promtool's sample limit is halved (tests/support/promtool_batches); any other failure fails every story's test of
     the alert with promtool's message (the node of a story's alert ends in its -s<k>)."""
-    from tests.integration.test_counter_copies_hostile import _apart, _stories_own
+    from tests.support.promtool_rules import judged_apart, stories_own
     from tests.support.promtool_rules import alert_rule
     from tests.support.promtool_batches import batch_failure
 
     stories = list(FIRING[alert].items())
     key = (str(rules), alert)
     if key not in _FAILED:
-        assert _apart(alert_rule(rules, alert)["expr"])
+        assert judged_apart(alert_rule(rules, alert)["expr"])
 
         def judge(part: list[int]) -> None:
-            series = [{**one, "series": _stories_own(one["series"], k)} for k in part
+            series = [{**one, "series": stories_own(one["series"], k)} for k in part
                       for one in _series(*stories[k][0][:2], remapped_at=stories[k][0][2])]
             cases = [{"eval_time": f"{m}m", "alertname": alert,
                       "exp_alerts": [expected_alert(rules, alert, node=f"{overlap.NODE}-s{k}", gpu="0")
@@ -159,7 +159,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules
     # at minutes 15 and 16 after either overlap (at the step where the old exporter's staleness marker falls, the new
     # one's reading taken before the old one's last read as a reset). Both overlaps are judged in one promtool run,
     # each under its own namespace, node and GPU UUID (as _prometheus_fires judges its stories).
-    from tests.integration.test_counter_copies_hostile import _apart, _stories_own
+    from tests.support.promtool_rules import judged_apart, stories_own
     from tests.support.promtool_batches import batch_failure
 
     files = overlap.overlap_build("otel")
@@ -174,10 +174,10 @@ def test_grafanas_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules
 
         recorded = [r["expr"] for g in rule_groups((rules / "rules.yaml").read_text()) for r in g["rules"]
                     if r.get("record") and r["record"] in expr]
-        assert recorded and all(_apart(e) for e in [expr, *recorded])  # neither the panel nor its recording joins
+        assert recorded and all(judged_apart(e) for e in [expr, *recorded])  # neither the panel nor its recording joins
 
         def judge(part: list[int]) -> None:
-            series = [{**one, "series": _stories_own(one["series"], k)} for k in part for one in _series(
+            series = [{**one, "series": stories_own(one["series"], k)} for k in part for one in _series(
                 900, overlaps[k], readings={ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})]
             watts = [{"labels": f'{{gpu="0", node="{overlap.NODE}-s{k}"}}', "value": overlap.WATTS * 1000}
                      for k in part]

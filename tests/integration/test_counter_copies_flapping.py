@@ -20,12 +20,12 @@ import math
 import pytest
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
-from tests.integration.test_counter_copies_hostile import (ALERT, PANEL_MINUTES, _apart, _panel, _reads_within,
-                                                            _replays_with_reset, _silent, _slow_collection,
-                                                            _stories_own)
+from tests.integration.test_counter_copies_hostile import (ALERT, PANEL_MINUTES, _panel, _reads_within,
+                                                           _replays_with_reset, _silent, _slow_collection)
 from tests.support import exporter_overlap as overlap
 from tests.support.promtool_batches import batch_failure
-from tests.support.promtool_rules import alert_rule, promtool_test, rules  # noqa: F401 (a fixture)
+from tests.support.promtool_rules import (alert_rule, judged_apart, promtool_test, rules,  # noqa: F401 (a fixture)
+                                          stories_own)
 
 
 def _missing(series: list[dict], every: int, start: int, end: int, pod: str = "nvidia-dcgm-exporter-old",
@@ -112,9 +112,9 @@ def _judged_together(rules, bounds: tuple[float, float], line: str = f'{{gpu="0"
         low, high = bounds
 
         def judge(part: list[int]) -> None:
-            series = [{**one, "series": _stories_own(one["series"], k)} for k in part for one in stories[k]]
+            series = [{**one, "series": stories_own(one["series"], k)} for k in part for one in stories[k]]
             checks = [{"expr": f"(({_increase()}) >= {low!r}) <= bool {high!r}", "eval_time": f"{m}m",
-                       "exp_samples": [{"labels": _stories_own(line, k), "value": 1} for k in part]}
+                       "exp_samples": [{"labels": stories_own(line, k), "value": 1} for k in part]}
                       for m in PANEL_MINUTES]
             promtool_test(rules, f"increases_{low:g}_{high:g}_{part[0]}.yaml", [
                 {"interval": f"{twins.STEP}s", "input_series": series, "promql_expr_test": checks}])
@@ -127,7 +127,7 @@ def _judged_together(rules, bounds: tuple[float, float], line: str = f'{{gpu="0"
 
 def _increase_reads_within(rules, name: str) -> None:
     series, low, high = _increase_story(name)
-    if _apart(_increase()):
+    if judged_apart(_increase()):
         _judged_together(rules, (low, high))
     else:  # a join could match one story's series with another's: each story alone
         _reads_within(rules, f"increase_{name}.yaml", _increase(), series, low, high)
@@ -168,7 +168,7 @@ def _stays_silent(rules, name: str) -> None:
     promtool run, each under its own namespace, node and GPU UUID, no alert expected (as test_counter_copies_hostile
     judges its silent stories: the rule joins no story's series with another's); any alert fails every story's test
     with promtool's message (the alert's node ends in the story's -s<k>)."""
-    if not _apart(alert_rule(rules, ALERT)["expr"]):  # a join could match one story's series with another's: alone
+    if not judged_apart(alert_rule(rules, ALERT)["expr"]):  # a join could match one story's series with another's: alone
         _silent(rules, f"replays_silent_{name}.yaml", _replays_missing(*SILENT[name]))
         return
     if str(rules) not in _SILENCE:
@@ -176,7 +176,7 @@ def _stays_silent(rules, name: str) -> None:
 
         def judge(part: list[int]) -> None:
             _silent(rules, f"replays_silent_together_{part[0]}.yaml", [
-                {**one, "series": _stories_own(one["series"], k)} for k in part for one in _replays_missing(*stories[k])])
+                {**one, "series": stories_own(one["series"], k)} for k in part for one in _replays_missing(*stories[k])])
 
         _SILENCE[str(rules)] = batch_failure(list(range(len(stories))), judge)
     if _SILENCE[str(rules)] is not None:

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import pytest
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
 from tests.support import exporter_overlap as overlap
 from tests.support.promtool_batches import batch_failure
-from tests.support.promtool_rules import (alert_rule, joins_across_stories, promtool_test,  # noqa: F401 (a fixture)
-                                          rules)
+from tests.support.promtool_rules import (alert_rule, judged_apart, promtool_test, rules,  # noqa: F401 (a fixture)
+                                          stories_own)
 
 ALERT = "GpudashPcieReplays"
 _SCRAPES = overlap.scrapes  # the rollout's scrapes, each exporter collecting every 30 s
@@ -47,46 +46,6 @@ def _slow_collection(old_until: int, new_from: int, collect: int = 60) -> list[t
             taken = math.floor((scraped - 12) / collect) * collect + 12
         out.append((who, scraped, taken))
     return out
-
-
-def _stories_own(text: str, k: int) -> str:
-    """`text` (a series or an expected line) with story k's own namespace, node and GPU UUID (a GPU is its UUID)."""
-    return re.sub(r'\b(namespace|node|UUID)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-s{k}"', text)
-
-
-def _operand(expr: str, at: int) -> str:
-    """The operand that starts at `at` (spaces skipped): an aggregation `op by (labels) (...)` or a parenthesis."""
-    head = re.match(r"\s*(?:\w+ by \([^)]*\) )?", expr[at:])
-    depth, start = 0, at + head.end()
-    for end in range(start, len(expr)):
-        depth += {"(": 1, ")": -1}.get(expr[end], 0)
-        if depth == 0:
-            return expr[at:end + 1]
-    return expr[at:]
-
-
-def _without_joins_kept_apart(expr: str) -> str:
-    """`expr` with the joins that cannot match one story's series with another's written as plain operators: `on ()`
-    with a time condition (its operand reads no series: only numbers and vector, scalar, floor, round, time), and
-    `ignoring (...)` naming neither the GPU nor the namespace or node, before an aggregation by the GPU
-    (promql.GPU_LABEL, from its UUID, each story's own): both sides then match on the GPU."""
-    from generator.promql import GPU_LABEL
-
-    def kept_apart(match: re.Match) -> bool:
-        operand = _operand(expr, match.end())
-        if match[1] == "on" and not match[2].strip():
-            return not set(re.findall(r"[A-Za-z_]\w*", operand)) - {"vector", "scalar", "floor", "round", "time"}
-        by = re.match(r"\s*\w+ by \(([^)]*)\)", operand)
-        ignored = {label.strip() for label in match[2].split(",")}
-        return match[1] == "ignoring" and not ignored & {GPU_LABEL, "namespace", "node", "UUID"} and bool(by) \
-            and GPU_LABEL in {label.strip() for label in by[1].split(",")}
-    return re.sub(r"\b(on|ignoring)\s*\(([^)]*)\)", lambda m: "" if kept_apart(m) else m[0], expr)
-
-
-def _apart(expr: str) -> bool:
-    """Whether `expr` can be judged on several stories at once, each under its own marks (_stories_own): none of its
-    joins can match one story's series with another's (_without_joins_kept_apart, then test_gauge_twins' check)."""
-    return not joins_across_stories([_without_joins_kept_apart(expr)])
 
 
 RESET_AT = 700  # s: the GPU is reset (nvidia-smi -r, the runbook's remedy after an XID error); the counter restarts at 0
@@ -117,17 +76,17 @@ _SILENCE: dict[str, str | None] = {}  # the rules' folder -> promtool's failure 
 
 def _stays_silent(rules, name: str) -> None:
     """Pass when the replays rule fires at no minute of the story. Every story of SILENT_STORIES is judged in one
-    promtool run, each under its own namespace, node and GPU UUID (_stories_own), no alert expected: promtool's
+    promtool run, each under its own namespace, node and GPU UUID (stories_own), no alert expected: promtool's
     cost is evaluating the rule at every minute, whatever the series (the four stories 3.6 s of CPU apart). The rule
-    joins no story's series with another's (_apart), so no story can keep another's alert from firing, and an alert
+    joins no story's series with another's (judged_apart), so no story can keep another's alert from firing, and an alert
     of any story fails the run. A run over promtool's sample limit is halved (tests/support/promtool_batches); an
     alert fails every story's test with promtool's message (the alert's namespace and node end in the story's -s<k>)."""
-    if not _apart(alert_rule(rules, ALERT)["expr"]):  # a join could match one story's series with another's: alone
+    if not judged_apart(alert_rule(rules, ALERT)["expr"]):  # a join could match one story's series with another's: alone
         _silent(rules, f"replays_silent_{name}.yaml", _silent_story(name))
         return
     if str(rules) not in _SILENCE:
         def judge(part: list[int]) -> None:
-            series = [{**one, "series": _stories_own(one["series"], k)}
+            series = [{**one, "series": stories_own(one["series"], k)}
                       for k in part for one in _silent_story(SILENT_STORIES[k])]
             _silent(rules, f"replays_silent_together_{part[0]}.yaml", series)
 

@@ -131,7 +131,7 @@ def _rule_verdict(built) -> str | None:
     gaps: promtool evaluates the rule at every step whatever the series, so seven runs of one series cost about seven
     times one of seven. The rule joins no node's series with another's (checked, as for test_counter_copies_hostile's
     stories told apart by their node); a run over promtool's sample limit is halved (tests/support/promtool_batches)."""
-    from tests.integration.test_counter_copies_hostile import _apart
+    from tests.support.promtool_rules import judged_apart
     from tests.support.promtool_rules import expected_alert, promtool_test
     from tests.support.promtool_batches import batch_failure
     import yaml
@@ -140,7 +140,7 @@ def _rule_verdict(built) -> str | None:
     if str(folder) not in _RULE_VERDICT:
         groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
         (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "uncorrectable-rows"]
-        assert _apart(rule["expr"])
+        assert judged_apart(rule["expr"])
 
         def judge(nodes: list[str]) -> None:
             checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],

@@ -121,7 +121,7 @@ def _rule_verdict(tmp_path_factory, step: int, clears: int, lookback: int) -> st
     promtool's cost is evaluating the forms' rules at each judged instant, whatever the series (3.3 s a phase). The
     rules join no phase's series with another's (checked); a run over promtool's sample limit is halved
     (tests/support/promtool_batches)."""
-    from tests.integration.test_counter_copies_hostile import _apart
+    from tests.support.promtool_rules import judged_apart
     from tests.support.promtool_rules import alert_rule
     from tests.support.promtool_batches import batch_failure
 
@@ -129,7 +129,7 @@ def _rule_verdict(tmp_path_factory, step: int, clears: int, lookback: int) -> st
         _, folder = built_with(tmp_path_factory.mktemp("left"), {"left.py": _definitions()}, fields=(UTIL, POWER),
                                settings=f"scrape:\n  interval: {step}s\n")
         alerts = alert_names(folder)
-        assert all(_apart(alert_rule(folder, alerts[rule])["expr"]) for rule, *_ in FORMS)
+        assert all(judged_apart(alert_rule(folder, alerts[rule])["expr"]) for rule, *_ in FORMS)
         phases = [phase for s, phase in STORIES if s == step]
         instants = sorted({t for phase in phases for t in _instants(step, phase, clears, lookback)})
 

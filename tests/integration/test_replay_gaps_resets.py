@@ -100,7 +100,7 @@ def _rule_verdict(built) -> str | None:
     evaluates the rule at every step whatever the series, so eight runs of one series (2.6 s CPU each) cost about
     eight times one of eight. The rule joins no node's series with another's (checked, as for test_counter_gap_twins'
     gaps); a run over promtool's sample limit is halved (tests/support/promtool_batches)."""
-    from tests.integration.test_counter_copies_hostile import _apart
+    from tests.support.promtool_rules import judged_apart
     from tests.support.promtool_rules import expected_alert, promtool_test
     from tests.support.promtool_batches import batch_failure
     import yaml
@@ -110,7 +110,7 @@ def _rule_verdict(built) -> str | None:
         groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
         (rule,) = [r for g in groups for r in g["rules"]
                    if r.get("labels", {}).get("gpudash_rule") == "pcie-replays" and "alert" in r]
-        assert _apart(rule["expr"])
+        assert judged_apart(rule["expr"])
 
         def judge(nodes: list[str]) -> None:
             checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],

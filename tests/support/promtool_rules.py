@@ -255,3 +255,43 @@ def joins_across_stories(exprs: list[str]) -> bool:
     for expr in exprs:
         walk(parse(expr), visit, lambda node: None)
     return any(ignoring or not named & {GPU_LABEL, "namespace", "node", "UUID"} for ignoring, named in joins)
+
+
+def stories_own(text: str, k: int) -> str:
+    """`text` (a series or an expected line) with story k's own namespace, node and GPU UUID (a GPU is its UUID)."""
+    return re.sub(r'\b(namespace|node|UUID)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-s{k}"', text)
+
+
+def join_operand(expr: str, at: int) -> str:
+    """The operand that starts at `at` (spaces skipped): an aggregation `op by (labels) (...)` or a parenthesis."""
+    head = re.match(r"\s*(?:\w+ by \([^)]*\) )?", expr[at:])
+    depth, start = 0, at + head.end()
+    for end in range(start, len(expr)):
+        depth += {"(": 1, ")": -1}.get(expr[end], 0)
+        if depth == 0:
+            return expr[at:end + 1]
+    return expr[at:]
+
+
+def without_joins_kept_apart(expr: str) -> str:
+    """`expr` with the joins that cannot match one story's series with another's written as plain operators: `on ()`
+    with a time condition (its operand reads no series: only numbers and vector, scalar, floor, round, time), and
+    `ignoring (...)` naming neither the GPU nor the namespace or node, before an aggregation by the GPU
+    (promql.GPU_LABEL, from its UUID, each story's own): both sides then match on the GPU."""
+    from generator.promql import GPU_LABEL
+
+    def kept_apart(match: re.Match) -> bool:
+        operand = join_operand(expr, match.end())
+        if match[1] == "on" and not match[2].strip():
+            return not set(re.findall(r"[A-Za-z_]\w*", operand)) - {"vector", "scalar", "floor", "round", "time"}
+        by = re.match(r"\s*\w+ by \(([^)]*)\)", operand)
+        ignored = {label.strip() for label in match[2].split(",")}
+        return match[1] == "ignoring" and not ignored & {GPU_LABEL, "namespace", "node", "UUID"} and bool(by) \
+            and GPU_LABEL in {label.strip() for label in by[1].split(",")}
+    return re.sub(r"\b(on|ignoring)\s*\(([^)]*)\)", lambda m: "" if kept_apart(m) else m[0], expr)
+
+
+def judged_apart(expr: str) -> bool:
+    """Whether `expr` can be judged on several stories at once, each under its own marks (stories_own): none of its
+    joins can match one story's series with another's (without_joins_kept_apart, then test_gauge_twins' check)."""
+    return not joins_across_stories([without_joins_kept_apart(expr)])
