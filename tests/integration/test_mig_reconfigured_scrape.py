@@ -68,6 +68,16 @@ def payload(node: str, n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _project(folder, settings: str):
+    """The project of `settings` (a settings file's text, "" the defaults) counting framebuffer used and engine
+    activity alone."""
+    (folder / "counters.csv").write_text("\n".join(
+        line for line in default_counters().read_text().splitlines()
+        if line and not line.startswith("#") and line.split(",")[0].strip() in (USED, ENGINE)) + "\n")
+    (folder / "gpudash.yaml").write_text(settings or "{}\n")
+    return load_project(folder / "gpudash.yaml", folder / "counters.csv")
+
+
 @pytest.fixture(scope="module")
 def scraped(tmp_path_factory):
     """The Prometheus scraping both nodes' exporters, and each node's scrape times."""
@@ -90,12 +100,7 @@ def test_mig_instances_the_exporter_no_longer_serves_are_left_out(scraped, tmp_p
     prometheus, scrapes = scraped
     scrapes = scrapes[node]
     assert len(scrapes) >= SCRAPES
-    folder = tmp_path_factory.mktemp("mig-reconfigured")
-    (folder / "counters.csv").write_text("\n".join(
-        line for line in default_counters().read_text().splitlines()
-        if line and not line.startswith("#") and line.split(",")[0].strip() in (USED, ENGINE)) + "\n")
-    (folder / "gpudash.yaml").write_text(settings or "{}\n")
-    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    project = _project(tmp_path_factory.mktemp("mig-reconfigured"), settings)
     settings = project.settings
     expr = panel_expression(project, Query(field, how, by))
     expr = interpolate(scraped_every(expr, settings.scrape.seconds, 1), variables({"node": node},
@@ -123,48 +128,47 @@ LATE_GONE, LATE_FAILED = 7, 8
 
 
 def _late_values(served) -> str:
-    """promtool values on a 1 s grid from 0: the reading at each scrape `served(n)` answers (None: not served), a
-    staleness marker at the first scrape after (Prometheus marks a series gone from an answer, or every series at a
-    failed scrape), nothing between."""
-    at, values = {}, []
-    for n, second in sorted(LATE_SCRAPES.items()):
-        read = served(n) if n != LATE_FAILED else None
-        if read is not None:
-            at[second] = str(read)
-        elif n > 1 and (served(n - 1) is not None and n - 1 != LATE_FAILED):
+    """promtool values on a 1 s grid from 0: `served(n)`, the series' value at scrape n (None: not in the answer),
+    at each scrape, a staleness marker at the first scrape without it (Prometheus marks a series gone from an answer,
+    or every series at a failed scrape), nothing between."""
+    at = {}
+    for n, second in LATE_SCRAPES.items():
+        if served(n) is not None:
+            at[second] = str(served(n))
+        elif n > 1 and served(n - 1) is not None:
             at[second] = "stale"
-    last = max(at)
-    for second in range(last + 1):
-        values.append(at.get(second, "_"))
-    return " ".join(values)
+    return " ".join(at.get(second, "_") for second in range(max(at) + 1))
 
 
 @pytest.mark.parametrize("field, how, truth", [(USED, "sum", 10000), (ENGINE, "avg", 0.1)])
-def test_a_mig_instance_gone_at_a_late_scrape_is_left_out_at_the_failed_scrape_after(tmp_path, field, how, truth):
+@pytest.mark.parametrize("settings", ["", "exporter:\n  virtual_gpus: true\n"], ids=["defaults", "virtual_gpus"])
+@pytest.mark.parametrize("node", NODES)
+def test_a_mig_instance_gone_at_a_late_scrape_is_left_out_at_the_failed_scrape_after(tmp_path, field, how, truth,
+                                                                                     settings, node):
     """Instance 5 of GPU 0 (2g.20gb, 5,000 MiB, engine 0.4) is gone from scrape 7 on, instances 3 and 4 (5,000 MiB,
-    engine 0.1 each) served until scrape 8 failed. Read 15 s after the failed scrape, GPU 0 holds instances 3 and 4:
-    10,000 MiB, engine 0.1. Before, the late tier's test of a series the exporter stopped serving read each series'
-    latest sample at the steps of the scrape interval, which saw no sample of scrape 7: 15,000 MiB, engine 0.2."""
+    engine 0.1 each) served until scrape 8 failed; framebuffer used written as NODES says (n1: each instance's own
+    series beside its pod's copy). Read 15 s after the failed scrape, GPU 0 holds instances 3 and 4: 10,000 MiB,
+    engine 0.1, in both builds. Before, the late tier's test of a series the exporter stopped serving read each
+    series' latest sample at the steps of the scrape interval, which saw no sample of scrape 7: 15,000 MiB, engine
+    0.2."""
     from tests.support.promtool_rules import promtool_test
 
     held = {"3": {USED: 5000, ENGINE: 0.1}, "4": {USED: 5000, ENGINE: 0.1}, "5": {USED: 5000, ENGINE: 0.4}}
-    target = 'instance="n2:9400",job="dcgm"'
+    target = f'instance="{node}:9400",job="dcgm"'
     series = [{"series": f"up{{{target}}}", "values": _late_values(lambda n: 0 if n == LATE_FAILED else 1)}]
     for instance, read in held.items():
+        device = (f'gpu="0",UUID="GPU-{node}-0",device="nvidia0",{DEVICE},Hostname="{node}",GPU_I_ID="{instance}",'
+                  f'GPU_I_PROFILE="2g.20gb",{target}')
+        copy = f'{device},container="main",namespace="ml",pod="p0{instance}",pod_uid="uid-p0{instance}"'
         for name in (USED, ENGINE):
-            labels = (f'gpu="0",UUID="GPU-n2-0",device="nvidia0",{DEVICE},Hostname="n2",GPU_I_ID="{instance}",'
-                      f'GPU_I_PROFILE="2g.20gb",container="main",namespace="ml",pod="p0{instance}",'
-                      f'pod_uid="uid-p0{instance}",{target}')
-            series.append({"series": f"{name}{{{labels}}}", "values": _late_values(
-                lambda n, instance=instance, value=read[name]: value if instance != "5" or n < LATE_GONE else None)})
-    (tmp_path / "counters.csv").write_text("\n".join(
-        line for line in default_counters().read_text().splitlines()
-        if line and not line.startswith("#") and line.split(",")[0].strip() in (USED, ENGINE)) + "\n")
-    (tmp_path / "gpudash.yaml").write_text("{}\n")
-    project = load_project(tmp_path / "gpudash.yaml", tmp_path / "counters.csv")
+            for labels in (device, copy) if name == USED and NODES[node] else (copy,):
+                series.append({"series": f"{name}{{{labels}}}", "values": _late_values(
+                    lambda n, instance=instance, value=read[name]:
+                    None if n == LATE_FAILED or instance == "5" and n >= LATE_GONE else value)})
+    project = _project(tmp_path, settings)
     assert project.settings.scrape.seconds == 30
     expr = interpolate(panel_expression(project, Query(field, how, ("gpu",))),
-                       variables({"node": "n2"}, ("namespace", "pod", "node", "gpu")))
+                       variables({"node": node}, ("namespace", "pod", "node", "gpu")))
     (tmp_path / "rules.yaml").write_text("groups: []\n")
     promtool_test(tmp_path, "late.yaml", [{"interval": "1s", "input_series": series, "promql_expr_test": [
         {"expr": expr, "eval_time": f"{LATE_SCRAPES[LATE_FAILED] + 15}s",
