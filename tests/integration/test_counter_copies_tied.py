@@ -16,9 +16,9 @@ import math
 import yaml
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
-from tests.integration.test_counter_copies_hostile import PANEL_MINUTES, _panel, _stories_own
+from tests.integration.test_counter_copies_hostile import PANEL_MINUTES, _panel
 from tests.support import exporter_overlap as overlap
-from tests.support.promtool_rules import promtool_test, rules  # noqa: F401 (a fixture)
+from tests.support.promtool_rules import promtool_test, rules, stories_own  # noqa: F401 (a fixture)
 
 RATE = 0.1  # replays per second
 # each story's missed scrapes, by copy: the k-th scrape (k = 0, 1, ... from 20 s) is missed where k % n in the set
@@ -44,7 +44,7 @@ def _series(story: int) -> list[dict]:
         labels = {**overlap.revision_target(job, pod, address, revision), "gpu": "0", "UUID": "GPU-0", "device": "nvidia0",
                   "modelName": "NVIDIA A10G", host: named, "pod": "train-0", "namespace": "ml", "container": "main"}
         text = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
-        series.append({"series": _stories_own(f"{twins.REPLAYS}{{{text}}}", story), "values": " ".join(values)})
+        series.append({"series": stories_own(f"{twins.REPLAYS}{{{text}}}", story), "values": " ".join(values)})
     return series
 
 
@@ -55,7 +55,7 @@ def _reads_the_rate() -> str:
 
 def test_grafanas_replays_rate_reads_the_links_rate_where_two_copies_hold_the_same_reading(rules):
     # every story in one promtool run (each its own namespace, node and UUID); a line off 0.1 reads 0 (or none)
-    lines = [{"labels": _stories_own(f'{{gpu="0", node="{overlap.NODE}"}}', k), "value": 1}
+    lines = [{"labels": stories_own(f'{{gpu="0", node="{overlap.NODE}"}}', k), "value": 1}
              for k in range(len(MISSED))]
     promtool_test(rules, "tied_copies.yaml", [{
         "interval": f"{twins.STEP}s", "input_series": [one for k in range(len(MISSED)) for one in _series(k)],
@@ -66,8 +66,8 @@ def test_grafanas_replays_rate_reads_the_links_rate_where_two_copies_hold_the_sa
 def test_each_copy_alone_reads_the_links_rate(rules):
     # the stories' truth as one exporter reads it: no copy's pattern of missed scrapes alone moves the rate off 0.1
     alone = [[one] for k in range(len(MISSED)) for one in _series(k)]
-    series = [{**one, "series": _stories_own(one["series"], j)} for j, (one,) in enumerate(alone)]
-    lines = [{"labels": _stories_own(_stories_own(f'{{gpu="0", node="{overlap.NODE}"}}', j // 2), j), "value": 1}
+    series = [{**one, "series": stories_own(one["series"], j)} for j, (one,) in enumerate(alone)]
+    lines = [{"labels": stories_own(stories_own(f'{{gpu="0", node="{overlap.NODE}"}}', j // 2), j), "value": 1}
              for j in range(len(alone))]
     promtool_test(rules, "tied_copies_alone.yaml", [{
         "interval": f"{twins.STEP}s", "input_series": series,
