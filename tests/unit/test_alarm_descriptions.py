@@ -83,7 +83,7 @@ def _recorded(monkeypatch, settings: str, tmp_path, alarms: str = ALARMS) -> lis
         calls.append((alarm, [n for n in notes if n.text], own, title, text))
         return text
     monkeypatch.setattr(alarm_render, "described", recording)
-    made = build(defined_project(tmp_path, settings, alarms=alarms)).alarms
+    made = build(defined_project(tmp_path, settings, alarms=alarms), grafana=False).alarms  # no dashboard read
     monkeypatch.undo()
     written = {a.request["AlarmDescription"] for a in made}
     return [call for call in calls if call[-1] in written]  # (the _about's whole try, when cut, is not written)
@@ -291,7 +291,7 @@ def test_the_bundled_alarms_fit_whole_where_they_did_and_keep_their_runbook(monk
             return calls[-1][-1]
         monkeypatch.setattr(alarm_render, "described", recording)
         from generator.project import load_project
-        made = build(load_project(folder / "gpudash.yaml")).alarms
+        made = build(load_project(folder / "gpudash.yaml"), grafana=False).alarms
         monkeypatch.undo()
         written = {a.request["AlarmDescription"] for a in made}
         for call in calls:
@@ -398,7 +398,7 @@ def test_the_add_on_pod_mean_weighs_a_gpu_named_in_turn_and_says_so(tmp_path):
     from generator.cloudwatch_query import NAMED_WEIGHED_COLLECTIONS as NAMED_WEIGHED
     made = {a.request["AlarmName"]: a.request["AlarmDescription"]
             for a in build(defined_project(tmp_path, "cloudwatch:\n  source: container-insights\n",
-                                           alarms=alarms)).alarms}
+                                           alarms=alarms), grafana=False).alarms}
     (pod_mean,) = [text for name, text in made.items() if "-pod-power-" in name]
     (per_gpu,) = [text for name, text in made.items() if "-pod-gpu-power-" in name]
     assert NAMED_WEIGHED in pod_mean and NAMED_WEIGHED not in per_gpu, made

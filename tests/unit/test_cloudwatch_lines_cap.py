@@ -16,7 +16,7 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from generator.render.cloudwatch import panel_title
-from tests.support import cloudwatch_eval
+from tests.support import built, cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import header, kept
 from tests.support.dcgm_fleet import discovered
@@ -31,10 +31,10 @@ def _page(node: int) -> str:
         f'Hostname="n{node}"}} {40 + node + g}\n' for g in range(PER_NODE))
 
 
-def _published(tmp_path, page, scrapes: int):
-    """The default build's files, and what its agent publishes of `page(node, t)` scraped every 30 s on 8 nodes."""
-    (tmp_path / "gpudash.yaml").write_text("{}\n")
-    return _published_with(encode(build(load_project(tmp_path / "gpudash.yaml"))), page, scrapes)
+def _published(page, scrapes: int):
+    """The default build's files (built once per test process: built.files), and what its agent publishes of
+    `page(node, t)` scraped every 30 s on 8 nodes."""
+    return _published_with(built.files("{}\n"), page, scrapes)
 
 
 def _published_with(files, page, scrapes: int):
@@ -49,8 +49,8 @@ def _published_with(files, page, scrapes: int):
                                           for k in range(-1, scrapes) for n in range(NODES)])
 
 
-def test_a_per_gpu_chart_draws_every_gpu_or_says_it_draws_the_top_50(tmp_path):
-    files, points = _published(tmp_path, lambda node, t: _page(node), 10)
+def test_a_per_gpu_chart_draws_every_gpu_or_says_it_draws_the_top_50():
+    files, points = _published(lambda node, t: _page(node), 10)
     body = json.loads(json.loads(files[HEALTH])["DashboardBody"])
     (widget,) = [w["properties"] for w in body["widgets"]
                  if w["type"] == "metric" and w["properties"]["title"] == "GPU temperature"]
@@ -74,11 +74,11 @@ def _power(node: int, t: float) -> str:
         f'Hostname="n{node}"}} {watts(g)}\n' for g in range(PER_NODE))
 
 
-def test_a_cut_chart_keeps_the_gpu_that_reached_its_top(tmp_path):
+def test_a_cut_chart_keeps_the_gpu_that_reached_its_top():
     """Of 64 GPUs "Power draw" draws 50: the one that drew 400 W for five minutes, and 50 W the rest of the half
     hour, has the lowest mean of all and was cut (ORDER BY AVG()), so the chart's top read 263 W where Grafana's
     reads 400 W. Ranked by each GPU's highest reading it is drawn, and the header says which lines are kept."""
-    files, points = _published(tmp_path, _power, 10 * PERIODS)
+    files, points = _published(_power, 10 * PERIODS)
     for path in (HEALTH, "cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"):
         body = json.loads(json.loads(files[path])["DashboardBody"])
         (widget,) = [w["properties"] for w in body["widgets"]
@@ -90,10 +90,9 @@ def test_a_cut_chart_keeps_the_gpu_that_reached_its_top(tmp_path):
             "at most 50 GPUs (cloudwatch.top_gpus), those of the highest single reading in the time range shown")
 
 
-def test_on_the_container_insights_add_on_a_chart_by_pod_says_it_draws_pods(tmp_path):
+def test_on_the_container_insights_add_on_a_chart_by_pod_says_it_draws_pods():
     """The add-on names a pod `PodName`: its charts by pod said "at most 50 GPUs (cloudwatch.top_pods)"."""
-    (tmp_path / "gpudash.yaml").write_text("cloudwatch:\n  source: container-insights\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built.files("cloudwatch:\n  source: container-insights\n")
     said = kept(header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"))
     assert said["GPU utilization by pod"].startswith(
         "at most 50 pods (cloudwatch.top_pods), those of the highest single reading in the time range shown")
@@ -141,15 +140,14 @@ def _addon_fb(last: int):
 
 
 @pytest.mark.parametrize("source", ["classic", "container-insights"])
-def test_a_chart_by_pod_keeps_the_new_pod_that_reached_its_top(tmp_path, source):
+def test_a_chart_by_pod_keeps_the_new_pod_that_reached_its_top(source):
     """"Framebuffer used by pod" on agent.pipeline: classic and on the add-on adds each pod's GPUs per scrape (a SUM
     of the period's observations over the scrapes): its lines ranked by the sum of every reading in the time range,
     which grows with how long a pod ran, so 50 pods of 10,000 MiB running two hours (240 readings at 30 s: 2,400,000)
     outranked one of 80,000 MiB started 5 minutes ago (10 readings: 800,000), and the chart's top read 10,000 MiB
     where Grafana's reads 80,000. Ranked by the highest single reading of one of its GPUs, the new pod is drawn."""
     settings = "agent:\n  pipeline: classic\n" if source == "classic" else "cloudwatch:\n  source: container-insights\n"
-    (tmp_path / "gpudash.yaml").write_text(settings)
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built.files(settings)
     end = HOURS * 3600
     if source == "classic":
         _, points = _published_with(files, _fb_page, end // 30)
@@ -183,7 +181,7 @@ def _temp_page(arrival: float):
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
-def test_pods_on_gpus_past_50_lists_the_pods_of_the_period_drawn(tmp_path, pipeline):
+def test_pods_on_gpus_past_50_lists_the_pods_of_the_period_drawn(pipeline):
     """"Pods on GPUs" lists the pods holding GPUs in the latest whole period (the period drawn: 2 minutes at 30 s
     scrapes, the look-back of Grafana's per-pod panels), read from its own two periods: that one and the one still
     filling, which is not drawn. Its rows ranked by each pod's highest
@@ -191,8 +189,7 @@ def test_pods_on_gpus_past_50_lists_the_pods_of_the_period_drawn(tmp_path, pipel
     pods holding a GPU in the minute drawn was left out (49 listed for 50). Ranked by how many scrapes saw a pod, the
     50 are listed; classic counts a pod once per GPU and scrape, so there the 8-GPU pod still ranks first, and the
     header says so."""
-    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = built.files("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
     end = 3600
     _, points = _published_with(files, _temp_page(end - 60), end // 30)
     body = json.loads(json.loads(files[BY_POD])["DashboardBody"])
@@ -225,13 +222,13 @@ def _spiky_power(node: int, t: float) -> str:
         f'Hostname="n{node}"}} {watts(g)}\n' for g in range(PER_NODE))
 
 
-def test_a_cut_chart_says_a_moment_high_outranks_a_steady_line_and_the_lowest_are_cut(tmp_path):
+def test_a_cut_chart_says_a_moment_high_outranks_a_steady_line_and_the_lowest_are_cut():
     """A chart's point is its period's mean; its lines rank by their single highest reading. Of 64 GPUs, 63 at 50 W
     that each read 400 W for one scrape (a period mean of 85 W) outrank one steady at 300 W: "Power draw" draws
     the 63 GPUs' 50 lines and its top reads 85 W where Grafana's line of the steady GPU reads 300 W all along. No
     single query ranks by the highest period mean, so the header says it, and of a chart of how busy GPUs are ("GPU
     utilization") that an idle GPU is the first it leaves out (it said only "those of the highest single reading")."""
-    files, points = _published(tmp_path, _spiky_power, 2 * PER_NODE * NODES + 10)
+    files, points = _published(_spiky_power, 2 * PER_NODE * NODES + 10)
     body = json.loads(json.loads(files[HEALTH])["DashboardBody"])
     (widget,) = [w["properties"] for w in body["widgets"]
                  if w["type"] == "metric" and w["properties"]["title"] == "Power draw"]
@@ -365,13 +362,13 @@ def _busy_and_idle(node: int, t: float) -> str:
         for g in range(PER_NODE))
 
 
-def test_a_utilization_chart_cut_at_its_limit_says_on_itself_that_idle_gpus_are_not_drawn(tmp_path):
+def test_a_utilization_chart_cut_at_its_limit_says_on_itself_that_idle_gpus_are_not_drawn():
     """The overview's per-GPU "GPU utilization" of 64 GPUs, 14 of them idle: its query keeps the 50 lines of the
     highest reading, so the 50 busy GPUs are drawn and none of the idle ones, the GPUs a reader of a fleet's
     utilization chart looks for. The chart is titled as Grafana's panel that draws every GPU ("GPU utilization");
     only the header, a screen away, said which lines it draws. Its title now says it (the by-pod utilization
     charts likewise)."""
-    files, points = _published(tmp_path, _busy_and_idle, 10)
+    files, points = _published(_busy_and_idle, 10)
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
     (widget,) = [w["properties"] for w in body["widgets"]
                  if w["type"] == "metric" and w["properties"]["title"].startswith("GPU utilization")]
@@ -404,11 +401,11 @@ def _clocks(node: int, t: float) -> str:
         f'{mhz(m, g)}\n' for g in range(PER_NODE)) for m in ("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK"))
 
 
-def test_a_cut_clock_chart_keeps_the_throttled_gpus_and_says_the_fastest_are_not_drawn(tmp_path):
+def test_a_cut_clock_chart_keeps_the_throttled_gpus_and_says_the_fastest_are_not_drawn():
     """Of 64 GPUs a clock chart draws 50. Ranked by each GPU's highest clock (ORDER BY MAX() DESC) the 14 throttled
     GPUs, whose clocks drop, the ones a health chart of clocks is read for, were the ones cut. Each clock chart keeps
     the lowest, its title says the fastest are not drawn, and its header says which lines it draws."""
-    files, points = _published(tmp_path, _clocks, 10 * PERIODS)
+    files, points = _published(_clocks, 10 * PERIODS)
     for path, title, metric in CLOCK_CHARTS:
         body = json.loads(json.loads(files[path])["DashboardBody"])
         (widget,) = [w["properties"] for w in body["widgets"]

@@ -40,7 +40,7 @@ def _published(pipeline: str, clusters=None, **cloudwatch) -> dict[str, list]:
     settings = project.settings
     settings = replace(settings, cloudwatch=replace(settings.cloudwatch, **cloudwatch),
                        agent=replace(settings.agent, pipeline=pipeline), clusters=clusters or settings.clusters)
-    files = encode(build(replace(project, settings=settings)))
+    files = encode(build(replace(project, settings=settings), grafana=False))  # the agents' ConfigMaps alone
     published = {}
     for cluster in settings.clusters:
         config, job = agent_config(files[f"k8s/cwagent-prometheus-config-{cluster.name}.yaml"])
