@@ -188,7 +188,7 @@ def _built(tmp_path_factory, pipeline: str, interval: int, period: int = 300):
         (folder / "gpudash.yaml").write_text(f"{PIPELINES[pipeline]}scrape:\n  interval: {interval}s\n"
                                              f"cloudwatch:\n  period: {period}\ndefinitions:\n  dashboards: [dashboards]\n")
         project = load_project(folder / "gpudash.yaml")
-        files = encode(build(project))
+        files = encode(build(project, grafana=False))  # CloudWatch's widgets and the agent's ConfigMaps
         config, job = agent_config(files[AGENT_FILE])
         # a scrape that never arrives is a failed one: the agent's scrape loop runs at every interval
         scrapes = [Scrape(float(t), payload(node, t, interval) if t in arrived(node, interval) else "",
@@ -284,7 +284,7 @@ def test_a_remap_first_seen_after_a_failed_scrape_fires_on_otel_and_is_stated_on
 
     (tmp_path / "gpudash.yaml").write_text(PIPELINES[pipeline])
     project = load_project(tmp_path / "gpudash.yaml")
-    files = encode(build(project))
+    files = encode(build(project, grafana=False))
     config, job = agent_config(files[AGENT_FILE])
     target = target_labels(job, "ip-10-0-1-1")
     datapoints = Agent(config, job).run([Scrape(float(k * 30), _rows_payload(k, gap), target) for k in range(40)])

@@ -31,7 +31,7 @@ def _requests(folder, metrics_interval: int, gpu_interval: int) -> tuple[dict, d
     (folder / "gpudash.yaml").write_text(f"cloudwatch:\n  source: container-insights\n"
                                          f"  addon_metrics_interval: {metrics_interval}\n"
                                          f"  addon_gpu_interval: {gpu_interval}\n")
-    files = encode(build(load_project(folder / "gpudash.yaml")))
+    files = encode(build(load_project(folder / "gpudash.yaml"), grafana=False))  # alarms and the add-on's config
     found = {i["Request"]["AlarmName"]: i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
     addon = json.loads(files["cloudwatch/container-insights-addon.json"])
     return found[ALARM], found[PER_GPU_ALARM], addon["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]
