@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
-from ..output import grafana_dashboard_bytes, grafana_dashboard_file
+from ..output import grafana_dashboard_file, sidecar_dashboard_text
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -388,7 +388,7 @@ def configmap_size(subject: LintInput) -> Iterable[Finding]:
     from ..render.grafana_files import configmap
 
     for dashboard in subject.grafana:
-        text = grafana_dashboard_bytes(dashboard.model).decode()  # the text the ConfigMap carries
+        text = sidecar_dashboard_text(dashboard.model)  # the text the ConfigMap carries
         size = last_applied_bytes(configmap(dashboard.uid, text, subject.artifacts.grafana_folder["title"]))
         if size > CONFIGMAP_APPLY_LIMIT:
             yield Finding("GF011", "warning", panel_place(dashboard),

@@ -286,21 +286,23 @@ def _configmap_lint(model: dict):
 def test_the_configmap_size_lint_counts_what_client_side_kubectl_apply_writes(tmp_path, reference):
     """The API server refuses an object whose annotations' keys and values pass 262,144 bytes; client-side `kubectl
     apply` writes the whole ConfigMap, encoded as Go's encoding/json writes it, into last-applied-configuration: every
-    quote and line break of the dashboard's text escaped, `<`, `>` and `&` as \\u003c..., non-ASCII kept as UTF-8. A
-    dashboard under 200,000 bytes is over it, and GF011's figure is the one the real kubectl writes."""
+    quote of the dashboard's text escaped again, `<`, `>` and `&` as \\u003c..., non-ASCII kept as UTF-8. A dashboard
+    whose text (the ConfigMap's: one line, output.sidecar_dashboard_text) is under the limit is over it, and GF011's
+    figure is the one the real kubectl writes."""
     import shutil
     import subprocess
 
     from generator.lint.grafana_rules import CONFIGMAP_APPLY_LIMIT
+    from generator.output import sidecar_dashboard_text
     from tests.support.kube_server import KubeCluster, KubeTestServer
 
-    # quotes, line breaks (the indented JSON's), `>=` and `&&`-like text of PromQL, and 2-byte characters
+    # quotes, `>=` and `&&`-like text of PromQL, and 2-byte characters
     model = {"uid": "big", "title": "Große Last", "description": "x", "panels": [
         {"title": f"Ü{i}", "description": 'rate(x{a="b", c="d"}[5m]) >= 1 && <ok>', "targets": [{"expr": "y"}]}
-        for i in range(1_150)]}
+        for i in range(2_000)]}
     (finding,), shipped = _configmap_lint(model)
-    text = serialize.to_json(model)
-    assert len(text) < 200_000  # the dashboard's own bytes are well under the limit
+    text = sidecar_dashboard_text(model).encode()
+    assert len(text) < CONFIGMAP_APPLY_LIMIT  # the dashboard's own bytes are under the limit
     written = int(finding.message.split(" bytes")[0].replace(",", ""))
     assert written > CONFIGMAP_APPLY_LIMIT
     assert f"the dashboard's {len(text):,} bytes" in finding.message
