@@ -223,6 +223,6 @@ def test_grafanas_energy_rate_reads_the_gpus_power_while_two_exporters_collect_a
     # "Energy use rate" (all-metrics dashboard, per GPU) with both exporters reading the GPU throughout, each
     # collecting every 60 s, 10 s apart: 200,000 mW within what a 60 s collection blurs (the rollout test's bound)
     monkeypatch.setattr(overlap, "scrapes", _both_collect_every(collect))
-    series = twins._series(overlap.END, 0, readings={twins.ENERGY: lambda taken: f"{overlap._energy(taken):.0f}"})
+    series = twins._series(overlap.END, 0, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
     _reads_within(rules, "panel_energy_copies_apart.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
                   0.75 * overlap.WATTS * 1000, 1.25 * overlap.WATTS * 1000)
