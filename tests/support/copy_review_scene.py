@@ -70,12 +70,14 @@ def overlap_scene(tmp_path_factory):
             yield prometheus, max(firsts.values()), max(stored), util
 
 
-def shown_values(overlap, title: str, selected: dict | None = None, settings: str = "") -> dict[float, dict[str, float]]:
+def shown_values(overlap, title: str, selected: dict | None = None, settings: str = "",
+                 offset: float = 4.5) -> dict[float, dict[str, float]]:
+    """The panel's lines at every second from `offset` s after the scene's first whole second."""
     prometheus, start, end, _ = overlap
     target = bundled_panel(title, settings)["targets"][0]
     expr = interpolate(scraped_every(target["expr"], 30, 1),
                        variables(selected or {}, ("namespace", "pod", "node", "gpu")))
-    first = math.floor(start) + 4.5
+    first = math.floor(start) + offset
     return {at: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4) for s in result}
             for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
 
