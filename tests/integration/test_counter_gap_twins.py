@@ -131,26 +131,16 @@ def _rule_verdict(built) -> str | None:
     gaps: promtool evaluates the rule at every step whatever the series, so seven runs of one series cost about seven
     times one of seven. The rule joins no node's series with another's (checked, as for test_counter_copies_hostile's
     stories told apart by their node); a run over promtool's sample limit is halved (tests/support/promtool_batches)."""
-    from tests.support.promtool_rules import judged_apart
-    from tests.support.promtool_rules import expected_alert, promtool_test
-    from tests.support.promtool_batches import batch_failure
+    from tests.support.promtool_rules import stories_alert_failure
     import yaml
 
-    files, folder = built
+    _, folder = built
     if str(folder) not in _RULE_VERDICT:
         groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
         (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "uncorrectable-rows"]
-        assert judged_apart(rule["expr"])
-
-        def judge(nodes: list[str]) -> None:
-            checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],
-                       "exp_alerts": [expected_alert(folder, rule["alert"], node=node, gpu="0") for node in nodes
-                                      if node in RULE_COUNTS and end in truth(node)]} for end in ENDS]
-            promtool_test(folder, f"gap_twins_{nodes[0]}.yaml", [{
-                "interval": f"{STEP}s", "input_series": [_stored(node) for node in nodes], "alert_rule_test": checks}],
-                evaluation_interval=f"{STEP}s")
-
-        _RULE_VERDICT[str(folder)] = batch_failure(list(AWAY), judge)
+        _RULE_VERDICT[str(folder)] = stories_alert_failure(
+            folder, rule, AWAY, ENDS, lambda node, end: node in RULE_COUNTS and end in truth(node), _stored, STEP,
+            "gap_twins")
     return _RULE_VERDICT[str(folder)]
 
 

@@ -100,9 +100,7 @@ def _rule_verdict(built) -> str | None:
     evaluates the rule at every step whatever the series, so eight runs of one series (2.6 s CPU each) cost about
     eight times one of eight. The rule joins no node's series with another's (checked, as for test_counter_gap_twins'
     gaps); a run over promtool's sample limit is halved (tests/support/promtool_batches)."""
-    from tests.support.promtool_rules import judged_apart
-    from tests.support.promtool_rules import expected_alert, promtool_test
-    from tests.support.promtool_batches import batch_failure
+    from tests.support.promtool_rules import stories_alert_failure
     import yaml
 
     _, folder = built
@@ -110,17 +108,8 @@ def _rule_verdict(built) -> str | None:
         groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
         (rule,) = [r for g in groups for r in g["rules"]
                    if r.get("labels", {}).get("gpudash_rule") == "pcie-replays" and "alert" in r]
-        assert judged_apart(rule["expr"])
-
-        def judge(nodes: list[str]) -> None:
-            checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],
-                       "exp_alerts": [expected_alert(folder, rule["alert"], node=node, gpu="0") for node in nodes
-                                      if end in truth(node)]} for end in ENDS]
-            promtool_test(folder, f"replay_gaps_{nodes[0]}.yaml", [{
-                "interval": f"{STEP}s", "input_series": [_stored(node) for node in nodes], "alert_rule_test": checks}],
-                evaluation_interval=f"{STEP}s")
-
-        _RULE_VERDICT[str(folder)] = batch_failure(list(STORIES), judge)
+        _RULE_VERDICT[str(folder)] = stories_alert_failure(
+            folder, rule, STORIES, ENDS, lambda node, end: end in truth(node), _stored, STEP, "replay_gaps")
     return _RULE_VERDICT[str(folder)]
 
 

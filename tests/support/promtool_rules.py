@@ -295,3 +295,23 @@ def judged_apart(expr: str) -> bool:
     """Whether `expr` can be judged on several stories at once, each under its own marks (stories_own): none of its
     joins can match one story's series with another's (without_joins_kept_apart, then test_gauge_twins' check)."""
     return not joins_across_stories([without_joins_kept_apart(expr)])
+
+
+def stories_alert_failure(folder, rule: dict, stories, ends, fires, stored, step: int, name: str) -> str | None:
+    """promtool's failure judging alert `rule` on every story at once, or None: each story is its own node's GPU 0
+    (its series `stored(story)`), its alert expected at each of `ends` (seconds) where `fires(story, end)`. One run
+    for all (promtool evaluates the rule at every step whatever the series), halved where over promtool's sample
+    limit (tests/support/promtool_batches). The rule must join no story's series with another's (judged_apart)."""
+    from tests.support.promtool_batches import batch_failure
+
+    assert judged_apart(rule["expr"])
+
+    def judge(nodes) -> None:
+        checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],
+                   "exp_alerts": [expected_alert(folder, rule["alert"], node=node, gpu="0") for node in nodes
+                                  if fires(node, end)]} for end in ends]
+        promtool_test(folder, f"{name}_{nodes[0]}.yaml", [{
+            "interval": f"{step}s", "input_series": [stored(node) for node in nodes], "alert_rule_test": checks}],
+            evaluation_interval=f"{step}s")
+
+    return batch_failure(list(stories), judge)
