@@ -119,8 +119,6 @@ def sidecar_dashboard_text(model: dict[str, Any]) -> str:
     the API server caps at 262,144 bytes, escaping each line break and quote again (GF011): the indentation was a
     tenth of the bundled all-metrics dashboard's annotation. Grafana reads either alike. One line and its line break:
     the YAML file writes it as a literal block, as it is (no quotes to escape, no folding)."""
-    import json
-
     return json.dumps(model, separators=(",", ":"), ensure_ascii=False, sort_keys=True) + "\n"
 
 
