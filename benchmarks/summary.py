@@ -1,6 +1,6 @@
 """The last step of `make bench`: issue 13's figures, as the scripts before it measured them in this run, in one
 table beside their targets and anchors (each script appends its rows to GPUDASH_BENCH_FIGURES: _timing.record).
-The README's table is copied from this output."""
+docs/performance.md's table is copied from this output."""
 
 from __future__ import annotations
 

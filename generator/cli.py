@@ -210,7 +210,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
                    f"one stack's update deletes each and another's creates it (an alarm comes back in "
                    f"INSUFFICIENT_DATA, a change made in the console is gone)\n"
                    f"  fix: delete the stacks no longer written, then deploy in the order of Metadata.gpudash.Part "
-                   f"(README's loop: a resource moves only to a later part)", err=True)
+                   f"(docs/artifacts.md's loop: a resource moves only to a later part)", err=True)
     if renamed:
         stack, name, was, now = renamed[0]
         click.echo(f"warning: {target}: {len(renamed)} CloudFormation resource(s) of the previous build have another "

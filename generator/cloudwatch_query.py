@@ -1311,7 +1311,7 @@ CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicin
 # which its rule counts up to an hour (render.alarms.gap_reach); a level per period (`> N` replays per 5 minutes) can
 # fire on a steady count under the level, a gap's growth landed in one period, where its rule shares a gap's growth
 # of up to promql.WINDOW_PREVIOUS_WITHIN (10 minutes) out over the periods its scrapes were due in
-# (promql._prorated). The description says which (README, "A counter across a gap");
+# (promql._prorated). The description says which (docs/cloudwatch.md, "A counter across a gap");
 # lint AL018 says it too. Classic: CLASSIC_COUNTER_ALARM (a failed scrape loses the growth across it).
 OTEL_GAP_EVENTS = ("growth across a gap in a GPU's data is missed past 15 minutes (always past 30: the agent forgets "
                    "the reading before it), where the Prometheus rule counts it up to an hour")
@@ -1329,7 +1329,7 @@ OTEL_GAP_EITHER = (f"if it is an increase `> 0` (an event alarm): {OTEL_GAP_EVEN
                    f"{OTEL_GAP_RATE}")
 GAP_TEXTS = {"events": OTEL_GAP_EVENTS, "rate": OTEL_GAP_RATE, "level": OTEL_GAP_LEVEL}
 # Each in a few words: the short form an alarm's description gives it where the notes do not fit whole
-# (render/alarm_text; README, "Alarm description notes")
+# (render/alarm_text; docs/alarm-notes.md)
 GAP_SHORT = {"events": "a gap's growth past 15 minutes is missed (the rule's: past an hour)",
              "rate": "a gap's growth of 10 to 30 minutes can fire it (the rule's: up to 10)",
              "level": "a gap's growth of up to 15 minutes lands in one period (the rule shares it out)"}

@@ -3,7 +3,7 @@
 Container Insights with enhanced observability (`cloudwatch.source: container-insights`)
 runs its own DCGM exporter and publishes GPU metrics in the `ContainerInsights` namespace.
 Every fact gpudash relies on about it is written down here, once; the renderers, the lint,
-`verify`, `cost` and the tests read it from here. Where each fact comes from (README,
+`verify`, `cost` and the tests read it from here. Where each fact comes from (docs/container-insights.md,
 "CloudWatch Container Insights as the source"):
 
 * metric names, scale factors: amazon-cloudwatch-agent,

@@ -1358,7 +1358,8 @@ def _left_open(window: str) -> str:
 # phase of its sweep; 5 to 10 in upstream's copy, which the agent no longer builds), so after a gap of 10 to 30
 # minutes the alarm can fire where its rule does not (tests/integration/test_counter_gap_twins.py, strict xfails): 30
 # minutes would triple the samples a rule holds at once (15 already passes `promtool test rules`' sample limit on a
-# test fleet of a dozen GPUs), an hour read 720 more steps per GPU at each evaluation; README, "A counter across a gap".
+# test fleet of a dozen GPUs), an hour read 720 more steps per GPU at each evaluation;
+# docs/cloudwatch.md, "A counter across a gap".
 PREVIOUS_WITHIN = 3600
 WINDOW_PREVIOUS_WITHIN = 600
 
@@ -1540,7 +1541,7 @@ def copies_note(scrape_seconds: int, per_pod: bool = False, whole_range: bool = 
             f"that named it.")
 
 
-# What reading every step exactly costs (benchmarks/queries.py; README, the cost of exact counter queries).
+# What reading every step exactly costs (benchmarks/queries.py; docs/performance.md, the cost of exact counter queries).
 COST_NOTE = ("Reading each scrape exactly takes time in proportion to GPUs x range: on Prometheus 2.42 about 2 s "
              "for one day of 64 GPUs and 10 to 12 s for one day of 256 GPUs, so 256 GPUs over 7 days (about 80 s) "
              "pass Grafana's default 30 s query timeout; narrow the node, gpu or pod variable, or shorten the range.")
@@ -2077,7 +2078,8 @@ def memory_share_note(query: Query, catalog: Catalog) -> str | None:
 def _memory_share(metric: str, catalog: Catalog, per_gpu) -> str:
     """A share of memory (MIG_MEMORY_SHARES) per GPU: a whole GPU's own reading; a MIG GPU's, the sum of its instances'
     used memory over the sum of the memory they hold (used + free), not the mean of their shares (none while one of
-    them reads a blank: _per_gpu). Without both fields in the CSV, MIG GPUs are left out (the README says so)."""
+    them reads a blank: _per_gpu). Without both fields in the CSV, MIG GPUs are left out (docs/labels-and-values.md
+    says so)."""
     whole = per_gpu(metric, True, (f'{MIG_INSTANCE_LABEL}=""',))
     used, free = MIG_MEMORY_SHARES[metric]
     if used not in catalog or free not in catalog:

@@ -32,7 +32,7 @@ from .series_labels import OLD_WORKLOAD, WORKLOAD, dimension_problem
 ENVIRONMENT_VARIABLE = "GPUDASH_CONFIG"
 LOCAL_FILE = "gpudash.yaml"
 BUNDLED_SOURCE = "<bundled gpudash.yaml>"  # the source of settings read from the bundled defaults
-SCHEMA_HINT = "see the README's settings table, or start from the commented default: gpudash init-config"
+SCHEMA_HINT = "see docs/settings.md, or start from the commented default: gpudash init-config"
 
 
 @dataclass(frozen=True)

@@ -471,7 +471,7 @@ def addon_checks(kube: Kube, nodes: Callable[[], list[Answer]]) -> Iterator[Chec
         if daemonset is None:
             yield Check(GROUP, check, FAIL, f"no {what}",
                         f"install the {ci.ADDON_NAME} EKS add-on with {built(ADDON_FILE)} as its configuration values "
-                        "(README: CloudWatch Container Insights as the source)", cause=NOT_DEPLOYED)
+                        "(docs/container-insights.md)", cause=NOT_DEPLOYED)
             continue
         yield from step(GROUP, check, _named_rollout, check, daemonset, namespace, name)
     yield from step(GROUP, ADDON_COVERAGE, _addon_coverage, kube, nodes, namespace)
@@ -517,14 +517,14 @@ def _addon_sharing(kube: Kube, nodes: Callable[[], list[Answer]]) -> Check:
         return Check(GROUP, ADDON_SHARING, FAIL,
                      "; ".join(shared) + ": the data-missing alarm expects one GPU per nvidia.com/gpu and would "
                      "stay in ALARM while any share is free",
-                     "write alarms.expected_gpus: none (README: GPU data missing)")
+                     "write alarms.expected_gpus: none (docs/alarms.md: GPU data missing)")
     uncounted = _uncounted_exporter_nodes(kube, nodes())
     if uncounted:
         return Check(GROUP, ADDON_SHARING, FAIL,
                      "; ".join(uncounted) + ": the data-missing alarm counts such a node among the GPU nodes the "
                      "exporter DaemonSet runs on, but never among those reporting nvidia.com/gpu, and would stay in "
                      "ALARM", "advertise the GPUs as nvidia.com/gpu (device plugin; MIG's single strategy), or write "
-                     "alarms.expected_gpus: none (README: GPU data missing)")
+                     "alarms.expected_gpus: none (docs/alarms.md: GPU data missing)")
     return Check(GROUP, ADDON_SHARING, OK, f"no GPU node shares its GPUs as {GPU_RESOURCE} (as far as "
                  f"{SHARING_LABEL} and {GPU_COUNT_LABEL} tell)")
 
@@ -841,7 +841,7 @@ def _rollout_overlap(check: str, daemonset: Answer, settings: Settings) -> Check
                  "counter alarm can fire at half its threshold during a rollout" + _CLASSIC_TOTALS_TWICE * classic,
                  "set the exporter DaemonSet's updateStrategy.rollingUpdate.maxSurge to 0 (and maxUnavailable to 1 "
                  "or more); each node's counters then lose only the increase between the old pod's last reading "
-                 "and the new pod's first (README, \"Two exporter pods on one node\")")
+                 "and the new pod's first (docs/cloudwatch.md, \"Two exporter pods on one node\")")
 
 
 def _pods(allowance: int | str, nodes: int) -> int:
@@ -1042,9 +1042,9 @@ def _served_twice(by_node: dict[str, list[Answer]], gpu_nodes: list[str], settin
     """A warning where a GPU node runs exporter pods of two DaemonSets at once (exporter.more_daemonsets naming one
     that also schedules where another runs): the CloudWatch agent keeps both, each its own delta series (its own
     revision; its own pod on the JSON path), so every counter reads twice its increase there for as long as both run,
-    and on agent.pipeline classic each pod's totals twice (as in a surge rollout, README "Two exporter pods on one
-    node"). Grafana and the Prometheus rules read one copy per GPU. None where no node is so served, or on the
-    Container Insights add-on (gpudash's agent publishes nothing)."""
+    and on agent.pipeline classic each pod's totals twice (as in a surge rollout, docs/cloudwatch.md
+    "Two exporter pods on one node"). Grafana and the Prometheus rules read one copy per GPU. None where no node is so
+    served, or on the Container Insights add-on (gpudash's agent publishes nothing)."""
     if addon_source(settings):
         return None
     def owner(pod: Answer) -> str:
@@ -1321,7 +1321,7 @@ def _sliced_gpus(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) ->
                   "as do the per-pod Prometheus rules of gauges and counts, but CloudWatch's per-pod alarms and widgets "
                   "read a pod only at the scrapes that name it",
                   "for a copy per pod, run dcgm-exporter 4.5.3 or later with KUBERNETES_VIRTUAL_GPUS=true and set "
-                  "exporter.virtual_gpus: true in gpudash.yaml (README: per-process copies)")]
+                  "exporter.virtual_gpus: true in gpudash.yaml (docs/cloudwatch.md: per-process copies)")]
 
 
 RESOURCE_NAMES_CHECK = "GPU resource names"

@@ -8,8 +8,8 @@ Layout, in order:
 3. who made it (markers.ALARM_DESCRIPTION_NOTE, its definition file and rule id), whole: apply and lint read it;
 4. the notes: what CloudWatch's form of the rule does otherwise than its Prometheus rule (a clause of one
    `On CloudWatch: a; b.` sentence each, or a sentence of their own), most important first.
-When they do not all fit, the notes give way from the last: each in turn to its short form (a few words the README
-section "Alarm description notes" explains), then whole notes are left out, and a mark at the end says so and where
+When they do not all fit, the notes give way from the last: each in turn to its short form (a few words the file
+docs/alarm-notes.md explains), then whole notes are left out, and a mark at the end says so and where
 to read them (NOTES_MARK). Nothing is cut inside a note, a runbook or who made it. Only when the alarm's own sentence
 and runbook leave no room for the mark is its own sentence cut, at a sentence or word, marked ELIDED (lint AL026 errs);
 a title and runbook that cannot fit beside who made it are refused (InputError): CloudWatch would refuse the alarm.
@@ -28,7 +28,7 @@ from ..model import Alarm, source_file
 DESCRIPTION_LIMIT = 1024  # CloudWatch's longest AlarmDescription, counted in UTF-16 units (`length`)
 ELIDED = " [...]"  # where the alarm's own sentence was cut to fit (lint AL026)
 RUNBOOK = " Runbook: "
-NOTES_README = "README#alarm-description-notes"  # the section explaining every note and its short form
+NOTES_DOC = "docs/alarm-notes.md"  # the file explaining every note and its short form
 CLOUDWATCH = "On CloudWatch: "  # the sentence holding the clause notes
 
 
@@ -67,11 +67,11 @@ def notes_mark(shortened: int, cut: int) -> str:
     of them are read."""
     said = [f"{shortened} note{'s' if shortened != 1 else ''} shortened"] if shortened else []
     said += [f"{cut} note{'s' if cut != 1 else ''} left out"] if cut else []
-    return f" [{', '.join(said)}: {NOTES_README}]"
+    return f" [{', '.join(said)}: {NOTES_DOC}]"
 
 
-NOTES_MARK = re.compile(r" \[(\d+) notes? shortened(?:, (\d+) notes? left out)?: " + re.escape(NOTES_README) + r"\]$"
-                        r"| \[(\d+) notes? left out: " + re.escape(NOTES_README) + r"\]$")
+NOTES_MARK = re.compile(r" \[(\d+) notes? shortened(?:, (\d+) notes? left out)?: " + re.escape(NOTES_DOC) + r"\]$"
+                        r"| \[(\d+) notes? left out: " + re.escape(NOTES_DOC) + r"\]$")
 
 
 def made_by(alarm: Alarm) -> str:

@@ -913,8 +913,8 @@ def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: C
     return request
 
 
-# The notes of an alarm's description in a few words (their short forms: render/alarm_text; README, "Alarm description
-# notes"), by their whole text; a note not here is only left out where there is no room
+# The notes of an alarm's description in a few words (their short forms: render/alarm_text; docs/alarm-notes.md), by
+# their whole text; a note not here is only left out where there is no room
 # COUNT_MOST's short form, and COUNT_MOST_ONE_SCRAPE's (a pod that moved nodes is one whose GPUs no scrape read all)
 _COUNT_MOST_SHORT = "a pod's count of GPUs is the most one scrape counted: fewer where no scrape read all (lint AL025)"
 SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per instance or pod (lint AL019)",
@@ -1474,7 +1474,7 @@ def _kinds(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[str | No
 # (Prometheus 2's [t - 1 ms, t] and 3's (t - 1 ms, t] alike, a group's evaluations being seconds apart), never an
 # older one, with or without a staleness marker (none is written after a restart or for a missed evaluation). The
 # values are the same floats (stored as they are), so the alert is the one expression's at every evaluation
-# (tests/integration/test_recorded_periods.py; the cost: README, "What the rules cost Prometheus").
+# (tests/integration/test_recorded_periods.py; the cost: docs/performance.md, "What the rules cost Prometheus").
 RECORDED_KIND_LABEL = "gpudash_kind"  # whole GPUs or MIG instances, where the rule judges them apart
 
 

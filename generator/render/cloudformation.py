@@ -140,8 +140,8 @@ def split_cluster(named: list[Named], before: Callable[[], Mapping[tuple[str, st
     stack still declares it. So each resource stays in the part the build before gave it (`before()`: {(kind, name):
     part}, asked only when the resources do not fit one template) while that part holds it, the parts' earlier
     residents first, in template order; one its part no longer holds goes to the first LATER part with room, so
-    deploying the parts in order (README's loop, by Metadata.gpudash.Part) deletes it before creating it; a new
-    resource goes to the first part with room (first fit: dashboards, which are large, before alarms). The log group
+    deploying the parts in order (docs/artifacts.md's loop, by Metadata.gpudash.Part) deletes it before creating it; a
+    new resource goes to the first part with room (first fit: dashboards, which are large, before alarms). The log group
     is always in part 1: the stack that lets it go keeps it (DeletionPolicy Retain), so no other could create it.
     Resources move only when their part is full or when they all fit one template again (then the stacks of the other parts
     are no longer written: generate says to delete them before deploying). Without a build before, the parts are
@@ -251,7 +251,7 @@ def _size(value: Any, escaped: int = 1) -> int:
 def _template(what: str, region: str, named: list[Named],
               cluster: str | None = None, part: int | None = None) -> dict[str, Any]:
     """A template; its Metadata says the Region to deploy it in (and its cluster, and its part when the cluster's
-    resources are split over several), which README's loop reads."""
+    resources are split over several), which docs/artifacts.md's loop reads."""
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Description": f"gpudash GPU dashboards and alarms, {what}; generated, do not edit by hand.",

@@ -16,7 +16,7 @@ refused is said, never read as none.
 - Playlists: every playlist (GET /api/playlists, then each one's items) is read; an item by the dashboard's uid or id
   picks it. An item by tag picks whatever carries the tag: the delete takes nothing of it.
 - Stars: Grafana answers an account only its own stars (GET /api/user/stars), so gpudash cannot see whether people
-  starred it; a star is a bookmark of the dashboard, and goes with it. Not read, and said in README.
+  starred it; a star is a bookmark of the dashboard, and goes with it. Not read, and said in docs/publishing.md.
 - Library panels: the delete removes the dashboard's connections to them, not the panels. One a person added to a
   dashboard changes its content: an edit, which needs --force already.
 """

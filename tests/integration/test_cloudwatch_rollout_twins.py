@@ -4,7 +4,8 @@ pushed through the agent model into the generated alarm, evaluated as CloudWatch
 series gpudash's Prometheus scrape job stores (its relabelling, the exporter's labels) for `promtool test rules` on
 the generated rules file. Both are judged at every minute from 6 to 30 (the rules' 5-minute window full).
 
-Where they differ is the CloudWatch agent's doing (README, "Two exporter pods on one node"): it keeps one delta series
+Where they differ is the CloudWatch agent's doing (docs/cloudwatch.md, "Two exporter pods on one node"): it keeps one
+delta series
 per exporter revision, so the seconds two revisions run together count twice there, and the increase between the old
 pod's last reading and the new pod's first counts nowhere; the rules read each GPU once across its exporters' copies,
 the largest of their latest readings at each step (promql.held_reading).

@@ -8,8 +8,8 @@ it up to the horizon a reading's previous one is looked for, the README's limit:
 (promql.PREVIOUS_WITHIN) and for the rule, an event alarm (`> 0`: render.alarms.gap_reach); a GPU away 2 hours reads 0
 and the rule is silent after it.
 The CloudWatch twin follows its agent's delta cache (awsemf: a value survives 15 to 30 minutes, by the phase of its
-sweep: test_counter_gap_twins.py; classic forgets it at the first failed scrape): README, "A counter across a gap in
-its data".
+sweep: test_counter_gap_twins.py; classic forgets it at the first failed scrape): docs/cloudwatch.md, "A counter
+across a gap in its data".
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A GPU node that joins or leaves inside a period: what a count, total, mean, least and largest reading per period
 read, per cluster, node, namespace and pod, on Prometheus and on CloudWatch.
 
-The truth (README, "A GPU that joins or leaves inside a period"): a GPU with a reading in the period reports in it and
+The truth (docs/cloudwatch.md, "A GPU that joins or leaves inside a period"): a GPU with a reading in the period
+reports in it and
 counts once; a total adds each such GPU's mean over its readings in the period, a mean is the mean of those means (the
 total over the count), as the overview's values now read a minute; the least and largest are of the period's
 readings. A GPU there for half the period is no half GPU: a failed scrape, which the data cannot tell from a GPU

@@ -8,7 +8,7 @@ than EvaluationPeriods): the rule judges that length, so both forms fire until t
 both clear then (15 minutes after the last reading, for every default gauge alarm); at a longer range the alarm
 stays in ALARM longer. No expression can change that for a GROUP BY alarm (CloudWatch allows no math on its query, so
 no FILL per contributor), and no rule can follow a range whose length is unpublished: it is a stated limit (each
-alarm's description, the README's "The evaluation range"), pinned here for each health rule whose alarm judges a GPU
+alarm's description, docs/alarms.md, "The evaluation range"), pinned here for each health rule whose alarm judges a GPU
 or a pod's GPU, minute by minute after the stop: at the example's length in ALARM exactly while the rule fires, at
 some longer plausible length still in ALARM after it cleared, and bounded, no length in ALARM once the range's
 longest plausible length (EvaluationPeriods + cloudwatch_eval.EXTRA_PERIODS periods) holds no datapoint. The

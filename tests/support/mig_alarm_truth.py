@@ -12,7 +12,8 @@ from tests.support import mixed_fleet
 
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 # the mixed fleet with its time-sliced GPU named under one pod at every scrape: a pod named every other scrape reads
-# half its GPU's sum on CloudWatch (a matter of time-slicing, not MIG: README, "A GPU's counters when pods share it")
+# half its GPU's sum on CloudWatch (a matter of time-slicing, not MIG: docs/cloudwatch.md, "A GPU's counters when pods
+# share it")
 FLEET = tuple(replace(node, moves=0) for node in mixed_fleet.FLEET)
 HOW = {"count": len, "sum": sum, "avg": mean, "max": max, "min": min}
 TESTED = {">": lambda value, level: value > level, "<": lambda value, level: value < level}

@@ -482,8 +482,8 @@ def _named(node: Node, gpu: Gpu, scrape: int | None = None) -> set[tuple[str, st
 def unnamed(fleet: tuple[Node, ...] = FLEET) -> set[tuple[str, str]]:
     """Pods that hold a GPU no series names them on: a time-sliced GPU's other pods where an exporter without
     KUBERNETES_VIRTUAL_GPUS names the same pod at every scrape (on a node that `moves`, none).
-    No per-pod view, variable or alarm can show them (README: "A GPU's counters when pods share it"; `gpudash
-    verify` warns, `GPUs shared by pods`)."""
+    No per-pod view, variable or alarm can show them (docs/cloudwatch.md: "A GPU's counters when pods share it";
+    `gpudash verify` warns, `GPUs shared by pods`)."""
     return {pod for node in fleet for gpu in node.gpus for pod in gpu.holders() - _named(node, gpu)}
 
 

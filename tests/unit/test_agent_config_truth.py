@@ -15,6 +15,7 @@ from generator.lint import run
 from generator.lint.feed_rules import RULES
 from generator.output import encode
 from generator.project import load_project
+from tests.support import documentation
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, exposition
 from tests.support.dcgm_fleet import target_labels
 from tests.support.lint_input import lint_input
@@ -270,7 +271,7 @@ def test_a_long_alarm_description_gives_way_in_its_notes_and_keeps_its_runbook_a
     namespace = "gpu-" + "o" * 59
     project = load_project(project_dir(f"exporter:\n  namespace: {namespace}\n"))
     descriptions = {a.request["AlarmName"]: a.request["AlarmDescription"] for a in build(project).alarms}
-    cut = {name: text for name, text in descriptions.items() if alarm_text.NOTES_README in text}
+    cut = {name: text for name, text in descriptions.items() if alarm_text.NOTES_DOC in text}
     assert cut, "no description reached the limit"
     for name, text in descriptions.items():
         assert len(text) <= 1024 and alarm_text.ELIDED not in text
@@ -284,7 +285,7 @@ def test_a_long_alarm_description_gives_way_in_its_notes_and_keeps_its_runbook_a
     monkeypatch.undo()
     for name, text in cut.items():
         kept, _, mark = text.rpartition(" [")
-        assert re.fullmatch(r"(\d+ notes? shortened)?(, )?(\d+ notes? left out)?: " + re.escape(alarm_text.NOTES_README)
+        assert re.fullmatch(r"(\d+ notes? shortened)?(, )?(\d+ notes? left out)?: " + re.escape(alarm_text.NOTES_DOC)
                             + r"\]", mark), mark
         # what is kept is the whole description's: its own sentence, runbook and who made it, then the notes kept
         # (the last in short form: the DaemonSet read and what is not seen, each with what it does not fire for)
@@ -296,17 +297,18 @@ def test_a_long_alarm_description_gives_way_in_its_notes_and_keeps_its_runbook_a
     # the same rule with a short namespace: whole, no mark (the idle alarm on MIG instances gives way whatever the
     # namespace: its evaluation-range note in short form)
     short = {a.request["AlarmName"]: a.request["AlarmDescription"] for a in build(load_project(project_dir(""))).alarms}
-    assert not any(alarm_text.NOTES_README in text for name, text in short.items() if "data-missing" in name)
-    assert [name for name, text in short.items() if alarm_text.NOTES_README in text] == [
+    assert not any(alarm_text.NOTES_DOC in text for name, text in short.items() if "data-missing" in name)
+    assert [name for name, text in short.items() if alarm_text.NOTES_DOC in text] == [
         name for name in short if "-gpu-idle-" in name]
 
 
-def test_the_readmes_dashboard_limit_example_is_what_generate_says(cli, tmp_path):
-    """README quotes generate's refusal of top_pods: 500 and top_gpus' largest value; they are the product's words."""
-    readme = (ROOT / "README.md").read_text()
+def test_the_documented_dashboard_limit_example_is_what_generate_says(cli, tmp_path):
+    """docs/settings.md quotes generate's refusal of top_pods: 500 and top_gpus' largest value; they are the product's
+    words."""
+    settings = documentation.text("settings.md")
     shown = re.search(r"`cloudwatch\.top_pods 500: \.\.\. would show up to ([\d,]+) metrics` / "
-                      r"`fix: set cloudwatch\.top_pods to (\d+) or less`.*?`top_gpus` at most (\d+)", readme)
-    assert shown, "README no longer quotes the example"
+                      r"`fix: set cloudwatch\.top_pods to (\d+) or less`.*?`top_gpus` at most (\d+)", settings)
+    assert shown, "docs/settings.md no longer quotes the example"
     said = []
     for key in ("top_pods", "top_gpus"):
         (tmp_path / "gpudash.yaml").write_text(f"cloudwatch:\n  {key}: 500\n")

@@ -2,7 +2,7 @@
 emoji counts 2: alarm_text.length). Every description gpudash
 writes keeps the alarm's own sentence, its runbook and who made it whole; its notes (what CloudWatch's form of the
 rule does otherwise) give way from the last, first to their short form, then whole notes left out, and a mark at the
-end counts them and names the README section that explains every note. Nothing is cut inside a word.
+end counts them and names docs/alarm-notes.md, which explains every note. Nothing is cut inside a word.
 
 Every description of hostile builds is checked against the notes it was given (render.alarms calls
 alarm_text.described; the test records each call): user alarms with a long description and runbook on fields and
@@ -21,7 +21,7 @@ from generator.cloudwatch_query import GAP_SHORT, GAP_TEXTS, gap_said
 from generator.errors import InputError
 from generator.model import Alarm, Condition, Query
 from generator.render import alarm_text, alarms as alarm_render
-from generator.render.alarm_text import DESCRIPTION_LIMIT, ELIDED, NOTES_README, Note, described
+from generator.render.alarm_text import DESCRIPTION_LIMIT, ELIDED, NOTES_DOC, Note, described
 from tests.support.projects import bundled_project, defined_project
 
 # a user's own sentence and runbook, long but within reason: 409 and 243 characters
@@ -68,7 +68,7 @@ SETTINGS = {
     "static": "alarms:\n  per_pod: static\n  static_pods: [research/train-0]\n",
     "classic-static": "agent:\n  pipeline: classic\nalarms:\n  per_pod: static\n  static_pods: [research/train-0]\n",
 }
-MARK = re.compile(r" \[(?:(\d+) notes? shortened)?(?:, )?(?:(\d+) notes? left out)?: " + re.escape(NOTES_README)
+MARK = re.compile(r" \[(?:(\d+) notes? shortened)?(?:, )?(?:(\d+) notes? left out)?: " + re.escape(NOTES_DOC)
                   + r"\]$")
 
 
@@ -103,7 +103,7 @@ def _checked(alarm, notes, own, title, text) -> tuple[int, int]:
         assert (int(mark.group(1) or 0), int(mark.group(2) or 0)) == (shortened, left), (text[-300:], shortened,
                                                                                           left)
     else:
-        assert not mark and NOTES_README not in text
+        assert not mark and NOTES_DOC not in text
     return shortened, left
 
 
@@ -187,7 +187,7 @@ def test_a_user_alarm_with_every_note_keeps_its_runbook_and_the_mig_note_first()
     shortened, left = _checked(alarm, notes, None, None, text)
     assert alarm_render.MIG_UNSEEN in text and shortened >= 2 and left >= 1, text
     assert text.index(alarm_render.MIG_UNSEEN) > text.index(" Managed by gpudash (alarms/user.py, rule user-rule).")
-    assert not re.search(r"\w\]$|\w\.\.\.", text.replace(NOTES_README + "]", ""))  # no word cut
+    assert not re.search(r"\w\]$|\w\.\.\.", text.replace(NOTES_DOC + "]", ""))  # no word cut
     whole = len(f"{alarm.title}. {LONG} Runbook: {RUNBOOK}") + len(alarm_text.made_by(alarm)) + len(
         alarm_text.written(notes))
     assert whole > 2 * DESCRIPTION_LIMIT  # what would have been cut mid-sentence before
@@ -261,7 +261,7 @@ def test_an_own_sentence_too_long_is_cut_at_a_word_before_its_runbook_and_lint_e
     assert alarm_text.length(text) <= DESCRIPTION_LIMIT and f"{ELIDED} Runbook: {RUNBOOK} Managed by gpudash (" in text, text
     head = text.partition(ELIDED)[0]
     assert f"Wordy. {long}".startswith(head) and f"Wordy. {long}"[len(head)] == " "  # a whole sentence or word
-    assert re.search(r"\[1 note left out: " + re.escape(NOTES_README) + r"\]$", text), text[-100:]  # stale
+    assert re.search(r"\[1 note left out: " + re.escape(NOTES_DOC) + r"\]$", text), text[-100:]  # stale
     found = list(alarm_descriptions(lint_input(project, artifacts)))
     assert [(f.rule, f.severity) for f in found] == [("AL026", "error")], found
     assert "its own sentence was cut" in found[0].message, found[0].message

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from generator.cli_base import main
+from tests.support import documentation
 
 JSON_COMMANDS = sorted(name for name in main.list_commands(None)
                        if any(p.name == "output" for p in main.get_command(None, name).params))
@@ -160,9 +161,9 @@ def test_ctrl_c_while_click_reads_the_command_line_exits_130_not_aborted_1(monke
     assert stopped.value.code == 130 and "Aborted!" not in capsys.readouterr().err
 
 
-def test_gpudash_alone_prints_the_help_on_stderr_and_exits_2_as_the_readme_says(cli):
-    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
-    assert "`gpudash` with no command, which prints the help on stderr" in readme
+def test_gpudash_alone_prints_the_help_on_stderr_and_exits_2_as_the_documentation_says(cli):
+    commands = " ".join(documentation.text("commands.md").split())
+    assert "`gpudash` with no command, which prints the help on stderr" in commands
     code, stdout, stderr = cli()
     assert code == 2 and stdout == "" and "Usage:" in stderr and "Commands:" in stderr
     code, stdout, stderr = cli("--help")

@@ -11,7 +11,7 @@ is taken as a reset and the reading itself is sent). Merged into one label set, 
 counter since the driver loaded as the period's increase (1.67e9 mW for a 200 W GPU; the PCIe replays alarm in ALARM
 for a link replaying 30 per 5 minutes, threshold 50). The OTel pipeline's scrape job labels each series with its
 exporter pod's DaemonSet revision (the pod's controller-revision-hash), which the merged counters keep: each
-revision is a delta series of its own. So (README, "Two exporter pods on one node"):
+revision is a delta series of its own. So (docs/cloudwatch.md, "Two exporter pods on one node"):
 
 * while both revisions run, both increases are summed: the seconds they run together count twice, never more;
 * a rollout's new revision starts with a baseline: the increase between the old pod's last reading and the new pod's

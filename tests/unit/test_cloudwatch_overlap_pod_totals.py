@@ -3,7 +3,8 @@
 On `agent.pipeline: classic` a pod's total is the sum of every GPU reading the agent published in the period with
 the pod's dimensions, divided by the scrapes in the period (the widget's `* 30 / PERIOD()`): both exporter pods'
 readings are published, so while they run together a pod's framebuffer, power and GPU count read twice their value
-(said by `gpudash verify`'s "exporter rollout overlap" warning and README "Two exporter pods on one node"). The OTel
+(said by `gpudash verify`'s "exporter rollout overlap" warning and docs/cloudwatch.md "Two exporter pods on one
+node"). The OTel
 pipeline makes each pod's totals per scrape (metricstransform within one target's batch), and the widgets take
 their mean: true throughout.
 

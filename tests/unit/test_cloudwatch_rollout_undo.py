@@ -10,7 +10,7 @@ revision ran, which that revision's own series had published already (260,000 mW
 `pod-template-generation` label, bumped at every template change (an undo too), keeps the two apart: the OTel
 exporter job writes `exporter_revision` as `<hash>-<generation>`. Where no two exporter pods ever run at once, no
 period may read more than the GPU's true increase (a rollout may lose the seconds between two pods' readings, as
-README "Two exporter pods on one node" says; it may not count any twice).
+docs/cloudwatch.md "Two exporter pods on one node" says; it may not count any twice).
 
 Through the agent model (tests/support/cloudwatch_agent.py) into the generated widget, evaluated as CloudWatch
 documents (tests/support/cloudwatch_eval.py).

@@ -11,6 +11,7 @@ from generator import cost
 from generator.cost import Fleet, load_prices, tiered
 from generator.project import load_project
 from tests.conftest import REPO
+from tests.support import documentation
 
 
 _BUILT: dict = {}  # id(project) -> (the project, its artifact set)
@@ -258,9 +259,9 @@ def test_cost_command_json_and_table(cli, tmp_path):
     assert code == 2 and "bad.json:1: prices file is not JSON" in stderr and "Traceback" not in stderr
 
 
-def test_every_price_date_the_readme_quotes_is_the_data_files():
+def test_every_price_date_the_documentation_quotes_is_the_data_files():
     as_of = json.loads((REPO / "generator/defaults/cloudwatch-prices.json").read_text())["as_of"]
-    quoted = re.findall(r"prices as of ([0-9][0-9-]*)", (REPO / "README.md").read_text())
+    quoted = re.findall(r"prices as of ([0-9][0-9-]*)", documentation.text())
     assert quoted and set(quoted) == {as_of}, quoted
 
 
@@ -316,10 +317,10 @@ def test_the_exporters_up_is_counted_per_gpu_node_when_the_fleet_says_how_many(p
     assert {k: v for k, v in with_nodes.items() if k not in logs} == {k: v for k, v in without.items() if k not in logs}
 
 
-def test_the_readmes_worked_example_is_what_the_command_says(project, project_dir):
-    """Each row of the README's worked example (one pod per GPU, eight GPUs per node) is the estimate of its fleet:
+def test_the_worked_example_is_what_the_command_says(project, project_dir):
+    """Each row of docs/cost.md's worked example (one pod per GPU, eight GPUs per node) is the estimate of its fleet:
     every line's quantity and price as the table shows them, the total, and the total with metric_selection: all."""
-    text = (REPO / "README.md").read_text()
+    text = documentation.text("cost.md")
     section = text[text.index("Worked example: one pod per GPU, eight GPUs per node"):]
     everything = load_project(project_dir("agent:\n  metric_selection: all\n"))
     rows, events = 0, []

@@ -13,6 +13,7 @@ import pytest
 
 from generator.settings import discover
 from tests.conftest import REPO
+from tests.support import documentation
 
 BROKEN = "labels:\n  pod: nobody\n"  # a distinctive error: whoever reads this file fails on line 2
 
@@ -299,8 +300,7 @@ def test_the_license_is_an_spdx_string():
 
 
 def test_every_reliability_promise_names_tests_that_exist():
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Reliability promises", 1)[1].split("\n## ", 1)[0]
+    section = documentation.text("reliability.md")
     rows = [line for line in section.splitlines() if line.startswith("| ") and "`tests/" in line]
     assert len(rows) >= 10
     for row in rows:
@@ -367,15 +367,14 @@ def test_linting_a_bundled_csv_build_with_another_csv_says_drop_it(in_folder, cl
     assert "fix: drop --csv: the build was made from the bundled CSV" in stderr, stderr
 
 
-def test_every_alarm_expression_the_readme_quotes_is_one_gpudash_generates():
-    """The README quotes alarm expressions (`FILL(…)`, `IF(…)`): each must be, or be part of, one a golden build
+def test_every_alarm_expression_the_documentation_quotes_is_one_gpudash_generates():
+    """README and docs/ quote alarm expressions (`FILL(…)`, `IF(…)`): each must be, or be part of, one a golden build
     holds, so the text cannot keep an expression the generator no longer writes. Placeholders (…, floor) are
     illustrations, not quotes."""
-    readme = (REPO / "README.md").read_text()
-    quoted = {re.sub(r" [<>]=? [\d.]+$", "", text)  # the threshold the README writes after it
-              for text in re.findall(r"`((?:FILL|IF)\([^`]+)`", readme)
+    quoted = {re.sub(r" [<>]=? [\d.]+$", "", text)  # the threshold the text writes after it
+              for text in re.findall(r"`((?:FILL|IF)\([^`]+)`", documentation.text())
               if not any(placeholder in text for placeholder in ("…", "...", "floor"))}
-    assert quoted, "the README quotes no alarm expression"
+    assert quoted, "the documentation quotes no alarm expression"
     generated = set()
     for alarms in (REPO / "tests/golden/builds").glob("*/cloudwatch/alarms.json"):
         generated |= set(re.findall(r'"Expression": "([^"]+)"', alarms.read_text()))
@@ -383,18 +382,19 @@ def test_every_alarm_expression_the_readme_quotes_is_one_gpudash_generates():
         sorted(text for text in quoted if not any(text in expression for expression in generated))
 
 
-def test_the_readme_command_table_names_every_option_of_each_command():
-    """A newcomer reads the options in README's Commands table: each command's row names every option its --help
+def test_the_command_table_names_every_option_of_each_command():
+    """A newcomer reads the options in the Commands table (docs/commands.md): each command's row names every option
+    its --help
     has (--config and --csv apply to all and are said once above the table; generate's --check has its own row)."""
     import click
 
     from generator.cli import main
 
-    readme = (REPO / "README.md").read_text()
+    table = documentation.text("commands.md")
     context = click.Context(main)
     for name in main.list_commands(context):
         command = main.get_command(context, name)
-        row = next(line for line in readme.splitlines() if line.startswith(f"| `gpudash {name}"))
+        row = next(line for line in table.splitlines() if line.startswith(f"| `gpudash {name}"))
         options = [param.opts[0] for param in command.params if isinstance(param, click.Option)
                    and param.opts[0].startswith("--") and param.opts[0] not in ("--config", "--csv", "--help")]
         missing = [option for option in options if option not in row and (name, option) != ("generate", "--check")]
@@ -403,9 +403,10 @@ def test_the_readme_command_table_names_every_option_of_each_command():
 
 
 def test_the_readme_examples_of_a_dashboard_and_an_alarm_generate(in_folder, cli):
-    """The two examples under "Writing dashboards", copied as they are into dashboards/ and alarms/, generate."""
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Writing dashboards"):readme.index("## Lint rules")]
+    """The README's two examples ("Add a dashboard and an alarm"), copied as they are into dashboards/ and alarms/,
+    generate."""
+    readme = documentation.text("README.md")
+    section = readme.split("\n## Add a dashboard and an alarm\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
     kinds = {"dashboards" if "def dashboards(ctx)" in block else "alarms": block for block in blocks}
     assert sorted(kinds) == ["alarms", "dashboards"]
