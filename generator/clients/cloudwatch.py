@@ -323,6 +323,9 @@ class CloudWatch:
                 if code == str(status):  # no AWS error document: botocore names the error by its status
                     failure = (f"CloudWatch answered {api} in {region} with something that is not an API answer "
                                f"({_not_aws(exc.response, status, message)})", answer_hint(self.endpoint_name))
+                    if api in WRITES:  # a proxy's redirect or page, perhaps after passing the request on: CloudWatch
+                        lost.append(True)  # may have made the write, and its own answer is lost (not retried: the
+                        # same page would answer; the caller reads the object back)
                 if not (code in RETRYABLE_CODES or status >= 500 or status == 429):
                     refused = RemoteError(failure[0], where=what, hint=failure[1])
                     refused.code = code  # the API's error code: what a caller tells refusals apart by

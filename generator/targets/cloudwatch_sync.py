@@ -1407,8 +1407,8 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
                         where=what, hint=_unproven(cloudwatch))
     if lost is not None:
         still = RemoteError("CloudWatch DeleteAlarms was sent and its answer was lost; read back, the alarm is still "
-                            "there: not deleted", where=what, hint="run again when CloudWatch answers: publishing "
-                            "converges")
+                            f"there: not deleted ({getattr(lost, 'cause', None) or lost.what})", where=what,
+                            hint="run again when CloudWatch answers: publishing converges")
     if own or lost is not None:
         for change in batch:
             if change.name not in left:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster, taken_over,
                                             threshold_lowered, without_query_periods)
-from tests.support.fault_proxy import Rule
+from tests.support.fault_proxy import HTML as HTML_PAGE, Rule
 
 NAME = "gpudash-gpu-cluster-gpu-temp-critical-critical"
 DASHBOARD = "gpudash-gpu-cluster-health"
@@ -252,6 +252,65 @@ def test_a_write_whose_answers_are_lost_and_whose_read_back_fails_says_it_may_ha
     errors = [item["error"] for item in report["failed"] if f"CloudWatch {api}" in item["error"]]
     assert errors and all(f"CloudWatch {api} was sent and may have happened, but its answer was lost" in error
                           and "could not be read back to show it" in error for error in errors), report["failed"]
+
+
+SIGN_IN_PAGE = {"Location": "https://sso.example.com/signin?state=abc", "Content-Type": "text/html"}
+
+
+@pytest.mark.parametrize("how", ["passed on, then a redirect", "a refusal page, not passed on",
+                                 "passed on, then a redirect, and reads redirected after it"])
+@pytest.mark.parametrize("api", LOST)
+def test_a_write_answered_by_a_proxy_s_page_may_have_happened_and_is_read_back(proxied, published, project_dir, api,
+                                                                              how):
+    """A proxy in front of CloudWatch answers the write with a redirect to a sign-in page or an HTML refusal (no AWS
+    error document), having passed the request on or not. The write was reported not made (a failure naming the
+    page) even when CloudWatch had made it. It may have happened: it is read back as a write whose answer was lost
+    is, and reported done when the read shows it made, not made when the read shows the object as before, and as
+    may have happened (run plan) when the read cannot be made."""
+    proxy, client, apply = proxied
+    settings, flags, kind = LOST[api]
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    config = str(project_dir(settings))
+    everything = [*alarms(client), *_dashboards(client)]
+    before = _state(client, everything)
+    fresh(proxy)
+    page = HTML_PAGE + b"<p>" + b"x" * 200 + b"</p>"
+    passed = how.startswith("passed on")
+    reads = [fault(read, "status", times=ALWAYS, status=302, body=page)
+             for read in ("DescribeAlarms", "GetDashboard", "ListTagsForResource", "GetResources")]
+    for rule in reads:
+        rule.headers = SIGN_IN_PAGE
+    later = (lambda: proxy.inject(*reads)) if how.endswith("after it") else None
+    rule = fault(api, "gateway" if passed else "status", times=ALWAYS, status=302 if passed else 403, body=page,
+                 callback=later)
+    rule.headers = SIGN_IN_PAGE
+    proxy.inject(rule)
+    code, report, stderr = apply("--config", config, *flags)
+    assert "Traceback" not in stderr and proxy.operations.count(api) >= 1, stderr
+    actions = ("delete",) if api.startswith("Delete") else ("create", "update")
+    changed = [c["name"] for c in report["changes"] if c["action"] in actions and c["kind"] == kind]
+    assert changed, report["changes"]
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    if how == "passed on, then a redirect":
+        assert code == 0 and errors == {} and set(changed) <= set(report["written"]), errors
+        assert proxy.operations.count(api) == len(changed)  # a page answers the same: not sent again
+        return
+    assert code == 3 and "state=abc" not in stderr, stderr
+    if how == "a refusal page, not passed on":
+        assert proxy.operations.count(api) == len(changed)
+        assert all(f"CloudWatch {api} was sent and its answer was lost; read back" in errors[name]
+                   and ("the write was not made" in errors[name] or "still there: not deleted" in errors[name])
+                   and "HTTP 403, text/html" in errors[name]
+                   for name in changed if name in errors), errors
+        if api != "TagResource":  # (an update's fields are written before its tags)
+            assert _state(client, changed) == {name: before.get(name) for name in changed}
+        return
+    # the first write passed on, then every read redirected too: that write may have happened (it did); the others
+    # were not sent (their reads before the write failed)
+    sent = [error for error in errors.values() if f"CloudWatch {api} was sent" in error]
+    assert len(sent) == proxy.operations.count(api) == 1, errors
+    assert f"CloudWatch {api} was sent and may have happened" in sent[0] and \
+        "HTTP 302 redirecting to https://sso.example.com/signin" in sent[0] and "not made" not in sent[0], sent
 
 
 TAGGING_DENIED = {"__type": "AccessDeniedException", "message": "not authorized to perform cloudwatch:TagResource"}
