@@ -31,6 +31,7 @@ from . import __version__
 from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKinds, joined_by
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes
+from .staging import claim, let_go, lock_of, remove_dead
 from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_filled,
                         to_json_strings, to_yaml, to_yaml_alike, to_yaml_many, writes_as_itself)
 
@@ -915,7 +916,9 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
     A symlink stays a symlink: its target is written. A mount point cannot be renamed, so the new
     build is staged inside it and moved into place entry by entry. No failure leaves a half-written
     build or a stray staging folder behind, an interruption (SIGINT, SIGTERM) included: it is held
-    while the build is written and delivered once the previous build or the new one is in place.
+    while the build is written and delivered once the previous build or the new one is in place; a
+    staging folder that a writer killed while writing (SIGKILL, a crash) left is removed by the next
+    write (staging.py).
     A previous build holding files gpudash did not write, or files edited since, is replaced only
     with `force`. `known`: files of the previous build already read and found holding their new bytes
     (`renamed_resources`), with the sha256 of those bytes and the file's status then."""
@@ -925,6 +928,9 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
     if out.exists() and not out.is_dir():
         raise OutputError("the output path is a file, not a directory", where=str(out),
                           hint="pass --out with a directory")
+    remove_dead(out.parent, f".{out.name}.new-")  # what a writer killed while writing left (staging.py)
+    if out.is_dir():
+        remove_dead(out, ".gpudash.new-")
     try:
         owned = _owned(out)
     except OSError as exc:
@@ -1175,42 +1181,46 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
     except OSError as exc:
         raise OutputError(f"cannot create the output directory ({exc.strerror})", where=str(out.parent),
                           hint="check the path and its permissions") from None
-    retired = None
+    writer = _claimed(staging, out)
     try:
-        tells = taken is not None and _change_times_tell(staging)
-        linked = _fill(staging, files, manifest, out if out.is_dir() else None, stop, _trusted(known, tells))
-        os.chmod(staging, 0o755)
-        if not out.exists():
-            os.replace(staging, out)
-            return
-        retired = _new_folder(out.parent, f".{out.name}.old-")
+        retired = None
         try:
-            os.replace(out, retired / "build")
-        except OSError as exc:
-            if exc.errno in (errno.EBUSY, errno.EXDEV):  # a bind mount that ismount() did not see
-                shutil.rmtree(staging, ignore_errors=True)
-                os.rmdir(retired)
-                retired = None
-                _write_inside(out, files, manifest, stop, known, taken)
+            tells = taken is not None and _change_times_tell(staging)
+            linked = _fill(staging, files, manifest, out if out.is_dir() else None, stop, _trusted(known, tells))
+            os.chmod(staging, 0o755)
+            if not out.exists():
+                os.replace(staging, out)
                 return
-            raise
-        try:
-            _refuse_changed(taken, retired / "build", out, linked, tells=tells)
-            os.replace(staging, out)
-        except (OSError, _Changed):
-            os.replace(retired / "build", out)  # put the previous build back
-            raise
-    except (OSError, _Stopped, _Changed) as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        if retired is not None and not (retired / "build").exists():
+            retired = _new_folder(out.parent, f".{out.name}.old-")
+            try:
+                os.replace(out, retired / "build")
+            except OSError as exc:
+                if exc.errno in (errno.EBUSY, errno.EXDEV):  # a bind mount that ismount() did not see
+                    shutil.rmtree(staging, ignore_errors=True)
+                    os.rmdir(retired)
+                    retired = None
+                    _write_inside(out, files, manifest, stop, known, taken)
+                    return
+                raise
+            try:
+                _refuse_changed(taken, retired / "build", out, linked, tells=tells)
+                os.replace(staging, out)
+            except (OSError, _Changed):
+                os.replace(retired / "build", out)  # put the previous build back
+                raise
+        except (OSError, _Stopped, _Changed) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            if retired is not None and not (retired / "build").exists():
+                shutil.rmtree(retired, ignore_errors=True)
+            if isinstance(exc, _Stopped):
+                raise
+            if isinstance(exc, _Changed):
+                raise exc.error from None
+            raise _failed(exc, out) from None
+        if retired is not None:
             shutil.rmtree(retired, ignore_errors=True)
-        if isinstance(exc, _Stopped):
-            raise
-        if isinstance(exc, _Changed):
-            raise exc.error from None
-        raise _failed(exc, out) from None
-    if retired is not None:
-        shutil.rmtree(retired, ignore_errors=True)
+    finally:
+        let_go(staging, writer)
 
 
 def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
@@ -1221,12 +1231,14 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
     staging = retired = None
     moved_out: list[str] = []
     moved_in: list[str] = []
+    writer = None
     try:
         staging = _new_folder(out, ".gpudash.new-")
+        writer = _claimed(staging, out)
         tells = taken is not None and _change_times_tell(staging)
         linked = _fill(staging, files, manifest, out, stop, _trusted(known, tells))
         retired = _new_folder(out, ".gpudash.old-")
-        keep = {staging.name, retired.name}
+        keep = {staging.name, retired.name, lock_of(staging).name}
         for name in sorted(os.listdir(out)):
             if name not in keep:
                 os.replace(out / name, retired / name)
@@ -1246,13 +1258,25 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
         for folder in (staging, retired):
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
+        if staging is not None:
+            let_go(staging, writer)
         if isinstance(exc, _Stopped):
             raise
         if isinstance(exc, _Changed):
             raise exc.error from None
         raise _failed(exc, out) from None
     shutil.rmtree(staging, ignore_errors=True)
+    let_go(staging, writer)
     shutil.rmtree(retired, ignore_errors=True)
+
+
+def _claimed(staging: Path, out: Path) -> int | None:
+    """`staging` (just made) locked as this writer's (staging.py); removed again when that fails."""
+    try:
+        return claim(staging)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise _failed(exc, out) from None
 
 
 @dataclass(frozen=True)

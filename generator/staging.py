@@ -1,0 +1,110 @@
+"""Staging folders a build is written into (beside the build folder, `.<out>.new-<12 hex digits>`, or inside a mount
+point, `.gpudash.new-<...>`), and what a writer that died while writing one left.
+
+Each writer holds a lock on a file beside its staging folder, named for it (`<folder>.lock`), from just after the
+folder is made until the folder is swapped in or removed: the file is made inside the folder (new, the writer's
+alone), locked there, then renamed beside it, so it never shows unlocked under its name. The kernel lets go of the
+lock when the writer ends, however it ends (SIGKILL, a crash; power loss ends every lock). A later build removes a
+staging folder of its own name form only when its lock file is there, is the writer's own user's, and can be locked:
+its writer is gone. A folder without its lock file (one made by a gpudash before the lock, or in the instant between
+the folder and its lock) is left alone, and so is everything else beside the build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # (no flock on Windows: nothing is claimed, and nothing is removed)
+    fcntl = None  # type: ignore[assignment]
+
+LOCK = ".lock"
+_HEX = "[0-9a-f]{12}"  # the random part of a staging folder's name (output._made_new)
+
+
+def lock_of(folder: Path) -> Path:
+    return folder.with_name(folder.name + LOCK)
+
+
+def claim(folder: Path) -> int | None:
+    """Lock `folder` (just made, empty) as being written by this process: the descriptor holding the lock (None where
+    the system has no flock)."""
+    if fcntl is None:
+        return None
+    inside = folder / ("writer" + LOCK)
+    fd = os.open(inside, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(inside, lock_of(folder))
+    except OSError:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(inside)
+        raise
+    return fd
+
+
+def let_go(folder: Path, fd: int | None) -> None:
+    """After `folder` was swapped in or removed: its lock file removed, then the lock let go."""
+    if fd is None:
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(lock_of(folder))
+    os.close(fd)
+
+
+def remove_dead(parent: Path, prefix: str) -> list[str]:
+    """Remove from `parent` the staging folders named `prefix` + 12 hex digits whose writer is gone (their lock file
+    can be locked), and lock files of that form left without their folder (a writer that ended between its swap and
+    removing its lock file). Returns the names removed. Nothing that cannot be read or locked is touched; a failure
+    to remove leaves what is left."""
+    if fcntl is None:
+        return []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    form = re.compile(re.escape(prefix) + _HEX + re.escape(LOCK))
+    removed = []
+    for name in sorted(names):
+        if form.fullmatch(name) and _remove_if_dead(parent / name[: -len(LOCK)]):
+            removed.append(name[: -len(LOCK)])
+    return removed
+
+
+def _remove_if_dead(folder: Path) -> bool:
+    lock = lock_of(folder)
+    try:
+        fd = os.open(lock, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its writer is writing
+            return False
+        held, named = os.fstat(fd), os.lstat(lock)
+        if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino) or held.st_uid != os.geteuid():
+            return False  # removed (its writer done) and made again meanwhile, or another user's
+        try:
+            found = os.lstat(folder)
+        except FileNotFoundError:
+            found = None
+        if found is not None:
+            if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
+                return False
+            shutil.rmtree(folder, ignore_errors=True)
+            if os.path.lexists(folder):
+                return False
+        os.unlink(lock)
+        return found is not None
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -1,0 +1,83 @@
+"""A generate killed while writing its build (SIGKILL, a crash: nothing can hold those) leaves its staging folder
+beside the build folder. The next write removes such a folder when it is provably one a gpudash writer made and that
+writer is gone (generator/staging.py: its own name form, and its lock file beside it, which nobody holds); a writer
+still writing keeps its folder, and nothing else beside the build is touched. The build itself stays as it was."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from generator.output import write_files
+
+REPO = Path(__file__).resolve().parents[2]
+FILES = {"grafana/a.json": b"{}\n", "k8s/b.yaml": b"b: 1\n"}
+# A writer that stops in the middle of writing: the files are in its staging folder, the swap not made
+STOPPED_WRITER = """
+import pathlib, sys, time
+from generator import output
+fill = output._fill
+def stopped(staging, *args, **kwargs):
+    fill(staging, *args, **kwargs)
+    pathlib.Path(sys.argv[2]).write_text(str(staging))
+    time.sleep(600)
+output._fill = stopped
+output.write_files(pathlib.Path(sys.argv[1]), {"grafana/a.json": b"[]\\n"})
+"""
+
+
+def _stopped_writer(out: Path, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """A writer process stopped mid-write, and its staging folder."""
+    said = tmp_path / "staging-at"
+    writer = subprocess.Popen([sys.executable, "-c", STOPPED_WRITER, str(out), str(said)],
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    for _ in range(1200):  # (a bound on the wait, not a timing assertion)
+        if said.exists() and said.read_text():
+            return writer, Path(said.read_text())
+        assert writer.poll() is None, "the writer ended before writing"
+        time.sleep(0.05)
+    writer.kill()
+    raise AssertionError("the writer did not reach its staging folder")
+
+
+def _build(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"}
+
+
+def test_a_writer_killed_mid_write_leaves_a_folder_the_next_write_removes(tmp_path):
+    out = tmp_path / "build"
+    write_files(out, FILES)
+    writer, staging = _stopped_writer(out, tmp_path)
+    try:
+        assert staging.parent == tmp_path and staging.name.startswith(".build.new-") and staging.is_dir()
+        assert (staging / "grafana" / "a.json").read_bytes() == b"[]\n"
+        # beside it: a folder of the same form that no lock shows to be a dead writer's (a gpudash before the lock
+        # made it, or someone else), and one of another build's name
+        unclaimed = tmp_path / ".build.new-0123456789ab"
+        unclaimed.mkdir()
+        other = tmp_path / ".other.new-0123456789ab"
+        other.mkdir()
+        (tmp_path / ".other.new-0123456789ab.lock").write_bytes(b"")
+        write_files(out, FILES)  # while the writer is alive, its folder is its own
+        assert staging.is_dir() and (staging / "grafana" / "a.json").exists()
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    assert staging.is_dir() and _build(out) == FILES  # killed: its folder is left, the build is as it was
+    write_files(out, FILES)
+    assert not staging.exists() and not Path(f"{staging}.lock").exists()
+    assert _build(out) == FILES
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["build", ".build.new-0123456789ab", ".other.new-0123456789ab", ".other.new-0123456789ab.lock",
+         "staging-at"])
+
+
+def test_a_write_leaves_nothing_beside_the_build(tmp_path):
+    out = tmp_path / "build"
+    write_files(out, FILES)
+    write_files(out, {"grafana/a.json": b"[]\n"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
