@@ -771,6 +771,20 @@ def _error_code(response: Any) -> str | None:
     return error if isinstance(error, str) else None
 
 
+# What DescribeAlarms reports of every metric alarm (each: one of these members), beside its name and ARN: its state,
+# and what PutMetricAlarm requires of an alarm on a metric or a math expression: a comparison, a number of periods, a
+# threshold (or an anomaly band's), a metric (or queries). A PromQL alarm (EvaluationCriteria) has a state alone. An
+# alarm listed without one is not CloudWatch's answer (an edit cannot remove them), never "edited in the console".
+ALARM_MEMBERS = (("StateValue",), ("ComparisonOperator",), ("EvaluationPeriods",), ("Threshold", "ThresholdMetricId"),
+                 ("MetricName", "Metrics"))
+
+
+def _unreported(alarm: dict[str, Any]) -> str | None:
+    """The member(s) of ALARM_MEMBERS this listed alarm lacks ("A or B" where either would do), or None."""
+    needed = ALARM_MEMBERS[:1] if alarm.get("EvaluationCriteria") is not None else ALARM_MEMBERS
+    return next((" or ".join(keys) for keys in needed if all(alarm.get(key) is None for key in keys)), None)
+
+
 def _invalid(api: str, response: Any) -> str | None:
     """Why `response` is not a valid answer to `api`, or None."""
     if not isinstance(response, dict):
@@ -782,6 +796,10 @@ def _invalid(api: str, response: Any) -> str | None:
             for item in response[key]:
                 if not isinstance(item, dict) or any(not isinstance(item.get(k), str) for k in ITEM_KEYS.get(key, ())):
                     return f"an item of {key} without {', '.join(ITEM_KEYS.get(key, ())) or 'its fields'}"
+    if api == "DescribeAlarms":
+        for alarm in response["MetricAlarms"]:
+            if (missing := _unreported(alarm)) is not None:
+                return f"the alarm {alarm['AlarmName']} without {missing}, which CloudWatch reports of every such alarm"
     if api == "GetResources":
         for item in response["ResourceTagMappingList"]:
             if not isinstance(item.get("Tags"), list):  # asked for by tag: a resource listed without its tags is not

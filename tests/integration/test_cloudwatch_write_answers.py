@@ -113,10 +113,14 @@ def _garbled(operation: str, change):
 
 
 def _alarm(field, value):
+    """A change to the alarm NAME in a DescribeAlarms answer: `field` set to `value`, or `value(alarm)` called."""
     def change(answer):
         for alarm in answer.get("MetricAlarms", []):
             if alarm["AlarmName"] == NAME:
-                alarm[field] = value
+                if callable(value):
+                    value(alarm)
+                else:
+                    alarm[field] = value
     return change
 
 
@@ -158,6 +162,32 @@ def test_a_listing_with_a_member_not_as_the_model_has_it_is_not_an_answer(proxie
            f"({said.format(i=index)})" in stderr, stderr
 
 
+@pytest.mark.parametrize("removed, said", [
+    (("ComparisonOperator",), "ComparisonOperator"), (("EvaluationPeriods",), "EvaluationPeriods"),
+    (("StateValue",), "StateValue"), (("Threshold", "ThresholdMetricId"), "Threshold or ThresholdMetricId"),
+    (("MetricName", "Metrics"), "MetricName or Metrics")],
+    ids=["no comparison", "no periods", "no state", "no threshold", "no metric"])
+def test_an_alarm_listed_without_what_cloudwatch_reports_of_every_alarm_is_not_an_answer(proxied, published, cli,
+                                                                                       removed, said):
+    """DescribeAlarms lists one of gpudash's alarms without a member CloudWatch reports of every metric alarm (its
+    comparison, its number of periods, its state, a threshold, what it watches): not CloudWatch's answer (no edit
+    removes them). It was read as an alarm edited in the console (plan: drift, apply refused it, exit 1); now it is
+    a failure to read CloudWatch (exit 3), nothing planned on it and nothing written, as any answer that is not one."""
+    proxy, client, apply = proxied
+    published()
+    before = alarms(client)
+    fresh(proxy)
+    proxy.inject(_garbled("DescribeAlarms", _alarm(removed[0], lambda alarm: [alarm.pop(k, None) for k in removed])))
+    shown = f"the alarm {NAME} without {said}, which CloudWatch reports of every such alarm"
+    for args in (("plan", "--no-grafana"), ("apply", "--skip-verify", "--prune", "--force")):
+        code, stdout, stderr = cli(*args)
+        assert code == 3 and "Traceback" not in stderr and "edited in the CloudWatch console" not in stdout, \
+            (args, code, stdout, stderr)
+        assert f"CloudWatch answered DescribeAlarms in us-east-1 with something that is not an API answer ({shown})" \
+            in stderr, stderr
+    assert writes(proxy) == [] and alarms(client) == before
+
+
 class _Pages(Rule):
     """Answers every call to `operation` itself (not forwarded) with `page()`, and a new next-page token each time."""
 
@@ -179,7 +209,8 @@ class _Pages(Rule):
     ("ListDashboards", "NextToken", lambda: {"DashboardEntries": []},
      "20 pages in a row without an item, each with a new next-page token", 20),
     ("DescribeAlarms", "NextToken", lambda: {"MetricAlarms": [
-        {"AlarmName": "gpudash-a", "AlarmArn": "arn:aws:cloudwatch:us-east-1:1:alarm:gpudash-a"}]},
+        {"AlarmName": "gpudash-a", "AlarmArn": "arn:aws:cloudwatch:us-east-1:1:alarm:gpudash-a", "StateValue": "OK",
+         "ComparisonOperator": "GreaterThanThreshold", "EvaluationPeriods": 1, "Threshold": 1.0, "MetricName": "m"}]},
      "an item an earlier page listed (gpudash-a)", 2),
     ("ListDashboards", "NextToken", lambda: {"DashboardEntries": [{"DashboardName": "team-gpu"}]},
      "a name that does not start with 'gpudash-' (team-gpu)", 1),
@@ -638,3 +669,4 @@ def test_an_alarm_listing_that_leaves_out_a_defined_alarm_fails_a_prune_instead_
     assert how == "none" or f"reads ({dropped}), in " in stderr, stderr
     assert "what --prune would delete cannot be read" in stderr, stderr
     assert (sorted(alarms(client)), _dashboards(client)) == before and writes(proxy) == []
+
