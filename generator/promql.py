@@ -281,8 +281,8 @@ class _Device:
                 # no shares now) nor a newer one (a GPU whose pods left, an exporter before 4.5.3 writing its own
                 # series since: its pods' last copies, each the device's value, read once)
                 def latest(more: str, by: tuple[str, ...] = ()) -> str:  # per GPU instance (and `by`), the time of
-                    # its series' latest sample
-                    last = f"max_over_time(timestamp({{0}})[{self.lookback}:{self.resolution}])"
+                    # its series' latest sample (sample_time)
+                    last = sample_time(self.lookback, self.resolution)
                     series = identified(_raw(metric, self.unscoped, [*any_pod, more], last), labels)
                     return f"max by ({_listed((*slot, *by))}) ({series})"
                 own, copied = f'{self.pod}=""', f'{self.pod}!=""'
@@ -754,6 +754,18 @@ def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...
     held = f"max_over_time(timestamp(last_over_time({{0}}[{resolution}]))[{within}:{resolution}])"
     marked = f" unless on ({_listed(by)}) {{0}}" if by else " unless {0}"
     return f"(({older(read)} or {older(held)}){marked})"
+
+
+def sample_time(within: str, resolution: str) -> str:
+    """A form of a selector (`{0}`): the time of each of its series' latest sample within `within`, as the instant
+    selector reads it (none past a staleness marker) at steps of half the scrape interval `resolution`. A sample is
+    read at the steps between it and the next scrape, a scrape interval later give or take the jitter of scrape times.
+    At steps of the interval itself, a scrape taken late (past a step) and the next one on time and failed (every
+    series of the target marked stale) left no step between them: a pod of a time-sliced GPU gone at that late scrape
+    looked as recent as the pods it wrote (a namespace read their shares added, 10,000 MiB for 6,000) and a pod new at
+    it had no time at all (left out). At half the interval only a scrape within half an interval of the one before
+    goes unread. A sample taken after the query's last step (an instant query between two steps) is not read."""
+    return f"max_over_time(timestamp({{0}})[{within}:{_seconds(resolution) * 500}ms])"
 
 
 def _read_within(within: str) -> str:

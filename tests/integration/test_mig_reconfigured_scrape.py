@@ -30,6 +30,7 @@ from generator.resources import default_counters
 from tests.support.panel_expression import panel_expression
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.late_scrape import FAILED as LATE_FAILED, LATE as LATE_GONE, LATE_SCRAPES, late_values
 from tests.support.scrape_scene import CountedAnswers, scraped_until
 
 USED, ENGINE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -118,28 +119,6 @@ def test_mig_instances_the_exporter_no_longer_serves_are_left_out(scraped, tmp_p
     assert not wrong, f"scrape: (shown, true) {wrong}"
 
 
-# A late scrape (replayed at controlled times on promtool's 1 s grid, the deployment's 30 s scrapes): scrapes at 29 s
-# past each half minute; scrape 7, the first after MIG instance 5 went, taken late at 211 s (a loaded Prometheus: 2 s
-# past the step at 210 s), scrape 8 on time at 239 s and failed (every series marked stale). No step of the scrape
-# interval falls between the two ([211 s, 239 s)): read at those steps alone, instances 3 and 4 were last seen at
-# 179 s, as instance 5.
-LATE_SCRAPES = {n: 30 * n - 1 for n in range(1, 9)} | {7: 211}
-LATE_GONE, LATE_FAILED = 7, 8
-
-
-def _late_values(served) -> str:
-    """promtool values on a 1 s grid from 0: `served(n)`, the series' value at scrape n (None: not in the answer),
-    at each scrape, a staleness marker at the first scrape without it (Prometheus marks a series gone from an answer,
-    or every series at a failed scrape), nothing between."""
-    at = {}
-    for n, second in LATE_SCRAPES.items():
-        if served(n) is not None:
-            at[second] = str(served(n))
-        elif n > 1 and served(n - 1) is not None:
-            at[second] = "stale"
-    return " ".join(at.get(second, "_") for second in range(max(at) + 1))
-
-
 @pytest.mark.parametrize("field, how, truth", [(USED, "sum", 10000), (ENGINE, "avg", 0.1)])
 @pytest.mark.parametrize("settings", ["", "exporter:\n  virtual_gpus: true\n"], ids=["defaults", "virtual_gpus"])
 @pytest.mark.parametrize("node", NODES)
@@ -155,14 +134,14 @@ def test_a_mig_instance_gone_at_a_late_scrape_is_left_out_at_the_failed_scrape_a
 
     held = {"3": {USED: 5000, ENGINE: 0.1}, "4": {USED: 5000, ENGINE: 0.1}, "5": {USED: 5000, ENGINE: 0.4}}
     target = f'instance="{node}:9400",job="dcgm"'
-    series = [{"series": f"up{{{target}}}", "values": _late_values(lambda n: 0 if n == LATE_FAILED else 1)}]
+    series = [{"series": f"up{{{target}}}", "values": late_values(lambda n: 0 if n == LATE_FAILED else 1)}]
     for instance, read in held.items():
         device = (f'gpu="0",UUID="GPU-{node}-0",device="nvidia0",{DEVICE},Hostname="{node}",GPU_I_ID="{instance}",'
                   f'GPU_I_PROFILE="2g.20gb",{target}')
         copy = f'{device},container="main",namespace="ml",pod="p0{instance}",pod_uid="uid-p0{instance}"'
         for name in (USED, ENGINE):
             for labels in (device, copy) if name == USED and NODES[node] else (copy,):
-                series.append({"series": f"{name}{{{labels}}}", "values": _late_values(
+                series.append({"series": f"{name}{{{labels}}}", "values": late_values(
                     lambda n, instance=instance, value=read[name]:
                     None if n == LATE_FAILED or instance == "5" and n >= LATE_GONE else value)})
     project = _project(tmp_path, settings)

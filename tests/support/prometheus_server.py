@@ -357,6 +357,8 @@ def scraped_every(expr: str, made_for: int, seconds: float) -> str:
                          # an alert's counter reading: each exporter's copy held through a missed scrape
                          (f"[{ms(HELD_SCRAPES * old)}ms:{old}s]", f"[{ms(HELD_SCRAPES * new)}ms:{duration(new)}]"),
                          (f":{old}s]", f":{duration(new)}]"),
+                         # promql.sample_time: steps of half the scrape interval
+                         (f":{ms(old) // 2}ms]", f":{ms(new) // 2}ms]"),
                          (f"/ {ms(old)}) * {ms(old)})", f"/ {ms(new)}) * {ms(new)})")):
             expr = expr.replace(was, now)
     # promql.fresh_copies: a copy with a sample within the last scrape interval
