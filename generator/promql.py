@@ -265,6 +265,9 @@ class _Device:
                 # a group's: each pod's share first, the pod named with its namespace (a pod name is unique only
                 # within its namespace, and `current` matches on both)
                 each = (*keep, self.pod, labels.namespace) if pods else keep
+                # a group's: its pods' copies, not the device's own series (no pod) where the group is no pod's label
+                # of its own (a container's)
+                extra = [*extra, f'{self.pod}!=""'] if pods and f'{self.pod}!=""' not in extra else extra
                 # the pod's copies under any node spelling, as with All nodes (the copy chosen_copy chooses may be an
                 # old exporter's, its own pod's name in Hostname: read among the node-spelled copies alone, a pod
                 # left the panel), of the GPUs a copy spelled with the node named a pod on within the lookback

@@ -160,9 +160,10 @@ def _fleet_series(values=lambda labels, value: f"{value}x40") -> list[dict[str, 
     return series
 
 
-def _promtool(tmp_path, exprs: dict[str, str],
-              series: list[dict[str, str]] | None = None) -> dict[str, dict[str, float]]:
-    """{name: {namespace: value}} of each expression at 15 minutes, promtool on `series` (the fleet's, constant)."""
+def _promtool(tmp_path, exprs: dict[str, str], series: list[dict[str, str]] | None = None,
+              key: str = "namespace") -> dict[str, dict[str, float]]:
+    """{name: {namespace (`key`): value}} of each expression at 15 minutes, promtool on `series` (the fleet's,
+    constant)."""
     series = _fleet_series() if series is None else series
     found = {}
     for name, expr in exprs.items():
@@ -178,7 +179,7 @@ def _promtool(tmp_path, exprs: dict[str, str],
         # evaluated, no parse error: nothing (SUCCESS, none expected) or what it got
         assert out.returncode == 0 or "got:" in out.stdout + out.stderr, out.stdout + out.stderr
         report = (out.stdout + out.stderr).split("got:")[-1]
-        found[name] = {dict(re.findall(r'(\w+)="([^"]*)"', labels)).get("namespace"): float(value)
+        found[name] = {dict(re.findall(r'(\w+)="([^"]*)"', labels)).get(key): float(value)
                        for labels, value in re.findall(r"\{([^}]*)\} ([0-9.E+e-]+)", report)}
     return found
 
@@ -302,17 +303,19 @@ def test_a_panel_per_container_adds_the_pods_shares_named_with_their_namespaces(
     9,000 + 6,000), the device's value once elsewhere (25,000; the 4.5.2 pair's 39,200): 119,200 MiB, a mean of
     utilization of 67.6 %. Seen: 64,200 and 75 %: the pods' shares were matched with the pods the GPU's latest scrape
     named on their namespace, which a line per container does not carry, so the 4.5.3 node's GPUs were left out
-    (and two pods of one name in two namespaces, team-a/ts-0 and team-b/ts-0, were one)."""
+    (and two pods of one name in two namespaces, team-a/ts-0 and team-b/ts-0, were one). The GPUs no pod holds (their
+    own series alone) show under no container: they read as a container without a name, 500 MiB and 0 %."""
     project = defined_project(tmp_path / "project" if (tmp_path / "project").mkdir() is None else None, VIRTUAL,
                               dashboards=CONTAINER)
     files = encode(build(project))
     (path,) = [p for p in files if p.startswith("grafana/") and p.endswith("-ns.json")]
     panels = {p.get("title"): p["targets"][0]["expr"] for p in json.loads(files[path])["panels"] if "targets" in p}
-    found = _promtool(tmp_path, {"fb": panels["Memory by container"], "util": panels["Utilization by container"]})
+    found = _promtool(tmp_path, {"fb": panels["Memory by container"], "util": panels["Utilization by container"]},
+                      key="container")
     per_gpu = {field: {} for field in (FB, UTIL)}  # the namespaces' uses of each GPU added (one per GPU but GPU 0 of
     for field, use in per_gpu.items():  # the 4.5.3 node, where they are shares)
         for by_gpu in _use(field).values():
             for key, value in by_gpu.items():
                 use[key] = use.get(key, 0.0) + value
     assert sum(per_gpu[FB].values()) == 119200 and mean(per_gpu[UTIL].values()) == pytest.approx(67.6)
-    assert found == {"fb": {None: pytest.approx(119200)}, "util": {None: pytest.approx(67.6)}}, found
+    assert found == {"fb": {"main": pytest.approx(119200)}, "util": {"main": pytest.approx(67.6)}}, found
