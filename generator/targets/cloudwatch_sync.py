@@ -5,7 +5,8 @@ Each Region is planned and applied in its own thread under its own pacing, so a 
 Regions takes as long as its largest Region. Dashboards are global in CloudWatch (each Region's
 endpoint lists and serves the account's one set): they are planned and applied once, through the
 first Region's endpoint, whatever Region their widgets read. Dashboards named in gpudash's form but no longer
-defined are found with ListDashboards (the configured prefix, every page) and are this project's to
+defined are found with ListDashboards (the configured prefix, every page; for a prune, and a plan, which shows
+one, each cluster's names are listed too, and a dashboard only they list fails the plan) and are this project's to
 prune only when their header carries the hash stamp of their own name, this project and their body;
 alarms only when they carry this project's tag. Without a project named in the settings, nothing is
 pruned: nothing tells two gpudash projects in one account apart. The plan's reads are bulk: DescribeAlarms
@@ -308,6 +309,8 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
         if prefix and project:
             there = [name for name, body in zip(formerly, pool.map(lambda n: cloudwatch.dashboard_body(region, n),
                                                                    formerly)) if body is not None]
+            if prune:
+                there += _listed_by_cluster(cloudwatch, region, prefix, clusters + former, listed, pool)
             listed = dashboards_listed(cloudwatch, region, prefix, listed,
                                        [c.name for c in changes if (c.live or {}).get("body") is not None] + there,
                                        prune)
@@ -353,6 +356,21 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
                                     "if one is this project's, delete it by hand (aws cloudwatch delete-dashboards "
                                     "--dashboard-names NAME)"))
     return changes + [change for change in old if change is not None]
+
+
+def _listed_by_cluster(cloudwatch: CloudWatch, region: str, prefix: str, clusters: tuple[str, ...], listed: list[str],
+                       pool: ThreadPoolExecutor) -> list[str]:
+    """The dashboards in gpudash's name form that a listing of each cluster's own names (ListDashboards by the prefix
+    <prefix>-<cluster>-, a listing of its own pages) holds, the listing of every name (`listed`) does not, and
+    GetDashboard reads: a listing that ends early (a page or its next-page token dropped) before a dashboard no longer
+    defined shows no gap by itself, since nothing defined names that dashboard; each cluster's listing is a second,
+    shorter one, on its own pages, that must agree with it."""
+    starts = sorted({cloudwatch_dashboard_name(prefix, cluster, "") for cluster in clusters})
+    held = set(listed)
+    unlisted = sorted({name for names in pool.map(lambda start: cloudwatch.dashboard_names(region, start), starts)
+                       for name in names if name not in held and is_cloudwatch_dashboard_name(prefix, name)})
+    return [name for name, body in zip(unlisted, pool.map(lambda n: cloudwatch.dashboard_body(region, n), unlisted))
+            if body is not None]
 
 
 def _former_names(prefix: str, dashboards, clusters: tuple[str, ...], former: tuple[str, ...]) -> list[str]:

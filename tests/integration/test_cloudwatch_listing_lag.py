@@ -25,14 +25,19 @@ def _lagging(listings: int) -> list[Rule]:
             return json.dumps(answer).encode()
         return rewrite
 
-    return [Rule(path="/", operation="ListDashboards", action="rewrite", times=listings,
+    return [Rule(path="/", operation="ListDashboards", action="rewrite", times=listings, contains=WHOLE_LISTING,
                  callback=behind("DashboardEntries", "DashboardName")),
             Rule(path="/", operation="DescribeAlarms", action="rewrite", times=listings, contains=b"AlarmNamePrefix",
                  callback=behind("MetricAlarms", "AlarmName"))]
 
 
+WHOLE_LISTING = b'"DashboardNamePrefix": "gpudash-"'  # the listing of every name (not one cluster's)
+CLUSTER_LISTINGS = 2  # a prune also lists each cluster's names, once: gpu-cluster's, and other's (--removed-cluster)
+
+
 def _listings(proxy) -> int:
-    return proxy.operations.count("ListDashboards")
+    """The listings of every dashboard name made."""
+    return proxy.operations.count("ListDashboards") - CLUSTER_LISTINGS
 
 
 @pytest.fixture

@@ -260,7 +260,8 @@ def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, publ
     first_page = json.dumps({"DashboardEntries": [], "NextToken": "next-page"}).encode()
     proxy.inject(fault("ListDashboards", "rewrite", callback=lambda body: first_page))
     code, report, _ = apply("--prune", "--removed-cluster", "other")
-    assert code == 0 and proxy.operations.count("ListDashboards") == 2
+    # two pages of the listing of every name, and one listing of each cluster's names (gpu-cluster, other)
+    assert code == 0 and proxy.operations.count("ListDashboards") == 2 + 2
     assert sorted(c["name"] for c in report["changes"] if c["kind"] == "dashboard" and c["action"] == "delete") == [
         "gpudash-other-by-pod", "gpudash-other-health", "gpudash-other-overview"]
     assert [n for n in _dashboards(client) if other_cluster(n)] == []

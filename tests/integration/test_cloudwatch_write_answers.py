@@ -670,3 +670,47 @@ def test_an_alarm_listing_that_leaves_out_a_defined_alarm_fails_a_prune_instead_
     assert "what --prune would delete cannot be read" in stderr, stderr
     assert (sorted(alarms(client)), _dashboards(client)) == before and writes(proxy) == []
 
+
+def _definitions_without(*dropped: str) -> dict[str, str]:
+    """The bundled dashboard definitions but these files (as project_dir takes them)."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "dashboards"
+    return {path.name: path.read_text() for path in sorted(folder.glob("*.py")) if path.name not in dropped}
+
+
+def test_a_dashboard_listing_that_ends_before_a_dashboard_dropped_from_the_definitions_fails_a_prune(
+        proxied, published, project_dir, cli):
+    """The overview dashboard is dropped from the definitions; ListDashboards by gpudash's prefix answers its first
+    page alone, its next-page token dropped (a stub or proxy that does not page), and that page ends before the
+    other cluster's overview: every defined dashboard is in it, so nothing showed a gap, and `apply --prune` pruned the
+    first cluster's overview, left the other's silently and said done (exit 0). Each cluster's names are listed too
+    now, on pages of their own: the other's overview is in its cluster's listing and not in the whole one, so the
+    prune fails saying so (exit 3, nothing written) and `plan` too; with a listing that pages, the prune deletes both."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    config = str(project_dir(TWO_CLUSTERS, dashboards=_definitions_without("gpu_overview.py")))
+    before = (sorted(alarms(client)), _dashboards(client))
+    cut = "gpudash-other-overview"
+    assert before[1][-1] == cut  # the last name: a first page ending before it holds every defined one
+
+    def first_page(body: bytes) -> bytes:
+        answer = json.loads(body)
+        answer["DashboardEntries"] = [e for e in answer["DashboardEntries"] if e["DashboardName"] < cut]
+        answer.pop("NextToken", None)
+        return json.dumps(answer).encode()
+
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="ListDashboards", action="rewrite", times=ALWAYS,
+                      contains=b'"DashboardNamePrefix": "gpudash-"', callback=first_page))
+    code, report, stderr = apply("--config", config, "--prune")
+    assert code == 3 and "Traceback" not in stderr, stderr
+    assert f"leaving out 1 that GetDashboard reads ({cut})" in stderr, stderr
+    assert "what --prune would delete cannot be read" in stderr, stderr
+    assert (sorted(alarms(client)), _dashboards(client)) == before and writes(proxy) == []
+    code, stdout, stderr = cli("plan", "--no-grafana", "--config", config)
+    assert code == 3 and "what --prune would delete cannot be read" in stderr, stderr
+    fresh(proxy)
+    code, report, stderr = apply("--config", config, "--prune")
+    assert code == 0, stderr
+    assert _dashboards(client) == [name for name in before[1] if not name.endswith("-overview")]
