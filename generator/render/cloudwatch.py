@@ -127,6 +127,7 @@ class _MetricWidget:
     readings: str | None = None  # past 500 GPUs, the mean of the cluster's readings ({s}: their Sum, {c}: count)
     readings_set: tuple[str, ...] = (CLUSTER_DIMENSION,)  # the set they are read from (readings_dimensions)
     combined: int = SERIES_PER_QUERY  # the LIMIT of a query whose series combine into one line (combined_limit)
+    bounded: bool = False  # past the LIMIT both forms read at most what is there (a count, a total): the larger shown
 
     def in_cluster(self, cluster: Cluster) -> dict[str, Any]:
         expression = self.query[0] + self.plan.cluster_filter(cluster) + self.query[1]
@@ -155,9 +156,14 @@ class _MetricWidget:
             return None
         shown = "q1" if self.plan.math is None else self.plan.math.format(q="q1", p=f"PERIOD({PERIOD_ID})")
         if self.readings is not None:
-            # Past 500 GPUs the query returns 500 of them: the mean of every reading of the cluster instead
-            shown = (f"IF(METRIC_COUNT(q1) < {self.combined}, {shown}, "
-                     f"{self.readings.format(s=READINGS_IDS[0], c=READINGS_IDS[1])})")
+            # Past 500 GPUs the query returns 500 of them: the mean of every reading of the cluster instead. A count
+            # or a total of the query's series then misses GPUs it did not return, and the readings' one counts a
+            # GPU read at some of the period's scrapes as a share: each is at most what is there, so the larger is
+            # nearer (a node roll whose range passes the LIMIT with fewer GPUs in the cluster: the series' count)
+            past = self.readings.format(s=READINGS_IDS[0], c=READINGS_IDS[1])
+            if self.bounded:
+                past = f"IF({shown} > {past}, {shown}, {past})"
+            shown = f"IF(METRIC_COUNT(q1) < {self.combined}, {shown}, {past})"
         if self.true_at is not None:
             # A period picked in the console (Actions > Period override) replaces the widget's: the value of a
             # longer period is no longer now, so it is not drawn (a division by 0 drops the data point).
@@ -221,6 +227,12 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
     else:
         limit = settings.cloudwatch.top_pods if query.per_pod else settings.cloudwatch.top_gpus
     rank, order = line_rank(query, plan_, catalog, _now_table(panel, query, catalog))
+    past_500 = readings_past_500(panel, plan_, catalog, settings)
+    if past_500 and query.aggregation == "sum":
+        # past its LIMIT the larger of its series' total and the readings' is shown (_MetricWidget.bounded): ranked
+        # by how many scrapes saw each, its series are the GPUs reporting longest in its range, those a node roll
+        # keeps (ranked by the value, GPUs gone within the range took the places of GPUs there all along)
+        rank, order = "COUNT", "DESC"
     true_at = None
     properties: dict[str, Any] = {
         "title": widget_title(panel, plan_, catalog, settings, limit),
@@ -275,12 +287,13 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         # line, its period the whole range (setPeriodToTimeRange applies to bar and pie views).
         properties["view"] = "bar"
         properties["setPeriodToTimeRange"] = True
-    readings = readings_form(query, catalog, settings) if readings_past_500(panel, plan_, catalog, settings) else None
+    readings = readings_form(query, catalog, settings) if past_500 else None
     return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit, rank=rank),
                          label, position,
                          plan_.namespace or settings.cloudwatch.namespace, true_at,
                          None if plan_.namespace else period_field(catalog, settings), readings,
-                         readings_dimensions(settings), limit if plan_.group and not plan_.series else SERIES_PER_QUERY)
+                         readings_dimensions(settings), limit if plan_.group and not plan_.series else SERIES_PER_QUERY,
+                         query.aggregation in ("count", "sum"))
 
 
 NOW_PERIODS = 4  # a now value's own range, in its periods: the minute drawn, the one filling, and room for both
@@ -568,8 +581,11 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
         return (f"a GPU read more than once per scrape {verb} once per copy (" + (
                 f"the exporter repeats its reading {copies.replace('one per', 'once per')}, and {surge})" if copied
                 else f"{surge})"))
+    # the switch counts the query's series over the widget's time range, not the GPUs of the cluster now
+    until = (f"while under {n} GPUs reported within the widget's time range (a GPU that left or came within it "
+             f"counts, so a node roll can reach {n} with fewer in the cluster), and from {n} on ")
     if query.aggregation == "avg":
-        return (f"the mean of each GPU's mean up to {n} GPUs of the cluster, and past {n} "
+        return (f"the mean of each GPU's mean {until}"
                 + source.format("the mean of every reading")
                 + f": a GPU weighs by its readings there, so one that came or left within the {drawn}, or whose "
                   f"node's scrape failed in it, weighs less than one read at every scrape, and " + twice("weighs"))
@@ -577,12 +593,16 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
     each = (f"the {per_gpu} readings one GPU gives there (one per scrape of {settings.scrape.seconds} s)"
             if per_gpu > 1 else f"the one reading one GPU gives there (a scrape every {settings.scrape.seconds} s)")
     if query.aggregation == "count":
-        return (f"the number of GPUs reporting up to {n} GPUs of the cluster, and past {n} "
-                + source.format("the number of readings") + f" over {each}: every GPU is in it, but one that came "
+        return (f"the number of GPUs reporting {until}"
+                + source.format(f"the larger of two counts: the GPUs of those {n} series reporting in the {drawn}, "
+                                f"and the number of readings")
+                + f" over {each}: every GPU is in the latter, but one that came "
                   f"or left within the {drawn}, or whose node's scrape failed in it, counts as the share of "
                   f"{scrapes} that read it, and " + twice("counts"))
-    return (f"the total of each GPU's mean up to {n} GPUs of the cluster, and past {n} "
-            + source.format("the total of every reading") + f" over {each}: every GPU is in it, but one that came or "
+    return (f"the total of each GPU's mean {until}"
+            + source.format(f"the larger of two totals: the means of those {n} series reporting in the {drawn} "
+                            f"added up, and the total of every reading")
+            + f" over {each}: every GPU is in the latter, but one that came or "
               f"left within the {drawn}, or whose node's scrape failed in it, adds its share of {scrapes} "
               f"that read it, and " + twice("adds"))
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support import built, cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import header, notes, said
@@ -115,9 +117,11 @@ def test_past_500_gpus_a_value_now_combines_gpus_reporting_now_not_the_busiest_t
     (reporting,) = cloudwatch_eval.widget(widgets["GPUs reporting"], points, END - 6 * 3600, END, now=END).values()
     assert reporting[max(reporting)] == PRESENT * PER_NODE, reporting  # seen on main 2628696: 500
     assert said(header(files, OVERVIEW), "GPUs reporting",
-                "the number of GPUs reporting up to 498 GPUs of the cluster, and past 498 (a widget reads at most 500 "
-                "metrics, 2 of them its other metric lines, so its query returns 498 series) the number of readings of "
-                "the cluster in the minute")
+                "the number of GPUs reporting while under 498 GPUs reported within the widget's time range (a GPU that "
+                "left or came within it counts, so a node roll can reach 498 with fewer in the cluster), and from 498 "
+                "on (a widget reads at most 500 metrics, 2 of them its other metric lines, so its query returns 498 "
+                "series) the larger of two counts: the GPUs of those 498 series reporting in the minute, and the "
+                "number of readings of the cluster in the minute")
 
 
 STAYED, REPLACED = 50, 20  # nodes: 400 GPUs at 20 % all along; 160 at 20 % replaced by 160 at 90 % (a node roll)
@@ -155,8 +159,9 @@ def test_past_500_gpus_a_node_roll_keeps_the_new_gpus_in_the_mean(tmp_path):
     assert max(shown) == END - 120 and abs(shown[max(shown)] - truth) < 1e-9, (max(shown), shown[max(shown)])
     # seen on main e04d1f4: 20.0 (the new GPUs left out)
     assert said(header(files, OVERVIEW), "Average GPU utilization",
-                "the mean of each GPU's mean up to 497 GPUs of the cluster, and past 497 (a widget reads at most 500 "
-                "metrics, 3 of them its other metric lines, so its query returns 497 series) the mean of every reading "
+                "the mean of each GPU's mean while under 497 GPUs reported within the widget's time range (a GPU that "
+                "left or came within it counts, so a node roll can reach 497 with fewer in the cluster), and from 497 "
+                "on (a widget reads at most 500 metrics, 3 of them its other metric lines, so its query returns 497 series) the mean of every reading "
                 "of the cluster in the minute")
 
 
@@ -237,8 +242,9 @@ def test_past_500_gpus_an_exporter_surge_is_said_where_the_fleet_mean_is_shown(t
     readings = {SURGED * PER_NODE * 4: 90.0, CALM * PER_NODE * 2: 20.0}  # {readings in the minute drawn: value}
     assert abs(value - sum(n * v for n, v in readings.items()) / sum(readings)) < 1e-9, value  # 38.67, truth 30.77
     assert said(header(files, OVERVIEW), "Average GPU utilization",
-                "the mean of each GPU's mean up to 497 GPUs of the cluster, and past 497"), header(files, OVERVIEW)
-    (note,) = [n for n in notes(header(files, OVERVIEW))["Average GPU utilization"] if "past 49" in n]
+                "the mean of each GPU's mean while under 497 GPUs reported within the widget's time range"), \
+        header(files, OVERVIEW)
+    (note,) = [n for n in notes(header(files, OVERVIEW))["Average GPU utilization"] if "from 49" in n]
     assert "two exporter pods" in note, note  # seen on main c00e7c2: the header names MIG and shared-GPU copies only
 
 
@@ -258,7 +264,7 @@ def test_past_500_gpus_a_failed_scrape_is_said_where_the_fleet_mean_is_shown(tmp
     assert max(shown) == END - 120
     readings = {SURGED * PER_NODE * 1: 90.0, CALM * PER_NODE * 2: 20.0}
     assert abs(shown[END - 120] - sum(n * v for n, v in readings.items()) / sum(readings)) < 1e-9, shown
-    (note,) = [n for n in notes(header(files, OVERVIEW))["Average GPU utilization"] if "past 49" in n]
+    (note,) = [n for n in notes(header(files, OVERVIEW))["Average GPU utilization"] if "from 49" in n]
     assert "whose node's scrape failed in it, weighs less" in note, note  # seen on c00e7c2: not said
 
 
@@ -292,10 +298,10 @@ def test_past_500_gpus_the_count_and_the_total_hold_every_gpu_of_the_minute(tmp_
     # four minutes held GPUs gone before the minute drawn
     assert values == {"GPUs reporting": STAYED * PER_NODE + REPLACED * PER_NODE / 2, "Total power draw": power}, values
     text = header(files, OVERVIEW)
-    (count_note,) = [n for n in notes(text)["GPUs reporting"] if "past 49" in n]
+    (count_note,) = [n for n in notes(text)["GPUs reporting"] if "from 49" in n]
     assert "one that came or left within the minute, or whose node's scrape failed in it, counts as the share of the " \
            "minute's scrapes that read it" in count_note, count_note
-    (power_note,) = [n for n in notes(text)["Total power draw"] if "past 49" in n]
+    (power_note,) = [n for n in notes(text)["Total power draw"] if "from 49" in n]
     assert "the total of every reading of the cluster in the minute (a GPU's reading once per scrape, " \
            "DCGM_FI_DEV_POWER_USAGE [ClusterName, readings: once per GPU]) over the 2 readings one GPU gives there " \
            "(one per scrape of 30 s)" in power_note, power_note
@@ -354,3 +360,77 @@ def test_past_500_gpus_with_virtual_gpus_a_device_fields_fleet_values_hold_every
     text = header(files, OVERVIEW)
     assert not any("past 499 it reads those 499 only" in n for title in device for n in notes(text).get(title, ()))
     assert any("past 499 it reads those 499 only" in n for n in notes(text)["Average GPU utilization"])
+
+
+
+UNDER, GONE, CAME = 55, 7, 7  # nodes: 440 GPUs all along; 56 that stopped 210 s before the end; 56 that came 100 s before
+
+
+def _roll_under_500(node: int, t: float) -> str | None:
+    """A node roll in a cluster that never holds 498 GPUs: node n's GPUs read 50 °C and 100 + n W, at 20 % (90 % on
+    the new nodes); the GONE nodes stop 210 s before the end, the CAME nodes start 100 s before it (read once in the
+    minute drawn)."""
+    if UNDER <= node < UNDER + GONE and t >= END - 210:
+        return None
+    if node >= UNDER + GONE and t < END - 100:
+        return None
+    lines = []
+    for name, value in (("DCGM_FI_DEV_GPU_TEMP", 50.0), ("DCGM_FI_DEV_POWER_USAGE", 100.0 + node),
+                        ("DCGM_FI_DEV_GPU_UTIL", 90.0 if node >= UNDER + GONE else 20.0)):
+        lines.append(f"# TYPE {name} gauge")
+        lines += [f'{name}{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",modelName="NVIDIA A10G",'
+                  f'Hostname="n{node}"}} {value}' for g in range(PER_NODE)]
+    return "\n".join(lines) + "\n"
+
+
+HERE = list(range(UNDER)) + list(range(UNDER + GONE, UNDER + GONE + CAME))  # the nodes reporting in the minute drawn
+
+
+@pytest.fixture(scope="module")
+def roll_under_500(tmp_path_factory):
+    files, widgets, points = _shown(tmp_path_factory.mktemp("roll"), _roll_under_500, UNDER + GONE + CAME)
+    values = {}
+    for title in ("GPUs reporting", "Total power draw", "Average GPU utilization"):
+        (shown,) = cloudwatch_eval.widget(widgets[title], points, END - 6 * 3600, END, now=END).values()
+        assert max(shown) == END - 120, (title, shown)
+        values[title] = shown[END - 120]
+    return files, values
+
+
+def test_a_node_roll_under_500_gpus_counts_and_adds_every_gpu_reporting(roll_under_500):
+    """The cluster never holds more than 496 GPUs, but the four minutes the values now read see 552 (the 56 that left
+    and the 56 that came): their query returns its 498 series, so they switched to every reading of the minute over
+    the two one GPU gives, where the 56 that came, read once, count half: 468 GPUs and 60,500 W, where 496 reported
+    drawing 65,120 W (seen on main 91e3612d, whose header said "the number of GPUs reporting up to 498 GPUs of the
+    cluster"). Past the LIMIT each form reads at most what is there (the query's series leave GPUs out, the readings
+    count a GPU read once as half), so the larger is shown: here the series, every GPU reporting."""
+    _, values = roll_under_500
+    assert len(HERE) * PER_NODE < 498
+    assert values["GPUs reporting"] == len(HERE) * PER_NODE, values  # seen: 468
+    assert abs(values["Total power draw"] - sum(PER_NODE * (100.0 + n) for n in HERE)) < 1e-9, values  # seen: 60,500
+
+
+def test_a_node_roll_under_500_gpus_is_said_where_the_values_are_shown(roll_under_500):
+    """The header says what the switch counts (the GPUs of the widget's time range, not of the cluster now), and what
+    the mean reads past it: the readings' mean, the 56 new GPUs at 90 % weighing half (24.19 %)."""
+    files, values = roll_under_500
+    readings = {UNDER * PER_NODE * 2: 20.0, CAME * PER_NODE: 90.0}  # {readings in the minute drawn: value}
+    assert abs(values["Average GPU utilization"] - sum(n * v for n, v in readings.items()) / sum(readings)) < 1e-9
+    text = header(files, OVERVIEW)
+    for title, what in (("GPUs reporting", "the number of GPUs reporting"), ("Total power draw", "the total of "
+                        "each GPU's mean"), ("Average GPU utilization", "the mean of each GPU's mean")):
+        (note,) = [n for n in notes(text)[title] if "from 49" in n]
+        assert note.startswith(f"{what} while under 49"), note  # seen: "... up to 498 GPUs of the cluster"
+        assert "within the widget's time range (a GPU that left or came within it counts, so a node roll can reach " \
+               "49" in note, note
+    (count,) = [n for n in notes(text)["GPUs reporting"] if "from 49" in n]
+    assert "the larger of two counts: the GPUs of those 498 series reporting in the minute, and the number of " \
+           "readings of the cluster in the minute" in count, count
+
+
+@pytest.mark.xfail(strict=True, reason="past its LIMIT the fleet's mean reads the minute's readings, a GPU weighing by "
+                                       "its readings: 24.19 % for the 496 GPUs' 27.90 % (the header says so)")
+def test_a_node_roll_under_500_gpus_reads_the_mean_of_each_gpu(roll_under_500):
+    _, values = roll_under_500
+    truth = (UNDER * PER_NODE * 20.0 + CAME * PER_NODE * 90.0) / (len(HERE) * PER_NODE)
+    assert abs(values["Average GPU utilization"] - truth) < 1e-9, values

@@ -106,7 +106,7 @@ def test_on_classic_past_500_the_copies_still_count_and_the_header_says_so(tmp_p
     MIG GPU split in two counts twice, as the dashboard's header says (the OTel pipeline is the way out)."""
     assert _values(tmp_path, 504, pipeline="classic") == {"GPUs reporting": 1008, "Total power draw": 1008 * WATTS}
     files = built.files("agent: {pipeline: classic}\n")
-    (note,) = [n for n in notes(header(files, OVERVIEW))["GPUs reporting"] if "past 49" in n]
+    (note,) = [n for n in notes(header(files, OVERVIEW))["GPUs reporting"] if "from 49" in n]
     assert "a GPU read more than once per scrape counts once per copy (the exporter repeats its reading once per " \
            "MIG instance or per pod sharing it" in note, note
 
