@@ -173,13 +173,13 @@ def _body(response) -> str:
     return f"{kind}, {len(response.content)} bytes"
 
 
-def _unasked_hit(hits: list[dict[str, Any]], tag: str) -> str | None:
-    """What a page of a search by `tag` for dashboards lists that was not asked for, or None."""
+def _unasked_hit(hits: list[dict[str, Any]], tag: str | None) -> str | None:
+    """What a page of a search for dashboards (by `tag`, when given) lists that was not asked for, or None."""
     for hit in hits:
         kind, tags = hit.get("type"), hit.get("tags")
         if kind is not None and kind != "dash-db":
             return f"a hit of type {kind!r}, not a dashboard ({hit['uid']})"
-        if tags is not None and not (isinstance(tags, list) and any(
+        if tag is not None and tags is not None and not (isinstance(tags, list) and any(
                 isinstance(t, str) and t.casefold() == tag.casefold() for t in tags)):
             return f"a dashboard without the tag {tag} it was asked by ({hit['uid']})"
     return None
@@ -469,17 +469,32 @@ class GrafanaClient:
         one already read (a server that ignores `page`), lists a dashboard twice, or lists what was not asked for
         (a hit of another type than dash-db, or whose tags lack the tag: a server or proxy that drops a filter) is
         not a valid answer. (The tag is compared without case: a database whose collation ignores case matches so.)"""
-        what = f"search tag {tag}"
+        return self._search(f"search tag {tag}", {"tag": tag}, lambda hits: _unasked_hit(hits, tag))
+
+    def search_folder(self, folder: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every dashboard in the folder `folder` (as `folder()` reads it: its uid, and its id where Grafana gives
+        one, asked by both: `folderIds` for a Grafana before 9, `folderUIDs` from 9), every page as `search_tag`
+        reads them; a hit in another folder is not what was asked for (one that names no folder is a candidate, which
+        the caller reads by uid)."""
+        uid = folder["uid"]
+        params: dict[str, Any] = {"folderUIDs": uid}
+        if isinstance(folder.get("id"), int) and not isinstance(folder.get("id"), bool):
+            params["folderIds"] = folder["id"]
+        return self._search(f"search folder {uid}", params, lambda hits: next((
+            f"a dashboard in another folder than it was asked for ({hit['uid']})" for hit in hits
+            if hit.get("folderUid") not in (uid, None)), None) or _unasked_hit(hits, None))
+
+    def _search(self, what: str, asked: dict[str, Any], unasked) -> list[dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
         page = 1
         while True:
             hits = self._request("GET", "/api/search", what=what,
-                                 params={"type": "dash-db", "tag": tag, "limit": SEARCH_PAGE, "page": page})
+                                 params={"type": "dash-db", **asked, "limit": SEARCH_PAGE, "page": page})
             ok = isinstance(hits, list) and all(isinstance(h, dict) and isinstance(h.get("uid"), str) for h in hits)
             self._shape(hits, ok, what, "a list of dashboards")
             if not hits:
                 return list(found.values())
-            said = _unasked_hit(hits, tag)
+            said = unasked(hits)
             repeated = [h["uid"] for h in hits if h["uid"] in found]
             if repeated:
                 said = f"dashboards of an earlier page ({repeated[0]}): the search cannot be read to its end"
@@ -488,7 +503,7 @@ class GrafanaClient:
             if said is not None:
                 raise InvalidAnswer(f"Grafana's search answered page {page} with {said}", where=what,
                                     hint="GRAFANA_URL must reach Grafana's API itself; a proxy may drop the `page`, "
-                                         "`type` or `tag` parameter")
+                                         "`type`, `tag` or folder parameter")
             found.update((h["uid"], h) for h in hits)
             page += 1
 

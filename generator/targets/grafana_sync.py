@@ -510,7 +510,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
             changes.append(_plan_dashboard(client, uid, desired, folder, uid_prefix, move_from, publisher, claim,
                                            records, shared))
             tick()
-        hits = _unsearched(client, changes, client.search_tag(GRAFANA_OWNER_TAG), prune)
+        hits = _unsearched(client, changes, client.search_tag(GRAFANA_OWNER_TAG), prune, live_folder)
         tick()
         seen = grafana_uid_prefixes(uid_prefix, [hit["uid"] for hit in hits], dashboards)
         others: list[str] = []
@@ -581,7 +581,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
 
 
 def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[str, Any]],
-                prune: bool) -> list[dict[str, Any]]:
+                prune: bool, folder: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The search by the owner tag to go on with, given the first (`hits`) and what the plan read of the dashboards
     these settings define: one read with the tag that the search leaves out, or lists in another folder than it is in,
     shows an answer that holds only some of the tagged dashboards (Grafana's search index behind its database:
@@ -590,7 +590,11 @@ def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[st
     tag or moved it meanwhile), then searched for again while the index may be catching up (relisting.py); the first
     search that lists them all where they are, and every dashboard the first search listed where it listed it, is
     the one to go on with. Else, with `prune`, a failure (InvalidAnswer,
-    nothing written); without, a note (after one search again), --prune being what the search is read for."""
+    nothing written); without, a note (after one search again), --prune being what the search is read for.
+    With `prune`, gpudash's folder (`folder`, as read; the only one pruned) is searched too, on pages of its own: a
+    search by the tag that ends early (a page dropped) before a dashboard no longer defined shows no gap by itself,
+    since nothing defined names it; one the folder's search lists with the tag, that the search by the tag does not
+    list there and a read shows there with the tag, shows it as one that does not."""
     def where_listed(found: list[dict[str, Any]]) -> dict[str, str]:
         return {hit["uid"]: hit.get("folderUid") or "General" for hit in found}
 
@@ -610,6 +614,10 @@ def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[st
         where = (live.get("meta") or {}).get("folderUid") or "General"
         if listed.get(change.name) != where:
             odd += still([(change.name, where)])  # still there, tagged, where it was read: the search left it out
+    if prune and folder is not None:
+        found = {uid for uid, _ in odd}
+        odd += still([(hit["uid"], folder["uid"]) for hit in client.search_folder(folder)
+                      if hit["uid"] not in found and listed.get(hit["uid"]) != folder["uid"] and _may_be_tagged(hit)])
     if not odd:
         return hits
     latest = [hits]
@@ -649,6 +657,13 @@ def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[st
         raise failure(missing, len(waits))
     client.note(f"{said(missing, len(waits))}; a push --prune fails on it until it lists them: {hint}")
     return hits
+
+
+def _may_be_tagged(hit: dict[str, Any]) -> bool:
+    """Whether a search hit may be a dashboard with the owner tag: it lists the tag, or lists no tags."""
+    tags = hit.get("tags")
+    return not isinstance(tags, list) or any(isinstance(t, str) and t.casefold() == GRAFANA_OWNER_TAG.casefold()
+                                             for t in tags)
 
 
 def _readings(uid: str, uid_prefix: str) -> str:

@@ -20,11 +20,13 @@ from tests.support.grafana_faults import (COPY, CREATED, EDITED, FOREIGN, RETIRE
                                           snapshot)
 from tests.support.grafana_server import ADMIN
 
+BY_TAG = rf"(^|&)tag={GRAFANA_OWNER_TAG}"  # the query of the search by the owner tag (a prune searches the folder too)
 # Every read a push --prune makes, by the path it asks (what the plan must read to plan at all, then what it reads
 # of people's work around a dashboard it would delete).
 PLANNED = {
     "the folder": r"^/api/folders/gpudash$",
     "the search": SEARCH,
+    "the folder's search": (SEARCH, r"(^|&)folderUIDs=gpudash(&|$)"),
     "a defined dashboard": f"^/api/dashboards/uid/{UPDATED}$",
     "the retired dashboard": f"^/api/dashboards/uid/{RETIRED}$",
     "the retired dashboard's versions": f"^/api/dashboards/uid/{RETIRED}/versions$",
@@ -56,9 +58,11 @@ NOT_FOUND_READS = {read: PLANNED[read] for read in (
 NGINX_404 = b"<html><head><title>404 Not Found</title></head><body><h1>404 Not Found</h1></body></html>"  # a proxy's
 
 
-def _rule(path: str, answer: str) -> Rule:
+def _rule(path: str | tuple[str, str], answer: str) -> Rule:
+    """A rule answering the reads of `path` (or of (path, query)) with `answer`."""
     status, body, kind, _ = ANSWERS[answer]
-    return Rule(path, method="GET", times=999, status=status, body=body, headers={"Content-Type": kind})
+    path, query = path if isinstance(path, tuple) else (path, None)
+    return Rule(path, method="GET", times=999, status=status, body=body, headers={"Content-Type": kind}, query=query)
 
 
 def _state(grafana) -> dict[str, str]:
@@ -289,7 +293,7 @@ def test_a_search_that_leaves_out_a_tagged_dashboard_fails_a_prune_instead_of_pr
     without a dashboard the plan read with the tag, or with it in another folder): the retired dashboard may be
     missing from it too, so --prune is a failure saying so (nothing published), never "nothing to prune"."""
     before = _state(grafana)
-    proxy.inject(Rule(SEARCH, action="rewrite", method="GET", times=999, callback=_search_leaving_out(how)))
+    proxy.inject(Rule(SEARCH, action="rewrite", method="GET", times=999, query=BY_TAG, callback=_search_leaving_out(how)))
     code, report, stderr = run()
     assert code == 3 and "nothing was published" in stderr, stderr
     assert "leaving out or listing elsewhere" in stderr and f"{UPDATED} in folder gpudash" in stderr, stderr
@@ -298,7 +302,7 @@ def test_a_search_that_leaves_out_a_tagged_dashboard_fails_a_prune_instead_of_pr
     assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
-FIRST_PAGE = r"(^|&)page=1(&|$)"
+FIRST_PAGE = rf"{BY_TAG}(&.*)?&page=1(&|$)"  # a search by the tag's first page (not the folder's search)
 
 
 class _FirstPages(Rule):
@@ -433,3 +437,28 @@ def test_a_dashboard_made_anew_in_the_moment_before_the_guarding_save_is_not_del
     assert code == 3, stderr
     error = {f["name"]: f["error"] for f in report["failed"]}[RETIRED]
     assert "deleted and made anew under its uid in that moment; not deleted" in error, error
+
+
+def test_a_search_by_the_tag_that_ends_before_a_dashboard_dropped_from_the_definitions_fails_the_prune(
+        grafana, proxy, run, desired):
+    """The search by the owner tag answers its first page and ends there (the next page answered `[]`, as by a proxy
+    or a release that caps what it lists), before a retired dashboard, one no longer defined: every defined dashboard
+    is in it, so nothing showed a gap, and push --prune left the retired one without a word. gpudash's folder (the
+    only one pruned) is searched too now, on pages of its own: the retired dashboard is listed there with the tag, so
+    the prune fails saying so (exit 3), nothing written; with a search that pages, it is pruned."""
+    before = _state(grafana)
+    assert all(uid < RETIRED for uid in desired)  # a first page ending before it holds every defined dashboard
+
+    def first_page_only(body: bytes) -> bytes:
+        return json.dumps([h for h in json.loads(body) if h["uid"] < RETIRED]).encode()
+
+    proxy.inject(Rule(SEARCH, action="rewrite", method="GET", times=10**6, query=rf"{BY_TAG}(&|$)",
+                      callback=first_page_only))
+    code, report, stderr = run()
+    assert code == 3 and "Traceback" not in stderr, stderr
+    assert f"{RETIRED} in folder gpudash, not listed" in stderr, stderr
+    assert "what --prune would delete cannot be read" in stderr, stderr
+    assert grafana.writes() == [] and _state(grafana) == before
+    proxy.clear()
+    code, report, stderr = run()
+    assert RETIRED not in grafana.state.dashboards and RETIRED in report["written"], (code, report, stderr)

@@ -407,8 +407,12 @@ class GrafanaTestServer(LoopbackServer):
 
     def _search(self, query: dict[str, list[str]]):
         tags = set(query.get("tag", []))
+        folders = set(query.get("folderUIDs", []))  # (Grafana 9 on; folderIds, before it, by the folders' ids)
+        folders |= {uid for uid, folder in self.state.folders.items() if str(folder["id"]) in query.get("folderIds", [])}
         hits = []
         for uid, entry in sorted(self.state.dashboards.items()):
+            if ("folderUIDs" in query or "folderIds" in query) and entry["folderUid"] not in folders:
+                continue
             dashboard = entry["dashboard"]
             # Grafana indexes the string tags of a list and the title as text, whatever else the JSON holds
             own = dashboard.get("tags")
