@@ -165,8 +165,9 @@ def test_a_listing_with_a_member_not_as_the_model_has_it_is_not_an_answer(proxie
 @pytest.mark.parametrize("removed, said", [
     (("ComparisonOperator",), "ComparisonOperator"), (("EvaluationPeriods",), "EvaluationPeriods"),
     (("StateValue",), "StateValue"), (("Threshold", "ThresholdMetricId"), "Threshold or ThresholdMetricId"),
-    (("MetricName", "Metrics"), "MetricName or Metrics")],
-    ids=["no comparison", "no periods", "no state", "no threshold", "no metric"])
+    (("MetricName", "Metrics"), "MetricName or Metrics"),
+    (("Metrics", "Expression"), "Expression or MetricStat in its query {query}")],
+    ids=["no comparison", "no periods", "no state", "no threshold", "no metric", "a query of neither"])
 def test_an_alarm_listed_without_what_cloudwatch_reports_of_every_alarm_is_not_an_answer(proxied, published, cli,
                                                                                        removed, said):
     """DescribeAlarms lists one of gpudash's alarms without a member CloudWatch reports of every metric alarm (its
@@ -177,7 +178,14 @@ def test_an_alarm_listed_without_what_cloudwatch_reports_of_every_alarm_is_not_a
     published()
     before = alarms(client)
     fresh(proxy)
-    proxy.inject(_garbled("DescribeAlarms", _alarm(removed[0], lambda alarm: [alarm.pop(k, None) for k in removed])))
+    if removed == ("Metrics", "Expression"):  # an expression query left with neither its expression nor a metric
+        query = next(q["Id"] for q in client.describe_alarms(AlarmNames=[NAME])["MetricAlarms"][0]["Metrics"]
+                     if "Expression" in q)
+        said = said.format(query=query)
+        remove = lambda alarm: [q.pop("Expression") for q in alarm["Metrics"] if q["Id"] == query]  # noqa: E731
+    else:
+        remove = lambda alarm: [alarm.pop(k, None) for k in removed]  # noqa: E731
+    proxy.inject(_garbled("DescribeAlarms", _alarm(removed[0], remove)))
     shown = f"the alarm {NAME} without {said}, which CloudWatch reports of every such alarm"
     for args in (("plan", "--no-grafana"), ("apply", "--skip-verify", "--prune", "--force")):
         code, stdout, stderr = cli(*args)
