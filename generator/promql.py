@@ -740,23 +740,19 @@ def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...
     latest sample is its instant sample's time where it has one (the subquery's steps fall on the interval's grid: a
     sample taken after the last step before the instant was none of them, so one scrape after a MIG reconfiguration
     the new instances had no time yet, the old ones were not superseded, and a pod showed its old instance's 20,000
-    MiB beside its new one's 5,000). Over the look-back, older by either of two readings of it at the steps of the
-    scrape interval (`resolution`): the sample the step's instant selector reads (none past a staleness marker), and
-    the step whose interval holds the sample (the range skips the markers). A scrape taken late, past a step, and the
-    next on time leave no step between them: the first reading misses that scrape's samples (a destroyed instance
-    read beside the GPU's others at the failed scrape after, 15,000 for 10,000 MiB), the second tells that scrape from
-    the one before unless both fell within one step. Both miss it only where two scrapes after one another fell
-    within one step."""
+    MiB beside its new one's 5,000); else over the look-back, as sample_time reads it at steps of half the scrape
+    interval (`resolution`): at the interval's own steps a scrape taken late, past a step, and the next on time and
+    failed left no step between them, and a destroyed instance was read beside the GPU's others at the failed scrape
+    (15,000 for 10,000 MiB); a second reading there, the step whose interval holds the sample, missed two scrapes
+    within one step and made the panels' text longer (~1 kB a late tier)."""
     copy = _listed((labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
                     *COPY_LABELS))
 
     def older(last: str) -> str:
         last = f"max by ({_listed(by)}) ({last})" if by else last
         return f"({last} < on ({copy}) group_left () max by ({copy}) ({last}))"
-    read = f"(timestamp({{0}}) or max_over_time(timestamp({{0}})[{within}:{resolution}]))"
-    held = f"max_over_time(timestamp(last_over_time({{0}}[{resolution}]))[{within}:{resolution}])"
     marked = f" unless on ({_listed(by)}) {{0}}" if by else " unless {0}"
-    return f"(({older(read)} or {older(held)}){marked})"
+    return f"({older(f'(timestamp({{0}}) or {sample_time(within, resolution)})')}{marked})"
 
 
 def sample_time(within: str, resolution: str) -> str:

@@ -352,8 +352,6 @@ def scraped_every(expr: str, made_for: int, seconds: float) -> str:
                          (f"[1ms] offset {old}s)", f"[1ms] offset {duration(new)})"),
                          # promql.own_deltas: a copy's before
                          (f"] offset {old}s) < ", f"] offset {duration(new)}) < "),
-                         # promql._superseded: the step whose interval holds a series' latest sample
-                         (f"[{old}s]))[", f"[{duration(new)}]))["),
                          # an alert's counter reading: each exporter's copy held through a missed scrape
                          (f"[{ms(HELD_SCRAPES * old)}ms:{old}s]", f"[{ms(HELD_SCRAPES * new)}ms:{duration(new)}]"),
                          (f":{old}s]", f":{duration(new)}]"),
