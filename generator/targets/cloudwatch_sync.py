@@ -309,8 +309,8 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
         if prefix and project:
             there = [name for name, body in zip(formerly, pool.map(lambda n: cloudwatch.dashboard_body(region, n),
                                                                    formerly)) if body is not None]
-            if prune:
-                there += _listed_by_cluster(cloudwatch, region, prefix, clusters + former, listed, pool)
+            if prune:  # (a removed cluster's dashboards read by name are not read again)
+                there += _listed_by_cluster(cloudwatch, region, prefix, clusters + former, [*listed, *there], pool)
             listed = dashboards_listed(cloudwatch, region, prefix, listed,
                                        [c.name for c in changes if (c.live or {}).get("body") is not None] + there,
                                        prune)
@@ -361,7 +361,8 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
 def _listed_by_cluster(cloudwatch: CloudWatch, region: str, prefix: str, clusters: tuple[str, ...], listed: list[str],
                        pool: ThreadPoolExecutor) -> list[str]:
     """The dashboards in gpudash's name form that a listing of each cluster's own names (ListDashboards by the prefix
-    <prefix>-<cluster>-, a listing of its own pages) holds, the listing of every name (`listed`) does not, and
+    <prefix>-<cluster>-, a listing of its own pages) holds, `listed` (the listing of every name, and those already
+    read by name) does not, and
     GetDashboard reads: a listing that ends early (a page or its next-page token dropped) before a dashboard no longer
     defined shows no gap by itself, since nothing defined names that dashboard; each cluster's listing is a second,
     shorter one, on its own pages, that must agree with it."""
