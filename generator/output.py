@@ -1181,7 +1181,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
     except OSError as exc:
         raise OutputError(f"cannot create the output directory ({exc.strerror})", where=str(out.parent),
                           hint="check the path and its permissions") from None
-    writer = _claimed(staging, out)
+    writer = claim(staging)  # (staging.py)
     try:
         retired = None
         try:
@@ -1234,7 +1234,7 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
     writer = None
     try:
         staging = _new_folder(out, ".gpudash.new-")
-        writer = _claimed(staging, out)
+        writer = claim(staging)
         tells = taken is not None and _change_times_tell(staging)
         linked = _fill(staging, files, manifest, out, stop, _trusted(known, tells))
         retired = _new_folder(out, ".gpudash.old-")
@@ -1270,13 +1270,6 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
     shutil.rmtree(retired, ignore_errors=True)
 
 
-def _claimed(staging: Path, out: Path) -> int | None:
-    """`staging` (just made) locked as this writer's (staging.py); removed again when that fails."""
-    try:
-        return claim(staging)
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise _failed(exc, out) from None
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,16 @@ def lock_of(folder: Path) -> Path:
 
 
 def claim(folder: Path) -> int | None:
-    """Lock `folder` (just made, empty) as being written by this process: the descriptor holding the lock (None where
-    the system has no flock)."""
+    """Lock `folder` (just made, empty) as being written by this process: the descriptor holding the lock. None where
+    it cannot be locked (no flock on the system, a file system without locks: NFS without its lock service answers
+    ENOLCK): the build is written as before, and a folder its writer leaves is never removed."""
     if fcntl is None:
         return None
     inside = folder / ("writer" + LOCK)
-    fd = os.open(inside, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        fd = os.open(inside, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.rename(inside, lock_of(folder))
@@ -46,7 +50,7 @@ def claim(folder: Path) -> int | None:
         os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(inside)
-        raise
+        return None
     return fd
 
 

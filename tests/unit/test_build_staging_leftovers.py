@@ -81,3 +81,21 @@ def test_a_write_leaves_nothing_beside_the_build(tmp_path):
     write_files(out, FILES)
     write_files(out, {"grafana/a.json": b"[]\n"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
+
+
+def test_a_file_system_without_locks_still_gets_its_build(tmp_path, monkeypatch):
+    """Where a lock cannot be taken (NFS without its lock service answers ENOLCK), the build is written as before,
+    and nothing is left beside it."""
+    import errno
+
+    from generator import staging
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(staging.fcntl, "flock", no_locks)
+    out = tmp_path / "build"
+    write_files(out, FILES)
+    write_files(out, {"grafana/a.json": b"[]\n"})
+    assert _build(out) == {"grafana/a.json": b"[]\n"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
