@@ -32,7 +32,7 @@ from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKi
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes
 from .staging import claim, let_go, lock_of, remove_dead
-from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_filled,
+from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_and_canonical, to_json_filled,
                         to_json_strings, to_yaml, to_yaml_alike, to_yaml_many, writes_as_itself)
 
 if TYPE_CHECKING:
@@ -109,18 +109,16 @@ RULES_FILE = "prometheus/rules.yaml"
 PROMETHEUS_RULE_FILE = "k8s/prometheusrule.yaml"
 
 
-def grafana_dashboard_bytes(model: dict[str, Any]) -> bytes:
-    """A Grafana dashboard's file (indented: the copy people read and diff)."""
-    return to_json(model)
-
-
-def sidecar_dashboard_text(model: dict[str, Any]) -> str:
-    """The dashboard as its sidecar ConfigMap carries it: the file's JSON without indentation (keys sorted as in the
-    file, characters as the file has them). Client-side `kubectl apply` copies the whole ConfigMap into an annotation
-    the API server caps at 262,144 bytes, escaping each line break and quote again (GF011): the indentation was a
-    tenth of the bundled all-metrics dashboard's annotation. Grafana reads either alike. One line and its line break:
-    the YAML file writes it as a literal block, as it is (no quotes to escape, no folding)."""
-    return json.dumps(model, separators=(",", ":"), ensure_ascii=False, sort_keys=True) + "\n"
+def grafana_dashboard_texts(model: dict[str, Any]) -> tuple[bytes, bytes]:
+    """A Grafana dashboard's file (indented: the copy people read and diff), and the text its sidecar ConfigMap
+    carries: the file's JSON without indentation (keys sorted as in the file, characters as the file has them).
+    Client-side `kubectl apply` copies the whole ConfigMap into an annotation the API server caps at 262,144 bytes,
+    escaping each line break and quote again (GF011): the indentation was a tenth of the bundled all-metrics
+    dashboard's annotation. Grafana reads either alike. One line and its line break: the YAML file writes it as a
+    literal block, as it is (no quotes to escape, no folding). Both are written from one check of the model
+    (serialize.to_json_and_canonical)."""
+    file, line = to_json_and_canonical(model)
+    return file, line + b"\n"
 
 
 def encode(artifacts: Artifacts) -> dict[str, bytes]:
@@ -132,9 +130,8 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     sidecars = []
     for dashboard in artifacts.grafana:
-        files[grafana_dashboard_file(dashboard.uid)] = grafana_dashboard_bytes(dashboard.model)
-        sidecars.append(configmap(dashboard.uid, sidecar_dashboard_text(dashboard.model),
-                                  artifacts.grafana_folder["title"]))
+        files[grafana_dashboard_file(dashboard.uid)], sidecar = grafana_dashboard_texts(dashboard.model)
+        sidecars.append(configmap(dashboard.uid, sidecar, artifacts.grafana_folder["title"]))
     files[PROVISIONING_FILE] = to_yaml(artifacts.grafana_provisioning)
     files[SIDECAR_FILE] = to_yaml(*sidecars)
 

@@ -28,6 +28,9 @@ except ImportError:  # pragma: no cover - depends on the installation
 _PRETTY = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False)
 _COMPACT_ASCII = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# to_json's options for orjson: sorted keys, 2-space indent, a trailing newline
+_PRETTY_OPTIONS = 0 if orjson is None else orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+
 
 def to_json(data: Any, *, ascii: bool = False) -> bytes:
     """A JSON file: sorted keys, 2-space indent, non-ASCII as UTF-8 (or escaped), trailing newline.
@@ -134,21 +137,39 @@ def to_json_strings(strings: dict[str, bytes | list[bytes]]) -> bytes:
 def _pretty_fast(data: Any) -> bytes | None:
     if orjson is None:
         return None
-    return _orjson(data, orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    return _orjson(data, _PRETTY_OPTIONS)
+
+
+def to_json_and_canonical(data: Any) -> tuple[bytes, bytes]:
+    """(`to_json(data)`, `canonical_json(data)`): a file and its one-line form (a Grafana dashboard's file and the
+    text its sidecar ConfigMap carries), the data checked once for what orjson writes unlike json."""
+    if orjson is not None:
+        texts = _orjson_texts(data, (_PRETTY_OPTIONS, orjson.OPT_SORT_KEYS))
+        if texts is not None:
+            return texts[0], texts[1]
+    return to_json(data), canonical_json(data)
 
 
 def _orjson(data: Any, option: int) -> bytes | None:
     """orjson's text of `data`, or None where it could differ from the standard library's."""
+    texts = _orjson_texts(data, (option,))
+    return None if texts is None else texts[0]
+
+
+def _orjson_texts(data: Any, options: tuple[int, ...]) -> list[bytes] | None:
+    """orjson's text of `data` with each of `options`, or None where they could differ from the standard library's."""
     try:  # types json does not encode (dataclasses, dates, subclasses) pass through, and are refused
-        text = orjson.dumps(data, option=option | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-                            | orjson.OPT_PASSTHROUGH_SUBCLASS)
+        texts = [orjson.dumps(data, option=option | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+                              | orjson.OPT_PASSTHROUGH_SUBCLASS) for option in options]
     except TypeError:  # non-string keys, integers beyond 64 bits, lone surrogates, deep nesting, the above
         return None
     # Scanning the text costs a fraction of walking the data; only a text that could hold a float
-    # orjson writes unlike json (0.0000x, 1.5e-7, or null for NaN) has its data walked.
+    # orjson writes unlike json (0.0000x, 1.5e-7, or null for NaN) has its data walked (once for every option: each
+    # writes the same numbers).
+    text = texts[0]
     if b"0.0000" in text or b"null" in text or _short_exponent(text):
-        return text if _orjson_writes_json(data) else None
-    return text
+        return texts if _orjson_writes_json(data) else None
+    return texts
 
 
 _SHORT_EXPONENT = re.compile(rb"e-[1-9](?![0-9])")
@@ -481,7 +502,11 @@ def _literal_as_is(value: str | bytes) -> bool:
     indicator), has no space before a break (which only a quoted scalar holds), and no character the block cannot
     hold."""
     if isinstance(value, bytes):
-        if not value.endswith(b"\n") or value.endswith(b"\n\n") or value[:1] in b" \n" or b" \n" in value:
+        if value.find(b"\n") == len(value) - 1:  # one line and its break (a dashboard's JSON): the break is found by
+            # memchr, where looking for " \n" reads each byte of a long line again, several times slower
+            if len(value) < 2 or value[0] == 0x20 or value[-2] == 0x20:
+                return False
+        elif not value.endswith(b"\n") or value.endswith(b"\n\n") or value[:1] in b" \n" or b" \n" in value:
             return False
         return not value.translate(None, _BLOCK_ASCII) if value.isascii() else _literal_as_is(value.decode())
     if not value.endswith("\n") or value.endswith("\n\n") or value[0] in " \n" or " \n" in value:
@@ -503,6 +528,8 @@ def _indented(text: str | bytes, indent: str) -> _Pieces:
     block's body, as pieces to be joined (a long text is copied twice, encoded and indented, not once more for each
     end; bytes once)."""
     data, space = text if isinstance(text, bytes) else text.encode(), indent.encode()
+    if data.find(b"\n") == len(data) - 1:  # one line and its break (found by memchr, as in _literal_as_is)
+        return space, data
     if b"\n\n" not in data:  # every line after one, the last line break's indent left out
         indented = data.replace(b"\n", b"\n" + space)
         return space, memoryview(indented)[:len(indented) - len(space)]
@@ -510,6 +537,21 @@ def _indented(text: str | bytes, indent: str) -> _Pieces:
 
 
 _EXACT_REPR = (str, int, float, bool, type(None))  # types whose repr names the type and value YAML writes
+
+# A text this long or longer is worked out again wherever it is met, not looked up by its value among those met before:
+# hashing it reads it whole, slower than working out whether it is a block as it is (_literal_as_is) or indenting it
+# (_indented). Texts met many times (the clusters' scrape configs and agent JSON) are shorter.
+_LOOKED_UP_BELOW = 1 << 16
+
+
+def _remembered_as_is(value: str | bytes, as_is: dict[str | bytes, bool] | None) -> bool:
+    """`_literal_as_is(value)`, kept in `as_is` (if given) for a text shorter than _LOOKED_UP_BELOW."""
+    if as_is is None or len(value) >= _LOOKED_UP_BELOW:
+        return _literal_as_is(value)
+    literal = as_is.get(value)
+    if literal is None:
+        literal = as_is[value] = _literal_as_is(value)
+    return literal
 
 
 def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list[bool],
@@ -522,10 +564,7 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
     _one_line_style's."""
     kind = type(value)
     if kind is bytes:  # a text as UTF-8: set in as it is where it is a `|` block as it is, else written as the text
-        literal = _literal_as_is(value) if as_is is None else as_is.get(value)
-        if literal is None:
-            literal = as_is[value] = _literal_as_is(value)
-        if not literal:
+        if not _remembered_as_is(value, as_is):
             return _stand_ins(value.decode(), texts, copies, exact, as_is, styles)
         texts.append(value)
         return f"{_STAND_IN}{len(texts) - 1}\n"
@@ -542,13 +581,7 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
                 texts.append(value)
                 return f"{_LINE_STAND_IN}{style}{len(texts) - 1}"
             return value
-        if as_is is None:
-            literal = _literal_as_is(value)
-        else:
-            literal = as_is.get(value)
-            if literal is None:
-                literal = as_is[value] = _literal_as_is(value)
-        if literal:
+        if _remembered_as_is(value, as_is):
             texts.append(value)
             return f"{_STAND_IN}{len(texts) - 1}\n"
         return value
@@ -657,8 +690,8 @@ def _with_texts(skeleton: str, texts: list[str], indented: dict[tuple[str, str],
     its folded text; None unless every stand-in was written once, as a `|` block or as a block mapping's value, and
     nothing else in the skeleton reads like one. The blocks are set in as bytes: a ConfigMap's texts (dashboards,
     tens of MB for hundreds) are indented and joined once, never copied into one string first and encoded after.
-    `indented`, if given, keeps the block body of each (text, indent) met before (None the first time: a text met
-    once keeps no second copy)."""
+    `indented`, if given, keeps the block body of each (text, indent) met before, of a text shorter than
+    _LOOKED_UP_BELOW (None the first time: a text met once keeps no second copy)."""
     if skeleton.count(_STAND_IN) + skeleton.count(_LINE_STAND_IN) != len(texts):
         return None
     seen: list[int] = []
@@ -671,7 +704,7 @@ def _with_texts(skeleton: str, texts: list[str], indented: dict[tuple[str, str],
     for match in _STAND_INS.finditer(text):  # one read in a folded text above is counted twice: written whole
         seen.append(int(match[2]))
         key = (texts[int(match[2])], match[1])
-        body = indented.get(key)
+        body = indented.get(key) if len(key[0]) < _LOOKED_UP_BELOW else _indented(*key)
         if body is None:
             body = _indented(*key)
             if key in indented:  # met a second time: kept for the next ones

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
-from ..output import grafana_dashboard_file, sidecar_dashboard_text
+from ..output import grafana_dashboard_file, grafana_dashboard_texts
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -388,11 +388,11 @@ def configmap_size(subject: LintInput) -> Iterable[Finding]:
     from ..render.grafana_files import configmap
 
     for dashboard in subject.grafana:
-        text = sidecar_dashboard_text(dashboard.model)  # the text the ConfigMap carries
-        size = last_applied_bytes(configmap(dashboard.uid, text, subject.artifacts.grafana_folder["title"]))
+        text = grafana_dashboard_texts(dashboard.model)[1]  # the text the ConfigMap carries
+        size = last_applied_bytes(configmap(dashboard.uid, text.decode(), subject.artifacts.grafana_folder["title"]))
         if size > CONFIGMAP_APPLY_LIMIT:
             yield Finding("GF011", "warning", panel_place(dashboard),
-                          f"{size:,} bytes of annotations (the dashboard's {len(text.encode()):,} bytes as client-side "
+                          f"{size:,} bytes of annotations (the dashboard's {len(text):,} bytes as client-side "
                           f"kubectl apply encodes its ConfigMap into last-applied-configuration), over the "
                           f"{CONFIGMAP_APPLY_LIMIT:,} the API server accepts (the apply is refused): apply "
                           f"k8s/grafana-dashboards.yaml with kubectl apply --server-side (no such annotation; or "

@@ -287,13 +287,13 @@ def test_the_configmap_size_lint_counts_what_client_side_kubectl_apply_writes(tm
     """The API server refuses an object whose annotations' keys and values pass 262,144 bytes; client-side `kubectl
     apply` writes the whole ConfigMap, encoded as Go's encoding/json writes it, into last-applied-configuration: every
     quote of the dashboard's text escaped again, `<`, `>` and `&` as \\u003c..., non-ASCII kept as UTF-8. A dashboard
-    whose text (the ConfigMap's: one line, output.sidecar_dashboard_text) is under the limit is over it, and GF011's
+    whose text (the ConfigMap's: one line, output.grafana_dashboard_texts) is under the limit is over it, and GF011's
     figure is the one the real kubectl writes."""
     import shutil
     import subprocess
 
     from generator.lint.grafana_rules import CONFIGMAP_APPLY_LIMIT
-    from generator.output import sidecar_dashboard_text
+    from generator.output import grafana_dashboard_texts
     from tests.support.kube_server import KubeCluster, KubeTestServer
 
     # quotes, `>=` and `&&`-like text of PromQL, and 2-byte characters
@@ -301,7 +301,7 @@ def test_the_configmap_size_lint_counts_what_client_side_kubectl_apply_writes(tm
         {"title": f"Ü{i}", "description": 'rate(x{a="b", c="d"}[5m]) >= 1 && <ok>', "targets": [{"expr": "y"}]}
         for i in range(2_000)]}
     (finding,), shipped = _configmap_lint(model)
-    text = sidecar_dashboard_text(model).encode()
+    text = grafana_dashboard_texts(model)[1]
     assert len(text) < CONFIGMAP_APPLY_LIMIT  # the dashboard's own bytes are under the limit
     written = int(finding.message.split(" bytes")[0].replace(",", ""))
     assert written > CONFIGMAP_APPLY_LIMIT
