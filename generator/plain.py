@@ -10,46 +10,54 @@ Artifacts are turned into text once, by output.py.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 
 def plain_data(value: Any, method: str) -> Any:
     """`value` as plain data; an object becomes what its `method` returns. What JSON cannot hold is
-    refused as json.dumps refuses it: TypeError (a set, an object without `method`), ValueError (a cycle)."""
-    active: set[int] = set()
+    refused as json.dumps refuses it: TypeError (a set, an object without `method`), ValueError (a cycle).
+
+    The walk does not look out for cycles (keeping the containers on its path took a quarter of its time over a
+    dashboard's thousands of objects): one that recurses past Python's limit (a cycle, or data nested that deep) is
+    handed to json.dumps, which raises what it raises for that value."""
     plain = _PLAIN  # the types that are their own plain data: a dict's or list's items of them are taken as they are
     # (most of a model's values: no call for each)
 
     def walk(value: Any) -> Any:
         kind = type(value)
+        if kind is dict:
+            return {key if type(key) is str else _key(key): item if type(item) in plain else walk(item)
+                    for key, item in value.items()}
+        if kind is list or kind is tuple:
+            return [item if type(item) in plain else walk(item) for item in value]
         if kind in plain:
             return value
-        if kind is not dict and kind is not list and kind is not tuple:  # the containers are asked first: most
-            if isinstance(value, str):  # values that are not plain are one of them or an object with `method`
-                return str.__str__(value)
-            if isinstance(value, int):  # bool has no subclasses: only int's reach here
-                return int.__int__(value)
-            if isinstance(value, float):
-                return float.__float__(value)
-        marker = id(value)
-        if marker in active:
-            raise ValueError("Circular reference detected")
-        active.add(marker)
-        try:
-            if kind is dict or isinstance(value, dict):
-                return {key if type(key) is str else _key(key): item if type(item) in plain else walk(item)
-                        for key, item in value.items()}
-            if kind is list or kind is tuple or isinstance(value, (list, tuple)):
-                return [item if type(item) in plain else walk(item) for item in value]
-            convert = getattr(value, method, None)
-            if not callable(convert):
-                raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
-            return walk(convert())
-        finally:
-            active.discard(marker)
+        if isinstance(value, str):
+            return str.__str__(value)
+        if isinstance(value, int):  # bool has no subclasses: only int's reach here
+            return int.__int__(value)
+        if isinstance(value, float):
+            return float.__float__(value)
+        if isinstance(value, dict):
+            return {key if type(key) is str else _key(key): item if type(item) in plain else walk(item)
+                    for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [item if type(item) in plain else walk(item) for item in value]
+        return walk(converted(value))
 
-    return walk(value)
+    def converted(value: Any) -> Any:
+        convert = getattr(value, method, None)
+        if not callable(convert):
+            raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+        return convert()
+
+    try:
+        return walk(value)
+    except RecursionError:
+        json.dumps(value, default=converted)  # a cycle: ValueError
+        raise
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})

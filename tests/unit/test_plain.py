@@ -93,3 +93,15 @@ def test_renderers_and_the_artifact_set_turn_nothing_into_text():
              for path in [package / "artifacts.py", *sorted((package / "render").glob("*.py"))]
              for number, line in enumerate(path.read_text().splitlines(), 1) if encoders.search(line)]
     assert found == []
+
+
+def test_a_cycle_through_an_object_or_a_dict_is_refused_as_json_refuses_it():
+    """The walk does not watch for cycles: one found by recursing past Python's limit is json.dumps's ValueError."""
+    looped = Model(name="a")
+    looped.fields["again"] = looped
+    with pytest.raises(ValueError, match="Circular"):
+        plain_data(looped, "to_json")
+    ring: dict = {"k": [1]}
+    ring["k"].append({"back": ring})
+    with pytest.raises(ValueError, match="Circular"):
+        plain_data(ring, "to_json")
