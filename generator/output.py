@@ -32,7 +32,7 @@ from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKi
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes
 from .staging import claim, let_go, lock_of, remove_dead
-from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_and_canonical, to_json_filled,
+from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_and_line, to_json_filled,
                         to_json_strings, to_yaml, to_yaml_alike, to_yaml_many, writes_as_itself)
 
 if TYPE_CHECKING:
@@ -116,9 +116,8 @@ def grafana_dashboard_texts(model: dict[str, Any]) -> tuple[bytes, bytes]:
     escaping each line break and quote again (GF011): the indentation was a tenth of the bundled all-metrics
     dashboard's annotation. Grafana reads either alike. One line and its line break: the YAML file writes it as a
     literal block, as it is (no quotes to escape, no folding). Both are written from one check of the model
-    (serialize.to_json_and_canonical)."""
-    file, line = to_json_and_canonical(model)
-    return file, line + b"\n"
+    (serialize.to_json_and_line)."""
+    return to_json_and_line(model)
 
 
 def encode(artifacts: Artifacts) -> dict[str, bytes]:
@@ -267,6 +266,10 @@ class BodyStrings:
                      if item.made is not None}
         # (ClusterBodies, Region) -> the split text (`_split_at_name`), or None where it is not one
         self.references: dict[tuple[Any, str], _SplitText | None] = {}
+        # (ClusterBodies, Region) -> how many bodies were rendered from it: the text of one alone is not split (two
+        # renders more, to save nothing: each dashboard of a one-cluster fleet)
+        self.rendered = Counter((item.made[0], item.made[1].region) for item in artifacts.cloudwatch_dashboards
+                                if item.made is not None)
 
     def __call__(self, name: str, body: Any) -> bytes:
         return b"".join(self.pieces(name, body))
@@ -286,9 +289,10 @@ class BodyStrings:
             return [json_string(body)]
         rendered, made = self.made.get(name, (None, None))
         reference = None
-        if rendered is body and PLAIN_NAME.fullmatch(made[1].name):
+        # a body shows its cluster's name and Region, nothing else of it
+        key = (made[0], made[1].region) if rendered is body else None
+        if key is not None and self.rendered[key] > 1 and PLAIN_NAME.fullmatch(made[1].name):
             bodies, cluster = made
-            key = (bodies, cluster.region)  # a body shows its cluster's name and Region, nothing else of it
             if key not in self.references:
                 self.references[key] = _split_at_name(bodies, cluster)
             reference = self.references[key]

@@ -140,14 +140,15 @@ def _pretty_fast(data: Any) -> bytes | None:
     return _orjson(data, _PRETTY_OPTIONS)
 
 
-def to_json_and_canonical(data: Any) -> tuple[bytes, bytes]:
-    """(`to_json(data)`, `canonical_json(data)`): a file and its one-line form (a Grafana dashboard's file and the
-    text its sidecar ConfigMap carries), the data checked once for what orjson writes unlike json."""
+def to_json_and_line(data: Any) -> tuple[bytes, bytes]:
+    """(`to_json(data)`, `canonical_json(data)` and a line break): a file and the same JSON on one line (a Grafana
+    dashboard's file and the text its sidecar ConfigMap carries), the data checked once for what orjson writes unlike
+    json."""
     if orjson is not None:
-        texts = _orjson_texts(data, (_PRETTY_OPTIONS, orjson.OPT_SORT_KEYS))
+        texts = _orjson_texts(data, (_PRETTY_OPTIONS, orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE))
         if texts is not None:
             return texts[0], texts[1]
-    return to_json(data), canonical_json(data)
+    return to_json(data), canonical_json(data) + b"\n"
 
 
 def _orjson(data: Any, option: int) -> bytes | None:

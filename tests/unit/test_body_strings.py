@@ -98,3 +98,14 @@ def test_a_name_written_otherwise_than_as_itself_is_seen_by_the_stand_ins(tmp_pa
     strings = BodyStrings(artifacts)
     for item in artifacts.cloudwatch_dashboards:
         assert strings(item.name, item.body) == _reference(item.body, item.name, "")
+
+
+def test_a_body_alone_in_its_region_is_escaped_whole_without_splitting_its_text(tmp_path):
+    # splitting a text renders it twice more (with the stand-ins): worth it for two or more bodies of a Region only
+    artifacts = _artifacts(tmp_path, [("a", "us-east-1"), ("b", "eu-west-1"), ("c", "eu-west-1")], project="team-a")
+    strings = BodyStrings(artifacts)
+    for item in artifacts.cloudwatch_dashboards:
+        assert strings(item.name, item.body) == _reference(item.body, item.name, "team-a")
+    assert len(strings.references) == 3
+    assert {region for _, region in strings.references} == {"eu-west-1"}
+    assert all(reference is not None for reference in strings.references.values())

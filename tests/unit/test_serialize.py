@@ -182,6 +182,14 @@ def test_canonical_json_is_the_standard_librarys_compact_utf8(value):
 
 
 @_fast
+@given(_values)
+def test_a_file_and_its_line_are_the_standard_librarys_indented_and_compact_json(value):
+    """A Grafana dashboard's file and its sidecar ConfigMap's text, written from one check of the data."""
+    assert serialize.to_json_and_line(value) == (
+        _pretty(value), (json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode())
+
+
+@_fast
 @given(st.lists(st.dictionaries(_keys, _values, max_size=5) | st.lists(_values, max_size=4), min_size=1, max_size=3))
 def test_to_yaml_writes_pyyamls_bytes(documents):
     assert serialize.to_yaml(*documents) == _pure_yaml(documents)
@@ -475,6 +483,16 @@ def test_json_with_its_long_strings_set_in_is_to_json_of_the_whole(strings, othe
     assert serialize.to_json_filled(data, quoted, lambda: whole) == serialize.to_json(whole)
     data["Resources"]["D0"]["Other"] = whole["Resources"]["D0"]["Other"] = serialize.string_slot(0)
     assert serialize.to_json_filled(data, quoted, lambda: whole) == serialize.to_json(whole)
+
+
+@pytest.mark.parametrize("text", ["x\n", " x\n", "x \n", "\n", "x", "", "x\t\n", "x\x7f\n", "é\n", "x\u2028\n",
+                                  "\U0001F525\n", "x\n\n", "x\ny\n", "x\n y \n", '{"a":"b c","d":[1,2]}\n'])
+def test_a_one_line_text_given_as_bytes_is_written_as_the_text(text):
+    """A sidecar ConfigMap's dashboard JSON is one line and its break: its one break is found by memchr, and the
+    block holds the line as it is; every other one-line text (a space first or last, a character a block cannot
+    hold) is written as PyYAML writes the text."""
+    document = {"data": {"d.json": text.encode()}, "n": 1}
+    assert serialize.to_yaml(document) == _pure_yaml([{"data": {"d.json": text}, "n": 1}])
 
 
 def test_a_sidecar_file_with_an_astral_character_keeps_pyyamls_bytes_for_its_other_strings():
