@@ -142,21 +142,36 @@ _VARIABLES_KEY = "variables"
 def _plain_panel(panel: Panel, catalog: Catalog, settings: Settings, answers: dict) -> dict[str, Any]:
     """The panel's plain data, its own (id and grid position 0: the caller sets them). A panel met once is made from
     the SDK's models and given as it is (nothing of it kept: its models are freed); one met again (`_exactly`) is
-    made once more, kept apart from every use, and copied for each further use."""
+    made once more, kept apart from every use, and copied for each further use.
+
+    Panels are first told apart by the definitions' own equality (a hash of their fields): a panel unlike any before
+    (each of a build's thousands of distinct panels) is kept as itself, and the exact keys (`_exactly`, a call per
+    field) are worked out only among panels equal to one met before."""
+    alike = answers.get(panel)  # {exact key: what was made} of the panels met before that equal this one
+    if alike is None:
+        answers[panel] = panel  # the first: only that it was met is kept
+        return _made_panel(panel, catalog, settings)
+    if type(alike) is not dict:  # met once before, by the panel `alike`
+        alike = answers[panel] = {_exactly(alike): True}
     key = _exactly(panel)
-    made = answers.get(key)
+    made = alike.get(key)
     if type(made) is dict:
         return _copied(made)
+    plain = _made_panel(panel, catalog, settings)
+    if made is None:  # the first time: only that it was met is kept
+        alike[key] = True
+        return plain
+    alike[key] = plain
+    return _copied(plain)
+
+
+def _made_panel(panel: Panel, catalog: Catalog, settings: Settings) -> dict[str, Any]:
+    """The panel's plain data, made from the SDK's models (id and grid position 0)."""
     from grafana_foundation_sdk.models import dashboard as dm
 
     model = _panel(panel, catalog, settings)
     model.id_val, model.grid_pos = 0, dm.GridPos(h=0, w=0, x=0, y=0)
-    plain = plain_data(model, "to_json")
-    if made is None:  # the first time: only that it was met is kept
-        answers[key] = True
-        return plain
-    answers[key] = plain
-    return _copied(plain)
+    return plain_data(model, "to_json")
 
 
 def _exactly(value: Any) -> Any:
