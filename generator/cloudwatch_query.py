@@ -1531,6 +1531,12 @@ GROUP_INSTANCES = "a GPU split into MIG instances weighs once per instance the g
 # classic; on the OTel pipeline a namespace reads its use of each GPU, namespace_plan): each pod sharing the GPU has
 # its copy, so a namespace of two pods on one GPU counted 2 GPUs, said of MIG alone
 GROUP_COPIES = "a GPU split into MIG instances, or shared by time-slicing, weighs once per instance or pod the group holds"
+# A GPU's own mean of a field MIG reports per instance (a line per GPU, or those lines combined): its instances' series
+# each an observation, so with exporter.virtual_gpus an instance pods share, written once per pod and merged by
+# nothing before this set, weighs once per pod (an A100's instances at 0.8, shared by two pods, and 0.2 read 0.6 for
+# 0.5; without the setting an instance is written once, and a whole GPU's copies are equal readings)
+SHARED_INSTANCE_WEIGHS = ("with KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus) a MIG instance pods share weighs once "
+                          "per pod in its GPU's mean (each pod's copy is an observation)")
 POD_MEMORY_SHARES = ("a pod holding several GPUs or MIG instances reads the mean of their shares, not its used over "
                      "the memory they hold (Grafana's value)")
 # What each note above that speaks of MIG instances says where no GPU is split (exporter.mig: none): None, nothing
@@ -1563,7 +1569,8 @@ def _whole_gpus(result: Plan, settings: Settings) -> Plan:
     notes = []
     for note in result.notes:
         if note.startswith(MIG_LEFT_OUT) or note in (POD_INSTANCES, GROUP_INSTANCES, MIG_DEVICE_REPEATS,
-                                                     MIG_INSTANCE_SHARES, MIG_INSTANCES_WEIGH, MIG_COPIES_COUNTED):
+                                                     MIG_INSTANCE_SHARES, MIG_INSTANCES_WEIGH, MIG_COPIES_COUNTED,
+                                                     SHARED_INSTANCE_WEIGHS):
             continue
         if note in (INSTANCE_COUNTER_LINES, *(INSTANCE_LINES.format(verb) for verb in ("add", "combine", "average"))):
             note = WHOLE_GPU_LINES
@@ -1615,6 +1622,9 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
             notes.append(WEIGHS_PER_SERIES)
         elif merged == "instance" and field.per_instance:
             notes.append(MIG_INSTANCES_WEIGH)
+    elif settings.exporter.virtual_gpus and field.per_instance and not merged and not per_pod \
+            and result.function == "AVG" and tuple(result.group) == tuple(result.gpu_series):
+        notes.append(SHARED_INSTANCE_WEIGHS)  # each GPU's mean over its instances' copies
     # A device field repeats on each of a pod's instances of one GPU: its maximum and minimum stand, its sums,
     # counts and means count that GPU once per instance; an instance field's value per GPU is its instances'
     # sum (framebuffer, which a sum per pod adds up alike) or mean, which no statistic of the pod's takes.
