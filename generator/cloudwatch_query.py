@@ -353,7 +353,9 @@ def unused_plan(plan: Plan, comparison: str, catalog: Catalog, settings: Setting
     whole = SHARE_BOUNDS.get(catalog.get(plan.metric).unit_key)
     if whole is None or len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
         return None
-    return replace(plan, dims=(*plan.dims, UNUSED_SHARE[0]), complement=whole)
+    # the agent makes the share of each GPU instance, its pods' copies merged first: none weighs once per pod
+    return replace(plan, dims=(*plan.dims, UNUSED_SHARE[0]), complement=whole,
+                   notes=tuple(note for note in plan.notes if note != SHARED_INSTANCE_WEIGHS))
 
 
 # A GROUP BY alarm that judges every reading of each of its periods against a level (MIN() > T: the lowest reading of
@@ -406,7 +408,9 @@ def level_plan(plan: Plan, comparison: str, level: float, periods: int, catalog:
         return None
     if len(plan.dims) >= MAX_DIMENSIONS:  # the agent drops a set of more than 10 names
         return None
-    return replace(plan, dims=(*plan.dims, level_mark(comparison, level)), flagged=(comparison, level))
+    # the agent flags each GPU's reading, its copies merged first by max: none weighs once per pod
+    return replace(plan, dims=(*plan.dims, level_mark(comparison, level)), flagged=(comparison, level),
+                   notes=tuple(note for note in plan.notes if note != SHARED_INSTANCE_WEIGHS))
 
 
 def once_dimensions(settings: Settings) -> tuple[str, ...]:
@@ -1622,9 +1626,12 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
             notes.append(WEIGHS_PER_SERIES)
         elif merged == "instance" and field.per_instance:
             notes.append(MIG_INSTANCES_WEIGH)
-    elif settings.exporter.virtual_gpus and field.per_instance and not merged and not per_pod \
-            and result.function == "AVG" and tuple(result.group) == tuple(result.gpu_series):
-        notes.append(SHARED_INSTANCE_WEIGHS)  # each GPU's mean over its instances' copies
+    elif settings.exporter.virtual_gpus and field.per_instance and not merged and result.function == "AVG" \
+            and tuple(result.dims) == tuple(gpu_dimensions(settings)) \
+            and tuple(result.group) == tuple(result.gpu_series):
+        # each GPU's mean over its instances' copies as published (a set the agent makes of the field, the idle
+        # alarm's unused share or the flags past a level, merges each instance's copies first)
+        notes.append(SHARED_INSTANCE_WEIGHS)
     # A device field repeats on each of a pod's instances of one GPU: its maximum and minimum stand, its sums,
     # counts and means count that GPU once per instance; an instance field's value per GPU is its instances'
     # sum (framebuffer, which a sum per pod adds up alike) or mean, which no statistic of the pod's takes.

@@ -8,7 +8,8 @@ reading, and nothing merges those copies for this set (on the OTel pipeline the 
 counters, the fields split per process and the readings once of the fleet's values), so the shared instance weighs
 once per pod: an A100 split into two 3g.20gb instances, the first at 0.8 shared by two pods, the second at 0.2 held
 by one, read 0.6 for 0.5 on both pipelines, and the header said nothing of it (seen on main 2af6a2fb). The header
-now says it; a strict xfail pins the truth.
+now says it; a strict xfail pins the truth. An alarm on that mean says it too where it reads the same set (classic);
+on the OTel pipeline an alarm below a level reads the unused share the agent makes per GPU instance, copies merged.
 """
 
 from __future__ import annotations
@@ -83,3 +84,38 @@ def test_without_a_shared_instance_the_gpu_reads_its_instances_mean(pipeline):
 def test_a_gpus_mean_weighs_each_instance_once(pipeline):
     value, _ = _read(PIPELINES[pipeline] + VIRTUAL)
     assert value == pytest.approx(TRUTH)
+
+
+ALARM = """from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm('tensor-low', 'Tensor cores idle', Condition(Query('DCGM_FI_PROF_PIPE_TENSOR_ACTIVE', 'avg',
+                ('node', 'gpu')), '<', 0.55), description='A GPU whose tensor cores are mostly idle.', runbook='y')
+"""
+
+
+
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_an_alarm_on_a_gpus_mean_reads_or_says_what_a_shared_instance_weighs(tmp_path, pipeline):
+    """The same mean in an alarm per GPU, under 0.55: its instances' mean, 0.5, fires. On the OTel pipeline the alarm
+    reads the unused share the agent makes of each GPU instance (its pods' copies merged first: unused_plan), so it
+    fires with the shared instance too and says nothing of it; on classic it reads the per-GPU set as the chart does,
+    0.6, stays OK, and its description says why (seen on main 2af6a2fb: nothing said)."""
+    from generator.artifacts import build
+    from generator.output import encode
+    from tests.support.projects import defined_project
+
+    project = defined_project(tmp_path, PIPELINES[pipeline] + VIRTUAL, alarms=ALARM)
+    files = encode(build(project, grafana=False))
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if "tensor-low" in a["Request"]["AlarmName"]]
+    said_ = "a MIG instance pods share weighs once per pod in its GPU's mean" in request["AlarmDescription"]
+    assert said_ == (pipeline == "classic"), request["AlarmDescription"]
+    config, job = agent_config(files[AGENT_FILE])
+    target = exporter_targets(job, 1)[0]
+    states = {}
+    for copies in (SHARING, (SHARING[0], SHARING[2])):  # the shared instance, then each instance held by one pod
+        points = Agent(config, job).run([Scrape(30.0 * k, _page(copies), target) for k in range(-1, 40)])
+        (states[len(copies)],) = cloudwatch_eval.alarm(request, points, 1200.0).values()
+    assert states == {3: "OK" if pipeline == "classic" else "ALARM", 2: "ALARM"}, states
