@@ -929,7 +929,8 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
     if out.exists() and not out.is_dir():
         raise OutputError("the output path is a file, not a directory", where=str(out),
                           hint="pass --out with a directory")
-    remove_dead(out.parent, f".{out.name}.new-")  # what a writer killed while writing left (staging.py)
+    # what a writer killed while writing left (staging.py)
+    remove_dead(out.parent, f".{out.name}.new-", f".{out.name}.old-", swapped=(out / MANIFEST).is_file())
     if out.is_dir():
         remove_dead(out, ".gpudash.new-")
     try:
@@ -1192,7 +1193,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
             if not out.exists():
                 os.replace(staging, out)
                 return
-            retired = _new_folder(out.parent, f".{out.name}.old-")
+            retired = _retired_folder(out, staging)
             try:
                 os.replace(out, retired / "build")
             except OSError as exc:
@@ -1222,6 +1223,17 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
             shutil.rmtree(retired, ignore_errors=True)
     finally:
         let_go(staging, writer)
+
+
+def _retired_folder(out: Path, staging: Path) -> Path:
+    """The folder the previous build is moved into during the swap: `.<out>.old-` and the digits of the staging
+    folder's name, which tell a later write whose it is (staging.remove_dead); a random name if that one is taken."""
+    named = out.parent / staging.name.replace(f".{out.name}.new-", f".{out.name}.old-", 1)
+    try:
+        os.mkdir(named, 0o700)
+        return named
+    except FileExistsError:
+        return _new_folder(out.parent, f".{out.name}.old-")
 
 
 def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],

@@ -2,12 +2,15 @@
 point, `.gpudash.new-<...>`), and what a writer that died while writing one left.
 
 Each writer holds a lock on a file beside its staging folder, named for it (`<folder>.lock`), from just after the
-folder is made until the folder is swapped in or removed: the file is made inside the folder (new, the writer's
+folder is made until the folder is swapped in (and the folder the swap moved the previous build into, `.<out>.old-`
+with the same digits, removed) or removed: the file is made inside the folder (new, the writer's
 alone), locked there, then renamed beside it, so it never shows unlocked under its name. The kernel lets go of the
 lock when the writer ends, however it ends (SIGKILL, a crash; power loss ends every lock). A later build removes a
 staging folder of its own name form only when its lock file is there, is the writer's own user's, and can be locked:
 its writer is gone. A folder without its lock file (one made by a gpudash before the lock, or in the instant between
-the folder and its lock) is left alone, and so is everything else beside the build.
+the folder and its lock) is left alone, and so is everything else beside the build. A dead writer's `.old-` folder
+is removed only when its staging folder is gone (swapped in) and the build folder holds a build; while the staging
+folder is there, the writer ended between the swap's two renames and the `.old-` folder holds the previous build.
 """
 
 from __future__ import annotations
@@ -63,26 +66,34 @@ def let_go(folder: Path, fd: int | None) -> None:
     os.close(fd)
 
 
-def remove_dead(parent: Path, prefix: str) -> list[str]:
+def remove_dead(parent: Path, prefix: str, retired: str | None = None, swapped: bool = False) -> list[str]:
     """Remove from `parent` the staging folders named `prefix` + 12 hex digits whose writer is gone (their lock file
     can be locked), and lock files of that form left without their folder (a writer that ended between its swap and
-    removing its lock file). Returns the names removed. Nothing that cannot be read or locked is touched; a failure
-    to remove leaves what is left."""
+    removing its lock file). With `retired` (the prefix of the folder a swap moves the previous build into, named with
+    the staging folder's digits) and `swapped` (the build folder holds a build): a dead writer's retired folder whose
+    staging folder is gone is removed too, since its staging folder was swapped in and the writer was removing what it
+    retired; one whose staging folder is still there is left (the writer ended between the swap's two renames: it
+    holds the previous build). Returns the staging names removed. Nothing that cannot be read or locked is touched; a
+    failure to remove leaves what is left."""
     if fcntl is None:
         return []
     try:
         names = os.listdir(parent)
     except OSError:
         return []
-    form = re.compile(re.escape(prefix) + _HEX + re.escape(LOCK))
+    form = re.compile(re.escape(prefix) + f"({_HEX})" + re.escape(LOCK))
     removed = []
     for name in sorted(names):
-        if form.fullmatch(name) and _remove_if_dead(parent / name[: -len(LOCK)]):
+        match = form.fullmatch(name)
+        if match is None:
+            continue
+        old = parent / (retired + match.group(1)) if retired is not None and swapped else None
+        if _remove_if_dead(parent / name[: -len(LOCK)], old):
             removed.append(name[: -len(LOCK)])
     return removed
 
 
-def _remove_if_dead(folder: Path) -> bool:
+def _remove_if_dead(folder: Path, retired: Path | None) -> bool:
     lock = lock_of(folder)
     try:
         fd = os.open(lock, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
@@ -96,19 +107,26 @@ def _remove_if_dead(folder: Path) -> bool:
         held, named = os.fstat(fd), os.lstat(lock)
         if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino) or held.st_uid != os.geteuid():
             return False  # removed (its writer done) and made again meanwhile, or another user's
-        try:
-            found = os.lstat(folder)
-        except FileNotFoundError:
-            found = None
-        if found is not None:
-            if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
-                return False
-            shutil.rmtree(folder, ignore_errors=True)
-            if os.path.lexists(folder):
-                return False
+        found = _own_folder(folder)
+        if found is False:
+            return False
+        for gone in (folder,) if found else (retired,) if retired is not None else ():
+            if _own_folder(gone):
+                shutil.rmtree(gone, ignore_errors=True)
+                if os.path.lexists(gone):
+                    return False
         os.unlink(lock)
-        return found is not None
+        return bool(found)
     except OSError:
         return False
     finally:
         os.close(fd)
+
+
+def _own_folder(path: Path) -> bool | None:
+    """True for a folder (not a link) of this user's, None when nothing is there, False for anything else."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return stat.S_ISDIR(found.st_mode) and found.st_uid == os.geteuid()

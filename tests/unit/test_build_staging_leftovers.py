@@ -99,3 +99,65 @@ def test_a_file_system_without_locks_still_gets_its_build(tmp_path, monkeypatch)
     write_files(out, {"grafana/a.json": b"[]\n"})
     assert _build(out) == {"grafana/a.json": b"[]\n"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
+
+
+# A writer that stops once its build is swapped in, while it removes the previous build it moved aside
+STOPPED_REMOVING = """
+import pathlib, shutil, sys, time
+from generator import output
+rmtree = shutil.rmtree
+def stopped(path, *args, **kwargs):
+    if ".old-" in pathlib.Path(path).name:
+        pathlib.Path(sys.argv[2]).write_text(str(path))
+        time.sleep(600)
+    return rmtree(path, *args, **kwargs)
+output.shutil.rmtree = stopped
+output.write_files(pathlib.Path(sys.argv[1]), {"grafana/a.json": b"[]\\n"})
+"""
+
+
+def test_a_writer_killed_while_removing_the_previous_build_leaves_a_folder_the_next_write_removes(tmp_path):
+    """Killed after its swap, while it removes the previous build it moved aside (`.build.old-*`, a long removal for
+    a large build): the next write removes that folder too, the build being the one the killed writer swapped in."""
+    out = tmp_path / "build"
+    write_files(out, FILES)
+    said = tmp_path / "removing"
+    writer = subprocess.Popen([sys.executable, "-c", STOPPED_REMOVING, str(out), str(said)],
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        for _ in range(1200):  # (a bound on the wait, not a timing assertion)
+            if said.exists() and said.read_text():
+                break
+            assert writer.poll() is None, "the writer ended before removing the previous build"
+            time.sleep(0.05)
+        retired = Path(said.read_text())
+        assert retired.name.startswith(".build.old-") and _build(retired / "build") == FILES
+        assert _build(out) == {"grafana/a.json": b"[]\n"}
+        write_files(out, {"grafana/a.json": b"[]\n"})  # while the writer is alive, what it moved aside is its own
+        assert retired.is_dir()
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    write_files(out, {"grafana/a.json": b"[]\n"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build", "removing"]
+    assert _build(out) == {"grafana/a.json": b"[]\n"}
+
+
+def test_a_writer_killed_between_the_swap_s_renames_leaves_the_previous_build_aside(tmp_path):
+    """Killed between the swap's two renames: the build folder is missing and the previous build is in the `.old-`
+    folder (as docs/reliability.md says). The next write removes the staging folder and writes the build, and leaves
+    the previous one where it is, for the user to take back."""
+    out = tmp_path / "build"
+    write_files(out, FILES)
+    staging = tmp_path / ".build.new-00000000000a"
+    staging.mkdir()
+    (staging / "manifest.json").write_text("{}")
+    lock = tmp_path / ".build.new-00000000000a.lock"
+    lock.write_bytes(b"")
+    retired = tmp_path / ".build.old-00000000000a"
+    retired.mkdir()
+    out.rename(retired / "build")
+    write_files(out, {"grafana/a.json": b"[]\n"})
+    assert not staging.exists() and not lock.exists() and _build(retired / "build") == FILES
+    write_files(out, {"grafana/a.json": b"[]\n"})  # nothing shows it is to go: it stays
+    assert _build(retired / "build") == FILES and _build(out) == {"grafana/a.json": b"[]\n"}
