@@ -546,11 +546,23 @@ def identified(expr: str, labels: Labels) -> str:
     uuid = quoted(uuid_label((labels.pod, labels.namespace, labels.container)))
     target = quoted(GPU_LABEL)
     if len(labels.node_sources) == 1:  # one node spelling: no joining
-        node = quoted(labels.node_sources[0])
-        named = f'label_replace({expr}, {target}, "$1", {node}, "(.*)")'
-        return f'label_replace({named}, {target}, "$1", {uuid}, "(.+)")'
+        return _named_by(expr, quoted(labels.node_sources[0]), uuid, target)
     joined = f'label_join({expr}, {target}, ";", {_listed((uuid, *map(quoted, labels.node_sources)))})'
     return f'label_replace({joined}, {target}, "$1$2", {target}, "([^;]+);.*|;+([^;]*).*")'
+
+
+def coalesced_gpu(expr: str, labels: Labels) -> str:
+    """identified(coalesce_node(expr)): the first non-empty node spelling written into the node label, then the GPU
+    named by its UUID, else by that label, which holds the first non-empty spelling already (no joining of them
+    again: the same names, some 40 bytes fewer each time)."""
+    uuid = quoted(uuid_label((labels.pod, labels.namespace, labels.container)))
+    return _named_by(coalesce_node(expr, labels), quoted(labels.node), uuid, quoted(GPU_LABEL))
+
+
+def _named_by(expr: str, node: str, uuid: str, target: str) -> str:
+    """`expr` with the label `target` its UUID where it has one, else the label `node`."""
+    named = f'label_replace({expr}, {target}, "$1", {node}, "(.*)")'
+    return f'label_replace({named}, {target}, "$1", {uuid}, "(.+)")'
 
 
 def spelled(labels: Labels) -> list[list[str]]:
@@ -614,6 +626,12 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     that step), by spelling alone (where the span's two ranges each cost a gauge panel about a third more Prometheus
     CPU); a copy older than that which the instant selector still reads (its exporter gone where no staleness marker
     ended it: a Prometheus restart between) names no line."""
+    return _first_name(_ranked_names(metric, matchers, span, resolution, labels, node), labels)
+
+
+def _ranked_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
+                  node: str | None) -> str:
+    """gpu_names' candidates: each name a copy of `metric` gives its GPU (cluster, GPU_LABEL, index), ranked."""
     seconds = _seconds(resolution)
     terms = []
     for k, branch in enumerate(spelled(labels)):
@@ -628,9 +646,13 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
                          f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or "
                          f"present_over_time({each}[{span}]) * 0) - {place + rank:g}")
     ranked = terms[0] if len(terms) == 1 else "(" + " or ".join(f"({term})" for term in terms) + ")"
-    gpu = (labels.cluster, GPU_LABEL, "gpu")
-    named = f"max by ({_listed((*gpu, labels.node))}) ({identified(coalesce_node(ranked, labels), labels)})"
-    return f"topk by ({_listed(gpu)}) (1, {_name_order(named, labels.node)})"
+    return f"max by ({_listed((labels.cluster, GPU_LABEL, 'gpu', labels.node))}) ({coalesced_gpu(ranked, labels)})"
+
+
+def _first_name(ranked: str, labels: Labels) -> str:
+    """One series per GPU of `ranked` (its candidate names, _ranked_names): the highest ranked, ties told apart by
+    the name (_name_order)."""
+    return f"topk by ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) (1, {_name_order(ranked, labels.node)})"
 
 
 # The characters a name's last ones are told apart by (_name_order), Kubernetes' generated names' alphabet first (a
@@ -1621,8 +1643,8 @@ class _Merge:
         another counter, whose first reading is no reset of the old one's (merged by node and index alone, a new GPU
         reading 2 remapped rows after the old one's 5 counted 2 remaps). The CloudWatch agent keeps a counter's
         previous reading per series, the UUID among its labels: a new GPU's first reading sends nothing."""
-        series = coalesce_node(series, self.labels) if copy else series
-        return f"max by ({self._physical(own, copy)}) ({identified(series, self.labels)})"
+        named = coalesced_gpu(series, self.labels) if copy else identified(series, self.labels)
+        return f"max by ({self._physical(own, copy)}) ({named})"
 
     def _physical(self, own: tuple[str, ...], copy: bool = False) -> str:
         """The labels of one physical GPU (instance, and outer group), with `copy` the node its copy names."""
@@ -1701,10 +1723,10 @@ class _Merge:
                             *self.chooses_apart(own)))
         if self._highest_of_all(how, fields, own, chosen, fresh, blanks, identity):
             # the highest copy's value is the highest of every series of the GPU: one max, no copy to choose
-            return f"max by ({self._keep(own, apart)}) ({identified(coalesce_node(fields[0], self.labels), self.labels)})"
+            return f"max by ({self._keep(own, apart)}) ({coalesced_gpu(fields[0], self.labels)})"
 
         def per_copy(fields: tuple[str, ...]) -> str:
-            each = [f"max by ({self._copy(own, True)}) ({identified(coalesce_node(s, self.labels), self.labels)})"
+            each = [f"max by ({self._copy(own, True)}) ({coalesced_gpu(s, self.labels)})"
                     for s in fields]
             value = each[0] if len(each) == 1 else "(" + " + ".join(each) + ")"
             return value if apart else f"{how} by ({self._copy(own, False)}) ({value})"
@@ -1712,7 +1734,7 @@ class _Merge:
         on = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own), *COPY_LABELS))
         later = value
         if late is not None and fresh:  # the copy with the newest reading within the look-back, its latest readings
-            newest = f"max by ({self._copy(own, False)}) ({identified(coalesce_node(late[1], self.labels), self.labels)})"
+            newest = f"max by ({self._copy(own, False)}) ({coalesced_gpu(late[1], self.labels)})"
             later = f"({per_copy(late[0])} and on ({on}) topk by ({gpu}) (1, {newest}))"
         now = per_copy(fresh) if fresh else value
         if late is not None and fresh and blanks is not None and late_blanks is not None:  # checked per tier
@@ -2422,8 +2444,10 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     the copies of the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and
     the Node variable's values."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
-    names = [gpu_names(metric, matchers, span, resolution, labels, node) for metric in metrics]
-    return names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")"
+    # each metric's candidates where no metric before it has the GPU, then one name chosen among them: the name
+    # gpu_names gives from the first metric that has the GPU, ordered and chosen once, not once per metric
+    names = [_ranked_names(metric, matchers, span, resolution, labels, node) for metric in metrics]
+    return _first_name(names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")", labels)
 
 
 POD_KEYS = frozenset(("cluster", "namespace", "pod", "node", "gpu"))  # a per-pod query, per its GPUs too
