@@ -159,7 +159,11 @@ def coalesce_node(expr: str, labels: Labels) -> str:
         return expr
     target = quoted(labels.node)
     joined = f"label_join({expr}, {target}, \";\", {', '.join(quoted(s) for s in sources)})"
-    return f'label_replace({joined}, {target}, "$1", {target}, ";*([^;]*).*")'
+    return f'label_replace({joined}, {target}, "$1", {target}, {FIRST_JOINED})'
+
+
+# label_replace's regex (anchored) of a label_join of names with ";": the first non-empty one ("" where all are)
+FIRST_JOINED = '";*([^;]*).*"'
 
 
 def gpu_identity(labels: Labels) -> tuple[str, ...]:
@@ -176,9 +180,19 @@ def _listed(names) -> str:
 
 
 def _raw(metric: str, branches: list[list[str]], extra: list[str], function: str) -> str:
-    """One selector per scope branch, with `function` applied ({} = the selector; {1}: the branch's number)."""
-    parts = [function.format(selector(metric, [*branch, *extra]), k) for k, branch in enumerate(branches)]
+    """One selector per scope branch, with `function` applied ({} = the selector; {1}: the branch's number; {2}: the
+    branch's place as millionths to subtract, _less_placed)."""
+    parts = [function.format(selector(metric, [*branch, *extra]), k, _less_placed(k))
+             for k, branch in enumerate(branches)]
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+
+
+def _less_placed(k: int) -> str:
+    """` - k * 0.000001` (chosen_copy's place of a copy), written shorter where that is the same float: nothing for
+    the first place, `k`e-6 where that literal is the product (1 to 4: every place of the bundled node spellings)."""
+    if k == 0:
+        return ""
+    return f" - {k}e-6" if float(f"{k}e-6") == k * 0.000001 else f" - {k} * 0.000001"
 
 
 @dataclass(frozen=True)
@@ -548,7 +562,7 @@ def identified(expr: str, labels: Labels) -> str:
     if len(labels.node_sources) == 1:  # one node spelling: no joining
         return _named_by(expr, quoted(labels.node_sources[0]), uuid, target)
     joined = f'label_join({expr}, {target}, ";", {_listed((uuid, *map(quoted, labels.node_sources)))})'
-    return f'label_replace({joined}, {target}, "$1$2", {target}, "([^;]+);.*|;+([^;]*).*")'
+    return f'label_replace({joined}, {target}, "$1", {target}, {FIRST_JOINED})'  # the UUID, else the first spelling
 
 
 def coalesced_gpu(expr: str, labels: Labels) -> str:
@@ -642,9 +656,10 @@ def _ranked_names(metric: str, matchers: list[str], span: str | None, resolution
         for rank, pod_like in _pod_tiers(source, labels.exporter_pods):
             each = selector(metric, [*matchers, *branch, *named, *pod_like])
             looked_back = f"last_over_time({each}[{label_lookback(seconds)}])"
-            terms.append(f"{looked_back} * 0 - {place + rank:g}" if span is None else
+            less = f" - {place + rank:g}" if place + rank else ""  # x - 0 is x, -0 too
+            terms.append(f"{looked_back} * 0{less}" if span is None else
                          f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or "
-                         f"present_over_time({each}[{span}]) * 0) - {place + rank:g}")
+                         f"present_over_time({each}[{span}]) * 0){less}")
     ranked = terms[0] if len(terms) == 1 else "(" + " or ".join(f"({term})" for term in terms) + ")"
     return f"max by ({_listed((labels.cluster, GPU_LABEL, 'gpu', labels.node))}) ({coalesced_gpu(ranked, labels)})"
 
@@ -867,7 +882,7 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     # a copy's series made one per MIG instance (the pods it names merged) before the GPU is named (fewer series)
     written = (labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu", *kept,
                *COPY_LABELS, *labels.node_sources)
-    place = " - {1} * 0.000001"
+    place = "{2}"  # less a millionth per place (_less_placed)
 
     def per_copy(how: str, series: str, instances: bool = True) -> str:
         one = f"max by ({_listed((*written, *(INSTANCE_IDENTITY if instances else ())))}) ({series})"
