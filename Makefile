@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 COLLECTED := $(VENV)/.collected
 
-.PHONY: install generate test lint services bench bench-queries clean
+.PHONY: install generate test lint services bench bench-queries bench-panels clean
 
 # One pip call per target: no pip self-upgrade, no version check, and no bytecode written at install
 # (most installed modules are never imported: Python compiles the ones that are, once, on first
@@ -84,6 +84,10 @@ bench: $(TEST_STAMP)
 # Minutes, not seconds: a fleet's history backfilled into a real Prometheus, then every counter panel and rule timed.
 bench-queries: $(TEST_STAMP)
 	$(BIN)/python benchmarks/queries.py $(QUERY_BENCH_ARGS)
+
+# Minutes too: every panel and rule of the build, its bytes and Prometheus' CPU per answer on the messy fleet.
+bench-panels: $(TEST_STAMP)
+	$(BIN)/python benchmarks/panels.py $(PANEL_BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build

@@ -18,7 +18,8 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if not path.name.startswith("_"))
 
 # Arguments of a script that takes its size on the command line; what each run must print.
-ARGUMENTS = {"queries.py": ["--gpus", "1", "--days", "0.05", "--runs", "1", "--ranges", "1h"],
+ARGUMENTS = {"panels.py": ["--only", "Framebuffer used share by pod", "GpudashGpuIdle"],
+             "queries.py": ["--gpus", "1", "--days", "0.05", "--runs", "1", "--ranges", "1h"],
              "rules.py": ["--gpus", "1", "--evaluations", "1", "--runs", "1", "--variants"]}
 PRINTS = {
     "alarms.py": ["GROUP BY pod (one alarm per rule)", "static (one alarm per pod)"],
@@ -27,6 +28,8 @@ PRINTS = {
                     "| `generate`, one 8-panel dashboard |", "| `generate`, 2 clusters |",
                     "| `generate`, 2 clusters, each its own Prometheus (no prometheus_label) and two exporter DaemonSets |",
                     "right after `rm -rf` of the previous build |", "(median of 1 fresh processes each;"],
+    "panels.py": ["### the defaults, exporter.virtual_gpus: false: 11 GPUs",
+                  "| gpudash-by-pod · Framebuffer used share by pod | ", "| rule GpudashGpuIdle | ", "| all | "],
     "publish.py": ["no-op apply, 1 clusters (median of 1)", "prune of 1 of 2 clusters (1 Region)",
                    "first apply, 2 clusters in 2 Regions at once",
                    "second run (no changes)"],
@@ -46,7 +49,8 @@ RECORDS = {
     "verify.py": ["`gpudash verify`, 4 groups"],
     "suite.py": ["`make test` on a fresh clone"],
 }
-NEEDS = {"queries.py": ("prometheus", "promtool"), "rules.py": ("prometheus", "promtool"), "verify.py": ("prometheus",)}
+NEEDS = {"panels.py": ("prometheus", "promtool"), "queries.py": ("prometheus", "promtool"),
+         "rules.py": ("prometheus", "promtool"), "verify.py": ("prometheus",)}
 
 
 def _real_pacing_recorded(folder: Path) -> dict[str, str]:
