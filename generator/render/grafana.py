@@ -8,11 +8,12 @@ series are labelled from the configured workload-pod label.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any
 
 from ..build_memo import BuildMemo
 from ..catalog import PER_PROCESS_FIELDS, PRESENCE, Catalog
-from ..model import Dashboard, Panel, Row, layout
+from ..model import Dashboard, Panel, Query, Row, layout
 from ..names import WATCHED_CLUSTER, grafana_uid
 from ..plain import plain_data
 from ..promql import (COST_NOTE, Scope, copies_note, counted_within_note, expression, gpus_named, group_keys,
@@ -300,19 +301,46 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, share
     return " ".join(dict.fromkeys(texts)) or panel.title
 
 
+def _description(panel: Panel, catalog: Catalog, settings: Settings) -> str:
+    """panel_description, worked out once per build for the panels alike in their own description and queries (all
+    it reads of a panel but the title, which it gives only where it has nothing else to say)."""
+    answers = _ANSWERS.table(catalog, settings)
+    key = (_DESCRIPTION_KEY, panel.description, panel.queries)
+    text = answers.get(key)
+    if text is None:
+        text = answers[key] = panel_description(replace(panel, title=""), catalog, settings.scrape.seconds,
+                                                settings.labels.copies)
+    return text or panel.title
+
+
+_DESCRIPTION_KEY = "description"
+
+
+def _query_texts(query: Query, catalog: Catalog, settings: Settings) -> tuple[str, str]:
+    """(PromQL, legend) of a panel's query, worked out once per build for each query (many panels chart one)."""
+    answers = _ANSWERS.table(catalog, settings)
+    key = (_QUERY_KEY, query)
+    texts = answers.get(key)
+    if texts is None:
+        if settings.shared_prometheus and query.by and not query.raw_promql:
+            query = with_cluster(query)  # a node or pod name may repeat in another cluster
+        texts = answers[key] = (expression(query, settings.labels, catalog, variable_scope(settings),
+                                           resolution=f"{settings.scrape.seconds}s",
+                                           named_within=label_lookback(settings.scrape.seconds)),
+                                legend(query, settings.labels))
+    return texts
+
+
+_QUERY_KEY = "query"
+
+
 def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
     from grafana_foundation_sdk.models import prometheus as pm
 
-    scope = variable_scope(settings)
     targets = []
     for ref_id, query in zip(_REF_IDS, panel.queries):
-        if settings.shared_prometheus and query.by and not query.raw_promql:
-            query = with_cluster(query)  # a node or pod name may repeat in another cluster
-        target = pm.Dataquery(datasource=_datasource(), ref_id=ref_id,
-                              expr=expression(query, settings.labels, catalog, scope,
-                                              resolution=f"{settings.scrape.seconds}s",
-                                              named_within=label_lookback(settings.scrape.seconds)),
-                              legend_format=legend(query, settings.labels))
+        expr, legend_format = _query_texts(query, catalog, settings)
+        target = pm.Dataquery(datasource=_datasource(), ref_id=ref_id, expr=expr, legend_format=legend_format)
         if panel.kind == "table":
             target.format_val = pm.PromQueryFormat.TABLE
         # Single values and tables read the latest value; the other kinds a range.
@@ -370,7 +398,7 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
     defaults = field_config.defaults
     if panel.kind in _CUSTOM_FIELD_CONFIG:
         defaults.custom = kind.FieldConfig()
-    description = panel_description(panel, catalog, settings.scrape.seconds, settings.labels.copies)
+    description = _description(panel, catalog, settings)
     model = dm.Panel(type_val=panel.kind, title=panel.title, description=description,
                      datasource=_datasource(), targets=_targets(panel, catalog, settings), options=kind.Options(),
                      field_config=field_config)

@@ -445,3 +445,24 @@ def test_a_count_panel_says_it_counts_each_gpu_with_a_reading_within_the_lookbac
         assert counted_within_note(30) in panels[title]["description"], title
     assert "(120 s) named the pod on: a GPU pods share" in panels["Pods on GPUs"]["description"]
     assert "latest reading" not in panels["Pods on GPUs"]["description"]
+
+
+def test_panels_alike_but_in_their_titles_each_say_their_own_title_where_nothing_else_describes_them():
+    """A panel's description and query texts are worked out once per build for panels alike in their queries; the
+    title, which a panel with nothing else to say (raw PromQL, no description) shows as its description, is each
+    panel's own."""
+    from generator.model import Dashboard, Panel, Query, Row
+    from generator.render.grafana import render
+
+    project = load_project()
+    raw, field = Query("my_exporter_up", raw_promql="up"), Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node",))
+    panels = (Panel("Up A", (raw,)), Panel("Up B", (raw,)), Panel("Hot A", (field,)), Panel("Hot B", (field,)),
+              Panel("Said", (raw,), description="Own words"))
+    model = render(Dashboard("alike", "Alike", (Row("GPUs", panels),)), project.catalog, project.settings)
+    charts = {chart["title"]: chart for chart in _charts(model)}
+    assert charts["Up A"]["description"] == "Up A" and charts["Up B"]["description"] == "Up B"
+    assert charts["Said"]["description"] == "Own words"
+    assert charts["Hot A"]["description"] == charts["Hot B"]["description"] != "Hot A"
+    assert "DCGM_FI_DEV_GPU_TEMP" in charts["Hot A"]["description"]
+    assert [t["expr"] for t in charts["Up A"]["targets"]] == ["up"]
+    assert charts["Hot A"]["targets"] == charts["Hot B"]["targets"]
