@@ -268,6 +268,9 @@ class _Device:
             # a rule's gauge at a step of its window (a count reads as the panels do)
             stepped = self.stepped and gauge != COUNTED
             pods = own_share and self.added and self.pod not in self.outer  # a group's sum or mean: shares added
+            # a group's: its pods' copies, not the device's own series (no pod) where the group is no pod's label of
+            # its own (a container's), in a panel and a rule's step alike
+            extra = [*extra, f'{self.pod}!=""'] if pods and f'{self.pod}!=""' not in extra else extra
             if own_share and stepped:  # the pod's own copies, each scrape's (the exporter writes one per pod)
                 if not pods:
                     return None
@@ -279,9 +282,6 @@ class _Device:
                 # a group's: each pod's share first, the pod named with its namespace (a pod name is unique only
                 # within its namespace, and `current` matches on both)
                 each = (*keep, self.pod, labels.namespace) if pods else keep
-                # a group's: its pods' copies, not the device's own series (no pod) where the group is no pod's label
-                # of its own (a container's)
-                extra = [*extra, f'{self.pod}!=""'] if pods and f'{self.pod}!=""' not in extra else extra
                 # the pod's copies under any node spelling, as with All nodes (the copy chosen_copy chooses may be an
                 # old exporter's, its own pod's name in Hostname: read among the node-spelled copies alone, a pod
                 # left the panel), of the GPUs a copy spelled with the node named a pod on within the lookback

@@ -319,3 +319,31 @@ def test_a_panel_per_container_adds_the_pods_shares_named_with_their_namespaces(
                 use[key] = use.get(key, 0.0) + value
     assert sum(per_gpu[FB].values()) == 119200 and mean(per_gpu[UTIL].values()) == pytest.approx(67.6)
     assert found == {"fb": {"main": pytest.approx(119200)}, "util": {"main": pytest.approx(67.6)}}, found
+
+
+CONTAINER_RULES = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+    f"    yield Alarm({alarm!r}, {title!r}, Condition(Query({field!r}, {how!r}, ('container',)), '>', {threshold}),\n"
+    f"                description='x', runbook='y')\n"
+    for alarm, title, field, how, threshold in (("fb-low", "Memory over 100", FB, "sum", 100),
+                                                ("fb-below", "Memory over 119000", FB, "sum", 119000),
+                                                ("fb-above", "Memory over 119500", FB, "sum", 119500),
+                                                ("util-below", "Utilization over 67", UTIL, "avg", 67),
+                                                ("util-above", "Utilization over 68", UTIL, "avg", 68)))
+
+
+def test_the_rules_per_container_judge_the_pods_shares_not_the_gpus_no_pod_holds(tmp_path):
+    """Prometheus, a rule per container (the agent publishing `container` with the pods' dimensions): it judges the
+    container `main` by its pods' shares as the panel reads them (119,200 MiB, 67.6 %), and the GPUs no pod holds
+    (their own series alone, 500 MiB and 0 %) are no container's. Seen: a rule's steps read the device's own series
+    too, so 'Memory over 100' fired on a container without a name (the idle GPUs' 500 MiB), as the panel per
+    container showed one before a56900da."""
+    (tmp_path / "project").mkdir()
+    settings = VIRTUAL + "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container]\n"
+    project = defined_project(tmp_path / "project", settings, alarms=CONTAINER_RULES, dashboards=DASHBOARDS)
+    rules = yaml.safe_load(encode(build(project, grafana=False))["k8s/prometheusrule.yaml"])["spec"]["groups"]
+    exprs = {rule["annotations"]["summary"].split(" on ", 1)[0]: rule["expr"]
+             for group in rules for rule in group["rules"] if "alert" in rule}
+    found = _promtool(tmp_path, exprs, key="container")
+    assert {name: set(fired) for name, fired in found.items()} == {
+        "Memory over 100": {"main"}, "Memory over 119000": {"main"}, "Memory over 119500": set(),
+        "Utilization over 67": {"main"}, "Utilization over 68": set()}, found
