@@ -1193,15 +1193,19 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     collection), the one of them whose own step is the longest, the same copy in both recordings (each picking its
     own with topk, whose pick among equals is arbitrary, recorded one copy's delta over another's seconds: 0.071 to
     0.14 replays per second for 0.1). Each exporter reads DCGM on its own clock, so a copy's readings lag
-    another's by up to a collection (dcgm-exporter -c 60000 under a 30 s scrape: 78 s), and the steps never compare
-    one copy's reading with another's: a merged reading going down read as a reset counted the counter since boot
+    another's by up to a collection (dcgm-exporter -c 60000 under a 30 s scrape: 78 s), and the steps do not count a
+    copy's reading from another's: a merged reading going down read as a reset counted the counter since boot
     (after a surge rollout's overlap 4.18e8 mW for a GPU drawing 200,000; a GPU reset while two exporters read it, 84
     replays per second for 0.1), and the fresh copy back from a missed scrape counted from the lagging copy's reading
     counted that lag again at each return (0.22 replays per second for 0.1 with every 2nd scrape missed). A leading
     copy that missed the step adds 0 in 0 s, and its next reading counts from its own before, in the seconds since it;
     one gone for good (a rollout) leads no more after one step, and the next copy's own deltas count from then on
-    (its lag is not counted as time without growth). At a leading copy's first reading (no reading of its own
-    before: a replaced exporter's new copy) the step is the copies' merged one, its reading less the merged
+    (its lag is not counted as time without growth). The leading copy's delta is at most its growth above the
+    largest reading any copy took in the step before, where it is not below that (else a reset: its own delta),
+    grown in one step where it is the smaller (its own seconds may span missed scrapes): two exporters each
+    collecting every 60 s, 10 s apart, lead in turn, and each one's own delta counted the collection the other had
+    counted (400,000 mW for 200,000). At a leading copy's first reading (no reading of its own before: a replaced
+    exporter's new copy) the step is the copies' merged one, its reading less the merged
     reading before, from the other copy (as one series of the GPU's readings counts it). Stateless: each evaluation
     reads the raw series alone, so `promtool tsdb create-blocks-from rules` can write their history; an evaluation
     the server misses leaves a step out of both sums a rate divides (counted_rate). `scope`: the series recorded (on
@@ -1220,10 +1224,20 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # copy's seconds)
     own_seconds = f"({copy.step_seconds(COUNTED_WITHIN)} and {leading})"
     longest = f"({own_seconds} == on ({keys}) group_left () max by ({keys}) ({own_seconds}))"
+    # a copy's growth above the largest reading of any copy at the step before (where not below it: else a reset),
+    # beside its own delta: the smaller counts, so two copies that lead in turn (each collecting every 60 s, 10 s
+    # apart) do not each count the collection the other counted
+    before = (f"max by ({keys}) (last_over_time({copy.reading}[{seconds * 1000 - 1}ms:{resolution}] "
+              f"offset {resolution}))")
+    above = f"(({copy.reading} - on ({keys}) group_left () {before}) >= 0)"
+    own = copy.step_delta(COUNTED_WITHIN)
+    grew = (f'min without ({RANGE_PART}) (label_replace({own}, "{RANGE_PART}", "own", "", "") or '
+            f'label_replace({above}, "{RANGE_PART}", "above", "", ""))')
+    # growth above the step before's readings grew in one step (the copy's own may span missed scrapes)
+    grew_in = f"(({above} < {own}) * 0 + {seconds} or {copy.step_seconds(COUNTED_WITHIN)})"
     # the leading copy's own step, or at its first reading, the copies' merged step (from the reading of another copy)
-    parts = (f"(max by ({keys}) ({own} and {chosen}) or {merged})" for own, chosen, merged in (
-        (copy.step_delta(COUNTED_WITHIN), longest, gpu.step_delta(COUNTED_WITHIN)),
-        (copy.step_seconds(COUNTED_WITHIN), leading, gpu.step_seconds(COUNTED_WITHIN))))
+    parts = (f"(max by ({keys}) ({part} and {longest}) or {merged})" for part, merged in (
+        (grew, gpu.step_delta(COUNTED_WITHIN)), (grew_in, gpu.step_seconds(COUNTED_WITHIN))))
     # the one step of (t - interval, t] (Prometheus 2's closed ranges and 3's left-open alike)
     return tuple(f"last_over_time({part}[{seconds * 1000 - 1}ms:{resolution}])" for part in parts)
 

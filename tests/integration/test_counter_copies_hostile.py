@@ -212,13 +212,7 @@ def _both_collect_every(collect: int):
     return scrapes
 
 
-COPIES_TAKE_TURNS = pytest.mark.xfail(strict=True, reason=(
-    "since a6eb4450 (each step the leading copy's own delta): the copy holding the fresher reading changes at every "
-    "other scrape, and each one's own delta counts the collection the other counted: 400,000 mW at every minute for "
-    "200,000 (e1d18544 read 173,000, within the bound)"))
-
-
-@pytest.mark.parametrize("collect", [pytest.param(60, marks=COPIES_TAKE_TURNS)], ids=["60s-collection"])
+@pytest.mark.parametrize("collect", [60], ids=["60s-collection"])
 def test_grafanas_energy_rate_reads_the_gpus_power_while_two_exporters_collect_apart(rules, collect, monkeypatch):
     # "Energy use rate" (all-metrics dashboard, per GPU) with both exporters reading the GPU throughout, each
     # collecting every 60 s, 10 s apart: 200,000 mW within what a 60 s collection blurs (the rollout test's bound)
