@@ -1192,7 +1192,14 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     place, still leads at the step it missed); where copies' latest readings are equal (two exporters reading one
     collection), the one of them whose own step is the longest, the same copy in both recordings (each picking its
     own with topk, whose pick among equals is arbitrary, recorded one copy's delta over another's seconds: 0.071 to
-    0.14 replays per second for 0.1). Each exporter reads DCGM on its own clock, so a copy's readings lag
+    0.14 replays per second for 0.1; the seconds recording takes the most any of them grew in, the longest one's
+    unless two of them missed the step before and a third copy read it). A copy that has not read a restart of the
+    counter that another copy read within the last COUNTED_WITHIN / 2 seconds does not lead (its own count of
+    restarts looks COUNTED_WITHIN back): after a GPU reset a copy lagging by a collection still reads the counter
+    from before the reset, the largest reading, and led with its own delta of 0 while the reset copy's readings since
+    the reset counted at no step (0.067 replays per second for 0.1 with every 2nd scrape of the fresh copy missed);
+    one window for both handed the lead to the copy that read the restart last when the first one's count of it ran
+    out (a step's growth lost 5 minutes after the reset). Each exporter reads DCGM on its own clock, so a copy's readings lag
     another's by up to a collection (dcgm-exporter -c 60000 under a 30 s scrape: 78 s), and the steps do not count a
     copy's reading from another's: a merged reading going down read as a reset counted the counter since boot
     (after a surge rollout's overlap 4.18e8 mW for a GPU drawing 200,000; a GPU reset while two exporters read it, 84
@@ -1216,12 +1223,19 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     keys, per_target = _by_target(copies)
     selectors = (selector(metric, matchers),)
     gpu, copy = (CounterReading(c, resolution, selectors, fresh=True) for c in (copies, per_target))
-    # the leading copies: each copy whose latest reading at this step or the one before is the largest
+    # the leading copies: each copy whose latest reading at this step or the one before is the largest, of those that
+    # have read every restart of the counter another copy read within the last COUNTED_WITHIN / 2 (a copy's own count
+    # looks COUNTED_WITHIN back: where both looked as far, the lead went to the copy that read a restart last once the
+    # first one's count of it ran out)
     latest = f"last_over_time({copy.reading}[{seconds * 1500}ms:{resolution}])"
+    restarts = [c.merged(lambda s, within=within: f"resets(({s} < {COUNTER_BLANK_FLOOR})[{within}s:{resolution}])")
+                for c, within in ((copy, COUNTED_WITHIN), (gpu, COUNTED_WITHIN // 2))]
+    latest = f"({latest} unless ({restarts[0]} < on ({keys}) group_left () {restarts[1]}))"
     leading = f"({latest} == on ({keys}) group_left () max by ({keys}) ({latest}))"
     # of those, the ones whose own step is the longest: both recordings read one copy's step, whichever copies tie
     # (topk's pick among equal readings is arbitrary, and each rule picked on its own: one copy's delta over another
-    # copy's seconds)
+    # copy's seconds); the seconds recording takes the most any leading copy grew in: the longest one's, but where two
+    # leading copies missed the step before and a third copy read it (one `leading` where `longest` evaluates two)
     own_seconds = f"({copy.step_seconds(COUNTED_WITHIN)} and {leading})"
     longest = f"({own_seconds} == on ({keys}) group_left () max by ({keys}) ({own_seconds}))"
     # a copy's growth above the largest reading of any copy at the step before (where not below it: else a reset),
@@ -1236,8 +1250,8 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # growth above the step before's readings grew in one step (the copy's own may span missed scrapes)
     grew_in = f"(({above} < {own}) * 0 + {seconds} or {copy.step_seconds(COUNTED_WITHIN)})"
     # the leading copy's own step, or at its first reading, the copies' merged step (from the reading of another copy)
-    parts = (f"(max by ({keys}) ({part} and {longest}) or {merged})" for part, merged in (
-        (grew, gpu.step_delta(COUNTED_WITHIN)), (grew_in, gpu.step_seconds(COUNTED_WITHIN))))
+    parts = (f"(max by ({keys}) ({part} and {chosen}) or {merged})" for part, chosen, merged in (
+        (grew, longest, gpu.step_delta(COUNTED_WITHIN)), (grew_in, leading, gpu.step_seconds(COUNTED_WITHIN))))
     # the one step of (t - interval, t] (Prometheus 2's closed ranges and 3's left-open alike)
     return tuple(f"last_over_time({part}[{seconds * 1000 - 1}ms:{resolution}])" for part in parts)
 

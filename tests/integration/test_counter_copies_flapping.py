@@ -231,13 +231,8 @@ def test_grafanas_replays_rate_reads_the_links_rate_when_the_fresh_copy_misses_s
                   _panel("gpudash-health", "PCIe replays"), series, 0.08, 0.12)
 
 
-UNDER_AT_A_RESET = pytest.mark.xfail(strict=True, reason=(
-    "the GPU reset at 700 s while the fresh copy misses every 2nd scrape: the panel reads 0.067 per second at minutes "
-    "13 and 14 (a third of a 2-minute window's replays lost around the reset, the copies seeing it a scrape apart)"))
-
-
 @pytest.mark.parametrize("story", ["three-copies", "every-3rd", "runs-of-2",
-                                   pytest.param("reset-in-overlap", marks=UNDER_AT_A_RESET)])
+                                   "reset-in-overlap"])
 def test_grafanas_replays_rate_reads_the_links_rate_through_other_patterns_of_missed_scrapes(rules, story):
     # the health dashboard's "PCIe replays" (per GPU, per second) through the increase stories' other patterns: 0.1
     # within a fifth, as with every 2nd scrape missed (three copies and every 3rd read 0.1 at every minute; runs of 2
