@@ -1199,7 +1199,7 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     from before the reset, the largest reading, and led with its own delta of 0 while the reset copy's readings since
     the reset counted at no step (0.067 replays per second for 0.1 with every 2nd scrape of the fresh copy missed);
     one window for both handed the lead to the copy that read the restart last when the first one's count of it ran
-    out (a step's growth lost 5 minutes after the reset). Each exporter reads DCGM on its own clock, so a copy's readings lag
+    out (a step's growth lost 300 s after it). Each exporter reads DCGM on its own clock, so a copy's readings lag
     another's by up to a collection (dcgm-exporter -c 60000 under a 30 s scrape: 78 s), and the steps do not count a
     copy's reading from another's: a merged reading going down read as a reset counted the counter since boot
     (after a surge rollout's overlap 4.18e8 mW for a GPU drawing 200,000; a GPU reset while two exporters read it, 84
