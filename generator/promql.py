@@ -674,8 +674,8 @@ def _first_name(ranked: str, labels: Labels) -> str:
 # DaemonSet pod's five-character suffix: each of its characters has a code of its own), then the vowels; any other
 # character (0, 1, 3, 8, '.', '-') reads as the first.
 NAME_ORDER_ALPHABET = "bcdfghjklmnpqrstvwxz2456789aeiou"
-# the last one: two pods of one DaemonSet end alike one time in 27; each character costs ~0.8 kB a naming (the bundled
-# all-metrics dashboard is within 5 % of what client-side kubectl apply accepts, GF011)
+# the last one: two pods of one DaemonSet end alike one time in 27; each character costs ~0.8 kB a naming (the
+# multi-region example's all-metrics dashboard is 5 % under what client-side kubectl apply accepts, GF011)
 NAME_ORDER_CHARACTERS = 1
 NAME_ORDER_BITS = 5  # each character's code, 0 to 31 (NAME_ORDER_ALPHABET's place)
 # all codes add less than 2^-3: below the 0.5 of freshness and the 1 between ranks (gpu_names)
