@@ -268,9 +268,6 @@ class _Device:
             # a rule's gauge at a step of its window (a count reads as the panels do)
             stepped = self.stepped and gauge != COUNTED
             pods = own_share and self.added and self.pod not in self.outer  # a group's sum or mean: shares added
-            # a group's: its pods' copies, not the device's own series (no pod) where the group is no pod's label of
-            # its own (a container's), in a panel and a rule's step alike
-            extra = [*extra, f'{self.pod}!=""'] if pods and f'{self.pod}!=""' not in extra else extra
             if own_share and stepped:  # the pod's own copies, each scrape's (the exporter writes one per pod)
                 if not pods:
                     return None
@@ -2319,8 +2316,9 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
             and not query.as_increase and not query.over and query.aggregation != "count"
             and not reads_gauges(query, catalog)):
         return _named_rates(query, labels, catalog, scope, rate_window, resolution, keys)
-    # a line per pod or namespace: the GPUs a pod holds (GPUs no pod holds made a line "Namespace " of their own)
-    extra = [f'{labels.pod}!=""'] if "pod" in keys or "namespace" in keys else []
+    # a line per pod, namespace or container: the GPUs a pod holds (GPUs no pod holds made a line "Namespace " or a
+    # container without a name of their own)
+    extra = [f'{labels.pod}!=""'] if set(WORKLOAD_KEYS) & set(keys) else []
     if "mig_instance" in keys:
         extra.append(f'{MIG_INSTANCE_LABEL}!=""')
     extra += [f'{key}!=""' for key in keys if key in FIELD_LABEL_KEYS]  # lines name a code: series with one

@@ -347,3 +347,26 @@ def test_the_rules_per_container_judge_the_pods_shares_not_the_gpus_no_pod_holds
     assert {name: set(fired) for name, fired in found.items()} == {
         "Memory over 100": {"main"}, "Memory over 119000": {"main"}, "Memory over 119500": set(),
         "Utilization over 67": {"main"}, "Utilization over 68": set()}, found
+
+
+CONTAINER_LINES = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+                   "    yield Dashboard(id='ns', title='NS', rows=[Row('All', [\n" + "".join(
+                       f"        Panel({f'{how} {field}'!r}, Query({field!r}, {how!r}, ('container',))),\n"
+                       for field in (FB, UTIL) for how in ("sum", "avg", "max", "min", "count")) + "    ])])\n")
+
+
+@pytest.mark.parametrize("settings", [VIRTUAL, "exporter:\n  mig: none\n"], ids=["virtual_gpus", "without"])
+def test_a_line_per_container_is_drawn_for_the_containers_alone(tmp_path, settings):
+    """Grafana, every aggregation of a line per container, with exporter.virtual_gpus and without: the GPUs no pod
+    holds (their series carry no pod, no container) are no container's. Seen: the largest, least and count per
+    container drew a container without a name beside `main` (largest memory 30,000 MiB, utilization 90 %: the
+    device's own series of the held 4.5.3 GPUs and the idle GPUs), on both settings, as a line per namespace once
+    drew "Namespace " (a line per pod or namespace reads pod!=\"\", a line per container did not)."""
+    (tmp_path / "project").mkdir()
+    project = defined_project(tmp_path / "project", settings, dashboards=CONTAINER_LINES)
+    files = encode(build(project))
+    (path,) = [p for p in files if p.startswith("grafana/") and p.endswith("-ns.json")]
+    panels = {p.get("title"): p["targets"][0]["expr"] for p in json.loads(files[path])["panels"] if "targets" in p}
+    assert len(panels) == 10
+    found = _promtool(tmp_path, panels, key="container")
+    assert {title: set(lines) for title, lines in found.items()} == {title: {"main"} for title in panels}, found
