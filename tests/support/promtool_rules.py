@@ -97,9 +97,15 @@ def evaluated_at(tests: list, interval: str) -> str:
     does, and at as few others as it can. promtool evaluates every rule at each multiple of the interval up to the
     last eval_time and judges an eval_time by the evaluation at or before it: the alerts it finds there depend on
     that evaluation alone when no rule holds a state across evaluations (no `for`, no `keep_firing_for`: the
-    caller checks), so the largest multiple of `interval` dividing each of those instants gives the same verdicts."""
+    caller checks), so the largest multiple of `interval` dividing each of those instants gives the same verdicts.
+    Expression tests alone are evaluated at the largest interval dividing each of their eval_times."""
     step = _ms(interval)
     instants = {_ms(case["eval_time"]) // step * step for test in tests for case in test.get("alert_rule_test", [])}
+    if not instants:
+        # promtool loads the input series up to each evaluation of its loop and evaluates an expression test after
+        # the loop: one whose eval_time falls between two evaluations reads no sample after the one before it (at
+        # 1m, a query at 254 s saw nothing past 240 s). Where no alert is judged, each eval_time is an evaluation.
+        instants = {_ms(case["eval_time"]) for test in tests for case in test.get("promql_expr_test", [])}
     coarse = math.gcd(*instants) if any(instants) else step
     return f"{coarse}ms"
 
