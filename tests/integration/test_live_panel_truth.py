@@ -165,6 +165,19 @@ class Scene:
         return (any(abs(t - edge) < 0.3 for t in n4 for edge in (at, at - STEP, at - LOOKBACK))
                 or self.on_the_grid(at))
 
+    def energy_noise(self) -> float:
+        """How far n3's stored energy readings are from 150 W between one scrape of a copy and its next: the
+        harness's own error, not the panel's. Each answer computes the counter when it is answered, a few
+        milliseconds after Prometheus stamps the scrape, more on a loaded machine (30 ms late against 2 s scrapes is
+        1.5 %). A rate read from one copy's readings, over any of its spans, lies within the rates of its
+        consecutive readings: so a panel that reads one copy's growth over its own seconds is within this of 150 W
+        at every step, and one that counts a collection twice or leaves one out is not."""
+        copies = self.prometheus.query(f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{UUID="GPU-n3-0"}}[15m]', at=self.last)
+        rates = [(float(v) - float(u)) / (float(t) - float(s)) / ENERGY_RATE
+                 for series in copies for (s, u), (t, v) in zip(series["values"], series["values"][1:])]
+        assert len(copies) == 2 and rates, f"n3's two copies of the energy counter: {copies}"
+        return max(abs(rate - 1) for rate in rates)
+
     def on_the_grid(self, at: float) -> bool:
         return any(abs(t - round(t / STEP) * STEP) < 0.02 for t, _ in self.scrapes["n4"]
                    if at - LOOKBACK - STEP < t <= at)
@@ -240,11 +253,13 @@ def test_a_per_pod_panel_shows_the_pods_of_the_node_picked_as_its_siblings_do(sc
     and utilization showed ml/p."""
     truth = {} if node == "a-node-that-left" else {"Pod ml/p": PER_POD[title]}
     (shown,) = scene.shown(title, {"node": node})
-    # energy: the counter is read when the scrape is answered, milliseconds after Prometheus stamps it: within 2 %
+    # energy: within the harness's own error (Scene.energy_noise), at least 2 %
+    within = max(0.02, scene.energy_noise() + 1e-9) if title == "Energy use rate of each pod's GPUs" else 0.02
+    assert within < 0.1, f"the exporters answered too late to judge a rate: their readings are {within:.1%} off 150 W"
     wrong = {at: values for at, values in shown.items()
-             if set(values) != set(truth) or any(not math.isclose(values[k], truth[k], rel_tol=0.02) for k in truth)}
-    assert shown and not wrong, f"{title}, node {node}: true {truth}; shown at {len(wrong)} of {len(shown)} steps: " \
-        f"{dict(list(wrong.items())[:3])}"
+             if set(values) != set(truth) or any(not math.isclose(values[k], truth[k], rel_tol=within) for k in truth)}
+    assert shown and not wrong, f"{title}, node {node}: true {truth}; shown at {len(wrong)} of {len(shown)} steps " \
+        f"(within {within:.2%}): {dict(list(wrong.items())[:3])}"
 
 
 def _probe(scene):
