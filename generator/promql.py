@@ -1206,7 +1206,8 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     one gone for good (a rollout) leads no more after one step, and the next copy's own deltas count from then on
     (its lag is not counted as time without growth). The leading copy's delta is at most its growth above the
     largest reading any copy took in the step before, where it is not below that (else a reset: its own delta),
-    grown in one step where it is the smaller (its own seconds may span missed scrapes): two exporters each
+    grown in the seconds between the scrapes of the two readings where it is the smaller (a whole step's read 122,500
+    mW for 150,000 when one of two exporters scraped 1.5 s apart drifted across a step): two exporters each
     collecting every 60 s, 10 s apart, lead in turn, and each one's own delta counted the collection the other had
     counted (400,000 mW for 200,000). At a leading copy's first reading (no reading of its own before: a replaced
     exporter's new copy) the step is the copies' merged one, its reading less the merged
@@ -1238,14 +1239,21 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # a copy's growth above the largest reading of any copy at the step before (where not below it: else a reset),
     # beside its own delta: the smaller counts, so two copies that lead in turn (each collecting every 60 s, 10 s
     # apart) do not each count the collection the other counted
-    before = (f"max by ({keys}) (last_over_time({copy.reading}[{seconds * 1000 - 1}ms:{resolution}] "
-              f"offset {resolution}))")
+    read_before = f"last_over_time({copy.reading}[{seconds * 1000 - 1}ms:{resolution}] offset {resolution})"
+    before = f"max by ({keys}) ({read_before})"
     above = f"(({copy.reading} - on ({keys}) group_left () {before}) >= 0)"
     own = copy.step_delta(COUNTED_WITHIN)
     grew = (f'min without ({RANGE_PART}) (label_replace({own}, "{RANGE_PART}", "own", "", "") or '
             f'label_replace({above}, "{RANGE_PART}", "above", "", ""))')
-    # growth above the step before's readings grew in one step (the copy's own may span missed scrapes)
-    grew_in = f"(({above} < {own}) * 0 + {seconds} or {copy.step_seconds(COUNTED_WITHIN)})"
+    # growth above the step before's readings grew in the seconds between the scrapes of the two readings (one
+    # step counted the growth since another copy's reading scraped late in the step before as a whole step's: two
+    # exporters scraped 1.5 s apart every 2 s read 122,500 mW for 150,000 where the later one's scrape crossed a
+    # step); the copy's own seconds may span missed scrapes
+    taken = copy.merged(lambda s: step_reading(s, resolution, f"timestamp({s})"))
+    taken_before = (f"max by ({keys}) (last_over_time({taken}[{seconds * 1000 - 1}ms:{resolution}] offset "
+                    f"{resolution}) and ({read_before} == on ({keys}) group_left () {before}))")
+    grew_in = (f"(({above} < {own}) * 0 + ({taken} - on ({keys}) group_left () {taken_before}) or "
+               f"{copy.step_seconds(COUNTED_WITHIN)})")
     # the leading copy's own step, or at its first reading, the copies' merged step (from the reading of another copy)
     parts = (f"(max by ({keys}) ({part} and {chosen}) or {merged})" for part, chosen, merged in (
         (grew, longest, gpu.step_delta(COUNTED_WITHIN)), (grew_in, leading, gpu.step_seconds(COUNTED_WITHIN))))

@@ -224,6 +224,27 @@ def _both_collect_every(collect: int):
     return scrapes
 
 
+def _scraped_across_a_step(old_until: int, new_from: int) -> list[tuple[str, float, float]]:
+    """Both exporters reading DCGM when scraped (their readings fresh), the old one scraped 20 s past each half
+    minute, the new one 29 s past until 600 s and 1 s past from then on (its scrape drifted across the recording's
+    step: no scrape of it in (600, 630])."""
+    old = [("old", t, t) for t in range(20, overlap.END, 30)]
+    new = [("new", t, t) for t in [*range(29, 600, 30), *range(631, overlap.END, 30)]]
+    return sorted(old + new, key=lambda s: s[1])
+
+
+def test_grafanas_energy_rate_reads_the_gpus_power_when_an_exporters_scrape_drifts_across_a_step(rules, monkeypatch):
+    # "Energy use rate" with two exporters reading the GPU fresh at each scrape, 9 s apart, until the later one's
+    # scrape drifts into the next step: 200,000 mW at every minute. The leading copy's growth above the step before's
+    # readings counted over a whole step read 0.925 of it (21 s of growth in 30 s at 630 s); live, with two exporters
+    # scraped 1.5 s apart every 2 s, 122,500 mW for 150,000 (test_live_panel_truth)
+    monkeypatch.setattr(overlap, "scrapes", _scraped_across_a_step)
+    monkeypatch.setattr(twins, "STEP", 1)
+    series = twins._series(overlap.END, 0, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
+    _reads_within(rules, "panel_energy_scrape_drifts.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
+                  0.999 * overlap.WATTS * 1000, 1.001 * overlap.WATTS * 1000)
+
+
 @pytest.mark.parametrize("collect", [60], ids=["60s-collection"])
 def test_grafanas_energy_rate_reads_the_gpus_power_while_two_exporters_collect_apart(rules, collect, monkeypatch):
     # "Energy use rate" (all-metrics dashboard, per GPU) with both exporters reading the GPU throughout, each
