@@ -771,14 +771,10 @@ def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...
     (as after a Prometheus restart) is not one: it is read while its latest reading is within the look-back. `by` (a
     GPU instance's labels, the copy's among them): the instances none of whose series (its own, its pods' copies) the
     exporter still served, not each series (a pod gone from an instance others hold leaves the instance). A series'
-    latest sample is its instant sample's time where it has one (the subquery's steps fall on the interval's grid: a
-    sample taken after the last step before the instant was none of them, so one scrape after a MIG reconfiguration
-    the new instances had no time yet, the old ones were not superseded, and a pod showed its old instance's 20,000
-    MiB beside its new one's 5,000); else over the look-back, as sample_time reads it at steps of half the scrape
-    interval (`resolution`): at the interval's own steps a scrape taken late, past a step, and the next on time and
-    failed left no step between them, and a destroyed instance was read beside the GPU's others at the failed scrape
-    (15,000 for 10,000 MiB); a second reading there, the step whose interval holds the sample, missed two scrapes
-    within one step and made the panels' text longer (~1 kB a late tier)."""
+    latest sample's time is sample_time's: the instant selector's sample's own where it has one (one scrape after a
+    MIG reconfiguration, before the next step, the new instances had no time yet at the steps alone, the old ones were
+    not superseded, and a pod showed its old instance's 20,000 MiB beside its new one's 5,000), else to half a scrape
+    interval (`resolution`)."""
     copy = _listed((labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
                     *COPY_LABELS))
 
@@ -786,19 +782,38 @@ def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...
         last = f"max by ({_listed(by)}) ({last})" if by else last
         return f"({last} < on ({copy}) group_left () max by ({copy}) ({last}))"
     marked = f" unless on ({_listed(by)}) {{0}}" if by else " unless {0}"
-    return f"({older(f'(timestamp({{0}}) or {sample_time(within, resolution)})')}{marked})"
+    return f"({older(sample_time(within, resolution))}{marked})"
 
 
 def sample_time(within: str, resolution: str) -> str:
-    """A form of a selector (`{0}`): the time of each of its series' latest sample within `within`, as the instant
-    selector reads it (none past a staleness marker) at steps of half the scrape interval `resolution`. A sample is
-    read at the steps between it and the next scrape, a scrape interval later give or take the jitter of scrape times.
-    At steps of the interval itself, a scrape taken late (past a step) and the next one on time and failed (every
-    series of the target marked stale) left no step between them: a pod of a time-sliced GPU gone at that late scrape
-    looked as recent as the pods it wrote (a namespace read their shares added, 10,000 MiB for 6,000) and a pod new at
-    it had no time at all (left out). At half the interval only a scrape within half an interval of the one before
-    goes unread. A sample taken after the query's last step (an instant query between two steps) is not read."""
-    return f"max_over_time(timestamp({{0}})[{within}:{_seconds(resolution) * 500}ms])"
+    """A form of a selector (`{0}`): when each of its series' latest sample within `within` was taken: the instant
+    selector's sample's own time where it has one, else to half the scrape interval `resolution`, the latest step of
+    half the interval whose half interval before it holds a sample (a range: staleness markers are no samples). Two
+    scrapes of a target are a scrape interval apart give or take their jitter, so a series the latest scrape wrote
+    reads later than one it did not write (a pod gone, a MIG instance destroyed) unless the two scrapes fell within
+    half an interval of each other. Read at steps of the interval itself, by the sample the instant selector reads
+    (none past a staleness marker), a scrape taken late (past a step) and the next one on time and failed left no step
+    between them: a pod of a time-sliced GPU gone at that late scrape looked as recent as the pods it wrote (a
+    namespace read their shares added, 10,000 MiB for 6,000), a pod new at it had no time (left out), a destroyed MIG
+    instance was read beside the live ones (15,000 for 10,000 MiB). `timestamp()` of a range's function is the step's
+    time, cheap; of a selector it seeks every series again at every step on Prometheus before 2.47 (read at the
+    instant alone here: read at every step of the subquery, the by-pod panels cost 2.5 times the Prometheus CPU)."""
+    seconds = _seconds(resolution)
+    half = half_interval(seconds)
+    # the steps reach half an interval past `within`: their ranges then hold every sample a step of the scrape interval
+    # within it reads (_taken_reading: up to an interval before the step), as the late tier reads them (a destroyed
+    # MIG instance whose last sample lay in that margin had no time, was not superseded, and was read beside the new)
+    reach = _milliseconds_text(_seconds(within) * 1000 + seconds * 500)
+    return f"(timestamp({{0}}) or max_over_time(timestamp(last_over_time({{0}}[{half}]))[{reach}:{half}]))"
+
+
+def half_interval(scrape_seconds: int) -> str:
+    """Half the scrape interval, as sample_time writes it (`15s`, `7500ms`)."""
+    return _milliseconds_text(scrape_seconds * 500)
+
+
+def _milliseconds_text(ms: int) -> str:
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
 def _read_within(within: str) -> str:
@@ -2555,9 +2570,10 @@ def generated_windows(scrape_seconds: int) -> frozenset[str]:
     counter's reading looks back for the reading before it. A step's own sample (taken_within: the interval less a
     millisecond, the interval, a millisecond at its start; fresh_copies and chosen_copy: the interval in ms), the
     per-pod panels' look-back (label_lookback), a counter's held reading (held_for) and the reading before a gap
-    (PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN)."""
+    (PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN), a series' latest sample's time (sample_time: half the interval)."""
     ms = scrape_seconds * 1000
     return frozenset((f"{ms - 1}ms", f"{ms}ms", f"{scrape_seconds}s", "1ms", label_lookback(scrape_seconds),
+                      half_interval(scrape_seconds),
                       f"{held_for(f'{scrape_seconds}s')}ms", _duration_text(PREVIOUS_WITHIN),
                       _duration_text(WINDOW_PREVIOUS_WITHIN)))
 

@@ -30,7 +30,7 @@ from generator.resources import default_counters
 from tests.support.panel_expression import panel_expression
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
-from tests.support.late_scrape import FAILED as LATE_FAILED, LATE as LATE_GONE, LATE_SCRAPES, late_values
+from tests.support.late_scrape import CLOSE_SCRAPES, FAILED as LATE_FAILED, LATE as LATE_GONE, LATE_SCRAPES, late_values
 from tests.support.scrape_scene import CountedAnswers, scraped_until
 
 USED, ENGINE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -127,28 +127,33 @@ def test_a_mig_instance_gone_at_a_late_scrape_is_left_out_at_the_failed_scrape_a
     """Instance 5 of GPU 0 (2g.20gb, 5,000 MiB, engine 0.4) is gone from scrape 7 on, instances 3 and 4 (5,000 MiB,
     engine 0.1 each) served until scrape 8 failed; framebuffer used written as NODES says (n1: each instance's own
     series beside its pod's copy). Read 15 s after the failed scrape, GPU 0 holds instances 3 and 4: 10,000 MiB,
-    engine 0.1, in both builds. Before, the late tier's test of a series the exporter stopped serving read each
-    series' latest sample at the steps of the scrape interval, which saw no sample of scrape 7: 15,000 MiB, engine
-    0.2."""
+    engine 0.1, in both builds, with scrape 7 late and with scrapes 6 (late) and 7 within one step. Before, the late
+    tier's test of a series the exporter stopped serving read each series' latest sample at the steps of the scrape
+    interval, which saw no sample of the late scrape 7: 15,000 MiB, engine 0.2; by the step whose interval holds the
+    sample alone, scrapes 6 and 7 read alike: the same."""
     from tests.support.promtool_rules import promtool_test
 
     held = {"3": {USED: 5000, ENGINE: 0.1}, "4": {USED: 5000, ENGINE: 0.1}, "5": {USED: 5000, ENGINE: 0.4}}
     target = f'instance="{node}:9400",job="dcgm"'
-    series = [{"series": f"up{{{target}}}", "values": late_values(lambda n: 0 if n == LATE_FAILED else 1)}]
-    for instance, read in held.items():
-        device = (f'gpu="0",UUID="GPU-{node}-0",device="nvidia0",{DEVICE},Hostname="{node}",GPU_I_ID="{instance}",'
-                  f'GPU_I_PROFILE="2g.20gb",{target}')
-        copy = f'{device},container="main",namespace="ml",pod="p0{instance}",pod_uid="uid-p0{instance}"'
-        for name in (USED, ENGINE):
-            for labels in (device, copy) if name == USED and NODES[node] else (copy,):
-                series.append({"series": f"{name}{{{labels}}}", "values": late_values(
-                    lambda n, instance=instance, value=read[name]:
-                    None if n == LATE_FAILED or instance == "5" and n >= LATE_GONE else value)})
+
+    def series(scrapes: dict[int, int]) -> list[dict[str, str]]:
+        written = [{"series": f"up{{{target}}}", "values": late_values(lambda n: 0 if n == LATE_FAILED else 1,
+                                                                          scrapes)}]
+        for instance, read in held.items():
+            device = (f'gpu="0",UUID="GPU-{node}-0",device="nvidia0",{DEVICE},Hostname="{node}",'
+                      f'GPU_I_ID="{instance}",GPU_I_PROFILE="2g.20gb",{target}')
+            copy = f'{device},container="main",namespace="ml",pod="p0{instance}",pod_uid="uid-p0{instance}"'
+            for name in (USED, ENGINE):
+                for labels in (device, copy) if name == USED and NODES[node] else (copy,):
+                    written.append({"series": f"{name}{{{labels}}}", "values": late_values(
+                        lambda n, instance=instance, value=read[name]:
+                        None if n == LATE_FAILED or instance == "5" and n >= LATE_GONE else value, scrapes)})
+        return written
     project = _project(tmp_path, settings)
     assert project.settings.scrape.seconds == 30
     expr = interpolate(panel_expression(project, Query(field, how, ("gpu",))),
                        variables({"node": node}, ("namespace", "pod", "node", "gpu")))
     (tmp_path / "rules.yaml").write_text("groups: []\n")
-    promtool_test(tmp_path, "late.yaml", [{"interval": "1s", "input_series": series, "promql_expr_test": [
-        {"expr": expr, "eval_time": f"{LATE_SCRAPES[LATE_FAILED] + 15}s",
-         "exp_samples": [{"labels": '{gpu="0"}', "value": truth}]}]}])
+    promtool_test(tmp_path, "late.yaml", [{"interval": "1s", "input_series": series(scrapes), "promql_expr_test": [
+        {"expr": expr, "eval_time": f"{scrapes[LATE_FAILED] + 15}s",
+         "exp_samples": [{"labels": '{gpu="0"}', "value": truth}]}]} for scrapes in (LATE_SCRAPES, CLOSE_SCRAPES)])

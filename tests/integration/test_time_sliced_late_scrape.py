@@ -12,7 +12,9 @@ time. Before, a pod's copies were "written by the GPU's latest scrape" and the d
 copies" by their latest samples read at the steps of the scrape interval, where the late scrape 7 was seen by no step:
 p2 looked as current as p1 (team-a 10,000 MiB and 50 %), p3 and GPU 1's pods had no time at all (team-b not shown;
 team-c read as its largest copy, 3,000 MiB and 30 %; the container `main` 40 % for 45 %, and GPU 1's own series, no
-pod's, showed as a container without a name, 5,800 MiB). On time, the steps told them apart."""
+pod's, showed as a container without a name, 5,800 MiB). On time, the steps told them apart. "close": scrape 6 late
+(181 s) and scrape 7 on time (209 s), within one step: the step whose interval holds a series' latest sample (the
+second reading the late tier once used) read p2 as recent as p1 (team-a 10,000 MiB)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import pytest
 
 from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
-from tests.support.late_scrape import FAILED, LATE, LATE_SCRAPES, ON_TIME_SCRAPES, late_values
+from tests.support.late_scrape import CLOSE_SCRAPES, FAILED, LATE, LATE_SCRAPES, ON_TIME_SCRAPES, late_values
 from tests.support.panel_expression import panel_expression
 from tests.support.projects import bundled_project
 from tests.support.promtool_rules import promtool_test
@@ -61,7 +63,8 @@ CASES = {(FB, "sum", "namespace"): {"team-a": 6000, "team-b": 2000, "team-c": 55
          (UTIL, "avg", "container"): {"main": 45}}
 
 
-@pytest.mark.parametrize("scrapes", [LATE_SCRAPES, ON_TIME_SCRAPES], ids=["late", "on_time"])
+@pytest.mark.parametrize("scrapes", [LATE_SCRAPES, CLOSE_SCRAPES, ON_TIME_SCRAPES],
+                         ids=["late", "close", "on_time"])
 def test_a_namespace_adds_the_shares_of_the_pods_the_latest_answered_scrape_wrote(tmp_path, scrapes):
     project = bundled_project("exporter:\n  virtual_gpus: true\n")
     assert project.settings.scrape.seconds == 30

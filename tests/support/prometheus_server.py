@@ -338,6 +338,15 @@ def scraped_every(expr: str, made_for: int, seconds: float) -> str:
     def points(step: float, within: int) -> str:  # CounterReading.step_delta: its latest reading's range, at two points
         return f"[{ms(max(within, 2 * step)) - ms(step) // 2}ms:{duration(step)}])[{ms(step) + 1}ms:{duration(step)}])"
 
+    def as_text(milliseconds: int) -> str:
+        return f"{milliseconds // 1000}s" if milliseconds % 1000 == 0 else f"{milliseconds}ms"
+
+    def half(step: float) -> str:  # promql.sample_time
+        return as_text(ms(step) // 2)
+
+    def reach(step: float) -> str:  # promql.sample_time: the look-back and half an interval
+        return as_text(ms(LABEL_LOOKBACK_SCRAPES * step) + ms(step) // 2)
+
     def lookback(step: float) -> str:  # promql.label_lookback
         return duration(LABEL_LOOKBACK_SCRAPES * step)
 
@@ -355,8 +364,10 @@ def scraped_every(expr: str, made_for: int, seconds: float) -> str:
                          # an alert's counter reading: each exporter's copy held through a missed scrape
                          (f"[{ms(HELD_SCRAPES * old)}ms:{old}s]", f"[{ms(HELD_SCRAPES * new)}ms:{duration(new)}]"),
                          (f":{old}s]", f":{duration(new)}]"),
-                         # promql.sample_time: steps of half the scrape interval
-                         (f":{ms(old) // 2}ms]", f":{ms(new) // 2}ms]"),
+                         # promql.sample_time: ranges and steps of half the scrape interval, the look-back and half
+                         (f"[{reach(old)}:{half(old)}]", f"[{reach(new)}:{half(new)}]"),
+                         (f"[{half(old)}]", f"[{half(new)}]"),
+                         (f":{half(old)}]", f":{half(new)}]"),
                          (f"/ {ms(old)}) * {ms(old)})", f"/ {ms(new)}) * {ms(new)})")):
             expr = expr.replace(was, now)
     # promql.fresh_copies: a copy with a sample within the last scrape interval

@@ -260,11 +260,12 @@ def test_a_line_per_namespace_needs_no_pod_in_its_legend(tmp_path):
     ("present_over_time(x[29999ms]) or (present_over_time(x[30s]) unless present_over_time(x[1ms] offset 30s))", []),
     ("x < 1e14 and present_over_time(x[30000ms])", []),
     ("last_over_time(x[120s]) < 1e14 or last_over_time(y[75000ms]) or last_over_time(z[60m] offset 30s)", []),
+    ("timestamp(last_over_time(x[15s]))", []),  # a latest sample's time to half an interval (sample_time)
     # over any other window (a user's panel), they are fixed windows: the one-day window, 2 minutes spelled otherwise
     ("count(present_over_time(x[1d]))", ["1d"]),
     ("max(last_over_time(x[1d]))", ["1d"]),
     ("present_over_time(x[2m])", ["2m"]),
-    ("last_over_time(x[15s])", ["15s"]),
+    ("last_over_time(x[20s])", ["20s"]),
     # brackets inside any string (single-quoted, backquoted) or a comment are no window, and a quote inside one
     # hides none (seen: [5m] left out after a '"', the class of a single-quoted regex named a window)
     ("rate(x{a='\"'}[5m]) + rate(y{b=\"c\"}[1h])", ["5m", "1h"]),
