@@ -225,8 +225,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
     assert ranged and len(ranged) == len(re.findall(r"present_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30000ms)\]",
                                                     util)) + len(
-        re.findall(r"last_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30s)\]\)", util)) + len(
+        re.findall(r"last_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30s|15s)\]\)", util)) + len(
         re.findall(r"min_over_time\(DCGM_\w+\{[^}]*\}\[120s\]\) < 1e14", util))  # a reading within the lookback
+    # (15s: half the scrape interval, the ranges promql.sample_time reads a series' latest sample time over)
 
 
 def test_units_come_from_the_catalog_and_every_panel_is_described():
