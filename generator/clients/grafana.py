@@ -473,16 +473,26 @@ class GrafanaClient:
 
     def search_folder(self, folder: dict[str, Any]) -> list[dict[str, Any]]:
         """Every dashboard in the folder `folder` (as `folder()` reads it: its uid, and its id where Grafana gives
-        one, asked by both: `folderIds` for a Grafana before 9, `folderUIDs` from 9), every page as `search_tag`
-        reads them; a hit in another folder is not what was asked for (one that names no folder is a candidate, which
-        the caller reads by uid)."""
+        one), every page as `search_tag` reads them; a hit in another folder is not what was asked for (one that
+        names no folder is a candidate, which the caller reads by uid). Asked by `folderUIDs` alone: Grafana answers
+        400 ("search supports UIDs or IDs, not both") to a search naming both. A Grafana from before `folderUIDs`
+        ignores it and answers dashboards of other folders: asked again by the folder's id (`folderIds`)."""
         uid = folder["uid"]
-        params: dict[str, Any] = {"folderUIDs": uid}
-        if isinstance(folder.get("id"), int) and not isinstance(folder.get("id"), bool):
-            params["folderIds"] = folder["id"]
-        return self._search(f"search folder {uid}", params, lambda hits: next((
-            f"a dashboard in another folder than it was asked for ({hit['uid']})" for hit in hits
-            if hit.get("folderUid") not in (uid, None)), None) or _unasked_hit(hits, None))
+        elsewhere: list[str] = []
+
+        def unasked(hits: list[dict[str, Any]]) -> str | None:
+            elsewhere[:] = [hit["uid"] for hit in hits if hit.get("folderUid") not in (uid, None)][:1]
+            if elsewhere:
+                return f"a dashboard in another folder than it was asked for ({elsewhere[0]})"
+            return _unasked_hit(hits, None)
+
+        folder_id = folder.get("id")
+        try:
+            return self._search(f"search folder {uid}", {"folderUIDs": uid}, unasked)
+        except InvalidAnswer:
+            if not elsewhere or not isinstance(folder_id, int) or isinstance(folder_id, bool):
+                raise
+        return self._search(f"search folder {uid}", {"folderIds": folder_id}, unasked)
 
     def _search(self, what: str, asked: dict[str, Any], unasked) -> list[dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}

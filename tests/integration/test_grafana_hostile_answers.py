@@ -439,13 +439,17 @@ def test_a_dashboard_made_anew_in_the_moment_before_the_guarding_save_is_not_del
     assert "deleted and made anew under its uid in that moment; not deleted" in error, error
 
 
+@pytest.mark.parametrize("before_folder_uids", [False, True], ids=["grafana", "a-grafana-before-folderUIDs"])
 def test_a_search_by_the_tag_that_ends_before_a_dashboard_dropped_from_the_definitions_fails_the_prune(
-        grafana, proxy, run, desired):
+        grafana, proxy, run, desired, before_folder_uids):
     """The search by the owner tag answers its first page and ends there (the next page answered `[]`, as by a proxy
     or a release that caps what it lists), before a retired dashboard, one no longer defined: every defined dashboard
     is in it, so nothing showed a gap, and push --prune left the retired one without a word. gpudash's folder (the
     only one pruned) is searched too now, on pages of its own: the retired dashboard is listed there with the tag, so
-    the prune fails saying so (exit 3), nothing written; with a search that pages, it is pruned."""
+    the prune fails saying so (exit 3), nothing written; with a search that pages, it is pruned. The folder is asked
+    by its uid alone (Grafana answers 400 to a search naming a folder's uid and id both: every plan and push --prune
+    failed so), and by its id where a Grafana from before `folderUIDs` answers every folder's dashboards."""
+    grafana.ignore_folder_uids = before_folder_uids
     before = _state(grafana)
     assert all(uid < RETIRED for uid in desired)  # a first page ending before it holds every defined dashboard
 

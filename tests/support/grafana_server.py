@@ -155,6 +155,7 @@ class GrafanaTestServer(LoopbackServer):
         self.lock = threading.Lock()
         self.ignore_search_page = False  # a server (or proxy) that answers page 1 to every page
         self.search_cap = 5000  # the most hits one search page holds, whatever the limit asked
+        self.ignore_folder_uids = False  # a Grafana from before the search's folderUIDs (folderIds only)
         self.versions_to_keep = 0  # how many versions of a dashboard are kept (0: all)
         # Grafana's Kubernetes-style save of POST /api/dashboards/db (resolveLegacyInternalID): an id it has no
         # dashboard with, beside a uid, is a save by the uid (a create where none is there, else an update by version),
@@ -407,7 +408,11 @@ class GrafanaTestServer(LoopbackServer):
 
     def _search(self, query: dict[str, list[str]]):
         tags = set(query.get("tag", []))
-        folders = set(query.get("folderUIDs", []))  # (Grafana 9 on; folderIds, before it, by the folders' ids)
+        if self.ignore_folder_uids:
+            query = {k: v for k, v in query.items() if k != "folderUIDs"}
+        elif query.get("folderUIDs") and query.get("folderIds"):  # Grafana's own answer to both
+            return 400, {"message": "search supports UIDs or IDs, not both"}, "/search"
+        folders = set(query.get("folderUIDs", []))
         folders |= {uid for uid, folder in self.state.folders.items() if str(folder["id"]) in query.get("folderIds", [])}
         hits = []
         for uid, entry in sorted(self.state.dashboards.items()):
