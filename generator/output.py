@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import posixpath
-import re
 import shlex
 import shutil
 import stat

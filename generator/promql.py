@@ -1401,10 +1401,10 @@ def range_increase(counter: CounterReading) -> str:
     before = f"((({counted}) * {above} or ({q} * ({above} - 1))) - clamp_min({q} - {p}, 0))"
     steps = f"sum_over_time({delta}[{RANGE_MS}ms:{resolution}] offset 1ms)"
     last_step = f"scalar(floor((round(vector(time() * 1000)) - 1) / {seconds * 1000}) * {seconds * 1000})"
-    def after_last_step(s: str, seconds: int) -> str:
+    def after_last_step(s: str) -> str:
         return f"(timestamp({s}) * 1000 > {last_step} + 0.5)"
     # the copies' held readings (held_reading) where a copy has a clean sample taken after the last step
-    sampled = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and {after_last_step(s, seconds)})")
+    sampled = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and {after_last_step(s)})")
     tail = f"({held_latest(counter)} and {sampled})"
     previous = f"last_over_time({clean}[{lookback}:{resolution}] offset 1ms)"
     # as a step's delta: below the steps' latest reading, the copies' own deltas, else a reset
@@ -1566,16 +1566,17 @@ def held_for(scrape: str) -> int:
 
 def own_deltas(counter: CounterReading, within: int, taken=None) -> str:
     """Each copy's own delta at a step where it has a sample taken within the step before (taken_within; `taken`, a
-    function of the selector and the step's seconds: where the copy has the sample read otherwise): its clean reading
-    less its own latest one at or before the step before (within `within` seconds), or the reading itself where it is
-    lower (that copy's counter restarted); none for a copy without a clean reading within `within` a step before
-    (its first, or a blank before); the copies' largest (CounterReading)."""
+    function of the selector: where the copy has the sample read otherwise): its clean reading less its own latest
+    one at or before the step before (within `within` seconds), or the reading itself where it is lower (that copy's
+    counter restarted); none for a copy without a clean reading within `within` a step before (its first, or a blank
+    before); the copies' largest (CounterReading)."""
     seconds = _seconds(counter.resolution)
 
     def own(s: str) -> str:
         now = f"({s} < {COUNTER_BLANK_FLOOR})"
         before = f"(last_over_time({s}[{_duration_text(within)}] offset {counter.resolution}) < {COUNTER_BLANK_FLOOR})"
-        return f"(({now} - ({before} <= {now} or {before} * 0)) and {(taken or taken_within)(s, seconds)})"
+        kept = taken(s) if taken is not None else taken_within(s, seconds)
+        return f"(({now} - ({before} <= {now} or {before} * 0)) and {kept})"
     return counter.merged(own)
 
 
