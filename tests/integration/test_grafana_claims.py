@@ -13,7 +13,7 @@ from generator.clients.grafana import GrafanaClient
 from generator.ownership import grafana_claim, grafana_message, grafana_recorded_claims
 from generator.targets import grafana_sync
 from generator.targets.prune_guard import PruneRefused
-from tests.support.grafana_push import (DASHBOARDS_DIR, TEAM, TEAM_DASHBOARD, dashboard_contents,  # noqa: F401
+from tests.support.grafana_push import (TEAM, TEAM_DASHBOARD, dashboard_contents,  # noqa: F401 (fixtures)
                                         grafana, last_message, push_json, pushed_written, run, team_settings)
 from tests.support.grafana_server import ADMIN
 

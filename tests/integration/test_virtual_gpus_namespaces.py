@@ -12,8 +12,6 @@ import json
 import re
 import subprocess
 
-import pytest
-
 from generator.model import Query
 from generator.promql import expression
 from tests.support import mixed_fleet
