@@ -307,8 +307,7 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
         changes = list(pool.map(read, sorted(dashboards)))
         if prefix and project:
-            there = [name for name, body in zip(formerly, pool.map(lambda n: cloudwatch.dashboard_body(region, n),
-                                                                   formerly)) if body is not None]
+            there = _readable(cloudwatch, region, formerly, pool)
             if prune:  # (a removed cluster's dashboards read by name are not read again)
                 there += _listed_by_cluster(cloudwatch, region, prefix, clusters + former, [*listed, *there], pool)
             listed = dashboards_listed(cloudwatch, region, prefix, listed,
@@ -362,15 +361,19 @@ def _listed_by_cluster(cloudwatch: CloudWatch, region: str, prefix: str, cluster
                        pool: ThreadPoolExecutor) -> list[str]:
     """The dashboards in gpudash's name form that a listing of each cluster's own names (ListDashboards by the prefix
     <prefix>-<cluster>-, a listing of its own pages) holds, `listed` (the listing of every name, and those already
-    read by name) does not, and
-    GetDashboard reads: a listing that ends early (a page or its next-page token dropped) before a dashboard no longer
+    read by name) does not, and GetDashboard reads: a listing that ends early (a page or its next-page token dropped) before a dashboard no longer
     defined shows no gap by itself, since nothing defined names that dashboard; each cluster's listing is a second,
     shorter one, on its own pages, that must agree with it."""
     starts = sorted({cloudwatch_dashboard_name(prefix, cluster, "") for cluster in clusters})
     held = set(listed)
     unlisted = sorted({name for names in pool.map(lambda start: cloudwatch.dashboard_names(region, start), starts)
                        for name in names if name not in held and is_cloudwatch_dashboard_name(prefix, name)})
-    return [name for name, body in zip(unlisted, pool.map(lambda n: cloudwatch.dashboard_body(region, n), unlisted))
+    return _readable(cloudwatch, region, unlisted, pool)
+
+
+def _readable(cloudwatch: CloudWatch, region: str, names: list[str], pool: ThreadPoolExecutor) -> list[str]:
+    """Those of these dashboards that GetDashboard reads (by name, on the readers' pool), in their order."""
+    return [name for name, body in zip(names, pool.map(lambda n: cloudwatch.dashboard_body(region, n), names))
             if body is not None]
 
 
