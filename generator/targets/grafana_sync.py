@@ -581,7 +581,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
 
 
 def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[str, Any]],
-                prune: bool, folder: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                prune: bool, folder: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The search by the owner tag to go on with, given the first (`hits`) and what the plan read of the dashboards
     these settings define: one read with the tag that the search leaves out, or lists in another folder than it is in,
     shows an answer that holds only some of the tagged dashboards (Grafana's search index behind its database:
@@ -600,6 +600,7 @@ def _unsearched(client: GrafanaClient, changes: list[Change], hits: list[dict[st
 
     listed = where_listed(hits)
     odd: list[tuple[str, str]] = []
+
     def still(found: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """Those of these (uid, folder) that a read shows there, with the tag: a search that leaves one out leaves
         out a tagged dashboard."""
