@@ -780,10 +780,11 @@ ALARM_MEMBERS = (("StateValue",), ("ComparisonOperator",), ("EvaluationPeriods",
 
 
 def _unreported(alarm: dict[str, Any]) -> str | None:
-    """The member(s) of ALARM_MEMBERS this listed alarm lacks ("A or B" where either would do), or what one of its
-    queries lacks (each is an expression or a metric's statistic: CloudWatch takes no query with neither), or None."""
+    """The member(s) of ALARM_MEMBERS this listed alarm lacks ("A or B" where either would do; an empty list of queries
+    is none: CloudWatch takes an alarm on queries only with one), or what one of its queries lacks (each is an
+    expression or a metric's statistic: CloudWatch takes no query with neither), or None."""
     needed = ALARM_MEMBERS[:1] if alarm.get("EvaluationCriteria") is not None else ALARM_MEMBERS
-    missing = next((" or ".join(keys) for keys in needed if all(alarm.get(key) is None for key in keys)), None)
+    missing = next((" or ".join(keys) for keys in needed if all(alarm.get(key) in (None, []) for key in keys)), None)
     queries = alarm.get("Metrics") if isinstance(alarm.get("Metrics"), list) else []
     return missing or next((f"Expression or MetricStat in its query {query.get('Id')}" for query in queries
                             if isinstance(query, dict) and query.get("Expression") is None

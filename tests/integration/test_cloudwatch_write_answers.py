@@ -166,8 +166,10 @@ def test_a_listing_with_a_member_not_as_the_model_has_it_is_not_an_answer(proxie
     (("ComparisonOperator",), "ComparisonOperator"), (("EvaluationPeriods",), "EvaluationPeriods"),
     (("StateValue",), "StateValue"), (("Threshold", "ThresholdMetricId"), "Threshold or ThresholdMetricId"),
     (("MetricName", "Metrics"), "MetricName or Metrics"),
-    (("Metrics", "Expression"), "Expression or MetricStat in its query {query}")],
-    ids=["no comparison", "no periods", "no state", "no threshold", "no metric", "a query of neither"])
+    (("Metrics", "Expression"), "Expression or MetricStat in its query {query}"),
+    (("Metrics", []), "MetricName or Metrics")],
+    ids=["no comparison", "no periods", "no state", "no threshold", "no metric", "a query of neither",
+         "an empty query list"])
 def test_an_alarm_listed_without_what_cloudwatch_reports_of_every_alarm_is_not_an_answer(proxied, published, cli,
                                                                                        removed, said):
     """DescribeAlarms lists one of gpudash's alarms without a member CloudWatch reports of every metric alarm (its
@@ -183,6 +185,8 @@ def test_an_alarm_listed_without_what_cloudwatch_reports_of_every_alarm_is_not_a
                      if "Expression" in q)
         said = said.format(query=query)
         remove = lambda alarm: [q.pop("Expression") for q in alarm["Metrics"] if q["Id"] == query]  # noqa: E731
+    elif removed == ("Metrics", []):  # an expression alarm's queries listed as an empty list
+        remove = lambda alarm: alarm.update(Metrics=[])  # noqa: E731
     else:
         remove = lambda alarm: [alarm.pop(k, None) for k in removed]  # noqa: E731
     proxy.inject(_garbled("DescribeAlarms", _alarm(removed[0], remove)))
