@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import os
 import random
 import re
@@ -707,28 +708,73 @@ def _not_as_modelled(shape: Any, value: Any, path: str) -> str | None:
                 return f"{where} has no {key}"
         for key, item in value.items():
             member = members.get(key)
-            if member is not None and item is not None and not _scalar_as_modelled(member.type_name, item):
-                problem = _not_as_modelled(member, item, f"{path}.{key}" if path else key)
+            if member is not None and item is not None:
+                problem = _member_not_as_modelled(member, item, f"{path}.{key}" if path else key)
                 if problem:
                     return problem
     elif kind == "list":
         if not isinstance(value, list):
             return f"{where} is not a list"
         for index, item in enumerate(value):
-            if item is not None and not _scalar_as_modelled(shape.member.type_name, item):
-                problem = _not_as_modelled(shape.member, item, f"{path}[{index}]")
+            if item is not None:
+                problem = _member_not_as_modelled(shape.member, item, f"{path}[{index}]")
                 if problem:
                     return problem
     elif kind == "map":
         if not isinstance(value, dict):
             return f"{where} is not an object"
         for key, item in value.items():
-            if item is not None and not _scalar_as_modelled(shape.value.type_name, item):
-                problem = _not_as_modelled(shape.value, item, f"{path}.{key}")
+            if item is not None:
+                problem = _member_not_as_modelled(shape.value, item, f"{path}.{key}")
                 if problem:
                     return problem
     elif kind in _SCALARS:
         return f"{where} is not a{'n' if kind[0] in 'aeiou' else ''} {kind}"
+    return None
+
+
+def _member_not_as_modelled(shape: Any, value: Any, path: str) -> str | None:
+    """Where a member (not None) is not as the model has it: a scalar of its type outside the API's values for it
+    (`_domain`), anything else as `_not_as_modelled` reads it."""
+    if not _scalar_as_modelled(shape.type_name, value):
+        return _not_as_modelled(shape, value, path)
+    domain = _domain(shape)
+    return None if domain is None else _outside(domain, value, path)
+
+
+# Values the API reference names for a member that botocore's model leaves an open string: CloudWatch takes no other
+# (PutMetricAlarm: "Valid Values: breaching | notBreaching | ignore | missing"), so it lists no other.
+DOCUMENTED_VALUES = {"TreatMissingData": ("breaching", "notBreaching", "ignore", "missing")}
+
+
+@functools.lru_cache(maxsize=None)
+def _domain(shape: Any) -> tuple[tuple[str, ...], str, Any, Any, bool] | None:
+    """The values of a scalar shape the API has, from its model (an enum; an integer's min and max) or
+    DOCUMENTED_VALUES, and who names them; with whether it must be a finite number (a double or float: CloudWatch
+    takes no NaN or infinity as a number); None where any value of its type is one."""
+    from botocore import __version__ as botocore_version
+
+    values, source = tuple(getattr(shape, "enum", None) or ()), f"as botocore {botocore_version} knows them"
+    if not values and shape.name in DOCUMENTED_VALUES:
+        values, source = DOCUMENTED_VALUES[shape.name], "as the API reference names them"
+    low, high = (shape.metadata.get("min"), shape.metadata.get("max")) if shape.type_name in ("integer", "long") \
+        else (None, None)
+    finite = shape.type_name in ("double", "float")
+    return (values, source, low, high, finite) if values or low is not None or high is not None or finite else None
+
+
+def _outside(domain: tuple[tuple[str, ...], str, Any, Any, bool], value: Any, path: str) -> str | None:
+    """Why `value` (of its member's type) is not one of the values `domain` (see `_domain`) allows, or None. A value
+    the installed botocore's model does not know may be one a newer API added: the message names botocore's version,
+    so that updating it is seen as the way out if CloudWatch did."""
+    values, source, low, high, finite = domain
+    if values and value not in values:
+        return f"{path} is {value!r}, none of the values the API has for it ({source})"
+    if low is not None and value < low or high is not None and value > high:
+        bounds = f"at least {low}" if high is None else f"{low} to {high}" if low is not None else f"at most {high}"
+        return f"{path} is {value}, where the API has {bounds}"
+    if finite and not math.isfinite(value):
+        return f"{path} is {value}, not a finite number"
     return None
 
 
@@ -791,6 +837,14 @@ def _unreported(alarm: dict[str, Any]) -> str | None:
                             and query.get("MetricStat") is None), None)
 
 
+def _repeated_id(alarm: dict[str, Any]) -> str | None:
+    """An Id two of the alarm's queries have, or None: an Id names a query's result in the alarm's expressions (and
+    ThresholdMetricId), so CloudWatch takes each once (the API reference: unique within a call)."""
+    queries = alarm.get("Metrics") if isinstance(alarm.get("Metrics"), list) else []
+    ids = [query.get("Id") for query in queries if isinstance(query, dict) and isinstance(query.get("Id"), str)]
+    return next((name for index, name in enumerate(ids) if name in ids[:index]), None)
+
+
 def _invalid(api: str, response: Any) -> str | None:
     """Why `response` is not a valid answer to `api`, or None."""
     if not isinstance(response, dict):
@@ -806,6 +860,9 @@ def _invalid(api: str, response: Any) -> str | None:
         for alarm in response["MetricAlarms"]:
             if (missing := _unreported(alarm)) is not None:
                 return f"the alarm {alarm['AlarmName']} without {missing}, which CloudWatch reports of every such alarm"
+            if (repeated := _repeated_id(alarm)) is not None:
+                return f"the alarm {alarm['AlarmName']} with two queries of the Id {repeated!r}, where CloudWatch " \
+                       "takes an Id once in an alarm"
     if api == "GetResources":
         for item in response["ResourceTagMappingList"]:
             if not isinstance(item.get("Tags"), list):  # asked for by tag: a resource listed without its tags is not

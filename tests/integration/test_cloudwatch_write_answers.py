@@ -200,6 +200,63 @@ def test_an_alarm_listed_without_what_cloudwatch_reports_of_every_alarm_is_not_a
     assert writes(proxy) == [] and alarms(client) == before
 
 
+# Members DescribeAlarms lists with a value CloudWatch has for none (the API's model: an enum, an integer's least
+# value; the API reference: TreatMissingData's four values, a query's Id once in an alarm, a number that is finite)
+OUTSIDE = {
+    "a comparison": (_alarm("ComparisonOperator", "Weird"),
+                     "MetricAlarms[{i}].ComparisonOperator is 'Weird', none of the values the API has for it (as "
+                     "botocore"),
+    "no period to evaluate": (_alarm("EvaluationPeriods", 0),
+                              "MetricAlarms[{i}].EvaluationPeriods is 0, where the API has at least 1"),
+    "periods below none": (_alarm("EvaluationPeriods", -1),
+                           "MetricAlarms[{i}].EvaluationPeriods is -1, where the API has at least 1"),
+    "a threshold NaN": (_alarm("Threshold", float("nan")), "MetricAlarms[{i}].Threshold is nan, not a finite number"),
+    "a threshold infinite": (_alarm("Threshold", float("inf")),
+                             "MetricAlarms[{i}].Threshold is inf, not a finite number"),
+    "a query's period negative": (_alarm("Metrics", lambda alarm: alarm["Metrics"][0].update(Period=-60)),
+                                  "MetricAlarms[{i}].Metrics[0].Period is -60, where the API has at least 1"),
+    "a statistic": (_alarm("Statistic", "Median"),
+                    "MetricAlarms[{i}].Statistic is 'Median', none of the values the API has for it (as botocore"),
+    "a state": (_alarm("StateValue", "BROKEN"),
+                "MetricAlarms[{i}].StateValue is 'BROKEN', none of the values the API has for it (as botocore"),
+    "a missing-data treatment": (_alarm("TreatMissingData", "sometimes"),
+                                 "MetricAlarms[{i}].TreatMissingData is 'sometimes', none of the values the API has "
+                                 "for it (as the API reference names them)"),
+    "one Id twice": (_alarm("Metrics", lambda a: a["Metrics"].append({**a["Metrics"][0], "ReturnData": False})),
+                     "the alarm " + NAME + " with two queries of the Id '{first}', where CloudWatch takes an Id once "
+                     "in an alarm"),
+}
+
+
+def test_an_alarm_listed_with_a_value_cloudwatch_has_for_no_alarm_is_not_an_answer(proxied, published, cli):
+    """DescribeAlarms lists one of gpudash's alarms with a member CloudWatch cannot hold (a comparison, a state or a
+    statistic the API has not, no or fewer than no periods, a NaN or infinite threshold, a negative query period, a
+    missing-data treatment the API reference does not name, two queries of one Id): it was read as an alarm edited in
+    the console (plan: drift; apply: refused, exit 1; --force rewrote it from that answer). The values were only
+    checked to be of their type. Now each is a failure to read CloudWatch (exit 3), nothing planned on it and nothing
+    written, as any answer that is not one. One published world serves every case (each a plan and an apply --prune
+    --force against the same alarms)."""
+    proxy, client, apply = proxied
+    published()
+    before = alarms(client)
+    index = sorted(before).index(NAME)
+    queries = before[NAME]["Metrics"]
+    failures = []
+    for case, (change, said) in OUTSIDE.items():
+        shown = said.format(i=index, first=queries[0]["Id"])
+        fresh(proxy)
+        proxy.inject(_garbled("DescribeAlarms", change))
+        for args in (("plan", "--no-grafana"), ("apply", "--skip-verify", "--prune", "--force")):
+            code, stdout, stderr = cli(*args)
+            expected = f"CloudWatch answered DescribeAlarms in us-east-1 with something that is not an API answer " \
+                       f"({shown}"
+            if code != 3 or "Traceback" in stderr or "edited in the CloudWatch console" in stdout \
+                    or expected not in stderr or writes(proxy):
+                failures.append(f"{case}: {args[0]} exit {code}, writes {writes(proxy)}, said "
+                                f"{(stderr.strip() or stdout.strip())[-160:]!r}")
+    assert failures == [] and alarms(client) == before, "\n".join(failures)
+
+
 class _Pages(Rule):
     """Answers every call to `operation` itself (not forwarded) with `page()`, and a new next-page token each time."""
 
