@@ -625,6 +625,16 @@ def legacy_alarm_hash(alarm: dict[str, Any]) -> str:
     return content_hash(alarm_fields(alarm, legacy=True))
 
 
+def _documented_forms(alarm: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The alarm as listed, and as it is where it lists a member of _DEFAULTS no more: holding what PutMetricAlarm
+    documents for an alarm put without it (actions enabled, missing data treated as `missing`). CloudWatch lists no
+    TreatMissingData of an alarm put without one (terraform-provider-aws#8854): an alarm listed without it treats
+    missing data as `missing`, and is as gpudash wrote it if gpudash wrote that, not edited whatever gpudash wrote. A
+    PromQL alarm (EvaluationCriteria) has no missing-data treatment: as listed alone."""
+    absent = {key: default for key, default in _DEFAULTS.items() if alarm.get(key) is None}
+    return (alarm,) if not absent or alarm.get("EvaluationCriteria") is not None else (alarm, {**alarm, **absent})
+
+
 def written_as_is(then: str | None, alarm: dict[str, Any], rendered: dict[str, Any] | None = None) -> bool:
     """Whether evidence `then` (the hash of the alarm as CloudWatch reported it when gpudash wrote it) shows `alarm`
     is as gpudash wrote it. Evidence of a release before labels were hashed (`legacy_alarm_hash`) reads the same
@@ -634,9 +644,10 @@ def written_as_is(then: str | None, alarm: dict[str, Any], rendered: dict[str, A
     then one)."""
     if then is None:
         return False
-    if then == alarm_hash(alarm):
+    forms = _documented_forms(alarm)
+    if any(then == alarm_hash(form) for form in forms):
         return True
-    return then == legacy_alarm_hash(alarm) and _labels_as_rendered(alarm, rendered)
+    return any(then == legacy_alarm_hash(form) for form in forms) and _labels_as_rendered(alarm, rendered)
 
 
 def _labels_as_rendered(alarm: dict[str, Any], rendered: dict[str, Any] | None) -> bool:

@@ -193,6 +193,47 @@ def test_a_retired_alarm_edited_in_the_console_is_pruned_only_with_force(aws, pu
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
 
+def _without_defaulted_members(body: bytes) -> bytes:
+    """A DescribeAlarms answer listing no alarm's ActionsEnabled or TreatMissingData: as CloudWatch lists an alarm put
+    without them (terraform-provider-aws#8854: describe-alarms lists no TreatMissingData for such alarms)."""
+    answer = json.loads(body)
+    for alarm in answer.get("MetricAlarms", []):
+        alarm.pop("ActionsEnabled", None)
+        alarm.pop("TreatMissingData", None)
+    return json.dumps(answer).encode()
+
+
+def test_an_alarm_listed_without_its_actions_switch_or_missing_data_treatment_holds_their_documented_defaults(
+        proxied, published, project_dir, cli):
+    """PutMetricAlarm documents what an alarm put without them holds: actions enabled, missing data treated as
+    `missing`. An alarm listed without them was read as edited in the console whatever gpudash wrote (every alarm:
+    plan exit 1, a prune refused); it holds those defaults: one gpudash wrote with them is as written (no drift, pruned
+    with --prune alone), one written with `breaching` or `notBreaching` is edited (it treats missing data otherwise
+    now), defined or retired: plan says so, and apply --prune deletes the retired ones as written and refuses the
+    rest."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    treatment = {name: alarm["TreatMissingData"] for name, alarm in alarms(client).items()}
+    assert {"missing", "breaching"} <= set(treatment.values()) and any(map(other_cluster, treatment))
+    fresh(proxy)
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_defaulted_members))
+    code, stdout, stderr = cli("plan", "--no-grafana", "--output", "json", "--removed-cluster", "other")
+    assert code in (0, 1) and stdout.startswith("{"), (code, stdout, stderr)
+    changes = {c["name"]: c for c in json.loads(stdout)["changes"] if c["kind"] == "alarm"}
+    edited = sorted(name for name, c in changes.items() if c["action"] == "drift" or c["edited"])
+    assert edited == sorted(name for name, kept in treatment.items() if kept != "missing"), (edited, treatment)
+    assert all(changes[name]["action"] == ("delete" if other_cluster(name) else "drift") for name in edited)
+    assert all(changes[name]["action"] in (("delete",) if other_cluster(name) else ("unchanged", "update"))
+               for name in set(treatment) - set(edited))
+    said = [line for name in set(treatment) - set(edited) for line in changes[name]["details"]
+            if "TreatMissingData" in line or "ActionsEnabled" in line]
+    assert said == []  # no write of what the alarm holds already
+    assert writes(proxy) == []
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 1 and sorted(report["refused"]) == edited, (code, report, stderr)
+    assert sorted(alarms(client)) == sorted(name for name in treatment if name in edited or not other_cluster(name))
+
+
 def test_a_retired_alarm_a_person_tagged_is_pruned_only_with_force(aws, published, project_dir):
     """A person tags a retired alarm (team=ml-oncall: theirs now, or in use). The evidence covers the alarm's fields and
     its ownership marks, not a tag of someone else's: --prune deleted it with its tag, exit 0. Now a tag gpudash does
