@@ -114,12 +114,19 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .limits import checked_build
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
-                         moved_resources, previous_stacks, renamed_resources, settings_record, write_files)
+                         moved_resources, previous_stacks, renamed_resources, settings_record, turn, write_files,
+                         written_folder)
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
     target = Path(out)
-    with no_cycle_collection():
+
+    def waiting() -> None:
+        click.echo(f"waiting for another gpudash writing a build into {written_folder(target).parent} (writers into "
+                   "one folder take turns)", err=True)
+
+    # from the first read of the build in the folder to the write (or --check's reading), another gpudash's turn waits
+    with no_cycle_collection(), turn(target, waiting):
         # the resources of a cluster split over several CloudFormation templates stay in the stacks the build in the
         # folder put them in while those hold them (cloudformation.split_cluster), with --check as without
         parts = PreviousParts(target, previous_stacks(target))
@@ -142,8 +149,9 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         del artifacts
         if not check:
             write_files(target, files, made_with, record, force=force, known=known)
+        else:
+            differences = build_differences(target, files, made_with, record)
     if check:
-        differences = build_differences(target, files, made_with, record)
         if output == "json":
             click.echo(json.dumps({"differences": [d.__dict__ for d in differences]}, indent=2))
         elif differences:

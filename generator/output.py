@@ -30,7 +30,7 @@ from . import __version__
 from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKinds, joined_by
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes
-from .staging import claim, let_go, lock_of, remove_dead
+from .staging import claim, let_go, lock_of, remove_dead, taking_turns
 from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_and_line, to_json_filled,
                         to_json_strings, to_yaml, to_yaml_alike, to_yaml_many, writes_as_itself)
 
@@ -647,7 +647,10 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
         found[item[1]] = _digest(item[0], item[1], files, known, read_at)
 
     _in_two_lanes(to_read, read, "gpudash-read")
-    edited = [relative for _, relative in to_read if found[relative] != listed[relative]]
+    # a file gone between the listing and its reading (removed, or moved away by a writer gpudash does not take turns
+    # with) loses nothing, as one gone before it: not an edit
+    edited = [relative for path, relative in to_read if found[relative] != listed[relative]
+              and (found[relative] is not None or os.path.lexists(path))]
     return sorted(extra), sorted(edited)
 
 
@@ -919,12 +922,28 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
     while the build is written and delivered once the previous build or the new one is in place; a
     staging folder that a writer killed while writing (SIGKILL, a crash) left is removed by the next
     write (staging.py).
-    A previous build holding files gpudash did not write, or files edited since, is replaced only
-    with `force`. `known`: files of the previous build already read and found holding their new bytes
+    Writers into one folder take turns (staging.taking_turns). A previous build holding files gpudash did not write,
+    or files edited since, is replaced only with `force`. `known`: files of the previous build already read and found holding their new bytes
     (`renamed_resources`), with the sha256 of those bytes and the file's status then."""
+    out = written_folder(out)
+    with taking_turns(out.parent):  # (held already where generate read the previous build under it: `turn`)
+        _write_files(out, files, made_with, record, force, known)
+
+
+def written_folder(out: Path) -> Path:
+    """The folder a build for `out` is written into: where a link points (the link itself is left alone)."""
     out = out.absolute()
-    if out.is_symlink():
-        out = out.resolve()  # write where the link points; the link itself is left alone
+    return out.resolve() if out.is_symlink() else out
+
+
+def turn(out: Path, waiting: Callable[[], None] | None = None):
+    """This process's turn to read and replace the build in `out` (staging.taking_turns): held by `generate` from its
+    first read of the previous build to its write, so that two writers into one folder take turns."""
+    return taking_turns(written_folder(out).parent, waiting)
+
+
+def _write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None, record: dict[str, Any] | None,
+                 force: bool, known: Known | None) -> None:
     if out.exists() and not out.is_dir():
         raise OutputError("the output path is a file, not a directory", where=str(out),
                           hint="pass --out with a directory")

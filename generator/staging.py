@@ -20,7 +20,9 @@ import os
 import re
 import shutil
 import stat
+import threading
 from pathlib import Path
+from typing import Callable, Iterator
 
 try:
     import fcntl
@@ -29,6 +31,69 @@ except ImportError:  # (no flock on Windows: nothing is claimed, and nothing is 
 
 LOCK = ".lock"
 _HEX = "[0-9a-f]{12}"  # the random part of a staging folder's name (output._made_new)
+
+
+# (thread, folder) of each turn this process holds (taking_turns), with how many hold it: a thread that holds a turn
+# holds it again at once; another thread locks the folder on a descriptor of its own, which waits as another process'
+_TURNS: dict[tuple[int, str], int] = {}
+
+
+@contextlib.contextmanager
+def taking_turns(parent: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """This process's turn to read and replace a build in `parent` (the folder holding it): writers into one folder
+    take turns, so that none reads a build another is swapping (a file moved away mid-read is not an edit) nor swaps
+    one in under another's. A lock on the folder itself (flock of its descriptor: nothing is made beside the build),
+    let go when the block ends, or by the kernel when the process ends however it ends. `waiting()` is called once
+    when another process (or thread) holds the turn, before waiting for it. Held again by the same thread (generate,
+    then its write), it is the one turn. Where the folder cannot be opened or locked (no flock, a file system without
+    locks), nothing is held: the build is written as before."""
+    folder = os.path.abspath(parent)
+    key = (threading.get_ident(), folder)
+    if key in _TURNS or fcntl is None:
+        _TURNS[key] = _TURNS.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            _TURNS[key] -= 1
+            if not _TURNS[key]:
+                del _TURNS[key]
+        return
+    fd = _opened_folder(folder)
+    if fd is not None:
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # another's turn
+                if waiting is not None:
+                    waiting()
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # no locks on this file system
+            os.close(fd)
+            fd = None
+        except BaseException:  # interrupted while waiting (SIGINT): nothing held
+            os.close(fd)
+            raise
+    _TURNS[key] = 1
+    try:
+        yield
+    finally:
+        del _TURNS[key]
+        if fd is not None:
+            os.close(fd)
+
+
+def _opened_folder(path: str) -> int | None:
+    """A descriptor of the folder `path`, or of its nearest ancestor that exists (a build's first write makes the
+    folders it is put in: two first writes lock the same ancestor); None where it cannot be opened."""
+    while True:
+        try:
+            return os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except FileNotFoundError:
+            if os.path.dirname(path) == path:
+                return None
+            path = os.path.dirname(path)
+        except OSError:
+            return None
 
 
 def lock_of(folder: Path) -> Path:

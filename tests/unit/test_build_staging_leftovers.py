@@ -16,10 +16,15 @@ from generator.output import write_files
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = {"grafana/a.json": b"{}\n", "k8s/b.yaml": b"b: 1\n"}
-# A writer that stops in the middle of writing: the files are in its staging folder, the swap not made
+# A writer that stops in the middle of writing: the files are in its staging folder, the swap not made. It does not
+# take turns with other writers into the folder (a gpudash from before they took turns, or one that could not lock
+# the folder): a writer that does waits for the stopped one to end (test_build_writers_take_turns.py), so only such a
+# writer lets another write while it is alive, which its staging folder's lock guards against.
+NO_TURNS = "import contextlib\noutput.taking_turns = lambda *args, **kwargs: contextlib.nullcontext()\n"
 STOPPED_WRITER = """
 import pathlib, sys, time
 from generator import output
+""" + NO_TURNS + """
 fill = output._fill
 def stopped(staging, *args, **kwargs):
     fill(staging, *args, **kwargs)
@@ -101,10 +106,12 @@ def test_a_file_system_without_locks_still_gets_its_build(tmp_path, monkeypatch)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
 
 
-# A writer that stops once its build is swapped in, while it removes the previous build it moved aside
+# A writer that stops once its build is swapped in, while it removes the previous build it moved aside (taking no
+# turns, as STOPPED_WRITER)
 STOPPED_REMOVING = """
 import pathlib, shutil, sys, time
 from generator import output
+""" + NO_TURNS + """
 rmtree = shutil.rmtree
 def stopped(path, *args, **kwargs):
     if ".old-" in pathlib.Path(path).name:

@@ -1,0 +1,100 @@
+"""Two `gpudash generate` runs into one folder at once (a CI job and a person, two terminals): one read the build the
+other was swapping, and 3 of 48 such pairs failed with a false "N file(s) changed since gpudash wrote them ... pass
+--force" (a file the other's swap moved away mid-read counted as edited) or "added or changed while the build was
+written". Writers into one folder now take turns (staging.taking_turns: a lock on the folder, nothing made beside the
+build), the second saying it waits; and a file gone between the listing and its reading is not an edit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from generator import output
+from generator.output import write_files
+
+REPO = Path(__file__).resolve().parents[2]
+# `gpudash generate` stopped between its swap's two renames (the previous build moved aside, the build folder
+# missing) until the file argv[3] exists; argv[2] is written once it is there
+STOPPED_IN_ITS_SWAP = """
+import pathlib, sys, time
+from generator import output
+refuse = output._refuse_changed
+def stopped(*args, **kwargs):
+    pathlib.Path(sys.argv[2]).write_text("swapping")
+    while not pathlib.Path(sys.argv[3]).exists():
+        time.sleep(0.02)
+    return refuse(*args, **kwargs)
+output._refuse_changed = stopped
+from generator.cli import main
+main(["generate", "--out", sys.argv[1]])
+"""
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_generate_into_a_folder_another_generate_is_writing_waits_its_turn(tmp_path, cli):
+    """Real processes: the first is stopped in the middle of its swap (the build folder missing, the previous build
+    aside); the second, started then, says it waits (it wrote a build of its own into the gap, and the first then
+    failed to swap its own in, leaving the previous build aside). Let go, the first finishes, then the second: both
+    exit 0, the folder holds a whole build, nothing is left beside it."""
+    work, signals = tmp_path / "work", tmp_path / "signals"
+    signals.mkdir()
+    out = work / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    first = subprocess.Popen([sys.executable, "-c", STOPPED_IN_ITS_SWAP, str(out), str(signals / "swapping"),
+                              str(signals / "go")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    second = None
+    try:
+        for _ in range(1200):  # (a bound on the wait, not a timing assertion)
+            if (signals / "swapping").exists():
+                break
+            assert first.poll() is None, first.communicate()
+            time.sleep(0.05)
+        assert not out.exists()  # between the renames
+        second = subprocess.Popen([sys.executable, "-m", "generator.cli", "generate", "--out", str(out)], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        watchdog = threading.Timer(300, second.kill)  # (a bound on a hang, not a timing assertion)
+        watchdog.start()
+        said = []
+        for line in second.stderr:  # until it says it waits, or ends without waiting
+            said.append(line)
+            if line.startswith("waiting for another gpudash"):
+                break
+        watchdog.cancel()
+        assert said and said[-1] == f"waiting for another gpudash writing a build into {work} (writers into one " \
+                                    "folder take turns)\n", (said, second.poll())
+    finally:
+        (signals / "go").write_text("")
+        first_out, first_err = first.communicate(timeout=300)
+        if second is not None:
+            second_out, second_err = second.communicate(timeout=300)
+    assert first.returncode == 0, first_err
+    assert second.returncode == 0 and "changed" not in second_err, second_err
+    assert [p.name for p in work.iterdir()] == ["build"]
+    assert cli("generate", "--check", "--out", str(out))[0] == 0  # a whole build, as generate writes it
+
+
+def test_a_file_gone_between_the_listing_and_its_reading_is_not_an_edit(tmp_path, monkeypatch):
+    """A file of the previous build removed after the build folder was listed and before the file was read (a writer
+    that does not take turns moved it away, or a person removed it) was counted as changed since gpudash wrote it:
+    the write refused, with the hint to pass --force. A file gone loses nothing, as one gone before the listing."""
+    out = tmp_path / "build"
+    write_files(out, {"grafana/a.json": b"{}\n", "k8s/b.yaml": b"b: 1\n"})
+    digest = output._digest
+
+    def moved_away(path, *args, **kwargs):
+        if path.endswith("a.json"):
+            os.unlink(path)
+        return digest(path, *args, **kwargs)
+
+    monkeypatch.setattr(output, "_digest", moved_away)
+    write_files(out, {"grafana/a.json": b"[]\n", "k8s/b.yaml": b"b: 2\n"})
+    assert {k: v for k, v in _tree(out).items() if k != "manifest.json"} == {"grafana/a.json": b"[]\n",
+                                                                             "k8s/b.yaml": b"b: 2\n"}
