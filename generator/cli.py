@@ -7,7 +7,6 @@ import errno
 import io
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import click
 
 from .cli_base import (Between, config_option, csv_option, ends_with_command, left_to_exit, load_project_for, main,
                        no_cycle_collection, optional_path, output_option)
+from . import printed
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
 from .output import BUILD
 
@@ -120,10 +120,11 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
     target = Path(out)
+    shown = printed.path(target)  # (a path holding a newline or another control character is printed escaped)
 
     def waiting() -> None:
-        click.echo(f"waiting for another gpudash writing a build into {written_folder(target).parent} (writers into "
-                   "one folder take turns)", err=True)
+        click.echo(f"waiting for another gpudash writing a build into {printed.path(written_folder(target).parent)} "
+                   "(writers into one folder take turns)", err=True)
 
     # from the first read of the build in the folder to the write (or --check's reading), another gpudash's turn waits
     with no_cycle_collection(), turn(target, waiting):
@@ -155,12 +156,12 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         if output == "json":
             click.echo(json.dumps({"differences": [d.__dict__ for d in differences]}, indent=2))
         elif differences:
-            click.echo(f"{target} is not what gpudash would generate:")
+            click.echo(f"{shown} is not what gpudash would generate:")
             for difference in differences:
-                click.echo(f"  {difference.change:8} {difference.path}")
+                click.echo(f"  {difference.change:8} {printed.path(difference.path)}")
             click.echo(f"run `{_generate_command(config, csv, out)}` and commit the result")
         else:
-            click.echo(f"{target} is up to date ({len(files) + 1} files)")
+            click.echo(f"{shown} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
     from .data_missing import addon_uncounted_names, guessed_daemonset, unread_daemonset
     from .render.agent import unexpiring_log_groups
@@ -204,16 +205,16 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
                    f"SNS topics of other Regions ({', '.join(topics)}), and CloudWatch notifies only topics of "
                    f"the alarm's own Region; add a topic of {region}", err=True)
     for path, over in refused_templates:
-        click.echo(f"warning: {target / path}: {over}: CloudFormation refuses the template\n  fix: {TEMPLATE_QUOTA_FIX}",
-                   err=True)
+        click.echo(f"warning: {printed.path(target / path)}: {over}: CloudFormation refuses the template\n"
+                   f"  fix: {TEMPLATE_QUOTA_FIX}", err=True)
     if gone:
-        click.echo(f"warning: {target}: the previous build's CloudFormation stacks {first_names(gone)} are no longer "
+        click.echo(f"warning: {shown}: the previous build's CloudFormation stacks {first_names(gone)} are no longer "
                    f"written: a deployed one still declares its dashboards and alarms (a cluster that left, or a "
                    f"part of a cluster now split over fewer templates, whose alarms another template now declares)\n"
                    f"  fix: delete each with `aws cloudformation delete-stack` before deploying the build", err=True)
     if moved:
         name, was, now = moved[0]
-        click.echo(f"warning: {target}: {len(moved)} CloudFormation resource(s) move to another stack (first: {name}, "
+        click.echo(f"warning: {shown}: {len(moved)} CloudFormation resource(s) move to another stack (first: {name}, "
                    f"{was} -> {now}; a cluster's part is full, or its resources fit one template again): deployed, "
                    f"one stack's update deletes each and another's creates it (an alarm comes back in "
                    f"INSUFFICIENT_DATA, a change made in the console is gone)\n"
@@ -221,7 +222,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
                    f"(docs/artifacts.md's loop: a resource moves only to a later part)", err=True)
     if renamed:
         stack, name, was, now = renamed[0]
-        click.echo(f"warning: {target}: {len(renamed)} CloudFormation resource(s) of the previous build have another "
+        click.echo(f"warning: {shown}: {len(renamed)} CloudFormation resource(s) of the previous build have another "
                    f"logical id now (first: {name} in {stack}, {was} -> {now}; an older gpudash gave a name its plain "
                    f"words): deployed as they are, CloudFormation creates each anew under its name and then deletes "
                    f"the old id's, which deletes the alarm or dashboard (a log group's creation fails)\n"
@@ -247,7 +248,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         for note in notes:  # CW013: cloudwatch.source: container-insights; AL011: alarms.expected_gpus: none
             if note.rule != "DF001":
                 click.echo(f"note: {note.message} (lint {note.rule})", err=True)
-        click.echo(f"wrote {len(files) + 1} files to {target} "
+        click.echo(f"wrote {len(files) + 1} files to {shown} "
                    f"({len(project.grafana_definitions()) + len(project.grafanalib_dashboards)} Grafana dashboards)")
 
 
@@ -267,7 +268,7 @@ def _generate_command(config: str | None, csv: str | None, out: str) -> str:
     for flag, value in (("--config", config), ("--csv", csv), ("--out", out if out != BUILD else None)):
         if value:
             words += [flag, value]
-    return shlex.join(words)
+    return " ".join(printed.argument(word) for word in words)
 
 
 @main.command()
@@ -457,10 +458,10 @@ def init_config(path: str) -> None:
     except OSError as exc:
         raise GpudashError(f"cannot write the settings file ({exc.strerror or exc})", where=shown,
                            hint="choose a path in a folder you can write to, e.g. ./gpudash.yaml") from None
-    click.echo(f"wrote {shown}")
+    click.echo(f"wrote {printed.path(shown)}")
     if target.resolve() != (Path.cwd() / "gpudash.yaml").resolve():
-        click.echo(f"commands read ./gpudash.yaml by default: pass --config {shlex.quote(shown)} "
-                   f"or export GPUDASH_CONFIG={shlex.quote(str(target.resolve()))}")
+        click.echo(f"commands read ./gpudash.yaml by default: pass --config {printed.argument(shown)} "
+                   f"or export GPUDASH_CONFIG={printed.argument(target.resolve())}")
 
 
 if __name__ == "__main__":  # pragma: no cover

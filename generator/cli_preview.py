@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from . import redact
+from . import printed, redact
 from .cli_base import Between, checked_url, config_option, csv_option, load_project_for, main, output_option
 from .errors import InputError
 
@@ -107,4 +107,4 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
                  f"{summary.failed} with a failing query" if summary.failed else ""]
         extra = ", ".join(n for n in notes if n)
         click.echo(f"{summary.file}: {summary.title}, {summary.panels} panels" + (f" ({extra})" if extra else ""))
-    click.echo(f"wrote {len(files) + 1} files to {out}: open {Path(out) / 'index.html'}")
+    click.echo(f"wrote {len(files) + 1} files to {printed.path(out)}: open {printed.path(Path(out) / 'index.html')}")

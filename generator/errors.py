@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import redact
+from . import printed, redact
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # lint findings, --check differences, failed verify checks
@@ -43,7 +43,7 @@ class GpudashError(Exception):
         self.hint = hint
 
     def __str__(self) -> str:
-        text = f"{self.where}: {self.what}" if self.where else self.what
+        text = f"{printed.path(self.where)}: {self.what}" if self.where else self.what
         if self.hint:
             text += f"\n  fix: {self.hint}"
         return text

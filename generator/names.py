@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from . import printed
+
 # The id of a dashboard or alarm definition (model checks it): generated names end in it.
 DEFINITION_ID = r"[a-z0-9][a-z0-9-]{0,30}"
 
@@ -295,5 +297,6 @@ def is_stack_name(name: str) -> bool:
 
 
 def shown(names: list[str]) -> str:
-    """The first five names, and how many more (for a message)."""
-    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    """The first five names, and how many more (for a message); a name holding a control character escaped
+    (printed.path)."""
+    return ", ".join(map(printed.path, names[:5])) + (f" and {len(names) - 5} more" if len(names) > 5 else "")

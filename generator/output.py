@@ -923,8 +923,8 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
     staging folder that a writer killed while writing (SIGKILL, a crash) left is removed by the next
     write (staging.py).
     Writers into one folder take turns (staging.taking_turns). A previous build holding files gpudash did not write,
-    or files edited since, is replaced only with `force`. `known`: files of the previous build already read and found holding their new bytes
-    (`renamed_resources`), with the sha256 of those bytes and the file's status then."""
+    or files edited since, is replaced only with `force`. `known`: files of the previous build already read and found
+    holding their new bytes (`renamed_resources`), with the sha256 of those bytes and the file's status then."""
     out = written_folder(out)
     with taking_turns(out.parent):  # (held already where generate read the previous build under it: `turn`)
         _write_files(out, files, made_with, record, force, known)

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 import yaml
 
 from .catalog import VIRTUAL_GPU_COPY_LABELS
+from . import printed
 from .errors import InputError
 from .exporter_styles import exporter_pod_names
 from .markers import REQUIRED_DIMENSIONS
@@ -1074,7 +1075,7 @@ class Choice:
     origin: str
 
     def describe(self) -> str:
-        return f"{self.path} ({self.origin})" if self.path else f"the bundled defaults ({self.origin})"
+        return f"{printed.path(self.path)} ({self.origin})" if self.path else f"the bundled defaults ({self.origin})"
 
 
 def discover(config: Path | None, environ: dict[str, str] | None = None, cwd: Path | None = None) -> Choice:

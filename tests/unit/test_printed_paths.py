@@ -1,0 +1,42 @@
+"""A path holding a newline or another control character (`--out $'build\\n...'`, a file a person saved in the build)
+was printed raw: its newline split one line of gpudash's output in two (the rest read as another message), an ESC
+started a terminal escape sequence. Every path gpudash prints (the build folder, a settings file, a file in the build,
+an error's where) is printed as it is when it prints as itself, else quoted with those characters escaped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ODD = "bu\nild\x1b[31m\u202e"  # a newline, an ESC starting a colour, a right-to-left override
+SHOWN = repr(ODD)  # 'bu\nild\x1b[31m\u202e'
+
+
+def _raw(text: str) -> bool:
+    return any(c in text for c in "\x1b\u202e") or "bu\nild" in text
+
+
+def test_a_build_folder_named_with_control_characters_is_printed_escaped(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    code, stdout, stderr = cli("generate", "--out", ODD)
+    assert code == 0 and (tmp_path / ODD / "manifest.json").is_file(), stderr
+    assert f"wrote 17 files to {SHOWN} (" in stdout and not _raw(stdout + stderr), stdout
+    (tmp_path / ODD / f"kept{ODD}").write_text("a person's file\n")
+    code, stdout, stderr = cli("generate", "--check", "--out", ODD)
+    assert code == 1 and not _raw(stdout + stderr), stdout
+    assert f"{SHOWN} is not what gpudash would generate:" in stdout and f"  extra    {repr('kept' + ODD)}" in stdout
+    assert f"run `gpudash generate --out {SHOWN}`" in stdout
+    code, stdout, stderr = cli("generate", "--out", ODD)  # refused: the file would be lost
+    assert code == 2 and not _raw(stdout + stderr), stderr
+    assert f"error: {repr(str(tmp_path / ODD))}: the build folder holds 1 file(s) gpudash did not write " \
+           f"({repr('kept' + ODD)})" in stderr
+
+
+def test_a_settings_file_named_with_control_characters_is_printed_escaped(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    code, stdout, stderr = cli("init-config", ODD)
+    assert code == 0 and Path(tmp_path / ODD).is_file()
+    assert stdout.startswith(f"wrote {SHOWN}\ncommands read ./gpudash.yaml by default: pass --config {SHOWN} ")
+    assert not _raw(stdout + stderr), stdout
+    code, stdout, stderr = cli("generate", "--config", ODD, "--out", "build")
+    assert code == 0 and f"settings: {SHOWN} (--config)" in stderr, stderr
+    assert not _raw(stdout + stderr)
