@@ -950,7 +950,7 @@ def _write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] |
     # what a writer killed while writing left (staging.py)
     remove_dead(out.parent, f".{out.name}.new-", f".{out.name}.old-", swapped=(out / MANIFEST).is_file())
     if out.is_dir():
-        remove_dead(out, ".gpudash.new-")
+        remove_dead(out, INSIDE_NEW, INSIDE_OLD, swapped=(out / MANIFEST).is_file())
     try:
         owned = _owned(out)
     except OSError as exc:
@@ -1246,12 +1246,21 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
 def _retired_folder(out: Path, staging: Path) -> Path:
     """The folder the previous build is moved into during the swap: `.<out>.old-` and the digits of the staging
     folder's name, which tell a later write whose it is (staging.remove_dead); a random name if that one is taken."""
-    named = out.parent / staging.name.replace(f".{out.name}.new-", f".{out.name}.old-", 1)
+    return _named_like(out.parent, staging, f".{out.name}.new-", f".{out.name}.old-")
+
+
+def _named_like(parent: Path, staging: Path, new: str, old: str) -> Path:
+    """A new folder in `parent` named `old` and the digits of the staging folder `new` + digits, or `old` and random
+    digits if that one is taken."""
+    named = parent / (old + staging.name[len(new):])
     try:
         os.mkdir(named, 0o700)
         return named
     except FileExistsError:
-        return _new_folder(out.parent, f".{out.name}.old-")
+        return _new_folder(parent, old)
+
+
+INSIDE_NEW, INSIDE_OLD = ".gpudash.new-", ".gpudash.old-"  # staging and retired folders inside a mount point
 
 
 def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
@@ -1264,11 +1273,11 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
     moved_in: list[str] = []
     writer = None
     try:
-        staging = _new_folder(out, ".gpudash.new-")
+        staging = _new_folder(out, INSIDE_NEW)
         writer = claim(staging)
         tells = taken is not None and _change_times_tell(staging)
         linked = _fill(staging, files, manifest, out, stop, _trusted(known, tells))
-        retired = _new_folder(out, ".gpudash.old-")
+        retired = _named_like(out, staging, INSIDE_NEW, INSIDE_OLD)  # (its digits tell whose it is: remove_dead)
         keep = {staging.name, retired.name, lock_of(staging).name}
         for name in sorted(os.listdir(out)):
             if name not in keep:
@@ -1296,9 +1305,11 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
         if isinstance(exc, _Changed):
             raise exc.error from None
         raise _failed(exc, out) from None
+    # the previous build removed before the lock is let go: a writer killed while removing it leaves its lock file
+    # with its staging folder gone, by which the next write removes the rest (staging.remove_dead)
     shutil.rmtree(staging, ignore_errors=True)
-    let_go(staging, writer)
     shutil.rmtree(retired, ignore_errors=True)
+    let_go(staging, writer)
 
 
 

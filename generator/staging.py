@@ -1,5 +1,6 @@
 """Staging folders a build is written into (beside the build folder, `.<out>.new-<12 hex digits>`, or inside a mount
-point, `.gpudash.new-<...>`), and what a writer that died while writing one left.
+point, `.gpudash.new-<...>`, with the folder the previous build is moved into named `.<out>.old-` or `.gpudash.old-`
+and the same digits), and what a writer that died while writing one left.
 
 Each writer holds a lock on a file beside its staging folder, named for it (`<folder>.lock`), from just after the
 folder is made until the folder is swapped in (and the folder the swap moved the previous build into, `.<out>.old-`

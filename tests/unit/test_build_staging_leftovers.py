@@ -150,6 +150,36 @@ def test_a_writer_killed_while_removing_the_previous_build_leaves_a_folder_the_n
     assert _build(out) == {"grafana/a.json": b"[]\n"}
 
 
+def test_a_writer_killed_while_removing_the_previous_build_inside_a_mount_point_leaves_what_the_next_write_removes(
+        tmp_path, monkeypatch):
+    """A build folder that is a mount point (it cannot be renamed) is written inside: the new build staged in
+    `.gpudash.new-*`, the previous one moved into `.gpudash.old-*`. Killed while removing that previous build (the
+    new one in place): its lock was let go before that removal began and the folder had a random name, so nothing
+    showed it a dead writer's, and every later write refused, the build folder holding "files gpudash did not write
+    (.gpudash.old-*/...)". Now it is removed by the next write, as beside a build that is no mount point."""
+    out = tmp_path / "build"
+    monkeypatch.setattr(os.path, "ismount", lambda path: os.path.abspath(path) == str(out))
+    write_files(out, FILES)
+    said = tmp_path / "removing"
+    mounted = "import os, sys\nos.path.ismount = lambda path: os.path.abspath(path) == sys.argv[1]\n"
+    writer = subprocess.Popen([sys.executable, "-c", mounted + STOPPED_REMOVING, str(out), str(said)],
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        for _ in range(1200):  # (a bound on the wait, not a timing assertion)
+            if said.exists() and said.read_text():
+                break
+            assert writer.poll() is None, "the writer ended before removing the previous build"
+            time.sleep(0.05)
+        retired = Path(said.read_text())
+        assert retired.parent == out and retired.name.startswith(".gpudash.old-") and _build(retired) == FILES
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    write_files(out, {"grafana/a.json": b"[]\n"})
+    assert sorted(p.name for p in out.iterdir()) == ["grafana", "manifest.json"]
+    assert _build(out) == {"grafana/a.json": b"[]\n"}
+
+
 def test_a_writer_killed_between_the_swap_s_renames_leaves_the_previous_build_aside(tmp_path):
     """Killed between the swap's two renames: the build folder is missing and the previous build is in the `.old-`
     folder (as docs/reliability.md says). The next write removes the staging folder and writes the build, and leaves
