@@ -37,16 +37,21 @@ output.write_files(pathlib.Path(sys.argv[1]), {"grafana/a.json": b"[]\\n"})
 
 def _stopped_writer(out: Path, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     """A writer process stopped mid-write, and its staging folder."""
-    said = tmp_path / "staging-at"
-    writer = subprocess.Popen([sys.executable, "-c", STOPPED_WRITER, str(out), str(said)],
+    return _stopped(STOPPED_WRITER, out, tmp_path / "staging-at", "reach its staging folder")
+
+
+def _stopped(script: str, out: Path, said: Path, what: str) -> tuple[subprocess.Popen, Path]:
+    """A writer process running `script` (argv: `out`, `said`), once it has written into `said` the folder it stopped
+    at; and that folder."""
+    writer = subprocess.Popen([sys.executable, "-c", script, str(out), str(said)],
                               env={**os.environ, "PYTHONPATH": str(REPO)})
     for _ in range(1200):  # (a bound on the wait, not a timing assertion)
         if said.exists() and said.read_text():
             return writer, Path(said.read_text())
-        assert writer.poll() is None, "the writer ended before writing"
+        assert writer.poll() is None, f"the writer ended before it could {what}"
         time.sleep(0.05)
     writer.kill()
-    raise AssertionError("the writer did not reach its staging folder")
+    raise AssertionError(f"the writer did not {what}")
 
 
 def _build(out: Path) -> dict[str, bytes]:
@@ -128,16 +133,8 @@ def test_a_writer_killed_while_removing_the_previous_build_leaves_a_folder_the_n
     a large build): the next write removes that folder too, the build being the one the killed writer swapped in."""
     out = tmp_path / "build"
     write_files(out, FILES)
-    said = tmp_path / "removing"
-    writer = subprocess.Popen([sys.executable, "-c", STOPPED_REMOVING, str(out), str(said)],
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    writer, retired = _stopped(STOPPED_REMOVING, out, tmp_path / "removing", "remove the previous build")
     try:
-        for _ in range(1200):  # (a bound on the wait, not a timing assertion)
-            if said.exists() and said.read_text():
-                break
-            assert writer.poll() is None, "the writer ended before removing the previous build"
-            time.sleep(0.05)
-        retired = Path(said.read_text())
         assert retired.name.startswith(".build.old-") and _build(retired / "build") == FILES
         assert _build(out) == {"grafana/a.json": b"[]\n"}
         write_files(out, {"grafana/a.json": b"[]\n"})  # while the writer is alive, what it moved aside is its own
@@ -160,17 +157,9 @@ def test_a_writer_killed_while_removing_the_previous_build_inside_a_mount_point_
     out = tmp_path / "build"
     monkeypatch.setattr(os.path, "ismount", lambda path: os.path.abspath(path) == str(out))
     write_files(out, FILES)
-    said = tmp_path / "removing"
     mounted = "import os, sys\nos.path.ismount = lambda path: os.path.abspath(path) == sys.argv[1]\n"
-    writer = subprocess.Popen([sys.executable, "-c", mounted + STOPPED_REMOVING, str(out), str(said)],
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    writer, retired = _stopped(mounted + STOPPED_REMOVING, out, tmp_path / "removing", "remove the previous build")
     try:
-        for _ in range(1200):  # (a bound on the wait, not a timing assertion)
-            if said.exists() and said.read_text():
-                break
-            assert writer.poll() is None, "the writer ended before removing the previous build"
-            time.sleep(0.05)
-        retired = Path(said.read_text())
         assert retired.parent == out and retired.name.startswith(".gpudash.old-") and _build(retired) == FILES
     finally:
         writer.send_signal(signal.SIGKILL)
