@@ -7,8 +7,8 @@ folder is made until the folder is swapped in (and the folder the swap moved the
 with the same digits, removed) or removed: the file is made inside the folder (new, the writer's
 alone), locked there, then renamed beside it, so it never shows unlocked under its name. The kernel lets go of the
 lock when the writer ends, however it ends (SIGKILL, a crash; power loss ends every lock). A later build removes a
-staging folder of its own name form only when its lock file is there, is the writer's own user's, and can be locked:
-its writer is gone. A folder without its lock file (one made by a gpudash before the lock, or in the instant between
+staging folder of its own name form only when its lock file is there, is the writer's own user's, was written on this
+machine's kernel (KERNEL: a lock is known to that kernel alone), and can be locked: its writer is gone. A folder without its lock file (one made by a gpudash before the lock, or in the instant between
 the folder and its lock) is left alone, and so is everything else beside the build. A dead writer's `.old-` folder
 is removed only when its staging folder is gone (swapped in) and the build folder holds a build; while the staging
 folder is there, the writer ended between the swap's two renames and the `.old-` folder holds the previous build.
@@ -20,6 +20,7 @@ import contextlib
 import os
 import re
 import shutil
+import socket
 import stat
 import threading
 from pathlib import Path
@@ -97,6 +98,24 @@ def _opened_folder(path: str) -> int | None:
             return None
 
 
+def _kernel() -> bytes:
+    """Which kernel this process runs on: its boot id (Linux: every boot of every machine has its own; containers on
+    one machine share it, as they share its locks), else the host's name."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as stream:
+            found = stream.read(64).strip()
+    except OSError:
+        found = b""
+    return b"kernel " + (found or socket.gethostname().encode("utf-8", "replace"))
+
+
+# What a writer writes into its lock file: a lock is known to the kernel that holds it alone where a file system shares
+# files but not locks between machines (NFS mounted with local locks: another machine's live writer's lock can be
+# taken here), so a lock file written on another kernel is never taken to show its writer gone. One left empty (by a
+# gpudash before this) is judged by its lock, as it was.
+KERNEL = _kernel()
+
+
 def lock_of(folder: Path) -> Path:
     return folder.with_name(folder.name + LOCK)
 
@@ -114,6 +133,7 @@ def claim(folder: Path) -> int | None:
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, KERNEL)
         os.rename(inside, lock_of(folder))
     except OSError:
         os.close(fd)
@@ -173,6 +193,8 @@ def _remove_if_dead(folder: Path, retired: Path | None) -> bool:
         held, named = os.fstat(fd), os.lstat(lock)
         if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino) or held.st_uid != os.geteuid():
             return False  # removed (its writer done) and made again meanwhile, or another user's
+        if os.pread(fd, 256, 0) not in (b"", KERNEL):
+            return False  # another machine's writer: its lock shows nothing here (see KERNEL)
         found = _own_folder(folder)
         if found is False:
             return False

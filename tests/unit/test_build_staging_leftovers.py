@@ -169,6 +169,24 @@ def test_a_writer_killed_while_removing_the_previous_build_inside_a_mount_point_
     assert _build(out) == {"grafana/a.json": b"[]\n"}
 
 
+def test_a_staging_folder_another_machine_s_writer_made_is_never_taken_for_a_dead_writer_s(tmp_path):
+    """Where a file system shares files but not locks between machines (NFS mounted with local locks), a lock another
+    machine's live writer holds can be taken here: its staging folder was removed while that writer wrote into it.
+    Each writer records its kernel in its lock file; a lock file recording another is left with its folder, whatever
+    its lock shows. One recording none (written by a gpudash before the record) is judged by its lock, as before."""
+    out = tmp_path / "build"
+    write_files(out, FILES)
+    for digits, record in (("00000000000b", b"kernel 5f0c-another-machine"), ("00000000000c", b"")):
+        staging = tmp_path / f".build.new-{digits}"
+        staging.mkdir()
+        (staging / "manifest.json").write_text("{}")
+        Path(f"{staging}.lock").write_bytes(record)
+    write_files(out, {"grafana/a.json": b"[]\n"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["build", ".build.new-00000000000b",
+                                                                 ".build.new-00000000000b.lock"])
+    assert _build(out) == {"grafana/a.json": b"[]\n"}
+
+
 def test_a_writer_killed_between_the_swap_s_renames_leaves_the_previous_build_aside(tmp_path):
     """Killed between the swap's two renames: the build folder is missing and the previous build is in the `.old-`
     folder (as docs/reliability.md says). The next write removes the staging folder and writes the build, and leaves
