@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import posixpath
-import shlex
 import shutil
 import stat
 import threading
@@ -26,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import __version__
+from . import __version__, printed
 from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKinds, joined_by
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes
@@ -1420,13 +1419,13 @@ def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     if directory.exists() and not directory.is_dir():
         inside = next((p for p in directory.parents if (p / MANIFEST).is_file()), None)
         raise InputError("not a folder: --from takes a whole build", where=str(directory),
-                         hint=f"pass --from {shlex.quote(str(inside))}" if inside else "pass the folder `gpudash generate --out` wrote")
+                         hint=f"pass --from {printed.argument(inside)}" if inside else "pass the folder `gpudash generate --out` wrote")
     if not directory.is_dir():
         raise InputError("the build folder does not exist", where=str(directory),
-                         hint=f"run `gpudash generate --out {shlex.quote(str(directory))}` first")
+                         hint=f"run `gpudash generate --out {printed.argument(directory)}` first")
     if not manifest_path.is_file():
         raise InputError("no manifest.json: not a gpudash build", where=str(directory),
-                         hint=f"run `gpudash generate --out {shlex.quote(str(directory))}` first, or pass the folder it wrote")
+                         hint=f"run `gpudash generate --out {printed.argument(directory)}` first, or pass the folder it wrote")
     manifest = parse_json(read_bytes(manifest_path, "manifest", REGENERATE), str(manifest_path), "the manifest")
     listed = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(listed, dict) or not all(isinstance(v, str) for v in listed.values()):

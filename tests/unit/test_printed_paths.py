@@ -40,3 +40,11 @@ def test_a_settings_file_named_with_control_characters_is_printed_escaped(tmp_pa
     code, stdout, stderr = cli("generate", "--config", ODD, "--out", "build")
     assert code == 0 and f"settings: {SHOWN} (--config)" in stderr, stderr
     assert not _raw(stdout + stderr)
+
+
+def test_a_build_read_from_a_folder_named_with_control_characters_is_printed_escaped(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    code, stdout, stderr = cli("lint", "--from", ODD)
+    assert code == 2 and not _raw(stdout + stderr), stderr
+    assert f"error: {SHOWN}: the build folder does not exist\n  fix: run `gpudash generate --out {SHOWN}` first" \
+        in stderr, stderr
