@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from .cli_base import (Between, config_option, csv_option, ends_with_command, left_to_exit, load_project_for, main,
-                       no_cycle_collection, optional_path, output_option)
+                       no_cycle_collection, optional_path, output_option, waiting_for_turn)
 from . import printed
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
 from .output import BUILD
@@ -114,20 +114,14 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .limits import checked_build
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
-                         moved_resources, previous_stacks, renamed_resources, settings_record, turn, write_files,
-                         written_folder)
+                         moved_resources, previous_stacks, renamed_resources, settings_record, turn, write_files)
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
     target = Path(out)
     shown = printed.path(target)  # (a path holding a newline or another control character is printed escaped)
-
-    def waiting() -> None:
-        click.echo(f"waiting for another gpudash writing a build into {printed.path(written_folder(target).parent)} "
-                   "(writers into one folder take turns)", err=True)
-
     # from the first read of the build in the folder to the write (or --check's reading), another gpudash's turn waits
-    with no_cycle_collection(), turn(target, waiting):
+    with no_cycle_collection(), turn(target, waiting_for_turn(target)):
         # the resources of a cluster split over several CloudFormation templates stay in the stacks the build in the
         # folder put them in while those hold them (cloudformation.split_cluster), with --check as without
         parts = PreviousParts(target, previous_stacks(target))
@@ -315,7 +309,8 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
     if from_dir:  # what ships: the build's own files, judged by the settings it was made with
         from .output import read
 
-        artifacts = read(Path(from_dir), origin=from_dir, settings=project.settings)
+        artifacts = read(Path(from_dir), origin=from_dir, settings=project.settings,
+                         waiting=waiting_for_turn(Path(from_dir)))
     else:
         from .artifacts import build
 

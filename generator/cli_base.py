@@ -198,6 +198,18 @@ def optional_path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
 
+def waiting_for_turn(build: Path):
+    """What a command that writes or reads the build in `build` says when another gpudash holds the turn in the folder
+    holding it (output.turn), before it waits."""
+    def say() -> None:
+        from . import printed
+        from .output import written_folder
+
+        click.echo(f"waiting for another gpudash writing a build into {printed.path(written_folder(build).parent)} "
+                   "(gpudash runs writing or reading a build in one folder take turns)", err=True)
+    return say
+
+
 def load_project_for(config: str | None, csv: str | None):
     """The project a command works on, and one line on stderr saying which settings were read."""
     from .project import load_project

@@ -11,7 +11,7 @@ import click
 
 from . import redact
 from .cli_base import (Between, checked_url, config_option, csv_option, load_project_for, main, no_cycle_collection,
-                       output_option)
+                       output_option, waiting_for_turn)
 from .errors import EXIT_FINDINGS, GpudashError, RemoteError
 
 
@@ -99,7 +99,8 @@ def _desired(config: str | None, csv: str | None, from_dir: str | None, grafana:
 
     project = load_project_for(config, csv)
     if from_dir:  # the build as it was reviewed, with the settings it was made with (else a clear error)
-        artifacts = read(Path(from_dir), origin=from_dir, settings=project.settings, consequence=PUBLISHED)
+        artifacts = read(Path(from_dir), origin=from_dir, settings=project.settings, consequence=PUBLISHED,
+                         waiting=waiting_for_turn(Path(from_dir)))
     else:
         from .limits import checked_build
 

@@ -41,14 +41,15 @@ _TURNS: dict[tuple[int, str], int] = {}
 
 
 @contextlib.contextmanager
-def taking_turns(parent: Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+def taking_turns(parent: Path, waiting: Callable[[], None] | None = None, shared: bool = False) -> Iterator[None]:
     """This process's turn to read and replace a build in `parent` (the folder holding it): writers into one folder
     take turns, so that none reads a build another is swapping (a file moved away mid-read is not an edit) nor swaps
     one in under another's. A lock on the folder itself (flock of its descriptor: nothing is made beside the build),
     let go when the block ends, or by the kernel when the process ends however it ends. `waiting()` is called once
     when another process (or thread) holds the turn, before waiting for it. Held again by the same thread (generate,
-    then its write), it is the one turn. Where the folder cannot be opened or locked (no flock, a file system without
-    locks), nothing is held: the build is written as before."""
+    then its write), it is the one turn. `shared`: a reader's turn, which other readers share (a writer waits for
+    them all, and they for it). Where the folder cannot be opened or locked (no flock, a file system without locks),
+    nothing is held: the build is written (or read) as before."""
     folder = os.path.abspath(parent)
     key = (threading.get_ident(), folder)
     if key in _TURNS or fcntl is None:
@@ -60,15 +61,15 @@ def taking_turns(parent: Path, waiting: Callable[[], None] | None = None) -> Ite
             if not _TURNS[key]:
                 del _TURNS[key]
         return
-    fd = _opened_folder(folder)
+    fd, kind = _opened_folder(folder), fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     if fd is not None:
         try:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, kind | fcntl.LOCK_NB)
             except BlockingIOError:  # another's turn
                 if waiting is not None:
                     waiting()
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                fcntl.flock(fd, kind)
         except OSError:  # no locks on this file system
             os.close(fd)
             fd = None

@@ -310,14 +310,14 @@ def builds_read_once_per_content():
         except OSError:  # a folder or file that cannot be read: nothing kept, `read` itself says what is wrong
             return None
 
-    def read_once(directory, origin=None, settings=None, consequence=output.LINTED):
+    def read_once(directory, origin=None, settings=None, consequence=output.LINTED, waiting=None):
         key = (str(directory), content(directory), origin, consequence)
         if key[1] is not None:
             for known, known_settings, artifacts in kept:
                 if known == key and known_settings == settings:
                     output._read_build(Path(directory))  # its checks (and errors) at every read
                     return artifacts
-        artifacts = read(directory, origin=origin, settings=settings, consequence=consequence)
+        artifacts = read(directory, origin=origin, settings=settings, consequence=consequence, waiting=waiting)
         if key[1] is not None:
             if len(kept) >= 16:
                 del kept[0]

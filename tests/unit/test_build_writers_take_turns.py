@@ -1,8 +1,9 @@
 """Two `gpudash generate` runs into one folder at once (a CI job and a person, two terminals): one read the build the
-other was swapping, and 3 of 48 such pairs failed with a false "N file(s) changed since gpudash wrote them ... pass
---force" (a file the other's swap moved away mid-read counted as edited) or "added or changed while the build was
-written". Writers into one folder now take turns (staging.taking_turns: a lock on the folder, nothing made beside the
-build), the second saying it waits; and a file gone between the listing and its reading is not an edit."""
+other was swapping (as `lint --from` and `plan`/`apply --from` did), and 3 of 48 such pairs failed with a false "N
+file(s) changed since gpudash wrote them ... pass --force" (a file the other's swap moved away mid-read counted as
+edited) or "added or changed while the build was written". Writers into one folder now take turns (staging.
+taking_turns: a lock on the folder, nothing made beside the build), readers share a turn, the one waiting says so; and
+a file gone between the listing and its reading is not an edit."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from generator import output
 from generator.output import write_files
@@ -38,11 +41,13 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_a_generate_into_a_folder_another_generate_is_writing_waits_its_turn(tmp_path, cli):
+@pytest.mark.parametrize("command", [("generate", "--out"), ("lint", "--from")], ids=["a writer", "a reader"])
+def test_a_gpudash_writing_or_reading_a_build_another_generate_is_writing_waits_its_turn(tmp_path, cli, command):
     """Real processes: the first is stopped in the middle of its swap (the build folder missing, the previous build
-    aside); the second, started then, says it waits (it wrote a build of its own into the gap, and the first then
-    failed to swap its own in, leaving the previous build aside). Let go, the first finishes, then the second: both
-    exit 0, the folder holds a whole build, nothing is left beside it."""
+    aside); the second, started then, says it waits. A second generate wrote a build of its own into the gap, and the
+    first then failed to swap its own in, leaving the previous build aside; `lint --from` failed, "the build folder
+    does not exist" (or a file of it "is missing: the build was changed after generate", a moment later). Let go, the
+    first finishes, then the second: both exit 0, the folder holds a whole build, nothing is left beside it."""
     work, signals = tmp_path / "work", tmp_path / "signals"
     signals.mkdir()
     out = work / "build"
@@ -58,7 +63,7 @@ def test_a_generate_into_a_folder_another_generate_is_writing_waits_its_turn(tmp
             assert first.poll() is None, first.communicate()
             time.sleep(0.05)
         assert not out.exists()  # between the renames
-        second = subprocess.Popen([sys.executable, "-m", "generator.cli", "generate", "--out", str(out)], env=env,
+        second = subprocess.Popen([sys.executable, "-m", "generator.cli", *command, str(out)], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         watchdog = threading.Timer(300, second.kill)  # (a bound on a hang, not a timing assertion)
         watchdog.start()
@@ -68,8 +73,8 @@ def test_a_generate_into_a_folder_another_generate_is_writing_waits_its_turn(tmp
             if line.startswith("waiting for another gpudash"):
                 break
         watchdog.cancel()
-        assert said and said[-1] == f"waiting for another gpudash writing a build into {work} (writers into one " \
-                                    "folder take turns)\n", (said, second.poll())
+        assert said and said[-1] == f"waiting for another gpudash writing a build into {work} (gpudash runs writing " \
+                                    "or reading a build in one folder take turns)\n", (said, second.poll())
     finally:
         (signals / "go").write_text("")
         first_out, first_err = first.communicate(timeout=300)
