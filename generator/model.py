@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Iterable
 
+from . import printed
 from .catalog import FIELD_LABELS
 from .definition_fields import checked
 from .names import DEFINITION_ID
@@ -53,8 +54,10 @@ def _shown_file(filename: str) -> str:
 
 def shown_path(path: str | Path) -> str:
     """`folder/file.py`: how every message, lint finding and generated note names a definition file (where the
-    project is checked out never shows, so a build records the same text anywhere; the settings name the folder)."""
-    return "/".join(Path(path).parts[-2:])
+    project is checked out never shows, so a build records the same text anywhere; the settings name the folder). A
+    name holding a newline or another control character is quoted with it escaped (printed.path): a finding stays on
+    its line."""
+    return printed.path("/".join(Path(path).parts[-2:]))
 
 
 @cache

@@ -48,3 +48,25 @@ def test_a_build_read_from_a_folder_named_with_control_characters_is_printed_esc
     assert code == 2 and not _raw(stdout + stderr), stderr
     assert f"error: {SHOWN}: the build folder does not exist\n  fix: run `gpudash generate --out {SHOWN}` first" \
         in stderr, stderr
+
+
+ODD_DEFINITION = '''
+from generator.model import Dashboard, Row
+from generator.panels import per_gpu
+
+
+def dashboards(ctx):
+    panels = ctx.available([per_gpu("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Double-bit ECC errors", aggregation="max"),
+                            per_gpu("DCGM_FI_DEV_GPU_TEMP", "Temperature")])
+    yield Dashboard(id="odd", title="Odd", rows=[Row("GPUs", panels)])
+'''
+
+
+def test_a_definition_file_named_with_control_characters_is_named_escaped_in_findings(project_dir, monkeypatch, cli):
+    """A lint finding names the definition file it is about (`folder/file.py:line`): a file named with a newline
+    split the finding over two lines, the second reading as another finding's start."""
+    config = project_dir(dashboards={f"gpu{ODD}.py": ODD_DEFINITION})
+    monkeypatch.chdir(config.parent)
+    code, stdout, stderr = cli("lint")
+    assert not _raw(stdout + stderr), stdout
+    assert f"DF001 note: {repr('dashboards/gpu' + ODD + '.py')}:7: panel 'Double-bit ECC errors' left out" in stdout
