@@ -8,8 +8,9 @@ with the same digits, removed) or removed: the file is made inside the folder (n
 alone), locked there, then renamed beside it, so it never shows unlocked under its name. The kernel lets go of the
 lock when the writer ends, however it ends (SIGKILL, a crash; power loss ends every lock). A later build removes a
 staging folder of its own name form only when its lock file is there, is the writer's own user's, was written on this
-machine's kernel (KERNEL: a lock is known to that kernel alone), and can be locked: its writer is gone. A folder without its lock file (one made by a gpudash before the lock, or in the instant between
-the folder and its lock) is left alone, and so is everything else beside the build. A dead writer's `.old-` folder
+machine's kernel (KERNEL: a lock is known to that kernel alone), and can be locked: its writer is gone. A folder
+without its lock file (one made by a gpudash before the lock, or in the instant between the folder and its lock) is
+left alone, and so is everything else beside the build. A dead writer's `.old-` folder
 is removed only when its staging folder is gone (swapped in) and the build folder holds a build; while the staging
 folder is there, the writer ended between the swap's two renames and the `.old-` folder holds the previous build.
 """
@@ -87,7 +88,8 @@ def taking_turns(parent: Path, waiting: Callable[[], None] | None = None, shared
 
 def _opened_folder(path: str) -> int | None:
     """A descriptor of the folder `path`, or of its nearest ancestor that exists (a build's first write makes the
-    folders it is put in: two first writes lock the same ancestor); None where it cannot be opened."""
+    folders it is put in: two first writes that start before it does lock the same ancestor; one that starts after
+    locks the folder itself, and does not wait for the first); None where it cannot be opened."""
     while True:
         try:
             return os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
