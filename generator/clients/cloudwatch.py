@@ -709,7 +709,7 @@ def _not_as_modelled(shape: Any, value: Any, path: str) -> str | None:
         for key, item in value.items():
             member = members.get(key)
             if member is not None and item is not None:
-                problem = _member_not_as_modelled(member, item, f"{path}.{key}" if path else key)
+                problem = _member_not_as_modelled(member, item, f"{path}.{key}" if path else key, key in TYPE_ONLY)
                 if problem:
                     return problem
     elif kind == "list":
@@ -733,13 +733,21 @@ def _not_as_modelled(shape: Any, value: Any, path: str) -> str | None:
     return None
 
 
-def _member_not_as_modelled(shape: Any, value: Any, path: str) -> str | None:
+def _member_not_as_modelled(shape: Any, value: Any, path: str, type_only: bool = False) -> str | None:
     """Where a member (not None) is not as the model has it: a scalar of its type outside the API's values for it
-    (`_domain`), anything else as `_not_as_modelled` reads it."""
+    (`_domain`; not with `type_only`), anything else as `_not_as_modelled` reads it."""
     if not _scalar_as_modelled(shape.type_name, value):
         return _not_as_modelled(shape, value, path)
-    domain = _domain(shape)
+    domain = None if type_only else _domain(shape)
     return None if domain is None else _outside(domain, value, path)
+
+
+# Members gpudash judges nothing by (an alarm's evaluation state, a PromQL alarm's interval: ownership.NOT_COMPARED)
+# whose values CloudWatch still extends: checked for their type alone. A value the installed botocore does not know is
+# there a newer API's, which must not fail every plan: boto3 1.26's model has PARTIAL_DATA alone of EvaluationState's
+# values, and CloudWatch lists EVALUATION_ERROR (an alarm set up wrong) and EVALUATION_FAILURE too now. Every other
+# member's domain is checked: a value gpudash judges an alarm by, outside it, would be read as an edit.
+TYPE_ONLY = ("EvaluationState", "EvaluationInterval")
 
 
 # Values the API reference names for a member that botocore's model leaves an open string: CloudWatch takes no other
