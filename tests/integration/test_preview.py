@@ -74,6 +74,13 @@ def browser():
         yield chromium
 
 
+# The range every preview here draws. The pages' stories (each panel drawn or 'No data', the sample's GPUs and pods, the
+# counters' recordings read, a failed query on its panel) hold alike over any range holding a few rate windows; the
+# sample's Prometheus holds and answers the range's history for every panel: 4.9 CPU-s over 1h, 2.9 over 30m, 1.6
+# over 15m (the same panels drawn and the same ones without data at each)
+RANGE = "15m"
+
+
 @pytest.fixture(scope="module")
 def sample_site(tmp_path_factory):
     binary("prometheus")
@@ -84,9 +91,8 @@ def sample_site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site") / "preview"
     # --timeout 300: this test is about what a page draws, not how fast; "Framebuffer used share by pod" takes ~10 s
     # of Prometheus CPU over the sample's hour (benchmarks/queries.py measures it) and ran past the default 30 s on
-    # a loaded machine. 30 minutes, as the module's other previews: over 1h the sample's Prometheus took 4.9 CPU-s,
-    # over 30m 2.9 (the history backfilled, every panel's query over it)
-    result = CliRunner().invoke(main, ["preview", "--sample", "--range", "30m", "--timeout", "300", "--out", str(out),
+    # a loaded machine
+    result = CliRunner().invoke(main, ["preview", "--sample", "--range", RANGE, "--timeout", "300", "--out", str(out),
                                        "--output", "json"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
@@ -137,7 +143,7 @@ def test_the_page_names_its_prometheus_and_range(sample_site):
     out, _ = sample_site
     html = (out / "gpudash-health.html").read_text()
     assert "bundled sample exporter payload" in html
-    assert re.search(r"last 30m, \d{4}-\d\d-\d\d \d\d:\d\d UTC to", html)
+    assert re.search(rf"last {RANGE}, \d{{4}}-\d\d-\d\d \d\d:\d\d UTC to", html)
     assert "Namespace = All, Pod = All, Node = All, GPU = All" in html
     assert "<script" not in html and "<link" not in html and "url(" not in html  # nothing loads from outside
     assert not re.search(r'(src|href)="[a-z]+:', html)
@@ -171,7 +177,7 @@ def test_a_failing_query_shows_on_its_panel_and_the_others_still_draw_and_diff_s
     write_files(tmp_path / "build", files, record=artifacts_record(artifacts))
     write(tmp_path / "base", build(load_project()))
     code, stdout, stderr = cli("preview", "--sample", "--from", str(tmp_path / "build"), "--diff",
-                               str(tmp_path / "base"), "--out", str(tmp_path / "site"), "--range", "30m",
+                               str(tmp_path / "base"), "--out", str(tmp_path / "site"), "--range", RANGE,
                                "--timeout", "300",
                                "--output", "json")
     assert code == 0, stderr
@@ -195,9 +201,9 @@ def test_a_prometheus_given_by_url_is_named_without_its_password(tmp_path, cli):
     binary("prometheus")
     from generator.preview import sample
 
-    with sample.serve(1800, __import__("time").time(), "dcgm-exporter") as url:
+    with sample.serve(15 * 60, __import__("time").time(), "dcgm-exporter") as url:
         secret_url = url.replace("http://", "http://viewer:s3cret@")
-        code, stdout, stderr = cli("preview", "--prometheus-url", secret_url, "--range", "30m", "--out",
+        code, stdout, stderr = cli("preview", "--prometheus-url", secret_url, "--range", RANGE, "--out",
                                    str(tmp_path / "site"), "--output", "json")
     assert code == 0, stderr
     summary = json.loads(stdout)
