@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import subprocess
 from dataclasses import replace
 
@@ -378,7 +379,11 @@ def test_a_breaching_rule_fires_for_each_contributor_and_for_a_cluster_with_no_r
                                                                annotations[alert_name(alarm.id)].items()}}
                                           for one in labels]})
     assert any(c["exp_alerts"] for c in checks) and any(not c["exp_alerts"] for c in checks)
-    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.json"], "evaluation_interval": "30s",
+    # evaluated at the instants' common divisor (every 5 minutes, 11 evaluations: every 30 s was 101): no rule holds
+    # a state across evaluations (no `for`; an alert reads its recording rule's sample of the same evaluation)
+    assert not [r for g in rules["groups"] for r in g["rules"] if "for" in r or "keep_firing_for" in r]
+    every = math.gcd(*(int(c["eval_time"].removesuffix("s")) for c in checks))
+    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.json"], "evaluation_interval": f"{every}s",
                                                     "tests": [{"interval": "30s", "input_series": series,
                                                                "alert_rule_test": checks}]}))
     result = subprocess.run([binary("promtool"), "test", "rules", "test.json"], capture_output=True, text=True,
