@@ -1167,15 +1167,24 @@ class CounterReading:
         rise = f"(idelta({latest}[{seconds * 1000 + 1}ms:{self.resolution}]) >= 0)"
         return f"({rise} or {own_deltas(self, max(lookback, reach))})"
 
-    def step_seconds(self, within: int) -> str:
+    def step_seconds(self, within: int, scraped: bool = False) -> str:
         """A subquery step's seconds since the step of the latest clean reading before it, looked for as step_delta
         looks (the time step_delta's delta grew in): the step's interval where it and the step before have a reading,
         n intervals after n - 1 steps without one, 0 at a step without a reading (whose delta is 0), none where
-        step_delta has no earlier reading either."""
+        step_delta has no earlier reading either. With `scraped`, the seconds between the scrapes of the two
+        readings (their samples' timestamps, `scraped_at`) and not between their steps."""
         seconds = _seconds(self.resolution)
         lookback = max(within, 2 * seconds)
-        latest = f"last_over_time((time() + 0 * {self.clean})[{lookback * 1000 - seconds * 500}ms:{self.resolution}])"
+        at = self.scraped_at if scraped else f"(time() + 0 * {self.clean})"
+        latest = f"last_over_time({at}[{lookback * 1000 - seconds * 500}ms:{self.resolution}])"
         return f"idelta({latest}[{seconds * 1000 + 1}ms:{self.resolution}])"
+
+    @property
+    def scraped_at(self) -> str:
+        """The scrape time (its sample's timestamp, in seconds) of the clean reading a step reads (fresh: each copy's
+        sample taken within the step before; the copies' latest of them)."""
+        return self.merged(lambda s: step_reading(s, self.resolution,
+                                                  f"(timestamp({s}) + ({s} < {COUNTER_BLANK_FLOOR}) * 0)"))
 
 
 def counted_name(metric: str, part: str = "step_increase") -> str:
@@ -1198,8 +1207,11 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     field's own labels), at the latest step of the scrape interval at or before the evaluation's instant (its readings
     taken within (step - interval, step]), one exporter's copy's delta at that step (CounterReading.step_delta over
     the copy's own readings: its reading less its own one before, or where lower, its own deltas: a reset) and the
-    seconds it grew in (CounterReading.step_seconds: since the step of the copy's reading before; 0 and 0 at a step
-    without a reading of it), the reading before looked for COUNTED_WITHIN back. The copy is the one leading: the
+    seconds it grew in (CounterReading.step_seconds, `scraped`: between the scrapes of the copy's reading before and
+    this one, their samples' timestamps; 0 and 0 at a step without a reading of it), the reading before looked for
+    COUNTED_WITHIN back. Counted over the steps' seconds, a scrape stamped d seconds late moved d seconds of growth
+    into the next step: one scrape 5 s late at 30 s scrapes read 1.04 of the rate in a 2-minute window, one 303 ms
+    late at 2 s scrapes 144,335 mW for 150,000 in an 8 s one (a loaded Prometheus). The copy is the one leading: the
     largest latest reading of the step or the step before (a copy that missed one scrape, its staleness marker in its
     place, still leads at the step it missed); where copies' latest readings are equal (two exporters reading one
     collection), the one of them whose own step is the longest, the same copy in both recordings (each picking its
@@ -1248,7 +1260,10 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # of those, the ones whose own step is the longest: both recordings read one copy's step, whichever copies tie
     # (topk's pick among equal readings is arbitrary, and each rule picked on its own: one copy's delta over another
     # copy's seconds); the seconds recording takes the most any leading copy grew in: the longest one's, but where two
-    # leading copies missed the step before and a third copy read it (one `leading` where `longest` evaluates two)
+    # leading copies missed the step before and a third copy read it (one `leading` where `longest` evaluates two).
+    # Told apart by the steps' seconds: the scrapes' cost more, and topk of them, which reads them once, picked among
+    # equal seconds at random (a node selected read 0.5 remapped rows per second where All nodes read 0.25:
+    # test_node_view_every_panel)
     own_seconds = f"({copy.step_seconds(COUNTED_WITHIN)} and {leading})"
     longest = f"({own_seconds} == on ({keys}) group_left () max by ({keys}) ({own_seconds}))"
     # a copy's growth above the largest reading of any copy at the step before (where not below it: else a reset),
@@ -1264,14 +1279,22 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # step counted the growth since another copy's reading scraped late in the step before as a whole step's: two
     # exporters scraped 1.5 s apart every 2 s read 122,500 mW for 150,000 where the later one's scrape crossed a
     # step); the copy's own seconds may span missed scrapes
-    taken = copy.merged(lambda s: step_reading(s, resolution, f"timestamp({s})"))
+    taken = copy.scraped_at
     taken_before = (f"max by ({keys}) (last_over_time({taken}[{seconds * 1000 - 1}ms:{resolution}] offset "
                     f"{resolution}) and ({read_before} == on ({keys}) group_left () {before}))")
-    grew_in = (f"(({above} < {own}) * 0 + ({taken} - on ({keys}) group_left () {taken_before}) or "
-               f"{copy.step_seconds(COUNTED_WITHIN)})")
+    # the growth above counts where the step before's largest reading is above the copy's own reading before (its
+    # delta's): one subquery of the steps before, where comparing the two deltas read the copy's own delta again
+    # (after a restart, where the copy missed the step before and another copy read the restart there, the growth
+    # above counts over the copy's own seconds, longer than the comparison of the deltas gave: a step's rate low)
+    own_before = (f"last_over_time({copy.clean}[{max(COUNTED_WITHIN, 2 * seconds) * 1000 - seconds * 500}ms:"
+                  f"{resolution}] offset {resolution})")
+    grew_in = (f"(({above} and ({own_before} < on ({keys}) group_left () {before})) * 0 + "
+               f"({taken} - on ({keys}) group_left () {taken_before}) or "
+               f"{copy.step_seconds(COUNTED_WITHIN, scraped=True)})")
     # the leading copy's own step, or at its first reading, the copies' merged step (from the reading of another copy)
     parts = (f"(max by ({keys}) ({part} and {chosen}) or {merged})" for part, chosen, merged in (
-        (grew, longest, gpu.step_delta(COUNTED_WITHIN)), (grew_in, leading, gpu.step_seconds(COUNTED_WITHIN))))
+        (grew, longest, gpu.step_delta(COUNTED_WITHIN)),
+        (grew_in, leading, gpu.step_seconds(COUNTED_WITHIN, scraped=True))))
     # the one step of (t - interval, t] (Prometheus 2's closed ranges and 3's left-open alike)
     return tuple(f"last_over_time({part}[{seconds * 1000 - 1}ms:{resolution}])" for part in parts)
 

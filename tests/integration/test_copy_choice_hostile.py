@@ -326,7 +326,7 @@ def test_a_mig_gpus_share_whose_instance_one_exporter_reads_blank_is_the_others(
 # it answers, Prometheus stamps the sample when it asks: on a loaded machine an answer up to the 1 s scrape timeout
 # late reads up to 1,000 mJ more than its stamp says (a 4 s window up to ~25 % off ~1,000). The truth a window shows
 # is the stored readings' own: the GPU's one counter (the two copies' readings, one after the other) grew from the
-# latest reading at or before the window to the latest in it, over the scrape steps between them ---
+# latest reading at or before the window to the latest in it, over the seconds between their stamps ---
 
 def _energy(old: bool, started: float) -> str:
     node = f'Hostname="{OLD_POD}"' if old else 'hostname="n3"'

@@ -253,3 +253,26 @@ def test_grafanas_energy_rate_reads_the_gpus_power_while_two_exporters_collect_a
     series = twins._series(overlap.END, 0, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
     _reads_within(rules, "panel_energy_copies_apart.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
                   0.75 * overlap.WATTS * 1000, 1.25 * overlap.WATTS * 1000)
+
+
+LATE_BY = 5  # s: one scrape stamped this late (a loaded Prometheus starting it late), its reading taken then
+
+
+def _one_scrape_stamped_late(old_until: int, new_from: int) -> list[tuple[str, float, float]]:
+    """One exporter reading DCGM when scraped (its readings fresh), scraped 10 s past each half minute, its scrape
+    due at 640 s stamped LATE_BY seconds late (still inside the recording's step (630, 660]) and its reading taken
+    then; the new exporter never runs."""
+    return [("old", t + LATE_BY * (t == 640), t + LATE_BY * (t == 640)) for t in range(10, overlap.END, 30)]
+
+
+def test_grafanas_energy_rate_reads_the_gpus_power_when_a_scrape_is_stamped_late(rules, monkeypatch):
+    # "Energy use rate" with one exporter whose scrape due at 640 s ran 5 s late: 200,000 mW at every minute. Its
+    # own delta counted over the step grid's 30 s (35 s of growth at 660 s, 25 s at 690 s) read 1.042 of it for the
+    # 2-minute window ending at 11 minutes; live, a scrape stamped 303 ms late at 2 s scrapes read 144,335 mW for
+    # 150,000 (s34, test_live_panel_truth)
+    monkeypatch.setattr(overlap, "scrapes", _one_scrape_stamped_late)
+    monkeypatch.setattr(twins, "STEP", 1)
+    series = twins._series(overlap.END, overlap.END,
+                           readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
+    _reads_within(rules, "panel_energy_scrape_stamped_late.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]),
+                  series, 0.999 * overlap.WATTS * 1000, 1.001 * overlap.WATTS * 1000)

@@ -77,8 +77,8 @@ def test_a_pods_energy_rate_across_an_exporter_upgrade_renaming_the_node_counts_
     shown = {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 1)
                                     for s in result}
              for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
-    # the panel reads mJ/s (mW): ml/r's GPU draws 200 W, 200,000 mW, as its stored readings grew over the window's
-    # scrape steps (an answer up to a scrape late reads a window up to ~25 % off 200,000: counter_growth)
+    # the panel reads mJ/s (mW): ml/r's GPU draws 200 W, 200,000 mW, as its stored readings grew over the seconds
+    # between their stamps (an answer up to a scrape late reads a window up to ~25 % off 200,000: counter_growth)
     truth = _truth(prometheus, "GPU-n6-0", first, shown)
     wrong = {at: (values.get("Pod ml/r"), truth[at]) for at, values in shown.items()
              if truth[at] is None or abs(values.get("Pod ml/r", 0) - truth[at]) > 2}
