@@ -242,7 +242,7 @@ def test_a_file_whose_cluster_list_passes_a_tags_length_keeps_its_alarms_from_an
     assert len(left) == 36 and not any(long[3] in n for n in left)
 
 
-def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_others(aws, tmp_path):
+def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_others(aws, published, tmp_path):
     """A scope='fleet' rule names no cluster: two files of one project in one Region define the same alarm,
     and whichever wrote it last, neither file's prune deletes the other's alarms."""
     client, apply = aws
@@ -250,7 +250,8 @@ def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_ot
     a = _settings(tmp_path, "a", common + "clusters:\n  - {name: team-a, region: us-east-1}\n")
     b = _settings(tmp_path, "b", common + "clusters:\n  - {name: team-b, region: us-east-1}\n"
                                           "  - {name: team-b2, region: us-east-1}\n")
-    assert apply("--config", a)[0] == 0 and apply("--config", b)[0] == 0
+    published("--config", a)  # the state its apply leaves (copied after the first: two tests below publish it too)
+    assert apply("--config", b)[0] == 0
     before = _paged_alarms(client)
     assert [n for n in before if "-fleet-" in n] and [n for n in before if "-team-a-" in n]
     for settings in (b, a):
@@ -260,7 +261,7 @@ def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_ot
 
 
 def test_a_fleet_alarm_two_files_define_differently_is_not_overwritten_by_the_file_that_did_not_write_it(
-        aws, tmp_path, cli):
+        aws, published, tmp_path, cli):
     """Two files of one project define the same scope='fleet' alarm with different thresholds: its clusters
     tag says the file that wrote it last (none of the other's clusters); the other file's plan shows it foreign
     and its apply leaves it (before, each apply overwrote the other's); --force overwrites it."""
@@ -268,10 +269,10 @@ def test_a_fleet_alarm_two_files_define_differently_is_not_overwritten_by_the_fi
     common = "project: fleet\n"
     settings = {}
     for team, threshold in (("a", 5), ("b", 10)):
-        folder = fleet_rule_definitions(tmp_path / f"alarms-{team}", threshold)
+        folder = fleet_rule_definitions(tmp_path / ("alarms" if team == "a" else f"alarms-{team}"), threshold)
         settings[team] = _settings(tmp_path, team, common + f"definitions: {{alarms: [{folder}]}}\n"
                                    f"clusters:\n  - {{name: team-{team}, region: us-east-1}}\n")
-    assert apply("--config", settings["a"])[0] == 0
+    published("--config", settings["a"])  # the state its apply leaves: A's settings as the test above publishes them
 
     def fleet_alarms():
         return {a["AlarmName"]: judged_level(a) for a in _paged_metric_alarms(client) if "-fleet-idle-" in a["AlarmName"]}
@@ -335,7 +336,7 @@ def test_a_cluster_renamed_in_its_only_settings_file_takes_its_fleet_alarm_back_
     assert code == 2 and "the settings still define the cluster 'team-z'" in stderr
 
 
-def test_a_fleet_alarm_as_generated_records_the_new_cluster_names_with_renamed_from(aws, tmp_path):
+def test_a_fleet_alarm_as_generated_records_the_new_cluster_names_with_renamed_from(aws, published, tmp_path):
     """Renamed without other change, the fleet alarm is as generated: a new list of clusters alone is not written
     (it would let one file take another's alarm), but with --renamed-from its clusters tag is; the next change
     needs no flag."""
@@ -345,7 +346,7 @@ def test_a_fleet_alarm_as_generated_records_the_new_cluster_names_with_renamed_f
                                  "clusters:\n  - {name: team-a, region: us-east-1}\n")
     z = _settings(tmp_path, "z", f"project: fleet\ndefinitions: {{alarms: [{folder}]}}\n"
                                  "clusters:\n  - {name: team-z, region: us-east-1}\n")
-    assert apply("--config", a)[0] == 0
+    published("--config", a)  # the state its apply leaves: these settings as the tests above publish them
     code, report, stderr = apply("--config", z)
     assert code == 0 and _fleet_alarm_marks(client) == (5, "team-a"), stderr
     code, report, stderr = apply("--renamed-from", "team-a", "--config", z)
