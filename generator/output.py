@@ -672,7 +672,7 @@ def walk(top: Path):
 def unreadable(exc: OSError, top: Path) -> str:
     """`exc` (from `walk(top)`) said of the folder that could not be read, named inside `top`."""
     name = os.path.relpath(exc.filename, top) if isinstance(exc.filename, str) else str(top)
-    return f"{exc.strerror or exc}: {name if len(name) <= 120 else '...' + name[-117:]}"
+    return f"{exc.strerror or exc}: {printed.path(name if len(name) <= 120 else '...' + name[-117:])}"
 
 
 def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None,
@@ -1441,7 +1441,7 @@ def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         data = read_bytes(path, "build file", REGENERATE, _build_file_limit(path)) if path.exists() else None
         if data is None or hashlib.sha256(data).hexdigest() != digest:
             change = "is missing" if data is None else "differs from the manifest"
-            raise InputError(f"{relative} {change}: the build was changed after generate",
+            raise InputError(f"{printed.path(relative)} {change}: the build was changed after generate",
                              where=str(directory), hint="run `gpudash generate` again and review the result")
         files[relative] = data
     # what ships is the whole folder (`kubectl apply -f build/k8s`): a file generate did not write would
@@ -1457,7 +1457,7 @@ def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     extra = next((str(p.relative_to(directory)) for p in sorted(directory.rglob("*"))
                   if p.is_file() and p != manifest_path and str(p.relative_to(directory)) not in listed), None)
     if extra is not None:
-        raise InputError(f"{extra} is in the build but not in its manifest: generate did not write it, and it "
+        raise InputError(f"{printed.path(extra)} is in the build but not in its manifest: generate did not write it, and it "
                          "would ship unchecked", where=str(directory),
                          hint="remove it, or run `gpudash generate` again (it replaces the whole folder)")
     return manifest, files

@@ -70,3 +70,27 @@ def test_a_definition_file_named_with_control_characters_is_named_escaped_in_fin
     code, stdout, stderr = cli("lint")
     assert not _raw(stdout + stderr), stdout
     assert f"DF001 note: {repr('dashboards/gpu' + ODD + '.py')}:7: panel 'Double-bit ECC errors' left out" in stdout
+
+
+def test_a_file_of_a_build_read_with_from_named_with_control_characters_is_printed_escaped(tmp_path, monkeypatch,
+                                                                                           cli):
+    """A build read with --from names the file it refuses: one a person saved in it that its manifest does not list,
+    or one its manifest lists that is missing (a manifest edited by hand). A name with a newline split that refusal
+    over two lines."""
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    assert cli("generate", "--out", "build")[0] == 0
+    saved = tmp_path / "build" / "grafana" / f"kept{ODD}.json"
+    saved.write_text("{}\n")
+    code, stdout, stderr = cli("lint", "--from", "build")
+    assert code == 2 and not _raw(stdout + stderr), stderr
+    assert f"error: build: {repr('grafana/kept' + ODD + '.json')} is in the build but not in its manifest" in stderr
+    saved.unlink()
+    manifest = tmp_path / "build" / "manifest.json"
+    record = json.loads(manifest.read_text())
+    record["files"][f"grafana/listed{ODD}.json"] = "0" * 64
+    manifest.write_text(json.dumps(record))
+    code, stdout, stderr = cli("lint", "--from", "build")
+    assert code == 2 and not _raw(stdout + stderr), stderr
+    assert f"error: build: {repr('grafana/listed' + ODD + '.json')} is missing: the build was changed" in stderr
