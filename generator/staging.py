@@ -50,7 +50,8 @@ def taking_turns(parent: Path, waiting: Callable[[], None] | None = None, shared
     when another process (or thread) holds the turn, before waiting for it. Held again by the same thread (generate,
     then its write), it is the one turn. `shared`: a reader's turn, which other readers share (a writer waits for
     them all, and they for it). Where the folder cannot be opened or locked (no flock, a file system without locks),
-    nothing is held: the build is written (or read) as before."""
+    or only processes this one runs under hold its lock (`_held_by_an_ancestor`: they wait for it), nothing is held:
+    the build is written (or read) as before."""
     folder = os.path.abspath(parent)
     key = (threading.get_ident(), folder)
     if key in _TURNS or fcntl is None:
@@ -68,6 +69,8 @@ def taking_turns(parent: Path, waiting: Callable[[], None] | None = None, shared
             try:
                 fcntl.flock(fd, kind | fcntl.LOCK_NB)
             except BlockingIOError:  # another's turn
+                if _held_by_an_ancestor(fd):
+                    raise OSError("held by a process that waits for this one") from None
                 if waiting is not None:
                     waiting()
                 fcntl.flock(fd, kind)
@@ -84,6 +87,27 @@ def taking_turns(parent: Path, waiting: Callable[[], None] | None = None, shared
         del _TURNS[key]
         if fd is not None:
             os.close(fd)
+
+
+def _held_by_an_ancestor(fd: int) -> bool:
+    """Whether every process holding a lock on the folder open as `fd` is one this process runs under (Linux's
+    /proc/locks): a wrapper that locks the folder and then runs gpudash (`flock . gpudash generate`, a CI step made
+    to take turns itself) lets go only once gpudash ends, so waiting for it would wait forever. The turn is then
+    taken as held (no other gpudash can hold it meanwhile). False where the holders cannot be told."""
+    try:
+        info = os.fstat(fd)
+        key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+        with open("/proc/locks", encoding="ascii", errors="replace") as table:
+            holders = {int(words[4]) for words in map(str.split, table)
+                       if len(words) > 5 and words[1] == "FLOCK" and words[5] == key}
+        ancestors, pid = set(), os.getppid()
+        while pid > 0 and pid not in ancestors:
+            ancestors.add(pid)
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat_file:
+                pid = int(stat_file.read().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return False
+    return bool(holders) and holders <= ancestors
 
 
 def _opened_folder(path: str) -> int | None:

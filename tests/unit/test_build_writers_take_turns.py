@@ -103,3 +103,30 @@ def test_a_file_gone_between_the_listing_and_its_reading_is_not_an_edit(tmp_path
     write_files(out, {"grafana/a.json": b"[]\n", "k8s/b.yaml": b"b: 2\n"})
     assert {k: v for k, v in _tree(out).items() if k != "manifest.json"} == {"grafana/a.json": b"[]\n",
                                                                              "k8s/b.yaml": b"b: 2\n"}
+
+
+# A wrapper that locks the folder and runs gpudash under it (`flock . gpudash generate`, a CI step made to take turns
+# itself); argv[1] is the folder, the rest the command
+LOCKED_AROUND = """
+import fcntl, os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_EX)
+sys.exit(subprocess.run(sys.argv[2:], timeout=60).returncode)  # (a bound on a hang)
+"""
+
+
+@pytest.mark.parametrize("command", [("generate", "--out"), ("lint", "--from")], ids=["a writer", "a reader"])
+def test_a_gpudash_run_under_a_wrapper_locking_its_folder_does_not_wait_for_the_wrapper(tmp_path, cli, command):
+    """Real processes: a wrapper holds the lock of the folder holding the build and runs gpudash (as `flock . gpudash
+    generate` does). The wrapper lets go once gpudash ends: gpudash waited for it forever, saying it waits for
+    "another gpudash". The holder is the process gpudash runs under: its turn is taken as held, the build written or
+    read, and no other gpudash can take the turn meanwhile."""
+    work = tmp_path / "work"
+    out = work / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    wrapper = subprocess.run([sys.executable, "-c", LOCKED_AROUND, str(work), sys.executable, "-m", "generator.cli",
+                              *command, str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert wrapper.returncode == 0 and "waiting" not in wrapper.stderr, wrapper.stderr[-2000:]
+    assert [p.name for p in work.iterdir()] == ["build"]
+    assert cli("generate", "--check", "--out", str(out))[0] == 0
