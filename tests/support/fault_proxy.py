@@ -286,15 +286,20 @@ class FaultProxy(LoopbackServer):
         return answer
 
     def _answered_in_process(self, method: str, target: str, headers, body: bytes) -> Answer | None:
-        """The answer of an upstream moto server running in this process (tests/support/moto_server.py), asked in
-        this thread: what its HTTP handler answers the same request, without a second connection and its
-        threads. None for any other upstream: the request goes over HTTP."""
+        """The answer of an upstream moto or Grafana test server running in this process (tests/support/moto_server.py,
+        grafana_server.py), asked in this thread: what its HTTP handler answers the same request, without a second
+        connection and its threads. None for any other upstream, or a request the server must answer over HTTP: the
+        request goes over HTTP."""
+        from tests.support import grafana_server
         from tests.support.moto_server import in_process_server
 
         server = in_process_server(f"{self.upstream[0]}:{self.upstream[1]}")
-        if server is None:
-            return None
         pairs = headers.items() if hasattr(headers, "items") else headers
+        if server is None:
+            grafana = grafana_server.in_process_server(f"{self.upstream[0]}:{self.upstream[1]}")
+            auth = next((v for k, v in pairs if k.lower() == "authorization"), "")
+            answered = None if grafana is None else grafana.answer_as_http(method, target, body, auth)
+            return None if answered is None else Answer(*answered)
         forwarded = [(k, v) for k, v in pairs if k.lower() not in HOP_BY_HOP]
         status, reason, answered, data = server.answer_as_http(method, target, forwarded, body)
         return Answer(status, reason, answered, data)

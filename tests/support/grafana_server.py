@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import socket
 import threading
@@ -147,6 +148,45 @@ def _spec(path: Path) -> Spec:
     return Spec(path)
 
 
+_IN_PROCESS: dict[str, "GrafanaTestServer"] = {}  # "127.0.0.1:port" -> a running server answering callers here
+
+
+def _sent_in_process() -> None:
+    """A request that requests (gpudash's Grafana client, in the CLI run in-process, or a test's) sends to a running
+    Grafana test server's own address over plain HTTP is answered by that server in the caller's thread: the request
+    as requests prepared it (its method, target, body and Authorization), the answer as the server's HTTP handler
+    writes it (status, its Server and Date headers, the JSON's type and length, a Location), read by requests'
+    adapter from a urllib3 response as any answer (the body by its length). Only the socket, http.client's parse and
+    the server's thread are skipped: most of a small request's CPU. A request given a proxy, to another address (a
+    fault proxy in front of the server, a TLS server, a closed one, a subprocess's) goes over HTTP, as does every
+    request when GPUDASH_TEST_GRAFANA_HTTP=1."""
+    from requests import adapters
+    from requests.utils import select_proxy
+
+    if getattr(adapters.HTTPAdapter.send, "in_process", False):
+        return
+    over_http = adapters.HTTPAdapter.send
+
+    def send(self, request, stream=False, timeout=None, verify=True, cert=None, proxies=None):
+        parts = urlsplit(request.url)
+        server = _IN_PROCESS.get(parts.netloc) if parts.scheme == "http" else None
+        answered = None
+        if server is not None and not select_proxy(request.url, proxies):
+            answered = server.answer_in_process(request)
+        if answered is None:
+            return over_http(self, request, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
+        return self.build_response(request, answered)
+
+    send.in_process = True
+    adapters.HTTPAdapter.send = send
+
+
+def in_process_server(address: str) -> "GrafanaTestServer | None":
+    """The running Grafana test server at "127.0.0.1:port" that answers callers in this process in their own thread
+    (None: another address, TLS, or GPUDASH_TEST_GRAFANA_HTTP=1)."""
+    return _IN_PROCESS.get(address)
+
+
 class GrafanaTestServer(LoopbackServer):
     def __init__(self, spec_path: Path, tls: bool = False):
         """`tls=True` serves HTTPS with a fresh self-signed certificate for 127.0.0.1, in the file `self.ca`."""
@@ -165,28 +205,14 @@ class GrafanaTestServer(LoopbackServer):
 
         class Handler(KeepAliveHandler):
             def _handle(self, method: str):
-                split = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                with server.lock:
-                    server.state.log.append((method, split.path))
-                    fault = server._take_fault(method, split.path)
-                if fault and fault.drop:
+                answer = server.answer(method, self.path, raw, self.headers.get("Authorization", ""))
+                if answer is None:  # an injected fault drops the connection
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
-                if fault:
-                    self._send(fault.status, {"message": "injected fault"}, None, fault.location)
-                    return
-                status, body, spec_path = server.route(method, split.path, parse_qs(split.query), raw,
-                                                       self.headers.get("Authorization", ""))
-                self._send(status, body, (method, spec_path))
-
-            def _send(self, status: int, body: Any, operation, location: str | None = None):
-                data = json.dumps(body).encode()
-                if operation and operation[1]:
-                    errors = server.spec.check_response(operation[0], operation[1], status, body, data)
-                    server.state.spec_errors += [f"response {operation}: {e}" for e in errors]
+                status, data, location = answer
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -209,6 +235,84 @@ class GrafanaTestServer(LoopbackServer):
         if tls:
             self.ca = self._serve_tls()[0]
             self.url = f"https://{self.address}"
+
+    def answer(self, method: str, target: str, raw: bytes, auth: str) -> tuple[int, bytes, str | None] | None:
+        """What this Grafana answers a request (its target: path and query): (status, JSON body, Location), or None
+        where an injected fault drops the connection. Every answer of an API operation is checked against the spec."""
+        split = urlsplit(target)
+        with self.lock:
+            self.state.log.append((method, split.path))
+            fault = self._take_fault(method, split.path)
+        if fault and fault.drop:
+            return None
+        if fault:
+            return fault.status, json.dumps({"message": "injected fault"}).encode(), fault.location
+        status, body, spec_path = self.route(method, split.path, parse_qs(split.query), raw, auth)
+        data = json.dumps(body).encode()
+        if spec_path:
+            errors = self.spec.check_response(method, spec_path, status, body, data)
+            self.state.spec_errors += [f"response {(method, spec_path)}: {e}" for e in errors]
+        return status, data, None
+
+    def __enter__(self) -> "GrafanaTestServer":
+        super().__enter__()
+        if self.url.startswith("http://") and os.environ.get("GPUDASH_TEST_GRAFANA_HTTP") != "1":
+            _sent_in_process()
+            _IN_PROCESS[self.address] = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _IN_PROCESS.pop(self.address, None)
+        super().__exit__(*exc)
+
+    def answer_as_http(self, method: str, target: str, body: bytes, auth: str
+                       ) -> tuple[int, str, list[tuple[str, str]], bytes] | None:
+        """What this server's HTTP handler answers a request, asked in the caller's thread: status, reason, headers
+        (its Server and Date, the JSON's type and length, a Location) and body. None where the request must go over
+        HTTP: a method the handler does not serve, a path http.server would rewrite, or a fault pending (a dropped
+        connection is the socket's to show)."""
+        import email.utils
+        from http.server import BaseHTTPRequestHandler
+
+        if method not in ("GET", "POST", "DELETE") or target.startswith("//"):
+            return None
+        with self.lock:
+            if any(fault.times > 0 for fault in self.state.faults):
+                return None
+        answer = self.answer(method, target, body, auth)
+        if answer is None:
+            return None
+        status, data, location = answer
+        headers = [("Server", f"{BaseHTTPRequestHandler.server_version} {BaseHTTPRequestHandler.sys_version}"),
+                   ("Date", email.utils.formatdate(usegmt=True)), ("Content-Type", "application/json"),
+                   ("Content-Length", str(len(data))), *((("Location", location),) if location else ())]
+        return status, BaseHTTPRequestHandler.responses.get(status, ("",))[0], headers, data
+
+    def answer_in_process(self, request) -> Any:
+        """requests' prepared `request` answered in the caller's thread (answer_as_http; see _sent_in_process), as a
+        urllib3 response for requests' adapter to read; None where it must go over HTTP (also a body that is neither
+        bytes nor text)."""
+        import io
+
+        from urllib3 import HTTPResponse
+        from urllib3._collections import HTTPHeaderDict
+
+        body = request.body
+        if isinstance(body, str):
+            body = body.encode("iso-8859-1")  # as http.client sends a text body
+        if not isinstance(body, (bytes, type(None))):
+            return None
+        answered = self.answer_as_http(request.method, request.path_url, body or b"",
+                                       request.headers.get("Authorization", ""))
+        if answered is None:
+            return None
+        status, reason, pairs, data = answered
+        headers = HTTPHeaderDict()
+        for name, value in pairs:
+            headers.add(name, value)
+        return HTTPResponse(body=io.BytesIO(data), headers=headers, status=status, reason=reason,
+                            preload_content=False, decode_content=False, request_method=request.method,
+                            request_url=request.url)
 
     # --- test helpers ----------------------------------------------------------------------
 
