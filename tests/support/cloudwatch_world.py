@@ -130,8 +130,10 @@ def published(aws, moto):
 
     `published(*args, settle=True)`: that, then what `settled(apply)` leaves after it (an apply of the test's
     own settings, GPUDASH_CONFIG, without --prune), kept the same way by both projects: the same apply into
-    the same state. Both applies go to moto directly, as a test's own first apply does before it injects a fault
-    (a test's proxy, which has seen neither, counts what comes after)."""
+    the same state. The first apply's state is the one kept for `published(*args)`: whichever form comes first
+    makes it, and a later one of either form starts from its copy. Both applies go to moto directly, as a test's
+    own first apply does before it injects a fault (a test's proxy, which has seen neither, counts what comes
+    after)."""
     import copy
     import os
 
@@ -145,16 +147,24 @@ def published(aws, moto):
         config = args[args.index("--config") + 1] if "--config" in args else os.environ["GPUDASH_CONFIG"]
         key = (by_value(load_project(Path(config))), tuple(a for a in args if a != config),
                by_value(load_project(Path(os.environ["GPUDASH_CONFIG"]))) if settle else None)
-        if key not in _PUBLISHED:
-            with pytest.MonkeyPatch.context() as patch:  # straight to moto: a test's proxy starts with this state
-                patch.setenv("AWS_ENDPOINT_URL", moto.url)
+        if key in _PUBLISHED:
+            _restored(_PUBLISHED[key])
+            return
+        first = (*key[:2], None)  # the first apply's state: the whole of it without `settle`
+        with pytest.MonkeyPatch.context() as patch:  # straight to moto: a test's proxy starts with this state
+            patch.setenv("AWS_ENDPOINT_URL", moto.url)
+            if first in _PUBLISHED:  # kept by a test of the same apply without `settle`
+                _restored(_PUBLISHED[first])
+            else:
                 code, report, stderr = apply(*args)
                 assert code == 0, stderr
-                if settle:
-                    settled(apply)
-            _PUBLISHED[key] = copy.deepcopy(_cloudwatch_state())
-            return
-        for (account, region), state in copy.deepcopy(_PUBLISHED[key]).items():
+                _PUBLISHED[first] = copy.deepcopy(_cloudwatch_state())
+            if settle:
+                settled(apply)
+                _PUBLISHED[key] = copy.deepcopy(_cloudwatch_state())
+
+    def _restored(kept) -> None:
+        for (account, region), state in copy.deepcopy(kept).items():
             backend = cloudwatch_backends[account][region]
             dashboards = backend.dashboards  # every Region's one set (moto_server.py): filled, not replaced
             dashboards.clear()
