@@ -140,12 +140,15 @@ class Scope:
 
 
 def node_matchers(regex: str, labels: Labels) -> list[list[str]]:
-    """Matcher branches for "the first non-empty node spelling matches `regex`"."""
-    branches = []
-    for index, source in enumerate(labels.node_sources):
-        earlier = [f'{name}=""' for name in labels.node_sources[:index]]
-        branches.append([*earlier, f"{source}=~{quoted(regex)}"])
-    return branches
+    """Matcher branches for "the first non-empty node spelling matches `regex`", one per spelling and apart: each but
+    the last spelling's only where it is not empty, so that at All (`.*`, which matches "") a series is read by the
+    branch of its first non-empty spelling alone, not again by each branch before it (an exporter writing Hostname
+    alone was read by three: a 14-step query of a by-pod share with exporter.virtual_gpus read 46,506 samples, now
+    39,562). The same series as one branch per spelling without the check for a regex matching no empty name (a
+    Grafana variable's values and their alternation) and for one matching every name (All)."""
+    sources = labels.node_sources
+    return [[*(f'{name}=""' for name in sources[:k]), f"{source}=~{quoted(regex)}",
+             *([f'{source}!=""'] if k < len(sources) - 1 else [])] for k, source in enumerate(sources)]
 
 
 def selector(metric: str, matchers: list[str] | tuple[str, ...]) -> str:
@@ -847,7 +850,8 @@ def placed(branches: list[list[str]], labels: Labels) -> list[list[str]]:
     if len(sources) == 1:
         return branches
     if len(branches) == len(sources):  # a node scope: branch k already names the node by its k-th spelling
-        return [[*branch, f'{source}!=""'] for branch, source in zip(branches, sources)]
+        return [[*branch, *([f'{source}!=""'] if f'{source}!=""' not in branch else [])]
+                for branch, source in zip(branches, sources)]
     assert len(branches) == 1, branches
     return [[*branches[0], *(f'{name}=""' for name in sources[:k]), f'{source}!=""'] for k, source in enumerate(sources)]
 
