@@ -201,12 +201,13 @@ def optional_path(value: str | None) -> Path | None:
 def waiting_for_turn(build: Path):
     """What a command that writes or reads the build in `build` says when another gpudash holds the turn in the folder
     holding it (output.turn), before it waits."""
-    def say() -> None:
+    def say(holders: str = "") -> None:
         from . import printed
         from .output import written_folder
 
         click.echo(f"waiting for another gpudash writing a build into {printed.path(written_folder(build).parent)} "
-                   "(gpudash runs writing or reading a build in one folder take turns)", err=True)
+                   "(gpudash runs writing or reading a build in one folder take turns"
+                   + (f"; held by {holders})" if holders else ")"), err=True)
     return say
 
 

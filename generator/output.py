@@ -935,7 +935,7 @@ def written_folder(out: Path) -> Path:
     return out.resolve() if out.is_symlink() else out
 
 
-def turn(out: Path, waiting: Callable[[], None] | None = None, shared: bool = False):
+def turn(out: Path, waiting: Callable[[str], None] | None = None, shared: bool = False):
     """This process's turn to read and replace the build in `out` (staging.taking_turns): held by `generate` from its
     first read of the previous build to its write, so that two writers into one folder take turns; `shared`, by a
     reader of a build (--from), which reads no build a writer is swapping."""
@@ -1457,8 +1457,8 @@ def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     extra = next((str(p.relative_to(directory)) for p in sorted(directory.rglob("*"))
                   if p.is_file() and p != manifest_path and str(p.relative_to(directory)) not in listed), None)
     if extra is not None:
-        raise InputError(f"{printed.path(extra)} is in the build but not in its manifest: generate did not write it, and it "
-                         "would ship unchecked", where=str(directory),
+        raise InputError(f"{printed.path(extra)} is in the build but not in its manifest: generate did not write it, "
+                         "and it would ship unchecked", where=str(directory),
                          hint="remove it, or run `gpudash generate` again (it replaces the whole folder)")
     return manifest, files
 
@@ -1668,13 +1668,13 @@ def _agree(what: str, recorded, present, manifest: str) -> None:
 
 
 def read(directory: Path, origin: str | None = None, settings=None, consequence: str = LINTED,
-         waiting: Callable[[], None] | None = None) -> "Artifacts":
+         waiting: Callable[[str], None] | None = None) -> "Artifacts":
     """A build folder, back as the artifact set it was written from (every file checked against the
     manifest first). What the files do not say (each CloudWatch dashboard's Region, the primary Region,
     the Grafana folder, the name prefixes, what the build left out and why, the counters CSV's sha256)
     is read from the manifest's record, as it was written. With `settings`, the build must have been made
     with them (else an input error saying which to pass, ending with `consequence`). Read in a reader's turn
-    (`turn`; `waiting()` is called once when a writer holds it), never while a gpudash writes the build."""
+    (`turn`; `waiting(holders)` is called once when a writer holds it), never while a gpudash writes the build."""
     from .artifacts import Artifacts, GrafanaDashboard, Note
 
     with turn(directory, waiting, shared=True):

@@ -43,15 +43,16 @@ _TURNS: dict[tuple[int, str], int] = {}
 
 
 @contextlib.contextmanager
-def taking_turns(parent: Path, waiting: Callable[[], None] | None = None, shared: bool = False) -> Iterator[None]:
+def taking_turns(parent: Path, waiting: Callable[[str], None] | None = None, shared: bool = False) -> Iterator[None]:
     """This process's turn to read and replace a build in `parent` (the folder holding it): writers into one folder
     take turns, so that none reads a build another is swapping (a file moved away mid-read is not an edit) nor swaps
     one in under another's. A lock on the folder itself (flock of its descriptor: nothing is made beside the build),
-    let go when the block ends, or by the kernel when the process ends however it ends. `waiting()` is called once
-    when another process (or thread) holds the turn, before waiting for it. Held again by the same thread (generate,
-    then its write), it is the one turn. `shared`: a reader's turn, which other readers share (a writer waits for
-    them all, and they for it). Where the folder cannot be opened or locked (no flock, a file system without locks),
-    or only processes this one runs under hold its lock (`_held_by_an_ancestor`: they wait for it), nothing is held:
+    let go when the block ends, or by the kernel when the process ends however it ends. `waiting(holders)` is called
+    once when another process (or thread) holds the turn, before waiting for it, with the processes holding it named
+    (`_named`: one stopped or stuck can be found; "" where they cannot be told). Held again by the same thread
+    (generate, then its write), it is the one turn. `shared`: a reader's turn, which other readers share (a writer
+    waits for them all, and they for it). Where the folder cannot be opened or locked (no flock, a file system without
+    locks), or only processes this one runs under hold its lock (`_lock_holders`: they wait for it), nothing is held:
     the build is written (or read) as before."""
     folder = os.path.abspath(parent)
     key = (threading.get_ident(), folder)
@@ -70,10 +71,11 @@ def taking_turns(parent: Path, waiting: Callable[[], None] | None = None, shared
             try:
                 fcntl.flock(fd, kind | fcntl.LOCK_NB)
             except BlockingIOError:  # another's turn
-                if _held_by_an_ancestor(fd):
+                holders = _lock_holders(fd)
+                if holders and holders <= _ancestors():
                     raise OSError("held by a process that waits for this one") from None
                 if waiting is not None:
-                    waiting()
+                    waiting(_named(holders or set()))
                 fcntl.flock(fd, kind)
         except OSError:  # no locks on this file system
             os.close(fd)
@@ -90,25 +92,45 @@ def taking_turns(parent: Path, waiting: Callable[[], None] | None = None, shared
             os.close(fd)
 
 
-def _held_by_an_ancestor(fd: int) -> bool:
-    """Whether every process holding a lock on the folder open as `fd` is one this process runs under (Linux's
-    /proc/locks): a wrapper that locks the folder and then runs gpudash (`flock . gpudash generate`, a CI step made
-    to take turns itself) lets go only once gpudash ends, so waiting for it would wait forever. The turn is then
-    taken as held (no other gpudash can hold it meanwhile). False where the holders cannot be told."""
+def _lock_holders(fd: int) -> set[int] | None:
+    """The processes holding a lock on the file open as `fd` (Linux's /proc/locks), or None where that cannot be told.
+    Where all run this process (a wrapper that locks the folder and then runs gpudash: `flock . gpudash generate`, a
+    CI step made to take turns itself), they let go only once it ends: `taking_turns` takes its turn as held."""
     try:
         info = os.fstat(fd)
         key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
         with open("/proc/locks", encoding="ascii", errors="replace") as table:
-            holders = {int(words[4]) for words in map(str.split, table)
-                       if len(words) > 5 and words[1] == "FLOCK" and words[5] == key}
-        ancestors, pid = set(), os.getppid()
+            return {int(words[4]) for words in map(str.split, table)
+                    if len(words) > 5 and words[1] == "FLOCK" and words[5] == key}
+    except (OSError, ValueError):
+        return None
+
+
+def _ancestors() -> set[int]:
+    """The processes this one runs under (its parent, theirs, up to the first), as far as /proc tells."""
+    ancestors, pid = set(), os.getppid()
+    with contextlib.suppress(OSError, ValueError, IndexError):
         while pid > 0 and pid not in ancestors:
             ancestors.add(pid)
             with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat_file:
                 pid = int(stat_file.read().rpartition(")")[2].split()[1])
-    except (OSError, ValueError, IndexError):
-        return False
-    return bool(holders) and holders <= ancestors
+    return ancestors
+
+
+def _named(pids: set[int]) -> str:
+    """The processes `pids` as a message names them (`process 4242: gpudash generate --out build`, its command line
+    cut at 100 characters, a control character escaped), so that one stopped or stuck can be found; "" for none."""
+    from . import printed
+
+    def named(pid: int) -> str:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                words = cmdline.read(4096).rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            words = ""
+        words = words if len(words) <= 100 else words[:97] + "..."
+        return f"process {pid}: {printed.path(words)}" if words else f"process {pid}"
+    return ", ".join(named(pid) for pid in sorted(pids)[:3])
 
 
 def _opened_folder(path: str) -> int | None:

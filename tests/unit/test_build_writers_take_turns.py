@@ -73,8 +73,11 @@ def test_a_gpudash_writing_or_reading_a_build_another_generate_is_writing_waits_
             if line.startswith("waiting for another gpudash"):
                 break
         watchdog.cancel()
-        assert said and said[-1] == f"waiting for another gpudash writing a build into {work} (gpudash runs writing " \
-                                    "or reading a build in one folder take turns)\n", (said, second.poll())
+        # the one holding the turn named, its command line's newlines escaped
+        held = f"held by process {first.pid}: '{sys.executable} -c \\nimport pathlib"
+        assert said and said[-1].startswith(f"waiting for another gpudash writing a build into {work} (gpudash runs "
+                                            f"writing or reading a build in one folder take turns; {held}"), \
+            (said, second.poll())
     finally:
         (signals / "go").write_text("")
         first_out, first_err = first.communicate(timeout=300)
