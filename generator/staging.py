@@ -8,8 +8,8 @@ with the same digits, removed) or removed: the file is made inside the folder (n
 alone), locked there, then renamed beside it, so it never shows unlocked under its name. The kernel lets go of the
 lock when the writer ends, however it ends (SIGKILL, a crash; power loss ends every lock). A later build removes a
 staging folder of its own name form only when its lock file is there, is the writer's own user's, was written on this
-machine's kernel (KERNEL: a lock is known to that kernel alone) or lies on a file system this machine holds alone
-(LOCAL_FILE_SYSTEMS: an earlier boot's), and can be locked: its writer is gone. A folder
+machine's kernel (KERNEL: a lock is known to that kernel alone) or, on a file system this machine holds alone, before
+this boot began (LOCAL_FILE_SYSTEMS: an earlier boot's), and can be locked: its writer is gone. A folder
 without its lock file (one made by a gpudash before the lock, or in the instant between the folder and its lock) is
 left alone, and so is everything else beside the build. A dead writer's `.old-` folder
 is removed only when its staging folder is gone (swapped in) and the build folder holds a build; while the staging
@@ -166,26 +166,34 @@ def _kernel() -> bytes:
 KERNEL = _kernel()
 
 
-# File systems one machine holds alone (no other kernel writes one while it is mounted here): a lock file on one was
-# written under this machine's kernel, in this boot or an earlier one (a power loss, a restart: a boot id of its own),
-# so its lock alone tells whether its writer lives. On any other (nfs, cifs, fuse, 9p, virtiofs, a cluster file
-# system) another machine may be writing it: a lock file recording another kernel is left (KERNEL).
+# File systems a machine holds alone (no other kernel writes one while it is mounted here): a lock file on one that
+# another kernel recorded is this machine's, of an earlier boot (a power loss, a restart: a boot id of its own), once it
+# was made before this boot began. One made since may be an NFS client's writing into a folder this machine exports
+# (its lock, taken over NFS, does not show in a flock here), and is left. On any other file system (nfs, cifs, fuse,
+# 9p, virtiofs, a cluster file system) another machine may be writing it: a lock file recording another kernel is left.
 LOCAL_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "ramfs", "overlay", "zfs", "f2fs",
                                 "bcachefs", "jfs", "reiserfs", "vfat", "exfat", "ntfs3"})
 
 
-def _held_alone(fd: int) -> bool:
-    """Whether the file open as `fd` is on a file system of LOCAL_FILE_SYSTEMS (Linux's /proc/self/mountinfo: the
-    mounts of its device); False where that cannot be told."""
+def _of_an_earlier_boot(fd: int) -> bool:
+    """Whether the lock file open as `fd` lies on a file system of LOCAL_FILE_SYSTEMS (Linux's /proc/self/mountinfo:
+    the mounts of its device) and was made (its change time: its rename beside the folder) before this boot began;
+    False where either cannot be told."""
     try:
-        device = os.fstat(fd).st_dev
-        key = f"{os.major(device)}:{os.minor(device)}"
+        info = os.fstat(fd)
+        key = f"{os.major(info.st_dev)}:{os.minor(info.st_dev)}"
         with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
             kinds = {line.partition(" - ")[2].split()[0] for line in table
                      if line.split()[2:3] == [key] and " - " in line}
-    except (OSError, ValueError, IndexError):
+        return bool(kinds) and kinds <= LOCAL_FILE_SYSTEMS and info.st_ctime < _booted_at()
+    except (OSError, ValueError, IndexError, StopIteration):
         return False
-    return bool(kinds) and kinds <= LOCAL_FILE_SYSTEMS
+
+
+def _booted_at() -> float:
+    """When this boot began (seconds since the epoch: Linux's /proc/stat btime)."""
+    with open("/proc/stat", encoding="ascii", errors="replace") as table:
+        return float(next(line.split()[1] for line in table if line.startswith("btime ")))
 
 
 def lock_of(folder: Path) -> Path:
@@ -265,7 +273,7 @@ def _remove_if_dead(folder: Path, retired: Path | None) -> bool:
         held, named = os.fstat(fd), os.lstat(lock)
         if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino) or held.st_uid != os.geteuid():
             return False  # removed (its writer done) and made again meanwhile, or another user's
-        if os.pread(fd, 256, 0) not in (b"", KERNEL) and not _held_alone(fd):
+        if os.pread(fd, 256, 0) not in (b"", KERNEL) and not _of_an_earlier_boot(fd):
             return False  # another machine's writer: its lock shows nothing here (see KERNEL)
         found = _own_folder(folder)
         if found is False:

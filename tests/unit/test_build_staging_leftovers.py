@@ -178,8 +178,8 @@ def test_a_writer_cut_off_by_a_power_loss_inside_a_mount_point_leaves_what_the_n
     written in (staging.KERNEL), and after a restart the machine's kernel has another boot id: the lock file reads as
     another machine's live writer's and was never judged by its lock: every later write refused, the build folder
     holding "files gpudash did not write (.gpudash.old-*/...)", until --force. A file system this machine holds alone
-    (the test's folder's: ext4, tmpfs, overlay...) shares no files with another machine: its lock files were written
-    here, in this boot or an earlier one, and their locks tell."""
+    (the test's folder's: ext4, tmpfs, overlay...) is written by no other kernel: a lock file on it made before this
+    boot began is an earlier boot's, and its lock tells."""
     from generator import staging
     from generator.errors import OutputError
 
@@ -191,7 +191,8 @@ def test_a_writer_cut_off_by_a_power_loss_inside_a_mount_point_leaves_what_the_n
     assert (out / f"{retired.name.replace('.old-', '.new-')}.lock").read_bytes() == staging.KERNEL
     writer.send_signal(signal.SIGKILL)  # (the power loss: its lock is let go, its files stay)
     writer.wait()
-    monkeypatch.setattr(staging, "KERNEL", b"kernel 00000000-0000-4000-8000-00000000b007")  # the next boot's
+    monkeypatch.setattr(staging, "KERNEL", b"kernel 00000000-0000-4000-8000-00000000b007")  # the next boot's,
+    monkeypatch.setattr(staging, "_booted_at", lambda: time.time() + 1)  # begun after the lock file was made
     try:
         write_files(out, {"grafana/a.json": b"[]\n"})
         refused = None
@@ -201,15 +202,19 @@ def test_a_writer_cut_off_by_a_power_loss_inside_a_mount_point_leaves_what_the_n
     assert sorted(p.name for p in out.iterdir()) == ["grafana", "manifest.json"]
 
 
-def test_a_staging_folder_another_machine_s_writer_made_is_never_taken_for_a_dead_writer_s(tmp_path, monkeypatch):
+@pytest.mark.parametrize("shared", [True, False], ids=["a shared file system", "this machine's, exported"])
+def test_a_staging_folder_another_machine_s_writer_made_is_never_taken_for_a_dead_writer_s(tmp_path, monkeypatch,
+                                                                                          shared):
     """Where a file system shares files but not locks between machines (NFS mounted with local locks), a lock another
     machine's live writer holds can be taken here: its staging folder was removed while that writer wrote into it.
     Each writer records its kernel in its lock file; a lock file recording another is left with its folder, whatever
     its lock shows. One recording none (written by a gpudash before the record) is judged by its lock, as before.
-    (The test's folder is read as on such a file system: no kind of file system is one this machine holds alone.)"""
+    So is one on a file system of this machine's (the test's folder's) made in this boot: an NFS client's writing
+    into a folder this machine exports (its lock, taken over NFS, does not show in a flock here)."""
     from generator import staging
 
-    monkeypatch.setattr(staging, "LOCAL_FILE_SYSTEMS", frozenset())
+    if shared:  # (the test's folder read as on a shared file system: none is one this machine holds alone)
+        monkeypatch.setattr(staging, "LOCAL_FILE_SYSTEMS", frozenset())
     out = tmp_path / "build"
     write_files(out, FILES)
     for digits, record in (("00000000000b", b"kernel 5f0c-another-machine"), ("00000000000c", b"")):
