@@ -171,6 +171,7 @@ def test_a_writer_killed_while_removing_the_previous_build_inside_a_mount_point_
     assert _build(out) == {"grafana/a.json": b"[]\n"}
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/mountinfo"), reason="needs Linux's /proc/self/mountinfo")
 def test_a_writer_cut_off_by_a_power_loss_inside_a_mount_point_leaves_what_the_next_boot_s_write_removes(
         tmp_path, monkeypatch):
     """The staging module says a power loss ends every lock, as a kill does: a writer cut off while removing the
