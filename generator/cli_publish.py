@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from . import redact
+from . import printed, redact
 from .cli_base import (Between, checked_url, config_option, csv_option, load_project_for, main, no_cycle_collection,
                        output_option, waiting_for_turn)
 from .errors import EXIT_FINDINGS, GpudashError, RemoteError
@@ -187,10 +187,12 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
             if outcome.state == "done" and outcome.unfinished:
                 state = f" (done, then FAILED: {outcome.unfinished})"
         place = f" [{change.region}]" if change.region else ""
+        # names and details quote what servers hold (a title, a query a person saved): printed escaped (printed.text)
         click.echo(redact.text(f"{style(change.action.ljust(9), fg=colours.get(change.action))} {change.target} "
-                               f"{change.kind} {change.name}{place}{state if change.action != 'unchanged' else ''}"))
+                               f"{change.kind} {printed.text(change.name)}{place}"
+                               f"{state if change.action != 'unchanged' else ''}"))
         for line in change.details:
-            click.echo(redact.text(f"            {line}"))
+            click.echo(redact.text(f"            {printed.text(line)}"))
     counts = summary(changes)
     click.echo(", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "nothing to publish")
 

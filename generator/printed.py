@@ -23,3 +23,10 @@ def argument(value: str | PurePath) -> str:
 
     text = str(value)
     return shlex.quote(text) if text.isprintable() else repr(text)
+
+
+def text(value: str) -> str:
+    """`value` (a line of gpudash's report quoting what a server holds: a query, a unit, a title a person saved) with
+    each character that does not print as itself escaped in place (`\\x1b`, `\\n`, `\\u202e`) and the rest as it is:
+    an escape sequence in a dashboard's query reached the terminal, a newline split the report's line."""
+    return value if value.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)

@@ -35,3 +35,26 @@ def test_many_changes_are_counted_past_five_and_no_line_quotes_a_text_whole():
 def test_spacing_alone_is_said_and_short_texts_stay_whole():
     assert _described(TEXT, TEXT.replace(". ", ".  ")) == ["AlarmDescription: spacing changed"]
     assert fields({"AlarmName": "a-b"}, {"AlarmName": "a-c"}) == ["AlarmName a-b → a-c"]
+
+
+def test_what_a_server_holds_is_printed_with_its_control_characters_escaped(capsys):
+    """plan's report quotes what Grafana holds: a panel's query or unit a person saved there, a dashboard's title. An
+    ESC in such a query reached the terminal raw (an escape sequence: colours, a window title, the clipboard), a
+    newline split the report's line, a right-to-left override showed it reversed. Each is printed escaped in place;
+    the rest of the line as it was."""
+    from generator.changes import Change
+    from generator.cli_publish import _print_changes
+    from generator.diff import grafana
+
+    def model(expr: str, unit: str) -> dict:
+        return {"title": "GPUs", "panels": [{"type": "timeseries", "title": "Temperature", "targets": [{"expr": expr}],
+                                             "fieldConfig": {"defaults": {"unit": unit}}}]}
+
+    live, desired = model("up\x1b]52;c;ZWNobyBoaQ==\x07\nor vector(1)", "celsius\u202e"), model("up", "celsius")
+    change = Change("grafana", "dashboard", "gpu\x1b[2Joverview", "update", details=grafana(live, desired))
+    _print_changes([change], "text")
+    shown = capsys.readouterr().out
+    assert not any(c in shown for c in "\x1b\x07\u202e") and shown.count("\n") == 4, shown
+    assert "dashboard gpu\\x1b[2Joverview" in shown
+    assert "panel 'Temperature': query changed: up\\x1b]52;c;ZWNobyBoaQ==\\x07\\nor vector(1) → up" in shown
+    assert "panel 'Temperature': unit celsius\\u202e → celsius" in shown
