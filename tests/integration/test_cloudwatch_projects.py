@@ -243,8 +243,11 @@ def test_a_file_whose_cluster_list_passes_a_tags_length_keeps_its_alarms_from_an
 
 
 def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_others(aws, published, tmp_path):
-    """A scope='fleet' rule names no cluster: two files of one project in one Region define the same alarm,
-    and whichever wrote it last, neither file's prune deletes the other's alarms."""
+    """A scope='fleet' rule names no cluster: two files of one project in one Region define the same alarm, which
+    records the clusters of the file that wrote it (A: team-a). A's other alarms were written by a gpudash that
+    recorded no clusters (nor a hash of its marks), all but one A changed since (it records team-a). B's prune
+    leaves every one of A's: the fleet alarm B defines does not make team-a a cluster of B's lineage, so A's
+    unrecorded alarms, named for team-a, are not read as B's (they were, and B's prune deleted them)."""
     client, apply = aws
     common = f"project: fleet\ndefinitions: {{alarms: [{fleet_rule_definitions(tmp_path / 'alarms', 5)}]}}\n"
     a = _settings(tmp_path, "a", common + "clusters:\n  - {name: team-a, region: us-east-1}\n")
@@ -252,12 +255,17 @@ def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_ot
                                           "  - {name: team-b2, region: us-east-1}\n")
     published("--config", a)  # the state its apply leaves (copied after the first: two tests below publish it too)
     assert apply("--config", b)[0] == 0
+    assert _fleet_alarm_marks(client)[1] == "team-a"
+    changed = "gpudash-team-a-xid-error-critical"
+    unrecorded = {n: alarm for n, alarm in alarms(client).items() if n.startswith("gpudash-team-a-") and n != changed}
+    assert changed in alarms(client) and len(unrecorded) == 11
+    for name, alarm in unrecorded.items():
+        _written_before_marks(client, name, None, alarm["AlarmArn"])
     before = _paged_alarms(client)
-    assert [n for n in before if "-fleet-" in n] and [n for n in before if "-team-a-" in n]
-    for settings in (b, a):
-        code, report, stderr = apply("--prune", "--config", settings)
-        assert code == 0, stderr
-        assert _paged_alarms(client) == before
+    code, report, stderr = apply("--prune", "--allow-mass-prune", "--config", b)  # (no guard hides a wrong delete)
+    assert code == 0 and report["written"] == [], stderr
+    assert _paged_alarms(client) == before
+    assert "12 alarm(s) of project 'fleet' not defined here were published by other settings" in stderr, stderr
 
 
 def test_a_fleet_alarm_two_files_define_differently_is_not_overwritten_by_the_file_that_did_not_write_it(
