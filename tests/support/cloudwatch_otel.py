@@ -597,15 +597,21 @@ def _aggregate_labels(metric: _Metric, label_set: list[str], aggregation: str) -
     `label_set` is removed; the points of one label set (and timestamp: one scrape here) are merged into the
     first of them, whose flags it keeps (_merged)."""
     assert aggregation in ("max", "sum", "count", "median", "mean"), f"aggregation the model does not know: {aggregation}"
-    kept = _KEPT_LABELS.get(tuple(label_set))
-    if kept is None:
-        kept = _KEPT_LABELS[tuple(label_set)] = _ByIdentity(lambda labels: {k: v for k, v in labels.items()
-                                                                              if k in label_set})
+    kept = _kept_labels(label_set)
     return _grouped(_Metric(metric.name, metric.kind, [(kept(labels), value) for labels, value in metric.points]),
                     aggregation)
 
 
 _KEPT_LABELS: dict[tuple, _ByIdentity] = {}  # a label_set -> each labels dict's labels in it
+
+
+def _kept_labels(label_set: list[str]) -> _ByIdentity:
+    """labels -> the labels in `label_set` (aggregate_labels' FilterAttrs), one dict per labels dict."""
+    kept = _KEPT_LABELS.get(tuple(label_set))
+    if kept is None:
+        kept = _KEPT_LABELS[tuple(label_set)] = _ByIdentity(lambda labels: {k: v for k, v in labels.items()
+                                                                              if k in label_set})
+    return kept
 
 
 def _grouped(metric: _Metric, aggregation: str) -> _Metric:
@@ -620,6 +626,14 @@ def _grouped(metric: _Metric, aggregation: str) -> _Metric:
 _ADDED_LABELS: dict[tuple, _ByIdentity] = {}  # (new_label, new_value) -> each labels dict with it added
 
 
+def _added_label(label: str, value: str) -> _ByIdentity:
+    """labels -> the labels with `label` (add_label's new_label) set to `value`, one dict per labels dict."""
+    added = _ADDED_LABELS.get((label, value))
+    if added is None:
+        added = _ADDED_LABELS[(label, value)] = _ByIdentity(lambda labels: {label: value, **labels})
+    return added
+
+
 def _operated(metric: _Metric, operation: dict) -> _Metric:
     """One operation of a transform: aggregate_labels, add_label (a label the point lacks, with new_value),
     experimental_scale_value (each value times experimental_scale; a point without value stays so)."""
@@ -627,14 +641,37 @@ def _operated(metric: _Metric, operation: dict) -> _Metric:
     if action == "aggregate_labels":
         return _aggregate_labels(metric, operation["label_set"], operation["aggregation_type"])
     if action == "add_label":
-        added = _ADDED_LABELS.get((operation["new_label"], operation["new_value"]))
-        if added is None:
-            label, value = operation["new_label"], operation["new_value"]
-            added = _ADDED_LABELS[(label, value)] = _ByIdentity(lambda labels: {label: value, **labels})
+        added = _added_label(operation["new_label"], operation["new_value"])
         return _Metric(metric.name, metric.kind, [(added(labels), v) for labels, v in metric.points])
     assert action == "experimental_scale_value", f"operation the model does not know: {operation}"
     scale = float(operation["experimental_scale"])
     return _Metric(metric.name, metric.kind, [(labels, None if v is None else v * scale) for labels, v in metric.points])
+
+
+def _plan(labels: list[dict], operations: list[dict]) -> tuple[list[dict], list[tuple]]:
+    """What `operations` (_operated, in their order) make of points with these labels, whatever their values: (the
+    labels of the points they give, the steps on the values: (the input positions merged into each point, in the
+    order _grouped gives them, the aggregation, None) for aggregate_labels, (None, None, the factor) for
+    experimental_scale_value; add_label changes labels alone)."""
+    steps = []
+    for operation in operations:
+        action = operation["action"]
+        if action == "aggregate_labels":
+            aggregation, kept = operation["aggregation_type"], _kept_labels(operation["label_set"])
+            assert aggregation in ("max", "sum", "count", "median", "mean"), \
+                f"aggregation the model does not know: {aggregation}"
+            groups: dict[tuple, list[int]] = {}
+            for position, point_labels in enumerate(labels):
+                groups.setdefault(_sorted_items(kept(point_labels)), []).append(position)
+            labels = [_interned(key) for key in groups]
+            steps.append((list(groups.values()), aggregation, None))
+        elif action == "add_label":
+            added = _added_label(operation["new_label"], operation["new_value"])
+            labels = [added(point_labels) for point_labels in labels]
+        else:
+            assert action == "experimental_scale_value", f"operation the model does not know: {operation}"
+            steps.append((None, None, float(operation["experimental_scale"])))
+    return labels, steps
 
 
 def _go_expand(template: str, match: re.Match) -> str:
@@ -669,12 +706,29 @@ def _transform(config: dict):
     def new_name(match: re.Match) -> str:  # a cached search gives one match object per name
         return _go_expand(config["new_name"], match) or config["new_name"]
 
+    plans: dict[tuple, tuple] = {}  # the ids of a metric's points' labels dicts -> (those dicts, _plan of them)
+
     def changed(metric: _Metric, match: re.Match) -> _Metric:
-        if config.get("new_name"):
-            metric = _Metric(new_name(match), metric.kind, list(metric.points))
-        for operation in operations:
-            metric = _operated(metric, operation)
-        return metric
+        """The operations on the metric (_operated, one after the other). Which points each merges and the labels it
+        gives them depend on the points' labels alone, never on their values: worked out once for each sequence of
+        labels dicts (known by identity: the entry holds them, see _ByIdentity), then only the values are merged and
+        scaled at each scrape, as _operated does them."""
+        name = new_name(match) if config.get("new_name") else metric.name
+        key = tuple([id(labels) for labels, _ in metric.points])
+        entry = plans.get(key)
+        if entry is None:
+            if len(plans) > 20_000:
+                plans.clear()
+            held = [labels for labels, _ in metric.points]
+            entry = plans[key] = (held, _plan(held, operations))
+        labels, steps = entry[1]
+        values = [value for _, value in metric.points]
+        for groups, aggregation, scale in steps:
+            if groups is not None:
+                values = [_merged([values[i] for i in group], aggregation) for group in groups]
+            else:
+                values = [None if value is None else value * scale for value in values]
+        return _Metric(name, metric.kind, list(zip(labels, values)))
 
     def combined(metrics: list[_Metric]) -> list[_Metric]:
         matched = [m for m in metrics if search(m.name)]
