@@ -748,21 +748,23 @@ def _transform(config: dict):
     def apply(metrics: list[_Metric]) -> list[_Metric]:
         if config["action"] == "combine":
             return combined(metrics)
+        if config["action"] == "insert":  # the metrics as they are, then a changed copy of each matching one
+            result = list(metrics)
+            for metric in metrics:
+                match = search(metric.name)
+                if match:
+                    copy = matching(metric) if matchers else metric  # (`changed` makes a new metric: none is shared)
+                    if copy.points or not metric.points:
+                        result.append(changed(copy, match))
+            return result
         result = []
         for metric in metrics:
             match = search(metric.name)
-            if config["action"] == "insert":
-                result.append(metric)
-            elif match:
+            if match:
                 metric = changed(metric, match)
-                if metric.points:
-                    result.append(metric)
-                continue
-            else:
-                result.append(metric)
-        if config["action"] == "insert":
-            copies = [(m, matching(m)) for m in metrics if search(m.name)]
-            result += [changed(copy, search(m.name)) for m, copy in copies if copy.points or not m.points]
+                if not metric.points:
+                    continue
+            result.append(metric)
         return result
 
     return apply
@@ -796,6 +798,7 @@ def _processor_kinds(config: dict) -> list[tuple[str, list]]:
     return [(kind, steps(kind, name)) for kind, name in kinds]
 
 
+_UNKNOWN = object()  # what no statement wrote yet (None: they write nothing)
 _SET = re.compile(r"^set\(value_double,\s*(?P<value>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)(?P<less>\s*-\s*value_double)?\)"
                   r"\s+where\s+(?P<where>.+)$")
 
@@ -831,17 +834,19 @@ def _statements(config: dict):
     def apply(metrics: list[_Metric]) -> list[_Metric]:
         result = []
         for metric in metrics:
-            points = []
+            name, points = metric.name, []
             for labels, value in metric.points:
                 if value is not None:
-                    key = (metric.name, value)
-                    if key not in known and len(known) > 50_000:
-                        known.clear()  # a counter's values never repeat: bounded
-                    written = known[key] if key in known else known.setdefault(key, statements(*key))
+                    key = (name, value)
+                    written = known.get(key, _UNKNOWN)
+                    if written is _UNKNOWN:
+                        if len(known) > 50_000:
+                            known.clear()  # a counter's values never repeat: bounded
+                        written = known[key] = statements(name, value)
                     if written is not None:
                         value = written
                 points.append((labels, value))
-            result.append(_Metric(metric.name, metric.kind, points))
+            result.append(_Metric(name, metric.kind, points))
         return result
 
     return apply
