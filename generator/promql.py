@@ -1252,15 +1252,21 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     keys, per_target = _by_target(copies)
     selectors = (selector(metric, matchers),)
     gpu, copy = (CounterReading(c, resolution, selectors, fresh=True) for c in (copies, per_target))
-    # the leading copies: each copy whose latest reading at this step or the one before is the largest, of those that
+    # the leading copies: each copy whose latest reading at this step or the one before is the largest of those that
     # have read every restart of the counter another copy read within the last COUNTED_WITHIN / 2 (a copy's own count
     # looks COUNTED_WITHIN back: where both looked as far, the lead went to the copy that read a restart last once the
-    # first one's count of it ran out)
+    # first one's count of it ran out). Each exporter's copy's restarts are counted over its readings as one, whichever
+    # pod label they carry (counted per series, a reset read as the GPU's pod label moved was no restart of the copy
+    # that read it first, and the lagging copy led: 0.05 replays per second for 0.1). A copy behind on restarts is left
+    # out of the largest reading only (one reading of the restarts, not two): it leads where its reading is as large,
+    # which a copy still reading the counter before a restart another copy read is not
     latest = f"last_over_time({copy.reading}[{seconds * 1500}ms:{resolution}])"
-    restarts = [c.merged(lambda s, within=within: f"resets(({s} < {COUNTER_BLANK_FLOOR})[{within}s:{resolution}])")
+    workload = _listed((labels.pod, labels.namespace, labels.container, *labels.copies))
+    restarts = [c.merged(lambda s, within=within: f"resets(max without ({workload}) ({s} < {COUNTER_BLANK_FLOOR})"
+                                                  f"[{within}s:{resolution}])")
                 for c, within in ((copy, COUNTED_WITHIN), (gpu, COUNTED_WITHIN // 2))]
-    latest = f"({latest} unless ({restarts[0]} < on ({keys}) group_left () {restarts[1]}))"
-    leading = f"({latest} == on ({keys}) group_left () max by ({keys}) ({latest}))"
+    behind = f"({restarts[0]} < on ({keys}) group_left () {restarts[1]})"
+    leading = f"({latest} == on ({keys}) group_left () max by ({keys}) ({latest} unless {behind}))"
     # of those, the ones whose own step is the longest: both recordings read one copy's step, whichever copies tie
     # (topk's pick among equal readings is arbitrary, and each rule picked on its own: one copy's delta over another
     # copy's seconds); the seconds recording takes the most any leading copy grew in: the longest one's, but where two
@@ -1276,7 +1282,11 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     read_before = f"last_over_time({copy.reading}[{seconds * 1000 - 1}ms:{resolution}] offset {resolution})"
     before = f"max by ({keys}) ({read_before})"
     above = f"(({copy.reading} - on ({keys}) group_left () {before}) >= 0)"
-    own = copy.step_delta(COUNTED_WITHIN)
+    # a copy's reading below its own reading before is its counter since a restart, whichever of its series read the
+    # two (own_deltas reads each series apart: a reset read as the pod label moved was no delta at all)
+    read_before_own = copy.merged(lambda s: f"(last_over_time({s}[{COUNTED_WITHIN}s] offset {resolution}) "
+                                            f"< {COUNTER_BLANK_FLOOR})")
+    own = f"({copy.step_delta(COUNTED_WITHIN)} or ({copy.reading} and {read_before_own}))"
     grew = (f'min without ({RANGE_PART}) (label_replace({own}, "{RANGE_PART}", "own", "", "") or '
             f'label_replace({above}, "{RANGE_PART}", "above", "", ""))')
     # growth above the step before's readings grew in the seconds between the scrapes of the two readings (one
