@@ -130,6 +130,15 @@ output.write_files(pathlib.Path(sys.argv[1]), {"grafana/a.json": b"[]\\n"})
 """
 
 
+def _stopped_removing_inside(out: Path, tmp_path: Path, monkeypatch) -> tuple[subprocess.Popen, Path]:
+    """`out` a mount point (here and in the writer: it is written inside), FILES written into it, then a writer of
+    another build stopped while it removes the previous one it moved into `.gpudash.old-*`: (writer, that folder)."""
+    monkeypatch.setattr(os.path, "ismount", lambda path: os.path.abspath(path) == str(out))
+    write_files(out, FILES)
+    mounted = "import os, sys\nos.path.ismount = lambda path: os.path.abspath(path) == sys.argv[1]\n"
+    return _stopped(mounted + STOPPED_REMOVING, out, tmp_path / "removing", "remove the previous build")
+
+
 def test_a_writer_killed_while_removing_the_previous_build_leaves_a_folder_the_next_write_removes(tmp_path):
     """Killed after its swap, while it removes the previous build it moved aside (`.build.old-*`, a long removal for
     a large build): the next write removes that folder too, the build being the one the killed writer swapped in."""
@@ -157,10 +166,7 @@ def test_a_writer_killed_while_removing_the_previous_build_inside_a_mount_point_
     showed it a dead writer's, and every later write refused, the build folder holding "files gpudash did not write
     (.gpudash.old-*/...)". Now it is removed by the next write, as beside a build that is no mount point."""
     out = tmp_path / "build"
-    monkeypatch.setattr(os.path, "ismount", lambda path: os.path.abspath(path) == str(out))
-    write_files(out, FILES)
-    mounted = "import os, sys\nos.path.ismount = lambda path: os.path.abspath(path) == sys.argv[1]\n"
-    writer, retired = _stopped(mounted + STOPPED_REMOVING, out, tmp_path / "removing", "remove the previous build")
+    writer, retired = _stopped_removing_inside(out, tmp_path, monkeypatch)
     try:
         assert retired.parent == out and retired.name.startswith(".gpudash.old-") and _build(retired) == FILES
     finally:
@@ -185,10 +191,7 @@ def test_a_writer_cut_off_by_a_power_loss_inside_a_mount_point_leaves_what_the_n
     from generator.errors import OutputError
 
     out = tmp_path / "build"
-    monkeypatch.setattr(os.path, "ismount", lambda path: os.path.abspath(path) == str(out))
-    write_files(out, FILES)
-    mounted = "import os, sys\nos.path.ismount = lambda path: os.path.abspath(path) == sys.argv[1]\n"
-    writer, retired = _stopped(mounted + STOPPED_REMOVING, out, tmp_path / "removing", "remove the previous build")
+    writer, retired = _stopped_removing_inside(out, tmp_path, monkeypatch)
     assert (out / f"{retired.name.replace('.old-', '.new-')}.lock").read_bytes() == staging.KERNEL
     writer.send_signal(signal.SIGKILL)  # (the power loss: its lock is let go, its files stay)
     writer.wait()
