@@ -22,7 +22,6 @@ import contextlib
 import os
 import re
 import shutil
-import socket
 import stat
 import threading
 from pathlib import Path
@@ -156,7 +155,11 @@ def _kernel() -> bytes:
             found = stream.read(64).strip()
     except OSError:
         found = b""
-    return b"kernel " + (found or socket.gethostname().encode("utf-8", "replace"))
+    if not found:
+        import socket  # (here alone: at the top of the module, every gpudash start, --help too, imported it for this)
+
+        found = socket.gethostname().encode("utf-8", "replace")
+    return b"kernel " + found
 
 
 # What a writer writes into its lock file: a lock is known to the kernel that holds it alone where a file system shares
