@@ -11,7 +11,6 @@ import pytest
 
 from generator.artifacts import build
 from generator.project import load_project
-from generator.resources import bundled
 from generator.desired import desired_from
 from generator.targets import grafana_sync
 from generator.markers import GRAFANA_OWNER_TAG
