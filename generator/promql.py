@@ -1163,13 +1163,19 @@ class CounterReading:
         `reach` seconds back where that is further (each copy's own raw samples: a reading after a longer gap
         counts from the copy's reading before the gap, where the merged one has none)."""
         seconds = _seconds(self.resolution)
+        # idelta() of the latest clean reading at the step and at the step before, a step apart (the subquery's
+        # steps on the same grid)
+        rise = f"(idelta({self.latest(self.clean, within)}[{seconds * 1000 + 1}ms:{self.resolution}]) >= 0)"
+        return f"({rise} or {own_deltas(self, max(within, 2 * seconds, reach))})"
+
+    def latest(self, expression: str, within: int, offset: str = "") -> str:
+        """The latest value of `expression` at a subquery step, looked for `within` seconds back (at least two steps):
+        at a step t it holds the steps (t - lookback, t]; a step before t, the steps [t - lookback, t - step], where
+        the reading before t's is looked for (no step of the reading sits on the range's edge, on Prometheus 2 or 3).
+        `offset`: the subquery's offset modifier (` offset 30s`)."""
+        seconds = _seconds(self.resolution)
         lookback = max(within, 2 * seconds)
-        # at a step t it holds the steps (t - lookback, t]; a step before t, the steps [t - lookback, t - step]:
-        # where the reading before t's is looked for (no step of the reading sits on the range's edge, on
-        # Prometheus 2 or 3); idelta() of the two points, a step apart (the subquery's steps on the same grid)
-        latest = f"last_over_time({self.clean}[{lookback * 1000 - seconds * 500}ms:{self.resolution}])"
-        rise = f"(idelta({latest}[{seconds * 1000 + 1}ms:{self.resolution}]) >= 0)"
-        return f"({rise} or {own_deltas(self, max(lookback, reach))})"
+        return f"last_over_time({expression}[{lookback * 1000 - seconds * 500}ms:{self.resolution}]{offset})"
 
     def step_seconds(self, within: int, scraped: bool = False) -> str:
         """A subquery step's seconds since the step of the latest clean reading before it, looked for as step_delta
@@ -1177,11 +1183,8 @@ class CounterReading:
         n intervals after n - 1 steps without one, 0 at a step without a reading (whose delta is 0), none where
         step_delta has no earlier reading either. With `scraped`, the seconds between the scrapes of the two
         readings (their samples' timestamps, `scraped_at`) and not between their steps."""
-        seconds = _seconds(self.resolution)
-        lookback = max(within, 2 * seconds)
         at = self.scraped_at if scraped else f"(time() + 0 * {self.clean})"
-        latest = f"last_over_time({at}[{lookback * 1000 - seconds * 500}ms:{self.resolution}])"
-        return f"idelta({latest}[{seconds * 1000 + 1}ms:{self.resolution}])"
+        return f"idelta({self.latest(at, within)}[{_seconds(self.resolution) * 1000 + 1}ms:{self.resolution}])"
 
     @property
     def scraped_at(self) -> str:
@@ -1300,8 +1303,7 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # delta's): one subquery of the steps before, where comparing the two deltas read the copy's own delta again
     # (after a restart, where the copy missed the step before and another copy read the restart there, the growth
     # above counts over the copy's own seconds, longer than the comparison of the deltas gave: a step's rate low)
-    own_before = (f"last_over_time({copy.clean}[{max(COUNTED_WITHIN, 2 * seconds) * 1000 - seconds * 500}ms:"
-                  f"{resolution}] offset {resolution})")
+    own_before = copy.latest(copy.clean, COUNTED_WITHIN, f" offset {resolution}")
     grew_in = (f"(({above} and ({own_before} < on ({keys}) group_left () {before})) * 0 + "
                f"({taken} - on ({keys}) group_left () {taken_before}) or "
                f"{copy.step_seconds(COUNTED_WITHIN, scraped=True)})")
