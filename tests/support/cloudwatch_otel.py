@@ -565,6 +565,9 @@ def _go_max(a: float, b: float) -> float:
     return max(a, b)
 
 
+_AGGREGATIONS = ("max", "sum", "count", "median", "mean")  # the aggregation_type values _merged knows
+
+
 def _merged(values: list, aggregation: str):
     """aggregateutil's mergeNumberDataPoints of one group's values (None: a point without value, a staleness
     marker): the first point takes the others in; a first without value takes nothing (its value type matches
@@ -596,7 +599,7 @@ def _aggregate_labels(metric: _Metric, label_set: list[str], aggregation: str) -
     """aggregate_labels (aggregateutil FilterAttrs, GroupDataPoints, MergeDataPoints): every label not in
     `label_set` is removed; the points of one label set (and timestamp: one scrape here) are merged into the
     first of them, whose flags it keeps (_merged)."""
-    assert aggregation in ("max", "sum", "count", "median", "mean"), f"aggregation the model does not know: {aggregation}"
+    assert aggregation in _AGGREGATIONS, f"aggregation the model does not know: {aggregation}"
     kept = _kept_labels(label_set)
     return _grouped(_Metric(metric.name, metric.kind, [(kept(labels), value) for labels, value in metric.points]),
                     aggregation)
@@ -658,8 +661,7 @@ def _plan(labels: list[dict], operations: list[dict]) -> tuple[list[dict], list[
         action = operation["action"]
         if action == "aggregate_labels":
             aggregation, kept = operation["aggregation_type"], _kept_labels(operation["label_set"])
-            assert aggregation in ("max", "sum", "count", "median", "mean"), \
-                f"aggregation the model does not know: {aggregation}"
+            assert aggregation in _AGGREGATIONS, f"aggregation the model does not know: {aggregation}"
             groups: dict[tuple, list[int]] = {}
             for position, point_labels in enumerate(labels):
                 groups.setdefault(_sorted_items(kept(point_labels)), []).append(position)
