@@ -186,6 +186,8 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
                      "refused": " (refused)"}.get(outcome.state, " (not written)")
             if outcome.state == "done" and outcome.unfinished:
                 state = f" (done, then FAILED: {outcome.unfinished})"
+            # an error may quote the server's answer: escaped as the details are, its own lines kept ("\n  fix: ...")
+            state = "\n".join(map(printed.text, state.split("\n")))
         place = f" [{change.region}]" if change.region else ""
         # names and details quote what servers hold (a title, a query a person saved): printed escaped (printed.text)
         click.echo(redact.text(f"{style(change.action.ljust(9), fg=colours.get(change.action))} {change.target} "

@@ -58,3 +58,18 @@ def test_what_a_server_holds_is_printed_with_its_control_characters_escaped(caps
     assert "dashboard gpu\\x1b[2Joverview" in shown
     assert "panel 'Temperature': query changed: up\\x1b]52;c;ZWNobyBoaQ==\\x07\\nor vector(1) → up" in shown
     assert "panel 'Temperature': unit celsius\\u202e → celsius" in shown
+
+
+def test_a_failure_quoting_a_server_s_answer_is_printed_with_its_control_characters_escaped(capsys):
+    """A failed write is listed with its error, which may quote what the server answered (a Grafana message naming a
+    title a person saved): its ESC reached the terminal raw. Escaped in place; the error's own lines (`fix:`) kept."""
+    from generator.changes import Change, Outcome
+    from generator.cli_publish import _print_changes
+
+    change = Change("grafana", "dashboard", "gpu-overview", "update")
+    error = "Grafana answered 412: the dashboard 'gpu\x1b]0;owned\x07' has been changed by someone else\n  fix: run plan"
+    _print_changes([change], "text", outcomes=[Outcome(change, done=False, error=error)])
+    shown = capsys.readouterr().out
+    assert not any(c in shown for c in "\x1b\x07"), shown
+    assert "(FAILED: Grafana answered 412: the dashboard 'gpu\\x1b]0;owned\\x07' has been changed by someone else\n" \
+           "  fix: run plan)" in shown
