@@ -1,0 +1,96 @@
+"""The test servers' in-process answers are faithful: a story told once with the shortcut (a request to a running
+Grafana test server or moto server answered in the caller's thread, tests/support/grafana_server.py and
+moto_server.py) and once over real sockets (GPUDASH_TEST_GRAFANA_HTTP=1, GPUDASH_TEST_MOTO_HTTP=1, set before the
+server starts) ends the same: the same exit codes and JSON output, and the same requests in the server's log."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support import moto_server
+from tests.support.cloudwatch_world import PROJECT, _cloudwatch_state, alarms
+from tests.support.grafana_push import TEAM, team_settings
+from tests.support.grafana_server import ADMIN, GrafanaTestServer, in_process_server
+from tests.support.projects import builds_kept
+
+
+def _grafana_prune_story(cli, reference, tmp_path, monkeypatch, over_http: bool):
+    """push the team's settings, then push them without the team dashboard with --prune: (each push's exit code and
+    JSON output, what the server was asked: method and path, in order)."""
+    monkeypatch.setenv("GPUDASH_TEST_GRAFANA_HTTP", "1" if over_http else "0")
+    folder = tmp_path / ("http" if over_http else "here")
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as server:
+        assert (in_process_server(server.address) is None) == over_http  # the mode told is the mode run
+        env = {"GRAFANA_URL": server.url, "GRAFANA_TOKEN": ADMIN}
+        outcomes = []
+        for config, flags in ((team_settings(folder, "a", ["alpha"]), ()),
+                              (team_settings(folder, "a2", ["alpha"], team=False), ("--prune",))):
+            code, stdout, stderr = cli("push", "--skip-verify", "--output", "json", "--config", config, *flags,
+                                       env=env)
+            outcomes.append((code, json.loads(stdout)))
+        assert server.state.spec_errors == []
+        assert TEAM not in server.state.dashboards  # the story is a prune: the retired dashboard is gone
+        return outcomes, list(server.state.log)
+
+
+def test_a_grafana_push_prune_ends_the_same_in_process_and_over_http(cli, reference, tmp_path, monkeypatch):
+    builds_kept(monkeypatch)
+    here = _grafana_prune_story(cli, reference, tmp_path, monkeypatch, over_http=False)
+    over_http = _grafana_prune_story(cli, reference, tmp_path, monkeypatch, over_http=True)
+    assert [code for code, _ in here[0]] == [0, 0]
+    assert here == over_http
+
+
+def _cloudwatch_prune_story(cli, monkeypatch, over_http: bool) -> tuple[list, list]:
+    """apply to a moto server of its own, a retired alarm gpudash owned and a handmade one put beside, apply --prune:
+    (each apply's exit code and JSON output, what moto was asked: method, target, AWS operation and the answer's
+    status, sorted: Regions are read in threads)."""
+    from generator.markers import ALARM_HASH_TAG
+    from generator.ownership import alarm_hash
+
+    asked: list[tuple[str, str, str, int]] = []
+    answer = moto_server._answer
+
+    def recorded(app, method, target, headers, body, *args, **kwargs):
+        answered = answer(app, method, target, headers, body, *args, **kwargs)
+        headers = dict(headers)
+        asked.append((method, target, (headers.get("X-Amz-Target") or "").rpartition(".")[2], answered[0]))
+        return answered
+
+    monkeypatch.setenv("GPUDASH_TEST_MOTO_HTTP", "1" if over_http else "0")
+    with moto_server.MotoServer() as server:
+        assert (moto_server.in_process_server(server.address) is None) == over_http  # the mode told is the mode run
+        server.reset()
+        monkeypatch.setenv("AWS_ENDPOINT_URL", server.url)
+        client = server.client("cloudwatch", "us-east-1")
+        outcomes = []
+        with monkeypatch.context() as patch:
+            patch.setattr(moto_server, "_answer", recorded)
+            code, stdout, stderr = cli("apply", "--skip-verify", "--output", "json")
+            outcomes.append((code, json.loads(stdout)))
+            for name, tagged in (("gpudash-gpu-cluster-retired-rule-warning", True), ("gpudash-handmade", False)):
+                client.put_metric_alarm(AlarmName=name, MetricName="m", Namespace="n", Statistic="Average",
+                                        Period=60, EvaluationPeriods=1, Threshold=1,
+                                        ComparisonOperator="GreaterThanThreshold")
+                if tagged:  # what gpudash leaves: its ownership and rule tags, the hash of the alarm as written
+                    alarm = alarms(client)[name]
+                    client.tag_resource(ResourceARN=alarm["AlarmArn"], Tags=[
+                        {"Key": "ManagedBy", "Value": "gpudash"}, {"Key": ALARM_HASH_TAG, "Value": alarm_hash(alarm)},
+                        {"Key": "gpudash:rule", "Value": "retired-rule"}, {"Key": "gpudash:project", "Value": "test"}])
+            code, stdout, stderr = cli("apply", "--skip-verify", "--output", "json", "--prune")
+            outcomes.append((code, json.loads(stdout)))
+            live = alarms(client)
+        server.reset()  # moto's state is the process's: leave none to the next test
+    assert "gpudash-gpu-cluster-retired-rule-warning" not in live and "gpudash-handmade" in live  # the story prunes
+    return outcomes, sorted(asked)
+
+
+def test_a_cloudwatch_apply_prune_ends_the_same_in_process_and_over_http(cli, built_once, tmp_path, monkeypatch):
+    (tmp_path / "project.yaml").write_text(PROJECT)
+    monkeypatch.setenv("GPUDASH_CONFIG", str(tmp_path / "project.yaml"))
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    assert not any(state["alarms"] or state["dashboards"] for state in _cloudwatch_state().values())
+    here = _cloudwatch_prune_story(cli, monkeypatch, over_http=False)
+    over_http = _cloudwatch_prune_story(cli, monkeypatch, over_http=True)
+    assert [code for code, _ in here[0]] == [0, 0]
+    assert here == over_http
