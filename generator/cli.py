@@ -120,8 +120,9 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     made_with = settings_record(project.settings)
     target = Path(out)
     shown = printed.path(target)  # (a path holding a newline or another control character is printed escaped)
-    # from the first read of the build in the folder to the write (or --check's reading), another gpudash's turn waits
-    with no_cycle_collection(), turn(target, waiting_for_turn(target)):
+    # from the first read of the build in the folder to the write, another gpudash's turn waits; --check only reads, so
+    # it shares its turn with other readers (lint/plan --from, other checks) and waits for a writer alone
+    with no_cycle_collection(), turn(target, waiting_for_turn(target), shared=check):
         # the resources of a cluster split over several CloudFormation templates stay in the stacks the build in the
         # folder put them in while those hold them (cloudformation.split_cluster), with --check as without
         parts = PreviousParts(target, previous_stacks(target))

@@ -135,3 +135,37 @@ def test_a_gpudash_run_under_a_wrapper_locking_its_folder_does_not_wait_for_the_
     assert wrapper.returncode == 0 and "waiting" not in wrapper.stderr, wrapper.stderr[-2000:]
     assert [p.name for p in work.iterdir()] == ["build"]
     assert cli("generate", "--check", "--out", str(out))[0] == 0
+
+
+# A reader of the build (as `lint --from` holds its turn: shared) holding the folder's lock until the file argv[2]
+# exists, or 30 s at most
+READING = """
+import fcntl, os, pathlib, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.flock(fd, fcntl.LOCK_SH)
+print("held", flush=True)
+deadline = time.monotonic() + 30
+while not pathlib.Path(sys.argv[2]).exists() and time.monotonic() < deadline:
+    time.sleep(0.02)
+"""
+
+
+def test_generate_check_reads_beside_another_reader_without_waiting(tmp_path, cli):
+    """`generate --check` only reads the build: it shares its turn with other readers (lint/plan --from, another
+    check: parallel CI checks) and waits for a writer alone. It took a writer's turn, so a check waited for every
+    reader and every other check."""
+    work = tmp_path / "work"
+    out = work / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    done = tmp_path / "done"
+    reader = subprocess.Popen([sys.executable, "-c", READING, str(work), str(done)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert reader.stdout.readline() == "held\n"
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        check = subprocess.run([sys.executable, "-m", "generator.cli", "generate", "--check", "--out", str(out)],
+                               env=env, capture_output=True, text=True, timeout=120)
+        assert reader.poll() is None  # the reader still held its turn while the check ran
+        assert check.returncode == 0 and "waiting" not in check.stderr, check.stderr[-2000:]
+    finally:
+        done.write_text("")
+        reader.wait(timeout=60)
