@@ -25,6 +25,7 @@ from typing import Any, Callable
 from .. import redact
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..markers import ALARM_OWNER_TAG
+from ..ownership import NOT_COMPARED
 from .deadline import Deadline, DeadlineExceeded
 from .http import RETRIES_AFTER, connect_failure
 from .pacing import Pacer
@@ -693,11 +694,12 @@ _SCALARS: dict[str, tuple[type, ...]] = {"string": (str,), "boolean": (bool,), "
                                         "double": (int, float), "float": (int, float), "timestamp": (int, float, str)}
 
 
-def _not_as_modelled(shape: Any, value: Any, path: str) -> str | None:
+def _not_as_modelled(shape: Any, value: Any, path: str, type_only: bool = False) -> str | None:
     """Where an answer is not as the API's model has it: a member of another type (a string where the model has an
-    integer, a boolean, a list: botocore's JSON parser passes any value through), or a structure without a member
-    the model requires (a dimension without its Name, a tag without its Value). Members the model does not know are
-    left alone (a newer API may add them); a null is an absent member, as botocore reads it."""
+    integer, a boolean, a list: botocore's JSON parser passes any value through), a structure without a member
+    the model requires (a dimension without its Name, a tag without its Value), or a scalar outside the API's values
+    for it (`_domain`), except in a member of TYPE_ONLY (`type_only`: the whole of it). Members the model does not
+    know are left alone (a newer API may add them); a null is an absent member, as botocore reads it."""
     kind, where = shape.type_name, path or "the answer"
     if kind == "structure":
         if not isinstance(value, dict):
@@ -709,7 +711,8 @@ def _not_as_modelled(shape: Any, value: Any, path: str) -> str | None:
         for key, item in value.items():
             member = members.get(key)
             if member is not None and item is not None:
-                problem = _member_not_as_modelled(member, item, f"{path}.{key}" if path else key, key in TYPE_ONLY)
+                problem = _member_not_as_modelled(member, item, f"{path}.{key}" if path else key,
+                                                  type_only or key in TYPE_ONLY)
                 if problem:
                     return problem
     elif kind == "list":
@@ -717,7 +720,7 @@ def _not_as_modelled(shape: Any, value: Any, path: str) -> str | None:
             return f"{where} is not a list"
         for index, item in enumerate(value):
             if item is not None:
-                problem = _member_not_as_modelled(shape.member, item, f"{path}[{index}]")
+                problem = _member_not_as_modelled(shape.member, item, f"{path}[{index}]", type_only)
                 if problem:
                     return problem
     elif kind == "map":
@@ -725,7 +728,7 @@ def _not_as_modelled(shape: Any, value: Any, path: str) -> str | None:
             return f"{where} is not an object"
         for key, item in value.items():
             if item is not None:
-                problem = _member_not_as_modelled(shape.value, item, f"{path}.{key}")
+                problem = _member_not_as_modelled(shape.value, item, f"{path}.{key}", type_only)
                 if problem:
                     return problem
     elif kind in _SCALARS:
@@ -737,17 +740,20 @@ def _member_not_as_modelled(shape: Any, value: Any, path: str, type_only: bool =
     """Where a member (not None) is not as the model has it: a scalar of its type outside the API's values for it
     (`_domain`; not with `type_only`), anything else as `_not_as_modelled` reads it."""
     if not _scalar_as_modelled(shape.type_name, value):
-        return _not_as_modelled(shape, value, path)
+        return _not_as_modelled(shape, value, path, type_only)
     domain = None if type_only else _domain(shape)
     return None if domain is None else _outside(domain, value, path)
 
 
-# Members gpudash judges nothing by (an alarm's evaluation state, a PromQL alarm's interval: ownership.NOT_COMPARED)
-# whose values CloudWatch still extends: checked for their type alone. A value the installed botocore does not know is
-# there a newer API's, which must not fail every plan: boto3 1.26's model has PARTIAL_DATA alone of EvaluationState's
-# values, and CloudWatch lists EVALUATION_ERROR (an alarm set up wrong) and EVALUATION_FAILURE too now. Every other
-# member's domain is checked: a value gpudash judges an alarm by, outside it, would be read as an edit.
-TYPE_ONLY = ("EvaluationState", "EvaluationInterval")
+# Members no verdict of gpudash reads a value of (ownership.NOT_COMPARED: an alarm's state and evaluation state, when
+# they changed, a PromQL alarm's criteria and interval; the composite and log alarms DescribeAlarms may list beside the
+# metric alarms gpudash asks for), whose values CloudWatch may extend: checked for their type alone, each member under
+# them too. A value the installed botocore does not know is there a newer API's, which must not fail every plan:
+# boto3 1.26's model has PARTIAL_DATA alone of EvaluationState's values, and CloudWatch lists EVALUATION_ERROR (an alarm
+# set up wrong) and EVALUATION_FAILURE too now. Every other member's domain is checked (a comparison, a statistic, a
+# unit, a period, a threshold: the fields an alarm is compared by): a value gpudash judges an alarm by, outside it,
+# would be read as an edit, and `apply --force` would rewrite the alarm from an answer CloudWatch cannot give.
+TYPE_ONLY = frozenset((*NOT_COMPARED, "CompositeAlarms", "LogAlarms"))
 
 
 # Values the API reference names for a member that botocore's model leaves an open string: CloudWatch takes no other
