@@ -200,14 +200,16 @@ def optional_path(value: str | None) -> Path | None:
 
 def waiting_for_turn(build: Path):
     """What a command that writes or reads the build in `build` says when another gpudash holds the turn in the folder
-    holding it (output.turn), before it waits."""
-    def say(holders: str = "") -> None:
+    holding it (output.turn), before it waits: who holds it and whether it writes or reads there, where that is told."""
+    def say(holders: str = "", doing: str = "") -> None:
         from . import printed
         from .output import written_folder
 
-        click.echo(f"waiting for another gpudash writing a build into {printed.path(written_folder(build).parent)} "
-                   "(gpudash runs writing or reading a build in one folder take turns"
-                   + (f"; held by {holders})" if holders else ")"), err=True)
+        folder = printed.path(written_folder(build).parent)
+        what = {"writing": f"writing a build into {folder}", "reading": f"reading a build in {folder}"}.get(
+            doing, f"writing or reading a build in {folder}")
+        click.echo(f"waiting for another gpudash {what} (gpudash runs writing or reading a build in one folder take "
+                   "turns" + (f"; held by {holders})" if holders else ")"), err=True)
     return say
 
 

@@ -935,7 +935,7 @@ def written_folder(out: Path) -> Path:
     return out.resolve() if out.is_symlink() else out
 
 
-def turn(out: Path, waiting: Callable[[str], None] | None = None, shared: bool = False):
+def turn(out: Path, waiting: Callable[[str, str], None] | None = None, shared: bool = False):
     """This process's turn to read and replace the build in `out` (staging.taking_turns): held by `generate` from its
     first read of the previous build to its write, so that two writers into one folder take turns; `shared`, by a
     reader of a build (--from), which reads no build a writer is swapping."""
@@ -1668,13 +1668,13 @@ def _agree(what: str, recorded, present, manifest: str) -> None:
 
 
 def read(directory: Path, origin: str | None = None, settings=None, consequence: str = LINTED,
-         waiting: Callable[[str], None] | None = None) -> "Artifacts":
+         waiting: Callable[[str, str], None] | None = None) -> "Artifacts":
     """A build folder, back as the artifact set it was written from (every file checked against the
     manifest first). What the files do not say (each CloudWatch dashboard's Region, the primary Region,
     the Grafana folder, the name prefixes, what the build left out and why, the counters CSV's sha256)
     is read from the manifest's record, as it was written. With `settings`, the build must have been made
     with them (else an input error saying which to pass, ending with `consequence`). Read in a reader's turn
-    (`turn`; `waiting(holders)` is called once when a writer holds it), never while a gpudash writes the build."""
+    (`turn`; `waiting(holders, doing)` is called once when a writer holds it), never while a gpudash writes the build."""
     from .artifacts import Artifacts, GrafanaDashboard, Note
 
     with turn(directory, waiting, shared=True):

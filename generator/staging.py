@@ -42,13 +42,14 @@ _TURNS: dict[tuple[int, str], int] = {}
 
 
 @contextlib.contextmanager
-def taking_turns(parent: Path, waiting: Callable[[str], None] | None = None, shared: bool = False) -> Iterator[None]:
+def taking_turns(parent: Path, waiting: Callable[[str, str], None] | None = None,
+                 shared: bool = False) -> Iterator[None]:
     """This process's turn to read and replace a build in `parent` (the folder holding it): writers into one folder
     take turns, so that none reads a build another is swapping (a file moved away mid-read is not an edit) nor swaps
     one in under another's. A lock on the folder itself (flock of its descriptor: nothing is made beside the build),
     let go when the block ends, or by the kernel when the process ends however it ends. `waiting(holders)` is called
     once when another process (or thread) holds the turn, before waiting for it, with the processes holding it named
-    (`_named`: one stopped or stuck can be found; "" where they cannot be told). Held again by the same thread
+    (`_named`: one stopped or stuck can be found; "" where they cannot be told) and what they do (`_doing`). Held again by the same thread
     (generate, then its write), it is the one turn. `shared`: a reader's turn, which other readers share (a writer
     waits for them all, and they for it). Where the folder cannot be opened or locked (no flock, a file system without
     locks), or only processes this one runs under hold its lock (`_lock_holders`: they wait for it), nothing is held:
@@ -71,10 +72,10 @@ def taking_turns(parent: Path, waiting: Callable[[str], None] | None = None, sha
                 fcntl.flock(fd, kind | fcntl.LOCK_NB)
             except BlockingIOError:  # another's turn
                 holders = _lock_holders(fd)
-                if holders and holders <= _ancestors():
+                if holders and holders.keys() <= _ancestors():
                     raise OSError("held by a process that waits for this one") from None
                 if waiting is not None:
-                    waiting(_named(holders or set()))
+                    waiting(_named(set(holders or ())), _doing(holders))
                 fcntl.flock(fd, kind)
         except OSError:  # no locks on this file system
             os.close(fd)
@@ -91,18 +92,26 @@ def taking_turns(parent: Path, waiting: Callable[[str], None] | None = None, sha
             os.close(fd)
 
 
-def _lock_holders(fd: int) -> set[int] | None:
-    """The processes holding a lock on the file open as `fd` (Linux's /proc/locks), or None where that cannot be told.
-    Where all run this process (a wrapper that locks the folder and then runs gpudash: `flock . gpudash generate`, a
-    CI step made to take turns itself), they let go only once it ends: `taking_turns` takes its turn as held."""
+def _lock_holders(fd: int) -> dict[int, str] | None:
+    """The processes holding a lock on the file open as `fd` (Linux's /proc/locks), each with its lock's kind (READ: a
+    reader's shared turn; WRITE: a writer's), or None where that cannot be told. Where all run this process (a wrapper
+    that locks the folder and then runs gpudash: `flock . gpudash generate`, a CI step made to take turns itself), they
+    let go only once it ends: `taking_turns` takes its turn as held."""
     try:
         info = os.fstat(fd)
         key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
         with open("/proc/locks", encoding="ascii", errors="replace") as table:
-            return {int(words[4]) for words in map(str.split, table)
+            return {int(words[4]): words[3] for words in map(str.split, table)
                     if len(words) > 5 and words[1] == "FLOCK" and words[5] == key}
     except (OSError, ValueError):
         return None
+
+
+def _doing(holders: dict[int, str] | None) -> str:
+    """What the holders of a turn do with the build: "reading" (readers' shared turns alone), "writing" (a writer's
+    turn), "" where that cannot be told."""
+    kinds = set((holders or {}).values())
+    return "writing" if "WRITE" in kinds else "reading" if kinds == {"READ"} else ""
 
 
 def _ancestors() -> set[int]:

@@ -137,17 +137,25 @@ def test_a_gpudash_run_under_a_wrapper_locking_its_folder_does_not_wait_for_the_
     assert cli("generate", "--check", "--out", str(out))[0] == 0
 
 
-# A reader of the build (as `lint --from` holds its turn: shared) holding the folder's lock until the file argv[2]
-# exists, or 30 s at most
-READING = """
+# A reader of the build (as `lint --from` holds its turn: shared) or, with argv[3] "writer", a writer (as generate
+# holds its turn: exclusive) holding the folder argv[1]'s lock until the file argv[2] exists, or 30 s at most
+HOLDING = """
 import fcntl, os, pathlib, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
-fcntl.flock(fd, fcntl.LOCK_SH)
+fcntl.flock(fd, fcntl.LOCK_EX if sys.argv[3:] == ["writer"] else fcntl.LOCK_SH)
 print("held", flush=True)
 deadline = time.monotonic() + 30
 while not pathlib.Path(sys.argv[2]).exists() and time.monotonic() < deadline:
     time.sleep(0.02)
 """
+
+
+def _held(folder: Path, done: Path, holder: str) -> subprocess.Popen:
+    """A process holding `folder`'s turn as `holder` ("reader" or "writer") until `done` exists."""
+    process = subprocess.Popen([sys.executable, "-c", HOLDING, str(folder), str(done), holder], stdout=subprocess.PIPE,
+                               text=True)
+    assert process.stdout.readline() == "held\n"
+    return process
 
 
 def test_generate_check_reads_beside_another_reader_without_waiting(tmp_path, cli):
@@ -158,9 +166,8 @@ def test_generate_check_reads_beside_another_reader_without_waiting(tmp_path, cl
     out = work / "build"
     assert cli("generate", "--out", str(out))[0] == 0
     done = tmp_path / "done"
-    reader = subprocess.Popen([sys.executable, "-c", READING, str(work), str(done)], stdout=subprocess.PIPE, text=True)
+    reader = _held(work, done, "reader")
     try:
-        assert reader.stdout.readline() == "held\n"
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         check = subprocess.run([sys.executable, "-m", "generator.cli", "generate", "--check", "--out", str(out)],
                                env=env, capture_output=True, text=True, timeout=120)
@@ -169,3 +176,42 @@ def test_generate_check_reads_beside_another_reader_without_waiting(tmp_path, cl
     finally:
         done.write_text("")
         reader.wait(timeout=60)
+
+
+def _waiting_line(tmp_path: Path, folder: Path, holder: str, *command: str) -> tuple[str, int, int, str]:
+    """Runs gpudash `command` while a process holds `folder`'s turn as `holder`: the line it said it waits with (""
+    if none), the holder's pid, then, the holder let go, gpudash's exit code and stderr."""
+    done = tmp_path / "done"
+    held = _held(folder, done, holder)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.Popen([sys.executable, "-m", "generator.cli", *command], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    said = ""
+    try:
+        watchdog = threading.Timer(300, run.kill)  # (a bound on a hang, not a timing assertion)
+        watchdog.start()
+        for line in run.stderr:  # until it says it waits, or ends without waiting
+            if line.startswith("waiting for "):
+                said = line
+                break
+        watchdog.cancel()
+    finally:
+        done.write_text("")
+        held.wait(timeout=60)
+        _, rest = run.communicate(timeout=300)
+    return said, held.pid, run.returncode, rest
+
+
+@pytest.mark.skipif(not LOCKS_TOLD, reason="needs Linux's /proc/locks")
+def test_a_writer_waiting_for_a_reader_says_the_holder_reads(tmp_path, cli):
+    """A generate waiting for a reader of the build (lint/plan --from, generate --check: a shared turn) said it waited
+    for "another gpudash writing a build", sending a person after a writer that was not there. The line says what the
+    holder does, from its lock's kind: reading here (the first story's writers are named writing)."""
+    work = tmp_path / "work"
+    out = work / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    said, pid, code, stderr = _waiting_line(tmp_path, work, "reader", "generate", "--out", str(out))
+    assert said.startswith(f"waiting for another gpudash reading a build in {work} (gpudash runs writing or reading "
+                           f"a build in one folder take turns; held by process {pid}: "), said
+    assert code == 0, stderr
+
