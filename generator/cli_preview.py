@@ -10,7 +10,8 @@ from typing import Any
 import click
 
 from . import printed, redact
-from .cli_base import Between, checked_url, config_option, csv_option, load_project_for, main, output_option
+from .cli_base import (Between, checked_url, config_option, csv_option, load_project_for, main, output_option,
+                       waiting_for_turn)
 from .errors import InputError
 
 
@@ -22,7 +23,8 @@ def dashboards_of(project, from_dir: str | None) -> list[tuple[str, dict[str, An
         return [(d.uid, d.model) for d in grafana_dashboards(project)]
     from .output import read
 
-    found = [(d.uid, d.model) for d in read(Path(from_dir), origin=from_dir).grafana]
+    found = [(d.uid, d.model) for d in read(Path(from_dir), origin=from_dir,
+                                            waiting=waiting_for_turn(Path(from_dir))).grafana]
     if not found:
         raise InputError("the build holds no Grafana dashboards (grafana/*.json)", where=from_dir,
                          hint="run `gpudash generate --out DIR` first")
@@ -55,7 +57,7 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
 
     Each panel runs its own query (variables at their defaults) over the range and is drawn as
     inline SVG on Grafana's 24-column grid; the site opens from a CI artifact, with no network."""
-    from .output import write_files
+    from .output import turn, write_files
     from .preview import site
     from .clients.prometheus import PrometheusClient
 
@@ -97,7 +99,8 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
     else:
         source = redact.url(prometheus_url)
         files, summaries = render(prometheus_url, f"Prometheus at {source}")
-    write_files(Path(out), files, force=force)
+    with turn(Path(out), waiting_for_turn(Path(out))):  # (write_files takes this turn: said here when it waits)
+        write_files(Path(out), files, force=force)
     if output == "json":
         click.echo(json.dumps({"out": out, "prometheus": source, "dashboards": [s.as_dict() for s in summaries],
                                "diff": "diff.html" in files}, indent=2))

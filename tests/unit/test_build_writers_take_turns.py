@@ -215,3 +215,25 @@ def test_a_writer_waiting_for_a_reader_says_the_holder_reads(tmp_path, cli):
                            f"a build in one folder take turns; held by process {pid}: "), said
     assert code == 0, stderr
 
+
+PROMETHEUS_EMPTY = '{"status": "success", "data": {"resultType": "matrix", "result": []}}'
+
+
+@pytest.mark.parametrize("reads", [True, False], ids=["its --from build", "its site"])
+def test_preview_says_when_it_waits_its_turn(tmp_path, cli, reads):
+    """`preview --from` reads a build in a reader's turn and writes its site in a writer's; it waited for a writer of
+    either folder without a word (the run took seconds longer, saying nothing). It says it waits, as generate and
+    lint/plan --from do: the folder, the holder (a writer here) and, where Linux tells, its pid."""
+    from tests.support.canned_server import CannedServer
+
+    work = tmp_path / "work"  # the folder a writer holds: the build's (--from) or the site's
+    build, site = (work / "build", tmp_path / "site") if reads else (tmp_path / "build", work / "site")
+    work.mkdir()
+    assert cli("generate", "--out", str(build))[0] == 0
+    with CannedServer(PROMETHEUS_EMPTY) as prometheus:
+        said, pid, code, stderr = _waiting_line(tmp_path, work, "writer", "preview", "--from", str(build),
+                                                "--prometheus-url", f"http://{prometheus.address}", "--out", str(site))
+    held = f"; held by process {pid}: " if LOCKS_TOLD else ")"
+    assert said.startswith(f"waiting for another gpudash writing a build into {work} (gpudash runs writing or "
+                           f"reading a build in one folder take turns{held}"), said
+    assert code == 0 and (site / "index.html").exists(), stderr
