@@ -1199,6 +1199,11 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = _new_folder(out.parent, f".{out.name}.new-")
     except OSError as exc:
+        if out.is_dir():  # the build folder is there: what failed is the new build's folder beside it
+            raise OutputError(f"cannot make a folder beside the build for the new one ({exc.strerror}): gpudash "
+                              f"writes the new build next to the previous one and swaps them", where=str(out.parent),
+                              hint="let gpudash write into that folder (its permissions), or pass --out a folder "
+                                   "inside one you can write; the previous build is unchanged") from None
         raise OutputError(f"cannot create the output directory ({exc.strerror})", where=str(out.parent),
                           hint="check the path and its permissions") from None
     writer = claim(staging)  # (staging.py)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -655,6 +656,39 @@ def test_a_build_folder_holding_what_gpudash_did_not_write_is_not_replaced(tmp_p
     assert b"tuned by hand" not in edited.read_bytes()
     code, _, stderr = cli("generate", "--out", str(out))  # its own build again: replaced without a word
     assert code == 0, stderr
+
+
+def _without_override(command: list[str]) -> list[str]:
+    """`command` run so that a folder's permissions hold for it: as it is for a user, under setpriv without the
+    capabilities that let root write and read any folder (skipped where root cannot drop them)."""
+    if os.geteuid() != 0:
+        return command
+    if not shutil.which("setpriv"):
+        pytest.skip("root, and no setpriv to run without overriding permissions")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *command]
+
+
+def test_a_build_in_a_folder_gpudash_cannot_write_is_kept_and_the_failure_named(tmp_path, cli):
+    """The build folder is there and writable, the folder holding it is not (a read-only parent): the new build is
+    written beside the previous one, and that is what failed. generate said "cannot create the output directory" of
+    a directory that exists. It now says what failed and what to do; exit 2, the previous build as it was."""
+    parent = tmp_path / "shared"
+    out = parent / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    parent.chmod(0o555)
+    try:
+        result = subprocess.run(_without_override([*GPUDASH, "generate", "--out", str(out)]), cwd=tmp_path, text=True,
+                                env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=120)
+    finally:
+        parent.chmod(0o755)
+    assert result.returncode == 2, result.stderr
+    assert f"error: {parent}: cannot make a folder beside the build for the new one (Permission denied): gpudash " \
+           "writes the new build next to the previous one and swaps them\n  fix: let gpudash write into that folder " \
+           "(its permissions), or pass --out a folder inside one you can write; the previous build is unchanged" \
+           in result.stderr, result.stderr
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in parent.iterdir()] == ["build"]
 
 
 def test_a_link_to_a_folder_in_the_build_folder_is_not_dropped_without_a_word(tmp_path, cli):
