@@ -16,7 +16,7 @@ from .cli_base import (Between, config_option, csv_option, ends_with_command, le
                        no_cycle_collection, optional_path, output_option, waiting_for_turn)
 from . import printed
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
-from .output import BUILD
+from .build_folder import BUILD
 
 
 class _ReaderGone(io.RawIOBase):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__, printed
 from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKinds, joined_by
+from .build_folder import BUILD
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes
 from .staging import claim, let_go, lock_of, remove_dead, taking_turns
@@ -83,7 +84,6 @@ def _settled(ctime_ns: int, now: int) -> bool:
     return ctime_ns < now - (FINE_SETTLED_NS if ctime_ns % 1_000_000 else SETTLED_NS)
 
 
-BUILD = "build"  # the folder `gpudash generate` writes by default, where hints point
 AGENT_FILE_PREFIX = "k8s/cwagent-prometheus-config-"
 
 
