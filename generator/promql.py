@@ -1241,7 +1241,8 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     (its lag is not counted as time without growth). The leading copy's delta is at most its growth above the
     largest reading any copy took in the step before, where it is not below that (else a reset: its own delta),
     grown in the seconds between the scrapes of the two readings where it is the smaller (a whole step's read 122,500
-    mW for 150,000 when one of two exporters scraped 1.5 s apart drifted across a step): two exporters each
+    mW for 150,000 when one of two exporters scraped 1.5 s apart drifted across a step; a copy back from a missed
+    scrape after a restart another copy read first, 50 s of growth over 60 s): two exporters each
     collecting every 60 s, 10 s apart, lead in turn, and each one's own delta counted the collection the other had
     counted (400,000 mW for 200,000). At a leading copy's first reading (no reading of its own before: a replaced
     exporter's new copy) the step is the copies' merged one, its reading less the merged
@@ -1299,12 +1300,15 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     taken = copy.scraped_at
     taken_before = (f"max by ({keys}) (last_over_time({taken}[{seconds * 1000 - 1}ms:{resolution}] offset "
                     f"{resolution}) and ({read_before} == on ({keys}) group_left () {before}))")
-    # the growth above counts where the step before's largest reading is above the copy's own reading before (its
-    # delta's): one subquery of the steps before, where comparing the two deltas read the copy's own delta again
-    # (after a restart, where the copy missed the step before and another copy read the restart there, the growth
-    # above counts over the copy's own seconds, longer than the comparison of the deltas gave: a step's rate low)
+    # the growth above counts (it is the smaller of the two) where the step before's largest reading is above the
+    # copy's own reading before (its delta's), or where the copy's own delta is a restart (its reading below its own
+    # latest raw sample before: the counter since the restart): one subquery of the steps before, where comparing
+    # the two deltas read the copy's own delta again. Without the restart's test, a copy that missed the step before
+    # while another copy read the restart there counted its growth above that reading over its own seconds since its
+    # reading before the restart (50 s of growth over 60 s: a 2-minute window read 0.933 of the GPU's power)
     own_before = copy.latest(copy.clean, COUNTED_WITHIN, f" offset {resolution}")
-    grew_in = (f"(({above} and ({own_before} < on ({keys}) group_left () {before})) * 0 + "
+    restarted = f"({copy.reading} < {read_before_own})"
+    grew_in = (f"(({above} and ({own_before} < on ({keys}) group_left () {before} or {restarted})) * 0 + "
                f"({taken} - on ({keys}) group_left () {taken_before}) or "
                f"{copy.step_seconds(COUNTED_WITHIN, scraped=True)})")
     # the leading copy's own step, or at its first reading, the copies' merged step (from the reading of another copy)

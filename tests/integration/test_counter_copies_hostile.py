@@ -276,3 +276,43 @@ def test_grafanas_energy_rate_reads_the_gpus_power_when_a_scrape_is_stamped_late
                            readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
     _reads_within(rules, "panel_energy_scrape_stamped_late.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]),
                   series, 0.999 * overlap.WATTS * 1000, 1.001 * overlap.WATTS * 1000)
+
+
+RESTART_AT = 665  # s: the GPU's energy counter starts over from 0 (a GPU reset), between two scrapes of each exporter
+MISSED_AT = 690  # s: the old exporter's scrape then failed (its staleness marker in the sample's place)
+
+
+def _both_fresh(old_until: int, new_from: int) -> list[tuple[str, float, float]]:
+    """Two exporters reading DCGM when scraped (their readings fresh), the old one scraped on the half minute, the new
+    one 10 s past, both throughout."""
+    return sorted([*(("old", t, t) for t in range(0, overlap.END, 30)),
+                   *(("new", t + 10, t + 10) for t in range(0, overlap.END, 30))], key=lambda s: s[1])
+
+
+def _energy_restarting(taken: float) -> str:
+    return f"{overlap.energy_at(taken) if taken < RESTART_AT else overlap.WATTS * 1000 * (taken - RESTART_AT):.0f}"
+
+
+def test_grafanas_energy_rate_reads_the_gpus_power_after_a_restart_the_leading_copy_missed_the_scrape_of(
+        rules, monkeypatch):
+    # "Energy use rate" with two exporters reading the GPU fresh, the counter restarting at 665 s: the new exporter
+    # reads it first (670 s), the old one's scrape of 690 s fails, and its next (720 s) leads. That step counts the old
+    # copy's growth above the new copy's 670 s reading (50 s of growth); counted over the old copy's own 60 s since its
+    # reading before the restart, a 2-minute window holding it read 0.933 to 0.944 of 200,000 mW (13m50s, 14m). Every
+    # window holding no step of the restart (the step of 690 s counts the 5 s since it: the 25 s of growth before it
+    # are in no reading) reads the GPU's power
+    monkeypatch.setattr(overlap, "scrapes", _both_fresh)
+    series = [{**one, "values": " ".join("stale" if "dcgm-exporter-old" in one["series"] and k * twins.STEP == MISSED_AT
+                                         else v for k, v in enumerate(one["values"].split()))}
+              for one in twins._series(overlap.END, 0, readings={twins.ENERGY: _energy_restarting})]
+    watts = overlap.WATTS * 1000
+    inside = (f"(({_panel('gpudash-all-metrics', twins.ENERGY[8:])}) >= {0.999 * watts!r}) "
+              f"<= bool {1.001 * watts!r}")
+    restart_step = MISSED_AT  # the recording's step (660, 690] holding the new copy's first reading after the restart
+    instants = [t for t in range(PANEL_MINUTES[0] * 60, PANEL_MINUTES[-1] * 60 + 1, 10)
+                if not t - 120 <= restart_step <= t]
+    assert 830 in instants and 840 in instants
+    promtool_test(rules, "panel_energy_restart_missed.yaml", [{
+        "interval": f"{twins.STEP}s", "input_series": series, "promql_expr_test": [
+            {"expr": inside, "eval_time": f"{t}s", "exp_samples": [{"labels": f'{{gpu="0", node="{overlap.NODE}"}}',
+                                                                     "value": 1}]} for t in instants]}])
