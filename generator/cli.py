@@ -327,7 +327,9 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
         from .console import style
         for finding in findings:
             colour = {"error": "red", "warning": "yellow"}.get(finding.severity, "blue")
-            click.echo(f"{style(finding.rule, fg=colour)} {finding.severity}: {finding.where}: {finding.message}")
+            # (a finding quotes definitions, settings and the build's files: escaped in text, raw in JSON)
+            click.echo(f"{style(finding.rule, fg=colour)} {finding.severity}: {printed.text(finding.where)}: "
+                       f"{printed.text(finding.message)}")
         click.echo(f"{len(errors)} errors, {len(findings) - len(errors) - len(notes)} warnings"
                    + (f", {len(notes)} notes" if notes else ""))
     sys.exit(EXIT_FINDINGS if errors else 0)

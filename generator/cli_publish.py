@@ -529,7 +529,9 @@ def verify(config, csv, skip, context, cluster, exporter_url, prometheus_url, pr
                                "failed": len(verifying.failed(checks))}, indent=2))
     else:
         colours = {"ok": "green", "fail": "red", "warn": "yellow", "skip": "blue"}
-        rows = [[c.group, c.name, style(c.status.upper(), fg=colours[c.status]), c.detail, c.fix] for c in checks]
+        # a detail quotes what servers answered (an exporter's label value, an API's message): escaped, one row a line
+        rows = [[printed.text(c.group), printed.text(c.name), style(c.status.upper(), fg=colours[c.status]),
+                 printed.text(c.detail), printed.text(c.fix)] for c in checks]
         click.echo(table(["GROUP", "CHECK", "STATUS", "DETAIL", "FIX"], rows))
     sys.exit(EXIT_FINDINGS if verifying.failed(checks) else 0)
 

@@ -1,7 +1,8 @@
 """A path holding a newline or another control character (`--out $'build\\n...'`, a file a person saved in the build)
 was printed raw: its newline split one line of gpudash's output in two (the rest read as another message), an ESC
 started a terminal escape sequence. Every path gpudash prints (the build folder, a settings file, a file in the build,
-an error's where) is printed as it is when it prints as itself, else quoted with those characters escaped."""
+an error's where) is printed as it is when it prints as itself, else quoted with those characters escaped; a lint
+finding and a verify check quoting such a name or what a server answered escape those characters in place."""
 
 from __future__ import annotations
 
@@ -94,3 +95,54 @@ def test_a_file_of_a_build_read_with_from_named_with_control_characters_is_print
     code, stdout, stderr = cli("lint", "--from", "build")
     assert code == 2 and not _raw(stdout + stderr), stderr
     assert f"error: build: {repr('grafana/listed' + ODD + '.json')} is missing: the build was changed" in stderr
+
+
+UNKNOWN_METRIC = '''
+from generator.model import Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    raw = Panel("Raw", (Query("x", raw_promql="sum(no_such_field)"),))
+    yield Dashboard(id="odd", title="Odd", rows=[Row("GPUs", [raw])])
+'''
+
+
+def test_lint_findings_quoting_a_name_with_control_characters_are_printed_escaped(project_dir, monkeypatch, cli):
+    """A lint finding quotes what it is about (a definition's query, the counters CSV it was judged by): its text was
+    printed raw, so a newline split the finding over two lines and an ESC reached the terminal. Text output escapes
+    it in place; --output json keeps the raw value."""
+    import json
+    import shutil
+
+    from generator.resources import default_counters
+
+    config = project_dir(dashboards={"gpu.py": UNKNOWN_METRIC})
+    monkeypatch.chdir(config.parent)
+    shutil.copy(default_counters(), ODD)
+    code, stdout, stderr = cli("lint", "--csv", ODD)
+    assert code == 1 and not _raw(stdout + stderr), stdout
+    assert "GF002 error: grafana/gpudash-odd.json panel 'Raw': no_such_field is not in the counters CSV " \
+           "(bu\\nild\\x1b[31m\\u202e)\n" in stdout, stdout
+    code, stdout, _ = cli("lint", "--csv", ODD, "--output", "json")
+    assert f"no_such_field is not in the counters CSV ({ODD})" in [f["message"] for f in json.loads(stdout)["findings"]]
+
+
+def test_verify_prints_what_a_server_answered_escaped(tmp_path, monkeypatch, cli):
+    """A verify check quotes what a server answered (here an exporter's gpu label value, in a check's detail): its
+    table printed it raw, so a newline split a row in two (the rest read as another check's row) and an ESC reached
+    the terminal. The table escapes each cell in place; --output json keeps the raw value."""
+    import json
+
+    from tests.support.canned_server import CannedServer
+
+    monkeypatch.chdir(tmp_path)
+    label = ODD.replace("\n", "\\n")  # (the exposition format's escape of a newline in a label value)
+    body = f'DCGM_FI_DEV_GPU_UTIL{{gpu="{label}",UUID="GPU-1",Hostname="n"}} 50\n'
+    skipped = ("--skip", "kube", "--skip", "prometheus", "--skip", "cloudwatch")
+    with CannedServer(body, content_type="text/plain; version=0.0.4; charset=utf-8") as exporter:
+        url = f"http://{exporter.address}/metrics"
+        code, stdout, stderr = cli("verify", *skipped, "--exporter-url", url)
+        assert code == 1 and not _raw(stdout + stderr), stdout
+        assert "busy GPUs without a pod label: gpu bu\\nild\\x1b[31m\\u202e " in stdout, stdout
+        code, stdout, _ = cli("verify", *skipped, "--exporter-url", url, "--output", "json")
+    assert f"busy GPUs without a pod label: gpu {ODD}" in [c["detail"] for c in json.loads(stdout)["checks"]]
