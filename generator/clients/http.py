@@ -82,6 +82,19 @@ def connect_failure(exc: BaseException) -> str | None:
     return None
 
 
+def named_charset(content_type: str | None) -> str | None:
+    """The charset a Content-Type names, or None. (requests' `encoding` says ISO-8859-1 for any text/* answer naming
+    none, HTTP/1.1's old default; an exporter's text is UTF-8 by the exposition format, so a label value's UTF-8 read
+    as Latin-1.)"""
+    from email.message import Message
+
+    if not content_type:
+        return None
+    header = Message()
+    header["Content-Type"] = content_type
+    return header.get_content_charset()
+
+
 def decode(body: bytes, charset: str | None) -> str:
     """Text in the charset the answer names; UTF-8 when it names none, or one that does not exist."""
     import codecs
@@ -143,7 +156,7 @@ def get(url: str, options: Options, what: str, hint: str, params: dict[str, str]
         with session, session.get(clean, params=params, timeout=(timeout, first_byte), stream=True) as response:
             answering = True
             body = read_body(response.raw, options, what)
-            return response.status_code, decode(body, response.encoding)
+            return response.status_code, decode(body, named_charset(response.headers.get("Content-Type")))
     except (requests.RequestException, HTTPError, OSError) as exc:  # HTTPError, OSError: while the body streams
         if options.remaining() <= 0:  # the socket gave up because the run's deadline came: say so
             raise _late(what, options, answering) from None

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 ODD = "bu\nild\x1b[31m\u202e"  # a newline, an ESC starting a colour, a right-to-left override
 SHOWN = repr(ODD)  # 'bu\nild\x1b[31m\u202e'
 
@@ -127,7 +129,9 @@ def test_lint_findings_quoting_a_name_with_control_characters_are_printed_escape
     assert f"no_such_field is not in the counters CSV ({ODD})" in [f["message"] for f in json.loads(stdout)["findings"]]
 
 
-def test_verify_prints_what_a_server_answered_escaped(tmp_path, monkeypatch, cli):
+@pytest.mark.parametrize("content_type", ["text/plain; version=0.0.4; charset=utf-8", "text/plain; version=0.0.4"],
+                         ids=["charset named", "no charset (UTF-8 by the exposition format, not Latin-1)"])
+def test_verify_prints_what_a_server_answered_escaped(tmp_path, monkeypatch, cli, content_type):
     """A verify check quotes what a server answered (here an exporter's gpu label value, in a check's detail): its
     table printed it raw, so a newline split a row in two (the rest read as another check's row) and an ESC reached
     the terminal. The table escapes each cell in place; --output json keeps the raw value."""
@@ -139,7 +143,7 @@ def test_verify_prints_what_a_server_answered_escaped(tmp_path, monkeypatch, cli
     label = ODD.replace("\n", "\\n")  # (the exposition format's escape of a newline in a label value)
     body = f'DCGM_FI_DEV_GPU_UTIL{{gpu="{label}",UUID="GPU-1",Hostname="n"}} 50\n'
     skipped = ("--skip", "kube", "--skip", "prometheus", "--skip", "cloudwatch")
-    with CannedServer(body, content_type="text/plain; version=0.0.4; charset=utf-8") as exporter:
+    with CannedServer(body, content_type=content_type) as exporter:
         url = f"http://{exporter.address}/metrics"
         code, stdout, stderr = cli("verify", *skipped, "--exporter-url", url)
         assert code == 1 and not _raw(stdout + stderr), stdout
