@@ -112,6 +112,11 @@ def _exit(code) -> None:
 @output_option
 def generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
+    with no_cycle_collection():  # from the imports of the build's modules on: the settings are read with it off too
+        _generate(config, csv, out, check, force, output)
+
+
+def _generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     from .limits import checked_build
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
                          moved_resources, previous_stacks, renamed_resources, settings_record, turn, write_files)
@@ -122,7 +127,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     shown = printed.path(target)  # (a path holding a newline or another control character is printed escaped)
     # from the first read of the build in the folder to the write, another gpudash's turn waits; --check only reads, so
     # it shares its turn with other readers (lint/plan --from, other checks) and waits for a writer alone
-    with no_cycle_collection(), turn(target, waiting_for_turn(target), shared=check):
+    with turn(target, waiting_for_turn(target), shared=check):
         # the resources of a cluster split over several CloudFormation templates stay in the stacks the build in the
         # folder put them in while those hold them (cloudformation.split_cluster), with --check as without
         parts = PreviousParts(target, previous_stacks(target))

@@ -168,3 +168,26 @@ def test_generate_on_the_otel_pipeline_imports_no_lint_module(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "[]"
     assert (tmp_path / "build" / "manifest.json").is_file()
+
+
+def test_the_cycle_collector_walks_none_of_what_generate_imports(tmp_path):
+    """The `gpudash` command imports its modules with the cycle collector off and then leaves what they made out of
+    every collection (entry.run), and generate keeps it off from the imports of the build's modules on: turned on
+    while they load, it walked the tens of thousands of objects they make (modules, classes, functions, all living
+    until the process ends) over and over, some 35 collections and 38,000 objects for the default build, to find no
+    garbage, about 4 ms of a one-dashboard run's CPU."""
+    code = ("import gc, sys\n"
+            "walked = []\n"
+            "gc.callbacks.append(lambda phase, info: walked.append(sum(len(gc.get_objects(g)) for g in "
+            "range(info['generation'] + 1))) if phase == 'start' else None)\n"
+            "import atexit\n"
+            "atexit.register(lambda: print(f'\\nwalked {sum(walked)}', end=''))\n"
+            f"sys.argv = ['gpudash', 'generate', '--out', {str(tmp_path / 'build')!r}]\n"
+            "from generator.entry import run\n"
+            "run()\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "build" / "manifest.json").is_file()
+    # a young collection walks about a thousand objects at most (gc.get_threshold()): one or two may happen while
+    # click reads the command line
+    assert int(result.stdout.rsplit("\n", 1)[-1].removeprefix("walked ")) < 2_000, result.stdout[-200:]
