@@ -302,16 +302,6 @@ def _rules_apart(files, folder, name: str, tests: list[dict], evaluation_interva
     groups = rule_groups(files["prometheus/rules.yaml"].decode())
     assert {case["alertname"] for test in tests for case in test["alert_rule_test"]} == {"GpudashGpuDataMissing"}
 
-    def alone(keep) -> list[dict]:  # the rule groups with only the data-missing rule `keep` picks
-        return [{**g, "rules": [r for r in g["rules"] if r.get("alert") != "GpudashGpuDataMissing" or keep(r)]}
-                for g in groups]
-
-    def per_target(rule: dict) -> bool:
-        return rule["labels"].get("reason") == REASON
-
-    def moved(text: str, i: int) -> str:  # group i's exporter target: its node, address and pod
-        return re.sub(r'\b(node|instance|exporter_pod)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-{i}"', text)
-
     def moved_labels(labels: dict[str, str], i: int) -> dict[str, str]:
         return {k: f"{v}-{i}" if k in ("node", "instance", "exporter_pod") else v for k, v in labels.items()}
 
@@ -323,7 +313,7 @@ def _rules_apart(files, folder, name: str, tests: list[dict], evaluation_interva
     for i, test in enumerate(tests):
         judged_alike.setdefault((test["interval"], tuple(c["eval_time"] for c in test["alert_rule_test"])), []).append(i)
     targets = [{"name": f"the targets of {len(alike)} groups", "interval": interval,
-                "input_series": [{**series, "series": moved(series["series"], i)} for i in alike
+                "input_series": [{**series, "series": _moved(series["series"], i)} for i in alike
                                  for series in tests[i]["input_series"] if 'job="dcgm-exporter"' in series["series"]],
                 "alert_rule_test": [{**case, "exp_alerts": [{**a, "exp_labels": moved_labels(a["exp_labels"], i)}
                                                             for i in alike
@@ -332,15 +322,32 @@ def _rules_apart(files, folder, name: str, tests: list[dict], evaluation_interva
                                     for j, case in enumerate(tests[alike[0]]["alert_rule_test"])]}
                for (interval, _), alike in judged_alike.items()]
     assert all(t["input_series"] for t in targets) and sorted(
-        per_target(r) for g in groups for r in g["rules"] if r.get("alert") == "GpudashGpuDataMissing") == [False, True]
+        _per_target(r) for g in groups for r in g["rules"]
+        if r.get("alert") == "GpudashGpuDataMissing") == [False, True]
     try:
-        for part, keep, parts in (("cluster", lambda r: not per_target(r), cluster), ("target", per_target, targets)):
+        for part, keep, parts in (("cluster", lambda r: not _per_target(r), cluster), ("target", _per_target, targets)):
             (folder / part).mkdir()
-            (folder / part / "rules.yaml").write_text(json.dumps({"groups": alone(keep)}))
+            (folder / part / "rules.yaml").write_text(json.dumps({"groups": _alone(groups, keep)}))
             promtool_test(folder / part, name, parts, evaluation_interval=evaluation_interval)
     except AssertionError:
         promtool_test(folder, name, tests, evaluation_interval=evaluation_interval)
         raise
+
+
+def _per_target(rule: dict) -> bool:
+    """Whether `rule` is the data-missing rule's per-target alert (its own reason), not the cluster's."""
+    return rule["labels"].get("reason") == REASON
+
+
+def _alone(groups: list[dict], keep) -> list[dict]:
+    """The rule groups with only the data-missing rules `keep` picks."""
+    return [{**g, "rules": [r for r in g["rules"] if r.get("alert") != "GpudashGpuDataMissing" or keep(r)]}
+            for g in groups]
+
+
+def _moved(text: str, i: int) -> str:
+    """A series of group i's exporter target: its node, address and pod marked `-i`."""
+    return re.sub(r'\b(node|instance|exporter_pod)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-{i}"', text)
 
 
 def _fired(rule: dict, situation: Situation, exporter: dict[str, str] = EXPORTER) -> list[dict]:
