@@ -233,7 +233,28 @@ class FaultProxy(LoopbackServer):
         HTTP) when the rule that applies breaks the connection (reset, truncate, drip): that needs a socket."""
         from tests.support.moto_server import as_sent, received
 
-        method, target, headers, body = as_sent(request, parts)
+        answered = self._answered(*as_sent(request, parts))
+        return None if answered is None else received(request, answered.status, answered.headers, answered.body)
+
+    def answer_in_process(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+                          ) -> tuple[int, str, list[tuple[str, str]], bytes] | None:
+        """requests' request (tests/support/grafana_server.as_sent) answered in the caller's thread, as the proxy
+        answers it over HTTP, when the upstream Grafana test server answers in this process; None (it is sent over
+        HTTP) when the rule that applies breaks the connection, or the server would not answer it in-process."""
+        if not self._grafana().answers_as_http(method, target):
+            return None
+        answered = self._answered(method, target, headers, body)
+        if answered is None:
+            return None
+        from http.server import BaseHTTPRequestHandler
+
+        # the reason an answer of the proxy's own carries: the one http.server writes for its status
+        reason = answered.reason or BaseHTTPRequestHandler.responses.get(answered.status, ("",))[0]
+        return answered.status, reason, answered.headers, answered.body
+
+    def _answered(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes) -> Answer | None:
+        """What the proxy answers a request in the caller's thread, its headers as its HTTP handler sends them; None
+        when the rule that applies breaks the connection (nothing is recorded or taken: it is for HTTP)."""
         found = self._request(method, target, _Headers(headers), body, in_process=True)
         if found is None:
             return None
@@ -258,7 +279,7 @@ class FaultProxy(LoopbackServer):
         sent = [("Server", _SERVER), ("Date", email.utils.formatdate(usegmt=True)),
                 *((name, value) for name, value in answer.headers if name.lower() not in HOP_BY_HOP),
                 ("Content-Length", str(len(answer.body)))]
-        return received(request, answer.status, sent, answer.body)
+        return Answer(answer.status, answer.reason, sent, answer.body)
 
     def _forward(self, handler, method: str, target: str, headers, body: bytes) -> Answer:
         """Send the request upstream on the connection this client connection keeps to the server (opened at
@@ -285,18 +306,23 @@ class FaultProxy(LoopbackServer):
             handler.upstream = None
         return answer
 
+    def _grafana(self):
+        """The upstream Grafana test server when it answers in this process (else None)."""
+        from tests.support import grafana_server
+
+        return grafana_server.in_process_server(f"{self.upstream[0]}:{self.upstream[1]}")
+
     def _answered_in_process(self, method: str, target: str, headers, body: bytes) -> Answer | None:
         """The answer of an upstream moto or Grafana test server running in this process (tests/support/moto_server.py,
         grafana_server.py), asked in this thread: what its HTTP handler answers the same request, without a second
         connection and its threads. None for any other upstream, or a request the server must answer over HTTP: the
         request goes over HTTP."""
-        from tests.support import grafana_server
         from tests.support.moto_server import in_process_server
 
         server = in_process_server(f"{self.upstream[0]}:{self.upstream[1]}")
         pairs = headers.items() if hasattr(headers, "items") else headers
         if server is None:
-            grafana = grafana_server.in_process_server(f"{self.upstream[0]}:{self.upstream[1]}")
+            grafana = self._grafana()
             auth = next((v for k, v in pairs if k.lower() == "authorization"), "")
             answered = None if grafana is None else grafana.answer_as_http(method, target, body, auth)
             return None if answered is None else Answer(*answered)
@@ -305,17 +331,22 @@ class FaultProxy(LoopbackServer):
         return Answer(status, reason, answered, data)
 
     def __enter__(self) -> "FaultProxy":
+        from tests.support import grafana_server
         from tests.support.moto_server import in_process_server, serve_in_process
 
         super().__enter__()
         if in_process_server(f"{self.upstream[0]}:{self.upstream[1]}") is not None:
             serve_in_process(self.address, self)  # botocore's requests to it: see answer()
+        elif self._grafana() is not None:
+            grafana_server.serve_in_process(self.address, self)  # requests' calls to it: see answer_in_process()
         return self
 
     def __exit__(self, *exc) -> None:
+        from tests.support import grafana_server
         from tests.support.moto_server import stop_serving_in_process
 
         stop_serving_in_process(self.address)
+        grafana_server.stop_serving_in_process(self.address)
         self.stopping.set()
         super().__exit__(*exc)
 

@@ -148,18 +148,19 @@ def _spec(path: Path) -> Spec:
     return Spec(path)
 
 
-_IN_PROCESS: dict[str, "GrafanaTestServer"] = {}  # "127.0.0.1:port" -> a running server answering callers here
+_IN_PROCESS: dict[str, Any] = {}  # "127.0.0.1:port" -> what answers requests' callers here (a server, a proxy)
 
 
 def _sent_in_process() -> None:
     """A request that requests (gpudash's Grafana client, in the CLI run in-process, or a test's) sends to a running
-    Grafana test server's own address over plain HTTP is answered by that server in the caller's thread: the request
-    as requests prepared it (its method, target, body and Authorization), the answer as the server's HTTP handler
-    writes it (status, its Server and Date headers, the JSON's type and length, a Location), read by requests'
-    adapter from a urllib3 response as any answer (the body by its length). Only the socket, http.client's parse and
-    the server's thread are skipped: most of a small request's CPU. A request given a proxy, to another address (a
-    fault proxy in front of the server, a TLS server, a closed one, a subprocess's) goes over HTTP, as does every
-    request when GPUDASH_TEST_GRAFANA_HTTP=1."""
+    Grafana test server's own address over plain HTTP, or to a fault proxy in front of one (tests/support/fault_proxy.py),
+    is answered by that server or proxy in the caller's thread: the request as requests prepared it and http.client
+    would send it (as_sent), the answer as the server's or proxy's HTTP handler writes it (status, reason, its Server
+    and Date headers, the JSON's type and length, a Location), read by requests' adapter from a urllib3 response as
+    any answer (the body by its length: received). Only the socket, http.client's parse and the server's thread are
+    skipped: most of a small request's CPU. A request given a proxy, to another address (a TLS server, a closed one, a
+    subprocess's), one a proxy's rule breaks the connection of, goes over HTTP, as does every request when
+    GPUDASH_TEST_GRAFANA_HTTP=1."""
     from requests import adapters
     from requests.utils import select_proxy
 
@@ -172,19 +173,60 @@ def _sent_in_process() -> None:
         server = _IN_PROCESS.get(parts.netloc) if parts.scheme == "http" else None
         answered = None
         if server is not None and not select_proxy(request.url, proxies):
-            answered = server.answer_in_process(request)
+            sent = as_sent(request)
+            answered = None if sent is None else server.answer_in_process(*sent)
         if answered is None:
             return over_http(self, request, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
-        return self.build_response(request, answered)
+        return self.build_response(request, received(request, *answered))
 
     send.in_process = True
     adapters.HTTPAdapter.send = send
 
 
+def as_sent(request) -> tuple[str, str, list[tuple[str, str]], bytes] | None:
+    """requests' prepared `request` as http.client sends it: method, target (path and query), headers (with the Host
+    it adds), body; None for a body that is neither bytes nor text (a file, a generator: sent over HTTP)."""
+    body = request.body
+    if isinstance(body, str):
+        body = body.encode("iso-8859-1")  # as http.client sends a text body
+    if not isinstance(body, (bytes, type(None))):
+        return None
+    headers = list(request.headers.items())
+    if not any(name.lower() == "host" for name, _ in headers):
+        headers.insert(0, ("Host", urlsplit(request.url).netloc))
+    return request.method, request.path_url, headers, body or b""
+
+
+def received(request, status: int, reason: str, headers: list[tuple[str, str]], data: bytes) -> Any:
+    """An HTTP answer (its headers as sent) as a urllib3 response, for requests' adapter to read for `request`."""
+    import io
+
+    from urllib3 import HTTPResponse
+    from urllib3._collections import HTTPHeaderDict
+
+    found = HTTPHeaderDict()
+    for name, value in headers:
+        found.add(name, value)
+    return HTTPResponse(body=io.BytesIO(data), headers=found, status=status, reason=reason, preload_content=False,
+                        decode_content=False, request_method=request.method, request_url=request.url)
+
+
+def serve_in_process(address: str, answerer) -> None:
+    """requests' calls in this process to "127.0.0.1:port" are answered by `answerer.answer_in_process(method,
+    target, headers, body)` in the caller's thread: (status, reason, headers, body), or None to send it over HTTP."""
+    _sent_in_process()
+    _IN_PROCESS[address] = answerer
+
+
+def stop_serving_in_process(address: str) -> None:
+    _IN_PROCESS.pop(address, None)
+
+
 def in_process_server(address: str) -> "GrafanaTestServer | None":
     """The running Grafana test server at "127.0.0.1:port" that answers callers in this process in their own thread
     (None: another address, TLS, or GPUDASH_TEST_GRAFANA_HTTP=1)."""
-    return _IN_PROCESS.get(address)
+    server = _IN_PROCESS.get(address)
+    return server if isinstance(server, GrafanaTestServer) else None
 
 
 class GrafanaTestServer(LoopbackServer):
@@ -257,12 +299,11 @@ class GrafanaTestServer(LoopbackServer):
     def __enter__(self) -> "GrafanaTestServer":
         super().__enter__()
         if self.url.startswith("http://") and os.environ.get("GPUDASH_TEST_GRAFANA_HTTP") != "1":
-            _sent_in_process()
-            _IN_PROCESS[self.address] = self
+            serve_in_process(self.address, self)
         return self
 
     def __exit__(self, *exc) -> None:
-        _IN_PROCESS.pop(self.address, None)
+        stop_serving_in_process(self.address)
         super().__exit__(*exc)
 
     def answer_as_http(self, method: str, target: str, body: bytes, auth: str
@@ -274,11 +315,8 @@ class GrafanaTestServer(LoopbackServer):
         import email.utils
         from http.server import BaseHTTPRequestHandler
 
-        if method not in ("GET", "POST", "DELETE") or target.startswith("//"):
+        if not self.answers_as_http(method, target):
             return None
-        with self.lock:
-            if any(fault.times > 0 for fault in self.state.faults):
-                return None
         answer = self.answer(method, target, body, auth)
         if answer is None:
             return None
@@ -288,31 +326,18 @@ class GrafanaTestServer(LoopbackServer):
                    ("Content-Length", str(len(data))), *((("Location", location),) if location else ())]
         return status, BaseHTTPRequestHandler.responses.get(status, ("",))[0], headers, data
 
-    def answer_in_process(self, request) -> Any:
-        """requests' prepared `request` answered in the caller's thread (answer_as_http; see _sent_in_process), as a
-        urllib3 response for requests' adapter to read; None where it must go over HTTP (also a body that is neither
-        bytes nor text)."""
-        import io
+    def answers_as_http(self, method: str, target: str) -> bool:
+        """Whether answer_as_http answers this request now (False: it must go over HTTP, see there)."""
+        if method not in ("GET", "POST", "DELETE") or target.startswith("//"):
+            return False
+        with self.lock:
+            return not any(fault.times > 0 for fault in self.state.faults)
 
-        from urllib3 import HTTPResponse
-        from urllib3._collections import HTTPHeaderDict
-
-        body = request.body
-        if isinstance(body, str):
-            body = body.encode("iso-8859-1")  # as http.client sends a text body
-        if not isinstance(body, (bytes, type(None))):
-            return None
-        answered = self.answer_as_http(request.method, request.path_url, body or b"",
-                                       request.headers.get("Authorization", ""))
-        if answered is None:
-            return None
-        status, reason, pairs, data = answered
-        headers = HTTPHeaderDict()
-        for name, value in pairs:
-            headers.add(name, value)
-        return HTTPResponse(body=io.BytesIO(data), headers=headers, status=status, reason=reason,
-                            preload_content=False, decode_content=False, request_method=request.method,
-                            request_url=request.url)
+    def answer_in_process(self, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+                          ) -> tuple[int, str, list[tuple[str, str]], bytes] | None:
+        """A request (as_sent) answered in the caller's thread (answer_as_http; see _sent_in_process)."""
+        auth = next((value for name, value in headers if name.lower() == "authorization"), "")
+        return self.answer_as_http(method, target, body, auth)
 
     # --- test helpers ----------------------------------------------------------------------
 
