@@ -222,6 +222,12 @@ def stop_serving_in_process(address: str) -> None:
     _IN_PROCESS.pop(address, None)
 
 
+def answered_here(address: str) -> Any:
+    """What answers requests' calls in this process to "127.0.0.1:port" (a Grafana test server, a fault proxy), or
+    None."""
+    return _IN_PROCESS.get(address)
+
+
 def in_process_server(address: str) -> "GrafanaTestServer | None":
     """The running Grafana test server at "127.0.0.1:port" that answers callers in this process in their own thread
     (None: another address, TLS, or GPUDASH_TEST_GRAFANA_HTTP=1)."""
