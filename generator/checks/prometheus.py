@@ -75,7 +75,8 @@ def scrape_job(project: Project, options: Options) -> Check:
         return Check(GROUP, SCRAPE_JOB, FAIL, "no Prometheus URL given to look for the scrape job",
                      "pass --prometheus-url (or PROMETHEUS_URL)")
     try:
-        targets = Prometheus(options.prometheus_url, options).job_targets(job)
+        with Prometheus(options.prometheus_url, options) as prometheus:
+            targets = prometheus.job_targets(job)
     except RemoteError as exc:
         return Check(GROUP, SCRAPE_JOB, FAIL, f"cannot list the targets of Prometheus: {exc.what}", HINT,
                      cause=UNREACHABLE)
@@ -94,7 +95,11 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield Check(GROUP, "reachable", FAIL, "no Prometheus URL given",
                     "pass --prometheus-url (or PROMETHEUS_URL), or --skip prometheus")
         return
-    prometheus = Prometheus(options.prometheus_url, options)
+    with Prometheus(options.prometheus_url, options) as prometheus:
+        yield from _checks(prometheus, project)
+
+
+def _checks(prometheus: Prometheus, project: Project) -> Iterator[Check]:
     targets: list = []
     yield from step(GROUP, "DCGM targets", _targets, prometheus, project, targets)
     reporting: list = []

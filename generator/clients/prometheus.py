@@ -12,19 +12,35 @@ from .. import redact
 from .options import Options
 from ..errors import RemoteError
 from .answer import Answer, OddAnswer, to_number
-from .http import get
+from .http import get, session
 
 HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up, or --skip prometheus"
 RANGE_HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up"
 
 
 class Prometheus:
+    """Reads of one run from one thread, over one session's connections (`close` it when done)."""
+
     def __init__(self, url: str, options: Options):
         self.url, self.options = url.rstrip("/"), options
         self.source = f"Prometheus at {redact.url(self.url)}"
+        self._session = None
 
     def _get(self, path: str, params: dict[str, str] | None = None) -> tuple[int, str]:
-        return get(f"{self.url}{path}", self.options, self.source, HINT, params=params, verb="query")
+        if self._session is None:
+            self._session = session(self.url)
+        return get(f"{self.url}{path}", self.options, self.source, HINT, params=params, verb="query",
+                   reuse=self._session)
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+
+    def __enter__(self) -> "Prometheus":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def _decoded(self, status: int, text: str) -> Answer:
         """An answer of Prometheus' API, successful or not; RemoteError or OddAnswer when not one."""
