@@ -434,19 +434,31 @@ def watched_clusters(prometheus: Prometheus, project: Project) -> Check:
                  f"rule group {CLUSTERS_GROUP!r} records the {len(settings.clusters)} clusters as watched")
 
 
-def _arrives_as(prometheus: Prometheus, label: str, within: int) -> str | None:
-    """The name a workload label (`pod`, `namespace`, `container`) arrives under on the DCGM series (`recent`):
-    `exported_<label>` when any series carries it (the scrape target's own label won), else `<label>`
-    when any series carries that, else None (no GPU held by a pod)."""
-    if prometheus.query(f"count({recent(_dcgm('exported_' + label), within)})"):
+CARRIED = "gpudash_label"  # which label a series of `_carried` was counted for
+
+
+def _carried(prometheus: Prometheus, within: int) -> set[str]:
+    """Which of the workload labels, in either spelling (`<label>`, `exported_<label>`), any DCGM series carries
+    (`recent`): one query for the six (a run asked them one by one, a round trip and a query's fixed cost each)."""
+    names = [f"{prefix}{label}" for label in ("pod", "namespace", "container") for prefix in ("exported_", "")]
+    counted = " or ".join(f'label_replace({recent(_dcgm(name), within)}, "{CARRIED}", "{name}", "", "")'
+                          for name in names)
+    return {labels.get(CARRIED, "") for labels, _ in prometheus.query(f"count by ({CARRIED}) ({counted})")}
+
+
+def _arrives_as(carried: set[str], label: str) -> str | None:
+    """The name a workload label (`pod`, `namespace`, `container`) arrives under on the DCGM series: `exported_<label>`
+    when any series carries it (the scrape target's own label won), else `<label>` when any series carries that,
+    else None (no GPU held by a pod)."""
+    if f"exported_{label}" in carried:
         return f"exported_{label}"
-    return label if prometheus.query(f"count({recent(_dcgm(label), within)})") else None
+    return label if label in carried else None
 
 
 def _pod_label(prometheus: Prometheus, project: Project) -> Check:
     labels = project.settings.labels
-    within = looked_back(project)
-    detected = _arrives_as(prometheus, "pod", within)
+    carried = _carried(prometheus, looked_back(project))
+    detected = _arrives_as(carried, "pod")
     if detected is None:
         return Check(GROUP, "workload pod label", WARN, "no series carries a workload pod label",
                      "run again while a pod uses a GPU; check the exporter's pod labels")
@@ -463,7 +475,7 @@ def _pod_label(prometheus: Prometheus, project: Project) -> Check:
     # namespace and container), so a pod setting that matches alone would still show every pod in the
     # exporter's namespace and container.
     wrong = [(key, getattr(labels, key), arrived) for key, arrived in
-             ((key, _arrives_as(prometheus, key, within)) for key in ("namespace", "container"))
+             ((key, _arrives_as(carried, key)) for key in ("namespace", "container"))
              if arrived is not None and arrived != getattr(labels, key)
              and getattr(labels, key) in (key, f"exported_{key}")]  # pod_namespace (--use-old-namespace) aside
     if wrong:
