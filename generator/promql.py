@@ -1300,15 +1300,19 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     taken = copy.scraped_at
     taken_before = (f"max by ({keys}) (last_over_time({taken}[{seconds * 1000 - 1}ms:{resolution}] offset "
                     f"{resolution}) and ({read_before} == on ({keys}) group_left () {before}))")
-    # the growth above counts (it is the smaller of the two) where the step before's largest reading is above the
-    # copy's own reading before (its delta's), or where the copy's own delta is a restart (its reading below its own
-    # latest raw sample before: the counter since the restart): one subquery of the steps before, where comparing
+    # the growth above counts (it is not the larger of the two) where the step before's largest reading is not below
+    # the copy's own reading before (its delta's), or where the copy's own delta is a restart (its reading below its
+    # own latest raw sample before: the counter since the restart): one subquery of the steps before, where comparing
     # the two deltas read the copy's own delta again. Without the restart's test, a copy that missed the step before
     # while another copy read the restart there counted its growth above that reading over its own seconds since its
-    # reading before the restart (50 s of growth over 60 s: a 2-minute window read 0.933 of the GPU's power)
+    # reading before the restart (50 s of growth over 60 s: a 2-minute window read 0.933 of the GPU's power). Where
+    # the two are equal (copies whose readings tie: one nv-hostengine's collections), the seconds since the latest
+    # scrape of that reading, the same for each tied copy: each one's own seconds, the most of them taken at each
+    # step (one scrape 5 s late: 35 s, then the other copy's 30 s where the late one's were 25 s), read 0.968 of the
+    # GPU's power for 2.5 minutes where each copy alone reads all of it
     own_before = copy.latest(copy.clean, COUNTED_WITHIN, f" offset {resolution}")
     restarted = f"({copy.reading} < {read_before_own})"
-    grew_in = (f"(({above} and ({own_before} < on ({keys}) group_left () {before} or {restarted})) * 0 + "
+    grew_in = (f"(({above} and ({own_before} <= on ({keys}) group_left () {before} or {restarted})) * 0 + "
                f"({taken} - on ({keys}) group_left () {taken_before}) or "
                f"{copy.step_seconds(COUNTED_WITHIN, scraped=True)})")
     # the leading copy's own step, or at its first reading, the copies' merged step (from the reading of another copy)

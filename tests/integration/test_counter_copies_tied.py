@@ -16,7 +16,7 @@ import math
 import yaml
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
-from tests.integration.test_counter_copies_hostile import PANEL_MINUTES, _panel
+from tests.integration.test_counter_copies_hostile import PANEL_MINUTES, _panel, _reads_within
 from tests.support import exporter_overlap as overlap
 from tests.support.promtool_rules import promtool_test, rules, stories_own  # noqa: F401 (a fixture)
 
@@ -73,3 +73,30 @@ def test_each_copy_alone_reads_the_links_rate(rules):
         "interval": f"{twins.STEP}s", "input_series": series,
         "promql_expr_test": [{"expr": _reads_the_rate(), "eval_time": f"{m}m", "exp_samples": lines}
                              for m in PANEL_MINUTES]}])
+
+
+def _one_of_two_tied_copies_stamped_late(old_until: int, new_from: int) -> list[tuple[str, float, float]]:
+    """Two exporters serving one nv-hostengine's collections (every 30 s, at 3 s past each half minute: their
+    readings tie), scraped at 10 and 20 s past each half minute, the first one's scrape due at 640 s stamped 5 s late
+    (a loaded Prometheus starting it late, still inside the recording's step (630, 660])."""
+    def collection(t: float) -> float:
+        return math.floor((t - 3) / 30) * 30 + 3
+
+    old = [t + 10 + 5 * (t + 10 == 640) for t in range(0, overlap.END, 30)]
+    return sorted([*(("old", t, collection(t)) for t in old),
+                   *(("new", t + 20, collection(t + 20)) for t in range(0, overlap.END, 30))], key=lambda s: s[1])
+
+
+def test_grafanas_energy_rate_reads_the_gpus_power_where_tied_copies_scrape_apart_and_one_is_stamped_late(
+        rules, monkeypatch):
+    # "Energy use rate" with two exporters whose readings tie (one hostengine's collections), one scrape of the
+    # first stamped 5 s late: 200,000 mW at every minute (the collections are 30 s apart, as the other copy's scrapes
+    # are). The seconds recording took the most either copy grew in at each step since its own scrape before: the
+    # late copy's 35 s at 660 s, the other's 30 s at 690 s (the late copy's 25 s), 65 s for 60 s of collections:
+    # 0.968 of it at 11 to 13 minutes. Each tied copy's seconds now count from the latest scrape of the reading before
+    # (at 660 s the other copy's of 620 s), the same for both
+    monkeypatch.setattr(overlap, "scrapes", _one_of_two_tied_copies_stamped_late)
+    monkeypatch.setattr(twins, "STEP", 1)
+    series = twins._series(overlap.END, 0, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
+    _reads_within(rules, "panel_energy_tied_stamped_late.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]),
+                  series, 0.999 * overlap.WATTS * 1000, 1.001 * overlap.WATTS * 1000)
