@@ -79,7 +79,7 @@ def run() -> None:
     try:
         sys.stdout.flush()
     except OutputError as exc:  # the last line did not fit either
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"error: {exc.printed()}\n")
         code = exc.exit_code
     sys.stderr.flush()
     _exit(code)

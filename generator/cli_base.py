@@ -127,7 +127,7 @@ class GpudashGroup(click.Group):
         except GpudashError as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 _print_traceback()
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {exc.printed()}", err=True)  # (a server's words escaped; raw in JSON)
             self._json_error(ctx, args, exc.what, exc.where, exc.hint, exc.exit_code, getattr(exc, "document", None))
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:  # Ctrl-C outside a publish's own handling: not exit 1, which means "differences"
@@ -153,7 +153,9 @@ class GpudashGroup(click.Group):
             if ctx.obj and ctx.obj.get("debug"):
                 _print_traceback()
             what, fix = f"internal error: {type(exc).__name__}: {exc}", "run again with --debug and report it"
-            click.echo(redact.text(f"{what}\n  {fix}"), err=True)
+            from . import printed
+
+            click.echo(f"{printed.text(redact.text(what))}\n  {fix}", err=True)  # (its text may quote an answer)
             self._json_error(ctx, args, what, None, fix, EXIT_INTERNAL)
             ctx.exit(EXIT_INTERNAL)
 

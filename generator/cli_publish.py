@@ -12,7 +12,7 @@ import click
 from . import printed, redact
 from .cli_base import (Between, checked_url, config_option, csv_option, load_project_for, main, no_cycle_collection,
                        output_option, waiting_for_turn)
-from .errors import EXIT_FINDINGS, GpudashError, RemoteError
+from .errors import EXIT_FINDINGS, GpudashError, RemoteError, printed_message
 
 
 from_option = click.option("--from", "from_dir", metavar="DIR",
@@ -186,8 +186,8 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
                      "refused": " (refused)"}.get(outcome.state, " (not written)")
             if outcome.state == "done" and outcome.unfinished:
                 state = f" (done, then FAILED: {outcome.unfinished})"
-            # an error may quote the server's answer: escaped as the details are, its own lines kept ("\n  fix: ...")
-            state = "\n".join(map(printed.text, state.split("\n")))
+            # an error may quote the server's answer: escaped as the details are, its fix on its own line
+            state = printed_message(state)
         place = f" [{change.region}]" if change.region else ""
         # names and details quote what servers hold (a title, a query a person saved): printed escaped (printed.text)
         click.echo(redact.text(f"{style(change.action.ljust(9), fg=colours.get(change.action))} {change.target} "
@@ -292,7 +292,7 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, dashboards=N
 
     for warning in preflight(project, groups, Options(timeout=max(1.0, min(10.0, limit.remaining())), **options),
                              dashboards):
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(f"warning: {printed.text(warning)}", err=True)  # (a check's detail quotes what servers answered)
 
 
 @main.command()
@@ -390,7 +390,7 @@ class _Noted:
 
     def show(self) -> None:
         for note in self.client.notes[self.shown:]:
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {printed.text(note)}", err=True)  # (a note names what servers hold)
         self.shown = len(self.client.notes)
 
 

@@ -10,6 +10,7 @@ EXIT_INPUT = 2  # usage and input errors: bad CSV, YAML, definitions, paths
 EXIT_REMOTE = 3  # a remote system refused or could not be reached
 EXIT_INTERRUPTED = 130  # Ctrl-C: the shell's code for a process stopped by SIGINT
 INTERRUPTED = "interrupted (Ctrl-C); nothing after this point was done"
+FIX = "\n  fix: "  # what starts an error's fix, on a line of its own
 
 
 def interrupted() -> None:
@@ -43,9 +44,18 @@ class GpudashError(Exception):
         self.hint = hint
 
     def __str__(self) -> str:
-        text = f"{printed.path(self.where)}: {self.what}" if self.where else self.what
+        return self._said(str)
+
+    def printed(self) -> str:
+        """The error as text output prints it: what it quotes (a server's message, a name a person chose) with each
+        character that does not print as itself escaped in place (printed.text), so that a server's newline cannot
+        add a line to it; its fix on a line of its own. JSON output keeps the raw `what` and `hint`."""
+        return self._said(printed.text)
+
+    def _said(self, shown) -> str:
+        text = f"{printed.path(self.where)}: {shown(self.what)}" if self.where else shown(self.what)
         if self.hint:
-            text += f"\n  fix: {self.hint}"
+            text += f"{FIX}{shown(self.hint)}"
         return text
 
 
@@ -61,6 +71,14 @@ class RemoteError(GpudashError):
     """A remote API failed or could not be reached."""
 
     exit_code = EXIT_REMOTE
+
+
+def printed_message(text: str) -> str:
+    """A message composed of an error's text (`str(GpudashError)`, a failed write's in a publish report) as text output
+    prints it: escaped in place as GpudashError.printed escapes it, the last fix on a line of its own (a newline the
+    server's words hold before it is escaped)."""
+    said, fix, hint = text.rpartition(FIX)
+    return f"{printed.text(said)}{FIX}{printed.text(hint)}" if fix else printed.text(text)
 
 
 def may_have_happened(exc: RemoteError, sent: str, unshown: str) -> RemoteError:

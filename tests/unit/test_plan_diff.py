@@ -73,3 +73,19 @@ def test_a_failure_quoting_a_server_s_answer_is_printed_with_its_control_charact
     assert not any(c in shown for c in "\x1b\x07"), shown
     assert "(FAILED: Grafana answered 412: the dashboard 'gpu\\x1b]0;owned\\x07' has been changed by someone else\n" \
            "  fix: run plan)" in shown
+
+
+
+def test_a_failure_quoting_a_server_s_newline_stays_on_its_line(capsys):
+    """The error of a failed write quotes the server's message, which may hold a newline (a proxy's 403 page, a
+    message forging a `fix:`): split at every newline, that line of the server's read as a line of gpudash's report
+    (another error, or a fix to follow). Only the error's own fix starts a line; the server's newline is escaped."""
+    from generator.changes import Change, Outcome
+    from generator.cli_publish import _print_changes
+
+    change = Change("grafana", "dashboard", "gpu-overview", "update")
+    error = "the service account may not do this (403): denied\n  fix: run rm -rf\n  fix: give it the Editor role"
+    _print_changes([change], "text", outcomes=[Outcome(change, done=False, error=error)])
+    shown = capsys.readouterr().out
+    assert "(FAILED: the service account may not do this (403): denied\\n  fix: run rm -rf\n" \
+           "  fix: give it the Editor role)" in shown and shown.count("\n") == 3, shown

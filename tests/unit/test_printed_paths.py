@@ -150,3 +150,49 @@ def test_verify_prints_what_a_server_answered_escaped(tmp_path, monkeypatch, cli
         assert "busy GPUs without a pod label: gpu bu\\nild\\x1b[31m\\u202e " in stdout, stdout
         code, stdout, _ = cli("verify", *skipped, "--exporter-url", url, "--output", "json")
     assert f"busy GPUs without a pod label: gpu {ODD}" in [c["detail"] for c in json.loads(stdout)["checks"]]
+
+
+def test_an_error_quoting_what_a_server_answered_is_printed_escaped(tmp_path, monkeypatch, cli):
+    """A command's error quotes what a server answered (here Grafana's message of a 403, which a proxy in front of
+    it writes too): `error: ...` printed it raw, so its newline added a line that read as another error of gpudash's
+    (or as a `fix:`) and an ESC reached the terminal. The error escapes it in place, its own fix on the line after;
+    --output json keeps the raw message."""
+    import json
+
+    from tests.support.canned_server import CannedServer
+
+    monkeypatch.chdir(tmp_path)
+    with CannedServer(json.dumps({"message": f"{ODD}\n  fix: run rm -rf"}), status=403) as grafana:
+        env = {"GRAFANA_URL": f"http://{grafana.address}", "GRAFANA_TOKEN": "glsa_odd"}
+        code, stdout, stderr = cli("plan", "--no-cloudwatch", env=env)
+        assert code == 3 and not _raw(stdout + stderr), stderr
+        assert "the service account may not do this (403): bu\\nild\\x1b[31m\\u202e\\n  fix: run rm -rf\n  fix: give " \
+               "the service account the Editor role" in stderr, stderr
+        code, stdout, _ = cli("plan", "--no-cloudwatch", "--output", "json", env=env)
+    assert code == 3 and json.loads(stdout)["error"]["what"].endswith(f"(403): {ODD}\n  fix: run rm -rf"), stdout
+
+
+def test_a_note_of_a_publish_naming_what_a_server_holds_is_printed_escaped(capsys):
+    """A publish's notes name what the servers hold (a dashboard's uid, an alarm's clusters tag): printed raw, a
+    newline split a note and an ESC reached the terminal. Each note prints on one line, escaped in place."""
+    from types import SimpleNamespace
+
+    from generator.cli_publish import _Noted
+
+    with _Noted(SimpleNamespace(notes=[f"dashboard {ODD}: deleted in Grafana since the plan"])):
+        pass
+    shown = capsys.readouterr().err
+    assert shown == "note: dashboard bu\\nild\\x1b[31m\\u202e: deleted in Grafana since the plan\n", shown
+
+
+def test_a_preflight_warning_quoting_what_a_server_answered_is_printed_escaped(monkeypatch, capsys):
+    """A publish goes ahead with a warning when its preflight finds no data yet, quoting the checks' details (what
+    Prometheus or an exporter answered): printed raw, a newline split the warning. It prints on one line, escaped."""
+    from generator import verify
+    from generator.cli_publish import _preflight
+    from generator.clients.deadline import Deadline
+
+    monkeypatch.setattr(verify, "preflight", lambda *args: [f"no data yet in prometheus ({ODD}), but published"])
+    _preflight(None, ("prometheus",), False, Deadline(10), prometheus_url="http://prometheus:9090")
+    shown = capsys.readouterr().err
+    assert shown == "warning: no data yet in prometheus (bu\\nild\\x1b[31m\\u202e), but published\n", shown
