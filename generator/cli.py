@@ -361,9 +361,10 @@ def metrics(config: str | None, csv: str | None, output: str) -> None:
                                for m in catalog], indent=2))
         return
     from .console import table
-    rows = [[m.name, m.kind, m.unit.label, m.family, m.help] for m in catalog]
+    # (the CSV's help texts and its path as a person wrote them: escaped in text, raw in JSON)
+    rows = [[printed.text(m.name), m.kind, m.unit.label, printed.text(m.family), printed.text(m.help)] for m in catalog]
     click.echo(table(["FIELD", "TYPE", "UNIT", "FAMILY", "HELP"], rows))
-    click.echo(f"{len(catalog)} fields from {catalog.source}")
+    click.echo(f"{len(catalog)} fields from {printed.path(catalog.source)}")
 
 
 @main.command()

@@ -109,5 +109,7 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
         notes = [f"{summary.no_data} with no data" if summary.no_data else "",
                  f"{summary.failed} with a failing query" if summary.failed else ""]
         extra = ", ".join(n for n in notes if n)
-        click.echo(f"{summary.file}: {summary.title}, {summary.panels} panels" + (f" ({extra})" if extra else ""))
+        # (a title as a definition or the --from build holds it: escaped in text, raw in JSON)
+        click.echo(f"{printed.path(summary.file)}: {printed.text(summary.title)}, {summary.panels} panels"
+                   + (f" ({extra})" if extra else ""))
     click.echo(f"wrote {len(files) + 1} files to {printed.path(out)}: open {printed.path(Path(out) / 'index.html')}")

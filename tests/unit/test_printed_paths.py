@@ -196,3 +196,55 @@ def test_a_preflight_warning_quoting_what_a_server_answered_is_printed_escaped(m
     _preflight(None, ("prometheus",), False, Deadline(10), prometheus_url="http://prometheus:9090")
     shown = capsys.readouterr().err
     assert shown == "warning: no data yet in prometheus (bu\\nild\\x1b[31m\\u202e), but published\n", shown
+
+
+HELP = "\tcore\x1b[31m\u202e"  # (a CSV record is a line: no newline in it)
+
+
+def test_the_metric_catalog_prints_a_help_text_and_a_csv_path_escaped(tmp_path, monkeypatch, cli):
+    """`gpudash metrics` prints each field's help text as the counters CSV holds it (a line of its own: no newline, but
+    an ESC, a tab or a right-to-left override), and the CSV's path: both printed raw, so an ESC reached the terminal,
+    an override showed the row reversed and a path's newline split the last line. Each is escaped in place;
+    --output json keeps the raw help text."""
+    import json
+
+    from generator.resources import default_counters
+
+    monkeypatch.chdir(tmp_path)
+    text = Path(default_counters()).read_text()
+    Path(ODD).write_text(text.replace("Streaming multiprocessor clock (in MHz).", f"SM clock {HELP}", 1))
+    code, stdout, stderr = cli("metrics", "--csv", ODD)
+    assert code == 0 and not _raw(stdout + stderr), stdout
+    assert "SM clock \\tcore\\x1b[31m\\u202e\n" in stdout and stdout.endswith(f" fields from {SHOWN}\n"), stdout
+    code, stdout, _ = cli("metrics", "--csv", ODD, "--output", "json")
+    assert f"SM clock {HELP}" in [m["help"] for m in json.loads(stdout)], stdout
+
+
+ODD_TITLE = '''
+from generator.model import Dashboard, Row
+from generator.panels import per_gpu
+
+
+def dashboards(ctx):
+    yield Dashboard(id="odd", title="Odd\\nboard\\x1b[31m\\u202e", rows=[Row("GPUs", [per_gpu("DCGM_FI_DEV_GPU_TEMP",
+                                                                                            "Temperature")])])
+'''
+
+
+def test_preview_prints_a_dashboard_title_escaped(project_dir, monkeypatch, cli):
+    """preview lists each dashboard it drew by its title, as a definition (or the --from build) holds it: printed
+    raw, a title's newline split the line and an ESC reached the terminal. Escaped in place; JSON keeps it raw."""
+    import json
+
+    from tests.support.canned_server import CannedServer
+
+    config = project_dir(dashboards={"odd.py": ODD_TITLE})
+    monkeypatch.chdir(config.parent)
+    empty = '{"status": "success", "data": {"resultType": "matrix", "result": []}}'
+    with CannedServer(empty) as prometheus:
+        url = f"http://{prometheus.address}"
+        code, stdout, stderr = cli("preview", "--prometheus-url", url, "--out", "site")
+        assert code == 0 and not any(c in stdout + stderr for c in "\x1b\u202e"), stdout
+        assert "gpudash-odd.html: Odd\\nboard\\x1b[31m\\u202e, 1 panels (1 with no data)\n" in stdout, stdout
+        code, stdout, _ = cli("preview", "--prometheus-url", url, "--out", "site", "--output", "json")
+    assert "Odd\nboard\x1b[31m\u202e" in [d["title"] for d in json.loads(stdout)["dashboards"]], stdout
