@@ -141,18 +141,21 @@ def judged_rules(folder, name: str, named: set[str], counted: set[str] = frozens
 
 # promtool's cost of a test group in one more file (loading its input series, parsing the file and its rules, its
 # evaluation at 0, over no history), in evaluations of a rule over a history (evaluation_plans): test_stale_alarm_twins'
-# 18 minutes judged after 38 unjudged ones took 10.7 s CPU in one file at 1 minute, 7.1 s in 18 files of one minute each
+# 18 minutes judged after 38 unjudged ones took 10.7 s CPU in one file at 1 minute, 7.1 s in 18 files of a minute each.
+# The default; a file costs promtool about the same time whatever its rules (90 ms for twelve rules of 5 KB and 42
+# series), an evaluation from a few ms to a second, so a caller whose rules evaluate cheaply says so (promtool_test's
+# file_cost)
 FILE_COST = 1
 
 
-def evaluation_plans(instants: set[int]) -> list[tuple[int, set[int]]]:
+def evaluation_plans(instants: set[int], file_cost: float = FILE_COST) -> list[tuple[int, set[int]]]:
     """The judged instants (in steps) split into (interval, instants) with each instant a multiple of its interval,
     each to be one promtool test file: promtool evaluates every rule of a file at every multiple of its interval from
     0 to the file's last eval_time, so an alert judged at 10, 15, 20, 35 and 39 minutes costs 40 evaluations at their
     common 1-minute interval, 9 in four files (10 and 20 at 10 minutes; 15, 35, 39 each alone); minutes 39 to 56
     judged cost 57 in one file, 36 (18 of them at 0) in 18. A judged alert depends on its own evaluation alone (see
     evaluated_at): each instant is judged as at any interval that evaluates there. Greedy: the interval that judges
-    most instants per evaluation (FILE_COST a file) first (of two alike, the one that judges more); never more than
+    most instants per evaluation (`file_cost` a file) first (of two alike, the one that judges more); never more than
     the one plan at the instants' greatest common divisor."""
     remaining = set(instants)
     plans: list[tuple[int, set[int]]] = []
@@ -161,25 +164,27 @@ def evaluation_plans(instants: set[int]) -> list[tuple[int, set[int]]]:
                       for d in (i, n // i)} or {1}
         def value(interval: int) -> tuple[float, int, int]:
             chosen = [n for n in remaining if n % interval == 0]
-            return len(chosen) / (max(chosen) // interval + FILE_COST), len(chosen), interval
+            return len(chosen) / (max(chosen) // interval + file_cost), len(chosen), interval
         interval = max(candidates, key=value)
         chosen = {n for n in remaining if n % interval == 0}
         plans.append((interval, chosen))
         remaining -= chosen
     one = math.gcd(*instants) or 1
-    cost = sum(max(chosen) // interval + FILE_COST for interval, chosen in plans)
-    return plans if cost < max(instants) // one + FILE_COST else [(one, set(instants))]
+    cost = sum(max(chosen) // interval + file_cost for interval, chosen in plans)
+    return plans if cost < max(instants) // one + file_cost else [(one, set(instants))]
 
 
-def promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m") -> None:
+def promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m",
+                  file_cost: float = FILE_COST) -> None:
     """Write `tests` as promtool unit-test files for folder/rules.yaml and pass them: each test group is evaluated at
     the steps of `evaluated_at` with only the rules whose alerts it judges (judged_rules: each as generated), one
     test file per distinct interval and set of judged alerts (promtool evaluates every rule of its files at every
     step of every group: a group judging the framebuffer alert would pay for the idle rule's evaluations, most of
     such a file's cost, judged by no case of it); a group that judges alerts alone, at instants far apart, is split
     by the instants it judges over the intervals of its evaluation_plans (promtool evaluates each group from 0 to its
-    own last eval_time). One promtool run for all the files; a failure names its file, group, alert and time. The
-    files are written as JSON (YAML that is quicker to write)."""
+    own last eval_time; `file_cost`: what a file costs, in the rules' evaluations). One promtool run for all the
+    files; a failure names its file, group, alert and time. The files are written as JSON (YAML that is quicker to
+    write)."""
     tests = [{**test, "input_series": with_scrape_samples(test["input_series"])} if not any(
         i["series"].startswith(SAMPLES) for i in test["input_series"]) else test for test in tests]
     step = _ms(evaluation_interval)
@@ -203,7 +208,7 @@ def promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m
             if interval is not None or not instants:
                 plans.setdefault(interval or evaluated_at([test], evaluation_interval), []).append(test)
                 continue
-            for every, at in evaluation_plans(instants):
+            for every, at in evaluation_plans(instants, file_cost):
                 plans.setdefault(f"{every * step}ms", []).append(
                     {**test, "alert_rule_test": [case for case in test["alert_rule_test"]
                                                  if _ms(case["eval_time"]) // step in at]})
