@@ -236,8 +236,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     if output == "json":
         click.echo(json.dumps({"out": str(target), "files": sorted(files)}, indent=2))
     else:
-        for warning in project.catalog.repeats:
-            click.echo(f"warning: {warning}", err=True)
+        for warning in project.catalog.repeats:  # (naming the CSV's path as given: escaped, as lint's CSV001)
+            click.echo(f"warning: {printed.text(warning)}", err=True)
         left_out = [note for note in notes if note.rule == "DF001"]
         alarms_out = [note for note in left_out if note.message.startswith("alarm ")]
         if len(left_out) > len(alarms_out):

@@ -248,3 +248,17 @@ def test_preview_prints_a_dashboard_title_escaped(project_dir, monkeypatch, cli)
         assert "gpudash-odd.html: Odd\\nboard\\x1b[31m\\u202e, 1 panels (1 with no data)\n" in stdout, stdout
         code, stdout, _ = cli("preview", "--prometheus-url", url, "--out", "site", "--output", "json")
     assert "Odd\nboard\x1b[31m\u202e" in [d["title"] for d in json.loads(stdout)["dashboards"]], stdout
+
+
+def test_generate_names_a_counters_csv_repeating_a_field_escaped(tmp_path, monkeypatch, cli):
+    """generate warns of a field the counters CSV repeats, naming the CSV where it does (`path:line`): a --csv path
+    holding a newline split the warning in two (lint's CSV001 finding was escaped, generate's warning raw)."""
+    from generator.resources import default_counters
+
+    monkeypatch.chdir(tmp_path)
+    text = Path(default_counters()).read_text()
+    repeated = next(line for line in text.splitlines() if line.startswith("DCGM_FI_DEV_GPU_TEMP,"))
+    Path(ODD).write_text(f"{text.rstrip()}\n{repeated}\n")
+    code, stdout, stderr = cli("generate", "--csv", ODD, "--out", str(tmp_path / "out"))
+    assert code == 0 and not _raw(stdout + stderr), stderr
+    assert "warning: bu\\nild\\x1b[31m\\u202e:" in stderr and "DCGM_FI_DEV_GPU_TEMP repeats line" in stderr, stderr
