@@ -67,21 +67,22 @@ def taking_turns(parent: Path, waiting: Callable[[str, str], None] | None = None
         return
     fd, kind = _opened_folder(folder), fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     if fd is not None:
+        _OPENED.add(fd)
         try:
             try:
                 fcntl.flock(fd, kind | fcntl.LOCK_NB)
             except BlockingIOError:  # another's turn
                 holders = _lock_holders(fd)
-                if holders and holders.keys() <= _ancestors():
+                if holders and holders.keys() <= _ancestors() or _held_through_inherited(fd):
                     raise OSError("held by a process that waits for this one") from None
                 if waiting is not None:
                     waiting(_named(set(holders or ())), _doing(holders))
                 fcntl.flock(fd, kind)
         except OSError:  # no locks on this file system
-            os.close(fd)
+            _closed(fd)
             fd = None
         except BaseException:  # interrupted while waiting (SIGINT): nothing held
-            os.close(fd)
+            _closed(fd)
             raise
     _TURNS[key] = 1
     try:
@@ -89,7 +90,17 @@ def taking_turns(parent: Path, waiting: Callable[[str, str], None] | None = None
     finally:
         del _TURNS[key]
         if fd is not None:
-            os.close(fd)
+            _closed(fd)
+
+
+# The descriptors `taking_turns` opened (a thread's turn, held or waited for), which `_held_through_inherited` leaves
+# out: another thread's turn is waited for as another process'
+_OPENED: set[int] = set()
+
+
+def _closed(fd: int) -> None:
+    _OPENED.discard(fd)
+    os.close(fd)
 
 
 def _lock_holders(fd: int) -> dict[int, str] | None:
@@ -98,13 +109,42 @@ def _lock_holders(fd: int) -> dict[int, str] | None:
     that locks the folder and then runs gpudash: `flock . gpudash generate`, a CI step made to take turns itself), they
     let go only once it ends: `taking_turns` takes its turn as held."""
     try:
-        info = os.fstat(fd)
-        key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+        key = _lock_key(fd)
         with open("/proc/locks", encoding="ascii", errors="replace") as table:
             return {int(words[4]): words[3] for words in map(str.split, table)
                     if len(words) > 5 and words[1] == "FLOCK" and words[5] == key}
     except (OSError, ValueError):
         return None
+
+
+def _lock_key(fd: int) -> str:
+    """How Linux's lock tables name the file open as `fd` (device major:minor:inode, as /proc/locks writes it)."""
+    info = os.fstat(fd)
+    return f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+
+
+def _held_through_inherited(fd: int) -> bool:
+    """Whether a descriptor this process inherited (one `taking_turns` did not open) holds the flock of the folder
+    open as `fd` (Linux's /proc/self/fdinfo lists each descriptor's locks): the turn of a process this one runs under
+    that took it with flock(1) on a descriptor and kept the descriptor, flock(1) itself ended (flock(1)'s own idiom,
+    `( flock 9; gpudash generate ) 9<.`). /proc/locks names the ended flock(1) process, no ancestor: gpudash waited
+    forever for a lock only its own ending lets go."""
+    try:
+        key = _lock_key(fd)
+        descriptors = [int(name) for name in os.listdir("/proc/self/fdinfo")]
+    except (OSError, ValueError):
+        return False
+    for other in descriptors:
+        if other == fd or other in _OPENED:
+            continue
+        try:
+            with open(f"/proc/self/fdinfo/{other}", encoding="ascii", errors="replace") as info:
+                if any(words[:1] == ["lock:"] and len(words) > 6 and words[2] == "FLOCK" and words[6] == key
+                       for words in map(str.split, info)):
+                    return True
+        except OSError:  # closed meanwhile (the listing's own descriptor, another thread's)
+            continue
+    return False
 
 
 def _doing(holders: dict[int, str] | None) -> str:

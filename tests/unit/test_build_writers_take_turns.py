@@ -137,6 +137,36 @@ def test_a_gpudash_run_under_a_wrapper_locking_its_folder_does_not_wait_for_the_
     assert cli("generate", "--check", "--out", str(out))[0] == 0
 
 
+# flock(1)'s own idiom, `( flock 9; gpudash generate ) 9<folder`: the shell opens the folder on a descriptor, flock(1)
+# locks it and ends, and the command runs with the descriptor, the lock held through it; argv[1] is the folder, the rest
+# the command
+INHERITED = """
+import fcntl, os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.set_inheritable(fd, True)
+subprocess.run([sys.executable, "-c", f"import fcntl; fcntl.flock({fd}, fcntl.LOCK_EX)"], pass_fds=(fd,), check=True)
+sys.exit(subprocess.run(sys.argv[2:], pass_fds=(fd,), timeout=60).returncode)  # (a bound on a hang)
+"""
+
+
+@pytest.mark.skipif(not LOCKS_TOLD, reason="needs Linux's /proc/locks")
+@pytest.mark.parametrize("command", [("generate", "--out"), ("lint", "--from")], ids=["a writer", "a reader"])
+def test_a_gpudash_run_holding_its_folder_s_lock_through_an_inherited_descriptor_does_not_wait(tmp_path, command):
+    """Real processes, as flock(1)'s idiom `( flock 9; gpudash generate ) 9<work` runs them: the lock on the folder is
+    held through a descriptor gpudash inherits, and the process that took it (flock(1)) has ended, so the lock table
+    names no process gpudash runs under. gpudash waited forever ("held by process N", N long gone) for a lock only
+    its own end lets go. The turn is its own: the build written or read, no wait."""
+    work = tmp_path / "work"
+    out = work / "build"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    gpudash = [sys.executable, "-m", "generator.cli"]
+    assert subprocess.run([*gpudash, "generate", "--out", str(out)], env=env, capture_output=True).returncode == 0
+    wrapped = subprocess.run([sys.executable, "-c", INHERITED, str(work), *gpudash, *command, str(out)], env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert wrapped.returncode == 0 and "waiting" not in wrapped.stderr, wrapped.stderr[-2000:]
+    assert [p.name for p in work.iterdir()] == ["build"]
+
+
 # A reader of the build (as `lint --from` holds its turn: shared) or, with argv[3] "writer", a writer (as generate
 # holds its turn: exclusive) holding the folder argv[1]'s lock until the file argv[2] exists, or 30 s at most
 HOLDING = """
