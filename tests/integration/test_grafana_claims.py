@@ -247,17 +247,16 @@ def test_a_file_that_adds_a_cluster_replaces_its_claim_and_one_that_drops_one_le
 
 
 @pytest.mark.parametrize("action", ["reset-after", "truncate", "body"])
-def test_a_claim_or_withdrawal_whose_answer_is_lost_is_read_back_done_once(grafana, cli, tmp_path, action):
+def test_a_claim_or_withdrawal_whose_answer_is_lost_is_read_back_done_once(grafana, run, tmp_path, action):
     """The claim save and the withdrawal land, and their answers are lost (the connection reset, the answer cut
     short, a page that is not Grafana's): the version they left is read back with the claims they meant, so each is
     reported done, once (one version each), and nothing is written twice."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
-    pushed_written(lambda *args: cli(*args, env={"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN}),
-             team_settings(tmp_path, "a", ["alpha"]))
+    pushed_written(run, team_settings(tmp_path, "a", ["alpha"]))
     with FaultProxy(grafana.url) as proxy:
         def through(*args):
-            return cli(*args, env={"GRAFANA_URL": proxy.url, "GRAFANA_TOKEN": ADMIN})
+            return run(*args, url=proxy.url)
 
         body = f'"uid": "{TEAM}"'.encode()
         for config, flags, claims in ((team_settings(tmp_path, "b", ["beta"]), (), {grafana_claim("shop", ["beta"])}),

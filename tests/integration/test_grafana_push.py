@@ -457,7 +457,7 @@ def test_unreachable_grafana_is_a_clear_error(run):
     assert code == 3 and "cannot reach Grafana at http://127.0.0.1:9" in stderr and "Traceback" not in stderr
 
 
-def test_missing_url_or_token_is_a_usage_error(cli):
+def test_missing_url_or_token_is_a_usage_error(cli, defaults_built_once):
     code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "", "GRAFANA_TOKEN": ""})
     assert code == 2 and "GRAFANA_URL is not set" in stderr
     code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": ""})
@@ -471,7 +471,7 @@ def test_missing_url_or_token_is_a_usage_error(cli):
      "cannot be sent in an HTTP header"),
     ({"GRAFANA_TOKEN": "glsa_x123456", "REQUESTS_CA_BUNDLE": "/nonexistent/ca.pem"}, "TLS CA bundle cannot be used"),
 ], ids=["line break in the token", "token outside Latin-1", "line break in the password", "missing CA bundle"])
-def test_credentials_and_ca_settings_that_cannot_work_are_usage_errors(cli, env, says):
+def test_credentials_and_ca_settings_that_cannot_work_are_usage_errors(cli, defaults_built_once, env, says):
     """Bad local settings are exit 2 with what to fix, before any connection: not "cannot reach Grafana"."""
     code, stdout, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "https://127.0.0.1:9", **env})
     assert code == 2 and says in stderr and "Traceback" not in stderr, stderr
@@ -536,7 +536,7 @@ def test_an_unprocessable_dashboard_is_a_422_with_a_hint(grafana, run):
     ("http://[::1", "cannot be read as a URL"),
     ("https://", "must start with http:// or https://"),
 ])
-def test_a_malformed_grafana_url_is_a_usage_error(cli, url, says):
+def test_a_malformed_grafana_url_is_a_usage_error(cli, defaults_built_once, url, says):
     code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": url, "GRAFANA_TOKEN": ADMIN})
     assert code == 2 and says in stderr and "Traceback" not in stderr and "s3cret" not in stderr
 
