@@ -167,13 +167,20 @@ def _ancestors() -> set[int]:
 
 def _named(pids: set[int]) -> str:
     """The processes `pids` as a message names them (`process 4242: gpudash generate --out build`, its command line
-    cut at 100 characters, a control character escaped), so that one stopped or stuck can be found; "" for none."""
+    cut at 100 characters, a control character escaped), so that one stopped or stuck can be found; "" for none.
+    Linux's lock table names the process that took a lock, which may have ended since, the lock held on through a
+    descriptor it passed on (flock(1) on a shell's descriptor), and 0 for one this process cannot see (another PID
+    namespace's: a container's) or that ended so: said as such, not as a process to be found."""
     from . import printed
 
     def named(pid: int) -> str:
+        if pid == 0:
+            return "a process of another container (PID namespace), or one that ended passing its lock on"
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
                 words = cmdline.read(4096).rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+        except FileNotFoundError:
+            return f"process {pid}, which has ended: a process it passed its descriptor to holds the lock"
         except OSError:
             words = ""
         words = words if len(words) <= 100 else words[:97] + "..."

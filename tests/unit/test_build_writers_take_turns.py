@@ -168,11 +168,16 @@ def test_a_gpudash_run_holding_its_folder_s_lock_through_an_inherited_descriptor
 
 
 # A reader of the build (as `lint --from` holds its turn: shared) or, with argv[3] "writer", a writer (as generate
-# holds its turn: exclusive) holding the folder argv[1]'s lock until the file argv[2] exists, or 30 s at most
+# holds its turn: exclusive) holding the folder argv[1]'s lock until the file argv[2] exists, or 30 s at most; with
+# argv[3] "passed", a writer's lock taken by a process that ends (flock(1)), held through the descriptor it was passed
 HOLDING = """
-import fcntl, os, pathlib, sys, time
+import fcntl, os, pathlib, subprocess, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
-fcntl.flock(fd, fcntl.LOCK_EX if sys.argv[3:] == ["writer"] else fcntl.LOCK_SH)
+if sys.argv[3:] == ["passed"]:
+    os.set_inheritable(fd, True)
+    subprocess.run([sys.executable, "-c", f"import fcntl; fcntl.flock({fd}, fcntl.LOCK_EX)"], pass_fds=(fd,), check=True)
+else:
+    fcntl.flock(fd, fcntl.LOCK_EX if sys.argv[3:] == ["writer"] else fcntl.LOCK_SH)
 print("held", flush=True)
 deadline = time.monotonic() + 30
 while not pathlib.Path(sys.argv[2]).exists() and time.monotonic() < deadline:
@@ -230,6 +235,21 @@ def _waiting_line(tmp_path: Path, folder: Path, holder: str, *command: str) -> t
         held.wait(timeout=60)
         _, rest = run.communicate(timeout=300)
     return said, held.pid, run.returncode, rest
+
+
+@pytest.mark.skipif(not LOCKS_TOLD, reason="needs Linux's /proc/locks")
+def test_a_lock_whose_taker_ended_is_said_held_through_a_descriptor_passed_on(tmp_path, cli):
+    """The lock table names the process that took a lock; flock(1) on a descriptor ends and the lock stays held through
+    it by another process. The waiting line named "process N" as the one to find, N long gone (or "process 0" in a
+    container). It says the process ended and a process it passed its descriptor to holds the lock."""
+    work = tmp_path / "work"
+    out = work / "build"
+    work.mkdir()
+    said, holder, code, stderr = _waiting_line(tmp_path, work, "passed", "generate", "--out", str(out))
+    assert said.startswith(f"waiting for another gpudash writing a build into {work} (gpudash runs writing or reading "
+                           "a build in one folder take turns; held by process ") and said.endswith(
+        ", which has ended: a process it passed its descriptor to holds the lock)\n"), said
+    assert f"process {holder}" not in said and code == 0, stderr
 
 
 @pytest.mark.skipif(not LOCKS_TOLD, reason="needs Linux's /proc/locks")
