@@ -430,11 +430,12 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
         for name, item in result["sources"].items()))
     for note in result["limits"]:
         click.echo(f"limit: {note}")
-    click.echo(f"\nprices as of {result['prices_as_of']}: {result['source']}")
+    # (as_of and source as a --prices file gives them, and its path: escaped in text, raw in JSON)
+    click.echo(f"\nprices as of {printed.text(str(result['prices_as_of']))}: {printed.text(str(result['source']))}")
     if result["uncertain_rates"]:
         click.echo(f"uncertain rates (estimates or readings to check): {', '.join(result['uncertain_rates'])}")
     if result["overridden_rates"]:
-        click.echo(f"overridden from {prices_file}: {', '.join(result['overridden_rates'])}")
+        click.echo(f"overridden from {printed.path(prices_file)}: {', '.join(result['overridden_rates'])}")
 
 
 @main.command("init-config")

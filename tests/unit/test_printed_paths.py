@@ -262,3 +262,20 @@ def test_generate_names_a_counters_csv_repeating_a_field_escaped(tmp_path, monke
     code, stdout, stderr = cli("generate", "--csv", ODD, "--out", str(tmp_path / "out"))
     assert code == 0 and not _raw(stdout + stderr), stderr
     assert "warning: bu\\nild\\x1b[31m\\u202e:" in stderr and "DCGM_FI_DEV_GPU_TEMP repeats line" in stderr, stderr
+
+
+def test_cost_prints_what_a_prices_file_says_and_its_path_escaped(tmp_path, monkeypatch, cli):
+    """`gpudash cost --prices FILE` prints the file's as_of and source as it gives them, and its path: all raw, so a
+    source's newline split the line, an ESC reached the terminal, a path's newline split "overridden from". Escaped in
+    place; --output json keeps the raw values."""
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    Path(ODD).write_text(json.dumps({"as_of": "2026-12\x1b[31m", "source": f"sheet {ODD}",
+                                     "rates": {"dashboard_month": {"price": 3.5}}}))
+    code, stdout, stderr = cli("cost", "--pods", "10", "--prices", ODD)
+    assert code == 0 and not _raw(stdout + stderr), stdout
+    assert "prices as of 2026-12\\x1b[31m: sheet bu\\nild\\x1b[31m\\u202e\n" in stdout, stdout
+    assert f"overridden from {SHOWN}: dashboard_month\n" in stdout, stdout
+    code, stdout, _ = cli("cost", "--pods", "10", "--prices", ODD, "--output", "json")
+    assert json.loads(stdout)["source"] == f"sheet {ODD}", stdout
