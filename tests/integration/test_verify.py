@@ -24,6 +24,7 @@ from generator.render.scrape import scrape_job
 from tests.support import kube_state
 from tests.support.kube_server import TOKEN, KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
+from tests.support.projects import builds_kept
 from tests.support.prometheus_server import READY_WITHIN, Prometheus, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
 from tests.support.verify_deadline import HANG_DETECTOR, deadline
@@ -145,14 +146,16 @@ def moto():
 def default_documents():
     """The documents of the two files of the default project's build that the cluster installs, built and read
     once: each test gets its own copy of them."""
-    files = encode(build(load_project()))
+    files = encode(build(load_project(), grafana=False))  # the cluster's files: no dashboard needed
     return {name: list(yaml.safe_load_all(files[name]))
             for name in ("k8s/cwagent-prometheus-config-gpu-cluster.yaml", "k8s/servicemonitor.yaml")}
 
 
 @pytest.fixture
 def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus, default_documents):
-    """A healthy cluster; tests break one thing each."""
+    """A healthy cluster; tests break one thing each. A push or apply here (verify before publishing) gets back the
+    build of a project built before (tests/support/projects.builds_kept)."""
+    builds_kept(monkeypatch)
     cluster = KubeCluster(reference)
     documents = copy.deepcopy(default_documents)
     for document in documents["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]:
@@ -630,7 +633,7 @@ def test_verify_reads_each_clusters_exporter_of_its_own_deployment_style(stack, 
     results["gpu-cluster"] = _mixed_checks(checks)
     _helm_chart_install(cluster)
     # the ServiceMonitors the fleet's build holds, in the namespaces they name (b's own in b's exporter namespace)
-    monitors = list(yaml.safe_load_all(encode(build(load_project(config)))["k8s/servicemonitor.yaml"]))
+    monitors = list(yaml.safe_load_all(encode(build(load_project(config), grafana=False))["k8s/servicemonitor.yaml"]))
     cluster.service_monitors = monitors
     checks = verify("--skip", "cloudwatch", "--config", str(config), "--cluster", "b")[1]
     results["b"] = _mixed_checks(checks)
@@ -1230,7 +1233,7 @@ def test_classic_pipeline_with_a_pipeline_left_in_the_configmap_publishes_twice(
     settings = tmp_path / "gpudash.yaml"
     settings.write_text("agent:\n  pipeline: classic\n")
     monkeypatch.setenv("GPUDASH_CONFIG", str(settings))
-    files = encode(build(load_project(settings)))
+    files = encode(build(load_project(settings), grafana=False))
     for document in yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
         cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
     code, checks = verify()
@@ -1937,7 +1940,8 @@ def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_s
 
     project = load_project()
     (alarm,) = [a for a in project.alarms if a.absent]
-    rules = yaml.safe_load(encode(build(project))["prometheus/rules.yaml"])
+    rules = yaml.load(encode(build(project, grafana=False))["prometheus/rules.yaml"],
+                      Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     rule = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r.get("alert") == "GpudashGpuDataMissing")
     cluster_wide, each = (data_missing.prometheus_expression(_alert_query(alarm, project.settings).metric,
                                                              project.settings, "5m", part=part)
@@ -2765,7 +2769,7 @@ def test_a_service_monitor_no_prometheus_selects_is_not_a_deployed_scrape_path(s
     # written as the fix says: the build labels it so, and the Prometheus selects it
     config = tmp_path / "gpudash.yaml"
     config.write_text("prometheus_stack:\n  release: kube-prometheus-stack\n")
-    (built,) = yaml.safe_load_all(encode(build(load_project(config)))["k8s/servicemonitor.yaml"])
+    (built,) = yaml.safe_load_all(encode(build(load_project(config), grafana=False))["k8s/servicemonitor.yaml"])
     monitor["metadata"]["labels"] = built["metadata"]["labels"]
     check = verify(*ONLY_KUBE_PROMETHEUS, "--config", str(config))[1][SCRAPE]
     assert (check["status"], check["detail"]) == ("ok", (
