@@ -50,24 +50,29 @@ def project_dir(project_dir):
     return make
 
 
+_PROXY_CLIENTS: dict = {}  # the product's clients of a fault proxy in front of moto answering in this process, by address
+
+
 def _clients_kept(moto, monkeypatch) -> None:
     """Each CLI run's CloudWatch makes its boto3 clients as the command does, but one it makes for moto's own
-    address is kept for the module's later runs, and one for a fault proxy in front of it (tests/support/
-    fault_proxy.py) for the test's later runs (a proxy lives for one test): creating a client (its handlers, its
-    endpoint rules) was a fifth of a publishing test's CPU, and a client holds nothing of a run but its
-    connections. Reused only under the same credentials; masked for each run as the command does."""
+    address is kept for the module's later runs, and one for a fault proxy in front of it answering in this process
+    (tests/support/fault_proxy.py) for later runs to the same address (a test's `proxied` takes the port the proxy
+    before it had): creating a client (its handlers, its endpoint rules) was a fifth of a publishing test's CPU, and
+    a client holds nothing of a run but its connections. A proxy's clients close their connections when the test
+    ends (`_connections_closed`): a proxy lives for one test, and a connection kept to it would reach that proxy's
+    handler, not the next test's proxy. Reused only under the same credentials; masked for each run as the command
+    does."""
     from generator.clients import cloudwatch
     from tests.support.fault_proxy import FaultProxy
     from tests.support.moto_server import answered_here
 
     make = cloudwatch.CloudWatch.client
-    this_test: dict = {}  # a proxy's clients
 
     def client(self, region: str, service: str = "cloudwatch"):
         if self.endpoint_url == moto.url:
             kept = moto.product_clients
         elif isinstance(answered_here(self.endpoint_url), FaultProxy):
-            kept = this_test
+            kept = _PROXY_CLIENTS
         else:
             return make(self, region, service)
         if (region, service) in self.clients:
@@ -88,6 +93,13 @@ def _clients_kept(moto, monkeypatch) -> None:
     monkeypatch.setattr(cloudwatch.CloudWatch, "client", client)
 
 
+def _connections_closed() -> None:
+    """Every kept client of a fault proxy without a connection left open: a later request opens one to whichever
+    proxy then has the address (connections are made only for a rule that breaks one: see FaultProxy.answer)."""
+    for kept in _PROXY_CLIENTS.values():
+        kept.close()
+
+
 @pytest.fixture
 def aws(moto, cli, monkeypatch, built_once, tmp_path):
     """The CLI pointed at moto; the settings (GPUDASH_CONFIG) are the defaults with a project name."""
@@ -103,7 +115,8 @@ def aws(moto, cli, monkeypatch, built_once, tmp_path):
         code, stdout, stderr = cli("apply", "--skip-verify", "--output", "json", *args)
         return code, (json.loads(stdout) if stdout.strip().startswith("{") else stdout), stderr
 
-    return client, apply
+    yield client, apply
+    _connections_closed()
 
 
 _PUBLISHED: dict = {}  # (project by value, arguments) -> moto's CloudWatch state right after that first apply
@@ -178,9 +191,13 @@ def published(aws, moto):
 def proxied(aws, moto, monkeypatch):
     """The same, through a fault-injecting proxy in front of moto."""
     client, apply = aws
-    with FaultProxy(moto.url) as proxy:
+    with FaultProxy(moto.url, port=_PROXY_PORT[0]) as proxy:  # the last test's proxy's port: its clients are kept
+        _PROXY_PORT[0] = proxy.server.server_address[1]
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
         yield proxy, client, apply
+
+
+_PROXY_PORT = [0]  # the port of the last proxy `proxied` made (0: none yet)
 
 
 ALWAYS = 10**6

@@ -92,7 +92,8 @@ class Answer:
 
 
 class FaultProxy(LoopbackServer):
-    def __init__(self, upstream: str):
+    def __init__(self, upstream: str, port: int = 0):
+        """A proxy in front of `upstream`, on `port` when it is free (0, or taken: a port the OS chooses)."""
         parts = urlsplit(upstream)
         self.upstream = (parts.hostname, parts.port)
         self.rules: list[Rule] = []
@@ -176,7 +177,7 @@ class FaultProxy(LoopbackServer):
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _handle  # noqa: N815
 
-        self._serve(Handler)
+        self._serve(Handler, port)
         self.url = f"http://{self.address}"
 
     def inject(self, *rules: Rule) -> None:

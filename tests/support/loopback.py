@@ -28,8 +28,14 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class LoopbackServer:
-    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self.server = _QuietServer(("127.0.0.1", 0), handler)
+    def _serve(self, handler: type[BaseHTTPRequestHandler], port: int = 0) -> None:
+        """Serve on `port` (0: one the OS chooses, as it does when `port` is taken)."""
+        try:
+            self.server = _QuietServer(("127.0.0.1", port), handler)
+        except OSError:
+            if not port:
+                raise
+            self.server = _QuietServer(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     def _serve_tls(self):
