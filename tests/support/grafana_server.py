@@ -142,6 +142,35 @@ def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
+def _encoded(body: Any) -> bytes:
+    """An answer's JSON text: orjson's (compact and UTF-8, as Grafana's Go encoder writes; a fifth of json's CPU for a
+    dashboard) where it reads back as the value json's text does, else json's: a NaN or infinity (orjson writes
+    null), and what orjson does not write as json does (integers beyond 64 bits, lone surrogates, subclasses)."""
+    try:
+        import orjson
+
+        data = orjson.dumps(body, option=orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+                            | orjson.OPT_PASSTHROUGH_SUBCLASS)
+    except (ImportError, TypeError):
+        return json.dumps(body).encode()
+    return data if b"null" not in data or _finite(body) else json.dumps(body).encode()
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or infinity among the floats inside."""
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if type(value) is float:
+            if value - value != 0.0:
+                return False
+        elif type(value) is dict:
+            stack.extend(value.values())
+        elif type(value) is list or type(value) is tuple:
+            stack.extend(value)
+    return True
+
+
 @lru_cache(maxsize=None)
 def _spec(path: Path) -> Spec:
     """One Spec per spec file and test process: it is only read, and its validators are kept."""
@@ -296,7 +325,7 @@ class GrafanaTestServer(LoopbackServer):
         if fault:
             return fault.status, json.dumps({"message": "injected fault"}).encode(), fault.location
         status, body, spec_path = self.route(method, split.path, parse_qs(split.query), raw, auth)
-        data = json.dumps(body).encode()
+        data = _encoded(body)
         if spec_path:
             errors = self.spec.check_response(method, spec_path, status, body, data)
             self.state.spec_errors += [f"response {(method, spec_path)}: {e}" for e in errors]
