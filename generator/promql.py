@@ -1221,7 +1221,8 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     late at 2 s scrapes 144,335 mW for 150,000 in an 8 s one (a loaded Prometheus). The copy is the one leading: the
     largest latest reading of the step or the step before (a copy that missed one scrape, its staleness marker in its
     place, still leads at the step it missed); where copies' latest readings are equal (two exporters reading one
-    collection), the one of them whose own step is the longest, the same copy in both recordings (each picking its
+    collection), the one of them whose own step is the longest (of several as long, the smallest delta: the growth
+    since the largest of their readings before), the same copy in both recordings (each picking its
     own with topk, whose pick among equals is arbitrary, recorded one copy's delta over another's seconds: 0.071 to
     0.14 replays per second for 0.1; the seconds recording takes the most any of them grew in, the longest one's
     unless two of them missed the step before and a third copy read it). A copy that has not read a restart of the
@@ -1300,25 +1301,34 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     taken = copy.scraped_at
     taken_before = (f"max by ({keys}) (last_over_time({taken}[{seconds * 1000 - 1}ms:{resolution}] offset "
                     f"{resolution}) and ({read_before} == on ({keys}) group_left () {before}))")
-    # the growth above counts (it is not the larger of the two) where the step before's largest reading is not below
-    # the copy's own reading before (its delta's), or where the copy's own delta is a restart (its reading below its
-    # own latest raw sample before: the counter since the restart): one subquery of the steps before, where comparing
-    # the two deltas read the copy's own delta again. Without the restart's test, a copy that missed the step before
-    # while another copy read the restart there counted its growth above that reading over its own seconds since its
-    # reading before the restart (50 s of growth over 60 s: a 2-minute window read 0.933 of the GPU's power). Where
-    # the two are equal (copies whose readings tie: one nv-hostengine's collections), the seconds since the latest
-    # scrape of that reading, the same for each tied copy: each one's own seconds, the most of them taken at each
-    # step (one scrape 5 s late: 35 s, then the other copy's 30 s where the late one's were 25 s), read 0.968 of the
-    # GPU's power for 2.5 minutes where each copy alone reads all of it
+    # the growth above counts (it is not the larger of the two) where the step before's largest reading is above the
+    # copy's own reading before (its delta's), where the copy read in the step before (its reading there is not above
+    # the largest), or where the copy's own delta is a restart (its reading below its own latest raw sample before:
+    # the counter since the restart): one subquery of the steps before, where comparing the two deltas read the
+    # copy's own delta again. Without the restart's test, a copy that missed the step before while another copy read
+    # the restart there counted its growth above that reading over its own seconds since its reading before the
+    # restart (50 s of growth over 60 s: a 2-minute window read 0.933 of the GPU's power). Copies whose readings tie
+    # in the step before (one nv-hostengine's collections) count from the latest scrape of the tied reading, the same
+    # for each: each one's own seconds, the most of them taken at each step (one scrape 5 s late: 35 s, then the
+    # other copy's 30 s where the late one's were 25 s), read 0.968 of the GPU's power for 2.5 minutes where the copy
+    # scraped on time alone reads all of it. A copy that did not read in the step before counts from its own scrape
+    # where its reading before is as large: counted from a third copy's late scrape of that sample (an exporter
+    # polling the hostengine every 90 s: 35 s for the copy's 90), a step read 90 s of growth over 60 s (another
+    # copy's, the most), 1.2 of the GPU's power for 2 minutes
     own_before = copy.latest(copy.clean, COUNTED_WITHIN, f" offset {resolution}")
     restarted = f"({copy.reading} < {read_before_own})"
-    grew_in = (f"(({above} and ({own_before} <= on ({keys}) group_left () {before} or {restarted})) * 0 + "
+    counts_above = f"({own_before} < on ({keys}) group_left () {before} or {read_before} or {restarted})"
+    grew_in = (f"(({above} and {counts_above}) * 0 + "
                f"({taken} - on ({keys}) group_left () {taken_before}) or "
                f"{copy.step_seconds(COUNTED_WITHIN, scraped=True)})")
-    # the leading copy's own step, or at its first reading, the copies' merged step (from the reading of another copy)
-    parts = (f"(max by ({keys}) ({part} and {chosen}) or {merged})" for part, chosen, merged in (
-        (grew, longest, gpu.step_delta(COUNTED_WITHIN)),
-        (grew_in, leading, gpu.step_seconds(COUNTED_WITHIN, scraped=True))))
+    # the leading copy's own step, or at its first reading, the copies' merged step (from the reading of another
+    # copy). Of the longest copies' deltas the smallest: the growth since the largest of their readings before (their
+    # readings tie; where two missed the step before, the larger delta, a lagging copy's from its older reading,
+    # counted again what the other had counted at the step before: 90 s of growth over 60 s, 1.2 of the GPU's power
+    # for 2 minutes)
+    parts = (f"({how} by ({keys}) ({part} and {chosen}) or {merged})" for how, part, chosen, merged in (
+        ("min", grew, longest, gpu.step_delta(COUNTED_WITHIN)),
+        ("max", grew_in, leading, gpu.step_seconds(COUNTED_WITHIN, scraped=True))))
     # the one step of (t - interval, t] (Prometheus 2's closed ranges and 3's left-open alike)
     return tuple(f"last_over_time({part}[{seconds * 1000 - 1}ms:{resolution}])" for part in parts)
 

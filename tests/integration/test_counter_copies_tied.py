@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import yaml
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
@@ -100,3 +101,76 @@ def test_grafanas_energy_rate_reads_the_gpus_power_where_tied_copies_scrape_apar
     series = twins._series(overlap.END, 0, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
     _reads_within(rules, "panel_energy_tied_stamped_late.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]),
                   series, 0.999 * overlap.WATTS * 1000, 1.001 * overlap.WATTS * 1000)
+
+
+
+Copies = dict[str, tuple[int, int, int, tuple[int, ...]]]
+
+
+def _hostengine_copies(copies: Copies) -> list[dict]:
+    """Exporters reading one nv-hostengine's samples of the GPU's energy, each its own pod (a DaemonSet of its own), by
+    name: (its scrapes' seconds past each half minute, how often it polls the hostengine (dcgm-exporter -c) and at how
+    many seconds past (its reading the hostengine's sample of that instant), the seconds its scrapes failed at (a
+    staleness marker in the sample's place)); one sample per scrape at 5 s steps (twins.STEP, set by the caller)."""
+    files = overlap.overlap_build("otel")
+    (job,) = [j for j in yaml.safe_load(files["prometheus/additional-scrape-configs.yaml"])["prometheus"][
+        "prometheusSpec"]["additionalScrapeConfigs"] if j["job_name"] == "dcgm-exporter"]
+    step, series = twins.STEP, []
+    assert step == 5
+    for k, (name, (phase, every, polled, failed)) in enumerate(copies.items()):
+        values = ["_"] * (overlap.END // step + 1)
+        for scraped in range(phase, overlap.END, 30):
+            taken = math.floor((scraped - polled) / every) * every + polled
+            values[scraped // step] = "stale" if scraped in failed else f"{overlap.energy_at(taken):.0f}"
+        pod = f"nvidia-dcgm-exporter-{name}"
+        labels = {**overlap.revision_target(job, pod, f"10.0.1.{20 + k}", f"7c9d6f5b{k}0"), "gpu": "0",
+                  "UUID": "GPU-0", "device": "nvidia0", "modelName": "NVIDIA A10G", "hostname": overlap.NODE,
+                  "pod": "train-0", "namespace": "ml", "container": "main"}
+        text = ",".join(f'{key}="{v}"' for key, v in sorted(labels.items()))
+        series.append({"series": f"{twins.ENERGY}{{{text}}}", "values": " ".join(values)})
+    return series
+
+
+def _reads_the_power(rules, monkeypatch, name: str, copies: Copies) -> None:
+    """Pass when "Energy use rate" reads the GPU's 200,000 mW within 0.1 % at every minute of PANEL_MINUTES, read
+    from _hostengine_copies(copies)."""
+    monkeypatch.setattr(twins, "STEP", 5)
+    series = _hostengine_copies(copies)
+    _reads_within(rules, name, _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
+                  0.999 * overlap.WATTS * 1000, 1.001 * overlap.WATTS * 1000)
+
+
+def test_grafanas_energy_rate_reads_the_gpus_power_where_tied_copies_return_from_a_scrape_both_missed(rules, monkeypatch):
+    # two exporters reading the hostengine's samples of 10 s past each half minute, one polling it every 90 s (its reading one or two samples behind at two scrapes of
+    # three), the other every 30 s, both scrapes of the step (690, 720] failed (a network blip); at the step after,
+    # their readings tie (the 730 s sample) and both copies' own steps are equally long: 200,000 mW at every minute.
+    # The larger of their deltas counted: the lagging copy's, from its reading of the 640 s sample, where the other
+    # copy's reading of the 670 s one had counted up to it at the step before the miss: 90 s of growth over 60 s, 1.2
+    # of the GPU's power at 12m30s to 14m30s. The smaller counts now (none of the growth counted twice)
+    _reads_the_power(rules, monkeypatch, "panel_energy_tied_after_both_missed.yaml",
+                     {"a": (20, 90, 10, (710,)), "b": (25, 30, 10, (715,))})
+
+
+def test_grafanas_energy_rate_reads_the_gpus_power_where_a_third_copy_scraped_the_tied_reading_late(rules, monkeypatch):
+    # three exporters reading the hostengine's samples of 10 s past each half minute: a and b polling it every 30 s (a's scrapes at 680 and 710 s failed, b's at 715 s),
+    # c every 90 s (its reading of the 640 s sample scraped at 705 s, the step before the one where a and b tie, the
+    # 730 s sample). a's own step is the longest (from its reading of the 640 s sample at 650 s): 90 s of growth,
+    # over its 90 s. Counted from c's late scrape of that sample (35 s; the seconds recording took b's 60 s), the step
+    # read 1.2 of the GPU's power at 12m30s to 14m30s (4e89c27a). 200,000 mW at every minute
+    _reads_the_power(rules, monkeypatch, "panel_energy_third_copy_late.yaml",
+                     {"a": (20, 30, 10, (680, 710)), "b": (25, 30, 10, (715,)), "c": (15, 90, 10, ())})
+
+
+@pytest.mark.xfail(strict=True, reason="3 copies: the longest copy counts its growth above a third copy's lagging "
+                                       "reading of the step before, below what another tied copy counted two steps "
+                                       "before: 70 s of growth over 60 s (1.067 for 2 minutes)")
+def test_grafanas_energy_rate_reads_the_gpus_power_where_the_longest_copy_counts_above_a_lagging_third_copy(
+        rules, monkeypatch):
+    # the third-copy story with a hostengine sampling every 10 s, c's poll at 30 s past each 90 s: c's reading of the
+    # 660 s sample (scraped at 705 s) is the step before's largest, above a's own reading before (the 640 s sample)
+    # and below b's of the step before that (the 670 s sample, counted at 690 s). a's own step is the longest, its
+    # growth above c's reading counts (70 s of it) over b's 60 s (the most of the copies' seconds): 1.067 of the
+    # GPU's power at 12m30s to 14m. Holding each copy's reading a step in the step before's largest (b's 670 s) read
+    # 0.83 in this story and others: not done
+    _reads_the_power(rules, monkeypatch, "panel_energy_longest_above_lagging.yaml",
+                     {"a": (20, 30, 10, (680, 710)), "b": (25, 30, 10, (715,)), "c": (15, 90, 30, ())})
