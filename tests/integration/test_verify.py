@@ -24,7 +24,7 @@ from generator.render.scrape import scrape_job
 from tests.support import kube_state
 from tests.support.kube_server import TOKEN, KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
-from tests.support.projects import builds_kept
+from tests.support.projects import builds_kept, projects_kept
 from tests.support.prometheus_server import READY_WITHIN, Prometheus, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
 from tests.support.verify_deadline import HANG_DETECTOR, deadline
@@ -153,8 +153,10 @@ def default_documents():
 
 @pytest.fixture
 def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus, default_documents):
-    """A healthy cluster; tests break one thing each. A push or apply here (verify before publishing) gets back the
-    build of a project built before (tests/support/projects.builds_kept)."""
+    """A healthy cluster; tests break one thing each. A command here gets back the project loaded before from the
+    same settings, counters and definitions (tests/support/projects.projects_kept), and a push or apply (verify before
+    publishing) the build of a project built before (builds_kept)."""
+    projects_kept(monkeypatch)
     builds_kept(monkeypatch)
     cluster = KubeCluster(reference)
     documents = copy.deepcopy(default_documents)

@@ -147,6 +147,52 @@ def builds_kept(monkeypatch) -> None:
     monkeypatch.setattr(limits, "checked_build", checked_build)
 
 
+_LOADED: list = []  # (what a project was loaded from, the project): this worker's latest loaded projects
+KEPT_PROJECTS = 8
+
+
+def _loaded_from(settings, counters: Path | None) -> tuple:
+    """What a project is loaded from, by value: the settings (their repr), the counters CSV's path and bytes, and the
+    path and bytes of every file under each definitions folder. A folder or file that cannot be read: None."""
+    def files(folder: Path) -> tuple:
+        return tuple(sorted((str(p), p.read_bytes()) for p in folder.rglob("*")
+                            if p.is_file() and "__pycache__" not in p.parts))
+    csv = counters or settings.counters_path
+    try:
+        return (repr(settings), str(csv), csv.read_bytes(),
+                *(files(folder) for kind in ("dashboards", "alarms") for folder in settings.definition_dirs(kind)))
+    except OSError:
+        return None
+
+
+def projects_kept(monkeypatch) -> None:
+    """Commands load the project at every run (cli_base.load_project_for): here hundreds of runs of the same few
+    settings. A run whose settings read the same (read anew at every run, where the command finds them, with their
+    errors; the line naming them printed) and whose counters CSV and definition files hold the same bytes gets the
+    project loaded from them before: loading them again runs the same definitions on the same input (the bundled
+    and the tests' definitions read nothing else). A project that fails to load fails every time (nothing is kept);
+    a project is frozen (its notes, which commands print at each run, included)."""
+    from generator import project as projects
+
+    load = projects.load_project
+
+    def load_project(config=None, counters=None, read=None):
+        settings = projects.load_settings(config)
+        key = _loaded_from(settings, counters)
+        for known, project in _LOADED if key is not None else ():
+            if known == key:
+                if read:
+                    read(settings)  # this run's: where it found them
+                return project
+        project = load(config, counters, read)
+        if key is not None:
+            _LOADED.append((key, project))
+            del _LOADED[:-KEPT_PROJECTS]
+        return project
+
+    monkeypatch.setattr(projects, "load_project", load_project)
+
+
 def fleet_settings(folder: Path, clusters: list[tuple[str, str, str]], settings: str = "") -> Path:
     """`folder`/gpudash.yaml: `settings`, then the clusters, each (name, Region, more of its keys after a comma)."""
     import json
