@@ -142,6 +142,15 @@ def moto():
         yield server
 
 
+@pytest.fixture(autouse=True)
+def loaded_once(monkeypatch):
+    """A command here gets back the project loaded before from the same settings, counters and definitions
+    (tests/support/projects.projects_kept), and a push, apply or plan the build of a project built before
+    (builds_kept): these tests are about what verify and the publishing preflight find."""
+    projects_kept(monkeypatch)
+    builds_kept(monkeypatch)
+
+
 @pytest.fixture(scope="module")
 def default_documents():
     """The documents of the two files of the default project's build that the cluster installs, built and read
@@ -153,11 +162,7 @@ def default_documents():
 
 @pytest.fixture
 def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus, default_documents):
-    """A healthy cluster; tests break one thing each. A command here gets back the project loaded before from the
-    same settings, counters and definitions (tests/support/projects.projects_kept), and a push or apply (verify before
-    publishing) the build of a project built before (builds_kept)."""
-    projects_kept(monkeypatch)
-    builds_kept(monkeypatch)
+    """A healthy cluster; tests break one thing each."""
     cluster = KubeCluster(reference)
     documents = copy.deepcopy(default_documents)
     for document in documents["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]:
