@@ -148,6 +148,7 @@ def builds_kept(monkeypatch) -> None:
 
 
 _LOADED: list = []  # (what a project was loaded from, the project): this worker's latest loaded projects
+_PARSED: dict = {}  # (settings text, source, folder, origin) -> the settings parsed from them
 KEPT_PROJECTS = 8
 
 
@@ -171,10 +172,20 @@ def projects_kept(monkeypatch) -> None:
     errors; the line naming them printed) and whose counters CSV and definition files hold the same bytes gets the
     project loaded from them before: loading them again runs the same definitions on the same input (the bundled
     and the tests' definitions read nothing else). A project that fails to load fails every time (nothing is kept);
-    a project is frozen (its notes, which commands print at each run, included)."""
+    a project is frozen (its notes, which commands print at each run, included). The settings found are parsed once
+    per text, file, folder and origin (settings.parse_settings reads nothing else; one that fails, every time)."""
     from generator import project as projects
+    from generator import settings as settings_module
 
-    load = projects.load_project
+    load, parse = projects.load_project, settings_module.parse_settings
+
+    def parse_settings(text, source, base_dir, origin="given"):
+        key = (text, source, str(base_dir), origin)
+        if key not in _PARSED:
+            if len(_PARSED) >= KEPT_PROJECTS:
+                _PARSED.clear()
+            _PARSED[key] = parse(text, source, base_dir, origin)
+        return _PARSED[key]
 
     def load_project(config=None, counters=None, read=None):
         settings = projects.load_settings(config)
@@ -191,6 +202,7 @@ def projects_kept(monkeypatch) -> None:
         return project
 
     monkeypatch.setattr(projects, "load_project", load_project)
+    monkeypatch.setattr(settings_module, "parse_settings", parse_settings)
 
 
 def fleet_settings(folder: Path, clusters: list[tuple[str, str, str]], settings: str = "") -> Path:
