@@ -521,16 +521,34 @@ _UNSENT_DEFAULTS = {
 }
 
 
+# Where a listed alarm holds the members the installed botocore's model lacks (its parser drops them), by their path in
+# the alarm ("FutureSetting", "Metrics[0].FutureSetting") with their values as answered: clients/cloudwatch.py puts
+# them there. A setting CloudWatch added after that botocore, set by a person in the console, is one of them.
+UNMODELLED = "UnknownToBotocore"
+
+
+def unknown_settings(alarm: dict[str, Any]) -> dict[str, Any]:
+    """The members of a listed alarm the installed botocore does not know that may be settings, by path: all but those
+    under a member gpudash knows is no setting (NOT_COMPARED: a state CloudWatch changes by itself would otherwise
+    read as an edit at each change) and a setting of _UNSENT_DEFAULTS (compared by its value, as any botocore's)."""
+    return {path: value for path, value in (alarm.get(UNMODELLED) or {}).items()
+            if re.split(r"[.\[]", path, maxsplit=1)[0] not in NOT_COMPARED and path not in _UNSENT_DEFAULTS}
+
+
 def alarm_fields(alarm: dict[str, Any], legacy: bool = False) -> dict[str, Any]:
     """The fields PutMetricAlarm sets, normalised so that a request and DescribeAlarms' report of
     the alarm it made compare equal. A query's Label and AccountId, when it has them, are among them (a person may
     rename the line the alarm's graph shows, or point the query at another account); `legacy`: without them, as the
     evidence of gpudash releases before them hashed the fields (see `legacy_alarm_hash`). The settings gpudash never
     sends (`_UNSENT_DEFAULTS`) are among them where they hold anything but their documented default (an alarm without
-    them hashes as before)."""
+    them hashes as before). Members the installed botocore does not know (`unknown_settings`) are among them too, so
+    that evidence shows them as gpudash's write left them, or not: a person's setting there is an edit like any."""
     result = {key: alarm[key] for key in _ALARM_KEYS if alarm.get(key) not in (None, [], "")}
-    result.update((key, alarm[key]) for key, defaults in _UNSENT_DEFAULTS.items()
-                  if alarm.get(key) not in (None, {}, *defaults))
+    unmodelled = alarm.get(UNMODELLED) or {}
+    result.update((key, value) for key, defaults in _UNSENT_DEFAULTS.items()
+                  if (value := alarm.get(key, unmodelled.get(key))) not in (None, {}, *defaults))
+    if unknown := unknown_settings(alarm):
+        result[UNMODELLED] = unknown
     result.setdefault("DatapointsToAlarm", alarm.get("EvaluationPeriods"))
     for key in ("AlarmActions", "OKActions", "InsufficientDataActions"):
         result[key] = sorted(alarm.get(key) or [])
@@ -574,8 +592,9 @@ def as_reported(request: dict[str, Any], reported: dict[str, Any]) -> dict[str, 
 # may leave out what PutMetricAlarm documents as a default: ActionsEnabled (true), TreatMissingData
 # (missing), DatapointsToAlarm (EvaluationPeriods, in alarm_fields), a query's ReturnData (true, in
 # alarm_fields); it may list a metric's dimensions in another order and leave out an expression query's Period.
-_NOT_CONFIRMED = ("AlarmDescription", *_UNSENT_DEFAULTS)  # (gpudash sends none of the latter: a form CloudWatch may
-# report for an alarm that set none is not documented beyond the defaults; the evidence records the form reported)
+# (gpudash sends none of the latter, nor what its botocore does not know: a form CloudWatch may report for an alarm that
+# set none is not documented beyond the defaults; the evidence records the form reported)
+_NOT_CONFIRMED = ("AlarmDescription", *_UNSENT_DEFAULTS, UNMODELLED)
 _DEFAULTS = {"ActionsEnabled": True, "TreatMissingData": "missing"}
 
 

@@ -25,7 +25,7 @@ from typing import Any, Callable
 from .. import redact
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..markers import ALARM_OWNER_TAG
-from ..ownership import NOT_COMPARED
+from ..ownership import NOT_COMPARED, UNMODELLED
 from .deadline import Deadline, DeadlineExceeded
 from .http import RETRIES_AFTER, connect_failure
 from .pacing import Pacer
@@ -76,6 +76,9 @@ _NOT_AN_ANSWER = "GpudashNotAnAnswer"
 # attempt before it may have reached CloudWatch (True: it may have made it; False: none did, someone else made it so)
 LOOKED = "GpudashLookedDone"
 _REFUSED = "GpudashRefused"  # the answer that is not one is an error document: the write was refused
+# The members of a DescribeAlarms page's alarms the installed botocore does not know (`_unmodelled`), by the alarm's
+# index on the page: `metric_alarms` puts them in each alarm (ownership.UNMODELLED)
+_UNMODELLED_ON_PAGE = "GpudashUnmodelledOnPage"
 
 
 class NotResent(RemoteError):
@@ -418,6 +421,8 @@ class CloudWatch:
             page = self.call(region, "DescribeAlarms", what, **kwargs)
             token = listing.next(page.get("NextToken"), [a["AlarmName"] for a in page["MetricAlarms"]], asked, unasked)
             _arns_name_their_alarms(page["MetricAlarms"], region, what, self.endpoint_name)
+            for index, members in page.get(_UNMODELLED_ON_PAGE, {}).items():
+                page["MetricAlarms"][index][UNMODELLED] = members
             alarms.update({a["AlarmName"]: a for a in page["MetricAlarms"]})
             if not token:
                 return alarms
@@ -629,6 +634,7 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
     if not 200 <= status < 300 or not (body or name in REQUIRED):
         return
     parsed: Any = None
+    output = getattr(operation_model, "output_shape", None)
     try:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -636,7 +642,6 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
         problem = f"not JSON: {redact.text(body.decode('utf-8', 'replace'))[:40]!r}" if name in CHECKED else None
     else:
         problem = _invalid(name, parsed) if name in CHECKED else None
-        output = getattr(operation_model, "output_shape", None)
         if name in WRITES and not problem:
             problem = _not_a_write_answer(output, parsed)
         if not problem and output is not None:  # the calls publishing makes: every member as the model has it
@@ -645,6 +650,38 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
         customized_response_dict[_NOT_AN_ANSWER] = problem
         customized_response_dict[_REFUSED] = _error_code(parsed) is not None
         response_dict["body"] = b"{}"
+    elif name == "DescribeAlarms" and output is not None:  # botocore's parser drops what its model lacks: kept here
+        alarm = output.members["MetricAlarms"].member
+        unmodelled = {index: found for index, listed in enumerate(parsed["MetricAlarms"])
+                      if (found := _unmodelled(alarm, listed, ""))}
+        if unmodelled:
+            customized_response_dict[_UNMODELLED_ON_PAGE] = unmodelled
+
+
+def _unmodelled(shape: Any, value: Any, path: str) -> dict[str, Any]:
+    """The members of `value` (an answer's part, as modelled by `shape`: `_not_as_modelled` checked it) that the model
+    does not have, at any depth, by their path, with their values as answered (a null is an absent member)."""
+    found: dict[str, Any] = {}
+    kind = shape.type_name
+    if kind == "structure":
+        members = _modelled_members(shape)[0]
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else key
+            if item is None:
+                continue
+            if key not in members:
+                found[where] = item
+            else:
+                found.update(_unmodelled(members[key], item, where))
+    elif kind == "list":
+        for index, item in enumerate(value):
+            if item is not None:
+                found.update(_unmodelled(shape.member, item, f"{path}[{index}]"))
+    elif kind == "map":
+        for key, item in value.items():
+            if item is not None:
+                found.update(_unmodelled(shape.value, item, f"{path}.{key}"))
+    return found
 
 
 def _not_a_list(shape: Any, value: Any, path: str) -> str | None:

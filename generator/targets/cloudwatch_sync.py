@@ -45,11 +45,12 @@ from ..model import SEVERITIES
 from ..render.alarms import MIG_SUFFIX
 from ..names import (alarm_name_start, cloudwatch_dashboard_name, cloudwatch_dashboard_name_start, cluster_tail,
                      clusters_named, is_alarm_name, is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
-from ..ownership import (OLDER, OTHER, OURS, Record, alarm_fields, alarm_hash, alarm_owned, alarm_project,
+from ..ownership import (OLDER, OTHER, OURS, UNMODELLED, Record, alarm_fields, alarm_hash, alarm_owned, alarm_project,
                          alarm_publication, alarm_tags, as_reported, dashboard_publication, keeping_marks,
                          lineage, marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
                          read_cloudwatch_stamp, renamed_evidence, same_but_publication, same_publication_kind,
-                         legacy_alarm_hash, tags_of_others, unconfirmed, written_as_is, evidence_current)
+                         legacy_alarm_hash, tags_of_others, unconfirmed, unknown_settings, written_as_is,
+                         evidence_current)
 from ..serialize import compact_json
 from . import prune_guard
 from .cloudwatch_listings import alarms_listed, dashboards_listed
@@ -68,6 +69,23 @@ MARKS_EDITED = (f"its {ALARM_CLUSTERS_TAG}, {ALARM_PROJECT_TAG} or {ALARM_RULE_T
 EDITED_OR_OTHER = ("edited in the CloudWatch console since gpudash wrote it, or written by another project "
                    "(live → generated below); --force overwrites")
 Tick = Callable[[], None]
+
+
+def _unknown_to_botocore(alarm: dict[str, Any], overwrites: str) -> str | None:
+    """Why nothing shows whether a person edited `alarm` (not as gpudash's evidence has it): CloudWatch lists members
+    of it that the installed botocore does not know (a setting added since), whose values no evidence covers; None when
+    it lists none. `overwrites`: what --force does to it."""
+    from botocore import __version__ as botocore_version
+
+    unknown = sorted(unknown_settings(alarm))
+    if not unknown:
+        return None
+    shown = ", ".join(unknown[:3]) + (f" and {len(unknown) - 3} more" if len(unknown) > 3 else "")
+    return (f"cannot tell whether a person edited it: CloudWatch lists {shown} for it, which botocore "
+            f"{botocore_version} does not know (a setting CloudWatch added since, perhaps set in the console, which "
+            f"PutMetricAlarm would reset); update boto3 and botocore (pip install -U boto3 botocore); {overwrites}")
+
+
 def _unproven(cloudwatch: CloudWatch) -> str:
     """The fix for a write a read-back did not confirm, naming the endpoint as the user gave it."""
     return f"run `gpudash plan` and apply again; if it persists, check what answers at {cloudwatch.endpoint_name}"
@@ -138,7 +156,9 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
     reported = alarm_hash(alarm)
     change = Change("cloudwatch", "alarm", name, UNCHANGED, region=region,
                     live={"arn": alarm["AlarmArn"], "tags": tags, "fields": live_fields, "hash": reported})
-    differences = diff.fields(live_fields, as_reported(wanted, live_fields))  # (CloudWatch's own form is no edit)
+    # (CloudWatch's own form is no edit; members botocore does not know are said apart, where they decide)
+    differences = diff.fields({key: value for key, value in live_fields.items() if key != UNMODELLED},
+                              as_reported(wanted, live_fields))
     written, then = read_alarm_evidence(tags)
     as_written = written_as_is(then, alarm, request)  # nobody changed it since gpudash wrote it
     named = alarm_project(tags)
@@ -150,7 +170,7 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
             f"{repr(project) if project else 'these settings (they name no project)'}; --force takes it over"]
     elif marks_intact(tags) is False:  # a person rewrote which settings published it: ownership moves nowhere
         change.action, change.details = DRIFT, [MARKS_EDITED + "; --force writes them again"] + differences
-    elif not differences or (as_written and written == alarm_hash(request)):
+    elif not (differences or UNMODELLED in live_fields) or (as_written and written == alarm_hash(request)):
         # As generated (perhaps in CloudWatch's own form): at most the evidence is restored.
         change.live["as_generated"] = True
         change.live["renamed"] = _renamed(alarm_publication(tags), clusters, former)
@@ -171,6 +191,8 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
         change.action = DRIFT
         change.details = [f"no {ALARM_HASH_TAG} tag to show it is as gpudash wrote it (live → generated below); "
                           "--force overwrites"] + differences
+    elif unknown := _unknown_to_botocore(alarm, "--force overwrites"):
+        change.action, change.details = DRIFT, [unknown] + differences
     else:
         change.action, change.details = DRIFT, [EDITED] + differences
     return change
@@ -230,6 +252,9 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             f"no longer defined, and its {ALARM_HASH_TAG} tag, written by a gpudash release that hashed no query "
             "label, cannot show its queries' labels and accounts are as gpudash wrote them; --prune --force deletes it"])
+    if not written_as_is(then, alarm) and (unknown := _unknown_to_botocore(alarm, "--prune --force deletes it")):
+        return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
+            f"no longer defined, but {unknown}"])
     if not written_as_is(then, alarm):
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
