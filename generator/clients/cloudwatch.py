@@ -669,19 +669,23 @@ def _unmodelled(shape: Any, value: Any, path: str) -> dict[str, Any]:
             where = f"{path}.{key}" if path else key
             if item is None:
                 continue
-            if key not in members:
+            member = members.get(key)
+            if member is None:
                 found[where] = item
-            else:
-                found.update(_unmodelled(members[key], item, where))
-    elif kind == "list":
+            elif member.type_name in _CONTAINERS:
+                found.update(_unmodelled(member, item, where))
+    elif kind == "list" and shape.member.type_name in _CONTAINERS:
         for index, item in enumerate(value):
             if item is not None:
                 found.update(_unmodelled(shape.member, item, f"{path}[{index}]"))
-    elif kind == "map":
+    elif kind == "map" and shape.value.type_name in _CONTAINERS:
         for key, item in value.items():
             if item is not None:
                 found.update(_unmodelled(shape.value, item, f"{path}.{key}"))
     return found
+
+
+_CONTAINERS = ("structure", "list", "map")  # the shapes that may hold a member the model lacks
 
 
 def _not_a_list(shape: Any, value: Any, path: str) -> str | None:

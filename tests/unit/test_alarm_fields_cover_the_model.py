@@ -32,3 +32,21 @@ def test_an_unsent_setting_at_a_value_other_than_its_default_changes_the_evidenc
     alarm = {"AlarmName": "a", "MetricName": "m", "Namespace": "n", "Threshold": 1.0, "EvaluationPeriods": 1}
     assert alarm_hash({**alarm, "WarmUpConfiguration": {"WarmUpPeriodDurationInMinutes": 0}}) == alarm_hash(alarm)
     assert alarm_hash({**alarm, "WarmUpConfiguration": {"WarmUpPeriodDurationInMinutes": 15}}) != alarm_hash(alarm)
+
+
+def test_members_botocore_does_not_know_are_compared_unless_no_setting():
+    """What an older botocore drops from DescribeAlarms' answer, kept from the raw answer (ownership.UNMODELLED): a
+    setting gpudash knows (_UNSENT_DEFAULTS) by its value, as a newer botocore reads it; a member it does not know, as
+    an edit; one under a member that is no setting (NOT_COMPARED: a state), not."""
+    from generator.ownership import UNMODELLED, alarm_hash
+
+    alarm = {"AlarmName": "a", "MetricName": "m", "Namespace": "n", "Threshold": 1.0, "EvaluationPeriods": 1}
+    warm = {"WarmUpPeriodDurationInMinutes": 15}
+    assert alarm_hash({**alarm, UNMODELLED: {"WarmUpConfiguration": warm}}) == \
+        alarm_hash({**alarm, "WarmUpConfiguration": warm}) != alarm_hash(alarm)
+    assert alarm_hash({**alarm, UNMODELLED: {"WarmUpConfiguration": {"WarmUpPeriodDurationInMinutes": 0}}}) == \
+        alarm_hash(alarm)
+    assert alarm_hash({**alarm, UNMODELLED: {"FutureSetting": True}}) != alarm_hash(alarm)
+    assert alarm_hash({**alarm, UNMODELLED: {"Metrics[0].FutureSetting": 1}}) != alarm_hash(alarm)
+    assert alarm_hash({**alarm, UNMODELLED: {"EvaluationState": "PARTIAL_DATA",
+                                             "EvaluationCriteria.PromQLCriteria.Query": "up"}}) == alarm_hash(alarm)
