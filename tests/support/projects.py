@@ -87,7 +87,8 @@ def bundled_panel(title: str, settings: str = "") -> dict:
     return copy.deepcopy(_rendered(settings)[title])
 
 
-_BUILDS: list = []  # (project by value, its Grafana models as built, artifacts): this worker's latest used builds
+_BUILDS: list = []  # [project by value, its Grafana models as built, artifacts, the settings' folder it was built in,
+# whether the build names that folder (None: not looked yet)]: this worker's latest used builds
 # test_grafana_claims builds 33 projects, some again after eight others: with 8 kept it built 45 times, with 32 33 (a
 # kept build of the bundled definitions holds a few MB)
 KEPT_BUILDS = 32
@@ -121,26 +122,32 @@ def builds_kept(monkeypatch) -> None:
     to one built before (settings, counters and definitions compared by value: their repr, in which the settings'
     folder is written as one placeholder) gets that build back, as building it again gives (a build depends on the
     project alone, but for where a cluster split over several CloudFormation templates puts its resources, which
-    depends on the build before in generate's folder: such a build is never kept). The project itself is loaded at every run, as the command loads it. Only a build that names no
-    folder of its settings anywhere is kept (built in another folder, it is the same build). Anything else is built
-    as the command does; a build that is refused raises every time (nothing is kept). The Grafana models a command
-    was handed must come back unchanged."""
+    depends on the build before in generate's folder: such a build is never kept). The project itself is loaded at
+    every run, as the command loads it. Only a build that names no folder of its settings anywhere is handed back
+    (built in another folder, it is the same build; looked for when the build is first asked for again: most never
+    are, and the text of a whole build took 10 ms to write). Anything else is built as the command does; a build
+    that is refused raises every time (nothing is kept). The Grafana models a command was handed must come back
+    unchanged."""
     from generator import limits
 
     check = limits.checked_build
 
     def checked_build(project, grafana=True, placed=None):
-        folder = str(project.settings.base_dir)
         key = (by_value(project), grafana)
-        for index, (known, models, artifacts) in enumerate(_BUILDS):
+        for index, kept in enumerate(_BUILDS):
+            known, models, artifacts, folder, named = kept
             if known == key:
+                del _BUILDS[index]
+                if named is None:  # looked for once, when first asked for again (most builds never are)
+                    named = kept[4] = folder in repr(artifacts)
+                if named:  # it names the folder it was built in: built again, as the command does
+                    break
                 assert _as_built(artifacts) == models, "a command changed the build it was handed"
-                _BUILDS.append(_BUILDS.pop(index))  # the latest used is the last to go
+                _BUILDS.append(kept)  # the latest used is the last to go
                 return artifacts
         artifacts = check(project, grafana=grafana, placed=placed)
-        split = any("Part" in template["Metadata"]["gpudash"] for template in artifacts.cloudformation.values())
-        if folder not in repr(artifacts) and not split:
-            _BUILDS.append((key, _as_built(artifacts), artifacts))
+        if not any("Part" in template["Metadata"]["gpudash"] for template in artifacts.cloudformation.values()):
+            _BUILDS.append([key, _as_built(artifacts), artifacts, str(project.settings.base_dir), None])
             del _BUILDS[:-KEPT_BUILDS]
         return artifacts
 
