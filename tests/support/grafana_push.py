@@ -10,7 +10,7 @@ import pytest
 
 from generator.resources import bundled
 from tests.support.grafana_server import ADMIN, GrafanaTestServer
-from tests.support.projects import builds_kept
+from tests.support.projects import builds_kept, projects_kept
 
 
 @pytest.fixture
@@ -22,7 +22,11 @@ def grafana(reference):
 
 @pytest.fixture
 def run(cli, grafana, defaults_built_once, monkeypatch):
+    """gpudash's CLI pointed at the test server (or `url`), its builds and projects kept by value (a push of the same
+    settings, counters and definitions gets the project loaded and the build made before: builds_kept,
+    projects_kept)."""
     builds_kept(monkeypatch)
+    projects_kept(monkeypatch)
 
     def invoke(*args, token=ADMIN, url=None):
         env = {"GRAFANA_URL": url or grafana.url, "GRAFANA_TOKEN": token}
