@@ -105,25 +105,24 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
                                  "a blank's flag would pass the level an alarm judges every reading by"
                                  if condition in levels else
                                  "DCGM's blank values of these fields would reach CloudWatch"))
-        yield from _markers_dropped(agent.otel, cluster, subject, published)
+        yield from _markers_dropped(agent.otel, cluster)
         yield from _no_data_flag(agent.otel, cluster)
         yield from _processor_order(agent.otel, cluster)
 
 
-def _markers_dropped(otel: dict[str, Any], cluster: Cluster, subject: LintInput,
-                     published: list[str]) -> Iterable[Finding]:
-    """With exporter.virtual_gpus the staleness markers of the fields split per process are dropped by a filter of
-    their own before the agent picks each GPU's reading from its device series and copies (render/agent_otel
-    device_merges): a marker first would make the pick a marker."""
-    from ..render.agent_otel import MARKERS, split_fields, stale_device_readings
+def _markers_dropped(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding]:
+    """The exporter's staleness markers are dropped by a filter of their own before the agent merges points
+    (render/agent_otel stale_markers): a merge takes a marker first or not at random (Go's map order), and one taken
+    first makes the merge a marker, which awsemf drops."""
+    from ..render.agent_otel import MARKERS, stale_markers
 
     dropped = ((otel.get("processors") or {}).get(MARKERS) or {}).get("metrics", {}).get("datapoint") or []
-    for condition in stale_device_readings(split_fields(subject.catalog, subject.settings, published)):
+    for condition in stale_markers():
         if condition not in dropped:
             yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {MARKERS}",
-                          f"the marker filter lacks `{condition}`: a GPU a pod starts to hold on an exporter without "
-                          "per-process shares would lose that scrape's reading (its series without a pod ends with a "
-                          "staleness marker, which the pick of its reading would take)")
+                          f"the marker filter lacks `{condition}`: a merge (a pod's total over its GPUs; with "
+                          "exporter.virtual_gpus the pick of a GPU's reading) would take a staleness marker first at "
+                          "random and be published or not by chance")
 
 
 def _no_data_flag(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding]:

@@ -492,7 +492,7 @@ class OtelAgent(Pipeline):
                     continue
                 points.append((labels, value))
             if points:
-                kept.append(_Metric(metric.name, metric.kind, points))
+                kept.append(_Metric(metric.name, metric.kind, points, metric.ordered))
         return kept
 
     def _mark_stale(self, last: frozenset, metrics: dict[str, "_Metric"]) -> tuple[frozenset, tuple]:
@@ -554,6 +554,24 @@ class _Metric:
     name: str
     kind: str
     points: list = field(default_factory=list)
+    # the points in the receiver's order (a scrape's samples, then its staleness markers), which inserts, filters and
+    # value statements keep; False once aggregateutil merged them: its groups come out in Go's map order (_unsettled)
+    ordered: bool = True
+
+
+class MapOrderDependent(AssertionError):
+    """What the agent publishes depends on the order Go's map iteration gives (_unsettled): the model cannot say it."""
+
+
+def _unsettled(values: list, ordered: bool) -> bool:
+    """Whether the merge of one group's values (None: a staleness marker) is decided by an order the collector leaves to
+    chance. aggregateutil's mergeNumberDataPoints merges a group into its first point, and a first point without value
+    stays one (no value merged into it: awsemf drops it), whatever else the group holds; and MergeDataPoints writes its
+    groups in the order of a Go map (`for _, dps := range dpsMap`: random at each iteration), so the points a later
+    aggregate_labels (or a combine) groups come in no fixed order. The receiver's order (`ordered`) puts a scrape's
+    staleness markers after its samples: a marker is first only in a group of markers. After a merge, a group holding a
+    marker and a reading is the reading's merge or nothing at all, at random from one scrape to the next."""
+    return not ordered and None in values and any(value is not None for value in values)
 
 
 def _go_max(a: float, b: float) -> float:
@@ -601,8 +619,8 @@ def _aggregate_labels(metric: _Metric, label_set: list[str], aggregation: str) -
     first of them, whose flags it keeps (_merged)."""
     assert aggregation in _AGGREGATIONS, f"aggregation the model does not know: {aggregation}"
     kept = _kept_labels(label_set)
-    return _grouped(_Metric(metric.name, metric.kind, [(kept(labels), value) for labels, value in metric.points]),
-                    aggregation)
+    return _grouped(_Metric(metric.name, metric.kind, [(kept(labels), value) for labels, value in metric.points],
+                            metric.ordered), aggregation)
 
 
 _KEPT_LABELS: dict[tuple, _ByIdentity] = {}  # a label_set -> each labels dict's labels in it
@@ -622,8 +640,12 @@ def _grouped(metric: _Metric, aggregation: str) -> _Metric:
     groups: dict[tuple, list] = {}
     for labels, value in metric.points:
         groups.setdefault(_sorted_items(labels), []).append(value)
+    for key, values in groups.items():
+        if _unsettled(values, metric.ordered):
+            raise MapOrderDependent(f"{metric.name} {dict(key)}: a staleness marker and a reading merged in an order "
+                                    f"Go's map iteration decides (the merge or nothing, at random)")
     return _Metric(metric.name, metric.kind, [(_interned(key), _merged(values, aggregation))
-                                              for key, values in groups.items()])
+                                              for key, values in groups.items()], False)
 
 
 _ADDED_LABELS: dict[tuple, _ByIdentity] = {}  # (new_label, new_value) -> each labels dict with it added
@@ -645,10 +667,11 @@ def _operated(metric: _Metric, operation: dict) -> _Metric:
         return _aggregate_labels(metric, operation["label_set"], operation["aggregation_type"])
     if action == "add_label":
         added = _added_label(operation["new_label"], operation["new_value"])
-        return _Metric(metric.name, metric.kind, [(added(labels), v) for labels, v in metric.points])
+        return _Metric(metric.name, metric.kind, [(added(labels), v) for labels, v in metric.points], metric.ordered)
     assert action == "experimental_scale_value", f"operation the model does not know: {operation}"
     scale = float(operation["experimental_scale"])
-    return _Metric(metric.name, metric.kind, [(labels, None if v is None else v * scale) for labels, v in metric.points])
+    return _Metric(metric.name, metric.kind, [(labels, None if v is None else v * scale) for labels, v in metric.points],
+                   metric.ordered)
 
 
 def _plan(labels: list[dict], operations: list[dict]) -> tuple[list[dict], list[tuple]]:
@@ -697,7 +720,8 @@ def _transform(config: dict):
     def matching(metric: _Metric) -> _Metric:
         """extractMatchedMetric: the points whose labels match (matchAttrs: an unanchored regexp over the label's
         value, over "" for a point that lacks the label)."""
-        return _Metric(metric.name, metric.kind, [(labels, value) for labels, value in metric.points if matches(labels)])
+        return _Metric(metric.name, metric.kind, [(labels, value) for labels, value in metric.points if matches(labels)],
+                       metric.ordered)
     matches = _ByIdentity(lambda labels: all(m.search(labels.get(k, "")) for k, m in matchers.items()))
     operations = config.get("operations") or []
     for operation in operations:
@@ -725,12 +749,17 @@ def _transform(config: dict):
             entry = plans[key] = (held, _plan(held, operations))
         labels, steps = entry[1]
         values = [value for _, value in metric.points]
+        ordered = metric.ordered
         for groups, aggregation, scale in steps:
             if groups is not None:
-                values = [_merged([values[i] for i in group], aggregation) for group in groups]
+                grouped = [[values[i] for i in group] for group in groups]
+                if not ordered and any(_unsettled(group, ordered) for group in grouped):
+                    raise MapOrderDependent(f"{metric.name} -> {name}: a staleness marker and a reading merged in an "
+                                            f"order Go's map iteration decides (the merge or nothing, at random)")
+                values, ordered = [_merged(group, aggregation) for group in grouped], False
             else:
                 values = [None if value is None else value * scale for value in values]
-        return _Metric(name, metric.kind, list(zip(labels, values)))
+        return _Metric(name, metric.kind, list(zip(labels, values)), ordered)
 
     def combined(metrics: list[_Metric]) -> list[_Metric]:
         matched = [m for m in metrics if search(m.name)]
@@ -741,7 +770,8 @@ def _transform(config: dict):
         if len({frozenset(k for labels, _ in m.points for k in labels) for m in matched}) > 1:
             return metrics  # canBeCombined: metrics whose points name other labels are left as they are
         points = [point for m in matched for point in m.points]
-        merged = _grouped(_Metric(config["new_name"], matched[0].kind, points), config["aggregation_type"])
+        merged = _grouped(_Metric(config["new_name"], matched[0].kind, points, all(m.ordered for m in matched)),
+                          config["aggregation_type"])
         for operation in operations:
             merged = _operated(merged, operation)
         kept = [m for m in metrics if not search(m.name)]
@@ -848,7 +878,7 @@ def _statements(config: dict):
                     if written is not None:
                         value = written
                 points.append((labels, value))
-            result.append(_Metric(name, metric.kind, points))
+            result.append(_Metric(name, metric.kind, points, metric.ordered))
         return result
 
     return apply
@@ -868,7 +898,7 @@ def _sums_to_gauges(group: dict):
         patterns.append(re.compile(match[1].replace('\\"', '"')))
 
     def apply(metrics: list[_Metric]) -> list[_Metric]:
-        return [_Metric(m.name, "gauge", m.points) if m.kind == "counter" and any(p.search(m.name) for p in patterns)
+        return [_Metric(m.name, "gauge", m.points, m.ordered) if m.kind == "counter" and any(p.search(m.name) for p in patterns)
                 else m for m in metrics]
 
     return apply

@@ -48,15 +48,15 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
     names = [n for section in ("receivers", "processors", "exporters") for n in otel[section]]
     names += list(otel["service"]["pipelines"])
     # no clash with the agent's own pipelines: every name's suffix is gpudash's
-    assert names and all(n.split("/", 1)[1] in ("gpudash", "gpudash-pods", "gpudash-unused", "gpudash-levels")
-                         for n in names)
+    assert names and all(n.split("/", 1)[1] in ("gpudash", "gpudash-markers", "gpudash-pods", "gpudash-unused",
+                                                "gpudash-levels") for n in names)
     (pipeline,) = otel["service"]["pipelines"].values()
-    # the pods' totals (and the copies of the idle alarms' utilization and of the temperature-high alarm's
-    # temperature) are made before the blank filter (a sum holding a blank is dropped whole), the unused share and
-    # the flag past the level of a reading after it, the merge of a shared GPU's counters after it (its `max` would
-    # take a blank)
+    # the exporter's staleness markers dropped before any merge (a merge takes one first at random); the pods' totals
+    # (and the copies of the idle alarms' utilization and of the temperature-high alarm's temperature) are made
+    # before the blank filter (a sum holding a blank is dropped whole), the unused share and the flag past the level
+    # of a reading after it, the merge of a shared GPU's counters after it (its `max` would take a blank)
     assert pipeline == {"receivers": ["prometheus/gpudash"],
-                        "processors": ["metricstransform/gpudash-pods", "filter/gpudash", "transform/gpudash-unused",
+                        "processors": ["filter/gpudash-markers", "metricstransform/gpudash-pods", "filter/gpudash", "transform/gpudash-unused",
                                        "transform/gpudash-levels", "metricstransform/gpudash", "transform/gpudash",
                                        "batch/gpudash"],
                         "exporters": ["awsemf/gpudash"]}
