@@ -2,17 +2,22 @@
 
 Two nodes, 30 s scrapes backfilled into a real Prometheus, as dcgm-exporter writes them with pod labels (no `node`
 label: node a's exporter writes `Hostname`, node c's `hostname`). ml/mover holds node a's GPU 1 (50 %, 150 W, SM
-1300 MHz) for the first MOVE scrapes; then that GPU is idle (no pod: 0 %, 60 W, 210 MHz) and ml/mover holds node c's
-GPU 0 (70 %, 250 W, 1600 MHz), idle before. ml/stay holds node c's GPU 1 all along (30 %, 120 W, 1100 MHz).
+1300 MHz) for the first MOVE scrapes; then that GPU is idle (no pod: 0 %, 60 W, 210 MHz), and from the scrape after
+(the pod recreated there) ml/mover holds node c's GPU 0 (70 %, 250 W, 1600 MHz), idle before. ml/stay holds node c's
+GPU 1 all along (30 %, 120 W, 1100 MHz).
 
-The truth at an instant: a pod holds the GPUs its node's latest scrape names it on; Kubernetes runs a pod on one
-node, so after the move ml/mover holds node c's GPU 0 alone: 250 W, 70 %, 1600 MHz, one GPU.
+The truth at an instant once the pod is on node c: a pod holds the GPUs its node's latest scrape names it on;
+Kubernetes runs a pod on one node, so ml/mover holds node c's GPU 0 alone: 250 W, 70 %, 1600 MHz, one GPU.
 
 The per-pod panels show each pod on every GPU a scrape within their look-back (4 scrape intervals) named it on, at
 the GPU's latest reading (promql.label_lookback, made for GPUs pods share by time-slicing, named under one of them per
-scrape). So for up to 120 s after the move ml/mover read its old node's GPU beside the new one, at the old GPU's
-reading after the pod left it: 310 W (60 + 250), 35 % (mean of 0 and 70), 905 MHz, 2 GPUs in "Pods on GPUs". Before
-the move and once the look-back has passed, every panel reads the truth (so the harness reads the panels right).
+scrape). So for up to 120 s after the move ml/mover reads its old node's GPU beside the new one, at the old GPU's
+reading after the pod left it: 310 W (60 + 250), 35 % (mean of 0 and 70), 905 MHz, 2 GPUs in "Pods on GPUs" (strict
+xfail: a fix that leaves out the targets that named a pod more than 1.5 scrape intervals before its newest naming
+passes them, but grew the default PrometheusRule past what client-side `kubectl apply` takes; /work/coord/s36/L-log.md).
+At the scrape between (the pod left node a, not yet on c) it shows on node a's GPU for the look-back, as a pod that
+left its GPU does (not compared). Before the move and once the look-back has passed every panel reads the truth (so
+the harness reads the panels right).
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ from tests.support.prometheus_server import backfilled_fixture, range_macros
 
 SCRAPE = 30
 SCRAPES = 20
-MOVE = 10  # ml/mover is on node c from this scrape on
+MOVE = 10  # ml/mover left node a at this scrape; it is on node c from the next one on
 OFFSET = {"a": 3, "c": 11}  # each node's scrape time within the interval
 MODEL = 'modelName="NVIDIA A100-SXM4-80GB",DCGM_FI_DRIVER_VERSION="570.133.20"'
 FIELDS = {"DCGM_FI_DEV_POWER_USAGE": "power", "DCGM_FI_DEV_GPU_UTIL": "util", "DCGM_FI_DEV_SM_CLOCK": "clock",
           "DCGM_FI_DEV_GPU_TEMP": "temp"}
-BUSY = {"mover-a": dict(power=150, util=50, clock=1300, temp=55), "mover-c": dict(power=250, util=70, clock=1600, temp=65),
+BUSY = {"mover-a": dict(power=150, util=50, clock=1300, temp=55),
+        "mover-c": dict(power=250, util=70, clock=1600, temp=65),
         "stay": dict(power=120, util=30, clock=1100, temp=50)}
 IDLE = dict(power=60, util=0, clock=210, temp=40)
 PANELS = {"Power draw of each pod's GPUs": "power", "GPU utilization by pod": "util", "SM clock by pod": "clock",
@@ -40,11 +46,11 @@ PANELS = {"Power draw of each pod's GPUs": "power", "GPU utilization by pod": "u
 
 def gpus(k: int) -> list[tuple[str, str, str | None, dict]]:
     """(node, device labels, (namespace, pod) or None, readings) of every GPU at scrape k."""
-    moved = k >= MOVE
+    moved, arrived = k >= MOVE, k > MOVE
     return [("a", f'gpu="1",UUID="GPU-a-1",device="nvidia1",{MODEL},Hostname="a"',
              None if moved else ("ml", "mover"), IDLE if moved else BUSY["mover-a"]),
             ("c", f'gpu="0",UUID="GPU-c-0",device="nvidia0",{MODEL},hostname="c"',
-             ("ml", "mover") if moved else None, BUSY["mover-c"] if moved else IDLE),
+             ("ml", "mover") if arrived else None, BUSY["mover-c"] if arrived else IDLE),
             ("c", f'gpu="1",UUID="GPU-c-1",device="nvidia1",{MODEL},hostname="c"', ("ml", "stay"), BUSY["stay"])]
 
 
@@ -88,7 +94,7 @@ LOOKED_BACK = pytest.mark.xfail(strict=True, reason=(
     "that moved node reads the GPU it left, at that GPU's reading after it left, for up to 120 s (310 W for 250)"))
 
 
-@pytest.mark.parametrize("k", [MOVE - 3, MOVE - 1, pytest.param(MOVE, marks=LOOKED_BACK),
+@pytest.mark.parametrize("k", [MOVE - 3, MOVE - 1, pytest.param(MOVE + 1, marks=LOOKED_BACK),
                                pytest.param(MOVE + 2, marks=LOOKED_BACK), MOVE + 4, SCRAPES - 1])
 @pytest.mark.parametrize("title", sorted(PANELS))
 def test_a_pod_that_moved_node_is_read_on_its_new_nodes_gpu_alone(backfilled, title, k):
