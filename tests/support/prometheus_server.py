@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -336,64 +338,144 @@ def duration(seconds: float) -> str:
     return f"{int(seconds)}s" if seconds == int(seconds) else f"{round(seconds * 1000)}ms"
 
 
+@functools.lru_cache(maxsize=1024)  # a test file asks the same few queries again and again (2,229 calls, 200 queries)
 def scraped_every(expr: str, made_for: int, seconds: float) -> str:
     """A generated query made for a `made_for`-second scrape interval, for a Prometheus that scrapes every `seconds`
-    (a fraction of a second too: its durations in milliseconds): a counter's copies are read once per step of the
-    scrape interval (promql.fresh_reading), each copy's sample taken within the step; an alert rule's at its fine step
-    (alarms.rule_step: 5 s, or the interval when shorter); a per-pod panel names the pods a scrape named within its
-    lookback (promql.label_lookback: scrapes, not seconds) and reads the copies with a sample within the last interval
-    (promql.fresh_copies)."""
-    from generator.promql import (BLANK_FLOOR, COUNTED_WITHIN, HELD_SCRAPES, LABEL_LOOKBACK_SCRAPES, PREVIOUS_WITHIN,
+    (a fraction of a second too: its durations in milliseconds): every duration gpudash derives from the scrape
+    interval (promql: a step's reading and the one before, a copy's sample within the interval, the per-pod look-back,
+    a series' sample time, a held counter reading; an alert rule's at its fine step, alarms.rule_step: 5 s, or the
+    interval when shorter) written for the new interval (_scrape_rewrites). By spelling, whatever parentheses stand
+    around it; in one pass, so no rewrite reads another's output. A spelling of the old interval's left in the query
+    fails the test (ScrapeRewriteMissed), naming the rewrite that did not take: a query whose spelling changed no
+    longer runs as made for another interval unseen."""
+    rewriting = _rewriting(made_for, seconds)
+    if rewriting is None:
+        return expr
+    rewrites, one_pass, old = rewriting
+    rewritten = one_pass.sub(lambda m: _rewritten(m, rewrites), expr)
+    left = [_missed(match, rewritten, rewrites) for match in old.finditer(rewritten)]
+    if left:
+        raise ScrapeRewriteMissed(f"scraped_every({made_for} -> {seconds} s) left {len(left)} duration(s) made for "
+                                  f"{made_for} s scrapes: " + "; ".join(left))
+    return rewritten
+
+
+class ScrapeRewriteMissed(AssertionError):
+    """A query scraped_every could not wholly rewrite for the test's scrape interval."""
+
+
+# each duration a query writes: a range or subquery's (`[30s]`, `[29999ms:30s]`, `[$__rate_interval:30s]`), an offset
+# (`offset -29998ms`), promql.range_increase's whole steps (`/ 30000) * 30000`)
+_SPELLED = re.compile(r"\[(?P<range>[^\[\]:]*)(?::(?P<step>[^\[\]]*))?\]|offset (?P<offset>-?\w+)"
+                      r"|/ (?P<per>\d+)\)? \* (?P=per)\b")
+
+
+def _scrape_rewrites(made_for: int, seconds: float) -> dict[str, tuple[str, str]]:
+    """{a spelling in a query made for `made_for`-second scrapes: (its spelling for `seconds`, the rewrite's name)}.
+    Each is a whole duration token's start (`[29999ms]`, `[29999ms:`, `:30s]`, `offset 30s` and its end where another
+    token could begin with it): no parenthesis is part of one."""
+    from generator.promql import (COUNTED_WITHIN, HELD_SCRAPES, LABEL_LOOKBACK_SCRAPES, PREVIOUS_WITHIN,
                                   WINDOW_PREVIOUS_WITHIN)
     from generator.render.alarms import RULE_STEP_SECONDS
 
     def ms(step: float) -> int:
         return round(step * 1000)
 
-    def points(step: float, within: int) -> str:  # CounterReading.step_delta: its latest reading's range, at two points
-        return f"[{ms(max(within, 2 * step)) - ms(step) // 2}ms:{duration(step)}])[{ms(step) + 1}ms:{duration(step)}])"
-
-    def as_text(milliseconds: int) -> str:
+    def text(milliseconds: int) -> str:  # promql._milliseconds_text
         return f"{milliseconds // 1000}s" if milliseconds % 1000 == 0 else f"{milliseconds}ms"
 
-    def half(step: float) -> str:  # promql.sample_time
-        return as_text(ms(step) // 2)
+    def spellings(step: float) -> dict[str, str]:
+        """{rewrite's name: spelling} of the durations derived from the scrape interval (or the rule step) `step`."""
+        reach = f"[{text(ms(LABEL_LOOKBACK_SCRAPES * step) + ms(step) // 2)}:"
+        named = {
+            # promql.taken_within and step_reading: the step less a millisecond, the step, a millisecond a step back;
+            # counted_rules' reading at the step before and range_increase's first step (ranges of the step less 1 ms)
+            "step less 1 ms": f"[{ms(step) - 1}ms]", "step less 1 ms, stepped": f"[{ms(step) - 1}ms:",
+            "step": f"[{duration(step)}]", "step back": f"offset {duration(step)}",
+            # promql.range_increase: its first reading, a step less 2 ms after the range's start
+            "first step's shift": f"offset -{ms(step) - 2}ms",
+            # fresh_copies, gpu_names, _Device: a copy with a sample within the interval (in ms: `[30000ms]`)
+            "step in ms": f"[{ms(step)}ms]",
+            # CounterReading.step_delta's two points: its latest reading within a reach (3 reaches), at two points
+            **{f"reach {within} s": f"[{ms(max(within, 2 * step)) - ms(step) // 2}ms:"
+               for within in (PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, COUNTED_WITHIN)},
+            "two points": f"[{ms(step) + 1}ms:",
+            # counted_rules: a copy's latest reading at this step or the one before
+            "step and a half": f"[{ms(1.5 * step)}ms:",
+            # held_reading: a counter reading held through a missed scrape
+            "held": f"[{ms(HELD_SCRAPES * step)}ms:", "held, ranged": f"[{ms(HELD_SCRAPES * step)}ms]",
+            "subquery step": f":{duration(step)}]",
+            # promql.sample_time: ranges and steps of half the interval, the look-back and half
+            "half": f"[{text(ms(step) // 2)}]", "half step": f":{text(ms(step) // 2)}]", "look-back and half": reach,
+            # promql.range_increase: the last whole step
+            "whole steps": f"/ {ms(step)}) * {ms(step)}", "whole steps, bare": f"/ {ms(step)} * {ms(step)}",
+        }
+        return named
 
-    def reach(step: float) -> str:  # promql.sample_time: the look-back and half an interval
-        return as_text(ms(LABEL_LOOKBACK_SCRAPES * step) + ms(step) // 2)
+    pairs = [(made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))]
+    table: dict[str, tuple[str, str]] = {}
+    for k, (old, new) in enumerate(pairs):
+        was, now = spellings(old), spellings(new)
+        if k == 0:  # promql.label_lookback: the per-pod panels' look-back, scrapes of the interval
+            was["look-back"], now["look-back"] = f"[{duration(LABEL_LOOKBACK_SCRAPES * old)}]", \
+                f"[{duration(LABEL_LOOKBACK_SCRAPES * new)}]"
+            was["look-back, stepped"], now["look-back, stepped"] = f"[{duration(LABEL_LOOKBACK_SCRAPES * old)}:", \
+                f"[{duration(LABEL_LOOKBACK_SCRAPES * new)}:"
+        for name, spelling in was.items():
+            if spelling == now[name]:
+                continue
+            earlier = table.get(spelling)
+            assert earlier is None or earlier[0] == now[name], \
+                f"scraped_every: {spelling} is the {earlier[1]} and the {name}, for {earlier[0]} and {now[name]}"
+            table.setdefault(spelling, (now[name], name))
+    return table
 
-    def lookback(step: float) -> str:  # promql.label_lookback
-        return duration(LABEL_LOOKBACK_SCRAPES * step)
 
-    for old, new in ((made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))):
-        # CounterReading.step_delta's two points (over the range, over a window), taken_within's three ranges, the
-        # subquery steps, and promql.range_increase's last step
-        for was, now in ((points(old, PREVIOUS_WITHIN), points(new, PREVIOUS_WITHIN)),
-                         (points(old, WINDOW_PREVIOUS_WITHIN), points(new, WINDOW_PREVIOUS_WITHIN)),
-                         (points(old, COUNTED_WITHIN), points(new, COUNTED_WITHIN)),
-                         (f"[{ms(old) - 1}ms])", f"[{ms(new) - 1}ms])"),
-                         (f"[{old}s]) unless", f"[{duration(new)}]) unless"),
-                         (f"[1ms] offset {old}s)", f"[1ms] offset {duration(new)})"),
-                         # promql.own_deltas: a copy's before
-                         (f"] offset {old}s) < ", f"] offset {duration(new)}) < "),
-                         # an alert's counter reading: each exporter's copy held through a missed scrape
-                         (f"[{ms(HELD_SCRAPES * old)}ms:{old}s]", f"[{ms(HELD_SCRAPES * new)}ms:{duration(new)}]"),
-                         (f":{old}s]", f":{duration(new)}]"),
-                         # promql.sample_time: ranges and steps of half the scrape interval, the look-back and half
-                         (f"[{reach(old)}:{half(old)}]", f"[{reach(new)}:{half(new)}]"),
-                         (f"[{half(old)}]", f"[{half(new)}]"),
-                         (f":{half(old)}]", f":{half(new)}]"),
-                         (f"/ {ms(old)}) * {ms(old)})", f"/ {ms(new)}) * {ms(new)})")):
-            expr = expr.replace(was, now)
-    # promql.fresh_copies: a copy with a sample within the last scrape interval
-    expr = expr.replace(f"[{ms(made_for)}ms]))", f"[{ms(seconds)}ms]))")
-    # promql.looked_back: a copy's reading at a step of the scrape interval, its sample taken within the step
-    expr = expr.replace(f"[{made_for}s]) < {BLANK_FLOOR})", f"[{duration(seconds)}]) < {BLANK_FLOOR})")
-    # promql.gpu_names: a copy of a GPU with a sample within the last scrape interval names it first
-    expr = expr.replace(f"[{ms(made_for)}ms]) * 0.5", f"[{ms(seconds)}ms]) * 0.5")
-    # promql._Device._choice: a copy's latest step within the lookback (a subquery)
-    expr = expr.replace(f"[{lookback(made_for)}:", f"[{lookback(seconds)}:")
-    return expr.replace(f"[{lookback(made_for)}])", f"[{lookback(seconds)}])")
+@functools.lru_cache
+def _rewriting(made_for: int, seconds: float) -> tuple[dict[str, tuple[str, str]], re.Pattern, re.Pattern] | None:
+    """(_scrape_rewrites' table, its spellings as one pattern, a pattern of each duration token of the old interval's
+    it rewrites and does not write); None where there is nothing to rewrite."""
+    rewrites = _scrape_rewrites(made_for, seconds)
+    if not rewrites:
+        return None
+    # the longest first; a subquery's range (`[29999ms:`) before its step, which is rewritten apart (`:30s]`); one
+    # ending in a letter or digit not where a longer duration goes on (`offset 30s`, not `offset 30s500ms`)
+    one_pass = re.compile("|".join(re.escape(s[:-1]) + "(?=:)" if s.endswith(":") else
+                                   re.escape(s) + (r"(?!\w)" if s[-1].isalnum() else "")
+                                   for s in sorted(rewrites, key=len, reverse=True)))
+    new = {token for now, _ in rewrites.values() for token in _tokens(now)}
+    old: dict[str, list[str]] = {}
+    for spelling in rewrites:
+        for role, value in _tokens(spelling):
+            if (role, value) not in new:
+                old.setdefault(role, []).append(re.escape(value))
+    shapes = {"range": r"\[(?:{})(?=[:\]])", "step": r":(?:{})\]", "offset": r"offset (?:{})(?!\w)",
+              "per": r"/ (?:{0})\)? \* (?:{0})\b"}
+    return rewrites, one_pass, re.compile("|".join(shapes[role].format("|".join(values))
+                                                   for role, values in old.items()))
+
+
+def _rewritten(match, rewrites: dict[str, tuple[str, str]]) -> str:
+    found = match.group()
+    return rewrites[found][0] if found in rewrites else rewrites[found + ":"][0][:-1]
+
+
+def _missed(match, rewritten: str, rewrites: dict[str, tuple[str, str]]) -> str:
+    """What a duration token of the old interval's left in `rewritten` (`match`) is: the rewrite that writes it, and
+    where it stands."""
+    token = _tokens(match.group() + "]" if match.group().startswith("[") else match.group())[0]
+    name = next(name for spelling, (_, name) in rewrites.items() if token in _tokens(spelling))
+    at = match.start()
+    return f"the {name} rewrite missed the {token[0]} {token[1]} in ...{rewritten[max(0, at - 60):at + 40]}..."
+
+
+def _tokens(spelled: str) -> list[tuple[str, str]]:
+    """(role, duration) of each duration in `spelled`: a whole token (`[29999ms:30s]`) or a rewrite's part of one
+    (`[29999ms:`, `:30s]`)."""
+    spelled = spelled + "]" if spelled.startswith("[") and spelled.endswith(":") else spelled
+    spelled = "[" + spelled if spelled.startswith(":") else spelled
+    return [(role, value) for match in _SPELLED.finditer(spelled)
+            for role, value in match.groupdict().items() if value]
 
 
 def counted_inline(expr: str, project) -> str:
@@ -403,8 +485,6 @@ def counted_inline(expr: str, project) -> str:
     Prometheus evaluates no rule over its history (a deployment's recording starts with the rule, README). The
     recorded series' matchers (the scope's cluster and GPU: labels of the counter's own series) go on the rule's
     selectors, beside the rule's own (on a shared Prometheus, its clusters)."""
-    import re
-
     from generator.promql import counted_name
     from generator.render.alarms import counted_group
 
