@@ -16,6 +16,7 @@ from ..catalog import PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..model import Dashboard, Panel, Query, Row, layout
 from ..names import WATCHED_CLUSTER, grafana_uid
 from ..plain import plain_data
+from ..promql_parens import fewest_parens
 from ..promql import (COST_NOTE, Scope, copies_note, counted_within_note, expression, gpus_named, group_keys,
                       label_lookback, label_name, legend, memory_share_note, named_pods_looked_back, named_within_note,
                       over_note, presence, reads_copies_per_step, reads_recording, recording_note, with_cluster)
@@ -324,10 +325,11 @@ def _query_texts(query: Query, catalog: Catalog, settings: Settings) -> tuple[st
     if texts is None:
         if settings.shared_prometheus and query.by and not query.raw_promql:
             query = with_cluster(query)  # a node or pod name may repeat in another cluster
-        texts = answers[key] = (expression(query, settings.labels, catalog, variable_scope(settings),
-                                           resolution=f"{settings.scrape.seconds}s",
-                                           named_within=label_lookback(settings.scrape.seconds)),
-                                legend(query, settings.labels))
+        expr = expression(query, settings.labels, catalog, variable_scope(settings),
+                          resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
+        # gpudash's own PromQL without the parentheses its tree does not need (Prometheus 2.x's CPU per refresh); a
+        # user's raw PromQL as written
+        texts = answers[key] = (expr if query.raw_promql else fewest_parens(expr), legend(query, settings.labels))
     return texts
 
 

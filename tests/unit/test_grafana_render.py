@@ -135,7 +135,7 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
             # a counter's rate read from its recording (promql.counted_rate), and a gauge per GPU (promql.named_gpus:
             # its value read from its copies under any node spelling), takes the node variable where its GPU is named
             # (promql.gpu_names: each spelling's copies, the first non-empty spelling's)
-            named = ":step_increase" in target["expr"] or "group_left (node) (0 * " in target["expr"]
+            named = ":step_increase" in target["expr"] or "group_left (node) 0 * " in target["expr"]
             scoped = ('node="", hostname=~"$node"', 'node="", hostname="", Hostname=~"$node"')
             by_name = ('node="", hostname!="", hostname=~"$node"',
                        'node="", hostname="", Hostname!="", Hostname=~"$node"')
@@ -173,16 +173,16 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # seconds, per GPU (its UUID, gpudash_gpu, and MIG instance); then each GPU named by one node (gpudash_gpu joined
     # to a name), the GPUs that stood under one node and index added up, then the GPU's instances, then the outer
     # grouping
-    recording = ("(((sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase{gpu=~\"$gpu\"}[$__rate_interval]) "
+    recording = ("(sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase{gpu=~\"$gpu\"}[$__rate_interval]) "
                  "/ (sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds{gpu=~\"$gpu\"}"
-                 "[$__rate_interval]) > 0))")
+                 "[$__rate_interval]) > 0) and on (")
     assert replay.startswith("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join(sum by (cluster, "
-                             "node, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, gpudash_gpu, gpu, GPU_I_ID, "
+                             "node, gpu, GPU_I_ID, GPU_I_PROFILE) (max by (cluster, gpudash_gpu, gpu, GPU_I_ID, "
                              "GPU_I_PROFILE) " + recording)
     # the GPUs a copy of which the pod and namespace variables select has a sample within the window
     assert (' and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_REPLAY_'
             'COUNTER{namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]), "gpudash_gpu"') in replay
-    assert ' + on (cluster, gpudash_gpu, gpu) group_left (node) (0 * topk by (cluster, gpudash_gpu, gpu) (1, ' in replay
+    assert ' + on (cluster, gpudash_gpu, gpu) group_left (node) 0 * topk by (cluster, gpudash_gpu, gpu) (1, ' in replay
     assert "rate(" not in replay and replay.count(recording) == 1
     # the rules file records both series of each counter a rate panel reads, at the scrape interval
     (group,) = [g for g in build(project).prometheus_rules["groups"] if g["name"] == "gpudash-counters"]
@@ -196,7 +196,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # each GPU once per pod by its UUID (gpudash_gpu), under the node its rate is named by: an upgrade renaming the
     # node makes no second GPU
     assert all(e.startswith("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) ((max by (cluster, "
-                            "gpudash_gpu, gpu, namespace, pod) (label_replace(label_join((present_over_time(")
+                            "gpudash_gpu, gpu, namespace, pod) (label_replace(label_join(present_over_time(")
                and " * 0 + on (node, gpu) group_left () max by (node, gpu) (" in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
@@ -388,7 +388,7 @@ def test_throttle_counters_chart_as_a_share_of_time(project_dir):
     _, models = _dashboards(project_dir(csv=csv))
     panel = next(p for p in _charts(models["gpudash-health"]) if p["title"] == "Throttled by power")
     # nanoseconds throttled per second, times 1e-9: the share of time throttled (0-1)
-    assert ':step_seconds{gpu=~"$gpu"}[$__rate_interval]) > 0)) * 1e-09)' in panel["targets"][0]["expr"]
+    assert ':step_seconds{gpu=~"$gpu"}[$__rate_interval]) > 0) * 1e-09 and on (' in panel["targets"][0]["expr"]
     assert panel["fieldConfig"]["defaults"]["unit"] == "percentunit"
     parse(panel["targets"][0]["expr"])
 
