@@ -20,7 +20,8 @@ import re
 
 from .promql_text import STRING_LITERAL
 
-_TOKEN = re.compile(r"\s+|(?P<t>==|!=|<=|>=|=~|!~|[-+*/%^<>=(){}\[\],:@]|[A-Za-z_][A-Za-z0-9_:]*|[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?[a-zA-Z0-9.]*|_+)")
+# a token (whitespace between tokens is no part of one, and no token)
+_TOKEN = re.compile(r"==|!=|<=|>=|=~|!~|[-+*/%^<>=(){}\[\],:@]|[A-Za-z_][A-Za-z0-9_:]*|[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?[a-zA-Z0-9.]*|_+")
 PRECEDENCE = {"or": 1, "and": 2, "unless": 2, "==": 3, "!=": 3, "<=": 3, "<": 3, ">=": 3, ">": 3,
               "+": 4, "-": 4, "*": 5, "/": 5, "%": 5, "atan2": 5, "^": 6}
 _COMPARISON = 3
@@ -31,7 +32,7 @@ _OPENS_OPERAND = {"(", ",", "bool"}
 def fewest_parens(text: str) -> str:
     """`text` (PromQL) without the parentheses its tree does not need (module docstring)."""
     masked = STRING_LITERAL.sub(lambda m: "_" * len(m.group()), text)  # no bracket inside a string counts
-    tokens = [(m.start(), m.group("t")) for m in _TOKEN.finditer(masked) if m.group("t")]
+    tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(masked)]
     closing, opening, stack = {}, {}, []
     for i, (_, token) in enumerate(tokens):
         if token in "([{":
@@ -42,7 +43,11 @@ def fewest_parens(text: str) -> str:
     dropped = {tokens[i][0] for o, c in closing.items() if tokens[o][1] == "(" and _needless(tokens, o, c, closing,
                                                                                             opening)
                for i in (o, c)}
-    return "".join(ch for i, ch in enumerate(text) if i not in dropped)
+    kept, start = [], 0
+    for at in sorted(dropped):
+        kept.append(text[start:at])
+        start = at + 1
+    return "".join(kept) + text[start:]
 
 
 def _unary(tokens, k: int) -> bool:
