@@ -16,6 +16,7 @@ it (or, on its left operand's side, as tight and left-associative, `(a or b) or 
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .promql_text import STRING_LITERAL
@@ -29,6 +30,9 @@ _MATCHING = {"on", "ignoring", "group_left", "group_right"}  # keywords a label 
 _OPENS_OPERAND = {"(", ",", "bool"}
 
 
+# the same panel query recurs in every build of the same definitions and settings (a test process builds many): the
+# bundled defaults' 59 panel queries hold ~0.5 MB
+@functools.lru_cache(maxsize=512)
 def fewest_parens(text: str) -> str:
     """`text` (PromQL) without the parentheses its tree does not need (module docstring)."""
     masked = STRING_LITERAL.sub(lambda m: "_" * len(m.group()), text)  # no bracket inside a string counts
