@@ -1932,7 +1932,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
              window: str, as_increase: bool, count: bool, over_time: tuple[str, str, str | None] | None = None,
              kind: str | None = None, resolution: str | None = None, device: _Device | None = None,
              also: tuple[str, ...] = (), checked: bool = True, share: tuple[str, ...] = (),
-             within: str | None = None) -> str:
+             within: str | None = None, periods: Periods | None = None) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined (`merge`).
 
     A count (`count`) counts the GPUs with a reading of the field (counted): in an alert's period (`over_time`), each
@@ -1967,8 +1967,16 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
     is used, averaged over the GPU's instances, and the field itself on other GPUs; without
     a stand-in the CSV collects, MIG instances give no data for it.
+
+    `periods` (an alert's counter, `over_time` without its offset): each period's increase (or rate) marked with its
+    PERIOD_LABEL, the GPUs named once for all of them (the name is read at the instant, alike in every period:
+    _named_span), each period's value then aggregated apart, as in one expression per period.
     """
     own_labels = _own_labels(metric, catalog)
+    counter = bool(resolution) and metric in catalog and catalog.get(metric).is_counter
+    if periods is not None and (count or metric in MIG_UNSUPPORTED or not counter or over_time is None
+                                or recorded_rate(metric, catalog, as_increase, over_time, extra, also)):
+        raise NotCombined(metric)
     # a gauge per GPU: one exporter's copy of the GPU (_Merge.one_copy); the per-pod lookback chooses its own (_Device)
     one_copy = device is None or device.lookback is None
     if count:  # how many GPUs have a reading of the field (counted): a GPU two exporters read counts once
@@ -2120,18 +2128,17 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields), blanks, late_only(fields),
             late_blanks))
     if metric not in MIG_UNSUPPORTED:
-        counter = resolution and metric in catalog and catalog.get(metric).is_counter
         # a counter's increase from the readings of all its copies, its rate per node its copies name (then the highest)
         copies = merge.physical("{0}", own_labels, not as_increase) if counter else None
 
-        def fields(more: list[str], copies: str | None, unfiltered: bool = False) -> str:
+        def fields(more: list[str], copies: str | None, unfiltered: bool = False, over=over_time) -> str:
             """The field's series (`also`: the fields' added up, series by series; `unfiltered`: where any of them
             has a series, so that an instance writing one field and no series of another leaves the GPU out)."""
             if also and not unfiltered and device is not None and set(device.total) == {metric, *also} \
                     and device.chooses(metric, LATEST):  # the sum of the copy chosen (_Device._read)
-                return _field_series(metric, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
+                return _field_series(metric, catalog, branches, [*extra, *more], window, as_increase, over, copies,
                                      resolution, device, summed=True)
-            read = [_field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
+            read = [_field_series(name, catalog, branches, [*extra, *more], window, as_increase, over, copies,
                                   resolution, device, unfiltered) for name in (metric, *also)]
             # per pod (a look-back's device readings) each field names the node by the copy its own evaluation chose,
             # of a tie either (_Merge.named_apart): fields of one GPU are joined by its name, not the node's spelling,
@@ -2145,7 +2152,13 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             series = merge.gpus(named_gpus(series, (metric,), list(merge.naming), window, resolution, merge.labels,
                                            merge.node), own_labels)
         elif counter:  # one rate per GPU (its UUID), named by one node, then the GPUs of a node and index added up
-            series = fields([], copies)
+            if periods is None:
+                series = fields([], copies)
+            else:  # each period's marked (PERIOD_LABEL), kept apart by every grouping after
+                series = "(" + " or ".join(
+                    f'label_replace({fields([], copies, over=(*over_time[:2], one, *over_time[3:]))}, '
+                    f'"{PERIOD_LABEL}", "{k}", "", "")' for k, one in enumerate(periods)) + ")"
+                own_labels = (*own_labels, PERIOD_LABEL)
             series = series if as_increase else merge.fastest(series, own_labels)
             series = merge.gpus(merge.named(series, metric, _named_span(window, as_increase, over_time), resolution),
                                 own_labels)
@@ -2445,9 +2458,16 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
                    workload)
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
+    # an alert's counter per GPU: each period's increase read apart, the GPUs named once (_per_gpu's `periods`)
+    counted_periods = None
     if periods is not None:
-        if not (named and gauge_window is not None and resolution and not count and gauges and not regions):
+        if not (gauge_window is not None and resolution and not count and not regions):
             raise NotCombined(query.metric)
+        if not (named and gauges):
+            if gauges or named or query.over or query.metric in MIG_MEMORY_SHARES:
+                raise NotCombined(query.metric)
+            counted_periods = periods
+            outer.append(PERIOD_LABEL)  # kept by the outer grouping, after the GPUs' values
         offset = None  # a step's reading is the same text in every period: the windows alone are shifted
 
     # a gauge (or count) per pod, in panels and rules alike: the pods a scrape within the lookback named
@@ -2474,7 +2494,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
                         over_time, kind, resolution, device, also, checked, share,
-                        named_within if gauge_window is None else None)
+                        named_within if gauge_window is None else None, counted_periods)
 
     combined = not count and merge.combines()  # a GPU's instances make its value
     pool = pooled(query, catalog) if combined and gauge_window is None else None  # panels (alerts: each instance)

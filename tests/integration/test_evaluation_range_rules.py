@@ -27,8 +27,8 @@ import pytest
 from generator.project import load_project
 from generator.model import Alarm, Condition, Query
 from generator.names import alert_name
-from generator.render.alarms import (cloudwatch_alarms, cloudwatch_condition, period_value, prometheus_expression,
-                                     prometheus_rules)
+from generator.render.alarms import (cloudwatch_alarms, cloudwatch_condition, period_value, period_values,
+                                     prometheus_expression, prometheus_rules)
 from generator.settings import parse_settings
 from tests.support import cloudwatch_eval
 from tests.support.prometheus_server import binary
@@ -280,16 +280,19 @@ def test_a_counter_rule_fires_where_its_alarm_is_in_alarm_over_the_example_range
 def test_a_rule_reading_its_periods_more_than_once_computes_each_once(project):
     """A user's PCIe replays alarm at 2 of 3 with `missing` data judges its 5 periods in 30 places (the early-alarm
     patterns, the counts over 3, 4 and 5 periods): the group computes each period's increase once, in a recording
-    rule, and the alert reads those back, no exporter series itself (one expression was 37 KB, each increase read
-    6 times on average)."""
+    rule (the 5 periods' increases in one expression, the GPUs named once: period_values, checked against an
+    expression per period in tests/integration/test_combined_periods.py), and the alert reads those back, no
+    exporter series itself (one expression was 37 KB, each increase read 6 times on average)."""
     alarm = replace({a.id: a for a in project.alarms}["pcie-replays"], evaluation_periods=3, datapoints_to_alarm=2,
                     missing_data="missing")
     recorded, expr = _as_generated(alarm, project)
     (record,) = recorded
     assert record["record"] == "gpudash:pcie_replays:period_value"
-    for period in range(3 + cloudwatch_eval.EXAMPLE_EXTRA_PERIODS):
+    judged = range(3 + cloudwatch_eval.EXAMPLE_EXTRA_PERIODS)
+    assert record["expr"] == period_values(alarm, project.catalog, project.settings, judged)
+    for period in judged:
         value = period_value(alarm, project.catalog, project.settings, period)
-        assert record["expr"].count(value) == 1 and value not in expr
+        assert value not in expr
     assert "DCGM_" not in expr
     assert len(record["expr"]) + len(expr) < len(prometheus_expression(alarm, project.catalog, project.settings)) / 3
 
