@@ -41,10 +41,11 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import recording_note
-from generator.render.alarms import period_value, prometheus_expression
+from generator.render.alarms import prometheus_expression
 from generator.render.grafana import render
 from tests.support.counter_truth import stepped_rate, summed_deltas
 from tests.support.prometheus_server import backfilled as backfilled_prometheus, counted_inline, range_macros
+from tests.support.promtool_rules import latest_period_as_read
 
 STEP, SCRAPES = 30, 40
 ENERGY, REPLAYS = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
@@ -295,8 +296,10 @@ def test_a_per_pod_counter_rule_reads_the_pods_growth_since_its_reading_before_t
     project = load_project()
     alarm = Alarm("pod-replays", "PCIe replays on a pod's GPU",
                   Condition(Query(REPLAYS, "max", ("pod",), as_increase=True), ">", 0))
-    expr = period_value(alarm, project.catalog, project.settings)  # the latest period's, as the rule reads it
-    assert expr in prometheus_expression(alarm, project.catalog, project.settings) and "[299999ms:5s]" in expr
+    # the latest period's increase, taken from the periods' expression as the rule reads it (one for all its periods)
+    expr = latest_period_as_read(alarm, project.catalog, project.settings,
+                                 prometheus_expression(alarm, project.catalog, project.settings))
+    assert "[299999ms:5s]" in expr
     for instant in range(7 * 60 + 7, SCRAPES * STEP, STEP):
         at = start + instant
         wrong = _wrong(_shown(prometheus, expr, at), truth(REPLAYS, start, at, 300, "exact", held=True))

@@ -46,6 +46,7 @@ from generator.project import load_project
 from generator.promql import copies_note, recording_note
 from tests.support.counter_truth import stepped_rate, summed_deltas
 from tests.support.prometheus_server import Prometheus, backfilled_fixture, counted_inline
+from tests.support.promtool_rules import latest_period_as_read
 
 STEP, SCRAPES = 30, 120  # an hour of 30 s scrapes, k = 0 .. 119
 PHASES = {"on-grid": 0, "off-grid": 11}  # node name: seconds after the 30 s grid its exporter is scraped
@@ -328,7 +329,7 @@ def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_win
     step of the rule's 5 s step): copies that hand over with a scrape between them, or overlap, missed scrapes
     on either edge of the window (a reading after a missed scrape due before the window: half its delta), a reset, a
     blank."""
-    from generator.render.alarms import period_value, prometheus_rules
+    from generator.render.alarms import prometheus_rules
 
     prometheus, start = backfilled
     projects = (_project(), _project(VIRTUAL_GPUS))
@@ -337,8 +338,9 @@ def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_win
                         for project in projects)
     assert twin == rule  # the copies and the moving series are read by the same rule
     (alarm,) = [a for a in projects[0].alarms if a.id == "pcie-replays"]
-    expr = period_value(alarm, projects[0].catalog, projects[0].settings)  # the latest period's, as the rule reads it
-    assert expr in rule["expr"] and " > bool 50)" in rule["expr"] and "[299999ms:5s]" in expr
+    # the latest period's increase, taken from the periods' expression as the rule reads it (one for all its periods)
+    expr = latest_period_as_read(alarm, projects[0].catalog, projects[0].settings, rule["expr"])
+    assert " > bool 50)" in rule["expr"] and "[299999ms:5s]" in expr
     edges = set()
     # one instant query per instant, as the rule group evaluates it (the period's start is read with `@ end()`): the
     # windows with a missed scrape on an edge, the reset or the blank on or next to one, and every fourth of the others

@@ -326,3 +326,15 @@ def stories_alert_failure(folder, rule: dict, stories, ends, fires, stored, step
             evaluation_interval=f"{step}s")
 
     return batch_failure(list(stories), judge)
+
+
+def latest_period_as_read(alarm, catalog, settings, expr: str) -> str:
+    """The latest period's statistic of a rule that reads its range's periods in one expression (period_values, each
+    period marked with gpudash_period), taken from that expression as the rule `expr` reads it (asserted to hold it):
+    the series of period 0, the mark dropped (times 1: the same values)."""
+    from generator.render.alarms import RANGE_EXTRA_PERIODS, period_values
+
+    periods = period_values(alarm, catalog, settings, range(alarm.evaluation_periods + RANGE_EXTRA_PERIODS))
+    assert periods is not None and periods in expr
+    return (f"max without (gpudash_period) ({periods} * on (gpudash_period) group_left () "
+            f'label_replace(vector(1), "gpudash_period", "0", "", ""))')
