@@ -31,8 +31,10 @@ VARIANTS = (("gpu-temp-high", None, None, None, None), ("gpu-temp-critical", Non
             ("gpu-temp-critical", 3, 3, "missing", None), ("gpu-temp-high", 1, 1, "missing", "avg"))
 FLEETS = (None, 3, 8)  # the bundled mixed fleet, then random_fleet's seeds
 # a counter's increase per GPU (promql._per_gpu's `periods`): the bundled rules, on one fleet at a time (their nested
-# subqueries over three fleets in one group exceed promtool's sample limit, in either form)
+# subqueries over three fleets in one group exceed promtool's sample limit, in either form), the mixed fleet and the
+# first random one (5.9 and 2.3 s of CPU; the second random fleet, 3.6 s more, failed no mutation the two did not)
 COUNTER_VARIANTS = (("pcie-replays", None, None, None, None), ("uncorrectable-rows", None, None, None, None))
+COUNTER_FLEETS = 2
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +81,7 @@ def test_the_combined_periods_give_the_same_alerts_and_sums_as_a_term_per_period
     _compared(project, tmp_path, VARIANTS, FLEETS)
 
 
-@pytest.mark.parametrize("fleet", range(len(FLEETS)))
+@pytest.mark.parametrize("fleet", range(COUNTER_FLEETS))
 def test_a_counters_combined_periods_give_the_same_alerts_and_sums_as_a_term_per_period(project, tmp_path, fleet):
     _compared(project, tmp_path, COUNTER_VARIANTS, FLEETS[:fleet + 1], fleet)
 
