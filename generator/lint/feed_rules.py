@@ -887,6 +887,24 @@ _NEWER_AGENT = (f"a CloudWatch agent built with a newer Go compiles it ({MIN_AGE
                 f"otel runs on, does), an older one, which agent.pipeline: classic may run on, refuses it")
 
 
+def prometheus_rule_size(subject: LintInput) -> Iterable[Finding]:
+    """The PrometheusRule applied with client-side `kubectl apply`: the whole object goes into the
+    last-applied-configuration annotation, which the API server refuses past 262,144 bytes (as GF011 counts for the
+    dashboards' ConfigMaps). The bundled rules hold about a quarter of a megabyte: a few more alarms pass it."""
+    from .grafana_rules import CONFIGMAP_APPLY_LIMIT, last_applied_bytes
+
+    resource = subject.artifacts.prometheus_rule
+    if not resource:
+        return
+    size = last_applied_bytes(resource)
+    if size > CONFIGMAP_APPLY_LIMIT:
+        yield Finding("PR007", "warning", PROMETHEUS_RULE_FILE,
+                      f"{size:,} bytes of annotations (the PrometheusRule as client-side kubectl apply encodes it into "
+                      f"last-applied-configuration), over the {CONFIGMAP_APPLY_LIMIT:,} the API server accepts (the "
+                      f"apply is refused): apply {PROMETHEUS_RULE_FILE} with kubectl apply --server-side (no such "
+                      f"annotation), or load prometheus/rules.yaml into Prometheus' rule_files")
+
+
 RULES = (
     Rule("AG001", "every metric and dimension set a CloudWatch widget or alarm queries is published by that "
                   "cluster's agent", used_metrics_selected),
@@ -914,4 +932,6 @@ RULES = (
     Rule("PR006", "no PromQL matcher or Prometheus relabel regex, nor a regex of an agent on the JSON path "
                   "(agent.pipeline: classic), uses syntax only a newer Go compiles ((?<name>) groups, Unicode 14 and 15 "
                   "scripts; a warning)", newer_regexes),
+    Rule("PR007", "the PrometheusRule fits client-side kubectl apply's annotation limit (a warning)",
+         prometheus_rule_size),
 )

@@ -297,3 +297,28 @@ def test_gf007_names_a_user_panels_one_day_presence_window():
     _target(subject)["targets"][0].update(expr="count(present_over_time(DCGM_FI_DEV_GPU_TEMP[1d]))")
     assert [f.message for f in _findings(subject, "GF007")] == [
         "range [1d] is fixed: use [$__rate_interval] so it follows the scrape interval"]
+
+
+def test_a_prometheus_rule_past_what_client_side_kubectl_apply_takes_is_a_warning():
+    """PR007: client-side `kubectl apply -f k8s/prometheusrule.yaml` writes the whole object into an annotation the API
+    server caps at 262,144 bytes (the figure GF011's test compares with what kubectl writes). The bundled rules fit;
+    the same object with every group written twice (as a project with twice the alarms) does not."""
+    import copy
+    from dataclasses import replace
+
+    from generator.artifacts import build
+    from generator.lint.feed_rules import RULES as FEED_RULES
+    from generator.lint.grafana_rules import CONFIGMAP_APPLY_LIMIT, last_applied_bytes
+
+    project = load_project()
+    artifacts = build(project, grafana=False)
+    pr007 = [rule for rule in FEED_RULES if rule.id == "PR007"]
+    assert last_applied_bytes(artifacts.prometheus_rule) <= CONFIGMAP_APPLY_LIMIT
+    assert not run(pr007, lint_input(project, artifacts))
+    doubled = copy.deepcopy(artifacts.prometheus_rule)
+    doubled["spec"]["groups"] += [{**group, "name": group["name"] + "-again"} for group in doubled["spec"]["groups"]]
+    (finding,) = run(pr007, lint_input(project, replace(artifacts, prometheus_rule=doubled)))
+    assert (finding.rule, finding.severity, finding.where) == ("PR007", "warning", "k8s/prometheusrule.yaml")
+    written = int(finding.message.split(" bytes")[0].replace(",", ""))
+    assert written == last_applied_bytes(doubled) > CONFIGMAP_APPLY_LIMIT
+    assert "kubectl apply --server-side" in finding.message
