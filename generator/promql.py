@@ -380,7 +380,7 @@ class _Device:
             # pods' copies are their shares, the largest of which was read as the device's value at the blank)
             written = identified(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], _written(gauge)), labels)
             device = f"({own} or on ({_listed(slot)}) ({device} unless on ({_listed(slot)}) {written}))"
-        return self._named_on(metric, extra, keep, slot, device)
+        return self._named_on(metric, extra, keep, slot, device, moved=False)
 
     def reads_device(self, metric: str) -> bool:
         """Whether a per-GPU panel reads `metric` as the device's value of each GPU from its own series and its pods'
@@ -472,13 +472,37 @@ class _Device:
         return f"max_over_time({step}[{period[0]}:{self.resolution}]{_offset(period[1])})"
 
     def _named_on(self, metric: str, extra: list[str], keep: tuple[str, ...], slot: tuple[str, ...],
-                  device: str) -> str:
+                  device: str, moved: bool = True) -> str:
         """Each pod (and what else `keep` holds) a scrape within the lookback named on a GPU instance (`slot`), once,
         with `device`'s reading of that GPU instance (one series per `slot`), the node's spellings and the index of the
-        copy read (the node coalesced after)."""
-        named = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"), self.labels)
+        copy read (the node coalesced after). `moved` (panels): a pod named on another node since is left out of the
+        node it left (_naming_targets); a rule's steps (_stepped) keep it there for the lookback (its size and cost:
+        the default PrometheusRule would pass what client-side `kubectl apply` takes)."""
+        named = _raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])")
+        if moved:
+            targets = _listed((*self._pod_keys(), *COPY_LABELS))
+            named = f"({named} and on ({targets}) {self._naming_targets(metric)})"
+        named = identified(named, self.labels)
         spellings = _listed(self.labels.node_sources)
         return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
+
+    def _pod_keys(self) -> tuple[str, ...]:
+        return self.labels.cluster, self.labels.namespace, self.pod
+
+    def _naming_targets(self, metric: str) -> str:
+        """Per pod, the scrape targets (exporters) whose latest naming of it (sample_time) is within 1.5 scrape
+        intervals of its newest naming on any target: a pod runs on one node, so after it moved to another node the
+        targets of the node it left (named no more since) drop out of the look-back at the new node's next scrape at
+        the latest (it read the GPU it left, at that GPU's reading after, for the whole look-back: 310 W for 250, 2 GPUs
+        for 1, test_pod_moved_node). Two exporters of one node naming the pod (an upgrade's overlap) both stay: their
+        scrapes are less than an interval apart; so do a GPU pods share, named under one of them per scrape (one
+        target). Read over the pods' series of the metric whatever the node, pod and namespace variables pick (a pod
+        seen on the node it left, that node picked, still left it)."""
+        keys = _listed(self._pod_keys())
+        named = _raw(metric, self.unscoped, [f'{self.pod}!=""'], sample_time(self.lookback, self.resolution))
+        times = f"max by ({_listed((*self._pod_keys(), *COPY_LABELS))}) ({named})"
+        margin = 1.5 * _seconds(self.resolution)
+        return f"({times} >= on ({keys}) group_left () (max by ({keys}) ({times}) - {margin:g}))"
 
     def _read(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
               any_pod: list[str], counting: bool = False, served: bool = False) -> tuple[str, str]:
