@@ -1190,6 +1190,15 @@ def _failed(exc: OSError, out: Path) -> OutputError:
                        hint="check free space and permissions; the previous build is unchanged")
 
 
+# What to do when the folder beside the build cannot be made, by why (a permission hint on a full disk misleads)
+_BESIDE_HINTS = {
+    errno.EACCES: "let gpudash write into that folder (its permissions), or pass --out a folder inside one you can write",
+    errno.ENOSPC: "free space on that disk, or pass --out a folder on another one",
+    errno.EDQUOT: "free space within your disk quota there, or pass --out a folder on another disk",
+    errno.EROFS: "that file system is mounted read-only: pass --out a folder on a writable one",
+}
+
+
 def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
              stop: list[int] | None = None, known: Known | None = None,
              taken: _Taken | None = None) -> None:
@@ -1202,8 +1211,8 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
         if out.is_dir():  # the build folder is there: what failed is the new build's folder beside it
             raise OutputError(f"cannot make a folder beside the build for the new one ({exc.strerror}): gpudash "
                               f"writes the new build next to the previous one and swaps them", where=str(out.parent),
-                              hint="let gpudash write into that folder (its permissions), or pass --out a folder "
-                                   "inside one you can write; the previous build is unchanged") from None
+                              hint=_BESIDE_HINTS.get(exc.errno, _BESIDE_HINTS[errno.EACCES])
+                              + "; the previous build is unchanged") from None
         raise OutputError(f"cannot create the output directory ({exc.strerror})", where=str(out.parent),
                           hint="check the path and its permissions") from None
     writer = claim(staging)  # (staging.py)

@@ -3,6 +3,7 @@ exit or loop, standard output that is closed or full, build folders that are lin
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -689,6 +690,35 @@ def test_a_build_in_a_folder_gpudash_cannot_write_is_kept_and_the_failure_named(
            in result.stderr, result.stderr
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert [p.name for p in parent.iterdir()] == ["build"]
+
+
+@pytest.mark.parametrize("number, fix", [
+    (errno.ENOSPC, "free space on that disk, or pass --out a folder on another one"),
+    (errno.EROFS, "that file system is mounted read-only: pass --out a folder on a writable one"),
+    (errno.EPERM, "let gpudash write into that folder (its permissions), or pass --out a folder inside one you can write"),
+])
+def test_the_folder_beside_the_build_failing_says_what_to_do_for_its_cause(tmp_path, cli, monkeypatch, number, fix):
+    """The folder beside the build could not be made because the disk is full or mounted read-only: the fix line spoke
+    of permissions whatever the cause. (The system's refusal is made here, at the one call that makes that folder: a
+    full or read-only disk cannot be made in a test.) Exit 2, the previous build as it was."""
+    import generator.output as output
+
+    out = tmp_path / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    made = output._new_folder
+
+    def refused(parent, prefix):
+        if prefix.startswith(".build.new-"):
+            raise OSError(number, os.strerror(number))
+        return made(parent, prefix)
+
+    monkeypatch.setattr(output, "_new_folder", refused)
+    code, _, stderr = cli("generate", "--out", str(out))
+    assert code == 2, stderr
+    assert f"cannot make a folder beside the build for the new one ({os.strerror(number)})" in stderr, stderr
+    assert f"  fix: {fix}; the previous build is unchanged" in stderr, stderr
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
 def test_a_link_to_a_folder_in_the_build_folder_is_not_dropped_without_a_word(tmp_path, cli):
