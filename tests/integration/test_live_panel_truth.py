@@ -268,20 +268,6 @@ def test_a_per_pod_panel_shows_the_pods_of_the_node_picked_as_its_siblings_do(sc
         f"(within {within:.2%}): {dict(list(wrong.items())[:3])}"
 
 
-def _probe(scene):
-    for title in ("Power draw of each pod's GPUs", "Energy use rate of each pod's GPUs", "GPU utilization by pod"):
-        for sel in ({}, {"node": "n3"}, {"node": OLD_POD}, {"node": "gone-node"}):
-            (answer,) = scene.shown(title, sel)
-            legends = {}
-            for at, shown in answer.items():
-                for k, v in shown.items():
-                    legends.setdefault(k, []).append(round(v, 1))
-            print(title, sel, {k: (len(v), v[:3]) for k, v in legends.items()})
-    for call in scene.shown("GPU temperature", calls=8):
-        print(sorted({k for v in call.values() for k in v}), [sorted(v) for v in list(call.values())[:1]])
-    assert False
-
-
 # --- 2. two copies of one GPU ranking alike (two exporters' own pod names): one legend at every step and call ---
 
 CALLS = 8
