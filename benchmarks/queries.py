@@ -227,7 +227,7 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), 
 def _recorded(work: Path, rules: dict, start: int, end: int) -> None:
     """The counters' recordings the rate panels read (the rule group COUNTER_GROUP) written over the fleet's history
     into work/data, as `promtool tsdb create-blocks-from rules` writes a deployment's history
-    (docs/cloudwatch.md, "Counter rates"): a Prometheus of the history answers the rules' queries, its blocks are
+    (docs/grafana-panels.md, "Counter rates"): a Prometheus of the history answers the rules' queries, its blocks are
     added."""
     groups = [g for g in rules["groups"] if g["name"] == COUNTER_GROUP]
     if not groups:

@@ -404,7 +404,7 @@ def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
                      f"Prometheus writes no {counted_name(missing[0])} (rule group {COUNTER_GROUP!r} not loaded, "
                      f"failing or stopped): the Grafana rate panels of {', '.join(missing)} show no data",
                      f"apply {built(PROMETHEUS_RULE_FILE)} (or add {built(RULES_FILE)} to Prometheus' rule_files); "
-                     f"the panels' history starts with the rules (docs/cloudwatch.md, \"Counter rates\": backfill)",
+                     f"the panels' history starts with the rules (docs/grafana-panels.md, \"Counter rates\": backfill)",
                      cause=NOT_DEPLOYED)
     held_fields = [name for name in fields if name in held]
     return Check(GROUP, COUNTER_RECORDINGS, OK, f"rule group {COUNTER_GROUP!r} records {len(held_fields)} counters"

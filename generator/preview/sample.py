@@ -112,7 +112,7 @@ def serve(range_s: float, end: float, job: str, spacing: float = 15.0,
           recorded: dict | None = None) -> Iterator[str]:
     """A Prometheus on 127.0.0.1 holding the sample history over [end - range_s, end]; its URL. `recorded` (a rule
     group: the counters' recordings Grafana's rate panels read, promql.counted_rules): its history over the same span
-    too, as `promtool tsdb create-blocks-from rules` writes it (docs/cloudwatch.md, "Counter rates")."""
+    too, as `promtool tsdb create-blocks-from rules` writes it (docs/grafana-panels.md, "Counter rates")."""
     prometheus, promtool = _binary("prometheus"), _binary("promtool")
     samples = parse(SAMPLE.read_text(encoding="utf-8"))
     begin = end - range_s - 600
