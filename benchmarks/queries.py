@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from generator.artifacts import build, grafana_dashboards  # noqa: E402
 from generator.names import COUNTER_GROUP  # noqa: E402
 from generator.preview.interpolate import Window, interpolate, step_for, variables  # noqa: E402
+from generator.preview.sample import backfill_start  # noqa: E402
 from generator.project import load_project  # noqa: E402
 from tests.support.prometheus_server import Prometheus  # noqa: E402
 
@@ -234,7 +235,8 @@ def _recorded(work: Path, rules: dict, start: int, end: int) -> None:
         return
     (work / "counters.yaml").write_text(yaml.safe_dump({"groups": groups}))
     with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules", "--start", str(start), "--end", str(end),
+        first = backfill_start(start, groups[0]["interval"])  # (prometheus/prometheus#19714)
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules", "--start", str(first), "--end", str(end),
                         "--eval-interval", groups[0]["interval"], "--url", prometheus.url, "--output-dir",
                         str(work / "recorded"), str(work / "counters.yaml")], check=True, capture_output=True)
     for block in (work / "recorded").iterdir():

@@ -107,6 +107,26 @@ def _binary(name: str) -> str:
     return path
 
 
+BLOCK_SECONDS = 7200  # promtool writes backfilled recordings in blocks of 2 h aligned to Unix time
+
+
+def backfill_start(begin: float, interval: str) -> int:
+    """The --start to give `promtool tsdb create-blocks-from rules` for recordings from `begin` on, evaluated every
+    `interval`. Prometheus 2.x's promtool writes nothing, and exits 0, when its start lies less than an evaluation
+    interval before a 2 h block boundary: its first block then holds no evaluation and its loop stops there
+    (prometheus/prometheus#19714; the group's phase hashes the rule file's path, so a temporary folder's name decided
+    it: preview --sample failed "internal error" about one run in a few hundred). Then start a little over an interval
+    earlier: the recordings before the history read nothing."""
+    from ..settings import duration_seconds
+
+    seconds = math.ceil(duration_seconds(interval) or 60)
+    start = math.floor(begin)
+    to_boundary = -start % BLOCK_SECONDS
+    if 0 < to_boundary <= seconds + 1:
+        start -= seconds + 2
+    return start
+
+
 @contextmanager
 def serve(range_s: float, end: float, job: str, spacing: float = 15.0,
           recorded: dict | None = None) -> Iterator[str]:
@@ -128,13 +148,17 @@ def serve(range_s: float, end: float, job: str, spacing: float = 15.0,
         if recorded:
             with _running(prometheus, work) as url:
                 (work / "recorded.yaml").write_text(json.dumps({"groups": [recorded]}), encoding="utf-8")
-                made = subprocess.run([promtool, "tsdb", "create-blocks-from", "rules", "--start", f"{begin:.0f}",
+                first = backfill_start(begin, recorded["interval"])
+                made = subprocess.run([promtool, "tsdb", "create-blocks-from", "rules", "--start", f"{first}",
                                        "--end", f"{end:.0f}", "--eval-interval", recorded["interval"], "--url", url,
                                        "--output-dir", str(work / "recorded"), str(work / "recorded.yaml")],
                                       capture_output=True, text=True)
             if made.returncode != 0:
                 raise GpudashError(f"promtool could not record the sample's counters: {made.stderr.strip()[-400:]}",
                                    hint="check the prometheus package (promtool) on this machine")
+            if not (work / "recorded").is_dir():
+                raise GpudashError("promtool recorded none of the sample's counters (it wrote no block)",
+                                   hint="run again; report it with the prometheus package's version")
             for block in (work / "recorded").iterdir():
                 if block.is_dir():
                     block.rename(work / "data" / block.name)
