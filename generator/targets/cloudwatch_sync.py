@@ -248,17 +248,16 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             f"no longer defined, and no {ALARM_HASH_TAG} tag shows gpudash wrote it as it is (the "
             f"{ALARM_OWNER_TAG['Key']} tag alone may have been added by hand); --prune --force deletes it"])
-    if then == legacy_alarm_hash(alarm) and not written_as_is(then, alarm):
+    as_written = written_as_is(then, alarm)  # (hashes each documented form of the alarm: once)
+    if then == legacy_alarm_hash(alarm) and not as_written:
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             f"no longer defined, and its {ALARM_HASH_TAG} tag, written by a gpudash release that hashed no query "
             "label, cannot show its queries' labels and accounts are as gpudash wrote them; --prune --force deletes it"])
-    if not written_as_is(then, alarm) and (unknown := _unknown_to_botocore(alarm, "--prune --force deletes it")):
+    if not as_written:
+        unknown = _unknown_to_botocore(alarm, "--prune --force deletes it")
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
-            f"no longer defined, but {unknown}"])
-    if not written_as_is(then, alarm):
-        return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
-            "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
-            "--prune --force deletes it"])
+            f"no longer defined, but {unknown}" if unknown else
+            "no longer defined, but edited in the CloudWatch console since gpudash wrote it; --prune --force deletes it"])
     if tags_of_others(tags):
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             f"no longer defined, but it carries tags gpudash does not write ({_shown_tags(tags_of_others(tags))}), "
