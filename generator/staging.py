@@ -47,13 +47,13 @@ def taking_turns(parent: Path, waiting: Callable[[str, str], None] | None = None
     """This process's turn to read and replace a build in `parent` (the folder holding it): writers into one folder
     take turns, so that none reads a build another is swapping (a file moved away mid-read is not an edit) nor swaps
     one in under another's. A lock on the folder itself (flock of its descriptor: nothing is made beside the build),
-    let go when the block ends, or by the kernel when the process ends however it ends. `waiting(holders)` is called
-    once when another process (or thread) holds the turn, before waiting for it, with the processes holding it named
-    (`_named`: one stopped or stuck can be found; "" where they cannot be told) and what they do (`_doing`). Held again by the same thread
-    (generate, then its write), it is the one turn. `shared`: a reader's turn, which other readers share (a writer
-    waits for them all, and they for it). Where the folder cannot be opened or locked (no flock, a file system without
-    locks), or only processes this one runs under hold its lock (`_lock_holders`: they wait for it), nothing is held:
-    the build is written (or read) as before."""
+    let go when the block ends, or by the kernel when the process ends however it ends. `waiting(holders, doing)` is
+    called once when another process (or thread) holds the turn, before waiting for it, with the processes holding it
+    named (`_named`: one stopped or stuck can be found; "" where they cannot be told) and what they do (`_doing`).
+    Held again by the same thread (generate, then its write), it is the one turn. `shared`: a reader's turn, which
+    other readers share (a writer waits for them all, and they for it). Where the folder cannot be opened or locked
+    (no flock, a file system without locks), or only processes this one runs under hold its lock (`_lock_holders`:
+    they wait for it), nothing is held: the build is written (or read) as before."""
     folder = os.path.abspath(parent)
     key = (threading.get_ident(), folder)
     if key in _TURNS or fcntl is None:

@@ -257,7 +257,8 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
         unknown = _unknown_to_botocore(alarm, "--prune --force deletes it")
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             f"no longer defined, but {unknown}" if unknown else
-            "no longer defined, but edited in the CloudWatch console since gpudash wrote it; --prune --force deletes it"])
+            "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
+            "--prune --force deletes it"])
     if tags_of_others(tags):
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             f"no longer defined, but it carries tags gpudash does not write ({_shown_tags(tags_of_others(tags))}), "
