@@ -1208,6 +1208,10 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = _new_folder(out.parent, f".{out.name}.new-")
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG and len(out.name.encode()) < 255:  # a name the system takes; ours beside not
+            raise OutputError(f"the build folder's name is too long for the folder gpudash writes beside it "
+                              f"(.{out.name[:12]}....new-...: {exc.strerror})", where=str(out),
+                              hint="pass --out a folder with a shorter name (under 230 characters)") from None
         if out.is_dir():  # the build folder is there: what failed is the new build's folder beside it
             raise OutputError(f"cannot make a folder beside the build for the new one ({exc.strerror}): gpudash "
                               f"writes the new build next to the previous one and swaps them", where=str(out.parent),

@@ -721,6 +721,18 @@ def test_the_folder_beside_the_build_failing_says_what_to_do_for_its_cause(tmp_p
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
+def test_a_build_folder_name_the_system_takes_but_too_long_for_the_folder_beside_it_is_said(tmp_path, cli):
+    """A build folder of a 245-character name (the system takes up to 255): the folder gpudash writes beside it
+    (`.NAME.new-...`) is past the limit. It said 'cannot create the output directory (File name too long)' and told
+    to check the path's permissions. Exit 2, the fix names the cause."""
+    out = tmp_path / ("b" * 245)
+    code, _, stderr = cli("generate", "--out", str(out))
+    assert code == 2, stderr
+    assert "the build folder's name is too long for the folder gpudash writes beside it" in stderr, stderr
+    assert "  fix: pass --out a folder with a shorter name (under 230 characters)" in stderr, stderr
+    assert not out.exists()
+
+
 def test_a_link_to_a_folder_in_the_build_folder_is_not_dropped_without_a_word(tmp_path, cli):
     """A link the user put in the build folder to a folder elsewhere (their own manifests, for kustomize) is
     an entry the manifest does not list, as a link to a file is: refused, not dropped with the previous build."""
