@@ -54,7 +54,7 @@ def gpus(k: int) -> list[tuple[str, str, str | None, dict]]:
             ("c", f'gpu="1",UUID="GPU-c-1",device="nvidia1",{MODEL},hostname="c"', ("ml", "stay"), BUSY["stay"])]
 
 
-def openmetrics(start: int) -> str:
+def openmetrics(start: int, gpus=gpus) -> str:
     rows: dict[str, dict[str, list[str]]] = {metric: {} for metric in FIELDS}
     for k in range(SCRAPES):
         for node, device, pod, readings in gpus(k):
