@@ -71,14 +71,14 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
     plans = [site.plan(uid, model, range_text, scrape_s, end) for uid, model in dashboards]
 
     def render(url: str, source: str) -> tuple[dict[str, bytes], list]:
-        client = PrometheusClient(url, timeout)
-        client.ready()
-        site.run_queries(plans, client)
-        files, summaries = site.site(plans, source, diff=base is not None)
-        if base is not None:
-            from .preview import compare
+        with PrometheusClient(url, timeout) as client:
+            client.ready()
+            site.run_queries(plans, client)
+            files, summaries = site.site(plans, source, diff=base is not None)
+            if base is not None:
+                from .preview import compare
 
-            files.update(compare.diff_pages(base, dashboards, plans, client, source, base_dir, from_dir))
+                files.update(compare.diff_pages(base, dashboards, plans, client, source, base_dir, from_dir))
         return files, summaries
 
     if sample:

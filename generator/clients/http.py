@@ -150,6 +150,37 @@ def session(url: str):
     return made
 
 
+class Sessions:
+    """`session`s for one server's URL, one per thread that reads (a requests session is not safe to share between
+    threads: preview's queries run in a pool of them), each kept for the thread's later reads; `close` closes all."""
+
+    def __init__(self, url: str) -> None:
+        import threading
+
+        self.url = url
+        self._made: list = []
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def own(self):
+        """This thread's session, made at its first read."""
+        made = getattr(self._local, "session", None)
+        if made is None:
+            made = self._local.session = session(self.url)
+            with self._lock:
+                self._made.append(made)
+        return made
+
+    def close(self) -> None:
+        """Close every session made so far; a later read makes a new one."""
+        import threading
+
+        with self._lock:
+            made, self._made, self._local = self._made, [], threading.local()
+        for each in made:
+            each.close()
+
+
 def get(url: str, options: Options, what: str, hint: str, params: dict[str, str] | None = None,
         verb: str = "read", evaluated: bool = False, reuse=None) -> tuple[int, str]:
     """GET `url` with `reuse` (a `session` for its server, left open) or a session of its own; the status and the

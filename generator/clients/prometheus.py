@@ -12,35 +12,44 @@ from .. import redact
 from .options import Options
 from ..errors import RemoteError
 from .answer import Answer, OddAnswer, to_number
-from .http import get, session
+from .http import Sessions, get
 
 HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up, or --skip prometheus"
 RANGE_HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up"
 
 
-class Prometheus:
-    """Reads of one run from one thread, over one session's connections (`close` it when done)."""
+class _Reads:
+    """A client's reads of one server over keep-alive connections, a session per thread (`close` them when done)."""
 
-    def __init__(self, url: str, options: Options):
-        self.url, self.options = url.rstrip("/"), options
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
         self.source = f"Prometheus at {redact.url(self.url)}"
-        self._session = None
+        self._sessions = Sessions(self.url)
 
-    def _get(self, path: str, params: dict[str, str] | None = None) -> tuple[int, str]:
-        if self._session is None:
-            self._session = session(self.url)
-        return get(f"{self.url}{path}", self.options, self.source, HINT, params=params, verb="query",
-                   reuse=self._session)
+    def _read(self, path: str, options: Options, hint: str, params: dict[str, str] | None,
+              evaluated: bool = False) -> tuple[int, str]:
+        return get(f"{self.url}{path}", options, self.source, hint, params=params, verb="query", evaluated=evaluated,
+                   reuse=self._sessions.own())
 
     def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
+        self._sessions.close()
 
-    def __enter__(self) -> "Prometheus":
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class Prometheus(_Reads):
+    """Verify's reads of one run, over one session's connections (`close` it when done)."""
+
+    def __init__(self, url: str, options: Options):
+        super().__init__(url)
+        self.options = options
+
+    def _get(self, path: str, params: dict[str, str] | None = None) -> tuple[int, str]:
+        return self._read(path, self.options, HINT, params)
 
     def _decoded(self, status: int, text: str) -> Answer:
         """An answer of Prometheus' API, successful or not; RemoteError or OddAnswer when not one."""
@@ -128,17 +137,19 @@ class Result:
     error: str | None = None
 
 
-class PrometheusClient:
+class PrometheusClient(_Reads):
+    """Preview's queries, from any number of threads, each thread over one session's connections (`close` it when
+    done): a preview run asks one query per panel target (118 for the bundled dashboards), which over a connection
+    each cost Prometheus an accept and, behind https, a TLS handshake apiece."""
+
     def __init__(self, url: str, timeout: float = 30.0):
-        self.url = url.rstrip("/")
-        self.source = f"Prometheus at {redact.url(self.url)}"
+        super().__init__(url)
         self.timeout = timeout
 
     def _get(self, path: str, params: dict[str, str]) -> Any:
         options = Options(timeout=self.timeout)
         options.start()
-        status, text = get(f"{self.url}/api/v1/{path}", options, self.source, RANGE_HINT, params=params, verb="query",
-                           evaluated=True)
+        status, text = self._read(f"/api/v1/{path}", options, RANGE_HINT, params, evaluated=True)
         try:
             body = json.loads(text)
         except ValueError:

@@ -13,8 +13,8 @@ from tests.support.canned_server import CannedServer
 
 
 def _run(answer, instant: bool = False):
-    with CannedServer(json.dumps(answer)) as server:
-        return PrometheusClient(server.url, timeout=5).run("up", instant, 0.0, 60.0, 15.0)
+    with CannedServer(json.dumps(answer)) as server, PrometheusClient(server.url, timeout=5) as client:
+        return client.run("up", instant, 0.0, 60.0, 15.0)
 
 
 @pytest.mark.parametrize("data, odd", [
@@ -60,7 +60,41 @@ def test_a_query_prometheus_evaluates_longer_than_a_socket_read_may_wait_is_wait
         time.sleep(0.6)
         return answer
 
-    with CannedServer() as server:
+    with CannedServer() as server, PrometheusClient(server.url, timeout=5) as client:
         server.routes["/api/v1/query"] = (200, slow)
-        result = PrometheusClient(server.url, timeout=5).run("up", True, 0.0, 60.0, 15.0)
+        result = client.run("up", True, 0.0, 60.0, 15.0)
     assert result.error is None and result.series[0].points == ((60.0, 7.0),)
+
+
+def test_a_preview_asks_over_a_connection_per_thread_not_per_query_and_each_query_reads_its_own_answer():
+    """preview's queries (one per panel target) run in a pool of threads: each thread asks over one keep-alive
+    connection (was: one connection per query, an accept and behind https a TLS handshake apiece), every query
+    still reads the answer to its own expression, and the URL's credentials go with every query from every thread."""
+    import base64
+    import re
+    from urllib.parse import parse_qs, urlsplit
+
+    from generator.preview import site
+
+    def answer(path: str) -> str:  # each panel's query answered with its own number, read back from the page
+        (expr,) = parse_qs(urlsplit(path).query)["query"]
+        number = re.fullmatch(r'up\{n="(\d+)"\}', expr)[1]
+        return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [
+            {"metric": {"n": number}, "values": [[0, number]]}]}})
+
+    targets = 40
+    model = {"title": "t", "panels": [{"type": "timeseries", "targets": [{"expr": f'up{{n="{n}"}}'}]}
+                                      for n in range(targets)]}
+    plan = site.plan("t", model, "1h", 15.0, 3600.0)
+    workers = 4
+    with CannedServer() as server:
+        server.routes["/api/v1/query_range"] = (200, answer)
+        with PrometheusClient(server.url.replace("http://", "http://reader:s3cret@"), timeout=5) as client:
+            site.run_queries([plan], client, workers=workers)
+    read = {index: [(s.labels["n"], s.points) for _, result in results for s in result.series]
+            for index, results in plan.results.items()}
+    assert read == {n: [(str(n), ((0.0, float(n)),))] for n in range(targets)}
+    assert len(server.requests) == targets
+    assert {headers.get("Authorization") for _, _, headers in server.requests} == \
+        {"Basic " + base64.b64encode(b"reader:s3cret").decode()}
+    assert 1 <= len(server.connections) <= workers

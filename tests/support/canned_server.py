@@ -27,6 +27,7 @@ class CannedServer(LoopbackServer):
         self.status, self.content_type, self.mode, self.drip_every = status, content_type, mode, drip_every
         self.released = threading.Event()
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.connections: set[tuple[str, int]] = set()  # the client's address of each connection a request came over
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -40,6 +41,7 @@ class CannedServer(LoopbackServer):
                 if length:
                     self.rfile.read(length)
                 server.requests.append((self.command, self.path, dict(self.headers)))
+                server.connections.add(self.client_address)
                 if server.mode == "silent":
                     server.released.wait()
                     return
