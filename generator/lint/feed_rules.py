@@ -112,17 +112,16 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
 
 def _markers_dropped(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding]:
     """The exporter's staleness markers are dropped by a filter of their own before the agent merges points
-    (render/agent_otel stale_markers): a merge takes a marker first or not at random (Go's map order), and one taken
+    (render/agent_otel STALE_MARKER): a merge takes a marker first or not at random (Go's map order), and one taken
     first makes the merge a marker, which awsemf drops."""
-    from ..render.agent_otel import MARKERS, stale_markers
+    from ..render.agent_otel import MARKERS, STALE_MARKER
 
     dropped = ((otel.get("processors") or {}).get(MARKERS) or {}).get("metrics", {}).get("datapoint") or []
-    for condition in stale_markers():
-        if condition not in dropped:
-            yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {MARKERS}",
-                          f"the marker filter lacks `{condition}`: a merge (a pod's total over its GPUs; with "
-                          "exporter.virtual_gpus the pick of a GPU's reading) would take a staleness marker first at "
-                          "random and be published or not by chance")
+    if STALE_MARKER not in dropped:
+        yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {MARKERS}",
+                      f"the marker filter lacks `{STALE_MARKER}`: a merge (a pod's total over its GPUs; with "
+                      "exporter.virtual_gpus the pick of a GPU's reading) would take a staleness marker first at "
+                      "random and be published or not by chance")
 
 
 def _no_data_flag(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding]:

@@ -15,7 +15,7 @@ counter coming back from one is sent as its whole running total. This pipeline d
   status, a count of XIDs in the exporter's window, ...): awsemf would send the difference between two readings
   of a state (0 for a GPU failing all along); OTTL's convert_sum_to_gauge() in the metric context (the
   transform processor, in the agent since 1.300025.0);
-* filter/gpudash-markers drops the exporter's staleness markers (see `stale_markers`), before any metricstransform
+* filter/gpudash-markers drops the exporter's staleness markers (see STALE_MARKER), before any metricstransform
   merges points: a merge takes a marker first or not at random (a pod's total over its GPUs, with
   exporter.virtual_gpus the pick of each GPU's reading of a field split per process from its device series and
   copies);
@@ -80,7 +80,7 @@ OTEL_KEY = "gpudash-otel.yaml"  # the key of the agent's ConfigMap: a file /etc/
 SUFFIX = "gpudash"
 RECEIVER, FILTER, MERGE, BATCH, EXPORTER = (f"{kind}/{SUFFIX}" for kind in
                                             ("prometheus", "filter", "metricstransform", "batch", "awsemf"))
-MARKERS = f"filter/{SUFFIX}-markers"  # the exporter's staleness markers, dropped before any merge (stale_markers)
+MARKERS = f"filter/{SUFFIX}-markers"  # the exporter's staleness markers, dropped before any merge (STALE_MARKER)
 RETYPE = f"transform/{SUFFIX}-gauges"  # the exporter's counters that are states or windowed counts, made gauges first
 PIPELINE = f"metrics/{SUFFIX}"
 TOTALS = f"metricstransform/{SUFFIX}-pods"  # the pods' totals per scrape, made before the filter (pod_totals)
@@ -361,7 +361,7 @@ def device_merges(catalog: Catalog, settings: Settings, declarations: list[dict[
     own series read the blank at alternate scrapes, shared at 30/25/0 %, read 60 over a period). Where the exporter
     writes no device series (before 4.5.3, or the setting off), every copy is the device's value: the largest is a
     blank exactly when the device's is. The marker filter drops the fields' staleness markers first
-    (stale_markers)."""
+    (STALE_MARKER)."""
     split = split_fields(catalog, settings, shipped)
     if not split:
         return []
@@ -410,24 +410,22 @@ def device_or_copies(name: str) -> dict[str, Any]:
             "aggregation_type": "median"}
 
 
-def stale_markers() -> list[str]:
-    """The marker filter's condition (MARKERS, before the pods' totals processor) that drops the staleness markers of
-    every DCGM field (OTTL's datapoint `flags`, 1: NoRecordedValue, the receiver's mark of a series the scrape no
-    longer has; the exporter's job keeps DCGM_ names alone). A marker carries no value and awsemf drops one anyway
-    (a counter's previous reading kept), so only merges ever read it, and there by chance: aggregateutil merges a
-    group into its first point, a first point without value stays a marker whatever else the group holds, and it
-    writes its groups in Go's map order (mergeNumberDataPoints ranges over a map), so a later merge of them (a pod's
-    total over its GPUs after each GPU's copies are merged, a GPU's over its MIG instances, the pods' GPU counts)
-    takes a marker first or not at random. A pod holding a GPU of its own and one named in turn under the pods
-    sharing it (without KUBERNETES_VIRTUAL_GPUS) has the shared GPU's series end with a marker at every other scrape:
-    its total at such a scrape was published or not at random, half the time (300 W and a shared 100 W read about
-    367 W where NAMED_PART says 350, a different value at each period). Dropped before any metricstransform, no
-    marker reaches a merge: a group holds readings alone, or is not made. The device_or_copies pick of a field split
-    per process (exporter.virtual_gpus) needs it too: a GPU a pod starts to hold on an exporter without per-process
-    shares ends its series without a pod as its copy begins, and a marker first would lose that scrape's reading.
-    A filter of its own: the pods' totals are made before the blank filter, and need the markers gone and the
-    blanks still there."""
-    return ['IsMatch(metric.name, "^DCGM_") and flags == 1']
+# The marker filter's condition (MARKERS, before the pods' totals processor) that drops the staleness markers of every
+# DCGM field (OTTL's datapoint `flags`, 1: NoRecordedValue, the receiver's mark of a series the scrape no longer has;
+# the exporter's job keeps DCGM_ names alone). A marker carries no value and awsemf drops one anyway (a counter's
+# previous reading kept), so only merges ever read it, and there by chance: aggregateutil merges a group into its
+# first point, a first point without value stays a marker whatever else the group holds, and it writes its groups in
+# Go's map order (mergeNumberDataPoints ranges over a map), so a later merge of them (a pod's total over its GPUs
+# after each GPU's copies are merged, a GPU's over its MIG instances, the pods' GPU counts) takes a marker first or
+# not at random. A pod holding a GPU of its own and one named in turn under the pods sharing it (without
+# KUBERNETES_VIRTUAL_GPUS) has the shared GPU's series end with a marker at every other scrape: its total at such a
+# scrape was published or not at random, half the time (300 W and a shared 100 W read about 367 W where NAMED_PART
+# says 350, a different value at each period). Dropped before any metricstransform, no marker reaches a merge: a group
+# holds readings alone, or is not made. The device_or_copies pick of a field split per process (exporter.virtual_gpus)
+# needs it too: a GPU a pod starts to hold on an exporter without per-process shares ends its series without a pod as
+# its copy begins, and a marker first would lose that scrape's reading. A filter of its own: the pods' totals are made
+# before the blank filter, and need the markers gone and the blanks still there.
+STALE_MARKER = 'IsMatch(metric.name, "^DCGM_") and flags == 1'
 
 
 TOTAL_PREFIX = "gpudash.pod."  # a pod's total's name from the processor that makes it to the one that renames it
@@ -497,7 +495,7 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
       points, whatever their values), then their sum over the pod is twice its GPUs, scaled by 0.5.
 
     A GPU no pod holds groups without pod labels, and the per-pod set needs them: it publishes no total. No
-    staleness marker reaches these merges: the marker filter drops them first (stale_markers; a merge whose groups
+    staleness marker reaches these merges: the marker filter drops them first (STALE_MARKER; a merge whose groups
     come in Go's map order would take one first at random, and the pod's total at that scrape with it). So a node's mean over a GPU's instances is made
     after the filter, which drops the field's markers (stand_in_conditions): an instance gone (its series all
     markers) would be averaged as 0. The other declarations' label matchers keep the totals out of the sets that do
@@ -984,7 +982,7 @@ def once_sums(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict
     is (pod_totals): a GPU one of whose instances reads DCGM's blank has a sum at or above the field's floor, which
     the filter drops (once_blank_conditions): the GPU's value at that scrape is unknown, not the sum of its other
     instances (the Prometheus side gives such a GPU no value either: promql.merged). An instance gone (its staleness
-    markers) adds nothing: the marker filter dropped them (stale_markers)."""
+    markers) adds nothing: the marker filter dropped them (STALE_MARKER)."""
     return _sums_once(catalog, declarations, ONCE_PER_GPU, ONCE_PREFIX)
 
 
@@ -1104,7 +1102,7 @@ class Pipeline:
         levels = _level_fields(catalog, declarations)
         gauges = retyped(catalog, shipped)
         self.processors = {RETYPE: gauges} if gauges else {}
-        self.processors[MARKERS] = {"error_mode": "ignore", "metrics": {"datapoint": stale_markers()}}
+        self.processors[MARKERS] = {"error_mode": "ignore", "metrics": {"datapoint": [STALE_MARKER]}}
         copies = [*unused_copies(unused), *level_copies(levels), *totals, *once_sums(catalog, declarations),
                   *namespace_sums(catalog, declarations), *device_merges(catalog, settings, declarations, shipped)]
         self.processors.update({TOTALS: escaped({"transforms": copies})} if copies else {})

@@ -10,7 +10,7 @@ merged first, then added) was published at half such scrapes, at random, so "Pow
 about 367 W where the header says 350 (300 W of its own, a shared 100 W named every other scrape), another value at
 each period. The agent model (tests/support/cloudwatch_otel.py) refuses such a merge (MapOrderDependent) instead of
 taking the receiver's order; the pipeline drops the exporter's markers before any merge (filter/gpudash-markers,
-render/agent_otel.stale_markers), so the pod's total is its own GPU's at the scrapes not naming it on the shared one:
+render/agent_otel.STALE_MARKER), so the pod's total is its own GPU's at the scrapes not naming it on the shared one:
 the 350 W the header says (NAMED_PART).
 """
 
