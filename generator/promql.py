@@ -147,8 +147,15 @@ def node_matchers(regex: str, labels: Labels) -> list[list[str]]:
     39,562). The same series as one branch per spelling without the check for a regex matching no empty name (a
     Grafana variable's values and their alternation) and for one matching every name (All)."""
     sources = labels.node_sources
-    return [[*(f'{name}=""' for name in sources[:k]), f"{source}=~{quoted(regex)}",
-             *([f'{source}!=""'] if k < len(sources) - 1 else [])] for k, source in enumerate(sources)]
+    last = len(sources) - 1
+    return [[*first[:-1], f"{source}=~{quoted(regex)}", *(first[-1:] if k < last else [])]
+            for k, (source, first) in enumerate(zip(sources, named_first(sources)))]
+
+
+def named_first(sources: tuple[str, ...]) -> list[list[str]]:
+    """Per node spelling of `sources` (in their order), the matchers of a series it is the first non-empty one of:
+    each spelling before it empty, it not."""
+    return [[*(f'{name}=""' for name in sources[:k]), f'{source}!=""'] for k, source in enumerate(sources)]
 
 
 def selector(metric: str, matchers: list[str] | tuple[str, ...]) -> str:
@@ -873,11 +880,10 @@ def placed(branches: list[list[str]], labels: Labels) -> list[list[str]]:
     sources = labels.node_sources
     if len(sources) == 1:
         return branches
-    if len(branches) == len(sources):  # a node scope: branch k already names the node by its k-th spelling
-        return [[*branch, *([f'{source}!=""'] if f'{source}!=""' not in branch else [])]
-                for branch, source in zip(branches, sources)]
-    assert len(branches) == 1, branches
-    return [[*branches[0], *(f'{name}=""' for name in sources[:k]), f'{source}!=""'] for k, source in enumerate(sources)]
+    if len(branches) != len(sources):  # one branch for every place (a node scope has one per place: node_matchers)
+        assert len(branches) == 1, branches
+        branches = branches * len(sources)
+    return [list(dict.fromkeys([*branch, *first])) for branch, first in zip(branches, named_first(sources))]
 
 
 def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]], extra: list[str],
