@@ -76,8 +76,8 @@ _NOT_AN_ANSWER = "GpudashNotAnAnswer"
 # attempt before it may have reached CloudWatch (True: it may have made it; False: none did, someone else made it so)
 LOOKED = "GpudashLookedDone"
 _REFUSED = "GpudashRefused"  # the answer that is not one is an error document: the write was refused
-# The members of a DescribeAlarms page's alarms the installed botocore does not know (`_unmodelled`), by the alarm's
-# index on the page: `metric_alarms` puts them in each alarm (ownership.UNMODELLED)
+# The members of a DescribeAlarms page's alarms the installed botocore does not know (`_not_as_modelled`'s `unknown`),
+# by the alarm's index on the page: `metric_alarms` puts them in each alarm (ownership.UNMODELLED)
 _UNMODELLED_ON_PAGE = "GpudashUnmodelledOnPage"
 
 
@@ -635,6 +635,7 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
         return
     parsed: Any = None
     output = getattr(operation_model, "output_shape", None)
+    unknown: dict[str, Any] | None = {} if name == "DescribeAlarms" else None  # botocore's parser drops them
     try:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -645,47 +646,28 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
         if name in WRITES and not problem:
             problem = _not_a_write_answer(output, parsed)
         if not problem and output is not None:  # the calls publishing makes: every member as the model has it
-            problem = _not_as_modelled(output, parsed, "") if name in CHECKED else _not_a_list(output, parsed, "")
+            problem = (_not_as_modelled(output, parsed, "", unknown=unknown) if name in CHECKED
+                       else _not_a_list(output, parsed, ""))
     if problem:
         customized_response_dict[_NOT_AN_ANSWER] = problem
         customized_response_dict[_REFUSED] = _error_code(parsed) is not None
         response_dict["body"] = b"{}"
-    elif name == "DescribeAlarms" and output is not None:  # botocore's parser drops what its model lacks: kept here
-        alarm = output.members["MetricAlarms"].member
-        unmodelled = {index: found for index, listed in enumerate(parsed["MetricAlarms"])
-                      if (found := _unmodelled(alarm, listed, ""))}
-        if unmodelled:
-            customized_response_dict[_UNMODELLED_ON_PAGE] = unmodelled
+    elif unknown and (on_page := _by_alarm(unknown)):
+        customized_response_dict[_UNMODELLED_ON_PAGE] = on_page
 
 
-def _unmodelled(shape: Any, value: Any, path: str) -> dict[str, Any]:
-    """The members of `value` (an answer's part, as modelled by `shape`: `_not_as_modelled` checked it) that the model
-    does not have, at any depth, by their path, with their values as answered (a null is an absent member)."""
-    found: dict[str, Any] = {}
-    kind = shape.type_name
-    if kind == "structure":
-        members = _modelled_members(shape)[0]
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else key
-            if item is None:
-                continue
-            member = members.get(key)
-            if member is None:
-                found[where] = item
-            elif member.type_name in _CONTAINERS:
-                found.update(_unmodelled(member, item, where))
-    elif kind == "list" and shape.member.type_name in _CONTAINERS:
-        for index, item in enumerate(value):
-            if item is not None:
-                found.update(_unmodelled(shape.member, item, f"{path}[{index}]"))
-    elif kind == "map" and shape.value.type_name in _CONTAINERS:
-        for key, item in value.items():
-            if item is not None:
-                found.update(_unmodelled(shape.value, item, f"{path}.{key}"))
+_ALARM_MEMBER = re.compile(r"MetricAlarms\[(\d+)\]\.(.+)", re.DOTALL)  # a path in a DescribeAlarms answer
+
+
+def _by_alarm(unknown: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The members of a DescribeAlarms answer its model lacks (by path, as `_not_as_modelled` found them) that lie in
+    a metric alarm, by the alarm's index on the page, each by its path in the alarm ("FutureSetting",
+    "Metrics[0].FutureSetting")."""
+    found: dict[int, dict[str, Any]] = {}
+    for path, value in unknown.items():
+        if match := _ALARM_MEMBER.fullmatch(path):
+            found.setdefault(int(match[1]), {})[match[2]] = value
     return found
-
-
-_CONTAINERS = ("structure", "list", "map")  # the shapes that may hold a member the model lacks
 
 
 def _not_a_list(shape: Any, value: Any, path: str) -> str | None:
@@ -735,12 +717,15 @@ _SCALARS: dict[str, tuple[type, ...]] = {"string": (str,), "boolean": (bool,), "
                                         "double": (int, float), "float": (int, float), "timestamp": (int, float, str)}
 
 
-def _not_as_modelled(shape: Any, value: Any, path: str, type_only: bool = False) -> str | None:
+def _not_as_modelled(shape: Any, value: Any, path: str, type_only: bool = False,
+                     unknown: dict[str, Any] | None = None) -> str | None:
     """Where an answer is not as the API's model has it: a member of another type (a string where the model has an
     integer, a boolean, a list: botocore's JSON parser passes any value through), a structure without a member
     the model requires (a dimension without its Name, a tag without its Value), or a scalar outside the API's values
     for it (`_domain`), except in a member of TYPE_ONLY (`type_only`: the whole of it). Members the model does not
-    know are left alone (a newer API may add them); a null is an absent member, as botocore reads it."""
+    know are left alone (a newer API may add them), each put in `unknown` by its path with its value as answered
+    (below the top: a member the answer adds beside its lists is no object's); a null is an absent member, as
+    botocore reads it."""
     kind, where = shape.type_name, path or "the answer"
     if kind == "structure":
         if not isinstance(value, dict):
@@ -750,18 +735,22 @@ def _not_as_modelled(shape: Any, value: Any, path: str, type_only: bool = False)
             if value.get(key) is None:
                 return f"{where} has no {key}"
         for key, item in value.items():
+            if item is None:
+                continue
             member = members.get(key)
-            if member is not None and item is not None:
+            if member is not None:
                 problem = _member_not_as_modelled(member, item, f"{path}.{key}" if path else key,
-                                                  type_only or key in TYPE_ONLY)
+                                                  type_only or key in TYPE_ONLY, unknown)
                 if problem:
                     return problem
+            elif unknown is not None and path:
+                unknown[f"{path}.{key}"] = item
     elif kind == "list":
         if not isinstance(value, list):
             return f"{where} is not a list"
         for index, item in enumerate(value):
             if item is not None:
-                problem = _member_not_as_modelled(shape.member, item, f"{path}[{index}]", type_only)
+                problem = _member_not_as_modelled(shape.member, item, f"{path}[{index}]", type_only, unknown)
                 if problem:
                     return problem
     elif kind == "map":
@@ -769,7 +758,7 @@ def _not_as_modelled(shape: Any, value: Any, path: str, type_only: bool = False)
             return f"{where} is not an object"
         for key, item in value.items():
             if item is not None:
-                problem = _member_not_as_modelled(shape.value, item, f"{path}.{key}", type_only)
+                problem = _member_not_as_modelled(shape.value, item, f"{path}.{key}", type_only, unknown)
                 if problem:
                     return problem
     elif kind in _SCALARS:
@@ -777,11 +766,12 @@ def _not_as_modelled(shape: Any, value: Any, path: str, type_only: bool = False)
     return None
 
 
-def _member_not_as_modelled(shape: Any, value: Any, path: str, type_only: bool = False) -> str | None:
+def _member_not_as_modelled(shape: Any, value: Any, path: str, type_only: bool = False,
+                            unknown: dict[str, Any] | None = None) -> str | None:
     """Where a member (not None) is not as the model has it: a scalar of its type outside the API's values for it
-    (`_domain`; not with `type_only`), anything else as `_not_as_modelled` reads it."""
+    (`_domain`; not with `type_only`), anything else as `_not_as_modelled` reads it (`unknown` with it)."""
     if not _scalar_as_modelled(shape.type_name, value):
-        return _not_as_modelled(shape, value, path, type_only)
+        return _not_as_modelled(shape, value, path, type_only, unknown)
     domain = None if type_only else _domain(shape)
     return None if domain is None else _outside(domain, value, path)
 
