@@ -72,6 +72,13 @@ def _no_data() -> str:
     return '<div class="nodata">No data</div>'
 
 
+def _stat_label(name: str, shown: bool) -> str:
+    """A stat's or gauge's legend name: shown above its value where the panel has several, else kept hidden."""
+    if shown:
+        return f'<div class="stat-name legend-name">{escape(name)}</div>'
+    return f'<div class="legend-name hidden-name">{escape(name)}</div>'
+
+
 def _stats(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"mean": None, "max": None, "min": None, "lastNotNull": None, "last": None}
@@ -86,7 +93,7 @@ def timeseries(panel: dict[str, Any], results: list[tuple[dict, Result]], start:
     named = _named(panel, results)
     body = _errors(results)
     if not named:
-        return body + ("" if body else _no_data())
+        return body or _no_data()  # the failed queries, else No data
     width, height = pixel_size(panel.get("gridPos") or {})
     defaults = _defaults(panel)
     units = {unit for _, _, unit in named}
@@ -120,13 +127,12 @@ def stat(panel: dict[str, Any], results: list[tuple[dict, Result]]) -> str:
     named = _named(panel, results)
     body = _errors(results)
     if not named:
-        return body + ("" if body else _no_data())
+        return body or _no_data()  # the failed queries, else No data
     steps = _steps(panel)
     cells = []
     for name, series, unit in named:
         value = last_value(series)
-        label = f'<div class="stat-name legend-name">{escape(name)}</div>' if len(named) > 1 else \
-            f'<div class="legend-name hidden-name">{escape(name)}</div>'
+        label = _stat_label(name, len(named) > 1)
         cells.append(f'<div class="stat" style="color:{svg.threshold_colour(value, steps)}">{label}'
                      f'<div class="stat-value">{escape(format_value(value, unit))}</div></div>')
     return body + f'<div class="stats">{"".join(cells)}</div>'
@@ -136,15 +142,14 @@ def gauge(panel: dict[str, Any], results: list[tuple[dict, Result]]) -> str:
     named = _named(panel, results)
     body = _errors(results)
     if not named:
-        return body + ("" if body else _no_data())
+        return body or _no_data()  # the failed queries, else No data
     defaults = _defaults(panel)
     steps = _steps(panel)
     cells = []
     for name, series, unit in named:
         low = defaults.get("min", 0)
         high = defaults.get("max", 1 if unit == "percentunit" else 100)
-        label = f'<div class="stat-name legend-name">{escape(name)}</div>' if len(named) > 1 else \
-            f'<div class="legend-name hidden-name">{escape(name)}</div>'
+        label = _stat_label(name, len(named) > 1)
         cells.append(f'<div class="stat">{label}{svg.gauge(last_value(series), unit, low, high, steps)}</div>')
     return body + f'<div class="stats">{"".join(cells)}</div>'
 
@@ -153,7 +158,7 @@ def table(panel: dict[str, Any], results: list[tuple[dict, Result]]) -> str:
     body = _errors(results)
     series = [(s, unit_of(panel, t)) for t, r in results for s in r.series]
     if not series:
-        return body + ("" if body else _no_data())
+        return body or _no_data()  # the failed queries, else No data
     columns = sorted({k for s, _ in series for k in s.labels if k != "__name__"})
     head = "".join(f"<th>{escape(c)}</th>" for c in columns) + "<th>Value</th>"
     rows = []
