@@ -50,14 +50,22 @@ Over each period the alarm fires when
    crash loop (running a minute of every five) passes these, every period holding an observation of each series:
    the agent alarm (AGENT_SUFFIX) counts its reads of kube-state-metrics per period instead, and the rule's
    branch 5 the same count of kube-state-metrics' own target (its `up`).
-The rule also fires on 4. an exporter target that brought no GPU data most of the time: more than half
-(NO_DATA_SHARE) of its scrapes over the rule's window (period x evaluation periods, 10 minutes by default) failed
+The rule also fires on 4. a node whose exporter brought no GPU data most of the time: more than half
+(NO_DATA_SHARE) of the node's scrapes over the rule's window (period x evaluation periods, 10 minutes by default) failed
 (`up` 0) or answered without one DCGM sample (`scrape_samples_post_metric_relabeling` 0, which a failed scrape
 reports too): an exporter in a crash loop, hung with its pod available, or answering 200 with an empty page
 (its DCGM host engine lost, NVML failing; dcgm-exporter keeps serving HTTP). It names the node. An exporter in
 a crash loop (available a minute of every five at CrashLoopBackOff's cap) fires through 4 only: one moment of
 full availability in each period clears 3. A rolling restart (each target down under a minute, once), a
 failed scrape and a node added whose exporter fails its first scrapes do not fire.
+The count is each node's, whatever exporter pod answered (both sides): a broken exporter deleted by hand and
+recreated still broken, or replaced by a rollout whose pod fails too, goes on counting (counted per pod, the rule
+cleared at the delete and missed 8 + 9 empty scrapes of 20 that CloudWatch's per-node sum fired for). Two exporter
+pods on one node at once (a rollout with maxSurge, two exporter DaemonSets on a node) add their scrapes: 6 + 7 failed
+of their 40 fire, though one pod or the other brought the node's data at every scrape. A CloudWatch GROUP BY alarm
+is one aggregate of one value per scrape against a threshold, which cannot require both more than half the window's
+scrapes and more bad scrapes than good (one share alone fires a new node's first failed scrape), so both forms say
+this limit (per_node_description; tests/integration/test_data_missing_node_pods.py pins the truth).
 
 Branch 4 is one situation on both sides, judged over one window, not over two periods: a mean is not
 monotone, so "below half in each of two periods" (CloudWatch's two datapoints) and "below half over the last
@@ -73,8 +81,8 @@ a 10-minute mean, never both halves). Counted over the same window it is the sam
     datapoint: with only the bad scrapes, a recovered node's empty window let CloudWatch judge the breaching
     period before it (the evaluation range, see the CloudWatch form below) and the node was in ALARM again.
   * Prometheus: a rule of its own (no `for`), the same count over the same window ((t - window, t]), each scrape
-    read once within a 5 s step as the other rules read readings (no_data_expression), above the same number,
-    kept while the target is scraped.
+    read once within a 5 s step as the other rules read readings (no_data_expression), summed over the node's
+    targets, above the same number, kept while the node is scraped.
 On the JSON path (agent.pipeline: classic), whose scraper drops `up` and `scrape_*`, the second alarm counts
 each GPU's observations below SCRAPE_SHARE of its scrapes in each of two periods (a crash loop; a GPU that k
 series repeat only below 1/(2k); a GPU silent altogether, or an exporter answering empty, is not seen). A GROUP
@@ -417,7 +425,10 @@ def per_node_description(settings: Settings, window: int) -> About:
             ("A rolling restart, a failed scrape are not; a node without exporter target is notBreaching (the "
              "cluster's alarm sees its pod missing); one removed while failing clears late.",
              "It does not fire for a rolling restart, a failed scrape or a node without exporter target (the "
-             "cluster's alarm does); one removed while failing clears late."))
+             "cluster's alarm does); one removed while failing clears late."),
+            ("The count is the node's, whatever exporter pod answered: two pods on one node at once (a rollout with "
+             "maxSurge) add their failed scrapes, and can fire it while one of them brings the node's data.",
+             "Two exporter pods on one node at once add their failed scrapes."))
 
 
 def per_gpu_threshold(settings: Settings, period: int) -> float:
@@ -835,7 +846,10 @@ def addon_metrics(reported_metric: str, cluster: Cluster, period: int, label: st
             {"Id": "e", "Expression": addon_expression(), "Label": label, "ReturnData": True}]
 
 
-NO_DATA_REASON = "an exporter target brought no GPU data most of the time"
+NO_DATA_REASON = "a node's exporter brought no GPU data most of the time"
+# The labels that tell apart the targets of one node on gpudash's own scrape paths (the scrape job's and the
+# ServiceMonitor's): each exporter pod's own, summed away so that the rule counts each node's scrapes
+OWN_POD_LABELS = "exporter_pod, pod, instance"
 
 
 def operator_targets(settings: Settings, *, node: bool) -> str:
@@ -860,10 +874,11 @@ def exporter_pods(settings: Settings) -> str:
 
 
 def no_data_expression(settings: Settings, window: int, threshold: float, step: int) -> str:
-    """The rule's branch 4, a rule of its own (no `for`): each exporter target whose scrapes taken in the last
+    """The rule's branch 4, a rule of its own (no `for`): each node whose exporter targets' scrapes taken in the last
     `window` seconds ((t - window, t], as the per-node alarm counts them) failed or answered without a DCGM sample
-    more than `threshold` times, kept while the target is scraped (a target gone from discovery, its pod replaced,
-    goes stale and drops out). The scrapes are read as the other rules read readings (render/alarms.rule_step): the
+    more than `threshold` times (summed over the node's targets, as the alarm sums its flags: one exporter pod
+    replaced by another goes on counting), kept while the node has a target scraped (a target gone from discovery,
+    its pod replaced, goes stale and drops out). The scrapes are read as the other rules read readings (render/alarms.rule_step): the
     latest sample taken within each `step` seconds (promql.step_reading), so each scrape counts once, at the first
     step at or after it, and the count lags the evaluation by at most `step` (at a step of the scrape interval,
     placed at multiples of it since the epoch, it lagged by up to one scrape interval). The subquery's range is the
@@ -918,7 +933,10 @@ def no_data_expression(settings: Settings, window: int, threshold: float, step: 
     # do not know: the share of the scrapes, of each node (a node outlives its pods) where the targets name it or
     # kube-state-metrics names their pods' nodes, else of each target alone
     each_node = "sum without (pod, instance) "
-    branches = [f"{scrapes(own, f'{own} == 0')} > {threshold:g} and {own}",
+    # gpudash's own targets: each node's scrapes, whatever exporter pod answered them (a pod deleted and recreated
+    # broken, or replaced by a rollout, goes on counting), as the per-node alarm sums its flags over the node
+    own_node = f"sum without ({OWN_POD_LABELS}) "
+    branches = [f"{own_node}({scrapes(own, f'{own} == 0')}) > {threshold:g} and {own_node}({own})",
                 share(per_node, each_node), share(per_target, each_node, on_its_node),
                 f"({share(per_target)}) unless on({keys}) {pods}"]
     expression = " or ".join(f"({b})" for b in branches)

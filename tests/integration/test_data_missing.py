@@ -362,8 +362,7 @@ def _fired(rule: dict, situation: Situation, exporter: dict[str, str] = EXPORTER
 
     for node in situation.down + situation.empty:
         n = node[-1]
-        alerts.append(alert("an exporter target brought no GPU data most of the time", job="dcgm-exporter",
-                            instance=f"10.0.1.{n}:9400", node=node, exporter_pod=f"nvidia-dcgm-exporter-{n}"))
+        alerts.append(alert("a node's exporter brought no GPU data most of the time", job="dcgm-exporter", node=node))
     ksm = {"job": "kube-state-metrics", "instance": "10.0.2.9:8080", **exporter}
     if situation.desired is None or not situation.ksm:
         alerts.append(alert("kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not "
@@ -414,7 +413,7 @@ def test_an_exporter_in_a_crash_loop_fires_a_rolling_restart_does_not(generated,
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     rule = next(r for g in rule_groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r.get("alert") == "GpudashGpuDataMissing")
-    reason = "an exporter target brought no GPU data most of the time"
+    reason = "a node's exporter brought no GPU data most of the time"
     crashing = _target(THREE[2], "ex-3")
     crash_loop = _three_node_story(
         {(THREE[0], "ex-1"): "1x80", (THREE[1], "ex-2"): "1x80", (THREE[2], "ex-3"): " ".join([CRASH_LOOP] * 8)},
@@ -429,7 +428,7 @@ def test_an_exporter_in_a_crash_loop_fires_a_rolling_restart_does_not(generated,
         up[(node, f"ex-{i + 1}-new")] = f"_x{start + 2} 1x{80 - start - 3}"
         available += ["2", "2", "3"]
     rolling = _three_node_story(up, " ".join(available) + f" 3x{80 - len(available)}")
-    expected = [{"exp_labels": {**rule["labels"], **crashing, "reason": reason},
+    expected = [{"exp_labels": {**rule["labels"], **node_labels(crashing), "reason": reason},
                  "exp_annotations": {**rule["annotations"],
                                      "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}",
                                                                                        reason)}}]
@@ -564,8 +563,7 @@ def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_pa
         "one operator DaemonSet": (operator, []),
         "two Helm DaemonSets with custom names": (helm(False), []),
         "an exporter down on one node": (helm(True), [
-            alert("an exporter target brought no GPU data most of the time", job="dcgm-exporter", instance=f"{node_b}:9400",
-                  node=node_b, exporter_pod=f"gpu-metrics-pool-b-{node_b[-1]}"),
+            alert("a node's exporter brought no GPU data most of the time", job="dcgm-exporter", node=node_b),
             alert("fewer exporter pods available than desired", **pool_b)]),
         "kube-state-metrics without the DaemonSet labels": (helm(False, marks={}), [alert(
             "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or its "
@@ -793,7 +791,7 @@ def _up_values(steps: str) -> str:
     return " ".join(out)
 
 
-REASON = "an exporter target brought no GPU data most of the time"
+REASON = "a node's exporter brought no GPU data most of the time"
 
 
 def _data_missing_rule(files, folder) -> dict:
@@ -814,6 +812,12 @@ def _ksm_series(desired: str, available: str, length: int, updated: str | None =
              "values": f"1x{length - 1}"}]
 
 
+def node_labels(target: dict[str, str]) -> dict[str, str]:
+    """The labels of the rule's alert on a node whose exporter brought no GPU data: its targets' labels but each exporter
+    pod's own (the count is the node's, whatever pod answered: data_missing.OWN_POD_LABELS)."""
+    return {k: v for k, v in target.items() if k not in ("exporter_pod", "pod", "instance")}
+
+
 def _story_target(node: str) -> dict[str, str]:
     """The labels of a node's exporter target in the stories."""
     return _target(node, f"nvidia-dcgm-exporter-{node[-1]}") | {"instance": f"10.0.1.{node[-1]}:9400"}
@@ -821,7 +825,7 @@ def _story_target(node: str) -> dict[str, str]:
 
 def _no_data_alert(rule: dict, node: str) -> dict:
     """The alert the rule raises for a node's exporter target that brought no GPU data most of the time."""
-    return {"exp_labels": {**rule["labels"], **_story_target(node), "reason": REASON},
+    return {"exp_labels": {**rule["labels"], **node_labels(_story_target(node)), "reason": REASON},
             "exp_annotations": {**rule["annotations"],
                                 "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", REASON)}}
 
@@ -950,7 +954,7 @@ def test_the_rule_counts_a_nodes_scrapes_over_the_same_window(generated, tmp_pat
 
     def fired(target: dict[str, str]) -> dict:
         alert = _no_data_alert(rule, NODES[1])
-        return {**alert, "exp_labels": {**alert["exp_labels"], **target}}
+        return {**alert, "exp_labels": {**alert["exp_labels"], **node_labels(target)}}
     healthy = node_series(_story_target(NODES[0]), "1" * WINDOW_STEPS_TOTAL)
     minutes = range(1, WINDOW_STEPS_TOTAL // 2)
     alone = [{"name": name, "interval": "30s", "input_series": ksm + healthy + node_series(_story_target(NODES[1]), steps),
@@ -1073,7 +1077,7 @@ def test_a_longer_window_is_the_same_on_both_forms_and_in_the_descriptions(tmp_p
             assert "more than 15 of its 30 scrapes over the last 15 minutes" in node["AlarmDescription"]
             (first, second) = [r for g in prometheus_rules(alarms, project.catalog, project.settings)["groups"]
                                for r in g["rules"] if r.get("alert") == "GpudashGpuDataMissing"]
-            assert "[899999ms:5s]) > 15 and" in second["expr"] and "reason" in second["labels"]
+            assert "[899999ms:5s])) > 15 and" in second["expr"] and "reason" in second["labels"]
             # the cluster's branches over each of the three periods, as CloudWatch's metric math: no `for`
             assert "for" not in first and "for" not in second
             assert "[5m] offset 10m" in first["expr"] and "offset 15m" not in first["expr"]

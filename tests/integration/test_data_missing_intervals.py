@@ -18,7 +18,7 @@ from generator.output import encode
 from generator.project import load_project
 from tests.integration.test_data_missing import (AGENT_FILE, EMPTY, EXPORTER, NODES, PER_NODE_ALARM, REASON,
                                                  _data_missing_rule, _in_alarm, _labels, _one_gpu_page, _rule_alarms,
-                                                 _story_target)
+                                                 _story_target, node_labels)
 from tests.support import kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support.dcgm_fleet import target_labels
@@ -107,7 +107,7 @@ def test_the_rule_fires_at_the_same_minutes(built):
                for metric in (kube_state.DESIRED, kube_state.AVAILABLE, kube_state.UPDATED)]
     cluster.append({"series": f"{kube_state.LABELS}{{{ksm},{_labels(kube_state.OPERATOR_LABELS)}}}",
                     "values": _values(interval, lambda t: "1")})
-    alert = {"exp_labels": {**rule["labels"], **_story_target(NODES[1]), "reason": REASON},
+    alert = {"exp_labels": {**rule["labels"], **node_labels(_story_target(NODES[1])), "reason": REASON},
              "exp_annotations": {**rule["annotations"],
                                  "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", REASON)}}
     def node_series(target: dict[str, str], did) -> list[dict]:
@@ -119,7 +119,7 @@ def test_the_rule_fires_at_the_same_minutes(built):
                  "values": _values(interval, lambda t: "60" if did(t) == "1" else None)}]
 
     def fired(target: dict[str, str]) -> dict:
-        return {**alert, "exp_labels": {**alert["exp_labels"], **target}}
+        return {**alert, "exp_labels": {**alert["exp_labels"], **node_labels(target)}}
     tests = [{"name": name, "interval": "1s",
               "input_series": cluster + node_series(_story_target(NODES[0]), lambda t: "1")
               + node_series(_story_target(NODES[1]), story),

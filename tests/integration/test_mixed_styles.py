@@ -143,7 +143,7 @@ def test_the_rule_fires_for_cluster_bs_chart_exporter_on_its_own_servicemonitor(
     (tmp_path / "rules.yaml").write_text(encode(build(load_project(tmp_path / "gpudash.yaml")))
                                          ["prometheus/rules.yaml"].decode())
     alert = "GpudashGpuDataMissing"
-    empty = expected_alert(tmp_path, alert, reason="an exporter target brought no GPU data most of the time",
+    empty = expected_alert(tmp_path, alert, reason="a node's exporter brought no GPU data most of the time",
                       **{k: v for k, v in re.findall(r'(\w+)="([^"]*)"', CHART_SAMPLES.format(n=1)) if k != "pod"
                          and k != "instance"})
     fewer = expected_alert(tmp_path, alert, reason="fewer exporter pods available than desired",

@@ -36,7 +36,7 @@ KSM = [{"series": 'kube_daemonset_status_desired_number_scheduled{namespace="gpu
                   'daemonset="nvidia-dcgm-exporter"}', "values": "1x60"},
        {"series": 'kube_daemonset_labels{namespace="gpu-operator",daemonset="nvidia-dcgm-exporter",'
                   'label_app="nvidia-dcgm-exporter"}', "values": "1x60"}]
-TARGET_DOWN = "an exporter target brought no GPU data most of the time"
+TARGET_DOWN = "a node's exporter brought no GPU data most of the time"
 UP = 'up{{job="dcgm-exporter",instance="10.0.1.1:9400",node="node-1",exporter_pod="{pod}"}}'
 
 
@@ -135,8 +135,9 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "alert_rule_test": [
                 {"eval_time": "3m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
                 {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [
-                    expected_alert(rules, "GpudashGpuDataMissing", reason=TARGET_DOWN,
-                              **dict(re.findall(r'(\w+)="([^"]*)"', UP.format(pod="nvidia-dcgm-exporter-a"))))]},
+                    expected_alert(rules, "GpudashGpuDataMissing", reason=TARGET_DOWN,  # the node's, no pod
+                              **{k: v for k, v in re.findall(r'(\w+)="([^"]*)"', UP.format(pod="nvidia-dcgm-exporter-a"))
+                                 if k not in ("instance", "exporter_pod")})]},
             ],
         },
         {   # no pod holds a GPU: the series carry no pod labels, and nothing is missing

@@ -1957,7 +1957,7 @@ def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_s
     assert rule.startswith(f"(({cluster_wide}) and (") and f" or ((({each}) and on(namespace, daemonset) (" in rule
     expr = f"{cluster_wide} or {each}"
     assert {(s["metric"]["reason"], s["metric"].get("daemonset")) for s in prometheus.query(expr)
-            if s["metric"]["reason"] != "an exporter target brought no GPU data most of the time"} == {
+            if s["metric"]["reason"] != "a node's exporter brought no GPU data most of the time"} == {
         ("fewer exporter pods available than desired", "gpu-metrics-pool-b")}
     # kube-state-metrics without --metric-labels-allowlist: kube_daemonset_labels carries no label_*.
     bare = {"namespace": "dcgm", "daemonset": "dcgm-exporter"}
