@@ -27,7 +27,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
@@ -43,6 +45,11 @@ from tests.support.scrape_scene import CountedAnswers
 SETTINGS = "scrape:\n  interval: 2s\n"
 STEP = 2
 LOOKBACK = 4 * STEP  # promql.label_lookback: 4 scrapes
+# how far before a step the energy panel's value reads n3's readings: its rate window ($__rate_interval: LOOKBACK) of
+# the counters' recordings, each the growth since the copy's reading an interval before, and an interval to spare
+REACH = LOOKBACK + 3 * STEP
+JUDGED = 0.1  # a step whose harness error (Scene.energy_noise) is this or more cannot judge a rate: not judged
+RETRIES = 2  # fresh recordings of the scene made when fewer than half of the energy panel's steps can be judged
 ANSWERS = 36  # n4's answers the scene waits for (n6 answers as many, give or take one)
 FAILED = (11, 17, 24)  # n4's answers that are no exposition
 RECONFIGURED = 14  # n4's GPU 2 is three 2g.20gb instances from this answer on
@@ -144,6 +151,12 @@ class Scene:
                         for series in prometheus.query(f'up{{instance="{address}"}}[15m]')}
         times = [at for scrapes in self.scrapes.values() for at, _ in scrapes]
         self.first, self.last = min(times), max(times)
+        copies = prometheus.query(f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{UUID="GPU-n3-0"}}[15m]', at=self.last)
+        # n3's copies' consecutive readings ((stamp, value), (stamp, value)) and their usual interval
+        self.energy_pairs = [((float(s), float(u)), (float(t), float(v))) for series in copies
+                             for (s, u), (t, v) in zip(series["values"], series["values"][1:])]
+        assert len(copies) == 2 and self.energy_pairs, f"n3's two copies of the energy counter: {copies}"
+        self.energy_interval = statistics.median(t - s for (s, _), (t, _) in self.energy_pairs)
 
     def n4_answer(self, at: float) -> int | None:
         """The number of n4's latest answer that exposed data at `at` (its k-th scrape is its k-th answer)."""
@@ -166,22 +179,20 @@ class Scene:
         return (any(abs(t - edge) < 0.3 for t in n4 for edge in (at, at - STEP, at - LOOKBACK))
                 or self.on_the_grid(at))
 
-    def energy_noise(self) -> float:
-        """How far a true reader of n3's stored energy readings can be from 150 W: the harness's own error, not the
-        panel's. Each answer computes the counter when it is answered, a few milliseconds after Prometheus stamps
+    def energy_noise(self, at: float) -> float:
+        """How far a true reader of n3's stored energy readings can be from 150 W at `at`: the harness's own error, not
+        the panel's. Each answer computes the counter when it is answered, a few milliseconds after Prometheus stamps
         the scrape, more on a loaded machine (30 ms late against 2 s scrapes is 1.5 %): the rate between one copy's
         consecutive readings is off by that. And the panel counts each copy's growth at the steps of the scrape
         interval (the counters' recordings, a step's seconds): a scrape stamped d seconds off the copy's usual
         interval moves d seconds of growth from one step to the next, which a rate window of LOOKBACK reads up to
         2 d / LOOKBACK off (a scrape stamped 300 ms late on a loaded machine: 7.5 %). A panel that counts a
-        collection twice, or leaves one out, is further off than both."""
-        copies = self.prometheus.query(f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{UUID="GPU-n3-0"}}[15m]', at=self.last)
-        pairs = [((float(s), float(u)), (float(t), float(v)))
-                 for series in copies for (s, u), (t, v) in zip(series["values"], series["values"][1:])]
-        assert len(copies) == 2 and pairs, f"n3's two copies of the energy counter: {copies}"
+        collection twice, or leaves one out, is further off than both. Only the readings a value at `at` can read
+        count (pairs ending within REACH before it): a scrape stamped late elsewhere in the scene moves no growth
+        into this step's window."""
+        pairs = [pair for pair in self.energy_pairs if pair[0][0] <= at and pair[1][0] > at - REACH]
         rates = [(v - u) / (t - s) / ENERGY_RATE for (s, u), (t, v) in pairs]
-        usual = statistics.median(t - s for (s, _), (t, _) in pairs)
-        off = max(abs(t - s - usual) for (s, _), (t, _) in pairs)
+        off = max(abs(t - s - self.energy_interval) for (s, _), (t, _) in pairs)
         return max(abs(rate - 1) for rate in rates) + 2 * off / LOOKBACK
 
     def on_the_grid(self, at: float) -> bool:
@@ -218,9 +229,10 @@ def _config(addresses: dict[str, str], rules: list[str]) -> dict:
             "scrape_configs": [{"job_name": "dcgm", "static_configs": [{"targets": list(addresses.values())}]}]}
 
 
-@pytest.fixture(scope="module")
-def scene(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("live-panel-truth")
+@contextmanager
+def _recorded(workdir: Path) -> Iterator[Scene]:
+    """The scene recorded anew in `workdir`: new exporters (n4 and n6 answering from their first answer) scraped by a
+    new Prometheus until n4 has answered ANSWERS times, then no more."""
     project = bundled_project(SETTINGS)
     group = counted_group(("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",), project.catalog, project.settings)
     rules = workdir / "counted.rules.yaml"
@@ -243,6 +255,30 @@ def scene(tmp_path_factory):
         yield Scene(prometheus, addresses, replays)
 
 
+class Recordings:
+    """The module's scene, and up to RETRIES fresh recordings of it, made only when a rate cannot be judged on the
+    ones before (a loaded machine stamped too many of n3's scrapes late: Scene.energy_noise)."""
+
+    def __init__(self, stack: ExitStack, tmp_path_factory):
+        self.stack, self.tmp_path_factory, self.made = stack, tmp_path_factory, []
+
+    def __getitem__(self, attempt: int) -> Scene:
+        while len(self.made) <= attempt:
+            workdir = self.tmp_path_factory.mktemp("live-panel-truth")
+            self.made.append(self.stack.enter_context(_recorded(workdir)))
+        return self.made[attempt]
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory):
+    with ExitStack() as stack:
+        yield Recordings(stack, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def scene(recordings):
+    return recordings[0]
+
 
 # --- 1. a node picked that the Node variable does not offer: every per-pod panel agrees on the pods it shows ---
 
@@ -252,20 +288,30 @@ PER_POD = {"Power draw of each pod's GPUs": 150.0, "GPU utilization by pod": 40.
 
 @pytest.mark.parametrize("node", ["n3", OLD_POD, "a-node-that-left"])
 @pytest.mark.parametrize("title", sorted(PER_POD))
-def test_a_per_pod_panel_shows_the_pods_of_the_node_picked_as_its_siblings_do(scene, title, node):
+def test_a_per_pod_panel_shows_the_pods_of_the_node_picked_as_its_siblings_do(recordings, title, node):
     """n3's pod ml/p shows with n3 picked, and with OLD_POD (its old exporter's copy names it so), in every per-pod
     panel with n3's GPU's value; a node that left (no series of the range) shows no pod in any. Energy use rate showed
     nothing with OLD_POD picked (its rate named by the copies the variable matched, its pod by every copy) while power
     and utilization showed ml/p."""
     truth = {} if node == "a-node-that-left" else {"Pod ml/p": PER_POD[title]}
-    (shown,) = scene.shown(title, {"node": node})
-    # energy: within the harness's own error (Scene.energy_noise), at least 2 %
-    within = max(0.02, scene.energy_noise() + 1e-9) if title == "Energy use rate of each pod's GPUs" else 0.02
-    assert within < 0.1, f"the exporters answered or were scraped too late to judge a rate: {within:.1%} off 150 W"
-    wrong = {at: values for at, values in shown.items()
-             if set(values) != set(truth) or any(not math.isclose(values[k], truth[k], rel_tol=within) for k in truth)}
-    assert shown and not wrong, f"{title}, node {node}: true {truth}; shown at {len(wrong)} of {len(shown)} steps " \
-        f"(within {within:.2%}): {dict(list(wrong.items())[:3])}"
+    for attempt in range(1 + RETRIES):
+        scene = recordings[attempt]
+        (shown,) = scene.shown(title, {"node": node})
+        # energy: within the harness's own error at each step (Scene.energy_noise), at least 2 %
+        within = {at: max(0.02, scene.energy_noise(at) + 1e-9) if title == "Energy use rate of each pod's GPUs"
+                  else 0.02 for at in shown}
+        judged = {at: values for at, values in shown.items() if within[at] < JUDGED}
+        if shown and len(judged) >= len(shown) / 2:
+            break
+    else:
+        pytest.fail(f"the exporters answered or were scraped too late to judge a rate in {1 + RETRIES} recordings: "
+                    f"{len(judged)} of {len(shown)} steps within {JUDGED:.0%} of 150 W (harness error at the steps "
+                    f"of the last: {', '.join(f'{w:.1%}' for w in sorted(within.values()))})")
+    wrong = {at: values for at, values in judged.items()
+             if set(values) != set(truth) or any(not math.isclose(values[k], truth[k], rel_tol=within[at])
+                                                 for k in truth)}
+    assert judged and not wrong, f"{title}, node {node}: true {truth}; shown at {len(wrong)} of {len(judged)} " \
+        f"steps judged, of {len(shown)} (within {max(within.values()):.2%} at most): {dict(list(wrong.items())[:3])}"
 
 
 # --- 2. two copies of one GPU ranking alike (two exporters' own pod names): one legend at every step and call ---
