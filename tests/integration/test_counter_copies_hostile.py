@@ -15,16 +15,18 @@ DCGM's collect interval blurs (below).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from typing import Callable
 
 import pytest
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
 from tests.support import exporter_overlap as overlap
 from tests.support.promtool_batches import batch_failure
-from tests.support.promtool_rules import (alert_rule, judged_apart, promtool_test, rules,  # noqa: F401 (a fixture)
-                                          stories_own)
+from tests.support.promtool_rules import (alert_rule, judged_apart, promtool_test, rule_groups,  # noqa: F401
+                                          rules, stories_own)
 
 ALERT = "GpudashPcieReplays"
 _SCRAPES = overlap.scrapes  # the rollout's scrapes, each exporter collecting every 30 s
@@ -135,16 +137,58 @@ def _panel(dashboard: str, title: str, metric: str | None = None) -> str:
 
 
 def _reads_within(rules, name: str, expr: str, series: list[dict], low: float, high: float,
-                  line: str = f'{{gpu="0", node="{overlap.NODE}"}}') -> None:
-    """Pass promtool when `expr` reads the one `line` (the GPU's) at every minute of PANEL_MINUTES, between `low` and
-    `high`: a reading under `low` is filtered out (no sample), one over `high` reads 0, either fails the case. `expr` is
-    written once: Prometheus evaluates each occurrence of a subexpression anew, and two occurrences of these increases
-    over the range (an hour's subquery inside) took three times the CPU of one in promtool."""
+                  line: str | list[str] = f'{{gpu="0", node="{overlap.NODE}"}}') -> None:
+    """Pass promtool when `expr` reads the one `line` (the GPU's; or each of the lines listed) at every minute of
+    PANEL_MINUTES, between `low` and `high`: a reading under `low` is filtered out (no sample), one over `high` reads
+    0, either fails the case. `expr` is written once: Prometheus evaluates each occurrence of a subexpression anew, and
+    two occurrences of these increases over the range (an hour's subquery inside) took three times the CPU of one in
+    promtool."""
     inside = f"(({expr}) >= {low!r}) <= bool {high!r}"
-    one = [{"labels": line, "value": 1}]
+    lines = [{"labels": one, "value": 1} for one in ([line] if isinstance(line, str) else line)]
     tests = [{"interval": f"{twins.STEP}s", "input_series": series,
-              "promql_expr_test": [{"expr": inside, "eval_time": f"{m}m", "exp_samples": one} for m in PANEL_MINUTES]}]
+              "promql_expr_test": [{"expr": inside, "eval_time": f"{m}m", "exp_samples": lines}
+                                   for m in PANEL_MINUTES]}]
     promtool_test(rules, name, tests)
+
+
+@functools.cache
+def _kept_apart(rules, expr: str) -> bool:
+    """Whether neither `expr` nor a recording of the rules file it reads joins one story's series with another's
+    (judged_apart)."""
+    recorded = [r["expr"] for g in rule_groups((rules / "rules.yaml").read_text()) for r in g["rules"]
+                if r.get("record") and r["record"] in expr]
+    return all(judged_apart(e) for e in [expr, *recorded])
+
+
+_READ: dict[tuple, str | None] = {}  # (the rules' folder, a batch's name) -> promtool's failure reading it, or None
+
+
+def _read_together(rules, batch: str, stories: dict[str, Callable[[], list[dict]]], name: str, expr: str, low: float,
+                   high: float) -> None:
+    """Pass when story `name` of `stories` (each made by its function, every one read on the GPU's line at the same
+    interval) reads within `low` and `high` at every minute of PANEL_MINUTES, as _reads_within judges one story. Every
+    story of the batch is read in one promtool run, each under its own namespace, node and GPU UUID (stories_own),
+    each story's line expected at each minute and no other line: promtool's cost is evaluating the counters'
+    recordings and the panel at each step, whatever the series. Neither the panel nor a recording it reads joins one
+    story's series with another's (_kept_apart; else `name` is read alone), so the run passes only where each story
+    alone would. A run over promtool's sample limit is halved (tests/support/promtool_batches); any other failure
+    fails every test of the batch with promtool's message (a story's line ends in its -s<k>)."""
+    if not _kept_apart(rules, expr):
+        _reads_within(rules, f"{batch}_{name}.yaml", expr, stories[name](), low, high)
+        return
+    names, key = list(stories), (str(rules), batch)
+    if key not in _READ:
+        made = [stories[n]() for n in names]
+
+        def judge(part: list[int]) -> None:
+            series = [{**one, "series": stories_own(one["series"], k)} for k in part for one in made[k]]
+            _reads_within(rules, f"{batch}_{part[0]}.yaml", expr, series, low, high,
+                          [stories_own(f'{{gpu="0", node="{overlap.NODE}"}}', k) for k in part])
+
+        _READ[key] = batch_failure(list(range(len(names))), judge)
+    if _READ[key] is not None:
+        pytest.fail(f"the stories of {batch} read together ({names}: story k's namespace, node and UUID end in -s<k>, "
+                    f"this one's -s{names.index(name)}):\n{_READ[key]}")
 
 
 def _reset_story() -> list[dict]:
