@@ -164,9 +164,9 @@ _READ: dict[tuple, str | None] = {}  # (the rules' folder, a batch's name) -> pr
 
 
 def _read_together(rules, batch: str, stories: dict[str, Callable[[], list[dict]]], name: str, expr: str, low: float,
-                   high: float) -> None:
-    """Pass when story `name` of `stories` (each made by its function, every one read on the GPU's line at the same
-    interval) reads within `low` and `high` at every minute of PANEL_MINUTES, as _reads_within judges one story. Every
+                   high: float, line: str = f'{{gpu="0", node="{overlap.NODE}"}}') -> None:
+    """Pass when story `name` of `stories` (each made by its function, every one read on `line` at the same interval)
+    reads within `low` and `high` at every minute of PANEL_MINUTES, as _reads_within judges one story. Every
     story of the batch is read in one promtool run, each under its own namespace, node and GPU UUID (stories_own),
     each story's line expected at each minute and no other line: promtool's cost is evaluating the counters'
     recordings and the panel at each step, whatever the series. Neither the panel nor a recording it reads joins one
@@ -174,7 +174,7 @@ def _read_together(rules, batch: str, stories: dict[str, Callable[[], list[dict]
     alone would. A run over promtool's sample limit is halved (tests/support/promtool_batches); any other failure
     fails every test of the batch with promtool's message (a story's line ends in its -s<k>)."""
     if not _kept_apart(rules, expr):
-        _reads_within(rules, f"{batch}_{name}.yaml", expr, stories[name](), low, high)
+        _reads_within(rules, f"{batch}_{name}.yaml", expr, stories[name](), low, high, line)
         return
     names, key = list(stories), (str(rules), batch)
     if key not in _READ:
@@ -182,8 +182,7 @@ def _read_together(rules, batch: str, stories: dict[str, Callable[[], list[dict]
 
         def judge(part: list[int]) -> None:
             series = [{**one, "series": stories_own(one["series"], k)} for k in part for one in made[k]]
-            _reads_within(rules, f"{batch}_{part[0]}.yaml", expr, series, low, high,
-                          [stories_own(f'{{gpu="0", node="{overlap.NODE}"}}', k) for k in part])
+            _reads_within(rules, f"{batch}_{part[0]}.yaml", expr, series, low, high, [stories_own(line, k) for k in part])
 
         _READ[key] = batch_failure(list(range(len(names))), judge)
     if _READ[key] is not None:
@@ -214,26 +213,44 @@ def test_grafanas_replays_rate_reads_the_links_rate_when_the_gpu_is_reset_during
                       {"labels": '{gpu="0"}', "value": 2}]} for m in PANEL_MINUTES]}])
 
 
+def _energy_story(scrapes, old_until: int = overlap.END, new_from: int = 0) -> Callable[[], list[dict]]:
+    """The energy story whose scrapes `scrapes` gives (overlap.scrapes' form), the old exporter until `old_until`, the
+    new one from `new_from`."""
+    def made() -> list[dict]:
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(overlap, "scrapes", scrapes)
+            return twins._series(old_until, new_from,
+                                 readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
+    return made
+
+
+def _energy_within(rules, batch: str, name: str, low: float, high: float) -> None:
+    """The all-metrics dashboard's "Energy use rate" (per GPU) reads within `low` and `high` of the GPU's 200,000 mW on
+    story `name` of ENERGY_STORIES[batch], every story of the batch read in one promtool run (_read_together)."""
+    watts = overlap.WATTS * 1000
+    _read_together(rules, batch, ENERGY_STORIES[batch], name, _panel("gpudash-all-metrics", twins.ENERGY[8:]),
+                   low * watts, high * watts)
+
+
 @pytest.mark.parametrize("new_from", [600, 840], ids=["5-minute-overlap", "1-minute-overlap"])
 def test_grafanas_energy_rate_reads_the_gpus_power_through_a_rollout_whose_exporter_collects_every_60s(
-        rules, new_from, monkeypatch):
+        rules, new_from):
     # 200,000 mW throughout, within what DCGM collecting every 60 s blurs (rate() of the merged readings read 4.18e8
     # mW at minutes 15 and 16: the new copy's reading taken before the old one's last read as a reset)
-    monkeypatch.setattr(overlap, "scrapes", _slow_collection)
-    series = twins._series(900, new_from, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
-    _reads_within(rules, "panel_energy_slow_collect.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
-                  0.75 * overlap.WATTS * 1000, 1.25 * overlap.WATTS * 1000)
+    _energy_within(rules, "blurred", f"60s-collection-{new_from}", 0.75, 1.25)
 
 
 @pytest.mark.parametrize("new_from", [600, 840], ids=["5-minute-overlap", "1-minute-overlap"])
 def test_grafanas_per_pod_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules, new_from):
     # the by-pod dashboard's "Energy use rate of each pod's GPUs" (ml/train-0 holds the GPU, both exporters name it):
     # 200,000 mW at every minute. rate() of the copies' merged readings read 4.18e8 mW at minutes 15 and 16 after
-    # either overlap (the new copy's reading taken before the old one's last, at the old one's staleness marker)
-    series = twins._series(900, new_from, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
+    # either overlap (the new copy's reading taken before the old one's last, at the old one's staleness marker);
+    # both overlaps read in one promtool run (_read_together)
     watts = overlap.WATTS * 1000
-    _reads_within(rules, "panel_pod_energy.yaml", _panel("gpudash-by-pod", "Energy use rate of each pod's GPUs"),
-                  series, watts, watts, '{namespace="ml", pod="train-0"}')
+    stories = {f"surge-{k}": _energy_story(_SCRAPES, 900, k) for k in (600, 840)}
+    _read_together(rules, "pod_energy", stories, f"surge-{new_from}",
+                   _panel("gpudash-by-pod", "Energy use rate of each pod's GPUs"), watts, watts,
+                   '{namespace="ml", pod="train-0"}')
 
 
 @pytest.mark.parametrize("story", ["reset-in-overlap", "slow-collection", "surge-1-minute"])
@@ -282,21 +299,15 @@ def test_grafanas_energy_rate_reads_the_gpus_power_when_an_exporters_scrape_drif
     # scrape drifts into the next step: 200,000 mW at every minute. The leading copy's growth above the step before's
     # readings counted over a whole step read 0.925 of it (21 s of growth in 30 s at 630 s); live, with two exporters
     # scraped 1.5 s apart every 2 s, 122,500 mW for 150,000 (test_live_panel_truth)
-    monkeypatch.setattr(overlap, "scrapes", _scraped_across_a_step)
     monkeypatch.setattr(twins, "STEP", 1)
-    series = twins._series(overlap.END, 0, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
-    _reads_within(rules, "panel_energy_scrape_drifts.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
-                  0.999 * overlap.WATTS * 1000, 1.001 * overlap.WATTS * 1000)
+    _energy_within(rules, "exact", "scrape-drifts", 0.999, 1.001)
 
 
 @pytest.mark.parametrize("collect", [60], ids=["60s-collection"])
-def test_grafanas_energy_rate_reads_the_gpus_power_while_two_exporters_collect_apart(rules, collect, monkeypatch):
+def test_grafanas_energy_rate_reads_the_gpus_power_while_two_exporters_collect_apart(rules, collect):
     # "Energy use rate" (all-metrics dashboard, per GPU) with both exporters reading the GPU throughout, each
     # collecting every 60 s, 10 s apart: 200,000 mW within what a 60 s collection blurs (the rollout test's bound)
-    monkeypatch.setattr(overlap, "scrapes", _both_collect_every(collect))
-    series = twins._series(overlap.END, 0, readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
-    _reads_within(rules, "panel_energy_copies_apart.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
-                  0.75 * overlap.WATTS * 1000, 1.25 * overlap.WATTS * 1000)
+    _energy_within(rules, "blurred", f"both-collect-every-{collect}s", 0.75, 1.25)
 
 
 LATE_BY = 5  # s: one scrape stamped this late (a loaded Prometheus starting it late), its reading taken then
@@ -314,12 +325,18 @@ def test_grafanas_energy_rate_reads_the_gpus_power_when_a_scrape_is_stamped_late
     # own delta counted over the step grid's 30 s (35 s of growth at 660 s, 25 s at 690 s) read 1.042 of it for the
     # 2-minute window ending at 11 minutes; live, a scrape stamped 303 ms late at 2 s scrapes read 144,335 mW for
     # 150,000 (s34, test_live_panel_truth)
-    monkeypatch.setattr(overlap, "scrapes", _one_scrape_stamped_late)
     monkeypatch.setattr(twins, "STEP", 1)
-    series = twins._series(overlap.END, overlap.END,
-                           readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
-    _reads_within(rules, "panel_energy_scrape_stamped_late.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]),
-                  series, 0.999 * overlap.WATTS * 1000, 1.001 * overlap.WATTS * 1000)
+    _energy_within(rules, "exact", "scrape-stamped-late", 0.999, 1.001)
+
+
+# The energy stories read in one promtool run each (_energy_within), by the bounds they are read within (a 60 s
+# collection's blur, or 0.1 %) and the step of their series (30 s; 1 s for scrapes off the 30 s grid)
+ENERGY_STORIES = {
+    "blurred": {"60s-collection-600": _energy_story(_slow_collection, 900, 600),
+                "60s-collection-840": _energy_story(_slow_collection, 900, 840),
+                "both-collect-every-60s": _energy_story(_both_collect_every(60))},
+    "exact": {"scrape-drifts": _energy_story(_scraped_across_a_step),
+              "scrape-stamped-late": _energy_story(_one_scrape_stamped_late, overlap.END, overlap.END)}}
 
 
 RESTART_AT = 665  # s: the GPU's energy counter starts over from 0 (a GPU reset), between two scrapes of each exporter
