@@ -502,14 +502,21 @@ def instances_once(query: Query, field, dims: tuple[str, ...], one_gpu: bool, la
     rule do: a count, total, mean or extreme over GPUs then takes each GPU once. Over the per-GPU set each MIG
     instance is a series: the mixed fleet's MIG node, two A100s of two instances, counted 4 GPUs and added its engine
     activity to 1.8 (truth 2, and 0.9: the GPUs' means 0.6 and 0.3), and a node's mean, largest or smallest
-    framebuffer was refused. Not where each line or group is one GPU (its instances' lines, said in the header), a
+    framebuffer was refused. Where each line or group is one GPU only for a mean of a field whose instances average
+    (engine activity) with exporter.virtual_gpus: each pod sharing a MIG instance writes its copy, which weighed the
+    instance once per pod in the per-GPU set (an A100's instances at 0.8, shared by two pods, and 0.2 read 0.6 for 0.5);
+    the reading once merges them first. Not where each line or group is one GPU otherwise (its instances' lines, said in
+    the header), a
     share of memory (MIG_MEMORY_SHARES: its GPU value is no sum
     or mean of its instances'), a field the agent merges otherwise (merged_copies: with exporter.virtual_gpus a field
     split per process), on agent.pipeline: classic (nothing combines a GPU's instances: the header says what each
     chart reads, or the panel is left out), nor where the set has no room for the mark."""
-    if not layout.instances or settings.agent.pipeline != "otel" or layout.namespace or one_gpu:
+    if not layout.instances or settings.agent.pipeline != "otel" or layout.namespace:
         return False
     if not field.per_instance or field.is_counter or field.across_own_labels or query.metric in MIG_MEMORY_SHARES:
+        return False
+    if one_gpu and not (settings.exporter.virtual_gpus and query.aggregation == "avg"
+                        and field.per_gpu_aggregation == "avg"):
         return False
     if merged_copies(field, settings) or "mig_instance" in query.by:
         return False
@@ -1538,7 +1545,9 @@ GROUP_COPIES = "a GPU split into MIG instances, or shared by time-slicing, weigh
 # A GPU's own mean of a field MIG reports per instance (a line per GPU, or those lines combined): its instances' series
 # each an observation, so with exporter.virtual_gpus an instance pods share, written once per pod and merged by
 # nothing before this set, weighs once per pod (an A100's instances at 0.8, shared by two pods, and 0.2 read 0.6 for
-# 0.5; without the setting an instance is written once, and a whole GPU's copies are equal readings)
+# 0.5; without the setting an instance is written once, and a whole GPU's copies are equal readings). On the OTel
+# pipeline a mean of a field whose instances average reads each GPU's reading once instead (instances_once): said on
+# classic, and of the other aggregations and fields
 SHARED_INSTANCE_WEIGHS = ("with KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus) a MIG instance pods share weighs once "
                           "per pod in its GPU's mean (each pod's copy is an observation)")
 POD_MEMORY_SHARES = ("a pod holding several GPUs or MIG instances reads the mean of their shares, not its used over "
