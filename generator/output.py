@@ -29,7 +29,7 @@ from . import __version__, printed
 from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKinds, joined_by
 from .build_folder import BUILD
 from .errors import InputError, OutputError
-from .reading import MAX_INPUT_BYTES, read_bytes
+from .reading import MAX_INPUT_BYTES, read_bytes, yaml_loader
 from .staging import claim, let_go, lock_of, remove_dead, taking_turns
 from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_and_line, to_json_filled,
                         to_json_strings, to_yaml, to_yaml_alike, to_yaml_many, writes_as_itself)
@@ -1559,7 +1559,7 @@ def _yaml(data: bytes, where: str, what: str, count: int | None = 1) -> list[Any
     """The YAML documents of a build file (safe_load only); anything else is an input error naming it."""
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's safe loader where PyYAML has it
+    loader = yaml_loader()  # libyaml's safe loader where PyYAML has it (and it stops deep nesting)
     try:
         documents = list(yaml.load_all(data.decode("utf-8"), Loader=loader))
     except UnicodeDecodeError:

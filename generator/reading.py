@@ -87,3 +87,20 @@ def read_json_schema(path: Path, what: str, hint: str, validator_class):
         raise InputError(f"{what} is not a valid JSON schema (at {at}: {exc.message})", where=str(path),
                          hint=hint) from None
     return document
+
+
+# libyaml's first release that stops deep nesting (an error past 1,000 levels): 0.2.5 composes until the C stack runs
+# out, and the process dies of a segmentation fault (settings nested 50,000 deep). PyYAML's wheels bundle 0.2.6 from
+# PyYAML 6.0.4; a PyYAML built from source links the system's libyaml, which may be older.
+LIBYAML_NESTING_LIMITED = (0, 2, 6)
+
+
+def yaml_loader():
+    """PyYAML's safe loader: libyaml's (several times faster) where PyYAML has it and its libyaml stops deep nesting,
+    else the pure-Python one (whose deep nesting ends in RecursionError)."""
+    import yaml
+
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None and tuple(yaml._yaml.get_version()) >= LIBYAML_NESTING_LIMITED:
+        return fast
+    return yaml.SafeLoader

@@ -26,7 +26,7 @@ from .exporter_styles import exporter_pod_names
 from .markers import REQUIRED_DIMENSIONS
 from .names import KUBE_STATE_METRICS_JOB
 from .quick_schema import conforms
-from .reading import decode_utf8, read_bytes
+from .reading import decode_utf8, read_bytes, yaml_loader
 from .resources import bundled, default_config, default_counters, schema
 from .series_labels import OLD_WORKLOAD, WORKLOAD, dimension_problem
 
@@ -471,7 +471,7 @@ def _resolve(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
 def _compose(text: str, source: str) -> yaml.Node | None:
     """The YAML node tree (for lines and duplicate keys); YAML errors become input errors."""
     try:  # libyaml when present: the same nodes and marks, and it stops deep nesting at once
-        return yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return yaml.compose(text, Loader=yaml_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark else source

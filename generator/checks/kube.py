@@ -25,6 +25,7 @@ from ..exporter_styles import (EXPORTER_LABELS, EXPORTER_PORT, STYLES, ExporterS
                                style_for)
 from ..project import Project
 from ..promql import LABEL_LOOKBACK_SCRAPES
+from ..reading import yaml_loader
 from ..settings import Cluster, Settings, rollout_percentage
 from ..markers import KUBERNETES_MANAGED_BY
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, shown
@@ -1852,7 +1853,7 @@ def _safe_load(text: str) -> Any:
     verify reads the live collector configuration (about 240 lines, a few ms of building Python objects even so)
     twice, for the cluster it names and for its drift. What it gives is only read (compared, looked up), never
     changed; a text that is not YAML raises at every call (nothing is kept)."""
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.load(text, Loader=yaml_loader())
 
 
 class ExporterRead(NamedTuple):
