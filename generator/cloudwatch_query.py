@@ -1310,8 +1310,9 @@ NAMED_TURNS_ALARM = ("a pod the exporter names in turn with the other pods of a 
 # description (the longer TIME_SLICED_INCREASE and FAILED_SCRAPE_LOSS say it in dashboard headers).
 CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicing or MPS reads its increase once per "
                          "pod sharing it, and an increase is not counted across a failed scrape nor between two "
-                         "scrapes no one series of the GPU spans (its pods all change: one pod's series ends as the "
-                         "next one's begins, a GPU no pod held is taken, or its last pod leaves)")
+                         "scrapes no one series of the GPU spans (its exporter pod is replaced, its pods all change: "
+                         "one pod's series ends as the next one's begins, a GPU no pod held is taken, or its last pod "
+                         "leaves)")
 # awsemf (agent.pipeline: otel) keeps a counter's reading until the first sweep of its cache (every 15 minutes) that
 # finds it 15 minutes old (internal/aws/metrics/metric_calculator.go of the amazon-contributing fork, cleanInterval,
 # a constant no setting changes, which every agent the otel pipeline runs on builds): the growth across a gap of up to
@@ -1324,26 +1325,32 @@ CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicin
 # of up to promql.WINDOW_PREVIOUS_WITHIN (10 minutes) out over the periods its scrapes were due in
 # (promql._prorated). The description says which (docs/cloudwatch.md, "A counter across a gap");
 # lint AL018 says it too. Classic: CLASSIC_COUNTER_ALARM (a failed scrape loses the growth across it).
+# An exporter rollout (a new DaemonSet revision) starts a delta series of its own (series_labels.REVISION_LABEL): the
+# growth from the old pod's last reading to the new pod's first is published nowhere, where the rule counts it
+# (docs/cloudwatch.md, "Two exporter pods on one node"; tests/integration/test_rollout_counter_twins.py).
+OTEL_ROLLOUT_LOST = "the growth across an exporter rollout is lost (the rule counts it)"
 OTEL_GAP_EVENTS = ("growth across a gap in a GPU's data is missed past 15 minutes (always past 30: the agent forgets "
-                   "the reading before it), where the Prometheus rule counts it up to an hour")
+                   "the reading before it), where the Prometheus rule counts it up to an hour; " + OTEL_ROLLOUT_LOST)
 OTEL_GAP_LEVEL = ("the first period after a gap in a GPU's data of up to 15 minutes (30, by when the agent's cache is "
                   "swept) holds the whole gap's growth, so a steady count under the level can fire then; the "
-                  "Prometheus rule shares a gap's growth (up to 10 minutes) over its periods")
+                  "Prometheus rule shares a gap's growth (up to 10 minutes) over its periods; " + OTEL_ROLLOUT_LOST)
 # A rate compared `> 0` (any growth per period, model.Condition.rises): its rule keeps a level's horizon (gap_reach 0,
 # promql.WINDOW_PREVIOUS_WITHIN), so a gap's growth counts there up to 10 minutes, on CloudWatch up to 15 (30).
 OTEL_GAP_RATE = ("growth across a gap in a GPU's data of up to 15 minutes (30, by when the agent's cache is swept) is "
                  "sent as the first delta after it and counted in the period it lands in, where the Prometheus rule "
                  "counts a gap's growth up to 10 minutes: after a gap of 10 to 30 minutes the alarm can fire where "
-                 "the rule does not (past 30 minutes neither counts it)")
+                 "the rule does not (past 30 minutes neither counts it); " + OTEL_ROLLOUT_LOST)
 # What AL018 says of a `> 0` alarm whose description holds none of the three (made otherwise than by this generator)
 OTEL_GAP_EITHER = (f"if it is an increase `> 0` (an event alarm): {OTEL_GAP_EVENTS}; if it is a rate `> 0`: "
                    f"{OTEL_GAP_RATE}")
 GAP_TEXTS = {"events": OTEL_GAP_EVENTS, "rate": OTEL_GAP_RATE, "level": OTEL_GAP_LEVEL}
 # Each in a few words: the short form an alarm's description gives it where the notes do not fit whole
 # (render/alarm_text; docs/alarm-notes.md)
-GAP_SHORT = {"events": "a gap's growth past 15 minutes is missed (the rule's: past an hour)",
-             "rate": "a gap's growth of 10 to 30 minutes can fire it (the rule's: up to 10)",
-             "level": "a gap's growth of up to 15 minutes lands in one period (the rule shares it out)"}
+GAP_SHORT = {"events": "a gap's growth past 15 minutes or an exporter rollout's is missed (the rule's: past an hour)",
+             "rate": "a gap's growth of 10 to 30 minutes can fire it, an exporter rollout's never (the rule's: up to "
+                     "10)",
+             "level": "a gap's growth of up to 15 minutes lands in one period, an exporter rollout's nowhere (the rule "
+                      "shares it out)"}
 
 
 def reads_gap_growth(plan: Plan, catalog: Catalog, settings: Settings) -> bool:
@@ -1377,8 +1384,8 @@ def gap_said(description: str) -> str | None:
 
 CLASSIC_COUNTER_ALARM_ONE_SERIES = (
     "on agent.pipeline: classic an increase is not counted across a failed scrape nor between two scrapes no one "
-    "series of the GPU spans (the pod the exporter names a shared GPU under changes, a GPU no pod held is taken, or "
-    "its last pod leaves)")
+    "series of the GPU spans (the exporter pod is replaced, the pod the exporter names a shared GPU under changes, "
+    "a GPU no pod held is taken, or its last pod leaves)")
 
 
 # INSTANCE_CONTRIBUTORS where no GPU is split into MIG instances (exporter.mig: none)
