@@ -467,7 +467,11 @@ def per_gpu_description(settings: Settings, field: str, period: int, periods: in
             ("A GPU silent altogether (an exporter hung with its pod available, or answering without DCGM samples, or "
              "a removed node) has no data and is notBreaching: the cluster's alarm sees a pod not available; the "
              "agent's JSON path drops up and scrape_*.",
-             "A GPU silent altogether does not fire it; the cluster's alarm sees only a pod not available."))
+             "A GPU silent altogether does not fire it; the cluster's alarm sees only a pod not available."),
+            *((("Past 500 GPUs it judges the 500 of fewest observations over its periods: GPUs that came within them "
+                "can rank before one missing data all along and leave it unjudged (lint AL017).",
+                "Past 500 GPUs, newcomers can leave one missing all along unjudged (lint AL017)."),) if periods > 1
+              else ()))
 
 
 def cluster_limits(settings: Settings, cluster: Cluster | None = None,

@@ -491,33 +491,56 @@ def ranked_past_500(project) -> list[tuple[str, str]]:
     settings, catalog = project.settings, project.catalog
     result = []
     for alarm in project.alarms:
-        if alarm.evaluation_periods < 2:
-            continue
         try:
             forms = built_forms(alarm, catalog, settings)
         except Unsupported:
             continue  # generate refuses it
         for form in forms:
-            plan_ = form.plan
-            per_gpu = form.kind == "second" and not addon_source(settings) and plan_.metric != data_missing.SAMPLES
-            if (form.kind not in ("insights", "mig") and not per_gpu) or not plan_.group \
-                    or plan_.complement is not None or plan_.flagged:
+            ranked = ranked_by_own_function(alarm, form, settings)
+            if ranked is None:
                 continue
-            comparison = cloudwatch_condition(alarm, settings).comparison
-            why = ("the Container Insights add-on publishes its own metrics" if addon_source(settings) else
-                   "agent.pipeline: classic publishes each reading as scraped (no processor to flag or turn it)"
-                   if settings.agent.pipeline == "classic" else
-                   f"its set [{', '.join(plan_.dims)}] has no room for a mark within the agent's {MAX_DIMENSIONS} names"
-                   if len(plan_.dims) >= MAX_DIMENSIONS else
-                   f"no published form ranks {plan_.function}() {comparison} a level by the periods it holds")
+            rank, why = ranked
+            per_gpu = form.kind == "second"
             what = f"{alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ' (per GPU)' if per_gpu else ''}"
-            rank = plan_.function if per_gpu else _judged(alarm, plan_, settings)[2] or plan_.function
             result.append((alarm.defined_at,
                            f"alarm {what} ranks its series by {rank}() "
                            f"over its {alarm.evaluation_periods} periods: past 500 series, series that came within "
                            f"the window can rank before one that breaches all along, and 500 of them leave it "
                            f"unevaluated on CloudWatch ({why})"))
     return result
+
+
+def ranked_by_own_function(alarm: Alarm, form: Form, settings: Settings) -> tuple[str, str] | None:
+    """(the function it ranks by, why no other form) of a GROUP BY alarm form judged over several periods that ranks
+    its series by its own function over the window (ranked_past_500), None for any other."""
+    plan_ = form.plan
+    per_gpu = form.kind == "second" and not addon_source(settings) and plan_.metric != data_missing.SAMPLES
+    if alarm.evaluation_periods < 2 or (form.kind not in ("insights", "mig") and not per_gpu) or not plan_.group \
+            or plan_.complement is not None or plan_.flagged:
+        return None
+    comparison = cloudwatch_condition(alarm, settings).comparison
+    why = ("the Container Insights add-on publishes its own metrics" if addon_source(settings) else
+           "agent.pipeline: classic publishes each reading as scraped (no processor to flag or turn it)"
+           if settings.agent.pipeline == "classic" else
+           f"its set [{', '.join(plan_.dims)}] has no room for a mark within the agent's {MAX_DIMENSIONS} names"
+           if len(plan_.dims) >= MAX_DIMENSIONS else
+           f"no published form ranks {plan_.function}() {comparison} a level by the periods it holds")
+    return (plan_.function if per_gpu else _judged(alarm, plan_, settings)[2] or plan_.function), why
+
+
+# What such an alarm's description says of it (its short form: RANKED_SHORT)
+RANKED_PAST_500 = ("past 500 series it judges the 500 its {rank}() over the {periods} periods ranks first: series that "
+                   "came within the window can rank before one that breaches all along and leave it unjudged (lint "
+                   "AL017)")
+RANKED_SHORT = "past 500 series, newcomers can leave one breaching all along unjudged (lint AL017)"
+
+
+def ranked_note(alarm: Alarm, form: Form, settings: Settings) -> Note:
+    """The note of a form ranked by its own function (ranked_by_own_function); an empty one for any other."""
+    ranked = ranked_by_own_function(alarm, form, settings)
+    if ranked is None:
+        return Note("")
+    return Note(RANKED_PAST_500.format(rank=ranked[0], periods=alarm.evaluation_periods), RANKED_SHORT)
 
 
 def _built_forms_of(project) -> Iterable[tuple[Alarm, Form]]:
@@ -997,7 +1020,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
     comparison, order, rank = _judged(alarm, plan_, settings)
-    notes = _plan_notes(alarm, catalog, settings, plan_, unseen)
+    notes = [*_plan_notes(alarm, catalog, settings, plan_, unseen), ranked_note(alarm, form, settings)]
     label = alarm.title
     if mig:
         label += " (MIG instances)"
