@@ -14,7 +14,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 COPIES_COUNTED, COUNT_MOST, COUNT_MOST_ONE_SCRAPE, GAP_SHORT, GAP_TEXTS,
                                 INSTANCE_CONTRIBUTORS,
                                 WHOLE_COPIES_COUNTED, MIG_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS,
-                                copies_counted_note,
+                                copies_counted_note, NAMED_EXTREME,
                                 failed_scrape_note, partly_blank, NAMED_PART, NAMED_PART_ONE_SCRAPE, NAMED_SHARE,
                                 NAMED_WEIGHED, NAMESPACE_WEIGHED, SHARED_INSTANCE_WEIGHS,
                                 NAMED_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS,
@@ -949,6 +949,8 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per i
                  "scrapes: 350 W)",
          NAMED_PART_ONE_SCRAPE: "a pod named in turn on a shared GPU beside its own reads it at the periods naming it "
                                 "(300 W and 100 W: 400 W, 300 W)",
+         NAMED_EXTREME: "a pod named in turn on a shared GPU reads only the scrapes naming it (the rule: every pod "
+                        "sharing it)",
          NAMED_TURNS_ALARM: "a pod named in turn on a shared GPU reads its increase at each naming (a period off by up "
                         "to one gap between them)",
          INSTANCE_CONTRIBUTORS: "each GPU instance is a contributor (a MIG GPU's each with the GPU's increase)",
@@ -992,7 +994,8 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
         flags = f"readings {LEVEL_WORDS[plan_.flagged[0]]} {plan_.flagged[1]:g} read 1, others 0"
         note = Note(f"{flags}, ranked by their sum", flags)
     named = [said for note_, said in ((NAMED_SHARE, NAMED_SHARE), (NAMED_PART, named_part(alarm, settings)),
-                                      (NAMED_TURNS, NAMED_TURNS_ALARM), (COUNT_MOST, count_most(alarm, settings)),
+                                      (NAMED_TURNS, NAMED_TURNS_ALARM), (NAMED_EXTREME, NAMED_EXTREME),
+                                      (COUNT_MOST, count_most(alarm, settings)),
                                       (NAMED_WEIGHED, NAMED_WEIGHED), (NAMESPACE_WEIGHED, NAMESPACE_WEIGHED),
                                       (NAMED_WEIGHED_COLLECTIONS, NAMED_WEIGHED_COLLECTIONS),
                                       (NAMESPACE_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS),
