@@ -161,16 +161,37 @@ def test_grafanas_energy_rate_reads_the_gpus_power_where_a_third_copy_scraped_th
                      {"a": (20, 30, 10, (680, 710)), "b": (25, 30, 10, (715,)), "c": (15, 90, 10, ())})
 
 
-@pytest.mark.xfail(strict=True, reason="3 copies: the longest copy counts its growth above a third copy's lagging "
-                                       "reading of the step before, below what another tied copy counted two steps "
-                                       "before: 70 s of growth over 60 s (1.067 for 2 minutes)")
+@pytest.mark.xfail(strict=True, reason="3 copies: the delta recording takes the longest copy's growth above a third "
+                                       "copy's lagging reading, the seconds recording another tied copy's seconds: 70 s "
+                                       "of growth over 60 s (1.067 for 2 minutes)")
 def test_grafanas_energy_rate_reads_the_gpus_power_where_the_longest_copy_counts_above_a_lagging_third_copy(
         rules, monkeypatch):
     # the third-copy story with a hostengine sampling every 10 s, c's poll at 30 s past each 90 s: c's reading of the
     # 660 s sample (scraped at 705 s) is the step before's largest, above a's own reading before (the 640 s sample)
-    # and below b's of the step before that (the 670 s sample, counted at 690 s). a's own step is the longest, its
-    # growth above c's reading counts (70 s of it) over b's 60 s (the most of the copies' seconds): 1.067 of the
-    # GPU's power at 12m30s to 14m. Holding each copy's reading a step in the step before's largest (b's 670 s) read
-    # 0.83 in this story and others: not done
+    # and below b's of the step before that (the 670 s sample, counted at 690 s). a's own step is the longest, and
+    # the delta recording takes its growth above c's reading (70 s of it) where the seconds recording takes b's 60 s
+    # (the most of the copies'): 1.067 of the GPU's power at 12m30s to 14m. Both recordings reading the copies of
+    # the smallest delta (b: 60 s of growth since its own 670 s sample, over its own 60 s) reads the power here and
+    # passes every counter story of the suite, but the seconds recording then reads the deltas and the lead twice
+    # more: the counters' group +28 % CPU at 66 GPUs and 29.7 KB more of the PrometheusRule's last-applied
+    # annotation, past client-side kubectl apply's 262,144 bytes (PR007): not done. Holding each copy's reading a
+    # step in the step before's largest (b's 670 s) read 0.83 in this story and others
     _reads_the_power(rules, monkeypatch, "panel_energy_longest_above_lagging.yaml",
                      {"a": (20, 30, 10, (680, 710)), "b": (25, 30, 10, (715,)), "c": (15, 90, 30, ())})
+
+
+@pytest.mark.xfail(strict=True, reason="tied copies of different lags: the seconds count from the latest scrape of "
+                                       "the tied reading, another copy's clock where that copy missed the next scrape "
+                                       "(25 s for 30 s of growth; 0.968 or 1.034 of the power at a window's edge)")
+def test_grafanas_energy_rate_reads_the_gpus_power_where_tied_copies_of_different_lags_miss_a_scrape_in_turn(
+        rules, monkeypatch):
+    # two exporters reading one hostengine's samples of 10 s past each half minute, scraped at 15 and 20 s past (their
+    # readings tie, 5 and 10 s after the sample), b's scrape at 680 s failed. At 690 s a alone read the 670 s sample:
+    # 30 s of growth, counted from the latest scrape of the 640 s sample (b's, 650 s) where a's own was at 645 s:
+    # over 25 s. At 720 s b counts from a's 675 s scrape over 35 s: the two steps add up (60 s over 60 s), but a
+    # window holding one of them reads 1.034 or 0.968 of the power (11m30s, 14m). Each step counted on the clock of a
+    # copy that read both readings reads the power here, but breaks the chain where a copy counts from another copy's
+    # reading (its base read by no copy of its lag): a random story read 1.2 for 3.5 minutes. Truth: 200,000 mW at
+    # every minute
+    _reads_the_power(rules, monkeypatch, "panel_energy_tied_lags_in_turn.yaml",
+                     {"a": (15, 30, 10, ()), "b": (20, 30, 10, (680,))})
