@@ -421,13 +421,13 @@ def per_node_description(settings: Settings, window: int) -> About:
     return ((f"A GPU node whose exporter brought no GPU data (scrape failed, or answered without a DCGM sample) in "
              f"more than {no_data_threshold(settings, window):g} of its {scrapes} scrapes over the last "
              f"{window // 60} minutes is a contributor in ALARM (crash loop, exporter hung, or up with DCGM lost), as "
-             f"the rule's branch on the same count (each scrape is a flag, 1: no GPU data).", ""),
+             f"the rule counts (each scrape a flag, 1: no GPU data).", ""),
             ("A rolling restart, a failed scrape are not; a node without exporter target is notBreaching (the "
              "cluster's alarm sees its pod missing); one removed while failing clears late.",
              "It does not fire for a rolling restart, a failed scrape or a node without exporter target (the "
              "cluster's alarm does); one removed while failing clears late."),
-            ("The count is the node's, whatever exporter pod answered: two pods on one node at once (a rollout with "
-             "maxSurge) add their failed scrapes, and can fire it while one of them brings the node's data.",
+            ("Two exporter pods on one node at once (a rollout's maxSurge) add their failed scrapes: it can fire "
+             "while one brings data.",
              "Two exporter pods on one node at once add their failed scrapes."))
 
 
