@@ -114,7 +114,7 @@ class Artifacts:
     additional_scrape_configs: dict[str, Any]
     service_monitor: dict[str, Any]
     prometheus_rules: dict[str, Any]
-    prometheus_rule: dict[str, Any]  # the same rules as a PrometheusRule
+    prometheus_rule_objects: tuple[dict[str, Any], ...]  # the same rules as PrometheusRules, one per group
     # What publishing may prune, named as the build was made: the uids in its Grafana folder, alarm and
     # CloudWatch dashboard names ("" for dashboards: none are listed)
     grafana_uid_prefix: str
@@ -330,7 +330,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
         service_monitor=monitors[0],
         more_service_monitors=tuple(monitors[1:]),
         prometheus_rules=rules,
-        prometheus_rule=alarm_render.prometheus_rule_resource(rules, settings),
+        prometheus_rule_objects=alarm_render.prometheus_rule_resources(rules, settings),
         grafana_uid_prefix=settings.grafana.uid_prefix,
         alarm_prefix=settings.alarms.name_prefix,
         dashboard_prefix=settings.cloudwatch.dashboard_prefix,

@@ -159,7 +159,17 @@ COUNTER_GROUP = "gpudash-counters"  # the recording rules of the counters Grafan
 # On a Prometheus holding several clusters (clusters[].prometheus_label): a series per cluster gpudash watches, which
 # the dashboards' cluster variable lists (its All: those clusters, not every cluster on the Prometheus)
 CLUSTERS_GROUP, WATCHED_CLUSTER = "gpudash-clusters", "gpudash:cluster:watched"
-PROMETHEUS_RULE = "gpudash-gpu-alerts"
+PROMETHEUS_RULE = "gpudash-gpu-alerts"  # the PrometheusRule of the alerts' (first) group, once the one of every group
+
+
+def prometheus_rule_name(group: str) -> str:
+    """The PrometheusRule holding rule group `group` (one object per group, render.alarms.prometheus_rule_resources):
+    ALERT_GROUP's is PROMETHEUS_RULE, a group's next part (`<group>-2`) is its object's name with that suffix, any
+    other group's is the group's name."""
+    base, _, number = group.rpartition("-")
+    if base and number.isdigit():
+        return f"{prometheus_rule_name(base)}-{number}"
+    return PROMETHEUS_RULE if group == ALERT_GROUP else group
 SERVICE_MONITOR = "gpudash-dcgm-exporter"
 KUBE_STATE_METRICS_JOB = "gpudash-kube-state-metrics"  # the agent's scrape job for the exporter DaemonSet counts
 # The CloudWatch agent's ConfigMaps, with the names (and keys) its deployment mounts.

@@ -161,9 +161,9 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     for stack, template in artifacts.cloudformation.items():
         files[template_file(stack)] = template_bytes(template, body_string, alarm_texts.resource)
 
-    # the rules and the PrometheusRule hold the same long expressions: each is read once for both
+    # the rules and the PrometheusRules hold the same long expressions: each is read once for both
     files[RULES_FILE], files[PROMETHEUS_RULE_FILE] = to_yaml_many([(artifacts.prometheus_rules,),
-                                                                   (artifacts.prometheus_rule,)])
+                                                                   artifacts.prometheus_rule_objects])
     return files
 
 
@@ -1755,7 +1755,9 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
         service_monitor=monitors[0],
         more_service_monitors=tuple(monitors[1:]),
         prometheus_rules=document(RULES_FILE, "the rules file"),
-        prometheus_rule=document(PROMETHEUS_RULE_FILE, "the PrometheusRule"),
+        # one PrometheusRule per rule group (an older build: one of every group)
+        prometheus_rule_objects=tuple(_yaml(files.get(PROMETHEUS_RULE_FILE, b""), where(PROMETHEUS_RULE_FILE),
+                                            "the PrometheusRules", None)),
         grafana_uid_prefix=record["grafana_uid_prefix"],
         alarm_prefix=record["alarm_prefix"],
         dashboard_prefix=record["dashboard_prefix"],

@@ -756,9 +756,10 @@ def agent_schema(subject: LintInput) -> Iterable[Finding]:
 
 
 def _rules(subject: LintInput) -> Iterable[tuple[str, Any, dict[str, Any]]]:
-    """(where, expr, rule) of each rule of rules.yaml and of the PrometheusRule's spec."""
+    """(where, expr, rule) of each rule of rules.yaml and of each PrometheusRule's spec."""
     rule_files = ((RULES_FILE, subject.artifacts.prometheus_rules),
-                  (PROMETHEUS_RULE_FILE, (subject.artifacts.prometheus_rule or {}).get("spec") or {}))
+                  *((PROMETHEUS_RULE_FILE, resource.get("spec") or {})
+                    for resource in subject.artifacts.prometheus_rule_objects))
     for where, document in rule_files:
         for group in document.get("groups") or []:
             for rule in group.get("rules") or []:
@@ -887,21 +888,21 @@ _NEWER_AGENT = (f"a CloudWatch agent built with a newer Go compiles it ({MIN_AGE
 
 
 def prometheus_rule_size(subject: LintInput) -> Iterable[Finding]:
-    """The PrometheusRule applied with client-side `kubectl apply`: the whole object goes into the
-    last-applied-configuration annotation, which the API server refuses past 262,144 bytes (as GF011 counts for the
-    dashboards' ConfigMaps). The bundled rules hold about a quarter of a megabyte: a few more alarms pass it."""
-    from .grafana_rules import CONFIGMAP_APPLY_LIMIT, last_applied_bytes
+    """Each PrometheusRule applied with client-side `kubectl apply`: the whole object goes into the
+    last-applied-configuration annotation, which the API server refuses past 262,144 bytes (last_applied, as GF011
+    counts for the dashboards' ConfigMaps). Each holds one rule group, cut at about half that (render.alarms.size_bounded):
+    only one alarm's rules alone past the limit, or a group of one label (the counters') grown past it, warn."""
+    from ..last_applied import APPLY_LIMIT, last_applied_bytes
 
-    resource = subject.artifacts.prometheus_rule
-    if not resource:
-        return
-    size = last_applied_bytes(resource)
-    if size > CONFIGMAP_APPLY_LIMIT:
-        yield Finding("PR007", "warning", PROMETHEUS_RULE_FILE,
-                      f"{size:,} bytes of annotations (the PrometheusRule as client-side kubectl apply encodes it into "
-                      f"last-applied-configuration), over the {CONFIGMAP_APPLY_LIMIT:,} the API server accepts (the "
-                      f"apply is refused): apply {PROMETHEUS_RULE_FILE} with kubectl apply --server-side (no such "
-                      f"annotation), or load prometheus/rules.yaml into Prometheus' rule_files")
+    for resource in subject.artifacts.prometheus_rule_objects:
+        size = last_applied_bytes(resource)
+        if size > APPLY_LIMIT:
+            name = (resource.get("metadata") or {}).get("name", "?")
+            yield Finding("PR007", "warning", f"{PROMETHEUS_RULE_FILE} {name}",
+                          f"{size:,} bytes of annotations (the PrometheusRule as client-side kubectl apply encodes it "
+                          f"into last-applied-configuration), over the {APPLY_LIMIT:,} the API server accepts (the "
+                          f"apply is refused): apply {PROMETHEUS_RULE_FILE} with kubectl apply --server-side (no such "
+                          f"annotation), or load prometheus/rules.yaml into Prometheus' rule_files")
 
 
 RULES = (
@@ -925,12 +926,12 @@ RULES = (
     Rule("PR003", "`labels:` reads the workload's pod, namespace and container all as a ServiceMonitor without "
                   "honorLabels renames them (exported_*) or all unrenamed (a warning)", label_mix),
     Rule("PR004", "every Prometheus rule's expression parses, and its annotations and labels are templates "
-                  "Prometheus loads (rules.yaml and the PrometheusRule)", rules_parse),
+                  "Prometheus loads (rules.yaml and the PrometheusRules)", rules_parse),
     Rule("PR005", "every relabel regex of the scrape paths and every agent declaration regex compiles (RE2)",
          regexes_compile),
     Rule("PR006", "no PromQL matcher or Prometheus relabel regex, nor a regex of an agent on the JSON path "
                   "(agent.pipeline: classic), uses syntax only a newer Go compiles ((?<name>) groups, Unicode 14 and 15 "
                   "scripts; a warning)", newer_regexes),
-    Rule("PR007", "the PrometheusRule fits client-side kubectl apply's annotation limit (a warning)",
+    Rule("PR007", "each PrometheusRule fits client-side kubectl apply's annotation limit (a warning)",
          prometheus_rule_size),
 )

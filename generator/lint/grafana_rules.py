@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
+from ..last_applied import APPLY_LIMIT, last_applied_bytes
 from ..output import grafana_dashboard_file, grafana_dashboard_texts
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
@@ -16,7 +17,7 @@ from ..promql_text import STRING_LITERAL
 from .promql_checks import COUNTER_FUNCTIONS, Selector, check_parses, output_labels, query_selectors, range_windows
 
 UID_MAX = 40
-CONFIGMAP_APPLY_LIMIT = 262_144  # the API server's limit on an object's annotations (keys and values), bytes
+CONFIGMAP_APPLY_LIMIT = APPLY_LIMIT  # the API server's limit on an object's annotations (keys and values), bytes
 _DATASOURCE_REFS = ("${datasource}", "$datasource")
 
 
@@ -360,31 +361,6 @@ def schema(subject: LintInput) -> Iterable[Finding]:
                 for error in validator.iter_errors(value):
                     yield Finding("GF010", severity, panel_place(dashboard, panel),
                                   f"schema: {schema_message(error)}")
-
-
-# What client-side `kubectl apply` stores besides the object: the annotation's own key, and the namespace it sets on an
-# object the file gives none (the most a namespace name holds, 63 bytes: the count never passes a ConfigMap it refuses)
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-_NAMESPACE_FIELD = len(',"namespace":""') + 63
-# Go's encoding/json writes these as \u003c, \u003e, \u0026 (6 bytes for 1) and U+2028, U+2029 as \u2028, \u2029 (6 for 3):
-# the bytes each adds to its UTF-8 encoding
-_GO_ESCAPES_ADD = {"<": 5, ">": 5, "&": 5, "\u2028": 3, "\u2029": 3}
-
-
-def last_applied_bytes(configmap: dict[str, Any]) -> int:
-    """The bytes client-side `kubectl apply` writes into the object's annotations for `configmap`, which the API server
-    refuses over 262,144 (the sum of every annotation's key and value): the annotations the object has, and
-    last-applied-configuration, the object as kubectl encodes it (Go's encoding/json through apimachinery's
-    UnstructuredJSONScheme: keys sorted, no spaces, `<`, `>` and `&` escaped, non-ASCII as UTF-8, a newline at the
-    end), its own key, and the namespace kubectl sets."""
-    import json
-
-    text = json.dumps(configmap, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    # counted, not written: a translate of the text (150-220 kB a bundled dashboard) took 10 ms, a count takes 1
-    escapes = sum(text.count(character) * added for character, added in _GO_ESCAPES_ADD.items())
-    others = sum(len(key.encode()) + len(value.encode())
-                 for key, value in configmap["metadata"].get("annotations", {}).items())
-    return len(text.encode()) + escapes + 1 + len(_LAST_APPLIED) + _NAMESPACE_FIELD + others
 
 
 def configmap_size(subject: LintInput) -> Iterable[Finding]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
+from itertools import groupby
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -34,11 +35,12 @@ from ..errors import InputError
 from ..derived_sets import mig_only
 from ..exporter_styles import exporter_namespace, named_daemonsets, style_for
 from ..go_template import as_alert_text
+from ..last_applied import APPLY_LIMIT, encoded_bytes
 from ..markers import (ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import WORKLOAD_KEYS, Alarm, Condition
-from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, WATCHED_CLUSTER, alarm_name as _name,
+from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, WATCHED_CLUSTER, prometheus_rule_name, alarm_name as _name,
                      alert_name, regional_alarm_name)
 from ..ownership import publication_tags
 from ..promql import (PERIOD_LABEL, PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, NotCombined, Regions, Scope,
@@ -1861,7 +1863,33 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             rules.append({**rule, "expr": of_settings_clusters(no_data_rule(alarm, settings), settings),
                           "labels": {**rule["labels"], "reason": data_missing.NO_DATA_REASON}})
     groups = [{"name": ALERT_GROUP, "rules": rules}] if rules else []
-    return {"groups": groups + ([counters] if counters else []) + watched_clusters(settings)}
+    return {"groups": [part for group in groups + ([counters] if counters else []) + watched_clusters(settings)
+                       for part in size_bounded(group)]}
+
+
+# The most bytes of rules a group holds (as kubectl encodes them) before the next alarm's rules start another: each
+# group is a PrometheusRule of its own (prometheus_rule_resources), which client-side `kubectl apply` refuses past
+# APPLY_LIMIT bytes of annotations. Half of it leaves room for alarms to grow without every fix fighting for bytes.
+GROUP_BYTES = APPLY_LIMIT // 2
+
+
+def size_bounded(group: dict[str, Any]) -> list[dict[str, Any]]:
+    """`group` as the fewest groups of about GROUP_BYTES of rules or less each, of about the same size, in the rules'
+    order: the first of its name, the next `<name>-2`, `-3`... Rules of one alarm (one PROMETHEUS_RULE_LABEL) stay in
+    one group: an alarm's recording of its periods is read by its alert in the same evaluation, in the order written;
+    alarms read no other alarm's rules, and Prometheus evaluates groups independently, so where a group ends changes no
+    alert's value. A group of one label (the counters' recordings, the watched clusters) stays whole."""
+    alarms = [list(same) for _, same in groupby(group["rules"], key=lambda rule: rule["labels"][PROMETHEUS_RULE_LABEL])]
+    sizes = [sum(encoded_bytes(rule) for rule in rules) for rules in alarms]
+    count = max(1, math.ceil(sum(sizes) / GROUP_BYTES))
+    share = sum(sizes) / count
+    parts: list[list[dict[str, Any]]] = [[] for _ in range(count)]
+    before = 0
+    for rules, size in zip(alarms, sizes):  # each alarm in the part its middle byte falls in
+        parts[min(count - 1, int((before + size / 2) // share))] += rules
+        before += size
+    return [{**group, "name": group["name"] if number == 1 else f"{group['name']}-{number}", "rules": rules}
+            for number, rules in enumerate((part for part in parts if part), 1)]
 
 
 def watched_clusters(settings: Settings) -> list[dict[str, Any]]:
@@ -1878,8 +1906,12 @@ def watched_clusters(settings: Settings) -> list[dict[str, Any]]:
         for c in settings.clusters]}]
 
 
-def prometheus_rule_resource(rules: dict[str, Any], settings: Settings) -> dict[str, Any]:
+def prometheus_rule_resources(rules: dict[str, Any], settings: Settings) -> tuple[dict[str, Any], ...]:
+    """The rules as PrometheusRules, one per group (names.prometheus_rule_name), in the rules' order: the alerts' first
+    group in gpudash-gpu-alerts, the object that held every group before, so that `kubectl apply -f` of the file
+    replaces it first and no group is in two objects at once (docs/artifacts.md, upgrading)."""
     from .scrape import object_metadata
 
-    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-            "metadata": object_metadata(PROMETHEUS_RULE, settings), "spec": rules}
+    return tuple({"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+                  "metadata": object_metadata(prometheus_rule_name(group["name"]), settings), "spec": {"groups": [group]}}
+                 for group in rules["groups"])

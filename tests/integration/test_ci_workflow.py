@@ -189,7 +189,11 @@ def test_the_readme_workflow_checks_plans_and_publishes(stack, repository, tmp_p
     assert not [key for key in cluster.configmaps if key[0] == "default"]
     assert ("gpu-operator", "gpudash-dcgm-exporter") in {
         (m["metadata"]["namespace"], m["metadata"]["name"]) for m in cluster.service_monitors}
-    assert [r["metadata"]["namespace"] for r in cluster.prometheus_rules] == ["gpu-operator"]
+    # one PrometheusRule per rule group, each in the namespace the settings give
+    built = list(yaml.safe_load_all((repository / "build" / "k8s" / "prometheusrule.yaml").read_text()))
+    assert sorted((r["metadata"]["namespace"], r["metadata"]["name"]) for r in cluster.prometheus_rules) == \
+        sorted(("gpu-operator", r["metadata"]["name"]) for r in built)
+    assert len(built) >= 3 and {"gpudash-gpu-alerts", "gpudash-counters"} <= {r["metadata"]["name"] for r in built}
 
     # a pull request that changes a definition but not build/: --check fails the job
     overview = repository / "dashboards" / "gpu_overview.py"

@@ -27,8 +27,10 @@ def rules(tmp_path_factory):
     folder = tmp_path_factory.mktemp("rules")
     files = encode(build(load_project()))
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    resource = yaml.safe_load(files["k8s/prometheusrule.yaml"])
-    assert resource["kind"] == "PrometheusRule" and resource["spec"] == yaml.safe_load(files["prometheus/rules.yaml"])
+    resources = list(yaml.safe_load_all(files["k8s/prometheusrule.yaml"]))
+    assert {resource["kind"] for resource in resources} == {"PrometheusRule"}
+    assert {"groups": [group for resource in resources for group in resource["spec"]["groups"]]} == \
+        yaml.safe_load(files["prometheus/rules.yaml"])
     return folder
 
 

@@ -204,15 +204,17 @@ def test_operator_objects_validate_against_the_crds_and_carry_the_release_label(
     project = load_project(project_dir(config))
     files = encode(build(project))
     for path, plural in (("k8s/servicemonitor.yaml", "servicemonitors"), ("k8s/prometheusrule.yaml", "prometheusrules")):
-        document = _yaml(files[path])
-        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-                  for e in _crd_validator(reference, plural).iter_errors(document)]
-        assert errors == [], (path, errors)
-        metadata = document["metadata"]
-        if config:
-            assert metadata["labels"]["release"] == "kube-prometheus-stack" and metadata["namespace"] == "monitoring"
-        else:
-            assert "release" not in metadata["labels"] and metadata["namespace"] == "gpu-operator"
+        documents = _yaml_all(files[path])
+        assert documents and (len(documents) >= 3 or plural == "servicemonitors"), path  # a PrometheusRule a group
+        for document in documents:
+            errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                      for e in _crd_validator(reference, plural).iter_errors(document)]
+            assert errors == [], (path, errors)
+            metadata = document["metadata"]
+            if config:
+                assert metadata["labels"]["release"] == "kube-prometheus-stack" and metadata["namespace"] == "monitoring"
+            else:
+                assert "release" not in metadata["labels"] and metadata["namespace"] == "gpu-operator"
     monitor = _yaml(files["k8s/servicemonitor.yaml"])
     # the exporter stays selected in its own namespace wherever the ServiceMonitor lives
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["gpu-operator"]}

@@ -1,8 +1,10 @@
-"""Every golden build's dashboard ConfigMaps fit what client-side `kubectl apply` takes (GF011's count, 262,144 bytes of
+"""Every golden build's dashboard ConfigMaps and PrometheusRules fit what client-side `kubectl apply` takes (GF011's count, 262,144 bytes of
 annotations): the golden builds are the generated examples (test_golden's byte_identical), so a change that grows an
 example's dashboard past the limit fails here by name, not only as a lint warning nobody reads. 378d1347 (the moved-pod
 filter of the per-pod panels) grew the multi-region example's by-pod ConfigMap 253,792 -> 272,350 bytes: refused by the
-API server again (a strict xfail until it fits; docs/lint-rules.md GF011)."""
+API server again (a strict xfail until it fits; docs/lint-rules.md GF011). The rules were one PrometheusRule of every
+group until each group became an object of its own, cut at half the limit (render.alarms.size_bounded): the
+multi-region example's was 313,669 bytes, refused."""
 
 from __future__ import annotations
 
@@ -11,25 +13,32 @@ from pathlib import Path
 import pytest
 import yaml
 
+from generator.last_applied import APPLY_LIMIT
 from generator.lint.grafana_rules import CONFIGMAP_APPLY_LIMIT, last_applied_bytes
 
 BUILDS = Path(__file__).resolve().parents[1] / "golden" / "builds"
 OVER = {("multi-region", "gpudash-by-pod-dashboard")}  # 272,350 bytes since 378d1347
 
 
-def _configmaps() -> list[tuple[str, str, dict]]:
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _objects(file: str) -> list[tuple[str, str, dict]]:
     found = []
-    for path in sorted(BUILDS.glob("*/k8s/grafana-dashboards.yaml")):
+    for path in sorted(BUILDS.glob(f"*/{file}")):
         build = path.parents[1].name
         # libyaml's safe loader: the same documents as PyYAML's Python one, which took 0.9 CPU-s for these 2 MB at the
         # import of this module, in every process that collects the suite (5 in `make test`)
-        for document in yaml.load_all(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        for document in yaml.load_all(path.read_text(), Loader=_LOADER):
             if document:
                 found.append((build, document["metadata"]["name"], document))
     return found
 
 
-CONFIGMAPS = _configmaps()
+CONFIGMAPS = _objects("k8s/grafana-dashboards.yaml")
+RULE_OBJECTS = _objects("k8s/prometheusrule.yaml")
+# what each PrometheusRule leaves free at least: a quarter of the limit, room for fixes that grow a rule
+RULE_MARGIN = APPLY_LIMIT // 4
 
 
 def test_the_golden_builds_hold_dashboard_configmaps():
@@ -43,3 +52,34 @@ def test_the_golden_builds_hold_dashboard_configmaps():
     for build, name, configmap in CONFIGMAPS])
 def test_each_dashboard_configmap_fits_client_side_kubectl_apply(build, name, configmap):
     assert last_applied_bytes(configmap) <= CONFIGMAP_APPLY_LIMIT, (build, name)
+
+
+def test_the_golden_builds_hold_prometheus_rules():
+    assert {build for build, _, _ in RULE_OBJECTS} == {path.name for path in BUILDS.iterdir() if path.is_dir()}
+    assert {"multi-region", "defaults"} <= {build for build, name, _ in RULE_OBJECTS if name == "gpudash-gpu-alerts-2"}
+
+
+@pytest.mark.parametrize("build,name,resource", [pytest.param(build, name, resource, id=f"{build}/{name}")
+                                                 for build, name, resource in RULE_OBJECTS])
+def test_each_prometheus_rule_fits_client_side_kubectl_apply_with_room(build, name, resource):
+    assert resource["kind"] == "PrometheusRule" and len(resource["spec"]["groups"]) == 1, (build, name)
+    assert last_applied_bytes(resource) <= APPLY_LIMIT - RULE_MARGIN, (build, name, last_applied_bytes(resource))
+
+
+def _stored(build: str, file: str) -> str:
+    """A golden build's file; a build other than the defaults keeps only the files that differ (regenerate.py)."""
+    path = BUILDS / build / file
+    return (path if path.exists() else BUILDS / "defaults" / file).read_text()
+
+
+@pytest.mark.parametrize("build", sorted({build for build, _, _ in RULE_OBJECTS}))
+def test_the_prometheus_rules_together_hold_the_rules_files_groups(build):
+    """The objects, in the file's order, hold exactly the groups of prometheus/rules.yaml (the same rules, in the same
+    order, each group once), the alerts' first group in gpudash-gpu-alerts, the one object of every group before."""
+    objects = [resource for each, _, resource in RULE_OBJECTS if each == build]
+    rules = yaml.load(_stored(build, "prometheus/rules.yaml"), Loader=_LOADER)
+    assert [group for resource in objects for group in resource["spec"]["groups"]] == rules["groups"]
+    assert objects[0]["metadata"]["name"] == "gpudash-gpu-alerts" and rules["groups"][0]["name"] == "gpudash-gpu"
+    assert len({resource["metadata"]["name"] for resource in objects}) == len(objects)
+    assert all(resource["metadata"] == {**objects[0]["metadata"], "name": resource["metadata"]["name"]}
+               for resource in objects)

@@ -300,9 +300,10 @@ def test_gf007_names_a_user_panels_one_day_presence_window():
 
 
 def test_a_prometheus_rule_past_what_client_side_kubectl_apply_takes_is_a_warning():
-    """PR007: client-side `kubectl apply -f k8s/prometheusrule.yaml` writes the whole object into an annotation the API
-    server caps at 262,144 bytes (the figure GF011's test compares with what kubectl writes). The bundled rules fit;
-    the same object with every group written twice (as a project with twice the alarms) does not."""
+    """PR007: client-side `kubectl apply -f k8s/prometheusrule.yaml` writes each whole object into an annotation the
+    API server caps at 262,144 bytes (the figure GF011's test compares with what kubectl writes). The bundled rules
+    fit, one object per group; an object holding every group written twice (as one object of every group did, with
+    twice the alarms) does not, and is named."""
     import copy
     from dataclasses import replace
 
@@ -313,12 +314,15 @@ def test_a_prometheus_rule_past_what_client_side_kubectl_apply_takes_is_a_warnin
     project = load_project()
     artifacts = build(project, grafana=False)
     pr007 = [rule for rule in FEED_RULES if rule.id == "PR007"]
-    assert last_applied_bytes(artifacts.prometheus_rule) <= CONFIGMAP_APPLY_LIMIT
+    objects = artifacts.prometheus_rule_objects
+    assert len(objects) >= 3 and all(last_applied_bytes(resource) <= CONFIGMAP_APPLY_LIMIT for resource in objects)
     assert not run(pr007, lint_input(project, artifacts))
-    doubled = copy.deepcopy(artifacts.prometheus_rule)
-    doubled["spec"]["groups"] += [{**group, "name": group["name"] + "-again"} for group in doubled["spec"]["groups"]]
-    (finding,) = run(pr007, lint_input(project, replace(artifacts, prometheus_rule=doubled)))
-    assert (finding.rule, finding.severity, finding.where) == ("PR007", "warning", "k8s/prometheusrule.yaml")
+    doubled = copy.deepcopy(objects[0])
+    groups = [group for resource in objects for group in resource["spec"]["groups"]]
+    doubled["spec"]["groups"] = groups + [{**group, "name": group["name"] + "-again"} for group in groups]
+    (finding,) = run(pr007, lint_input(project, replace(artifacts, prometheus_rule_objects=(doubled, *objects[1:]))))
+    assert (finding.rule, finding.severity, finding.where) == ("PR007", "warning",
+                                                               "k8s/prometheusrule.yaml gpudash-gpu-alerts")
     written = int(finding.message.split(" bytes")[0].replace(",", ""))
     assert written == last_applied_bytes(doubled) > CONFIGMAP_APPLY_LIMIT
     assert "kubectl apply --server-side" in finding.message

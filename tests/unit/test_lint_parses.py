@@ -36,11 +36,12 @@ def _rule(rules: dict, alert: str) -> dict:
 def test_a_rule_that_does_not_parse_is_named_with_its_file_group_and_rule(built):
     """A cluster label value written unescaped (`cluster="x"y"`: what a quote in prometheus_label made)."""
     project, artifacts = built
-    rules, rule = copy.deepcopy(artifacts.prometheus_rules), copy.deepcopy(artifacts.prometheus_rule)
-    subject = lint_input(project, artifacts, prometheus_rules=rules, prometheus_rule=rule)
+    rules, objects = copy.deepcopy(artifacts.prometheus_rules), copy.deepcopy(artifacts.prometheus_rule_objects)
+    subject = lint_input(project, artifacts, prometheus_rules=rules, prometheus_rule_objects=objects)
     assert _findings(subject, "PR004") == []
     expected = []
-    for file, document in (("prometheus/rules.yaml", rules), ("k8s/prometheusrule.yaml", rule["spec"])):
+    for file, document in (("prometheus/rules.yaml", rules),
+                           *(("k8s/prometheusrule.yaml", resource["spec"]) for resource in objects)):
         for group in document["groups"]:
             for each in group["rules"]:
                 if each.get("alert") == "GpudashGpuDataMissing" and "{label_app=" in each["expr"]:

@@ -68,9 +68,15 @@ def _alarms(files) -> dict[str, dict]:
             for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
 
 
+def _rule_groups(files) -> list[dict]:
+    """The rule groups of the PrometheusRules (one object per group)."""
+    return [group for resource in yaml.safe_load_all(files["k8s/prometheusrule.yaml"])
+            for group in resource["spec"]["groups"]]
+
+
 def _rules(files) -> dict[str, str]:
     """{alert title: its description}."""
-    rules = yaml.safe_load(files["k8s/prometheusrule.yaml"])["spec"]["groups"]
+    rules = _rule_groups(files)
     return {rule["annotations"]["summary"].split(" on ", 1)[0]: rule["annotations"]["description"]
             for group in rules for rule in group["rules"] if "alert" in rule}
 
@@ -280,7 +286,7 @@ def test_the_rules_judge_a_namespaces_use_on_both_exporter_versions(tmp_path):
     39,200 (two 4.5.2 copies of one GPU) does not breach."""
     (tmp_path / "project").mkdir()
     project = defined_project(tmp_path / "project", VIRTUAL, alarms=RULES, dashboards=DASHBOARDS)
-    rules = yaml.safe_load(encode(build(project, grafana=False))["k8s/prometheusrule.yaml"])["spec"]["groups"]
+    rules = _rule_groups(encode(build(project, grafana=False)))
     exprs = {rule["annotations"]["summary"].split(" on ", 1)[0]: rule["expr"]
              for group in rules for rule in group["rules"] if "alert" in rule}
     found = _promtool(tmp_path, {name: exprs[name] for name in ("Memory over 20000", "Memory over 40000")})
@@ -340,7 +346,7 @@ def test_the_rules_per_container_judge_the_pods_shares_not_the_gpus_no_pod_holds
     (tmp_path / "project").mkdir()
     settings = VIRTUAL + "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container]\n"
     project = defined_project(tmp_path / "project", settings, alarms=CONTAINER_RULES, dashboards=DASHBOARDS)
-    rules = yaml.safe_load(encode(build(project, grafana=False))["k8s/prometheusrule.yaml"])["spec"]["groups"]
+    rules = _rule_groups(encode(build(project, grafana=False)))
     exprs = {rule["annotations"]["summary"].split(" on ", 1)[0]: rule["expr"]
              for group in rules for rule in group["rules"] if "alert" in rule}
     found = _promtool(tmp_path, exprs, key="container")

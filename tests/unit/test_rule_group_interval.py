@@ -30,11 +30,16 @@ def _alarms(project, variant: bool):
 
 @pytest.mark.parametrize("variant", [False, True], ids=["shipped", "recorded"])
 def test_the_group_sets_no_interval_and_alerts_read_recordings_at_their_own_instant(project, variant):
-    (group,) = prometheus_rules(_alarms(project, variant), project.catalog, project.settings)["groups"]
-    assert set(group) == {"name", "rules"}
-    recorded = {r["record"] for r in group["rules"] if "record" in r}
+    groups = prometheus_rules(_alarms(project, variant), project.catalog, project.settings)["groups"]
+    assert groups and all(set(group) == {"name", "rules"} for group in groups)  # the alerts' groups (size_bounded)
+    recorded = {r["record"] for group in groups for r in group["rules"] if "record" in r}
     assert bool(recorded) == variant
-    for rule in group["rules"]:
-        for name in recorded:
-            for read in re.findall(re.escape(name) + r"\{[^}]*\}(\[[^]]*\](?: offset \S+)?)", rule["expr"]):
-                assert read == "[1ms]", (rule.get("alert") or rule.get("record"), read)
+    for group in groups:
+        written: set[str] = set()  # the recordings written earlier in the same evaluation: those an alert may read
+        for rule in group["rules"]:
+            for name in recorded:
+                reads = re.findall(re.escape(name) + r"\{[^}]*\}(\[[^]]*\](?: offset \S+)?)", rule["expr"])
+                assert not reads or name in written, (group["name"], rule.get("alert"), name)
+                for read in reads:
+                    assert read == "[1ms]", (rule.get("alert") or rule.get("record"), read)
+            written.add(rule.get("record", ""))

@@ -1,0 +1,58 @@
+"""The rules as PrometheusRules, one per rule group, each group cut to about half of what client-side `kubectl apply`
+takes (render.alarms.size_bounded): an alarm's rules stay in one group (its alert reads its recording of the periods
+in the same evaluation), the parts are about the same size, a group of one label stays whole, and each part's object
+is named so that the alerts' first group keeps the object name every group had (names.prometheus_rule_name)."""
+
+from __future__ import annotations
+
+from generator.last_applied import APPLY_LIMIT, encoded_bytes
+from generator.names import prometheus_rule_name
+from generator.project import load_project
+from generator.render.alarms import GROUP_BYTES, prometheus_rule_resources, size_bounded
+
+
+def _rule(alarm: str, kind: str, size: int) -> dict:
+    return {kind: f"Gpudash{alarm}" if kind == "alert" else f"gpudash:{alarm}:period_value",
+            "expr": "vector(1)" + " " * size, "labels": {"gpudash_rule": alarm}}
+
+
+def test_an_alarms_recording_stays_in_its_alerts_group():
+    """Three rules of 0.6 GROUP_BYTES each, two of one alarm: cut by rule, the recording would end one group and its
+    alert start the next (read 0 samples there at the same instant); cut by alarm, they stay together."""
+    third = int(GROUP_BYTES * 0.6)
+    rules = [_rule("a", "record", third), _rule("a", "alert", third), _rule("b", "alert", third)]
+    parts = size_bounded({"name": "gpudash-gpu", "rules": rules})
+    assert [part["name"] for part in parts] == ["gpudash-gpu", "gpudash-gpu-2"]
+    assert [[r["labels"]["gpudash_rule"] for r in part["rules"]] for part in parts] == [["a", "a"], ["b"]]
+    assert [r for part in parts for r in part["rules"]] == rules
+
+
+def test_the_parts_are_the_fewest_and_about_the_same_size():
+    rules = [_rule(f"x{n:02}", "alert", GROUP_BYTES // 10) for n in range(25)]  # 2.5 GROUP_BYTES
+    sizes = [sum(encoded_bytes(r) for r in part["rules"]) for part in size_bounded({"name": "g", "rules": rules})]
+    assert len(sizes) == 3 and max(sizes) <= GROUP_BYTES
+    assert max(sizes) - min(sizes) <= max(encoded_bytes(r) for r in rules)  # within one alarm's rules
+    small = [_rule("y", "alert", 100)]
+    assert size_bounded({"name": "g", "interval": "30s", "rules": small}) == [
+        {"name": "g", "interval": "30s", "rules": small}]
+
+
+def test_a_group_of_one_label_stays_whole():
+    """The counters' recordings (one label for the group) past GROUP_BYTES: one group, as the rate panels read it."""
+    rules = [_rule("counters", "record", GROUP_BYTES // 2) for _ in range(3)]
+    assert size_bounded({"name": "gpudash-counters", "interval": "30s", "rules": rules}) == [
+        {"name": "gpudash-counters", "interval": "30s", "rules": rules}]
+
+
+def test_each_group_is_an_object_named_for_it():
+    assert [prometheus_rule_name(group) for group in ("gpudash-gpu", "gpudash-gpu-2", "gpudash-gpu-12",
+                                                       "gpudash-counters", "gpudash-counters-2", "gpudash-clusters")] \
+        == ["gpudash-gpu-alerts", "gpudash-gpu-alerts-2", "gpudash-gpu-alerts-12", "gpudash-counters",
+            "gpudash-counters-2", "gpudash-clusters"]
+    settings = load_project().settings
+    groups = [{"name": name, "rules": [_rule(name, "alert", 10)]} for name in ("gpudash-gpu", "gpudash-gpu-2")]
+    objects = prometheus_rule_resources({"groups": groups}, settings)
+    assert [(o["kind"], o["metadata"]["name"], o["spec"]) for o in objects] == [
+        ("PrometheusRule", "gpudash-gpu-alerts", {"groups": [groups[0]]}),
+        ("PrometheusRule", "gpudash-gpu-alerts-2", {"groups": [groups[1]]})]
+    assert GROUP_BYTES * 2 == APPLY_LIMIT
