@@ -328,8 +328,8 @@ ADDON_GPU_SET = addon.GPU_DIMENSION_SETS["node"][2]  # (ClusterName, NodeName, I
 ADDON_GPU_GROUP = (addon.NODE, addon.DEVICE)
 GPUS_PER_QUERY = 500
 MISSING_GPU = 0.5  # GPUs missing, counted over a period, that breach it
-# The rule's branch 4 (an exporter target that brought no GPU data most of the time), the same on both sides: more
-# than this share of its scrapes over the rule's window (period x evaluation periods) failed or answered without a
+# The rule's branch 4 (a node whose exporter brought no GPU data most of the time), the same on both sides: more
+# than this share of the node's scrapes over the rule's window (period x evaluation periods) failed or answered without a
 # DCGM sample. A crash loop (CrashLoopBackOff answers a minute or two of every five) fires; a rolling restart (each
 # target down under a minute, once) and a failed scrape do not.
 NO_DATA_SHARE = 0.5
