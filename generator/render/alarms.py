@@ -1862,26 +1862,34 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             # reason among its labels too, so the two rules' label sets differ (promtool's lint refuses duplicates)
             rules.append({**rule, "expr": of_settings_clusters(no_data_rule(alarm, settings), settings),
                           "labels": {**rule["labels"], "reason": data_missing.NO_DATA_REASON}})
-    groups = [{"name": ALERT_GROUP, "rules": rules}] if rules else []
-    return {"groups": [part for group in groups + ([counters] if counters else []) + watched_clusters(settings)
-                       for part in size_bounded(group)]}
+    groups = [{"name": ALERT_GROUP, "rules": rules}]  # written when empty too: its objects then hold no alert
+    return {"groups": [part for group in groups for part in size_bounded(group, ALERT_GROUPS)]
+            + [part for group in ([counters] if counters else []) + watched_clusters(settings)
+               for part in size_bounded(group)]}
 
 
 # The most bytes of rules a group holds (as kubectl encodes them) before the next alarm's rules start another: each
 # group is a PrometheusRule of its own (prometheus_rule_resources), which client-side `kubectl apply` refuses past
 # APPLY_LIMIT bytes of annotations. Half of it leaves room for alarms to grow without every fix fighting for bytes.
 GROUP_BYTES = APPLY_LIMIT // 2
+# The alerts are always cut into at least this many groups (objects), an empty one written as such: kubectl apply does
+# not delete an object the file no longer holds, so a count that followed the rules' size would leave, after a change
+# that shrinks them (an alarm disabled, a cluster removed), an object of the old rules evaluated beside the new ones;
+# an alarm removed would go on firing from it. A fixed count changes only past ALERT_GROUPS x GROUP_BYTES (393 KB of
+# alert rules; the bundled build holds 140, the multi-region example 181).
+ALERT_GROUPS = 3
 
 
-def size_bounded(group: dict[str, Any]) -> list[dict[str, Any]]:
-    """`group` as the fewest groups of about GROUP_BYTES of rules or less each, of about the same size, in the rules'
-    order: the first of its name, the next `<name>-2`, `-3`... Rules of one alarm (one PROMETHEUS_RULE_LABEL) stay in
-    one group: an alarm's recording of its periods is read by its alert in the same evaluation, in the order written;
-    alarms read no other alarm's rules, and Prometheus evaluates groups independently, so where a group ends changes no
-    alert's value. A group of one label (the counters' recordings, the watched clusters) stays whole."""
+def size_bounded(group: dict[str, Any], at_least: int = 1) -> list[dict[str, Any]]:
+    """`group` as `at_least` groups or, where they would hold more than about GROUP_BYTES of rules each, the fewest
+    that do not, of about the same size, in the rules' order: the first of its name, the next `<name>-2`, `-3`... (an
+    empty one kept: its object then holds no rule). Rules of one alarm (one PROMETHEUS_RULE_LABEL) stay in one group:
+    an alarm's recording of its periods is read by its alert in the same evaluation, in the order written; alarms read
+    no other alarm's rules, and Prometheus evaluates groups independently, so where a group ends changes no alert's
+    value. A group of one label (the counters' recordings, the watched clusters) stays whole."""
     alarms = [list(same) for _, same in groupby(group["rules"], key=lambda rule: rule["labels"][PROMETHEUS_RULE_LABEL])]
     sizes = [sum(encoded_bytes(rule) for rule in rules) for rules in alarms]
-    count = max(1, math.ceil(sum(sizes) / GROUP_BYTES))
+    count = max(at_least, min(len(alarms), math.ceil(sum(sizes) / GROUP_BYTES)))
     share = sum(sizes) / count
     parts: list[list[dict[str, Any]]] = [[] for _ in range(count)]
     before = 0
@@ -1889,7 +1897,7 @@ def size_bounded(group: dict[str, Any]) -> list[dict[str, Any]]:
         parts[min(count - 1, int((before + size / 2) // share))] += rules
         before += size
     return [{**group, "name": group["name"] if number == 1 else f"{group['name']}-{number}", "rules": rules}
-            for number, rules in enumerate((part for part in parts if part), 1)]
+            for number, rules in enumerate(parts, 1)]
 
 
 def watched_clusters(settings: Settings) -> list[dict[str, Any]]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from generator.last_applied import APPLY_LIMIT, encoded_bytes
 from generator.names import prometheus_rule_name
 from generator.project import load_project
-from generator.render.alarms import GROUP_BYTES, prometheus_rule_resources, size_bounded
+from generator.render.alarms import ALERT_GROUPS, GROUP_BYTES, prometheus_rule_resources, prometheus_rules, \
+    size_bounded
 
 
 def _rule(alarm: str, kind: str, size: int) -> dict:
@@ -56,3 +57,20 @@ def test_each_group_is_an_object_named_for_it():
         ("PrometheusRule", "gpudash-gpu-alerts", {"groups": [groups[0]]}),
         ("PrometheusRule", "gpudash-gpu-alerts-2", {"groups": [groups[1]]})]
     assert GROUP_BYTES * 2 == APPLY_LIMIT
+
+
+def test_the_alerts_keep_their_objects_when_the_rules_shrink():
+    """kubectl apply leaves an object the file no longer holds: the alerts are written as ALERT_GROUPS objects whatever
+    their size (empty ones hold no rule), so a build whose rules shrank (alarms disabled, down to none) still writes
+    every alert object the bigger build wrote, and an alarm removed stops firing."""
+    rules = [_rule(f"z{n}", "alert", GROUP_BYTES // 10) for n in range(4)]  # 0.4 GROUP_BYTES: one group would do
+    parts = size_bounded({"name": "gpudash-gpu", "rules": rules}, ALERT_GROUPS)
+    assert [p["name"] for p in parts] == ["gpudash-gpu", "gpudash-gpu-2", "gpudash-gpu-3"] and ALERT_GROUPS == 3
+    assert [r for p in parts for r in p["rules"]] == rules
+    one = size_bounded({"name": "gpudash-gpu", "rules": rules[:1]}, ALERT_GROUPS)
+    assert [p["name"] for p in one] == ["gpudash-gpu", "gpudash-gpu-2", "gpudash-gpu-3"]
+    assert sorted(len(p["rules"]) for p in one) == [0, 0, 1]
+    project = load_project()
+    none = prometheus_rules((), project.catalog, project.settings)
+    assert [(g["name"], g["rules"]) for g in none["groups"] if g["name"].startswith("gpudash-gpu")] == [
+        ("gpudash-gpu", []), ("gpudash-gpu-2", []), ("gpudash-gpu-3", [])]
