@@ -161,21 +161,14 @@ def test_grafanas_energy_rate_reads_the_gpus_power_where_a_third_copy_scraped_th
                      {"a": (20, 30, 10, (680, 710)), "b": (25, 30, 10, (715,)), "c": (15, 90, 10, ())})
 
 
-@pytest.mark.xfail(strict=True, reason="3 copies: the delta recording takes the longest copy's growth above a third "
-                                       "copy's lagging reading, the seconds recording another tied copy's seconds: 70 s "
-                                       "of growth over 60 s (1.067 for 2 minutes)")
 def test_grafanas_energy_rate_reads_the_gpus_power_where_the_longest_copy_counts_above_a_lagging_third_copy(
         rules, monkeypatch):
     # the third-copy story with a hostengine sampling every 10 s, c's poll at 30 s past each 90 s: c's reading of the
     # 660 s sample (scraped at 705 s) is the step before's largest, above a's own reading before (the 640 s sample)
-    # and below b's of the step before that (the 670 s sample, counted at 690 s). a's own step is the longest, and
-    # the delta recording takes its growth above c's reading (70 s of it) where the seconds recording takes b's 60 s
-    # (the most of the copies'): 1.067 of the GPU's power at 12m30s to 14m. Both recordings reading the copies of
-    # the smallest delta (b: 60 s of growth since its own 670 s sample, over its own 60 s) reads the power here and
-    # passes every counter story of the suite, but the seconds recording then reads the deltas and the lead twice
-    # more: the counters' group +28 % CPU at 66 GPUs and 29.7 KB more of the PrometheusRule's last-applied
-    # annotation, past client-side kubectl apply's 262,144 bytes (PR007): not done. Holding each copy's reading a
-    # step in the step before's largest (b's 670 s) read 0.83 in this story and others
+    # and below b's of the step before that (the 670 s sample, counted at 690 s). a's own step was the longest, and
+    # the delta recording took its growth above c's reading (70 s of it) where the seconds recording took b's 60 s
+    # (the most of the copies'): 1.067 of the GPU's power at 12m30s to 14m. Both recordings now read the copies of
+    # the smallest delta (b: 60 s of growth since its own 670 s sample, over its own 60 s)
     _reads_the_power(rules, monkeypatch, "panel_energy_longest_above_lagging.yaml",
                      {"a": (20, 30, 10, (680, 710)), "b": (25, 30, 10, (715,)), "c": (15, 90, 30, ())})
 
