@@ -1862,10 +1862,12 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             # reason among its labels too, so the two rules' label sets differ (promtool's lint refuses duplicates)
             rules.append({**rule, "expr": of_settings_clusters(no_data_rule(alarm, settings), settings),
                           "labels": {**rule["labels"], "reason": data_missing.NO_DATA_REASON}})
-    groups = [{"name": ALERT_GROUP, "rules": rules}]  # written when empty too: its objects then hold no alert
+    # every group is written, an empty one too (its object then holds no rule): kubectl apply leaves an object the
+    # file no longer holds, so each build writes the objects the one before it wrote (docs/artifacts.md)
+    groups = [{"name": ALERT_GROUP, "rules": rules}]
     return {"groups": [part for group in groups for part in size_bounded(group, ALERT_GROUPS)]
-            + [part for group in ([counters] if counters else []) + watched_clusters(settings)
-               for part in size_bounded(group)]}
+            + [counters or {"name": COUNTER_GROUP, "interval": f"{settings.scrape.seconds}s", "rules": []}]
+            + (watched_clusters(settings) or [{"name": CLUSTERS_GROUP, "rules": []}])}
 
 
 # The most bytes of rules a group holds (as kubectl encodes them) before the next alarm's rules start another: each
