@@ -834,9 +834,9 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     elif layout.blanks and catalog.get(query.metric).is_counter and query.per_pod \
             and not settings.exporter.virtual_gpus:
         result = replace(result, notes=result.notes + (NAMED_TURNS,))
-    elif alarm and layout.blanks and query.per_pod and query.aggregation in ("min", "max") \
+    elif layout.blanks and query.per_pod and query.aggregation in ("min", "max") \
             and not settings.exporter.virtual_gpus:
-        result = replace(result, notes=result.notes + (NAMED_EXTREME,))
+        result = replace(result, notes=result.notes + ((NAMED_EXTREME,) if alarm else (NAMED_EXTREME_LINE,)))
     if layout.instances and _pods_counters_added(result, catalog, settings):
         result = replace(result, notes=result.notes + (WHOLE_COPIES_COUNTED,))
     if layout.instances and POD_DIMENSION in result.dims \
@@ -1114,6 +1114,12 @@ NAMED_SHARE = ("a pod holding a GPU that pods share by time-slicing or MPS, whic
 NAMED_EXTREME = ("a pod the exporter names in turn with the other pods of a GPU they share (without "
                  "KUBERNETES_VIRTUAL_GPUS) reads only the scrapes naming it: a reading named under another of them "
                  "does not count for it, where the rule judges every pod sharing the GPU")
+# The same on a widget's line of a pod's largest or smallest reading: Grafana's per-pod panel gives a GPU's reading to
+# every pod a scrape within its look-back named on it (tests/unit/test_pod_extreme_widget.py, a strict xfail).
+NAMED_EXTREME_LINE = ("a pod's largest or smallest reading, where the exporter names a GPU pods share (without "
+                      "KUBERNETES_VIRTUAL_GPUS) under one of them at a time, reads only the scrapes naming the pod: a "
+                      "reading named under another of them does not count for it, where Grafana's panel reads it for "
+                      "every pod sharing the GPU")
 
 
 # A pod's total per scrape (_pod_total, OTel) where the exporter names a shared GPU under one of its pods at a time
