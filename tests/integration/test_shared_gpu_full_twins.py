@@ -30,6 +30,12 @@ NODE = "ip-10-4-2-9.ec2.internal"
 FIELDS = ("DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_UTIL")
 ONCE, TWICE = (21,), (21, 22)  # the scrapes at 600 MiB free: one (named under ml/right), two (one under each pod)
 ENDS = range(11 * 60 + 15, 15 * 60, 60)  # evaluations 11:15 to 14:15: every low reading within the last 5 minutes
+# The node's exporter pod as service discovery shows it (the agent's job keeps it and names its node)
+EXPORTER_POD = {"__address__": "10.4.2.9:9400", "__meta_kubernetes_namespace": "gpu-operator",
+                "__meta_kubernetes_pod_name": "nvidia-dcgm-exporter-p7x2q", "__meta_kubernetes_pod_node_name": NODE,
+                "__meta_kubernetes_pod_container_port_number": "9400",
+                "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
+                "__meta_kubernetes_pod_label_controller_revision_hash": "5b7c9d8f6e"}
 
 
 def _pod(k: int) -> str:
@@ -49,12 +55,7 @@ def _alarmed(pipeline: str, low: tuple[int, ...], tmp_path_factory) -> dict[int,
     files, _ = built_with(tmp_path_factory.mktemp(f"shared-full-{pipeline}"), {}, FIELDS,
                           settings=f"agent:\n  pipeline: {pipeline}\n")
     config, job = agent_config(files[AGENT_FILE])
-    target = discovered(job, {"__address__": "10.4.2.9:9400", "__meta_kubernetes_namespace": "gpu-operator",
-                              "__meta_kubernetes_pod_name": "nvidia-dcgm-exporter-p7x2q",
-                              "__meta_kubernetes_pod_node_name": NODE,
-                              "__meta_kubernetes_pod_container_port_number": "9400",
-                              "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
-                              "__meta_kubernetes_pod_label_controller_revision_hash": "5b7c9d8f6e"})
+    target = discovered(job, EXPORTER_POD)
     points = Agent(config, job).run([Scrape(float(k * STEP), _payload(k, low), target) for k in range(STEPS)])
     request = alarm_request(files, "framebuffer-full")
     return {end: {dict(key)["pod"] for key, state in cloudwatch_eval.alarm(request, points, end).items()

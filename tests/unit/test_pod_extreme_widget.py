@@ -22,6 +22,7 @@ from generator.artifacts import build
 from generator.cloudwatch_query import NAMED_EXTREME_LINE
 from generator.output import encode
 from generator.project import load_project
+from tests.integration.test_shared_gpu_full_twins import EXPORTER_POD, NODE
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import header, notes
@@ -31,7 +32,6 @@ STEP, STEPS = 30, 40  # twenty minutes of 30 s scrapes
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 PAGE = "cloudwatch/dashboards/gpudash-gpu-cluster-peaks.json"
 TITLE = "Largest framebuffer used by pod"
-NODE = "ip-10-4-2-9.ec2.internal"
 PEAK_SCRAPE, PEAK, USUAL = 21, 47_400, 8_000  # scrape 21 (10:30, named under ml/right)
 DASHBOARD = f'''from generator.model import Dashboard, Row
 from generator.panels import per_pod
@@ -65,12 +65,7 @@ def drawn(request, tmp_path_factory) -> tuple[dict[str, bytes], dict[str, dict[f
     (folder / "gpudash.yaml").write_text(f"definitions:\n  dashboards: [dashboards]\nagent:\n  pipeline: {request.param}\n")
     files = encode(build(load_project(folder / "gpudash.yaml")))
     config, job = agent_config(files[AGENT_FILE])
-    target = discovered(job, {"__address__": "10.4.2.9:9400", "__meta_kubernetes_namespace": "gpu-operator",
-                              "__meta_kubernetes_pod_name": "nvidia-dcgm-exporter-p7x2q",
-                              "__meta_kubernetes_pod_node_name": NODE,
-                              "__meta_kubernetes_pod_container_port_number": "9400",
-                              "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
-                              "__meta_kubernetes_pod_label_controller_revision_hash": "5b7c9d8f6e"})
+    target = discovered(job, EXPORTER_POD)
     points = Agent(config, job).run([Scrape(float(k * STEP), _payload(k), target) for k in range(STEPS)])
     (properties,) = [w["properties"] for w in json.loads(json.loads(files[PAGE])["DashboardBody"])["widgets"]
                      if w["type"] == "metric" and w["properties"]["title"].startswith(TITLE)]
