@@ -5,11 +5,17 @@ is named so that the alerts' first group keeps the object name every group had (
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from generator.last_applied import APPLY_LIMIT, encoded_bytes
 from generator.names import prometheus_rule_name
 from generator.project import load_project
 from generator.render.alarms import ALERT_GROUPS, GROUP_BYTES, prometheus_rule_resources, prometheus_rules, \
     size_bounded
+
+GOLDEN_BUILDS = Path(__file__).resolve().parent.parent / "golden" / "builds"
 
 
 def _rule(alarm: str, kind: str, size: int) -> dict:
@@ -74,3 +80,26 @@ def test_the_alerts_keep_their_objects_when_the_rules_shrink():
     none = prometheus_rules((), project.catalog, project.settings)
     assert [(g["name"], g["rules"]) for g in none["groups"] if g["name"].startswith("gpudash-gpu")] == [
         ("gpudash-gpu", []), ("gpudash-gpu-2", []), ("gpudash-gpu-3", [])]
+
+
+@pytest.mark.parametrize("settings_file", [None, "multi-region.yaml"], ids=["one-cluster", "shared-prometheus"])
+def test_every_build_writes_the_same_objects(settings_file):
+    """kubectl apply leaves in the cluster an object the file no longer holds (docs/artifacts.md): whatever a user
+    changes between two builds (alarms all removed, no counter panel, a Prometheus shared between clusters or not),
+    the file names the same PrometheusRules, the ones gpudash can write, each holding its one group."""
+    from dataclasses import replace
+
+    from generator.artifacts import build
+
+    project = load_project(GOLDEN_BUILDS / settings_file if settings_file else None)
+    names = ["gpudash-gpu-alerts", "gpudash-gpu-alerts-2", "gpudash-gpu-alerts-3", "gpudash-counters",
+             "gpudash-clusters"]
+    for variant in (project, replace(project, alarms=()), replace(project, dashboards=(), grafanalib_dashboards=())):
+        objects = build(variant, grafana=False).prometheus_rule_objects
+        assert [o["metadata"]["name"] for o in objects] == names
+        assert [[g["name"] for g in o["spec"]["groups"]] for o in objects] == [
+            ["gpudash-gpu"], ["gpudash-gpu-2"], ["gpudash-gpu-3"], ["gpudash-counters"], ["gpudash-clusters"]]
+    written = {o["metadata"]["name"]: o["spec"]["groups"][0]["rules"] for o in build(project).prometheus_rule_objects}
+    assert bool(written["gpudash-clusters"]) == bool(settings_file) and written["gpudash-counters"]
+    bare = build(replace(project, dashboards=(), grafanalib_dashboards=()), grafana=False).prometheus_rule_objects
+    assert [o["spec"]["groups"][0]["rules"] for o in bare][3] == []
