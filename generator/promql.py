@@ -387,7 +387,7 @@ class _Device:
             # pods' copies are their shares, the largest of which was read as the device's value at the blank)
             written = identified(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], _written(gauge)), labels)
             device = f"({own} or on ({_listed(slot)}) ({device} unless on ({_listed(slot)}) {written}))"
-        return self._named_on(metric, extra, keep, slot, device, moved=False)
+        return self._named_on(metric, extra, keep, slot, device, panel=False)
 
     def reads_device(self, metric: str) -> bool:
         """Whether a per-GPU panel reads `metric` as the device's value of each GPU from its own series and its pods'
@@ -479,17 +479,21 @@ class _Device:
         return f"max_over_time({step}[{period[0]}:{self.resolution}]{_offset(period[1])})"
 
     def _named_on(self, metric: str, extra: list[str], keep: tuple[str, ...], slot: tuple[str, ...],
-                  device: str, moved: bool = True) -> str:
+                  device: str, panel: bool = True) -> str:
         """Each pod (and what else `keep` holds) a scrape within the lookback named on a GPU instance (`slot`), once,
         with `device`'s reading of that GPU instance (one series per `slot`), the node's spellings and the index of the
-        copy read (the node coalesced after). `moved` (panels): a pod named on another node since is left out of the
-        node it left (_naming_targets); a rule's steps (_stepped) keep it there for the lookback (its size and cost:
-        the default PrometheusRule would pass what client-side `kubectl apply` takes)."""
+        copy read (the node coalesced after). No pod is on a GPU whose latest scrape named none (idle_gpus; a rule's
+        steps, not `panel`, in the form read at a step of a subquery). `panel`: a pod named on another node since is
+        left out of the node it left (_naming_targets); a rule's steps (_stepped) keep it there for the lookback where
+        no scrape found its GPU idle (its size and cost at each step: the default PrometheusRule would pass what
+        client-side `kubectl apply` takes)."""
         named = _raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])")
-        if moved:
-            targets = _listed((*self._pod_keys(), *COPY_LABELS))
-            named = f"({named} and on ({targets}) {self._naming_targets(metric)})"
-        named = identified(named, self.labels)
+        if panel:
+            named = f"{named} and on ({_listed((*self._pod_keys(), *COPY_LABELS))}) {self._naming_targets(metric)}"
+        held = _listed(held_labels(self.labels))
+        idle = idle_gpus(metric, self.unscoped, self.pod, held,
+                         None if panel else f"{_seconds(self.lookback) // LABEL_LOOKBACK_SCRAPES}s")
+        named = identified(f"({named} unless on ({held}) {idle})", self.labels)
         spellings = _listed(self.labels.node_sources)
         return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
 
@@ -509,7 +513,7 @@ class _Device:
         named = _raw(metric, self.unscoped, [f'{self.pod}!=""'], sample_time(self.lookback, self.resolution))
         times = f"max by ({_listed((*self._pod_keys(), *COPY_LABELS))}) ({named})"
         margin = 1.5 * _seconds(self.resolution)
-        return f"({times} >= on ({keys}) group_left () (max by ({keys}) ({times}) - {margin:g}))"
+        return f"({times} >= on ({keys}) group_left () (max by ({keys}) ({named}) - {margin:g}))"
 
     def _read(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
               any_pod: list[str], counting: bool = False, served: bool = False) -> tuple[str, str]:
@@ -558,6 +562,37 @@ class _Device:
         if served and not counting:
             late = f"(({late}) unless {_superseded(labels, self.lookback, self.resolution)})"
         return tier("{0}", True, None), tier(late, False, self.lookback)
+
+
+
+def held_labels(labels: Labels) -> tuple[str, ...]:
+    """The labels naming a GPU instance of one scrape target (idle_gpus): the target's, the GPU's UUID and index, its
+    MIG instance."""
+    return (labels.cluster, *COPY_LABELS, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
+            *INSTANCE_IDENTITY)
+
+
+def idle_gpus(metric: str, branches: list[list[str]], pod: str, held: str, scrape: str | None = None) -> str:
+    """The GPU instances of each scrape target (`held`: the labels naming one) whose latest scrape named no pod on them.
+    An exporter writes a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods'
+    copies are of one scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of
+    its node read the GPU it left beside its new one for the look-back (310 W for 250, 2 GPUs for 1:
+    test_pod_moved_gpu), as did a pod that ended. A GPU pods share by time-slicing, which an exporter names under one
+    of them per scrape, always names one; a failed scrape leaves no GPU idle. Panels (no `scrape`): a series of `metric`
+    without a pod (`pod` its label) read now, newer than any naming one read now (Prometheus marks the others stale at
+    the scrape that no longer writes them; where it wrote no staleness marker, a backfill or a restart, the instant
+    selector reads their older samples). A rule's steps (`scrape`, the scrape interval): one written within the last
+    interval and none naming one, without timestamp(), which Prometheus before 2.47 seeks anew at each step of a
+    subquery (the idle rule's CPU 0.284 -> 0.652 s an evaluation at 33 GPUs; so 0.322): a scrape a little early reads
+    the one before it in the interval too, and finds the GPU idle only from the next step (on live scrapes every 0.5 s
+    the panels read 310 W for 250 at such a step)."""
+    if scrape is not None:
+        unnamed, named = (_raw(metric, branches, [f'{pod}{op}'], f"present_over_time({{}}[{scrape}])")
+                          for op in ('=""', '!=""'))
+        return f"({unnamed} unless on ({held}) {named})"
+    unnamed, named = (f"max by ({held}) ({_raw(metric, branches, [f'{pod}{op}'], 'timestamp({})')})"
+                      for op in ('=""', '!=""'))
+    return f"({unnamed} > ({named} or {unnamed} * 0))"
 
 
 LATEST = "{0} < " + BLANK_FLOOR  # a gauge's latest sample, blanks left out (_gauge_form)
@@ -2634,14 +2669,20 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     gpu) group_left ()`), once per pod, then the query's aggregation per pod. A time-sliced GPU an
     exporter without KUBERNETES_VIRTUAL_GPUS names under one pod per scrape shows its whole rate under each pod a
     scrape of the window named, not only where the pod's own copies hold two readings in it; a pod holding several
-    MIG instances of a GPU counts the GPU once."""
+    MIG instances of a GPU counts the GPU once. A GPU whose latest scrape named no pod holds none (idle_gpus), as in
+    the gauge panels beside it: a pod recreated on another GPU of its node read the idle GPU it left too (212.5 W for
+    107.5: test_pod_moved_gpu); a pod moved to another node whose GPU another pod took at once still reads it for the
+    window (no _Device._naming_targets here)."""
     slot = (*(("cluster",) if "cluster" in keys else ()), "node", "gpu")
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace")))
     rates = expression(replace(query, by=slot, aggregation="max"), labels, catalog, unscoped, rate_window=window,
                        resolution=resolution)
     on = _listed(label_name(k, labels) for k in slot)
-    named = identified(_raw(query.metric, scope.matchers(labels), [f'{labels.pod}!=""'],
-                            f"present_over_time({{}}[{window}])"), labels)
+    # a GPU whose latest scrape named no pod holds none (idle_gpus), as in the gauge panels beside it
+    held = _listed(held_labels(labels))
+    idle = idle_gpus(query.metric, unscoped.matchers(labels), labels.pod, held)
+    scoped = _raw(query.metric, scope.matchers(labels), [f'{labels.pod}!=""'], f"present_over_time({{}}[{window}])")
+    named = identified(f"({scoped} unless on ({held}) {idle})", labels)
     gpu = (labels.cluster, GPU_LABEL, "gpu")
     # each GPU a pod was named on (by its UUID, whichever node spelling the copy naming it carries) under the node the
     # rates name it by (gpu_names: the same names, read from the same copies)
@@ -2696,7 +2737,7 @@ def named_within_note(scrape_seconds: int, own_share: bool = False, count: bool 
             f"the pod on{each}: a GPU pods share by time-slicing or MPS, which an exporter without "
             f"KUBERNETES_VIRTUAL_GPUS names under one of them per scrape (not always the same one), shows under each "
             f"pod so named, and a pod that left a GPU shows on it for up to {window} s after the last scrape that "
-            f"named it.")
+            f"named it while the GPU's scrapes name another pod (none: the GPU is idle, and no pod shows on it).")
 
 
 def counted_within_note(scrape_seconds: int) -> str:

@@ -17,6 +17,7 @@ from ..model import Dashboard, Panel, Query, Row, layout
 from ..names import WATCHED_CLUSTER, grafana_uid
 from ..plain import plain_data
 from ..promql_parens import fewest_parens
+from ..promql_text import packed
 from ..promql import (COST_NOTE, Scope, copies_note, counted_within_note, expression, gpus_named, group_keys,
                       label_lookback, label_name, legend, memory_share_note, named_pods_looked_back, named_within_note,
                       over_note, presence, reads_copies_per_step, reads_recording, recording_note, with_cluster)
@@ -327,9 +328,10 @@ def _query_texts(query: Query, catalog: Catalog, settings: Settings) -> tuple[st
             query = with_cluster(query)  # a node or pod name may repeat in another cluster
         expr = expression(query, settings.labels, catalog, variable_scope(settings),
                           resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
-        # gpudash's own PromQL without the parentheses its tree does not need (Prometheus 2.x's CPU per refresh); a
-        # user's raw PromQL as written
-        texts = answers[key] = (expr if query.raw_promql else fewest_parens(expr), legend(query, settings.labels))
+        # gpudash's own PromQL without the parentheses its tree does not need (Prometheus 2.x's CPU per refresh), packed
+        # (a dashboard's ConfigMap fits what client-side kubectl apply takes); a user's raw PromQL as written
+        texts = answers[key] = (expr if query.raw_promql else packed(fewest_parens(expr)),
+                                 legend(query, settings.labels))
     return texts
 
 

@@ -33,6 +33,7 @@ from generator.project import load_project
 from generator.lint.runner import lint_project
 from generator.model import Dashboard, Panel, Query, Row
 from generator.panels import fleet_stat, per_gpu, per_pod
+from generator.promql_text import packed
 from generator.render import grafana as grafana_render
 from generator.resources import default_counters
 from tests.support import cloudwatch_eval
@@ -457,7 +458,8 @@ def test_grafana_says_mig_gpus_are_left_out_of_a_share_it_cannot_weigh(tmp_path)
     csv.write_text("".join(line for line in default_counters().read_text().splitlines(keepends=True)
                            if not line.startswith("DCGM_FI_DEV_FB_FREE")) + EXTRA)
     panel = _panel(load_project(None, csv), "DEV_FB_USED_PERCENT")
-    assert 'GPU_I_ID=""' in panel["targets"][0]["expr"] and 'GPU_I_ID!=""' not in panel["targets"][0]["expr"]
+    expr = panel["targets"][0]["expr"]  # packed (promql_text): its plain strings single-quoted
+    assert packed('GPU_I_ID=""') in expr and packed('GPU_I_ID!=""') not in expr
     assert "GPUs split into MIG instances are left out" in panel["description"]
 
 

@@ -6,10 +6,7 @@ the one scrape's count, 1 at every other period (COUNT_MOST_ONE_SCRAPE)."""
 
 from __future__ import annotations
 
-import itertools
 import math
-import threading
-import time
 
 import pytest
 
@@ -18,8 +15,8 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import LABEL_LOOKBACK_SCRAPES
-from tests.support.prometheus_server import Prometheus, duration, scraped_every
-from tests.support.replay_exporter import ReplayExporter
+from tests.support.live_scrapes import scraped
+from tests.support.prometheus_server import scraped_every
 
 SCRAPES = 14
 INTERVAL = 0.5
@@ -38,39 +35,22 @@ def _payload(scrape: int) -> str:
 
 
 def test_a_pod_named_in_turn_on_a_gpu_beside_its_own_counts_two_at_every_step(tmp_path):
-    count_served = itertools.count()
-    served = [0]
-    lock = threading.Lock()
-
-    def script() -> str:
-        with lock:
-            scrape = next(count_served)
-            served[0] = scrape + 1
-        return _payload(scrape)
-
     (tmp_path / "project").mkdir()
     (tmp_path / "prometheus").mkdir()
     (tmp_path / "project" / "gpudash.yaml").write_text("")
     project = load_project(tmp_path / "project" / "gpudash.yaml")
     (target,) = [p["targets"][0] for d in grafana_dashboards(project) for p in d.model["panels"]
                  if p.get("title") == "Pods on GPUs"]
-    with ReplayExporter(script) as exporter:
-        config = {"global": {"scrape_interval": duration(INTERVAL)}, "scrape_configs": [{
-            "job_name": "dcgm", "static_configs": [{"targets": [exporter.address]}]}]}
-        with Prometheus(tmp_path / "prometheus", config) as prometheus:
-            deadline = time.monotonic() + 120
-            while served[0] < SCRAPES:
-                assert time.monotonic() < deadline, f"{served[0]} scrapes in 120 s"
-                time.sleep(0.2)
-            prometheus.stop_scraping()
-            times = sorted(float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_UTIL[10m]")
-                           for at, _ in series["values"])
-            window = LABEL_LOOKBACK_SCRAPES * INTERVAL
-            start = math.floor(times[0] / INTERVAL) * INTERVAL + window + INTERVAL / 2
-            count = int((times[-1] - start) // INTERVAL) + 1
-            expr = interpolate(scraped_every(target["expr"], 30, INTERVAL),
-                               variables({}, ("namespace", "pod", "node", "gpu")))
-            read = {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
-                    for at, result in prometheus.query_at(expr, start, count, INTERVAL).items()}
+    with scraped(tmp_path / "prometheus", _payload, SCRAPES, INTERVAL) as prometheus:
+        times = sorted(float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_UTIL[10m]")
+                       for at, _ in series["values"])
+        window = LABEL_LOOKBACK_SCRAPES * INTERVAL
+        start = math.floor(times[0] / INTERVAL) * INTERVAL + window + INTERVAL / 2
+        count = int((times[-1] - start) // INTERVAL) + 1
+        expr = interpolate(scraped_every(target["expr"], 30, INTERVAL),
+                           variables({}, ("namespace", "pod", "node", "gpu")))
+        read = {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+                for at, result in prometheus.query_at(expr, start, count, INTERVAL).items()}
     assert count >= 4, count
-    assert all(shown == {"Pod ml/a": 2.0, "Pod ml/b": 1.0} for shown in read.values()), read
+    wrong = {at: shown for at, shown in read.items() if shown != {"Pod ml/a": 2.0, "Pod ml/b": 1.0}}
+    assert not wrong, (wrong, times)  # the steps read otherwise, and the scrapes (a late one shows here)

@@ -1,20 +1,29 @@
 """A pod recreated on the same node on another GPU (a StatefulSet's pod keeps its name; the device plugin may hand it
-another GPU) reads the GPU it left beside its new one for the look-back: the same wrong numbers 378d1347 mended for a
-pod that moved to another node (test_pod_moved_node), where _Device._naming_targets keeps, per pod, the scrape targets
-that named it lately; here both GPUs are on one target, so both stay. Found by R3 (s36): one scrape after the move
-'Power draw of each pod's GPUs' 310 W where its GPU draws 250, 'GPU utilization by pod' 35 % for 70, 'SM clock by pod'
-905 for 1600 MHz, 'Pods on GPUs' 2 GPUs for 1. Strict xfails until a fix (a time-sliced GPU's pods, named in turn on
-one GPU, must keep theirs). Same data as test_pod_moved_node, ml/mover's new GPU on node a (GPU 0) instead of node c."""
+another GPU) is read on its new GPU alone. It read the GPU it left beside its new one for the look-back (found by R3,
+s36): one scrape after the move 'Power draw of each pod's GPUs' 310 W where its GPU draws 250, 'GPU utilization by pod'
+35 % for 70, 'SM clock by pod' 905 for 1600 MHz, 'Pods on GPUs' 2 GPUs for 1: _Device._naming_targets keeps, per pod,
+the scrape targets that named it lately (test_pod_moved_node), and both GPUs are on one target. Now a GPU whose latest
+scrape named no pod holds none (_Device._idle); a GPU pods share, named under one of them per scrape, always names one.
+Same data as test_pod_moved_node, ml/mover's new GPU on node a (GPU 0) instead of node c."""
 
 from __future__ import annotations
 
 import functools
+import math
 
 import pytest
 
-from tests.integration.test_pod_moved_node import BUSY, IDLE, MODEL, MOVE, PANELS, SCRAPE, SCRAPES, openmetrics, \
-    shown, truth
-from tests.support.prometheus_server import backfilled_fixture
+from generator.artifacts import grafana_dashboards
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from generator.promql import LABEL_LOOKBACK_SCRAPES
+from tests.integration.test_pod_moved_node import BUSY, IDLE, MODEL, MOVE, OFFSET, PANELS, SCRAPE, SCRAPES, \
+    openmetrics, rule_reading, shown, truth
+from tests.support.counter_truth import stepped_rate
+from tests.support.live_scrapes import scraped
+from tests.support.projects import bundled_panel
+from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros, scraped_every
 
 
 def gpus(k: int) -> list[tuple[str, str, tuple[str, str] | None, dict]]:
@@ -27,13 +36,136 @@ def gpus(k: int) -> list[tuple[str, str, tuple[str, str] | None, dict]]:
 
 
 backfilled = backfilled_fixture("pod-moved-gpu", functools.partial(openmetrics, gpus=gpus), SCRAPES * SCRAPE, SCRAPE)
-WRONG = pytest.mark.xfail(strict=True, reason="a pod moved to another GPU of its node reads both for the look-back")
 
 
-@pytest.mark.parametrize("k", [MOVE - 1, pytest.param(MOVE + 1, marks=WRONG), pytest.param(MOVE + 2, marks=WRONG),
-                               MOVE + 4])
+@pytest.mark.parametrize("k", [MOVE - 1, MOVE + 1, MOVE + 2, MOVE + 4])
 @pytest.mark.parametrize("title", sorted(PANELS))
 def test_a_pod_that_moved_to_another_gpu_of_its_node_is_read_on_its_new_gpu_alone(backfilled, title, k):
     prometheus, start = backfilled
     at = start + k * SCRAPE + 25
     assert shown(prometheus, title, at, {}) == truth(title, k)
+
+
+LIVE_SCRAPES, LIVE_MOVE, INTERVAL = 16, 8, 0.5  # ml/mover holds GPU 0 instead of GPU 1 from scrape LIVE_MOVE on
+LIVE_PANELS = {"Power draw of each pod's GPUs": "power", "Pods on GPUs": None}
+
+
+def _live_payload(scrape: int) -> str:
+    """node n1's exporter (without KUBERNETES_VIRTUAL_GPUS) at answer `scrape`: ml/mover recreated on GPU 0 at
+    LIVE_MOVE (GPU 1 idle from then on: written without a pod, as dcgm-exporter writes a GPU no pod holds), GPU 2
+    time-sliced by ml/stay and ml/turn, named under one of them per answer."""
+    moved = scrape >= LIVE_MOVE
+    gpus = [(0, "mover" if moved else None, BUSY["mover-c"] if moved else IDLE),
+            (1, None if moved else "mover", IDLE if moved else BUSY["mover-a"]),
+            (2, ("stay", "turn")[scrape % 2], BUSY["stay"])]
+    lines = []
+    for metric, key in (("DCGM_FI_DEV_POWER_USAGE", "power"), ("DCGM_FI_DEV_GPU_TEMP", "temp")):
+        lines.append(f"# TYPE {metric} gauge")
+        for gpu, pod, readings in gpus:
+            named = f',container="main",namespace="ml",pod="{pod}"' if pod else ""
+            lines.append(f'{metric}{{gpu="{gpu}",UUID="GPU-n1-{gpu}",device="nvidia{gpu}",{MODEL},Hostname="n1"'
+                         f'{named}}} {readings[key]}')
+    return "\n".join(lines) + "\n"
+
+
+def _live_truth(title: str, scrape: int) -> dict[str, float]:
+    """What the panel shows after answer `scrape`: ml/mover on the GPU that answer named it on, the time-sliced GPU
+    whole under each of its pods (both named within the look-back)."""
+    mover = BUSY["mover-c" if scrape >= LIVE_MOVE else "mover-a"]
+    key = LIVE_PANELS[title]
+    value = (lambda readings: float(readings[key])) if key else (lambda readings: 1.0)
+    return {"Pod ml/mover": value(mover), "Pod ml/stay": value(BUSY["stay"]), "Pod ml/turn": value(BUSY["stay"])}
+
+
+def test_a_pod_moved_to_another_gpu_of_its_node_on_live_scrapes(tmp_path):
+    """The same move on a real Prometheus scraping every half second, as it stores live scrapes: the series of a GPU
+    that changed hands marked stale at the answer that no longer writes them. ml/mover reads its new GPU alone at
+    every step from the first scrape naming it there (it read the idle GPU it left beside it for the look-back: 310 W
+    for 250, 2 GPUs for 1), while a GPU two pods share, named under one of them per scrape, stays whole under both."""
+    (tmp_path / "project").mkdir()
+    (tmp_path / "prometheus").mkdir()
+    (tmp_path / "project" / "gpudash.yaml").write_text("")
+    panels = {p["title"]: p["targets"][0] for d in grafana_dashboards(load_project(tmp_path / "project" / "gpudash.yaml"))
+              for p in d.model["panels"] if p.get("title") in LIVE_PANELS}
+    with scraped(tmp_path / "prometheus", _live_payload, LIVE_SCRAPES, INTERVAL) as prometheus:
+        scrapes = sorted({float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")
+                          for at, _ in series["values"]})
+        step = INTERVAL / 2  # steps of whole milliseconds (Prometheus answers in them)
+        start = math.floor(scrapes[0] / step) * step + LABEL_LOOKBACK_SCRAPES * INTERVAL + step / 2
+        count = int((scrapes[-1] - start) // step) + 1
+        read = {}
+        for title, target in panels.items():
+            expr = interpolate(scraped_every(target["expr"], 30, INTERVAL),
+                               variables({}, ("namespace", "pod", "node", "gpu")))
+            read[title] = {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
+                                for s in result} for at, result in prometheus.query_at(expr, start, count, step).items()}
+    assert len(scrapes) >= LIVE_SCRAPES and count >= 10, (len(scrapes), count)
+    wrong = {(title, at): (shown, _live_truth(title, sum(t <= at for t in scrapes) - 1))
+             for title, steps in read.items() for at, shown in steps.items()
+             if shown != _live_truth(title, sum(t <= at for t in scrapes) - 1)}
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("k", [MOVE - 1, MOVE + 2, MOVE + 3, MOVE + 5])
+def test_a_per_pod_rule_reads_a_pod_moved_to_another_gpu_of_its_node_on_its_new_gpu_alone(backfilled, k):
+    """A per-pod alert rule reads the pods a scrape within the look-back named at each step of its period, as the
+    panels do: once the period holds only steps after the pod's first scrape on its new GPU, the pod's sum is that
+    GPU's 250 W (it read the idle GPU it left beside it: 310 W, past a level of 280 where the pod draws 250)."""
+    prometheus, start = backfilled
+    mover = BUSY["mover-c" if k > MOVE else "mover-a"]["power"]
+    assert rule_reading(prometheus, start + k * SCRAPE + 25) == {"ml/mover": mover, "ml/stay": BUSY["stay"]["power"]}
+
+
+ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+RATE_WINDOW = 4 * SCRAPE  # Grafana's $__rate_interval at a 30 s step: four scrape intervals
+
+
+def energy(k: int) -> dict[str, int]:
+    """Each GPU's energy counter (mJ, by UUID) after scrape k: its power at each scrape for a scrape interval."""
+    total: dict[str, int] = {}
+    for j in range(k + 1):
+        for _, device, _, readings in gpus(j):
+            uuid = device.split('UUID="')[1].split('"')[0]
+            total[uuid] = total.get(uuid, 0) + readings["power"] * SCRAPE * 1000
+    return total
+
+
+def energy_openmetrics(start: int) -> str:
+    """The story's energy counters as the exporter writes them: each GPU's series under the pod its scrape names."""
+    lines = []  # no TYPE line: the samples keep the name the exporter serves (an OpenMetrics counter ends in _total)
+    rows: dict[str, list[str]] = {}
+    for k in range(SCRAPES):
+        for node, device, pod, _ in gpus(k):
+            labels = device + (f',container="main",namespace="{pod[0]}",pod="{pod[1]}"' if pod else "")
+            labels += f',instance="10.0.0.{ord(node)}:9400",job="gpu-metrics"'
+            uuid = device.split('UUID="')[1].split('"')[0]
+            rows.setdefault(labels, []).append(f"{ENERGY}{{{labels}}} {energy(k)[uuid]} "
+                                               f"{start + k * SCRAPE + OFFSET[node]}")
+    return "\n".join(lines + [line for samples in rows.values() for line in samples] + ["# EOF"]) + "\n"
+
+
+energy_backfilled = backfilled_fixture("pod-moved-gpu-energy", energy_openmetrics, SCRAPES * SCRAPE, SCRAPE)
+
+
+@pytest.mark.parametrize("k", [MOVE - 1, MOVE + 1, MOVE + 2, MOVE + 5])
+def test_a_pod_moved_to_another_gpu_of_its_node_reads_its_new_gpus_energy_rate_alone(energy_backfilled, k):
+    """The energy rate panel beside the gauges reads each GPU a scrape within its window named the pod on, with the GPU's
+    rate over the window (whatever pod its scrapes named), less the GPUs a scrape found idle since, as the gauges: after
+    the move ml/mover reads GPU 0's rate alone (it read the idle GPU it left too, 60 W more)."""
+    prometheus, start = energy_backfilled
+    at = start + k * SCRAPE + 25
+    target = bundled_panel("Energy use rate of each pod's GPUs")["targets"][0]
+    expr = interpolate(counted_inline(target["expr"], load_project()), {
+        **range_macros(f"{SCRAPES * SCRAPE}s"), "__interval": f"{SCRAPE}s", "__rate_interval": f"{RATE_WINDOW}s",
+        **variables({}, ("namespace", "pod", "node", "gpu"))})
+    shown = {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 6)
+             for s in prometheus.query(expr, at=at)}
+
+    def rate(uuid: str) -> float:
+        """The GPU's rate over the window as its recording reads it: at the steps of its group's interval (the scrape
+        interval's multiples), the window's steps each reading the samples since the step before."""
+        samples = [(start + j * SCRAPE + OFFSET["a" if "-a-" in uuid else "c"], energy(j)[uuid]) for j in range(SCRAPES)]
+        last = at - at % SCRAPE
+        return round(stepped_rate(samples, last - RATE_WINDOW, last), 6)  # mJ/s: the panel is in mW
+    mover = rate("GPU-a-0") if k > MOVE else rate("GPU-a-1")
+    assert shown == {"Pod ml/mover": mover, "Pod ml/stay": rate("GPU-c-1")}

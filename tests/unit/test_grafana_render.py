@@ -11,6 +11,7 @@ from generator.lint.grafana_rules import RULES
 from tests.support.lint_input import lint_input
 from generator.lint.promql_checks import parse, query_selectors
 from generator.project import load_project
+from generator.promql_text import packed
 
 
 def _dashboards(config=None, csv=None):
@@ -66,9 +67,9 @@ def test_by_pod_panels_group_by_pod_with_pod_legends():
     assert len(series_panels) >= 10
     for panel, target in series_panels:
         # a share of memory per pod is the pod's sums' ratio (promql.pooled)
-        assert target["expr"].startswith(("avg by (namespace, pod) (", "sum by (namespace, pod) (",
-                                          "(sum by (namespace, pod) (")), panel["title"]
-        assert 'pod!=""' in target["expr"], panel["title"]
+        assert target["expr"].startswith(tuple(map(packed, ("avg by (namespace, pod) (", "sum by (namespace, pod) (",
+                                                            "(sum by (namespace, pod) (")))), panel["title"]
+        assert packed('pod!=""') in target["expr"], panel["title"]
         assert target["legendFormat"] == "Pod {{namespace}}/{{pod}}", panel["title"]
         assert panel["options"]["legend"]["showLegend"] is True
 
@@ -105,7 +106,7 @@ def test_old_namespace_pod_labels_are_a_setting(project_dir):
     by_pod = models["gpudash-by-pod"]
     legends = {t["legendFormat"] for p, t in _targets(by_pod) if p["type"] == "timeseries"}
     assert legends == {"Pod {{pod_namespace}}/{{pod_name}}"}
-    assert all('pod_name!=""' in t["expr"] and "by (pod_namespace, pod_name)" in t["expr"]
+    assert all(packed('pod_name!=""') in t["expr"] and packed("by (pod_namespace, pod_name)") in t["expr"]
                for p, t in _targets(by_pod) if p["type"] == "timeseries")
     variables = {v["name"]: v for v in by_pod["templating"]["list"]}
     assert variables["pod"]["query"].endswith(", pod_name)")
@@ -142,6 +143,7 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
             for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', 'node=~"$node"', *zip(by_name, scoped),
                             'gpu=~"$gpu"'):
                 forms = (matcher if named else matcher[1:]) if isinstance(matcher, tuple) else (matcher,)
+                forms = tuple(map(packed, forms))  # the panels' text (render.grafana: packed)
                 assert any(form in target["expr"] for form in forms), (panel["title"], matcher)
         for variable in model["templating"]["list"][1:]:
             assert variable["datasource"]["uid"] == "${datasource}"
@@ -173,16 +175,17 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # seconds, per GPU (its UUID, gpudash_gpu, and MIG instance); then each GPU named by one node (gpudash_gpu joined
     # to a name), the GPUs that stood under one node and index added up, then the GPU's instances, then the outer
     # grouping
-    recording = ("(sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase{gpu=~\"$gpu\"}[$__rate_interval]) "
-                 "/ (sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds{gpu=~\"$gpu\"}"
-                 "[$__rate_interval]) > 0) and on (")
-    assert replay.startswith("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join(sum by (cluster, "
-                             "node, gpu, GPU_I_ID, GPU_I_PROFILE) (max by (cluster, gpudash_gpu, gpu, GPU_I_ID, "
-                             "GPU_I_PROFILE) " + recording)
+    recording = packed("(sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase{gpu=~\"$gpu\"}"
+                       "[$__rate_interval]) / (sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds"
+                       "{gpu=~\"$gpu\"}[$__rate_interval]) > 0) and on (")
+    assert replay.startswith(packed("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join(sum by "
+                                    "(cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (max by (cluster, gpudash_gpu, gpu, "
+                                    "GPU_I_ID, GPU_I_PROFILE) ") + recording)
     # the GPUs a copy of which the pod and namespace variables select has a sample within the window
-    assert (' and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_REPLAY_'
-            'COUNTER{namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]), "gpudash_gpu"') in replay
-    assert ' + on (cluster, gpudash_gpu, gpu) group_left (node) 0 * topk by (cluster, gpudash_gpu, gpu) (1, ' in replay
+    assert packed(' and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
+                  'REPLAY_COUNTER{namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]), "gpudash_gpu"') in replay
+    assert packed(' + on (cluster, gpudash_gpu, gpu) group_left (node) 0 * topk by (cluster, gpudash_gpu, gpu) (1, ') \
+        in replay
     assert "rate(" not in replay and replay.count(recording) == 1
     # the rules file records both series of each counter a rate panel reads, at the scrape interval
     (group,) = [g for g in build(project).prometheus_rules["groups"] if g["name"] == "gpudash-counters"]
@@ -192,12 +195,16 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # panels read it (its recording), joined on the GPU
     by_pod = [t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if ":step_increase" in t["expr"]]
     assert by_pod and all("sum_over_time(gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_increase{" in e
-                          and "namespace, pod, UUID" not in e and "rate(" not in e for e in by_pod)
+                          and packed("namespace, pod, UUID") not in e and "rate(" not in e for e in by_pod)
     # each GPU once per pod by its UUID (gpudash_gpu), under the node its rate is named by: an upgrade renaming the
     # node makes no second GPU
-    assert all(e.startswith("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) ((max by (cluster, "
-                            "gpudash_gpu, gpu, namespace, pod) (label_replace(label_join(present_over_time(")
-               and " * 0 + on (node, gpu) group_left () max by (node, gpu) (" in e for e in by_pod)
+    # (less the GPUs a scrape found idle: promql.idle_gpus)
+    assert all(e.startswith(packed("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) ((max by "
+                                   "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join(("
+                                   "present_over_time("))
+               and packed(" unless on (cluster, instance, job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) max by (cluster, "
+                          "instance, job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (timestamp(") in e
+               and packed(" * 0 + on (node, gpu) group_left () max by (node, gpu) (") in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
     # whether a scrape of it named the pod: promql.label_lookback, or whether a copy has a sample taken within the last
