@@ -19,7 +19,7 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import LABEL_LOOKBACK_SCRAPES
 from tests.integration.test_pod_moved_node import BUSY, IDLE, MODEL, MOVE, OFFSET, PANELS, SCRAPE, SCRAPES, \
-    openmetrics, rule_reading, shown, truth
+    handed_over, openmetrics, rule_reading, shown, truth
 from tests.support.counter_truth import stepped_rate
 from tests.support.live_scrapes import scraped
 from tests.support.projects import bundled_panel
@@ -120,31 +120,54 @@ ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 RATE_WINDOW = 4 * SCRAPE  # Grafana's $__rate_interval at a 30 s step: four scrape intervals
 
 
-def energy(k: int) -> dict[str, int]:
-    """Each GPU's energy counter (mJ, by UUID) after scrape k: its power at each scrape for a scrape interval."""
+def energy(k: int, story=gpus) -> dict[str, int]:
+    """Each GPU's energy counter (mJ, by UUID) after scrape k of `story`: its power at each scrape for an interval."""
     total: dict[str, int] = {}
     for j in range(k + 1):
-        for _, device, _, readings in gpus(j):
+        for _, device, _, readings in story(j):
             uuid = device.split('UUID="')[1].split('"')[0]
             total[uuid] = total.get(uuid, 0) + readings["power"] * SCRAPE * 1000
     return total
 
 
-def energy_openmetrics(start: int) -> str:
+def energy_openmetrics(start: int, story=gpus) -> str:
     """The story's energy counters as the exporter writes them: each GPU's series under the pod its scrape names."""
     lines = []  # no TYPE line: the samples keep the name the exporter serves (an OpenMetrics counter ends in _total)
     rows: dict[str, list[str]] = {}
     for k in range(SCRAPES):
-        for node, device, pod, _ in gpus(k):
+        for node, device, pod, _ in story(k):
             labels = device + (f',container="main",namespace="{pod[0]}",pod="{pod[1]}"' if pod else "")
             labels += f',instance="10.0.0.{ord(node)}:9400",job="gpu-metrics"'
             uuid = device.split('UUID="')[1].split('"')[0]
-            rows.setdefault(labels, []).append(f"{ENERGY}{{{labels}}} {energy(k)[uuid]} "
+            rows.setdefault(labels, []).append(f"{ENERGY}{{{labels}}} {energy(k, story)[uuid]} "
                                                f"{start + k * SCRAPE + OFFSET[node]}")
     return "\n".join(lines + [line for samples in rows.values() for line in samples] + ["# EOF"]) + "\n"
 
 
 energy_backfilled = backfilled_fixture("pod-moved-gpu-energy", energy_openmetrics, SCRAPES * SCRAPE, SCRAPE)
+
+
+handed_energy = backfilled_fixture("pod-moved-node-handed-over-energy",
+                                   functools.partial(energy_openmetrics, story=handed_over), SCRAPES * SCRAPE, SCRAPE)
+
+
+def energy_shown(prometheus, at: float) -> dict[str, float]:
+    """The energy rate panel's legends and values at `at`, its window four scrape intervals."""
+    target = bundled_panel("Energy use rate of each pod's GPUs")["targets"][0]
+    expr = interpolate(counted_inline(target["expr"], load_project()), {
+        **range_macros(f"{SCRAPES * SCRAPE}s"), "__interval": f"{SCRAPE}s", "__rate_interval": f"{RATE_WINDOW}s",
+        **variables({}, ("namespace", "pod", "node", "gpu"))})
+    return {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 6)
+            for s in prometheus.query(expr, at=at)}
+
+
+def recorded_rate(start: int, at: float, uuid: str, story=gpus) -> float:
+    """The GPU's rate over the window as its recording reads it: at the steps of its group's interval (the scrape
+    interval's multiples), the window's steps each reading the samples since the step before (mJ/s: the panel is mW)."""
+    samples = [(start + j * SCRAPE + OFFSET["a" if "-a-" in uuid else "c"], energy(j, story)[uuid])
+               for j in range(SCRAPES)]
+    last = at - at % SCRAPE
+    return round(stepped_rate(samples, last - RATE_WINDOW, last), 6)
 
 
 @pytest.mark.parametrize("k", [MOVE - 1, MOVE + 1, MOVE + 2, MOVE + 5])
@@ -154,18 +177,21 @@ def test_a_pod_moved_to_another_gpu_of_its_node_reads_its_new_gpus_energy_rate_a
     the move ml/mover reads GPU 0's rate alone (it read the idle GPU it left too, 60 W more)."""
     prometheus, start = energy_backfilled
     at = start + k * SCRAPE + 25
-    target = bundled_panel("Energy use rate of each pod's GPUs")["targets"][0]
-    expr = interpolate(counted_inline(target["expr"], load_project()), {
-        **range_macros(f"{SCRAPES * SCRAPE}s"), "__interval": f"{SCRAPE}s", "__rate_interval": f"{RATE_WINDOW}s",
-        **variables({}, ("namespace", "pod", "node", "gpu"))})
-    shown = {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 6)
-             for s in prometheus.query(expr, at=at)}
+    mover = recorded_rate(start, at, "GPU-a-0" if k > MOVE else "GPU-a-1")
+    assert energy_shown(prometheus, at) == {"Pod ml/mover": mover, "Pod ml/stay": recorded_rate(start, at, "GPU-c-1")}
 
-    def rate(uuid: str) -> float:
-        """The GPU's rate over the window as its recording reads it: at the steps of its group's interval (the scrape
-        interval's multiples), the window's steps each reading the samples since the step before."""
-        samples = [(start + j * SCRAPE + OFFSET["a" if "-a-" in uuid else "c"], energy(j)[uuid]) for j in range(SCRAPES)]
-        last = at - at % SCRAPE
-        return round(stepped_rate(samples, last - RATE_WINDOW, last), 6)  # mJ/s: the panel is in mW
-    mover = rate("GPU-a-0") if k > MOVE else rate("GPU-a-1")
-    assert shown == {"Pod ml/mover": mover, "Pod ml/stay": rate("GPU-c-1")}
+
+@pytest.mark.parametrize("k", [MOVE - 1, pytest.param(MOVE + 2, marks=pytest.mark.xfail(
+    strict=True, reason="the energy rate panel keeps a pod on the node it left for its window where its GPU went to "
+                        "another pod at once (no _Device._naming_targets in promql._named_rates)")), MOVE + 5])
+def test_the_energy_rate_of_a_pod_that_moved_node_leaving_its_gpu_to_another_pod(handed_energy, k):
+    """test_pod_moved_node's handed-over story (the GPU ml/mover left on node a taken by ml/next at the same scrape, so
+    no scrape finds it idle): after the move ml/mover's energy rate is its new GPU's (node c's GPU 0); the panel reads
+    the GPU it left, ml/next's, beside it for the window (the gauge panels leave it out: _naming_targets)."""
+    prometheus, start = handed_energy
+    at = start + k * SCRAPE + 25
+    rate = functools.partial(recorded_rate, start, at, story=handed_over)
+    mover = rate("GPU-c-0") if k > MOVE else rate("GPU-a-1")
+    assert energy_shown(prometheus, at) == {"Pod ml/mover": mover, "Pod ml/stay": rate("GPU-c-1"),
+                                           **({"Pod ml/next": rate("GPU-a-1")} if k >= MOVE else {})}
+
