@@ -52,7 +52,7 @@ def test_each_dashboard_configmap_fits_client_side_kubectl_apply(build, name, co
 
 
 def test_the_golden_builds_hold_prometheus_rules():
-    assert {build for build, _, _ in RULE_OBJECTS} == {path.name for path in BUILDS.iterdir() if path.is_dir()}
+    assert {build for build, _, _ in RULE_OBJECTS} == {path.parent.name for path in BUILDS.glob("*/manifest.json")}
     assert {"multi-region", "defaults"} <= {build for build, name, _ in RULE_OBJECTS if name == "gpudash-gpu-alerts-2"}
 
 
