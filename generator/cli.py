@@ -119,7 +119,8 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
 def _generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     from .limits import checked_build
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
-                         moved_resources, previous_stacks, renamed_resources, settings_record, turn, write_files)
+                         moved_resources, previous_prometheus_rules, previous_stacks, renamed_resources,
+                         settings_record, turn, write_files)
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
@@ -141,6 +142,10 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         refused_templates = _over_template_quota(artifacts, files)
         previous = sorted(parts.previous) if not check else []
         gone = sorted(set(previous) - set(record["cloudformation"]))
+        rules_written = {(resource["metadata"]["namespace"], resource["metadata"]["name"])
+                         for resource in artifacts.prometheus_rule_objects}
+        rules_gone = [pair for pair in (previous_prometheus_rules(target) if not check else [])
+                      if pair not in rules_written]
         known: Known = {}  # the previous build's files read and found holding their new bytes: not read again
         renamed = renamed_resources(target, artifacts.cloudformation, files, previous, known)
         moved = moved_resources(artifacts.cloudformation, parts) if not check else []
@@ -212,6 +217,16 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                    f"written: a deployed one still declares its dashboards and alarms (a cluster that left, or a "
                    f"part of a cluster now split over fewer templates, whose alarms another template now declares)\n"
                    f"  fix: delete each with `aws cloudformation delete-stack` before deploying the build", err=True)
+    if rules_gone:
+        namespace = rules_gone[0][0]
+        click.echo(f"warning: {shown}: the previous build's PrometheusRules "
+                   f"{first_names([f'{ns}/{name}' for ns, name in rules_gone])} are no longer written: kubectl apply "
+                   f"leaves each in the cluster, its rules evaluated beside the new ones (an alarm removed still "
+                   f"fires; the alert rules fill fewer groups, or the namespace changed: docs/artifacts.md)\n"
+                   f"  fix: `kubectl delete prometheusrule -n {printed.path(namespace)} "
+                   f"{' '.join(printed.path(name) for ns, name in rules_gone if ns == namespace)}`"
+                   f"{' (and the others in their namespaces)' if any(ns != namespace for ns, _ in rules_gone) else ''}",
+                   err=True)
     if moved:
         name, was, now = moved[0]
         click.echo(f"warning: {shown}: {len(moved)} CloudFormation resource(s) move to another stack (first: {name}, "

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 import shutil
 import stat
 import threading
@@ -441,6 +442,24 @@ def previous_stacks(out: Path) -> list[str]:
     record = manifest.get("artifacts") if manifest else None
     stacks = record.get("cloudformation") if isinstance(record, dict) else None
     return [stack for stack in stacks if isinstance(stack, str)] if isinstance(stacks, list) else []
+
+
+
+def previous_prometheus_rules(out: Path) -> list[tuple[str, str]]:
+    """(namespace, name) of each PrometheusRule the build in `out` wrote (its PROMETHEUS_RULE_FILE, each object's
+    metadata keys at two spaces as gpudash writes them), before it is replaced: none when `out` holds no gpudash build
+    or no such file. kubectl apply leaves an object the file no longer holds, so generate names those the new build
+    drops."""
+    if not out.is_dir() or _gpudash_manifest(out / MANIFEST) is None:
+        return []
+    try:
+        text = (out / PROMETHEUS_RULE_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    found = ((re.search(r"^  namespace: (\S+)$", part, re.M), re.search(r"^  name: (\S+)$", part, re.M))
+             for part in re.split(r"^---$", text, flags=re.M))
+    return [(namespace[1], name[1]) for namespace, name in found if namespace and name]
+
 
 
 # A template resource's type: the kind names.logical_id takes, and the property holding its name

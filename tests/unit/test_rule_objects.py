@@ -103,3 +103,51 @@ def test_every_build_writes_the_same_objects(settings_file):
     assert bool(written["gpudash-clusters"]) == bool(settings_file) and written["gpudash-counters"]
     bare = build(replace(project, dashboards=(), grafanalib_dashboards=()), grafana=False).prometheus_rule_objects
     assert [o["spec"]["groups"][0]["rules"] for o in bare][3] == []
+
+
+_COPIES = '''
+"""The bundled alarms and three more copies of each under other ids: alert rules past three groups' worth."""
+import importlib.util
+from dataclasses import replace
+
+_spec = importlib.util.spec_from_file_location("_bundled_alarms", {bundled!r})
+_bundled = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_bundled)
+
+
+def alarms(ctx):
+    base = list(_bundled.alarms(ctx))
+    return base + [replace(a, id=f"{{a.id}}-copy{{n}}") for n in range(1, 4) for a in base if not a.absent]
+'''
+
+
+def test_generate_names_the_prometheus_rules_the_previous_build_wrote_and_this_one_does_not(cli, tmp_path):
+    """Past about 393 KB of alert rules the alerts take more than three objects; a later build of fewer alarms writes
+    three, and kubectl apply leaves gpudash-gpu-alerts-4 and on in the cluster, still firing the alarms removed. A new
+    prometheus_stack.namespace leaves every object in the old one. generate names each such object, namespaced, and
+    the kubectl delete that removes them (seen at b699daab: nothing said)."""
+    bundled = Path(__file__).resolve().parent.parent.parent / "alarms" / "gpu_alarms.py"
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "copies.py").write_text(_COPIES.format(bundled=str(bundled)))
+    settings = (GOLDEN_BUILDS / "multi-region.yaml").read_text()
+    config, build = tmp_path / "gpudash.yaml", tmp_path / "build"
+    config.write_text(settings + "definitions:\n  alarms: [alarms]\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "PrometheusRules" not in stderr, stderr
+    written = (build / "k8s" / "prometheusrule.yaml").read_text()
+    extra = [f"gpudash-gpu-alerts-{n}" for n in range(4, 10) if f"  name: gpudash-gpu-alerts-{n}\n" in written]
+    assert extra[:2] == ["gpudash-gpu-alerts-4", "gpudash-gpu-alerts-5"], written  # past 3 groups' worth
+    config.write_text(settings)
+    for again in (False, True):  # the shrink is named once: the build after it drops nothing
+        code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+        assert code == 0, stderr
+        if not again:
+            listed = ", ".join(f"monitoring/{name}" for name in extra)
+            assert f"warning: {build}: the previous build's PrometheusRules {listed} are no longer written" in stderr
+            assert f"fix: `kubectl delete prometheusrule -n monitoring {' '.join(extra)}`" in stderr, stderr
+        else:
+            assert "PrometheusRules" not in stderr, stderr
+    config.write_text(settings.replace("  namespace: monitoring\n", "  namespace: observability\n"))
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and ("fix: `kubectl delete prometheusrule -n monitoring gpudash-gpu-alerts gpudash-gpu-alerts-2 "
+                          "gpudash-gpu-alerts-3 gpudash-counters gpudash-clusters`") in stderr, stderr
