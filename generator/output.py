@@ -444,7 +444,6 @@ def previous_stacks(out: Path) -> list[str]:
     return [stack for stack in stacks if isinstance(stack, str)] if isinstance(stacks, list) else []
 
 
-
 def previous_prometheus_rules(out: Path) -> list[tuple[str, str]]:
     """(namespace, name) of each PrometheusRule the build in `out` wrote (its PROMETHEUS_RULE_FILE, each object's
     metadata keys at two spaces as gpudash writes them), before it is replaced: none when `out` holds no gpudash build
@@ -459,7 +458,6 @@ def previous_prometheus_rules(out: Path) -> list[tuple[str, str]]:
     found = ((re.search(r"^  namespace: (\S+)$", part, re.M), re.search(r"^  name: (\S+)$", part, re.M))
              for part in re.split(r"^---$", text, flags=re.M))
     return [(namespace[1], name[1]) for namespace, name in found if namespace and name]
-
 
 
 # A template resource's type: the kind names.logical_id takes, and the property holding its name
