@@ -62,9 +62,6 @@ def double_quoted(raw: str) -> str:
     return '"' + raw.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-
-
-
 # a Grafana variable reference ($name, ${name...}, [[name]]): Grafana replaces it, escaping the value for a
 # double-quoted string (its Prometheus escapes write `'` as `\\'`, which would end a single-quoted one)
 _GRAFANA_VARIABLE = re.compile(r"\$[A-Za-z_{]|\[\[")
@@ -82,5 +79,5 @@ def packed(text: str) -> str:
     for k in range(0, len(parts), 2):
         parts[k] = parts[k].replace(", ", ",")
     for k in range(1, len(parts), 2):
-        parts[k] = f'"{parts[k]}"' if "$" in parts[k] and _GRAFANA_VARIABLE.search(parts[k]) else f"'{parts[k]}'"
+        parts[k] = f'"{parts[k]}"' if _GRAFANA_VARIABLE.search(parts[k]) else f"'{parts[k]}'"
     return "".join(parts)
