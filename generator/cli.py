@@ -119,8 +119,8 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
 def _generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     from .limits import checked_build
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
-                         moved_resources, previous_prometheus_rules, previous_stacks, renamed_resources,
-                         settings_record, turn, write_files)
+                         moved_resources, previous_prometheus_rules, previous_record, previous_stacks,
+                         renamed_resources, settings_record, turn, write_files)
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
@@ -131,7 +131,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     with turn(target, waiting_for_turn(target), shared=check):
         # the resources of a cluster split over several CloudFormation templates stay in the stacks the build in the
         # folder put them in while those hold them (cloudformation.split_cluster), with --check as without
-        parts = PreviousParts(target, previous_stacks(target))
+        before = previous_record(target)  # (its manifest, read once)
+        parts = PreviousParts(target, previous_stacks(before))
         # a dashboard CloudWatch would cut short, or a widget or alarm the classic agent would feed a wrong
         # number, is refused, not written
         artifacts = checked_build(project, placed=parts)
@@ -144,7 +145,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         gone = sorted(set(previous) - set(record["cloudformation"]))
         rules_written = {(resource["metadata"]["namespace"], resource["metadata"]["name"])
                          for resource in artifacts.prometheus_rule_objects}
-        rules_gone = [pair for pair in (previous_prometheus_rules(target) if not check else [])
+        rules_gone = [pair for pair in (previous_prometheus_rules(target, before) if not check else [])
                       if pair not in rules_written]
         known: Known = {}  # the previous build's files read and found holding their new bytes: not read again
         renamed = renamed_resources(target, artifacts.cloudformation, files, previous, known)

@@ -388,6 +388,9 @@ def artifacts_record(artifacts: Artifacts) -> dict[str, Any]:
     return {"primary_region": artifacts.primary_region,
             "cloudwatch_dashboards": {d.name: d.region for d in artifacts.cloudwatch_dashboards},
             "cloudformation": list(artifacts.cloudformation),
+            # (kubectl apply leaves an object the file no longer holds: the next build names those it drops)
+            "prometheus_rules": [f"{o['metadata']['namespace']}/{o['metadata']['name']}"
+                                 for o in artifacts.prometheus_rule_objects],
             "grafana": [d.uid for d in artifacts.grafana],
             "agents": [a.cluster for a in artifacts.agents],
             "grafana_folder": artifacts.grafana_folder,
@@ -435,22 +438,30 @@ def _owned(out: Path) -> bool:
     return not out.exists() or (out.is_dir() and (not any(out.iterdir()) or _gpudash_manifest(out / MANIFEST)))
 
 
-def previous_stacks(out: Path) -> list[str]:
-    """The CloudFormation stacks the build in `out` wrote (its manifest's record), before it is replaced: none when
-    `out` holds no gpudash build or its manifest records none."""
+def previous_record(out: Path) -> dict[str, Any]:
+    """The artifacts' record (artifacts_record) of the build in `out`, read before it is replaced: empty when `out`
+    holds no gpudash build or its manifest records none."""
     manifest = _gpudash_manifest(out / MANIFEST) if out.is_dir() else None
     record = manifest.get("artifacts") if manifest else None
-    stacks = record.get("cloudformation") if isinstance(record, dict) else None
+    return record if isinstance(record, dict) else {}
+
+
+def previous_stacks(record: dict[str, Any]) -> list[str]:
+    """The CloudFormation stacks the previous build wrote (its `record`, previous_record)."""
+    stacks = record.get("cloudformation")
     return [stack for stack in stacks if isinstance(stack, str)] if isinstance(stacks, list) else []
 
 
-def previous_prometheus_rules(out: Path) -> list[tuple[str, str]]:
-    """(namespace, name) of each PrometheusRule the build in `out` wrote (its PROMETHEUS_RULE_FILE, each object's
-    metadata keys at two spaces as gpudash writes them), before it is replaced: none when `out` holds no gpudash build
-    or no such file. kubectl apply leaves an object the file no longer holds, so generate names those the new build
-    drops."""
-    if not out.is_dir() or _gpudash_manifest(out / MANIFEST) is None:
+def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[str, str]]:
+    """(namespace, name) of each PrometheusRule the previous build in `out` wrote: its `record` (previous_record), or,
+    for a build made before the record held them, its PROMETHEUS_RULE_FILE (each object's metadata keys at two spaces,
+    as gpudash writes them). kubectl apply leaves an object the file no longer holds, so generate names those the new
+    build drops."""
+    if not record:
         return []
+    named = record.get("prometheus_rules")
+    if isinstance(named, list):
+        return [tuple(item.split("/", 1)) for item in named if isinstance(item, str) and "/" in item]
     try:
         text = (out / PROMETHEUS_RULE_FILE).read_text(encoding="utf-8", errors="replace")
     except OSError:

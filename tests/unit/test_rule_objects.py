@@ -5,6 +5,7 @@ is named so that the alerts' first group keeps the object name every group had (
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -147,6 +148,25 @@ def test_generate_names_the_prometheus_rules_the_previous_build_wrote_and_this_o
             assert f"fix: `kubectl delete prometheusrule -n monitoring {' '.join(extra)}`" in stderr, stderr
         else:
             assert "PrometheusRules" not in stderr, stderr
+    config.write_text(settings.replace("  namespace: monitoring\n", "  namespace: observability\n"))
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and ("fix: `kubectl delete prometheusrule -n monitoring gpudash-gpu-alerts gpudash-gpu-alerts-2 "
+                          "gpudash-gpu-alerts-3 gpudash-counters gpudash-clusters`") in stderr, stderr
+
+
+def test_a_build_made_before_its_record_named_its_prometheus_rules_is_read_from_its_file(cli, tmp_path):
+    """A build's manifest records the PrometheusRules it wrote (output.artifacts_record), which the next generate reads;
+    a build made before that record has only its file, read instead: a new namespace names the old objects all the
+    same."""
+    settings = (GOLDEN_BUILDS / "multi-region.yaml").read_text()
+    config, build = tmp_path / "gpudash.yaml", tmp_path / "build"
+    config.write_text(settings)
+    assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
+    manifest = json.loads((build / "manifest.json").read_text())
+    assert manifest["artifacts"].pop("prometheus_rules") == [
+        f"monitoring/{name}" for name in ("gpudash-gpu-alerts", "gpudash-gpu-alerts-2", "gpudash-gpu-alerts-3",
+                                          "gpudash-counters", "gpudash-clusters")]
+    (build / "manifest.json").write_text(json.dumps(manifest))
     config.write_text(settings.replace("  namespace: monitoring\n", "  namespace: observability\n"))
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and ("fix: `kubectl delete prometheusrule -n monitoring gpudash-gpu-alerts gpudash-gpu-alerts-2 "
