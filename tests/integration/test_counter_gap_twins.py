@@ -84,12 +84,7 @@ def _alarm_fires(files, phase: float) -> dict[str, set[int]]:
     points = agent.run([Scrape(float(k * STEP), _payload(node, k), target_labels(job, node))
                         for k in range(-1, STEPS) for node in AWAY])
     rows = alarm_request(files, "uncorrectable-rows")
-    fired: dict[str, set[int]] = {node: set() for node in AWAY}
-    for end in ENDS:
-        for key, state in cloudwatch_eval.alarm(rows, points, end).items():
-            if state == "ALARM":
-                fired[dict(key)["node"]].add(end)
-    return fired
+    return {node: set() for node in AWAY} | cloudwatch_eval.fired_at(rows, points, ENDS, "node")
 
 
 # the 20-minute gap's reading (1,200 s) is dropped by a sweep between 2,100 s (its fifteenth minute) and the return

@@ -88,12 +88,7 @@ def alarm_fires(built) -> dict[str, set[int]]:
             scrapes.append(Scrape(float(k * STEP), _payload(story, k), _target(job, story, pod)))
     points = Agent(config, job).run(scrapes)
     rows = alarm_request(files, "uncorrectable-rows")
-    fired: dict[str, set[int]] = {story: set() for story in STORIES}
-    for end in ENDS:
-        for key, state in cloudwatch_eval.alarm(rows, points, end).items():
-            if state == "ALARM":
-                fired[dict(key)["node"]].add(end)
-    return fired
+    return {story: set() for story in STORIES} | cloudwatch_eval.fired_at(rows, points, ENDS, "node")
 
 
 def _stored(story: str) -> list[dict[str, str]]:

@@ -865,6 +865,16 @@ def alarm(request: dict, datapoints: list[Datapoint], end: float, stat=None,
     return states
 
 
+def fired_at(request: dict, datapoints: list[Datapoint], ends, dimension: str) -> dict[str, set[float]]:
+    """{the `dimension` of each contributor in ALARM: the `ends` at which it is} (`alarm` judged at each end)."""
+    fired: dict[str, set[float]] = {}
+    for end in ends:
+        for key, state in alarm(request, datapoints, end).items():
+            if state == "ALARM":
+                fired.setdefault(dict(key)[dimension], set()).add(end)
+    return fired
+
+
 def alarm_ranges(request: dict, datapoints: list[Datapoint], end: float, stat=None,
                  evaluation_range: int | None = None) -> dict[tuple, dict[int, str]]:
     """{contributor: {the evaluation range's length in periods: state}} at `end` (see `alarm`)."""
