@@ -564,7 +564,6 @@ class _Device:
         return tier("{0}", True, None), tier(late, False, self.lookback)
 
 
-
 def held_labels(labels: Labels) -> tuple[str, ...]:
     """The labels naming a GPU instance of one scrape target (idle_gpus): the target's, the GPU's UUID and index, its
     MIG instance."""
