@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
-from itertools import groupby
 from dataclasses import dataclass, replace
+from itertools import groupby
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_COPIES_ADDED,
@@ -40,8 +40,8 @@ from ..markers import (ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUST
                        GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import WORKLOAD_KEYS, Alarm, Condition
-from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, WATCHED_CLUSTER, prometheus_rule_name, alarm_name as _name,
-                     alert_name, regional_alarm_name)
+from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, WATCHED_CLUSTER, prometheus_rule_name,
+                     alarm_name as _name, alert_name, regional_alarm_name)
 from ..ownership import publication_tags
 from ..promql import (PERIOD_LABEL, PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, NotCombined, Regions, Scope,
                       by_region, counted_name,
