@@ -462,13 +462,36 @@ def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[s
     named = record.get("prometheus_rules")
     if isinstance(named, list):
         return [tuple(item.split("/", 1)) for item in named if isinstance(item, str) and "/" in item]
-    try:
-        text = (out / PROMETHEUS_RULE_FILE).read_text(encoding="utf-8", errors="replace")
+    try:  # a regular file only: a FIFO or device in its place is never opened to block (a link's target is read)
+        fd = os.open(out / PROMETHEUS_RULE_FILE, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return []
-    found = ((re.search(r"^  namespace: (\S+)$", part, re.M), re.search(r"^  name: (\S+)$", part, re.M))
+    try:
+        info = os.fstat(fd)
+        data = _read_fd(fd, info.st_size) if stat.S_ISREG(info.st_mode) else b""
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", errors="replace")
+    found = ((_plain_scalar(re.search(r"^  namespace: (\S+)$", part, re.M)),
+              _plain_scalar(re.search(r"^  name: (\S+)$", part, re.M)))
              for part in re.split(r"^---$", text, flags=re.M))
-    return [(namespace[1], name[1]) for namespace, name in found if namespace and name]
+    return [(namespace, name) for namespace, name in found if namespace and name]
+
+
+def _plain_scalar(match: re.Match[str] | None) -> str | None:
+    """The string a YAML scalar written on one line holds (quoted as the dumper quotes a namespace such as '123', which
+    YAML would read as a number, or plain), or None for no match or anything else."""
+    import yaml
+
+    if match is None:
+        return None
+    try:
+        node = yaml.compose(match[1], Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    return node.value if isinstance(node, yaml.ScalarNode) and node.value else None
 
 
 # A template resource's type: the kind names.logical_id takes, and the property holding its name

@@ -171,3 +171,54 @@ def test_a_build_made_before_its_record_named_its_prometheus_rules_is_read_from_
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and ("fix: `kubectl delete prometheusrule -n monitoring gpudash-gpu-alerts gpudash-gpu-alerts-2 "
                           "gpudash-gpu-alerts-3 gpudash-counters gpudash-clusters`") in stderr, stderr
+
+
+def _without_the_record(build: Path) -> None:
+    """`build` as a build made before its manifest's record named its PrometheusRules: read from its file."""
+    manifest = json.loads((build / "manifest.json").read_text())
+    del manifest["artifacts"]["prometheus_rules"]
+    (build / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_quoted_namespace_read_from_the_file_is_the_same_namespace(cli, tmp_path):
+    """prometheus_stack.namespace 123 is a valid Kubernetes name that YAML writes quoted ('123'). Reading a build made
+    before the record, generate took the quotes as part of the name, found none of its five objects written and told
+    to `kubectl delete` all five, which the new build still writes: whoever followed it deleted every gpudash alert
+    rule (seen at dbb84a22)."""
+    config, build = tmp_path / "gpudash.yaml", tmp_path / "build"
+    config.write_text('prometheus_stack:\n  namespace: "123"\n')
+    assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
+    assert "  namespace: '123'\n" in (build / "k8s" / "prometheusrule.yaml").read_text()  # the case: written quoted
+    _without_the_record(build)
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "PrometheusRules" not in stderr, stderr
+    _without_the_record(build)
+    config.write_text('prometheus_stack:\n  namespace: "456"\n')
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and ("fix: `kubectl delete prometheusrule -n 123 gpudash-gpu-alerts gpudash-gpu-alerts-2 "
+                          "gpudash-gpu-alerts-3 gpudash-counters gpudash-clusters`") in stderr, stderr
+
+
+def test_a_fifo_in_place_of_the_previous_rules_is_not_waited_on(cli, tmp_path):
+    """A FIFO where a build made before the record had its k8s/prometheusrule.yaml: generate opened it to read the
+    names and waited for a writer for ever (seen at dbb84a22). It reads a regular file only, and the folder's check
+    then says the file changed. (The thread's join bounds a hang; it measures no speed.)"""
+    import os
+    import threading
+
+    from generator.output import previous_prometheus_rules, previous_record
+
+    build = tmp_path / "build"
+    assert cli("generate", "--out", str(build))[0] == 0
+    _without_the_record(build)
+    rules = build / "k8s" / "prometheusrule.yaml"
+    rules.unlink()
+    os.mkfifo(rules)
+    found: list[object] = []
+    reader = threading.Thread(target=lambda: found.append(previous_prometheus_rules(build, previous_record(build))),
+                              daemon=True)
+    reader.start()
+    reader.join(60)
+    assert found == [[]], "previous_prometheus_rules waited on the FIFO"
+    code, _, stderr = cli("generate", "--out", str(build))
+    assert code != 0 and "k8s/prometheusrule.yaml" in stderr, stderr
