@@ -170,6 +170,12 @@ def prometheus_rule_name(group: str) -> str:
     if base and number.isdigit():
         return f"{prometheus_rule_name(base)}-{number}"
     return PROMETHEUS_RULE if group == ALERT_GROUP else group
+
+
+def is_prometheus_rule_name(name: str) -> bool:
+    """Whether `name` is one prometheus_rule_name gives: the alerts' objects, the counters' or the clusters'."""
+    return re.fullmatch(f"{re.escape(PROMETHEUS_RULE)}(-[2-9]|-[1-9][0-9]+)?|{re.escape(COUNTER_GROUP)}|"
+                        f"{re.escape(CLUSTERS_GROUP)}", name) is not None
 SERVICE_MONITOR = "gpudash-dcgm-exporter"
 KUBE_STATE_METRICS_JOB = "gpudash-kube-state-metrics"  # the agent's scrape job for the exporter DaemonSet counts
 # The CloudWatch agent's ConfigMaps, with the names (and keys) its deployment mounts.

@@ -457,27 +457,24 @@ def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[s
     for a build made before the record held them, its PROMETHEUS_RULE_FILE (each object's metadata keys at two spaces,
     as gpudash writes them). kubectl apply leaves an object the file no longer holds, so generate names those the new
     build drops."""
+    from .names import is_prometheus_rule_name
+
     if not record:
         return []
     named = record.get("prometheus_rules")
     if isinstance(named, list):
-        return [tuple(item.split("/", 1)) for item in named if isinstance(item, str) and "/" in item]
-    try:  # a regular file only: a FIFO or device in its place is never opened to block (a link's target is read)
-        fd = os.open(out / PROMETHEUS_RULE_FILE, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
+        pairs = [tuple(item.split("/", 1)) for item in named if isinstance(item, str) and "/" in item]
+        return [(namespace, name) for namespace, name in pairs if is_prometheus_rule_name(name)]
+    try:  # (a folder, a FIFO or a socket in its place is not read: InputError)
+        data = read_bytes(out / PROMETHEUS_RULE_FILE, "the previous build's PrometheusRules", "")
+    except InputError:
         return []
-    try:
-        info = os.fstat(fd)
-        data = _read_fd(fd, info.st_size) if stat.S_ISREG(info.st_mode) else b""
-    except OSError:
-        return []
-    finally:
-        os.close(fd)
     text = data.decode("utf-8", errors="replace")
     found = ((_plain_scalar(re.search(r"^  namespace: (\S+)$", part, re.M)),
               _plain_scalar(re.search(r"^  name: (\S+)$", part, re.M)))
              for part in re.split(r"^---$", text, flags=re.M))
-    return [(namespace, name) for namespace, name in found if namespace and name]
+    # only names gpudash gives its objects: a name a person wrote into the file is never offered for deletion
+    return [(namespace, name) for namespace, name in found if namespace and name and is_prometheus_rule_name(name)]
 
 
 def _plain_scalar(match: re.Match[str] | None) -> str | None:

@@ -222,3 +222,26 @@ def test_a_fifo_in_place_of_the_previous_rules_is_not_waited_on(cli, tmp_path):
     assert found == [[]], "previous_prometheus_rules waited on the FIFO"
     code, _, stderr = cli("generate", "--out", str(build))
     assert code != 0 and "k8s/prometheusrule.yaml" in stderr, stderr
+
+
+def test_only_names_gpudash_gives_are_offered_for_deletion(cli, tmp_path):
+    """A PrometheusRule a person added to the previous build's file (a build made before the record), or named in its
+    manifest's record, is not gpudash's: a new namespace names gpudash's five objects for `kubectl delete`, never it."""
+    config, build = tmp_path / "gpudash.yaml", tmp_path / "build"
+    config.write_text("prometheus_stack:\n  namespace: monitoring\n")
+    assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
+    rules = build / "k8s" / "prometheusrule.yaml"
+    rules.write_text(rules.read_text() + "---\napiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n"
+                     "  name: team-alerts\n  namespace: monitoring\nspec:\n  groups: []\n")
+    _without_the_record(build)
+    config.write_text("prometheus_stack:\n  namespace: observability\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build), "--force")
+    assert code == 0 and ("fix: `kubectl delete prometheusrule -n monitoring gpudash-gpu-alerts gpudash-gpu-alerts-2 "
+                          "gpudash-gpu-alerts-3 gpudash-counters gpudash-clusters`") in stderr, stderr
+    assert "team-alerts" not in stderr, stderr
+    manifest = json.loads((build / "manifest.json").read_text())
+    manifest["artifacts"]["prometheus_rules"].append("observability/team-alerts")
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    config.write_text("prometheus_stack:\n  namespace: monitoring\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build), "--force")
+    assert code == 0 and "gpudash-counters" in stderr and "team-alerts" not in stderr, stderr
