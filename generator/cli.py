@@ -119,8 +119,9 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
 def _generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     from .limits import checked_build
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
-                         moved_resources, previous_prometheus_rules, previous_record, previous_stacks,
-                         renamed_resources, settings_record, turn, write_files)
+                         made_for_the_same, moved_resources, previous_prometheus_rules, previous_record,
+                         previous_stacks, renamed_resources, settings_record, turn, write_files)
+    from .names import cluster_stack
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
@@ -147,6 +148,14 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                          for resource in artifacts.prometheus_rule_objects}
         rules_gone = [pair for pair in (previous_prometheus_rules(target, before) if not check else [])
                       if pair not in rules_written]
+        # what the build in the folder wrote and this one does not is what these settings drop only when that build
+        # was made for them: the build of other settings (another project, a file of other clusters) is another
+        # deployment's, live, and none of it is named for deletion
+        settings = project.settings
+        theirs = (gone, rules_gone) if (gone or rules_gone) and not made_for_the_same(
+            before, [cluster_stack(cluster.name, settings.project) for cluster in settings.clusters]) else None
+        if theirs:
+            gone, rules_gone = [], []
         known: Known = {}  # the previous build's files read and found holding their new bytes: not read again
         renamed = renamed_resources(target, artifacts.cloudformation, files, previous, known)
         moved = moved_resources(artifacts.cloudformation, parts) if not check else []
@@ -213,6 +222,16 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     for path, over in refused_templates:
         click.echo(f"warning: {printed.path(target / path)}: {over}: CloudFormation refuses the template\n"
                    f"  fix: {TEMPLATE_QUOTA_FIX}", err=True)
+    if theirs:
+        stacks, rules = theirs
+        named = " and ".join(part for part in (
+            f"CloudFormation stacks {first_names(stacks)}" if stacks else "",
+            f"PrometheusRules {first_names([f'{ns}/{name}' for ns, name in rules])}" if rules else "") if part)
+        click.echo(f"warning: {shown}: the build it held was made for other settings (another project, or other "
+                   f"clusters: it shares no cluster's CloudFormation stack with this one): its {named} are that "
+                   f"deployment's, not what this build drops, and are not named for deletion\n"
+                   f"  fix: give each settings file its own --out folder; if those settings are gone (a project or "
+                   f"its clusters renamed), delete what they deployed yourself", err=True)
     if gone:
         click.echo(f"warning: {shown}: the previous build's CloudFormation stacks {first_names(gone)} are no longer "
                    f"written: a deployed one still declares its dashboards and alarms (a cluster that left, or a "

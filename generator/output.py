@@ -452,6 +452,15 @@ def previous_stacks(record: dict[str, Any]) -> list[str]:
     return [stack for stack in stacks if isinstance(stack, str)] if isinstance(stacks, list) else []
 
 
+def made_for_the_same(record: dict[str, Any], stacks: list[str]) -> bool:
+    """Whether the previous build (its `record`, previous_record) was made for the settings this build is made for,
+    whose clusters' first CloudFormation stacks are `stacks` (names.cluster_stack): it wrote one of them. That name
+    holds the project and the cluster alone, so the build of another project, or of another settings file of the
+    project for other clusters, wrote none: what it wrote and this build does not is another deployment's, not what
+    this one drops."""
+    return not set(previous_stacks(record)).isdisjoint(stacks)
+
+
 def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[str, str]]:
     """(namespace, name) of each PrometheusRule the previous build in `out` wrote: its `record` (previous_record), or,
     for a build made before the record held them, its PROMETHEUS_RULE_FILE (each object's metadata keys at two spaces,
