@@ -274,5 +274,6 @@ def test_what_a_build_of_other_settings_wrote_is_not_named_for_deletion(cli, tmp
     # the same settings' next build over it names what it drops (its own namespace, changed)
     config.write_text(config.read_text().replace("monitoring-staging", "observability"))
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
-    assert code == 0 and ("fix: `kubectl delete prometheusrule -n monitoring-staging gpudash-gpu-alerts "
-                          "gpudash-gpu-alerts-2 gpudash-gpu-alerts-3 gpudash-counters gpudash-clusters`") in stderr, stderr
+    assert code == 0, stderr
+    assert ("fix: `kubectl delete prometheusrule -n monitoring-staging gpudash-gpu-alerts gpudash-gpu-alerts-2 "
+            "gpudash-gpu-alerts-3 gpudash-counters gpudash-clusters`") in stderr, stderr
