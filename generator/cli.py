@@ -148,17 +148,17 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                          for resource in artifacts.prometheus_rule_objects}
         rules_gone = [pair for pair in (previous_prometheus_rules(target, before) if not check else [])
                       if pair not in rules_written]
-        # what the build in the folder wrote and this one does not is what these settings drop only when that build
-        # was made for them: the build of other settings (another project, a file of other clusters) is another
-        # deployment's, live, and none of it is named for deletion
-        settings = project.settings
-        theirs = (gone, rules_gone) if (gone or rules_gone) and not made_for_the_same(
-            before, [cluster_stack(cluster.name, settings.project) for cluster in settings.clusters]) else None
-        if theirs:
-            gone, rules_gone = [], []
         known: Known = {}  # the previous build's files read and found holding their new bytes: not read again
         renamed = renamed_resources(target, artifacts.cloudformation, files, previous, known)
         moved = moved_resources(artifacts.cloudformation, parts) if not check else []
+        # what the build in the folder wrote and this one does not, or declares elsewhere, is what these settings drop
+        # or move only when that build was made for them: the build of other settings (another project, a file of
+        # other clusters) is another deployment's, live, and none of it is named for deletion
+        settings = project.settings
+        theirs = (gone, rules_gone) if (gone or rules_gone or moved) and not made_for_the_same(
+            before, [cluster_stack(cluster.name, settings.project) for cluster in settings.clusters]) else None
+        if theirs:
+            gone, rules_gone, moved = [], [], []
         # Only the files are left to write: the set is freed now, or left to the process's end when it ends with this
         # command (holding it while the files are written left their writing's CPU as it was)
         left_to_exit(artifacts)

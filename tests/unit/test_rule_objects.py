@@ -247,27 +247,37 @@ def test_only_names_gpudash_gives_are_offered_for_deletion(cli, tmp_path):
     assert code == 0 and "gpudash-counters" in stderr and "team-alerts" not in stderr, stderr
 
 
-@pytest.mark.parametrize("theirs", ["project: prod\nclusters:\n  - {name: prod-east, region: us-east-1}\n",
-                                    "project: ml\nclusters:\n  - {name: west, region: us-east-1}\n"],
-                         ids=["another project", "another settings file of the project"])
-def test_what_a_build_of_other_settings_wrote_is_not_named_for_deletion(cli, tmp_path, theirs):
+_EAST = "clusters:\n  - {name: %s, region: us-east-1}\n"
+OTHER_SETTINGS = {  # the settings of the build in the folder, this build's settings, the stack the first wrote
+    "another project": ("project: prod\n" + _EAST % "prod-east", "project: staging\n" + _EAST % "staging-east",
+                        "gpudash-prod-cluster-prod-east"),
+    "another settings file of the project": ("project: ml\n" + _EAST % "west", "project: ml\n" + _EAST % "east",
+                                             "gpudash-ml-cluster-west"),
+    "another project of the same cluster": ("project: ml\n" + _EAST % "gpu", "project: ml2\n" + _EAST % "gpu",
+                                            "gpudash-ml-cluster-gpu"),
+}
+
+
+@pytest.mark.parametrize("case", OTHER_SETTINGS)
+def test_what_a_build_of_other_settings_wrote_is_not_named_for_deletion(cli, tmp_path, case):
     """One folder, two settings files in turn (`--config prod.yaml`, then `--config staging.yaml`; or a project split
     into a file per cluster): the build the folder held was another deployment's, live, and what it wrote is not
     what this build drops. generate told the user to delete the other project's stack (`aws cloudformation
     delete-stack`) and every one of its PrometheusRules (`kubectl delete prometheusrule -n monitoring ...`): its
-    alerting gone. A cluster's first stack is named by the project and the cluster alone, so a build that shares none
-    with this one was made for other settings: nothing of it is named for deletion, and generate says why."""
+    alerting gone; of a project watching the same cluster, it said the resources move from its stack to this one's
+    and to delete "the stacks no longer written". A cluster's first stack is named by the project and the cluster
+    alone, so a build that shares none with this one was made for other settings: nothing of it is named for
+    deletion, and generate says why."""
+    theirs, ours, stack = OTHER_SETTINGS[case]
     config, build = tmp_path / "theirs.yaml", tmp_path / "build"
     config.write_text(theirs + "prometheus_stack:\n  namespace: monitoring\n")
     assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
     config = tmp_path / "ours.yaml"
-    config.write_text("project: staging\nclusters:\n  - {name: staging-east, region: us-east-1}\n" if "prod" in theirs
-                      else "project: ml\nclusters:\n  - {name: east, region: us-east-1}\n")
-    config.write_text(config.read_text() + "prometheus_stack:\n  namespace: monitoring-staging\n")
+    config.write_text(ours + "prometheus_stack:\n  namespace: monitoring-staging\n")
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0, stderr
-    assert "kubectl delete" not in stderr and "delete-stack" not in stderr and "no longer written" not in stderr, stderr
-    stack = "gpudash-prod-cluster-prod-east" if "prod" in theirs else "gpudash-ml-cluster-west"
+    for advice in ("kubectl delete", "delete-stack", "no longer written", "move to another stack"):
+        assert advice not in stderr, stderr
     assert (f"warning: {build}: the build it held was made for other settings (another project, or other clusters: "
             f"it shares no cluster's CloudFormation stack with this one): its CloudFormation stacks {stack} and "
             f"PrometheusRules monitoring/gpudash-gpu-alerts,") in stderr, stderr
