@@ -31,7 +31,7 @@ from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKi
 from .build_folder import BUILD
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes, yaml_loader
-from .staging import claim, let_go, lock_of, remove_dead, taking_turns
+from .staging import claim, let_go, lock_of, remove_dead, remove_folder, taking_turns
 from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_and_line, to_json_filled,
                         to_json_strings, to_yaml, to_yaml_alike, to_yaml_many, writes_as_itself)
 
@@ -1306,14 +1306,14 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
         except (OSError, _Stopped, _Changed) as exc:
             shutil.rmtree(staging, ignore_errors=True)
             if retired is not None and not (retired / "build").exists():
-                shutil.rmtree(retired, ignore_errors=True)
+                remove_folder(retired)
             if isinstance(exc, _Stopped):
                 raise
             if isinstance(exc, _Changed):
                 raise exc.error from None
             raise _failed(exc, out) from None
         if retired is not None:
-            shutil.rmtree(retired, ignore_errors=True)
+            remove_folder(retired)  # (a folder a person made read-only in it made writable: nothing left beside)
     finally:
         let_go(staging, writer)
 
@@ -1372,7 +1372,7 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
             os.replace(retired / name, out / name)
         for folder in (staging, retired):
             if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_folder(folder)
         if staging is not None:
             let_go(staging, writer)
         if isinstance(exc, _Stopped):
@@ -1383,7 +1383,7 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
     # the previous build removed before the lock is let go: a writer killed while removing it leaves its lock file
     # with its staging folder gone, by which the next write removes the rest (staging.remove_dead)
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.rmtree(retired, ignore_errors=True)
+    remove_folder(retired)
     let_go(staging, writer)
 
 

@@ -339,7 +339,7 @@ def _remove_if_dead(folder: Path, retired: Path | None) -> bool:
             return False
         for gone in (folder,) if found else (retired,) if retired is not None else ():
             if _own_folder(gone):
-                shutil.rmtree(gone, ignore_errors=True)
+                remove_folder(gone)
                 if os.path.lexists(gone):
                     return False
         os.unlink(lock)
@@ -348,6 +348,25 @@ def _remove_if_dead(folder: Path, retired: Path | None) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def remove_folder(folder: Path) -> None:
+    """Remove `folder` (one gpudash made beside or inside the build folder: a staging folder, or the previous build
+    moved aside) and what it holds. A folder in it that a person made read-only (chmod 555 build/k8s) keeps its
+    files: those folders (not links: a link's target is not gpudash's) are made writable by their owner, and it is
+    removed again. What still cannot be removed is left."""
+    shutil.rmtree(folder, ignore_errors=True)
+    if not os.path.lexists(folder) or not _own_folder(folder):
+        return
+    for root, folders, _ in os.walk(folder):  # (a link to a folder is listed, never followed: lstat tells it)
+        for name in folders:
+            path = os.path.join(root, name)
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.lstat(path).st_mode):
+                    os.chmod(path, stat.S_IRWXU)
+    with contextlib.suppress(OSError):
+        os.chmod(folder, stat.S_IRWXU)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _own_folder(path: Path) -> bool | None:

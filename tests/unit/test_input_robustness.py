@@ -692,6 +692,24 @@ def test_a_build_in_a_folder_gpudash_cannot_write_is_kept_and_the_failure_named(
     assert [p.name for p in parent.iterdir()] == ["build"]
 
 
+@pytest.mark.parametrize("locked", ["k8s", "grafana/provisioning"])
+def test_a_folder_of_the_previous_build_made_read_only_leaves_nothing_beside_the_new_one(tmp_path, cli, locked):
+    """A person made a folder of the build read-only (chmod 555 build/k8s): its files are gpudash's as written, so the
+    new build replaces it, but the previous build moved aside could not be removed (a file in a read-only folder cannot
+    be unlinked): `.build.old-<digits>/` stayed beside the build for good, holding the old build, found by no later
+    write (its lock let go) and taken into a commit by `git add -A`. The folders of what gpudash moved aside are made
+    writable to remove it."""
+    parent = tmp_path / "repo"
+    out = parent / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    (out / locked).chmod(0o555)
+    result = subprocess.run(_without_override([*GPUDASH, "generate", "--out", str(out)]), cwd=tmp_path, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert [p.name for p in parent.iterdir()] == ["build"]
+    assert (out / locked).stat().st_mode & 0o777 == 0o755  # the new build's own folder
+
+
 @pytest.mark.parametrize("number, fix", [
     (errno.ENOSPC, "free space on that disk, or pass --out a folder on another one"),
     (errno.EROFS, "that file system is mounted read-only: pass --out a folder on a writable one"),
