@@ -463,8 +463,8 @@ def made_for_the_same(record: dict[str, Any], stacks: list[str]) -> bool:
 
 def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[str, str]]:
     """(namespace, name) of each PrometheusRule the previous build in `out` wrote: its `record` (previous_record), or,
-    for a build made before the record held them, its PROMETHEUS_RULE_FILE (each object's metadata keys at two spaces,
-    as gpudash writes them). kubectl apply leaves an object the file no longer holds, so generate names those the new
+    for a build made before the record held them, its PROMETHEUS_RULE_FILE as gpudash wrote it (the sha256 its manifest
+    records; each object's metadata keys at two spaces, as gpudash writes them). kubectl apply leaves an object the file no longer holds, so generate names those the new
     build drops."""
     from .names import is_prometheus_rule_name
 
@@ -478,6 +478,9 @@ def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[s
         data = read_bytes(out / PROMETHEUS_RULE_FILE, "the previous build's PrometheusRules", "")
     except InputError:
         return []
+    written = (_gpudash_manifest(out / MANIFEST) or {}).get("files")
+    if not isinstance(written, dict) or written.get(PROMETHEUS_RULE_FILE) != hashlib.sha256(data).hexdigest():
+        return []  # changed since gpudash wrote it (a person's object added, a namespace edited): no evidence
     text = data.decode("utf-8", errors="replace")
     found = ((_plain_scalar(re.search(r"^  namespace: (\S+)$", part, re.M)),
               _plain_scalar(re.search(r"^  name: (\S+)$", part, re.M)))

@@ -225,26 +225,37 @@ def test_a_fifo_in_place_of_the_previous_rules_is_not_waited_on(cli, tmp_path):
 
 
 def test_only_names_gpudash_gives_are_offered_for_deletion(cli, tmp_path):
-    """A PrometheusRule a person added to the previous build's file (a build made before the record), or named in its
-    manifest's record, is not gpudash's: a new namespace names gpudash's five objects for `kubectl delete`, never it."""
+    """A PrometheusRule named in the previous build's manifest's record that is not gpudash's (the record edited) is
+    never named for deletion: a new namespace names gpudash's five objects for `kubectl delete`, never it. (A file
+    a person added one to is not read at all: test_a_previous_rules_file_changed_since_gpudash_wrote_it_...)"""
     config, build = tmp_path / "gpudash.yaml", tmp_path / "build"
     config.write_text("prometheus_stack:\n  namespace: monitoring\n")
     assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
-    rules = build / "k8s" / "prometheusrule.yaml"
-    rules.write_text(rules.read_text() + "---\napiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n"
-                     "  name: team-alerts\n  namespace: monitoring\nspec:\n  groups: []\n")
-    _without_the_record(build)
+    manifest = json.loads((build / "manifest.json").read_text())
+    manifest["artifacts"]["prometheus_rules"].append("monitoring/team-alerts")
+    (build / "manifest.json").write_text(json.dumps(manifest))
     config.write_text("prometheus_stack:\n  namespace: observability\n")
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build), "--force")
     assert code == 0 and ("fix: `kubectl delete prometheusrule -n monitoring gpudash-gpu-alerts gpudash-gpu-alerts-2 "
                           "gpudash-gpu-alerts-3 gpudash-counters gpudash-clusters`") in stderr, stderr
     assert "team-alerts" not in stderr, stderr
-    manifest = json.loads((build / "manifest.json").read_text())
-    manifest["artifacts"]["prometheus_rules"].append("observability/team-alerts")
-    (build / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_previous_rules_file_changed_since_gpudash_wrote_it_names_nothing_for_deletion(cli, tmp_path):
+    """A build made before the record named its PrometheusRules is read from its file, which a person may have edited
+    (the write then needs --force): an object they added under a name of gpudash's form in the namespace the build
+    leaves (their own rules, kept beside gpudash's) was named for `kubectl delete`. The file is read only as gpudash
+    wrote it (its sha256 in the manifest): one changed since names nothing."""
+    config, build = tmp_path / "gpudash.yaml", tmp_path / "build"
     config.write_text("prometheus_stack:\n  namespace: monitoring\n")
+    assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
+    rules = build / "k8s" / "prometheusrule.yaml"
+    rules.write_text(rules.read_text() + "---\napiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n"
+                     "  name: gpudash-gpu-alerts-9\n  namespace: monitoring\nspec:\n  groups: []\n")
+    _without_the_record(build)
+    config.write_text("prometheus_stack:\n  namespace: observability\n")
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build), "--force")
-    assert code == 0 and "gpudash-counters" in stderr and "team-alerts" not in stderr, stderr
+    assert code == 0 and "kubectl delete" not in stderr and "gpudash-gpu-alerts-9" not in stderr, stderr
 
 
 _EAST = "clusters:\n  - {name: %s, region: us-east-1}\n"
