@@ -122,6 +122,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                          made_for_the_same, moved_resources, previous_prometheus_rules, previous_record,
                          previous_stacks, renamed_resources, settings_record, turn, write_files)
     from .names import cluster_stack
+    from .render.cloudformation import MAX_PARTS
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
@@ -156,7 +157,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         # other clusters) is another deployment's, live, and none of it is named for deletion
         settings = project.settings
         theirs = (gone, rules_gone) if (gone or rules_gone or moved) and not made_for_the_same(
-            before, [cluster_stack(cluster.name, settings.project) for cluster in settings.clusters]) else None
+            before, [cluster_stack(cluster.name, settings.project, part) for cluster in settings.clusters
+                     for part in range(1, MAX_PARTS + 1)]) else None
         if theirs:
             gone, rules_gone, moved = [], [], []
         # Only the files are left to write: the set is freed now, or left to the process's end when it ends with this

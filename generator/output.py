@@ -454,8 +454,8 @@ def previous_stacks(record: dict[str, Any]) -> list[str]:
 
 def made_for_the_same(record: dict[str, Any], stacks: list[str]) -> bool:
     """Whether the previous build (its `record`, previous_record) was made for the settings this build is made for,
-    whose clusters' first CloudFormation stacks are `stacks` (names.cluster_stack): it wrote one of them. That name
-    holds the project and the cluster alone, so the build of another project, or of another settings file of the
+    whose clusters' CloudFormation stacks are `stacks` (names.cluster_stack, every part): it wrote one of them. Their
+    names hold the project and the cluster alone, so the build of another project, or of another settings file of the
     project for other clusters, wrote none: what it wrote and this build does not is another deployment's, not what
     this one drops."""
     return not set(previous_stacks(record)).isdisjoint(stacks)

@@ -298,3 +298,21 @@ def test_what_a_build_of_other_settings_wrote_is_not_named_for_deletion(cli, tmp
     assert code == 0, stderr
     assert ("fix: `kubectl delete prometheusrule -n monitoring-staging gpudash-gpu-alerts gpudash-gpu-alerts-2 "
             "gpudash-gpu-alerts-3 gpudash-counters gpudash-clusters`") in stderr, stderr
+
+
+def test_a_previous_build_whose_cluster_wrote_only_a_later_part_is_these_settings(cli, tmp_path):
+    """A cluster split over several templates whose first part was left empty (its resources gone from the
+    definitions: a part with none is not written) wrote only `gpudash-ml-cluster2-east`: that build is these
+    settings' all the same (every part's name holds the project and the cluster), and what it drops is named."""
+    config, build = tmp_path / "gpudash.yaml", tmp_path / "build"
+    config.write_text("project: ml\n" + _EAST % "east" + "prometheus_stack:\n  namespace: monitoring\n")
+    assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
+    manifest = json.loads((build / "manifest.json").read_text())
+    assert manifest["artifacts"]["cloudformation"] == ["gpudash-ml-cluster-east"]
+    manifest["artifacts"]["cloudformation"] = ["gpudash-ml-cluster2-east"]
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    config.write_text(config.read_text().replace("monitoring", "observability"))
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "made for other settings" not in stderr, stderr
+    assert "fix: `kubectl delete prometheusrule -n monitoring gpudash-gpu-alerts " in stderr, stderr
+
