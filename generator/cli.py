@@ -55,8 +55,14 @@ class _ReaderGone(io.RawIOBase):
 
 
 def _guarded(stream, full_is_error: bool):
-    """`stream` writing through _ReaderGone, or `stream` itself when it has no descriptor."""
-    if stream is None or not hasattr(stream, "fileno"):
+    """`stream` writing through _ReaderGone, or `stream` itself when it has no descriptor. None (its descriptor was
+    closed when the process started, `gpudash generate >&-`: Python makes no stream, and a write or flush of None
+    failed after the work was done) is a stream to nowhere, as a closed pipe is: the exit code stays the command's."""
+    if stream is None:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        return io.TextIOWrapper(io.BufferedWriter(_ReaderGone(fd, full_is_error)), encoding="utf-8",
+                                line_buffering=True, write_through=not full_is_error)
+    if not hasattr(stream, "fileno"):
         return stream
     try:
         fd = stream.fileno()

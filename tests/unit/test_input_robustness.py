@@ -631,6 +631,26 @@ def test_closed_output_and_error_streams_keep_the_exit_code(tmp_path, args, code
         assert (tmp_path / "build" / "manifest.json").is_file()  # the work was done whole
 
 
+@pytest.mark.parametrize("closed", [">&-", "2>&-", ">&- 2>&-"], ids=["output", "error", "both"])
+@pytest.mark.parametrize("args, code", [
+    (("generate", "--out", "build"), 0),
+    (("lint", "--disable", "GF999"), 2),
+    (("generate", "--check", "--out", "stale"), 1),
+], ids=["generate", "usage-error", "check"])
+def test_output_and_error_descriptors_closed_at_start_keep_the_exit_code(tmp_path, args, code, closed):
+    """`gpudash generate --out build >&-` (a script, or a service started with its descriptors closed): Python starts
+    with no sys.stdout (or sys.stderr), and generate wrote the build, then ended in a traceback, exit 1."""
+    (tmp_path / "stale").mkdir()
+    (tmp_path / "stale" / "manifest.json").write_text("{}")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("GPUDASH_CONFIG", None)
+    result = subprocess.run(["sh", "-c", f'exec "$@" {closed}', "sh", *GPUDASH, *args], cwd=tmp_path, env=env,
+                            capture_output=True, timeout=120)
+    assert result.returncode == code, result
+    if code == 0:
+        assert (tmp_path / "build" / "manifest.json").is_file()
+
+
 def test_a_build_folder_holding_what_gpudash_did_not_write_is_not_replaced(tmp_path, cli):
     """A file the manifest does not list (a kustomization.yaml, a .git folder) or a file edited since
     gpudash wrote it would be lost with the previous build: `generate` refuses (exit 2, both named, the
