@@ -104,6 +104,20 @@ def alarms(ctx):
                       "-o wide` (a pod not Ready or crash-looping on a node: its logs; the DaemonSet gone: "
                       "reinstall it); kube-state-metrics not scraped: check its pod and the scrape target; on "
                       "CloudWatch, the cwagent-prometheus Deployment and its logs."),
+        Alarm("gpu-stopped-reporting", "GPU stopped reporting",
+              # Each GPU against its node's other GPUs (generator/stopped_gpus.py): a Prometheus rule alone (lint AL027)
+              Condition(Query(reported, "count", GPU), "<", 1),
+              severity="critical", evaluation_periods=2, stopped=True,
+              description="A GPU that reported within the last hour has read nothing for 10 minutes while another GPU "
+                          "of its node read in each 5-minute period: DCGM lost it (fallen off the bus, XID 79, a "
+                          "driver error) and the exporter, which leaves out blank values, serves the node's other GPUs "
+                          "without it. A node scaled down, an exporter restarting or rolled out, a MIG "
+                          "reconfiguration, a node renamed by an exporter upgrade and a pod leaving its GPU do not "
+                          "fire it. It clears when the GPU reads again, when its node's other GPUs stop too, or an hour "
+                          "after its last reading. A node of one GPU is the data-missing rule's. Prometheus only: "
+                          "CloudWatch cannot judge a series that stopped against its node's others (lint AL027).",
+              runbook="On the node: `nvidia-smi` and `dmesg | grep -i xid` (79: fallen off the bus). Cordon and drain "
+                      "the node, then reset the GPU (`nvidia-smi -r`) or reboot; replace it if it falls off again."),
     ]
     # An alarm on a field the counters CSV does not collect is left out with a note (generate, lint DF001).
     return ctx.available(candidates)

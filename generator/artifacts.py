@@ -257,7 +257,8 @@ def notes(project: Project) -> tuple[Note, ...]:
     collect, panels and alarms the Container Insights add-on does not publish, the data-missing alarm
     when nothing says GPUs are expected, alarms that do not evaluate MIG GPUs on CloudWatch, charts by pod that rank
     pods by one GPU's reading (CW019), alarms that count a GPU's copies as GPUs (AL019), alarms that read a failed scrape
-    as GPUs lost (AL024), alarms on a pod's count of GPUs that read the most one scrape counted (AL025)."""
+    as GPUs lost (AL024), alarms on a pod's count of GPUs that read the most one scrape counted (AL025), rules CloudWatch cannot judge (AL027)."""
+    from . import stopped_gpus
     from .data_missing import left_out
     from .render.cloudwatch import left_out_on_addon, ranked_by_one_reading
 
@@ -270,6 +271,7 @@ def notes(project: Project) -> tuple[Note, ...]:
     found += [Note("AL019", _portable(where), message) for where, message in alarm_render.copies_counted(project)]
     found += [Note("AL024", _portable(where), message) for where, message in alarm_render.failed_scrapes_read(project)]
     found += [Note("AL025", _portable(where), message) for where, message in alarm_render.counts_most_per_scrape(project)]
+    found += [Note("AL027", _portable(where), message) for where, message in stopped_gpus.no_cloudwatch(project)]
     return tuple(found)
 
 

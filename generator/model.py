@@ -411,7 +411,8 @@ class Alarm:
     holds).
     `cloudwatch` is an alternative condition for what CloudWatch cannot express
     (it cannot divide two metrics in a GROUP BY alarm). `absent` alarms fire when
-    the metric stops arriving at all.
+    the metric stops arriving at all. `stopped` alarms fire for each GPU that reported and stopped while its node's
+    other GPUs report (stopped_gpus): a Prometheus rule alone, CloudWatch cannot judge it (lint AL027).
     """
 
     id: str
@@ -427,6 +428,7 @@ class Alarm:
     scope: str = "cluster"
     cloudwatch: Condition | None = None
     absent: bool = False
+    stopped: bool = False
     defined_at: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -461,6 +463,11 @@ class Alarm:
                              f"write Condition(Query({self.condition.query.metric!r}, 'count'), '<', 1) for an alarm "
                              f"on GPU data no longer arriving; to alarm on fewer GPUs than a number (or on any other "
                              f"condition) while no data breaches, drop absent=True and set missing_data='breaching'")
+        if self.stopped and (self.absent or self.condition.query.by != ("node", "gpu") or self.scope != "cluster"):
+            problems.append("stopped=True judges each GPU of a cluster that stopped reporting while its node's other "
+                            "GPUs report: it takes a query by ('node', 'gpu'), scope 'cluster', and no absent=True")
+            fixes.append(f"write Condition(Query({self.condition.query.metric!r}, 'count', ('node', 'gpu')), '<', 1) "
+                         f"with stopped=True, or drop stopped=True")
         if problems:
             raise DefinitionError(f"{_named('alarm', self.id)}: {'; '.join(problems)}", self.defined_at,
                                   "; ".join(fixes))

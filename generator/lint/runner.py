@@ -50,6 +50,9 @@ NOTE_RULES = [
     Rule("AL025", "CloudWatch alarms on a pod's count of GPUs (agent.pipeline: otel) read the most GPUs one scrape "
                   "counted: GPUs the pod was read on at different scrapes, never all at one (time-slicing, a move to "
                   "another node), count fewer than its Prometheus rule counts", _notes("AL025")),
+    Rule("AL027", "rules with no CloudWatch alarm, judged by their Prometheus rule alone: a GPU that stopped reporting "
+                  "while its node's other GPUs report (CloudWatch has no datapoint of a series that stopped to judge)",
+         _notes("AL027")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
 AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007"})

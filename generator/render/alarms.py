@@ -26,7 +26,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
                                 Unsupported, dimension_for, gpu_dimensions, number, pod_dimensions,
                                 pod_gpu_dimensions, scrape_seconds)
-from .. import data_missing
+from .. import data_missing, stopped_gpus
 from ..container_insights_table import NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import (ALARM_BLANKS, ALARM_MIG_ONE_INSTANCE, ALARM_MIG_ONE_INSTANCE_SHORT,
                                   reads_one_instance, NotPublished, condition as source_condition, enabled as addon_source,
@@ -435,7 +435,8 @@ def mig_left_out(project) -> list[tuple[str, str]]:
 
     result = []
     for alarm in project.alarms:
-        if alarm.absent or catalog.mig_substitute(cloudwatch_condition(alarm, settings).query.metric) is None:
+        if alarm.absent or alarm.stopped or \
+                catalog.mig_substitute(cloudwatch_condition(alarm, settings).query.metric) is None:
             continue
         start = f"alarm {alarm.id!r} does not evaluate GPUs split into MIG instances on CloudWatch" \
                 f"{made_where(alarm)} (its Prometheus rule does)"
@@ -712,7 +713,7 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     alarms priced (cost) agree. `per_pod`: alarms.per_pod to assume (default: the settings'). Empty when the
     rule is left out with a note (no expected signal, a field the add-on does not publish); Unsupported when
     CloudWatch cannot evaluate it (generate refuses it)."""
-    if alarm.absent and not data_missing.expected(settings):
+    if alarm.absent and not data_missing.expected(settings) or alarm.stopped:  # stopped: lint AL027
         return ()
     try:
         plan_ = alarm_plan(alarm, catalog, settings)
@@ -1434,6 +1435,10 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
                       f"{_of_periods(alarm, branches(data_missing.NONE_FOUND))})")
             return f"{_of_periods(alarm, branches(data_missing.CLUSTER_WIDE))} or {joined}"
         return _of_periods(alarm, branches())
+    if alarm.stopped:  # each GPU that stopped while its node's other GPUs report (no CloudWatch twin: lint AL027)
+        keys = tuple(label_name(key, settings.labels) for key in group_keys(query.by))
+        return stopped_gpus.expression(query.metric, settings, alarm.period_seconds, alarm.evaluation_periods, keys,
+                                       rule_step(settings))
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
     # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
@@ -1516,7 +1521,7 @@ def recorded_name(alarm_id: str) -> str:
 def recorded_periods(alarm: Alarm, catalog: Catalog, settings: Settings) -> list[tuple[str | None, int]]:
     """The (kind, period) statistics the rule's condition reads, when it reads one of them more than once (then a
     recording rule computes each once); [] otherwise."""
-    if alarm.absent:
+    if alarm.absent or alarm.stopped:
         return []
     reads: dict[tuple[str | None, int], int] = {}
 

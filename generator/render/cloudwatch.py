@@ -872,6 +872,8 @@ def left_out_on_addon(project) -> list[tuple[str, str]]:
             except Unsupported:
                 continue  # left out for another reason, which the dashboard's header gives
     for alarm in project.alarms:
+        if alarm.stopped:
+            continue  # on no CloudWatch source (lint AL027)
         try:
             alarm_plan(alarm, project.catalog, settings)
         except NotPublished as exc:

@@ -1,0 +1,82 @@
+"""A GPU that stopped reporting while its node's other GPUs report (the rule `gpu-stopped-reporting`).
+
+DCGM can stop answering for one GPU (fallen off the bus, XID 79, a driver error) while it answers for the node's
+others. dcgm-exporter leaves out every field DCGM answers blank (gpu-monitoring-tools PR #92, still the skip of a
+blank value in its collector), so its page keeps the other GPUs and holds nothing of that one: its series end. The
+data-missing rule counts each node's scrapes, which keep bringing data, and every health rule judges the GPUs that
+report, so nothing fired. This rule judges each GPU by its UUID (its node spelling where it has none), whatever
+copies carry its readings (an exporter restarted or upgraded, a pod leaving it, its MIG instances remade), against
+its node's other GPUs:
+
+- it had a reading (not DCGM's blank) of the field within the last hour (MEMORY),
+- none within the alarm's window (its period times its evaluation periods: 10 minutes by default),
+- and another GPU of its node, named as the alerts name nodes (promql.gpus_named), had a reading in each of those
+  periods: the node's exporter kept being scraped and kept bringing data.
+
+So a node scaled down or removed (no GPU of it reports), an exporter restarting or rolled out (every GPU of the node
+away together, and back within the window) and a crash loop (readings in each window) do not fire it; nor does a GPU
+renamed by an exporter upgrade (Hostname to hostname: the same UUID, one name at each evaluation) or a pod leaving a
+GPU (an idle GPU keeps reporting). A node of one GPU has no other GPU to vouch for its exporter: there the data-missing
+rule's per-node count sees the exporter answering without DCGM series. The alert ends when the GPU reads again, when
+its node's other GPUs stop too, or an hour after its last reading (the GPU is forgotten: its node's count of GPUs on
+the overview shows it missing).
+
+CloudWatch cannot judge it: a GPU whose data stops has no datapoint to compare, a Metrics Insights alarm judges each
+series on its own datapoints (a GPU gone reads as a node removed), metric math combines no two GROUP BY arrays (the
+node's per-scrape flag cannot vouch for each of its GPUs), and no statistic of one series remembers that a GPU
+reported before. So the rule has no CloudWatch alarm; lint AL027 says so (no_cloudwatch)."""
+
+from __future__ import annotations
+
+from .blanks import READING_FLOOR, short
+from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clusters
+from .settings import Settings
+
+MEMORY = "60m"  # how long a GPU that stopped is remembered: the hour of copies its name is read from (gpus_named)
+MEMORY_TEXT = "an hour"
+
+NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its node's other GPUs report: the GPU's "
+                 "series has no datapoint left to compare, a Metrics Insights alarm judges each series on its own "
+                 "datapoints (a GPU gone reads as a node removed), and metric math combines no two GROUP BY arrays "
+                 "(a node's data cannot vouch for each of its GPUs)")
+
+
+def _names(items) -> str:
+    return ", ".join(dict.fromkeys(items))
+
+
+def expression(metric: str, settings: Settings, period: int, periods: int, keys: tuple[str, ...],
+               resolution: str) -> str:
+    """The alert's expression: each GPU (labelled by `keys`: its node and index, and its cluster on a Prometheus
+    holding several) with a reading of `metric` within MEMORY, none within the last `periods` periods of `period`
+    seconds, whose node's other GPUs had one in each of them. `resolution`: the rules' step (the names' freshness)."""
+    labels = settings.labels
+    scope = settings_clusters(settings)
+    identity = _names((labels.cluster, GPU_LABEL, "gpu"))
+    floor = short(READING_FLOOR)
+
+    def read(span: str, shift: int = 0) -> str:
+        """Each GPU (by its identity) with a reading, not a blank, within `span` ending `shift` seconds back."""
+        offset = f" offset {shift}s" if shift else ""
+        parts = [f"(min_over_time({selector(metric, branch)}[{span}]{offset}) < {floor})"
+                 for branch in scope.matchers(labels)]
+        raw = parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+        return f"max by ({identity}) ({coalesced_gpu(raw, labels)})"
+
+    def named(series: str) -> str:
+        """`series` with the node label its GPU is named by in every alert (the hour's copies)."""
+        names = gpus_named((metric,), list(scope.naming(labels)), MEMORY, resolution, labels)
+        return f"({series} + on ({identity}) group_left ({labels.node}) (0 * {names}))"
+
+    stopped = named(f"({read(MEMORY)} unless on ({identity}) {read(f'{period * periods}s')})")
+    each_period = "(" + f" and on ({identity}) ".join(read(f"{period}s", period * k) for k in range(periods)) + ")"
+    node = _names((labels.cluster, labels.node))
+    reporting = f"count by ({node}) ({named(each_period)})"
+    return f"max by ({_names(keys)}) ({stopped} and on ({node}) {reporting})"
+
+
+def no_cloudwatch(project) -> list[tuple[str, str]]:
+    """(where, message) of each rule judged by its Prometheus rule alone (lint AL027)."""
+    return [(alarm.defined_at, f"alarm {alarm.id!r} has no CloudWatch alarm, only its Prometheus rule: "
+                               f"{NO_CLOUDWATCH}")
+            for alarm in project.alarms if alarm.stopped]
