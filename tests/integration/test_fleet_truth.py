@@ -398,6 +398,9 @@ def _check_alerts(stack: Stack, project, path: Path_, exporters,
     fired: dict[str, set[str]] = {}
     for alarm in project.alarms:
         rule = rules[alert_name(alarm.id)]
+        if alarm.stopped:  # every GPU of the fleet reports at every scrape: none stopped while its node reports
+            assert prometheus.query(rule["expr"], at=stack.at) == [], rule["expr"]
+            continue
         condition = cloudwatch_condition(alarm, project.settings)  # the one both forms of the rule evaluate
         # the rule merges a counter's copies at the scrape interval it was made for; this Prometheus scrapes every 1 s
         expr = latest_period(alarm, project.catalog, project.settings, rule["expr"])

@@ -57,7 +57,8 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
     from generator.output import encode
 
     per_pod_rules = sum(1 for a in project.alarms if a.per_pod)
-    cluster_rules = len(project.alarms) - per_pod_rules
+    # a rule CloudWatch cannot judge (a GPU that stopped reporting: lint AL027) makes no alarm
+    cluster_rules = len(project.alarms) - per_pod_rules - sum(1 for a in project.alarms if a.stopped)
     result = estimates(project, Fleet(clusters=2, pods=500, churn=1000))
     made = json.loads(encode(build(project, grafana=False))["cloudwatch/alarms.json"])["alarms"]
     mig = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-mig-warning"))
