@@ -179,3 +179,31 @@ def test_cloudwatch_alarms_name_the_gpus_that_stopped_minute_by_minute(tmp_path,
             named |= {(dict(key).get("node"), dict(key).get("gpu")) for key, state in states.items()
                       if state == "ALARM"}
         assert {("node-a", "2"), ("node-b", "1")} <= named, minute
+
+
+SHARED = """clusters:
+  - {name: east, region: us-east-1, prometheus_label: east}
+  - {name: west, region: us-east-1, prometheus_label: west}
+"""
+
+
+def test_on_a_prometheus_of_several_clusters_each_clusters_node_is_judged_apart(tmp_path):
+    """Two clusters with a node of one name (EKS names nodes by their IP: VPCs of one CIDR) on one Prometheus, and a
+    cluster the settings do not name: east's node-a GPU 2 stops at minute 30, west's node-a (the same GPU UUIDs) and
+    the other cluster's node-a GPU 1, which stops too, go on. Truth: east's node-a GPU 2 alone, at minute 45."""
+    (tmp_path / "gpudash.yaml").write_text(SHARED)
+    files = encode(build(load_project(tmp_path / "gpudash.yaml"), grafana=False))
+    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    series = []
+    for cluster, stops in (("east", 2), ("west", None), ("other", 1)):
+        for gpu in range(4):
+            samples = [f"{40 + gpu}" if gpu != stops or k < CHANGE else "_" for k in range(STEPS)]
+            if gpu == stops:
+                samples[CHANGE] = "stale"
+            series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{cluster="{cluster}",gpu="{gpu}",UUID="GPU-{gpu}",'
+                                     f'Hostname="node-a",node="node-a",instance="10.0.1.1:9400"}}',
+                           "values": " ".join(samples)})
+    east = {"cluster": "east", "node": "node-a", "gpu": "2"}
+    promtool_test(tmp_path, "shared.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
+        {"eval_time": f"{minute}m", "alertname": ALERT,
+         "exp_alerts": [expected_alert(tmp_path, ALERT, **east)] if minute == 45 else []} for minute in (35, 45)]}])
