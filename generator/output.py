@@ -703,7 +703,7 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
     found: dict[str, str | None] = {}
 
     def read(item: tuple[str, str]) -> None:
-        found[item[1]] = _digest(item[0], item[1], files, known, read_at)
+        found[item[1]] = _digest(item[0], item[1], files, known, read_at, unreadable_raises=True)
 
     _in_two_lanes(to_read, read, "gpudash-read")
     # a file gone between the listing and its reading (removed, or moved away by a writer gpudash does not take turns
@@ -736,15 +736,20 @@ def unreadable(exc: OSError, top: Path) -> str:
 
 
 def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None,
-            known: Known | None = None, now: int = 0) -> str | None:
+            known: Known | None = None, now: int = 0, unreadable_raises: bool = False) -> str | None:
     """sha256 of a regular file (None for anything else: a FIFO is never opened, it would wait). A file of the size
     of files[relative] is read whole and compared: when it holds those bytes, their sha256 goes into `known`, with
     the file's status as it was read (at `now`, nanoseconds) where `_held` keeps it. A file `known`
     holds with a status it still has (read before and found holding those bytes: `renamed_resources`) is not read
-    again (see `_unchanged`)."""
+    again (see `_unchanged`). With `unreadable_raises`, a file there that cannot be opened (its permissions) raises
+    the OSError: nothing shows whether it changed."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if unreadable_raises and exc.errno in (errno.EACCES, errno.EPERM, errno.EIO):
+            raise
         return None
     try:
         info = os.fstat(fd)

@@ -689,6 +689,26 @@ def _without_override(command: list[str]) -> list[str]:
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *command]
 
 
+def test_a_file_of_the_previous_build_that_cannot_be_read_is_said_so_not_called_changed(tmp_path, cli):
+    """A file of the build nobody may read (chmod 000): generate refused, rightly, but said the file was "changed since
+    gpudash wrote" it, which nothing showed, and offered --force to discard it. It says the file cannot be read; exit
+    2, the build as it was."""
+    out = tmp_path / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    locked = out / "grafana" / "gpudash-overview.json"
+    locked.chmod(0)
+    try:
+        result = subprocess.run(_without_override([*GPUDASH, "generate", "--out", str(out)]), cwd=tmp_path, text=True,
+                                env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=120)
+    finally:
+        locked.chmod(0o644)
+    assert result.returncode == 2, result.stderr
+    assert "changed since gpudash wrote" not in result.stderr, result.stderr
+    assert (f"error: {out}: cannot read the previous build, so nothing shows what replacing it would lose "
+            "(Permission denied: grafana/gpudash-overview.json)") in result.stderr, result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["build"]
+
+
 def test_a_build_in_a_folder_gpudash_cannot_write_is_kept_and_the_failure_named(tmp_path, cli):
     """The build folder is there and writable, the folder holding it is not (a read-only parent): the new build is
     written beside the previous one, and that is what failed. generate said "cannot create the output directory" of
