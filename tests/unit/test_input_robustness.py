@@ -689,6 +689,12 @@ def _without_override(command: list[str]) -> list[str]:
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *command]
 
 
+def _generate_without_override(out: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """`gpudash generate --out out` run where permissions hold for it (`_without_override`)."""
+    return subprocess.run(_without_override([*GPUDASH, "generate", "--out", str(out)]), cwd=cwd, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=120)
+
+
 def test_a_file_of_the_previous_build_that_cannot_be_read_is_said_so_not_called_changed(tmp_path, cli):
     """A file of the build nobody may read (chmod 000): generate refused, rightly, but said the file was "changed since
     gpudash wrote" it, which nothing showed, and offered --force to discard it. It says the file cannot be read; exit
@@ -698,8 +704,7 @@ def test_a_file_of_the_previous_build_that_cannot_be_read_is_said_so_not_called_
     locked = out / "grafana" / "gpudash-overview.json"
     locked.chmod(0)
     try:
-        result = subprocess.run(_without_override([*GPUDASH, "generate", "--out", str(out)]), cwd=tmp_path, text=True,
-                                env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=120)
+        result = _generate_without_override(out, tmp_path)
     finally:
         locked.chmod(0o644)
     assert result.returncode == 2, result.stderr
@@ -719,8 +724,7 @@ def test_a_build_in_a_folder_gpudash_cannot_write_is_kept_and_the_failure_named(
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     parent.chmod(0o555)
     try:
-        result = subprocess.run(_without_override([*GPUDASH, "generate", "--out", str(out)]), cwd=tmp_path, text=True,
-                                env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=120)
+        result = _generate_without_override(out, tmp_path)
     finally:
         parent.chmod(0o755)
     assert result.returncode == 2, result.stderr
@@ -743,8 +747,7 @@ def test_a_folder_of_the_previous_build_made_read_only_leaves_nothing_beside_the
     out = parent / "build"
     assert cli("generate", "--out", str(out))[0] == 0
     (out / locked).chmod(0o555)
-    result = subprocess.run(_without_override([*GPUDASH, "generate", "--out", str(out)]), cwd=tmp_path, text=True,
-                            env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=120)
+    result = _generate_without_override(out, tmp_path)
     assert result.returncode == 0, result.stderr
     assert [p.name for p in parent.iterdir()] == ["build"]
     assert (out / locked).stat().st_mode & 0o777 == 0o755  # the new build's own folder
