@@ -26,7 +26,7 @@ from statistics import mean
 import pytest
 
 from generator.artifacts import build
-from generator.cloudwatch_query import COUNT_MOST, NAMED_PART
+from generator.cloudwatch_query import COUNT_MOST, NAMED_MEAN_LINE, NAMED_PART
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval
@@ -283,10 +283,13 @@ def test_a_pod_name_two_nodes_list_at_once_reads_the_mean_of_their_totals(tmp_pa
 def test_the_widgets_say_nothing_is_approximate_on_the_otel_pipeline_and_classic_keeps_its_limit(tmp_path_factory):
     otel, _ = _built(tmp_path_factory, "otel")
     classic, classic_points = _built(tmp_path_factory, "classic")
-    # only what a GPU named in turn beside another does to a sum (NAMED_PART), and a count's GPUs never read at one
-    # scrape (COUNT_MOST: tests/unit/test_cloudwatch_pod_gpu_count.py)
+    # only what a GPU named in turn beside another does to a sum (NAMED_PART), what a GPU named in turn does to a
+    # pod's point (NAMED_MEAN_LINE: the readings of the scrapes naming the pod, tests/unit/
+    # test_cloudwatch_named_in_turn_means.py), and a count's GPUs never read at one scrape (COUNT_MOST:
+    # tests/unit/test_cloudwatch_pod_gpu_count.py)
     said = notes(header(otel, DASHBOARD_FILE))
-    assert all(set(said.get(title, {NAMED_PART})) <= {NAMED_PART, COUNT_MOST} for title in TITLES), said
+    assert all(set(said.get(title, {NAMED_PART})) <= {NAMED_PART, NAMED_MEAN_LINE, COUNT_MOST} for title in TITLES), \
+        said
     assert {title for title in TITLES if COUNT_MOST in said.get(title, ())} == {"GPUs per pod"}
     said = notes(header(classic, DASHBOARD_FILE))
     assert all(any("reads (n - m) / n of it" in note for note in said.get(title, ())) for title in TITLES), said
