@@ -127,8 +127,6 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
                          made_for_the_same, moved_resources, previous_prometheus_rules, previous_record,
                          previous_stacks, renamed_resources, settings_record, turn, write_files)
-    from .names import cluster_stack
-    from .render.cloudformation import MAX_PARTS
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
@@ -163,8 +161,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         # other clusters) is another deployment's, live, and none of it is named for deletion
         settings = project.settings
         theirs = (gone, rules_gone) if (gone or rules_gone or moved) and not made_for_the_same(
-            before, [cluster_stack(cluster.name, settings.project, part) for cluster in settings.clusters
-                     for part in range(1, MAX_PARTS + 1)]) else None
+            before, settings.project or "", [cluster.name for cluster in settings.clusters]) else None
         if theirs:
             gone, rules_gone, moved = [], [], []
         # Only the files are left to write: the set is freed now, or left to the process's end when it ends with this
@@ -235,8 +232,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         named = " and ".join(part for part in (
             f"CloudFormation stacks {first_names(stacks)}" if stacks else "",
             f"PrometheusRules {first_names([f'{ns}/{name}' for ns, name in rules])}" if rules else "") if part)
-        click.echo(f"warning: {shown}: the build it held was made for other settings (another project, or other "
-                   f"clusters: it shares no cluster's CloudFormation stack with this one): its {named} are that "
+        click.echo(f"warning: {shown}: the build it held was made for other settings (another project, or no "
+                   f"cluster of these): its {named} are that "
                    f"deployment's, not what this build drops, and are not named for deletion\n"
                    f"  fix: give each settings file its own --out folder; if those settings are gone (a project or "
                    f"its clusters renamed), delete what they deployed yourself", err=True)

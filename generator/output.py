@@ -393,6 +393,8 @@ def artifacts_record(artifacts: Artifacts) -> dict[str, Any]:
                                  for o in artifacts.prometheus_rule_objects],
             "grafana": [d.uid for d in artifacts.grafana],
             "agents": [a.cluster for a in artifacts.agents],
+            # the settings it was made for: what the next build over it may call dropped (made_for_the_same)
+            "publisher": {"project": artifacts.project, "clusters": list(artifacts.clusters)},
             "grafana_folder": artifacts.grafana_folder,
             "grafana_uid_prefix": artifacts.grafana_uid_prefix,
             "alarm_prefix": artifacts.alarm_prefix,
@@ -452,13 +454,25 @@ def previous_stacks(record: dict[str, Any]) -> list[str]:
     return [stack for stack in stacks if isinstance(stack, str)] if isinstance(stacks, list) else []
 
 
-def made_for_the_same(record: dict[str, Any], stacks: list[str]) -> bool:
-    """Whether the previous build (its `record`, previous_record) was made for the settings this build is made for,
-    whose clusters' CloudFormation stacks are `stacks` (names.cluster_stack, every part): it wrote one of them. Their
-    names hold the project and the cluster alone, so the build of another project, or of another settings file of the
-    project for other clusters, wrote none: what it wrote and this build does not is another deployment's, not what
-    this one drops."""
-    return not set(previous_stacks(record)).isdisjoint(stacks)
+def made_for_the_same(record: dict[str, Any], project: str, clusters: tuple[str, ...] | list[str]) -> bool:
+    """Whether the previous build (its `record`, previous_record) was made for the settings of `project` and
+    `clusters` this build is made for: the record names that project and a cluster of these (its "publisher"). The
+    build of another project, or of another settings file of the project for other clusters, is another
+    deployment's: what it wrote and this build does not is not what this one drops. A build made before the record
+    named them tells it by its CloudFormation stacks (each part's name holds the project and the cluster alone,
+    names.cluster_stack), else by the clusters its agents' configurations were written for."""
+    from .names import cluster_stack
+    from .render.cloudformation import MAX_PARTS
+
+    recorded = record.get("publisher")
+    if isinstance(recorded, dict) and isinstance(recorded.get("clusters"), list):
+        return recorded.get("project") == (project or "") and not set(recorded["clusters"]).isdisjoint(clusters)
+    previous = previous_stacks(record)
+    if previous:
+        return not set(previous).isdisjoint(cluster_stack(cluster, project or None, part) for cluster in clusters
+                                            for part in range(1, MAX_PARTS + 1))
+    agents = record.get("agents")
+    return isinstance(agents, list) and not set(agents).isdisjoint(clusters)
 
 
 def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[str, str]]:

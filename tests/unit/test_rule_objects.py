@@ -276,9 +276,9 @@ def test_what_a_build_of_other_settings_wrote_is_not_named_for_deletion(cli, tmp
     what this build drops. generate told the user to delete the other project's stack (`aws cloudformation
     delete-stack`) and every one of its PrometheusRules (`kubectl delete prometheusrule -n monitoring ...`): its
     alerting gone; of a project watching the same cluster, it said the resources move from its stack to this one's
-    and to delete "the stacks no longer written". A cluster's first stack is named by the project and the cluster
-    alone, so a build that shares none with this one was made for other settings: nothing of it is named for
-    deletion, and generate says why."""
+    and to delete "the stacks no longer written". The manifest records the project and clusters a build was made
+    for: a build of another project, or of none of these clusters, was made for other settings, nothing of it is
+    named for deletion, and generate says why."""
     theirs, ours, stack = OTHER_SETTINGS[case]
     config, build = tmp_path / "theirs.yaml", tmp_path / "build"
     config.write_text(theirs + "prometheus_stack:\n  namespace: monitoring\n")
@@ -289,9 +289,9 @@ def test_what_a_build_of_other_settings_wrote_is_not_named_for_deletion(cli, tmp
     assert code == 0, stderr
     for advice in ("kubectl delete", "delete-stack", "no longer written", "move to another stack"):
         assert advice not in stderr, stderr
-    assert (f"warning: {build}: the build it held was made for other settings (another project, or other clusters: "
-            f"it shares no cluster's CloudFormation stack with this one): its CloudFormation stacks {stack} and "
-            f"PrometheusRules monitoring/gpudash-gpu-alerts,") in stderr, stderr
+    said = (f"warning: {build}: the build it held was made for other settings (another project, or no cluster of "
+            f"these): its CloudFormation stacks {stack} and PrometheusRules monitoring/gpudash-gpu-alerts,")
+    assert said in stderr, stderr
     # the same settings' next build over it names what it drops (its own namespace, changed)
     config.write_text(config.read_text().replace("monitoring-staging", "observability"))
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
@@ -302,16 +302,47 @@ def test_what_a_build_of_other_settings_wrote_is_not_named_for_deletion(cli, tmp
 
 def test_a_previous_build_whose_cluster_wrote_only_a_later_part_is_these_settings(cli, tmp_path):
     """A cluster split over several templates whose first part was left empty (its resources gone from the
-    definitions: a part with none is not written) wrote only `gpudash-ml-cluster2-east`: that build is these
-    settings' all the same (every part's name holds the project and the cluster), and what it drops is named."""
+    definitions: a part with none is not written) wrote only `gpudash-ml-cluster2-east`: a build made before the
+    manifest recorded its project and clusters is these settings' all the same (every part's name holds the project
+    and the cluster), and what it drops is named."""
     config, build = tmp_path / "gpudash.yaml", tmp_path / "build"
     config.write_text("project: ml\n" + _EAST % "east" + "prometheus_stack:\n  namespace: monitoring\n")
     assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
     manifest = json.loads((build / "manifest.json").read_text())
+    assert manifest["artifacts"].pop("publisher") == {"project": "ml", "clusters": ["east"]}
     assert manifest["artifacts"]["cloudformation"] == ["gpudash-ml-cluster-east"]
     manifest["artifacts"]["cloudformation"] = ["gpudash-ml-cluster2-east"]
     (build / "manifest.json").write_text(json.dumps(manifest))
     config.write_text(config.read_text().replace("monitoring", "observability"))
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "made for other settings" not in stderr, stderr
+    assert "fix: `kubectl delete prometheusrule -n monitoring gpudash-gpu-alerts " in stderr, stderr
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["recorded", "made before the record"])
+def test_a_build_with_no_cloudformation_stack_names_what_it_drops(cli, tmp_path, recorded):
+    """Grafana and Prometheus only (dashboards for Grafana alone, no alarms, the agent's log group outside the stacks):
+    the build writes no CloudFormation stack, so no stack tells whose it is. The manifest records the settings'
+    project and clusters (a build made before that record: the clusters of its agents' configurations), and a new
+    namespace names the objects the build before wrote, as with stacks."""
+    (tmp_path / "dash").mkdir()
+    (tmp_path / "dash" / "one.py").write_text(
+        "from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+        "    return [Dashboard(id='one', title='One', backends=('grafana',),\n"
+        "                      rows=[Row('r', [Panel('Temp', Query('DCGM_FI_DEV_GPU_TEMP', 'max'))])])]\n")
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "none.py").write_text("def alarms(ctx):\n    return []\n")
+    config, build = tmp_path / "gpudash.yaml", tmp_path / "build"
+    settings = ("definitions:\n  dashboards: dash\n  alarms: none\nagent:\n  log_group_in_stack: false\n"
+                "prometheus_stack:\n  namespace: monitoring\n")
+    config.write_text(settings)
+    assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
+    assert not (build / "cloudformation").exists()
+    if not recorded:
+        manifest = json.loads((build / "manifest.json").read_text())
+        del manifest["artifacts"]["publisher"]
+        (build / "manifest.json").write_text(json.dumps(manifest))
+    config.write_text(settings.replace("monitoring", "observability"))
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and "made for other settings" not in stderr, stderr
     assert "fix: `kubectl delete prometheusrule -n monitoring gpudash-gpu-alerts " in stderr, stderr
