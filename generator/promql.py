@@ -293,7 +293,13 @@ class _Device:
                 # old exporter's, its own pod's name in Hostname: read among the node-spelled copies alone, a pod
                 # left the panel), of the GPUs a copy spelled with the node named a pod on within the lookback
                 tiers = self._read(metric, False, self.anywhere or self.scoped, extra, each, any_pod, gauge == COUNTED)
-                read = f"max by ({_listed((*each, *shown))}) ({_unblanked(_either(tiers, each), gauge)})"
+                # no pod's share on a GPU whose latest scrape named no pod (idle_gpus), as the other per-pod panels
+                # read it: a pod that ended, or was recreated on another GPU of its node, read its last share of the
+                # GPU it left for the look-back (60 % for 70 beside its new GPU; 70 % on a GPU idle since)
+                held = _listed(held_labels(labels))
+                left = f"({_unblanked(_either(tiers, each), gauge)} unless on ({held}) " \
+                       f"{idle_gpus(metric, self.unscoped, self.pod, held)})"
+                read = f"max by ({_listed((*each, *shown))}) {left}"
                 if self.anywhere is not None:
                     on_node = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"),
                                          labels)

@@ -18,7 +18,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import LABEL_LOOKBACK_SCRAPES
-from tests.integration.test_pod_moved_node import BUSY, IDLE, MODEL, MOVE, OFFSET, PANELS, SCRAPE, SCRAPES, \
+from tests.integration.test_pod_moved_node import BUSY, FIELDS, IDLE, MODEL, MOVE, OFFSET, PANELS, SCRAPE, SCRAPES, \
     handed_over, openmetrics, rule_reading, shown, truth
 from tests.support.counter_truth import stepped_rate
 from tests.support.live_scrapes import scraped
@@ -195,3 +195,48 @@ def test_the_energy_rate_of_a_pod_that_moved_node_leaving_its_gpu_to_another_pod
     assert energy_shown(prometheus, at) == {"Pod ml/mover": mover, "Pod ml/stay": rate("GPU-c-1"),
                                            **({"Pod ml/next": rate("GPU-a-1")} if k >= MOVE else {})}
 
+
+
+
+VIRTUAL_GPUS = "exporter:\n  virtual_gpus: true\n"
+UTIL = "DCGM_FI_DEV_GPU_UTIL"
+
+
+def per_process_openmetrics(start: int) -> str:
+    """The story (`gpus`) as dcgm-exporter 4.5.3 and later write it with KUBERNETES_VIRTUAL_GPUS=true: GPU utilization
+    as the device's own series (no pod labels) at every scrape, plus the holding pod's copy (its own share: the whole
+    GPU's, one pod on it); the other fields once, under the pod that holds the GPU."""
+    rows: dict[str, list[str]] = {}
+    for k in range(SCRAPES):
+        for node, device, pod, readings in gpus(k):
+            target = f',instance="10.0.0.{ord(node)}:9400",job="gpu-metrics"'
+            named = f',container="main",namespace="{pod[0]}",pod="{pod[1]}"' if pod else ""
+            at = start + k * SCRAPE + OFFSET[node]
+            for metric, key in FIELDS.items():
+                for labels in ((device + target, device + named + target) if metric == UTIL and pod else
+                               (device + named + target,)):
+                    rows.setdefault(f"{metric}{{{labels}}}", []).append(f"{metric}{{{labels}}} {readings[key]} {at}")
+    lines = [f"# TYPE {metric} gauge" for metric in FIELDS]  # one family per name: its samples follow in any order
+    return "\n".join(lines + [line for samples in rows.values() for line in samples] + ["# EOF"]) + "\n"
+
+
+per_process = backfilled_fixture("pod-moved-gpu-per-process", per_process_openmetrics, SCRAPES * SCRAPE, SCRAPE)
+
+
+@pytest.mark.parametrize("k", [MOVE - 1, MOVE + 1, MOVE + 2, MOVE + 4])
+@pytest.mark.parametrize("story", ["backfilled", "per_process"])
+def test_a_pods_own_share_leaves_the_gpu_it_left(story, k, request):
+    """With `exporter.virtual_gpus` GPU utilization is read per pod from the pod's own copies: ml/mover, recreated on
+    GPU 0, reads that GPU alone from its first scrape there, as every per-pod panel beside it reads it (GPU 1, found
+    idle at the move, holds no pod), on a node whose exporter writes each pod's share (4.5.3+) and on one whose exporter
+    does not (the setting off there, or an older exporter). It read the share it last had on the GPU it left beside its
+    new one for the look-back, 60 % for 70 (G, s38: on live-like scrapes a pod that ended showed its last 70 % for two
+    minutes on a GPU idle since)."""
+    prometheus, start = request.getfixturevalue(story)
+    target = bundled_panel("GPU utilization by pod", VIRTUAL_GPUS)["targets"][0]
+    expr = interpolate(target["expr"], {**range_macros(f"{SCRAPES * SCRAPE}s"), "__interval": f"{SCRAPE}s",
+                                        **variables({}, ("namespace", "pod", "node", "gpu"))})
+    shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
+             for s in prometheus.query(expr, at=start + k * SCRAPE + 25)}
+    mover = BUSY["mover-c" if k > MOVE else "mover-a"]["util"]
+    assert shown == {"Pod ml/mover": mover, "Pod ml/stay": BUSY["stay"]["util"]}
