@@ -11,10 +11,12 @@ its node's other GPUs:
 - it had a reading (not DCGM's blank) of the field within the last hour (MEMORY),
 - none within the alarm's window (its period times its evaluation periods: 10 minutes by default),
 - and another GPU of its node, named as the alerts name nodes (promql.gpus_named), had a reading in each of those
-  periods: the node's exporter kept being scraped and kept bringing data.
+  periods: the node's exporter kept being scraped and kept bringing data; none of the same node and index did (that
+  is the same GPU under another UUID: an EC2 instance stopped and started on other hardware keeps its node's name).
 
 So a node scaled down or removed (no GPU of it reports), an exporter restarting or rolled out (every GPU of the node
-away together, and back within the window) and a crash loop (readings in each window) do not fire it; nor does a GPU
+away together, and back within the window), a crash loop (readings in each window) and an instance stopped and started
+on other hardware (its GPUs' slots read again) do not fire it; nor does a GPU
 renamed by an exporter upgrade (Hostname to hostname: the same UUID, one name at each evaluation) or a pod leaving a
 GPU (an idle GPU keeps reporting). A node of one GPU has no other GPU to vouch for its exporter: there the data-missing
 rule's per-node count sees the exporter answering without DCGM series. The alert ends when the GPU reads again, when
@@ -69,10 +71,13 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
         return f"({series} + on ({identity}) group_left ({labels.node}) (0 * {names}))"
 
     stopped = named(f"({read(MEMORY)} unless on ({identity}) {read(f'{period * periods}s')})")
+    # the GPUs that read in each period, by the node and index alerts name them: a GPU of the same node and index
+    # reading there is the same GPU under another UUID (an instance stopped and started on other hardware keeps its
+    # node's name), and any GPU of the node reading there vouches for the node's exporter
     each_period = "(" + f" and on ({identity}) ".join(read(f"{period}s", period * k) for k in range(periods)) + ")"
-    node = _names((labels.cluster, labels.node))
-    reporting = f"count by ({node}) ({named(each_period)})"
-    return f"max by ({_names(keys)}) ({stopped} and on ({node}) {reporting})"
+    reporting = named(each_period)
+    slot, node = _names((labels.cluster, labels.node, "gpu")), _names((labels.cluster, labels.node))
+    return f"max by ({_names(keys)}) (({stopped} unless on ({slot}) {reporting}) and on ({node}) {reporting})"
 
 
 def no_cloudwatch(project) -> list[tuple[str, str]]:

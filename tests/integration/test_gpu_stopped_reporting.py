@@ -16,7 +16,9 @@ path gives them; a series that ends gets Prometheus' staleness marker):
   upgraded from an exporter that wrote its own pod's name into `Hostname` to one writing the node into `hostname`
   (scraped by a job that attaches no `node`; node-f's exporter writes no UUID); node-g's MIG GPU 0 reconfigured from two
   3g.40gb instances to one 7g.80gb (2 minutes without a series of it, its other GPU whole); node-h's pod leaving its GPU;
-  node-j's exporter in a crash loop (answering a minute of every five). Truth: none of them, at any minute judged.
+  node-j's exporter in a crash loop (answering a minute of every five); node-k stopped and started on other hardware
+  (an EC2 instance stop and start: four minutes without data, then GPUs of other UUIDs under the same node name and
+  indexes). Truth: none of them, at any minute judged.
 
 The rule's evaluation is a function of its instant (no `for`), so promtool judges chosen minutes. CloudWatch has no
 twin (lint AL027): the agent model (both pipelines) and the generated alarms leave node-a's GPU 2 unjudged, pinned as a
@@ -51,7 +53,8 @@ def _gpus(node: str, k: int) -> list[dict[str, str]]:
     count = 4 if node in ("node-a", "node-b") else 2
     if node == "node-c" and k >= CHANGE or node == "node-d" and CHANGE <= k < CHANGE + 4 or \
             node == "node-i" and k >= REMOVED or node in OWN_JOB and k == CHANGE or \
-            node == "node-j" and k >= CHANGE and (k - CHANGE) % 10 >= 2:  # a crash loop: up 1 minute of every 5
+            node == "node-j" and k >= CHANGE and (k - CHANGE) % 10 >= 2 or \
+            node == "node-k" and CHANGE <= k < CHANGE + 8:  # node-j: a crash loop, up 1 minute of every 5
         return []
     gpus = []
     for gpu in range(count):
@@ -61,6 +64,8 @@ def _gpus(node: str, k: int) -> list[dict[str, str]]:
                   "modelName": "NVIDIA A100-SXM4-80GB", "Hostname": node}
         if node == "node-f":
             del labels["UUID"]
+        if node == "node-k" and k >= CHANGE:  # stopped and started on other hardware: other GPUs, one node name
+            labels["UUID"] = f"GPU-{node}-{gpu}-moved"
         if node in OWN_JOB:
             del labels["Hostname"]
             if k < CHANGE:  # the old exporter, given no NODE_NAME, writes its own pod's name
@@ -94,7 +99,7 @@ def _target(node: str, k: int) -> dict[str, str]:
             "exporter_pod": f"nvidia-dcgm-exporter-{node[-1]}{revision}"}
 
 
-NODES = tuple(f"node-{c}" for c in "abcdefghij")
+NODES = tuple(f"node-{c}" for c in "abcdefghijk")
 
 
 def _series() -> list[dict[str, str]]:
