@@ -119,12 +119,11 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
         raise GpudashError("GRAFANA_URL is not set", hint="export GRAFANA_URL=https://grafana.example.com")
     url = check_url(url)
     token = os.environ.get("GRAFANA_TOKEN")
-    if token_file:
-        try:
-            token = Path(token_file).read_text().strip()
-        except OSError as exc:
-            raise GpudashError(f"cannot read the token file ({exc.strerror})", where=token_file,
-                               hint="check the path; the file holds the service-account token alone") from None
+    if token_file:  # (a device read without end, or a named pipe nobody writes, is refused: reading.read_bytes)
+        from .reading import read_bytes
+
+        token = read_bytes(Path(token_file), "Grafana token file", "check the path; the file holds the "
+                           "service-account token alone").decode("utf-8", errors="replace").strip()
     basic = None
     if not token and os.environ.get("GRAFANA_USER"):
         basic = (os.environ["GRAFANA_USER"], os.environ.get("GRAFANA_PASSWORD", ""))

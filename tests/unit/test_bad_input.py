@@ -531,7 +531,10 @@ CASES = [
                                                       "PROMETHEUS_URL": None}, "--prometheus-url (PROMETHEUS_URL)",
                 "no Prometheus URL is given", "--skip-verify", args=("push",)),
     environment("push with a missing token file", {"GRAFANA_URL": "http://127.0.0.1:9"}, "token.txt",
-                "cannot read the token file", args=("push", "--skip-verify", "--token-file", "token.txt")),
+                "Grafana token file not found", args=("push", "--skip-verify", "--token-file", "token.txt")),
+    # read without end: a device (memory grew until the process was killed), a named pipe with no writer (waited on)
+    environment("push with --token-file /dev/zero", {"GRAFANA_URL": "http://127.0.0.1:9"}, "/dev/zero",
+                "larger than", args=("push", "--skip-verify", "--token-file", "/dev/zero")),
     environment("PROMETHEUS_URL without a scheme", {"PROMETHEUS_URL": "u:s3cret@prom:9090"}, "PROMETHEUS_URL",
                 "'***@prom:9090' has no scheme", "PROMETHEUS_URL=https://prom:9090", args=("verify",)),
     environment("AWS_ENDPOINT_URL without a scheme", {"AWS_ENDPOINT_URL": "localhost:4566"}, "AWS_ENDPOINT_URL",

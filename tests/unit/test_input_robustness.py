@@ -651,6 +651,21 @@ def test_output_and_error_descriptors_closed_at_start_keep_the_exit_code(tmp_pat
         assert (tmp_path / "build" / "manifest.json").is_file()
 
 
+def test_a_named_pipe_as_the_token_file_is_refused_not_waited_on(tmp_path):
+    """`push --token-file token` where token is a named pipe nobody writes (mkfifo): push waited on it for ever. It
+    is refused as a pipe, exit 2; a pipe the shell hands over open (`--token-file <(vault read ...)`) is read as
+    before (reading.INHERITED_PIPES)."""
+    os.mkfifo(tmp_path / "token")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GRAFANA_URL": "http://127.0.0.1:9"}
+    result = subprocess.run([*GPUDASH, "push", "--skip-verify", "--token-file", "token"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "error: token: Grafana token file is a pipe or socket, not a file" in result.stderr, result.stderr
+    piped = subprocess.run(["bash", "-c", 'exec "$@" --token-file <(printf tok)', "bash", *GPUDASH, "push",
+                            "--skip-verify"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert "cannot reach Grafana at http://127.0.0.1:9" in piped.stderr, piped.stderr  # the token was read
+
+
 def test_a_build_folder_holding_what_gpudash_did_not_write_is_not_replaced(tmp_path, cli):
     """A file the manifest does not list (a kustomization.yaml, a .git folder) or a file edited since
     gpudash wrote it would be lost with the previous build: `generate` refuses (exit 2, both named, the
