@@ -107,6 +107,14 @@ MEANINGS = {
     "absent over the fleet": (Alarm, {"absent": True, "scope": "fleet",
                                       "condition": Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1)},
                               "judges each cluster apart", "drop scope="),
+    # stopped=True judges each GPU against its node's others: a condition per cluster would be dropped without a word
+    "stopped over the cluster": (Alarm, {"stopped": True, "condition": Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"),
+                                                                                 "<", 1)},
+                                 "stopped=True judges each GPU", "Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'count', "
+                                                                 "('node', 'gpu')), '<', 1)"),
+    "stopped and absent": (Alarm, {"stopped": True, "absent": True,
+                                   "condition": Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1)},
+                           "no absent=True", "or drop stopped=True"),
 }
 
 
