@@ -257,7 +257,8 @@ def notes(project: Project) -> tuple[Note, ...]:
     collect, panels and alarms the Container Insights add-on does not publish, the data-missing alarm
     when nothing says GPUs are expected, alarms that do not evaluate MIG GPUs on CloudWatch, charts by pod that rank
     pods by one GPU's reading (CW019), alarms that count a GPU's copies as GPUs (AL019), alarms that read a failed scrape
-    as GPUs lost (AL024), alarms on a pod's count of GPUs that read the most one scrape counted (AL025), rules CloudWatch cannot judge (AL027)."""
+    as GPUs lost (AL024), alarms on a pod's count of GPUs that read the most one scrape counted (AL025), rules
+    CloudWatch cannot judge (AL027)."""
     from . import stopped_gpus
     from .data_missing import left_out
     from .render.cloudwatch import left_out_on_addon, ranked_by_one_reading

@@ -15,8 +15,8 @@ path gives them; a series that ends gets Prometheus' staleness marker):
 - node-c scaled down (every series ends); node-d's exporter restarted (4 scrapes missed, a new pod); node-e and node-f
   upgraded from an exporter that wrote its own pod's name into `Hostname` to one writing the node into `hostname`
   (scraped by a job that attaches no `node`; node-f's exporter writes no UUID); node-g's MIG GPU 0 reconfigured from two
-  3g.40gb instances to one 7g.80gb (2 minutes without a series of it, its other GPU whole); node-h's pod leaving its GPU;
-  node-j's exporter in a crash loop (answering a minute of every five); node-k stopped and started on other hardware
+  3g.40gb instances to one 7g.80gb (2 minutes without a series of it, its other GPU whole); node-h's pod leaving its
+  GPU; node-j's exporter in a crash loop (answering a minute of every five); node-k stopped and started on other hardware
   (an EC2 instance stop and start: four minutes without data, then GPUs of other UUIDs under the same node name and
   indexes). Truth: none of them, at any minute judged.
 
