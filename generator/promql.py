@@ -687,7 +687,7 @@ def _pod_tiers(source: str, exporter_pods: str | None) -> tuple[tuple[int, list[
 
 
 def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
-              node: str | None = None) -> str:
+              node: str | None = None, whole: bool = False) -> str:
     """One series per GPU (cluster, GPU_LABEL, index) of `metric` within `span`, labelled with the node the GPU is
     shown under: the first non-empty node spelling of one of its copies, the copy whose spelling comes first in
     labels.node_sources (node, then hostname, Hostname, instance), of those equal the copy with a sample within the
@@ -705,34 +705,64 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     of 8 calls and the other's at 2. gpudash's scrape job and
     ServiceMonitor write the node the exporter's pod runs on into `node`, the first spelling: there the GPU is named
     by it whatever Hostname holds. `node` (a regex): only the copies whose node
-    spelling matches it (node_matchers). Without `span` (a gauge panel): the copies a scrape within the last 4 scrape
-    intervals read (label_lookback), a copy marked stale by one failed scrape too (read at the instant only, the old
-    exporter's copy, fresh alone at the step after the node-named copy's failed scrape, named the line by its pod for
-    that step), by spelling alone (where the span's two ranges each cost a gauge panel about a third more Prometheus
-    CPU); a copy older than that which the instant selector still reads (its exporter gone where no staleness marker
-    ended it: a Prometheus restart between) names no line."""
-    return _first_name(_ranked_names(metric, matchers, span, resolution, labels, node), labels)
+    spelling matches it (node_matchers). `whole` (panels and the Node variable, `span` unread): the copies of the
+    dashboard's range, read once at its end (_whole_range_names), so that a GPU has one name at every step of a panel,
+    the one the variable lists (gpus_named); alerts name it from the copies within `span` of each evaluation."""
+    return gpus_named((metric,), matchers, span, resolution, labels, node, whole)
 
 
 def _ranked_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
-                  node: str | None) -> str:
-    """gpu_names' candidates: each name a copy of `metric` gives its GPU (cluster, GPU_LABEL, index), ranked."""
+                  node: str | None, whole: bool = False) -> str:
+    """gpu_names' candidates: each name a copy of `metric` gives its GPU (cluster, GPU_LABEL, index), ranked: the
+    copies within `span`, a copy with a sample within the last scrape interval half a rank more; `whole` (or no
+    `span`): the names of the dashboard's range (_whole_range_names)."""
+    if whole or span is None:
+        return _whole_range_names(metric, matchers, resolution, labels, node)
     seconds = _seconds(resolution)
     terms = []
-    for k, branch in enumerate(spelled(labels)):
-        named = [f"{labels.node_sources[k]}=~{quoted(node)}"] if node is not None else []
-        source = labels.node_sources[k]
-        # the k-th spelling: an exporter pod's name, then one shaped like a pod's, then any other (_pod_tiers)
-        place = k * PLACE_RANK
-        for rank, pod_like in _pod_tiers(source, labels.exporter_pods):
-            each = selector(metric, [*matchers, *branch, *named, *pod_like])
-            looked_back = f"last_over_time({each}[{label_lookback(seconds)}])"
-            less = f" - {place + rank:g}" if place + rank else ""  # x - 0 is x, -0 too
-            terms.append(f"{looked_back} * 0{less}" if span is None else
-                         f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or "
-                         f"present_over_time({each}[{span}]) * 0){less}")
+    for place_rank, each in _tiers(metric, matchers, labels, node):
+        less = f" - {place_rank:g}" if place_rank else ""  # x - 0 is x, -0 too
+        terms.append(f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or "
+                     f"present_over_time({each}[{span}]) * 0){less}")
     ranked = terms[0] if len(terms) == 1 else "(" + " or ".join(f"({term})" for term in terms) + ")"
     return f"max by ({_listed((labels.cluster, GPU_LABEL, 'gpu', labels.node))}) ({coalesced_gpu(ranked, labels)})"
+
+
+def _tiers(metric: str, matchers: list[str], labels: Labels, node: str | None) -> list[tuple[int, str]]:
+    """(place and rank, selector) of each tier of gpu_names' candidates, best first: the node spellings in their
+    order (spelled), each by _pod_tiers; `node` (a regex) matched against each tier's own spelling."""
+    tiers = []
+    for k, branch in enumerate(spelled(labels)):
+        source = labels.node_sources[k]
+        named = [f"{source}=~{quoted(node)}"] if node is not None else []
+        # the k-th spelling: an exporter pod's name, then one shaped like a pod's, then any other (_pod_tiers)
+        tiers += [(k * PLACE_RANK + rank, selector(metric, [*matchers, *branch, *named, *pod_like]))
+                  for rank, pod_like in _pod_tiers(source, labels.exporter_pods)]
+    return tiers
+
+
+FRESH_LABEL = "gpudash_fresh"  # marks a name's freshness term among its ranks (_whole_range_names), summed away
+
+
+def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels: Labels, node: str | None) -> str:
+    """gpu_names' candidates over the dashboard's range (DASHBOARD_RANGE, at its end: `@ end()`, which Prometheus
+    reads once per query, not at each step), ranked as gpu_names ranks them: each name by its best tier (_tiers; the
+    best weighs most, the last 1), half a rank more where a copy of the GPU named so has a sample within the last
+    scrape interval before the range's end. The freshness is one selector of every copy (a term marked with
+    FRESH_LABEL, added to the name's rank by the sum), not one per tier beside the tier's: a panel names its GPUs so,
+    and a dashboard's ConfigMap has no room for a second selector per tier in each of its panels (GF011). A name
+    fresh alone (a copy whose spelling the node variable does not match, a tier of another spelling coming first)
+    reads half and is no candidate."""
+    tiers = _tiers(metric, matchers, labels, node)
+    top = max(place_rank for place_rank, _ in tiers) + 1
+    terms = [f"present_over_time({each}[{DASHBOARD_RANGE}] @ end())" + (f" * {top - place_rank}"
+                                                                       if top - place_rank != 1 else "")
+             for place_rank, each in tiers]
+    fresh = f"present_over_time({selector(metric, matchers)}[{_seconds(resolution) * 1000}ms] @ end())"
+    terms.append(f'label_replace({fresh}, "{FRESH_LABEL}", "1", "", "") * 0.5')
+    gpu_name = _listed((labels.cluster, GPU_LABEL, "gpu", labels.node))
+    ranks = f"max by ({gpu_name}, {FRESH_LABEL}) ({coalesced_gpu('(' + ' or '.join(terms) + ')', labels)})"
+    return f"sum by ({gpu_name}) ({ranks}) > 0.5"
 
 
 def _first_name(ranked: str, labels: Labels) -> str:
@@ -1790,6 +1820,7 @@ class _Merge:
     per_uuid: bool = False
     node: str | None = None  # the scope's node regex: a counter's GPUs are those it names (named; a recorded rate's)
     workload: tuple[str, ...] = ()  # the scope's pod and namespace matchers (the copies a recorded rate must have)
+    whole: bool = False  # a panel's: its GPUs named by the dashboard's range (gpus_named's `whole`)
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         node = GPU_LABEL if self.per_uuid else self.labels.node
@@ -1851,8 +1882,9 @@ class _Merge:
 
     def named(self, series: str, metric: str, span: str, resolution: str) -> str:
         """`series` (a counter's rate or increase per GPU, `physical`) with the node label of the name gpu_names gives
-        its GPU."""
-        return named_gpus(series, (metric,), list(self.naming), span, resolution, self.labels, self.node)
+        its GPU (in a panel, the range's name; an increase over the range reads the range's copies already)."""
+        return named_gpus(series, (metric,), list(self.naming), span, resolution, self.labels, self.node,
+                          self.whole and span != f"{RANGE_MS}ms")
 
     def gpus(self, series: str, own: tuple[str, ...] = ()) -> str:
         """The rates or increases of the physical GPUs (`physical`, `named`) that stood under one node and index (and
@@ -2219,7 +2251,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             # a panel's rate per GPU from its recording (counted_rule), named by one node in the scope
             series = merge.fastest(counted_rate(metric, catalog, merge, window), own_labels)
             series = merge.gpus(named_gpus(series, (metric,), list(merge.naming), window, resolution, merge.labels,
-                                           merge.node), own_labels)
+                                           merge.node, merge.whole), own_labels)
         elif counter:  # one rate per GPU (its UUID), named by one node, then the GPUs of a node and index added up
             if periods is None:
                 series = fields([], copies)
@@ -2525,7 +2557,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     workload = tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in scope.regexes
                      if key in ("pod", "namespace"))
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
-                   workload)
+                   workload, gauge_window is None)
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
     # an alert's counter per GPU: each period's increase read apart, the GPUs named once (_per_gpu's `periods`)
     counted_periods = None
@@ -2592,7 +2624,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         fields = _named_fields(query.metric, catalog)
 
         def gpus(series: str, how: str, span: str | None) -> str:
-            named_ = named_gpus(series, fields, list(scope.naming(labels)), span, resolution, labels, node)
+            named_ = named_gpus(series, fields, list(scope.naming(labels)), span, resolution, labels, node,
+                                span is None)
             return f"{how} by ({grouping}{f', {PERIOD_LABEL}' if periods else ''}) ({named_})"
 
         def aggregated(how: str) -> str:
@@ -2634,7 +2667,7 @@ def _named_fields(metric: str, catalog: Catalog) -> tuple[str, ...]:
 
 
 def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span: str | None,
-               resolution: str, labels: Labels, node: str | None = None) -> str:
+               resolution: str, labels: Labels, node: str | None = None, whole: bool = False) -> str:
     """`series` (one or more per GPU: `cluster`, GPU_LABEL, `gpu`) with the node label of its GPU's name (gpu_names,
     from the copies of `metrics`, the first that has the GPU), whichever copy its value was read from: THE naming step
     of every per-GPU line and alert, so that a GPU's legend and an alert's labels do not follow the copy a value is read
@@ -2643,21 +2676,29 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     `node` (the node variable): the copies whose node spelling matches it are those the name is read from. A gauge is
     named in a panel at its instant from the copies the instant selector reads (`span` None); in an alert once per
     evaluation, after each period's statistic (gauge_readings' `named`), from the copies of the last hour, as a
-    counter's alert."""
+    counter's alert. `whole` (a panel's): named at every step by the name the dashboard's range gives it (gpus_named)."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
-    either = gpus_named(metrics, matchers, span, resolution, labels, node)
+    either = gpus_named(metrics, matchers, span, resolution, labels, node, whole)
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
 
 
 def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, resolution: str, labels: Labels,
-               node: str | None = None) -> str:
+               node: str | None = None, whole: bool = False) -> str:
     """One series per GPU (cluster, GPU_LABEL, index) of any of `metrics`, labelled with its name (gpu_names, from
     the copies of the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and
-    the Node variable's values."""
+    the Node variable's values.
+    `whole` (panels and the Node variable; `span` unread): a GPU is named at every step by the name the dashboard's
+    range gives it (_whole_range_names), the one name the Node variable lists for it. Named at each step by the
+    copies of that step (`span`, as alerts are), an exporter upgrade renaming a node inside the range (no `node`
+    target label: the old exporter writing its own pod's name into Hostname, the new one the node into hostname)
+    drew the GPU's line under the old pod's name before the upgrade and under the node after, two lines for one GPU
+    with All, and with the node picked (the one name the variable lists) left out the half hour before the upgrade
+    (tests/integration/test_node_renamed_in_range.py). A step whose look-back reaches a sample before the range
+    (a GPU gone up to 4 scrape intervals before the range's start) names no GPU the range does not hold."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     # each metric's candidates where no metric before it has the GPU, then one name chosen among them: the name
     # gpu_names gives from the first metric that has the GPU, ordered and chosen once, not once per metric
-    names = [_ranked_names(metric, matchers, span, resolution, labels, node) for metric in metrics]
+    names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole) for metric in metrics]
     return _first_name(names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")", labels)
 
 
@@ -2696,7 +2737,7 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     # variable does not offer (an old exporter's own pod name in Hostname, kept in a link) named the pod's GPU n3 and
     # its rate by the pod name, and the pod was left out where the other per-pod panels showed it
     node = next((regex for key, regex in scope.regexes if key == "node"), None)
-    names = gpu_names(query.metric, list(unscoped.naming(labels)), window, resolution, labels, node)
+    names = gpu_names(query.metric, list(unscoped.naming(labels)), window, resolution, labels, node, whole=True)
     pods = f"({pods} + on ({_listed(gpu)}) group_left ({labels.node}) (0 * {names}))"
     once = _listed((*(label_name(k, labels) for k in (*keys, *slot) if k != "node" or k in keys), GPU_LABEL))
     return (f"{query.aggregation} by ({_listed(label_name(k, labels) for k in keys)}) "

@@ -80,7 +80,7 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
         # the name gpu_names gives each GPU (THE naming step of per-GPU lines and alerts), not every copy's first
         # spelling: an old exporter writing its own pod's name into Hostname beside the new one's node is no node
         (matchers,) = scope.matchers(labels)
-        series = gpus_named(metrics, matchers, DASHBOARD_RANGE, f"{settings.scrape.seconds}s", labels)
+        series = gpus_named(metrics, matchers, None, f"{settings.scrape.seconds}s", labels, whole=True)
     else:
         series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
     return f"query_result(count by ({label}) ({series}))", f'/{label}="([^"]+)"/'

@@ -28,7 +28,7 @@ from tests.integration.test_mig_twins import built_with
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
-from tests.support.prometheus_server import backfilled_fixture
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
 from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
 
 NOT_SUPPORTED = 9223372036854775794
@@ -126,7 +126,7 @@ def test_grafana_counts_the_gpus_with_a_reading(built, backfilled):
     prometheus, start = backfilled
     at = start + END - STEP + 10
     target = _panel(folder, "gpudash-overview", "GPUs reporting")
-    (result,) = prometheus.query(interpolate(target["expr"], variables({}, VARIABLES)), at=at)
+    (result,) = prometheus.query(interpolate(target["expr"], {**SCENE_RANGE, **variables({}, VARIABLES)}), at=at)
     assert float(result["value"][1]) == 10
 
 
@@ -136,7 +136,7 @@ def test_grafana_counts_each_pods_gpus_with_a_reading(built, backfilled):
     at = start + END - STEP + 10
     target = _panel(folder, "gpudash-by-pod", "Pods on GPUs")
     shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
-             for s in prometheus.query(interpolate(target["expr"], variables({}, VARIABLES)), at=at)}
+             for s in prometheus.query(interpolate(target["expr"], {**SCENE_RANGE, **variables({}, VARIABLES)}), at=at)}
     assert shown == {"Pod ml/train-0": 3, "Pod ml/train-1": 2, **{f"Pod ml/infer-{k}": 1 for k in range(5)}}
 
 

@@ -166,7 +166,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules
     files = overlap.overlap_build("otel")
     (expr,) = [p["targets"][0]["expr"] for p in json.loads(files["grafana/gpudash-all-metrics.json"])["panels"]
                if p.get("title") == "DEV_TOTAL_ENERGY_CONSUMPTION"]
-    expr = expr.replace("$__rate_interval", "2m")
+    expr = expr.replace("$__rate_interval", "2m").replace("$__range", "1d")  # a dashboard range holding the scene
     for variable in ("$namespace", "$pod", "$gpu", "$node"):
         expr = expr.replace(variable, ".*")
     overlaps = list(OVERLAPS.values())

@@ -23,7 +23,7 @@ from tests.support.copy_choice_scene import (OLD_POD, counter_growth, fresh_step
                                              one_spelling_payload, tied_payload, two_exporters)
 from tests.support.copy_review_scene import COMMON, METRICS, SCRAPES, overlap_scene, shown_values, wrong_instants
 from tests.support.projects import bundled_panel, bundled_panels, bundled_project
-from tests.support.prometheus_server import counted_inline, scraped_every
+from tests.support.prometheus_server import SCENE_RANGE, counted_inline, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers, scraped_until
 from tests.support.side_by_side import module_scenes, scene
@@ -357,7 +357,7 @@ def test_a_gpus_energy_rate_across_a_renaming_upgrade_is_neither_lost_nor_spiked
     target = bundled_panel("DEV_TOTAL_ENERGY_CONSUMPTION")["targets"][0]
     expr = interpolate(scraped_every(counted_inline(target["expr"], bundled_project()), 30, 1)
                        .replace("$__rate_interval", "4s"),
-                       variables({}, ("namespace", "pod", "node", "gpu")))
+                       {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
     first = math.floor(start) + 5.5
     shown = {at: [round(float(s["value"][1])) for s in result]
              for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}

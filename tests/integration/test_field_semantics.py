@@ -40,7 +40,7 @@ from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.projects import counters_with, project_fixture
-from tests.support.prometheus_server import backfilled as backfilled_prometheus, counted_inline
+from tests.support.prometheus_server import SCENE_RANGE, backfilled as backfilled_prometheus, counted_inline
 from tests.support.promtool_rules import expected_alert, promtool_test
 
 STEP, SCRAPES, OFFSET = 30, 120, 15
@@ -120,7 +120,7 @@ def _shown(prometheus, panel: dict, start: int, first: int, last: int, project=N
     that made it, whose counters' recordings a rate reads)."""
     (target,) = panel["targets"]
     expr = counted_inline(target["expr"], project) if project is not None else target["expr"]
-    expr = interpolate(expr, {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
+    expr = interpolate(expr, {**SCENE_RANGE, "__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
     result = prometheus.api("query_range", query=expr, start=start + first * 60, end=start + last * 60,
                             step=60)["result"]
     return {render_legend(target["legendFormat"], s["metric"]): {
@@ -374,7 +374,8 @@ def test_grafana_reads_a_mig_pods_and_the_fleets_memory_share(extra):
     assert "Per pod: the sum of DCGM_FI_DEV_FB_USED of the GPUs and MIG instances it holds over the sum of their " \
            "DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE" in panels["Share by pod"]["description"]
     (target,) = panels["Fleet share"]["targets"]
-    expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
+    expr = interpolate(target["expr"], {**SCENE_RANGE,
+                                        "__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
     (fleet,) = prometheus.api("query", query=expr, time=start + 30 * 60)["result"]
     assert abs(float(fleet["value"][1]) - FLEET_SHARE) <= 1e-9, fleet
 
@@ -445,7 +446,8 @@ def _at_minute_30(prometheus, start: int, project, wanted, more=None) -> tuple[d
     shown = {}
     for key, panel in panels.items():
         (target,) = panel["targets"]
-        expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
+        expr = interpolate(target["expr"], {**SCENE_RANGE,
+                                            "__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
         shown[key] = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
                       for s in prometheus.api("query", query=expr, time=start + 30 * 60)["result"]}
     return panels, shown

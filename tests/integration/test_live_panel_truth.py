@@ -38,7 +38,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.render.alarms import counted_group, prometheus_expression, prometheus_rules
 from tests.support.projects import bundled_panel, bundled_project, defined_project
-from tests.support.prometheus_server import Prometheus
+from tests.support.prometheus_server import SCENE_RANGE, Prometheus
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers
 
@@ -70,7 +70,7 @@ def alarms(ctx):
                             level), period_seconds=20, missing_data="notBreaching")
             for level in LEVELS]
 """.replace("LEVELS", repr(LEVELS))
-MACROS = {"__rate_interval": f"{LOOKBACK}s", "__interval": f"{STEP}s"}
+MACROS = {**SCENE_RANGE, "__rate_interval": f"{LOOKBACK}s", "__interval": f"{STEP}s"}
 BEGAN = time.time()
 
 

@@ -28,7 +28,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.resources import default_counters
 from tests.support.panel_expression import panel_expression
-from tests.support.prometheus_server import scraped_every
+from tests.support.prometheus_server import SCENE_RANGE, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.late_scrape import CLOSE_SCRAPES, FAILED as LATE_FAILED, LATE as LATE_GONE, LATE_SCRAPES, late_values
 from tests.support.scrape_scene import CountedAnswers, scraped_until
@@ -104,9 +104,9 @@ def test_mig_instances_the_exporter_no_longer_serves_are_left_out(scraped, tmp_p
     project = _project(tmp_path_factory.mktemp("mig-reconfigured"), settings)
     settings = project.settings
     expr = panel_expression(project, Query(field, how, by))
-    expr = interpolate(scraped_every(expr, settings.scrape.seconds, 1), variables({"node": node},
+    expr = interpolate(scraped_every(expr, settings.scrape.seconds, 1), {**SCENE_RANGE, **variables({"node": node},
                                                                                         ("namespace", "pod", "node",
-                                                                                         "gpu")))
+                                                                                         "gpu"))})
     wrong = {}
     for n, at in enumerate(scrapes[:SCRAPES], start=1):
         answered = n - 1 if n in FAILS else n  # the latest scrape that answered
@@ -152,7 +152,7 @@ def test_a_mig_instance_gone_at_a_late_scrape_is_left_out_at_the_failed_scrape_a
     project = _project(tmp_path, settings)
     assert project.settings.scrape.seconds == 30
     expr = interpolate(panel_expression(project, Query(field, how, ("gpu",))),
-                       variables({"node": node}, ("namespace", "pod", "node", "gpu")))
+                       {**SCENE_RANGE, **variables({"node": node}, ("namespace", "pod", "node", "gpu"))})
     (tmp_path / "rules.yaml").write_text("groups: []\n")
     promtool_test(tmp_path, "late.yaml", [{"interval": "1s", "input_series": series(scrapes), "promql_expr_test": [
         {"expr": expr, "eval_time": f"{scrapes[LATE_FAILED] + 15}s",

@@ -22,7 +22,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.render import grafana as grafana_render
 from tests.support.projects import project_fixture
-from tests.support.prometheus_server import backfilled_fixture
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
 
 STEP, SCRAPES, OFFSET = 30, 60, 15
 NODE = "gpu-node-1"
@@ -86,7 +86,8 @@ def _panel(project, query: Query) -> dict:
 def _shown(prometheus, project, query: Query) -> dict[str, float]:
     """{legend: value} of one panel of `query` at minute 20, the dashboard variables at All."""
     (target,) = _panel(project, query)["targets"]
-    expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
+    expr = interpolate(target["expr"], {**SCENE_RANGE,
+                                        "__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
     server, start = prometheus
     return {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
             for s in server.api("query", query=expr, time=start + 20 * 60)["result"]}

@@ -6,11 +6,14 @@ writes its own pod's name into `Hostname`, for the first half hour; the DaemonSe
 default) replaces it after one missed scrape by the new exporter, which writes the node into `hostname`.
 
 Truth: the GPU is on gpu-node-r1 the whole hour. The Node variable lists gpu-node-r1 alone over the range (as
-test_node_variable holds for an overlap), and with it picked the GPU's temperature shows at every minute. What it
-showed: the first half hour of the line (named, at each step, by the best spelling of the hour before that step: the
-old exporter's pod) is left out with the node picked; it shows under `nvidia-dcgm-exporter-x7k2p GPU 0` with "All",
-a name the variable does not list. Adding the node to the ServiceMonitor (docs/labels-and-values.md) avoids it. Found
-by an audit on a fleet of its own (session 37, helper D); pinned as a strict xfail.
+test_node_variable holds for an overlap), and every per-GPU panel, with the node picked and with All, draws the GPU as
+one line, `gpu-node-r1 GPU 0`, at every minute: its temperature 61, its PCIe replays 0.1 a second (3 a scrape, the
+device's counter, which both exporters read). What it showed: each step named the GPU by the best spelling of that
+step's copies (the old exporter's pod before the upgrade), so with the node picked the first half hour was left out,
+and with All it was drawn under `nvidia-dcgm-exporter-x7k2p GPU 0`, a name the variable does not list, then under the
+node. Panels now name a GPU by the name the dashboard's range gives it (promql.gpus_named's `whole`), the name the
+variable lists. Adding the node to the ServiceMonitor (docs/labels-and-values.md) avoids the rename altogether. Found
+by an audit on a fleet of its own (session 37, helper D).
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from __future__ import annotations
 import pytest
 
 from generator.preview.interpolate import interpolate, variables
-from tests.support.grafana_variables import SPAN, query_variables, range_options
-from tests.support.projects import bundled_panel
-from tests.support.prometheus_server import backfilled_fixture, range_macros
+from generator.preview.legend import render as render_legend
+from tests.support.grafana_variables import query_variables, range_options
+from tests.support.projects import bundled_panel, bundled_project
+from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros
 
 STEP = 30
 NODE, OLD_POD = "gpu-node-r1", "nvidia-dcgm-exporter-x7k2p"
@@ -28,13 +32,20 @@ SCRAPES = 120  # an hour
 UPGRADE = 60  # the old exporter's scrapes end before 60, the new one's start after it (one scrape missed)
 
 
+REPLAYS = 3  # PCIe replays a scrape: 0.1 a second
+TRUTH = {"GPU temperature": 61.0, "PCIe replays": REPLAYS / STEP}  # at every minute of the hour
+
+
 def _openmetrics(start: int) -> str:
-    lines = ["# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
     device = 'gpu="0",UUID="GPU-r1-0",device="nvidia0",modelName="NVIDIA L4",DCGM_FI_DRIVER_VERSION="550.90.07"'
-    for spelling, instance, scrapes in ((f'Hostname="{OLD_POD}"', "10.0.7.11:9400", range(0, UPGRADE)),
-                                        (f'hostname="{NODE}"', "10.0.7.12:9400", range(UPGRADE + 1, SCRAPES))):
-        labels = f'{device},{spelling},instance="{instance}",job="nvidia-dcgm-exporter"'
-        lines += [f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 61 {start + k * STEP + 4}" for k in scrapes]
+    lines = []
+    for metric, kind, value in (("DCGM_FI_DEV_GPU_TEMP", "gauge", lambda k: 61),
+                                ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", lambda k: 1000 + REPLAYS * k)):
+        lines.append(f"# TYPE {metric} {kind}")
+        for spelling, instance, scrapes in ((f'Hostname="{OLD_POD}"', "10.0.7.11:9400", range(0, UPGRADE)),
+                                            (f'hostname="{NODE}"', "10.0.7.12:9400", range(UPGRADE + 1, SCRAPES))):
+            labels = f'{device},{spelling},instance="{instance}",job="nvidia-dcgm-exporter"'
+            lines += [f"{metric}{{{labels}}} {value(k)} {start + k * STEP + 4}" for k in scrapes]
     return "\n".join(lines) + "\n# EOF\n"
 
 
@@ -50,16 +61,23 @@ def test_the_node_variable_lists_the_node_over_a_range_holding_the_upgrade(histo
     assert range_options(prometheus, query_variables()["node"], _end(start)) == {NODE}
 
 
-@pytest.mark.xfail(strict=True, reason="a per-GPU line is named at each step by the spellings of the hour before it: "
-                   "with the node picked, the half hour before the upgrade (named by the old exporter's pod) is left "
-                   "out (truth: the GPU's temperature at every minute)")
-def test_with_the_node_picked_the_gpu_shows_over_the_whole_range(history):
-    prometheus, start = history
-    (target,) = [t for t in bundled_panel("GPU temperature")["targets"] if not t.get("instant")]
-    expr = interpolate(target["expr"], {**range_macros(f"{SCRAPES * STEP}s"), "__interval": "60s",
-                                        "__rate_interval": "120s",
-                                        **variables({"node": NODE}, ("namespace", "pod", "node", "gpu"))})
+def _shown(prometheus, start: int, title: str, selected: dict[str, str]) -> dict[int, dict[str, float]]:
+    """The panel's lines at each minute of the hour (a range query over the hour, as Grafana sends it)."""
+    (target,) = [t for t in bundled_panel(title)["targets"] if not t.get("instant")]
+    expr = interpolate(counted_inline(target["expr"], bundled_project()),
+                       {**range_macros(f"{SCRAPES * STEP}s"), "__interval": "60s", "__rate_interval": "120s",
+                        **variables(selected, ("namespace", "pod", "node", "gpu"))})
     minutes = range(1, SCRAPES * STEP // 60)
     shown = prometheus.query_at(expr, start + 60, len(minutes), 60)
-    blank = [minute for minute, at in zip(minutes, sorted(shown)) if not shown[at]]
-    assert not blank, f"with node={NODE} the GPU's temperature has no point at minutes {blank} (it read 61 throughout)"
+    return {minute: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 9)
+                     for s in shown[at]} for minute, at in zip(minutes, sorted(shown))}
+
+
+@pytest.mark.parametrize("selected", [{"node": NODE}, {}], ids=["node picked", "All"])
+@pytest.mark.parametrize("title", TRUTH)
+def test_the_gpu_is_one_line_named_by_its_node_at_every_minute(history, title, selected):
+    prometheus, start = history
+    shown = _shown(prometheus, start, title, selected)
+    truth = {f"{NODE} GPU 0": TRUTH[title]}
+    wrong = {minute: lines for minute, lines in shown.items() if lines != truth}
+    assert not wrong, f"{title} with {selected or 'All'}: minutes whose lines are not {truth}: {wrong}"

@@ -28,7 +28,7 @@ from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
-from tests.support.prometheus_server import backfilled as backfilled_prometheus
+from tests.support.prometheus_server import SCENE_RANGE, backfilled as backfilled_prometheus
 
 STEP, END = 30, 6 * 3600
 SPIKE = (3600, 3600 + 300)  # ip-10-0-1-0 GPU 0 at 91 °C
@@ -112,7 +112,8 @@ def _grafana(project, prometheus, start: int, title: str, now: int) -> float:
     (panel,) = [p for p in dashboard.model["panels"] if p.get("title") == title]
     (target,) = panel["targets"]
     assert target["instant"] is True, title
-    (result,) = prometheus.query(interpolate(target["expr"], variables({}, VARIABLES)), at=start + now)
+    (result,) = prometheus.query(interpolate(target["expr"], {**SCENE_RANGE,
+                                                              **variables({}, VARIABLES)}), at=start + now)
     return float(result["value"][1])
 
 

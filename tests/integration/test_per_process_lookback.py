@@ -38,7 +38,7 @@ from generator.resources import default_counters
 from tests.integration.test_blank_mean_lookback import HOW
 from tests.support.blank_scene import COUNT, END, EVERY, FIRST, NOT_SUPPORTED, STEP, STEPS, read_instants
 from tests.support.panel_expression import panel_expression
-from tests.support.prometheus_server import backfilled_fixture
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
 from tests.support.shown_truth import off_truth
 
 UTIL, FB = "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"
@@ -240,7 +240,7 @@ def test_with_a_pod_or_node_selected_a_per_gpu_panel_reads_its_gpus_devices(proj
     variable the node's GPUs, each read as the device."""
     prometheus, start = backfilled
     expr = panel_expression(project, Query(UTIL, "avg", ("node", "gpu")))
-    chosen = variables(selected, ("cluster", "namespace", "pod", "node", "gpu"))
+    chosen = {**SCENE_RANGE, **variables(selected, ("cluster", "namespace", "pod", "node", "gpu"))}
     found = prometheus.query_at(interpolate(expr, chosen), start + FIRST, COUNT, EVERY)
     shown = {at - start: {LABELS["gpu"](s["metric"]): float(s["value"][1]) for s in result}
              for at, result in found.items()}

@@ -26,7 +26,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.preview.legend import render as render_legend
 from tests.support.projects import bundled_panel, counters_with
-from tests.support.prometheus_server import backfilled_fixture
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
 
 STEP, SCRAPES, READ = 30, 20, 14  # every copy reads DCGM's blank from scrape READ on
 BLANK = 9223372036854775794
@@ -67,7 +67,7 @@ VIRTUAL_GPUS = "exporter:\n  virtual_gpus: true\n"
 def test_each_pod_at_every_instant_of_every_call(backfilled, title, settings):
     prometheus, start = backfilled
     target = bundled_panel(title, settings)["targets"][0]
-    expr = interpolate(target["expr"], variables({}, ("namespace", "pod", "node", "gpu")))
+    expr = interpolate(target["expr"], {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
     first, count, apart = 3 * STEP, 14, 37
     wrong = {}
     for call in range(CALLS[title]):  # range queries: 14 instants, the last readings fresh, late, then gone

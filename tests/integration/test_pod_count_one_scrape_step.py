@@ -16,7 +16,7 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import LABEL_LOOKBACK_SCRAPES
 from tests.support.live_scrapes import scraped
-from tests.support.prometheus_server import scraped_every
+from tests.support.prometheus_server import SCENE_RANGE, scraped_every
 
 SCRAPES = 14
 INTERVAL = 0.5
@@ -48,7 +48,7 @@ def test_a_pod_named_in_turn_on_a_gpu_beside_its_own_counts_two_at_every_step(tm
         start = math.floor(times[0] / INTERVAL) * INTERVAL + window + INTERVAL / 2
         count = int((times[-1] - start) // INTERVAL) + 1
         expr = interpolate(scraped_every(target["expr"], 30, INTERVAL),
-                           variables({}, ("namespace", "pod", "node", "gpu")))
+                           {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
         read = {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
                 for at, result in prometheus.query_at(expr, start, count, INTERVAL).items()}
     assert count >= 4, count

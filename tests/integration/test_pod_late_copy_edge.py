@@ -29,7 +29,7 @@ import pytest
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from tests.support.projects import bundled_panel
-from tests.support.prometheus_server import backfilled_fixture
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
 
 STEP = 30
 READ = 6  # each copy reads its values at scrapes 0..READ-1, then the blank
@@ -98,7 +98,7 @@ LOOKBACK = 4 * STEP  # promql.label_lookback at 30 s scrapes
 def test_the_copy_with_a_reading_within_the_lookback_is_read_at_every_call(backfilled, title):
     prometheus, start = backfilled
     target = bundled_panel(title)["targets"][0]
-    expr = interpolate(target["expr"], variables({}, ("namespace", "pod", "node", "gpu")))
+    expr = interpolate(target["expr"], {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
     truth = {f"Pod ml/{pod}": float(new * SCALE[TRUTH[title]]) for _, pod, _, new in GPUS}
     answers = []
     for _ in range(CALLS):  # each a range query of a few steps, as Grafana sends (evaluated through a map)
@@ -131,7 +131,8 @@ def test_a_copy_no_marker_ended_is_not_newer_than_its_last_sample(backfilled, ti
     else the newest within the look-back (the new copy's 40, not the old copy's 90 from 30 s before it)."""
     prometheus, start = backfilled
     target = bundled_panel(title)["targets"][0]
-    expr = interpolate(target["expr"], variables({"namespace": "rs"}, ("namespace", "pod", "node", "gpu")))
+    expr = interpolate(target["expr"], {**SCENE_RANGE,
+                                        **variables({"namespace": "rs"}, ("namespace", "pod", "node", "gpu"))})
     first = 4 * STEP
     steps = prometheus.query_at(expr, start + first, SCRAPES * STEP - first, 1)
     wrong = {}

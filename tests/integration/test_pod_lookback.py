@@ -30,7 +30,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import LABEL_LOOKBACK_SCRAPES
-from tests.support.prometheus_server import Prometheus, duration, scraped_every
+from tests.support.prometheus_server import Prometheus, SCENE_RANGE, duration, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 
 HANDOVER = 6  # GPU 0: ml/a at scrapes 0-5, ml/b from 6
@@ -133,7 +133,7 @@ def test_each_step_shows_the_pods_a_scrape_of_the_lookback_named_with_the_gpus_r
     start = math.floor(first / INTERVAL) * INTERVAL + window + INTERVAL / 2
     count = int((end - start) // step) + 1
     exprs = {title: interpolate(scraped_every(target["expr"], 30, INTERVAL),
-                                variables({}, ("namespace", "pod", "node", "gpu")))
+                                {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
              for title, target in targets.items()}
     seen = {"a after it left": set(), "a gone": set()}
     for title, expr in exprs.items():

@@ -24,7 +24,7 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import expression
 from tests.support.copy_choice_scene import counter_growth
-from tests.support.prometheus_server import counted_inline, scraped_every
+from tests.support.prometheus_server import SCENE_RANGE, counted_inline, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers, lookback_panel, scraped_until
 
@@ -142,7 +142,7 @@ def test_a_fleet_sum_of_energy_rates_counts_a_renamed_gpu_once(renamed):
     query = Query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "sum")
     expr = scraped_every(counted_inline(expression(query, project.settings.labels, project.catalog, rate_window="4s",
                                                    resolution="30s"), project), 30, 1)
-    shown = _shown(prometheus, "fleet", interpolate(expr, variables({}, ())), start, end, n6)
+    shown = _shown(prometheus, "fleet", interpolate(expr, {**SCENE_RANGE, **variables({}, ())}), start, end, n6)
     values = {at: lines.get("fleet", [0])[0] for at, lines in shown.items()}
     # each GPU's rate as its stored readings grew (n6's two copies, n7's one after the other): neither GPU is lost or
     # read twice at any step

@@ -23,7 +23,7 @@ from tests.integration.test_pod_moved_node import BUSY, FIELDS, IDLE, MODEL, MOV
 from tests.support.counter_truth import stepped_rate
 from tests.support.live_scrapes import scraped
 from tests.support.projects import bundled_panel
-from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros, scraped_every
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture, counted_inline, range_macros, scraped_every
 
 
 def gpus(k: int) -> list[tuple[str, str, tuple[str, str] | None, dict]]:
@@ -96,7 +96,7 @@ def test_a_pod_moved_to_another_gpu_of_its_node_on_live_scrapes(tmp_path):
         read = {}
         for title, target in panels.items():
             expr = interpolate(scraped_every(target["expr"], 30, INTERVAL),
-                               variables({}, ("namespace", "pod", "node", "gpu")))
+                               {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
             read[title] = {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
                                 for s in result} for at, result in prometheus.query_at(expr, start, count, step).items()}
     assert len(scrapes) >= LIVE_SCRAPES and count >= 10, (len(scrapes), count)

@@ -23,7 +23,7 @@ from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
 from generator.render.grafana import variable_scope
 from tests.support.projects import project_fixture
-from tests.support.prometheus_server import backfilled_fixture
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
 
 STEP, SCRAPES, OFFSET = 30, 60, 7
 USED, FREE, UTIL, TEMP = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP"
@@ -95,7 +95,7 @@ def _expr(project, query: Query) -> str:
 
 def _answer(prometheus, expr: str) -> dict:
     server, start = prometheus
-    query = interpolate(expr, {"__rate_interval": "2m", "__interval": "30s", **variables({}, VARIABLES)})
+    query = interpolate(expr, {**SCENE_RANGE, "__rate_interval": "2m", "__interval": "30s", **variables({}, VARIABLES)})
     result = server.api("query_range", query=query, start=start, end=start + SCRAPES * STEP + 60, step=STEP)["result"]
     return {tuple(sorted(s["metric"].items())): s["values"] for s in result}
 

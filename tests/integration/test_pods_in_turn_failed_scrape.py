@@ -18,7 +18,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.resources import default_counters
 from tests.support.panel_expression import panel_expression
-from tests.support.prometheus_server import scraped_every
+from tests.support.prometheus_server import SCENE_RANGE, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers, scraped_until
 
@@ -68,7 +68,7 @@ def test_a_failed_scrape_reads_the_gpus_latest_answered_reading(scraped, project
     assert len(scrapes) >= SCRAPES
     expr = panel_expression(project, Query(UTIL, how, by))
     expr = interpolate(scraped_every(expr, project.settings.scrape.seconds, 1),
-                       variables({}, ("namespace", "pod", "node", "gpu")))
+                       {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
     aggregate = {"avg": lambda v: sum(v) / len(v), "max": max, "min": min}[how]
     wrong = {}
     for n, at in enumerate(scrapes[:SCRAPES], start=1):
@@ -88,7 +88,7 @@ def test_per_pod_a_failed_scrape_reads_the_gpus_latest_answered_reading(scraped,
     prometheus, scrapes = scraped
     expr = panel_expression(project, Query(UTIL, how, ("pod",)))
     expr = interpolate(scraped_every(expr, project.settings.scrape.seconds, 1),
-                       variables({}, ("namespace", "pod", "node", "gpu")))
+                       {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
     wrong = {}
     for n, at in enumerate(scrapes[:SCRAPES], start=1):
         answered = n - 1 if n in FAILS else n

@@ -25,6 +25,7 @@ from generator.preview.interpolate import interpolate, variables
 from tests.support.late_scrape import CLOSE_SCRAPES, FAILED, LATE, LATE_SCRAPES, ON_TIME_SCRAPES, late_values
 from tests.support.panel_expression import panel_expression
 from tests.support.projects import bundled_project
+from tests.support.prometheus_server import SCENE_RANGE
 from tests.support.promtool_rules import promtool_test
 
 FB, UTIL = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_UTIL"
@@ -71,7 +72,7 @@ def test_a_namespace_adds_the_shares_of_the_pods_the_latest_answered_scrape_wrot
     cases = []
     for (field, how, by), truth in CASES.items():
         expr = interpolate(panel_expression(project, Query(field, how, (by,))),
-                           variables({}, ("namespace", "pod", "node", "gpu")))
+                           {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
         cases.append({"expr": expr, "eval_time": f"{scrapes[FAILED] + 15}s",
                       "exp_samples": [{"labels": f'{{{by}="{name}"}}', "value": value}
                                       for name, value in truth.items()]})

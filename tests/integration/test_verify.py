@@ -2022,8 +2022,9 @@ def _refusing_pinned_queries(prometheus_url):
 
 def test_push_is_refused_on_a_prometheus_without_at_and_negative_offsets_when_the_build_uses_them(
         stack, prometheus, cli, reference):
-    """The bundled dashboards hold the range bars, which query with both: nothing is published, and the refusal
-    names the panels."""
+    """The bundled dashboards hold the range bars, which query with both, and name each GPU by the dashboard range's
+    copies read at its end (`@ end()`, promql.gpus_named) in every per-GPU and per-pod rate panel: nothing is
+    published, and the refusal names the panels."""
     _, verify = stack
     with _refusing_pinned_queries(prometheus.url) as proxy:
         _, checks = verify("--skip", "cloudwatch", prometheus_url=proxy.url)
@@ -2033,8 +2034,9 @@ def test_push_is_refused_on_a_prometheus_without_at_and_negative_offsets_when_th
     assert "@ modifier is disabled): a panel whose query uses either shows an error" in pinned["detail"], pinned
     assert (code, published) == (3, 0), stderr
     assert "preflight checks failed, nothing was published: prometheus/PromQL @ and negative offset: " in stderr
-    assert ("2 panel(s) of the dashboards to publish use them: 'GPU health' panel 'Rows remapped (uncorrectable)', "
-            "'GPU health' panel 'Rows remapped (correctable)'") in stderr, stderr
+    assert ("51 panel(s) of the dashboards to publish use them: 'GPU usage by pod' panel \"Energy use rate of each "
+            "pod's GPUs\", 'GPU health' panel 'Last XID error code', 'GPU health' panel 'Row remap failures' and 48 "
+            "more") in stderr, stderr
 
 
 def test_push_publishes_with_a_warning_on_a_prometheus_without_at_and_negative_offsets_when_no_query_uses_them(

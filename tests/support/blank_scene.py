@@ -9,6 +9,7 @@ from collections.abc import Callable
 from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
+from tests.support.prometheus_server import SCENE_RANGE
 
 
 NOT_SUPPORTED = 9223372036854775794
@@ -77,5 +78,6 @@ def dashboard_expr(folder, uid: str, title: str) -> tuple[str, str]:
 
 def read_instants(prometheus, start: int, expr: str, label) -> dict[float, dict[str, float]]:
     """{seconds from the first scrape: {label of each series: value}} at every instant read."""
-    found = prometheus.query_at(interpolate(expr, variables({}, VARIABLES)), start + FIRST, COUNT, EVERY)
+    found = prometheus.query_at(interpolate(expr, {**SCENE_RANGE,
+                                                   **variables({}, VARIABLES)}), start + FIRST, COUNT, EVERY)
     return {at - start: {label(s["metric"]): float(s["value"][1]) for s in result} for at, result in found.items()}

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from tests.support.projects import bundled_panel
-from tests.support.prometheus_server import scraped_every
+from tests.support.prometheus_server import SCENE_RANGE, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers, scraped_until
 
@@ -76,7 +76,7 @@ def shown_values(overlap, title: str, selected: dict | None = None, settings: st
     prometheus, start, end, _ = overlap
     target = bundled_panel(title, settings)["targets"][0]
     expr = interpolate(scraped_every(target["expr"], 30, 1),
-                       variables(selected or {}, ("namespace", "pod", "node", "gpu")))
+                       {**SCENE_RANGE, **variables(selected or {}, ("namespace", "pod", "node", "gpu"))})
     first = math.floor(start) + offset
     return {at: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4) for s in result}
             for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}

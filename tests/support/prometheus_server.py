@@ -535,3 +535,8 @@ def range_macros(window: str) -> dict[str, str]:
     exact `${__range_ms}` an increase over the range reads (promql.range_increase)."""
     seconds = int(window[:-1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[window[-1]]
     return {"__range": window, "__range_ms": str(seconds * 1000)}
+
+
+# A dashboard range holding a whole test scene (its data within the last day): panels name each GPU by the name the
+# range gives it (promql.gpus_named's `whole`), so a panel's query reads `[$__range] @ end()`.
+SCENE_RANGE = range_macros("24h")

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from generator.preview.interpolate import interpolate, variables
 from tests.support.projects import bundled_panel, bundled_project
-from tests.support.prometheus_server import Prometheus, counted_inline, duration, scraped_every
+from tests.support.prometheus_server import Prometheus, SCENE_RANGE, counted_inline, duration, scraped_every
 
 
 def lookback_panel(settings: str, title: str, interval: float = 1) -> tuple[dict, str]:
@@ -17,7 +17,8 @@ def lookback_panel(settings: str, title: str, interval: float = 1) -> tuple[dict
     seconds."""
     target = bundled_panel(title, settings)["targets"][0]
     expr = counted_inline(target["expr"], bundled_project(settings))  # a counter's recording, read over the scrapes
-    return target, interpolate(scraped_every(expr, 30, interval), variables({}, ("namespace", "pod", "node", "gpu")))
+    values = {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))}
+    return target, interpolate(scraped_every(expr, 30, interval), values)
 
 
 def every_second(targets: list[str], interval: float = 1) -> dict:
