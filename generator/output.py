@@ -542,8 +542,8 @@ def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: di
         relative = template_file(stack)
         try:
             data, info = _read_regular(out / relative)
-        except OSError:
-            return  # no template to compare: nothing said of it
+        except (OSError, InputError):
+            return  # no template to compare: nothing said of it (the look for edits says what it is)
         if data == files.get(relative):
             if known is not None and info is not None:
                 known[relative] = hashlib.sha256(data).hexdigest(), _held(info, read_at)
@@ -564,18 +564,25 @@ def renamed_resources(out: Path, templates: dict[str, dict[str, Any]], files: di
 
 def _read_regular(path: Path) -> tuple[bytes, os.stat_result | None]:
     """The bytes of the file at `path`, and its status as it was read when it is a regular file reached through no
-    link at its end (None for any other: a link's target is read as before, and it is never shared as the file)."""
+    link at its end (None for any other: a link's target is read as an input file is, reading.read_bytes, which
+    refuses a named pipe and reads a device only so far: InputError; and it is never shared as the file)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return path.read_bytes(), None
+        return _read_other(path), None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return path.read_bytes(), None
+            return _read_other(path), None
         return _read_fd(fd, info.st_size), info
     finally:
         os.close(fd)
+
+
+def _read_other(path: Path) -> bytes:
+    """A file of the previous build that is not a regular file of its own (a link, a named pipe, a device), as an input
+    file is read (InputError for a named pipe, a device past reading.MAX_INPUT_BYTES; OSError as it comes)."""
+    return read_bytes(path, "a file of the previous build", "")
 
 
 def _read_fd(fd: int, size: int, at_most: int | None = None) -> bytes:
@@ -638,8 +645,8 @@ def moved_resources(templates: dict[str, dict[str, Any]], parts: PreviousParts) 
 def _template_resources(path: Path) -> dict[str, Any]:
     """The Resources of the template at `path`, or none when it is not there or not a template."""
     try:
-        resources = json.loads(path.read_bytes())["Resources"]
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        resources = json.loads(_read_regular(path)[0])["Resources"]
+    except (OSError, InputError, ValueError, KeyError, TypeError, RecursionError):
         return {}
     return resources if isinstance(resources, dict) else {}
 
@@ -657,9 +664,9 @@ def _named(resources: dict[str, Any]):
 def _gpudash_manifest(path: Path) -> dict | None:
     """The manifest.json that gpudash wrote (its `generator` names gpudash): another tool's manifest.json
     (a web app's, a package's) is no evidence that the folder is gpudash's to replace."""
-    try:
-        manifest = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
+    try:  # (a named pipe or a device in its place is no manifest: read as an input file is, never without end)
+        manifest = json.loads(_read_regular(path)[0])
+    except (OSError, InputError, ValueError, RecursionError):
         return None
     if isinstance(manifest, dict) and str(manifest.get("generator", "")).startswith("gpudash "):
         return manifest

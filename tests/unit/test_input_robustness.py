@@ -651,6 +651,42 @@ def test_output_and_error_descriptors_closed_at_start_keep_the_exit_code(tmp_pat
         assert (tmp_path / "build" / "manifest.json").is_file()
 
 
+def _at_most_2_gib() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+@pytest.mark.parametrize("path, kind, code", [
+    ("manifest.json", "fifo", 2), ("manifest.json", "/dev/zero", 2),
+    ("cloudformation/gpudash-cluster-gpu-cluster.json", "fifo", 2),
+    ("cloudformation/gpudash-cluster-gpu-cluster.json", "/dev/zero", 0),
+])
+def test_a_pipe_or_device_in_the_previous_build_is_not_read_without_end(tmp_path, cli, path, kind, code):
+    """The previous build's manifest.json or a CloudFormation template it wrote replaced by a named pipe nobody writes
+    (generate waited for ever) or a link to /dev/zero (read until memory ran out: "internal error: MemoryError"). Each
+    is read as the input files are (reading.read_bytes): a manifest so is no gpudash build's, a template a file
+    changed since gpudash wrote it (exit 2, the folder as it was), or a link standing for it, which loses nothing
+    (the build is written, the link replaced by the file)."""
+    out = tmp_path / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    (out / path).unlink()
+    if kind == "fifo":
+        os.mkfifo(out / path)
+    else:
+        (out / path).symlink_to(kind)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("GPUDASH_CONFIG", None)
+    result = subprocess.run([*GPUDASH, "generate", "--out", str(out)], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=60, preexec_fn=_at_most_2_gib)
+    assert result.returncode == code and "internal error" not in result.stderr, result.stderr
+    if code == 0:
+        assert stat.S_ISREG(os.lstat(out / path).st_mode)
+        return
+    assert f"error: {out}: " in result.stderr, result.stderr
+    assert os.path.islink(out / path) if kind != "fifo" else stat.S_ISFIFO(os.lstat(out / path).st_mode)
+
+
 def test_a_named_pipe_as_the_token_file_is_refused_not_waited_on(tmp_path):
     """`push --token-file token` where token is a named pipe nobody writes (mkfifo): push waited on it for ever. It
     is refused as a pipe, exit 2; a pipe the shell hands over open (`--token-file <(vault read ...)`) is read as
