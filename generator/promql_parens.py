@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import functools
 import re
+from itertools import compress, count
 
 from .promql_text import STRING_LITERAL
 
-# a token (whitespace between tokens is no part of one, and no token)
-_TOKEN = re.compile(r"==|!=|<=|>=|=~|!~|[-+*/%^<>=(){}\[\],:@]|[A-Za-z_][A-Za-z0-9_:]*|[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?[a-zA-Z0-9.]*|_+")
+# a token (whitespace between tokens is no part of one, and no token); a string literal is one (no bracket inside it
+# counts). Split with it as the group, a text is its pieces (between, token, between, ..., between) joined: a
+# parenthesis is left out by emptying its piece.
+_TOKENS = re.compile(f"({STRING_LITERAL.pattern}|"
+                     r"==|!=|<=|>=|=~|!~|[-+*/%^<>=(){}\[\],:@]|[A-Za-z_][A-Za-z0-9_:]*|[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?[a-zA-Z0-9.]*)")
+_BRACKETS = frozenset("([{}])")
 PRECEDENCE = {"or": 1, "and": 2, "unless": 2, "==": 3, "!=": 3, "<=": 3, "<": 3, ">=": 3, ">": 3,
               "+": 4, "-": 4, "*": 5, "/": 5, "%": 5, "atan2": 5, "^": 6}
 _COMPARISON = 3
@@ -35,40 +40,36 @@ _OPENS_OPERAND = {"(", ",", "bool"}
 @functools.lru_cache(maxsize=512)
 def fewest_parens(text: str) -> str:
     """`text` (PromQL) without the parentheses its tree does not need (module docstring)."""
-    masked = STRING_LITERAL.sub(lambda m: "_" * len(m.group()), text)  # no bracket inside a string counts
-    tokens = [(m.start(), m.group()) for m in _TOKEN.finditer(masked)]
+    pieces = _TOKENS.split(text)
+    tokens = pieces[1::2]
     closing, opening, stack = {}, {}, []
-    for i, (_, token) in enumerate(tokens):
-        if token in "([{":
+    for i in compress(count(), map(_BRACKETS.__contains__, tokens)):  # the brackets' indices
+        if tokens[i] in "([{":
             stack.append(i)
-        elif token in ")]}":
+        else:
             j = stack.pop()
             closing[j], opening[i] = i, j
-    dropped = {tokens[i][0] for o, c in closing.items() if tokens[o][1] == "(" and _needless(tokens, o, c, closing,
-                                                                                            opening)
-               for i in (o, c)}
-    kept, start = [], 0
-    for at in sorted(dropped):
-        kept.append(text[start:at])
-        start = at + 1
-    return "".join(kept) + text[start:]
+    for o, c in closing.items():
+        if tokens[o] == "(" and _needless(tokens, o, c, closing, opening):
+            pieces[2 * o + 1] = pieces[2 * c + 1] = ""
+    return "".join(pieces)
 
 
 def _unary(tokens, k: int) -> bool:
-    return tokens[k][1] in "+-" and (k == 0 or tokens[k - 1][1] in PRECEDENCE or tokens[k - 1][1] in _OPENS_OPERAND)
+    return tokens[k] in "+-" and (k == 0 or tokens[k - 1] in PRECEDENCE or tokens[k - 1] in _OPENS_OPERAND)
 
 
 def _label_list_keyword(tokens, close: int, opening) -> str:
     """The keyword before the label list (or argument list) that closes at `close`."""
     start = opening[close]
-    return tokens[start - 1][1] if start > 0 else ""
+    return tokens[start - 1] if start > 0 else ""
 
 
 def _operator_before(tokens, o: int, opening) -> str | None:
     """The binary operator whose right operand starts at token `o` ("unary" for a sign), or None."""
     k = o - 1
     while k >= 0:
-        token = tokens[k][1]
+        token = tokens[k]
         if token == ")" and _label_list_keyword(tokens, k, opening) in _MATCHING:
             k = opening[k] - 1  # skip `on (...)`, `group_left (...)`: the keyword next
         elif token in _MATCHING or token == "bool":
@@ -83,11 +84,11 @@ def _operator_before(tokens, o: int, opening) -> str | None:
 def _lowest(tokens, o: int, c: int, closing) -> int | None:
     """The lowest precedence of the operators at the top of the pair (o, c) (through a pair that is all its content):
     None for an operand with none (a selector, a call), -1 for a unary sign or `^` (kept)."""
-    if tokens[o + 1][1] == "(" and closing.get(o + 1) == c - 1:
+    if tokens[o + 1] == "(" and closing.get(o + 1) == c - 1:
         return _lowest(tokens, o + 1, c - 1, closing)
     lowest, k = None, o + 1
     while k < c:
-        token = tokens[k][1]
+        token = tokens[k]
         if token in "([{":
             k = closing[k] + 1
             continue
@@ -102,11 +103,11 @@ def _lowest(tokens, o: int, c: int, closing) -> int | None:
 def _needless(tokens, o: int, c: int, closing, opening) -> bool:
     """Whether the pair (o, c) is a parenthesised expression the tree reads alike without."""
     if o > 0:
-        before = tokens[o - 1][1]
+        before = tokens[o - 1]
         if not (before in PRECEDENCE or before in _OPENS_OPERAND
                 or (before == ")" and _label_list_keyword(tokens, o - 1, opening) in _MATCHING)):
             return False  # a call's or an aggregation's arguments, a label list
-    after = tokens[c + 1][1] if c + 1 < len(tokens) else None
+    after = tokens[c + 1] if c + 1 < len(tokens) else None
     if after in ("[", "offset", "@"):
         return False
     left = _operator_before(tokens, o, opening)
