@@ -3,6 +3,7 @@
 from generator.catalog import PRESENCE
 from generator.container_insights import enabled as addon_source
 from generator.model import Alarm, Condition, Query
+from generator.stopped_gpus import HELD
 
 POD = ("pod",)  # a pod is named with its namespace in every backend
 # Per GPU in Prometheus (alerts name the node and GPU); CloudWatch has no GPU dimension and
@@ -115,7 +116,8 @@ def alarms(ctx):
                           "reconfiguration, a node renamed by an exporter upgrade and a pod leaving its GPU do not "
                           "fire it. It clears when the GPU reads again, when its node's other GPUs stop too, or an "
                           "hour after its last reading. A node of one GPU is the data-missing rule's. Prometheus only: "
-                          "CloudWatch cannot judge a series that stopped against its node's others (lint AL027).",
+                          "CloudWatch cannot judge a series that stopped against its node's others (lint AL027)."
+                          + (f" {HELD}." if ctx.settings.exporter.virtual_gpus else ""),
               runbook="On the node: `nvidia-smi` and `dmesg | grep -i xid` (79: fallen off the bus). Cordon and drain "
                       "the node, then reset the GPU (`nvidia-smi -r`) or reboot; replace it if it falls off again."),
     ]

@@ -14,6 +14,13 @@ its node's other GPUs:
   periods: the node's exporter kept being scraped and kept bringing data; none of the same node and index did (that
   is the same GPU under another UUID: an EC2 instance stopped and started on other hardware keeps its node's name).
 
+With exporter.virtual_gpus, dcgm-exporter 4.5.2 to 4.8.1 writes each field of a GPU pods hold as one copy per pod
+(with `pod_uid`) and no series of a GPU no pod holds while another GPU of its node is held: a pod leaving its GPU ends
+the GPU's series as DCGM losing it does (tests/support/virtual_gpus.py). The two cannot be told apart from the series,
+so a GPU with a reading of such a copy within the hour is not judged (HELD): a GPU lost while a pod holds it, or
+within the hour after, is not alerted on those exporters (nor on 4.5.3 and later with KUBERNETES_ENABLE_POD_UID,
+whose copies carry `pod_uid` too); 4.5.3's copies carry none, and an idle GPU keeps its own series there.
+
 So a node scaled down or removed (no GPU of it reports), an exporter restarting or rolled out (every GPU of the node
 away together, and back within the window), a crash loop (readings in each window) and an instance stopped and started
 on other hardware (its GPUs' slots read again) do not fire it; nor does a GPU
@@ -36,6 +43,8 @@ from .settings import Settings
 
 MEMORY = "60m"  # how long a GPU that stopped is remembered: the hour of copies its name is read from (gpus_named)
 MEMORY_TEXT = "an hour"
+HELD = ("With exporter.virtual_gpus, a GPU a pod held within the hour is not judged: dcgm-exporter 4.5.2 to 4.8.1 "
+        "ends an idle GPU's series while another GPU of its node is held, as DCGM losing it does")
 
 NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its node's other GPUs report: the GPU's "
                  "series has no datapoint left to compare, a Metrics Insights alarm judges each series on its own "
@@ -57,10 +66,12 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
     identity = _names((labels.cluster, GPU_LABEL, "gpu"))
     floor = short(READING_FLOOR)
 
-    def read(span: str, shift: int = 0) -> str:
-        """Each GPU (by its identity) with a reading, not a blank, within `span` ending `shift` seconds back."""
+    def read(span: str, shift: int = 0, copies: bool = False) -> str:
+        """Each GPU (by its identity) with a reading, not a blank, within `span` ending `shift` seconds back;
+        `copies`: of a pod's copies carrying the exporter's copy label (KUBERNETES_VIRTUAL_GPUS) alone."""
         offset = f" offset {shift}s" if shift else ""
-        parts = [f"(min_over_time({selector(metric, branch)}[{span}]{offset}) < {floor})"
+        copied = [f'{labels.copies[0]}!=""'] if copies else []
+        parts = [f"(min_over_time({selector(metric, branch + copied)}[{span}]{offset}) < {floor})"
                  for branch in scope.matchers(labels)]
         raw = parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
         return f"max by ({identity}) ({coalesced_gpu(raw, labels)})"
@@ -70,7 +81,10 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
         names = gpus_named((metric,), list(scope.naming(labels)), MEMORY, resolution, labels)
         return f"({series} + on ({identity}) group_left ({labels.node}) (0 * {names}))"
 
-    stopped = named(f"({read(MEMORY)} unless on ({identity}) {read(f'{period * periods}s')})")
+    silent = f"({read(MEMORY)} unless on ({identity}) {read(f'{period * periods}s')})"
+    if labels.copies:  # exporter.virtual_gpus: a GPU a pod held within MEMORY (see HELD) is not judged
+        silent = f"({silent} unless on ({identity}) {read(MEMORY, copies=True)})"
+    stopped = named(silent)
     # the GPUs that read in each period, by the node and index alerts name them: a GPU of the same node and index
     # reading there is the same GPU under another UUID (an instance stopped and started on other hardware keeps its
     # node's name), and any GPU of the node reading there vouches for the node's exporter

@@ -211,3 +211,54 @@ def test_on_a_prometheus_of_several_clusters_each_clusters_node_is_judged_apart(
     promtool_test(tmp_path, "shared.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT,
          "exp_alerts": [expected_alert(tmp_path, ALERT, **east)] if minute == 45 else []} for minute in (35, 45)]}])
+
+
+VIRTUAL = "exporter:\n  virtual_gpus: true\n"
+
+
+def _virtual_series() -> list[dict[str, str]]:
+    """Nodes whose exporter runs with KUBERNETES_VIRTUAL_GPUS (tests/support/virtual_gpus.py), 95 minutes of 30 s
+    scrapes from the gpudash job, GPU 0 of each held by a pod all along:
+    - node-v, dcgm-exporter 4.5.2: every field of a held GPU is one copy per pod, with pod_uid, and a GPU no pod holds
+      has no series while another GPU of the node is held; GPU 1's pod leaves at minute 30 (the GPU idle, healthy).
+    - node-w, 4.5.3: a held GPU's temperature is one copy per pod without pod_uid, an idle GPU keeps its own series;
+      GPU 2, held, is lost at minute 30 (DCGM answers blank: no copy).
+    - node-x, 4.5.2 with no pod on it (every GPU's own series), GPU 1 lost at minute 30."""
+    values: dict[str, list[str]] = {}
+    for k in range(STEPS):
+        for node in ("node-v", "node-w", "node-x"):
+            held = {0: "a", 1: "b"} if node != "node-x" else {}
+            if node == "node-v" and k >= CHANGE:
+                del held[1]
+            for gpu in range(4):
+                if node in ("node-w", "node-x") and gpu == 2 - (node == "node-x") and k >= CHANGE:
+                    continue  # DCGM lost it
+                labels = {"gpu": str(gpu), "UUID": f"GPU-{node}-{gpu}", "Hostname": node, **_target(node, k)}
+                if gpu in held:
+                    labels |= {"namespace": "ml", "pod": f"train-{held[gpu]}", "container": "main"}
+                    if node != "node-w":
+                        labels["pod_uid"] = f"uid-{node}-{held[gpu]}"
+                elif held and node != "node-w":
+                    continue  # 4.5.2: the copies of the held GPUs replace the field's whole list
+                text = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
+                values.setdefault(f"DCGM_FI_DEV_GPU_TEMP{{{text}}}", ["_"] * STEPS)[k] = "40"
+    for samples in values.values():
+        last = max(k for k, value in enumerate(samples) if value != "_")
+        if last + 1 < STEPS:
+            samples[last + 1] = "stale"
+    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()]
+
+
+def test_with_virtual_gpus_a_pod_leaving_its_gpu_on_a_4_5_2_exporter_fires_nothing(tmp_path):
+    """exporter.virtual_gpus: dcgm-exporter 4.5.2 ends an idle GPU's series while another GPU of its node is held,
+    as DCGM losing it does: a GPU with a reading within the hour from a pod's copy with pod_uid is not judged.
+    Truth: node-v nothing; node-w GPU 2 and node-x GPU 1 (their last readings 29:30) from minute 40 to 89."""
+    (tmp_path / "gpudash.yaml").write_text(VIRTUAL)
+    files = encode(build(load_project(tmp_path / "gpudash.yaml"), grafana=False))
+    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    lost = [{"node": "node-w", "gpu": "2"}, {"node": "node-x", "gpu": "1"}]
+    promtool_test(tmp_path, "virtual.yaml", [{"interval": f"{STEP}s", "input_series": _virtual_series(),
+                                            "alert_rule_test": [
+        {"eval_time": f"{minute}m", "alertname": ALERT,
+         "exp_alerts": [expected_alert(tmp_path, ALERT, **gpu) for gpu in lost] if 40 <= minute <= 89 else []}
+        for minute in (35, 39, 40, 45, 60, 89, 90)]}])
