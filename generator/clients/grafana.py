@@ -18,7 +18,7 @@ from .. import redact, urls
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..urls import safe_url
 from .deadline import Deadline, DeadlineExceeded
-from .http import NO_SUCH_HOST, RETRIES_AFTER, connect_failure, credentials, no_netrc_on_redirect
+from .http import BODY_LIMIT, NO_SUCH_HOST, RETRIES_AFTER, connect_failure, credentials, no_netrc_on_redirect
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
@@ -105,6 +105,10 @@ class DashboardGone(RemoteError):
         super().__init__(f"Grafana has no dashboard with the id {dashboard_id} read before ({how}): deleted since, or "
                          "deleted and created anew under its uid by someone; not saved", where=f"dashboard {uid}",
                          hint="run `gpudash plan` and review it, then push again")
+
+
+# An answer past http.BODY_LIMIT (no Grafana API answer is near it): read no further, failed as an answer cut short
+PAST_LIMIT = f"answered more than {BODY_LIMIT // 2**20} MiB"
 
 
 class InvalidAnswer(RemoteError):
@@ -236,9 +240,20 @@ class GrafanaClient:
         self.sent[method] = self.sent.get(method, 0) + 1
 
     def _send(self, method: str, path: str, kwargs: dict[str, Any]):
+        """The answer, its whole body read here, under the deadline; a body past BODY_LIMIT (a proxy or server
+        answering without end) is not read on: a broken answer (PAST_LIMIT), as one cut short is."""
+        import requests
+
         response = self.session.request(method, self.base + path, timeout=self.deadline.timeout(self.timeout),
-                                        **self.unverified, **kwargs)
-        response.content  # noqa: B018 - read the whole body here, under the deadline
+                                        stream=True, **self.unverified, **kwargs)
+        chunks, size = [], 0
+        with response:
+            for chunk in response.iter_content(1 << 16):
+                size += len(chunk)
+                if size > BODY_LIMIT:
+                    raise requests.exceptions.ChunkedEncodingError(PAST_LIMIT)
+                chunks.append(chunk)
+        response._content = b"".join(chunks)
         return response
 
     @contextlib.contextmanager
@@ -303,8 +318,9 @@ class GrafanaClient:
                 why = connect_failure(exc)
                 refused = refused + 1 if why else 0
                 stop_now = bool(why) and refused > RETRIES_AFTER[why]
+                shown = why or (PAST_LIMIT if exc.args == (PAST_LIMIT,) else type(exc).__name__)
                 failure: RemoteError = Unreachable(
-                    f"cannot reach Grafana at {self.display} ({why or type(exc).__name__}, after {attempt + 1} "
+                    f"cannot reach Grafana at {self.display} ({shown}, after {attempt + 1} "
                     f"attempt{'s' if attempt else ''})", where=what,
                     hint="check the host name in GRAFANA_URL" if why == NO_SUCH_HOST else
                     "check GRAFANA_URL and that Grafana is up; run again, publishing converges")

@@ -687,6 +687,53 @@ def test_a_pipe_or_device_in_the_previous_build_is_not_read_without_end(tmp_path
     assert os.path.islink(out / path) if kind != "fifo" else stat.S_ISFIFO(os.lstat(out / path).st_mode)
 
 
+def test_a_grafana_answer_without_end_is_a_failure_not_memory_without_end(tmp_path):
+    """A proxy or server in front of Grafana that answers a read with a body without end (chunk after chunk of JSON
+    as fast as the socket takes it): push read it whole, and ran out of memory ("internal error: MemoryError" under a
+    2 GiB address space; without a limit, the machine's memory). An answer past http.BODY_LIMIT is no Grafana API
+    answer: the read fails as an answer lost (retried, then exit 3), memory bounded."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def flood(connection: socket.socket) -> None:
+        with connection:
+            connection.recv(65536)
+            chunk = b"[" + b'{"uid": "x"},' * 5000
+            try:
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                   b"Transfer-Encoding: chunked\r\n\r\n")
+                while not stop.is_set():
+                    connection.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            except OSError:
+                return
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=flood, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "GRAFANA_TOKEN": "t",
+               "GRAFANA_URL": f"http://127.0.0.1:{listener.getsockname()[1]}"}
+        env.pop("GPUDASH_CONFIG", None)
+        result = subprocess.run([*GPUDASH, "push", "--skip-verify", "--deadline", "120"], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=180, preexec_fn=_at_most_2_gib)
+    finally:
+        stop.set()
+        listener.close()
+    assert result.returncode == 3 and "internal error" not in result.stderr, result.stderr
+    assert "answered more than 64 MiB" in result.stderr, result.stderr
+
+
 def test_a_named_pipe_as_the_token_file_is_refused_not_waited_on(tmp_path):
     """`push --token-file token` where token is a named pipe nobody writes (mkfifo): push waited on it for ever. It
     is refused as a pipe, exit 2; a pipe the shell hands over open (`--token-file <(vault read ...)`) is read as
