@@ -45,7 +45,7 @@ from generator.render.alarms import prometheus_expression
 from generator.render.grafana import render
 from tests.support.counter_truth import stepped_rate, summed_deltas
 from tests.support.prometheus_server import backfilled as backfilled_prometheus, counted_inline, range_macros
-from tests.support.promtool_rules import latest_period_as_read
+from tests.support.promtool_rules import periods_as_read, window_queries
 
 STEP, SCRAPES = 30, 40
 ENERGY, REPLAYS = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
@@ -296,11 +296,21 @@ def test_a_per_pod_counter_rule_reads_the_pods_growth_since_its_reading_before_t
     project = load_project()
     alarm = Alarm("pod-replays", "PCIe replays on a pod's GPU",
                   Condition(Query(REPLAYS, "max", ("pod",), as_increase=True), ">", 0))
-    # the latest period's increase, taken from the periods' expression as the rule reads it (one for all its periods)
-    expr = latest_period_as_read(alarm, project.catalog, project.settings,
-                                 prometheus_expression(alarm, project.catalog, project.settings))
+    # every period's increase, taken from the periods' expression as the rule reads it (one for all its periods): the
+    # window ending at each scrape from 7 minutes on, read as period k at an instant k periods after its end (each
+    # instant's query evaluates every period, so its periods judge that many windows)
+    expr, periods = periods_as_read(alarm, project.catalog, project.settings,
+                                    prometheus_expression(alarm, project.catalog, project.settings))
     assert "[299999ms:5s]" in expr
-    for instant in range(7 * 60 + 7, SCRAPES * STEP, STEP):
-        at = start + instant
-        wrong = _wrong(_shown(prometheus, expr, at), truth(REPLAYS, start, at, 300, "exact", held=True))
-        assert not wrong, (instant, wrong)
+    instants = list(range(7 * 60 + 7, SCRAPES * STEP, STEP))
+    queries = window_queries(instants, instants, 300, periods)
+    assert len(queries) * 2 < len(instants)
+    judged = set()
+    for instant, reads in queries.items():
+        answer = prometheus.query(expr, at=start + instant)
+        for period, window in reads.items():
+            shown = _legends([s for s in answer if s["metric"]["gpudash_period"] == str(period)])
+            wrong = _wrong(shown, truth(REPLAYS, start, start + window, 300, "exact", held=True))
+            assert not wrong, (window, f"period {period} at {instant}", wrong)
+            judged.add(window)
+    assert judged == set(instants)

@@ -46,7 +46,7 @@ from generator.project import load_project
 from generator.promql import copies_note, recording_note
 from tests.support.counter_truth import stepped_rate, summed_deltas
 from tests.support.prometheus_server import Prometheus, backfilled_fixture, counted_inline
-from tests.support.promtool_rules import latest_period_as_read
+from tests.support.promtool_rules import periods_as_read, window_queries
 
 STEP, SCRAPES = 30, 120  # an hour of 30 s scrapes, k = 0 .. 119
 PHASES = {"on-grid": 0, "off-grid": 11}  # node name: seconds after the 30 s grid its exporter is scraped
@@ -338,25 +338,36 @@ def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_win
                         for project in projects)
     assert twin == rule  # the copies and the moving series are read by the same rule
     (alarm,) = [a for a in projects[0].alarms if a.id == "pcie-replays"]
-    # the latest period's increase, taken from the periods' expression as the rule reads it (one for all its periods)
-    expr = latest_period_as_read(alarm, projects[0].catalog, projects[0].settings, rule["expr"])
-    assert " > bool 50)" in rule["expr"] and "[299999ms:5s]" in expr
+    # every period's increase, taken from the periods' expression as the rule reads it (one for all its periods)
+    expr, periods = periods_as_read(alarm, projects[0].catalog, projects[0].settings, rule["expr"])
+    assert " > bool 50)" in rule["expr"] and "[299999ms:5s]" in expr and periods == 3
     edges = set()
-    # one instant query per instant, as the rule group evaluates it (the period's start is read with `@ end()`): the
-    # windows with a missed scrape on an edge, the reset or the blank on or next to one, and every fourth of the others
+    # the windows with a missed scrape on an edge, the reset or the blank on or next to one, and every fourth of the
+    # others, each read as the rule group evaluates it (the period's start is read with `@ end()`: one instant query
+    # per instant): a window ending at t read as period 0 at t, or as period k at t + k periods (each instant's query
+    # evaluates every period, so its three periods judge three windows)
     first, step, count = EVERY_SCRAPE[0]
 
     def edged(instant: int) -> bool:
         last = (instant - 7) // STEP
         return {last - 10, last} & MISSED or any(k + d in (RESET_AT, BLANK_AT) for k in (last - 10, last)
                                                  for d in (-1, 0, 1))
-    instants = [first + k * step for k in range(count) if k % 4 == 0 or edged(first + k * step)]
-    shown = _shown(prometheus, expr, "{{node}} GPU {{gpu}}", start, None, instants)
-    assert len(shown) == len(instants) > count // 3
-    for instant, read in shown.items():
-        at = start + instant
-        expected = _expected(lambda gpu, phase: rule_truth(gpu, phase, start, at, 300))
-        wrong = _wrong(read, expected)
-        assert not wrong, (instant, wrong)
-        edges |= {(instant - 7) // STEP - 10 in MISSED, (instant - 7) // STEP in MISSED}
+    instants = [first + k * step for k in range(count)]
+    windows = [instant for k, instant in enumerate(instants) if k % 4 == 0 or edged(instant)]
+    queries = window_queries(windows, instants, 300, periods)
+    assert len(windows) > count // 3 and len(queries) * 2 <= len(windows)
+    judged = set()
+    for instant, reads in queries.items():
+        answer = prometheus.query(expr, start + instant)
+        for period, window in reads.items():
+            series = [s for s in answer if s["metric"]["gpudash_period"] == str(period)]
+            read = {render_legend("{{node}} GPU {{gpu}}", s["metric"]): float(s["value"][1]) for s in series}
+            assert len(read) == len(series), series
+            at = start + window
+            expected = _expected(lambda gpu, phase: rule_truth(gpu, phase, start, at, 300))
+            wrong = _wrong(read, expected)
+            assert not wrong, (window, f"period {period} at {instant}", wrong)
+            judged.add(window)
+            edges |= {(window - 7) // STEP - 10 in MISSED, (window - 7) // STEP in MISSED}
+    assert judged == set(windows)
     assert edges == {True, False}  # windows with a scrape missed on an edge were among them

@@ -330,13 +330,29 @@ def stories_alert_failure(folder, rule: dict, stories, ends, fires, stored, step
     return batch_failure(list(stories), judge)
 
 
-def latest_period_as_read(alarm, catalog, settings, expr: str) -> str:
-    """The latest period's statistic of a rule that reads its range's periods in one expression (period_values, each
-    period marked with gpudash_period), taken from that expression as the rule `expr` reads it (asserted to hold it):
-    the series of period 0, the mark dropped (times 1: the same values)."""
+def periods_as_read(alarm, catalog, settings, expr: str) -> tuple[str, int]:
+    """The statistics of every period of a rule that reads its range's periods in one expression (period_values), taken
+    from that expression as the rule `expr` reads it (asserted to hold it), and how many periods it reads: at an
+    instant t, the series marked gpudash_period="k" is the statistic of the window ending k periods before t."""
     from generator.render.alarms import RANGE_EXTRA_PERIODS, period_values
 
-    periods = period_values(alarm, catalog, settings, range(alarm.evaluation_periods + RANGE_EXTRA_PERIODS))
+    count = alarm.evaluation_periods + RANGE_EXTRA_PERIODS
+    periods = period_values(alarm, catalog, settings, range(count))
     assert periods is not None and periods in expr
-    return (f"max without (gpudash_period) ({periods} * on (gpudash_period) group_left () "
-            f'label_replace(vector(1), "gpudash_period", "0", "", ""))')
+    return periods, count
+
+
+def window_queries(windows: list[int], candidates: list[int], period: int, count: int) -> dict[int, dict[int, int]]:
+    """Instants (of `candidates`) at which to ask a periods' expression (periods_as_read: `count` periods of `period`
+    seconds) so that every window end of `windows` is read: {instant: {period k: the window end it reads}}, fewest
+    instants first chosen greedily. One query of the expression evaluates every period whichever is kept, so a window
+    read as period k at t + k * period costs nothing more than as period 0 at t; every window end a chosen instant's
+    periods read among `windows` is kept (each is judged)."""
+    wanted, left, chosen = set(windows), set(windows), {}
+    while left:
+        best = max(candidates, key=lambda t: (len({t - k * period for k in range(count)} & left), -t))
+        reads = {k: best - k * period for k in range(count) if best - k * period in wanted}
+        assert left & set(reads.values()), (sorted(left), best)
+        chosen[best] = reads
+        left -= set(reads.values())
+    return dict(sorted(chosen.items()))
