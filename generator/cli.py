@@ -471,6 +471,8 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
         for name, item in result["sources"].items()))
     for note in result["limits"]:
         click.echo(f"limit: {note}")
+    for note in result["prometheus_only"]:
+        click.echo(f"not priced: {note}")
     # (as_of and source as a --prices file gives them, and its path: escaped in text, raw in JSON)
     click.echo(f"\nprices as of {printed.text(str(result['prices_as_of']))}: {printed.text(str(result['source']))}")
     if result["uncertain_rates"]:

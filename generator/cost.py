@@ -848,6 +848,7 @@ def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = No
 
     The dashboards priced are those of `artifacts`, the project's artifact set (built when not given); the
     other source's, which no build holds, are those `artifacts.cloudwatch_dashboards` makes for it."""
+    from . import stopped_gpus
     from .artifacts import build, cloudwatch_dashboards
     from .container_insights import SOURCES, enabled, source
 
@@ -869,4 +870,6 @@ def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = No
             "cloudwatch_source": configured,
             "group_by": estimate(project, fleet, prices, "group_by", shipped),
             "static": None if enabled(project.settings) else estimate(project, fleet, prices, "static", shipped),
-            "sources": sources, "limits": limits(fleet, project, artifacts), "warnings": fleet.warnings()}
+            "sources": sources, "limits": limits(fleet, project, artifacts), "warnings": fleet.warnings(),
+            # the rules priced at nothing, judged by their Prometheus rule alone (lint AL027)
+            "prometheus_only": [message for _, message in stopped_gpus.no_cloudwatch(project)]}

@@ -571,3 +571,17 @@ def test_a_nodes_totals_are_priced_per_node(tmp_path):
         made = events["with"][f"a node's totals ({mark})"]
         assert (made.count, made.fields, made.published) == (13, 1, 1)
     assert not any("a node's totals" in what for what in events["without"])
+
+
+def test_cost_says_which_rules_have_no_cloudwatch_alarm(project_dir, cli):
+    """A rule CloudWatch cannot judge (gpu-stopped-reporting, lint AL027) is priced at nothing: the estimate says it
+    has no CloudWatch alarm, in text and in JSON, so a fleet on CloudWatch alone knows a GPU lost there alerts no one."""
+    config = str(project_dir(""))
+    code, stdout, _ = cli("cost", "--config", config, "--pods", "10")
+    assert code == 0
+    (line,) = [line for line in stdout.splitlines() if "gpu-stopped-reporting" in line]
+    assert line.startswith("not priced: alarm 'gpu-stopped-reporting' has no CloudWatch alarm, only its "
+                           "Prometheus rule"), line
+    code, stdout, _ = cli("cost", "--config", config, "--pods", "10", "--output", "json")
+    assert code == 0 and [message.split(":")[0] for message in json.loads(stdout)["prometheus_only"]] == \
+        ["alarm 'gpu-stopped-reporting' has no CloudWatch alarm, only its Prometheus rule"]
