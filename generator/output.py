@@ -477,9 +477,9 @@ def made_for_the_same(record: dict[str, Any], project: str, clusters: tuple[str,
 
 def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[str, str]]:
     """(namespace, name) of each PrometheusRule the previous build in `out` wrote: its `record` (previous_record), or,
-    for a build made before the record held them, its PROMETHEUS_RULE_FILE as gpudash wrote it (the sha256 its manifest
-    records; each object's metadata keys at two spaces, as gpudash writes them). kubectl apply leaves an object the file no longer holds, so generate names those the new
-    build drops."""
+    for a build made before the record held them, its PROMETHEUS_RULE_FILE as gpudash wrote it (the sha256 its
+    manifest records; each object's metadata keys at two spaces, as gpudash writes them). kubectl apply leaves an
+    object the file no longer holds, so generate names those the new build drops."""
     from .names import is_prometheus_rule_name
 
     if not record:
