@@ -23,12 +23,13 @@ whose copies carry `pod_uid` too); 4.5.3's copies carry none, and an idle GPU ke
 
 So a node scaled down or removed (no GPU of it reports), an exporter restarting or rolled out (every GPU of the node
 away together, and back within the window), a crash loop (readings in each window) and an instance stopped and started
-on other hardware (its GPUs' slots read again) do not fire it; nor does a GPU
-renamed by an exporter upgrade (Hostname to hostname: the same UUID, one name at each evaluation) or a pod leaving a
-GPU (an idle GPU keeps reporting). A node of one GPU has no other GPU to vouch for its exporter: there the data-missing
-rule's per-node count sees the exporter answering without DCGM series. The alert ends when the GPU reads again, when
-its node's other GPUs stop too, or an hour after its last reading (the GPU is forgotten: its node's count of GPUs on
-the overview shows it missing).
+on other hardware (its GPUs' slots read again) do not fire it, nor a node's name given to another node (where
+kube-state-metrics tells when the Node object was made: a GPU whose last reading is older is the old machine's); nor
+does a GPU renamed by an exporter upgrade (Hostname to hostname: the same UUID, one name at each evaluation) or a pod
+leaving a GPU (an idle GPU keeps reporting). A node of one GPU has no other GPU to vouch for its exporter: there the
+data-missing rule's per-node count sees the exporter answering without DCGM series. The alert ends when the GPU reads
+again, when its node's other GPUs stop too, or an hour after its last reading (the GPU is forgotten: its node's count
+of GPUs on the overview shows it missing).
 
 CloudWatch cannot judge it: a GPU whose data stops has no datapoint to compare, a Metrics Insights alarm judges each
 series on its own datapoints (a GPU gone reads as a node removed), metric math combines no two GROUP BY arrays (the
@@ -42,9 +43,10 @@ from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clu
 from .settings import Settings
 
 MEMORY = "60m"  # how long a GPU that stopped is remembered: the hour of copies its name is read from (gpus_named)
-MEMORY_TEXT = "an hour"
 HELD = ("With exporter.virtual_gpus, a GPU a pod held within the hour is not judged: dcgm-exporter 4.5.2 to 4.8.1 "
         "ends an idle GPU's series while another GPU of its node is held, as DCGM losing it does")
+CREATED = "kube_node_created"  # kube-state-metrics: when the Node object of a name was made (Unix seconds), by `node`
+LAST_STEP = "1m"  # the step a GPU's last reading time is found at (each step reads back 5 minutes)
 
 NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its node's other GPUs report: the GPU's "
                  "series has no datapoint left to compare, a Metrics Insights alarm judges each series on its own "
@@ -54,6 +56,11 @@ NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its
 
 def _names(items) -> str:
     return ", ".join(dict.fromkeys(items))
+
+
+def _either(parts: list[str]) -> str:
+    """One term per scope branch (settings_clusters), joined with `or`."""
+    return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
 
 def expression(metric: str, settings: Settings, period: int, periods: int, keys: tuple[str, ...],
@@ -71,9 +78,8 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
         `copies`: of a pod's copies carrying the exporter's copy label (KUBERNETES_VIRTUAL_GPUS) alone."""
         offset = f" offset {shift}s" if shift else ""
         copied = [f'{labels.copies[0]}!=""'] if copies else []
-        parts = [f"(min_over_time({selector(metric, branch + copied)}[{span}]{offset}) < {floor})"
-                 for branch in scope.matchers(labels)]
-        raw = parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+        raw = _either([f"(min_over_time({selector(metric, branch + copied)}[{span}]{offset}) < {floor})"
+                       for branch in scope.matchers(labels)])
         return f"max by ({identity}) ({coalesced_gpu(raw, labels)})"
 
     def named(series: str) -> str:
@@ -91,7 +97,17 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
     each_period = "(" + f" and on ({identity}) ".join(read(f"{period}s", period * k) for k in range(periods)) + ")"
     reporting = named(each_period)
     slot, node = _names((labels.cluster, labels.node, "gpu")), _names((labels.cluster, labels.node))
-    return f"max by ({_names(keys)}) (({stopped} unless on ({slot}) {reporting}) and on ({node}) {reporting})"
+    # a GPU whose last reading is older than its node's Node object read on another machine of that name (EKS names a
+    # node by its private IP, which a later node may be given): where kube-state-metrics tells when it was made
+    last = _either([f"max_over_time((timestamp({selector(metric, branch)}) and {selector(metric, branch)} < {floor})"
+                    f"[{MEMORY}:{LAST_STEP}])" for branch in scope.matchers(labels)])
+    last = f"max by ({identity}) ({coalesced_gpu(last, labels)})"
+    made = _either([selector(CREATED, branch) for branch in scope.matchers(labels)])
+    if labels.node != "node":  # kube-state-metrics names the node in `node`
+        made = f'label_replace({made}, "{labels.node}", "$1", "node", "(.*)")'
+    earlier = f"({named(last)} < on ({node}) group_left () max by ({node}) ({made}))"
+    current = f"({stopped} unless on ({slot}) {reporting} unless on ({identity}) {earlier})"
+    return f"max by ({_names(keys)}) ({current} and on ({node}) {reporting})"
 
 
 def no_cloudwatch(project) -> list[tuple[str, str]]:

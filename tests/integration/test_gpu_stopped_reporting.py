@@ -16,9 +16,9 @@ path gives them; a series that ends gets Prometheus' staleness marker):
   upgraded from an exporter that wrote its own pod's name into `Hostname` to one writing the node into `hostname`
   (scraped by a job that attaches no `node`; node-f's exporter writes no UUID); node-g's MIG GPU 0 reconfigured from two
   3g.40gb instances to one 7g.80gb (2 minutes without a series of it, its other GPU whole); node-h's pod leaving its
-  GPU; node-j's exporter in a crash loop (answering a minute of every five); node-k stopped and started on other hardware
-  (an EC2 instance stop and start: four minutes without data, then GPUs of other UUIDs under the same node name and
-  indexes). Truth: none of them, at any minute judged.
+  GPU; node-j's exporter in a crash loop (answering a minute of every five); node-k stopped and started on other
+  hardware (an EC2 instance stop and start: four minutes without data, then GPUs of other UUIDs under the same node
+  name and indexes). Truth: none of them, at any minute judged. kube-state-metrics made each Node object before.
 
 promtool judges the rule at every minute from 26 to 92. CloudWatch has no twin (lint AL027): the agent model (both
 pipelines) and the generated alarms leave the GPUs that stopped unjudged, pinned as a strict xfail with the truth.
@@ -115,7 +115,11 @@ def _series() -> list[dict[str, str]]:
         last = max(k for k, value in enumerate(samples) if value != "_")
         if last + 1 < STEPS:
             samples[last + 1] = "stale"
-    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()]
+    # kube-state-metrics' Node objects, each made before the history (an exporter restart, a stop and start on other
+    # hardware keep theirs): no GPU read before its node was made
+    made = [{"series": f'kube_node_created{{node="{node}",instance="10.0.9.9:8080",job="kube-state-metrics"}}',
+             "values": f"0x{STEPS - 1}"} for node in NODES]
+    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()] + made
 
 
 def _truth(minute: int) -> list[dict[str, str]]:
@@ -304,3 +308,35 @@ def test_a_gpu_lost_before_its_exporter_is_renamed_fires(built, restart_only):
         {"eval_time": f"{minute}m", "alertname": ALERT,
          "exp_alerts": [expected_alert(built, ALERT, node=node, gpu="3")] if 40 <= minute <= 89 else []}
         for minute in (35, 40, 45, 60, 89, 90)]}])
+
+
+UNTOLD = pytest.mark.xfail(strict=True, reason="without kube-state-metrics' kube_node_created, the old node's GPUs 2 "
+                                               "and 3 are read as stopped on the new node of their name until the hour "
+                                               "passes (docs/alarms.md, a known limit)")
+
+
+@pytest.mark.parametrize("told", [True, pytest.param(False, marks=UNTOLD)],
+                         ids=["kube-state-metrics", "no kube-state-metrics"])
+def test_a_node_name_taken_by_a_smaller_node_within_the_hour_is_no_gpu_stopped(built, told):
+    """EKS names a node by its private IP, which a later node may be given: ip-10-0-1-9 of four GPUs removed at minute
+    30, another node of two GPUs (other UUIDs) given its name at minute 33. Truth: no GPU stopped reporting, at every
+    minute from 40 to 90. kube-state-metrics' kube_node_created tells the new Node object from the old (made at 33,
+    after the old GPUs' last reading); without it the rule names the old node's GPUs 2 and 3 on the new node from
+    minute 40 to 89 (docs/alarms.md, a known limit: a strict xfail)."""
+    series = []
+    if told:  # one series per node name: the old Node object's time, none while no node has it, the new one's
+        made = ["0" if k < CHANGE else "_" if k < CHANGE + 6 else f"{(CHANGE + 6) * STEP}" for k in range(STEPS)]
+        made[CHANGE] = "stale"
+        series.append({"series": 'kube_node_created{node="ip-10-0-1-9",instance="10.0.9.9:8080",'
+                                 'job="kube-state-metrics"}', "values": " ".join(made)})
+    for gpu in range(4):
+        old = [f"{40 + gpu}" if k < CHANGE else "_" for k in range(STEPS)]
+        old[CHANGE] = "stale"
+        series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{gpu="{gpu}",UUID="GPU-old-{gpu}",Hostname="ip-10-0-1-9",'
+                                 f'node="ip-10-0-1-9",instance="10.0.1.20:9400"}}', "values": " ".join(old)})
+    for gpu in range(2):
+        new = [f"{50 + gpu}" if k >= CHANGE + 6 else "_" for k in range(STEPS)]
+        series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{gpu="{gpu}",UUID="GPU-new-{gpu}",Hostname="ip-10-0-1-9",'
+                                 f'node="ip-10-0-1-9",instance="10.0.1.21:9400"}}', "values": " ".join(new)})
+    promtool_test(built, "reused.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
+        {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": []} for minute in range(40, 91)]}])
