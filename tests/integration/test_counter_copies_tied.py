@@ -11,6 +11,7 @@ per second at some minutes, other minutes in another run."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -141,6 +142,25 @@ def _reads_the_power(rules, monkeypatch, name: str, copies: Copies) -> None:
                   0.999 * overlap.WATTS * 1000, 1.001 * overlap.WATTS * 1000)
 
 
+# Stories of copies reading one hostengine, read in one promtool run (_reads_the_power_together), by name
+POWER_STORIES: dict[str, Copies] = {
+    "tied-after-both-missed": {"a": (20, 90, 10, (710,)), "b": (25, 30, 10, (715,))},
+    "third-copy-late": {"a": (20, 30, 10, (680, 710)), "b": (25, 30, 10, (715,)), "c": (15, 90, 10, ())},
+    "longest-above-lagging": {"a": (20, 30, 10, (680, 710)), "b": (25, 30, 10, (715,)), "c": (15, 90, 30, ())},
+}
+
+
+def _reads_the_power_together(rules, monkeypatch, name: str) -> None:
+    """Pass as _reads_the_power(POWER_STORIES[name]) would, every story of POWER_STORIES read in one promtool run
+    (hostile._read_together: each story under its own namespace, node and GPU UUID, the panel and its recordings
+    joining no story's series with another's)."""
+    monkeypatch.setattr(twins, "STEP", 5)
+    watts = overlap.WATTS * 1000
+    stories = {story: functools.partial(_hostengine_copies, copies) for story, copies in POWER_STORIES.items()}
+    hostile._read_together(rules, "tied_power", stories, name, _panel("gpudash-all-metrics", twins.ENERGY[8:]),
+                           0.999 * watts, 1.001 * watts)
+
+
 def test_grafanas_energy_rate_reads_the_gpus_power_where_tied_copies_return_from_a_scrape_both_missed(rules, monkeypatch):
     # two exporters reading the hostengine's samples of 10 s past each half minute, one polling it every 90 s (its reading one or two samples behind at two scrapes of
     # three), the other every 30 s, both scrapes of the step (690, 720] failed (a network blip); at the step after,
@@ -148,8 +168,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_where_tied_copies_return_from
     # The larger of their deltas counted: the lagging copy's, from its reading of the 640 s sample, where the other
     # copy's reading of the 670 s one had counted up to it at the step before the miss: 90 s of growth over 60 s, 1.2
     # of the GPU's power at 12m30s to 14m30s. The smaller counts now (none of the growth counted twice)
-    _reads_the_power(rules, monkeypatch, "panel_energy_tied_after_both_missed.yaml",
-                     {"a": (20, 90, 10, (710,)), "b": (25, 30, 10, (715,))})
+    _reads_the_power_together(rules, monkeypatch, "tied-after-both-missed")
 
 
 def test_grafanas_energy_rate_reads_the_gpus_power_where_a_third_copy_scraped_the_tied_reading_late(rules, monkeypatch):
@@ -158,8 +177,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_where_a_third_copy_scraped_th
     # 730 s sample). a's own step is the longest (from its reading of the 640 s sample at 650 s): 90 s of growth,
     # over its 90 s. Counted from c's late scrape of that sample (35 s; the seconds recording took b's 60 s), the step
     # read 1.2 of the GPU's power at 12m30s to 14m30s (4e89c27a). 200,000 mW at every minute
-    _reads_the_power(rules, monkeypatch, "panel_energy_third_copy_late.yaml",
-                     {"a": (20, 30, 10, (680, 710)), "b": (25, 30, 10, (715,)), "c": (15, 90, 10, ())})
+    _reads_the_power_together(rules, monkeypatch, "third-copy-late")
 
 
 def test_grafanas_energy_rate_reads_the_gpus_power_where_the_longest_copy_counts_above_a_lagging_third_copy(
@@ -170,8 +188,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_where_the_longest_copy_counts
     # the delta recording took its growth above c's reading (70 s of it) where the seconds recording took b's 60 s
     # (the most of the copies'): 1.067 of the GPU's power at 12m30s to 14m. Both recordings now read the copies of
     # the smallest delta (b: 60 s of growth since its own 670 s sample, over its own 60 s)
-    _reads_the_power(rules, monkeypatch, "panel_energy_longest_above_lagging.yaml",
-                     {"a": (20, 30, 10, (680, 710)), "b": (25, 30, 10, (715,)), "c": (15, 90, 30, ())})
+    _reads_the_power_together(rules, monkeypatch, "longest-above-lagging")
 
 
 @pytest.mark.xfail(strict=True, reason="tied copies of different lags: the seconds count from the latest scrape of "
