@@ -27,7 +27,7 @@ from ..errors import GpudashError, RemoteError, may_have_happened
 from ..markers import ALARM_OWNER_TAG
 from ..ownership import NOT_COMPARED, UNMODELLED
 from .deadline import Deadline, DeadlineExceeded
-from .http import RETRIES_AFTER, connect_failure
+from .http import BODY_LIMIT, PAST_LIMIT, RETRIES_AFTER, connect_failure
 from .pacing import Pacer
 
 TAGGING = "resourcegroupstaggingapi"
@@ -177,6 +177,42 @@ def _called_only(document: Any) -> Any:
         for partition in partitions]}
 
 
+def _bounded_send(http_session) -> Callable[..., Any]:
+    """botocore's send of a request through `http_session` (a client's endpoint's), its answer read here and not past
+    BODY_LIMIT: botocore reads an answer whole, and one without end (a proxy or endpoint answering chunk after chunk)
+    took the machine's memory. One past it is a failure of the HTTP client (HTTPClientError, PAST_LIMIT): an answer
+    cut short, which may have been CloudWatch's to a request it made."""
+    def send(request, **_) -> Any:
+        from botocore.exceptions import ConnectionClosedError, HTTPClientError, ReadTimeoutError, SSLError
+        from urllib3.exceptions import ProtocolError, ReadTimeoutError as Urllib3ReadTimeout, SSLError as Urllib3SSL
+
+        request.stream_output = True  # (botocore's send then leaves the body to be read)
+        response = http_session.send(request)
+        if response._content is not None:  # read already (an answer made in this process)
+            return response
+        chunks, size = [], 0
+        try:  # a failure while the body streams, said as botocore's send says it (URLLib3Session.send)
+            for chunk in response.raw.stream(1 << 16):
+                size += len(chunk)
+                if size > BODY_LIMIT:
+                    response.raw.close()
+                    raise HTTPClientError(error=f"CloudWatch {PAST_LIMIT}")
+                chunks.append(chunk)
+        except Urllib3SSL as exc:
+            raise SSLError(endpoint_url=request.url, error=exc) from None
+        except Urllib3ReadTimeout as exc:
+            raise ReadTimeoutError(endpoint_url=request.url, error=exc) from None
+        except ProtocolError as exc:
+            raise ConnectionClosedError(error=exc, request=request, endpoint_url=request.url) from None
+        except HTTPClientError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - as botocore's send: any other failure of the HTTP client
+            raise HTTPClientError(error=exc) from None
+        response._content = b"".join(chunks)
+        return response
+    return send
+
+
 def _mask_credentials(session) -> None:
     """The keys and session token the chain found (a profile file, SSO) are masked in output."""
     try:
@@ -251,6 +287,7 @@ class CloudWatch:
                 client = self.session.create_client(service, region_name=region, endpoint_url=self.endpoint_url,
                                                     config=self.config)
                 client.meta.events.register("before-parse", _check_body)
+                client.meta.events.register("before-send", _bounded_send(client._endpoint.http_session))
                 _mask_credentials(self.session)
                 self.clients[key] = client
             return self.clients[key]

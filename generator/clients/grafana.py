@@ -18,7 +18,8 @@ from .. import redact, urls
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..urls import safe_url
 from .deadline import Deadline, DeadlineExceeded
-from .http import BODY_LIMIT, NO_SUCH_HOST, RETRIES_AFTER, connect_failure, credentials, no_netrc_on_redirect
+from .http import (BODY_LIMIT, NO_SUCH_HOST, PAST_LIMIT, RETRIES_AFTER, connect_failure, credentials,
+                   no_netrc_on_redirect)
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
@@ -105,10 +106,6 @@ class DashboardGone(RemoteError):
         super().__init__(f"Grafana has no dashboard with the id {dashboard_id} read before ({how}): deleted since, or "
                          "deleted and created anew under its uid by someone; not saved", where=f"dashboard {uid}",
                          hint="run `gpudash plan` and review it, then push again")
-
-
-# An answer past http.BODY_LIMIT (no Grafana API answer is near it): read no further, failed as an answer cut short
-PAST_LIMIT = f"answered more than {BODY_LIMIT // 2**20} MiB"
 
 
 class InvalidAnswer(RemoteError):

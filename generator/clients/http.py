@@ -10,6 +10,8 @@ from ..errors import RemoteError
 from .options import Options
 
 BODY_LIMIT = 64 * 2**20  # no answer gpudash reads is near this; a larger one is not the API
+# What an answer past BODY_LIMIT is said to have done: read no further, failed as an answer cut short
+PAST_LIMIT = f"answered more than {BODY_LIMIT // 2**20} MiB"
 
 
 class SlowAnswer(RemoteError):
@@ -31,7 +33,7 @@ def read_body(response: Any, options: Options, what: str) -> bytes:
             return b"".join(chunks)
         size += len(chunk)
         if size > BODY_LIMIT:
-            raise RemoteError(f"{what} answered more than {BODY_LIMIT // 2**20} MiB", hint="check the URL")
+            raise RemoteError(f"{what} {PAST_LIMIT}", hint="check the URL")
         chunks.append(chunk)
 
 

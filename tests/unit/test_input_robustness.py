@@ -3,6 +3,7 @@ exit or loop, standard output that is closed or full, build folders that are lin
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -687,11 +688,10 @@ def test_a_pipe_or_device_in_the_previous_build_is_not_read_without_end(tmp_path
     assert os.path.islink(out / path) if kind != "fifo" else stat.S_ISFIFO(os.lstat(out / path).st_mode)
 
 
-def test_a_grafana_answer_without_end_is_a_failure_not_memory_without_end(tmp_path):
-    """A proxy or server in front of Grafana that answers a read with a body without end (chunk after chunk of JSON
-    as fast as the socket takes it): push read it whole, and ran out of memory ("internal error: MemoryError" under a
-    2 GiB address space; without a limit, the machine's memory). An answer past http.BODY_LIMIT is no Grafana API
-    answer: the read fails as an answer lost (retried, then exit 3), memory bounded."""
+@contextlib.contextmanager
+def _flooding_server():
+    """The URL of a server on 127.0.0.1 that answers every request 200 with a JSON body without end (chunk after
+    chunk, as fast as the socket takes it), as a broken proxy or server in front of an API could."""
     import socket
     import threading
 
@@ -722,14 +722,27 @@ def test_a_grafana_answer_without_end_is_a_failure_not_memory_without_end(tmp_pa
 
     threading.Thread(target=serve, daemon=True).start()
     try:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "GRAFANA_TOKEN": "t",
-               "GRAFANA_URL": f"http://127.0.0.1:{listener.getsockname()[1]}"}
-        env.pop("GPUDASH_CONFIG", None)
-        result = subprocess.run([*GPUDASH, "push", "--skip-verify", "--deadline", "120"], cwd=tmp_path, env=env,
-                                capture_output=True, text=True, timeout=180, preexec_fn=_at_most_2_gib)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
     finally:
         stop.set()
         listener.close()
+
+
+@pytest.mark.parametrize("command, env", [
+    (("push",), {"GRAFANA_TOKEN": "t", "GRAFANA_URL": "{url}"}),
+    (("apply", "--dry-run"), {"AWS_ENDPOINT_URL": "{url}", "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+                              "AWS_SECRET_ACCESS_KEY": "secret"}),
+], ids=["Grafana", "CloudWatch"])
+def test_an_answer_without_end_is_a_failure_not_memory_without_end(tmp_path, command, env):
+    """A proxy or server in front of Grafana or CloudWatch that answers a read with a body without end: push and apply
+    read it whole, and ran out of memory ("internal error: MemoryError" under a 2 GiB address space; without a limit,
+    the machine's memory). An answer past http.BODY_LIMIT is no API answer: the read fails as an answer cut short
+    (retried, then exit 3), memory bounded."""
+    with _flooding_server() as url:
+        env = {**os.environ, "PYTHONPATH": str(REPO), **{k: v.format(url=url) for k, v in env.items()}}
+        env.pop("GPUDASH_CONFIG", None)
+        result = subprocess.run([*GPUDASH, *command, "--skip-verify", "--deadline", "120"], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=180, preexec_fn=_at_most_2_gib)
     assert result.returncode == 3 and "internal error" not in result.stderr, result.stderr
     assert "answered more than 64 MiB" in result.stderr, result.stderr
 
