@@ -250,6 +250,8 @@ class _Device:
     added: bool = False
     # with `lookback` and the node variable: the scope without it, where a pod's own share is read from (`reading`)
     anywhere: list[list[str]] | None = None
+    # with `anywhere`: the node variable's matchers (no workload's), of the copies placing a GPU on the node (on_node)
+    placing: list[list[str]] | None = None
 
     def chooses(self, metric: str, gauge: str) -> bool:
         """Whether `metric`'s reading is that of the copy a share's used chooses (`total`, its fields; blanks dropped;
@@ -301,9 +303,7 @@ class _Device:
                        f"{idle_gpus(metric, self.unscoped, self.pod, held)})"
                 read = f"max by ({_listed((*each, *shown))}) {left}"
                 if self.anywhere is not None:
-                    on_node = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"),
-                                         labels)
-                    read = f"({read} and on ({_listed(slot)}) {on_node})"
+                    read = f"({read} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, labels)})"
                 if not pods:
                     return read
                 # the device's series written at the GPU's copies' latest scrape within the lookback (through a failed
@@ -493,13 +493,15 @@ class _Device:
         left out of the node it left (_naming_targets); a rule's steps (_stepped) keep it there for the lookback where
         no scrape found its GPU idle (its size and cost at each step: the default PrometheusRule would pass what
         client-side `kubectl apply` takes)."""
-        named = _raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])")
+        named = _raw(metric, self.anywhere or self.scoped, extra, f"present_over_time({{}}[{self.lookback}])")
         if panel:
             named = f"{named} and on ({_listed((*self._pod_keys(), *COPY_LABELS))}) {self._naming_targets(metric)}"
         held = _listed(held_labels(self.labels))
         idle = idle_gpus(metric, self.unscoped, self.pod, held,
                          None if panel else f"{_seconds(self.lookback) // LABEL_LOOKBACK_SCRAPES}s")
         named = identified(f"({named} unless on ({held}) {idle})", self.labels)
+        if self.anywhere is not None:  # named by any copy, on a GPU the node variable's node holds (on_node)
+            named = f"({named} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, self.labels)})"
         spellings = _listed(self.labels.node_sources)
         return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
 
@@ -2549,6 +2551,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     named = (set(keys) <= {"cluster", "node", "gpu", "mig_instance"} and resolution is not None
              and (gauges and not count and {"node", "gpu"} <= set(keys) or of_gpus and (gauges or count)))
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)  # any node spelling
+    # the node variable's alone (no workload's): the copies placing a GPU on the node (on_node)
+    placing = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
     if (named or of_gpus) and node is not None:  # the GPU's copies under any node spelling: the node's GPUs are those
         # a copy spelled with the node names (named_gpus; a counter's, _Merge.named), the value read from the copies
         # All nodes reads (an old exporter's copy, its own pod's name in Hostname, read 60 % where the node-spelled
@@ -2591,7 +2595,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         device = _Device(branches, unscoped, identity, labels.pod, bool(set(WORKLOAD_KEYS) & set(keys)),
                          whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share,
                          gauge_window is not None, query.aggregation in ("sum", "avg"),
-                         anywhere if lookback and node is not None else None) \
+                         *((anywhere, placing) if lookback and node is not None else ())) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
                         over_time, kind, resolution, device, also, checked, share,
@@ -2702,6 +2706,15 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     return _first_name(names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")", labels)
 
 
+def on_node(metric: str, placing: list[list[str]], labels: Labels) -> str:
+    """Each GPU (cluster, GPU_LABEL, index) with a copy of `metric` in the dashboard's range (at its end) that
+    `placing` (the node variable's matchers) matches: the GPUs the per-GPU panels show with that node picked (their
+    names are read from those copies, gpus_named), whichever copy named a pod on it. Matched on the copy that named
+    the pod, a node renamed inside the range by an exporter upgrade (the old exporter's own pod name in Hostname, then
+    the node in hostname) left its pods out of the per-pod panels, with the node picked, until the upgrade."""
+    return identified(_raw(metric, placing, [], f"present_over_time({{}}[{DASHBOARD_RANGE}] @ end())"), labels)
+
+
 POD_KEYS = frozenset(("cluster", "namespace", "pod", "node", "gpu"))  # a per-pod query, per its GPUs too
 
 
@@ -2727,7 +2740,9 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     # a GPU whose latest scrape named no pod holds none (idle_gpus), as in the gauge panels beside it
     held = _listed(held_labels(labels))
     idle = idle_gpus(query.metric, unscoped.matchers(labels), labels.pod, held)
-    scoped = _raw(query.metric, scope.matchers(labels), [f'{labels.pod}!=""'], f"present_over_time({{}}[{window}])")
+    # named by any copy, whatever its node spelling: the node variable picks the GPUs by their names (`names`)
+    anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
+    scoped = _raw(query.metric, anywhere, [f'{labels.pod}!=""'], f"present_over_time({{}}[{window}])")
     named = identified(f"({scoped} unless on ({held}) {idle})", labels)
     gpu = (labels.cluster, GPU_LABEL, "gpu")
     # each GPU a pod was named on (by its UUID, whichever node spelling the copy naming it carries) under the node the

@@ -198,10 +198,12 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                           and packed("namespace, pod, UUID") not in e and "rate(" not in e for e in by_pod)
     # each GPU once per pod by its UUID (gpudash_gpu), under the node its rate is named by: an upgrade renaming the
     # node makes no second GPU
-    # (less the GPUs a scrape found idle: promql.idle_gpus)
+    # (less the GPUs a scrape found idle: promql.idle_gpus); a pod named by a copy of any node spelling (one selector,
+    # no node matcher: the node variable picks the GPUs by their names, which the range gives them)
     assert all(e.startswith(packed("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) ((max by "
-                                   "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join(("
-                                   "present_over_time("))
+                                   "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join("
+                                   "present_over_time(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace=~\"$namespace\", "
+                                   "pod=~\"$pod\", gpu=~\"$gpu\", pod!=\"\"}[$__rate_interval]) unless"))
                and packed(" unless on (cluster, instance, job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) max by (cluster, "
                           "instance, job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (timestamp(") in e
                and packed(" * 0 + on (node, gpu) group_left () max by (node, gpu) (") in e for e in by_pod)
@@ -230,7 +232,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     joined = [device(m.end()) for m in re.finditer(r"group_left \([^)]+\) ", util)]
     assert joined and all(d.endswith(" < 1e14)") and "topk by " in d for d in joined), util
     ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
-    assert ranged and len(ranged) == len(re.findall(r"present_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30000ms)\]",
+    # (the dashboard's range at its end: the GPUs the picked node holds, promql.on_node)
+    windows = r"(?:120s|30000ms|\$__range)"
+    assert ranged and len(ranged) == len(re.findall(rf"present_over_time\(DCGM_\w+\{{[^}}]*\}}\[{windows}\]",
                                                     util)) + len(
         re.findall(r"last_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30s|15s)\]\)", util)) + len(
         re.findall(r"min_over_time\(DCGM_\w+\{[^}]*\}\[120s\]\) < 1e14", util))  # a reading within the lookback
