@@ -391,6 +391,11 @@ class CloudWatch:
             except BotoCoreError as exc:
                 raise RemoteError(f"CloudWatch {api} failed in {region}: {exc}", where=what,
                                   hint=reach_hint(self.endpoint_name)) from None
+            except RecursionError:  # an error answer botocore parses itself, nested deeper than its parser follows
+                if api in WRITES:  # (it reached something in front of CloudWatch, or CloudWatch: it may have made it)
+                    lost.append(True)
+                failure = (f"CloudWatch answered {api} in {region} with something that is not an API answer (JSON "
+                           "nested too deeply to read)", answer_hint(self.endpoint_name))
             refused = refused + 1 if why else 0
             if attempt >= attempts or (why and refused > RETRIES_AFTER[why]):
                 break
@@ -675,7 +680,7 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
     unknown: dict[str, Any] | None = {} if name == "DescribeAlarms" else None  # botocore's parser drops them
     try:
         parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # (nested deeper than the parser follows: not JSON)
         # the excerpt is cut from the body with its secrets masked: a secret cut in two is masked nowhere
         problem = f"not JSON: {redact.text(body.decode('utf-8', 'replace'))[:40]!r}" if name in CHECKED else None
     else:

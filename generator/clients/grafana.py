@@ -357,7 +357,7 @@ class GrafanaClient:
             # balancer's page of that status says nothing of what Grafana holds, and is never read as "not there"
             try:
                 said = response.json()
-            except ValueError:
+            except (ValueError, RecursionError):  # (nested deeper than the parser follows: not JSON either)
                 said = None
             if not (isinstance(said, dict) and isinstance(said.get("message"), str)):
                 raise InvalidAnswer(f"Grafana answered {method} {path.split('?')[0]} with {response.status_code} but "
@@ -381,7 +381,7 @@ class GrafanaClient:
             raise self._error(response, what)
         try:
             found = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested deeper than the parser follows: not JSON either)
             found = None
             said = f"not JSON ({_body(response)})"
         else:
@@ -397,7 +397,7 @@ class GrafanaClient:
     def _error(self, response, what: str) -> RemoteError:
         try:
             body = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             body = {}
         if not isinstance(body, dict):
             body = {}

@@ -67,6 +67,23 @@ def test_a_read_answered_200_with_null_nothing_or_a_string_writes_nothing(operat
     assert writes(proxy) == [] and sorted(alarms(client)) == before
 
 
+@pytest.mark.parametrize("status", [200, 400])
+def test_an_answer_of_json_nested_too_deeply_to_read_is_not_an_api_answer(status, proxied, published):
+    """DescribeAlarms answered with JSON nested deeper than Python's parser follows (a success, or an error answer,
+    which botocore parses itself): apply said "the input is nested too deeply to be read ... the file you changed
+    last" (exit 2). It is CloudWatch's answer that is not one: a remote failure, exit 3, nothing written."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    before = sorted(alarms(client))
+    proxy.inject(Rule(path="/", operation="DescribeAlarms", times=ALWAYS, status=status,
+                      action="body" if status == 200 else "status", body=b"[" * 10**5 + b"]" * 10**5,
+                      headers={"Content-Type": "application/x-amz-json-1.0"}))
+    code, _, stderr = apply("--force", "--prune")
+    assert code == 3 and "not an API answer" in stderr and "changed last" not in stderr, stderr
+    assert writes(proxy) == [] and sorted(alarms(client)) == before
+
+
 NAMES_NOT_FOUND = "arn:aws:cloudwatch:us-east-1:123456789012:alarm:x: ResourceNotFoundException is not returned"
 
 

@@ -51,6 +51,9 @@ CASES = {
     "truncated read, retried": ([Rule(f"/uid/{UPDATED}$", action="truncate")], 1, []),
     "truncated answer to a processed save": ([Rule(SAVE, action="truncate")], 1, []),
     "HTML page after a processed save": ([Rule(SAVE, action="body")], 1, []),
+    # JSON nested deeper than Python's parser follows: read as "nested too deeply in the file you changed last", exit 2
+    "JSON nested too deeply after a processed save": ([Rule(SAVE, action="body", body=b"[" * 10**5 + b"]" * 10**5,
+                                                            headers={"Content-Type": "application/json"})], 1, []),
     "HTML page for every save": ([Rule(SAVE, times=99, **_html())], 3,
                                  ["gpudash-all-metrics", "gpudash-by-pod", UPDATED, RETIRED]),
     # Answers in a 200 that are not what Grafana answers a write it made: never reported done. (A save's fault

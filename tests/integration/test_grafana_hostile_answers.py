@@ -83,6 +83,18 @@ def test_a_garbled_read_the_plan_needs_writes_nothing(read, answer, grafana, pro
     assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
+def test_a_read_answered_with_json_nested_too_deeply_to_read_is_not_an_answer(grafana, proxy, run, desired):
+    """The search answered 200 with JSON nested deeper than Python's parser follows: push said "the input is nested
+    too deeply to be read ... the file you changed last" (exit 2), of no file of the user's. It is Grafana's answer
+    that is not JSON: a remote failure, exit 3, nothing written."""
+    before = _state(grafana)
+    proxy.inject(Rule(SEARCH, method="GET", action="body", times=999, body=b"[" * 10**5 + b"]" * 10**5,
+                      headers={"Content-Type": "application/json"}))
+    code, _, stderr = run()
+    assert code == 3 and "but not JSON" in stderr and "changed last" not in stderr, stderr
+    assert grafana.writes() == [] and _state(grafana) == before
+
+
 @pytest.mark.parametrize("answer", ANSWERS)
 @pytest.mark.parametrize("read", AROUND)
 def test_a_garbled_read_of_people_s_work_around_a_dashboard_refuses_its_delete(read, answer, grafana, proxy, run,
