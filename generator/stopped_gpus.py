@@ -10,7 +10,8 @@ its node's other GPUs:
 
 - it had a reading (not DCGM's blank) of the field within the last hour (MEMORY),
 - none within the alarm's window (its period times its evaluation periods: 10 minutes by default),
-- and another GPU of its node, named as the alerts name nodes (promql.gpus_named), had a reading in each of those
+- and another GPU of its node (a GPU whose copies within the hour carried a node spelling the lost GPU's carry; the
+  alert names the node as that GPU is named now, by promql.gpus_named as every alert) had a reading in each of those
   periods: the node's exporter kept being scraped and kept bringing data; none of the same node and index did (that
   is the same GPU under another UUID: an EC2 instance stopped and started on other hardware keeps its node's name).
 
@@ -47,6 +48,7 @@ HELD = ("With exporter.virtual_gpus, a GPU a pod held within the hour is not jud
         "ends an idle GPU's series while another GPU of its node is held, as DCGM losing it does")
 CREATED = "kube_node_created"  # kube-state-metrics: when the Node object of a name was made (Unix seconds), by `node`
 LAST_STEP = "1m"  # the step a GPU's last reading time is found at (each step reads back 5 minutes)
+SPELLING = "gpudash_spelling"  # a node spelling a GPU's copies carried within the hour
 
 NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its node's other GPUs report: the GPU's "
                  "series has no datapoint left to compare, a Metrics Insights alarm judges each series on its own "
@@ -90,13 +92,24 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
     silent = f"({read(MEMORY)} unless on ({identity}) {read(f'{period * periods}s')})"
     if labels.copies:  # exporter.virtual_gpus: a GPU a pod held within MEMORY (see HELD) is not judged
         silent = f"({silent} unless on ({identity}) {read(MEMORY, copies=True)})"
-    stopped = named(silent)
     # the GPUs that read in each period, by the node and index alerts name them: a GPU of the same node and index
     # reading there is the same GPU under another UUID (an instance stopped and started on other hardware keeps its
     # node's name), and any GPU of the node reading there vouches for the node's exporter
     each_period = "(" + f" and on ({identity}) ".join(read(f"{period}s", period * k) for k in range(periods)) + ")"
     reporting = named(each_period)
     slot, node = _names((labels.cluster, labels.node, "gpu")), _names((labels.cluster, labels.node))
+    # The node a GPU that stopped is on: the name the GPUs that read in each period are named by now, of those whose
+    # copies within the hour carry a node spelling its copies carry (SPELLING). Its own copies may hold a name the
+    # node no longer goes by: an exporter without NODE_NAME writes its own pod's name into Hostname, and the GPUs that
+    # read after it was upgraded or restarted are named anew while the lost GPU's copies keep the old pod's name.
+    present = _either([f"present_over_time({selector(metric, branch)}[{MEMORY}])" for branch in scope.matchers(labels)])
+    spellings = (f'max by ({identity}, {SPELLING}) (label_replace({coalesced_gpu(present, labels)}, "{SPELLING}", '
+                 f'"$1", "{labels.node}", "(.*)"))')
+    spelling = _names((labels.cluster, SPELLING))
+    vouching = named(f"({spellings} and on ({identity}) {each_period})")
+    now_named = f"topk by ({spelling}) (1, max by ({spelling}, {labels.node}) ({vouching}))"
+    lost = f"({spellings} and on ({identity}) {silent})"
+    stopped = f"max by ({identity}, {labels.node}) ({lost} * on ({spelling}) group_left ({labels.node}) {now_named})"
     # a GPU whose last reading is older than its node's Node object read on another machine of that name (EKS names a
     # node by its private IP, which a later node may be given): where kube-state-metrics tells when it was made
     last = _either([f"max_over_time((timestamp({selector(metric, branch)}) and {selector(metric, branch)} < {floor})"
@@ -106,8 +119,7 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
     if labels.node != "node":  # kube-state-metrics names the node in `node`
         made = f'label_replace({made}, "{labels.node}", "$1", "node", "(.*)")'
     earlier = f"({named(last)} < on ({node}) group_left () max by ({node}) ({made}))"
-    current = f"({stopped} unless on ({slot}) {reporting} unless on ({identity}) {earlier})"
-    return f"max by ({_names(keys)}) ({current} and on ({node}) {reporting})"
+    return f"max by ({_names(keys)}) ({stopped} unless on ({slot}) {reporting} unless on ({identity}) {earlier})"
 
 
 def no_cloudwatch(project) -> list[tuple[str, str]]:
