@@ -221,7 +221,7 @@ def _not_found(body: Any) -> bool:
     not there), not a proxy's or an ingress's page."""
     try:
         status = json.loads(_decoded(body))
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested too deeply: not JSON)
         return False
     return isinstance(status, dict) and status.get("kind") == "Status" and status.get("reason") == "NotFound"
 
@@ -350,7 +350,7 @@ class Kube:
             try:
                 text = self.text(path, f"API discovery {path}")
                 document = json.loads(text) if text is not None else None
-            except (RemoteError, OddAnswer, ValueError):
+            except (RemoteError, OddAnswer, ValueError, RecursionError):
                 document = None
             items = document.get(field) if isinstance(document, dict) and document.get("kind") == kind else None
             found[path] = items if isinstance(items, list) and all(isinstance(i, dict) for i in items) else None
@@ -363,7 +363,7 @@ class Kube:
             return None
         try:
             return Answer(json.loads(text), what)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested too deeply: not JSON)
             raise OddAnswer(what, "", redact.text(text)[:40], "JSON") from None  # masked, then cut
 
     def listing(self, path: str, what: str, query: dict[str, str] | None = None) -> list[Answer]:

@@ -55,7 +55,7 @@ class Prometheus(_Reads):
         """An answer of Prometheus' API, successful or not; RemoteError or OddAnswer when not one."""
         try:
             return Answer(json.loads(text), self.source)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested too deeply: not JSON)
             if status != 200:
                 raise RemoteError(f"{self.source} answered HTTP {status}", hint=HINT) from None
             raise OddAnswer(self.source, "", redact.text(text)[:40], "JSON") from None  # masked, then cut
@@ -152,7 +152,7 @@ class PrometheusClient(_Reads):
         status, text = self._read(f"/api/v1/{path}", options, RANGE_HINT, params, evaluated=True)
         try:
             body = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested too deeply: not JSON)
             raise RemoteError(f"{self.source} answered HTTP {status} with something that is not JSON",
                               hint="check that the URL is Prometheus' own API (no /graph, no /api/v1)") from None
         if not isinstance(body, dict):

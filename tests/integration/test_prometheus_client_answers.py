@@ -31,6 +31,14 @@ def test_an_answer_not_shaped_as_its_type_is_an_error_not_an_empty_panel(data, o
     assert "not a Prometheus result" in result.error and odd in result.error
 
 
+def test_an_answer_of_json_nested_too_deeply_to_read_is_an_error_not_a_crash():
+    """JSON nested deeper than Python's parser follows (a broken proxy's answer): RecursionError left the client, and
+    the CLI said "nested too deeply ... the file you changed last", of no file of the user's."""
+    with CannedServer("[" * 10**5 + "]" * 10**5) as server, PrometheusClient(server.url, timeout=5) as client:
+        result = client.run("up", False, 0.0, 60.0, 15.0)
+    assert result.series == [] and "not JSON" in result.error
+
+
 def test_a_valid_answer_is_read_to_its_values():
     matrix = _run({"status": "success", "data": {"resultType": "matrix", "result": [
         {"metric": {"pod": "train-0"}, "values": [[0, "1.5"], [15, "NaN"]]}]}})
