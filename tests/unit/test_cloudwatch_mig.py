@@ -187,7 +187,7 @@ def test_every_alarm_fires_as_its_prometheus_twin_on_mig_and_time_sliced_gpus(mi
     requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]
     fired_by_rule = {}
     for alarm in project.alarms:
-        if alarm.absent:
+        if alarm.absent or alarm.stopped:  # judged on CloudWatch apart / a Prometheus rule alone (lint AL027)
             continue
         mine = [r["Request"] for r in requests
                 if {"Key": "gpudash:rule", "Value": alarm.id} in r["Request"]["Tags"]]
