@@ -347,3 +347,20 @@ def test_a_build_with_no_cloudformation_stack_names_what_it_drops(cli, tmp_path,
     assert code == 0 and "made for other settings" not in stderr, stderr
     assert "fix: `kubectl delete prometheusrule -n monitoring gpudash-gpu-alerts " in stderr, stderr
 
+
+def test_a_stack_a_split_moved_to_another_settings_file_is_not_told_to_be_deleted_without_a_word(cli, tmp_path):
+    """One settings file of clusters east and west split in two (east.yaml, west.yaml), east.yaml generated over the
+    build of both: west's stack is no longer written by this file, but west.yaml's build deploys it. generate told to
+    delete it before deploying (the west alarms gone until west.yaml's build is deployed, console edits lost), as
+    for a cluster that left; `apply --prune` keeps such objects after a split without --removed-cluster. The fix
+    line now says a stack another settings file now writes is not one to delete."""
+    config, build = tmp_path / "both.yaml", tmp_path / "build"
+    config.write_text("project: ml\nclusters:\n  - {name: east, region: us-east-1}\n"
+                      "  - {name: west, region: us-west-2}\n")
+    assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
+    config.write_text("project: ml\n" + _EAST % "east")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "CloudFormation stacks gpudash-ml-cluster-west are no longer written" in stderr, stderr
+    assert ("fix: delete each with `aws cloudformation delete-stack` before deploying the build (not one of a cluster "
+            "another settings file now defines, after a split: that file's build deploys it)") in stderr, stderr
+
