@@ -749,19 +749,24 @@ FRESH_LABEL = "gpudash_fresh"  # marks a name's freshness term among its ranks (
 def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels: Labels, node: str | None) -> str:
     """gpu_names' candidates over the dashboard's range (DASHBOARD_RANGE, at its end: `@ end()`, which Prometheus
     reads once per query, not at each step), ranked as gpu_names ranks them: each name by its best tier (_tiers; the
-    best weighs most, the last 1), half a rank more where a copy of the GPU named so has a sample within the last
-    scrape interval before the range's end. The freshness is one selector of every copy (a term marked with
-    FRESH_LABEL, added to the name's rank by the sum), not one per tier beside the tier's: a panel names its GPUs so,
-    and a dashboard's ConfigMap has no room for a second selector per tier in each of its panels (GF011). A name
-    fresh alone (a copy whose spelling the node variable does not match, a tier of another spelling coming first)
-    reads half and is no candidate."""
+    best weighs most, the last 1), and at each step a quarter rank more where a copy of the GPU named so has a sample
+    within the look-back (label_lookback) and another quarter where it has one within the last scrape interval. So a
+    lesser spelling is named by the range's better one at every step (an exporter upgrade's old pod name, then the
+    node), while two names of one tier (a GPU on node-a, then on node-b: a node replaced by another on the same
+    hardware) are each drawn where its own copies are, not the one fresh at the range's end over the whole range
+    (tests/integration/test_gpu_moved_in_range.py). The presence is one selector of every copy a window (terms
+    marked with FRESH_LABEL, added to the name's rank by the sum), not one per tier beside the tier's: a panel names
+    its GPUs so, and a dashboard's ConfigMap has no room for a second selector per tier in each of its panels
+    (GF011). A name present alone (a copy whose spelling the node variable does not match, a tier of another
+    spelling coming first) reads at most half and is no candidate."""
     tiers = _tiers(metric, matchers, labels, node)
     top = max(place_rank for place_rank, _ in tiers) + 1
     terms = [f"present_over_time({each}[{DASHBOARD_RANGE}] @ end())" + (f" * {top - place_rank}"
                                                                        if top - place_rank != 1 else "")
              for place_rank, each in tiers]
-    fresh = f"present_over_time({selector(metric, matchers)}[{_seconds(resolution) * 1000}ms] @ end())"
-    terms.append(f'label_replace({fresh}, "{FRESH_LABEL}", "1", "", "") * 0.5')
+    every, seconds = selector(metric, matchers), _seconds(resolution)
+    terms += [f'label_replace(present_over_time({every}[{window}]), "{FRESH_LABEL}", "{mark}", "", "") * 0.25'
+              for mark, window in (("1", label_lookback(seconds)), ("2", f"{seconds * 1000}ms"))]
     gpu_name = _listed((labels.cluster, GPU_LABEL, "gpu", labels.node))
     ranks = f"max by ({gpu_name}, {FRESH_LABEL}) ({coalesced_gpu('(' + ' or '.join(terms) + ')', labels)})"
     return f"sum by ({gpu_name}) ({ranks}) > 0.5"
