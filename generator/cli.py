@@ -241,8 +241,9 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         click.echo(f"warning: {shown}: the previous build's CloudFormation stacks {first_names(gone)} are no longer "
                    f"written: a deployed one still declares its dashboards and alarms (a cluster that left, or a "
                    f"part of a cluster now split over fewer templates, whose alarms another template now declares)\n"
-                   f"  fix: delete each with `aws cloudformation delete-stack` before deploying the build (not one of "
-                   f"a cluster another settings file now defines, after a split: that file's build deploys it)", err=True)
+                   f"  fix: delete each with `aws cloudformation delete-stack` before deploying the build (not one "
+                   f"of a cluster another settings file now defines, after a split: that file's build deploys it)",
+                   err=True)
     if rules_gone:
         namespace = rules_gone[0][0]
         click.echo(f"warning: {shown}: the previous build's PrometheusRules "
