@@ -2034,20 +2034,23 @@ def test_push_is_refused_on_a_prometheus_without_at_and_negative_offsets_when_th
     assert "@ modifier is disabled): a panel whose query uses either shows an error" in pinned["detail"], pinned
     assert (code, published) == (3, 0), stderr
     assert "preflight checks failed, nothing was published: prometheus/PromQL @ and negative offset: " in stderr
-    assert ("51 panel(s) of the dashboards to publish use them: 'GPU usage by pod' panel \"Energy use rate of each "
-            "pod's GPUs\", 'GPU health' panel 'Last XID error code', 'GPU health' panel 'Row remap failures' and 48 "
-            "more") in stderr, stderr
+    assert ("62 panel(s) of the dashboards to publish use them: 'GPU usage by pod' panel 'GPU utilization by pod', "
+            "'GPU usage by pod' panel 'Tensor core activity by pod', 'GPU usage by pod' panel 'Memory bandwidth "
+            "activity (DRAM) by pod' and 59 more") in stderr, stderr
 
 
 def test_push_publishes_with_a_warning_on_a_prometheus_without_at_and_negative_offsets_when_no_query_uses_them(
         stack, prometheus, cli, reference, tmp_path):
-    """A project whose only dashboard is a team's per-pod utilization panel: no query uses `@` or a negative offset,
-    so nothing it publishes shows an error on that Prometheus."""
-    from tests.support.grafana_push import TEAM_DASHBOARD
+    """A project whose only dashboard is a team's panel of its own PromQL: no query uses `@` or a negative offset, so
+    nothing it publishes shows an error on that Prometheus. (A generated per-GPU or per-pod panel uses `@ end()`:
+    its GPUs are named and placed on the node picked by the dashboard range's copies, promql.gpus_named, on_node.)"""
     from tests.support.grafana_server import ADMIN, GrafanaTestServer
 
     (tmp_path / "dash").mkdir()
-    (tmp_path / "dash" / "team.py").write_text(TEAM_DASHBOARD)
+    (tmp_path / "dash" / "team.py").write_text(
+        "from generator.model import Dashboard, Panel, Query, Row\n"
+        "dashboard = Dashboard('team-a-training', 'Team A training GPUs', [Row('r', [Panel('Util', (Query("
+        "'DCGM_FI_DEV_GPU_UTIL', raw_promql='avg by (pod) (DCGM_FI_DEV_GPU_UTIL{pod=~\"$pod\"})'),))])])\n")
     (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [dash]\n")
     with _refusing_pinned_queries(prometheus.url) as proxy, \
             GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as grafana:
