@@ -896,6 +896,24 @@ def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...
     return f"({older(sample_time(within, resolution))}{marked})"
 
 
+def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels: Labels, within: str) -> str:
+    """A panel's series (within the look-back `within`) naming a pod on a GPU instance whose latest scrape named no
+    pod (idle_gpus, read over every pod's series: the pod and namespace variables pick which GPUs show, not which of
+    their series tell that the pod left), which a per-GPU panel's late tier and count leave out. With the pod or
+    namespace variable set, a per-GPU panel read a GPU the picked pod had left at its latest reading under the pod for
+    the look-back: 240 W and 70 % for two minutes after the pod ended, where the GPU drew 55 W at 0 %, and "GPUs
+    reporting" counted it (G, s38): the pod's series is marked stale, but the GPU's newer series, without a pod, is not
+    in the variables' scope. A GPU pods share in turn (named under one of them per scrape) always names one, and a
+    failed scrape leaves no GPU idle: both keep their reading."""
+    workload = (f"{labels.pod}=~", f"{labels.namespace}=~")
+    anyone = [list(branch) for branch in dict.fromkeys(
+        tuple(m for m in branch if not m.startswith(workload)) for branch in branches)]
+    named = [m for m in extra if m != f'{labels.pod}!=""']
+    held = _listed(held_labels(labels))
+    left = _raw(metric, branches, [*named, f'{labels.pod}!=""'], f"present_over_time({{0}}[{within}])")
+    return f"({left} and on ({held}) {idle_gpus(metric, anyone, labels.pod, held)})"
+
+
 def sample_time(within: str, resolution: str) -> str:
     """A form of a selector (`{0}`): when each of its series' latest sample within `within` was taken: the instant
     selector's sample's own time where it has one, else to half the scrape interval `resolution`, the latest step of
@@ -2120,6 +2138,9 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                         return device.counted_in_period(name, [*extra, *more], period)
                     if within is not None:
                         return device.counted_within(name, [*extra, *more], resolution, within)
+                if over_time is None and within is not None:  # a panel's: not a GPU the picked pod left
+                    return f"({_raw(name, branches, [*extra, *more], form)} unless " \
+                           f"{_left_idle(name, branches, [*extra, *more], merge.labels, within)})"
                 return _raw(name, branches, [*extra, *more], form)
             return merge.one_copy("max", (stood_in(read),), own_labels)
         return merge("max", stood_in(lambda name, more: device.reading(name, [*extra, *more], COUNTED)), own_labels)
@@ -2183,8 +2204,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             gone = _raw(name, device.unscoped, [m for m in mig if m != f'{device.pod}!=""'],
                         _superseded(merge.labels, within, resolution, identity))
             return f"({series} unless on ({_listed(identity)}) {gone})"
-        gone = _superseded(merge.labels, within, resolution)
-        return f"({series} unless {_raw(name, branches, [*extra, *more], gone)})"
+        gone = _raw(name, branches, [*extra, *more], _superseded(merge.labels, within, resolution))
+        return f"({series} unless ({gone} or {_left_idle(name, branches, [*extra, *more], merge.labels, within)}))"
 
     def averaged_instances(names: tuple[str, ...], mig: tuple[str, ...]) \
             -> tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[str, ...] | None]:

@@ -240,3 +240,22 @@ def test_a_pods_own_share_leaves_the_gpu_it_left(story, k, request):
              for s in prometheus.query(expr, at=start + k * SCRAPE + 25)}
     mover = BUSY["mover-c" if k > MOVE else "mover-a"]["util"]
     assert shown == {"Pod ml/mover": mover, "Pod ml/stay": BUSY["stay"]["util"]}
+
+
+GPU_PANELS = {"Power draw": lambda gpu, k: {f"a GPU {gpu}": float(BUSY["mover-c" if k > MOVE else "mover-a"]["power"])},
+              "GPUs reporting": lambda gpu, k: {"DCGM_FI_DEV_GPU_TEMP": 1.0},
+              "Total power draw": lambda gpu, k: {
+                  "DCGM_FI_DEV_POWER_USAGE": float(BUSY["mover-c" if k > MOVE else "mover-a"]["power"])}}
+
+
+@pytest.mark.parametrize("k", [MOVE - 1, MOVE + 1, MOVE + 2, MOVE + 4])
+@pytest.mark.parametrize("title", sorted(GPU_PANELS))
+def test_a_gpu_the_picked_pod_left_leaves_the_per_gpu_panels(backfilled, title, k):
+    """With the pod variable set to ml/mover, the per-GPU and fleet panels show the GPUs the pod holds: GPU 1 of node a
+    until the move, GPU 0 after, each at its own reading. The GPU it left, found idle at the move (its series without
+    a pod newer than the pod's), is the pod's no more: it showed for the look-back at the pod's last reading under it,
+    150 W where the idle GPU drew 60 (beside the new GPU's 250 W: a total of 400, 2 GPUs reporting), as the per-pod
+    panels no longer do (test_a_pod_that_moved_to_another_gpu_of_its_node_is_read_on_its_new_gpu_alone)."""
+    prometheus, start = backfilled
+    assert shown(prometheus, title, start + k * SCRAPE + 25, {"namespace": "ml", "pod": "mover"}) \
+        == GPU_PANELS[title](0 if k > MOVE else 1, k)
