@@ -2054,7 +2054,7 @@ def _config_drift(key: str, live_text: str, generated: dict[str, Any]) -> list[s
     if key == AGENT_KEY:
         try:
             live = json.loads(live_text)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested deeper than the parser follows: not JSON either)
             return ["cwagentconfig.json is not JSON"]
         if live == generated:
             return []
