@@ -25,7 +25,8 @@ whose copies carry `pod_uid` too); 4.5.3's copies carry none, and an idle GPU ke
 So a node scaled down or removed (no GPU of it reports), an exporter restarting or rolled out (every GPU of the node
 away together, and back within the window), a crash loop (readings in each window) and an instance stopped and started
 on other hardware (its GPUs' slots read again) do not fire it, nor a node's name given to another node (where
-kube-state-metrics tells when the Node object was made: a GPU whose last reading is older is the old machine's); nor
+kube-state-metrics tells when the Node object was made, a GPU whose last reading is older is the old machine's; where
+it does not, one whose last reading is ARRIVED_MARGIN older than the first of each GPU reading now on the node); nor
 does a GPU renamed by an exporter upgrade (Hostname to hostname: the same UUID, one name at each evaluation) or a pod
 leaving a GPU (an idle GPU keeps reporting). A node of one GPU has no other GPU to vouch for its exporter: there the
 data-missing rule's per-node count sees the exporter answering without DCGM series. The alert ends when the GPU reads
@@ -48,6 +49,11 @@ HELD = ("With exporter.virtual_gpus, a GPU a pod held within the hour is not jud
         "ends an idle GPU's series while another GPU of its node is held, as DCGM losing it does")
 CREATED = "kube_node_created"  # kube-state-metrics: when the Node object of a name was made (Unix seconds), by `node`
 LAST_STEP = "1m"  # the step a GPU's last reading time is found at (each step reads back 5 minutes)
+MEMORY_SECONDS = 3600  # MEMORY
+# seconds a GPU's last reading must precede the first reading of each GPU reading now on its node for it to be the
+# previous machine's (without kube-state-metrics): its last is found up to a step and a scrape early, theirs up to a
+# scrape late; a first reading is looked for MEMORY and twice this far back, so a GPU reading all along vouches
+ARRIVED_MARGIN = 120
 SPELLING = "gpudash_spelling"  # a node spelling a GPU's copies carried within the hour
 
 NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its node's other GPUs report: the GPU's "
@@ -118,7 +124,14 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
     made = _either([selector(CREATED, branch) for branch in scope.matchers(labels)])
     if labels.node != "node":  # kube-state-metrics names the node in `node`
         made = f'label_replace({made}, "{labels.node}", "$1", "node", "(.*)")'
-    earlier = f"({named(last)} < on ({node}) group_left () max by ({node}) ({made}))"
+    # without it, the first reading of the GPUs reading now on the node: a GPU whose last reading is older than every
+    # one of theirs (by ARRIVED_MARGIN: both times are read at LAST_STEP) never stood beside them
+    first = _either([f"min_over_time((timestamp({selector(metric, branch)}) and {selector(metric, branch)} < {floor})"
+                     f"[{MEMORY_SECONDS + 2 * ARRIVED_MARGIN}s:{LAST_STEP}])" for branch in scope.matchers(labels)])
+    first = f"min by ({identity}) ({coalesced_gpu(first, labels)})"
+    arrived = (f"(min by ({node}) ({first} + on ({identity}) group_left ({labels.node}) (0 * {reporting})) "
+               f"- {ARRIVED_MARGIN})")
+    earlier = f"({named(last)} < on ({node}) group_left () (max by ({node}) ({made}) or {arrived}))"
     return f"max by ({_names(keys)}) ({stopped} unless on ({slot}) {reporting} unless on ({identity}) {earlier})"
 
 

@@ -309,19 +309,14 @@ def test_a_gpu_lost_before_its_exporter_is_renamed_fires(built, restart_only):
         for minute in (35, 40, 45, 60, 89, 90)]}])
 
 
-UNTOLD = pytest.mark.xfail(strict=True, reason="without kube-state-metrics' kube_node_created, the old node's GPUs 2 "
-                                               "and 3 are read as stopped on the new node of their name until the hour "
-                                               "passes (docs/alarms.md, a known limit)")
-
-
-@pytest.mark.parametrize("told", [True, pytest.param(False, marks=UNTOLD)],
+@pytest.mark.parametrize("told", [True, False],
                          ids=["kube-state-metrics", "no kube-state-metrics"])
 def test_a_node_name_taken_by_a_smaller_node_within_the_hour_is_no_gpu_stopped(built, told):
     """EKS names a node by its private IP, which a later node may be given: ip-10-0-1-9 of four GPUs removed at minute
     30, another node of two GPUs (other UUIDs) given its name at minute 33. Truth: no GPU stopped reporting, at every
     minute from 40 to 90. kube-state-metrics' kube_node_created tells the new Node object from the old (made at 33,
-    after the old GPUs' last reading); without it the rule names the old node's GPUs 2 and 3 on the new node from
-    minute 40 to 89 (docs/alarms.md, a known limit: a strict xfail)."""
+    after the old GPUs' last reading); without it, the new node's GPUs read first (33:00) after the old ones read last
+    (29:30): they never stood beside them (it named the old GPUs 2 and 3 on the new node from minute 40 to 89)."""
     series = []
     if told:  # one series per node name: the old Node object's time, none while no node has it, the new one's
         made = ["0" if k < CHANGE else "_" if k < CHANGE + 6 else f"{(CHANGE + 6) * STEP}" for k in range(STEPS)]
