@@ -372,3 +372,21 @@ def test_a_gpu_split_into_mig_instances_is_no_gpu_stopped_when_gpu_utilization_i
 
 def _labels(labels: dict[str, str]) -> str:
     return ",".join(f'{key}="{value}"' for key, value in labels.items())
+
+
+@pytest.mark.xfail(strict=True, reason="the rule forgets a GPU an hour after its last reading (the names' hour of "
+                                       "copies bounds its memory): the alert resolves while the GPU is still lost and "
+                                       "its node's other GPUs read (docs/alarms.md and the description say so)")
+def test_a_gpu_still_lost_after_the_hour_still_fires(built):
+    """node-a's GPU 2 of four is lost at minute 10 and never comes back; its other GPUs read throughout. Truth: the
+    alert for node-a GPU 2 from minute 20 on, at 70 (an hour after its last reading, 9:30) and at 100 as at 30."""
+    series = []
+    for gpu in range(4):
+        values = ["40" if gpu != 2 or k < 20 else "_" for k in range(220)]
+        if gpu == 2:
+            values[20] = "stale"
+        series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{gpu="{gpu}",UUID="GPU-a-{gpu}",Hostname="node-a",'
+                                 f'{_labels(_target("node-a", 0))}}}', "values": " ".join(values)})
+    promtool_test(built, "forgotten.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
+        {"eval_time": f"{minute}m", "alertname": ALERT,
+         "exp_alerts": [expected_alert(built, ALERT, node="node-a", gpu="2")]} for minute in (30, 70, 100)]}])
