@@ -71,15 +71,18 @@ def _either(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
 
-def expression(metric: str, settings: Settings, period: int, periods: int, keys: tuple[str, ...],
+def expression(metrics: tuple[str, ...], settings: Settings, period: int, periods: int, keys: tuple[str, ...],
                resolution: str) -> str:
     """The alert's expression: each GPU (labelled by `keys`: its node and index, and its cluster on a Prometheus
-    holding several) with a reading of `metric` within MEMORY, none within the last `periods` periods of `period`
+    holding several) with a reading of one of `metrics` within MEMORY, none within the last `periods` periods of `period`
     seconds, whose node's other GPUs had one in each of them. `resolution`: the rules' step (the names' freshness)."""
     labels = settings.labels
     scope = settings_clusters(settings)
     identity = _names((labels.cluster, GPU_LABEL, "gpu"))
     floor = short(READING_FLOOR)
+    # each field read (the presence field, and its MIG stand-in where a GPU may be split: MIG instances do not report
+    # GPU utilization) in each scope branch (settings_clusters)
+    sources = [(metric, branch) for metric in metrics for branch in scope.matchers(labels)]
 
     def read(span: str, shift: int = 0, copies: bool = False) -> str:
         """Each GPU (by its identity) with a reading, not a blank, within `span` ending `shift` seconds back;
@@ -87,12 +90,12 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
         offset = f" offset {shift}s" if shift else ""
         copied = [f'{labels.copies[0]}!=""'] if copies else []
         raw = _either([f"(min_over_time({selector(metric, branch + copied)}[{span}]{offset}) < {floor})"
-                       for branch in scope.matchers(labels)])
+                       for metric, branch in sources])
         return f"max by ({identity}) ({coalesced_gpu(raw, labels)})"
 
     def named(series: str) -> str:
         """`series` with the node label its GPU is named by in every alert (the hour's copies)."""
-        names = gpus_named((metric,), list(scope.naming(labels)), MEMORY, resolution, labels)
+        names = gpus_named(metrics, list(scope.naming(labels)), MEMORY, resolution, labels)
         return f"({series} + on ({identity}) group_left ({labels.node}) (0 * {names}))"
 
     silent = f"({read(MEMORY)} unless on ({identity}) {read(f'{period * periods}s')})"
@@ -108,7 +111,7 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
     # copies within the hour carry a node spelling its copies carry (SPELLING). Its own copies may hold a name the
     # node no longer goes by: an exporter without NODE_NAME writes its own pod's name into Hostname, and the GPUs that
     # read after it was upgraded or restarted are named anew while the lost GPU's copies keep the old pod's name.
-    present = _either([f"present_over_time({selector(metric, branch)}[{MEMORY}])" for branch in scope.matchers(labels)])
+    present = _either([f"present_over_time({selector(metric, branch)}[{MEMORY}])" for metric, branch in sources])
     spellings = (f'max by ({identity}, {SPELLING}) (label_replace({coalesced_gpu(present, labels)}, "{SPELLING}", '
                  f'"$1", "{labels.node}", "(.*)"))')
     spelling = _names((labels.cluster, SPELLING))
@@ -119,7 +122,7 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
     # a GPU whose last reading is older than its node's Node object read on another machine of that name (EKS names a
     # node by its private IP, which a later node may be given): where kube-state-metrics tells when it was made
     last = _either([f"max_over_time((timestamp({selector(metric, branch)}) and {selector(metric, branch)} < {floor})"
-                    f"[{MEMORY}:{LAST_STEP}])" for branch in scope.matchers(labels)])
+                    f"[{MEMORY}:{LAST_STEP}])" for metric, branch in sources])
     last = f"max by ({identity}) ({coalesced_gpu(last, labels)})"
     made = _either([selector(CREATED, branch) for branch in scope.matchers(labels)])
     if labels.node != "node":  # kube-state-metrics names the node in `node`
@@ -127,7 +130,7 @@ def expression(metric: str, settings: Settings, period: int, periods: int, keys:
     # without it, the first reading of the GPUs reading now on the node: a GPU whose last reading is older than every
     # one of theirs (by ARRIVED_MARGIN: both times are read at LAST_STEP) never stood beside them
     first = _either([f"min_over_time((timestamp({selector(metric, branch)}) and {selector(metric, branch)} < {floor})"
-                     f"[{MEMORY_SECONDS + 2 * ARRIVED_MARGIN}s:{LAST_STEP}])" for branch in scope.matchers(labels)])
+                     f"[{MEMORY_SECONDS + 2 * ARRIVED_MARGIN}s:{LAST_STEP}])" for metric, branch in sources])
     first = f"min by ({identity}) ({coalesced_gpu(first, labels)})"
     arrived = (f"(min by ({node}) ({first} + on ({identity}) group_left ({labels.node}) (0 * {reporting})) "
                f"- {ARRIVED_MARGIN})")

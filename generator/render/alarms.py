@@ -1437,7 +1437,11 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
         return _of_periods(alarm, branches())
     if alarm.stopped:  # each GPU that stopped while its node's other GPUs report (no CloudWatch twin: lint AL027)
         keys = tuple(label_name(key, settings.labels) for key in group_keys(query.by))
-        return stopped_gpus.expression(query.metric, settings, alarm.period_seconds, alarm.evaluation_periods, keys,
+        # where a GPU may be split into MIG instances, a field they do not report (GPU utilization) is read with the
+        # one that stands in for it: a GPU split reads on (its instances' engine activity)
+        stand_in = None if settings.no_mig else catalog.mig_substitute(query.metric)
+        metrics = (query.metric, *((stand_in[0],) if stand_in else ()))
+        return stopped_gpus.expression(metrics, settings, alarm.period_seconds, alarm.evaluation_periods, keys,
                                        rule_step(settings))
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
