@@ -707,9 +707,9 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     of 8 calls and the other's at 2. gpudash's scrape job and
     ServiceMonitor write the node the exporter's pod runs on into `node`, the first spelling: there the GPU is named
     by it whatever Hostname holds. `node` (a regex): only the copies whose node
-    spelling matches it (node_matchers). `whole` (panels and the Node variable, `span` unread): the copies of the
-    dashboard's range, read once at its end (_whole_range_names), so that a GPU has one name at every step of a panel,
-    the one the variable lists (gpus_named); alerts name it from the copies within `span` of each evaluation."""
+    spelling matches it (node_matchers). `whole` (panels, `span` unread): at each step the name of the step's copies
+    unless the dashboard's range names the GPU at a better tier (_whole_range_names), `node` matched against the name
+    chosen (_picked); alerts name it from the copies within `span` of each evaluation."""
     return gpus_named((metric,), matchers, span, resolution, labels, node, whole)
 
 
@@ -717,9 +717,9 @@ def _ranked_names(metric: str, matchers: list[str], span: str | None, resolution
                   node: str | None, whole: bool = False) -> str:
     """gpu_names' candidates: each name a copy of `metric` gives its GPU (cluster, GPU_LABEL, index), ranked: the
     copies within `span`, a copy with a sample within the last scrape interval half a rank more; `whole` (or no
-    `span`): the names of the dashboard's range (_whole_range_names)."""
+    `span`): a panel's, by the step's copies and the dashboard's range (_whole_range_names)."""
     if whole or span is None:
-        return _whole_range_names(metric, matchers, resolution, labels, node)
+        return _whole_range_names(metric, matchers, resolution, labels)
     seconds = _seconds(resolution)
     terms = []
     for place_rank, each in _tiers(metric, matchers, labels, node):
@@ -743,33 +743,49 @@ def _tiers(metric: str, matchers: list[str], labels: Labels, node: str | None) -
     return tiers
 
 
-FRESH_LABEL = "gpudash_fresh"  # marks a name's freshness term among its ranks (_whole_range_names), summed away
+FRESH_LABEL = "gpudash_fresh"  # marks a name's presence terms among its ranks (_whole_range_names), summed away
+PICK_LABEL = "gpudash_pick"  # marks a GPU whose name the node variable matches (_picked)
 
 
-def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels: Labels, node: str | None) -> str:
-    """gpu_names' candidates over the dashboard's range (DASHBOARD_RANGE, at its end: `@ end()`, which Prometheus
-    reads once per query, not at each step), ranked as gpu_names ranks them: each name by its best tier (_tiers; the
-    best weighs most, the last 1), and at each step a quarter rank more where a copy of the GPU named so has a sample
-    within the look-back (label_lookback) and another quarter where it has one within the last scrape interval. So a
-    lesser spelling is named by the range's better one at every step (an exporter upgrade's old pod name, then the
-    node), while two names of one tier (a GPU on node-a, then on node-b: a node replaced by another on the same
-    hardware) are each drawn where its own copies are, not the one fresh at the range's end over the whole range
-    (tests/integration/test_gpu_moved_in_range.py). The presence is one selector of every copy a window (terms
-    marked with FRESH_LABEL, added to the name's rank by the sum), not one per tier beside the tier's: a panel names
-    its GPUs so, and a dashboard's ConfigMap has no room for a second selector per tier in each of its panels
-    (GF011). A name present alone (a copy whose spelling the node variable does not match, a tier of another
-    spelling coming first) reads at most half and is no candidate."""
-    tiers = _tiers(metric, matchers, labels, node)
+def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels: Labels,
+                       listing: bool = False) -> str:
+    """gpu_names' candidates in a panel, at each step: every name a copy of `metric` gives the GPU over the dashboard's
+    range (DASHBOARD_RANGE, at its end: `@ end()`, which Prometheus reads once per query, not at each step), ranked by
+    its best tier (_tiers; the best weighs most, the last 1), and at each step a quarter rank more where a copy of the
+    GPU named so has a sample within the look-back (label_lookback) and another quarter where it has one within the
+    last scrape interval. So a lesser spelling is named by the range's better one at every step (an exporter upgrade's
+    old pod name, then the node), while two names of one tier (a GPU on node-a, then on node-b: a node replaced by
+    another on the same hardware) are each drawn where its own copies are, not the one fresh at the range's end over
+    the whole range (tests/integration/test_gpu_moved_in_range.py). The presence is one selector of every copy a window
+    (terms marked with FRESH_LABEL, added to the name's rank by the sum), not one per tier beside the tier's: a panel
+    names its GPUs so, and a dashboard's ConfigMap has no room for a second selector per tier in each of its panels
+    (GF011). A name present alone (before the range, within the first steps' look-back) reads at most half and is no
+    candidate. The tiers are not matched against the node variable: it picks the name chosen (_picked).
+    `listing` (the Node variable): the names at the GPU's best tier over the range, each, with no presence: the names
+    its lines carry at some step (both nodes of a replaced one; not an upgraded exporter's old pod name)."""
+    tiers = _tiers(metric, matchers, labels, None)
     top = max(place_rank for place_rank, _ in tiers) + 1
     terms = [f"present_over_time({each}[{DASHBOARD_RANGE}] @ end())" + (f" * {top - place_rank}"
                                                                        if top - place_rank != 1 else "")
              for place_rank, each in tiers]
+    gpu = _listed((labels.cluster, GPU_LABEL, "gpu"))
+    gpu_name = _listed((labels.cluster, GPU_LABEL, "gpu", labels.node))
+    if listing:
+        ranks = f"max by ({gpu_name}) ({coalesced_gpu('(' + ' or '.join(terms) + ')', labels)})"
+        return f"({ranks} == on ({gpu}) group_left () max by ({gpu}) ({ranks}))"
     every, seconds = selector(metric, matchers), _seconds(resolution)
     terms += [f'label_replace(present_over_time({every}[{window}]), "{FRESH_LABEL}", "{mark}", "", "") * 0.25'
               for mark, window in (("1", label_lookback(seconds)), ("2", f"{seconds * 1000}ms"))]
-    gpu_name = _listed((labels.cluster, GPU_LABEL, "gpu", labels.node))
     ranks = f"max by ({gpu_name}, {FRESH_LABEL}) ({coalesced_gpu('(' + ' or '.join(terms) + ')', labels)})"
     return f"sum by ({gpu_name}) ({ranks}) > 0.5"
+
+
+def _picked(named: str, node: str, labels: Labels) -> str:
+    """`named` (one name per GPU) where the name matches `node` (the node variable's regex, as a matcher reads it:
+    anchored), marked with PICK_LABEL where it does: the node variable picks the GPUs a step names so, not the copies
+    read (a GPU that stood under node-a, then node-b: picking node-a drew node-b's readings under node-a)."""
+    marked = f"label_replace({named}, {quoted(PICK_LABEL)}, \"1\", {quoted(labels.node)}, {quoted(node)})"
+    return f'({marked} and on ({PICK_LABEL}) label_replace(vector(1), "{PICK_LABEL}", "1", "", ""))'
 
 
 def _first_name(ranked: str, labels: Labels) -> str:
@@ -2706,7 +2722,7 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     `node` (the node variable): the copies whose node spelling matches it are those the name is read from. A gauge is
     named in a panel at its instant from the copies the instant selector reads (`span` None); in an alert once per
     evaluation, after each period's statistic (gauge_readings' `named`), from the copies of the last hour, as a
-    counter's alert. `whole` (a panel's): named at every step by the name the dashboard's range gives it (gpus_named)."""
+    counter's alert. `whole` (a panel's): named at each step as gpus_named's `whole` says."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     either = gpus_named(metrics, matchers, span, resolution, labels, node, whole)
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
@@ -2717,27 +2733,40 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     """One series per GPU (cluster, GPU_LABEL, index) of any of `metrics`, labelled with its name (gpu_names, from
     the copies of the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and
     the Node variable's values.
-    `whole` (panels and the Node variable; `span` unread): a GPU is named at every step by the name the dashboard's
-    range gives it (_whole_range_names), the one name the Node variable lists for it. Named at each step by the
-    copies of that step (`span`, as alerts are), an exporter upgrade renaming a node inside the range (no `node`
-    target label: the old exporter writing its own pod's name into Hostname, the new one the node into hostname)
-    drew the GPU's line under the old pod's name before the upgrade and under the node after, two lines for one GPU
-    with All, and with the node picked (the one name the variable lists) left out the half hour before the upgrade
-    (tests/integration/test_node_renamed_in_range.py). A step whose look-back reaches a sample before the range
-    (a GPU gone up to 4 scrape intervals before the range's start) names no GPU the range does not hold."""
+    `whole` (panels; `span` unread): a GPU is named at each step by its copies of the step unless the dashboard's range
+    names it at a better tier (_whole_range_names), and the node variable (`node`) picks the GPUs whose name so chosen
+    it matches (_picked). Named by the copies of each step alone (`span`, as alerts are), an exporter upgrade renaming
+    a node inside the range (no `node` target label: the old exporter writing its own pod's name into Hostname, the
+    new one the node into hostname) drew the GPU's line under the old pod's name before the upgrade and under the node
+    after, two lines for one GPU with All, and with the node picked (the one name the variable lists) left out the
+    half hour before the upgrade (tests/integration/test_node_renamed_in_range.py); named by the range's one name
+    (f57720e2), a GPU that stood under node-a then node-b drew node-a's readings under node-b
+    (tests/integration/test_gpu_moved_in_range.py). A step whose look-back reaches a sample before the range (a GPU
+    gone up to 4 scrape intervals before the range's start) names no GPU the range does not hold."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     # each metric's candidates where no metric before it has the GPU, then one name chosen among them: the name
     # gpu_names gives from the first metric that has the GPU, ordered and chosen once, not once per metric
     names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole) for metric in metrics]
-    return _first_name(names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")", labels)
+    named = _first_name(names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")", labels)
+    return _picked(named, node, labels) if (whole or span is None) and node is not None else named
+
+
+def listed_names(metrics: tuple[str, ...], matchers: list[str], resolution: str, labels: Labels) -> str:
+    """The Node variable's names of each GPU (cluster, GPU_LABEL, index, node) of any of `metrics` (the first that has
+    the GPU): those at its best tier over the dashboard's range (_whole_range_names' `listing`), the names its lines
+    carry in the range's panels."""
+    on = _listed((labels.cluster, GPU_LABEL, "gpu"))
+    names = [_whole_range_names(metric, matchers, resolution, labels, listing=True) for metric in metrics]
+    return names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")"
 
 
 def on_node(metric: str, placing: list[list[str]], labels: Labels) -> str:
     """Each GPU (cluster, GPU_LABEL, index) with a copy of `metric` in the dashboard's range (at its end) that
-    `placing` (the node variable's matchers) matches: the GPUs the per-GPU panels show with that node picked (their
-    names are read from those copies, gpus_named), whichever copy named a pod on it. Matched on the copy that named
+    `placing` (the node variable's matchers) matches, whichever copy named a pod on it. Matched on the copy that named
     the pod, a node renamed inside the range by an exporter upgrade (the old exporter's own pod name in Hostname, then
-    the node in hostname) left its pods out of the per-pod panels, with the node picked, until the upgrade."""
+    the node in hostname) left its pods out of the per-pod panels, with the node picked, until the upgrade. Looser
+    than the per-GPU panels' pick (gpus_named, a step's name): a GPU that stood under node-a, then node-b (a node
+    replaced on the same hardware) shows its pods with either picked over the whole range."""
     return identified(_raw(metric, placing, [], f"present_over_time({{}}[{DASHBOARD_RANGE}] @ end())"), labels)
 
 
@@ -2759,26 +2788,31 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     107.5: test_pod_moved_gpu); a pod moved to another node whose GPU another pod took at once still reads it for the
     window (no _Device._naming_targets here)."""
     slot = (*(("cluster",) if "cluster" in keys else ()), "node", "gpu")
-    unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace")))
-    rates = expression(replace(query, by=slot, aggregation="max"), labels, catalog, unscoped, rate_window=window,
+    # every GPU's rate and name whatever node is picked: the node variable picks the GPUs after (on_node), as the
+    # per-pod gauges beside it do
+    everywhere = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace", "node")))
+    rates = expression(replace(query, by=slot, aggregation="max"), labels, catalog, everywhere, rate_window=window,
                        resolution=resolution)
     on = _listed(label_name(k, labels) for k in slot)
     # a GPU whose latest scrape named no pod holds none (idle_gpus), as in the gauge panels beside it
     held = _listed(held_labels(labels))
-    idle = idle_gpus(query.metric, unscoped.matchers(labels), labels.pod, held)
-    # named by any copy, whatever its node spelling: the node variable picks the GPUs by their names (`names`)
+    idle = idle_gpus(query.metric, everywhere.matchers(labels), labels.pod, held)
+    # named by any copy, whatever its node spelling
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
     scoped = _raw(query.metric, anywhere, [f'{labels.pod}!=""'], f"present_over_time({{}}[{window}])")
     named = identified(f"({scoped} unless on ({held}) {idle})", labels)
     gpu = (labels.cluster, GPU_LABEL, "gpu")
+    node = next((regex for key, regex in scope.regexes if key == "node"), None)
+    if node is not None:  # on a GPU the range places on the node picked (on_node)
+        placing = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
+        named = f"({named} and on ({_listed(gpu)}) {on_node(query.metric, placing, labels)})"
     # each GPU a pod was named on (by its UUID, whichever node spelling the copy naming it carries) under the node the
     # rates name it by (gpu_names: the same names, read from the same copies)
     pods = f"max by ({_listed((*gpu, *(label_name(k, labels) for k in keys if k != 'node')))}) ({named})"
-    # the copies the node variable matches name the GPU, as they name its rate (_Merge.named): a node picked that the
-    # variable does not offer (an old exporter's own pod name in Hostname, kept in a link) named the pod's GPU n3 and
-    # its rate by the pod name, and the pod was left out where the other per-pod panels showed it
-    node = next((regex for key, regex in scope.regexes if key == "node"), None)
-    names = gpu_names(query.metric, list(unscoped.naming(labels)), window, resolution, labels, node, whole=True)
+    # the GPU named as its rate is (the same names, every node's): a node picked that the variable does not offer (an
+    # old exporter's own pod name in Hostname, kept in a link) left the pod out where the other per-pod panels showed
+    # it, its rate named by the step's name (the node)
+    names = gpu_names(query.metric, list(everywhere.naming(labels)), window, resolution, labels, None, whole=True)
     pods = f"({pods} + on ({_listed(gpu)}) group_left ({labels.node}) (0 * {names}))"
     once = _listed((*(label_name(k, labels) for k in (*keys, *slot) if k != "node" or k in keys), GPU_LABEL))
     return (f"{query.aggregation} by ({_listed(label_name(k, labels) for k in keys)}) "

@@ -18,8 +18,9 @@ from ..names import WATCHED_CLUSTER, grafana_uid
 from ..plain import plain_data
 from ..promql_parens import fewest_parens
 from ..promql_text import packed
-from ..promql import (COST_NOTE, Scope, copies_note, counted_within_note, expression, gpus_named, group_keys,
-                      label_lookback, label_name, legend, memory_share_note, named_pods_looked_back, named_within_note,
+from ..promql import (COST_NOTE, Scope, copies_note, counted_within_note, expression, group_keys,
+                      label_lookback, label_name, legend, listed_names, memory_share_note, named_pods_looked_back,
+                      named_within_note,
                       over_note, presence, reads_copies_per_step, reads_recording, recording_note, with_cluster)
 from ..settings import Settings
 
@@ -80,7 +81,7 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
         # the name gpu_names gives each GPU (THE naming step of per-GPU lines and alerts), not every copy's first
         # spelling: an old exporter writing its own pod's name into Hostname beside the new one's node is no node
         (matchers,) = scope.matchers(labels)
-        series = gpus_named(metrics, matchers, None, f"{settings.scrape.seconds}s", labels, whole=True)
+        series = listed_names(metrics, matchers, f"{settings.scrape.seconds}s", labels)
     else:
         series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
     return f"query_result(count by ({label}) ({series}))", f'/{label}="([^"]+)"/'

@@ -16,12 +16,12 @@ exporter upgrade: promql._whole_range_names): with All the whole hour was `node-
 under node-b at minutes 1-30 and no node-a line (before f57720e2 each minute was named by its own copies). Now a
 name's rank over the range decides between kinds of names (an exporter's pod, a node), and between names of one kind
 (two nodes') the copies within each step's look-back decide: with All each node draws its own half hour.
-Still wrong, pinned as strict xfails (session 38, helper R): with node-a picked, `node-a GPU 0` reads node-b's 70
-at minutes 32-59, with node-b picked node-b reads node-a's 50 at minutes 1-30 (the node picked filters the names a
-GPU is given, not the copies its readings come from: telling node-b's copies from an old exporter's pod-named ones,
-which the node picked must draw, takes a selector per tier, beyond the ConfigMap's room, GF011); and the Node
-variable lists node-b alone (the name at the range's end; before f57720e2 too), and the rows remapped over the
-range are all counted under node-b (an increase over the range is named by the range's copies; before f57720e2 too).
+With node-a picked, `node-a GPU 0` read node-b's 70 at minutes 32-59, with node-b picked node-b read node-a's 50 at
+minutes 1-30 (the node picked chose the names a GPU was given, not the name each step chose), and the Node variable
+listed node-b alone (the name at the range's end; before f57720e2 too): pinned as strict xfails by session 38 (helper
+R), fixed by C (the node picked matches the name a step chooses, promql._picked; the variable lists every name at
+the GPU's best tier). Still wrong, a strict xfail: the rows remapped over the range are all counted under node-b (an
+increase over the range is named by the range's copies; before f57720e2 too).
 """
 
 from __future__ import annotations
@@ -67,8 +67,6 @@ def _truth(title: str, minute: int, picked: str | None) -> dict[str, float]:
     return {f"{node} GPU 0": value} if picked in (None, node) else {}
 
 
-@pytest.mark.xfail(strict=True, reason="the Node variable names each GPU once over the range: node-a, replaced "
-                                       "inside it by a node on the same GPU, is not listed")
 def test_the_node_variable_lists_both_nodes(history):
     prometheus, start = history
     assert range_options(prometheus, query_variables()["node"], start + SCRAPES * STEP) == {"node-a", "node-b"}
@@ -86,13 +84,8 @@ def _shown(prometheus, start: int, title: str, selected: dict[str, str]) -> dict
                      for s in shown[at]} for minute, at in zip(minutes, sorted(shown))}
 
 
-PICKED_WRONG = pytest.mark.xfail(strict=True, reason="the node picked filters the names a GPU is given, not the "
-                                                     "copies its readings come from: the other node's are drawn")
-
-
-@pytest.mark.parametrize("picked", [pytest.param(None, id="All"),
-                                    pytest.param("node-a", id="node-a picked", marks=PICKED_WRONG),
-                                    pytest.param("node-b", id="node-b picked", marks=PICKED_WRONG)])
+@pytest.mark.parametrize("picked", [pytest.param(None, id="All"), pytest.param("node-a", id="node-a picked"),
+                                    pytest.param("node-b", id="node-b picked")])
 @pytest.mark.parametrize("title", ["GPU temperature", "PCIe replays"])
 def test_each_node_draws_its_own_half_hour(history, title, picked):
     prometheus, start = history

@@ -134,14 +134,17 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
             assert panel["datasource"]["uid"] == "${datasource}"
             assert target["datasource"]["uid"] == "${datasource}"
             # a counter's rate read from its recording (promql.counted_rate), and a gauge per GPU (promql.named_gpus:
-            # its value read from its copies under any node spelling), takes the node variable where its GPU is named
-            # (promql.gpu_names: each spelling's copies, the first non-empty spelling's)
+            # its value read from its copies under any node spelling), takes the node variable where its GPU is named:
+            # in a chart, on the name a step gives it (promql._picked); in an increase over the range, on each
+            # spelling's copies, the first non-empty spelling's (promql.gpu_names); a per-pod panel on the copies
+            # placing its GPUs on the node (promql.on_node)
+            picked = packed('"gpudash_pick", "1", "node", "$node")') in target["expr"]
             named = ":step_increase" in target["expr"] or "group_left (node) 0 * " in target["expr"]
             scoped = ('node="", hostname=~"$node"', 'node="", hostname="", Hostname=~"$node"')
             by_name = ('node="", hostname!="", hostname=~"$node"',
                        'node="", hostname="", Hostname!="", Hostname=~"$node"')
-            for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', 'node=~"$node"', *zip(by_name, scoped),
-                            'gpu=~"$gpu"'):
+            spelled = () if picked else ('node=~"$node"', *zip(by_name, scoped))
+            for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', *spelled, 'gpu=~"$gpu"'):
                 forms = (matcher if named else matcher[1:]) if isinstance(matcher, tuple) else (matcher,)
                 forms = tuple(map(packed, forms))  # the panels' text (render.grafana: packed)
                 assert any(form in target["expr"] for form in forms), (panel["title"], matcher)
@@ -184,8 +187,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # the GPUs a copy of which the pod and namespace variables select has a sample within the window
     assert packed(' and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
                   'REPLAY_COUNTER{namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]), "gpudash_gpu"') in replay
-    assert packed(' + on (cluster, gpudash_gpu, gpu) group_left (node) 0 * topk by (cluster, gpudash_gpu, gpu) (1, ') \
-        in replay
+    assert packed(' + on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk by (cluster, '
+                  'gpudash_gpu, gpu) (1, ') in replay
     assert "rate(" not in replay and replay.count(recording) == 1
     # the rules file records both series of each counter a rate panel reads, at the scrape interval
     (group,) = [g for g in build(project).prometheus_rules["groups"] if g["name"] == "gpudash-counters"]
