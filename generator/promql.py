@@ -2319,9 +2319,19 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                          f"{on_instances(False)}))")
             else:  # per pod: told apart by the GPU's name, not the node its copy names (_Merge.named_apart)
                 named = (GPU_LABEL,)
+                mig = [*extra, f'{MIG_INSTANCE_LABEL}!=""']
+
+                def valued(name: str) -> str:  # 1 where the field's series reads a value, 0 where DCGM's blank
+                    read = _field_series(name, catalog, branches, mig, window, as_increase, over_time, None,
+                                         resolution, device, True)
+                    return merge.copies(f"({read}) < bool {BLANK_FLOOR}", named)
+                if also and not device.chooses(metric, LATEST):  # each field read once (summed: the copy's sum)
+                    blank = _blank_instances(tuple(map(valued, (metric, *also))), merge.named_apart(True))
+                else:
+                    blank = (f"({on_instances(True, named)} unless on ({merge.named_apart(True)}) "
+                             f"{on_instances(False, named)})")
                 value = (f"sum by ({merge.grouping()}) ({merge(how, series, named)} unless on "
-                         f"({merge.named_apart(False)}) ({on_instances(True, named)} unless on "
-                         f"({merge.named_apart(True)}) {on_instances(False, named)}))")
+                         f"({merge.named_apart(False)}) {blank})")
         return value
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
                         over_time, resolution=resolution, device=device)
@@ -2345,6 +2355,19 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                     f'{MIG_INSTANCE_LABEL}!=""', f" * {factor:g}")
     whole = merged(metric, how, own, f'{MIG_INSTANCE_LABEL}=""')
     return on_mig if kind == "mig" else f"({on_mig} or {whole})"
+
+
+FIELD_MARK = "gpudash_field"  # _blank_instances: which field a series of a GPU instance is a reading of
+
+
+def _blank_instances(readings: tuple[str, ...], instance: str) -> str:
+    """The GPU instances (`instance`: the labels naming one, and its outer group) with a series of any of the fields
+    whose `readings` (each a field's series of the instances, 1 where it reads a value, 0 where DCGM's blank) lack a
+    value of one of them: one read of each field, where `U unless F` (the instances with a series of any field, less
+    those with a value of every field added up) read each twice over. The instance has a value of every field where
+    each field has a series reading 1 (the sum of the fields' largest reads their count)."""
+    marked = " or ".join(f'label_replace({read}, "{FIELD_MARK}", "{k}", "", "")' for k, read in enumerate(readings))
+    return f"(sum by ({instance}) (max by ({instance}, {FIELD_MARK}) ({marked})) < {len(readings)})"
 
 
 # What a value of fields a MIG GPU's instances add up (_per_gpu) reads where one of them is blank.
