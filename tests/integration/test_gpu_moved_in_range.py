@@ -31,8 +31,9 @@ import pytest
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from tests.support.grafana_variables import query_variables, range_options
-from tests.support.projects import bundled_panel, bundled_project
-from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros
+from tests.support.projects import bundled_panel
+from tests.support.prometheus_server import backfilled_fixture, range_macros
+from tests.support.range_panels import minute_lines
 
 STEP, SCRAPES = 30, 120  # an hour
 MOVE = 60  # node-a's exporter scrapes until before it, node-b's from the scrape after it
@@ -74,14 +75,7 @@ def test_the_node_variable_lists_both_nodes(history):
 
 def _shown(prometheus, start: int, title: str, selected: dict[str, str]) -> dict[int, dict[str, float]]:
     """The panel's lines at each minute of the hour (a range query over the hour, as Grafana sends it)."""
-    (target,) = [t for t in bundled_panel(title)["targets"] if not t.get("instant")]
-    expr = interpolate(counted_inline(target["expr"], bundled_project()),
-                       {**range_macros(f"{SCRAPES * STEP}s"), "__interval": "60s", "__rate_interval": "120s",
-                        **variables(selected, ("namespace", "pod", "node", "gpu"))})
-    minutes = range(1, SCRAPES * STEP // 60)
-    shown = prometheus.query_at(expr, start + 60, len(minutes), 60)
-    return {minute: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 9)
-                     for s in shown[at]} for minute, at in zip(minutes, sorted(shown))}
+    return minute_lines(prometheus, start, title, selected, SCRAPES, STEP)
 
 
 @pytest.mark.parametrize("picked", [pytest.param(None, id="All"), pytest.param("node-a", id="node-a picked"),

@@ -111,15 +111,21 @@ def _series() -> list[dict[str, str]]:
                 text = ",".join(f'{key}="{value}"' for key, value in sorted({**labels, **_target(node, k)}.items()))
                 values.setdefault(f"DCGM_FI_DEV_GPU_TEMP{{{text}}}", ["_"] * STEPS)[k] = \
                     f"{_temperature(node, labels, k):.0f}"
-    for samples in values.values():
-        last = max(k for k, value in enumerate(samples) if value != "_")
-        if last + 1 < STEPS:
-            samples[last + 1] = "stale"
     # kube-state-metrics' Node objects, each made before the history (an exporter restart, a stop and start on other
     # hardware keep theirs): no GPU read before its node was made
     made = [{"series": f'kube_node_created{{node="{node}",instance="10.0.9.9:8080",job="kube-state-metrics"}}',
              "values": f"0x{STEPS - 1}"} for node in NODES]
-    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()] + made
+    return _ended(values) + made
+
+
+def _ended(values: dict[str, list[str]]) -> list[dict[str, str]]:
+    """promtool's input series of `values` ({series: a sample or "_" at each scrape}), a staleness marker at the first
+    scrape after each series' last sample (Prometheus writes one when a scrape no longer holds a series)."""
+    for samples in values.values():
+        last = max(k for k, value in enumerate(samples) if value != "_")
+        if last + 1 < STEPS:
+            samples[last + 1] = "stale"
+    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()]
 
 
 def _truth(minute: int) -> list[dict[str, str]]:
@@ -246,11 +252,7 @@ def _virtual_series() -> list[dict[str, str]]:
                     continue  # 4.5.2: the copies of the held GPUs replace the field's whole list
                 text = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
                 values.setdefault(f"DCGM_FI_DEV_GPU_TEMP{{{text}}}", ["_"] * STEPS)[k] = "40"
-    for samples in values.values():
-        last = max(k for k, value in enumerate(samples) if value != "_")
-        if last + 1 < STEPS:
-            samples[last + 1] = "stale"
-    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()]
+    return _ended(values)
 
 
 def test_with_virtual_gpus_a_pod_leaving_its_gpu_on_a_4_5_2_exporter_fires_nothing(tmp_path):
@@ -287,11 +289,7 @@ def _renamed_series(restart_only: bool) -> list[dict[str, str]]:
                 labels["hostname"] = "node-e"
             text = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
             values.setdefault(f"DCGM_FI_DEV_GPU_TEMP{{{text}}}", ["_"] * STEPS)[k] = "40"
-    for samples in values.values():
-        last = max(k for k, value in enumerate(samples) if value != "_")
-        if last + 1 < STEPS:
-            samples[last + 1] = "stale"
-    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()]
+    return _ended(values)
 
 
 @pytest.mark.parametrize("restart_only", [False, True], ids=["upgraded", "restarted"])

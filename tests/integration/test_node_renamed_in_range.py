@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import pytest
 
-from generator.preview.interpolate import interpolate, variables
-from generator.preview.legend import render as render_legend
 from tests.support.grafana_variables import query_variables, range_options
-from tests.support.projects import bundled_panel, bundled_project
-from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros
+from tests.support.prometheus_server import backfilled_fixture
+from tests.support.range_panels import minute_lines
 
 STEP = 30
 NODE, OLD_POD = "gpu-node-r1", "nvidia-dcgm-exporter-x7k2p"
@@ -74,14 +72,7 @@ def test_the_node_variable_lists_the_node_over_a_range_holding_the_upgrade(histo
 
 def _shown(prometheus, start: int, title: str, selected: dict[str, str]) -> dict[int, dict[str, float]]:
     """The panel's lines at each minute of the hour (a range query over the hour, as Grafana sends it)."""
-    (target,) = [t for t in bundled_panel(title)["targets"] if not t.get("instant")]
-    expr = interpolate(counted_inline(target["expr"], bundled_project()),
-                       {**range_macros(f"{SCRAPES * STEP}s"), "__interval": "60s", "__rate_interval": "120s",
-                        **variables(selected, ("namespace", "pod", "node", "gpu"))})
-    minutes = range(1, SCRAPES * STEP // 60)
-    shown = prometheus.query_at(expr, start + 60, len(minutes), 60)
-    return {minute: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 9)
-                     for s in shown[at]} for minute, at in zip(minutes, sorted(shown))}
+    return minute_lines(prometheus, start, title, selected, SCRAPES, STEP)
 
 
 @pytest.mark.parametrize("selected", [{"node": NODE}, {}], ids=["node picked", "All"])

@@ -9,6 +9,8 @@ from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import Project, load_project
+from tests.support.projects import bundled_panel, bundled_project
+from tests.support.prometheus_server import counted_inline, range_macros
 
 VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
 
@@ -30,3 +32,17 @@ def shown_over(prometheus, panel: dict[str, Any], first: int, last: int) -> dict
     bars = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
     assert len(bars) == len(result)
     return bars
+
+
+def minute_lines(prometheus, start: int, title: str, selected: dict[str, str], scrapes: int,
+                 step: int) -> dict[int, dict[str, float]]:
+    """{minute: {legend: value}} of the bundled panel `title` at each minute of a range of `scrapes` scrapes `step` s
+    apart from `start` (a range query over it, as Grafana sends it), the variables `selected` (others at All)."""
+    (target,) = [t for t in bundled_panel(title)["targets"] if not t.get("instant")]
+    expr = interpolate(counted_inline(target["expr"], bundled_project()),
+                       {**range_macros(f"{scrapes * step}s"), "__interval": "60s", "__rate_interval": "120s",
+                        **variables(selected, ("namespace", "pod", "node", "gpu"))})
+    minutes = range(1, scrapes * step // 60)
+    shown = prometheus.query_at(expr, start + 60, len(minutes), 60)
+    return {minute: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 9)
+                     for s in shown[at]} for minute, at in zip(minutes, sorted(shown))}
