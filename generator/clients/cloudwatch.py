@@ -27,7 +27,7 @@ from ..errors import GpudashError, RemoteError, may_have_happened
 from ..markers import ALARM_OWNER_TAG
 from ..ownership import NOT_COMPARED, UNMODELLED
 from .deadline import Deadline, DeadlineExceeded
-from .http import BODY_LIMIT, PAST_LIMIT, RETRIES_AFTER, connect_failure
+from .http import PAST_LIMIT, RETRIES_AFTER, connect_failure, joined_within_limit
 from .pacing import Pacer
 
 TAGGING = "resourcegroupstaggingapi"
@@ -190,14 +190,12 @@ def _bounded_send(http_session) -> Callable[..., Any]:
         response = http_session.send(request)
         if response._content is not None:  # read already (an answer made in this process)
             return response
-        chunks, size = [], 0
+        def past_limit() -> Exception:
+            response.raw.close()
+            return HTTPClientError(error=f"CloudWatch {PAST_LIMIT}")
+
         try:  # a failure while the body streams, said as botocore's send says it (URLLib3Session.send)
-            for chunk in response.raw.stream(1 << 16):
-                size += len(chunk)
-                if size > BODY_LIMIT:
-                    response.raw.close()
-                    raise HTTPClientError(error=f"CloudWatch {PAST_LIMIT}")
-                chunks.append(chunk)
+            body = joined_within_limit(response.raw.stream(1 << 16), past_limit)
         except Urllib3SSL as exc:
             raise SSLError(endpoint_url=request.url, error=exc) from None
         except Urllib3ReadTimeout as exc:
@@ -208,7 +206,7 @@ def _bounded_send(http_session) -> Callable[..., Any]:
             raise
         except Exception as exc:  # noqa: BLE001 - as botocore's send: any other failure of the HTTP client
             raise HTTPClientError(error=exc) from None
-        response._content = b"".join(chunks)
+        response._content = body
         return response
     return send
 

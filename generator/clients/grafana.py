@@ -18,7 +18,7 @@ from .. import redact, urls
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..urls import safe_url
 from .deadline import Deadline, DeadlineExceeded
-from .http import (BODY_LIMIT, NO_SUCH_HOST, PAST_LIMIT, RETRIES_AFTER, connect_failure, credentials,
+from .http import (NO_SUCH_HOST, PAST_LIMIT, RETRIES_AFTER, connect_failure, credentials, joined_within_limit,
                    no_netrc_on_redirect)
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -243,14 +243,9 @@ class GrafanaClient:
 
         response = self.session.request(method, self.base + path, timeout=self.deadline.timeout(self.timeout),
                                         stream=True, **self.unverified, **kwargs)
-        chunks, size = [], 0
         with response:
-            for chunk in response.iter_content(1 << 16):
-                size += len(chunk)
-                if size > BODY_LIMIT:
-                    raise requests.exceptions.ChunkedEncodingError(PAST_LIMIT)
-                chunks.append(chunk)
-        response._content = b"".join(chunks)
+            response._content = joined_within_limit(response.iter_content(1 << 16),
+                                                    lambda: requests.exceptions.ChunkedEncodingError(PAST_LIMIT))
         return response
 
     @contextlib.contextmanager

@@ -3,7 +3,7 @@ body that arrives too slowly (a server that drips) is abandoned when the deadlin
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from .. import redact
 from ..errors import RemoteError
@@ -12,6 +12,17 @@ from .options import Options
 BODY_LIMIT = 64 * 2**20  # no answer gpudash reads is near this; a larger one is not the API
 # What an answer past BODY_LIMIT is said to have done: read no further, failed as an answer cut short
 PAST_LIMIT = f"answered more than {BODY_LIMIT // 2**20} MiB"
+
+
+def joined_within_limit(chunks: Iterable[bytes], past_limit: Callable[[], BaseException]) -> bytes:
+    """`chunks` joined, read no further than BODY_LIMIT: past it, the error `past_limit()` makes is raised."""
+    parts, size = [], 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > BODY_LIMIT:
+            raise past_limit()
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 class SlowAnswer(RemoteError):
