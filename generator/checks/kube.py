@@ -1820,12 +1820,13 @@ def _agent_checks(kube: Kube, project: Project, configmap: Callable[[str], Answe
     keys = [(AGENT_CONFIGMAP, AGENT_KEY, agent.config), (SCRAPE_CONFIGMAP, SCRAPE_KEY, agent.scrape)]
     if agent.otel is not None:
         keys.insert(1, (AGENT_CONFIGMAP, OTEL_KEY, agent.otel))
+    jobs = frozenset(job["job_name"] for job in agent.scrape["scrape_configs"])
     for name, key, generated in keys:
         check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
         if unknown:
             yield from step(GROUP, check, _unknown_configmap, configmap, namespace, name, key, unknown, project)
         else:
-            yield from step(GROUP, check, _agent_configmap, configmap, namespace, name, key, generated, path)
+            yield from step(GROUP, check, _agent_configmap, configmap, namespace, name, key, generated, path, jobs)
     if agent.otel is None:
         yield from step(GROUP, f"ConfigMap {AGENT_CONFIGMAP} key {OTEL_KEY}", _no_pipeline_left, configmap,
                         namespace, path)
@@ -2001,17 +2002,81 @@ AGENT_REPLICAS = "CloudWatch agent replicas"
 
 
 def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, name: str, key: str,
-                     generated: dict[str, Any], path: str) -> Check:
+                     generated: dict[str, Any], path: str, jobs: frozenset[str]) -> Check:
+    """One key of an agent ConfigMap against the build's. A ConfigMap holding what gpudash does not write (a person's
+    or the CloudWatch agent's stock scrape jobs and metric declarations, `_not_gpudash_s`) is never one to apply the
+    build over without a word: `kubectl apply` replaces each key's whole text, so the agent would stop scraping and
+    publishing them. Where gpudash's own part matches, the check warns; where it differs, it fails saying both."""
     check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
     fix = f"kubectl apply -f {built(path)} (then restart {AGENT_DEPLOYMENT})"
     live = configmap(name)
     data = live.string_map("data") if live is not None else {}
+    theirs, kept = _not_gpudash_s(data, jobs)
+    if theirs:
+        replaced = (f"{namespace}/{name} holds what gpudash does not write ({'; '.join(theirs)}): applying "
+                    f"{built(path)} replaces the ConfigMap's texts whole, and the agent stops scraping and publishing "
+                    "them")
+        keep = (f"before applying {built(path)}, move them to an agent of their own (a second CloudWatch agent "
+                "Deployment mounting ConfigMaps of other names), or add them back to the file after each generate")
     if key not in data:
+        if theirs:
+            return Check(GROUP, check, FAIL, f"{namespace}/{name} (key {key}) is missing; {replaced}", keep,
+                         cause=NOT_DEPLOYED)
         return Check(GROUP, check, FAIL, f"{namespace}/{name} (key {key}) is missing", fix, cause=NOT_DEPLOYED)
-    drift = _config_drift(key, data[key], generated)
+    drift = _config_drift(key, kept.get(key, data[key]), generated)
+    if drift and theirs:
+        return Check(GROUP, check, FAIL, "differs from what gpudash generates: " + "; ".join(drift) + f"; {replaced}",
+                     keep)
     if drift:
         return Check(GROUP, check, FAIL, "differs from what gpudash generates: " + "; ".join(drift), fix)
+    if theirs and key in kept:
+        return Check(GROUP, check, WARN, f"gpudash's part matches what gpudash generates; {replaced}", keep)
     return Check(GROUP, check, OK, "matches what gpudash generates")
+
+
+def _not_gpudash_s(data: dict[str, str], jobs: frozenset[str]) -> tuple[list[str], dict[str, str]]:
+    """What an agent ConfigMap's `data` holds that no gpudash build writes, said (scrape jobs of names other than the
+    build's `jobs`; metric declarations of the agent's JSON that select no job of those names, as gpudash's select
+    theirs: source_labels [job], label_matcher ^<job>$), and the texts of the keys that hold it with it left out
+    (what gpudash's part is then compared by). gpudash-otel.yaml is gpudash's key: all of it is its own."""
+    theirs: list[str] = []
+    kept: dict[str, str] = {}
+    if isinstance(data.get(SCRAPE_KEY), str):
+        try:
+            config = _safe_load(data[SCRAPE_KEY])
+        except yaml.YAMLError:
+            config = None
+        listed = config.get("scrape_configs") if isinstance(config, dict) else None
+        if isinstance(listed, list):
+            other = [job for job in listed if not (isinstance(job, dict) and job.get("job_name") in jobs)]
+            if other:
+                names = [str(job.get("job_name")) if isinstance(job, dict) else "?" for job in other]
+                theirs.append(f"scrape job{'s' if len(names) > 1 else ''} {shown(names)}")
+                kept[SCRAPE_KEY] = yaml.safe_dump({**config, "scrape_configs": [j for j in listed if j not in other]})
+    if isinstance(data.get(AGENT_KEY), str):
+        try:
+            config = json.loads(data[AGENT_KEY])
+            emf = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
+            declarations = emf["metric_declaration"]
+        except (ValueError, RecursionError, KeyError, TypeError):
+            declarations = None
+        if isinstance(declarations, list):
+            matchers = {f"^{re.escape(job)}$" for job in jobs}
+            other = [d for d in declarations if not (isinstance(d, dict) and d.get("source_labels") == ["job"]
+                                                     and d.get("label_matcher") in matchers)]
+            if other:
+                selectors = list(dict.fromkeys(s for d in other if isinstance(d, dict)
+                                               for s in d.get("metric_selectors") or [] if isinstance(s, str)))
+                theirs.append(f"{len(other)} metric declaration{'s' if len(other) > 1 else ''} of "
+                              f"{len(selectors)} metric selector{'s' if len(selectors) != 1 else ''} "
+                              f"({shown(selectors)})")
+                emf["metric_declaration"] = [d for d in declarations if d not in other]
+                if not emf["metric_declaration"]:  # a pipeline of none of gpudash's: compared without it
+                    del config["logs"]["metrics_collected"]["prometheus"]
+                    if not config["logs"]["metrics_collected"]:
+                        del config["logs"]
+                kept[AGENT_KEY] = json.dumps(config)
+    return theirs, kept
 
 
 def _selectors(config: Answer) -> tuple[set[str], list]:

@@ -1234,6 +1234,70 @@ def test_filter_edited_out_of_the_live_pipeline_is_drift(stack):
         "differs from what gpudash generates: the filter that drops DCGM's blank values differs")
 
 
+def _stock_agent_configmaps(reference):
+    """The agent ConfigMaps of AWS's own manifest (cloudwatch-agent/prometheus-eks.yaml): its scrape jobs (App Mesh,
+    Fluent Bit, service endpoints, JMX) and their metric declarations, as a cluster set up by AWS's guide holds them."""
+    return {document["metadata"]["name"]: document for document in yaml.safe_load_all(
+        (reference / "k8s/cloudwatch-agent/prometheus-eks.yaml").read_text())
+        if document and document.get("kind") == "ConfigMap"}
+
+
+STOCK_JOBS = "kubernetes-pod-appmesh-envoy, kubernetes-pod-fluentbit-plugin, kubernetes-service-endpoints, kubernetes-pod-jmx"
+KEEP_THEIRS = ("before applying build/k8s/cwagent-prometheus-config-gpu-cluster.yaml, move them to an agent of their own "
+               "(a second CloudWatch agent Deployment mounting ConfigMaps of other names), or add them back to the "
+               "file after each generate")
+
+
+def test_an_agent_config_of_jobs_gpudash_does_not_write_is_not_one_to_apply_over_without_a_word(stack, reference):
+    """The cluster's agent runs AWS's stock config (its own scrape jobs and metric declarations). `kubectl apply` of
+    gpudash's file replaces both ConfigMaps' texts whole: verify said only that they differ and told the user to
+    apply it, and the agent then stopped scraping and publishing every one of those metrics. Now it names what
+    applying would drop and says how to keep it."""
+    cluster, verify = stack
+    for name, document in _stock_agent_configmaps(reference).items():
+        cluster.configmaps[("amazon-cloudwatch", name)] = copy.deepcopy(document)
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch")
+    assert code == 1
+    failures = _failures(checks)
+    replaced = ("applying build/k8s/cwagent-prometheus-config-gpu-cluster.yaml replaces the ConfigMap's texts whole, "
+                "and the agent stops scraping and publishing them")
+    assert failures[("kube", "ConfigMap prometheus-config")] == (
+        "differs from what gpudash generates: scrape job dcgm-exporter missing; scrape job gpudash-kube-state-metrics "
+        "missing; amazon-cloudwatch/prometheus-config holds what gpudash does not write (scrape jobs "
+        f"{STOCK_JOBS}): " + replaced, KEEP_THEIRS)
+    detail, fix = failures[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")]
+    assert detail == ("amazon-cloudwatch/prometheus-cwagentconfig (key gpudash-otel.yaml) is missing; "
+                      "amazon-cloudwatch/prometheus-cwagentconfig holds what gpudash does not write (14 metric "
+                      "declarations of 52 metric selectors (^nginx_ingress_controller_(requests|success)$, "
+                      "^nginx_ingress_controller_nginx_process_connections$, "
+                      "^nginx_ingress_controller_nginx_process_connections_total$, "
+                      "^nginx_ingress_controller_nginx_process_resident_memory_bytes$, "
+                      "^nginx_ingress_controller_nginx_process_cpu_seconds_total$ and 47 more)): " + replaced)
+    assert fix == KEEP_THEIRS
+    assert "kubectl apply" not in " ".join(fix for _, fix in failures.values() if "holds what gpudash" in _)
+
+
+def test_gpudash_s_agent_config_with_jobs_of_its_own_added_warns_that_applying_drops_them(stack, reference):
+    """A user who added their own scrape job and declaration to the ConfigMaps gpudash wrote: gpudash's part matches
+    (no failure), and verify warns that applying the next build drops what they added."""
+    cluster, verify = stack
+    stock = _stock_agent_configmaps(reference)
+    jmx = next(j for j in yaml.safe_load(stock["prometheus-config"]["data"]["prometheus.yaml"])["scrape_configs"]
+               if j["job_name"] == "kubernetes-pod-jmx")
+    scrape = cluster.configmaps[("amazon-cloudwatch", "prometheus-config")]["data"]
+    config = yaml.safe_load(scrape["prometheus.yaml"])
+    config["scrape_configs"].append(jmx)
+    scrape["prometheus.yaml"] = yaml.safe_dump(config)
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch")
+    assert _failures(checks) == {}
+    assert (checks[("kube", "ConfigMap prometheus-config")]["status"], checks[("kube", "ConfigMap prometheus-config")]
+            ["detail"]) == ("warn", "gpudash's part matches what gpudash generates; amazon-cloudwatch/prometheus-config "
+                            "holds what gpudash does not write (scrape job kubernetes-pod-jmx): applying "
+                            "build/k8s/cwagent-prometheus-config-gpu-cluster.yaml replaces the ConfigMap's texts whole, "
+                            "and the agent stops scraping and publishing them")
+    assert checks[("kube", "ConfigMap prometheus-cwagentconfig")]["status"] == "ok"
+
+
 def test_classic_pipeline_with_a_pipeline_left_in_the_configmap_publishes_twice(stack, tmp_path, monkeypatch):
     """agent.pipeline: classic, and the ConfigMap still holds gpudash-otel.yaml from an earlier apply."""
     cluster, verify = stack
