@@ -1487,7 +1487,9 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str) ->
     intervals), a missed evaluation (a step out of both sums) or which recorded steps the window's edges hold
     (Prometheus 2's closed ranges, 3's left-open ones) changes no steady rate, and a GPU whose window holds no reading
     has none; the scope's cluster and GPU matchers on it; with pod or namespace variables, for the GPUs a copy of
-    which in the scope has a sample within the window."""
+    which in the scope has a sample within the window, less a GPU whose latest scrape named no pod (_left_idle), as
+    the per-pod rates read them (_named_rates): a GPU the picked pod left (ended, or recreated on another GPU) was
+    drawn for the window after (test_pod_moved_gpu: 150,000 mW beside its new GPU's 60,000)."""
     labels = merge.labels
     field = catalog.get(metric)
     grew, seconds = (f"sum_over_time({selector(counted_name(metric, part), list(merge.naming))}[{window}])"
@@ -1497,7 +1499,11 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str) ->
         series = f"({series} * {field.unit.rate_scale:g})"
     if not merge.workload:
         return series
-    present = identified(f"present_over_time({selector(metric, list(merge.workload))}[{window}])", labels)
+    # a GPU a scrape within the window named a picked pod on, not one whose latest scrape named no pod since (_left_idle):
+    # the GPU a picked pod left (ended, or recreated on another GPU) was drawn for the window after, at its rate
+    scope = [[*merge.naming, *merge.workload]]
+    present = f"present_over_time({selector(metric, scope[0])}[{window}])"
+    present = identified(f"({present} unless {_left_idle(metric, scope, [], labels, window)})", labels)
     return f"({series} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {present})"
 
 

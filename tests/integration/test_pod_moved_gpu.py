@@ -13,7 +13,6 @@ import math
 
 import pytest
 
-from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
@@ -22,7 +21,7 @@ from tests.integration.test_pod_moved_node import BUSY, FIELDS, IDLE, MODEL, MOV
     handed_over, openmetrics, rule_reading, shown, truth
 from tests.support.counter_truth import stepped_rate
 from tests.support.live_scrapes import scraped
-from tests.support.projects import bundled_panel
+from tests.support.projects import bundled_panel, bundled_panels
 from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture, counted_inline, range_macros, scraped_every
 
 
@@ -48,23 +47,36 @@ def test_a_pod_that_moved_to_another_gpu_of_its_node_is_read_on_its_new_gpu_alon
 
 LIVE_SCRAPES, LIVE_MOVE, INTERVAL = 16, 8, 0.5  # ml/mover holds GPU 0 instead of GPU 1 from scrape LIVE_MOVE on
 LIVE_PANELS = {"Power draw of each pod's GPUs": "power", "Pods on GPUs": None}
+# the counters of the per-GPU rate panels, each GPU's growth per answer (energy: its power over the interval, in mJ)
+LIVE_COUNTERS = {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": lambda gpu, readings: readings["power"] * INTERVAL * 1000,
+                 "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": lambda gpu, readings: 1 + gpu,
+                 "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": lambda gpu, readings: (3 + gpu) * 1e6,
+                 "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": lambda gpu, readings: 1 + gpu % 2,
+                 "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": lambda gpu, readings: 2 - gpu % 2}
+
+
+def _live_gpus(scrape: int) -> list[tuple[int, str | None, dict]]:
+    """node n1's GPUs at answer `scrape`: (index, the pod the answer names on it, its readings)."""
+    moved = scrape >= LIVE_MOVE
+    return [(0, "mover" if moved else None, BUSY["mover-c"] if moved else IDLE),
+            (1, None if moved else "mover", IDLE if moved else BUSY["mover-a"]),
+            (2, ("stay", "turn")[scrape % 2], BUSY["stay"])]
 
 
 def _live_payload(scrape: int) -> str:
     """node n1's exporter (without KUBERNETES_VIRTUAL_GPUS) at answer `scrape`: ml/mover recreated on GPU 0 at
     LIVE_MOVE (GPU 1 idle from then on: written without a pod, as dcgm-exporter writes a GPU no pod holds), GPU 2
-    time-sliced by ml/stay and ml/turn, named under one of them per answer."""
-    moved = scrape >= LIVE_MOVE
-    gpus = [(0, "mover" if moved else None, BUSY["mover-c"] if moved else IDLE),
-            (1, None if moved else "mover", IDLE if moved else BUSY["mover-a"]),
-            (2, ("stay", "turn")[scrape % 2], BUSY["stay"])]
+    time-sliced by ml/stay and ml/turn, named under one of them per answer; each GPU's counters (LIVE_COUNTERS, the
+    device's: grown by each answer's readings whatever pod it names) under the pod that answer names."""
     lines = []
-    for metric, key in (("DCGM_FI_DEV_POWER_USAGE", "power"), ("DCGM_FI_DEV_GPU_TEMP", "temp")):
-        lines.append(f"# TYPE {metric} gauge")
-        for gpu, pod, readings in gpus:
+    for metric, key in (("DCGM_FI_DEV_POWER_USAGE", "power"), ("DCGM_FI_DEV_GPU_TEMP", "temp"), *LIVE_COUNTERS.items()):
+        lines.append(f"# TYPE {metric} {'gauge' if isinstance(key, str) else 'counter'}")
+        for gpu, pod, readings in _live_gpus(scrape):
             named = f',container="main",namespace="ml",pod="{pod}"' if pod else ""
+            value = readings[key] if isinstance(key, str) else \
+                sum(key(gpu, was) for _, _, was in (_live_gpus(k)[gpu] for k in range(scrape + 1)))
             lines.append(f'{metric}{{gpu="{gpu}",UUID="GPU-n1-{gpu}",device="nvidia{gpu}",{MODEL},Hostname="n1"'
-                         f'{named}}} {readings[key]}')
+                         f'{named}}} {value:g}')
     return "\n".join(lines) + "\n"
 
 
@@ -77,33 +89,82 @@ def _live_truth(title: str, scrape: int) -> dict[str, float]:
     return {"Pod ml/mover": value(mover), "Pod ml/stay": value(BUSY["stay"]), "Pod ml/turn": value(BUSY["stay"])}
 
 
-def test_a_pod_moved_to_another_gpu_of_its_node_on_live_scrapes(tmp_path):
-    """The same move on a real Prometheus scraping every half second, as it stores live scrapes: the series of a GPU
-    that changed hands marked stale at the answer that no longer writes them. ml/mover reads its new GPU alone at
-    every step from the first scrape naming it there (it read the idle GPU it left beside it for the look-back: 310 W
-    for 250, 2 GPUs for 1), while a GPU two pods share, named under one of them per scrape, stays whole under both."""
-    (tmp_path / "project").mkdir()
-    (tmp_path / "prometheus").mkdir()
-    (tmp_path / "project" / "gpudash.yaml").write_text("")
-    panels = {p["title"]: p["targets"][0] for d in grafana_dashboards(load_project(tmp_path / "project" / "gpudash.yaml"))
-              for p in d.model["panels"] if p.get("title") in LIVE_PANELS}
-    with scraped(tmp_path / "prometheus", _live_payload, LIVE_SCRAPES, INTERVAL) as prometheus:
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """The story on a real Prometheus scraping every half second, as it stores live scrapes (a series an answer leaves
+    out marked stale at that scrape): (prometheus, the scrapes' times, the first step, the steps' count and length)."""
+    with scraped(tmp_path_factory.mktemp("pod-moved-gpu-live"), _live_payload, LIVE_SCRAPES, INTERVAL) as prometheus:
         scrapes = sorted({float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")
                           for at, _ in series["values"]})
         step = INTERVAL / 2  # steps of whole milliseconds (Prometheus answers in them)
         start = math.floor(scrapes[0] / step) * step + LABEL_LOOKBACK_SCRAPES * INTERVAL + step / 2
         count = int((scrapes[-1] - start) // step) + 1
-        read = {}
-        for title, target in panels.items():
-            expr = interpolate(scraped_every(target["expr"], 30, INTERVAL),
-                               {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu"))})
-            read[title] = {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
-                                for s in result} for at, result in prometheus.query_at(expr, start, count, step).items()}
-    assert len(scrapes) >= LIVE_SCRAPES and count >= 10, (len(scrapes), count)
-    wrong = {(title, at): (shown, _live_truth(title, sum(t <= at for t in scrapes) - 1))
-             for title, steps in read.items() for at, shown in steps.items()
-             if shown != _live_truth(title, sum(t <= at for t in scrapes) - 1)}
+        assert len(scrapes) >= LIVE_SCRAPES and count >= 10, (len(scrapes), count)
+        yield prometheus, scrapes, start, count, step
+
+
+def _live_shown(live, title: str, selected: dict[str, str]) -> dict[float, dict[str, float]]:
+    """{step: {legend: value}} of the bundled panel `title` over the live story, the variables `selected` (a regex
+    each, as Grafana writes one value or several) and the others at All; a counter's rate over four scrapes."""
+    prometheus, _, start, count, step = live
+    target = bundled_panel(title)["targets"][0]
+    expr = scraped_every(counted_inline(target["expr"], load_project()), 30, INTERVAL)
+    expr = interpolate(expr, {**SCENE_RANGE, "__rate_interval": f"{LABEL_LOOKBACK_SCRAPES * INTERVAL * 1000:g}ms",
+                              **variables({}, ("namespace", "pod", "node", "gpu")), **selected})
+    return {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+            for at, result in prometheus.query_at(expr, start, count, step).items()}
+
+
+def _answer(live, at: float) -> int:
+    """The latest answer stored at or before `at`."""
+    return sum(t <= at for t in live[1]) - 1
+
+
+def test_a_pod_moved_to_another_gpu_of_its_node_on_live_scrapes(live):
+    """The same move on a real Prometheus scraping every half second, as it stores live scrapes: the series of a GPU
+    that changed hands marked stale at the answer that no longer writes them. ml/mover reads its new GPU alone at
+    every step from the first scrape naming it there (it read the idle GPU it left beside it for the look-back: 310 W
+    for 250, 2 GPUs for 1), while a GPU two pods share, named under one of them per scrape, stays whole under both."""
+    wrong = {(title, at): (shown, _live_truth(title, _answer(live, at)))
+             for title in LIVE_PANELS for at, shown in _live_shown(live, title, {}).items()
+             if shown != _live_truth(title, _answer(live, at))}
     assert not wrong, wrong
+
+
+# the per-GPU panels of a counter's rate (its recording's) the default build draws (the test checks the list)
+RATE_PANELS = ("DEV_CORRECTABLE_REMAPPED_ROWS", "DEV_NVLINK_BANDWIDTH_TOTAL", "DEV_PCIE_REPLAY_COUNTER",
+               "DEV_TOTAL_ENERGY_CONSUMPTION", "DEV_UNCORRECTABLE_REMAPPED_ROWS", "NVLink bandwidth counter rate",
+               "PCIe replays")
+PICKED = {"one pod": {"namespace": "ml", "pod": "mover"}, "several pods": {"pod": "(mover|stay)"},
+          "the pods' namespace": {"namespace": "ml"}, "all": {}}
+
+
+def _held(picked: str, scrape: int) -> set[str]:
+    """The lines of the GPUs the pods `picked` hold after answer `scrape`: those it names them on, and a GPU pods share
+    in turn (named under one of them per answer) under each."""
+    pods = {"one pod": {"mover"}, "several pods": {"mover", "stay"}, "the pods' namespace": {"mover", "stay", "turn"}}
+    if picked == "all":
+        return {f"n1 GPU {gpu}" for gpu, _, _ in _live_gpus(scrape)}
+    return {f"n1 GPU {gpu}" for gpu, pod, _ in _live_gpus(scrape) if pod in pods[picked] or gpu == 2
+            and pods[picked] & {"stay", "turn"}}
+
+
+@pytest.mark.parametrize("picked", sorted(PICKED))
+@pytest.mark.parametrize("title", RATE_PANELS)
+def test_a_rate_panel_with_a_pod_picked_draws_the_gpus_the_pod_holds(live, title, picked):
+    """A per-GPU panel of a counter's rate with the pod (or namespace) variable set draws the GPUs the picked pods
+    hold, each at the GPU's rate as the panel draws it with every pod (the device's counter, whatever pod its scrapes
+    name): ml/mover's GPU 1 until the move, GPU 0 from its first scrape there. It drew GPU 1, found idle at the move,
+    for the rate window after it (a scrape within the window named the pod on it), beside GPU 0."""
+    assert RATE_PANELS == tuple(sorted(name for name, panel in bundled_panels().items() if "Pod" not in panel.get(
+        "targets", [{}])[0].get("legendFormat", "Pod") and ":step_increase" in panel["targets"][0]["expr"]))
+    every = _live_shown(live, title, {})
+    shown = _live_shown(live, title, PICKED[picked])
+    steps = {at: every[at] for at in shown if set(every[at]) == {"n1 GPU 0", "n1 GPU 1", "n1 GPU 2"}}
+    assert len(steps) >= 10 and all(value > 0 for lines in steps.values() for value in lines.values()), every
+    wrong = {at: (shown[at], truth) for at, lines in steps.items()
+             if shown[at] != (truth := {name: lines[name] for name in _held(picked, _answer(live, at))})}
+    assert not wrong, f"{title}, {picked}: steps (shown, the held GPUs' rates) {wrong}"
 
 
 @pytest.mark.parametrize("k", [MOVE - 1, MOVE + 2, MOVE + 3, MOVE + 5])

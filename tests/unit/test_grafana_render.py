@@ -184,9 +184,14 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     assert replay.startswith(packed("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join(sum by "
                                     "(cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (max by (cluster, gpudash_gpu, gpu, "
                                     "GPU_I_ID, GPU_I_PROFILE) ") + recording)
-    # the GPUs a copy of which the pod and namespace variables select has a sample within the window
+    # the GPUs a copy of which the pod and namespace variables select has a sample within the window, less one whose
+    # latest scrape named no pod (promql._left_idle)
     assert packed(' and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
-                  'REPLAY_COUNTER{namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]), "gpudash_gpu"') in replay
+                  'REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]) unless '
+                  '(present_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", '
+                  'pod=~"$pod", pod!=""}[$__rate_interval]) and on (cluster, instance, job, UUID, gpu, GPU_I_ID, '
+                  'GPU_I_PROFILE) max by (cluster, instance, job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (timestamp('
+                  'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""})) > ') in replay
     assert packed(' + on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk by (cluster, '
                   'gpudash_gpu, gpu) (1, ') in replay
     assert "rate(" not in replay and replay.count(recording) == 1
