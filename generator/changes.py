@@ -11,6 +11,9 @@ CREATE, UPDATE, UNCHANGED, DELETE = "create", "update", "unchanged", "delete"
 # as a delete by the prune guard, never as an object the build holds.
 WITHDRAW = "withdraw"
 DRIFT, FOREIGN = "drift", "foreign"  # blocked without --force
+# A name an object gpudash cannot write holds (a person's composite alarm where gpudash defines a metric alarm):
+# blocked, --force too, since no write of gpudash's makes that object its own
+HELD = "held"
 
 
 @dataclass
@@ -26,7 +29,7 @@ class Change:
 
     @property
     def blocked(self) -> bool:
-        return self.action in (DRIFT, FOREIGN) or (self.action == DELETE and self.edited)
+        return self.action in (DRIFT, FOREIGN, HELD) or (self.action == DELETE and self.edited)
 
     def as_dict(self) -> dict:
         # `live` (the whole object the plan read) is left out before copying, not copied and then dropped
@@ -62,7 +65,7 @@ def disposition(change: Change, *, force: bool, prune: bool) -> str:
     """What publishing does with a planned change: WRITE, or why not (SKIPPED, REFUSED)."""
     if change.action == UNCHANGED or (change.action in (DELETE, WITHDRAW) and not prune):
         return SKIPPED
-    if change.blocked and not force:
+    if change.blocked and (not force or change.action == HELD):
         return REFUSED
     return WRITE
 

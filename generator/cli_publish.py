@@ -175,7 +175,8 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
     if output == "json":  # each text masked before it is escaped (a secret holding `"` or `\` stays whole)
         click.echo(json.dumps(_masked(report(changes, outcomes)), indent=2))
         return
-    colours = {"create": "green", "update": "yellow", "delete": "red", "withdraw": "red", "drift": "magenta", "foreign": "magenta"}
+    colours = {"create": "green", "update": "yellow", "delete": "red", "withdraw": "red", "drift": "magenta",
+               "foreign": "magenta", "held": "magenta"}
     done = {id(o.change): o for o in outcomes or []}
     for change in changes:
         outcome = done.get(id(change))
@@ -232,7 +233,8 @@ class _StopOnSignal:
 
 
 def _finish(outcomes, output: str, changes, deadline=None) -> None:
-    from .changes import REFUSED, WOULD_WRITE, report
+    from .changes import HELD, REFUSED, WOULD_WRITE, report
+    from .names import shown
 
     failure = _failure(outcomes, deadline)
     if failure is not None and output == "json":  # one document: the report, with the error in it
@@ -247,9 +249,17 @@ def _finish(outcomes, output: str, changes, deadline=None) -> None:
     if failure is not None:
         raise failure
     refused = [o for o in outcomes if o.state == REFUSED]
-    if refused:
-        click.echo(f"refused {len(refused)} object(s) edited outside gpudash or not owned by it; "
+    held = [o.change.name for o in refused if o.change.action == HELD]
+    if held:  # (what to do: said the same way by the plan's line of each, cloudwatch_sync.HELD_FIX)
+        from .targets.cloudwatch_sync import HELD_FIX
+
+        click.echo(f"refused {len(held)} alarm(s) whose name a composite alarm holds ({shown(held)}): gpudash "
+                   f"writes metric alarms alone, and --force does not write over a composite alarm; {HELD_FIX}",
+                   err=True)
+    if len(refused) > len(held):
+        click.echo(f"refused {len(refused) - len(held)} object(s) edited outside gpudash or not owned by it; "
                    f"review them and use --force to overwrite", err=True)
+    if refused:
         sys.exit(EXIT_FINDINGS)
 
 

@@ -43,9 +43,13 @@ REQUIRED = {
     "ListTagsForResource": {"Tags": list},
     "GetResources": {"ResourceTagMappingList": list},
 }
+# Lists an answer may leave out, whose items are checked as those of REQUIRED's lists where it holds them: DescribeAlarms
+# lists composite alarms when asked for them (ALARM_TYPES)
+OPTIONAL_LISTS = {"DescribeAlarms": ("CompositeAlarms",)}
 WRITES = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource", "UntagResource", "DeleteDashboards")
 CHECKED = (*REQUIRED, *WRITES)
-ITEM_KEYS = {"MetricAlarms": ("AlarmName", "AlarmArn"), "ResourceTagMappingList": ("ResourceARN",),
+ITEM_KEYS = {"MetricAlarms": ("AlarmName", "AlarmArn"), "CompositeAlarms": ("AlarmName", "AlarmArn"),
+             "ResourceTagMappingList": ("ResourceARN",),
              "Tags": ("Key", "Value"), "DashboardEntries": ("DashboardName",)}
 RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
                    "TooManyRequestsException", "RequestThrottled", "ServiceUnavailable", "InternalFailure",
@@ -76,6 +80,13 @@ _NOT_AN_ANSWER = "GpudashNotAnAnswer"
 # attempt before it may have reached CloudWatch (True: it may have made it; False: none did, someone else made it so)
 LOOKED = "GpudashLookedDone"
 _REFUSED = "GpudashRefused"  # the answer that is not one is an error document: the write was refused
+# The kinds of alarm every DescribeAlarms asks for. CloudWatch keeps one alarm of a name whatever its kind, and lists
+# composite alarms only when AlarmTypes names them ("If you omit this parameter, only metric alarms are returned, even if
+# composite alarms exist in the account"): a name no listing of metric alarms holds may be a person's composite alarm.
+ALARM_TYPES = ["MetricAlarm", "CompositeAlarm"]
+# The mark `metric_alarms` puts in each composite alarm it lists beside the metric alarms (True): a name it holds is
+# taken, never gpudash's to write or delete (gpudash writes metric alarms alone)
+COMPOSITE = "GpudashCompositeAlarm"
 # The members of a DescribeAlarms page's alarms the installed botocore does not know (`_not_as_modelled`'s `unknown`),
 # by the alarm's index on the page: `metric_alarms` puts them in each alarm (ownership.UNMODELLED)
 _UNMODELLED_ON_PAGE = "GpudashUnmodelledOnPage"
@@ -447,7 +458,8 @@ class CloudWatch:
 
     def metric_alarms(self, region: str, *, prefix: str | None = None,
                       names: list[str] | None = None) -> dict[str, dict[str, Any]]:
-        """Metric alarms by name prefix, or by names (at most BATCH), every page."""
+        """Alarms by name prefix, or by names (at most BATCH), every page: the metric alarms, and the composite alarms
+        (ALARM_TYPES), each of those marked COMPOSITE: a name one holds is taken (`is_composite`)."""
         alarms: dict[str, dict[str, Any]] = {}
         selector = {"AlarmNamePrefix": prefix} if prefix is not None else {"AlarmNames": names}
         what = f"CloudWatch alarms {prefix}* in {region}" if prefix is not None else f"CloudWatch alarms in {region}"
@@ -455,15 +467,17 @@ class CloudWatch:
         unasked = f"a name that does not start with {prefix!r}" if prefix is not None else "a name it was not asked for"
         listing, token = _Listing("DescribeAlarms", region, what, self.endpoint_name), None
         while True:
-            kwargs = {**selector, "AlarmTypes": ["MetricAlarm"], "MaxRecords": BATCH}
+            kwargs = {**selector, "AlarmTypes": ALARM_TYPES, "MaxRecords": BATCH}
             if token:
                 kwargs["NextToken"] = token
             page = self.call(region, "DescribeAlarms", what, **kwargs)
-            token = listing.next(page.get("NextToken"), [a["AlarmName"] for a in page["MetricAlarms"]], asked, unasked)
-            _arns_name_their_alarms(page["MetricAlarms"], region, what, self.endpoint_name)
+            composites = [{**alarm, COMPOSITE: True} for alarm in page.get("CompositeAlarms") or ()]
+            listed = page["MetricAlarms"] + composites  # one name twice (of both kinds) is no answer: `listing.next`
+            token = listing.next(page.get("NextToken"), [a["AlarmName"] for a in listed], asked, unasked)
+            _arns_name_their_alarms(listed, region, what, self.endpoint_name)
             for index, members in page.get(_UNMODELLED_ON_PAGE, {}).items():
                 page["MetricAlarms"][index][UNMODELLED] = members
-            alarms.update({a["AlarmName"]: a for a in page["MetricAlarms"]})
+            alarms.update({a["AlarmName"]: a for a in listed})
             if not token:
                 return alarms
 
@@ -535,6 +549,11 @@ class CloudWatch:
                              ResourceARN=alarm["AlarmArn"])["Tags"]
         except ClientError:  # its not-found code only (NOT_FOUND_CODES): every other error is a RemoteError
             return []
+
+
+def is_composite(alarm: dict[str, Any] | None) -> bool:
+    """Whether `metric_alarms` listed this alarm as a composite alarm."""
+    return bool(alarm and alarm.get(COMPOSITE))
 
 
 def answer_lost(exc: BaseException) -> bool:
@@ -657,6 +676,9 @@ def _snake(api: str) -> str:
 
 def _hint(api: str, code: str) -> str:
     permission = ("tag:" if api == "GetResources" else "cloudwatch:") + api
+    if api == "DescribeAlarms":  # asked for composite alarms too (ALARM_TYPES), which it lists to this scope alone
+        permission += (' on Resource "*" (CloudWatch lists composite alarms only to a permission of that scope, and '
+                       "gpudash reads them so as never to write over one)")
     hints = {**dict.fromkeys(DENIED_CODES, f"grant {permission} to the credentials in use"),
              "Throttling": "rate exceeded after retries; run again, publishing converges",
              "LimitExceeded": "a CloudWatch quota is reached; ask for an increase or prune old alarms"}
@@ -937,10 +959,13 @@ def _invalid(api: str, response: Any) -> str | None:
     for key, kind in REQUIRED.get(api, {}).items():
         if not isinstance(response.get(key), kind):
             return f"no {key}" if key not in response else f"{key} is not a {kind.__name__}"
-        if kind is list:
-            for item in response[key]:
-                if not isinstance(item, dict) or any(not isinstance(item.get(k), str) for k in ITEM_KEYS.get(key, ())):
-                    return f"an item of {key} without {', '.join(ITEM_KEYS.get(key, ())) or 'its fields'}"
+    lists = [key for key, kind in REQUIRED.get(api, {}).items() if kind is list]
+    for key in [*lists, *(key for key in OPTIONAL_LISTS.get(api, ()) if response.get(key) is not None)]:
+        if not isinstance(response[key], list):
+            return f"{key} is not a list"
+        for item in response[key]:
+            if not isinstance(item, dict) or any(not isinstance(item.get(k), str) for k in ITEM_KEYS.get(key, ())):
+                return f"an item of {key} without {', '.join(ITEM_KEYS.get(key, ())) or 'its fields'}"
     if api == "DescribeAlarms":
         for alarm in response["MetricAlarms"]:
             if (missing := _unreported(alarm)) is not None:

@@ -34,10 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .. import diff
-from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_lost
+from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_lost, is_composite
 from ..clients.deadline import DeadlineExceeded, sent_then_stopped
-from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
-                       Change, Outcome, disposition)
+from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, HELD, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE,
+                       WRITE, Change, Outcome, disposition)
 from ..errors import RemoteError
 from ..markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG,
                        ALARM_RULE_TAG)
@@ -69,6 +69,12 @@ MARKS_EDITED = (f"its {ALARM_CLUSTERS_TAG}, {ALARM_PROJECT_TAG} or {ALARM_RULE_T
 EDITED_OR_OTHER = ("edited in the CloudWatch console since gpudash wrote it, or written by another project "
                    "(live → generated below); --force overwrites")
 Tick = Callable[[], None]
+# Why gpudash writes no alarm under a name a composite alarm holds, --force or not: it writes metric alarms alone, and
+# what PutMetricAlarm does with a composite alarm's name is not documented (CloudWatch keeps one alarm of a name)
+COMPOSITE_HOLDS = ("a composite alarm holds this name: gpudash writes metric alarms alone, never over another kind of "
+                   "alarm (--force does not either)")
+HELD_FIX = ("rename the composite alarm (make it again under another name, then delete this one), or give these "
+            "settings' alarms another alarms.name_prefix")
 
 
 def _unknown_to_botocore(alarm: dict[str, Any], overwrites: str) -> str | None:
@@ -196,6 +202,13 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
     else:
         change.action, change.details = DRIFT, [EDITED] + differences
     return change
+
+
+def _plan_held(name: str, region: str, alarm: dict[str, Any]) -> Change:
+    """An alarm these settings define whose name a composite alarm holds: refused, --force too (changes.HELD)."""
+    rule = alarm.get("AlarmRule")
+    shown = f" (its rule: {rule[:80]}{'…' if len(rule) > 80 else ''})" if isinstance(rule, str) else ""
+    return Change("cloudwatch", "alarm", name, HELD, [f"{COMPOSITE_HOLDS}{shown}; {HELD_FIX}"], region=region)
 
 
 def _renamed(publication: frozenset[str] | None, clusters: tuple[str, ...], former: tuple[str, ...]) -> bool:
@@ -515,12 +528,15 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     bulk = cloudwatch.owned_alarm_tags(region) if live or (prune and project) else None
     if prune and project:
         live = alarms_listed(cloudwatch, region, prefix, live, set(requests) | _tagged_for(bulk, prefix, project))
+    held = {name: alarm for name, alarm in live.items() if is_composite(alarm)}  # a person's: neither written nor
+    live = {name: alarm for name, alarm in live.items() if name not in held}     # pruned, whatever it carries
     tags = _read_tags(cloudwatch, region, live, bulk)
     if records is not None and project:
         records.extend(("alarm", name, name in requests, alarm_publication(t)) for name, t in tags.items()
                        if alarm_owned(t) and alarm_project(t) == project and marks_intact(t) is not False)
     for name, request in sorted(requests.items()):
-        changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, []), project, clusters,
+        changes.append(_plan_held(name, region, held[name]) if name in held else
+                       _plan_alarm(name, region, request, live.get(name), tags.get(name, []), project, clusters,
                                    former))
         progress()
     older, elsewhere, partly = [], [], []
@@ -869,6 +885,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         return tags, cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
 
     tags_before, now = _unwaited(cloudwatch, first_look, what)
+    if is_composite(now):
+        raise _not_overwritten(change, f"{COMPOSITE_HOLDS}, made by someone else since the plan")
     moved = _moved(change, alarm_fields(now) if now is not None else None, alarm_fields(request))
     if moved is None and tags_before is not None:
         moved = _tag_moved(change, tags_before, request)
@@ -1348,8 +1366,9 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
     for change in batch:
         request = None if change.action == DELETE else requests.get(change.name)
         alarm = now.get(change.name)
-        moved = _moved(change, alarm_fields(alarm) if alarm is not None else None,
-                       alarm_fields(request) if request is not None else None)
+        moved = f"{COMPOSITE_HOLDS}, made by someone else since the plan" if is_composite(alarm) else _moved(
+            change, alarm_fields(alarm) if alarm is not None else None,
+            alarm_fields(request) if request is not None else None)
         if moved is None and alarm is not None:  # an alarm the plan did not find has moved already
             moved = _tag_moved(change, tags.get(change.name, []), request)
         checked.append((change, moved))

@@ -275,14 +275,15 @@ def _listed_beside(key, alarm):
 _PROMQL = {"AlarmName": "gpudash-team-promql", "StateValue": "OK", "EvaluationInterval": 60,
            "AlarmArn": "arn:aws:cloudwatch:us-east-1:123456789012:alarm:gpudash-team-promql",
            "EvaluationCriteria": {"PromQLCriteria": {"Query": "up == 0", "PendingPeriod": 90000}}}
-# Values of members no ownership verdict reads (ownership.NOT_COMPARED; composite alarms, which gpudash does not ask
-# for) that the installed botocore's model does not allow: a newer API's, checked for their type alone
+# Values of members no ownership verdict reads (ownership.NOT_COMPARED; composite alarms, listed so that a name one holds
+# is never written) that the installed botocore's model does not allow: a newer API's, checked for their type alone
 NEWER = {
     "an evaluation state": _alarm("EvaluationState", "EVALUATION_OF_A_NEWER_API"),
     "a state": _alarm("StateValue", "A_NEWER_STATE"),
     "a PromQL alarm's pending period": _listed_beside("MetricAlarms", _PROMQL),
-    "a composite alarm": _listed_beside("CompositeAlarms", {"AlarmName": "team-composite", "StateValue": "A_NEWER",
-                                                            "ActionsSuppressedBy": "ANewerReason"}),
+    "a composite alarm": _listed_beside("CompositeAlarms", {
+        "AlarmName": "gpudash-team-composite", "StateValue": "A_NEWER", "ActionsSuppressedBy": "ANewerReason",
+        "AlarmArn": "arn:aws:cloudwatch:us-east-1:123456789012:alarm:gpudash-team-composite"}),
 }
 
 

@@ -156,6 +156,32 @@ def _tags_on_create_only() -> None:
     CloudWatchBackend.put_metric_alarm = put_metric_alarm
 
 
+def _composite_alarms() -> None:
+    """moto 5.2 stores a composite alarm (an alarm with an AlarmRule: its PutMetricAlarm reads one "to re-use this
+    method for composite alarms") and lists it in DescribeAlarms' CompositeAlarms, but answers PutCompositeAlarm as not
+    implemented and ignores AlarmTypes. Here PutCompositeAlarm is answered by that method, and DescribeAlarms lists
+    what the API reference says it lists: metric alarms alone without AlarmTypes ("only metric alarms are returned,
+    even if composite alarms exist in the account"), each kind only when AlarmTypes names it."""
+    from moto.cloudwatch.responses import CloudWatchResponse
+    from moto.core.responses import ActionResult
+
+    if getattr(CloudWatchResponse.describe_alarms, "alarm_types", False):
+        return
+    listed = CloudWatchResponse.describe_alarms
+
+    def describe_alarms(self) -> ActionResult:
+        kinds = set(self._get_param("AlarmTypes", []) or ["MetricAlarm"])
+        result = dict(listed(self).result)
+        for kind, key in (("MetricAlarm", "MetricAlarms"), ("CompositeAlarm", "CompositeAlarms")):
+            if kind not in kinds:
+                result[key] = []
+        return ActionResult(result)
+
+    describe_alarms.alarm_types = True
+    CloudWatchResponse.describe_alarms = describe_alarms
+    CloudWatchResponse.put_composite_alarm = CloudWatchResponse.put_metric_alarm
+
+
 def _dashboards_global() -> None:
     """CloudWatch dashboards are global in AWS: every Region's endpoint lists, reads, writes and deletes
     the account's one set. moto keeps a set per Region, which hid that a fleet over two Regions saw each
@@ -410,6 +436,7 @@ class MotoServer(LoopbackServer):
         _random_strings_drawn_at_once()
         _dashboards_global()
         _tags_on_create_only()
+        _composite_alarms()
         for key, value in FAKE_CREDENTIALS.items():
             os.environ.setdefault(key, value)
         super().__enter__()

@@ -1,0 +1,134 @@
+"""A person's composite alarm under a name gpudash creates, or in gpudash's name form: CloudWatch keeps one alarm of a
+name whatever its kind, and DescribeAlarms lists composite alarms only when AlarmTypes asks for them. gpudash writes
+metric alarms alone: it never writes over a composite alarm nor deletes one, with --force too, and never reads a name a
+listing of metric alarms leaves out as free. moto holds composite alarms and lists them by AlarmTypes as the API
+reference says (tests/support/moto_server.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.markers import ALARM_OWNER_TAG, ALARM_PROJECT_TAG
+from tests.support.cloudwatch_world import (ALWAYS, FOREIGN, alarms, default_desired, fault, fresh, snapshot,
+                                            writes)
+
+RULE = 'ALARM("gpudash-gpu-cluster-gpu-temp-critical-critical") AND ALARM("team-ml-queue-backlog")'
+# a person's copy of gpudash's marks on it: a composite alarm is never gpudash's, whatever it carries
+COPIED_MARKS = [ALARM_OWNER_TAG, {"Key": ALARM_PROJECT_TAG, "Value": "test"}]
+HEAT = "gpudash-gpu-cluster-heat-with-backlog"  # in gpudash's name form, defined by no settings
+
+
+def composite(client, name: str = FOREIGN, tags=()) -> None:
+    client.put_composite_alarm(AlarmName=name, AlarmRule=RULE, AlarmDescription="on-call: GPU heat with a backlog",
+                               Tags=list(tags))
+
+
+def composites(client) -> dict:
+    """Every composite alarm: its rule, description and tags."""
+    listed = client.describe_alarms(AlarmTypes=["CompositeAlarm"])["CompositeAlarms"]
+    return {a["AlarmName"]: (a["AlarmRule"], a.get("AlarmDescription"),
+                             client.list_tags_for_resource(ResourceARN=a["AlarmArn"])["Tags"]) for a in listed}
+
+
+def test_a_composite_alarm_holding_a_name_gpudash_creates_is_refused_with_force_too(proxied, cli):
+    """A person's composite alarm holds the name of an alarm gpudash defines. DescribeAlarms was asked for metric
+    alarms alone (AlarmTypes=MetricAlarm), which leaves composite alarms out: the plan read the name as free (create),
+    and `apply` sent PutMetricAlarm under it (moto then replaced the composite alarm with gpudash's metric alarm; what
+    CloudWatch does there is not documented). Now the plan lists composite alarms too: the name is held (plan exit 1,
+    saying so), and apply refuses it, --force too (exit 1, nothing sent under that name), writing the others."""
+    proxy, client, apply = proxied
+    composite(client, tags=COPIED_MARKS)
+    before = composites(client)
+    code, stdout, stderr = cli("plan", "--no-grafana")
+    assert code == 1 and "Traceback" not in stderr, stderr
+    assert f"held      cloudwatch alarm {FOREIGN} [us-east-1]" in stdout, stdout
+    assert "a composite alarm holds this name" in stdout and "--force does not" in stdout, stdout
+    fresh(proxy)
+    code, report, stderr = apply("--force")
+    assert code == 1 and report["refused"] == [FOREIGN] and report["failed"] == [], (report, stderr)
+    assert FOREIGN not in report["written"] and len(report["written"]) > 10, report
+    assert f"whose name a composite alarm holds ({FOREIGN})" in stderr and "alarms.name_prefix" in stderr, stderr
+    assert composites(client) == before and FOREIGN not in alarms(client)
+    assert writes(proxy).count("PutMetricAlarm") == len(alarms(client))  # none under the composite's name
+
+
+def test_a_composite_alarm_made_between_plan_and_apply_is_not_overwritten(proxied):
+    """A person makes a composite alarm under a name gpudash is about to create, after the plan: the create's last
+    look (DescribeAlarms by name, right before PutMetricAlarm) asked for metric alarms alone and saw nothing, and the
+    create went over it. Now the look sees it: that alarm fails, not overwritten, naming the composite alarm."""
+    from generator.clients.cloudwatch import CloudWatch
+    from generator.targets import cloudwatch_sync
+
+    proxy, client, apply = proxied
+    desired = default_desired()
+    cloudwatch = CloudWatch(endpoint_url=proxy.url)
+    changes = cloudwatch_sync.plan(cloudwatch, desired)
+    composite(client)
+    before = composites(client)
+    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                     force=True, prune=False, dry_run=False)
+    failed = [o for o in outcomes if o.error]
+    assert [o.change.name for o in failed] == [FOREIGN], [o.error for o in failed]
+    assert "a composite alarm holds this name" in failed[0].error and "not overwritten" in failed[0].error
+    assert composites(client) == before and FOREIGN not in alarms(client)
+
+
+def test_a_composite_alarm_in_gpudash_s_name_form_is_never_pruned(published, aws):
+    """A person's composite alarm named in gpudash's form, not defined by these settings, carrying a copy of gpudash's
+    ownership and project tags: listed now beside the metric alarms, it is never a prune's (gpudash deletes metric
+    alarms it wrote alone), with --force too, and fails nothing."""
+    client, apply = aws
+    published()
+    composite(client, HEAT, COPIED_MARKS)
+    before = composites(client)
+    code, report, stderr = apply("--prune", "--force")
+    assert code == 0 and report["written"] == [] and report["failed"] == [], (report, stderr)
+    assert composites(client) == before
+
+
+def test_a_composite_listing_denied_says_which_permission_lists_composite_alarms(proxied):
+    """DescribeAlarms lists composite alarms only to a cloudwatch:DescribeAlarms permission scoped to "*" (API
+    reference): one scoped to gpudash's alarms is denied the listing gpudash now asks for. The failure (exit 3,
+    nothing written) says which scope to grant, never that the permission is missing."""
+    proxy, client, apply = proxied
+    proxy.inject(fault("DescribeAlarms", "status", status=400, body=(
+        b'{"__type": "AccessDenied", "message": "User is not authorized to perform: cloudwatch:DescribeAlarms"}')))
+    code, report, stderr = apply()
+    assert code == 3 and writes(proxy) == [] and "Traceback" not in stderr, stderr
+    assert 'cloudwatch:DescribeAlarms on Resource "*"' in stderr and "composite" in stderr, stderr
+
+
+def _composite_listed(alarm):
+    """A proxy rule adding `alarm` (or `alarm(answer)`) to every DescribeAlarms answer's CompositeAlarms."""
+    def rewrite(body: bytes) -> bytes:
+        answer = json.loads(body)
+        answer.setdefault("CompositeAlarms", []).append(alarm(answer) if callable(alarm) else alarm)
+        return json.dumps(answer).encode()
+    return fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=rewrite)
+
+
+def _arn(name: str) -> str:
+    return f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{name}"
+
+
+@pytest.mark.parametrize("alarm, said", [
+    ({"AlarmName": FOREIGN, "AlarmRule": RULE}, "an item of CompositeAlarms without AlarmName, AlarmArn"),
+    ({"AlarmName": "team-ml-heat", "AlarmArn": _arn("team-ml-heat")},
+     "a name that does not start with 'gpudash-' (team-ml-heat)"),
+    ({"AlarmName": HEAT, "AlarmArn": _arn(FOREIGN)}, f"the alarm {HEAT} listed with an AlarmArn that does not name it"),
+    (lambda answer: {**answer["MetricAlarms"][0], "AlarmRule": RULE}, "an item twice on one page"),
+], ids=["without-arn", "outside-the-prefix", "another-alarms-arn", "a-metric-alarm-twice"])
+def test_a_composite_alarm_listing_that_is_not_an_api_answer_writes_nothing(proxied, published, alarm, said):
+    """A DescribeAlarms answer whose composite alarms CloudWatch cannot list (one without its ARN, one the prefix asked
+    for does not name, one with another alarm's ARN, a name listed as both kinds: CloudWatch keeps one alarm of a
+    name) is not an answer: exit 3, nothing written, never a listing read as far as it fits."""
+    proxy, client, apply = proxied
+    published()
+    before = snapshot(client)
+    fresh(proxy)
+    proxy.inject(_composite_listed(alarm))
+    code, report, stderr = apply("--prune", "--force")
+    assert code == 3 and said in stderr and "Traceback" not in stderr, stderr
+    assert writes(proxy) == [] and snapshot(client) == before
