@@ -27,7 +27,7 @@ from ..errors import GpudashError, RemoteError, may_have_happened
 from ..markers import ALARM_OWNER_TAG
 from ..ownership import NOT_COMPARED, UNMODELLED
 from .deadline import Deadline, DeadlineExceeded
-from .http import PAST_LIMIT, RETRIES_AFTER, connect_failure, joined_within_limit
+from .http import BODY_LIMIT, PAST_LIMIT, RETRIES_AFTER, connect_failure, joined_within_limit
 from .pacing import Pacer
 
 TAGGING = "resourcegroupstaggingapi"
@@ -188,6 +188,35 @@ def _called_only(document: Any) -> Any:
         for partition in partitions]}
 
 
+class BotocoreUnsupported(GpudashError):
+    """The installed botocore lacks a part of it gpudash reads (`_http_session`): an install to change, not an input."""
+
+    exit_code = 4  # as the CLI's internal errors: gpudash cannot run as it is installed
+
+
+def _http_session(client) -> Any:
+    """The HTTP session botocore's `client` sends its requests through, for `_bounded_send`: botocore's private
+    `client._endpoint.http_session`, with the private `_content` of the answers it makes (botocore.awsrequest
+    .AWSResponse). botocore offers no public way to read an answer as it arrives: its `before-send` event hands a
+    handler the request alone, the events after it get the answer read whole, and it streams no answer of a JSON
+    protocol (boto/botocore#2025). A botocore without either part fails here, when the client is made (before any
+    request of it is sent), saying which part and what to install; never a bound silently lost."""
+    from botocore import __version__ as botocore_version
+    from botocore.awsrequest import AWSResponse
+
+    session = getattr(getattr(client, "_endpoint", None), "http_session", None)
+    missing = ("client._endpoint.http_session" if not callable(getattr(session, "send", None))
+               else "AWSResponse._content" if "_content" not in vars(AWSResponse("", 200, {}, None)) else None)
+    if missing is not None:
+        raise BotocoreUnsupported(
+            f"botocore {botocore_version} has no {missing}, which gpudash reads to stop reading a CloudWatch answer at "
+            f"{BODY_LIMIT // 2**20} MiB (botocore reads an answer whole, and one without end took the "
+            "machine's memory); nothing was sent", where="the installed botocore",
+            hint=f"install an earlier botocore and boto3 (pip install 'botocore<{botocore_version}' "
+                 f"'boto3<{botocore_version}'), and report it to gpudash's maintainers")
+    return session
+
+
 def _bounded_send(http_session) -> Callable[..., Any]:
     """botocore's send of a request through `http_session` (a client's endpoint's), its answer read here and not past
     BODY_LIMIT: botocore reads an answer whole, and one without end (a proxy or endpoint answering chunk after chunk)
@@ -296,7 +325,7 @@ class CloudWatch:
                 client = self.session.create_client(service, region_name=region, endpoint_url=self.endpoint_url,
                                                     config=self.config)
                 client.meta.events.register("before-parse", _check_body)
-                client.meta.events.register("before-send", _bounded_send(client._endpoint.http_session))
+                client.meta.events.register("before-send", _bounded_send(_http_session(client)))
                 _mask_credentials(self.session)
                 self.clients[key] = client
             return self.clients[key]
