@@ -46,6 +46,11 @@ CLAIM_NOTE, CLAIM_DIGEST_LENGTHS, CLAIMS_CUT = "also:", (16, 8), "*"
 
 # Kubernetes objects (ConfigMaps, ServiceMonitor, PrometheusRule).
 KUBERNETES_MANAGED_BY = {"app.kubernetes.io/managed-by": OWNER}
+# The settings that wrote a prometheus-operator object (ServiceMonitor, PrometheusRule), as annotations: their project
+# (NO_PROJECT when they name none) and clusters (comma-separated). Several settings files writing into one namespace
+# write objects of the same names, and `kubectl apply` of one replaces the other's: verify reads these to tell a live
+# object of another project, or of another settings file of the project (no cluster in common), before that happens.
+KUBERNETES_PROJECT, KUBERNETES_CLUSTERS = "gpudash.io/project", "gpudash.io/clusters"
 
 # Prometheus alerting rules: the label that names the rule an alert comes from.
 PROMETHEUS_RULE_LABEL = "gpudash_rule"

@@ -27,9 +27,9 @@ from ..project import Project
 from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..reading import yaml_loader
 from ..settings import Cluster, Settings, rollout_percentage
-from ..markers import KUBERNETES_MANAGED_BY
-from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, shown
-from ..output import ADDON_FILE, SERVICE_MONITOR_FILE, agent_file, built
+from ..markers import KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PROJECT, NO_PROJECT
+from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, is_prometheus_rule_name, shown
+from ..output import ADDON_FILE, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
 from ..resources import default_counters
@@ -128,6 +128,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
                             style, restyle, alike)
     if not unknown:  # the other exporter DaemonSets the settings name (exporter.more_daemonsets), each with its alarm
         yield from _more_rollouts(kube, settings, named_daemonsets(settings, this)[1:])
+    if options.prometheus_in_use:
+        yield from step(GROUP, RULES_CHECK, _prometheus_rules, kube, settings)
     if not addon_source(settings):
         yield from _agent_checks(kube, project, configmap, options.cluster)
     if data_missing.expected(settings) and (options.prometheus_in_use or not addon_source(settings)):
@@ -135,6 +137,61 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 
 
 DAEMONSET_CHECK = "exporter DaemonSet"
+RULES_CHECK = "PrometheusRules of other settings"
+
+
+def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
+    """Whether a live PrometheusRule of a name the build writes, in the namespace it writes them to, was applied from
+    other settings: another project, or another settings file of this one with none of these clusters (the
+    annotations render.scrape.publisher_annotations writes). Every settings file names its objects alike, so
+    `kubectl apply` of this build would replace that one's rules: its alerts and recordings would stop, silently."""
+    namespace = settings.prometheus_stack.namespace or settings.exporter.namespace
+    listed = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/prometheusrules",
+                       f"PrometheusRules in {namespace}", {"labelSelector": _selector(KUBERNETES_MANAGED_BY)})
+    if listed is None:  # prometheus-operator's resources not served: no PrometheusRule here to replace
+        return Check(GROUP, RULES_CHECK, OK, "the cluster serves no PrometheusRules (prometheus-operator not installed)")
+    project, clusters = settings.project or NO_PROJECT, {cluster.name for cluster in settings.clusters}
+    others: dict[tuple[str, str], list[str]] = {}
+    unrecorded = []
+    for item in listed.items("items", required=True):
+        name = item.get("metadata.name", str)
+        if not is_prometheus_rule_name(name):
+            continue
+        notes = item.string_map("metadata.annotations")
+        if KUBERNETES_PROJECT not in notes or KUBERNETES_CLUSTERS not in notes:
+            unrecorded.append(f"{namespace}/{name}")
+        elif notes[KUBERNETES_PROJECT] != project or clusters.isdisjoint(notes[KUBERNETES_CLUSTERS].split(",")):
+            others.setdefault((notes[KUBERNETES_PROJECT], notes[KUBERNETES_CLUSTERS]), []).append(f"{namespace}/{name}")
+    rules = built(PROMETHEUS_RULE_FILE)
+    if others:
+        said = "; ".join(f"{shown(names)} of " + (f"another settings file of project {theirs}" if theirs == project
+                                                  else "settings naming no project" if theirs == NO_PROJECT
+                                                  else f"project {theirs}") + f" (clusters {named.replace(',', ', ')})"
+                         for (theirs, named), names in sorted(others.items()))
+        apart = settings.shared_prometheus and all(clusters.isdisjoint(named.split(",")) for _, named in others)
+        return Check(GROUP, RULES_CHECK, FAIL,
+                     f"gpudash's PrometheusRules here were applied from other settings: {said}; these settings write "
+                     f"objects of the same names, and applying {rules} replaces them: their alerts and recording rules "
+                     "stop being evaluated",
+                     "give these settings PrometheusRules of their own: set prometheus_stack.namespace to a namespace "
+                     "no other settings file writes to and the Prometheus reads PrometheusRules from (its "
+                     f"ruleNamespaceSelector), generate and apply {rules} there" if apart else
+                     "judge these clusters from one settings file: two settings' rules for one cluster on one "
+                     "Prometheus evaluate its alarms twice and record its counters twice (the rate panels would read "
+                     f"both); put both's alarms in one project's definitions and apply only its {rules} here")
+    if unrecorded:
+        return Check(GROUP, RULES_CHECK, WARN,
+                     f"{shown(unrecorded)} {'were' if len(unrecorded) > 1 else 'was'} applied by a gpudash that "
+                     "recorded no settings: whether these settings applied them cannot be told, and applying "
+                     f"{rules} replaces them",
+                     f"if they hold other clusters' or other alarms' rules (kubectl get prometheusrules -n {namespace} "
+                     f"-l {_selector(KUBERNETES_MANAGED_BY)} -o yaml), give these settings their own "
+                     f"prometheus_stack.namespace; else apply {rules}, which records these settings")
+    return Check(GROUP, RULES_CHECK, OK, f"none in {namespace} was applied from other settings")
+
+
+def _selector(labels: dict[str, str]) -> str:
+    return ",".join(f"{key}={value}" for key, value in labels.items())
 
 
 def _read_unless_refused(kube: Kube, path: str, what: str) -> tuple[Answer | None, Any]:

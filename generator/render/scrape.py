@@ -22,7 +22,8 @@ from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, expor
                                fleet_styles, named_daemonsets, style_for)
 from ..promql import MIG_INSTANCE_LABEL
 from ..promql_text import pod_label_meta
-from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
+from ..markers import (KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PROJECT, NAMESPACE_DIMENSION, NO_PROJECT,
+                       POD_DIMENSION)
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
 from ..series_labels import GENERATION_META, OLD_WORKLOAD, REVISION_LABEL, REVISION_META, SCRAPED_NODE
 from ..settings import Cluster, Settings, interval_seconds
@@ -254,7 +255,14 @@ def object_metadata(name: str, settings: Settings, namespace: str | None = None)
     labels = dict(KUBERNETES_MANAGED_BY)
     if stack.release:
         labels["release"] = stack.release
-    return {"name": name, "namespace": stack.namespace or namespace or settings.exporter.namespace, "labels": labels}
+    return {"name": name, "namespace": stack.namespace or namespace or settings.exporter.namespace, "labels": labels,
+            "annotations": publisher_annotations(settings)}
+
+
+def publisher_annotations(settings: Settings) -> dict[str, str]:
+    """The settings that write the object, as verify reads them back (markers.KUBERNETES_PROJECT)."""
+    return {KUBERNETES_PROJECT: settings.project or NO_PROJECT,
+            KUBERNETES_CLUSTERS: ",".join(cluster.name for cluster in settings.clusters)}
 
 
 _CAMEL_CASE = {"source_labels": "sourceLabels", "target_label": "targetLabel"}

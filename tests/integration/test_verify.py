@@ -1298,6 +1298,75 @@ def test_gpudash_s_agent_config_with_jobs_of_its_own_added_warns_that_applying_d
     assert checks[("kube", "ConfigMap prometheus-cwagentconfig")]["status"] == "ok"
 
 
+def _settings_file(tmp_path, name, text):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def _applied_rules(cluster, settings):
+    """The PrometheusRules of a build of `settings`, as `kubectl apply -f build/k8s/prometheusrule.yaml` leaves them:
+    the objects of the same names before replaced."""
+    files = encode(build(load_project(settings), grafana=False))
+    for document in yaml.safe_load_all(files["k8s/prometheusrule.yaml"]):
+        key = (document["metadata"]["namespace"], document["metadata"]["name"])
+        cluster.prometheus_rules = [r for r in cluster.prometheus_rules
+                                    if (r["metadata"]["namespace"], r["metadata"]["name"]) != key] + [document]
+
+
+ONE_PROMETHEUS = "prometheus_stack:\n  namespace: monitoring\n"
+RULE_OBJECTS = ("monitoring/gpudash-gpu-alerts, monitoring/gpudash-gpu-alerts-2, monitoring/gpudash-gpu-alerts-3, "
+                "monitoring/gpudash-counters, monitoring/gpudash-clusters")
+
+
+@pytest.mark.parametrize("first, second, whose, fix", [
+    ("project: team-a\nclusters:\n  - {name: a, region: us-east-1, prometheus_label: a}\n",
+     "project: team-b\nclusters:\n  - {name: b, region: us-east-1, prometheus_label: b}\n",
+     "project team-a (clusters a)", "give these settings PrometheusRules of their own: set prometheus_stack.namespace"),
+    ("project: ml\nclusters:\n  - {name: east, region: us-east-1, prometheus_label: east}\n",
+     "project: ml\nclusters:\n  - {name: west, region: us-west-2, prometheus_label: west}\n",
+     "another settings file of project ml (clusters east)", "give these settings PrometheusRules of their own"),
+    ("project: team-a\n", "project: team-b\n", "project team-a (clusters gpu-cluster)",
+     "judge these clusters from one settings file: two settings' rules for one cluster on one Prometheus evaluate "
+     "its alarms twice and record its counters twice"),
+], ids=["two projects on one Prometheus", "a project split in two settings files", "two projects of one cluster"])
+def test_prometheus_rules_another_settings_file_applied_are_named_before_this_build_replaces_them(
+        stack, tmp_path, first, second, whose, fix):
+    """Two settings files writing PrometheusRules into one namespace write objects of the same names: `kubectl apply`
+    of the second's build silently replaced the first's alerts, counter recordings and watched clusters (on a
+    Prometheus of several clusters, the first file's clusters then had no alert and no rate panel). verify now reads
+    the live objects' annotations and fails naming whose they are, before the second build is applied; the first
+    settings' own verify is ok."""
+    cluster, verify = stack
+    first = _settings_file(tmp_path, "first", first + ONE_PROMETHEUS)
+    second = _settings_file(tmp_path, "second", second + ONE_PROMETHEUS)
+    _applied_rules(cluster, first)
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(first))
+    assert checks[("kube", "PrometheusRules of other settings")]["status"] == "ok"
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(second))
+    detail, given = _failures(checks)[("kube", "PrometheusRules of other settings")]
+    assert detail == (f"gpudash's PrometheusRules here were applied from other settings: {RULE_OBJECTS} of {whose}; "
+                      "these settings write objects of the same names, and applying build/k8s/prometheusrule.yaml "
+                      "replaces them: their alerts and recording rules stop being evaluated")
+    assert given.startswith(fix)
+    _applied_rules(cluster, second)  # applied all the same: the second's now, and the first's verify says so
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(first))
+    assert "applied from other settings" in _failures(checks)[("kube", "PrometheusRules of other settings")][0]
+
+
+def test_prometheus_rules_of_a_gpudash_that_recorded_no_settings_are_a_warning(stack, tmp_path):
+    cluster, verify = stack
+    settings = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)
+    _applied_rules(cluster, settings)
+    for rule in cluster.prometheus_rules:
+        del rule["metadata"]["annotations"]
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(settings))
+    check = checks[("kube", "PrometheusRules of other settings")]
+    assert (check["status"], check["detail"]) == ("warn", f"{RULE_OBJECTS} were applied by a gpudash that recorded no "
+                                                  "settings: whether these settings applied them cannot be told, and "
+                                                  "applying build/k8s/prometheusrule.yaml replaces them")
+
+
 def test_classic_pipeline_with_a_pipeline_left_in_the_configmap_publishes_twice(stack, tmp_path, monkeypatch):
     """agent.pipeline: classic, and the ConfigMap still holds gpudash-otel.yaml from an earlier apply."""
     cluster, verify = stack

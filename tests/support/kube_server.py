@@ -405,6 +405,11 @@ class KubeTestServer(LoopbackServer):
             slices = c.endpoint_slices(m.group(1), service) if key == "kubernetes.io/service-name" else []
             return 200, {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSliceList",
                          "metadata": {"resourceVersion": "1"}, "items": slices}
+        if m := re.fullmatch(r"/apis/monitoring.coreos.com/v1(?:/namespaces/([^/]+))?/prometheusrules", path):
+            selector = query.get("labelSelector", [""])[0]
+            return 200, {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRuleList", "metadata": {},
+                         "items": [r for r in c.prometheus_rules if m.group(1) in (None, r["metadata"]["namespace"])
+                                   and _matches(r["metadata"].get("labels", {}), selector)]}
         if m := re.fullmatch(r"/apis/monitoring.coreos.com/(v1|v1alpha1)(?:/namespaces/([^/]+))?/(prometheus\w+)",
                              path):
             version, namespace, resource = m.groups()
