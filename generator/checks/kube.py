@@ -177,8 +177,9 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
                      "no other settings file writes to and the Prometheus reads PrometheusRules from (its "
                      f"ruleNamespaceSelector), generate and apply {rules} there" if apart else
                      "judge these clusters from one settings file: two settings' rules for one cluster on one "
-                     "Prometheus evaluate its alarms twice and record its counters twice (the rate panels would read "
-                     f"both); put both's alarms in one project's definitions and apply only its {rules} here")
+                     "Prometheus raise alerts of the same names and labels, which Alertmanager takes for one alert "
+                     "(each team would be notified at the other's thresholds); put both's alarms in one project's "
+                     f"definitions and apply only its {rules} here")
     if unrecorded:
         return Check(GROUP, RULES_CHECK, WARN,
                      f"{shown(unrecorded)} {'were' if len(unrecorded) > 1 else 'was'} applied by a gpudash that "

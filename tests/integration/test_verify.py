@@ -1327,8 +1327,8 @@ RULE_OBJECTS = ("monitoring/gpudash-gpu-alerts, monitoring/gpudash-gpu-alerts-2,
      "project: ml\nclusters:\n  - {name: west, region: us-west-2, prometheus_label: west}\n",
      "another settings file of project ml (clusters east)", "give these settings PrometheusRules of their own"),
     ("project: team-a\n", "project: team-b\n", "project team-a (clusters gpu-cluster)",
-     "judge these clusters from one settings file: two settings' rules for one cluster on one Prometheus evaluate "
-     "its alarms twice and record its counters twice"),
+     "judge these clusters from one settings file: two settings' rules for one cluster on one Prometheus raise "
+     "alerts of the same names and labels, which Alertmanager takes for one alert"),
 ], ids=["two projects on one Prometheus", "a project split in two settings files", "two projects of one cluster"])
 def test_prometheus_rules_another_settings_file_applied_are_named_before_this_build_replaces_them(
         stack, tmp_path, first, second, whose, fix):
