@@ -130,6 +130,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from _more_rollouts(kube, settings, named_daemonsets(settings, this)[1:])
     if options.prometheus_in_use:
         yield from step(GROUP, RULES_CHECK, _prometheus_rules, kube, settings)
+        yield from step(GROUP, MONITORS_CHECK, _service_monitors, kube, settings)
     if not addon_source(settings):
         yield from _agent_checks(kube, project, configmap, options.cluster)
     if data_missing.expected(settings) and (options.prometheus_in_use or not addon_source(settings)):
@@ -146,29 +147,23 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
     annotations render.scrape.publisher_annotations writes). Every settings file names its objects alike, so
     `kubectl apply` of this build would replace that one's rules: its alerts and recordings would stop, silently."""
     namespace = settings.prometheus_stack.namespace or settings.exporter.namespace
-    listed = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/prometheusrules",
-                       f"PrometheusRules in {namespace}", {"labelSelector": _selector(KUBERNETES_MANAGED_BY)})
-    if listed is None:  # prometheus-operator's resources not served: no PrometheusRule here to replace
+    items = _gpudash_objects(kube, "prometheusrules", "PrometheusRules", namespace)
+    if items is None:  # prometheus-operator's resources not served: no PrometheusRule here to replace
         return Check(GROUP, RULES_CHECK, OK, "the cluster serves no PrometheusRules (prometheus-operator not installed)")
-    project, clusters = settings.project or NO_PROJECT, {cluster.name for cluster in settings.clusters}
-    others: dict[tuple[str, str], list[str]] = {}
+    others: dict[Writer, list[str]] = {}
     unrecorded = []
-    for item in listed.items("items", required=True):
+    for item in items:
         name = item.get("metadata.name", str)
-        if not is_prometheus_rule_name(name):
-            continue
-        notes = item.string_map("metadata.annotations")
-        if KUBERNETES_PROJECT not in notes or KUBERNETES_CLUSTERS not in notes:
+        writer = _writer(item, settings) if is_prometheus_rule_name(name) else THESE
+        if writer == UNRECORDED:
             unrecorded.append(f"{namespace}/{name}")
-        elif notes[KUBERNETES_PROJECT] != project or clusters.isdisjoint(notes[KUBERNETES_CLUSTERS].split(",")):
-            others.setdefault((notes[KUBERNETES_PROJECT], notes[KUBERNETES_CLUSTERS]), []).append(f"{namespace}/{name}")
+        elif writer != THESE:
+            others.setdefault(writer, []).append(f"{namespace}/{name}")
     rules = built(PROMETHEUS_RULE_FILE)
     if others:
-        said = "; ".join(f"{shown(names)} of " + (f"another settings file of project {theirs}" if theirs == project
-                                                  else "settings naming no project" if theirs == NO_PROJECT
-                                                  else f"project {theirs}") + f" (clusters {named.replace(',', ', ')})"
-                         for (theirs, named), names in sorted(others.items()))
-        apart = settings.shared_prometheus and all(clusters.isdisjoint(named.split(",")) for _, named in others)
+        said = "; ".join(f"{shown(names)} of {writer.said}" for writer, names in sorted(others.items()))
+        clusters = {cluster.name for cluster in settings.clusters}
+        apart = settings.shared_prometheus and all(clusters.isdisjoint(writer.clusters) for writer in others)
         return Check(GROUP, RULES_CHECK, FAIL,
                      f"gpudash's PrometheusRules here were applied from other settings: {said}; these settings write "
                      f"objects of the same names, and applying {rules} replaces them: their alerts and recording rules "
@@ -189,6 +184,95 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
                      f"-l {_selector(KUBERNETES_MANAGED_BY)} -o yaml), give these settings their own "
                      f"prometheus_stack.namespace; else apply {rules}, which records these settings")
     return Check(GROUP, RULES_CHECK, OK, f"none in {namespace} was applied from other settings")
+
+
+MONITORS_CHECK = "ServiceMonitors of other settings"
+
+
+def _service_monitors(kube: Kube, settings: Settings) -> Check:
+    """Whether a live ServiceMonitor of a name the build writes, where it writes it, was applied from other settings
+    (as _prometheus_rules tells) and scrapes the exporter otherwise than this build's would: applying the build would
+    change how the other settings' series are scraped (their interval, which the counters' recordings are evaluated
+    at; the labels kept). One that scrapes alike is either build's; one of a gpudash that recorded no settings is
+    taken for these settings' own (an upgrade changes its spec)."""
+    from ..render.scrape import service_monitors
+
+    objects: dict[str, dict[str, Any]] = {}
+    for monitor in service_monitors(settings):
+        objects.setdefault(monitor["metadata"]["namespace"], {})[monitor["metadata"]["name"]] = monitor["spec"]
+    differing = []
+    for namespace, specs in objects.items():
+        items = _gpudash_objects(kube, "servicemonitors", "ServiceMonitors", namespace)
+        if items is None:
+            return Check(GROUP, MONITORS_CHECK, OK, "the cluster serves no ServiceMonitors (prometheus-operator not "
+                         "installed)")
+        for item in items:
+            name = item.get("metadata.name", str)
+            writer = _writer(item, settings) if name in specs else THESE
+            keys = _differing(item.value.get("spec"), specs[name], "spec") if writer not in (THESE, UNRECORDED) else []
+            if keys:
+                differing.append(f"{namespace}/{name} of {writer.said} ({shown(keys)} differ)")
+    if differing:
+        monitors = built(SERVICE_MONITOR_FILE)
+        return Check(GROUP, MONITORS_CHECK, FAIL,
+                     f"a ServiceMonitor here was applied from other settings and scrapes the exporter otherwise: "
+                     f"{'; '.join(differing)}; these settings write one of the same name, and applying {monitors} "
+                     "replaces it: the other settings' panels and alarms then read series scraped as these say",
+                     "make the two settings scrape alike (the same scrape.interval, labels and counters CSV), so that "
+                     f"either build writes the ServiceMonitor as it is; a second one of the exporter, in another "
+                     "namespace, would scrape every series twice")
+    return Check(GROUP, MONITORS_CHECK, OK, "none applied from other settings scrapes otherwise")
+
+
+class Writer(NamedTuple):
+    """Who applied a live object gpudash wrote, as its annotations say: `said` of other settings, '' these
+    settings', UNRECORDED's where none is recorded; the clusters they name."""
+    said: str
+    clusters: frozenset[str] = frozenset()
+
+
+THESE, UNRECORDED = Writer(""), Writer("?")
+
+
+def _writer(item: Answer, settings: Settings) -> Writer:
+    """Who applied `item`: these settings (their project, and a cluster in common: one settings file of a project may
+    drop or add clusters), other settings, or none recorded (a gpudash before render.scrape.publisher_annotations)."""
+    notes = item.string_map("metadata.annotations")
+    if KUBERNETES_PROJECT not in notes or KUBERNETES_CLUSTERS not in notes:
+        return UNRECORDED
+    project, named = notes[KUBERNETES_PROJECT], frozenset(notes[KUBERNETES_CLUSTERS].split(","))
+    ours = settings.project or NO_PROJECT
+    if project == ours and not named.isdisjoint(cluster.name for cluster in settings.clusters):
+        return THESE
+    return Writer((f"another settings file of project {project}" if project == ours else
+                   "settings naming no project" if project == NO_PROJECT else f"project {project}")
+                  + f" (clusters {', '.join(sorted(named))})", named)
+
+
+def _gpudash_objects(kube: Kube, resource: str, what: str, namespace: str) -> list[Answer] | None:
+    """The prometheus-operator objects of `resource` in `namespace` that carry gpudash's label; None where the API
+    server serves no such resource (404: prometheus-operator not installed)."""
+    listed = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/{resource}", f"{what} in {namespace}",
+                       {"labelSelector": _selector(KUBERNETES_MANAGED_BY)})
+    if listed is None:
+        return None
+    return [item for item in listed.items("items", required=True)
+            if KUBERNETES_MANAGED_BY.items() <= item.string_map("metadata.labels").items()]
+
+
+def _differing(live: Any, built_value: Any, path: str) -> list[str]:
+    """Where `live` differs from `built_value`, read over what the build writes (a key the API server or
+    prometheus-operator adds is not a difference)."""
+    if isinstance(built_value, dict):
+        if not isinstance(live, dict):
+            return [path]
+        return [where for key, value in built_value.items() for where in _differing(live.get(key), value, f"{path}.{key}")]
+    if isinstance(built_value, list):
+        if not isinstance(live, list) or len(live) != len(built_value):
+            return [path]
+        return [where for index, (one, value) in enumerate(zip(live, built_value))
+                for where in _differing(one, value, f"{path}[{index}]")]
+    return [] if live == built_value else [path]
 
 
 def _selector(labels: dict[str, str]) -> str:

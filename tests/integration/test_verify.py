@@ -1354,6 +1354,40 @@ def test_prometheus_rules_another_settings_file_applied_are_named_before_this_bu
     assert "applied from other settings" in _failures(checks)[("kube", "PrometheusRules of other settings")][0]
 
 
+def _applied_monitors(cluster, settings):
+    """The ServiceMonitors of a build of `settings`, as `kubectl apply -f build/k8s/servicemonitor.yaml` leaves them."""
+    files = encode(build(load_project(settings), grafana=False))
+    for document in yaml.safe_load_all(files["k8s/servicemonitor.yaml"]):
+        key = (document["metadata"]["namespace"], document["metadata"]["name"])
+        cluster.service_monitors = [m for m in cluster.service_monitors
+                                    if (m["metadata"]["namespace"], m["metadata"]["name"]) != key] + [document]
+
+
+@pytest.mark.parametrize("second, status, detail", [
+    ("project: team-b\nscrape:\n  interval: 15s\n", "fail",
+     "a ServiceMonitor here was applied from other settings and scrapes the exporter otherwise: "
+     "monitoring/gpudash-dcgm-exporter of project team-a (clusters gpu-cluster) (spec.endpoints[0].interval differ); "
+     "these settings write one of the same name, and applying build/k8s/servicemonitor.yaml replaces it: the other "
+     "settings' panels and alarms then read series scraped as these say"),
+    ("project: team-b\n", "ok", "none applied from other settings scrapes otherwise"),
+], ids=["scraped otherwise", "scraped alike"])
+def test_a_service_monitor_another_project_applied_is_named_when_this_build_would_scrape_otherwise(
+        stack, tmp_path, second, status, detail):
+    """Two projects of one cluster write the ServiceMonitor gpudash-dcgm-exporter into one namespace. The second's
+    build, at another scrape interval, replaced the first's on `kubectl apply`: the first project's counter
+    recordings (evaluated at its own interval) and panels then read series scraped at the second's. verify names it
+    before; a ServiceMonitor the two would write alike is no one's loss."""
+    cluster, verify = stack
+    first = _settings_file(tmp_path, "first", "project: team-a\n" + ONE_PROMETHEUS)
+    second = _settings_file(tmp_path, "second", second + ONE_PROMETHEUS)
+    _applied_monitors(cluster, first)
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(first))
+    assert checks[("kube", "ServiceMonitors of other settings")]["status"] == "ok"
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(second))
+    check = checks[("kube", "ServiceMonitors of other settings")]
+    assert (check["status"], check["detail"]) == (status, detail)
+
+
 def test_prometheus_rules_of_a_gpudash_that_recorded_no_settings_are_a_warning(stack, tmp_path):
     cluster, verify = stack
     settings = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)
