@@ -488,6 +488,7 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
 def init_config(path: str) -> None:
     """Write the commented default settings to PATH (default ./gpudash.yaml; a folder gets a gpudash.yaml
     inside; - prints them); never overwrites."""
+    from .folder_path import check_folder_path
     from .resources import default_config
 
     text = default_config().read_text(encoding="utf-8")
@@ -495,6 +496,7 @@ def init_config(path: str) -> None:
         click.echo(text, nl=False)
         return
     target = Path(path)
+    check_folder_path(target)  # (under a file, a link in a loop, too long: said as what it is)
     if target.is_dir() or path.endswith(("/", os.sep)):
         target = target / "gpudash.yaml"
     shown = str(target)

@@ -1,0 +1,73 @@
+"""Whether a path can name a folder at all, before gpudash writes a build there (generate --out, preview --out) or reads
+one (--from): a path under a regular file, through a link that leads round in a loop, or longer than the system takes
+is said as what it is, where it is, and what to do, never as the error the first system call met on it ("File exists"
+from a mkdir under a file; a RuntimeError or an OSError from resolving it)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from . import printed
+from .errors import InputError
+
+
+def check_folder_path(path: Path) -> None:
+    """Raise an InputError (exit 2) when `path` cannot name a folder: one of its parents is a file (or anything but a
+    folder), a link on it leads round in a loop, or a name on it or the whole of it is longer than the system takes.
+    A path that does not exist yet, or that the system lets this process look at no further (permissions), passes:
+    what writes or reads it says that."""
+    path = path.absolute()
+    try:
+        os.stat(path)
+        return
+    except OSError as exc:
+        failed = exc.errno
+    if failed == errno.ENAMETOOLONG:
+        raise _too_long(path)
+    if failed not in (errno.ELOOP, errno.ENOTDIR):
+        return
+    for depth in range(1, len(path.parts) + 1):  # the first step of the path where it fails
+        step = Path(*path.parts[:depth])
+        try:
+            found = os.stat(step)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                link = "a link" if step == path else f"{printed.path(step)}, on this path, is a link"
+                raise InputError(f"{link} that leads round in a loop (to itself, or through other links back to it): "
+                                 "no folder is there", where=str(path),
+                                 hint="point the link at a folder, or pass another path") from None
+            return
+        if depth < len(path.parts) and not stat.S_ISDIR(found.st_mode):
+            raise InputError(f"{printed.path(step)}, on this path, is a file, not a folder: no folder can be made or "
+                             "read under it", where=str(path), hint="pass a path whose parents are folders") from None
+
+
+def _too_long(path: Path) -> InputError:
+    """The error for a path the system refuses as too long: a name on it longer than the file system takes (said with
+    the first such name, cut), or the whole path longer than the system takes."""
+    existing = next((parent for parent in path.parents if _is_folder(parent)), Path(path.anchor))
+    most = os.pathconf(existing, "PC_NAME_MAX")
+    name = next((part for part in path.parts[1:] if len(os.fsencode(part)) > most), None)
+    if name is not None:
+        return InputError(f"the name {printed.path(name[:24])}... is {len(os.fsencode(name))} bytes long, where the "
+                          f"file system takes at most {most}", where=_cut(path),
+                          hint="pass a path of shorter names")
+    return InputError(f"the path is {len(os.fsencode(str(path)))} bytes long, more than the system takes "
+                      f"(at most {os.pathconf(existing, 'PC_PATH_MAX')})", where=_cut(path),
+                      hint="pass a shorter path")
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:  # (one too long to name, too)
+        return False
+
+
+def _cut(path: Path) -> str:
+    """The path as a message names it: its first 200 characters."""
+    text = str(path)
+    return text if len(text) <= 200 else f"{text[:200]}..."

@@ -1,0 +1,58 @@
+"""A folder path that cannot name a folder at all, given to a command that writes a build or a site there (generate
+--out, preview --out, init-config) or reads a build (--from): under a regular file, through a link that leads round in
+a loop, a name or a whole path longer than the system takes. Each is one message saying what the path is, where, and
+what to do, exit 2, nothing made or changed around it; never the first system call's words ("File exists" from a
+mkdir under a file), an internal error, or "the build folder does not exist; run generate --out" for a path generate
+cannot write either."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+UNDER_A_FILE = "on this path, is a file, not a folder: no folder can be made or read under it"
+LOOP = "that leads round in a loop (to itself, or through other links back to it): no folder is there"
+PATHS = {  # the path given -> what its one message says
+    "afile/sub": f"afile, {UNDER_A_FILE}",
+    "afile/sub/deeper": f"afile, {UNDER_A_FILE}",
+    "loop1": f"a link {LOOP}",
+    "loop1/sub": f"loop1, on this path, is a link {LOOP}",
+    "x" * 300: "the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, where the file system takes at most 255",
+    "/".join(["d" * 200] * 30): "more than the system takes (at most 4096)",
+}
+IDS = ["under-a-file", "two-under-a-file", "link-loop", "under-a-link-loop", "name-too-long", "path-too-long"]
+COMMANDS = {  # the command, given the path
+    "generate --out": lambda path: ("generate", "--out", path),
+    "lint --from": lambda path: ("lint", "--from", path),
+    "plan --from": lambda path: ("plan", "--no-grafana", "--no-cloudwatch", "--from", path),
+    "push --from": lambda path: ("push", "--dry-run", "--skip-verify", "--from", path),
+    "apply --from": lambda path: ("apply", "--dry-run", "--skip-verify", "--from", path),
+    "preview --out": lambda path: ("preview", "--sample", "--out", path),
+    "preview --from": lambda path: ("preview", "--sample", "--from", path),
+    "init-config": lambda path: ("init-config", path),
+}
+# every path with the commands that write a build and read one; the others with a file and a loop on the path
+CASES = [(command, path, said) for command in COMMANDS for (path, said), kind in zip(PATHS.items(), IDS)
+         if command in ("generate --out", "lint --from") or kind in ("under-a-file", "under-a-link-loop")]
+
+
+def _tree(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("command, path, said", CASES,
+                         ids=[f"{command}:{IDS[list(PATHS).index(path)]}" for command, path, _ in CASES])
+def test_a_path_that_cannot_name_a_folder_is_one_clear_input_error(tmp_path, monkeypatch, cli, command, path, said):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
+    (tmp_path / "afile").write_text("a person's notes\n")
+    os.symlink("loop2", tmp_path / "loop1")
+    os.symlink("loop1", tmp_path / "loop2")
+    before = _tree(tmp_path)
+    code, stdout, stderr = cli(*COMMANDS[command](path))
+    errors = [line for line in stderr.splitlines() if line.startswith("error")]
+    assert code == 2 and "Traceback" not in stderr and "internal error" not in stderr, stderr
+    assert len(errors) == 1 and said in errors[0] and "\n  fix: " in stderr, stderr
+    assert (tmp_path / "afile").read_text() == "a person's notes\n" and _tree(tmp_path) == before
