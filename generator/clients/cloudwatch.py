@@ -43,8 +43,8 @@ REQUIRED = {
     "ListTagsForResource": {"Tags": list},
     "GetResources": {"ResourceTagMappingList": list},
 }
-# Lists an answer may leave out, whose items are checked as those of REQUIRED's lists where it holds them: DescribeAlarms
-# lists composite alarms when asked for them (ALARM_TYPES)
+# Lists an answer may leave out, whose items are checked as those of REQUIRED's lists where it holds them:
+# DescribeAlarms lists composite alarms when asked for them (ALARM_TYPES)
 OPTIONAL_LISTS = {"DescribeAlarms": ("CompositeAlarms",)}
 WRITES = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource", "UntagResource", "DeleteDashboards")
 CHECKED = (*REQUIRED, *WRITES)
@@ -81,8 +81,8 @@ _NOT_AN_ANSWER = "GpudashNotAnAnswer"
 LOOKED = "GpudashLookedDone"
 _REFUSED = "GpudashRefused"  # the answer that is not one is an error document: the write was refused
 # The kinds of alarm every DescribeAlarms asks for. CloudWatch keeps one alarm of a name whatever its kind, and lists
-# composite alarms only when AlarmTypes names them ("If you omit this parameter, only metric alarms are returned, even if
-# composite alarms exist in the account"): a name no listing of metric alarms holds may be a person's composite alarm.
+# composite alarms only when AlarmTypes names them ("If you omit this parameter, only metric alarms are returned, even
+# if composite alarms exist in the account"): a name no listing of metric alarms holds may be a person's composite.
 ALARM_TYPES = ["MetricAlarm", "CompositeAlarm"]
 # The mark `metric_alarms` puts in each composite alarm it lists beside the metric alarms (True): a name it holds is
 # taken, never gpudash's to write or delete (gpudash writes metric alarms alone)

@@ -71,8 +71,9 @@ EDITED_OR_OTHER = ("edited in the CloudWatch console since gpudash wrote it, or 
 Tick = Callable[[], None]
 # Why gpudash writes no alarm under a name a composite alarm holds, --force or not: it writes metric alarms alone, and
 # what PutMetricAlarm does with a composite alarm's name is not documented (CloudWatch keeps one alarm of a name)
-COMPOSITE_HOLDS = ("a composite alarm holds this name: gpudash writes metric alarms alone, never over another kind of "
-                   "alarm (--force does not either)")
+COMPOSITE_HOLDS = "a composite alarm holds this name"
+NOT_OVER_COMPOSITES = "gpudash writes metric alarms alone, never over another kind of alarm, --force or not"
+HELD_SINCE = f"{COMPOSITE_HOLDS}, made by someone else since the plan: {NOT_OVER_COMPOSITES}"  # seen by a last look
 HELD_FIX = ("rename the composite alarm (make it again under another name, then delete this one), or give these "
             "settings' alarms another alarms.name_prefix")
 
@@ -208,7 +209,8 @@ def _plan_held(name: str, region: str, alarm: dict[str, Any]) -> Change:
     """An alarm these settings define whose name a composite alarm holds: refused, --force too (changes.HELD)."""
     rule = alarm.get("AlarmRule")
     shown = f" (its rule: {rule[:80]}{'…' if len(rule) > 80 else ''})" if isinstance(rule, str) else ""
-    return Change("cloudwatch", "alarm", name, HELD, [f"{COMPOSITE_HOLDS}{shown}; {HELD_FIX}"], region=region)
+    return Change("cloudwatch", "alarm", name, HELD, [f"{COMPOSITE_HOLDS}{shown}: {NOT_OVER_COMPOSITES}; {HELD_FIX}"],
+                  region=region)
 
 
 def _renamed(publication: frozenset[str] | None, clusters: tuple[str, ...], former: tuple[str, ...]) -> bool:
@@ -886,7 +888,7 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
 
     tags_before, now = _unwaited(cloudwatch, first_look, what)
     if is_composite(now):
-        raise _not_overwritten(change, f"{COMPOSITE_HOLDS}, made by someone else since the plan")
+        raise _not_overwritten(change, HELD_SINCE)
     moved = _moved(change, alarm_fields(now) if now is not None else None, alarm_fields(request))
     if moved is None and tags_before is not None:
         moved = _tag_moved(change, tags_before, request)
@@ -1366,7 +1368,7 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
     for change in batch:
         request = None if change.action == DELETE else requests.get(change.name)
         alarm = now.get(change.name)
-        moved = f"{COMPOSITE_HOLDS}, made by someone else since the plan" if is_composite(alarm) else _moved(
+        moved = HELD_SINCE if is_composite(alarm) else _moved(
             change, alarm_fields(alarm) if alarm is not None else None,
             alarm_fields(request) if request is not None else None)
         if moved is None and alarm is not None:  # an alarm the plan did not find has moved already

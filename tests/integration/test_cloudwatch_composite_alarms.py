@@ -44,7 +44,7 @@ def test_a_composite_alarm_holding_a_name_gpudash_creates_is_refused_with_force_
     code, stdout, stderr = cli("plan", "--no-grafana")
     assert code == 1 and "Traceback" not in stderr, stderr
     assert f"held      cloudwatch alarm {FOREIGN} [us-east-1]" in stdout, stdout
-    assert "a composite alarm holds this name" in stdout and "--force does not" in stdout, stdout
+    assert "a composite alarm holds this name (its rule: ALARM(" in stdout and "--force or not" in stdout, stdout
     fresh(proxy)
     code, report, stderr = apply("--force")
     assert code == 1 and report["refused"] == [FOREIGN] and report["failed"] == [], (report, stderr)
