@@ -69,6 +69,7 @@ class AgentConfig:
     config: dict[str, Any]  # cwagentconfig.json
     scrape: dict[str, Any]  # prometheus.yaml
     otel: dict[str, Any] | None = None  # gpudash-otel.yaml: the pipeline that publishes (agent.pipeline: otel)
+    project: str | None = None  # the settings' project, which its ConfigMaps record (markers.kubernetes_publisher)
     # What made it (a function of the cluster giving its AgentConfig, and the cluster): the clusters' ConfigMaps of
     # one maker are written from one text (output.AgentTexts). None for a config read from a build.
     made: tuple[Any, Any] | None = field(default=None, compare=False, repr=False)
@@ -240,7 +241,7 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
         def made(cluster) -> AgentConfig:
             return AgentConfig(cluster.name, settings.agent.namespace,
                                agent.agent_config(project.catalog, settings, cluster, queried, emf),
-                               scrape_config(cluster))
+                               scrape_config(cluster), project=settings.project)
     else:
         shipped = agent.selected_metrics(project.catalog, settings, queried.keys())
         pipeline = agent_otel.Pipeline(project.catalog, settings, emf, shipped)  # shared by every cluster
@@ -248,7 +249,7 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
         def made(cluster) -> AgentConfig:
             return AgentConfig(cluster.name, settings.agent.namespace, agent_otel.json_config(cluster),
                                scrape_config(cluster), pipeline.config(cluster, agent.log_group(cluster),
-                                                                       scrape_config(cluster)))
+                                                                       scrape_config(cluster)), settings.project)
     return tuple(replace(made(cluster), made=(made, cluster)) for cluster in settings.clusters)
 
 

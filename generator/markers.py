@@ -52,6 +52,11 @@ KUBERNETES_MANAGED_BY = {"app.kubernetes.io/managed-by": OWNER}
 # object of another project, or of another settings file of the project (no cluster in common), before that happens.
 KUBERNETES_PROJECT, KUBERNETES_CLUSTERS = "gpudash.io/project", "gpudash.io/clusters"
 
+
+def kubernetes_publisher(project: str | None, clusters) -> dict[str, str]:
+    """The annotations that record the settings of `project` and `clusters` on an object they write."""
+    return {KUBERNETES_PROJECT: project or NO_PROJECT, KUBERNETES_CLUSTERS: ",".join(clusters)}
+
 # Prometheus alerting rules: the label that names the rule an alert comes from.
 PROMETHEUS_RULE_LABEL = "gpudash_rule"
 

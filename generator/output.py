@@ -174,6 +174,7 @@ AGENT_TEXTS_FROM = 3  # clusters a fleet has at least for its agents' ConfigMaps
 
 def agent_maps_files(agents: list[Any]) -> list[bytes]:
     """The file of each agent's ConfigMaps."""
+    from .markers import kubernetes_publisher
     from .render.agent import configmaps
     from .render.agent_otel import OTEL_KEY
 
@@ -186,7 +187,7 @@ def agent_maps_files(agents: list[Any]) -> list[bytes]:
             scrape_texts[id(agent.scrape)] = to_yaml(agent.scrape)
         otel = None if agent.otel is None else (OTEL_KEY, next(pipelines))
         agent_maps.append(configmaps(agent.namespace, to_json(agent.config, ascii=True), scrape_texts[id(agent.scrape)],
-                                     otel))
+                                     otel, kubernetes_publisher(agent.project, [agent.cluster])))
     # the clusters' ConfigMaps differ in the texts they carry: the rest is written once
     return to_yaml_many(agent_maps)
 
@@ -1668,6 +1669,7 @@ def _yaml(data: bytes, where: str, what: str, count: int | None = 1) -> list[Any
 def _agent(path: str, data: bytes, where: str):
     """One cluster's agent ConfigMaps, back as the configs they hold."""
     from .artifacts import AgentConfig
+    from .markers import KUBERNETES_PROJECT, NO_PROJECT
     from .names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
     from .render.agent import AGENT_KEY, SCRAPE_KEY
     from .render.agent_otel import OTEL_KEY
@@ -1691,8 +1693,11 @@ def _agent(path: str, data: bytes, where: str):
     (scrape,) = _yaml(maps[SCRAPE_CONFIGMAP][1][SCRAPE_KEY].encode(), where, SCRAPE_KEY)
     otel_text = maps[AGENT_CONFIGMAP][1].get(OTEL_KEY)
     otel = _yaml(str(otel_text).encode(), where, OTEL_KEY, count=1)[0] if otel_text is not None else None
+    notes = maps[AGENT_CONFIGMAP][0].get("annotations")
+    project = notes.get(KUBERNETES_PROJECT) if isinstance(notes, dict) else None
     agent = AgentConfig(path[len(AGENT_FILE_PREFIX):-len(".yaml")],
-                        str(maps[AGENT_CONFIGMAP][0].get("namespace", "")), config, scrape, otel)
+                        str(maps[AGENT_CONFIGMAP][0].get("namespace", "")), config, scrape, otel,
+                        project if isinstance(project, str) and project != NO_PROJECT else None)
     try:
         agent.publishing()["emf_processor"]
         scrape["scrape_configs"][0]["job_name"]

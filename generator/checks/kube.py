@@ -1968,7 +1968,8 @@ def _agent_checks(kube: Kube, project: Project, configmap: Callable[[str], Answe
         if unknown:
             yield from step(GROUP, check, _unknown_configmap, configmap, namespace, name, key, unknown, project)
         else:
-            yield from step(GROUP, check, _agent_configmap, configmap, namespace, name, key, generated, path, jobs)
+            yield from step(GROUP, check, _agent_configmap, configmap, namespace, name, key, generated, path, jobs,
+                            project.settings)
     if agent.otel is None:
         yield from step(GROUP, f"ConfigMap {AGENT_CONFIGMAP} key {OTEL_KEY}", _no_pipeline_left, configmap,
                         namespace, path)
@@ -2144,11 +2145,13 @@ AGENT_REPLICAS = "CloudWatch agent replicas"
 
 
 def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, name: str, key: str,
-                     generated: dict[str, Any], path: str, jobs: frozenset[str]) -> Check:
+                     generated: dict[str, Any], path: str, jobs: frozenset[str], settings: Settings) -> Check:
     """One key of an agent ConfigMap against the build's. A ConfigMap holding what gpudash does not write (a person's
     or the CloudWatch agent's stock scrape jobs and metric declarations, `_not_gpudash_s`) is never one to apply the
     build over without a word: `kubectl apply` replaces each key's whole text, so the agent would stop scraping and
-    publishing them. Where gpudash's own part matches, the check warns; where it differs, it fails saying both."""
+    publishing them. Where gpudash's own part matches, the check warns; where it differs, it fails saying both. One
+    applied from other settings (another project of the cluster: _writer) that differs is theirs to lose: one agent
+    config serves a cluster, and each project's apply would drop what only the other publishes."""
     check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
     fix = f"kubectl apply -f {built(path)} (then restart {AGENT_DEPLOYMENT})"
     live = configmap(name)
@@ -2169,6 +2172,13 @@ def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, 
     if drift and theirs:
         return Check(GROUP, check, FAIL, "differs from what gpudash generates: " + "; ".join(drift) + f"; {replaced}",
                      keep)
+    writer = _writer(live, settings) if live is not None else THESE
+    if drift and writer not in (THESE, UNRECORDED):
+        return Check(GROUP, check, FAIL, f"{namespace}/{name} was applied from {writer.said} and differs from what "
+                     f"these settings generate: {'; '.join(drift)}; one agent config serves a cluster: applying "
+                     f"{built(path)} replaces that one, and its next apply replaces this one, each dropping what only "
+                     "the other publishes", "publish this cluster's CloudWatch metrics from one settings file (one "
+                     "project's definitions holding both's dashboards and alarms)")
     if drift:
         return Check(GROUP, check, FAIL, "differs from what gpudash generates: " + "; ".join(drift), fix)
     if theirs and key in kept:

@@ -163,16 +163,19 @@ def _namespace_escaped(emf: dict[str, Any]) -> dict[str, Any]:
 
 
 def configmaps(namespace: str, agent_json: str | bytes, scrape_yaml: str | bytes,
-               otel: tuple[str, str | bytes] | None = None) -> list[dict[str, Any]]:
+               otel: tuple[str, str | bytes] | None = None, publisher: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The two ConfigMaps the cwagent-prometheus Deployment mounts, holding the configs as the
     texts a ConfigMap carries (encoded by output.py; as text, or as UTF-8 bytes serialize.to_yaml writes as that
-    text); `otel`: (key, text) of the collector configuration the agent reads beside its JSON (render/agent_otel.py)."""
+    text); `otel`: (key, text) of the collector configuration the agent reads beside its JSON (render/agent_otel.py);
+    `publisher`: the annotations recording the settings that write them (markers.kubernetes_publisher: their project
+    and this cluster; two projects of one cluster write the same ConfigMaps, and verify tells the other's)."""
     data = {AGENT_KEY: agent_json, **dict([otel] if otel else [])}
+    notes = {"annotations": dict(publisher)} if publisher else {}
     return [
         {"apiVersion": "v1", "kind": "ConfigMap",
-         "metadata": {"name": AGENT_CONFIGMAP, "namespace": namespace, "labels": dict(KUBERNETES_MANAGED_BY)},
+         "metadata": {"name": AGENT_CONFIGMAP, "namespace": namespace, "labels": dict(KUBERNETES_MANAGED_BY), **notes},
          "data": data},
         {"apiVersion": "v1", "kind": "ConfigMap",
-         "metadata": {"name": SCRAPE_CONFIGMAP, "namespace": namespace, "labels": dict(KUBERNETES_MANAGED_BY)},
+         "metadata": {"name": SCRAPE_CONFIGMAP, "namespace": namespace, "labels": dict(KUBERNETES_MANAGED_BY), **notes},
          "data": {SCRAPE_KEY: scrape_yaml}},
     ]

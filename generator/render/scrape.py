@@ -22,8 +22,7 @@ from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, expor
                                fleet_styles, named_daemonsets, style_for)
 from ..promql import MIG_INSTANCE_LABEL
 from ..promql_text import pod_label_meta
-from ..markers import (KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PROJECT, NAMESPACE_DIMENSION, NO_PROJECT,
-                       POD_DIMENSION)
+from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION, kubernetes_publisher
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
 from ..series_labels import GENERATION_META, OLD_WORKLOAD, REVISION_LABEL, REVISION_META, SCRAPED_NODE
 from ..settings import Cluster, Settings, interval_seconds
@@ -261,8 +260,7 @@ def object_metadata(name: str, settings: Settings, namespace: str | None = None)
 
 def publisher_annotations(settings: Settings) -> dict[str, str]:
     """The settings that write the object, as verify reads them back (markers.KUBERNETES_PROJECT)."""
-    return {KUBERNETES_PROJECT: settings.project or NO_PROJECT,
-            KUBERNETES_CLUSTERS: ",".join(cluster.name for cluster in settings.clusters)}
+    return kubernetes_publisher(settings.project, (cluster.name for cluster in settings.clusters))
 
 
 _CAMEL_CASE = {"source_labels": "sourceLabels", "target_label": "targetLabel"}

@@ -1388,6 +1388,30 @@ def test_a_service_monitor_another_project_applied_is_named_when_this_build_woul
     assert (check["status"], check["detail"]) == (status, detail)
 
 
+def test_the_agent_config_another_project_of_the_cluster_applied_is_named_before_this_build_replaces_it(stack, tmp_path):
+    """Two projects publish one cluster to CloudWatch, the second with agent.metric_selection: all. Both write the
+    agent's two ConfigMaps (the names its Deployment mounts), and `kubectl apply` of either replaced the other's:
+    verify said the first project's config "differs" and told the second to apply over it. It now names whose it is
+    (the annotations the ConfigMaps carry) and says that one config serves the cluster."""
+    cluster, verify = stack
+    first = _settings_file(tmp_path, "first", "project: team-a\n")
+    second = _settings_file(tmp_path, "second", "project: team-b\nagent:\n  metric_selection: all\n")
+    for document in yaml.safe_load_all(encode(build(load_project(first), grafana=False))[
+            "k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
+        cluster.configmaps[(document["metadata"]["namespace"], document["metadata"]["name"])] = document
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(first))
+    assert checks[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")]["status"] == "ok"
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(second))
+    detail, fix = _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")]
+    assert detail.startswith("amazon-cloudwatch/prometheus-cwagentconfig was applied from project team-a (clusters "
+                             "gpu-cluster) and differs from what these settings generate: metric selector missing: ")
+    assert detail.endswith("; one agent config serves a cluster: applying "
+                           "build/k8s/cwagent-prometheus-config-gpu-cluster.yaml replaces that one, and its next apply "
+                           "replaces this one, each dropping what only the other publishes")
+    assert fix == ("publish this cluster's CloudWatch metrics from one settings file (one project's definitions holding "
+                   "both's dashboards and alarms)")
+
+
 def test_prometheus_rules_of_a_gpudash_that_recorded_no_settings_are_a_warning(stack, tmp_path):
     cluster, verify = stack
     settings = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)
