@@ -1382,7 +1382,9 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     copy that missed the step adds 0 in 0 s, and its next reading counts from its own before, in the seconds since it;
     one gone for good (a rollout) leads no more after one step, and the next copy's own deltas count from then on
     (its lag is not counted as time without growth). The leading copy's delta is at most its growth above the
-    largest reading any copy took in the step before, where it is not below that (else a reset: its own delta),
+    largest reading any copy took in the step before (where no copy read in it, the largest of the copies' latest
+    readings before: a lead changing across a step whose scrapes all failed counted the growth between the two
+    copies' readings twice, 205,128 mW for 200,000), where it is not below that (else a reset: its own delta),
     grown in the seconds between the scrapes of the two readings where it is the smaller (a whole step's read 122,500
     mW for 150,000 when one of two exporters scraped 1.5 s apart drifted across a step; a copy back from a missed
     scrape after a restart another copy read first, 50 s of growth over 60 s): two exporters each
@@ -1418,12 +1420,16 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # beside its own delta: the smaller counts, so two copies that lead in turn (each collecting every 60 s, 10 s
     # apart) do not each count the collection the other counted
     read_before = f"last_over_time({copy.reading}[{seconds * 1000 - 1}ms:{resolution}] offset {resolution})"
-    before = f"max by ({keys}) ({read_before})"
-    above = f"(({copy.reading} - on ({keys}) group_left () {before}) >= 0)"
     # a copy's reading below its own reading before is its counter since a restart, whichever of its series read the
     # two (own_deltas reads each series apart: a reset read as the pod label moved was no delta at all)
     read_before_own = copy.merged(lambda s: f"(last_over_time({s}[{COUNTED_WITHIN}s] offset {resolution}) "
                                             f"< {COUNTER_BLANK_FLOOR})")
+    # where no copy read in the step before, the largest of the copies' latest readings before it: the leading
+    # copy's own delta from its reading below another copy's later one counted that growth twice (a lead changing
+    # across a step whose scrapes all failed: 205,128 mW for 200,000 over a 2-minute window)
+    before_step, before_latest = (f"max by ({keys}) ({read})" for read in (read_before, read_before_own))
+    before = f"({before_step} or {before_latest})"
+    above = f"(({copy.reading} - on ({keys}) group_left () {before}) >= 0)"
     own = f"({copy.step_delta(COUNTED_WITHIN)} or ({copy.reading} and {read_before_own}))"
     grew = (f'min without ({RANGE_PART}) (label_replace({own}, "{RANGE_PART}", "own", "", "") or '
             f'label_replace({above}, "{RANGE_PART}", "above", "", ""))')
@@ -1432,8 +1438,10 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # exporters scraped 1.5 s apart every 2 s read 122,500 mW for 150,000 where the later one's scrape crossed a
     # step); the copy's own seconds may span missed scrapes
     taken = copy.scraped_at
-    taken_before = (f"max by ({keys}) (last_over_time({taken}[{seconds * 1000 - 1}ms:{resolution}] offset "
-                    f"{resolution}) and ({read_before} == on ({keys}) group_left () {before}))")
+    taken_before = (f"(max by ({keys}) (last_over_time({taken}[{seconds * 1000 - 1}ms:{resolution}] offset "
+                    f"{resolution}) and ({read_before} == on ({keys}) group_left () {before_step})) or "
+                    f"max by ({keys}) ({copy.latest(taken, COUNTED_WITHIN, f' offset {resolution}')} and "
+                    f"({read_before_own} == on ({keys}) group_left () {before_latest})))")
     # the growth above counts (it is not the larger of the two) where the step before's largest reading is above the
     # copy's own reading before (its delta's), where the copy read in the step before (its reading there is not above
     # the largest), or where the copy's own delta is a restart (its reading below its own latest raw sample before:
