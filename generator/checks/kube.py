@@ -164,17 +164,17 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
         said = "; ".join(f"{shown(names)} of {writer.said}" for writer, names in sorted(others.items()))
         clusters = {cluster.name for cluster in settings.clusters}
         apart = settings.shared_prometheus and all(clusters.isdisjoint(writer.clusters) for writer in others)
+        fix = ("give these settings PrometheusRules of their own: set prometheus_stack.namespace to a namespace no "
+               "other settings file writes to and the Prometheus reads PrometheusRules from (its ruleNamespaceSelector), "
+               f"generate and apply {rules} there" if apart else
+               "judge these clusters from one settings file: two settings' rules for one cluster on one Prometheus "
+               "raise alerts of the same names and labels, which Alertmanager takes for one alert (each team would be "
+               f"notified at the other's thresholds); put both's alarms in one project's definitions and apply only "
+               f"its {rules} here")
         return Check(GROUP, RULES_CHECK, FAIL,
                      f"gpudash's PrometheusRules here were applied from other settings: {said}; these settings write "
                      f"objects of the same names, and applying {rules} replaces them: their alerts and recording rules "
-                     "stop being evaluated",
-                     "give these settings PrometheusRules of their own: set prometheus_stack.namespace to a namespace "
-                     "no other settings file writes to and the Prometheus reads PrometheusRules from (its "
-                     f"ruleNamespaceSelector), generate and apply {rules} there" if apart else
-                     "judge these clusters from one settings file: two settings' rules for one cluster on one "
-                     "Prometheus raise alerts of the same names and labels, which Alertmanager takes for one alert "
-                     "(each team would be notified at the other's thresholds); put both's alarms in one project's "
-                     f"definitions and apply only its {rules} here")
+                     "stop being evaluated", _renamed_first(others, fix, rules))
     if unrecorded:
         return Check(GROUP, RULES_CHECK, WARN,
                      f"{shown(unrecorded)} {'were' if len(unrecorded) > 1 else 'was'} applied by a gpudash that "
@@ -200,7 +200,7 @@ def _service_monitors(kube: Kube, settings: Settings) -> Check:
     objects: dict[str, dict[str, Any]] = {}
     for monitor in service_monitors(settings):
         objects.setdefault(monitor["metadata"]["namespace"], {})[monitor["metadata"]["name"]] = monitor["spec"]
-    differing = []
+    differing, writers = [], []
     for namespace, specs in objects.items():
         items = _gpudash_objects(kube, "servicemonitors", "ServiceMonitors", namespace)
         if items is None:
@@ -212,23 +212,28 @@ def _service_monitors(kube: Kube, settings: Settings) -> Check:
             keys = _differing(item.value.get("spec"), specs[name], "spec") if writer not in (THESE, UNRECORDED) else []
             if keys:
                 differing.append(f"{namespace}/{name} of {writer.said} ({shown(keys)} differ)")
+                writers.append(writer)
     if differing:
         monitors = built(SERVICE_MONITOR_FILE)
         return Check(GROUP, MONITORS_CHECK, FAIL,
                      f"a ServiceMonitor here was applied from other settings and scrapes the exporter otherwise: "
                      f"{'; '.join(differing)}; these settings write one of the same name, and applying {monitors} "
                      "replaces it: the other settings' panels and alarms then read series scraped as these say",
-                     "make the two settings scrape alike (the same scrape.interval, labels and counters CSV), so that "
-                     f"either build writes the ServiceMonitor as it is; a second one of the exporter, in another "
-                     "namespace, would scrape every series twice")
+                     _renamed_first(writers, "make the two settings scrape alike (the same scrape.interval, labels "
+                                    "and counters CSV), so that either build writes the ServiceMonitor as it is; a "
+                                    "second one of the exporter, in another namespace, would scrape every series twice",
+                                    monitors))
     return Check(GROUP, MONITORS_CHECK, OK, "none applied from other settings scrapes otherwise")
 
 
 class Writer(NamedTuple):
     """Who applied a live object gpudash wrote, as its annotations say: `said` of other settings, '' these
-    settings', UNRECORDED's where none is recorded; the clusters they name."""
+    settings', UNRECORDED's where none is recorded; the clusters they name; whether their project is these settings'
+    (another settings file of it, or these settings before every one of their clusters was renamed: the object
+    cannot tell the two apart)."""
     said: str
     clusters: frozenset[str] = frozenset()
+    same_project: bool = False
 
 
 THESE, UNRECORDED = Writer(""), Writer("?")
@@ -244,9 +249,17 @@ def _writer(item: Answer, settings: Settings) -> Writer:
     ours = settings.project or NO_PROJECT
     if project == ours and not named.isdisjoint(cluster.name for cluster in settings.clusters):
         return THESE
-    return Writer((f"another settings file of project {project}" if project == ours else
+    return Writer(("other settings naming no project" if project == ours == NO_PROJECT else
+                   f"another settings file of project {project}" if project == ours else
                    "settings naming no project" if project == NO_PROJECT else f"project {project}")
-                  + f" (clusters {', '.join(sorted(named))})", named)
+                  + f" (clusters {', '.join(sorted(named))})", named, project == ours)
+
+
+def _renamed_first(writers, fix: str, file: str) -> str:
+    """`fix`, after what to do where the other settings may be these before their clusters were renamed."""
+    if any(writer.same_project for writer in writers):
+        return f"if these settings renamed every one of those clusters since, apply {file}; else {fix}"
+    return fix
 
 
 def _gpudash_objects(kube: Kube, resource: str, what: str, namespace: str) -> list[Answer] | None:
@@ -2163,6 +2176,10 @@ def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, 
                     "them")
         keep = (f"before applying {built(path)}, move them to an agent of their own (a second CloudWatch agent "
                 "Deployment mounting ConfigMaps of other names), or add them back to the file after each generate")
+        if KUBERNETES_MANAGED_BY.items() <= live.string_map("metadata.labels").items():
+            # gpudash's ConfigMap: what it holds of no build of these settings may be an earlier build's (another
+            # scrape.job_name) or a person's edit, which nothing in it tells apart
+            keep = f"if a gpudash build of earlier settings wrote them, apply {built(path)}; if a person added them, {keep}"
     if key not in data:
         if theirs:
             return Check(GROUP, check, FAIL, f"{namespace}/{name} (key {key}) is missing; {replaced}", keep,
@@ -2172,8 +2189,10 @@ def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, 
     if drift and theirs:
         return Check(GROUP, check, FAIL, "differs from what gpudash generates: " + "; ".join(drift) + f"; {replaced}",
                      keep)
+    # (one of these settings' project for another cluster name is these settings before the cluster was renamed: the
+    # agent's config is the cluster's alone)
     writer = _writer(live, settings) if live is not None else THESE
-    if drift and writer not in (THESE, UNRECORDED):
+    if drift and writer not in (THESE, UNRECORDED) and not writer.same_project:
         return Check(GROUP, check, FAIL, f"{namespace}/{name} was applied from {writer.said} and differs from what "
                      f"these settings generate: {'; '.join(drift)}; one agent config serves a cluster: applying "
                      f"{built(path)} replaces that one, and its next apply replaces this one, each dropping what only "

@@ -1290,6 +1290,13 @@ def test_gpudash_s_agent_config_with_jobs_of_its_own_added_warns_that_applying_d
     scrape["prometheus.yaml"] = yaml.safe_dump(config)
     code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch")
     assert _failures(checks) == {}
+    assert checks[("kube", "ConfigMap prometheus-config")]["fix"] == KEEP_THEIRS
+    cluster.configmaps[("amazon-cloudwatch", "prometheus-config")]["metadata"]["labels"] = {
+        "app.kubernetes.io/managed-by": "gpudash"}  # as gpudash's file applied it: an earlier build's job, or theirs
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch")
+    assert checks[("kube", "ConfigMap prometheus-config")]["fix"] == (
+        "if a gpudash build of earlier settings wrote them, apply build/k8s/cwagent-prometheus-config-gpu-cluster.yaml; "
+        "if a person added them, " + KEEP_THEIRS)
     assert (checks[("kube", "ConfigMap prometheus-config")]["status"], checks[("kube", "ConfigMap prometheus-config")]
             ["detail"]) == ("warn", "gpudash's part matches what gpudash generates; amazon-cloudwatch/prometheus-config "
                             "holds what gpudash does not write (scrape job kubernetes-pod-jmx): applying "
@@ -1325,7 +1332,9 @@ RULE_OBJECTS = ("monitoring/gpudash-gpu-alerts, monitoring/gpudash-gpu-alerts-2,
      "project team-a (clusters a)", "give these settings PrometheusRules of their own: set prometheus_stack.namespace"),
     ("project: ml\nclusters:\n  - {name: east, region: us-east-1, prometheus_label: east}\n",
      "project: ml\nclusters:\n  - {name: west, region: us-west-2, prometheus_label: west}\n",
-     "another settings file of project ml (clusters east)", "give these settings PrometheusRules of their own"),
+     "another settings file of project ml (clusters east)",
+     "if these settings renamed every one of those clusters since, apply build/k8s/prometheusrule.yaml; else give "
+     "these settings PrometheusRules of their own"),
     ("project: team-a\n", "project: team-b\n", "project team-a (clusters gpu-cluster)",
      "judge these clusters from one settings file: two settings' rules for one cluster on one Prometheus raise "
      "alerts of the same names and labels, which Alertmanager takes for one alert"),
