@@ -114,9 +114,11 @@ def alarms(ctx):
                           "driver error) and the exporter, which leaves out blank values, serves the node's other GPUs "
                           "without it. A node scaled down, an exporter restarting or rolled out, a MIG "
                           "reconfiguration, a node renamed by an exporter upgrade and a pod leaving its GPU do not "
-                          "fire it. It clears when the GPU reads again, when its node's other GPUs stop too, or an "
-                          "hour after its last reading. A node of one GPU is the data-missing rule's. Prometheus only: "
-                          "CloudWatch cannot judge a series that stopped against its node's others (lint AL027)."
+                          "fire it. It holds while the GPU reads nothing and its node's other GPUs read, past the "
+                          "hour (a recording rule keeps it), and clears when the GPU reads again, when its node's "
+                          "other GPUs stop too or another machine takes the node's name. A node of one GPU is the "
+                          "data-missing rule's. Prometheus only: CloudWatch cannot judge a series that stopped against "
+                          "its node's others (lint AL027)."
                           + (f" {HELD}." if ctx.settings.exporter.virtual_gpus else ""),
               runbook="On the node: `nvidia-smi` and `dmesg | grep -i xid` (79: fallen off the bus). Cordon and drain "
                       "the node, then reset the GPU (`nvidia-smi -r`) or reboot; replace it if it falls off again."),

@@ -69,6 +69,10 @@ def per_device_headroom(query) -> bool:
 # Fields DCGM does not report for MIG instances: what an instance's series carries for them
 # (0, or nothing, or the blank sentinel, by exporter version) is no reading.
 MIG_UNSUPPORTED = (*MIG_SUBSTITUTES, "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")
+# Gauges a MIG instance reports besides PRESENCE's (its own free framebuffer; the device's memory clock and memory
+# temperature, repeated on each instance): where the presence field is one MIG does not report and its stand-in is
+# not collected, the first of these collected tells a GPU split into instances from a GPU gone (mig_presence).
+MIG_PRESENT = ("DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP")
 
 # dcgm-exporter 4.5.3 and later with KUBERNETES_VIRTUAL_GPUS=true (transformation/process_metrics.go
 # isPerProcessMetric, kubernetes.go Process): for a GPU (or MIG instance) pods hold, these fields come as the
@@ -255,6 +259,16 @@ class Catalog:
         """(field, factor) that stands in for `name` on MIG instances, when the CSV collects it."""
         substitute = MIG_SUBSTITUTES.get(name)
         return substitute if substitute and substitute[0] in self else None
+
+    def mig_presence(self, name: str) -> str | None:
+        """The field read beside presence field `name` on GPUs that may be split into MIG instances, where MIG does
+        not report `name`: its stand-in (mig_substitute) where the CSV collects it, else the first MIG_PRESENT it
+        collects as a gauge; None where MIG reports `name` or the CSV collects neither."""
+        if name not in MIG_UNSUPPORTED:
+            return None
+        substitute = self.mig_substitute(name)
+        return substitute[0] if substitute else next(
+            (field for field in MIG_PRESENT if field in self and self.get(field).kind == "gauge"), None)
 
     def series(self) -> tuple[Metric, ...]:
         return tuple(m for m in self.metrics if m.is_series)

@@ -18,8 +18,9 @@ its node's other GPUs:
 With exporter.virtual_gpus, dcgm-exporter 4.5.2 to 4.8.1 writes each field of a GPU pods hold as one copy per pod
 (with `pod_uid`) and no series of a GPU no pod holds while another GPU of its node is held: a pod leaving its GPU ends
 the GPU's series as DCGM losing it does (tests/support/virtual_gpus.py). The two cannot be told apart from the series,
-so a GPU with a reading of such a copy within the hour is not judged (HELD): a GPU lost while a pod holds it, or
-within the hour after, is not alerted on those exporters (nor on 4.5.3 and later with KUBERNETES_ENABLE_POD_UID,
+so a GPU with a reading of such a copy within the hour is not judged (HELD), nor a GPU of a node where a pod holds a
+GPU now (a pod taking one GPU of a node no pod held ends the others' series: it paged for each of them): a GPU lost
+while a pod holds it or any GPU of its node, or within the hour after, is not alerted on those exporters (nor on 4.5.3 and later with KUBERNETES_ENABLE_POD_UID,
 whose copies carry `pod_uid` too); 4.5.3's copies carry none, and an idle GPU keeps its own series there.
 
 So a node scaled down or removed (no GPU of it reports), an exporter restarting or rolled out (every GPU of the node
@@ -29,9 +30,19 @@ kube-state-metrics tells when the Node object was made, a GPU whose last reading
 it does not, one whose last reading is ARRIVED_MARGIN older than the first of each GPU reading now on the node); nor
 does a GPU renamed by an exporter upgrade (Hostname to hostname: the same UUID, one name at each evaluation) or a pod
 leaving a GPU (an idle GPU keeps reporting). A node of one GPU has no other GPU to vouch for its exporter: there the
-data-missing rule's per-node count sees the exporter answering without DCGM series. The alert ends when the GPU reads
-again, when its node's other GPUs stop too, or an hour after its last reading (the GPU is forgotten: its node's count
-of GPUs on the overview shows it missing).
+data-missing rule's per-node count sees the exporter answering without DCGM series.
+
+A GPU off the bus stays lost until someone acts, but the readings above are read over the hour (MEMORY: the names'
+hour of copies), and the alert resolved an hour after the GPU's last reading. So the rule is a recording rule read by
+its alert at the same evaluation (render.alarms.stopped_rules), which also reads what it wrote within HOLD:
+a GPU it judged stopped stays judged while it has no reading and its node's other GPUs read in each period, named as
+they are named now (their node spellings of the hour carry the name it was written with: an exporter renamed after
+the hour names it anew), unless another GPU reads at its node and index, or another machine has the node's name (its
+Node object younger than the hour, or its GPUs' first readings within the hour). It ends when the GPU reads again,
+when its node's other GPUs stop too (the node removed; taken up again within HOLD if they read again with the GPU still
+lost: a node rebooted, an exporter away for a period) or another machine takes the name. Prometheus evaluates no rule
+over its past: a GPU lost over an hour before the rule was first loaded, or before a Prometheus down for over HOLD,
+is not alerted on.
 
 CloudWatch cannot judge it: a GPU whose data stops has no datapoint to compare, a Metrics Insights alarm judges each
 series on its own datapoints (a GPU gone reads as a node removed), metric math combines no two GROUP BY arrays (the
@@ -44,9 +55,10 @@ from .blanks import READING_FLOOR, short
 from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clusters
 from .settings import Settings
 
-MEMORY = "60m"  # how long a GPU that stopped is remembered: the hour of copies its name is read from (gpus_named)
-HELD = ("With exporter.virtual_gpus, a GPU a pod held within the hour is not judged: dcgm-exporter 4.5.2 to 4.8.1 "
-        "ends an idle GPU's series while another GPU of its node is held, as DCGM losing it does")
+MEMORY = "60m"  # how far back a GPU's readings are read: the hour of copies its name is read from (gpus_named)
+HELD = ("With exporter.virtual_gpus, a GPU a pod held within the hour, or on a node where a pod holds a GPU, is not "
+        "judged: dcgm-exporter 4.5.2 to 4.8.1 ends an idle GPU's series while another GPU of its node is held, as DCGM "
+        "losing it does")
 CREATED = "kube_node_created"  # kube-state-metrics: when the Node object of a name was made (Unix seconds), by `node`
 LAST_STEP = "1m"  # the step a GPU's last reading time is found at (each step reads back 5 minutes)
 MEMORY_SECONDS = 3600  # MEMORY
@@ -55,6 +67,11 @@ MEMORY_SECONDS = 3600  # MEMORY
 # scrape late; a first reading is looked for MEMORY and twice this far back, so a GPU reading all along vouches
 ARRIVED_MARGIN = 120
 SPELLING = "gpudash_spelling"  # a node spelling a GPU's copies carried within the hour
+RECORDED = "lost"  # the recording rule's part of its name (render.alarms.recorded_name): the GPUs judged stopped
+# how far back the recording rule reads the GPUs it judged stopped before: past a Prometheus restart, a node
+# rebooted or its exporter away for minutes; shorter than the hour a node's new GPUs read as arrived (a name taken by
+# another machine: its GPUs' first readings), so that a GPU dropped for it is not taken up again
+HOLD = "30m"
 
 NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its node's other GPUs report: the GPU's "
                  "series has no datapoint left to compare, a Metrics Insights alarm judges each series on its own "
@@ -73,9 +90,31 @@ def _either(parts: list[str]) -> str:
 
 def expression(metrics: tuple[str, ...], settings: Settings, period: int, periods: int, keys: tuple[str, ...],
                resolution: str) -> str:
-    """The alert's expression: each GPU (labelled by `keys`: its node and index, and its cluster on a Prometheus
-    holding several) with a reading of one of `metrics` within MEMORY, none within the last `periods` periods of `period`
-    seconds, whose node's other GPUs had one in each of them. `resolution`: the rules' step (the names' freshness)."""
+    """The rule's condition in one expression, its memory the hour (no recording rule read): each GPU (labelled by
+    `keys`: its node and index, and its cluster on a Prometheus holding several) with a reading of one of `metrics`
+    within MEMORY, none within the last `periods` periods of `period` seconds, whose node's other GPUs had one in each of
+    them. `resolution`: the rules' step (the names' freshness)."""
+    return f"max by ({_names(keys)}) ({_judged(metrics, settings, period, periods, resolution)})"
+
+
+def recording(metrics: tuple[str, ...], settings: Settings, period: int, periods: int, resolution: str,
+              record: str) -> str:
+    """The recording rule `record`: each GPU `expression` judges stopped, or that `record` held within HOLD and that
+    still has no reading while its node's other GPUs read, by its identity and the node alerts name; its
+    value the GPU's last reading time (Unix seconds), no earlier than MEMORY back."""
+    return _judged(metrics, settings, period, periods, resolution, record)
+
+
+def alert(keys: tuple[str, ...], record: str) -> str:
+    """The alert: the GPUs the recording rule `record` wrote at this evaluation (the group writes it just before; an
+    older sample, kept past a restart without a staleness marker, is none of them: render.alarms.recorded_value)."""
+    return f"max by ({_names(keys)}) (last_over_time({record}[1ms]))"
+
+
+def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: int, resolution: str,
+            record: str | None = None) -> str:
+    """Each GPU stopped (labelled by its identity and the node alerts name), its value its last reading time, no
+    earlier than MEMORY back; with `record`, also each GPU `record` held within HOLD that still reads nothing."""
     labels = settings.labels
     scope = settings_clusters(settings)
     identity = _names((labels.cluster, GPU_LABEL, "gpu"))
@@ -98,7 +137,8 @@ def expression(metrics: tuple[str, ...], settings: Settings, period: int, period
         names = gpus_named(metrics, list(scope.naming(labels)), MEMORY, resolution, labels)
         return f"({series} + on ({identity}) group_left ({labels.node}) (0 * {names}))"
 
-    silent = f"({read(MEMORY)} unless on ({identity}) {read(f'{period * periods}s')})"
+    window = read(f"{period * periods}s")
+    silent = f"({read(MEMORY)} unless on ({identity}) {window})"
     if labels.copies:  # exporter.virtual_gpus: a GPU a pod held within MEMORY (see HELD) is not judged
         silent = f"({silent} unless on ({identity}) {read(MEMORY, copies=True)})"
     # the GPUs that read in each period, by the node and index alerts name them: a GPU of the same node and index
@@ -117,13 +157,19 @@ def expression(metrics: tuple[str, ...], settings: Settings, period: int, period
     spelling = _names((labels.cluster, SPELLING))
     vouching = named(f"({spellings} and on ({identity}) {each_period})")
     now_named = f"topk by ({spelling}) (1, max by ({spelling}, {labels.node}) ({vouching}))"
-    lost = f"({spellings} and on ({identity}) {silent})"
-    stopped = f"max by ({identity}, {labels.node}) ({lost} * on ({spelling}) group_left ({labels.node}) {now_named})"
-    # a GPU whose last reading is older than its node's Node object read on another machine of that name (EKS names a
-    # node by its private IP, which a later node may be given): where kube-state-metrics tells when it was made
+    # each GPU's last reading time (at LAST_STEP over the hour)
     last = _either([f"max_over_time((timestamp({selector(metric, branch)}) and {selector(metric, branch)} < {floor})"
                     f"[{MEMORY}:{LAST_STEP}])" for metric, branch in sources])
     last = f"max by ({identity}) ({coalesced_gpu(last, labels)})"
+    lost = f"(0 * ({spellings} and on ({identity}) {silent}) + on ({identity}) group_left () {last})"
+    if record:  # carried: a GPU judged stopped before, past the hour of its readings, named as then (a spelling of
+        # the node's copies within the hour: the GPUs reading now name it on, whatever their name has become)
+        held = f"max by ({identity}, {labels.node}) (last_over_time({record}[{HOLD}]))"
+        lost = (f'({lost} or on ({identity}) (label_replace({held}, "{SPELLING}", "$1", "{labels.node}", "(.*)") '
+                f"unless on ({identity}) {window}))")
+    stopped = f"max by ({identity}, {labels.node}) ({lost} + on ({spelling}) group_left ({labels.node}) (0 * {now_named}))"
+    # a GPU whose last reading is older than its node's Node object read on another machine of that name (EKS names a
+    # node by its private IP, which a later node may be given): where kube-state-metrics tells when it was made
     made = _either([selector(CREATED, branch) for branch in scope.matchers(labels)])
     if labels.node != "node":  # kube-state-metrics names the node in `node`
         made = f'label_replace({made}, "{labels.node}", "$1", "node", "(.*)")'
@@ -134,8 +180,16 @@ def expression(metrics: tuple[str, ...], settings: Settings, period: int, period
     first = f"min by ({identity}) ({coalesced_gpu(first, labels)})"
     arrived = (f"(min by ({node}) ({first} + on ({identity}) group_left ({labels.node}) (0 * {reporting})) "
                f"- {ARRIVED_MARGIN})")
-    earlier = f"({named(last)} < on ({node}) group_left () (max by ({node}) ({made}) or {arrived}))"
-    return f"max by ({_names(keys)}) ({stopped} unless on ({slot}) {reporting} unless on ({identity}) {earlier})"
+    # every node a stopped GPU is named on has a GPU reading in each period (it vouches), so a time to compare with;
+    # a GPU's last reading is taken as no older than MEMORY back (a GPU carried past the hour keeps its place beside
+    # GPUs reading all along: their first reading is found no earlier than MEMORY and 2 ARRIVED_MARGIN back)
+    since = f"(max by ({node}) ({made}) or {arrived})"
+    judged = (f"(clamp_min({stopped}, time() - {MEMORY_SECONDS}) >= on ({node}) group_left () {since} "
+              f"unless on ({slot}) {reporting})")
+    if labels.copies:  # exporter.virtual_gpus: no GPU of a node where a pod holds a GPU now (see HELD)
+        judged = (f"({judged} unless on ({node}) ({reporting} and on ({identity}) "
+                  f"{read(f'{period * periods}s', copies=True)}))")
+    return judged
 
 
 def no_cloudwatch(project) -> list[tuple[str, str]]:

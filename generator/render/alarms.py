@@ -1435,13 +1435,9 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
                       f"{_of_periods(alarm, branches(data_missing.NONE_FOUND))})")
             return f"{_of_periods(alarm, branches(data_missing.CLUSTER_WIDE))} or {joined}"
         return _of_periods(alarm, branches())
-    if alarm.stopped:  # each GPU that stopped while its node's other GPUs report (no CloudWatch twin: lint AL027)
-        keys = tuple(label_name(key, settings.labels) for key in group_keys(query.by))
-        # where a GPU may be split into MIG instances, a field they do not report (GPU utilization) is read with the
-        # one that stands in for it: a GPU split reads on (its instances' engine activity)
-        stand_in = None if settings.no_mig else catalog.mig_substitute(query.metric)
-        metrics = (query.metric, *((stand_in[0],) if stand_in else ()))
-        return stopped_gpus.expression(metrics, settings, alarm.period_seconds, alarm.evaluation_periods, keys,
+    if alarm.stopped:  # each GPU that stopped while its node's other GPUs report (no CloudWatch twin: lint AL027);
+        # as generated, a recording rule keeps each one past the hour (stopped_rules)
+        return stopped_gpus.expression(*_stopped_fields(alarm, catalog, settings), _stopped_keys(alarm, settings),
                                        rule_step(settings))
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
@@ -1498,6 +1494,29 @@ def of_settings_clusters(expr: str, settings: Settings) -> str:
     return f"(({expr}) and on({cluster}) {_one_series_each(cluster, (c.prometheus_label for c in settings.clusters))})"
 
 
+def _stopped_fields(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple:
+    """A stopped alarm's (fields, settings, period, periods): its presence field and, where a GPU may be split into
+    MIG instances and the field is one they do not report (GPU utilization), one they do (Catalog.mig_presence: its
+    stand-in, engine activity, else a framebuffer or memory gauge): a GPU split reads on."""
+    metric = _alert_query(alarm, settings).metric
+    beside = None if settings.no_mig else catalog.mig_presence(metric)
+    return (metric, *((beside,) if beside else ())), settings, alarm.period_seconds, alarm.evaluation_periods
+
+
+def _stopped_keys(alarm: Alarm, settings: Settings) -> tuple[str, ...]:
+    return tuple(label_name(key, settings.labels) for key in group_keys(_alert_query(alarm, settings).by))
+
+
+def stopped_rules(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[dict[str, Any], str]:
+    """A stopped alarm's recording rule (stopped_gpus.recording: the GPUs judged stopped, each kept while it reads
+    nothing and its node's other GPUs read, past the hour its readings are read over) and its alert's expression,
+    which reads what the recording rule wrote at the same evaluation."""
+    record = recorded_name(alarm.id, stopped_gpus.RECORDED)
+    return ({"record": record, "labels": {PROMETHEUS_RULE_LABEL: alarm.id},
+             "expr": stopped_gpus.recording(*_stopped_fields(alarm, catalog, settings), rule_step(settings), record)},
+            stopped_gpus.alert(_stopped_keys(alarm, settings), record))
+
+
 def _kinds(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[str | None, ...]:
     return ("whole", "mig") if kinds_apart(_alert_query(alarm, settings), catalog) else (None,)
 
@@ -1517,9 +1536,10 @@ def _kinds(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[str | No
 RECORDED_KIND_LABEL = "gpudash_kind"  # whole GPUs or MIG instances, where the rule judges them apart
 
 
-def recorded_name(alarm_id: str) -> str:
-    """The metric of an alarm's recording rule: gpudash:<alarm id>:period_value."""
-    return f"gpudash:{alarm_id.replace('-', '_')}:period_value"
+def recorded_name(alarm_id: str, part: str = "period_value") -> str:
+    """The metric of an alarm's recording rule: gpudash:<alarm id>:period_value (a stopped alarm's:
+    gpudash:<alarm id>:lost, stopped_rules)."""
+    return f"gpudash:{alarm_id.replace('-', '_')}:{part}"
 
 
 def recorded_periods(alarm: Alarm, catalog: Catalog, settings: Settings) -> list[tuple[str | None, int]]:
@@ -1853,9 +1873,13 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             rules.append({"record": recorded_name(alarm.id),
                           "expr": recording_expression(alarm, catalog, settings, periods),
                           "labels": {PROMETHEUS_RULE_LABEL: alarm.id}})
-        expr = prometheus_expression(alarm, catalog, settings, (lambda kind, period, alarm=alarm:
-                                                                recorded_value(alarm, kind, period))
-                                     if periods else None)
+        if alarm.stopped:  # the GPUs judged stopped recorded, and kept past the hour (stopped_rules)
+            record, expr = stopped_rules(alarm, catalog, settings)
+            rules.append(record)
+        else:
+            expr = prometheus_expression(alarm, catalog, settings, (lambda kind, period, alarm=alarm:
+                                                                    recorded_value(alarm, kind, period))
+                                         if periods else None)
         rule: dict[str, Any] = {
             "alert": alert_name(alarm.id),
             "expr": of_settings_clusters(expr, settings) if alarm.absent else expr,

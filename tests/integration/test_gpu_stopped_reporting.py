@@ -8,7 +8,7 @@ the node's other GPUs go on; an older exporter writing DCGM's blank instead is t
 path gives them; a series that ends gets Prometheus' staleness marker):
 
 - node-a: GPU 2 of four stops (its series end). Truth: the alert for node-a GPU 2 from minute 40 (10 minutes without a
-  reading) to 89 (an hour after its last reading, at 29:30, it is forgotten).
+  reading) on, past the hour after its last reading (29:30) while its node's other GPUs read.
 - node-b: GPU 1 of four reads DCGM's blank from minute 30 on. Truth: the same, for node-b GPU 1.
 - node-i: GPU 1 of two stops, and the node is removed at minute 50. Truth: node-i GPU 1 from minute 40 while its other
   GPU reads in each of the two 5-minute periods: to minute 54, none from 55.
@@ -20,7 +20,8 @@ path gives them; a series that ends gets Prometheus' staleness marker):
   hardware (an EC2 instance stop and start: four minutes without data, then GPUs of other UUIDs under the same node
   name and indexes). Truth: none of them, at any minute judged. kube-state-metrics made each Node object before.
 
-promtool judges the rule at every minute from 26 to 92. CloudWatch has no twin (lint AL027): the agent model (both
+promtool judges the rule at every minute from 26 to 92; a GPU lost an hour and a half before its node's story (the
+rule's recording keeps it past the hour) at every minute from 15 to 164. CloudWatch has no twin (lint AL027): the agent model (both
 pipelines) and the generated alarms leave the GPUs that stopped unjudged, pinned as a strict xfail with the truth.
 """
 
@@ -37,7 +38,7 @@ from tests.support import cloudwatch_eval
 from tests.support.agent_points import AGENT_FILE
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
-from tests.support.promtool_rules import alert_rule, expected_alert, promtool_test
+from tests.support.promtool_rules import expected_alert, promtool_test, rule_groups
 
 STEP, STEPS = 30, 190  # 95 minutes of 30 s scrapes
 CHANGE = 60  # the scrape at minute 30, where each story happens
@@ -132,7 +133,7 @@ def _truth(minute: int) -> list[dict[str, str]]:
     """The GPUs that stopped reporting at `minute`, by hand: 10 minutes without a reading, one within the hour, the
     node's other GPU reading in each of the two 5-minute periods."""
     fired = []
-    if 40 <= minute <= 89:
+    if 40 <= minute:
         fired += [{"node": "node-a", "gpu": "2"}, {"node": "node-b", "gpu": "1"}]
     if 40 <= minute <= 54:
         fired.append({"node": "node-i", "gpu": "1"})
@@ -152,7 +153,7 @@ def built(tmp_path_factory):
 
 
 def test_the_rule_fires_for_a_gpu_that_stopped_while_its_node_reports_and_for_no_other_story(built):
-    assert _truth(40) and not _truth(39) and not _truth(90)
+    assert _truth(40) and not _truth(39) and _truth(90) == _truth(60)[:2]
     checks = [{"eval_time": f"{minute}m", "alertname": ALERT,
                "exp_alerts": [expected_alert(built, ALERT, **labels) for labels in _truth(minute)]}
               for minute in MINUTES]
@@ -233,11 +234,14 @@ def _virtual_series() -> list[dict[str, str]]:
       has no series while another GPU of the node is held; GPU 1's pod leaves at minute 30 (the GPU idle, healthy).
     - node-w, 4.5.3: a held GPU's temperature is one copy per pod without pod_uid, an idle GPU keeps its own series;
       GPU 2, held, is lost at minute 30 (DCGM answers blank: no copy).
-    - node-x, 4.5.2 with no pod on it (every GPU's own series), GPU 1 lost at minute 30."""
+    - node-x, 4.5.2 with no pod on it (every GPU's own series), GPU 1 lost at minute 30.
+    - node-y, 4.5.2 with no pod on it until minute 30, when a pod takes GPU 0: GPUs 1 to 3 (idle, healthy) lose their
+      series."""
     values: dict[str, list[str]] = {}
     for k in range(STEPS):
-        for node in ("node-v", "node-w", "node-x"):
-            held = {0: "a", 1: "b"} if node != "node-x" else {}
+        for node in ("node-v", "node-w", "node-x", "node-y"):
+            held = {0: "a", 1: "b"} if node in ("node-v", "node-w") else {0: "c"} if node == "node-y" and k >= CHANGE \
+                else {}
             if node == "node-v" and k >= CHANGE:
                 del held[1]
             for gpu in range(4):
@@ -258,7 +262,7 @@ def _virtual_series() -> list[dict[str, str]]:
 def test_with_virtual_gpus_a_pod_leaving_its_gpu_on_a_4_5_2_exporter_fires_nothing(tmp_path):
     """exporter.virtual_gpus: dcgm-exporter 4.5.2 ends an idle GPU's series while another GPU of its node is held,
     as DCGM losing it does: a GPU with a reading within the hour from a pod's copy with pod_uid is not judged.
-    Truth: node-v nothing; node-w GPU 2 and node-x GPU 1 (their last readings 29:30) from minute 40 to 89."""
+    Truth: node-v and node-y nothing; node-w GPU 2 and node-x GPU 1 (their last readings 29:30) from minute 40 on."""
     (tmp_path / "gpudash.yaml").write_text(VIRTUAL)
     files = encode(build(load_project(tmp_path / "gpudash.yaml"), grafana=False))
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
@@ -266,7 +270,7 @@ def test_with_virtual_gpus_a_pod_leaving_its_gpu_on_a_4_5_2_exporter_fires_nothi
     promtool_test(tmp_path, "virtual.yaml", [{"interval": f"{STEP}s", "input_series": _virtual_series(),
                                             "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT,
-         "exp_alerts": [expected_alert(tmp_path, ALERT, **gpu) for gpu in lost] if 40 <= minute <= 89 else []}
+         "exp_alerts": [expected_alert(tmp_path, ALERT, **gpu) for gpu in lost] if 40 <= minute else []}
         for minute in (35, 39, 40, 45, 60, 89, 90)]}])
 
 
@@ -294,7 +298,7 @@ def _renamed_series(restart_only: bool) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("restart_only", [False, True], ids=["upgraded", "restarted"])
 def test_a_gpu_lost_before_its_exporter_is_renamed_fires(built, restart_only):
-    """Truth: node-e GPU 3 (its last reading at 29:30) from minute 40 to 89, named as the node's other GPUs are named
+    """Truth: node-e GPU 3 (its last reading at 29:30) from minute 40 on, named as the node's other GPUs are named
     after the change (node-e; the new pod's name where the exporter still writes its own). Its copies keep the old
     pod's name, which the node's other GPUs no longer go by: it was silent (a strict xfail) until the rule took a lost
     GPU's node from the GPUs whose copies carried its spelling."""
@@ -303,7 +307,7 @@ def test_a_gpu_lost_before_its_exporter_is_renamed_fires(built, restart_only):
                                                           "input_series": _renamed_series(restart_only),
                                                           "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT,
-         "exp_alerts": [expected_alert(built, ALERT, node=node, gpu="3")] if 40 <= minute <= 89 else []}
+         "exp_alerts": [expected_alert(built, ALERT, node=node, gpu="3")] if 40 <= minute else []}
         for minute in (35, 40, 45, 60, 89, 90)]}])
 
 
@@ -334,64 +338,150 @@ def test_a_node_name_taken_by_a_smaller_node_within_the_hour_is_no_gpu_stopped(b
         {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": []} for minute in range(40, 91)]}])
 
 
-NO_STAND_IN = pytest.mark.xfail(strict=True, reason="a counters CSV whose first presence field is GPU utilization "
-                                                    "and without graphics engine activity: a GPU split into MIG "
-                                                    "instances ends its GPU utilization series (MIG instances do not "
-                                                    "report it) and fires from 10 minutes after the split to an hour")
+def test_an_address_taken_by_a_smaller_node_within_the_hour_is_no_gpu_stopped(built):
+    """An exporter writing no node spelling (no Hostname nor hostname), scraped by a user's own job (no `node` label):
+    its GPUs' node is their target's address. The node at 10.0.1.9 of four GPUs removed at minute 30, another node of
+    two GPUs (other UUIDs) given its private IP at minute 33; kube-state-metrics names both nodes by name, which no
+    address matches. Truth: no GPU stopped reporting, at every minute from 40 to 90: the new node's GPUs read first
+    (33:00) after the old ones read last (29:30)."""
+    series = [{"series": f'kube_node_created{{node="ip-10-0-1-9.ec2.internal",instance="10.0.9.9:8080",'
+                         f'job="kube-state-metrics"}}', "values": f"0x{CHANGE - 1} stale"}]
+    for generation, count, scrapes in (("old", 4, range(CHANGE)), ("new", 2, range(CHANGE + 6, STEPS))):
+        for gpu in range(count):
+            values = [f"{40 + gpu}" if k in scrapes else "_" for k in range(STEPS)]
+            series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{gpu="{gpu}",UUID="GPU-{generation}-{gpu}",'
+                                     f'modelName="NVIDIA A100-SXM4-80GB",job="dcgm",instance="10.0.1.9:9400"}}',
+                           "values": " ".join(values)})
+    promtool_test(built, "address.yaml", [{"interval": f"{STEP}s", "input_series": _ended_values(series),
+                                           "alert_rule_test": [{"eval_time": f"{minute}m", "alertname": ALERT,
+                                                                "exp_alerts": []} for minute in range(40, 91)]}])
 
 
-@pytest.mark.parametrize("stand_in", [True, pytest.param(False, marks=NO_STAND_IN)],
-                         ids=["engine activity collected", "no engine activity"])
+def _ended_values(series: list[dict[str, str]]) -> list[dict[str, str]]:
+    """`series` (promtool's, of explicit values) with a staleness marker at the first scrape after each one's last."""
+    return _ended({entry["series"]: entry["values"].split() for entry in series if "x" not in entry["values"]}) + \
+        [entry for entry in series if "x" in entry["values"]]
+
+
+NOTHING_MIG_REPORTS = pytest.mark.xfail(strict=True, reason="a counters CSV whose first presence field is GPU "
+                                        "utilization, with no gauge a MIG instance reports (engine activity, free "
+                                        "framebuffer, memory clock or temperature): a GPU split into MIG instances "
+                                        "ends its GPU utilization series and fires from 10 minutes after the split on")
+MIG_GAUGES = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP")
+
+
+@pytest.mark.parametrize("collected", [MIG_GAUGES, MIG_GAUGES[1:], pytest.param((), marks=NOTHING_MIG_REPORTS)],
+                         ids=["engine activity collected", "free framebuffer collected", "nothing MIG reports"])
 def test_a_gpu_split_into_mig_instances_is_no_gpu_stopped_when_gpu_utilization_is_the_presence_field(tmp_path,
-                                                                                                  stand_in):
+                                                                                                  collected):
     """A counters CSV without temperature, power, framebuffer used and SM clock: the rule reads GPU utilization,
     which DCGM does not report for MIG instances (dcgm-exporter #50, #430: graphics engine activity stands in).
     node-m's GPU 1 of four is split into two 3g.40gb instances at minute 30: its GPU utilization series ends, its
-    instances' graphics engine activity goes on. Truth: no GPU stopped reporting, at every minute judged. The rule
-    reads the stand-in beside GPU utilization where the CSV collects it (it fired for node-m GPU 1 from 40 to 89);
-    a CSV without it leaves the rule blind to MIG instances (a strict xfail)."""
+    instances' graphics engine activity and free framebuffer go on; its GPU 3 is lost then (every series ends).
+    Truth: node-m GPU 3 from minute 40 on, never GPU 1. The rule reads beside GPU utilization the first gauge of
+    MIG_GAUGES the CSV collects (it fired for GPU 1 from minute 40 without engine activity); a CSV with none of them
+    leaves the rule blind to MIG instances (a strict xfail)."""
     from generator.resources import default_counters
     dropped = ("DCGM_FI_DEV_GPU_TEMP,", "DCGM_FI_DEV_POWER_USAGE,", "DCGM_FI_DEV_FB_USED,", "DCGM_FI_DEV_SM_CLOCK,",
-               *(() if stand_in else ("DCGM_FI_PROF_GR_ENGINE_ACTIVE,",)))
+               *(f"{field}," for field in MIG_GAUGES if field not in collected))
     kept = [row for row in default_counters().read_text().splitlines() if not row.startswith(dropped)]
     (tmp_path / "counters.csv").write_text("\n".join(kept) + "\n")
     (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\n")
     files = encode(build(load_project(tmp_path / "gpudash.yaml"), grafana=False))
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    assert "DCGM_FI_DEV_GPU_UTIL[" in alert_rule(tmp_path, ALERT)["expr"]
+    assert "DCGM_FI_DEV_GPU_UTIL[" in _recorded(tmp_path)
     series = []
     for gpu in range(4):
         labels = f'gpu="{gpu}",UUID="GPU-m-{gpu}",Hostname="node-m",{_labels(_target("node-m", 0))}'
-        util = ["30" if gpu != 1 or k < CHANGE else "_" for k in range(STEPS)]
-        if gpu == 1:
-            util[CHANGE] = "stale"
+        util = ["30" if gpu not in (1, 3) or k < CHANGE else "_" for k in range(STEPS)]
         series.append({"series": f"DCGM_FI_DEV_GPU_UTIL{{{labels}}}", "values": " ".join(util)})
         instances = [("1", "3g.40gb"), ("2", "3g.40gb")] if gpu == 1 else [(None, None)]
         for instance, profile in instances:
             mig = f',GPU_I_ID="{instance}",GPU_I_PROFILE="{profile}"' if instance else ""
-            active = ["0.3" if instance is None or k >= CHANGE else "_" for k in range(STEPS)]
-            series.append({"series": f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{labels}{mig}}}", "values": " ".join(active)})
-    promtool_test(tmp_path, "mig-util.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
-        {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": []} for minute in (35, 40, 45, 60, 89, 90)]}])
+            for field, value in (("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "0.3"), ("DCGM_FI_DEV_FB_FREE", "40000")):
+                read = ["_" if gpu == 3 and k >= CHANGE or gpu == 1 and (instance is None) == (k >= CHANGE) else value
+                        for k in range(STEPS)]
+                series.append({"series": f"{field}{{{labels}{mig}}}", "values": " ".join(read)})
+    lost = [expected_alert(tmp_path, ALERT, node="node-m", gpu="3")]
+    promtool_test(tmp_path, "mig-util.yaml", [{"interval": f"{STEP}s", "input_series": _ended_values(series),
+                                               "alert_rule_test": [
+        {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": lost if minute >= 40 else []}
+        for minute in (35, 40, 45, 60, 89, 90)]}])
+
+
+def _recorded(folder) -> str:
+    """The expression of the rule's recording rule in folder/rules.yaml (the GPUs judged stopped; its alert reads it)."""
+    return next(r["expr"] for g in rule_groups((folder / "rules.yaml").read_text()) for r in g["rules"]
+                if r.get("record") and r["labels"]["gpudash_rule"] == "gpu-stopped-reporting")
 
 
 def _labels(labels: dict[str, str]) -> str:
     return ",".join(f'{key}="{value}"' for key, value in labels.items())
 
 
-@pytest.mark.xfail(strict=True, reason="the rule forgets a GPU an hour after its last reading (the names' hour of "
-                                       "copies bounds its memory): the alert resolves while the GPU is still lost and "
-                                       "its node's other GPUs read (docs/alarms.md and the description say so)")
-def test_a_gpu_still_lost_after_the_hour_still_fires(built):
-    """node-a's GPU 2 of four is lost at minute 10 and never comes back; its other GPUs read throughout. Truth: the
-    alert for node-a GPU 2 from minute 20 on, at 70 (an hour after its last reading, 9:30) and at 100 as at 30."""
-    series = []
-    for gpu in range(4):
-        values = ["40" if gpu != 2 or k < 20 else "_" for k in range(220)]
-        if gpu == 2:
-            values[20] = "stale"
-        series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{gpu="{gpu}",UUID="GPU-a-{gpu}",Hostname="node-a",'
-                                 f'{_labels(_target("node-a", 0))}}}', "values": " ".join(values)})
-    promtool_test(built, "forgotten.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
+LOST, LATER = 20, 200  # the scrape (minute 10) each GPU below is lost at, and the scrape (minute 100) of each story
+LONG = 330  # 165 minutes of 30 s scrapes
+OLD_POD = "nvidia-dcgm-exporter-7xk2p"  # node-e's exporter, given no NODE_NAME, writes its own pod's name in Hostname
+
+
+def _kept_series() -> list[dict[str, str]]:
+    """Nodes of four GPUs whose GPU 2 is lost at minute 10 (its series end), the others reading all along but where
+    a story ends them, each story at minute 100 (an hour and a half after the loss):
+    - node-a: nothing more; node-r: GPU 2 reads again; node-g: the node removed (every series ends);
+    - node-x: its exporter away 6 minutes (a node rebooted, a new exporter pod), back with GPU 2 still lost;
+    - node-k: stopped and started on other hardware (4 minutes without data, then other UUIDs at every index);
+    - node-n and node-m: removed, their names given 3 minutes later to nodes of two GPUs (other UUIDs; node-n's
+      Node object made anew, as kube-state-metrics' kube_node_created says; node-m's without kube-state-metrics);
+    - node-e (a user's own job: no `node` label): its exporter, writing its own pod's name into Hostname, upgraded
+      to one writing the node into hostname (one scrape missed)."""
+    values: dict[str, list[str]] = {}
+    for node in ("node-a", "node-r", "node-g", "node-x", "node-k", "node-n", "node-m", "node-e"):
+        for gpu in range(4):
+            for k in range(LONG):
+                after = k >= LATER
+                if gpu == 2 and k >= LOST and not (node == "node-r" and after) or \
+                        node in ("node-g", "node-n", "node-m") and after and (k < LATER + 6 or gpu >= 2) or \
+                        node == "node-x" and LATER <= k < LATER + 12 or node == "node-k" and LATER <= k < LATER + 8 or \
+                        node == "node-e" and k == LATER:
+                    continue
+                if node == "node-g" and after:
+                    continue
+                labels = {"gpu": str(gpu), "UUID": f"GPU-{node}-{gpu}{'-new' if after and node in 'node-k node-n node-m' else ''}",
+                          "Hostname": node, **_target(node, 0)}
+                if node == "node-x" and after:
+                    labels |= {"instance": "10.0.2.120:9400", "exporter_pod": "nvidia-dcgm-exporter-x2"}
+                if node == "node-e":
+                    labels = {"gpu": str(gpu), "UUID": f"GPU-{node}-{gpu}", "job": "dcgm", "instance": "10.0.1.5:9400",
+                              **({"hostname": node} if after else {"Hostname": OLD_POD})}
+                text = _labels(dict(sorted(labels.items())))
+                values.setdefault(f"DCGM_FI_DEV_GPU_TEMP{{{text}}}", ["_"] * LONG)[k] = "40"
+    made = ["0"] * LATER + ["stale"] + ["_"] * 5 + [f"{(LATER + 6) * STEP}"] * (LONG - LATER - 6)
+    return _ended(values) + [{"series": 'kube_node_created{node="node-n",instance="10.0.9.9:8080",job="kube-state-'
+                                        'metrics"}', "values": " ".join(made)}]
+
+
+def _kept(minute: int) -> list[dict[str, str]]:
+    """The truth by hand: each GPU lost, from 10 minutes after its last reading (9:30) while another GPU of its node
+    had a reading in each of the two 5-minute periods before the minute (their last reading before minute 100 is at
+    99:30: to minute 104; node-x's, back at 106:00, again from 106 but at 110, whose older period holds none), named
+    as they are named (node-e's by the new exporter's hostname once its copies are read, 100:30); none where GPU 2
+    reads again (node-r, from 100) or another machine took the node's name (node-k, node-m: their GPUs of other UUIDs
+    first read after the lost GPU's last reading; node-n's Node object, made at 103, younger than it)."""
+    if minute < 20:
+        return []
+    fired = ["node-a", "node-x" if minute not in (105, 110) else None, OLD_POD if minute <= 100 else "node-e",
+             *(["node-r"] if minute < 100 else []), *(["node-g", "node-k", "node-m"] if minute <= 104 else []),
+             *(["node-n"] if minute < 103 else [])]
+    return [{"node": node, "gpu": "2"} for node in fired if node]
+
+
+def test_a_gpu_lost_fires_past_the_hour_until_it_reads_again_or_its_node_goes(built):
+    """A GPU still lost an hour after its last reading still fires while its node's other GPUs read (it resolved at
+    the hour: a strict xfail); it ends when it reads again, when its node is removed or its exporter away (and fires
+    again once the node reads in each period), when another machine takes the node's name, and it follows the node's
+    new name. Judged at every minute from 15 to 164."""
+    assert len(_kept(60)) == len(_kept(99)) == 8 and len(_kept(104)) == 6 and len(_kept(105)) == 2
+    promtool_test(built, "kept.yaml", [{"interval": f"{STEP}s", "input_series": _kept_series(), "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT,
-         "exp_alerts": [expected_alert(built, ALERT, node="node-a", gpu="2")]} for minute in (30, 70, 100)]}])
+         "exp_alerts": [expected_alert(built, ALERT, **labels) for labels in _kept(minute)]}
+        for minute in range(15, LONG * STEP // 60)]}])

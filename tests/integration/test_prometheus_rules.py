@@ -44,7 +44,8 @@ def test_promtool_check_rules(rules):
     result = subprocess.run([binary("promtool"), "check", "rules", str(rules / "rules.yaml")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 21 rules found" in result.stdout  # 11 alerting rules, 2 recording rules per rate panel counter
+    # 11 alerting rules, 2 recording rules per rate panel counter, the stopped GPUs recorded (stopped_gpus)
+    assert "SUCCESS: 22 rules found" in result.stdout
 
 
 def test_promtool_unit_tests_show_which_alerts_fire(rules):

@@ -118,18 +118,28 @@ def _counted(folder) -> dict[str, str]:
             for r in g["rules"]}
 
 
+def holding_state(rules: list[dict]) -> bool:
+    """Whether a recording rule of `rules` reads what it wrote at earlier evaluations (a stopped alarm's: its alert
+    then depends on the evaluations before its own, each at the story's evaluation interval)."""
+    return any(re.search(re.escape(r["record"]) + r"\b", r["expr"]) for r in rules if "record" in r)
+
+
 def judged_rules(folder, name: str, named: set[str], counted: set[str] = frozenset()) -> str:
     """Write the rules of folder/rules.yaml whose alert is `named` as folder/<name>.rules.yaml, with the recording
     rules of their alarms; its name. promtool evaluates every rule of a file at every step: the others are left out,
     which changes no judged alert (no alert reads another alarm's rules: a recording rule is read by its alarm's
-    alert alone, at the instant it writes; no rule reads ALERTS; checked), and each judged alert depends on its own
-    evaluation alone (no `for`, no `keep_firing_for`: checked; see evaluated_at)."""
+    alert alone, at the instant it writes, and by itself, at the evaluations after (holding_state); no rule reads
+    ALERTS; checked), and each judged alert depends on its own evaluation alone (no `for`, no `keep_firing_for`:
+    checked; see evaluated_at) but where its recording rule holds a state."""
     groups = rule_groups((folder / "rules.yaml").read_text())
     kept = [{**g, "rules": [r for r in g["rules"] if r["record"] in counted]} for g in groups if g["name"] == COUNTER_GROUP]
     # the clusters watched on a shared Prometheus (the dashboards' cluster variable): read by no alert
     groups = [g for g in groups if g["name"] not in (COUNTER_GROUP, CLUSTERS_GROUP)]
     recorded = {r["record"]: r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if "record" in r}
-    assert all(name == recorded_name(owner) for name, owner in recorded.items())
+    assert all(name.startswith(recorded_name(owner, "")) for name, owner in recorded.items())
+    for rule in (r for g in groups for r in g["rules"]):  # a recording rule read by its alarm's rules alone
+        assert {read for read in recorded if read in rule["expr"]} <= {
+            read for read, owner in recorded.items() if owner == rule["labels"][PROMETHEUS_RULE_LABEL]}
     assert "ALERTS" not in json.dumps(groups)
     owners = {r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if r.get("alert") in named}
     judged = [{**group, "rules": [r for r in group["rules"] if r.get("alert") in named
@@ -204,6 +214,8 @@ def promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m
     written = []
     for k, ((interval, judged, read), group) in enumerate(runs.items()):
         rule_file = judged_rules(folder, name if k == 0 else f"{k}.{name}", set(judged), set(read))
+        if holding_state([r for g in json.loads((folder / rule_file).read_text())["groups"] for r in g["rules"]]):
+            interval = evaluation_interval  # each evaluation carries the one before it: none left out
         plans: dict[str, list] = {}  # an evaluation interval -> the groups (or the parts of groups) judged at it
         for test in group:
             instants = {_ms(case["eval_time"]) // step for case in test.get("alert_rule_test", [])}
