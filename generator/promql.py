@@ -714,12 +714,13 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
 
 
 def _ranked_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
-                  node: str | None, whole: bool = False) -> str:
+                  node: str | None, whole: bool = False, held: str | None = None) -> str:
     """gpu_names' candidates: each name a copy of `metric` gives its GPU (cluster, GPU_LABEL, index), ranked: the
     copies within `span`, a copy with a sample within the last scrape interval half a rank more; `whole` (or no
-    `span`): a panel's, by the step's copies and the dashboard's range (_whole_range_names)."""
+    `span`): a panel's, by the step's copies and the dashboard's range (_whole_range_names), of the GPUs `held`
+    holds where given."""
     if whole or span is None:
-        return _whole_range_names(metric, matchers, resolution, labels)
+        return _whole_range_names(metric, matchers, resolution, labels, held=held)
     seconds = _seconds(resolution)
     terms = []
     for place_rank, each in _tiers(metric, matchers, labels, node):
@@ -748,7 +749,7 @@ PICK_LABEL = "gpudash_pick"  # marks a GPU whose name the node variable matches 
 
 
 def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels: Labels,
-                       listing: bool = False) -> str:
+                       listing: bool = False, held: str | None = None) -> str:
     """gpu_names' candidates in a panel, at each step: every name a copy of `metric` gives the GPU over the dashboard's
     range (DASHBOARD_RANGE, at its end: `@ end()`, which Prometheus reads once per query, not at each step), ranked by
     its best tier (_tiers; the best weighs most, the last 1), and at each step a quarter rank more where a copy of the
@@ -757,12 +758,15 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
     old pod name, then the node), while two names of one tier (a GPU on node-a, then on node-b: a node replaced by
     another on the same hardware) are each drawn where its own copies are, not the one fresh at the range's end over
     the whole range (tests/integration/test_gpu_moved_in_range.py). The presence is one selector of every copy a window
-    (terms marked with FRESH_LABEL, added to the name's rank by the sum), not one per tier beside the tier's: a panel
-    names its GPUs so, and a dashboard's ConfigMap has no room for a second selector per tier in each of its panels
-    (GF011). A name present alone (before the range, within the first steps' look-back) reads at most half and is no
+    (_present, marked with FRESH_LABEL, added to the name's rank by the sum), not one per tier beside the tier's: a
+    panel names its GPUs so, and a dashboard's ConfigMap has no room for a second selector per tier in each of its
+    panels (GF011). The tiers are named and ordered (_name_order) apart from the presence, where all is read at the
+    range's end: Prometheus does that once a query, the presence's naming at each step (at 64 GPUs over 6 h, 1.7 s of
+    Prometheus CPU for a per-GPU gauge panel named with both together, 1.5 s so). A name present alone (before the range, within the first steps' look-back) reads at most half and is no
     candidate. The tiers are not matched against the node variable: it picks the name chosen (_picked).
     `listing` (the Node variable): the names at the GPU's best tier over the range, each, with no presence: the names
-    its lines carry at some step (both nodes of a replaced one; not an upgraded exporter's old pod name)."""
+    its lines carry at some step (both nodes of a replaced one; not an upgraded exporter's old pod name).
+    `held` (_held_gpus): only the copies of the GPUs it holds are ranked, each GPU's every copy."""
     tiers = _tiers(metric, matchers, labels, None)
     top = max(place_rank for place_rank, _ in tiers) + 1
     terms = [f"present_over_time({each}[{DASHBOARD_RANGE}] @ end())" + (f" * {top - place_rank}"
@@ -774,10 +778,43 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
         ranks = f"max by ({gpu_name}) ({coalesced_gpu('(' + ' or '.join(terms) + ')', labels)})"
         return f"({ranks} == on ({gpu}) group_left () max by ({gpu}) ({ranks}))"
     every, seconds = selector(metric, matchers), _seconds(resolution)
-    terms += [f'label_replace(present_over_time({every}[{window}]), "{FRESH_LABEL}", "{mark}", "", "") * 0.25'
-              for mark, window in (("1", label_lookback(seconds)), ("2", f"{seconds * 1000}ms"))]
-    ranks = f"max by ({gpu_name}, {FRESH_LABEL}) ({coalesced_gpu('(' + ' or '.join(terms) + ')', labels)})"
+    # the tiers named and ordered (_name_order: the name alone decides it) where every term is read at the range's
+    # end, which Prometheus evaluates once a query, not at each step; the presence named at each step
+    kept = f" and on ({_listed(_gpu_copy_keys(labels))}) ({held})" if held else ""
+    ranked = _name_order(coalesced_gpu("(" + " or ".join(terms) + ")" + kept, labels), labels.node)
+    present = coalesced_gpu(_present(every, seconds, kept), labels)
+    ranks = f"max by ({gpu_name}, {FRESH_LABEL}) ({ranked} or {present})"
     return f"sum by ({gpu_name}) ({ranks}) > 0.5"
+
+
+def _present(every: str, seconds: int, kept: str = "") -> str:
+    """Each copy of `every` (a selector) at each step, marked FRESH_LABEL: 0.5 where it has a sample within the last
+    scrape interval (`seconds`), 0.25 where it has one within the look-back (label_lookback) alone. Its highest per
+    name is what a quarter for a copy within the look-back and another for one within the interval add up to (a
+    sample within the interval is one within the look-back): one series a copy, not two. `kept`: a filter of the
+    copies (`and ...`)."""
+    present = (f"present_over_time({every}[{seconds * 1000}ms]) * 0.5 or present_over_time({every}"
+               f"[{label_lookback(seconds)}]) * 0.25")
+    present = f"({present}){kept}" if kept else present
+    return f'label_replace({present}, "{FRESH_LABEL}", "1", "", "")'
+
+
+def _gpu_copy_keys(labels: Labels) -> tuple[str, ...]:
+    """The labels every copy of one GPU shares (its cluster, UUID and index), whatever node spelling it has: a GPU
+    without a UUID shares them with the other GPUs of its index (more, never fewer)."""
+    return labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu"
+
+
+def _held_gpus(metrics: tuple[str, ...], matchers: list[str], only: tuple[str, ...], resolution: str) -> str:
+    """The copies of `metrics` a panel's own filter (`only`, its matchers: a MIG instance's) keeps, over the
+    dashboard's range and the look-back before it (label_lookback: the oldest sample a gauge's line reads at the
+    first step), each read once a query (`@`): a panel of MIG instances names the GPUs that have one, every copy of
+    each (the same names), not every GPU of the fleet at every step (on a fleet without MIG its naming cost 1.2-1.5 s
+    of Prometheus CPU at 64 GPUs over 6 h, 10 s at 500, for a panel that draws nothing)."""
+    within = label_lookback(_seconds(resolution))
+    return " or ".join(f"present_over_time({each}[{window}] @ {at}())" for each in
+                       (selector(metric, [*matchers, *only]) for metric in metrics)
+                       for window, at in ((DASHBOARD_RANGE, "end"), (within, "start")))
 
 
 def _picked(named: str, node: str, labels: Labels) -> str:
@@ -788,10 +825,11 @@ def _picked(named: str, node: str, labels: Labels) -> str:
     return f'({marked} and on ({PICK_LABEL}) label_replace(vector(1), "{PICK_LABEL}", "1", "", ""))'
 
 
-def _first_name(ranked: str, labels: Labels) -> str:
+def _first_name(ranked: str, labels: Labels, ordered: bool = False) -> str:
     """One series per GPU of `ranked` (its candidate names, _ranked_names): the highest ranked, ties told apart by
-    the name (_name_order)."""
-    return f"topk by ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) (1, {_name_order(ranked, labels.node)})"
+    the name (_name_order; `ordered`: `ranked` has the order added, _whole_range_names)."""
+    ranked = ranked if ordered else _name_order(ranked, labels.node)
+    return f"topk by ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) (1, {ranked})"
 
 
 # The characters a name's last ones are told apart by (_name_order), Kubernetes' generated names' alphabet first (a
@@ -2705,10 +2743,12 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         # alert once per evaluation, after its periods' statistics (gauge_readings' `named`)
         inner = _listed((labels.cluster, GPU_LABEL, "gpu", *(name for name in outer if name != labels.node)))
         fields = _named_fields(query.metric, catalog)
+        # a panel of MIG instances names the GPUs that have one (a gauge's lines read the look-back alone)
+        held_by = tuple(extra) if "mig_instance" in keys and not is_counter_field(query.metric, catalog) else ()
 
         def gpus(series: str, how: str, span: str | None) -> str:
             named_ = named_gpus(series, fields, list(scope.naming(labels)), span, resolution, labels, node,
-                                span is None)
+                                span is None, held_by)
             return f"{how} by ({grouping}{f', {PERIOD_LABEL}' if periods else ''}) ({named_})"
 
         def aggregated(how: str) -> str:
@@ -2750,7 +2790,8 @@ def _named_fields(metric: str, catalog: Catalog) -> tuple[str, ...]:
 
 
 def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span: str | None,
-               resolution: str, labels: Labels, node: str | None = None, whole: bool = False) -> str:
+               resolution: str, labels: Labels, node: str | None = None, whole: bool = False,
+               only: tuple[str, ...] = ()) -> str:
     """`series` (one or more per GPU: `cluster`, GPU_LABEL, `gpu`) with the node label of its GPU's name (gpu_names,
     from the copies of `metrics`, the first that has the GPU), whichever copy its value was read from: THE naming step
     of every per-GPU line and alert, so that a GPU's legend and an alert's labels do not follow the copy a value is read
@@ -2759,14 +2800,14 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     `node` (the node variable): the copies whose node spelling matches it are those the name is read from. A gauge is
     named in a panel at its instant from the copies the instant selector reads (`span` None); in an alert once per
     evaluation, after each period's statistic (gauge_readings' `named`), from the copies of the last hour, as a
-    counter's alert. `whole` (a panel's): named at each step as gpus_named's `whole` says."""
+    counter's alert. `whole` (a panel's): named at each step as gpus_named's `whole` says, `only` as it says."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
-    either = gpus_named(metrics, matchers, span, resolution, labels, node, whole)
+    either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only)
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
 
 
 def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, resolution: str, labels: Labels,
-               node: str | None = None, whole: bool = False) -> str:
+               node: str | None = None, whole: bool = False, only: tuple[str, ...] = ()) -> str:
     """One series per GPU (cluster, GPU_LABEL, index) of any of `metrics`, labelled with its name (gpu_names, from
     the copies of the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and
     the Node variable's values.
@@ -2779,13 +2820,17 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     half hour before the upgrade (tests/integration/test_node_renamed_in_range.py); named by the range's one name
     (f57720e2), a GPU that stood under node-a then node-b drew node-a's readings under node-b
     (tests/integration/test_gpu_moved_in_range.py). A step whose look-back reaches a sample before the range (a GPU
-    gone up to 4 scrape intervals before the range's start) names no GPU the range does not hold."""
+    gone up to 4 scrape intervals before the range's start) names no GPU the range does not hold. `only` (a panel's
+    own matchers beyond `matchers`, a gauge's: its MIG instances'): the GPUs with a copy they match (_held_gpus)."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     # each metric's candidates where no metric before it has the GPU, then one name chosen among them: the name
     # gpu_names gives from the first metric that has the GPU, ordered and chosen once, not once per metric
-    names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole) for metric in metrics]
-    named = _first_name(names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")", labels)
-    return _picked(named, node, labels) if (whole or span is None) and node is not None else named
+    stepped = whole or span is None
+    held = _held_gpus(metrics, matchers, only, resolution) if only and stepped else None
+    names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole, held) for metric in metrics]
+    named = _first_name(names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")", labels,
+                        stepped)
+    return _picked(named, node, labels) if stepped and node is not None else named
 
 
 def listed_names(metrics: tuple[str, ...], matchers: list[str], resolution: str, labels: Labels) -> str:

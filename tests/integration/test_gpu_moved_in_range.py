@@ -99,3 +99,15 @@ def test_rows_remapped_over_the_hour_are_each_nodes(history):
     shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
              for s in prometheus.query(expr, at=start + SCRAPES * STEP)}
     assert shown == {"node-a GPU 0": 2.0, "node-b GPU 0": 1.0}
+
+
+@pytest.mark.parametrize("picked", [pytest.param(None, id="All"), pytest.param("node-a", id="node-a picked"),
+                                    pytest.param("node-b", id="node-b picked")])
+def test_the_minute_both_copies_are_looked_back_is_the_fresher_nodes(history, picked):
+    """Minute 31: node-a's last scrape (86 s before) and node-b's first (26 s before) are both within the look-back;
+    the GPU reads node-b's fresh 70 and is named by node-b, the name with a copy within the last scrape interval
+    (promql._present: half a rank for it, a quarter for a copy within the look-back alone). Ranked alike, node-a's
+    name (its last character ordered after node-b's) would draw node-b's reading."""
+    prometheus, start = history
+    shown = _shown(prometheus, start, "GPU temperature", {"node": picked} if picked else {})[SKIPPED]
+    assert shown == ({"node-b GPU 0": TEMPERATURE["node-b"]} if picked in (None, "node-b") else {}), shown
