@@ -46,6 +46,7 @@ CLAIM_NOTE, CLAIM_DIGEST_LENGTHS, CLAIMS_CUT = "also:", (16, 8), "*"
 
 # Kubernetes objects (ConfigMaps, ServiceMonitor, PrometheusRule).
 KUBERNETES_MANAGED_BY = {"app.kubernetes.io/managed-by": OWNER}
+KUBERNETES_SELECTOR = ",".join(f"{key}={value}" for key, value in KUBERNETES_MANAGED_BY.items())  # kubectl's -l
 # The settings that wrote a prometheus-operator object (ServiceMonitor, PrometheusRule), as annotations: their project
 # (NO_PROJECT when they name none) and clusters (comma-separated). Several settings files writing into one namespace
 # write objects of the same names, and `kubectl apply` of one replaces the other's: verify reads these to tell a live

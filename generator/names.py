@@ -183,9 +183,12 @@ AGENT_CONFIGMAP = "prometheus-cwagentconfig"
 SCRAPE_CONFIGMAP = "prometheus-config"
 
 
+ALERT_PREFIX = "Gpudash"  # what every alert gpudash writes is named with first
+
+
 def alert_name(rule: str) -> str:
     """The Prometheus alert of a rule id: Gpudash + the id in CamelCase (gpu-idle: GpudashGpuIdle)."""
-    return "Gpudash" + "".join(part.capitalize() for part in re.split(r"[-_]", rule))
+    return ALERT_PREFIX + "".join(part.capitalize() for part in re.split(r"[-_]", rule))
 
 
 def agent_log_group(cluster: str) -> str:

@@ -27,7 +27,7 @@ from ..project import Project
 from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..reading import yaml_loader
 from ..settings import Cluster, Settings, rollout_percentage
-from ..markers import KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PROJECT, NO_PROJECT
+from ..markers import KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PROJECT, KUBERNETES_SELECTOR, NO_PROJECT
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, is_prometheus_rule_name, shown
 from ..output import ADDON_FILE, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
@@ -181,7 +181,7 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
                      "recorded no settings: whether these settings applied them cannot be told, and applying "
                      f"{rules} replaces them",
                      f"if they hold other clusters' or other alarms' rules (kubectl get prometheusrules -n {namespace} "
-                     f"-l {_selector(KUBERNETES_MANAGED_BY)} -o yaml), give these settings their own "
+                     f"-l {KUBERNETES_SELECTOR} -o yaml), give these settings their own "
                      f"prometheus_stack.namespace; else apply {rules}, which records these settings")
     return Check(GROUP, RULES_CHECK, OK, f"none in {namespace} was applied from other settings")
 
@@ -266,7 +266,7 @@ def _gpudash_objects(kube: Kube, resource: str, what: str, namespace: str) -> li
     """The prometheus-operator objects of `resource` in `namespace` that carry gpudash's label; None where the API
     server serves no such resource (404: prometheus-operator not installed)."""
     listed = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/{resource}", f"{what} in {namespace}",
-                       {"labelSelector": _selector(KUBERNETES_MANAGED_BY)})
+                       {"labelSelector": KUBERNETES_SELECTOR})
     if listed is None:
         return None
     return [item for item in listed.items("items", required=True)
@@ -286,10 +286,6 @@ def _differing(live: Any, built_value: Any, path: str) -> list[str]:
         return [where for index, (one, value) in enumerate(zip(live, built_value))
                 for where in _differing(one, value, f"{path}[{index}]")]
     return [] if live == built_value else [path]
-
-
-def _selector(labels: dict[str, str]) -> str:
-    return ",".join(f"{key}={value}" for key, value in labels.items())
 
 
 def _read_unless_refused(kube: Kube, path: str, what: str) -> tuple[Answer | None, Any]:

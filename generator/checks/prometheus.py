@@ -21,7 +21,8 @@ from ..clients.http import SlowAnswer
 from ..clients.prometheus import HINT, Prometheus
 from ..errors import RemoteError
 from ..exporter_styles import exporter_namespaces
-from ..names import CLUSTERS_GROUP, COUNTER_GROUP, WATCHED_CLUSTER
+from ..markers import KUBERNETES_SELECTOR
+from ..names import ALERT_PREFIX, CLUSTERS_GROUP, COUNTER_GROUP, WATCHED_CLUSTER, shown
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
 from ..agent_timing import scrape_timeout
 from ..project import Project
@@ -105,6 +106,7 @@ def _checks(prometheus: Prometheus, project: Project) -> Iterator[Check]:
     reporting: list = []
     yield from step(GROUP, "DCGM series", _series, prometheus, bool(targets), reporting, looked_back(project))
     yield from step(GROUP, PINNED, pinned_queries, prometheus)
+    yield from step(GROUP, ALERTS_ALIKE, alerts_alike, prometheus, project)
     if reporting:
         yield from step(GROUP, COUNTER_RECORDINGS, counter_recordings, prometheus, project,
                         published_anyway=COUNTER_RECORDINGS_LATER)
@@ -118,6 +120,48 @@ def _checks(prometheus: Prometheus, project: Project) -> Iterator[Check]:
     windows = [data_missing.window_seconds(a.period_seconds, a.evaluation_periods) for a in project.alarms if a.absent]
     if targets and windows and data_missing.expected(project.settings):
         yield from step(GROUP, POD_NODES, _pod_nodes, prometheus, project, min(windows))
+
+
+ALERTS_ALIKE = "alert rules loaded once"
+
+
+def alerts_alike(prometheus: Prometheus, project: Project) -> Check:
+    """Whether Prometheus evaluates one of gpudash's alerts (Gpudash..., of any settings) from several rule files with
+    different conditions: two projects' rules judging one cluster's series, or a file an earlier build deployed left
+    beside the new one (another threshold, or an alarm since removed or changed). Their alerts carry the same name
+    and labels, and Alertmanager takes those for one alert, so it fires at whichever condition holds: each team is
+    notified at the other's thresholds. Rules loaded twice alike notify once, as one. On a Prometheus of several
+    clusters each settings file's rules read their own clusters (different conditions, rightly): not judged there."""
+    if project.settings.shared_prometheus:
+        return Check(GROUP, ALERTS_ALIKE, OK, "not judged on a Prometheus of several clusters (each settings file's "
+                     "rules read its own clusters)")
+    try:
+        rules = prometheus.alerting_rules()
+    except SlowAnswer:  # the run's deadline: the group's own failure
+        raise
+    except RemoteError as exc:  # a server that lists no rules (an API of queries alone): nothing to judge by
+        return Check(GROUP, ALERTS_ALIKE, OK, f"not judged: the server lists no rules ({exc.what})")
+    conditions: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, set[str]]] = {}
+    for file, name, labels, query in rules:
+        if name.startswith(ALERT_PREFIX):
+            conditions.setdefault((name, tuple(sorted(labels.items()))), {}).setdefault(query, set()).add(file)
+    split = {key: queries for key, queries in conditions.items() if len(queries) > 1}
+    if split:
+        (name, labels), queries = min(split.items())
+        files = sorted({file for found in queries.values() for file in found})
+        alerts = sorted({alert for alert, _ in split})
+        severity = dict(labels).get("severity")
+        return Check(GROUP, ALERTS_ALIKE, FAIL,
+                     f"Prometheus evaluates {name}" + (f" ({severity})" if severity else "") + f" from {len(files)} "
+                     f"rule files with {len(queries)} different conditions ({shown(files)})"
+                     + (f", and {len(alerts) - 1} more alerts so" if len(alerts) > 1 else "") + ": Alertmanager "
+                     "takes alerts of one name and labels for one, so it fires at whichever condition holds",
+                     "delete the rules no settings deploy now (a file or PrometheusRule of an earlier build: kubectl "
+                     f"get prometheusrules -A -l {KUBERNETES_SELECTOR}); where another project judges this cluster, "
+                     "judge it from one settings file")
+    loaded = len({key[0] for key in conditions})
+    return Check(GROUP, ALERTS_ALIKE, OK, f"{loaded} of gpudash's alerts loaded, each with one condition" if loaded
+                 else "none of gpudash's alerts loaded")
 
 
 PINNED = "PromQL @ and negative offset"

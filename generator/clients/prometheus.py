@@ -103,6 +103,14 @@ class Prometheus(_Reads):
             return None
         return self._successful(status, text, "the build information").at("data")
 
+    def alerting_rules(self) -> list[tuple[str, str, dict[str, str], str]]:
+        """(file, alert name, labels, query) of each alerting rule the server has loaded (/api/v1/rules): the query as
+        the server writes the expression back, so two rules of one expression read alike."""
+        answer = self._api("/api/v1/rules", {"type": "alert"}, "the rule listing")
+        return [(group.get("file", str, ""), rule.get("name", str), rule.string_map("labels"), rule.get("query", str))
+                for group in answer.items("data.groups", required=True) for rule in group.items("rules")
+                if rule.get("type", str, "alerting") == "alerting"]
+
     def _samples(self, answer: Answer) -> list[tuple[dict[str, str], float]]:
         if answer.get("data.resultType", str) != "vector":
             raise OddAnswer(self.source, "data.resultType", answer.get("data.resultType", str), "'vector'")

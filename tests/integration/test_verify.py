@@ -1421,6 +1421,42 @@ def test_the_agent_config_another_project_of_the_cluster_applied_is_named_before
                    "both's dashboards and alarms)")
 
 
+def test_an_alert_two_settings_load_with_different_conditions_is_named(tmp_path_factory, cli):
+    """Two projects of one cluster (a Prometheus of its own) each deploy their rules, the second with a lower GPU
+    temperature threshold (or a rules file of an earlier build left beside the new one): Prometheus evaluates both,
+    their alerts carry the same names and labels, and Alertmanager takes them for one, so the first team was paged at
+    the second's 70 °C. verify said nothing. Now it fails naming the alert and the files; rules loaded twice alike
+    (one build's file in two places) are one alert, and ok."""
+    first = encode(build(load_project(), grafana=False))["prometheus/rules.yaml"]
+    settings = tmp_path_factory.mktemp("second") / "second.yaml"
+    settings.write_text("project: team-b\nthresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n")
+    second = encode(build(load_project(settings), grafana=False))["prometheus/rules.yaml"]
+    servers = {}
+    for case, files in {"alike": (first, first), "otherwise": (first, second)}.items():
+        workdir = tmp_path_factory.mktemp(f"prom-rules-{case}")
+        for number, text in enumerate(files):
+            (workdir / f"rules-{number}.yaml").write_bytes(text)
+        servers[case] = Prometheus(workdir, {"global": {"evaluation_interval": "1h"}, "scrape_configs": [],
+                                             "rule_files": [str(workdir / f"rules-{n}.yaml") for n in range(2)]})
+    try:
+        with ThreadPoolExecutor(len(servers)) as pool:
+            list(pool.map(Prometheus.start, servers.values()))
+        found = {}
+        for case, server in servers.items():
+            code, stdout, stderr = cli("verify", "--output", "json", "--prometheus-url", server.url, "--skip", "kube",
+                                       "--skip", "exporter", "--skip", "cloudwatch")
+            found[case] = next(c for c in json.loads(stdout)["checks"] if c["name"] == "alert rules loaded once")
+    finally:
+        for server in servers.values():
+            server.stop()
+    assert found["alike"]["status"] == "ok", found["alike"]
+    assert found["otherwise"]["status"] == "fail"
+    assert re.fullmatch(r"Prometheus evaluates GpudashGpuTempHigh \(warning\) from 2 rule files with 2 different "
+                        r"conditions \(.*/rules-0\.yaml, .*/rules-1\.yaml\): Alertmanager takes alerts of one name "
+                        r"and labels for one, so it fires at whichever condition holds", found["otherwise"]["detail"]), \
+        found["otherwise"]["detail"]
+
+
 def test_prometheus_rules_of_a_gpudash_that_recorded_no_settings_are_a_warning(stack, tmp_path):
     cluster, verify = stack
     settings = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)
