@@ -36,16 +36,16 @@ BATCH = 100  # DescribeAlarms page, AlarmNames per call, GetResources page (Dele
 # (`{}`, or an empty body; PutDashboard its validation messages): anything else is not the write's answer.
 # Other calls (verify's ListMetrics) are read by their callers, who name what is odd themselves; for
 # every call, something else than a list where the model has one is marked (botocore would read `{}` as []).
+# DescribeAlarms: every one gpudash makes asks for composite alarms too (ALARM_TYPES), and CloudWatch answers both lists
+# (an empty one where it holds none of that kind): an answer without CompositeAlarms (a server or proxy ignoring
+# AlarmTypes) cannot show a composite alarm holding a name gpudash would write, so it is not an answer.
 REQUIRED = {
-    "DescribeAlarms": {"MetricAlarms": list},
+    "DescribeAlarms": {"MetricAlarms": list, "CompositeAlarms": list},
     "GetDashboard": {"DashboardBody": str},
     "ListDashboards": {"DashboardEntries": list},
     "ListTagsForResource": {"Tags": list},
     "GetResources": {"ResourceTagMappingList": list},
 }
-# Lists an answer may leave out, whose items are checked as those of REQUIRED's lists where it holds them:
-# DescribeAlarms lists composite alarms when asked for them (ALARM_TYPES)
-OPTIONAL_LISTS = {"DescribeAlarms": ("CompositeAlarms",)}
 WRITES = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource", "UntagResource", "DeleteDashboards")
 CHECKED = (*REQUIRED, *WRITES)
 ITEM_KEYS = {"MetricAlarms": ("AlarmName", "AlarmArn"), "CompositeAlarms": ("AlarmName", "AlarmArn"),
@@ -500,7 +500,7 @@ class CloudWatch:
             if token:
                 kwargs["NextToken"] = token
             page = self.call(region, "DescribeAlarms", what, **kwargs)
-            composites = [{**alarm, COMPOSITE: True} for alarm in page.get("CompositeAlarms") or ()]
+            composites = [{**alarm, COMPOSITE: True} for alarm in page["CompositeAlarms"]]
             listed = page["MetricAlarms"] + composites  # one name twice (of both kinds) is no answer: `listing.next`
             token = listing.next(page.get("NextToken"), [a["AlarmName"] for a in listed], asked, unasked)
             _arns_name_their_alarms(listed, region, what, self.endpoint_name)
@@ -988,10 +988,7 @@ def _invalid(api: str, response: Any) -> str | None:
     for key, kind in REQUIRED.get(api, {}).items():
         if not isinstance(response.get(key), kind):
             return f"no {key}" if key not in response else f"{key} is not a {kind.__name__}"
-    lists = [key for key, kind in REQUIRED.get(api, {}).items() if kind is list]
-    for key in [*lists, *(key for key in OPTIONAL_LISTS.get(api, ()) if response.get(key) is not None)]:
-        if not isinstance(response[key], list):
-            return f"{key} is not a list"
+    for key in [key for key, kind in REQUIRED.get(api, {}).items() if kind is list]:
         for item in response[key]:
             if not isinstance(item, dict) or any(not isinstance(item.get(k), str) for k in ITEM_KEYS.get(key, ())):
                 return f"an item of {key} without {', '.join(ITEM_KEYS.get(key, ())) or 'its fields'}"

@@ -132,3 +132,27 @@ def test_a_composite_alarm_listing_that_is_not_an_api_answer_writes_nothing(prox
     code, report, stderr = apply("--prune", "--force")
     assert code == 3 and said in stderr and "Traceback" not in stderr, stderr
     assert writes(proxy) == [] and snapshot(client) == before
+
+
+def _without_composites(body: bytes) -> bytes:
+    """A DescribeAlarms answer as a server that ignores AlarmTypes gives it (an old CloudWatch stand-in, or a proxy
+    rewriting answers to the metric alarms alone): no CompositeAlarms."""
+    answer = json.loads(body)
+    answer.pop("CompositeAlarms", None)
+    return json.dumps(answer).encode()
+
+
+def test_an_answer_without_the_composite_alarms_it_was_asked_for_writes_nothing(proxied):
+    """Every DescribeAlarms asks for composite alarms, and CloudWatch answers a CompositeAlarms list beside MetricAlarms
+    (an empty one where it holds none), as it answers MetricAlarms. An answer without it (a server or proxy ignoring
+    AlarmTypes) was read as "no composite alarm": the plan said create under a person's composite alarm's name and
+    apply --force sent PutMetricAlarm over it (moto replaced the composite alarm). It is not an answer: exit 3,
+    nothing written, the composite alarm as it was."""
+    proxy, client, apply = proxied
+    composite(client)
+    before = composites(client)
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_composites))
+    code, report, stderr = apply("--force")
+    assert code == 3 and "Traceback" not in stderr, (code, report, stderr)
+    assert "with something that is not an API answer (no CompositeAlarms)" in stderr, stderr
+    assert writes(proxy) == [] and composites(client) == before and FOREIGN not in alarms(client)
