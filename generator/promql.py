@@ -968,6 +968,35 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     return f"({left} and on ({held}) {idle_gpus(metric, anyone, labels.pod, held)})"
 
 
+# what a per-GPU or fleet panel says it draws with the pod or namespace variable set (draws_whole_gpus)
+WHOLE_GPUS_NOTE = ("With a pod or namespace picked: the GPUs its pods hold, each whole (every MIG instance of one); a "
+                   "pod's part of a GPU is drawn per pod.")
+
+
+def draws_whole_gpus(query: Query) -> bool:
+    """A panel query of GPUs (a line per GPU or node, or one value over them) whose value with the pod or namespace
+    variable set is that of the GPUs the picked pods hold, each whole: a gauge or count (held_gpus), a counter's rate
+    (counted_rate: the GPU's recording)."""
+    return not query.raw_promql and not query.as_increase and set(group_keys(query.by)) <= {"cluster", "node", "gpu"}
+
+
+def held_gpus(metrics: tuple[str, ...], scope: Scope, labels: Labels, within: str) -> str:
+    """The GPUs (cluster, GPU_LABEL, index) the pods the pod and namespace variables pick hold, as a per-GPU or fleet
+    panel draws them with either variable set: a series of one of `metrics` (a field and its MIG stand-in) in the
+    scope with a sample within the look-back `within` (label_lookback, as the per-pod panels name pods), less one
+    naming a pod on a GPU instance whose latest scrape named none (_left_idle: the pod left it). Each such GPU is read
+    whole, as with every pod: a GPU split into MIG instances among namespaces read the picked namespace's instances
+    alone (n2 GPU 0 20 % where the GPU is at 40 %, 3,000 of its 23,000 MiB used: G, s38) under a legend that names the
+    GPU, beside counter rates and device fields read whole; a pod's or namespace's part of a GPU is what the per-pod
+    panels draw."""
+    workload = [f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in scope.regexes
+                if key in ("pod", "namespace")]
+    branches = [[*scope.naming(labels), *workload]]
+    held = [f"({_raw(metric, branches, [], f'present_over_time({{}}[{within}])')} unless "
+            f"{_left_idle(metric, branches, [], labels, within)})" for metric in metrics]
+    return identified(held[0] if len(held) == 1 else "(" + " or ".join(held) + ")", labels)
+
+
 def sample_time(within: str, resolution: str) -> str:
     """A form of a selector (`{0}`): when each of its series' latest sample within `within` was taken: the instant
     selector's sample's own time where it has one, else to half the scrape interval `resolution`, the latest step of
@@ -2667,6 +2696,14 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # variable, the GPUs then kept by their names (a counter's rate or increase: _Merge.named)
     named = (set(keys) <= {"cluster", "node", "gpu", "mig_instance"} and resolution is not None
              and (gauges and not count and {"node", "gpu"} <= set(keys) or of_gpus and (gauges or count)))
+    # a panel's value of whole GPUs (no MIG instance apart) with the pod or namespace variable: the GPUs the picked pods
+    # hold (held_gpus), each read as with every pod, whole
+    held = None
+    if named and gauge_window is None and named_within and "mig_instance" not in keys \
+            and any(key in ("pod", "namespace") for key, _ in scope.regexes):
+        held = held_gpus(_named_fields(query.metric, catalog), scope, labels, named_within)
+        scope = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace")))
+        branches = scope.matchers(labels)
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)  # any node spelling
     # the node variable's alone (no workload's): the copies placing a GPU on the node (on_node)
     placing = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
@@ -2753,6 +2790,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
 
         def aggregated(how: str) -> str:
             per_gpu_ = f"{how} by ({inner}) ({value})"
+            if held is not None:
+                per_gpu_ = f"({per_gpu_} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {held})"
             return per_gpu_ if alert else gpus(per_gpu_, how, None)
     else:
         def aggregated(how: str) -> str:

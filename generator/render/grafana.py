@@ -18,7 +18,8 @@ from ..names import WATCHED_CLUSTER, grafana_uid
 from ..plain import plain_data
 from ..promql_parens import fewest_parens
 from ..promql_text import packed
-from ..promql import (COST_NOTE, Scope, copies_note, counted_within_note, expression, group_keys,
+from ..promql import (COST_NOTE, WHOLE_GPUS_NOTE, Scope, copies_note, counted_within_note, draws_whole_gpus,
+                      expression, group_keys,
                       label_lookback, label_name, legend, listed_names, memory_share_note, named_pods_looked_back,
                       named_within_note,
                       over_note, presence, reads_copies_per_step, reads_recording, recording_note, with_cluster)
@@ -287,6 +288,7 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, share
             metric = catalog.get(query.metric)
             rate = " Shown as a per-second rate." if metric.is_counter and not query.as_increase else ""
             texts.append(f"{metric.help} ({metric.name}){rate}")
+    texts += [WHOLE_GPUS_NOTE for query in panel.queries if draws_whole_gpus(query)]
     per_step = dict.fromkeys(("pod" in group_keys(query.by), query.as_increase) for query in panel.queries
                              if reads_copies_per_step(query, catalog) and not reads_recording(query, catalog))
     if per_step:  # what the exact reading costs, then how it is timed (the description ends with that)

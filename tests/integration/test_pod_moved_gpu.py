@@ -150,12 +150,12 @@ def _held(picked: str, scrape: int) -> set[str]:
 
 
 @pytest.mark.parametrize("picked", sorted(PICKED))
-@pytest.mark.parametrize("title", RATE_PANELS)
-def test_a_rate_panel_with_a_pod_picked_draws_the_gpus_the_pod_holds(live, title, picked):
-    """A per-GPU panel of a counter's rate with the pod (or namespace) variable set draws the GPUs the picked pods
-    hold, each at the GPU's rate as the panel draws it with every pod (the device's counter, whatever pod its scrapes
-    name): ml/mover's GPU 1 until the move, GPU 0 from its first scrape there. It drew GPU 1, found idle at the move,
-    for the rate window after it (a scrape within the window named the pod on it), beside GPU 0."""
+@pytest.mark.parametrize("title", (*RATE_PANELS, "Power draw", "GPU temperature"))
+def test_a_per_gpu_panel_with_a_pod_picked_draws_the_gpus_the_pod_holds(live, title, picked):
+    """A per-GPU panel with the pod (or namespace) variable set draws the GPUs the picked pods hold, each as the panel
+    draws it with every pod (a counter's rate the device's, whatever pod its scrapes name): ml/mover's GPU 1 until the
+    move, GPU 0 from its first scrape there. A counter's rate drew GPU 1, found idle at the move, for the rate window
+    after it (a scrape within the window named the pod on it), beside GPU 0."""
     assert RATE_PANELS == tuple(sorted(name for name, panel in bundled_panels().items() if "Pod" not in panel.get(
         "targets", [{}])[0].get("legendFormat", "Pod") and ":step_increase" in panel["targets"][0]["expr"]))
     every = _live_shown(live, title, {})
