@@ -18,10 +18,11 @@ its node's other GPUs:
 With exporter.virtual_gpus, dcgm-exporter 4.5.2 to 4.8.1 writes each field of a GPU pods hold as one copy per pod
 (with `pod_uid`) and no series of a GPU no pod holds while another GPU of its node is held: a pod leaving its GPU ends
 the GPU's series as DCGM losing it does (tests/support/virtual_gpus.py). The two cannot be told apart from the series,
-so a GPU with a reading of such a copy within the hour is not judged (HELD), nor a GPU of a node where a pod holds a
-GPU now (a pod taking one GPU of a node no pod held ends the others' series: it paged for each of them): a GPU lost
-while a pod holds it or any GPU of its node, or within the hour after, is not alerted on those exporters (nor on 4.5.3 and later with KUBERNETES_ENABLE_POD_UID,
-whose copies carry `pod_uid` too); 4.5.3's copies carry none, and an idle GPU keeps its own series there.
+so a GPU with a reading of such a copy within the hour is not judged (HELD), nor a GPU of a node where a pod holds a GPU
+now (a pod taking one GPU of a node no pod held ends the others' series: it paged for each of them): a GPU lost while a
+pod holds it or any GPU of its node, or within the hour after, is not alerted on those exporters (nor on 4.5.3 and later
+with KUBERNETES_ENABLE_POD_UID, whose copies carry `pod_uid` too); 4.5.3's copies carry none, and an idle GPU keeps its
+own series there.
 
 So a node scaled down or removed (no GPU of it reports), an exporter restarting or rolled out (every GPU of the node
 away together, and back within the window), a crash loop (readings in each window) and an instance stopped and started
@@ -92,8 +93,8 @@ def expression(metrics: tuple[str, ...], settings: Settings, period: int, period
                resolution: str) -> str:
     """The rule's condition in one expression, its memory the hour (no recording rule read): each GPU (labelled by
     `keys`: its node and index, and its cluster on a Prometheus holding several) with a reading of one of `metrics`
-    within MEMORY, none within the last `periods` periods of `period` seconds, whose node's other GPUs had one in each of
-    them. `resolution`: the rules' step (the names' freshness)."""
+    within MEMORY, none within the last `periods` periods of `period` seconds, whose node's other GPUs had one in each
+    of them. `resolution`: the rules' step (the names' freshness)."""
     return f"max by ({_names(keys)}) ({_judged(metrics, settings, period, periods, resolution)})"
 
 
@@ -167,7 +168,8 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
         held = f"max by ({identity}, {labels.node}) (last_over_time({record}[{HOLD}]))"
         lost = (f'({lost} or on ({identity}) (label_replace({held}, "{SPELLING}", "$1", "{labels.node}", "(.*)") '
                 f"unless on ({identity}) {window}))")
-    stopped = f"max by ({identity}, {labels.node}) ({lost} + on ({spelling}) group_left ({labels.node}) (0 * {now_named}))"
+    stopped = (f"max by ({identity}, {labels.node}) "
+               f"({lost} + on ({spelling}) group_left ({labels.node}) (0 * {now_named}))")
     # a GPU whose last reading is older than its node's Node object read on another machine of that name (EKS names a
     # node by its private IP, which a later node may be given): where kube-state-metrics tells when it was made
     made = _either([selector(CREATED, branch) for branch in scope.matchers(labels)])

@@ -21,8 +21,9 @@ path gives them; a series that ends gets Prometheus' staleness marker):
   name and indexes). Truth: none of them, at any minute judged. kube-state-metrics made each Node object before.
 
 promtool judges the rule at every minute from 26 to 92; a GPU lost an hour and a half before its node's story (the
-rule's recording keeps it past the hour) at every minute from 15 to 164. CloudWatch has no twin (lint AL027): the agent model (both
-pipelines) and the generated alarms leave the GPUs that stopped unjudged, pinned as a strict xfail with the truth.
+rule's recording keeps it past the hour) at every minute from 15 to 164. CloudWatch has no twin (lint AL027): the agent
+model (both pipelines) and the generated alarms leave the GPUs that stopped unjudged, pinned as a strict xfail with the
+truth.
 """
 
 from __future__ import annotations
@@ -367,7 +368,8 @@ NOTHING_MIG_REPORTS = pytest.mark.xfail(strict=True, reason="a counters CSV whos
                                         "utilization, with no gauge a MIG instance reports (engine activity, free "
                                         "framebuffer, memory clock or temperature): a GPU split into MIG instances "
                                         "ends its GPU utilization series and fires from 10 minutes after the split on")
-MIG_GAUGES = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP")
+MIG_GAUGES = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_MEM_CLOCK",
+              "DCGM_FI_DEV_MEMORY_TEMP")
 
 
 @pytest.mark.parametrize("collected", [MIG_GAUGES, MIG_GAUGES[1:], pytest.param((), marks=NOTHING_MIG_REPORTS)],
@@ -410,7 +412,8 @@ def test_a_gpu_split_into_mig_instances_is_no_gpu_stopped_when_gpu_utilization_i
 
 
 def _recorded(folder) -> str:
-    """The expression of the rule's recording rule in folder/rules.yaml (the GPUs judged stopped; its alert reads it)."""
+    """The expression of the rule's recording rule in folder/rules.yaml (the GPUs judged stopped: its alert reads
+    it)."""
     return next(r["expr"] for g in rule_groups((folder / "rules.yaml").read_text()) for r in g["rules"]
                 if r.get("record") and r["labels"]["gpudash_rule"] == "gpu-stopped-reporting")
 
@@ -446,8 +449,8 @@ def _kept_series() -> list[dict[str, str]]:
                     continue
                 if node == "node-g" and after:
                     continue
-                labels = {"gpu": str(gpu), "UUID": f"GPU-{node}-{gpu}{'-new' if after and node in 'node-k node-n node-m' else ''}",
-                          "Hostname": node, **_target(node, 0)}
+                other = "-new" if after and node in ("node-k", "node-n", "node-m") else ""  # another machine's GPUs
+                labels = {"gpu": str(gpu), "UUID": f"GPU-{node}-{gpu}{other}", "Hostname": node, **_target(node, 0)}
                 if node == "node-x" and after:
                     labels |= {"instance": "10.0.2.120:9400", "exporter_pod": "nvidia-dcgm-exporter-x2"}
                 if node == "node-e":
