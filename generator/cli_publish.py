@@ -253,8 +253,9 @@ def _finish(outcomes, output: str, changes, deadline=None) -> None:
     if held:  # (what to do: said the same way by the plan's line of each, cloudwatch_sync.HELD_FIX)
         from .targets.cloudwatch_sync import HELD_FIX
 
-        click.echo(f"refused {len(held)} alarm(s) whose name a composite alarm holds ({shown(held)}): gpudash "
-                   f"writes metric alarms alone, and --force does not write over a composite alarm; {HELD_FIX}",
+        click.echo(f"refused {len(held)} alarm(s) whose name another kind of alarm holds ({shown(held)}), a person's "
+                   f"composite or log alarm: gpudash writes metric alarms alone, and --force does not write over "
+                   f"another kind; {HELD_FIX}",
                    err=True)
     if len(refused) > len(held):
         click.echo(f"refused {len(refused) - len(held)} object(s) edited outside gpudash or not owned by it; "

@@ -47,8 +47,13 @@ REQUIRED = {
     "GetResources": {"ResourceTagMappingList": list},
 }
 WRITES = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource", "UntagResource", "DeleteDashboards")
+# Lists an answer may leave out, whose items are checked as those of REQUIRED's lists where it holds them: DescribeAlarms
+# lists log alarms when asked for them (ALARM_TYPES); whether CloudWatch answers an empty list where it holds none is
+# not documented, so an answer without one is read as holding none
+OPTIONAL_LISTS = {"DescribeAlarms": ("LogAlarms",)}
 CHECKED = (*REQUIRED, *WRITES)
 ITEM_KEYS = {"MetricAlarms": ("AlarmName", "AlarmArn"), "CompositeAlarms": ("AlarmName", "AlarmArn"),
+             "LogAlarms": ("AlarmName", "AlarmArn"),
              "ResourceTagMappingList": ("ResourceARN",),
              "Tags": ("Key", "Value"), "DashboardEntries": ("DashboardName",)}
 RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
@@ -80,13 +85,20 @@ _NOT_AN_ANSWER = "GpudashNotAnAnswer"
 # attempt before it may have reached CloudWatch (True: it may have made it; False: none did, someone else made it so)
 LOOKED = "GpudashLookedDone"
 _REFUSED = "GpudashRefused"  # the answer that is not one is an error document: the write was refused
-# The kinds of alarm every DescribeAlarms asks for. CloudWatch keeps one alarm of a name whatever its kind, and lists
-# composite alarms only when AlarmTypes names them ("If you omit this parameter, only metric alarms are returned, even
-# if composite alarms exist in the account"): a name no listing of metric alarms holds may be a person's composite.
-ALARM_TYPES = ["MetricAlarm", "CompositeAlarm"]
-# The mark `metric_alarms` puts in each composite alarm it lists beside the metric alarms (True): a name it holds is
-# taken, never gpudash's to write or delete (gpudash writes metric alarms alone)
-COMPOSITE = "GpudashCompositeAlarm"
+# The kinds of alarm every DescribeAlarms asks for: every kind CloudWatch has. It keeps one alarm of a name whatever its
+# kind (PutLogAlarm: a name "unique within the Amazon Web Services account and Region"), and lists the composite and
+# log alarms only when AlarmTypes names them ("If you omit this parameter, only metric alarms are returned, even if
+# composite alarms or log alarms exist in the account"): a name no listing of metric alarms holds may be a person's
+# composite or log alarm.
+ALARM_TYPES = ["MetricAlarm", "CompositeAlarm", "LogAlarm"]
+# The log alarms of a DescribeAlarms answer as it lists them (`_check_body`): botocore releases before log alarms drop
+# the list they do not know
+_LOG_ALARMS = "GpudashLogAlarms"
+# The lists of alarms of other kinds than metric alarms in a DescribeAlarms page, with what each kind is called
+OTHER_KINDS = (("CompositeAlarms", "composite alarm"), (_LOG_ALARMS, "log alarm"))
+# The mark `metric_alarms` puts in each alarm of another kind it lists beside the metric alarms (what the kind is
+# called): a name it holds is taken, never gpudash's to write or delete (gpudash writes metric alarms alone)
+KIND = "GpudashAlarmKind"
 # The members of a DescribeAlarms page's alarms the installed botocore does not know (`_not_as_modelled`'s `unknown`),
 # by the alarm's index on the page: `metric_alarms` puts them in each alarm (ownership.UNMODELLED)
 _UNMODELLED_ON_PAGE = "GpudashUnmodelledOnPage"
@@ -487,8 +499,8 @@ class CloudWatch:
 
     def metric_alarms(self, region: str, *, prefix: str | None = None,
                       names: list[str] | None = None) -> dict[str, dict[str, Any]]:
-        """Alarms by name prefix, or by names (at most BATCH), every page: the metric alarms, and the composite alarms
-        (ALARM_TYPES), each of those marked COMPOSITE: a name one holds is taken (`is_composite`)."""
+        """Alarms by name prefix, or by names (at most BATCH), every page: the metric alarms, and the alarms of the other
+        kinds (ALARM_TYPES), each of those marked with its kind (KIND): a name one holds is taken (`other_kind`)."""
         alarms: dict[str, dict[str, Any]] = {}
         selector = {"AlarmNamePrefix": prefix} if prefix is not None else {"AlarmNames": names}
         what = f"CloudWatch alarms {prefix}* in {region}" if prefix is not None else f"CloudWatch alarms in {region}"
@@ -500,8 +512,8 @@ class CloudWatch:
             if token:
                 kwargs["NextToken"] = token
             page = self.call(region, "DescribeAlarms", what, **kwargs)
-            composites = [{**alarm, COMPOSITE: True} for alarm in page["CompositeAlarms"]]
-            listed = page["MetricAlarms"] + composites  # one name twice (of both kinds) is no answer: `listing.next`
+            others = [{**alarm, KIND: kind} for key, kind in OTHER_KINDS for alarm in page.get(key) or ()]
+            listed = page["MetricAlarms"] + others  # one name twice (of two kinds) is no answer: `listing.next`
             token = listing.next(page.get("NextToken"), [a["AlarmName"] for a in listed], asked, unasked)
             _arns_name_their_alarms(listed, region, what, self.endpoint_name)
             for index, members in page.get(_UNMODELLED_ON_PAGE, {}).items():
@@ -580,9 +592,10 @@ class CloudWatch:
             return []
 
 
-def is_composite(alarm: dict[str, Any] | None) -> bool:
-    """Whether `metric_alarms` listed this alarm as a composite alarm."""
-    return bool(alarm and alarm.get(COMPOSITE))
+def other_kind(alarm: dict[str, Any] | None) -> str | None:
+    """What the kind of this alarm is called where `metric_alarms` listed it as an alarm of another kind than a metric
+    alarm (a composite or log alarm), else None."""
+    return alarm.get(KIND) if alarm else None
 
 
 def answer_lost(exc: BaseException) -> bool:
@@ -743,7 +756,10 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
         customized_response_dict[_NOT_AN_ANSWER] = problem
         customized_response_dict[_REFUSED] = _error_code(parsed) is not None
         response_dict["body"] = b"{}"
-    elif unknown and (on_page := _by_alarm(unknown)):
+        return
+    if name == "DescribeAlarms":
+        customized_response_dict[_LOG_ALARMS] = parsed.get("LogAlarms") or []
+    if unknown and (on_page := _by_alarm(unknown)):
         customized_response_dict[_UNMODELLED_ON_PAGE] = on_page
 
 
@@ -988,7 +1004,10 @@ def _invalid(api: str, response: Any) -> str | None:
     for key, kind in REQUIRED.get(api, {}).items():
         if not isinstance(response.get(key), kind):
             return f"no {key}" if key not in response else f"{key} is not a {kind.__name__}"
-    for key in [key for key, kind in REQUIRED.get(api, {}).items() if kind is list]:
+    lists = [key for key, kind in REQUIRED.get(api, {}).items() if kind is list]
+    for key in [*lists, *(key for key in OPTIONAL_LISTS.get(api, ()) if response.get(key) is not None)]:
+        if not isinstance(response[key], list):
+            return f"{key} is not a list"
         for item in response[key]:
             if not isinstance(item, dict) or any(not isinstance(item.get(k), str) for k in ITEM_KEYS.get(key, ())):
                 return f"an item of {key} without {', '.join(ITEM_KEYS.get(key, ())) or 'its fields'}"

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .. import diff
-from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_lost, is_composite
+from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_lost, other_kind
 from ..clients.deadline import DeadlineExceeded, sent_then_stopped
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, HELD, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE,
                        WRITE, Change, Outcome, disposition)
@@ -69,13 +69,21 @@ MARKS_EDITED = (f"its {ALARM_CLUSTERS_TAG}, {ALARM_PROJECT_TAG} or {ALARM_RULE_T
 EDITED_OR_OTHER = ("edited in the CloudWatch console since gpudash wrote it, or written by another project "
                    "(live → generated below); --force overwrites")
 Tick = Callable[[], None]
-# Why gpudash writes no alarm under a name a composite alarm holds, --force or not: it writes metric alarms alone, and
-# what PutMetricAlarm does with a composite alarm's name is not documented (CloudWatch keeps one alarm of a name)
-COMPOSITE_HOLDS = "a composite alarm holds this name"
-NOT_OVER_COMPOSITES = "gpudash writes metric alarms alone, never over another kind of alarm, --force or not"
-HELD_SINCE = f"{COMPOSITE_HOLDS}, made by someone else since the plan: {NOT_OVER_COMPOSITES}"  # seen by a last look
-HELD_FIX = ("rename the composite alarm (make it again under another name, then delete this one), or give these "
-            "settings' alarms another alarms.name_prefix")
+# Why gpudash writes no alarm under a name an alarm of another kind (a composite or log alarm) holds, --force or not:
+# it writes metric alarms alone, and what PutMetricAlarm does with another kind's name is not documented (CloudWatch
+# keeps one alarm of a name)
+NOT_OVER_OTHER_KINDS = "gpudash writes metric alarms alone, never over another kind of alarm, --force or not"
+HELD_FIX = ("rename that alarm (make it again under another name, then delete this one), or give these settings' "
+            "alarms another alarms.name_prefix")
+
+
+def _holds(kind: str) -> str:
+    return f"a {kind} holds this name"
+
+
+def _held_since(kind: str) -> str:
+    """Why a last look before a write or delete stops it: an alarm of another kind made under its name since the plan."""
+    return f"{_holds(kind)}, made by someone else since the plan: {NOT_OVER_OTHER_KINDS}"
 
 
 def _unknown_to_botocore(alarm: dict[str, Any], overwrites: str) -> str | None:
@@ -206,11 +214,14 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
 
 
 def _plan_held(name: str, region: str, alarm: dict[str, Any]) -> Change:
-    """An alarm these settings define whose name a composite alarm holds: refused, --force too (changes.HELD)."""
-    rule = alarm.get("AlarmRule")
-    shown = f" (its rule: {rule[:80]}{'…' if len(rule) > 80 else ''})" if isinstance(rule, str) else ""
-    return Change("cloudwatch", "alarm", name, HELD, [f"{COMPOSITE_HOLDS}{shown}: {NOT_OVER_COMPOSITES}; {HELD_FIX}"],
-                  region=region)
+    """An alarm these settings define whose name an alarm of another kind holds (a composite alarm, shown with its
+    rule; a log alarm, with its query): refused, --force too (changes.HELD)."""
+    query = alarm.get("ScheduledQueryConfiguration")
+    what, text = ("rule", alarm.get("AlarmRule")) if query is None else (
+        "query", query.get("QueryString") if isinstance(query, dict) else None)
+    shown = f" (its {what}: {text[:80]}{'…' if len(text) > 80 else ''})" if isinstance(text, str) else ""
+    return Change("cloudwatch", "alarm", name, HELD,
+                  [f"{_holds(other_kind(alarm))}{shown}: {NOT_OVER_OTHER_KINDS}; {HELD_FIX}"], region=region)
 
 
 def _renamed(publication: frozenset[str] | None, clusters: tuple[str, ...], former: tuple[str, ...]) -> bool:
@@ -530,7 +541,7 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     bulk = cloudwatch.owned_alarm_tags(region) if live or (prune and project) else None
     if prune and project:
         live = alarms_listed(cloudwatch, region, prefix, live, set(requests) | _tagged_for(bulk, prefix, project))
-    held = {name: alarm for name, alarm in live.items() if is_composite(alarm)}  # a person's: neither written nor
+    held = {name: alarm for name, alarm in live.items() if other_kind(alarm)}  # a person's: neither written nor
     live = {name: alarm for name, alarm in live.items() if name not in held}     # pruned, whatever it carries
     tags = _read_tags(cloudwatch, region, live, bulk)
     if records is not None and project:
@@ -887,8 +898,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         return tags, cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
 
     tags_before, now = _unwaited(cloudwatch, first_look, what)
-    if is_composite(now):
-        raise _not_overwritten(change, HELD_SINCE)
+    if other_kind(now):
+        raise _not_overwritten(change, _held_since(other_kind(now)))
     moved = _moved(change, alarm_fields(now) if now is not None else None, alarm_fields(request))
     if moved is None and tags_before is not None:
         moved = _tag_moved(change, tags_before, request)
@@ -1368,7 +1379,7 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
     for change in batch:
         request = None if change.action == DELETE else requests.get(change.name)
         alarm = now.get(change.name)
-        moved = HELD_SINCE if is_composite(alarm) else _moved(
+        moved = _held_since(other_kind(alarm)) if other_kind(alarm) else _moved(
             change, alarm_fields(alarm) if alarm is not None else None,
             alarm_fields(request) if request is not None else None)
         if moved is None and alarm is not None:  # an alarm the plan did not find has moved already

@@ -49,7 +49,7 @@ def test_a_composite_alarm_holding_a_name_gpudash_creates_is_refused_with_force_
     code, report, stderr = apply("--force")
     assert code == 1 and report["refused"] == [FOREIGN] and report["failed"] == [], (report, stderr)
     assert FOREIGN not in report["written"] and len(report["written"]) > 10, report
-    assert f"whose name a composite alarm holds ({FOREIGN})" in stderr and "alarms.name_prefix" in stderr, stderr
+    assert f"whose name another kind of alarm holds ({FOREIGN})" in stderr and "alarms.name_prefix" in stderr, stderr
     assert composites(client) == before and FOREIGN not in alarms(client)
     assert writes(proxy).count("PutMetricAlarm") == len(alarms(client))  # none under the composite's name
 
@@ -156,3 +156,40 @@ def test_an_answer_without_the_composite_alarms_it_was_asked_for_writes_nothing(
     assert code == 3 and "Traceback" not in stderr, (code, report, stderr)
     assert "with something that is not an API answer (no CompositeAlarms)" in stderr, stderr
     assert writes(proxy) == [] and composites(client) == before and FOREIGN not in alarms(client)
+
+
+QUERY = "fields @message | filter @message like /Xid/"
+LOG_ALARM = {  # a person's log alarm (PutLogAlarm) as DescribeAlarms lists it under LogAlarms
+    "AlarmName": FOREIGN, "AlarmArn": _arn(FOREIGN), "StateValue": "OK", "ActionsEnabled": True,
+    "AlarmDescription": "on-call: Xid errors in the driver log", "QueryResultsToEvaluate": 3,
+    "QueryResultsToAlarm": 1, "Threshold": 0.0, "ComparisonOperator": "GreaterThanThreshold",
+    "ScheduledQueryConfiguration": {
+        "QueryString": QUERY, "AggregationExpression": "count(*)", "LogGroupIdentifiers": ["/gpu/driver"],
+        "ScheduledQueryRoleARN": "arn:aws:iam::123456789012:role/alarms-query",
+        "ScheduleConfiguration": {"ScheduleExpression": "rate(5 minutes)", "StartTimeOffset": 300}}}
+
+
+def _log_alarm_listed(body: bytes) -> bytes:
+    answer = json.loads(body)
+    answer.setdefault("LogAlarms", []).append(LOG_ALARM)
+    return json.dumps(answer).encode()
+
+
+def test_a_log_alarm_holding_a_name_gpudash_creates_is_refused_with_force_too(proxied, cli):
+    """CloudWatch has a third kind of alarm, the log alarm (PutLogAlarm: a name 'unique within the account and
+    Region', whatever its kind), which DescribeAlarms lists only when AlarmTypes names LogAlarm. gpudash asked for
+    metric and composite alarms: a person's log alarm under a name these settings define was read as free, the plan
+    said create, and apply --force sent PutMetricAlarm under it. moto holds no log alarm: the proxy lists one, as
+    CloudWatch would, in every DescribeAlarms that asks for its name or gpudash's prefix. Now it is held as a composite
+    alarm is: plan exit 1, apply --force refuses it (exit 1, nothing sent under its name), the others written."""
+    proxy, client, apply = proxied
+    for asked in (FOREIGN, "gpudash-"):  # by name, and by gpudash's prefix (nothing else asks for it)
+        proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_log_alarm_listed, naming=asked))
+    code, stdout, stderr = cli("plan", "--no-grafana")
+    assert code == 1 and "Traceback" not in stderr, stderr
+    assert f"held      cloudwatch alarm {FOREIGN} [us-east-1]" in stdout, stdout
+    assert "a log alarm holds this name (its query: fields @message" in stdout, stdout
+    code, report, stderr = apply("--force")
+    assert code == 1 and report["refused"] == [FOREIGN] and report["failed"] == [], (report, stderr)
+    assert len(report["written"]) > 10 and FOREIGN not in alarms(client), report
+    assert f"whose name another kind of alarm holds ({FOREIGN})" in stderr, stderr
