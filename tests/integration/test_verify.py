@@ -1277,6 +1277,21 @@ def test_an_agent_config_of_jobs_gpudash_does_not_write_is_not_one_to_apply_over
     assert "kubectl apply" not in " ".join(fix for _, fix in failures.values() if "holds what gpudash" in _)
 
 
+def test_an_agent_config_of_jobs_gpudash_does_not_write_is_named_on_the_classic_pipeline_too(stack, reference, tmp_path):
+    """agent.pipeline: classic, whose JSON holds gpudash's declarations: AWS's stock declarations are told from them
+    (they select none of gpudash's jobs) and named, as on the OTel pipeline."""
+    cluster, verify = stack
+    for name, document in _stock_agent_configmaps(reference).items():
+        cluster.configmaps[("amazon-cloudwatch", name)] = copy.deepcopy(document)
+    settings = _settings_file(tmp_path, "classic", "agent:\n  pipeline: classic\n")
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--config", str(settings))
+    detail, fix = _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig")]
+    assert detail.startswith("differs from what gpudash generates: metric selector missing: ")
+    assert ("; amazon-cloudwatch/prometheus-cwagentconfig holds what gpudash does not write (14 metric declarations of "
+            "52 metric selectors (") in detail
+    assert fix == KEEP_THEIRS
+
+
 def test_gpudash_s_agent_config_with_jobs_of_its_own_added_warns_that_applying_drops_them(stack, reference):
     """A user who added their own scrape job and declaration to the ConfigMaps gpudash wrote: gpudash's part matches
     (no failure), and verify warns that applying the next build drops what they added."""
