@@ -57,14 +57,14 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
 
     Each panel runs its own query (variables at their defaults) over the range and is drawn as
     inline SVG on Grafana's 24-column grid; the site opens from a CI artifact, with no network."""
-    from .folder_path import check_folder_path
-    from .output import turn, write_files
+    from .output import check_out, turn, write_files
     from .preview import site
     from .clients.prometheus import PrometheusClient
 
     if sample == bool(prometheus_url):
         raise click.UsageError("give either --prometheus-url URL (or PROMETHEUS_URL) or --sample")
-    check_folder_path(Path(out))  # before drawing, which may take minutes: a path that cannot name a folder
+    # before drawing, which may take minutes: a path that cannot name a folder, or one that is a file or a folder of
+    check_out(Path(out))  # someone else's files (folder_path, then what write_files refuses)
     project = load_project_for(config, csv)
     dashboards = dashboards_of(project, from_dir)
     base = dashboards_of(project, base_dir) if base_dir else None

@@ -1032,23 +1032,39 @@ def turn(out: Path, waiting: Callable[[str, str], None] | None = None, shared: b
     return taking_turns(written_folder(out).parent, waiting, shared)
 
 
-def _write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None, record: dict[str, Any] | None,
-                 force: bool, known: Known | None) -> None:
+def check_out(out: Path) -> None:
+    """Refuse `out` as `write_files` would whatever it is to hold (a path that is not a folder, a folder of files gpudash
+    did not write), before anything is made for it: preview draws every dashboard first, for minutes. Staging folders
+    a killed writer left in it are what `write_files` removes first: they do not make it another's."""
+    out = written_folder(out)
+    _refuse_unowned(out, lambda folder: all(entry.name.startswith((INSIDE_NEW, INSIDE_OLD))
+                                            for entry in folder.iterdir()))
+
+
+def _refuse_unowned(out: Path, left_by_gpudash: Callable[[Path], bool] = lambda folder: False) -> None:
+    """An OutputError when `out` is not a folder gpudash may replace (`_owned`, or `left_by_gpudash`)."""
     if out.exists() and not out.is_dir():
         raise OutputError("the output path is a file, not a directory", where=str(out),
                           hint="pass --out with a directory")
-    # what a writer killed while writing left (staging.py)
-    remove_dead(out.parent, f".{out.name}.new-", f".{out.name}.old-", swapped=(out / MANIFEST).is_file())
-    if out.is_dir():
-        remove_dead(out, INSIDE_NEW, INSIDE_OLD, swapped=(out / MANIFEST).is_file())
     try:
-        owned = _owned(out)
+        owned = _owned(out) or left_by_gpudash(out)
     except OSError as exc:
         raise OutputError(f"cannot read the output directory ({exc.strerror})", where=str(out),
                           hint="check its permissions") from None
     if not owned:
         raise OutputError("the output directory holds files gpudash did not write (no manifest.json of gpudash's)",
                           where=str(out), hint="choose another --out, or empty the directory")
+
+
+def _write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None, record: dict[str, Any] | None,
+                 force: bool, known: Known | None) -> None:
+    if out.exists() and not out.is_dir():
+        _refuse_unowned(out)
+    # what a writer killed while writing left (staging.py)
+    remove_dead(out.parent, f".{out.name}.new-", f".{out.name}.old-", swapped=(out / MANIFEST).is_file())
+    if out.is_dir():
+        remove_dead(out, INSIDE_NEW, INSIDE_OLD, swapped=(out / MANIFEST).is_file())
+    _refuse_unowned(out)
     if MANIFEST in files:
         raise ValueError(f"{MANIFEST} is made from the files, not given with them")
     known = {} if known is None else known  # sha256 of the new files' bytes, worked out reading the previous build

@@ -56,3 +56,31 @@ def test_a_path_that_cannot_name_a_folder_is_one_clear_input_error(tmp_path, mon
     assert code == 2 and "Traceback" not in stderr and "internal error" not in stderr, stderr
     assert len(errors) == 1 and said in errors[0] and "\n  fix: " in stderr, stderr
     assert (tmp_path / "afile").read_text() == "a person's notes\n" and _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("kind, said", [
+    ("file", "the output path is a file, not a directory"),
+    ("fifo", "the output path is a file, not a directory"),
+    ("foreign", "the output directory holds files gpudash did not write"),
+])
+def test_preview_says_an_out_it_will_not_write_before_drawing(tmp_path, monkeypatch, cli, kind, said):
+    """preview draws every dashboard (minutes on a real Prometheus) and writes the site last: an --out that is a file
+    (or a named pipe), or a folder of someone else's files, was said only then, after the drawing. Said first now, as a
+    path under a file is: exit 2, nothing touched. The Prometheus given refuses connections, so a preview that goes on
+    to draw fails on that instead (exit 3)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
+    out = tmp_path / "site"
+    if kind == "file":
+        out.write_text("a person's notes\n")
+    elif kind == "fifo":
+        os.mkfifo(out)
+    else:
+        out.mkdir()
+        (out / "notes.txt").write_text("a person's notes\n")
+    before = _tree(tmp_path)
+    code, stdout, stderr = cli("preview", "--prometheus-url", "http://127.0.0.1:9", "--out", "site")
+    errors = [line for line in stderr.splitlines() if line.startswith("error")]
+    assert code == 2 and "Traceback" not in stderr and "Prometheus" not in stderr, stderr
+    assert len(errors) == 1 and said in errors[0] and "\n  fix: " in stderr, stderr
+    assert _tree(tmp_path) == before
