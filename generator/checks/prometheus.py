@@ -21,7 +21,7 @@ from ..clients.http import SlowAnswer
 from ..clients.prometheus import HINT, Prometheus
 from ..errors import RemoteError
 from ..exporter_styles import exporter_namespaces
-from ..markers import KUBERNETES_SELECTOR
+from ..markers import KUBERNETES_SELECTOR, PROMETHEUS_RULE_LABEL
 from ..names import ALERT_PREFIX, CLUSTERS_GROUP, COUNTER_GROUP, WATCHED_CLUSTER, shown
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
 from ..agent_timing import scrape_timeout
@@ -131,11 +131,12 @@ def alerts_alike(prometheus: Prometheus, project: Project) -> Check:
     beside the new one (another threshold, or an alarm since removed or changed). Their alerts carry the same name
     and labels, and Alertmanager takes those for one alert, so it fires at whichever condition holds: each team is
     notified at the other's thresholds. Rules loaded twice alike notify once, as one. On a Prometheus of several
-    clusters each settings file's rules read their own clusters (different conditions, rightly): not judged there."""
-    if project.settings.shared_prometheus:
-        return Check(GROUP, ALERTS_ALIKE, OK, "not judged on a Prometheus of several clusters (each settings file's "
-                     "rules read its own clusters)")
+    clusters each settings file's rules read their own clusters, whose conditions differ rightly: there, a cluster
+    two settings' rules both watch (their watched-clusters recordings, rule group CLUSTERS_GROUP, of two cluster lists
+    that differ) is what is judged twice."""
     try:
+        if project.settings.shared_prometheus:
+            return _clusters_watched_once(prometheus.recording_rules())
         rules = prometheus.alerting_rules()
     except SlowAnswer:  # the run's deadline: the group's own failure
         raise
@@ -162,6 +163,32 @@ def alerts_alike(prometheus: Prometheus, project: Project) -> Check:
     loaded = len({key[0] for key in conditions})
     return Check(GROUP, ALERTS_ALIKE, OK, f"{loaded} of gpudash's alerts loaded, each with one condition" if loaded
                  else "none of gpudash's alerts loaded")
+
+
+def _clusters_watched_once(recordings: list[tuple[str, str, dict[str, str], str]]) -> Check:
+    """On a Prometheus of several clusters: whether a cluster is watched by the rules of two settings (two rule files
+    recording it as watched, with cluster lists that differ; one list in two files is one settings' rules loaded
+    twice, or two settings of the same clusters, whose alerts' conditions read alike but for their definitions)."""
+    lists: dict[str, set[str]] = {}
+    for file, name, labels, _ in recordings:
+        if name == WATCHED_CLUSTER:
+            lists.setdefault(file, set()).update(value for key, value in labels.items() if key != PROMETHEUS_RULE_LABEL)
+    twice = {}
+    for first, clusters in lists.items():
+        for second, others in lists.items():
+            if first < second and clusters != others and clusters & others:
+                twice[(first, second)] = clusters & others
+    if twice:
+        (first, second), clusters = min(twice.items())
+        return Check(GROUP, ALERTS_ALIKE, FAIL,
+                     f"clusters {shown(sorted(clusters))} are watched by the rules of two settings ({first}, {second}"
+                     + (f"; and {len(twice) - 1} more pairs of rule files" if len(twice) > 1 else "") + "): each "
+                     "judges them, with alerts of the same names and labels, which Alertmanager takes for one alert "
+                     "(it fires at whichever condition holds)",
+                     "judge each cluster from one settings file: remove it from the other's clusters, or delete the "
+                     f"rules no settings deploy now (kubectl get prometheusrules -A -l {KUBERNETES_SELECTOR})")
+    return Check(GROUP, ALERTS_ALIKE, OK, f"each of the {len({c for s in lists.values() for c in s})} clusters watched "
+                 "is watched by one settings' rules")
 
 
 PINNED = "PromQL @ and negative offset"

@@ -106,10 +106,17 @@ class Prometheus(_Reads):
     def alerting_rules(self) -> list[tuple[str, str, dict[str, str], str]]:
         """(file, alert name, labels, query) of each alerting rule the server has loaded (/api/v1/rules): the query as
         the server writes the expression back, so two rules of one expression read alike."""
-        answer = self._api("/api/v1/rules", {"type": "alert"}, "the rule listing")
+        return self._rules("alert", "alerting")
+
+    def recording_rules(self) -> list[tuple[str, str, dict[str, str], str]]:
+        """(file, recorded name, labels, query) of each recording rule the server has loaded."""
+        return self._rules("record", "recording")
+
+    def _rules(self, kind: str, named: str) -> list[tuple[str, str, dict[str, str], str]]:
+        answer = self._api("/api/v1/rules", {"type": kind}, "the rule listing")
         return [(group.get("file", str, ""), rule.get("name", str), rule.string_map("labels"), rule.get("query", str))
                 for group in answer.items("data.groups", required=True) for rule in group.items("rules")
-                if rule.get("type", str, "alerting") == "alerting"]
+                if rule.get("type", str, named) == named]
 
     def _samples(self, answer: Answer) -> list[tuple[dict[str, str], float]]:
         if answer.get("data.resultType", str) != "vector":

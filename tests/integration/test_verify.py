@@ -1442,34 +1442,63 @@ def test_an_alert_two_settings_load_with_different_conditions_is_named(tmp_path_
     their alerts carry the same names and labels, and Alertmanager takes them for one, so the first team was paged at
     the second's 70 °C. verify said nothing. Now it fails naming the alert and the files; rules loaded twice alike
     (one build's file in two places) are one alert, and ok."""
-    first = encode(build(load_project(), grafana=False))["prometheus/rules.yaml"]
-    settings = tmp_path_factory.mktemp("second") / "second.yaml"
-    settings.write_text("project: team-b\nthresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n")
-    second = encode(build(load_project(settings), grafana=False))["prometheus/rules.yaml"]
-    servers = {}
-    for case, files in {"alike": (first, first), "otherwise": (first, second)}.items():
-        workdir = tmp_path_factory.mktemp(f"prom-rules-{case}")
-        for number, text in enumerate(files):
-            (workdir / f"rules-{number}.yaml").write_bytes(text)
-        servers[case] = Prometheus(workdir, {"global": {"evaluation_interval": "1h"}, "scrape_configs": [],
-                                             "rule_files": [str(workdir / f"rules-{n}.yaml") for n in range(2)]})
-    try:
-        with ThreadPoolExecutor(len(servers)) as pool:
-            list(pool.map(Prometheus.start, servers.values()))
-        found = {}
-        for case, server in servers.items():
-            code, stdout, stderr = cli("verify", "--output", "json", "--prometheus-url", server.url, "--skip", "kube",
-                                       "--skip", "exporter", "--skip", "cloudwatch")
-            found[case] = next(c for c in json.loads(stdout)["checks"] if c["name"] == "alert rules loaded once")
-    finally:
-        for server in servers.values():
-            server.stop()
+    second = "project: team-b\nthresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"
+    found = _rules_check(tmp_path_factory, cli, {"alike": ("{}\n", "{}\n"), "otherwise": ("{}\n", second)}, "{}\n")
     assert found["alike"]["status"] == "ok", found["alike"]
     assert found["otherwise"]["status"] == "fail"
     assert re.fullmatch(r"Prometheus evaluates GpudashGpuTempHigh \(warning\) from 2 rule files with 2 different "
                         r"conditions \(.*/rules-0\.yaml, .*/rules-1\.yaml\): Alertmanager takes alerts of one name "
                         r"and labels for one, so it fires at whichever condition holds", found["otherwise"]["detail"]), \
         found["otherwise"]["detail"]
+
+
+def _rules_check(tmp_path_factory, cli, cases: dict, config: str):
+    """verify's `alert rules loaded once` against a Prometheus per case, each loading the rules files of the settings
+    texts given (prometheus/rules.yaml of each build), started side by side; `config` is the settings verify reads."""
+    servers = {}
+    for case, texts in cases.items():
+        workdir = tmp_path_factory.mktemp(f"prom-rules-{case}")
+        for number, text in enumerate(texts):
+            settings = workdir / f"settings-{number}.yaml"
+            settings.write_text(text)
+            (workdir / f"rules-{number}.yaml").write_bytes(
+                encode(build(load_project(settings), grafana=False))["prometheus/rules.yaml"])
+        servers[case] = Prometheus(workdir, {"global": {"evaluation_interval": "1h"}, "scrape_configs": [],
+                                             "rule_files": [str(workdir / f"rules-{n}.yaml") for n in range(len(texts))]})
+    try:
+        with ThreadPoolExecutor(len(servers)) as pool:
+            list(pool.map(Prometheus.start, servers.values()))
+        found = {}
+        settings = tmp_path_factory.mktemp("verify") / "gpudash.yaml"
+        settings.write_text(config)
+        for case, server in servers.items():
+            code, stdout, stderr = cli("verify", "--output", "json", "--prometheus-url", server.url, "--skip", "kube",
+                                       "--skip", "exporter", "--skip", "cloudwatch", "--config", str(settings))
+            found[case] = next(c for c in json.loads(stdout)["checks"] if c["name"] == "alert rules loaded once")
+        return found
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+def _watching(*clusters):
+    return "clusters:\n" + "".join(f"  - {{name: {c}, region: us-east-1, prometheus_label: {c}}}\n" for c in clusters)
+
+
+def test_a_cluster_two_settings_watch_on_a_prometheus_of_several_is_named(tmp_path_factory, cli):
+    """On a Prometheus of several clusters each settings file's rules read its own clusters, so their conditions differ
+    rightly; two files that both list cluster b judge b twice, with alerts Alertmanager takes for one. verify names
+    the cluster and the two files; files of other clusters are ok."""
+    found = _rules_check(tmp_path_factory, cli, {
+        "overlapping": (_watching("a", "b"), "project: team-b\n" + _watching("b", "c")),
+        "apart": (_watching("a", "b"), "project: team-b\n" + _watching("c"))}, _watching("a", "b"))
+    assert (found["apart"]["status"], found["apart"]["detail"]) == (
+        "ok", "each of the 3 clusters watched is watched by one settings' rules")
+    assert found["overlapping"]["status"] == "fail"
+    assert re.fullmatch(r"clusters b are watched by the rules of two settings \(.*/rules-0\.yaml, .*/rules-1\.yaml\): "
+                        r"each judges them, with alerts of the same names and labels, which Alertmanager takes for one "
+                        r"alert \(it fires at whichever condition holds\)", found["overlapping"]["detail"]), \
+        found["overlapping"]["detail"]
 
 
 def test_prometheus_rules_of_a_gpudash_that_recorded_no_settings_are_a_warning(stack, tmp_path):
