@@ -18,8 +18,8 @@ def check_folder_path(path: Path) -> None:
     """Raise an InputError (exit 2) when `path` cannot name a folder: one of its parents is a file (or anything but a
     folder), a link on it leads round in a loop, or a name on it or the whole of it is longer than the system takes.
     A path that does not exist yet, or that the system lets this process look at no further (permissions), passes:
-    what writes or reads it says that."""
-    path = path.absolute()
+    what writes or reads it says that. A path with a `..` is judged as the folder it names (`named`)."""
+    path = named(path)
     try:
         os.stat(path)
         return
@@ -43,6 +43,15 @@ def check_folder_path(path: Path) -> None:
         if depth < len(path.parts) and not stat.S_ISDIR(found.st_mode):
             raise InputError(f"{printed.path(step)}, on this path, is a file, not a folder: no folder can be made or "
                              "read under it", where=str(path), hint="pass a path whose parents are folders") from None
+
+
+def named(path: Path) -> Path:
+    """`path`, absolute, and where it holds a `..`, the folder it names (os.path.realpath: each `..` after a folder that
+    exists is read as the system reads it, through links; after one that does not, it takes that name back). The
+    system reads `nowhere/..` only once `nowhere` exists: written as given, the folders before a `..` were made one by
+    one (an empty `nowhere` left beside the build), and a path leading under a file past one said "File exists"."""
+    path = path.absolute()
+    return Path(os.path.realpath(path)) if ".." in path.parts else path
 
 
 def _too_long(path: Path) -> InputError:

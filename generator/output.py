@@ -30,7 +30,7 @@ from . import __version__, printed
 from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKinds, joined_by
 from .build_folder import BUILD
 from .errors import InputError, OutputError
-from .folder_path import check_folder_path
+from .folder_path import check_folder_path, named
 from .reading import MAX_INPUT_BYTES, read_bytes, yaml_loader
 from .staging import claim, let_go, lock_of, remove_dead, remove_folder, taking_turns
 from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_and_line, to_json_filled,
@@ -1021,7 +1021,7 @@ def written_folder(out: Path) -> Path:
     """The folder a build for `out` is written into: where a link points (the link itself is left alone). A path that
     cannot name a folder (under a file, a link in a loop, too long) is an input error (folder_path)."""
     check_folder_path(out)
-    out = out.absolute()
+    out = named(out)
     return out.resolve() if out.is_symlink() else out
 
 

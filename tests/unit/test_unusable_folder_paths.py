@@ -17,12 +17,13 @@ LOOP = "that leads round in a loop (to itself, or through other links back to it
 PATHS = {  # the path given -> what its one message says
     "afile/sub": f"afile, {UNDER_A_FILE}",
     "afile/sub/deeper": f"afile, {UNDER_A_FILE}",
+    "nowhere/../afile/sub": f"afile, {UNDER_A_FILE}",  # past a `..` after a folder that does not exist
     "loop1": f"a link {LOOP}",
     "loop1/sub": f"loop1, on this path, is a link {LOOP}",
     "x" * 300: "the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, where the file system takes at most 255",
     "/".join(["d" * 200] * 30): "more than the system takes (at most 4096)",
 }
-IDS = ["under-a-file", "two-under-a-file", "link-loop", "under-a-link-loop", "name-too-long", "path-too-long"]
+IDS = ["under-a-file", "two-under-a-file", "under-a-file-past-dotdot", "link-loop", "under-a-link-loop", "name-too-long", "path-too-long"]
 COMMANDS = {  # the command, given the path
     "generate --out": lambda path: ("generate", "--out", path),
     "lint --from": lambda path: ("lint", "--from", path),
@@ -35,7 +36,8 @@ COMMANDS = {  # the command, given the path
 }
 # every path with the commands that write a build and read one; the others with a file and a loop on the path
 CASES = [(command, path, said) for command in COMMANDS for (path, said), kind in zip(PATHS.items(), IDS)
-         if command in ("generate --out", "lint --from") or kind in ("under-a-file", "under-a-link-loop")]
+         if command in ("generate --out", "lint --from")
+         or kind in ("under-a-file", "under-a-file-past-dotdot", "under-a-link-loop")]
 
 
 def _tree(folder: Path) -> list[str]:
@@ -84,3 +86,14 @@ def test_preview_says_an_out_it_will_not_write_before_drawing(tmp_path, monkeypa
     assert code == 2 and "Traceback" not in stderr and "Prometheus" not in stderr, stderr
     assert len(errors) == 1 and said in errors[0] and "\n  fix: " in stderr, stderr
     assert _tree(tmp_path) == before
+
+
+def test_generate_makes_no_folder_named_before_a_dotdot(tmp_path, monkeypatch, cli):
+    """`generate --out nowhere/../site`: the system reads `nowhere/..` only once `nowhere` exists, so the folders were
+    made one by one (nowhere, then site): the build went to `site` and an empty `nowhere` was left beside it, a folder
+    no one asked for. The build goes to the folder the path names (`site`), and nothing else is made."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
+    code, stdout, stderr = cli("generate", "--out", "nowhere/../site")
+    assert code == 0, stderr
+    assert (tmp_path / "site" / "manifest.json").is_file() and not (tmp_path / "nowhere").exists()
