@@ -16,18 +16,19 @@ from .errors import InputError
 
 def check_folder_path(path: Path) -> None:
     """Raise an InputError (exit 2) when `path` cannot name a folder: one of its parents is a file (or anything but a
-    folder), a link on it leads round in a loop, or a name on it or the whole of it is longer than the system takes.
-    A path that does not exist yet, or that the system lets this process look at no further (permissions), passes:
-    what writes or reads it says that. A path with a `..` is judged as the folder it names (`named`)."""
+    folder), a link on it leads round in a loop, a folder on it (or it, a folder) is one this user may not enter (no
+    search permission), or a name on it or the whole of it is longer than the system takes. A path that does not
+    exist yet passes: what writes it makes it. A path with a `..` is judged as the folder it names (`named`)."""
     path = named(path)
     try:
-        os.stat(path)
+        if stat.S_ISDIR(os.stat(path).st_mode):
+            os.stat(os.path.join(path, "."))  # entering it: its search permission
         return
     except OSError as exc:
         failed = exc.errno
     if failed == errno.ENAMETOOLONG:
         raise _too_long(path)
-    if failed not in (errno.ELOOP, errno.ENOTDIR):
+    if failed not in (errno.ELOOP, errno.ENOTDIR, errno.EACCES):
         return
     for depth in range(1, len(path.parts) + 1):  # the first step of the path where it fails
         step = Path(*path.parts[:depth])
@@ -39,10 +40,24 @@ def check_folder_path(path: Path) -> None:
                 raise InputError(f"{link} that leads round in a loop (to itself, or through other links back to it): "
                                  "no folder is there", where=str(path),
                                  hint="point the link at a folder, or pass another path") from None
+            if exc.errno == errno.EACCES:
+                raise _not_entered(step.parent, path) from None
             return
         if depth < len(path.parts) and not stat.S_ISDIR(found.st_mode):
             raise InputError(f"{printed.path(step)}, on this path, is a file, not a folder: no folder can be made or "
                              "read under it", where=str(path), hint="pass a path whose parents are folders") from None
+    if failed == errno.EACCES:  # every step is there: the folder itself may not be entered
+        raise _not_entered(path, path)
+
+
+def _not_entered(folder: Path, path: Path) -> InputError:
+    """The error for a path with a folder on it (or the folder it names) this user may not enter: its mode gives them
+    no search permission (x), so nothing in it can be read, made or written."""
+    which = f"{printed.path(folder)}, on this path, is a folder" if folder != path else "a folder"
+    return InputError(f"{which} this user may not enter (its permissions give no search, x): nothing in it can be read "
+                      "or written", where=str(path),
+                      hint=f"let this user enter it (chmod u+x {printed.path(folder)}, as its owner), or pass another "
+                           "path")
 
 
 def named(path: Path) -> Path:

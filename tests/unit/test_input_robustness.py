@@ -806,6 +806,32 @@ def _generate_without_override(out: Path, cwd: Path) -> subprocess.CompletedProc
                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, timeout=120)
 
 
+@pytest.mark.parametrize("args, said", [
+    (("generate", "--out", "closed"), "closed: a folder this user may not enter"),
+    (("generate", "--out", "closed/build"), "closed, on this path, is a folder this user may not enter"),
+    (("lint", "--from", "closed"), "closed: a folder this user may not enter"),
+    (("lint", "--from", "closed/build"), "closed, on this path, is a folder this user may not enter"),
+    (("init-config", "closed/gpudash.yaml"), "closed, on this path, is a folder this user may not enter"),
+], ids=["generate-into", "generate-under", "lint-from", "lint-from-under", "init-config-under"])
+def test_a_folder_without_search_permission_on_the_path_is_one_clear_input_error(tmp_path, args, said):
+    """A folder on the path that this user may not enter (no x in its mode: chmod 644, a folder copied as a file's
+    mode): generate --out and --from readers stopped with 'internal error: PermissionError: [Errno 13] Permission
+    denied: .../manifest.json' (exit 4). It is one input error naming the folder and what to do, exit 2, nothing
+    made."""
+    closed = tmp_path / "closed"
+    closed.mkdir()
+    closed.chmod(0o644)
+    try:
+        result = subprocess.run(_without_override([*GPUDASH, *args]), cwd=tmp_path, text=True, capture_output=True,
+                                env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    finally:
+        closed.chmod(0o755)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+    assert result.returncode == 2 and "internal error" not in result.stderr, result.stderr
+    assert len(errors) == 1 and said in errors[0] and "\n  fix: " in result.stderr, result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["closed"] and list(closed.iterdir()) == []
+
+
 def test_a_file_of_the_previous_build_that_cannot_be_read_is_said_so_not_called_changed(tmp_path, cli):
     """A file of the build nobody may read (chmod 000): generate refused, rightly, but said the file was "changed since
     gpudash wrote" it, which nothing showed, and offered --force to discard it. It says the file cannot be read; exit
