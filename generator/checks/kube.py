@@ -2194,6 +2194,10 @@ def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, 
                      f"{built(path)} replaces that one, and its next apply replaces this one, each dropping what only "
                      "the other publishes", "publish this cluster's CloudWatch metrics from one settings file (one "
                      "project's definitions holding both's dashboards and alarms)")
+    if drift and live is not None and not KUBERNETES_MANAGED_BY.items() <= live.string_map("metadata.labels").items():
+        return Check(GROUP, check, FAIL, "differs from what gpudash generates: " + "; ".join(drift) + f"; {namespace}/"
+                     f"{name} is not gpudash's (no {KUBERNETES_SELECTOR} label: AWS's or a person's): applying "
+                     f"{built(path)} replaces it whole", fix)
     if drift:
         return Check(GROUP, check, FAIL, "differs from what gpudash generates: " + "; ".join(drift), fix)
     if theirs and key in kept:

@@ -166,7 +166,7 @@ def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus, defa
     cluster = KubeCluster(reference)
     documents = copy.deepcopy(default_documents)
     for document in documents["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]:
-        cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
+        cluster.applied(document)
     cluster.metrics_payload = payload
     # gpudash's ServiceMonitor in place of the operator's (which does not honor labels)
     cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
@@ -1210,6 +1210,27 @@ def test_agent_configmap_missing_a_selector(stack):
         "kubectl apply -f build/k8s/cwagent-prometheus-config-gpu-cluster.yaml (then restart cwagent-prometheus)")
 
 
+def test_an_agent_configmap_gpudash_did_not_write_is_said_to_be_replaced_whole(stack):
+    """A ConfigMap of the agent without gpudash's label (AWS's, or one a person wrote after a blog) whose every job and
+    declaration is of gpudash's form: the drift is said as before, and that it is not gpudash's and an apply replaces
+    it whole (it said only that it differs)."""
+    cluster, verify = stack
+    configmap = cluster.configmaps[("amazon-cloudwatch", "prometheus-cwagentconfig")]
+    configmap["metadata"].pop("labels")
+    configmap["metadata"].pop("annotations", None)
+    config = yaml.safe_load(configmap["data"]["gpudash-otel.yaml"])
+    for declaration in config["exporters"]["awsemf/gpudash"]["metric_declarations"]:
+        if "^DCGM_FI_DEV_GPU_UTIL$" in declaration["metric_name_selectors"]:
+            declaration["metric_name_selectors"].remove("^DCGM_FI_DEV_GPU_UTIL$")
+    configmap["data"]["gpudash-otel.yaml"] = yaml.safe_dump(config)
+    code, checks = verify("--skip", "cloudwatch")
+    assert _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")] == (
+        "differs from what gpudash generates: metric selector missing: ^DCGM_FI_DEV_GPU_UTIL$; "
+        "amazon-cloudwatch/prometheus-cwagentconfig is not gpudash's (no app.kubernetes.io/managed-by=gpudash label: "
+        "AWS's or a person's): applying build/k8s/cwagent-prometheus-config-gpu-cluster.yaml replaces it whole",
+        "kubectl apply -f build/k8s/cwagent-prometheus-config-gpu-cluster.yaml (then restart cwagent-prometheus)")
+
+
 def test_agent_json_left_on_its_own_pipeline_publishes_twice(stack):
     """The live JSON still holds the prometheus section beside the OTel pipeline: every metric twice."""
     cluster, verify = stack
@@ -1305,13 +1326,13 @@ def test_gpudash_s_agent_config_with_jobs_of_its_own_added_warns_that_applying_d
     scrape["prometheus.yaml"] = yaml.safe_dump(config)
     code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch")
     assert _failures(checks) == {}
-    assert checks[("kube", "ConfigMap prometheus-config")]["fix"] == KEEP_THEIRS
-    cluster.configmaps[("amazon-cloudwatch", "prometheus-config")]["metadata"]["labels"] = {
-        "app.kubernetes.io/managed-by": "gpudash"}  # as gpudash's file applied it: an earlier build's job, or theirs
-    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch")
+    # gpudash's label, as its file applied it: the job may be an earlier build's or theirs
     assert checks[("kube", "ConfigMap prometheus-config")]["fix"] == (
         "if a gpudash build of earlier settings wrote them, apply build/k8s/cwagent-prometheus-config-gpu-cluster.yaml; "
         "if a person added them, " + KEEP_THEIRS)
+    del cluster.configmaps[("amazon-cloudwatch", "prometheus-config")]["metadata"]["labels"]  # a ConfigMap of theirs
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch")
+    assert checks[("kube", "ConfigMap prometheus-config")]["fix"] == KEEP_THEIRS
     assert (checks[("kube", "ConfigMap prometheus-config")]["status"], checks[("kube", "ConfigMap prometheus-config")]
             ["detail"]) == ("warn", "gpudash's part matches what gpudash generates; amazon-cloudwatch/prometheus-config "
                             "holds what gpudash does not write (scrape job kubernetes-pod-jmx): applying "
@@ -1522,7 +1543,7 @@ def test_classic_pipeline_with_a_pipeline_left_in_the_configmap_publishes_twice(
     monkeypatch.setenv("GPUDASH_CONFIG", str(settings))
     files = encode(build(load_project(settings), grafana=False))
     for document in yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
-        cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
+        cluster.applied(document)
     code, checks = verify()
     assert checks[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")]["status"] == "ok"
     assert checks[("kube", "ConfigMap prometheus-cwagentconfig")]["status"] == "ok"

@@ -138,7 +138,7 @@ def test_odd_kubernetes_answers(case, breaks, check, named, cause, reference, ge
                                 monkeypatch):
     cluster = KubeCluster(reference)
     for document in generated["configmaps"]:
-        cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
+        cluster.applied(document)
     cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
                                 for m in generated["monitors"]]
     breaks(cluster)

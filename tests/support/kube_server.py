@@ -191,6 +191,10 @@ class KubeCluster:
         self.configmaps[(namespace, name)] = {"apiVersion": "v1", "kind": "ConfigMap",
                                               "metadata": {"name": name, "namespace": namespace}, "data": data}
 
+    def applied(self, document: dict[str, Any]) -> None:
+        """A ConfigMap as `kubectl apply` of a file leaves it: its labels and annotations with its data."""
+        self.configmaps[(document["metadata"]["namespace"], document["metadata"]["name"])] = copy.deepcopy(document)
+
 
 def _target_port(pod: dict[str, Any], port: dict[str, Any]) -> int | None:
     """The pod's port a Service port reaches (targetPort: a number as it is; a name, the container port so named; unset,
