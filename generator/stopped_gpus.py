@@ -26,9 +26,10 @@ own series there.
 
 So a node scaled down or removed (no GPU of it reports), an exporter restarting or rolled out (every GPU of the node
 away together, and back within the window), a crash loop (readings in each window) and an instance stopped and started
-on other hardware (its GPUs' slots read again) do not fire it, nor a node's name given to another node (where
-kube-state-metrics tells when the Node object was made, a GPU whose last reading is older is the old machine's; where
-it does not, one whose last reading is ARRIVED_MARGIN older than the first of each GPU reading now on the node); nor
+on other hardware (its GPUs' slots read again) do not fire it, nor a node's name given to another machine (a GPU
+whose last reading is older than the Node object, where kube-state-metrics tells when it was made, or ARRIVED_MARGIN
+older than the first reading of each GPU reading now on the node, is the old machine's: both are read, for a Node
+object is kept where a machine replaced under its name, or its instance type changed, re-registers into it); nor
 does a GPU renamed by an exporter upgrade (Hostname to hostname: the same UUID, one name at each evaluation) or a pod
 leaving a GPU (an idle GPU keeps reporting). A node of one GPU has no other GPU to vouch for its exporter: there the
 data-missing rule's per-node count sees the exporter answering without DCGM series.
@@ -43,7 +44,11 @@ Node object younger than the hour, or its GPUs' first readings within the hour).
 when its node's other GPUs stop too (the node removed; taken up again within HOLD if they read again with the GPU still
 lost: a node rebooted, an exporter away for a period) or another machine takes the name. Prometheus evaluates no rule
 over its past: a GPU lost over an hour before the rule was first loaded, or before a Prometheus down for over HOLD,
-is not alerted on.
+is not alerted on. Pinned (tests/integration/test_gpu_stopped_reporting_review.py, strict xfails): after Prometheus was down
+over two periods the alert resolves until the node's GPUs read in each period again; a reboot that leaves a lost GPU
+out renumbers the GPUs after it (NVML indexes in bus order), and the alert then names the last index instead of the
+lost one. An exporter writing no UUID whose node spelling changes reads as a machine arrived: a GPU it lost within the
+hour before is not alerted on.
 
 CloudWatch cannot judge it: a GPU whose data stops has no datapoint to compare, a Metrics Insights alarm judges each
 series on its own datapoints (a GPU gone reads as a node removed), metric math combines no two GROUP BY arrays (the
@@ -65,14 +70,19 @@ LAST_STEP = "1m"  # the step a GPU's last reading time is found at (each step re
 MEMORY_SECONDS = 3600  # MEMORY
 # seconds a GPU's last reading must precede the first reading of each GPU reading now on its node for it to be the
 # previous machine's (without kube-state-metrics): its last is found up to a step and a scrape early, theirs up to a
-# scrape late; a first reading is looked for MEMORY and twice this far back, so a GPU reading all along vouches
+# scrape late; a first reading is looked for MEMORY, HOLD and twice this far back (FIRST_SECONDS), so a GPU reading
+# all along vouches, its node's readings missing for up to HOLD (a node rebooted, Prometheus down) or not
 ARRIVED_MARGIN = 120
 SPELLING = "gpudash_spelling"  # a node spelling a GPU's copies carried within the hour
 RECORDED = "lost"  # the recording rule's part of its name (render.alarms.recorded_name): the GPUs judged stopped
 # how far back the recording rule reads the GPUs it judged stopped before: past a Prometheus restart, a node
 # rebooted or its exporter away for minutes; shorter than the hour a node's new GPUs read as arrived (a name taken by
 # another machine: its GPUs' first readings), so that a GPU dropped for it is not taken up again
-HOLD = "30m"
+HOLD_SECONDS = 1800
+HOLD = f"{HOLD_SECONDS // 60}m"
+# how far back a GPU's first reading is looked for (ARRIVED_MARGIN): were it MEMORY and the margins alone, a node whose
+# GPUs all read nothing for minutes read as arrived an hour after (a lost GPU's alert resolved then for as long)
+FIRST_SECONDS = MEMORY_SECONDS + HOLD_SECONDS + 2 * ARRIVED_MARGIN
 
 NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its node's other GPUs report: the GPU's "
                  "series has no datapoint left to compare, a Metrics Insights alarm judges each series on its own "
@@ -178,14 +188,17 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     # without it, the first reading of the GPUs reading now on the node: a GPU whose last reading is older than every
     # one of theirs (by ARRIVED_MARGIN: both times are read at LAST_STEP) never stood beside them
     first = _either([f"min_over_time((timestamp({selector(metric, branch)}) and {selector(metric, branch)} < {floor})"
-                     f"[{MEMORY_SECONDS + 2 * ARRIVED_MARGIN}s:{LAST_STEP}])" for metric, branch in sources])
+                     f"[{FIRST_SECONDS}s:{LAST_STEP}])" for metric, branch in sources])
     first = f"min by ({identity}) ({coalesced_gpu(first, labels)})"
     arrived = (f"(min by ({node}) ({first} + on ({identity}) group_left ({labels.node}) (0 * {reporting})) "
                f"- {ARRIVED_MARGIN})")
     # every node a stopped GPU is named on has a GPU reading in each period (it vouches), so a time to compare with;
     # a GPU's last reading is taken as no older than MEMORY back (a GPU carried past the hour keeps its place beside
-    # GPUs reading all along: their first reading is found no earlier than MEMORY and 2 ARRIVED_MARGIN back)
-    since = f"(max by ({node}) ({made}) or {arrived})"
+    # GPUs reading all along: their first reading is found no earlier than MEMORY and 2 ARRIVED_MARGIN back). Both
+    # are read where kube-state-metrics answers, the later kept: a Node object is kept where a machine replaced under
+    # its name re-registers into it (it paged for each GPU the smaller machine lacks, held for as long as it read)
+    # (the Node object's time apart from the first readings by a label of its own, so that `or` keeps both)
+    since = f'max by ({node}) (label_replace(max by ({node}) ({made}), "gpudash_made", "1", "", "") or {arrived})'
     judged = (f"(clamp_min({stopped}, time() - {MEMORY_SECONDS}) >= on ({node}) group_left () {since} "
               f"unless on ({slot}) {reporting})")
     if labels.copies:  # exporter.virtual_gpus: no GPU of a node where a pod holds a GPU now (see HELD)
