@@ -1556,28 +1556,31 @@ def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     if not isinstance(listed, dict) or not all(isinstance(v, str) for v in listed.values()):
         raise InputError("the manifest has no `files` mapping of path to sha256", where=str(manifest_path),
                          hint=REGENERATE)
+    # what ships is the whole folder (`kubectl apply -f build/k8s`): a file generate did not write would
+    # ship unchecked (generate replaces the folder, so only a hand or another tool puts one there); a folder
+    # that cannot be read may hold one. Read before the files the manifest lists: one in a folder that cannot be
+    # entered is not there to read, and that folder is what to say
+    try:
+        for _ in walk(directory):
+            pass
+    except OSError as exc:
+        raise _unreadable_build(exc, directory) from None
     files = {}
     for relative, digest in listed.items():
         if not _safe_relative(relative) or relative == MANIFEST:
             raise InputError(f"the manifest lists {relative!r}, which is not a path inside the build",
                              where=str(manifest_path), hint=REGENERATE)
         path = directory / relative
-        data = read_bytes(path, "build file", REGENERATE, _build_file_limit(path)) if path.exists() else None
+        try:
+            present = path.exists()
+        except OSError as exc:  # (a folder on its way that lists but may not be entered)
+            raise _unreadable_build(exc, directory) from None
+        data = read_bytes(path, "build file", REGENERATE, _build_file_limit(path)) if present else None
         if data is None or hashlib.sha256(data).hexdigest() != digest:
             change = "is missing" if data is None else "differs from the manifest"
             raise InputError(f"{printed.path(relative)} {change}: the build was changed after generate",
                              where=str(directory), hint="run `gpudash generate` again and review the result")
         files[relative] = data
-    # what ships is the whole folder (`kubectl apply -f build/k8s`): a file generate did not write would
-    # ship unchecked (generate replaces the folder, so only a hand or another tool puts one there); a folder
-    # that cannot be read may hold one
-    try:
-        for _ in walk(directory):
-            pass
-    except OSError as exc:
-        raise InputError(f"a folder of the build cannot be read ({unreadable(exc, directory)}): what it holds "
-                         "would ship unchecked", where=str(directory),
-                         hint="check its permissions, or run `gpudash generate` again") from None
     extra = next((str(p.relative_to(directory)) for p in sorted(directory.rglob("*"))
                   if p.is_file() and p != manifest_path and str(p.relative_to(directory)) not in listed), None)
     if extra is not None:
@@ -1585,6 +1588,12 @@ def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
                          "and it would ship unchecked", where=str(directory),
                          hint="remove it, or run `gpudash generate` again (it replaces the whole folder)")
     return manifest, files
+
+
+def _unreadable_build(exc: OSError, directory: Path) -> InputError:
+    """The error for a build read with --from that holds a folder (or a file in one) this user cannot read."""
+    return InputError(f"a folder of the build cannot be read ({unreadable(exc, directory)}): what it holds would ship "
+                      "unchecked", where=str(directory), hint="check its permissions, or run `gpudash generate` again")
 
 
 def _build_file_limit(path: Path) -> int:

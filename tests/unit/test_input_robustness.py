@@ -832,6 +832,24 @@ def test_a_folder_without_search_permission_on_the_path_is_one_clear_input_error
     assert [p.name for p in tmp_path.iterdir()] == ["closed"] and list(closed.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [("lint",), ("plan", "--no-grafana", "--no-cloudwatch")])
+def test_a_folder_of_a_build_read_with_from_that_cannot_be_entered_is_said_so(tmp_path, cli, command):
+    """A folder inside the build this user may not enter (chmod 000 build/grafana): lint and plan --from stopped at the
+    first file the manifest lists in it with 'internal error: PermissionError' (exit 4). It is said as any folder of the
+    build that cannot be read is: exit 2, naming the folder, nothing else read."""
+    out = tmp_path / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    (out / "grafana").chmod(0)
+    try:
+        result = subprocess.run(_without_override([*GPUDASH, *command, "--from", "build"]), cwd=tmp_path, text=True,
+                                capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    finally:
+        (out / "grafana").chmod(0o755)
+    assert result.returncode == 2 and "internal error" not in result.stderr, result.stderr
+    assert ("error: build: a folder of the build cannot be read (Permission denied: grafana): what it holds would "
+            "ship unchecked") in result.stderr, result.stderr
+
+
 def test_a_file_of_the_previous_build_that_cannot_be_read_is_said_so_not_called_changed(tmp_path, cli):
     """A file of the build nobody may read (chmod 000): generate refused, rightly, but said the file was "changed since
     gpudash wrote" it, which nothing showed, and offered --force to discard it. It says the file cannot be read; exit
