@@ -43,7 +43,8 @@ REMAPPED = (20, 40, 100)  # the scrapes at which the GPU remaps a row (uncorrect
 SKIPPED = 31  # both copies within the look-back (and within the rate's window)
 
 
-def _openmetrics(start: int) -> str:
+def _openmetrics(start: int, spelling: tuple[str, str] = ("hostname", "hostname")) -> str:
+    """The story, each node's exporter writing its node into the label `spelling` names for it (node-a's, node-b's)."""
     lines = []
     for metric, kind, value in (("DCGM_FI_DEV_GPU_TEMP", "gauge", TEMPERATURE.get),
                                 ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", lambda node, k: 1000 + REPLAYS * k),
@@ -52,7 +53,9 @@ def _openmetrics(start: int) -> str:
         lines.append(f"# TYPE {metric} {kind}")
         for node, instance, scrapes in (("node-a", "10.0.9.1:9400", range(0, MOVE)),
                                         ("node-b", "10.0.9.2:9400", range(MOVE + 1, SCRAPES))):
-            labels = (f'gpu="0",UUID="GPU-m0",device="nvidia0",modelName="NVIDIA L4",hostname="{node}",'
+            named = f'{spelling[node == "node-b"]}="{node}"' + (',hostname="' + node + '"' if spelling[
+                node == "node-b"] == "node" else "")
+            labels = (f'gpu="0",UUID="GPU-m0",device="nvidia0",modelName="NVIDIA L4",{named},'
                       f'instance="{instance}",job="nvidia-dcgm-exporter"')
             lines += [f"{metric}{{{labels}}} {value(node, k) if kind == 'counter' else value(node)} "
                       f"{start + k * STEP + 4}" for k in scrapes]
@@ -60,6 +63,10 @@ def _openmetrics(start: int) -> str:
 
 
 history = backfilled_fixture("gpu-moved-in-range", _openmetrics, SCRAPES * STEP, STEP)
+# node-a scraped without a node label (the exporter's hostname alone: the GPU operator's ServiceMonitor as shipped),
+# node-b by gpudash's scrape job (`node`, beside the exporter's hostname): the same move across two ways of scraping
+spelled_apart = backfilled_fixture("gpu-moved-in-range-spelled-apart",
+                                   lambda start: _openmetrics(start, ("hostname", "node")), SCRAPES * STEP, STEP)
 
 
 def _truth(title: str, minute: int, picked: str | None) -> dict[str, float]:
@@ -111,3 +118,27 @@ def test_the_minute_both_copies_are_looked_back_is_the_fresher_nodes(history, pi
     prometheus, start = history
     shown = _shown(prometheus, start, "GPU temperature", {"node": picked} if picked else {})[SKIPPED]
     assert shown == ({"node-b GPU 0": TEMPERATURE["node-b"]} if picked in (None, "node-b") else {}), shown
+
+
+@pytest.mark.parametrize("picked", [pytest.param(None, id="All"), pytest.param("node-a", id="node-a picked"),
+                                    pytest.param("node-b", id="node-b picked")])
+@pytest.mark.xfail(strict=True, reason="a name's spelling ranks over the dashboard's range before the step's copies: "
+                                       "node-b (gpudash's `node`) names the whole hour, node-a's half too (50 under "
+                                       "node-b), node-a picked draws nothing, the variable lists node-b alone")
+@pytest.mark.parametrize("title", ["GPU temperature", "PCIe replays"])
+def test_each_node_draws_its_own_half_hour_across_two_ways_of_scraping(spelled_apart, title, picked):
+    """The same move where node-a's exporter is scraped without a node label (its `hostname` names the node) and
+    node-b's by gpudash's scrape job (`node`): two nodes' names, each drawn where its own copies are."""
+    prometheus, start = spelled_apart
+    shown = _shown(prometheus, start, title, {"node": picked} if picked else {})
+    wrong = {minute: (lines, _truth(title, minute, picked)) for minute, lines in shown.items()
+             if minute != SKIPPED and lines != _truth(title, minute, picked)}
+    assert not wrong, f"{title} with {picked or 'All'}: minutes whose lines (shown, truth) differ: {wrong}"
+
+
+@pytest.mark.xfail(strict=True, reason="a name's spelling ranks over the dashboard's range before the step's copies: "
+                                       "node-b (gpudash's `node`) names the whole hour, node-a's half too (50 under "
+                                       "node-b), node-a picked draws nothing, the variable lists node-b alone")
+def test_the_node_variable_lists_both_nodes_across_two_ways_of_scraping(spelled_apart):
+    prometheus, start = spelled_apart
+    assert range_options(prometheus, query_variables()["node"], start + SCRAPES * STEP) == {"node-a", "node-b"}
