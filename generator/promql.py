@@ -768,10 +768,8 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
     its lines carry at some step (both nodes of a replaced one; not an upgraded exporter's old pod name).
     `held` (_held_gpus): only the copies of the GPUs it holds are ranked, each GPU's every copy."""
     tiers = _tiers(metric, matchers, labels, None)
-    top = max(place_rank for place_rank, _ in tiers) + 1
-    terms = [f"present_over_time({each}[{DASHBOARD_RANGE}] @ end())" + (f" * {top - place_rank}"
-                                                                       if top - place_rank != 1 else "")
-             for place_rank, each in tiers]
+    terms = [f"present_over_time({each}[{DASHBOARD_RANGE}] @ end())" + (f" * {weight:g}" if weight != 1 else "")
+             for weight, each in ((_range_weight(place_rank, labels, listing), each) for place_rank, each in tiers)]
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu"))
     gpu_name = _listed((labels.cluster, GPU_LABEL, "gpu", labels.node))
     if listing:
@@ -785,6 +783,27 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
     present = coalesced_gpu(_present(every, seconds, kept), labels)
     ranks = f"max by ({gpu_name}, {FRESH_LABEL}) ({ranked} or {present})"
     return f"sum by ({gpu_name}) ({ranks}) > 0.5"
+
+
+# A name's weight over the range (_range_weight): its kind (a node's name, one shaped like a DaemonSet pod's, a known
+# exporter pod's, a target's address), then its spelling's place, PLACE_STEP a place: below a step's presence (0.25,
+# _present) with every place and the name order (_name_order) added, above the name order alone.
+PLACE_STEP = 0.04
+
+
+def _range_weight(place_rank: int, labels: Labels, listing: bool = False) -> float:
+    """The weight of a name of a tier (_tiers' place and rank) over the dashboard's range (_whole_range_names): the
+    kind of name first (a node's name 4, one shaped like a pod's 3, an exporter pod's 2, a target's address 1), then
+    the spelling's place (node, hostname, Hostname: PLACE_STEP each), which a step's own copies outweigh. So an
+    upgraded exporter's pod name is named by the node's name over the whole range, while two nodes' names, whatever
+    labels spell them, are each drawn where its copies are: a GPU moved from a node scraped without a node label
+    (its exporter's hostname) to one gpudash's scrape job labels (`node`) drew the first node's half hour under the
+    second (spelling ranked over the range first). Of a node's names present at one step, the better spelling's.
+    `listing` (the Node variable): the kind alone, every name of the GPU's best kind listed."""
+    place, rank = divmod(place_rank, PLACE_RANK)
+    sources = labels.node_sources
+    kind = 1 if sources[place] == TARGET_ADDRESS else 4 - rank
+    return kind if listing else kind + (len(sources) - 1 - place) * PLACE_STEP
 
 
 def _present(every: str, seconds: int, kept: str = "") -> str:
@@ -840,7 +859,8 @@ NAME_ORDER_ALPHABET = "bcdfghjklmnpqrstvwxz2456789aeiou"
 # multi-region example's all-metrics dashboard is 5 % under what client-side kubectl apply accepts, GF011)
 NAME_ORDER_CHARACTERS = 1
 NAME_ORDER_BITS = 5  # each character's code, 0 to 31 (NAME_ORDER_ALPHABET's place)
-# all codes add less than 2^-3: below the 0.5 of freshness and the 1 between ranks (gpu_names)
+# all codes add less than 2^-5: below the 0.5 of freshness, the 1 between ranks (gpu_names) and a spelling's place
+# over the range (PLACE_STEP)
 
 
 def _name_order(named: str, label: str) -> str:
@@ -853,7 +873,7 @@ def _name_order(named: str, label: str) -> str:
         position, bit = divmod(k, NAME_ORDER_BITS)
         members = "".join(c for place, c in enumerate(NAME_ORDER_ALPHABET) if place >> bit & 1)
         mark = f"gpudash_o{k}"
-        weight = f"2^{k - bits - 3}"  # each above all below it together, all together below 2^-3
+        weight = f"2^{k - bits - 5}"  # each above all below it together, all together below 2^-5
         named = (f'label_replace({named}, "{mark}", "1", "{label}", ".*[{members}]{"." * position}") + on ({mark}) '
                  f'group_left () (label_replace(vector({weight}), "{mark}", "1", "", "") or vector(0))')
     return named

@@ -122,13 +122,14 @@ def test_the_minute_both_copies_are_looked_back_is_the_fresher_nodes(history, pi
 
 @pytest.mark.parametrize("picked", [pytest.param(None, id="All"), pytest.param("node-a", id="node-a picked"),
                                     pytest.param("node-b", id="node-b picked")])
-@pytest.mark.xfail(strict=True, reason="a name's spelling ranks over the dashboard's range before the step's copies: "
-                                       "node-b (gpudash's `node`) names the whole hour, node-a's half too (50 under "
-                                       "node-b), node-a picked draws nothing, the variable lists node-b alone")
 @pytest.mark.parametrize("title", ["GPU temperature", "PCIe replays"])
 def test_each_node_draws_its_own_half_hour_across_two_ways_of_scraping(spelled_apart, title, picked):
     """The same move where node-a's exporter is scraped without a node label (its `hostname` names the node) and
-    node-b's by gpudash's scrape job (`node`): two nodes' names, each drawn where its own copies are."""
+    node-b's by gpudash's scrape job (`node`): two nodes' names, each drawn where its own copies are. It drew node-a's
+    half hour under node-b with All (50 under node-b), nothing with node-a picked, node-a's 50 with node-b picked, and
+    the variable listed node-b alone: the spelling ranked over the range before the step's copies (`node` above
+    `hostname`); now a name's kind does (a node's, a pod's), then the step's copies, then the spelling
+    (promql._range_weight)."""
     prometheus, start = spelled_apart
     shown = _shown(prometheus, start, title, {"node": picked} if picked else {})
     wrong = {minute: (lines, _truth(title, minute, picked)) for minute, lines in shown.items()
@@ -136,9 +137,6 @@ def test_each_node_draws_its_own_half_hour_across_two_ways_of_scraping(spelled_a
     assert not wrong, f"{title} with {picked or 'All'}: minutes whose lines (shown, truth) differ: {wrong}"
 
 
-@pytest.mark.xfail(strict=True, reason="a name's spelling ranks over the dashboard's range before the step's copies: "
-                                       "node-b (gpudash's `node`) names the whole hour, node-a's half too (50 under "
-                                       "node-b), node-a picked draws nothing, the variable lists node-b alone")
 def test_the_node_variable_lists_both_nodes_across_two_ways_of_scraping(spelled_apart):
     prometheus, start = spelled_apart
     assert range_options(prometheus, query_variables()["node"], start + SCRAPES * STEP) == {"node-a", "node-b"}
