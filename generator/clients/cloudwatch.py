@@ -311,6 +311,7 @@ class CloudWatch:
         self.max_attempts = max(1, max_attempts)
         self.clients: dict[tuple[str, str], Any] = {}
         self.notes: list[str] = []  # things the user should know that are not failures
+        self.without_log_alarms: set[str] = set()  # Regions whose CloudWatch refused AlarmTypes LogAlarm
         self.lock = threading.Lock()
         self.local = threading.local()  # `backoffs` of the calls this thread made: see `backoffs`
 
@@ -508,10 +509,18 @@ class CloudWatch:
         unasked = f"a name that does not start with {prefix!r}" if prefix is not None else "a name it was not asked for"
         listing, token = _Listing("DescribeAlarms", region, what, self.endpoint_name), None
         while True:
-            kwargs = {**selector, "AlarmTypes": ALARM_TYPES, "MaxRecords": BATCH}
+            kwargs = {**selector, "AlarmTypes": self._alarm_types(region), "MaxRecords": BATCH}
             if token:
                 kwargs["NextToken"] = token
-            page = self.call(region, "DescribeAlarms", what, **kwargs)
+            try:
+                page = self.call(region, "DescribeAlarms", what, **kwargs)
+            except RemoteError as exc:
+                if not _log_alarms_refused(exc, kwargs["AlarmTypes"]):
+                    raise
+                self.without_log_alarms.add(region)
+                self.note(f"CloudWatch in {region} refuses AlarmTypes LogAlarm ({exc.code}): it has no log alarms, "
+                          "so none can hold an alarm's name there; its alarms are read as metric and composite alarms")
+                continue
             others = [{**alarm, KIND: kind} for key, kind in OTHER_KINDS for alarm in page.get(key) or ()]
             listed = page["MetricAlarms"] + others  # one name twice (of two kinds) is no answer: `listing.next`
             token = listing.next(page.get("NextToken"), [a["AlarmName"] for a in listed], asked, unasked)
@@ -521,6 +530,12 @@ class CloudWatch:
             alarms.update({a["AlarmName"]: a for a in listed})
             if not token:
                 return alarms
+
+    def _alarm_types(self, region: str) -> list[str]:
+        """ALARM_TYPES, without LogAlarm where CloudWatch refused it (`_log_alarms_refused`)."""
+        with self.lock:
+            refused = region in self.without_log_alarms
+        return [kind for kind in ALARM_TYPES if not (refused and kind == "LogAlarm")]
 
     def owned_alarm_tags(self, region: str) -> dict[str, list[dict[str, str]]] | None:
         """ARN -> tags of every alarm carrying the ownership tag in `region`; None when GetResources is denied."""
@@ -596,6 +611,14 @@ def other_kind(alarm: dict[str, Any] | None) -> str | None:
     """What the kind of this alarm is called where `metric_alarms` listed it as an alarm of another kind than a metric
     alarm (a composite or log alarm), else None."""
     return alarm.get(KIND) if alarm else None
+
+
+def _log_alarms_refused(exc: RemoteError, asked: list[str]) -> bool:
+    """Whether CloudWatch refused a DescribeAlarms that asked for log alarms as a request outside the values it takes,
+    naming LogAlarm (a CloudWatch without log alarms: a partition or Region they have not reached, an older stand-in).
+    Such a CloudWatch holds none, so no log alarm can hold a name there: read without the type, nothing is missed."""
+    return ("LogAlarm" in asked and getattr(exc, "code", None) in ("ValidationError", "InvalidParameterValue")
+            and "LogAlarm" in exc.what)
 
 
 def answer_lost(exc: BaseException) -> bool:

@@ -193,3 +193,20 @@ def test_a_log_alarm_holding_a_name_gpudash_creates_is_refused_with_force_too(pr
     assert code == 1 and report["refused"] == [FOREIGN] and report["failed"] == [], (report, stderr)
     assert len(report["written"]) > 10 and FOREIGN not in alarms(client), report
     assert f"whose name another kind of alarm holds ({FOREIGN})" in stderr, stderr
+
+
+def test_a_region_that_refuses_the_log_alarm_type_is_read_without_it(proxied, published, cli):
+    """A CloudWatch that has no log alarms (a partition or Region they have not reached, an older stand-in) may refuse
+    AlarmTypes naming LogAlarm as outside the values it takes: every plan failed there. Such a CloudWatch holds no log
+    alarm, so nothing can hold a name as one: its alarms are read again without that type, a note says so, and the plan
+    is the one it is elsewhere (here: nothing to do)."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    proxy.inject(fault("DescribeAlarms", "status", times=ALWAYS, status=400, naming="LogAlarm", body=(
+        b'{"__type": "ValidationError", "message": "1 validation error detected: Value \'LogAlarm\' at '
+        b'\'alarmTypes.3.member\' failed to satisfy constraint: Member must satisfy enum value set: '
+        b'[CompositeAlarm, MetricAlarm]"}')))
+    code, stdout, stderr = cli("plan", "--no-grafana")
+    assert code == 0 and "Traceback" not in stderr, (code, stdout, stderr)
+    assert "CloudWatch in us-east-1 refuses AlarmTypes LogAlarm" in stderr, stderr
