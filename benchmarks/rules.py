@@ -14,6 +14,9 @@ where it reads a period more than once, its recording rule then the alert readin
 handed recorded samples at past instants, so the alert's own part is timed on a second Prometheus backfilled with
 the recording rule's answers at the same instants (a range query at the evaluations' step): its cost, not its
 answer. `--variants` adds user-defined alarms at M of N (built by the product as a user's definitions would be).
+The counters' recording rules the rate panels read (group gpudash-counters, promql.counted_rules) are timed too, each
+as its group evaluates it (every scrape interval, 30 s: twice per minute where the alerts' group runs every minute):
+a row per rule, and the sums per evaluation of each group.
 
 `--compare SCRAPES` times nothing: it runs the user-defined alarms in both forms side by side in `promtool test rules`
 over SCRAPES scrapes of the fleet (`--gpus`: promtool allows a query 10,000 samples, about a dozen GPUs here) and
@@ -44,7 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.project import load_project  # noqa: E402
-from generator.render.alarms import prometheus_expression, prometheus_rules  # noqa: E402
+from generator.promql import counted_fields  # noqa: E402
+from generator.render.alarms import counted_group, prometheus_expression, prometheus_rules  # noqa: E402
 from tests.support import messy_history  # noqa: E402
 from tests.support.prometheus_server import Prometheus  # noqa: E402
 
@@ -98,6 +102,13 @@ def rule_sets(project, variants: bool) -> list[tuple[str, str, list[dict]]]:
     return sets
 
 
+def counter_group(project) -> dict:
+    """The counters' recording rules of the build (the group the rate panels read), as generated."""
+    counted = counted_fields([q for d in project.grafana_definitions() for q in d.queries() if not q.raw_promql],
+                             project.catalog)
+    return counted_group(counted, project.catalog, project.settings) or {"interval": "", "rules": []}
+
+
 def _recorded_openmetrics(prometheus: Prometheus, recorded: list[dict], instants: list[int], path: Path) -> None:
     """The recording rules' answers at `instants` (one range query each, the instants its steps), as OpenMetrics."""
     step = instants[1] - instants[0] if len(instants) > 1 else 30
@@ -114,7 +125,8 @@ def _recorded_openmetrics(prometheus: Prometheus, recorded: list[dict], instants
 
 def run(gpus: int, evaluations: int, runs: int, project, variants: bool) -> Iterator[str]:
     sets = rule_sets(project, variants)
-    text = " ".join(r["expr"] for _, _, rules in sets for r in rules)
+    counters = counter_group(project)
+    text = " ".join(r["expr"] for _, _, rules in sets for r in rules) + " ".join(r["expr"] for r in counters["rules"])
     metrics = set(re.findall(r"\b(DCGM_[A-Z0-9_]+)\b", text))
     with tempfile.TemporaryDirectory(prefix="gpudash-rule-bench-") as work:
         work = Path(work)
@@ -137,6 +149,8 @@ def run(gpus: int, evaluations: int, runs: int, project, variants: bool) -> Iter
         yield "| rule | one expression: bytes, CPU | as generated: bytes (record + alert), CPU | alerts at the last |"
         yield "|---|---|---|---|"
         with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
+            shipped = {alarm.id for alarm in project.alarms}
+            alerts = 0.0  # the shipped alerts' group(s), one evaluation, as generated
             for name, single, rules in sets:
                 recorded, alert = rules[:-1], rules[-1]
                 seconds, answered = evaluation_cpu(prometheus, [single], instants, runs)
@@ -144,6 +158,7 @@ def run(gpus: int, evaluations: int, runs: int, project, variants: bool) -> Iter
                 alone = answered
                 if not recorded:
                     assert single == alert["expr"]
+                    alerts += seconds if name.split(" (")[0] in shipped else 0
                     yield f"{row} the same |  {answered} |"
                     continue
                 recording, _ = evaluation_cpu(prometheus, [r["expr"] for r in recorded], instants, runs)
@@ -155,8 +170,20 @@ def run(gpus: int, evaluations: int, runs: int, project, variants: bool) -> Iter
                 with Prometheus(folder, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as second:
                     reading, answered = evaluation_cpu(second, [alert["expr"]], instants, runs)
                 size = " + ".join(str(len(r["expr"].encode())) for r in rules)
+                alerts += recording + reading if name.split(" (")[0] in shipped else 0
                 yield (f"{row} {size} B, {recording + reading:.3f} s ({recording:.3f} recording + {reading:.3f} "
                        f"alert) | {alone} (as generated: {answered}) |")
+            recordings = 0.0
+            for rule in counters["rules"]:  # each evaluated alone at the instants, as its group evaluates it
+                seconds, answered = evaluation_cpu(prometheus, [rule["expr"]], instants, runs)
+                recordings += seconds
+                yield (f"| counters: {rule['record']} | {len(rule['expr'].encode())} B, {seconds:.3f} s | the same | "
+                       f"{answered} |")
+        interval = counters["interval"]
+        yield ""
+        yield (f"Per evaluation: the shipped alerts {alerts:.3f} s (their group runs at the Prometheus' evaluation "
+               f"interval), the counters' recordings {recordings:.3f} s (their group every {interval}, the scrape "
+               f"interval).")
     yield ""
     yield f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
 
