@@ -1336,9 +1336,10 @@ def _leaders_share(counter: CounterReading, window: str, shift: str | None, star
                                                f"[{_left_open(window)}:{step}] @ end(){_offset(shift)})")
     first = f"max by ({keys}) ({after} and {leading})"
     scrapes = f"clamp_min(round((max by ({keys}) ({after} - {before} and {leading})) / {interval}), 1)"
-    due = f"ceil(({first} - {start}) / {interval})"
-    # the steps up to the one holding the leading copy's first sample in the period
-    return f"((({due} / {scrapes}) < 1) and ({first} > time() - {_seconds(step)}))"
+    # the steps up to the one holding the leading copy's first sample in the period (the comparison keeps the first
+    # sample's time, from which the scrapes due in the period are counted: the first sample read once, not twice)
+    due = f"ceil((({first} > time() - {_seconds(step)}) - {start}) / {interval})"
+    return f"(({due} / {scrapes}) < 1)"
 
 
 @dataclass(frozen=True)
