@@ -1814,8 +1814,8 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
     (`turn`; `waiting(holders, doing)` is called once when a writer holds it), never while a gpudash writes the build."""
     from .artifacts import Artifacts, GrafanaDashboard, Note
 
-    with turn(directory, waiting, shared=True):
-        manifest, files = _read_build(directory)
+    with turn(directory, waiting, shared=True):  # (a path with a `..` read where it names, as it is written: named)
+        manifest, files = _read_build(named(directory) if ".." in directory.parts else directory)
     origin = origin or str(directory)
 
     def where(path: str) -> str:

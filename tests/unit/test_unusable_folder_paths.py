@@ -91,9 +91,16 @@ def test_preview_says_an_out_it_will_not_write_before_drawing(tmp_path, monkeypa
 def test_generate_makes_no_folder_named_before_a_dotdot(tmp_path, monkeypatch, cli):
     """`generate --out nowhere/../site`: the system reads `nowhere/..` only once `nowhere` exists, so the folders were
     made one by one (nowhere, then site): the build went to `site` and an empty `nowhere` was left beside it, a folder
-    no one asked for. The build goes to the folder the path names (`site`), and nothing else is made."""
+    no one asked for. The build goes to the folder the path names (`site`), and nothing else is made; --from reads it
+    there (it said "the build folder does not exist; run generate --out nowhere/../site first")."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
     code, stdout, stderr = cli("generate", "--out", "nowhere/../site")
     assert code == 0, stderr
     assert (tmp_path / "site" / "manifest.json").is_file() and not (tmp_path / "nowhere").exists()
+    code, stdout, stderr = cli("lint", "--from", "nowhere/../site")  # read back from the folder it names
+    assert code == 0 and "does not exist" not in stderr, stderr
+    code, stdout, stderr = cli("generate", "--check", "--out", "nowhere/../site")  # the build there is the one
+    assert code == 0 and "missing" not in stdout, stdout                           # compared (it said all missing)
+    assert cli("init-config", "nowhere/../gpudash.yaml")[0] == 0 and (tmp_path / "gpudash.yaml").is_file()
+    assert not (tmp_path / "nowhere").exists()
