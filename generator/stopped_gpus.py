@@ -45,10 +45,13 @@ when its node's other GPUs stop too (the node removed; taken up again within HOL
 lost: a node rebooted, an exporter away for a period) or another machine takes the name. Prometheus evaluates no rule
 over its past: a GPU lost over an hour before the rule was first loaded, or before a Prometheus down for over HOLD,
 is not alerted on. Pinned (tests/integration/test_gpu_stopped_reporting_review.py, strict xfails): after Prometheus was down
-over two periods the alert resolves until the node's GPUs read in each period again; a reboot that leaves a lost GPU
-out renumbers the GPUs after it (NVML indexes in bus order), and the alert then names the last index instead of the
-lost one. An exporter writing no UUID whose node spelling changes reads as a machine arrived: a GPU it lost within the
-hour before is not alerted on.
+over two periods the alert resolves until the node's GPUs read in each period again. An exporter writing no UUID whose
+node spelling changes reads as a machine arrived: a GPU it lost within the hour before is not alerted on.
+
+A reboot that leaves a lost GPU out renumbers the GPUs after it (NVML indexes in bus order): a GPU with a UUID is judged
+read, reading in each period, and first read by its UUID alone, whatever its index, so the lost GPU keeps its name
+(its index when it last read) and no GPU indexed anew reads as lost under its old index; a GPU at the lost one's index
+is taken for it on other hardware only if it did not read before the hour.
 
 CloudWatch cannot judge it: a GPU whose data stops has no datapoint to compare, a Metrics Insights alarm judges each
 series on its own datapoints (a GPU gone reads as a node removed), metric math combines no two GROUP BY arrays (the
@@ -59,6 +62,7 @@ from __future__ import annotations
 
 from .blanks import READING_FLOOR, short
 from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clusters
+from .series_labels import uuid_label
 from .settings import Settings
 
 MEMORY = "60m"  # how far back a GPU's readings are read: the hour of copies its name is read from (gpus_named)
@@ -134,28 +138,40 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     # GPU utilization) in each scope branch (settings_clusters)
     sources = [(metric, branch) for metric in metrics for branch in scope.matchers(labels)]
 
-    def read(span: str, shift: int = 0, copies: bool = False) -> str:
+    # a GPU by its UUID alone, where it has one: NVML indexes GPUs in bus order, so a reboot that leaves one out
+    # indexes the GPUs after it one lower (the same GPU, another `gpu`)
+    uuid = uuid_label((labels.pod, labels.namespace, labels.container))
+    by_uuid = _names((labels.cluster, GPU_LABEL))
+    with_uuid = f'{uuid}!=""'
+
+    def read(span: str, shift: int = 0, copies: bool = False, uuids: bool = False) -> str:
         """Each GPU (by its identity) with a reading, not a blank, within `span` ending `shift` seconds back;
-        `copies`: of a pod's copies carrying the exporter's copy label (KUBERNETES_VIRTUAL_GPUS) alone."""
+        `copies`: of a pod's copies carrying the exporter's copy label (KUBERNETES_VIRTUAL_GPUS) alone; `uuids`: each
+        GPU with a UUID, by it alone."""
         offset = f" offset {shift}s" if shift else ""
-        copied = [f'{labels.copies[0]}!=""'] if copies else []
-        raw = _either([f"(min_over_time({selector(metric, branch + copied)}[{span}]{offset}) < {floor})"
+        matchers = ([f'{labels.copies[0]}!=""'] if copies else []) + ([with_uuid] if uuids else [])
+        raw = _either([f"(min_over_time({selector(metric, branch + matchers)}[{span}]{offset}) < {floor})"
                        for metric, branch in sources])
-        return f"max by ({identity}) ({coalesced_gpu(raw, labels)})"
+        return f"max by ({by_uuid if uuids else identity}) ({coalesced_gpu(raw, labels)})"
 
     def named(series: str) -> str:
         """`series` with the node label its GPU is named by in every alert (the hour's copies)."""
         names = gpus_named(metrics, list(scope.naming(labels)), MEMORY, resolution, labels)
         return f"({series} + on ({identity}) group_left ({labels.node}) (0 * {names}))"
 
-    window = read(f"{period * periods}s")
-    silent = f"({read(MEMORY)} unless on ({identity}) {window})"
+    window = f"{period * periods}s"
+
+    def unread(gpus: str) -> str:
+        """`gpus` but those with a reading within the window, under their index or, by their UUID, another."""
+        return f"({gpus} unless on ({identity}) {read(window)} unless on ({by_uuid}) {read(window, uuids=True)})"
+
+    silent = unread(read(MEMORY))
     if labels.copies:  # exporter.virtual_gpus: a GPU a pod held within MEMORY (see HELD) is not judged
         silent = f"({silent} unless on ({identity}) {read(MEMORY, copies=True)})"
-    # the GPUs that read in each period, by the node and index alerts name them: a GPU of the same node and index
-    # reading there is the same GPU under another UUID (an instance stopped and started on other hardware keeps its
-    # node's name), and any GPU of the node reading there vouches for the node's exporter
-    each_period = "(" + f" and on ({identity}) ".join(read(f"{period}s", period * k) for k in range(periods)) + ")"
+    # the GPUs that read in each period (by their UUID where they have one: under one index or, renumbered by a
+    # reboot, two), by the node and index alerts name them: a GPU of the same node and index reading there may be the
+    # same GPU under another UUID (replacing, below), and any GPU of the node reading there vouches for its exporter
+    each_period = "(" + f" and on ({by_uuid}) ".join(read(f"{period}s", period * k) for k in range(periods)) + ")"
     reporting = named(each_period)
     slot, node = _names((labels.cluster, labels.node, "gpu")), _names((labels.cluster, labels.node))
     # The node a GPU that stopped is on: the name the GPUs that read in each period are named by now, of those whose
@@ -176,8 +192,8 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     if record:  # carried: a GPU judged stopped before, past the hour of its readings, named as then (a spelling of
         # the node's copies within the hour: the GPUs reading now name it on, whatever their name has become)
         held = f"max by ({identity}, {labels.node}) (last_over_time({record}[{HOLD}]))"
-        lost = (f'({lost} or on ({identity}) (label_replace({held}, "{SPELLING}", "$1", "{labels.node}", "(.*)") '
-                f"unless on ({identity}) {window}))")
+        spelt = f'label_replace({held}, "{SPELLING}", "$1", "{labels.node}", "(.*)")'
+        lost = f"({lost} or on ({identity}) {unread(spelt)})"
     stopped = (f"max by ({identity}, {labels.node}) "
                f"({lost} + on ({spelling}) group_left ({labels.node}) (0 * {now_named}))")
     # a GPU whose last reading is older than its node's Node object read on another machine of that name (EKS names a
@@ -189,8 +205,8 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     # one of theirs (by ARRIVED_MARGIN: both times are read at LAST_STEP) never stood beside them
     first = _either([f"min_over_time((timestamp({selector(metric, branch)}) and {selector(metric, branch)} < {floor})"
                      f"[{FIRST_SECONDS}s:{LAST_STEP}])" for metric, branch in sources])
-    first = f"min by ({identity}) ({coalesced_gpu(first, labels)})"
-    arrived = (f"(min by ({node}) ({first} + on ({identity}) group_left ({labels.node}) (0 * {reporting})) "
+    first = f"min by ({by_uuid}) ({coalesced_gpu(first, labels)})"  # by UUID: the index a reboot changed or not
+    arrived = (f"(min by ({node}) ((0 * {reporting}) + on ({by_uuid}) group_left () {first}) "
                f"- {ARRIVED_MARGIN})")
     # every node a stopped GPU is named on has a GPU reading in each period (it vouches), so a time to compare with;
     # a GPU's last reading is taken as no older than MEMORY back (a GPU carried past the hour keeps its place beside
@@ -199,8 +215,14 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     # its name re-registers into it (it paged for each GPU the smaller machine lacks, held for as long as it read)
     # (the Node object's time apart from the first readings by a label of its own, so that `or` keeps both)
     since = f'max by ({node}) (label_replace(max by ({node}) ({made}), "gpudash_made", "1", "", "") or {arrived})'
+    # another GPU reading at its node and index is the same GPU on other hardware (a GPU replaced, an instance
+    # stopped and started), unless it read before the hour too: one a reboot indexed anew (by its UUID)
+    before = FIRST_SECONDS - MEMORY_SECONDS + ARRIVED_MARGIN
+    settled = _either([f"present_over_time({selector(metric, branch + [with_uuid])}[{before}s] "
+                       f"offset {MEMORY_SECONDS - ARRIVED_MARGIN}s)" for metric, branch in sources])
+    replacing = f"({reporting} unless on ({by_uuid}) max by ({by_uuid}) ({coalesced_gpu(settled, labels)}))"
     judged = (f"(clamp_min({stopped}, time() - {MEMORY_SECONDS}) >= on ({node}) group_left () {since} "
-              f"unless on ({slot}) {reporting})")
+              f"unless on ({slot}) {replacing})")
     if labels.copies:  # exporter.virtual_gpus: no GPU of a node where a pod holds a GPU now (see HELD)
         judged = (f"({judged} unless on ({node}) ({reporting} and on ({identity}) "
                   f"{read(f'{period * periods}s', copies=True)}))")
