@@ -456,10 +456,11 @@ def test_grafanas_energy_rate_counts_no_growth_twice_where_only_a_lagging_copy_r
     the GPU's readings merged (at each step the largest, where not below an earlier step's: one counter, counted by
     its largest readings) over the 2-minute range's 5 steps. At 1,020 s the new copy leads (the old one's reading is
     older than the step before); its growth above the step before's largest reading, its own of 945 s, counts the 5 s
-    of growth up to the old copy's reading of 950 s, counted at 960 s, again: off the truth at 17, 18 and 19 minutes
-    (in the random two-copy scene this story was reduced from: 250,000, 280,597 and 229,268 mW for 208,824, 240,000
-    and 200,000). The fix of a lead changing across a step NO copy read (the copies' latest readings where none read
-    in the step before) leaves it. Counted above the largest of the copies' latest readings at every step (the old
+    of growth up to the old copy's reading of 950 s, counted at 960 s, again, and the step the old lead missed
+    counts 0 s (the chain of scrapes loses 15 s): 250,000, 274,074 and 224,242 mW for 214,815, 240,000 and 200,000 at
+    17, 18 and 19 minutes (240,000 at the other minutes, the truth: the old copy's 60 s polls read as scraped). The
+    fix of a lead changing across a step NO copy read (the copies' latest readings where none read in the step
+    before) leaves it. Counted above the largest of the copies' latest readings at every step (the old
     copy's 950 s here), this story reads the truth at every minute, but the rollout, reset and 60 s collection
     stories above fail (a copy gone or behind a restart holds its last reading for COUNTED_WITHIN)."""
     monkeypatch.setattr(twins, "STEP", 1)
