@@ -163,15 +163,17 @@ def _cell(seconds: float) -> str:
     return f"{seconds:.2f} s" + (" (over Grafana's 30 s)" if seconds > GRAFANA_TIMEOUT else "")
 
 
-def _timed(prometheus: Prometheus, what: str, path: str, params: dict, runs: int, also: tuple[str, ...]) -> str:
-    """One table row: the query as generated, then each variant of it (same params) in the same run."""
+def _timed(prometheus: Prometheus, what: str, path: str, params: dict, runs: int, also: tuple[str, ...]) \
+        -> tuple[str, float]:
+    """One table row: the query as generated, then each variant of it (same params) in the same run; and the
+    query's seconds."""
     seconds, series = _time(prometheus, path, params, runs)
     answer = "timed out" if series is None else f"{series} series"
     row = f"| {what} | {_cell(seconds)} | {answer}, {len(params['query']):,} bytes |"
     for variant in also:
         other = _time(prometheus, path, {**params, "query": VARIANTS[variant](params["query"])}, runs)[0]
         row += f" {_cell(other)} |"
-    return row
+    return row, seconds
 
 
 def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), dashboards: tuple[str, ...] = (),
@@ -199,6 +201,7 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), 
                     f"| query | median {'Prometheus CPU' if CPU else 'answer time'} | answer, query text |" + "".join(f" {v} form |" for v in also),
                     "|---|---|---|" + "---|" * len(also)]
         at_all = variables({}, ("namespace", "pod", "node", "gpu", "cluster"))
+        costliest = (0.0, "")  # the panel query that took longest (what a Grafana timeout meets first)
         with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
             for uid, title, expr, instant in panels:
                 for name in ranges:
@@ -215,12 +218,17 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), 
                             path, params = "query_range", {"query": query, "start": end - seconds, "end": end,
                                                            "step": step}
                             what = f"{uid} · {title} · {name} at a {step:.0f} s step"
-                        yield _timed(prometheus, what, path, params, runs, also)
+                        row, seconds = _timed(prometheus, what, path, params, runs, also)
+                        costliest = max(costliest, (seconds, what))
+                        yield row
                         if instant:
                             break
             for name, expr in rules:
-                yield _timed(prometheus, f"rule {name}", "query", {"query": expr, "time": end}, runs, also)
+                yield _timed(prometheus, f"rule {name}", "query", {"query": expr, "time": end}, runs, also)[0]
     yield ""
+    if costliest[1]:
+        yield (f"costliest panel: {costliest[1]}, {_cell(costliest[0])}"
+               f"{' of Prometheus CPU' if CPU else ''} at {gpus} GPUs")
     yield (f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
            f"median of {runs} answers each{'; Prometheus CPU seconds per answer' if CPU else ''})")
 

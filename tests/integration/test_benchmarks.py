@@ -36,7 +36,7 @@ PRINTS = {
                    "first apply, 2 clusters in 2 Regions at once",
                    "second run (no changes)"],
     "queries.py": ["### 1 GPUs, 0.05 day(s) of 30 s scrapes", "1h at a 30 s step", "increase over 1h (instant)",
-                   "| rule GpudashXidError |"],
+                   "| rule GpudashXidError |", "costliest panel: "],
     "rules.py": ["### 11 GPUs", "| xid-error | ", "| gpu-temp-critical 2 of 3 missing | ", " recording + ",
                  "| counters: gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds | ", "Per evaluation: the shipped alerts"],
     "sdk_dashboards.py": [],
