@@ -714,13 +714,13 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
 
 
 def _ranked_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
-                  node: str | None, whole: bool = False, held: str | None = None) -> str:
+                  node: str | None, whole: bool = False, kept: str | None = None) -> str:
     """gpu_names' candidates: each name a copy of `metric` gives its GPU (cluster, GPU_LABEL, index), ranked: the
     copies within `span`, a copy with a sample within the last scrape interval half a rank more; `whole` (or no
-    `span`): a panel's, by the step's copies and the dashboard's range (_whole_range_names), of the GPUs `held`
+    `span`): a panel's, by the step's copies and the dashboard's range (_whole_range_names), of the GPUs `kept`
     holds where given."""
     if whole or span is None:
-        return _whole_range_names(metric, matchers, resolution, labels, held=held)
+        return _whole_range_names(metric, matchers, resolution, labels, kept=kept)
     seconds = _seconds(resolution)
     terms = []
     for place_rank, each in _tiers(metric, matchers, labels, node):
@@ -749,7 +749,7 @@ PICK_LABEL = "gpudash_pick"  # marks a GPU whose name the node variable matches 
 
 
 def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels: Labels,
-                       listing: bool = False, held: str | None = None) -> str:
+                       listing: bool = False, kept: str | None = None) -> str:
     """gpu_names' candidates in a panel, at each step: every name a copy of `metric` gives the GPU over the dashboard's
     range (DASHBOARD_RANGE, at its end: `@ end()`, which Prometheus reads once per query, not at each step), ranked by
     its best tier (_tiers; the best weighs most, the last 1), and at each step a quarter rank more where a copy of the
@@ -766,7 +766,7 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
     candidate. The tiers are not matched against the node variable: it picks the name chosen (_picked).
     `listing` (the Node variable): the names at the GPU's best tier over the range, each, with no presence: the names
     its lines carry at some step (both nodes of a replaced one; not an upgraded exporter's old pod name).
-    `held` (_held_gpus): only the copies of the GPUs it holds are ranked, each GPU's every copy."""
+    `kept` (_filtered_gpus): only the copies of the GPUs it holds are ranked, each GPU's every copy."""
     tiers = _tiers(metric, matchers, labels, None)
     terms = [f"present_over_time({each}[{DASHBOARD_RANGE}] @ end())" + (f" * {weight:g}" if weight != 1 else "")
              for weight, each in ((_range_weight(place_rank, labels, listing), each) for place_rank, each in tiers)]
@@ -778,9 +778,9 @@ def _whole_range_names(metric: str, matchers: list[str], resolution: str, labels
     every, seconds = selector(metric, matchers), _seconds(resolution)
     # the tiers named and ordered (_name_order: the name alone decides it) where every term is read at the range's
     # end, which Prometheus evaluates once a query, not at each step; the presence named at each step
-    kept = f" and on ({_listed(_gpu_copy_keys(labels))}) ({held})" if held else ""
-    ranked = _name_order(coalesced_gpu("(" + " or ".join(terms) + ")" + kept, labels), labels.node)
-    present = coalesced_gpu(_present(every, seconds, kept), labels)
+    only = f" and on ({_listed(_gpu_copy_keys(labels))}) ({kept})" if kept else ""
+    ranked = _name_order(coalesced_gpu("(" + " or ".join(terms) + ")" + only, labels), labels.node)
+    present = coalesced_gpu(_present(every, seconds, only), labels)
     ranks = f"max by ({gpu_name}, {FRESH_LABEL}) ({ranked} or {present})"
     return f"sum by ({gpu_name}) ({ranks}) > 0.5"
 
@@ -824,7 +824,7 @@ def _gpu_copy_keys(labels: Labels) -> tuple[str, ...]:
     return labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu"
 
 
-def _held_gpus(metrics: tuple[str, ...], matchers: list[str], only: tuple[str, ...], resolution: str) -> str:
+def _filtered_gpus(metrics: tuple[str, ...], matchers: list[str], only: tuple[str, ...], resolution: str) -> str:
     """The copies of `metrics` a panel's own filter (`only`, its matchers: a MIG instance's) keeps, over the
     dashboard's range and the look-back before it (label_lookback: the oldest sample a gauge's line reads at the
     first step), each read once a query (`@`): a panel of MIG instances names the GPUs that have one, every copy of
@@ -2881,13 +2881,13 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     (f57720e2), a GPU that stood under node-a then node-b drew node-a's readings under node-b
     (tests/integration/test_gpu_moved_in_range.py). A step whose look-back reaches a sample before the range (a GPU
     gone up to 4 scrape intervals before the range's start) names no GPU the range does not hold. `only` (a panel's
-    own matchers beyond `matchers`, a gauge's: its MIG instances'): the GPUs with a copy they match (_held_gpus)."""
+    own matchers beyond `matchers`, a gauge's: its MIG instances'): the GPUs with a copy they match (_filtered_gpus)."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     # each metric's candidates where no metric before it has the GPU, then one name chosen among them: the name
     # gpu_names gives from the first metric that has the GPU, ordered and chosen once, not once per metric
     stepped = whole or span is None
-    held = _held_gpus(metrics, matchers, only, resolution) if only and stepped else None
-    names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole, held) for metric in metrics]
+    kept = _filtered_gpus(metrics, matchers, only, resolution) if only and stepped else None
+    names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole, kept) for metric in metrics]
     named = _first_name(names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")", labels,
                         stepped)
     return _picked(named, node, labels) if stepped and node is not None else named

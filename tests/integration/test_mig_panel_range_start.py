@@ -8,7 +8,7 @@ node-m's GPU 0 (GPU-m0, its exporter labelling it `hostname=node-m`) is split in
 Truth ("Framebuffer used per MIG instance", All): the late tier reads each instance's last scrape while it is within
 the look-back (4 scrapes, 120 s): `node-m GPU 0 MIG 1 (1g.10gb)` 1,000 and `MIG 2 (2g.20gb)` 2,000 at the steps up to
 84 s into the range, nothing after. The GPU is named by its whole copies (in the range) and its instances' (before
-it): the panel names only GPUs with an instance (promql._held_gpus), over the range and the look-back before its
+it): the panel names only GPUs with an instance (promql._filtered_gpus), over the range and the look-back before its
 start, so that a panel on a fleet without MIG names no GPU at every step.
 """
 
