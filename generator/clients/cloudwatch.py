@@ -213,20 +213,27 @@ def _http_session(client) -> Any:
     handler the request alone, the events after it get the answer read whole, and it streams no answer of a JSON
     protocol (boto/botocore#2025). A botocore without either part fails here, when the client is made (before any
     request of it is sent), saying which part and what to install; never a bound silently lost."""
-    from botocore import __version__ as botocore_version
     from botocore.awsrequest import AWSResponse
 
     session = getattr(getattr(client, "_endpoint", None), "http_session", None)
     missing = ("client._endpoint.http_session" if not callable(getattr(session, "send", None))
                else "AWSResponse._content" if "_content" not in vars(AWSResponse("", 200, {}, None)) else None)
     if missing is not None:
-        raise BotocoreUnsupported(
-            f"botocore {botocore_version} has no {missing}, which gpudash reads to stop reading a CloudWatch answer at "
-            f"{BODY_LIMIT // 2**20} MiB (botocore reads an answer whole, and one without end took the "
-            "machine's memory); nothing was sent", where="the installed botocore",
-            hint=f"install an earlier botocore and boto3 (pip install 'botocore<{botocore_version}' "
-                 f"'boto3<{botocore_version}'), and report it to gpudash's maintainers")
+        raise _unsupported(f"has no {missing}, which gpudash reads", "nothing was sent")
     return session
+
+
+def _unsupported(does: str, sent: str) -> BotocoreUnsupported:
+    """The error for an installed botocore that `does` what the answer bound cannot work with (`sent`: what of the
+    command's requests was sent)."""
+    from botocore import __version__ as botocore_version
+
+    return BotocoreUnsupported(
+        f"botocore {botocore_version} {does} to stop reading a CloudWatch answer at {BODY_LIMIT // 2**20} MiB "
+        f"(botocore reads an answer whole, and one without end took the machine's memory); {sent}",
+        where="the installed botocore",
+        hint=f"install an earlier botocore and boto3 (pip install 'botocore<{botocore_version}' "
+             f"'boto3<{botocore_version}'), and report it to gpudash's maintainers")
 
 
 def _bounded_send(http_session) -> Callable[..., Any]:
@@ -240,8 +247,10 @@ def _bounded_send(http_session) -> Callable[..., Any]:
 
         request.stream_output = True  # (botocore's send then leaves the body to be read)
         response = http_session.send(request)
-        if response._content is not None:  # read already (an answer made in this process)
-            return response
+        if response._content is not None:  # read whole already: this botocore does not stream when asked to
+            raise _unsupported("read a CloudWatch answer whole though the request asked to stream it "
+                               "(request.stream_output), which gpudash relies on",
+                               "the request was sent and its answer read")
         def past_limit() -> Exception:
             response.raw.close()
             return HTTPClientError(error=f"CloudWatch {PAST_LIMIT}")

@@ -125,6 +125,9 @@ class _Raw:
         data, self.data = self.data, b""
         return data
 
+    def close(self) -> None:
+        self.data = b""
+
 
 class _Listed:
     def __init__(self, names: tuple[str, ...]):
@@ -548,7 +551,8 @@ def received(request, code: int, headers: list[tuple[str, str]], data: bytes):
     for name, value in headers:
         found.add(name, value)
     response = AWSResponse(request.url, code, found, _Raw(b"" if request.method == "HEAD" else data))
-    response.content  # read at once, as botocore reads an answer it does not stream
+    if not request.stream_output:
+        response.content  # read at once, as botocore reads an answer it does not stream
     return response
 
 

@@ -52,3 +52,31 @@ def test_a_botocore_without_the_parts_the_answer_bound_reads_fails_plainly_befor
            "reading a CloudWatch answer at 64 MiB" in stderr, stderr
     assert f"fix: install an earlier botocore and boto3 (pip install 'botocore<{botocore_version}'" in stderr
     assert "refused" not in stderr and "reach" not in stderr  # nothing was sent to the closed port
+
+
+def test_a_botocore_that_reads_an_answer_whole_though_asked_to_stream_it_fails_plainly(monkeypatch):
+    """The bound works only where botocore's send leaves the answer unread when the request says stream_output (its
+    URLLib3Session.send reads it at once otherwise). A release that read every answer whole (that flag renamed or
+    ignored) lost the bound without a word: an answer without end took the machine's memory again. The first answer
+    found read already is refused: one message naming botocore's version and what to install, exit 4."""
+    from botocore import __version__ as botocore_version
+    from botocore import httpsession
+
+    from generator.clients.cloudwatch import BotocoreUnsupported, CloudWatch
+    from tests.support.moto_server import FAKE_CREDENTIALS, shared_server
+
+    server = shared_server()
+    sends = httpsession.URLLib3Session.send
+
+    def reads_whole(self, request):  # a botocore whose send no longer reads the flag
+        request.stream_output = False
+        return sends(self, request)
+
+    monkeypatch.setattr(httpsession.URLLib3Session, "send", reads_whole)
+    for key, value in FAKE_CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(BotocoreUnsupported) as refused:
+        CloudWatch(endpoint_url=server.url, max_attempts=1).metric_alarms("us-east-1", prefix="gpudash-")
+    said = str(refused.value)
+    assert f"botocore {botocore_version} read a CloudWatch answer whole" in said, said
+    assert refused.value.exit_code == 4 and "pip install 'botocore<" in (refused.value.hint or ""), refused.value.hint
