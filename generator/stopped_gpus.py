@@ -44,9 +44,10 @@ Node object younger than the hour, or its GPUs' first readings within the hour).
 when its node's other GPUs stop too (the node removed; taken up again within HOLD if they read again with the GPU still
 lost: a node rebooted, an exporter away for a period) or another machine takes the name. Prometheus evaluates no rule
 over its past: a GPU lost over an hour before the rule was first loaded, or before a Prometheus down for over HOLD,
-is not alerted on. Pinned (tests/integration/test_gpu_stopped_reporting_review.py, strict xfails): after Prometheus was down
-over two periods the alert resolves until the node's GPUs read in each period again. An exporter writing no UUID whose
-node spelling changes reads as a machine arrived: a GPU it lost within the hour before is not alerted on.
+is not alerted on. A period in which Prometheus read no GPU at all (it was down) is
+not held against a node: a GPU that reads in the latest period stands in for it (the alert resolved for 5 minutes
+after Prometheus was down 12). An exporter writing no UUID whose node spelling changes reads as a machine arrived: a
+GPU it lost within the hour before is not alerted on.
 
 A reboot that leaves a lost GPU out renumbers the GPUs after it (NVML indexes in bus order): a GPU with a UUID is judged
 read, reading in each period, and first read by its UUID alone, whatever its index, so the lost GPU keeps its name
@@ -171,7 +172,18 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     # the GPUs that read in each period (by their UUID where they have one: under one index or, renumbered by a
     # reboot, two), by the node and index alerts name them: a GPU of the same node and index reading there may be the
     # same GPU under another UUID (replacing, below), and any GPU of the node reading there vouches for its exporter
-    each_period = "(" + f" and on ({by_uuid}) ".join(read(f"{period}s", period * k) for k in range(periods)) + ")"
+    # A period in which Prometheus read no GPU at all (it was down, or restarting) says nothing of the node: there the
+    # GPU's reading of the latest period stands in (a lost GPU's alert resolved for a period after Prometheus was
+    # down over one)
+    latest = read(f"{period}s")
+
+    def in_period(k: int) -> str:
+        if not k:
+            return latest
+        unread_all = " and on () ".join(f"absent_over_time({selector(metric, branch)}[{period}s] offset {period * k}s)"
+                                        for metric, branch in sources)
+        return f"({read(f'{period}s', period * k)} or on ({identity}) ({latest} and on () {unread_all}))"
+    each_period = "(" + f" and on ({by_uuid}) ".join(in_period(k) for k in range(periods)) + ")"
     reporting = named(each_period)
     slot, node = _names((labels.cluster, labels.node, "gpu")), _names((labels.cluster, labels.node))
     # The node a GPU that stopped is on: the name the GPUs that read in each period are named by now, of those whose

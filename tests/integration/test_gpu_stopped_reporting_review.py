@@ -90,9 +90,7 @@ def _outage(minutes: tuple[int, int]) -> list[dict[str, str]]:
 
 
 @pytest.mark.parametrize("minutes", [
-    pytest.param((60, 72), marks=pytest.mark.xfail(strict=True, reason="after Prometheus was down over 10 minutes the "
-                                                   "node's GPUs read in no older period: the alert resolves for 5 "
-                                                   "minutes after the restart, then fires again")),
+    pytest.param((60, 72)),
     pytest.param((60, 100), marks=pytest.mark.xfail(strict=True, reason="a GPU lost over an hour before, Prometheus "
                                                     "down over HOLD (30 minutes): nothing carries it, it never fires "
                                                     "again"))], ids=["down 12 minutes", "down 40 minutes"])
