@@ -132,3 +132,32 @@ def test_a_lost_gpu_replaced_at_its_index_ends_once_the_new_one_reads_in_each_pe
     GPU on other hardware does; none after (a GPU at the index that read before the hour would be one renumbered)."""
     _judge(built, "replaced.yaml", _history("node-q", _replaced) + [_node_made("node-q")],
            lambda minute: [{"node": "node-q", "gpu": "2"}] if 40 <= minute < 70 else [])
+
+
+def _several(node: str):
+    """node-t, four GPUs: GPU 1 lost at minute 30, GPU 3 at 45. node-u, four GPUs: all but GPU 3 lost at minute 30."""
+    def read(k: int) -> dict[int, str]:
+        gone = ({1} if k >= LOST else set()) | ({3} if k >= LOST + 30 else set()) if node == "node-t" else \
+            ({0, 1, 2} if k >= LOST else set())
+        return {gpu: f"GPU-{node[-1]}-{gpu}" for gpu in range(4) if gpu not in gone}
+    return read
+
+
+def _several_truth(minute: int) -> list[dict[str, str]]:
+    return [*([{"node": "node-t", "gpu": "1"}] if minute >= 40 else []),
+            *([{"node": "node-t", "gpu": "3"}] if minute >= 55 else []),
+            *([{"node": "node-u", "gpu": str(gpu)} for gpu in range(3)] if minute >= 40 else [])]
+
+
+@pytest.mark.parametrize("every", ["1m", "30s"])
+def test_gpus_lost_at_different_times_and_all_but_one_each_fire_past_the_hour(built, every):  # noqa: F811
+    """Truth: node-t GPU 1 from minute 40 and GPU 3 from 55, node-u GPUs 0 to 2 from 40, each at every minute to 149
+    (past the hour of their last readings: the recording keeps them), with the rules evaluated every minute or every
+    30 s (the recording then reads itself at twice the evaluations)."""
+    series = _history("node-t", _several("node-t")) + _history("node-u", _several("node-u")) + \
+        [_node_made("node-t"), _node_made("node-u")]
+    promtool_test(built, f"several-{every}.yaml", [{"interval": f"{STEP}s", "input_series": series,
+                                                    "alert_rule_test": [
+        {"eval_time": f"{minute}m", "alertname": ALERT,
+         "exp_alerts": [expected_alert(built, ALERT, **labels) for labels in _several_truth(minute)]}
+        for minute in range(20, LONG * STEP // 60)]}], evaluation_interval=every)
