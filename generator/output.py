@@ -1447,17 +1447,25 @@ class Difference:
 
 def differences(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None,
                 record: dict[str, Any] | None = None) -> list[Difference]:
-    """What differs between `out` on disk and the files of a build (`encode`)."""
+    """What differs between `out` on disk and the files of a build (`encode`). A folder or file of it that cannot be
+    read is an input error, never a file "missing" (a folder skipped) or an internal error."""
     expected = with_manifest(files, made_with, record)
-    present = {str(p.relative_to(out)): p for p in out.rglob("*") if p.is_file()} if out.is_dir() else {}
-    differences = []
-    for path in sorted(set(expected) | set(present)):
-        if path not in present:
-            differences.append(Difference(path, "missing"))
-        elif path not in expected:
-            differences.append(Difference(path, "extra"))
-        elif present[path].read_bytes() != expected[path]:
-            differences.append(Difference(path, "changed"))
+    try:
+        present = {os.path.relpath(os.path.join(folder, name), out): Path(folder) / name
+                   for folder, _, names in walk(out) for name in names
+                   if (Path(folder) / name).is_file()} if out.is_dir() else {}
+        differences = []
+        for path in sorted(set(expected) | set(present)):
+            if path not in present:
+                differences.append(Difference(path, "missing"))
+            elif path not in expected:
+                differences.append(Difference(path, "extra"))
+            elif present[path].read_bytes() != expected[path]:
+                differences.append(Difference(path, "changed"))
+    except OSError as exc:
+        raise InputError(f"the build cannot be read to compare it ({unreadable(exc, out)})", where=str(out),
+                         hint="check its permissions (the user running generate --check must read the whole build)"
+                         ) from None
     return differences
 
 

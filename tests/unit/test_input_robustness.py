@@ -850,6 +850,28 @@ def test_a_folder_of_a_build_read_with_from_that_cannot_be_entered_is_said_so(tm
             "ship unchecked") in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("locked, said", [("grafana/gpudash-overview.json", "grafana/gpudash-overview.json"),
+                                           ("grafana", "grafana")], ids=["a-file", "a-folder"])
+def test_generate_check_of_a_build_it_cannot_read_says_so(tmp_path, cli, locked, said):
+    """generate --check compares the build in the folder with the one the settings make. A file of it nobody may read
+    (chmod 000) stopped it with 'internal error: PermissionError' (exit 4); a folder of it that may not be entered was
+    skipped, its files listed as 'missing' (exit 1, 'run gpudash generate and commit the result'), which they are not.
+    Either is said as what it is: exit 2, naming it."""
+    out = tmp_path / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    (out / locked).chmod(0)
+    try:
+        result = subprocess.run(_without_override([*GPUDASH, "generate", "--check", "--out", "build"]), cwd=tmp_path,
+                                text=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                                timeout=120)
+    finally:
+        (out / locked).chmod(0o755 if (out / locked).is_dir() else 0o644)
+    assert result.returncode == 2 and "internal error" not in result.stderr, (result.stdout, result.stderr)
+    assert "missing" not in result.stdout, result.stdout
+    assert f"error: build: the build cannot be read to compare it (Permission denied: {said})" in result.stderr, \
+        result.stderr
+
+
 def test_a_file_of_the_previous_build_that_cannot_be_read_is_said_so_not_called_changed(tmp_path, cli):
     """A file of the build nobody may read (chmod 000): generate refused, rightly, but said the file was "changed since
     gpudash wrote" it, which nothing showed, and offered --force to discard it. It says the file cannot be read; exit
