@@ -316,6 +316,16 @@ def _generate_command(config: str | None, csv: str | None, out: str) -> str:
     return " ".join(printed.argument(word) for word in words)
 
 
+def _schema_there(path: Path, given: str) -> bool:
+    """Whether `path` (a schema file lint is given, `given` as passed) is a file; one it cannot look at (a folder on its
+    way that may not be entered) is an input error saying so, not an internal error."""
+    try:
+        return path.is_file()
+    except OSError as exc:
+        raise GpudashError(f"cannot read {printed.path(path.name)} ({exc.strerror})", where=given,
+                           hint="check the path and its permissions") from None
+
+
 @main.command()
 @config_option
 @csv_option
@@ -343,10 +353,10 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
             from .console import table
             click.echo(table(["RULE", "CHECKS"], rows))
         return
-    if grafana_schema and not Path(grafana_schema, "dashboard.jsonschema.json").is_file():
+    if grafana_schema and not _schema_there(Path(grafana_schema, "dashboard.jsonschema.json"), grafana_schema):
         raise GpudashError("no dashboard.jsonschema.json in this folder", where=grafana_schema,
                            hint="point --grafana-schema at grafana-foundation-sdk's jsonschema/ folder")
-    if cwagent_schema and not Path(cwagent_schema).is_file():
+    if cwagent_schema and not _schema_there(Path(cwagent_schema), cwagent_schema):
         raise GpudashError("the CloudWatch agent schema file does not exist", where=cwagent_schema,
                            hint="point --cwagent-schema at the agent's translator/config/schema.json")
     read_schemas(optional_path(grafana_schema), optional_path(cwagent_schema))  # bad input fails before the build

@@ -872,6 +872,22 @@ def test_generate_check_of_a_build_it_cannot_read_says_so(tmp_path, cli, locked,
         result.stderr
 
 
+@pytest.mark.parametrize("option, given", [("--grafana-schema", "closed"), ("--cwagent-schema", "closed/schema.json")])
+def test_a_lint_schema_behind_a_folder_that_cannot_be_entered_is_one_input_error(tmp_path, option, given):
+    """lint's schema paths checked is_file(), which raises where a folder on the way may not be entered (chmod 644):
+    'internal error: PermissionError' (exit 4). It is one input error naming the path and the reason, exit 2."""
+    closed = tmp_path / "closed"
+    closed.mkdir()
+    closed.chmod(0o644)
+    try:
+        result = subprocess.run(_without_override([*GPUDASH, "lint", option, given]), cwd=tmp_path, text=True,
+                                capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    finally:
+        closed.chmod(0o755)
+    assert result.returncode == 2 and "internal error" not in result.stderr, result.stderr
+    assert f"error: {given}: cannot read " in result.stderr and "(Permission denied)" in result.stderr, result.stderr
+
+
 def test_a_file_of_the_previous_build_that_cannot_be_read_is_said_so_not_called_changed(tmp_path, cli):
     """A file of the build nobody may read (chmod 000): generate refused, rightly, but said the file was "changed since
     gpudash wrote" it, which nothing showed, and offered --force to discard it. It says the file cannot be read; exit
