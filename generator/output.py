@@ -1033,9 +1033,9 @@ def turn(out: Path, waiting: Callable[[str, str], None] | None = None, shared: b
 
 
 def check_out(out: Path) -> None:
-    """Refuse `out` as `write_files` would whatever it is to hold (a path that is not a folder, a folder of files gpudash
-    did not write), before anything is made for it: preview draws every dashboard first, for minutes. Staging folders
-    a killed writer left in it are what `write_files` removes first: they do not make it another's."""
+    """Refuse `out` as `write_files` would whatever it is to hold (a path that is not a folder, a folder of files
+    gpudash did not write), before anything is made for it: preview draws every dashboard first, for minutes. Staging
+    folders a killed writer left in it are what `write_files` removes first: they do not make it another's."""
     out = written_folder(out)
     _refuse_unowned(out, lambda folder: all(entry.name.startswith((INSIDE_NEW, INSIDE_OLD))
                                             for entry in folder.iterdir()))

@@ -47,9 +47,9 @@ REQUIRED = {
     "GetResources": {"ResourceTagMappingList": list},
 }
 WRITES = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource", "UntagResource", "DeleteDashboards")
-# Lists an answer may leave out, whose items are checked as those of REQUIRED's lists where it holds them: DescribeAlarms
-# lists log alarms when asked for them (ALARM_TYPES); whether CloudWatch answers an empty list where it holds none is
-# not documented, so an answer without one is read as holding none
+# Lists an answer may leave out, whose items are checked as those of REQUIRED's lists where it holds them:
+# DescribeAlarms lists log alarms when asked for them (ALARM_TYPES); whether CloudWatch answers an empty list where it
+# holds none is not documented, so an answer without one is read as holding none
 OPTIONAL_LISTS = {"DescribeAlarms": ("LogAlarms",)}
 CHECKED = (*REQUIRED, *WRITES)
 ITEM_KEYS = {"MetricAlarms": ("AlarmName", "AlarmArn"), "CompositeAlarms": ("AlarmName", "AlarmArn"),
@@ -509,8 +509,9 @@ class CloudWatch:
 
     def metric_alarms(self, region: str, *, prefix: str | None = None,
                       names: list[str] | None = None) -> dict[str, dict[str, Any]]:
-        """Alarms by name prefix, or by names (at most BATCH), every page: the metric alarms, and the alarms of the other
-        kinds (ALARM_TYPES), each of those marked with its kind (KIND): a name one holds is taken (`other_kind`)."""
+        """Alarms by name prefix, or by names (at most BATCH), every page: the metric alarms, and the alarms of the
+        other kinds (ALARM_TYPES), each of those marked with its kind (KIND): a name one holds is taken
+        (`other_kind`)."""
         alarms: dict[str, dict[str, Any]] = {}
         selector = {"AlarmNamePrefix": prefix} if prefix is not None else {"AlarmNames": names}
         what = f"CloudWatch alarms {prefix}* in {region}" if prefix is not None else f"CloudWatch alarms in {region}"

@@ -82,7 +82,8 @@ def _holds(kind: str) -> str:
 
 
 def _held_since(kind: str) -> str:
-    """Why a last look before a write or delete stops it: an alarm of another kind made under its name since the plan."""
+    """Why a last look before a write or delete stops it: an alarm of another kind made under its name since the
+    plan."""
     return f"{_holds(kind)}, made by someone else since the plan: {NOT_OVER_OTHER_KINDS}"
 
 

@@ -23,7 +23,8 @@ PATHS = {  # the path given -> what its one message says
     "x" * 300: "the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, where the file system takes at most 255",
     "/".join(["d" * 200] * 30): "more than the system takes (at most 4096)",
 }
-IDS = ["under-a-file", "two-under-a-file", "under-a-file-past-dotdot", "link-loop", "under-a-link-loop", "name-too-long", "path-too-long"]
+IDS = ["under-a-file", "two-under-a-file", "under-a-file-past-dotdot", "link-loop", "under-a-link-loop",
+       "name-too-long", "path-too-long"]
 COMMANDS = {  # the command, given the path
     "generate --out": lambda path: ("generate", "--out", path),
     "lint --from": lambda path: ("lint", "--from", path),
