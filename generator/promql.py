@@ -300,7 +300,7 @@ class _Device:
                 # GPU it left for the look-back (60 % for 70 beside its new GPU; 70 % on a GPU idle since)
                 held = _listed(held_labels(labels))
                 left = f"({_unblanked(_either(tiers, each), gauge)} unless on ({held}) " \
-                       f"{idle_gpus(metric, self.unscoped, self.pod, held)})"
+                       f"{idle_gpus(metric, self.unscoped, self.pod, held, self.resolution)})"
                 read = f"max by ({_listed((*each, *shown))}) {left}"
                 if self.anywhere is not None:
                     read = f"({read} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, labels)})"
@@ -498,7 +498,7 @@ class _Device:
             named = f"{named} and on ({_listed((*self._pod_keys(), *COPY_LABELS))}) {self._naming_targets(metric)}"
         held = _listed(held_labels(self.labels))
         idle = idle_gpus(metric, self.unscoped, self.pod, held,
-                         None if panel else f"{_seconds(self.lookback) // LABEL_LOOKBACK_SCRAPES}s")
+                         _scrape_of(self.lookback), not panel)
         named = identified(f"({named} unless on ({held}) {idle})", self.labels)
         if self.anywhere is not None:  # named by any copy, on a GPU the node variable's node holds (on_node)
             named = f"({named} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, self.labels)})"
@@ -579,27 +579,28 @@ def held_labels(labels: Labels) -> tuple[str, ...]:
             *INSTANCE_IDENTITY)
 
 
-def idle_gpus(metric: str, branches: list[list[str]], pod: str, held: str, scrape: str | None = None) -> str:
+def idle_gpus(metric: str, branches: list[list[str]], pod: str, held: str, scrape: str, rule: bool = False) -> str:
     """The GPU instances of each scrape target (`held`: the labels naming one) whose latest scrape named no pod on them.
     An exporter writes a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods'
     copies are of one scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of
     its node read the GPU it left beside its new one for the look-back (310 W for 250, 2 GPUs for 1:
     test_pod_moved_gpu), as did a pod that ended. A GPU pods share by time-slicing, which an exporter names under one
-    of them per scrape, always names one; a failed scrape leaves no GPU idle. Panels (no `scrape`): a series of `metric`
-    without a pod (`pod` its label) read now, newer than any naming one read now (Prometheus marks the others stale at
-    the scrape that no longer writes them; where it wrote no staleness marker, a backfill or a restart, the instant
-    selector reads their older samples). A rule's steps (`scrape`, the scrape interval): one written within the last
-    interval and none naming one, without timestamp(), which Prometheus before 2.47 seeks anew at each step of a
-    subquery (the idle rule's CPU 0.284 -> 0.652 s an evaluation at 33 GPUs; so 0.322): a scrape a little early reads
-    the one before it in the interval too, and finds the GPU idle only from the next step (on live scrapes every 0.5 s
-    the panels read 310 W for 250 at such a step)."""
-    if scrape is not None:
-        unnamed, named = (_raw(metric, branches, [f'{pod}{op}'], f"present_over_time({{}}[{scrape}])")
-                          for op in ('=""', '!=""'))
-        return f"({unnamed} unless on ({held}) {named})"
-    unnamed, named = (f"max by ({held}) ({_raw(metric, branches, [f'{pod}{op}'], 'timestamp({})')})"
-                      for op in ('=""', '!=""'))
-    return f"({unnamed} > ({named} or {unnamed} * 0))"
+    of them per scrape, always names one; a failed scrape leaves no GPU idle. Without timestamp(), which Prometheus
+    before 2.47 seeks anew at each step (a panel's range query, a rule's subquery: the idle rule's CPU 0.284 -> 0.652 s
+    an evaluation at 33 GPUs; a per-GPU panel's gate 0.32 s of Prometheus CPU a field at 64 GPUs over 6 h, so 0.06).
+    A series of `metric` without a pod (`pod` its label) written within the last scrape interval (`scrape`) and none
+    naming one (`rule`: that alone): a scrape a little early reads the one before it in the interval too, and finds
+    the GPU idle only from the next step (on live scrapes every 0.5 s the panels read 310 W for 250 at such a step).
+    Panels (not `rule`) also take one read now and none naming one read now: Prometheus marks a series stale at the
+    scrape that no longer writes it, so on live scrapes the GPU is idle from that scrape on; where it wrote no
+    staleness marker (a backfill, a restart) the instant selector reads the older samples, and the interval's test
+    alone tells (exact where the scrapes are an interval apart)."""
+    ranged = [_raw(metric, branches, [f'{pod}{op}'], f"present_over_time({{}}[{scrape}])") for op in ('=""', '!=""')]
+    idle = f"({ranged[0]} unless on ({held}) {ranged[1]})"
+    if rule:
+        return idle
+    unnamed, named = (_raw(metric, branches, [f'{pod}{op}'], "{}") for op in ('=""', '!=""'))
+    return f"(({unnamed} unless on ({held}) {named}) or {idle})"
 
 
 LATEST = "{0} < " + BLANK_FLOOR  # a gauge's latest sample, blanks left out (_gauge_form)
@@ -970,7 +971,8 @@ def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...
     return f"({older(sample_time(within, resolution))}{marked})"
 
 
-def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels: Labels, within: str) -> str:
+def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels: Labels, within: str,
+               scrape: str) -> str:
     """A panel's series (within the look-back `within`) naming a pod on a GPU instance whose latest scrape named no
     pod (idle_gpus, read over every pod's series: the pod and namespace variables pick which GPUs show, not which of
     their series tell that the pod left), which a per-GPU panel's late tier and count leave out. With the pod or
@@ -985,7 +987,7 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     named = [m for m in extra if m != f'{labels.pod}!=""']
     held = _listed(held_labels(labels))
     left = _raw(metric, branches, [*named, f'{labels.pod}!=""'], f"present_over_time({{0}}[{within}])")
-    return f"({left} and on ({held}) {idle_gpus(metric, anyone, labels.pod, held)})"
+    return f"({left} and on ({held}) {idle_gpus(metric, anyone, labels.pod, held, scrape)})"
 
 
 # what a per-GPU or fleet panel says it draws with the pod or namespace variable set (draws_whole_gpus)
@@ -1013,8 +1015,13 @@ def held_gpus(metrics: tuple[str, ...], scope: Scope, labels: Labels, within: st
                 if key in ("pod", "namespace")]
     branches = [[*scope.naming(labels), *workload]]
     held = [f"({_raw(metric, branches, [], f'present_over_time({{}}[{within}])')} unless "
-            f"{_left_idle(metric, branches, [], labels, within)})" for metric in metrics]
+            f"{_left_idle(metric, branches, [], labels, within, _scrape_of(within))})" for metric in metrics]
     return identified(held[0] if len(held) == 1 else "(" + " or ".join(held) + ")", labels)
+
+
+def _scrape_of(lookback: str) -> str:
+    """The scrape interval of a panel's look-back (label_lookback)."""
+    return f"{_seconds(lookback) // LABEL_LOOKBACK_SCRAPES}s"
 
 
 def sample_time(within: str, resolution: str) -> str:
@@ -1577,7 +1584,7 @@ def recorded_rate(metric: str, catalog: Catalog, as_increase: bool, over_time, e
             and not extra and not also)
 
 
-def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str) -> str:
+def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str, resolution: str) -> str:
     """A counter's rate over `window` per physical GPU from its recording (counted_rules): the growth of the window's
     steps over the seconds it grew in, so a missed scrape (a step of 0 in 0 s, the next one's delta grown in two
     intervals), a missed evaluation (a step out of both sums) or which recorded steps the window's edges hold
@@ -1599,7 +1606,7 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str) ->
     # the GPU a picked pod left (ended, or recreated on another GPU) was drawn for the window after, at its rate
     scope = [[*merge.naming, *merge.workload]]
     present = f"present_over_time({selector(metric, scope[0])}[{window}])"
-    present = identified(f"({present} unless {_left_idle(metric, scope, [], labels, window)})", labels)
+    present = identified(f"({present} unless {_left_idle(metric, scope, [], labels, window, resolution)})", labels)
     return f"({series} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {present})"
 
 
@@ -2258,7 +2265,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                         return device.counted_within(name, [*extra, *more], resolution, within)
                 if over_time is None and within is not None:  # a panel's: not a GPU the picked pod left
                     return f"({_raw(name, branches, [*extra, *more], form)} unless " \
-                           f"{_left_idle(name, branches, [*extra, *more], merge.labels, within)})"
+                           f"{_left_idle(name, branches, [*extra, *more], merge.labels, within, resolution)})"
                 return _raw(name, branches, [*extra, *more], form)
             return merge.one_copy("max", (stood_in(read),), own_labels)
         return merge("max", stood_in(lambda name, more: device.reading(name, [*extra, *more], COUNTED)), own_labels)
@@ -2323,7 +2330,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                         _superseded(merge.labels, within, resolution, identity))
             return f"({series} unless on ({_listed(identity)}) {gone})"
         gone = _raw(name, branches, [*extra, *more], _superseded(merge.labels, within, resolution))
-        return f"({series} unless ({gone} or {_left_idle(name, branches, [*extra, *more], merge.labels, within)}))"
+        left = _left_idle(name, branches, [*extra, *more], merge.labels, within, resolution)
+        return f"({series} unless ({gone} or {left}))"
 
     def averaged_instances(names: tuple[str, ...], mig: tuple[str, ...]) \
             -> tuple[tuple[tuple[str, ...], tuple[str, ...]] | None, tuple[str, ...] | None]:
@@ -2395,7 +2403,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             return read[0] if len(read) == 1 else "(" + f" {'or' if unfiltered else '+'}{apart} ".join(read) + ")"
         if counter and recorded_rate(metric, catalog, as_increase, over_time, extra, also):
             # a panel's rate per GPU from its recording (counted_rule), named by one node in the scope
-            series = merge.fastest(counted_rate(metric, catalog, merge, window), own_labels)
+            series = merge.fastest(counted_rate(metric, catalog, merge, window, resolution), own_labels)
             series = merge.gpus(named_gpus(series, (metric,), list(merge.naming), window, resolution, merge.labels,
                                            merge.node, merge.whole), own_labels)
         elif counter:  # one rate per GPU (its UUID), named by one node, then the GPUs of a node and index added up
@@ -2938,7 +2946,7 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     on = _listed(label_name(k, labels) for k in slot)
     # a GPU whose latest scrape named no pod holds none (idle_gpus), as in the gauge panels beside it
     held = _listed(held_labels(labels))
-    idle = idle_gpus(query.metric, everywhere.matchers(labels), labels.pod, held)
+    idle = idle_gpus(query.metric, everywhere.matchers(labels), labels.pod, held, resolution)
     # named by any copy, whatever its node spelling
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
     scoped = _raw(query.metric, anywhere, [f'{labels.pod}!=""'], f"present_over_time({{}}[{window}])")

@@ -164,8 +164,10 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                     assert selector.metric in recorded and selector.range_function == "sum_over_time", target["expr"]
                     continue
                 metric = project.catalog.get(selector.metric)
-                if metric.is_counter:  # rated, or compared with the blank floor
-                    assert selector.range_function in ("rate", "increase", "compare"), target["expr"]
+                if metric.is_counter:  # rated, or compared with the blank floor, or (not charted) a test of which
+                    # series are there now (promql.idle_gpus: staleness markers tell a GPU no pod holds any more)
+                    assert selector.range_function in ("rate", "increase", "compare") or \
+                        selector.range_function is None and not selector.shown, target["expr"]
                 else:  # the latest sample, or the latest within a panel's lookback (promql.looked_back,
                     # _Device._read), or, not charted, a test of a reading within it (`min_over_time(x[w]) < 1e14`)
                     assert selector.range_function in (None, "compare", "last_over_time") or \
@@ -190,8 +192,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                   'REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]) unless '
                   '(present_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", '
                   'pod=~"$pod", pod!=""}[$__rate_interval]) and on (cluster, instance, job, UUID, gpu, GPU_I_ID, '
-                  'GPU_I_PROFILE) max by (cluster, instance, job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (timestamp('
-                  'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""})) > ') in replay
+                  'GPU_I_PROFILE) (DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""} unless on (cluster, instance, '
+                  'job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod!=""} or '
+                  'present_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""}[30s]) unless on (') in replay
     assert packed(' + on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk by (cluster, '
                   'gpudash_gpu, gpu) (1, ') in replay
     assert "rate(" not in replay and replay.count(recording) == 1
@@ -212,8 +215,10 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                                    "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join("
                                    "present_over_time(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace=~\"$namespace\", "
                                    "pod=~\"$pod\", gpu=~\"$gpu\", pod!=\"\"}[$__rate_interval]) unless"))
-               and packed(" unless on (cluster, instance, job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) max by (cluster, "
-                          "instance, job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (timestamp(") in e
+               and packed(" unless on (cluster, instance, job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_TOTAL_"
+                          "ENERGY_CONSUMPTION{gpu=~\"$gpu\", pod=\"\"} unless on (cluster, instance, job, UUID, gpu, "
+                          "GPU_I_ID, GPU_I_PROFILE) DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=~\"$gpu\", pod!=\"\"} or "
+                          "present_over_time(") in e
                and packed(" * 0 + on (node, gpu) group_left () max by (node, gpu) (") in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
@@ -223,8 +228,10 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # first), and the reading of the copy chosen drops it after (promql._unblanked), so a fresh blank is the GPU's; a
     # copy whose MIG instance reads the blank is found by it (`>= 1e14`) and not chosen (promql.chosen_copy)
     # (a series the exporter stopped serving, left out of the late tier, is told by its samples' times and by the
-    # instant selector having none: promql._superseded reads no value of it)
-    read = re.sub(r"timestamp\(DCGM_\w+\{[^}]*\}\)|unless DCGM_\w+\{[^}]*\}", "", util)
+    # instant selector having none: promql._superseded reads no value of it; a GPU no pod holds any more by which of its
+    # series are there now: promql.idle_gpus reads no value of them)
+    read = re.sub(r"timestamp\(DCGM_\w+\{[^}]*\}\)|unless DCGM_\w+\{[^}]*\}"
+                  r"|DCGM_\w+\{[^}]*\} unless on \([^)]*\) DCGM_\w+\{[^}]*\}(?!\[)", "", util)
     floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14| >= 1e14| and present_over_time\(|, 1e14\)| / 100000\)\)\[)?",
                         read)
     assert floors and all(floors), util
@@ -240,8 +247,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     joined = [device(m.end()) for m in re.finditer(r"group_left \([^)]+\) ", util)]
     assert joined and all(d.endswith(" < 1e14)") and "topk by " in d for d in joined), util
     ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
-    # (the dashboard's range at its end: the GPUs the picked node holds, promql.on_node)
-    windows = r"(?:120s|30000ms|\$__range)"
+    # (the dashboard's range at its end: the GPUs the picked node holds, promql.on_node; 30s: the last scrape interval,
+    # promql.idle_gpus)
+    windows = r"(?:120s|30000ms|30s|\$__range)"
     assert ranged and len(ranged) == len(re.findall(rf"present_over_time\(DCGM_\w+\{{[^}}]*\}}\[{windows}\]",
                                                     util)) + len(
         re.findall(r"last_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30s|15s)\]\)", util)) + len(
