@@ -1519,10 +1519,13 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # two (own_deltas reads each series apart: a reset read as the pod label moved was no delta at all)
     read_before_own = copy.merged(lambda s: f"(last_over_time({s}[{COUNTED_WITHIN}s] offset {resolution}) "
                                             f"< {COUNTER_BLANK_FLOOR})")
-    # where no copy read in the step before, the largest of the copies' latest readings before it: the leading
-    # copy's own delta from its reading below another copy's later one counted that growth twice (a lead changing
-    # across a step whose scrapes all failed: 205,128 mW for 200,000 over a 2-minute window)
-    before_step, before_latest = (f"max by ({keys}) ({read})" for read in (read_before, read_before_own))
+    # where no copy read in the step before, the largest of the copies' latest readings their steps read before it
+    # (own_before): the leading copy's own delta from its reading below another copy's later one counted that growth
+    # twice (a lead changing across a step whose scrapes all failed: 205,128 mW for 200,000 over a 2-minute window).
+    # Not the raw samples: a reading its own step did not read (a scrape late into the next step, its staleness
+    # marker after it in that step) is no scrape the seconds count from (one exporter: 30 s of growth over 90 s)
+    own_before = copy.latest(copy.clean, COUNTED_WITHIN, f" offset {resolution}")
+    before_step, before_latest = (f"max by ({keys}) ({read})" for read in (read_before, own_before))
     before = f"({before_step} or {before_latest})"
     above = f"(({copy.reading} - on ({keys}) group_left () {before}) >= 0)"
     own = f"({copy.step_delta(COUNTED_WITHIN)} or ({copy.reading} and {read_before_own}))"
@@ -1536,7 +1539,7 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     taken_before = (f"(max by ({keys}) (last_over_time({taken}[{seconds * 1000 - 1}ms:{resolution}] offset "
                     f"{resolution}) and ({read_before} == on ({keys}) group_left () {before_step})) or "
                     f"max by ({keys}) ({copy.latest(taken, COUNTED_WITHIN, f' offset {resolution}')} and "
-                    f"({read_before_own} == on ({keys}) group_left () {before_latest})))")
+                    f"({own_before} == on ({keys}) group_left () {before_latest})))")
     # the growth above counts (it is not the larger of the two) where the step before's largest reading is above the
     # copy's own reading before (its delta's), where the copy read in the step before (its reading there is not above
     # the largest), or where the copy's own delta is a restart (its reading below its own latest raw sample before:
@@ -1551,7 +1554,6 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # where its reading before is as large: counted from a third copy's late scrape of that sample (an exporter
     # polling the hostengine every 90 s: 35 s for the copy's 90), a step read 90 s of growth over 60 s (another
     # copy's, the most), 1.2 of the GPU's power for 2 minutes
-    own_before = copy.latest(copy.clean, COUNTED_WITHIN, f" offset {resolution}")
     restarted = f"({copy.reading} < {read_before_own})"
     counts_above = f"({own_before} < on ({keys}) group_left () {before} or {read_before} or {restarted})"
     grew_in = (f"(({above} and {counts_above}) * 0 + "

@@ -503,17 +503,15 @@ def _late_scrape_then_a_failed_one(old_until: int, new_from: int) -> list[tuple[
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="counted_rules: a reading its step does not read (its staleness marker in the "
-                   "same step) is the base of the next step's delta but not of its seconds: 30 s of growth over 90 s, "
-                   "120,000 mW for 200,000 at 21 minutes, 133,333 at 22 (one exporter)")
 def test_grafanas_energy_rate_reads_the_gpus_power_after_a_late_scrape_then_a_failed_one_in_one_step(
         rules, monkeypatch):
     """"Energy use rate" (all-metrics dashboard, per GPU) on _late_scrape_then_a_failed_one, ONE exporter: the GPU's
     200,000 mW at every minute (its readings 30 s apart grow 30 s of 200 W; the reading of 1,172 s is read at no step:
-    the failed scrape's staleness marker follows it within its step, which the recording honours). The step at 1,230 s
-    counts the growth since the copy's own raw reading before, 1,172 s's (30 s), over the seconds since the scrape its
-    steps last read, 1,139 s's (90 s): the growth of 1,112 to 1,172 s is counted at no step, and 2-minute windows
-    holding that step read 120,000 mW at 21 minutes and 133,333 at 22 (a random scene on promtool)."""
+    the failed scrape's staleness marker follows it within its step, which the recording honours). Where no copy read
+    in the step before, the step at 1,230 s counted the growth above the copies' latest raw reading, 1,172 s's (30 s),
+    over the seconds since the scrape its steps last read, 1,139 s's (90 s): the growth of 1,112 to 1,172 s counted at
+    no step, 120,000 mW at 21 minutes and 133,333 at 22 (a random scene on promtool; since 494b059a). The latest
+    readings the copies' steps read are that base now, as they are the seconds'."""
     monkeypatch.setattr(twins, "STEP", 1)
     monkeypatch.setattr(overlap, "scrapes", _late_scrape_then_a_failed_one)
     series = [{**one, "values": " ".join("stale" if k == 1199 else v for k, v in enumerate(one["values"].split()))}
