@@ -4,14 +4,25 @@ Found by R3 (s39), pinned (strict xfail, truth asserted).
 
 Backfilled (promtool: no staleness markers, as a backfill or the series before a Prometheus restart), 30 s scrapes:
 node n's exporter copy A (10.0.0.1:9400, at +3 s) answers scrapes 0-9, copy B (10.0.0.2:9400, at +17 s) 8-19. GPU 0
-holds ml/p (300 W) until scrape END - 1 and is idle from END (written without a pod, 60 W); GPU 1 holds ml/q (150 W)."""
+holds ml/p (300 W) until scrape END - 1 and is idle from END (written without a pod, 60 W); GPU 1 holds ml/q (150 W).
+The same on live scrapes every half second (copy A's series marked stale when it stops serving them) reads the same
+wrong numbers. Both stories on one copy read the truth (checked with --runxfail: 12 of 12 backfilled, 4 of 4 live)."""
 
 from __future__ import annotations
 
+import math
+import time
+
 import pytest
 
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
 from tests.integration.test_pod_moved_node import SCRAPE, SCRAPES, shown  # 30 s scrapes, 20 of them
-from tests.support.prometheus_server import backfilled_fixture
+from tests.support.projects import bundled_panel
+from tests.support.prometheus_server import Prometheus, SCENE_RANGE, backfilled_fixture, counted_inline, duration, \
+    scraped_every
+from tests.support.replay_exporter import ReplayExporter
 
 END = 10
 MODEL = 'modelName="NVIDIA A100-SXM4-80GB",DCGM_FI_DRIVER_VERSION="570.133.20"'
@@ -19,16 +30,21 @@ COPIES = {"10.0.0.1:9400": (range(0, 10), 3), "10.0.0.2:9400": (range(8, SCRAPES
 POWER = {"p": 300, "q": 150, None: 60}
 
 
+def sample(metric: str, k: int, gpu: int) -> str:
+    """GPU `gpu`'s line of `metric` in a copy's answer k (its labels and value: a backfill adds the target and time)."""
+    pod = "p" if gpu == 0 and k < END else ("q" if gpu else None)
+    named = f',container="main",namespace="ml",pod="{pod}"' if pod else ""
+    value = POWER[pod] if metric == "DCGM_FI_DEV_POWER_USAGE" else 50 + gpu
+    return f'{metric}{{gpu="{gpu}",UUID="GPU-n-{gpu}",device="nvidia{gpu}",{MODEL},Hostname="n"{named}}} {value}'
+
+
 def openmetrics(start: int) -> str:
-    def sample(metric: str, address: str, offset: int, k: int, gpu: int) -> str:
-        pod = "p" if gpu == 0 and k < END else ("q" if gpu else None)
-        named = f',container="main",namespace="ml",pod="{pod}"' if pod else ""
-        value = POWER[pod] if metric == "DCGM_FI_DEV_POWER_USAGE" else 50 + gpu
-        return (f'{metric}{{gpu="{gpu}",UUID="GPU-n-{gpu}",device="nvidia{gpu}",{MODEL},Hostname="n"{named},'
-                f'instance="{address}",job="gpu-metrics"}} {value} {start + k * SCRAPE + offset}')
+    def timed(metric: str, address: str, offset: int, k: int, gpu: int) -> str:
+        labels, value = sample(metric, k, gpu).rsplit("} ", 1)
+        return f'{labels},instance="{address}",job="gpu-metrics"}} {value} {start + k * SCRAPE + offset}'
     # each series' samples in time order (promtool's): a copy's GPU's series by pod, then its scrapes
     return "\n".join([text for metric in ("DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP") for text in (
-        f"# TYPE {metric} gauge", *(sample(metric, address, offset, k, gpu)
+        f"# TYPE {metric} gauge", *(timed(metric, address, offset, k, gpu)
                                     for address, (scrapes, offset) in COPIES.items() for gpu in (0, 1)
                                     for k in sorted(scrapes, key=lambda k: (gpu == 0 and k >= END, k))))]
                      + ["# EOF"]) + "\n"
@@ -59,3 +75,52 @@ def test_a_pod_ended_after_its_exporter_was_rolled_leaves_its_gpu(backfilled, ti
     every, picked = TRUTH[title]
     assert shown(prometheus, title, at, {}) == every
     assert shown(prometheus, title, at, {"namespace": "ml", "pod": "p"}) == picked
+
+
+INTERVAL, ANSWERS = 0.5, 22
+
+
+def page(k: int) -> str:
+    """A copy's answer k: every GPU as the story has it at scrape k."""
+    return "\n".join(line for metric in ("DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP")
+                     for line in (f"# TYPE {metric} gauge", sample(metric, k, 0), sample(metric, k, 1))) + "\n"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """The story on live scrapes every half second: copy A answers scrapes 0 to END - 1, then serves nothing (its
+    series marked stale, as when its target goes); copy B nothing until END - 2, then the story. (prometheus, the
+    first step at which both copies' latest answer is END or later, the steps' count and length)."""
+    with ReplayExporter(lambda k: page(k) if k < END else "", counted=True) as old, \
+            ReplayExporter(lambda k: page(k) if k >= END - 2 else "", counted=True) as new:
+        config = {"global": {"scrape_interval": duration(INTERVAL)}, "scrape_configs": [
+            {"job_name": "dcgm", "static_configs": [{"targets": [old.address, new.address]}]}]}
+        with Prometheus(tmp_path_factory.mktemp("rolled-copy-left-gpu-live"), config) as prometheus:
+            deadline = time.monotonic() + 120
+            while min(old.scrapes, new.scrapes) < ANSWERS:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            prometheus.stop_scraping()
+            times = {copy: sorted({float(at) for series in prometheus.query(
+                f'DCGM_FI_DEV_GPU_TEMP{{gpu="1",instance="{copy.address}"}}[10m]') for at, _ in series["values"]})
+                for copy in (old, new)}
+            step = INTERVAL / 4
+            start = math.floor(max(times[old][-1] + INTERVAL, times[new][2]) / step) * step + step
+            yield prometheus, start, int((times[new][-1] - start) // step) + 1, step
+
+
+@pytest.mark.xfail(strict=True, reason=WRONG.kwargs["reason"])
+@pytest.mark.parametrize("title", sorted(TRUTH))
+def test_a_pod_ended_after_its_exporter_was_rolled_leaves_its_gpu_on_live_scrapes(live, title):
+    """The same story as Prometheus stores live scrapes (copy A's series marked stale when it stops serving them):
+    from both copies' answer END on, at each step, the panel reads its truth. It read ml/p on GPU 0 at the idle
+    GPU's 60 W for the look-back (4 scrapes) after copy A's last answer naming it."""
+    prometheus, start, count, step = live
+    target = bundled_panel(title)["targets"][0]
+    expr = scraped_every(counted_inline(target["expr"], load_project()), 30, INTERVAL)
+    for picked, selected in enumerate(({}, {"namespace": "ml", "pod": "p"})):
+        query = interpolate(expr, {**SCENE_RANGE, **variables(selected, ("namespace", "pod", "node", "gpu"))})
+        steps = prometheus.query_at(query, start, count, step)
+        wrong = {at: shown for at, result in steps.items() if (shown := {render_legend(
+            target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}) != TRUTH[title][picked]}
+        assert not wrong, (selected, wrong)
