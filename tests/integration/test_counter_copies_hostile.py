@@ -422,15 +422,19 @@ def test_grafanas_energy_rate_counts_no_growth_twice_where_the_lead_changes_acro
         step = math.ceil(scraped / 30) * 30
         if steps.get(step, (0, -math.inf))[1] < overlap.energy_at(taken):
             steps[step] = (scraped, round(overlap.energy_at(taken)))
-    merged = sorted(steps.values())
+    _energy_rate_reads_merged(rules, "panel_energy_lead_flips.yaml", series, sorted(steps.values()))
+
+
+def _energy_rate_reads_merged(rules, name: str, series: list[dict], merged: list[tuple[float, float]]) -> None:
+    """"Energy use rate" (all-metrics dashboard, per GPU) over `series` reads, at every minute of PANEL_MINUTES, the
+    growth of the `merged` readings ((scrape, reading), a step's largest) over its 2-minute range, within 0.01 %."""
     cases = []
     for minute in PANEL_MINUTES:
         truth = counter_growth(merged, minute * 60, 150)  # the 2-minute range holds 5 steps (Prometheus 2: closed)
         cases.append({"expr": f"(({_panel('gpudash-all-metrics', twins.ENERGY[8:])}) >= {truth * 0.9999!r}) "
                               f"<= bool {truth * 1.0001!r}", "eval_time": f"{minute}m",
                       "exp_samples": [{"labels": f'{{gpu="0", node="{overlap.NODE}"}}', "value": 1}]})
-    promtool_test(rules, "panel_energy_lead_flips.yaml", [{"interval": "1s", "input_series": series,
-                                                           "promql_expr_test": cases}])
+    promtool_test(rules, name, [{"interval": "1s", "input_series": series, "promql_expr_test": cases}])
 
 
 def _leading_copy_misses_two_steps(old_until: int, new_from: int) -> list[tuple[str, float, float]]:
@@ -478,14 +482,7 @@ def test_grafanas_energy_rate_counts_no_growth_twice_where_only_a_lagging_copy_r
             steps[step] = (scraped, round(overlap.energy_at(taken)))
     merged = [steps[step] for k, step in enumerate(sorted(steps))
               if all(steps[step][1] >= steps[earlier][1] for earlier in sorted(steps)[:k])]
-    cases = []
-    for minute in PANEL_MINUTES:
-        truth = counter_growth(merged, minute * 60, 150)  # the 2-minute range holds 5 steps (Prometheus 2: closed)
-        cases.append({"expr": f"(({_panel('gpudash-all-metrics', twins.ENERGY[8:])}) >= {truth * 0.9999!r}) "
-                              f"<= bool {truth * 1.0001!r}", "eval_time": f"{minute}m",
-                      "exp_samples": [{"labels": f'{{gpu="0", node="{overlap.NODE}"}}', "value": 1}]})
-    promtool_test(rules, "panel_energy_lagging_alone.yaml", [{"interval": "1s", "input_series": series,
-                                                              "promql_expr_test": cases}])
+    _energy_rate_reads_merged(rules, "panel_energy_lagging_alone.yaml", series, merged)
 
 
 LATE_SCRAPE = (1169, 1176)  # s: the scrape due at 1,169 s ran 7 s late, after the collection of 1,172 s
