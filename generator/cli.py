@@ -123,7 +123,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
 
 
 def _generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
-    from .folder_path import named
+    from .folder_path import as_named
     from .limits import checked_build
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
                          made_for_the_same, moved_resources, previous_prometheus_rules, previous_record,
@@ -133,7 +133,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     made_with = settings_record(project.settings)
     shown = printed.path(Path(out))  # (a path holding a newline or another control character is printed escaped)
     # a path with a `..` is read and written where it names (folder_path.named): the previous build is read there too
-    target = named(Path(out)) if ".." in Path(out).parts else Path(out)
+    target = as_named(Path(out))
     # from the first read of the build in the folder to the write, another gpudash's turn waits; --check only reads, so
     # it shares its turn with other readers (lint/plan --from, other checks) and waits for a writer alone
     with turn(target, waiting_for_turn(target), shared=check):
@@ -500,14 +500,14 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
 def init_config(path: str) -> None:
     """Write the commented default settings to PATH (default ./gpudash.yaml; a folder gets a gpudash.yaml
     inside; - prints them); never overwrites."""
-    from .folder_path import check_folder_path, named
+    from .folder_path import as_named, check_folder_path
     from .resources import default_config
 
     text = default_config().read_text(encoding="utf-8")
     if path == "-":
         click.echo(text, nl=False)
         return
-    target = named(Path(path)) if ".." in Path(path).parts else Path(path)  # (no folder made before a `..`)
+    target = as_named(Path(path))  # (no folder made before a `..`)
     check_folder_path(target)  # (under a file, a link in a loop, too long: said as what it is)
     if target.is_dir() or path.endswith(("/", os.sep)):
         target = target / "gpudash.yaml"

@@ -69,6 +69,11 @@ def named(path: Path) -> Path:
     return Path(os.path.realpath(path)) if ".." in path.parts else path
 
 
+def as_named(path: Path) -> Path:
+    """`path` as given where it holds no `..` (relative stays relative), else the folder it names (`named`)."""
+    return named(path) if ".." in path.parts else path
+
+
 def _too_long(path: Path) -> InputError:
     """The error for a path the system refuses as too long: a name on it longer than the file system takes (said with
     the first such name, cut), or the whole path longer than the system takes."""

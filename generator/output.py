@@ -30,7 +30,7 @@ from . import __version__, printed
 from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKinds, joined_by
 from .build_folder import BUILD
 from .errors import InputError, OutputError
-from .folder_path import check_folder_path, named
+from .folder_path import as_named, check_folder_path, named
 from .reading import MAX_INPUT_BYTES, read_bytes, yaml_loader
 from .staging import claim, let_go, lock_of, remove_dead, remove_folder, taking_turns
 from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_and_line, to_json_filled,
@@ -1823,7 +1823,7 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
     from .artifacts import Artifacts, GrafanaDashboard, Note
 
     with turn(directory, waiting, shared=True):  # (a path with a `..` read where it names, as it is written: named)
-        manifest, files = _read_build(named(directory) if ".." in directory.parts else directory)
+        manifest, files = _read_build(as_named(directory))
     origin = origin or str(directory)
 
     def where(path: str) -> str:
