@@ -270,7 +270,12 @@ def _gpudash_objects(kube: Kube, resource: str, what: str, namespace: str) -> li
     if listed is None:
         return None
     return [item for item in listed.items("items", required=True)
-            if KUBERNETES_MANAGED_BY.items() <= item.string_map("metadata.labels").items()]
+            if _gpudash_s(item)]
+
+
+def _gpudash_s(item: Answer) -> bool:
+    """Whether a live object carries gpudash's label (KUBERNETES_MANAGED_BY)."""
+    return KUBERNETES_MANAGED_BY.items() <= item.string_map("metadata.labels").items()
 
 
 def _differing(live: Any, built_value: Any, path: str) -> list[str]:
@@ -1855,8 +1860,7 @@ def _selected_fix(monitor: Answer, prometheuses: list[Answer], project: Project)
     selector = spec.get("serviceMonitorSelector", dict, None) or {}
     release = (selector.get("matchLabels") or {}).get("release") if isinstance(selector.get("matchLabels"), dict) \
         else None
-    labels = monitor.string_map("metadata.labels")
-    own = all(labels.get(key) == value for key, value in KUBERNETES_MANAGED_BY.items())
+    own = _gpudash_s(monitor)
     where = f"{monitor.get('metadata.namespace', str, '')}/{monitor.get('metadata.name', str)}"
     among = spec.get("serviceMonitorNamespaceSelector", dict, None)
     home = first.get("metadata.namespace", str, "")
@@ -2172,7 +2176,7 @@ def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, 
                     "them")
         keep = (f"before applying {built(path)}, move them to an agent of their own (a second CloudWatch agent "
                 "Deployment mounting ConfigMaps of other names), or add them back to the file after each generate")
-        if KUBERNETES_MANAGED_BY.items() <= live.string_map("metadata.labels").items():
+        if _gpudash_s(live):
             # gpudash's ConfigMap: what it holds of no build of these settings may be an earlier build's (another
             # scrape.job_name) or a person's edit, which nothing in it tells apart
             keep = f"if a gpudash build of earlier settings wrote them, apply {built(path)}; if a person added them, {keep}"
@@ -2194,7 +2198,7 @@ def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, 
                      f"{built(path)} replaces that one, and its next apply replaces this one, each dropping what only "
                      "the other publishes", "publish this cluster's CloudWatch metrics from one settings file (one "
                      "project's definitions holding both's dashboards and alarms)")
-    if drift and live is not None and not KUBERNETES_MANAGED_BY.items() <= live.string_map("metadata.labels").items():
+    if drift and live is not None and not _gpudash_s(live):
         return Check(GROUP, check, FAIL, "differs from what gpudash generates: " + "; ".join(drift) + f"; {namespace}/"
                      f"{name} is not gpudash's (no {KUBERNETES_SELECTOR} label: AWS's or a person's): applying "
                      f"{built(path)} replaces it whole", fix)
