@@ -18,7 +18,7 @@ from typing import Iterator
 from .. import data_missing
 from ..clients.answer import OddAnswer
 from ..clients.http import SlowAnswer
-from ..clients.prometheus import HINT, Prometheus
+from ..clients.prometheus import HINT, NoRuleListing, Prometheus
 from ..errors import RemoteError
 from ..exporter_styles import exporter_namespaces
 from ..markers import KUBERNETES_SELECTOR, PROMETHEUS_RULE_LABEL
@@ -140,8 +140,10 @@ def alerts_alike(prometheus: Prometheus, project: Project) -> Check:
         rules = prometheus.alerting_rules()
     except SlowAnswer:  # the run's deadline: the group's own failure
         raise
-    except RemoteError as exc:  # a server that lists no rules (an API of queries alone): nothing to judge by
+    except NoRuleListing as exc:  # a server that lists no rules (an API of queries alone): nothing to judge by
         return Check(GROUP, ALERTS_ALIKE, OK, f"not judged: the server lists no rules ({exc.what})")
+    except RemoteError as exc:  # a listing it failed to answer (a 503, an auth proxy's 403): rules unread, not none
+        return Check(GROUP, ALERTS_ALIKE, FAIL, f"cannot tell: {exc.what}", exc.hint or HINT, cause=UNREACHABLE)
     conditions: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, set[str]]] = {}
     for file, name, labels, query in rules:
         if name.startswith(ALERT_PREFIX):

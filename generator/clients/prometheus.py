@@ -41,6 +41,10 @@ class _Reads:
         self.close()
 
 
+
+class NoRuleListing(RemoteError):
+    """The server answers no rule listing at all (HTTP 404 for /api/v1/rules): it holds no rules to read."""
+
 class Prometheus(_Reads):
     """Verify's reads of one run, over one session's connections (`close` it when done)."""
 
@@ -113,7 +117,12 @@ class Prometheus(_Reads):
         return self._rules("record", "recording")
 
     def _rules(self, kind: str, named: str) -> list[tuple[str, str, dict[str, str], str]]:
-        answer = self._api("/api/v1/rules", {"type": kind}, "the rule listing")
+        """NoRuleListing where the server has no rule listing (HTTP 404: an API of queries alone); RemoteError or
+        OddAnswer where its answer is not one (a 503, an auth proxy's 403: rules it may hold, unread)."""
+        status, text = self._get("/api/v1/rules", {"type": kind})
+        if status == 404:
+            raise NoRuleListing(f"{self.source} has no rule listing (HTTP 404 for /api/v1/rules)")
+        answer = self._successful(status, text, "the rule listing")
         return [(group.get("file", str, ""), rule.get("name", str), rule.string_map("labels"), rule.get("query", str))
                 for group in answer.items("data.groups", required=True) for rule in group.items("rules")
                 if rule.get("type", str, named) == named]

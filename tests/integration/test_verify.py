@@ -1502,6 +1502,29 @@ def _rules_check(tmp_path_factory, cli, cases: dict, config: str):
             server.stop()
 
 
+@pytest.mark.parametrize("status, body, said", [
+    (503, '{"status": "error", "errorType": "unavailable", "error": "rule manager overloaded"}',
+     ("fail", "cannot tell: Prometheus at {url} refused the rule listing: rule manager overloaded")),
+    (403, "forbidden by the auth proxy", ("fail", "cannot tell: Prometheus at {url} answered HTTP 403")),
+    (404, "404 page not found", ("ok", "not judged: the server lists no rules (Prometheus at {url} has no rule "
+                                       "listing (HTTP 404 for /api/v1/rules))"))])
+def test_a_rule_listing_that_failed_is_not_read_as_no_rules(cli, tmp_path, status, body, said):
+    """A Prometheus whose /api/v1/rules failed (a 503 while its rule manager is busy, an auth proxy's 403) holds rules
+    verify did not read: `alert rules loaded once` said ok ("the server lists no rules") for any failure, so two
+    settings' alerts of one name and labels passed unseen. Now only a server with no rule listing (HTTP 404) is not
+    judged; a listing that failed is this check's failure, saying what was answered."""
+    from tests.support.canned_server import CannedServer
+
+    settings = tmp_path / "gpudash.yaml"
+    settings.write_text("{}\n")
+    with CannedServer('{"status": "success", "data": {"resultType": "vector", "result": []}}') as prometheus:
+        prometheus.routes["/api/v1/rules"] = (status, body)
+        code, stdout, stderr = cli("verify", "--output", "json", "--prometheus-url", prometheus.url, "--skip", "kube",
+                                   "--skip", "exporter", "--skip", "cloudwatch", "--config", str(settings))
+    found = next(c for c in json.loads(stdout)["checks"] if c["name"] == "alert rules loaded once")
+    assert (found["status"], found["detail"]) == (said[0], said[1].format(url=prometheus.url)), (found, stderr)
+
+
 def _watching(*clusters):
     return "clusters:\n" + "".join(f"  - {{name: {c}, region: us-east-1, prometheus_label: {c}}}\n" for c in clusters)
 
