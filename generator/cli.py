@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from .cli_base import (Between, config_option, csv_option, ends_with_command, left_to_exit, load_project_for, main,
-                       no_cycle_collection, optional_path, output_option, waiting_for_turn)
+                       no_cycle_collection, optional_path, output_option, waiting_for_turn, folder_given)
 from . import printed
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
 from .build_folder import BUILD
@@ -110,7 +110,8 @@ def _exit(code) -> None:
 @main.command()
 @config_option
 @csv_option
-@click.option("--out", default=BUILD, show_default=True, metavar="DIR", help="Output directory.")
+@click.option("--out", default=BUILD, show_default=True, metavar="DIR", help="Output directory.",
+              callback=folder_given)
 @click.option("--check", is_flag=True,
               help="Write nothing; exit 1 and list the differences when DIR is not what would be generated.")
 @click.option("--force", is_flag=True,
@@ -330,7 +331,7 @@ def _schema_there(path: Path, given: str) -> bool:
 @config_option
 @csv_option
 @output_option
-@click.option("--from", "from_dir", metavar="DIR",
+@click.option("--from", "from_dir", metavar="DIR", callback=folder_given,
               help="Lint exactly the files of this build (as `generate` wrote them) instead of generating.")
 @click.option("--disable", multiple=True, metavar="RULE", help="Skip a rule by id (repeatable).")
 @click.option("--grafana-schema", envvar="GPUDASH_GRAFANA_SCHEMA", metavar="DIR",

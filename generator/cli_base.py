@@ -223,6 +223,16 @@ def load_project_for(config: str | None, csv: str | None):
                         read=lambda settings: click.echo(f"settings: {settings.origin}", err=True))
 
 
+def folder_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A click callback for a folder option (--out, --from): an empty one (`--from "$BUILD"` with BUILD unset) is a
+    usage error. It named the current folder (--out: a build written there) or read as not given (--from: a build
+    generated from the definitions published, linted or previewed in place of the one named)."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty: it names no folder (an unset variable?); pass the folder's path",
+                                 ctx=ctx, param=param)
+    return value
+
+
 def checked_url(example: str):
     """A click callback: a malformed address is a usage error naming the flag or variable it came from."""
 

@@ -11,7 +11,7 @@ import click
 
 from . import printed, redact
 from .cli_base import (Between, checked_url, config_option, csv_option, load_project_for, main, output_option,
-                       waiting_for_turn)
+                       waiting_for_turn, folder_given)
 from .errors import InputError
 
 
@@ -40,12 +40,14 @@ def dashboards_of(project, from_dir: str | None) -> list[tuple[str, dict[str, An
 @click.option("--sample", is_flag=True,
               help="No cluster: query a local Prometheus loaded with the bundled exporter payload "
                    "(needs Debian's prometheus package).")
-@click.option("--from", "from_dir", metavar="DIR", help="Preview the dashboards of this build instead of generating.")
+@click.option("--from", "from_dir", metavar="DIR", callback=folder_given,
+              help="Preview the dashboards of this build instead of generating.")
 @click.option("--diff", "base_dir", metavar="BASE_DIR",
               help="Also draw the panels that differ from this build (before) side by side with the new ones.")
 @click.option("--range", "range_text", metavar="DURATION",
               help="Time range up to now, e.g. 30m, 1h, 7d. Default: each dashboard's own (time.from).")
-@click.option("--out", default="preview", show_default=True, metavar="DIR", help="Folder for the static site.")
+@click.option("--out", default="preview", show_default=True, metavar="DIR", callback=folder_given,
+              help="Folder for the static site.")
 @click.option("--force", is_flag=True,
               help="Replace DIR even when it holds files gpudash did not write or files edited since (they are lost).")
 @click.option("--timeout", type=Between(0.5, 600), default=30.0, show_default=True,

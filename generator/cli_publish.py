@@ -11,11 +11,11 @@ import click
 
 from . import printed, redact
 from .cli_base import (Between, checked_url, config_option, csv_option, load_project_for, main, no_cycle_collection,
-                       output_option, waiting_for_turn)
+                       output_option, waiting_for_turn, folder_given)
 from .errors import EXIT_FINDINGS, GpudashError, RemoteError, printed_message
 
 
-from_option = click.option("--from", "from_dir", metavar="DIR",
+from_option = click.option("--from", "from_dir", metavar="DIR", callback=folder_given,
                            help="Publish this build (its manifest is checked) instead of generating in memory.")
 force_option = click.option("--force", is_flag=True,
                             help="Overwrite objects gpudash does not own, or that were edited since it wrote them.")

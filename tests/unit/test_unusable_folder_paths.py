@@ -105,3 +105,19 @@ def test_generate_makes_no_folder_named_before_a_dotdot(tmp_path, monkeypatch, c
     assert code == 0 and "missing" not in stdout, stdout                           # compared (it said all missing)
     assert cli("init-config", "nowhere/../gpudash.yaml")[0] == 0 and (tmp_path / "gpudash.yaml").is_file()
     assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("command", [("generate", "--out"), ("preview", "--out"), ("lint", "--from"),
+                                     ("preview", "--from"), ("plan", "--from"), ("push", "--from"),
+                                     ("apply", "--from")])
+def test_an_empty_folder_option_is_a_usage_error(tmp_path, monkeypatch, cli, command):
+    """`--out "$OUT"` or `--from "$BUILD"` with the variable unset: an empty --out named the current folder (generate
+    wrote its build there, exit 0), an empty --from read as no --from (plan, push and apply published a build generated
+    from the definitions, not the build named; lint judged and preview drew that one). Now each is a usage error
+    naming the option, exit 2, nothing written and nothing sent."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
+    code, stdout, stderr = cli(*command, "")
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert f"Invalid value for '{command[1]}': is empty: it names no folder" in stderr, stderr
+    assert _tree(tmp_path) == []
