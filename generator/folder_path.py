@@ -44,10 +44,15 @@ def check_folder_path(path: Path) -> None:
                 raise _not_entered(step.parent, path) from None
             return
         if depth < len(path.parts) and not stat.S_ISDIR(found.st_mode):
-            raise InputError(f"{printed.path(step)}, on this path, is a file, not a folder: no folder can be made or "
-                             "read under it", where=str(path), hint="pass a path whose parents are folders") from None
+            raise _under_a_file(step, path)
     if failed == errno.EACCES:  # every step is there: the folder itself may not be entered
         raise _not_entered(path, path)
+
+
+def _under_a_file(step: Path, path: Path) -> InputError:
+    """The error for a path with a file (or anything but a folder), `step`, where a folder must be."""
+    return InputError(f"{printed.path(step)}, on this path, is a file, not a folder: no folder can be made or read "
+                      "under it", where=str(path), hint="pass a path whose parents are folders")
 
 
 def _not_entered(folder: Path, path: Path) -> InputError:
@@ -64,8 +69,12 @@ def named(path: Path) -> Path:
     """`path`, absolute, and where it holds a `..`, the folder it names (os.path.realpath: each `..` after a folder that
     exists is read as the system reads it, through links; after one that does not, it takes that name back). The
     system reads `nowhere/..` only once `nowhere` exists: written as given, the folders before a `..` were made one by
-    one (an empty `nowhere` left beside the build), and a path leading under a file past one said "File exists"."""
+    one (an empty `nowhere` left beside the build), and a path leading under a file past one said "File exists". A `..`
+    after a file is refused, as the system refuses it (InputError), never read as the file's folder."""
     path = path.absolute()
+    for depth, part in enumerate(path.parts):  # a `..` after a file: the system refuses it (ENOTDIR), so does gpudash
+        if part == ".." and depth > 1 and _is_other(Path(*path.parts[:depth])):
+            raise _under_a_file(Path(*path.parts[:depth]), path)
     return Path(os.path.realpath(path)) if ".." in path.parts else path
 
 
@@ -87,6 +96,14 @@ def _too_long(path: Path) -> InputError:
     return InputError(f"the path is {len(os.fsencode(str(path)))} bytes long, more than the system takes "
                       f"(at most {os.pathconf(existing, 'PC_PATH_MAX')})", where=_cut(path),
                       hint="pass a shorter path")
+
+
+def _is_other(path: Path) -> bool:
+    """Whether `path` is there as anything but a folder (read through links, as the system reads a path)."""
+    try:
+        return not stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):  # not there, or not to be read: the steps after judge it
+        return False
 
 
 def _is_folder(path: Path) -> bool:

@@ -18,12 +18,13 @@ PATHS = {  # the path given -> what its one message says
     "afile/sub": f"afile, {UNDER_A_FILE}",
     "afile/sub/deeper": f"afile, {UNDER_A_FILE}",
     "nowhere/../afile/sub": f"afile, {UNDER_A_FILE}",  # past a `..` after a folder that does not exist
+    "afile/..": f"afile, {UNDER_A_FILE}",  # the system refuses it (ENOTDIR): never read as afile's folder
     "loop1": f"a link {LOOP}",
     "loop1/sub": f"loop1, on this path, is a link {LOOP}",
     "x" * 300: "the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, where the file system takes at most 255",
     "/".join(["d" * 200] * 30): "more than the system takes (at most 4096)",
 }
-IDS = ["under-a-file", "two-under-a-file", "under-a-file-past-dotdot", "link-loop", "under-a-link-loop",
+IDS = ["under-a-file", "two-under-a-file", "under-a-file-past-dotdot", "dotdot-after-a-file", "link-loop", "under-a-link-loop",
        "name-too-long", "path-too-long"]
 COMMANDS = {  # the command, given the path
     "generate --out": lambda path: ("generate", "--out", path),
@@ -38,7 +39,7 @@ COMMANDS = {  # the command, given the path
 # every path with the commands that write a build and read one; the others with a file and a loop on the path
 CASES = [(command, path, said) for command in COMMANDS for (path, said), kind in zip(PATHS.items(), IDS)
          if command in ("generate --out", "lint --from")
-         or kind in ("under-a-file", "under-a-file-past-dotdot", "under-a-link-loop")]
+         or kind in ("under-a-file", "under-a-file-past-dotdot", "dotdot-after-a-file", "under-a-link-loop")]
 
 
 def _tree(folder: Path) -> list[str]:
