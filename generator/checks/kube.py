@@ -147,9 +147,22 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
     annotations render.scrape.publisher_annotations writes). Every settings file names its objects alike, so
     `kubectl apply` of this build would replace that one's rules: its alerts and recordings would stop, silently."""
     namespace = settings.prometheus_stack.namespace or settings.exporter.namespace
-    items = _gpudash_objects(kube, "prometheusrules", "PrometheusRules", namespace)
-    if items is None:  # prometheus-operator's resources not served: no PrometheusRule here to replace
+    listed = _operator_objects(kube, "prometheusrules", "PrometheusRules", namespace, None)
+    if listed is None:  # prometheus-operator's resources not served: no PrometheusRule here to replace
         return Check(GROUP, RULES_CHECK, OK, "the cluster serves no PrometheusRules (prometheus-operator not installed)")
+    rules = built(PROMETHEUS_RULE_FILE)
+    # one of gpudash's names without gpudash's label: a person's or another tool's, which applying the build replaces
+    foreign = [f"{namespace}/{name}" for item in listed if not _gpudash_s(item)
+               and is_prometheus_rule_name(name := item.get("metadata.name", str))]
+    if foreign:
+        are, them, their = ("are", "them", "their") if len(foreign) > 1 else ("is", "it", "its")
+        return Check(GROUP, RULES_CHECK, FAIL,
+                     f"{shown(foreign)} here {are} not gpudash's (no {KUBERNETES_SELECTOR} label: a person's or "
+                     f"another tool's) and named as these settings name theirs: applying {rules} replaces {them}, and "
+                     f"{their} rules stop being evaluated",
+                     "rename those PrometheusRules, or set prometheus_stack.namespace to a namespace the Prometheus "
+                     f"reads PrometheusRules from where none is named so, and apply {rules} there")
+    items = [item for item in listed if _gpudash_s(item)]
     others: dict[Writer, list[str]] = {}
     unrecorded = []
     for item in items:
@@ -159,7 +172,6 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
             unrecorded.append(f"{namespace}/{name}")
         elif writer != THESE:
             others.setdefault(writer, []).append(f"{namespace}/{name}")
-    rules = built(PROMETHEUS_RULE_FILE)
     if others:
         said = "; ".join(f"{shown(names)} of {writer.said}" for writer, names in sorted(others.items()))
         clusters = {cluster.name for cluster in settings.clusters}
@@ -265,12 +277,17 @@ def _renamed_first(writers, fix: str, file: str) -> str:
 def _gpudash_objects(kube: Kube, resource: str, what: str, namespace: str) -> list[Answer] | None:
     """The prometheus-operator objects of `resource` in `namespace` that carry gpudash's label; None where the API
     server serves no such resource (404: prometheus-operator not installed)."""
+    listed = _operator_objects(kube, resource, what, namespace, KUBERNETES_SELECTOR)
+    return None if listed is None else [item for item in listed if _gpudash_s(item)]
+
+
+def _operator_objects(kube: Kube, resource: str, what: str, namespace: str,
+                      selector: str | None) -> list[Answer] | None:
+    """The prometheus-operator objects of `resource` in `namespace` (of labels `selector`, or all); None where the API
+    server serves no such resource (404: prometheus-operator not installed)."""
     listed = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/{resource}", f"{what} in {namespace}",
-                       {"labelSelector": KUBERNETES_SELECTOR})
-    if listed is None:
-        return None
-    return [item for item in listed.items("items", required=True)
-            if _gpudash_s(item)]
+                       {"labelSelector": selector} if selector else None)
+    return None if listed is None else list(listed.items("items", required=True))
 
 
 def _gpudash_s(item: Answer) -> bool:

@@ -16,6 +16,7 @@ import yaml
 
 from generator.artifacts import build
 from generator.checks.kube import NO_PROMETHEUS_OBJECT
+from generator.markers import KUBERNETES_SELECTOR
 from generator.output import encode
 from generator.project import load_project
 from generator.promql import counted_fields
@@ -1556,6 +1557,24 @@ def test_prometheus_rules_of_a_gpudash_that_recorded_no_settings_are_a_warning(s
     assert (check["status"], check["detail"]) == ("warn", f"{RULE_OBJECTS} were applied by a gpudash that recorded no "
                                                   "settings: whether these settings applied them cannot be told, and "
                                                   "applying build/k8s/prometheusrule.yaml replaces them")
+
+
+def test_prometheus_rules_of_the_build_s_names_that_are_not_gpudash_s_are_a_failure(stack, tmp_path):
+    """PrometheusRules of the names this build writes, where it writes them, made by a person or another tool (no
+    gpudash label): the check listed gpudash-labelled objects alone and said ok ("none in monitoring was applied from
+    other settings"), and `kubectl apply` of the build replaced them. Now they are named, a failure."""
+    cluster, verify = stack
+    settings = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)
+    _applied_rules(cluster, settings)
+    for rule in cluster.prometheus_rules:
+        rule["metadata"]["labels"] = {"team": "sre"}
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(settings))
+    check = checks[("kube", "PrometheusRules of other settings")]
+    assert (check["status"], check["detail"]) == ("fail", f"{RULE_OBJECTS} here are not gpudash's (no "
+                                                  f"{KUBERNETES_SELECTOR} label: a person's or another tool's) and "
+                                                  "named as these settings name theirs: applying "
+                                                  "build/k8s/prometheusrule.yaml replaces them, and their rules stop "
+                                                  "being evaluated"), check
 
 
 def test_classic_pipeline_with_a_pipeline_left_in_the_configmap_publishes_twice(stack, tmp_path, monkeypatch):
