@@ -41,9 +41,9 @@ class _Reads:
         self.close()
 
 
-
 class NoRuleListing(RemoteError):
     """The server answers no rule listing at all (HTTP 404 for /api/v1/rules): it holds no rules to read."""
+
 
 class Prometheus(_Reads):
     """Verify's reads of one run, over one session's connections (`close` it when done)."""

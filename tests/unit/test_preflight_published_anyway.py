@@ -40,6 +40,7 @@ def _prometheus_checks(monkeypatch, project, recordings) -> list[Check]:
     monkeypatch.setattr(prometheus, "_node_label", ok("node label"))
     monkeypatch.setattr(prometheus, "_expected_signal", ok(prometheus.EXPECTED_SIGNAL))
     monkeypatch.setattr(prometheus, "_pod_nodes", ok(prometheus.POD_NODES))
+    monkeypatch.setattr(prometheus, "alerts_alike", ok(prometheus.ALERTS_ALIKE))
     return list(prometheus.checks(project, Options(prometheus_url="http://prometheus.invalid:9090")))
 
 
