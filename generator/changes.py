@@ -14,6 +14,9 @@ DRIFT, FOREIGN = "drift", "foreign"  # blocked without --force
 # A name an object gpudash cannot write holds (a person's composite alarm where gpudash defines a metric alarm):
 # blocked, --force too, since no write of gpudash's makes that object its own
 HELD = "held"
+# An object to prune that something gpudash does not own depends on (a person's composite alarm whose rule names an
+# alarm gpudash wrote, which CloudWatch does not delete): refused with --prune, --force too; left without it
+KEPT = "kept"
 
 
 @dataclass
@@ -29,7 +32,7 @@ class Change:
 
     @property
     def blocked(self) -> bool:
-        return self.action in (DRIFT, FOREIGN, HELD) or (self.action == DELETE and self.edited)
+        return self.action in (DRIFT, FOREIGN, HELD, KEPT) or (self.action == DELETE and self.edited)
 
     def as_dict(self) -> dict:
         # `live` (the whole object the plan read) is left out before copying, not copied and then dropped
@@ -63,9 +66,9 @@ class Outcome:
 
 def disposition(change: Change, *, force: bool, prune: bool) -> str:
     """What publishing does with a planned change: WRITE, or why not (SKIPPED, REFUSED)."""
-    if change.action == UNCHANGED or (change.action in (DELETE, WITHDRAW) and not prune):
+    if change.action == UNCHANGED or (change.action in (DELETE, WITHDRAW, KEPT) and not prune):
         return SKIPPED
-    if change.blocked and (not force or change.action == HELD):
+    if change.blocked and (not force or change.action in (HELD, KEPT)):
         return REFUSED
     return WRITE
 

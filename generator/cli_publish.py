@@ -176,7 +176,7 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
         click.echo(json.dumps(_masked(report(changes, outcomes)), indent=2))
         return
     colours = {"create": "green", "update": "yellow", "delete": "red", "withdraw": "red", "drift": "magenta",
-               "foreign": "magenta", "held": "magenta"}
+               "foreign": "magenta", "held": "magenta", "kept": "magenta"}
     done = {id(o.change): o for o in outcomes or []}
     for change in changes:
         outcome = done.get(id(change))
@@ -233,7 +233,7 @@ class _StopOnSignal:
 
 
 def _finish(outcomes, output: str, changes, deadline=None) -> None:
-    from .changes import HELD, REFUSED, WOULD_WRITE, report
+    from .changes import HELD, KEPT, REFUSED, WOULD_WRITE, report
     from .names import shown
 
     failure = _failure(outcomes, deadline)
@@ -257,8 +257,15 @@ def _finish(outcomes, output: str, changes, deadline=None) -> None:
                    f"composite or log alarm: gpudash writes metric alarms alone, and --force does not write over "
                    f"another kind; {HELD_FIX}",
                    err=True)
-    if len(refused) > len(held):
-        click.echo(f"refused {len(refused) - len(held)} object(s) edited outside gpudash or not owned by it; "
+    kept = [o.change for o in refused if o.change.action == KEPT]
+    if kept:  # (as the plan's line of each says: cloudwatch_sync.KEPT_FIX)
+        from .targets.cloudwatch_sync import KEPT_FIX, NOT_UNDER_COMPOSITES
+
+        pairs = [f"{c.name} (in the rule of {' and '.join(c.live['parents'])})" for c in kept]
+        click.echo(f"refused to delete {len(kept)} alarm(s) no longer defined that a composite alarm depends on "
+                   f"({shown(pairs)}): {NOT_UNDER_COMPOSITES}; {KEPT_FIX}", err=True)
+    if (others := len(refused) - len(held) - len(kept)) > 0:
+        click.echo(f"refused {others} object(s) edited outside gpudash or not owned by it; "
                    f"review them and use --force to overwrite", err=True)
     if refused:
         sys.exit(EXIT_FINDINGS)

@@ -512,14 +512,25 @@ class CloudWatch:
         """Alarms by name prefix, or by names (at most BATCH), every page: the metric alarms, and the alarms of the
         other kinds (ALARM_TYPES), each of those marked with its kind (KIND): a name one holds is taken
         (`other_kind`)."""
-        alarms: dict[str, dict[str, Any]] = {}
         selector = {"AlarmNamePrefix": prefix} if prefix is not None else {"AlarmNames": names}
         what = f"CloudWatch alarms {prefix}* in {region}" if prefix is not None else f"CloudWatch alarms in {region}"
         asked = (lambda name: name.startswith(prefix)) if prefix is not None else set(names or ()).__contains__
         unasked = f"a name that does not start with {prefix!r}" if prefix is not None else "a name it was not asked for"
+        return self._alarms(region, selector, what, asked, unasked)
+
+    def composite_alarms(self, region: str) -> dict[str, dict[str, Any]]:
+        """Every composite alarm in `region`, whatever its name, every page: the alarms whose rules (AlarmRule) may
+        name an alarm gpudash wrote, which CloudWatch then does not delete (`composite_rules.parents`)."""
+        return self._alarms(region, {}, f"CloudWatch composite alarms in {region}", lambda name: True, "",
+                            kinds=["CompositeAlarm"])
+
+    def _alarms(self, region: str, selector: dict[str, Any], what: str, asked: Callable[[str], bool], unasked: str,
+                kinds: list[str] | None = None) -> dict[str, dict[str, Any]]:
+        """DescribeAlarms by `selector`, every page, asking for `kinds` (ALARM_TYPES where CloudWatch takes them)."""
+        alarms: dict[str, dict[str, Any]] = {}
         listing, token = _Listing("DescribeAlarms", region, what, self.endpoint_name), None
         while True:
-            kwargs = {**selector, "AlarmTypes": self._alarm_types(region), "MaxRecords": BATCH}
+            kwargs = {**selector, "AlarmTypes": kinds or self._alarm_types(region), "MaxRecords": BATCH}
             if token:
                 kwargs["NextToken"] = token
             try:

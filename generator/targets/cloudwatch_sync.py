@@ -33,11 +33,11 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from .. import diff
+from .. import composite_rules, diff
 from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_lost, other_kind
 from ..clients.deadline import DeadlineExceeded, sent_then_stopped
-from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, HELD, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE,
-                       WRITE, Change, Outcome, disposition)
+from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, HELD, KEPT, SKIPPED, UNCHANGED, UPDATE,
+                       WOULD_WRITE, WRITE, Change, Outcome, disposition)
 from ..errors import RemoteError
 from ..markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG,
                        ALARM_RULE_TAG)
@@ -75,6 +75,17 @@ Tick = Callable[[], None]
 NOT_OVER_OTHER_KINDS = "gpudash writes metric alarms alone, never over another kind of alarm, --force or not"
 HELD_FIX = ("rename that alarm (make it again under another name, then delete this one), or give these settings' "
             "alarms another alarms.name_prefix")
+
+
+# Why an alarm no longer defined that a composite alarm depends on is not deleted, and what frees it
+NOT_UNDER_COMPOSITES = "CloudWatch deletes no alarm a composite alarm's rule names, --force or not"
+KEPT_FIX = ("change that composite alarm's rule so that it no longer names this alarm (or delete that composite "
+            "alarm): --prune deletes it then")
+
+
+def _depend(parents: list[str]) -> str:
+    return (f"the composite alarm {parents[0]} depends on it" if len(parents) == 1 else
+            f"the composite alarms {', '.join(parents)} depend on it")
 
 
 def _holds(kind: str) -> str:
@@ -223,6 +234,20 @@ def _plan_held(name: str, region: str, alarm: dict[str, Any]) -> Change:
     shown = f" (its {what}: {text[:80]}{'…' if len(text) > 80 else ''})" if isinstance(text, str) else ""
     return Change("cloudwatch", "alarm", name, HELD,
                   [f"{_holds(other_kind(alarm))}{shown}: {NOT_OVER_OTHER_KINDS}; {HELD_FIX}"], region=region)
+
+
+def _kept_by_composites(cloudwatch: CloudWatch, region: str, changes: list[Change]) -> None:
+    """Each alarm to prune that a composite alarm's rule names (read from every composite alarm in the Region, where
+    there is one to prune) becomes KEPT, naming the composite alarms: CloudWatch would refuse its delete."""
+    retired = [c for c in changes if c.action == DELETE]
+    composites = cloudwatch.composite_alarms(region) if retired else {}
+    for change in retired:
+        if parents := composite_rules.parents(composites, change.name, (change.live or {}).get("arn")):
+            rule = composites[parents[0]]["AlarmRule"]
+            change.action, change.edited = KEPT, False
+            change.live = {**(change.live or {}), "parents": parents}
+            change.details = [f"no longer defined, but {_depend(parents)} (its rule: {rule[:80]}"
+                              f"{'…' if len(rule) > 80 else ''}): {NOT_UNDER_COMPOSITES}; {KEPT_FIX}"]
 
 
 def _renamed(publication: frozenset[str] | None, clusters: tuple[str, ...], former: tuple[str, ...]) -> bool:
@@ -585,6 +610,8 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     if partly:
         recorded = {c for name in partly for c in alarm_publication(tags[name]) or ()}
         cloudwatch.note(_partly_note("alarm", partly, project, recorded - set(clusters + former)))
+    if prune:
+        _kept_by_composites(cloudwatch, region, changes)
     if kept:
         cloudwatch.note(_unrecorded_note("alarm", kept, project,
                                          f"aws cloudwatch delete-alarms --region {region} --alarm-names NAME"))
@@ -1466,6 +1493,8 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
         if looked is not None:  # found gone by the look before a retry: by an attempt that may have landed, or else
             gone_at_look, own = True, looked  # (no attempt reached CloudWatch) by someone else
     except RemoteError as exc:
+        if _under_composites(exc):
+            return [(change, False, _kept_since(cloudwatch, region, change, exc)) for change in batch]
         if not answer_lost(exc):
             return [(change, False, exc) for change in batch]
         lost = exc  # it may have happened: the read below tells
@@ -1497,6 +1526,28 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
                                                  *([shown] if shown else [])))
     return [(change, (not_found or gone_at_look) and not own and change.name not in left,
              None if change.name not in left else still) for change in batch]
+
+
+def _under_composites(exc: RemoteError) -> bool:
+    """Whether CloudWatch refused a DeleteAlarms for a composite alarm that depends on an alarm it names (its answer,
+    as users report it: ValidationError "Cannot delete NAME as there are composite alarm(s) depending on it.")."""
+    return getattr(exc, "code", None) == "ValidationError" and "composite alarm" in exc.what
+
+
+def _kept_since(cloudwatch: CloudWatch, region: str, change: Change, refusal: RemoteError) -> RemoteError:
+    """The failure of a delete CloudWatch refused because a composite alarm depends on the alarm (one made or
+    changed since the plan, which read none), naming the composite alarms the Region's listing shows depending on it."""
+    what = f"CloudWatch alarms in {region}"
+    try:
+        parents = composite_rules.parents(cloudwatch.composite_alarms(region), change.name,
+                                          (change.live or {}).get("arn"))
+    except RemoteError as exc:
+        parents, unread = [], f" (the composite alarms could not be read to name it: {exc.what})"
+    else:
+        unread = ""
+    which = _depend(parents) if parents else f"a composite alarm depends on it{unread}"
+    return RemoteError(f"not deleted: {which}, made or changed since the plan (CloudWatch refused DeleteAlarms: "
+                       f"{refusal.what}); {NOT_UNDER_COMPOSITES}", where=what, hint=KEPT_FIX)
 
 
 def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], dashboards: dict[str, dict[str, Any]],

@@ -9,14 +9,14 @@ objects for the target at all. The rule reads only a plan's changes, so every ta
 
 from __future__ import annotations
 
-from ..changes import DELETE, DRIFT, UNCHANGED, UPDATE, WITHDRAW, Change
+from ..changes import DELETE, DRIFT, KEPT, UNCHANGED, UPDATE, WITHDRAW, Change
 from ..errors import GpudashError
 
 DEFAULT_MAX_SHARE = 50.0  # percent of a kind's owned objects one prune may delete
 # A withdrawal (a Grafana claim given up on a dashboard these settings no longer define) is a step of pruning: it
 # counts as a delete, never as an object the build holds.
 _PRUNED = (DELETE, WITHDRAW)
-_OWNED = (UNCHANGED, UPDATE, DRIFT, *_PRUNED)  # actions on live objects gpudash owns
+_OWNED = (UNCHANGED, UPDATE, DRIFT, KEPT, *_PRUNED)  # actions on live objects gpudash owns
 _SHOWN = 5
 
 

@@ -11,8 +11,9 @@ import json
 import pytest
 
 from generator.markers import ALARM_OWNER_TAG, ALARM_PROJECT_TAG
-from tests.support.cloudwatch_world import (ALWAYS, FOREIGN, alarms, default_desired, fault, fresh, snapshot,
-                                            writes)
+from tests.support.cloudwatch_world import (ALWAYS, FOREIGN, RETIRED_EDITED, TWO_CLUSTERS, alarms, default_desired,
+                                            fault, fresh, other_cluster, snapshot, writes)
+from tests.support.fault_proxy import Rule
 
 RULE = 'ALARM("gpudash-gpu-cluster-gpu-temp-critical-critical") AND ALARM("team-ml-queue-backlog")'
 # a person's copy of gpudash's marks on it: a composite alarm is never gpudash's, whatever it carries
@@ -210,3 +211,78 @@ def test_a_region_that_refuses_the_log_alarm_type_is_read_without_it(proxied, pu
     code, stdout, stderr = cli("plan", "--no-grafana")
     assert code == 0 and "Traceback" not in stderr, (code, stdout, stderr)
     assert "CloudWatch in us-east-1 refuses AlarmTypes LogAlarm" in stderr, stderr
+
+
+class _DeletesNamed(Rule):
+    """A proxy rule that takes no request: `names` gets each alarm name a DeleteAlarms request names."""
+
+    def __init__(self):
+        super().__init__(path="/")
+        self.names: list[str] = []
+
+    def matches(self, method, path, body, operation="", region="", query="") -> bool:
+        if operation == "DeleteAlarms":
+            self.names.extend(json.loads(body).get("AlarmNames", []))
+        return False
+
+
+DEPENDING = "team-ml-gpu-heat-paging"  # a person's composite alarm, outside gpudash's name form
+
+
+@pytest.mark.parametrize("named", [f'ALARM("{RETIRED_EDITED}")', f"ALARM({RETIRED_EDITED})",
+                                   f'AT_LEAST(1, ALARM, ("{_arn(RETIRED_EDITED)}", team-ml-queue-backlog))'],
+                         ids=["quoted", "bare", "arn-in-at-least"])
+def test_a_retired_alarm_a_composite_alarm_depends_on_is_kept_naming_the_composite(proxied, published, project_dir,
+                                                                                   cli, named):
+    """A person's composite alarm names an alarm these settings no longer define. CloudWatch deletes no alarm a
+    composite alarm depends on (DeleteAlarms answers ValidationError "Cannot delete ... as there are composite
+    alarm(s) depending on it", deleting none of those it names): the plan said delete, and every `apply --prune`
+    sent the delete and failed (exit 3) with CloudWatch's words, which name no composite alarm. Now the plan reads
+    the Region's composite alarms where it has alarms to prune: that alarm is `kept`, naming the composite alarm and
+    what to change; apply --prune sends no delete for it (exit 1, refused, --force too), deletes the others, and
+    deletes it once the composite alarm's rule no longer names it."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    client.put_composite_alarm(AlarmName=DEPENDING, AlarmRule=f"{named} OR ALARM(team-ml-queue-backlog)",
+                               AlarmDescription="on-call: GPU heat with a backlog")
+    retired = sorted(name for name in alarms(client) if other_cluster(name))
+    fresh(proxy)
+    code, stdout, stderr = cli("plan", "--no-grafana", "--removed-cluster", "other")
+    assert code == 1 and "Traceback" not in stderr, stderr
+    assert f"kept      cloudwatch alarm {RETIRED_EDITED} [us-east-1]" in stdout, stdout
+    assert f"the composite alarm {DEPENDING} depends on it" in stdout, stdout
+    deletes = _DeletesNamed()
+    proxy.inject(deletes)
+    for force in ((), ("--force",)):
+        code, report, stderr = apply("--prune", "--removed-cluster", "other", *force)
+        assert code == 1 and report["refused"] == [RETIRED_EDITED] and report["failed"] == [], (report, stderr)
+        assert DEPENDING in stderr and "Traceback" not in stderr, stderr
+        assert RETIRED_EDITED not in deletes.names, deletes.names
+        assert sorted(name for name in alarms(client) if other_cluster(name)) == [RETIRED_EDITED]
+    assert sorted(deletes.names) == [name for name in retired if name != RETIRED_EDITED]
+    client.put_composite_alarm(AlarmName=DEPENDING, AlarmRule="ALARM(team-ml-queue-backlog)")  # the person's edit
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 0 and report["written"] == [RETIRED_EDITED], (report, stderr)
+    assert RETIRED_EDITED not in alarms(client)
+
+
+def test_a_composite_alarm_made_after_the_plan_that_keeps_an_alarm_from_its_delete_is_named(proxied, project_dir,
+                                                                                          published):
+    """A person makes a composite alarm naming an alarm to prune after the plan read none: CloudWatch refuses its
+    DeleteAlarms (ValidationError). That alarm fails, its error naming the composite alarm and what to change, never
+    CloudWatch's words alone; the other deletes go on."""
+    from generator.clients.cloudwatch import CloudWatch
+    from generator.targets import cloudwatch_sync
+
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    desired = default_desired()
+    cloudwatch = CloudWatch(endpoint_url=proxy.url)
+    changes = cloudwatch_sync.plan(cloudwatch, desired, removed=("other",))
+    client.put_composite_alarm(AlarmName=DEPENDING, AlarmRule=f'ALARM("{RETIRED_EDITED}")')
+    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                     force=False, prune=True, dry_run=False)
+    failed = [o for o in outcomes if o.error]
+    assert [o.change.name for o in failed] == [RETIRED_EDITED], [o.error for o in failed]
+    assert f"the composite alarm {DEPENDING} depends on it" in failed[0].error, failed[0].error
+    assert [name for name in alarms(client) if other_cluster(name)] == [RETIRED_EDITED]

@@ -14,6 +14,7 @@ import email.utils
 import functools
 import io
 import os
+import re
 import sys
 import traceback
 from http.server import BaseHTTPRequestHandler
@@ -159,12 +160,21 @@ def _tags_on_create_only() -> None:
     CloudWatchBackend.put_metric_alarm = put_metric_alarm
 
 
+# The names (or ARNs) an AlarmRule names: each argument of its ALARM/OK/INSUFFICIENT_DATA/AT_LEAST calls, quoted or not
+_RULE_WORDS = re.compile(r'"([^"]*)"|([^\s(),"]+)')
+
+
 def _composite_alarms() -> None:
     """moto 5.2 stores a composite alarm (an alarm with an AlarmRule: its PutMetricAlarm reads one "to re-use this
     method for composite alarms") and lists it in DescribeAlarms' CompositeAlarms, but answers PutCompositeAlarm as not
     implemented and ignores AlarmTypes. Here PutCompositeAlarm is answered by that method, and DescribeAlarms lists
     what the API reference says it lists: metric alarms alone without AlarmTypes ("only metric alarms are returned,
-    even if composite alarms exist in the account"), each kind only when AlarmTypes names it."""
+    even if composite alarms exist in the account"), each kind only when AlarmTypes names it. moto's DeleteAlarms
+    deletes an alarm a composite alarm's rule names; CloudWatch refuses the whole call, deleting none of the alarms
+    it names (its API reference: "you can't delete any composite alarm that is part of the cycle because there is
+    always still a composite alarm that depends on that alarm"; its answer, as users report it: ValidationError
+    "Cannot delete abc,xyz as there are composite alarm(s) depending on them."): so it is here."""
+    from moto.cloudwatch.exceptions import ValidationError
     from moto.cloudwatch.responses import CloudWatchResponse
     from moto.core.responses import ActionResult
 
@@ -180,8 +190,22 @@ def _composite_alarms() -> None:
                 result[key] = []
         return ActionResult(result)
 
+    delete = CloudWatchResponse.delete_alarms
+
+    def delete_alarms(self) -> ActionResult:
+        names = self._get_param("AlarmNames", [])
+        alarms = self.cloudwatch_backend.alarms
+        named = {word for alarm in alarms.values() if alarm.rule
+                 for pair in _RULE_WORDS.findall(alarm.rule) for word in pair if word}
+        held = [name for name in names if name in named or (name in alarms and alarms[name].alarm_arn in named)]
+        if held:
+            raise ValidationError(f"Cannot delete {','.join(held)} as there are composite alarm(s) depending on "
+                                  f"{'them' if len(held) > 1 else 'it'}.")
+        return delete(self)
+
     describe_alarms.alarm_types = True
     CloudWatchResponse.describe_alarms = describe_alarms
+    CloudWatchResponse.delete_alarms = delete_alarms
     CloudWatchResponse.put_composite_alarm = CloudWatchResponse.put_metric_alarm
 
 

@@ -1,0 +1,29 @@
+"""Which composite alarms depend on an alarm: CloudWatch deletes no alarm a composite alarm's rule names.
+
+An AlarmRule names alarms as the arguments of its ALARM, OK, INSUFFICIENT_DATA and AT_LEAST calls, by name or ARN,
+in double quotes or bare (a name holding parentheses, commas or spaces must be quoted): `ALARM("a") AND NOT OK(b)`,
+`AT_LEAST(2, ALARM, (a, "arn:aws:cloudwatch:us-east-1:123456789012:alarm:b"))`. Every other word of a rule is an
+operator, a state, a count or TRUE/FALSE, none of which is an alarm name of gpudash's form, so a rule depends on an
+alarm when one of its words is the alarm's name or its ARN.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_WORDS = re.compile(r'"([^"]*)"|([^\s(),"]+)')
+
+
+def words(rule: str) -> set[str]:
+    """Every word of a rule: each quoted string (without its quotes) and each bare word between its parentheses,
+    commas and spaces."""
+    return {quoted or bare for quoted, bare in _WORDS.findall(rule)}
+
+
+def parents(composites: dict[str, dict[str, Any]], name: str, arn: str | None) -> list[str]:
+    """The names of the composite alarms (as DescribeAlarms lists them, by name) whose rules name the alarm `name`
+    (of ARN `arn`), sorted."""
+    named = {name, arn} - {None}
+    return sorted(parent for parent, alarm in composites.items()
+                  if isinstance(alarm.get("AlarmRule"), str) and named & words(alarm["AlarmRule"]))
