@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.artifacts import build, grafana_dashboards  # noqa: E402
-from generator.names import COUNTER_GROUP  # noqa: E402
+from generator.names import is_counter_group  # noqa: E402
 from generator.preview.interpolate import Window, interpolate, step_for, variables  # noqa: E402
 from generator.preview.sample import backfill_start  # noqa: E402
 from generator.project import load_project  # noqa: E402
@@ -234,11 +234,11 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), 
 
 
 def _recorded(work: Path, rules: dict, start: int, end: int) -> None:
-    """The counters' recordings the rate panels read (the rule group COUNTER_GROUP) written over the fleet's history
+    """The counters' recordings the rate panels read (the rule groups gpudash-counters...) written over the fleet's history
     into work/data, as `promtool tsdb create-blocks-from rules` writes a deployment's history
     (docs/grafana-panels.md, "Counter rates"): a Prometheus of the history answers the rules' queries, its blocks are
     added."""
-    groups = [g for g in rules["groups"] if g["name"] == COUNTER_GROUP]
+    groups = [g for g in rules["groups"] if is_counter_group(g["name"]) and g["rules"]]
     if not groups:
         return
     (work / "counters.yaml").write_text(yaml.safe_dump({"groups": groups}))

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._timing import RUNS, SMOKE, measure, record, reference_dir, run_printing  # noqa: E402
 from generator.artifacts import build  # noqa: E402
-from generator.names import COUNTER_GROUP  # noqa: E402
+from generator.names import is_counter_group  # noqa: E402
 from generator.promql import COUNTED_PARTS  # noqa: E402
 from generator.output import RULES_FILE, SERVICE_MONITOR_FILE, agent_file, encode  # noqa: E402
 from generator.project import load_project  # noqa: E402
@@ -58,11 +58,11 @@ def _stack(work: Path, project, payload: str, exporter, ksm, moto) -> tuple[Kube
     # the counters' recording rules the Grafana rate panels read, deployed as the build ships them, made for this
     # stack's scrape interval (a stack without them fails verify's `counter recording rules`): made for the build's
     # 30 s their first step waits for a whole 30 s boundary's scrapes, up to a minute of an otherwise idle stack
-    (counters,) = [g for g in yaml.safe_load(files[RULES_FILE])["groups"] if g["name"] == COUNTER_GROUP]
+    counters = [g for g in yaml.safe_load(files[RULES_FILE])["groups"] if is_counter_group(g["name"])]
     seconds = project.settings.scrape.seconds
     rules = work / "rules.yaml"
-    rules.write_text(yaml.safe_dump({"groups": [{**counters, "interval": "1s", "rules": [
-        {**rule, "expr": scraped_every(rule["expr"], seconds, 1)} for rule in counters["rules"]]}]}))
+    rules.write_text(yaml.safe_dump({"groups": [{**group, "interval": "1s", "rules": [
+        {**rule, "expr": scraped_every(rule["expr"], seconds, 1)} for rule in group["rules"]]} for group in counters]}))
     return cluster, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job, ksm_job],
                      "rule_files": [str(rules)]}
 

@@ -172,10 +172,18 @@ def prometheus_rule_name(group: str) -> str:
     return PROMETHEUS_RULE if group == ALERT_GROUP else group
 
 
+_PART = "(-[2-9]|-[1-9][0-9]+)?"  # a group's next parts' suffix (render.alarms.size_bounded): -2, -3...
+
+
 def is_prometheus_rule_name(name: str) -> bool:
     """Whether `name` is one prometheus_rule_name gives: the alerts' objects, the counters' or the clusters'."""
-    return re.fullmatch(f"{re.escape(PROMETHEUS_RULE)}(-[2-9]|-[1-9][0-9]+)?|{re.escape(COUNTER_GROUP)}|"
+    return re.fullmatch(f"{re.escape(PROMETHEUS_RULE)}{_PART}|{re.escape(COUNTER_GROUP)}{_PART}|"
                         f"{re.escape(CLUSTERS_GROUP)}", name) is not None
+
+
+def is_counter_group(name: str) -> bool:
+    """Whether rule group `name` holds counters' recordings: COUNTER_GROUP or one of its next parts."""
+    return re.fullmatch(f"{re.escape(COUNTER_GROUP)}{_PART}", name) is not None
 SERVICE_MONITOR = "gpudash-dcgm-exporter"
 KUBE_STATE_METRICS_JOB = "gpudash-kube-state-metrics"  # the agent's scrape job for the exporter DaemonSet counts
 # The CloudWatch agent's ConfigMaps, with the names (and keys) its deployment mounts.

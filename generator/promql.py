@@ -1623,7 +1623,10 @@ def reads_recording(query: Query, catalog: Catalog) -> bool:
 
 def recording_note(scrape_seconds: int, per_pod: bool = False) -> str:
     """What a panel of reads_recording says of its rate."""
-    rate = (f"Per GPU, from its recording (rule group {COUNTER_GROUP}, evaluated every {scrape_seconds} s): the "
+    from .render.alarms import COUNTER_GROUPS  # (render.alarms reads this module)
+
+    groups = " or ".join([COUNTER_GROUP] + [f"-{n}" for n in range(2, COUNTER_GROUPS + 1)])  # counter_groups' names
+    rate = (f"Per GPU, from its recording (rule group {groups}, evaluated every {scrape_seconds} s): the "
             f"growth of its copies' readings at each {scrape_seconds} s step (where their merged reading went down, "
             f"the copies' own growth) over the seconds it grew in")
     if per_pod:

@@ -22,12 +22,13 @@ from ..clients.prometheus import HINT, NoRuleListing, Prometheus
 from ..errors import RemoteError
 from ..exporter_styles import exporter_namespaces
 from ..markers import KUBERNETES_SELECTOR, PROMETHEUS_RULE_LABEL
-from ..names import ALERT_PREFIX, CLUSTERS_GROUP, COUNTER_GROUP, WATCHED_CLUSTER, shown
+from ..names import ALERT_PREFIX, CLUSTERS_GROUP, WATCHED_CLUSTER, shown
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
 from ..agent_timing import scrape_timeout
 from ..project import Project
 from ..promql import COUNTED_PARTS, counted_fields, counted_name
 from ..promql_text import matcher, quoted
+from ..render.alarms import counter_groups, counter_of
 from ..clients.options import Options
 from .result import FAIL, NO_DATA, NOT_DEPLOYED, ODD_ANSWER, ODD_FIX, OK, UNREACHABLE, WARN, Check, step
 
@@ -455,8 +456,8 @@ COUNTER_RECORDINGS_LATER = "they draw once the group is loaded"
 
 
 def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
-    """Whether Prometheus writes the recordings Grafana's counter rate panels read (promql.counted_rules, the rule group
-    COUNTER_GROUP) for every such counter it holds series of: a panel reading a recording the server does not write
+    """Whether Prometheus writes the recordings Grafana's counter rate panels read (promql.counted_rules, the rule groups
+    of render.alarms.counter_groups) for every such counter it holds series of: a panel reading a recording the server does not write
     (its rules not loaded, or failing, or their group stopped) shows no data and no error."""
     fields = counted_fields([q for d in project.grafana_definitions() for q in d.queries() if not q.raw_promql],
                             project.catalog)
@@ -472,16 +473,25 @@ def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
     recorded = written(f"gpudash:({names}):({'|'.join(COUNTED_PARTS)})")
     missing = [name for name in fields if name in held
                and any(counted_name(name, part) not in recorded for part in COUNTED_PARTS)]
+    # the groups the counters' recordings are in (render.alarms.counter_groups: cut into several, each counter's two
+    # recordings in one)
+    group_of = {counter_of(rule): g["name"] for g in counter_groups(fields, project.catalog, project.settings)
+                for rule in g["rules"]}
+
+    def groups(counters: list[str]) -> str:
+        named = list(dict.fromkeys(group_of[counter_of({"record": counted_name(name)})] for name in counters))
+        return f"rule group{'s' if len(named) > 1 else ''} {', '.join(map(repr, named))}"
     if missing:
         return Check(GROUP, COUNTER_RECORDINGS, FAIL,
-                     f"Prometheus writes no {counted_name(missing[0])} (rule group {COUNTER_GROUP!r} not loaded, "
-                     f"failing or stopped): the Grafana rate panels of {', '.join(missing)} show no data",
+                     f"Prometheus writes no {counted_name(missing[0])} ({groups(missing)} not loaded, failing or "
+                     f"stopped): the Grafana rate panels of {', '.join(missing)} show no data",
                      f"apply {built(PROMETHEUS_RULE_FILE)} (or add {built(RULES_FILE)} to Prometheus' rule_files); "
                      f"the panels' history starts with the rules (docs/grafana-panels.md, \"Counter rates\": backfill)",
                      cause=NOT_DEPLOYED)
     held_fields = [name for name in fields if name in held]
-    return Check(GROUP, COUNTER_RECORDINGS, OK, f"rule group {COUNTER_GROUP!r} records {len(held_fields)} counters"
-                 + (f" ({len(fields) - len(held_fields)} have no series)" if len(held_fields) < len(fields) else ""))
+    return Check(GROUP, COUNTER_RECORDINGS, OK, f"{len(held_fields)} counters recorded"
+                 + (f" ({len(fields) - len(held_fields)} have no series)" if len(held_fields) < len(fields) else "")
+                 + (f" by {groups(held_fields)}" if held_fields else ""))
 
 
 WATCHED_CLUSTERS = "watched clusters recording"

@@ -1859,9 +1859,20 @@ def counted_group(counted: tuple[str, ...], catalog: Catalog, settings: Settings
                                                                          settings_clusters(settings)))]}
 
 
+def counter_of(rule: dict[str, Any]) -> str:
+    """The counter a recording of counted_group records (its name less the part: gpudash:<field>)."""
+    return rule["record"].rpartition(":")[0]
+
+
+def counter_groups(counted: tuple[str, ...], catalog: Catalog, settings: Settings) -> list[dict[str, Any]]:
+    """counted_group cut into COUNTER_GROUPS groups (size_bounded), each counter's two recordings in one group."""
+    group = counted_group(counted, catalog, settings) or {"name": COUNTER_GROUP,
+                                                          "interval": f"{settings.scrape.seconds}s", "rules": []}
+    return size_bounded(group, COUNTER_GROUPS, unit=counter_of)
+
+
 def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Settings,
                      counted: tuple[str, ...] = ()) -> dict[str, Any]:
-    counters = counted_group(counted, catalog, settings)
     rules = []
     for alarm in alarms:
         if alarm.absent and not data_missing.expected(settings):
@@ -1899,7 +1910,7 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
     # file no longer holds, so each build writes the objects the one before it wrote (docs/artifacts.md)
     groups = [{"name": ALERT_GROUP, "rules": rules}]
     return {"groups": [part for group in groups for part in size_bounded(group, ALERT_GROUPS)]
-            + [counters or {"name": COUNTER_GROUP, "interval": f"{settings.scrape.seconds}s", "rules": []}]
+            + counter_groups(counted, catalog, settings)
             + (watched_clusters(settings) or [{"name": CLUSTERS_GROUP, "rules": []}])}
 
 
@@ -1913,16 +1924,28 @@ GROUP_BYTES = APPLY_LIMIT // 2
 # an alarm removed would go on firing from it. A fixed count changes only past ALERT_GROUPS x GROUP_BYTES (393 KB of
 # alert rules; the bundled build holds 140, the multi-region example 181).
 ALERT_GROUPS = 3
+# The counters' recordings likewise (counter_groups): 205,797 bytes in one object for the multi-region example's five
+# counters (s39), past the quarter of the limit kept for growth; in three, each about a third (a counter's two
+# recordings, ~41 KB there, in one group). More only past 3 x GROUP_BYTES (393 KB) of them.
+COUNTER_GROUPS = 3
 
 
-def size_bounded(group: dict[str, Any], at_least: int = 1) -> list[dict[str, Any]]:
+def _alarm_of(rule: dict[str, Any]) -> str:
+    return rule["labels"][PROMETHEUS_RULE_LABEL]
+
+
+def size_bounded(group: dict[str, Any], at_least: int = 1,
+                 unit: Callable[[dict[str, Any]], str] = _alarm_of) -> list[dict[str, Any]]:
     """`group` as `at_least` groups or, where they would hold more than about GROUP_BYTES of rules each, the fewest
     that do not, of about the same size, in the rules' order: the first of its name, the next `<name>-2`, `-3`... (an
-    empty one kept: its object then holds no rule). Rules of one alarm (one PROMETHEUS_RULE_LABEL) stay in one group:
-    an alarm's recording of its periods is read by its alert in the same evaluation, in the order written; alarms read
-    no other alarm's rules, and Prometheus evaluates groups independently, so where a group ends changes no alert's
-    value. A group of one label (the counters' recordings, the watched clusters) stays whole."""
-    alarms = [list(same) for _, same in groupby(group["rules"], key=lambda rule: rule["labels"][PROMETHEUS_RULE_LABEL])]
+    empty one kept: its object then holds no rule). Consecutive rules of one `unit` stay in one group; by default an
+    alarm's (one PROMETHEUS_RULE_LABEL): its recording of its periods is read by its alert in the same evaluation, in
+    the order written; alarms read no other alarm's rules, and Prometheus evaluates groups independently, so where a
+    group ends changes no alert's value. A group of one label (the watched clusters) stays whole. The counters' unit is
+    the counter (counter_of): a rate panel divides the sums of its two recordings over one window, which hold the
+    same steps only where both are evaluated at the same instants, in one group (each group has a phase of its own in
+    the interval); no counter's recording reads another's (promql.counted_rules reads the raw series alone)."""
+    alarms = [list(same) for _, same in groupby(group["rules"], key=unit)]
     sizes = [sum(encoded_bytes(rule) for rule in rules) for rules in alarms]
     count = max(at_least, min(len(alarms), math.ceil(sum(sizes) / GROUP_BYTES)))
     share = sum(sizes) / count

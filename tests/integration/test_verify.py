@@ -20,7 +20,7 @@ from generator.markers import KUBERNETES_SELECTOR
 from generator.output import encode
 from generator.project import load_project
 from generator.promql import counted_fields
-from generator.render.alarms import counted_group
+from generator.render.alarms import counter_groups
 from generator.render.scrape import scrape_job
 from tests.support import kube_state
 from tests.support.kube_server import TOKEN, KubeCluster, KubeTestServer
@@ -55,16 +55,18 @@ RECORDED_LATER = "1m"
 
 def _prometheus(workdir, *jobs, rules: bool = False):
     """A Prometheus scraping every second; `rules`: with the counter recording rules Grafana's rate panels read
-    (alarms.counted_group, made for its 1 s scrapes), as a deployment of the PrometheusRule has them, evaluated every
-    RECORDED_EVERY."""
+    (alarms.counter_groups, made for its 1 s scrapes), in the groups a deployment of the PrometheusRules has them,
+    evaluated every RECORDED_EVERY."""
     config = {"global": {"scrape_interval": "1s"}, "scrape_configs": list(jobs)}
     if rules:
         project = load_project()
-        group = counted_group(counted_fields([q for d in project.grafana_definitions() for q in d.queries()
-                                              if not q.raw_promql], project.catalog), project.catalog, project.settings)
-        group = {**group, "interval": RECORDED_EVERY,
-                 "rules": [{**rule, "expr": scraped_every(rule["expr"], 30, 1)} for rule in group["rules"]]}
-        (workdir / "rules.yaml").write_text(json.dumps({"groups": [group]}))
+        groups = counter_groups(counted_fields([q for d in project.grafana_definitions() for q in d.queries()
+                                                if not q.raw_promql], project.catalog), project.catalog,
+                                project.settings)
+        groups = [{**group, "interval": RECORDED_EVERY,
+                   "rules": [{**rule, "expr": scraped_every(rule["expr"], 30, 1)} for rule in group["rules"]]}
+                  for group in groups]
+        (workdir / "rules.yaml").write_text(json.dumps({"groups": groups}))
         config["rule_files"] = [str(workdir / "rules.yaml")]
     return Prometheus(workdir, config)
 
@@ -206,7 +208,8 @@ def test_all_healthy(stack):
         "no node from kube_pod_info")
     assert checks[("exporter", "metrics endpoint")]["detail"].startswith("service proxy gpu-operator/nvidia-dcgm-exporter")
     assert checks[("prometheus", "workload pod label")]["detail"] == "'pod' as configured"
-    assert checks[("prometheus", "counter recording rules")]["detail"] == "rule group 'gpudash-counters' records 5 counters"
+    assert checks[("prometheus", "counter recording rules")]["detail"] == (
+        "5 counters recorded by rule groups 'gpudash-counters', 'gpudash-counters-2', 'gpudash-counters-3'")
 
 
 def test_a_prometheus_without_the_counter_recording_rules_is_a_failure_naming_the_blank_panels(stack,
@@ -217,8 +220,8 @@ def test_a_prometheus_without_the_counter_recording_rules_is_a_failure_naming_th
     _, checks = verify(prometheus_url=prometheus_exported.url)
     check = checks[("prometheus", "counter recording rules")]
     assert check["status"] == "fail" and check["detail"] == (
-        "Prometheus writes no gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_increase (rule group 'gpudash-counters' "
-        "not loaded, failing or stopped): the Grafana rate panels of DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, "
+        "Prometheus writes no gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_increase (rule groups 'gpudash-counters', "
+        "'gpudash-counters-2', 'gpudash-counters-3' not loaded, failing or stopped): the Grafana rate panels of DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, "
         "DCGM_FI_DEV_PCIE_REPLAY_COUNTER, DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, "
         "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS show no data"), check
     assert check["fix"].startswith("apply build/k8s/prometheusrule.yaml"), check
@@ -1360,7 +1363,7 @@ def _applied_rules(cluster, settings):
 
 ONE_PROMETHEUS = "prometheus_stack:\n  namespace: monitoring\n"
 RULE_OBJECTS = ("monitoring/gpudash-gpu-alerts, monitoring/gpudash-gpu-alerts-2, monitoring/gpudash-gpu-alerts-3, "
-                "monitoring/gpudash-counters, monitoring/gpudash-clusters")
+                "monitoring/gpudash-counters, monitoring/gpudash-counters-2 and 2 more")
 
 
 @pytest.mark.parametrize("first, second, whose, fix", [

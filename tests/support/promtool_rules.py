@@ -15,7 +15,7 @@ import yaml
 
 from generator.artifacts import build
 from generator.markers import PROMETHEUS_RULE_LABEL
-from generator.names import CLUSTERS_GROUP, COUNTER_GROUP
+from generator.names import CLUSTERS_GROUP, is_counter_group
 from generator.output import encode
 from generator.project import load_project
 from generator.render.alarms import recorded_name
@@ -114,8 +114,8 @@ def evaluated_at(tests: list, interval: str) -> str:
 
 def _counted(folder) -> dict[str, str]:
     """{recorded counter (promql.counted_name): its group's interval} of folder/rules.yaml."""
-    return {r["record"]: g["interval"] for g in rule_groups((folder / "rules.yaml").read_text()) if g["name"] == COUNTER_GROUP
-            for r in g["rules"]}
+    return {r["record"]: g["interval"] for g in rule_groups((folder / "rules.yaml").read_text())
+            if is_counter_group(g["name"]) for r in g["rules"]}
 
 
 def holding_state(rules: list[dict]) -> bool:
@@ -132,9 +132,10 @@ def judged_rules(folder, name: str, named: set[str], counted: set[str] = frozens
     ALERTS; checked), and each judged alert depends on its own evaluation alone (no `for`, no `keep_firing_for`:
     checked; see evaluated_at) but where its recording rule holds a state."""
     groups = rule_groups((folder / "rules.yaml").read_text())
-    kept = [{**g, "rules": [r for r in g["rules"] if r["record"] in counted]} for g in groups if g["name"] == COUNTER_GROUP]
+    kept = [{**g, "rules": [r for r in g["rules"] if r["record"] in counted]} for g in groups
+            if is_counter_group(g["name"])]
     # the clusters watched on a shared Prometheus (the dashboards' cluster variable): read by no alert
-    groups = [g for g in groups if g["name"] not in (COUNTER_GROUP, CLUSTERS_GROUP)]
+    groups = [g for g in groups if not is_counter_group(g["name"]) and g["name"] != CLUSTERS_GROUP]
     recorded = {r["record"]: r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if "record" in r}
     assert all(name.startswith(recorded_name(owner, "")) for name, owner in recorded.items())
     for rule in (r for g in groups for r in g["rules"]):  # a recording rule read by its alarm's rules alone
