@@ -47,9 +47,11 @@ REQUIRED = {
     "GetResources": {"ResourceTagMappingList": list},
 }
 WRITES = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource", "UntagResource", "DeleteDashboards")
-# Lists an answer may leave out, whose items are checked as those of REQUIRED's lists where it holds them:
-# DescribeAlarms lists log alarms when asked for them (ALARM_TYPES); whether CloudWatch answers an empty list where it
-# holds none is not documented, so an answer without one is read as holding none
+# Lists an answer holds where its request asked for them, whose items are checked as those of REQUIRED's lists where it
+# holds them: DescribeAlarms lists log alarms when AlarmTypes names LogAlarm (ALARM_TYPES, unless that Region refused
+# the type: `_log_alarms_refused`), and CloudWatch answers each kind asked for as a list (an empty one where it holds
+# none), as it answers CompositeAlarms: an answer to such a request without LogAlarms (a proxy stripping it) cannot
+# show a log alarm holding a name gpudash would write, so it is not an answer (`_unanswered`)
 OPTIONAL_LISTS = {"DescribeAlarms": ("LogAlarms",)}
 CHECKED = (*REQUIRED, *WRITES)
 ITEM_KEYS = {"MetricAlarms": ("AlarmName", "AlarmArn"), "CompositeAlarms": ("AlarmName", "AlarmArn"),
@@ -400,6 +402,7 @@ class CloudWatch:
             try:
                 response = self.deadline.run(lambda: method(**kwargs), what, on_start=lambda: sent.append(True))
                 problem = response.get(_NOT_AN_ANSWER) if api in CHECKED else None  # checked raw, once
+                problem = problem or _unanswered(api, kwargs, response)
                 if problem is None:
                     return response
                 if api in WRITES and not response.get(_REFUSED):  # a 2xx that is neither the write's answer nor
@@ -628,6 +631,14 @@ class CloudWatch:
             return []
 
 
+def _unanswered(api: str, asked: dict[str, Any], response: dict[str, Any]) -> str | None:
+    """The list an answer to a request that asked for it lacks (OPTIONAL_LISTS): a DescribeAlarms asking for log
+    alarms answered without LogAlarms."""
+    if api == "DescribeAlarms" and "LogAlarm" in asked.get("AlarmTypes", ()) and response.get(_LOG_ALARMS) is None:
+        return "no LogAlarms"
+    return None
+
+
 def other_kind(alarm: dict[str, Any] | None) -> str | None:
     """What the kind of this alarm is called where `metric_alarms` listed it as an alarm of another kind than a metric
     alarm (a composite or log alarm), else None."""
@@ -801,8 +812,8 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
         customized_response_dict[_REFUSED] = _error_code(parsed) is not None
         response_dict["body"] = b"{}"
         return
-    if name == "DescribeAlarms":
-        customized_response_dict[_LOG_ALARMS] = parsed.get("LogAlarms") or []
+    if name == "DescribeAlarms":  # (None: the answer holds no LogAlarms)
+        customized_response_dict[_LOG_ALARMS] = parsed.get("LogAlarms")
     if unknown and (on_page := _by_alarm(unknown)):
         customized_response_dict[_UNMODELLED_ON_PAGE] = on_page
 

@@ -196,6 +196,26 @@ def test_a_log_alarm_holding_a_name_gpudash_creates_is_refused_with_force_too(pr
     assert f"whose name another kind of alarm holds ({FOREIGN})" in stderr, stderr
 
 
+def _without_log_alarms(body: bytes) -> bytes:
+    answer = json.loads(body)
+    answer.pop("LogAlarms", None)
+    return json.dumps(answer).encode()
+
+
+def test_an_answer_without_the_log_alarms_it_was_asked_for_writes_nothing(proxied):
+    """Every DescribeAlarms asks for log alarms too, and CloudWatch answers the kinds it is asked for as lists (an
+    empty one where it holds none). A proxy or server stripping LogAlarms hid a person's log alarm under a name gpudash
+    defines: the answer was read as "no log alarm", and apply --force wrote every alarm (a PutMetricAlarm under the
+    log alarm's name). It is not an answer: exit 3, nothing written. (A CloudWatch that refuses the LogAlarm type is
+    asked without it, and its answers need no LogAlarms: test_a_region_that_refuses_the_log_alarm_type_is_read_without_it.)"""
+    proxy, client, apply = proxied
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_log_alarms))
+    code, report, stderr = apply("--force")
+    assert code == 3 and "Traceback" not in stderr, (code, report, stderr)
+    assert "with something that is not an API answer (no LogAlarms)" in stderr, stderr
+    assert writes(proxy) == [] and alarms(client) == {}
+
+
 def test_a_region_that_refuses_the_log_alarm_type_is_read_without_it(proxied, published, cli):
     """A CloudWatch that has no log alarms (a partition or Region they have not reached, an older stand-in) may refuse
     AlarmTypes naming LogAlarm as outside the values it takes: every plan failed there. Such a CloudWatch holds no log

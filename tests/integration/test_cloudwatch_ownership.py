@@ -16,11 +16,11 @@ from tests.support.cloudwatch_world import (
 
 @pytest.mark.parametrize("answer", [b"{}", b"<html><body>502 Bad Gateway</body></html>", b'{"MetricAlarms": {}}',
                                     b'{"MetricAlarms": [{"AlarmName": "gpudash-gpu-cluster-xid-error-critical"}], '
-                                    b'"CompositeAlarms": []}',
+                                    b'"CompositeAlarms": [], "LogAlarms": []}',
                                     b'{"MetricAlarms": [', b"[]",
                                     b'{"MetricAlarms": [{"AlarmName": "gpudash-gpu-cluster-xid-error-critical", '
                                     b'"AlarmArn": "arn:aws:cloudwatch:us-east-1:123456789012:alarm:x", '
-                                    b'"Dimensions": {}}], "CompositeAlarms": []}'],
+                                    b'"Dimensions": {}}], "CompositeAlarms": [], "LogAlarms": []}'],
                          ids=["empty-object", "html", "not-a-list", "item-without-arn", "truncated-json", "array",
                               "nested-not-a-list"])
 def test_an_alarm_listing_that_is_not_an_api_answer_is_a_remote_failure(proxied, answer):

@@ -303,14 +303,14 @@ class _Pages(Rule):
 
 
 @pytest.mark.parametrize("operation, key, page, said, calls", [
-    ("DescribeAlarms", "NextToken", lambda: {"MetricAlarms": [], "CompositeAlarms": []},
+    ("DescribeAlarms", "NextToken", lambda: {"MetricAlarms": [], "CompositeAlarms": [], "LogAlarms": []},
      "20 pages in a row without an item, each with a new next-page token", 20),
     ("ListDashboards", "NextToken", lambda: {"DashboardEntries": []},
      "20 pages in a row without an item, each with a new next-page token", 20),
     ("DescribeAlarms", "NextToken", lambda: {"MetricAlarms": [
         {"AlarmName": "gpudash-a", "AlarmArn": "arn:aws:cloudwatch:us-east-1:1:alarm:gpudash-a", "StateValue": "OK",
          "ComparisonOperator": "GreaterThanThreshold", "EvaluationPeriods": 1, "Threshold": 1.0, "MetricName": "m"}],
-        "CompositeAlarms": []},
+        "CompositeAlarms": [], "LogAlarms": []},
      "an item an earlier page listed (gpudash-a)", 2),
     ("ListDashboards", "NextToken", lambda: {"DashboardEntries": [{"DashboardName": "team-gpu"}]},
      "a name that does not start with 'gpudash-' (team-gpu)", 1),

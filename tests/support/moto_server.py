@@ -169,7 +169,8 @@ def _composite_alarms() -> None:
     method for composite alarms") and lists it in DescribeAlarms' CompositeAlarms, but answers PutCompositeAlarm as not
     implemented and ignores AlarmTypes. Here PutCompositeAlarm is answered by that method, and DescribeAlarms lists
     what the API reference says it lists: metric alarms alone without AlarmTypes ("only metric alarms are returned,
-    even if composite alarms exist in the account"), each kind only when AlarmTypes names it. moto's DeleteAlarms
+    even if composite alarms exist in the account"), each kind only when AlarmTypes names it (log alarms, which moto
+    does not hold, as an empty list). moto's DeleteAlarms
     deletes an alarm a composite alarm's rule names; CloudWatch refuses the whole call, deleting none of the alarms
     it names (its API reference: "you can't delete any composite alarm that is part of the cycle because there is
     always still a composite alarm that depends on that alarm"; its answer, as users report it: ValidationError
@@ -188,6 +189,8 @@ def _composite_alarms() -> None:
         for kind, key in (("MetricAlarm", "MetricAlarms"), ("CompositeAlarm", "CompositeAlarms")):
             if kind not in kinds:
                 result[key] = []
+        if "LogAlarm" in kinds:  # it holds none; CloudWatch answers each kind asked for as a list
+            result["LogAlarms"] = []
         return ActionResult(result)
 
     delete = CloudWatchResponse.delete_alarms
