@@ -155,13 +155,11 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
     foreign = [f"{namespace}/{name}" for item in listed if not _gpudash_s(item)
                and is_prometheus_rule_name(name := item.get("metadata.name", str))]
     if foreign:
-        are, them, their = ("are", "them", "their") if len(foreign) > 1 else ("is", "it", "its")
-        return Check(GROUP, RULES_CHECK, FAIL,
-                     f"{shown(foreign)} here {are} not gpudash's (no {KUBERNETES_SELECTOR} label: a person's or "
-                     f"another tool's) and named as these settings name theirs: applying {rules} replaces {them}, and "
-                     f"{their} rules stop being evaluated",
-                     "rename those PrometheusRules, or set prometheus_stack.namespace to a namespace the Prometheus "
-                     f"reads PrometheusRules from where none is named so, and apply {rules} there")
+        their = "their" if len(foreign) > 1 else "its"
+        return _not_gpudash_s_named(RULES_CHECK, foreign, rules, f"{their} rules stop being evaluated",
+                                    "rename those PrometheusRules, or set prometheus_stack.namespace to a namespace the "
+                                    f"Prometheus reads PrometheusRules from where none is named so, and apply {rules} "
+                                    "there")
     items = [item for item in listed if _gpudash_s(item)]
     others: dict[Writer, list[str]] = {}
     unrecorded = []
@@ -198,6 +196,15 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
     return Check(GROUP, RULES_CHECK, OK, f"none in {namespace} was applied from other settings")
 
 
+def _not_gpudash_s_named(check: str, names: list[str], file: str, lost: str, fix: str) -> Check:
+    """The failure of live objects named as the build names its own that do not carry gpudash's label (a person's or
+    another tool's): applying `file` replaces them, and `lost` (what of theirs then stops)."""
+    are, them = ("are", "them") if len(names) > 1 else ("is", "it")
+    return Check(GROUP, check, FAIL, f"{shown(names)} here {are} not gpudash's (no {KUBERNETES_SELECTOR} label: a "
+                 f"person's or another tool's) and named as these settings name theirs: applying {file} replaces "
+                 f"{them}, and {lost}", fix)
+
+
 MONITORS_CHECK = "ServiceMonitors of other settings"
 
 
@@ -212,21 +219,30 @@ def _service_monitors(kube: Kube, settings: Settings) -> Check:
     objects: dict[str, dict[str, Any]] = {}
     for monitor in service_monitors(settings):
         objects.setdefault(monitor["metadata"]["namespace"], {})[monitor["metadata"]["name"]] = monitor["spec"]
-    differing, writers = [], []
+    differing, writers, foreign = [], [], []
     for namespace, specs in objects.items():
-        items = _gpudash_objects(kube, "servicemonitors", "ServiceMonitors", namespace)
-        if items is None:
+        listed = _operator_objects(kube, "servicemonitors", "ServiceMonitors", namespace, None)
+        if listed is None:
             return Check(GROUP, MONITORS_CHECK, OK, "the cluster serves no ServiceMonitors (prometheus-operator not "
                          "installed)")
-        for item in items:
+        # one of the build's names without gpudash's label: a person's or another tool's, which applying replaces
+        foreign += [f"{namespace}/{name}" for item in listed
+                    if not _gpudash_s(item) and (name := item.get("metadata.name", str)) in specs]
+        for item in (item for item in listed if _gpudash_s(item)):
             name = item.get("metadata.name", str)
             writer = _writer(item, settings) if name in specs else THESE
             keys = _differing(item.value.get("spec"), specs[name], "spec") if writer not in (THESE, UNRECORDED) else []
             if keys:
                 differing.append(f"{namespace}/{name} of {writer.said} ({shown(keys)} differ)")
                 writers.append(writer)
+    monitors = built(SERVICE_MONITOR_FILE)
+    if foreign:
+        return _not_gpudash_s_named(
+            MONITORS_CHECK, foreign, monitors, "the exporter is then scraped as these settings say",
+            f"if it is a ServiceMonitor of the exporter made by hand, delete it and apply {monitors} (two of them "
+            "scrape every series twice); else rename it, or set prometheus_stack.namespace to a namespace the "
+            f"Prometheus reads ServiceMonitors from where none is named so, and apply {monitors} there")
     if differing:
-        monitors = built(SERVICE_MONITOR_FILE)
         return Check(GROUP, MONITORS_CHECK, FAIL,
                      f"a ServiceMonitor here was applied from other settings and scrapes the exporter otherwise: "
                      f"{'; '.join(differing)}; these settings write one of the same name, and applying {monitors} "
@@ -272,13 +288,6 @@ def _renamed_first(writers, fix: str, file: str) -> str:
     if any(writer.same_project for writer in writers):
         return f"if these settings renamed every one of those clusters since, apply {file}; else {fix}"
     return fix
-
-
-def _gpudash_objects(kube: Kube, resource: str, what: str, namespace: str) -> list[Answer] | None:
-    """The prometheus-operator objects of `resource` in `namespace` that carry gpudash's label; None where the API
-    server serves no such resource (404: prometheus-operator not installed)."""
-    listed = _operator_objects(kube, resource, what, namespace, KUBERNETES_SELECTOR)
-    return None if listed is None else [item for item in listed if _gpudash_s(item)]
 
 
 def _operator_objects(kube: Kube, resource: str, what: str, namespace: str,

@@ -171,8 +171,9 @@ def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus, defa
     for document in documents["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]:
         cluster.applied(document)
     cluster.metrics_payload = payload
-    # gpudash's ServiceMonitor in place of the operator's (which does not honor labels)
-    cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
+    # gpudash's ServiceMonitor in place of the operator's (which does not honor labels), as applied: its labels and
+    # annotations say it is gpudash's, of these settings
+    cluster.service_monitors = [{**m, "metadata": {**m["metadata"], "namespace": "gpu-operator"}}
                                 for m in documents["k8s/servicemonitor.yaml"]]
     moto.reset()
     moto.put_dcgm_metrics(WORKLOAD_POD)
@@ -1435,6 +1436,26 @@ def test_a_service_monitor_another_project_applied_is_named_when_this_build_woul
     code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(second))
     check = checks[("kube", "ServiceMonitors of other settings")]
     assert (check["status"], check["detail"]) == (status, detail)
+
+
+def test_a_service_monitor_of_the_build_s_name_that_is_not_gpudash_s_is_a_failure(stack, tmp_path):
+    """A ServiceMonitor of the name this build writes, where it writes it, made by a person or another tool (no gpudash
+    label): the check listed gpudash-labelled objects alone and said ok, and `kubectl apply` of the build replaced it.
+    Now it is named, a failure (as a PrometheusRule of the build's names is)."""
+    cluster, verify = stack
+    settings = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)
+    _applied_monitors(cluster, settings)
+    for monitor in cluster.service_monitors:
+        if monitor["metadata"]["name"] == "gpudash-dcgm-exporter":
+            monitor["metadata"]["labels"] = {"team": "sre"}
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(settings))
+    check = checks[("kube", "ServiceMonitors of other settings")]
+    assert (check["status"], check["detail"]) == ("fail", "monitoring/gpudash-dcgm-exporter here is not gpudash's (no "
+                                                  f"{KUBERNETES_SELECTOR} label: a person's or another tool's) and "
+                                                  "named as these settings name theirs: applying "
+                                                  "build/k8s/servicemonitor.yaml replaces it, and the exporter is then "
+                                                  "scraped as these settings say"), check
+    assert check["fix"].startswith("if it is a ServiceMonitor of the exporter made by hand, delete it"), check
 
 
 def test_the_agent_config_another_project_of_the_cluster_applied_is_named_before_this_build_replaces_it(stack, tmp_path):

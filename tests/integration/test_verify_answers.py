@@ -139,7 +139,7 @@ def test_odd_kubernetes_answers(case, breaks, check, named, cause, reference, ge
     cluster = KubeCluster(reference)
     for document in generated["configmaps"]:
         cluster.applied(document)
-    cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
+    cluster.service_monitors = [{**m, "metadata": {**m["metadata"], "namespace": "gpu-operator"}}
                                 for m in generated["monitors"]]
     breaks(cluster)
     kube_server.cluster = cluster

@@ -435,9 +435,11 @@ class KubeTestServer(LoopbackServer):
             deployment = c.deployments.get((m.group(1), m.group(2)))
             return (200, deployment) if deployment else not_found
         if m := re.fullmatch(r"/apis/monitoring.coreos.com/v1(?:/namespaces/([^/]+))?/servicemonitors", path):
+            selector = query.get("labelSelector", [""])[0]
             return 200, {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitorList",  # one namespace, or all
                          "metadata": {}, "items": [s for s in c.service_monitors
-                                                   if m.group(1) in (None, s["metadata"]["namespace"])]}
+                                                   if m.group(1) in (None, s["metadata"]["namespace"])
+                                                   and _matches(s["metadata"].get("labels", {}), selector)]}
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/configmaps/([^/]+)", path):
             configmap = c.configmaps.get((m.group(1), m.group(2)))
             return (200, configmap) if configmap else not_found
