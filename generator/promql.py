@@ -49,7 +49,7 @@ from .exporter_styles import GENERATED_SUFFIX
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
                       PER_PROCESS_FIELDS, Catalog, per_device_headroom)
 from .model import WORKLOAD_KEYS, Query
-from .names import COUNTER_GROUP
+from .names import COUNTER_GROUP, COUNTER_GROUPS
 from .promql_text import quoted, regex_literal
 from .series_labels import SCRAPED_NODE, TARGET_ADDRESS, uuid_label
 from .settings import Labels, Settings
@@ -1623,8 +1623,6 @@ def reads_recording(query: Query, catalog: Catalog) -> bool:
 
 def recording_note(scrape_seconds: int, per_pod: bool = False) -> str:
     """What a panel of reads_recording says of its rate."""
-    from .render.alarms import COUNTER_GROUPS  # (render.alarms reads this module)
-
     groups = " or ".join([COUNTER_GROUP] + [f"-{n}" for n in range(2, COUNTER_GROUPS + 1)])  # counter_groups' names
     rate = (f"Per GPU, from its recording (rule group {groups}, evaluated every {scrape_seconds} s): the "
             f"growth of its copies' readings at each {scrape_seconds} s step (where their merged reading went down, "

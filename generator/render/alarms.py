@@ -40,8 +40,8 @@ from ..markers import (ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUST
                        GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import WORKLOAD_KEYS, Alarm, Condition
-from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, WATCHED_CLUSTER, prometheus_rule_name,
-                     alarm_name as _name, alert_name, regional_alarm_name)
+from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, COUNTER_GROUPS, WATCHED_CLUSTER,
+                     prometheus_rule_name, alarm_name as _name, alert_name, regional_alarm_name)
 from ..ownership import publication_tags
 from ..promql import (PERIOD_LABEL, PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL, NotCombined, Regions, Scope,
                       by_region, counted_name,
@@ -1924,10 +1924,6 @@ GROUP_BYTES = APPLY_LIMIT // 2
 # an alarm removed would go on firing from it. A fixed count changes only past ALERT_GROUPS x GROUP_BYTES (393 KB of
 # alert rules; the bundled build holds 140, the multi-region example 181).
 ALERT_GROUPS = 3
-# The counters' recordings likewise (counter_groups): 205,797 bytes in one object for the multi-region example's five
-# counters (s39), past the quarter of the limit kept for growth; in three, each about a third (a counter's two
-# recordings, ~41 KB there, in one group). More only past 3 x GROUP_BYTES (393 KB) of them.
-COUNTER_GROUPS = 3
 
 
 def _alarm_of(rule: dict[str, Any]) -> str:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from generator.last_applied import APPLY_LIMIT, encoded_bytes
-from generator.names import prometheus_rule_name
+from generator.names import COUNTER_GROUPS, prometheus_rule_name
 from generator.project import load_project
-from generator.render.alarms import ALERT_GROUPS, COUNTER_GROUPS, GROUP_BYTES, counter_of, prometheus_rule_resources, \
-    prometheus_rules, size_bounded
+from generator.render.alarms import ALERT_GROUPS, GROUP_BYTES, counter_of, prometheus_rule_resources, prometheus_rules, \
+    size_bounded
 
 GOLDEN_BUILDS = Path(__file__).resolve().parent.parent / "golden" / "builds"
 
