@@ -129,6 +129,10 @@ class Artifacts:
     # build, they come from the settings it is read with, as `project` does).
     clusters: tuple[str, ...] = field(default=(), compare=False)
     origin: str = field(default="<generated>", compare=False)  # the build folder it was read from
+    # The annotations by which the build's Kubernetes objects record the settings that wrote them
+    # (markers.kubernetes_publisher), which the dashboards' ConfigMaps carry: read from a build, as its ConfigMaps
+    # carry them (none from a build written before they did)
+    publisher: dict[str, str] = field(default_factory=dict)
     # the ServiceMonitors of the fleet's other deployment styles (clusters[].exporter.deployment), beside
     # service_monitor's, in its file
     more_service_monitors: tuple[dict[str, Any], ...] = ()
@@ -342,6 +346,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
         counters_sha256=project.catalog.sha256,
         project=settings.project or "",
         clusters=tuple(cluster.name for cluster in settings.clusters),
+        publisher=scrape.publisher_annotations(settings),
         alarm_resources=alarm_resources,
         alarm_references=alarm_texts.references,
     )

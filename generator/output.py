@@ -130,7 +130,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     sidecars = []
     for dashboard in artifacts.grafana:
         files[grafana_dashboard_file(dashboard.uid)], sidecar = grafana_dashboard_texts(dashboard.model)
-        sidecars.append(configmap(dashboard.uid, sidecar, artifacts.grafana_folder["title"]))
+        sidecars.append(configmap(dashboard.uid, sidecar, artifacts.grafana_folder["title"], artifacts.publisher))
     files[PROVISIONING_FILE] = to_yaml(artifacts.grafana_provisioning)
     files[SIDECAR_FILE] = to_yaml(*sidecars)
 
@@ -1893,4 +1893,16 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
         project=(settings.project or "") if settings is not None else "",
         clusters=tuple(cluster.name for cluster in settings.clusters) if settings is not None else (),
         origin=origin,
+        publisher=_publisher(files.get(SIDECAR_FILE, b""), where(SIDECAR_FILE)),
     )
+
+
+def _publisher(data: bytes, where: str) -> dict[str, str]:
+    """The annotations by which a build's dashboard ConfigMaps record the settings that wrote it (those of the first:
+    every one carries the same), none where they carry none."""
+    from .markers import KUBERNETES_CLUSTERS, KUBERNETES_PROJECT
+
+    first = next(iter(_yaml(data, where, "the dashboard ConfigMaps", None)), None)
+    notes = (first.get("metadata") or {}).get("annotations") if isinstance(first, dict) else None
+    return {key: value for key, value in notes.items() if key in (KUBERNETES_PROJECT, KUBERNETES_CLUSTERS)
+            and isinstance(value, str)} if isinstance(notes, dict) else {}

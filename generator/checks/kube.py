@@ -28,13 +28,13 @@ from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..reading import yaml_loader
 from ..settings import Cluster, Settings, rollout_percentage
 from ..markers import KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PROJECT, KUBERNETES_SELECTOR, NO_PROJECT
-from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, is_prometheus_rule_name, shown
-from ..output import ADDON_FILE, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, agent_file, built
+from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, dashboard_configmap_name, is_prometheus_rule_name, shown
+from ..output import ADDON_FILE, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, SIDECAR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
 from ..resources import default_counters
 from ..clients.answer import Answer, OddAnswer
-from ..clients.kube import Kube, for_run
+from ..clients.kube import Kube, KubeRefused, for_run
 from ..clients.options import Options
 from .gpu_resources import (GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_NAMES_ENV, capacity, gpu_resources,
                             has_gpus, listed_names, lists_gpus, unattributed)
@@ -131,6 +131,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     if options.prometheus_in_use:
         yield from step(GROUP, RULES_CHECK, _prometheus_rules, kube, settings)
         yield from step(GROUP, MONITORS_CHECK, _service_monitors, kube, settings)
+    yield from step(GROUP, DASHBOARDS_CHECK, _dashboard_configmaps, kube, project, published_anyway=DASHBOARDS_APART)
     if not addon_source(settings):
         yield from _agent_checks(kube, project, configmap, options.cluster)
     if data_missing.expected(settings) and (options.prometheus_in_use or not addon_source(settings)):
@@ -252,6 +253,67 @@ def _service_monitors(kube: Kube, settings: Settings) -> Check:
                                     "second one of the exporter, in another namespace, would scrape every series twice",
                                     monitors))
     return Check(GROUP, MONITORS_CHECK, OK, "none applied from other settings scrapes otherwise")
+
+
+DASHBOARDS_CHECK = "dashboard ConfigMaps of other settings"
+# Why a failure of DASHBOARDS_CHECK stops no publish: it is about `kubectl apply` of the dashboards' ConfigMaps, which
+# a publish does not make
+DASHBOARDS_APART = f"it concerns kubectl apply of {SIDECAR_FILE}, which publishing does not make"
+
+
+def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
+    """Whether a live ConfigMap named as this build's dashboard ConfigMaps (k8s/grafana-dashboards.yaml, for Grafana's
+    sidecar), in any namespace, is not gpudash's (a person's or another tool's) or was applied from other settings (as
+    _prometheus_rules tells, by the annotations render.grafana_files.configmap writes). Every settings file of the same
+    grafana.uid_prefix names its dashboards' ConfigMaps alike: `kubectl apply` of this build where one is replaces it,
+    and a Grafana sidecar reading both namespaces loads two dashboards of one uid. Listed in every namespace (the build
+    names none: it goes where `kubectl apply -n` puts it), by name."""
+    from ..artifacts import grafana_dashboards
+
+    names = [dashboard_configmap_name(dashboard.uid) for dashboard in grafana_dashboards(project)]
+    file = built(SIDECAR_FILE)
+    listed = []
+    try:
+        for name in names:
+            listed += kube.listing("/api/v1/configmaps", f"ConfigMaps named {name} in every namespace",
+                                   {"fieldSelector": f"metadata.name={name}"})
+    except KubeRefused as refused:
+        return Check(GROUP, DASHBOARDS_CHECK, WARN, f"cannot tell whether a ConfigMap named as these settings' "
+                     f"dashboards' is another's: {refused.what}",
+                     f"grant list on configmaps at the cluster scope to tell, or before applying {file} look "
+                     f"yourself: kubectl get configmaps -A --field-selector metadata.name={names[0] if names else ''}",
+                     cause=UNREACHABLE)
+    placed = sorted(((f"{item.get('metadata.namespace', str)}/{item.get('metadata.name', str)}", item)
+                     for item in listed), key=lambda pair: pair[0])
+    if foreign := [where for where, item in placed if not _gpudash_s(item)]:
+        return _not_gpudash_s_named(DASHBOARDS_CHECK, foreign, file, "the dashboard it carries is lost", (
+            "rename that ConfigMap, or give these settings' dashboards other uids (grafana.uid_prefix), so that "
+            f"their ConfigMaps are named otherwise; generate and apply {file}"))
+    others: dict[Writer, list[str]] = {}
+    unrecorded = []
+    for where, item in placed:
+        writer = _writer(item, project.settings)
+        if writer == UNRECORDED:
+            unrecorded.append(where)
+        elif writer != THESE:
+            others.setdefault(writer, []).append(where)
+    if others:
+        said = "; ".join(f"{shown(objects)} of {writer.said}" for writer, objects in sorted(others.items()))
+        return Check(GROUP, DASHBOARDS_CHECK, FAIL,
+                     f"gpudash's dashboard ConfigMaps were applied from other settings: {said}; these settings name "
+                     f"theirs alike, and applying {file} in that namespace replaces them (their dashboards become "
+                     "these settings'); in another, a Grafana sidecar reading both loads two dashboards of one uid",
+                     _renamed_first(others, "give these settings' dashboards other uids (grafana.uid_prefix), so "
+                                    f"that their ConfigMaps are named otherwise; generate and apply {file}", file))
+    if unrecorded:
+        return Check(GROUP, DASHBOARDS_CHECK, WARN,
+                     f"{shown(unrecorded)} {'were' if len(unrecorded) > 1 else 'was'} applied by a gpudash that "
+                     f"recorded no settings: whether these settings applied them cannot be told, and applying {file} "
+                     "in that namespace replaces them",
+                     f"if they are these settings' dashboards, apply {file}, which records these settings; else give "
+                     "these settings' dashboards other uids (grafana.uid_prefix)")
+    return Check(GROUP, DASHBOARDS_CHECK, OK, "none was applied from other settings" if placed else
+                 "none is applied (in any namespace)")
 
 
 class Writer(NamedTuple):

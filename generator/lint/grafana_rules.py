@@ -368,7 +368,8 @@ def configmap_size(subject: LintInput) -> Iterable[Finding]:
 
     for dashboard in subject.grafana:
         text = grafana_dashboard_texts(dashboard.model)[1]  # the text the ConfigMap carries
-        size = last_applied_bytes(configmap(dashboard.uid, text.decode(), subject.artifacts.grafana_folder["title"]))
+        size = last_applied_bytes(configmap(dashboard.uid, text.decode(), subject.artifacts.grafana_folder["title"],
+                                            subject.artifacts.publisher))
         if size > CONFIGMAP_APPLY_LIMIT:
             yield Finding("GF011", "warning", panel_place(dashboard),
                           f"{size:,} bytes of annotations (the dashboard's {len(text):,} bytes as client-side "

@@ -32,16 +32,18 @@ def provisioning(settings: Settings) -> dict[str, Any]:
     }
 
 
-def configmap(uid: str, dashboard_json: str | bytes, folder_title: str) -> dict[str, Any]:
+def configmap(uid: str, dashboard_json: str | bytes, folder_title: str, publisher: dict[str, str]) -> dict[str, Any]:
     """One ConfigMap per dashboard (its JSON as text, or as UTF-8 bytes serialize.to_yaml writes as that text), found
-    by kube-prometheus-stack's Grafana sidecar."""
+    by kube-prometheus-stack's Grafana sidecar; it records the settings that wrote it (`publisher`, the annotations
+    markers.kubernetes_publisher makes), which verify reads back: every settings file names a dashboard's ConfigMap
+    alike."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
             "name": dashboard_configmap_name(uid),
             "labels": {SIDECAR_LABEL: "1", **KUBERNETES_MANAGED_BY},
-            "annotations": {SIDECAR_FOLDER_ANNOTATION: folder_title},
+            "annotations": {SIDECAR_FOLDER_ANNOTATION: folder_title, **publisher},
         },
         "data": {dashboard_configmap_key(uid): dashboard_json},
     }

@@ -1458,6 +1458,57 @@ def test_a_service_monitor_of_the_build_s_name_that_is_not_gpudash_s_is_a_failur
     assert check["fix"].startswith("if it is a ServiceMonitor of the exporter made by hand, delete it"), check
 
 
+def _applied_dashboards(cluster, settings, namespace="monitoring", relabel=None):
+    """The dashboard ConfigMaps of a build of `settings`, as `kubectl apply -n NAMESPACE -f
+    build/k8s/grafana-dashboards.yaml` leaves them (`relabel`: what a person or older gpudash left instead)."""
+    for document in yaml.safe_load_all(encode(build(load_project(settings)))["k8s/grafana-dashboards.yaml"]):
+        document["metadata"]["namespace"] = namespace
+        if relabel is not None:
+            relabel(document["metadata"])
+        cluster.configmaps[(namespace, document["metadata"]["name"])] = document
+
+
+DASHBOARD_MAPS = ("monitoring/gpudash-all-metrics-dashboard, monitoring/gpudash-by-pod-dashboard, "
+                  "monitoring/gpudash-health-dashboard, monitoring/gpudash-overview-dashboard")
+
+
+@pytest.mark.parametrize("applied, status, detail", [
+    ({}, "ok", "none is applied (in any namespace)"),
+    ({"settings": "mine"}, "ok", "none was applied from other settings"),
+    ({"settings": "theirs"}, "fail",
+     f"gpudash's dashboard ConfigMaps were applied from other settings: {DASHBOARD_MAPS} of project team-b (clusters "
+     "gpu-cluster); these settings name theirs alike, and applying build/k8s/grafana-dashboards.yaml in that "
+     "namespace replaces them (their dashboards become these settings'); in another, a Grafana sidecar reading both "
+     "loads two dashboards of one uid"),
+    ({"settings": "mine", "relabel": lambda m: m.update(labels={"grafana_dashboard": "1"})}, "fail",
+     f"{DASHBOARD_MAPS} here are not gpudash's (no app.kubernetes.io/managed-by=gpudash label: a person's or another "
+     "tool's) and named as these settings name theirs: applying build/k8s/grafana-dashboards.yaml replaces them, and "
+     "the dashboard it carries is lost"),
+    ({"settings": "mine", "relabel": lambda m: m.update(annotations={"grafana_folder": "GPU monitoring"})}, "warn",
+     f"{DASHBOARD_MAPS} were applied by a gpudash that recorded no settings: whether these settings applied them "
+     "cannot be told, and applying build/k8s/grafana-dashboards.yaml in that namespace replaces them"),
+    ({"refused": True}, "warn", "cannot tell whether a ConfigMap named as these settings' dashboards' is another's: "
+     "the Kubernetes API refused access to ConfigMaps named gpudash-by-pod-dashboard in every namespace (403)"),
+], ids=["none", "these settings'", "another project's", "a person's", "an older gpudash's", "listing refused"])
+def test_dashboard_configmaps_of_other_settings_or_not_gpudash_s_are_named_before_this_build_replaces_them(
+        stack, tmp_path, applied, status, detail):
+    """Every settings file names its dashboards' sidecar ConfigMaps alike (gpudash-<id>-dashboard), and they carried no
+    mark of the settings that wrote them: `kubectl apply` of one project's k8s/grafana-dashboards.yaml replaced
+    another's dashboards, or a person's ConfigMap of that name, and verify read none of them. They now record their
+    project and clusters, and verify reads the live ones in every namespace: another's, or one without gpudash's
+    label, fails (its failure stops no publish: publishing does not apply them)."""
+    cluster, verify = stack
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n")
+    files = {"mine": mine, "theirs": _settings_file(tmp_path, "theirs", "project: team-b\n")}
+    if "settings" in applied:
+        _applied_dashboards(cluster, files[applied["settings"]], relabel=applied.get("relabel"))
+    if applied.get("refused"):
+        cluster.readable_only = {"configmaps": ("amazon-cloudwatch",)}
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
+    check = checks[("kube", "dashboard ConfigMaps of other settings")]
+    assert (check["status"], check["detail"].split(" (User ")[0]) == (status, detail), check
+
+
 def test_the_agent_config_another_project_of_the_cluster_applied_is_named_before_this_build_replaces_it(stack, tmp_path):
     """Two projects publish one cluster to CloudWatch, the second with agent.metric_selection: all. Both write the
     agent's two ConfigMaps (the names its Deployment mounts), and `kubectl apply` of either replaced the other's:

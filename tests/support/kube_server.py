@@ -443,4 +443,11 @@ class KubeTestServer(LoopbackServer):
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/configmaps/([^/]+)", path):
             configmap = c.configmaps.get((m.group(1), m.group(2)))
             return (200, configmap) if configmap else not_found
+        if m := re.fullmatch(r"/api/v1(?:/namespaces/([^/]+))?/configmaps", path):  # one namespace, or all
+            fields, selector = query.get("fieldSelector", [""])[0], query.get("labelSelector", [""])[0]
+            return 200, {"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {"resourceVersion": "1"},
+                         "items": [configmap for (namespace, name), configmap in sorted(c.configmaps.items())
+                                   if m.group(1) in (None, namespace)
+                                   and _matches({"metadata.name": name, "metadata.namespace": namespace}, fields)
+                                   and _matches(configmap["metadata"].get("labels", {}), selector)]}
         return not_found

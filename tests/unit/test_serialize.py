@@ -503,7 +503,7 @@ def test_a_sidecar_file_with_an_astral_character_keeps_pyyamls_bytes_for_its_oth
     from generator.render.grafana_files import configmap
 
     folder = "GPU monitoring\tproduction training fleet owned by the ML platform team, alerts go to the on-call"
-    documents = [configmap("gpudash-fire", '{\n  "title": "GPU \U0001F525 temperatures"\n}\n', folder)]
+    documents = [configmap("gpudash-fire", '{\n  "title": "GPU \U0001F525 temperatures"\n}\n', folder, {})]
     written = serialize.to_yaml(*documents)
     assert yaml.safe_load(written) == documents[0]
     assert written == _pure_yaml(documents)
