@@ -3,9 +3,7 @@
 from generator.catalog import PRESENCE
 from generator.container_insights import enabled as addon_source
 from generator.model import Alarm, Condition, Query
-from generator.promql import GPU_LABEL
-from generator.render.alarms import recorded_name
-from generator.stopped_gpus import HELD, RECORDED
+from generator.stopped_gpus import HELD, uuid_name
 
 POD = ("pod",)  # a pod is named with its namespace in every backend
 # Per GPU in Prometheus (alerts name the node and GPU); CloudWatch has no GPU dimension and
@@ -125,9 +123,8 @@ def alarms(ctx):
               runbook="On the node: `nvidia-smi` and `dmesg | grep -i xid` (79: fallen off the bus). Cordon and drain "
                       "the node, then reset the GPU (`nvidia-smi -r`) or reboot; replace it if it falls off again. "
                       "The alert's GPU is the index the GPU last read under: a reboot that leaves it out indexes "
-                      "the GPUs after it one lower, so compare UUIDs (`nvidia-smi -L`) with the lost GPU's: the "
-                      f"{GPU_LABEL} label of {recorded_name('gpu-stopped-reporting', RECORDED)} for the node and GPU "
-                      "in Prometheus (its UUID where the exporter writes one)."),
+                      "the GPUs after it one lower, so find the lost GPU by the alert's "
+                      f"{uuid_name(ctx.settings)} label (`nvidia-smi -L`; an exporter writing no UUID gives none)."),
     ]
     # An alarm on a field the counters CSV does not collect is left out with a note (generate, lint DF001).
     return ctx.available(candidates)

@@ -121,10 +121,18 @@ def recording(metrics: tuple[str, ...], settings: Settings, period: int, periods
     return _judged(metrics, settings, period, periods, resolution, record)
 
 
-def alert(keys: tuple[str, ...], record: str) -> str:
+def alert(keys: tuple[str, ...], settings: Settings, record: str) -> str:
     """The alert: the GPUs the recording rule `record` wrote at this evaluation (the group writes it just before; an
-    older sample, kept past a restart without a staleness marker, is none of them: render.alarms.recorded_value)."""
-    return f"max by ({_names(keys)}) (last_over_time({record}[1ms]))"
+    older sample, kept past a restart without a staleness marker, is none of them: render.alarms.recorded_value), by
+    `keys` and the lost GPU's UUID where its exporter writes one (the index a reboot gives another GPU: uuid_name)."""
+    return f"max by ({_names((*keys, uuid_name(settings)))}) (last_over_time({record}[1ms]))"
+
+
+def uuid_name(settings: Settings) -> str:
+    """The label the exporter writes a GPU's UUID under, which the recording and its alert carry: a reboot that leaves
+    the lost GPU out indexes the GPUs after it one lower, so its node and index name another GPU then."""
+    labels = settings.labels
+    return uuid_label((labels.pod, labels.namespace, labels.container))
 
 
 def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: int, resolution: str,
@@ -141,7 +149,7 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
 
     # a GPU by its UUID alone, where it has one: NVML indexes GPUs in bus order, so a reboot that leaves one out
     # indexes the GPUs after it one lower (the same GPU, another `gpu`)
-    uuid = uuid_label((labels.pod, labels.namespace, labels.container))
+    uuid = uuid_name(settings)
     by_uuid = _names((labels.cluster, GPU_LABEL))
     with_uuid = f'{uuid}!=""'
 
@@ -199,14 +207,14 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     # each GPU's last reading time (at LAST_STEP over the hour)
     last = _either([f"max_over_time((timestamp({selector(metric, branch)}) and {selector(metric, branch)} < {floor})"
                     f"[{MEMORY}:{LAST_STEP}])" for metric, branch in sources])
-    last = f"max by ({identity}) ({coalesced_gpu(last, labels)})"
-    lost = f"(0 * ({spellings} and on ({identity}) {silent}) + on ({identity}) group_left () {last})"
+    last = f"max by ({identity}, {uuid}) ({coalesced_gpu(last, labels)})"  # its UUID (one per identity) carried on
+    lost = f"(0 * ({spellings} and on ({identity}) {silent}) + on ({identity}) group_left ({uuid}) {last})"
     if record:  # carried: a GPU judged stopped before, past the hour of its readings, named as then (a spelling of
         # the node's copies within the hour: the GPUs reading now name it on, whatever their name has become)
-        held = f"max by ({identity}, {labels.node}) (last_over_time({record}[{HOLD}]))"
+        held = f"max by ({identity}, {labels.node}, {uuid}) (last_over_time({record}[{HOLD}]))"
         spelt = f'label_replace({held}, "{SPELLING}", "$1", "{labels.node}", "(.*)")'
         lost = f"({lost} or on ({identity}) {unread(spelt)})"
-    stopped = (f"max by ({identity}, {labels.node}) "
+    stopped = (f"max by ({identity}, {labels.node}, {uuid}) "
                f"({lost} + on ({spelling}) group_left ({labels.node}) (0 * {now_named}))")
     # a GPU whose last reading is older than its node's Node object read on another machine of that name (EKS names a
     # node by its private IP, which a later node may be given): where kube-state-metrics tells when it was made

@@ -1514,7 +1514,7 @@ def stopped_rules(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[d
     record = recorded_name(alarm.id, stopped_gpus.RECORDED)
     return ({"record": record, "labels": {PROMETHEUS_RULE_LABEL: alarm.id},
              "expr": stopped_gpus.recording(*_stopped_fields(alarm, catalog, settings), rule_step(settings), record)},
-            stopped_gpus.alert(_stopped_keys(alarm, settings), record))
+            stopped_gpus.alert(_stopped_keys(alarm, settings), settings, record))
 
 
 def _kinds(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[str | None, ...]:

@@ -135,10 +135,15 @@ def _truth(minute: int) -> list[dict[str, str]]:
     node's other GPU reading in each of the two 5-minute periods."""
     fired = []
     if 40 <= minute:
-        fired += [{"node": "node-a", "gpu": "2"}, {"node": "node-b", "gpu": "1"}]
+        fired += [_lost("node-a", 2), _lost("node-b", 1)]
     if 40 <= minute <= 54:
-        fired.append({"node": "node-i", "gpu": "1"})
+        fired.append(_lost("node-i", 1))
     return fired
+
+
+def _lost(node: str, gpu: int, uuid: str | None = None) -> dict[str, str]:
+    """The labels the alert names a lost GPU by: its node and index, and its UUID (by default as _gpus writes it)."""
+    return {"node": node, "gpu": str(gpu), "UUID": uuid or f"GPU-{node}-{gpu}"}
 
 
 RANGE = 3  # the CloudWatch evaluation range's length in periods (its length is not published; none alarms for it)
@@ -219,7 +224,7 @@ def test_on_a_prometheus_of_several_clusters_each_clusters_node_is_judged_apart(
             series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{cluster="{cluster}",gpu="{gpu}",UUID="GPU-{gpu}",'
                                      f'Hostname="node-a",node="node-a",instance="10.0.1.1:9400"}}',
                            "values": " ".join(samples)})
-    east = {"cluster": "east", "node": "node-a", "gpu": "2"}
+    east = {"cluster": "east", **_lost("node-a", 2, "GPU-2")}
     promtool_test(tmp_path, "shared.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT,
          "exp_alerts": [expected_alert(tmp_path, ALERT, **east)] if minute == 45 else []} for minute in (35, 45)]}])
@@ -267,7 +272,7 @@ def test_with_virtual_gpus_a_pod_leaving_its_gpu_on_a_4_5_2_exporter_fires_nothi
     (tmp_path / "gpudash.yaml").write_text(VIRTUAL)
     files = encode(build(load_project(tmp_path / "gpudash.yaml"), grafana=False))
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    lost = [{"node": "node-w", "gpu": "2"}, {"node": "node-x", "gpu": "1"}]
+    lost = [_lost("node-w", 2), _lost("node-x", 1)]
     promtool_test(tmp_path, "virtual.yaml", [{"interval": f"{STEP}s", "input_series": _virtual_series(),
                                             "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT,
@@ -308,7 +313,7 @@ def test_a_gpu_lost_before_its_exporter_is_renamed_fires(built, restart_only):
                                                           "input_series": _renamed_series(restart_only),
                                                           "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT,
-         "exp_alerts": [expected_alert(built, ALERT, node=node, gpu="3")] if 40 <= minute else []}
+         "exp_alerts": [expected_alert(built, ALERT, **_lost(node, 3, "GPU-node-e-3"))] if 40 <= minute else []}
         for minute in (35, 40, 45, 60, 89, 90)]}])
 
 
@@ -404,7 +409,7 @@ def test_a_gpu_split_into_mig_instances_is_no_gpu_stopped_when_gpu_utilization_i
                 read = ["_" if gpu == 3 and k >= CHANGE or gpu == 1 and (instance is None) == (k >= CHANGE) else value
                         for k in range(STEPS)]
                 series.append({"series": f"{field}{{{labels}{mig}}}", "values": " ".join(read)})
-    lost = [expected_alert(tmp_path, ALERT, node="node-m", gpu="3")]
+    lost = [expected_alert(tmp_path, ALERT, **_lost("node-m", 3, "GPU-m-3"))]
     promtool_test(tmp_path, "mig-util.yaml", [{"interval": f"{STEP}s", "input_series": _ended_values(series),
                                                "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": lost if minute >= 40 else []}
@@ -475,7 +480,7 @@ def _kept(minute: int) -> list[dict[str, str]]:
     fired = ["node-a", "node-x" if minute not in (105, 110) else None, OLD_POD if minute <= 100 else "node-e",
              *(["node-r"] if minute < 100 else []), *(["node-g", "node-k", "node-m"] if minute <= 104 else []),
              *(["node-n"] if minute < 103 else [])]
-    return [{"node": node, "gpu": "2"} for node in fired if node]
+    return [_lost(node, 2, f"GPU-{'node-e' if node == OLD_POD else node}-2") for node in fired if node]
 
 
 def test_a_gpu_lost_fires_past_the_hour_until_it_reads_again_or_its_node_goes(built):

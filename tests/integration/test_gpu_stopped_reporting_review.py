@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests.integration.test_gpu_stopped_reporting import (  # noqa: F401
-    ALERT, STEP, _ended, _labels, _renamed_series, _target, built)
+    ALERT, STEP, _ended, _labels, _lost, _renamed_series, _target, built)
 from tests.support.promtool_rules import expected_alert, promtool_test
 
 LONG = 300  # 150 minutes of 30 s scrapes
@@ -79,7 +79,7 @@ def test_a_lost_gpu_is_named_after_a_reboot_renumbers_the_gpus_after_it(built, l
     index GPU-r-3 left read as lost, the lost GPU's index read by another GPU as a replacement); with GPU 0 lost, the
     GPUs reading at new indexes read as a machine arrived at 65 (their first readings by index)."""
     _judge(built, f"renumbered-{lost}.yaml", _history("node-r", _renumbered(lost)) + [_node_made("node-r")],
-           lambda minute: [{"node": "node-r", "gpu": str(lost)}] if minute >= 40 else [])
+           lambda minute: [_lost("node-r", lost, f"GPU-r-{lost}")] if minute >= 40 else [])
 
 
 def _outage(minutes: tuple[int, int]) -> list[dict[str, str]]:
@@ -105,7 +105,7 @@ def test_a_lost_gpu_fires_again_once_prometheus_is_back(built, minutes):  # noqa
     promtool_test(built, "outage.yaml", [{"interval": f"{STEP}s", "input_series": _outage(minutes),
                                           "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT,
-         "exp_alerts": [expected_alert(built, ALERT, node="node-p", gpu="2")] if minute >= 40 else []}
+         "exp_alerts": [expected_alert(built, ALERT, **_lost("node-p", 2, "GPU-p-2"))] if minute >= 40 else []}
         for minute in range(20, LONG * STEP // 60) if minute not in down]}])
 
 
@@ -118,7 +118,7 @@ def test_a_lost_gpu_holds_past_the_hour_after_prometheus_was_down_once_its_node_
     promtool_test(built, "outage-after.yaml", [{"interval": f"{STEP}s", "input_series": _outage((60, 72)),
                                                 "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT,
-         "exp_alerts": [expected_alert(built, ALERT, node="node-p", gpu="2")] if minute >= 40 else []}
+         "exp_alerts": [expected_alert(built, ALERT, **_lost("node-p", 2, "GPU-p-2"))] if minute >= 40 else []}
         for minute in shown]}])
 
 
@@ -134,7 +134,7 @@ def test_a_lost_gpu_replaced_at_its_index_ends_once_the_new_one_reads_in_each_pe
     """Truth: node-q GPU 2 from minute 40 until the new GPU at its index reads in each of the two periods (70), as a
     GPU on other hardware does; none after (a GPU at the index that read before the hour would be one renumbered)."""
     _judge(built, "replaced.yaml", _history("node-q", _replaced) + [_node_made("node-q")],
-           lambda minute: [{"node": "node-q", "gpu": "2"}] if 40 <= minute < 70 else [])
+           lambda minute: [_lost("node-q", 2, "GPU-q-2")] if 40 <= minute < 70 else [])
 
 
 def _several(node: str):
@@ -147,9 +147,9 @@ def _several(node: str):
 
 
 def _several_truth(minute: int) -> list[dict[str, str]]:
-    return [*([{"node": "node-t", "gpu": "1"}] if minute >= 40 else []),
-            *([{"node": "node-t", "gpu": "3"}] if minute >= 55 else []),
-            *([{"node": "node-u", "gpu": str(gpu)} for gpu in range(3)] if minute >= 40 else [])]
+    return [*([_lost("node-t", 1, "GPU-t-1")] if minute >= 40 else []),
+            *([_lost("node-t", 3, "GPU-t-3")] if minute >= 55 else []),
+            *([_lost("node-u", gpu, f"GPU-u-{gpu}") for gpu in range(3)] if minute >= 40 else [])]
 
 
 @pytest.mark.parametrize("every", ["1m", "30s"])
@@ -180,3 +180,39 @@ def test_a_gpu_lost_as_its_uuid_less_exporter_is_renamed_fires(built):  # noqa: 
         {"eval_time": f"{minute}m", "alertname": ALERT,
          "exp_alerts": [expected_alert(built, ALERT, node="node-e", gpu="3")] if minute >= 40 else []}
         for minute in range(20, 93)]}])
+
+
+RENAMED = 90  # the scrape (minute 45) node-e's exporter is upgraded at, a quarter hour after its GPU 3 was lost
+
+
+def _renamed_later(told: bool) -> list[dict[str, str]]:
+    """node-e, scraped by a user's own job (no `node` label), its exporter writing no UUID and, given no NODE_NAME,
+    its own pod's name into Hostname: GPU 3 of four lost at minute 30; at minute 45 (one scrape missed) the exporter
+    upgraded to one writing hostname=node-e, on a new pod; kube-state-metrics' Node object of node-e made before the
+    history where `told`."""
+    values: dict[str, list[str]] = {}
+    for k in range(LONG):
+        for gpu in range(4):
+            if gpu == 3 and k >= LOST or k == RENAMED:
+                continue
+            labels = {"gpu": str(gpu), "job": "dcgm", "instance": f"10.0.{1 + (k > RENAMED)}.5:9400",
+                      **({"hostname": "node-e"} if k > RENAMED else {"Hostname": "nvidia-dcgm-exporter-7xk2p"})}
+            values.setdefault(f"DCGM_FI_DEV_GPU_TEMP{{{_labels(dict(sorted(labels.items())))}}}",
+                              ["_"] * LONG)[k] = "40"
+    return _ended(values) + ([_node_made("node-e")] if told else [])
+
+
+@pytest.mark.xfail(strict=True, reason="an exporter writing no UUID renamed within the hour after it lost a GPU: "
+                                       "no GPU reading after the rename carries the old pod's name, nothing links the "
+                                       "two names (kube_pod_info would), and the lost GPU is dropped at the rename")
+@pytest.mark.parametrize("told", [True, False], ids=["kube-state-metrics", "no kube-state-metrics"])
+def test_a_gpu_lost_before_its_uuid_less_exporter_is_renamed_fires(built, told):  # noqa: F811
+    """Truth: node-e GPU 3 from minute 40 on, under the old pod's name until the renamed copies are read (45), under
+    node-e after, at every minute to 149. Nothing fires from 46 on, with kube-state-metrics' Node object or without
+    (as before s39's first-reading comparison: 108ee99c fails alike). With UUIDs it holds
+    (test_a_gpu_lost_fires_past_the_hour_until_it_reads_again_or_its_node_goes, node-e)."""
+    def truth(minute: int) -> list[dict[str, str]]:
+        if minute < 40:
+            return []
+        return [{"node": "nvidia-dcgm-exporter-7xk2p" if minute <= RENAMED // 2 else "node-e", "gpu": "3"}]
+    _judge(built, f"renamed-later-{told}.yaml", _renamed_later(told), truth)
