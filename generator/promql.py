@@ -1438,6 +1438,12 @@ def counted_name(metric: str, part: str = "step_increase") -> str:
 
 COUNTED_PARTS = ("step_increase", "step_seconds")  # counted_rules' two series per counter, in that order
 
+# The seconds recording's ranks of the chosen copies (counted_rules): a copy counted on its own clock ranks
+# RANK_OWN_CLOCK above one counted from another copy's scrape (more milliseconds than COUNTED_WITHIN holds), each
+# rank times SECONDS_PACKED (more milliseconds than a step's seconds reach) plus the copy's seconds in milliseconds
+RANK_OWN_CLOCK = 10 ** 6
+SECONDS_PACKED = 10 ** 7
+
 # Seconds back a GPU's previous reading is looked for by its recording (counted_rules): a gap in its readings up to this
 # long counts at the first reading after it; the growth of a longer one is counted at no step.
 COUNTED_WITHIN = 300
@@ -1462,7 +1468,8 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     its own with topk, whose pick among equals is arbitrary, recorded one copy's delta over another's seconds (0.071 to
     0.14 replays per second for 0.1); the delta of the copy whose own step was the longest over the seconds of
     another (each recording choosing apart) counted 70 s of growth over 60 s with three copies (1.067 of the power).
-    The seconds recording takes the most of those copies' seconds. A copy that has not read a restart of the
+    The seconds recording takes the seconds of one of those copies, a copy counted on its own clock first (its
+    reading before is the base), then the one scraped last. A copy that has not read a restart of the
     counter that another copy read within the last COUNTED_WITHIN / 2 seconds does not lead (its own count of
     restarts looks COUNTED_WITHIN back): after a GPU reset a copy lagging by a collection still reads the counter
     from before the reset, the largest reading, and led with its own delta of 0 while the reset copy's readings since
@@ -1541,21 +1548,21 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
                     f"max by ({keys}) ({copy.latest(taken, COUNTED_WITHIN, f' offset {resolution}')} and "
                     f"({own_before} == on ({keys}) group_left () {before_latest})))")
     # the growth above counts (it is not the larger of the two) where the step before's largest reading is above the
-    # copy's own reading before (its delta's), where the copy read in the step before (its reading there is not above
-    # the largest), or where the copy's own delta is a restart (its reading below its own latest raw sample before:
-    # the counter since the restart): one subquery of the steps before, where comparing the two deltas read the
-    # copy's own delta again. Without the restart's test, a copy that missed the step before while another copy read
-    # the restart there counted its growth above that reading over its own seconds since its reading before the
-    # restart (50 s of growth over 60 s: a 2-minute window read 0.933 of the GPU's power). Copies whose readings tie
-    # in the step before (one nv-hostengine's collections) count from the latest scrape of the tied reading, the same
-    # for each: each one's own seconds, the most of them taken at each step (one scrape 5 s late: 35 s, then the
-    # other copy's 30 s where the late one's were 25 s), read 0.968 of the GPU's power for 2.5 minutes where the copy
-    # scraped on time alone reads all of it. A copy that did not read in the step before counts from its own scrape
-    # where its reading before is as large: counted from a third copy's late scrape of that sample (an exporter
-    # polling the hostengine every 90 s: 35 s for the copy's 90), a step read 90 s of growth over 60 s (another
-    # copy's, the most), 1.2 of the GPU's power for 2 minutes
+    # copy's own reading before (its delta's), or where the copy's own delta is a restart (its reading below its own
+    # latest raw sample before: the counter since the restart): one subquery of the steps before, where comparing the
+    # two deltas read the copy's own delta again. Without the restart's test, a copy that missed the step before while
+    # another copy read the restart there counted its growth above that reading over its own seconds since its
+    # reading before the restart (50 s of growth over 60 s: a 2-minute window read 0.933 of the GPU's power). A copy
+    # whose own reading before is the base (as large as the step before's largest) counts on its own clock, from its
+    # own scrape of it, whether it read in the step before or not: counted from a third copy's late scrape of that
+    # sample (an exporter polling the hostengine every 90 s: 35 s for the copy's 90), a step read 90 s of growth over
+    # 60 s (another copy's, the most), 1.2 of the GPU's power for 2 minutes; and where copies read the same sample
+    # (one nv-hostengine's collections) at different lags, counting each step from the latest scrape of the reading
+    # before ended the steps on the lagging copy's scrapes where it tied and on the other's where it lagged: an
+    # exporter polling every 60 s scraped 20 s past beside one polling every 30 s scraped 5 s past, 45 s then 15 s
+    # for 30 s of growth each, read 222,222 mW for 200,000 at every minute for as long as both ran
     restarted = f"({copy.reading} < {read_before_own})"
-    counts_above = f"({own_before} < on ({keys}) group_left () {before} or {read_before} or {restarted})"
+    counts_above = f"({own_before} < on ({keys}) group_left () {before} or {restarted})"
     grew_in = (f"(({above} and {counts_above}) * 0 + "
                f"({taken} - on ({keys}) group_left () {taken_before}) or "
                f"{copy.step_seconds(COUNTED_WITHIN, scraped=True)})")
@@ -1563,17 +1570,30 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # copy). Of the leading copies' deltas the smallest: the growth since the highest base (where two tied copies
     # missed the step before, the larger delta, a lagging copy's from its older reading, counted again what the other
     # had counted at the step before: 90 s of growth over 60 s, 1.2 of the GPU's power for 2 minutes), and the
-    # seconds of the copies whose delta that is (`chosen`), the most of them (tied copies' seconds since the latest
-    # scrape of the reading before, one chain across steps). Both recordings choose the same copies: the delta of the
+    # seconds of one copy whose delta that is (`chosen`): a copy on its own clock before one counted from another
+    # copy's scrape, then the copy whose latest scrape is the latest (one copy's clock from step to step where tied
+    # copies read each sample: the most of their seconds read 0.968 of the GPU's power for 2.5 minutes where one
+    # copy's scrape was stamped 5 s late, 35 s then that copy's 25 s beside the other's 30). A leading copy that
+    # missed the step is ranked by its latest scrape. Both recordings choose the same copies: the delta of the
     # copy whose own step was the longest, its growth above a third copy's lagging reading, over the seconds of a
     # tied copy that had counted further two steps before, read 70 s of growth over 60 s (1.067 of the GPU's power for
     # 2 minutes). Cost: the seconds recording reads the deltas and the lead a second time (the counters' group +28 %
-    # at 66 GPUs), where picking by the longest own step read the steps' seconds instead
+    # at 66 GPUs), where picking by the longest own step read the steps' seconds instead; the ranks +20 % more on it
+    # (0.235 -> 0.28 CPU-s per evaluation at 66 GPUs)
     grew_leading = f"({grew} and {leading})"
     chosen = f"({grew_leading} == on ({keys}) group_left () min by ({keys}) ({grew_leading}))"
-    parts = (f"({how} by ({keys}) ({part}) or {merged})" for how, part, merged in (
-        ("min", grew_leading, gpu.step_delta(COUNTED_WITHIN)),
-        ("max", f"{grew_in} and {chosen}", gpu.step_seconds(COUNTED_WITHIN, scraped=True))))
+    # each chosen copy's rank and seconds packed into one number, so that one max picks them and `chosen` is read
+    # once (comparing the ranks, then taking the seconds of the highest, read it three times: the seconds recording
+    # twice the CPU): rank * SECONDS_PACKED + its milliseconds, exact integers in a float64 (below 2^53). The rank:
+    # RANK_OWN_CLOCK on its own clock, plus RANK_OWN_CLOCK - 1 less the milliseconds since its latest scrape (within
+    # COUNTED_WITHIN); the most milliseconds where ranks tie
+    another_clock = f"({own_before} < bool on ({keys}) group_left () {before})"
+    since = f"round((time() - {copy.latest(taken, COUNTED_WITHIN)}) * 1000)"
+    rank = f"({RANK_OWN_CLOCK} * (2 - {another_clock}) - 1 - {since})"
+    packed = f"({rank} * {SECONDS_PACKED} + round({grew_in} * 1000) and {chosen})"
+    parts = (f"({part} or {merged})" for part, merged in (
+        (f"min by ({keys}) ({grew_leading})", gpu.step_delta(COUNTED_WITHIN)),
+        (f"max by ({keys}) ({packed}) % {SECONDS_PACKED} / 1000", gpu.step_seconds(COUNTED_WITHIN, scraped=True))))
     # the one step of (t - interval, t] (Prometheus 2's closed ranges and 3's left-open alike)
     return tuple(f"last_over_time({part}[{seconds * 1000 - 1}ms:{resolution}])" for part in parts)
 

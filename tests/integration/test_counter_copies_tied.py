@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import math
 
-import pytest
 import yaml
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
@@ -191,26 +190,19 @@ def test_grafanas_energy_rate_reads_the_gpus_power_where_the_longest_copy_counts
     _reads_the_power_together(rules, monkeypatch, "longest-above-lagging")
 
 
-@pytest.mark.xfail(strict=True, reason="tied copies of different lags: the seconds count from the latest scrape of "
-                                       "the tied reading, another copy's clock where that copy missed the next scrape "
-                                       "(25 s for 30 s of growth; 0.968 or 1.034 of the power at a window's edge)")
 def test_grafanas_energy_rate_reads_the_gpus_power_where_tied_copies_of_different_lags_miss_a_scrape_in_turn(
         rules, monkeypatch):
     # two exporters reading one hostengine's samples of 10 s past each half minute, scraped at 15 and 20 s past (their
     # readings tie, 5 and 10 s after the sample), b's scrape at 680 s failed. At 690 s a alone read the 670 s sample:
     # 30 s of growth, counted from the latest scrape of the 640 s sample (b's, 650 s) where a's own was at 645 s:
-    # over 25 s. At 720 s b counts from a's 675 s scrape over 35 s: the two steps add up (60 s over 60 s), but a
-    # window holding one of them reads 1.034 or 0.968 of the power (11m30s, 14m). Each step counted on the clock of a
-    # copy that read both readings reads the power here, but breaks the chain where a copy counts from another copy's
-    # reading (its base read by no copy of its lag): a random story read 1.2 for 3.5 minutes. Truth: 200,000 mW at
-    # every minute
+    # over 25 s. At 720 s b counted from a's 675 s scrape over 35 s: the two steps added up (60 s over 60 s), but a
+    # window holding one of them read 1.034 or 0.968 of the power (11m30s, 14m). Each copy whose reading before is
+    # the base now counts on its own clock (a: 30 s at 690 s), and at 720 s a (its own clock) is chosen over b
+    # (counted from a's scrape). Truth: 200,000 mW at every minute
     _reads_the_power(rules, monkeypatch, "panel_energy_tied_lags_in_turn.yaml",
                      {"a": (15, 30, 10, ()), "b": (20, 30, 10, (680,))})
 
 
-@pytest.mark.xfail(strict=True, reason="tied copies of different lags: where one copy polls every other sample, the "
-                                       "seconds chain on the latest scrape of the tied reading (45 s then 15 s for "
-                                       "30 s of growth each): 222,222 mW for 200,000 at every minute")
 def test_grafanas_energy_rate_reads_the_gpus_power_where_a_copy_polling_every_other_sample_ties_every_other_step(
         rules, monkeypatch):
     # two exporters reading one hostengine's samples of 1 s past each half minute for as long as both run: a polls it
@@ -218,11 +210,12 @@ def test_grafanas_energy_rate_reads_the_gpus_power_where_a_copy_polling_every_ot
     # every 60 s (dcgm-exporter -c 60000) and is scraped 20 s past: at the step holding a minute's first half their
     # readings tie (the sample of 1 s past the minute), at the other b's reading lags a's by a sample and adds
     # nothing. The GPU's readings merged are a's: 200,000 mW at every minute (b alone reads 160,000 and 240,000 in
-    # turn, its 60 s polls' own blur). The tie's step counts 30 s of growth (above a's reading before) over the most
+    # turn, its 60 s polls' own blur). The tie's step counted 30 s of growth (above a's reading before) over the most
     # of the two copies' seconds: b's, from a's scrape before to b's later scrape of the tied sample (45 s); the next
-    # step a's growth from that late scrape (15 s): the two steps add up, but a 2-minute window holds three of one and
-    # two of the other: 222,222 mW at every minute (181,818 at every half minute), as long as b runs beside a. Found
-    # by random two-copy scenes through the rules on promtool; no failed scrape involved
+    # step a's growth from that late scrape (15 s): the two steps added up, but a 2-minute window holds three of one
+    # and two of the other: 222,222 mW at every minute (181,818 at every half minute), as long as b ran beside a.
+    # Found by random two-copy scenes through the rules on promtool; no failed scrape involved. Now a, whose reading
+    # before is the base, counts on its own clock at both steps (30 s each)
     _reads_the_power(rules, monkeypatch, "panel_energy_tied_every_other_step.yaml",
                      {"a": (5, 30, 1, ()), "b": (20, 60, 1, ())})
 
@@ -233,10 +226,10 @@ def test_grafanas_energy_rate_counts_back_the_seconds_a_missed_scrape_moved_to_a
     # each (at 5, 15 and 0 s past): their readings tie. The one 25 s behind, the latest scrape of each sample, misses
     # its scrape at 750 s: that step counts from its 720 s scrape of the 695 s sample on the next copy's clock (15 s
     # for 30 s of growth), and the step after, where it is back, from that copy's 735 s scrape of the 725 s sample
-    # (45 s): the chain of latest scrapes adds up, 200,000 mW at 13 and 14 minutes, whose windows hold both steps.
-    # Choosing for both recordings the copies whose own reading before is the highest (cheaper than the smallest
-    # delta) counted 30 s at 780 s (the copies that had read the 725 s sample): 1.111 of the power at 12m30s to 14m.
-    # The 15-minute window starts on the 780 s step, holding one of the two: 0.909, the strict xfail's case above
-    monkeypatch.setattr(hostile, "PANEL_MINUTES", (13, 14))
+    # (45 s): the chain of latest scrapes added up at 13 and 14 minutes, whose windows hold both steps, but the
+    # 15-minute window starts on the 780 s step, holding one of the two: 0.909 of the power. Choosing for both
+    # recordings the copies whose own reading before is the highest (cheaper than the smallest delta) counted 30 s at
+    # 780 s (the copies that had read the 725 s sample): 1.111 of the power at 12m30s to 14m. Each step now counts on
+    # the clock of a copy whose reading before is the base (30 s each): 200,000 mW at every minute
     _reads_the_power(rules, monkeypatch, "panel_energy_chain_counts_back.yaml",
                      {"a": (5, 30, 5, ()), "b": (15, 30, 5, ()), "c": (0, 30, 5, (750,))})
