@@ -114,3 +114,16 @@ def test_the_add_on_namespace_mean_weighs_a_gpu_named_in_turn_by_its_collections
     for text, note in ((ns_mean, NAMESPACE_WEIGHED_COLLECTIONS), (pod_mean, NAMED_WEIGHED_COLLECTIONS)):
         assert (note in text or SHORT[note] in text) and len(text) <= 1024 and "Runbook: r" in text, text
         assert "266.7 W for 250" in text and "scrapes naming" not in text, text
+
+
+def test_with_virtual_gpus_a_namespaces_mean_is_the_mean_of_its_gpus(tmp_path):
+    """The way out of the strict xfail above is the exporter's: with KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus)
+    each scrape writes the shared GPU under both pods (dcgm-exporter PR #432), so team-a's readings of it are at every
+    scrape, as its own GPU's are, and the pooled mean is the mean of its GPUs: 250 W."""
+    from dataclasses import replace
+
+    made = agent_build(defined_project(tmp_path, "agent:\n  pipeline: otel\nexporter:\n  virtual_gpus: true\n",
+                                       alarms=ALARMS, dashboards=DASHBOARD), ("ns-mean", "ns-max"), "ns")
+    points = Agent(made.config, made.job).run(scrapes(made.job, STEP, END, (replace(NODE, virtual_gpus=True,
+                                                                                        moves=0),)))
+    assert _mean(("", made.requests, made.header, points, made.findings), "team-a") == pytest.approx(250)
