@@ -829,16 +829,13 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if settings.no_mig:
         result = _whole_gpus(result, settings)
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
-        named = (NAMED_LOSS,) if query.per_pod and not settings.exporter.virtual_gpus else ()
+        named = (NAMED_LOSS,) if query.per_pod else ()
         result = replace(result, notes=result.notes + (FAILED_SCRAPE_LOSS, *named))
-    elif layout.blanks and catalog.get(query.metric).is_counter and query.per_pod \
-            and not settings.exporter.virtual_gpus:
+    elif layout.blanks and catalog.get(query.metric).is_counter and query.per_pod:
         result = replace(result, notes=result.notes + (NAMED_TURNS,))
-    elif layout.blanks and query.per_pod and query.aggregation in ("min", "max") \
-            and not settings.exporter.virtual_gpus:
+    elif layout.blanks and query.per_pod and query.aggregation in ("min", "max"):
         result = replace(result, notes=result.notes + ((NAMED_EXTREME,) if alarm else (NAMED_EXTREME_LINE,)))
-    elif layout.blanks and query.per_pod and query.aggregation in ("avg", "sum") and not alarm \
-            and not settings.exporter.virtual_gpus:
+    elif layout.blanks and query.per_pod and query.aggregation in ("avg", "sum") and not alarm:
         result = replace(result, notes=result.notes + (NAMED_MEAN_LINE,))
     if layout.instances and _pods_counters_added(result, catalog, settings):
         result = replace(result, notes=result.notes + (WHOLE_COPIES_COUNTED,))
@@ -1063,10 +1060,10 @@ def _pod_total(query: Query, settings: Settings, series: tuple[str, ...], per_gp
         "MAX" if kind == "count" else "AVG"
     # a pod's total of a scrape holds a GPU it shares with pods named in turn only at the scrapes naming it: a pod
     # holding a GPU of its own of 300 W and one named in turn of 100 W reads 350 W (its total per GPU reads each whole)
-    named = (NAMED_PART,) if not per_gpu and kind == "sum" and not settings.exporter.virtual_gpus else ()
+    named = (NAMED_PART,) if not per_gpu and kind == "sum" else ()
     if kind == "count" and not per_gpu:  # no scrape may read all of a pod's GPUs of the period (COUNT_MOST)
         named += (COUNT_MOST,)
-    if pod_mean_weighed(query, series, settings):  # its totals per GPU, as many as the scrapes naming the pod there
+    if pod_mean_weighed(query, series):  # its totals per GPU, as many as the scrapes naming the pod there
         named += (NAMED_WEIGHED,)
     return Plan(metric=query.metric, function=function, dims=tuple(pod_total_dimensions(settings, kind, per_gpu)),
                 group=series, series=series, notes=named)
@@ -1179,20 +1176,20 @@ NAMED_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS = in_collections(NAMED_
     in_collections(NAMESPACE_WEIGHED)
 
 
-def group_mean_weighed(query: Query, series: tuple[str, ...], settings: Settings) -> bool:
-    """A line per namespace or container (no pod, no GPU) of a mean over its GPUs, where the exporter names a GPU pods
-    share under one of them at a time (no exporter.virtual_gpus): NAMESPACE_WEIGHED."""
+def group_mean_weighed(query: Query, series: tuple[str, ...]) -> bool:
+    """A line per namespace or container (no pod, no GPU) of a mean over its GPUs, where an exporter names a GPU pods
+    share under one of them at a time (one without KUBERNETES_VIRTUAL_GPUS: exporter.virtual_gpus says only that some
+    exporters run with it, so it is said with the setting too): NAMESPACE_WEIGHED."""
     keys = set(query.by)
     return query.aggregation == "avg" and POD_DIMENSION not in series and GPU_DIMENSION not in series \
         and "pod" not in keys and "gpu" not in keys and bool(keys & {"namespace", "container"}) \
-        and not query.whole_gpu and not settings.exporter.virtual_gpus
+        and not query.whole_gpu
 
 
-def pod_mean_weighed(query: Query, series: tuple[str, ...], settings: Settings) -> bool:
-    """A line per pod of a mean over its GPUs (not per GPU), where the exporter names a GPU pods share under one of
-    them at a time (no exporter.virtual_gpus): NAMED_WEIGHED."""
-    return query.aggregation == "avg" and POD_DIMENSION in series and GPU_DIMENSION not in series \
-        and not settings.exporter.virtual_gpus
+def pod_mean_weighed(query: Query, series: tuple[str, ...]) -> bool:
+    """A line per pod of a mean over its GPUs (not per GPU), where an exporter names a GPU pods share under one of
+    them at a time (as group_mean_weighed: with exporter.virtual_gpus too): NAMED_WEIGHED."""
+    return query.aggregation == "avg" and POD_DIMENSION in series and GPU_DIMENSION not in series
 
 
 # A pod's count of GPUs per scrape (_pod_total, OTel) read as the most one scrape of the period counted (MAX): the
@@ -1270,7 +1267,7 @@ def read_weighed(plan_: Plan, keys: Iterable[str]) -> bool:
 def per_scrape_notes(settings: Settings, pod_keyed: bool, layout: Layout) -> tuple[str, ...]:
     """The notes of a per-scrape mean: a pod's line also reads low where a shared GPU is named under another pod."""
     return (per_scrape_note(layout, agent_drops_blanks(layout, settings)),) + \
-        ((NAMED_SHARE,) if pod_keyed and not settings.exporter.virtual_gpus else ())
+        ((NAMED_SHARE,) if pod_keyed else ())
 
 
 def per_scrape(interval: float) -> str:
@@ -1643,10 +1640,10 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
     if read_by_stand_in(result, query, catalog):  # MIG GPUs read by their stand-in
         return result
     if result.function == "AVG" and tuple(result.dims) == tuple(pod_dimensions(settings)) \
-            and pod_mean_weighed(query, tuple(result.series), settings) and NAMED_WEIGHED not in notes:
+            and pod_mean_weighed(query, tuple(result.series)) and NAMED_WEIGHED not in notes:
         notes.append(NAMED_WEIGHED)  # the per-pod set's readings of the pod's GPUs pooled
         result = replace(result, notes=tuple(notes))
-    if result.function == "AVG" and group_mean_weighed(query, tuple(result.series), settings) \
+    if result.function == "AVG" and group_mean_weighed(query, tuple(result.series)) \
             and NAMESPACE_WEIGHED not in notes:
         notes.append(NAMESPACE_WEIGHED)  # the namespace's readings (or its use of each GPU) of its GPUs pooled
         result = replace(result, notes=tuple(notes))

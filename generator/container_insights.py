@@ -153,7 +153,7 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = replace(result, notes=result.notes + (SHARED_UNDER_ONE,))
     if pod_mean_pooled(bare, result):
         result = replace(result, notes=result.notes + (NAMED_WEIGHED_COLLECTIONS,))
-    if result.function == "AVG" and group_mean_weighed(bare, (), settings) \
+    if result.function == "AVG" and group_mean_weighed(bare, ()) \
             and NAMESPACE_WEIGHED_COLLECTIONS not in result.notes:  # a namespace's GPUs' collections pooled alike
         result = replace(result, notes=result.notes + (NAMESPACE_WEIGHED_COLLECTIONS,))
     if result.function != "COUNT" and mapping.scale != 1:  # a count of GPUs or pods has no unit

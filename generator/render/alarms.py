@@ -1005,8 +1005,10 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
                                       (SHARED_INSTANCE_WEIGHS, SHARED_INSTANCE_WEIGHS))
              if note_ in plan_.notes]
     # (and a group's sum or mean of the pods' copies of a field split per process, which an exporter before 4.5.3
-    # writes as the device's whole value: lint AL019 notes it too)
-    named += [PER_PROCESS_COPIES_ADDED_ALARM] if PER_PROCESS_COPIES_ADDED in plan_.notes else []
+    # writes as the device's whole value: lint AL019 notes it too; said before the notes of pods named in turn, which
+    # with exporter.virtual_gpus only an exporter of the fleet without KUBERNETES_VIRTUAL_GPUS makes true, so that
+    # they give way first where the description runs out of room)
+    named[:0] = [PER_PROCESS_COPIES_ADDED_ALARM] if PER_PROCESS_COPIES_ADDED in plan_.notes else []
     comparison = _judged(alarm, plan_, settings)[0]
     texts = (unseen, ALARM_MIG_ONE_INSTANCE if reads_one_instance(plan_, settings) else "",
              copies_counted_note(plan_) or "")
