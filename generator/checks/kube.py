@@ -33,7 +33,7 @@ from ..output import ADDON_FILE, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, SID
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
 from ..resources import default_counters
-from ..clients.answer import Answer, OddAnswer
+from ..clients.answer import NOT_JSON, Answer, OddAnswer, json_value
 from ..clients.kube import Kube, KubeRefused, for_run
 from ..clients.options import Options
 from .gpu_resources import (GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_NAMES_ENV, capacity, gpu_resources,
@@ -2257,6 +2257,19 @@ def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, 
     fix = f"kubectl apply -f {built(path)} (then restart {AGENT_DEPLOYMENT})"
     live = configmap(name)
     data = live.string_map("data") if live is not None else {}
+    try:  # what it holds is compared as Python objects, however deep a person (or an attacker) nested them
+        return _agent_configmap_read(live, data, namespace, name, key, generated, path, jobs, settings)
+    except RecursionError:
+        return Check(GROUP, check, FAIL, f"{namespace}/{name} holds a text nested deeper than gpudash reads: not "
+                     "compared with what gpudash generates", f"look at it (kubectl -n {namespace} get configmap {name} "
+                     f"-o yaml); if gpudash's, {fix}")
+
+
+def _agent_configmap_read(live: Answer | None, data: dict[str, str], namespace: str, name: str, key: str,
+                          generated: dict[str, Any], path: str, jobs: frozenset[str], settings: Settings) -> Check:
+    """_agent_configmap, of the ConfigMap read (`live`, its `data`)."""
+    check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
+    fix = f"kubectl apply -f {built(path)} (then restart {AGENT_DEPLOYMENT})"
     theirs, kept = _not_gpudash_s(data, jobs)
     if theirs:
         replaced = (f"{namespace}/{name} holds what gpudash does not write ({'; '.join(theirs)}): applying "
@@ -2317,11 +2330,11 @@ def _not_gpudash_s(data: dict[str, str], jobs: frozenset[str]) -> tuple[list[str
                 theirs.append(f"scrape job{'s' if len(names) > 1 else ''} {shown(names)}")
                 kept[SCRAPE_KEY] = yaml.safe_dump({**config, "scrape_configs": [j for j in listed if j not in other]})
     if isinstance(data.get(AGENT_KEY), str):
+        config = json_value(data[AGENT_KEY])
         try:
-            config = json.loads(data[AGENT_KEY])
             emf = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
             declarations = emf["metric_declaration"]
-        except (ValueError, RecursionError, KeyError, TypeError):
+        except (KeyError, TypeError):  # (NOT_JSON is not subscriptable either)
             declarations = None
         if isinstance(declarations, list):
             matchers = {f"^{re.escape(job)}$" for job in jobs}
@@ -2380,9 +2393,8 @@ def _config_drift(key: str, live_text: str, generated: dict[str, Any]) -> list[s
     if key == OTEL_KEY:
         return _otel_drift(live_text, generated)
     if key == AGENT_KEY:
-        try:
-            live = json.loads(live_text)
-        except (ValueError, RecursionError):  # (nested deeper than the parser follows: not JSON either)
+        live = json_value(live_text)
+        if live is NOT_JSON:
             return ["cwagentconfig.json is not JSON"]
         if live == generated:
             return []

@@ -8,13 +8,25 @@ one failed check instead of a crash.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .. import redact
 
 REQUIRED = object()
+NOT_JSON = object()  # what `json_value` gives for a text that is no JSON
+
+
+def json_value(text: str | bytes | Callable[[], Any]) -> Any:
+    """The JSON value of an answer's text (or what `text()` decodes: a response's own .json), or NOT_JSON where the
+    text is none: not JSON, or nested deeper than the parser follows (its RecursionError: no JSON to read either).
+    The one place a client reads an answer as JSON or not an answer."""
+    try:
+        return json.loads(text) if isinstance(text, (str, bytes)) else text()
+    except (ValueError, RecursionError):
+        return NOT_JSON
 _KINDS = {dict: "an object", list: "a list", str: "a string", int: "a whole number", float: "a number",
           bool: "true or false"}
 

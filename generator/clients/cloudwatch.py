@@ -26,6 +26,7 @@ from .. import redact
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..markers import ALARM_OWNER_TAG
 from ..ownership import NOT_COMPARED, UNMODELLED
+from .answer import NOT_JSON, json_value
 from .deadline import Deadline, DeadlineExceeded
 from .http import BODY_LIMIT, PAST_LIMIT, RETRIES_AFTER, connect_failure, joined_within_limit
 from .pacing import Pacer
@@ -489,10 +490,7 @@ class CloudWatch:
             raise RemoteError(f"CloudWatch answered GetDashboard in {region} with something that is not an API answer "
                               f"(asked for the dashboard {name}, it names {'none' if named is None else repr(named)})",
                               where=what, hint=answer_hint(self.endpoint_name))
-        try:
-            body = json.loads(answer["DashboardBody"])
-        except ValueError:
-            body = None
+        body = json_value(answer["DashboardBody"])
         if not isinstance(body, dict):
             raise RemoteError(f"CloudWatch answered GetDashboard in {region} with a body that is not a JSON object",
                               where=what, hint=answer_hint(self.endpoint_name))
@@ -792,12 +790,11 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
     name = getattr(operation_model, "name", "")
     if not 200 <= status < 300 or not (body or name in REQUIRED):
         return
-    parsed: Any = None
     output = getattr(operation_model, "output_shape", None)
     unknown: dict[str, Any] | None = {} if name == "DescribeAlarms" else None  # botocore's parser drops them
-    try:
-        parsed = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):  # (nested deeper than the parser follows: not JSON)
+    parsed = json_value(body)
+    if parsed is NOT_JSON:
+        parsed = None
         # the excerpt is cut from the body with its secrets masked: a secret cut in two is masked nowhere
         problem = f"not JSON: {redact.text(body.decode('utf-8', 'replace'))[:40]!r}" if name in CHECKED else None
     else:

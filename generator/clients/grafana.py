@@ -17,6 +17,7 @@ from typing import Any, Iterator, NamedTuple
 from .. import redact, urls
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..urls import safe_url
+from .answer import NOT_JSON, json_value
 from .deadline import Deadline, DeadlineExceeded
 from .http import (NO_SUCH_HOST, PAST_LIMIT, RETRIES_AFTER, connect_failure, credentials, joined_within_limit,
                    no_netrc_on_redirect)
@@ -350,10 +351,7 @@ class GrafanaClient:
         if response.status_code in allow:
             # Grafana's refusal (a 404 "not found", a 409) is a JSON object with its message: a proxy's or load
             # balancer's page of that status says nothing of what Grafana holds, and is never read as "not there"
-            try:
-                said = response.json()
-            except (ValueError, RecursionError):  # (nested deeper than the parser follows: not JSON either)
-                said = None
+            said = json_value(response.json)
             if not (isinstance(said, dict) and isinstance(said.get("message"), str)):
                 raise InvalidAnswer(f"Grafana answered {method} {path.split('?')[0]} with {response.status_code} but "
                                     f"not as Grafana refuses (a JSON object with its message): {_body(response)}",
@@ -374,15 +372,10 @@ class GrafanaClient:
             return None
         if response.status_code >= 400:
             raise self._error(response, what)
-        try:
-            found = response.json()
-        except (ValueError, RecursionError):  # (nested deeper than the parser follows: not JSON either)
-            found = None
-            said = f"not JSON ({_body(response)})"
-        else:
-            said = "JSON null"
+        found = json_value(response.json)
+        said = f"not JSON ({_body(response)})" if found is NOT_JSON else "JSON null"
         # None is what an allowed refusal (a 404: "not found") answers: a body that reads as none is no such answer
-        if found is None:
+        if found is None or found is NOT_JSON:
             raise InvalidAnswer(f"Grafana answered {method} {path.split('?')[0]} with {response.status_code} but "
                                 f"{said}", where=what,
                                 hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path); a proxy, "
@@ -390,10 +383,7 @@ class GrafanaClient:
         return found
 
     def _error(self, response, what: str) -> RemoteError:
-        try:
-            body = response.json()
-        except (ValueError, RecursionError):
-            body = {}
+        body = json_value(response.json)
         if not isinstance(body, dict):
             body = {}
         message = str(body.get("message", ""))

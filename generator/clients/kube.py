@@ -5,7 +5,6 @@ through the client's models, so an object shaped unlike its API is a clear failu
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import threading
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 from .. import redact
 from .options import Options
 from ..errors import RemoteError
-from .answer import Answer, OddAnswer
+from .answer import NOT_JSON, Answer, OddAnswer, json_value
 from .http import decode, read_body
 
 
@@ -219,10 +218,7 @@ def _decoded(body: Any) -> str:
 def _not_found(body: Any) -> bool:
     """Whether a 404's body is the Kubernetes API's: a Status whose reason is NotFound (an object or resource that is
     not there), not a proxy's or an ingress's page."""
-    try:
-        status = json.loads(_decoded(body))
-    except (ValueError, RecursionError):  # (nested too deeply: not JSON)
-        return False
+    status = json_value(_decoded(body))
     return isinstance(status, dict) and status.get("kind") == "Status" and status.get("reason") == "NotFound"
 
 
@@ -349,9 +345,9 @@ class Kube:
         if path not in found:
             try:
                 text = self.text(path, f"API discovery {path}")
-                document = json.loads(text) if text is not None else None
-            except (RemoteError, OddAnswer, ValueError, RecursionError):
-                document = None
+            except (RemoteError, OddAnswer):
+                text = None
+            document = json_value(text) if text is not None else None
             items = document.get(field) if isinstance(document, dict) and document.get("kind") == kind else None
             found[path] = items if isinstance(items, list) and all(isinstance(i, dict) for i in items) else None
         return found[path]
@@ -361,10 +357,10 @@ class Kube:
         text = self.text(path, what, query)
         if text is None:
             return None
-        try:
-            return Answer(json.loads(text), what)
-        except (ValueError, RecursionError):  # (nested too deeply: not JSON)
-            raise OddAnswer(what, "", redact.text(text)[:40], "JSON") from None  # masked, then cut
+        value = json_value(text)
+        if value is NOT_JSON:
+            raise OddAnswer(what, "", redact.text(text)[:40], "JSON")  # masked, then cut
+        return Answer(value, what)
 
     def listing(self, path: str, what: str, query: dict[str, str] | None = None) -> list[Answer]:
         """The items of a list; a 404 on a list is odd (an empty list is the API's answer for none)."""

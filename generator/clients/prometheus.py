@@ -4,14 +4,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import redact
 from .options import Options
 from ..errors import RemoteError
-from .answer import Answer, OddAnswer, to_number
+from .answer import NOT_JSON, Answer, OddAnswer, json_value, to_number
 from .http import Sessions, get
 
 HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up, or --skip prometheus"
@@ -57,12 +56,12 @@ class Prometheus(_Reads):
 
     def _decoded(self, status: int, text: str) -> Answer:
         """An answer of Prometheus' API, successful or not; RemoteError or OddAnswer when not one."""
-        try:
-            return Answer(json.loads(text), self.source)
-        except (ValueError, RecursionError):  # (nested too deeply: not JSON)
-            if status != 200:
-                raise RemoteError(f"{self.source} answered HTTP {status}", hint=HINT) from None
-            raise OddAnswer(self.source, "", redact.text(text)[:40], "JSON") from None  # masked, then cut
+        value = json_value(text)
+        if value is not NOT_JSON:
+            return Answer(value, self.source)
+        if status != 200:
+            raise RemoteError(f"{self.source} answered HTTP {status}", hint=HINT)
+        raise OddAnswer(self.source, "", redact.text(text)[:40], "JSON")  # masked, then cut
 
     @staticmethod
     def _refused(answer: Answer, what: str) -> RemoteError:
@@ -174,11 +173,10 @@ class PrometheusClient(_Reads):
         options = Options(timeout=self.timeout)
         options.start()
         status, text = self._read(f"/api/v1/{path}", options, RANGE_HINT, params, evaluated=True)
-        try:
-            body = json.loads(text)
-        except (ValueError, RecursionError):  # (nested too deeply: not JSON)
+        body = json_value(text)
+        if body is NOT_JSON:
             raise RemoteError(f"{self.source} answered HTTP {status} with something that is not JSON",
-                              hint="check that the URL is Prometheus' own API (no /graph, no /api/v1)") from None
+                              hint="check that the URL is Prometheus' own API (no /graph, no /api/v1)")
         if not isinstance(body, dict):
             raise RemoteError(f"{self.source} answered JSON that is not a Prometheus answer", hint=RANGE_HINT)
         return body

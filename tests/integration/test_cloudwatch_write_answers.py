@@ -717,6 +717,25 @@ def test_a_dashboard_answer_naming_another_dashboard_is_not_an_answer(how, proxi
     assert {name: client.get_dashboard(DashboardName=name)["DashboardBody"] for name in (asked, other)} == bodies
 
 
+def test_a_dashboard_body_nested_deeper_than_the_parser_follows_is_not_an_answer(proxied, published):
+    """GetDashboard answers a DashboardBody nested 100,000 deep (a broken or hostile stand-in): reading it raised
+    RecursionError, and apply ended "a bug in gpudash" with a traceback. It is a body that is not a JSON object, as
+    any body no JSON parser reads: exit 3, nothing written."""
+    proxy, client, apply = proxied
+    published()
+    asked = _dashboards(client)[0]
+    fresh(proxy)
+
+    def deepen(answer):
+        if answer.get("DashboardName") == asked:
+            answer["DashboardBody"] = "[" * 100_000 + "]" * 100_000
+    proxy.inject(_garbled("GetDashboard", deepen))
+    code, report, stderr = apply()
+    assert code == 3 and "Traceback" not in stderr, (code, stderr)
+    assert "GetDashboard in us-east-1 with a body that is not a JSON object" in stderr, stderr
+    assert writes(proxy) == []
+
+
 @pytest.mark.parametrize("how", ["none", "all but a defined one"])
 def test_a_dashboard_listing_that_leaves_out_a_defined_dashboard_fails_a_prune_instead_of_pruning_none(
         how, proxied, published, project_dir, cli):

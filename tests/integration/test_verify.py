@@ -1303,6 +1303,24 @@ def test_an_agent_config_of_jobs_gpudash_does_not_write_is_not_one_to_apply_over
     assert "kubectl apply" not in " ".join(fix for _, fix in failures.values() if "holds what gpudash" in _)
 
 
+def test_an_agent_config_nested_deeper_than_gpudash_reads_is_its_check_s_failure_and_verify_goes_on(stack):
+    """A hostile or broken agent ConfigMap: a scrape job of gpudash's holds a value nested 900 deep (libyaml loads
+    it) beside a job gpudash does not write. Writing gpudash's part without the other job recursed past Python's
+    limit: verify ended "a bug in gpudash" (RecursionError) with no check reported. Now that ConfigMap's check fails
+    saying it is nested deeper than gpudash reads, and every other check is reported."""
+    cluster, verify = stack
+    configmap = cluster.configmaps[("amazon-cloudwatch", "prometheus-config")]
+    config = yaml.safe_load(configmap["data"]["prometheus.yaml"])
+    config["scrape_configs"][0]["deep"] = "DEEP"
+    config["scrape_configs"].append({"job_name": "team-jmx"})
+    configmap["data"]["prometheus.yaml"] = yaml.safe_dump(config).replace("DEEP", "[" * 900 + "]" * 900)
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch")
+    detail, fix = _failures(checks)[("kube", "ConfigMap prometheus-config")]
+    assert detail == ("amazon-cloudwatch/prometheus-config holds a text nested deeper than gpudash reads: not compared "
+                      "with what gpudash generates"), detail
+    assert checks[("kube", "exporter DaemonSet")]["status"] == "ok" and code == 1
+
+
 def test_an_agent_config_of_jobs_gpudash_does_not_write_is_named_on_the_classic_pipeline_too(stack, reference, tmp_path):
     """agent.pipeline: classic, whose JSON holds gpudash's declarations: AWS's stock declarations are told from them
     (they select none of gpudash's jobs) and named, as on the OTel pipeline."""
