@@ -298,9 +298,8 @@ class _Device:
                 # no pod's share on a GPU whose latest scrape named no pod (idle_gpus), as the other per-pod panels
                 # read it: a pod that ended, or was recreated on another GPU of its node, read its last share of the
                 # GPU it left for the look-back (60 % for 70 beside its new GPU; 70 % on a GPU idle since)
-                held = _listed(held_labels(labels))
-                left = f"({_unblanked(_either(tiers, each), gauge)} unless on ({held}) " \
-                       f"{idle_gpus(metric, self.unscoped, self.pod, held, self.resolution)})"
+                left = f"({_unblanked(_either(tiers, each), gauge)} unless on ({_listed(held_labels(labels))}) " \
+                       f"{idle_gpus(metric, self.unscoped, labels, self.resolution)})"
                 read = f"max by ({_listed((*each, *shown))}) {left}"
                 if self.anywhere is not None:
                     read = f"({read} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, labels)})"
@@ -496,10 +495,8 @@ class _Device:
         named = _raw(metric, self.anywhere or self.scoped, extra, f"present_over_time({{}}[{self.lookback}])")
         if panel:
             named = f"{named} and on ({_listed((*self._pod_keys(), *COPY_LABELS))}) {self._naming_targets(metric)}"
-        held = _listed(held_labels(self.labels))
-        idle = idle_gpus(metric, self.unscoped, self.pod, held,
-                         _scrape_of(self.lookback), not panel)
-        named = identified(f"({named} unless on ({held}) {idle})", self.labels)
+        idle = idle_gpus(metric, self.unscoped, self.labels, _scrape_of(self.lookback), not panel)
+        named = identified(f"({named} unless on ({_listed(held_labels(self.labels))}) {idle})", self.labels)
         if self.anywhere is not None:  # named by any copy, on a GPU the node variable's node holds (on_node)
             named = f"({named} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, self.labels)})"
         spellings = _listed(self.labels.node_sources)
@@ -573,34 +570,57 @@ class _Device:
 
 
 def held_labels(labels: Labels) -> tuple[str, ...]:
-    """The labels naming a GPU instance of one scrape target (idle_gpus): the target's, the GPU's UUID and index, its
-    MIG instance."""
-    return (labels.cluster, *COPY_LABELS, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
-            *INSTANCE_IDENTITY)
+    """The labels naming a GPU instance whichever exporter copy reads it (idle_gpus): the GPU's UUID and index, its MIG
+    instance, not the scrape target's (COPY_LABELS): a GPU left idle is idle for every copy of it. Judged per target, a
+    pod that ended just after its node's exporter was rolled (the old copy's last scrape naming it, the new copy's
+    finding the GPU idle) stayed on the GPU at the idle GPU's reading for the look-back after the old copy's last scrape
+    (60 W under the ended pod beside the pod still running; test_rolled_copy_left_gpu). A GPU without a UUID is one
+    with the other GPUs of its index in the cluster (as _gpu_copy_keys): it is found idle only where none of them names
+    a pod."""
+    return labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu", *INSTANCE_IDENTITY
 
 
-def idle_gpus(metric: str, branches: list[list[str]], pod: str, held: str, scrape: str, rule: bool = False) -> str:
-    """The GPU instances of each scrape target (`held`: the labels naming one) whose latest scrape named no pod on them.
-    An exporter writes a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods'
-    copies are of one scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of
-    its node read the GPU it left beside its new one for the look-back (310 W for 250, 2 GPUs for 1:
-    test_pod_moved_gpu), as did a pod that ended. A GPU pods share by time-slicing, which an exporter names under one
-    of them per scrape, always names one; a failed scrape leaves no GPU idle. Without timestamp(), which Prometheus
-    before 2.47 seeks anew at each step (a panel's range query, a rule's subquery: the idle rule's CPU 0.284 -> 0.652 s
-    an evaluation at 33 GPUs; a per-GPU panel's gate 0.32 s of Prometheus CPU a field at 64 GPUs over 6 h, so 0.06).
-    A series of `metric` without a pod (`pod` its label) written within the last scrape interval (`scrape`) and none
-    naming one (`rule`: that alone): a scrape a little early reads the one before it in the interval too, and finds
-    the GPU idle only from the next step (on live scrapes every 0.5 s the panels read 310 W for 250 at such a step).
-    Panels (not `rule`) also take one read now and none naming one read now: Prometheus marks a series stale at the
-    scrape that no longer writes it, so on live scrapes the GPU is idle from that scrape on; where it wrote no
-    staleness marker (a backfill, a restart) the instant selector reads the older samples, and the interval's test
-    alone tells (exact where the scrapes are an interval apart)."""
-    ranged = [_raw(metric, branches, [f'{pod}{op}'], f"present_over_time({{}}[{scrape}])") for op in ('=""', '!=""')]
-    idle = f"({ranged[0]} unless on ({held}) {ranged[1]})"
+def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False) -> str:
+    """The GPU instances (held_labels: any exporter copy's) whose latest scrape named no pod on them. An exporter writes a
+    GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods' copies are of one
+    scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of its node read the
+    GPU it left beside its new one for the look-back (310 W for 250, 2 GPUs for 1: test_pod_moved_gpu), as did a pod
+    that ended. A GPU pods share by time-slicing, which an exporter names under one of them per scrape, always names
+    one. Without timestamp(), which Prometheus before 2.47 seeks anew at each step (a panel's range query, a rule's
+    subquery: the idle rule's CPU 0.284 -> 0.652 s an evaluation at 33 GPUs; a per-GPU panel's gate 0.32 s of
+    Prometheus CPU a field at 64 GPUs over 6 h, so 0.06).
+    A series of `metric` without a pod written within the last two scrape intervals (`scrape` one) and none naming
+    one written within the last interval (`rule`: that alone). A scrape writes a GPU's series either with pods or
+    without, and scrapes are an interval apart: where the newest one named no pod, the one before it (which named the
+    pod) is more than an interval old whenever the newest is, so a scrape late or failed after the one finding the GPU
+    idle leaves it idle (read within one interval, the pod came back on its old GPU at its old reading for the rest
+    of the gap: 4 s to 13 s of a scrape 10 s late, R3 s39); where the newest named a pod, the one before it is more
+    than two intervals old whenever the newest is more than one. Not so a field the exporter splits per process
+    (exporter.virtual_gpus, `labels.copies`): a 4.5.3 exporter writes the GPU's own series beside its pods' copies
+    at every scrape, so a GPU whose scrapes stopped read idle from one interval after its last (its pods left the
+    panels); there a series without a pod and none naming one within the last interval, or within the last two (its
+    own series written at every scrape tells the scrapes: where none named a pod in a window holding a scrape, the
+    newest did not). A scrape a little early reads the one before it in
+    the interval too, and finds the GPU idle only from the next step (on live scrapes every 0.5 s the panels read 310 W
+    for 250 at such a step). Panels (not `rule`) also take one read now and none naming one read now: Prometheus marks
+    a series stale at the scrape that no longer writes it, so on live scrapes the GPU is idle from that scrape on;
+    where it wrote no staleness marker (a backfill, a restart) the instant selector reads the older samples, and the
+    intervals' test alone tells."""
+    held, pod, two = _listed(held_labels(labels)), labels.pod, f"{2 * _seconds(scrape)}s"
+
+    def within(unnamed: str, named: str) -> str:
+        """A series without a pod within `unnamed` and none naming one within `named`."""
+        return " unless on ({}) ".format(held).join(
+            _raw(metric, branches, [f'{pod}{op}'], f"present_over_time({{}}[{window}])")
+            for op, window in (('=""', unnamed), ('!=""', named)))
+    if labels.copies and metric in PER_PROCESS_FIELDS:
+        idle = f"({within(scrape, scrape)} or {within(two, two)})"
+    else:
+        idle = f"({within(two, scrape)})"
     if rule:
         return idle
-    unnamed, named = (_raw(metric, branches, [f'{pod}{op}'], "{}") for op in ('=""', '!=""'))
-    return f"(({unnamed} unless on ({held}) {named}) or {idle})"
+    now, named = (_raw(metric, branches, [f'{pod}{op}'], "{}") for op in ('=""', '!=""'))
+    return f"(({now} unless on ({held}) {named}) or {idle})"
 
 
 LATEST = "{0} < " + BLANK_FLOOR  # a gauge's latest sample, blanks left out (_gauge_form)
@@ -985,9 +1005,8 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     anyone = [list(branch) for branch in dict.fromkeys(
         tuple(m for m in branch if not m.startswith(workload)) for branch in branches)]
     named = [m for m in extra if m != f'{labels.pod}!=""']
-    held = _listed(held_labels(labels))
     left = _raw(metric, branches, [*named, f'{labels.pod}!=""'], f"present_over_time({{0}}[{within}])")
-    return f"({left} and on ({held}) {idle_gpus(metric, anyone, labels.pod, held, scrape)})"
+    return f"({left} and on ({_listed(held_labels(labels))}) {idle_gpus(metric, anyone, labels, scrape)})"
 
 
 # what a per-GPU or fleet panel says it draws with the pod or namespace variable set (draws_whole_gpus)
@@ -2969,7 +2988,7 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     on = _listed(label_name(k, labels) for k in slot)
     # a GPU whose latest scrape named no pod holds none (idle_gpus), as in the gauge panels beside it
     held = _listed(held_labels(labels))
-    idle = idle_gpus(query.metric, everywhere.matchers(labels), labels.pod, held, resolution)
+    idle = idle_gpus(query.metric, everywhere.matchers(labels), labels, resolution)
     # named by any copy, whatever its node spelling
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
     scoped = _raw(query.metric, anywhere, [f'{labels.pod}!=""'], f"present_over_time({{}}[{window}])")
@@ -3012,12 +3031,13 @@ def generated_windows(scrape_seconds: int) -> frozenset[str]:
     counter's reading looks back for the reading before it. A step's own sample (taken_within: the interval less a
     millisecond, the interval, a millisecond at its start; fresh_copies and chosen_copy: the interval in ms), the
     per-pod panels' look-back (label_lookback), a counter's held reading (held_for) and the reading before a gap
-    (PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN), a series' latest sample's time (sample_time: half the interval)."""
+    (PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN), a series' latest sample's time (sample_time: half the interval), a GPU's
+    unnamed series within two intervals (idle_gpus)."""
     ms = scrape_seconds * 1000
     return frozenset((f"{ms - 1}ms", f"{ms}ms", f"{scrape_seconds}s", "1ms", label_lookback(scrape_seconds),
                       half_interval(scrape_seconds),
                       f"{held_for(f'{scrape_seconds}s')}ms", _duration_text(PREVIOUS_WITHIN),
-                      _duration_text(WINDOW_PREVIOUS_WITHIN)))
+                      _duration_text(WINDOW_PREVIOUS_WITHIN), f"{2 * scrape_seconds}s"))
 
 
 def named_within_note(scrape_seconds: int, own_share: bool = False, count: bool = False) -> str:

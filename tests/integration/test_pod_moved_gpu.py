@@ -294,13 +294,17 @@ def test_a_pods_own_share_leaves_the_gpu_it_left(story, k, request):
     new one for the look-back, 60 % for 70 (G, s38: on live-like scrapes a pod that ended showed its last 70 % for two
     minutes on a GPU idle since)."""
     prometheus, start = request.getfixturevalue(story)
+    mover = BUSY["mover-c" if k > MOVE else "mover-a"]["util"]
+    assert own_shares(prometheus, start + k * SCRAPE + 25) == {"Pod ml/mover": mover, "Pod ml/stay": BUSY["stay"]["util"]}
+
+
+def own_shares(prometheus, at: float) -> dict[str, float]:
+    """'GPU utilization by pod' with `exporter.virtual_gpus` at `at`, every variable at All."""
     target = bundled_panel("GPU utilization by pod", VIRTUAL_GPUS)["targets"][0]
     expr = interpolate(target["expr"], {**range_macros(f"{SCRAPES * SCRAPE}s"), "__interval": f"{SCRAPE}s",
                                         **variables({}, ("namespace", "pod", "node", "gpu"))})
-    shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
-             for s in prometheus.query(expr, at=start + k * SCRAPE + 25)}
-    mover = BUSY["mover-c" if k > MOVE else "mover-a"]["util"]
-    assert shown == {"Pod ml/mover": mover, "Pod ml/stay": BUSY["stay"]["util"]}
+    return {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
+            for s in prometheus.query(expr, at=at)}
 
 
 GPU_PANELS = {"Power draw": lambda gpu, k: {f"a GPU {gpu}": float(BUSY["mover-c" if k > MOVE else "mover-a"]["power"])},
@@ -336,18 +340,36 @@ def late_openmetrics(start: int) -> str:
 backfilled_late = backfilled_fixture("pod-moved-gpu-late", late_openmetrics, SCRAPES * SCRAPE, SCRAPE)
 
 
-@pytest.mark.xfail(strict=True, reason="idle_gpus without staleness markers reads a GPU idle only while its unnamed "
-                   "series has a sample within the last scrape interval: between that interval's end and a late "
-                   "scrape the GPU a pod left is held again, and the pod is drawn on it at its old reading")
 @pytest.mark.parametrize("title", sorted(PANELS))
 def test_a_pod_that_left_its_gpu_stays_off_it_while_the_next_scrape_is_late(backfilled_late, title):
     """Found by R3 (s39): node a's scrape MOVE (ml/mover gone from GPU 1, GPU 0 idle too) then scrape MOVE + 1 taken
     10 s late. From one scrape interval after scrape MOVE until that late scrape (4 s to 13 s into the interval) the
     per-pod panels drew ml/mover on GPU 1 again at its old reading (150 W, 'Pods on GPUs' 1) where the latest scrape
     names it nowhere: the instant test reads the pod's series (no marker, within the 5 min look-back) and the
-    interval's test finds no unnamed sample in the last 30 s. Truth: ml/stay alone."""
+    interval's test found no unnamed sample in the last 30 s (now idle_gpus reads the unnamed series over two
+    intervals, the named over one). Truth: ml/stay alone."""
     prometheus, start = backfilled_late
     at = start + (MOVE + 1) * SCRAPE + OFFSET["a"] + LATE - 2  # after scrape MOVE's interval, before the late scrape
     key = PANELS[title]
     assert shown(prometheus, title, at, {}) == {"Pod ml/stay": 1.0 if key is None else float(BUSY["stay"][key])}
     assert shown(prometheus, title, at, {"namespace": "ml", "pod": "mover"}) == {}
+
+
+def late_per_process_openmetrics(start: int) -> str:
+    """The per-process story (a 4.5.3 exporter: GPU utilization's own series at every scrape beside the holding pod's
+    copy), node a's scrape MOVE + 1 taken LATE seconds late, as late_openmetrics."""
+    due = start + (MOVE + 1) * SCRAPE + OFFSET["a"]
+    return per_process_openmetrics(start).replace(f" {due}\n", f" {due + LATE}\n")
+
+
+per_process_late = backfilled_fixture("pod-moved-gpu-per-process-late", late_per_process_openmetrics, SCRAPES * SCRAPE,
+                                      SCRAPE)
+
+
+def test_a_pods_own_share_stays_off_the_gpu_it_left_while_the_next_scrape_is_late(per_process_late):
+    """The late scrape of test_a_pod_that_left_its_gpu_stays_off_it_while_the_next_scrape_is_late where the exporter
+    writes each GPU's own series at every scrape beside its pods' copies (exporter.virtual_gpus): ml/mover's share of
+    the GPU it left (50 %) came back beside ml/stay's until the late scrape. Truth: ml/stay alone."""
+    prometheus, start = per_process_late
+    at = start + (MOVE + 1) * SCRAPE + OFFSET["a"] + LATE - 2
+    assert own_shares(prometheus, at) == {"Pod ml/stay": float(BUSY["stay"]["util"])}

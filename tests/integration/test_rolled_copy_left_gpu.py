@@ -1,12 +1,14 @@
 """A pod that ends just after its node's exporter was rolled (a DaemonSet update: the old copy's last scrape, then the
-new copy's) stays on the GPU it left, at the idle GPU's reading, for the look-back after the old copy's last scrape.
-Found by R3 (s39), pinned (strict xfail, truth asserted).
+new copy's) leaves the GPU it held at the new copy's first scrape finding the GPU idle. Found by R3 (s39): it stayed on
+the GPU, at the idle GPU's reading, for the look-back after the old copy's last scrape naming it (idle_gpus judged a
+GPU idle per scrape target: the old copy has no scrape finding it idle); now a GPU is judged idle over its copies
+(held_labels).
 
 Backfilled (promtool: no staleness markers, as a backfill or the series before a Prometheus restart), 30 s scrapes:
 node n's exporter copy A (10.0.0.1:9400, at +3 s) answers scrapes 0-9, copy B (10.0.0.2:9400, at +17 s) 8-19. GPU 0
 holds ml/p (300 W) until scrape END - 1 and is idle from END (written without a pod, 60 W); GPU 1 holds ml/q (150 W).
-The same on live scrapes every half second (copy A's series marked stale when it stops serving them) reads the same
-wrong numbers. Both stories on one copy read the truth (checked with --runxfail: 12 of 12 backfilled, 4 of 4 live)."""
+The same on live scrapes every half second (copy A's series marked stale when it stops serving them) read the same
+wrong numbers. Both stories on one copy read the truth."""
 
 from __future__ import annotations
 
@@ -57,19 +59,15 @@ backfilled = backfilled_fixture("rolled-copy-left-gpu", openmetrics, SCRAPES * S
 TRUTH = {"Power draw of each pod's GPUs": ({"Pod ml/q": 150.0}, {}), "Pods on GPUs": ({"Pod ml/q": 1.0}, {}),
          "Power draw": ({"n GPU 0": 60.0, "n GPU 1": 150.0}, {}),
          "Total power draw": ({"DCGM_FI_DEV_POWER_USAGE": 210.0}, {})}
-WRONG = pytest.mark.xfail(strict=True, reason=(
-    "idle_gpus joins a GPU's idleness to the pods' series of the same scrape target (held_labels: the copy's "
-    "labels): copy A's last scrape named ml/p, so its series is not retired by copy B finding the GPU idle, and is "
-    "read for the look-back after A's last scrape"))
 
 
-@pytest.mark.parametrize("k", [pytest.param(END, marks=WRONG), pytest.param(END + 2, marks=WRONG), END + 4])
+@pytest.mark.parametrize("k", [END, END + 2, END + 4])
 @pytest.mark.parametrize("title", sorted(TRUTH))
 def test_a_pod_ended_after_its_exporter_was_rolled_leaves_its_gpu(backfilled, title, k):
     """At copy B's scrapes END and END + 2 (82 s and 112 s after copy A's last, within the 120 s look-back) the panels
     drew ml/p on GPU 0 at the idle GPU's 60 W: 'Power draw of each pod's GPUs' {ml/p 60, ml/q 150} for {ml/q 150},
-    'Pods on GPUs' counts ml/p, and with ml/p picked 'Power draw' {n GPU 0: 60} and 'Total power draw' 60 where ml/p
-    holds nothing. Past the look-back (END + 4) they read the truth."""
+    'Pods on GPUs' counted ml/p, and with ml/p picked 'Power draw' {n GPU 0: 60} and 'Total power draw' 60 where ml/p
+    holds nothing. Past the look-back (END + 4) they read the truth before too."""
     prometheus, start = backfilled
     at = start + k * SCRAPE + 25  # after copy B's scrape k (+17 s), before the next
     every, picked = TRUTH[title]
@@ -109,12 +107,11 @@ def live(tmp_path_factory):
             yield prometheus, start, int((times[new][-1] - start) // step) + 1, step
 
 
-@pytest.mark.xfail(strict=True, reason=WRONG.kwargs["reason"])
 @pytest.mark.parametrize("title", sorted(TRUTH))
 def test_a_pod_ended_after_its_exporter_was_rolled_leaves_its_gpu_on_live_scrapes(live, title):
     """The same story as Prometheus stores live scrapes (copy A's series marked stale when it stops serving them):
     from both copies' answer END on, at each step, the panel reads its truth. It read ml/p on GPU 0 at the idle
-    GPU's 60 W for the look-back (4 scrapes) after copy A's last answer naming it."""
+    GPU's 60 W for the look-back (4 scrapes) after copy A's last answer naming it, as backfilled."""
     prometheus, start, count, step = live
     target = bundled_panel(title)["targets"][0]
     expr = scraped_every(counted_inline(target["expr"], load_project()), 30, INTERVAL)

@@ -405,6 +405,8 @@ def _scrape_rewrites(made_for: int, seconds: float) -> dict[str, tuple[str, str]
             # held_reading: a counter reading held through a missed scrape
             "held": f"[{ms(HELD_SCRAPES * step)}ms:", "held, ranged": f"[{ms(HELD_SCRAPES * step)}ms]",
             "subquery step": f":{duration(step)}]",
+            # promql.idle_gpus: a GPU's series without a pod within two intervals
+            "two steps": f"[{duration(2 * step)}]",
             # promql.sample_time: ranges and steps of half the interval, the look-back and half
             "half": f"[{text(ms(step) // 2)}]", "half step": f":{text(ms(step) // 2)}]", "look-back and half": reach,
             # promql.range_increase: the last whole step

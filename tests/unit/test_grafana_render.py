@@ -187,14 +187,17 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                                     "(cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (max by (cluster, gpudash_gpu, gpu, "
                                     "GPU_I_ID, GPU_I_PROFILE) ") + recording)
     # the GPUs a copy of which the pod and namespace variables select has a sample within the window, less one whose
-    # latest scrape named no pod (promql._left_idle)
+    # latest scrape (by any copy of it: no scrape target's labels) named no pod (promql._left_idle): a series without a
+    # pod read now and none naming one, or one within two scrape intervals and none naming one within one
     assert packed(' and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
                   'REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]) unless '
                   '(present_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", '
-                  'pod=~"$pod", pod!=""}[$__rate_interval]) and on (cluster, instance, job, UUID, gpu, GPU_I_ID, '
-                  'GPU_I_PROFILE) (DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""} unless on (cluster, instance, '
-                  'job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod!=""} or '
-                  'present_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""}[30s]) unless on (') in replay
+                  'pod=~"$pod", pod!=""}[$__rate_interval]) and on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) '
+                  '(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""} unless on (cluster, UUID, gpu, GPU_I_ID, '
+                  'GPU_I_PROFILE) DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod!=""} or present_over_time('
+                  'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""}[60s]) unless on (cluster, UUID, gpu, GPU_I_ID, '
+                  'GPU_I_PROFILE) present_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod!=""}[30s])))'
+                  ) in replay
     assert packed(' + on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk by (cluster, '
                   'gpudash_gpu, gpu) (1, ') in replay
     assert "rate(" not in replay and replay.count(recording) == 1
@@ -215,8 +218,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                                    "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join("
                                    "present_over_time(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace=~\"$namespace\", "
                                    "pod=~\"$pod\", gpu=~\"$gpu\", pod!=\"\"}[$__rate_interval]) unless"))
-               and packed(" unless on (cluster, instance, job, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_TOTAL_"
-                          "ENERGY_CONSUMPTION{gpu=~\"$gpu\", pod=\"\"} unless on (cluster, instance, job, UUID, gpu, "
+               and packed(" unless on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_TOTAL_"
+                          "ENERGY_CONSUMPTION{gpu=~\"$gpu\", pod=\"\"} unless on (cluster, UUID, gpu, "
                           "GPU_I_ID, GPU_I_PROFILE) DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=~\"$gpu\", pod!=\"\"} or "
                           "present_over_time(") in e
                and packed(" * 0 + on (node, gpu) group_left () max by (node, gpu) (") in e for e in by_pod)
@@ -247,9 +250,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     joined = [device(m.end()) for m in re.finditer(r"group_left \([^)]+\) ", util)]
     assert joined and all(d.endswith(" < 1e14)") and "topk by " in d for d in joined), util
     ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
-    # (the dashboard's range at its end: the GPUs the picked node holds, promql.on_node; 30s: the last scrape interval,
-    # promql.idle_gpus)
-    windows = r"(?:120s|30000ms|30s|\$__range)"
+    # (the dashboard's range at its end: the GPUs the picked node holds, promql.on_node; 30s and 60s: the last scrape
+    # interval and the two before, promql.idle_gpus)
+    windows = r"(?:120s|30000ms|30s|60s|\$__range)"
     assert ranged and len(ranged) == len(re.findall(rf"present_over_time\(DCGM_\w+\{{[^}}]*\}}\[{windows}\]",
                                                     util)) + len(
         re.findall(r"last_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30s|15s)\]\)", util)) + len(
