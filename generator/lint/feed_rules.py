@@ -7,7 +7,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..agent_timing import timing_problem
+from ..agent_timing import CACHE_TTL, timing_problem
 from ..cloudwatch_query import UNUSED_SHARE, gpu_dimensions, is_query, level_of
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
@@ -919,7 +919,8 @@ RULES = (
     Rule("AG005", "the agent's OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the "
                   "field's floor (agent.pipeline: otel)", blanks_filtered),
     Rule("AG006", "each counter's next reading reaches the agent's delta cache before it forgets the previous one "
-                  "(5 minutes), and readings are sent within the minute the now values read", counters_kept),
+                  f"({CACHE_TTL['classic'] // 60} minutes on agent.pipeline: classic, {CACHE_TTL['otel'] // 60} on "
+                  "otel), and readings are sent within the minute the now values read", counters_kept),
     Rule("AG007", "each cluster's agent scrapes the exporter pods of every exporter DaemonSet its settings name (the "
                   "namespace, and the pod label of the cluster's deployment style)", exporters_scraped),
     Rule("PR001", "every label a query uses is delivered by the scrape job", labels_delivered),

@@ -216,6 +216,16 @@ def test_lint_refuses_an_agent_config_whose_counter_readings_outlive_the_cache(p
     assert findings and all(f.severity == "error" and f"scrape.interval {seconds} s" in f.message for f in findings)
 
 
+def test_the_cache_rules_title_names_each_pipelines_cache():
+    """`gpudash lint --rules` printed AG006 as forgetting a reading after "(5 minutes)", classic's cache alone, where
+    the OTel pipeline's (the fork's awsemf cache, tests/support/cloudwatch_otel.CACHE_TTL) keeps it 15 (seen on main
+    8fbc7f2e); the check itself used both."""
+    from tests.support.cloudwatch_otel import CACHE_TTL as OTEL_CACHE
+
+    (title,) = [r.summary for r in RULES if r.id == "AG006"]
+    assert OTEL_CACHE == 900 and "(5 minutes on agent.pipeline: classic, 15 on otel)" in title, title
+
+
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
 def test_a_dollar_in_the_namespace_reaches_cloudwatch_as_written(project_dir, pipeline):
     """cloudwatch.namespace GPU$Prod/DCGM: the agent reads its collector configuration in two passes that expand
