@@ -320,8 +320,10 @@ def test_the_exporters_up_is_counted_per_gpu_node_when_the_fleet_says_how_many(p
 
 def test_the_worked_example_is_what_the_command_says(project, project_dir):
     """Each row of docs/cost.md's worked example (one pod per GPU, eight GPUs per node) is the estimate of its fleet:
-    every line's quantity and price as the table shows them, the total, and the total with metric_selection: all."""
+    every line's quantity and price as the table shows them, the total, and the total with metric_selection: all;
+    the README's summary of it shows the same totals."""
     text = documentation.text("cost.md")
+    readme = documentation.text("README.md")
     section = text[text.index("Worked example: one pod per GPU, eight GPUs per node"):]
     everything = load_project(project_dir("agent:\n  metric_selection: all\n"))
     rows, events = 0, []
@@ -343,6 +345,8 @@ def test_the_worked_example_is_what_the_command_says(project, project_dir):
         assert cells[6] == " + ".join(f"${lines[k]['monthly']:,.2f}" for k in alarms)
         assert cells[7] == f"**${result['group_by']['total']:,.2f}**"
         assert cells[8] == f"${estimates(everything, fleet)['group_by']['total']:,.2f}"
+        (summary,) = [line for line in readme.splitlines() if line.startswith(f"| {gpus:,} GPUs, {nodes} nodes")]
+        assert [cell.strip() for cell in summary.strip("|").split("|")] == [cells[0], cells[7], cells[8]]
         events.append(f"{result['group_by']['log_events']['per_scrape']:,.0f}")
         rows += 1
     assert rows == 3
