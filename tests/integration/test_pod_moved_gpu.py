@@ -131,6 +131,37 @@ def test_a_pod_moved_to_another_gpu_of_its_node_on_live_scrapes(live):
     assert not wrong, wrong
 
 
+FAILED_ANSWER = LIVE_MOVE + 1  # the live story's answer that fails to parse (the scrape fails: every series marked stale)
+
+
+@pytest.fixture(scope="module")
+def live_failed(tmp_path_factory):
+    """The live story with the scrape right after the move failed: (prometheus, the stored answers' times, the first
+    step after the failed scrape's time, the steps' count up to the next answer, the steps' length)."""
+    def payload(answer: int) -> str:
+        return "garbage{ 1\n" if answer == FAILED_ANSWER else _live_payload(answer)
+    with scraped(tmp_path_factory.mktemp("pod-moved-gpu-failed"), payload, LIVE_SCRAPES, INTERVAL) as prometheus:
+        scrapes = sorted({float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")
+                          for at, _ in series["values"]})
+        moved, after = scrapes[LIVE_MOVE], scrapes[LIVE_MOVE + 1]  # the move's answer, the one after the failed
+        assert after - moved > 1.5 * INTERVAL, scrapes  # no answer stored between them
+        step = INTERVAL / 4  # steps of whole milliseconds (Prometheus answers in them)
+        start = math.floor((moved + INTERVAL) / step) * step + step  # an interval past the move's answer
+        count = int((after - start) // step)
+        assert count >= 2, (start, after)
+        yield prometheus, scrapes, start, count, step
+
+
+def test_a_pod_moved_to_another_gpu_of_its_node_stays_off_it_through_a_failed_scrape(live_failed):
+    """Live scrapes: the scrape after the one that found the GPU ml/mover left idle failed (Prometheus marks every
+    series of the target stale, the GPU's without a pod too). From one interval after the move's answer to the next
+    answer, ml/mover is on its new GPU alone (a failed scrape hides no pod and brings none back); the GPU it left came
+    back under it (no series without a pod read now or within the last interval)."""
+    wrong = {(title, at): shown for title in LIVE_PANELS for at, shown in _live_shown(live_failed, title, {}).items()
+             if shown != _live_truth(title, LIVE_MOVE)}
+    assert not wrong, wrong
+
+
 # the per-GPU panels of a counter's rate (its recording's) the default build draws (the test checks the list)
 RATE_PANELS = ("DEV_CORRECTABLE_REMAPPED_ROWS", "DEV_NVLINK_BANDWIDTH_TOTAL", "DEV_PCIE_REPLAY_COUNTER",
                "DEV_TOTAL_ENERGY_CONSUMPTION", "DEV_UNCORRECTABLE_REMAPPED_ROWS", "NVLink bandwidth counter rate",
