@@ -20,7 +20,7 @@ import pytest
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from tests.integration.test_pod_moved_node import SCRAPE, SCRAPES, shown  # 30 s scrapes, 20 of them
+from tests.integration.test_pod_moved_node import SCRAPE, SCRAPES, rule_reading, shown  # 30 s scrapes, 20 of them
 from tests.support.projects import bundled_panel
 from tests.support.prometheus_server import Prometheus, SCENE_RANGE, backfilled_fixture, counted_inline, duration, \
     scraped_every
@@ -73,6 +73,15 @@ def test_a_pod_ended_after_its_exporter_was_rolled_leaves_its_gpu(backfilled, ti
     every, picked = TRUTH[title]
     assert shown(prometheus, title, at, {}) == every
     assert shown(prometheus, title, at, {"namespace": "ml", "pod": "p"}) == picked
+
+
+@pytest.mark.parametrize("k", [END, END + 1, END + 2, END + 3])
+def test_a_per_pod_rule_leaves_out_a_pod_ended_after_its_exporter_was_rolled(backfilled, k):
+    """A per-pod alert rule (the sum of a pod's GPUs' power, 60 s periods) reads ml/p at its 300 W for the steps before
+    copy B's scrape END found GPU 0 idle, and not after: it read ml/p on the idle GPU at 60 W for those steps too
+    (220 W for the period at END, then 60 W for three periods where ml/p holds nothing), as the panels drew it."""
+    prometheus, start = backfilled
+    assert rule_reading(prometheus, start + k * SCRAPE + 25) == {"ml/q": 150.0, **({"ml/p": 300.0} if k == END else {})}
 
 
 INTERVAL, ANSWERS = 0.5, 22
