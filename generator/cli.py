@@ -317,14 +317,23 @@ def _generate_command(config: str | None, csv: str | None, out: str) -> str:
     return " ".join(printed.argument(word) for word in words)
 
 
-def _schema_there(path: Path, given: str) -> bool:
-    """Whether `path` (a schema file lint is given, `given` as passed) is a file; one it cannot look at (a folder on its
-    way that may not be entered) is an input error saying so, not an internal error."""
+def _schema_problem(path: Path, given: str) -> str | None:
+    """What keeps `path` (a schema file lint is given, `given` as passed) from being read as one: it does not exist, or
+    is there as something else than a file (said as what it is); None for a file. One it cannot look at (a folder on
+    its way that may not be entered) is an input error saying so, not an internal error."""
+    import stat
+
     try:
-        return path.is_file()
+        mode = os.stat(path).st_mode
     except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "does not exist"
         raise GpudashError(f"cannot read {printed.path(path.name)} ({exc.strerror})", where=given,
                            hint="check the path and its permissions") from None
+    if stat.S_ISREG(mode):
+        return None
+    return ("is a folder" if stat.S_ISDIR(mode) else "is a named pipe" if stat.S_ISFIFO(mode) else
+            "is a device or socket") + ", not a file"
 
 
 @main.command()
@@ -354,11 +363,14 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
             from .console import table
             click.echo(table(["RULE", "CHECKS"], rows))
         return
-    if grafana_schema and not _schema_there(Path(grafana_schema, "dashboard.jsonschema.json"), grafana_schema):
-        raise GpudashError("no dashboard.jsonschema.json in this folder", where=grafana_schema,
+    problem = grafana_schema and _schema_problem(Path(grafana_schema, "dashboard.jsonschema.json"), grafana_schema)
+    if problem:
+        raise GpudashError("no dashboard.jsonschema.json in this folder" if problem == "does not exist" else
+                           f"its dashboard.jsonschema.json {problem}", where=grafana_schema,
                            hint="point --grafana-schema at grafana-foundation-sdk's jsonschema/ folder")
-    if cwagent_schema and not _schema_there(Path(cwagent_schema), cwagent_schema):
-        raise GpudashError("the CloudWatch agent schema file does not exist", where=cwagent_schema,
+    problem = cwagent_schema and _schema_problem(Path(cwagent_schema), cwagent_schema)
+    if problem:
+        raise GpudashError(f"the CloudWatch agent schema file {problem}", where=cwagent_schema,
                            hint="point --cwagent-schema at the agent's translator/config/schema.json")
     read_schemas(optional_path(grafana_schema), optional_path(cwagent_schema))  # bad input fails before the build
     known = {rule.id for rule in all_rules()}

@@ -226,9 +226,13 @@ def load_project_for(config: str | None, csv: str | None):
 def folder_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A click callback for a folder option (--out, --from): an empty one (`--from "$BUILD"` with BUILD unset) is a
     usage error. It named the current folder (--out: a build written there) or read as not given (--from: a build
-    generated from the definitions published, linted or previewed in place of the one named)."""
+    generated from the definitions published, linted or previewed in place of the one named). So is `-`."""
     if value is not None and not value.strip():
         raise click.BadParameter("is empty: it names no folder (an unset variable?); pass the folder's path",
+                                 ctx=ctx, param=param)
+    if value == "-":  # standard output or input to many tools: generate made a folder named "-"
+        raise click.BadParameter("'-' names no folder here: gpudash reads and writes builds as folders, never through "
+                                 "standard input or output; pass the folder's path (./- for a folder named -)",
                                  ctx=ctx, param=param)
     return value
 

@@ -16,7 +16,7 @@ from .errors import InputError
 
 def check_folder_path(path: Path) -> None:
     """Raise an InputError (exit 2) when `path` cannot name a folder: one of its parents is a file (or anything but a
-    folder), a link on it leads round in a loop, a folder on it (or it, a folder) is one this user may not enter (no
+    folder), a link on it leads round in a loop or to a place that does not exist, a folder on it (or it, a folder) is one this user may not enter (no
     search permission), or a name on it or the whole of it is longer than the system takes. A path that does not
     exist yet passes: what writes it makes it. A path with a `..` is judged as the folder it names (`named`)."""
     path = named(path)
@@ -28,6 +28,8 @@ def check_folder_path(path: Path) -> None:
         failed = exc.errno
     if failed == errno.ENAMETOOLONG:
         raise _too_long(path)
+    if failed == errno.ENOENT:
+        _no_dangling_link(path)
     if failed not in (errno.ELOOP, errno.ENOTDIR, errno.EACCES):
         return
     for depth in range(1, len(path.parts) + 1):  # the first step of the path where it fails
@@ -47,6 +49,21 @@ def check_folder_path(path: Path) -> None:
             raise _under_a_file(step, path)
     if failed == errno.EACCES:  # every step is there: the folder itself may not be entered
         raise _not_entered(path, path)
+
+
+def _no_dangling_link(path: Path) -> None:
+    """Raise an InputError where the first step of `path` that is not there is a link (to a place that does not
+    exist: mistyped, or removed since): a build was written through it, making that place, where `mkdir -p` refuses."""
+    for depth in range(1, len(path.parts) + 1):
+        step = Path(*path.parts[:depth])
+        if os.path.exists(step):
+            continue
+        if os.path.islink(step):
+            link = "a link" if step == path else f"{printed.path(step)}, on this path, is a link"
+            raise InputError(f"{link} to {printed.path(os.readlink(step))}, which does not exist: gpudash writes or "
+                             "reads nothing through it", where=str(path),
+                             hint="make the folder it points to, point the link at a folder, or pass another path")
+        return
 
 
 def _under_a_file(step: Path, path: Path) -> InputError:

@@ -1051,9 +1051,25 @@ def _refuse_unowned(out: Path, left_by_gpudash: Callable[[Path], bool] = lambda 
     except OSError as exc:
         raise OutputError(f"cannot read the output directory ({exc.strerror})", where=str(out),
                           hint="check its permissions") from None
+    if not owned and (unread := _unreadable(out / MANIFEST)):
+        raise OutputError(f"its {MANIFEST} cannot be read ({unread}): whether gpudash wrote what the folder holds "
+                          "cannot be told", where=str(out),
+                          hint=f"let this user read {MANIFEST} (chmod u+r, as its owner), or choose another --out")
     if not owned:
         raise OutputError("the output directory holds files gpudash did not write (no manifest.json of gpudash's)",
                           where=str(out), hint="choose another --out, or empty the directory")
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why the file at `path`, which is there, cannot be opened to read (its strerror); None where it can be, or is not
+    there."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror
+    return None
 
 
 def _write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None, record: dict[str, Any] | None,

@@ -888,6 +888,47 @@ def test_a_lint_schema_behind_a_folder_that_cannot_be_entered_is_one_input_error
     assert f"error: {given}: cannot read " in result.stderr and "(Permission denied)" in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("option, made, said", [
+    ("--cwagent-schema", "schema.json", "error: schema.json: the CloudWatch agent schema file is a named pipe, not a "
+                                        "file"),
+    ("--grafana-schema", "schemas/dashboard.jsonschema.json",
+     "error: schemas: its dashboard.jsonschema.json is a named pipe, not a file"),
+    ("--cwagent-schema", "folder", "error: folder: the CloudWatch agent schema file is a folder, not a file"),
+], ids=["cwagent-fifo", "grafana-fifo", "cwagent-folder"])
+def test_a_lint_schema_that_is_not_a_regular_file_is_said_as_what_it_is(tmp_path, cli, monkeypatch, option, made,
+                                                                       said):
+    """A schema path that is there but is no file (a named pipe, a folder): lint said the schema "does not exist" (or
+    that the folder holds none), sending the user looking for a path that is there. It says what the path is, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "folder").mkdir()
+    if made != "folder":
+        os.mkfifo(tmp_path / made)
+    code, stdout, stderr = cli("lint", option, made.split("/")[0])
+    errors = [line for line in stderr.splitlines() if line.startswith("error")]
+    assert code == 2 and errors == [said], stderr
+
+
+def test_generate_over_a_build_whose_manifest_cannot_be_read_says_so(tmp_path, cli):
+    """generate --out over a build whose manifest.json this user may not read (chmod 000): it said the folder "holds
+    files gpudash did not write (no manifest.json of gpudash's)" and told the user to choose another --out or empty the
+    folder, which may be gpudash's own build. It says the manifest cannot be read, exit 2, the build as it was."""
+    out = tmp_path / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    (out / "manifest.json").chmod(0)
+    try:
+        result = _generate_without_override(out, tmp_path)
+    finally:
+        (out / "manifest.json").chmod(0o644)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error")]
+    assert result.returncode == 2 and "internal error" not in result.stderr, result.stderr
+    assert errors == [f"error: {out}: its manifest.json cannot be read (Permission denied): whether gpudash wrote what "
+                      "the folder holds cannot be told"], result.stderr
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
 def test_a_file_of_the_previous_build_that_cannot_be_read_is_said_so_not_called_changed(tmp_path, cli):
     """A file of the build nobody may read (chmod 000): generate refused, rightly, but said the file was "changed since
     gpudash wrote" it, which nothing showed, and offered --force to discard it. It says the file cannot be read; exit

@@ -14,6 +14,7 @@ import pytest
 
 UNDER_A_FILE = "on this path, is a file, not a folder: no folder can be made or read under it"
 LOOP = "that leads round in a loop (to itself, or through other links back to it): no folder is there"
+DANGLING = "gpudash writes or reads nothing through it"
 PATHS = {  # the path given -> what its one message says
     "afile/sub": f"afile, {UNDER_A_FILE}",
     "afile/sub/deeper": f"afile, {UNDER_A_FILE}",
@@ -21,11 +22,14 @@ PATHS = {  # the path given -> what its one message says
     "afile/..": f"afile, {UNDER_A_FILE}",  # the system refuses it (ENOTDIR): never read as afile's folder
     "loop1": f"a link {LOOP}",
     "loop1/sub": f"loop1, on this path, is a link {LOOP}",
+    # a link to a place that does not exist (mistyped, or removed): generate made that place and wrote there
+    "dangling": f"a link to gone{os.sep}target, which does not exist: {DANGLING}",
+    "dangling/sub": f"dangling, on this path, is a link to gone{os.sep}target, which does not exist: {DANGLING}",
     "x" * 300: "the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, where the file system takes at most 255",
     "/".join(["d" * 200] * 30): "more than the system takes (at most 4096)",
 }
 IDS = ["under-a-file", "two-under-a-file", "under-a-file-past-dotdot", "dotdot-after-a-file", "link-loop", "under-a-link-loop",
-       "name-too-long", "path-too-long"]
+       "dangling-link", "under-a-dangling-link", "name-too-long", "path-too-long"]
 COMMANDS = {  # the command, given the path
     "generate --out": lambda path: ("generate", "--out", path),
     "lint --from": lambda path: ("lint", "--from", path),
@@ -39,7 +43,8 @@ COMMANDS = {  # the command, given the path
 # every path with the commands that write a build and read one; the others with a file and a loop on the path
 CASES = [(command, path, said) for command in COMMANDS for (path, said), kind in zip(PATHS.items(), IDS)
          if command in ("generate --out", "lint --from")
-         or kind in ("under-a-file", "under-a-file-past-dotdot", "dotdot-after-a-file", "under-a-link-loop")]
+         or kind in ("under-a-file", "under-a-file-past-dotdot", "dotdot-after-a-file", "under-a-link-loop",
+                     "under-a-dangling-link") or (kind == "dangling-link" and command != "init-config")]
 
 
 def _tree(folder: Path) -> list[str]:
@@ -54,6 +59,7 @@ def test_a_path_that_cannot_name_a_folder_is_one_clear_input_error(tmp_path, mon
     (tmp_path / "afile").write_text("a person's notes\n")
     os.symlink("loop2", tmp_path / "loop1")
     os.symlink("loop1", tmp_path / "loop2")
+    os.symlink(os.path.join("gone", "target"), tmp_path / "dangling")
     before = _tree(tmp_path)
     code, stdout, stderr = cli(*COMMANDS[command](path))
     errors = [line for line in stderr.splitlines() if line.startswith("error")]
@@ -108,17 +114,21 @@ def test_generate_makes_no_folder_named_before_a_dotdot(tmp_path, monkeypatch, c
     assert not (tmp_path / "nowhere").exists()
 
 
+@pytest.mark.parametrize("given, said", [("", "is empty: it names no folder"),
+                                         ("-", "'-' names no folder here: gpudash reads and writes builds as folders")],
+                         ids=["empty", "dash"])
 @pytest.mark.parametrize("command", [("generate", "--out"), ("preview", "--out"), ("lint", "--from"),
                                      ("preview", "--from"), ("plan", "--from"), ("push", "--from"),
                                      ("apply", "--from")])
-def test_an_empty_folder_option_is_a_usage_error(tmp_path, monkeypatch, cli, command):
+def test_an_empty_folder_option_is_a_usage_error(tmp_path, monkeypatch, cli, command, given, said):
     """`--out "$OUT"` or `--from "$BUILD"` with the variable unset: an empty --out named the current folder (generate
     wrote its build there, exit 0), an empty --from read as no --from (plan, push and apply published a build generated
     from the definitions, not the build named; lint judged and preview drew that one). Now each is a usage error
-    naming the option, exit 2, nothing written and nothing sent."""
+    naming the option, exit 2, nothing written and nothing sent. So is `-`, which names standard output or input to
+    many tools: generate made a folder named "-" (and --from read one)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
-    code, stdout, stderr = cli(*command, "")
+    code, stdout, stderr = cli(*command, given)
     assert code == 2 and "Traceback" not in stderr, stderr
-    assert f"Invalid value for '{command[1]}': is empty: it names no folder" in stderr, stderr
+    assert f"Invalid value for '{command[1]}': {said}" in stderr, stderr
     assert _tree(tmp_path) == []
