@@ -66,6 +66,10 @@ def double_quoted(raw: str) -> str:
 # a Grafana variable reference ($name, ${name...}, [[name]]): Grafana replaces it, escaping the value for a
 # double-quoted string (its Prometheus escapes write `'` as `\\'`, which would end a single-quoted one)
 _GRAFANA_VARIABLE = re.compile(r"\$[A-Za-z_{]|\[\[")
+# a space PromQL's lexer needs no more than a parenthesis, bracket or comma beside it: after `(`, `[` or `,`; before
+# `(`, `)`, `]` or `,`; after `)` or `]` before a word or `@` (`) or`, `] @ end()`). Kept: beside braces (`${x} or`
+# would join a variable's value to the word), and before an arithmetic or comparison operator (`) * 30000`, as written)
+_SPARE_SPACE = re.compile(r"(?<=[(\[,]) | (?=[()\],])|(?<=[)\]]) (?=[\w@])")
 
 
 # fewest_parens' answers recur from build to build (a test process builds many, fewest_parens keeps them): so do these
@@ -75,12 +79,14 @@ def packed(text: str) -> str:
     ConfigMap into its last-applied annotation (262,144 bytes at most): each double-quoted string that holds no single
     quote and no Grafana variable in single quotes (a double quote there is four bytes, a single quote one; the same
     string to Prometheus), and no space after a comma outside strings. A string holding a variable keeps its double
-    quotes: Grafana escapes a value for them. Text with a backslash or a single or raw quote is left as it is."""
+    quotes: Grafana escapes a value for them. Outside strings, no space beside a parenthesis, bracket or comma where
+    the lexer needs none (_SPARE_SPACE: `sum by(a)(x)or(y)`, the same expression to Prometheus). Text with a backslash
+    or a single or raw quote is left as it is."""
     if "\\" in text or "'" in text or "`" in text:
         return text
     parts = text.split('"')  # outside, inside, outside, ...: no escaped quote in the text
     for k in range(0, len(parts), 2):
-        parts[k] = parts[k].replace(", ", ",")
+        parts[k] = _SPARE_SPACE.sub("", parts[k])
     for k in range(1, len(parts), 2):
         parts[k] = f'"{parts[k]}"' if _GRAFANA_VARIABLE.search(parts[k]) else f"'{parts[k]}'"
     return "".join(parts)

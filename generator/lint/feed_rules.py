@@ -621,8 +621,9 @@ def _whole_gpus_get_an_instance(job: dict[str, Any]) -> bool:
 
 @lru_cache(maxsize=4096)
 def _grouping_labels(expr: str) -> frozenset[str]:
-    """The labels every `by (...)` of a query names (by its text: a fleet's clusters repeat each query)."""
-    return frozenset(label.strip() for group in re.findall(r"\bby \(([^)]*)\)", expr) for label in group.split(",")
+    """The labels every `by (...)` of a query names (by its text: a fleet's clusters repeat each query; `by(` where
+    packed)."""
+    return frozenset(label.strip() for group in re.findall(r"\bby ?\(([^)]*)\)", expr) for label in group.split(",")
                      if label.strip())
 
 

@@ -642,6 +642,12 @@ def pins_time(expr: str) -> bool:
 # each operand is checked as an operand of `or`: an instant vector), and stands in the text around it as one
 # selector, PLACEHOLDER, which parses in every place an instant vector does.
 CHAIN = 64
+_OR = re.compile(r"\bor\b")  # `or` between spaces, or beside a parenthesis (promql_text.packed: `)or(`)
+
+
+def _ors(text: str) -> int:
+    """How many `or` words `text` holds (the chains' operators, and any in a string: a bound, never too few)."""
+    return len(_OR.findall(text))
 PLACEHOLDER = "gpudash_checked_chain"
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`|[()\[\]{},]|\bor\b')
 _MODIFIER = re.compile(r"\s*(?:on|ignoring)\s*\([^()]*\)")
@@ -671,7 +677,7 @@ def _check_parses(expr: str, any_variable: bool, grafana: bool) -> None:
     import promql_parser
 
     def parse_one(text: str) -> None:
-        promql_parser.parse(_chains_checked(text) if text.count(" or ") > CHAIN else text)
+        promql_parser.parse(_chains_checked(text) if _ors(text) > CHAIN else text)
 
     texts = _candidates(expr, any_variable) if grafana else [expr]
     _first_that_parses(texts, lambda text: _plain_first(text, parse_one))
@@ -718,7 +724,7 @@ def _chains_checked(text: str) -> str:
 
 def _arguments_checked(inside: str) -> str:
     """The inside of a parenthesis (a call's arguments, comma-separated) with each argument's long chains checked."""
-    if inside.count(" or ") <= CHAIN:
+    if _ors(inside) <= CHAIN:
         return inside
     arguments, depth, at = [], 0, 0
     for token in _TOKENS.finditer(inside):
@@ -731,7 +737,7 @@ def _arguments_checked(inside: str) -> str:
             arguments.append(inside[at:token.start()])
             at = token.end()
     arguments.append(inside[at:])
-    return ",".join(_chains_checked(a) if a.count(" or ") > CHAIN else a for a in arguments)
+    return ",".join(_chains_checked(a) if _ors(a) > CHAIN else a for a in arguments)
 
 
 # Where promql_parser (Rust) reads PromQL otherwise than Prometheus (Go). It takes escapes inside a backtick string,

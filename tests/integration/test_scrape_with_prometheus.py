@@ -21,6 +21,7 @@ from generator.output import encode
 from generator.catalog import parse_counters
 from generator.exporter_styles import STYLES
 from generator.project import Project, load_project
+from generator.promql_text import packed
 from generator.render.scrape import ksm_scrape_job, prometheus_config, scrape_job
 from generator.resources import default_counters
 from generator.settings import parse_settings
@@ -177,7 +178,7 @@ def test_every_grafana_query_returns_series_with_the_right_legends(stack, refere
     prometheus, _, _, at = stack
     pods = {pod for pod, _ in WORKLOADS.values()}
     nodes = {node for _, node in WORKLOADS.values()}
-    checked = 0
+    checked = per_pod = per_gpu = 0
     project = _project_for_payload(reference)
     for dashboard in grafana_dashboards(project):
         for panel in dashboard.model["panels"]:
@@ -192,12 +193,15 @@ def test_every_grafana_query_returns_series_with_the_right_legends(stack, refere
                     continue
                 assert result, where
                 legends = {_legend(target["legendFormat"], s["metric"]) for s in result}
-                if target["expr"].startswith(("avg by (namespace, pod)", "sum by (namespace, pod)")):
+                # (the text as written: promql_text.packed; unpacked, these never matched and checked no legend)
+                if target["expr"].startswith((packed("avg by (namespace, pod) ("), packed("sum by (namespace, pod) ("))):
                     assert legends == {f"Pod kube-system/{pod}" for pod in pods}, where
-                elif " by (node, gpu)" in target["expr"] and "MEMORY_TEMP" not in target["expr"]:
+                    per_pod += 1
+                elif packed(" by (node, gpu) (") in target["expr"] and "MEMORY_TEMP" not in target["expr"]:
                     assert legends == {f"{node} GPU 0" for node in nodes}, where
+                    per_gpu += 1
                 checked += 1
-    assert checked >= 40
+    assert checked >= 40 and per_pod and per_gpu, (checked, per_pod, per_gpu)
 
 
 def test_blank_sentinel_values_are_left_out(stack, reference):

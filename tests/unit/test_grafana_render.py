@@ -139,7 +139,7 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
             # spelling's copies, the first non-empty spelling's (promql.gpu_names); a per-pod panel on the copies
             # placing its GPUs on the node (promql.on_node)
             picked = packed('"gpudash_pick", "1", "node", "$node")') in target["expr"]
-            named = ":step_increase" in target["expr"] or "group_left (node) 0 * " in target["expr"]
+            named = ":step_increase" in target["expr"] or packed("group_left (node) 0 *") in target["expr"]
             scoped = ('node="", hostname=~"$node"', 'node="", hostname="", Hostname=~"$node"')
             by_name = ('node="", hostname!="", hostname=~"$node"',
                        'node="", hostname="", Hostname!="", Hostname=~"$node"')
@@ -180,16 +180,17 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # seconds, per GPU (its UUID, gpudash_gpu, and MIG instance); then each GPU named by one node (gpudash_gpu joined
     # to a name), the GPUs that stood under one node and index added up, then the GPU's instances, then the outer
     # grouping
-    recording = packed("(sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase{gpu=~\"$gpu\"}"
-                       "[$__rate_interval]) / (sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds"
-                       "{gpu=~\"$gpu\"}[$__rate_interval]) > 0) and on (")
+    written = ("(sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase{gpu=~\"$gpu\"}"
+               "[$__rate_interval]) / (sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds"
+               "{gpu=~\"$gpu\"}[$__rate_interval]) > 0) and on (")
+    recording = packed(written)
     assert replay.startswith(packed("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join(sum by "
                                     "(cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (max by (cluster, gpudash_gpu, gpu, "
-                                    "GPU_I_ID, GPU_I_PROFILE) ") + recording)
+                                    "GPU_I_ID, GPU_I_PROFILE) " + written))
     # the GPUs a copy of which the pod and namespace variables select has a sample within the window, less one whose
     # latest scrape (by any copy of it: no scrape target's labels) named no pod (promql._left_idle): a series without a
     # pod read now and none naming one, or one within two scrape intervals and none naming one within one
-    assert packed(' and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
+    assert packed('and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
                   'REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]) unless '
                   '(present_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", '
                   'pod=~"$pod", pod!=""}[$__rate_interval]) and on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) '
@@ -198,7 +199,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                   'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""}[60s]) unless on (cluster, UUID, gpu, GPU_I_ID, '
                   'GPU_I_PROFILE) present_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod!=""}[30s])))'
                   ) in replay
-    assert packed(' + on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk by (cluster, '
+    assert packed('+ on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk by (cluster, '
                   'gpudash_gpu, gpu) (1, ') in replay
     assert "rate(" not in replay and replay.count(recording) == 1
     # the rules file records both series of each counter a rate panel reads, at the scrape interval
@@ -218,7 +219,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                                    "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join("
                                    "present_over_time(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace=~\"$namespace\", "
                                    "pod=~\"$pod\", gpu=~\"$gpu\", pod!=\"\"}[$__rate_interval]) unless"))
-               and packed(" unless on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_TOTAL_"
+               and packed("unless on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_TOTAL_"
                           "ENERGY_CONSUMPTION{gpu=~\"$gpu\", pod=\"\"} unless on (cluster, UUID, gpu, "
                           "GPU_I_ID, GPU_I_PROFILE) DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=~\"$gpu\", pod!=\"\"} or "
                           "present_over_time(") in e
@@ -234,7 +235,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # instant selector having none: promql._superseded reads no value of it; a GPU no pod holds any more by which of its
     # series are there now: promql.idle_gpus reads no value of them)
     read = re.sub(r"timestamp\(DCGM_\w+\{[^}]*\}\)|unless DCGM_\w+\{[^}]*\}"
-                  r"|DCGM_\w+\{[^}]*\} unless on \([^)]*\) DCGM_\w+\{[^}]*\}(?!\[)", "", util)
+                  r"|DCGM_\w+\{[^}]*\} unless on ?\([^)]*\) ?DCGM_\w+\{[^}]*\}(?!\[)", "", util)
     floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14| >= 1e14| and present_over_time\(|, 1e14\)| / 100000\)\)\[)?",
                         read)
     assert floors and all(floors), util
@@ -247,8 +248,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                 return util[at:end + 1]
         raise AssertionError(util)
     # (the device's reading joined under the node's spellings; promql._superseded's `group_left ()` compares times)
-    joined = [device(m.end()) for m in re.finditer(r"group_left \([^)]+\) ", util)]
-    assert joined and all(d.endswith(" < 1e14)") and "topk by " in d for d in joined), util
+    joined = [device(m.end()) for m in re.finditer(r"group_left ?\([^)]+\) ?", util)]  # (packed: no spaces)
+    assert joined and all(d.endswith(" < 1e14)") and re.search(r"topk by\b", d) for d in joined), util
     ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
     # (the dashboard's range at its end: the GPUs the picked node holds, promql.on_node; 30s and 60s: the last scrape
     # interval and the two before, promql.idle_gpus)
@@ -418,7 +419,7 @@ def test_throttle_counters_chart_as_a_share_of_time(project_dir):
     _, models = _dashboards(project_dir(csv=csv))
     panel = next(p for p in _charts(models["gpudash-health"]) if p["title"] == "Throttled by power")
     # nanoseconds throttled per second, times 1e-9: the share of time throttled (0-1)
-    assert ':step_seconds{gpu=~"$gpu"}[$__rate_interval]) > 0) * 1e-09 and on (' in panel["targets"][0]["expr"]
+    assert packed(':step_seconds{gpu=~"$gpu"}[$__rate_interval]) > 0) * 1e-09 and on (') in panel["targets"][0]["expr"]
     assert panel["fieldConfig"]["defaults"]["unit"] == "percentunit"
     parse(panel["targets"][0]["expr"])
 

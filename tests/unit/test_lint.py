@@ -240,7 +240,7 @@ def test_a_line_per_namespace_needs_no_pod_in_its_legend(tmp_path):
     target = dashboard.model["panels"][1]["targets"][0] if "targets" not in dashboard.model["panels"][0] else \
         dashboard.model["panels"][0]["targets"][0]
     # now a line per pod: grouped by the pod at every level (one that drops it inside answers per namespace)
-    target["expr"] = target["expr"].replace("by (namespace)", "by(namespace,pod)", 1).replace(",namespace)",
+    target["expr"] = target["expr"].replace("by(namespace)", "by(namespace,pod)", 1).replace(",namespace)",
                                                                                             ",namespace,pod)")
     assert any(f.rule == "GF012" for f in run(RULES, subject))
     # a line per namespace or'ed with a constant (Grafana's `or vector(0)`, no series' labels) stays one
