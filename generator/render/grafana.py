@@ -73,7 +73,7 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
     label = label_name(key, labels)
     if key == "cluster":  # of the clusters gpudash watches on the Prometheus (render.alarms.watched_clusters)
         series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
-        return (f"query_result(count by ({label}) ({series}) and on ({label}) {WATCHED_CLUSTER})",
+        return (f"query_result({packed(f'count by ({label}) ({series}) and on ({label}) {WATCHED_CLUSTER}')})",
                 f'/{label}="([^"]+)"/')
     coalesced = labels.node_sources != (labels.node,)
     if not coalesced or (key != "node" and "node" not in dict(scope.regexes)):
@@ -85,7 +85,9 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
         series = listed_names(metrics, matchers, f"{settings.scrape.seconds}s", labels)
     else:
         series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
-    return f"query_result(count by ({label}) ({series}))", f'/{label}="([^"]+)"/'
+    # query_result's PromQL packed as a panel's (the node's, 19 KB on a shared Prometheus, is in every dashboard);
+    # label_values' selector as written: Grafana's variable editor reads it into label filters
+    return f"query_result({packed(f'count by ({label}) ({series})')})", f'/{label}="([^"]+)"/'
 
 
 def render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from generator.artifacts import grafana_dashboards
 from generator.clients.prometheus import Result, Series
 from generator.preview.site import plan, run_queries
 from generator.project import load_project
+from generator.promql_text import packed
 
 
 class _Clusters:
@@ -18,7 +19,7 @@ class _Clusters:
 
     def run(self, expr, instant, start, end, step):
         self.asked.append(expr)
-        if expr.startswith("count by (cluster)"):
+        if expr.startswith(packed("count by (cluster) (")):
             return Result(expr, instant, [Series({"cluster": "a\\b"}, ((end, 1.0),)), Series({"cluster": "c"}, ((end, 1.0),))])
         return Result(expr, instant)
 
@@ -30,7 +31,7 @@ def test_the_cluster_variable_at_all_reads_the_clusters_it_lists(project_dir):
     client = _Clusters()
     run_queries([plan(dashboard.uid, dashboard.model, "1h", 30, 1_800_000_000)], client, workers=1)
     variable = next(v for v in dashboard.model["templating"]["list"] if v["name"] == "cluster")
-    assert client.asked[0].startswith("count by (cluster)") and "gpudash:cluster:watched" in client.asked[0]
+    assert client.asked[0].startswith(packed("count by (cluster) (")) and "gpudash:cluster:watched" in client.asked[0]
     panels = client.asked[1:]
     assert panels and all('cluster=~".*"' not in expr for expr in panels)
     assert all('cluster=~"(a\\\\\\\\b|c)"' in expr for expr in panels if "cluster=~" in expr), panels[0][:400]
