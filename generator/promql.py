@@ -581,8 +581,8 @@ def held_labels(labels: Labels) -> tuple[str, ...]:
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False) -> str:
-    """The GPU instances (held_labels: any exporter copy's) whose latest scrape named no pod on them. An exporter writes a
-    GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods' copies are of one
+    """The GPU instances (held_labels: any exporter copy's) whose latest scrape named no pod on them. An exporter writes
+    a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods' copies are of one
     scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of its node read the
     GPU it left beside its new one for the look-back (310 W for 250, 2 GPUs for 1: test_pod_moved_gpu), as did a pod
     that ended. A GPU pods share by time-slicing, which an exporter names under one of them per scrape, always names
@@ -600,11 +600,11 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     at every scrape, so a GPU whose scrapes stopped read idle from one interval after its last (its pods left the
     panels); there a series without a pod and none naming one within the last interval, or within the last two (its
     own series written at every scrape tells the scrapes: where none named a pod in a window holding a scrape, the
-    newest did not). A scrape a little early reads the one before it in
-    the interval too, and finds the GPU idle only from the next step (on live scrapes every 0.5 s the panels read 310 W
-    for 250 at such a step). Panels (not `rule`) also take one read now and none naming one read now: Prometheus marks
-    a series stale at the scrape that no longer writes it, so on live scrapes the GPU is idle from that scrape on;
-    where it wrote no staleness marker (a backfill, a restart) the instant selector reads the older samples, and the
+    newest did not). A failed scrape alone leaves no GPU idle. A scrape a little early reads the one before it in the
+    interval too, and finds the GPU idle only from the next step (on live scrapes every 0.5 s the panels read 310 W for
+    250 at such a step). Panels (not `rule`) also take one read now and none naming one read now: Prometheus marks a
+    series stale at the scrape that no longer writes it, so on live scrapes the GPU is idle from that scrape on; where
+    it wrote no staleness marker (a backfill, a restart) the instant selector reads the older samples, and the
     intervals' test alone tells."""
     held, pod, two = _listed(held_labels(labels)), labels.pod, f"{2 * _seconds(scrape)}s"
 

@@ -131,7 +131,8 @@ def test_a_pod_moved_to_another_gpu_of_its_node_on_live_scrapes(live):
     assert not wrong, wrong
 
 
-FAILED_ANSWER = LIVE_MOVE + 1  # the live story's answer that fails to parse (the scrape fails: every series marked stale)
+# the live story's answer that fails to parse (a failed scrape: every series marked stale)
+FAILED_ANSWER = LIVE_MOVE + 1
 
 
 @pytest.fixture(scope="module")
