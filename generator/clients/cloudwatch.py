@@ -644,11 +644,24 @@ def other_kind(alarm: dict[str, Any] | None) -> str | None:
 
 
 def _log_alarms_refused(exc: RemoteError, asked: list[str]) -> bool:
-    """Whether CloudWatch refused a DescribeAlarms that asked for log alarms as a request outside the values it takes,
-    naming LogAlarm (a CloudWatch without log alarms: a partition or Region they have not reached, an older stand-in).
-    Such a CloudWatch holds none, so no log alarm can hold a name there: read without the type, nothing is missed."""
-    return ("LogAlarm" in asked and getattr(exc, "code", None) in ("ValidationError", "InvalidParameterValue")
-            and "LogAlarm" in exc.what)
+    """Whether CloudWatch refused a DescribeAlarms that asked for log alarms because LogAlarm is outside the values it
+    takes (a CloudWatch without log alarms: a partition or Region they have not reached, an older stand-in): an enum
+    refusal of that value whose set leaves it out, or words saying the value is not valid. Such a CloudWatch holds
+    none, so no log alarm can hold a name there: read without the type, nothing is missed."""
+    if not ("LogAlarm" in asked and getattr(exc, "code", None) in ("ValidationError", "InvalidParameterValue")):
+        return False
+    # a refusal for another reason that names LogAlarm (the type taken, the request not) is no evidence: log alarms
+    # would go unread where they exist, and a name one holds read as free
+    listed = _ENUM_SET.search(exc.what)
+    if listed is not None:  # "Value 'LogAlarm' at 'alarmTypes.3.member' ... enum value set: [CompositeAlarm, ...]"
+        return "LogAlarm" not in listed[1] and _REFUSED_VALUE.search(exc.what) is not None
+    return _NOT_A_VALUE.search(exc.what) is not None
+
+
+_ENUM_SET = re.compile(r"enum value set:\s*\[([^\]]*)\]")
+_REFUSED_VALUE = re.compile(r"Value '\[?[^']*\bLogAlarm\b")
+_NOT_A_VALUE = re.compile(r"\bLogAlarm\b[^.;]*\b(?:is not (?:a )?valid|is invalid|unknown|not supported|unsupported)\b"
+                          r"|\b(?:invalid|unknown|unsupported) (?:value|alarm ?type)s?\b[^.;]*\bLogAlarm\b", re.I)
 
 
 def answer_lost(exc: BaseException) -> bool:

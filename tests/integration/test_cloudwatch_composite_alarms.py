@@ -233,6 +233,27 @@ def test_a_region_that_refuses_the_log_alarm_type_is_read_without_it(proxied, pu
     assert "CloudWatch in us-east-1 refuses AlarmTypes LogAlarm" in stderr, stderr
 
 
+@pytest.mark.parametrize("message", [
+    "LogAlarm cannot be listed together with AlarmNamePrefix in this Region",
+    "1 validation error detected: Value 'gpudash-' at 'alarmNamePrefix' failed to satisfy constraint: Member must "
+    "satisfy enum value set: [CompositeAlarm, LogAlarm, MetricAlarm]",
+], ids=["another-refusal-naming-it", "its-enum-lists-it"])
+def test_a_refusal_naming_log_alarm_that_is_not_the_type_unknown_fails_the_plan(proxied, published, cli, message):
+    """Any ValidationError whose words named LogAlarm was read as "this CloudWatch has no log alarms": the listing was
+    asked again without the type for the rest of the run, so a CloudWatch that has log alarms and refused the request
+    for another reason had them unread, and a name one holds read as free. Only a refusal of the value itself (LogAlarm
+    outside the values the API takes, as an enum refusal lists them) is that evidence now; any other fails the plan
+    (exit 3), as any refusal of a listing does."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    body = json.dumps({"__type": "ValidationError", "message": message}).encode()
+    proxy.inject(fault("DescribeAlarms", "status", times=ALWAYS, status=400, naming="LogAlarm", body=body))
+    code, stdout, stderr = cli("plan", "--no-grafana")
+    assert code == 3 and "Traceback" not in stderr, (code, stdout, stderr)
+    assert "refuses AlarmTypes LogAlarm" not in stderr and "ValidationError" in stderr, stderr
+
+
 class _DeletesNamed(Rule):
     """A proxy rule that takes no request: `names` gets each alarm name a DeleteAlarms request names."""
 
