@@ -335,14 +335,16 @@ def _writer(item: Answer, settings: Settings) -> Writer:
     notes = item.string_map("metadata.annotations")
     if KUBERNETES_PROJECT not in notes or KUBERNETES_CLUSTERS not in notes:
         return UNRECORDED
-    project, named = notes[KUBERNETES_PROJECT], frozenset(notes[KUBERNETES_CLUSTERS].split(","))
+    project, named = notes[KUBERNETES_PROJECT], frozenset(filter(None, notes[KUBERNETES_CLUSTERS].split(",")))
     ours = settings.project or NO_PROJECT
     if project == ours and not named.isdisjoint(cluster.name for cluster in settings.clusters):
         return THESE
+    # (an empty clusters annotation, edited by hand: nothing ties it to these settings' clusters, and it is said so)
+    clusters = f"clusters {', '.join(sorted(named))}" if named else f"its {KUBERNETES_CLUSTERS} annotation names none"
     return Writer(("other settings naming no project" if project == ours == NO_PROJECT else
                    f"another settings file of project {project}" if project == ours else
                    "settings naming no project" if project == NO_PROJECT else f"project {project}")
-                  + f" (clusters {', '.join(sorted(named))})", named, project == ours)
+                  + f" ({clusters})", named, project == ours)
 
 
 def _renamed_first(writers, fix: str, file: str) -> str:

@@ -1652,6 +1652,20 @@ def test_prometheus_rules_of_a_gpudash_that_recorded_no_settings_are_a_warning(s
                                                   "applying build/k8s/prometheusrule.yaml replaces them")
 
 
+def test_a_prometheus_rule_whose_clusters_annotation_is_empty_is_said_so(stack, tmp_path):
+    """A gpudash PrometheusRule of these settings' project whose gpudash.io/clusters annotation a person emptied:
+    nothing ties it to these settings' clusters, so the check fails, but it named "another settings file of project
+    team-a (clusters )", an empty list. It says the annotation names none."""
+    cluster, verify = stack
+    settings = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)
+    _applied_rules(cluster, settings)
+    cluster.prometheus_rules[0]["metadata"]["annotations"]["gpudash.io/clusters"] = ""
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(settings))
+    detail, _ = _failures(checks)[("kube", "PrometheusRules of other settings")]
+    assert "of another settings file of project team-a (its gpudash.io/clusters annotation names none)" in detail, \
+        detail
+
+
 def test_prometheus_rules_of_the_build_s_names_that_are_not_gpudash_s_are_a_failure(stack, tmp_path):
     """PrometheusRules of the names this build writes, where it writes them, made by a person or another tool (no
     gpudash label): the check listed gpudash-labelled objects alone and said ok ("none in monitoring was applied from
