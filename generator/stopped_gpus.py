@@ -80,10 +80,12 @@ MEMORY_SECONDS = 3600  # MEMORY
 ARRIVED_MARGIN = 120
 SPELLING = "gpudash_spelling"  # a node spelling a GPU's copies carried within the hour
 RECORDED = "lost"  # the recording rule's part of its name (render.alarms.recorded_name): the GPUs judged stopped
-# how far back the recording rule reads the GPUs it judged stopped before: past a Prometheus restart, a node
-# rebooted or its exporter away for minutes; shorter than the hour a node's new GPUs read as arrived (a name taken by
-# another machine: its GPUs' first readings), so that a GPU dropped for it is not taken up again
-HOLD_SECONDS = 1800
+# how far back the recording rule reads the GPUs it judged stopped before: past a Prometheus restarted or down (for up
+# to this long), a node rebooted or its exporter away. Shorter than the hour, less the minutes a GPU is dropped after,
+# in which another machine's arrival under the node's name (its Node object, its GPUs' first readings) or a new GPU at
+# the lost one's index (read in the band before the hour: one renumbered) is compared, so that a GPU dropped for either
+# is not taken up again (at 55 minutes a GPU replaced at its index was, 53 minutes after: test_gpu_stopped_reporting*)
+HOLD_SECONDS = 2700
 HOLD = f"{HOLD_SECONDS // 60}m"
 # how far back a GPU's first reading is looked for (ARRIVED_MARGIN): were it MEMORY and the margins alone, a node whose
 # GPUs all read nothing for minutes read as arrived an hour after (a lost GPU's alert resolved then for as long)
