@@ -15,16 +15,16 @@ from .cli_base import (Between, checked_url, config_option, csv_option, load_pro
 from .errors import InputError
 
 
-def dashboards_of(project, from_dir: str | None) -> list[tuple[str, dict[str, Any]]]:
-    """(uid, dashboard JSON) of every Grafana dashboard: built in memory, or read from a build."""
+def dashboards_of(project, from_dir: str | None, option: str = "--from") -> list[tuple[str, dict[str, Any]]]:
+    """(uid, dashboard JSON) of every Grafana dashboard: built in memory, or read from a build (named by `option`)."""
     if not from_dir:
         from .artifacts import grafana_dashboards
 
         return [(d.uid, d.model) for d in grafana_dashboards(project)]
     from .output import read
 
-    found = [(d.uid, d.model) for d in read(Path(from_dir), origin=from_dir,
-                                            waiting=waiting_for_turn(Path(from_dir))).grafana]
+    found = [(d.uid, d.model) for d in read(Path(from_dir), origin=from_dir, waiting=waiting_for_turn(Path(from_dir)),
+                                            option=option).grafana]
     if not found:
         raise InputError("the build holds no Grafana dashboards (grafana/*.json)", where=from_dir,
                          hint="run `gpudash generate --out DIR` first")
@@ -69,7 +69,7 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
     check_out(Path(out))  # someone else's files (folder_path, then what write_files refuses)
     project = load_project_for(config, csv)
     dashboards = dashboards_of(project, from_dir)
-    base = dashboards_of(project, base_dir) if base_dir else None
+    base = dashboards_of(project, base_dir, "--diff") if base_dir else None
     end = time.time()
     scrape_s = float(project.settings.scrape.seconds) if not sample else 15.0
     plans = [site.plan(uid, model, range_text, scrape_s, end) for uid, model in dashboards]

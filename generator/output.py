@@ -1562,13 +1562,15 @@ def _check_scope(record: Any, directory: Path, settings) -> None:
                              "publishing may prune", where=str(directory / MANIFEST), hint=REGENERATE)
 
 
-def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The build's manifest and the files it lists, each checked against its sha256."""
+def _read_build(directory: Path, option: str = "--from") -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The build's manifest and the files it lists, each checked against its sha256; `option`: the one that named it,
+    as a message says it."""
     manifest_path = directory / MANIFEST
     if directory.exists() and not directory.is_dir():
         inside = next((p for p in directory.parents if (p / MANIFEST).is_file()), None)
-        raise InputError("not a folder: --from takes a whole build", where=str(directory),
-                         hint=f"pass --from {printed.argument(inside)}" if inside else "pass the folder `gpudash generate --out` wrote")
+        raise InputError(f"not a folder: {option} takes a whole build", where=str(directory),
+                         hint=f"pass {option} {printed.argument(inside)}" if inside else
+                         "pass the folder `gpudash generate --out` wrote")
     if not directory.is_dir():
         raise InputError("the build folder does not exist", where=str(directory),
                          hint=f"run `gpudash generate --out {printed.argument(directory)}` first")
@@ -1829,7 +1831,7 @@ def _agree(what: str, recorded, present, manifest: str) -> None:
 
 
 def read(directory: Path, origin: str | None = None, settings=None, consequence: str = LINTED,
-         waiting: Callable[[str, str], None] | None = None) -> "Artifacts":
+         waiting: Callable[[str, str], None] | None = None, option: str = "--from") -> "Artifacts":
     """A build folder, back as the artifact set it was written from (every file checked against the
     manifest first). What the files do not say (each CloudWatch dashboard's Region, the primary Region,
     the Grafana folder, the name prefixes, what the build left out and why, the counters CSV's sha256)
@@ -1839,7 +1841,7 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
     from .artifacts import Artifacts, GrafanaDashboard, Note
 
     with turn(directory, waiting, shared=True):  # (a path with a `..` read where it names, as it is written: named)
-        manifest, files = _read_build(as_named(directory))
+        manifest, files = _read_build(as_named(directory), option)
     origin = origin or str(directory)
 
     def where(path: str) -> str:

@@ -312,14 +312,15 @@ def builds_read_once_per_content():
         except OSError:  # a folder or file that cannot be read: nothing kept, `read` itself says what is wrong
             return None
 
-    def read_once(directory, origin=None, settings=None, consequence=output.LINTED, waiting=None):
+    def read_once(directory, origin=None, settings=None, consequence=output.LINTED, waiting=None, option="--from"):
         key = (str(directory), content(directory), origin, consequence)
         if key[1] is not None:
             for known, known_settings, artifacts in kept:
                 if known == key and known_settings == settings:
-                    output._read_build(Path(directory))  # its checks (and errors) at every read
+                    output._read_build(Path(directory), option)  # its checks (and errors) at every read
                     return artifacts
-        artifacts = read(directory, origin=origin, settings=settings, consequence=consequence, waiting=waiting)
+        artifacts = read(directory, origin=origin, settings=settings, consequence=consequence, waiting=waiting,
+                         option=option)
         if key[1] is not None:
             if len(kept) >= 16:
                 del kept[0]

@@ -508,6 +508,9 @@ CASES = [
     flags("lint --from a file inside a build", ("lint", "--from", "b/grafana/x.json"), "not a folder",
           "fix: pass --from b", files={"b/manifest.json": "{}", "b/grafana/x.json": "{}"}, where="b/grafana/x.json"),
     flags("lint --from a missing folder", ("lint", "--from", "nowhere"), "does not exist", where="nowhere"),
+    # (it said "--from takes a whole build" of a --diff, an option the command was not given)
+    flags("preview --diff a file", ("preview", "--sample", "--diff", "notes.txt"), "not a folder: --diff takes a "
+          "whole build", files={"notes.txt": "x"}, where="notes.txt"),
     flags("push --from a file", ("push", "--from", "notes.txt"), "not a folder", files={"notes.txt": "x"},
           where="notes.txt"),
     flags("plan --from a folder without a manifest", ("plan", "--from", "empty", "--no-cloudwatch"),
