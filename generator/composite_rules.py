@@ -22,8 +22,20 @@ def words(rule: str) -> set[str]:
 
 
 def parents(composites: dict[str, dict[str, Any]], name: str, arn: str | None) -> list[str]:
-    """The names of the composite alarms (as DescribeAlarms lists them, by name) whose rules name the alarm `name`
-    (of ARN `arn`), sorted."""
+    """The names of the composite alarms (as DescribeAlarms lists them, by name) that depend on the alarm `name` (of
+    ARN `arn`), sorted: whose rules name it, or that name it as their ActionsSuppressor (by name or ARN: the alarm
+    whose ALARM state holds the composite alarm's actions; deleted, the composite alarm acts through what it was made
+    to hold)."""
+    return sorted(parent for parent, alarm in composites.items() if how(alarm, name, arn))
+
+
+def how(composite: dict[str, Any], name: str, arn: str | None) -> str | None:
+    """How the composite alarm `composite` (as DescribeAlarms lists it) depends on the alarm `name` (of ARN `arn`):
+    its rule (quoted, cut at 80 characters), its actions suppressor, or None where it does not."""
     named = {name, arn} - {None}
-    return sorted(parent for parent, alarm in composites.items()
-                  if isinstance(alarm.get("AlarmRule"), str) and named & words(alarm["AlarmRule"]))
+    rule = composite.get("AlarmRule")
+    if isinstance(rule, str) and named & words(rule):
+        return f"its rule: {rule[:80]}{'…' if len(rule) > 80 else ''}"
+    if composite.get("ActionsSuppressor") in named:
+        return "its actions suppressor"
+    return None

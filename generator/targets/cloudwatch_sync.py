@@ -78,9 +78,10 @@ HELD_FIX = ("rename that alarm (make it again under another name, then delete th
 
 
 # Why an alarm no longer defined that a composite alarm depends on is not deleted, and what frees it
-NOT_UNDER_COMPOSITES = "CloudWatch deletes no alarm a composite alarm's rule names, --force or not"
-KEPT_FIX = ("change that composite alarm's rule so that it no longer names this alarm (or delete that composite "
-            "alarm): --prune deletes it then")
+NOT_UNDER_COMPOSITES = ("CloudWatch deletes no alarm a composite alarm's rule names, and gpudash none a composite "
+                        "alarm holds its actions by (its actions suppressor), --force or not")
+KEPT_FIX = ("change that composite alarm's rule or actions suppressor so that it no longer names this alarm (or delete "
+            "that composite alarm): --prune deletes it then")
 
 
 def _depend(parents: list[str]) -> str:
@@ -243,11 +244,11 @@ def _kept_by_composites(cloudwatch: CloudWatch, region: str, changes: list[Chang
     composites = cloudwatch.composite_alarms(region) if retired else {}
     for change in retired:
         if parents := composite_rules.parents(composites, change.name, (change.live or {}).get("arn")):
-            rule = composites[parents[0]]["AlarmRule"]
+            how = composite_rules.how(composites[parents[0]], change.name, (change.live or {}).get("arn"))
             change.action, change.edited = KEPT, False
             change.live = {**(change.live or {}), "parents": parents}
-            change.details = [f"no longer defined, but {_depend(parents)} (its rule: {rule[:80]}"
-                              f"{'…' if len(rule) > 80 else ''}): {NOT_UNDER_COMPOSITES}; {KEPT_FIX}"]
+            change.details = [f"no longer defined, but {_depend(parents)} ({how}): {NOT_UNDER_COMPOSITES}; "
+                              f"{KEPT_FIX}"]
 
 
 def _renamed(publication: frozenset[str] | None, clusters: tuple[str, ...], former: tuple[str, ...]) -> bool:

@@ -270,6 +270,26 @@ class _DeletesNamed(Rule):
 DEPENDING = "team-ml-gpu-heat-paging"  # a person's composite alarm, outside gpudash's name form
 
 
+def _kept_through_prune(proxied, cli, said: str) -> _DeletesNamed:
+    """Plan (exit 1: RETIRED_EDITED `kept`, its line saying `said`), then apply --prune without and with --force: each
+    exit 1, RETIRED_EDITED refused, no DeleteAlarms naming it, the alarm still there; the deletes sent."""
+    proxy, client, apply = proxied
+    fresh(proxy)
+    code, stdout, stderr = cli("plan", "--no-grafana", "--removed-cluster", "other")
+    assert code == 1 and "Traceback" not in stderr, stderr
+    assert f"kept      cloudwatch alarm {RETIRED_EDITED} [us-east-1]" in stdout, stdout
+    assert said in stdout, stdout
+    deletes = _DeletesNamed()
+    proxy.inject(deletes)
+    for force in ((), ("--force",)):
+        code, report, stderr = apply("--prune", "--removed-cluster", "other", *force)
+        assert code == 1 and report["refused"] == [RETIRED_EDITED] and report["failed"] == [], (report, stderr)
+        assert DEPENDING in stderr and "Traceback" not in stderr, stderr
+        assert RETIRED_EDITED not in deletes.names, deletes.names
+        assert sorted(name for name in alarms(client) if other_cluster(name)) == [RETIRED_EDITED]
+    return deletes
+
+
 @pytest.mark.parametrize("named", [f'ALARM("{RETIRED_EDITED}")', f"ALARM({RETIRED_EDITED})",
                                    f'AT_LEAST(1, ALARM, ("{_arn(RETIRED_EDITED)}", team-ml-queue-backlog))'],
                          ids=["quoted", "bare", "arn-in-at-least"])
@@ -282,24 +302,12 @@ def test_a_retired_alarm_a_composite_alarm_depends_on_is_kept_naming_the_composi
     the Region's composite alarms where it has alarms to prune: that alarm is `kept`, naming the composite alarm and
     what to change; apply --prune sends no delete for it (exit 1, refused, --force too), deletes the others, and
     deletes it once the composite alarm's rule no longer names it."""
-    proxy, client, apply = proxied
+    _, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     client.put_composite_alarm(AlarmName=DEPENDING, AlarmRule=f"{named} OR ALARM(team-ml-queue-backlog)",
                                AlarmDescription="on-call: GPU heat with a backlog")
     retired = sorted(name for name in alarms(client) if other_cluster(name))
-    fresh(proxy)
-    code, stdout, stderr = cli("plan", "--no-grafana", "--removed-cluster", "other")
-    assert code == 1 and "Traceback" not in stderr, stderr
-    assert f"kept      cloudwatch alarm {RETIRED_EDITED} [us-east-1]" in stdout, stdout
-    assert f"the composite alarm {DEPENDING} depends on it" in stdout, stdout
-    deletes = _DeletesNamed()
-    proxy.inject(deletes)
-    for force in ((), ("--force",)):
-        code, report, stderr = apply("--prune", "--removed-cluster", "other", *force)
-        assert code == 1 and report["refused"] == [RETIRED_EDITED] and report["failed"] == [], (report, stderr)
-        assert DEPENDING in stderr and "Traceback" not in stderr, stderr
-        assert RETIRED_EDITED not in deletes.names, deletes.names
-        assert sorted(name for name in alarms(client) if other_cluster(name)) == [RETIRED_EDITED]
+    deletes = _kept_through_prune(proxied, cli, f"the composite alarm {DEPENDING} depends on it")
     assert sorted(deletes.names) == [name for name in retired if name != RETIRED_EDITED]
     client.put_composite_alarm(AlarmName=DEPENDING, AlarmRule="ALARM(team-ml-queue-backlog)")  # the person's edit
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
@@ -327,3 +335,22 @@ def test_a_composite_alarm_made_after_the_plan_that_keeps_an_alarm_from_its_dele
     assert [o.change.name for o in failed] == [RETIRED_EDITED], [o.error for o in failed]
     assert f"the composite alarm {DEPENDING} depends on it" in failed[0].error, failed[0].error
     assert [name for name in alarms(client) if other_cluster(name)] == [RETIRED_EDITED]
+
+
+@pytest.mark.parametrize("by", ["name", "arn"])
+def test_a_retired_alarm_a_composite_alarm_suppresses_its_actions_by_is_kept_naming_the_composite(
+        proxied, published, project_dir, cli, by):
+    """A person's composite alarm names an alarm these settings no longer define as its ActionsSuppressor (not in its
+    rule): its actions are held while that alarm is in ALARM (a maintenance window, a dependency down). The plan read
+    composite alarms' rules alone: it said `delete`, and apply --prune deleted the alarm (CloudWatch's answer to that
+    delete is not documented; moto's is to delete it), so the person's composite alarm lost its suppressor and pages
+    through what it was made to hold. The composite alarm depends on it as much as on an alarm of its rule: `kept`,
+    naming the composite alarm, no delete sent, --force too."""
+    _, client, _ = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    client.put_composite_alarm(AlarmName=DEPENDING, AlarmRule="ALARM(team-ml-queue-backlog)",
+                               ActionsSuppressor=RETIRED_EDITED if by == "name" else _arn(RETIRED_EDITED),
+                               ActionsSuppressorWaitPeriod=60, ActionsSuppressorExtensionPeriod=60)
+    suppressor = client.describe_alarms(AlarmTypes=["CompositeAlarm"])["CompositeAlarms"][0]["ActionsSuppressor"]
+    assert RETIRED_EDITED in suppressor  # (the model lists it, as CloudWatch does)
+    _kept_through_prune(proxied, cli, f"the composite alarm {DEPENDING} depends on it (its actions suppressor)")

@@ -209,7 +209,17 @@ def _composite_alarms() -> None:
     describe_alarms.alarm_types = True
     CloudWatchResponse.describe_alarms = describe_alarms
     CloudWatchResponse.delete_alarms = delete_alarms
-    CloudWatchResponse.put_composite_alarm = CloudWatchResponse.put_metric_alarm
+    put = CloudWatchResponse.put_metric_alarm
+
+    def put_composite_alarm(self) -> ActionResult:
+        """moto's put_metric_alarm, keeping the ActionsSuppressor (an alarm's name or ARN) it drops: DescribeAlarms
+        lists it in the composite alarm, as CloudWatch does."""
+        answer = put(self)
+        self.cloudwatch_backend.alarms[self._get_param("AlarmName")].actions_suppressor = \
+            self._get_param("ActionsSuppressor")
+        return answer
+
+    CloudWatchResponse.put_composite_alarm = put_composite_alarm
 
 
 def _dashboards_global() -> None:
