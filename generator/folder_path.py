@@ -16,9 +16,10 @@ from .errors import InputError
 
 def check_folder_path(path: Path) -> None:
     """Raise an InputError (exit 2) when `path` cannot name a folder: one of its parents is a file (or anything but a
-    folder), a link on it leads round in a loop or to a place that does not exist, a folder on it (or it, a folder) is one this user may not enter (no
-    search permission), or a name on it or the whole of it is longer than the system takes. A path that does not
-    exist yet passes: what writes it makes it. A path with a `..` is judged as the folder it names (`named`)."""
+    folder), a link on it leads round in a loop or to a place that does not exist, a folder on it (or it, a folder) is
+    one this user may not enter (no search permission), or a name on it or the whole of it is longer than the system
+    takes. A path that does not exist yet passes: what writes it makes it. A path with a `..` is judged as the folder
+    it names (`named`)."""
     path = named(path)
     try:
         if stat.S_ISDIR(os.stat(path).st_mode):

@@ -158,9 +158,9 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
     if foreign:
         their = "their" if len(foreign) > 1 else "its"
         return _not_gpudash_s_named(RULES_CHECK, foreign, rules, f"{their} rules stop being evaluated",
-                                    "rename those PrometheusRules, or set prometheus_stack.namespace to a namespace the "
-                                    f"Prometheus reads PrometheusRules from where none is named so, and apply {rules} "
-                                    "there")
+                                    "rename those PrometheusRules, or set prometheus_stack.namespace to a namespace "
+                                    "the Prometheus reads PrometheusRules from where none is named so, and apply "
+                                    f"{rules} there")
     items = [item for item in listed if _gpudash_s(item)]
     others: dict[Writer, list[str]] = {}
     unrecorded = []

@@ -207,7 +207,8 @@ def test_an_answer_without_the_log_alarms_it_was_asked_for_writes_nothing(proxie
     empty one where it holds none). A proxy or server stripping LogAlarms hid a person's log alarm under a name gpudash
     defines: the answer was read as "no log alarm", and apply --force wrote every alarm (a PutMetricAlarm under the
     log alarm's name). It is not an answer: exit 3, nothing written. (A CloudWatch that refuses the LogAlarm type is
-    asked without it, and its answers need no LogAlarms: test_a_region_that_refuses_the_log_alarm_type_is_read_without_it.)"""
+    asked without it, and its answers need no LogAlarms:
+    test_a_region_that_refuses_the_log_alarm_type_is_read_without_it.)"""
     proxy, client, apply = proxied
     proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_log_alarms))
     code, report, stderr = apply("--force")
