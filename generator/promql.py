@@ -980,15 +980,17 @@ def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...
     latest sample's time is sample_time's: the instant selector's sample's own where it has one (one scrape after a
     MIG reconfiguration, before the next step, the new instances had no time yet at the steps alone, the old ones were
     not superseded, and a pod showed its old instance's 20,000 MiB beside its new one's 5,000), else to half a scrape
-    interval (`resolution`)."""
+    interval (`resolution`). A series (an instance) the instant selector reads is never superseded, so the compared
+    side takes the stepped time alone of the others (stepped_time: sample_time's without `timestamp()`, which
+    Prometheus before 2.47 seeks anew at each step), the same times: each such series has no sample of its own there."""
     copy = _listed((labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
                     *COPY_LABELS))
-
-    def older(last: str) -> str:
-        last = f"max by ({_listed(by)}) ({last})" if by else last
-        return f"({last} < on ({copy}) group_left () max by ({copy}) ({last}))"
-    marked = f" unless on ({_listed(by)}) {{0}}" if by else " unless {0}"
-    return f"({older(sample_time(within, resolution))}{marked})"
+    marked = f"unless on ({_listed(by)}) {{0}}" if by else "unless {0}"
+    stale = f"({stepped_time(within, resolution)} {marked})"
+    newest = sample_time(within, resolution)
+    if by:
+        stale, newest = (f"max by ({_listed(by)}) ({last})" for last in (stale, newest))
+    return f"({stale} < on ({copy}) group_left () max by ({copy}) ({newest}))"
 
 
 def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels: Labels, within: str,
@@ -1056,13 +1058,19 @@ def sample_time(within: str, resolution: str) -> str:
     instance was read beside the live ones (15,000 for 10,000 MiB). `timestamp()` of a range's function is the step's
     time, cheap; of a selector it seeks every series again at every step on Prometheus before 2.47 (read at the
     instant alone here: read at every step of the subquery, the by-pod panels cost 2.5 times the Prometheus CPU)."""
+    return f"(timestamp({{0}}) or {stepped_time(within, resolution)})"
+
+
+def stepped_time(within: str, resolution: str) -> str:
+    """sample_time's of a series the instant selector does not read: the latest step of half the scrape interval
+    (`resolution`) whose half interval before it holds a sample within `within`."""
     seconds = _seconds(resolution)
     half = half_interval(seconds)
     # the steps reach half an interval past `within`: their ranges then hold every sample a step of the scrape interval
     # within it reads (_taken_reading: up to an interval before the step), as the late tier reads them (a destroyed
     # MIG instance whose last sample lay in that margin had no time, was not superseded, and was read beside the new)
     reach = _milliseconds_text(_seconds(within) * 1000 + seconds * 500)
-    return f"(timestamp({{0}}) or max_over_time(timestamp(last_over_time({{0}}[{half}]))[{reach}:{half}]))"
+    return f"max_over_time(timestamp(last_over_time({{0}}[{half}]))[{reach}:{half}])"
 
 
 def half_interval(scrape_seconds: int) -> str:
@@ -2597,7 +2605,7 @@ def pooled(query: Query, catalog: Catalog) -> tuple[tuple[str, bool], tuple[tupl
 
 
 def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], catalog: Catalog, per_gpu,
-            grouping: str, spellings: tuple[str, ...] = ()) -> str:
+            grouping: str, spellings: tuple[str, ...] = (), named: tuple[tuple[str, ...], str] | None = None) -> str:
     """A pod's share of memory (pooled): the used memory of every GPU and MIG instance it holds over the memory they
     hold, so its instances weigh by their memory wherever they are (a full 3g.40gb on one GPU and an empty 1g.10gb on
     another: 0.803; the mean of the two GPUs' shares read 0.5, while both on one GPU read 0.803). A GPU without a
@@ -2609,8 +2617,35 @@ def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], catalog
         _total(tuple(name for name, _ in whole), catalog, lambda name, also: per_gpu(name, True, also=also))
     # the field's own check of blank MIG instances is left out where the total holds the field: the total's covers it
     part_gpu = per_gpu(*part, checked=part[0] not in {name for name, _ in whole})
+    if named is not None:
+        return _pooled_once(part_gpu, total, grouping, *named)
     kept = f" ignoring ({_listed(spellings)})" if spellings else ""
     return f"(sum by ({grouping}) ({part_gpu} and{kept} ({total})) / (sum by ({grouping}) ({total}) > 0))"
+
+
+SUM_LABEL = "gpudash_sum"  # _pooled_once: which of a pod's two sums (used + total, total) a series adds to, summed away
+
+
+def _pooled_once(part: str, total: str, grouping: str, gpu: tuple[str, ...], named: str) -> str:
+    """_pooled's share with its total read once (PromQL has no shared subexpression: the total in the numerator's
+    filter and again as the denominator cost half of the panel, 118 s of Prometheus CPU at 500 GPUs over 6 h). Per GPU
+    of a pod (`gpu`: the labels a GPU's line of a pod is told apart by, its node spellings left out as _pooled's
+    filter leaves them), two series from `named` (every GPU a pod was named on within the look-back, a cheap read of
+    the same series the panel's pods are named by): SUM_LABEL "used" reading the GPU's used memory plus its total,
+    "total" its total, each kept only where the GPU has both (one-to-one matches); summed per pod they are U + T and
+    T, and one aggregation over the two gives their ratio as exp(ln(U + T) - ln(T)), less 1: U / T within 1e-14 of
+    the division. A GPU without a total (a blank) is left out of both sums as before; a pod of no memory (T 0) has no
+    value (NaN or +Inf, dropped)."""
+    on = f"on ({_listed(gpu)})"
+    pods = f"group by ({_listed(gpu)}) ({named})"
+    marked = (f'(label_replace({pods}, "{SUM_LABEL}", "used", "", "") or '
+              f'label_replace({pods} * 0, "{SUM_LABEL}", "total", "", ""))')
+    per_gpu = (f"({marked} * {on} group_left () sum by ({_listed(gpu)}) ({part}) + {on} group_left () "
+               f"sum by ({_listed(gpu)}) ({total}))")
+    signs = (f'(label_replace(vector(1), "{SUM_LABEL}", "used", "", "") or '
+             f'label_replace(vector(-1), "{SUM_LABEL}", "total", "", ""))')
+    logs = f"ln(sum by ({grouping}, {SUM_LABEL}) {per_gpu}) * on ({SUM_LABEL}) group_left () {signs}"
+    return f"(exp(sum by ({grouping}) ({logs})) - 1 < Inf)"
 
 
 def _summable(name: str, catalog: Catalog) -> bool:
@@ -2832,8 +2867,12 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     share = tuple(name for name, _ in pool[1]) if pool else MIG_MEMORY_SHARES.get(query.metric, query.over)
     share = share if len(share) > 1 and all(_summable(name, catalog) for name in share) else ()
     if pool:
-        return _pooled(*pool, catalog, per_gpu, ", ".join(outer),
-                       tuple(name for name in labels.node_sources if name not in outer) if lookback else ())
+        spellings = tuple(name for name in labels.node_sources if name not in outer) if lookback else ()
+        # the pods' GPUs the share is read per (_pooled_once): any series of the used field naming a pod in the look-back
+        gpu = tuple(dict.fromkeys(name for name in (labels.cluster, "gpu", *outer) if name not in spellings))
+        named = (gpu, _raw(pool[0][0], [list(workload)], [f'{labels.pod}!=""'], f"present_over_time({{}}[{lookback}])")) \
+            if lookback else None
+        return _pooled(*pool, catalog, per_gpu, ", ".join(outer), spellings, named)
     value = per_gpu(query.metric, query.whole_gpu)
     if query.metric in MIG_MEMORY_SHARES and combined:
         value = _memory_share(query.metric, catalog, per_gpu)

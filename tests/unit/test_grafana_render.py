@@ -66,9 +66,9 @@ def test_by_pod_panels_group_by_pod_with_pod_legends():
     series_panels = [(p, t) for p, t in _targets(by_pod) if p["type"] == "timeseries"]
     assert len(series_panels) >= 10
     for panel, target in series_panels:
-        # a share of memory per pod is the pod's sums' ratio (promql.pooled)
+        # a share of memory per pod is the pod's sums' ratio (promql.pooled), taken as exp of their logs' difference
         assert target["expr"].startswith(tuple(map(packed, ("avg by (namespace, pod) (", "sum by (namespace, pod) (",
-                                                            "(sum by (namespace, pod) (")))), panel["title"]
+                                                            "exp(sum by (namespace, pod) (")))), panel["title"]
         assert packed('pod!=""') in target["expr"], panel["title"]
         assert target["legendFormat"] == "Pod {{namespace}}/{{pod}}", panel["title"]
         assert panel["options"]["legend"]["showLegend"] is True
