@@ -59,6 +59,10 @@ RANGES = {"1h": 3600, "6h": 6 * 3600, "24h": 24 * 3600, "7d": 7 * 24 * 3600}
 TIMED = ("6h", "24h", "7d")
 TIMEOUT = 300.0  # seconds a query may take before it is reported as timed out
 GRAFANA_TIMEOUT = 30.0  # Grafana's data proxy gives up after this by default
+# The Prometheus servers' own limit on a query (their default is 2 minutes): the history's servers answer the
+# recordings' backfill (promtool asks each rule over two hours of steps at once, which at 500 GPUs on a loaded machine
+# ran past 2 minutes: the backfill failed) and the timed panels (a panel past 2 minutes was an error, not a figure)
+QUERY_TIMEOUT = ("--query.timeout=1h",)
 
 
 def _queries(project, dashboards: tuple[str, ...] = ()) -> tuple[list[tuple[str, str, str, bool]],
@@ -202,7 +206,7 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), 
                     "|---|---|---|" + "---|" * len(also)]
         at_all = variables({}, ("namespace", "pod", "node", "gpu", "cluster"))
         costliest = (0.0, "")  # the panel query that took longest (what a Grafana timeout meets first)
-        with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
+        with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}, QUERY_TIMEOUT) as prometheus:
             for uid, title, expr, instant in panels:
                 for name in ranges:
                     seconds = RANGES[name]
@@ -242,11 +246,15 @@ def _recorded(work: Path, rules: dict, start: int, end: int) -> None:
     if not groups:
         return
     (work / "counters.yaml").write_text(yaml.safe_dump({"groups": groups}))
-    with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
+    with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}, QUERY_TIMEOUT) as prometheus:
         first = backfill_start(start, groups[0]["interval"])  # (prometheus/prometheus#19714)
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules", "--start", str(first), "--end", str(end),
-                        "--eval-interval", groups[0]["interval"], "--url", prometheus.url, "--output-dir",
-                        str(work / "recorded"), str(work / "counters.yaml")], check=True, capture_output=True)
+        done = subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules", "--start", str(first), "--end",
+                               str(end), "--eval-interval", groups[0]["interval"], "--url", prometheus.url,
+                               "--output-dir", str(work / "recorded"), str(work / "counters.yaml")],
+                              capture_output=True, text=True)
+    if done.returncode != 0:  # (promtool logs each rule it starts: its last lines say which failed, and why)
+        raise SystemExit("backfilling the counters' recordings failed: promtool tsdb create-blocks-from rules:\n"
+                         + "\n".join((done.stderr + done.stdout).strip().splitlines()[-5:]))
     for block in (work / "recorded").iterdir():
         if block.is_dir():
             shutil.move(str(block), str(work / "data" / block.name))

@@ -44,8 +44,9 @@ READY_WITHIN = 120.0  # bounds a start that would never end; a busy machine may 
 
 
 class Prometheus:
-    def __init__(self, workdir: Path, config: dict[str, Any]):
+    def __init__(self, workdir: Path, config: dict[str, Any], flags: tuple[str, ...] = ()):
         self.workdir = workdir
+        self.flags = flags  # more command-line flags (a benchmark's longer --query.timeout); never a spare's
         self.config_path = workdir / "prometheus.yml"
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         self.port = free_port()
@@ -67,13 +68,13 @@ class Prometheus:
     def start(self) -> "Prometheus":
         """Start and wait until ready (on another free port if the chosen one was taken meanwhile). A server that
         scrapes and starts on no stored data is the spare (SPARES) given this configuration, when one is kept."""
-        if self._scrapes_from_nothing():
+        if self._scrapes_from_nothing() and not self.flags:
             taken = SPARES.take()
             if taken is not None and self._adopt(*taken):
                 return self
         # a restart keeps the storage of the server before it (a spare's own folder, where it was adopted)
         args = [f"--config.file={self.config_path}", f"--storage.tsdb.path={self.config_path.parent / 'data'}",
-                "--web.enable-lifecycle"]
+                "--web.enable-lifecycle", *self.flags]
         self.process, self.url, self.log = start(binary("prometheus"), args, self.workdir / "prometheus.log",
                                                  READY_WITHIN, "prometheus")
         self.port = int(self.url.rsplit(":", 1)[1])
