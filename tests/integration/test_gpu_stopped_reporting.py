@@ -23,7 +23,8 @@ path gives them; a series that ends gets Prometheus' staleness marker):
 promtool judges the rule at every minute from 26 to 92; a GPU lost an hour and a half before its node's story (the
 rule's recording keeps it past the hour) at every minute from 15 to 164. CloudWatch has no twin (lint AL027): the agent
 model (both pipelines) and the generated alarms leave the GPUs that stopped unjudged, pinned as a strict xfail with the
-truth.
+truth. On the Container Insights add-on the data-missing rule's per-GPU alarm, counting GPUs against the kubelet's
+count, pages for a lost GPU past the hour (naming none).
 """
 
 from __future__ import annotations
@@ -493,3 +494,32 @@ def test_a_gpu_lost_fires_past_the_hour_until_it_reads_again_or_its_node_goes(bu
         {"eval_time": f"{minute}m", "alertname": ALERT,
          "exp_alerts": [expected_alert(built, ALERT, **labels) for labels in _kept(minute)]}
         for minute in range(15, LONG * STEP // 60)]}])
+
+
+ADDON_END = 100 * 60  # judged to minute 100: the GPU lost over an hour
+
+
+def test_on_the_container_insights_add_on_a_lost_gpu_pages_past_the_hour_as_a_gpu_missing(tmp_path):
+    """cloudwatch.source: container-insights. The add-on's per-GPU data-missing alarm counts each node's GPUs as the
+    kubelet counts them (node_gpu_limit) against the GPUs its DCGM collections bring: a GPU DCGM lost while its node's
+    other GPUs report (ip-10-0-1-1's last GPU, from minute 20) is a GPU missing, and the alarm holds while the kubelet
+    counts it. Truth: the rule pages at every minute from 30 (when the Prometheus rule fires: 10 minutes without a
+    reading) to 100, past the hour, and at none up to 20; between, the add-on's own onset (it pages about 8 minutes
+    after data stops, docs/alarms.md). It names no GPU (one count per cluster): the GPU is the node's GPU without data
+    in the dashboards. Where the device plugin takes a lost GPU out of the node's count, it would be silent."""
+    from tests.support.container_insights_addon import capacity, datapoints
+    from tests.support.container_insights_story import CLUSTER, GPUS, NODES, SYSTEM_NODES, paged_at, read_points
+    from tests.support.dcgm_fleet import FLEET
+
+    (tmp_path / "gpudash.yaml").write_text("cloudwatch:\n  source: container-insights\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml"), grafana=False))
+    requests = tuple(alarm["Request"] for alarm in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                     if "gpu-data-missing" in alarm["Request"]["AlarmName"])
+    lost = [gpu for gpu in FLEET if gpu.node == NODES[0]][-1]
+    points = datapoints(CLUSTER, 0, 20 * 60 - 60, FLEET) + \
+        datapoints(CLUSTER, 20 * 60, ADDON_END - 60, tuple(gpu for gpu in FLEET if gpu != lost)) + \
+        capacity(CLUSTER, 0, ADDON_END - 60, GPUS, len(GPUS) + SYSTEM_NODES, exporter=(2, 0))
+    story = read_points(points, requests)
+    wrong = [minute for minute in (*range(10, 21), *range(30, ADDON_END // 60 + 1))
+             if paged_at(requests, story, minute * 60) != (minute >= 30)]
+    assert not wrong, f"minutes whose page is not the truth (none to 20, from 30 on): {wrong}"
