@@ -47,3 +47,15 @@ def test_a_dot_in_a_daemonsets_name_is_no_wildcard(tmp_path):
     assert _matches(tmp_path, "exporter:\n  deployment: helm\n  daemonset: dcgm.exporter\n",
                     ["dcgm.exporter-q8w2z", "dcgmxexporter-q8w2z"]) == {
         "dcgm.exporter-q8w2z": True, "dcgmxexporter-q8w2z": False}
+
+
+def test_the_generated_suffix_matches_the_alphabet_kubernetes_writes_and_no_other_character():
+    """GENERATED_SUFFIX is written as ranges (6 bytes less in each of the 148 places the multi-region all-metrics
+    dashboard reads it): every character Kubernetes' generated names use, and no other one (of every ASCII character,
+    and a sample beyond)."""
+    from generator.exporter_styles import GENERATED_ALPHABET, GENERATED_SUFFIX
+
+    assert GENERATED_ALPHABET == "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+    one = GENERATED_SUFFIX.removesuffix("{5}")
+    assert {c for c in map(chr, range(0x2FF)) if re.fullmatch(one, c)} == set(GENERATED_ALPHABET)
+    assert re.fullmatch(GENERATED_SUFFIX, "q8w2z") and not re.fullmatch(GENERATED_SUFFIX, "q8w2a")
