@@ -401,3 +401,31 @@ def test_a_stack_a_split_moved_to_another_settings_file_is_not_told_to_be_delete
     assert ("fix: delete each with `aws cloudformation delete-stack` before deploying the build (not one of a cluster "
             "another settings file now defines, after a split: that file's build deploys it)") in stderr, stderr
 
+
+
+@pytest.mark.parametrize("settings_file", [None, "multi-region.yaml"], ids=["one-cluster", "shared-prometheus"])
+def test_applying_the_build_over_one_counters_object_leaves_each_recording_in_one_object(settings_file):
+    """Upgrading from a build whose counters' recordings were one object, gpudash-counters (s39 and before): kubectl
+    apply replaces each object of the new file by name, in the file's order, and leaves any other. The first counters'
+    part keeps that name, so the old object is replaced (holding the first part's counters alone) and -2, -3 are
+    created: after the apply every recording is in exactly one live object (none evaluated twice, none lost) and no
+    live object is one the file does not write (nothing to prune). At every step between, no recording is in two."""
+    from generator.artifacts import build
+
+    project = load_project(GOLDEN_BUILDS / settings_file if settings_file else None)
+    objects = build(project, grafana=False).prometheus_rule_objects
+    counters = [o for o in objects if o["metadata"]["name"].startswith("gpudash-counters")]
+    rules = [r for o in counters for r in o["spec"]["groups"][0]["rules"]]
+    old = {**counters[0], "spec": {"groups": [{**counters[0]["spec"]["groups"][0], "name": "gpudash-counters",
+                                               "rules": rules}]}}
+    live = {o["metadata"]["name"]: o for o in objects if o not in counters} | {"gpudash-counters": old}
+
+    def held() -> list[str]:
+        return [r["record"] for o in live.values() for g in o["spec"]["groups"] for r in g["rules"] if "record" in r
+                and r["record"].startswith("gpudash:DCGM")]
+    assert sorted(held()) == sorted(r["record"] for r in rules) and len(rules) >= 10
+    for resource in objects:  # kubectl apply -f, in the file's order
+        live[resource["metadata"]["name"]] = resource
+        assert len(held()) == len(set(held())), resource["metadata"]["name"]
+    assert sorted(held()) == sorted(r["record"] for r in rules)
+    assert set(live) == {o["metadata"]["name"] for o in objects}  # nothing left that the file does not write
