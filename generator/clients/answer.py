@@ -19,14 +19,21 @@ REQUIRED = object()
 NOT_JSON = object()  # what `json_value` gives for a text that is no JSON
 
 
-def json_value(text: str | bytes | Callable[[], Any]) -> Any:
-    """The JSON value of an answer's text (or what `text()` decodes: a response's own .json), or NOT_JSON where the
-    text is none: not JSON, or nested deeper than the parser follows (its RecursionError: no JSON to read either).
-    The one place a client reads an answer as JSON or not an answer."""
+def json_value(text: str | bytes | Callable[..., Any]) -> Any:
+    """The JSON value of an answer's text (or what `text(**json.loads' options)` decodes: a response's own .json), or
+    NOT_JSON where the text is none: not JSON (NaN, Infinity and -Infinity too: tokens Python's parser takes and JSON
+    has not; no API gpudash reads writes them, Go's encoder refuses them and CloudWatch's JSON writes such a number as
+    a string), or nested deeper than the parser follows (its RecursionError: no JSON to read either). The one place a
+    client reads an answer as JSON or not an answer."""
     try:
-        return json.loads(text) if isinstance(text, (str, bytes)) else text()
+        return json.loads(text, parse_constant=_no_json) if isinstance(text, (str, bytes)) else text(
+            parse_constant=_no_json)
     except (ValueError, RecursionError):
         return NOT_JSON
+
+
+def _no_json(token: str) -> Any:
+    raise ValueError(f"{token} is not JSON")
 _KINDS = {dict: "an object", list: "a list", str: "a string", int: "a whole number", float: "a number",
           bool: "true or false"}
 

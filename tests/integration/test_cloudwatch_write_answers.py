@@ -108,7 +108,8 @@ def _garbled(operation: str, change):
     def rewrite(body: bytes) -> bytes:
         answer = json.loads(body)
         change(answer)
-        return json.dumps(answer).encode()
+        # an infinite number written as JSON can: past a double's range (JSON has no Infinity; json.dumps writes it)
+        return json.dumps(answer).replace(": Infinity", ": 1e999").encode()
     return fault(operation, "rewrite", times=ALWAYS, callback=rewrite)
 
 
@@ -210,7 +211,9 @@ OUTSIDE = {
                               "MetricAlarms[{i}].EvaluationPeriods is 0, where the API has at least 1"),
     "periods below none": (_alarm("EvaluationPeriods", -1),
                            "MetricAlarms[{i}].EvaluationPeriods is -1, where the API has at least 1"),
-    "a threshold NaN": (_alarm("Threshold", float("nan")), "MetricAlarms[{i}].Threshold is nan, not a finite number"),
+    # (as CloudWatch's JSON writes a number that is not one, a string; the token NaN is no JSON: not an answer either)
+    "a threshold NaN": (_alarm("Threshold", "NaN"), "MetricAlarms[{i}].Threshold is not a double"),
+    "a threshold the token NaN": (_alarm("Threshold", float("nan")), "not JSON: "),
     "a threshold infinite": (_alarm("Threshold", float("inf")),
                              "MetricAlarms[{i}].Threshold is inf, not a finite number"),
     "a query's period negative": (_alarm("Metrics", lambda alarm: alarm["Metrics"][0].update(Period=-60)),
@@ -717,10 +720,22 @@ def test_a_dashboard_answer_naming_another_dashboard_is_not_an_answer(how, proxi
     assert {name: client.get_dashboard(DashboardName=name)["DashboardBody"] for name in (asked, other)} == bodies
 
 
-def test_a_dashboard_body_nested_deeper_than_the_parser_follows_is_not_an_answer(proxied, published):
+def _with_a_nan(body: str) -> str:
+    """A dashboard body with a NaN where a number goes (Python's json writes the token JSON has not)."""
+    value = json.loads(body)
+    value["widgets"][0]["properties"]["yAxis"] = {"left": {"min": float("nan")}}
+    return json.dumps(value)
+
+
+@pytest.mark.parametrize("garble", [lambda body: "[" * 100_000 + "]" * 100_000, _with_a_nan],
+                         ids=["nested-100000-deep", "a-nan-token"])
+def test_a_dashboard_body_nested_deeper_than_the_parser_follows_is_not_an_answer(proxied, published, garble):
     """GetDashboard answers a DashboardBody nested 100,000 deep (a broken or hostile stand-in): reading it raised
     RecursionError, and apply ended "a bug in gpudash" with a traceback. It is a body that is not a JSON object, as
-    any body no JSON parser reads: exit 3, nothing written."""
+    any body no JSON parser reads: exit 3, nothing written. So is a body holding NaN where a number goes: JSON has no
+    such token (CloudWatch refuses such a body at PutDashboard and answers the body it stored), but Python's parser
+    took it, and the dashboard read as changed in the console (apply refused it, --force wrote over it from that
+    answer)."""
     proxy, client, apply = proxied
     published()
     asked = _dashboards(client)[0]
@@ -728,7 +743,7 @@ def test_a_dashboard_body_nested_deeper_than_the_parser_follows_is_not_an_answer
 
     def deepen(answer):
         if answer.get("DashboardName") == asked:
-            answer["DashboardBody"] = "[" * 100_000 + "]" * 100_000
+            answer["DashboardBody"] = garble(answer["DashboardBody"])
     proxy.inject(_garbled("GetDashboard", deepen))
     code, report, stderr = apply()
     assert code == 3 and "Traceback" not in stderr, (code, stderr)
