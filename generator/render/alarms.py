@@ -1844,6 +1844,9 @@ def _where_label(alarm: Alarm, catalog: Catalog, settings: Settings) -> str:
         # the rule's MIG branch judges each instance of a pod's GPU: its alert names the instance
         instance, profile = (f"$labels.{name}" for name in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL))
         parts[-1] += f"{{{{ if {instance} }}}} MIG {{{{ {instance} }}}} ({{{{ {profile} }}}}){{{{ end }}}}"
+    if alarm.stopped:  # the lost GPU's UUID: a reboot that leaves it out gives its index to another GPU
+        uuid = f"$labels.{stopped_gpus.uuid_name(settings)}"
+        parts[-1] += f"{{{{ if {uuid} }}}} ({{{{ {uuid} }}}}){{{{ end }}}}"
     region = f" in Region {{{{ $labels.{REGION_LABEL} }}}}" if judged_regions(alarm, settings) else ""
     return region + (" on " + " ".join(parts) if parts else "")
 

@@ -77,7 +77,11 @@ def test_a_lost_gpu_is_named_after_a_reboot_renumbers_the_gpus_after_it(built, l
     """Truth: node-r's lost GPU (GPU-r-<lost>, under its index when it last read) from minute 40 on, and no other
     GPU: GPU-r-3, index 3 before the reboot and 2 after, reads all along. From minute 70 it named GPU 3 instead (the
     index GPU-r-3 left read as lost, the lost GPU's index read by another GPU as a replacement); with GPU 0 lost, the
-    GPUs reading at new indexes read as a machine arrived at 65 (their first readings by index)."""
+    GPUs reading at new indexes read as a machine arrived at 65 (their first readings by index). After the reboot its
+    index names another GPU: the alert's UUID label and summary say which GPU is lost."""
+    # the notification names the GPU by its UUID too (promtool compares the annotations Prometheus renders)
+    assert expected_alert(built, ALERT, **_lost("node-r", lost, f"GPU-r-{lost}"))["exp_annotations"]["summary"] == \
+        f"GPU stopped reporting on node-r GPU {lost} (GPU-r-{lost})"
     _judge(built, f"renumbered-{lost}.yaml", _history("node-r", _renumbered(lost)) + [_node_made("node-r")],
            lambda minute: [_lost("node-r", lost, f"GPU-r-{lost}")] if minute >= 40 else [])
 
