@@ -213,7 +213,11 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     lost = f"(0 * ({spellings} and on ({identity}) {silent}) + on ({identity}) group_left ({uuid}) {last})"
     if record:  # carried: a GPU judged stopped before, past the hour of its readings, named as then (a spelling of
         # the node's copies within the hour: the GPUs reading now name it on, whatever their name has become)
-        held = f"max by ({identity}, {labels.node}, {uuid}) (last_over_time({record}[{HOLD}]))"
+        # (a GPU with a UUID held without one is the recording of the rules before they carried it, 3a57ec48: read
+        # beside the upgraded rules' series of it, it fired twice from the hour of its readings on, the recording writing both again at each evaluation)
+        held_with, held_without = (f'last_over_time({record}{{{uuid}{op}""}}[{HOLD}])' for op in ("!=", "="))
+        held = (f"max by ({identity}, {labels.node}, {uuid}) "
+                f"({held_without} unless on ({identity}) {held_with} or {held_with})")
         spelt = f'label_replace({held}, "{SPELLING}", "$1", "{labels.node}", "(.*)")'
         lost = f"({lost} or on ({identity}) {unread(spelt)})"
     stopped = (f"max by ({identity}, {labels.node}, {uuid}) "
