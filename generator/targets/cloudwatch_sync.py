@@ -1457,6 +1457,7 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
                 record(change, done=True, unfinished=untagged.error)
             except RemoteError as exc:
                 record(change, error=exc)
+    deletes = _free_of_composites(cloudwatch, region, deletes, record) if deletes else deletes
     for start in range(0, len(deletes), DELETE_GROUP):
         batch = still_as_planned(deletes[start:start + DELETE_GROUP])
         if not batch:
@@ -1527,6 +1528,32 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
                                                  *([shown] if shown else [])))
     return [(change, (not_found or gone_at_look) and not own and change.name not in left,
              None if change.name not in left else still) for change in batch]
+
+
+def _free_of_composites(cloudwatch: CloudWatch, region: str, deletes: list[Change],
+                        record: Callable[..., None]) -> list[Change]:
+    """The alarms of `deletes` no composite alarm depends on now, from the Region's composite alarms read again right
+    before the deletes (after the writes, which may take minutes since the plan read them): one a person's composite
+    alarm came to name since (its rule, whose delete CloudWatch refuses; its actions suppressor, whose delete CloudWatch
+    is not documented to refuse: the composite alarm would lose it) is `record`ed failed, naming the composite alarm.
+    Composite alarms that cannot be read leave no alarm shown free: none is deleted, each failed with that error."""
+    what = f"CloudWatch alarms in {region}"
+    try:
+        composites = cloudwatch.composite_alarms(region)
+    except RemoteError as exc:
+        for change in deletes:
+            record(change, error=exc)
+        return []
+    free = []
+    for change in deletes:
+        arn = (change.live or {}).get("arn")
+        if parents := composite_rules.parents(composites, change.name, arn):
+            how = composite_rules.how(composites[parents[0]], change.name, arn)
+            record(change, error=RemoteError(f"not deleted: {_depend(parents)} ({how}), made or changed since the "
+                                             f"plan; {NOT_UNDER_COMPOSITES}", where=what, hint=KEPT_FIX))
+        else:
+            free.append(change)
+    return free
 
 
 def _under_composites(exc: RemoteError) -> bool:

@@ -316,11 +316,31 @@ def test_a_retired_alarm_a_composite_alarm_depends_on_is_kept_naming_the_composi
     assert RETIRED_EDITED not in alarms(client)
 
 
+class _MadeAtItsDelete(Rule):
+    """A proxy rule that takes no request: it has `make()` called once, when a DeleteAlarms naming `name` passes."""
+
+    def __init__(self, name: str, make):
+        super().__init__(path="/")
+        self.name, self.make, self.made = name, make, False
+
+    def matches(self, method, path, body, operation="", region="", query="") -> bool:
+        if operation == "DeleteAlarms" and self.name in json.loads(body).get("AlarmNames", []) and not self.made:
+            self.made = True
+            self.make()
+        return False
+
+
+@pytest.mark.parametrize("when, depends", [("before-its-deletes", "rule"), ("before-its-deletes", "suppressor"),
+                                           ("at-its-delete", "rule")])
 def test_a_composite_alarm_made_after_the_plan_that_keeps_an_alarm_from_its_delete_is_named(proxied, project_dir,
-                                                                                          published):
-    """A person makes a composite alarm naming an alarm to prune after the plan read none: CloudWatch refuses its
-    DeleteAlarms (ValidationError). That alarm fails, its error naming the composite alarm and what to change, never
-    CloudWatch's words alone; the other deletes go on."""
+                                                                                          published, when, depends):
+    """A person makes a composite alarm naming an alarm to prune after the plan read none: in its rule, or as its
+    actions suppressor. The Region's composite alarms are read again right before its deletes (the writes before them
+    may take minutes): that alarm fails, its error naming the composite alarm and what to change; the other deletes go
+    on. Before, the look right before each delete read the alarm alone, and a suppressor's delete went through (moto;
+    CloudWatch's answer to it is not documented): the person's new composite alarm lost its suppressor at once. One
+    made as the delete is sent is refused by CloudWatch (ValidationError), said naming it, never in CloudWatch's words
+    alone."""
     from generator.clients.cloudwatch import CloudWatch
     from generator.targets import cloudwatch_sync
 
@@ -329,12 +349,22 @@ def test_a_composite_alarm_made_after_the_plan_that_keeps_an_alarm_from_its_dele
     desired = default_desired()
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
     changes = cloudwatch_sync.plan(cloudwatch, desired, removed=("other",))
-    client.put_composite_alarm(AlarmName=DEPENDING, AlarmRule=f'ALARM("{RETIRED_EDITED}")')
+    made = {"rule": {"AlarmRule": f'ALARM("{RETIRED_EDITED}")'},
+            "suppressor": {"AlarmRule": "ALARM(team-ml-queue-backlog)", "ActionsSuppressor": RETIRED_EDITED,
+                           "ActionsSuppressorWaitPeriod": 60, "ActionsSuppressorExtensionPeriod": 60}}[depends]
+
+    def make():
+        client.put_composite_alarm(AlarmName=DEPENDING, **made)
+    if when == "at-its-delete":
+        proxy.inject(_MadeAtItsDelete(RETIRED_EDITED, make))
+    else:
+        make()
     outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
                                      force=False, prune=True, dry_run=False)
     failed = [o for o in outcomes if o.error]
     assert [o.change.name for o in failed] == [RETIRED_EDITED], [o.error for o in failed]
     assert f"the composite alarm {DEPENDING} depends on it" in failed[0].error, failed[0].error
+    assert (("CloudWatch refused DeleteAlarms" in failed[0].error) == (when == "at-its-delete")), failed[0].error
     assert [name for name in alarms(client) if other_cluster(name)] == [RETIRED_EDITED]
 
 
@@ -355,3 +385,25 @@ def test_a_retired_alarm_a_composite_alarm_suppresses_its_actions_by_is_kept_nam
     suppressor = client.describe_alarms(AlarmTypes=["CompositeAlarm"])["CompositeAlarms"][0]["ActionsSuppressor"]
     assert RETIRED_EDITED in suppressor  # (the model lists it, as CloudWatch does)
     _kept_through_prune(proxied, cli, f"the composite alarm {DEPENDING} depends on it (its actions suppressor)")
+
+
+def test_composite_alarms_unread_right_before_the_deletes_delete_none(proxied, project_dir, published):
+    """The Region's composite alarms are read again right before its deletes: where that listing fails (here, every
+    attempt answered 500), nothing shows an alarm to prune free of them, so none is deleted, each failed with the
+    listing's error (exit 3); the writes before are made."""
+    from generator.clients.cloudwatch import CloudWatch
+    from generator.targets import cloudwatch_sync
+
+    proxy, client, _ = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    desired = default_desired()
+    cloudwatch = CloudWatch(endpoint_url=proxy.url)
+    changes = cloudwatch_sync.plan(cloudwatch, desired, removed=("other",))
+    retired = sorted(name for name in alarms(client) if other_cluster(name))
+    proxy.inject(fault("DescribeAlarms", "status", times=ALWAYS, status=500, naming=["CompositeAlarm"]))
+    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                     force=False, prune=True, dry_run=False)
+    failed = sorted(o.change.name for o in outcomes if o.error)
+    assert failed == retired and all("composite alarms" in o.error for o in outcomes if o.error), failed
+    assert sorted(name for name in alarms(client) if other_cluster(name)) == retired
+    assert any(o.done and o.change.action != "delete" for o in outcomes)
