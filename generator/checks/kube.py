@@ -305,6 +305,16 @@ def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
                      "these settings'); in another, a Grafana sidecar reading both loads two dashboards of one uid",
                      _renamed_first(others, "give these settings' dashboards other uids (grafana.uid_prefix), so "
                                     f"that their ConfigMaps are named otherwise; generate and apply {file}", file))
+    namespaces = sorted({item.get("metadata.namespace", str) for _, item in placed})
+    if len(namespaces) > 1:  # (each of these settings', or of a gpudash that recorded none)
+        return Check(GROUP, DASHBOARDS_CHECK, WARN,
+                     f"these settings' dashboard ConfigMaps are applied in {len(namespaces)} namespaces "
+                     f"({shown(namespaces)}: {shown([where for where, _ in placed])}): a Grafana sidecar reading "
+                     "more than one of them loads two dashboards of one uid and writes both to one file, the last "
+                     "it read shown (an older build's panels, where one copy is)",
+                     f"delete the copies where no Grafana should read them (kubectl delete configmap -n NAMESPACE "
+                     f"{' '.join(names)}), and apply {file} where one does; where each namespace feeds a Grafana of "
+                     "its own, nothing to do")
     if unrecorded:
         return Check(GROUP, DASHBOARDS_CHECK, WARN,
                      f"{shown(unrecorded)} {'were' if len(unrecorded) > 1 else 'was'} applied by a gpudash that "

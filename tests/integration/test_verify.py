@@ -1507,7 +1507,14 @@ DASHBOARD_MAPS = ("monitoring/gpudash-all-metrics-dashboard, monitoring/gpudash-
      "cannot be told, and applying build/k8s/grafana-dashboards.yaml in that namespace replaces them"),
     ({"refused": True}, "warn", "cannot tell whether a ConfigMap named as these settings' dashboards' is another's: "
      "the Kubernetes API refused access to ConfigMaps named gpudash-by-pod-dashboard in every namespace (403)"),
-], ids=["none", "these settings'", "another project's", "a person's", "an older gpudash's", "listing refused"])
+    ({"settings": "mine", "also": "grafana"}, "warn",
+     "these settings' dashboard ConfigMaps are applied in 2 namespaces (grafana, monitoring: "
+     "grafana/gpudash-all-metrics-dashboard, grafana/gpudash-by-pod-dashboard, grafana/gpudash-health-dashboard, "
+     "grafana/gpudash-overview-dashboard, monitoring/gpudash-all-metrics-dashboard and 3 more): a Grafana sidecar "
+     "reading more than one of them loads two dashboards of one uid and writes both to one file, the last it read "
+     "shown (an older build's panels, where one copy is)"),
+], ids=["none", "these settings'", "another project's", "a person's", "an older gpudash's", "listing refused",
+        "these settings' in two namespaces"])
 def test_dashboard_configmaps_of_other_settings_or_not_gpudash_s_are_named_before_this_build_replaces_them(
         stack, tmp_path, applied, status, detail):
     """Every settings file names its dashboards' sidecar ConfigMaps alike (gpudash-<id>-dashboard), and they carried no
@@ -1520,6 +1527,8 @@ def test_dashboard_configmaps_of_other_settings_or_not_gpudash_s_are_named_befor
     files = {"mine": mine, "theirs": _settings_file(tmp_path, "theirs", "project: team-b\n")}
     if "settings" in applied:
         _applied_dashboards(cluster, files[applied["settings"]], relabel=applied.get("relabel"))
+    if "also" in applied:  # applied in a second namespace too (moved to another Grafana's, the first copy left)
+        _applied_dashboards(cluster, files[applied["settings"]], namespace=applied["also"])
     if applied.get("refused"):
         cluster.readable_only = {"configmaps": ("amazon-cloudwatch",)}
     code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
