@@ -275,8 +275,14 @@ def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
     listed = []
     try:
         for name in names:
-            listed += kube.listing("/api/v1/configmaps", f"ConfigMaps named {name} in every namespace",
-                                   {"fieldSelector": f"metadata.name={name}"})
+            what = f"ConfigMaps named {name} in every namespace"
+            found = kube.listing("/api/v1/configmaps", what, {"fieldSelector": f"metadata.name={name}"})
+            # one of another name is no answer to the query (something in front of the API server dropped it): never
+            # read as holding one of the build's names
+            for item in found:
+                if (named := item.get("metadata.name", str)) != name:
+                    raise OddAnswer(what, f"{item.path}.metadata.name", named, f"{name!r}, the name asked for")
+            listed += found
     except KubeRefused as refused:
         return Check(GROUP, DASHBOARDS_CHECK, WARN, f"cannot tell whether a ConfigMap named as these settings' "
                      f"dashboards' is another's: {refused.what}",

@@ -1536,6 +1536,25 @@ def test_dashboard_configmaps_of_other_settings_or_not_gpudash_s_are_named_befor
     assert (check["status"], check["detail"].split(" (User ")[0]) == (status, detail), check
 
 
+def test_a_configmap_listing_that_names_configmaps_it_was_not_asked_for_is_not_an_answer(stack, tmp_path):
+    """The dashboards' ConfigMaps are listed in every namespace by name (fieldSelector metadata.name=...). An answer
+    listing a ConfigMap of another name (something in front of the API server that drops the query) read as that
+    ConfigMap holding one of the build's names: 'default/team-ml-notes here is not gpudash's ... named as these
+    settings name theirs: applying ... replaces it', naming a person's ConfigMap no apply touches. It is no answer to
+    what was asked: the check's failure says so, naming what it listed."""
+    cluster, verify = stack
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n")
+    notes = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"todo": "rotate keys"},
+             "metadata": {"name": "team-ml-notes", "namespace": "default"}}
+    cluster.fronted["/api/v1/configmaps"] = (200, json.dumps({"apiVersion": "v1", "kind": "ConfigMapList",
+                                                              "metadata": {"resourceVersion": "1"}, "items": [notes]}))
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
+    check = checks[("kube", "dashboard ConfigMaps of other settings")]
+    assert check["status"] == "fail" and "team-ml-notes" in check["detail"], check
+    assert check["detail"].startswith("odd answer from ConfigMaps named gpudash-"), check
+    assert "replaces" not in check["detail"], check
+
+
 def test_the_agent_config_another_project_of_the_cluster_applied_is_named_before_this_build_replaces_it(stack, tmp_path):
     """Two projects publish one cluster to CloudWatch, the second with agent.metric_selection: all. Both write the
     agent's two ConfigMaps (the names its Deployment mounts), and `kubectl apply` of either replaced the other's:
