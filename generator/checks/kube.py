@@ -376,7 +376,15 @@ def _operator_objects(kube: Kube, resource: str, what: str, namespace: str,
     server serves no such resource (404: prometheus-operator not installed)."""
     listed = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/{resource}", f"{what} in {namespace}",
                        {"labelSelector": selector} if selector else None)
-    return None if listed is None else list(listed.items("items", required=True))
+    if listed is None:
+        return None
+    items = list(listed.items("items", required=True))
+    for item in items:  # one of another namespace is no answer (a cluster-wide listing in its place): never read as
+        # this namespace's, holding one of the build's names here
+        if (placed := item.get("metadata.namespace", str)) != namespace:
+            raise OddAnswer(f"{what} in {namespace}", f"{item.path}.metadata.namespace", placed,
+                            f"{namespace!r}, the namespace asked for")
+    return items
 
 
 def _gpudash_s(item: Answer) -> bool:

@@ -1555,6 +1555,30 @@ def test_a_configmap_listing_that_names_configmaps_it_was_not_asked_for_is_not_a
     assert "replaces" not in check["detail"], check
 
 
+@pytest.mark.parametrize("resource, kind, check", [
+    ("prometheusrules", "PrometheusRule", "PrometheusRules of other settings"),
+    ("servicemonitors", "ServiceMonitor", "ServiceMonitors of other settings"),
+])
+def test_an_operator_listing_holding_objects_of_another_namespace_is_not_an_answer(stack, tmp_path, resource, kind,
+                                                                                  check):
+    """PrometheusRules and ServiceMonitors are listed in the namespace the build writes them to. An answer holding an
+    object of another namespace (a cluster-wide listing in its place) was read as this namespace's: a person's
+    object of the build's name in team-b was said to be here, 'applying ... replaces it', though no apply of the build
+    touches it. It is no answer to what was asked: the check's failure says so."""
+    cluster, verify = stack
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)
+    name = "gpudash-gpu-alerts" if kind == "PrometheusRule" else "gpudash-dcgm-exporter"
+    theirs = {"apiVersion": "monitoring.coreos.com/v1", "kind": kind, "spec": {},
+              "metadata": {"name": name, "namespace": "team-b"}}
+    cluster.fronted[f"/apis/monitoring.coreos.com/v1/namespaces/monitoring/{resource}"] = (
+        200, json.dumps({"apiVersion": "monitoring.coreos.com/v1", "kind": f"{kind}List", "metadata": {},
+                         "items": [theirs]}))
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(mine))
+    found = checks[("kube", check)]
+    assert found["status"] == "fail" and found["detail"].startswith("odd answer from"), found
+    assert "team-b" in found["detail"] and "replaces" not in found["detail"], found
+
+
 def test_the_agent_config_another_project_of_the_cluster_applied_is_named_before_this_build_replaces_it(stack, tmp_path):
     """Two projects publish one cluster to CloudWatch, the second with agent.metric_selection: all. Both write the
     agent's two ConfigMaps (the names its Deployment mounts), and `kubectl apply` of either replaced the other's:
