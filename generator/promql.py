@@ -1511,9 +1511,10 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     copy that missed the step adds 0 in 0 s, and its next reading counts from its own before, in the seconds since it;
     one gone for good (a rollout) leads no more after one step, and the next copy's own deltas count from then on
     (its lag is not counted as time without growth). The leading copy's delta is at most its growth above the
-    largest reading any copy took in the step before (where no copy read in it, the largest of the copies' latest
-    readings before: a lead changing across a step whose scrapes all failed counted the growth between the two
-    copies' readings twice, 205,128 mW for 200,000), where it is not below that (else a reset: its own delta),
+    largest reading any copy took in the step before, or a copy whose target's scrapes fail now (its `up` 0) took
+    last (where no copy read in it, the largest of the copies' latest readings before: a lead changing across a step
+    whose scrapes all failed counted the growth between the two copies' readings twice, 205,128 mW for 200,000),
+    where it is not below that (else a reset: its own delta),
     grown in the seconds between the scrapes of the two readings where it is the smaller (a whole step's read 122,500
     mW for 150,000 when one of two exporters scraped 1.5 s apart drifted across a step; a copy back from a missed
     scrape after a restart another copy read first, 50 s of growth over 60 s): two exporters each
@@ -1559,7 +1560,16 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # Not the raw samples: a reading its own step did not read (a scrape late into the next step, its staleness
     # marker after it in that step) is no scrape the seconds count from (one exporter: 30 s of growth over 90 s)
     own_before = copy.latest(copy.clean, COUNTED_WITHIN, f" offset {resolution}")
-    before_step, before_latest = (f"max by ({keys}) ({read})" for read in (read_before, own_before))
+    # a copy whose target's scrapes fail now (its `up` 0: not one that left, whose `up` is marked stale) holds its
+    # latest reading in the step before's: the lead's growth up to it is counted, and a lagging copy read alone
+    # there counted it again (224,242 mW for 200,000 where the leading copy's scrapes failed two steps). Its target
+    # is its instance and job where it was scraped (with the node the scrape job writes: both carry it, or neither),
+    # matched on its raw series within COUNTED_WITHIN
+    failing = f"({selector('up', matchers)} == 0)"
+    target = _listed((labels.cluster, *COPY_LABELS, SCRAPED_NODE))
+    failing_copy = copy.merged(lambda s: f"(present_over_time({s}[{COUNTED_WITHIN}s]) and on ({target}) {failing})")
+    held = f"({read_before} or {own_before} and {failing_copy})"
+    before_step, before_latest = (f"max by ({keys}) ({read})" for read in (held, own_before))
     before = f"({before_step} or {before_latest})"
     above = f"(({copy.reading} - on ({keys}) group_left () {before}) >= 0)"
     own = f"({copy.step_delta(COUNTED_WITHIN)} or ({copy.reading} and {read_before_own}))"

@@ -27,7 +27,7 @@ from tests.support import exporter_overlap as overlap
 from tests.support.promtool_batches import batch_failure
 from tests.support.promtool_rules import (alert_rule, expected_alert, judged_apart, promtool_test,
                                           rules,  # noqa: F401 (a fixture)
-                                          stories_own)
+                                          stories_own, targets_up)
 
 
 def _missing(series: list[dict], every: int, start: int, end: int, pod: str = "nvidia-dcgm-exporter-old",
@@ -295,8 +295,16 @@ def test_an_increase_over_the_range_reads_the_replays_through_other_patterns_of_
 
 def _rate_stories() -> dict:
     """The stories the health dashboard's "PCIe replays" is read on (RATE_STORIES' series, by name)."""
-    return {**{name: functools.partial(lambda n: _increase_story(n)[0], name) for name in RATE_STORIES},
-            "reset-as-pod-moves": lambda: _pod_moved(_increase_story("reset-in-overlap")[0])}
+    stories = {**{name: functools.partial(lambda n: _increase_story(n)[0], name) for name in RATE_STORIES},
+               "reset-as-pod-moves": lambda: _pod_moved(_increase_story("reset-in-overlap")[0])}
+    # with each target's `up` as Prometheus writes it (0 at a missed scrape): a copy whose scrapes fail holds its
+    # reading in the recordings' base (promql.counted_rules)
+    return {name: functools.partial(_with_up, made) for name, made in stories.items()}
+
+
+def _with_up(made) -> list[dict]:
+    series = made()
+    return [*series, *targets_up(series)]
 
 
 # the increase stories the rate is read on too (with _pod_moved's, "reset-as-pod-moves")

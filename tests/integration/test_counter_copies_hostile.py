@@ -27,7 +27,7 @@ from tests.support import exporter_overlap as overlap
 from tests.support.copy_choice_scene import counter_growth
 from tests.support.promtool_batches import batch_failure
 from tests.support.promtool_rules import (alert_rule, judged_apart, promtool_test, rule_groups,  # noqa: F401
-                                          rules, stories_own)
+                                          rules, stories_own, targets_up)
 
 ALERT = "GpudashPcieReplays"
 _SCRAPES = overlap.scrapes  # the rollout's scrapes, each exporter collecting every 30 s
@@ -367,6 +367,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_after_a_restart_the_leading_c
     series = [{**one, "values": " ".join("stale" if "dcgm-exporter-old" in one["series"] and k * twins.STEP == MISSED_AT
                                          else v for k, v in enumerate(one["values"].split()))}
               for one in twins._series(overlap.END, 0, readings={twins.ENERGY: _energy_restarting})]
+    series += targets_up(series)  # the old target's `up` 0 at its failed scrape
     watts = overlap.WATTS * 1000
     inside = (f"(({_panel('gpudash-all-metrics', twins.ENERGY[8:])}) >= {0.999 * watts!r}) "
               f"<= bool {1.001 * watts!r}")
@@ -417,6 +418,7 @@ def test_grafanas_energy_rate_counts_no_growth_twice_where_the_lead_changes_acro
                                        readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
               for pod in failed if f'exporter_pod="{pod}"' in one["series"]]
     assert len(series) == 2, series
+    series += targets_up(series)  # each target's `up` 0 at its failed scrape
     steps: dict[int, tuple[float, float]] = {}  # a 30 s step's end -> its largest reading (its scrape, the reading)
     for _, scraped, taken in _lead_flips_across_an_empty_step(overlap.END, 0):
         step = math.ceil(scraped / 30) * 30
@@ -450,23 +452,19 @@ def _leading_copy_misses_two_steps(old_until: int, new_from: int) -> list[tuple[
     return sorted(out, key=lambda s: s[1])
 
 
-@pytest.mark.xfail(strict=True, reason="counted_rules: where only a lagging copy read in the step before, the new "
-                   "lead counts above that reading, below the old lead's latest one: that growth counts twice (17 to "
-                   "19 minutes); `before` as the largest of the copies' latest readings always reads this truth but "
-                   "fails 9 rollout, reset and 60 s collection stories")
 def test_grafanas_energy_rate_counts_no_growth_twice_where_only_a_lagging_copy_read_the_step_before(
         rules, monkeypatch):
     """"Energy use rate" (all-metrics dashboard, per GPU) on _leading_copy_misses_two_steps reads, at every minute,
     the GPU's readings merged (at each step the largest, where not below an earlier step's: one counter, counted by
     its largest readings) over the 2-minute range's 5 steps. At 1,020 s the new copy leads (the old one's reading is
-    older than the step before); its growth above the step before's largest reading, its own of 945 s, counts the 5 s
+    older than the step before); its growth above the step before's largest reading, its own of 945 s, counted the 5 s
     of growth up to the old copy's reading of 950 s, counted at 960 s, again, and the step the old lead missed
-    counts 0 s (the chain of scrapes loses 15 s): 250,000, 274,074 and 224,242 mW for 214,815, 240,000 and 200,000 at
-    17, 18 and 19 minutes (240,000 at the other minutes, the truth: the old copy's 60 s polls read as scraped). The
-    fix of a lead changing across a step NO copy read (the copies' latest readings where none read in the step
-    before) leaves it. Counted above the largest of the copies' latest readings at every step (the old
-    copy's 950 s here), this story reads the truth at every minute, but the rollout, reset and 60 s collection
-    stories above fail (a copy gone or behind a restart holds its last reading for COUNTED_WITHIN)."""
+    counted 0 s (the chain of scrapes lost 15 s): 250,000, 274,074 and 224,242 mW for 214,815, 240,000 and 200,000 at
+    17, 18 and 19 minutes (240,000 at the other minutes, the truth: the old copy's 60 s polls read as scraped).
+    Counted above the largest of the copies' latest readings at every step, this story read the truth, but the
+    rollout, reset and 60 s collection stories failed (a copy gone or behind a restart held its last reading for
+    COUNTED_WITHIN). Now a copy whose target's `up` is 0 (its scrapes fail; a target gone has its `up` marked stale)
+    holds its latest reading in the step before's: the new lead counts above the old one's 950 s reading."""
     monkeypatch.setattr(twins, "STEP", 1)
     monkeypatch.setattr(overlap, "scrapes", _leading_copy_misses_two_steps)
     failed = {985, 1015}
@@ -475,6 +473,7 @@ def test_grafanas_energy_rate_counts_no_growth_twice_where_only_a_lagging_copy_r
               for one in twins._series(overlap.END, 0,
                                        readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})]
     assert sum(one["values"].count("stale") for one in series) == 2, series
+    series += targets_up(series)  # the old target's `up` 0 at its failed scrapes
     steps: dict[int, tuple[float, float]] = {}  # a 30 s step's end -> its largest reading (its scrape, the reading)
     for who, scraped, taken in _leading_copy_misses_two_steps(overlap.END, 0):
         step = math.ceil(scraped / 30) * 30
@@ -516,6 +515,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_after_a_late_scrape_then_a_fa
                                        readings={twins.ENERGY: lambda taken: f"{overlap.energy_at(taken):.0f}"})
               if "exporter-new" in one["series"]]
     assert len(series) == 1 and series[0]["values"].split()[1176] != "_", series
+    series += targets_up(series)  # its `up` 0 at its failed scrape
     watts = overlap.WATTS * 1000
     _reads_within(rules, "panel_energy_late_then_failed.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
                   0.999 * watts, 1.001 * watts)

@@ -77,6 +77,31 @@ def with_scrape_samples(series: list[dict], kept: int = 4) -> list[dict]:
                        for s in series if s["series"].startswith("up{"))]
 
 
+# the labels gpudash's exporter scrape job gives a target (tests/support/dcgm_fleet.discovered), its `up`'s
+TARGET_LABELS = ("Namespace", "Service", "exporter_pod", "instance", "job", "node")
+
+
+def targets_up(series: list[dict]) -> list[dict]:
+    """Each exporter target's `up` as Prometheus writes it beside `series` (one interval's samples): at each scrape
+    the target has a sample in, 1, or 0 where its samples are staleness markers and it answers again later (a failed
+    scrape), or a staleness marker where it never does (its target gone)."""
+    scrapes: dict[str, dict[int, bool]] = {}  # a target's labels -> its scrapes' slots -> answered
+    for one in series:
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', one["series"]))
+        target = ",".join(f'{k}="{labels[k]}"' for k in TARGET_LABELS if k in labels)
+        for k, value in enumerate(one["values"].split()):
+            if value != "_":
+                scrapes.setdefault(target, {})[k] = scrapes.get(target, {}).get(k, False) or value != "stale"
+    out = []
+    for target, slots in scrapes.items():
+        last = max(k for k, answered in slots.items() if answered)
+        values = ["_"] * (1 + max(slots))
+        for k, answered in slots.items():
+            values[k] = "1" if answered else "0" if k < last else "stale"
+        out.append({"series": f"up{{{target}}}", "values": " ".join(values)})
+    return out
+
+
 def rule_groups(text: str) -> list:
     """The rule groups of a rules file's text, parsed once per text."""
     if text not in _READ_RULES:
