@@ -127,8 +127,9 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     from .folder_path import as_named
     from .limits import checked_build
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
-                         made_for_the_same, moved_resources, previous_prometheus_rules, previous_record,
-                         previous_stacks, renamed_resources, settings_record, turn, write_files)
+                         made_for_the_same, moved_resources, previous_dashboard_configmaps, previous_prometheus_rules,
+                         previous_record, previous_stacks, renamed_resources, settings_record, turn, write_files,
+                         SIDECAR_FILE)
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
@@ -156,6 +157,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                          for resource in artifacts.prometheus_rule_objects}
         rules_gone = [pair for pair in (previous_prometheus_rules(target, before) if not check else [])
                       if pair not in rules_written]
+        maps_gone = previous_dashboard_configmaps(before, {d.uid for d in artifacts.grafana}) if not check else []
         known: Known = {}  # the previous build's files read and found holding their new bytes: not read again
         renamed = renamed_resources(target, artifacts.cloudformation, files, previous, known)
         moved = moved_resources(artifacts.cloudformation, parts) if not check else []
@@ -163,10 +165,10 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         # or move only when that build was made for them: the build of other settings (another project, a file of
         # other clusters) is another deployment's, live, and none of it is named for deletion
         settings = project.settings
-        theirs = (gone, rules_gone) if (gone or rules_gone or moved) and not made_for_the_same(
+        theirs = (gone, rules_gone, maps_gone) if (gone or rules_gone or maps_gone or moved) and not made_for_the_same(
             before, settings.project or "", [cluster.name for cluster in settings.clusters]) else None
         if theirs:
-            gone, rules_gone, moved = [], [], []
+            gone, rules_gone, maps_gone, moved = [], [], [], []
         # Only the files are left to write: the set is freed now, or left to the process's end when it ends with this
         # command (holding it while the files are written left their writing's CPU as it was)
         left_to_exit(artifacts)
@@ -231,10 +233,11 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         click.echo(f"warning: {printed.path(target / path)}: {over}: CloudFormation refuses the template\n"
                    f"  fix: {TEMPLATE_QUOTA_FIX}", err=True)
     if theirs:
-        stacks, rules = theirs
+        stacks, rules, maps = theirs
         named = " and ".join(part for part in (
             f"CloudFormation stacks {first_names(stacks)}" if stacks else "",
-            f"PrometheusRules {first_names([f'{ns}/{name}' for ns, name in rules])}" if rules else "") if part)
+            f"PrometheusRules {first_names([f'{ns}/{name}' for ns, name in rules])}" if rules else "",
+            f"dashboard ConfigMaps {first_names(maps)}" if maps else "") if part)
         click.echo(f"warning: {shown}: the build it held was made for other settings (another project, or no "
                    f"cluster of these): its {named} are that "
                    f"deployment's, not what this build drops, and are not named for deletion\n"
@@ -257,6 +260,13 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                    f"{' '.join(printed.path(name) for ns, name in rules_gone if ns == namespace)}`"
                    f"{' (and the others in their namespaces)' if any(ns != namespace for ns, _ in rules_gone) else ''}",
                    err=True)
+    if maps_gone:
+        click.echo(f"warning: {shown}: the previous build's dashboard ConfigMaps {first_names(maps_gone)} are no "
+                   f"longer written (a dashboard removed or renamed, or grafana.uid_prefix changed): where "
+                   f"{SIDECAR_FILE} is applied, kubectl apply leaves each, and Grafana's sidecar goes on loading its "
+                   f"dashboard, with that build's panels\n"
+                   f"  fix: `kubectl delete configmap -n NAMESPACE {' '.join(maps_gone)}` in the namespace you "
+                   f"applied them to", err=True)
     if moved:
         name, was, now = moved[0]
         click.echo(f"warning: {shown}: {len(moved)} CloudFormation resource(s) move to another stack (first: {name}, "

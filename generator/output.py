@@ -505,6 +505,20 @@ def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[s
     return [(namespace, name) for namespace, name in found if namespace and name and is_prometheus_rule_name(name)]
 
 
+def previous_dashboard_configmaps(record: dict[str, Any], uids: set[str] | frozenset[str]) -> list[str]:
+    """The names of the dashboard ConfigMaps (SIDECAR_FILE) the previous build (its `record`, previous_record) wrote for
+    a dashboard this build, of dashboard uids `uids`, does not write (a definition removed or renamed, a new
+    grafana.uid_prefix): kubectl apply leaves each, and Grafana's sidecar goes on loading its dashboard. Only uids of the
+    form gpudash gives under the prefix that build recorded are named."""
+    from .names import dashboard_configmap_name, is_grafana_uid
+
+    written, prefix = record.get("grafana"), record.get("grafana_uid_prefix")
+    if not isinstance(written, list) or not isinstance(prefix, str):
+        return []
+    return [dashboard_configmap_name(uid) for uid in written
+            if isinstance(uid, str) and uid not in uids and is_grafana_uid(uid, prefix)]
+
+
 def _plain_scalar(match: re.Match[str] | None) -> str | None:
     """The string a YAML scalar written on one line holds (quoted as the dumper quotes a namespace such as '123', which
     YAML would read as a number, or plain), or None for no match or anything else."""

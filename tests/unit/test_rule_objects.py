@@ -429,3 +429,31 @@ def test_applying_the_build_over_one_counters_object_leaves_each_recording_in_on
         assert len(held()) == len(set(held())), resource["metadata"]["name"]
     assert sorted(held()) == sorted(r["record"] for r in rules)
     assert set(live) == {o["metadata"]["name"] for o in objects}  # nothing left that the file does not write
+
+
+def test_generate_names_the_dashboard_configmaps_the_previous_build_wrote_and_this_one_does_not(cli, tmp_path):
+    """k8s/grafana-dashboards.yaml holds a ConfigMap per dashboard, named for its uid, which `kubectl apply -n
+    NAMESPACE` leaves in the cluster once a later build no longer writes it (a dashboard removed or renamed, a new
+    grafana.uid_prefix): Grafana's sidecar goes on loading the old dashboard, with that build's panels, beside the new
+    one. generate named the PrometheusRules and stacks the new build drops but none of these ConfigMaps. It names them
+    now, with the kubectl delete that removes them, once; a build of other settings' folder names none of them."""
+    config, build = tmp_path / "gpudash.yaml", tmp_path / "build"
+    config.write_text("prometheus_stack:\n  namespace: monitoring\n")
+    assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
+    config.write_text("prometheus_stack:\n  namespace: monitoring\ngrafana:\n  uid_prefix: gpu\n")
+    names = ["gpudash-overview-dashboard", "gpudash-by-pod-dashboard", "gpudash-health-dashboard",
+             "gpudash-all-metrics-dashboard"]
+    for again in (False, True):
+        code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+        assert code == 0, stderr
+        if again:
+            assert "dashboard ConfigMaps" not in stderr, stderr
+            continue
+        said = stderr.split("the previous build's dashboard ConfigMaps ")[1].split(" are no longer written")[0]
+        assert sorted(said.split(", ")) == sorted(names), stderr
+        assert "fix: `kubectl delete configmap -n NAMESPACE " in stderr, stderr
+        assert all(name in stderr.split("kubectl delete configmap")[1] for name in names), stderr
+    config.write_text("project: other\nprometheus_stack:\n  namespace: monitoring\n")  # another project's build
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "kubectl delete configmap" not in stderr, stderr
+    assert "dashboard ConfigMaps gpu-" in stderr and "not named for deletion" in stderr, stderr
