@@ -218,8 +218,7 @@ def _wait_ready(url: str, process: subprocess.Popen, log_path: Path, ready_withi
     report it, is `storage`. Another process may take the free port between its choice and this Prometheus' start
     (a busy machine starting several), which then fails to bind it and exits a moment later, while the other answers
     ready: a sample read from that one held none of this one's data (promtool recorded nothing from it)."""
-    import json
-
+    from ..clients.answer import json_value
     from ..clients.http import get
     from ..clients.options import Options
     from ..errors import RemoteError
@@ -236,9 +235,9 @@ def _wait_ready(url: str, process: subprocess.Popen, log_path: Path, ready_withi
                 if storage is None:
                     return
                 status, text = get(f"{url}/api/v1/status/flags", probe, what, "")
-                try:
-                    answered = json.loads(text)["data"]["storage.tsdb.path"] if status == 200 else None
-                except (ValueError, KeyError, TypeError):
+                try:  # (a text that is no JSON, however deep, is NOT_JSON: not subscriptable)
+                    answered = json_value(text)["data"]["storage.tsdb.path"] if status == 200 else None
+                except (KeyError, TypeError):
                     answered = None
                 if answered == storage:
                     return
