@@ -28,7 +28,7 @@ from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..reading import yaml_loader
 from ..settings import Cluster, Settings, rollout_percentage
 from ..markers import KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PROJECT, KUBERNETES_SELECTOR, NO_PROJECT
-from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, dashboard_configmap_name, is_prometheus_rule_name, shown
+from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, dashboard_configmap_name, shown
 from ..output import ADDON_FILE, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, SIDECAR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
@@ -129,7 +129,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     if not unknown:  # the other exporter DaemonSets the settings name (exporter.more_daemonsets), each with its alarm
         yield from _more_rollouts(kube, settings, named_daemonsets(settings, this)[1:])
     if options.prometheus_in_use:
-        yield from step(GROUP, RULES_CHECK, _prometheus_rules, kube, settings)
+        yield from step(GROUP, RULES_CHECK, _prometheus_rules, kube, settings, _rule_object_names(project))
         yield from step(GROUP, MONITORS_CHECK, _service_monitors, kube, settings)
     yield from step(GROUP, DASHBOARDS_CHECK, _dashboard_configmaps, kube, project, published_anyway=DASHBOARDS_APART)
     if not addon_source(settings):
@@ -142,11 +142,25 @@ DAEMONSET_CHECK = "exporter DaemonSet"
 RULES_CHECK = "PrometheusRules of other settings"
 
 
-def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
-    """Whether a live PrometheusRule of a name the build writes, in the namespace it writes them to, was applied from
-    other settings: another project, or another settings file of this one with none of these clusters (the
-    annotations render.scrape.publisher_annotations writes). Every settings file names its objects alike, so
-    `kubectl apply` of this build would replace that one's rules: its alerts and recordings would stop, silently."""
+def _rule_object_names(project: Project) -> frozenset[str]:
+    """The names of the PrometheusRules the build writes (one per rule group: names.prometheus_rule_name)."""
+    from ..names import prometheus_rule_name
+    from ..promql import counted_fields
+    from ..render.alarms import prometheus_rules
+
+    counted = counted_fields([q for d in project.grafana_definitions() for q in d.queries() if not q.raw_promql],
+                             project.catalog)
+    return frozenset(prometheus_rule_name(group["name"]) for group in
+                     prometheus_rules(project.alarms, project.catalog, project.settings, counted)["groups"])
+
+
+def _prometheus_rules(kube: Kube, settings: Settings, names: frozenset[str]) -> Check:
+    """Whether a live PrometheusRule of a name the build writes (`names`), in the namespace it writes them to, was
+    applied from other settings: another project, or another settings file of this one with none of these clusters
+    (the annotations render.scrape.publisher_annotations writes). Every settings file names its objects alike, so
+    `kubectl apply` of this build would replace that one's rules: its alerts and recordings would stop, silently. One
+    of gpudash's name form that the build does not write (gpudash-gpu-alerts-9 where it writes three) is not
+    replaced by it, and not said to be."""
     namespace = settings.prometheus_stack.namespace or settings.exporter.namespace
     listed = _operator_objects(kube, "prometheusrules", "PrometheusRules", namespace, None)
     if listed is None:  # prometheus-operator's resources not served: no PrometheusRule here to replace
@@ -154,7 +168,7 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
     rules = built(PROMETHEUS_RULE_FILE)
     # one of gpudash's names without gpudash's label: a person's or another tool's, which applying the build replaces
     foreign = [f"{namespace}/{name}" for item in listed if not _gpudash_s(item)
-               and is_prometheus_rule_name(name := item.get("metadata.name", str))]
+               and (name := item.get("metadata.name", str)) in names]
     if foreign:
         their = "their" if len(foreign) > 1 else "its"
         return _not_gpudash_s_named(RULES_CHECK, foreign, rules, f"{their} rules stop being evaluated",
@@ -166,7 +180,7 @@ def _prometheus_rules(kube: Kube, settings: Settings) -> Check:
     unrecorded = []
     for item in items:
         name = item.get("metadata.name", str)
-        writer = _writer(item, settings) if is_prometheus_rule_name(name) else THESE
+        writer = _writer(item, settings) if name in names else THESE
         if writer == UNRECORDED:
             unrecorded.append(f"{namespace}/{name}")
         elif writer != THESE:

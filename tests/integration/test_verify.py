@@ -1736,6 +1736,25 @@ def test_prometheus_rules_of_the_build_s_names_that_are_not_gpudash_s_are_a_fail
                                                   "being evaluated"), check
 
 
+def test_prometheus_rules_of_gpudash_s_name_form_the_build_does_not_write_are_not_said_to_be_replaced(stack, tmp_path):
+    """A person's PrometheusRule named gpudash-counters-4, and another project's gpudash-gpu-alerts-9 (its alerts past
+    nine groups' worth), where this build writes three of each: the check judged names by gpudash's name form, so it
+    failed ("applying build/k8s/prometheusrule.yaml replaces them"), which stops a publish's preflight, though no apply
+    of this build touches either. Only the names the build writes are judged now."""
+    cluster, verify = stack
+    settings = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)
+    _applied_rules(cluster, settings)
+    person = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "spec": {"groups": []},
+              "metadata": {"name": "gpudash-counters-4", "namespace": "monitoring", "labels": {"team": "sre"}}}
+    other = copy.deepcopy(person)
+    other["metadata"].update(name="gpudash-gpu-alerts-9", labels={"app.kubernetes.io/managed-by": "gpudash"},
+                             annotations={"gpudash.io/project": "team-b", "gpudash.io/clusters": "gpu-cluster"})
+    cluster.prometheus_rules += [person, other]
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(settings))
+    check = checks[("kube", "PrometheusRules of other settings")]
+    assert (check["status"], check["detail"]) == ("ok", "none in monitoring was applied from other settings"), check
+
+
 def test_classic_pipeline_with_a_pipeline_left_in_the_configmap_publishes_twice(stack, tmp_path, monkeypatch):
     """agent.pipeline: classic, and the ConfigMap still holds gpudash-otel.yaml from an earlier apply."""
     cluster, verify = stack
