@@ -65,6 +65,10 @@ GRAFANA_TIMEOUT = 30.0  # Grafana's data proxy gives up after this by default
 QUERY_TIMEOUT = ("--query.timeout=1h",)
 
 
+# a counter's reading per step (promql.step_reading), however the query text is packed
+STEP_READING = re.compile(r"\[1ms\] ?offset\b")
+
+
 def _queries(project, dashboards: tuple[str, ...] = ()) -> tuple[list[tuple[str, str, str, bool]],
                                                                   list[tuple[str, str]]]:
     """(dashboard, panel title, expr, instant) of every panel query that reads a counter per step, and (rule, expr);
@@ -77,7 +81,7 @@ def _queries(project, dashboards: tuple[str, ...] = ()) -> tuple[list[tuple[str,
             for target in panel.get("targets", []):
                 expr = target.get("expr", "")
                 # a counter read per step (promql.step_reading, ...), or from its recording (promql.counted_rules)
-                if dashboards or "[1ms] offset " in expr or ":step_increase" in expr:
+                if dashboards or STEP_READING.search(expr) or ":step_increase" in expr:
                     panels.append((dashboard.uid, panel.get("title", ""), expr, bool(target.get("instant"))))
     if dashboards:
         return panels, []
@@ -216,7 +220,7 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), 
                         query = interpolate(expr, {**at_all, **Window(seconds, step, SCRAPE).macros()})
                         if instant:
                             path, params = "query", {"query": query, "time": end}
-                            increase = "increase over " if "[1ms] offset " in expr else ""
+                            increase = "increase over " if STEP_READING.search(expr) else ""
                             what = f"{uid} · {title} · {increase}{name} (instant)"
                         else:
                             path, params = "query_range", {"query": query, "start": end - seconds, "end": end,
