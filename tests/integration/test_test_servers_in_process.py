@@ -115,6 +115,8 @@ def test_a_cloudwatch_apply_prune_ends_the_same_in_process_and_over_http(cli, bu
     (tmp_path / "project.yaml").write_text(PROJECT)
     monkeypatch.setenv("GPUDASH_CONFIG", str(tmp_path / "project.yaml"))
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    # both stories start from an empty CloudWatch: moto's state is the process's, whatever a module before left
+    moto_server.shared_server().reset()
     assert not any(state["alarms"] or state["dashboards"] for state in _cloudwatch_state().values())
     here = _cloudwatch_prune_story(cli, monkeypatch, over_http=False)
     over_http = _cloudwatch_prune_story(cli, monkeypatch, over_http=True)

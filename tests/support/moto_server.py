@@ -487,6 +487,9 @@ class MotoServer(LoopbackServer):
         return self
 
     def __exit__(self, *exc) -> None:
+        # moto keeps its state per process, not per server: a server's test module leaves none to the next module of
+        # its worker (one that starts from an empty CloudWatch read a module's alarms and dashboards left before it)
+        self.reset()
         _IN_PROCESS.pop(self.address, None)
         super().__exit__(*exc)
 
