@@ -35,7 +35,27 @@ def how(composite: dict[str, Any], name: str, arn: str | None) -> str | None:
     named = {name, arn} - {None}
     rule = composite.get("AlarmRule")
     if isinstance(rule, str) and named & words(rule):
-        return f"its rule: {rule[:80]}{'…' if len(rule) > 80 else ''}"
+        return f"its rule: {clipped(rule)}"
     if composite.get("ActionsSuppressor") in named:
         return "its actions suppressor"
     return None
+
+
+def clipped(text: str, length: int = 80) -> str:
+    """`text` as a message shows a rule or query: its first `length` characters, an ellipsis where it goes on."""
+    return f"{text[:length]}{'…' if len(text) > length else ''}"
+
+
+def dependence(composites: dict[str, dict[str, Any]], name: str, arn: str | None) -> tuple[list[str], str]:
+    """The composite alarms depending on the alarm `name` (`parents`), and how that is said: "the composite alarm X
+    depends on it (its rule: ...)" (how the first of them does: `how`); ([], "") where none does."""
+    found = parents(composites, name, arn)
+    if not found:
+        return [], ""
+    return found, f"{depend(found)} ({how(composites[found[0]], name, arn)})"
+
+
+def depend(parents: list[str]) -> str:
+    """The composite alarms `parents` said as depending on an alarm."""
+    return (f"the composite alarm {parents[0]} depends on it" if len(parents) == 1 else
+            f"the composite alarms {', '.join(parents)} depend on it")

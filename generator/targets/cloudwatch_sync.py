@@ -84,11 +84,6 @@ KEPT_FIX = ("change that composite alarm's rule or actions suppressor so that it
             "that composite alarm): --prune deletes it then")
 
 
-def _depend(parents: list[str]) -> str:
-    return (f"the composite alarm {parents[0]} depends on it" if len(parents) == 1 else
-            f"the composite alarms {', '.join(parents)} depend on it")
-
-
 def _holds(kind: str) -> str:
     return f"a {kind} holds this name"
 
@@ -232,7 +227,7 @@ def _plan_held(name: str, region: str, alarm: dict[str, Any]) -> Change:
     query = alarm.get("ScheduledQueryConfiguration")
     what, text = ("rule", alarm.get("AlarmRule")) if query is None else (
         "query", query.get("QueryString") if isinstance(query, dict) else None)
-    shown = f" (its {what}: {text[:80]}{'…' if len(text) > 80 else ''})" if isinstance(text, str) else ""
+    shown = f" (its {what}: {composite_rules.clipped(text)})" if isinstance(text, str) else ""
     return Change("cloudwatch", "alarm", name, HELD,
                   [f"{_holds(other_kind(alarm))}{shown}: {NOT_OVER_OTHER_KINDS}; {HELD_FIX}"], region=region)
 
@@ -243,12 +238,11 @@ def _kept_by_composites(cloudwatch: CloudWatch, region: str, changes: list[Chang
     retired = [c for c in changes if c.action == DELETE]
     composites = cloudwatch.composite_alarms(region) if retired else {}
     for change in retired:
-        if parents := composite_rules.parents(composites, change.name, (change.live or {}).get("arn")):
-            how = composite_rules.how(composites[parents[0]], change.name, (change.live or {}).get("arn"))
+        parents, said = composite_rules.dependence(composites, change.name, (change.live or {}).get("arn"))
+        if parents:
             change.action, change.edited = KEPT, False
             change.live = {**(change.live or {}), "parents": parents}
-            change.details = [f"no longer defined, but {_depend(parents)} ({how}): {NOT_UNDER_COMPOSITES}; "
-                              f"{KEPT_FIX}"]
+            change.details = [f"no longer defined, but {said}: {NOT_UNDER_COMPOSITES}; {KEPT_FIX}"]
 
 
 def _renamed(publication: frozenset[str] | None, clusters: tuple[str, ...], former: tuple[str, ...]) -> bool:
@@ -1546,11 +1540,9 @@ def _free_of_composites(cloudwatch: CloudWatch, region: str, deletes: list[Chang
         return []
     free = []
     for change in deletes:
-        arn = (change.live or {}).get("arn")
-        if parents := composite_rules.parents(composites, change.name, arn):
-            how = composite_rules.how(composites[parents[0]], change.name, arn)
-            record(change, error=RemoteError(f"not deleted: {_depend(parents)} ({how}), made or changed since the "
-                                             f"plan; {NOT_UNDER_COMPOSITES}", where=what, hint=KEPT_FIX))
+        if said := composite_rules.dependence(composites, change.name, (change.live or {}).get("arn"))[1]:
+            record(change, error=RemoteError(f"not deleted: {said}, made or changed since the plan; "
+                                             f"{NOT_UNDER_COMPOSITES}", where=what, hint=KEPT_FIX))
         else:
             free.append(change)
     return free
@@ -1573,7 +1565,7 @@ def _kept_since(cloudwatch: CloudWatch, region: str, change: Change, refusal: Re
         parents, unread = [], f" (the composite alarms could not be read to name it: {exc.what})"
     else:
         unread = ""
-    which = _depend(parents) if parents else f"a composite alarm depends on it{unread}"
+    which = composite_rules.depend(parents) if parents else f"a composite alarm depends on it{unread}"
     return RemoteError(f"not deleted: {which}, made or changed since the plan (CloudWatch refused DeleteAlarms: "
                        f"{refusal.what}); {NOT_UNDER_COMPOSITES}", where=what, hint=KEPT_FIX)
 
