@@ -90,9 +90,11 @@ def named(path: Path) -> Path:
     one (an empty `nowhere` left beside the build), and a path leading under a file past one said "File exists". A `..`
     after a file is refused, as the system refuses it (InputError), never read as the file's folder."""
     path = path.absolute()
-    for depth, part in enumerate(path.parts):  # a `..` after a file: the system refuses it (ENOTDIR), so does gpudash
-        if part == ".." and depth > 1 and _is_other(Path(*path.parts[:depth])):
-            raise _under_a_file(Path(*path.parts[:depth]), path)
+    if ".." in path.parts:  # a `..` after a file, or after a name under one: the system refuses it (ENOTDIR), so
+        last = len(path.parts) - 1 - path.parts[::-1].index("..")  # does gpudash (`afile/sub/../../site` too)
+        for depth in range(2, last + 1):
+            if _is_other(step := Path(*path.parts[:depth])):
+                raise _under_a_file(step, path)
     return Path(os.path.realpath(path)) if ".." in path.parts else path
 
 

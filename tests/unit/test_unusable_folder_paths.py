@@ -20,6 +20,7 @@ PATHS = {  # the path given -> what its one message says
     "afile/sub/deeper": f"afile, {UNDER_A_FILE}",
     "nowhere/../afile/sub": f"afile, {UNDER_A_FILE}",  # past a `..` after a folder that does not exist
     "afile/..": f"afile, {UNDER_A_FILE}",  # the system refuses it (ENOTDIR): never read as afile's folder
+    "afile/sub/../../site": f"afile, {UNDER_A_FILE}",  # refused too: the build was written to ./site
     "loop1": f"a link {LOOP}",
     "loop1/sub": f"loop1, on this path, is a link {LOOP}",
     # a link to a place that does not exist (mistyped, or removed): generate made that place and wrote there
@@ -28,7 +29,7 @@ PATHS = {  # the path given -> what its one message says
     "x" * 300: "the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, where the file system takes at most 255",
     "/".join(["d" * 200] * 30): "more than the system takes (at most 4096)",
 }
-IDS = ["under-a-file", "two-under-a-file", "under-a-file-past-dotdot", "dotdot-after-a-file", "link-loop", "under-a-link-loop",
+IDS = ["under-a-file", "two-under-a-file", "under-a-file-past-dotdot", "dotdot-after-a-file", "dotdot-under-a-file", "link-loop", "under-a-link-loop",
        "dangling-link", "under-a-dangling-link", "name-too-long", "path-too-long"]
 COMMANDS = {  # the command, given the path
     "generate --out": lambda path: ("generate", "--out", path),
