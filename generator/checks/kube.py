@@ -306,7 +306,8 @@ def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
     placed = sorted(((f"{item.get('metadata.namespace', str)}/{item.get('metadata.name', str)}", item)
                      for item in listed), key=lambda pair: pair[0])
     if foreign := [where for where, item in placed if not _gpudash_s(item)]:
-        return _not_gpudash_s_named(DASHBOARDS_CHECK, foreign, file, "the dashboard it carries is lost", (
+        return _not_gpudash_s_named(DASHBOARDS_CHECK, foreign, f"{file} in that namespace",
+                                    "the dashboard it carries is lost", (
             "rename that ConfigMap, or give these settings' dashboards other uids (grafana.uid_prefix), so that "
             f"their ConfigMaps are named otherwise; generate and apply {file}"))
     others: dict[Writer, list[str]] = {}

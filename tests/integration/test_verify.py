@@ -1500,8 +1500,8 @@ DASHBOARD_MAPS = ("monitoring/gpudash-all-metrics-dashboard, monitoring/gpudash-
      "loads two dashboards of one uid"),
     ({"settings": "mine", "relabel": lambda m: m.update(labels={"grafana_dashboard": "1"})}, "fail",
      f"{DASHBOARD_MAPS} here are not gpudash's (no app.kubernetes.io/managed-by=gpudash label: a person's or another "
-     "tool's) and named as these settings name theirs: applying build/k8s/grafana-dashboards.yaml replaces them, and "
-     "the dashboard it carries is lost"),
+     "tool's) and named as these settings name theirs: applying build/k8s/grafana-dashboards.yaml in that namespace "
+     "replaces them, and the dashboard it carries is lost"),
     ({"settings": "mine", "relabel": lambda m: m.update(annotations={"grafana_folder": "GPU monitoring"})}, "warn",
      f"{DASHBOARD_MAPS} were applied by a gpudash that recorded no settings: whether these settings applied them "
      "cannot be told, and applying build/k8s/grafana-dashboards.yaml in that namespace replaces them"),
