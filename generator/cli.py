@@ -531,13 +531,14 @@ def init_config(path: str) -> None:
         click.echo(text, nl=False)
         return
     target = as_named(Path(path))  # (no folder made before a `..`)
+    if os.path.islink(target) and not os.path.exists(target) and not path.endswith(("/", os.sep)):
+        _taken(target)  # a link to a file not there: taken, never written through (not "point it at a folder")
     check_folder_path(target)  # (under a file, a link in a loop, too long: said as what it is)
     if target.is_dir() or path.endswith(("/", os.sep)):
         target = target / "gpudash.yaml"
     shown = str(target)
     if target.exists() or target.is_symlink():
-        raise GpudashError("the file exists already", where=shown,
-                           hint="choose another path or remove it; commands read it as it is")
+        _taken(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("x", encoding="utf-8") as handle:
@@ -549,6 +550,12 @@ def init_config(path: str) -> None:
     if target.resolve() != (Path.cwd() / "gpudash.yaml").resolve():
         click.echo(f"commands read ./gpudash.yaml by default: pass --config {printed.argument(shown)} "
                    f"or export GPUDASH_CONFIG={printed.argument(target.resolve())}")
+
+
+def _taken(target: Path) -> None:
+    """Raise the input error of init-config given a path something is at already (a file, a link): never overwritten."""
+    raise GpudashError("the file exists already", where=str(target),
+                       hint="choose another path or remove it; commands read it as it is")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -133,3 +133,15 @@ def test_an_empty_folder_option_is_a_usage_error(tmp_path, monkeypatch, cli, com
     assert code == 2 and "Traceback" not in stderr, stderr
     assert f"Invalid value for '{command[1]}': {said}" in stderr, stderr
     assert _tree(tmp_path) == []
+
+
+def test_init_config_onto_a_link_to_a_file_not_there_says_the_path_is_taken(tmp_path, monkeypatch, cli):
+    """`init-config cfg.yaml` where cfg.yaml is a link to real.yaml, not made yet (a dotfiles manager's link): it said
+    "the file exists already" (nothing is written through a link), then the dangling-link check for folders said
+    "make the folder it points to, point the link at a folder", for a path that names a file. It says the path is taken
+    again: exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    os.symlink("real.yaml", tmp_path / "cfg.yaml")
+    code, stdout, stderr = cli("init-config", "cfg.yaml")
+    assert code == 2 and "the file exists already" in stderr and "folder" not in stderr, stderr
+    assert _tree(tmp_path) == ["cfg.yaml"] and not (tmp_path / "real.yaml").exists()
