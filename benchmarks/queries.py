@@ -14,12 +14,9 @@ variables at All:
 - each alert rule as its group evaluates it (an instant query at the data's end).
 
 Each time is the median of `--runs` answers (wall time of the HTTP request, Prometheus' own evaluation inside).
-Usage: `python benchmarks/queries.py [--gpus 64 256] [--days 1 7] [--runs 3] [--settings FILE] [--also ...]`;
+Usage: `python benchmarks/queries.py [--gpus 64 256] [--days 1 7] [--runs 3] [--settings FILE]`;
 `--dashboard gpudash-by-pod --ranges 6h --steps 72 30 --cpu` times every panel of the per-pod dashboard (its
 gauges too) over 6 h at 72 s and 30 s steps, as Prometheus' own CPU seconds per answer.
-`--also timestamp range` times each query again in the same run with the step reading written in the forms gpudash
-used before: `(X and timestamp(X) > time() - step)` (the same readings), and `last_over_time(X[<step less 1 ms>])`
-(not the same reading on Prometheus 3), as anchors.
 The machine's load changes the figures: the load average is printed with them.
 """
 
@@ -123,22 +120,6 @@ def _openmetrics(path: Path, metrics: set[str], counters: set[str], gpus: int, s
         out.write("# EOF\n")
 
 
-_SELECTOR = r"[A-Za-z_:][\w:]*\{[^{}]*\}"
-_STEP_READING = re.compile(rf"\((?P<x>{_SELECTOR}) and \(present_over_time\((?P=x)\[\d+ms\]\) or \(present_over_time\("
-                           rf"(?P=x)\[(?P<s>\d+)s\]\) unless present_over_time\((?P=x)\[1ms\] offset \d+s\)\)\)\)")
-
-
-def range_form(expr: str) -> str:
-    """`expr` with each step reading of a selector as the range form: the latest sample of the step less 1 ms."""
-    return _STEP_READING.sub(lambda m: f"last_over_time({m['x']}[{int(m['s']) * 1000 - 1}ms])", expr)
-
-
-def timestamp_form(expr: str) -> str:
-    """`expr` with each step reading's test written with `timestamp()`, as gpudash did before."""
-    return _STEP_READING.sub(lambda m: f"({m['x']} and timestamp({m['x']}) > time() - {m['s']})", expr)
-
-
-VARIANTS = {"range": range_form, "timestamp": timestamp_form}
 
 
 def _cpu(prometheus: Prometheus) -> float:
@@ -171,20 +152,15 @@ def _cell(seconds: float) -> str:
     return f"{seconds:.2f} s" + (" (over Grafana's 30 s)" if seconds > GRAFANA_TIMEOUT else "")
 
 
-def _timed(prometheus: Prometheus, what: str, path: str, params: dict, runs: int, also: tuple[str, ...]) \
-        -> tuple[str, float]:
-    """One table row: the query as generated, then each variant of it (same params) in the same run; and the
-    query's seconds."""
+def _timed(prometheus: Prometheus, what: str, path: str, params: dict, runs: int) -> tuple[str, float]:
+    """One table row: the query as generated; and the query's seconds."""
     seconds, series = _time(prometheus, path, params, runs)
     answer = "timed out" if series is None else f"{series} series"
     row = f"| {what} | {_cell(seconds)} | {answer}, {len(params['query']):,} bytes |"
-    for variant in also:
-        other = _time(prometheus, path, {**params, "query": VARIANTS[variant](params["query"])}, runs)[0]
-        row += f" {_cell(other)} |"
     return row, seconds
 
 
-def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), dashboards: tuple[str, ...] = (),
+def run(gpus: int, days: float, runs: int, project, dashboards: tuple[str, ...] = (),
         ranges: tuple[str, ...] = TIMED, steps: tuple[int, ...] = ()) -> Iterator[str]:
     """The table's lines, each as soon as it is measured."""
     panels, rules = _queries(project, dashboards)
@@ -206,8 +182,8 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), 
         loaded = time.perf_counter() - began
         yield from [f"### {gpus} GPUs, {days:g} day(s) of {SCRAPE} s scrapes ({len(metrics)} metrics, "
                     f"{gpus * len(metrics)} series; written and backfilled in {loaded:.0f} s)", "",
-                    f"| query | median {'Prometheus CPU' if CPU else 'answer time'} | answer, query text |" + "".join(f" {v} form |" for v in also),
-                    "|---|---|---|" + "---|" * len(also)]
+                    f"| query | median {'Prometheus CPU' if CPU else 'answer time'} | answer, query text |",
+                    "|---|---|---|"]
         at_all = variables({}, ("namespace", "pod", "node", "gpu", "cluster"))
         costliest = (0.0, "")  # the panel query that took longest (what a Grafana timeout meets first)
         with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}, QUERY_TIMEOUT) as prometheus:
@@ -226,13 +202,13 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), 
                             path, params = "query_range", {"query": query, "start": end - seconds, "end": end,
                                                            "step": step}
                             what = f"{uid} · {title} · {name} at a {step:.0f} s step"
-                        row, seconds = _timed(prometheus, what, path, params, runs, also)
+                        row, seconds = _timed(prometheus, what, path, params, runs)
                         costliest = max(costliest, (seconds, what))
                         yield row
                         if instant:
                             break
             for name, expr in rules:
-                yield _timed(prometheus, f"rule {name}", "query", {"query": expr, "time": end}, runs, also)[0]
+                yield _timed(prometheus, f"rule {name}", "query", {"query": expr, "time": end}, runs)[0]
     yield ""
     if costliest[1]:
         yield (f"costliest panel: {costliest[1]}, {_cell(costliest[0])}"
@@ -273,7 +249,6 @@ def main() -> None:
     parser.add_argument("--days", type=float, nargs="+", default=[1])  # (a fraction of a day: a smoke run)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--settings", type=Path, default=None)
-    parser.add_argument("--also", choices=sorted(VARIANTS), nargs="*", default=[])
     parser.add_argument("--dashboard", nargs="+", default=[],
                         help="every panel query of these dashboards (uids, e.g. gpudash-by-pod), gauges too; no rules")
     parser.add_argument("--ranges", choices=sorted(RANGES), nargs="+", default=list(TIMED))
@@ -289,7 +264,7 @@ def main() -> None:
     project = load_project(args.settings)
     for gpus in args.gpus:
         for days in args.days:
-            for line in run(gpus, days, args.runs, project, tuple(args.also), tuple(args.dashboard),
+            for line in run(gpus, days, args.runs, project, tuple(args.dashboard),
                             tuple(args.ranges), tuple(args.steps)):
                 print(line, flush=True)
 
