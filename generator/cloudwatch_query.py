@@ -837,6 +837,9 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = replace(result, notes=result.notes + ((NAMED_EXTREME,) if alarm else (NAMED_EXTREME_LINE,)))
     elif layout.blanks and query.per_pod and query.aggregation in ("avg", "sum") and not alarm:
         result = replace(result, notes=result.notes + (NAMED_MEAN_LINE,))
+    if not alarm and query.aggregation == "max" and largest_state(query, catalog) \
+            and period > layout.interval(settings):
+        result = replace(result, notes=result.notes + (LARGEST_STATE,))
     if layout.instances and _pods_counters_added(result, catalog, settings):
         result = replace(result, notes=result.notes + (WHOLE_COPIES_COUNTED,))
     if layout.instances and POD_DIMENSION in result.dims \
@@ -845,6 +848,12 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if alarm or not layout.blanks or settings.agent.pipeline != "classic":
         return result  # alarms take no math; no blank arrives (OTel pipeline; the add-on guards its own plans)
     return blanks_dropped(result, query, catalog, ARRAY_BLANK_NOTE, COUNTED_BLANK_NOTE)
+
+
+def largest_state(query: Query, catalog: Catalog) -> bool:
+    """A line of a field whose reading is a state (a code, a flag, a bitmask: units "state"), not its count."""
+    field = catalog.get(query.metric) if query.metric in catalog else None
+    return field is not None and not field.is_counter and field.unit_key == "state" and not query.over
 
 
 def blanks_dropped(result: Plan, query: Query, catalog: Catalog, array_note: str, count_note: str) -> Plan:
@@ -1120,6 +1129,14 @@ NAMED_EXTREME_LINE = ("a pod's largest or smallest reading, where the exporter n
                       "KUBERNETES_VIRTUAL_GPUS) under one of them at a time, reads only the scrapes naming the pod: a "
                       "reading named under another of them does not count for it, where Grafana's panel reads it for "
                       "every pod sharing the GPU")
+
+# A widget's line of a state's largest value (the last XID code, a failure flag, a bitmask of reasons): its point is the
+# MAX of the period's readings, and no CloudWatch statistic is a period's latest reading, where the title means the
+# state now and Grafana's panel draws the latest (tests/unit/test_cloudwatch_latest_state.py, a strict xfail: XID 79
+# then 13 within one 5-minute period read 79 for it).
+LARGEST_STATE = ("a point is the largest state its period read, not the latest (CloudWatch has no statistic of a "
+                 "period's latest reading): a state that followed a larger one within the period (XID 79, then 13) "
+                 "shows from the next period on, where Grafana draws the latest")
 
 # The same on a widget's line of a pod's mean or total (a pod's GPUs per scrape, or its readings pooled): each reading is
 # the pod's only at the scrapes naming it, so its point is the mean of a sample of the period's readings, where

@@ -771,6 +771,12 @@ _BLANK_WIDGETS = ("A widget of one line shows a gap for a period it falls in (a 
                   "(CloudWatch's metric math documents no way to drop one point of an array of lines).")
 
 
+# A widget's Metrics Insights query reads the latest two weeks of data only (user guide, "Metrics Insights quotas"): an
+# increase over a longer time range counts its latest two weeks (tests/unit/test_cloudwatch_two_weeks.py, a strict xfail).
+WHOLE_RANGE_HORIZON = ("up to two weeks (Metrics Insights reads a widget's latest two weeks only: over a longer time "
+                       "range it counts the latest two weeks)")
+
+
 def periods_note(period_follows: bool, now: list[tuple[str, int]], whole_range: bool = True,
                  observation: str = "scrape") -> str:
     """What a widget's period means, and what a period picked in the console does to it, for the header;
@@ -783,7 +789,7 @@ def periods_note(period_follows: bool, now: list[tuple[str, int]], whole_range: 
     text = ("Periods: each widget loads with its own period (the dashboard's period override is \"Do not override\"): "
             "a graph's point is the statistic over its period")
     if whole_range:
-        text += ", an increase over the time range covers it whole"
+        text += ", an increase over the time range covers it whole " + WHOLE_RANGE_HORIZON
     if periods:
         text += ", and " + ", and ".join(f"{_listed(titles)} the latest whole {span(period)}"
                                          for period, titles in periods.items()) + " (below)"

@@ -533,6 +533,11 @@ def widget_range(properties: dict, start: float, end: float) -> tuple[float, int
 
 
 LIVE_DATA_SECONDS = 60  # live data off: a period is shown once it ended at least a minute ago
+# A Metrics Insights query in a widget reads the latest two weeks of data only (user guide, "Metrics Insights
+# quotas": "Query up to two weeks of data for visualization in your metrics, widgets, and alarm graphs"; its
+# troubleshooting page: graphed over a longer range, the oldest point holds only the data within the two weeks).
+# A metric line (MetricStat) reads CloudWatch's whole retention.
+INSIGHTS_HORIZON_SECONDS = 14 * 86400
 
 
 def widget(properties: dict, datapoints: list[Datapoint], start: float, end: float,
@@ -545,7 +550,8 @@ def widget(properties: dict, datapoints: list[Datapoint], start: float, end: flo
     shown at 12:41); with `liveData` on, the latest one is shown while its period is still filling. A widget
     whose one period is its range (setPeriodToTimeRange) is drawn as it is."""
     start, own_period = widget_range(properties, start, end)
-    lines = _widget_lines(properties, datapoints, start, end, period or own_period)
+    horizon = (end if now is None else now) - INSIGHTS_HORIZON_SECONDS
+    lines = _widget_lines(properties, datapoints, start, end, period or own_period, horizon)
     if now is None or properties.get("liveData") or properties.get("setPeriodToTimeRange"):
         return lines
     step = period or own_period
@@ -554,7 +560,10 @@ def widget(properties: dict, datapoints: list[Datapoint], start: float, end: flo
 
 
 def _widget_lines(properties: dict, datapoints: list[Datapoint], start: float, end: float,
-                  period: int) -> dict[str, Series]:
+                  period: int, horizon: float | None = None) -> dict[str, Series]:
+    """`horizon`: the oldest time a Metrics Insights query reads (INSIGHTS_HORIZON_SECONDS before now)."""
+    recent = datapoints if horizon is None or horizon <= start else \
+        [point for point in datapoints if point.timestamp >= horizon]
     env: dict[str, Result] = {}
     kinds: dict = {}
     shown: list[tuple[str, str]] = []
@@ -572,7 +581,7 @@ def _widget_lines(properties: dict, datapoints: list[Datapoint], start: float, e
             continue
         expression = options["expression"]
         if expression.lstrip().upper().startswith("SELECT"):
-            env[options["id"]] = metrics_insights(expression, datapoints, start, end, period)
+            env[options["id"]] = metrics_insights(expression, recent, start, end, period)
             kinds[options["id"]] = ("TS[]", options["id"]) if parse(expression).group else "TS"
         else:
             tree = _checked(expression, kinds)
