@@ -111,9 +111,10 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan | None
         f"of it then: the rule clears up to {lookback} s after the alarm there")
     return Note(f"{who} whose data stops in ALARM (exporter, node or pod "
                 f"gone) stays so while its last datapoints are in the alarm's evaluation range; the rule judges the "
-                f"range of AWS's example ({RANGE_EXTRA_PERIODS} periods more than the alarm's) and clears "
-                f"{_spoken(rule_clears(alarm))} after the last reading, as the alarm does there (a longer range, its "
-                f"length unpublished, holds it longer){left}", _stale_clause(alarm, lookback))
+                f"range of AWS's example ({RANGE_EXTRA_PERIODS} periods more than the alarm's{_cut(alarm, settings)}) "
+                f"and clears {_spoken(rule_clears(alarm, settings))} after the last reading, as the alarm does there (a "
+                f"longer range, its "
+                f"length unpublished, holds it longer){left}", _stale_clause(alarm, settings, lookback))
 
 
 def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
@@ -128,7 +129,7 @@ def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
     is read low: the alarm can be in ALARM at such evaluations until the readings leave its range, where its rule
     does not fire (a sum below 240 W of a pod at 250 W: 40-900 s after the last reading)."""
     who, period = _who(alarm), _spoken(alarm.period_seconds)
-    clears = _spoken(rule_clears(alarm))
+    clears = _spoken(rule_clears(alarm, settings))
     later = f"; for a pod that left a GPU still reported, up to {lookback} s later" if lookback else ""
     latest = (f"{who} whose data stops (exporter, node or pod gone) is judged on its latest datapoints in the alarm's "
               f"evaluation range, each the readings of its period over the scrapes the period holds: at most "
@@ -176,19 +177,27 @@ def _spoken(seconds: int) -> str:
     return "1 minute" if seconds == 60 else f"{seconds // 60} minutes"
 
 
-def rule_clears(alarm: Alarm) -> int:
+def _cut(alarm: Alarm, settings: Settings) -> str:
+    """`, cut at the 3 hours ...` where range_extra cuts the rule's range short of AWS's example, else ''."""
+    extra = range_extra(alarm, settings)
+    return "" if extra == RANGE_EXTRA_PERIODS else \
+        f", cut at the 3 hours a Metrics Insights alarm reads: {extra} more"
+
+
+def rule_clears(alarm: Alarm, settings: Settings) -> int:
     """Seconds after a contributor's last reading (all breaching) at which its rule no longer fires. Judged over the
-    range (_of_range): once its latest N - M + 1 + RANGE_EXTRA_PERIODS periods hold no reading, fewer than M
-    readings are left in the N + RANGE_EXTRA_PERIODS it judges; with `missing` and M > 1, not before its latest N
-    hold none (premature alarm state: a breaching period at least M periods old, none newer). Judged per period
-    (_of_periods): once its latest N - M + 1 periods hold no reading."""
+    range (_of_range): once its latest N - M + 1 + E periods hold no reading (E: range_extra, AWS's example's
+    RANGE_EXTRA_PERIODS where 3 hours hold them), fewer than M readings are left in the N + E it judges; with
+    `missing` and M > 1, not before its latest N hold none (premature alarm state: a breaching period at least M
+    periods old, none newer). Judged per period (_of_periods): once its latest N - M + 1 periods hold no reading."""
     periods = alarm.evaluation_periods
     needed = alarm.datapoints_to_alarm or periods
     if not range_judged(alarm):
         return (periods - needed + 1) * alarm.period_seconds
-    empty = periods - needed + 1 + RANGE_EXTRA_PERIODS
+    extra = range_extra(alarm, settings)
+    empty = periods - needed + 1 + extra
     if alarm.missing_data == "breaching":  # its last readings all breaching: it fires while any is in the range
-        empty = periods + RANGE_EXTRA_PERIODS
+        empty = periods + extra
     if alarm.missing_data == "missing" and needed > 1:
         empty = max(empty, periods)
     return empty * alarm.period_seconds
@@ -202,12 +211,13 @@ def range_judged(alarm: Alarm) -> bool:
     return alarm.missing_data in RANGE_JUDGED
 
 
-def _stale_clause(alarm: Alarm, lookback: int = 0) -> str:
+def _stale_clause(alarm: Alarm, settings: Settings, lookback: int = 0) -> str:
     """stale's note in a few words (its short form): how long it stays in ALARM, and when its rule clears (`lookback`:
     left_lookback's seconds, the rule's lag for a pod that left a GPU still reported)."""
     left = f"; for a pod that left a GPU still reported, up to {lookback} s after the alarm" if lookback else ""
     return f"{_who(alarm)} whose data stops in ALARM stays so while its last datapoints " \
-           f"are in the evaluation range (the rule clears {_spoken(rule_clears(alarm))} after the last reading{left})"
+           f"are in the evaluation range (the rule clears {_spoken(rule_clears(alarm, settings))} after the last " \
+           f"reading{left})"
 
 
 def _common(alarm: Alarm, settings: Settings, name: str, description: str | None = None) -> dict[str, Any]:
@@ -1038,7 +1048,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
         listed, missed = instance_contributors(settings, gap_kind(condition))
         notes = [Note(listed, SHORT.get(listed, "")), Note(missed, SHORT.get(missed, "")),
-                 Note(_stale_clause(alarm))]
+                 Note(_stale_clause(alarm, settings))]
     description = _description(alarm, *notes)
     before, after = plan_.around_cluster(settings, order, rank=rank)
 
@@ -1447,12 +1457,14 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
     kinds = _kinds(alarm, catalog, settings)
     read = value or (lambda kind, period: period_value(alarm, catalog, settings, period, kind))
     if range_judged(alarm):
+        extra = range_extra(alarm, settings)
         judged = " or ".join(_of_range(alarm, lambda period, kind=kind: read(kind, period), condition,
                                        None if value else (lambda periods, kind=kind:
-                                                           period_values(alarm, catalog, settings, periods, kind)))
+                                                           period_values(alarm, catalog, settings, periods, kind)),
+                                       extra)
                              for kind in kinds)
         if alarm.missing_data == "breaching":
-            periods = range(alarm.evaluation_periods + RANGE_EXTRA_PERIODS)
+            periods = range(alarm.evaluation_periods + extra)
             return f"{judged} or {_nothing(alarm, settings, [read(kind, k) for kind in kinds for k in periods])}"
         return judged
     return " or ".join(_of_periods(alarm, lambda period, kind=kind: f"{read(kind, period)} {condition.comparison} "
@@ -1697,6 +1709,18 @@ RANGE_EXTRA_PERIODS = 2
 NEGATED = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
 
 
+def range_extra(alarm: Alarm, settings: Settings) -> int:
+    """The periods CloudWatch's evaluation range holds beyond EvaluationPeriods, as the rule models it: AWS's example's
+    RANGE_EXTRA_PERIODS, cut where an alarm on a Metrics Insights query would read past the latest 3 hours of data it
+    can use ("Only the latest 3 hours of data can be used for evaluating the alarm's conditions", alarm-limits.html;
+    ALARM_WINDOW_SECONDS): 36 periods of 5 minutes (thresholds.idle_minutes: 180) hold none more, 35 one. A static
+    per-pod alarm watches one metric, with no such cut (tests/integration/test_evaluation_range_three_hours.py)."""
+    if static_per_pod(alarm, settings.alarms.per_pod):
+        return RANGE_EXTRA_PERIODS
+    readable = ALARM_WINDOW_SECONDS // alarm.period_seconds - alarm.evaluation_periods
+    return max(0, min(RANGE_EXTRA_PERIODS, readable))
+
+
 def _over_periods(aggregation: str, terms: list[str]) -> str:
     """`aggregation` (count, sum) over the periods' terms, latest first, each marked with its own PERIOD_LABEL so
     that `or` keeps them all."""
@@ -1715,10 +1739,11 @@ def _marked(terms: list[str]) -> str:
 
 
 def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition,
-              values: Callable[[list[int]], str | None] | None = None) -> str:
+              values: Callable[[list[int]], str | None] | None = None, extra: int = RANGE_EXTRA_PERIODS) -> str:
     """CloudWatch's judgement of an alarm whose missing data is `missing`, `notBreaching` or `breaching`, over an
-    evaluation range of N + RANGE_EXTRA_PERIODS periods (user guide, "How alarm state is evaluated when data is
-    missing": it retrieves "a higher number of data points than" N; the page's example retrieves 5 for 3). `value(k)`: the
+    evaluation range of N + `extra` periods (user guide, "How alarm state is evaluated when data is
+    missing": it retrieves "a higher number of data points than" N; the page's example retrieves 5 for 3; fewer where
+    the 3 hours a Metrics Insights alarm reads end first: range_extra). `value(k)`: the
     statistic of the period k periods back, none if that period has no reading.
     - At least N periods with a reading: the N most recent of them are judged (TreatMissingData unused), M must
       breach. A period without a reading among the latest N lets an older one be judged: a GPU whose exporter
@@ -1732,7 +1757,6 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition,
     Checked against the evaluator for every pattern of the range (tests/integration/test_evaluation_range_rules.py)."""
     periods = alarm.evaluation_periods
     needed = alarm.datapoints_to_alarm or periods
-    extra = RANGE_EXTRA_PERIODS
     compare, threshold = condition.comparison, number(condition.threshold)  # every digit (`:g` keeps six)
 
     def flag(k: int) -> str:  # 1 breaching, 0 not, none without a reading
@@ -1758,9 +1782,9 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition,
 
     def not_breaching(k: int) -> str:
         return f"{value(k)} {NEGATED[compare]} {threshold}"
-    if extra != 2:  # not an assert: `python -O` would drop it and write wrong rules
-        raise ValueError(f"the weights below are worked out for a range of N + 2 periods, not N + {extra}")
-    if needed == periods == 2 and alarm.missing_data == "missing":
+    if not 0 <= extra <= 2:  # not an assert: `python -O` would drop it and write wrong rules
+        raise ValueError(f"the weights below are worked out for a range of N to N + 2 periods, not N + {extra}")
+    if needed == periods == 2 and alarm.missing_data == "missing" and extra == 2:
         # One sum (the default temperature-high alarm: each period read once): weights per period, breaching /
         # not breaching / no reading, latest first: 7 / -100 / 0, 10 / -100 / 0, 7 / -5 / 0, 4 / -1 / 0. The
         # patterns that alarm sum to 10 or more (the two most recent real periods breaching: 17, 14, 11, 16, 13,
@@ -1771,8 +1795,9 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition,
     if needed == periods:
         # Each of the latest N adds 2 breaching and -3 not (then no sum reaches 2N - 1); period N adds 2 / -1,
         # period N + 1 adds 1 / 0: 2N - 1 or more where the N most recent real periods breach (the latest N; with
-        # one of them empty, period N breaching, or N + 1 where N is empty too; with two empty, both).
-        main = f"{weighted([(2, -3)] * periods + [(2, -1), (1, 0)])} >= {2 * periods - 1}"
+        # one of them empty, period N breaching, or N + 1 where N is empty too; with two empty, both). A range cut
+        # shorter (range_extra) drops the periods it cannot read, oldest first.
+        main = f"{weighted([(2, -3)] * periods + [(2, -1), (1, 0)][:extra])} >= {2 * periods - 1}"
     else:
         # The N most recent real periods lie in the latest N + j for the least j at which N + j periods hold N
         # readings (all of the range where it holds fewer): M of them breach in the latest N + j, unless the latest

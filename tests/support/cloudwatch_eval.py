@@ -84,7 +84,9 @@
   from EvaluationPeriods + 1 (the page: "a higher number of data points than the number specified as Evaluation
   Periods") to EvaluationPeriods + EXTRA_PERIODS (5: the page's example adds 2; 5 allows for longer ranges at
   other periods) and returns the state only when every length gives the same one (RangeDependent otherwise), so a
-  test passes only where the range's length cannot decide.
+  test passes only where the range's length cannot decide. An alarm on a Metrics Insights query reads the latest 3
+  hours of data only ("Only the latest 3 hours of data can be used for evaluating the alarm's conditions",
+  alarm-limits.html): its range is cut there (range_lengths).
 
 Written independently of gpudash's generator: it parses the generated text itself.
 """
@@ -826,6 +828,25 @@ EXTRA_PERIODS = 5  # the evaluation range is judged at every length from one per
 EXAMPLE_EXTRA_PERIODS = 2
 
 
+# "Only the latest 3 hours of data can be used for evaluating the alarm's conditions" (user guide, alarm-limits.html,
+# "Limits that apply to alarms based on Metrics Insights queries"): a Metrics Insights alarm's evaluation range holds
+# no period that starts more than 3 hours back, whatever length it would otherwise have.
+INSIGHTS_ALARM_SECONDS = 3 * 3600
+
+
+def range_lengths(request: dict, evaluation_range: int | None = None) -> list[int]:
+    """The evaluation range's plausible lengths in periods (every one `alarm` judges): from EvaluationPeriods + 1 to
+    EvaluationPeriods + EXTRA_PERIODS (or `evaluation_range` alone), cut at the 3 hours an alarm on a Metrics Insights
+    query reads (never fewer than its EvaluationPeriods, which generate keeps within them)."""
+    periods = request["EvaluationPeriods"]
+    lengths = [evaluation_range] if evaluation_range else list(range(periods + 1, periods + EXTRA_PERIODS + 1))
+    queries = [m for m in request.get("Metrics", []) if _is_query(m.get("Expression", ""))]
+    if queries:
+        readable = max(INSIGHTS_ALARM_SECONDS // queries[0]["Period"], periods)
+        lengths = sorted({min(length, readable) for length in lengths})
+    return lengths
+
+
 def example_range(request: dict) -> int:
     """The evaluation range's length, in periods, as the user guide's example has it for `request`'s
     EvaluationPeriods (N + EXAMPLE_EXTRA_PERIODS): for tests that judge a state the range's length decides."""
@@ -888,7 +909,7 @@ def alarm_ranges(request: dict, datapoints: list[Datapoint], end: float, stat=No
                  evaluation_range: int | None = None) -> dict[tuple, dict[int, str]]:
     """{contributor: {the evaluation range's length in periods: state}} at `end` (see `alarm`)."""
     periods = request["EvaluationPeriods"]
-    lengths = [evaluation_range] if evaluation_range else range(periods + 1, periods + EXTRA_PERIODS + 1)
+    lengths = range_lengths(request, evaluation_range)
     widest = max(lengths)
     period, result = _alarm_series(request, datapoints, end, widest, stat)
     start = end - widest * period
