@@ -620,7 +620,7 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
 _LONG_LINE = 1000
 _LINE_STAND_IN = "gpudash-one-line-"  # then p (plain) or q (single-quoted), and the text's number
 # the line a one-line stand-in ends, as the value of a plain key in a block mapping (whose indent is the key's column)
-_LINE_KEY = re.compile(r"( *(?:- )*)([A-Za-z0-9_][A-Za-z0-9_.-]*): ")
+_LINE_KEY = re.compile(r"( *(?:- )*)([A-Za-z0-9_][A-Za-z0-9_./-]*): ")
 _LINE_REST = re.compile(r"([pq])([0-9]+)\n")
 _WIDTH = 100  # the emitters' best width (`_dump`): a one-line scalar breaks at a space past it
 _PRINTABLE_ASCII = bytes(range(0x20, 0x7f))

@@ -410,11 +410,12 @@ _long_line = st.builds(
     st.sampled_from(["", "", "", " ", "- ", "? ", "#", "1", "'"]), st.lists(_word, min_size=1, max_size=12),
     st.sampled_from([" ", " ", " ", "  "]), st.sampled_from(["", "", "", " ", ":", " #x", "'"]))
 _line_values = st.recursive(_long_line | _text, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-    st.sampled_from(["expr", "k", "a" * 120, "x-y.z", "q r", "1"]), inner, max_size=3), max_leaves=6)
+    st.sampled_from(["expr", "k", "a" * 120, "x-y.z", "q r", "1", "a.b/c"]), inner, max_size=3), max_leaves=6)
 
 
 @_fast
-@given(st.lists(st.dictionaries(st.sampled_from(["expr", "k", "a" * 99]), _line_values, max_size=3)
+@given(st.lists(st.dictionaries(st.sampled_from(["expr", "k", "a" * 99, "gpudash.io/clusters"]), _line_values,
+                                max_size=3)
                 | st.lists(_line_values, max_size=3), min_size=1, max_size=2))
 def test_long_one_line_strings_written_as_they_are_folded_are_pyyamls_bytes(documents):
     """The long one-line strings to_yaml folds itself (plain or single-quoted, at any column and depth) give
@@ -426,7 +427,7 @@ def test_long_one_line_strings_written_as_they_are_folded_are_pyyamls_bytes(docu
 def test_one_line_strings_break_at_the_same_spaces_as_pyyamls_from_any_column():
     """Each first word's width puts its space before, at and past the width (counted from the key's column, after
     the opening quote of a quoted one, with a quote inside counted twice)."""
-    for key in ("expr", "k", "a" * 99):
+    for key in ("expr", "k", "a" * 99, "gpudash.io/clusters"):
         for width in range(84, 100):
             for start, inside in (("", "x"), ("'", "x"), ("", "it's: "), ("", "'q'")):
                 text = start + "w" * width + " " + " ".join([inside + "y" * (n % 13) for n in range(150)])
