@@ -17,7 +17,6 @@ from .markers import GRAFANA_OWNER_TAG
 from .grafanalib_fields import check_grafanalib
 from .names import cloudwatch_dashboard_name, grafanalib_uid
 from .plain import plain_data
-from .promql import counted_fields
 from .project import Project
 from .render import agent, agent_otel, alarms as alarm_render, cloudformation, cloudwatch, scrape
 from .render import grafana as grafana_render
@@ -170,19 +169,46 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
               for d in project.grafana_definitions()]
     for item in project.grafanalib_dashboards:
         model = _grafanalib_json(item)
-        model["uid"] = model.get("uid") or grafanalib_uid(model.get("title", ""))
+        model["uid"] = _grafanalib_uid(model)
         result.append(GrafanaDashboard(model["uid"], model.get("title", ""), str(item.source), model))
     for dashboard in result:
         tags = dashboard.model.setdefault("tags", [])
         if GRAFANA_OWNER_TAG not in tags:
             tags.append(GRAFANA_OWNER_TAG)
-    seen: dict[str, str] = {}
-    for dashboard in result:
-        if dashboard.uid in seen:
-            raise InputError(f"Grafana uid {dashboard.uid!r} is used twice (also by {seen[dashboard.uid]})",
-                             where=dashboard.source, hint="give each dashboard a unique id or uid")
-        seen[dashboard.uid] = dashboard.source
+    _refuse_reused_uids([(dashboard.uid, dashboard.source) for dashboard in result])
     return result
+
+
+def rule_groups(project: Project) -> dict[str, Any]:
+    """The Prometheus rules of `project` (its rule groups, each a PrometheusRule of the build). How many groups the
+    alerts and the counters' recordings take follows the size of their rules (render.alarms.size_bounded), so their
+    objects' names are known only once the rules are written."""
+    return alarm_render.prometheus_rules(project.alarms, project.catalog, project.settings, project.counted_fields())
+
+
+def grafana_uids(project: Project) -> list[str]:
+    """The uid of each dashboard `grafana_dashboards` makes, in its order, with none rendered: what names a
+    dashboard's sidecar ConfigMap (verify looks for those of this build's names). A grafanalib dashboard's is read
+    from its JSON, as there."""
+    uids = [(grafana_render.uid_for(d, project.settings), d.defined_at) for d in project.grafana_definitions()]
+    uids += [(_grafanalib_uid(_grafanalib_json(item)), str(item.source)) for item in project.grafanalib_dashboards]
+    _refuse_reused_uids(uids)
+    return [uid for uid, _ in uids]
+
+
+def _grafanalib_uid(model: dict[str, Any]) -> str:
+    """A grafanalib dashboard's uid: the one it sets, else made from its title."""
+    return model.get("uid") or grafanalib_uid(model.get("title", ""))
+
+
+def _refuse_reused_uids(uids: list[tuple[str, str]]) -> None:
+    """Refuses a uid two dashboards give (each `(uid, where it is defined)`): Grafana keeps one dashboard of a uid."""
+    seen: dict[str, str] = {}
+    for uid, source in uids:
+        if uid in seen:
+            raise InputError(f"Grafana uid {uid!r} is used twice (also by {seen[uid]})",
+                             where=source, hint="give each dashboard a unique id or uid")
+        seen[uid] = source
 
 
 def cloudwatch_dashboards(project: Project) -> tuple[CloudWatchDashboard, ...]:
@@ -316,9 +342,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
     # refuse to create it again).
     log_groups = [] if addon or not settings.agent.log_group_in_stack else \
         [(c.name, agent.log_group(c), settings.agent.log_retention_days) for c in settings.clusters]
-    counted = counted_fields([q for d in project.grafana_definitions() for q in d.queries() if not q.raw_promql],
-                             project.catalog)
-    rules = alarm_render.prometheus_rules(project.alarms, project.catalog, settings, counted)
+    rules = rule_groups(project)
     monitors = scrape.service_monitors(settings)
     return Artifacts(
         grafana=tuple(grafana_dashboards(project)) if grafana else (),

@@ -89,13 +89,10 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
         from .preview import sample as sampling
 
         longest = max((p.window.range_s for p in plans), default=3600.0)
-        from .promql import counted_fields
         from .render.alarms import counted_group
 
         # the counters' recordings the rate panels read, written over the sample's history
-        recorded = counted_group(counted_fields([q for d in project.grafana_definitions() for q in d.queries()
-                                                 if not q.raw_promql], project.catalog),
-                                 project.catalog, project.settings)
+        recorded = counted_group(project.counted_fields(), project.catalog, project.settings)
         with sampling.serve(longest, end, project.settings.scrape.job_name, recorded=recorded) as url:
             files, summaries = render(url, "the bundled sample exporter payload (--sample), replayed into a local "
                                            "Prometheus")

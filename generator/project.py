@@ -40,6 +40,14 @@ class Project:
         """The dashboard definitions that render to Grafana (model objects; the JSON is artifacts')."""
         return tuple(d for d in self.dashboards if "grafana" in d.backends)
 
+    def counted_fields(self) -> tuple[str, ...]:
+        """The counters the Grafana panels read as a rate of their recording (promql.counted_fields): the counters'
+        recording rules (render.alarms.counter_groups) are written for these."""
+        from .promql import counted_fields
+
+        return counted_fields([q for d in self.grafana_definitions() for q in d.queries() if not q.raw_promql],
+                              self.catalog)
+
     def queried_metrics(self) -> set[str]:
         """Every DCGM field a dashboard or alarm queries: what the exporter must collect."""
         queries = [q for d in self.dashboards for q in d.queries() if not q.raw_promql]

@@ -144,14 +144,10 @@ RULES_CHECK = "PrometheusRules of other settings"
 
 def _rule_object_names(project: Project) -> frozenset[str]:
     """The names of the PrometheusRules the build writes (one per rule group: names.prometheus_rule_name)."""
+    from ..artifacts import rule_groups
     from ..names import prometheus_rule_name
-    from ..promql import counted_fields
-    from ..render.alarms import prometheus_rules
 
-    counted = counted_fields([q for d in project.grafana_definitions() for q in d.queries() if not q.raw_promql],
-                             project.catalog)
-    return frozenset(prometheus_rule_name(group["name"]) for group in
-                     prometheus_rules(project.alarms, project.catalog, project.settings, counted)["groups"])
+    return frozenset(prometheus_rule_name(group["name"]) for group in rule_groups(project)["groups"])
 
 
 def _prometheus_rules(kube: Kube, settings: Settings, names: frozenset[str]) -> Check:
@@ -275,6 +271,14 @@ DASHBOARDS_CHECK = "dashboard ConfigMaps of other settings"
 DASHBOARDS_APART = f"it concerns kubectl apply of {SIDECAR_FILE}, which publishing does not make"
 
 
+def _dashboard_configmap_names(project: Project) -> list[str]:
+    """The names of the ConfigMaps the build writes for Grafana's sidecar, one per dashboard (named for its uid:
+    render.grafana_files.configmap), none of the dashboards rendered."""
+    from ..artifacts import grafana_uids
+
+    return [dashboard_configmap_name(uid) for uid in grafana_uids(project)]
+
+
 def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
     """Whether a live ConfigMap named as this build's dashboard ConfigMaps (k8s/grafana-dashboards.yaml, for Grafana's
     sidecar), in any namespace, is not gpudash's (a person's or another tool's) or was applied from other settings (as
@@ -282,9 +286,7 @@ def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
     grafana.uid_prefix names its dashboards' ConfigMaps alike: `kubectl apply` of this build where one is replaces it,
     and a Grafana sidecar reading both namespaces loads two dashboards of one uid. Listed in every namespace (the build
     names none: it goes where `kubectl apply -n` puts it), by name."""
-    from ..artifacts import grafana_dashboards
-
-    names = [dashboard_configmap_name(dashboard.uid) for dashboard in grafana_dashboards(project)]
+    names = _dashboard_configmap_names(project)
     file = built(SIDECAR_FILE)
     listed = []
     try:

@@ -26,7 +26,7 @@ from ..names import ALERT_PREFIX, CLUSTERS_GROUP, WATCHED_CLUSTER, shown
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
 from ..agent_timing import scrape_timeout
 from ..project import Project
-from ..promql import COUNTED_PARTS, counted_fields, counted_name
+from ..promql import COUNTED_PARTS, counted_name
 from ..promql_text import matcher, quoted
 from ..render.alarms import counter_groups, counter_of
 from ..clients.options import Options
@@ -459,8 +459,7 @@ def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
     """Whether Prometheus writes the recordings Grafana's counter rate panels read (promql.counted_rules, the rule groups
     of render.alarms.counter_groups) for every such counter it holds series of: a panel reading a recording the server does not write
     (its rules not loaded, or failing, or their group stopped) shows no data and no error."""
-    fields = counted_fields([q for d in project.grafana_definitions() for q in d.queries() if not q.raw_promql],
-                            project.catalog)
+    fields = project.counted_fields()
     if not fields:
         return Check(GROUP, COUNTER_RECORDINGS, OK, "no panel reads a counter's recording")
     names = "|".join(fields)
