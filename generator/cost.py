@@ -4,7 +4,8 @@ What the bill has, line by line (rates, sources and dates in defaults/cloudwatch
 
 * custom metrics: every shipped field once per GPU (the per-GPU set) and once per pod
   holding GPUs (the per-pod set), as the generated agent config publishes them; pod churn
-  adds metrics prorated by the hour; priced by tiers over the total;
+  adds metrics prorated by the hour; priced by each Region's tiers (region_shares: the fleet's clusters spread
+  over the settings' Regions);
 * the agent's EMF log events, ingested and stored (compressed, for the log group's retention): the exporter
   groups a scrape's datapoints into one event per label set and metric type (log_events), which
   every scraped field reaches, published or not;
@@ -218,6 +219,17 @@ def tiered(quantity: float, tiers: list[list[float | None]]) -> float:
         if left <= 0:
             break
     return total
+
+
+def region_shares(project: Project, fleet: Fleet) -> list[float]:
+    """The share of the fleet's clusters (all alike) each Region holds: the fleet's clusters spread as evenly as they
+    go over the Regions the settings name (one cluster: one Region), as fleet_limits spreads them. Custom metrics are
+    priced by each Region's own tiers: the bill has a line per Region ("$0.30 per metric-month for the first 10,000
+    metrics - Asia Pacific (Tokyo)"; the price file's unit)."""
+    clusters = max(fleet.clusters, 1)
+    regions = min(max(len({c.region for c in project.settings.clusters}), 1), clusters)
+    each, more = divmod(clusters, regions)
+    return [(each + 1) / clusters] * more + [each / clusters] * (regions - more)
 
 
 def _rate(prices: dict[str, Any], key: str) -> dict[str, Any]:
@@ -550,7 +562,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
         per_namespace_gpu * fleet.namespace_gpus + per_node_total * fleet.node_count
     rate = _rate(prices, "custom_metric_month")
     free_metrics = min(_free(prices, "custom_metrics"), metric_months)
-    monthly = tiered(metric_months, rate["tiers"]) - tiered(free_metrics, rate["tiers"])  # the first ones free
+    shares = region_shares(project, fleet)  # each Region's tiers; the free tier's metrics once, for the account
+    monthly = sum(tiered(metric_months * share, rate["tiers"]) for share in shares) \
+        - tiered(free_metrics, rate["tiers"])
     events = log_events(project, fleet)
     scrapes = MINUTES_PER_MONTH * 60 / _scrape_seconds(project)
     per_scrape = sum(e.count for e in events)
@@ -593,7 +607,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
                  f"; {fleet.pods:,} pods on {fleet.instances:,} GPU instances: the exporter (without "
                  f"KUBERNETES_VIRTUAL_GPUS) writes each instance once, under one of its pods, so each is logged once; "
                  f"every pod is counted per pod, as the pod it names may change between scrapes (an upper bound)")
-                if fleet.pods > fleet.instances else "") + "; tiered"),
+                if fleet.pods > fleet.instances else "")
+             + (f"; tiered per Region ({len(shares)} Regions)" if len(shares) > 1 else "; tiered")),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
              (ingested_gb - free_ingested) * _price(prices, "log_ingestion_gb"),
              f"{per_scrape:,.0f} events every {_scrape_seconds(project)} s (one per label set and metric type): "

@@ -124,6 +124,34 @@ def test_tiers_lower_the_price_of_a_large_fleet(everything):
     assert large["unit_price"] < 0.30
 
 
+def test_tiers_count_each_regions_metrics_apart(project_dir):
+    """The custom metrics' tiers are each Region's: the bill prices a Region's metrics by its own tiers ("$0.30 per
+    metric-month for the first 10,000 metrics - Asia Pacific (Tokyo)", a line per Region, the usage type
+    Region-prefixed; the price file's unit: "tiers over the account's metrics in the Region"); the free tier's 10 once,
+    for the account. Two clusters in two Regions at 5,000 pods: each Region's 72,509 start at $0.30, where pooled
+    they would fill the first tier once ($16,498.80, what one Region's two clusters cost)."""
+    clusters = ("clusters:\n  - name: a\n    region: us-east-1\n  - name: b\n    region: {}\n")
+    fleet = Fleet(clusters=2, pods=5000, churn=0)
+    apart = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))), fleet))["custom metrics"]
+    together = _lines(estimates(load_project(project_dir(clusters.format("us-east-1"))), fleet))["custom metrics"]
+    assert apart["quantity"] == together["quantity"] == 145_018
+    assert together["monthly"] == pytest.approx(3_000 + 135_018 * 0.10 - 10 * 0.30)
+    assert apart["monthly"] == pytest.approx(2 * (3_000 + 62_509 * 0.10) - 10 * 0.30)
+    assert "tiered per Region (2 Regions)" in apart["basis"]
+    # --clusters 3 over the two Regions: two in one (96,678.67 metrics), one in the other (48,339.33)
+    three = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))),
+                             Fleet(clusters=3, pods=5000, churn=0)))["custom metrics"]
+    per_cluster = three["quantity"] / 3
+    assert three["monthly"] == pytest.approx(tiered(2 * per_cluster, _TIERS) + tiered(per_cluster, _TIERS) - 10 * 0.30)
+    # one cluster of the fleet: one Region's tiers, whatever Regions the settings name
+    one = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))),
+                           Fleet(clusters=1, pods=5000, churn=0)))["custom metrics"]
+    assert one["monthly"] == pytest.approx(tiered(one["quantity"], _TIERS) - 10 * 0.30)
+
+
+_TIERS = load_prices()["rates"]["custom_metric_month"]["tiers"]
+
+
 def test_the_data_missing_alarm_reads_seven_metrics_of_each_cluster(project, project_dir):
     """A metric-math alarm over static metrics: billed per metric it reads, one per cluster, and the agent alarm's
     one metric; none when alarms.expected_gpus is none (the alarms are left out)."""
