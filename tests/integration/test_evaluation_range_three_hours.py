@@ -99,3 +99,37 @@ def test_the_idle_alarm_at_three_hours_says_when_its_rule_clears(project_dir):
     (described,) = [r["Request"]["AlarmDescription"] for r in requests
                     if r["Request"]["AlarmName"].endswith("-gpu-idle-warning")]
     assert "the rule clears 5 minutes after the last reading" in described
+
+
+# M of N near 3 hours, each TreatMissingData: the cut range is N + 0 or N + 1 periods, which the rule's weights and
+# counts must judge as the evaluator does for any pattern, not only the stories above.
+SAMPLED = [(36, 34, "notBreaching"), (35, 35, "missing"), (35, 33, "missing"), (35, 34, "breaching"),
+           (36, 35, "missing"), (34, 34, "notBreaching")]
+
+
+@pytest.mark.parametrize("periods,needed,missing", SAMPLED)
+def test_the_rule_judges_sampled_patterns_of_the_cut_range_as_the_alarm(project, periods, needed, missing, tmp_path):
+    import random
+
+    alarm = _alarm(project, periods, needed, missing)
+    condition = cloudwatch_condition(alarm, project.settings)
+    readable = 3 * 3600 // PERIOD
+    length = periods + cloudwatch_eval.EXAMPLE_EXTRA_PERIODS
+    chance = random.Random(f"{periods}-{needed}-{missing}")
+    # mostly hot, so that M of N can breach: a period without a reading 1 in 12, a cold one 1 in 25
+    patterns = [tuple(chance.choices((HOT, None, COLD), weights=(88, 8, 4))[0] for _ in range(length))
+                for _ in range(60)]
+    at = PERIOD * (length + 1)
+    series, firing = [], []
+    for gpu, pattern in enumerate(patterns):
+        values = ["_"] * (at // 30 + 1)
+        for k, reading in enumerate(pattern):
+            if reading is not None:
+                values[(at - k * PERIOD - PERIOD // 2) // 30] = f"{reading:g}"
+        series.append((f'{condition.query.metric}{{gpu="{gpu}",UUID="GPU-{gpu}",node="n",Hostname="n"}}', values))
+        if _cloudwatch(alarm, condition, pattern, readable) == "ALARM":
+            firing.append(str(gpu))
+    assert 0 < len(firing) < len(patterns)  # both outcomes judged
+    recorded, expr = _as_generated(alarm, project)
+    group, span = _judged(series, set(firing), len(series), at)
+    _passes(group, expr, tmp_path, recorded, span)
