@@ -38,7 +38,7 @@ from ..clients.kube import Kube, KubeRefused, for_run
 from ..clients.options import Options
 from .gpu_resources import (GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_NAMES_ENV, capacity, gpu_resources,
                             has_gpus, listed_names, lists_gpus, unattributed)
-from .result import FAIL, NOT_DEPLOYED, OK, UNREACHABLE, WARN, Check, cannot_tell, step, steps
+from .result import FAIL, NOT_DEPLOYED, OK, SKIP, UNREACHABLE, WARN, Check, cannot_tell, step, steps
 
 GROUP = "kube"
 AGENT_DEPLOYMENT = "cwagent-prometheus"
@@ -158,7 +158,7 @@ def _prometheus_rules(kube: Kube, settings: Settings, names: frozenset[str]) -> 
     of gpudash's name form that the build does not write (gpudash-gpu-alerts-9 where it writes three) is not
     replaced by it, and not said to be."""
     namespace = settings.prometheus_stack.namespace or settings.exporter.namespace
-    listed = _operator_objects(kube, "prometheusrules", "PrometheusRules", namespace, None)
+    listed = _operator_objects(kube, "prometheusrules", "PrometheusRules", namespace)
     if listed is None:  # prometheus-operator's resources not served: no PrometheusRule here to replace
         return Check(GROUP, RULES_CHECK, OK, "the cluster serves no PrometheusRules (prometheus-operator not installed)")
     rules = built(PROMETHEUS_RULE_FILE)
@@ -232,7 +232,7 @@ def _service_monitors(kube: Kube, settings: Settings) -> Check:
         objects.setdefault(monitor["metadata"]["namespace"], {})[monitor["metadata"]["name"]] = monitor["spec"]
     differing, writers, foreign = [], [], []
     for namespace, specs in objects.items():
-        listed = _operator_objects(kube, "servicemonitors", "ServiceMonitors", namespace, None)
+        listed = _operator_objects(kube, "servicemonitors", "ServiceMonitors", namespace)
         if listed is None:
             return Check(GROUP, MONITORS_CHECK, OK, "the cluster serves no ServiceMonitors (prometheus-operator not "
                          "installed)")
@@ -242,7 +242,8 @@ def _service_monitors(kube: Kube, settings: Settings) -> Check:
         for item in (item for item in listed if _gpudash_s(item)):
             name = item.get("metadata.name", str)
             writer = _writer(item, settings) if name in specs else THESE
-            keys = _differing(item.value.get("spec"), specs[name], "spec") if writer not in (THESE, UNRECORDED) else []
+            live = _monitor(kube, namespace, name) if writer not in (THESE, UNRECORDED) else None
+            keys = _differing(live.value.get("spec"), specs[name], "spec") if live is not None else []
             if keys:
                 differing.append(f"{namespace}/{name} of {writer.said} ({shown(keys)} differ)")
                 writers.append(writer)
@@ -265,6 +266,15 @@ def _service_monitors(kube: Kube, settings: Settings) -> Check:
     return Check(GROUP, MONITORS_CHECK, OK, "none applied from other settings scrapes otherwise")
 
 
+def _monitor(kube: Kube, namespace: str, name: str) -> Answer | None:
+    """The ServiceMonitor `namespace/name` whole (the listing held its metadata alone); None where it is gone since."""
+    what = f"ServiceMonitor {namespace}/{name}"
+    monitor = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/servicemonitors/{name}", what)
+    if monitor is not None and monitor.get("metadata.name", str) != name:
+        raise OddAnswer(what, "metadata.name", monitor.get("metadata.name", str), f"{name!r}, the name asked for")
+    return monitor
+
+
 DASHBOARDS_CHECK = "dashboard ConfigMaps of other settings"
 # Why a failure of DASHBOARDS_CHECK stops no publish: it is about `kubectl apply` of the dashboards' ConfigMaps, which
 # a publish does not make
@@ -284,27 +294,35 @@ def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
     sidecar), in any namespace, is not gpudash's (a person's or another tool's) or was applied from other settings (as
     _prometheus_rules tells, by the annotations render.grafana_files.configmap writes). Every settings file of the same
     grafana.uid_prefix names its dashboards' ConfigMaps alike: `kubectl apply` of this build where one is replaces it,
-    and a Grafana sidecar reading both namespaces loads two dashboards of one uid. Listed in every namespace (the build
-    names none: it goes where `kubectl apply -n` puts it), by name."""
+    and a Grafana sidecar reading both namespaces loads two dashboards of one uid. Read in one listing of every
+    namespace (the build names none: it goes where `kubectl apply -n` puts it) of the ConfigMaps the sidecar loads, as
+    the build's are labelled (SIDECAR_LABEL), their metadata alone (each carries a whole dashboard). A user who may not
+    list ConfigMaps at the cluster scope is told it was not judged, not warned: the check matters only to one who
+    applies the file, and most publish through Grafana's API."""
+    from ..render.grafana_files import SIDECAR_LABEL
+
     names = _dashboard_configmap_names(project)
     file = built(SIDECAR_FILE)
-    listed = []
+    what = f"ConfigMaps labelled {SIDECAR_LABEL} in every namespace"
     try:
-        for name in names:
-            what = f"ConfigMaps named {name} in every namespace"
-            found = kube.listing("/api/v1/configmaps", what, {"fieldSelector": f"metadata.name={name}"})
-            # one of another name is no answer to the query (something in front of the API server dropped it): never
-            # read as holding one of the build's names
-            for item in found:
-                if (named := item.get("metadata.name", str)) != name:
-                    raise OddAnswer(what, f"{item.path}.metadata.name", named, f"{name!r}, the name asked for")
-            listed += found
+        listed = kube.metadata("/api/v1/configmaps", what, {"labelSelector": SIDECAR_LABEL})
     except KubeRefused as refused:
-        return Check(GROUP, DASHBOARDS_CHECK, WARN, f"cannot tell whether a ConfigMap named as these settings' "
-                     f"dashboards' is another's: {refused.what}",
-                     f"grant list on configmaps at the cluster scope to tell, or before applying {file} look "
-                     f"yourself: kubectl get configmaps -A --field-selector metadata.name={names[0] if names else ''}",
-                     cause=UNREACHABLE)
+        return Check(GROUP, DASHBOARDS_CHECK, SKIP, f"not judged (it concerns kubectl apply of {file} alone): "
+                     f"{refused.what}",
+                     f"if you apply {file}, look first: kubectl get configmaps -n NAMESPACE -l {SIDECAR_LABEL} (a "
+                     f"ConfigMap named {names[0] if names else ''} or as its siblings there is replaced), or grant "
+                     "list on configmaps at the cluster scope")
+    if listed is None:
+        raise OddAnswer(what, "", "404 Not Found", "a list (an empty one when there is none)")
+    # one without the label is no answer to the query (something in front of the API server dropped it): never read
+    # as holding one of the build's names
+    for item in listed:
+        if SIDECAR_LABEL not in item.string_map("metadata.labels"):
+            unlabelled = f"{item.get('metadata.namespace', str, '')}/{item.get('metadata.name', str, '')}"
+            raise OddAnswer(what, item.path, unlabelled, f"ConfigMaps labelled {SIDECAR_LABEL}, the label asked for",
+                            said=f"it lists {unlabelled}, which is not labelled {SIDECAR_LABEL}: the label asked "
+                                 "for was not applied (something in front of the API server may drop the query)")
+    listed = [item for item in listed if item.get("metadata.name", str) in names]
     placed = sorted(((f"{item.get('metadata.namespace', str)}/{item.get('metadata.name', str)}", item)
                      for item in listed), key=lambda pair: pair[0])
     if foreign := [where for where, item in placed if not _gpudash_s(item)]:
@@ -387,17 +405,14 @@ def _renamed_first(writers, fix: str, file: str) -> str:
     return fix
 
 
-def _operator_objects(kube: Kube, resource: str, what: str, namespace: str,
-                      selector: str | None) -> list[Answer] | None:
-    """The prometheus-operator objects of `resource` in `namespace` (of labels `selector`, or all); None where the API
-    server serves no such resource (404: prometheus-operator not installed)."""
-    listed = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/{resource}", f"{what} in {namespace}",
-                       {"labelSelector": selector} if selector else None)
-    if listed is None:
-        return None
-    items = list(listed.items("items", required=True))
-    for item in items:  # one of another namespace is no answer (a cluster-wide listing in its place): never read as
-        # this namespace's, holding one of the build's names here
+def _operator_objects(kube: Kube, resource: str, what: str, namespace: str) -> list[Answer] | None:
+    """The prometheus-operator objects of `resource` in `namespace`, their metadata alone (Kube.metadata: a
+    kube-prometheus-stack namespace holds some 30 PrometheusRules of large specs, none of which the checks read); None
+    where the API server serves no such resource (404: prometheus-operator not installed). All of them, not those of
+    gpudash's label: one of the build's names without it (a person's) is what applying the build replaces."""
+    items = kube.metadata(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/{resource}", f"{what} in {namespace}")
+    for item in items or ():  # one of another namespace is no answer (a cluster-wide listing in its place): never read
+        # as this namespace's, holding one of the build's names here
         if (placed := item.get("metadata.namespace", str)) != namespace:
             raise OddAnswer(f"{what} in {namespace}", f"{item.path}.metadata.namespace", placed,
                             f"{namespace!r}, the namespace asked for")

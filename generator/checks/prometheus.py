@@ -22,7 +22,7 @@ from ..clients.prometheus import HINT, NoRuleListing, Prometheus
 from ..errors import RemoteError
 from ..exporter_styles import exporter_namespaces
 from ..markers import KUBERNETES_SELECTOR, PROMETHEUS_RULE_LABEL
-from ..names import ALERT_PREFIX, CLUSTERS_GROUP, WATCHED_CLUSTER, shown
+from ..names import ALERT_PREFIX, CLUSTERS_GROUP, WATCHED_CLUSTER, prometheus_rule_name, shown
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
 from ..agent_timing import scrape_timeout
 from ..project import Project
@@ -470,22 +470,33 @@ def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
                 prometheus.query(f"count by ({NAME_COPY}) ({recent(f'{{__name__=~{quoted(pattern)}}}', within)})")}
     held = written(names)
     recorded = written(f"gpudash:({names}):({'|'.join(COUNTED_PARTS)})")
-    missing = [name for name in fields if name in held
-               and any(counted_name(name, part) not in recorded for part in COUNTED_PARTS)]
-    # the groups the counters' recordings are in (render.alarms.counter_groups: cut into several, each counter's two
-    # recordings in one)
+    # each recording of a counter Prometheus holds series of that it does not write, by the group (and the
+    # PrometheusRule, names.prometheus_rule_name) that holds it (render.alarms.counter_groups: cut into several, each
+    # counter's two recordings in one)
     group_of = {counter_of(rule): g["name"] for g in counter_groups(fields, project.catalog, project.settings)
                 for rule in g["rules"]}
+    missing = [name for name in fields
+               if name in held and any(counted_name(name, part) not in recorded for part in COUNTED_PARTS)]
+    unwritten: dict[str, list[str]] = {}
+    for recording in (counted_name(name, part) for name in missing for part in COUNTED_PARTS):
+        if recording not in recorded:
+            unwritten.setdefault(group_of[counter_of({"record": recording})], []).append(recording)
 
     def groups(counters: list[str]) -> str:
         named = list(dict.fromkeys(group_of[counter_of({"record": counted_name(name)})] for name in counters))
         return f"rule group{'s' if len(named) > 1 else ''} {', '.join(map(repr, named))}"
     if missing:
+        objects = [prometheus_rule_name(group) for group in unwritten]
         return Check(GROUP, COUNTER_RECORDINGS, FAIL,
-                     f"Prometheus writes no {counted_name(missing[0])} ({groups(missing)} not loaded, failing or "
-                     f"stopped): the Grafana rate panels of {', '.join(missing)} show no data",
-                     f"apply {built(PROMETHEUS_RULE_FILE)} (or add {built(RULES_FILE)} to Prometheus' rule_files); "
-                     f"the panels' history starts with the rules (docs/grafana-panels.md, \"Counter rates\": backfill)",
+                     "Prometheus writes no " + "; ".join(f"{', '.join(recordings)} (rule group {group!r})"
+                                                          for group, recordings in unwritten.items())
+                     + f": not loaded, failing or stopped; the Grafana rate panels of {', '.join(missing)} show no "
+                     "data",
+                     f"apply {built(PROMETHEUS_RULE_FILE)}, whose PrometheusRule{'s' if len(objects) > 1 else ''} "
+                     f"{', '.join(objects)} hold{'' if len(objects) > 1 else 's'} them (kubectl apply goes on past an "
+                     "object it may not create: a role that may update PrometheusRules but not create them leaves the "
+                     f"new ones out), or add {built(RULES_FILE)} to Prometheus' rule_files; the panels' history "
+                     "starts with the rules (docs/grafana-panels.md, \"Counter rates\": backfill)",
                      cause=NOT_DEPLOYED)
     held_fields = [name for name in fields if name in held]
     return Check(GROUP, COUNTER_RECORDINGS, OK, f"{len(held_fields)} counters recorded"

@@ -224,7 +224,11 @@ def _not_found(body: Any) -> bool:
 
 # /apis/<group>/<version>[/namespaces/<namespace>]/<resource>[/<name>]
 _RESOURCE_PATH = re.compile(r"/apis/([^/]+)/([^/]+)/(?:namespaces/[^/]+/)?([^/]+)(?:/[^/]+)?")
-GO_NOT_FOUND = "404 page not found"  # Go's http.NotFound text: an API server before 1.24 for a path no API serves
+GO_NOT_FOUND = "404 page not found"
+# The Accept header of a metadata-only list, as client-go's metadata client sends it: the API server answers a
+# PartialObjectMetadataList (kind, apiVersion meta.k8s.io/v1, each item's metadata alone); one that does not serve that
+# form takes the plain JSON after it
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"  # Go's http.NotFound text: an API server before 1.24 for a path no API serves
 
 
 class KubeAnswered(RemoteError):
@@ -279,7 +283,8 @@ class Kube:
         if len(self.hung) > before:
             raise self.hung[-1] from None
 
-    def text(self, path: str, what: str, query: dict[str, str] | None = None) -> str | None:
+    def text(self, path: str, what: str, query: dict[str, str] | None = None,
+             accept: str = "application/json") -> str | None:
         """The answer's text; None on 404; RemoteError when the API refuses or cannot be reached."""
         from kubernetes.client.exceptions import ApiException
 
@@ -288,7 +293,7 @@ class Kube:
         try:
             with _unlogged(self.hung):  # (the plugin, run again for an expired token, is reported, not logged)
                 response = self.api.call_api(path, "GET", query_params=list((query or {}).items()),
-                                             header_params={"Accept": "application/json"},
+                                             header_params={"Accept": accept},
                                              auth_settings=["BearerToken"], _return_http_data_only=True,
                                              _preload_content=False, _request_timeout=(timeout, timeout))
             return decode(read_body(response, self.options, what), None)
@@ -352,9 +357,10 @@ class Kube:
             found[path] = items if isinstance(items, list) and all(isinstance(i, dict) for i in items) else None
         return found[path]
 
-    def read(self, path: str, what: str, query: dict[str, str] | None = None) -> Answer | None:
+    def read(self, path: str, what: str, query: dict[str, str] | None = None,
+             accept: str = "application/json") -> Answer | None:
         """The decoded object; None on 404."""
-        text = self.text(path, what, query)
+        text = self.text(path, what, query, accept)
         if text is None:
             return None
         value = json_value(text)
@@ -368,3 +374,11 @@ class Kube:
         if answer is None:
             raise OddAnswer(what, "", "404 Not Found", "a list (an empty one when there is none)")
         return list(answer.items("items", required=True))
+
+    def metadata(self, path: str, what: str, query: dict[str, str] | None = None) -> list[Answer] | None:
+        """A list of `path` read as its objects' metadata alone (the API server's PartialObjectMetadataList: each item
+        its `metadata`, no spec or data), or as the whole objects where the server answers so (before 1.15, or
+        something in front of it that drops the form asked for: METADATA_ONLY falls back to plain JSON); None on
+        404. Either is read alike, by each item's `metadata`."""
+        answer = self.read(path, what, query, METADATA_ONLY)
+        return None if answer is None else list(answer.items("items", required=True))

@@ -53,10 +53,11 @@ RECORDED_EVERY = "5s"
 RECORDED_LATER = "1m"
 
 
-def _prometheus(workdir, *jobs, rules: bool = False):
+def _prometheus(workdir, *jobs, rules: bool = False, first_group_only: bool = False):
     """A Prometheus scraping every second; `rules`: with the counter recording rules Grafana's rate panels read
     (alarms.counter_groups, made for its 1 s scrapes), in the groups a deployment of the PrometheusRules has them,
-    evaluated every RECORDED_EVERY."""
+    evaluated every RECORDED_EVERY; `first_group_only`: only the first of them, gpudash-counters (what an apply by a
+    role that may update PrometheusRules but not create them leaves where one object held every counter)."""
     config = {"global": {"scrape_interval": "1s"}, "scrape_configs": list(jobs)}
     if rules:
         project = load_project()
@@ -65,7 +66,7 @@ def _prometheus(workdir, *jobs, rules: bool = False):
                                 project.settings)
         groups = [{**group, "interval": RECORDED_EVERY,
                    "rules": [{**rule, "expr": scraped_every(rule["expr"], 30, 1)} for rule in group["rules"]]}
-                  for group in groups]
+                  for group in groups][:1 if first_group_only else None]
         (workdir / "rules.yaml").write_text(json.dumps({"groups": groups}))
         config["rule_files"] = [str(workdir / "rules.yaml")]
     return Prometheus(workdir, config)
@@ -107,7 +108,8 @@ def prometheuses(tmp_path_factory, exporter, kube_state_metrics):
         "exported": _prometheus(tmp_path_factory.mktemp("prom-exported"), {
             "job_name": "dcgm-exporter", "scrape_interval": "1s", "scrape_timeout": "1s", "honor_labels": False,
             "static_configs": [{"targets": [exporter.address],
-                                "labels": {"pod": "nvidia-dcgm-exporter-ax", "namespace": "gpu-operator"}}]}),
+                                "labels": {"pod": "nvidia-dcgm-exporter-ax", "namespace": "gpu-operator"}}]},
+            rules=True, first_group_only=True),
         "new": _prometheus(tmp_path_factory.mktemp("prom-new"), {"job_name": "other", "static_configs": []}),
         "job_new": _prometheus(job_new, _file_sd_job(job_new, "127.0.0.1:9", interval="24h", timeout="10s")),
     }
@@ -136,6 +138,8 @@ def prometheus_exported(prometheuses):
     """What a ServiceMonitor without honorLabels does: the target's own pod label wins."""
     server = prometheuses["exported"]
     server.wait_for('DCGM_FI_DEV_GPU_UTIL{exported_pod="%s"}' % WORKLOAD_POD)
+    server.wait_for('{__name__=~"gpudash:.+:step_seconds"}')  # the first group's counters, at their second step
+    server.evaluate_every(RECORDED_LATER)
     return server
 
 
@@ -213,19 +217,30 @@ def test_all_healthy(stack):
         "5 counters recorded by rule groups 'gpudash-counters', 'gpudash-counters-2', 'gpudash-counters-3'")
 
 
-def test_a_prometheus_without_the_counter_recording_rules_is_a_failure_naming_the_blank_panels(stack,
-                                                                                               prometheus_exported):
-    # the exporter's five counters with rate panels arrive, their recordings do not (no rule group loaded): every such
-    # panel shows no data; a Prometheus with them (test_all_healthy) passes the check
+def test_a_prometheus_missing_counter_recording_groups_is_a_failure_naming_each_unwritten_recording(
+        stack, prometheus_exported):
+    """The exporter's five counters with rate panels arrive; the Prometheus evaluates the first counters' group alone
+    (gpudash-counters), as an apply by a role that may update PrometheusRules but not create them leaves it: kubectl
+    goes on past the two it may not create, and the old object, updated, then holds the first group's counters alone.
+    The check named one recording (the first missing) and the groups; it names each recording Prometheus does not
+    write, by its group, and the PrometheusRules that hold them. A Prometheus with every group (test_all_healthy)
+    passes it."""
     _, verify = stack
     _, checks = verify(prometheus_url=prometheus_exported.url)
     check = checks[("prometheus", "counter recording rules")]
+    unwritten = ("gpudash:DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL:step_increase, "
+                 "gpudash:DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL:step_seconds (rule group 'gpudash-counters-2'); "
+                 "gpudash:DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS:step_increase, "
+                 "gpudash:DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS:step_seconds, "
+                 "gpudash:DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS:step_increase, "
+                 "gpudash:DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS:step_seconds (rule group 'gpudash-counters-3')")
     assert check["status"] == "fail" and check["detail"] == (
-        "Prometheus writes no gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_increase (rule groups 'gpudash-counters', "
-        "'gpudash-counters-2', 'gpudash-counters-3' not loaded, failing or stopped): the Grafana rate panels of DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, "
-        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER, DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, "
+        f"Prometheus writes no {unwritten}: not loaded, failing or stopped; the Grafana rate panels of "
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, "
         "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS show no data"), check
-    assert check["fix"].startswith("apply build/k8s/prometheusrule.yaml"), check
+    assert check["fix"].startswith("apply build/k8s/prometheusrule.yaml, whose PrometheusRules gpudash-counters-2, "
+                                   "gpudash-counters-3 hold them (kubectl apply goes on past an object it may not "
+                                   "create"), check
 
 
 def test_a_run_loads_the_kubeconfig_once_and_reads_the_nodes_once(stack, tmp_path, monkeypatch):
@@ -1505,8 +1520,8 @@ DASHBOARD_MAPS = ("monitoring/gpudash-all-metrics-dashboard, monitoring/gpudash-
     ({"settings": "mine", "relabel": lambda m: m.update(annotations={"grafana_folder": "GPU monitoring"})}, "warn",
      f"{DASHBOARD_MAPS} were applied by a gpudash that recorded no settings: whether these settings applied them "
      "cannot be told, and applying build/k8s/grafana-dashboards.yaml in that namespace replaces them"),
-    ({"refused": True}, "warn", "cannot tell whether a ConfigMap named as these settings' dashboards' is another's: "
-     "the Kubernetes API refused access to ConfigMaps named gpudash-by-pod-dashboard in every namespace (403)"),
+    ({"refused": True}, "skip", "not judged (it concerns kubectl apply of build/k8s/grafana-dashboards.yaml alone): "
+     "the Kubernetes API refused access to ConfigMaps labelled grafana_dashboard in every namespace (403)"),
     ({"settings": "mine", "also": "grafana"}, "warn",
      "these settings' dashboard ConfigMaps are applied in 2 namespaces (grafana, monitoring: "
      "grafana/gpudash-all-metrics-dashboard, grafana/gpudash-by-pod-dashboard, grafana/gpudash-health-dashboard, "
@@ -1536,12 +1551,75 @@ def test_dashboard_configmaps_of_other_settings_or_not_gpudash_s_are_named_befor
     assert (check["status"], check["detail"].split(" (User ")[0]) == (status, detail), check
 
 
+def _stack_objects(kind, count, namespace="monitoring"):
+    """`count` objects of `kind` as kube-prometheus-stack's Helm release leaves them in its namespace, each of some 20 KB
+    (a PrometheusRule's alerts, a dashboard ConfigMap's JSON), none of gpudash's."""
+    labels = {"app": "kube-prometheus-stack", "release": "kube-prometheus-stack", "app.kubernetes.io/managed-by": "Helm"}
+    bulk = [{"alert": f"KubeAlert{i}", "expr": f'sum by (namespace) (rate(container_cpu_usage_seconds_total{{job="x{i}"}}[5m])) > {i}',
+             "annotations": {"description": "x" * 150, "runbook_url": f"https://runbooks.example/{i}"}} for i in range(80)]
+    if kind == "ConfigMap":
+        return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": f"kube-prometheus-stack-board-{n}", "namespace": namespace,
+            "labels": {**labels, "grafana_dashboard": "1"}}, "data": {f"board-{n}.json": json.dumps(bulk)}}
+            for n in range(count)]
+    return [{"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": {
+        "name": f"kube-prometheus-stack-rules-{n}", "namespace": namespace, "labels": labels},
+        "spec": {"groups": [{"name": f"group-{n}", "rules": bulk}]}} for n in range(count)]
+
+
+def _answered(kube, path):
+    """(how many reads of `path`, with any query, the test API server answered; the bytes of their bodies)."""
+    sizes = [size for read, size in kube.answered if read.split("?")[0] == path]
+    return len(sizes), sum(sizes)
+
+
+def test_dashboard_configmaps_are_read_in_one_listing_of_their_metadata(stack, tmp_path, monkeypatch):
+    """The check listed ConfigMaps in every namespace once per dashboard of the build (four reads for the defaults, one
+    more per dashboard a project adds), each answer carrying the ConfigMap's whole dashboard. It reads them once now,
+    labelled as the sidecar loads them, their metadata alone: beside kube-prometheus-stack's 25 dashboards and these
+    settings' four (1.4 MB of dashboards), the answer is a few KB, and what the check finds is unchanged (another
+    project's applied copies are still named)."""
+    cluster, verify = stack
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n")
+    for configmap in _stack_objects("ConfigMap", 25):
+        cluster.configmaps[("monitoring", configmap["metadata"]["name"])] = configmap
+    _applied_dashboards(cluster, _settings_file(tmp_path, "theirs", "project: team-b\n"))
+    with KubeTestServer(cluster) as kube:
+        monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "kubeconfig-counted")))
+        code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config",
+                              str(mine))
+    check = checks[("kube", "dashboard ConfigMaps of other settings")]
+    assert check["status"] == "fail" and check["detail"].startswith(
+        f"gpudash's dashboard ConfigMaps were applied from other settings: {DASHBOARD_MAPS} of project team-b"), check
+    reads, size = _answered(kube, "/api/v1/configmaps")
+    assert reads == 1 and size < 20_000, (reads, size)
+
+
+def test_prometheus_rules_are_read_without_their_specs(stack, tmp_path, monkeypatch):
+    """A kube-prometheus-stack namespace holds some 30 PrometheusRules of large specs: the check read them whole on every
+    verify (with gpudash's own seven), to find the build's names among them. It reads their metadata alone now: what it
+    finds is unchanged (a person's object of a build's name is still named), the answer a few KB."""
+    cluster, verify = stack
+    settings = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)
+    _applied_rules(cluster, settings)
+    cluster.prometheus_rules += _stack_objects("PrometheusRule", 30)
+    next(r for r in cluster.prometheus_rules if r["metadata"]["name"] == "gpudash-counters-2")["metadata"]["labels"] = \
+        {"team": "sre"}
+    with KubeTestServer(cluster) as kube:
+        monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "kubeconfig-counted")))
+        code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--config", str(settings))
+    check = checks[("kube", "PrometheusRules of other settings")]
+    assert (check["status"], check["detail"].split(" here is not gpudash's")[0]) == (
+        "fail", "monitoring/gpudash-counters-2"), check
+    reads, size = _answered(kube, "/apis/monitoring.coreos.com/v1/namespaces/monitoring/prometheusrules")
+    assert reads == 1 and size < 30_000, (reads, size)
+
+
 def test_a_configmap_listing_that_names_configmaps_it_was_not_asked_for_is_not_an_answer(stack, tmp_path):
-    """The dashboards' ConfigMaps are listed in every namespace by name (fieldSelector metadata.name=...). An answer
-    listing a ConfigMap of another name (something in front of the API server that drops the query) read as that
-    ConfigMap holding one of the build's names: 'default/team-ml-notes here is not gpudash's ... named as these
-    settings name theirs: applying ... replaces it', naming a person's ConfigMap no apply touches. It is no answer to
-    what was asked: the check's failure says so, naming what it listed."""
+    """The dashboards' ConfigMaps are listed in every namespace by the label Grafana's sidecar reads (labelSelector
+    grafana_dashboard). An answer listing a ConfigMap without it (something in front of the API server that drops the
+    query) is no answer to what was asked: the check's failure says so, naming what it listed, and never reads it as
+    a person's ConfigMap that applying the build replaces."""
     cluster, verify = stack
     mine = _settings_file(tmp_path, "mine", "project: team-a\n")
     notes = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"todo": "rotate keys"},
@@ -1551,7 +1629,8 @@ def test_a_configmap_listing_that_names_configmaps_it_was_not_asked_for_is_not_a
     code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
     check = checks[("kube", "dashboard ConfigMaps of other settings")]
     assert check["status"] == "fail" and "team-ml-notes" in check["detail"], check
-    assert check["detail"].startswith("odd answer from ConfigMaps named gpudash-"), check
+    assert check["detail"].startswith("odd answer from ConfigMaps labelled grafana_dashboard in every namespace: it "
+                                      "lists default/team-ml-notes, which is not labelled grafana_dashboard"), check
     assert "replaces" not in check["detail"], check
 
 

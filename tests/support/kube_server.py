@@ -222,11 +222,27 @@ def _list(kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _matches(labels: dict[str, str], selector: str) -> bool:
+    """Whether `labels` match a selector of `key=value` and bare `key` (the key is there) terms."""
     for term in filter(None, selector.split(",")):
-        key, _, value = term.partition("=")
-        if labels.get(key) != value:
+        key, equals, value = term.partition("=")
+        if (labels.get(key) != value) if equals else (key not in labels):
             return False
     return True
+
+
+def _metadata_only(accept: str) -> bool:
+    """Whether an Accept header asks for a list's metadata alone (its first type: as=PartialObjectMetadataList)."""
+    first = accept.split(",")[0]
+    return "as=PartialObjectMetadataList" in [part.strip() for part in first.split(";")]
+
+
+def _as_metadata(body: Any) -> Any:
+    """A list as the API server answers it in the PartialObjectMetadataList form: each item its metadata alone."""
+    if not (isinstance(body, dict) and str(body.get("kind", "")).endswith("List") and isinstance(body.get("items"), list)):
+        return body
+    return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": body.get("metadata", {}),
+            "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": item["metadata"]}
+                      for item in body["items"]]}
 
 
 APPLY = "application/apply-patch+yaml"
@@ -251,6 +267,7 @@ class KubeTestServer(LoopbackServer):
         self.ca_data = None
         self.documents: dict[str, Any] = {}
         self.reads: list[str] = []  # the path and query of every GET answered, in order
+        self.answered: list[tuple[str, int]] = []  # (the path and query, the bytes of the body) of every GET, in order
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -264,7 +281,9 @@ class KubeTestServer(LoopbackServer):
                 split = urlsplit(self.path)
                 server.reads.append(unquote(self.path))
                 status, body = server.route(unquote(split.path), parse_qs(split.query))
-                self._send(status, body)
+                if status == 200 and _metadata_only(self.headers.get("Accept", "")):
+                    body = _as_metadata(body)
+                server.answered.append((unquote(self.path), self._send(status, body)))
 
             def do_PATCH(self):  # noqa: N802  (server-side apply, as `kubectl apply --server-side` sends it)
                 if self.headers.get("Authorization") != f"Bearer {TOKEN}":
@@ -282,6 +301,7 @@ class KubeTestServer(LoopbackServer):
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+                return len(data)
 
         self._serve(Handler)
         self.url = f"http://{self.address}"
@@ -440,6 +460,12 @@ class KubeTestServer(LoopbackServer):
                          "metadata": {}, "items": [s for s in c.service_monitors
                                                    if m.group(1) in (None, s["metadata"]["namespace"])
                                                    and _matches(s["metadata"].get("labels", {}), selector)]}
+        if m := re.fullmatch(r"/apis/monitoring.coreos.com/v1/namespaces/([^/]+)/(servicemonitors|prometheusrules)/([^/]+)",
+                             path):
+            objects = c.service_monitors if m.group(2) == "servicemonitors" else c.prometheus_rules
+            found = [o for o in objects if (o["metadata"].get("namespace"), o["metadata"]["name"]) == (m.group(1),
+                                                                                                      m.group(3))]
+            return (200, found[0]) if found else (404, _status(404, "NotFound", f'{m.group(2)} "{m.group(3)}" not found'))
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/configmaps/([^/]+)", path):
             configmap = c.configmaps.get((m.group(1), m.group(2)))
             return (200, configmap) if configmap else not_found
@@ -449,5 +475,6 @@ class KubeTestServer(LoopbackServer):
                          "items": [configmap for (namespace, name), configmap in sorted(c.configmaps.items())
                                    if m.group(1) in (None, namespace)
                                    and _matches({"metadata.name": name, "metadata.namespace": namespace}, fields)
+                                   and isinstance(configmap, dict)  # (a test's garbled object: in a GET's answer)
                                    and _matches(configmap["metadata"].get("labels", {}), selector)]}
         return not_found
