@@ -1490,7 +1490,7 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
             gone_at_look, own = True, looked  # (no attempt reached CloudWatch) by someone else
     except RemoteError as exc:
         if _under_composites(exc):
-            return [(change, False, _kept_since(cloudwatch, region, change, exc)) for change in batch]
+            return _refused_for_composites(cloudwatch, region, batch, exc)
         if not answer_lost(exc):
             return [(change, False, exc) for change in batch]
         lost = exc  # it may have happened: the read below tells
@@ -1554,20 +1554,45 @@ def _under_composites(exc: RemoteError) -> bool:
     return getattr(exc, "code", None) == "ValidationError" and "composite alarm" in exc.what
 
 
-def _kept_since(cloudwatch: CloudWatch, region: str, change: Change, refusal: RemoteError) -> RemoteError:
-    """The failure of a delete CloudWatch refused because a composite alarm depends on the alarm (one made or
-    changed since the plan, which read none), naming the composite alarms the Region's listing shows depending on it."""
+def _refused_for_composites(cloudwatch: CloudWatch, region: str, batch: list[Change], refusal: RemoteError
+                            ) -> list[tuple[Change, bool, RemoteError | None]]:
+    """The outcomes of a DeleteAlarms CloudWatch refused because a composite alarm depends on an alarm it names (one
+    made or changed since the plan, which read none). CloudWatch refuses the whole call, deleting none: the alarms a
+    composite alarm depends on (by the Region's composite alarms read once, or by the names CloudWatch's refusal
+    gives) fail, naming the composite alarms; the others of the call are deleted again without them. Where which ones
+    cannot be told, each fails saying it was refused with the others, not that a composite alarm depends on it."""
     what = f"CloudWatch alarms in {region}"
     try:
-        parents = composite_rules.parents(cloudwatch.composite_alarms(region), change.name,
-                                          (change.live or {}).get("arn"))
+        composites, unread = cloudwatch.composite_alarms(region), ""
     except RemoteError as exc:
-        parents, unread = [], f" (the composite alarms could not be read to name it: {exc.what})"
-    else:
-        unread = ""
-    which = composite_rules.depend(parents) if parents else f"a composite alarm depends on it{unread}"
-    return RemoteError(f"not deleted: {which}, made or changed since the plan (CloudWatch refused DeleteAlarms: "
-                       f"{refusal.what}); {NOT_UNDER_COMPOSITES}", where=what, hint=KEPT_FIX)
+        composites, unread = {}, f" (the composite alarms could not be read to name it: {exc.what})"
+    parents = {c.name: composite_rules.parents(composites, c.name, (c.live or {}).get("arn")) for c in batch}
+    refused = _refused_names(refusal)
+    held = [c for c in batch if parents[c.name] or c.name in refused]
+    if not held:
+        return [(change, False, RemoteError(
+            f"not deleted: CloudWatch refused the DeleteAlarms of {len(batch)} alarms, this among them, because a "
+            f"composite alarm depends on one of them ({refusal.what}){unread}", where=what, hint=KEPT_FIX))
+            for change in batch]
+    outcomes = {id(change): (change, False, RemoteError(
+        f"not deleted: {_depending(parents[change.name], unread)}, made or changed since the plan (CloudWatch refused "
+        f"DeleteAlarms: {refusal.what}); {NOT_UNDER_COMPOSITES}", where=what, hint=KEPT_FIX)) for change in held}
+    free = [c for c in batch if id(c) not in outcomes]
+    outcomes.update((id(outcome[0]), outcome) for outcome in (_delete_alarms(cloudwatch, region, free) if free else []))
+    return [outcomes[id(change)] for change in batch]
+
+
+def _depending(parents: list[str], unread: str) -> str:
+    """The composite alarms `parents` said as depending on an alarm; where none is known, that one does (CloudWatch's
+    refusal named it), with why none could be named (`unread`)."""
+    return composite_rules.depend(parents) if parents else f"a composite alarm depends on it{unread}"
+
+
+def _refused_names(refusal: RemoteError) -> set[str]:
+    """The alarm names CloudWatch's composite refusal gives ("Cannot delete abc,xyz as there are composite alarm(s)
+    depending on them."); none where it is worded otherwise."""
+    found = re.search(r"Cannot delete (.+?) as there are composite alarm", refusal.what)
+    return set(found.group(1).split(",")) if found else set()
 
 
 def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], dashboards: dict[str, dict[str, Any]],

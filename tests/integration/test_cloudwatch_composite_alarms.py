@@ -368,6 +368,38 @@ def test_a_composite_alarm_made_after_the_plan_that_keeps_an_alarm_from_its_dele
     assert [name for name in alarms(client) if other_cluster(name)] == [RETIRED_EDITED]
 
 
+@pytest.mark.parametrize("worded", ["as CloudWatch words it", "otherwise"])
+def test_a_delete_of_several_alarms_refused_for_a_composite_alarm_holds_back_only_the_one_it_names(
+        proxied, project_dir, published, monkeypatch, worded):
+    """DeleteAlarms names one alarm a call (cloudwatch_sync.DELETE_GROUP); one naming several, refused because a
+    composite alarm made at its delete names one of them, failed every alarm of the call as "a composite alarm depends
+    on it" (one listing of composite alarms per alarm), and deleted none: CloudWatch refuses the whole call. Now the
+    alarms a composite alarm depends on fail, naming it, and the others are deleted in a call without them; where
+    CloudWatch's refusal names no alarm, the composite alarms read tell which."""
+    from generator.clients.cloudwatch import CloudWatch
+    from generator.targets import cloudwatch_sync
+
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    desired = default_desired()
+    cloudwatch = CloudWatch(endpoint_url=proxy.url)
+    changes = cloudwatch_sync.plan(cloudwatch, desired, removed=("other",))
+    retired = sorted(c.name for c in changes if c.action == cloudwatch_sync.DELETE)
+    assert len(retired) > 2 and RETIRED_EDITED in retired, retired
+    monkeypatch.setattr(cloudwatch_sync, "DELETE_GROUP", len(retired))  # every delete in one call
+    proxy.inject(_MadeAtItsDelete(RETIRED_EDITED, lambda: client.put_composite_alarm(
+        AlarmName=DEPENDING, AlarmRule=f'ALARM("{RETIRED_EDITED}")')))
+    if worded == "otherwise":  # the first call refused in other words, naming no alarm
+        proxy.inject(fault("DeleteAlarms", "status", status=400, body={
+            "__type": "ValidationError", "message": "Deleting alarms that composite alarms depend on is not allowed"}))
+    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                     force=False, prune=True, dry_run=False)
+    failed = {o.change.name: o.error for o in outcomes if o.error}
+    assert list(failed) == [RETIRED_EDITED], failed
+    assert f"the composite alarm {DEPENDING} depends on it" in failed[RETIRED_EDITED], failed
+    assert [name for name in alarms(client) if other_cluster(name)] == [RETIRED_EDITED]
+
+
 @pytest.mark.parametrize("by", ["name", "arn"])
 def test_a_retired_alarm_a_composite_alarm_suppresses_its_actions_by_is_kept_naming_the_composite(
         proxied, published, project_dir, cli, by):
