@@ -552,8 +552,10 @@ def once_widget(result: Plan, query: Query, catalog: Catalog, settings: Settings
     room for the mark."""
     if settings.agent.pipeline != "otel" or result.namespace or tuple(result.dims) != tuple(gpu_dimensions(settings)):
         return None
-    if not result.series or all(d in result.series for d in result.gpu_series) \
-            or result.function not in ("SUM", "COUNT", "AVG"):
+    if not result.series or result.function not in ("SUM", "COUNT", "AVG"):
+        return None
+    if all(d in result.series for d in result.gpu_series) and not (settings.exporter.virtual_gpus
+                                                                    and result.function == "AVG"):
         return None
     return _read_once(result, query, catalog, settings)
 
