@@ -512,6 +512,10 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
         click.echo(f"not priced: {note}")
     # (as_of and source as a --prices file gives them, and its path: escaped in text, raw in JSON)
     click.echo(f"\nprices as of {printed.text(str(result['prices_as_of']))}: {printed.text(str(result['source']))}")
+    if result["clusters_priced_elsewhere"]:
+        click.echo(f"rates of {printed.text(str(result['rates_region']))} (the prices' Region): the settings' clusters "
+                   f"in {', '.join(printed.text(r) for r in result['clusters_priced_elsewhere'])} are billed at their "
+                   f"Region's rates, which this estimate does not hold (give --prices with them and their \"region\")")
     if result["uncertain_rates"]:
         click.echo(f"uncertain rates (estimates or readings to check): {', '.join(result['uncertain_rates'])}")
     if result["overridden_rates"]:

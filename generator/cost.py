@@ -163,9 +163,12 @@ def check_overrides(extra: Any, prices: dict[str, Any], where: str) -> None:
         raise InputError(f"the prices must be a JSON object, not {type(extra).__name__}", where=where,
                          hint=OVERRIDE_HINT)
     for key in extra:
-        if key not in ("rates", "as_of", "source"):
-            raise InputError(f"unknown key {key!r}", where=where, hint=_one_of(key, ("rates", "as_of", "source"),
-                                                                                 "the keys are"))
+        if key not in ("rates", "as_of", "source", "region"):
+            raise InputError(f"unknown key {key!r}", where=where,
+                             hint=_one_of(key, ("rates", "as_of", "source", "region"), "the keys are"))
+    if "region" in extra and not (isinstance(extra["region"], str) and extra["region"].strip()):
+        raise InputError(f"region must be the Region the rates are for, such as \"eu-west-1\", not "
+                         f"{json.dumps(extra['region'])}", where=where, hint=OVERRIDE_HINT)
     rates = extra.get("rates", {})
     if not isinstance(rates, dict):
         raise InputError("rates must be an object of rate name to its fields", where=where, hint=OVERRIDE_HINT)
@@ -203,7 +206,7 @@ def load_prices(path: Path = PRICES, overrides: Path | None = None) -> dict[str,
         prices = copy.deepcopy(prices)
         for key, value in extra.get("rates", {}).items():
             prices["rates"][key] = {**prices["rates"].get(key, {}), **value, "overridden": True}
-        for key in ("as_of", "source"):
+        for key in ("as_of", "source", "region"):
             if key in extra:
                 prices[key] = extra[key]
     return prices
@@ -887,4 +890,13 @@ def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = No
             "static": None if enabled(project.settings) else estimate(project, fleet, prices, "static", shipped),
             "sources": sources, "limits": limits(fleet, project, artifacts), "warnings": fleet.warnings(),
             # the rules priced at nothing, judged by their Prometheus rule alone (lint AL027)
-            "prometheus_only": [message for _, message in stopped_gpus.no_cloudwatch(project)]}
+            "prometheus_only": [message for _, message in stopped_gpus.no_cloudwatch(project)],
+            # the Region the rates are for, and the settings' clusters' other Regions, billed at their own rates
+            "rates_region": prices.get("region"), "clusters_priced_elsewhere": priced_elsewhere(project, prices)}
+
+
+def priced_elsewhere(project: Project, prices: dict[str, Any]) -> list[str]:
+    """The Regions of the settings' clusters other than the one the rates are for (the price file's `region`): each
+    bills at its own rates, which differ (CloudWatch Logs' ingestion among them); the estimate holds one Region's."""
+    region = prices.get("region")
+    return sorted({c.region for c in project.settings.clusters} - {region}) if region else []

@@ -288,6 +288,27 @@ def test_cost_command_json_and_table(cli, tmp_path):
     assert code == 2 and "bad.json:1: prices file is not JSON" in stderr and "Traceback" not in stderr
 
 
+def test_clusters_in_a_region_the_prices_are_not_for_are_said(cli, project_dir, tmp_path):
+    """The bundled rates are one Region's (the price file's `region`, us-east-1); a cluster in another Region is
+    billed at that Region's rates (CloudWatch Logs' ingestion among those that differ), which the estimate does not
+    hold: said under the table and in JSON, never silently priced as if it were us-east-1. A --prices file naming the
+    Region its rates are for says where they hold."""
+    settings = project_dir("clusters:\n  - name: a\n    region: us-east-1\n  - name: b\n    region: eu-west-1\n")
+    code, stdout, _ = cli("cost", "--config", str(settings), "--pods", "50")
+    assert code == 0
+    assert ("rates of us-east-1 (the prices' Region): the settings' clusters in eu-west-1 are billed at their "
+            "Region's rates, which this estimate does not hold") in stdout
+    code, stdout, _ = cli("cost", "--config", str(settings), "--pods", "50", "--output", "json")
+    assert json.loads(stdout)["rates_region"] == "us-east-1"
+    assert json.loads(stdout)["clusters_priced_elsewhere"] == ["eu-west-1"]
+    ireland = tmp_path / "eu-west-1.json"
+    ireland.write_text(json.dumps({"region": "eu-west-1", "rates": {"log_ingestion_gb": {"price": 0.57}}}))
+    code, stdout, _ = cli("cost", "--config", str(settings), "--pods", "50", "--prices", str(ireland))
+    assert code == 0 and "the settings' clusters in us-east-1 are billed at their Region's rates" in stdout
+    code, stdout, _ = cli("cost", "--pods", "50")  # the bundled cluster is in us-east-1: nothing to say
+    assert code == 0 and "(the prices' Region)" not in stdout
+
+
 def test_every_price_date_the_documentation_quotes_is_the_data_files():
     as_of = json.loads((REPO / "generator/defaults/cloudwatch-prices.json").read_text())["as_of"]
     quoted = re.findall(r"prices as of ([0-9][0-9-]*)", documentation.text())
