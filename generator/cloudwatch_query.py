@@ -423,10 +423,13 @@ def _counts_copies(result: Plan, settings: Settings) -> bool:
     """An alarm's plan over the per-GPU set that counts, adds or averages observations of several GPUs, or counts one
     GPU's: a GPU the exporter writes several series of (one per MIG instance of a device field, one per pod sharing it
     by time-slicing with exporter.virtual_gpus) is that many observations a scrape, so it counts, adds and weighs
-    that many times (a maximum or minimum of equal copies stands; a GPU's mean of its own copies is its reading)."""
+    that many times (a maximum or minimum of equal copies stands). A GPU's mean of its own copies is its reading at
+    one scrape, but over a period a scrape weighs by its copies: pods come and go on a GPU they share (one pod at
+    100 W, then three at 400 W, read 325 W for 250), so with exporter.virtual_gpus a GPU's mean counts copies too."""
     one_gpu = all(d in result.series for d in result.gpu_series)
     return tuple(result.dims) == tuple(gpu_dimensions(settings)) and not result.namespace \
-        and (result.function == "COUNT" or (result.function in ("SUM", "AVG") and not one_gpu))
+        and (result.function == "COUNT" or (result.function in ("SUM", "AVG") and not one_gpu)
+             or (result.function == "AVG" and settings.exporter.virtual_gpus))
 
 
 def _pods_counters_added(result: Plan, catalog: Catalog, settings: Settings) -> bool:

@@ -70,3 +70,26 @@ def test_a_gpus_mean_weighs_each_scrape_once(files, mode):
     assert set(read) == set(EXPECTED), read
     for chart, lines in read.items():
         assert lines == {f"{NODE} GPU 0": {0: EXPECTED[chart], 300: EXPECTED[chart]}}, chart
+
+
+# The same mean in an alarm per GPU (a user's "a GPU's mean power above a level"): one 5-minute period, the GPU's mean
+# 250 W each period. Over the per-GPU set it read 325 W and fired above 300 (seen on 62a475ff), where the Prometheus
+# rule reads each GPU once per step; the level below the mean fires either way (the alarm is judged at all).
+ALARMS = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+    f"    yield Alarm('mean-power-{level}', 'X', Condition(Query('DCGM_FI_DEV_POWER_USAGE', 'avg', ('node', 'gpu')), "
+    f"'>', {level}), description='x', runbook='y')\n" for level in (300, 200)))
+
+
+@pytest.mark.parametrize("mode", ["per-process", "copies"])
+def test_an_alarm_on_a_gpus_mean_weighs_each_scrape_once(tmp_path, mode):
+    from tests.integration.test_mig_twins import built_with
+    from tests.support.alarm_requests import alarm_requests
+
+    built, _ = built_with(tmp_path, {"mean.py": ALARMS}, (*vg.FIELDS, CLOCK), "exporter:\n  virtual_gpus: true\n")
+    config, job = agent_config(built["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])
+    points = Agent(config, job).run([Scrape(float(k * STEP), _payload(k, mode), target_labels(job, NODE))
+                                     for k in range(STEPS)])
+    requests = alarm_requests(built)
+    fired = {level: {dict(key)["gpu"] for key, state in cloudwatch_eval.alarm(
+        requests[f"mean-power-{level}"], points, STEPS * STEP).items() if state == "ALARM"} for level in (300, 200)}
+    assert fired == {300: set(), 200: {"0"}}
