@@ -812,6 +812,34 @@ def silent_when_gone(subject: LintInput) -> Iterable[Finding]:
                           f"missing_data='breaching' to alarm then")
 
 
+def never_alarms(subject: LintInput) -> Iterable[Finding]:
+    """An alarm on a count of readings (a Metrics Insights COUNT, a SampleCount) below 1 whose missing data does not
+    breach can never be in ALARM: a period without a reading has no datapoint, which CloudWatch does not judge as a
+    count of 0 (TreatMissingData decides, and only `breaching` breaches), and one with a reading counts 1 or more.
+    The bundled data-missing alarms count under half a period's scrapes: at scrape.interval 150 s (two a period) that
+    is none (a warning per alarm)."""
+    for item in subject.alarms:
+        request = item.request
+        operator, threshold = request.get("ComparisonOperator"), request.get("Threshold")
+        if request.get("TreatMissingData", "missing") == "breaching" or not isinstance(threshold, (int, float)) \
+                or not (operator == "LessThanThreshold" and threshold <= 1
+                        or operator == "LessThanOrEqualToThreshold" and threshold < 1):
+            continue
+        returned = [m for m in request.get("Metrics", []) if m.get("ReturnData", True)]
+        expression = str(returned[0].get("Expression", "")) if len(returned) == 1 else ""
+        query = _parsed(expression) if is_query(expression) else None
+        counted = request.get("Statistic") == "SampleCount" or query is not None and query.function == "COUNT" or (
+            len(returned) == 1 and returned[0].get("MetricStat", {}).get("Stat") == "SampleCount")
+        if counted:
+            scrapes = subject.settings.scrape.seconds
+            yield Finding("AL028", "warning", _alarm_where(item),
+                          f"a count of readings {'<' if operator == 'LessThanThreshold' else '<='} {threshold:g} with "
+                          f"missing data {request.get('TreatMissingData', 'missing')} can never be in ALARM: a period "
+                          f"without a reading has no datapoint (not a count of 0), and one with a reading counts 1 or "
+                          f"more; a data-missing alarm's under half of a period's scrapes is none at scrape.interval "
+                          f"{scrapes} s: give it a shorter interval (100 s or less), or count on the cluster's alarm")
+
+
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
     """The fields the exporter splits per process that `expressions` read outside the per-pod dimension set, when
     exporter.virtual_gpus is set and the agent's JSON path publishes (it cannot keep the pods' shares out)."""
@@ -1044,6 +1072,8 @@ RULES = (
          regions_apart),
     Rule("AL023", "alarms on a count or total of readings under a level say that neither form fires when every GPU "
                   "they read stops reporting, unless missing data breaches (a note per alarm)", silent_when_gone),
+    Rule("AL028", "no alarm counts readings below 1 unless its missing data breaches: a period without a reading has "
+                  "no datapoint, so it could never fire (a warning per alarm)", never_alarms),
     Rule("AL020", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
     Rule("CF001", "each CloudFormation template within CloudFormation's quotas (500 resources, 1,000,000 bytes)",

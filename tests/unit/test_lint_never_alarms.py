@@ -1,0 +1,64 @@
+"""Lint AL028: an alarm on a count of readings below 1 whose missing data does not breach can never be in ALARM.
+
+A period without a reading has no datapoint (CloudWatch does not judge it as a count of 0: TreatMissingData decides,
+and only `breaching` breaches), and one with a reading counts 1 or more: `COUNT(...) < 1` or a SampleCount `< 1`
+never breaches. The bundled data-missing alarms count "fewer than half" the scrapes of a period: at scrape.interval
+150 s a period holds two, under half is none, so the agent's alarm (its reads of kube-state-metrics) and, on
+agent.pipeline: classic, the per-GPU alarm can never fire, though their descriptions promise a crash loop is seen.
+Each is a warning naming the alarm; at the default 30 s none (under 5 of 10 is 1 to 4 readings).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.lint import run
+from generator.lint.cloudwatch_rules import RULES
+from tests.support.lint_input import lint_input
+from tests.support.projects import defined_project
+
+CLUSTER = "clusters:\n  - {name: c1, region: us-east-1}\n"
+
+
+def _findings(project):
+    return run([rule for rule in RULES if rule.id == "AL028"], lint_input(project))
+
+
+@pytest.mark.parametrize("settings,never", [
+    ("scrape:\n  interval: 150s\n", {"gpudash-c1-gpu-data-missing-agent-critical"}),
+    ("scrape:\n  interval: 150s\nagent:\n  pipeline: classic\n",
+     {"gpudash-c1-gpu-data-missing-agent-critical", "gpudash-c1-gpu-data-missing-per-gpu-critical"}),
+    ("", set()),
+    ("scrape:\n  interval: 100s\nagent:\n  pipeline: classic\n", set()),  # 3 a period: under 1.5 is 1 reading
+])
+def test_the_bundled_data_missing_alarms_that_can_never_fire_are_named(tmp_path, settings, never):
+    findings = _findings(defined_project(tmp_path, CLUSTER + settings))
+    assert {f.where.split()[-1] for f in findings} == never
+    assert all(f.severity == "warning" and "can never be in ALARM" in f.message
+               and "a period without a reading has no datapoint" in f.message for f in findings)
+
+
+ALARM = """\
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("a", "A", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count", ("node", "gpu")), {comparison!r},
+                {threshold}){extra})
+"""
+
+
+# A count of GPUs is the period's readings over its scrapes (`< 1` GPU: `< 10` readings at 30 s, which a failed scrape
+# meets: lint AL024's); `<= 0` is none at any interval.
+@pytest.mark.parametrize("comparison,threshold,extra,never", [
+    ("<=", 0, "", True),
+    ("<=", 0, ", missing_data='notBreaching'", True),
+    ("<=", 0, ", missing_data='breaching'", False),  # a GPU gone breaches: it fires then
+    ("<", 1, "", False),
+    ("<=", 1, "", False),
+])
+def test_a_users_count_below_one_is_named(tmp_path, comparison, threshold, extra, never):
+    text = ALARM.format(comparison=comparison, threshold=threshold, extra=extra)
+    findings = _findings(defined_project(tmp_path, CLUSTER, alarms=text))
+    assert bool(findings) == never, [f.message for f in findings]
+    assert all("gpudash-c1-a-warning" in f.where for f in findings)
