@@ -864,7 +864,7 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
 
     The files are written in two lanes, this thread and one other, each holding whole folders (the
     kernel creates one file at a time in a folder): creating a file is almost all kernel time, which
-    runs without the interpreter's lock, and so is hashing it. A failure in either lane stops both
+    runs without the interpreter's lock, and so is hashing it; fewer than LANES_FROM files, in this thread alone. A failure in either lane stops both
     and is raised here once both have stopped; so is a signal held meanwhile (`stop`), as _Stopped. `known`: the
     sha256 of some files' bytes, already worked out while the previous build was read (`not_as_written`)."""
     stop = [] if stop is None else stop
@@ -896,12 +896,15 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
         except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits for this lane
             failures.append(exc)
 
-    other = threading.Thread(target=write, args=(lanes[1],), name="gpudash-write")
-    other.start()
-    try:
-        write(lanes[0])
-    finally:
-        other.join()
+    if len(files) < LANES_FROM:  # a small build: starting the other lane costs more than it would take over
+        write(lanes[0] + lanes[1])
+    else:
+        other = threading.Thread(target=write, args=(lanes[1],), name="gpudash-write")
+        other.start()
+        try:
+            write(lanes[0])
+        finally:
+            other.join()
     if failures:
         raise failures[0]
     if stop:

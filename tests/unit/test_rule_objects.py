@@ -457,3 +457,22 @@ def test_generate_names_the_dashboard_configmaps_the_previous_build_wrote_and_th
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and "kubectl delete configmap" not in stderr, stderr
     assert "dashboard ConfigMaps gpu-" in stderr and "not named for deletion" in stderr, stderr
+
+
+def _go_encoded(value) -> bytes:
+    """`value` as Go's encoding/json writes it for kubectl (keys sorted, no spaces, HTML characters and the line and
+    paragraph separators escaped, other characters as UTF-8): written out, to count."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    for character, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                              ("\u2029", "\\u2029")):
+        text = text.replace(character, escape)
+    return text.encode()
+
+
+@pytest.mark.parametrize("text", ["vector(1) > 0 and on (gpu) x < 2 & y", "above 87 °C: a > b", "a\u2028b\u2029 < c",
+                                  "plain", "ünïcode & <tags>"])
+def test_encoded_bytes_count_what_kubectl_writes(text):
+    """Counted without writing the escapes: an ASCII text (a thousand clusters' rules, megabytes) is a byte a
+    character; any other is encoded."""
+    for value in ({"expr": text, "labels": {"a": text}}, [text, 1, None], text):
+        assert encoded_bytes(value) == len(_go_encoded(value)), value
