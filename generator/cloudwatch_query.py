@@ -845,6 +845,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if not alarm and query.aggregation == "max" and largest_state(query, catalog) \
             and period > layout.interval(settings):
         result = replace(result, notes=result.notes + (LARGEST_STATE,))
+    if not alarm and layout.instances and instance_copies_weigh(result, catalog, settings):
+        result = replace(result, notes=result.notes + (INSTANCE_COPIES_WEIGH,))
     if layout.instances and _pods_counters_added(result, catalog, settings):
         result = replace(result, notes=result.notes + (WHOLE_COPIES_COUNTED,))
     if layout.instances and POD_DIMENSION in result.dims \
@@ -853,6 +855,27 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if alarm or not layout.blanks or settings.agent.pipeline != "classic":
         return result  # alarms take no math; no blank arrives (OTel pipeline; the add-on guards its own plans)
     return blanks_dropped(result, query, catalog, ARRAY_BLANK_NOTE, COUNTED_BLANK_NOTE)
+
+
+# A line per MIG instance of a mean of a field MIG reports per instance (engine activity) with exporter.virtual_gpus:
+# each pod sharing the instance writes its copy, an observation of the line's metric, so a scrape weighs by the pods on
+# the instance then, and pods come and go on it within a period. Nothing the agent publishes holds an instance's
+# reading once (its merges per instance feed the per-GPU and per-namespace sets only), so the line is pinned
+# (tests/unit/test_cloudwatch_instance_copies.py, a strict xfail: 0.2 under one pod, then 0.8 under three, read 0.65
+# for 0.5) and the header says it.
+INSTANCE_COPIES_WEIGH = ("with KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus) a MIG instance's mean weighs each "
+                         "scrape once per pod sharing the instance then (each pod's copy is an observation): pods "
+                         "coming or going within a period move it (0.2 under one pod, then 0.8 under three, read "
+                         "0.65 for 0.5)")
+
+
+def instance_copies_weigh(result: Plan, catalog: Catalog, settings: Settings) -> bool:
+    """A widget's line per MIG instance (not per pod) of a mean of a gauge MIG reports per instance whose pods' copies
+    nothing merges (merged_copies), with exporter.virtual_gpus: INSTANCE_COPIES_WEIGH."""
+    field = catalog.get(result.metric) if result.metric in catalog else None
+    return settings.exporter.virtual_gpus and field is not None and field.per_instance and not field.is_counter \
+        and not merged_copies(field, settings) and result.function == "AVG" \
+        and MIG_INSTANCE_LABEL in result.series and POD_DIMENSION not in result.series and not settings.no_mig
 
 
 def largest_state(query: Query, catalog: Catalog) -> bool:
