@@ -190,8 +190,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         sys.exit(EXIT_FINDINGS if differences else 0)
     from .data_missing import addon_uncounted_names, guessed_daemonset, unread_daemonset
     from .render.agent import unexpiring_log_groups
-    from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms,
-                                unwatched_static_alarms)
+    from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, never_firing,
+                                silent_alarms, unwatched_static_alarms)
     from .names import shown as first_names
     from .render.cloudformation import QUOTA_FIX as TEMPLATE_QUOTA_FIX
     from .settings import unknown_regions, workload_rename_mix
@@ -225,6 +225,12 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     if silent:
         click.echo(f"warning: {len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify no one "
                    f"(first: {silent[0]}); set alarms.actions.critical / .warning to SNS topic ARNs", err=True)
+    never = [item.request["AlarmName"] for item in requests if never_firing(item.request)]
+    if never:
+        click.echo(f"warning: {len(never)} CloudWatch alarm(s) can never be in ALARM (first: {never[0]}): each counts "
+                   f"readings below 1, and a period without a reading has no datapoint (lint AL028)\n"
+                   f"  fix: a data-missing alarm counts under half of a period's scrapes, none at scrape.interval "
+                   f"{project.settings.scrape.seconds} s: give a shorter interval (100 s or less)", err=True)
     for region, severity, topics in foreign_topics(project.settings):
         click.echo(f"warning: {severity} alarms in {region} notify no one: alarms.actions.{severity} lists only "
                    f"SNS topics of other Regions ({', '.join(topics)}), and CloudWatch notifies only topics of "

@@ -18,7 +18,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAM
                                 node_total, otel_gap, pod_dimensions, pod_total_kind)
 from ..dashboard_limit import METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, metrics_shown, widget_metrics
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT, CLUSTER_DIMENSION
-from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
+from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, never_firing
 from ..output import ALARMS_FILE, BodyStrings, cloudwatch_dashboard_file, template_bytes, template_file
 from ..resources import schema as schema_path
 from . import Finding, Rule, schema_errors
@@ -815,29 +815,20 @@ def silent_when_gone(subject: LintInput) -> Iterable[Finding]:
 def never_alarms(subject: LintInput) -> Iterable[Finding]:
     """An alarm on a count of readings (a Metrics Insights COUNT, a SampleCount) below 1 whose missing data does not
     breach can never be in ALARM: a period without a reading has no datapoint, which CloudWatch does not judge as a
-    count of 0 (TreatMissingData decides, and only `breaching` breaches), and one with a reading counts 1 or more.
-    The bundled data-missing alarms count under half a period's scrapes: at scrape.interval 150 s (two a period) that
-    is none (a warning per alarm)."""
+    count of 0 (TreatMissingData decides, and only `breaching` breaches), and one with a reading counts 1 or more
+    (render.alarms.never_firing). The bundled data-missing alarms count under half a period's scrapes: at
+    scrape.interval 150 s (two a period) that is none (a warning per alarm)."""
     for item in subject.alarms:
         request = item.request
-        operator, threshold = request.get("ComparisonOperator"), request.get("Threshold")
-        if request.get("TreatMissingData", "missing") == "breaching" or not isinstance(threshold, (int, float)) \
-                or not (operator == "LessThanThreshold" and threshold <= 1
-                        or operator == "LessThanOrEqualToThreshold" and threshold < 1):
-            continue
-        returned = [m for m in request.get("Metrics", []) if m.get("ReturnData", True)]
-        expression = str(returned[0].get("Expression", "")) if len(returned) == 1 else ""
-        query = _parsed(expression) if is_query(expression) else None
-        counted = request.get("Statistic") == "SampleCount" or query is not None and query.function == "COUNT" or (
-            len(returned) == 1 and returned[0].get("MetricStat", {}).get("Stat") == "SampleCount")
-        if counted:
-            scrapes = subject.settings.scrape.seconds
+        if never_firing(request):
+            operator = "<" if request["ComparisonOperator"] == "LessThanThreshold" else "<="
             yield Finding("AL028", "warning", _alarm_where(item),
-                          f"a count of readings {'<' if operator == 'LessThanThreshold' else '<='} {threshold:g} with "
-                          f"missing data {request.get('TreatMissingData', 'missing')} can never be in ALARM: a period "
-                          f"without a reading has no datapoint (not a count of 0), and one with a reading counts 1 or "
-                          f"more; a data-missing alarm's under half of a period's scrapes is none at scrape.interval "
-                          f"{scrapes} s: give it a shorter interval (100 s or less), or count on the cluster's alarm")
+                          f"a count of readings {operator} {request['Threshold']:g} with missing data "
+                          f"{request.get('TreatMissingData', 'missing')} can never be in ALARM: a period without a "
+                          f"reading has no datapoint (not a count of 0), and one with a reading counts 1 or more; a "
+                          f"data-missing alarm's under half of a period's scrapes is none at scrape.interval "
+                          f"{subject.settings.scrape.seconds} s: give it a shorter interval (100 s or less), or count "
+                          f"on the cluster's alarm")
 
 
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from itertools import groupby
@@ -1406,6 +1407,23 @@ def foreign_topics(settings: Settings) -> list[tuple[str, str, list[str]]]:
 def silent_alarms(alarms: Iterable[AlarmRequest]) -> list[str]:
     """Names of alarms that notify no one (no AlarmActions)."""
     return [item.request["AlarmName"] for item in alarms if not item.request.get("AlarmActions")]
+
+
+def never_firing(request: dict[str, Any]) -> bool:
+    """Whether an alarm counts readings (a Metrics Insights COUNT, a SampleCount) below 1 without breaching missing
+    data: it can never be in ALARM, since a period without a reading has no datapoint (not a count of 0) and one with
+    a reading counts 1 or more (lint AL028; the data-missing alarms' under half a period's scrapes at two a period)."""
+    operator, threshold = request.get("ComparisonOperator"), request.get("Threshold")
+    if request.get("TreatMissingData", "missing") == "breaching" or not isinstance(threshold, (int, float)) \
+            or not (operator == "LessThanThreshold" and threshold <= 1
+                    or operator == "LessThanOrEqualToThreshold" and threshold < 1):
+        return False
+    returned = [m for m in request.get("Metrics", []) if m.get("ReturnData", True)]
+    if request.get("Statistic") == "SampleCount" or (
+            len(returned) == 1 and returned[0].get("MetricStat", {}).get("Stat") == "SampleCount"):
+        return True
+    return len(returned) == 1 and re.match(r"\s*SELECT\s+COUNT\s*\(", str(returned[0].get("Expression", "")),
+                                           re.I) is not None
 
 
 def insights_alarm_counts(alarms: Iterable[AlarmRequest]) -> dict[str, int]:

@@ -62,3 +62,16 @@ def test_a_users_count_below_one_is_named(tmp_path, comparison, threshold, extra
     findings = _findings(defined_project(tmp_path, CLUSTER, alarms=text))
     assert bool(findings) == never, [f.message for f in findings]
     assert all("gpudash-c1-a-warning" in f.where for f in findings)
+
+
+def test_generate_says_so_too(cli, tmp_path):
+    """generate names such alarms as it names alarms that notify no one, before anything is published."""
+    settings = tmp_path / "gpudash.yaml"
+    settings.write_text(CLUSTER + "scrape:\n  interval: 150s\n")
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
+    assert code == 0
+    assert ("warning: 1 CloudWatch alarm(s) can never be in ALARM (first: gpudash-c1-gpu-data-missing-agent-critical)"
+            in stderr)
+    settings.write_text(CLUSTER)
+    code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / "build"))
+    assert code == 0 and "can never be in ALARM" not in stderr
