@@ -548,9 +548,11 @@ def once_widget(result: Plan, query: Query, catalog: Catalog, settings: Settings
     count GPUs, or add or average their readings, of a field whose copies the exporter writes per MIG instance or per
     pod sharing the GPU, reading each GPU's reading once (once_dimensions) on the OTel pipeline, as the alarm of the
     same query does (once_plan) and the Prometheus side does: the mixed fleet's MIG node, two A100s of 350 and 150 W
-    split into two instances each, drew 1,000 W and 4 GPUs (truth 500 W, 2). None where the lines are single GPUs or
-    the combined forms take each GPU once already (per-GPU lines combined by math), for a field MIG reports per
-    instance (its reading once is an instance's) or one the agent merges otherwise (merged_copies), on
+    split into two instances each, drew 1,000 W and 4 GPUs (truth 500 W, 2). With exporter.virtual_gpus a single GPU's
+    line of a mean too: each pod sharing the GPU writes its copy, so over the per-GPU set a scrape weighed by the pods
+    on the GPU then (one pod at 100 W, then three at 400 W, read 325 W for 250). None where the lines are single GPUs
+    otherwise or the combined forms take each GPU once already (per-GPU lines combined by math), for a field MIG
+    reports per instance (its reading once is an instance's) or one the agent merges otherwise (merged_copies), on
     agent.pipeline: classic (nothing merges the copies: the header says so, WEIGHS_PER_SERIES), or where the set has no
     room for the mark."""
     if settings.agent.pipeline != "otel" or result.namespace or tuple(result.dims) != tuple(gpu_dimensions(settings)):
