@@ -63,10 +63,14 @@ def _stack(work: Path, project, payload: str, exporter, ksm, moto) -> tuple[Kube
     rules = work / "rules.yaml"
     rules.write_text(yaml.safe_dump({"groups": [{**group, "interval": "1s", "rules": [
         {**rule, "expr": scraped_every(rule["expr"], seconds, 1)} for rule in group["rules"]]} for group in counters]}))
+    # and the groups as the build ships them, evaluated once a minute: verify reads back whether the rules Prometheus
+    # lists for the recordings are the build's
+    shipped = work / "shipped-rules.yaml"
+    shipped.write_text(yaml.safe_dump({"groups": [{**group, "interval": "1m"} for group in counters]}))
     recorded = [rule["record"] for group in counters for rule in group["rules"]
                 if rule["record"].split(":")[1] in payload]  # those of the counters the exporter writes
     return cluster, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job, ksm_job],
-                     "rule_files": [str(rules)]}, recorded
+                     "rule_files": [str(rules), str(shipped)]}, recorded
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from .promql_text import STRING_LITERAL
 # a token (whitespace between tokens is no part of one, and no token); a string literal is one (no bracket inside it
 # counts). Split with it as the group, a text is its pieces (between, token, between, ..., between) joined: a
 # parenthesis is left out by emptying its piece.
-_TOKENS = re.compile(f"({STRING_LITERAL.pattern}|"
+TOKENS = re.compile(f"({STRING_LITERAL.pattern}|"
                      r"==|!=|<=|>=|=~|!~|[-+*/%^<>=(){}\[\],:@]|[A-Za-z_][A-Za-z0-9_:]*|[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?[a-zA-Z0-9.]*)")
 _BRACKETS = frozenset("([{}])")
 PRECEDENCE = {"or": 1, "and": 2, "unless": 2, "==": 3, "!=": 3, "<=": 3, "<": 3, ">=": 3, ">": 3,
@@ -40,7 +40,7 @@ _OPENS_OPERAND = {"(", ",", "bool"}
 @functools.lru_cache(maxsize=512)
 def fewest_parens(text: str) -> str:
     """`text` (PromQL) without the parentheses its tree does not need (module docstring)."""
-    pieces = _TOKENS.split(text)
+    pieces = TOKENS.split(text)
     tokens = pieces[1::2]
     closing, opening, stack = {}, {}, []
     for i in compress(count(), map(_BRACKETS.__contains__, tokens)):  # the brackets' indices

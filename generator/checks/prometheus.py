@@ -27,6 +27,7 @@ from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, S
 from ..agent_timing import scrape_timeout
 from ..project import Project
 from ..promql import COUNTED_PARTS, counted_name
+from ..promql_alike import alike
 from ..promql_text import matcher, quoted
 from ..render.alarms import counter_groups, counter_of
 from ..clients.options import Options
@@ -473,8 +474,8 @@ def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
     # each recording of a counter Prometheus holds series of that it does not write, by the group (and the
     # PrometheusRule, names.prometheus_rule_name) that holds it (render.alarms.counter_groups: cut into several, each
     # counter's two recordings in one)
-    group_of = {counter_of(rule): g["name"] for g in counter_groups(fields, project.catalog, project.settings)
-                for rule in g["rules"]}
+    written_by = counter_groups(fields, project.catalog, project.settings)
+    group_of = {counter_of(rule): g["name"] for g in written_by for rule in g["rules"]}
     missing = [name for name in fields
                if name in held and any(counted_name(name, part) not in recorded for part in COUNTED_PARTS)]
     unwritten: dict[str, list[str]] = {}
@@ -499,9 +500,50 @@ def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
                      "starts with the rules (docs/grafana-panels.md, \"Counter rates\": backfill)",
                      cause=NOT_DEPLOYED)
     held_fields = [name for name in fields if name in held]
-    return Check(GROUP, COUNTER_RECORDINGS, OK, f"{len(held_fields)} counters recorded"
-                 + (f" ({len(fields) - len(held_fields)} have no series)" if len(held_fields) < len(fields) else "")
-                 + (f" by {groups(held_fields)}" if held_fields else ""))
+    said = (f"{len(held_fields)} counters recorded"
+            + (f" ({len(fields) - len(held_fields)} have no series)" if len(held_fields) < len(fields) else "")
+            + (f" by {groups(held_fields)}" if held_fields else ""))
+    return _recorded_as_built(prometheus, said, written_by, [counted_name(name, part) for name in held_fields
+                                                             for part in COUNTED_PARTS])
+
+
+def _recorded_as_built(prometheus: Prometheus, said: str, groups: list[dict], recordings: list[str]) -> Check:
+    """counter_recordings where every recording is written (`said`): whether the rules Prometheus writes `recordings`
+    by are this build's (`groups`, render.alarms.counter_groups), as its rule listing gives them back (promql_alike:
+    the expression read alike, the labels the same). A rule of an earlier build (another scrape interval, an older
+    way of reading a counter) left loaded writes the same series: the rate panels then show what it computes, with
+    no sign of it. A recording no listed rule writes (a ruler elsewhere writing into this server) is not compared."""
+    built_rules = {rule["record"]: rule for group in groups for rule in group["rules"]}
+    try:
+        loaded = prometheus.recording_rules()
+    except SlowAnswer:  # the run's deadline: the group's own failure
+        raise
+    except NoRuleListing as exc:  # a server that lists no rules: nothing to compare with
+        return Check(GROUP, COUNTER_RECORDINGS, OK, f"{said}; whether by this build's rules is not told ({exc.what})")
+    except RemoteError as exc:  # a listing it failed to answer: rules unread, not none
+        return Check(GROUP, COUNTER_RECORDINGS, FAIL, f"cannot tell whether the counters' recordings are this "
+                     f"build's rules: {exc.what}", exc.hint or HINT, cause=UNREACHABLE)
+    live: dict[str, list[tuple[str, dict[str, str], str]]] = {}
+    for file, name, labels, query in loaded:
+        if name in built_rules:
+            live.setdefault(name, []).append((file, labels, query))
+    differ = [name for name in recordings if name in live and not any(
+        labels == built_rules[name].get("labels", {}) and alike(query, built_rules[name]["expr"])
+        for _, labels, query in live[name])]
+    if differ:
+        files = sorted({file for name in differ for file, _, _ in live[name]})
+        counters = list(dict.fromkeys(counter_of({"record": name}).removeprefix("gpudash:") for name in differ))
+        return Check(GROUP, COUNTER_RECORDINGS, FAIL,
+                     f"Prometheus records {shown(differ)} by rules other than this build's (expression or labels "
+                     f"differ; loaded from {shown(files)}): the Grafana rate panels of {', '.join(counters)} show what "
+                     "those rules compute",
+                     f"apply {built(PROMETHEUS_RULE_FILE)} (or put {built(RULES_FILE)} in place of the rules file "
+                     "Prometheus loads); where another settings file's rules record these counters on this "
+                     "Prometheus, judge its clusters from one settings file")
+    unlisted = [name for name in recordings if name not in live]
+    return Check(GROUP, COUNTER_RECORDINGS, OK, f"{said}, " + (
+        f"{len(recordings) - len(unlisted)} recordings by this build's rules, {len(unlisted)} by no rule the server "
+        "lists (not compared)" if unlisted else "each by this build's rules"))
 
 
 WATCHED_CLUSTERS = "watched clusters recording"

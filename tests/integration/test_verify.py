@@ -55,20 +55,26 @@ RECORDED_LATER = "1m"
 
 def _prometheus(workdir, *jobs, rules: bool = False, first_group_only: bool = False):
     """A Prometheus scraping every second; `rules`: with the counter recording rules Grafana's rate panels read
-    (alarms.counter_groups, made for its 1 s scrapes), in the groups a deployment of the PrometheusRules has them,
-    evaluated every RECORDED_EVERY; `first_group_only`: only the first of them, gpudash-counters (what an apply by a
-    role that may update PrometheusRules but not create them leaves where one object held every counter)."""
+    (alarms.counter_groups), in the groups a deployment of the PrometheusRules has them, made for its 1 s scrapes
+    (scraped_every) and evaluated every RECORDED_EVERY, and beside them, in a file of their own, as the build writes
+    them (verify reads back whether the rules Prometheus lists are the build's), evaluated every RECORDED_LATER (made
+    for 30 s scrapes, they would write the recordings a minute later); `first_group_only`: only the first 1 s group,
+    gpudash-counters (what an apply by a role that may update PrometheusRules but not create them leaves where one
+    object held every counter)."""
     config = {"global": {"scrape_interval": "1s"}, "scrape_configs": list(jobs)}
     if rules:
         project = load_project()
-        groups = counter_groups(counted_fields([q for d in project.grafana_definitions() for q in d.queries()
-                                                if not q.raw_promql], project.catalog), project.catalog,
-                                project.settings)
-        groups = [{**group, "interval": RECORDED_EVERY,
-                   "rules": [{**rule, "expr": scraped_every(rule["expr"], 30, 1)} for rule in group["rules"]]}
-                  for group in groups][:1 if first_group_only else None]
-        (workdir / "rules.yaml").write_text(json.dumps({"groups": groups}))
+        built = [{**group, "interval": RECORDED_LATER} for group in counter_groups(
+            counted_fields([q for d in project.grafana_definitions() for q in d.queries() if not q.raw_promql],
+                           project.catalog), project.catalog, project.settings)]
+        fast = [{**group, "interval": RECORDED_EVERY, "rules": [{**rule, "expr": scraped_every(rule["expr"], 30, 1)}
+                                                               for rule in group["rules"]]}
+                for group in built][:1 if first_group_only else None]
+        (workdir / "rules.yaml").write_text(json.dumps({"groups": fast}))
         config["rule_files"] = [str(workdir / "rules.yaml")]
+        if not first_group_only:
+            (workdir / "built-rules.yaml").write_text(json.dumps({"groups": built}))
+            config["rule_files"].append(str(workdir / "built-rules.yaml"))
     return Prometheus(workdir, config)
 
 
@@ -214,7 +220,8 @@ def test_all_healthy(stack):
     assert checks[("exporter", "metrics endpoint")]["detail"].startswith("service proxy gpu-operator/nvidia-dcgm-exporter")
     assert checks[("prometheus", "workload pod label")]["detail"] == "'pod' as configured"
     assert checks[("prometheus", "counter recording rules")]["detail"] == (
-        "5 counters recorded by rule groups 'gpudash-counters', 'gpudash-counters-2', 'gpudash-counters-3'")
+        "5 counters recorded by rule groups 'gpudash-counters', 'gpudash-counters-2', 'gpudash-counters-3', each by "
+        "this build's rules")
 
 
 def test_a_prometheus_missing_counter_recording_groups_is_a_failure_naming_each_unwritten_recording(
@@ -241,6 +248,30 @@ def test_a_prometheus_missing_counter_recording_groups_is_a_failure_naming_each_
     assert check["fix"].startswith("apply build/k8s/prometheusrule.yaml, whose PrometheusRules gpudash-counters-2, "
                                    "gpudash-counters-3 hold them (kubectl apply goes on past an object it may not "
                                    "create"), check
+
+
+def test_counter_recordings_by_rules_of_other_settings_than_these_are_a_failure_naming_them(stack, tmp_path):
+    """The settings' scrape interval changed to 15 s and the rules not applied since: Prometheus goes on recording
+    every counter by the rules of the 30 s settings (the build's, and the test's own made for its 1 s scrapes), and the
+    rate panels show what those compute. The check read only that each recording is written, and said ok. It
+    compares the rules Prometheus lists with the build's now (test_all_healthy: the 30 s settings' own build, each
+    alike) and names those that differ."""
+    _, verify = stack
+    settings = tmp_path / "gpudash.yaml"
+    settings.write_text("scrape:\n  interval: 15s\n")
+    _, checks = verify("--skip", "kube", "--skip", "exporter", "--skip", "cloudwatch", "--config", str(settings))
+    check = checks[("prometheus", "counter recording rules")]
+    assert check["status"] == "fail" and check["detail"].startswith(
+        "Prometheus records gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_increase, "
+        "gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_seconds, "
+        "gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase, gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds, "
+        "gpudash:DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL:step_increase and 5 more by rules other than this build's "
+        "(expression or labels differ; loaded from "), check
+    assert check["detail"].endswith(
+        "): the Grafana rate panels of DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, DCGM_FI_DEV_PCIE_REPLAY_COUNTER, "
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, "
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS show what those rules compute"), check
+    assert check["fix"].startswith("apply build/k8s/prometheusrule.yaml"), check
 
 
 def test_a_run_loads_the_kubeconfig_once_and_reads_the_nodes_once(stack, tmp_path, monkeypatch):

@@ -1,0 +1,83 @@
+"""Whether two PromQL texts are one expression: a rule gpudash wrote, and the same rule as Prometheus lists it back.
+
+Prometheus' rule listing (/api/v1/rules) gives each rule's expression as its parser prints the tree back, not as it
+was written: spaces its own, numbers as Go formats a float (`9e18` is `9e+18`, `1000000` is `1e+06`), durations in
+its units (`90s` is `1m30s`, `29999ms` is `29s999ms`), strings double-quoted, a selector's label matchers sorted by
+name. The parentheses written stay (each is a node of the tree). So two texts are one expression where their tokens are the same once each number, duration and
+string is read as its value: a rule of another build (another scrape interval, another counter reading) differs in a
+token, whatever the spacing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .promql_parens import TOKENS
+
+_MILLISECONDS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000,
+                 "y": 31_536_000_000}
+_DURATION = re.compile(r"(?:[0-9]+(?:ms|[smhdwy]))+")
+_DURATION_PART = re.compile(r"([0-9]+)(ms|[smhdwy])")
+# Go's escapes in a quoted string (strconv.Unquote, which PromQL's lexer follows)
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)", re.S)
+_NAMED = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+def _unescaped(match: re.Match) -> str:
+    escape = match.group(1)
+    if escape[0] in "xuU":
+        return chr(int(escape[1:], 16))
+    if escape[0].isdigit():
+        return chr(int(escape, 8))
+    return _NAMED.get(escape, escape)
+
+
+def _read(token: str) -> object:
+    """A token as its value where its spelling may differ: a string, a number, a duration; else the token."""
+    if token[0] in "\"'":
+        return ("string", _ESCAPE.sub(_unescaped, token[1:-1]))
+    if token[0] == "`":
+        return ("string", token[1:-1])
+    if token[0].isdigit():
+        try:
+            return ("number", float(token))
+        except ValueError:
+            pass
+        if _DURATION.fullmatch(token):
+            return ("duration", sum(int(n) * _MILLISECONDS[unit] for n, unit in _DURATION_PART.findall(token)))
+    return token
+
+
+def tokens(text: str) -> list[object]:
+    """`text`'s tokens, each number, duration and string as its value, and each selector's label matchers in one order
+    (Prometheus prints them sorted by label name: `{node="",hostname!=""}` is `{hostname!="",node=""}`; they are all
+    required alike, in any order)."""
+    read = [_read(token) for token in TOKENS.split(text)[1::2]]
+    out: list[object] = []
+    at = 0
+    while at < len(read):
+        if read[at] != "{":
+            out.append(read[at])
+            at += 1
+            continue
+        if "}" not in read[at:]:  # not PromQL (an answer gone wrong): compared token by token
+            out += read[at:]
+            break
+        end = read.index("}", at)  # a selector's braces hold matchers alone (a brace in a string is in its token)
+        matchers, one = [], []
+        for token in read[at + 1:end]:
+            if token == ",":
+                matchers.append(tuple(one))
+                one = []
+            else:
+                one.append(token)
+        if one:
+            matchers.append(tuple(one))
+        out += ["{", *sorted(matchers, key=repr), "}"]
+        at = end + 1
+    return out
+
+
+def alike(one: str, other: str) -> bool:
+    """Whether the PromQL texts `one` and `other` are one expression (module docstring)."""
+    return one == other or tokens(one) == tokens(other)
