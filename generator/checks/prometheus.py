@@ -539,7 +539,10 @@ def _recorded_as_built(prometheus: Prometheus, said: str, groups: list[dict], re
                      "those rules compute",
                      f"apply {built(PROMETHEUS_RULE_FILE)} (or put {built(RULES_FILE)} in place of the rules file "
                      "Prometheus loads); where another settings file's rules record these counters on this "
-                     "Prometheus, judge its clusters from one settings file")
+                     "Prometheus, judge its clusters from one settings file; where the rules are this build's as "
+                     "applied, something rewrote them on load (prometheus-operator's enforcedNamespaceLabel adds a "
+                     "namespace matcher to every selector and label to every rule of a PrometheusRule: list the "
+                     "PrometheusRules' namespace in the Prometheus' prometheusRulesExcludedFromEnforce)")
     unlisted = [name for name in recordings if name not in live]
     return Check(GROUP, COUNTER_RECORDINGS, OK, f"{said}, " + (
         f"{len(recordings) - len(unlisted)} recordings by this build's rules, {len(unlisted)} by no rule the server "
