@@ -242,6 +242,15 @@ def pod_total_mark(dims: tuple[str, ...] | list[str]) -> tuple[str, str] | None:
 # series carries. The fleet's values now read it past 500 GPUs (render/cloudwatch.readings_past_500): its
 # SampleCount per period counts each GPU once per scrape.
 ONCE_PER_GPU = ("readings", "once per GPU")
+# A node's total and its count of GPUs read, per scrape of its exporter, of a field the fleet's values now read
+# (render/cloudwatch.readings_past_500), which the OTel pipeline makes at the agent from each GPU's reading once
+# (render/agent_otel.node_means) and publishes under the field's name, the cluster, the node and this mark, valued
+# NODE_MEAN_KINDS: the total of the node's GPUs' readings, and their count negated (so that one query over the set
+# tells the two apart: a total is never below 0). The fleet's values read one series per node (render/cloudwatch.
+# per_node_form): a node's GPUs weigh whole however many of its scrapes arrived in the minute (a node roll, a failed
+# scrape, two exporter pods in a surge), where the readings per GPU weighed them by the scrapes that read them.
+NODE_MEAN = "node_mean"
+NODE_MEAN_KINDS = {"sum": "sum", "count": "count"}  # aggregateutil's word for the points made -> the mark's value
 
 
 # A namespace's use of each GPU per scrape, which the OTel pipeline makes at the agent from one node's scrape
@@ -672,6 +681,14 @@ def readings_dimensions(settings: Settings) -> tuple[str, ...]:
     if settings.agent.pipeline == "otel":
         return (CLUSTER_DIMENSION, ONCE_PER_GPU[0])
     return (CLUSTER_DIMENSION,)
+
+
+def node_mean_dimensions(settings: Settings) -> tuple[str, ...] | None:
+    """The set of a node's total and count of GPUs read per scrape (NODE_MEAN), which the fleet's values now read on
+    the OTel pipeline; None on classic, whose agent merges nothing (its values read one series per GPU)."""
+    if settings.agent.pipeline == "otel":
+        return (CLUSTER_DIMENSION, NODE_DIMENSION, NODE_MEAN)
+    return None
 
 
 # The agent scrapes with gpudash's own job, which keeps the exporter's workload labels as

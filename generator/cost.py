@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
-from .cloudwatch_query import (NAMESPACE_GPU, ONCE_PER_GPU, UNUSED_SHARE, is_query, level_of, pod_dimensions,
-                               node_total, pod_total_kind, pod_total_mark, readings_dimensions)
+from .cloudwatch_query import (NAMESPACE_GPU, NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, UNUSED_SHARE, is_query,
+                               level_of, pod_dimensions, node_total, pod_total_kind, pod_total_mark, readings_dimensions)
+from .dashboard_limit import METRICS_PER_WIDGET
 from .errors import InputError
 from .exporter_styles import named_daemonsets
 from .markers import GPU_DIMENSION, POD_DIMENSION
@@ -273,6 +274,8 @@ def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet)
         return pods
     if node_total(dims):  # a node's totals per scrape (the alarms' count or total per node)
         return fleet.node_count / max(fleet.clusters, 1)
+    if NODE_MEAN in dims:  # a node's total and count of GPUs read per scrape (the fleet's values now): one of each
+        return len(NODE_MEAN_KINDS) * fleet.node_count / max(fleet.clusters, 1)
     if NAMESPACE_GPU[0] in dims:  # a namespace's use of each GPU its pods hold
         return fleet.namespace_gpus / max(fleet.clusters, 1)
     if set(pod_dimensions(project.settings)) <= set(dims):  # an agent-made copy of the per-pod set (a mark added)
@@ -379,6 +382,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     # a namespace's use of each GPU its pods hold per scrape (render/agent_otel.namespace_readings, namespace_sums): one
     # point per namespace and GPU of each field, which its set publishes
     namespaces = sorted({m for dims, metrics in what.fields.items() if NAMESPACE_GPU[0] in dims for m in metrics})
+    # a node's total and count of its GPUs' readings once per scrape (render/agent_otel.node_means; the fleet's values
+    # now): an event per node and kind, each holding every field of the set
+    node_means = sorted({m for dims, metrics in what.fields.items() if NODE_MEAN in dims for m in metrics})
 
     def shown(names: list[str], sets: set[str]) -> int:
         return sum(1 for n in names if n in sets)
@@ -433,8 +439,10 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
           for mark, count in marks.items()),
         # a node's totals per scrape (the alarms' count or total per node): an event per node and mark at the scrape
         *(Events(f"a node's totals ({mark})", nodes, count, count, False) for mark, count in node_marks.items()),
-        # a GPU's readings once per scrape (render/agent_otel.once_per_gpu; the fleet's values past 500 GPUs)
+        # a GPU's readings once per scrape (render/agent_otel.once_per_gpu; the fleet's values past their LIMIT)
         Events("a GPU's readings once", gpus, len(once), len(once), False),
+        *(Events(f"a node's {kind}", nodes, len(node_means), len(node_means), False)
+          for kind in ("total of its GPUs' readings once", "count of GPUs read")),
         # a namespace's use of a GPU: an event per namespace and GPU its pods hold at the scrape
         Events("a namespace's use of a GPU", min(fleet.named_pods, instances), len(namespaces), len(namespaces),
                False),
@@ -503,9 +511,10 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     what, _ = _what_is_published(project)
     sets = what.sets()
     if fleet.mig:  # the scrape job drops the fields MIG does not report from a MIG instance's series; a GPU's
-        # reading once holds a MIG GPU's stand-in of such a field (render/agent_otel._stand_in_once)
+        # reading once (and a node's total and count of them) holds a MIG GPU's stand-in of such a field
+        # (render/agent_otel._stand_in_once)
         sets = {dims: [m for m in metrics if m not in MIG_UNSUPPORTED
-                       or ((ONCE_PER_GPU[0] in dims or NAMESPACE_GPU[0] in dims)
+                       or ((ONCE_PER_GPU[0] in dims or NAMESPACE_GPU[0] in dims or NODE_MEAN in dims)
                            and project.catalog.mig_substitute(m))]
                 for dims, metrics in sets.items()}
     # Per pod: the per-pod set, and on the OTel pipeline the sets of a pod's totals per scrape (one metric per
@@ -542,8 +551,11 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_namespace_gpu = sum(len(m) for dims, m in sets.items() if NAMESPACE_GPU[0] in dims)
     # A node's totals per scrape (node_total: the alarms' count or total per node): one metric per node and total
     per_node_total = sum(len(m) for dims, m in sets.items() if node_total(dims))
+    # and a node's total and count of GPUs read per scrape (NODE_MEAN: the fleet's values now): one metric per node,
+    # field and kind
+    per_node_mean = sum(len(m) * len(NODE_MEAN_KINDS) for dims, m in sets.items() if NODE_MEAN in dims)
     gpu_sets = {dims: len(m) for dims, m in sets.items()
-                if dims not in pod_sets and not node_total(dims)
+                if dims not in pod_sets and not node_total(dims) and NODE_MEAN not in dims
                 and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET,
                                  readings_set)
                 and MIG_PROFILE_LABEL not in dims and not set(pod_set) <= set(dims) and NAMESPACE_GPU[0] not in dims}
@@ -562,7 +574,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
         per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * (pod_gpus + churned_gpus) + \
         per_cluster * fleet.clusters + per_daemonset * daemonsets + mig_months + \
-        per_namespace_gpu * fleet.namespace_gpus + per_node_total * fleet.node_count
+        per_namespace_gpu * fleet.namespace_gpus + (per_node_total + per_node_mean) * fleet.node_count
     rate = _rate(prices, "custom_metric_month")
     free_metrics = min(_free(prices, "custom_metrics"), metric_months)
     shares = region_shares(project, fleet)  # each Region's tiers; the free tier's metrics once, for the account
@@ -593,9 +605,11 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
                 if per_namespace_gpu and fleet.namespace_gpus else "")
              + (f" + {per_node_total} x {fleet.node_count:,} GPU nodes (a node's totals per scrape: alarms counting or "
                 f"adding GPUs per node){nodes}" if per_node_total else "")
+             + (f" + {per_node_mean} x {fleet.node_count:,} GPU nodes (a node's total and count of GPUs read per "
+                f"scrape: the fleet's values now){nodes}" if per_node_mean else "")
              + (f" + {per_cluster} per cluster ("
                 + ("data-missing alarm, " if data_missing.expected(settings) else "")
-                + "the widgets' PERIOD() metric, the fleet's values now past 500 GPUs)"
+                + "the widgets' PERIOD() metric, the fleet's values now past their query's LIMIT)"
                 if per_cluster else "")
              + (f" + {per_daemonset} x {daemonsets:,} exporter DaemonSets (data-missing alarms; each cluster's, "
                 f"exporter.more_daemonsets)" if per_daemonset else "")
@@ -659,6 +673,8 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
                 except QueryError:
                     continue
                 matched = _analyzed(query.schema or [], project, fleet)
+                if any(dimension == NODE_MEAN for dimension, _, _ in query.where):  # one kind of a node's (a total)
+                    matched /= len(NODE_MEAN_KINDS)
                 analyzed += matched
                 metrics += min(matched, query.limit or 500) if query.group else 1
         shown.append(metrics)
@@ -829,6 +845,7 @@ def limits(fleet: Fleet, project: Project | None = None, artifacts: Artifacts | 
     from .artifacts import build
     from .cloudwatch_query import SERIES_PER_QUERY
     from .container_insights import enabled
+    from .cloudwatch_query import node_mean_dimensions
     from .fleet_limits import notes as fleet_notes
     from .render.cloudwatch import now_period, span
 
@@ -837,26 +854,55 @@ def limits(fleet: Fleet, project: Project | None = None, artifacts: Artifacts | 
 
         project = load_project(None, None)
     _, gpus = _per_cluster(fleet)
+    nodes = fleet.node_count / max(fleet.clusters, 1)
+    addon = enabled(project.settings)
+    per_node = not addon and node_mean_dimensions(project.settings) is not None  # (render/cloudwatch.per_node_form)
+    drawn = span(now_period(project.settings))  # a minute, or 300 s at 75 s scrapes
+    scrapes = "the minute's scrapes" if drawn == "minute" else f"the scrapes of the {drawn}"
+    values = None  # how the fleet's values now read this fleet, where it is past their query's LIMIT
+    if per_node and fleet.nodes is not None and nodes > NODES_PER_MEAN:
+        # one series per node: a mean's query returns a total and a count per node, a count's or total's one
+        which = "the average utilization and temperature" if nodes <= NODES_PER_TOTAL else \
+            "GPUs reporting, Total power draw, the average utilization and temperature"
+        values = (f"the fleet's values now read one series per node up to {NODES_PER_MEAN} nodes (the means: a total "
+                  f"and a count each) and {NODES_PER_TOTAL} (the count and the total): past them {which} read every "
+                  f"reading of the cluster in the {drawn} instead (a GPU counts, adds and weighs by its share of {scrapes} that "
+                  f"read it, once per exporter pod reading it)")
+    elif per_node and fleet.nodes is None and gpus > SERIES_PER_QUERY:  # (how many nodes: --nodes)
+        values = (f"the fleet's values now read one series per node up to {NODES_PER_MEAN} nodes (the means: a total "
+                  f"and a count each) and {NODES_PER_TOTAL} (the count and the total), past them every reading of the "
+                  f"cluster in the {drawn} (a GPU counts, adds and weighs by its share of {scrapes} that read it, once "
+                  f"per exporter pod reading it; --nodes says whether this fleet passes them)")
+    elif not per_node and not addon and gpus > SERIES_PER_QUERY:  # the add-on's fleet values read per cluster
+        values = (f"the fleet's values now (GPUs reporting, Total power draw, the average utilization and "
+                  f"temperature) read every reading of the cluster in the {drawn} instead of one series per GPU (a "
+                  f"GPU counts, adds and weighs by its share of {scrapes} that read it, once per copy, per MIG "
+                  f"instance or pod sharing it)")
     found = []
-    if gpus > SERIES_PER_QUERY and not enabled(project.settings):  # the add-on's fleet values read per cluster
-        drawn = span(now_period(project.settings))  # a minute, or 300 s at 75 s scrapes
-        scrapes = "the minute's scrapes" if drawn == "minute" else f"the scrapes of the {drawn}"
-        found.append(f"{gpus:,.0f} GPUs per cluster: a query returns at most {SERIES_PER_QUERY} series, so the "
-                     f"fleet's values now (GPUs reporting, Total power draw, the average utilization and "
-                     f"temperature) read every reading of the cluster in the {drawn} instead of one series per GPU (a "
-                     f"GPU counts, adds and weighs by its share of {scrapes} that read it: on agent.pipeline: otel once "
-                     f"per exporter pod reading it, on classic once per copy, per MIG instance or pod sharing it), "
-                     f"and GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest their threshold over their "
-                     f"window (PARTIAL_DATA): the bundled idle-GPU alarm (gpu-idle) on agent.pipeline: otel the "
-                     f"{SERIES_PER_QUERY} pod GPUs of the largest unused share summed over its 30 minutes (the pods "
-                     f"idle longest), on classic those of the lowest mean, where a pod that came within them reading "
-                     f"low (still loading) ranks before one idle all along at a few percent and can take its place "
-                     f"(alarms.per_pod: static with the long-running pods in alarms.static_pods evaluates each of "
-                     f"them); the temperature-high alarm (gpu-temp-high) on agent.pipeline: otel the "
-                     f"{SERIES_PER_QUERY} GPUs of the most readings above its level over its window (the GPUs hot "
-                     f"longest), on classic those of the highest lowest reading, where a GPU that came within it hot "
-                     f"ranks before one hot all along and can take its place (lint AL017 names such alarms)")
+    if values and gpus <= SERIES_PER_QUERY:
+        found.append(f"{nodes:,.0f} GPU nodes per cluster: {values}")
+    elif gpus > SERIES_PER_QUERY and not addon:
+        found.append(f"{gpus:,.0f} GPUs per cluster" + (f" on {nodes:,.0f} nodes" if fleet.nodes is not None else "") +
+                     f": a query returns at most {SERIES_PER_QUERY} series, so " + (f"{values}, and " if values else "") +
+                     f"GROUP BY alarms evaluate the "
+                     f"{SERIES_PER_QUERY} nearest their threshold over their window (PARTIAL_DATA): the bundled "
+                     f"idle-GPU alarm (gpu-idle) on agent.pipeline: otel the {SERIES_PER_QUERY} pod GPUs of the largest "
+                     f"unused share summed over its 30 minutes (the pods idle longest), on classic those of the lowest "
+                     f"mean, where a pod that came within them reading low (still loading) ranks before one idle all "
+                     f"along at a few percent and can take its place (alarms.per_pod: static with the long-running pods "
+                     f"in alarms.static_pods evaluates each of them); the temperature-high alarm (gpu-temp-high) on "
+                     f"agent.pipeline: otel the {SERIES_PER_QUERY} GPUs of the most readings above its level over its "
+                     f"window (the GPUs hot longest), on classic those of the highest lowest reading, where a GPU that "
+                     f"came within it hot ranks before one hot all along and can take its place (lint AL017 names such "
+                     f"alarms)")
     return found + fleet_notes(project, artifacts or build(project), fleet)
+
+
+# The nodes a fleet value's query holds (render/cloudwatch.per_node_form) while it reads one series per node: under its
+# LIMIT (combined_limit: the widget's 500 metrics less its other lines, the PERIOD() line and the readings' Sum and
+# SampleCount of a mean, 497, or the readings' one of a count or a total, 498), a mean's two series per node
+NODES_PER_MEAN = (METRICS_PER_WIDGET - 3 - 1) // 2
+NODES_PER_TOTAL = METRICS_PER_WIDGET - 2 - 1
 
 
 def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = None,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable
 
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
-from .cloudwatch_query import SERIES_PER_QUERY, is_query
+from .cloudwatch_query import NODE_MEAN, NODE_MEAN_KINDS, SERIES_PER_QUERY, is_query
 from .container_insights_table import DEVICE as ADDON_GPU, NODE as ADDON_NODE, POD as ADDON_POD
 from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA
@@ -57,6 +57,7 @@ class Read:
     seconds: int  # the range it reads: a widget's time range, an alarm's evaluation window
     alarm: bool  # an alarm's query (its contributors', or one its metric math reads), else a widget's
     regional: bool = False  # a fleet alarm: one query over every cluster of its Region
+    each: int = 1  # metrics per object of its SCHEMA it matches (a node's total and count: two, or one its WHERE names)
 
 
 @dataclass(frozen=True)
@@ -104,9 +105,12 @@ def reads(project: Project, artifacts: Artifacts) -> list[Read]:
                 options = line[-1] if line and isinstance(line[-1], dict) else {}
                 query = _parsed(str(options.get("expression", "")))
                 if query is not None:
+                    # a fleet value's query per node reads its total and count, or the one its WHERE names
+                    each = len(NODE_MEAN_KINDS) if NODE_MEAN in (query.schema or ()) \
+                        and not any(dimension == NODE_MEAN for dimension, _, _ in query.where) else 1
                     found.append(Read(f"\"{panel_title(properties.get('title', ''))}\" ({names[dashboard.name]})",
                                       query.metric, tuple(query.schema or ()), tuple(query.group),
-                                      _seconds(properties.get("start", ""), whole), False))
+                                      _seconds(properties.get("start", ""), whole), False, each=each))
     prefix = f"{settings.alarms.name_prefix}-{cluster.name}-"
     for region, clusters, read in alarm_reads(artifacts):
         if clusters and clusters != {cluster.name} or not clusters and region != cluster.region:
@@ -142,7 +146,9 @@ def matched(read: Read, fleet: Fleet) -> Matched:
     what = objects(read.schema)
     count = {"pods": fleet.pods + started, "pod GPUs": fleet.pods + started, "GPU instances": fleet.instances,
              "GPUs": fleet.gpu_count, "GPU nodes": fleet.node_count}
-    return Matched(count[what] / clusters, what) if what in count else Matched(1, what)
+    if what not in count:
+        return Matched(read.each, what)
+    return Matched(count[what] * read.each / clusters, f"{what}' totals and counts" if read.each > 1 else what)
 
 
 def objects(schema: Iterable[str]) -> str:
@@ -204,7 +210,7 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
     def count(read: Read) -> Matched:
         one = matched(read, fleet)
         scale = per_region if read.regional else 1  # a fleet alarm reads every cluster of its Region
-        return Matched(one.metrics * scale, one.what + (nodes if one.what == "GPU nodes" else ""))
+        return Matched(one.metrics * scale, one.what + (nodes if one.what.startswith("GPU nodes") else ""))
 
     def series(read: Read) -> Matched:
         """The series a GROUP BY query returns: one per group, so what its keys name (the nodes of a query grouped

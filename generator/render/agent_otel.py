@@ -69,10 +69,10 @@ from typing import Any, Collection, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, Catalog
-from ..cloudwatch_query import (LEVEL_FLAG, NAMESPACE_GPU, ONCE_PER_GPU, SHARE_BOUNDS, UNUSED_SHARE, marked_level,
-                                merged_copies, number, pod_total_kind, pod_total_mark)
+from ..cloudwatch_query import (LEVEL_FLAG, NAMESPACE_GPU, NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, SHARE_BOUNDS,
+                                UNUSED_SHARE, marked_level, merged_copies, number, pod_total_kind, pod_total_mark)
 from ..errors import InputError
-from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, POD_DIMENSION
+from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
 from ..settings import Cluster, Settings
 
@@ -611,7 +611,8 @@ def _marked(dims: list[str] | tuple[str, ...]) -> str | None:
     marked = pod_total_mark(dims)
     if marked:
         return marked[0]
-    return next((mark for mark, _ in (ONCE_PER_GPU, NAMESPACE_GPU, UNUSED_SHARE) if mark in dims), None) or \
+    return next((mark for mark in (ONCE_PER_GPU[0], NAMESPACE_GPU[0], UNUSED_SHARE[0], NODE_MEAN) if mark in dims),
+                None) or \
         next((name for name in dims if marked_level(name)), None)
 
 
@@ -876,8 +877,52 @@ def once_per_gpu(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[d
     catalog.Metric.per_gpu_aggregation says and the Prometheus side reads it); one whose instances add up
     (framebuffer) is made before the blank filter (once_sums). They run after the blank filter (a blank is no
     reading, and would be the largest), on one scrape of one target: two exporter pods on one node (a DaemonSet's
-    surge) still read the GPU twice."""
-    return _readings_once(catalog, declarations, ONCE_PER_GPU, ONCE_PREFIX)
+    surge) still read the GPU twice. Before the last (their rename), each node's total and count of them
+    (node_means)."""
+    result = _readings_once(catalog, declarations, ONCE_PER_GPU, ONCE_PREFIX)
+    result[-1:-1] = node_means(catalog, declarations) if result else []
+    return result
+
+
+NODE_MEAN_PREFIX = "gpudash.nodemean."  # a node's total or count, `<kind>.<field>`, until they take the field's name back
+
+
+def node_means(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """metricstransform's transforms (in metricstransform/gpudash, from the GPUs' readings once that once_per_gpu
+    inserts, before their rename) that make, from each scrape of a node's exporter, the node's total of the readings
+    of the fields published in the set marked NODE_MEAN (cloudwatch_query.node_mean_dimensions: the fleet's values
+    now) and its count of GPUs read, negated: each GPU's reading once (its copies merged, a MIG GPU's instances
+    averaged or its stand-in, DCGM's blanks dropped) inserted under NODE_MEAN_PREFIX + kind + field, then per field
+    `combine`d into one metric (a node whose GPUs are some whole and some MIG has two metrics of a GPU's readings
+    once: one of each insert) and its points added over the cluster and the node, marked. The count is the sum over
+    the node of 2 per GPU, times -0.5: each GPU's reading inserted twice, the two merged by `count` (which writes 2
+    for two points; a lone point keeps its value), as pod_totals counts. aggregate_labels keeps only the cluster and
+    the node (and adds the mark): one point per node, kind and scrape, published in the marked set alone (the other
+    declarations' label matchers keep the mark out, _kept_apart). A DaemonSet's surge (two exporter pods on a node)
+    scrapes it twice: two points of one total, which a mean over the minute reads once."""
+    names = [name for name in once_fields(catalog, declarations, NODE_MEAN) if name in
+             once_fields(catalog, declarations)]
+    if not names:
+        return []
+    node = [CLUSTER_DIMENSION, NODE_DIMENSION]
+    once = f"^{re.escape(ONCE_PREFIX)}({'|'.join(re.escape(n) for n in names)})$"
+    result: list[dict[str, Any]] = [{"include": once, "match_type": "regexp", "action": "insert",
+                                     "new_name": f"{NODE_MEAN_PREFIX}{kind}.${{1}}"} for kind in NODE_MEAN_KINDS]
+    for name in names:
+        counted = f"^{re.escape(f'{NODE_MEAN_PREFIX}count.{name}')}$"
+        result.append({"include": counted, "match_type": "regexp", "action": "insert",
+                       "new_name": f"{NODE_MEAN_PREFIX}count.{name}"})
+        for kind, value in NODE_MEAN_KINDS.items():
+            result.append({"include": f"^{re.escape(f'{NODE_MEAN_PREFIX}{kind}.{name}')}$", "match_type": "regexp",
+                           "action": "combine", "new_name": f"{NODE_MEAN_PREFIX}{kind}.{name}",
+                           "aggregation_type": kind,
+                           "operations": [{"action": "aggregate_labels", "label_set": node, "aggregation_type": "sum"},
+                                          *([{"action": "experimental_scale_value", "experimental_scale": -0.5}]
+                                            if kind == "count" else []),
+                                          {"action": "add_label", "new_label": NODE_MEAN, "new_value": value}]})
+    result.append({"include": f"^{re.escape(NODE_MEAN_PREFIX)}(?:{'|'.join(NODE_MEAN_KINDS)})\\.(.+)$",
+                   "match_type": "regexp", "action": "update", "new_name": "${1}"})
+    return result
 
 
 def _readings_once(catalog: Catalog, declarations: list[dict[str, Any]], marked: tuple[str, str], prefix: str,
@@ -957,8 +1002,9 @@ def _once_labels(declarations: list[dict[str, Any]], marked: str = ONCE_PER_GPU[
     the per-GPU set's: cloudwatch_query.once_dimensions), the cluster and the GPU's UUID. One GPU's copies name one node
     and index, so they merge alike, and every field's point of a GPU has one label set (one EMF event per GPU and
     scrape)."""
-    named = {name for d in declarations for dims in d["dimensions"] if marked in dims
-             for name in dims if name != marked}
+    named = {name for d in declarations for dims in d["dimensions"]
+             if marked in dims or marked == ONCE_PER_GPU[0] and NODE_MEAN in dims  # (node_means adds them per node)
+             for name in dims if name not in (marked, NODE_MEAN)}
     return sorted({*named, CLUSTER_DIMENSION, GPU_ONCE})
 
 

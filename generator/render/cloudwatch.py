@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Iterable
 
 from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..errors import InputError
-from ..cloudwatch_query import (ONCE_PER_GPU, PERIOD, SERIES_PER_QUERY, Plan, Unsupported, blank_floor, number,
-                                pod_total_kind, readings_dimensions, series_label)
+from ..cloudwatch_query import (NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, PERIOD, SERIES_PER_QUERY, Plan,
+                                Unsupported, blank_floor, node_mean_dimensions, number, pod_total_kind,
+                                quote_identifier, quote_string, readings_dimensions, series_label)
 from ..container_insights import (MIG_ONE_INSTANCE, NotPublished, enabled as addon_source, layout_of,
                                   observed_every, plan as addon_plan, source_plan)
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
@@ -107,8 +108,11 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     field = period_field(catalog, settings) if periods else None
     if field:
         result.setdefault(field, set()).add((CLUSTER_DIMENSION,))
+    nodes = node_mean_dimensions(settings)
     for name in sorted(per_cluster):
         result.setdefault(name, set()).add(readings_dimensions(settings))
+        if nodes:  # each node's total and count of GPUs read (per_node_form), the readings past its LIMIT
+            result[name].add(nodes)
     return result
 
 
@@ -128,6 +132,7 @@ class _MetricWidget:
     readings_set: tuple[str, ...] = (CLUSTER_DIMENSION,)  # the set they are read from (readings_dimensions)
     combined: int = SERIES_PER_QUERY  # the LIMIT of a query whose series combine into one line (combined_limit)
     bounded: bool = False  # past the LIMIT both forms read at most what is there (a count, a total): the larger shown
+    per_node: str | None = None  # the value from a query of one series per node (per_node_form), over `q1`
 
     def in_cluster(self, cluster: Cluster) -> dict[str, Any]:
         expression = self.query[0] + self.plan.cluster_filter(cluster) + self.query[1]
@@ -154,7 +159,8 @@ class _MetricWidget:
         the query itself."""
         if self.plan.math is None and self.true_at is None:
             return None
-        shown = "q1" if self.plan.math is None else self.plan.math.format(q="q1", p=f"PERIOD({PERIOD_ID})")
+        shown = self.per_node or ("q1" if self.plan.math is None else
+                                  self.plan.math.format(q="q1", p=f"PERIOD({PERIOD_ID})"))
         if self.readings is not None:
             # Past 500 GPUs the query returns 500 of them: the mean of every reading of the cluster instead. A count
             # or a total of the query's series then misses GPUs it did not return, and the readings' one counts a
@@ -288,12 +294,47 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         properties["view"] = "bar"
         properties["setPeriodToTimeRange"] = True
     readings = readings_form(query, catalog, settings) if past_500 else None
-    return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit, rank=rank),
+    per_node = per_node_form(plan_, query, settings, limit) if past_500 else None
+    return _MetricWidget(plan_, properties, per_node[0] if per_node else
+                         plan_.around_cluster(settings, order=order, limit=limit, rank=rank),
                          label, position,
                          plan_.namespace or settings.cloudwatch.namespace, true_at,
                          None if plan_.namespace else period_field(catalog, settings), readings,
                          readings_dimensions(settings), limit if plan_.group and not plan_.series else SERIES_PER_QUERY,
-                         query.aggregation in ("count", "sum"))
+                         query.aggregation in ("count", "sum"), per_node[1] if per_node else None)
+
+
+# The math over a query of one series per node and kind (per_node_form), by the fleet value's aggregation: a count is
+# the nodes' negated counts added (each node's MIN over the minute: its most GPUs read at one scrape); a total the
+# nodes' totals (each their mean over the minute's scrapes) added; a mean their totals over their counts, from one
+# query of both: totals are never below 0 and counts are negated, so SUM(ABS) + SUM is twice the totals and
+# SUM(ABS) - SUM twice the counts (ABS of an array is an array, SUM of it one line).
+PER_NODE_MATH = {"count": "0 - SUM(q1)", "sum": "SUM(q1)",
+                 "avg": "(SUM(ABS(q1)) + SUM(q1)) / (SUM(ABS(q1)) - SUM(q1))"}
+PER_NODE_READ = {"count": ("MIN", "count"), "sum": ("AVG", "sum"), "avg": ("AVG", None)}  # SELECT's, the kind read
+
+
+def per_node_form(plan_: Plan, query: Query, settings: Settings, limit: int) -> tuple[tuple[str, str], str] | None:
+    """(the query before and after its cluster filter, the math over it as `q1`) of a fleet value now
+    (readings_past_500) on the OTel pipeline, which reads each node's total and count of GPUs read per scrape
+    (cloudwatch_query.NODE_MEAN, made at the agent: render/agent_otel.node_means) instead of one series per GPU: a
+    node's GPUs weigh whole however many of its scrapes arrived in the minute (a node that came or left within it, a
+    failed scrape, two exporter pods reading it in a DaemonSet's surge), which over one series per GPU, ranked to its
+    LIMIT, read 24.19 % for 27.90 % through a node roll of 496 GPUs. A GPU read at fewer of the minute's scrapes than
+    its node (DCGM's blank at one, a GPU that came or left while its node reported on) weighs by its share of the
+    node's readings (readings_note says so). Its series are nodes, ranked by how many scrapes saw each (the nodes
+    reporting longest in the range, those a node roll keeps), to the same LIMIT; past it the readings' form. None on
+    classic (nothing merges at its agent)."""
+    dims = node_mean_dimensions(settings)
+    if dims is None:
+        return None
+    function, kind = PER_NODE_READ[query.aggregation]
+    group = (NODE_DIMENSION,) if kind else (NODE_DIMENSION, NODE_MEAN)
+    nodes = replace(plan_, function=function, dims=dims, group=group)
+    before, after = nodes.around_cluster(settings, order="DESC", limit=limit, rank="COUNT")
+    if kind:  # the one kind the value reads (the cluster's filter comes first: every cluster's query has one)
+        after = f" AND {quote_identifier(NODE_MEAN)} = {quote_string(NODE_MEAN_KINDS[kind])}{after}"
+    return (before, after), PER_NODE_MATH[query.aggregation]
 
 
 NOW_PERIODS = 4  # a now value's own range, in its periods: the minute drawn, the one filling, and room for both
@@ -581,9 +622,28 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
         return (f"a GPU read more than once per scrape {verb} once per copy (" + (
                 f"the exporter repeats its reading {copies.replace('one per', 'once per')}, and {surge})" if copied
                 else f"{surge})"))
-    # the switch counts the query's series over the widget's time range, not the GPUs of the cluster now
-    until = (f"while under {n} GPUs reported within the widget's time range (a GPU that left or came within it "
-             f"counts, so a node roll can reach {n} with fewer in the cluster), and from {n} on ")
+    # the switch counts the query's series over the widget's time range, not the GPUs (nodes) of the cluster now
+    per_node = node_mean_dimensions(settings) is not None  # its series are nodes (per_node_form)
+    kinds = len(NODE_MEAN_KINDS) if per_node and query.aggregation == "avg" else 1  # a total and a count per node
+    switch = -(-n // kinds)
+    one, many = ("node", "nodes") if per_node else ("GPU", "GPUs")
+    until = (f"while under {switch} {many} reported within the widget's time range (" +
+             (f"its query returns two series per node, a total and a count, and " if kinds == 2 else "") +
+             f"a {one} that left or came within it counts, so a node roll can reach {switch} with fewer in the "
+             f"cluster), and from {switch} on ")
+    if per_node:  # what one series per node reads, and what it weighs by its share
+        verb = {"avg": "weigh", "count": "count", "sum": "add"}[query.aggregation]
+        whole = (f"a node that came or left within the {drawn}, or whose scrape failed in it, {verb}s its GPUs whole, "
+                 f"and two exporter pods reading a node at once (a DaemonSet's surge) {verb} them once")
+        share = (f"a GPU read at fewer of the {drawn}'s scrapes than its node (DCGM's blank at one, or it came or left "
+                 f"while its node reported on) {{}} the share of its node's scrapes that read it")
+    if query.aggregation == "avg" and per_node:
+        return (f"the mean over the GPUs reporting in the {drawn}: the nodes' totals of their GPUs' readings added, "
+                f"over their counts of GPUs read added (each node's a mean over its scrapes in the {drawn}) ({whole}, but "
+                f"{share.format('weighs by')}), {until}"
+                + source.format("the mean of every reading")
+                + f": a GPU weighs by its readings there, so one that came or left within the {drawn}, or whose "
+                  f"node's scrape failed in it, weighs less than one read at every scrape, and " + twice("weighs"))
     if query.aggregation == "avg":
         return (f"the mean of each GPU's mean {until}"
                 + source.format("the mean of every reading")
@@ -593,15 +653,20 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
     each = (f"the {per_gpu} readings one GPU gives there (one per scrape of {settings.scrape.seconds} s)"
             if per_gpu > 1 else f"the one reading one GPU gives there (a scrape every {settings.scrape.seconds} s)")
     if query.aggregation == "count":
-        return (f"the number of GPUs reporting {until}"
-                + source.format(f"the larger of two counts: the GPUs of those {n} series reporting in the {drawn}, "
-                                f"and the number of readings")
+        counted = (f": each node's most GPUs read at one scrape of the {drawn}, added over the nodes ({whole}), "
+                   if per_node else "")
+        return (f"the number of GPUs reporting{counted or ' '}{until}"
+                + source.format(f"the larger of two counts: the GPUs of those {n} {many if per_node else 'series'} "
+                                f"reporting in the {drawn}, and the number of readings")
                 + f" over {each}: every GPU is in the latter, but one that came "
                   f"or left within the {drawn}, or whose node's scrape failed in it, counts as the share of "
                   f"{scrapes} that read it, and " + twice("counts"))
-    return (f"the total of each GPU's mean {until}"
-            + source.format(f"the larger of two totals: the means of those {n} series reporting in the {drawn} "
-                            f"added up, and the total of every reading")
+    added = (f"the total of each node's GPUs' readings, a mean over its scrapes in the {drawn}, added over the nodes "
+             f"({whole}, but {share.format('adds its mean times')}), " if per_node else "the total of each GPU's mean ")
+    return (f"{added}{until}"
+            + source.format(f"the larger of two totals: the {'totals' if per_node else 'means'} of those {n} "
+                            f"{many if per_node else 'series'} reporting in the {drawn} added up, and the total of "
+                            f"every reading")
             + f" over {each}: every GPU is in the latter, but one that came or "
               f"left within the {drawn}, or whose node's scrape failed in it, adds its share of {scrapes} "
               f"that read it, and " + twice("adds"))

@@ -94,11 +94,18 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
                   if d["metric_name_selectors"] == ["^scrape_samples_post_metric_relabeling$"]]
             assert [d["dimensions"] for d in up] == [[["ClusterName", "node"]]]
             # and the points it makes at the agent in sets of their own, where the JSON path reads the field itself:
-            # a GPU's readings once per scrape ([ClusterName, readings], the fleet's values past 500 GPUs; classic
+            # a GPU's readings once per scrape ([ClusterName, readings], the fleet's values past their LIMIT; classic
             # reads [ClusterName]) and a share's unused share (the idle alarms' sets and `share`)
-            made = [d for d in emf["metric_declarations"] if {"readings", "share"} & set(d["dimensions"][0])
+            made = [d for d in emf["metric_declarations"] if {"readings", "share", "node_mean"} & set(d["dimensions"][0])
                     or "above 80" in d["dimensions"][0]]
-            assert {tuple(d["dimensions"][0]) for d in made} >= {("ClusterName", "readings")}
+            assert {tuple(d["dimensions"][0]) for d in made} >= {("ClusterName", "readings"),
+                                                                 ("ClusterName", "node", "node_mean")}
+            # each node's total and count of its GPUs' readings once (the fleet's values now, per node), of the
+            # fields read once per GPU for them; classic reads one series per GPU, no such set
+            (nodes,) = [d for d in made if "node_mean" in d["dimensions"][0]]
+            (once,) = [d for d in made if d["dimensions"][0] == ["ClusterName", "readings"]]
+            assert set(nodes["metric_name_selectors"]) <= set(once["metric_name_selectors"]), nodes
+            assert set(nodes["metric_name_selectors"]) >= {"^DCGM_FI_DEV_GPU_TEMP$", "^DCGM_FI_DEV_POWER_USAGE$"}
 
             def read_as(declarations, dims_of, selectors_of) -> dict:
                 result: dict = {}
@@ -106,13 +113,14 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
                     dims = tuple(x for x in dims_of(d) if x not in ("readings", "share", "above 80"))
                     result.setdefault(dims, set()).update(selectors_of(d))
                 return result
-            assert read_as([d for d in emf["metric_declarations"] if d not in totals + up],
+            assert read_as([d for d in emf["metric_declarations"] if d not in totals + up + [nodes]],
                            lambda d: d["dimensions"][0], lambda d: d["metric_name_selectors"]) == read_as(
                 classic["metric_declaration"], lambda d: d["dimensions"][0],
                 lambda d: [s for s in d["metric_selectors"] if "GPU_I_ID" not in d["dimensions"][0] or s not in device])
             assert {tuple(d["dimensions"][0][-2:]) for d in totals} == {("pod", "pod_total"), ("pod", "pod_gpus")}
-            assert all(d["label_matchers"] == [{"label_names": ["above 80", "pod_gpus", "pod_total", "readings",
-                                                                "share"], "separator": ";", "regex": "^;;;;$"}]
+            assert all(d["label_matchers"] == [{"label_names": ["above 80", "node_mean", "pod_gpus", "pod_total",
+                                                                "readings", "share"], "separator": ";",
+                                                "regex": "^;;;;;$"}]
                        for d in emf["metric_declarations"] if d not in totals + made)
             assert {d["metric_name"]: d["unit"] for d in emf["metric_descriptors"]} == classic["metric_unit"]
             assert emf["log_group_name"] == prometheus["log_group_name"]
@@ -269,9 +277,21 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
                                 for p in level)) == sorted(set(
         (p.metric, p.dimensions, p.timestamp, float(p.value > 80)) for p in classic
         if (p.metric, tuple(p.dims())) in level_sets))
+    # and each node's total and count (negated) of its GPUs' readings once per scrape ([ClusterName, node, node_mean]:
+    # the fleet's values now): the node's per-GPU readings of the field at that scrape added, and counted
+    nodes = [p for p in otel if "node_mean" in p.dims()]
+    node_metrics = {p.metric for p in nodes}
+    gpus_read: dict = {}
+    for p in classic:
+        if p.metric in node_metrics and p.dims().keys() == {"ClusterName", "node", "gpu"}:
+            total, count = gpus_read.get((p.metric, p.dims()["node"], p.timestamp), (0.0, 0))
+            gpus_read[(p.metric, p.dims()["node"], p.timestamp)] = (total + p.value, count + 1)
+    assert nodes and {(p.metric, p.dims()["node"], p.timestamp, p.dims()["node_mean"]): p.value for p in nodes} == \
+        pytest.approx({(*key, kind): total if kind == "sum" else -count
+                       for key, (total, count) in gpus_read.items() for kind in ("sum", "count")})
     published_sets = {(p.metric, tuple(p.dims())) for p in otel}
     replaced = {p for p in classic if (p.metric, tuple(p.dims())) not in published_sets}
-    left_out = set(totals) | set(flags) | set(once) | set(once_per_gpu) | set(share) | set(level)
+    left_out = set(totals) | set(flags) | set(once) | set(once_per_gpu) | set(share) | set(level) | set(nodes)
     instances = set(per_instance) | replaced
     assert totals and [p for p in otel if p not in left_out] == [p for p in classic if p not in instances]
 
@@ -327,8 +347,9 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     """Both publish the same metrics, except that classic also
     lists each device counter per GPU instance (100 whole GPUs are 100 instances, so OTel has 100 custom metrics fewer per
     device counter) and OTel publishes five totals per pod (power, framebuffer, PCIe both ways, GPUs: 80 pods) and
-    the exporters' scrapes without DCGM samples per GPU node (counted per GPU: 100) and one metric per cluster (the
-    temperature of a GPU's readings once, beside the data-missing alarm's); both log every scraped field per
+    the exporters' scrapes without DCGM samples per GPU node (counted per GPU: 100), each node's total and count of
+    GPUs read of the fleet's values' three fields (6 per node) and one metric per cluster (the temperature of a GPU's
+    readings once, beside the data-missing alarm's); both log every scraped field per
     GPU and scrape (the OTel filter drops the receiver's own up and scrape_* series, as the JSON path's scraper does,
     but a scrape without DCGM samples: none here), OTel in more events (test_cost_log_events.py): each GPU's
     counters per pod and merged, the pods' totals. The estimate differs by those alone."""
@@ -341,7 +362,8 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     # alarm's [ClusterName] and a GPU's readings once, [ClusterName, readings])
     # and a GPU's temperature flags (its utilization once, which the utilization widgets read, replaces the per-GPU
     # set's)
-    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus - 1 - fleet.gpus
+    # and each node's total and count of GPUs read of the fleet's values' three fields (counted per GPU: 6 x 100)
+    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus - 1 - fleet.gpus - 6 * fleet.gpus
     assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
     costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
     assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \
@@ -361,8 +383,15 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
         # both under 10,000 metrics: the fewer are priced at the first tier (the free tier's first 10 in both)
         first_tier = load_prices()["rates"]["custom_metric_month"]["tiers"][0][1]
         assert o["total"] == pytest.approx(c["total"] - fewer * first_tier + logged, abs=0.01)
+        # the fleet means' queries per node read a total and a count per node (nodes counted per GPU: 200 metrics
+        # for the per-GPU set's 100), so a dashboard shows and analyzes more, free in the console
+        (reads,) = [j for j, line in enumerate(c["lines"]) if line["item"].startswith("dashboard reads")]
+        assert o["lines"][reads]["quantity"] > c["lines"][reads]["quantity"] and o["lines"][reads]["monthly"] == 0
+
         def same(line):  # the per-node alarm (OTel) and the per-GPU one (classic) analyze as many metrics here
-            return {**line, "basis": line["basis"].split(" (the data-missing rule's per node")[0]}
+            basis = line["basis"].split(" (the data-missing rule's per node")[0].split("; these show up to")[0]
+            return {**line, "basis": basis, **({"quantity": None} if line["item"].startswith("dashboard reads")
+                                              else {})}
         assert [same(line) for j, line in enumerate(o["lines"]) if j != i and j not in logs] == \
             [same(line) for j, line in enumerate(c["lines"]) if j != i and j not in logs]
         changed += 1

@@ -258,7 +258,8 @@ def test_no_widget_carries_a_blank_guard_where_the_agent_drops_blanks(otel_fleet
     past_500 = re.compile(r"IF\(METRIC_COUNT\(q1\) < \d+, ")  # a choice between two forms by the series returned
     larger = re.compile(r"IF\((.+?) > (.+?), \1, \2\)")  # past it, the larger of a count's or a total's two forms
     assert maths and not [m for m in maths if "IF(" in larger.sub("", past_500.sub("", m)) or "FLOOR(" in m]
-    assert any("SUM(q1) / SUM(q1 * 0 + 1)" in m for m in maths)  # a mean over the GPUs that have a value stays
+    # a mean over the GPUs that have a value stays: the fleet's, per node, the nodes' totals over their counts
+    assert any("(SUM(ABS(q1)) + SUM(q1)) / (SUM(ABS(q1)) - SUM(q1))" in m for m in maths)
 
 
 def _noted(project):

@@ -1,15 +1,21 @@
-"""Under 500 GPUs the fleet's values now weigh each GPU whole in the minute drawn, one read there fewer times than its
-node was scraped too: a GPU that read DCGM's blank at one of the minute's two scrapes, or that left its node within
-the minute while the node's other GPUs went on reporting.
+"""Under 500 GPUs the fleet's values now weigh a GPU read fewer times than its node was scraped in the minute drawn: a
+GPU that read DCGM's blank at one of the minute's two scrapes, or that left its node within the minute while the node's
+other GPUs went on reporting.
 
-"GPUs reporting", "Total power draw" and "Average GPU utilization" combine one series per GPU (each GPU's mean over
-the minute) while their query holds every GPU. A form that combines per node instead (each node's GPU count and
-total per scrape, averaged over the minute: the way past 500 GPUs that issue 10 asks for, /work/coord/s40/G-log.md)
-weighs such a GPU by its share of its node's readings in the minute: 20.07 % where the mean of the 480 GPUs is
-20.15 %, and 62,110 W for 62,160 W. These controls hold the per-GPU truth under 500 GPUs against that trade.
+On the OTel pipeline "Total power draw" and "Average GPU utilization" combine one series per node (each node's total and
+count of GPUs read per scrape, averaged over the minute: render/cloudwatch.per_node_form, the product's choice in
+session 41 because it reads the truth through node rolls, failed scrapes and exporter surges at every size, where one
+series per GPU ranked to the query's LIMIT read 24.19 % for 27.90 % in a node roll of 496 GPUs). Such a GPU then weighs
+by its share of its node's readings in the minute: 20.07 % where the mean of the 480 GPUs is 20.15 %, and 62,110 W for
+62,160 W. No one-query-per-widget form reads both (a widget holds one Metrics Insights query, and per node the agent
+cannot know a GPU's mean over scrapes: no processor keeps state across scrapes), and the header says it. The truth is
+pinned here as strict xfails; main 09184ff3 (one series per GPU under 497) passed them. "GPUs reporting" reads each
+node's most GPUs at one scrape of the minute: exact in both cases.
 """
 
 from __future__ import annotations
+
+import pytest
 
 from tests.support import cloudwatch_eval
 from tests.unit.test_cloudwatch_fleet_over_500 import BLANK, END, PER_NODE, _shown
@@ -53,17 +59,27 @@ def _now(blank: bool) -> dict[str, float]:
 MEAN = (90.0 + (NODES * PER_NODE - 1) * 20.0) / (NODES * PER_NODE)  # GPU 7 of node 0 weighs as one GPU: 20.15 %
 
 
+def test_a_gpu_read_in_part_of_the_minute_still_counts():
+    """Each node's most GPUs read at one scrape of the minute: a GPU that read the blank once, or left within the
+    minute, was read at one of them."""
+    assert _now(blank=True)["GPUs reporting"] == NODES * PER_NODE
+    assert _now(blank=False)["GPUs reporting"] == NODES * PER_NODE
+
+
+@pytest.mark.xfail(strict=True, reason="per node (the OTel pipeline's fleet values) a GPU weighs by its share of its "
+                                       "node's readings in the minute: 20.07 % for 20.15 % (the header says so)")
 def test_a_gpu_reading_the_blank_once_in_the_minute_weighs_whole_in_the_fleet_mean():
     """Its mean over the minute is its one reading, 90 %; weighed by its readings within its node: 20.07 %."""
     values = _now(blank=True)
     assert abs(values["Average GPU utilization"] - MEAN) < 1e-9, values
-    assert values["GPUs reporting"] == NODES * PER_NODE, values
 
 
-def test_a_gpu_that_left_its_node_within_the_minute_counts_adds_and_weighs_whole():
-    """It reported in the minute drawn: it counts, adds its 100 W and weighs whole (per node: 62,110 W for 62,160 W,
-    20.07 %; 479.5 GPUs where a node's count is its mean over the minute, not its largest)."""
+@pytest.mark.xfail(strict=True, reason="per node (the OTel pipeline's fleet values) a GPU that left within the minute "
+                                       "while its node reported on adds and weighs by its share of the node's "
+                                       "readings: 62,110 W for 62,160 W, 20.07 % for 20.15 % (the header says so)")
+def test_a_gpu_that_left_its_node_within_the_minute_adds_and_weighs_whole():
+    """It reported in the minute drawn: it adds its 100 W and weighs whole (per node: 62,110 W for 62,160 W,
+    20.07 %)."""
     values = _now(blank=False)
-    assert values["GPUs reporting"] == NODES * PER_NODE, values
     assert abs(values["Total power draw"] - sum(PER_NODE * (100.0 + n) for n in range(NODES))) < 1e-9, values
     assert abs(values["Average GPU utilization"] - MEAN) < 1e-9, values

@@ -439,8 +439,11 @@ def test_busy_mig_pods_are_not_called_idle_on_cloudwatch(project_dir):
     # fleet's mean utilization's: its instances' engine activity x 100, never the 0 they carry)
     assert {p.metric for p in points} == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "scrape_samples_post_metric_relabeling",
                                           "DCGM_FI_DEV_GPU_UTIL"}
-    util = [p for p in points if p.metric == "DCGM_FI_DEV_GPU_UTIL"]
+    # (each GPU's reading once; its node's total and count of them, node_mean, the fleet value's per node: 80, -1)
+    util = [p for p in points if p.metric == "DCGM_FI_DEV_GPU_UTIL" and "node_mean" not in p.dims()]
     assert all(p.dims().get("readings") == "once per GPU" for p in util) and {p.value for p in util} == {80.0}
+    nodes = {p.dims()["node_mean"]: p.value for p in points if "node_mean" in p.dims()}
+    assert nodes == {"sum": 80.0, "count": -1.0}, nodes
     assert _firing(_alarms(files)["gpu-idle-warning"], points) == set()
     (properties,) = [p for _, p in _widgets(files) if panel_title(p["title"]) == "GPU utilization by pod"]
     assert cloudwatch_eval.widget(properties, points, START, END) == {}

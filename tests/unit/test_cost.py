@@ -86,18 +86,20 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # (counted per GPU), and the idle alarms' utilization per pod and GPU (one per GPU a pod holds), and the
     # temperature-high alarm's flags past its level per GPU, and each GPU's utilization once (the fleet's mean
     # utilization reads every GPU once, a MIG GPU by its stand-in)
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 9 + 5 * 80 + 1 * 100 + 1 * 100 + 1 * 100 + 1 * 100
+    # and per GPU node (counted per GPU) its total and count of GPUs read of the fleet values' three fields
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 9 + 5 * 80 + 1 * 100 + 1 * 100 + 1 * 100 + 1 * 100 \
+        + 6 * 100
     # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, its
     # scraper drops the scrape's own series, and its fleet values past 500 GPUs read the temperature's [ClusterName]
     # metric the data-missing alarm reads (its copies are not merged: one metric fewer)
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n  metric_selection: all\n")),
                                fleet))["custom metrics"]
-    # (no flags, no utilization once)
-    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100 - 1 - 1 * 100 - 1 * 100
+    # (no flags, no utilization once, no node's totals and counts)
+    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100 - 1 - 1 * 100 - 1 * 100 - 6 * 100
     # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published (a GPU's temperature flags and
     # utilization once are)
     idle = _lines(estimates(all_settings, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
-    assert idle["quantity"] == 25 * 100 + 1 * 100 + 9 + 1 * 100 + 1 * 100 + 1 * 100
+    assert idle["quantity"] == 25 * 100 + 1 * 100 + 9 + 1 * 100 + 1 * 100 + 1 * 100 + 6 * 100
     assert "GPUs held by pods" not in idle["basis"]
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
@@ -105,7 +107,7 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # pod (the five totals among them), and as above the cluster's nine, the scrapes' flags and the idle alarms' own
     default = _lines(estimates(project, fleet))["custom metrics"]
     assert default == used
-    assert default["quantity"] == 14 * 100 + 12 * 80 + 9 + 1 * 100 + 1 * 100 + 1 * 100
+    assert default["quantity"] == 14 * 100 + 12 * 80 + 9 + 1 * 100 + 1 * 100 + 1 * 100 + 6 * 100
 
 
 def test_tiers_lower_the_price_of_a_large_fleet(everything):
@@ -118,9 +120,11 @@ def test_tiers_lower_the_price_of_a_large_fleet(everything):
     # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' scrapes without
     # DCGM samples (per GPU), the idle alarms' utilization per pod and GPU, the temperature flags per GPU, each GPU's
     # utilization once
-    assert large["quantity"] == 250_000 + 1 * 5_000 + 9 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000
-    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 88,524
-    assert large["monthly"] == pytest.approx(27_000 + 50_090 * 0.05 - 10 * 0.30)
+    # (and each node's total and count of GPUs read, counted per GPU)
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 9 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 \
+        + 6 * 5_000
+    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 99,024
+    assert large["monthly"] == pytest.approx(27_000 + 80_090 * 0.05 - 10 * 0.30)
     assert large["unit_price"] < 0.30
 
 
@@ -128,17 +132,17 @@ def test_tiers_count_each_regions_metrics_apart(project_dir):
     """The custom metrics' tiers are each Region's: the bill prices a Region's metrics by its own tiers ("$0.30 per
     metric-month for the first 10,000 metrics - Asia Pacific (Tokyo)", a line per Region, the usage type
     Region-prefixed; the price file's unit: "tiers over the account's metrics in the Region"); the free tier's 10 once,
-    for the account. Two clusters in two Regions at 5,000 pods: each Region's 72,509 start at $0.30, where pooled
-    they would fill the first tier once ($16,498.80, what one Region's two clusters cost)."""
+    for the account. Two clusters in two Regions at 5,000 pods: each Region's 87,509 start at $0.30, where pooled
+    they would fill the first tier once ($19,498.80, what one Region's two clusters cost)."""
     clusters = ("clusters:\n  - name: a\n    region: us-east-1\n  - name: b\n    region: {}\n")
     fleet = Fleet(clusters=2, pods=5000, churn=0)
     apart = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))), fleet))["custom metrics"]
     together = _lines(estimates(load_project(project_dir(clusters.format("us-east-1"))), fleet))["custom metrics"]
-    assert apart["quantity"] == together["quantity"] == 145_018
-    assert together["monthly"] == pytest.approx(3_000 + 135_018 * 0.10 - 10 * 0.30)
-    assert apart["monthly"] == pytest.approx(2 * (3_000 + 62_509 * 0.10) - 10 * 0.30)
+    assert apart["quantity"] == together["quantity"] == 175_018
+    assert together["monthly"] == pytest.approx(3_000 + 165_018 * 0.10 - 10 * 0.30)
+    assert apart["monthly"] == pytest.approx(2 * (3_000 + 77_509 * 0.10) - 10 * 0.30)
     assert "tiered per Region (2 Regions)" in apart["basis"]
-    # --clusters 3 over the two Regions: two in one (96,678.67 metrics), one in the other (48,339.33)
+    # --clusters 3 over the two Regions: two in one (116,678.67 metrics), one in the other (58,339.33)
     three = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))),
                              Fleet(clusters=3, pods=5000, churn=0)))["custom metrics"]
     per_cluster = three["quantity"] / 3
@@ -183,11 +187,12 @@ def test_emf_ingestion_and_storage_of_the_agents_log_group(everything, project_d
     # filter drops up and scrape_*, but each scrape's flag of no GPU data, an event per node and one of
     # kube-state-metrics'), per GPU one of its readings once (the fleet values' past 500 GPUs) and per pod GPU one of
     # the unused share of its utilization (the idle alarm's), and kube-state-metrics' info and GPU capacity of each
-    # GPU node, and per GPU one of its temperature's flag past the level (the temperature-high alarm's): about 347 GB
+    # GPU node, and per GPU one of its temperature's flag past the level (the temperature-high alarm's): about 399 GB
     # a month
+    # and per GPU node (one per GPU here) two of its total and count of GPUs read (the fleet's values per node)
     assert result["group_by"]["log_events"]["per_scrape"] == \
-        3 * 500 + 2 * 500 + 1 + 500 + 1 + 500 + 500 + 2 * 500 + 500
-    assert 342 < lines["EMF log ingestion (GB)"]["quantity"] < 352
+        3 * 500 + 2 * 500 + 1 + 500 + 1 + 500 + 500 + 2 * 500 + 500 + 2 * 500
+    assert 394 < lines["EMF log ingestion (GB)"]["quantity"] < 404  # (347 GB before the nodes' totals and counts)
     longer = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: all\n  log_retention_days: 30\n")),
                               fleet))
     assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(
@@ -267,7 +272,8 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(everything, tmp_pa
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(everything, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 9 + 5 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx(
+        (500 + 1 * 10 + 9 + 5 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 6 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
@@ -321,7 +327,8 @@ def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
     Spread over 10 clusters, none of it (tests/unit/test_review_cost_limits.py: each limit, counted per query)."""
     assert estimates(project, Fleet(clusters=1, pods=50, churn=0))["limits"] == []
     series, alarms = estimates(project, Fleet(clusters=1, pods=5000, churn=0))["limits"]
-    assert "5,000 GPUs per cluster" in series and "read every reading of the cluster" in series
+    assert "5,000 GPUs per cluster" in series and "the fleet's values now read one series per node up to 248 nodes" \
+        in series and "past them every reading of the cluster" in series
     # the idle alarm's evaluated set past 500 (tests/unit/test_cloudwatch_idle_over_500.py)
     assert "a pod that came within them reading low (still loading) ranks before one idle all along" in series
     assert "on agent.pipeline: otel the 500 pod GPUs of the largest unused share summed over its 30 minutes" in series
@@ -356,7 +363,8 @@ def test_the_exporters_up_is_counted_per_gpu_node_when_the_fleet_says_how_many(p
     rule's alarm per node analyzes; without --nodes both are counted per GPU (an upper bound)."""
     per_gpu = _lines(estimates(project, Fleet(clusters=1, pods=80, churn=0, gpus=100)))
     per_node = _lines(estimates(project, Fleet(clusters=1, pods=80, churn=0, gpus=100, nodes=13)))
-    assert per_gpu["custom metrics"]["quantity"] - per_node["custom metrics"]["quantity"] == 100 - 13
+    # (and each node's total and count of GPUs read of the fleet values' three fields: 6 per node)
+    assert per_gpu["custom metrics"]["quantity"] - per_node["custom metrics"]["quantity"] == (1 + 6) * (100 - 13)
     alarms = "GPU and cluster alarms (Metrics Insights)"
     assert per_gpu[alarms]["quantity"] - per_node[alarms]["quantity"] == 100 - 13
     classic = load_project(project_dir("agent:\n  pipeline: classic\n"))  # its scraper drops up
