@@ -46,13 +46,28 @@ Named = tuple[str, str, dict[str, Any], int, str]
 Placed = Callable[[list[str]], Mapping[tuple[str, str], int]]
 
 
+_QUERY_KEYS = ("Id", "Expression", "MetricStat", "Period", "ReturnData", "Label")
+
+
 def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
-    properties = {key: request[key] for key in _ALARM_KEYS if key in request}
+    properties = _taken(request, _ALARM_KEYS)
     if "Metrics" in request:
-        properties["Metrics"] = [{key: query[key] for key in ("Id", "Expression", "MetricStat", "Period", "ReturnData",
-                                                                "Label")
-                                  if key in query} for query in request["Metrics"]]
+        properties["Metrics"] = [_taken(query, _QUERY_KEYS) for query in request["Metrics"]]
     return properties
+
+
+# (the keys wanted, the keys a request holds, in its order) -> those of the keys wanted it holds, in their order: the
+# requests of one kind of alarm hold the same keys (1,000 clusters' 12,000 alarms, a few dozen key sets)
+_TAKEN: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
+
+
+def _taken(value: dict[str, Any], wanted: tuple[str, ...]) -> dict[str, Any]:
+    """The items of `value` whose keys are `wanted`, in the order `wanted` lists them."""
+    key = (wanted, tuple(value))
+    keys = _TAKEN.get(key)
+    if keys is None:
+        keys = _TAKEN[key] = tuple(name for name in wanted if name in value)
+    return dict(zip(keys, map(value.__getitem__, keys)))
 
 
 def alarm_resource(request: dict[str, Any]) -> dict[str, Any]:
