@@ -837,7 +837,8 @@ _BLANK_WIDGETS = ("A widget of one line shows a gap for a period it falls in (a 
 
 
 # A widget's Metrics Insights query reads the latest two weeks of data only (user guide, "Metrics Insights quotas"): an
-# increase over a longer time range counts its latest two weeks (tests/unit/test_cloudwatch_two_weeks.py, a strict xfail).
+# increase over a longer time range counts its latest two weeks (tests/unit/test_cloudwatch_two_weeks.py, a strict
+# xfail).
 WHOLE_RANGE_HORIZON = ("up to two weeks (Metrics Insights reads a widget's latest two weeks only: over a longer time "
                        "range it counts the latest two weeks)")
 

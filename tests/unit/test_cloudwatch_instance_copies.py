@@ -8,8 +8,9 @@ one pod at the first five scrapes of each 5-minute period and 0.8 under three po
 0.1, held by no pod. "Graphics engine activity per MIG instance" means each instance's mean over the period: 0.5 and
 0.1. Its AVG over the per-instance set holds one observation per copy, so instance 1's line reads 0.65. Nothing the
 agent publishes holds an instance's reading once (its merges per instance feed the per-GPU and per-namespace sets
-only), so the truth is pinned (strict xfail) and the dashboard's header says it (cloudwatch_query.INSTANCE_COPIES_WEIGH).
-Through the OTel agent model of the build's own configuration; the widget drawn as CloudWatch documents.
+only), so the truth is pinned (strict xfail) and the dashboard's header says it
+(cloudwatch_query.INSTANCE_COPIES_WEIGH). Through the OTel agent model of the build's own configuration; the widget
+drawn as CloudWatch documents.
 """
 
 from __future__ import annotations

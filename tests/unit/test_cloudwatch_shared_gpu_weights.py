@@ -6,10 +6,10 @@ Pods come and go on a time-sliced GPU, and the GPU works harder while more of th
 one pod holds it at the first five scrapes of each 5-minute period (100 W, 60 °C, SM clock 1,410 MHz), three pods at
 the last five (400 W, 80 °C, 1,980 MHz). Each period's mean of the GPU's readings is 250 W, 70 °C and 1,695 MHz, what
 the Prometheus side and Grafana read (each GPU once per scrape). The per-GPU set holds one observation per copy, so
-its AVG weighed the three-pod scrapes three times: "Power draw" read 325 W, the overview's "GPU temperature" 75 °C and "SM clock"
-1,837.5 MHz (seen on 92763f30). On the OTel pipeline these lines now read each GPU's reading once per scrape, the set
-the agent merges a GPU's copies into by its UUID (cloudwatch_query.once_widget), as a node's or the cluster's lines
-already did. Through the agent model of the build's own configuration, for dcgm-exporter 4.5.3 and later
+its AVG weighed the three-pod scrapes three times: "Power draw" read 325 W, the overview's "GPU temperature" 75 °C
+and "SM clock" 1,837.5 MHz (seen on 92763f30). On the OTel pipeline these lines now read each GPU's reading once
+per scrape, the set the agent merges a GPU's copies into by its UUID (cloudwatch_query.once_widget), as a node's or the
+cluster's lines already did. Through the agent model of the build's own configuration, for dcgm-exporter 4.5.3 and later
 ("per-process") and 4.5.2 ("copies", each field once per pod); the widgets drawn as CloudWatch documents
 (tests/support/cloudwatch_eval).
 """
