@@ -125,6 +125,9 @@ def _checks(prometheus: Prometheus, project: Project) -> Iterator[Check]:
 
 
 ALERTS_ALIKE = "alert rules loaded once"
+# Why a publish goes ahead where an alert is loaded by another condition alone: the rules are deployed apart from a
+# publish, often just before it (kubectl apply, then push: Prometheus loads them a reload later)
+ALERTS_LATER = "the alert follows these settings once their rules are loaded"
 
 
 def alerts_alike(prometheus: Prometheus, project: Project) -> Check:
@@ -164,9 +167,39 @@ def alerts_alike(prometheus: Prometheus, project: Project) -> Check:
                      "delete the rules no settings deploy now (a file or PrometheusRule of an earlier build: kubectl "
                      f"get prometheusrules -A -l {KUBERNETES_SELECTOR}); where another project judges this cluster, "
                      "judge it from one settings file")
+    stale = _stale_alerts(conditions, project)
+    if stale:
+        (name, labels), files = stale[0]
+        severity = dict(labels).get("severity")
+        return Check(GROUP, ALERTS_ALIKE, FAIL,
+                     f"Prometheus evaluates {name}" + (f" ({severity})" if severity else "") + " by a condition other "
+                     f"than these settings' ({shown(files)})" + (f", and {len(stale) - 1} more alerts so"
+                                                                 if len(stale) > 1 else "")
+                     + ": it fires as that condition says (an earlier build's rules, or another settings file's, or "
+                     "edited), not as these settings do",
+                     f"apply {built(PROMETHEUS_RULE_FILE)} (or put {built(RULES_FILE)} in place of the rules file "
+                     "Prometheus loads); where another project's rules judge this cluster, judge it from one settings "
+                     "file", published_anyway=ALERTS_LATER)
     loaded = len({key[0] for key in conditions})
-    return Check(GROUP, ALERTS_ALIKE, OK, f"{loaded} of gpudash's alerts loaded, each with one condition" if loaded
-                 else "none of gpudash's alerts loaded")
+    return Check(GROUP, ALERTS_ALIKE, OK, f"{loaded} of gpudash's alerts loaded, each with one condition: these "
+                 "settings'" if loaded else "none of gpudash's alerts loaded")
+
+
+def _stale_alerts(conditions: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, set[str]]], project: Project
+                  ) -> list[tuple[tuple[str, tuple[tuple[str, str], ...]], list[str]]]:
+    """The alerts of this build (name and labels) Prometheus evaluates by one condition (`conditions`, as
+    alerts_alike reads them) that is not the build's (promql_alike), each with the files it is loaded from. An alert
+    of the build not loaded at all is not one: its rules may be deployed elsewhere, or not used."""
+    from ..artifacts import rule_groups
+
+    stale = []
+    for group in rule_groups(project)["groups"]:
+        for rule in group["rules"]:
+            key = (rule.get("alert", ""), tuple(sorted(rule.get("labels", {}).items())))
+            queries = conditions.get(key, {})
+            if queries and not any(alike(query, rule["expr"]) for query in queries):
+                stale.append((key, sorted({file for found in queries.values() for file in found})))
+    return stale
 
 
 def _clusters_watched_once(recordings: list[tuple[str, str, dict[str, str], str]]) -> Check:

@@ -1729,6 +1729,21 @@ def test_an_alert_two_settings_load_with_different_conditions_is_named(tmp_path_
         found["otherwise"]["detail"]
 
 
+def test_an_alert_loaded_by_a_condition_other_than_these_settings_is_named(tmp_path_factory, cli):
+    """The settings' GPU temperature warning lowered to 70 °C and the rules not applied since: Prometheus evaluates
+    GpudashGpuTempHigh at the old 80 °C, once. `alert rules loaded once` looked only for two conditions of one alert
+    and said ok; it now reads the one loaded against these settings' (promql_alike) and names it."""
+    lowered = "thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"
+    found = _rules_check(tmp_path_factory, cli, {"old": ("{}\n",), "applied": (lowered,)}, lowered)
+    assert (found["applied"]["status"], found["applied"]["detail"].split(" loaded")[1]) == (
+        "ok", ", each with one condition: these settings'"), found["applied"]
+    assert found["old"]["status"] == "fail" and re.fullmatch(
+        r"Prometheus evaluates GpudashGpuTempHigh \(warning\) by a condition other than these settings' "
+        r"\(.*/rules-0\.yaml\): it fires as that condition says \(an earlier build's rules, or another settings "
+        r"file's, or edited\), not as these settings do", found["old"]["detail"]), found["old"]["detail"]
+    assert found["old"]["fix"].startswith("apply build/k8s/prometheusrule.yaml"), found["old"]
+
+
 def _rules_check(tmp_path_factory, cli, cases: dict, config: str):
     """verify's `alert rules loaded once` against a Prometheus per case, each loading the rules files of the settings
     texts given (prometheus/rules.yaml of each build), started side by side; `config` is the settings verify reads."""
