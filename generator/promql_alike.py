@@ -3,9 +3,10 @@
 Prometheus' rule listing (/api/v1/rules) gives each rule's expression as its parser prints the tree back, not as it
 was written: spaces its own, numbers as Go formats a float (`9e18` is `9e+18`, `1000000` is `1e+06`), durations in
 its units (`90s` is `1m30s`, `29999ms` is `29s999ms`), strings double-quoted, a selector's label matchers sorted by
-name. The parentheses written stay (each is a node of the tree). So two texts are one expression where their tokens are the same once each number, duration and
-string is read as its value: a rule of another build (another scrape interval, another counter reading) differs in a
-token, whatever the spacing.
+name. The parentheses written stay (each is a node of the tree). So two texts are one expression where their tokens
+are the same once each number, duration and string is read as its value and each selector's matchers are put in one
+order: a rule of another build (another scrape interval, another counter reading) differs in a token, whatever the
+spacing.
 """
 
 from __future__ import annotations

@@ -224,11 +224,11 @@ def _not_found(body: Any) -> bool:
 
 # /apis/<group>/<version>[/namespaces/<namespace>]/<resource>[/<name>]
 _RESOURCE_PATH = re.compile(r"/apis/([^/]+)/([^/]+)/(?:namespaces/[^/]+/)?([^/]+)(?:/[^/]+)?")
-GO_NOT_FOUND = "404 page not found"
+GO_NOT_FOUND = "404 page not found"  # Go's http.NotFound text: an API server before 1.24 for a path no API serves
 # The Accept header of a metadata-only list, as client-go's metadata client sends it: the API server answers a
 # PartialObjectMetadataList (kind, apiVersion meta.k8s.io/v1, each item's metadata alone); one that does not serve that
 # form takes the plain JSON after it
-METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"  # Go's http.NotFound text: an API server before 1.24 for a path no API serves
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 
 class KubeAnswered(RemoteError):

@@ -1583,11 +1583,14 @@ def test_dashboard_configmaps_of_other_settings_or_not_gpudash_s_are_named_befor
 
 
 def _stack_objects(kind, count, namespace="monitoring"):
-    """`count` objects of `kind` as kube-prometheus-stack's Helm release leaves them in its namespace, each of some 20 KB
-    (a PrometheusRule's alerts, a dashboard ConfigMap's JSON), none of gpudash's."""
-    labels = {"app": "kube-prometheus-stack", "release": "kube-prometheus-stack", "app.kubernetes.io/managed-by": "Helm"}
-    bulk = [{"alert": f"KubeAlert{i}", "expr": f'sum by (namespace) (rate(container_cpu_usage_seconds_total{{job="x{i}"}}[5m])) > {i}',
-             "annotations": {"description": "x" * 150, "runbook_url": f"https://runbooks.example/{i}"}} for i in range(80)]
+    """`count` objects of `kind` as kube-prometheus-stack's Helm release leaves them in its namespace, each of some
+    20 KB (a PrometheusRule's alerts, a dashboard ConfigMap's JSON), none of gpudash's."""
+    labels = {"app": "kube-prometheus-stack", "release": "kube-prometheus-stack",
+              "app.kubernetes.io/managed-by": "Helm"}
+    rate = 'sum by (namespace) (rate(container_cpu_usage_seconds_total{{job="x{}"}}[5m])) > {}'
+    bulk = [{"alert": f"KubeAlert{i}", "expr": rate.format(i, i),
+             "annotations": {"description": "x" * 150, "runbook_url": f"https://runbooks.example/{i}"}}
+            for i in range(80)]
     if kind == "ConfigMap":
         return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
             "name": f"kube-prometheus-stack-board-{n}", "namespace": namespace,
@@ -1627,8 +1630,8 @@ def test_dashboard_configmaps_are_read_in_one_listing_of_their_metadata(stack, t
 
 
 def test_prometheus_rules_are_read_without_their_specs(stack, tmp_path, monkeypatch):
-    """A kube-prometheus-stack namespace holds some 30 PrometheusRules of large specs: the check read them whole on every
-    verify (with gpudash's own seven), to find the build's names among them. It reads their metadata alone now: what it
+    """A kube-prometheus-stack namespace holds some 30 PrometheusRules of large specs: the check read them whole on
+    every verify (with gpudash's own seven), to find the build's names among them. It reads their metadata alone now: what it
     finds is unchanged (a person's object of a build's name is still named), the answer a few KB."""
     cluster, verify = stack
     settings = _settings_file(tmp_path, "mine", "project: team-a\n" + ONE_PROMETHEUS)

@@ -238,7 +238,8 @@ def _metadata_only(accept: str) -> bool:
 
 def _as_metadata(body: Any) -> Any:
     """A list as the API server answers it in the PartialObjectMetadataList form: each item its metadata alone."""
-    if not (isinstance(body, dict) and str(body.get("kind", "")).endswith("List") and isinstance(body.get("items"), list)):
+    if not (isinstance(body, dict) and str(body.get("kind", "")).endswith("List")
+            and isinstance(body.get("items"), list)):
         return body
     return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": body.get("metadata", {}),
             "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": item["metadata"]}
@@ -460,12 +461,12 @@ class KubeTestServer(LoopbackServer):
                          "metadata": {}, "items": [s for s in c.service_monitors
                                                    if m.group(1) in (None, s["metadata"]["namespace"])
                                                    and _matches(s["metadata"].get("labels", {}), selector)]}
-        if m := re.fullmatch(r"/apis/monitoring.coreos.com/v1/namespaces/([^/]+)/(servicemonitors|prometheusrules)/([^/]+)",
-                             path):
-            objects = c.service_monitors if m.group(2) == "servicemonitors" else c.prometheus_rules
-            found = [o for o in objects if (o["metadata"].get("namespace"), o["metadata"]["name"]) == (m.group(1),
-                                                                                                      m.group(3))]
-            return (200, found[0]) if found else (404, _status(404, "NotFound", f'{m.group(2)} "{m.group(3)}" not found'))
+        if m := re.fullmatch(r"/apis/monitoring.coreos.com/v1/namespaces/([^/]+)/(servicemonitors|prometheusrules)"
+                             r"/([^/]+)", path):
+            namespace, resource, name = m.groups()
+            objects = c.service_monitors if resource == "servicemonitors" else c.prometheus_rules
+            found = [o for o in objects if (o["metadata"].get("namespace"), o["metadata"]["name"]) == (namespace, name)]
+            return (200, found[0]) if found else (404, _status(404, "NotFound", f'{resource} "{name}" not found'))
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/configmaps/([^/]+)", path):
             configmap = c.configmaps.get((m.group(1), m.group(2)))
             return (200, configmap) if configmap else not_found
