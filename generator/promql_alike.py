@@ -21,6 +21,7 @@ _DURATION = re.compile(r"(?:[0-9]+(?:ms|[smhdwy]))+")
 _DURATION_PART = re.compile(r"([0-9]+)(ms|[smhdwy])")
 # Go's escapes in a quoted string (strconv.Unquote, which PromQL's lexer follows)
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)", re.S)
+_LITERAL_START = frozenset("\"'`0123456789")  # how a string, a number or a duration begins
 _NAMED = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
 
@@ -53,20 +54,17 @@ def tokens(text: str) -> list[object]:
     """`text`'s tokens, each number, duration and string as its value, and each selector's label matchers in one order
     (Prometheus prints them sorted by label name: `{node="",hostname!=""}` is `{hostname!="",node=""}`; they are all
     required alike, in any order)."""
-    read = [_read(token) for token in TOKENS.split(text)[1::2]]
+    read = [_read(token) if token[0] in _LITERAL_START else token for token in TOKENS.split(text)[1::2]]
     out: list[object] = []
     at = 0
-    while at < len(read):
-        if read[at] != "{":
-            out.append(read[at])
-            at += 1
-            continue
-        if "}" not in read[at:]:  # not PromQL (an answer gone wrong): compared token by token
-            out += read[at:]
-            break
-        end = read.index("}", at)  # a selector's braces hold matchers alone (a brace in a string is in its token)
+    while True:
+        try:  # a selector's braces hold matchers alone (a brace in a string is in its token)
+            opening = read.index("{", at)
+            closing = read.index("}", opening)
+        except ValueError:  # none left (or, in what is not PromQL, one unclosed: compared token by token)
+            return out + read[at:]
         matchers, one = [], []
-        for token in read[at + 1:end]:
+        for token in read[opening + 1:closing]:
             if token == ",":
                 matchers.append(tuple(one))
                 one = []
@@ -74,9 +72,8 @@ def tokens(text: str) -> list[object]:
                 one.append(token)
         if one:
             matchers.append(tuple(one))
-        out += ["{", *sorted(matchers, key=repr), "}"]
-        at = end + 1
-    return out
+        out += read[at:opening] + ["{", *sorted(matchers, key=repr), "}"]
+        at = closing + 1
 
 
 def alike(one: str, other: str) -> bool:
