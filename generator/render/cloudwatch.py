@@ -89,12 +89,15 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     for dashboard in dashboards:
         for panel in dashboard.panels():  # the panels cloudwatch_panels keeps: those with a plan
             try:
-                plans.append(panel_plan(panel, catalog, settings))
+                plan_ = panel_plan(panel, catalog, settings)
             except Unsupported:
                 continue
-            periods = periods or (not plans[-1].namespace and _period_line(panel, plans[-1], catalog))
-            if readings_past_500(panel, plans[-1], catalog, settings):
-                per_cluster.add(plans[-1].metric)
+            periods = periods or (not plan_.namespace and _period_line(panel, plan_, catalog))
+            if readings_past_500(panel, plan_, catalog, settings):
+                per_cluster.add(plan_.metric)
+                if node_mean_dimensions(settings):
+                    continue  # its query reads each node's series (per_node_form), never the plan's own set
+            plans.append(plan_)
     held = [group for group, _ in settings.mig_groups()]  # each cluster's alarms by its exporter.mig
     for alarm in alarms:
         for each in held:

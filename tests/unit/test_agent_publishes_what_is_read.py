@@ -1,0 +1,93 @@
+"""Every (metric, dimension set) the CloudWatch agent's configuration publishes is read by a widget or an alarm of the
+same build: each one not read is a custom metric billed a month for nothing.
+
+Read from the artifacts alone, not from the product's own list of what it queries (render.cloudwatch.queried_sets,
+which lint's AG001/AG002 compare the agent's declarations with, so a set both sides take from it passes them unread):
+the agent's awsemf declarations (OTel pipeline) or EMF declarations (classic), and every Metrics Insights query
+(SELECT ... FROM SCHEMA(...)) and metric line or MetricStat of the dashboards and alarms. With exporter.virtual_gpus
+a GPU's line of a mean reads each GPU's reading once (62a475ff), and the fleet values read each node's series (a0dfbc84),
+so nothing read a GPU's power in the per-GPU set any more while the agent still published it: one metric per GPU
+(seen on cce1a787).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.support.cloudwatch_agent import safe_load, safe_load_all
+
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+SETTINGS = {
+    "defaults": "",
+    "virtual-gpus": "exporter:\n  virtual_gpus: true\n",
+    "virtual-gpus-no-mig": "exporter:\n  virtual_gpus: true\n  mig: none\n",
+    "no-mig": "exporter:\n  mig: none\n",
+    "classic": "agent:\n  pipeline: classic\n",
+}
+_QUERY = re.compile(r'SELECT \w+\("([^"]+)"\) FROM SCHEMA\("[^"]+"((?:, "[^"]+")*)\)')
+
+
+def _published(files: dict[str, bytes]) -> set[tuple[str, frozenset[str]]]:
+    """(metric name, dimension names) of every pair the agent's configuration declares."""
+    pairs = set()
+    for document in safe_load_all(files[AGENT_FILE]):
+        for key, text in (document.get("data") or {}).items():
+            if key.endswith(".yaml") and "exporters" in (config := safe_load(text) or {}):
+                declarations = [(d["metric_name_selectors"], d["dimensions"])
+                                for name, exporter in config["exporters"].items() if name.startswith("awsemf")
+                                for d in exporter.get("metric_declarations", [])]
+            elif key == "cwagentconfig.json" and "prometheus" in json.loads(text).get("logs", {}).get(
+                    "metrics_collected", {}):
+                emf = json.loads(text)["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
+                declarations = [(d["metric_selectors"], d["dimensions"]) for d in emf.get("metric_declaration", [])]
+            else:
+                continue
+            for selectors, dimension_sets in declarations:
+                for selector in selectors:
+                    name = selector.removeprefix("^").removesuffix("$")
+                    assert re.fullmatch(r"[A-Za-z_:][A-Za-z0-9_:]*", name), selector  # one metric per selector
+                    pairs |= {(name, frozenset(dims)) for dims in dimension_sets}
+    return pairs
+
+
+def _read(files: dict[str, bytes]) -> set[tuple[str, frozenset[str]]]:
+    """(metric name, dimension names) of every query, metric line and MetricStat of the dashboards and alarms."""
+    pairs = set()
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            if "MetricName" in node and "Dimensions" in node:
+                pairs.add((node["MetricName"], frozenset(d["Name"] for d in node["Dimensions"])))
+            for value in node.values():
+                if isinstance(value, str):
+                    pairs.update((m[1], frozenset(re.findall(r'"([^"]+)"', m[2]))) for m in _QUERY.finditer(value))
+                walk(value)
+        elif isinstance(node, list):
+            if len(node) > 2 and all(isinstance(part, str) for part in node[:-1]) and isinstance(node[-1], dict) \
+                    and "/" in node[0]:  # a widget's metric line: namespace, metric, dimension name / value pairs
+                pairs.add((node[1], frozenset(node[2:-1][0::2])))
+            for value in node:
+                walk(value)
+
+    for path, content in files.items():
+        if path.startswith("cloudwatch/dashboards/"):
+            walk(json.loads(json.loads(content)["DashboardBody"]))
+        elif path == "cloudwatch/alarms.json":
+            walk(json.loads(content))
+    return pairs
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_the_agent_publishes_only_what_a_widget_or_alarm_reads(tmp_path, name):
+    (tmp_path / "gpudash.yaml").write_text(SETTINGS[name])
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    published, read = _published(files), _read(files)
+    assert published, "no declaration found"
+    assert sorted((m, sorted(d)) for m, d in published - read) == []
+    assert {(m, d) for m, d in read if m.startswith("DCGM_")} <= published  # and the readers are published (AG001)
