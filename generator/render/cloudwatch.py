@@ -656,7 +656,8 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
     each = (f"the {per_gpu} readings one GPU gives there (one per scrape of {settings.scrape.seconds} s)"
             if per_gpu > 1 else f"the one reading one GPU gives there (a scrape every {settings.scrape.seconds} s)")
     if query.aggregation == "count":
-        counted = (f": each node's most GPUs read at one scrape of the {drawn}, added over the nodes ({whole}), "
+        counted = (f": each node's most GPUs read at one scrape of the {drawn}, added over the nodes ({whole}, but "
+                   f"two of a node's GPUs each missing from another of its scrapes (DCGM's blank there) count as one), "
                    if per_node else "")
         return (f"the number of GPUs reporting{counted or ' '}{until}"
                 + source.format(f"the larger of two counts: the GPUs of those {n} {many if per_node else 'series'} "

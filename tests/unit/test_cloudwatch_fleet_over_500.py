@@ -120,7 +120,8 @@ def test_past_500_gpus_a_value_now_combines_gpus_reporting_now_not_the_busiest_t
     assert said(header(files, OVERVIEW), "GPUs reporting",
                 "the number of GPUs reporting: each node's most GPUs read at one scrape of the minute, added over the "
                 "nodes (a node that came or left within the minute, or whose scrape failed in it, counts its GPUs "
-                "whole, and two exporter pods reading a node at once (a DaemonSet's surge) count them once), while "
+                "whole, and two exporter pods reading a node at once (a DaemonSet's surge) count them once, but two "
+                "of a node's GPUs each missing from another of its scrapes (DCGM's blank there) count as one), while "
                 "under 498 nodes reported within the widget's time range (a node that left or came within it counts, "
                 "so a node roll can reach 498 with fewer in the cluster), and from 498 on (a widget reads at most 500 "
                 "metrics, 2 of them its other metric lines, so its query returns 498 series) the larger of two counts: "
