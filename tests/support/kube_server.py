@@ -69,6 +69,8 @@ class KubeCluster:
         # RBAC of the kubeconfig's user: {resource: the namespaces it may read it in}; a resource named here is refused
         # (403, as the API server words it) at the cluster scope and in every other namespace
         self.readable_only: dict[str, tuple[str, ...]] = {}
+        # resources the user may update but not create (server-side apply of an object not there is refused, 403)
+        self.not_creatable: set[str] = set()
         # reads the API server fails: {path: HTTP status} (an overloaded or broken API server, a webhook timing out)
         self.failing: dict[str, int] = {}
         # reads something in front of the API server answers instead of it (an ingress or auth proxy): {path: (HTTP
@@ -343,6 +345,15 @@ class KubeTestServer(LoopbackServer):
                                                    "namespace sent on the request")
         body["metadata"]["namespace"] = namespace
         c = self.cluster
+        resource = {"ConfigMap": "configmaps", "ServiceMonitor": "servicemonitors"}.get(kind, "prometheusrules")
+        there = (namespace, name) in c.configmaps if kind == "ConfigMap" else any(
+            (o["metadata"].get("namespace"), o["metadata"]["name"]) == (namespace, name)
+            for o in (c.service_monitors if kind == "ServiceMonitor" else c.prometheus_rules))
+        if resource in c.not_creatable and not there:
+            group = "" if kind == "ConfigMap" else "monitoring.coreos.com"
+            return 403, _status(403, "Forbidden", f'{resource}{"." + group if group else ""} "{name}" is forbidden: '
+                                f'User "dev" cannot create resource "{resource}" in API group "{group}" in the '
+                                f'namespace "{namespace}"')
         if kind == "ConfigMap":
             created = (namespace, name) not in c.configmaps
             c.configmaps[(namespace, name)] = body
