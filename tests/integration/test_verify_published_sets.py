@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from generator.cloudwatch_query import NODE_MEAN
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
@@ -80,7 +81,10 @@ def test_verify_passes_a_healthy_cluster_whose_gpus_are_all_split_into_mig_insta
         + [kube_state.scrape(ksm_job, t, EXPORTER, 1, 1) for t in range(-30, 300, 30)])
     published = {(p.metric, p.dimensions) for p in points}
     # only each MIG GPU's stand-in (its instances' engine activity) as its utilization once, where widgets read it
-    assert {dict(d).get("readings") for m, d in published if m == "DCGM_FI_DEV_GPU_UTIL"} == {"once per GPU"}
+    # (and, on otel, the node's total and count of those stand-ins, which the fleet widgets read per node)
+    utilization = [dict(d) for m, d in published if m == "DCGM_FI_DEV_GPU_UTIL"]
+    assert {d.get("readings") for d in utilization if NODE_MEAN not in d} == {"once per GPU"}
+    assert {d[NODE_MEAN] for d in utilization if NODE_MEAN in d} == {"sum", "count"}
     code, stdout, stderr, metrics = _verify_cloudwatch(moto, cli, monkeypatch, config, published)
     # seen on main: fail, "missing in ContainerInsights/Prometheus: DCGM_FI_DEV_GPU_UTIL" (exit 1; apply refused)
     assert metrics["status"] != "fail", metrics
