@@ -42,9 +42,11 @@ they are named now (their node spellings of the hour carry the name it was writt
 the hour names it anew), unless another GPU reads at its node and index, or another machine has the node's name (its
 Node object younger than the hour, or its GPUs' first readings within the hour). It ends when the GPU reads again,
 when its node's other GPUs stop too (the node removed; taken up again within HOLD if they read again with the GPU still
-lost: a node rebooted, an exporter away for a period) or another machine takes the name. Prometheus evaluates no rule
-over its past: a GPU lost over an hour before the rule was first loaded, or before a Prometheus down for over HOLD,
-is not alerted on. A period in which Prometheus read no GPU at all (it was down) is
+lost: a node rebooted, an exporter away for a period) or another machine takes the name. Past an outage over HOLD
+(Prometheus down), in the period after it the rule also reads what it wrote up to its last reading before: a GPU it
+held then is judged again, one it dropped while Prometheus read on is not taken up (ACROSS). Prometheus evaluates no
+rule over its past: a GPU lost over an hour before the rule was first loaded, or before a Prometheus down for over
+OUTAGE_SECONDS, is not alerted on. A period in which Prometheus read no GPU at all (it was down) is
 not held against a node: a GPU that reads in the latest period stands in for it (the alert resolved for 5 minutes
 after Prometheus was down 12). An exporter writing no UUID whose node spelling changes reads as a machine arrived: a
 GPU it lost within the hour before is not alerted on.
@@ -90,6 +92,16 @@ HOLD = f"{HOLD_SECONDS // 60}m"
 # how far back a GPU's first reading is looked for (ARRIVED_MARGIN): were it MEMORY and the margins alone, a node whose
 # GPUs all read nothing for minutes read as arrived an hour after (a lost GPU's alert resolved then for as long)
 FIRST_SECONDS = MEMORY_SECONDS + HOLD_SECONDS + 2 * ARRIVED_MARGIN
+
+# how long an outage the carry outlives (a Prometheus down, or reading no GPU at all): its GPUs are judged after it
+# by their node's first readings (looked for FIRST_SECONDS back), which must reach before it (else the node reads as a
+# machine arrived at its end), less the margins
+OUTAGE_SECONDS = FIRST_SECONDS - 2 * ARRIVED_MARGIN
+OUTAGE_STEP = "5m"  # the step the last reading before an outage is found at (each step reads back 5 minutes)
+# seconds a GPU's last writing may precede that last reading and it be carried past the outage: the step and its
+# look-back (the reading found up to 5 minutes late), an evaluation interval and a scrape's; a GPU dropped within them
+# before the outage (another machine under its node's name, another GPU at its index) is judged again after it
+ACROSS = 420
 
 NO_CLOUDWATCH = ("CloudWatch cannot judge a GPU that stopped reporting while its node's other GPUs report: the GPU's "
                  "series has no datapoint left to compare, a Metrics Insights alarm judges each series on its own "
@@ -187,12 +199,15 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     # down over one)
     latest = read(f"{period}s")
 
+    def unread_all(k: int) -> str:
+        """Nothing at all read in the period `k` periods back (Prometheus was down, or restarting)."""
+        return " and on () ".join(f"absent_over_time({selector(metric, branch)}[{period}s] offset {period * k}s)"
+                                  for metric, branch in sources)
+
     def in_period(k: int) -> str:
         if not k:
             return latest
-        unread_all = " and on () ".join(f"absent_over_time({selector(metric, branch)}[{period}s] offset {period * k}s)"
-                                        for metric, branch in sources)
-        return f"({read(f'{period}s', period * k)} or on ({identity}) ({latest} and on () {unread_all}))"
+        return f"({read(f'{period}s', period * k)} or on ({identity}) ({latest} and on () {unread_all(k)}))"
     each_period = "(" + f" and on ({by_uuid}) ".join(in_period(k) for k in range(periods)) + ")"
     reporting = named(each_period)
     slot, node = _names((labels.cluster, labels.node, "gpu")), _names((labels.cluster, labels.node))
@@ -216,6 +231,16 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
         # (a GPU with a UUID held without one is the recording of the rules before they carried it, 3a57ec48: read
         # beside the upgraded rules' series of it, it fired twice from the hour of its readings on, the recording writing both again at each evaluation)
         held_with, held_without = (f'last_over_time({record}{{{uuid}{op}""}}[{HOLD}])' for op in ("!=", "="))
+        # past an outage over HOLD: in the period after Prometheus read nothing at all, the GPUs it wrote up to its
+        # last reading before (ACROSS), not those it dropped while it read on (for another machine or GPU: OUTAGE)
+        kept = f'{record}{{{uuid}!=""}}'
+        anything = _either([selector(metric, branch) for metric, branch in sources])
+        last_read = (f"max_over_time((vector(time()) and on () count({anything}))[{OUTAGE_SECONDS}s:{OUTAGE_STEP}] "
+                     f"offset {period}s)")
+        written = (f"max_over_time(timestamp({kept})[{OUTAGE_SECONDS}s:{LAST_STEP}]) >= on () group_left () "
+                   f"({last_read} - {ACROSS})")
+        across = f"(last_over_time({kept}[{OUTAGE_SECONDS}s]) and {written} and on () {unread_all(1)})"
+        held_with = f"({held_with} or {across})"
         held = (f"max by ({identity}, {labels.node}, {uuid}) "
                 f"({held_without} unless on ({identity}) {held_with} or {held_with})")
         spelt = f'label_replace({held}, "{SPELLING}", "$1", "{labels.node}", "(.*)")'

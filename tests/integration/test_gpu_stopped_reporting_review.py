@@ -97,16 +97,17 @@ def _outage(minutes: tuple[int, int]) -> list[dict[str, str]]:
 
 
 @pytest.mark.parametrize("minutes", [
-    pytest.param((60, 72)), pytest.param((60, 100)),
-    pytest.param((60, 110), marks=pytest.mark.xfail(strict=True, reason="a GPU lost over an hour before, Prometheus "
-                                                    "down over HOLD (45 minutes): nothing carries it, it never fires "
-                                                    "again"))], ids=["down 12 minutes", "down 40 minutes",
-                                                                    "down 50 minutes"])
+    (60, 72), (60, 100), (60, 110), (50, 140),
+    pytest.param((33, 145), marks=pytest.mark.xfail(strict=True, reason="Prometheus down over OUTAGE_SECONDS (an hour "
+                                                    "and 45 minutes): its node's GPUs read as a machine arrived at its "
+                                                    "end (their first readings are looked for no further back)"))],
+    ids=["down 12 minutes", "down 40 minutes", "down 50 minutes", "down 90 minutes", "down 112 minutes"])
 def test_a_lost_gpu_fires_again_once_prometheus_is_back(built, minutes):  # noqa: F811
     """Truth: node-p GPU 2 from minute 40 at every minute Prometheus runs: its node's other GPUs read at its first
     scrapes after the restart, the GPU does not. (promtool evaluates through the outage, where a real Prometheus
     evaluates nothing: its recording is written no later there than promtool's.) Down 40 minutes it was not alerted
-    again while the recording read itself over 30 minutes (HOLD); it reads 45 now, and over 50 it still is not."""
+    again while the recording read itself over 30 minutes (HOLD), down 50 or 90 while it read 45 alone: past an outage
+    it now reads what it wrote up to Prometheus' last reading before (stopped_gpus.ACROSS)."""
     down = range(*minutes)
     promtool_test(built, "outage.yaml", [{"interval": f"{STEP}s", "input_series": _outage(minutes),
                                           "alert_rule_test": [
@@ -141,6 +142,23 @@ def test_a_lost_gpu_replaced_at_its_index_ends_once_the_new_one_reads_in_each_pe
     GPU on other hardware does; none after (a GPU at the index that read before the hour would be one renumbered)."""
     _judge(built, "replaced.yaml", _history("node-q", _replaced) + [_node_made("node-q")],
            lambda minute: [_lost("node-q", 2, "GPU-q-2")] if 40 <= minute < 70 else [])
+
+
+OUTAGE = (80, 135)  # Prometheus down 55 minutes (over HOLD), after node-q's GPU 2 was replaced
+
+
+def test_a_lost_gpu_replaced_at_its_index_is_not_taken_up_again_after_prometheus_was_down(built):  # noqa: F811
+    """Truth: node-q GPU 2 from minute 40 to 69, none after at any minute Prometheus runs. The recording dropped it at
+    70 (the new GPU at its index), while Prometheus read on: what is carried past an outage is what it wrote up to
+    its last reading before, and by 135 the new GPU read before the hour (it would be one a reboot indexed anew)."""
+    def read(k: int) -> dict[int, str]:
+        return {} if OUTAGE[0] * 2 <= k < OUTAGE[1] * 2 else _replaced(k)
+    made = " ".join("_" if OUTAGE[0] * 2 <= k < OUTAGE[1] * 2 else "0" for k in range(LONG))
+    promtool_test(built, "replaced-outage.yaml", [{"interval": f"{STEP}s", "input_series": _history("node-q", read) + [
+        _node_made("node-q", made)], "alert_rule_test": [
+        {"eval_time": f"{minute}m", "alertname": ALERT,
+         "exp_alerts": [expected_alert(built, ALERT, **_lost("node-q", 2, "GPU-q-2"))] if 40 <= minute < 70 else []}
+        for minute in range(20, LONG * STEP // 60) if minute not in range(*OUTAGE)]}])
 
 
 def _several(node: str):

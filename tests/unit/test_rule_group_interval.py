@@ -14,7 +14,7 @@ import pytest
 
 from generator.project import load_project
 from generator.render.alarms import prometheus_rules, recorded_name
-from generator.stopped_gpus import HOLD
+from generator.stopped_gpus import HOLD, OUTAGE_SECONDS
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +45,10 @@ def test_the_group_sets_no_interval_and_alerts_read_recordings_at_their_own_inst
             for name in recorded:
                 reads = re.findall(re.escape(name) + r"(?:\{[^}]*\})?(\[[^]]*\](?: offset \S+)?)", rule["expr"])
                 if name == rule.get("record"):  # a stopped alarm's: its own samples of the evaluations before
-                    # (three reads: with a UUID, without one, see stopped_gpus._judged; each over HOLD)
-                    assert (set(reads), bool(reads)) == (({f"[{HOLD}]"}, True) if name.endswith(":lost")
+                    # (three reads: with a UUID, without one, see stopped_gpus._judged; each over HOLD; and past an
+                    # outage, what it wrote up to Prometheus' last reading before: OUTAGE_SECONDS)
+                    assert (set(reads), bool(reads)) == (({f"[{HOLD}]", f"[{OUTAGE_SECONDS}s]"}, True)
+                                                         if name.endswith(":lost")
                                                          else (set(), False)), (name, reads)
                     continue
                 assert not reads or name in written, (group["name"], rule.get("alert"), name)
