@@ -266,7 +266,8 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
         return scrapes[key]
 
     queried = cloudwatch.queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
-    emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster
+    kinds = cloudwatch.node_mean_kinds(project.cloudwatch_definitions(), project.catalog, settings)
+    emf = agent.emf_processor(project.catalog, settings, queried, kinds)  # the same for every cluster
     if settings.agent.pipeline == "classic":
         def made(cluster) -> AgentConfig:
             return AgentConfig(cluster.name, settings.agent.namespace,

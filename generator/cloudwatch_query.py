@@ -251,6 +251,7 @@ ONCE_PER_GPU = ("readings", "once per GPU")
 # scrape, two exporter pods in a surge), where the readings per GPU weighed them by the scrapes that read them.
 NODE_MEAN = "node_mean"
 NODE_MEAN_KINDS = {"sum": "sum", "count": "count"}  # aggregateutil's word for the points made -> the mark's value
+NODE_MEAN_KEY = "node_mean_kinds"  # a NODE_MEAN declaration's kinds (render/agent.emf_processor): the widgets' reads
 
 
 # A namespace's use of each GPU per scrape, which the OTel pipeline makes at the agent from one node's scrape

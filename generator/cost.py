@@ -335,10 +335,11 @@ class Events:
 
 
 def _what_is_published(project: Project) -> tuple[Published, dict[str, set[tuple[str, ...]]]]:
-    from .render.cloudwatch import queried_sets
+    from .render.cloudwatch import node_mean_kinds, queried_sets
 
     queried = queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, project.settings)
-    return published(project.catalog, project.settings, queried), queried
+    kinds = node_mean_kinds(project.cloudwatch_definitions(), project.catalog, project.settings)
+    return published(project.catalog, project.settings, queried, kinds), queried
 
 
 def log_events(project: Project, fleet: Fleet) -> list[Events]:
@@ -383,8 +384,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     # point per namespace and GPU of each field, which its set publishes
     namespaces = sorted({m for dims, metrics in what.fields.items() if NAMESPACE_GPU[0] in dims for m in metrics})
     # a node's total and count of its GPUs' readings once per scrape (render/agent_otel.node_means; the fleet's values
-    # now): an event per node and kind, each holding every field of the set
-    node_means = sorted({m for dims, metrics in what.fields.items() if NODE_MEAN in dims for m in metrics})
+    # now): an event per node and kind, each holding the fields whose widgets read that kind (Published.kinds)
+    node_means = {kind: sorted({m for dims, metrics in what.fields.items() if NODE_MEAN in dims for m in metrics
+                                if kind in what.kinds(m)}) for kind in NODE_MEAN_KINDS}
 
     def shown(names: list[str], sets: set[str]) -> int:
         return sum(1 for n in names if n in sets)
@@ -441,8 +443,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         *(Events(f"a node's totals ({mark})", nodes, count, count, False) for mark, count in node_marks.items()),
         # a GPU's readings once per scrape (render/agent_otel.once_per_gpu; the fleet's values past their LIMIT)
         Events("a GPU's readings once", gpus, len(once), len(once), False),
-        *(Events(f"a node's {kind}", nodes, len(node_means), len(node_means), False)
-          for kind in ("total of its GPUs' readings once", "count of GPUs read")),
+        *(Events(f"a node's {shown}", nodes, len(node_means[kind]), len(node_means[kind]), False)
+          for kind, shown in (("sum", "total of its GPUs' readings once"), ("count", "count of GPUs read"))
+          if node_means[kind]),
         # a namespace's use of a GPU: an event per namespace and GPU its pods hold at the scrape
         Events("a namespace's use of a GPU", min(fleet.named_pods, instances), len(namespaces), len(namespaces),
                False),
@@ -552,8 +555,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # A node's totals per scrape (node_total: the alarms' count or total per node): one metric per node and total
     per_node_total = sum(len(m) for dims, m in sets.items() if node_total(dims))
     # and a node's total and count of GPUs read per scrape (NODE_MEAN: the fleet's values now): one metric per node,
-    # field and kind
-    per_node_mean = sum(len(m) * len(NODE_MEAN_KINDS) for dims, m in sets.items() if NODE_MEAN in dims)
+    # field and kind its widgets read (a total alone of the field "Total power draw" reads)
+    per_node_mean = sum(len(what.kinds(name)) for dims, m in sets.items() if NODE_MEAN in dims for name in m)
     gpu_sets = {dims: len(m) for dims, m in sets.items()
                 if dims not in pod_sets and not node_total(dims) and NODE_MEAN not in dims
                 and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET,

@@ -211,19 +211,10 @@ def _metric_line(line) -> bool:
 
 def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str], str | None]]:
     """(where, expression's metric, namespace, dimension set, ClusterName) of every CloudWatch query."""
-    queries = []
-    for dashboard in subject.artifacts.cloudwatch_dashboards:
-        widgets = dashboard.body.get("widgets", [])
-        for widget in widgets if isinstance(widgets, list) else []:
-            if not isinstance(widget, dict) or not isinstance(widget.get("properties"), dict):
-                continue
-            for line in widget.get("properties", {}).get("metrics", []):
-                where = f"{cloudwatch_dashboard_file(dashboard.name)} {widget['properties'].get('title')!r}"
-                if line and isinstance(line[-1], dict) and is_query(str(line[-1].get("expression", ""))):
-                    queries.append((where, line[-1]["expression"]))
-                elif _metric_line(line):  # [namespace, metric, name, value, ..., {options}]: a metric it reads
-                    pairs = dict(zip(line[2:-1:2], line[3:-1:2]))
-                    yield where, line[1], line[0], frozenset(pairs), pairs.get(CLUSTER_DIMENSION)
+    for where, line in _widget_lines(subject):
+        if _metric_line(line):  # [namespace, metric, name, value, ..., {options}]: a metric it reads
+            pairs = dict(zip(line[2:-1:2], line[3:-1:2]))
+            yield where, line[1], line[0], frozenset(pairs), pairs.get(CLUSTER_DIMENSION)
     alarms = subject.artifacts.alarms
     for item in alarms:
         for metric in item.request.get("Metrics", []):
@@ -233,20 +224,81 @@ def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str]
                 cluster = next((d["Value"] for d in stat.get("Dimensions", []) if d["Name"] == CLUSTER_DIMENSION), None)
                 yield (where, stat["MetricName"], stat["Namespace"],
                        frozenset(d["Name"] for d in stat.get("Dimensions", [])), cluster)
-            elif is_query(str(metric.get("Expression", ""))):
-                queries.append((where, metric["Expression"]))
         if "MetricName" in item.request:
             request = item.request
             cluster = next((d["Value"] for d in request["Dimensions"] if d["Name"] == CLUSTER_DIMENSION), None)
             yield (f"{ALARMS_FILE} {request['AlarmName']}", request["MetricName"], request["Namespace"],
                    frozenset(d["Name"] for d in request["Dimensions"]), cluster)
-    for where, expression in queries:
-        try:
-            query = parse_query(expression)
-        except QueryError:
-            continue  # CW012 reports it
+    for where, query in _parsed(_expressions(subject)):
         cluster = next((v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "="), None)
         yield where, query.metric, query.namespace, frozenset(query.schema or ()), cluster
+
+
+def _widget_lines(subject: LintInput) -> Iterable[tuple[str, Any]]:
+    """(where, metric line) of every CloudWatch dashboard widget."""
+    for dashboard in subject.artifacts.cloudwatch_dashboards:
+        widgets = dashboard.body.get("widgets", [])
+        for widget in widgets if isinstance(widgets, list) else []:
+            if not isinstance(widget, dict) or not isinstance(widget.get("properties"), dict):
+                continue
+            for line in widget.get("properties", {}).get("metrics", []):
+                yield f"{cloudwatch_dashboard_file(dashboard.name)} {widget['properties'].get('title')!r}", line
+
+
+def _expressions(subject: LintInput) -> list[tuple[str, str]]:
+    """(where, Metrics Insights expression) of every CloudWatch widget and alarm."""
+    result = [(where, line[-1]["expression"]) for where, line in _widget_lines(subject)
+              if line and isinstance(line[-1], dict) and is_query(str(line[-1].get("expression", "")))]
+    return result + [(f"{ALARMS_FILE} {item.request['AlarmName']}", metric["Expression"])
+                     for item in subject.artifacts.alarms for metric in item.request.get("Metrics", [])
+                     if "MetricStat" not in metric and is_query(str(metric.get("Expression", "")))]
+
+
+def _parsed(queries: list[tuple[str, str]]) -> Iterable[tuple[str, Any]]:
+    """(where, parsed query) of each (where, Metrics Insights expression) that parses (CW012 reports the others)."""
+    for where, expression in queries:
+        try:
+            yield where, parse_query(expression)
+        except QueryError:
+            continue
+
+
+def _node_kinds_read(subject: LintInput) -> Iterable[Finding]:
+    """On the OTel pipeline, the kinds of a node's per scrape (NODE_MEAN: its total, its count of GPUs read) the agent
+    makes and publishes of each field are those the widgets and alarms read, both ways: a kind published that no query
+    reads (one custom metric per GPU node billed for nothing) is named, and one read that is not published reads
+    nothing (AG001 compares dimension names, and both kinds share one set)."""
+    from ..cloudwatch_query import NODE_MEAN, NODE_MEAN_KINDS
+    from ..render.agent_otel import EXPORTER, MERGE, node_mean_fields, node_means_made
+
+    read: dict[tuple[str, str], set[str | None]] = {}  # (field, mark's value) -> the clusters reading it (None: all)
+    for where, query in _parsed(_expressions(subject)):
+        if NODE_MEAN not in (query.schema or ()):
+            continue
+        cluster = next((v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "="), None)
+        kinds = {v for d, op, v in query.where if d == NODE_MEAN and op == "="} or set(NODE_MEAN_KINDS.values())
+        for kind in kinds:
+            read.setdefault((query.metric, kind), set()).add(cluster)
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None or agent.otel is None:
+            continue
+        made = node_means_made(((agent.otel.get("processors") or {}).get(MERGE) or {}).get("transforms") or [])
+        declarations = ((agent.otel.get("exporters") or {}).get(EXPORTER) or {}).get("metric_declarations") or []
+        published = {(name, NODE_MEAN_KINDS[kind]) for kind, names in
+                     node_mean_fields(subject.catalog, declarations).items() for name in names} & made
+        where = f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}"
+        for name, kind in sorted(published):
+            if not read.get((name, kind), set()) & {None, cluster.name}:
+                yield Finding("AG001", "warning", where,
+                              f"{name} [{NODE_MEAN}={kind}] (a node's {kind} per scrape) is published per GPU node but "
+                              f"no CloudWatch widget or alarm reads it: one custom metric per GPU node billed for "
+                              f"nothing")
+        for name, kind in sorted(key for key, clusters in read.items() if clusters & {None, cluster.name}):
+            if (name, kind) not in published:
+                yield Finding("AG001", "error", where,
+                              f"{name} [{NODE_MEAN}={kind}] is read by a CloudWatch widget or alarm but the agent "
+                              f"of {cluster.name} does not make and publish it: the value reads nothing")
 
 
 def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
@@ -293,6 +345,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     yield from _static_values_published(subject)
     yield from _copies_published(subject)
     yield from _made_published(subject)
+    yield from _node_kinds_read(subject)
 
 
 def _made_published(subject: LintInput) -> Iterable[Finding]:

@@ -19,12 +19,12 @@ query). How the agent applies this (its awsemf exporter, metric_declaration.go):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from .. import container_insights, data_missing
 from ..catalog import Catalog
-from ..cloudwatch_query import dimension_sets, explored_sets
+from ..cloudwatch_query import NODE_MEAN, NODE_MEAN_KEY, NODE_MEAN_KINDS, dimension_sets, explored_sets
 from ..markers import KUBERNETES_MANAGED_BY
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, agent_log_group
 from ..settings import Cluster, Settings
@@ -94,6 +94,13 @@ class Published:
     no_data: bool  # each exporter target's scrapes as a flag of no GPU data, with data_missing.SAMPLES_SET (one metric
     # per GPU node, published at every scrape)
     ksm_set: tuple[str, ...] = data_missing.CLUSTER_SET  # per cluster, or per DaemonSet (data_missing.ksm_set)
+    # {field: the kinds of a node's (its total, its count of GPUs read) published in the NODE_MEAN set}: those the
+    # widgets read (render/cloudwatch.node_mean_kinds); a field the set publishes that is missing here, every kind
+    node_kinds: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def kinds(self, name: str) -> tuple[str, ...]:
+        """The kinds of a node's of `name` the NODE_MEAN set publishes."""
+        return tuple(self.node_kinds.get(name, NODE_MEAN_KINDS))
 
     def sets(self) -> dict[tuple[str, ...], list[str]]:
         """{dimension set: metrics} of every source together."""
@@ -106,7 +113,8 @@ class Published:
         return result
 
 
-def published(catalog: Catalog, settings: Settings, queried: DimensionSets) -> Published:
+def published(catalog: Catalog, settings: Settings, queried: DimensionSets,
+              node_kinds: Mapping[str, tuple[str, ...]] | None = None) -> Published:
     """What the agent publishes: the DCGM fields' sets, the data-missing alarm's expected signal (kube-state-metrics,
     when GPUs are expected and the cluster's set is read) and, for its second alarm, each target's scrapes without DCGM
     samples per node (when that alarm reads them: the OTel pipeline, data_missing.per_node)."""
@@ -114,19 +122,26 @@ def published(catalog: Catalog, settings: Settings, queried: DimensionSets) -> P
         fields=published_sets(catalog, settings, queried),
         ksm=data_missing.expected(settings) and any(data_missing.CLUSTER_SET in sets for sets in queried.values()),
         no_data=data_missing.SAMPLES_SET in queried.get(data_missing.SAMPLES, set()),
-        ksm_set=data_missing.ksm_set(settings))
+        ksm_set=data_missing.ksm_set(settings), node_kinds=dict(node_kinds or {}))
 
 
-def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) -> dict[str, Any]:
-    """What the agent publishes, and how: the same for every cluster."""
+def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets,
+                  node_kinds: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """What the agent publishes, and how: the same for every cluster. The NODE_MEAN set's declarations, one per kinds
+    a field's widgets read (`node_kinds`: render/cloudwatch.node_mean_kinds), name them (NODE_MEAN_KEY): the OTel
+    pipeline makes and publishes those kinds alone (render/agent_otel.node_means)."""
     names = selected_metrics(catalog, settings, queried.keys())
     units = {name: catalog.get(name).unit.cloudwatch for name in names
              if catalog.get(name).unit.cloudwatch != "None"}
     job = f"^{re.escape(settings.scrape.job_name)}$"
-    what = published(catalog, settings, queried)
-    declarations = [{"source_labels": ["job"], "label_matcher": job, "dimensions": [list(dims)],
-                     "metric_selectors": metric_selectors(metrics)}
-                    for dims, metrics in what.fields.items() if metrics]
+    what = published(catalog, settings, queried, node_kinds)
+    declarations = []
+    for dims, metrics in what.fields.items():
+        by_kinds = {(): metrics} if NODE_MEAN not in dims else \
+            {kinds: [m for m in metrics if what.kinds(m) == kinds] for kinds in dict.fromkeys(map(what.kinds, metrics))}
+        declarations += [{"source_labels": ["job"], "label_matcher": job, "dimensions": [list(dims)],
+                          "metric_selectors": metric_selectors(each), **({NODE_MEAN_KEY: list(kinds)} if kinds else {})}
+                         for kinds, each in by_kinds.items() if each]
     if what.ksm:
         declarations.append(data_missing.ksm_declaration(settings))  # the data-missing alarm's expected signal
         declarations.append(data_missing.nodes_declaration())  # and whether a GPU node exists

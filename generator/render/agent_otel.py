@@ -69,8 +69,9 @@ from typing import Any, Collection, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, Catalog
-from ..cloudwatch_query import (LEVEL_FLAG, NAMESPACE_GPU, NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, SHARE_BOUNDS,
-                                UNUSED_SHARE, marked_level, merged_copies, number, pod_total_kind, pod_total_mark)
+from ..cloudwatch_query import (LEVEL_FLAG, NAMESPACE_GPU, NODE_MEAN, NODE_MEAN_KEY, NODE_MEAN_KINDS, ONCE_PER_GPU,
+                                SHARE_BOUNDS, UNUSED_SHARE, marked_level, merged_copies, number, pod_total_kind,
+                                pod_total_mark)
 from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
@@ -891,7 +892,9 @@ def node_means(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dic
     """metricstransform's transforms (in metricstransform/gpudash, from the GPUs' readings once that once_per_gpu
     inserts, before their rename) that make, from each scrape of a node's exporter, the node's total of the readings
     of the fields published in the set marked NODE_MEAN (cloudwatch_query.node_mean_dimensions: the fleet's values
-    now) and its count of GPUs read, negated: each GPU's reading once (its copies merged, a MIG GPU's instances
+    now) and its count of GPUs read, negated, each only where a declaration publishes it (node_mean_fields: the kinds
+    the widgets read, render/cloudwatch.node_mean_kinds; a node's count of a field only totalled is one metric per node
+    billed for nothing): each GPU's reading once (its copies merged, a MIG GPU's instances
     averaged or its stand-in, DCGM's blanks dropped) inserted under NODE_MEAN_PREFIX + kind + field, then per field
     `combine`d into one metric (a node whose GPUs are some whole and some MIG has two metrics of a GPU's readings
     once: one of each insert) and its points added over the cluster and the node, marked. The count is the sum over
@@ -900,29 +903,60 @@ def node_means(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dic
     the node (and adds the mark): one point per node, kind and scrape, published in the marked set alone (the other
     declarations' label matchers keep the mark out, _kept_apart). A DaemonSet's surge (two exporter pods on a node)
     scrapes it twice: two points of one total, which a mean over the minute reads once."""
-    names = [name for name in once_fields(catalog, declarations, NODE_MEAN) if name in
-             once_fields(catalog, declarations)]
-    if not names:
+    once = set(once_fields(catalog, declarations))
+    made = {kind: [name for name in names if name in once]
+            for kind, names in node_mean_fields(catalog, declarations).items()}
+    if not any(made.values()):
         return []
     node = [CLUSTER_DIMENSION, NODE_DIMENSION]
-    once = f"^{re.escape(ONCE_PREFIX)}({'|'.join(re.escape(n) for n in names)})$"
-    result: list[dict[str, Any]] = [{"include": once, "match_type": "regexp", "action": "insert",
-                                     "new_name": f"{NODE_MEAN_PREFIX}{kind}.${{1}}"} for kind in NODE_MEAN_KINDS]
-    for name in names:
-        counted = f"^{re.escape(f'{NODE_MEAN_PREFIX}count.{name}')}$"
-        result.append({"include": counted, "match_type": "regexp", "action": "insert",
-                       "new_name": f"{NODE_MEAN_PREFIX}count.{name}"})
-        for kind, value in NODE_MEAN_KINDS.items():
+    result: list[dict[str, Any]] = [
+        {"include": f"^{re.escape(ONCE_PREFIX)}({'|'.join(re.escape(n) for n in names)})$", "match_type": "regexp",
+         "action": "insert", "new_name": f"{NODE_MEAN_PREFIX}{kind}.${{1}}"} for kind, names in made.items() if names]
+    for name in sorted({name for names in made.values() for name in names}):
+        kinds = [kind for kind in NODE_MEAN_KINDS if name in made[kind]]
+        if "count" in kinds:
+            counted = f"^{re.escape(f'{NODE_MEAN_PREFIX}count.{name}')}$"
+            result.append({"include": counted, "match_type": "regexp", "action": "insert",
+                           "new_name": f"{NODE_MEAN_PREFIX}count.{name}"})
+        for kind in kinds:
             result.append({"include": f"^{re.escape(f'{NODE_MEAN_PREFIX}{kind}.{name}')}$", "match_type": "regexp",
                            "action": "combine", "new_name": f"{NODE_MEAN_PREFIX}{kind}.{name}",
                            "aggregation_type": kind,
                            "operations": [{"action": "aggregate_labels", "label_set": node, "aggregation_type": "sum"},
                                           *([{"action": "experimental_scale_value", "experimental_scale": -0.5}]
                                             if kind == "count" else []),
-                                          {"action": "add_label", "new_label": NODE_MEAN, "new_value": value}]})
+                                          {"action": "add_label", "new_label": NODE_MEAN,
+                                           "new_value": NODE_MEAN_KINDS[kind]}]})
     result.append({"include": f"^{re.escape(NODE_MEAN_PREFIX)}(?:{'|'.join(NODE_MEAN_KINDS)})\\.(.+)$",
                    "match_type": "regexp", "action": "update", "new_name": "${1}"})
     return result
+
+
+def node_means_made(transforms: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """{(field, mark's value)} of the node's totals and counts (NODE_MEAN) a configuration's transforms make
+    (node_means' combines, as it holds them: read by lint)."""
+    made = set()
+    for transform in transforms:
+        new_name = _read_back(str(transform.get("new_name") or ""))
+        for op in transform.get("operations") or []:
+            if op.get("action") == "add_label" and op.get("new_label") == NODE_MEAN and \
+                    new_name.startswith(NODE_MEAN_PREFIX):
+                made.add((new_name.removeprefix(NODE_MEAN_PREFIX).partition(".")[2], str(op.get("new_value"))))
+    return made
+
+
+def kinds_matcher(kinds: Iterable[str]) -> dict[str, Any]:
+    """The label matcher of a NODE_MEAN declaration: the points of its kinds (those the widgets read)."""
+    return {"label_names": [NODE_MEAN], "regex": f"^(?:{'|'.join(NODE_MEAN_KINDS[kind] for kind in kinds)})$"}
+
+
+def node_mean_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """{kind: the fields the declarations publish that kind of a node's of (NODE_MEAN: its total, its count of GPUs
+    read)}, as awsemf takes a point marked so into a declaration (matched_by)."""
+    return {kind: sorted({m.name for d in declarations for dims in d["dimensions"]
+                          if NODE_MEAN in dims and matched_by(d, {NODE_MEAN: value})
+                          for selector in d["metric_name_selectors"] for m in catalog if selects(selector, m.name)})
+            for kind, value in NODE_MEAN_KINDS.items()}
 
 
 def _readings_once(catalog: Catalog, declarations: list[dict[str, Any]], marked: tuple[str, str], prefix: str,
@@ -1102,7 +1136,8 @@ def stand_in_conditions(catalog: Catalog, declarations: list[dict[str, Any]], sh
 
 def _publishes(catalog: Catalog, emf: dict[str, Any]) -> dict[str, Any]:
     """What awsemf publishes, the same for every cluster."""
-    declarations = [{"dimensions": d["dimensions"], "metric_name_selectors": d["metric_selectors"]}
+    declarations = [{"dimensions": d["dimensions"], "metric_name_selectors": d["metric_selectors"],
+                     **({"label_matchers": [kinds_matcher(d[NODE_MEAN_KEY])]} if NODE_MEAN_KEY in d else {})}
                     for d in emf["metric_declaration"]]
     return {
         "namespace": emf["metric_namespace"],

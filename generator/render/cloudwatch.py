@@ -119,6 +119,28 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     return result
 
 
+def node_mean_kinds(dashboards: Iterable[Dashboard], catalog: Catalog,
+                    settings: Settings) -> dict[str, tuple[str, ...]]:
+    """{field: the kinds of a node's per scrape (NODE_MEAN_KINDS' marks: its total, its count of GPUs read) the fleet's
+    values now read of it (per_node_form: a count the counts, a total the totals, a mean both)}: what the agent makes
+    and publishes in the set node_mean_dimensions names, and `gpudash cost` prices; each kind is one metric per GPU
+    node, so a kind no widget reads (the count of the field "Total power draw" totals) is billed for nothing. Empty on
+    classic."""
+    if node_mean_dimensions(settings) is None:
+        return {}
+    read: dict[str, set[str]] = {}
+    for dashboard in dashboards:
+        for panel in dashboard.panels():
+            try:
+                plan_ = panel_plan(panel, catalog, settings)
+            except Unsupported:
+                continue
+            if readings_past_500(panel, plan_, catalog, settings):
+                kind = PER_NODE_READ[panel.queries[0].aggregation][1]
+                read.setdefault(plan_.metric, set()).update([kind] if kind else NODE_MEAN_KINDS)
+    return {name: tuple(kind for kind in NODE_MEAN_KINDS if kind in kinds) for name, kinds in sorted(read.items())}
+
+
 @dataclass(frozen=True)
 class _MetricWidget:
     """A metric widget as it is in every cluster: `in_cluster` adds the cluster's Region and filter."""

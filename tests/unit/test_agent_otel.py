@@ -101,11 +101,14 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
             assert {tuple(d["dimensions"][0]) for d in made} >= {("ClusterName", "readings"),
                                                                  ("ClusterName", "node", "node_mean")}
             # each node's total and count of its GPUs' readings once (the fleet's values now, per node), of the
-            # fields read once per GPU for them; classic reads one series per GPU, no such set
-            (nodes,) = [d for d in made if "node_mean" in d["dimensions"][0]]
+            # fields read once per GPU for them, each kind where a widget reads it (power: its total alone); classic
+            # reads one series per GPU, no such set
+            nodes = [d for d in made if "node_mean" in d["dimensions"][0]]
             (once,) = [d for d in made if d["dimensions"][0] == ["ClusterName", "readings"]]
-            assert set(nodes["metric_name_selectors"]) <= set(once["metric_name_selectors"]), nodes
-            assert set(nodes["metric_name_selectors"]) >= {"^DCGM_FI_DEV_GPU_TEMP$", "^DCGM_FI_DEV_POWER_USAGE$"}
+            kinds = {s: d["label_matchers"][0]["regex"] for d in nodes for s in d["metric_name_selectors"]}
+            assert set(kinds) <= set(once["metric_name_selectors"]), nodes
+            assert {k: v for k, v in kinds.items() if k in ("^DCGM_FI_DEV_GPU_TEMP$", "^DCGM_FI_DEV_POWER_USAGE$")} \
+                == {"^DCGM_FI_DEV_GPU_TEMP$": "^(?:sum|count)$", "^DCGM_FI_DEV_POWER_USAGE$": "^(?:sum)$"}
 
             def read_as(declarations, dims_of, selectors_of) -> dict:
                 result: dict = {}
@@ -113,7 +116,7 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
                     dims = tuple(x for x in dims_of(d) if x not in ("readings", "share", "above 80"))
                     result.setdefault(dims, set()).update(selectors_of(d))
                 return result
-            assert read_as([d for d in emf["metric_declarations"] if d not in totals + up + [nodes]],
+            assert read_as([d for d in emf["metric_declarations"] if d not in totals + up + nodes],
                            lambda d: d["dimensions"][0], lambda d: d["metric_name_selectors"]) == read_as(
                 classic["metric_declaration"], lambda d: d["dimensions"][0],
                 lambda d: [s for s in d["metric_selectors"] if "GPU_I_ID" not in d["dimensions"][0] or s not in device])
@@ -278,7 +281,9 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
         (p.metric, p.dimensions, p.timestamp, float(p.value > 80)) for p in classic
         if (p.metric, tuple(p.dims())) in level_sets))
     # and each node's total and count (negated) of its GPUs' readings once per scrape ([ClusterName, node, node_mean]:
-    # the fleet's values now): the node's per-GPU readings of the field at that scrape added, and counted
+    # the fleet's values now): the node's per-GPU readings of the field at that scrape added, and counted, each kind
+    # only where a widget reads it: power's count, which "Total power draw" does not read, is neither made nor
+    # published (one custom metric per GPU node billed for nothing)
     nodes = [p for p in otel if "node_mean" in p.dims()]
     node_metrics = {p.metric for p in nodes}
     gpus_read: dict = {}
@@ -288,7 +293,8 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
             gpus_read[(p.metric, p.dims()["node"], p.timestamp)] = (total + p.value, count + 1)
     assert nodes and {(p.metric, p.dims()["node"], p.timestamp, p.dims()["node_mean"]): p.value for p in nodes} == \
         pytest.approx({(*key, kind): total if kind == "sum" else -count
-                       for key, (total, count) in gpus_read.items() for kind in ("sum", "count")})
+                       for key, (total, count) in gpus_read.items() for kind in ("sum", "count")
+                       if kind == "sum" or key[0] != "DCGM_FI_DEV_POWER_USAGE"})
     published_sets = {(p.metric, tuple(p.dims())) for p in otel}
     replaced = {p for p in classic if (p.metric, tuple(p.dims())) not in published_sets}
     left_out = set(totals) | set(flags) | set(once) | set(once_per_gpu) | set(share) | set(level) | set(nodes)
@@ -312,6 +318,38 @@ def _findings(subject, rule_id):
 
 def test_the_defaults_are_consistent():
     assert run(RULES, lint_input(load_project(), build(load_project()))) == []
+
+
+def _node_kinds(otel, kinds: str, power_count: bool) -> None:
+    """Power's node set published with `kinds` (its declaration's matcher), and its count made (a copy of
+    temperature's) or its total not: a node's kinds as the agent published them before each was what a widget reads."""
+    (declaration,) = [d for d in otel["exporters"]["awsemf/gpudash"]["metric_declarations"] if "node_mean" in
+                      d["dimensions"][0] and "^DCGM_FI_DEV_POWER_USAGE$" in d["metric_name_selectors"]]
+    declaration["label_matchers"] = [{"label_names": ["node_mean"], "regex": f"^(?:{kinds})$"}]
+    transforms = otel["processors"]["metricstransform/gpudash"]["transforms"]
+    if power_count:
+        transforms += [json.loads(json.dumps(t).replace("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE"))
+                       for t in transforms if t.get("action") == "combine"
+                       and t.get("new_name") == "gpudash.nodemean.count.DCGM_FI_DEV_GPU_TEMP"]
+    else:
+        transforms[:] = [t for t in transforms if t.get("new_name") != "gpudash.nodemean.sum.DCGM_FI_DEV_POWER_USAGE"]
+
+
+def test_lint_names_a_node_kind_published_that_no_widget_reads_and_one_read_that_is_not_published():
+    """AG001 proves a node's kinds per scrape (its total, its count of GPUs read) both ways: "Total power draw" reads
+    power's node totals alone, so power's count published per node is named (a custom metric per GPU node billed for
+    nothing: what the default build published since a0dfbc84), and power's total not made is an error (the widget
+    reads nothing). The default build publishes neither (test_the_defaults_are_consistent)."""
+    project = load_project()
+    messages = [f.message for f in _findings(_edited(project, lambda otel: _node_kinds(otel, "sum|count", True)),
+                                             "AG001")]
+    assert messages == ["DCGM_FI_DEV_POWER_USAGE [node_mean=count] (a node's count per scrape) is published per GPU "
+                        "node but no CloudWatch widget or alarm reads it: one custom metric per GPU node billed for "
+                        "nothing"]
+    found = _findings(_edited(project, lambda otel: _node_kinds(otel, "sum", False)), "AG001")
+    assert [(f.severity, f.message) for f in found] == [
+        ("error", "DCGM_FI_DEV_POWER_USAGE [node_mean=sum] is read by a CloudWatch widget or alarm but the agent of "
+                  "gpu-cluster does not make and publish it: the value reads nothing")]
 
 
 def test_a_job_that_does_not_attach_clustername_fails():
@@ -348,7 +386,8 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     lists each device counter per GPU instance (100 whole GPUs are 100 instances, so OTel has 100 custom metrics fewer per
     device counter) and OTel publishes five totals per pod (power, framebuffer, PCIe both ways, GPUs: 80 pods) and
     the exporters' scrapes without DCGM samples per GPU node (counted per GPU: 100), each node's total and count of
-    GPUs read of the fleet's values' three fields (6 per node) and one metric per cluster (the temperature of a GPU's
+    GPUs read of the fleet's mean temperature and utilization, its total of power (5 per node, the kinds the widgets
+    read) and one metric per cluster (the temperature of a GPU's
     readings once, beside the data-missing alarm's); both log every scraped field per
     GPU and scrape (the OTel filter drops the receiver's own up and scrape_* series, as the JSON path's scraper does,
     but a scrape without DCGM samples: none here), OTel in more events (test_cost_log_events.py): each GPU's
@@ -362,8 +401,9 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     # alarm's [ClusterName] and a GPU's readings once, [ClusterName, readings])
     # and a GPU's temperature flags (its utilization once, which the utilization widgets read, replaces the per-GPU
     # set's)
-    # and each node's total and count of GPUs read of the fleet's values' three fields (counted per GPU: 6 x 100)
-    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus - 1 - fleet.gpus - 6 * fleet.gpus
+    # and each node's total and count of GPUs read of the fleet's mean temperature and utilization, its total of power
+    # (counted per GPU: 5 x 100)
+    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus - 1 - fleet.gpus - 5 * fleet.gpus
     assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
     costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
     assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \

@@ -86,20 +86,21 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # (counted per GPU), and the idle alarms' utilization per pod and GPU (one per GPU a pod holds), and the
     # temperature-high alarm's flags past its level per GPU, and each GPU's utilization once (the fleet's mean
     # utilization reads every GPU once, a MIG GPU by its stand-in)
-    # and per GPU node (counted per GPU) its total and count of GPUs read of the fleet values' three fields
+    # and per GPU node (counted per GPU) its total and count of GPUs read of the fleet's mean temperature and
+    # utilization, and its total alone of power (the one kind "Total power draw" reads)
     assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 9 + 5 * 80 + 1 * 100 + 1 * 100 + 1 * 100 + 1 * 100 \
-        + 6 * 100
+        + 5 * 100
     # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, its
     # scraper drops the scrape's own series, and its fleet values past 500 GPUs read the temperature's [ClusterName]
     # metric the data-missing alarm reads (its copies are not merged: one metric fewer)
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n  metric_selection: all\n")),
                                fleet))["custom metrics"]
     # (no flags, no utilization once, no node's totals and counts)
-    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100 - 1 - 1 * 100 - 1 * 100 - 6 * 100
+    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100 - 1 - 1 * 100 - 1 * 100 - 5 * 100
     # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published (a GPU's temperature flags and
     # utilization once are)
     idle = _lines(estimates(all_settings, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
-    assert idle["quantity"] == 25 * 100 + 1 * 100 + 9 + 1 * 100 + 1 * 100 + 1 * 100 + 6 * 100
+    assert idle["quantity"] == 25 * 100 + 1 * 100 + 9 + 1 * 100 + 1 * 100 + 1 * 100 + 5 * 100
     assert "GPUs held by pods" not in idle["basis"]
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
@@ -107,7 +108,7 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # pod (the five totals among them), and as above the cluster's nine, the scrapes' flags and the idle alarms' own
     default = _lines(estimates(project, fleet))["custom metrics"]
     assert default == used
-    assert default["quantity"] == 14 * 100 + 12 * 80 + 9 + 1 * 100 + 1 * 100 + 1 * 100 + 6 * 100
+    assert default["quantity"] == 14 * 100 + 12 * 80 + 9 + 1 * 100 + 1 * 100 + 1 * 100 + 5 * 100
 
 
 def test_tiers_lower_the_price_of_a_large_fleet(everything):
@@ -122,9 +123,9 @@ def test_tiers_lower_the_price_of_a_large_fleet(everything):
     # utilization once
     # (and each node's total and count of GPUs read, counted per GPU)
     assert large["quantity"] == 250_000 + 1 * 5_000 + 9 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 + 1 * 5_000 \
-        + 6 * 5_000
+        + 5 * 5_000
     # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 99,024
-    assert large["monthly"] == pytest.approx(27_000 + 80_090 * 0.05 - 10 * 0.30)
+    assert large["monthly"] == pytest.approx(27_000 + 75_090 * 0.05 - 10 * 0.30)
     assert large["unit_price"] < 0.30
 
 
@@ -132,15 +133,15 @@ def test_tiers_count_each_regions_metrics_apart(project_dir):
     """The custom metrics' tiers are each Region's: the bill prices a Region's metrics by its own tiers ("$0.30 per
     metric-month for the first 10,000 metrics - Asia Pacific (Tokyo)", a line per Region, the usage type
     Region-prefixed; the price file's unit: "tiers over the account's metrics in the Region"); the free tier's 10 once,
-    for the account. Two clusters in two Regions at 5,000 pods: each Region's 87,509 start at $0.30, where pooled
-    they would fill the first tier once ($19,498.80, what one Region's two clusters cost)."""
+    for the account. Two clusters in two Regions at 5,000 pods: each Region's 85,009 start at $0.30, where pooled
+    they would fill the first tier once ($18,998.80, what one Region's two clusters cost)."""
     clusters = ("clusters:\n  - name: a\n    region: us-east-1\n  - name: b\n    region: {}\n")
     fleet = Fleet(clusters=2, pods=5000, churn=0)
     apart = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))), fleet))["custom metrics"]
     together = _lines(estimates(load_project(project_dir(clusters.format("us-east-1"))), fleet))["custom metrics"]
-    assert apart["quantity"] == together["quantity"] == 175_018
-    assert together["monthly"] == pytest.approx(3_000 + 165_018 * 0.10 - 10 * 0.30)
-    assert apart["monthly"] == pytest.approx(2 * (3_000 + 77_509 * 0.10) - 10 * 0.30)
+    assert apart["quantity"] == together["quantity"] == 170_018
+    assert together["monthly"] == pytest.approx(3_000 + 160_018 * 0.10 - 10 * 0.30)
+    assert apart["monthly"] == pytest.approx(2 * (3_000 + 75_009 * 0.10) - 10 * 0.30)
     assert "tiered per Region (2 Regions)" in apart["basis"]
     # --clusters 3 over the two Regions: two in one (116,678.67 metrics), one in the other (58,339.33)
     three = _lines(estimates(load_project(project_dir(clusters.format("eu-west-1"))),
@@ -273,7 +274,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(everything, tmp_pa
     changed = load_prices(overrides=override)
     result = estimates(everything, fleet, changed)
     assert _lines(result)["custom metrics"]["monthly"] == pytest.approx(
-        (500 + 1 * 10 + 9 + 5 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 6 * 10 - 10) * 0.60)
+        (500 + 1 * 10 + 9 + 5 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 1 * 10 + 5 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
@@ -363,8 +364,9 @@ def test_the_exporters_up_is_counted_per_gpu_node_when_the_fleet_says_how_many(p
     rule's alarm per node analyzes; without --nodes both are counted per GPU (an upper bound)."""
     per_gpu = _lines(estimates(project, Fleet(clusters=1, pods=80, churn=0, gpus=100)))
     per_node = _lines(estimates(project, Fleet(clusters=1, pods=80, churn=0, gpus=100, nodes=13)))
-    # (and each node's total and count of GPUs read of the fleet values' three fields: 6 per node)
-    assert per_gpu["custom metrics"]["quantity"] - per_node["custom metrics"]["quantity"] == (1 + 6) * (100 - 13)
+    # (and each node's total and count of GPUs read of the fleet's mean temperature and utilization, its total of
+    # power: 5 per node)
+    assert per_gpu["custom metrics"]["quantity"] - per_node["custom metrics"]["quantity"] == (1 + 5) * (100 - 13)
     alarms = "GPU and cluster alarms (Metrics Insights)"
     assert per_gpu[alarms]["quantity"] - per_node[alarms]["quantity"] == 100 - 13
     classic = load_project(project_dir("agent:\n  pipeline: classic\n"))  # its scraper drops up
