@@ -27,14 +27,16 @@ def rules(tmp_path_factory):
     folder = tmp_path_factory.mktemp("rules")
     files = encode(build(load_project()))
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    resources = list(yaml.safe_load_all(files["k8s/prometheusrule.yaml"]))
+    resources = list(yaml.load_all(files["k8s/prometheusrule.yaml"], Loader=_LOADER))
     assert {resource["kind"] for resource in resources} == {"PrometheusRule"}
     assert {"groups": [group for resource in resources for group in resource["spec"]["groups"]]} == \
-        yaml.safe_load(files["prometheus/rules.yaml"])
+        yaml.load(files["prometheus/rules.yaml"], Loader=_LOADER)
     return folder
 
 
 _READ_RULES: dict[str, list] = {}  # a rules file's text -> its groups
+# libyaml where PyYAML was built with it: the same documents as safe_load at ~1/40 of the CPU (0.15 s a 370 KB file)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def alert_rule(folder, alert: str) -> dict:
@@ -105,7 +107,7 @@ def targets_up(series: list[dict]) -> list[dict]:
 def rule_groups(text: str) -> list:
     """The rule groups of a rules file's text, parsed once per text."""
     if text not in _READ_RULES:
-        _READ_RULES[text] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["groups"]
+        _READ_RULES[text] = yaml.load(text, Loader=_LOADER)["groups"]
     return _READ_RULES[text]
 
 
