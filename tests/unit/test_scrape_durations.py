@@ -37,7 +37,8 @@ def _files(cli, tmp_path: Path, interval: str) -> dict[str, str]:
     # reads (AL028)
     assert code == 0 and stdout.endswith("0 errors, 1 warnings, 12 notes\n"), stdout + stderr
     (warning,) = [line for line in stdout.splitlines() if " warning: " in line]
-    assert warning.startswith("AL028 warning: cloudwatch/alarms.json gpudash-gpu-cluster-gpu-data-missing-agent-"), warning
+    assert warning.startswith("AL028 warning: cloudwatch/alarms.json gpudash-gpu-cluster-gpu-data-missing-agent-"), \
+        warning
     return {str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file() and p.name != "manifest.json"}
 
 
