@@ -586,41 +586,72 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of its node read the
     GPU it left beside its new one for the look-back (310 W for 250, 2 GPUs for 1: test_pod_moved_gpu), as did a pod
     that ended. A GPU pods share by time-slicing, which an exporter names under one of them per scrape, always names
-    one. Without timestamp(), which Prometheus before 2.47 seeks anew at each step (a panel's range query, a rule's
-    subquery: the idle rule's CPU 0.284 -> 0.652 s an evaluation at 33 GPUs; a per-GPU panel's gate 0.32 s of
-    Prometheus CPU a field at 64 GPUs over 6 h, so 0.06).
-    A series of `metric` without a pod written within the last two scrape intervals (`scrape` one) and none naming
-    one written within the last interval (`rule`: that alone). A scrape writes a GPU's series either with pods or
-    without, and scrapes are an interval apart: where the newest one named no pod, the one before it (which named the
-    pod) is more than an interval old whenever the newest is, so a scrape late or failed after the one finding the GPU
-    idle leaves it idle (read within one interval, the pod came back on its old GPU at its old reading for the rest
-    of the gap: 4 s to 13 s of a scrape 10 s late, R3 s39); where the newest named a pod, the one before it is more
-    than two intervals old whenever the newest is more than one. Not so a field the exporter splits per process
-    (exporter.virtual_gpus, `labels.copies`): a 4.5.3 exporter writes the GPU's own series beside its pods' copies
-    at every scrape, so a GPU whose scrapes stopped read idle from one interval after its last (its pods left the
-    panels); there a series without a pod and none naming one within the last interval, or within the last two (its
-    own series written at every scrape tells the scrapes: where none named a pod in a window holding a scrape, the
-    newest did not). A failed scrape alone leaves no GPU idle. A scrape a little early reads the one before it in the
-    interval too, and finds the GPU idle only from the next step (on live scrapes every 0.5 s the panels read 310 W for
-    250 at such a step). Panels (not `rule`) also take one read now and none naming one read now: Prometheus marks a
-    series stale at the scrape that no longer writes it, so on live scrapes the GPU is idle from that scrape on; where
-    it wrote no staleness marker (a backfill, a restart) the instant selector reads the older samples, and the
-    intervals' test alone tells."""
+    one.
+    Idle: the newest sample of the GPU's series of `metric` (`scrape` its scrape interval) is one without a pod,
+    whichever copy wrote it, and no series naming a pod has a sample within the last interval. The newest sample's
+    time on each side: the instant selector's (timestamp(): its own sample's time, the newest where the series is not
+    stale) or the newest any step of half the interval over the look-back read (a range's function gives the step's
+    time, so timestamp() per step: a sample is read at a step until the next scrape's sample or staleness marker, an
+    interval later); a naming sample's time a tenth of a millisecond later (NAMED_LATER), so one maximum tells the
+    side (a tie, an exporter writing the GPU's own series beside its pods' copies at every scrape, is the pods').
+    Windows of whole intervals ("without a pod within two intervals, none naming one within one", s40) could not order
+    two copies' readings within an interval of each other: a pod starting on an idle GPU as its exporter was rolled
+    (the old copy's last scrape idle, the new copy's 14 s later naming it) left the per-pod panels at the new copy's
+    failed or late scrape, 300 W gone up to 16 s (test_rolled_copy_pod_started); its mirror (a pod ending then) stays
+    off the GPU. The recent naming sample: a GPU without a UUID is judged with the other GPUs of its index in the
+    cluster (held_labels), whose newest sample alternates between their nodes' scrapes, so a pod named within the
+    interval holds it, counted only where it is not stale (timestamp()): Prometheus marks a series stale at the scrape
+    that no longer writes it, so on live scrapes a GPU is idle from that scrape on, even when it came a little early
+    (its naming sample before it within the interval). A failed scrape alone leaves no GPU idle (the newest sample
+    stays what it was); a scrape late after the one finding the GPU idle leaves it idle. timestamp() of a selector is
+    sought anew at each step on Prometheus before 2.47: about 1 s more of Prometheus CPU an idle test at 64 GPUs over
+    6 h (docs/performance.md). A rule's steps (`rule`) and the per-GPU panels (_left_idle) keep windows of whole
+    intervals (_idle_within_intervals)."""
+    held, pod, seconds = _listed(held_labels(labels)), labels.pod, _seconds(scrape)
+    if rule:
+        return _idle_within_intervals(metric, branches, labels, scrape)
+    steps = f"[{LABEL_LOOKBACK_SCRAPES * seconds}s:{half_interval(seconds)}]"
+    unnamed = _raw(metric, branches, [pod + UNNAMED], f"(timestamp({{0}}) or max_over_time(timestamp({{0}}){steps}))")
+    named = _raw(metric, branches, [pod + NAMED], f"max_over_time(timestamp({{0}}){steps}) + {NAMED_LATER}")
+    newest = f"(max by ({held}) ({unnamed} or {named}) * {1 / NAMED_LATER:g} + 0.5) % 10 < 1"
+    recent = _raw(metric, branches, [pod + NAMED], f"timestamp({{}}) >= time() - {seconds}")
+    return f"({newest} unless on ({held}) {recent})"
+
+
+def _idle_within_intervals(metric: str, branches: list[list[str]], labels: Labels, scrape: str,
+                           now: bool = False) -> str:
+    """A rule's idle_gpus (at the steps of its subquery) and a per-GPU panel's (_left_idle): a series of `metric` without a pod written within the last
+    two scrape intervals (`scrape` one) and none naming one within the last interval. A scrape writes a GPU's series
+    with pods or without, an interval apart, so judged per copy this is the newest scrape's; over copies it cannot
+    order two copies' readings within an interval of each other (a pod started as its exporter was rolled is left out
+    of the steps from the new copy's failed or late scrape, up to an interval), which the panels' form orders by the
+    samples' times at 2.6 times the idle rule's CPU an evaluation (0.42 -> 1.09 s at 64 GPUs: docs/performance.md).
+    `now` (a per-GPU panel's, _left_idle): also a series without a pod read now and none naming one read now
+    (Prometheus marks a series stale at the scrape that no longer writes it: on live scrapes idle from that scrape on).
+    A field the exporter splits per process (exporter.virtual_gpus, `labels.copies`) has the GPU's own series beside
+    its pods' copies at every scrape: there within one interval, or within two (a GPU whose scrapes stopped is not
+    idle from one interval after its last)."""
     held, pod, two = _listed(held_labels(labels)), labels.pod, f"{2 * _seconds(scrape)}s"
 
     def within(unnamed: str, named: str) -> str:
         """A series without a pod within `unnamed` and none naming one within `named`."""
         return " unless on ({}) ".format(held).join(
-            _raw(metric, branches, [f'{pod}{op}'], f"present_over_time({{}}[{window}])")
-            for op, window in (('=""', unnamed), ('!=""', named)))
+            _raw(metric, branches, [pod + op], f"present_over_time({{}}[{window}])")
+            for op, window in ((UNNAMED, unnamed), (NAMED, named)))
     if labels.copies and metric in PER_PROCESS_FIELDS:
         idle = f"({within(scrape, scrape)} or {within(two, two)})"
     else:
         idle = f"({within(two, scrape)})"
-    if rule:
+    if not now:
         return idle
-    now, named = (_raw(metric, branches, [f'{pod}{op}'], "{}") for op in ('=""', '!=""'))
-    return f"(({now} unless on ({held}) {named}) or {idle})"
+    unnamed, named = (_raw(metric, branches, [pod + op], "{}") for op in (UNNAMED, NAMED))
+    return f"(({unnamed} unless on ({held}) {named}) or {idle})"
+
+
+UNNAMED, NAMED = '=""', '!=""'  # a matcher's test of the pod label: a series without a pod, one naming a pod
+# added to a naming series' sample time in idle_gpus: a tenth of Prometheus' millisecond, so the newest of a GPU's
+# samples tells which side it is (its time * 1e4 ends in 0 without a pod, in 1 naming one), and a tie goes to the pod
+NAMED_LATER = 1e-4
 
 
 LATEST = "{0} < " + BLANK_FLOOR  # a gauge's latest sample, blanks left out (_gauge_form)
@@ -1008,7 +1039,10 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
         tuple(m for m in branch if not m.startswith(workload)) for branch in branches)]
     named = [m for m in extra if m != f'{labels.pod}!=""']
     left = _raw(metric, branches, [*named, f'{labels.pod}!=""'], f"present_over_time({{0}}[{within}])")
-    return f"({left} and on ({_listed(held_labels(labels))}) {idle_gpus(metric, anyone, labels, scrape)})"
+    # whole-interval windows (_idle_within_intervals): the samples' times cost a per-GPU panel, which reads this at
+    # every step even with the variables at All, 2.8 times its Prometheus CPU (GPU temperature 1.30 -> 3.67 s at 64 GPUs)
+    idle = _idle_within_intervals(metric, anyone, labels, scrape, now=True)
+    return f"({left} and on ({_listed(held_labels(labels))}) {idle})"
 
 
 # what a per-GPU or fleet panel says it draws with the pod or namespace variable set (draws_whole_gpus)

@@ -11,7 +11,8 @@ Its mirror (the pod ends between the old copy's last scrape, naming it, and the 
 new copy's next scrape late) is right on c46fa7e2 and shown here too: in both, two copies' newest readings lie within
 one interval of each other and more than an interval back, and only their order tells whether the pod holds the GPU;
 windows of whole intervals cannot tell it ("without a pod and none naming one within one interval, or within two"
-reads the mirror wrong instead: the ended pod on the idle GPU).
+reads the mirror wrong instead: the ended pod on the idle GPU). The per-pod panels now order them by the samples'
+times (idle_gpus: the newest sample of the GPU's series, whichever copy wrote it, without a pod), and both hold.
 
 Backfilled (promtool: no staleness markers, as a backfill or the series before a Prometheus restart), 30 s scrapes:
 node n's exporter copy A (10.0.0.1:9400, at +3 s) answers scrapes 0-9, copy B (10.0.0.2:9400, at +17 s) 8-19. GPU 1
@@ -85,12 +86,6 @@ TRUTH = {"Power draw of each pod's GPUs": ({"Pod ml/q": 150.0, "Pod ml/r": 300.0
          "Pods on GPUs": ({"Pod ml/q": 1.0, "Pod ml/r": 1.0}, {"Pod ml/q": 1.0})}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "idle_gpus judges a GPU over its copies by windows of whole scrape intervals (a series without a pod within two, "
-    "none naming one within one): the old copy's idle reading 14 s older than the new copy's naming one reads the GPU "
-    "idle from one interval after the naming reading to two after the idle one (the pod hidden 14 s at a failed "
-    "scrape); telling the order of two copies' readings within one interval of each other needs their times, and "
-    "'within one or within two, both ways' reads the mirror story (test below) wrong instead"))
 @pytest.mark.parametrize("after", [5, 9])
 @pytest.mark.parametrize("title", sorted(TRUTH))
 @pytest.mark.parametrize("scene", ["started_failed", "started_late"])
@@ -179,10 +174,6 @@ def live_started(tmp_path_factory):
     pytest.fail(f"B's first answer came over {GAP_MAX} s after A's last in 6 scenes")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "idle_gpus (whole-interval windows over all copies): on live scrapes too, A's last idle sample (within two "
-    "intervals, range reads skip its staleness marker) and B's failed scrape (its naming series stale, its sample an "
-    "interval old) read GPU 0 idle from the failed scrape for the interval less B's gap after A's last answer"))
 @pytest.mark.parametrize("title", sorted(TRUTH))
 def test_a_pod_started_as_its_exporter_rolled_stays_through_a_failed_scrape_on_live_scrapes(live_started, title):
     """Every millisecond from B's first answer naming ml/r to its answer after the failed one: ml/r and ml/q. Seen on

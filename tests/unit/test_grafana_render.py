@@ -219,10 +219,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                                    "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join("
                                    "present_over_time(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace=~\"$namespace\", "
                                    "pod=~\"$pod\", gpu=~\"$gpu\", pod!=\"\"}[$__rate_interval]) unless"))
-               and packed("unless on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_TOTAL_"
-                          "ENERGY_CONSUMPTION{gpu=~\"$gpu\", pod=\"\"} unless on (cluster, UUID, gpu, "
-                          "GPU_I_ID, GPU_I_PROFILE) DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=~\"$gpu\", pod!=\"\"} or "
-                          "present_over_time(") in e
+               and packed("unless on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, UUID, gpu, "
+                          "GPU_I_ID, GPU_I_PROFILE) (timestamp(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=~\"$gpu\", "
+                          "pod=\"\"}) or max_over_time(timestamp(") in e
                and packed(" * 0 + on (node, gpu) group_left () max by (node, gpu) (") in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
