@@ -1362,11 +1362,13 @@ def _prorated(counter: CounterReading, delta: str, window: str, shift: str | Non
     counted by the scrapes it grew over that fall in the period: a reading n scrape intervals after the reading before
     it (a gap in the GPU's data, a missed scrape: n = the seconds between their steps over the interval, rounded, at
     least 1) holds n scrapes' growth, each an equal share, and the period counts the shares of the scrapes due inside
-    it (the k latest, k = the step's seconds after the period's start over the interval, rounded up). Only a period's
-    first reading can hold scrapes due before it; a reading one interval after the one before (no scrape missed)
-    counts whole, as the CloudWatch agent's delta does in the period it is sent in. Truth of a steady link across an
-    8.5-minute gap: 40 replays per 5 minutes in every period, where the whole gap's growth in one period read 68.
-    Cost: the steps' seconds are a second read of the readings over the horizon (each period's CPU about doubles)."""
+    it (the k latest, k = the step's seconds after the period's start over the interval, rounded up); the leading
+    copy's first reading as many more as the scrapes due at the period's end that have not arrived (_unarrived). Only
+    a period's first reading can hold scrapes due before it; a reading one interval after the one before (no scrape
+    missed) counts whole, as the CloudWatch agent's delta does in the period it is sent in. Truth of a steady link
+    across an 8.5-minute gap: 40 replays per 5 minutes in every period, where the whole gap's growth in one period read
+    68. Cost: the steps' seconds are a second read of the readings over the horizon (each period's CPU about
+    doubles)."""
     interval = _seconds(counter.by_target)
     start = f"({EVALUATED_AT} - {_seconds(window) + (_seconds(shift) if shift else 0)})"
     scrapes = f"clamp_min(round({counter.step_seconds(WINDOW_PREVIOUS_WITHIN)} / {interval}), 1)"
@@ -1374,6 +1376,31 @@ def _prorated(counter: CounterReading, delta: str, window: str, shift: str | Non
     # before the pinned period's start counts its delta whole, as before the shares
     inside = f"scalar(ceil(vector((time() - {start}) / {interval})) > 0 or vector({WHOLE:g}))"
     return f"({delta} * ({_leaders_share(counter, window, shift, start)} or clamp_max({inside} / {scrapes}, 1)))"
+
+
+def _unarrived(counter: CounterReading, shift: str | None) -> str:
+    """Each exporter's copy of a GPU (_per_copy): the scrapes due in an alert's period after its latest sample at the
+    period's end (its end's scrapes missed, whose growth arrives with a reading after it): k of them where it has no
+    raw sample within the period's last k intervals, up to UNARRIVED_MOST; none where it has none within
+    UNARRIVED_MOST + 1 (the period's shares stand as before); 0 where the scrape due at the end arrived.
+    _leaders_share counts that many more of the leading copy's first reading's shares due before the period's start: a
+    period holds as many scrapes' growth as its length, the latest that arrived. Counted by the shares due inside it
+    alone, a period that ended on a missed scrape and began on one (the fresher copy missing every 2nd scrape, on whole
+    minutes) held 270 s of growth at every evaluation: the growth due at its start arrived after the period before was
+    evaluated and was counted in neither (48.5 replays for the link's 54 per 5 minutes, the rule silent at a level of
+    50). Raw samples, not a subquery of their timestamps (their latest in the merged steps' form too passed promtool's
+    sample limit)."""
+    interval = _seconds(counter.by_target)
+
+    def recent(scrapes: int) -> str:  # 1 where the copy has a raw sample within the period's last `scrapes` intervals
+        return _per_copy(counter, lambda s: f"present_over_time({s}[{scrapes * interval * 1000 - 1}ms] @ end()"
+                                            f"{_offset(shift)})")
+
+    return (f"({UNARRIVED_MOST} - " + " - ".join(f"({recent(k)} or {recent(UNARRIVED_MOST + 1)} * 0)"
+                                                  for k in range(1, UNARRIVED_MOST + 1)) + ")")
+
+
+UNARRIVED_MOST = 2  # scrapes due at an alert period's end that _unarrived counts as not arrived, at the most
 
 
 def _leaders_share(counter: CounterReading, window: str, shift: str | None, start: str) -> str:
@@ -1407,7 +1434,8 @@ def _leaders_share(counter: CounterReading, window: str, shift: str | None, star
     # the steps up to the one holding the leading copy's first sample in the period (the comparison keeps the first
     # sample's time, from which the scrapes due in the period are counted: the first sample read once, not twice)
     due = f"ceil((({first} > time() - {_seconds(step)}) - {start}) / {interval})"
-    return f"(({due} / {scrapes}) < 1)"
+    unarrived = f"max by ({keys}) ({_unarrived(counter, shift)} and {leading})"
+    return f"((({due} + {unarrived}) / {scrapes}) < 1)"
 
 
 @dataclass(frozen=True)
@@ -1634,9 +1662,22 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     # for 30 s of growth each, read 222,222 mW for 200,000 at every minute for as long as both ran
     restarted = f"({copy.reading} < {read_before_own})"
     counts_above = f"({own_before} < on ({keys}) group_left () {before} or {restarted})"
-    grew_in = (f"(({above} and {counts_above}) * 0 + "
-               f"({taken} - on ({keys}) group_left () {taken_before}) or "
-               f"{copy.step_seconds(COUNTED_WITHIN, scraped=True)})")
+    # A copy back from missed scrapes (its own step over 1.5 intervals) whose growth above the base is below its own
+    # delta counts the share of its own seconds that growth is of its own delta, where it read a new collection at each
+    # of its samples within COUNTED_WITHIN (`steady`: its span on its own clock is its growth's) and its reading is no
+    # restart: counted from the base copy's scrape, the seconds were off by the two copies' lags (copies reading one
+    # hostengine's collections 23 and 8 s after them, the fresher one missing two scrapes: at its return 60 s of
+    # growth over 45 s, after the other copy had counted its 30 s on its own clock; 222,222 mW for 200,000 at 13 and 14
+    # minutes, 218,182 at 15). A copy polling less often than it is scraped (its span is not its growth's: 60 s of
+    # growth over its 30 s) or one scraped off its beat (a scrape 7 s early read the collection before again) counts
+    # from the base's scrape as before
+    own_seconds = copy.step_seconds(COUNTED_WITHIN, scraped=True)
+    repeats = copy.merged(lambda s: f"(count_over_time({s}[{COUNTED_WITHIN}s]) - changes({s}[{COUNTED_WITHIN}s]))")
+    steady = f"on ({keys}) (max by ({keys}) ({repeats}) <= 1)"
+    grew_in = (f"(({own_seconds} > {seconds * 1.5:g}) * clamp_max({above} / ({copy.reading} - {own_before} > 0), 1) "
+               f"and {steady} unless {restarted} or "
+               f"({above} and {counts_above}) * 0 + ({taken} - on ({keys}) group_left () {taken_before}) or "
+               f"{own_seconds})")
     # the leading copies' step, or at a copy's first reading, the copies' merged step (from the reading of another
     # copy). Of the leading copies' deltas the smallest: the growth since the highest base (where two tied copies
     # missed the step before, the larger delta, a lagging copy's from its older reading, counted again what the other

@@ -271,10 +271,6 @@ def test_the_replays_rule_fires_over_its_threshold_when_the_fresh_copy_misses_a_
                     f"-s{list(FIRING).index(name)}):\n{_FIRED[str(rules)]}")
 
 
-@pytest.mark.xfail(strict=True, reason="_prorated: a period whose end's scrape was missed holds none of that "
-                   "scrape's growth at its evaluation, and the period after counts only its share due inside it: "
-                   "the growth due at the boundary is counted in no period; with every 2nd scrape missed each period "
-                   "reads 48.5-49 for the merged readings' 54, and the rule stays silent at minutes 10-30")
 def test_the_replays_rule_fires_over_its_threshold_when_the_fresh_copy_misses_every_2nd_scrape(rules):
     failure = _fires_at_the_merged_readings_minutes(rules, "replays_firing_every_2nd", [EVERY_2ND_FIRING])
     assert failure is None, failure

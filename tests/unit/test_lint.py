@@ -144,7 +144,9 @@ def test_lints_walk_of_a_query_visits_what_promql_parsers_walk_visits():
     33k characters, and the per-pod used share, 29k: promql_parser's walk copies each node's subtree, 2 s each for the
     33k; the GPU idle rule, 31k since a GPU is one exporter's copy; a MIG share's, its late copies checked for an instance
     with no reading within the look-back; the counters' five step_seconds recordings, 29-31k since each
-    step's seconds are read on one copy's clock) are compared by their kinds: each kind they hold
+    step's seconds are read on one copy's clock, 34-36k with a returning copy's share of its own clock; the
+    PCIe replays rule, 30k since a period counts its end's scrapes not arrived) are compared by their
+    kinds: each kind they hold
     (its type, and whether it has a parameter) is walked the same in the queries compared whole. For the same reason
     queries alike but for their metric names and the texts of their strings (one form written for many fields: half of
     the build's queries) have the same tree but for its leaves' texts, and are walked alike: one of each form is
@@ -199,7 +201,7 @@ def test_lints_walk_of_a_query_visits_what_promql_parsers_walk_visits():
             compared |= kinds(expr)
     assert len(forms) > 20
     larger = [q for q in queries if len(q) > WHOLE]
-    assert len(larger) <= 7 and all(kinds(expr) <= compared for expr in queries), [kinds(q) - compared for q in queries]
+    assert len(larger) <= 8 and all(kinds(expr) <= compared for expr in queries), [kinds(q) - compared for q in queries]
 
 
 @pytest.mark.parametrize("expr, pinned", [
