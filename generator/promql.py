@@ -620,17 +620,17 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
 
 def _idle_within_intervals(metric: str, branches: list[list[str]], labels: Labels, scrape: str,
                            now: bool = False) -> str:
-    """A rule's idle_gpus (at the steps of its subquery) and a per-GPU panel's (_left_idle): a series of `metric` without a pod written within the last
-    two scrape intervals (`scrape` one) and none naming one within the last interval. A scrape writes a GPU's series
-    with pods or without, an interval apart, so judged per copy this is the newest scrape's; over copies it cannot
-    order two copies' readings within an interval of each other (a pod started as its exporter was rolled is left out
-    of the steps from the new copy's failed or late scrape, up to an interval), which the panels' form orders by the
-    samples' times at 2.6 times the idle rule's CPU an evaluation (0.42 -> 1.09 s at 64 GPUs: docs/performance.md).
-    `now` (a per-GPU panel's, _left_idle): also a series without a pod read now and none naming one read now
-    (Prometheus marks a series stale at the scrape that no longer writes it: on live scrapes idle from that scrape on).
-    A field the exporter splits per process (exporter.virtual_gpus, `labels.copies`) has the GPU's own series beside
-    its pods' copies at every scrape: there within one interval, or within two (a GPU whose scrapes stopped is not
-    idle from one interval after its last)."""
+    """A rule's idle_gpus (at the steps of its subquery) and a per-GPU panel's (_left_idle): a series of `metric`
+    without a pod written within the last two scrape intervals (`scrape` one) and none naming one within the last
+    interval. A scrape writes a GPU's series with pods or without, an interval apart, so judged per copy this is the
+    newest scrape's; over copies it cannot order two copies' readings within an interval of each other (a pod started as
+    its exporter was rolled is left out of the steps from the new copy's failed or late scrape, up to an interval),
+    which the per-pod panels' form orders by the samples' times at 2.6 times the idle rule's CPU an evaluation (0.42 ->
+    1.09 s at 64 GPUs: docs/performance.md). `now` (a per-GPU panel's, _left_idle): also a series without a pod read now
+    and none naming one read now (Prometheus marks a series stale at the scrape that no longer writes it: on live
+    scrapes idle from that scrape on). A field the exporter splits per process (exporter.virtual_gpus, `labels.copies`)
+    has the GPU's own series beside its pods' copies at every scrape: there within one interval, or within two (a GPU
+    whose scrapes stopped is not idle from one interval after its last)."""
     held, pod, two = _listed(held_labels(labels)), labels.pod, f"{2 * _seconds(scrape)}s"
 
     def within(unnamed: str, named: str) -> str:
@@ -1040,7 +1040,7 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     named = [m for m in extra if m != f'{labels.pod}!=""']
     left = _raw(metric, branches, [*named, f'{labels.pod}!=""'], f"present_over_time({{0}}[{within}])")
     # whole-interval windows (_idle_within_intervals): the samples' times cost a per-GPU panel, which reads this at
-    # every step even with the variables at All, 2.8 times its Prometheus CPU (GPU temperature 1.30 -> 3.67 s at 64 GPUs)
+    # every step even with the variables at All, 2.8 times its Prometheus CPU (GPU temperature 1.30 -> 3.67 s, 64 GPUs)
     idle = _idle_within_intervals(metric, anyone, labels, scrape, now=True)
     return f"({left} and on ({_listed(held_labels(labels))}) {idle})"
 
