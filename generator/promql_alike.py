@@ -11,6 +11,7 @@ spacing.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .promql_parens import TOKENS
@@ -76,6 +77,13 @@ def tokens(text: str) -> list[object]:
         at = closing + 1
 
 
+@functools.lru_cache(maxsize=256)
+def _tokens_of(text: str) -> tuple[object, ...]:
+    """tokens(text), kept: a process that verifies more than once (apply's preflight beside verify, the test suite's
+    workers) compares the same rules' texts again, some of them 30-45 KB."""
+    return tuple(tokens(text))
+
+
 def alike(one: str, other: str) -> bool:
     """Whether the PromQL texts `one` and `other` are one expression (module docstring)."""
-    return one == other or tokens(one) == tokens(other)
+    return one == other or _tokens_of(one) == _tokens_of(other)
