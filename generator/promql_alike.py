@@ -55,7 +55,10 @@ def tokens(text: str) -> list[object]:
     """`text`'s tokens, each number, duration and string as its value, and each selector's label matchers in one order
     (Prometheus prints them sorted by label name: `{node="",hostname!=""}` is `{hostname!="",node=""}`; they are all
     required alike, in any order)."""
-    read = [_read(token) if token[0] in _LITERAL_START else token for token in TOKENS.split(text)[1::2]]
+    parts = TOKENS.split(text)
+    if any(gap.strip() for gap in parts[::2]):  # a character no token reads (`.5`, `|`): compared as written
+        return [text]
+    read = [_read(token) if token[0] in _LITERAL_START else token for token in parts[1::2]]
     out: list[object] = []
     at = 0
     while True:
