@@ -107,7 +107,8 @@ def prometheuses(tmp_path_factory, exporter, kube_state_metrics):
     `plain` runs gpudash's own job (workload labels arrive as `pod`); `exported` what a ServiceMonitor
     without honorLabels does (the target's own pod label wins); `new` has not scraped the exporter yet;
     `job_new` has gpudash's additional-scrape-configs job loaded with its exporter target, whose first
-    scrape falls somewhere in a day."""
+    scrape falls somewhere in a year (Prometheus places it at the target's own offset within the interval: at a day,
+    it fell within the module's minute at one time of day, 12:4x UTC on 2026-12-05, and the target read down)."""
     plain = tmp_path_factory.mktemp("prom-plain")
     job_new = tmp_path_factory.mktemp("prom-job-new")
     servers = {
@@ -120,7 +121,7 @@ def prometheuses(tmp_path_factory, exporter, kube_state_metrics):
                                 "labels": {"pod": "nvidia-dcgm-exporter-ax", "namespace": "gpu-operator"}}]},
             rules=True, first_group_only=True),
         "new": _prometheus(tmp_path_factory.mktemp("prom-new"), {"job_name": "other", "static_configs": []}),
-        "job_new": _prometheus(job_new, _file_sd_job(job_new, "127.0.0.1:9", interval="24h", timeout="10s")),
+        "job_new": _prometheus(job_new, _file_sd_job(job_new, "127.0.0.1:9", interval="1y", timeout="10s")),
     }
     try:
         with ThreadPoolExecutor(len(servers)) as pool:
