@@ -34,7 +34,7 @@ from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
 from ..resources import default_counters
 from ..clients.answer import NOT_JSON, Answer, OddAnswer, json_value
-from ..clients.kube import Kube, KubeRefused, for_run
+from ..clients.kube import Kube, KubeAnswered, KubeRefused, for_run
 from ..clients.options import Options
 from .gpu_resources import (GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_NAMES_ENV, capacity, gpu_resources,
                             has_gpus, listed_names, lists_gpus, unattributed)
@@ -289,45 +289,66 @@ def _dashboard_configmap_names(project: Project) -> list[str]:
     return [dashboard_configmap_name(uid) for uid in grafana_uids(project)]
 
 
+DASHBOARD_PAGE = 500  # ConfigMaps a page of the check's reads scans at most: kubectl's --chunk-size
+
+
+def _configmaps_named(kube: Kube, name: str) -> list[Answer]:
+    """The ConfigMaps named `name` in every namespace, their metadata alone, every page read. One of another name is
+    no answer to the query (something in front of the API server dropped it): never read as holding a build's name."""
+    what = f"ConfigMaps named {name} in every namespace"
+    found = kube.metadata("/api/v1/configmaps", what, {"fieldSelector": f"metadata.name={name}"}, DASHBOARD_PAGE)
+    if found is None:
+        raise OddAnswer(what, "", "404 Not Found", "a list (an empty one when there is none)")
+    for item in found:
+        if (named := item.get("metadata.name", str)) != name:
+            where = f"{item.get('metadata.namespace', str, '')}/{named}"
+            raise OddAnswer(what, f"{item.path}.metadata.name", named, f"{name!r}, the name asked for",
+                            said=f"it lists {where}, which is not named {name}: the field selector asked for was not "
+                                 "applied (something in front of the API server may drop the query)")
+    return found
+
+
 def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
     """Whether a live ConfigMap named as this build's dashboard ConfigMaps (k8s/grafana-dashboards.yaml, for Grafana's
     sidecar), in any namespace, is not gpudash's (a person's or another tool's) or was applied from other settings (as
     _prometheus_rules tells, by the annotations render.grafana_files.configmap writes). Every settings file of the same
     grafana.uid_prefix names its dashboards' ConfigMaps alike: `kubectl apply` of this build where one is replaces it,
-    and a Grafana sidecar reading both namespaces loads two dashboards of one uid. Read in one listing of every
-    namespace (the build names none: it goes where `kubectl apply -n` puts it) of the ConfigMaps the sidecar loads, as
-    the build's are labelled (SIDECAR_LABEL), their metadata alone (each carries a whole dashboard). A user who may not
-    list ConfigMaps at the cluster scope is told it was not judged, not warned: the check matters only to one who
-    applies the file, and most publish through Grafana's API."""
+    and a Grafana sidecar reading both namespaces loads two dashboards of one uid.
+
+    Looked for by name in every namespace (the build names none: it goes where `kubectl apply -n` puts it), labelled
+    for the sidecar or not: `kubectl apply` replaces a ConfigMap of the name whatever its labels, and a team's own of
+    that name (no sidecar label, no gpudash mark) is what it must not replace unsaid. One read per dashboard
+    (fieldSelector metadata.name, in pages of DASHBOARD_PAGE, metadata alone: each of gpudash's carries a whole
+    dashboard), not one listing of every ConfigMap's metadata: a big cluster holds thousands (a kube-root-ca.crt in
+    every namespace, each item's metadata some 500 bytes with its managedFields), a build tens of dashboards, and the
+    answers hold the ConfigMaps of those names alone. A user who may not list ConfigMaps at the cluster scope is told
+    it was not judged, not warned: the check matters only to one who applies the file, and most publish through
+    Grafana's API. A list cut short (a page's continue token refused) or an API error is a failure of this check: never
+    the pages read taken for the whole list."""
     from ..render.grafana_files import SIDECAR_LABEL
 
     names = _dashboard_configmap_names(project)
     file = built(SIDECAR_FILE)
-    what = f"ConfigMaps labelled {SIDECAR_LABEL} in every namespace"
+    listed: list[Answer] = []
     try:
-        listed = kube.metadata("/api/v1/configmaps", what, {"labelSelector": SIDECAR_LABEL})
+        for name in names:
+            listed += _configmaps_named(kube, name)
     except KubeRefused as refused:
         return Check(GROUP, DASHBOARDS_CHECK, SKIP, f"not judged (it concerns kubectl apply of {file} alone): "
                      f"{refused.what}",
-                     f"if you apply {file}, look first: kubectl get configmaps -n NAMESPACE -l {SIDECAR_LABEL} (a "
-                     f"ConfigMap named {names[0] if names else ''} or as its siblings there is replaced), or grant "
-                     "list on configmaps at the cluster scope")
-    if listed is None:
-        raise OddAnswer(what, "", "404 Not Found", "a list (an empty one when there is none)")
-    # one without the label is no answer to the query (something in front of the API server dropped it): never read
-    # as holding one of the build's names
-    for item in listed:
-        if SIDECAR_LABEL not in item.string_map("metadata.labels"):
-            unlabelled = f"{item.get('metadata.namespace', str, '')}/{item.get('metadata.name', str, '')}"
-            raise OddAnswer(what, item.path, unlabelled, f"ConfigMaps labelled {SIDECAR_LABEL}, the label asked for",
-                            said=f"it lists {unlabelled}, which is not labelled {SIDECAR_LABEL}: the label asked "
-                                 "for was not applied (something in front of the API server may drop the query)")
-    listed = [item for item in listed if item.get("metadata.name", str) in names]
+                     f"if you apply {file}, look first: kubectl get configmaps -n NAMESPACE --ignore-not-found "
+                     f"{' '.join(names)} (each it lists there is replaced), or grant list on configmaps at the cluster "
+                     "scope")
+    except KubeAnswered as failed:  # (an API server's error, or a list cut short at a page: never read as none)
+        return Check(GROUP, DASHBOARDS_CHECK, FAIL, "cannot tell whether a ConfigMap named as these settings' "
+                     f"dashboards' is another's: {failed.what}", failed.hint or "run verify again", cause=UNREACHABLE)
     placed = sorted(((f"{item.get('metadata.namespace', str)}/{item.get('metadata.name', str)}", item)
                      for item in listed), key=lambda pair: pair[0])
-    if foreign := [where for where, item in placed if not _gpudash_s(item)]:
-        return _not_gpudash_s_named(DASHBOARDS_CHECK, foreign, f"{file} in that namespace",
-                                    "the dashboard it carries is lost", (
+    if foreign := [(where, item) for where, item in placed if not _gpudash_s(item)]:
+        # (one labelled for the sidecar carries a dashboard; another, whatever a team keeps in it)
+        dashboards = all(SIDECAR_LABEL in item.string_map("metadata.labels") for _, item in foreign)
+        return _not_gpudash_s_named(DASHBOARDS_CHECK, [where for where, _ in foreign], f"{file} in that namespace",
+                                    "the dashboard it carries is lost" if dashboards else "the data it holds is lost", (
             "rename that ConfigMap, or give these settings' dashboards other uids (grafana.uid_prefix), so that "
             f"their ConfigMaps are named otherwise; generate and apply {file}"))
     others: dict[Writer, list[str]] = {}

@@ -12,7 +12,7 @@ from typing import Any
 from .. import redact
 from .options import Options
 from ..errors import RemoteError
-from .answer import NOT_JSON, Answer, OddAnswer, json_value
+from .answer import NOT_JSON, Answer, OddAnswer, describe, json_value
 from .http import decode, read_body
 
 
@@ -375,10 +375,43 @@ class Kube:
             raise OddAnswer(what, "", "404 Not Found", "a list (an empty one when there is none)")
         return list(answer.items("items", required=True))
 
-    def metadata(self, path: str, what: str, query: dict[str, str] | None = None) -> list[Answer] | None:
+    def metadata(self, path: str, what: str, query: dict[str, str] | None = None,
+                 limit: int = 0) -> list[Answer] | None:
         """A list of `path` read as its objects' metadata alone (the API server's PartialObjectMetadataList: each item
         its `metadata`, no spec or data), or as the whole objects where the server answers so (before 1.15, or
         something in front of it that drops the form asked for: METADATA_ONLY falls back to plain JSON); None on
-        404. Either is read alike, by each item's `metadata`."""
-        answer = self.read(path, what, query, METADATA_ONLY)
-        return None if answer is None else list(answer.items("items", required=True))
+        404. Either is read alike, by each item's `metadata`.
+
+        `limit`: read in pages of that many, as kubectl does (--chunk-size 500): the API server then reads etcd a page
+        at a time, not the whole resource at once. Every answer's `metadata.continue` is followed to the last page
+        (whether a limit was sent or not): a page may hold fewer items than the limit, none at all where a selector
+        filters them out, and only the token says more remain. A token that is not a string, or one given before (an
+        answer that does not move on), is an odd answer; a page after the first that is not read (410 Gone: etcd
+        compacted past the token; 400: a token the API server cannot read, altered on the way) raises KubeAnswered
+        saying so: the pages read before it are never taken for the whole list."""
+        asked, items, tokens = {**(query or {}), **({"limit": str(limit)} if limit else {})}, [], set()
+        while True:
+            page = len(tokens) + 1
+            try:
+                answer = self.read(path, what, asked, METADATA_ONLY)
+            except KubeAnswered as failed:
+                if page == 1:
+                    raise
+                raise KubeAnswered(f"{failed.what} (asked for the list's page {page}: it was not read whole)",
+                                   failed.status, hint="run verify again: a list's continue token expires once etcd "
+                                   "compacts past it (5 minutes by default; 410 Gone), and one the API server cannot "
+                                   "read (400) was altered on the way (a proxy in front of it)") from None
+            if answer is None:
+                if page == 1:
+                    return None
+                raise OddAnswer(what, "", "404 Not Found", f"the list's page {page}")
+            items += answer.items("items", required=True)
+            token = answer.get("metadata.continue", str, "")
+            if not token:
+                return items
+            if token in tokens:
+                raise OddAnswer(what, "metadata.continue", token, "a token of the next page",
+                                said=f"its page {page} gives the continue token of a page before ({describe(token)}): "
+                                     "read on, the list would never end")
+            tokens.add(token)
+            asked["continue"] = token

@@ -1556,16 +1556,20 @@ DASHBOARD_MAPS = ("monitoring/gpudash-all-metrics-dashboard, monitoring/gpudash-
     ({"settings": "mine", "relabel": lambda m: m.update(annotations={"grafana_folder": "GPU monitoring"})}, "warn",
      f"{DASHBOARD_MAPS} were applied by a gpudash that recorded no settings: whether these settings applied them "
      "cannot be told, and applying build/k8s/grafana-dashboards.yaml in that namespace replaces them"),
+    ({"person": "team-ml"}, "fail",
+     "team-ml/gpudash-overview-dashboard here is not gpudash's (no app.kubernetes.io/managed-by=gpudash label: a "
+     "person's or another tool's) and named as these settings name theirs: applying "
+     "build/k8s/grafana-dashboards.yaml in that namespace replaces it, and the data it holds is lost"),
     ({"refused": True}, "skip", "not judged (it concerns kubectl apply of build/k8s/grafana-dashboards.yaml alone): "
-     "the Kubernetes API refused access to ConfigMaps labelled grafana_dashboard in every namespace (403)"),
+     "the Kubernetes API refused access to ConfigMaps named gpudash-by-pod-dashboard in every namespace (403)"),
     ({"settings": "mine", "also": "grafana"}, "warn",
      "these settings' dashboard ConfigMaps are applied in 2 namespaces (grafana, monitoring: "
      "grafana/gpudash-all-metrics-dashboard, grafana/gpudash-by-pod-dashboard, grafana/gpudash-health-dashboard, "
      "grafana/gpudash-overview-dashboard, monitoring/gpudash-all-metrics-dashboard and 3 more): a Grafana sidecar "
      "reading more than one of them loads two dashboards of one uid and writes both to one file, the last it read "
      "shown (an older build's panels, where one copy is)"),
-], ids=["none", "these settings'", "another project's", "a person's", "an older gpudash's", "listing refused",
-        "these settings' in two namespaces"])
+], ids=["none", "these settings'", "another project's", "a person's", "an older gpudash's",
+        "a person's, not labelled for the sidecar", "listing refused", "these settings' in two namespaces"])
 def test_dashboard_configmaps_of_other_settings_or_not_gpudash_s_are_named_before_this_build_replaces_them(
         stack, tmp_path, applied, status, detail):
     """Every settings file names its dashboards' sidecar ConfigMaps alike (gpudash-<id>-dashboard), and they carried no
@@ -1580,6 +1584,8 @@ def test_dashboard_configmaps_of_other_settings_or_not_gpudash_s_are_named_befor
         _applied_dashboards(cluster, files[applied["settings"]], relabel=applied.get("relabel"))
     if "also" in applied:  # applied in a second namespace too (moved to another Grafana's, the first copy left)
         _applied_dashboards(cluster, files[applied["settings"]], namespace=applied["also"])
+    if "person" in applied:  # a team's ConfigMap of its own that happens to hold a build's name: no label, no mark
+        cluster.configmap(applied["person"], "gpudash-overview-dashboard", {"notes.md": "GPU quota: 8 per team"})
     if applied.get("refused"):
         cluster.readable_only = {"configmaps": ("amazon-cloudwatch",)}
     code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
@@ -1612,12 +1618,13 @@ def _answered(kube, path):
     return len(sizes), sum(sizes)
 
 
-def test_dashboard_configmaps_are_read_in_one_listing_of_their_metadata(stack, tmp_path, monkeypatch):
-    """The check listed ConfigMaps in every namespace once per dashboard of the build (four reads for the defaults, one
-    more per dashboard a project adds), each answer carrying the ConfigMap's whole dashboard. It reads them once now,
-    labelled as the sidecar loads them, their metadata alone: beside kube-prometheus-stack's 25 dashboards and these
-    settings' four (1.4 MB of dashboards), the answer is a few KB, and what the check finds is unchanged (another
-    project's applied copies are still named)."""
+def test_dashboard_configmaps_are_read_by_name_as_their_metadata(stack, tmp_path, monkeypatch):
+    """The check listed ConfigMaps in every namespace once per dashboard of the build, each answer carrying the
+    ConfigMap's whole dashboard (678,298 bytes beside kube-prometheus-stack's 25 dashboards); a6f117ac read them in one
+    listing of those labelled grafana_dashboard, and stopped seeing a person's ConfigMap of a build's name without that
+    label. It reads them by name again (one read per dashboard: four for the defaults), their metadata alone: beside
+    kube-prometheus-stack's 25 dashboards and these settings' four (1.4 MB of dashboards) the answers are a few KB, and
+    what the check finds is unchanged (another project's applied copies are still named)."""
     cluster, verify = stack
     mine = _settings_file(tmp_path, "mine", "project: team-a\n")
     for configmap in _stack_objects("ConfigMap", 25):
@@ -1631,7 +1638,88 @@ def test_dashboard_configmaps_are_read_in_one_listing_of_their_metadata(stack, t
     assert check["status"] == "fail" and check["detail"].startswith(
         f"gpudash's dashboard ConfigMaps were applied from other settings: {DASHBOARD_MAPS} of project team-b"), check
     reads, size = _answered(kube, "/api/v1/configmaps")
-    assert reads == 1 and size < 20_000, (reads, size)
+    assert reads == 4 and size < 20_000, (reads, size)
+    assert sorted(read.split("fieldSelector=")[1].split("&")[0] for read, _ in kube.answered
+                  if read.startswith("/api/v1/configmaps?")) == [f"metadata.name={name}" for name in DASHBOARD_NAMES]
+
+
+DASHBOARD_NAMES = ("gpudash-all-metrics-dashboard", "gpudash-by-pod-dashboard", "gpudash-health-dashboard",
+                   "gpudash-overview-dashboard")
+
+
+def _busy_cluster(cluster, namespaces):
+    """ConfigMaps as a cluster of `namespaces` namespaces holds them, none of a build's names: the API server's
+    kube-root-ca.crt in every namespace, and an application's config beside it."""
+    for n in range(namespaces):
+        cluster.configmap(f"app-{n:04}", "kube-root-ca.crt", {"ca.crt": "-----BEGIN CERTIFICATE-----"})
+        cluster.configmap(f"app-{n:04}", "settings", {"LOG_LEVEL": "info"})
+
+
+def test_a_person_s_configmap_of_a_dashboard_configmap_s_name_is_found_on_any_page_of_a_big_cluster(
+        stack, tmp_path, monkeypatch):
+    """a6f117ac listed only the ConfigMaps labelled grafana_dashboard: a team's ConfigMap that happens to be named as a
+    build's dashboard ConfigMap, without the sidecar's label or gpudash's marks, was not found (verify said "none is
+    applied"), and `kubectl apply -n team-ml` of k8s/grafana-dashboards.yaml replaced its data with a dashboard. Each
+    name is looked for again in every namespace, labelled or not, in pages of 500 as kubectl reads: in a cluster of
+    1,200 ConfigMaps the one in the last namespace is on the third page of each read (a page may hold none of the name
+    and still say more remain), and it is named, with what to do, beside these settings' own copies."""
+    cluster, verify = stack
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n")
+    _busy_cluster(cluster, 600)
+    _applied_dashboards(cluster, mine)
+    cluster.configmap("zz-team-ml", "gpudash-overview-dashboard", {"notes.md": "GPU quota: 8 per team"})
+    with KubeTestServer(cluster) as kube:
+        monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "kubeconfig-counted")))
+        code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config",
+                              str(mine))
+    check = checks[("kube", "dashboard ConfigMaps of other settings")]
+    assert (check["status"], check["detail"]) == (
+        "fail", "zz-team-ml/gpudash-overview-dashboard here is not gpudash's (no app.kubernetes.io/managed-by=gpudash "
+        "label: a person's or another tool's) and named as these settings name theirs: applying "
+        "build/k8s/grafana-dashboards.yaml in that namespace replaces it, and the data it holds is lost"), check
+    assert check["fix"] == ("rename that ConfigMap, or give these settings' dashboards other uids "
+                            "(grafana.uid_prefix), so that their ConfigMaps are named otherwise; generate and apply "
+                            "build/k8s/grafana-dashboards.yaml"), check
+    reads, size = _answered(kube, "/api/v1/configmaps")
+    assert reads == 4 * 3 and size < 20_000, (reads, size)  # 3 pages of 500 for each of the four names
+
+
+@pytest.mark.parametrize("status, said", [
+    (410, "410 for ConfigMaps named gpudash-by-pod-dashboard in every namespace: Gone"),
+    (400, "400 for ConfigMaps named gpudash-by-pod-dashboard in every namespace: Bad Request"),
+])
+def test_a_configmap_listing_cut_short_at_a_page_is_a_failure_not_the_whole_list(stack, tmp_path, status, said):
+    """A list read in pages ends where the API server refuses a page's continue token: 410 Gone where etcd compacted
+    past it since the first page (five minutes by default), 400 where the token was altered on the way. The pages read
+    before it are not the list: the check fails saying it cannot tell, never "none is applied" (the person's
+    ConfigMap of a build's name is on the page not read)."""
+    cluster, verify = stack
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n")
+    _busy_cluster(cluster, 300)
+    cluster.configmap("zz-team-ml", "gpudash-by-pod-dashboard", {"notes.md": "GPU quota: 8 per team"})
+    cluster.continue_refused = status
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
+    check = checks[("kube", "dashboard ConfigMaps of other settings")]
+    assert check["status"] == "fail" and check["detail"] == (
+        "cannot tell whether a ConfigMap named as these settings' dashboards' is another's: the Kubernetes API "
+        f"answered {said} (asked for the list's page 2: it was not read whole)"), check
+    assert check["fix"].startswith("run verify again"), check
+
+
+def test_a_configmap_listing_that_gives_back_its_continue_token_is_not_an_answer(stack, tmp_path):
+    """Something in front of the API server that answers every page alike (a cache keyed without the query) gives the
+    continue token it was sent back: read on, the list never ends; read as it is, it is a first page taken for the
+    whole. It is an odd answer, the check's failure."""
+    cluster, verify = stack
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n")
+    cluster.fronted["/api/v1/configmaps"] = (200, json.dumps({
+        "apiVersion": "v1", "kind": "ConfigMapList", "metadata": {"resourceVersion": "1", "continue": "eyJ2IjoxfQ"},
+        "items": []}))
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
+    check = checks[("kube", "dashboard ConfigMaps of other settings")]
+    assert check["status"] == "fail" and check["detail"] == (
+        "odd answer from ConfigMaps named gpudash-by-pod-dashboard in every namespace: its page 2 gives the "
+        "continue token of a page before ('eyJ2IjoxfQ'): read on, the list would never end"), check
 
 
 def test_prometheus_rules_are_read_without_their_specs(stack, tmp_path, monkeypatch):
@@ -1655,10 +1743,10 @@ def test_prometheus_rules_are_read_without_their_specs(stack, tmp_path, monkeypa
 
 
 def test_a_configmap_listing_that_names_configmaps_it_was_not_asked_for_is_not_an_answer(stack, tmp_path):
-    """The dashboards' ConfigMaps are listed in every namespace by the label Grafana's sidecar reads (labelSelector
-    grafana_dashboard). An answer listing a ConfigMap without it (something in front of the API server that drops the
-    query) is no answer to what was asked: the check's failure says so, naming what it listed, and never reads it as
-    a person's ConfigMap that applying the build replaces."""
+    """The dashboards' ConfigMaps are looked for in every namespace by name (fieldSelector metadata.name). An answer
+    listing a ConfigMap of another name (something in front of the API server that drops the query) is no answer to
+    what was asked: the check's failure says so, naming what it listed, and never reads it as a person's ConfigMap
+    that applying the build replaces."""
     cluster, verify = stack
     mine = _settings_file(tmp_path, "mine", "project: team-a\n")
     notes = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"todo": "rotate keys"},
@@ -1668,8 +1756,9 @@ def test_a_configmap_listing_that_names_configmaps_it_was_not_asked_for_is_not_a
     code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
     check = checks[("kube", "dashboard ConfigMaps of other settings")]
     assert check["status"] == "fail" and "team-ml-notes" in check["detail"], check
-    assert check["detail"].startswith("odd answer from ConfigMaps labelled grafana_dashboard in every namespace: it "
-                                      "lists default/team-ml-notes, which is not labelled grafana_dashboard"), check
+    assert check["detail"].startswith("odd answer from ConfigMaps named gpudash-by-pod-dashboard in every "
+                                      "namespace: it lists default/team-ml-notes, which is not named "
+                                      "gpudash-by-pod-dashboard"), check
     assert "replaces" not in check["detail"], check
 
 

@@ -76,6 +76,9 @@ class KubeCluster:
         # reads something in front of the API server answers instead of it (an ingress or auth proxy): {path: (HTTP
         # status, the text it sends)}
         self.fronted: dict[str, tuple[int, str]] = {}
+        # the status the API server answers a list's continued page with (410: etcd compacted past the token since the
+        # first page; 400: a token it cannot read, altered on the way), else None: the page is read
+        self.continue_refused: int | None = None
         self.daemonsets: dict[tuple[str, str], dict[str, Any]] = {}  # more DaemonSets (an add-on's), by (namespace, name)
         self.metrics_payload = ""
         # kube-state-metrics as kube-prometheus-stack runs it (not an exporter pod: the DaemonSet counts those)
@@ -246,6 +249,34 @@ def _as_metadata(body: Any) -> Any:
     return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": body.get("metadata", {}),
             "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": item["metadata"]}
                       for item in body["items"]]}
+
+
+def _page(scanned: list, query: dict[str, list[str]], refused: int | None) -> tuple:
+    """The part of a list's objects (`scanned`, in key order) one answer holds, as the API server pages a list asked
+    with `limit`: (200, those objects, the continue token where more remain, else ''), or (status, Status) for a
+    continue token it does not take. A page holds the objects its `limit` of them reads that match the selectors, so it
+    may hold fewer than the limit, none at all, and still a token: the API's promise is that only the token tells that
+    more remain ("Setting a limit may return fewer than the requested amount of items (up to zero items) in the event
+    all requested objects are filtered out"). The token is as the API server writes one: base64 of JSON naming the
+    resourceVersion and the key it starts at (here the index of the object). `refused`: KubeCluster.continue_refused."""
+    import base64
+
+    start = 0
+    if token := query.get("continue", [""])[0]:
+        if refused == 410:
+            return 410, _status(410, "Expired", "The provided continue parameter is too old to display a consistent "
+                                "list result. You can start a new list without the continue parameter, or use the "
+                                "continue token in this response to retrieve the remainder of the results.")
+        try:
+            if refused == 400:
+                raise ValueError("illegal base64 data at input byte 0")
+            start = int(json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))["start"])
+        except (ValueError, KeyError, TypeError) as garbled:
+            return 400, _status(400, "BadRequest", f"continue key is not valid: {garbled}")
+    limit = int(query.get("limit", ["0"])[0]) or len(scanned)
+    end = start + limit
+    more = base64.urlsafe_b64encode(json.dumps({"v": "meta.k8s.io/v1", "rv": 1, "start": end}).encode()).decode()
+    return 200, scanned[start:end], more.rstrip("=") if end < len(scanned) else ""
 
 
 APPLY = "application/apply-patch+yaml"
@@ -483,10 +514,16 @@ class KubeTestServer(LoopbackServer):
             return (200, configmap) if configmap else not_found
         if m := re.fullmatch(r"/api/v1(?:/namespaces/([^/]+))?/configmaps", path):  # one namespace, or all
             fields, selector = query.get("fieldSelector", [""])[0], query.get("labelSelector", [""])[0]
-            return 200, {"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {"resourceVersion": "1"},
-                         "items": [configmap for (namespace, name), configmap in sorted(c.configmaps.items())
-                                   if m.group(1) in (None, namespace)
-                                   and _matches({"metadata.name": name, "metadata.namespace": namespace}, fields)
+            scanned = [(key, configmap) for key, configmap in sorted(c.configmaps.items())
+                       if m.group(1) in (None, key[0])]
+            page = _page(scanned, query, c.continue_refused)
+            if page[0] != 200:
+                return page
+            _, scanned, token = page
+            listed = {"resourceVersion": "1", **({"continue": token} if token else {})}
+            return 200, {"apiVersion": "v1", "kind": "ConfigMapList", "metadata": listed,
+                         "items": [configmap for (namespace, name), configmap in scanned
+                                   if _matches({"metadata.name": name, "metadata.namespace": namespace}, fields)
                                    and isinstance(configmap, dict)  # (a test's garbled object: in a GET's answer)
                                    and _matches(configmap["metadata"].get("labels", {}), selector)]}
         return not_found
