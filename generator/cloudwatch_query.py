@@ -862,6 +862,9 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = replace(result, notes=result.notes + ((NAMED_EXTREME,) if alarm else (NAMED_EXTREME_LINE,)))
     elif layout.blanks and query.per_pod and query.aggregation in ("avg", "sum") and not alarm:
         result = replace(result, notes=result.notes + (NAMED_MEAN_LINE,))
+    if blank_weighed(query, result, settings, layout, alarm) and (pod_gpus or not alarm):  # (a static per-pod alarm
+        # says it pools a pod's GPUs, STATIC_POD_MEAN; a rule's MIG alarm reads instances)
+        result = replace(result, notes=result.notes + (BLANK_WEIGHED,))  # the agent drops a blank: no reading
     if not alarm and query.aggregation == "max" and largest_state(query, catalog) \
             and period > layout.interval(settings):
         result = replace(result, notes=result.notes + (LARGEST_STATE,))
@@ -1219,6 +1222,30 @@ NAMED_WEIGHED = ("a pod's mean weighs each of its GPUs by the scrapes naming the
                  "KUBERNETES_VIRTUAL_GPUS), weighs the share of the period's scrapes it was named at (300 W of its own "
                  "and 200 W named every other scrape read 266.7 W for 250), where Grafana and the Prometheus rules "
                  "take each GPU's mean")
+
+
+# A pod's or namespace's mean over its GPUs on the OTel pipeline (beside NAMED_WEIGHED, NAMESPACE_WEIGHED): the agent drops
+# DCGM's blank before publishing, so a GPU reading it at some scrapes has fewer readings in the period pooled than its
+# group's other GPUs and weighs by them, where Grafana (each GPU's latest reading within the look-back) and the Prometheus
+# rule (each GPU's mean over its readings, then their mean) weigh each GPU once (tests/integration/
+# test_blank_pod_mean_twins.py, a strict xfail). No one-query form weighs each GPU once: a mean per GPU, then over them,
+# is a nested aggregation, and no processor the agent ships keeps a GPU's reading across scrapes.
+def blank_weighed(query: Query, result: Plan, settings: Settings, layout: Layout, alarm: bool) -> bool:
+    """A mean over the GPUs of a pod, node, namespace or container (not per GPU, not the fleet's values, whose widgets
+    read the agent's totals per node and say it of them) on the OTel pipeline, which drops DCGM's blank: a GPU blank at
+    some of a period's scrapes weighs by the others (BLANK_WEIGHED). An alarm of a mean whose failed-scrape note says
+    it already (read_weighed: a namespace's, a container's) is not told twice."""
+    keys = set(query.by)
+    if not (layout.blanks and settings.agent.pipeline == "otel" and query.aggregation == "avg"
+            and result.function == "AVG" and "gpu" not in keys and keys & {"pod", "node", "namespace", "container"}):
+        return False
+    return not alarm or bool(keys & {"pod", "node"})
+
+
+BLANK_WEIGHED = ("a mean over a pod's, node's or namespace's GPUs weighs each by its readings in the period: the agent "
+                 "drops DCGM's blank, so a GPU reading it at some scrapes weighs by the scrapes it was read at (one GPU "
+                 "at 50 % and one at 100 % read at every other scrape: 66.7 % for 75), where Grafana and the "
+                 "Prometheus rules take each GPU's mean")
 
 
 # A namespace's (or a container's) mean over its GPUs (a line per namespace of AVG: the per-pod set's readings, or its

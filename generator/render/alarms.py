@@ -18,7 +18,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 WHOLE_COPIES_COUNTED, MIG_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS,
                                 copies_counted_note, NAMED_EXTREME,
                                 failed_scrape_note, partly_blank, NAMED_PART, NAMED_PART_ONE_SCRAPE, NAMED_SHARE,
-                                NAMED_WEIGHED, NAMESPACE_WEIGHED, SHARED_INSTANCE_WEIGHS,
+                                NAMED_WEIGHED, NAMESPACE_WEIGHED, SHARED_INSTANCE_WEIGHS, BLANK_WEIGHED,
                                 NAMED_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS,
                                 NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, Plan, per_scrape_read,
                                 read_weighed,
@@ -985,6 +985,8 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per i
          NAMESPACE_WEIGHED_COLLECTIONS: "a namespace's mean weighs a GPU it shares with other namespaces, named in turn, "
                                         "by the collections naming its pods (300 W and 200 W at half: 266.7 W for 250)",
          SHARED_INSTANCE_WEIGHS: "a MIG instance pods share weighs once per pod in its GPU's mean",
+         BLANK_WEIGHED: "a GPU reading DCGM's blank at some scrapes weighs by its readings (50 % and 100 % at half: "
+                        "66.7 % for 75)",
          ALARM_MIG_ONE_INSTANCE: ALARM_MIG_ONE_INSTANCE_SHORT,
          MIG_UNSEEN: MIG_UNSEEN_SHORT,
          **{GAP_TEXTS[kind]: short for kind, short in GAP_SHORT.items()}}
@@ -1013,7 +1015,8 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
                                       (NAMED_WEIGHED, NAMED_WEIGHED), (NAMESPACE_WEIGHED, NAMESPACE_WEIGHED),
                                       (NAMED_WEIGHED_COLLECTIONS, NAMED_WEIGHED_COLLECTIONS),
                                       (NAMESPACE_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS),
-                                      (SHARED_INSTANCE_WEIGHS, SHARED_INSTANCE_WEIGHS))
+                                      (SHARED_INSTANCE_WEIGHS, SHARED_INSTANCE_WEIGHS),
+                                      (BLANK_WEIGHED, BLANK_WEIGHED))
              if note_ in plan_.notes]
     # (and a group's sum or mean of the pods' copies of a field split per process, which an exporter before 4.5.3
     # writes as the device's whole value: lint AL019 notes it too; said before the notes of pods named in turn, which
