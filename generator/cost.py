@@ -860,7 +860,7 @@ def limits(fleet: Fleet, project: Project | None = None, artifacts: Artifacts | 
     nodes = fleet.node_count / max(fleet.clusters, 1)
     addon = enabled(project.settings)
     per_node = not addon and node_mean_dimensions(project.settings) is not None  # (render/cloudwatch.per_node_form)
-    drawn = span(now_period(project.settings))  # a minute, or 300 s at 75 s scrapes
+    drawn = span(now_period(project.settings))  # a minute, 120 s at 60 s scrapes, 300 s at 75 s
     scrapes = "the minute's scrapes" if drawn == "minute" else f"the scrapes of the {drawn}"
     values = None  # how the fleet's values now read this fleet, where it is past their query's LIMIT
     if per_node and fleet.nodes is not None and nodes > NODES_PER_MEAN:

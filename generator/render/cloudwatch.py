@@ -371,9 +371,18 @@ TABLE_START = 60
 def now_period(settings: Settings) -> int:
     """The period of a value that means now: a minute (EMF metrics are stored at one-minute resolution), or the
     least multiple of a minute that holds a whole number of a GPU's observations (scrapes, or the add-on's
-    collections: observed_every), so every GPU reports in it."""
+    collections: observed_every), so every GPU reports in it, and at least two of them: a node whose scrape failed
+    then has another in the period, and reads whole, as on Grafana (its instant panels look back over 4 scrape
+    intervals). Holding one (a scrape every 60 s: a minute), a failed scrape left the node out of the period drawn:
+    "GPUs reporting" read 125 for 129 and "Total power draw" 32,081 W for 32,607 for a minute, where the header said
+    such a node counts whole (tests/unit/test_cloudwatch_now_one_scrape.py). Not on the Container Insights add-on,
+    whose values per collection and tables keep its collection's period (its own agent's collections, not measured
+    here)."""
     every = observed_every(settings)
-    return math.lcm(60, every) if every else 60
+    period = math.lcm(60, every) if every else 60
+    if not every or period >= 2 * every or addon_source(settings):  # (the add-on: one per collection, as before)
+        return period
+    return 2 * period
 
 
 def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> bool:
@@ -628,7 +637,7 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
     dims = readings_dimensions(settings)
     where = ", ".join(dims) + (f": {ONCE_PER_GPU[1]}" if ONCE_PER_GPU[0] in dims else "")
     kind = "a GPU's reading once per scrape" if ONCE_PER_GPU[0] in dims else "the field published per cluster"
-    drawn = span(now_period(settings))  # the period the value is drawn at: a minute, or 300 s at 75 s scrapes
+    drawn = span(now_period(settings))  # the period drawn: a minute, 120 s at 60 s scrapes, 300 s at 75 s
     scrapes = "the minute's scrapes" if drawn == "minute" else f"the scrapes of the {drawn}"
     source = (f"({_returns(n)}) {{}} of the cluster in the {drawn} ({kind}, "
               f"{plan_.metric} [{where}])")
