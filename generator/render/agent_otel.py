@@ -430,7 +430,10 @@ STALE_MARKER = 'IsMatch(metric.name, "^DCGM_") and flags == 1'
 
 
 TOTAL_PREFIX = "gpudash.pod."  # a pod's total's name from the processor that makes it to the one that renames it
-GPU_ONCE = "UUID"  # the label that names one GPU of a node's exporter, whatever its MIG instances
+# The labels that name one GPU of a node's exporter, whatever its MIG instances: its UUID, and its index (an exporter
+# writing no UUID, or a relabelling dropping it, merged a pod's GPUs into one by their UUID alone: a pod on GPUs of 300
+# and 400 W read 400 W; tests/unit/test_cloudwatch_uuid_less.py).
+GPU_ONCE = ("UUID", GPU_DIMENSION)
 
 
 def _total_fields(catalog: Catalog,
@@ -519,7 +522,7 @@ def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
         # labels name no node, left the node's count of GPUs of framebuffer used without its node: published nowhere)
         shares = [{"action": "aggregate_labels", "label_set": copies[name], "aggregation_type": "max"}] \
             if name in copies and POD_DIMENSION in pod else []
-        gpu = sorted({*pod, GPU_ONCE})
+        gpu = sorted({*pod, *GPU_ONCE})
         # a field MIG reports per instance: each GPU instance's copies (pods sharing it, a pod's replicas of it) one
         # reading by `max` first, then the GPU's instances combined (a count's `max` per GPU merges every copy)
         per_gpu = [*shares, *(_instances_combined(gpu, once) if kind == "sum" and catalog.get(name).per_instance
@@ -558,7 +561,7 @@ def node_merged_totals(catalog: Catalog, declarations: list[dict[str, Any]],
              "new_name": _total_name(kind, pod, name),
              # (each GPU instance's one point by `max`: where the processor left a GPU's device series and copies
              # uncombined, device_or_copies, its largest; then its instances added, then the node's GPUs)
-             "operations": [*_instances_combined(sorted({*pod, GPU_ONCE}), "sum"),
+             "operations": [*_instances_combined(sorted({*pod, *GPU_ONCE}), "sum"),
                             {"action": "aggregate_labels", "label_set": pod, "aggregation_type": "sum"},
                             {"action": "add_label", "new_label": mark, "new_value": value}]}
             for kind, (mark, value), pod, name in _total_fields(catalog, declarations)
@@ -1039,7 +1042,7 @@ def _once_labels(declarations: list[dict[str, Any]], marked: str = ONCE_PER_GPU[
     named = {name for d in declarations for dims in d["dimensions"]
              if marked in dims or marked == ONCE_PER_GPU[0] and NODE_MEAN in dims  # (node_means adds them per node)
              for name in dims if name not in (marked, NODE_MEAN)}
-    return sorted({*named, CLUSTER_DIMENSION, GPU_ONCE})
+    return sorted({*named, CLUSTER_DIMENSION, *GPU_ONCE})
 
 
 def _instances_combined(labels: list[str], how: str) -> list[dict[str, Any]]:
