@@ -46,7 +46,8 @@ NOTE_RULES = [
     Rule("AL024", "CloudWatch alarms whose count of GPUs or total of a gauge over several GPUs is the period's readings "
                   "over its scrapes, or whose mean over several nodes' GPUs weighs each by its readings: a failed "
                   "scrape, a GPU joining or leaving inside a period, or (agent.pipeline: otel) a GPU reading DCGM's "
-                  "blank at some of its scrapes, reads as part of a GPU", _notes("AL024")),
+                  "blank at some of its scrapes, reads as part of a GPU (the blank alone in a pod's or node's mean)",
+         _notes("AL024")),
     Rule("AL025", "CloudWatch alarms on a pod's count of GPUs (agent.pipeline: otel) read the most GPUs one scrape "
                   "counted: GPUs the pod was read on at different scrapes, never all at one (time-slicing, a move to "
                   "another node), count fewer than its Prometheus rule counts", _notes("AL025")),

@@ -611,10 +611,12 @@ def failed_scrapes_read(project) -> list[tuple[str, str]]:
     the scrapes it holds (cloudwatch_query.per_scrape_read): a failed scrape reads as GPUs lost for the period, where
     its Prometheus rule counts each GPU with a reading in the period and adds each GPU's mean over its readings.
     Metrics Insights cannot take a statistic per GPU and then count or add those in one query, and an alarm on a
-    Metrics Insights query takes no math."""
+    Metrics Insights query takes no math. So is a pod's or node's mean on the OTel pipeline, whose GPU reading DCGM's
+    blank at some scrapes weighs by its readings (BLANK_WEIGHED)."""
     result = []
     for alarm, form in _built_forms_of(project):
-        note = _failed_scrape_said(alarm, form.plan, project.settings, lint=False)
+        note = _failed_scrape_said(alarm, form.plan, project.settings, lint=False) or \
+            (BLANK_WEIGHED if BLANK_WEIGHED in form.plan.notes else "")  # a pod's or node's mean (agent.pipeline otel)
         if note:
             result.append(_noted(alarm, form, cloudwatch_condition(alarm, project.settings).query.aggregation, note))
     return result

@@ -108,6 +108,18 @@ def test_the_header_and_the_alarms_say_a_blank_gpu_weighs_by_its_readings(built)
             assert BLANK_WEIGHED in description or SHORT[BLANK_WEIGHED] in description, (rule, description)
 
 
+def test_lint_notes_the_pod_and_node_means(tmp_path):
+    """AL024 names every alarm whose GPUs weigh by their readings: a pod's and a node's mean for the blank, a
+    namespace's for the blank and a failed scrape alike."""
+    from generator.lint.runner import lint
+
+    project = defined_project(tmp_path, "agent:\n  pipeline: otel\n", alarms=ALARMS)
+    noted = [f for f in lint(project, build(project, grafana=False)) if f.rule == "AL024"]
+    for rule in RULES:
+        assert any(f.message.startswith(f"alarm '{rule}' ") for f in noted), \
+            (rule, [(f.where, f.message[:80]) for f in noted])
+
+
 def test_on_classic_nothing_is_said_of_it(tmp_path):
     """agent.pipeline: classic publishes the blank itself (the header's CW015 note says a pod's line shows it): a GPU
     there is not left out at a blank scrape, and BLANK_WEIGHED is not said."""
