@@ -7,9 +7,10 @@ pod's totals per scrape by merging each GPU's copies by the pod's labels and the
 pod's GPUs were one: "Power draw of each pod's GPUs" read 400 W for 700, "Framebuffer used by pod" 4,000 MiB for
 7,000, "Pods on GPUs" 1 for 2 (the fleet's values, made per node with the GPU's index, were right). The merge keys
 the GPU's index too (render/agent_otel.GPU_ONCE): one scrape of one exporter names each GPU by its index, so a GPU's
-copies (MIG instances, pods sharing it) still merge, and GPUs apart stay apart with or without a UUID. A pod's energy
-rate merges its counter's copies per GPU by UUID and MIG instance (GPU_IDENTITY, kept out of the per-GPU sets by
-having no index): without a UUID it still reads the pod's largest GPU (a strict xfail; the docs say it).
+copies (MIG instances, pods sharing it) still merge, and GPUs apart stay apart with or without a UUID. So does a pod's
+copy of a counter (render/agent_otel._copy_labels: the index kept beside the UUID and MIG instance; it still carries
+no node, so no per-GPU set takes it): without a UUID a pod's energy rate read its largest GPU's, 400,000 mW for
+700,000.
 """
 
 from __future__ import annotations
@@ -76,13 +77,7 @@ def test_a_pods_totals_add_each_of_its_gpus(title, uuid):
     assert shown == {pod: {value} for pod, value in TRUTH[title].items()}, shown
 
 
-def test_a_pods_energy_rate_with_a_uuid():
-    shown = _drawn(True)[ENERGY]
-    assert shown == {pod: {value} for pod, value in ENERGY_TRUTH.items()}, shown
-
-
-@pytest.mark.xfail(strict=True, reason="a pod's copy of a counter merges per GPU by UUID and MIG instance: without a "
-                   "UUID its GPUs are one, the largest (400,000 mW for 700,000); docs/cloudwatch.md says it")
-def test_a_pods_energy_rate_without_a_uuid():
-    shown = _drawn(False)[ENERGY]
+@pytest.mark.parametrize("uuid", [True, False])
+def test_a_pods_energy_rate_adds_each_of_its_gpus(uuid):
+    shown = _drawn(uuid)[ENERGY]
     assert shown == {pod: {value} for pod, value in ENERGY_TRUTH.items()}, shown
