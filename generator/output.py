@@ -18,7 +18,6 @@ import json
 import os
 import posixpath
 import re
-import shutil
 import stat
 import threading
 import time
@@ -32,7 +31,7 @@ from .build_folder import BUILD
 from .errors import InputError, OutputError
 from .folder_path import as_named, check_folder_path, named
 from .reading import MAX_INPUT_BYTES, read_bytes, yaml_loader
-from .staging import claim, let_go, lock_of, remove_dead, remove_folder, taking_turns
+from .staging import claim, let_go, lock_of, remove_dead, remove_folder, remove_tree, taking_turns
 from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_and_line, to_json_filled,
                         to_json_strings, to_yaml, to_yaml_alike, to_yaml_many, writes_as_itself)
 
@@ -1373,7 +1372,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                 os.replace(out, retired / "build")
             except OSError as exc:
                 if exc.errno in (errno.EBUSY, errno.EXDEV):  # a bind mount that ismount() did not see
-                    shutil.rmtree(staging, ignore_errors=True)
+                    remove_tree(staging)
                     os.rmdir(retired)
                     retired = None
                     _write_inside(out, files, manifest, stop, known, taken)
@@ -1386,7 +1385,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                 os.replace(retired / "build", out)  # put the previous build back
                 raise
         except (OSError, _Stopped, _Changed) as exc:
-            shutil.rmtree(staging, ignore_errors=True)
+            remove_tree(staging)
             if retired is not None and not (retired / "build").exists():
                 remove_folder(retired)
             if isinstance(exc, _Stopped):
@@ -1447,7 +1446,7 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
     except (OSError, _Stopped, _Changed) as exc:
         for name in moved_in:  # undo: the previous build goes back as it was
             if (out / name).is_dir() and not (out / name).is_symlink():
-                shutil.rmtree(out / name, ignore_errors=True)
+                remove_tree(out / name)
             else:  # manifest.json: rmtree leaves a file where it is
                 (out / name).unlink(missing_ok=True)
         for name in moved_out:
@@ -1464,7 +1463,7 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
         raise _failed(exc, out) from None
     # the previous build removed before the lock is let go: a writer killed while removing it leaves its lock file
     # with its staging folder gone, by which the next write removes the rest (staging.remove_dead)
-    shutil.rmtree(staging, ignore_errors=True)
+    remove_tree(staging)
     remove_folder(retired)
     let_go(staging, writer)
 

@@ -125,7 +125,7 @@ def stopped(path, *args, **kwargs):
         pathlib.Path(sys.argv[2]).write_text(str(path))
         time.sleep(600)
     return rmtree(path, *args, **kwargs)
-output.shutil.rmtree = stopped
+shutil.rmtree = stopped  # (staging.remove_tree imports shutil when it removes)
 output.write_files(pathlib.Path(sys.argv[1]), {"grafana/a.json": b"[]\\n"})
 """
 
