@@ -239,13 +239,19 @@ def _of_an_earlier_boot(fd: int) -> bool:
     False where either cannot be told."""
     try:
         info = os.fstat(fd)
-        key = f"{os.major(info.st_dev)}:{os.minor(info.st_dev)}"
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
-            kinds = {line.partition(" - ")[2].split()[0] for line in table
-                     if line.split()[2:3] == [key] and " - " in line}
+        kinds = file_system_kinds(info.st_dev)
         return bool(kinds) and kinds <= LOCAL_FILE_SYSTEMS and info.st_ctime < _booted_at()
     except (OSError, ValueError, IndexError, StopIteration):
         return False
+
+
+def file_system_kinds(device: int) -> set[str]:
+    """The kinds of file system (ext4, nfs, ...) Linux's /proc/self/mountinfo gives the mounts of `device` (a file's
+    st_dev): empty where none is told. Raises OSError where the table cannot be read, ValueError or IndexError where a
+    line of it is not as Linux writes them."""
+    key = f"{os.major(device)}:{os.minor(device)}"
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
+        return {line.partition(" - ")[2].split()[0] for line in table if line.split()[2:3] == [key] and " - " in line}
 
 
 def _booted_at() -> float:

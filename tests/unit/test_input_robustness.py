@@ -287,6 +287,72 @@ def _rebuilt_reading_once(out: Path, files: dict[str, bytes]) -> None:
                for relative, data in files.items())
 
 
+def _statuses(top: Path) -> dict[str, tuple[int, ...]]:
+    """The folder `top` and each entry below it: inode, mode, size, modification and change time."""
+    return {str(path.relative_to(top)): (info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+            for path in [top, *top.rglob("*")] for info in [path.lstat()]}
+
+
+def test_a_rebuild_of_the_build_the_folder_holds_writes_nothing(tmp_path):
+    """A rebuild whose files the folder holds already, as the swap would leave them, leaves the folder as it is: no
+    folder made again, no file linked, nothing made beside it (each folder the swap removed waited for the disk)."""
+    out = tmp_path / "build"
+    files = {"k8s/a.yaml": b"a: 1\n", "grafana/provisioning/b.yaml": b"b: 1\n", "c.json": b"{}\n"}
+    write_files(out, files)
+    before = _statuses(out)
+    write_files(out, files)
+    assert _statuses(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
+
+
+def _other_mode(path: Path) -> None:
+    path.chmod(0o700)
+
+
+def _linked_from_outside(path: Path) -> None:
+    os.link(path, path.parent.parent.parent / "outside.yaml")
+
+
+@pytest.mark.parametrize("change", [
+    lambda out: _other_mode(out),
+    lambda out: _other_mode(out / "k8s"),
+    lambda out: (out / "empty").mkdir(),
+    lambda out: _linked_from_outside(out / "k8s/a.yaml"),
+    lambda out: (out / "k8s/a.yaml").chmod(0o600),
+], ids=["build folder's mode", "a folder's mode", "an empty folder", "a file named outside", "a file's mode"])
+def test_a_folder_holding_the_build_otherwise_than_the_swap_leaves_it_is_written_as_before(tmp_path, change):
+    """The same files, but the folder is not as the swap would leave it (a mode, an empty folder no build lists, a file
+    another path names): the build is written as before, and the folder is then as a first build leaves it."""
+    out = tmp_path / "build"
+    files = {"k8s/a.yaml": b"a: 1\n", "k8s/b.yaml": b"b: 1\n"}
+    write_files(out, files)
+    fresh = {path: info[1:3] for path, info in _statuses(out).items()}  # modes and sizes of a first build
+    change(out)
+    write_files(out, files)
+    assert {path: info[1:3] for path, info in _statuses(out).items()} == fresh
+    assert all((out / relative).stat().st_nlink == 1 for relative in files)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux's per-process read count")
+def test_a_rebuild_of_the_same_build_reads_again_where_change_times_are_not_the_kernels(tmp_path, monkeypatch):
+    """Where the file system's change times are not stamped by this kernel (FAT, NFS), a file's status read again
+    unchanged does not show its bytes unchanged: before the folder is left as it is, every file is read again."""
+    import generator.output as output
+
+    out = tmp_path / "build"
+    files = {f"k8s/{n}.yaml": bytes([97 + n]) * 200_000 for n in range(5)}
+    write_files(out, files)
+    time.sleep(0.1)  # older than a tick of the clock that stamps change times
+    _settled_at_once(monkeypatch)
+    before_statuses = _statuses(out)
+    monkeypatch.setattr(output, "file_system_kinds", lambda device: {"vfat"})
+    monkeypatch.setattr(output, "_same_status", lambda info, held: True)  # a status that would not show an edit
+    before = _bytes_read()
+    write_files(out, files)
+    assert _bytes_read() - before >= 2 * sum(map(len, files.values()))
+    assert _statuses(out) == before_statuses
+
+
 def _templates(count: int) -> tuple[dict[str, dict], dict[str, bytes]]:
     """`count` CloudFormation templates of one alarm each, and their files."""
     from generator.serialize import to_json
@@ -365,13 +431,23 @@ def test_a_file_edited_after_the_previous_build_was_read_is_not_shared(tmp_path,
     import generator.output as output
 
     out, files = _built_two_files(tmp_path, monkeypatch, settled)
-    real_fill = output._fill
+    real_fill, real_refuse_losing = output._fill, output._refuse_losing
 
     def edit_then_fill(*args, **kwargs):
         (out / "k8s/b.yaml").write_bytes(b"b: 2\n")
         return real_fill(*args, **kwargs)
 
-    monkeypatch.setattr(output, "_fill", edit_then_fill)
+    def read_then_edit(*args, **kwargs):
+        taken = real_refuse_losing(*args, **kwargs)
+        (out / "k8s/b.yaml").write_bytes(b"b: 2\n")
+        return taken
+
+    # without --force, the edit comes just after the read, before the check that the folder holds this very build
+    # (_holds_the_build: it then does not); with --force, nothing is read before the new build is staged
+    if force:
+        monkeypatch.setattr(output, "_fill", edit_then_fill)
+    else:
+        monkeypatch.setattr(output, "_refuse_losing", read_then_edit)
     carried = (out / "k8s/a.yaml").stat().st_ino
     if not force:
         with pytest.raises(OutputError, match=r"were added or changed \(k8s/b.yaml\)"):
@@ -800,6 +876,12 @@ def _without_override(command: list[str]) -> list[str]:
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *command]
 
 
+def _one_file_gone(out: Path) -> None:
+    """A file of the build in `out` removed (which loses nothing): a rebuild then has a build to write, where the same
+    build over the one the folder holds writes nothing (output._holds_the_build)."""
+    next(out.glob("grafana/*.json")).unlink()
+
+
 def _generate_without_override(out: Path, cwd: Path) -> subprocess.CompletedProcess:
     """`gpudash generate --out out` run where permissions hold for it (`_without_override`)."""
     return subprocess.run(_without_override([*GPUDASH, "generate", "--out", str(out)]), cwd=cwd, text=True,
@@ -955,6 +1037,7 @@ def test_a_build_in_a_folder_gpudash_cannot_write_is_kept_and_the_failure_named(
     parent = tmp_path / "shared"
     out = parent / "build"
     assert cli("generate", "--out", str(out))[0] == 0
+    _one_file_gone(out)  # a build to write, not the one the folder holds
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     parent.chmod(0o555)
     try:
@@ -1000,6 +1083,7 @@ def test_the_folder_beside_the_build_failing_says_what_to_do_for_its_cause(tmp_p
 
     out = tmp_path / "build"
     assert cli("generate", "--out", str(out))[0] == 0
+    _one_file_gone(out)  # a build to write, not the one the folder holds
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     made = output._new_folder
 
@@ -1401,26 +1485,32 @@ def test_a_file_edited_after_it_was_read_with_its_times_kept_is_not_lost(tmp_pat
     import generator.output as output
 
     out, files = _built_two_files(tmp_path, monkeypatch, settled)
-    real_fill = output._fill
 
-    def edit_keeping_times_then_fill(*args, **kwargs):
+    def edit_keeping_times():
         path = out / "k8s/b.yaml"
         before = path.stat()
         time.sleep(0.02)  # a later tick of the clock that stamps change times
         with open(path, "r+b") as stream:  # in place: the same inode
             stream.write(b"b: 2\n")
         os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-        return real_fill(*args, **kwargs)
 
-    _edit_is_kept(out, files, monkeypatch, mount, edit_keeping_times_then_fill)
+    _edit_is_kept(out, files, monkeypatch, mount, edit_keeping_times)
 
 
-def _edit_is_kept(out: Path, files: dict[str, bytes], monkeypatch, mount: bool, fill) -> None:
-    """Writing `files` over the build in `out` (a mount point with `mount`), `fill` standing for the new build's
-    writing (it edits k8s/b.yaml of the previous build to `b: 2`), is refused and the edit kept."""
+def _edit_is_kept(out: Path, files: dict[str, bytes], monkeypatch, mount: bool, edit) -> None:
+    """Writing `files` over the build in `out` (a mount point with `mount`), `edit` run just after the previous build
+    was read (it edits k8s/b.yaml of the previous build to `b: 2`; before the check that the folder holds this very
+    build, `_holds_the_build`, and the new build's writing), is refused and the edit kept."""
     import generator.output as output
 
-    monkeypatch.setattr(output, "_fill", fill)
+    real_refuse_losing = output._refuse_losing
+
+    def read_then_edit(*args, **kwargs):
+        taken = real_refuse_losing(*args, **kwargs)
+        edit()
+        return taken
+
+    monkeypatch.setattr(output, "_refuse_losing", read_then_edit)
     if mount:
         monkeypatch.setattr(output.os.path, "ismount", lambda path: Path(path) == out)
     with pytest.raises(OutputError, match=r"were added or changed \(k8s/b.yaml\)"):
@@ -1442,7 +1532,7 @@ def test_a_file_edited_within_the_tick_of_its_last_change_is_not_lost(tmp_path, 
     files = {f"k8s/{name}.yaml": f"{name}: 1\n".encode() for name in ("a", "b")}
     write_files(out, files)
     monkeypatch.setattr(output, "SETTLED_NS", 2 * tick)
-    real_entries, real_fill = output._entries, output._fill
+    real_entries = output._entries
 
     def coarse_entries(top):
         found = real_entries(top)
@@ -1451,13 +1541,12 @@ def test_a_file_edited_within_the_tick_of_its_last_change_is_not_lost(tmp_path, 
                 found[path] = (*entry[:3], entry[3] // tick * tick, entry[4] // tick * tick)
         return found
 
-    def edit_then_fill(*args, **kwargs):
+    def edit():
         with open(out / "k8s/b.yaml", "r+b") as stream:  # in place, same size: the same inode
             stream.write(b"b: 2\n")
-        return real_fill(*args, **kwargs)
 
     monkeypatch.setattr(output, "_entries", coarse_entries)
-    _edit_is_kept(out, files, monkeypatch, mount, edit_then_fill)
+    _edit_is_kept(out, files, monkeypatch, mount, edit)
 
 
 @pytest.mark.parametrize("mount", [False, True], ids=["build folder", "mount point"])
@@ -1471,23 +1560,22 @@ def test_a_replaced_file_edited_with_its_times_set_back_where_its_change_time_fo
     import generator.output as output
 
     out, files = _built_two_files(tmp_path, monkeypatch, settled=True)
-    real_lstat, real_fill = output._lstat, output._fill
+    real_lstat = output._lstat
 
     def change_time_follows_modification_time(path):
         info = real_lstat(path)
         return os.stat_result(tuple(info)[:9] + (info.st_mtime,), {
             "st_atime_ns": info.st_atime_ns, "st_mtime_ns": info.st_mtime_ns, "st_ctime_ns": info.st_mtime_ns})
 
-    def edit_setting_times_back_then_fill(*args, **kwargs):
+    def edit_setting_times_back():
         path = out / "k8s/b.yaml"
         before = path.stat()
         with open(path, "r+b") as stream:  # in place: the same inode, the same size
             stream.write(b"b: 2\n")
         os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-        return real_fill(*args, **kwargs)
 
     monkeypatch.setattr(output, "_lstat", change_time_follows_modification_time)
-    _edit_is_kept(out, {**files, "k8s/b.yaml": b"b: 3\n"}, monkeypatch, mount, edit_setting_times_back_then_fill)
+    _edit_is_kept(out, {**files, "k8s/b.yaml": b"b: 3\n"}, monkeypatch, mount, edit_setting_times_back)
 
 
 def test_change_times_tell_edits_only_where_no_call_sets_them_back_and_their_clock_keeps_time(tmp_path, monkeypatch):
