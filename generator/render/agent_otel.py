@@ -233,14 +233,18 @@ def _copy_labels(catalog: Catalog, settings: Settings, declarations: list[dict[s
             if any(selects(selector, name) for selector in declaration["metric_name_selectors"]
                    for name in names)]
     own = {label for name in names for label in catalog.get(name).own_labels}
-    # every copy keeps its exporter pod's revision: the delta series of a rollout's old and new exporter stay apart;
-    # and the GPU's index beside its identity (GPU_ONCE): an exporter writing no UUID merged a pod's GPUs into one
-    kept = {*GPU_IDENTITY, GPU_DIMENSION, *own, REVISION_LABEL}
+    # every copy keeps its exporter pod's revision: the delta series of a rollout's old and new exporter stay apart
+    kept = {*GPU_IDENTITY, *own, REVISION_LABEL}
     # a namespace's use of a GPU is made from the pods' points apart (namespace_readings): its namespace kept in a
     # GPU's merged copy would split the GPU's reading per namespace of the pods sharing it (3 readings for 1)
     merged = [dims for dims in sets if NAMESPACE_GPU[0] not in dims]
     per_pod = {*kept, *(label for dims in merged if pod_set <= set(dims) for label in dims)}
     per_gpu = {*kept, *(label for dims in merged if not pod_set <= set(dims) for label in dims)}
+    # a pod's copy keeps the GPU's index too (GPU_ONCE: an exporter writing no UUID merged a pod's GPUs into one), but
+    # only where that leaves it outside every per-GPU set (a per-pod set naming the node would put it in one)
+    indexed = per_pod | {GPU_DIMENSION}
+    if not any(not pod_set <= set(dims) and set(dims) <= indexed for dims in sets):
+        per_pod = indexed
     return per_pod, per_gpu, sets
 
 
