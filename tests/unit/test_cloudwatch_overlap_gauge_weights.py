@@ -13,8 +13,8 @@ either pod). Readings steady through the overlap read true (test_cloudwatch_over
 told apart per exporter revision (test_cloudwatch_exporter_overlap.py). No query or processor weighs the copies
 once, so the truth is pinned (strict xfail) and said in docs/cloudwatch.md ("Two exporter pods on one node") and in
 `gpudash verify`'s "exporter rollout overlap" warning, where a DaemonSet with maxSurge above 0 is named. The
-Prometheus rules of a per-GPU mean pool both copies' readings alike (their alarm "above 160 W" fires there, "above
-180 W" does not: a one-off check, /work/coord/s42/C-log.md).
+Prometheus rules of a gauge's mean or total over a period pool both copies' readings alike (185.7 W for 220 in their
+story: tests/integration/test_prometheus_overlap_gauge_weights.py).
 """
 
 from __future__ import annotations
@@ -79,7 +79,9 @@ def test_the_overlaps_period_reads_the_gpus_mean_draw(drawn):
         assert line[600] == pytest.approx(TRUE), title
 
 
-def test_verify_says_it_where_a_daemonset_rolls_with_a_surge():
+def surge_check():
+    """`gpudash verify`'s "exporter rollout overlap" check of a DaemonSet rolling with maxSurge 1 (the bundled
+    settings)."""
     class Spec:  # the DaemonSet's answer, as much of it as the check reads
         source, path = "daemonsets", "items[0]"
 
@@ -98,5 +100,9 @@ def test_verify_says_it_where_a_daemonset_rolls_with_a_surge():
             return 1 if key == "maxSurge" else default
 
     from generator.settings import load_settings
-    check = _rollout_overlap("exporter rollout overlap", Spec(), load_settings(None))
+    return _rollout_overlap("exporter rollout overlap", Spec(), load_settings(None))
+
+
+def test_verify_says_it_where_a_daemonset_rolls_with_a_surge():
+    check = surge_check()
     assert "gauge's mean" in check.detail and "twice" in check.detail, check.detail
