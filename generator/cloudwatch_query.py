@@ -1224,12 +1224,12 @@ NAMED_WEIGHED = ("a pod's mean weighs each of its GPUs by the scrapes naming the
                  "take each GPU's mean")
 
 
-# A pod's or namespace's mean over its GPUs on the OTel pipeline (beside NAMED_WEIGHED, NAMESPACE_WEIGHED): the agent drops
-# DCGM's blank before publishing, so a GPU reading it at some scrapes has fewer readings in the period pooled than its
-# group's other GPUs and weighs by them, where Grafana (each GPU's latest reading within the look-back) and the Prometheus
-# rule (each GPU's mean over its readings, then their mean) weigh each GPU once (tests/integration/
-# test_blank_pod_mean_twins.py, a strict xfail). No one-query form weighs each GPU once: a mean per GPU, then over them,
-# is a nested aggregation, and no processor the agent ships keeps a GPU's reading across scrapes.
+# A pod's, node's or namespace's mean over its GPUs on the OTel pipeline: the agent drops DCGM's blank before it
+# publishes, so a GPU reading it at some scrapes has fewer readings in the period pooled than the group's other GPUs
+# and weighs by them, where Grafana (each GPU's latest reading within the look-back) and the Prometheus rule (each
+# GPU's mean over its readings, then their mean) weigh each GPU once (tests/integration/test_blank_pod_mean_twins.py,
+# a strict xfail). No one-query form weighs each GPU once: a mean per GPU, then over them, is a nested aggregation,
+# and no processor the agent ships keeps a GPU's reading across scrapes.
 def blank_weighed(query: Query, result: Plan, settings: Settings, layout: Layout, alarm: bool) -> bool:
     """A mean over the GPUs of a pod, node, namespace or container (not per GPU, not the fleet's values, whose widgets
     read the agent's totals per node and say it of them) on the OTel pipeline, which drops DCGM's blank: a GPU blank at
@@ -1242,9 +1242,9 @@ def blank_weighed(query: Query, result: Plan, settings: Settings, layout: Layout
     return not alarm or bool(keys & {"pod", "node"})
 
 
-BLANK_WEIGHED = ("a mean over a pod's, node's or namespace's GPUs weighs each by its readings in the period: the agent "
-                 "drops DCGM's blank, so a GPU reading it at some scrapes weighs by the scrapes it was read at (one GPU "
-                 "at 50 % and one at 100 % read at every other scrape: 66.7 % for 75), where Grafana and the "
+BLANK_WEIGHED = ("a mean over a pod's, node's or namespace's GPUs weighs each by its readings in the period: the "
+                 "agent drops DCGM's blank, so a GPU reading it at some scrapes weighs by the scrapes it was read at "
+                 "(one GPU at 50 % and one at 100 % read at every other scrape: 66.7 % for 75), where Grafana and the "
                  "Prometheus rules take each GPU's mean")
 
 
