@@ -124,3 +124,35 @@ def test_a_pair_the_tree_does_not_need_is_left_out(text, written):
 ])
 def test_a_pair_the_grammar_needs_is_kept(text):
     assert fewest_parens(text) == text
+
+
+def test_a_selector_read_as_one_token_leaves_the_pairs_read_token_by_token_would():
+    """TOKENS reads a selector's braces whole (`{a=~"(b|c)", d!=""}`, when no bracket stands in them outside a
+    string): the parentheses left out are those a reading of every token inside them leaves out, on random texts of
+    brackets, braces, strings holding brackets and quotes, operators and words (and the same failure on those whose
+    brackets do not pair)."""
+    import random
+
+    from generator import promql_parens
+
+    token_by_token = re.compile(
+        f"({promql_parens.STRING_LITERAL.pattern}|==|!=|<=|>=|=~|!~|[-+*/%^<>=(){{}}\\[\\],:@]|[A-Za-z_][A-Za-z0-9_:]*|"
+        r"[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?[a-zA-Z0-9.]*)")
+
+    def left(tokens, text):
+        held = promql_parens.TOKENS
+        promql_parens.TOKENS = tokens
+        try:
+            return promql_parens.fewest_parens.__wrapped__(text)
+        except Exception as exc:  # noqa: BLE001 - brackets that do not pair fail alike
+            return type(exc)
+        finally:
+            promql_parens.TOKENS = held
+
+    parts = ["(", ")", "{", "}", "[", "]", ",", "sum", "by", "on", "group_left", "x", "or", "unless", "bool",
+             "offset", "+", "-", "*", "^", "==", ">", "=~", "=", '"x"', '"("', '"}"', '"\\""', "'a)'", "`b`", "5m",
+             "@", "$v", " ", "  ", '"', "'"]
+    choose = random.Random(13).choice
+    for _ in range(20_000):
+        text = "".join(choose(parts) for _ in range(choose(range(19))))
+        assert left(promql_parens.TOKENS, text) == left(token_by_token, text), text
