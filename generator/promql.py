@@ -1414,8 +1414,11 @@ def _leaders_share(counter: CounterReading, window: str, shift: str | None, star
     period's start, the other copy's reading (taken before the start, scraped after it) rose the merged reading in the
     period one interval after the step before, counted whole by the merged steps, and the leading copy's return counted
     the rest: 52 replays for a link replaying 48 per 5 minutes. The leading copy's span says how much of that rise was
-    due before the period: 47.5, as one exporter alone. None (the merged steps' shares stand) where the leading copy has
-    no sample in the period (it left: a rollout) or missed no scrape due before it."""
+    due before the period: 47.5, as one exporter alone. At most 1 (the whole delta): where the shares due inside and
+    unarrived reach it (one exporter missing every 2nd scrape, the period starting and ending on a miss), a form that
+    left the share out for the merged steps' (`< 1`) read the first reading's half, 270 s of growth for 300 (48.5
+    replays for 54, the rule silent at 50: test_single_exporter_missed_scrapes). None (the merged steps' shares
+    stand) where the leading copy has no sample in the period (it left: a rollout)."""
     keys = _by_target(counter.copies)[0]
     interval, step = _seconds(counter.by_target), counter.resolution
     at_start = f"@ end() offset {_seconds(window) + (_seconds(shift) if shift else 0)}s"
@@ -1435,7 +1438,7 @@ def _leaders_share(counter: CounterReading, window: str, shift: str | None, star
     # sample's time, from which the scrapes due in the period are counted: the first sample read once, not twice)
     due = f"ceil((({first} > time() - {_seconds(step)}) - {start}) / {interval})"
     unarrived = f"max by ({keys}) ({_unarrived(counter, shift)} and {leading})"
-    return f"((({due} + {unarrived}) / {scrapes}) < 1)"
+    return f"clamp_max(({due} + {unarrived}) / {scrapes}, 1)"
 
 
 @dataclass(frozen=True)
