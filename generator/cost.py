@@ -487,7 +487,14 @@ def _copy_events(fields: dict[tuple[str, ...], list[str]], mark_of, dropped: set
     grouping (render/agent_otel._copies), an EMF event per GPU (instance) of the grouping and scrape holding the
     grouping's fields."""
     marked = [(dims, [m for m in names if m not in dropped]) for dims, names in sorted(fields.items()) if mark_of(dims)]
-    return [(dims, names) for dims, names in marked if names]
+    # groupings whose copy keeps one label set share it (each copy keeps the GPU's index: a pod's and a pod GPU's)
+    seen: set[tuple] = set()
+    shared = []
+    for dims, names in marked:
+        key = (mark_of(dims), frozenset(d for d in dims if d != mark_of(dims)) | {GPU_DIMENSION})
+        shared.append((dims, [n for n in names if (key, n) not in seen]))
+        seen.update((key, n) for n in names)
+    return [(dims, names) for dims, names in shared if names]
 
 
 def _told_apart(events: list[tuple[tuple[str, ...], Events]]) -> list[Events]:

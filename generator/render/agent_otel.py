@@ -721,7 +721,7 @@ def _unused_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> dict
     (an alarm judging a share below a level: cloudwatch_query.unused_plan): a set's dimensions and the GPU instance's
     identity (each a copy, see _copies)."""
     fields = _copy_sets(catalog, declarations, lambda dims: UNUSED_SHARE[0] if UNUSED_SHARE[0] in dims else None)
-    return {name: [list(labels) for labels in _copies(sets, GPU_IDENTITY)]
+    return {name: [list(labels) for labels in _copies(sets, (*GPU_IDENTITY, GPU_DIMENSION))]
             for name, sets in sorted(fields.get(UNUSED_SHARE[0], {}).items())}
 
 
@@ -785,7 +785,7 @@ def _level_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[
 def _level_identity(catalog: Catalog, name: str) -> tuple[str, ...]:
     """The labels that tell one reading of a field from another of its flags' copies: the GPU's UUID, and GPU_I_ID for a
     field MIG reports per instance."""
-    return (GPU_IDENTITY[0], *((MIG_INSTANCE_LABEL,) if catalog.get(name).per_instance else ()))
+    return (GPU_IDENTITY[0], GPU_DIMENSION, *((MIG_INSTANCE_LABEL,) if catalog.get(name).per_instance else ()))
 
 
 def level_copies(levels: list[tuple[str, dict[str, list[list[str]]]]]) -> list[dict[str, Any]]:
@@ -826,7 +826,7 @@ def _copies_apart(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[
             name = next((m.name for m in catalog if selects(selector, m.name)), None)
             all_copies = copies.get((mark, name), [])
             own = next((labels for labels in all_copies if set(dims) - {mark} <= set(labels)
-                        and set(labels) - set(dims) <= {*GPU_IDENTITY}), None)
+                        and set(labels) - set(dims) <= {*GPU_IDENTITY, GPU_DIMENSION}), None)
             lacking = tuple(sorted({label for labels in all_copies for label in labels} - set(own or ())))
             by_lacking.setdefault(lacking if own else (), []).append(selector)
         for lacking, selectors in by_lacking.items():

@@ -81,3 +81,41 @@ def test_a_pods_totals_add_each_of_its_gpus(title, uuid):
 def test_a_pods_energy_rate_adds_each_of_its_gpus(uuid):
     shown = _drawn(uuid)[ENERGY]
     assert shown == {pod: {value} for pod, value in ENERGY_TRUTH.items()}, shown
+
+
+# A pod's alarms the agent makes copies for (cloudwatch_query.level_plan, unused_plan): each GPU's flag past a level,
+# and each GPU's unused share, per pod and scrape. Pod ml/p on GPU 0 (85 C, 2 % busy) and GPU 1 (70 C, 50 % busy).
+ALARMS = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+          "    yield Alarm('pod-hot', 'T', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'min', ('pod',)), '>', 80), "
+          "evaluation_periods=2, datapoints_to_alarm=2, description='d', runbook='r')\n"
+          "    yield Alarm('pod-idle', 'T', Condition(Query('DCGM_FI_DEV_GPU_UTIL', 'avg', ('pod',)), '<', 5), "
+          "description='d', runbook='r')\n")
+
+
+def _pod_page(uuid: bool) -> str:
+    lines = []
+    for name, values in (("DCGM_FI_DEV_GPU_TEMP", (85, 70)), ("DCGM_FI_DEV_GPU_UTIL", (2, 50))):
+        lines.append(f"# TYPE {name} gauge")
+        for g, value in enumerate(values):
+            named = f'UUID="GPU-{g}",' if uuid else ""
+            lines.append(f'{name}{{gpu="{g}",{named}device="nvidia{g}",modelName="NVIDIA A10G",Hostname="{NODE}",'
+                         f'container="main",namespace="ml",pod="p"}} {value}')
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("uuid", [True, False])
+def test_a_pods_level_and_idle_alarms_judge_each_of_its_gpus(tmp_path, uuid):
+    """Every reading of the pod's GPUs above 80 C is false (GPU 1 at 70), and its mean utilization is 26 %, not below
+    5: neither fires. Without a UUID the flags past the level merged the pod's GPUs by `max` (GPU 0's 1 at every
+    scrape): "pod-hot" fired (render/agent_otel._level_identity keeps the index now; the unused shares alike)."""
+    from tests.support.projects import defined_project
+
+    project = defined_project(tmp_path, "agent:\n  pipeline: otel\n", alarms=ALARMS)
+    files = encode(build(project, grafana=False))
+    config, job = agent_config(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])
+    points = Agent(config, job).run([Scrape(float(k * STEP), _pod_page(uuid), target_labels(job, NODE))
+                                     for k in range(STEPS)])
+    requests = {a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    states = {name: set(cloudwatch_eval.alarm(request, points, STEPS * STEP).values())
+              for name, request in requests.items() if "-pod-" in name and "-mig-" not in name}  # (no MIG GPU here)
+    assert states and all(state == {"OK"} for state in states.values()), states
