@@ -1151,7 +1151,14 @@ def per_scrape_note(layout: Layout, dropped: bool = False) -> str:
              if dropped else "")
     return (f"{PER_SCRAPE_OPENING}{what} {layout.interval_setting} gives it: a period missing "
             f"m of its n {what} reads (n - m) / n of it{blank} (the period still filling is not drawn, unless live "
-            f"data is on, which draws it low until it ends)")
+            f"data is on, which draws it low until it ends), and {INTERVAL_CHANGED.format(layout.interval_setting)}")
+
+
+# The widgets' math counts the observations the interval now set gives (per_scrape, readings_form): data from before
+# the interval was changed made period / old of them per GPU, so it reads new / old times its value (measured:
+# tests/unit/test_cloudwatch_interval_changed.py, a strict xfail).
+INTERVAL_CHANGED = ("a period from before {} was changed reads its value times the new interval over the old "
+                    "(twice it where 30 s became 60 s, half where 60 s became 30 s)")
 
 
 def agent_drops_blanks(layout: Layout, settings: Settings) -> bool:

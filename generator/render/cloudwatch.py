@@ -20,9 +20,9 @@ from typing import Any, Iterable
 from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..errors import InputError
-from ..cloudwatch_query import (NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, PERIOD, SERIES_PER_QUERY, Plan,
-                                Unsupported, blank_floor, node_mean_dimensions, number, pod_total_kind,
-                                quote_identifier, quote_string, readings_dimensions, series_label)
+from ..cloudwatch_query import (INTERVAL_CHANGED, NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, PERIOD,
+                                SERIES_PER_QUERY, Plan, Unsupported, blank_floor, node_mean_dimensions, number,
+                                pod_total_kind, quote_identifier, quote_string, readings_dimensions, series_label)
 from ..container_insights import (MIG_ONE_INSTANCE, NotPublished, enabled as addon_source, layout_of,
                                   observed_every, plan as addon_plan, source_plan)
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
@@ -690,6 +690,7 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
                 + f": a GPU weighs by its readings there, so one that came or left within the {drawn}, or whose "
                   f"node's scrape failed in it, weighs less than one read at every scrape, and " + twice("weighs"))
     per_gpu = readings_per_gpu(settings)
+    changed = f", and in the latter {INTERVAL_CHANGED.format('scrape.interval')}"  # (its count of readings per GPU)
     each = (f"the {per_gpu} readings one GPU gives there (one per scrape of {settings.scrape.seconds} s)"
             if per_gpu > 1 else f"the one reading one GPU gives there (a scrape every {settings.scrape.seconds} s)")
     if query.aggregation == "count":
@@ -701,7 +702,7 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
                                 f"reporting in the {drawn}, and the number of readings")
                 + f" over {each}: every GPU is in the latter, but one that came "
                   f"or left within the {drawn}, or whose node's scrape failed in it, counts as the share of "
-                  f"{scrapes} that read it, and " + twice("counts"))
+                  f"{scrapes} that read it, and " + twice("counts") + changed)
     added = (f"the total of each node's GPUs' readings, a mean over its scrapes in the {drawn}, added over the nodes "
              f"({whole}, but {share.format('adds its mean times')}), " if per_node else "the total of each GPU's mean ")
     return (f"{added}{until}"
@@ -710,7 +711,7 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
                             f"every reading")
             + f" over {each}: every GPU is in the latter, but one that came or "
               f"left within the {drawn}, or whose node's scrape failed in it, adds its share of {scrapes} "
-              f"that read it, and " + twice("adds"))
+              f"that read it, and " + twice("adds") + changed)
 
 
 def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting", period: int | None = None,
