@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import re
 
-from .promql_parens import TOKENS
+from .promql_parens import EACH_TOKEN
 
 _MILLISECONDS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000,
                  "y": 31_536_000_000}
@@ -55,7 +55,7 @@ def tokens(text: str) -> list[object]:
     """`text`'s tokens, each number, duration and string as its value, and each selector's label matchers in one order
     (Prometheus prints them sorted by label name: `{node="",hostname!=""}` is `{hostname!="",node=""}`; they are all
     required alike, in any order)."""
-    parts = TOKENS.split(text)
+    parts = EACH_TOKEN.split(text)
     if any(gap.strip() for gap in parts[::2]):  # a character no token reads (`.5`, `|`): compared as written
         return [text]
     read = [_read(token) if token[0] in _LITERAL_START else token for token in parts[1::2]]

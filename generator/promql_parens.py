@@ -33,8 +33,12 @@ _SELECTOR = r"\{[^{}()\[\]\"\'`]*(?:(?:" + _STRING + r")[^{}()\[\]\"\'`]*)*\}"
 # a token (whitespace between tokens is no part of one, and no token); a string literal is one (no bracket inside it
 # counts), and so is a selector's braces (above). Split with it as the group, a text is its pieces (between, token,
 # between, ..., between) joined: a parenthesis is left out by emptying its piece.
-TOKENS = re.compile(f"({_SELECTOR}|{STRING_LITERAL.pattern}|"
-                     r"==|!=|<=|>=|=~|!~|[-+*/%^<>=(){}\[\],:@]|[A-Za-z_][A-Za-z0-9_:]*|[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?[a-zA-Z0-9.]*)")
+# EACH_TOKEN reads a selector's braces token by token: promql_alike reads each label matcher, to put them in one order
+# (Prometheus lists a rule's matchers sorted, spaced its own way: read whole, every selector's rule differed).
+EACH_TOKEN = re.compile(f"({STRING_LITERAL.pattern}|"
+                        r"==|!=|<=|>=|=~|!~|[-+*/%^<>=(){}\[\],:@]|[A-Za-z_][A-Za-z0-9_:]*|"
+                        r"[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?[a-zA-Z0-9.]*)")
+TOKENS = re.compile(f"({_SELECTOR}|{EACH_TOKEN.pattern[1:]}")
 _BRACKETS = frozenset("([{}])")
 PRECEDENCE = {"or": 1, "and": 2, "unless": 2, "==": 3, "!=": 3, "<=": 3, "<": 3, ">=": 3, ">": 3,
               "+": 4, "-": 4, "*": 5, "/": 5, "%": 5, "atan2": 5, "^": 6}
