@@ -231,6 +231,14 @@ GO_NOT_FOUND = "404 page not found"  # Go's http.NotFound text: an API server be
 METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 
+def _empty_metadata_list(value: Any) -> bool:
+    """Whether an answer is an empty PartialObjectMetadataList as the API server writes one: `items` null (its
+    asPartialObjectMetadataList appends each item to a nil slice; kubernetes-client/python#2142 met it)."""
+    return isinstance(value, dict) and value.get("kind") == "PartialObjectMetadataList" \
+        and value.get("apiVersion") in ("meta.k8s.io/v1", "meta.k8s.io/v1beta1") and "items" in value \
+        and value["items"] is None
+
+
 class KubeAnswered(RemoteError):
     """The Kubernetes API answered an HTTP error other than 404; `status` is its code (403: RBAC refused the read,
     503 from a service proxy: the Service has no ready endpoint, or the API server is unavailable)."""
@@ -388,7 +396,10 @@ class Kube:
         filters them out, and only the token says more remain. A token that is not a string, or one given before (an
         answer that does not move on), is an odd answer; a page after the first that is not read (410 Gone: etcd
         compacted past the token; 400: a token the API server cannot read, altered on the way) raises KubeAnswered
-        saying so: the pages read before it are never taken for the whole list."""
+        saying so: the pages read before it are never taken for the whole list.
+
+        An empty PartialObjectMetadataList's `items` is null (the API server appends each item to a nil slice, and
+        the field has no omitempty): none, there alone; `items` null in another answer, or absent, is odd."""
         asked, items, tokens = {**(query or {}), **({"limit": str(limit)} if limit else {})}, [], set()
         while True:
             page = len(tokens) + 1
@@ -405,7 +416,8 @@ class Kube:
                 if page == 1:
                     return None
                 raise OddAnswer(what, "", "404 Not Found", f"the list's page {page}")
-            items += answer.items("items", required=True)
+            if not _empty_metadata_list(answer.value):
+                items += answer.items("items", required=True)
             token = answer.get("metadata.continue", str, "")
             if not token:
                 return items

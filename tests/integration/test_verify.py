@@ -1722,6 +1722,26 @@ def test_a_configmap_listing_that_gives_back_its_continue_token_is_not_an_answer
         "continue token of a page before ('eyJ2IjoxfQ'): read on, the list would never end"), check
 
 
+@pytest.mark.parametrize("answer, said", [
+    ({"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {"resourceVersion": "1"}, "items": None},
+     "items is null, expected a list"),
+    ({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "metadata": {"resourceVersion": "1"}},
+     "items is missing, expected a list"),
+], ids=["a ConfigMapList's items null", "a metadata list without items"])
+def test_a_configmap_listing_without_its_items_is_odd_not_none(stack, tmp_path, answer, said):
+    """The API server writes an empty PartialObjectMetadataList's items as null (the stand-in answers so: the case
+    "none" of the table above, which read "items is null" before the client took it for none). Null there alone:
+    a whole ConfigMapList (a server or proxy that drops the metadata form) has `[]` for none since Kubernetes 1.5.3,
+    and a list without `items` is no list. Either is an odd answer, never "none is applied"."""
+    cluster, verify = stack
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n")
+    cluster.fronted["/api/v1/configmaps"] = (200, json.dumps(answer))
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
+    check = checks[("kube", "dashboard ConfigMaps of other settings")]
+    assert check["status"] == "fail" and check["detail"] == (
+        f"odd answer from ConfigMaps named gpudash-by-pod-dashboard in every namespace: {said}"), check
+
+
 def test_prometheus_rules_are_read_without_their_specs(stack, tmp_path, monkeypatch):
     """A kube-prometheus-stack namespace holds some 30 PrometheusRules of large specs: the check read them whole on
     every verify (with gpudash's own seven), to find the build's names among them. It reads their metadata alone now: what it

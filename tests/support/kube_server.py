@@ -242,13 +242,15 @@ def _metadata_only(accept: str) -> bool:
 
 
 def _as_metadata(body: Any) -> Any:
-    """A list as the API server answers it in the PartialObjectMetadataList form: each item its metadata alone."""
+    """A list as the API server answers it in the PartialObjectMetadataList form: each item its metadata alone, and an
+    empty list's `items` null (apiserver's asPartialObjectMetadataList appends each item to a nil slice, and the
+    field has no omitempty: `"items": null`, as kubernetes-client/python#2142 met it listing pods of no match)."""
     if not (isinstance(body, dict) and str(body.get("kind", "")).endswith("List")
             and isinstance(body.get("items"), list)):
         return body
     return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": body.get("metadata", {}),
             "items": [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": item["metadata"]}
-                      for item in body["items"]]}
+                      for item in body["items"]] or None}
 
 
 def _page(scanned: list, query: dict[str, list[str]], refused: int | None) -> tuple:
