@@ -1301,41 +1301,11 @@ def _gauge_form(over_time: tuple[str, str, str | None] | None, resolution: str |
     gauge_readings) or its statistic over a window (`over_time`), blanks left out unless `unfiltered`."""
     below = "" if unfiltered else f" < {BLANK_FLOOR}"
     if over_time is not None and resolution:  # a step's reading (gauge_readings), a blank one left out
-        reading = f"({step_reading('{0}', resolution)}{below})"  # one term: a MIG stand-in scales it
-        hold = over_time[3] if len(over_time) > 3 else None
-        if not hold or len(over_time) < 6 or unfiltered or over_time[0] in ("max", "min"):  # any copy's reading is
-            return reading  # one the GPU gave
-        return _one_copy_a_moment(reading, hold, over_time[5])  # a mean's (or a total's): each moment once
+        return f"({step_reading('{0}', resolution)}{below})"  # one term: a MIG stand-in scales it
     if over_time is not None:  # a window holding a blank sentinel gives no value
         function, span, shift = over_time[:3]
         return f"{function}_over_time({{0}}[{span}]{_offset(shift)}){below}"
     return "{0}" + below
-
-
-# How long before a step a copy of a GPU must have been read to be the one read while another copy serves the GPU too
-INCUMBENT_SINCE = "1h"
-
-
-def _copied_labels(labels: Labels, metric: str, catalog: Catalog) -> tuple[str, ...]:
-    """The labels two exporters' copies of one series of `metric` share (_one_copy_a_moment): the GPU's cluster,
-    UUID, index and MIG instance, the workload's (a pod's series), and the field's own; not the scrape target's nor
-    the node spellings an exporter writes (its own pod's name in Hostname)."""
-    return tuple(dict.fromkeys(name for name in (labels.cluster, "UUID", "gpu", *INSTANCE_IDENTITY, labels.pod,
-                                                 labels.namespace, labels.container, *labels.copies,
-                                                 *_own_labels(metric, catalog)) if name))
-
-
-def _one_copy_a_moment(reading: str, hold: str, shared: tuple[str, ...]) -> str:
-    """A step's `reading` of a selector `{0}` (a mean's or a total's), one exporter's copy of a GPU's series while two
-    serve it (a maxSurge rollout): a copy with a sample within the scrape interval `hold` that had one INCUMBENT_SINCE
-    before too (the old exporter pod) is read, and another copy of the series (the same labels `shared`; a GPU told by
-    its UUID: a series without one is read as before) is not read while it has one. Each moment is then one copy's:
-    both pods' readings, in different steps, weighed the overlap twice (185.7 W for 220:
-    tests/integration/test_prometheus_overlap_gauge_weights.py). Where no copy was read INCUMBENT_SINCE before (a
-    second rollout within it, a Prometheus holding less) both are read, as before."""
-    before = f"present_over_time({{0}}[{hold}] offset {INCUMBENT_SINCE})"
-    incumbent = f"(({before} and present_over_time({{0}}[{hold}])) unless on (UUID) vector(1))"
-    return f"(({reading} and {before}) or ({reading} unless on ({_listed(shared)}) {incumbent}))"
 
 
 def summed_deltas(counter: "CounterReading", window: str, shift: str | None = None, held: bool = False,
@@ -2965,9 +2935,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
 
     def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), also: tuple[str, ...] = (),
                 checked: bool = True) -> str:
-        # (a 6th: the labels a copy's series shares with another exporter's copy of it, _one_copy_a_moment)
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
-                                                       offset, hold, reach, _copied_labels(labels, metric, catalog))
+                                                       offset, hold, reach)
         # a GPU instance's copy (_Merge.one_copy): the device's value is one exporter's, named by the GPU's UUID
         identity = (*gpu_identity(labels), *INSTANCE_IDENTITY, uuid_label((labels.pod, labels.namespace,
                                                                            labels.container)), *COPY_LABELS)
