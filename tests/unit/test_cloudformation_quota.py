@@ -250,7 +250,7 @@ def test_a_cluster_of_few_large_resources_is_split_by_its_bytes(cli, project_dir
     estimated, the dashboards stayed in part 1 and the alarms were spread by a digest of their names over 32 parts
     until the few hashed to part 1 fitted beside them: 23 stacks for 63 resources. The parts are filled now: the
     dashboards, the log group and an alarm in the first, the other 48 alarms in a second."""
-    config = _large(project_dir, 13, charts=81, topic="notifications-of-the-gpu-platform-on-call-rotation")
+    config = _large(project_dir, 13, charts=79, topic="notifications-of-the-gpu-platform-on-call-rotation")
     build = tmp_path / "build"
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and "CloudFormation refuses" not in stderr, stderr
@@ -292,17 +292,17 @@ def test_a_resource_moves_between_stacks_only_when_its_part_is_full_and_generate
     """A resource that moves from one stack to another is deleted by one stack's update and created by another's:
     an alarm comes back in INSUFFICIENT_DATA, a console change is gone, and CloudFormation refuses to create it while
     the other stack still declares it. Generated over the build before, each resource stays in its stack while that
-    holds it. 13 dashboards grown from 81 to 86 charts (86 to 91 before NAMED_MEAN_LINE) no longer fit part 1 beside
+    holds it. 13 dashboards grown from 79 to 86 charts (81 before s42's header notes) no longer fit part 1 beside
     the alarm there: the fewest resources its part cannot hold move, each to a LATER part (deployed in the order of Metadata.gpudash.Part, its
     old stack deletes it first), and generate names them; `--check` finds the build it wrote up to date and the same
     build again moves nothing. When the cluster fits one template again every resource is in it: the stacks no
     longer written are named (deleted first, they let their resources go) and so are the resources that move."""
-    config = _large(project_dir, 13, charts=81, topic="notifications-of-the-gpu-platform-on-call-rotation")
+    config = _large(project_dir, 13, charts=79, topic="notifications-of-the-gpu-platform-on-call-rotation")
     build = tmp_path / "build"
     assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0
     before = _where(build)
     definitions = config.parent / "dashboards" / "large.py"
-    definitions.write_text(definitions.read_text().replace("range(81)", "range(86)"))
+    definitions.write_text(definitions.read_text().replace("range(79)", "range(86)"))
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0 and "CloudFormation refuses" not in stderr, stderr
     _within_quotas(build)
