@@ -40,6 +40,10 @@ SETTINGS = {
     "classic-all": "agent:\n  pipeline: classic\n  metric_selection: all\n",
     # the bundled alarms and a user's of the same fields over other groupings: a copy of each field per grouping
     "otel-groupings": "definitions:\n  alarms: [alarms]\n",
+    # the same where the per-pod set names the node: a pod's copy cannot keep the GPU's index (it would hold a per-GPU
+    # set), so a pod's grouping and its GPUs' keep a copy each (render/agent_otel._copy_labels)
+    "otel-groupings-node": "definitions:\n  alarms: [alarms]\ncloudwatch:\n  dimensions: [ClusterName, namespace, "
+                           "pod, container, node, modelName, device]\n",
 }
 
 
@@ -71,7 +75,7 @@ def _written(files) -> tuple[int, int]:
 
 @pytest.mark.parametrize("name", SETTINGS)
 def test_cost_counts_the_log_events_the_agent_writes(name, project_dir, cli, tmp_path):
-    if name == "otel-groupings":
+    if name.startswith("otel-groupings"):
         shutil.copytree(bundled("alarms"), tmp_path / "alarms")
         (tmp_path / "alarms" / "mine.py").write_text(HEAD + USER)
     config = project_dir(SETTINGS[name])
