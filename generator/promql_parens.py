@@ -22,23 +22,21 @@ from itertools import compress, count
 
 from .promql_text import STRING_LITERAL
 
-# A string literal, its loop unrolled (the same matches as STRING_LITERAL: a quote, then up to the first quote no
-# backslash escapes), and a selector's braces with what they hold where no parenthesis or square bracket stands in
+# A selector's braces with what they hold where no parenthesis or square bracket stands in
 # them outside a string (`{pod=~"$pod", gpu!=""}`): its tokens are none that a pair's reading looks at (before a
 # pair, after it, between its operands: a pair's reading skips a bracketed group whole, and a selector standing
 # beside a pair is no operator either way), and a third of a panel query's tokens were a selector's (the split 28%
 # fewer instructions). Braces holding a bracket are read token by token, as before.
-_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"|\'[^\'\\]*(?:\\.[^\'\\]*)*\'|`[^`]*`'
-_SELECTOR = r"\{[^{}()\[\]\"\'`]*(?:(?:" + _STRING + r")[^{}()\[\]\"\'`]*)*\}"
+_SELECTOR = r"\{[^{}()\[\]\"\'`]*(?:(?:" + STRING_LITERAL.pattern + r")[^{}()\[\]\"\'`]*)*\}"
 # a token (whitespace between tokens is no part of one, and no token); a string literal is one (no bracket inside it
 # counts), and so is a selector's braces (above). Split with it as the group, a text is its pieces (between, token,
 # between, ..., between) joined: a parenthesis is left out by emptying its piece.
 # EACH_TOKEN reads a selector's braces token by token: promql_alike reads each label matcher, to put them in one order
 # (Prometheus lists a rule's matchers sorted, spaced its own way: read whole, every selector's rule differed).
-EACH_TOKEN = re.compile(f"({STRING_LITERAL.pattern}|"
-                        r"==|!=|<=|>=|=~|!~|[-+*/%^<>=(){}\[\],:@]|[A-Za-z_][A-Za-z0-9_:]*|"
-                        r"[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?[a-zA-Z0-9.]*)")
-TOKENS = re.compile(f"({_SELECTOR}|{EACH_TOKEN.pattern[1:]}")
+_EACH = (f"{STRING_LITERAL.pattern}|==|!=|<=|>=|=~|!~|"
+         r"[-+*/%^<>=(){}\[\],:@]|[A-Za-z_][A-Za-z0-9_:]*|[0-9][0-9.]*(?:[eE][+-]?[0-9]+)?[a-zA-Z0-9.]*")
+EACH_TOKEN = re.compile(f"({_EACH})")
+TOKENS = re.compile(f"({_SELECTOR}|{_EACH})")
 _BRACKETS = frozenset("([{}])")
 PRECEDENCE = {"or": 1, "and": 2, "unless": 2, "==": 3, "!=": 3, "<=": 3, "<": 3, ">=": 3, ">": 3,
               "+": 4, "-": 4, "*": 5, "/": 5, "%": 5, "atan2": 5, "^": 6}

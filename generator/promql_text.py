@@ -13,8 +13,9 @@ import functools
 import re
 
 # A PromQL string literal (double- or single-quoted with escapes, or a raw backtick string): what code reading PromQL
-# text skips over or reads apart.
-STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+# text skips over or reads apart. Each quoted form's loop unrolled (a run of plain characters, then an escape and its
+# run, ...): the same matches as one character at a time, fewer steps of the engine.
+STRING_LITERAL = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\'[^\'\\]*(?:\\.[^\'\\]*)*\'|`[^`]*`')
 _NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f]')
 _NAMED = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _RE2_META = re.compile(r"[\\.+*?()|\[\]{}^$]")
