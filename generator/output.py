@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import __version__, printed
 from .alarm_texts import ALARM_STAND_INS, LABEL_STAND_INS, AlarmTexts, ClusterKinds, joined_by
@@ -705,14 +705,7 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
         return [], []
     extra: list[str] = []
     to_read: list[tuple[str, str]] = []  # (path, path inside the build) of each listed file: read once listed
-    built = set()  # the build's folders ("" for the build folder itself)
-    for path in listed:
-        folder = posixpath.dirname(path)
-        while folder not in built:
-            built.add(folder)
-            if not folder:
-                break
-            folder = posixpath.dirname(folder)
+    built = _folders_of(listed)  # the build's folders ("" for the build folder itself)
     read_at = time.time_ns()  # a file changed a few ticks before this is read once (see `_held`)
     # each folder listed once (a folder that cannot be listed raises, never reads as empty), each entry's kind told by
     # the listing itself: no call per file but the reading of a listed one
@@ -1121,6 +1114,19 @@ def _write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] |
             _swap_in(out, files, manifest, stop, known, taken)
 
 
+def _folders_of(paths: Iterable[str]) -> set[str]:
+    """The folders holding `paths` (relative, '/'-separated) and those holding them, "" for the top one."""
+    folders: set[str] = set()
+    for path in paths:
+        folder = posixpath.dirname(path)
+        while folder not in folders:
+            folders.add(folder)
+            if not folder:
+                break
+            folder = posixpath.dirname(folder)
+    return folders
+
+
 # File systems whose change times the kernel stamps from its own clock as a file changes, which no call sets back: a
 # file's status read again unchanged there shows bytes unchanged (see `_unchanged`). Not FAT, exFAT or NTFS (their
 # drivers read the change time from times a call sets), nor a file system another machine writes (nfs, cifs, fuse).
@@ -1148,10 +1154,7 @@ def _holds_the_build(out: Path, files: dict[str, bytes], manifest: Callable[[dic
         if not stat.S_ISDIR(top.st_mode) or stat.S_IMODE(top.st_mode) != 0o755 or top.st_uid != os.geteuid() \
                 or os.path.ismount(out):
             return False
-        folders = {posixpath.dirname(relative) for relative in files} - {""}
-        for folder in list(folders):
-            while (folder := posixpath.dirname(folder)):
-                folders.add(folder)
+        folders = _folders_of(files) - {""}
         if set(taken) != set(files) | folders | {MANIFEST}:
             return False
         umask = _umask()
