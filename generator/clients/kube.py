@@ -398,6 +398,10 @@ class Kube:
         compacted past the token; 400: a token the API server cannot read, altered on the way) raises KubeAnswered
         saying so: the pages read before it are never taken for the whole list.
 
+        A list's pages are one snapshot: a page at another resourceVersion than the first's is odd (something in front
+        of the API server that drops `continue` answers each page as a new list's first, a new token each time the
+        cluster wrote: read on, it would never end).
+
         An empty PartialObjectMetadataList's `items` is null (the API server appends each item to a nil slice, and
         the field has no omitempty): none, there alone; `items` null in another answer, or absent, is odd."""
         asked, items, tokens = {**(query or {}), **({"limit": str(limit)} if limit else {})}, [], set()
@@ -416,6 +420,14 @@ class Kube:
                 if page == 1:
                     return None
                 raise OddAnswer(what, "", "404 Not Found", f"the list's page {page}")
+            version = answer.get("metadata.resourceVersion", str, "")
+            if page == 1:
+                snapshot = version
+            elif version != snapshot:  # (a proxy dropping `continue` answers each page as a new list's first)
+                raise OddAnswer(what, "metadata.resourceVersion", version, f"{snapshot!r}, its page 1's",
+                                said=f"its page {page} is of the list at resourceVersion {describe(version)}, its page "
+                                     f"1 of the list at {describe(snapshot)}: pages of one list are one snapshot "
+                                     "(something in front of the API server may drop the continue token)")
             if not _empty_metadata_list(answer.value):
                 items += answer.items("items", required=True)
             token = answer.get("metadata.continue", str, "")

@@ -4,6 +4,7 @@ exact failing check and its fix."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import re
@@ -1720,6 +1721,30 @@ def test_a_configmap_listing_that_gives_back_its_continue_token_is_not_an_answer
     assert check["status"] == "fail" and check["detail"] == (
         "odd answer from ConfigMaps named gpudash-by-pod-dashboard in every namespace: its page 2 gives the "
         "continue token of a page before ('eyJ2IjoxfQ'): read on, the list would never end"), check
+
+
+def test_a_configmap_listing_whose_pages_are_each_a_new_list_is_not_an_answer(stack, tmp_path):
+    """Something in front of the API server that drops the `continue` parameter answers every page as the list's
+    first, at the cluster's resourceVersion then, with a new continue token whenever the cluster wrote meanwhile:
+    read on, the list never ends (no token comes twice). A list's pages are one snapshot, at one resourceVersion:
+    pages at another are an odd answer, the check's failure, never read on."""
+    cluster, verify = stack
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n")
+    served = iter(range(1, 1_000_000))
+
+    def first_page_again(query):
+        version = next(served)
+        token = base64.b64encode(json.dumps({"rv": version, "start": "a"}).encode()).decode()
+        return 200, json.dumps({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                                "metadata": {"resourceVersion": str(version), "continue": token}, "items": None})
+    cluster.fronted["/api/v1/configmaps"] = first_page_again
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
+    check = checks[("kube", "dashboard ConfigMaps of other settings")]
+    assert check["status"] == "fail" and check["detail"] == (
+        "odd answer from ConfigMaps named gpudash-by-pod-dashboard in every namespace: its page 2 is of the list at "
+        "resourceVersion '2', its page 1 of the list at '1': pages of one list are one snapshot (something in front "
+        "of the API server may drop the continue token)"), check
+    assert next(served) == 3  # two pages read, not more
 
 
 @pytest.mark.parametrize("answer, said", [

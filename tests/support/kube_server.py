@@ -74,8 +74,8 @@ class KubeCluster:
         # reads the API server fails: {path: HTTP status} (an overloaded or broken API server, a webhook timing out)
         self.failing: dict[str, int] = {}
         # reads something in front of the API server answers instead of it (an ingress or auth proxy): {path: (HTTP
-        # status, the text it sends)}
-        self.fronted: dict[str, tuple[int, str]] = {}
+        # status, the text it sends), or a function of the query giving them}
+        self.fronted: dict[str, Any] = {}
         # the status the API server answers a list's continued page with (410: etcd compacted past the token since the
         # first page; 400: a token it cannot read, altered on the way), else None: the page is read
         self.continue_refused: int | None = None
@@ -421,7 +421,8 @@ class KubeTestServer(LoopbackServer):
         if (refusal := self.refused(path)) is not None:
             return 403, refusal
         if path in c.fronted:
-            return c.fronted[path]
+            answer = c.fronted[path]
+            return answer(query) if callable(answer) else answer
         if status := c.failing.get(path):
             return status, _status(status, "InternalError", "an error on the server has prevented the request from "
                                    "succeeding")
