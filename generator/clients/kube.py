@@ -241,11 +241,21 @@ def _empty_metadata_list(value: Any) -> bool:
 
 class KubeAnswered(RemoteError):
     """The Kubernetes API answered an HTTP error other than 404; `status` is its code (403: RBAC refused the read,
-    503 from a service proxy: the Service has no ready endpoint, or the API server is unavailable)."""
+    503 from a service proxy: the Service has no ready endpoint, or the API server is unavailable). `reason`: the
+    reason of the API's Status object the answer's body is (410's "Expired": a continue token etcd compacted past),
+    None where the body is no Status (a proxy's page)."""
 
-    def __init__(self, what: str, status: int, *, hint: str | None = None):
+    def __init__(self, what: str, status: int, *, hint: str | None = None, reason: str | None = None):
         super().__init__(what, hint=hint)
         self.status = status
+        self.reason = reason
+
+
+def _status_reason(body: Any) -> str | None:
+    """The reason of the Kubernetes API's Status object that `body` is, else None."""
+    status = json_value(_decoded(body))
+    reason = status.get("reason") if isinstance(status, dict) and status.get("kind") == "Status" else None
+    return reason if isinstance(reason, str) else None
 
 
 class KubeRefused(KubeAnswered):
@@ -322,7 +332,7 @@ class Kube:
                                    "deployments, services, configmaps, endpointslices, servicemonitors, "
                                    "prometheuses, prometheusagents, namespaces)") from None
             raise KubeAnswered(f"the Kubernetes API answered {exc.status} for {what}: {exc.reason}", exc.status,
-                               hint="check the cluster's API server") from None
+                               hint="check the cluster's API server", reason=_status_reason(exc.body)) from None
         except RemoteError:
             self._plugin_failed(before)
             raise
@@ -394,9 +404,13 @@ class Kube:
         at a time, not the whole resource at once. Every answer's `metadata.continue` is followed to the last page
         (whether a limit was sent or not): a page may hold fewer items than the limit, none at all where a selector
         filters them out, and only the token says more remain. A token that is not a string, or one given before (an
-        answer that does not move on), is an odd answer; a page after the first that is not read (410 Gone: etcd
-        compacted past the token; 400: a token the API server cannot read, altered on the way) raises KubeAnswered
-        saying so: the pages read before it are never taken for the whole list.
+        answer that does not move on), is an odd answer. A page after the first that has expired (410 Gone, a Status of
+        reason Expired: etcd compacted past the token since the first page, five minutes by default) restarts the
+        list once, as client-go's pager does (FullListIfExpired): the pages read are dropped and the list is asked
+        again whole, without `limit` or `continue` (one answer, at the cluster's resourceVersion then). A page of it
+        that is not read either (a second 410), or a page after the first refused otherwise (400: a token the API
+        server cannot read, altered on the way; a 410 that is no Expired Status), raises KubeAnswered saying so: the
+        pages read before it are never taken for the whole list.
 
         A list's pages are one snapshot: a page at another resourceVersion than the first's is odd (something in front
         of the API server that drops `continue` answers each page as a new list's first, a new token each time the
@@ -405,21 +419,31 @@ class Kube:
         An empty PartialObjectMetadataList's `items` is null (the API server appends each item to a nil slice, and
         the field has no omitempty): none, there alone; `items` null in another answer, or absent, is odd."""
         asked, items, tokens = {**(query or {}), **({"limit": str(limit)} if limit else {})}, [], set()
+        expired = 0  # the page that expired, the list then read again whole (0: none did)
         while True:
             page = len(tokens) + 1
             try:
                 answer = self.read(path, what, asked, METADATA_ONLY)
             except KubeAnswered as failed:
-                if page == 1:
+                if page == 1 and not expired:
                     raise
-                raise KubeAnswered(f"{failed.what} (asked for the list's page {page}: it was not read whole)",
-                                   failed.status, hint="run verify again: a list's continue token expires once etcd "
-                                   "compacts past it (5 minutes by default; 410 Gone), and one the API server cannot "
-                                   "read (400) was altered on the way (a proxy in front of it)") from None
+                if failed.status == 410 and failed.reason == "Expired" and not expired:
+                    asked, items, tokens, expired = {**(query or {})}, [], set(), page
+                    continue
+                asked_for = f"asked for the whole list again, its page {expired} having expired (410 Gone)" \
+                    if expired else ""
+                if page > 1:
+                    asked_for += f", then for its page {page}" if expired else f"asked for the list's page {page}"
+                raise KubeAnswered(f"{failed.what} ({asked_for}: it was not read whole)",
+                                   failed.status, reason=failed.reason,
+                                   hint="run verify again: a list's continue token expires once etcd compacts past "
+                                   "it (5 minutes by default; 410 Gone), and one the API server cannot read (400) "
+                                   "was altered on the way (a proxy in front of it)") from None
             if answer is None:
-                if page == 1:
+                if page == 1 and not expired:
                     return None
-                raise OddAnswer(what, "", "404 Not Found", f"the list's page {page}")
+                raise OddAnswer(what, "", "404 Not Found", f"the list's page {page}" if page > 1 else
+                                "the whole list, asked again after a page expired")
             version = answer.get("metadata.resourceVersion", str, "")
             if page == 1:
                 snapshot = version

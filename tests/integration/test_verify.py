@@ -1656,18 +1656,27 @@ def _busy_cluster(cluster, namespaces):
         cluster.configmap(f"app-{n:04}", "settings", {"LOG_LEVEL": "info"})
 
 
+@pytest.mark.parametrize("expired", [False, True], ids=["read in pages", "a page expired"])
 def test_a_person_s_configmap_of_a_dashboard_configmap_s_name_is_found_on_any_page_of_a_big_cluster(
-        stack, tmp_path, monkeypatch):
+        stack, tmp_path, monkeypatch, expired):
     """a6f117ac listed only the ConfigMaps labelled grafana_dashboard: a team's ConfigMap that happens to be named as a
     build's dashboard ConfigMap, without the sidecar's label or gpudash's marks, was not found (verify said "none is
     applied"), and `kubectl apply -n team-ml` of k8s/grafana-dashboards.yaml replaced its data with a dashboard. Each
     name is looked for again in every namespace, labelled or not, in pages of 500 as kubectl reads: in a cluster of
     1,200 ConfigMaps the one in the last namespace is on the third page of each read (a page may hold none of the name
-    and still say more remain), and it is named, with what to do, beside these settings' own copies."""
+    and still say more remain), and it is named, with what to do, beside these settings' own copies.
+
+    A continued page expires (410 Gone, a Status of reason Expired) once etcd compacts past the first page's
+    resourceVersion (five minutes by default: a slow reader, a busy cluster). The check then failed ("cannot tell")
+    where client-go's pager, and so kubectl and every controller, reads the list again whole, once (FullListIfExpired:
+    no limit, no continue). It does so now: the ConfigMap on the pages not read is named all the same, the pages read
+    before are not mixed with the list read again (one snapshot), and the Status's inconsistent continue token is not
+    followed (a second 410: the check's failure, below)."""
     cluster, verify = stack
     mine = _settings_file(tmp_path, "mine", "project: team-a\n")
     _busy_cluster(cluster, 600)
     _applied_dashboards(cluster, mine)
+    cluster.continue_refused = 410 if expired else None
     cluster.configmap("zz-team-ml", "gpudash-overview-dashboard", {"notes.md": "GPU quota: 8 per team"})
     with KubeTestServer(cluster) as kube:
         monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "kubeconfig-counted")))
@@ -1683,27 +1692,64 @@ def test_a_person_s_configmap_of_a_dashboard_configmap_s_name_is_found_on_any_pa
                             "build/k8s/grafana-dashboards.yaml"), check
     reads, size = _answered(kube, "/api/v1/configmaps")
     assert reads == 4 * 3 and size < 20_000, (reads, size)  # 3 pages of 500 for each of the four names
+    if expired:  # each name: its first page, its second (410), then the list whole
+        asked = [read.split("?")[1] for read in kube.reads if read.startswith("/api/v1/configmaps?")
+                 and "metadata.name=gpudash-by-pod-dashboard" in read]
+        assert len(asked) == 3 and "limit=500" in asked[0] and "continue=" in asked[1], asked
+        assert "limit=" not in asked[2] and "continue=" not in asked[2], asked
 
 
-@pytest.mark.parametrize("status, said", [
-    (410, "410 for ConfigMaps named gpudash-by-pod-dashboard in every namespace: Gone"),
-    (400, "400 for ConfigMaps named gpudash-by-pod-dashboard in every namespace: Bad Request"),
+def _pages_expiring(again):
+    """An answer for /api/v1/configmaps whose continued pages expire (410 Gone): the first page gives a continue token;
+    the list asked again without `limit` is answered `again` ("expired": 410 Expired itself; "paged": a page with a
+    token, as something in front of the API server that pages on its own would); a 410 is the API server's Status of
+    reason Expired, or "a proxy's" page."""
+    def page(version, token):
+        return 200, json.dumps({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                                "metadata": {"resourceVersion": version, "continue": token}, "items": None})
+    expired = (410, json.dumps({"kind": "Status", "apiVersion": "v1", "metadata": {"continue": "eyJydiI6LTF9"},
+                                "status": "Failure", "message": "The provided continue parameter is too old to "
+                                "display a consistent list result.", "reason": "Expired", "code": 410}))
+
+    def answer(query):
+        if "continue" in query:
+            return (410, "<html><body><h1>410 Gone</h1></body></html>") if again == "a proxy's" else expired
+        if "limit" in query:
+            return page("7", "eyJydiI6N30")
+        return expired if again == "expired" else page("9", "eyJydiI6OX0")
+    return answer
+
+
+@pytest.mark.parametrize("refusal, said", [
+    (400, "400 for ConfigMaps named gpudash-by-pod-dashboard in every namespace: Bad Request (asked for the list's page "
+          "2"),
+    ("expired", "410 for ConfigMaps named gpudash-by-pod-dashboard in every namespace: Gone (asked for the whole list "
+                "again, its page 2 having expired (410 Gone)"),
+    ("paged", "410 for ConfigMaps named gpudash-by-pod-dashboard in every namespace: Gone (asked for the whole list "
+              "again, its page 2 having expired (410 Gone), then for its page 2"),
+    ("a proxy's", "410 for ConfigMaps named gpudash-by-pod-dashboard in every namespace: Gone (asked for the list's "
+                  "page 2"),
 ])
-def test_a_configmap_listing_cut_short_at_a_page_is_a_failure_not_the_whole_list(stack, tmp_path, status, said):
-    """A list read in pages ends where the API server refuses a page's continue token: 410 Gone where etcd compacted
-    past it since the first page (five minutes by default), 400 where the token was altered on the way. The pages read
-    before it are not the list: the check fails saying it cannot tell, never "none is applied" (the person's
-    ConfigMap of a build's name is on the page not read)."""
+def test_a_configmap_listing_cut_short_at_a_page_is_a_failure_not_the_whole_list(stack, tmp_path, refusal, said):
+    """A list read in pages ends where a page is refused: 400 where the API server cannot read its continue token
+    (altered on the way); a second 410 where the page expired and the list read again whole (see above) expires too,
+    on its first answer or a later page (something in front of the API server paging on its own); a 410 that is not the
+    API server's Status of reason Expired (a proxy's page), which says nothing of a compacted token, at once, as
+    client-go's pager has it. The pages read before it are not the list: the check fails saying it cannot tell, never
+    "none is applied" (the person's ConfigMap of a build's name is on the page not read), nor reads a third time."""
     cluster, verify = stack
     mine = _settings_file(tmp_path, "mine", "project: team-a\n")
     _busy_cluster(cluster, 300)
     cluster.configmap("zz-team-ml", "gpudash-by-pod-dashboard", {"notes.md": "GPU quota: 8 per team"})
-    cluster.continue_refused = status
+    if refusal == 400:
+        cluster.continue_refused = 400
+    else:
+        cluster.fronted["/api/v1/configmaps"] = _pages_expiring(refusal)
     code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
     check = checks[("kube", "dashboard ConfigMaps of other settings")]
     assert check["status"] == "fail" and check["detail"] == (
         "cannot tell whether a ConfigMap named as these settings' dashboards' is another's: the Kubernetes API "
-        f"answered {said} (asked for the list's page 2: it was not read whole)"), check
+        f"answered {said}: it was not read whole)"), check
     assert check["fix"].startswith("run verify again"), check
 
 

@@ -265,10 +265,16 @@ def _page(scanned: list, query: dict[str, list[str]], refused: int | None) -> tu
 
     start = 0
     if token := query.get("continue", [""])[0]:
-        if refused == 410:
-            return 410, _status(410, "Expired", "The provided continue parameter is too old to display a consistent "
-                                "list result. You can start a new list without the continue parameter, or use the "
-                                "continue token in this response to retrieve the remainder of the results.")
+        if refused == 410:  # etcd3 store's handleCompactedErrorForPaging: a token of the next key at rv -1 (the list
+            # continued at the latest resourceVersion: an inconsistent list) in the Status's metadata
+            inconsistent = base64.urlsafe_b64encode(json.dumps({"v": "meta.k8s.io/v1", "rv": -1, "start": 0}).encode())
+            expired = _status(410, "Expired", "The provided continue parameter is too old to display a consistent "
+                              "list result. You can start a new list without the continue parameter, or use the "
+                              "continue token in this response to retrieve the remainder of the results. Continuing "
+                              "with the provided token results in an inconsistent list - objects that were created, "
+                              "modified, or deleted between the time the first chunk was returned and now may show "
+                              "up in the list.")
+            return 410, {**expired, "metadata": {"continue": inconsistent.decode().rstrip("=")}}
         try:
             if refused == 400:
                 raise ValueError("illegal base64 data at input byte 0")
@@ -290,8 +296,9 @@ APPLIED_PATHS = (  # the objects server-side apply may write here: (path, kind)
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "message": message,
-            "code": code}
+    """The API server's Status for a failure (metav1.Status: its ListMeta `metadata` is written even empty)."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
 
 
 class KubeTestServer(LoopbackServer):
