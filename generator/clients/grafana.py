@@ -187,6 +187,13 @@ def _unasked_hit(hits: list[dict[str, Any]], tag: str | None) -> str | None:
     return None
 
 
+def _first_save(version: dict[str, Any]) -> bool:
+    """Whether Grafana's list of versions gives `version` with its own message, not the one saved: a dashboard's first
+    save (parentVersion 0), listed as "Initial save"."""
+    parent = version.get("parentVersion")
+    return (parent == 0 and type(parent) is int) or version.get("message") == "Initial save"
+
+
 class GrafanaClient:
     def __init__(self, url: str, token: str | None = None, basic: tuple[str, str] | None = None,
                  verify: bool = True, timeout: float = 10.0, retries: int = 4, backoff: float = 0.5,
@@ -533,7 +540,11 @@ class GrafanaClient:
         return found
 
     def versions(self, uid: str, limit: int) -> list[dict[str, Any]]:
-        """The newest `limit` versions, newest first ([] when the dashboard is gone)."""
+        """The newest `limit` versions, newest first ([] when the dashboard is gone), each with the message it was
+        saved with. Grafana's list does not give that of a dashboard's first save: it answers "Initial save" for a
+        version of parentVersion 0 (GetDashboardVersions, every release), which is what a create by gpudash is (it
+        carries no version): that version's message is read alone (GetDashboardVersion gives it as saved), or a
+        dashboard gpudash created and never saved again would read as saved by no gpudash run."""
         what = f"dashboard {uid} versions"
         found = self._request("GET", f"/api/dashboards/uid/{uid}/versions", what=what, params={"limit": limit},
                               allow=(404,), absent=VERSIONS_ABSENT)
@@ -546,7 +557,17 @@ class GrafanaClient:
         ok = isinstance(found, list) and all(
             isinstance(v, dict) and isinstance(v.get("message"), str)
             and isinstance(v.get("version"), int) and not isinstance(v.get("version"), bool) for v in found)
-        return self._shape(found, ok, what, "a list of versions, each with a text message and a version number")
+        found = self._shape(found, ok, what, "a list of versions, each with a text message and a version number")
+        return [self._as_saved(uid, v) if _first_save(v) else v for v in found]
+
+    def _as_saved(self, uid: str, listed: dict[str, Any]) -> dict[str, Any]:
+        """A listed version with the message it was saved with, read alone."""
+        number = listed["version"]
+        what = f"dashboard {uid} version {number}"
+        found = self._request("GET", f"/api/dashboards/uid/{uid}/versions/{number}", what=what)
+        ok = isinstance(found, dict) and found.get("version") == number and isinstance(found.get("message"), str)
+        self._shape(found, ok, what, f"the version {number} with a text message")
+        return {**listed, "message": found["message"]}
 
     def latest_version(self, uid: str) -> dict[str, Any] | None:
         versions = self.versions(uid, 1)

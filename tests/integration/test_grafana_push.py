@@ -76,7 +76,16 @@ def test_a_folder_someone_else_creates_between_plan_and_push_is_not_listed_as_cr
 
 
 def test_a_changed_threshold_updates_only_that_dashboard_with_a_readable_diff(grafana, run, project_dir):
+    """The dashboards' first push created them. Grafana's list of a dashboard's versions answers its own "Initial
+    save" for a first save (parentVersion 0), not the message gpudash saved, which only the version read alone gives:
+    read from the list, every dashboard gpudash had created and not saved again was "foreign" ("no version of it was
+    saved by gpudash; --force takes it over"), and a changed setting could not be pushed."""
+    import requests
+
     push_json(run)
+    listed = requests.get(f"{grafana.url}/api/dashboards/uid/gpudash-overview/versions",
+                          headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).json()
+    assert [(v["version"], v["parentVersion"], v["message"]) for v in listed] == [(1, 0, "Initial save")]
     writes = len(grafana.writes())
     config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 82, critical: 90}\n")
     code, stdout, _ = run("plan", "--no-cloudwatch", "--config", str(config))

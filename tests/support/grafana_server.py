@@ -138,6 +138,20 @@ class State:
     logins: dict[str, str] = field(default_factory=lambda: {ADMIN: "gpudash-sa", VIEWER: "viewer-sa"})
 
 
+def _listed(version: dict[str, Any]) -> dict[str, Any]:
+    """A version as Grafana's list of a dashboard's versions answers it (GetDashboardVersions, every release from 4 to
+    12): the message of a dashboard's first save (parentVersion 0) is Grafana's "Initial save", of a restore "Restored
+    from version N", not the one saved; the version read alone (GetDashboardVersion) gives the one saved."""
+    message = version["message"]
+    if version["restoredFrom"] == version["version"]:
+        message = "Initial save (created by migration)"
+    if version["restoredFrom"] > 0:
+        message = f"Restored from version {version['restoredFrom']}"
+    if version["parentVersion"] == 0:
+        message = "Initial save"
+    return {**version, "message": message}
+
+
 def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
@@ -480,10 +494,14 @@ class GrafanaTestServer(LoopbackServer):
             # folder nothing else is given: the rest comes from the folder)
             self.state.acl[uid] = [self._acl_entry(4, user=user)]
         version = (entry["versions"][-1]["version"] if entry["versions"] else 0) + 1
+        # Grafana's save records as the parent the version the saved JSON carries (an update's: the version it
+        # replaces, a save with overwrite being set to it); a create's JSON carries none (0) or any number
+        given = dashboard.get("version")
+        parent = version - 1 if entry["versions"] else given if isinstance(given, int) and given > 0 else 0
         dashboard = {**dashboard, "id": entry["id"], "uid": uid, "version": version}
         entry.update(dashboard=dashboard, folderUid=folder_uid)
         entry["versions"].append({"id": version, "dashboardId": entry["id"], "uid": uid,
-                                  "version": version, "parentVersion": version - 1, "restoredFrom": 0,
+                                  "version": version, "parentVersion": parent, "restoredFrom": 0,
                                   "created": "2026-11-29T00:00:00Z", "createdBy": user, "message": message})
         if self.versions_to_keep:  # Grafana's [dashboards] versions_to_keep (20 by default): older ones deleted
             del entry["versions"][:-self.versions_to_keep]
@@ -520,6 +538,8 @@ class GrafanaTestServer(LoopbackServer):
                 return self._save(body)
             if method == "GET" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)/versions", path)):
                 return self._versions(m.group(1), query)
+            if method == "GET" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)/versions/([^/]+)", path)):
+                return self._version(m.group(1), m.group(2))
             if method == "GET" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)):
                 return self._get_dashboard(m.group(1))
             if method == "GET" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)/permissions", path)):
@@ -657,7 +677,20 @@ class GrafanaTestServer(LoopbackServer):
         if entry is None:
             return 404, {"message": "Dashboard not found"}, path
         limit = int(query.get("limit", ["0"])[0]) or len(entry["versions"])
-        return 200, list(reversed(entry["versions"]))[:limit], path
+        return 200, [_listed(v) for v in reversed(entry["versions"])][:limit], path
+
+    def _version(self, uid: str, number: str):
+        """GET /api/dashboards/uid/<uid>/versions/<version>: the version alone, its message as saved (Grafana's
+        GetDashboardVersion); 500 where the dashboard has no such version (Grafana's own answer: deleted by
+        versions_to_keep, or never made)."""
+        path = "/dashboards/uid/{uid}/versions/{DashboardVersionID}"
+        entry = self.state.dashboards.get(uid)
+        if entry is None:
+            return 404, {"message": "Dashboard not found"}, path
+        found = next((v for v in entry["versions"] if str(v["version"]) == number), None)
+        if found is None:
+            return 500, {"message": f"Dashboard version {number} not found for dashboardId {entry['id']}"}, path
+        return 200, found, path
 
     def _annotations(self, query: dict[str, list[str]], permissions: dict[str, list[str]] | None):
         """GET /api/annotations: a dashboard's (by dashboardUID, resolved to its id as Grafana does, or dashboardId),
