@@ -222,8 +222,15 @@ _RESOURCE_PATH = re.compile(
     r"/(?:api/v1|apis/([^/]+)/[^/]+)(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?(?:/([^/]+))?(?:/.*)?")
 
 
-def _list(kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": f"{kind}List", "metadata": {"resourceVersion": "1"}, "items": items}
+def _list(kind: str, items: list[dict[str, Any]], api_version: str = "v1") -> dict[str, Any]:
+    """A built-in resource's list as the API server writes it: its items without `kind` and `apiVersion` (a typed
+    list's items are encoded without their TypeMeta; a custom resource's list, unstructured, keeps them)."""
+    return {"apiVersion": api_version, "kind": f"{kind}List", "metadata": {"resourceVersion": "1"},
+            "items": [_untyped(item) for item in items]}
+
+
+def _untyped(item: Any) -> Any:
+    return {k: v for k, v in item.items() if k not in ("kind", "apiVersion")} if isinstance(item, dict) else item
 
 
 def _matches(labels: dict[str, str], selector: str) -> bool:
@@ -439,7 +446,7 @@ class KubeTestServer(LoopbackServer):
             selector = query.get("labelSelector", [""])[0]
             return 200, _list("DaemonSet", [d for d in [c.daemonset, *c.daemonsets.values()]
                                             if m.group(1) in (None, d["metadata"]["namespace"])
-                                            and _matches(d["metadata"].get("labels", {}), selector)])
+                                            and _matches(d["metadata"].get("labels", {}), selector)], "apps/v1")
         if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+)", path):
             meta = c.daemonset["metadata"]
             if (m.group(1), m.group(2)) == (meta["namespace"], meta["name"]):
@@ -481,7 +488,7 @@ class KubeTestServer(LoopbackServer):
             key, _, service = selector.partition("=")
             slices = c.endpoint_slices(m.group(1), service) if key == "kubernetes.io/service-name" else []
             return 200, {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSliceList",
-                         "metadata": {"resourceVersion": "1"}, "items": slices}
+                         "metadata": {"resourceVersion": "1"}, "items": [_untyped(e) for e in slices]}
         if m := re.fullmatch(r"/apis/monitoring.coreos.com/v1(?:/namespaces/([^/]+))?/prometheusrules", path):
             selector = query.get("labelSelector", [""])[0]
             return 200, {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRuleList", "metadata": {},
@@ -532,7 +539,7 @@ class KubeTestServer(LoopbackServer):
             _, scanned, token = page
             listed = {"resourceVersion": "1", **({"continue": token} if token else {})}
             return 200, {"apiVersion": "v1", "kind": "ConfigMapList", "metadata": listed,
-                         "items": [configmap for (namespace, name), configmap in scanned
+                         "items": [_untyped(configmap) for (namespace, name), configmap in scanned
                                    if _matches({"metadata.name": name, "metadata.namespace": namespace}, fields)
                                    and isinstance(configmap, dict)  # (a test's garbled object: in a GET's answer)
                                    and _matches(configmap["metadata"].get("labels", {}), selector)]}
