@@ -596,10 +596,21 @@ class GrafanaTestServer(LoopbackServer):
             query = {k: v for k, v in query.items() if k != "folderUIDs"}
         elif query.get("folderUIDs") and query.get("folderIds"):  # Grafana's own answer to both
             return 400, {"message": "search supports UIDs or IDs, not both"}, "/search"
+        asked = int(query.get("limit", ["0"])[0] or 0)
+        if asked > 5000:  # pkg/api/search.go
+            return 422, {"message": "Limit is above maximum allowed (5000), use page parameter to access hits beyond "
+                                    "limit"}, "/search"
+        kind = query.get("type", [""])[0]
         folders = set(query.get("folderUIDs", []))
         folders |= {uid for uid, folder in self.state.folders.items() if str(folder["id"]) in query.get("folderIds", [])}
         hits = []
-        for uid, entry in sorted(self.state.dashboards.items()):
+        # without type=dash-db, folders are hits too (type dash-folder: no tags; here none is in another folder)
+        if kind in ("", "dash-folder") and not tags and "folderUIDs" not in query and "folderIds" not in query:
+            hits += [{"id": folder["id"], "uid": uid, "title": folder["title"], "uri": f"db/{_slug(folder['title'])}",
+                      "url": f"/dashboards/f/{uid}/{_slug(folder['title'])}", "slug": _slug(folder["title"]),
+                      "type": "dash-folder", "tags": [], "isStarred": False}
+                     for uid, folder in sorted(self.state.folders.items())]
+        for uid, entry in sorted(self.state.dashboards.items()) if kind in ("", "dash-db") else ():
             if ("folderUIDs" in query or "folderIds" in query) and entry["folderUid"] not in folders:
                 continue
             dashboard = entry["dashboard"]
@@ -608,11 +619,16 @@ class GrafanaTestServer(LoopbackServer):
             own = [t for t in own if isinstance(t, str)] if isinstance(own, list) else []
             title = str(dashboard.get("title", ""))
             if tags <= set(own):
+                # a hit names its folder by uid, id, title and url; one in General names none (omitempty)
+                folder = self.state.folders.get(entry["folderUid"])
+                where = {"folderUid": entry["folderUid"]} if entry["folderUid"] else {}
+                if folder:
+                    where.update(folderId=folder["id"], folderTitle=folder["title"],
+                                 folderUrl=f"/dashboards/f/{folder['uid']}/{_slug(folder['title'])}")
                 hits.append({"id": entry["id"], "uid": uid, "title": title,
                              "uri": f"db/{_slug(title)}", "url": f"/d/{uid}",
-                             "type": "dash-db", "tags": own, "isStarred": False,
-                             "folderUid": entry["folderUid"], "slug": _slug(title)})
-        limit = min(int(query.get("limit", ["1000"])[0]), self.search_cap)  # Grafana's default page and its cap
+                             "type": "dash-db", "tags": own, "isStarred": False, **where, "slug": _slug(title)})
+        limit = min(asked or 1000, self.search_cap)  # Grafana's default page (a limit under 1 too), and a cap
         page = 1 if self.ignore_search_page else max(int(query.get("page", ["1"])[0]), 1)
         return 200, hits[(page - 1) * limit: page * limit], "/search"
 
