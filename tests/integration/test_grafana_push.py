@@ -75,16 +75,20 @@ def test_a_folder_someone_else_creates_between_plan_and_push_is_not_listed_as_cr
     assert grafana.state.folders["gpudash"]["id"] == 98 and sorted(grafana.state.dashboards) == UIDS
 
 
-def test_a_changed_threshold_updates_only_that_dashboard_with_a_readable_diff(grafana, run, project_dir):
+@pytest.mark.parametrize("wrapped", [False, True], ids=["versions listed", "Grafana 12's versions"])
+def test_a_changed_threshold_updates_only_that_dashboard_with_a_readable_diff(grafana, run, project_dir, wrapped):
     """The dashboards' first push created them. Grafana's list of a dashboard's versions answers its own "Initial
     save" for a first save (parentVersion 0), not the message gpudash saved, which only the version read alone gives:
     read from the list, every dashboard gpudash had created and not saved again was "foreign" ("no version of it was
-    saved by gpudash; --force takes it over"), and a changed setting could not be pushed."""
+    saved by gpudash; --force takes it over"), and a changed setting could not be pushed. Grafana 12 answers the list
+    inside {"continueToken", "versions"}: read alike."""
     import requests
 
+    grafana.versions_wrapped = wrapped
     push_json(run)
     listed = requests.get(f"{grafana.url}/api/dashboards/uid/gpudash-overview/versions",
                           headers={"Authorization": f"Bearer {ADMIN}"}, timeout=10).json()
+    listed = listed["versions"] if wrapped else listed
     assert [(v["version"], v["parentVersion"], v["message"]) for v in listed] == [(1, 0, "Initial save")]
     writes = len(grafana.writes())
     config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 82, critical: 90}\n")

@@ -288,6 +288,9 @@ class GrafanaTestServer(LoopbackServer):
         self.search_cap = 5000  # the most hits one search page holds, whatever the limit asked
         self.ignore_folder_uids = False  # a Grafana from before the search's folderUIDs (folderIds only)
         self.versions_to_keep = 0  # how many versions of a dashboard are kept (0: all)
+        # Grafana 12's list of a dashboard's versions: {"continueToken", "versions"} (DashboardVersionResponseMeta),
+        # where earlier releases answer the list alone (the spec's copy here)
+        self.versions_wrapped = False
         # Grafana's Kubernetes-style save of POST /api/dashboards/db (resolveLegacyInternalID): an id it has no
         # dashboard with, beside a uid, is a save by the uid (a create where none is there, else an update by version),
         # where the legacy save answers 404 "Dashboard not found"
@@ -693,7 +696,10 @@ class GrafanaTestServer(LoopbackServer):
         if entry is None:
             return 404, {"message": "Dashboard not found"}, path
         limit = int(query.get("limit", ["0"])[0]) or len(entry["versions"])
-        return 200, [_listed(v) for v in reversed(entry["versions"])][:limit], path
+        listed = [_listed(v) for v in reversed(entry["versions"])][:limit]
+        if self.versions_wrapped:  # (not the form of the spec's copy: not checked against it)
+            return 200, {"continueToken": "", "versions": listed}, None
+        return 200, listed, path
 
     def _version(self, uid: str, number: str):
         """GET /api/dashboards/uid/<uid>/versions/<version>: the version alone, its message as saved (Grafana's
