@@ -804,10 +804,12 @@ def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
 
 
 def _addon_blanks_said(plan_: Plan, comparison: str, settings: Settings) -> Note:
-    """On the Container Insights add-on, what a DCGM blank does to an alarm on a reading (its query has no math to
-    drop it, container_insights.ALARM_BLANKS): one firing above its threshold fires for the GPU or pod reading it,
-    one firing below never does. A count counts the series, a blank among them."""
-    if not addon_source(settings) or plan_.function == "COUNT":
+    """Where DCGM's blank is published (the Container Insights add-on, and the agent's JSON path, agent.pipeline:
+    classic), what it does to an alarm on a reading (its query has no math to drop it, container_insights.ALARM_BLANKS):
+    one firing above its threshold fires for the GPU or pod reading it, one firing below never does. A count counts
+    the series, a blank among them. Only the OTel pipeline drops it before it is published."""
+    published = addon_source(settings) or settings.agent.pipeline == "classic"
+    if not published or plan_.function == "COUNT":
         return Note("")
     fires = 'never fires' if comparison in ('<', '<=') else 'fires'
     return Note(f"{ALARM_BLANKS}: this alarm {fires} for it", f"DCGM's blank is a reading: it {fires} for its GPU")
@@ -1028,10 +1030,9 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
     comparison = _judged(alarm, plan_, settings)[0]
     texts = (unseen, ALARM_MIG_ONE_INSTANCE if reads_one_instance(plan_, settings) else "",
              copies_counted_note(plan_) or "")
-    return [note, *(Note(text, SHORT.get(text, "")) for text in texts),
+    return [note, _addon_blanks_said(plan_, comparison, settings), *(Note(text, SHORT.get(text, "")) for text in texts),
             _failed_scrape_note(alarm, plan_, settings),
-            *(Note(text, SHORT.get(text, "")) for text in named),
-            _addon_blanks_said(plan_, comparison, settings), stale(alarm, catalog, settings, plan_)]
+            *(Note(text, SHORT.get(text, "")) for text in named), stale(alarm, catalog, settings, plan_)]
 
 
 def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form: Form,
@@ -1053,8 +1054,8 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
                       f"share as a ratio).", sentence=True), *notes]
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
         listed, missed = instance_contributors(settings, gap_kind(condition))
-        notes = [Note(listed, SHORT.get(listed, "")), Note(missed, SHORT.get(missed, "")),
-                 Note(_stale_clause(alarm, settings))]
+        notes = [Note(listed, SHORT.get(listed, "")), _addon_blanks_said(plan_, comparison, settings),
+                 Note(missed, SHORT.get(missed, "")), Note(_stale_clause(alarm, settings))]
     description = _description(alarm, *notes)
     before, after = plan_.around_cluster(settings, order, rank=rank)
 

@@ -309,8 +309,11 @@ def test_a_remap_first_seen_after_a_failed_scrape_fires_on_otel_and_is_stated_on
         (note,) = notes
         assert "a failed scrape" in note and "an increase first seen after a failed scrape is missed" in note
         assert [f.severity for f in findings if f.rule == "AL015"] == ["warning"] * 2
-        assert "an increase is not counted across a failed scrape" in request["AlarmDescription"]
+        # (its short form since the description says what DCGM's blank does on classic, which comes first)
+        assert "an increase is missed across a failed scrape or a change of pods (lint AL015)" \
+            in request["AlarmDescription"]
         assert len(request["AlarmDescription"]) <= 1024 and request["AlarmDescription"].endswith(
-            "its last pod leaves); a GPU whose data stops in ALARM stays so while its last datapoints are in the "
-            "evaluation range (the rule clears 15 minutes after the last reading).")
+            "(lint AL015); a GPU whose data stops in ALARM stays so while its last datapoints are in the "
+            "evaluation range (the rule clears 15 minutes after the last reading). [1 note shortened: "
+            "docs/alarm-notes.md]")
         assert said(header(files, path), "Rows remapped (uncorrectable)", told)
