@@ -62,6 +62,12 @@ KUBE = [  # (case, break the cluster, the check that fails, what its detail name
      "GPU node coverage", "items[0].status.capacity is a list of 1, expected an object"),
     ("node without a name", lambda c: c.nodes[0]["metadata"].pop("name"), "GPU node coverage",
      "items[0].metadata.name is missing"),
+    # a list asked without a limit is answered whole by the API server, with no continue token: one that gives a token
+    # is a page of it (something in front paging on its own), never read as every node
+    ("nodes a page of the list", lambda c: _set(c.fronted, "/api/v1/nodes", (200, json.dumps({
+        "apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "5", "continue": "eyJydiI6NX0"},
+        "items": [{"metadata": {"name": "cpu-node-1"}, "status": {"capacity": {"cpu": "8"}}}]}))),
+     "GPU node coverage", "it gives a continue token ('eyJydiI6NX0') though no limit was asked: a page of the list"),
     ("pod status null", lambda c: _set(c.pods[0], "status", None), "GPU node coverage",
      "items[0].status is null, expected an object"),
     ("container ready as text", lambda c: _set(c.pods[0]["status"]["containerStatuses"][0], "ready", "yes"),
