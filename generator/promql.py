@@ -580,7 +580,8 @@ def held_labels(labels: Labels) -> tuple[str, ...]:
     return labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu", *INSTANCE_IDENTITY
 
 
-def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False) -> str:
+def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,
+              naming: list[list[str]] | None = None) -> str:
     """The GPU instances (held_labels: any exporter copy's) whose latest scrape named no pod on them. An exporter writes
     a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods' copies are of one
     scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of its node read the
@@ -606,15 +607,17 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     stays what it was); a scrape late after the one finding the GPU idle leaves it idle. timestamp() of a selector is
     sought anew at each step on Prometheus before 2.47: about 1 s more of Prometheus CPU an idle test at 64 GPUs over
     6 h (docs/performance.md). A rule's steps (`rule`) and the per-GPU panels (_left_idle) keep windows of whole
-    intervals (_idle_within_intervals)."""
+    intervals (_idle_within_intervals). `naming` (the branches of the naming side, else `branches`): a per-GPU panel
+    with a pod picked orders the picked pods' naming samples against the samples without a pod (_left_idle)."""
     held, pod, seconds = _listed(held_labels(labels)), labels.pod, _seconds(scrape)
     if rule:
         return _idle_within_intervals(metric, branches, labels, scrape)
     steps = f"[{LABEL_LOOKBACK_SCRAPES * seconds}s:{half_interval(seconds)}]"
     unnamed = _raw(metric, branches, [pod + UNNAMED], f"(timestamp({{0}}) or max_over_time(timestamp({{0}}){steps}))")
-    named = _raw(metric, branches, [pod + NAMED], f"max_over_time(timestamp({{0}}){steps}) + {NAMED_LATER}")
+    naming = branches if naming is None else naming
+    named = _raw(metric, naming, [pod + NAMED], f"max_over_time(timestamp({{0}}){steps}) + {NAMED_LATER}")
     newest = f"(max by ({held}) ({unnamed} or {named}) * {1 / NAMED_LATER:g} + 0.5) % 10 < 1"
-    recent = _raw(metric, branches, [pod + NAMED], f"timestamp({{}}) >= time() - {seconds}")
+    recent = _raw(metric, naming, [pod + NAMED], f"timestamp({{}}) >= time() - {seconds}")
     return f"({newest} unless on ({held}) {recent})"
 
 
@@ -1025,7 +1028,7 @@ def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...
 
 
 def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels: Labels, within: str,
-               scrape: str) -> str:
+               scrape: str, picked: tuple[str, ...] = (), held: bool = False) -> str:
     """A panel's series (within the look-back `within`) naming a pod on a GPU instance whose latest scrape named no
     pod (idle_gpus, read over every pod's series: the pod and namespace variables pick which GPUs show, not which of
     their series tell that the pod left), which a per-GPU panel's late tier and count leave out. With the pod or
@@ -1033,16 +1036,50 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     the look-back: 240 W and 70 % for two minutes after the pod ended, where the GPU drew 55 W at 0 %, and "GPUs
     reporting" counted it (G, s38): the pod's series is marked stale, but the GPU's newer series, without a pod, is not
     in the variables' scope. A GPU pods share in turn (named under one of them per scrape) always names one, and a
-    failed scrape leaves no GPU idle: both keep their reading."""
+    failed scrape leaves no GPU idle: both keep their reading.
+    Judged by windows of whole intervals (_idle_within_intervals) but where `picked` (the pod and namespace
+    variables' regexes, in a panel of the GPUs held_gpus keeps) has a pod or namespace picked (workload_picked):
+    there the GPUs the picked pods hold (`held`, held_gpus) are judged by the samples' times, as the per-pod panels
+    judge a GPU (idle_gpus), the picked pods' naming samples against every sample without a pod, and the late tier
+    and count of those GPUs leave nothing out (a GPU so judged idle is not held; one not idle has no series left).
+    With the variables at All held_gpus keeps every GPU in scope whatever this reads, and the late tier and count
+    read the windows. A selector gated off (workload_picked) meets no series, so the per-GPU panels cost at All
+    what they did (the samples' times of every pod, read at every step of the late tier, cost 2.8 times a panel's
+    Prometheus CPU: GPU temperature 1.30 -> 3.67 s at 64 GPUs); with a pod picked the picked pods' alone cost about
+    a quarter more (docs/performance.md). Windows read a picked pod's GPU idle where two exporter copies' newest
+    readings lay within an interval of each other: a pod started as its exporter was rolled lost its GPU from the new
+    copy's failed or late scrape and its late tier read the old copy's idle 60 W for its 300 W
+    (test_rolled_copy_pod_started), and a drained node's GPU, written idle once before its exporter ended, was drawn
+    again at the idle 60 W for an interval two intervals later (test_pod_ended_by_drain); at All the windows still
+    read so."""
     workload = (f"{labels.pod}=~", f"{labels.namespace}=~")
     anyone = [list(branch) for branch in dict.fromkeys(
         tuple(m for m in branch if not m.startswith(workload)) for branch in branches)]
     named = [m for m in extra if m != f'{labels.pod}!=""']
-    left = _raw(metric, branches, [*named, f'{labels.pod}!=""'], f"present_over_time({{0}}[{within}])")
-    # whole-interval windows (_idle_within_intervals): the samples' times cost a per-GPU panel, which reads this at
-    # every step even with the variables at All, 2.8 times its Prometheus CPU (GPU temperature 1.30 -> 3.67 s, 64 GPUs)
-    idle = _idle_within_intervals(metric, anyone, labels, scrape, now=True)
+    gate = [workload_picked(picked, held)] if picked else []  # read with a pod or namespace picked (held), or at All
+    left = _raw(metric, branches, [*named, *([] if held else gate), f'{labels.pod}!=""'],
+                f"present_over_time({{0}}[{within}])")
+    if held:  # the picked pods' naming samples against any sample without a pod
+        idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape,
+                         naming=[[*branch, *gate] for branch in branches])
+    else:
+        idle = _idle_within_intervals(metric, anyone, labels, scrape, now=True)
     return f"({left} and on ({_listed(held_labels(labels))}) {idle})"
+
+
+PICKED_LABEL = "gpudash_picked"  # a label no series has (workload_picked tests its empty value)
+
+
+def workload_picked(regexes: tuple[str, ...], picks: bool) -> str:
+    """A matcher every series meets where one of `regexes` (the pod and namespace variables', `$pod`) matches no empty
+    name (a pod or namespace picked: names are never empty) and none meets where all of them do (All, `.*`); not
+    `picks`: the other way round. The label PICKED_LABEL, which no series has, is empty, and the regexes'
+    concatenation matches "" only where each of them does (a variable's, `$pod`, as Grafana writes it: `.*`, a name
+    escaped, or an alternation in parentheses; any other regex in parentheses). A selector holding it costs
+    Prometheus next to nothing where it meets no series (_left_idle: one judgement read with a pod or namespace
+    picked, another at All)."""
+    joined = "".join(regex if regex.startswith("$") else f"({regex})" for regex in regexes)
+    return f"{PICKED_LABEL}{'!~' if picks else '=~'}{quoted(joined)}"
 
 
 # what a per-GPU or fleet panel says it draws with the pod or namespace variable set (draws_whole_gpus)
@@ -1061,7 +1098,8 @@ def held_gpus(metrics: tuple[str, ...], scope: Scope, labels: Labels, within: st
     """The GPUs (cluster, GPU_LABEL, index) the pods the pod and namespace variables pick hold, as a per-GPU or fleet
     panel draws them with either variable set: a series of one of `metrics` (a field and its MIG stand-in) in the
     scope with a sample within the look-back `within` (label_lookback, as the per-pod panels name pods), less one
-    naming a pod on a GPU instance whose latest scrape named none (_left_idle: the pod left it). Each such GPU is read
+    naming a pod on a GPU instance whose latest scrape named none (_left_idle: the pod left it; by the samples' times,
+    read only with a pod or namespace picked: at All no GPU is left out). Each such GPU is read
     whole, as with every pod: a GPU split into MIG instances among namespaces read the picked namespace's instances
     alone (n2 GPU 0 20 % where the GPU is at 40 %, 3,000 of its 23,000 MiB used: G, s38) under a legend that names the
     GPU, beside counter rates and device fields read whole; a pod's or namespace's part of a GPU is what the per-pod
@@ -1069,8 +1107,10 @@ def held_gpus(metrics: tuple[str, ...], scope: Scope, labels: Labels, within: st
     workload = [f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in scope.regexes
                 if key in ("pod", "namespace")]
     branches = [[*scope.naming(labels), *workload]]
+    picked = tuple(regex for key, regex in scope.regexes if key in ("pod", "namespace"))
     held = [f"({_raw(metric, branches, [], f'present_over_time({{}}[{within}])')} unless "
-            f"{_left_idle(metric, branches, [], labels, within, _scrape_of(within))})" for metric in metrics]
+            f"{_left_idle(metric, branches, [], labels, within, _scrape_of(within), picked, True)})"
+            for metric in metrics]
     return identified(held[0] if len(held) == 1 else "(" + " or ".join(held) + ")", labels)
 
 
@@ -2109,6 +2149,7 @@ class _Merge:
     node: str | None = None  # the scope's node regex: a counter's GPUs are those it names (named; a recorded rate's)
     workload: tuple[str, ...] = ()  # the scope's pod and namespace matchers (the copies a recorded rate must have)
     whole: bool = False  # a panel's: its GPUs named by the dashboard's range (gpus_named's `whole`)
+    picked: tuple[str, ...] = ()  # the pod and namespace variables' regexes where held_gpus keeps the GPUs (_left_idle)
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         node = GPU_LABEL if self.per_uuid else self.labels.node
@@ -2402,8 +2443,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                     if within is not None:
                         return device.counted_within(name, [*extra, *more], resolution, within)
                 if over_time is None and within is not None:  # a panel's: not a GPU the picked pod left
-                    return f"({_raw(name, branches, [*extra, *more], form)} unless " \
-                           f"{_left_idle(name, branches, [*extra, *more], merge.labels, within, resolution)})"
+                    left = _left_idle(name, branches, [*extra, *more], merge.labels, within, resolution, merge.picked)
+                    return f"({_raw(name, branches, [*extra, *more], form)} unless {left})"
                 return _raw(name, branches, [*extra, *more], form)
             return merge.one_copy("max", (stood_in(read),), own_labels)
         return merge("max", stood_in(lambda name, more: device.reading(name, [*extra, *more], COUNTED)), own_labels)
@@ -2468,7 +2509,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                         _superseded(merge.labels, within, resolution, identity))
             return f"({series} unless on ({_listed(identity)}) {gone})"
         gone = _raw(name, branches, [*extra, *more], _superseded(merge.labels, within, resolution))
-        left = _left_idle(name, branches, [*extra, *more], merge.labels, within, resolution)
+        left = _left_idle(name, branches, [*extra, *more], merge.labels, within, resolution, merge.picked)
         return f"({series} unless ({gone} or {left}))"
 
     def averaged_instances(names: tuple[str, ...], mig: tuple[str, ...]) \
@@ -2892,10 +2933,11 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
              and (gauges and not count and {"node", "gpu"} <= set(keys) or of_gpus and (gauges or count)))
     # a panel's value of whole GPUs (no MIG instance apart) with the pod or namespace variable: the GPUs the picked pods
     # hold (held_gpus), each read as with every pod, whole
-    held = None
+    held, picked = None, ()
     if named and gauge_window is None and named_within and "mig_instance" not in keys \
             and any(key in ("pod", "namespace") for key, _ in scope.regexes):
         held = held_gpus(_named_fields(query.metric, catalog), scope, labels, named_within)
+        picked = tuple(regex for key, regex in scope.regexes if key in ("pod", "namespace"))
         scope = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace")))
         branches = scope.matchers(labels)
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)  # any node spelling
@@ -2909,7 +2951,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     workload = tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in scope.regexes
                      if key in ("pod", "namespace"))
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
-                   workload, gauge_window is None)
+                   workload, gauge_window is None, picked)
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
     # an alert's counter per GPU: each period's increase read apart, the GPUs named once (_per_gpu's `periods`)
     counted_periods = None
