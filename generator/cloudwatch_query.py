@@ -678,16 +678,19 @@ def _copies_noted(result: Plan, query: Query, catalog: Catalog, settings: Settin
 def readings_dimensions(settings: Settings) -> tuple[str, ...]:
     """The set the fleet's values now read every reading of the cluster from past 500 GPUs: on the OTel pipeline a
     GPU's reading once per scrape (ONCE_PER_GPU), on classic every copy the exporter writes ([ClusterName]: the
-    JSON path publishes each series as it is scraped, so nothing there merges a GPU's copies)."""
-    if settings.agent.pipeline == "otel":
+    JSON path publishes each series as it is scraped, so nothing there merges a GPU's copies), and on the Container
+    Insights add-on its node_ field per cluster (a GPU's reading once per collection: its agent keeps one of a
+    label set)."""
+    if settings.agent.pipeline == "otel" and settings.cloudwatch.source != "container-insights":
         return (CLUSTER_DIMENSION, ONCE_PER_GPU[0])
     return (CLUSTER_DIMENSION,)
 
 
 def node_mean_dimensions(settings: Settings) -> tuple[str, ...] | None:
     """The set of a node's total and count of GPUs read per scrape (NODE_MEAN), which the fleet's values now read on
-    the OTel pipeline; None on classic, whose agent merges nothing (its values read one series per GPU)."""
-    if settings.agent.pipeline == "otel":
+    the OTel pipeline; None on classic, whose agent merges nothing (its values read one series per GPU), and on the
+    Container Insights add-on, whose agent gpudash does not configure (its values read one series per GPU too)."""
+    if settings.agent.pipeline == "otel" and settings.cloudwatch.source != "container-insights":
         return (CLUSTER_DIMENSION, NODE_DIMENSION, NODE_MEAN)
     return None
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from .catalog import PER_PROCESS_FIELDS, Catalog
 from .cloudwatch_query import (AGENT_LAYOUT, COUNTED_BLANK_OPENING, NAMED_WEIGHED_COLLECTIONS,
-                               NAMESPACE_WEIGHED_COLLECTIONS, group_mean_weighed, Layout, Plan, Unsupported,
-                               blanks_dropped, number, plan as agent_plan)
+                               NAMESPACE_WEIGHED_COLLECTIONS, across, group_mean_weighed, Layout, Plan, Unsupported,
+                               blanks_dropped, number, per_scrape_notes, plan as agent_plan)
 from .container_insights_table import (
     CLUSTER, CONTAINER, DEVICE, INSTANCE, INSTANCE_TYPE, NAMESPACE, NAMESPACE_DIM, NODE, POD,
     POD_OWNER, RATIOS, Mapping, by_field, metric_name)
@@ -149,6 +149,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         raise NotPublished(POD_SHARES.format(query.metric))
     result = agent_plan(bare, catalog, settings, period, alarm=alarm, layout=LAYOUT)
     result = replace(result, metric=metric_name(level(bare), mapping))
+    if not alarm and fleet_per_gpu(bare, catalog):
+        result = _per_gpu_form(bare, result, settings)
     if level(bare) != "node":
         result = replace(result, notes=result.notes + (SHARED_UNDER_ONE,))
     if pod_mean_pooled(bare, result):
@@ -163,6 +165,30 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if alarm:
         return result  # alarms take no math: their descriptions say a blank reads as a value (ALARM_BLANKS)
     return blanks_dropped(result, bare, catalog, ARRAY_BLANKS, COUNTED_BLANKS)
+
+
+def fleet_per_gpu(query: Query, catalog: Catalog) -> bool:
+    """A widget's count, total or mean of a gauge over the cluster's GPUs ("GPUs reporting", "Total power draw", the
+    average utilization and temperature, "Framebuffer in use"): read in classic's per-GPU form (_per_gpu_form)."""
+    field = catalog.get(query.metric) if query.metric in catalog else None
+    return field is not None and not field.is_counter and not field.across_own_labels and not query.per_pod \
+        and query.aggregation in ("count", "sum", "avg") and not {k for k in query.by if k != "cluster"}
+
+
+def _per_gpu_form(query: Query, result: Plan, settings: Settings) -> Plan:
+    """A fleet value (fleet_per_gpu) in the per-GPU form agent.pipeline: classic reads: node_* by NodeName and
+    GpuDevice, each GPU's mean over the period (AVG), then counted, added or averaged over the GPUs by metric math, so
+    a GPU weighs whole whatever share of the period's collections arrived. Over the cluster's observations
+    ([ClusterName]) a count or total divided by the collections a period holds, and a mean pooling them, weighed a
+    node by its collections that arrived: its 4-GPU node's one collection failing read the add-on's fleet of 6 GPUs
+    and 963 W as 2 GPUs and 401 W over a minute of one collection, 4 and 664.5 W over two minutes
+    (tests/unit/test_container_insights_now_missed_collection.py). Past its LIMIT the widget reads the cluster's
+    observations instead (render/cloudwatch.readings_past_500)."""
+    math = {"count": "SUM({q} * 0 + 1)", "sum": "SUM({q})", "avg": across("AVG")}[query.aggregation]
+    per_scrape = set(per_scrape_notes(settings, False, LAYOUT))  # the period's observations over its collections
+    return replace(result, function="AVG" if query.aggregation != "count" else "COUNT",
+                   dims=(CLUSTER, NODE, INSTANCE, INSTANCE_TYPE, DEVICE), group=(NODE, DEVICE), series=(), math=math,
+                   divisor=1.0, needs_period=False, notes=tuple(n for n in result.notes if n not in per_scrape))
 
 
 # DCGM's blank sentinels reach CloudWatch on the add-on: its agent's Container Insights pipeline drops no reading by

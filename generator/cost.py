@@ -35,7 +35,7 @@ from . import data_missing
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
 from .cloudwatch_query import (NAMESPACE_GPU, NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, UNUSED_SHARE, is_query,
                                level_of, pod_dimensions, node_total, pod_total_kind, pod_total_mark, readings_dimensions)
-from .dashboard_limit import METRICS_PER_WIDGET
+from .dashboard_limit import ADDON_FLEET_METRICS, METRICS_PER_WIDGET
 from .errors import InputError
 from .exporter_styles import named_daemonsets
 from .markers import GPU_DIMENSION, POD_DIMENSION
@@ -889,6 +889,13 @@ def limits(fleet: Fleet, project: Project | None = None, artifacts: Artifacts | 
                   f"GPU counts, adds and weighs by its share of {scrapes} that read it, once per copy, per MIG "
                   f"instance or pod sharing it)")
     found = []
+    if addon and gpus > ADDON_MEAN_GPUS:  # one series per GPU to their LIMIT (render/cloudwatch.ADDON_FLEET_METRICS)
+        collections = "the minute's collections" if drawn == "minute" else f"the collections of the {drawn}"
+        found.append(f"{gpus:,.0f} GPUs per cluster: the fleet's values now (GPUs reporting, Total power draw, the "
+                     f"average utilization, temperature and framebuffer share) read one series per GPU up to "
+                     f"{ADDON_MEAN_GPUS} GPUs (the means) and {ADDON_MEAN_GPUS + 1} (the count and the total): past "
+                     f"them every reading of the cluster in the {drawn} (a GPU counts, adds and weighs by its share "
+                     f"of {collections} that read it)")
     if values and gpus <= SERIES_PER_QUERY:
         found.append(f"{nodes:,.0f} GPU nodes per cluster: {values}")
     elif gpus > SERIES_PER_QUERY and not addon:
@@ -912,6 +919,9 @@ def limits(fleet: Fleet, project: Project | None = None, artifacts: Artifacts | 
 # LIMIT (combined_limit: the widget's 500 metrics less its other lines, the PERIOD() line and the readings' Sum and
 # SampleCount of a mean, 497, or the readings' one of a count or a total, 498), a mean's two series per node
 NODES_PER_MEAN = (METRICS_PER_WIDGET - 3 - 1) // 2
+# On the Container Insights add-on a fleet value reads one series per GPU to its LIMIT: its widget's metrics
+# (render/cloudwatch.ADDON_FLEET_METRICS) less a mean's PERIOD() line and its readings' Sum and SampleCount
+ADDON_MEAN_GPUS = ADDON_FLEET_METRICS - 3
 NODES_PER_TOTAL = METRICS_PER_WIDGET - 2 - 1
 
 

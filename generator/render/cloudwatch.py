@@ -27,7 +27,7 @@ from ..container_insights import (MIG_ONE_INSTANCE, NotPublished, enabled as add
                                   observed_every, plan as addon_plan, source_plan)
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
-from ..dashboard_limit import METRICS_PER_WIDGET
+from ..dashboard_limit import ADDON_FLEET_METRICS, METRICS_PER_DASHBOARD, METRICS_PER_WIDGET
 from ..names import cloudwatch_dashboard_name
 from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..ownership import with_publication
@@ -318,7 +318,7 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         # line, its period the whole range (setPeriodToTimeRange applies to bar and pie views).
         properties["view"] = "bar"
         properties["setPeriodToTimeRange"] = True
-    readings = readings_form(query, catalog, settings) if past_500 else None
+    readings = readings_form(query, catalog, settings, _scale(plan_, settings)) if past_500 else None
     per_node = per_node_form(plan_, query, settings, limit) if past_500 else None
     return _MetricWidget(plan_, properties, per_node[0] if per_node else
                          plan_.around_cluster(settings, order=order, limit=limit, rank=rank),
@@ -380,15 +380,22 @@ def now_period(settings: Settings) -> int:
     observations over the collections a period holds (per_scrape), not a mean per GPU or node of what arrived, so a
     second collection in the period would not make a node whose collection failed whole: measured on the add-on's
     two nodes (6 GPUs, 963 W), its 4-GPU node's collection failing once reads "GPUs reporting" 2 and 401 W for a
-    minute at 60 s, and 4 and 664.5 W for two minutes at 120 s. The header says a node whose collection failed is
-    left out of the period (now_note); tests/unit/test_container_insights_now_missed_collection.py pins it (strict
-    xfail). Reading it whole needs the per-GPU form the agent's classic pipeline reads (a GROUP BY of node_ metrics
-    by NodeName and GpuDevice, and its fallback past 500 GPUs)."""
+    minute at 60 s, and 4 and 664.5 W for two minutes at 120 s. They read classic's per-GPU form now (node_* by
+    NodeName and GpuDevice, each GPU's mean over the period: container_insights.fleet_per_gpu, with its own fallback
+    past its LIMIT: readings_past_500), so the add-on's values hold two collections too: every single failed
+    collection of the last 5 minutes reads the truth (tests/unit/test_container_insights_now_missed_collection.py).
+    Its table of pods keeps its collection's period (table_period)."""
     every = observed_every(settings)
-    period = math.lcm(60, every) if every else 60
-    if not every or period >= 2 * every or addon_source(settings):  # (the add-on: one per collection, as before)
+    period = collection_period(settings)
+    if not every or period >= 2 * every:
         return period
     return 2 * period
+
+
+def collection_period(settings: Settings) -> int:
+    """A minute, or the least multiple of a minute that holds a whole number of a GPU's observations."""
+    every = observed_every(settings)
+    return math.lcm(60, every) if every else 60
 
 
 def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> bool:
@@ -403,11 +410,13 @@ def table_period(settings: Settings) -> int:
     of Grafana's per-pod panels and table (promql.label_lookback: 4 scrape intervals, 120 s at 30 s scrapes), so it
     lists every pod a scrape within that look-back named on a GPU, as its Grafana twin does. An exporter without
     KUBERNETES_VIRTUAL_GPUS names a GPU pods share by time-slicing under one of them per scrape, in turn: a minute
-    holds two scrapes at 30 s, and listed 2 of 3 such pods. On the Container Insights add-on, now_period (its own
-    collections, published under one of the pods sharing a GPU)."""
-    period = now_period(settings)
+    holds two scrapes at 30 s, and listed 2 of 3 such pods. On the Container Insights add-on, its collection's period
+    (collection_period: published under one of the pods sharing a GPU, its value a pod's GPUs per collection, which a
+    longer period would read low for a pod that came or left within it; a pod whose collection failed in it is left
+    out of it, and the header says so: now_note)."""
     if addon_source(settings):
-        return period
+        return collection_period(settings)
+    period = now_period(settings)
     return -(-LABEL_LOOKBACK_SCRAPES * settings.scrape.seconds // period) * period
 
 
@@ -418,15 +427,17 @@ def readings_past_500(panel: Panel, plan_: Plan, catalog: Catalog, settings: Set
     and no ORDER BY keeps the GPUs of the minute drawn through churn (ranked by the highest mean, GPUs that left took
     places; ranked by how many scrapes saw each, through a node roll the new GPUs were left out: 20 % for 40 %), and
     a widget holds one Metrics Insights query. Up to 500 it stays the count, total or mean of each GPU's mean. Not
-    per pod (the per-cluster field holds idle GPUs too), not on the Container Insights add-on (its own namespace and
-    sets), nor with exporter.virtual_gpus for a field the exporter splits per process (a copy of it is a pod's share
-    there: lint CW017 refuses such a field outside the per-pod sets); a device field's copies (temperature, power)
-    are each the GPU's reading there, merged once per GPU as any other's (5,000 GPUs read 499 and 191,568 W for
-    1,237,500 where this was left out for every field)."""
+    per pod (the per-cluster field holds idle GPUs too), nor with exporter.virtual_gpus for a field the exporter
+    splits per process (a copy of it is a pod's share there: lint CW017 refuses such a field outside the per-pod
+    sets); a device field's copies (temperature, power) are each the GPU's reading there, merged once per GPU as any
+    other's (5,000 GPUs read 499 and 191,568 W for 1,237,500 where this was left out for every field). On the
+    Container Insights add-on the node_ field per cluster (its per-GPU form: container_insights.fleet_per_gpu; its
+    node_ metrics are the device's readings, its own exporter runs without KUBERNETES_VIRTUAL_GPUS)."""
     query = panel.queries[0]
-    return (not plan_.namespace and bool(plan_.group) and not plan_.series
+    addon = addon_source(settings)
+    return ((not plan_.namespace or addon) and bool(plan_.group) and not plan_.series
             and query.aggregation in ("avg", "count", "sum") and not query.per_pod and POD_DIMENSION not in plan_.dims
-            and not (settings.exporter.virtual_gpus and query.metric in PER_PROCESS_FIELDS)
+            and not (settings.exporter.virtual_gpus and query.metric in PER_PROCESS_FIELDS and not addon)
             and _now_value(panel, query, catalog, plan_))
 
 
@@ -435,18 +446,27 @@ def readings_per_gpu(settings: Settings) -> int:
     return now_period(settings) // observed_every(settings)
 
 
-def readings_form(query: Query, catalog: Catalog, settings: Settings) -> str:
+def readings_form(query: Query, catalog: Catalog, settings: Settings, scale: float = 1.0) -> str:
     """The value past 500 GPUs (readings_past_500) from the field's Sum ({s}) and SampleCount ({c}) per cluster in
     the period drawn: a mean is Sum / SampleCount; a count of GPUs is the readings over those one GPU gives in the
     period (readings_per_gpu), a total the Sum over them. On agent.pipeline: classic a blank reading (DCGM's
     sentinel) may arrive: a period whose total only a blank explains is a gap, as the per-GPU form's guard makes it
-    (a count reads no value: a blank is a GPU reporting)."""
+    (a count reads no value: a blank is a GPU reporting). So on the Container Insights add-on, which publishes a field
+    in its own unit: `scale` (bytes for MiB, percent for a ratio) divides it back, and the guard is scaled alike."""
     per_gpu = readings_per_gpu(settings)
     shown = {"avg": "{s} / {c}", "sum": "{s}" if per_gpu == 1 else "{s} / " + str(per_gpu),
              "count": "{c}" if per_gpu == 1 else "{c} / " + str(per_gpu)}[query.aggregation]
-    if settings.agent.pipeline == "classic" and query.aggregation != "count":
-        return "IF({s} < " + number(blank_floor(query, catalog)) + ", " + shown + ")"
+    if scale != 1 and query.aggregation != "count":
+        shown = f"({shown}) / {number(scale)}"
+    if (settings.agent.pipeline == "classic" or addon_source(settings)) and query.aggregation != "count":
+        return "IF({s} < " + number(blank_floor(query, catalog) * scale) + ", " + shown + ")"
     return shown
+
+
+def _scale(plan_: Plan, settings: Settings) -> float:
+    """What the add-on publishes a fleet value's field in, over its own unit (its plan's divisor: the per-GPU form's
+    math divides by it); 1 on the agent's metrics."""
+    return plan_.divisor if addon_source(settings) and plan_.function != "COUNT" else 1.0
 
 
 def _now_table(panel: Panel, query: Query, catalog: Catalog) -> bool:
@@ -614,10 +634,15 @@ def combined_note(query: Query, plan_: Plan, catalog: Catalog, settings: Setting
             f"past {n} it reads those {n} only (`gpudash cost` says when a cluster passes it)")
 
 
-def _returns(n: int) -> str:
-    """Why a widget's query returns at most `n` series (its LIMIT: combined_limit)."""
+def _returns(n: int, budget: int = METRICS_PER_WIDGET) -> str:
+    """Why a widget's query returns at most `n` series (its LIMIT: combined_limit); `budget`: the metrics the widget
+    reads in all (ADDON_FLEET_METRICS for a fleet value now on the Container Insights add-on)."""
     if n == SERIES_PER_QUERY:
         return f"a Metrics Insights query returns {n} series"
+    if budget != METRICS_PER_WIDGET:
+        return (f"each of the fleet's values now reads at most {budget} metrics on the Container Insights add-on, "
+                f"so that they and the dashboard's charts fit CloudWatch's {METRICS_PER_DASHBOARD:,} per dashboard, "
+                f"{budget - n} of them its other metric lines, so its query returns {n} series")
     return (f"a widget reads at most {METRICS_PER_WIDGET} metrics, {METRICS_PER_WIDGET - n} of them its other metric "
             f"lines, so its query returns {n} series")
 
@@ -627,11 +652,15 @@ def combined_limit(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
     metrics a widget may read (CloudWatch's dashboard quotas: 500 per widget, 2,500 per dashboard, "all metrics
     retrieved for use in metric math functions", counted alike: a metric line one, a GROUP BY query its LIMIT;
     dashboard_limit.widget_metrics) less its other metric lines (the PERIOD() line, the readings' Sum and SampleCount
-    past it: readings_form). LIMIT 500 beside them read 502 or 503."""
+    past it: readings_form). LIMIT 500 beside them read 502 or 503. On the Container Insights add-on such a value
+    reads ADDON_FLEET_METRICS in all (its overview holds five of them)."""
     others = int(_period_line(panel, plan_, catalog))
     if readings_past_500(panel, plan_, catalog, settings):
         others += sum(mark in readings_form(panel.queries[0], catalog, settings) for mark in ("{s}", "{c}"))
+        if addon_source(settings):
+            return ADDON_FLEET_METRICS - others
     return METRICS_PER_WIDGET - others
+
 
 
 def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES_PER_QUERY) -> str:
@@ -639,13 +668,17 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
     OTel pipeline the agent publishes a GPU's reading once per scrape of its exporter, its copies merged
     (agent_otel.once_per_gpu); on classic each copy is one observation of the per-cluster metric, whoever wrote it:
     nothing in one query of it tells copies apart. The header names every way copies still count. `n`: the widget's
-    LIMIT (combined_limit)."""
+    LIMIT (combined_limit). On the Container Insights add-on its node_ field per cluster, a GPU's reading once per
+    collection (its agent keeps one reading of a label set: a MIG GPU's first instance, MIG_ONE_INSTANCE)."""
     dims = readings_dimensions(settings)
+    addon = addon_source(settings)
+    seen, every = layout_of(settings).observation, observed_every(settings)  # a scrape or the add-on's collection
     where = ", ".join(dims) + (f": {ONCE_PER_GPU[1]}" if ONCE_PER_GPU[0] in dims else "")
     kind = "a GPU's reading once per scrape" if ONCE_PER_GPU[0] in dims else "the field published per cluster"
     drawn = span(now_period(settings))  # the period drawn: a minute, 120 s at 60 s scrapes, 300 s at 75 s
-    scrapes = "the minute's scrapes" if drawn == "minute" else f"the scrapes of the {drawn}"
-    source = (f"({_returns(n)}) {{}} of the cluster in the {drawn} ({kind}, "
+    scrapes = f"the minute's {seen}s" if drawn == "minute" else f"the {seen}s of the {drawn}"
+    budget = ADDON_FLEET_METRICS if addon else METRICS_PER_WIDGET
+    source = (f"({_returns(n, budget)}) {{}} of the cluster in the {drawn} ({kind}, "
               f"{plan_.metric} [{where}])")
     surge = "two exporter pods on its node each read it while the exporter's DaemonSet rolls with a surge"
 
@@ -655,6 +688,8 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
     copied = not settings.no_mig or settings.exporter.virtual_gpus
 
     def twice(verb: str) -> str:  # what a GPU read more than once in a scrape interval does
+        if addon:
+            return f"a GPU split into MIG instances {verb} once, as its first instance (the add-on keeps one)"
         if ONCE_PER_GPU[0] in dims:
             return (f"a GPU read by two exporter pods at once {verb} once per pod (" + (
                     f"the copies one exporter pod writes of a GPU, {copies}, are merged at the agent, but {surge})"
@@ -688,11 +723,12 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
         return (f"the mean of each GPU's mean {until}"
                 + source.format("the mean of every reading")
                 + f": a GPU weighs by its readings there, so one that came or left within the {drawn}, or whose "
-                  f"node's scrape failed in it, weighs less than one read at every scrape, and " + twice("weighs"))
+                  f"node's {seen} failed in it, weighs less than one read at every {seen}, and " + twice("weighs"))
     per_gpu = readings_per_gpu(settings)
-    changed = f", and in the latter {INTERVAL_CHANGED.format('scrape.interval')}"  # (its count of readings per GPU)
-    each = (f"the {per_gpu} readings one GPU gives there (one per scrape of {settings.scrape.seconds} s)"
-            if per_gpu > 1 else f"the one reading one GPU gives there (a scrape every {settings.scrape.seconds} s)")
+    changed = f", and in the latter {INTERVAL_CHANGED.format(layout_of(settings).interval_setting)}"  # (its count of
+    # readings per GPU)
+    each = (f"the {per_gpu} readings one GPU gives there (one per {seen} of {every} s)"
+            if per_gpu > 1 else f"the one reading one GPU gives there (a {seen} every {every} s)")
     if query.aggregation == "count":
         counted = (f": each node's most GPUs read at one scrape of the {drawn}, added over the nodes ({whole}, but "
                    f"two of a node's GPUs each missing from another of its scrapes (DCGM's blank there) count as one), "
@@ -701,7 +737,7 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
                 + source.format(f"the larger of two counts: the GPUs of those {n} {many if per_node else 'series'} "
                                 f"reporting in the {drawn}, and the number of readings")
                 + f" over {each}: every GPU is in the latter, but one that came "
-                  f"or left within the {drawn}, or whose node's scrape failed in it, counts as the share of "
+                  f"or left within the {drawn}, or whose node's {seen} failed in it, counts as the share of "
                   f"{scrapes} that read it, and " + twice("counts") + changed)
     added = (f"the total of each node's GPUs' readings, a mean over its scrapes in the {drawn}, added over the nodes "
              f"({whole}, but {share.format('adds its mean times')}), " if per_node else "the total of each GPU's mean ")
@@ -710,7 +746,7 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
                             f"{many if per_node else 'series'} reporting in the {drawn} added up, and the total of "
                             f"every reading")
             + f" over {each}: every GPU is in the latter, but one that came or "
-              f"left within the {drawn}, or whose node's scrape failed in it, adds its share of {scrapes} "
+              f"left within the {drawn}, or whose node's {seen} failed in it, adds its share of {scrapes} "
               f"that read it, and " + twice("adds") + changed)
 
 

@@ -38,23 +38,24 @@ START, END = 0, 2100
 CLUSTER = "gpu-cluster"
 NOT_SUPPORTED = 9223372036854775794.0  # the integer blank + 2, as the exporter serves it
 FP_BLANK = 140737488355328.0  # 2**47
-IDLE_GPU = FLEET[4]  # ip-10-0-1-2 nvidia0, no pod: its utilization reads the blank in odd minutes from 1200 s on
+IDLE_GPU = FLEET[4]  # ip-10-0-1-2 nvidia0, no pod: its utilization reads the blank a minute in four from 1200 s
 POWER_GPU = FLEET[0]  # ml/train-0's first GPU: its power reads the floating-point blank at these collections
 POWER_PAUSE = (300, 360, 1980)
 HOT_IDLE = FLEET[3]  # ip-10-0-1-1 nvidia3, no pod, about 65 C: its temperature reads the blank at 1800-1920 s
 TEMP_BLANK = range(1800, 1980)
-IDLE_POD = FLEET[5]  # ml/infer-1, 2 % all along (idle): its utilization reads the blank in odd minutes from 900 s on
+IDLE_POD = FLEET[5]  # ml/infer-1, 2 % all along (idle): its utilization reads the blank a minute in four from 900 s
 ADDON = "cloudwatch:\n  source: container-insights\n"
 
 
-def _odd_minute(t: int) -> bool:
-    return (t // 60) % 2 == 1
+def _blank_minute(t: int) -> bool:
+    """One minute in four (the 2nd): a value now's period of two collections (120 s) holds one, or none."""
+    return (t // 60) % 4 == 1
 
 
 def blank(field: str, gpu, t: int) -> float | None:
     """What the add-on's exporter serves in place of a reading (None: the reading): values DCGM cannot read now and
     then, so that the widgets of a value now (the latest minutes) hold periods with a blank and periods without."""
-    if field == "DCGM_FI_DEV_GPU_UTIL" and _odd_minute(t) and (gpu == IDLE_GPU and t >= 1200
+    if field == "DCGM_FI_DEV_GPU_UTIL" and _blank_minute(t) and (gpu == IDLE_GPU and t >= 1200
                                                                or gpu == IDLE_POD and t >= 900):
         return NOT_SUPPORTED
     if field == "DCGM_FI_DEV_POWER_USAGE" and gpu == POWER_GPU and t in POWER_PAUSE:
@@ -137,10 +138,10 @@ def test_a_widget_of_one_line_drops_a_period_holding_a_blank(addon):
     assert {"Average GPU utilization", "Total power draw", "Average GPU temperature", "Hottest GPU",
             "GPUs reporting"} <= checked
     overview = {panel_title(p["title"]): p for path, p in widgets(files) if "overview" in path}
-    for title, read, gap in (("Average GPU utilization", {1920, 2040}, {1860, 1980}),
-                             ("Total power draw", {1860, 1920, 2040}, {1980}),
-                             ("Average GPU temperature", {1980, 2040}, {1860, 1920}),
-                             ("Hottest GPU", {1980, 2040}, {1860, 1920})):
+    for title, read, gap in (("Average GPU utilization", {1620, 1860}, {1740, 1980}),  # (periods of 120 s)
+                             ("Total power draw", {1620, 1740, 1860}, {1980}),
+                             ("Average GPU temperature", {1620, 1980}, {1740, 1860}),
+                             ("Hottest GPU", {1620, 1980}, {1740, 1860})):
         shown = cloudwatch_eval.widget(overview[title], points, START, END)[title]
         assert set(shown) == read and not gap & set(shown), (title, shown)
 
