@@ -331,6 +331,17 @@ def made_at_agent(dims: tuple[str, ...] | list[str]) -> bool:
 UNUSED_SHARE = ("share", "unused")
 SHARE_BOUNDS = {"percent": 100.0, "ratio": 1.0}  # a share's unit and its whole
 
+# The marks of points made at the agent that a scraped series could carry as a label of its own: "which no scraped
+# series carries" holds only because the agent's exporter job drops a scraped label of these names
+# (render/scrape.agent_scrape_job). dcgm-exporter's --kubernetes-enable-pod-labels (the chart's
+# kubernetes.enablePodLabels) writes each workload pod's Kubernetes labels, sanitized, on its GPUs' series: a pod
+# labelled `share` made its GPUs' every reading fail the unmarked sets' label_matchers (a GPU at 92 °C left the
+# temperature alarm) and put its raw utilization beside the unused share (an idle pod read 50, never under 5). A
+# level's mark (`above 80`) holds a space: no scraped label is named so.
+SCRAPED_MARKS = tuple(dict.fromkeys((*(mark for marks in (POD_TOTALS, POD_GPU_TOTALS, NODE_TOTALS)
+                                       for mark, _ in marks.values()),
+                                     ONCE_PER_GPU[0], NODE_MEAN, NAMESPACE_GPU[0], UNUSED_SHARE[0])))
+
 
 def device_read(plan: Plan, settings: Settings) -> bool:
     """A plan over a set without a pod of a field the exporter splits per process (exporter.virtual_gpus: GPU

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
+from ..cloudwatch_query import SCRAPED_MARKS
 from ..data_missing import CAPACITY, KSM_METRICS, NODES, expected, gpu_resources_pattern
 from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, exporter_namespace, exporter_namespaces,
                                fleet_styles, named_daemonsets, style_for)
@@ -109,7 +110,9 @@ def agent_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict
     hash, never the generation), which the merged counters keep (agent_otel.merged_counters): awsemf keys a
     counter's previous reading by every label, so the old and the new exporter of a node during a rollout with
     maxSurge, each reading DCGM on its own clock, are two delta series instead of one whose readings go down and up
-    (a reading below the previous one is sent whole, as a reset). No dimension set names it: no metric is added."""
+    (a reading below the previous one is sent whole, as a reset). No dimension set names it: no metric is added.
+    On the OTel pipeline a scraped label named like a mark of the points the agent makes (cloudwatch_query.
+    SCRAPED_MARKS: dcgm-exporter --kubernetes-enable-pod-labels writes a pod's own labels) is dropped last."""
     job = scrape_job(settings, cluster)
     if settings.agent.pipeline == "otel":
         job["relabel_configs"] += [
@@ -120,6 +123,8 @@ def agent_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict
         {"source_labels": [MIG_INSTANCE_LABEL], "regex": "", "target_label": MIG_INSTANCE_LABEL,
          "replacement": WHOLE_GPU_INSTANCE, "action": "replace"})
     job["metric_relabel_configs"] += renaming_rules(agent_renames(settings))
+    if settings.agent.pipeline == "otel":  # a scraped label named like a mark of the agent's own points goes
+        job["metric_relabel_configs"].append({"regex": "|".join(SCRAPED_MARKS), "action": "labeldrop"})
     return job
 
 

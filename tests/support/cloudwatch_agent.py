@@ -200,12 +200,17 @@ def agent_config(configmaps_yaml: bytes | str) -> tuple[dict, dict]:
 
 
 def _relabeled(rules: list[dict], labels: dict[str, str]) -> dict[str, str] | None:
-    """Prometheus metric_relabel_configs keep / drop / replace (None: dropped): the source labels' values
-    joined by the separator (default ';') against the fully anchored regex (default '(.*)'); `replace`
-    sets target_label to the replacement with $n expanded (an empty result removes the label)."""
+    """Prometheus metric_relabel_configs keep / drop / replace / labeldrop (None: dropped): the source labels'
+    values joined by the separator (default ';') against the fully anchored regex (default '(.*)'); `replace`
+    sets target_label to the replacement with $n expanded (an empty result removes the label); `labeldrop` removes
+    every label whose name the regex matches whole. Any other action is refused, not passed over."""
     labels = dict(labels)
     for rule in rules:
         action = rule.get("action", "replace")
+        assert action in ("keep", "drop", "replace", "labeldrop"), f"relabel action the model does not know: {action}"
+        if action == "labeldrop":
+            labels = {name: value for name, value in labels.items() if not re.fullmatch(rule["regex"], name)}
+            continue
         value = rule.get("separator", ";").join(labels.get(name, "") for name in rule.get("source_labels", []))
         match = re.fullmatch(rule.get("regex", "(.*)"), value)
         if action in ("keep", "drop"):
