@@ -18,10 +18,10 @@ from ..names import WATCHED_CLUSTER, grafana_uid
 from ..plain import plain_data
 from ..promql_parens import fewest_parens
 from ..promql_text import packed
-from ..promql import (COST_NOTE, WHOLE_GPUS_NOTE, Scope, copies_note, counted_within_note, draws_whole_gpus,
-                      expression, group_keys,
+from ..promql import (COST_NOTE, GPU_LABEL, WHOLE_GPUS_NOTE, Scope, copies_note, counted_within_note,
+                      draws_whole_gpus, expression, group_keys,
                       label_lookback, label_name, legend, listed_names, memory_share_note, named_pods_looked_back,
-                      named_within_note,
+                      named_within_note, on_node,
                       over_note, presence, reads_copies_per_step, reads_recording, recording_note, with_cluster)
 from ..settings import Settings
 
@@ -80,11 +80,28 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
         return f"label_values({presence(metrics, labels, scope, extra)}, {label})", ""
     if key == "node":
         # the name gpu_names gives each GPU (THE naming step of per-GPU lines and alerts), not every copy's first
-        # spelling: an old exporter writing its own pod's name into Hostname beside the new one's node is no node
-        (matchers,) = scope.matchers(labels)
+        # spelling: an old exporter writing its own pod's name into Hostname beside the new one's node is no node.
+        # Ranked over each GPU's every copy whatever pod it names, as the panels rank them (_whole_range_names'
+        # `kept`), then kept to the GPUs a copy naming a picked pod or namespace places in the range: ranked over
+        # those copies alone, a GPU whose pod only the old exporter named was listed by that exporter's pod name, the
+        # node its lines carry left out (tests/integration/test_node_variable_pod_picked.py)
+        everywhere = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("namespace", "pod")))
+        (matchers,) = everywhere.matchers(labels)
         series = listed_names(metrics, matchers, f"{settings.scrape.seconds}s", labels)
+        if everywhere != scope:
+            gpu = ", ".join(dict.fromkeys((labels.cluster, GPU_LABEL, "gpu")))
+            held = " or ".join(on_node(metric, scope.matchers(labels), labels) for metric in metrics)
+            series = f"({series} and on ({gpu}) ({held}))"
     else:
-        series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
+        # the GPUs a copy names under a picked node, of those a copy naming a picked pod or namespace places in the
+        # range, each matched on its own copies (as the per-pod panels pick GPUs: on_node): one copy matching both
+        # left out a GPU whose pod only an old exporter (its own pod's name in Hostname) named, listing no GPU
+        placed = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("namespace", "pod")))
+        workload = Scope(tuple((k, r) for k, r in scope.regexes if k != "node"))
+        gpu = ", ".join(dict.fromkeys((labels.cluster, GPU_LABEL, "gpu")))
+        on_nodes, held = (" or ".join(on_node(metric, part.matchers(labels), labels) for metric in metrics)
+                          for part in (placed, workload))
+        series = f"({on_nodes}) and on ({gpu}) ({held})"
     # query_result's PromQL packed as a panel's (the node's, 19 KB on a shared Prometheus, is in every dashboard);
     # label_values' selector as written: Grafana's variable editor reads it into label filters
     return f"query_result({packed(f'count by ({label}) ({series})')})", f'/{label}="([^"]+)"/'
