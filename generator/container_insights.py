@@ -141,15 +141,20 @@ def observed_every(settings: Settings) -> int:
     return layout_of(settings).interval(settings)
 
 
-def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:
-    """The add-on's metric for `query`, computed as cloudwatch_query.plan computes it, in the query's own unit."""
+def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,
+         now: bool = False) -> Plan:
+    """The add-on's metric for `query`, computed as cloudwatch_query.plan computes it, in the query's own unit. `now`:
+    the widget shows one value now (render/cloudwatch._now_value), the only kind the per-GPU form of a fleet value is
+    for (fleet_per_gpu): its fallback past its LIMIT is a now value's (readings_past_500), and a chart over a range in
+    that form would read the LIMIT's GPUs only, counted as distinct series over the whole range (a fleet whose nodes
+    are replaced daily passes 500 in a week at 100 GPUs)."""
     bare, mapping = mapped(query)
     if settings.exporter.virtual_gpus and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu \
             and level(bare) != "node":
         raise NotPublished(POD_SHARES.format(query.metric))
     result = agent_plan(bare, catalog, settings, period, alarm=alarm, layout=LAYOUT)
     result = replace(result, metric=metric_name(level(bare), mapping))
-    if not alarm and fleet_per_gpu(bare, catalog):
+    if now and not alarm and fleet_per_gpu(bare, catalog):
         result = _per_gpu_form(bare, result, settings)
     if level(bare) != "node":
         result = replace(result, notes=result.notes + (SHARED_UNDER_ONE,))
@@ -266,10 +271,11 @@ def pod_mean_pooled(query: Query, result: Plan) -> bool:
 
 
 def source_plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,
-                pod_gpus: bool = True) -> Plan:
-    """The plan of `query` on the configured source (`cloudwatch.source`); `pod_gpus`: cloudwatch_query.plan's."""
+                pod_gpus: bool = True, now: bool = False) -> Plan:
+    """The plan of `query` on the configured source (`cloudwatch.source`); `pod_gpus`: cloudwatch_query.plan's; `now`:
+    the add-on plan's."""
     if enabled(settings):
-        return plan(query, catalog, settings, period, alarm=alarm)
+        return plan(query, catalog, settings, period, alarm=alarm, now=now)
     return agent_plan(query, catalog, settings, period, alarm=alarm, pod_gpus=pod_gpus)
 
 

@@ -57,13 +57,14 @@ def panel_plan(panel: Panel, catalog: Catalog, settings: Settings) -> Plan:
                           f"{len(panel.queries)}")
     plans = _PLANS.table(catalog, settings)
     query = panel.queries[0]
-    answer = plans.get(query)
+    now = panel.kind in NOW_VALUE_KINDS  # (the add-on reads a fleet value now in its per-GPU form)
+    answer = plans.get((query, now))
     if answer is None:
         try:
-            answer = source_plan(query, catalog, settings, settings.cloudwatch.period)
+            answer = source_plan(query, catalog, settings, settings.cloudwatch.period, now=now)
         except Unsupported as exc:
             answer = exc.with_fix()
-        plans[query] = answer
+        plans[(query, now)] = answer
     if isinstance(answer, str):
         raise Unsupported(answer)
     return answer

@@ -80,3 +80,36 @@ def test_the_overview_fits_the_dashboard_quota_and_says_where_the_fallback_start
     text = header(files, OVERVIEW)
     assert "from 397 on" in text and "from 398 on" in text, text
     assert "at most 400 metrics on the Container Insights add-on" in text
+
+
+CHARTS = '''
+from generator.model import Dashboard, Panel, Query, Row
+
+def dashboards(ctx):
+    yield Dashboard(id="trend", title="Fleet trend", description="the fleet over time", rows=[Row("Fleet", [
+        Panel("Mean GPU utilization", Query("DCGM_FI_DEV_GPU_UTIL", "avg")),
+        Panel("Total power", Query("DCGM_FI_DEV_POWER_USAGE", "sum")),
+        Panel("GPUs", Query("DCGM_FI_DEV_GPU_TEMP", "count"))])])
+'''
+
+
+def test_a_fleet_chart_over_a_range_reads_every_gpu_past_the_limit(tmp_path):
+    """Charts of the fleet over a range (a user's definitions: not now values) read the cluster's observations, every
+    GPU at every period: the per-GPU form, whose fallback is a now value's, would read its LIMIT's GPUs only (8351ec81
+    gave it to them too: 500 of 504 GPUs, and a LIMIT counts distinct series over the whole range)."""
+    from generator.artifacts import build
+    from generator.output import encode
+    from generator.project import load_project
+
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "trend.py").write_text(CHARTS)
+    (tmp_path / "gpudash.yaml").write_text(ADDON + "definitions:\n  dashboards: [dashboards]\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml"), grafana=False))
+    body = json.loads(json.loads(files[f"cloudwatch/dashboards/gpudash-{CLUSTER}-trend.json"])["DashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    truth = _truth(NODES, PER_NODE)
+    points = _points(NODES, PER_NODE)
+    for title, value in (("Mean GPU utilization", truth["Average GPU utilization"]),
+                         ("Total power", truth["Total power draw"]), ("GPUs", truth["GPUs reporting"])):
+        (line,) = cloudwatch_eval.widget(widgets[title], points, 0, END).values()
+        assert line and all(abs(v - value) < 1e-9 for v in line.values()), (title, line, value)
