@@ -206,7 +206,7 @@ ARRAY_BLANKS = ("a GPU's blank reading (about 9.2e18 or 1.4e14) shows as a value
                 "add-on publishes DCGM's blanks and its configuration has no way to drop them)")
 COUNTED_BLANKS = (f"{COUNTED_BLANK_OPENING} (the Container Insights add-on publishes DCGM's blanks, where Grafana "
                   "does not count it)")
-ALARM_BLANKS = "DCGM's blank (about 9.2e18: no reading) is a reading here"  # short: a description holds 1,024
+ALARM_BLANKS = "DCGM's blank (about 9.2e18 or 1.4e14: no reading) is a reading here"  # short: a description holds 1,024
 
 # A GPU split into MIG instances on the add-on: its agent's GPU processor keeps only ClusterName, InstanceId,
 # GpuDevice, NodeName, Type, InstanceType, Version, Sources and Timestamp on node_ metrics

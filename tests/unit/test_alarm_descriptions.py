@@ -408,7 +408,7 @@ def test_the_add_on_pod_mean_weighs_a_gpu_named_in_turn_and_says_so(tmp_path):
 
 # notes that had no short form and were only left out (DCGM's blank on the add-on, MIG GPUs not evaluated, what the
 # data-missing alarm reads and does not see): each is now kept, whole or short, with its consequence
-KEPT = [r"DCGM's blank (?:\(about 9\.2e18: no reading\) )?is a reading", r"MIG (?:GPUs|instances) (?:are )?not evaluated|"
+KEPT = [r"DCGM's blank (?:\(about 9\.2e18 or 1\.4e14: no reading\) )?is a reading", r"MIG (?:GPUs|instances) (?:are )?not evaluated|"
         r"GPUs split into MIG instances are not evaluated", r"(?:reads|reads one exporter|reads the exporter) DaemonSet",
         r"crash loop"]
 
