@@ -165,6 +165,25 @@ def test_a_dashboard_read_answered_with_another_dashboard_is_not_an_answer(force
     assert grafana.writes() == [] and _state(grafana) == before
 
 
+def test_a_version_read_alone_answered_with_another_dashboard_s_is_not_an_answer(grafana, proxy, run, desired):
+    """A dashboard's first save is read alone for its message (Grafana's list names it "Initial save"); a cache or
+    proxy mixing answers gives that read another dashboard's version of the same number (1, which every dashboard
+    has): its message is about that dashboard, not this one, so the plan has no answer and nothing is written."""
+    before = _state(grafana)
+    asked = []
+
+    def other(_body: bytes) -> bytes:
+        asked.append(1)
+        return json.dumps(grafana._version(FOREIGN, "1")[1]).encode()
+
+    proxy.inject(Rule(rf"^/api/dashboards/uid/{UPDATED}/versions/1$", method="GET", action="rewrite", times=999,
+                      callback=other))
+    code, report, stderr = run()
+    assert asked and code == 3 and "nothing was published" in stderr, stderr
+    assert f"the version 1 of dashboard {UPDATED}" in stderr and "Traceback" not in stderr, stderr
+    assert grafana.writes() == [] and _state(grafana) == before
+
+
 @pytest.mark.parametrize("status", [503, 403])
 def test_a_delete_grafana_answered_whose_read_back_fails_says_it_may_have_happened(status, grafana, proxy, run,
                                                                                   desired):
