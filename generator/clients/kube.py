@@ -387,14 +387,15 @@ class Kube:
         return Answer(value, what)
 
     def listing(self, path: str, what: str, query: dict[str, str] | None = None) -> list[Answer]:
-        """The items of a list, read in one answer; a 404 on a list is odd (an empty list is the API's answer for
-        none), and so is a continue token: asked without `limit`, the API server answers the whole list and gives
-        none, so an answer that gives one (something in front of it paging on its own) holds a page of it only."""
+        """The items of a list, read in one answer (never paged: `metadata` follows pages); a 404 on a list is odd (an
+        empty list is the API's answer for none), and so is a continue token: asked without `limit`, the API server
+        answers the whole list and gives none, so an answer that gives one (something in front of it paging on its
+        own, or a limit in `query`) holds a page of it only."""
         answer = self.read(path, what, query)
         if answer is None:
             raise OddAnswer(what, "", "404 Not Found", "a list (an empty one when there is none)")
         token = answer.get("metadata.continue", str, "")
-        if token and "limit" not in (query or {}):
+        if token:
             raise OddAnswer(what, "metadata.continue", token, "none",
                             said=f"it gives a continue token ({describe(token)}) though no limit was asked: a page "
                                  "of the list, not the whole (something in front of the API server may page it)")
