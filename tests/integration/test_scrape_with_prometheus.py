@@ -18,6 +18,7 @@ import yaml
 
 from generator.artifacts import build, grafana_dashboards
 from generator.output import encode
+from generator.cloudwatch_query import SCRAPED_MARKS
 from generator.catalog import parse_counters
 from generator.exporter_styles import STYLES
 from generator.project import Project, load_project
@@ -244,6 +245,9 @@ def test_agent_configmap_scrape_job_is_the_same_job(tmp_path):
          "regex": "(.+);(.+)", "replacement": "$1-$2", "target_label": "exporter_revision", "action": "replace"}]
     job["metric_relabel_configs"].append({"source_labels": ["GPU_I_ID"], "regex": "", "target_label": "GPU_I_ID",
                                           "replacement": "none", "action": "replace"})
+    # and, last, a scraped label named like a mark of the agent's own points dropped (a pod's own labels, which
+    # dcgm-exporter --kubernetes-enable-pod-labels writes, may be named so)
+    job["metric_relabel_configs"].append({"regex": "|".join(SCRAPED_MARKS), "action": "labeldrop"})
     assert agent_scrape["scrape_configs"] == [job, ksm_scrape_job(project.settings)]
     values = yaml.safe_load(files["prometheus/additional-scrape-configs.yaml"])
     assert values["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"] == [scrape_job(project.settings)]
