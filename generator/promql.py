@@ -1341,11 +1341,56 @@ def _gauge_form(over_time: tuple[str, str, str | None] | None, resolution: str |
     gauge_readings) or its statistic over a window (`over_time`), blanks left out unless `unfiltered`."""
     below = "" if unfiltered else f" < {BLANK_FLOOR}"
     if over_time is not None and resolution:  # a step's reading (gauge_readings), a blank one left out
-        return f"({step_reading('{0}', resolution)}{below})"  # one term: a MIG stand-in scales it
+        reading = step_reading('{0}', resolution)
+        hold = over_time[3] if len(over_time) > 3 else None
+        # a mean's (or a total's): each moment once (any copy's reading is one the GPU gave: a maximum or minimum)
+        if hold and len(over_time) > 5 and over_time[0] not in ("max", "min"):
+            reading = _one_copy_a_moment(reading, hold, over_time[5])
+        return f"({reading}{below})"  # one term (a MIG stand-in scales it), one filter (_written drops it)
     if over_time is not None:  # a window holding a blank sentinel gives no value
         function, span, shift = over_time[:3]
         return f"{function}_over_time({{0}}[{span}]{_offset(shift)}){below}"
     return "{0}" + below
+
+
+# How long before a step a copy of a GPU's series must have been read to be the one read while another copy serves the
+# GPU too (_one_copy_a_moment): longer than a DaemonSet rollout's overlap of two exporter pods (the new pod's start and
+# readiness: a minute or two) and its scrape interval, shorter than the time between two rollouts
+INCUMBENT_SINCE = "10m"
+
+
+def _copied_labels(labels: Labels, metric: str, catalog: Catalog) -> tuple[str, ...]:
+    """The labels two exporters' copies of one series of `metric` share (_one_copy_a_moment): the GPU's cluster,
+    UUID, index and MIG instance, the workload's (a pod's series: a pod's share of a GPU, exporter.virtual_gpus, is the
+    pod's own series, not a copy of another pod's or of the device's), and the field's own; not the scrape target's nor
+    the node spellings an exporter writes (its own pod's name in Hostname)."""
+    return tuple(dict.fromkeys(name for name in (labels.cluster, "UUID", "gpu", *INSTANCE_IDENTITY, labels.pod,
+                                                 labels.namespace, labels.container, *labels.copies,
+                                                 *_own_labels(metric, catalog)) if name))
+
+
+def _one_copy_a_moment(reading: str, hold: str, shared: tuple[str, ...]) -> str:
+    """A step's `reading` of a selector `{0}` (a mean's or a total's, before its blank is left out), one exporter's
+    copy of a GPU's series while two serve it (a maxSurge rollout): a copy with a sample within the scrape interval
+    `hold` that had one INCUMBENT_SINCE before too (the old exporter pod) is read, and another copy of the series (the
+    same labels `shared`; a GPU told by its UUID: a series without one is read as before) is not read while it has
+    one. Each moment is then one copy's: both pods' readings, in different steps, weighed the overlap twice (185.7 W
+    for 220: tests/integration/test_prometheus_overlap_gauge_weights.py). Where no copy was read INCUMBENT_SINCE
+    before (a second rollout within it) or both were (an overlap longer), both are read, as before.
+
+    The copies a step may read (`and`: matched on every label, the metric's name aside) are the incumbents and every
+    series of the selector (its instant selector: a superset of the reading's) sharing `shared` with none: three
+    reads of the selector a step beside the reading's four, the reading read once (naming the copies left out read
+    the selector four times more, the reading twice: 7 reads). The blank is left out after (_gauge_form), once:
+    _written keeps DCGM's blank by dropping the form's one filter, and a filter left in a second branch made a device's
+    own series absent at its blank steps, so a pod's share was read as the device's (55.3 for 80.6:
+    tests/integration/test_per_process_lookback.py)."""
+    # within (t - hold, t] on Prometheus 2 too (its ranges are closed: a copy's last sample, one interval before the
+    # step, kept the other copy's sample at that step unread, one reading of ten lost: test_per_process_lookback.py)
+    now = f"present_over_time({{0}}[{_seconds(hold) * 1000 - 1}ms])"
+    incumbents = (f"(({now} and present_over_time({{0}}[{hold}] offset {INCUMBENT_SINCE}))"
+                  " unless on (UUID) vector(1))")
+    return f"({reading} and ({incumbents} or on ({_listed(shared)}) {{0}}))"
 
 
 def summed_deltas(counter: "CounterReading", window: str, shift: str | None = None, held: bool = False,
@@ -2977,8 +3022,9 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
 
     def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), also: tuple[str, ...] = (),
                 checked: bool = True) -> str:
+        # (a 6th: the labels a copy's series shares with another exporter's copy of it, _one_copy_a_moment)
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
-                                                       offset, hold, reach)
+                                                       offset, hold, reach, _copied_labels(labels, metric, catalog))
         # a GPU instance's copy (_Merge.one_copy): the device's value is one exporter's, named by the GPU's UUID
         identity = (*gpu_identity(labels), *INSTANCE_IDENTITY, uuid_label((labels.pod, labels.namespace,
                                                                            labels.container)), *COPY_LABELS)

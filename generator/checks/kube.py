@@ -1143,9 +1143,9 @@ def _rollout_overlap(check: str, daemonset: Answer, settings: Settings) -> Check
     counter's increase per exporter pod revision (the OTel pipeline; the JSON path per exporter pod): while both run,
     both pods' increases are published, so counter widgets and alarms read the seconds the two run together twice.
     Every reading of either pod is an observation, so a gauge's mean weighs the overlap twice (a period the two share
-    in part: tests/unit/test_cloudwatch_overlap_gauge_weights.py), and so does a Prometheus rule's (each pod's samples
-    fall in their own steps: tests/integration/test_prometheus_overlap_gauge_weights.py). On the JSON path a pod's
-    totals are sums of every GPU reading published per scrape, so they read twice too."""
+    in part: tests/unit/test_cloudwatch_overlap_gauge_weights.py); a Prometheus rule's reads the copy read 10 minutes
+    before alone, but both where neither was (tests/integration/test_prometheus_overlap_gauge_weights.py). On the JSON
+    path a pod's totals are sums of every GPU reading published per scrape, so they read twice too."""
     strategy = daemonset.at("spec.updateStrategy", required=False)
     kind = strategy.get("type", str, "RollingUpdate")
     if kind == "OnDelete":
@@ -1168,8 +1168,9 @@ def _rollout_overlap(check: str, daemonset: Answer, settings: Settings) -> Check
                  "widgets and alarms (energy, PCIe replays, rows remapped, NVLink) read twice the increase, so a "
                  "counter alarm can fire at half its threshold during a rollout; a gauge's mean over a period the "
                  "two share in part weighs their overlap twice (a GPU at 100 W through a two-minute overlap, then "
-                 "300 W, read 171.4 W for 220), and so do the Prometheus rules of a gauge's mean or total over a "
-                 "period (185.7 W for 220)" + _CLASSIC_TOTALS_TWICE * classic,
+                 "300 W, read 171.4 W for 220; the Prometheus rules of a gauge's mean or total over a period read "
+                 "the old pod alone there, 220, but where neither pod was read 10 minutes before, as in a second "
+                 "rollout within 10 minutes: 185.7 W for 220)" + _CLASSIC_TOTALS_TWICE * classic,
                  "set the exporter DaemonSet's updateStrategy.rollingUpdate.maxSurge to 0 (and maxUnavailable to 1 "
                  "or more); each node's counters then lose only the increase between the old pod's last reading "
                  "and the new pod's first (docs/cloudwatch.md, \"Two exporter pods on one node\"; docs/alarms.md)")

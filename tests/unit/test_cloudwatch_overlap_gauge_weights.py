@@ -13,8 +13,9 @@ either pod). Readings steady through the overlap read true (test_cloudwatch_over
 told apart per exporter revision (test_cloudwatch_exporter_overlap.py). No query or processor weighs the copies
 once, so the truth is pinned (strict xfail) and said in docs/cloudwatch.md ("Two exporter pods on one node") and in
 `gpudash verify`'s "exporter rollout overlap" warning, where a DaemonSet with maxSurge above 0 is named. The
-Prometheus rules of a gauge's mean or total over a period pool both copies' readings alike (185.7 W for 220 in their
-story: tests/integration/test_prometheus_overlap_gauge_weights.py).
+Prometheus rules of a gauge's mean or total over a period read the copy read 10 minutes before alone while both serve
+the GPU (220 W in their story; both, 185.7 W, where neither was:
+tests/integration/test_prometheus_overlap_gauge_weights.py): the twins differ there.
 """
 
 from __future__ import annotations
