@@ -679,12 +679,13 @@ def failed_scrape_short(aggregation: str, comparison: str, period: int, interval
     example = partly_blank(n) if blanks else None
     if aggregation == "avg":
         blank = " or DCGM's blank" if example else ""
-        return f"its mean weighs each GPU by its readings in the period: a failed scrape{blank} weighs a GPU less " \
-               f"(lint AL024)"
+        return f"its mean weighs each GPU by its readings in the period: a node added or removed inside it, or a " \
+               f"failed scrape{blank}, weighs a GPU less (lint AL024)"
     verdict = "fire" if comparison in ("<", "<=") else "miss"
     blank = f"; a GPU blank (DCGM) at {example[0]} of {n:g} scrapes reads {example[1]:.2g}, the rule's 1" \
         if example else ""
-    return f"a failed scrape reads as part of a GPU lost for its period, so it can {verdict}{blank} (lint AL024)"
+    return f"a failed scrape, or a node added or removed inside a period, reads as part of a GPU lost for it, so " \
+           f"it can {verdict}{blank} (lint AL024)"
 
 
 @dataclass(frozen=True)
