@@ -277,7 +277,16 @@ def recordings(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def scene(recordings):
-    return recordings[0]
+    """The first recording whose n4 scrapes do not sit on the subquery grid: Prometheus offsets a target's scrapes by
+    a hash of its labels (the exporter's port among them), so about one recording in 50 scrapes n4 within 20 ms of
+    the grid every time, every step of it is left out (Scene.on_the_grid) and the tests read none (a fresh-clone CI
+    failed five of them so: 0 steps read)."""
+    for attempt in range(1 + RETRIES):
+        made = recordings[attempt]
+        times = [t for t, _ in made.scrapes["n4"]]
+        if sum(abs(t - round(t / STEP) * STEP) < 0.02 for t in times) < len(times) / 2:
+            return made
+    return made
 
 
 # --- 1. a node picked that the Node variable does not offer: every per-pod panel agrees on the pods it shows ---
