@@ -130,6 +130,15 @@ class Scope:
         return tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in self.regexes
                      if key not in ("node", "pod", "namespace"))
 
+    def picked(self) -> tuple[str, ...]:
+        """The pod and namespace variables' regexes (the workload picked)."""
+        return tuple(regex for key, regex in self.regexes if key in ("pod", "namespace"))
+
+    def workload(self, labels: Labels) -> tuple[str, ...]:
+        """The matchers of the pod and namespace variables."""
+        return tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in self.regexes
+                     if key in ("pod", "namespace"))
+
     def matchers(self, labels: Labels) -> list[list[str]]:
         """Alternative matcher lists; a series is in scope when one of them matches it."""
         base = [f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in self.regexes if key != "node"]
@@ -1104,12 +1113,9 @@ def held_gpus(metrics: tuple[str, ...], scope: Scope, labels: Labels, within: st
     alone (n2 GPU 0 20 % where the GPU is at 40 %, 3,000 of its 23,000 MiB used: G, s38) under a legend that names the
     GPU, beside counter rates and device fields read whole; a pod's or namespace's part of a GPU is what the per-pod
     panels draw."""
-    workload = [f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in scope.regexes
-                if key in ("pod", "namespace")]
-    branches = [[*scope.naming(labels), *workload]]
-    picked = tuple(regex for key, regex in scope.regexes if key in ("pod", "namespace"))
+    branches = [[*scope.naming(labels), *scope.workload(labels)]]
     held = [f"({_raw(metric, branches, [], f'present_over_time({{}}[{within}])')} unless "
-            f"{_left_idle(metric, branches, [], labels, within, _scrape_of(within), picked, True)})"
+            f"{_left_idle(metric, branches, [], labels, within, _scrape_of(within), scope.picked(), True)})"
             for metric in metrics]
     return identified(held[0] if len(held) == 1 else "(" + " or ".join(held) + ")", labels)
 
@@ -2982,7 +2988,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     if named and gauge_window is None and named_within and "mig_instance" not in keys \
             and any(key in ("pod", "namespace") for key, _ in scope.regexes):
         held = held_gpus(_named_fields(query.metric, catalog), scope, labels, named_within)
-        picked = tuple(regex for key, regex in scope.regexes if key in ("pod", "namespace"))
+        picked = scope.picked()
         scope = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace")))
         branches = scope.matchers(labels)
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)  # any node spelling
@@ -2993,8 +2999,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         # All nodes reads (an old exporter's copy, its own pod's name in Hostname, read 60 % where the node-spelled
         # copies read 50 %; a counter's increase read the new exporter's copy alone, begun later, 1 for 2 rows)
         branches = anywhere
-    workload = tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in scope.regexes
-                     if key in ("pod", "namespace"))
+    workload = scope.workload(labels)
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
                    workload, gauge_window is None, picked)
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
