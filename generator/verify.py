@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Callable, Iterable
 
-from . import redact
+from . import awaiting, redact
 
 from .clients.answer import OddAnswer
 from .clients.http import SlowAnswer
@@ -52,6 +52,7 @@ def _run_group(group: str, project: Project, options: Options) -> Iterable[Check
 def _work(group: str, runner, project: Project, options: Options, out: "queue.Queue") -> None:
     """Run one group, sending each check as it is made, then _DONE (or the bug that stopped it)."""
     made = 0
+    awaiting.told_to(lambda note: out.put((group, note)))
     try:
         for check in runner(project, options):
             out.put((group, check))
@@ -66,13 +67,19 @@ def _work(group: str, runner, project: Project, options: Options, out: "queue.Qu
         out.put((group, Check(group, "answers", FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)))
     except BaseException as bug:  # a bug in gpudash: the main thread raises it
         out.put((group, bug))
+    finally:
+        awaiting.told_to(None)
     out.put((group, _DONE))
 
 
-def _unanswered(group: str, options: Options, made: int) -> Check:
+def _unanswered(group: str, options: Options, made: int, waiting: awaiting.Awaiting | None = None) -> Check:
     """A group still waiting for its first byte at the deadline, whether the run's deadline or the socket's
-    timeout (the time left in the run) noticed it first: the machine's load decides which, the check is one."""
+    timeout (the time left in the run) noticed it first: the machine's load decides which, the check is one.
+    A group that told what it waits on (a kubeconfig exec plugin, stopped at the deadline) names it."""
     after = f" (after {made} checks)" if made else ""
+    if waiting is not None and waiting.what:
+        return Check(group, "reachable", FAIL, f"{waiting.what} did not finish within {options.timeout:g} s and was "
+                     f"stopped{after}", waiting.hint, cause=UNREACHABLE)
     return Check(group, "reachable", FAIL, f"no answer within {options.timeout:g} s{after}",
                  f"check that the {group} endpoint is reachable, or --skip {group}", cause=UNREACHABLE)
 
@@ -251,6 +258,7 @@ def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
         _import(_THREADS)
     _threads([g for g in groups if child is None or g not in forked], runners, project, options, out)
     pending = set(groups)
+    waiting: dict[str, awaiting.Awaiting] = {}
     try:
         while pending:
             try:
@@ -259,6 +267,8 @@ def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
                 break
             if item is _DONE:
                 pending.discard(group)
+            elif isinstance(item, awaiting.Awaiting):
+                waiting[group] = item
             elif isinstance(item, BaseException):
                 raise item
             else:
@@ -268,7 +278,7 @@ def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
             _reap(child)
         _stop_exec_plugins()  # one the run's deadline came before (threads here): not left running
     for group in pending:  # still waiting on an answer at the deadline: not awaited any longer
-        results[group].append(_unanswered(group, options, len(results[group])))
+        results[group].append(_unanswered(group, options, len(results[group]), waiting.get(group)))
     return [check for group in GROUPS if group in results for check in results[group]]
 
 

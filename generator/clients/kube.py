@@ -9,7 +9,7 @@ import re
 import threading
 from typing import Any
 
-from .. import redact
+from .. import awaiting, redact
 from .options import Options
 from ..errors import RemoteError
 from .answer import NOT_JSON, Answer, OddAnswer, describe, json_value
@@ -136,7 +136,6 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
     command as the kubeconfig gives it (never its arguments or environment, which may hold secrets). The client logs
     and swallows a plugin's failure (and sends its requests without credentials): the hang is kept in the list
     returned, for the caller to raise."""
-    import os
     import subprocess
     import types
 
@@ -147,6 +146,7 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
             kwargs["start_new_session"] = True  # its own process group: stopped with the processes it starts
             super().__init__(*args, **kwargs)
             _RUNNING.add(self)
+            awaiting.tell(*_hung(self))  # should the run's deadline come first, its check names the plugin
 
         def communicate(self, input=None, timeout=None):
             limit = max(0.1, options.remaining() - EXEC_MARGIN)
@@ -159,15 +159,12 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
                 _kill_plugin(self)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.wait(timeout=1)  # its pipes may stay open in processes of its own: not read
-                command = self.args[0] if isinstance(self.args, (list, tuple)) else str(self.args).split()[0]
-                hung.append(ExecPluginHung(
-                    f"the kubeconfig's exec plugin {os.path.basename(str(command))!r} did not finish within "
-                    f"{limit:.1f} s and was stopped", hint=f"run {str(command)!r} with the kubeconfig's arguments "
-                    "yourself to see why it waits (an expired SSO login, a prompt, no network to its service); "
-                    "then run verify again, or raise --timeout"))
+                plugin, hint = _hung(self)
+                hung.append(ExecPluginHung(f"{plugin} did not finish within {limit:.1f} s and was stopped", hint=hint))
                 raise hung[-1] from None
             finally:
                 _RUNNING.discard(self)
+                awaiting.tell(None)
 
     hung: list[ExecPluginHung | ExecPluginFailed] = []
     timed = types.ModuleType("subprocess")
@@ -175,6 +172,17 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
     timed.Popen = TimedPopen
     exec_provider.subprocess = timed
     return hung
+
+
+def _hung(process) -> tuple[str, str]:
+    """An exec plugin named by its command as the kubeconfig gives it (never its arguments or environment), and what
+    to do when it does not finish."""
+    import os
+
+    command = str(process.args[0] if isinstance(process.args, (list, tuple)) else str(process.args).split()[0])
+    return (f"the kubeconfig's exec plugin {os.path.basename(command)!r}",
+            f"run {command!r} with the kubeconfig's arguments yourself to see why it waits (an expired SSO login, a "
+            "prompt, no network to its service); then run verify again, or raise --timeout")
 
 
 def _failed(process, err: str | None) -> ExecPluginFailed:

@@ -13,7 +13,7 @@ from tests.conftest import REPO
 
 _SCRIPT = textwrap.dedent('''
     import json, os, sys, time
-    from generator import redact, verify
+    from generator import awaiting, redact, verify
     from generator.checks.result import OK, Check
     from generator.clients.options import Options
 
@@ -30,6 +30,8 @@ _SCRIPT = textwrap.dedent('''
                 raise KeyError("a bug in the child")
             if unbuildable:
                 raise Unbuildable("a bug", "the child")
+            if hang == "waits":  # told what it waits on, then waited on it (a kubeconfig exec plugin)
+                awaiting.tell("the kubeconfig's exec plugin 'get-token'", "run it yourself")
             if hang:
                 time.sleep(60)
             loaded = [g for g in verify.GROUPS if f"generator.checks.{g}" in sys.modules]  # this process's
@@ -41,13 +43,14 @@ _SCRIPT = textwrap.dedent('''
         def refuse():
             raise BlockingIOError(11, "Resource temporarily unavailable")
         os.fork = refuse
-    runners = {"kube": group("kube", secret="kube-token-123456", hang=mode == "hang", bug=mode == "bug",
+    hang = {"hang": True, "waits": "waits"}.get(mode, False)
+    runners = {"kube": group("kube", secret="kube-token-123456", hang=hang, bug=mode == "bug",
                              unbuildable=mode == "unbuildable"),
                "exporter": group("exporter"), "prometheus": group("prometheus"), "cloudwatch": group("cloudwatch")}
     verify._runners = lambda: runners
     # the hang's deadline leaves the child time to import its groups' modules and send its first check on a loaded
     # machine (at 2 s, under a whole suite at load ~12, the first check itself came after the deadline)
-    options = Options(timeout=6 if mode == "hang" else 30)
+    options = Options(timeout=6 if hang else 30)
     try:
         checks = verify.run(None, options, verify.GROUPS, processes=True)
     except (KeyError, RuntimeError) as exc:
@@ -92,6 +95,18 @@ def test_a_child_past_the_deadline_is_stopped_and_its_group_reported():
     kube = [c for c in answer["checks"] if c[0] == "kube"]
     assert [c[1] for c in kube] == ["first", "reachable"] and kube[1][2] == "fail"
     assert "no answer within 6 s" in kube[1][3]
+    assert answer["child_gone"]
+
+
+def test_a_group_past_the_deadline_names_what_it_told_it_waits_on():
+    """A group that told the run what it waits on (the kube group, on a kubeconfig exec plugin) is reported by that
+    name at the deadline, through the child's pipe, not as "no answer": on a loaded machine the run's deadline can come
+    before the plugin's own limit."""
+    answer = _run("waits")
+    kube = [c for c in answer["checks"] if c[0] == "kube"]
+    assert [c[1] for c in kube] == ["first", "reachable"] and kube[1][2] == "fail"
+    assert kube[1][3] == ("the kubeconfig's exec plugin 'get-token' did not finish within 6 s and was stopped "
+                          "(after 1 checks)")
     assert answer["child_gone"]
 
 
