@@ -1165,7 +1165,15 @@ def per_scrape_note(layout: Layout, dropped: bool = False) -> str:
              if dropped else "")
     return (f"{PER_SCRAPE_OPENING}{what} {layout.interval_setting} gives it: a period missing "
             f"m of its n {what} reads (n - m) / n of it{blank} (the period still filling is not drawn, unless live "
-            f"data is on, which draws it low until it ends), and {INTERVAL_CHANGED.format(layout.interval_setting)}")
+            f"data is on, which draws it low until it ends), {SURGE_SCRAPES if layout.observation == 'scrape' else ''}"
+            f"and {INTERVAL_CHANGED.format(layout.interval_setting)}")
+
+
+# Two exporter pods on one node (a DaemonSet rollout with maxSurge) each answer the agent's scrapes: a per-scrape
+# form counts both pods' observations (measured: tests/unit/test_cloudwatch_surge_pod_totals.py, a 60 s overlap read
+# 1.2 times a pod's framebuffer and power on agent.pipeline: classic, a 10-minute one twice).
+SURGE_SCRAPES = ("one where a node's GPUs were scraped m more times (two exporter pods at once: the exporter's "
+                 "DaemonSet rolling with a surge) reads (n + m) / n of it, ")
 
 
 # The widgets' math counts the observations the interval now set gives (per_scrape, readings_form): data from before

@@ -1,0 +1,112 @@
+"""A pod's totals on CloudWatch while the exporter's DaemonSet rolls with a surge: two exporter pods read each node.
+
+During a rollout with `maxSurge` above 0 each node's new exporter pod runs beside the old one until the old one is
+deleted; here the old release writes `Hostname`, the new one `hostname` (an exporter upgrade across the spelling
+change), so for a while the agent scrapes every node's GPUs twice. The fleet is a seeded random one
+(tests/support/random_fleet.py: MIG beside whole GPUs, one pod name in two namespaces, idle GPUs), through the
+agent model of the build's own configuration into the bundled by-pod dashboard, drawn as CloudWatch documents.
+
+* On the OTel pipeline (the default) a pod's totals are the mean of the pod's totals per scrape, made at the
+  agent: both pods' scrapes hold the pod's GPUs once each, so the widgets read the truth in the overlap too.
+* On `agent.pipeline: classic` nothing adds a scrape up: a pod's total is the period's observations over the
+  scrapes scrape.interval gives it, so the overlap's extra scrapes count: a period with m more scrapes of the node
+  than its n reads (n + m) / n of the truth (a 60 s overlap: 1.2 times; a 10-minute one: twice). Before, the header
+  said only the converse, a period missing m of its n scrapes reading (n - m) / n; it now says this too (found by
+  an independent audit of issue 10, session 44).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.render.cloudwatch import panel_title
+from tests.support import cloudwatch_eval, mixed_fleet, random_fleet
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import close, header, notes, panel, said, widgets
+from tests.support.dcgm_fleet import discovered
+from tests.support.mig_variant import AGENT_FILE, variant_project
+from tests.support.mixed_fleet import truth
+
+STEP, END, PERIOD = 30, 3000, 300
+PAGE = "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"
+TOTALS = ("Framebuffer used by pod", "Power draw of each pod's GPUs")
+SURGE = "two exporter pods at once"  # what the classic header says of such a period
+SEVERAL = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"
+
+
+def _target(job: dict, node: str, pod: str, revision: str, address: str) -> dict[str, str]:
+    return discovered(job, {"__address__": f"{address}:9400", "__meta_kubernetes_namespace": "gpu-operator",
+                            "__meta_kubernetes_pod_name": pod, "__meta_kubernetes_pod_node_name": node,
+                            "__meta_kubernetes_pod_container_port_number": "9400",
+                            "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
+                            "__meta_kubernetes_pod_controller_kind": "DaemonSet",
+                            "__meta_kubernetes_pod_label_controller_revision_hash": revision,
+                            "__meta_kubernetes_pod_label_app_kubernetes_io_name": "dcgm-exporter"})
+
+
+def _drawn(tmp_path, pipeline: str, surge: tuple[int, int], seed: int = 1):
+    """(fleet, project, files, {title: lines}, {period start: scrapes of both pods there}) of the story: every
+    node's old exporter pod (`Hostname`) scraped until surge[1], the new one (`hostname`, 7 s later in each
+    interval) from surge[0]."""
+    fleet = random_fleet.fleet(seed)
+    old = tuple(replace(node, spelling="Hostname", node_name_set=True) for node in fleet)
+    new = tuple(replace(node, spelling="hostname", node_name_set=True) for node in fleet)
+    project = variant_project(tmp_path, "agent:\n  pipeline: classic\n" if pipeline == "classic" else "")
+    files = encode(build(project, grafana=False))
+    config, job = agent_config(files[AGENT_FILE])
+    scrapes, extra = [], {}
+    for k in range(-2, END // STEP):
+        t = k * STEP
+        for i, (before, after) in enumerate(zip(old, new)):
+            if t < surge[1]:
+                scrapes.append(Scrape(t, mixed_fleet.payload(before, t, STEP),
+                                      _target(job, before.name, f"nvidia-dcgm-exporter-old{i}", "6b7c8d9f5", f"10.0.{i}.1")))
+            if t >= surge[0]:
+                scrapes.append(Scrape(t + 7, mixed_fleet.payload(after, t + 7, STEP),
+                                      _target(job, after.name, f"nvidia-dcgm-exporter-new{i}", "7d9f8c6b4", f"10.0.{i}.2")))
+            if surge[0] <= t < surge[1] and i == 0:
+                extra[t // PERIOD * PERIOD] = extra.get(t // PERIOD * PERIOD, 0) + 1
+    scrapes.sort(key=lambda s: s.timestamp)
+    points = Agent(config, job).run(scrapes)
+    drawn = {panel_title(p["title"]): (path, p) for path, p in widgets(files) if path == PAGE}
+    lines = {title: cloudwatch_eval.widget(drawn[title][1], points, 0, END) for title in TOTALS}
+    return fleet, project, files, lines, extra
+
+
+def _truth(project, files, title: str, fleet) -> dict[str, float]:
+    """{line: value} from the fleet's facts; a pod holding several MIG instances of one GPU is left out where the
+    header says it weighs that GPU once per instance (test_cloudwatch_random_fleets holds it to that)."""
+    query = panel(project, PAGE, title, "gpu-cluster").queries[0]
+    several = random_fleet.several_instances(fleet) if said(header(files, PAGE), title, SEVERAL) else set()
+    return {label: value for label, value in truth(query, {n.name: n.name for n in fleet}, fleet=fleet).items()
+            if label not in several}
+
+
+@pytest.mark.parametrize("surge", [(1500, 1560), (1500, 2100)], ids=["a minute", "ten minutes"])
+def test_on_the_otel_pipeline_a_pods_totals_read_the_truth_through_a_surge(tmp_path, surge):
+    fleet, project, files, lines, _ = _drawn(tmp_path, "otel", surge)
+    for title in TOTALS:
+        expected = _truth(project, files, title, fleet)
+        assert set(lines[title]) - (random_fleet.several_instances(fleet) - set(expected)) == set(expected), title
+        for label, value in expected.items():
+            wrong = {t: v for t, v in lines[title][label].items() if not close(v, value)}
+            assert not wrong, (title, label, value, wrong)
+
+
+@pytest.mark.parametrize("surge", [(1500, 1560), (1500, 2100)], ids=["a minute", "ten minutes"])
+def test_on_classic_a_pods_totals_read_the_surges_scrapes_as_the_header_says(tmp_path, surge):
+    fleet, project, files, lines, extra = _drawn(tmp_path, "classic", surge)
+    said = notes(header(files, PAGE))
+    for title in TOTALS:
+        assert any(SURGE in note and "(n + m) / n" in note for note in said.get(title, ())), (title, said.get(title))
+        expected = _truth(project, files, title, fleet)
+        n = PERIOD // STEP
+        for label, value in expected.items():
+            for start, shown in lines[title][label].items():
+                m = extra.get(start, 0)
+                assert close(shown, value * (n + m) / n), (title, label, start, shown, value, m)
+    assert extra == ({1500: 2} if surge[1] == 1560 else {1500: 10, 1800: 10})  # 1.2 and twice the truth
