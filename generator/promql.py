@@ -1818,9 +1818,15 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str, re
     intervals), a missed evaluation (a step out of both sums) or which recorded steps the window's edges hold
     (Prometheus 2's closed ranges, 3's left-open ones) changes no steady rate, and a GPU whose window holds no reading
     has none; the scope's cluster and GPU matchers on it; with pod or namespace variables, for the GPUs a copy of
-    which in the scope has a sample within the window, less a GPU whose latest scrape named no pod (_left_idle), as
-    the per-pod rates read them (_named_rates): a GPU the picked pod left (ended, or recreated on another GPU) was
-    drawn for the window after (test_pod_moved_gpu: 150,000 mW beside its new GPU's 60,000)."""
+    which in the scope has a sample within the window, less a GPU whose latest scrape named no pod, as the per-pod
+    rates read them (_named_rates): a GPU the picked pod left (ended, or recreated on another GPU) was drawn for the
+    window after (test_pod_moved_gpu: 150,000 mW beside its new GPU's 60,000). Judged by the samples' times (idle_gpus,
+    the picked pods' naming samples against every sample without a pod), as the gauge panels judge a picked pod's
+    GPUs (_left_idle, held), each selector gated by workload_picked: at All it meets no series and leaves no GPU out
+    (every series in scope is read, a GPU's own series without a pod among them). By windows of whole intervals a pod
+    started as its exporter was rolled lost its GPU's rate from the new copy's failed or late scrape, and a drained
+    node's GPU came back under the ended pod from two intervals after its idle scrape (test_counter_rate_pod_picked).
+    With a pod picked the panel costs about twice its Prometheus CPU, at All a little less (docs/performance.md)."""
     labels = merge.labels
     field = catalog.get(metric)
     grew, seconds = (f"sum_over_time({selector(counted_name(metric, part), list(merge.naming))}[{window}])"
@@ -1830,11 +1836,14 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str, re
         series = f"({series} * {field.unit.rate_scale:g})"
     if not merge.workload:
         return series
-    # a GPU a scrape within the window named a picked pod on, not one whose latest scrape named no pod since (_left_idle):
-    # the GPU a picked pod left (ended, or recreated on another GPU) was drawn for the window after, at its rate
+    # a GPU a scrape within the window named a picked pod on, not one whose latest scrape named no pod since (idle_gpus,
+    # read with a pod or namespace picked alone: every series a picked pod's matchers meet names a pod): the GPU a
+    # picked pod left (ended, or recreated on another GPU) was drawn for the window after, at its rate
     scope = [[*merge.naming, *merge.workload]]
     present = f"present_over_time({selector(metric, scope[0])}[{window}])"
-    present = identified(f"({present} unless {_left_idle(metric, scope, [], labels, window, resolution)})", labels)
+    gate = [workload_picked(merge.workload_regexes, True)]
+    idle = idle_gpus(metric, [[*merge.naming, *gate]], labels, resolution, naming=[[*scope[0], *gate]])
+    present = identified(f"({present} unless on ({_listed(held_labels(labels))}) {idle})", labels)
     return f"({series} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {present})"
 
 
@@ -2201,6 +2210,7 @@ class _Merge:
     workload: tuple[str, ...] = ()  # the scope's pod and namespace matchers (the copies a recorded rate must have)
     whole: bool = False  # a panel's: its GPUs named by the dashboard's range (gpus_named's `whole`)
     picked: tuple[str, ...] = ()  # the pod and namespace variables' regexes where held_gpus keeps the GPUs (_left_idle)
+    workload_regexes: tuple[str, ...] = ()  # the pod and namespace variables' regexes (a recorded rate's, counted_rate)
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         node = GPU_LABEL if self.per_uuid else self.labels.node
@@ -3001,7 +3011,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         branches = anywhere
     workload = scope.workload(labels)
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
-                   workload, gauge_window is None, picked)
+                   workload, gauge_window is None, picked, scope.picked())
     periods = offset if isinstance(offset, tuple) else None  # several periods at once (Periods)
     # an alert's counter per GPU: each period's increase read apart, the GPUs named once (_per_gpu's `periods`)
     counted_periods = None

@@ -30,18 +30,14 @@ later); kube-state-metrics could tell them (not read by panels)."""
 
 from __future__ import annotations
 
-import contextlib
-import math
-import time
-
 import pytest
 
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
+from tests.support.live_scrapes import scraped_nodes
 from tests.support.projects import bundled_panel
-from tests.support.prometheus_server import Prometheus, SCENE_RANGE, counted_inline, duration, scraped_every
-from tests.support.replay_exporter import ReplayExporter
+from tests.support.prometheus_server import SCENE_RANGE, counted_inline, scraped_every
 
 INTERVAL, DRAIN, ANSWERS = 0.5, 6, 18
 MODEL = 'modelName="NVIDIA A100-SXM4-80GB",DCGM_FI_DRIVER_VERSION="570.133.20"'
@@ -93,22 +89,9 @@ def truth(title: str, latest: dict[str, int]) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     """(prometheus, {node: its scrapes' times}, the first step, the steps' count and length)."""
-    with contextlib.ExitStack() as stack:
-        exporters = {node: stack.enter_context(ReplayExporter(lambda k, node=node: page(node, k), counted=True))
-                     for node in NODES}
-        config = {"global": {"scrape_interval": duration(INTERVAL)}, "scrape_configs": [
-            {"job_name": "dcgm", "static_configs": [{"targets": [e.address for e in exporters.values()]}]}]}
-        with Prometheus(tmp_path_factory.mktemp("pod-ended-by-drain"), config) as prometheus:
-            deadline = time.monotonic() + 120
-            while min(e.scrapes for e in exporters.values()) < ANSWERS:
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
-            prometheus.stop_scraping()
-            times = {node: sorted(float(at) for s in prometheus.query(f'up{{instance="{e.address}"}}[10m]')
-                                  for at, _ in s["values"]) for node, e in exporters.items()}
-            step = INTERVAL / 4
-            start = math.floor(max(t[2] for t in times.values()) / step) * step + step
-            yield prometheus, times, start, int((min(t[-1] for t in times.values()) - start) // step) + 1, step
+    pages = {node: (lambda k, node=node: page(node, k)) for node in NODES}
+    with scraped_nodes(tmp_path_factory.mktemp("pod-ended-by-drain"), pages, ANSWERS, INTERVAL) as scene:
+        yield scene
 
 
 def off_truth(live, title: str, nodes: tuple[str, ...]) -> dict[float, tuple[dict, dict]]:

@@ -1,8 +1,10 @@
-"""A real Prometheus scraping one replay exporter for a set number of answers, then nothing more."""
+"""A real Prometheus scraping one replay exporter (or one per node) for a set number of answers, then nothing more."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import math
 import threading
 import time
 from contextlib import contextmanager
@@ -37,3 +39,27 @@ def scraped(folder: Path, payload: Callable[[int], str], answers: int, interval:
                 time.sleep(0.2)
             prometheus.stop_scraping()
             yield prometheus
+
+
+@contextmanager
+def scraped_nodes(folder: Path, pages: dict[str, Callable[[int], str]], answers: int, interval: float) \
+        -> Iterator[tuple[Prometheus, dict[str, list[float]], float, int, float]]:
+    """A Prometheus (its data in `folder`) scraping one exporter per node every `interval` seconds, node n's k-th
+    answer `pages[n](k)` (an empty answer: the exporter serves nothing, its series marked stale), until each answered
+    `answers` times; then it scrapes nothing and is yielded with {node: its scrapes' times}, the first step a quarter
+    interval past every node's third scrape, the steps' count up to the earliest node's last scrape, and their length."""
+    with contextlib.ExitStack() as stack:
+        exporters = {node: stack.enter_context(ReplayExporter(page, counted=True)) for node, page in pages.items()}
+        config = {"global": {"scrape_interval": duration(interval)}, "scrape_configs": [
+            {"job_name": "dcgm", "static_configs": [{"targets": [e.address for e in exporters.values()]}]}]}
+        with Prometheus(folder, config) as prometheus:
+            deadline = time.monotonic() + 120
+            while min(e.scrapes for e in exporters.values()) < answers:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            prometheus.stop_scraping()
+            times = {node: sorted(float(at) for s in prometheus.query(f'up{{instance="{e.address}"}}[10m]')
+                                  for at, _ in s["values"]) for node, e in exporters.items()}
+            step = interval / 4
+            start = math.floor(max(t[2] for t in times.values()) / step) * step + step
+            yield prometheus, times, start, int((min(t[-1] for t in times.values()) - start) // step) + 1, step

@@ -188,16 +188,19 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                                     "(cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (max by (cluster, gpudash_gpu, gpu, "
                                     "GPU_I_ID, GPU_I_PROFILE) " + written))
     # the GPUs a copy of which the pod and namespace variables select has a sample within the window, less one whose
-    # latest scrape (by any copy of it: no scrape target's labels) named no pod (promql._left_idle): a series without a
-    # pod read now and none naming one, or one within two scrape intervals and none naming one within one
+    # newest sample (by any copy of it: no scrape target's labels) names no pod, none naming one within an interval,
+    # with a pod or namespace picked (promql.idle_gpus: the picked pods' naming samples ordered against every sample
+    # without a pod, each selector gated by gpudash_picked so that at All it meets no series)
+    gated = 'gpudash_picked!~"$namespace$pod"'
     assert packed('and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
-                  'REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]) unless '
-                  '(present_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", '
-                  'pod=~"$pod", pod!=""}[$__rate_interval]) and on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) '
-                  '(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""} unless on (cluster, UUID, gpu, GPU_I_ID, '
-                  'GPU_I_PROFILE) DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod!=""} or present_over_time('
-                  'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod=""}[60s]) unless on (cluster, UUID, gpu, GPU_I_ID, '
-                  'GPU_I_PROFILE) present_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", pod!=""}[30s])))'
+                  'REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]) unless on '
+                  '(cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) '
+                  f'(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu=~"$gpu", {gated}, pod=""}}) or max_over_time('
+                  f'timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu=~"$gpu", {gated}, pod=""}})[120s:15s]) or '
+                  'max_over_time(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", '
+                  f'pod=~"$pod", {gated}, pod!=""}})[120s:15s]) + 0.0001) * 10000 + 0.5) % 10 < 1 unless on (cluster, '
+                  'UUID, gpu, GPU_I_ID, GPU_I_PROFILE) timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", '
+                  f'namespace=~"$namespace", pod=~"$pod", {gated}, pod!=""}}) >= time() - 30)'
                   ) in replay
     assert packed('+ on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk by (cluster, '
                   'gpudash_gpu, gpu) (1, ') in replay
