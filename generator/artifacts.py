@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from . import dashboard_parts
 from .errors import InputError
 from .exporter_styles import named_daemonsets, style_for
 from .markers import GRAFANA_OWNER_TAG
@@ -176,7 +177,10 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
         if GRAFANA_OWNER_TAG not in tags:
             tags.append(GRAFANA_OWNER_TAG)
     _refuse_reused_uids([(dashboard.uid, dashboard.source) for dashboard in result])
-    return result
+    # a dashboard too large for the sidecar ConfigMap client-side kubectl apply takes: cut into dashboards that fit
+    settings = project.settings
+    return dashboard_parts.cut(result, settings.grafana.folder.title, scrape.publisher_annotations(settings),
+                               settings.grafana.uid_prefix)
 
 
 def rule_groups(project: Project) -> dict[str, Any]:
@@ -187,13 +191,10 @@ def rule_groups(project: Project) -> dict[str, Any]:
 
 
 def grafana_uids(project: Project) -> list[str]:
-    """The uid of each dashboard `grafana_dashboards` makes, in its order, with none rendered: what names a
-    dashboard's sidecar ConfigMap (verify looks for those of this build's names). A grafanalib dashboard's is read
-    from its JSON, as there."""
-    uids = [(grafana_render.uid_for(d, project.settings), d.defined_at) for d in project.grafana_definitions()]
-    uids += [(_grafanalib_uid(_grafanalib_json(item)), str(item.source)) for item in project.grafanalib_dashboards]
-    _refuse_reused_uids(uids)
-    return [uid for uid, _ in uids]
+    """The uid of each dashboard `grafana_dashboards` makes, in its order: what names a dashboard's sidecar ConfigMap
+    (verify looks for those of this build's names). Rendered: whether a dashboard is cut into parts, and into how many
+    (dashboard_parts), only its size tells."""
+    return [dashboard.uid for dashboard in grafana_dashboards(project)]
 
 
 def _grafanalib_uid(model: dict[str, Any]) -> str:

@@ -268,7 +268,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                    err=True)
     if maps_gone:
         click.echo(f"warning: {shown}: the previous build's dashboard ConfigMaps {first_names(maps_gone)} are no "
-                   f"longer written (a dashboard removed or renamed, or grafana.uid_prefix changed): where "
+                   f"longer written (a dashboard removed or renamed, cut into fewer parts to fit a ConfigMap, or "
+                   f"grafana.uid_prefix changed): where "
                    f"{SIDECAR_FILE} is applied, kubectl apply leaves each, and Grafana's sidecar goes on loading its "
                    f"dashboard, with that build's panels\n"
                    f"  fix: `kubectl delete configmap -n NAMESPACE {' '.join(maps_gone)}` in the namespace you "

@@ -14,7 +14,8 @@ import re
 from . import printed
 
 # The id of a dashboard or alarm definition (model checks it): generated names end in it.
-DEFINITION_ID = r"[a-z0-9][a-z0-9-]{0,30}"
+DEFINITION_ID_LENGTH = 31  # the most characters of a definition id
+DEFINITION_ID = rf"[a-z0-9][a-z0-9-]{{0,{DEFINITION_ID_LENGTH - 1}}}"
 
 # --- CloudWatch alarms ----------------------------------------------------------------------
 

@@ -374,9 +374,10 @@ def configmap_size(subject: LintInput) -> Iterable[Finding]:
             yield Finding("GF011", "warning", panel_place(dashboard),
                           f"{size:,} bytes of annotations (the dashboard's {len(text):,} bytes as client-side "
                           f"kubectl apply encodes its ConfigMap into last-applied-configuration), over the "
-                          f"{CONFIGMAP_APPLY_LIMIT:,} the API server accepts (the apply is refused): apply "
-                          f"k8s/grafana-dashboards.yaml with kubectl apply --server-side (no such annotation; or "
-                          f"gpudash push to Grafana's API)")
+                          f"{CONFIGMAP_APPLY_LIMIT:,} the API server accepts (the apply is refused), and no cut "
+                          f"of its panels into dashboards fits (a panel alone too large, or panels without a place "
+                          f"on the grid): apply k8s/grafana-dashboards.yaml with kubectl apply --server-side (no "
+                          f"such annotation; or gpudash push to Grafana's API)")
 
 
 RULES = (

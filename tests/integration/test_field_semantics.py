@@ -39,7 +39,7 @@ from generator.resources import default_counters
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
-from tests.support.projects import counters_with, project_fixture
+from tests.support.projects import counters_with, panels_of, project_fixture
 from tests.support.prometheus_server import SCENE_RANGE, backfilled as backfilled_prometheus, counted_inline
 from tests.support.promtool_rules import expected_alert, promtool_test
 
@@ -107,9 +107,7 @@ def backfilled(tmp_path_factory):
 
 
 def _panel(project, title: str) -> dict:
-    dashboard = next(d for d in grafana_dashboards(project) if d.uid == "gpudash-all-metrics")
-    panels = [p for row in dashboard.model["panels"] for p in [row, *row.get("panels", [])]]
-    return next(p for p in panels if p.get("title") == title)
+    return next(p for p in panels_of(grafana_dashboards(project), "gpudash-all-metrics") if p.get("title") == title)
 
 
 _CALCS = {"mean": lambda v: sum(v) / len(v), "max": max, "lastNotNull": lambda v: v[-1]}
@@ -440,9 +438,11 @@ def test_grafana_gives_a_mig_gpu_whose_instance_reads_a_blank_no_memory_total(ex
 def _at_minute_30(prometheus, start: int, project, wanted, more=None) -> tuple[dict, dict]:
     """({(dashboard uid, title): panel}, {(uid, title): {legend: value}}) of the `wanted` panels at minute 30, of the
     project's dashboards and `more` ({uid: model})."""
-    models = {d.uid: d.model for d in grafana_dashboards(project)} | (more or {})
-    panels = {(uid, title): next(p for row in models[uid]["panels"] for p in [row, *row.get("panels", [])]
-                                 if p["title"] == title) for uid, title in wanted}
+    dashboards = grafana_dashboards(project)
+    models = {uid: panels_of(dashboards, uid) for uid, _ in wanted} | {
+        uid: [p for row in model["panels"] for p in [row, *row.get("panels", [])]]
+        for uid, model in (more or {}).items()}
+    panels = {(uid, title): next(p for p in models[uid] if p["title"] == title) for uid, title in wanted}
     shown = {}
     for key, panel in panels.items():
         (target,) = panel["targets"]

@@ -4,6 +4,7 @@ a module writes into a folder of its own), and the bundled panels as settings re
 from __future__ import annotations
 
 import copy
+import re
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -80,6 +81,14 @@ def bundled_panels(settings: str = "") -> dict[str, dict]:
     """Every bundled panel by title as `settings` render them (_rendered); a copy: what a test does to it is not seen
     by the next."""
     return copy.deepcopy(_rendered(settings))
+
+
+def panels_of(dashboards, uid: str) -> list[dict]:
+    """Every panel (a collapsed row's too) of the dashboard `uid` among rendered `dashboards`, with those of its parts
+    where it was cut into dashboards that each fit a ConfigMap (dashboard_parts: `<uid>-2`, `<uid>-3`, ...)."""
+    part = re.compile(rf"{re.escape(uid)}(-[0-9]+)?")
+    return [panel for dashboard in dashboards if part.fullmatch(dashboard.uid)
+            for row in dashboard.model["panels"] for panel in (row, *row.get("panels", []))]
 
 
 def bundled_panel(title: str, settings: str = "") -> dict:

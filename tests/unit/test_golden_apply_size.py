@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from generator.dashboard_parts import PART_ROOM
 from generator.last_applied import APPLY_LIMIT
 from generator.lint.grafana_rules import CONFIGMAP_APPLY_LIMIT, last_applied_bytes
 
@@ -49,7 +50,9 @@ def test_the_golden_builds_hold_dashboard_configmaps():
 @pytest.mark.parametrize("build,name,configmap", [pytest.param(build, name, configmap, id=f"{build}/{name}")
                                                  for build, name, configmap in CONFIGMAPS])
 def test_each_dashboard_configmap_fits_client_side_kubectl_apply(build, name, configmap):
-    assert last_applied_bytes(configmap) <= CONFIGMAP_APPLY_LIMIT, (build, name)
+    """With the room dashboard_parts keeps (a dashboard past it is cut into parts: the multi-region all-metrics one,
+    256,527 bytes whole, is two: tests/unit/test_dashboard_parts.py)."""
+    assert last_applied_bytes(configmap) <= CONFIGMAP_APPLY_LIMIT - PART_ROOM, (build, name)
 
 
 def test_the_golden_builds_hold_prometheus_rules():

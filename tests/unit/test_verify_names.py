@@ -1,7 +1,8 @@
 """verify's kube group looks for live objects named as the build names its own (checks/kube: the PrometheusRules of
 other settings, the dashboard ConfigMaps of other settings). It works the names out without writing the build: the
-dashboards' ConfigMaps from their uids, none rendered; the PrometheusRules from the rules (how many groups the alerts
-and the counters' recordings take follows their size). Whatever the settings, they are the names the build writes."""
+dashboards' ConfigMaps from the dashboards rendered (a dashboard too large for one ConfigMap is cut into parts, each a
+ConfigMap of its own: dashboard_parts); the PrometheusRules from the rules (how many groups the alerts and the
+counters' recordings take follows their size). Whatever the settings, they are the names the build writes."""
 
 from __future__ import annotations
 
@@ -52,5 +53,7 @@ def test_verify_looks_for_the_objects_the_build_writes(case, tmp_path):
     assert kube._rule_object_names(project) == frozenset(rules) and len(set(rules)) == len(rules)
     if case == "alerts past three groups":
         assert "gpudash-gpu-alerts-4" in rules
+    if case == "multi-region":  # its all-metrics dashboard is cut in two
+        assert "gpudash-all-metrics-2-dashboard" in configmaps
     if case == "uid prefix and grafanalib":
         assert "legacy-gpu-dashboard" in configmaps and any(name.startswith("team-a-") for name in configmaps)

@@ -1,0 +1,195 @@
+"""Every dashboard ConfigMap a build writes (k8s/grafana-dashboards.yaml) fits client-side `kubectl apply` whatever the
+settings, with room left (dashboard_parts.PART_ROOM): a dashboard that would not fit is cut into dashboards that do,
+each with every panel as it was. Before, the multi-region example's settings with `labels.cluster: k8s_cluster` wrote
+the all-metrics ConfigMap at 265,758 bytes of annotations (s43 review, F1): `generate` exited 0, lint warned (GF011),
+and `kubectl apply -f` was refused by the API server. Long label names (written in every selector), many clusters, the
+per-pod views on a shared Prometheus and a counters CSV of every field each grow a dashboard: the all-metrics one has a
+panel per field of the CSV, so no shrinking of panels could bound it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator import dashboard_parts
+from generator.artifacts import build, grafana_dashboards
+from generator.checks import kube
+from generator.last_applied import APPLY_LIMIT, last_applied_bytes
+from generator.output import SIDECAR_FILE, encode, grafana_dashboard_file
+from generator.project import load_project
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "builds"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+LONG_LABELS = """labels:
+  pod: exported_pod_name
+  namespace: exported_pod_namespace
+  container: exported_container_name
+  cluster: kubernetes_cluster_name_label
+  node: [kubernetes_node_name_label, Hostname, hostname, instance]
+"""
+REGIONS = ("us-east-1", "us-west-2", "eu-west-1", "ap-southeast-2")
+
+
+def _clusters(count: int) -> str:
+    return "clusters:\n" + "".join(
+        f"  - {{name: gpu-cluster-production-{n}, region: {REGIONS[n % 4]}, prometheus_label: gpu-cluster-{n}}}\n"
+        for n in range(1, count + 1))
+
+
+def _every_field(folder: Path, reference: Path) -> str:
+    """A counters CSV of every field the reference CSVs hold (46: DCGM's and the 1.x names), the first line of each."""
+    lines: dict[str, str] = {}
+    for csv in sorted((reference / "dcgm").glob("*.csv")):
+        for line in csv.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                lines.setdefault(line.split(",")[0].strip(), line)
+    (folder / "every-field.csv").write_text("\n".join(lines.values()) + "\n")
+    return "counters: every-field.csv\n"
+
+
+MULTI_REGION = (GOLDEN / "multi-region.yaml").read_text()
+# settings name -> (settings text, whether it needs the CSV of every field)
+CASES = {
+    "multi-region, cluster label k8s_cluster (F1)": (
+        MULTI_REGION.replace("labels:\n", "labels:\n  cluster: k8s_cluster\n"), False),
+    "long label names": (_clusters(3) + LONG_LABELS, False),
+    "sixteen clusters": (_clusters(16) + MULTI_REGION[MULTI_REGION.index("labels:"):], False),
+    "every field, metric selection all": (MULTI_REGION.replace("used", "all"), True),
+    "all of them": (_clusters(16) + LONG_LABELS + "agent:\n  metric_selection: all\n", True),
+}
+
+
+def _project(case: str, folder: Path, reference: Path):
+    text, every = CASES[case]
+    (folder / "gpudash.yaml").write_text((_every_field(folder, reference) if every else "") + text)
+    return load_project(folder / "gpudash.yaml")
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def built(request, tmp_path_factory, reference):
+    folder = tmp_path_factory.mktemp("parts")
+    project = _project(request.param, folder, reference)
+    files = encode(build(project))
+    configmaps = [d for d in yaml.load_all(files[SIDECAR_FILE], Loader=_LOADER) if d]
+    return request.param, project, files, configmaps
+
+
+def test_every_dashboard_configmap_fits_client_side_kubectl_apply_with_room(built):
+    case, _, _, configmaps = built
+    sizes = {c["metadata"]["name"]: last_applied_bytes(c) for c in configmaps}
+    assert all(size <= APPLY_LIMIT - dashboard_parts.PART_ROOM for size in sizes.values()), (case, sizes)
+    # each case passed the limit with one ConfigMap per dashboard: the cut is what makes them fit
+    assert any(re.fullmatch(r".+-[0-9]-dashboard", name) for name in sizes), (case, sizes)
+
+
+def test_the_parts_show_every_panel_of_the_dashboard_as_it_was(built, monkeypatch):
+    """The parts' panels, in their order, are the whole dashboard's (a row copied where a part begins inside it); only
+    their place on the grid differs. Every part has the whole's variables, time and refresh; titles and uids are unique,
+    each uid a Grafana uid (at most 40 characters), each part links to the others with the variables and the time."""
+    case, project, _, _ = built
+    parts = grafana_dashboards(project)
+    monkeypatch.setattr(dashboard_parts, "PART_BYTES", 10**9)
+    wholes = grafana_dashboards(project)
+    assert len(parts) > len(wholes)
+    for whole in wholes:
+        own = [d for d in parts if re.fullmatch(rf"{re.escape(whole.uid)}(-[0-9]+)?", d.uid)]
+        assert own[0].uid == whole.uid, case
+        if len(own) == 1:
+            assert own[0].model == whole.model
+            continue
+        assert [d.uid for d in own] == [whole.uid] + [f"{whole.uid}-{n}" for n in range(2, len(own) + 1)]
+        shown = [_placeless(p) for d in own for p in d.model["panels"] if p["type"] != "row"]
+        assert shown == [_placeless(p) for p in whole.model["panels"] if p["type"] != "row"], (case, whole.uid)
+        rows = [p["title"] for p in whole.model["panels"] if p["type"] == "row"]
+        assert [p["title"] for d in own for p in d.model["panels"] if p["type"] == "row"][:1] == rows[:1]
+        for number, part in enumerate(own, start=1):
+            assert part.title == part.model["title"] == f"{whole.title}, part {number} of {len(own)}"
+            for key in ("templating", "time", "refresh", "tags", "schemaVersion", "graphTooltip"):
+                assert part.model[key] == whole.model[key], (case, part.uid, key)
+            links = part.model["links"]
+            assert [link["url"] for link in links] == [f"/d/{other.uid}" for other in own if other is not part]
+            assert all(link["keepTime"] and link["includeVars"] for link in links)
+            tops = [p["gridPos"]["y"] for p in part.model["panels"]]
+            assert min(tops) == 0 and part.model["panels"][0]["type"] == "row"
+    assert len({d.uid for d in parts}) == len(parts) and all(len(d.uid) <= 40 for d in parts)
+    assert len({d.title for d in parts}) == len(parts)
+
+
+def _placeless(panel: dict) -> dict:
+    return {key: value for key, value in panel.items() if key != "gridPos"}
+
+
+def test_the_build_writes_each_part_and_verify_looks_for_their_configmaps(built):
+    """A part is a dashboard of the build: its file, its ConfigMap (named for its uid), and the names verify's kube
+    group looks for (the ConfigMaps a build owns, checks/kube._dashboard_configmaps)."""
+    case, project, files, configmaps = built
+    names = [c["metadata"]["name"] for c in configmaps]
+    uids = [d.uid for d in grafana_dashboards(project)]
+    assert names == [f"{uid}-dashboard" for uid in uids] == kube._dashboard_configmap_names(project), case
+    assert all(grafana_dashboard_file(uid) in files for uid in uids)
+    for configmap in configmaps:
+        (text,) = configmap["data"].values()
+        assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert yaml.safe_load(text)["uid"] + "-dashboard" == configmap["metadata"]["name"]
+
+
+def test_a_dashboard_that_fits_is_not_cut(tmp_path):
+    """The bundled settings' dashboards fit (the largest, all-metrics, at 226,927 bytes): none is cut, none has
+    links."""
+    dashboards = grafana_dashboards(load_project(None))
+    assert [d.uid for d in dashboards] == ["gpudash-by-pod", "gpudash-health", "gpudash-all-metrics",
+                                          "gpudash-overview"]
+    assert not any(d.model.get("links") for d in dashboards)
+
+
+def test_a_part_whose_uid_is_another_dashboards_is_refused(tmp_path, reference):
+    """A definition whose id is `all-metrics-2` beside an all-metrics dashboard cut in two: refused, saying why."""
+    from generator.errors import InputError
+
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "other.py").write_text(
+        "from generator.model import Dashboard, Row\nfrom generator.panels import per_gpu\n"
+        "dashboard = Dashboard(id='all-metrics-2', title='Other', description='d', "
+        "rows=[Row('r', [per_gpu('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n")
+    bundled = Path(__file__).resolve().parents[2] / "dashboards"
+    text, _ = CASES["every field, metric selection all"]
+    (tmp_path / "gpudash.yaml").write_text(_every_field(tmp_path, reference) + text
+                                           + f"definitions:\n  dashboards: [{bundled}, dashboards]\n")
+    with pytest.raises(InputError, match="part 2 takes the uid 'gpudash-all-metrics-2' of another dashboard"):
+        grafana_dashboards(load_project(tmp_path / "gpudash.yaml"))
+
+
+def test_generate_names_the_configmap_of_a_part_the_build_no_longer_writes(tmp_path, reference, cli):
+    """A dashboard cut in two, then whole again (fewer fields): generate over the build before names the second
+    part's ConfigMap, which kubectl apply leaves (and Grafana's sidecar goes on loading)."""
+    text = "grafana:\n  refresh: 5m\n"
+    config = tmp_path / "gpudash.yaml"
+    config.write_text(_every_field(tmp_path, reference) + text)
+    out = tmp_path / "build"
+    code, _, stderr = cli("generate", "--out", str(out), "--config", str(config))
+    assert code == 0, stderr
+    assert "gpudash-all-metrics-2-dashboard" in (out / SIDECAR_FILE).read_text()
+    config.write_text(text)  # the bundled CSV: all-metrics fits one ConfigMap again
+    code, _, stderr = cli("generate", "--out", str(out), "--config", str(config))
+    assert code == 0 and "gpudash-all-metrics-2-dashboard" not in (out / SIDECAR_FILE).read_text()
+    assert re.search(r"previous build's dashboard ConfigMaps gpudash-all-metrics-2-dashboard are no longer written",
+                     stderr), stderr
+
+
+@pytest.mark.parametrize("prefix,definition", [("gpudash", "all-metrics"), ("gpudash", "a" * 31),
+                                               ("team-a-inference", "b" * 23), ("p", "c-" * 15 + "c")])
+def test_a_parts_uid_is_one_gpudash_makes_under_the_prefix(prefix, definition):
+    """Within Grafana's 40 characters and, after the prefix, a definition id (31 at most): a part no longer defined is
+    gpudash's to prune (names.is_grafana_uid), as the dashboard is; a part's uid is never the dashboard's."""
+    from generator.names import grafana_uid, is_grafana_uid
+
+    uid = grafana_uid(prefix, definition)
+    for number in (2, 3, 12):
+        part = dashboard_parts.part_uid(uid, number, prefix)
+        assert len(part) <= 40 and part.endswith(f"-{number}") and part != uid
+        assert is_grafana_uid(part, prefix), part
+    assert dashboard_parts.part_uid("legacy-gpu-dashboard", 2, "gpudash") == "legacy-gpu-dashboard-2"
