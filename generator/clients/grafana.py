@@ -27,6 +27,9 @@ SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
 PUBLIC_DASHBOARD_NOT_FOUND = "publicdashboards.notFound"  # Grafana's messageId: the dashboard has no public dashboard
 ANNOTATIONS_READ = 100  # a dashboard's annotations counted before a delete (one more is read: "100+" means more)
 PLAYLISTS_READ = 1000  # playlists listed in one answer (Grafana's list has no pages: a full one may hold more)
+# pages of Grafana 12's list of a dashboard's versions ({"continueToken", "versions"}) followed at most for one read:
+# each holds at least a version but for an odd one, and a read asks 50 at most (grafana_sync.HISTORY)
+VERSION_PAGES = 60
 # From Grafana 11, GET /api/playlists lists through Grafana's resource API (pkg/api/playlist.go, playlistK8sHandler),
 # which asks no limit, ignores the caller's, and drops the list's continue token: Grafana 11's SQL store then answers
 # its default page of 100 (pkg/registry/apps/playlist legacy_storage.go); 50 is the page unified storage was seen to
@@ -544,21 +547,59 @@ class GrafanaClient:
         saved with. Grafana's list does not give that of a dashboard's first save: it answers "Initial save" for a
         version of parentVersion 0 (GetDashboardVersions, every release), which is what a create by gpudash is (it
         carries no version): that version's message is read alone (GetDashboardVersion gives it as saved), or a
-        dashboard gpudash created and never saved again would read as saved by no gpudash run."""
+        dashboard gpudash created and never saved again would read as saved by no gpudash run.
+        Grafana 12 answers in pages, {"continueToken", "versions"}: a page that holds fewer than asked and a token is
+        followed with it (VERSION_PAGES at most), or the last versions searched for gpudash's save would stop short. A
+        token that is not a text or comes back as asked, a continued page in another form, a 404 after the first page,
+        or pages whose versions repeat or are out of order, is not a valid answer (InvalidAnswer): never the versions
+        read so far taken for the list."""
         what = f"dashboard {uid} versions"
-        found = self._request("GET", f"/api/dashboards/uid/{uid}/versions", what=what, params={"limit": limit},
-                              allow=(404,), absent=VERSIONS_ABSENT)
-        if found is None:
-            return []
-        if isinstance(found, dict) and "versions" in found:  # newer Grafana wraps the list
-            found = found["versions"]
-        # each entry has its message (a text, "" when the person saving gave none) and version number: an entry
-        # without them is not read as a save that records nothing
-        ok = isinstance(found, list) and all(
-            isinstance(v, dict) and isinstance(v.get("message"), str)
-            and isinstance(v.get("version"), int) and not isinstance(v.get("version"), bool) for v in found)
-        found = self._shape(found, ok, what, "a list of versions, each with a text message and a version number")
-        return [self._as_saved(uid, v) if _first_save(v) else v for v in found]
+        listed: list[dict[str, Any]] = []
+        token = None  # the continue token of the page to read (None: the first page)
+        for page in range(1, VERSION_PAGES + 1):
+            params = {"limit": limit - len(listed), **({"continueToken": token} if token is not None else {})}
+            found = self._request("GET", f"/api/dashboards/uid/{uid}/versions", what=what, params=params,
+                                  allow=(404,), absent=VERSIONS_ABSENT)
+            if found is None:
+                if token is None:
+                    return []
+                # (deleted between two pages, or a token refused so): the versions read are not the list
+                raise InvalidAnswer(f"Grafana's answer is not a valid API answer: page {page} of the list was not "
+                                    "found (404), after a page that gave a continue token", where=what,
+                                    hint="run again; if it repeats, point GRAFANA_URL at Grafana itself")
+            wrapped = isinstance(found, dict) and "versions" in found  # Grafana 12 wraps the list, with a token
+            after = found.get("continueToken", "") if wrapped else ""
+            if wrapped:
+                found = found["versions"]
+            # each entry has its message (a text, "" when the person saving gave none) and version number: an entry
+            # without them is not read as a save that records nothing. A continued page is Grafana 12's form, its
+            # token a text ("" on the last page)
+            ok = isinstance(found, list) and all(
+                isinstance(v, dict) and isinstance(v.get("message"), str)
+                and isinstance(v.get("version"), int) and not isinstance(v.get("version"), bool) for v in found) \
+                and isinstance(after, str) and (wrapped or token is None)
+            found = self._shape(found, ok, what, "a list of versions, each with a text message and a version number"
+                                + (", and a text continue token" if wrapped else "")
+                                + (" (Grafana 12's form, as the page before)" if token is not None else ""))
+            listed += found
+            if not after or len(listed) >= limit:
+                break
+            if after == token:  # (a proxy that drops the token answers the first page again, and its token)
+                raise InvalidAnswer("Grafana's answer is not a valid API answer: a page of the list gave the continue "
+                                    "token it was asked with", where=what,
+                                    hint="GRAFANA_URL must reach Grafana's API itself: something in front of it may "
+                                         "drop the continueToken query parameter")
+            token = after
+        else:
+            raise InvalidAnswer(f"Grafana's answer is not a valid API answer: {VERSION_PAGES} pages of the list held "
+                                f"{len(listed)} of the {limit} versions asked, each with a continue token", where=what,
+                                hint="run again; if it repeats, point GRAFANA_URL at Grafana itself")
+        numbers = [v["version"] for v in listed]  # pages read together: each version once, newest first
+        if token is not None and (len(set(numbers)) != len(numbers) or numbers != sorted(numbers, reverse=True)):
+            raise InvalidAnswer("Grafana's answer is not a valid API answer: its pages list versions "
+                                f"{', '.join(map(str, numbers[:12]))}, not each once, newest first", where=what,
+                                hint="run again; if it repeats, point GRAFANA_URL at Grafana itself")
+        return [self._as_saved(uid, v) if _first_save(v) else v for v in listed[:limit]]
 
     def _as_saved(self, uid: str, listed: dict[str, Any]) -> dict[str, Any]:
         """A listed version with the message it was saved with, read alone."""

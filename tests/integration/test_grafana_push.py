@@ -103,6 +103,45 @@ def test_a_changed_threshold_updates_only_that_dashboard_with_a_readable_diff(gr
     assert grafana.state.dashboards["gpudash-overview"]["dashboard"]["version"] == 2
 
 
+def test_gpudashs_save_past_the_first_page_of_grafana_12s_versions_is_found(grafana, run):
+    """Grafana 12 answers a dashboard's versions in pages ({"continueToken", "versions"}). gpudash's save, two
+    people's saves back, sits on the third page of one version each: read from the first page alone the dashboard was
+    saved by no gpudash ("not saved by gpudash", refused on the safe side, but not what it is); followed, it is
+    gpudash's, edited since."""
+    grafana.versions_wrapped, grafana.versions_page = True, 1
+    assert push_json(run)[0] == 0
+    grafana.edit_in_ui("gpudash-health", lambda d: d.update(title="GPU health (alice's)"))
+    grafana.edit_in_ui("gpudash-health", lambda d: d.update(title="GPU health (bob's)"), user="bob")
+    asked = len(grafana.state.log)
+    code, stdout, _ = run("plan", "--no-cloudwatch")
+    assert code == 1
+    assert "drift     grafana dashboard gpudash-health" in stdout
+    assert "changed in Grafana by bob (version 3) since gpudash pushed it" in stdout, stdout
+    assert "not saved by gpudash" not in stdout
+    pages = grafana.state.log[asked:].count(("GET", "/api/dashboards/uid/gpudash-health/versions"))
+    assert pages >= 4  # the newest alone, then the search: three pages to gpudash's save
+    code, stdout, stderr = push_json(run)
+    assert code == 1 and json.loads(stdout)["refused"] == ["gpudash-health"], stderr
+
+
+@pytest.mark.parametrize("fault", ["dropped", "number"])
+def test_a_garbled_continue_token_of_grafana_12s_versions_is_a_failure_never_no_gpudash_save(grafana, run, fault):
+    """Something in front of Grafana drops the continue token (each page is the first again, with its token) or
+    garbles it (a number): the versions cannot be read whole, which is a failure of the read, never "no version saved
+    by gpudash" (which --force would take as a foreign dashboard's) nor a guess from the first page."""
+    grafana.versions_wrapped, grafana.versions_page = True, 1
+    assert push_json(run)[0] == 0
+    grafana.edit_in_ui("gpudash-health", lambda d: d.update(title="GPU health (alice's)"))
+    grafana.versions_token_fault = fault
+    code, stdout, stderr = run("plan", "--no-cloudwatch")
+    assert code == 3 and "not a valid API answer" in stderr, (code, stdout, stderr)
+    assert ("gave the continue token it was asked with" if fault == "dropped" else "a text continue token") in stderr
+    assert "not saved by gpudash" not in stdout + stderr
+    code, stdout, stderr = push_json(run, "--force")
+    assert code == 3 and grafana.state.dashboards["gpudash-health"]["dashboard"]["title"] == \
+        "GPU health (alice's)", stderr
+
+
 def test_a_dashboard_edited_in_the_ui_is_never_overwritten_without_force(grafana, run):
     push_json(run)
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(title="GPU health (alice's)"))

@@ -291,6 +291,10 @@ class GrafanaTestServer(LoopbackServer):
         # Grafana 12's list of a dashboard's versions: {"continueToken", "versions"} (DashboardVersionResponseMeta),
         # where earlier releases answer the list alone (the spec's copy here)
         self.versions_wrapped = False
+        # ... in pages of this many versions at most, with a continue token while more remain (0: one page); and a
+        # proxy in front that drops the token ("dropped": page 1 again), or garbles it ("number")
+        self.versions_page = 0
+        self.versions_token_fault: str | None = None
         # Grafana's Kubernetes-style save of POST /api/dashboards/db (resolveLegacyInternalID): an id it has no
         # dashboard with, beside a uid, is a save by the uid (a create where none is there, else an update by version),
         # where the legacy save answers 404 "Dashboard not found"
@@ -696,7 +700,18 @@ class GrafanaTestServer(LoopbackServer):
         if entry is None:
             return 404, {"message": "Dashboard not found"}, path
         limit = int(query.get("limit", ["0"])[0]) or len(entry["versions"])
-        listed = [_listed(v) for v in reversed(entry["versions"])][:limit]
+        newest_first = [_listed(v) for v in reversed(entry["versions"])]
+        if self.versions_wrapped and self.versions_page:  # Grafana 12's pages (its continue token opaque)
+            token = "" if self.versions_token_fault == "dropped" else query.get("continueToken", [""])[0]
+            try:
+                start = int(base64.urlsafe_b64decode(token.encode()).decode().removeprefix("after:")) if token else 0
+            except ValueError:
+                return 400, {"message": "invalid continue token"}, None
+            end = start + min(limit, self.versions_page)
+            after = base64.urlsafe_b64encode(f"after:{end}".encode()).decode() if end < len(newest_first) else ""
+            return 200, {"continueToken": 7 if self.versions_token_fault == "number" and after else after,
+                         "versions": newest_first[start:end]}, None
+        listed = newest_first[:limit]
         if self.versions_wrapped:  # (not the form of the spec's copy: not checked against it)
             return 200, {"continueToken": "", "versions": listed}, None
         return 200, listed, path
