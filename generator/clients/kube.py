@@ -405,7 +405,7 @@ class Kube:
         token = answer.get("metadata.continue", str, "")
         if token:
             raise OddAnswer(what, "metadata.continue", token, "none",
-                            said=f"it gives a continue token ({describe(token)}) though no limit was asked: a page "
+                            said=f"a list read in one answer came with a continue token ({describe(token)}): a page "
                                  "of the list, not the whole (something in front of the API server may page it)")
         return list(answer.items("items", required=True))
 

@@ -663,7 +663,6 @@ def combined_limit(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
     return METRICS_PER_WIDGET - others
 
 
-
 def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES_PER_QUERY) -> str:
     """What a fleet value that reads every reading past 500 GPUs (readings_past_500) shows, for its header. On the
     OTel pipeline the agent publishes a GPU's reading once per scrape of its exporter, its copies merged
@@ -726,8 +725,8 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
                 + f": a GPU weighs by its readings there, so one that came or left within the {drawn}, or whose "
                   f"node's {seen} failed in it, weighs less than one read at every {seen}, and " + twice("weighs"))
     per_gpu = readings_per_gpu(settings)
-    changed = f", and in the latter {INTERVAL_CHANGED.format(layout_of(settings).interval_setting)}"  # (its count of
-    # readings per GPU)
+    # (the count of readings per GPU in the latter)
+    changed = f", and in the latter {INTERVAL_CHANGED.format(layout_of(settings).interval_setting)}"
     each = (f"the {per_gpu} readings one GPU gives there (one per {seen} of {every} s)"
             if per_gpu > 1 else f"the one reading one GPU gives there (a {seen} every {every} s)")
     if query.aggregation == "count":

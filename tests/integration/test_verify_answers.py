@@ -67,7 +67,7 @@ KUBE = [  # (case, break the cluster, the check that fails, what its detail name
     ("nodes a page of the list", lambda c: _set(c.fronted, "/api/v1/nodes", (200, json.dumps({
         "apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "5", "continue": "eyJydiI6NX0"},
         "items": [{"metadata": {"name": "cpu-node-1"}, "status": {"capacity": {"cpu": "8"}}}]}))),
-     "GPU node coverage", "it gives a continue token ('eyJydiI6NX0') though no limit was asked: a page of the list"),
+     "GPU node coverage", "a list read in one answer came with a continue token ('eyJydiI6NX0'): a page of the list"),
     ("pod status null", lambda c: _set(c.pods[0], "status", None), "GPU node coverage",
      "items[0].status is null, expected an object"),
     ("container ready as text", lambda c: _set(c.pods[0]["status"]["containerStatuses"][0], "ready", "yes"),
