@@ -30,9 +30,11 @@ from .serialize import canonical_json, to_json_and_line
 
 # The most a part's ConfigMap counts (last_applied_bytes): the API server's limit less room for what others add to
 # the object when they apply it (kustomize's commonLabels and commonAnnotations, Argo CD's tracking annotation, each
-# counted once in the object and once in last-applied-configuration: a few hundred bytes).
-PART_ROOM = APPLY_LIMIT // 32  # 8,192 bytes
-PART_BYTES = APPLY_LIMIT - PART_ROOM  # 253,952 bytes
+# counted once in the object and once in last-applied-configuration: a few hundred bytes). No more: every byte of
+# room cuts dashboards that client-side kubectl apply takes whole (with 8 KB, a shared Prometheus' all-metrics
+# dashboard at 254,610 bytes, 30 clusters and the default labels, was cut in two).
+PART_ROOM = APPLY_LIMIT // 64  # 4,096 bytes
+PART_BYTES = APPLY_LIMIT - PART_ROOM  # 258,048 bytes
 
 # What a cut costs (the parts' cuts are chosen fewest first, then the largest part smallest): none at a row, more
 # inside a row between two lines of panels (the part after begins with a copy of the row), most inside a line

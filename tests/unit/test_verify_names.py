@@ -53,7 +53,5 @@ def test_verify_looks_for_the_objects_the_build_writes(case, tmp_path):
     assert kube._rule_object_names(project) == frozenset(rules) and len(set(rules)) == len(rules)
     if case == "alerts past three groups":
         assert "gpudash-gpu-alerts-4" in rules
-    if case == "multi-region":  # its all-metrics dashboard is cut in two
-        assert "gpudash-all-metrics-2-dashboard" in configmaps
     if case == "uid prefix and grafanalib":
         assert "legacy-gpu-dashboard" in configmaps and any(name.startswith("team-a-") for name in configmaps)
