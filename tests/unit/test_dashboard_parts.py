@@ -193,3 +193,35 @@ def test_a_parts_uid_is_one_gpudash_makes_under_the_prefix(prefix, definition):
         assert len(part) <= 40 and part.endswith(f"-{number}") and part != uid
         assert is_grafana_uid(part, prefix), part
     assert dashboard_parts.part_uid("legacy-gpu-dashboard", 2, "gpudash") == "legacy-gpu-dashboard-2"
+
+
+def _chart(number: int, y: int, x: int) -> dict:
+    return {"id": number, "type": "timeseries", "title": f"chart {number}", "targets": [{"expr": "x" * 3000}],
+            "gridPos": {"h": 8, "w": 8, "x": x, "y": y}}
+
+
+def test_a_dashboard_without_rows_is_cut_between_lines_of_panels(monkeypatch):
+    """30 panels, three a line, no row: cut between lines (never inside one), each part from the top of the grid."""
+    monkeypatch.setattr(dashboard_parts, "PART_BYTES", 40_000)
+    model = {"uid": "u", "title": "T", "panels": [_chart(n, n // 3 * 8, n % 3 * 8) for n in range(30)]}
+    parts = dashboard_parts.parts("u", model, "F", {}, "gpudash")
+    assert len(parts) == 3 and [p["id"] for part in parts for p in part["panels"]] == list(range(30))
+    assert all(len(part["panels"]) % 3 == 0 and min(p["gridPos"]["y"] for p in part["panels"]) == 0
+               for part in parts)
+    assert all(dashboard_parts.configmap_bytes(part["uid"], part, "F", {}) <= 40_000 for part in parts)
+
+
+def test_collapsed_rows_are_cut_with_their_panels_inside(monkeypatch):
+    """Collapsed rows (their panels nested, as a grafanalib dashboard may have them): each nested panel stays inside
+    its row; a part that begins inside one begins with a copy of it."""
+    monkeypatch.setattr(dashboard_parts, "PART_BYTES", 40_000)
+    rows = [{"id": r, "type": "row", "title": f"row {r}", "collapsed": True,
+             "gridPos": {"h": 1, "w": 24, "x": 0, "y": r},
+             "panels": [_chart(100 + 7 * r + j, r * 30 + 1 + j // 3 * 8, j % 3 * 8) for j in range(7)]}
+            for r in range(4)]
+    parts = dashboard_parts.parts("u", {"uid": "u", "title": "T", "panels": rows}, "F", {}, "gpudash")
+    assert len(parts) == 3
+    assert all(p["type"] == "row" and p["collapsed"] for part in parts for p in part["panels"])
+    assert [(p["title"], q["id"]) for part in parts for p in part["panels"] for q in p["panels"]] == \
+        [(f"row {n // 7}", 100 + n) for n in range(28)]
+    assert all(dashboard_parts.configmap_bytes(part["uid"], part, "F", {}) <= 40_000 for part in parts)
