@@ -1186,3 +1186,30 @@ def test_a_cluster_list_cut_to_fit_the_message_proves_no_split_file_owns_the_das
     message = grafana.state.dashboards["gpudash-overview"]["versions"][-1]["message"]
     assert grafana_recorded_publisher(message) == ("shop", frozenset(names[:11]))
     assert grafana_recorded_claims(message) == {frozenset({"*"})} and len(message.encode()) <= 500
+
+
+def test_a_dashboard_cut_into_parts_is_pushed_part_by_part_and_a_part_no_longer_made_is_pruned(
+        grafana, run, tmp_path, reference):
+    """A counters CSV of every field cuts all-metrics in two (dashboard_parts: one ConfigMap would pass what
+    client-side kubectl apply takes). push writes both parts, linked to each other, and a second push writes nothing;
+    back on the bundled CSV the dashboard is whole again, and push --prune deletes the second part, gpudash's."""
+    from tests.unit.test_dashboard_parts import _every_field
+
+    config = tmp_path / "gpudash.yaml"
+    config.write_text(_every_field(tmp_path, reference) + "grafana:\n  refresh: 5m\n")
+    code, stdout, stderr = push_json(run, "--config", str(config))
+    assert code == 0, stderr
+    assert sorted(grafana.state.dashboards) == sorted([*UIDS, "gpudash-all-metrics-2"])
+    first, second = (grafana.state.dashboards[uid]["dashboard"] for uid in ("gpudash-all-metrics",
+                                                                           "gpudash-all-metrics-2"))
+    assert (first["title"], second["title"]) == ("GPU metrics (all collected fields), part 1 of 2",
+                                                 "GPU metrics (all collected fields), part 2 of 2")
+    assert [link["url"] for link in first["links"]] == ["/d/gpudash-all-metrics-2"]
+    code, stdout, _ = push_json(run, "--config", str(config))
+    assert code == 0 and json.loads(stdout)["written"] == []
+    config.write_text("grafana:\n  refresh: 5m\n")
+    code, stdout, stderr = push_json(run, "--config", str(config), "--prune")
+    assert code == 0, stderr
+    assert "gpudash-all-metrics-2" in json.loads(stdout)["written"]
+    assert sorted(grafana.state.dashboards) == UIDS
+    assert grafana.state.dashboards["gpudash-all-metrics"]["dashboard"]["title"] == "GPU metrics (all collected fields)"
