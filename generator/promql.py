@@ -523,11 +523,7 @@ class _Device:
         scrapes are less than an interval apart; so do a GPU pods share, named under one of them per scrape (one
         target). Read over the pods' series of the metric whatever the node, pod and namespace variables pick (a pod
         seen on the node it left, that node picked, still left it)."""
-        keys = _listed(self._pod_keys())
-        named = _raw(metric, self.unscoped, [f'{self.pod}!=""'], sample_time(self.lookback, self.resolution))
-        times = f"max by ({_listed((*self._pod_keys(), *COPY_LABELS))}) ({named})"
-        margin = 1.5 * _seconds(self.resolution)
-        return f"({times} >= on ({keys}) group_left () (max by ({keys}) ({named}) - {margin:g}))"
+        return naming_targets(metric, self.unscoped, self.labels, self.lookback, self.resolution)
 
     def _read(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
               any_pod: list[str], counting: bool = False, served: bool = False) -> tuple[str, str]:
@@ -1125,7 +1121,7 @@ def _scrape_of(lookback: str) -> str:
     return f"{_seconds(lookback) // LABEL_LOOKBACK_SCRAPES}s"
 
 
-def sample_time(within: str, resolution: str) -> str:
+def sample_time(within: str, resolution: str, present: bool = False) -> str:
     """A form of a selector (`{0}`): when each of its series' latest sample within `within` was taken: the instant
     selector's sample's own time where it has one, else to half the scrape interval `resolution`, the latest step of
     half the interval whose half interval before it holds a sample (a range: staleness markers are no samples). Two
@@ -1137,20 +1133,23 @@ def sample_time(within: str, resolution: str) -> str:
     namespace read their shares added, 10,000 MiB for 6,000), a pod new at it had no time (left out), a destroyed MIG
     instance was read beside the live ones (15,000 for 10,000 MiB). `timestamp()` of a range's function is the step's
     time, cheap; of a selector it seeks every series again at every step on Prometheus before 2.47 (read at the
-    instant alone here: read at every step of the subquery, the by-pod panels cost 2.5 times the Prometheus CPU)."""
-    return f"(timestamp({{0}}) or {stepped_time(within, resolution)})"
+    instant alone here: read at every step of the subquery, the by-pod panels cost 2.5 times the Prometheus CPU).
+    `present`: each step's range read through present_over_time (a counter's: the same step times)."""
+    return f"(timestamp({{0}}) or {stepped_time(within, resolution, present)})"
 
 
-def stepped_time(within: str, resolution: str) -> str:
+def stepped_time(within: str, resolution: str, present: bool = False) -> str:
     """sample_time's of a series the instant selector does not read: the latest step of half the scrape interval
-    (`resolution`) whose half interval before it holds a sample within `within`."""
+    (`resolution`) whose half interval before it holds a sample within `within` (`present`: read through
+    present_over_time, whose step time is last_over_time's)."""
     seconds = _seconds(resolution)
     half = half_interval(seconds)
     # the steps reach half an interval past `within`: their ranges then hold every sample a step of the scrape interval
     # within it reads (_taken_reading: up to an interval before the step), as the late tier reads them (a destroyed
     # MIG instance whose last sample lay in that margin had no time, was not superseded, and was read beside the new)
     reach = _milliseconds_text(_seconds(within) * 1000 + seconds * 500)
-    return f"max_over_time(timestamp(last_over_time({{0}}[{half}]))[{reach}:{half}])"
+    function = "present_over_time" if present else "last_over_time"
+    return f"max_over_time(timestamp({function}({{0}}[{half}]))[{reach}:{half}])"
 
 
 def half_interval(scrape_seconds: int) -> str:
@@ -3195,6 +3194,21 @@ def on_node(metric: str, placing: list[list[str]], labels: Labels) -> str:
 POD_KEYS = frozenset(("cluster", "namespace", "pod", "node", "gpu"))  # a per-pod query, per its GPUs too
 
 
+def naming_targets(metric: str, branches: list[list[str]], labels: Labels, lookback: str, resolution: str,
+                   left: bool = False, counter: bool = False) -> str:
+    """_Device._naming_targets: per pod (cluster, namespace, pod), the scrape targets whose latest naming of it within
+    `lookback` (sample_time) is within 1.5 scrape intervals (`resolution`) of its newest naming on any target, over the
+    pods' series of `metric` in `branches`; `left`: the others, the targets of a node the pod left (a target naming it
+    within a longer window but not within `lookback` is in neither). A `counter`'s sample times (_named_rates) read
+    its series through present_over_time (sample_time's `present`: the same step times; no counter is read through
+    last_over_time)."""
+    keys = _listed((labels.cluster, labels.namespace, labels.pod))
+    named = _raw(metric, branches, [f'{labels.pod}!=""'], sample_time(lookback, resolution, present=counter))
+    times = f"max by ({_listed((labels.cluster, labels.namespace, labels.pod, *COPY_LABELS))}) ({named})"
+    margin = 1.5 * _seconds(resolution)
+    return f"({times} {'<' if left else '>='} on ({keys}) group_left () (max by ({keys}) ({named}) - {margin:g}))"
+
+
 def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, window: str, resolution: str,
                  keys: tuple[str, ...]) -> str:
     """A per-pod panel's counter rate: each GPU a scrape within the rate window named the pod on (any of its copies,
@@ -3207,8 +3221,11 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     scrape of the window named, not only where the pod's own copies hold two readings in it; a pod holding several
     MIG instances of a GPU counts the GPU once. A GPU whose latest scrape named no pod holds none (idle_gpus), as in
     the gauge panels beside it: a pod recreated on another GPU of its node read the idle GPU it left too (212.5 W for
-    107.5: test_pod_moved_gpu); a pod moved to another node whose GPU another pod took at once still reads it for the
-    window (no _Device._naming_targets here)."""
+    107.5: test_pod_moved_gpu); nor does a scrape target whose latest naming of the pod is more than 1.5 intervals
+    older than its newest (naming_targets, `left`: the pod moved to another node), as in the gauge panels: a pod
+    moved to another node whose GPU another pod took at once read that GPU beside its new one for the window (the
+    handed-over story of test_pod_moved_gpu). Within the window but before the look-back (a rate window longer than
+    four intervals) a target is kept: its naming time is not read there."""
     slot = (*(("cluster",) if "cluster" in keys else ()), "node", "gpu")
     # every GPU's rate and name whatever node is picked: the node variable picks the GPUs after (on_node), as the
     # per-pod gauges beside it do
@@ -3222,6 +3239,10 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     # named by any copy, whatever its node spelling
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
     scoped = _raw(query.metric, anywhere, [f'{labels.pod}!=""'], f"present_over_time({{}}[{window}])")
+    # not on the targets of a node the pod left (naming_targets), as the gauge panels beside it (_Device._named_on)
+    moved = naming_targets(query.metric, everywhere.matchers(labels), labels, label_lookback(_seconds(resolution)),
+                           resolution, left=True, counter=True)
+    scoped = f"({scoped} unless on ({_listed((labels.cluster, labels.namespace, labels.pod, *COPY_LABELS))}) {moved})"
     named = identified(f"({scoped} unless on ({held}) {idle})", labels)
     gpu = (labels.cluster, GPU_LABEL, "gpu")
     node = next((regex for key, regex in scope.regexes if key == "node"), None)

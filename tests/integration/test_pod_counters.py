@@ -9,15 +9,16 @@ On `n-old` (no `node` label: the ServiceMonitor path without the node relabeling
 exporter and one scrape fails; on `n-mig` (gpudash's job: `node` attached) the two exporters overlap for two
 scrapes. The pods:
 
-* ml/train-0: one whole GPU on n-old throughout, and one on n-mig that it leaves at scrape 24 (its total adds
-  the GPUs it holds);
+* ml/train-0: two whole GPUs on n-old throughout (its total adds the GPUs it holds); ml/train-1: one whole GPU on
+  n-mig until it ends at scrape 24 (the story had train-0 on n-old and n-mig at once, which a pod cannot be: it runs
+  on one node, and a per-pod panel now leaves out the targets of a node a pod left, promql.naming_targets);
 * ml/infer-0 and ml/infer-1: one GPU shared by time-slicing, which the exporter (without KUBERNETES_VIRTUAL_GPUS,
   the default settings here) writes once, under infer-0 at even scrapes and infer-1 at odd ones: the pod it names
   changes from scrape to scrape (dcgm-exporter #340), so each pod's series has a gap at every other scrape;
 * team-a/worker-0 and team-b/worker-0: one pod name in two namespaces, on two GPUs (two pods, never merged);
 * mig/a holding two MIG instances of one GPU (the device's counter repeats on each: the GPU counts once), mig/b a
   third instance of it;
-* ml/late-0 arriving on n-mig's GPU 1 at scrape 25, once train-0 left it.
+* ml/late-0 arriving on n-mig's GPU 1 at scrape 25, once train-1 left it.
 
 What a per-pod counter panel claims: the counter of each GPU the pod holds, whole (DCGM counts per device, not per
 pod). The truth is computed here from the readings. A rate (the Energy panel): each GPU a scrape within the window
@@ -90,8 +91,8 @@ class Copy:
 
 
 COPIES = (
-    Copy("n-old", 0, "ml", "train-0"),
-    Copy("n-mig", 1, "ml", "train-0", end=24),
+    Copy("n-old", 0, "ml", "train-0"), Copy("n-old", 4, "ml", "train-0"),
+    Copy("n-mig", 1, "ml", "train-1", end=24),
     Copy("n-old", 1, "ml", "infer-0", parity=0), Copy("n-old", 1, "ml", "infer-1", parity=1),
     Copy("n-old", 2, "team-a", "worker-0"), Copy("n-old", 3, "team-b", "worker-0"),
     Copy("n-mig", 0, "mig", "a", mig=("1", "3g.20gb")), Copy("n-mig", 0, "mig", "a", mig=("2", "3g.20gb")),

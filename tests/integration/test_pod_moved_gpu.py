@@ -274,13 +274,12 @@ def test_a_pod_moved_to_another_gpu_of_its_node_reads_its_new_gpus_energy_rate_a
     assert energy_shown(prometheus, at) == {"Pod ml/mover": mover, "Pod ml/stay": recorded_rate(start, at, "GPU-c-1")}
 
 
-@pytest.mark.parametrize("k", [MOVE - 1, pytest.param(MOVE + 2, marks=pytest.mark.xfail(
-    strict=True, reason="the energy rate panel keeps a pod on the node it left for its window where its GPU went to "
-                        "another pod at once (no _Device._naming_targets in promql._named_rates)")), MOVE + 5])
+@pytest.mark.parametrize("k", [MOVE - 1, MOVE + 2, MOVE + 5])
 def test_the_energy_rate_of_a_pod_that_moved_node_leaving_its_gpu_to_another_pod(handed_energy, k):
     """test_pod_moved_node's handed-over story (the GPU ml/mover left on node a taken by ml/next at the same scrape, so
-    no scrape finds it idle): after the move ml/mover's energy rate is its new GPU's (node c's GPU 0); the panel reads
-    the GPU it left, ml/next's, beside it for the window (the gauge panels leave it out: _naming_targets)."""
+    no scrape finds it idle): after the move ml/mover's energy rate is its new GPU's (node c's GPU 0). The panel read
+    the GPU it left, ml/next's, beside it for the window; now it leaves out the targets of the node the pod left
+    (promql.naming_targets), as the gauge panels do."""
     prometheus, start = handed_energy
     at = start + k * SCRAPE + 25
     rate = functools.partial(recorded_rate, start, at, story=handed_over)
