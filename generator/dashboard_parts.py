@@ -223,12 +223,15 @@ def cut(dashboards: Sequence[Any], folder_title: str, publisher: dict[str, str],
     for dashboard in dashboards:
         models = parts(dashboard.uid, dashboard.model, folder_title, publisher, uid_prefix)
         for number, model in enumerate(models[1:], start=2):
+            # another dashboard's uid, or a part of another whose uid part_uid cut to the same (two long ids that
+            # begin alike): the build would write one dashboard, file and ConfigMap for two
             if (other := taken.get(model["uid"])) is not None:
                 raise InputError(
                     f"the Grafana dashboard {dashboard.uid!r} does not fit one ConfigMap applied with client-side "
                     f"kubectl apply and is cut into {len(models)} dashboards, whose part {number} takes the uid "
                     f"{model['uid']!r} of another dashboard (defined at {other.source})", where=dashboard.source,
-                    hint="give that other dashboard another id or uid")
+                    hint="give that other dashboard another id or uid (a shorter id where two long ids begin alike)")
+            taken[model["uid"]] = dashboard
         result += [dashboard] if len(models) == 1 else \
             [replace(dashboard, uid=model["uid"], title=model["title"], model=model) for model in models]
     return result

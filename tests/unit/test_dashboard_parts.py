@@ -225,3 +225,26 @@ def test_collapsed_rows_are_cut_with_their_panels_inside(monkeypatch):
     assert [(p["title"], q["id"]) for part in parts for p in part["panels"] for q in p["panels"]] == \
         [(f"row {n // 7}", 100 + n) for n in range(28)]
     assert all(dashboard_parts.configmap_bytes(part["uid"], part, "F", {}) <= 40_000 for part in parts)
+
+
+def test_two_dashboards_whose_parts_uids_are_cut_alike_are_refused(monkeypatch):
+    """Two long ids that begin alike (31 characters, the first 29 the same): part_uid cuts both dashboards' part 2 to
+    one uid. Before, the build wrote both under it (the second's file over the first's, two ConfigMaps of one name:
+    kubectl apply kept the second, and the first's links led to the other dashboard's panels; generate exit 0)."""
+    from generator.artifacts import GrafanaDashboard
+    from generator.errors import InputError
+
+    monkeypatch.setattr(dashboard_parts, "PART_BYTES", 40_000)
+    dashboards = []
+    for tail in ("b1", "c2"):
+        uid = f"gpudash-{'a' * 29}{tail}"
+        model = {"uid": uid, "title": tail, "panels": [_chart(n, n // 3 * 8, n % 3 * 8) for n in range(30)]}
+        dashboards.append(GrafanaDashboard(uid, tail, f"{tail}.py:1", model))
+    assert dashboard_parts.part_uid(dashboards[0].uid, 2, "gpudash") == \
+        dashboard_parts.part_uid(dashboards[1].uid, 2, "gpudash")
+    with pytest.raises(InputError, match=f"part 2 takes the uid 'gpudash-{'a' * 29}-2' of another dashboard "
+                                         r"\(defined at b1.py:1\)"):
+        dashboard_parts.cut(dashboards, "F", {}, "gpudash")
+    # one of them alone is cut, its parts' uids unique
+    made = dashboard_parts.cut(dashboards[:1], "F", {}, "gpudash")
+    assert len(made) == 3 and len({d.uid for d in made}) == 3
