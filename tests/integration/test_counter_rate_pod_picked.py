@@ -116,7 +116,8 @@ def _roll_rate(story: str, start: int, at: float, gpu: int) -> float:
 @pytest.mark.parametrize("story", sorted(ROLLS))
 def test_a_picked_pods_gpu_keeps_its_energy_rate_through_an_exporter_roll(request, story, after):
     """`after` seconds after B's scrape MISSED was due: with ml/r picked (started) GPU 0 at its rate (72,537 mW:
-    drawn nothing before), with ml/p picked (ended) nothing; with every pod both GPUs at their rates."""
+    drawn nothing before), with ml/p picked (ended) nothing; with every pod both GPUs at their rates; with namespace ml
+    picked the GPUs its pods hold."""
     prometheus, start = request.getfixturevalue(f"rolled_{story}")
     at = start + MISSED * SCRAPE + 17 + after
     rates = {f"n GPU {gpu}": _roll_rate(story, start, at, gpu) for gpu in (0, 1)}
@@ -125,6 +126,8 @@ def test_a_picked_pods_gpu_keeps_its_energy_rate_through_an_exporter_roll(reques
     picked = _roll_shown(prometheus, at, {"namespace": "ml", "pod": "r" if started else "p"})
     assert picked == ({"n GPU 0": rates["n GPU 0"]} if started else {})
     assert _roll_shown(prometheus, at, {"namespace": "ml", "pod": "q"}) == {"n GPU 1": rates["n GPU 1"]}
+    # the namespace picked (every pod of it): the GPUs its pods hold, GPU 0 while ml/r holds it
+    assert _roll_shown(prometheus, at, {"namespace": "ml"}) == (rates if started else {"n GPU 1": rates["n GPU 1"]})
 
 
 # The drain on live scrapes every half second: node k's exporter stays (its GPU written idle from answer DRAIN on),
