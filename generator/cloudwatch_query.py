@@ -867,6 +867,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = _with_notes(result, query, catalog, settings)
     if settings.no_mig:
         result = _whole_gpus(result, settings)
+    if not alarm and layout.observation == "scrape" and catalog.get(query.metric).is_counter:
+        result = replace(result, notes=result.notes + (SURGE_COUNTED,))
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
         named = (NAMED_LOSS,) if query.per_pod else ()
         result = replace(result, notes=result.notes + (FAILED_SCRAPE_LOSS, *named))
@@ -1429,6 +1431,13 @@ def time_sliced_increase(settings: Settings) -> str:
     return TIME_SLICED_INCREASE if settings.exporter.virtual_gpus else ONE_SERIES_CHANGE
 
 
+# Two exporter pods on one node (a DaemonSet rollout with maxSurge) each send a GPU's counter deltas: on the OTel
+# pipeline each revision is a delta series of its own (docs/cloudwatch.md, "Two exporter pods on one node"), on classic
+# each exporter pod's series; a widget adds both (measured: tests/unit/test_cloudwatch_surge_pod_totals.py, a
+# 10-minute overlap read twice a GPU's PCIe replays and a pod's energy on both pipelines). Alarms say it in the
+# documentation and `gpudash verify` warns of maxSurge.
+SURGE_COUNTED = ("two exporter pods on a node at once (the exporter's DaemonSet rolling with a surge) each send the "
+                 "node's GPUs' increase: the seconds they run together count twice")
 # The agent's JSON path drops a series' previous reading when the scrape loop marks it stale (a failed scrape, or a
 # scrape that leaves the series out), so its next reading is only a new baseline: the increase between the two
 # readings is in no delta. awsemf (agent.pipeline: otel) drops the stale point and keeps the previous reading.

@@ -8,6 +8,10 @@ agent model of the build's own configuration into the bundled by-pod dashboard, 
 
 * On the OTel pipeline (the default) a pod's totals are the mean of the pod's totals per scrape, made at the
   agent: both pods' scrapes hold the pod's GPUs once each, so the widgets read the truth in the overlap too.
+* A counter's widgets count the overlap's seconds twice on both pipelines (each exporter pod's deltas are sent: on
+  the OTel pipeline each DaemonSet revision is a delta series of its own, docs/cloudwatch.md "Two exporter pods on
+  one node"): a 10-minute overlap read twice a GPU's PCIe replays and a pod's energy use rate, which no dashboard
+  header said (the documentation and `gpudash verify`'s maxSurge warning did); now each such widget's does.
 * On `agent.pipeline: classic` nothing adds a scrape up: a pod's total is the period's observations over the
   scrapes scrape.interval gives it, so the overlap's extra scrapes count: a period with m more scrapes of the node
   than its n reads (n + m) / n of the truth (a 60 s overlap: 1.2 times; a 10-minute one: twice). Before, the header
@@ -34,6 +38,7 @@ from tests.support.mixed_fleet import truth
 STEP, END, PERIOD = 30, 3000, 300
 PAGE = "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"
 TOTALS = ("Framebuffer used by pod", "Power draw of each pod's GPUs")
+COUNTERS = {"Energy use rate of each pod's GPUs": "by-pod", "PCIe replays": "health"}  # (on otel: per GPU, merged)
 SURGE = "two exporter pods at once"  # what the classic header says of such a period
 SEVERAL = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"
 
@@ -72,16 +77,17 @@ def _drawn(tmp_path, pipeline: str, surge: tuple[int, int], seed: int = 1):
                 extra[t // PERIOD * PERIOD] = extra.get(t // PERIOD * PERIOD, 0) + 1
     scrapes.sort(key=lambda s: s.timestamp)
     points = Agent(config, job).run(scrapes)
-    drawn = {panel_title(p["title"]): (path, p) for path, p in widgets(files) if path == PAGE}
-    lines = {title: cloudwatch_eval.widget(drawn[title][1], points, 0, END) for title in TOTALS}
+    drawn = {panel_title(p["title"]): (path, p) for path, p in widgets(files)
+             if path == PAGE or panel_title(p["title"]) in COUNTERS}
+    lines = {title: cloudwatch_eval.widget(drawn[title][1], points, 0, END) for title in (*TOTALS, *COUNTERS)}
     return fleet, project, files, lines, extra
 
 
-def _truth(project, files, title: str, fleet) -> dict[str, float]:
+def _truth(project, files, title: str, fleet, page: str = PAGE) -> dict[str, float]:
     """{line: value} from the fleet's facts; a pod holding several MIG instances of one GPU is left out where the
     header says it weighs that GPU once per instance (test_cloudwatch_random_fleets holds it to that)."""
-    query = panel(project, PAGE, title, "gpu-cluster").queries[0]
-    several = random_fleet.several_instances(fleet) if said(header(files, PAGE), title, SEVERAL) else set()
+    query = panel(project, page, title, "gpu-cluster").queries[0]
+    several = random_fleet.several_instances(fleet) if said(header(files, page), title, SEVERAL) else set()
     return {label: value for label, value in truth(query, {n.name: n.name for n in fleet}, fleet=fleet).items()
             if label not in several}
 
@@ -110,3 +116,20 @@ def test_on_classic_a_pods_totals_read_the_surges_scrapes_as_the_header_says(tmp
                 m = extra.get(start, 0)
                 assert close(shown, value * (n + m) / n), (title, label, start, shown, value, m)
     assert extra == ({1500: 2} if surge[1] == 1560 else {1500: 10, 1800: 10})  # 1.2 and twice the truth
+
+
+def test_a_counters_widgets_count_a_long_surge_twice_on_both_pipelines_as_their_headers_say(tmp_path):
+    for pipeline in ("otel", "classic"):
+        (tmp_path / pipeline).mkdir()
+        fleet, project, files, lines, _ = _drawn(tmp_path / pipeline, pipeline, (1500, 2100))
+        for title, dashboard in COUNTERS.items():
+            if pipeline == "classic" and dashboard == "health":
+                continue  # per GPU instance and per pod's copy on the JSON path (lint AL013/CW016)
+            page = f"cloudwatch/dashboards/gpudash-gpu-cluster-{dashboard}.json"
+            assert any("count twice" in note and "surge" in note for note in notes(header(files, page)).get(title, ())), \
+                (pipeline, title)
+            expected = _truth(project, files, title, fleet, page)
+            for label, value in expected.items():
+                shown = lines[title][label]
+                assert close(shown[1800], 2 * value), (pipeline, title, label, shown[1800], value)  # both whole
+                assert all(close(shown[t], value) for t in (900, 1200, 2400, 2700)), (pipeline, title, label, shown)
