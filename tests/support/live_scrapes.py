@@ -46,8 +46,9 @@ def scraped_nodes(folder: Path, pages: dict[str, Callable[[int], str]], answers:
         -> Iterator[tuple[Prometheus, dict[str, list[float]], float, int, float]]:
     """A Prometheus (its data in `folder`) scraping one exporter per node every `interval` seconds, node n's k-th
     answer `pages[n](k)` (an empty answer: the exporter serves nothing, its series marked stale), until each answered
-    `answers` times; then it scrapes nothing and is yielded with {node: its scrapes' times}, the first step a quarter
-    interval past every node's third scrape, the steps' count up to the earliest node's last scrape, and their length."""
+    `answers` times; then it scrapes nothing and is yielded with {node: its scrapes' times}, the first step a
+    quarter interval past every node's third scrape, the steps' count up to the earliest node's last scrape, and
+    their length."""
     with contextlib.ExitStack() as stack:
         exporters = {node: stack.enter_context(ReplayExporter(page, counted=True)) for node, page in pages.items()}
         config = {"global": {"scrape_interval": duration(interval)}, "scrape_configs": [
