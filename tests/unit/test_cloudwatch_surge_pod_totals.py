@@ -16,7 +16,8 @@ agent model of the build's own configuration into the bundled by-pod dashboard, 
   scrapes scrape.interval gives it, so the overlap's extra scrapes count: a period with m more scrapes of the node
   than its n reads (n + m) / n of the truth (a 60 s overlap: 1.2 times; a 10-minute one: twice). Before, the header
   said only the converse, a period missing m of its n scrapes reading (n - m) / n; it now says this too (found by
-  an independent audit of issue 10, session 44).
+  an independent audit of issue 10, session 44). A user's total per node reads so on both pipelines (a per-scrape
+  form there too: the OTel pipeline makes a pod's totals per scrape, not a node's), and its header says it alike.
 """
 
 from __future__ import annotations
@@ -53,14 +54,27 @@ def _target(job: dict, node: str, pod: str, revision: str, address: str) -> dict
                             "__meta_kubernetes_pod_label_app_kubernetes_io_name": "dcgm-exporter"})
 
 
-def _drawn(tmp_path, pipeline: str, surge: tuple[int, int], seed: int = 1):
+# a user's panels of a per-scrape form on any pipeline: the period's observations over its scrapes
+NODE_SUMS = """
+from generator.model import Dashboard, Panel, Query, Row
+
+def dashboards(ctx):
+    yield Dashboard(id="sums", title="Sums", rows=[Row("all", [
+        Panel("Framebuffer used per node", Query("DCGM_FI_DEV_FB_USED", "sum", ("node",))),
+        Panel("Power draw per node", Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("node",))),
+    ])])
+"""
+SUMS_PAGE = "cloudwatch/dashboards/gpudash-gpu-cluster-sums.json"
+
+
+def _drawn(tmp_path, pipeline: str, surge: tuple[int, int], seed: int = 1, dashboards: dict | None = None):
     """(fleet, project, files, {title: lines}, {period start: scrapes of both pods there}) of the story: every
     node's old exporter pod (`Hostname`) scraped until surge[1], the new one (`hostname`, 7 s later in each
-    interval) from surge[0]."""
+    interval) from surge[0]; `dashboards`: definitions in place of the bundled ones."""
     fleet = random_fleet.fleet(seed)
     old = tuple(replace(node, spelling="Hostname", node_name_set=True) for node in fleet)
     new = tuple(replace(node, spelling="hostname", node_name_set=True) for node in fleet)
-    project = variant_project(tmp_path, "agent:\n  pipeline: classic\n" if pipeline == "classic" else "")
+    project = variant_project(tmp_path, "agent:\n  pipeline: classic\n" if pipeline == "classic" else "", dashboards)
     files = encode(build(project, grafana=False))
     config, job = agent_config(files[AGENT_FILE])
     scrapes, extra = [], {}
@@ -78,8 +92,8 @@ def _drawn(tmp_path, pipeline: str, surge: tuple[int, int], seed: int = 1):
     scrapes.sort(key=lambda s: s.timestamp)
     points = Agent(config, job).run(scrapes)
     drawn = {panel_title(p["title"]): (path, p) for path, p in widgets(files)
-             if path == PAGE or panel_title(p["title"]) in COUNTERS}
-    lines = {title: cloudwatch_eval.widget(drawn[title][1], points, 0, END) for title in (*TOTALS, *COUNTERS)}
+             if path in (PAGE, SUMS_PAGE) or panel_title(p["title"]) in COUNTERS}
+    lines = {title: cloudwatch_eval.widget(drawn[title][1], points, 0, END) for title in drawn}
     return fleet, project, files, lines, extra
 
 
@@ -133,3 +147,22 @@ def test_a_counters_widgets_count_a_long_surge_twice_on_both_pipelines_as_their_
                 shown = lines[title][label]
                 assert close(shown[1800], 2 * value), (pipeline, title, label, shown[1800], value)  # both whole
                 assert all(close(shown[t], value) for t in (900, 1200, 2400, 2700)), (pipeline, title, label, shown)
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_users_sums_per_node_read_the_surges_scrapes_as_their_header_says(tmp_path, pipeline):
+    """A framebuffer or power total per node is a per-scrape form on both pipelines (docs/cloudwatch.md, "What each
+    widget computes"): a node scraped by both pods reads their scrapes added, (n + m) / n, as its header says (on
+    classic, which reads a MIG GPU's power once per instance, held to its own value before the surge)."""
+    fleet, _, files, lines, extra = _drawn(tmp_path, pipeline, (1500, 2100), dashboards={"sums.py": NODE_SUMS})
+    said = notes(header(files, SUMS_PAGE))
+    n = PERIOD // STEP
+    for title, field in (("Framebuffer used per node", "fb_used"), ("Power draw per node", "power")):
+        assert any(SURGE in note and "(n + m) / n" in note for note in said.get(title, ())), (title, said.get(title))
+        for node in fleet:
+            value = sum(getattr(i, field) for g in node.gpus for i in g.instances) if field == "fb_used" else \
+                sum(g.power for g in node.gpus)
+            shown = lines[title][node.name]
+            if pipeline == "classic":
+                value = shown[1200]
+            assert all(close(v, value * (n + extra.get(t, 0)) / n) for t, v in shown.items()), (title, node.name, shown)
