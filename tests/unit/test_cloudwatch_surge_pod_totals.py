@@ -82,11 +82,11 @@ def _drawn(tmp_path, pipeline: str, surge: tuple[int, int], seed: int = 1, dashb
         t = k * STEP
         for i, (before, after) in enumerate(zip(old, new)):
             if t < surge[1]:
-                scrapes.append(Scrape(t, mixed_fleet.payload(before, t, STEP),
-                                      _target(job, before.name, f"nvidia-dcgm-exporter-old{i}", "6b7c8d9f5", f"10.0.{i}.1")))
+                scrapes.append(Scrape(t, mixed_fleet.payload(before, t, STEP), _target(
+                    job, before.name, f"nvidia-dcgm-exporter-old{i}", "6b7c8d9f5", f"10.0.{i}.1")))
             if t >= surge[0]:
-                scrapes.append(Scrape(t + 7, mixed_fleet.payload(after, t + 7, STEP),
-                                      _target(job, after.name, f"nvidia-dcgm-exporter-new{i}", "7d9f8c6b4", f"10.0.{i}.2")))
+                scrapes.append(Scrape(t + 7, mixed_fleet.payload(after, t + 7, STEP), _target(
+                    job, after.name, f"nvidia-dcgm-exporter-new{i}", "7d9f8c6b4", f"10.0.{i}.2")))
             if surge[0] <= t < surge[1] and i == 0:
                 extra[t // PERIOD * PERIOD] = extra.get(t // PERIOD * PERIOD, 0) + 1
     scrapes.sort(key=lambda s: s.timestamp)
@@ -140,8 +140,8 @@ def test_a_counters_widgets_count_a_long_surge_twice_on_both_pipelines_as_their_
             if pipeline == "classic" and dashboard == "health":
                 continue  # per GPU instance and per pod's copy on the JSON path (lint AL013/CW016)
             page = f"cloudwatch/dashboards/gpudash-gpu-cluster-{dashboard}.json"
-            assert any("count twice" in note and "surge" in note for note in notes(header(files, page)).get(title, ())), \
-                (pipeline, title)
+            said = notes(header(files, page)).get(title, ())
+            assert any("count twice" in note and "surge" in note for note in said), (pipeline, title)
             expected = _truth(project, files, title, fleet, page)
             for label, value in expected.items():
                 shown = lines[title][label]
