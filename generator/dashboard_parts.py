@@ -110,11 +110,24 @@ def _add(atoms: list[_Atom], panel: dict[str, Any], unit: int | None, bottom: fl
     return max(bottom, y + _number(place.get("h")))
 
 
-def _plan(atoms: list[_Atom], parts: int, room: int) -> list[int] | None:
-    """Where `parts` parts of `atoms` begin (each at least one atom and at most `room` bytes, with the copy of the row
-    one that begins inside a row begins with), their cuts the least costly, then their largest the smallest; None when
-    no such parts are."""
-    count = len(atoms)
+def _joined(atoms: list[_Atom]) -> frozenset[int]:
+    """Where no part may begin: between a panel that draws another's query result (Grafana's Dashboard data source,
+    `-- Dashboard --`: a target's panelId) and that panel, which must be in the same dashboard, or it draws nothing."""
+    place = {atom.panel.get("id"): number for number, atom in enumerate(atoms) if not atom.row}
+    joined: set[int] = set()
+    for number, atom in enumerate(atoms):
+        targets = atom.panel.get("targets")
+        for target in targets if isinstance(targets, list) and not atom.row else []:
+            read = place.get(target.get("panelId")) if isinstance(target, dict) \
+                and isinstance(target.get("panelId"), int) else None
+            if read is not None:
+                joined.update(range(min(number, read) + 1, max(number, read) + 1))
+    return frozenset(joined)
+
+
+def _costs(atoms: list[_Atom]):
+    """costs(start, end): what cutting before atoms[start] costs, and the bytes of a part of atoms[start:end] (with
+    the copy of the row one that begins inside a row begins with)."""
     sums = [0]
     for atom in atoms:
         sums.append(sums[-1] + atom.size)
@@ -123,6 +136,15 @@ def _plan(atoms: list[_Atom], parts: int, room: int) -> list[int] | None:
         first = atoms[start]
         copy = atoms[first.unit].size if not first.row and first.unit is not None else 0
         return (first.cut if start else 0), sums[end] - sums[start] + copy
+    return costs
+
+
+def _plan(atoms: list[_Atom], parts: int, room: int, joined: frozenset[int] = frozenset()) -> list[int] | None:
+    """Where `parts` parts of `atoms` begin (each at least one atom and at most `room` bytes, with the copy of the row
+    one that begins inside a row begins with, none at a place `joined`), their cuts the least costly, then their
+    largest the smallest; None when no such parts are."""
+    count = len(atoms)
+    costs = _costs(atoms)
 
     # best[k][j]: (cost, largest, where the last part begins) of atoms[:j] in k parts
     best: list[dict[int, tuple[int, int, int]]] = [{0: (0, 0, 0)}]
@@ -130,7 +152,7 @@ def _plan(atoms: list[_Atom], parts: int, room: int) -> list[int] | None:
         row: dict[int, tuple[int, int, int]] = {}
         for end in range(k, count - (parts - k) + 1):
             for start, (cost, largest, _) in best[k - 1].items():
-                if start >= end:
+                if start >= end or start in joined:
                     continue
                 cut, size = costs(start, end)
                 if size > room:
@@ -248,16 +270,21 @@ def parts(uid: str, model: dict[str, Any], folder_title: str, publisher: dict[st
     if not atoms or len(atoms) < 2:
         return [model]
     total = sum(atom.size for atom in atoms)
+    joined = _joined(atoms)
+    # the pieces no part is cut inside (an atom, or panels that read one another's data and those between them)
+    free = [start for start in range(len(atoms)) if start not in joined]
+    pieces = list(zip(free, free[1:] + [len(atoms)]))
+    costs = _costs(atoms)
     for count in range(2, len(atoms) + 1):
         uids = [uid] + [part_uid(uid, number, uid_prefix) for number in range(2, count + 1)]
         # what a part holds besides its panels (the last part's: the longest uid and title), counted exactly
         room = PART_BYTES - configmap_bytes(uids[-1], _frame(model, count - 1, uids), folder_title, publisher) + 1
         if total > room * count:
             continue
-        starts = _plan(atoms, count, room)
+        if max(costs(start, end)[1] for start, end in pieces) > room:
+            return [model]  # a panel alone (or panels kept together) does not fit a part: no cut makes every part fit
+        starts = _plan(atoms, count, room, joined)
         if starts is None:
-            if max(atom.size for atom in atoms) > room:
-                return [model]  # a panel alone does not fit a part: no cut makes every part fit
             continue
         models = _models(model, atoms, starts, uids)
         if all(configmap_bytes(each["uid"], each, folder_title, publisher) <= PART_BYTES for each in models):

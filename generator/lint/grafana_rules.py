@@ -375,8 +375,9 @@ def configmap_size(subject: LintInput) -> Iterable[Finding]:
                           f"{size:,} bytes of annotations (the dashboard's {len(text):,} bytes as client-side "
                           f"kubectl apply encodes its ConfigMap into last-applied-configuration), over the "
                           f"{CONFIGMAP_APPLY_LIMIT:,} the API server accepts (the apply is refused), and no cut "
-                          f"of its panels into dashboards fits (a panel alone too large, or panels without a place "
-                          f"on the grid): apply k8s/grafana-dashboards.yaml with kubectl apply --server-side (no "
+                          f"of its panels into dashboards fits (a panel alone too large, a panel reading another's "
+                          f"data with that one and those between them too large, or panels without a place on the "
+                          f"grid): apply k8s/grafana-dashboards.yaml with kubectl apply --server-side (no "
                           f"such annotation; or gpudash push to Grafana's API)")
 
 

@@ -248,3 +248,31 @@ def test_two_dashboards_whose_parts_uids_are_cut_alike_are_refused(monkeypatch):
     # one of them alone is cut, its parts' uids unique
     made = dashboard_parts.cut(dashboards[:1], "F", {}, "gpudash")
     assert len(made) == 3 and len({d.uid for d in made}) == 3
+
+
+def test_a_panel_reading_another_panels_data_stays_in_its_part(monkeypatch):
+    """Grafana's Dashboard data source (`-- Dashboard --`, a target's panelId) draws another panel's query result: only
+    from a panel of the same dashboard. A cut between the two left the reading panel with nothing to draw (a grafanalib
+    dashboard may use it to run a query once for several panels). The two stay in one part."""
+    monkeypatch.setattr(dashboard_parts, "PART_BYTES", 40_000)
+    panels = [_chart(n, n // 3 * 8, n % 3 * 8) for n in range(30)]
+    source = {"type": "datasource", "uid": "-- Dashboard --"}
+    panels[14] = {**panels[14], "datasource": source, "targets": [{"datasource": source, "panelId": 8, "refId": "A",
+                                                                    "padding": "x" * 3000}]}
+    parts = dashboard_parts.parts("u", {"uid": "u", "title": "T", "panels": panels}, "F", {}, "gpudash")
+    assert len(parts) >= 2
+    assert [p["id"] for part in parts for p in part["panels"]] == list(range(30))
+    (holding,) = [part for part in parts if any(p["id"] == 14 for p in part["panels"])]
+    assert 8 in [p["id"] for p in holding["panels"]]
+    assert all(dashboard_parts.configmap_bytes(part["uid"], part, "F", {}) <= 40_000 for part in parts)
+
+
+def test_a_dashboard_whose_referring_panels_cannot_be_kept_together_is_left_whole(monkeypatch):
+    """Where no cut keeps every panel beside the panel whose data it reads within a part, the dashboard is left whole
+    (lint GF011 says it does not fit), never cut so that a panel draws nothing."""
+    monkeypatch.setattr(dashboard_parts, "PART_BYTES", 40_000)
+    panels = [_chart(n, n // 3 * 8, n % 3 * 8) for n in range(30)]
+    source = {"type": "datasource", "uid": "-- Dashboard --"}
+    panels[29] = {**panels[29], "datasource": source, "targets": [{"datasource": source, "panelId": 0, "refId": "A"}]}
+    model = {"uid": "u", "title": "T", "panels": panels}
+    assert dashboard_parts.parts("u", model, "F", {}, "gpudash") == [model]
