@@ -1216,3 +1216,26 @@ def test_a_dashboard_cut_into_parts_is_pushed_part_by_part_and_a_part_no_longer_
     assert "gpudash-all-metrics-2" in json.loads(stdout)["written"]
     assert sorted(grafana.state.dashboards) == UIDS
     assert grafana.state.dashboards["gpudash-all-metrics"]["dashboard"]["title"] == "GPU metrics (all collected fields)"
+
+
+def test_a_part_whose_uid_a_persons_dashboard_holds_is_refused_not_overwritten(grafana, run, tmp_path, reference):
+    """A person's "Save as" copy of all-metrics under the uid gpudash-all-metrics-2 (the owner tag kept, no gpudash
+    version), then a counters CSV that cuts all-metrics in two: the second part's uid is the person's dashboard. push
+    writes the first part and refuses the second (foreign, exit 1), the person's dashboard as it was; --prune never
+    deletes it either once the dashboard is whole again."""
+    from tests.unit.test_dashboard_parts import _every_field
+
+    push_json(run)
+    _save_as(grafana, "gpudash-all-metrics", "gpudash-all-metrics-2", "gpudash", "All metrics (my copy)")
+    before = json.dumps(grafana.state.dashboards["gpudash-all-metrics-2"], sort_keys=True)
+    config = tmp_path / "gpudash.yaml"
+    config.write_text(_every_field(tmp_path, reference))
+    code, stdout, stderr = push_json(run, "--config", str(config))
+    changes = {c["name"]: c for c in json.loads(stdout)["changes"]}
+    assert code == 1 and changes["gpudash-all-metrics-2"]["action"] == "foreign", stderr
+    assert "gpudash-all-metrics" in json.loads(stdout)["written"]
+    assert json.dumps(grafana.state.dashboards["gpudash-all-metrics-2"], sort_keys=True) == before
+    config.write_text("grafana:\n  refresh: 30s\n")
+    code, stdout, stderr = push_json(run, "--config", str(config), "--prune")
+    assert "gpudash-all-metrics-2" not in json.loads(stdout)["written"], stderr
+    assert json.dumps(grafana.state.dashboards["gpudash-all-metrics-2"], sort_keys=True) == before
