@@ -175,12 +175,19 @@ def part_uid(uid: str, number: int, uid_prefix: str) -> str:
     """The uid of a dashboard's part `number` (from 2): `<uid>-<number>`, cut short so that it stays within Grafana's
     40 characters and, for a uid gpudash makes (`<uid_prefix>-<definition id>`), so that what follows the prefix stays
     a definition id (names.DEFINITION_ID, 31 characters): a part is then gpudash's to prune as the dashboard is
-    (names.is_grafana_uid)."""
+    (names.is_grafana_uid). Never the uid itself: one at its most characters that ends in the suffix already
+    (`gpudash-<29 characters>-2`) is cut a character more."""
     suffix = f"-{number}"
     head = f"{uid_prefix}-"
-    if uid.startswith(head) and len(uid) > len(head):
-        uid = head + uid[len(head):][:DEFINITION_ID_LENGTH - len(suffix)].rstrip("-")
-    return uid[:40 - len(suffix)].rstrip("-") + suffix
+
+    def made(room: int) -> str:
+        kept = uid
+        if uid.startswith(head) and len(uid) > len(head):
+            kept = head + uid[len(head):][:DEFINITION_ID_LENGTH - room].rstrip("-")
+        return kept[:40 - room].rstrip("-") + suffix
+
+    part = made(len(suffix))
+    return part if part != uid else made(len(suffix) + 1)
 
 
 def _link(title: str, uid: str) -> dict[str, Any]:

@@ -181,7 +181,8 @@ def test_generate_names_the_configmap_of_a_part_the_build_no_longer_writes(tmp_p
 
 
 @pytest.mark.parametrize("prefix,definition", [("gpudash", "all-metrics"), ("gpudash", "a" * 31),
-                                               ("team-a-inference", "b" * 23), ("p", "c-" * 15 + "c")])
+                                               ("team-a-inference", "b" * 23), ("p", "c-" * 15 + "c"),
+                                               ("gpudash", "d" * 29 + "-2"), ("team-a-inference", "e" * 21 + "-2")])
 def test_a_parts_uid_is_one_gpudash_makes_under_the_prefix(prefix, definition):
     """Within Grafana's 40 characters and, after the prefix, a definition id (31 at most): a part no longer defined is
     gpudash's to prune (names.is_grafana_uid), as the dashboard is; a part's uid is never the dashboard's."""
@@ -193,6 +194,8 @@ def test_a_parts_uid_is_one_gpudash_makes_under_the_prefix(prefix, definition):
         assert len(part) <= 40 and part.endswith(f"-{number}") and part != uid
         assert is_grafana_uid(part, prefix), part
     assert dashboard_parts.part_uid("legacy-gpu-dashboard", 2, "gpudash") == "legacy-gpu-dashboard-2"
+    # a uid of 40 characters ending in `-2` (a grafanalib dashboard's): its part 2 is not the uid itself
+    assert dashboard_parts.part_uid("f" * 38 + "-2", 2, "gpudash") == "f" * 37 + "-2"
 
 
 def _chart(number: int, y: int, x: int) -> dict:
