@@ -158,6 +158,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         rules_gone = [pair for pair in (previous_prometheus_rules(target, before) if not check else [])
                       if pair not in rules_written]
         maps_gone = previous_dashboard_configmaps(before, {d.uid for d in artifacts.grafana}) if not check else []
+        dashboards = len(artifacts.grafana)  # (parts of a dashboard too large for one ConfigMap each counted)
         known: Known = {}  # the previous build's files read and found holding their new bytes: not read again
         renamed = renamed_resources(target, artifacts.cloudformation, files, previous, known)
         moved = moved_resources(artifacts.cloudformation, parts) if not check else []
@@ -311,8 +312,10 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
             # a rule with no CloudWatch alarm (what one deploying CloudWatch alone goes without, as CW013 and AL011 say)
             if note.rule != "DF001":
                 click.echo(f"note: {note.message} (lint {note.rule})", err=True)
-        click.echo(f"wrote {len(files) + 1} files to {shown} "
-                   f"({len(project.grafana_definitions()) + len(project.grafanalib_dashboards)} Grafana dashboards)")
+        # the build's dashboards: one too large for its ConfigMap is cut into parts (dashboard_parts)
+        defined = len(project.grafana_definitions()) + len(project.grafanalib_dashboards)
+        cut = f": {defined} defined, those too large for one ConfigMap cut into parts" if dashboards > defined else ""
+        click.echo(f"wrote {len(files) + 1} files to {shown} ({dashboards} Grafana dashboards{cut})")
 
 
 def _over_template_quota(artifacts, files: dict[str, bytes]) -> list[tuple[str, str]]:

@@ -283,7 +283,8 @@ DASHBOARDS_APART = f"it concerns kubectl apply of {SIDECAR_FILE}, which publishi
 
 def _dashboard_configmap_names(project: Project) -> list[str]:
     """The names of the ConfigMaps the build writes for Grafana's sidecar, one per dashboard (named for its uid:
-    render.grafana_files.configmap), none of the dashboards rendered."""
+    render.grafana_files.configmap): the dashboards rendered, since one too large for a ConfigMap is cut into parts,
+    each named for its own uid (dashboard_parts)."""
     from ..artifacts import grafana_uids
 
     return [dashboard_configmap_name(uid) for uid in grafana_uids(project)]

@@ -138,7 +138,7 @@ def test_the_build_writes_each_part_and_verify_looks_for_their_configmaps(built)
 
 
 def test_a_dashboard_that_fits_is_not_cut(tmp_path):
-    """The bundled settings' dashboards fit (the largest, all-metrics, at 226,927 bytes): none is cut, none has
+    """The bundled settings' dashboards fit (the largest, all-metrics, at 227,955 bytes): none is cut, none has
     links."""
     dashboards = grafana_dashboards(load_project(None))
     assert [d.uid for d in dashboards] == ["gpudash-by-pod", "gpudash-health", "gpudash-all-metrics",
@@ -170,12 +170,15 @@ def test_generate_names_the_configmap_of_a_part_the_build_no_longer_writes(tmp_p
     config = tmp_path / "gpudash.yaml"
     config.write_text(_every_field(tmp_path, reference) + text)
     out = tmp_path / "build"
-    code, _, stderr = cli("generate", "--out", str(out), "--config", str(config))
+    code, stdout, stderr = cli("generate", "--out", str(out), "--config", str(config))
     assert code == 0, stderr
     assert "gpudash-all-metrics-2-dashboard" in (out / SIDECAR_FILE).read_text()
+    # the summary counts the dashboards written (before, the 4 defined, for 5 written)
+    assert "(5 Grafana dashboards: 4 defined, those too large for one ConfigMap cut into parts)" in stdout, stdout
     config.write_text(text)  # the bundled CSV: all-metrics fits one ConfigMap again
-    code, _, stderr = cli("generate", "--out", str(out), "--config", str(config))
+    code, stdout, stderr = cli("generate", "--out", str(out), "--config", str(config))
     assert code == 0 and "gpudash-all-metrics-2-dashboard" not in (out / SIDECAR_FILE).read_text()
+    assert "(4 Grafana dashboards)" in stdout, stdout
     assert re.search(r"previous build's dashboard ConfigMaps gpudash-all-metrics-2-dashboard are no longer written",
                      stderr), stderr
 
