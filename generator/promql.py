@@ -586,7 +586,7 @@ def held_labels(labels: Labels) -> tuple[str, ...]:
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,
-              naming: list[list[str]] | None = None) -> str:
+              naming: list[list[str]] | None = None, newest_named: bool = True) -> str:
     """The GPU instances (held_labels: any exporter copy's) whose latest scrape named no pod on them. An exporter writes
     a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods' copies are of one
     scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of its node read the
@@ -594,12 +594,13 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     that ended. A GPU pods share by time-slicing, which an exporter names under one of them per scrape, always names
     one.
     Idle: the newest sample of the GPU's series of `metric` (`scrape` its scrape interval) is one without a pod,
-    whichever copy wrote it, and no series naming a pod has a sample within the last interval. The newest sample's
-    time on each side: the instant selector's (timestamp(): its own sample's time, the newest where the series is not
-    stale) or the newest any step of half the interval over the look-back read (a range's function gives the step's
-    time, so timestamp() per step: a sample is read at a step until the next scrape's sample or staleness marker, an
-    interval later); a naming sample's time a tenth of a millisecond later (NAMED_LATER), so one maximum tells the
-    side (a tie, an exporter writing the GPU's own series beside its pods' copies at every scrape, is the pods').
+    whichever copy wrote it, and (a GPU without a UUID) no series naming a pod has a sample within the last interval.
+    The newest sample's time on each side: the instant selector's (timestamp(): its own sample's time, the newest
+    where the series is not stale) or the newest any step of half the interval over the look-back read (a range's
+    function gives the step's time, so timestamp() per step: a sample is read at a step until the next scrape's sample
+    or staleness marker, an interval later); a naming sample's time a tenth of a millisecond later (NAMED_LATER), so
+    one maximum tells the side (a tie, an exporter writing the GPU's own series beside its pods' copies at every
+    scrape, is the pods').
     Windows of whole intervals ("without a pod within two intervals, none naming one within one", s40) could not order
     two copies' readings within an interval of each other: a pod starting on an idle GPU as its exporter was rolled
     (the old copy's last scrape idle, the new copy's 14 s later naming it) left the per-pod panels at the new copy's
@@ -613,16 +614,29 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     sought anew at each step on Prometheus before 2.47: about 1 s more of Prometheus CPU an idle test at 64 GPUs over
     6 h (docs/performance.md). A rule's steps (`rule`) and the per-GPU panels (_left_idle) keep windows of whole
     intervals (_idle_within_intervals). `naming` (the branches of the naming side, else `branches`): a per-GPU panel
-    with a pod picked orders the picked pods' naming samples against the samples without a pod (_left_idle)."""
+    with a pod picked orders the picked pods' naming samples against the samples without a pod (_left_idle).
+    The naming side reads each series' newest sample as the other side does (timestamp() of the instant selector, or
+    the steps'), so a naming sample after the look-back's last step is ordered by its own time, and a naming sample
+    within the last interval holds only a GPU without a UUID (judged with the other GPUs of its index): a pod that
+    ended between two exporter copies' scrapes (a DaemonSet rolled with maxSurge: the old copy's scrape naming it, the
+    new copy's 15 s later finding the GPU idle) stayed on the per-pod panels at the old copy's readings until that
+    naming sample was an interval old (200 W, 1 GPU under the ended pod: test_combined_fleet_story). `newest_named`
+    False (the per-GPU panels with a pod picked, _left_idle and counted_rate: every per-GPU panel's text, kubectl's
+    ConfigMap limit): the naming side read at the steps alone and any naming sample within the last interval holding
+    the GPU, so there a GPU a picked pod left between two copies' scrapes is drawn up to an interval more, at the old
+    copy's reading, as those panels read the higher of two fresh copies (docs/grafana-panels.md)."""
     held, pod, seconds = _listed(held_labels(labels)), labels.pod, _seconds(scrape)
     if rule:
         return _idle_within_intervals(metric, branches, labels, scrape)
     steps = f"[{LABEL_LOOKBACK_SCRAPES * seconds}s:{half_interval(seconds)}]"
     unnamed = _raw(metric, branches, [pod + UNNAMED], f"(timestamp({{0}}) or max_over_time(timestamp({{0}}){steps}))")
     naming = branches if naming is None else naming
-    named = _raw(metric, naming, [pod + NAMED], f"max_over_time(timestamp({{0}}){steps}) + {NAMED_LATER}")
+    latest = "(timestamp({0}) or max_over_time(timestamp({0})" + steps + "))" if newest_named \
+        else "max_over_time(timestamp({0})" + steps + ")"
+    named = _raw(metric, naming, [pod + NAMED], f"{latest} + {NAMED_LATER}")
     newest = f"(max by ({held}) ({unnamed} or {named}) * {1 / NAMED_LATER:g} + 0.5) % 10 < 1"
-    recent = _raw(metric, naming, [pod + NAMED], f"timestamp({{}}) >= time() - {seconds}")
+    uuid = [uuid_label((labels.pod, labels.namespace, labels.container)) + UNNAMED] if newest_named else []
+    recent = _raw(metric, naming, [pod + NAMED, *uuid], f"timestamp({{}}) >= time() - {seconds}")
     return f"({newest} unless on ({held}) {recent})"
 
 
@@ -1066,7 +1080,7 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
                 f"present_over_time({{0}}[{within}])")
     if held:  # the picked pods' naming samples against any sample without a pod
         idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape,
-                         naming=[[*branch, *gate] for branch in branches])
+                         naming=[[*branch, *gate] for branch in branches], newest_named=False)
     else:
         idle = _idle_within_intervals(metric, anyone, labels, scrape, now=True)
     return f"({left} and on ({_listed(held_labels(labels))}) {idle})"
@@ -1841,7 +1855,8 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str, re
     scope = [[*merge.naming, *merge.workload]]
     present = f"present_over_time({selector(metric, scope[0])}[{window}])"
     gate = [workload_picked(merge.workload_regexes, True)]
-    idle = idle_gpus(metric, [[*merge.naming, *gate]], labels, resolution, naming=[[*scope[0], *gate]])
+    idle = idle_gpus(metric, [[*merge.naming, *gate]], labels, resolution, naming=[[*scope[0], *gate]],
+                     newest_named=False)
     present = identified(f"({present} unless on ({_listed(held_labels(labels))}) {idle})", labels)
     return f"({series} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {present})"
 

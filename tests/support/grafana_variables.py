@@ -43,14 +43,14 @@ def query_variables() -> dict[str, dict]:
     return {v["name"]: v for v in dashboard.model["templating"]["list"] if v["type"] == "query"}
 
 
-def range_options(prometheus, variable: dict, at: int, **selected: str) -> set[str]:
-    """The variable's options as Grafana makes them over the range ending at `at`: label_values' values over the
-    range, or query_result's lines (evaluated at the range's end) through its regex."""
-    values = {**range_macros(f"{SPAN}s"), **variables(selected, ("namespace", "pod", "node", "gpu"))}
+def range_options(prometheus, variable: dict, at: int, span: int = SPAN, **selected: str) -> set[str]:
+    """The variable's options as Grafana makes them over the range of `span` seconds ending at `at`: label_values'
+    values over the range, or query_result's lines (evaluated at the range's end) through its regex."""
+    values = {**range_macros(f"{span}s"), **variables(selected, ("namespace", "pod", "node", "gpu"))}
     query = interpolate(variable["query"], values)
     if query.startswith("label_values("):
         series, label = re.fullmatch(r"label_values\((.*), (\w+)\)", query, re.S).groups()
-        return set(prometheus.api(f"label/{label}/values", **{"match[]": series, "start": at - SPAN, "end": at}))
+        return set(prometheus.api(f"label/{label}/values", **{"match[]": series, "start": at - span, "end": at}))
     expr = re.fullmatch(r"query_result\((.*)\)", query, re.S)[1]
     regex = re.compile(variable["regex"].strip("/"))
     lines = ["{" + ",".join(f'{k}="{v}"' for k, v in sorted(s["metric"].items())) + "}"
