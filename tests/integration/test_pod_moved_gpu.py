@@ -404,3 +404,26 @@ def test_a_pods_own_share_stays_off_the_gpu_it_left_while_the_next_scrape_is_lat
     prometheus, start = per_process_late
     at = start + (MOVE + 1) * SCRAPE + OFFSET["a"] + LATE - 2
     assert own_shares(prometheus, at) == {"Pod ml/stay": float(BUSY["stay"]["util"])}
+
+
+@pytest.mark.parametrize("k", [MOVE + 2, MOVE + 6, MOVE + 8])
+def test_the_energy_rate_of_a_pod_that_moved_node_with_a_rate_window_past_the_look_back(handed_energy, k):
+    """The handed-over story with a rate window of 10 scrape intervals (Grafana's $__rate_interval where the step is
+    longer than the scrape: a range of a day or more), past the look-back of 4 (label_lookback). Two, six and eight
+    intervals after the move ml/mover reads its new GPU alone: the node it left, whose scrapes named it 6 to 10
+    intervals ago (within the window, no longer within the look-back naming_targets reads), is not read again beside
+    it (ml/next's GPU, 160,000 to 190,000 mW). The story's other tests read a window of the look-back's length."""
+    prometheus, start = handed_energy
+    at = start + k * SCRAPE + 25
+    window = 10 * SCRAPE
+    target = bundled_panel("Energy use rate of each pod's GPUs")["targets"][0]
+    expr = interpolate(counted_inline(target["expr"], load_project()), {
+        **range_macros(f"{SCRAPES * SCRAPE}s"), "__interval": f"{SCRAPE}s", "__rate_interval": f"{window}s",
+        **variables({}, ("namespace", "pod", "node", "gpu"))})
+    shown = {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 6)
+             for s in prometheus.query(expr, at=at)}
+    last = at - at % SCRAPE
+    rate = {uuid: round(stepped_rate([(start + j * SCRAPE + OFFSET["a" if "-a-" in uuid else "c"],
+                                       energy(j, handed_over)[uuid]) for j in range(SCRAPES)], last - window, last), 6)
+            for uuid in ("GPU-c-0", "GPU-a-1", "GPU-c-1")}
+    assert shown == {"Pod ml/mover": rate["GPU-c-0"], "Pod ml/next": rate["GPU-a-1"], "Pod ml/stay": rate["GPU-c-1"]}
