@@ -69,6 +69,19 @@ def value(metric: str, gpu: Gpu, k: int, kind: str) -> float:
     return float(1 + i + (k % 4) * 0.25)
 
 
+_EC2_NAME = re.compile(r"ip-(\d+)-(\d+)-(\d+)-(\d+)\.")
+
+
+def node_tag(node: str) -> tuple[str, str]:
+    """The address (no port) of `node`'s exporter pod and its pod name's suffix: an EC2 node name gives its own IP
+    (ip-10-0-3-7.ec2.internal: 10.0.3.7, suffix 3x7), so the nodes of a fleet named so never share a target;
+    a short name (n1, gpu-node-a) its last character, as the stories written for those names expect."""
+    ec2 = _EC2_NAME.match(node)
+    if ec2:
+        return ".".join(ec2.groups()), f"{ec2[3]}x{ec2[4]}"
+    return f"10.0.1.{node[-1]}", node[-1]
+
+
 @functools.lru_cache(maxsize=8192)
 def payload(node: str, k: int, catalog, gpus=FLEET) -> str:
     """The /metrics text one node's exporter serves at scrape k, labelled as the exporter does (a text depends
@@ -81,7 +94,7 @@ def payload(node: str, k: int, catalog, gpus=FLEET) -> str:
         lines += [f"# HELP {metric.name} {metric.help}", f"# TYPE {metric.name} {metric.exported_kind}"]
         for gpu in on_node:
             labels = {"gpu": str(gpu.index), "UUID": f"GPU-{node}-{gpu.index}", "device": f"nvidia{gpu.index}",
-                      "modelName": "NVIDIA A10G", "Hostname": f"nvidia-dcgm-exporter-{node[-1]}",
+                      "modelName": "NVIDIA A10G", "Hostname": f"nvidia-dcgm-exporter-{node_tag(node)[1]}",
                       "DCGM_FI_DRIVER_VERSION": "535.104.05"}
             if gpu.held:
                 labels.update(container="main", namespace=gpu.namespace, pod=gpu.pod)
@@ -124,8 +137,9 @@ def _replaced(regex: str, replacement: str, source: str) -> str | None:
 def target_labels(job: dict, node: str) -> dict[str, str]:
     """The labels the generated scrape job gives an exporter pod on `node` (as Kubernetes SD would meet it): a
     DaemonSet's pod, with its revision's controller-revision-hash (one revision on every node)."""
-    meta = {"__address__": f"10.0.1.{node[-1]}:9400", "__meta_kubernetes_namespace": EXPORTER_NAMESPACE,
-            "__meta_kubernetes_pod_name": f"nvidia-dcgm-exporter-{node[-1]}",
+    address, suffix = node_tag(node)
+    meta = {"__address__": f"{address}:9400", "__meta_kubernetes_namespace": EXPORTER_NAMESPACE,
+            "__meta_kubernetes_pod_name": f"nvidia-dcgm-exporter-{suffix}",
             "__meta_kubernetes_pod_node_name": node, "__meta_kubernetes_pod_container_port_number": "9400",
             "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
             "__meta_kubernetes_pod_controller_kind": "DaemonSet",
@@ -164,7 +178,7 @@ def stored_series(catalog, stories: dict, fields: tuple[str, ...], steps: int) -
     nodes = sorted({g.node for g in FLEET})
     for cluster, story in stories.items():
         for node in nodes:
-            target = f'cluster="{cluster}",node="{node}",instance="10.0.1.{node[-1]}:9400",job="dcgm-exporter"'
+            target = f'cluster="{cluster}",node="{node}",instance="{node_tag(node)[0]}:9400",job="dcgm-exporter"'
             for k in range(steps):
                 for line in story(payload(node, k, catalog)).splitlines():
                     if not line.startswith(fields):
