@@ -586,7 +586,7 @@ def held_labels(labels: Labels) -> tuple[str, ...]:
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,
-              naming: list[list[str]] | None = None, newest_named: bool = True) -> str:
+              naming: list[list[str]] | None = None) -> str:
     """The GPU instances (held_labels: any exporter copy's) whose latest scrape named no pod on them. An exporter writes
     a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods' copies are of one
     scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of its node read the
@@ -620,22 +620,18 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     within the last interval holds only a GPU without a UUID (judged with the other GPUs of its index): a pod that
     ended between two exporter copies' scrapes (a DaemonSet rolled with maxSurge: the old copy's scrape naming it, the
     new copy's 15 s later finding the GPU idle) stayed on the per-pod panels at the old copy's readings until that
-    naming sample was an interval old (200 W, 1 GPU under the ended pod: test_combined_fleet_story). `newest_named`
-    False (the per-GPU panels with a pod picked, _left_idle and counted_rate: every per-GPU panel's text, kubectl's
-    ConfigMap limit): the naming side read at the steps alone and any naming sample within the last interval holding
-    the GPU, so there a GPU a picked pod left between two copies' scrapes is drawn up to an interval more, at the old
-    copy's reading, as those panels read the higher of two fresh copies (docs/grafana-panels.md)."""
+    naming sample was an interval old (200 W, 1 GPU under the ended pod: test_combined_fleet_story); the per-GPU panels
+    with a pod picked (_left_idle, counted_rate) drew the GPU that pod left for as long (Power draw 200 W for nothing)."""
     held, pod, seconds = _listed(held_labels(labels)), labels.pod, _seconds(scrape)
     if rule:
         return _idle_within_intervals(metric, branches, labels, scrape)
     steps = f"[{LABEL_LOOKBACK_SCRAPES * seconds}s:{half_interval(seconds)}]"
     unnamed = _raw(metric, branches, [pod + UNNAMED], f"(timestamp({{0}}) or max_over_time(timestamp({{0}}){steps}))")
     naming = branches if naming is None else naming
-    latest = "(timestamp({0}) or max_over_time(timestamp({0})" + steps + "))" if newest_named \
-        else "max_over_time(timestamp({0})" + steps + ")"
+    latest = "(timestamp({0}) or max_over_time(timestamp({0})" + steps + "))"
     named = _raw(metric, naming, [pod + NAMED], f"{latest} + {NAMED_LATER}")
     newest = f"(max by ({held}) ({unnamed} or {named}) * {1 / NAMED_LATER:g} + 0.5) % 10 < 1"
-    uuid = [uuid_label((labels.pod, labels.namespace, labels.container)) + UNNAMED] if newest_named else []
+    uuid = [uuid_label((labels.pod, labels.namespace, labels.container)) + UNNAMED]
     recent = _raw(metric, naming, [pod + NAMED, *uuid], f"timestamp({{}}) >= time() - {seconds}")
     return f"({newest} unless on ({held}) {recent})"
 
@@ -1080,7 +1076,7 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
                 f"present_over_time({{0}}[{within}])")
     if held:  # the picked pods' naming samples against any sample without a pod
         idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape,
-                         naming=[[*branch, *gate] for branch in branches], newest_named=False)
+                         naming=[[*branch, *gate] for branch in branches])
     else:
         idle = _idle_within_intervals(metric, anyone, labels, scrape, now=True)
     return f"({left} and on ({_listed(held_labels(labels))}) {idle})"
@@ -1855,8 +1851,7 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str, re
     scope = [[*merge.naming, *merge.workload]]
     present = f"present_over_time({selector(metric, scope[0])}[{window}])"
     gate = [workload_picked(merge.workload_regexes, True)]
-    idle = idle_gpus(metric, [[*merge.naming, *gate]], labels, resolution, naming=[[*scope[0], *gate]],
-                     newest_named=False)
+    idle = idle_gpus(metric, [[*merge.naming, *gate]], labels, resolution, naming=[[*scope[0], *gate]])
     present = identified(f"({present} unless on ({_listed(held_labels(labels))}) {idle})", labels)
     return f"({series} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {present})"
 

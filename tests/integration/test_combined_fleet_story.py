@@ -497,3 +497,18 @@ def test_an_ended_pods_last_period_is_not_read_idle(request, path, project):
     at = start + 18 * SCRAPE + 29
     fired = {(s["metric"]["namespace"], s["metric"]["pod"]) for s in prometheus.query(expr, at=at)}
     assert fired == {("team-b", "infer-0")}, fired
+
+
+def test_with_the_ended_pod_picked_a_per_gpu_panel_draws_nothing_of_the_gpu_it_left(gpudash_path, dashboards,
+                                                                                      project, monkeypatch):
+    """team-a/solo-0 ended between gpu-node-w's copies' scrapes 8; 3 s past NEW's scrape (HIGHER_COPY), with solo-0
+    picked, every per-GPU and fleet panel drew gpu-node-w's GPU 1 as the pod's (Power draw 200 W, DEV_GPU_UTIL 60,
+    GPUs reporting 1, Total power draw 200 W) where it holds none: _left_idle and counted_rate read the naming side at
+    the steps alone, kept for the ConfigMap limit (ff83b7a6), which dashboard_parts lifts. Now every panel is empty."""
+    prometheus, start = gpudash_path
+    import tests.integration.test_combined_fleet_story as story
+
+    monkeypatch.setattr(story, "_documented", lambda at, query: False)  # (the higher copy at All: documented)
+    wrong = [w for w in _wrong_panels(prometheus, start, project, dashboards,
+                                      {"namespace": "team-a", "pod": "solo-0"}, [start + HIGHER_COPY])]
+    assert not wrong, "\n".join(map(str, wrong))

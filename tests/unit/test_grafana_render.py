@@ -188,8 +188,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                                     "(cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (max by (cluster, gpudash_gpu, gpu, "
                                     "GPU_I_ID, GPU_I_PROFILE) " + written))
     # the GPUs a copy of which the pod and namespace variables select has a sample within the window, less one whose
-    # newest sample (by any copy of it: no scrape target's labels) names no pod, none naming one within an interval,
-    # with a pod or namespace picked (promql.idle_gpus: the picked pods' naming samples ordered against every sample
+    # newest sample (by any copy of it: no scrape target's labels) names no pod (for a GPU without a UUID, none naming
+    # one within an interval), with a pod or namespace picked (promql.idle_gpus: the picked pods' naming samples ordered against every sample
     # without a pod, each selector gated by gpudash_picked so that at All it meets no series)
     gated = 'gpudash_picked!~"$namespace$pod"'
     assert packed('and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
@@ -198,10 +198,12 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                   'GPU_I_PROFILE) '
                   f'(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu=~"$gpu", {gated}, pod=""}}) or max_over_time('
                   f'timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu=~"$gpu", {gated}, pod=""}})[120s:15s]) or '
-                  'max_over_time(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", '
-                  f'pod=~"$pod", {gated}, pod!=""}})[120s:15s]) + 0.0001) * 10000 + 0.5) % 10 < 1 unless on (cluster, '
-                  'UUID, gpu, GPU_I_ID, GPU_I_PROFILE) timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", '
-                  f'namespace=~"$namespace", pod=~"$pod", {gated}, pod!=""}}) >= time() - 30)'
+                  '(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", '
+                  f'pod=~"$pod", {gated}, pod!=""}}) or max_over_time(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{'
+                  f'gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod", {gated}, pod!=""}})[120s:15s])) + 0.0001) '
+                  '* 10000 + 0.5) % 10 < 1 unless on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) '
+                  'timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", '
+                  f'namespace=~"$namespace", pod=~"$pod", {gated}, pod!="", UUID=""}}) >= time() - 30)'
                   ) in replay
     assert packed('+ on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk by (cluster, '
                   'gpudash_gpu, gpu) (1, ') in replay
