@@ -16,8 +16,9 @@ from generator.ownership import grafana_claim, grafana_message, grafana_recorded
 from generator.project import load_project
 from generator.targets import grafana_sync
 from generator.targets.prune_guard import PruneRefused
-from tests.support.grafana_push import (TEAM, TEAM_DASHBOARD, dashboard_contents,  # noqa: F401 (fixtures)
-                                        grafana, last_message, push_json, pushed_written, run, team_settings)
+from tests.support.grafana_push import (TEAM, TEAM_DASHBOARD, built_uids, dashboard_contents,  # noqa: F401
+                                        grafana, last_message, push_json, pushed_written, run,  # (fixtures)
+                                        team_settings)
 from tests.support.grafana_server import ADMIN
 
 BUNDLED = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
@@ -33,7 +34,8 @@ def test_a_dashboard_another_file_claims_survives_the_prune_of_the_file_that_sav
     (A's record and C's claim kept, content unchanged); A's --prune still leaves it for C; once C withdraws, A's
     --prune deletes it."""
     a, b, c = (team_settings(tmp_path, n, [cluster]) for n, cluster in (("a", "alpha"), ("b", "beta"), ("c", "gamma")))
-    shared = sorted([TEAM, *BUNDLED])
+    shared = built_uids(a)  # the team's and the bundled dashboards (all-metrics may be cut into parts)
+    assert TEAM in shared and set(BUNDLED) <= set(shared)
     assert pushed_written(run, a) == ["gpudash", *shared]  # the folder, then the dashboards
     content = dashboard_contents(grafana)
     assert pushed_written(run, b) == shared and pushed_written(run, c) == shared  # each file's claim, once
@@ -69,7 +71,7 @@ def test_a_dashboard_another_file_claims_survives_the_prune_of_the_file_that_sav
     assert pushed_written(run, team_settings(tmp_path, "c2", ["gamma"], team=False), "--prune") == [TEAM]
     assert grafana_recorded_claims(last_message(grafana)) == set()
     assert pushed_written(run, a2, "--prune") == [TEAM] and TEAM not in grafana.state.dashboards
-    assert sorted(grafana.state.dashboards) == BUNDLED
+    assert sorted(grafana.state.dashboards) == built_uids(a2)
 
 
 def test_withdrawals_are_prune_steps_an_empty_or_shrunken_build_is_refused_for(grafana, run, tmp_path):
@@ -87,7 +89,7 @@ def test_withdrawals_are_prune_steps_an_empty_or_shrunken_build_is_refused_for(g
     client = GrafanaClient(grafana.url, token=ADMIN)
     changes = grafana_sync.plan(client, {}, FOLDER, uid_prefix="gpudash", publisher=("shop", ("beta",)))
     assert sorted((ch.name, ch.action) for ch in changes if ch.kind == "dashboard") == sorted(
-        [(uid, "withdraw") for uid in [TEAM, *BUNDLED]] + [("gpudash-beta-only", "delete")])
+        [(uid, "withdraw") for uid in built_uids(a)] + [("gpudash-beta-only", "delete")])
     writes, before = len(grafana.writes()), json.dumps(grafana.state.dashboards, sort_keys=True)
     for force in (False, True):
         with pytest.raises(PruneRefused, match="the build holds no grafana objects"):
@@ -96,15 +98,16 @@ def test_withdrawals_are_prune_steps_an_empty_or_shrunken_build_is_refused_for(g
     assert len(grafana.writes()) == writes and json.dumps(grafana.state.dashboards, sort_keys=True) == before
 
     shrunk = team_settings(tmp_path, "b2", ["beta"], bundled=False)
+    bundled = built_uids(a, leave=(TEAM,))  # what shrunk drops: the bundled dashboards, all-metrics' parts too
     (tmp_path / "b2" / "dash" / "beta_only.py").write_text(own.read_text())
     for flags in ((), ("--dry-run",), ("--force",)):
         code, stdout, stderr = push_json(run, "--config", shrunk, "--prune", *flags)
         assert code == 2 and set(json.loads(stdout)) == {"error"}, stderr  # the error alone: nothing was published
-        assert ("--prune refused: it would delete or withdraw its claim on 4 of the 6 grafana dashboards gpudash "
-                "owns (more than 50%)") in stderr, stderr
+        assert (f"--prune refused: it would delete or withdraw its claim on {len(bundled)} of the {len(bundled) + 2} "
+                "grafana dashboards gpudash owns (more than 50%)") in stderr, stderr
     assert pushed_written(run, shrunk) == [] and len(grafana.writes()) == writes
-    assert pushed_written(run, shrunk, "--prune", "--allow-mass-prune") == BUNDLED
-    assert all(grafana_recorded_claims(last_message(grafana, uid)) == set() for uid in BUNDLED)
+    assert pushed_written(run, shrunk, "--prune", "--allow-mass-prune") == bundled
+    assert all(grafana_recorded_claims(last_message(grafana, uid)) == set() for uid in bundled)
 
 
 @pytest.mark.parametrize("mine, theirs, name, fits", [
@@ -170,7 +173,8 @@ def test_a_claim_no_settings_file_can_tell_for_its_own_after_a_cluster_moved_kee
     dashboard leaves it: B's claim names gamma, which A does not define (B, now gamma alone, may still define it)."""
     pushed_written(run, team_settings(tmp_path, "a", ["alpha"]))
     pushed_written(run, team_settings(tmp_path, "b", ["beta", "gamma"]))
-    assert pushed_written(run, team_settings(tmp_path, "a2", ["alpha", "beta"], team=False), "--prune") == BUNDLED
+    a2 = team_settings(tmp_path, "a2", ["alpha", "beta"], team=False)
+    assert pushed_written(run, a2, "--prune") == built_uids(a2)
     # A's record is saved again with beta (B's claim carried on); nothing deleted
     assert TEAM in grafana.state.dashboards
 

@@ -71,6 +71,18 @@ def team_settings(tmp_path, name: str, clusters, team: bool = True, bundled: boo
     return str(folder / "gpudash.yaml")
 
 
+def built_uids(config: str, *, leave: tuple[str, ...] = ()) -> list[str]:
+    """The uids of the dashboards the settings file `config` builds, sorted, but those in `leave`: a dashboard too
+    large for one sidecar ConfigMap (a shared Prometheus' all-metrics, near the limit) is cut into parts, each a
+    dashboard of its own (dashboard_parts), so no test of whole pushes names a fixed list."""
+    from pathlib import Path
+
+    from generator.artifacts import grafana_dashboards
+    from generator.project import load_project
+
+    return sorted(d.uid for d in grafana_dashboards(load_project(Path(config))) if d.uid not in leave)
+
+
 def last_message(grafana, uid: str = TEAM) -> str:
     return grafana.state.dashboards[uid]["versions"][-1]["message"]
 
