@@ -43,7 +43,7 @@ from generator.project import load_project
 from generator.promql import legend
 from generator.render.alarms import alert_name, cloudwatch_condition, prometheus_rules
 from tests.integration.test_fleet_truth import _counters as counters_of
-from tests.support import mixed_fleet
+from tests.support import messy_history, mixed_fleet
 from tests.support.alert_periods import latest_period
 from tests.support.grafana_variables import range_options
 from tests.support.mixed_fleet import Gpu, Instance, Node
@@ -150,17 +150,12 @@ def _written(copy: Copy, k: int, gpudash_job: bool) -> list[tuple[str, str, str]
 
 def story(gpudash_job: bool):
     def openmetrics(start: int) -> str:
-        series: dict[str, dict[str, list[str]]] = {metric: {} for metric in GAUGES}
+        series: messy_history.Series = {}
         for copy in COPIES:
             for k in copy.scrapes:
                 for metric, labels, value in _written(copy, k, gpudash_job):
-                    series[metric].setdefault(labels, []).append(
-                        f"{metric}{{{labels}}} {value} {start + k * SCRAPE + copy.offset}")
-        lines = []
-        for metric, rows in series.items():
-            lines.append(f"# TYPE {metric} gauge")
-            lines += [line for samples in rows.values() for line in samples]
-        return "\n".join(lines + ["# EOF"]) + "\n"
+                    series.setdefault((metric, labels), []).append((start + k * SCRAPE + copy.offset, value))
+        return messy_history.openmetrics(series)
     return openmetrics
 
 
