@@ -34,17 +34,22 @@ hypothesis_settings.load_profile("gpudash")
 # alone at the end while the others idle. Files written since are placed by their time in a later run (under load: each
 # file's time there divided by the median ratio of the two runs' times of the files both hold). A file missing from
 # this list keeps its place after them; the order does not change what any test asserts. test_live_panel_truth waits
-# on its live scene (~80 s wall for ~5 CPU-s; the longest wall of any file at 378d1347, and up to two recordings more on
-# a machine too loaded to judge a rate): first.
-START_FIRST = ("test_live_panel_truth.py", "test_pod_copies_tied.py", "test_verify.py", "test_gauge_twins.py", "test_pod_left_twins.py",
+# on its live scene (~80 s wall for ~5 CPU-s; the longest wall of any file at 378d1347, and a recording more when its
+# n4 scrapes sit on the subquery grid): first. s44's new files placed so (s45, one file at a time under load 5-28:
+# the median ratio to s42's record 2.7): test_combined_fleet_story 77 CPU-s, ~138 s; test_phase_story_twins ~42 s;
+# test_counter_rate_pod_picked ~22 s; test_dashboard_parts ~16 s.
+START_FIRST = ("test_live_panel_truth.py", "test_pod_copies_tied.py", "test_verify.py", "test_gauge_twins.py",
+               "test_combined_fleet_story.py", "test_pod_left_twins.py",
                "test_fleet_truth.py",
                "test_data_missing.py", "test_grafana_claims.py", "test_cloudformation_quota.py",
                "test_mixed_fleet_twins.py", "test_benchmarks.py", "test_cloudwatch_projects.py",
                "test_cloudwatch_ownership.py", "test_grafana_push.py", "test_grafana_faults.py",
                "test_copy_choice_hostile.py", "test_evaluation_range_rules.py",
-               "test_failed_scrape_twins.py", "test_preview.py", "test_node_view_every_panel.py",
+               "test_failed_scrape_twins.py", "test_phase_story_twins.py", "test_preview.py",
+               "test_node_view_every_panel.py",
                "test_grafana_hostile_answers.py", "test_combined_periods.py", "test_cloudwatch_random_fleets.py",
-               "test_mig_reconfigured_scrape.py", "test_pod_named_in_turn_one_scrape.py", "test_thread_imports.py",
+               "test_mig_reconfigured_scrape.py", "test_pod_named_in_turn_one_scrape.py",
+               "test_counter_rate_pod_picked.py", "test_dashboard_parts.py", "test_thread_imports.py",
                "test_cloudwatch_rollout_twins.py", "test_publish_from_build.py", "test_cloudwatch_mig.py",
                "test_verify_failed_scrape.py", "test_cloudwatch_write_proof.py", "test_alarm_texts.py",
                "test_pod_lookback_restart.py", "test_cloudwatch_write_retries.py", "test_feed_configs.py",
