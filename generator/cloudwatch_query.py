@@ -198,9 +198,11 @@ def dimensions(settings: Settings) -> list[str]:
 POD_TOTALS = {"sum": ("pod_total", "sum"), "count": ("pod_gpus", "count")}
 POD_GPU_TOTALS = {"sum": ("pod_gpu_total", "sum"), "count": ("pod_gpu_count", "count")}
 # A node's total per scrape, made the same way from one scrape of its exporter (each GPU once) and published under the
-# cluster, the node and one of these marks: an alarm's count or total per node reads its AVG, the mean of the totals of
-# the scrapes that arrived (node_total_plan), where a COUNT or SUM over the period's scrapes reads a failed scrape, or a
-# node added or removed inside the period, as part of its GPUs.
+# cluster, the node and one of these marks: a widget's or alarm's count or total per node reads its AVG (a count its
+# MAX), the mean of the totals of the scrapes that arrived (_plan), where a COUNT or SUM over the period's scrapes read
+# a failed scrape, or a node added or removed inside the period, as part of its GPUs, and two exporter pods scraping the
+# node at once (a DaemonSet rolling with a surge) as twice them (a user's framebuffer per node, 174,000 MiB for 87,000:
+# tests/unit/test_cloudwatch_surge_pod_totals.py).
 NODE_TOTALS = {"sum": ("node_total", "sum"), "count": ("node_gpus", "count")}
 
 
@@ -1009,15 +1011,16 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         # totals per GPU (the GPU's reading once: a pod on a whole GPU of 300 W and two instances of one of 200 W
         # draws 250 W on average, not 233) (an alarm's: a chart per pod reads as before, its header saying what)
         return _pod_total(query, settings, series, per_gpu=agg in ("avg", "max", "min"))
-    if alarm and layout.instances and settings.agent.pipeline == "otel" and agg in ("count", "sum") \
+    if layout.instances and settings.agent.pipeline == "otel" and agg in ("count", "sum") \
             and series == (NODE_DIMENSION,) and not query.per_pod and not field.is_counter \
             and not field.across_own_labels and query.metric not in MIG_UNSUPPORTED \
             and query.metric not in MIG_MEMORY_SHARES:
         # a node's count or total per scrape, made at the agent (each GPU instance's copies once: pods sharing it
         # with exporter.virtual_gpus, a pod named in turn beside the marker ending the other's; render/agent_otel
         # pod_totals; of framebuffer used with exporter.virtual_gpus, the GPU instances' merged copies,
-        # node_merged_totals), read as AVG: a mean of the scrapes that arrived, so a failed scrape, or a node added or
-        # removed inside the period, loses none of its GPUs; a count as MAX, the most GPUs one scrape read (the
+        # node_merged_totals), read as AVG (in a widget's line per node and an alarm's contributor alike): a mean of
+        # the scrapes that arrived, so a failed scrape, or a node added or removed inside the period, loses none of
+        # its GPUs, and two exporter pods' scrapes of a node (a surge) each hold it whole; a count as MAX, the most GPUs one scrape read (the
         # agent counts after its blank filter: a GPU reading DCGM's blank at every other scrape read 3.5 GPUs of 4 as
         # a mean), as a pod's count is read (_pod_total)
         return Plan(metric=query.metric, function="MAX" if agg == "count" else "AVG",

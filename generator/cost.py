@@ -272,7 +272,7 @@ def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet)
         return fleet.node_count / max(fleet.clusters, 1)
     if list(dims) == pod_dimensions(project.settings) or _per_pod_total(dims):
         return pods
-    if node_total(dims):  # a node's totals per scrape (the alarms' count or total per node)
+    if node_total(dims):  # a node's totals per scrape (a widget's or alarm's count or total per node)
         return fleet.node_count / max(fleet.clusters, 1)
     if NODE_MEAN in dims:  # a node's total and count of GPUs read per scrape (the fleet's values now): one of each
         return len(NODE_MEAN_KINDS) * fleet.node_count / max(fleet.clusters, 1)
@@ -559,7 +559,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     churned_gpus = fleet.churn / HOURS_PER_MONTH * pod_gpus / fleet.pods if fleet.pods else 0.0
     # A namespace's use of each GPU its pods hold (NAMESPACE_GPU): one metric per namespace and GPU (Fleet.namespace_gpus)
     per_namespace_gpu = sum(len(m) for dims, m in sets.items() if NAMESPACE_GPU[0] in dims)
-    # A node's totals per scrape (node_total: the alarms' count or total per node): one metric per node and total
+    # A node's totals per scrape (node_total: a widget's or alarm's count or total per node): one metric per node and total
     per_node_total = sum(len(m) for dims, m in sets.items() if node_total(dims))
     # and a node's total and count of GPUs read per scrape (NODE_MEAN: the fleet's values now): one metric per node,
     # field and kind its widgets read (a total alone of the field "Total power draw" reads)
@@ -613,8 +613,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + (f" + {per_namespace_gpu} x {fleet.namespace_gpus:,} pairs of a namespace and a GPU its pods hold "
                 f"(widgets and alarms per namespace; at most one per GPU instance a pod holds)"
                 if per_namespace_gpu and fleet.namespace_gpus else "")
-             + (f" + {per_node_total} x {fleet.node_count:,} GPU nodes (a node's totals per scrape: alarms counting or "
-                f"adding GPUs per node){nodes}" if per_node_total else "")
+             + (f" + {per_node_total} x {fleet.node_count:,} GPU nodes (a node's totals per scrape: widgets and alarms "
+                f"counting or adding GPUs per node){nodes}" if per_node_total else "")
              + (f" + {per_node_mean} x {fleet.node_count:,} GPU nodes (a node's total and count of GPUs read per "
                 f"scrape: the fleet's values now){nodes}" if per_node_mean else "")
              + (f" + {per_cluster} per cluster ("

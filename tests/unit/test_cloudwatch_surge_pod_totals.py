@@ -16,8 +16,8 @@ agent model of the build's own configuration into the bundled by-pod dashboard, 
   scrapes scrape.interval gives it, so the overlap's extra scrapes count: a period with m more scrapes of the node
   than its n reads (n + m) / n of the truth (a 60 s overlap: 1.2 times; a 10-minute one: twice). Before, the header
   said only the converse, a period missing m of its n scrapes reading (n - m) / n; it now says this too (found by
-  an independent audit of issue 10, session 44). A user's total per node reads so on both pipelines (a per-scrape
-  form there too: the OTel pipeline makes a pod's totals per scrape, not a node's), and its header says it alike.
+  an independent audit of issue 10, session 44). A user's total per node reads so on classic; on the OTel pipeline
+  it reads the node's totals per scrape, which the agent makes (as it makes a pod's), and so the truth.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ def dashboards(ctx):
     yield Dashboard(id="sums", title="Sums", rows=[Row("all", [
         Panel("Framebuffer used per node", Query("DCGM_FI_DEV_FB_USED", "sum", ("node",))),
         Panel("Power draw per node", Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("node",))),
+        Panel("GPUs per node", Query("DCGM_FI_DEV_POWER_USAGE", "count", ("node",))),
     ])])
 """
 SUMS_PAGE = "cloudwatch/dashboards/gpudash-gpu-cluster-sums.json"
@@ -150,19 +151,26 @@ def test_a_counters_widgets_count_a_long_surge_twice_on_both_pipelines_as_their_
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
-def test_a_users_sums_per_node_read_the_surges_scrapes_as_their_header_says(tmp_path, pipeline):
-    """A framebuffer or power total per node is a per-scrape form on both pipelines (docs/cloudwatch.md, "What each
-    widget computes"): a node scraped by both pods reads their scrapes added, (n + m) / n, as its header says (on
-    classic, which reads a MIG GPU's power once per instance, held to its own value before the surge)."""
+def test_a_users_sums_per_node_read_the_truth_on_otel_and_the_surges_scrapes_on_classic(tmp_path, pipeline):
+    """A framebuffer or power total per node on the OTel pipeline reads the node's totals per scrape, which the agent
+    makes from each scrape of the node's exporter (each GPU once, held by a pod or not), as their mean: both
+    exporter pods' scrapes hold the node whole, so the surge reads the truth (before, a per-scrape form over each
+    GPU's readings read 174,000 MiB for 87,000 at a 10-minute overlap). On classic nothing makes a total per
+    scrape: a node scraped by both pods reads their scrapes added, (n + m) / n, as its header says (classic reads a
+    MIG GPU's power once per instance: held to its own value before the surge)."""
     fleet, _, files, lines, extra = _drawn(tmp_path, pipeline, (1500, 2100), dashboards={"sums.py": NODE_SUMS})
     said = notes(header(files, SUMS_PAGE))
     n = PERIOD // STEP
-    for title, field in (("Framebuffer used per node", "fb_used"), ("Power draw per node", "power")):
-        assert any(SURGE in note and "(n + m) / n" in note for note in said.get(title, ())), (title, said.get(title))
+    for title, field in (("Framebuffer used per node", "fb_used"), ("Power draw per node", "power"),
+                         ("GPUs per node", "count")):
+        surge_said = any(SURGE in note and "(n + m) / n" in note for note in said.get(title, ()))
+        assert surge_said == (pipeline == "classic"), (title, said.get(title))
         for node in fleet:
             value = sum(getattr(i, field) for g in node.gpus for i in g.instances) if field == "fb_used" else \
-                sum(g.power for g in node.gpus)
+                sum(g.power for g in node.gpus) if field == "power" else len(node.gpus)
             shown = lines[title][node.name]
             if pipeline == "classic":
                 value = shown[1200]
-            assert all(close(v, value * (n + extra.get(t, 0)) / n) for t, v in shown.items()), (title, node.name, shown)
+                assert all(close(v, value * (n + extra.get(t, 0)) / n) for t, v in shown.items()), (title, shown)
+            else:
+                assert shown and all(close(v, value) for v in shown.values()), (title, node.name, value, shown)

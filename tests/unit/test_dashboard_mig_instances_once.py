@@ -106,12 +106,13 @@ def test_each_chart_reads_each_gpu_once_or_says_how_it_does_not(shown, title):
 def test_cost_prices_one_metric_per_gpu_as_the_agent_publishes(tmp_path):
     """Each field read so is one metric per physical GPU in the set of readings once: through the agent model the mixed
     fleet's 11 GPUs publish 11 of engine activity and of framebuffer used ([ClusterName, node, gpu, readings]; a MIG
-    GPU's two instances one), and `gpudash cost` adds one metric per GPU for each (100 GPUs: 200)."""
+    GPU's two instances one), and `gpudash cost` adds one metric per GPU for each (100 GPUs: 200). (A total per GPU
+    index over the nodes reads that set; a node's total reads the node's totals per scrape the agent makes.)"""
 
     fields = ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_USED")
     text = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
             "    yield Dashboard(id='instances', title='Instances', rows=[Row('Nodes', [\n"
-            + "".join(f"        Panel('{field}', Query({field!r}, 'sum', ('node',)), unit={FIELDS[field][1]!r}),\n"
+            + "".join(f"        Panel('{field}', Query({field!r}, 'sum', ('gpu',)), unit={FIELDS[field][1]!r}),\n"
                       for field in fields) + "    ])])\n")
 
     def metrics(folder, dashboards: str | None) -> tuple[float, list]:
@@ -182,9 +183,11 @@ def test_past_500_gpus_the_fleets_values_read_each_gpu_once(tmp_path):
 
 def test_a_gpu_one_of_whose_instances_reads_a_blank_has_no_framebuffer_total(tmp_path):
     """DCGM's blank on one MIG instance's free framebuffer: the GPU's free memory (its instances' sum) is unknown, and
-    the node's lines read its other GPU alone, as the Prometheus side reads it (promql.merged gives such a GPU no
-    value): the agent adds a GPU's instances up before its blank filter, which drops a sum holding a blank. Added after
-    it, the GPU read its other instance's 12,000 MiB as its whole free memory."""
+    the node's mean, largest and smallest read its other GPU alone, as the Prometheus side reads it (promql.merged
+    gives such a GPU no value): the agent adds a GPU's instances up before its blank filter, which drops a sum holding
+    a blank. Added after it, the GPU read its other instance's 12,000 MiB as its whole free memory. The node's total
+    is the node's total per scrape the agent makes, dropped whole at a scrape holding a blank, as a pod's is (docs/
+    cloudwatch.md "A pod's totals per scrape"): no line, not the other GPU's memory as the node's."""
 
     (mig,) = [node for node in mixed_fleet.FLEET if node.name == "gpu-node-mig"]
     gpu = mig.gpus[1]
@@ -200,7 +203,10 @@ def test_a_gpu_one_of_whose_instances_reads_a_blank_has_no_framebuffer_total(tmp
     files = encode(build(defined_project(tmp_path, "agent:\n  pipeline: otel\n", dashboards=text)))
     values = latest_values(files, through_agent(files, STEP, END, fleet, only=widgets_read(files)), END)
     alone = _gpu_value(field, mig.gpus[0])  # 400 + 15,000 MiB
-    assert {title: values[title]["gpu-node-mig"] for title in titles} == pytest.approx(dict.fromkeys(titles, alone))
+    total = f"sum {field} per node"
+    assert "gpu-node-mig" not in values.get(total, {}) and values[total], values.get(total)  # the others are drawn
+    assert {title: values[title]["gpu-node-mig"] for title in titles if title != total} == \
+        pytest.approx(dict.fromkeys(set(titles) - {total}, alone))
 
 
 def _rule(field: str, how: str, group: str) -> str:
