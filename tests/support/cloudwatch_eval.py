@@ -40,7 +40,11 @@
   with live data off (the default), a period is shown once it ended at least a minute before `now`.
 * Alarms: a GROUP BY alarm evaluates each series (contributor); a datapoint breaches when it
   compares to the threshold as ComparisonOperator says; DatapointsToAlarm of the last
-  EvaluationPeriods periods must breach; TreatMissingData decides for periods without data.
+  EvaluationPeriods periods must breach; TreatMissingData decides for periods without data. It evaluates the
+  500 series its query returns (past 500, those its ORDER BY ranks first; without ORDER BY "you can't control which
+  500", here the first 500 the datapoints give) and names at most 100 contributors in ALARM (alarm-limits.html):
+  past 100, which it names is not documented, and `alarm` raises ContributorsCapped unless asked for every series
+  it evaluated.
   The periods are those of the evaluation window the user guide describes ("Alarm evaluation window",
   alarm-evaluation-window.html): Period x EvaluationPeriods long, and with SlidingWindow, the default
   when PutMetricAlarm gives no EvaluationWindow (gpudash gives none), it "advances each time the alarm
@@ -880,26 +884,59 @@ def judge(values: list, needed: int, periods: int, missing: str, breaches) -> st
     return "OK"
 
 
+# "Alarms evaluating multiple time series will limit the number of contributors in ALARM to 100": with 150 series
+# evaluated and 95 in ALARM the StateReason is "95 out of 150 time series evaluated to ALARM", with 105 "100+ time
+# series evaluated to ALARM"; "if the volume of attributes is too large, the number of contributors in ALARM can be
+# limited to less than 100" (user guide, alarm-limits.html, "Limits that apply to alarms based on Metrics Insights
+# queries"). Which 100 are reported past 100 is not documented.
+CONTRIBUTORS_REPORTED = 100
+
+
+class ContributorsCapped(AssertionError):
+    """More contributors of a GROUP BY alarm in ALARM than CloudWatch reports (CONTRIBUTORS_REPORTED): the alarm is in
+    ALARM, but which of them it names is not documented."""
+
+
 def alarm(request: dict, datapoints: list[Datapoint], end: float, stat=None,
-          evaluation_range: int | None = None) -> dict[tuple, str]:
+          evaluation_range: int | None = None, evaluated: bool = False) -> dict[tuple, str]:
     """{contributor (group key; () for a single series): ALARM / OK / INSUFFICIENT_DATA} at `end`; `stat`: see
     _metric_math_alarm. `evaluation_range`: the range's length in periods; None judges every length from
     EvaluationPeriods + 1 ("a higher number of data points") to EvaluationPeriods + EXTRA_PERIODS and raises
-    RangeDependent where they differ."""
+    RangeDependent where they differ. Past CONTRIBUTORS_REPORTED contributors in ALARM CloudWatch names only some of
+    them (which, it does not say): ContributorsCapped is raised, unless `evaluated` asks for every series the alarm
+    evaluates (its state: ALARM, state_reason "100+ ...") knowing that the names past 100 are not all reported."""
     states = {}
     for key, judged in alarm_ranges(request, datapoints, end, stat, evaluation_range).items():
         if len(set(judged.values())) > 1:
             raise RangeDependent(f"{request.get('AlarmName', '')} {dict(key)} at {end}: the state depends on the "
                                  f"evaluation range's length (periods: state): {judged}")
         (states[key],) = set(judged.values())
+    if not evaluated and sum(1 for key, state in states.items() if key and state == "ALARM") > CONTRIBUTORS_REPORTED:
+        raise ContributorsCapped(f"{request.get('AlarmName', '')} at {end}: {state_reason(states)}; CloudWatch names "
+                                 f"at most {CONTRIBUTORS_REPORTED} of them, which ones it does not say")
     return states
 
 
-def fired_at(request: dict, datapoints: list[Datapoint], ends, dimension: str) -> dict[str, set[float]]:
+def state_reason(states: dict[tuple, str]) -> str:
+    """A GROUP BY alarm's StateReason of its contributors' states, as alarm-limits.html words it."""
+    alarming = sum(1 for key, state in states.items() if key and state == "ALARM")
+    if alarming > CONTRIBUTORS_REPORTED:
+        return f"{CONTRIBUTORS_REPORTED}+ time series evaluated to ALARM"
+    return f"{alarming} out of {sum(1 for key in states if key)} time series evaluated to ALARM"
+
+
+def alarm_state(states: dict[tuple, str]) -> str:
+    """The alarm's own state from its contributors': ALARM when any contributor is."""
+    values = set(states.values())
+    return "ALARM" if "ALARM" in values else "OK" if "OK" in values else "INSUFFICIENT_DATA"
+
+
+def fired_at(request: dict, datapoints: list[Datapoint], ends, dimension: str,
+             evaluated: bool = False) -> dict[str, set[float]]:
     """{the `dimension` of each contributor in ALARM: the `ends` at which it is} (`alarm` judged at each end)."""
     fired: dict[str, set[float]] = {}
     for end in ends:
-        for key, state in alarm(request, datapoints, end).items():
+        for key, state in alarm(request, datapoints, end, evaluated=evaluated).items():
             if state == "ALARM":
                 fired.setdefault(dict(key)[dimension], set()).add(end)
     return fired

@@ -1,0 +1,167 @@
+"""Every bundled GROUP BY alarm past 500 series: its ORDER BY keeps the series that breaches among the 500 evaluated.
+
+A multi-time-series alarm evaluates the 500 series its Metrics Insights query returns: past 500, "if you use an ORDER
+BY clause ... the 500 that have the highest or lowest values according to your ORDER BY clause are returned. If you
+do not include an ORDER BY clause, you can't control which 500 matching metrics are returned" (Metrics Insights
+quotas), and it names at most 100 contributors in ALARM ("100+ time series evaluated to ALARM", alarm-limits.html).
+The tests' model (tests/support/cloudwatch_eval.py) returns, without ORDER BY, the first 500 series the datapoints
+give, and raises ContributorsCapped past 100 contributors in ALARM unless asked for every series evaluated.
+
+Each story here has more than 500 series where the one breaching series comes last (the last node's last GPU, or the
+last node): without ORDER BY the model cuts it (the alarm stays OK while a GPU breaches), with the bundled ORDER BY it
+is evaluated and alone in ALARM. Every bundled GROUP BY alarm of the default build is judged (a new one without a
+story fails `test_every_bundled_group_by_alarm_has_a_story`). tests/unit/test_cloudwatch_hot_over_500.py and
+test_cloudwatch_idle_over_500.py hold the harder cases of the two alarms judged over several periods (series that came
+within the window ranking before one breaching all along).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+import pytest
+
+from tests.support import built, cloudwatch_eval
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import exporter_targets
+
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+PREFIX = "gpudash-gpu-cluster-"
+PER_NODE = 8
+NODES = 65  # 520 GPUs, each held by its own pod: 520 series per GPU or per pod
+LAST = NODES * PER_NODE - 1  # the breaching GPU: the last node's last GPU
+STEP = 30
+END = 7200
+START = END - 3600 - 2 * STEP  # the widest evaluation range (6 periods + 5) and a counter's baseline before it
+
+# alarm (without its prefix): (the story, the contributor that breaches)
+BREACHING_GPU = (("node", f"node-{NODES - 1}"), ("gpu", str(PER_NODE - 1)))
+BREACHING_POD = (("namespace", "ml"), ("pod", f"p-{LAST}"))
+STORIES = {
+    "framebuffer-full-warning": ("whole", BREACHING_POD),
+    "gpu-idle-warning": ("whole", (*BREACHING_POD, ("gpu", str(PER_NODE - 1)))),
+    "gpu-idle-mig-warning": ("mig", (*BREACHING_POD, ("gpu", str(PER_NODE - 1)), ("GPU_I_ID", "1"),
+                                     ("GPU_I_PROFILE", "7g.80gb"))),
+    "gpu-temp-critical-critical": ("whole", BREACHING_GPU),
+    "gpu-temp-high-warning": ("whole", BREACHING_GPU),
+    "pcie-replays-warning": ("whole", BREACHING_GPU),
+    "row-remap-failure-critical": ("whole", BREACHING_GPU),
+    "uncorrectable-rows-warning": ("whole", BREACHING_GPU),
+    "xid-error-critical": ("whole", BREACHING_GPU),
+    "gpu-data-missing-per-node-critical": ("nodes", (("node", "node-504"),)),
+}
+GAUGES = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+          "DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_XID_ERRORS")
+COUNTERS = ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS")
+
+
+def _values(i: int, t: float, hot: set[int]) -> dict[str, float]:
+    """GPU i's readings at t: a GPU of `hot` breaches every alarm (90 °C, 500 MiB free, 1 % busy, 60 PCIe replays
+    per 5 minutes, a row remap failure, XID 79, a row remapped 150 s before END); every other GPU none (60 °C, 20,000
+    MiB free, 50 % busy, no replay, no XID)."""
+    if i in hot:
+        return {"DCGM_FI_DEV_GPU_TEMP": 90.0, "DCGM_FI_DEV_FB_FREE": 500.0, "DCGM_FI_DEV_GPU_UTIL": 1.0,
+                "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.01, "DCGM_FI_DEV_ROW_REMAP_FAILURE": 1.0,
+                "DCGM_FI_DEV_XID_ERRORS": 79.0, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 1000 + 6 * (t - START) / STEP,
+                "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 2.0 + (t >= END - 150)}
+    return {"DCGM_FI_DEV_GPU_TEMP": 60.0, "DCGM_FI_DEV_FB_FREE": 20000.0, "DCGM_FI_DEV_GPU_UTIL": 50.0,
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.5, "DCGM_FI_DEV_ROW_REMAP_FAILURE": 0.0, "DCGM_FI_DEV_XID_ERRORS": 0.0,
+            "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 3.0, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 0.0}
+
+
+def _page(node: int, t: float, hot: set[int], mig: bool) -> str:
+    """Node `node`'s exporter page: each GPU held by its own pod (`mig`: as one MIG instance, 7g.80gb)."""
+    lines = {name: [f"# TYPE {name} {'counter' if name in COUNTERS else 'gauge'}"] for name in (*GAUGES, *COUNTERS)}
+    for g in range(PER_NODE):
+        i = node * PER_NODE + g
+        instance = ',GPU_I_ID="1",GPU_I_PROFILE="7g.80gb"' if mig else ""
+        labels = (f'gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",modelName="NVIDIA A100",Hostname="node-{node}"'
+                  f'{instance},namespace="ml",pod="p-{i}",container="main"')
+        for name, value in _values(i, t, hot).items():
+            if name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE" and not mig:
+                continue
+            lines[name].append(f"{name}{{{labels}}} {value:g}")
+    return "\n".join(line for block in lines.values() for line in block) + "\n"
+
+
+@lru_cache(maxsize=None)
+def _files():
+    return built.files("{}\n")
+
+
+def _requests() -> dict[str, dict]:
+    return {entry["Request"]["AlarmName"].removeprefix(PREFIX): entry["Request"]
+            for entry in json.loads(_files()["cloudwatch/alarms.json"])["alarms"]}
+
+
+def _grouped(request: dict) -> str | None:
+    """The Metrics Insights query of a GROUP BY alarm, else None."""
+    for metric in request.get("Metrics", []):
+        expression = metric.get("Expression", "")
+        if cloudwatch_eval._is_query(expression) and " GROUP BY " in expression:
+            return expression
+    return None
+
+
+@lru_cache(maxsize=None)
+def _points(story: str, hot: frozenset[int]):
+    """The datapoints every alarm of `story` reads, through the build's agent model."""
+    config, job = agent_config(_files()[AGENT_FILE])
+    reads = cloudwatch_eval.reads(*[r for name, r in _requests().items() if STORIES.get(name, ("",))[0] == story])
+    if story == "nodes":  # 505 nodes of one GPU each: the last serves no DCGM series (its host engine lost)
+        targets = exporter_targets(job, 505)
+        page = lambda n: (f'# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="GPU-{n}-0",'
+                          f'device="nvidia0",modelName="NVIDIA A100",Hostname="node-{n}"}} 60\n')
+        scrapes = [Scrape(float(t), "" if n in hot else page(n), targets[n])
+                   for t in range(START, END, STEP) for n in range(505)]
+    else:
+        targets = exporter_targets(job, NODES)
+        scrapes = [Scrape(float(t), _page(n, t, set(hot), story == "mig"), targets[n])
+                   for t in range(START, END, STEP) for n in range(NODES)]
+    return Agent(config, job, only=reads).run(scrapes)
+
+
+def _unordered(request: dict) -> dict:
+    """The alarm with its query's ORDER BY removed (the form AWS says gives no control over which 500 are returned)."""
+    metrics = [dict(m, Expression=re.sub(r" ORDER BY \w+\(\) (ASC|DESC)", "", m["Expression"]))
+               if "Expression" in m else m for m in request["Metrics"]]
+    return dict(request, Metrics=metrics)
+
+
+def test_every_bundled_group_by_alarm_has_a_story():
+    grouped = {name for name, request in _requests().items() if _grouped(request)}
+    assert grouped == set(STORIES), sorted(grouped ^ set(STORIES))
+    assert all(" ORDER BY " in _grouped(_requests()[name]) for name in grouped)
+
+
+@pytest.mark.parametrize("name", sorted(STORIES))
+def test_past_500_series_the_order_by_keeps_the_breaching_series(name):
+    """520 series (505 nodes for the per-node alarm), the breaching one last: with the bundled ORDER BY it is among
+    the 500 evaluated and alone in ALARM; without one the model's first 500 leave it out and the alarm reads OK."""
+    story, breaching = STORIES[name]
+    request = _requests()[name]
+    points = _points(story, frozenset({LAST} if story != "nodes" else {504}))
+    states = cloudwatch_eval.alarm(request, points, END)
+    assert len(states) == 500, len(states)
+    assert {key for key, state in states.items() if state == "ALARM"} == {breaching}, (states.get(breaching))
+    unordered = cloudwatch_eval.alarm(_unordered(request), points, END)
+    assert len(unordered) == 500 and breaching not in unordered
+    assert "ALARM" not in unordered.values()
+
+
+def test_past_100_contributors_in_alarm_cloudwatch_names_100_plus():
+    """150 GPUs at 90 °C among 520: the temperature alarm is in ALARM with 150 contributors, of which CloudWatch names
+    at most 100 ("100+ time series evaluated to ALARM"): the model will not say which (ContributorsCapped), and gives
+    every series it evaluated when asked."""
+    request = _requests()["gpu-temp-critical-critical"]
+    points = _points("whole", frozenset(range(LAST - 149, LAST + 1)))
+    with pytest.raises(cloudwatch_eval.ContributorsCapped):
+        cloudwatch_eval.alarm(request, points, END)
+    states = cloudwatch_eval.alarm(request, points, END, evaluated=True)
+    assert sum(state == "ALARM" for state in states.values()) == 150
+    assert cloudwatch_eval.state_reason(states) == "100+ time series evaluated to ALARM"
+    assert cloudwatch_eval.alarm_state(states) == "ALARM"
+    few = cloudwatch_eval.alarm(request, _points("whole", frozenset(range(LAST - 94, LAST + 1))), END)
+    assert cloudwatch_eval.state_reason(few) == "95 out of 500 time series evaluated to ALARM"
