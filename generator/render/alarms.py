@@ -40,7 +40,7 @@ from ..last_applied import APPLY_LIMIT, encoded_bytes
 from ..markers import (ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
-from ..model import WORKLOAD_KEYS, Alarm, Condition
+from ..model import WORKLOAD_KEYS, Alarm, Condition, charted_unit
 from ..names import (ALERT_GROUP, CLUSTERS_GROUP, COUNTER_GROUP, COUNTER_GROUPS, WATCHED_CLUSTER,
                      prometheus_rule_name, alarm_name as _name, alert_name, regional_alarm_name)
 from ..ownership import publication_tags
@@ -52,6 +52,7 @@ from ..promql_text import quoted
 from ..series_labels import MAX_DIMENSIONS
 from .alarm_text import Note, about_notes, described, own_cut
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
+from ..units import Unit
 
 if TYPE_CHECKING:
     from ..artifacts import AlarmRequest
@@ -997,6 +998,25 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per i
          **{GAP_TEXTS[kind]: short for kind, short in GAP_SHORT.items()}}
 
 
+# The example of a mean weighed by the scrapes naming a pod (NAMED_WEIGHED and its kin) is in watts: an alarm of
+# another field gives it in its own unit, its numbers scaled where watts' would not read as that unit (a utilization of
+# 300 %, a temperature of 300 °C). {unit key: (a GPU of its own, the one named at half the scrapes, what is read, the
+# mean of the two)}; any other unit: the watts' numbers in its own label.
+WEIGHED_EXAMPLES = {"percent": ("30 %", "20 %", "26.7 %", "25"), "celsius": ("60 °C", "40 °C", "53.3 °C", "50"),
+                    "ratio": ("0.3", "0.2", "0.267", "0.25"), "time_ratio": ("0.3", "0.2", "0.267", "0.25")}
+_WATTS_EXAMPLE = ("300 W", "200 W", "266.7 W", "250")
+
+
+def in_unit(text: str, unit: Unit) -> str:
+    """`text` with its weighed mean's example in watts (WEIGHED_EXAMPLES) given in `unit`."""
+    if unit.key == "watt" or f"{_WATTS_EXAMPLE[2]} for {_WATTS_EXAMPLE[3]}" not in text:
+        return text
+    example = WEIGHED_EXAMPLES.get(unit.key) or tuple(f"{number[:-2]} {unit.label}" for number in _WATTS_EXAMPLE[:3]) \
+        + (_WATTS_EXAMPLE[3],)
+    text = text.replace(f"{_WATTS_EXAMPLE[2]} for {_WATTS_EXAMPLE[3]}", f"{example[2]} for {example[3]}")
+    return text.replace(_WATTS_EXAMPLE[0], example[0]).replace(_WATTS_EXAMPLE[1], example[1])
+
+
 def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan, unseen: str) -> list[Note]:
     """The notes of an alarm on a plan (a rule's Metrics Insights alarm, a static per-pod one), most important first:
     what its threshold reads (a gap in a counter, the unused share, flags past a level), the MIG GPUs it does not see
@@ -1028,12 +1048,14 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
     # with exporter.virtual_gpus only an exporter of the fleet without KUBERNETES_VIRTUAL_GPUS makes true, so that
     # they give way first where the description runs out of room)
     named[:0] = [PER_PROCESS_COPIES_ADDED_ALARM] if PER_PROCESS_COPIES_ADDED in plan_.notes else []
+    unit = charted_unit(condition.query, catalog)  # (the weighed means' example in the alarm's unit: in_unit)
     comparison = _judged(alarm, plan_, settings)[0]
     texts = (unseen, ALARM_MIG_ONE_INSTANCE if reads_one_instance(plan_, settings) else "",
              copies_counted_note(plan_) or "")
     return [note, _addon_blanks_said(plan_, comparison, settings), *(Note(text, SHORT.get(text, "")) for text in texts),
             _failed_scrape_note(alarm, plan_, settings),
-            *(Note(text, SHORT.get(text, "")) for text in named), stale(alarm, catalog, settings, plan_)]
+            *(Note(in_unit(text, unit), in_unit(SHORT.get(text, ""), unit)) for text in named),
+            stale(alarm, catalog, settings, plan_)]
 
 
 def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form: Form,
