@@ -4,8 +4,8 @@ A fleet of 1-4 nodes of 1-3 GPUs: about a third of the GPUs split into 1-3 MIG i
 GPU_UTIL absent, 0 or the blank), the rest whole; GPUs and instances held by a pod or idle, a pod on several GPUs or
 instances of its node, one pod name in two namespaces; each node's exporter writes `Hostname`, `hostname` or no node
 name, with or without NODE_NAME; a counter or the memory temperature "not supported" on some GPUs. With `shared`,
-every node's exporter runs with KUBERNETES_VIRTUAL_GPUS and some whole GPUs a pod holds are shared by a second pod of
-the node (time-slicing or MPS: one copy of each series per pod); with `per_process` too, some nodes' exporters are
+every node's exporter runs with KUBERNETES_VIRTUAL_GPUS and some whole GPUs and MIG instances a pod holds are shared by
+a second pod of the node (time-slicing or MPS, on MIG instances too: one copy of each series per pod); with `per_process` too, some nodes' exporters are
 4.5.3 or later (GPU utilization and framebuffer used as each held GPU's own series beside each pod's share), some
 held GPUs' and instances' own series reading DCGM's blank. `firing` is each bundled rule's truth from the facts.
 """
@@ -68,29 +68,44 @@ def _fleet(seed: int, shared: bool) -> tuple[Node, ...]:
                             memory_temp=r.choice([50.0, None]), instances=instances, util=util))
         node = Node(name, r.choice(["Hostname", "hostname", None]), f"nvidia-dcgm-exporter-{n}x", tuple(gpus),
                     node_name_set=r.random() < 0.7)
-        nodes.append(_shared(node, r) if shared else node)
+        nodes.append(_shared(node, r, seed) if shared else node)
     return tuple(nodes)
 
 
-def _shared(node: Node, r: random.Random) -> Node:
-    """The node's exporter with KUBERNETES_VIRTUAL_GPUS, some whole GPUs a pod holds shared with a second pod."""
+def _shared(node: Node, r: random.Random, seed: int) -> Node:
+    """The node's exporter with KUBERNETES_VIRTUAL_GPUS, some whole GPUs a pod holds shared with a second pod, and some
+    MIG instances a pod holds shared by time-slicing on top of MIG: with a pod of the node's own (`ns-s/share-<node>`)
+    or with the pod of another instance of the same GPU (which then holds two instances of it, one of them shared).
+    The MIG instances' draws are their own (seeded by the fleet's seed and the node), so the whole GPUs' stay those
+    of fleets before MIG instances were shared."""
     gpus = []
+    mig = random.Random(f"mig-shared-{seed}-{node.name}")
     for gpu in node.gpus:
         first = gpu.instances[0]
         if not gpu.mig and first.pod and r.random() < 0.6:
             other = r.choice([("ns-s", "share-" + node.name.split(".")[0]), first.pod])
             if other != first.pod:
                 gpu = replace(gpu, instances=(replace(first, also=(other,)),))
+        elif gpu.mig:
+            instances = []
+            for instance in gpu.instances:
+                if instance.pod and mig.random() < 0.6:
+                    neighbours = sorted({i.pod for i in gpu.instances if i.pod and i.pod != instance.pod})
+                    other = mig.choice([("ns-s", "share-" + node.name.split(".")[0]), *neighbours])
+                    instance = replace(instance, also=(other,))
+                instances.append(instance)
+            gpu = replace(gpu, instances=tuple(instances))
         gpus.append(gpu)
     return replace(node, gpus=tuple(gpus), virtual_gpus=True)
 
 
 def several_instances(fleet_: tuple[Node, ...]) -> set[str]:
-    """The pods ("Pod <namespace>/<pod>") holding several MIG instances of one GPU."""
+    """The pods ("Pod <namespace>/<pod>") holding several MIG instances of one GPU (holding one, or sharing it with
+    another pod by time-slicing on top of MIG: Instance.pods)."""
     found = set()
     for node in fleet_:
         for gpu in node.gpus:
-            pods = [i.pod for i in gpu.instances if i.pod]
+            pods = [pod for i in gpu.instances for pod in i.pods()]
             found |= {f"Pod {ns}/{pod}" for ns, pod in pods if pods.count((ns, pod)) > 1}
     return found
 
