@@ -197,6 +197,13 @@ def grafana_uids(project: Project) -> list[str]:
     return [dashboard.uid for dashboard in grafana_dashboards(project)]
 
 
+def defined_grafana_uids(project: Project) -> list[str]:
+    """The uid of each dashboard defined, before any is cut into parts (dashboard_parts.part_counts tells into how
+    many), in `grafana_dashboards`' order: none rendered."""
+    return [grafana_render.uid_for(d, project.settings) for d in project.grafana_definitions()] + \
+        [_grafanalib_uid(_grafanalib_json(item)) for item in project.grafanalib_dashboards]
+
+
 def _grafanalib_uid(model: dict[str, Any]) -> str:
     """A grafanalib dashboard's uid: the one it sets, else made from its title."""
     return model.get("uid") or grafanalib_uid(model.get("title", ""))

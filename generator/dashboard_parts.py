@@ -20,8 +20,9 @@ settings or apply otherwise (--server-side) to get every panel."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from .errors import InputError
 from .last_applied import APPLY_LIMIT, encoded_bytes, last_applied_bytes
@@ -188,6 +189,31 @@ def part_uid(uid: str, number: int, uid_prefix: str) -> str:
 
     part = made(len(suffix))
     return part if part != uid else made(len(suffix) + 1)
+
+
+def part_counts(defined: Sequence[str], uids: Collection[str], uid_prefix: str) -> dict[str, int]:
+    """{uid: how many dashboards it is cut into (1: whole)} of each dashboard `defined` (its uid before the cut) of a
+    build whose dashboards' uids are `uids`."""
+    counts = {}
+    for uid in defined:
+        count = 1
+        while part_uid(uid, count + 1, uid_prefix) in uids:
+            count += 1
+        counts[uid] = count
+    return counts
+
+
+def part_no_longer_made(uid: str, counts: dict[str, int], uid_prefix: str) -> tuple[str, int] | None:
+    """(the dashboard, the part number) where `uid` is the uid a part of one of the dashboards `counts` (part_counts)
+    takes beyond the parts it is cut into now (`<uid>-3` of a dashboard now in two parts, `<uid>-2` of one now whole);
+    None where it is none (the caller leaves out the uids the build makes: a dashboard whose id ends in a number)."""
+    number = re.fullmatch(r".+-([2-9]|[1-9][0-9]{1,2})", uid)
+    if number is None:
+        return None
+    for dashboard, count in counts.items():
+        if int(number[1]) > count and dashboard != uid and part_uid(dashboard, int(number[1]), uid_prefix) == uid:
+            return dashboard, int(number[1])
+    return None
 
 
 def _link(title: str, uid: str) -> dict[str, Any]:

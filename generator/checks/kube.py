@@ -281,13 +281,16 @@ DASHBOARDS_CHECK = "dashboard ConfigMaps of other settings"
 DASHBOARDS_APART = f"it concerns kubectl apply of {SIDECAR_FILE}, which publishing does not make"
 
 
-def _dashboard_configmap_names(project: Project) -> list[str]:
-    """The names of the ConfigMaps the build writes for Grafana's sidecar, one per dashboard (named for its uid:
-    render.grafana_files.configmap): the dashboards rendered, since one too large for a ConfigMap is cut into parts,
-    each named for its own uid (dashboard_parts)."""
-    from ..artifacts import grafana_uids
+def _built_dashboards(project: Project) -> tuple[list[str], dict[str, int]]:
+    """The uids of the dashboards the build writes, each naming its ConfigMap for Grafana's sidecar
+    (render.grafana_files.configmap), and {uid: how many dashboards it is cut into} of each dashboard defined: the
+    dashboards rendered, since one too large for a ConfigMap is cut into parts, each named for its own uid
+    (dashboard_parts)."""
+    from ..artifacts import defined_grafana_uids, grafana_uids
+    from ..dashboard_parts import part_counts
 
-    return [dashboard_configmap_name(uid) for uid in grafana_uids(project)]
+    uids = grafana_uids(project)
+    return uids, part_counts(defined_grafana_uids(project), set(uids), project.settings.grafana.uid_prefix)
 
 
 DASHBOARD_PAGE = 500  # ConfigMaps a page of the check's reads scans at most: kubectl's --chunk-size
@@ -309,6 +312,51 @@ def _configmaps_named(kube: Kube, name: str) -> list[Answer]:
     return found
 
 
+def _labelled_dashboard_configmaps(kube: Kube) -> list[Answer]:
+    """The ConfigMaps carrying gpudash's label and the sidecar's (render.grafana_files.configmap: any gpudash's
+    dashboard, of any settings), in every namespace, their metadata alone, every page read: one list. One without
+    those labels is no answer to the query (something in front of the API server dropped the selector): never read as
+    gpudash's."""
+    from ..render.grafana_files import SIDECAR_LABEL
+
+    selector = ",".join([*(f"{key}={value}" for key, value in KUBERNETES_MANAGED_BY.items()), SIDECAR_LABEL])
+    what = f"ConfigMaps labelled {selector} in every namespace"
+    found = kube.metadata("/api/v1/configmaps", what, {"labelSelector": selector}, DASHBOARD_PAGE)
+    if found is None:
+        raise OddAnswer(what, "", "404 Not Found", "a list (an empty one when there is none)")
+    for item in found:
+        if not (_gpudash_s(item) and SIDECAR_LABEL in item.string_map("metadata.labels")):
+            where = f"{item.get('metadata.namespace', str, '')}/{item.get('metadata.name', str, '')}"
+            raise OddAnswer(what, f"{item.path}.metadata.labels", item.string_map("metadata.labels"),
+                            f"the labels {selector}",
+                            said=f"it lists {where}, which does not carry the labels {selector}: the label selector "
+                                 "asked for was not applied (something in front of the API server may drop the query)")
+    return found
+
+
+def _parts_no_longer_made(labelled: list[Answer], names: list[str], counts: dict[str, int],
+                          project: Project) -> dict[str, list[tuple[str, str, int]]]:
+    """{namespace: [(ConfigMap, its dashboard, its part number)]} of the ConfigMaps of `labelled` (gpudash's, for the
+    sidecar) that these settings applied (their annotations: _writer) for a part beyond those a dashboard of theirs is
+    cut into now (dashboard_parts.part_no_longer_made): the dashboard went from n parts to fewer by data alone (the
+    counters CSV's fields, label names, clusters), and `kubectl apply` of the build leaves the part, which Grafana's
+    sidecar goes on loading, with that build's queries. Only a name the build does not write, of a part of a dashboard
+    it writes, on an object of gpudash's labels and of these settings: never a person's, nor another settings'."""
+    from ..dashboard_parts import part_no_longer_made
+    from ..names import dashboard_configmap_name
+
+    written, prefix = set(names), project.settings.grafana.uid_prefix
+    found: dict[str, list[tuple[str, str, int]]] = {}
+    for item in labelled:
+        name = item.get("metadata.name", str)
+        if name in written or not name.endswith(suffix := dashboard_configmap_name("")) \
+                or _writer(item, project.settings) != THESE:
+            continue
+        if (part := part_no_longer_made(name[:-len(suffix)], counts, prefix)) is not None:
+            found.setdefault(item.get("metadata.namespace", str), []).append((name, *part))
+    return {namespace: sorted(parts) for namespace, parts in sorted(found.items())}
+
+
 def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
     """Whether a live ConfigMap named as this build's dashboard ConfigMaps (k8s/grafana-dashboards.yaml, for Grafana's
     sidecar), in any namespace, is not gpudash's (a person's or another tool's) or was applied from other settings (as
@@ -328,12 +376,14 @@ def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
     the pages read taken for the whole list."""
     from ..render.grafana_files import SIDECAR_LABEL
 
-    names = _dashboard_configmap_names(project)
+    uids, counts = _built_dashboards(project)
+    names = [dashboard_configmap_name(uid) for uid in uids]
     file = built(SIDECAR_FILE)
     listed: list[Answer] = []
     try:
         for name in names:
             listed += _configmaps_named(kube, name)
+        stale = _parts_no_longer_made(_labelled_dashboard_configmaps(kube), names, counts, project)
     except KubeRefused as refused:
         return Check(GROUP, DASHBOARDS_CHECK, SKIP, f"not judged (it concerns kubectl apply of {file} alone): "
                      f"{refused.what}",
@@ -368,6 +418,19 @@ def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
                      "these settings'); in another, a Grafana sidecar reading both loads two dashboards of one uid",
                      _renamed_first(others, "give these settings' dashboards other uids (grafana.uid_prefix), so "
                                     f"that their ConfigMaps are named otherwise; generate and apply {file}", file))
+    if stale:
+        parts = [(f"{namespace}/{name}", dashboard, number) for namespace, found in stale.items()
+                 for name, dashboard, number in found]
+        said = "; ".join(f"{where} (part {number} of {dashboard}, now {_parts_said(counts[dashboard])})"
+                         for where, dashboard, number in parts)
+        return Check(GROUP, DASHBOARDS_CHECK, WARN,
+                     f"these settings applied dashboard parts they no longer make: {said}. kubectl apply of {file} "
+                     "leaves each, and Grafana's sidecar goes on loading it, with the queries of the build that made "
+                     "it (a dashboard is cut into parts by its size: the counters CSV's fields, label names and "
+                     "clusters change their number)",
+                     "delete them: " + "; ".join(f"kubectl delete configmap -n {namespace} "
+                                                 + " ".join(name for name, _, _ in found)
+                                                 for namespace, found in stale.items()))
     namespaces = sorted({item.get("metadata.namespace", str) for _, item in placed})
     if len(namespaces) > 1:  # (each of these settings', or of a gpudash that recorded none)
         return Check(GROUP, DASHBOARDS_CHECK, WARN,
@@ -387,6 +450,10 @@ def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
                      "these settings' dashboards other uids (grafana.uid_prefix)")
     return Check(GROUP, DASHBOARDS_CHECK, OK, "none was applied from other settings" if placed else
                  "none is applied (in any namespace)")
+
+
+def _parts_said(count: int) -> str:
+    return "whole" if count == 1 else f"cut into {count}"
 
 
 class Writer(NamedTuple):

@@ -1594,6 +1594,95 @@ def test_dashboard_configmaps_of_other_settings_or_not_gpudash_s_are_named_befor
     assert (check["status"], check["detail"].split(" (User ")[0]) == (status, detail), check
 
 
+PART_2 = "gpudash-all-metrics-2-dashboard"
+
+
+def _person_s_part(cluster):
+    cluster.configmap("monitoring", PART_2, {"notes.md": "GPU quota: 8 per team"})
+
+
+def _older_gpudash_s_part(cluster):  # gpudash's labels, no settings recorded (edited by hand)
+    del cluster.configmaps[("monitoring", PART_2)]["metadata"]["annotations"]["gpudash.io/project"]
+
+
+@pytest.mark.parametrize("applied, now, status, named", [
+    ("every field", "bundled CSV", "warn", ["monitoring/" + PART_2]),
+    ("every field", "every field", "ok", []),
+    ("every field, in grafana too", "bundled CSV", "warn", ["grafana/" + PART_2, "monitoring/" + PART_2]),
+    ("another project's, every field", "bundled CSV", "fail", []),
+    ("a person's part", "bundled CSV", "ok", []),
+    ("an older gpudash's part", "bundled CSV", "ok", []),
+], ids=["cut in two, now whole", "still cut", "in two namespaces", "another project's", "a person's ConfigMap",
+        "no settings recorded"])
+def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack, tmp_path, reference, applied, now,
+                                                                         status, named):
+    """A dashboard's number of parts follows its size, which data alone changes (the counters CSV's fields, label
+    names, clusters): all-metrics of a CSV of every field is cut in two, of the bundled CSV whole. kubectl apply of the
+    new build leaves `gpudash-all-metrics-2-dashboard`, and Grafana's sidecar goes on loading "part 2 of 2" with the
+    old build's queries; generate named it only when run over the old build folder (not in a CI job's clean checkout),
+    and verify looked for the names the build writes alone. It lists gpudash's dashboard ConfigMaps in every namespace
+    now (one list, by gpudash's and the sidecar's labels) and names each part these settings applied that no dashboard
+    of theirs is cut into now, with the kubectl delete of it. Never one of another project, a person's ConfigMap of
+    that name (no labels) or one whose settings are not recorded."""
+    from tests.unit.test_dashboard_parts import _every_field
+
+    cluster, verify = stack
+    every = _every_field(tmp_path, reference)
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n" + (every if now == "every field" else ""))
+    if applied.startswith("another project's"):
+        _applied_dashboards(cluster, _settings_file(tmp_path, "theirs", "project: team-b\n" + every))
+    else:
+        _applied_dashboards(cluster, _settings_file(tmp_path, "mine-before", "project: team-a\n" + every))
+        if "grafana" in applied:
+            _applied_dashboards(cluster, tmp_path / "mine-before.yaml", namespace="grafana")
+        if applied == "a person's part":
+            _person_s_part(cluster)
+        if applied == "an older gpudash's part":
+            _older_gpudash_s_part(cluster)
+    assert ("monitoring", PART_2) in cluster.configmaps
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
+    check = checks[("kube", "dashboard ConfigMaps of other settings")]
+    assert check["status"] == status, check
+    if named:
+        assert check["detail"] == (
+            "these settings applied dashboard parts they no longer make: " + "; ".join(
+                f"{where} (part 2 of gpudash-all-metrics, now whole)" for where in named)
+            + ". kubectl apply of build/k8s/grafana-dashboards.yaml leaves each, and Grafana's sidecar goes on "
+            "loading it, with the queries of the build that made it (a dashboard is cut into parts by its size: the "
+            "counters CSV's fields, label names and clusters change their number)"), check
+        assert check["fix"] == "delete them: " + "; ".join(
+            f"kubectl delete configmap -n {where.split('/')[0]} {PART_2}" for where in named), check
+    else:
+        assert PART_2 not in check["detail"] + check["fix"] and "delete them" not in check["fix"], check
+
+
+def _labelled_answer(items):
+    """/api/v1/configmaps as something in front of the API server may answer it: `items` for the list by gpudash's
+    labels (the selector dropped: others' ConfigMaps in it), none of the names asked for by field."""
+    def answer(query):
+        listed = items if "labelSelector" in query else []
+        return 200, json.dumps({"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {"resourceVersion": "1"},
+                                "items": listed})
+    return answer
+
+
+def test_a_listing_of_gpudash_s_dashboard_configmaps_without_their_labels_is_not_an_answer(stack, tmp_path):
+    """The list by gpudash's labels holding a ConfigMap without them (the selector dropped on the way) is no answer:
+    the check's failure, never a part named for deletion nor "none"."""
+    cluster, verify = stack
+    mine = _settings_file(tmp_path, "mine", "project: team-a\n")
+    person = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"todo": "x"},
+              "metadata": {"name": PART_2, "namespace": "monitoring", "labels": {"grafana_dashboard": "1"}}}
+    cluster.fronted["/api/v1/configmaps"] = _labelled_answer([person])
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
+    check = checks[("kube", "dashboard ConfigMaps of other settings")]
+    assert check["status"] == "fail" and check["detail"] == (
+        "odd answer from ConfigMaps labelled app.kubernetes.io/managed-by=gpudash,grafana_dashboard in every "
+        f"namespace: it lists monitoring/{PART_2}, which does not carry the labels "
+        "app.kubernetes.io/managed-by=gpudash,grafana_dashboard: the label selector asked for was not applied "
+        "(something in front of the API server may drop the query)"), check
+
+
 def _stack_objects(kind, count, namespace="monitoring"):
     """`count` objects of `kind` as kube-prometheus-stack's Helm release leaves them in its namespace, each of some
     20 KB (a PrometheusRule's alerts, a dashboard ConfigMap's JSON), none of gpudash's."""
@@ -1639,9 +1728,10 @@ def test_dashboard_configmaps_are_read_by_name_as_their_metadata(stack, tmp_path
     assert check["status"] == "fail" and check["detail"].startswith(
         f"gpudash's dashboard ConfigMaps were applied from other settings: {DASHBOARD_MAPS} of project team-b"), check
     reads, size = _answered(kube, "/api/v1/configmaps")
-    assert reads == 4 and size < 20_000, (reads, size)
+    assert reads == 5 and size < 20_000, (reads, size)  # and one list of gpudash's (its parts no longer made)
     assert sorted(read.split("fieldSelector=")[1].split("&")[0] for read, _ in kube.answered
-                  if read.startswith("/api/v1/configmaps?")) == [f"metadata.name={name}" for name in DASHBOARD_NAMES]
+                  if read.startswith("/api/v1/configmaps?") and "fieldSelector=" in read) == [
+        f"metadata.name={name}" for name in DASHBOARD_NAMES]
 
 
 DASHBOARD_NAMES = ("gpudash-all-metrics-dashboard", "gpudash-by-pod-dashboard", "gpudash-health-dashboard",
@@ -1691,7 +1781,8 @@ def test_a_person_s_configmap_of_a_dashboard_configmap_s_name_is_found_on_any_pa
                             "(grafana.uid_prefix), so that their ConfigMaps are named otherwise; generate and apply "
                             "build/k8s/grafana-dashboards.yaml"), check
     reads, size = _answered(kube, "/api/v1/configmaps")
-    assert reads == 4 * 3 and size < 20_000, (reads, size)  # 3 pages of 500 for each of the four names
+    # 3 pages of 500 for each of the four names, and for the list of gpudash's dashboard ConfigMaps
+    assert reads == 5 * 3 and size < 20_000, (reads, size)
     if expired:  # each name: its first page, its second (410), then the list whole
         asked = [read.split("?")[1] for read in kube.reads if read.startswith("/api/v1/configmaps?")
                  and "metadata.name=gpudash-by-pod-dashboard" in read]

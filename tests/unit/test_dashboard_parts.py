@@ -129,7 +129,8 @@ def test_the_build_writes_each_part_and_verify_looks_for_their_configmaps(built)
     case, project, files, configmaps = built
     names = [c["metadata"]["name"] for c in configmaps]
     uids = [d.uid for d in grafana_dashboards(project)]
-    assert names == [f"{uid}-dashboard" for uid in uids] == kube._dashboard_configmap_names(project), case
+    assert names == [f"{uid}-dashboard" for uid in uids], case
+    assert kube._built_dashboards(project)[0] == uids, case
     assert all(grafana_dashboard_file(uid) in files for uid in uids)
     for configmap in configmaps:
         (text,) = configmap["data"].values()
@@ -282,3 +283,23 @@ def test_a_dashboard_whose_referring_panels_cannot_be_kept_together_is_left_whol
     panels[29] = {**panels[29], "datasource": source, "targets": [{"datasource": source, "panelId": 0, "refId": "A"}]}
     model = {"uid": "u", "title": "T", "panels": panels}
     assert dashboard_parts.parts("u", model, "F", {}, "gpudash") == [model]
+
+
+def test_a_part_no_longer_made_is_told_by_the_dashboards_the_build_makes_and_their_parts():
+    """verify names a live part of these settings that the build no longer makes (checks/kube): `<uid>-k` of a
+    dashboard the build cuts into fewer than k parts, a grafanalib dashboard's too (cut alike, `<uid>-k`), a long uid's
+    as part_uid cuts it; never a part the build makes, nor the uid of a dashboard it does not make (a removed
+    definition's, another settings file's: whose part it would be is not known)."""
+    long = "gpudash-" + "a" * 31
+    uids = ["gpudash-all-metrics", "gpudash-health", "gpudash-health-2", "legacy-gpu-dashboard", long]
+    counts = dashboard_parts.part_counts(["gpudash-all-metrics", "gpudash-health", "legacy-gpu-dashboard", long],
+                                         set(uids), "gpudash")
+    assert counts == {"gpudash-all-metrics": 1, "gpudash-health": 2, "legacy-gpu-dashboard": 1, long: 1}
+    told = {uid: dashboard_parts.part_no_longer_made(uid, counts, "gpudash") for uid in [
+        "gpudash-all-metrics-2", "gpudash-health-3", "gpudash-health-12", "legacy-gpu-dashboard-2",
+        dashboard_parts.part_uid(long, 2, "gpudash"), "gpudash-overview-2", "gpudash-all-metrics-1",
+        "gpudash-all-metrics-02", "gpudash-all-metrics"]}
+    assert told == {"gpudash-all-metrics-2": ("gpudash-all-metrics", 2), "gpudash-health-3": ("gpudash-health", 3),
+                    "gpudash-health-12": ("gpudash-health", 12), "legacy-gpu-dashboard-2": ("legacy-gpu-dashboard", 2),
+                    dashboard_parts.part_uid(long, 2, "gpudash"): (long, 2), "gpudash-overview-2": None,
+                    "gpudash-all-metrics-1": None, "gpudash-all-metrics-02": None, "gpudash-all-metrics": None}

@@ -49,7 +49,7 @@ def test_verify_looks_for_the_objects_the_build_writes(case, tmp_path):
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     configmaps = [d["metadata"]["name"] for d in yaml.load_all(files[SIDECAR_FILE], Loader=loader)]
     rules = [d["metadata"]["name"] for d in yaml.load_all(files[PROMETHEUS_RULE_FILE], Loader=loader)]
-    assert kube._dashboard_configmap_names(project) == configmaps
+    assert [f"{uid}-dashboard" for uid in kube._built_dashboards(project)[0]] == configmaps
     assert kube._rule_object_names(project) == frozenset(rules) and len(set(rules)) == len(rules)
     if case == "alerts past three groups":
         assert "gpudash-gpu-alerts-4" in rules
