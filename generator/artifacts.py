@@ -11,13 +11,12 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from . import dashboard_parts
+from . import dashboard_parts, grafana_inputs
+from .grafana_inputs import grafanalib_json as _grafanalib_json, grafanalib_uid_of as _grafanalib_uid
 from .errors import InputError
 from .exporter_styles import named_daemonsets, style_for
 from .markers import GRAFANA_OWNER_TAG
-from .grafanalib_fields import check_grafanalib
-from .names import cloudwatch_dashboard_name, grafanalib_uid
-from .plain import plain_data
+from .names import cloudwatch_dashboard_name
 from .project import Project
 from .render import agent, agent_otel, alarms as alarm_render, cloudformation, cloudwatch, scrape
 from .render import grafana as grafana_render
@@ -124,6 +123,9 @@ class Artifacts:
     # What the build was made from, beyond its files: what it left out and why, and the counters CSV's sha256
     notes: tuple[Note, ...]
     counters_sha256: str
+    # What the Grafana dashboards were made from (grafana_inputs.made_from; "" without them, or read from a build
+    # that recorded none): verify reads their uids from a build made from the same, not rendering them
+    grafana_made_from: str = field(default="", compare=False)
     project: str = ""  # the settings' `project`, which each CloudWatch dashboard's stamp binds ("" when unset)
     # The settings' cluster names, which a project's objects record they were published with (read from a
     # build, they come from the settings it is read with, as `project` does).
@@ -151,16 +153,6 @@ class Artifacts:
     @cached_property
     def _agents_by_cluster(self) -> dict[str, AgentConfig]:
         return {a.cluster: a for a in self.agents}
-
-
-def _grafanalib_json(item) -> dict[str, Any]:
-    try:
-        model = plain_data(item.value.to_json_data(), "to_json_data")
-    except (TypeError, ValueError, AttributeError, RecursionError) as exc:  # what the user's objects hold
-        raise InputError(f"the grafanalib dashboard cannot be written as JSON ({type(exc).__name__}: {exc})",
-                         where=item.where, hint="give its panels grafanalib objects, text and numbers only") from None
-    check_grafanalib(model, item.where)
-    return model
 
 
 def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
@@ -195,18 +187,6 @@ def grafana_uids(project: Project) -> list[str]:
     (verify looks for those of this build's names). Rendered: whether a dashboard is cut into parts, and into how many
     (dashboard_parts), only its size tells."""
     return [dashboard.uid for dashboard in grafana_dashboards(project)]
-
-
-def defined_grafana_uids(project: Project) -> list[str]:
-    """The uid of each dashboard defined, before any is cut into parts (dashboard_parts.part_counts tells into how
-    many), in `grafana_dashboards`' order: none rendered."""
-    return [grafana_render.uid_for(d, project.settings) for d in project.grafana_definitions()] + \
-        [_grafanalib_uid(_grafanalib_json(item)) for item in project.grafanalib_dashboards]
-
-
-def _grafanalib_uid(model: dict[str, Any]) -> str:
-    """A grafanalib dashboard's uid: the one it sets, else made from its title."""
-    return model.get("uid") or grafanalib_uid(model.get("title", ""))
 
 
 def _refuse_reused_uids(uids: list[tuple[str, str]]) -> None:
@@ -377,6 +357,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
         dashboard_prefix=settings.cloudwatch.dashboard_prefix,
         notes=notes(project),
         counters_sha256=project.catalog.sha256,
+        grafana_made_from=grafana_inputs.made_from(project) if grafana else "",
         project=settings.project or "",
         clusters=tuple(cluster.name for cluster in settings.clusters),
         publisher=scrape.publisher_annotations(settings),

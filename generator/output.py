@@ -402,7 +402,9 @@ def artifacts_record(artifacts: Artifacts) -> dict[str, Any]:
             "alarm_prefix": artifacts.alarm_prefix,
             "dashboard_prefix": artifacts.dashboard_prefix,
             "notes": [{"rule": n.rule, "where": n.where, "message": n.message} for n in artifacts.notes],
-            "counters_sha256": artifacts.counters_sha256}
+            "counters_sha256": artifacts.counters_sha256,
+            # what the Grafana dashboards were made from: verify reads the uids above where it is what it would make
+            "grafana_made_from": artifacts.grafana_made_from}
 
 
 def with_manifest(files: dict[str, bytes], made_with: dict[str, str] | None = None,
@@ -439,13 +441,13 @@ def settings_record(settings) -> dict[str, object]:
 
 def _owned(out: Path) -> bool:
     """`out` may be replaced: it does not exist, is an empty folder, or holds gpudash's manifest."""
-    return not out.exists() or (out.is_dir() and (not any(out.iterdir()) or _gpudash_manifest(out / MANIFEST)))
+    return not out.exists() or (out.is_dir() and (not any(out.iterdir()) or gpudash_manifest(out / MANIFEST)))
 
 
 def previous_record(out: Path) -> dict[str, Any]:
     """The artifacts' record (artifacts_record) of the build in `out`, read before it is replaced: empty when `out`
     holds no gpudash build or its manifest records none."""
-    manifest = _gpudash_manifest(out / MANIFEST) if out.is_dir() else None
+    manifest = gpudash_manifest(out / MANIFEST) if out.is_dir() else None
     record = manifest.get("artifacts") if manifest else None
     return record if isinstance(record, dict) else {}
 
@@ -494,7 +496,7 @@ def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[s
         data = read_bytes(out / PROMETHEUS_RULE_FILE, "the previous build's PrometheusRules", "")
     except InputError:
         return []
-    written = (_gpudash_manifest(out / MANIFEST) or {}).get("files")
+    written = (gpudash_manifest(out / MANIFEST) or {}).get("files")
     if not isinstance(written, dict) or written.get(PROMETHEUS_RULE_FILE) != hashlib.sha256(data).hexdigest():
         return []  # changed since gpudash wrote it (a person's object added, a namespace edited): no evidence
     text = data.decode("utf-8", errors="replace")
@@ -677,7 +679,7 @@ def _named(resources: dict[str, Any]):
             yield id_, _NAMED[kind][0], name
 
 
-def _gpudash_manifest(path: Path) -> dict | None:
+def gpudash_manifest(path: Path) -> dict | None:
     """The manifest.json that gpudash wrote (its `generator` names gpudash): another tool's manifest.json
     (a web app's, a package's) is no evidence that the folder is gpudash's to replace."""
     try:  # (a named pipe or a device in its place is no manifest: read as an input file is, never without end)
@@ -699,7 +701,7 @@ def not_as_written(out: Path, files: dict[str, bytes] | None = None,
     others). With the new build's `files`, each file that holds exactly the new bytes of its path has their sha256
     put into `known` (the new manifest lists it: each file's bytes are hashed once), with its status as it was read
     unless it changed just before (see `_held`)."""
-    manifest = _gpudash_manifest(out / MANIFEST) if out.is_dir() else None
+    manifest = gpudash_manifest(out / MANIFEST) if out.is_dir() else None
     listed = manifest.get("files") if manifest else None
     if not isinstance(listed, dict):
         return [], []
@@ -1344,7 +1346,7 @@ def _refuse_changed(taken: _Taken | None, aside: Path, out: Path,
                 and path != MANIFEST and stat.S_ISREG(entry[1])
                 and not (tells and _settled(taken[path][4], taken.at))]
     if replaced:
-        manifest = _gpudash_manifest(aside / MANIFEST) or {}
+        manifest = gpudash_manifest(aside / MANIFEST) or {}
         listed = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
         read_again = _digests([os.path.join(aside, path) for path in replaced])
         differing.update(path for path in replaced if listed.get(path) is None
@@ -1990,6 +1992,7 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
         dashboard_prefix=record["dashboard_prefix"],
         notes=tuple(Note(n["rule"], n["where"], n["message"]) for n in record["notes"]),
         counters_sha256=record["counters_sha256"],
+        grafana_made_from=made if isinstance(made := record.get("grafana_made_from"), str) else "",
         project=(settings.project or "") if settings is not None else "",
         clusters=tuple(cluster.name for cluster in settings.clusters) if settings is not None else (),
         origin=origin,

@@ -11,6 +11,7 @@ import json
 import re
 import threading
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple
 
 import yaml
@@ -29,7 +30,9 @@ from ..reading import yaml_loader
 from ..settings import Cluster, Settings, rollout_percentage
 from ..markers import KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PROJECT, KUBERNETES_SELECTOR, NO_PROJECT
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, dashboard_configmap_name, shown
-from ..output import ADDON_FILE, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, SIDECAR_FILE, agent_file, built
+from ..build_folder import BUILD
+from ..output import (ADDON_FILE, MANIFEST, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, SIDECAR_FILE, agent_file, built,
+                      gpudash_manifest)
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
 from ..resources import default_counters
@@ -283,14 +286,38 @@ DASHBOARDS_APART = f"it concerns kubectl apply of {SIDECAR_FILE}, which publishi
 
 def _built_dashboards(project: Project) -> tuple[list[str], dict[str, int]]:
     """The uids of the dashboards the build writes, each naming its ConfigMap for Grafana's sidecar
-    (render.grafana_files.configmap), and {uid: how many dashboards it is cut into} of each dashboard defined: the
-    dashboards rendered, since one too large for a ConfigMap is cut into parts, each named for its own uid
-    (dashboard_parts)."""
-    from ..artifacts import defined_grafana_uids, grafana_uids
+    (render.grafana_files.configmap), and {uid: how many dashboards it is cut into} of each dashboard defined. A
+    dashboard too large for a ConfigMap is cut into parts, each named for its own uid (dashboard_parts), which only its
+    rendering tells: the uids are read from the build in the default output folder where it was made from what these
+    settings make (grafana_inputs.recorded_uids: the same gpudash, settings, counters CSV and definitions), else the
+    dashboards are rendered."""
     from ..dashboard_parts import part_counts
+    from ..grafana_inputs import defined_uids
 
-    uids = grafana_uids(project)
-    return uids, part_counts(defined_grafana_uids(project), set(uids), project.settings.grafana.uid_prefix)
+    uids = _recorded_uids(project, Path(BUILD))
+    if uids is None:
+        from ..artifacts import grafana_uids
+
+        uids = grafana_uids(project)
+    return uids, part_counts(defined_uids(project), set(uids), project.settings.grafana.uid_prefix)
+
+
+def _recorded_uids(project: Project, folder: Path) -> list[str] | None:
+    """The uids of the Grafana dashboards the build in `folder` writes, as its manifest records them, where this
+    gpudash made it from what `project` is made from (grafana_inputs.made_from); else None (no build there, another
+    tool's, an older one, one of other settings, definitions or counters CSV)."""
+    from .. import __version__
+    from ..grafana_inputs import made_from
+
+    manifest = gpudash_manifest(folder / MANIFEST)
+    record = manifest.get("artifacts") if manifest is not None else None
+    if manifest is None or manifest.get("generator") != f"gpudash {__version__}" or not isinstance(record, dict):
+        return None
+    uids = record.get("grafana")
+    if not isinstance(uids, list) or not all(isinstance(uid, str) and uid for uid in uids) \
+            or record.get("grafana_made_from") != made_from(project):
+        return None
+    return uids
 
 
 DASHBOARD_PAGE = 500  # ConfigMaps a page of the check's reads scans at most: kubectl's --chunk-size

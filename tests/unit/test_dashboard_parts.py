@@ -303,3 +303,51 @@ def test_a_part_no_longer_made_is_told_by_the_dashboards_the_build_makes_and_the
                     "gpudash-health-12": ("gpudash-health", 12), "legacy-gpu-dashboard-2": ("legacy-gpu-dashboard", 2),
                     dashboard_parts.part_uid(long, 2, "gpudash"): (long, 2), "gpudash-overview-2": None,
                     "gpudash-all-metrics-1": None, "gpudash-all-metrics-02": None, "gpudash-all-metrics": None}
+
+
+def test_verify_reads_the_uids_of_a_build_made_from_these_inputs_and_renders_them_otherwise(tmp_path, reference, cli,
+                                                                                            monkeypatch):
+    """verify's kube group rendered every dashboard to know their ConfigMaps' names (a part's uid follows its size):
+    0.18 s of CPU at idle. The build in the default output folder (./build) records what its dashboards were made
+    from (grafana_inputs.made_from): where it is what these settings make, the uids are read from its manifest, none
+    rendered; where anything differs (the counters CSV, a definition, the settings, another gpudash's build, an older
+    build recording none), they are rendered, as before."""
+    import json
+
+    from generator import artifacts
+    from generator.grafana_inputs import made_from
+
+    rendered = []
+    render = artifacts.grafana_uids
+    monkeypatch.setattr(artifacts, "grafana_uids", lambda project: rendered.append(1) or render(project))
+    config = tmp_path / "gpudash.yaml"
+    every = _every_field(tmp_path, reference)
+    config.write_text(every)
+    code, _, stderr = cli("generate", "--out", str(tmp_path / "build"), "--config", str(config))
+    assert code == 0, stderr
+    monkeypatch.chdir(tmp_path)
+    cut = (["gpudash-by-pod", "gpudash-health", "gpudash-all-metrics", "gpudash-all-metrics-2", "gpudash-overview"],
+           {"gpudash-by-pod": 1, "gpudash-health": 1, "gpudash-all-metrics": 2, "gpudash-overview": 1})
+    assert kube._built_dashboards(load_project(config)) == cut and rendered == []
+    config.write_text("")  # the bundled CSV since: all-metrics whole, the build's record not read
+    assert kube._built_dashboards(load_project(config))[1]["gpudash-all-metrics"] == 1 and rendered == [1]
+    config.write_text(every + "grafana:\n  refresh: 5m\n")  # other settings
+    assert kube._built_dashboards(load_project(config)) == cut and rendered == [1, 1]
+    config.write_text(every)
+    (tmp_path / "dashboards").mkdir()  # a definition more (the bundled ones, and one of its own)
+    (tmp_path / "dashboards" / "mine.py").write_text(
+        "from generator.model import Dashboard, Row\nfrom generator.panels import per_gpu\n"
+        "dashboard = Dashboard(id='mine', title='Mine', description='d', "
+        "rows=[Row('r', [per_gpu('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n")
+    bundled = Path(__file__).resolve().parents[2] / "dashboards"
+    config.write_text(every + f"definitions:\n  dashboards: [{bundled}, dashboards]\n")
+    uids, counts = kube._built_dashboards(load_project(config))
+    assert "gpudash-mine" in uids and rendered == [1, 1, 1]
+    config.write_text(every)
+    manifest = tmp_path / "build" / "manifest.json"
+    written = json.loads(manifest.read_text())
+    assert written["artifacts"]["grafana_made_from"] == made_from(load_project(config))
+    for edit in ({"generator": "gpudash 0.0.9"}, {"artifacts": {**written["artifacts"], "grafana_made_from": None}}):
+        manifest.write_text(json.dumps({**written, **edit}))
+        assert kube._built_dashboards(load_project(config)) == cut
+    assert rendered == [1] * 5
