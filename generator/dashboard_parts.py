@@ -26,6 +26,7 @@ from typing import Any, Collection, Sequence
 
 from .errors import InputError
 from .last_applied import APPLY_LIMIT, encoded_bytes, last_applied_bytes
+from .markers import KUBERNETES_CLUSTERS
 from .names import DEFINITION_ID_LENGTH
 from .serialize import canonical_json, to_json_and_line
 
@@ -36,6 +37,12 @@ from .serialize import canonical_json, to_json_and_line
 # dashboard at 254,610 bytes, 30 clusters and the default labels, was cut in two).
 PART_ROOM = APPLY_LIMIT // 64  # 4,096 bytes
 PART_BYTES = APPLY_LIMIT - PART_ROOM  # 258,048 bytes
+
+# The characters of the ConfigMap's gpudash.io/clusters annotation (markers.kubernetes_publisher) the cut counts at
+# least: settings files of one project split by clusters make the same dashboards (their pushes record each other's
+# claims on them), and a cut that counted each file's own cluster names would cut one dashboard of theirs and not the
+# other's near the limit. Split files whose cluster names take more (some 30 clusters of 16 characters) may still.
+CLUSTERS_ROOM = 512
 
 # What a cut costs (the parts' cuts are chosen fewest first, then the largest part smallest): none at a row, more
 # inside a row between two lines of panels (the part after begins with a copy of the row), most inside a line
@@ -295,7 +302,9 @@ def cut(dashboards: Sequence[Any], folder_title: str, publisher: dict[str, str],
 def parts(uid: str, model: dict[str, Any], folder_title: str, publisher: dict[str, str],
           uid_prefix: str) -> list[dict[str, Any]]:
     """`model` alone where its ConfigMap fits PART_BYTES (or it cannot be cut so that each part fits), else the models
-    of its parts (the first of `uid`)."""
+    of its parts (the first of `uid`). Counted with the clusters annotation at CLUSTERS_ROOM characters at least
+    (_counted): each part fits with its own, and settings files of a project split by clusters cut alike."""
+    publisher = _counted(publisher)
     if configmap_bytes(uid, model, folder_title, publisher) <= PART_BYTES:
         return [model]
     panels = model.get("panels")
@@ -323,3 +332,12 @@ def parts(uid: str, model: dict[str, Any], folder_title: str, publisher: dict[st
         if all(configmap_bytes(each["uid"], each, folder_title, publisher) <= PART_BYTES for each in models):
             return models
     return [model]
+
+
+def _counted(publisher: dict[str, str]) -> dict[str, str]:
+    """`publisher` as the cut counts it: its clusters annotation (cluster names, a byte each in the ConfigMap and in
+    last-applied-configuration) made up to CLUSTERS_ROOM characters where it is shorter."""
+    clusters = publisher.get(KUBERNETES_CLUSTERS)
+    if clusters is None or len(clusters) >= CLUSTERS_ROOM:
+        return publisher
+    return {**publisher, KUBERNETES_CLUSTERS: clusters.ljust(CLUSTERS_ROOM, "x")}

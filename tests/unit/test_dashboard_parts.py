@@ -351,3 +351,38 @@ def test_verify_reads_the_uids_of_a_build_made_from_these_inputs_and_renders_the
         manifest.write_text(json.dumps({**written, **edit}))
         assert kube._built_dashboards(load_project(config)) == cut
     assert rendered == [1] * 5
+
+
+def test_settings_files_of_one_project_split_by_clusters_cut_a_dashboard_alike_near_the_limit(tmp_path, monkeypatch):
+    """Two settings files of one project split by clusters (one uid prefix and folder) make the same dashboards, and
+    their pushes record each other's claim on them (grafana_sync). The cut counted the ConfigMap's annotations as
+    written, whose gpudash.io/clusters differs between the files: near the limit one file cut all-metrics and the other
+    did not (R, s44, read from the code), so the two builds' gpudash-all-metrics differed (part 1 of 2, and whole) and
+    each push found the other's save changed. Measured: a shared Prometheus of one cluster each, `gpu-a` and a
+    36-character name, all-metrics at 258,134 and 258,196 bytes (both past the limit now); the limit set between them,
+    one was cut and not the other. The cut now counts the clusters annotation at CLUSTERS_ROOM characters at least:
+    the files cut alike, and each part still fits with its own annotations."""
+    from generator.markers import KUBERNETES_CLUSTERS
+    from generator.render import grafana as grafana_render, scrape
+
+    projects = []
+    for name in ("gpu-a", "gpu-inference-production-us-west-2-b"):
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(f"project: team-a\nclusters:\n  - {{name: {name}, region: us-east-1, "
+                          f"prometheus_label: {name}}}\n")
+        projects.append(load_project(config))
+    models = [grafana_render.render(next(d for d in p.grafana_definitions() if d.id == "all-metrics"), p.catalog,
+                                    p.settings) for p in projects]
+    assert models[0] == models[1]  # the same dashboard
+    sizes = [dashboard_parts.configmap_bytes("gpudash-all-metrics", models[0], "GPU monitoring",
+                                             scrape.publisher_annotations(p.settings)) for p in projects]
+    assert sizes[1] - sizes[0] > 2 and all(len(scrape.publisher_annotations(p.settings)[KUBERNETES_CLUSTERS])
+                                           <= dashboard_parts.CLUSTERS_ROOM for p in projects)
+    monkeypatch.setattr(dashboard_parts, "PART_BYTES", (sizes[0] + sizes[1]) // 2)  # between the two
+    built = [grafana_dashboards(p) for p in projects]
+    assert [(d.uid, d.model) for d in built[0]] == [(d.uid, d.model) for d in built[1]]
+    assert "gpudash-all-metrics-2" in [d.uid for d in built[0]]
+    for project, dashboards in zip(projects, built):
+        publisher = scrape.publisher_annotations(project.settings)
+        assert all(dashboard_parts.configmap_bytes(d.uid, d.model, "GPU monitoring", publisher)
+                   <= dashboard_parts.PART_BYTES for d in dashboards)
