@@ -42,7 +42,9 @@
   compares to the threshold as ComparisonOperator says; DatapointsToAlarm of the last
   EvaluationPeriods periods must breach; TreatMissingData decides for periods without data. It evaluates the
   500 series its query returns (past 500, those its ORDER BY ranks first; without ORDER BY "you can't control which
-  500", here the first 500 the datapoints give) and names at most 100 contributors in ALARM (alarm-limits.html):
+  500", here the first 500 the datapoints give; the ranking is over the queried window, the evaluation range, whose
+  length is not published: a contributor in ALARM over one length and left out over another raises RangeDependent)
+  and names at most 100 contributors in ALARM (alarm-limits.html):
   past 100, which it names is not documented, and `alarm` raises ContributorsCapped unless asked for every series
   it evaluated.
   The periods are those of the evaluation window the user guide describes ("Alarm evaluation window",
@@ -958,7 +960,32 @@ def alarm_ranges(request: dict, datapoints: list[Datapoint], end: float, stat=No
         values = [series.get(int(start + index * period)) for index in range(widest)]
         states[key] = {length: judge(values[widest - length:], needed, periods, missing,
                                      lambda v: compare(v, threshold)) for length in lengths}
+    if len(result or {}) >= SERIES_RETURNED and "Metrics" in request \
+            and not any("MetricStat" in m for m in request["Metrics"]):
+        # Past 500 series the ones evaluated are those its ORDER BY ranks first over the queried window, whose length
+        # is the range's (unpublished): a contributor in ALARM over one length but left out over another makes the
+        # alarm's contributors depend on it (alarm raises RangeDependent). Seen: 505 GPUs at 95 C until 20 minutes
+        # before, one at 88 C now (test_cloudwatch_group_alarms_over_500.py).
+        shorter = {length: _alarm_series(request, datapoints, end, length, stat)[1] for length in lengths
+                   if length != widest}
+        for length, returned in shorter.items():
+            for key in states:
+                if key not in returned and states[key][length] == "ALARM":
+                    states[key][length] = NOT_EVALUATED
+        for key in {key for returned in shorter.values() for key in returned} - set(states):
+            judged = {widest: NOT_EVALUATED}
+            for length, returned in shorter.items():
+                values = [returned[key].get(int(end - (length - index) * period)) for index in range(length)] \
+                    if key in returned else None
+                judged[length] = NOT_EVALUATED if values is None else \
+                    judge(values, needed, periods, missing, lambda v: compare(v, threshold))
+            if "ALARM" in judged.values():
+                states[key] = {length: judged[length] for length in lengths}
     return states
+
+
+SERIES_RETURNED = 500  # a Metrics Insights query returns at most 500 series (its LIMIT or fewer)
+NOT_EVALUATED = "NOT_EVALUATED"  # a contributor left out of the 500 series evaluated over one range's length
 
 
 def _alarm_series(request: dict, datapoints: list[Datapoint], end: float, periods: int, stat=None) -> tuple[int, Result]:

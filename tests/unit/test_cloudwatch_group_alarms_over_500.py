@@ -196,4 +196,6 @@ def test_past_500_series_gpus_hot_earlier_in_the_range_leave_no_gpu_hot_now_unju
         [Scrape(float(t), _hot_earlier(n, t), targets[n]) for t in range(END - 1800, END, STEP) for n in range(NODES)])
     for length in (2, 3):  # the GPU hot now is evaluated, and fires
         assert cloudwatch_eval.alarm(request, points, END, evaluation_range=length).get(BREACHING_GPU) == "ALARM"
+    with pytest.raises(cloudwatch_eval.RangeDependent):  # the model, judging every length, will not say
+        cloudwatch_eval.alarm(request, points, END)
     assert cloudwatch_eval.alarm(request, points, END, evaluation_range=6).get(BREACHING_GPU) == "ALARM"
