@@ -124,7 +124,9 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
 
 
 def _generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
+    from .dashboard_parts import part_counts
     from .folder_path import as_named
+    from .grafana_inputs import defined_uids
     from .limits import checked_build
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
                          made_for_the_same, moved_resources, previous_dashboard_configmaps, previous_prometheus_rules,
@@ -157,7 +159,10 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                          for resource in artifacts.prometheus_rule_objects}
         rules_gone = [pair for pair in (previous_prometheus_rules(target, before) if not check else [])
                       if pair not in rules_written]
-        maps_gone = previous_dashboard_configmaps(before, {d.uid for d in artifacts.grafana}) if not check else []
+        built_uids = {d.uid for d in artifacts.grafana}
+        maps_gone = previous_dashboard_configmaps(before, built_uids, (part_counts(
+            defined_uids(project), built_uids, project.settings.grafana.uid_prefix),
+            project.settings.grafana.uid_prefix)) if not check else []
         dashboards = len(artifacts.grafana)  # (parts of a dashboard too large for one ConfigMap each counted)
         known: Known = {}  # the previous build's files read and found holding their new bytes: not read again
         renamed = renamed_resources(target, artifacts.cloudformation, files, previous, known)

@@ -507,18 +507,24 @@ def previous_prometheus_rules(out: Path, record: dict[str, Any]) -> list[tuple[s
     return [(namespace, name) for namespace, name in found if namespace and name and is_prometheus_rule_name(name)]
 
 
-def previous_dashboard_configmaps(record: dict[str, Any], uids: set[str] | frozenset[str]) -> list[str]:
+def previous_dashboard_configmaps(record: dict[str, Any], uids: set[str] | frozenset[str],
+                                  parts: tuple[dict[str, int], str] = ({}, "")) -> list[str]:
     """The names of the dashboard ConfigMaps (SIDECAR_FILE) the previous build (its `record`, previous_record) wrote for
     a dashboard this build, of dashboard uids `uids`, does not write (a definition removed or renamed, a new
-    grafana.uid_prefix): kubectl apply leaves each, and Grafana's sidecar goes on loading its dashboard. Only uids of the
-    form gpudash gives under the prefix that build recorded are named."""
+    grafana.uid_prefix, a dashboard cut into fewer parts): kubectl apply leaves each, and Grafana's sidecar goes on
+    loading its dashboard. Only uids of the form gpudash gives under the prefix that build recorded are named, and a
+    part beyond those a dashboard of this build is cut into (`parts`: dashboard_parts.part_counts of this build and its
+    uid prefix), a grafanalib dashboard's too."""
+    from .dashboard_parts import part_no_longer_made
     from .names import dashboard_configmap_name, is_grafana_uid
 
     written, prefix = record.get("grafana"), record.get("grafana_uid_prefix")
     if not isinstance(written, list) or not isinstance(prefix, str):
         return []
+    counts, uid_prefix = parts
     return [dashboard_configmap_name(uid) for uid in written
-            if isinstance(uid, str) and uid not in uids and is_grafana_uid(uid, prefix)]
+            if isinstance(uid, str) and uid not in uids
+            and (is_grafana_uid(uid, prefix) or part_no_longer_made(uid, counts, uid_prefix) is not None)]
 
 
 def _plain_scalar(match: re.Match[str] | None) -> str | None:

@@ -386,3 +386,28 @@ def test_settings_files_of_one_project_split_by_clusters_cut_a_dashboard_alike_n
         publisher = scrape.publisher_annotations(project.settings)
         assert all(dashboard_parts.configmap_bytes(d.uid, d.model, "GPU monitoring", publisher)
                    <= dashboard_parts.PART_BYTES for d in dashboards)
+
+
+def test_generate_names_the_configmap_of_a_grafanalib_dashboards_part_no_longer_written(tmp_path, cli, monkeypatch):
+    """A grafanalib dashboard is cut as gpudash's are (`<its uid>-2`, ...), and generate over the build before named
+    a part of gpudash's own dashboards no longer written, never one of a grafanalib dashboard's (its uid is not of the
+    prefix's form). It does now: a part beyond those a dashboard of this build is cut into is the previous build's part
+    of it, whatever its uid."""
+    from tests.unit.test_grafanalib_interop import GRAFANALIB_FILE
+
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "legacy.py").write_text(GRAFANALIB_FILE.replace(
+        "panels=[TimeSeries(", "panels=[TimeSeries(\n        title=\"Util 2\", description=\"x\" * 3000,\n"
+        "        gridPos=GridPos(h=8, w=12, x=0, y=8)),\n    TimeSeries(", 1).replace(
+        'description="GPU utilization"', 'description="GPU utilization" + "x" * 3000'))
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("definitions:\n  dashboards: [dashboards]\n")
+    out = tmp_path / "build"
+    with monkeypatch.context() as small:
+        small.setattr(dashboard_parts, "PART_BYTES", 8_000)  # the grafanalib dashboard cut in two
+        code, stdout, stderr = cli("generate", "--out", str(out), "--config", str(config))
+    assert code == 0, stderr
+    assert "legacy-gpu-2-dashboard" in (out / SIDECAR_FILE).read_text()
+    code, stdout, stderr = cli("generate", "--out", str(out), "--config", str(config))
+    assert code == 0 and "legacy-gpu-2-dashboard" not in (out / SIDECAR_FILE).read_text()
+    assert "previous build's dashboard ConfigMaps legacy-gpu-2-dashboard are no longer written" in stderr, stderr
