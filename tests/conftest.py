@@ -37,10 +37,10 @@ hypothesis_settings.load_profile("gpudash")
 # on its live scene (~80 s wall for ~5 CPU-s; the longest wall of any file at 378d1347, and a recording more when its
 # n4 scrapes sit on the subquery grid): first. s44's new files placed so (s45, one file at a time under load 5-28:
 # the median ratio to s42's record 2.7): test_combined_fleet_story 77 CPU-s, ~138 s; test_phase_story_twins ~42 s;
-# test_counter_rate_pod_picked ~22 s; test_dashboard_parts ~16 s.
+# test_counter_rate_pod_picked ~22 s; test_dashboard_parts ~16 s; test_combined_fleet_counters (s45) 54 CPU-s, ~55 s.
 START_FIRST = ("test_live_panel_truth.py", "test_pod_copies_tied.py", "test_verify.py", "test_gauge_twins.py",
                "test_combined_fleet_story.py", "test_pod_left_twins.py",
-               "test_fleet_truth.py",
+               "test_fleet_truth.py", "test_combined_fleet_counters.py",
                "test_data_missing.py", "test_grafana_claims.py", "test_cloudformation_quota.py",
                "test_mixed_fleet_twins.py", "test_benchmarks.py", "test_cloudwatch_projects.py",
                "test_cloudwatch_ownership.py", "test_grafana_push.py", "test_grafana_faults.py",
