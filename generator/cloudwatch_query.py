@@ -1015,14 +1015,14 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
             and series == (NODE_DIMENSION,) and not query.per_pod and not field.is_counter \
             and not field.across_own_labels and query.metric not in MIG_UNSUPPORTED \
             and query.metric not in MIG_MEMORY_SHARES:
-        # a node's count or total per scrape, made at the agent (each GPU instance's copies once: pods sharing it
-        # with exporter.virtual_gpus, a pod named in turn beside the marker ending the other's; render/agent_otel
-        # pod_totals; of framebuffer used with exporter.virtual_gpus, the GPU instances' merged copies,
-        # node_merged_totals), read as AVG (in a widget's line per node and an alarm's contributor alike): a mean of
-        # the scrapes that arrived, so a failed scrape, or a node added or removed inside the period, loses none of
-        # its GPUs, and two exporter pods' scrapes of a node (a surge) each hold it whole; a count as MAX, the most GPUs one scrape read (the
-        # agent counts after its blank filter: a GPU reading DCGM's blank at every other scrape read 3.5 GPUs of 4 as
-        # a mean), as a pod's count is read (_pod_total)
+        # a node's count or total per scrape, made at the agent (each GPU instance's copies once: pods sharing it with
+        # exporter.virtual_gpus, a pod named in turn beside the marker ending the other's; render/agent_otel pod_totals;
+        # of framebuffer used with exporter.virtual_gpus, the GPU instances' merged copies, node_merged_totals), read as
+        # AVG (in a widget's line per node and an alarm's contributor alike): a mean of the scrapes that arrived, so a
+        # failed scrape, or a node added or removed inside the period, loses none of its GPUs, and two exporter pods'
+        # scrapes of a node (a surge) each hold it whole; a count as MAX, the most GPUs one scrape read (the agent
+        # counts after its blank filter: a GPU reading DCGM's blank at every other scrape read 3.5 GPUs of 4 as a mean),
+        # as a pod's count is read (_pod_total)
         return Plan(metric=query.metric, function="MAX" if agg == "count" else "AVG",
                     dims=tuple(node_total_dimensions(agg)), group=series, series=series)
     if instances_once(query, field, dims, one_gpu, layout, settings):

@@ -559,7 +559,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     churned_gpus = fleet.churn / HOURS_PER_MONTH * pod_gpus / fleet.pods if fleet.pods else 0.0
     # A namespace's use of each GPU its pods hold (NAMESPACE_GPU): one metric per namespace and GPU (Fleet.namespace_gpus)
     per_namespace_gpu = sum(len(m) for dims, m in sets.items() if NAMESPACE_GPU[0] in dims)
-    # A node's totals per scrape (node_total: a widget's or alarm's count or total per node): one metric per node and total
+    # A node's totals per scrape (node_total: a widget's or alarm's count or total per node): one metric per node
+    # and total
     per_node_total = sum(len(m) for dims, m in sets.items() if node_total(dims))
     # and a node's total and count of GPUs read per scrape (NODE_MEAN: the fleet's values now): one metric per node,
     # field and kind its widgets read (a total alone of the field "Total power draw" reads)

@@ -3,11 +3,12 @@
 A fleet of 1-4 nodes of 1-3 GPUs: about a third of the GPUs split into 1-3 MIG instances of mixed profiles (their
 GPU_UTIL absent, 0 or the blank), the rest whole; GPUs and instances held by a pod or idle, a pod on several GPUs or
 instances of its node, one pod name in two namespaces; each node's exporter writes `Hostname`, `hostname` or no node
-name, with or without NODE_NAME; a counter or the memory temperature "not supported" on some GPUs. With `shared`,
-every node's exporter runs with KUBERNETES_VIRTUAL_GPUS and some whole GPUs and MIG instances a pod holds are shared by
-a second pod of the node (time-slicing or MPS, on MIG instances too: one copy of each series per pod); with `per_process` too, some nodes' exporters are
-4.5.3 or later (GPU utilization and framebuffer used as each held GPU's own series beside each pod's share), some
-held GPUs' and instances' own series reading DCGM's blank. `firing` is each bundled rule's truth from the facts.
+name, with or without NODE_NAME; a counter or the memory temperature "not supported" on some GPUs. With `shared`, every
+node's exporter runs with KUBERNETES_VIRTUAL_GPUS and some whole GPUs and MIG instances a pod holds are shared by a
+second pod of the node (time-slicing or MPS, on MIG instances too: one copy of each series per pod); with `per_process`
+too, some nodes' exporters are 4.5.3 or later (GPU utilization and framebuffer used as each held GPU's own series beside
+each pod's share), some held GPUs' and instances' own series reading DCGM's blank. `firing` is each bundled rule's truth
+from the facts.
 """
 
 from __future__ import annotations

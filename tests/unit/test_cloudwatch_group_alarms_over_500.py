@@ -178,8 +178,8 @@ def _hot_earlier(node: int, t: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.xfail(strict=True, reason="a one-period GROUP BY alarm ranks its series over its evaluation range, not its "
-                                       "period: 505 GPUs at 95 C until 20 minutes ago rank before one at 88 C now, "
+@pytest.mark.xfail(strict=True, reason="a one-period GROUP BY alarm ranks its series over its evaluation range, not "
+                                       "its period: 505 GPUs at 95 C until 20 minutes ago rank before one at 88 C now, "
                                        "which is not evaluated where the range holds 6 periods (AWS does not publish "
                                        "the range's length nor the window ORDER BY ranks over; docs/alarms.md)")
 def test_past_500_series_gpus_hot_earlier_in_the_range_leave_no_gpu_hot_now_unjudged():

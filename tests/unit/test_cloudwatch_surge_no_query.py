@@ -1,4 +1,5 @@
-"""Why no CloudWatch query reads a namespace's total (OTel pipeline) or a pod's (classic) true through an exporter surge.
+"""Why no CloudWatch query reads a namespace's total (OTel pipeline) or a pod's (classic) true through an exporter
+surge.
 
 During a DaemonSet rollout with maxSurge two exporter pods serve a node, and the agent scrapes both: each is its own
 target, scraped at its own instant, and nothing on the agent merges points across targets (docs/cloudwatch.md, "Two
@@ -41,7 +42,8 @@ POWER = "DCGM_FI_DEV_POWER_USAGE"
 
 
 def _target(job: dict, node: int, pod: str, revision: str) -> dict[str, str]:
-    return discovered(job, {"__address__": f"10.4.{node}.{len(pod)}:9400", "__meta_kubernetes_namespace": "gpu-operator",
+    return discovered(job, {"__address__": f"10.4.{node}.{len(pod)}:9400",
+                            "__meta_kubernetes_namespace": "gpu-operator",
                             "__meta_kubernetes_pod_name": pod, "__meta_kubernetes_pod_node_name": f"node-{node}",
                             "__meta_kubernetes_pod_container_port_number": "9400",
                             "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",

@@ -23,6 +23,7 @@ agent model of the build's own configuration into the bundled by-pod dashboard, 
 from __future__ import annotations
 
 from dataclasses import replace
+from statistics import mean
 
 import pytest
 
@@ -63,26 +64,32 @@ def dashboards(ctx):
         Panel("Framebuffer used per node", Query("DCGM_FI_DEV_FB_USED", "sum", ("node",))),
         Panel("Power draw per node", Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("node",))),
         Panel("GPUs per node", Query("DCGM_FI_DEV_POWER_USAGE", "count", ("node",))),
+        Panel("Engine activity per node", Query("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "sum", ("node",))),
     ])])
 """
 SUMS_PAGE = "cloudwatch/dashboards/gpudash-gpu-cluster-sums.json"
 
 
-def _drawn(tmp_path, pipeline: str, surge: tuple[int, int], seed: int = 1, dashboards: dict | None = None):
+def _drawn(tmp_path, pipeline: str, surge: tuple[int, int], seed: int = 1, dashboards: dict | None = None,
+           fleet: tuple | None = None, failed: tuple[int, int] | None = None):
     """(fleet, project, files, {title: lines}, {period start: scrapes of both pods there}) of the story: every
     node's old exporter pod (`Hostname`) scraped until surge[1], the new one (`hostname`, 7 s later in each
-    interval) from surge[0]; `dashboards`: definitions in place of the bundled ones."""
-    fleet = random_fleet.fleet(seed)
+    interval) from surge[0]; `dashboards`: definitions in place of the bundled ones; `fleet`: with
+    KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus), in place of seed's; `failed`: (time, node index) of the old
+    pod's one failed scrape."""
+    settings = "exporter:\n  virtual_gpus: true\n" if fleet else ""
+    fleet = fleet or random_fleet.fleet(seed)
     old = tuple(replace(node, spelling="Hostname", node_name_set=True) for node in fleet)
     new = tuple(replace(node, spelling="hostname", node_name_set=True) for node in fleet)
-    project = variant_project(tmp_path, "agent:\n  pipeline: classic\n" if pipeline == "classic" else "", dashboards)
+    project = variant_project(tmp_path, "agent:\n  pipeline: classic\n" if pipeline == "classic" else settings,
+                              dashboards)
     files = encode(build(project, grafana=False))
     config, job = agent_config(files[AGENT_FILE])
     scrapes, extra = [], {}
     for k in range(-2, END // STEP):
         t = k * STEP
         for i, (before, after) in enumerate(zip(old, new)):
-            if t < surge[1]:
+            if t < surge[1] and (t, i) != failed:
                 scrapes.append(Scrape(t, mixed_fleet.payload(before, t, STEP), _target(
                     job, before.name, f"nvidia-dcgm-exporter-old{i}", "6b7c8d9f5", f"10.0.{i}.1")))
             if t >= surge[0]:
@@ -174,3 +181,22 @@ def test_a_users_sums_per_node_read_the_truth_on_otel_and_the_surges_scrapes_on_
                 assert all(close(v, value * (n + extra.get(t, 0)) / n) for t, v in shown.items()), (title, shown)
             else:
                 assert shown and all(close(v, value) for v in shown.values()), (title, node.name, value, shown)
+
+
+@pytest.mark.parametrize("seed, shared", [(1, True), (4, True), (2, "per-process"), (7, "per-process")])
+def test_a_users_totals_per_node_read_the_truth_of_shared_fleets_through_a_surge_and_a_failed_scrape(tmp_path, seed,
+                                                                                                      shared):
+    """OTel pipeline, fleets with KUBERNETES_VIRTUAL_GPUS (GPUs and MIG instances pods share; per-process exporters):
+    a 10-minute surge on every node and one failed scrape of the second node; a node's power, its GPUs and its engine
+    activity (a MIG GPU's instances averaged) read the truth at every period (before, the surge's periods read twice
+    them and the failed scrape's 0.9)."""
+    fleet, _, _, lines, _ = _drawn(tmp_path, "otel", (1500, 2100), dashboards={"sums.py": NODE_SUMS},
+                                   fleet=random_fleet.fleet(seed, True, per_process=shared == "per-process"),
+                                   failed=(900, 1))
+    for node in fleet:
+        truths = {"Power draw per node": sum(g.power for g in node.gpus), "GPUs per node": len(node.gpus),
+                  "Engine activity per node": sum(mean(i.engine for i in g.instances) for g in node.gpus)}
+        for title, value in truths.items():
+            shown = lines[title][node.name]
+            assert len(shown) == END // PERIOD and all(close(v, value) for v in shown.values()), (title, node.name,
+                                                                                                 value, shown)
