@@ -11,7 +11,7 @@ APPLY_LIMIT = 262_144  # the API server's limit on an object's annotations (keys
 
 # What client-side `kubectl apply` stores besides the object: the annotation's own key, and the namespace it sets on an
 # object the file gives none (the most a namespace name holds, 63 bytes: the count never passes an object it refuses)
-_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _NAMESPACE_FIELD = len(',"namespace":""') + 63
 # Go's encoding/json writes these as \u003c, \u003e, \u0026 (6 bytes for 1) and U+2028, U+2029 as \u2028, \u2029 (6 for 3):
 # the bytes each adds to its UTF-8 encoding
@@ -36,4 +36,4 @@ def last_applied_bytes(resource: dict[str, Any]) -> int:
     key, and the namespace kubectl sets."""
     others = sum(len(key.encode()) + len(value.encode())
                  for key, value in resource["metadata"].get("annotations", {}).items())
-    return encoded_bytes(resource) + 1 + len(_LAST_APPLIED) + _NAMESPACE_FIELD + others
+    return encoded_bytes(resource) + 1 + len(LAST_APPLIED) + _NAMESPACE_FIELD + others

@@ -379,9 +379,33 @@ def _parts_no_longer_made(labelled: list[Answer], names: list[str], counts: dict
         if name in written or not name.endswith(suffix := dashboard_configmap_name("")) \
                 or _writer(item, project.settings) != THESE:
             continue
-        if (part := part_no_longer_made(name[:-len(suffix)], counts, prefix)) is not None:
+        uid = name[:-len(suffix)]
+        if (part := part_no_longer_made(uid, counts, prefix)) is not None and _applied_as_part(item, uid, part[1]):
             found.setdefault(item.get("metadata.namespace", str), []).append((name, *part))
     return {namespace: sorted(parts) for namespace, parts in sorted(found.items())}
+
+
+def _applied_as_part(item: Answer, uid: str, number: int) -> bool:
+    """Whether what kubectl applied as `item` (client-side apply's last-applied-configuration annotation, which the
+    sidecar path uses: dashboard_parts) is dashboard `uid` as part `number` of a dashboard cut into parts (its title
+    ends ", part k of n": dashboard_parts._frame): the evidence that the ConfigMap is a part gpudash cut. Its name
+    alone is not: another settings file of the project sharing a cluster (these settings' by its annotations) may
+    define a dashboard `<id>-2`, and these settings may have defined one and removed it. Without that record (applied
+    server-side, or edited since) or not a part: False, never named for deletion."""
+    from ..last_applied import LAST_APPLIED
+    from ..names import dashboard_configmap_key
+
+    text = item.string_map("metadata.annotations").get(LAST_APPLIED)
+    try:
+        applied = json.loads(text) if text else None
+        data = applied.get("data") if isinstance(applied, dict) else None
+        dashboard = data.get(dashboard_configmap_key(uid)) if isinstance(data, dict) else None
+        model = json.loads(dashboard) if isinstance(dashboard, str) else None
+    except ValueError:  # (a record edited by hand: no evidence)
+        return False
+    title = model.get("title") if isinstance(model, dict) and model.get("uid") == uid else None
+    said = re.search(r", part ([0-9]+) of ([0-9]+)$", title) if isinstance(title, str) else None
+    return said is not None and int(said[1]) == number <= int(said[2])
 
 
 def _dashboard_configmaps(kube: Kube, project: Project) -> Check:

@@ -17,6 +17,7 @@ import yaml
 
 from generator.artifacts import build
 from generator.checks.kube import NO_PROMETHEUS_OBJECT
+from generator.last_applied import LAST_APPLIED
 from generator.markers import KUBERNETES_SELECTOR
 from generator.output import encode
 from generator.project import load_project
@@ -1527,12 +1528,15 @@ def test_a_service_monitor_of_the_build_s_name_that_is_not_gpudash_s_is_a_failur
     assert check["fix"].startswith("if it is a ServiceMonitor of the exporter made by hand, delete it"), check
 
 
-def _applied_dashboards(cluster, settings, namespace="monitoring", relabel=None):
+def _applied_dashboards(cluster, settings, namespace="monitoring", relabel=None, recorded=False):
     """The dashboard ConfigMaps of a build of `settings`, as `kubectl apply -n NAMESPACE -f
-    build/k8s/grafana-dashboards.yaml` leaves them (`relabel`: what a person or older gpudash left instead)."""
+    build/k8s/grafana-dashboards.yaml` leaves them (`relabel`: what a person or older gpudash left instead;
+    `recorded`: with client-side apply's last-applied-configuration annotation, the object it applied)."""
     for document in yaml.load_all(encode(build(load_project(settings)))["k8s/grafana-dashboards.yaml"],
                                   Loader=_LOADER):
         document["metadata"]["namespace"] = namespace
+        if recorded:
+            document["metadata"]["annotations"][LAST_APPLIED] = json.dumps(document, sort_keys=True)
         if relabel is not None:
             relabel(document["metadata"])
         cluster.configmaps[(namespace, document["metadata"]["name"])] = document
@@ -1612,8 +1616,10 @@ def _older_gpudash_s_part(cluster):  # gpudash's labels, no settings recorded (e
     ("another project's, every field", "bundled CSV", "fail", []),
     ("a person's part", "bundled CSV", "ok", []),
     ("an older gpudash's part", "bundled CSV", "ok", []),
+    ("every field, applied server-side", "bundled CSV", "ok", []),
+    ("another file's dashboard health-2", "bundled CSV", "ok", []),
 ], ids=["cut in two, now whole", "still cut", "in two namespaces", "another project's", "a person's ConfigMap",
-        "no settings recorded"])
+        "no settings recorded", "no record of a part", "another file's dashboard named like a part"])
 def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack, tmp_path, reference, applied, now,
                                                                          status, named):
     """A dashboard's number of parts follows its size, which data alone changes (the counters CSV's fields, label
@@ -1623,23 +1629,36 @@ def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack,
     and verify looked for the names the build writes alone. It lists gpudash's dashboard ConfigMaps in every namespace
     now (one list, by gpudash's and the sidecar's labels) and names each part these settings applied that no dashboard
     of theirs is cut into now, with the kubectl delete of it. Never one of another project, a person's ConfigMap of
-    that name (no labels) or one whose settings are not recorded."""
+    that name (no labels) or one whose settings are not recorded; nor one kubectl's record (client-side apply's
+    last-applied-configuration) does not show as a part ("..., part 2 of 2"): applied server-side, or a dashboard
+    health-2 another settings file of the project sharing a cluster (these settings' by its annotations) defines,
+    which verify told the user to delete as "part 2 of gpudash-health" (s45 review)."""
     from tests.unit.test_dashboard_parts import _every_field
 
     cluster, verify = stack
     every = _every_field(tmp_path, reference)
     mine = _settings_file(tmp_path, "mine", "project: team-a\n" + (every if now == "every field" else ""))
     if applied.startswith("another project's"):
-        _applied_dashboards(cluster, _settings_file(tmp_path, "theirs", "project: team-b\n" + every))
+        _applied_dashboards(cluster, _settings_file(tmp_path, "theirs", "project: team-b\n" + every), recorded=True)
+    elif applied.startswith("another file's"):
+        (tmp_path / "dash-b").mkdir()
+        (tmp_path / "dash-b" / "health_2.py").write_text(
+            "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
+            "dashboard = Dashboard('health-2', 'Team B', [Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'U')])])\n")
+        _applied_dashboards(cluster, _settings_file(tmp_path, "other", "project: team-a\ndefinitions:\n"
+                                                    "  dashboards: [dash-b]\n"), recorded=True)
+        _applied_dashboards(cluster, _settings_file(tmp_path, "mine-before", "project: team-a\n"), recorded=True)
     else:
-        _applied_dashboards(cluster, _settings_file(tmp_path, "mine-before", "project: team-a\n" + every))
+        _applied_dashboards(cluster, _settings_file(tmp_path, "mine-before", "project: team-a\n" + every),
+                            recorded=not applied.endswith("server-side"))
         if "grafana" in applied:
-            _applied_dashboards(cluster, tmp_path / "mine-before.yaml", namespace="grafana")
+            _applied_dashboards(cluster, tmp_path / "mine-before.yaml", namespace="grafana", recorded=True)
         if applied == "a person's part":
             _person_s_part(cluster)
         if applied == "an older gpudash's part":
             _older_gpudash_s_part(cluster)
-    assert ("monitoring", PART_2) in cluster.configmaps
+    assert ("monitoring", "gpudash-health-2-dashboard" if applied.startswith("another file's") else PART_2) \
+        in cluster.configmaps
     code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
     check = checks[("kube", "dashboard ConfigMaps of other settings")]
     assert check["status"] == status, check
