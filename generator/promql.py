@@ -586,7 +586,7 @@ def held_labels(labels: Labels) -> tuple[str, ...]:
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,
-              naming: list[list[str]] | None = None) -> str:
+              naming: list[list[str]] | None = None, marked: bool = False) -> str:
     """The GPU instances (held_labels: any exporter copy's) whose latest scrape named no pod on them. An exporter writes
     a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods' copies are of one
     scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of its node read the
@@ -612,9 +612,11 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     (its naming sample before it within the interval). A failed scrape alone leaves no GPU idle (the newest sample
     stays what it was); a scrape late after the one finding the GPU idle leaves it idle. timestamp() of a selector is
     sought anew at each step on Prometheus before 2.47: about 1 s more of Prometheus CPU an idle test at 64 GPUs over
-    6 h (docs/performance.md). A rule's steps (`rule`) and the per-GPU panels (_left_idle) keep windows of whole
-    intervals (_idle_within_intervals). `naming` (the branches of the naming side, else `branches`): a per-GPU panel
-    with a pod picked orders the picked pods' naming samples against the samples without a pod (_left_idle).
+    6 h (docs/performance.md). A rule's steps (`rule`) keep windows of whole intervals (_idle_within_intervals); the
+    per-GPU panels (_left_idle) order the samples so too, at All and with a pod picked. `naming` (the branches of the
+    naming side, else `branches`): a per-GPU panel with a pod picked orders the picked pods' naming samples against
+    the samples without a pod (_left_idle). `marked` (a per-GPU panel at All, naming side and other alike): one
+    selector of every series, the naming ones told by their pod label (NAMED_MARK), not a selector of each side.
     The naming side reads each series' newest sample as the other side does (timestamp() of the instant selector, or
     the steps'), so a naming sample after the look-back's last step is ordered by its own time, and a naming sample
     within the last interval holds only a GPU without a UUID (judged with the other GPUs of its index): a pod that
@@ -626,29 +628,31 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     if rule:
         return _idle_within_intervals(metric, branches, labels, scrape)
     steps = f"[{LABEL_LOOKBACK_SCRAPES * seconds}s:{half_interval(seconds)}]"
-    unnamed = _raw(metric, branches, [pod + UNNAMED], f"(timestamp({{0}}) or max_over_time(timestamp({{0}}){steps}))")
-    naming = branches if naming is None else naming
     latest = "(timestamp({0}) or max_over_time(timestamp({0})" + steps + "))"
-    named = _raw(metric, naming, [pod + NAMED], f"{latest} + {NAMED_LATER}")
-    newest = f"(max by ({held}) ({unnamed} or {named}) * {1 / NAMED_LATER:g} + 0.5) % 10 < 1"
+    naming = branches if naming is None else naming
+    if marked:  # one selector of every series, a naming one's time NAMED_LATER later (NAMED_MARK: by its pod label)
+        times = f'label_replace({_raw(metric, branches, [], latest)}, "{NAMED_MARK}", "1", {quoted(pod)}, ".+")'
+        sides = (f'{times} + on ({NAMED_MARK}) group_left () (label_replace(vector({NAMED_LATER}), "{NAMED_MARK}", '
+                 f'"1", "", "") or vector(0))')
+    else:
+        unnamed = _raw(metric, branches, [pod + UNNAMED], latest)
+        sides = f"{unnamed} or {_raw(metric, naming, [pod + NAMED], f'{latest} + {NAMED_LATER}')}"
+    newest = f"(max by ({held}) ({sides}) * {1 / NAMED_LATER:g} + 0.5) % 10 < 1"
     uuid = [uuid_label((labels.pod, labels.namespace, labels.container)) + UNNAMED]
     recent = _raw(metric, naming, [pod + NAMED, *uuid], f"timestamp({{}}) >= time() - {seconds}")
     return f"({newest} unless on ({held}) {recent})"
 
 
-def _idle_within_intervals(metric: str, branches: list[list[str]], labels: Labels, scrape: str,
-                           now: bool = False) -> str:
-    """A rule's idle_gpus (at the steps of its subquery) and a per-GPU panel's (_left_idle): a series of `metric`
-    without a pod written within the last two scrape intervals (`scrape` one) and none naming one within the last
-    interval. A scrape writes a GPU's series with pods or without, an interval apart, so judged per copy this is the
-    newest scrape's; over copies it cannot order two copies' readings within an interval of each other (a pod started as
-    its exporter was rolled is left out of the steps from the new copy's failed or late scrape, up to an interval),
-    which the per-pod panels' form orders by the samples' times at 2.6 times the idle rule's CPU an evaluation (0.42 ->
-    1.09 s at 64 GPUs: docs/performance.md). `now` (a per-GPU panel's, _left_idle): also a series without a pod read now
-    and none naming one read now (Prometheus marks a series stale at the scrape that no longer writes it: on live
-    scrapes idle from that scrape on). A field the exporter splits per process (exporter.virtual_gpus, `labels.copies`)
-    has the GPU's own series beside its pods' copies at every scrape: there within one interval, or within two (a GPU
-    whose scrapes stopped is not idle from one interval after its last)."""
+def _idle_within_intervals(metric: str, branches: list[list[str]], labels: Labels, scrape: str) -> str:
+    """A rule's idle_gpus (at the steps of its subquery): a series of `metric` without a pod written within the last
+    two scrape intervals (`scrape` one) and none naming one within the last interval. A scrape writes a GPU's series
+    with pods or without, an interval apart, so judged per copy this is the newest scrape's; over copies it cannot
+    order two copies' readings within an interval of each other (a pod started as its exporter was rolled is left out
+    of the steps from the new copy's failed or late scrape, up to an interval), which the panels' form orders by the
+    samples' times at 2.6 times the idle rule's CPU an evaluation (0.42 -> 1.09 s at 64 GPUs: docs/performance.md). A
+    field the exporter splits per process (exporter.virtual_gpus, `labels.copies`) has the GPU's own series beside its
+    pods' copies at every scrape: there within one interval, or within two (a GPU whose scrapes stopped is not idle
+    from one interval after its last)."""
     held, pod, two = _listed(held_labels(labels)), labels.pod, f"{2 * _seconds(scrape)}s"
 
     def within(unnamed: str, named: str) -> str:
@@ -657,19 +661,15 @@ def _idle_within_intervals(metric: str, branches: list[list[str]], labels: Label
             _raw(metric, branches, [pod + op], f"present_over_time({{}}[{window}])")
             for op, window in ((UNNAMED, unnamed), (NAMED, named)))
     if labels.copies and metric in PER_PROCESS_FIELDS:
-        idle = f"({within(scrape, scrape)} or {within(two, two)})"
-    else:
-        idle = f"({within(two, scrape)})"
-    if not now:
-        return idle
-    unnamed, named = (_raw(metric, branches, [pod + op], "{}") for op in (UNNAMED, NAMED))
-    return f"(({unnamed} unless on ({held}) {named}) or {idle})"
+        return f"({within(scrape, scrape)} or {within(two, two)})"
+    return f"({within(two, scrape)})"
 
 
 UNNAMED, NAMED = '=""', '!=""'  # a matcher's test of the pod label: a series without a pod, one naming a pod
 # added to a naming series' sample time in idle_gpus: a tenth of Prometheus' millisecond, so the newest of a GPU's
 # samples tells which side it is (its time * 1e4 ends in 0 without a pod, in 1 naming one), and a tie goes to the pod
 NAMED_LATER = 1e-4
+NAMED_MARK = "gpudash_named"  # idle_gpus' `marked`: a label set on the naming series (those with a pod)
 
 
 LATEST = "{0} < " + BLANK_FLOOR  # a gauge's latest sample, blanks left out (_gauge_form)
@@ -1052,21 +1052,19 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     reporting" counted it (G, s38): the pod's series is marked stale, but the GPU's newer series, without a pod, is not
     in the variables' scope. A GPU pods share in turn (named under one of them per scrape) always names one, and a
     failed scrape leaves no GPU idle: both keep their reading.
-    Judged by windows of whole intervals (_idle_within_intervals) but where `picked` (the pod and namespace
-    variables' regexes, in a panel of the GPUs held_gpus keeps) has a pod or namespace picked (workload_picked):
-    there the GPUs the picked pods hold (`held`, held_gpus) are judged by the samples' times, as the per-pod panels
-    judge a GPU (idle_gpus), the picked pods' naming samples against every sample without a pod, and the late tier
-    and count of those GPUs leave nothing out (a GPU so judged idle is not held; one not idle has no series left).
-    With the variables at All held_gpus keeps every GPU in scope whatever this reads, and the late tier and count
-    read the windows. A selector gated off (workload_picked) meets no series, so the per-GPU panels cost at All
-    what they did (the samples' times of every pod, read at every step of the late tier, cost 2.8 times a panel's
-    Prometheus CPU: GPU temperature 1.30 -> 3.67 s at 64 GPUs); with a pod picked the picked pods' alone cost about
-    a quarter more (docs/performance.md). Windows read a picked pod's GPU idle where two exporter copies' newest
+    Judged by the samples' times, as the per-pod panels judge a GPU (idle_gpus). Where `picked` (the pod and namespace
+    variables' regexes, in a panel of the GPUs held_gpus keeps) has a pod or namespace picked (workload_picked), the
+    GPUs the picked pods hold (`held`, held_gpus) by the picked pods' naming samples against every sample without a
+    pod, and the late tier and count of those GPUs leave nothing out (a GPU so judged idle is not held; one not idle
+    has no series left); at All (not `held`) by every pod's naming samples (idle_gpus' `marked` form), which the late
+    tier and count leave out. Each form's selectors are gated (workload_picked) so that one is read at All, the other
+    with a pod or namespace picked: a selector gated off meets no series and costs next to nothing. Windows of whole
+    intervals (_idle_within_intervals, read at All before s45) read a GPU idle where two exporter copies' newest
     readings lay within an interval of each other: a pod started as its exporter was rolled lost its GPU from the new
     copy's failed or late scrape and its late tier read the old copy's idle 60 W for its 300 W
     (test_rolled_copy_pod_started), and a drained node's GPU, written idle once before its exporter ended, was drawn
-    again at the idle 60 W for an interval two intervals later (test_pod_ended_by_drain); at All the windows still
-    read so."""
+    again at the idle 60 W for an interval two intervals later (test_pod_ended_by_drain). Their cost at All: see
+    docs/performance.md."""
     workload = (f"{labels.pod}=~", f"{labels.namespace}=~")
     anyone = [list(branch) for branch in dict.fromkeys(
         tuple(m for m in branch if not m.startswith(workload)) for branch in branches)]
@@ -1077,8 +1075,8 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     if held:  # the picked pods' naming samples against any sample without a pod
         idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape,
                          naming=[[*branch, *gate] for branch in branches])
-    else:
-        idle = _idle_within_intervals(metric, anyone, labels, scrape, now=True)
+    else:  # at All: any pod's naming samples against any sample without a pod
+        idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape, marked=True)
     return f"({left} and on ({_listed(held_labels(labels))}) {idle})"
 
 
@@ -1242,7 +1240,8 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     Prometheus met the series in, which changes from call to call). Per-GPU panels read a GPU without a
     fresh copy from its copy with the newest reading within the look-back (one_copy's `late`, looked_back). The higher
     reading, not the fresher, is chosen among fresh copies: both are the GPU's readings within one scrape interval, and
-    the freshest would need `timestamp()`, several times the selector's CPU on Prometheus 2.42."""
+    the freshest would need `timestamp()`, several times the selector's CPU on Prometheus 2.42 (a form tried in s45,
+    /work/coord/s45/C-log.md, read a MIG GPU one of whose fresher copy's instances reads the blank as nothing)."""
     spots = placed(branches, labels)
     copy = _listed((labels.cluster, GPU_LABEL, "gpu", *kept, *COPY_LABELS))
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu", *kept))

@@ -211,16 +211,37 @@ def test_a_picked_pod_started_as_its_exporter_rolled_keeps_its_gpu_through_a_fai
                  {"namespace": "ml", "pod": "r"}) == PICKED_TRUTH[title]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a per-GPU panel at All judges a GPU idle by windows of whole intervals over its copies (promql._left_idle: the "
-    "samples' times of every pod, read at every step of its late tier, cost it 2.8 times its Prometheus CPU): the old "
-    "copy's idle reading, 14 s older than the new copy's naming one, reads GPU 0 idle from one interval after the "
-    "naming reading, and the late tier leaves out the series naming ml/r: GPU 0 at A's idle 60 W for 300 W"))
+# At All the late tier judges the GPUs by the samples' times too (promql._left_idle, idle_gpus). By windows of whole
+# intervals over the copies A's idle reading, 14 s older than B's naming one, read GPU 0 idle from one interval after
+# the naming reading, and the late tier left out the series naming ml/r: GPU 0 at A's idle 60 W for 300 W.
+AT_ALL = {True: {"Power draw": {"n GPU 0": 300.0, "n GPU 1": 150.0},
+                 "Total power draw": {"DCGM_FI_DEV_POWER_USAGE": 450.0}},
+          False: {"Power draw": {"n GPU 0": 60.0, "n GPU 1": 150.0},
+                  "Total power draw": {"DCGM_FI_DEV_POWER_USAGE": 210.0}}}
+
+
 @pytest.mark.parametrize("after", [5, 9])
+@pytest.mark.parametrize("title", sorted(AT_ALL[True]))
 @pytest.mark.parametrize("scene", ["started_failed", "started_late"])
-def test_a_pod_started_as_its_exporter_rolled_keeps_its_gpu_reading_on_a_per_gpu_panel_at_all(request, scene, after):
-    """'Power draw' with the variables at All, `after` seconds after B's scrape MISSED was due: GPU 0 at B's last
-    reading (ml/r's 300 W), GPU 1 at ml/q's 150 W. Shown: GPU 0 at 60 W (with a pod or namespace picked: 300 W)."""
+def test_a_pod_started_as_its_exporter_rolled_keeps_its_gpu_reading_on_a_per_gpu_panel_at_all(request, scene, title,
+                                                                                              after):
+    """With the variables at All, `after` seconds after B's scrape MISSED was due: GPU 0 at B's last reading (ml/r's
+    300 W), GPU 1 at ml/q's 150 W. Shown before: GPU 0 at A's idle 60 W for 300 W."""
     prometheus, start = request.getfixturevalue(scene)
-    assert shown(prometheus, "Power draw", start + MISSED * SCRAPE + 17 + after, {}) == {"n GPU 0": 300.0,
-                                                                                       "n GPU 1": 150.0}
+    assert shown(prometheus, title, start + MISSED * SCRAPE + 17 + after, {}) == AT_ALL[True][title]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the per-GPU late tier chooses a GPU's copy by its newest step of the scrape interval (looked_back's key), of "
+    "copies alike there the higher reading: A's ml/p at 300 W (A's scrape 14 s before B's, in one step) is chosen, "
+    "and its series, naming a pod on a GPU whose newest sample names none, is left out (_left_idle): GPU 0 is not "
+    "drawn at all ('Total power draw' 150 W for 210) until B's next scrape. So on f3f7b6e7 too (found s45 C); "
+    "exact sample times in the key need timestamp() at each step of its subquery"))
+@pytest.mark.parametrize("after", [5, 9])
+@pytest.mark.parametrize("title", sorted(AT_ALL[False]))
+@pytest.mark.parametrize("scene", ["ended_failed", "ended_late"])
+def test_a_pod_ended_as_its_exporter_rolled_leaves_its_gpu_drawn_idle_on_a_per_gpu_panel_at_all(request, scene, title,
+                                                                                                after):
+    """The mirror at All: GPU 0 at B's last reading, the idle 60 W; GPU 1 at ml/q's 150 W."""
+    prometheus, start = request.getfixturevalue(scene)
+    assert shown(prometheus, title, start + MISSED * SCRAPE + 17 + after, {}) == AT_ALL[False][title]
