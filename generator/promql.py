@@ -1438,12 +1438,16 @@ def summed_deltas(counter: "CounterReading", window: str, shift: str | None = No
     copy's own latest reading up to that far back (own_deltas, read from the raw samples: no longer subquery), so
     the growth across the gap is in the first window after it. A level's period (`held` without `reach`, the scrape
     interval known: `counter.by_target`) counts a reading after a gap or a missed scrape by the share of the scrapes
-    it stands for that were due inside the period (_prorated), not whole."""
+    it stands for that were due inside the period, not whole: on the copy leading at its start, reaching back by the
+    scrapes not arrived, where that copy is still read at its end (_led_period), else on the merged steps
+    (_prorated)."""
     delta = counter.step_delta(WINDOW_PREVIOUS_WITHIN, reach)
     if held:
         delta = f"({delta} and {counter.clean})"
     if held and not reach and counter.by_target:
-        delta = _prorated(counter, delta, window, shift)
+        merged = (f"sum_over_time({_prorated(counter, delta, window, shift)}[{_left_open(window)}:"
+                  f"{counter.resolution}]{_offset(shift)})")
+        return f"(({_led_period(counter, window, shift)} or {merged}) < {INCREASE_BLANK_FLOOR})"
     return (f"(sum_over_time({delta}[{_left_open(window)}:{counter.resolution}]{_offset(shift)}) "
             f"< {INCREASE_BLANK_FLOOR})")
 
@@ -1461,83 +1465,112 @@ def _prorated(counter: CounterReading, delta: str, window: str, shift: str | Non
     counted by the scrapes it grew over that fall in the period: a reading n scrape intervals after the reading before
     it (a gap in the GPU's data, a missed scrape: n = the seconds between their steps over the interval, rounded, at
     least 1) holds n scrapes' growth, each an equal share, and the period counts the shares of the scrapes due inside
-    it (the k latest, k = the step's seconds after the period's start over the interval, rounded up); the leading
-    copy's first reading as many more as the scrapes due at the period's end that have not arrived (_unarrived). Only
-    a period's first reading can hold scrapes due before it; a reading one interval after the one before (no scrape
-    missed) counts whole, as the CloudWatch agent's delta does in the period it is sent in. Truth of a steady link
-    across an 8.5-minute gap: 40 replays per 5 minutes in every period, where the whole gap's growth in one period read
-    68. Cost: the steps' seconds are a second read of the readings over the horizon (each period's CPU about
-    doubles)."""
+    it (the k latest, k = the step's seconds after the period's start over the interval, rounded up). A reading one
+    interval after the one before (no scrape missed) counts whole, as the CloudWatch agent's delta does in the period
+    it is sent in. Truth of a steady link across an 8.5-minute gap: 40 replays per 5 minutes in every period, where
+    the whole gap's growth in one period read 68. The merged steps' period (summed_deltas): it stands where the copy
+    leading at the period's start is not read at its end (_led_period: a rollout's handover, a GPU's data stopped),
+    without the reach back by the scrapes not arrived (_own_share). Cost: the steps' seconds are a second read of the
+    readings over the horizon (each period's CPU about doubles)."""
     interval = _seconds(counter.by_target)
     start = f"({EVALUATED_AT} - {_seconds(window) + (_seconds(shift) if shift else 0)})"
     scrapes = f"clamp_min(round({counter.step_seconds(WINDOW_PREVIOUS_WITHIN)} / {interval}), 1)"
     # evaluated as a range query (a chart of the rule's expression), every step would read the range's end: a step
     # before the pinned period's start counts its delta whole, as before the shares
     inside = f"scalar(ceil(vector((time() - {start}) / {interval})) > 0 or vector({WHOLE:g}))"
-    return f"({delta} * ({_leaders_share(counter, window, shift, start)} or clamp_max({inside} / {scrapes}, 1)))"
+    return f"({delta} * clamp_max({inside} / {scrapes}, 1))"
 
 
-def _unarrived(counter: CounterReading, shift: str | None) -> str:
+def _led_period(counter: CounterReading, window: str, shift: str | None) -> str:
+    """An alert period's growth (summed_deltas, `held`) reckoned on the exporter's copy of the GPU leading at its start
+    (_leading) alone, its own readings, each delta shared out by the scrapes it stands for that are due in the period,
+    reaching back by the scrapes due at its end that have not arrived (_own_share); only where that copy is still
+    read at the period's end (_staying). None elsewhere: the merged steps' period (_prorated) stands, where a copy
+    hands over to another (a rollout: the old copy's own period holds none of the new copy's growth, the new copy's
+    none before its first reading, and the growth between them is in neither; the merged steps count it), or no copy
+    leads (none read before the start). Each exporter reads DCGM on its own clock, so the merged steps mix readings
+    taken up to a collection apart: with one copy missing 2 of every 3 scrapes beside one that missed none (its
+    readings taken 28 s before its scrapes) the merged period read 41, 52 and 42 in turn for 45, the rule (50) firing
+    (test_counter_copies_two_of_three); one copy's own readings are each taken as long before its scrape: 44.7-45.3.
+    Cost: a second read of the readings, per copy, over a subquery _reach_most intervals longer than the period
+    (docs/performance.md)."""
+    own = replace(counter, copies=_by_target(counter.copies)[1])
+    delta = _own_share(counter, own, f"({own.step_delta(WINDOW_PREVIOUS_WITHIN)} and {own.clean})", window, shift)
+    span = _duration_text(_seconds(window) + _reach_most(counter, window) * _seconds(counter.by_target))
+    summed = f"sum_over_time({delta}[{_left_open(span)}:{counter.resolution}]{_offset(shift)})"
+    return (f"max by ({_by_target(counter.copies)[0]}) ({summed} and {_leading(counter, window, shift)} "
+            f"and {_staying(counter, window, shift)})")
+
+
+def _own_share(counter: CounterReading, own: CounterReading, delta: str, window: str, shift: str | None) -> str:
+    """A subquery step's delta (`delta`) of one exporter's copy of the GPU (`own`: _led_period) in an alert's period
+    (t - window - shift, t - shift], t the rule's instant, counted by the scrapes it grew over that fall in the period,
+    as _prorated counts them: a reading n scrape intervals after the one before holds n equal shares, the k latest
+    due inside the period. A period holds as many scrapes' growth as its length, the latest that arrived: where the
+    copy's scrapes due at the period's end have not arrived (u of them, _unarrived_own), the period reaches u
+    intervals further back, so each step counts k + u shares (a reading before the start, k <= 0: -k of its own
+    shares are due before the reach), none below 0 and at most the whole. One exporter missing every 3rd scrape read
+    48-49 for its link's 54 per 5 minutes where only the period's first reading reached back (up to 2 shares), 3 of
+    5 read 37.5 (test_counter_missed_scrape_patterns). Cost: the steps' seconds are a second read of the copy's
+    readings over the span."""
+    interval, most = _seconds(counter.by_target), _reach_most(counter, window)
+    start = f"({EVALUATED_AT} - {_seconds(window) + (_seconds(shift) if shift else 0)})"
+    scrapes = f"clamp_min(round({own.step_seconds(WINDOW_PREVIOUS_WITHIN)} / {interval}), 1)"
+    # evaluated as a range query (a chart of the rule's expression), every step would read the range's end: a step
+    # before the pinned period's reach counts its delta whole (as before the shares)
+    inside = f"scalar(ceil(vector((time() - {start}) / {interval})) > -{most} or vector({WHOLE:g}))"
+    unarrived = _unarrived_own(counter, window, shift)
+    return f"({delta} * clamp(({scrapes} * 0 + {inside} + {unarrived}) / {scrapes}, 0, 1))"
+
+
+def _reach_most(counter: CounterReading, window: str) -> int:
+    """The scrapes due at an alert period's end that _unarrived_own counts at the most: all but the period's first (a
+    period without a reading of the GPU has no value, as CloudWatch's has no datapoint)."""
+    return max(_seconds(window) // _seconds(counter.by_target) - 1, 0)
+
+
+def _unarrived_own(counter: CounterReading, window: str, shift: str | None) -> str:
     """Each exporter's copy of a GPU (_per_copy): the scrapes due in an alert's period after its latest sample at the
     period's end (its end's scrapes missed, whose growth arrives with a reading after it): k of them where it has no
-    raw sample within the period's last k intervals, up to UNARRIVED_MOST; none where it has none within
-    UNARRIVED_MOST + 1 (the period's shares stand as before); 0 where the scrape due at the end arrived.
-    _leaders_share counts that many more of the leading copy's first reading's shares due before the period's start: a
-    period holds as many scrapes' growth as its length, the latest that arrived. Counted by the shares due inside it
-    alone, a period that ended on a missed scrape and began on one (the fresher copy missing every 2nd scrape, on whole
-    minutes) held 270 s of growth at every evaluation: the growth due at its start arrived after the period before was
-    evaluated and was counted in neither (48.5 replays for the link's 54 per 5 minutes, the rule silent at a level of
-    50). Raw samples, not a subquery of their timestamps (their latest in the merged steps' form too passed promtool's
-    sample limit)."""
-    interval = _seconds(counter.by_target)
+    raw sample within the period's last k intervals, up to _reach_most (a sample within the period's first interval
+    alone); none where it has no sample in the period. Counted as the period's last k intervals holding a sample, each
+    k a series of its own (the `gpudash_k` label), one raw read each: M + 1 - that count. Raw samples, not a subquery
+    of their timestamps (their latest in the merged steps' form passed promtool's sample limit)."""
+    interval, most = _seconds(counter.by_target), _reach_most(counter, window)
 
     def recent(scrapes: int) -> str:  # 1 where the copy has a raw sample within the period's last `scrapes` intervals
-        return _per_copy(counter, lambda s: f"present_over_time({s}[{scrapes * interval * 1000 - 1}ms] @ end()"
-                                            f"{_offset(shift)})")
+        present = _per_copy(counter, lambda s: f"present_over_time({s}[{scrapes * interval * 1000 - 1}ms] @ end()"
+                                               f"{_offset(shift)})")
+        return f'label_replace({present}, "gpudash_k", "{scrapes}", "", "")'
 
-    return (f"({UNARRIVED_MOST} - " + " - ".join(f"({recent(k)} or {recent(UNARRIVED_MOST + 1)} * 0)"
-                                                  for k in range(1, UNARRIVED_MOST + 1)) + ")")
+    keys = _listed((*_by_target(counter.copies)[0].split(", "), *COPY_LABELS))
+    spans = " or ".join(recent(k) for k in range(1, most + 2))
+    return f"({most + 1} - count by ({keys}) ({spans}))"
 
 
-UNARRIVED_MOST = 2  # scrapes due at an alert period's end that _unarrived counts as not arrived, at the most
-
-
-def _leaders_share(counter: CounterReading, window: str, shift: str | None, start: str) -> str:
-    """The share of a GPU's growth up to the leading copy's first reading in an alert's period (_prorated) that falls in
-    the period, where that copy missed scrapes across the period's start: the leading copy is the exporter's copy whose
-    latest clean reading at the start is the GPU's largest (each copy's own raw samples, within
-    WINDOW_PREVIOUS_WITHIN); its first sample after the start, n scrape intervals after its sample before (n = their
-    seconds over the interval, rounded, at least 1), holds n scrapes' growth, k of them due inside the period (its
-    seconds after the start over the interval, rounded up), and every step of the period up to that sample counts k
-    / n of its delta. Two copies read DCGM on their own clocks: where the leading copy missed the scrape on the
-    period's start, the other copy's reading (taken before the start, scraped after it) rose the merged reading in the
-    period one interval after the step before, counted whole by the merged steps, and the leading copy's return counted
-    the rest: 52 replays for a link replaying 48 per 5 minutes. The leading copy's span says how much of that rise was
-    due before the period: 47.5, as one exporter alone. At most 1 (the whole delta): where the shares due inside and
-    unarrived reach it (one exporter missing every 2nd scrape, the period starting and ending on a miss), a form that
-    left the share out for the merged steps' (`< 1`) read the first reading's half, 270 s of growth for 300 (48.5
-    replays for 54, the rule silent at 50: test_single_exporter_missed_scrapes). None (the merged steps' shares
-    stand) where the leading copy has no sample in the period (it left: a rollout)."""
+def _leading(counter: CounterReading, window: str, shift: str | None) -> str:
+    """The exporter's copy of a GPU (_per_copy) leading at an alert period's start (_led_period): its latest clean
+    reading there (its own raw samples, within WINDOW_PREVIOUS_WITHIN) the GPU's largest."""
     keys = _by_target(counter.copies)[0]
-    interval, step = _seconds(counter.by_target), counter.resolution
     at_start = f"@ end() offset {_seconds(window) + (_seconds(shift) if shift else 0)}s"
     reading = _per_copy(counter, lambda s: f"(last_over_time({s}[{WINDOW_PREVIOUS_WITHIN}s] {at_start}) "
                                            f"< {COUNTER_BLANK_FLOOR})")
-    leading = f"({reading} >= on ({keys}) group_left () max by ({keys}) ({reading}))"
-    before = _per_copy(counter, lambda s: f"last_over_time(timestamp({s})[{WINDOW_PREVIOUS_WITHIN}s:{step}] "
-                                          f"{at_start})")
-    # each copy's first sample in the period: the earliest of its samples each taken within its step, the earliest
-    # of its series' (a GPU's series whose pod label moves scrape by scrape is one copy); a comparison with the pinned
-    # start inside this pinned subquery read nothing on Prometheus 2.42 for a 5-minute window
-    after = "-" + _per_copy(counter, lambda s: f"-min_over_time((timestamp({s}) > time() - {_seconds(step)})"
-                                               f"[{_left_open(window)}:{step}] @ end(){_offset(shift)})")
-    first = f"max by ({keys}) ({after} and {leading})"
-    scrapes = f"clamp_min(round((max by ({keys}) ({after} - {before} and {leading})) / {interval}), 1)"
-    # the steps up to the one holding the leading copy's first sample in the period (the comparison keeps the first
-    # sample's time, from which the scrapes due in the period are counted: the first sample read once, not twice)
-    due = f"ceil((({first} > time() - {_seconds(step)}) - {start}) / {interval})"
-    unarrived = f"max by ({keys}) ({_unarrived(counter, shift)} and {leading})"
-    return f"clamp_max(({due} + {unarrived}) / {scrapes}, 1)"
+    return f"({reading} >= on ({keys}) group_left () max by ({keys}) ({reading}))"
+
+
+def _staying(counter: CounterReading, window: str, shift: str | None) -> str:
+    """Each exporter's copy of a GPU (_per_copy) still read at an alert period's end: a sample within the hold
+    (held_for: HELD_SCRAPES intervals), or its target still scraped (its `up`, 0 or 1, within as long: a scrape that
+    failed, or answered without the GPU, holds growth that arrives with a later reading). A copy gone (its target
+    removed: `up` stale; or the GPU's data stopped for good without `up`) is not: its period is the merged steps'
+    (_led_period), which holds the handover to another copy and does not reach back (reached back, a GPU whose data
+    stopped read a whole period's growth, 200 replays for 20, for 4.5 minutes after its last reading:
+    test_stale_alarm_twins). Matched on the target's labels (the scrape job's: instance, job, node), on each raw series
+    before its copy is made one."""
+    held = f"[{held_for(counter.by_target)}ms] @ end(){_offset(shift)}"
+    period = f"[{_seconds(window) * 1000 - 1}ms] @ end(){_offset(shift)}"
+    return _per_copy(counter, lambda s: f"(present_over_time({s}{held}) or present_over_time({s}{period}) "
+                                        f"and on ({_listed(TARGET_LABELS)}) present_over_time(up{held}))")
 
 
 @dataclass(frozen=True)
@@ -2196,6 +2229,8 @@ COST_NOTE = ("Reading each scrape exactly takes time in proportion to GPUs x ran
              "pass Grafana's default 30 s query timeout; narrow the node, gpu or pod variable, or shorten the range.")
 
 
+# a target's labels, its `up`'s and those of every series scraped from it (gpudash's scrape job's: _staying)
+TARGET_LABELS = ("instance", "job", "node")
 COPY_LABELS = ("instance", "job")  # one exporter's copy of a GPU's series: the target Prometheus scrapes it from
 
 

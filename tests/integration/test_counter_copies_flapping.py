@@ -144,7 +144,7 @@ def test_an_increase_over_the_range_reads_the_replays_when_the_fresh_copy_misses
 # scrape at the period's start (600 s) missed, the merged reading before the period is that copy's reading of 570 s,
 # held at the other copy's step of 580 s, and the other copy's next reading (scraped at 610 s, taken at 552 s) rose
 # it a scrape interval after that step: no missed scrape shows in the merged steps, so that rise counted whole and the
-# period read 52 for 48 (the agent's deltas give CloudWatch 48). The copy leading at the start (promql._leaders_share)
+# period read 52 for 48 (the agent's deltas give CloudWatch 48). The copy leading at the start (promql._led_period)
 # missed the scrape: its span 570-630 s holds two scrapes, one due before the period, so the steps up to its return
 # count half: 47.5, as one exporter alone (tests/integration/test_replay_gaps_resets.py's missed-one story).
 
@@ -204,13 +204,15 @@ def test_the_replays_rule_stays_silent_when_the_fresh_copy_misses_every_2nd_scra
     _stays_silent(rules, "every-2nd")
 
 
-# the stories on which the replays rule is judged at every minute against the merged readings (_firing_minutes): a
+# the stories on which the replays rule is judged at every minute against the link's growth (_firing_minutes): a
 # link replaying 54 per 5 minutes (over the level, 50), both exporters collecting every 30 s (the fresh copy "old"
 # reads DCGM 1 s before its scrape on the half minute, the other 18 s before its scrape 10 s past), the fresh copy
 # missing its scrape at 600 s: minute 10's period ends on the miss (the readings at minute 10 hold 49 of the link's
-# 54: the rest arrives after it, and the rule, as the merged readings, stays silent), minute 15's starts there. The copy leading at minute 15's start missed that scrape, so its return (630 s) holds two scrapes' growth,
-# one due before the period: the steps up to its return count half (promql._leaders_share), the steps after it whole.
-# Counted half at every step of the period, the period read about 27 and the rule stayed silent at minute 15.
+# 54: the rest arrives after it; until s43 the rule, as the merged readings, stayed silent there: the period now
+# reaches back by the scrapes the copy has not delivered, promql._led_period), minute 15's starts there. The
+# copy leading at minute 15's start missed that scrape, so its return (630 s) holds two scrapes' growth, one due
+# before the period: its own delta counts half, the steps after it whole. Counted half at every step of the period,
+# the period read about 27 and the rule stayed silent at minute 15.
 LEVEL = 50  # pcie_replays_per_minute 10, per 5 minutes
 FIRING = {"one-scrape": (False, 0.18, 1, 600, 630), "one-scrape-60s-collection": (True, 0.18, 1, 600, 630)}
 # the fresh copy missing every 2nd scrape from 300 s (the whole minutes': every period starts and ends on a miss)
@@ -218,27 +220,21 @@ EVERY_2ND_FIRING = (False, 0.18, 2, 300, overlap.END)
 
 
 def _firing_minutes(story: tuple) -> set[int]:
-    """The minutes of twins.MINUTES at whose end the merged readings grew more than LEVEL in the 5 minutes before:
-    the largest reading either copy stored up to the minute (the counter only grows in these stories: the freshest
-    reading) less the largest stored up to 5 minutes earlier."""
-    stored = [(k * twins.STEP, float(v)) for one in _replays_missing(*story)
-              for k, v in enumerate(one["values"].split()) if v not in ("_", "stale")]
-
-    def merged(t: int) -> float:
-        return max(v for at, v in stored if at <= t)
-
-    return {m for m in twins.MINUTES if merged(60 * m) - merged(60 * m - 300) > LEVEL}
+    """The minutes of twins.MINUTES at whose end the link made more than LEVEL replays in the 5 minutes before (the
+    story's own counter, not its readings): every minute at 54 per 5 minutes."""
+    per_second = story[1]
+    return {m for m in twins.MINUTES if per_second * 300 > LEVEL}
 
 
 def test_the_firing_stories_are_told_apart():
-    # one-scrape: 49 at minute 10 (its period ends on the missed scrape) and 30 (the stories' last scrapes are at
-    # 1770 and 1780 s), 54 or more at every other minute; every 2nd missed: 49 while periods start on a clean scrape
-    # (minutes 6 to 9), 54 at every minute from 10
-    assert all(_firing_minutes(story) == set(twins.MINUTES) - {10, 30} for story in FIRING.values())
-    assert _firing_minutes(EVERY_2ND_FIRING) == set(range(10, 31))
+    # the link's growth: 54 per 5 minutes at every minute. The readings stored by minute 10 of one-scrape (its period
+    # ends on the missed scrape) and by minute 30 (the stories' last scrapes are at 1770 and 1780 s) hold 49 of it,
+    # and with every 2nd missed those of minutes 6 to 9; the rule reads the link's (s43: the period's reach)
+    assert all(_firing_minutes(story) == set(twins.MINUTES) for story in FIRING.values())
+    assert _firing_minutes(EVERY_2ND_FIRING) == set(twins.MINUTES)
 
 
-def _fires_at_the_merged_readings_minutes(rules, name: str, stories: list[tuple]) -> str | None:
+def _fires_at_the_links_minutes(rules, name: str, stories: list[tuple]) -> str | None:
     """promtool's failure judging whether the replays rule fires at each story's _firing_minutes and at no other
     minute of twins.MINUTES, or None. The stories are judged in one run, each under its own namespace, node and GPU UUID, its alerts
     expected on its own node (the rule joins no story's series with another's: judged_apart); a run over promtool's
@@ -262,17 +258,17 @@ _FIRED: dict[str, str | None] = {}  # the rules' folder -> promtool's failure ju
 
 @pytest.mark.parametrize("name", list(FIRING))
 def test_the_replays_rule_fires_over_its_threshold_when_the_fresh_copy_misses_a_periods_first_scrape(rules, name):
-    # judged together (_fires_at_the_merged_readings_minutes): a wrong or missing alert of any story fails every
+    # judged together (_fires_at_the_links_minutes): a wrong or missing alert of any story fails every
     # story's test with promtool's message (the alert's node ends in the story's -s<k>)
     if str(rules) not in _FIRED:
-        _FIRED[str(rules)] = _fires_at_the_merged_readings_minutes(rules, "replays_firing", list(FIRING.values()))
+        _FIRED[str(rules)] = _fires_at_the_links_minutes(rules, "replays_firing", list(FIRING.values()))
     if _FIRED[str(rules)] is not None:
         pytest.fail(f"the replays rule over {list(FIRING)} judged together (story k's node ends in -s<k>, this one's "
                     f"-s{list(FIRING).index(name)}):\n{_FIRED[str(rules)]}")
 
 
 def test_the_replays_rule_fires_over_its_threshold_when_the_fresh_copy_misses_every_2nd_scrape(rules):
-    failure = _fires_at_the_merged_readings_minutes(rules, "replays_firing_every_2nd", [EVERY_2ND_FIRING])
+    failure = _fires_at_the_links_minutes(rules, "replays_firing_every_2nd", [EVERY_2ND_FIRING])
     assert failure is None, failure
 
 

@@ -32,6 +32,7 @@ from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import EXPORTER_NAMESPACE, discovered
 from tests.support.mixed_fleet import Gpu, Instance, Node
+from tests.support.promtool_batches import judged_in_halves
 from tests.support.promtool_rules import expected_alert, promtool_test
 
 STEP, STEPS = 30, 80  # forty minutes of 30 s scrapes
@@ -130,13 +131,19 @@ def test_the_prometheus_rule_names_the_truth(built):
     _, folder = built
     groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
     (alert,) = [r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == "pcie-replays"]
-    checks = [{"eval_time": f"{seconds // 60}m", "alertname": alert,
-               "exp_alerts": [expected_alert(folder, alert, node=node, gpu="0") for node in sorted(TRUTH)]}
-              for seconds in (600, 900, 1200, 2100, 2340)]
     job = prometheus_scrape_job(load_project().settings)
-    series = [s for node in FLEET for s in _stored(node, job)]
-    promtool_test(folder, "counter_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
-                                                   "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
+
+    def judge(part) -> None:  # the nodes in halves where promtool's sample limit stops a run (s43: 7 nodes)
+        names = {node.name for node in part}
+        checks = [{"eval_time": f"{seconds // 60}m", "alertname": alert,
+                   "exp_alerts": [expected_alert(folder, alert, node=node, gpu="0") for node in sorted(TRUTH & names)]}
+                  for seconds in (600, 900, 1200, 2100, 2340)]
+        series = [s for node in part for s in _stored(node, job)]
+        promtool_test(folder, f"counter_twins_{FLEET.index(part[0])}.yaml", [
+            {"interval": f"{STEP}s", "input_series": series, "alert_rule_test": checks}],
+            evaluation_interval=f"{STEP}s")
+
+    judged_in_halves(list(FLEET), judge)
 
 
 # --- counter resets near the threshold, judged minute by minute ---------------------------------------------------

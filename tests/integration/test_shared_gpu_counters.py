@@ -116,6 +116,8 @@ def _openmetrics(start: int) -> str:
                         if pod in written(gpu, k):
                             value = BLANK if (gpu, k) == (BLANK_GPU, BLANK_AT) else reading(gpu, k)
                             lines.append(f"{metric}{{{labels}}} {value} {start + k * STEP + phase}")
+    for node, phase in PHASES.items():  # each node's target's `up`, as Prometheus writes it: 0 at a failed scrape
+        lines += [f'up{{node="{node}"}} {0 if k in MISSED else 1} {start + k * STEP + phase}' for k in range(SCRAPES)]
     return "\n".join(lines) + "\n# EOF\n"
 
 
@@ -340,7 +342,7 @@ def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_win
     (alarm,) = [a for a in projects[0].alarms if a.id == "pcie-replays"]
     # every period's increase, taken from the periods' expression as the rule reads it (one for all its periods)
     expr, periods = periods_as_read(alarm, projects[0].catalog, projects[0].settings, rule["expr"])
-    assert " > bool 50)" in rule["expr"] and "[299999ms:5s]" in expr and periods == 3
+    assert " > bool 50)" in rule["expr"] and "[569999ms:5s]" in expr and periods == 3  # the period and its reach
     edges = set()
     # the windows with a missed scrape on an edge, the reset or the blank on or next to one, and every fourth of the
     # others, each read as the rule group evaluates it (the period's start is read with `@ end()`: one instant query

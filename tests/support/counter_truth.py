@@ -54,10 +54,18 @@ def summed_deltas(samples: Sequence[tuple[float, float]], first: float, last: fl
     intervals after the scrape before it (rounded, at least 1: a missed scrape in between) stands for n scrapes, each
     an equal share of its delta, and counts the shares of the k latest, k its seconds after `first` over the interval
     rounded up. A blank is a scrape (one that read no value): the reading after it stands for its own scrape alone,
-    its delta counted from the reading before the blank whole in the period it is taken in, as the agent's."""
+    its delta counted from the reading before the blank whole in the period it is taken in, as the agent's. A period
+    holds as many scrapes' growth as its length, the latest that arrived: where its last u scrapes have not arrived (no
+    sample, a blank being one, within its last u intervals; up to all but its first), it reaches u intervals further
+    back, each reading counting k + u shares (none below 0). The rule reaches only where those scrapes failed (the
+    target's `up` present, promql._staying), not where its target is gone: a caller models a failed scrape."""
     inside = [(t, v) for t, v in samples if first < t <= last and v < BLANK_FLOOR]
+    reach = 0
+    if interval is not None and any(first < t <= last for t, _ in samples):
+        latest = max(t for t, _ in samples if first < t <= last)
+        reach = min(math.floor((last - latest) / interval), round((last - first) / interval) - 1)
     deltas = []
-    for t, v in inside:
+    for t, v in [(t, v) for t, v in samples if first - reach * (interval or 0) < t <= last and v < BLANK_FLOOR]:
         before = [(s, p) for s, p in samples if t - previous_within <= s < t and p < BLANK_FLOOR]
         if before:
             p = before[-1][1]
@@ -65,6 +73,6 @@ def summed_deltas(samples: Sequence[tuple[float, float]], first: float, last: fl
             if interval is not None:
                 scraped = max(s for s, _ in samples if s < t)
                 scrapes = max(1, math.floor((t - scraped) / interval + 0.5))
-                share = min(1.0, math.ceil((t - first) / interval) / scrapes)
+                share = min(1.0, max(0, math.ceil((t - first) / interval) + reach) / scrapes)
             deltas.append((v - p if v >= p else v) * share)
     return float(sum(deltas)) if (deltas if held else inside) else None

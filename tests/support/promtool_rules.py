@@ -83,10 +83,11 @@ def with_scrape_samples(series: list[dict], kept: int = 4) -> list[dict]:
 TARGET_LABELS = ("Namespace", "Service", "exporter_pod", "instance", "job", "node")
 
 
-def targets_up(series: list[dict]) -> list[dict]:
+def targets_up(series: list[dict], gone: bool = True) -> list[dict]:
     """Each exporter target's `up` as Prometheus writes it beside `series` (one interval's samples): at each scrape
     the target has a sample in, 1, or 0 where its samples are staleness markers and it answers again later (a failed
-    scrape), or a staleness marker where it never does (its target gone)."""
+    scrape), or a staleness marker where it never does (its target gone; not `gone`: 0, its scrapes failing at the
+    story's end, as Prometheus writes them then, not knowing what comes after)."""
     scrapes: dict[str, dict[int, bool]] = {}  # a target's labels -> its scrapes' slots -> answered
     for one in series:
         labels = dict(re.findall(r'(\w+)="([^"]*)"', one["series"]))
@@ -99,7 +100,7 @@ def targets_up(series: list[dict]) -> list[dict]:
         last = max(k for k, answered in slots.items() if answered)
         values = ["_"] * (1 + max(slots))
         for k, answered in slots.items():
-            values[k] = "1" if answered else "0" if k < last else "stale"
+            values[k] = "1" if answered else "0" if k < last or not gone else "stale"
         out.append({"series": f"up{{{target}}}", "values": " ".join(values)})
     return out
 
