@@ -1560,17 +1560,18 @@ def _leading(counter: CounterReading, window: str, shift: str | None) -> str:
 
 def _staying(counter: CounterReading, window: str, shift: str | None) -> str:
     """Each exporter's copy of a GPU (_per_copy) still read at an alert period's end: a sample within the hold
-    (held_for: HELD_SCRAPES intervals), or its target still scraped (its `up`, 0 or 1, within as long: a scrape that
-    failed, or answered without the GPU, holds growth that arrives with a later reading). A copy gone (its target
-    removed: `up` stale; or the GPU's data stopped for good without `up`) is not: its period is the merged steps'
-    (_led_period), which holds the handover to another copy and does not reach back (reached back, a GPU whose data
-    stopped read a whole period's growth, 200 replays for 20, for 4.5 minutes after its last reading:
+    (held_for: HELD_SCRAPES intervals), or its target's scrapes failing (its latest `up` within as long is 0: a scrape
+    that failed holds growth that arrives with a later reading). A copy gone (its target removed: `up` stale; a GPU
+    whose series stopped while its target answers, `up` 1, as a GPU fallen off the bus: that reach read its last
+    period's 54 replays for 5 minutes after; or the GPU's data stopped without `up`) is not: its period is the merged
+    steps' (_led_period), which holds the handover to another copy and does not reach back (reached back, a GPU whose
+    data stopped read a whole period's growth, 200 replays for 20, for 4.5 minutes after its last reading:
     test_stale_alarm_twins). Matched on the target's labels (the scrape job's: instance, job, node), on each raw series
     before its copy is made one."""
     held = f"[{held_for(counter.by_target)}ms] @ end(){_offset(shift)}"
     period = f"[{_seconds(window) * 1000 - 1}ms] @ end(){_offset(shift)}"
     return _per_copy(counter, lambda s: f"(present_over_time({s}{held}) or present_over_time({s}{period}) "
-                                        f"and on ({_listed(TARGET_LABELS)}) present_over_time(up{held}))")
+                                        f"and on ({_listed(TARGET_LABELS)}) last_over_time(up{held}) == 0)")
 
 
 @dataclass(frozen=True)
