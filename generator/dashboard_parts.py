@@ -55,7 +55,13 @@ def configmap_bytes(uid: str, model: dict[str, Any], folder_title: str, publishe
     from .render.grafana_files import configmap
 
     text = to_json_and_line(model)[1].decode()
-    return last_applied_bytes(configmap(uid, text, folder_title, publisher))
+    return last_applied_bytes(configmap(uid, text, folder_title, publisher, part_said(model.get("title"))))
+
+
+def part_said(title: Any) -> tuple[int, int] | None:
+    """(k, n) where `title` is a part's as the cut titles it (", part k of n": _frame), else None."""
+    said = re.search(r", part ([1-9][0-9]*) of ([1-9][0-9]*)$", title) if isinstance(title, str) else None
+    return (int(said[1]), int(said[2])) if said is not None and int(said[1]) <= int(said[2]) else None
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,10 @@ KUBERNETES_SELECTOR = ",".join(f"{key}={value}" for key, value in KUBERNETES_MAN
 # write objects of the same names, and `kubectl apply` of one replaces the other's: verify reads these to tell a live
 # object of another project, or of another settings file of the project (no cluster in common), before that happens.
 KUBERNETES_PROJECT, KUBERNETES_CLUSTERS = "gpudash.io/project", "gpudash.io/clusters"
+# On the sidecar ConfigMap of a dashboard gpudash cut into parts (dashboard_parts): "<k> of <n>", its part number and
+# how many there are. verify names a part no longer made for deletion on this evidence (kept by server-side apply as
+# by client-side apply, whose last-applied-configuration is the other evidence it reads).
+KUBERNETES_PART = "gpudash.io/dashboard-part"
 
 
 def kubernetes_publisher(project: str | None, clusters) -> dict[str, str]:

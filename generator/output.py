@@ -124,13 +124,15 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     """Every file of the build, by path relative to it (the manifest aside)."""
     from .render.agent import configmaps
     from .render.agent_otel import OTEL_KEY
+    from .dashboard_parts import part_said
     from .render.grafana_files import configmap
 
     files: dict[str, bytes] = {}
     sidecars = []
     for dashboard in artifacts.grafana:
         files[grafana_dashboard_file(dashboard.uid)], sidecar = grafana_dashboard_texts(dashboard.model)
-        sidecars.append(configmap(dashboard.uid, sidecar, artifacts.grafana_folder["title"], artifacts.publisher))
+        sidecars.append(configmap(dashboard.uid, sidecar, artifacts.grafana_folder["title"], artifacts.publisher,
+                                  part_said(dashboard.model.get("title"))))
     files[PROVISIONING_FILE] = to_yaml(artifacts.grafana_provisioning)
     files[SIDECAR_FILE] = to_yaml(*sidecars)
 

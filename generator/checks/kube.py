@@ -28,7 +28,8 @@ from ..project import Project
 from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..reading import yaml_loader
 from ..settings import Cluster, Settings, rollout_percentage
-from ..markers import KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PROJECT, KUBERNETES_SELECTOR, NO_PROJECT
+from ..markers import (KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PART, KUBERNETES_PROJECT,
+                       KUBERNETES_SELECTOR, NO_PROJECT)
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, dashboard_configmap_name, shown
 from ..build_folder import BUILD
 from ..output import (ADDON_FILE, MANIFEST, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, SIDECAR_FILE, agent_file, built,
@@ -386,16 +387,22 @@ def _parts_no_longer_made(labelled: list[Answer], names: list[str], counts: dict
 
 
 def _applied_as_part(item: Answer, uid: str, number: int) -> bool:
-    """Whether what kubectl applied as `item` (client-side apply's last-applied-configuration annotation, which the
-    sidecar path uses: dashboard_parts) is dashboard `uid` as part `number` of a dashboard cut into parts (its title
-    ends ", part k of n": dashboard_parts._frame): the evidence that the ConfigMap is a part gpudash cut. Its name
-    alone is not: another settings file of the project sharing a cluster (these settings' by its annotations) may
-    define a dashboard `<id>-2`, and these settings may have defined one and removed it. Without that record (applied
-    server-side, or edited since) or not a part: False, never named for deletion."""
+    """Whether `item` is dashboard `uid` as part `number` of a dashboard gpudash cut into parts: its annotation says
+    so (markers.KUBERNETES_PART, "k of n", written by the build on each part's ConfigMap, kept by server-side apply
+    too), or what kubectl applied as it does (client-side apply's last-applied-configuration: its title ends ", part k
+    of n", dashboard_parts._frame; the record of a build before that annotation). Its name alone is not: another
+    settings file of the project sharing a cluster (these settings' by its annotations) may define a dashboard
+    `<id>-2`, and these settings may have defined one and removed it. Without either (applied server-side by a build
+    before the annotation, or edited since) or not a part: False, never named for deletion."""
+    from ..dashboard_parts import part_said
     from ..last_applied import LAST_APPLIED
     from ..names import dashboard_configmap_key
 
-    text = item.string_map("metadata.annotations").get(LAST_APPLIED)
+    annotations = item.string_map("metadata.annotations")
+    said = re.fullmatch(r"([1-9][0-9]*) of ([1-9][0-9]*)", annotations.get(KUBERNETES_PART, ""))
+    if said is not None and int(said[1]) == number <= int(said[2]):
+        return True
+    text = annotations.get(LAST_APPLIED)
     try:
         applied = json.loads(text) if text else None
         data = applied.get("data") if isinstance(applied, dict) else None
@@ -404,8 +411,7 @@ def _applied_as_part(item: Answer, uid: str, number: int) -> bool:
     except ValueError:  # (a record edited by hand: no evidence)
         return False
     title = model.get("title") if isinstance(model, dict) and model.get("uid") == uid else None
-    said = re.search(r", part ([0-9]+) of ([0-9]+)$", title) if isinstance(title, str) else None
-    return said is not None and int(said[1]) == number <= int(said[2])
+    return (part := part_said(title)) is not None and part[0] == number
 
 
 def _dashboard_configmaps(kube: Kube, project: Project) -> Check:

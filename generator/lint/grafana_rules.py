@@ -364,12 +364,13 @@ def schema(subject: LintInput) -> Iterable[Finding]:
 
 
 def configmap_size(subject: LintInput) -> Iterable[Finding]:
+    from ..dashboard_parts import part_said
     from ..render.grafana_files import configmap
 
     for dashboard in subject.grafana:
         text = grafana_dashboard_texts(dashboard.model)[1]  # the text the ConfigMap carries
         size = last_applied_bytes(configmap(dashboard.uid, text.decode(), subject.artifacts.grafana_folder["title"],
-                                            subject.artifacts.publisher))
+                                            subject.artifacts.publisher, part_said(dashboard.model.get("title"))))
         if size > CONFIGMAP_APPLY_LIMIT:
             yield Finding("GF011", "warning", panel_place(dashboard),
                           f"{size:,} bytes of annotations (the dashboard's {len(text):,} bytes as client-side "

@@ -1609,6 +1609,10 @@ def _older_gpudash_s_part(cluster):  # gpudash's labels, no settings recorded (e
     del cluster.configmaps[("monitoring", PART_2)]["metadata"]["annotations"]["gpudash.io/project"]
 
 
+def _part_without_its_annotation(cluster):  # applied by a build before parts said "gpudash.io/dashboard-part"
+    del cluster.configmaps[("monitoring", PART_2)]["metadata"]["annotations"]["gpudash.io/dashboard-part"]
+
+
 @pytest.mark.parametrize("applied, now, status, named", [
     ("every field", "bundled CSV", "warn", ["monitoring/" + PART_2]),
     ("every field", "every field", "ok", []),
@@ -1616,10 +1620,13 @@ def _older_gpudash_s_part(cluster):  # gpudash's labels, no settings recorded (e
     ("another project's, every field", "bundled CSV", "fail", []),
     ("a person's part", "bundled CSV", "ok", []),
     ("an older gpudash's part", "bundled CSV", "ok", []),
-    ("every field, applied server-side", "bundled CSV", "ok", []),
+    ("every field, applied server-side", "bundled CSV", "warn", ["monitoring/" + PART_2]),
+    ("every field, applied server-side by an older build", "bundled CSV", "ok", []),
+    ("every field, an older build's, applied client-side", "bundled CSV", "warn", ["monitoring/" + PART_2]),
     ("another file's dashboard health-2", "bundled CSV", "ok", []),
 ], ids=["cut in two, now whole", "still cut", "in two namespaces", "another project's", "a person's ConfigMap",
-        "no settings recorded", "no record of a part", "another file's dashboard named like a part"])
+        "no settings recorded", "applied server-side: its part annotation", "no record of a part",
+        "an older build's: kubectl's record", "another file's dashboard named like a part"])
 def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack, tmp_path, reference, applied, now,
                                                                          status, named):
     """A dashboard's number of parts follows its size, which data alone changes (the counters CSV's fields, label
@@ -1629,10 +1636,12 @@ def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack,
     and verify looked for the names the build writes alone. It lists gpudash's dashboard ConfigMaps in every namespace
     now (one list, by gpudash's and the sidecar's labels) and names each part these settings applied that no dashboard
     of theirs is cut into now, with the kubectl delete of it. Never one of another project, a person's ConfigMap of
-    that name (no labels) or one whose settings are not recorded; nor one kubectl's record (client-side apply's
-    last-applied-configuration) does not show as a part ("..., part 2 of 2"): applied server-side, or a dashboard
-    health-2 another settings file of the project sharing a cluster (these settings' by its annotations) defines,
-    which verify told the user to delete as "part 2 of gpudash-health" (s45 review)."""
+    that name (no labels) or one whose settings are not recorded; nor one neither its gpudash.io/dashboard-part
+    annotation (the build's, kept by server-side apply, the command docs/artifacts.md gives) nor kubectl's record
+    (client-side apply's last-applied-configuration: "..., part 2 of 2", an older build's evidence) shows as a part: a
+    dashboard health-2 another settings file of the project sharing a cluster (these settings' by its annotations)
+    defines, which verify told the user to delete as "part 2 of gpudash-health" (s45 review), or a part an older
+    build applied server-side."""
     from tests.unit.test_dashboard_parts import _every_field
 
     cluster, verify = stack
@@ -1650,7 +1659,9 @@ def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack,
         _applied_dashboards(cluster, _settings_file(tmp_path, "mine-before", "project: team-a\n"), recorded=True)
     else:
         _applied_dashboards(cluster, _settings_file(tmp_path, "mine-before", "project: team-a\n" + every),
-                            recorded=not applied.endswith("server-side"))
+                            recorded="server-side" not in applied)
+        if "older build" in applied:
+            _part_without_its_annotation(cluster)
         if "grafana" in applied:
             _applied_dashboards(cluster, tmp_path / "mine-before.yaml", namespace="grafana", recorded=True)
         if applied == "a person's part":
