@@ -7,6 +7,8 @@ alarms, verify and the Container Insights table all have to agree on it.
 
 from __future__ import annotations
 
+import re
+
 OWNER = "gpudash"
 
 # CloudWatch alarms: ownership, the rule that made the alarm, and the hash of what was written.
@@ -56,6 +58,17 @@ KUBERNETES_PROJECT, KUBERNETES_CLUSTERS = "gpudash.io/project", "gpudash.io/clus
 # how many there are. verify names a part no longer made for deletion on this evidence (kept by server-side apply as
 # by client-side apply, whose last-applied-configuration is the other evidence it reads).
 KUBERNETES_PART = "gpudash.io/dashboard-part"
+
+
+def part_note(part: tuple[int, int]) -> str:
+    """The text of a part's KUBERNETES_PART annotation: "k of n"."""
+    return f"{part[0]} of {part[1]}"
+
+
+def part_noted(note: str) -> tuple[int, int] | None:
+    """(k, n) of a KUBERNETES_PART annotation's text (part_note), else None."""
+    said = re.fullmatch(r"([1-9][0-9]*) of ([1-9][0-9]*)", note)
+    return (int(said[1]), int(said[2])) if said is not None and int(said[1]) <= int(said[2]) else None
 
 
 def kubernetes_publisher(project: str | None, clusters) -> dict[str, str]:

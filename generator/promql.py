@@ -1473,12 +1473,23 @@ def _prorated(counter: CounterReading, delta: str, window: str, shift: str | Non
     without the reach back by the scrapes not arrived (_own_share). Cost: the steps' seconds are a second read of the
     readings over the horizon (each period's CPU about doubles)."""
     interval = _seconds(counter.by_target)
-    start = f"({EVALUATED_AT} - {_seconds(window) + (_seconds(shift) if shift else 0)})"
-    scrapes = f"clamp_min(round({counter.step_seconds(WINDOW_PREVIOUS_WITHIN)} / {interval}), 1)"
+    start = f"({EVALUATED_AT} - {_before_end(window, shift)})"
+    scrapes = _scrapes_stood_for(counter, interval)
     # evaluated as a range query (a chart of the rule's expression), every step would read the range's end: a step
     # before the pinned period's start counts its delta whole, as before the shares
     inside = f"scalar(ceil(vector((time() - {start}) / {interval})) > 0 or vector({WHOLE:g}))"
     return f"({delta} * clamp_max({inside} / {scrapes}, 1))"
+
+
+def _before_end(window: str, shift: str | None) -> int:
+    """The seconds from an alert period's start to the rule's instant: the period and the shift after it."""
+    return _seconds(window) + (_seconds(shift) if shift else 0)
+
+
+def _scrapes_stood_for(counter: CounterReading, interval: int) -> str:
+    """The scrapes a subquery step's reading of `counter` stands for: its seconds after the reading before over the
+    scrape interval, rounded, at least 1 (a gap or missed scrapes before it: more than 1)."""
+    return f"clamp_min(round({counter.step_seconds(WINDOW_PREVIOUS_WITHIN)} / {interval}), 1)"
 
 
 def _led_period(counter: CounterReading, window: str, shift: str | None) -> str:
@@ -1514,8 +1525,8 @@ def _own_share(counter: CounterReading, own: CounterReading, delta: str, window:
     5 read 37.5 (test_counter_missed_scrape_patterns). Cost: the steps' seconds are a second read of the copy's
     readings over the span."""
     interval, most = _seconds(counter.by_target), _reach_most(counter, window)
-    start = f"({EVALUATED_AT} - {_seconds(window) + (_seconds(shift) if shift else 0)})"
-    scrapes = f"clamp_min(round({own.step_seconds(WINDOW_PREVIOUS_WITHIN)} / {interval}), 1)"
+    start = f"({EVALUATED_AT} - {_before_end(window, shift)})"
+    scrapes = _scrapes_stood_for(own, interval)
     # evaluated as a range query (a chart of the rule's expression), every step would read the range's end: a step
     # before the pinned period's reach counts its delta whole (as before the shares)
     inside = f"scalar(ceil(vector((time() - {start}) / {interval})) > -{most} or vector({WHOLE:g}))"
@@ -1552,7 +1563,7 @@ def _leading(counter: CounterReading, window: str, shift: str | None) -> str:
     """The exporter's copy of a GPU (_per_copy) leading at an alert period's start (_led_period): its latest clean
     reading there (its own raw samples, within WINDOW_PREVIOUS_WITHIN) the GPU's largest."""
     keys = _by_target(counter.copies)[0]
-    at_start = f"@ end() offset {_seconds(window) + (_seconds(shift) if shift else 0)}s"
+    at_start = f"@ end() offset {_before_end(window, shift)}s"
     reading = _per_copy(counter, lambda s: f"(last_over_time({s}[{WINDOW_PREVIOUS_WITHIN}s] {at_start}) "
                                            f"< {COUNTER_BLANK_FLOOR})")
     return f"({reading} >= on ({keys}) group_left () max by ({keys}) ({reading}))"

@@ -29,7 +29,7 @@ from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..reading import yaml_loader
 from ..settings import Cluster, Settings, rollout_percentage
 from ..markers import (KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PART, KUBERNETES_PROJECT,
-                       KUBERNETES_SELECTOR, NO_PROJECT)
+                       KUBERNETES_SELECTOR, NO_PROJECT, part_noted)
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, dashboard_configmap_name, shown
 from ..build_folder import BUILD
 from ..output import (ADDON_FILE, MANIFEST, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, SIDECAR_FILE, agent_file, built,
@@ -399,8 +399,7 @@ def _applied_as_part(item: Answer, uid: str, number: int) -> bool:
     from ..names import dashboard_configmap_key
 
     annotations = item.string_map("metadata.annotations")
-    said = re.fullmatch(r"([1-9][0-9]*) of ([1-9][0-9]*)", annotations.get(KUBERNETES_PART, ""))
-    if said is not None and int(said[1]) == number <= int(said[2]):
+    if (noted := part_noted(annotations.get(KUBERNETES_PART, ""))) is not None and noted[0] == number:
         return True
     text = annotations.get(LAST_APPLIED)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..markers import KUBERNETES_MANAGED_BY, KUBERNETES_PART
+from ..markers import KUBERNETES_MANAGED_BY, KUBERNETES_PART, part_note
 from ..names import PROVISIONING_PROVIDER, dashboard_configmap_key, dashboard_configmap_name
 from ..settings import Settings
 
@@ -46,7 +46,7 @@ def configmap(uid: str, dashboard_json: str | bytes, folder_title: str, publishe
             "name": dashboard_configmap_name(uid),
             "labels": {SIDECAR_LABEL: "1", **KUBERNETES_MANAGED_BY},
             "annotations": {SIDECAR_FOLDER_ANNOTATION: folder_title, **publisher,
-                            **({KUBERNETES_PART: f"{part[0]} of {part[1]}"} if part else {})},
+                            **({KUBERNETES_PART: part_note(part)} if part else {})},
         },
         "data": {dashboard_configmap_key(uid): dashboard_json},
     }
