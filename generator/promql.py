@@ -1577,12 +1577,19 @@ def _staying(counter: CounterReading, window: str, shift: str | None) -> str:
     period's 54 replays for 5 minutes after; or the GPU's data stopped without `up`) is not: its period is the merged
     steps' (_led_period), which holds the handover to another copy and does not reach back (reached back, a GPU whose
     data stopped read a whole period's growth, 200 replays for 20, for 4.5 minutes after its last reading:
-    test_stale_alarm_twins). Matched on the target's labels (the scrape job's: instance, job, node), on each raw series
-    before its copy is made one."""
+    test_stale_alarm_twins). Matched on the target's labels (the scrape job's: instance, job, node) and the cluster
+    label (a Prometheus shared by clusters whose targets are alike: another cluster's failing target read this one's
+    GPU off the bus as failing scrapes, 54 for 38), on each raw series before its copy is made one."""
     held = f"[{held_for(counter.by_target)}ms] @ end(){_offset(shift)}"
     period = f"[{_seconds(window) * 1000 - 1}ms] @ end(){_offset(shift)}"
+    target = _listed((_cluster_key(counter), *TARGET_LABELS))
     return _per_copy(counter, lambda s: f"(present_over_time({s}{held}) or present_over_time({s}{period}) "
-                                        f"and on ({_listed(TARGET_LABELS)}) last_over_time(up{held}) == 0)")
+                                        f"and on ({target}) last_over_time(up{held}) == 0)")
+
+
+def _cluster_key(counter: CounterReading) -> str:
+    """The cluster label of `counter`'s GPUs: the first of their physical keys (_Merge._physical: labels.cluster)."""
+    return _by_target(counter.copies)[0].split(", ")[0]
 
 
 @dataclass(frozen=True)

@@ -474,6 +474,20 @@ def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
                      "these settings'); in another, a Grafana sidecar reading both loads two dashboards of one uid",
                      _renamed_first(others, "give these settings' dashboards other uids (grafana.uid_prefix), so "
                                     f"that their ConfigMaps are named otherwise; generate and apply {file}", file))
+    namespaces = sorted({item.get("metadata.namespace", str) for _, item in placed} | set(stale))
+    if len(namespaces) > 1:  # (each of these settings', or of a gpudash that recorded none)
+        # which namespace's parts are these settings' applies cannot be told (another settings file of the project
+        # sharing a cluster may cut a dashboard otherwise there): parts named, none for deletion
+        parts = "".join(f"; {namespace}/{name} (part {number} of {dashboard})" for namespace, found in stale.items()
+                        for name, dashboard, number in found)
+        return Check(GROUP, DASHBOARDS_CHECK, WARN,
+                     f"these settings' dashboard ConfigMaps are applied in {len(namespaces)} namespaces "
+                     f"({shown(namespaces)}: {shown([where for where, _ in placed])}{parts}): a Grafana sidecar "
+                     "reading more than one of them loads two dashboards of one uid and writes both to one file, the "
+                     "last it read shown (an older build's panels, where one copy is)",
+                     f"delete the copies where no Grafana should read them (kubectl delete configmap -n NAMESPACE "
+                     f"{' '.join(names)}), and apply {file} where one does; where each namespace feeds a Grafana of "
+                     "its own, nothing to do")
     if stale:
         parts = [(f"{namespace}/{name}", dashboard, number) for namespace, found in stale.items()
                  for name, dashboard, number in found]
@@ -487,16 +501,6 @@ def _dashboard_configmaps(kube: Kube, project: Project) -> Check:
                      "delete them: " + "; ".join(f"kubectl delete configmap -n {namespace} "
                                                  + " ".join(name for name, _, _ in found)
                                                  for namespace, found in stale.items()))
-    namespaces = sorted({item.get("metadata.namespace", str) for _, item in placed})
-    if len(namespaces) > 1:  # (each of these settings', or of a gpudash that recorded none)
-        return Check(GROUP, DASHBOARDS_CHECK, WARN,
-                     f"these settings' dashboard ConfigMaps are applied in {len(namespaces)} namespaces "
-                     f"({shown(namespaces)}: {shown([where for where, _ in placed])}): a Grafana sidecar reading "
-                     "more than one of them loads two dashboards of one uid and writes both to one file, the last "
-                     "it read shown (an older build's panels, where one copy is)",
-                     f"delete the copies where no Grafana should read them (kubectl delete configmap -n NAMESPACE "
-                     f"{' '.join(names)}), and apply {file} where one does; where each namespace feeds a Grafana of "
-                     "its own, nothing to do")
     if unrecorded:
         return Check(GROUP, DASHBOARDS_CHECK, WARN,
                      f"{shown(unrecorded)} {'were' if len(unrecorded) > 1 else 'was'} applied by a gpudash that "

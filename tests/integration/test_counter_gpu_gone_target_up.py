@@ -11,9 +11,14 @@ holds the replays read in it, 0.18 x the seconds of readings in it; GPU 1 reads 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from generator.render.alarms import period_value
 from tests.integration import test_cloudwatch_rollout_twins as twins
 from tests.integration.test_counter_missed_scrape_patterns import _reading, _rule_period
 from tests.support import exporter_overlap as overlap
@@ -23,25 +28,37 @@ GONE = 20  # GPU 0's last reading is scrape 19 (9.5 minutes)
 RATE = 0.18
 
 
+def _stopped(series: list[dict], first: int, after: str) -> list[dict]:
+    """`series` with a staleness marker at scrape `first` and `after` ("_": nothing; "stale": failed scrapes) since."""
+    out = []
+    for one in series:
+        values = one["values"].split()
+        for k in range(first, overlap.END // twins.INTERVAL + 1):
+            slot = k * twins.INTERVAL // twins.STEP
+            if slot < len(values) and values[slot] != "_":
+                values[slot] = "stale" if k == first else after
+        out.append({**one, "values": " ".join(values)})
+    return out
+
+
 def _story() -> list[dict]:
     series = twins._series(overlap.END, overlap.END, readings={twins.REPLAYS: _reading(RATE, frozenset(), None)})
     out = []
     for one in series:
-        values = one["values"].split()
         other = {**one, "series": re.sub(r'gpu="0"', 'gpu="1"', one["series"]).replace("GPU-", "GPU-other-")}
-        for k in range(GONE, overlap.END // twins.INTERVAL + 1):
-            slot = k * twins.INTERVAL // twins.STEP
-            if slot < len(values) and values[slot] != "_":
-                values[slot] = "stale" if k == GONE else "_"
-        out += [{**one, "values": " ".join(values)}, other]
+        out += [*_stopped([one], GONE, "_"), other]
     return [*out, *targets_up(out, gone=False)]
 
 
-def _case(minute: int, gone_gpu: int | None) -> dict:
-    samples = [{"labels": f'{{gpu="1", node="{overlap.NODE}"}}', "value": 54}]
+def _case(minute: int, gone_gpu: int | None, period: str = "", cluster: str = "") -> dict:
+    where = f'cluster="{cluster}", ' if cluster else ""
+    samples = [{"labels": f'{{{where}gpu="1", node="{overlap.NODE}"}}', "value": 54}]
     if gone_gpu is not None:
-        samples.insert(0, {"labels": f'{{gpu="0", node="{overlap.NODE}"}}', "value": gone_gpu})
-    return {"expr": f"round(({_rule_period()}))", "eval_time": f"{minute}m", "exp_samples": samples}
+        samples.insert(0, {"labels": f'{{{where}gpu="0", node="{overlap.NODE}"}}', "value": gone_gpu})
+    expr = f"round(({period or _rule_period()}))"
+    if cluster:  # that cluster's lines alone
+        expr += f' * on (cluster) group_left () label_replace(vector(1), "cluster", "{cluster}", "", "")'
+    return {"expr": expr, "eval_time": f"{minute}m", "exp_samples": samples}
 
 
 def test_a_gpu_gone_with_its_target_up_reads_only_the_readings_it_left(rules):  # noqa: F811
@@ -60,3 +77,36 @@ def test_a_gpu_gone_with_its_target_up_reads_only_the_readings_it_left(rules):  
 def test_the_minute_after_the_last_reading(rules):  # noqa: F811
     promtool_test(rules, "gpu_gone_target_up_10.yaml", [{"interval": f"{twins.STEP}s", "input_series": _story(),
                                                          "promql_expr_test": [_case(10, 49)]}])
+
+
+MULTI_REGION = Path(__file__).resolve().parents[1] / "golden" / "builds" / "multi-region.yaml"
+
+
+@pytest.fixture(scope="module")
+def shared_rules(tmp_path_factory):
+    """The rules of settings whose clusters share a Prometheus (each its `prometheus_label`)."""
+    folder = tmp_path_factory.mktemp("shared-rules")
+    (folder / "rules.yaml").write_bytes(encode(build(load_project(MULTI_REGION)))["prometheus/rules.yaml"])
+    return folder
+
+
+def _in_cluster(series: list[dict], cluster: str) -> list[dict]:
+    return [{**one, "series": one["series"].replace("{", f'{{cluster="{cluster}",', 1)} for one in series]
+
+
+@pytest.mark.parametrize("other_failing", [False, True], ids=["alone", "beside another cluster's failing target"])
+def test_another_cluster_s_failing_target_alike_leaves_the_gone_gpu_gone(shared_rules, other_failing):
+    """In a Prometheus shared by two clusters whose exporter targets have the same instance, job and node (one VPC
+    range in two clusters), train-east's exporter failing every scrape from scrape 19 (`up` 0) read infer-east's GPU
+    off the bus (its own target `up` 1) as failing scrapes: its period reached back, 54 for 38, 27, 16, 5 (s45
+    review: `up` was matched without the cluster label)."""
+    project = load_project(MULTI_REGION)
+    period = period_value({a.id: a for a in project.alarms}["pcie-replays"], project.catalog, project.settings)
+    story = _in_cluster(_story(), "infer-east")
+    if other_failing:
+        series = twins._series(overlap.END, overlap.END, readings={twins.REPLAYS: _reading(RATE, frozenset(), None)})
+        failing = _stopped(series, 19, "stale")
+        story += _in_cluster([*failing, *targets_up(failing, gone=False)], "train-east")
+    cases = [_case(m, v, period, "infer-east") for m, v in [(11, 38), (12, 27), (13, 16), (14, 5), (15, None)]]
+    promtool_test(shared_rules, f"gpu_gone_two_clusters_{other_failing}.yaml",
+                  [{"interval": f"{twins.STEP}s", "input_series": story, "promql_expr_test": cases}])

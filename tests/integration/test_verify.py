@@ -1616,7 +1616,7 @@ def _part_without_its_annotation(cluster):  # applied by a build before parts sa
 @pytest.mark.parametrize("applied, now, status, named", [
     ("every field", "bundled CSV", "warn", ["monitoring/" + PART_2]),
     ("every field", "every field", "ok", []),
-    ("every field, in grafana too", "bundled CSV", "warn", ["grafana/" + PART_2, "monitoring/" + PART_2]),
+    ("every field, in grafana too", "bundled CSV", "warn", None),
     ("another project's, every field", "bundled CSV", "fail", []),
     ("a person's part", "bundled CSV", "ok", []),
     ("an older gpudash's part", "bundled CSV", "ok", []),
@@ -1624,9 +1624,11 @@ def _part_without_its_annotation(cluster):  # applied by a build before parts sa
     ("every field, applied server-side by an older build", "bundled CSV", "ok", []),
     ("every field, an older build's, applied client-side", "bundled CSV", "warn", ["monitoring/" + PART_2]),
     ("another file's dashboard health-2", "bundled CSV", "ok", []),
+    ("another file's, every field, in grafana-b", "bundled CSV", "warn", None),
 ], ids=["cut in two, now whole", "still cut", "in two namespaces", "another project's", "a person's ConfigMap",
         "no settings recorded", "applied server-side: its part annotation", "no record of a part",
-        "an older build's: kubectl's record", "another file's dashboard named like a part"])
+        "an older build's: kubectl's record", "another file's dashboard named like a part",
+        "another file's part in its own namespace"])
 def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack, tmp_path, reference, applied, now,
                                                                          status, named):
     """A dashboard's number of parts follows its size, which data alone changes (the counters CSV's fields, label
@@ -1641,7 +1643,10 @@ def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack,
     (client-side apply's last-applied-configuration: "..., part 2 of 2", an older build's evidence) shows as a part: a
     dashboard health-2 another settings file of the project sharing a cluster (these settings' by its annotations)
     defines, which verify told the user to delete as "part 2 of gpudash-health" (s45 review), or a part an older
-    build applied server-side."""
+    build applied server-side. Where these settings' ConfigMaps are in two namespaces, which namespace's part is theirs
+    cannot be told: another settings file of the project sharing a cluster may cut the dashboard otherwise in its own
+    namespace (verify told the user to delete its live part 2, s45 review): the parts are listed with the two
+    namespaces' warning, none for deletion."""
     from tests.unit.test_dashboard_parts import _every_field
 
     cluster, verify = stack
@@ -1649,6 +1654,11 @@ def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack,
     mine = _settings_file(tmp_path, "mine", "project: team-a\n" + (every if now == "every field" else ""))
     if applied.startswith("another project's"):
         _applied_dashboards(cluster, _settings_file(tmp_path, "theirs", "project: team-b\n" + every), recorded=True)
+    elif applied.startswith("another file's, every field"):  # (same project and cluster: these settings' by its
+        # annotations) its all-metrics cut in two, in its own namespace; these settings' whole, in monitoring
+        _applied_dashboards(cluster, _settings_file(tmp_path, "other", "project: team-a\n" + every),
+                            namespace="grafana-b", recorded=True)
+        _applied_dashboards(cluster, mine, recorded=True)
     elif applied.startswith("another file's"):
         (tmp_path / "dash-b").mkdir()
         (tmp_path / "dash-b" / "health_2.py").write_text(
@@ -1668,12 +1678,17 @@ def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack,
             _person_s_part(cluster)
         if applied == "an older gpudash's part":
             _older_gpudash_s_part(cluster)
-    assert ("monitoring", "gpudash-health-2-dashboard" if applied.startswith("another file's") else PART_2) \
-        in cluster.configmaps
+    assert any(key in cluster.configmaps for key in (("monitoring", PART_2), ("monitoring", "gpudash-health-2-dashboard"),
+                                                     ("grafana-b", PART_2)))
     code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(mine))
     check = checks[("kube", "dashboard ConfigMaps of other settings")]
     assert check["status"] == status, check
-    if named:
+    if named is None:  # these settings' ConfigMaps in two namespaces: which namespace's part is theirs cannot be told
+        where = "grafana-b" if "grafana-b" in applied else "grafana"
+        assert check["detail"].startswith("these settings' dashboard ConfigMaps are applied in 2 namespaces") \
+            and f"{where}/{PART_2} (part 2 of gpudash-all-metrics)" in check["detail"], check
+        assert "delete them" not in check["fix"] and PART_2 not in check["fix"], check
+    elif named:
         assert check["detail"] == (
             "these settings applied dashboard parts they no longer make: " + "; ".join(
                 f"{where} (part 2 of gpudash-all-metrics, now whole)" for where in named)
