@@ -10,7 +10,8 @@ that node's GPUs, on a real Prometheus over a messy fleet:
   GPU 2 (GPU-n3-2) split into two MIG instances, one held by ml/m.
 - node n4, read twice: its exporter (`Hostname="n4"`) and a newer one through a scrape job that labels the node
   (`hostname="n4"`, `node="n4"`, as gpudash's job writes it), which reads GPU 0 higher (95 %, 310 W) and its
-  framebuffer lower; one scrape of that job fails. GPU 0 held by ml/q, GPU 1 held by team-b/r, whose memory
+  framebuffer lower; one scrape of that job fails within the steps read (again where no step after it read the old
+  copy alone fresh: a loaded machine's late scrape). GPU 0 held by ml/q, GPU 1 held by team-b/r, whose memory
   temperature is DCGM's blank.
 
 Truth: with node=n3 (n4) every panel's lines, legends and values at every step equal those All nodes shows with the
@@ -50,7 +51,7 @@ BLANK = 9223372036854775794  # DCGM's int64 blank (not supported)
 SCRAPES = 16
 LATE = 3  # the new exporter's first answers fail: it started later than the old one
 NEW_FAILS_AT = (10,)
-N4_JOB_FAILS_AT = (11,)  # one failed scrape of n4's node-labelled copy: the old copy alone is fresh at the step after
+STEPS = 8  # the steps the values are read at, at least (from 4.5 s after both of n3's copies are stored: _shown)
 COMMON = 'modelName="NVIDIA A100-SXM4-80GB",DCGM_FI_DRIVER_VERSION="570.133.20"'
 T0 = time.time()
 
@@ -131,33 +132,78 @@ def _payload(node: str, spelling: str, old: bool | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _up(prometheus, copies: dict[str, tuple[str, str]]) -> dict[str, dict[str, list[tuple[float, int]]]]:
+    """Each node's copies' scrapes stored: {node: {copy: [(time, 1 answered or 0 failed)]}}."""
+    scrapes = {"n3": {}, "n4": {}}
+    for series in prometheus.query("up[10m]"):
+        node, copy = copies[series["metric"]["instance"]]
+        scrapes[node][copy] = [(float(at), int(up)) for at, up in series["values"]]
+    return scrapes
+
+
+def _first_step(prometheus) -> float | None:
+    """The first step the tests read (_shown): 4.5 s after the second after both of n3's copies were first stored;
+    None before both are."""
+    firsts = [min(float(at) for at, _ in series["values"])
+              for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-0"}[10m]')]
+    return math.floor(max(firsts)) + 4.5 if len(firsts) == 2 else None
+
+
 @contextmanager
 def _fleet(tmp_path_factory):
     """(prometheus, the instant from which both of n3's copies are stored, the last sample, each node's copies' scrapes:
-    {node: {copy: [(time, 1 answered or 0 failed)]}}, a copy "old" (Hostname) or "new" (hostname))."""
+    {node: {copy: [(time, 1 answered or 0 failed)]}}, a copy "old" (Hostname) or "new" (hostname)).
+
+    The scene moves on by what Prometheus stored, not by a count of answers (at load ~30 a count missed: n3's new
+    copy first stored late, n4's node-labelled copy's failed scrape before the first step read, or a late scrape of
+    the old copy left it not fresh at the step after): n4's node-labelled copy fails its next scrape once its stored
+    scrapes reach the first step read, and again while no step read after a failed one reads the old copy alone (the
+    copy choice, _copy_read, at steps every copy's scrapes up to which are stored); the scene ends once n3's new
+    exporter has served SCRAPES answers, STEPS steps are stored and one of them reads n4's old copy."""
     old = CountedAnswers(lambda n: _payload("n3", f'Hostname="{OLD_POD}"', True))
     new = CountedAnswers(lambda n: "garbage{ 1\n" if n <= LATE or n in NEW_FAILS_AT
-                   else _payload("n3", 'hostname="n3"', False))
+                         else _payload("n3", 'hostname="n3"', False))
     n4 = CountedAnswers(lambda n: _payload("n4", 'Hostname="n4"', True))
-    n4_job = CountedAnswers(lambda n: "garbage{ 1\n" if n in N4_JOB_FAILS_AT
+    n4_job_fails: set[int] = set()  # the answers (by number) of n4's node-labelled copy that fail
+    n4_job = CountedAnswers(lambda n: "garbage{ 1\n" if n in n4_job_fails
                             else _payload("n4", 'hostname="n4",node="n4"', False))
+    ready = {"old read": False, "steps": 0, "looked": 0.0}
     with ReplayExporter(old) as a, ReplayExporter(new) as b, ReplayExporter(n4) as c, ReplayExporter(n4_job) as d:
+        copies = {a.address: ("n3", "old"), b.address: ("n3", "new"), c.address: ("n4", "old"),
+                  d.address: ("n4", "new")}
+
+        def watch(prometheus) -> None:
+            if new.served <= LATE or ready["old read"] and ready["steps"] >= STEPS \
+                    or time.monotonic() < ready["looked"] + 1:  # a look a second: a scrape's worth of news
+                return
+            ready["looked"] = time.monotonic()
+            first = _first_step(prometheus)
+            scrapes = _up(prometheus, copies)
+            if first is None or sum(map(len, scrapes.values())) < 4:
+                return
+            stored = max(float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")
+                         for at, _ in series["values"])
+            settled = min(stored, *(times[-1][0] for node in scrapes.values() for times in node.values()))
+            steps = [first + i for i in range(int((settled - first) // 1) + 1)]
+            ready["steps"] = len(steps)
+            ready["old read"] = any(_copy_read(scrapes["n4"], "n4", at) == "old" for at in steps)
+            failed = [at for at, up in scrapes["n4"]["new"] if not up]
+            # a failure made to come only once those asked before are stored and the steps after them settled
+            if not ready["old read"] and scrapes["n4"]["new"][-1][0] >= first \
+                    and len(failed) >= len(n4_job_fails) and all(at + 2 <= settled for at in failed):
+                n4_job_fails.add(n4_job.served + 1)
+
         with scraped_until(tmp_path_factory, "node-view-every-panel", [a.address, b.address, c.address, d.address],
-                       lambda: new.served >= SCRAPES) as prometheus:
+                           lambda: new.served >= SCRAPES and ready["old read"] and ready["steps"] >= STEPS,
+                           watch=watch) as prometheus:
             firsts = {series["metric"]["instance"]: min(float(at) for at, _ in series["values"])
                       for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-0"}[10m]')}
             stored = [float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")
                       for at, _ in series["values"]]
             assert len(firsts) == 2, firsts
-            copies = {a.address: ("n3", "old"), b.address: ("n3", "new"), c.address: ("n4", "old"),
-                      d.address: ("n4", "new")}
-            scrapes = {"n3": {}, "n4": {}}
-            for series in prometheus.query("up[10m]"):
-                node, copy = copies[series["metric"]["instance"]]
-                scrapes[node][copy] = [(float(at), int(up)) for at, up in series["values"]]
             # it scrapes no more: a panel on several dashboards, or alike in both builds, is asked once per node
             prometheus.remember_answers()
-            yield prometheus, min(firsts.values()), max(firsts.values()), max(stored), scrapes
+            yield prometheus, min(firsts.values()), max(firsts.values()), max(stored), _up(prometheus, copies)
 
 
 scenes = module_scenes({"fleet": _fleet})
@@ -283,6 +329,6 @@ def test_a_node_selected_shows_its_gpus_values(fleet, title):
         read = {at: _copy_read(scrapes[node], node, at) for at in shown}
         wrong.update({(node, at): (values, truth[read[at]]) for at, values in shown.items()
                       if _differ(values, truth[read[at]])})
-        assert len(shown) >= 8
+        assert len(shown) >= STEPS
         assert node != "n4" or "old" in read.values(), "no step after the node-labelled copy's failed scrape"
     assert not wrong, f"{title}: (node, step): (shown, true) {wrong}"
