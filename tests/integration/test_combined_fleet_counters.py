@@ -8,7 +8,9 @@ worker-0 in three namespaces; gpu-node-d drained, its pod moved onto gpu-node-mi
 writing each GPU's energy counter (the integral of the story's power) and PCIe replay counter (a rate per GPU), on
 MIG one series per instance, backfilled (no staleness markers), both scrape paths. The truth at an instant: the GPUs
 the picked pods hold at their node's latest scrape (any copy's), each at the rate of its counter as read by all its
-copies (counter_truth.stepped_rate over the recording's steps); at All every GPU. Found in review (s45 R): with
+copies (counter_truth.stepped_rate over the recording's steps); at All every GPU. The panels read the counters'
+recordings, written over the story by promtool from the generated recording rules (prometheus_server.recorded), as
+Grafana reads a deployment's. Found in review (s45 R): with
 team-a/solo-0 picked 3 s past the new copy's scrape 8, before c42b9a19 the panels drew gpu-node-w GPU 1 (200,000 mW,
 4 replays/s) for a pod that holds nothing."""
 
@@ -28,7 +30,8 @@ from tests.integration.test_fleet_truth import _counters as counters_of
 from tests.support import messy_history, mixed_fleet
 from tests.support.counter_truth import stepped_rate
 from tests.support.mixed_fleet import Node
-from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros
+from generator.render.alarms import counted_group
+from tests.support.prometheus_server import backfilled_fixture, range_macros, recorded
 
 ENERGY, REPLAYS = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 COUNTERS = (ENERGY, REPLAYS)
@@ -130,15 +133,34 @@ INSTANTS = [8 * SCRAPE + 15, story_.HIGHER_COPY, 9 * SCRAPE + 29, 16 * SCRAPE + 
             18 * SCRAPE + 29, 24 * SCRAPE + 29, 26 * SCRAPE + 29, 27 * SCRAPE + 29]
 
 
+@pytest.fixture(scope="module")
+def recorded_paths(rate_panels) -> set[str]:
+    """The paths whose server holds the counters' recordings (recorded once per server)."""
+    return set()
+
+
+def _recorded(request, path: str, rate_panels, done: set[str]):
+    """The path's server (prometheus, start), holding the story's counter recordings as a Prometheus evaluating the
+    generated group at its 30 s interval records them (prometheus_server.recorded): the panels read them as Grafana
+    does."""
+    prometheus, start = request.getfixturevalue(path)
+    if path not in done:
+        project = rate_panels[0]
+        recorded(prometheus, counted_group(COUNTERS, project.catalog, project.settings), start - 600,
+                 start + SCRAPES * SCRAPE + 600)
+        done.add(path)
+    return prometheus, start
+
+
 @pytest.mark.parametrize("path", ["gpudash_path", "no_node_path"])
 @pytest.mark.parametrize("pick", sorted(PICKS))
-def test_every_per_gpu_counter_rate_panel_reads_the_story(request, path, pick, rate_panels):
-    prometheus, start = request.getfixturevalue(path)
+def test_every_per_gpu_counter_rate_panel_reads_the_story(request, path, pick, rate_panels, recorded_paths):
+    prometheus, start = _recorded(request, path, rate_panels, recorded_paths)
     project, panels = rate_panels
     wrong = []
     for at in INSTANTS:
         for title, metric, target in panels:
-            expr = interpolate(counted_inline(target["expr"], project), {
+            expr = interpolate(target["expr"], {
                 **range_macros(f"{SCRAPES * SCRAPE}s"), "__interval": f"{SCRAPE}s",
                 "__rate_interval": f"{RATE_WINDOW}s", **variables(PICKS[pick], story_.VARIABLES)})
             result = prometheus.query(expr, at=start + at)

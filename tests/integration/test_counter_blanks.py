@@ -24,7 +24,8 @@ from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from tests.support.prometheus_server import Prometheus, backfilled as backfilled_prometheus, counted_inline, range_macros
+from tests.support.prometheus_server import Prometheus, backfilled as backfilled_prometheus, counted_read, \
+    range_macros, recorded
 
 BLANK = "9223372036854775792"  # DCGM's int64 blank, 0x7ffffffffffffff0
 NOT_SUPPORTED = "9223372036854775794"  # 0x7ffffffffffffff2
@@ -61,9 +62,24 @@ def _openmetrics(start: int) -> str:
     return "\n".join(lines) + "\n# EOF\n"
 
 
+# the interval these readings were scraped at; the agent's counter cache cannot span it, so CloudWatch reads the
+# add-on's metrics (the Grafana panels are the same)
+SETTINGS = f"scrape:\n  interval: {STEP // 60}m\ncloudwatch:\n  source: container-insights\n"
+PANELS = (("health", "PCIe replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", True),
+          ("health", "Rows remapped (uncorrectable)", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", False))
+
+
 @pytest.fixture(scope="module")
 def backfilled(tmp_path_factory):
+    """The backfilled server, holding the counters' recordings the panels read as a Prometheus evaluating SETTINGS'
+    recording rules at their 5-minute interval records them (prometheus_server.recorded)."""
     with backfilled_prometheus(tmp_path_factory.mktemp("blanks"), _openmetrics, SAMPLES * STEP, STEP) as started:
+        prometheus, start = started
+        settings = tmp_path_factory.mktemp("blanks-settings") / "gpudash.yaml"
+        settings.write_text(SETTINGS)
+        project = load_project(settings)
+        group = counted_read([_panel(project, uid, title)["expr"] for uid, title, _, _ in PANELS], project)
+        recorded(prometheus, group, start - 2 * STEP, start + (SAMPLES + 1) * STEP)
         yield started
 
 
@@ -73,7 +89,7 @@ def _panel(project, uid: str, title: str) -> dict:
 
 
 def _shown(prometheus: Prometheus, target: dict, window: str, at: float, project) -> dict[str, float]:
-    expr = interpolate(counted_inline(target["expr"], project),
+    expr = interpolate(target["expr"],
                        {"__rate_interval": window, **range_macros(window), **variables({}, VARIABLES)})
     return {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
             for s in prometheus.query(expr, at=at)}
@@ -103,13 +119,9 @@ def test_a_window_holding_one_blank_reading_gives_the_rate_and_increase_of_its_o
                                                                                               end, tmp_path):
     prometheus, start = backfilled
     settings = tmp_path / "gpudash.yaml"
-    # the interval these readings were scraped at; the agent's counter cache cannot span it, so CloudWatch reads the
-    # add-on's metrics (the Grafana panels are the same)
-    settings.write_text(f"scrape:\n  interval: {STEP // 60}m\ncloudwatch:\n  source: container-insights\n")
+    settings.write_text(SETTINGS)
     project = load_project(settings)
-    for uid, title, metric, rate in (("health", "PCIe replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", True),
-                                     ("health", "Rows remapped (uncorrectable)",
-                                      "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", False)):
+    for uid, title, metric, rate in PANELS:
         # half a step after the sample `end`: no sample sits on the window's edges (Prometheus 2 includes a
         # sample at the start edge, Prometheus 3 does not), both are half a step from one
         shown = _shown(prometheus, _panel(project, uid, title), window, start + end * STEP + STEP / 2, project)

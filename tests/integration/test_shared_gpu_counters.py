@@ -45,7 +45,7 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import copies_note, recording_note
 from tests.support.counter_truth import stepped_rate, summed_deltas
-from tests.support.prometheus_server import Prometheus, backfilled_fixture, counted_inline
+from tests.support.prometheus_server import Prometheus, backfilled_fixture, counted_read, recorded
 from tests.support.promtool_rules import periods_as_read, window_queries
 
 STEP, SCRAPES = 30, 120  # an hour of 30 s scrapes, k = 0 .. 119
@@ -267,14 +267,24 @@ def covering(window: int) -> list[int]:
 EVERY_SCRAPE = [(12 * 60 + 7, STEP, len(range(12 * 60 + 7, SCRAPES * STEP, STEP)))]  # every window, once per scrape
 
 
-@pytest.mark.parametrize("title, metric, window, rate", [
-    ("PCIe replays", REPLAYS, 300, True),
-    ("Rows remapped (uncorrectable)", ROWS, 20 * 60, False),
-])
-def test_a_counter_panel_reads_the_gpus_one_series(backfilled, title, metric, window, rate):
+COUNTER_PANELS = [("PCIe replays", REPLAYS, 300, True), ("Rows remapped (uncorrectable)", ROWS, 20 * 60, False)]
+
+
+@pytest.fixture(scope="module")
+def counters_recorded(backfilled):
+    """The backfilled server, holding the counters' recordings the panels read as a Prometheus evaluating the default
+    build's recording rules at their 30 s interval records them (prometheus_server.recorded)."""
+    prometheus, start = backfilled
+    group = counted_read([_panel(title)["targets"][0]["expr"] for title, *_ in COUNTER_PANELS], _project())
+    recorded(prometheus, group, start - 600, start + SCRAPES * STEP + 600)
+    return backfilled
+
+
+@pytest.mark.parametrize("title, metric, window, rate", COUNTER_PANELS)
+def test_a_counter_panel_reads_the_gpus_one_series(counters_recorded, title, metric, window, rate):
     """The health dashboard's counter panels (a rate over $__rate_interval, an increase over $__range, per GPU):
     every GPU reads what one series of its readings reads, at every instant, on both scrape phases."""
-    prometheus, start = backfilled
+    prometheus, start = counters_recorded
     panel = _panel(title)
     (target,) = panel["targets"]
     # the copies (KUBERNETES_VIRTUAL_GPUS) and the moving series (default) are read by the same query
@@ -285,7 +295,7 @@ def test_a_counter_panel_reads_the_gpus_one_series(backfilled, title, metric, wi
     assert panel["description"].endswith(recording_note(STEP) if rate else copies_note(STEP, whole_range=True))
     assert recording_note(STEP).endswith("so the window ends at the GPU's latest step, up to 30 s before the panel's "
                                          "time.")
-    expr = interpolate(counted_inline(target["expr"], _project()),
+    expr = interpolate(target["expr"],
                        {"__rate_interval": f"{window}s", "__range": f"{window}s", "__range_ms": str(window * 1000),
                         **variables({}, VARIABLES)})
     blank_inside = set()
