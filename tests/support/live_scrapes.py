@@ -19,7 +19,8 @@ from tests.support.replay_exporter import ReplayExporter
 def scraped(folder: Path, payload: Callable[[int], str], answers: int, interval: float) -> Iterator[Prometheus]:
     """A Prometheus (its data in `folder`) scraping one exporter every `interval` seconds, its k-th answer `payload(k)`,
     until it answered `answers` times; then it scrapes nothing (stop_scraping: every scrape stored, no end-of-run
-    staleness markers) and is yielded to be queried. Live scrapes, as Prometheus stores them: a series an answer leaves
+    staleness markers) and is yielded to be queried, a query asked again at the same instants answered from memory
+    (Prometheus.remember_answers: a panel's query at All, asked by each pick's test beside its pick's, is asked once). Live scrapes, as Prometheus stores them: a series an answer leaves
     out is marked stale at that scrape."""
     count, served, lock = itertools.count(), [0], threading.Lock()
 
@@ -38,6 +39,7 @@ def scraped(folder: Path, payload: Callable[[int], str], answers: int, interval:
                 assert time.monotonic() < deadline, f"{served[0]} scrapes in 120 s"
                 time.sleep(0.2)
             prometheus.stop_scraping()
+            prometheus.remember_answers()  # it stores nothing more: a query asked again is answered as before
             yield prometheus
 
 
@@ -59,6 +61,7 @@ def scraped_nodes(folder: Path, pages: dict[str, Callable[[int], str]], answers:
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
             prometheus.stop_scraping()
+            prometheus.remember_answers()  # it stores nothing more: a query asked again is answered as before
             times = {node: sorted(float(at) for s in prometheus.query(f'up{{instance="{e.address}"}}[10m]')
                                   for at, _ in s["values"]) for node, e in exporters.items()}
             step = interval / 4
