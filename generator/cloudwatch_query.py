@@ -867,6 +867,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
                 or stand_in_widget(result, query, catalog, settings) or once_widget(result, query, catalog, settings) \
                 or result
         result = _with_notes(result, query, catalog, settings)
+    if layout.instances:
+        _instances_published(result, catalog, settings)
     if settings.no_mig:
         result = _whole_gpus(result, settings)
     if not alarm and layout.observation == "scrape" and catalog.get(query.metric).is_counter:
@@ -977,6 +979,30 @@ def across(function: str, series: str = "{q}") -> str:
     return f"{function}({series})"
 
 
+def _instances_published(result: Plan, catalog: Catalog, settings: Settings) -> None:
+    """Unsupported where the plan reads a set no point of its field reaches: a set naming GPU_I_PROFILE holds MIG
+    instances only, on which the agent's scrape job drops the fields DCGM does not measure there (MIG_UNSUPPORTED,
+    render/scrape.py); on agent.pipeline: otel a set naming GPU_I_ID holds no device counter, merged to one series
+    per physical GPU with the instance labels left out (render/agent_otel merged_counters). Such a widget or alarm
+    would read nothing for good (a count of PCIe replay series per MIG instance did)."""
+    field = catalog.get(result.metric) if result.metric in catalog else None
+    if field is None:
+        return
+    if result.metric in MIG_UNSUPPORTED and MIG_PROFILE_LABEL in result.dims:
+        raise Unsupported(f"DCGM does not measure {result.metric} on a MIG instance (the agent's scrape job drops it "
+                          f"there), and a line per MIG instance reads MIG instances only: it would read nothing",
+                          fix="chart it per GPU")
+    if settings.agent.pipeline == "otel" and field.is_counter and not field.per_instance \
+            and MIG_INSTANCE_LABEL in result.dims:
+        raise _per_physical_gpu(result.metric)
+
+
+def _per_physical_gpu(metric: str) -> Unsupported:
+    """A device counter read per MIG instance on the OTel pipeline, which publishes it once per physical GPU."""
+    return Unsupported(f"the OTel pipeline publishes {metric}, a device counter every MIG instance of a GPU repeats, "
+                       f"once per physical GPU, not per MIG instance: chart it per GPU", fix="group it by node and gpu")
+
+
 def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm: bool, layout: Layout,
           pod_gpus: bool = True) -> Plan:
     if query.raw_promql or query.over:
@@ -1080,9 +1106,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     # one series per physical GPU under the per-GPU sets, read there; classic publishes one per instance.
     by_instance = layout.instances and (field.per_instance or settings.agent.pipeline == "classic")
     if layout.instances and "mig_instance" in query.by and not by_instance:
-        raise Unsupported(f"the OTel pipeline publishes {query.metric}, a device counter every MIG instance of a GPU "
-                          f"repeats, once per physical GPU, not per MIG instance: chart it per GPU",
-                          fix="group it by node and gpu")
+        raise _per_physical_gpu(query.metric)
     if by_instance and not pod_keyed and one_gpu:
         return per_time(_instance_increase(query, field, settings, series, alarm, layout))
     if by_instance and not pod_keyed and split_ok:

@@ -342,10 +342,112 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
                               f"{metric} with dimensions [{', '.join(sorted(dims))}] is queried but the agent of "
                               f"{cluster.name} ({agent_file(cluster.name)}) does not publish it{why}")
     yield from _daemonsets_kept(subject)
+    yield from _instances_reached(subject)
+    yield from _regions_published(subject)
     yield from _static_values_published(subject)
     yield from _copies_published(subject)
     yield from _made_published(subject)
     yield from _node_kinds_read(subject)
+
+
+def _published_region(subject: LintInput, cluster: Cluster) -> str | None:
+    """The Region the cluster's agent publishes into: on agent.pipeline: otel its awsemf exporter's `region`; the JSON
+    path names none and publishes into the Region it runs in, the cluster's (clusters[].region)."""
+    from ..render.agent_otel import EXPORTER, unescaped
+
+    agent = subject.agent(cluster)
+    if agent is None:
+        return None
+    if agent.otel is None:
+        return cluster.region
+    region = ((agent.otel.get("exporters") or {}).get(EXPORTER) or {}).get("region")
+    return unescaped(region) if isinstance(region, str) else None
+
+
+def _line_cluster(line: Any) -> str | None:
+    """The ClusterName a widget's metric line or Metrics Insights expression reads (None: none named, or no query)."""
+    if _metric_line(line):
+        pairs = dict(zip(line[2:-1:2], line[3:-1:2]))
+        return pairs.get(CLUSTER_DIMENSION)
+    expression = line[-1].get("expression") if isinstance(line, list) and line and isinstance(line[-1], dict) else None
+    if not isinstance(expression, str) or not is_query(expression):
+        return None
+    try:
+        query = parse_query(expression)
+    except QueryError:
+        return None
+    return next((v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "="), None)
+
+
+def _regions_published(subject: LintInput) -> Iterable[Finding]:
+    """A widget or alarm reading one cluster's metrics reads them in the Region that cluster's agent publishes into
+    (CloudWatch metrics are regional: AG001 compares names and dimension sets, not Regions): a widget's `region` (its
+    dashboard's where it names none), an alarm's Region."""
+    by_name = {c.name: c for c in subject.clusters()}
+    for dashboard in subject.artifacts.cloudwatch_dashboards:
+        widgets = dashboard.body.get("widgets", [])
+        for widget in widgets if isinstance(widgets, list) else []:
+            properties = widget.get("properties") if isinstance(widget, dict) else None
+            if not isinstance(properties, dict):
+                continue
+            region = properties.get("region") or dashboard.region
+            for line in properties.get("metrics") or []:
+                cluster = by_name.get(_line_cluster(line) or "")
+                published = _published_region(subject, cluster) if cluster else None
+                if published and region != published:
+                    yield Finding("AG001", "error", f"{cloudwatch_dashboard_file(dashboard.name)} "
+                                  f"{properties.get('title')!r}", f"reads cluster {cluster.name} in {region}; its "
+                                  f"agent ({agent_file(cluster.name)}) publishes into {published}: it reads nothing")
+                    break
+    for item in subject.artifacts.alarms:
+        request = item.request
+        named = {d["Value"] for d in request.get("Dimensions", []) if d.get("Name") == CLUSTER_DIMENSION}
+        named |= {d["Value"] for m in request.get("Metrics", []) if "MetricStat" in m
+                  for d in m["MetricStat"]["Metric"].get("Dimensions", []) if d.get("Name") == CLUSTER_DIMENSION}
+        named |= {c for m in request.get("Metrics", []) if "Expression" in m
+                  for c in [_line_cluster([{"expression": m["Expression"]}])] if c}
+        for name in sorted(named):
+            cluster = by_name.get(name)
+            published = _published_region(subject, cluster) if cluster else None
+            if published and item.region != published:
+                yield Finding("AG001", "error", f"{ALARMS_FILE} {request['AlarmName']}",
+                              f"is made in {item.region} and reads cluster {name}, whose agent "
+                              f"({agent_file(name)}) publishes into {published}: it reads nothing")
+                break
+
+
+def _instances_reached(subject: LintInput) -> Iterable[Finding]:
+    """A widget or alarm reading a set no point of its field reaches, though a declaration publishes the pair (AG001
+    compares dimension names): a set naming GPU_I_PROFILE holds MIG instances only (the exporter writes it on them
+    alone), where the cluster's exporter job drops the field (its metric_relabel_configs, as Prometheus applies them:
+    the fields DCGM does not measure on a MIG instance); on agent.pipeline: otel a set naming GPU_I_ID, where every
+    label set the collector's merge keeps of the counter leaves it out (a device counter, one series per physical
+    GPU: render/agent_otel instance_kept)."""
+    from ..render.agent_otel import MERGE, instance_kept
+
+    by_name = {c.name: c for c in subject.clusters()}
+    for where, metric, _, dims, cluster_name in _queried(subject):
+        if MIG_INSTANCE_LABEL not in dims or metric in KSM_METRICS + KSM_NODE_METRICS:
+            continue
+        for cluster in [by_name[cluster_name]] if cluster_name in by_name else list(subject.clusters()):
+            agent = subject.agent(cluster)
+            job = _exporter_job(subject, cluster) if agent is not None else None
+            if job is None:
+                continue
+            instance = {"__name__": metric, MIG_INSTANCE_LABEL: "1", MIG_PROFILE_LABEL: "1g.10gb"}
+            if MIG_PROFILE_LABEL in dims and not _relabel_keeps(instance, job.get("metric_relabel_configs") or []):
+                yield Finding("AG001", "error", where,
+                              f"{metric} [{', '.join(sorted(dims))}] names {MIG_PROFILE_LABEL}, which MIG instances "
+                              f"alone carry, and the exporter job of {agent_file(cluster.name)} drops {metric} on a "
+                              f"MIG instance: it reads nothing (chart it per GPU)")
+                break
+            transforms = (((agent.otel or {}).get("processors") or {}).get(MERGE) or {}).get("transforms") or []
+            if agent.otel is not None and not instance_kept(transforms, metric):
+                yield Finding("AG001", "error", where,
+                              f"{metric} [{', '.join(sorted(dims))}] names {MIG_INSTANCE_LABEL}, which the OTel "
+                              f"pipeline of {agent_file(cluster.name)} leaves out of {metric} (merged to one series "
+                              f"per physical GPU): it reads nothing (chart it per GPU)")
+                break
 
 
 def _made_published(subject: LintInput) -> Iterable[Finding]:

@@ -660,6 +660,30 @@ def copy_marks(transforms: list[dict[str, Any]]) -> dict[tuple[str, str], list[t
     return result
 
 
+def instance_kept(transforms: list[dict[str, Any]], name: str) -> bool:
+    """Whether the points of field `name` can carry GPU_I_ID after the merge processor's `transforms`, as a
+    configuration holds them (read by lint): False where a transform updates the field's own points keeping a label set
+    without it (merged_counters' update of a device counter's pods' copies) and every copy an insert makes of the field
+    without a mark keeps none either (its per-GPU merge): the field is then one series per physical GPU."""
+    constrained, kept = False, False
+    for transform in transforms:
+        include = _read_back(str(transform.get("include") or ""))
+        try:
+            if not re.search(include, name):
+                continue
+        except re.error:
+            continue
+        operations = transform.get("operations") or []
+        if any(op.get("action") == "add_label" for op in operations):
+            continue  # a marked copy: read under its mark's set only
+        label_set = next((op.get("label_set") for op in operations if op.get("action") == "aggregate_labels"), None)
+        if label_set is None:
+            continue
+        constrained = constrained or transform.get("action") == "update"
+        kept = kept or MIG_INSTANCE_LABEL in label_set
+    return kept or not constrained
+
+
 def made_marks(transforms: list[dict[str, Any]], names: Iterable[str]) -> dict[str, set[str]]:
     """{mark: the fields (of `names`) whose points a transform of a configuration makes under that mark} (an
     add_label operation: a GPU's reading once, a namespace's use of a GPU, a pod's total, ...), read by lint: a field

@@ -33,10 +33,11 @@ def _refusal(text: str) -> InputError:
     return caught.value
 
 
-def _published(pipeline: str, clusters=None, **cloudwatch) -> dict[str, list]:
+def _published(pipeline: str, clusters=None, alarms: bool = True, **cloudwatch) -> dict[str, list]:
     """What each cluster's agent publishes from the mixed fleet (three scrapes), with cloudwatch settings
-    forced past the settings check."""
+    forced past the settings check (`alarms` False: the bundled dashboards' sets alone)."""
     project = load_project()
+    project = project if alarms else replace(project, alarms=())
     settings = project.settings
     settings = replace(settings, cloudwatch=replace(settings.cloudwatch, **cloudwatch),
                        agent=replace(settings.agent, pipeline=pipeline), clusters=clusters or settings.clusters)
@@ -100,7 +101,12 @@ def test_a_pod_set_naming_the_mig_profile_loses_whole_gpu_pods(pipeline):
     error = _refusal("cloudwatch:\n  dimensions: [ClusterName, namespace, pod, GPU_I_PROFILE]\n")
     assert error.where == "gpudash.yaml:2" and "would name it twice" in error.what
     forced = (*POD_SET, "GPU_I_PROFILE")
-    (datapoints,) = _published(pipeline, dimensions=forced).values()
+    # forced past the refusal, the idle alarm's per-pod set names GPU_I_PROFILE (MIG instances only), where the agent's
+    # job drops GPU utilization: generate refuses the alarm, which would read nothing (s46); the dashboards' sets show
+    # the loss
+    with pytest.raises(InputError, match="DCGM does not measure DCGM_FI_DEV_GPU_UTIL on a MIG instance"):
+        _published(pipeline, dimensions=forced)
+    (datapoints,) = _published(pipeline, alarms=False, dimensions=forced).values()
     pods = {(d.dims()["namespace"], d.dims()["pod"]) for d in _under(datapoints, forced)}
     assert pods and not pods & WHOLE_GPU_PODS
 
