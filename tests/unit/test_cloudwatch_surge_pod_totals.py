@@ -200,3 +200,31 @@ def test_a_users_totals_per_node_read_the_truth_of_shared_fleets_through_a_surge
             shown = lines[title][node.name]
             assert len(shown) == END // PERIOD and all(close(v, value) for v in shown.values()), (title, node.name,
                                                                                                  value, shown)
+
+
+BLANK_HELD = "node and fleet lines hold the GPUs that have a reading"  # the header's paragraph on DCGM's blank
+
+
+@pytest.mark.parametrize("seed", [2, 7])
+def test_a_users_framebuffer_per_node_holds_the_gpus_with_a_reading_where_a_gpus_own_series_is_blank(tmp_path, seed):
+    """Per-process exporters (dcgm-exporter 4.5.3, KUBERNETES_VIRTUAL_GPUS): a GPU (MIG instance) pods hold whose own
+    framebuffer series reads DCGM's blank has no reading of its framebuffer, whatever its pods' shares read (they are
+    the processes' memory, not the device's: what the driver and contexts hold is in no share). Decided in s46 (the
+    case s45 left unpinned, 48,000 MiB read of 81,000 by every instance's facts): a node's total holds the GPUs with a
+    reading, at every period through a 10-minute surge and a failed scrape, as Grafana's sum and the rules do
+    (mixed_fleet.reads_own), and the dashboard's header says so; a node none of whose GPUs has a reading draws no
+    line. Adding the pods' shares instead would read a number no GPU reported as the node's."""
+    fleet, _, files, lines, _ = _drawn(tmp_path, "otel", (1500, 2100), dashboards={"sums.py": NODE_SUMS},
+                                       fleet=random_fleet.fleet(seed, True, per_process=True), failed=(900, 1))
+    assert BLANK_HELD in header(files, SUMS_PAGE)
+    title, blanks = "Framebuffer used per node", 0
+    for node in fleet:
+        read = [i for g in node.gpus for i in g.instances if mixed_fleet.reads_own(node, i, "DCGM_FI_DEV_FB_USED")]
+        blanks += sum(len(g.instances) for g in node.gpus) - len(read)
+        shown = lines[title].get(node.name, {})
+        if not read:
+            assert not shown, (node.name, shown)
+            continue
+        value = sum(i.fb_used for i in read)
+        assert len(shown) == END // PERIOD and all(close(v, value) for v in shown.values()), (node.name, value, shown)
+    assert blanks  # the seed holds instances whose own series is blank
