@@ -41,7 +41,7 @@ from generator.preview.legend import render as render_legend
 from generator.promql import legend
 from tests.support.panel_expression import panel_expression
 from tests.support.projects import bundled_project
-from tests.support.prometheus_server import counted_inline, range_macros, scraped_every
+from tests.support.prometheus_server import counted_read, range_macros, recorded_live, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers, scraped_until
 from tests.support.side_by_side import module_scenes, scene
@@ -201,6 +201,9 @@ def _fleet(tmp_path_factory):
             stored = [float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")
                       for at, _ in series["values"]]
             assert len(firsts) == 2, firsts
+            recorded_live(prometheus, {"interval": "1s", "rules": [rule for settings in SETTINGS.values()
+                                                                   for rule in _recording_rules(settings)]},
+                          math.floor(min(stored)) - 30, math.ceil(max(stored)) + 1)
             # it scrapes no more: a panel on several dashboards, or alike in both builds, is asked once per node
             prometheus.remember_answers()
             yield prometheus, min(firsts.values()), max(firsts.values()), max(stored), _up(prometheus, copies)
@@ -243,9 +246,25 @@ TARGETS = [*_targets(), *map(_defined, DEFINED)]
 RANGE = "20s"  # the dashboard range an increase over the range reads
 
 
+# The counters' recordings the panels read, recorded over the scene as each build's counter rules record them on 1 s
+# scrapes (prometheus_server.recorded): the panels read them as Grafana does. The virtual_gpus build's rules keep
+# pod_uid and vgpu apart: its recordings under a name of their own, its panels reading that name.
+RECORDED = {"": "gpudash:", SETTINGS["virtual_gpus"]: "gpudash_virtual_gpus:"}
+_COUNTED = re.compile(r"\bgpudash:(?=DCGM_[A-Z0-9_]+:step_)")
+
+
+def _recording_rules(settings: str) -> list[dict]:
+    """The recording rules of the counters the panels of `settings`' build read, for 1 s scrapes, under its name."""
+    group = counted_read([target["expr"] for s, _, _, target in TARGETS if s == settings], bundled_project(settings))
+    return [{**rule, "record": _COUNTED.sub(RECORDED[settings], rule["record"]),
+             "expr": scraped_every(rule["expr"], 30, 1)} for rule in group["rules"]]
+
+
 def _restricted(expr: str, node: str) -> str:
-    """`expr` with every field's series restricted to the GPUs of `node` (by UUID): what All nodes shows of them."""
+    """`expr` with every field's series restricted to the GPUs of `node` (by UUID): what All nodes shows of them (a
+    counter's recordings too: one series per GPU, its UUID as gpudash_gpu)."""
     matcher = f'UUID=~"GPU-{node}-.*"'
+    expr = re.sub(r"\b(gpudash\w*:DCGM_[A-Z0-9_]+:step_[a-z]+)\{", rf'\1{{gpudash_gpu=~"GPU-{node}-.*", ', expr)
     expr = re.sub(r"\b(DCGM_[A-Z0-9_]+)\{", rf"\1{{{matcher}, ", expr)
     return re.sub(r"\b(DCGM_[A-Z0-9_]+)(?=\[|\)| )", rf"\1{{{matcher}}}", expr)
 
@@ -253,7 +272,7 @@ def _restricted(expr: str, node: str) -> str:
 def _shown(fleet, target: dict, node: str | None, restrict: str | None = None, settings: str = "") \
         -> dict[float, dict[str, float]]:
     prometheus, _, start, end, _ = fleet
-    expr = scraped_every(counted_inline(target["expr"], bundled_project(settings)), 30, 1)
+    expr = scraped_every(_COUNTED.sub(RECORDED[settings], target["expr"]), 30, 1)
     if restrict:
         expr = _restricted(expr, restrict)
     expr = interpolate(expr, {**variables({"node": node} if node else {}, ("namespace", "pod", "node", "gpu")),

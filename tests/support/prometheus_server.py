@@ -7,6 +7,7 @@ import functools
 import json
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 import threading
@@ -532,6 +533,21 @@ def backfilled(workdir: Path, openmetrics: Callable[[int], str], span: int, step
         yield prometheus, start
 
 
+def _recordings(prometheus: Prometheus, group: dict, start: int, end: int) -> dict[tuple, list[tuple[float, str]]]:
+    """{labels (sorted (name, value) pairs, the rule's name and labels among them): [(time, value)]} of each rule of
+    `group` evaluated on the multiples of its interval since the epoch from `start` to `end`, one range query a rule
+    (an instant query at each step: what a subquery's step and a rule's evaluation read)."""
+    every = float(group["interval"].removesuffix("s"))
+    first = start // every * every
+    recorded: dict[tuple, list[tuple[float, str]]] = {}
+    for rule in group["rules"]:
+        for series in prometheus.api("query_range", query=rule["expr"], start=first, end=end, step=every)["result"]:
+            labels = {**{k: v for k, v in series["metric"].items() if k != "__name__"}, **rule.get("labels", {}),
+                      "__name__": rule["record"]}
+            recorded[tuple(sorted(labels.items()))] = [(float(at), value) for at, value in series["values"]]
+    return recorded
+
+
 def recorded(prometheus: Prometheus, group: dict, start: int, end: int) -> None:
     """The recording rules of `group` (alarms.counted_group's: each counter's step increase and step seconds) written
     into the backfilled server's storage from `start` to `end` as a Prometheus evaluating the group at its interval
@@ -540,19 +556,15 @@ def recorded(prometheus: Prometheus, group: dict, start: int, end: int) -> None:
     counted_inline instead evaluates each recording again at every step of every query: test_combined_fleet_counters'
     108 queries of one path cost the server 31.3 CPU-s so, 1.4 s recorded.
 
-    Each rule is evaluated in one range query at those steps (an instant query at each: what a subquery's step and a
-    rule's evaluation read), its series given the rule's name and labels, and written as blocks (`promtool tsdb
-    create-blocks-from openmetrics`). Not `create-blocks-from rules`: it evaluates a group at the group's own offset
-    in the interval, a hash of its name and file (a temporary file's: another offset each run), where on-grid scrapes
-    read other samples than the subquery's steps (test_shared_gpu_counters: the rate of every GPU off by a step)."""
-    every = int(group["interval"].removesuffix("s"))
-    first = start // every * every
+    Written as blocks (`promtool tsdb create-blocks-from openmetrics`). Not `create-blocks-from rules`: it evaluates a
+    group at the group's own offset in the interval, a hash of its name and file (a temporary file's: another offset
+    each run), where on-grid scrapes read other samples than the subquery's steps (test_shared_gpu_counters: the rate
+    of every GPU off by a step). For a server whose samples are in its head (live scrapes), recorded_live."""
     lines = []
-    for rule in group["rules"]:
-        for series in prometheus.api("query_range", query=rule["expr"], start=first, end=end, step=every)["result"]:
-            labels = {**{k: v for k, v in series["metric"].items() if k != "__name__"}, **rule.get("labels", {})}
-            spelled = ",".join(f'{k}="{_escaped(v)}"' for k, v in sorted(labels.items()))
-            lines += [f"{rule['record']}{{{spelled}}} {value} {at}" for at, value in series["values"]]
+    for labels, samples in _recordings(prometheus, group, start, end).items():
+        name = dict(labels)["__name__"]
+        spelled = ",".join(f'{k}="{_escaped(v)}"' for k, v in labels if k != "__name__")
+        lines += [f"{name}{{{spelled}}} {value} {at}" for at, value in samples]
     folder = Path(tempfile.mkdtemp(prefix="gpudash-recorded-", dir=prometheus.workdir))
     (folder / "recorded.om").write_text("\n".join([*lines, "# EOF"]) + "\n")
     result = subprocess.run([binary("promtool"), "tsdb", "create-blocks-from", "openmetrics",
@@ -563,6 +575,50 @@ def recorded(prometheus: Prometheus, group: dict, start: int, end: int) -> None:
     for block in (folder / "blocks").iterdir():
         block.rename(prometheus.config_path.parent / "data" / block.name)
     prometheus.start()
+
+
+def recorded_live(prometheus: Prometheus, group: dict, start: int, end: int) -> None:
+    """recorded for a server that scrapes no more and holds its samples in its head (a live scene's): restarted with
+    the remote-write receiver (its head replayed from its write-ahead log) and the recordings written to it. Blocks
+    would lose the head: Prometheus replays no sample older than its newest block's end."""
+    recordings = _recordings(prometheus, group, start, end)
+    prometheus.stop()
+    prometheus.session = None
+    prometheus.flags = (*prometheus.flags, "--web.enable-remote-write-receiver")
+    prometheus.start()
+    import requests
+
+    body = b"".join(_field(1, b"".join([*(_field(1, _field(1, k.encode()) + _field(2, v.encode())) for k, v in labels),
+                                         *(_field(2, b"\x09" + struct.pack("<d", float(value)) + b"\x10"
+                                                  + _varint(round(at * 1000))) for at, value in samples)]))
+                    for labels, samples in recordings.items())
+    answer = requests.post(f"{prometheus.url}/api/v1/write", data=_snappy(body), timeout=QUERY_TIMEOUT_S, headers={
+        "Content-Encoding": "snappy", "Content-Type": "application/x-protobuf",
+        "X-Prometheus-Remote-Write-Version": "0.1.0"})
+    assert answer.status_code == 204, (answer.status_code, answer.text)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        n, low = n >> 7, n & 0x7F
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A protobuf length-delimited field (remote write's WriteRequest, TimeSeries, Label, Sample)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _snappy(data: bytes) -> bytes:
+    """`data` as a snappy block of literals only (valid snappy, uncompressed: remote write requires the framing)."""
+    out = bytearray(_varint(len(data)))
+    for at in range(0, len(data), 65536):
+        chunk = data[at:at + 65536]
+        out += bytes([61 << 2]) + (len(chunk) - 1).to_bytes(2, "little") + chunk
+    return bytes(out)
 
 
 def _escaped(value: str) -> str:
