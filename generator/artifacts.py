@@ -32,6 +32,9 @@ class GrafanaDashboard:
     # messages, not part of the dashboard, so a dashboard read from a build equals the one built.
     source: str = field(compare=False)
     model: dict[str, Any]
+    # Its file and the text its sidecar ConfigMap carries (output.grafana_dashboard_texts), as the cut measured them
+    # (dashboard_parts.cut): written from these, not serialized again. None where not measured (a set read back).
+    texts: tuple[bytes, bytes] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

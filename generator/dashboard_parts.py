@@ -52,10 +52,18 @@ _AT_ROW, _AT_LINE, _IN_LINE = 0, 1, 3
 def configmap_bytes(uid: str, model: dict[str, Any], folder_title: str, publisher: dict[str, str]) -> int:
     """The annotation bytes client-side kubectl apply writes for the sidecar ConfigMap carrying `model` (GF011's
     count): the ConfigMap as output.encode writes it."""
+    return _measured(uid, model, folder_title, publisher)[1]
+
+
+def _measured(uid: str, model: dict[str, Any], folder_title: str,
+              publisher: dict[str, str]) -> tuple[tuple[bytes, bytes], int]:
+    """`model`'s texts (its file and the text its ConfigMap carries: output.grafana_dashboard_texts) and
+    configmap_bytes: the build writes the texts the cut measured."""
     from .render.grafana_files import configmap
 
-    text = to_json_and_line(model)[1].decode()
-    return last_applied_bytes(configmap(uid, text, folder_title, publisher, part_said(model.get("title"))))
+    texts = to_json_and_line(model)
+    return texts, last_applied_bytes(configmap(uid, texts[1].decode(), folder_title, publisher,
+                                               part_said(model.get("title"))))
 
 
 def part_said(title: Any) -> tuple[int, int] | None:
@@ -289,7 +297,7 @@ def cut(dashboards: Sequence[Any], folder_title: str, publisher: dict[str, str],
     taken = {dashboard.uid: dashboard for dashboard in dashboards}
     result: list[Any] = []
     for dashboard in dashboards:
-        models = parts(dashboard.uid, dashboard.model, folder_title, publisher, uid_prefix)
+        models, texts = _parts(dashboard.uid, dashboard.model, folder_title, publisher, uid_prefix)
         for number, model in enumerate(models[1:], start=2):
             # another dashboard's uid, or a part of another whose uid part_uid cut to the same (two long ids that
             # begin alike): the build would write one dashboard, file and ConfigMap for two
@@ -300,8 +308,9 @@ def cut(dashboards: Sequence[Any], folder_title: str, publisher: dict[str, str],
                     f"{model['uid']!r} of another dashboard (defined at {other.source})", where=dashboard.source,
                     hint="give that other dashboard another id or uid (a shorter id where two long ids begin alike)")
             taken[model["uid"]] = dashboard
-        result += [dashboard] if len(models) == 1 else \
-            [replace(dashboard, uid=model["uid"], title=model["title"], model=model) for model in models]
+        result += [replace(dashboard, texts=texts[0])] if len(models) == 1 else \
+            [replace(dashboard, uid=model["uid"], title=model["title"], model=model, texts=each)
+             for model, each in zip(models, texts)]
     return result
 
 
@@ -310,13 +319,21 @@ def parts(uid: str, model: dict[str, Any], folder_title: str, publisher: dict[st
     """`model` alone where its ConfigMap fits PART_BYTES (or it cannot be cut so that each part fits), else the models
     of its parts (the first of `uid`). Counted with the clusters annotation at CLUSTERS_ROOM characters at least
     (_counted): each part fits with its own, and settings files of a project split by clusters cut alike."""
+    return _parts(uid, model, folder_title, publisher, uid_prefix)[0]
+
+
+def _parts(uid: str, model: dict[str, Any], folder_title: str, publisher: dict[str, str],
+           uid_prefix: str) -> tuple[list[dict[str, Any]], list[tuple[bytes, bytes] | None]]:
+    """`parts`, and the texts of each model given (_measured) where the cut measured them (None where not)."""
     publisher = _counted(publisher)
-    if configmap_bytes(uid, model, folder_title, publisher) <= PART_BYTES:
-        return [model]
+    texts, size = _measured(uid, model, folder_title, publisher)
+    whole = [model], [texts]
+    if size <= PART_BYTES:
+        return whole
     panels = model.get("panels")
     atoms = _atoms(panels) if isinstance(panels, list) else None
     if not atoms or len(atoms) < 2:
-        return [model]
+        return whole
     total = sum(atom.size for atom in atoms)
     joined = _joined(atoms)
     # the pieces no part is cut inside (an atom, or panels that read one another's data and those between them)
@@ -330,14 +347,20 @@ def parts(uid: str, model: dict[str, Any], folder_title: str, publisher: dict[st
         if total > room * count:
             continue
         if max(costs(start, end)[1] for start, end in pieces) > room:
-            return [model]  # a panel alone (or panels kept together) does not fit a part: no cut makes every part fit
+            return whole  # a panel alone (or panels kept together) does not fit a part: no cut makes every part fit
         starts = _plan(atoms, count, room, joined)
         if starts is None:
             continue
         models = _models(model, atoms, starts, uids)
-        if all(configmap_bytes(each["uid"], each, folder_title, publisher) <= PART_BYTES for each in models):
-            return models
-    return [model]
+        measured = []
+        for each in models:
+            each_texts, each_size = _measured(each["uid"], each, folder_title, publisher)
+            if each_size > PART_BYTES:
+                break
+            measured.append(each_texts)
+        else:
+            return models, measured
+    return whole
 
 
 def _counted(publisher: dict[str, str]) -> dict[str, str]:

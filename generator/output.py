@@ -130,7 +130,9 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     sidecars = []
     for dashboard in artifacts.grafana:
-        files[grafana_dashboard_file(dashboard.uid)], sidecar = grafana_dashboard_texts(dashboard.model)
+        # (the texts the cut measured, where it did: dashboard_parts.cut)
+        texts = dashboard.texts or grafana_dashboard_texts(dashboard.model)
+        files[grafana_dashboard_file(dashboard.uid)], sidecar = texts
         sidecars.append(configmap(dashboard.uid, sidecar, artifacts.grafana_folder["title"], artifacts.publisher,
                                   part_said(dashboard.model.get("title"))))
     files[PROVISIONING_FILE] = to_yaml(artifacts.grafana_provisioning)
