@@ -27,8 +27,10 @@ def encoded_bytes(value: Any) -> int:
     # orjson where it writes the same bytes (the standard library's encoder escaped a dashboard's 100-200 kB text, in a
     # sidecar ConfigMap, 3 to 4 times slower: a tenth of a build of 200 dashboards)
     text = canonical_json(value)
-    # counted, not written: a translate of the text (150-220 kB a bundled dashboard) took 10 ms, a count takes 1; each
-    # of U+2028 and U+2029 is counted by its UTF-8 bytes, which no other character's bytes hold
+    # counted, not written: a translate of the text (150-220 kB a bundled dashboard) took 10 ms, a count takes 1
+    if text.isascii():  # neither U+2028 nor U+2029 (a count of their three bytes reads 4 times slower than of one)
+        return len(text) + sum(text.count(character) * added for character, added in _GO_ESCAPES_UTF8[:3])
+    # each of U+2028 and U+2029 counted by its UTF-8 bytes, which no other character's bytes hold
     return len(text) + sum(text.count(character) * added for character, added in _GO_ESCAPES_UTF8)
 
 
