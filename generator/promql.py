@@ -408,8 +408,8 @@ class _Device:
         copies (exporter.virtual_gpus' per-process fields, not per pod, not over the per-pod look-back): `tiers`."""
         return self.shares and metric in PER_PROCESS_FIELDS and not self.per_pod and self.lookback is None
 
-    def tiers(self, metric: str, extra: list[str], resolution: str, within: str, scale: str = "") \
-            -> tuple[str, tuple[str, str]]:
+    def tiers(self, metric: str, extra: list[str], resolution: str, within: str, scale: str = "",
+              older: str | None = None) -> tuple[str, tuple[str, str]]:
         """Per-GPU panels (`reads_device`): the device's value of each copy of a GPU instance (one series per
         `identity`: one exporter's copy) as one_copy's (fresh, (late, key)) read it, as fresh_copies and looked_back
         read any other gauge. A copy's device value at a scrape is its own series' sample (no pod: dcgm-exporter
@@ -423,7 +423,8 @@ class _Device:
         staleness marker leaves with the look-back (read for the instant selector's 5 minutes, and a replaced
         exporter's copy outread the live one as long). Both keep the copies with a reading within `within` of a series
         in scope (the pod and namespace variables: the pods a scrape within the look-back named, as per-pod panels
-        show them; the late value through its key, one_copy)."""
+        show them; the late value through its key, one_copy). `older` (older_samples of the field): the fresh tier
+        leaves out the copies it holds a series of (the fresher of two fresh copies, as the per-pod panels read it)."""
         field_labels = FIELD_LABELS.get(metric, ((), ""))[0]
         identity = _listed((*self.identity, *field_labels))
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
@@ -438,6 +439,8 @@ class _Device:
         # a copy with a reading within the look-back of a series in scope: the key's test, and the fresh tier's scope
         read = f"max by ({identity}) ({_raw(metric, self.scoped, extra, _read_within(within))})"
         fresh = device(f"({{0}} and present_over_time({{0}}[{ms}]))")
+        if older is not None:
+            fresh = f"({fresh} unless on ({identity}) {older})"
         step = device(f"last_over_time({{0}}[{resolution}])")
         # each copy's value, a MIG instance's too, only while it has a reading within the look-back itself: a step of
         # the subquery reads a sample up to a scrape interval older than the step, and the key gates the copy only as
@@ -978,6 +981,41 @@ def fresh_copies(metric: str, branches: list[list[str]], extra: list[str], gauge
     return fresh[0] if len(fresh) == 1 else f"({' or '.join(fresh)})"
 
 
+def older_samples(metric: str, branches: list[list[str]], extra: list[str], labels: Labels) -> str:
+    """The series of `metric` of a GPU with a UUID whose latest sample (the instant selector's: timestamp() of the
+    selector gives the sample's own time) is older than the newest reading (not DCGM's blank) of the GPU's complete
+    copies (scrape targets), whatever pod the copies name: read `unless` it, of a GPU's fresh copies the fresher is
+    read (a copy's series of one scrape, or copies sampled at one instant, all stay: the highest is read). The higher
+    of two fresh copies was read before s46: in a roll the old copy's 200 W for the new one's 60 (a MIG GPU's 350 W
+    for 250), up to an interval (test_combined_fleet_story, test_mig_pod_ended_in_roll). A copy one of whose MIG
+    instances reads the blank is no complete copy: its time does not make another copy older (s45's form, without
+    this, read such a GPU as nothing where the older copy read it whole: test_copy_choice_hostile); it stays beside the
+    older one, and the blank check (one_copy's `blanks`, chosen_copy) leaves it out. A GPU without a UUID is judged
+    with the other GPUs of its index (held_labels): it keeps the higher. The pod and namespace variables do not scope
+    it (as _left_idle's `anyone`): a picked pod's series older than a newer scrape naming no pod on its GPU is not
+    read (the MIG instance a pod left, at the old copy's 19,600 MiB, for up to an interval). Copies that disagree
+    throughout (two exporter versions reading a field differently) show the one scraped last, not one steady line."""
+    uuid = uuid_label((labels.pod, labels.namespace, labels.container))
+    anyone, gpus = _unscoped(branches, labels), [*extra, f'{uuid}!=""']
+    # every series' time (a blank series is out of the fresh tier anyway), then the times of the copies' readings
+    times = _raw(metric, anyone, gpus, "timestamp({0})")
+    read = _raw(metric, anyone, gpus, f"(timestamp({{0}}) and {{0}} < {BLANK_FLOOR})")
+    if f'{MIG_INSTANCE_LABEL}=""' not in extra:  # a copy with a blank MIG instance (its series with a UUID: `read`'s)
+        mig = list(dict.fromkeys([*extra, f'{MIG_INSTANCE_LABEL}!=""']))
+        blank = _raw(metric, anyone, mig, f"{{0}} >= {BLANK_FLOOR}")
+        read = f"({read} unless on ({_listed((labels.cluster, uuid, 'gpu', *COPY_LABELS))}) {blank})"
+    gpu = _listed((labels.cluster, uuid, "gpu"))
+    return f"({times} < on ({gpu}) group_left () max by ({gpu}) {_parenthesised(read)})"
+
+
+def _unscoped(branches: list[list[str]], labels: Labels) -> list[list[str]]:
+    """`branches` without the pod and namespace variables' matchers (every series of the GPUs the node and GPU
+    variables select, whatever pod it names)."""
+    workload = (f"{labels.pod}=~", f"{labels.namespace}=~")
+    return [list(branch) for branch in dict.fromkeys(
+        tuple(m for m in branch if not m.startswith(workload)) for branch in branches)]
+
+
 def looked_back(metric: str, branches: list[list[str]], extra: list[str], resolution: str, within: str,
                 scale: str = "") -> tuple[str, str]:
     """Panels: (each copy's latest reading of a gauge within the look-back `within` (label_lookback: the window a
@@ -1065,9 +1103,7 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     (test_rolled_copy_pod_started), and a drained node's GPU, written idle once before its exporter ended, was drawn
     again at the idle 60 W for an interval two intervals later (test_pod_ended_by_drain). Their cost at All: see
     docs/performance.md."""
-    workload = (f"{labels.pod}=~", f"{labels.namespace}=~")
-    anyone = [list(branch) for branch in dict.fromkeys(
-        tuple(m for m in branch if not m.startswith(workload)) for branch in branches)]
+    anyone = _unscoped(branches, labels)
     named = [m for m in extra if m != f'{labels.pod}!=""']
     gate = [workload_picked(picked, held)] if picked else []  # read with a pod or namespace picked (held), or at All
     left = _raw(metric, branches, [*named, *([] if held else gate), f'{labels.pod}!=""'],
@@ -1238,10 +1274,11 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     a scrape interval older than the step, so two copies whose last readings lay on either side of the lookback's
     start tied at one step, and the one past it, read as nothing, was chosen by the higher reading or by the order
     Prometheus met the series in, which changes from call to call). Per-GPU panels read a GPU without a
-    fresh copy from its copy with the newest reading within the look-back (one_copy's `late`, looked_back). The higher
-    reading, not the fresher, is chosen among fresh copies: both are the GPU's readings within one scrape interval, and
-    the freshest would need `timestamp()`, several times the selector's CPU on Prometheus 2.42 (a form tried in s45,
-    /work/coord/s45/C-log.md, read a MIG GPU one of whose fresher copy's instances reads the blank as nothing)."""
+    fresh copy from its copy with the newest reading within the look-back (one_copy's `late`, looked_back). Of a
+    whole GPU's fresh copies only the fresher are keyed (older_samples: a GPU with a UUID), the highest key of those
+    chosen; the higher of two fresh copies was read before s46, an old copy's readings of a state the new one had seen
+    change (in a roll, a share's 0.516 for 0.413: test_combined_fleet_story). A MIG GPU's copies are all keyed (the
+    higher shows): a fresher copy reading one instance blank left the GPU with no copy (s45's form)."""
     spots = placed(branches, labels)
     copy = _listed((labels.cluster, GPU_LABEL, "gpu", *kept, *COPY_LABELS))
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu", *kept))
@@ -1256,8 +1293,12 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
 
     def keyed(read: str, within: str | None = None, spots: list[list[str]] = spots) -> str:
         """The copies' keys of `read` (a form of `{0}`, the selector, and `{1}`, its place); `within` (panels: a
-        condition on `{0}`): each other field's blank instances too."""
-        key = per_copy("sum", _raw(names[0], spots, extra, read))
+        condition on `{0}`): each other field's blank instances too, and of a whole GPU only its fresher copies
+        (older_samples)."""
+        key = _raw(names[0], spots, extra, read)
+        if within is not None:
+            key = f"({key} unless {older_samples(names[0], branches, extra, labels)})"
+        key = per_copy("sum", key)
         for other in names[1:] if within is not None else ():
             key += f" - 1e14 * {per_copy('sum', _raw(other, spots, extra, f'(({{0}} >= bool {BLANK_FLOOR}){within})'))}"
         if within is not None:  # a copy whose latest reading of a MIG instance is the blank: not the GPU's (one_copy)
@@ -2597,9 +2638,15 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             if within is None or not all(device.reads_device(name) or name not in PER_PROCESS_FIELDS
                                          for name in names):
                 return ()
-            return tuple(device.tiers(name, [*extra, *more], resolution, within)[0] if device.reads_device(name)
-                         else fresh_copies(name, branches, [*extra, *more], LATEST, resolution) for name in names)
-        return tuple(fresh_copies(name, branches, [*extra, *more], LATEST, resolution) for name in names)
+            return tuple(device.tiers(name, [*extra, *more], resolution, within, older=older_samples(
+                name, device.unscoped, [m for m in [*extra, *more] if m != f'{device.pod}!=""'], merge.labels))[0]
+                if device.reads_device(name) else fresh_copies(name, branches, [*extra, *more], LATEST, resolution)
+                for name in names)
+        fresh = (fresh_copies(name, branches, [*extra, *more], LATEST, resolution) for name in names)
+        if choose(names) is not None:  # the copy chosen_copy chooses, the fresher already
+            return tuple(fresh)
+        return tuple(f"({each} unless {older_samples(name, branches, [*extra, *more], merge.labels)})"
+                     for name, each in zip(names, fresh))
 
     def late_only(names: tuple[str, ...], more: tuple[str, ...] = (), scale: str = "") \
             -> tuple[tuple[str, ...], str] | None:

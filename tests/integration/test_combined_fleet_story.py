@@ -23,8 +23,8 @@ written, 0).
 The truth at an instant: each node's latest scrape (whichever copy made it) tells its GPUs' state (mixed_fleet.truth
 of that state, the fleet model's own answers for every neutral query); a field a copy writes as the blank, the GPU's
 latest real reading within the look-back. Found: team-a/solo-0 stayed on the per-pod panels at OLD's readings for
-15 s after NEW found its GPU idle (fixed: promql.idle_gpus); the per-GPU panels' higher-copy reading there (pinned,
-documented).
+15 s after NEW found its GPU idle (fixed: promql.idle_gpus); the per-GPU and fleet panels read the higher of the
+two fresh copies there (200 W for 60: fixed s46, the fresher copy read, promql.older_samples).
 """
 
 from __future__ import annotations
@@ -272,28 +272,21 @@ def _instants(start: int, scrapes=CHECKED, within=WITHIN) -> list[int]:
 
 
 # gpu-node-w's copies disagree 3 s past NEW's scrape 8: OLD's scrape 8 (+11 s) read GPU 0 idle and GPU 1 under
-# team-a/solo-0, NEW's (+26 s) GPU 0 under team-c/worker-0 and GPU 1 idle. A per-GPU or fleet panel reads, of two
-# copies with a reading within the interval, the one whose readings are higher, not the fresher (docs/grafana-panels.md,
-# "A pod's GPUs on Grafana": telling the fresher needs timestamp(), several times the selector's CPU), so there it
-# reads OLD's GPU 1 (200 W for 60, 60 % for 0, ...) and OLD's free memory of GPU 0 (24,000 MiB for 9,000) until OLD's
-# scrape 9, 15 s on; with a pod picked the per-GPU panels keep the GPU a picked pod left so long (promql.idle_gpus'
-# newest_named). The per-pod panels read NEW (team-a/solo-0 gone, team-c/worker-0 on GPU 0).
+# team-a/solo-0, NEW's (+26 s) GPU 0 under team-c/worker-0 and GPU 1 idle. A per-GPU or fleet panel read, of two
+# copies with a reading within the interval, the one whose readings were higher, not the fresher: OLD's GPU 1 (200 W
+# for 60, 60 % for 0, ...) and OLD's free memory of GPU 0 (24,000 MiB for 9,000) until OLD's scrape 9, 15 s on (E,
+# s44). Now the fresher copy (promql.older_samples, s46): NEW's scrape is the newer reading of the same GPUs. The
+# per-pod panels read NEW (team-a/solo-0 gone, team-c/worker-0 on GPU 0).
 HIGHER_COPY = 8 * SCRAPE + 29
-
-
-def _documented(at: int, query) -> bool:
-    return at == HIGHER_COPY and "pod" not in query.by
 
 
 def _wrong_panels(prometheus, start, project, dashboards, selected, instants=None):
     """(second, dashboard, title, shown, true) of every panel query whose legends and values are not the story's at
-    an instant of `instants` (_instants), but where _documented."""
+    an instant of `instants` (_instants)."""
     wrong, answers = [], {}
     for at in instants or _instants(start):
         for uid, panel, model in _panels(project, dashboards):
             for target, query in zip(panel["targets"], model.queries, strict=True):
-                if _documented(at - start, query):
-                    continue
                 shown = _shown(prometheus, target, at, selected, answers)
                 if not query.by:
                     shown = {"": v for v in shown.values()}
@@ -338,14 +331,11 @@ def test_a_pod_that_ended_between_two_copies_scrapes_leaves_the_per_pod_panels(g
         assert "Pod team-a/solo-0" not in shown and shown == _truth(model.queries[0], HIGHER_COPY, {}), title
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "of two exporter copies with a reading within the scrape interval a per-GPU or fleet panel reads the one whose "
-    "readings are higher, not the fresher (docs/grafana-panels.md; the fresher needs timestamp(), several times the "
-    "selector's CPU): 3 s after the new copy found gpu-node-w's GPU 1 idle (its pod ended between the copies' scrapes) "
-    "the old copy's 200 W shows for 60, 'Total power draw' 1,220 W for 1,080, GPU 0's free memory 24,000 MiB for 9,000 "
-    "(the old copy's idle reading), for up to an interval (15 s here)"))
 @pytest.mark.parametrize("title", ["Power draw", "Total power draw", "DEV_FB_FREE"])
 def test_a_per_gpu_panel_reads_the_fresher_of_two_copies_that_disagree(gpudash_path, dashboards, project, title):
+    """3 s after the new copy found gpu-node-w's GPU 1 idle (its pod ended between the copies' scrapes) the old copy's
+    readings showed (the higher of the two fresh copies, E s44): 200 W for 60, 'Total power draw' 1,220 W for 1,080,
+    GPU 0's free memory 24,000 MiB for 9,000 (the old copy's idle reading), for up to an interval (15 s here)."""
     prometheus, start = gpudash_path
     panel, model = next((p, m) for _, p, m in _panels(project, dashboards) if p["title"] == title)
     shown = _shown(prometheus, panel["targets"][0], start + HIGHER_COPY, {})
@@ -495,15 +485,12 @@ def test_an_ended_pods_last_period_is_not_read_idle(request, path, project):
 
 
 def test_with_the_ended_pod_picked_a_per_gpu_panel_draws_nothing_of_the_gpu_it_left(gpudash_path, dashboards,
-                                                                                      project, monkeypatch):
+                                                                                      project):
     """team-a/solo-0 ended between gpu-node-w's copies' scrapes 8; 3 s past NEW's scrape (HIGHER_COPY), with solo-0
     picked, every per-GPU and fleet panel drew gpu-node-w's GPU 1 as the pod's (Power draw 200 W, DEV_GPU_UTIL 60,
     GPUs reporting 1, Total power draw 200 W) where it holds none: _left_idle and counted_rate read the naming side at
     the steps alone, kept for the ConfigMap limit (ff83b7a6), which dashboard_parts lifts. Now every panel is empty."""
     prometheus, start = gpudash_path
-    import tests.integration.test_combined_fleet_story as story
-
-    monkeypatch.setattr(story, "_documented", lambda at, query: False)  # (the higher copy at All: documented)
     wrong = [w for w in _wrong_panels(prometheus, start, project, dashboards,
                                       {"namespace": "team-a", "pod": "solo-0"}, [start + HIGHER_COPY])]
     assert not wrong, "\n".join(map(str, wrong))

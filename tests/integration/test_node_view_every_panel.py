@@ -19,7 +19,7 @@ other node's GPUs left out (the All-nodes query with every field's series restri
 node picks which GPUs show, never which copy of a GPU is read. So in the default build and in one for exporters that
 split fields per process (exporter.virtual_gpus, whose panels read a GPU's device value and a pod's own share
 otherwise). A few panels also against values worked out here, at each step from the copy the copy choice reads then
-(promql.chosen_copy: of the copies scraped within the last interval and not marked stale, the one reading the most),
+(promql.chosen_copy: of the copies scraped within the last interval and not marked stale, the one scraped last),
 worked out from the scrapes Prometheus stored: the step after n4's node-labelled copy's failed scrape reads its old
 exporter's 90 % (a loaded machine's scrape that timed out did the same at a step the test did not choose).
 """
@@ -173,7 +173,7 @@ def _fleet(tmp_path_factory):
                   d.address: ("n4", "new")}
 
         def watch(prometheus) -> None:
-            if new.served <= LATE or ready["old read"] and ready["steps"] >= STEPS \
+            if new.served <= LATE or ready["old read"] and ready["steps"] >= STEPS and n4_job_fails \
                     or time.monotonic() < ready["looked"] + 1:  # a look a second: a scrape's worth of news
                 return
             ready["looked"] = time.monotonic()
@@ -188,13 +188,15 @@ def _fleet(tmp_path_factory):
             ready["steps"] = len(steps)
             ready["old read"] = any(_copy_read(scrapes["n4"], "n4", at) == "old" for at in steps)
             failed = [at for at, up in scrapes["n4"]["new"] if not up]
-            # a failure made to come only once those asked before are stored and the steps after them settled
-            if not ready["old read"] and scrapes["n4"]["new"][-1][0] >= first \
+            # a failure made to come only once those asked before are stored and the steps after them settled (one
+            # at least: since s46 a step reads the old copy wherever it was scraped last, failure or none)
+            if (not ready["old read"] or not n4_job_fails) and scrapes["n4"]["new"][-1][0] >= first \
                     and len(failed) >= len(n4_job_fails) and all(at + 2 <= settled for at in failed):
                 n4_job_fails.add(n4_job.served + 1)
 
         with scraped_until(tmp_path_factory, "node-view-every-panel", [a.address, b.address, c.address, d.address],
-                           lambda: new.served >= SCRAPES and ready["old read"] and ready["steps"] >= STEPS,
+                           lambda: new.served >= SCRAPES and ready["old read"] and ready["steps"] >= STEPS
+                           and bool(n4_job_fails) and n4_job.served > max(n4_job_fails),
                            watch=watch) as prometheus:
             firsts = {series["metric"]["instance"]: min(float(at) for at, _ in series["values"])
                       for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{UUID="GPU-n3-0"}[10m]')}
@@ -320,17 +322,20 @@ HIGHER = {"n3": "old", "n4": "new"}  # the copy reading the most (n3's old expor
 
 
 def _copy_read(scrapes: dict[str, list[tuple[float, int]]], node: str, at: float) -> str:
-    """The copy of `node`'s GPUs the panels read at `at`, by the copy choice (promql.chosen_copy): of the copies fresh
-    at `at` (the latest scrape at or before it answered, and was taken within the last scrape interval, 1 s: not one
-    marked stale by a failed scrape, nor one whose scrape came late) the one reading the most; where none is, the one
+    """The copy of `node`'s GPUs the panels read at `at`, by the copy choice (promql.chosen_copy, older_samples): of the
+    copies fresh at `at` (the latest scrape at or before it answered, and was taken within the last scrape interval,
+    1 s: not one marked stale by a failed scrape, nor one whose scrape came late) the one scraped last (each scrape is
+    a reading of the node's GPUs at its time: the newest is their latest; the one reading the most before s46), of
+    copies scraped at one instant the one reading the most; where none is, the one
     read at the latest step of the interval (a subquery's 1 s steps: a step reads a sample within the second before
     it), of equal ones the one reading the most. A loaded machine's scrape that timed out or came late is what the
     product reads then, so the truth follows the scrapes Prometheus stored, not a timing the test does not control."""
     latest = {copy: max(((t, up) for t, up in times if t <= at), default=(-math.inf, 0))
               for copy, times in scrapes.items()}
-    fresh = {copy for copy, (t, up) in latest.items() if up and t >= at - 1}
-    if fresh:
-        return HIGHER[node] if HIGHER[node] in fresh else fresh.pop()
+    fresh = {copy: t for copy, (t, up) in latest.items() if up and t >= at - 1}
+    if fresh:  # the fresher (scraped last), of copies scraped at one instant the one reading the most
+        newest = max(fresh.values())
+        return HIGHER[node] if fresh.get(HIGHER[node]) == newest else next(c for c, t in fresh.items() if t == newest)
     read = {copy: max((step for t, up in times if up and at - 4 <= t <= at  # within the 4 s look-back
                        if (step := min(math.floor(t) + 1, math.floor(at))) >= t), default=-math.inf)
             for copy, times in scrapes.items()}  # the latest step reading each answered scrape

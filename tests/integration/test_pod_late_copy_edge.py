@@ -59,14 +59,15 @@ def _unmarked(field: str, start: int) -> list[str]:
 
 
 def _unmarked_truth(t: float) -> float | None:
-    """Pod rs/c's reading at `t` (from the first scrape's interval): the fresh copy's reading, else the newest reading
-    within the look-back (Prometheus 2's closed ranges)."""
+    """Pod rs/c's reading at `t` (from the first scrape's interval): the fresh copy's reading (of two, the one sampled
+    last: each scrape is a reading of the one GPU at its time; the higher, the old copy's 90 for 40, before s46), else
+    the newest reading within the look-back (Prometheus 2's closed ranges)."""
     samples = [[(k * STEP + offset, value if k < read else None) for k in range(written)]
                for _, offset, value, read, written, _ in UNMARKED]
     latest = [[s for s in copy if s[0] <= t][-1:] for copy in samples]
-    fresh = [s[0][1] for s in latest if s and s[0][0] >= t - STEP and s[0][1] is not None]
-    if fresh:
-        return max(fresh)
+    fresh = [s[0] for s in latest if s and s[0][0] >= t - STEP and s[0][1] is not None]
+    if fresh:  # (time, reading): the latest, of readings taken at one instant the higher
+        return max(fresh)[1]
     read = [s for copy in samples for s in copy if t - LOOKBACK <= s[0] <= t and s[1] is not None]
     return max(read)[1] if read else None
 
