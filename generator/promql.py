@@ -1972,8 +1972,9 @@ def recording_note(scrape_seconds: int, per_pod: bool = False) -> str:
                 f"its rate while the window holds a scrape that named it. No data where that rule group is not "
                 f"loaded (gpudash verify says so) or before it was deployed.")
     return (f"{rate}. No data where that rule group is not loaded (gpudash verify says so) or before it was deployed. "
-            f"A reading counts at the step after its scrape, so the window ends at the GPU's latest step, up to "
-            f"{scrape_seconds} s before the panel's time.")
+            f"A reading counts at the step after its scrape, and a step at the rule group's evaluation after it (at an "
+            f"offset Prometheus keeps in each {scrape_seconds} s), so the window ends at the GPU's latest step "
+            f"evaluated, up to {scrape_seconds} s and that offset before the panel's time.")
 
 
 def counted_fields(queries, catalog: Catalog) -> tuple[str, ...]:

@@ -290,11 +290,12 @@ def test_a_counter_panel_reads_the_gpus_one_series(counters_recorded, title, met
     # the copies (KUBERNETES_VIRTUAL_GPUS) and the moving series (default) are read by the same query
     assert _panel(title, VIRTUAL_GPUS)["targets"] == panel["targets"]
     assert target["legendFormat"] == "{{node}} GPU {{gpu}}"
-    # what the truth below allows for (a rate's window ends at the GPU's latest step, up to 30 s before the instant;
-    # an increase counts the scrapes of the range itself)
+    # what the truth below allows for (a rate's window ends at the GPU's latest step, up to 30 s before the instant,
+    # its recordings evaluated on the grid here: test_counter_recording_offset for another offset; an increase counts
+    # the scrapes of the range itself)
     assert panel["description"].endswith(recording_note(STEP) if rate else copies_note(STEP, whole_range=True))
-    assert recording_note(STEP).endswith("so the window ends at the GPU's latest step, up to 30 s before the panel's "
-                                         "time.")
+    assert recording_note(STEP).endswith("so the window ends at the GPU's latest step evaluated, up to 30 s and that "
+                                         "offset before the panel's time.")
     expr = interpolate(target["expr"],
                        {"__rate_interval": f"{window}s", "__range": f"{window}s", "__range_ms": str(window * 1000),
                         **variables({}, VARIABLES)})
