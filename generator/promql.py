@@ -1022,8 +1022,9 @@ def looked_back(metric: str, branches: list[list[str]], extra: list[str], resolu
     count of GPUs reporting counts a GPU over, counted), each copy's key: the time of that reading), for a GPU without
     a fresh copy (fresh_copies). A step of the scrape interval (`resolution`) reads a copy's sample taken within it
     (not the blank, nor a copy marked stale, nor one from before a Prometheus restart, which no staleness marker
-    ends, read again); the copy's latest such step is its reading, and the copy with the newest (of equal ones the
-    higher reading: a tenth of its atan over 1e5 added to the time) is the GPU's. A copy counts only while it has a
+    ends, read again); the copy's latest such step is its reading, and the copy whose latest reading was taken last
+    (the sample's own time, not its step's: of copies read in one step, the one scraped after a pod ended on the other;
+    of readings taken at one millisecond the higher, a ten-thousandth of its atan over 1e5 added) is the GPU's. A copy counts only while it has a
     reading within `within` itself, the very test a count of GPUs reporting makes (`min_over_time(x[w]) < floor`): a
     GPU whose field reads DCGM's blank at every other scrape keeps its latest reading (an average over GPUs read
     62.727 then 62.7 at alternate scrapes), one writing only the blank has none, one gone none once its last reading
@@ -1033,7 +1034,8 @@ def looked_back(metric: str, branches: list[list[str]], extra: list[str], resolu
     reading (a MIG stand-in's factor)."""
     step = _taken_reading(resolution)
     value = f"last_over_time({step}[{within}:{resolution}]){scale}"
-    key = f"(max_over_time((time() + 0.1 * atan({step} / 100000))[{within}:{resolution}]) and {_read_within(within)})"
+    exact = f"(timestamp({{0}}) + 0.0001 * atan({{0}} / 100000) and {{0}} < {BLANK_FLOOR})"
+    key = f"(max_over_time({exact}[{within}:{resolution}]) and {_read_within(within)})"
     return _raw(metric, branches, extra, value), _raw(metric, branches, extra, key)
 
 

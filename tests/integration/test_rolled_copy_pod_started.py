@@ -231,12 +231,6 @@ def test_a_pod_started_as_its_exporter_rolled_keeps_its_gpu_reading_on_a_per_gpu
     assert shown(prometheus, title, start + MISSED * SCRAPE + 17 + after, {}) == AT_ALL[True][title]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the per-GPU late tier chooses a GPU's copy by its newest step of the scrape interval (looked_back's key), of "
-    "copies alike there the higher reading: A's ml/p at 300 W (A's scrape 14 s before B's, in one step) is chosen, "
-    "and its series, naming a pod on a GPU whose newest sample names none, is left out (_left_idle): GPU 0 is not "
-    "drawn at all ('Total power draw' 150 W for 210) until B's next scrape. So on f3f7b6e7 too (found s45 C); "
-    "exact sample times in the key need timestamp() at each step of its subquery"))
 @pytest.mark.parametrize("after", [5, 9])
 @pytest.mark.parametrize("title", sorted(AT_ALL[False]))
 @pytest.mark.parametrize("scene", ["ended_failed", "ended_late"])
