@@ -1965,18 +1965,19 @@ def recording_note(scrape_seconds: int, per_pod: bool = False) -> str:
     rate = (f"Per GPU, from its recording (rule group {groups}, evaluated every {scrape_seconds} s): the "
             f"growth of its copies' readings at each {scrape_seconds} s step (where their merged reading went down, "
             f"the copies' own growth) over the seconds it grew in")
+    window = (f"A reading counts at the step after its scrape, and a step at the rule group's evaluation after it (at "
+              f"an offset Prometheus keeps in each {scrape_seconds} s), so the window ends at the GPU's latest step "
+              f"evaluated, up to {scrape_seconds} s and that offset before the panel's time.")
     if per_pod:
         return (f"Per pod, the GPUs a scrape within the rate window named the pod on, each with the GPU's rate as "
-                f"the per-GPU panels read it. {rate}. The counter is the whole GPU's (DCGM counts per device, not per "
+                f"the per-GPU panels read it. {rate}. {window} The counter is the whole GPU's (DCGM counts per device, not per "
                 f"pod): a GPU pods share (time-slicing, MIG instances) counts in full under each of them (a "
                 f"time-sliced GPU an exporter without KUBERNETES_VIRTUAL_GPUS names under one of them per scrape, not "
                 f"always the same one: under each pod a scrape of the window named), and a pod that left a GPU shows "
                 f"its rate while the window holds a scrape that named it. No data where that rule group is not "
                 f"loaded (gpudash verify says so) or before it was deployed.")
     return (f"{rate}. No data where that rule group is not loaded (gpudash verify says so) or before it was deployed. "
-            f"A reading counts at the step after its scrape, and a step at the rule group's evaluation after it (at an "
-            f"offset Prometheus keeps in each {scrape_seconds} s), so the window ends at the GPU's latest step "
-            f"evaluated, up to {scrape_seconds} s and that offset before the panel's time.")
+            f"{window}")
 
 
 def counted_fields(queries, catalog: Catalog) -> tuple[str, ...]:
