@@ -409,7 +409,7 @@ class _Device:
         return self.shares and metric in PER_PROCESS_FIELDS and not self.per_pod and self.lookback is None
 
     def tiers(self, metric: str, extra: list[str], resolution: str, within: str, scale: str = "",
-              older: str | None = None) -> tuple[str, tuple[str, str]]:
+              fresher: Labels | None = None) -> tuple[str, tuple[str, str]]:
         """Per-GPU panels (`reads_device`): the device's value of each copy of a GPU instance (one series per
         `identity`: one exporter's copy) as one_copy's (fresh, (late, key)) read it, as fresh_copies and looked_back
         read any other gauge. A copy's device value at a scrape is its own series' sample (no pod: dcgm-exporter
@@ -423,8 +423,9 @@ class _Device:
         staleness marker leaves with the look-back (read for the instant selector's 5 minutes, and a replaced
         exporter's copy outread the live one as long). Both keep the copies with a reading within `within` of a series
         in scope (the pod and namespace variables: the pods a scrape within the look-back named, as per-pod panels
-        show them; the late value through its key, one_copy). `older` (older_samples of the field): the fresh tier
-        leaves out the copies it holds a series of (the fresher of two fresh copies, as the per-pod panels read it)."""
+        show them; the late value through its key, one_copy). `fresher` (the panel's labels): the fresh tier leaves out
+        a GPU's copies older than its newest (older_samples: the fresher of two fresh copies, as the per-pod panels
+        read it)."""
         field_labels = FIELD_LABELS.get(metric, ((), ""))[0]
         identity = _listed((*self.identity, *field_labels))
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
@@ -439,8 +440,8 @@ class _Device:
         # a copy with a reading within the look-back of a series in scope: the key's test, and the fresh tier's scope
         read = f"max by ({identity}) ({_raw(metric, self.scoped, extra, _read_within(within))})"
         fresh = device(f"({{0}} and present_over_time({{0}}[{ms}]))")
-        if older is not None:
-            fresh = f"({fresh} unless on ({identity}) {older})"
+        if fresher is not None:
+            fresh = f"({fresh} unless on ({identity}) {older_samples(metric, self.unscoped, any_pod, fresher)})"
         step = device(f"last_over_time({{0}}[{resolution}])")
         # each copy's value, a MIG instance's too, only while it has a reading within the look-back itself: a step of
         # the subquery reads a sample up to a scrape interval older than the step, and the key gates the copy only as
@@ -1024,8 +1025,8 @@ def looked_back(metric: str, branches: list[list[str]], extra: list[str], resolu
     (not the blank, nor a copy marked stale, nor one from before a Prometheus restart, which no staleness marker
     ends, read again); the copy's latest such step is its reading, and the copy whose latest reading was taken last
     (the sample's own time, not its step's: of copies read in one step, the one scraped after a pod ended on the other;
-    of readings taken at one millisecond the higher, a ten-thousandth of its atan over 1e5 added) is the GPU's. A copy counts only while it has a
-    reading within `within` itself, the very test a count of GPUs reporting makes (`min_over_time(x[w]) < floor`): a
+    of readings taken at one millisecond the higher, a ten-thousandth of its atan over 1e5 added) is the GPU's. A copy
+    counts only while it has a reading within `within` itself, the very test a count of GPUs reporting makes (`min_over_time(x[w]) < floor`): a
     GPU whose field reads DCGM's blank at every other scrape keeps its latest reading (an average over GPUs read
     62.727 then 62.7 at alternate scrapes), one writing only the blank has none, one gone none once its last reading
     is older than the look-back (the instant selector read it for 5 minutes where no staleness marker ended it), and a
@@ -1970,8 +1971,8 @@ def recording_note(scrape_seconds: int, per_pod: bool = False) -> str:
               f"evaluated, up to {scrape_seconds} s and that offset before the panel's time.")
     if per_pod:
         return (f"Per pod, the GPUs a scrape within the rate window named the pod on, each with the GPU's rate as "
-                f"the per-GPU panels read it. {rate}. {window} The counter is the whole GPU's (DCGM counts per device, not per "
-                f"pod): a GPU pods share (time-slicing, MIG instances) counts in full under each of them (a "
+                f"the per-GPU panels read it. {rate}. {window} The counter is the whole GPU's (DCGM counts per device, "
+                f"not per pod): a GPU pods share (time-slicing, MIG instances) counts in full under each of them (a "
                 f"time-sliced GPU an exporter without KUBERNETES_VIRTUAL_GPUS names under one of them per scrape, not "
                 f"always the same one: under each pod a scrape of the window named), and a pod that left a GPU shows "
                 f"its rate while the window holds a scrape that named it. No data where that rule group is not "
@@ -2642,10 +2643,10 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             if within is None or not all(device.reads_device(name) or name not in PER_PROCESS_FIELDS
                                          for name in names):
                 return ()
-            return tuple(device.tiers(name, [*extra, *more], resolution, within, older=older_samples(
-                name, device.unscoped, [m for m in [*extra, *more] if m != f'{device.pod}!=""'], merge.labels))[0]
-                if device.reads_device(name) else fresh_copies(name, branches, [*extra, *more], LATEST, resolution)
-                for name in names)
+            return tuple(device.tiers(name, [*extra, *more], resolution, within, fresher=merge.labels)[0]
+                         if device.reads_device(name) else fresh_copies(name, branches, [*extra, *more], LATEST,
+                                                                        resolution)
+                         for name in names)
         fresh = (fresh_copies(name, branches, [*extra, *more], LATEST, resolution) for name in names)
         if choose(names) is not None:  # the copy chosen_copy chooses, the fresher already
             return tuple(fresh)
