@@ -982,7 +982,8 @@ def fresh_copies(metric: str, branches: list[list[str]], extra: list[str], gauge
     return fresh[0] if len(fresh) == 1 else f"({' or '.join(fresh)})"
 
 
-def older_samples(metric: str, branches: list[list[str]], extra: list[str], labels: Labels) -> str:
+def older_samples(metric: str, branches: list[list[str]], extra: list[str], labels: Labels,
+                  together: tuple[str, ...] = ()) -> str:
     """The series of `metric` of a GPU with a UUID whose latest sample (the instant selector's: timestamp() of the
     selector gives the sample's own time) is older than the newest reading (not DCGM's blank) of the GPU's complete
     copies (scrape targets), whatever pod the copies name: read `unless` it, of a GPU's fresh copies the fresher is
@@ -995,16 +996,22 @@ def older_samples(metric: str, branches: list[list[str]], extra: list[str], labe
     with the other GPUs of its index (held_labels): it keeps the higher. The pod and namespace variables do not scope
     it (as _left_idle's `anyone`): a picked pod's series older than a newer scrape naming no pod on its GPU is not
     read (the MIG instance a pod left, at the old copy's 19,600 MiB, for up to an interval). Copies that disagree
-    throughout (two exporter versions reading a field differently) show the one scraped last, not one steady line."""
+    throughout (two exporter versions reading a field differently) show the one scraped last, not one steady line.
+    `together`: the fields a panel reads of one copy; a copy whose latest sample of one of them is the blank or none
+    is no complete copy either (a new exporter's first scrape writing FB_FREE blank left the older copy's FB_USED out
+    and its FB_FREE in: no copy held both, and 'Framebuffer in use' lost the GPU: test_fresher_copy_one_field_blank)."""
     uuid = uuid_label((labels.pod, labels.namespace, labels.container))
     anyone, gpus = _unscoped(branches, labels), [*extra, f'{uuid}!=""']
     # every series' time (a blank series is out of the fresh tier anyway), then the times of the copies' readings
     times = _raw(metric, anyone, gpus, "timestamp({0})")
     read = _raw(metric, anyone, gpus, f"(timestamp({{0}}) and {{0}} < {BLANK_FLOOR})")
+    copy = _listed((labels.cluster, uuid, "gpu", *COPY_LABELS))
     if f'{MIG_INSTANCE_LABEL}=""' not in extra:  # a copy with a blank MIG instance (its series with a UUID: `read`'s)
         mig = list(dict.fromkeys([*extra, f'{MIG_INSTANCE_LABEL}!=""']))
-        blank = _raw(metric, anyone, mig, f"{{0}} >= {BLANK_FLOOR}")
-        read = f"({read} unless on ({_listed((labels.cluster, uuid, 'gpu', *COPY_LABELS))}) {blank})"
+        read = f"({read} unless on ({copy}) {_raw(metric, anyone, mig, f'{{0}} >= {BLANK_FLOOR}')})"
+    for other in (name for name in together if name != metric):  # each other field read too, no instance blank
+        read = (f"({read} and on ({copy}) {_raw(other, anyone, gpus, f'{{0}} < {BLANK_FLOOR}')} unless on ({copy}) "
+                f"{_raw(other, anyone, gpus, f'{{0}} >= {BLANK_FLOOR}')})")
     gpu = _listed((labels.cluster, uuid, "gpu"))
     return f"({times} < on ({gpu}) group_left () max by ({gpu}) {_parenthesised(read)})"
 
@@ -1017,6 +1024,13 @@ def _unscoped(branches: list[list[str]], labels: Labels) -> list[list[str]]:
         tuple(m for m in branch if not m.startswith(workload)) for branch in branches)]
 
 
+# looked_back's tie-break: a reading's share of a millisecond added to its sample's time (0 to 0.94 ms), coarse enough
+# to outlast the time's rounding (one float64 ulp at 1.8e9 s is 2.4e-7 s: a ten-thousandth of atan(v / 1e5) was
+# below it, and copies read at one millisecond, 90 and 95 %, tied and showed either: test_late_copy_same_millisecond)
+# and under a millisecond, so that a later sample's time always ranks higher
+_TIE_SCALE = 0.0003
+
+
 def looked_back(metric: str, branches: list[list[str]], extra: list[str], resolution: str, within: str,
                 scale: str = "") -> tuple[str, str]:
     """Panels: (each copy's latest reading of a gauge within the look-back `within` (label_lookback: the window a
@@ -1025,7 +1039,7 @@ def looked_back(metric: str, branches: list[list[str]], extra: list[str], resolu
     (not the blank, nor a copy marked stale, nor one from before a Prometheus restart, which no staleness marker
     ends, read again); the copy's latest such step is its reading, and the copy whose latest reading was taken last
     (the sample's own time, not its step's: of copies read in one step, the one scraped after a pod ended on the other;
-    of readings taken at one millisecond the higher, a ten-thousandth of its atan over 1e5 added) is the GPU's. A copy
+    of readings taken at one millisecond the higher, _TIE_SCALE of its atan over 1000 added) is the GPU's. A copy
     counts only while it has a reading within `within` itself, the very test a count of GPUs reporting makes (`min_over_time(x[w]) < floor`): a
     GPU whose field reads DCGM's blank at every other scrape keeps its latest reading (an average over GPUs read
     62.727 then 62.7 at alternate scrapes), one writing only the blank has none, one gone none once its last reading
@@ -1035,7 +1049,7 @@ def looked_back(metric: str, branches: list[list[str]], extra: list[str], resolu
     reading (a MIG stand-in's factor)."""
     step = _taken_reading(resolution)
     value = f"last_over_time({step}[{within}:{resolution}]){scale}"
-    exact = f"(timestamp({{0}}) + 0.0001 * atan({{0}} / 100000) and {{0}} < {BLANK_FLOOR})"
+    exact = f"(timestamp({{0}}) + {_TIE_SCALE} * (1.5708 + atan({{0}} / 1000)) and {{0}} < {BLANK_FLOOR})"
     key = f"(max_over_time({exact}[{within}:{resolution}]) and {_read_within(within)})"
     return _raw(metric, branches, extra, value), _raw(metric, branches, extra, key)
 
@@ -1300,7 +1314,7 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
         (older_samples)."""
         key = _raw(names[0], spots, extra, read)
         if within is not None:
-            key = f"({key} unless {older_samples(names[0], branches, extra, labels)})"
+            key = f"({key} unless {older_samples(names[0], branches, extra, labels, names)})"
         key = per_copy("sum", key)
         for other in names[1:] if within is not None else ():
             key += f" - 1e14 * {per_copy('sum', _raw(other, spots, extra, f'(({{0}} >= bool {BLANK_FLOOR}){within})'))}"
@@ -2650,7 +2664,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         fresh = (fresh_copies(name, branches, [*extra, *more], LATEST, resolution) for name in names)
         if choose(names) is not None:  # the copy chosen_copy chooses, the fresher already
             return tuple(fresh)
-        return tuple(f"({each} unless {older_samples(name, branches, [*extra, *more], merge.labels)})"
+        return tuple(f"({each} unless {older_samples(name, branches, [*extra, *more], merge.labels, names)})"
                      for name, each in zip(names, fresh))
 
     def late_only(names: tuple[str, ...], more: tuple[str, ...] = (), scale: str = "") \

@@ -4,12 +4,13 @@ all (its counters CSV leaves the field out), while OLD still answers. The node's
 scrape 7 (+11 s) and OLD's scrape 8 (+11 s, before team-c/worker-0 takes GPU 0 at +13 s), so from NEW's scrape 7 to
 OLD's scrape 8 every panel's truth is the story's state: OLD's complete copy holds each GPU's framebuffer whole.
 
-promql.older_samples judges each field apart: NEW's FB_USED is fresher, so OLD's FB_USED is left out of the fresh
+promql.older_samples judged each field apart: NEW's FB_USED is fresher, so OLD's FB_USED is left out of the fresh
 tier, while OLD's FB_FREE stays (NEW's is the blank, or none). No copy then holds both fields, and 'Framebuffer in use'
 loses both gpu-node-w GPUs from 4 s after NEW's scrape until OLD's next: 0.48 for 0.3713 at All (the mean of the three
 other GPUs), nothing for 0.4167 with team-a/solo-0 picked, nothing for 0.2083 with gpu-node-w picked; 'Framebuffer used
 share by pod' leaves team-a/solo-0 (0.4167) out from 2 s after. Read right at 8c3fac51 (the higher fresh copy: OLD's).
-Found by s46 R2."""
+Found by s46 R2. Now a copy is complete for older_samples only where every field the panel reads of it has a
+reading (`together`): NEW is no complete copy until its FB_FREE reads, and OLD stays the GPU's."""
 
 from __future__ import annotations
 
@@ -55,10 +56,6 @@ PICKS = {"All": {}, "team-a/solo-0": {"namespace": "team-a", "pod": "solo-0"},
 AT = [7 * story.SCRAPE + 32, 7 * story.SCRAPE + 35, 7 * story.SCRAPE + 40]  # NEW's scrape 7 is at +26 s, OLD's 8 +41
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "promql.older_samples judges each field apart: a fresher copy whose scrape holds FB_USED but not FB_FREE (the "
-    "blank, or not collected) leaves the older complete copy's FB_USED out and keeps its FB_FREE; no copy holds both, "
-    "and 'Framebuffer in use' loses the GPU (0.48 for 0.3713 at All), 'Framebuffer used share by pod' its pod"))
 @pytest.mark.parametrize("path", ["blank_path", "dropped_path"])
 @pytest.mark.parametrize("pick", sorted(PICKS))
 def test_a_fresher_copy_missing_one_field_keeps_the_gpu(request, path, pick, project, dashboards):
@@ -94,10 +91,6 @@ MIG_PICKS = {"All": {}, "team-b/worker-0": {"namespace": "team-b", "pod": "worke
 MIG_AT = [14 * story.SCRAPE + 30, 14 * story.SCRAPE + 33]  # NEW's scrape 14 is at +19 s, OLD's 15 at +34
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "older_samples judges each field apart: NEW's complete FB_USED leaves OLD's out, NEW's FB_FREE with a blank "
-    "instance keeps OLD's FB_FREE; no copy holds both whole, and 'Framebuffer in use' loses gpu-node-mig's GPU 0 "
-    "(0.3625 for 0.413 at All, nothing for 0.615 with team-b/worker-0 picked)"))
 @pytest.mark.parametrize("pick", sorted(MIG_PICKS))
 def test_a_fresher_mig_copy_with_one_instance_blank_in_one_field_keeps_the_gpu(mig_path, pick, project, dashboards):
     prometheus, start = mig_path

@@ -2,12 +2,13 @@
 same millisecond every 30 s, the old copy reading 90 % and gpudash's 95 % (or the other way round), then neither
 scraped again: 'GPU utilization' reads the GPU from the late tier (promql.looked_back) for the look-back.
 
-looked_back's key says "of readings taken at one millisecond the higher, a ten-thousandth of its atan over 1e5 added"
+looked_back's key said "of readings taken at one millisecond the higher, a ten-thousandth of its atan over 1e5 added"
 to the sample's time. On a real Prometheus the time is ~1.79e9 s, where one float64 ulp is 2.4e-7 s, and
 0.0001 * atan(v / 1e5) is ~1e-9 * v: 90 and 95 add 9.0e-8 and 9.5e-8, both rounded away. The keys are equal and
 topk picks either copy: the line jumps between 90 and 95 from one instant to the next (6 to 32 of 45 instants read
 90, a different set each run). promtool's unit tests start at t = 0, where the tie-break resolves. Read 95 at every
-instant at 8c3fac51 (time() + 0.1 * atan). Found by s46 R2."""
+instant at 8c3fac51 (time() + 0.1 * atan). Found by s46 R2. The tie-break is now 0.0003 * (1.5708 + atan(v / 1000)) (promql._TIE_SCALE): under a millisecond,
+and 90 and 95 differ by six ulps there."""
 
 from __future__ import annotations
 
@@ -40,9 +41,6 @@ old_lower = backfilled_fixture("same-ms-old-lower", _scene(90, 95), 600, 1)
 old_higher = backfilled_fixture("same-ms-old-higher", _scene(95, 90), 600, 1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "looked_back's key adds 0.0001 * atan(v / 1e5) to a sample's time (~1.79e9 s), below one float64 ulp (2.4e-7) "
-    "for readings under ~240: two copies read at one millisecond tie, and topk reads either (90 for 95)"))
 @pytest.mark.parametrize("path", ["old_lower", "old_higher"])
 def test_copies_read_at_one_millisecond_show_the_higher_in_the_late_tier(request, path):
     prometheus, start = request.getfixturevalue(path)
