@@ -6,7 +6,8 @@ test_counter_gpu_gone_target_up's GPU 0 (0.18 PCIe replays/s) whose exporter fai
 0, its series stale): its period reaches back by the scrapes that failed, 54 replays at minutes 10-13 (as with no
 `cluster` label anywhere, or on both). Since c0486ea9 `up` is matched `on (cluster, instance, job, node)`: with the
 label on the DCGM series alone nothing matches, the target reads as up, and the period reads 54, 33, 22, 11 (the GPU
-taken as gone). Read 54 at every minute at 8c3fac51 (`on (instance, job, node)`). Found by s46 R2."""
+taken as gone). Read 54 at every minute at 8c3fac51 (`on (instance, job, node)`). Found by s46 R2; now an `up` without the cluster
+label is matched on the target's labels alone."""
 
 from __future__ import annotations
 
@@ -32,10 +33,7 @@ def bundled(tmp_path_factory):
     return folder, project
 
 
-@pytest.mark.parametrize("up_labelled", [True, pytest.param(False, marks=pytest.mark.xfail(strict=True, reason=(
-    "_staying matches `up` on the cluster label too: a DCGM series' `cluster` that `up` lacks (metric relabelling) "
-    "reads a failing target as up, and its GPU's period does not reach back (54, 33, 22, 11 for 54 x 4)")))],
-    ids=["up labelled too", "up unlabelled"])
+@pytest.mark.parametrize("up_labelled", [True, False], ids=["up labelled too", "up unlabelled"])
 def test_a_failing_target_s_gpu_reaches_back_whatever_labels_up_lacks(bundled, up_labelled):
     folder, project = bundled
     period = period_value({a.id: a for a in project.alarms}["pcie-replays"], project.catalog, project.settings)
