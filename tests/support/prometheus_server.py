@@ -63,12 +63,20 @@ class Prometheus:
         For a server whose stored data before those instants no longer changes (it scrapes nothing more: its own
         later rule evaluations are stamped later) and whose tests ask the same query at the same instants from several
         tests (the same panel on several dashboards, a build whose panel reads alike with another setting). Never
-        for a test that asks again on purpose (a tie Prometheus may break anew at each evaluation)."""
+        for a test that asks again on purpose (a tie Prometheus may break anew at each evaluation). What is remembered
+        is forgotten whenever the server's data or rules may change (a start or restart, a reload: _forget)."""
         self.answers = {}
+
+    def _forget(self) -> None:
+        """Forget the remembered answers (remember_answers), still remembering from now on: the server was started
+        again (recorded's blocks, recorded_live's writes) or reloaded (stop_scraping, evaluate_every)."""
+        if self.answers is not None:
+            self.answers = {}
 
     def start(self) -> "Prometheus":
         """Start and wait until ready (on another free port if the chosen one was taken meanwhile). A server that
         scrapes and starts on no stored data is the spare (SPARES) given this configuration, when one is kept."""
+        self._forget()
         if self._scrapes_from_nothing() and not self.flags:
             taken = SPARES.take()
             if taken is not None and self._adopt(*taken):
@@ -140,6 +148,8 @@ class Prometheus:
 
     def _reload(self) -> None:
         import requests
+
+        self._forget()
 
         response = requests.post(f"{self.url}/-/reload", timeout=60)
         assert response.status_code == 200, response.text
