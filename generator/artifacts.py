@@ -32,9 +32,15 @@ class GrafanaDashboard:
     # messages, not part of the dashboard, so a dashboard read from a build equals the one built.
     source: str = field(compare=False)
     model: dict[str, Any]
-    # Its file and the text its sidecar ConfigMap carries (output.grafana_dashboard_texts), as the cut measured them
-    # (dashboard_parts.cut): written from these, not serialized again. None where not measured (a set read back).
-    texts: tuple[bytes, bytes] | None = field(default=None, compare=False, repr=False)
+    # The model the cut measured, its file and the text its sidecar ConfigMap carries (output.grafana_dashboard_texts;
+    # dashboard_parts.cut): written from these, not serialized again, while `model` is that model (written_texts).
+    # None where not measured (a set read back).
+    texts: tuple[dict[str, Any], bytes, bytes] | None = field(default=None, compare=False, repr=False)
+
+    def written_texts(self) -> tuple[bytes, bytes] | None:
+        """The texts the cut measured, where they are `model`'s: a copy given another model (dataclasses.replace)
+        is serialized anew, not written with the texts of the model it replaced."""
+        return self.texts[1:] if self.texts is not None and self.texts[0] is self.model else None
 
 
 @dataclass(frozen=True)

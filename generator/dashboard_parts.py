@@ -308,8 +308,8 @@ def cut(dashboards: Sequence[Any], folder_title: str, publisher: dict[str, str],
                     f"{model['uid']!r} of another dashboard (defined at {other.source})", where=dashboard.source,
                     hint="give that other dashboard another id or uid (a shorter id where two long ids begin alike)")
             taken[model["uid"]] = dashboard
-        result += [replace(dashboard, texts=texts[0])] if len(models) == 1 else \
-            [replace(dashboard, uid=model["uid"], title=model["title"], model=model, texts=each)
+        result += [replace(dashboard, texts=_held(dashboard.model, texts[0]))] if len(models) == 1 else \
+            [replace(dashboard, uid=model["uid"], title=model["title"], model=model, texts=_held(model, each))
              for model, each in zip(models, texts)]
     return result
 
@@ -320,6 +320,11 @@ def parts(uid: str, model: dict[str, Any], folder_title: str, publisher: dict[st
     of its parts (the first of `uid`). Counted with the clusters annotation at CLUSTERS_ROOM characters at least
     (_counted): each part fits with its own, and settings files of a project split by clusters cut alike."""
     return _parts(uid, model, folder_title, publisher, uid_prefix)[0]
+
+
+def _held(model: dict[str, Any], texts: tuple[bytes, bytes] | None) -> tuple[dict[str, Any], bytes, bytes] | None:
+    """GrafanaDashboard.texts: `texts` with the model they were measured from."""
+    return None if texts is None else (model, *texts)
 
 
 def _parts(uid: str, model: dict[str, Any], folder_title: str, publisher: dict[str, str],

@@ -131,7 +131,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     sidecars = []
     for dashboard in artifacts.grafana:
         # (the texts the cut measured, where it did: dashboard_parts.cut)
-        texts = dashboard.texts or grafana_dashboard_texts(dashboard.model)
+        texts = dashboard.written_texts() or grafana_dashboard_texts(dashboard.model)
         files[grafana_dashboard_file(dashboard.uid)], sidecar = texts
         sidecars.append(configmap(dashboard.uid, sidecar, artifacts.grafana_folder["title"], artifacts.publisher,
                                   part_said(dashboard.model.get("title"))))

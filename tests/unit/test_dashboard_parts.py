@@ -411,3 +411,18 @@ def test_generate_names_the_configmap_of_a_grafanalib_dashboards_part_no_longer_
     code, stdout, stderr = cli("generate", "--out", str(out), "--config", str(config))
     assert code == 0 and "legacy-gpu-2-dashboard" not in (out / SIDECAR_FILE).read_text()
     assert "previous build's dashboard ConfigMaps legacy-gpu-2-dashboard are no longer written" in stderr, stderr
+
+
+def test_a_dashboard_given_another_model_is_written_from_it():
+    """The cut keeps each dashboard's texts so that encode does not serialize it again; a copy of a built dashboard
+    given another model (dataclasses.replace) is written from that model, not with the texts of the one it replaced."""
+    import dataclasses
+    import json
+
+    artifacts = build(load_project(None))
+    first = artifacts.grafana[0]
+    edited = dataclasses.replace(first, model={**first.model, "title": "Edited by a later step"})
+    files = encode(dataclasses.replace(artifacts, grafana=(edited, *artifacts.grafana[1:])))
+    assert json.loads(files[grafana_dashboard_file(first.uid)])["title"] == "Edited by a later step"
+    # the unedited dashboards are written from the texts the cut measured, byte for byte what serializing writes
+    assert files[grafana_dashboard_file(artifacts.grafana[1].uid)] == artifacts.grafana[1].written_texts()[0]
