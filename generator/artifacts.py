@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable
 
 from . import dashboard_parts, grafana_inputs
 from .grafana_inputs import grafanalib_json as _grafanalib_json, grafanalib_uid_of as _grafanalib_uid
@@ -18,6 +18,7 @@ from .exporter_styles import named_daemonsets, style_for
 from .markers import GRAFANA_OWNER_TAG
 from .names import cloudwatch_dashboard_name
 from .project import Project
+from .settings import Cluster, Settings
 from .render import agent, agent_otel, alarms as alarm_render, cloudformation, cloudwatch, scrape
 from .render import grafana as grafana_render
 from .render.grafana_files import provisioning
@@ -262,23 +263,40 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
             scrapes[key] = scrape.prometheus_config(settings, cluster)
         return scrapes[key]
 
-    queried = cloudwatch.queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
-    kinds = cloudwatch.node_mean_kinds(project.cloudwatch_definitions(), project.catalog, settings)
-    emf = agent.emf_processor(project.catalog, settings, queried, kinds)  # the same for every cluster
+    # What each cluster's agent publishes is what its own widgets and alarms read: those of the clusters alike in
+    # exporter.mig (Settings.mig_groups), which the dashboards and alarms are made for. Over every cluster together a
+    # cluster without MIG declared the MIG alarms' sets only the other clusters read (and, with metric_selection:
+    # used, shipped their fields). One group (the clusters alike): the settings themselves, the same bytes as before.
+    publishing: dict[str, Callable[[Cluster], AgentConfig]] = {}
+    for held, members in settings.mig_groups():
+        made = _agent_maker(project, held, scrape_config)
+        publishing.update((cluster.name, made) for cluster in members)
+    return tuple(replace(publishing[cluster.name](cluster), made=(publishing[cluster.name], cluster))
+                 for cluster in settings.clusters)
+
+
+def _agent_maker(project: Project, held: Settings, scrape_config: Callable[[Cluster], dict]) \
+        -> Callable[[Cluster], AgentConfig]:
+    """How the agent config of a cluster of one exporter.mig group is made: what the group's widgets and alarms read
+    (`held`: Settings.for_clusters of the group), published the same for each of its clusters."""
+    settings = project.settings
+    queried = cloudwatch.queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, held)
+    kinds = cloudwatch.node_mean_kinds(project.cloudwatch_definitions(), project.catalog, held)
+    emf = agent.emf_processor(project.catalog, settings, queried, kinds)  # the same for each cluster of the group
     if settings.agent.pipeline == "classic":
         def made(cluster) -> AgentConfig:
             return AgentConfig(cluster.name, settings.agent.namespace,
                                agent.agent_config(project.catalog, settings, cluster, queried, emf),
                                scrape_config(cluster), project=settings.project)
-    else:
-        shipped = agent.selected_metrics(project.catalog, settings, queried.keys())
-        pipeline = agent_otel.Pipeline(project.catalog, settings, emf, shipped)  # shared by every cluster
+        return made
+    shipped = agent.selected_metrics(project.catalog, settings, queried.keys())
+    pipeline = agent_otel.Pipeline(project.catalog, settings, emf, shipped)  # shared by the group's clusters
 
-        def made(cluster) -> AgentConfig:
-            return AgentConfig(cluster.name, settings.agent.namespace, agent_otel.json_config(cluster),
-                               scrape_config(cluster), pipeline.config(cluster, agent.log_group(cluster),
-                                                                       scrape_config(cluster)), settings.project)
-    return tuple(replace(made(cluster), made=(made, cluster)) for cluster in settings.clusters)
+    def made_otel(cluster) -> AgentConfig:
+        return AgentConfig(cluster.name, settings.agent.namespace, agent_otel.json_config(cluster),
+                           scrape_config(cluster), pipeline.config(cluster, agent.log_group(cluster),
+                                                                   scrape_config(cluster)), settings.project)
+    return made_otel
 
 
 def notes(project: Project) -> tuple[Note, ...]:

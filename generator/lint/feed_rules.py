@@ -310,11 +310,16 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
                  for c in subject.clusters()}
     queried = list(_queried(subject))
     if settings.agent.metric_selection == "used":  # and nothing more: every published pair costs a metric each
-        wanted = {(metric, dims) for _, metric, _, dims, _ in queried}
+        # what the cluster's own widgets and alarms read (a query naming no cluster: every cluster's); another
+        # cluster's reads none of its metrics (a cluster without MIG declaring the MIG alarms' sets was unsaid)
+        wanted: dict[str | None, set[tuple[str, frozenset[str]]]] = {}
+        for _, metric, _, dims, cluster_name in queried:
+            wanted.setdefault(cluster_name if cluster_name in by_name else None, set()).add((metric, dims))
         for cluster in subject.clusters():
+            read = wanted.get(cluster.name, set()) | wanted.get(None, set())
             extra = sorted({(m.name, ", ".join(sorted(d))) for patterns, d in published[cluster.name][jobs[0]]
                             for m in subject.catalog if any(p.search(m.name) for p in patterns)
-                            and (m.name, d) not in wanted})
+                            and (m.name, d) not in read})
             for metric, dims in extra:
                 yield Finding("AG001", "warning", agent_file(cluster.name),
                               f"{metric} is published with dimensions [{dims}] but no CloudWatch widget or alarm "
