@@ -144,6 +144,18 @@ class Unsupported(ValueError):
         return f"{self}; {self.fix}" if self.fix else f"{self}"
 
 
+NO_MIG_INSTANCES = (f"no GPU is split into MIG instances (exporter.mig: none), and a query per MIG instance reads MIG "
+                    f"instances only ({MIG_PROFILE_LABEL}, which they alone carry): it would read nothing, as its "
+                    f"Grafana panel does")
+
+
+class NoMigInstances(Unsupported):
+    """A query per MIG instance (a set naming GPU_I_PROFILE, which MIG instances alone carry) where no GPU is split into
+    MIG instances (exporter.mig: none): it reads nothing for good. A dashboard leaves the panel out of CloudWatch and
+    says so; an alarm is refused, and where the fleet's clusters differ in exporter.mig made only in the clusters whose
+    GPUs may be split (render/alarms.made_parts: its Prometheus rule fires nowhere else either)."""
+
+
 def pod_dimensions(settings: Settings) -> list[str]:
     return list(settings.cloudwatch.dimensions)
 
@@ -988,6 +1000,11 @@ def _instances_published(result: Plan, catalog: Catalog, settings: Settings) -> 
     field = catalog.get(result.metric) if result.metric in catalog else None
     if field is None:
         return
+    if settings.no_mig and MIG_PROFILE_LABEL in result.dims:
+        # (a set the exporter writes on MIG instances alone: where none is, a line per MIG instance never has a point,
+        # as its Grafana twin, which reads the series with a MIG instance, draws none; the widget drew 0 lines and an
+        # alarm on it could never fire, lint silent)
+        raise NoMigInstances(NO_MIG_INSTANCES, fix="group it by node and gpu")
     if result.metric in MIG_UNSUPPORTED and MIG_PROFILE_LABEL in result.dims:
         raise Unsupported(f"DCGM does not measure {result.metric} on a MIG instance (the agent's scrape job drops it "
                           f"there), and a line per MIG instance reads MIG instances only: it would read nothing",

@@ -217,13 +217,18 @@ def _all_mig(cloudwatch, namespace: str, cluster, declared: list[str], found: di
 
 
 def published_sets(project: Project, settings, metrics: list[str]) -> list[list[str]]:
-    """The dimension sets the generated agent configuration publishes `metrics` with: the per-pod and per-GPU sets
-    and those derived from them (dimension_sets), and the sets dashboards and alarms read besides (the data-missing
-    alarm's per cluster, the idle alarm's per pod and GPU, ...), as render/agent.published gives them to the agent."""
+    """The dimension sets the generated agent configurations publish `metrics` with (any cluster's): the per-pod and
+    per-GPU sets and those derived from them (dimension_sets), and the sets dashboards and alarms read besides (the
+    data-missing alarm's per cluster, the idle alarm's per pod and GPU, ...), as render/agent.published gives them to
+    the agent."""
     from ..render.agent import published
     from ..render.cloudwatch import queried_sets
 
-    queried = queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
+    queried: dict[str, set[tuple[str, ...]]] = {}  # what the clusters of each exporter.mig read (artifacts.agents)
+    for held, _ in settings.mig_groups():
+        for name, read in queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog,
+                                       held).items():
+            queried.setdefault(name, set()).update(read)
     sets = {tuple(sorted(dims)) for dims, names in published(project.catalog, settings, queried).sets().items()
             if any(m in names for m in metrics)}
     ordered = [sorted(d) for d in dimension_sets(settings)]  # the usual sets first, in their order

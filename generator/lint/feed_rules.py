@@ -25,7 +25,7 @@ from ..render.agent import AGENT_KEY
 from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY
 from ..render.scrape import gpu_id_label, written_labels
 from ..series_labels import MAX_DIMENSIONS, STATIC_VALUES, TARGET_LABELS, exporter_labels
-from ..settings import Cluster, dimensions_lacking, duration_seconds, workload_rename_mix
+from ..settings import Cluster, dimensions_lacking, duration_seconds, mig_of, workload_rename_mix
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
@@ -424,7 +424,8 @@ def _regions_published(subject: LintInput) -> Iterable[Finding]:
 def _instances_reached(subject: LintInput) -> Iterable[Finding]:
     """A widget or alarm reading a set no point of its field reaches, though a declaration publishes the pair (AG001
     compares dimension names): a set naming GPU_I_PROFILE holds MIG instances only (the exporter writes it on them
-    alone), where the cluster's exporter job drops the field (its metric_relabel_configs, as Prometheus applies them:
+    alone), in a cluster that says none is split (exporter.mig: none; cloudwatch_query.NoMigInstances), or where the
+    cluster's exporter job drops the field (its metric_relabel_configs, as Prometheus applies them:
     the fields DCGM does not measure on a MIG instance); on agent.pipeline: otel a set naming GPU_I_ID, where every
     label set the collector's merge keeps of the counter leaves it out (a device counter, one series per physical
     GPU: render/agent_otel instance_kept)."""
@@ -439,6 +440,12 @@ def _instances_reached(subject: LintInput) -> Iterable[Finding]:
             job = _exporter_job(subject, cluster) if agent is not None else None
             if job is None:
                 continue
+            if MIG_PROFILE_LABEL in dims and mig_of(subject.settings, cluster) == "none":
+                yield Finding("AG001", "error", where,
+                              f"{metric} [{', '.join(sorted(dims))}] names {MIG_PROFILE_LABEL}, which MIG instances "
+                              f"alone carry, and {cluster.name} says no GPU is split into MIG instances (exporter.mig: "
+                              f"none): it reads nothing (chart it per GPU)")
+                break
             instance = {"__name__": metric, MIG_INSTANCE_LABEL: "1", MIG_PROFILE_LABEL: "1g.10gb"}
             if MIG_PROFILE_LABEL in dims and not _relabel_keeps(instance, job.get("metric_relabel_configs") or []):
                 yield Finding("AG001", "error", where,

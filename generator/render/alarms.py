@@ -25,7 +25,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 read_by_stand_in,
                                 instance_contributors,
                                 LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
-                                Unsupported, dimension_for, gpu_dimensions, number, pod_dimensions,
+                                NoMigInstances, Unsupported, dimension_for, gpu_dimensions, number, pod_dimensions,
                                 pod_gpu_dimensions, scrape_seconds)
 from .. import data_missing, stopped_gpus
 from ..container_insights_table import NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
@@ -1254,9 +1254,23 @@ def made_parts(alarm: Alarm, catalog: Catalog, settings: Settings,
     else:
         parts = [(held, clusters, None) for held, clusters in groups]
     if len(groups) > 1:
-        kept = [part for part in parts if half_alarm(alarm, catalog, part[0], per_pod) is None]
+        kept = [part for part in parts if half_alarm(alarm, catalog, part[0], per_pod) is None
+                and not reads_no_instance(alarm, catalog, part[0], per_pod)]
         parts = kept or parts[:1]
     return parts
+
+
+def reads_no_instance(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str | None = None) -> bool:
+    """The rule's alarm reads MIG instances alone where the settings say no GPU is split (NoMigInstances): made in
+    the clusters whose GPUs may be split, not in these (its Prometheus rule, which reads the series of a MIG instance,
+    fires nowhere there either)."""
+    try:
+        alarm_forms(alarm, catalog, settings, per_pod)
+    except NoMigInstances:
+        return True
+    except Unsupported:
+        return False
+    return False
 
 
 def half_alarm(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str | None = None) -> HalfAlarm | None:
