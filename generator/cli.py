@@ -147,7 +147,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         parts = PreviousParts(target, previous_stacks(before))
         # a dashboard CloudWatch would cut short, or a widget or alarm the classic agent would feed a wrong
         # number, is refused, not written
-        artifacts = checked_build(project, placed=parts)
+        artifacts = checked_build(project, placed=parts, ahead=True)
         requests = list(artifacts.alarms)
         notes = artifacts.notes
         files = encode(artifacts)

@@ -17,14 +17,14 @@ from .settings import setting_place
 LIMITS = ("top_pods", "top_gpus")  # the settings that decide how many lines a chart asks for
 
 
-def checked_build(project, grafana: bool = True, placed=None):
+def checked_build(project, grafana: bool = True, placed=None, ahead: bool = False):
     """The artifact set generate writes and publish sends: built, then refused (an InputError) when CloudWatch
     would cut a dashboard short or the classic agent would feed a widget or alarm a wrong number. Without
-    `grafana`, its Grafana dashboards are not rendered; `placed`: artifacts.build."""
+    `grafana`, its Grafana dashboards are not rendered; `placed`, `ahead`: artifacts.build."""
     from .agent_truth import check_agent_truth
     from .artifacts import build
 
-    artifacts = build(project, grafana=grafana, placed=placed)
+    artifacts = build(project, grafana=grafana, placed=placed, ahead=ahead)
     check_dashboards(project, artifacts)
     check_agent_truth(project, artifacts)
     return artifacts

@@ -141,7 +141,7 @@ def builds_kept(monkeypatch) -> None:
 
     check = limits.checked_build
 
-    def checked_build(project, grafana=True, placed=None):
+    def checked_build(project, grafana=True, placed=None, ahead=False):
         key = (by_value(project), grafana)
         for index, kept in enumerate(_BUILDS):
             known, models, artifacts, folder, named = kept
@@ -154,7 +154,7 @@ def builds_kept(monkeypatch) -> None:
                 assert _as_built(artifacts) == models, "a command changed the build it was handed"
                 _BUILDS.append(kept)  # the latest used is the last to go
                 return artifacts
-        artifacts = check(project, grafana=grafana, placed=placed)
+        artifacts = check(project, grafana=grafana, placed=placed, ahead=ahead)
         if not any("Part" in template["Metadata"]["gpudash"] for template in artifacts.cloudformation.values()):
             _BUILDS.append([key, _as_built(artifacts), artifacts, str(project.settings.base_dir), None])
             del _BUILDS[:-KEPT_BUILDS]
