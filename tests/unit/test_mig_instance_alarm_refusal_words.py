@@ -1,0 +1,55 @@
+"""What generate says refusing an alarm per MIG instance where no GPU is split (s47 R's review of 96eb7546).
+
+96eb7546 refuses such an alarm (exit 2, nothing written) with cloudwatch_query.NO_MIG_INSTANCES, the text a dashboard's
+header gives for a panel left out: "... it would read nothing, as its Grafana panel does". An alarm has no Grafana
+panel: its twin is its Prometheus rule (which fires nowhere there either, as render/alarms.reads_no_instance says).
+And where every cluster says clusters[].exporter.mig: none and the settings never write exporter.mig, the message
+names exporter.mig: none, a key the file does not hold; the other MIG refusals name the key the user wrote
+(checks/exporter.py: 'clusters[].exporter.mig' if the cluster's own, a HalfAlarm's `where` names the clusters).
+Reproducer: /tmp/r47/try_alarm.sh '("node", "gpu", "mig_instance")' /tmp/r47/ownnone.yaml
+"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from generator.cli import main
+from tests.support.projects import defined_project
+
+ALARM = '''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("mig-fb", "MIG instance framebuffer high",
+                Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu", "mig_instance")), ">", 15000))
+'''
+OWN_NONE = """clusters:
+  - {name: a, region: us-east-1, exporter: {mig: none}}
+  - {name: b, region: us-west-2, exporter: {mig: none}}
+"""
+
+
+def _refusal(tmp_path, settings: str) -> str:
+    defined_project(tmp_path, settings, alarms=ALARM)
+    out = tmp_path / "build"
+    result = CliRunner().invoke(main, ["generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    text = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    assert "alarm 'mig-fb'" in text and "Traceback" not in text, text
+    return text
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="the alarm's refusal speaks of its Grafana panel (NO_MIG_INSTANCES is a panel's text)")
+def test_an_alarm_per_mig_instance_is_refused_in_the_words_of_an_alarm(tmp_path):
+    text = _refusal(tmp_path, "exporter:\n  mig: none\n")
+    assert "Grafana panel" not in text, text
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="the refusal names exporter.mig: none where the clusters say clusters[].exporter.mig: none")
+def test_the_refusal_names_the_setting_the_clusters_wrote(tmp_path):
+    text = _refusal(tmp_path, OWN_NONE)
+    assert "clusters[].exporter.mig" in text, text
