@@ -267,24 +267,28 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
             scrapes[key] = scrape.prometheus_config(settings, cluster)
         return scrapes[key]
 
-    # What each cluster's agent publishes is what its own widgets and alarms read: those of the clusters alike in
-    # exporter.mig (Settings.mig_groups), which the dashboards and alarms are made for. Over every cluster together a
-    # cluster without MIG declared the MIG alarms' sets only the other clusters read (and, with metric_selection:
-    # used, shipped their fields). One group (the clusters alike): the settings themselves, the same bytes as before.
+    # What each cluster's agent publishes is what its own widgets and alarms read (cloudwatch.reads_by_cluster): its
+    # dashboards as made for its exporter.mig, its group's alarms and its Region's fleet-scope alarms. Over every
+    # cluster together a cluster without MIG declared the MIG alarms' sets only the other clusters read (and, with
+    # metric_selection: used, shipped their fields). Clusters that read alike share one maker: where every cluster
+    # does, one, and the same bytes as before.
+    reads = cloudwatch.reads_by_cluster(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
+    makers: dict[int, Callable[[Cluster], AgentConfig]] = {}
     publishing: dict[str, Callable[[Cluster], AgentConfig]] = {}
-    for held, members in settings.mig_groups():
-        made = _agent_maker(project, held, scrape_config)
-        publishing.update((cluster.name, made) for cluster in members)
+    for cluster in settings.clusters:
+        queried = reads[cluster.name]
+        if id(queried) not in makers:
+            makers[id(queried)] = _agent_maker(project, settings.for_clusters([cluster]), queried, scrape_config)
+        publishing[cluster.name] = makers[id(queried)]
     return tuple(replace(publishing[cluster.name](cluster), made=(publishing[cluster.name], cluster))
                  for cluster in settings.clusters)
 
 
-def _agent_maker(project: Project, held: Settings, scrape_config: Callable[[Cluster], dict]) \
-        -> Callable[[Cluster], AgentConfig]:
-    """How the agent config of a cluster of one exporter.mig group is made: what the group's widgets and alarms read
-    (`held`: Settings.for_clusters of the group), published the same for each of its clusters."""
+def _agent_maker(project: Project, held: Settings, queried: dict[str, set[tuple[str, ...]]],
+                 scrape_config: Callable[[Cluster], dict]) -> Callable[[Cluster], AgentConfig]:
+    """How the agent config of the clusters that read alike is made: what their widgets and alarms read (`queried`;
+    `held`: Settings.for_clusters of them, which their dashboards are made for), published the same for each."""
     settings = project.settings
-    queried = cloudwatch.queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, held)
     kinds = cloudwatch.node_mean_kinds(project.cloudwatch_definitions(), project.catalog, held)
     emf = agent.emf_processor(project.catalog, settings, queried, kinds)  # the same for each cluster of the group
     if settings.agent.pipeline == "classic":

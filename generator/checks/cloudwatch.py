@@ -34,8 +34,10 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     from ..data_missing import on_addon, reads_daemonset
 
     signals, counts = on_addon(project), reads_daemonset(project)
-    declared_sets = [] if enabled(settings) else published_sets(project, settings, metrics)  # the same for every cluster
+    # the sets each cluster's generated agent config declares (artifacts.agents: alike for the clusters that read alike)
+    declared = {} if enabled(settings) else published_sets(project, settings, metrics)
     for cluster in settings.clusters:
+        declared_sets = declared.get(cluster.name, [])
         named = [(f"{cluster.name} metrics", _cluster, (cloudwatch, settings, cluster, metrics, declared_sets, options))]
         if signals:
             named.append((f"{cluster.name} data-missing signals", _addon_signals, (cloudwatch, cluster, options)))
@@ -216,23 +218,23 @@ def _all_mig(cloudwatch, namespace: str, cluster, declared: list[str], found: di
     return not whole
 
 
-def published_sets(project: Project, settings, metrics: list[str]) -> list[list[str]]:
-    """The dimension sets the generated agent configurations publish `metrics` with (any cluster's): the per-pod and
-    per-GPU sets and those derived from them (dimension_sets), and the sets dashboards and alarms read besides (the
+def published_sets(project: Project, settings, metrics: list[str]) -> dict[str, list[list[str]]]:
+    """{cluster name: the dimension sets its generated agent configuration publishes `metrics` with}: the per-pod and
+    per-GPU sets and those derived from them (dimension_sets), and the sets its dashboards and alarms read besides (the
     data-missing alarm's per cluster, the idle alarm's per pod and GPU, ...), as render/agent.published gives them to
-    the agent."""
+    the agent (artifacts.agents: what each cluster's own widgets and alarms read, render/cloudwatch.reads_by_cluster)."""
     from ..render.agent import published
-    from ..render.cloudwatch import queried_sets
+    from ..render.cloudwatch import reads_by_cluster
 
-    queried: dict[str, set[tuple[str, ...]]] = {}  # what the clusters of each exporter.mig read (artifacts.agents)
-    for held, _ in settings.mig_groups():
-        for name, read in queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog,
-                                       held).items():
-            queried.setdefault(name, set()).update(read)
-    sets = {tuple(sorted(dims)) for dims, names in published(project.catalog, settings, queried).sets().items()
-            if any(m in names for m in metrics)}
+    reads = reads_by_cluster(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     ordered = [sorted(d) for d in dimension_sets(settings)]  # the usual sets first, in their order
-    return ordered + [list(d) for d in sorted(sets - {tuple(d) for d in ordered})]
+    worked: dict[int, list[list[str]]] = {}
+    for queried in reads.values():
+        if id(queried) not in worked:
+            sets = {tuple(sorted(dims)) for dims, names in published(project.catalog, settings, queried).sets().items()
+                    if any(m in names for m in metrics)}
+            worked[id(queried)] = ordered + [list(d) for d in sorted(sets - {tuple(d) for d in ordered})]
+    return {name: worked[id(queried)] for name, queried in reads.items()}
 
 
 def _cluster(cloudwatch, settings, cluster, metrics: list[str], declared_sets: list[list[str]],

@@ -209,12 +209,23 @@ def _metric_line(line) -> bool:
             and len(line) % 2 == 1 and all(isinstance(v, str) for v in line[:-1]) and line[0] != "...")
 
 
-def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str], str | None]]:
-    """(where, expression's metric, namespace, dimension set, ClusterName) of every CloudWatch query."""
-    for where, line in _widget_lines(subject):
+def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str], tuple[Cluster, ...]]]:
+    """(where, expression's metric, namespace, dimension set, the clusters it reads) of every CloudWatch query: the
+    cluster its ClusterName names, else (a fleet-scope alarm) every cluster of the Region it reads in (a cluster
+    elsewhere publishes into another Region: _regions_published), every cluster where that Region is unknown."""
+    clusters = subject.clusters()
+    by_name = {c.name: c for c in clusters}
+
+    def reading(cluster_name: Any, region: Any) -> tuple[Cluster, ...]:
+        if cluster_name in by_name:
+            return (by_name[cluster_name],)
+        in_region = tuple(c for c in clusters if c.region == region)
+        return in_region or clusters
+
+    for where, line, region in _widget_lines(subject):
         if _metric_line(line):  # [namespace, metric, name, value, ..., {options}]: a metric it reads
             pairs = dict(zip(line[2:-1:2], line[3:-1:2]))
-            yield where, line[1], line[0], frozenset(pairs), pairs.get(CLUSTER_DIMENSION)
+            yield where, line[1], line[0], frozenset(pairs), reading(pairs.get(CLUSTER_DIMENSION), region)
     alarms = subject.artifacts.alarms
     for item in alarms:
         for metric in item.request.get("Metrics", []):
@@ -223,42 +234,45 @@ def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str]
                 stat = metric["MetricStat"]["Metric"]
                 cluster = next((d["Value"] for d in stat.get("Dimensions", []) if d["Name"] == CLUSTER_DIMENSION), None)
                 yield (where, stat["MetricName"], stat["Namespace"],
-                       frozenset(d["Name"] for d in stat.get("Dimensions", [])), cluster)
+                       frozenset(d["Name"] for d in stat.get("Dimensions", [])), reading(cluster, item.region))
         if "MetricName" in item.request:
             request = item.request
             cluster = next((d["Value"] for d in request["Dimensions"] if d["Name"] == CLUSTER_DIMENSION), None)
             yield (f"{ALARMS_FILE} {request['AlarmName']}", request["MetricName"], request["Namespace"],
-                   frozenset(d["Name"] for d in request["Dimensions"]), cluster)
-    for where, query in _parsed(_expressions(subject)):
+                   frozenset(d["Name"] for d in request["Dimensions"]), reading(cluster, item.region))
+    for where, query, region in _parsed(_expressions(subject)):
         cluster = next((v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "="), None)
-        yield where, query.metric, query.namespace, frozenset(query.schema or ()), cluster
+        yield where, query.metric, query.namespace, frozenset(query.schema or ()), reading(cluster, region)
 
 
-def _widget_lines(subject: LintInput) -> Iterable[tuple[str, Any]]:
-    """(where, metric line) of every CloudWatch dashboard widget."""
+def _widget_lines(subject: LintInput) -> Iterable[tuple[str, Any, Any]]:
+    """(where, metric line, the Region it reads in: the widget's, else its dashboard's) of every CloudWatch dashboard
+    widget."""
     for dashboard in subject.artifacts.cloudwatch_dashboards:
         widgets = dashboard.body.get("widgets", [])
         for widget in widgets if isinstance(widgets, list) else []:
             if not isinstance(widget, dict) or not isinstance(widget.get("properties"), dict):
                 continue
+            region = widget["properties"].get("region") or dashboard.region
             for line in widget.get("properties", {}).get("metrics", []):
-                yield f"{cloudwatch_dashboard_file(dashboard.name)} {widget['properties'].get('title')!r}", line
+                yield f"{cloudwatch_dashboard_file(dashboard.name)} {widget['properties'].get('title')!r}", line, region
 
 
-def _expressions(subject: LintInput) -> list[tuple[str, str]]:
-    """(where, Metrics Insights expression) of every CloudWatch widget and alarm."""
-    result = [(where, line[-1]["expression"]) for where, line in _widget_lines(subject)
+def _expressions(subject: LintInput) -> list[tuple[str, str, Any]]:
+    """(where, Metrics Insights expression, the Region it reads in) of every CloudWatch widget and alarm."""
+    result = [(where, line[-1]["expression"], region) for where, line, region in _widget_lines(subject)
               if line and isinstance(line[-1], dict) and is_query(str(line[-1].get("expression", "")))]
-    return result + [(f"{ALARMS_FILE} {item.request['AlarmName']}", metric["Expression"])
+    return result + [(f"{ALARMS_FILE} {item.request['AlarmName']}", metric["Expression"], item.region)
                      for item in subject.artifacts.alarms for metric in item.request.get("Metrics", [])
                      if "MetricStat" not in metric and is_query(str(metric.get("Expression", "")))]
 
 
-def _parsed(queries: list[tuple[str, str]]) -> Iterable[tuple[str, Any]]:
-    """(where, parsed query) of each (where, Metrics Insights expression) that parses (CW012 reports the others)."""
-    for where, expression in queries:
+def _parsed(queries: list[tuple[str, str, Any]]) -> Iterable[tuple[str, Any, Any]]:
+    """(where, parsed query, Region) of each (where, Metrics Insights expression, Region) that parses (CW012 reports
+    the others)."""
+    for where, expression, region in queries:
         try:
-            yield where, parse_query(expression)
+            yield where, parse_query(expression), region
         except QueryError:
             continue
 
@@ -272,7 +286,7 @@ def _node_kinds_read(subject: LintInput) -> Iterable[Finding]:
     from ..render.agent_otel import EXPORTER, MERGE, node_mean_fields, node_means_made
 
     read: dict[tuple[str, str], set[str | None]] = {}  # (field, mark's value) -> the clusters reading it (None: all)
-    for where, query in _parsed(_expressions(subject)):
+    for where, query, _ in _parsed(_expressions(subject)):
         if NODE_MEAN not in (query.schema or ()):
             continue
         cluster = next((v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "="), None)
@@ -304,19 +318,19 @@ def _node_kinds_read(subject: LintInput) -> Iterable[Finding]:
 def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     """Every (metric, dimension set) a CloudWatch widget or alarm queries is published by that cluster's agent."""
     settings = subject.settings
-    by_name = {c.name: c for c in subject.clusters()}
     jobs = (settings.scrape.job_name, KSM_JOB)
     published = {c.name: {job: _published(_declarations(subject, c), job, _every_job(subject, c)) for job in jobs}
                  for c in subject.clusters()}
     queried = list(_queried(subject))
     if settings.agent.metric_selection == "used":  # and nothing more: every published pair costs a metric each
-        # what the cluster's own widgets and alarms read (a query naming no cluster: every cluster's); another
+        # what the cluster's own widgets and alarms read (a query naming no cluster: its Region's clusters'); another
         # cluster's reads none of its metrics (a cluster without MIG declaring the MIG alarms' sets was unsaid)
-        wanted: dict[str | None, set[tuple[str, frozenset[str]]]] = {}
-        for _, metric, _, dims, cluster_name in queried:
-            wanted.setdefault(cluster_name if cluster_name in by_name else None, set()).add((metric, dims))
+        wanted: dict[str, set[tuple[str, frozenset[str]]]] = {}
+        for _, metric, _, dims, reads in queried:
+            for each in reads:
+                wanted.setdefault(each.name, set()).add((metric, dims))
         for cluster in subject.clusters():
-            read = wanted.get(cluster.name, set()) | wanted.get(None, set())
+            read = wanted.get(cluster.name, set())
             extra = sorted({(m.name, ", ".join(sorted(d))) for patterns, d in published[cluster.name][jobs[0]]
                             for m in subject.catalog if any(p.search(m.name) for p in patterns)
                             and (m.name, d) not in read})
@@ -324,8 +338,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
                 yield Finding("AG001", "warning", agent_file(cluster.name),
                               f"{metric} is published with dimensions [{dims}] but no CloudWatch widget or alarm "
                               f"queries it (metric_selection: used)")
-    for where, metric, namespace, dims, cluster_name in queried:
-        clusters = [by_name[cluster_name]] if cluster_name in by_name else list(subject.clusters())
+    for where, metric, namespace, dims, clusters in queried:
         for cluster in clusters:
             prometheus = _prometheus(subject, cluster)
             namespace_published = prometheus.get("emf_processor", {}).get("metric_namespace")
@@ -431,21 +444,25 @@ def _instances_reached(subject: LintInput) -> Iterable[Finding]:
     GPU: render/agent_otel instance_kept)."""
     from ..render.agent_otel import MERGE, instance_kept
 
-    by_name = {c.name: c for c in subject.clusters()}
-    for where, metric, _, dims, cluster_name in _queried(subject):
+    for where, metric, _, dims, clusters in _queried(subject):
         if MIG_INSTANCE_LABEL not in dims or metric in KSM_METRICS + KSM_NODE_METRICS:
             continue
-        for cluster in [by_name[cluster_name]] if cluster_name in by_name else list(subject.clusters()):
+        if MIG_PROFILE_LABEL in dims:
+            # (a query reading the clusters of a Region together reads the instances of those whose GPUs may be split)
+            whole = [cluster for cluster in clusters if mig_of(subject.settings, cluster) == "none"]
+            if len(whole) == len(clusters):
+                names = ", ".join(cluster.name for cluster in whole)
+                yield Finding("AG001", "error", where,
+                              f"{metric} [{', '.join(sorted(dims))}] names {MIG_PROFILE_LABEL}, which MIG instances "
+                              f"alone carry, and {names} {'says' if len(whole) == 1 else 'say'} no GPU is split into "
+                              f"MIG instances (exporter.mig: none): it reads nothing (chart it per GPU)")
+                continue
+            clusters = tuple(cluster for cluster in clusters if cluster not in whole)
+        for cluster in clusters:
             agent = subject.agent(cluster)
             job = _exporter_job(subject, cluster) if agent is not None else None
             if job is None:
                 continue
-            if MIG_PROFILE_LABEL in dims and mig_of(subject.settings, cluster) == "none":
-                yield Finding("AG001", "error", where,
-                              f"{metric} [{', '.join(sorted(dims))}] names {MIG_PROFILE_LABEL}, which MIG instances "
-                              f"alone carry, and {cluster.name} says no GPU is split into MIG instances (exporter.mig: "
-                              f"none): it reads nothing (chart it per GPU)")
-                break
             instance = {"__name__": metric, MIG_INSTANCE_LABEL: "1", MIG_PROFILE_LABEL: "1g.10gb"}
             if MIG_PROFILE_LABEL in dims and not _relabel_keeps(instance, job.get("metric_relabel_configs") or []):
                 yield Finding("AG001", "error", where,

@@ -32,7 +32,7 @@ from ..names import cloudwatch_dashboard_name
 from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..ownership import with_publication
 from ..settings import Cluster, Settings
-from .alarms import alarm_forms, alarm_plan
+from .alarms import alarm_forms, alarm_plan, made_parts
 
 VIEWS = {"timeseries": "timeSeries", "stat": "singleValue", "gauge": "gauge", "bargauge": "bar",
          "table": "table", "heatmap": "timeSeries"}
@@ -82,31 +82,43 @@ def unsupported_panels(dashboard: Dashboard, catalog: Catalog, settings: Setting
 
 
 def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catalog: Catalog,
-                 settings: Settings) -> dict[str, set[tuple[str, ...]]]:
-    """{metric: dimension sets} that the CloudWatch dashboards and alarms read: what the agent must publish."""
+                 settings: Settings, cluster: Cluster | None = None) -> dict[str, set[tuple[str, ...]]]:
+    """{metric: dimension sets} that the CloudWatch dashboards and alarms read: what the agent must publish. With
+    `cluster`, what that cluster's agent must publish: its dashboards' reads as made for it (its exporter.mig) and
+    those of each alarm made where it is (render/alarms.made_parts: its exporter.mig group's, and its Region's for a
+    fleet-scope rule, which reads every cluster of the Region together and is made for GPUs that may be split where
+    one of them may be). Without it, every cluster's together (reads_by_cluster)."""
+    if cluster is None:
+        result: dict[str, set[tuple[str, ...]]] = {}
+        for reads in reads_by_cluster(dashboards, alarms, catalog, settings).values():
+            for name, sets in reads.items():
+                result.setdefault(name, set()).update(sets)
+        return result
+    settings_here = settings.for_clusters([cluster])
     plans = []
     periods = False  # a widget reads PERIOD() of the cluster's metric of period_field
     per_cluster: set[str] = set()  # fields a fleet mean reads per cluster past 500 GPUs (readings_past_500)
     for dashboard in dashboards:
         for panel in dashboard.panels():  # the panels cloudwatch_panels keeps: those with a plan
             try:
-                plan_ = panel_plan(panel, catalog, settings)
+                plan_ = panel_plan(panel, catalog, settings_here)
             except Unsupported:
                 continue
             periods = periods or (not plan_.namespace and _period_line(panel, plan_, catalog))
-            if readings_past_500(panel, plan_, catalog, settings):
+            if readings_past_500(panel, plan_, catalog, settings_here):
                 per_cluster.add(plan_.metric)
-                if node_mean_dimensions(settings):
+                if node_mean_dimensions(settings_here):
                     continue  # its query reads each node's series (per_node_form), never the plan's own set
             plans.append(plan_)
-    held = [group for group, _ in settings.mig_groups()]  # each cluster's alarms by its exporter.mig
     for alarm in alarms:
-        for each in held:
+        for held, members, _ in made_parts(alarm, catalog, settings):  # the alarms that are made, where
+            if cluster is not None and cluster.name not in {member.name for member in members}:
+                continue
             try:
-                plans += [form.plan for form in alarm_forms(alarm, catalog, each)]  # the alarms that are made
+                plans += [form.plan for form in alarm_forms(alarm, catalog, held)]
             except Unsupported:
                 continue  # generate refuses such an alarm with its file and line
-    result: dict[str, set[tuple[str, ...]]] = {}
+    result = {}
     for item in plans:
         result.setdefault(item.metric, set()).add(item.dims)
     field = period_field(catalog, settings) if periods else None
@@ -117,6 +129,24 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
         result.setdefault(name, set()).add(readings_dimensions(settings))
         if nodes:  # each node's total and count of GPUs read (per_node_form), the readings past its LIMIT
             result[name].add(nodes)
+    return result
+
+
+def reads_by_cluster(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catalog: Catalog,
+                     settings: Settings) -> dict[str, dict[str, set[tuple[str, ...]]]]:
+    """{cluster name: queried_sets of the cluster}, worked out once for the clusters alike in exporter.mig and in
+    their Region's (Settings.for_clusters: one object per answer), which read alike: once where every cluster is."""
+    dashboards, alarms = list(dashboards), list(alarms)
+    regions: dict[str, list[Cluster]] = {}
+    for each in settings.clusters:
+        regions.setdefault(each.region, []).append(each)
+    worked: dict[tuple[int, int], dict[str, set[tuple[str, ...]]]] = {}
+    result = {}
+    for each in settings.clusters:
+        key = (id(settings.for_clusters([each])), id(settings.for_clusters(regions[each.region])))
+        if key not in worked:
+            worked[key] = queried_sets(dashboards, alarms, catalog, settings, each)
+        result[each.name] = worked[key]
     return result
 
 

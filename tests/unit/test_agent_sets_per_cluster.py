@@ -31,14 +31,15 @@ def test_each_clusters_agent_declares_only_what_its_own_widgets_and_alarms_read(
     (tmp_path / "gpudash.yaml").write_text(SETTINGS)
     project = load_project(tmp_path / "gpudash.yaml")
     subject = LintInput(build(project, grafana=False), project.settings, project.catalog, None)
-    read: dict[str | None, set] = {}
-    for _, metric, _, dims, cluster in _queried(subject):
-        read.setdefault(cluster, set()).add((metric, dims))
+    read: dict[str, set] = {}
+    for _, metric, _, dims, clusters in _queried(subject):
+        for cluster in clusters:
+            read.setdefault(cluster.name, set()).add((metric, dims))
     for cluster in subject.clusters():
         declared = {(field.name, dims) for patterns, dims in _published(
             _declarations(subject, cluster), project.settings.scrape.job_name, _every_job(subject, cluster))
             for field in project.catalog if any(p.search(field.name) for p in patterns)}
-        unread = declared - read.get(cluster.name, set()) - read.get(None, set())
+        unread = declared - read.get(cluster.name, set())
         assert not unread, (cluster.name, sorted((m, sorted(d)) for m, d in unread))
 
 

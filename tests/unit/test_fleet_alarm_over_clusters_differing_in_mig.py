@@ -3,9 +3,11 @@
 
 A fleet-scope rule's alarm in a Region is built as for GPUs that may be split unless every cluster of the Region says
 exporter.mig: none (Settings.for_clusters, render/alarms.made_parts), and reads every cluster of the Region together.
-Since 735e7221 each cluster's agent declares what its own exporter.mig group's widgets and alarms read
-(artifacts.agents): the group of a cluster saying none works the rule out as for whole GPUs, so it declares the sets
-that form reads, not the one the Region's alarm reads where the forms differ.
+735e7221 made each cluster's agent declare what its own exporter.mig group's widgets and alarms read: the group of a
+cluster saying none worked the rule out as for whole GPUs, so it declared the sets that form reads, not the one the
+Region's alarm reads where the forms differ. Now a cluster's agent declares what the alarms made where it is read
+(render/cloudwatch.reads_by_cluster: its Region's fleet-scope alarm among them), and lint judges a query naming no
+cluster by the clusters of its Region.
 
 - A rule per namespace on agent.pipeline: otel reads [ClusterName, node, gpu, namespace, namespace_gpu] where GPUs may
   be split and [ClusterName, namespace, pod] where none is: in a Region of a split cluster and a plain one, the plain
@@ -19,14 +21,11 @@ that form reads, not the one the Region's alarm reads where the forms differ.
   "reads nothing" (96eb7546's check names the plain cluster) and that the plain cluster's agent does not publish its
   set (which holds no point there whatever is declared). Clean before 735e7221.
 
-Reproducer: /tmp/r47/t/probe_fleet_ns.py, /tmp/r47/battery.py (s47 R's log).
 """
 
 from __future__ import annotations
 
 import json
-
-import pytest
 
 from generator.artifacts import build
 from generator.lint.feed_rules import used_metrics_selected
@@ -75,9 +74,6 @@ def _ag001_errors(project, artifacts) -> list[tuple[str, str]]:
     return [(f.where, f.message) for f in used_metrics_selected(subject) if f.rule == "AG001" and f.severity == "error"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="a fleet-scope namespace alarm reads a set the Region's mig: none cluster's agent no longer "
-                          "publishes (735e7221): its namespaces never alarm")
 def test_a_fleet_alarm_per_namespace_alarms_for_each_clusters_namespaces_over_the_level(tmp_path):
     """Region us-east-1: cluster `split` runs the mixed fleet, `plain` (exporter.mig: none) its whole GPUs; each
     agent's points through the agent model, the Region's one alarm evaluated over both clusters' points."""
@@ -100,8 +96,6 @@ def test_a_fleet_alarm_per_namespace_alarms_for_each_clusters_namespaces_over_th
     assert not _ag001_errors(project, artifacts)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="AG001 judges a fleet-scope alarm against the agents of other Regions' clusters")
 def test_lint_judges_a_fleet_alarm_by_the_clusters_of_its_own_region(tmp_path):
     """One cluster per Region: us-east-1's alarm is built for whole GPUs and reads [ClusterName, namespace, pod],
     which `plain` publishes; us-west-2's for GPUs that may be split reads the namespace_gpu set, which `split`
@@ -122,9 +116,6 @@ def test_lint_judges_a_fleet_alarm_by_the_clusters_of_its_own_region(tmp_path):
     assert not errors, errors
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="AG001 errs on a fleet-scope alarm per MIG instance made for a Region holding a mig: none "
-                          "cluster beside a split one")
 def test_lint_passes_a_fleet_alarm_per_mig_instance_of_a_region_with_a_split_cluster(tmp_path):
     """The Region's alarm is made (its GPUs may be split) and reads the split cluster's instances: it fires for the
     one above 15,000 MiB (gpu-node-mig GPU 0 instance 1, 19,600 MiB); lint must not call it one that reads nothing."""

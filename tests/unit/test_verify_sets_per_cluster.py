@@ -1,23 +1,21 @@
 """`gpudash verify` judges each cluster's published dimension sets by what its own agent configuration declares
 (s47 R's review of 96eb7546).
 
-Since 735e7221 each cluster's agent declares what its own exporter.mig group's widgets and alarms read. 96eb7546 made
-verify's expected sets the union of every group's reads (checks.cloudwatch.published_sets, "the same for every
-cluster"), so a cluster publishing a set only another group's agent declares passes. The story: two clusters, one
+Each cluster's agent declares what its own widgets and alarms read (render/cloudwatch.reads_by_cluster). 96eb7546 made
+verify's expected sets the union of every group's reads, so a cluster publishing a set only another group's agent
+declares passed; checks.cloudwatch.published_sets now gives each cluster its own. The story: two clusters, one
 saying exporter.mig: none, and a rule per namespace (it reads [ClusterName, node, gpu, namespace, namespace_gpu] where
 GPUs may be split, [ClusterName, namespace, pod] where none is). The plain cluster still runs the agent config every
 cluster had before 735e7221 (the fleet-wide one; after upgrading gpudash, its ConfigMap not yet applied), so it
 publishes DCGM_FI_DEV_FB_USED per namespace and GPU, one custom metric per pair billed for nothing. verify must say
 that cluster's published sets differ from its generated ConfigMap (as it does for any other set its config does not
-declare: "published with dimensions [...], declared ...", fix "apply the generated agent ConfigMap"); it says ok.
+declare: "published with dimensions [...], declared ...", fix "apply the generated agent ConfigMap"); it said ok.
 Its control, the plain cluster running its own generated config, is ok.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from generator.artifacts import build
 from generator.checks import cloudwatch as checks_cloudwatch
@@ -91,8 +89,6 @@ def test_verify_passes_the_plain_cluster_publishing_what_its_own_config_declares
     assert check.status == "ok", (check.status, check.detail)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="verify expects every exporter.mig group's sets of each cluster (the union), not its own")
 def test_verify_fails_the_plain_cluster_publishing_a_set_only_the_split_clusters_config_declares(tmp_path,
                                                                                                 monkeypatch):
     project = _project(tmp_path / "p", SETTINGS)
