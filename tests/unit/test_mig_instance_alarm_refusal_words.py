@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from generator.cli import main
 from tests.support.projects import defined_project
+from tests.unit.test_cloudwatch_condition_per_mig_instance_in_mixed_fleet import ALARM as TWIN_PER_GPU
 
 ALARM = '''
 from generator.model import Alarm, Condition, Query
@@ -53,3 +54,22 @@ def test_an_alarm_per_mig_instance_is_refused_in_the_words_of_an_alarm(tmp_path)
 def test_the_refusal_names_the_setting_the_clusters_wrote(tmp_path):
     text = _refusal(tmp_path, OWN_NONE)
     assert "clusters[].exporter.mig" in text, text
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="refusing an alarm's cloudwatch= condition per MIG instance, generate tells the user to give "
+                          "the alarm a cloudwatch= condition")
+def test_refusing_the_cloudwatch_condition_it_does_not_ask_for_one(tmp_path):
+    """The rule per GPU, its `cloudwatch=` condition per MIG instance (generate's own fix for a framebuffer rule per GPU
+    where GPUs may be split), every cluster saying none: the condition refused is the alarm's `cloudwatch=` one, and the
+    message's fix is "group it by node and gpu, or give the Alarm a `cloudwatch=` condition" -- it has one, and without
+    it the rule per GPU is refused too (test_framebuffer_alarm_per_gpu_without_mig)."""
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "alarms.py").write_text(TWIN_PER_GPU)
+    (tmp_path / "gpudash.yaml").write_text("exporter:\n  mig: none\ndefinitions:\n  alarms: [alarms]\n")
+    out = tmp_path / "build"
+    result = CliRunner().invoke(main, ["generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    text = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    assert "alarm 'gpu-fb-high'" in text and "Traceback" not in text, text
+    assert "give the Alarm a `cloudwatch=` condition" not in text, text
