@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 from .. import container_insights, data_missing
 from ..catalog import Catalog
 from ..cloudwatch_query import NODE_MEAN, NODE_MEAN_KEY, NODE_MEAN_KINDS, dimension_sets, explored_sets
-from ..markers import KUBERNETES_MANAGED_BY
+from ..markers import CLUSTER_DIMENSION, KUBERNETES_MANAGED_BY
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, agent_log_group
 from ..settings import Cluster, Settings
 from .agent_otel import escaped
@@ -125,6 +125,12 @@ def published(catalog: Catalog, settings: Settings, queried: DimensionSets,
         ksm_set=data_missing.ksm_set(settings), node_kinds=dict(node_kinds or {}))
 
 
+# The one declaration of an agent whose cluster's widgets and alarms read nothing: it selects no metric (no metric is
+# named the empty string), so awsemf publishes none (with no declaration it would publish every metric it gets).
+NOTHING_DECLARED = {"source_labels": ["job"], "label_matcher": "^$", "dimensions": [[CLUSTER_DIMENSION]],
+                    "metric_selectors": ["^$"]}
+
+
 def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets,
                   node_kinds: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     """What the agent publishes, and how: the same for every cluster. The NODE_MEAN set's declarations, one per kinds
@@ -147,6 +153,11 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets,
         declarations.append(data_missing.nodes_declaration())  # and whether a GPU node exists
     if what.no_data:  # its second alarm: each target's scrapes without DCGM samples, per node
         declarations.append(data_missing.no_data_declaration(settings))
+    if not declarations:
+        # (awsemf without any declaration publishes every metric it gets, each point's labels its dimensions: a custom
+        # metric of every series, new ones at each pod and exporter rollout; one that selects no metric name
+        # publishes none)
+        declarations.append(NOTHING_DECLARED)
     return {"metric_namespace": settings.cloudwatch.namespace, "metric_unit": units,
             "metric_declaration": declarations}
 

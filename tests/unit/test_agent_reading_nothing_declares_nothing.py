@@ -9,15 +9,17 @@ series (UUID, pci_bus_id, exporter pod and revision, pod, ... among its labels) 
 new ones at every exporter rollout and pod, read by nothing. tests/support/cloudwatch_otel.py models declarations only
 (it publishes nothing without one), so the test reads what reaches awsemf (OtelAgent.exported).
 
-Since 735e7221 a cluster's declarations are its exporter.mig group's reads, and since 96eb7546 a panel per MIG
+Now such an agent declares one declaration that selects no metric name (render/agent.NOTHING_DECLARED): awsemf
+publishes nothing. Before, since 735e7221 a cluster's declarations are its exporter.mig group's reads, and since 96eb7546 a panel per MIG
 instance is left out where no GPU is split. A project whose CloudWatch reads are per MIG instance (a MIG capacity
 dashboard, no alarms) then gives the cluster saying exporter.mig: none `metric_declarations: []` while its receiver
 keeps DCGM_.* (before 735e7221 / 96eb7546 it declared the MIG instances' set, which published nothing there). lint:
 0 errors, 0 warnings. (A project with no CloudWatch read at all had `[]` before too.)
-Reproducer: /tmp/r47/p4 (gpudash-otel.yaml, gpudash-classic.yaml).
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -51,9 +53,6 @@ FLEETS = {
 }
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="an agent reading nothing gets metric_declarations: [] and its receiver keeps DCGM_.*: "
-                          "awsemf then publishes every series with all its labels")
 @pytest.mark.parametrize("fleet", FLEETS)
 def test_a_cluster_reading_nothing_on_cloudwatch_sends_no_series_to_an_awsemf_without_declarations(tmp_path, fleet):
     project = defined_project(tmp_path, FLEETS[fleet], dashboards=DASHBOARD, alarms=NO_ALARMS)
@@ -61,6 +60,12 @@ def test_a_cluster_reading_nothing_on_cloudwatch_sends_no_series_to_an_awsemf_wi
     config, job = agent_config(files["k8s/cwagent-prometheus-config-plain.yaml"])
     (emf,) = [c for name, c in config["exporters"].items() if name.startswith("awsemf")]
     agent = Agent(config, job)
-    agent.run(scrapes(job, 30, 300, WHOLE))
-    assert emf["metric_declarations"] or not agent.exported, \
+    points = agent.run(scrapes(job, 30, 300, WHOLE))
+    assert agent.exported, "the story needs series reaching awsemf"
+    assert emf["metric_declarations"], \
         f"no declaration, and awsemf gets {len(agent.exported)} metrics: {sorted(agent.exported)[:5]}"
+    # and no declaration selects any of them: nothing is published
+    selected = {name for name in agent.exported for declaration in emf["metric_declarations"]
+                for selector in declaration["metric_name_selectors"] if re.search(selector, name)}
+    assert not selected, sorted(selected)
+    assert not points, points[:3]
