@@ -1072,8 +1072,12 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         # a field MIG reports per instance over groups of GPUs: each GPU's reading once, read as a device field's
         dims = once_dimensions(settings)
         base["dims"] = dims
-    if layout.instances and field.per_instance and not field.is_counter and not field.across_own_labels \
-            and agg != "count" and not pod_keyed and "mig_instance" not in query.by and ONCE_PER_GPU[0] not in dims \
+    # (an alarm's largest or smallest per GPU where no GPU is split, exporter.mig: none: a GPU is one instance, its
+    # series its own readings, repeated alike for pods sharing it; a widget draws it per instance, one line a GPU)
+    if layout.instances and not (alarm and settings.no_mig and agg in ("max", "min")) \
+            and field.per_instance and not field.is_counter \
+            and not field.across_own_labels and agg != "count" and not pod_keyed and "mig_instance" not in query.by \
+            and ONCE_PER_GPU[0] not in dims \
             and (instances_added(field) or agg in ("max", "min") or query.metric in MIG_MEMORY_SHARES):
         return _instances_added(query, field, settings, series, one_gpu, alarm, layout, dims, n)
 

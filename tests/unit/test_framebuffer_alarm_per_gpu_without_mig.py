@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from generator.artifacts import build
 from generator.errors import InputError
@@ -41,9 +40,6 @@ def alarms(ctx):
 END = 900
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="exporter.mig: none: a framebuffer alarm per GPU is refused as if GPUs were split, and its "
-                          "suggested fix (per mig_instance) is refused since 96eb7546")
 def test_a_framebuffer_alarm_per_gpu_builds_where_no_gpu_is_split_and_fires_for_the_gpus_over_the_level(tmp_path):
     project = defined_project(tmp_path, "exporter:\n  mig: none\n", alarms=ALARM)
     try:
