@@ -144,9 +144,10 @@ class Unsupported(ValueError):
         return f"{self}; {self.fix}" if self.fix else f"{self}"
 
 
-NO_MIG_INSTANCES = (f"no GPU is split into MIG instances (exporter.mig: none), and a query per MIG instance reads MIG "
-                    f"instances only ({MIG_PROFILE_LABEL}, which they alone carry): it would read nothing, as its "
-                    f"Grafana panel does")
+NO_MIG_INSTANCES = (f"the settings say no GPU is split into MIG instances (exporter.mig or clusters[].exporter.mig: "
+                    f"none), and a query per MIG instance reads MIG instances only ({MIG_PROFILE_LABEL}, which they "
+                    f"alone carry): it would read nothing, as its Prometheus query, which reads the series with a MIG "
+                    f"instance, does")
 
 
 class NoMigInstances(Unsupported):

@@ -1318,7 +1318,8 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
     except Unsupported as exc:  # (`where` for a half alarm: it is the clusters' exporter.mig that refuses it)
         raise InputError(f"alarm {alarm.id!r}{where if isinstance(exc, HalfAlarm) else ''}: {exc}",
                          where=alarm.defined_at,
-                         hint=", or ".join(filter(None, (exc.fix, "give the Alarm a `cloudwatch=` condition")))) \
+                         hint=", or ".join(filter(None, (exc.fix, None if alarm.cloudwatch is not None else
+                                                         "give the Alarm a `cloudwatch=` condition")))) \
             from None
     if not forms:
         return []  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)

@@ -73,7 +73,8 @@ def test_without_mig_the_panel_per_mig_instance_is_said_grafana_only_and_every_g
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-mig.json"
     text = header(files, path)
     left_out = text.split("On Grafana only", 1)[1]
-    assert "Framebuffer per GPU instance (no GPU is split into MIG instances (exporter.mig: none)" in left_out, text
+    assert "Framebuffer per GPU instance (the settings say no GPU is split into MIG instances (exporter.mig or " \
+        "clusters[].exporter.mig: none)" in left_out, text
     points = through_agent(files, 30, END, fleet=WHOLE, only=widgets_read(files))
     drawn = _lines(files, path, points)
     assert set(drawn) == {"Framebuffer per GPU"}, sorted(drawn)
@@ -98,7 +99,8 @@ def test_generate_refuses_an_alarm_per_mig_instance_without_mig_and_writes_nothi
     assert result.exit_code == 2, result.output
     text = result.output + (result.stderr if result.stderr_bytes is not None else "")
     assert "alarm 'mig-fb'" in text and "alarms/alarms.py" in text and "Traceback" not in text
-    assert "no GPU is split into MIG instances (exporter.mig: none)" in text and "group it by node and gpu" in text
+    assert "no GPU is split into MIG instances (exporter.mig or clusters[].exporter.mig: none)" in text \
+        and "group it by node and gpu" in text
     assert not out.exists() or not any(out.iterdir())
 
 
@@ -114,7 +116,7 @@ def test_clusters_differing_in_mig_read_per_mig_instance_where_gpus_are_split_on
     names = [a["Request"]["AlarmName"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
     mine = [name for name in names if "-mig-fb-" in name]
     assert mine and all(name.startswith("gpudash-gpu-cluster-") for name in mine), names
-    assert "On Grafana only: Framebuffer per GPU instance (no GPU is split" in \
+    assert "On Grafana only: Framebuffer per GPU instance (the settings say no GPU is split" in \
         header(files, "cloudwatch/dashboards/gpudash-plain-mig.json")
     assert b"GPU_I_PROFILE" not in files["k8s/cwagent-prometheus-config-plain.yaml"]
     points = through_agent(files, 30, END, only=widgets_read(files))
