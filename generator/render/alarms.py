@@ -65,8 +65,17 @@ METRICS_INSIGHTS_ALARM_QUOTA = 200  # per Region
 
 
 def cloudwatch_condition(alarm: Alarm, settings: Settings | None = None) -> Condition:
-    """The condition CloudWatch evaluates (with settings: on the configured source)."""
-    return source_condition(alarm, settings) if settings is not None else alarm.cloudwatch or alarm.condition
+    """The condition CloudWatch evaluates (with settings: on the configured source). Where no GPU is split
+    (exporter.mig: none), the rule's own condition in place of a `cloudwatch=` one per MIG instance that it is not:
+    such a condition reads MIG instances alone, none there, while the rule watches every GPU (a framebuffer rule per
+    GPU, whose CloudWatch form where GPUs may be split is per MIG instance)."""
+    if settings is None:
+        return alarm.cloudwatch or alarm.condition
+    chosen = source_condition(alarm, settings)
+    if settings.no_mig and chosen is alarm.cloudwatch and "mig_instance" in chosen.query.by \
+            and "mig_instance" not in alarm.condition.query.by:
+        return alarm.condition
+    return chosen
 
 
 MIG_SUFFIX = "-mig"  # the rule's second alarm, on the field that stands in on MIG instances (mig_plan)

@@ -12,15 +12,14 @@ level (gpu-node-b GPU 0 at 40,000 MiB, ip-10-0-3-7.ec2.internal GPU 0 at 30,000 
 at all (before 96eb7546 it had one, reading the MIG instances' set, which holds nothing there: it never fired).
 Nothing says so: generate and lint name no such cluster (a half alarm left out of some clusters has AL012's
 "not made on CloudWatch in ... (its Prometheus rule watches it)").
-Reproducer: /tmp/r47/try_alarm.sh '("node", "gpu")' /tmp/r47/two.yaml DCGM_FI_DEV_FB_USED max
-  ', cloudwatch=Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu", "mig_instance")), ">", 15000)'
+Now, where no GPU is split, the alarm reads the rule's own condition (render/alarms.cloudwatch_condition), and fires
+for the GPUs the rule fires for.
 """
 
 from __future__ import annotations
 
 import json
 
-import pytest
 
 from generator.artifacts import build, notes
 from generator.lint.runner import lint
@@ -51,9 +50,6 @@ SETTINGS = """clusters:
 """
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="the mig: none cluster gets no CloudWatch alarm of a rule per GPU whose cloudwatch= "
-                          "condition is per MIG instance, and nothing says so")
 def test_a_cluster_left_without_the_cloudwatch_alarm_of_a_rule_its_prometheus_twin_fires_for_is_told(tmp_path):
     project = defined_project(tmp_path, SETTINGS, alarms=ALARM)
     truth = mixed_fleet.truth(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu")),
@@ -73,5 +69,6 @@ def test_a_cluster_left_without_the_cloudwatch_alarm_of_a_rule_its_prometheus_tw
                        for key, state in cloudwatch_eval.alarm(request, points, END).items() if state == "ALARM"}
     said = [note.message for note in notes(project) if "gpu-fb-high" in note.message and "plain" in note.message]
     said += [f.message for f in lint(project, artifacts) if "gpu-fb-high" in f.message and "plain" in f.message]
-    assert firing == {"gpu-node-b GPU 0", "ip-10-0-3-7.ec2.internal GPU 0"} or said, \
-        (sorted(firing), [r["AlarmName"] for r in requests])
+    # where no GPU is split the alarm reads the rule's own condition, per GPU (render/alarms.cloudwatch_condition)
+    assert firing == {"gpu-node-b GPU 0", "ip-10-0-3-7.ec2.internal GPU 0"}, \
+        (sorted(firing), [r["AlarmName"] for r in requests], said)

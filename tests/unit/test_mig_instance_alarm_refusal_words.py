@@ -11,6 +11,8 @@ names exporter.mig: none, a key the file does not hold; the other MIG refusals n
 
 from __future__ import annotations
 
+import json
+
 from click.testing import CliRunner
 
 from generator.cli import main
@@ -51,17 +53,35 @@ def test_the_refusal_names_the_setting_the_clusters_wrote(tmp_path):
     assert "clusters[].exporter.mig" in text, text
 
 
+BOTH_PER_INSTANCE = ALARM.replace(
+    "15000))", "15000),\n                cloudwatch=Condition(Query(\"DCGM_FI_DEV_FB_USED\", \"avg\", "
+               "(\"node\", \"gpu\", \"mig_instance\")), \">\", 15000))")
+
+
 def test_refusing_the_cloudwatch_condition_it_does_not_ask_for_one(tmp_path):
-    """The rule per GPU, its `cloudwatch=` condition per MIG instance (generate's own fix for a framebuffer rule per GPU
-    where GPUs may be split), every cluster saying none: the condition refused is the alarm's `cloudwatch=` one, and the
-    message's fix is "group it by node and gpu, or give the Alarm a `cloudwatch=` condition" -- it has one, and without
-    it the rule per GPU is refused too (test_framebuffer_alarm_per_gpu_without_mig)."""
-    (tmp_path / "alarms").mkdir()
-    (tmp_path / "alarms" / "alarms.py").write_text(TWIN_PER_GPU)
-    (tmp_path / "gpudash.yaml").write_text("exporter:\n  mig: none\ndefinitions:\n  alarms: [alarms]\n")
+    """A rule per MIG instance with a `cloudwatch=` condition per MIG instance too, every cluster saying none: the
+    condition refused is the alarm's `cloudwatch=` one, and the fix must not be "give the Alarm a `cloudwatch=`
+    condition" -- it has one."""
+    assert "cloudwatch=" in BOTH_PER_INSTANCE
+    defined_project(tmp_path, "exporter:\n  mig: none\n", alarms=BOTH_PER_INSTANCE)
     out = tmp_path / "build"
     result = CliRunner().invoke(main, ["generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(out)])
     assert result.exit_code == 2, result.output
     text = result.output + (result.stderr if result.stderr_bytes is not None else "")
-    assert "alarm 'gpu-fb-high'" in text and "Traceback" not in text, text
+    assert "alarm 'mig-fb'" in text and "Traceback" not in text, text
     assert "give the Alarm a `cloudwatch=` condition" not in text, text
+
+
+def test_where_no_gpu_is_split_a_rule_per_gpu_is_alarmed_on_its_own_condition(tmp_path):
+    """The rule per GPU, its `cloudwatch=` condition per MIG instance (generate's own fix for a framebuffer rule per GPU
+    where GPUs may be split), every cluster saying none: the alarm reads the rule's own condition, per GPU (the
+    condition per MIG instance would read nothing there; the mixed fleet's story, firing for the right GPUs:
+    test_cloudwatch_condition_per_mig_instance_in_mixed_fleet)."""
+    defined_project(tmp_path, "exporter:\n  mig: none\n", alarms=TWIN_PER_GPU)
+    out = tmp_path / "build"
+    result = CliRunner().invoke(main, ["generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    alarms = json.loads((out / "cloudwatch" / "alarms.json").read_text())["alarms"]
+    (request,) = [a["Request"] for a in alarms if "-gpu-fb-high-" in a["Request"]["AlarmName"]]
+    text = json.dumps(request)
+    assert "DCGM_FI_DEV_FB_USED" in text and "GPU_I_PROFILE" not in text, text
