@@ -885,7 +885,7 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if settings.no_mig:
         result = _whole_gpus(result, settings)
     if not alarm and layout.observation == "scrape" and catalog.get(query.metric).is_counter:
-        result = replace(result, notes=result.notes + (SURGE_COUNTED,))
+        result = replace(result, notes=result.notes + (SURGE_COUNTED, GROWTH_LOST))
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
         named = (NAMED_LOSS,) if query.per_pod else ()
         result = replace(result, notes=result.notes + (FAILED_SCRAPE_LOSS, *named))
@@ -1487,6 +1487,16 @@ def time_sliced_increase(settings: Settings) -> str:
 # documentation and `gpudash verify` warns of maxSurge.
 SURGE_COUNTED = ("two exporter pods on a node at once (the exporter's DaemonSet rolling with a surge) each send the "
                  "node's GPUs' increase: the seconds they run together count twice")
+# A counter's increase between two readings that no one delta series of the agent spans is published nowhere: across
+# an exporter rollout (otel: each exporter revision is a delta series of its own; classic: each exporter pod's series)
+# and across a restart of the agent (it keeps each series' previous reading in memory only: the new agent's first
+# reading is its baseline). The Prometheus rules count it (tests/integration/test_rollout_counter_twins.py;
+# tests/integration/test_agent_restart_counter_twins.py: a row remapped while the agent restarts reads 0 on the
+# health dashboard's "Rows remapped (uncorrectable)" bar, 0 replays a second for 60 in the period). Alarms say it in
+# their descriptions (OTEL_ROLLOUT_LOST, CLASSIC_COUNTER_ALARM).
+GROWTH_LOST = ("an increase across an exporter rollout or an agent restart is in no delta (a new exporter revision's "
+               "series and a restarted agent start from a baseline): it is not shown, where the Prometheus rules count "
+               "it")
 # The agent's JSON path drops a series' previous reading when the scrape loop marks it stale (a failed scrape, or a
 # scrape that leaves the series out), so its next reading is only a new baseline: the increase between the two
 # readings is in no delta. awsemf (agent.pipeline: otel) drops the stale point and keeps the previous reading.
@@ -1517,10 +1527,10 @@ NAMED_TURNS_ALARM = ("a pod the exporter names in turn with the other pods of a 
 # What a counter alarm per GPU instance misses on agent.pipeline: classic, within the 1,024 characters of a
 # description (the longer TIME_SLICED_INCREASE and FAILED_SCRAPE_LOSS say it in dashboard headers).
 CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicing or MPS reads its increase once per "
-                         "pod sharing it, and an increase is not counted across a failed scrape nor between two "
-                         "scrapes no one series of the GPU spans (its exporter pod is replaced, its pods all change: "
-                         "one pod's series ends as the next one's begins, a GPU no pod held is taken, or its last pod "
-                         "leaves)")
+                         "pod sharing it, and an increase is not counted across a failed scrape or an agent restart "
+                         "nor between two scrapes no one series of the GPU spans (its exporter pod is replaced, its "
+                         "pods all change: one pod's series ends as the next one's begins, a GPU no pod held is taken, "
+                         "or its last pod leaves)")
 # awsemf (agent.pipeline: otel) keeps a counter's reading until the first sweep of its cache (every 15 minutes) that
 # finds it 15 minutes old (internal/aws/metrics/metric_calculator.go of the amazon-contributing fork, cleanInterval,
 # a constant no setting changes, which every agent the otel pipeline runs on builds): the growth across a gap of up to
@@ -1535,8 +1545,10 @@ CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicin
 # lint AL018 says it too. Classic: CLASSIC_COUNTER_ALARM (a failed scrape loses the growth across it).
 # An exporter rollout (a new DaemonSet revision) starts a delta series of its own (series_labels.REVISION_LABEL): the
 # growth from the old pod's last reading to the new pod's first is published nowhere, where the rule counts it
-# (docs/cloudwatch.md, "Two exporter pods on one node"; tests/integration/test_rollout_counter_twins.py).
-OTEL_ROLLOUT_LOST = "the growth across an exporter rollout is lost (the rule counts it)"
+# (docs/cloudwatch.md, "Two exporter pods on one node"; tests/integration/test_rollout_counter_twins.py). So is the
+# growth across a restart of the agent (it keeps a counter's previous reading in memory only: the new agent's first
+# reading is its baseline; tests/integration/test_agent_restart_counter_twins.py), on either pipeline.
+OTEL_ROLLOUT_LOST = "the growth across an exporter rollout or an agent restart is lost (the rule counts it)"
 OTEL_GAP_EVENTS = ("growth across a gap in a GPU's data is missed past 15 minutes (always past 30: the agent forgets "
                    "the reading before it), where the Prometheus rule counts it up to an hour; " + OTEL_ROLLOUT_LOST)
 OTEL_GAP_LEVEL = ("the first period after a gap in a GPU's data of up to 15 minutes (30, by when the agent's cache is "
@@ -1554,11 +1566,12 @@ OTEL_GAP_EITHER = (f"if it is an increase `> 0` (an event alarm): {OTEL_GAP_EVEN
 GAP_TEXTS = {"events": OTEL_GAP_EVENTS, "rate": OTEL_GAP_RATE, "level": OTEL_GAP_LEVEL}
 # Each in a few words: the short form an alarm's description gives it where the notes do not fit whole
 # (render/alarm_text; docs/alarm-notes.md)
-GAP_SHORT = {"events": "a gap's growth past 15 minutes or an exporter rollout's is missed (the rule's: past an hour)",
-             "rate": "a gap's growth of 10 to 30 minutes can fire it, an exporter rollout's never (the rule's: up to "
-                     "10)",
-             "level": "a gap's growth of up to 15 minutes lands in one period, an exporter rollout's nowhere (the rule "
-                      "shares it out)"}
+GAP_SHORT = {"events": "a gap's growth past 15 minutes, an exporter rollout's or an agent restart's is missed (the "
+                        "rule's: past an hour)",
+             "rate": "a gap's growth of 10 to 30 minutes can fire it, an exporter rollout's or agent restart's never "
+                     "(the rule's: up to 10)",
+             "level": "a gap's growth of up to 15 minutes lands in one period, an exporter rollout's or agent "
+                      "restart's nowhere (the rule shares it out)"}
 
 
 def reads_gap_growth(plan: Plan, catalog: Catalog, settings: Settings) -> bool:
@@ -1591,9 +1604,9 @@ def gap_said(description: str) -> str | None:
 
 
 CLASSIC_COUNTER_ALARM_ONE_SERIES = (
-    "on agent.pipeline: classic an increase is not counted across a failed scrape nor between two scrapes no one "
-    "series of the GPU spans (the exporter pod is replaced, the pod the exporter names a shared GPU under changes, "
-    "a GPU no pod held is taken, or its last pod leaves)")
+    "on agent.pipeline: classic an increase is not counted across a failed scrape or an agent restart nor between "
+    "two scrapes no one series of the GPU spans (the exporter pod is replaced, the pod the exporter names a shared "
+    "GPU under changes, a GPU no pod held is taken, or its last pod leaves)")
 
 
 # INSTANCE_CONTRIBUTORS where no GPU is split into MIG instances (exporter.mig: none)

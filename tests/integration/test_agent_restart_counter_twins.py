@@ -15,8 +15,9 @@ on classic): a new agent's first reading of each counter is its baseline, publis
 (retain_initial_value_of_delta_metric false, which gpudash must keep: true would send every row remapped since the
 GPU booted). So the growth from the old agent's last reading to the new agent's first is in no datapoint, and both
 alarms stay OK where both rules fire. Not fixable in what gpudash writes: pinned as strict xfails with the truth;
-the alarms' descriptions must say it (test_the_alarms_say_they_miss_an_agent_restart), as they say a gap's and a
-rollout's.
+the alarms' descriptions say it (test_the_alarms_say_they_miss_an_agent_restart), as they say a gap's and a
+rollout's, and so does the health dashboard's header of its counter widgets, whose bar and rate read 0 across the
+restart (test_the_health_widgets_show_nothing_of_the_restart).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tests.integration.test_rollout_counter_twins import OLD, _target
 from tests.support import cloudwatch_eval
 from tests.support.alarm_requests import alarm_request
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import header, said, widgets
 
 STEP, STEPS = 30, 60  # half an hour of 30 s scrapes, k = -1 .. 59
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -130,8 +132,43 @@ def test_the_alarms_read_nothing_of_the_restart(alarm_fires):
                                                                                    "pcie-replays")}
 
 
-@pytest.mark.xfail(strict=True, reason="the counter alarms' descriptions name a gap's and a rollout's lost growth, "
-                                       "not an agent restart's: a gap under 15 minutes reads as counted")
+HEALTH = "cloudwatch/dashboards/gpudash-gpu-cluster-health.json"
+BAR, RATE = "Rows remapped (uncorrectable)", "PCIe replays"
+
+
+def _shown(files, points, title: str, start: int, end: int) -> dict[str, dict]:
+    """{line: {period start: value}} the health dashboard's widget `title` draws over [start, end)."""
+    (properties,) = [p for path, p in widgets(files) if path == HEALTH and p["title"] == title]
+    return {line: dict(series) for line, series in cloudwatch_eval.widget(properties, points, start, end).items()}
+
+
+@pytest.mark.parametrize("restarted", [False, True])
+def test_the_health_widgets_show_nothing_of_the_restart(built, restarted):
+    """The health dashboard's twins of the alarms, over the half hour: the bar of rows remapped reads the row (1) and
+    the PCIe replays line 60 replays in the 5 minutes holding scrape 21 (0.2 a second) where one agent took every
+    scrape; across the agent's restart (the quick story: no scrape missed) both read 0."""
+    files, _ = built
+    config, job = agent_config(files[AGENT_FILE])
+    scrapes = [Scrape(float(k * STEP), _payload("quick", k), _target(job, "quick", OLD)) for k in range(-1, STEPS)]
+    if restarted:
+        points = Agent(config, job).run(scrapes[:OLD_LAST + 2]) + Agent(config, job).run(scrapes[OLD_LAST + 2:])
+    else:
+        points = Agent(config, job).run(scrapes)
+    bar = _shown(files, points, BAR, 0, STEPS * STEP)
+    rate = _shown(files, points, RATE, 600, 900)
+    shown = 0.0 if restarted else 1.0
+    assert (bar, rate) == ({"quick GPU 0": {0: shown}}, {"quick GPU 0": {600: 0.2 * shown}})
+
+
+def test_the_health_widgets_say_they_miss_an_agent_restart(built):
+    """The health dashboard's header says it of each counter widget, as the alarms' descriptions do."""
+    from generator.cloudwatch_query import GROWTH_LOST
+
+    files, _ = built
+    for title in (BAR, RATE):
+        assert said(header(files, HEALTH), title, GROWTH_LOST), title
+
+
 def test_the_alarms_say_they_miss_an_agent_restart(built):
     """What the user reads where the alarms and their rules part: each counter alarm's description says the growth
     across a restart of the CloudWatch agent is lost."""

@@ -138,7 +138,7 @@ FACTS = [
     (r"below 1/\(2k\)", lambda m: m.group(0)),
     (r"short one period", lambda m: "one period short"),
     (r"exact while fewer than (\d+)", lambda m: f"xact while fewer than {m.group(1)}"),
-    (r"(rolling restart|exporter rollout)", lambda m: m.group(1)),
+    (r"(rolling restart|exporter rollout|agent restart)", lambda m: m.group(1)),
     (r"over (\d+) minutes after joining can be", lambda m: f"over {m.group(1)} minutes after joining it can"),
     (r"over (\d+) is\.", lambda m: f"over {m.group(1)} it does"),
     (r"(node metrics every \d+ s and DCGM every \d+ s)", lambda m: m.group(1)),
