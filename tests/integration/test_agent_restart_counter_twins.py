@@ -176,3 +176,18 @@ def test_the_alarms_say_they_miss_an_agent_restart(built):
     for rule in ("uncorrectable-rows", "pcie-replays"):
         description = alarm_request(files, rule)["AlarmDescription"]
         assert "agent restart" in description and len(description) <= 1024, (rule, description)
+
+
+def test_classic_loses_it_too_and_says_so(tmp_path):
+    """agent.pipeline: classic (delta_calculator.go: a series' first reading is no delta) loses the same increase:
+    one agent taking every scrape fires both alarms at the truth, a restarted one neither; the descriptions say it."""
+    files, _ = built_with(tmp_path, {}, FIELDS, "agent:\n  pipeline: classic\n")
+    config, job = agent_config(files[AGENT_FILE])
+    scrapes = [Scrape(float(k * STEP), _payload("quick", k), _target(job, "quick", OLD)) for k in range(-1, STEPS)]
+    kept = Agent(config, job).run(scrapes)
+    restarted = Agent(config, job).run(scrapes[:OLD_LAST + 2]) + Agent(config, job).run(scrapes[OLD_LAST + 2:])
+    for rule in ("uncorrectable-rows", "pcie-replays"):
+        request = alarm_request(files, rule)
+        assert cloudwatch_eval.fired_at(request, kept, ENDS, "node") == {"quick": truth()}, rule
+        assert cloudwatch_eval.fired_at(request, restarted, ENDS, "node") == {}, rule
+        assert "agent restart" in request["AlarmDescription"] and len(request["AlarmDescription"]) <= 1024, rule
