@@ -885,7 +885,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if settings.no_mig:
         result = _whole_gpus(result, settings)
     if not alarm and layout.observation == "scrape" and catalog.get(query.metric).is_counter:
-        result = replace(result, notes=result.notes + (SURGE_COUNTED, GROWTH_LOST))
+        lost = GROWTH_LOST_OTEL if settings.agent.pipeline == "otel" else GROWTH_LOST
+        result = replace(result, notes=result.notes + (SURGE_COUNTED, lost))
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
         named = (NAMED_LOSS,) if query.per_pod else ()
         result = replace(result, notes=result.notes + (FAILED_SCRAPE_LOSS, *named))
@@ -1493,10 +1494,17 @@ SURGE_COUNTED = ("two exporter pods on a node at once (the exporter's DaemonSet 
 # reading is its baseline). The Prometheus rules count it (tests/integration/test_rollout_counter_twins.py;
 # tests/integration/test_agent_restart_counter_twins.py: a row remapped while the agent restarts reads 0 on the
 # health dashboard's "Rows remapped (uncorrectable)" bar, 0 replays a second for 60 in the period). Alarms say it in
-# their descriptions (OTEL_ROLLOUT_LOST, CLASSIC_COUNTER_ALARM).
+# their descriptions (OTEL_ROLLOUT_LOST, CLASSIC_COUNTER_ALARM). On agent.pipeline: otel so is one across a gap in a
+# GPU's data past 15 minutes (30, by the sweep of awsemf's cache: OTEL_GAP_EVENTS), which the rules count up to an
+# hour or 10 minutes (gap_reach) and Grafana's bar up to an hour (a row remapped in a 20- or 40-minute gap read 0 on
+# the bar, in a 10-minute gap 1); classic loses one across any failed scrape (FAILED_SCRAPE_LOSS).
 GROWTH_LOST = ("an increase across an exporter rollout or an agent restart is in no delta (a new exporter revision's "
                "series and a restarted agent start from a baseline): it is not shown, where the Prometheus rules count "
                "it")
+GROWTH_LOST_OTEL = ("an increase across a gap in a GPU's data past 15 minutes (30, by when the agent's cache is "
+                    "swept), an exporter rollout or an agent restart is in no delta (the agent forgot the reading "
+                    "before it, or starts from a baseline): it is not shown, where the Prometheus rules count a "
+                    "rollout's and a restart's, and a gap's up to an hour (an event) or 10 minutes (a level)")
 # The agent's JSON path drops a series' previous reading when the scrape loop marks it stale (a failed scrape, or a
 # scrape that leaves the series out), so its next reading is only a new baseline: the increase between the two
 # readings is in no delta. awsemf (agent.pipeline: otel) drops the stale point and keeps the previous reading.
@@ -1548,17 +1556,17 @@ CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicin
 # (docs/cloudwatch.md, "Two exporter pods on one node"; tests/integration/test_rollout_counter_twins.py). So is the
 # growth across a restart of the agent (it keeps a counter's previous reading in memory only: the new agent's first
 # reading is its baseline; tests/integration/test_agent_restart_counter_twins.py), on either pipeline.
-OTEL_ROLLOUT_LOST = "the growth across an exporter rollout or an agent restart is lost (the rule counts it)"
+OTEL_ROLLOUT_LOST = "the growth across an exporter rollout or agent restart is lost (the rule counts it)"
 OTEL_GAP_EVENTS = ("growth across a gap in a GPU's data is missed past 15 minutes (always past 30: the agent forgets "
-                   "the reading before it), where the Prometheus rule counts it up to an hour; " + OTEL_ROLLOUT_LOST)
+                   "the reading before it), where the rule counts it up to an hour; " + OTEL_ROLLOUT_LOST)
 OTEL_GAP_LEVEL = ("the first period after a gap in a GPU's data of up to 15 minutes (30, by when the agent's cache is "
-                  "swept) holds the whole gap's growth, so a steady count under the level can fire then; the "
-                  "Prometheus rule shares a gap's growth (up to 10 minutes) over its periods; " + OTEL_ROLLOUT_LOST)
+                  "swept) holds the whole gap's growth, so a steady count under the level can fire then; the rule "
+                  "shares a gap's growth (up to 10 minutes) over its periods; " + OTEL_ROLLOUT_LOST)
 # A rate compared `> 0` (any growth per period, model.Condition.rises): its rule keeps a level's horizon (gap_reach 0,
 # promql.WINDOW_PREVIOUS_WITHIN), so a gap's growth counts there up to 10 minutes, on CloudWatch up to 15 (30).
 OTEL_GAP_RATE = ("growth across a gap in a GPU's data of up to 15 minutes (30, by when the agent's cache is swept) is "
-                 "sent as the first delta after it and counted in the period it lands in, where the Prometheus rule "
-                 "counts a gap's growth up to 10 minutes: after a gap of 10 to 30 minutes the alarm can fire where "
+                 "sent as the first delta after it and counted in the period it lands in, where the rule counts a "
+                 "gap's growth up to 10 minutes: after a gap of 10 to 30 minutes the alarm can fire where "
                  "the rule does not (past 30 minutes neither counts it); " + OTEL_ROLLOUT_LOST)
 # What AL018 says of a `> 0` alarm whose description holds none of the three (made otherwise than by this generator)
 OTEL_GAP_EITHER = (f"if it is an increase `> 0` (an event alarm): {OTEL_GAP_EVENTS}; if it is a rate `> 0`: "
