@@ -95,9 +95,15 @@ class Ahead:
             self._pipe = None
         if self._pid is not None:
             pid, self._pid = self._pid, None
-            if os.waitpid(pid, os.WNOHANG) == (0, 0):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+            try:
+                if os.waitpid(pid, os.WNOHANG) == (0, 0):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+            except ChildProcessError:
+                # (collected already: where SIGCHLD is ignored, as a process may inherit across exec, the kernel reaps
+                # every child itself; or a handler of this program's waited for every child. Its items were read,
+                # or are made here: its end is no error of this process)
+                pass
 
     def __del__(self) -> None:
         self.close()

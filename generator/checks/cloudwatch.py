@@ -25,7 +25,6 @@ LISTING_DELAY_MINUTES = 15
 def checks(project: Project, options: Options) -> Iterator[Check]:
     settings = project.settings
     used = project.used_metrics()
-    metrics = [m for m in SAMPLE if m in used] or sorted(used)[:4]
     if not settings.clusters:
         yield Check(GROUP, "clusters", SKIP, "no cluster in the settings: no CloudWatch metrics to look for")
         return
@@ -34,11 +33,19 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     from ..data_missing import on_addon, reads_daemonset
 
     signals, counts = on_addon(project), reads_daemonset(project)
-    # the sets each cluster's generated agent config declares (artifacts.agents: alike for the clusters that read alike)
-    declared = {} if enabled(settings) else published_sets(project, settings, metrics)
+    # the metrics each cluster's agent publishes, sampled (sampled_metrics), and the sets its generated agent config
+    # declares (artifacts.agents: alike for the clusters that read alike)
+    sampled = {} if enabled(settings) else sampled_metrics(project, used)
+    declared = published_sets(project, settings, sampled) if sampled else {}
     for cluster in settings.clusters:
         declared_sets = declared.get(cluster.name, [])
-        named = [(f"{cluster.name} metrics", _cluster, (cloudwatch, settings, cluster, metrics, declared_sets, options))]
+        metrics = sampled.get(cluster.name, []) if sampled else _sample(used)
+        if not metrics:
+            yield Check(GROUP, f"{cluster.name} metrics", OK,
+                        f"no CloudWatch widget or alarm of {cluster.name} reads a DCGM metric, so its agent publishes "
+                        f"none: nothing to look for")
+        named = [(f"{cluster.name} metrics", _cluster,
+                  (cloudwatch, settings, cluster, metrics, declared_sets, options))] if metrics else []
         if signals:
             named.append((f"{cluster.name} data-missing signals", _addon_signals, (cloudwatch, cluster, options)))
         if counts:
@@ -218,8 +225,27 @@ def _all_mig(cloudwatch, namespace: str, cluster, declared: list[str], found: di
     return not whole
 
 
-def published_sets(project: Project, settings, metrics: list[str]) -> dict[str, list[list[str]]]:
-    """{cluster name: the dimension sets its generated agent configuration publishes `metrics` with}: the per-pod and
+def _sample(names) -> list[str]:
+    """The metrics looked for among `names`: the usual four (SAMPLE) where read, else the first four."""
+    return [m for m in SAMPLE if m in names] or sorted(names)[:4]
+
+
+def sampled_metrics(project: Project, used) -> dict[str, list[str]]:
+    """{cluster name: the DCGM metrics looked for in it}: those its agent publishes, sampled (_sample): what its own
+    widgets and alarms read (render/cloudwatch.reads_by_cluster; artifacts.agents publishes those alone), with
+    agent.metric_selection: all every field used (each is published then)."""
+    from ..render.cloudwatch import reads_by_cluster
+
+    settings = project.settings
+    if settings.agent.metric_selection == "all":
+        return {cluster.name: _sample(used) for cluster in settings.clusters}
+    reads = reads_by_cluster(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
+    return {name: _sample([m for m in used if m in read]) for name, read in reads.items()}
+
+
+def published_sets(project: Project, settings, sampled: dict[str, list[str]]) -> dict[str, list[list[str]]]:
+    """{cluster name: the dimension sets its generated agent configuration publishes its `sampled` metrics with}: the
+    per-pod and
     per-GPU sets and those derived from them (dimension_sets), and the sets its dashboards and alarms read besides (the
     data-missing alarm's per cluster, the idle alarm's per pod and GPU, ...), as render/agent.published gives them to
     the agent (artifacts.agents: what each cluster's own widgets and alarms read, render/cloudwatch.reads_by_cluster)."""
@@ -228,13 +254,16 @@ def published_sets(project: Project, settings, metrics: list[str]) -> dict[str, 
 
     reads = reads_by_cluster(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     ordered = [sorted(d) for d in dimension_sets(settings)]  # the usual sets first, in their order
-    worked: dict[int, list[list[str]]] = {}
-    for queried in reads.values():
-        if id(queried) not in worked:
+    worked: dict[tuple[int, tuple[str, ...]], list[list[str]]] = {}
+    result = {}
+    for name, queried in reads.items():
+        metrics = tuple(sampled.get(name, ()))
+        if (id(queried), metrics) not in worked:
             sets = {tuple(sorted(dims)) for dims, names in published(project.catalog, settings, queried).sets().items()
                     if any(m in names for m in metrics)}
-            worked[id(queried)] = ordered + [list(d) for d in sorted(sets - {tuple(d) for d in ordered})]
-    return {name: worked[id(queried)] for name, queried in reads.items()}
+            worked[id(queried), metrics] = ordered + [list(d) for d in sorted(sets - {tuple(d) for d in ordered})]
+        result[name] = worked[id(queried), metrics]
+    return result
 
 
 def _cluster(cloudwatch, settings, cluster, metrics: list[str], declared_sets: list[list[str]],

@@ -13,14 +13,14 @@ generated agent config.
   the generated agent ConfigMap and check the cwagent-prometheus logs" -- which is applied, and healthy.
 * Beside it a per-GPU utilization panel: `plain` publishes DCGM_FI_DEV_GPU_UTIL alone, as its config declares; verify
   fails it: "missing in ContainerInsights/Prometheus: DCGM_FI_DEV_FB_USED".
-The control (both clusters alike, no exporter.mig, `plain` with MIG GPUs too): `plain` is ok.
+Now verify looks in each cluster for a sample of what its own agent publishes (checks.cloudwatch.sampled_metrics), and
+says a cluster reading no DCGM metric on CloudWatch has nothing to look for. The control (both clusters alike, no exporter.mig, `plain` with MIG GPUs too): `plain` is ok.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from generator.artifacts import build
 from generator.checks import cloudwatch as checks_cloudwatch
@@ -90,16 +90,12 @@ def test_verify_passes_the_plain_cluster_where_both_read_alike(tmp_path, monkeyp
     assert check.status == "ok", (check.status, check.detail)
 
 
-@pytest.mark.xfail(strict=True, reason="verify asks a cluster publishing nothing by design (08e8e306) for the "
-                                       "fleet's sampled metrics: 'no DCGM metrics ... for plain'")
 def test_verify_passes_the_plain_cluster_whose_agent_publishes_nothing_by_design(tmp_path, monkeypatch):
     published, check = _plain(tmp_path, monkeypatch, SETTINGS, PER_INSTANCE)
     assert published == set()  # (its config's one declaration selects no metric: render/agent.NOTHING_DECLARED)
     assert check.status == "ok", (check.status, check.detail)
 
 
-@pytest.mark.xfail(strict=True, reason="verify asks each cluster for the fleet's sampled metrics, not its own "
-                                       "agent's (0ad71706): 'missing in ...: DCGM_FI_DEV_FB_USED' for plain")
 def test_verify_passes_the_plain_cluster_publishing_the_one_field_it_reads(tmp_path, monkeypatch):
     published, check = _plain(tmp_path, monkeypatch, SETTINGS, f"{PER_INSTANCE}, {PER_GPU}")
     assert published == {"DCGM_FI_DEV_GPU_UTIL"}
