@@ -19,12 +19,31 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
+# A container's CPU limit (cgroup v2: "<quota> <period>" in microseconds, or "max <period>" without a limit): a process
+# allowed two CPUs by its affinity but one CPU's time by its cgroup has no other CPU to give a child.
+CPU_MAX = "/sys/fs/cgroup/cpu.max"
+
+
+def _cpu_limit() -> float | None:
+    """The CPUs' worth of time this process's cgroup allows (CPU_MAX), None where it sets no limit or none is read."""
+    try:
+        with open(CPU_MAX) as limit:
+            quota, period = limit.read().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
+
+
 def spare_cpu() -> bool:
-    """Whether another CPU is likely free for a child: this process may run on two or more, and the last minute's load
-    average leaves one of them idle. On a busy machine a child only takes turns with this process, and its fork and
-    sending its items back cost more CPU than it takes off (~0.1-0.3 s of 1,000 clusters' build)."""
+    """Whether another CPU is likely free for a child: this process may run on two or more (its affinity, and its
+    container's CPU limit), and the last minute's load average leaves one of them idle. On a busy machine a child only
+    takes turns with this process, and its fork and sending its items back cost more CPU than it takes off (~0.1-0.3 s
+    of 1,000 clusters' build)."""
     try:
         cpus = len(os.sched_getaffinity(0))
+        limit = _cpu_limit()
+        if limit is not None:
+            cpus = min(cpus, int(limit))
         return cpus >= 2 and os.getloadavg()[0] < cpus - 0.5
     except (AttributeError, OSError):  # (no affinity or load average here)
         return False

@@ -59,8 +59,23 @@ def test_other_threads_running_refuse_the_fork(monkeypatch):
                                                (4, 3.6, False)])
 def test_a_child_is_forked_only_where_another_cpu_is_free(monkeypatch, cpus, load, spare):
     """On a busy machine (or one CPU) the child would only take turns with this process, at a cost."""
+    monkeypatch.setattr(forked, "CPU_MAX", "/nonexistent/cpu.max")  # (no container limit: this machine's aside)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)))
     monkeypatch.setattr(os, "getloadavg", lambda: (load, 0.0, 0.0))
+    assert forked.spare_cpu() is spare
+
+
+@pytest.mark.parametrize("cpu_max, spare", [("100000 100000\n", False), ("150000 100000\n", False),
+                                             ("200000 100000\n", True), ("max 100000\n", True), (None, True)])
+def test_a_container_limited_to_one_cpu_forks_no_child(monkeypatch, tmp_path, cpu_max, spare):
+    """Four CPUs by affinity and an idle host, but the container's cgroup allows one CPU's time (or 1.5): a child
+    would only take turns with this process. No limit (max), or none to read: the affinity counts."""
+    limit = tmp_path / "cpu.max"
+    if cpu_max is not None:
+        limit.write_text(cpu_max)
+    monkeypatch.setattr(forked, "CPU_MAX", str(limit))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(4)))
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.0, 0.0))
     assert forked.spare_cpu() is spare
 
 
