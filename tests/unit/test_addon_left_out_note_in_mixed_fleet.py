@@ -1,0 +1,57 @@
+"""On the Container Insights add-on, in a fleet whose clusters differ in exporter.mig, the note of an alarm left out
+of CloudWatch says where (s47 R4 review of 45c6b5c4).
+
+A rule per GPU on DCGM_FI_DEV_FB_USED with a `cloudwatch=` condition per MIG instance; clusters `split` and `plain`
+(exporter.mig: none), cloudwatch.source: container-insights. Since 45c6b5c4 plain's alarm reads the rule's own
+condition (per GPU: the add-on's node_gpu_memory_used by NodeName, GpuDevice), and generate makes
+gpudash-plain-gpu-fb-high-warning; split's reads the `cloudwatch=` condition, which the add-on does not publish (no
+dimension for mig_instance), and none is made there. Yet generate's note and lint CW013
+(render/cloudwatch.left_out_on_addon, which plans the alarm on the fleet's settings, not per exporter.mig group) say
+"alarm 'gpu-fb-high' is left out of CloudWatch: the Container Insights add-on publishes no dimension for
+mig_instance", naming no cluster: false of plain, whose alarm is made.
+Reproducer: /tmp/r4/ci.* (the second: generate, then lint --from its build).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build, notes
+from generator.lint.runner import lint
+from generator.output import encode
+from tests.support.projects import defined_project
+
+ALARM = '''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("gpu-fb-high", "GPU memory high",
+                Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu")), ">", 15000),
+                cloudwatch=Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu", "mig_instance")), ">",
+                                     15000))
+'''
+NO_DASHBOARDS = "def dashboards(ctx):\n    return []\n"
+SETTINGS = """cloudwatch:
+  source: container-insights
+clusters:
+  - {name: split, region: us-east-1}
+  - {name: plain, region: us-east-1, exporter: {mig: none}}
+"""
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="left_out_on_addon plans the alarm on the fleet's settings: it says the alarm is left out "
+                          "of CloudWatch where plain's is made")
+def test_the_left_out_note_names_the_clusters_it_is_left_out_of(tmp_path):
+    project = defined_project(tmp_path, SETTINGS, alarms=ALARM, dashboards=NO_DASHBOARDS)
+    artifacts = build(project, grafana=False)
+    names = [a["Request"]["AlarmName"] for a in json.loads(encode(artifacts)["cloudwatch/alarms.json"])["alarms"]]
+    assert "gpudash-plain-gpu-fb-high-warning" in names, names  # made in plain (45c6b5c4)
+    said = [n.message for n in notes(project) if "gpu-fb-high" in n.message and "left out" in n.message]
+    said += [f.message for f in lint(project, artifacts) if "gpu-fb-high" in f.message and "left out" in f.message]
+    assert said  # left out of split: the add-on has no mig_instance
+    wrong = [message for message in said if "split" not in message]
+    assert not wrong, wrong
