@@ -1,11 +1,11 @@
-"""Lint's notes on a CloudWatch alarm read the condition it is made on in a cluster saying exporter.mig: none of a
-mixed fleet (s47 R4 review of 45c6b5c4).
+"""Lint's notes on a CloudWatch alarm read the condition it is made on in a cluster saying exporter.mig: none of a mixed
+fleet (s47 R4 review of 45c6b5c4).
 
 A rule per node, the mean of DCGM_FI_DEV_FB_USED over its GPUs above 15,000 MiB, with a `cloudwatch=` condition per
 MIG instance; clusters `split` and `plain` (exporter.mig: none). Since 45c6b5c4 plain's alarm reads the rule's own
 condition: AVG over [ClusterName, node, gpu, readings] by node, a mean that weighs each GPU by its readings (the agent
-drops DCGM's blank), and its description says so ("weighs each by its readings"). With every cluster saying
-none, lint AL024 notes that alarm. In the mixed fleet lint says nothing of it: render/alarms.failed_scrapes_read (and the other
+drops DCGM's blank), and its description says so ("weighs each by its readings"). With every cluster saying none, lint
+AL024 notes that alarm. In the mixed fleet lint says nothing of it: render/alarms.failed_scrapes_read (and the other
 notes of _built_forms_of: copies_counted, counts_most_per_scrape, ranked_past_500) plan every alarm on the project's
 settings, whose no_mig is false there, so they read the `cloudwatch=` condition per MIG instance alone.
 Reproducer: /tmp/r4/l1.py 'Query("DCGM_FI_DEV_FB_USED", "avg", ("node",)), ">", 15000'
