@@ -148,8 +148,8 @@ RULES_CHECK = "PrometheusRules of other settings"
 
 def _rule_object_names(project: Project) -> frozenset[str]:
     """The names of the PrometheusRules the build writes (one per rule group: names.prometheus_rule_name)."""
-    from ..artifacts import rule_groups
     from ..names import prometheus_rule_name
+    from .built import rule_groups
 
     return frozenset(prometheus_rule_name(group["name"]) for group in rule_groups(project)["groups"])
 

@@ -22,15 +22,16 @@ from ..clients.prometheus import HINT, NoRuleListing, Prometheus
 from ..errors import RemoteError
 from ..exporter_styles import exporter_namespaces
 from ..markers import KUBERNETES_SELECTOR, PROMETHEUS_RULE_LABEL
-from ..names import ALERT_PREFIX, CLUSTERS_GROUP, WATCHED_CLUSTER, prometheus_rule_name, shown
+from ..names import ALERT_PREFIX, CLUSTERS_GROUP, WATCHED_CLUSTER, is_counter_group, prometheus_rule_name, shown
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
 from ..agent_timing import scrape_timeout
 from ..project import Project
 from ..promql import COUNTED_PARTS, counted_name
 from ..promql_alike import alike
 from ..promql_text import matcher, quoted
-from ..render.alarms import counter_groups, counter_of
+from ..render.alarms import counter_of
 from ..clients.options import Options
+from .built import rule_groups
 from .result import FAIL, NO_DATA, NOT_DEPLOYED, ODD_ANSWER, ODD_FIX, OK, UNREACHABLE, WARN, Check, step
 
 GROUP = "prometheus"
@@ -190,8 +191,6 @@ def _stale_alerts(conditions: dict[tuple[str, tuple[tuple[str, str], ...]], dict
     """The alerts of this build (name and labels) Prometheus evaluates by one condition (`conditions`, as
     alerts_alike reads them) that is not the build's (promql_alike), each with the files it is loaded from. An alert
     of the build not loaded at all is not one: its rules may be deployed elsewhere, or not used."""
-    from ..artifacts import rule_groups
-
     stale = []
     for group in rule_groups(project)["groups"]:
         for rule in group["rules"]:
@@ -506,8 +505,8 @@ def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
     recorded = written(f"gpudash:({names}):({'|'.join(COUNTED_PARTS)})")
     # each recording of a counter Prometheus holds series of that it does not write, by the group (and the
     # PrometheusRule, names.prometheus_rule_name) that holds it (render.alarms.counter_groups: cut into several, each
-    # counter's two recordings in one)
-    written_by = counter_groups(fields, project.catalog, project.settings)
+    # counter's two recordings in one; taken from the build's rule groups, made once a run: checks.built)
+    written_by = [group for group in rule_groups(project)["groups"] if is_counter_group(group["name"])]
     group_of = {counter_of(rule): g["name"] for g in written_by for rule in g["rules"]}
     missing = [name for name in fields
                if name in held and any(counted_name(name, part) not in recorded for part in COUNTED_PARTS)]

@@ -73,6 +73,8 @@ def test_a_rule_of_other_settings_does_not_read_alike(listed, tmp_path):
     ("x offset 29999ms", "x offset 29s999ms", True),
     ('x{a="\\\\.b"}', "x{a='\\\\.b'}", True),
     ('x{b="1",a!=""}', 'x{a!="",b="1"}', True),
+    ('x{a="\\x41",b=\'A\'} / y{c="A"}', 'x{b="A",a="A"} / y{c="\\101"}', True),  # each spelling read as its value
+    ('x{a="\\x41"} / y{c="B"}', 'x{a="A"} / y{c="\\101"}', False),
     ("x[90s]", "x[1m]", False),
     ("x < 9e18", "x <= 9e18", False),
     ('x{a="b"}', 'x{a="c"}', False),

@@ -55,3 +55,26 @@ def test_verify_looks_for_the_objects_the_build_writes(case, tmp_path):
         assert "gpudash-gpu-alerts-4" in rules
     if case == "uid prefix and grafanalib":
         assert "legacy-gpu-dashboard" in configmaps and any(name.startswith("team-a-") for name in configmaps)
+
+
+def test_the_rule_groups_verify_reads_are_made_once_a_project_and_are_the_builds(tmp_path, monkeypatch):
+    """The kube and prometheus groups both read the build's rule groups (checks.built): made once for a project, by
+    artifacts.rule_groups, made anew for another project (never another project's), the counters' groups among them
+    those render.alarms.counter_groups makes."""
+    import generator.artifacts as artifacts
+    from generator.checks import built
+    from generator.names import is_counter_group
+    from generator.render.alarms import counter_groups
+
+    made = []
+    monkeypatch.setattr(artifacts, "rule_groups", lambda project, real=artifacts.rule_groups: made.append(project)
+                        or real(project))
+    monkeypatch.setattr(built, "_KEPT", [])
+    one, other = load_project(), load_project(_settings("classic", tmp_path))
+    first = built.rule_groups(one)
+    assert built.rule_groups(one) is first and made == [one]
+    assert first == artifacts.rule_groups(one)
+    assert built.rule_groups(other) == artifacts.rule_groups(other) != first
+    assert built.rule_groups(one) == first and made[-1] is one  # made again, for the project asked about
+    assert [g for g in first["groups"] if is_counter_group(g["name"])] == counter_groups(one.counted_fields(),
+                                                                                        one.catalog, one.settings)
