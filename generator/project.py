@@ -58,7 +58,9 @@ class Project:
         """DCGM fields CloudWatch dashboards and alarms query: what the agent must ship at the least."""
         queries = [q for d in self.cloudwatch_definitions() for p in d.panels() if not p.grafana_only
                    for q in p.queries]
-        queries += [(a.cloudwatch or a.condition).query for a in self.alarms]
+        # an alarm's CloudWatch condition, and its rule's, which CloudWatch reads in its place where no GPU is split
+        # (render/alarms.cloudwatch_condition)
+        queries += [c.query for a in self.alarms for c in (a.cloudwatch, a.condition) if c is not None]
         return {name for query in queries for name in query.metrics}
 
 

@@ -231,16 +231,17 @@ def _sample(names) -> list[str]:
 
 
 def sampled_metrics(project: Project, used) -> dict[str, list[str]]:
-    """{cluster name: the DCGM metrics looked for in it}: those its agent publishes, sampled (_sample): what its own
-    widgets and alarms read (render/cloudwatch.reads_by_cluster; artifacts.agents publishes those alone), with
-    agent.metric_selection: all every field used (each is published then)."""
+    """{cluster name: the DCGM metrics looked for in it}: those its agent publishes, sampled (_sample): the DCGM fields
+    its own widgets and alarms read (render/cloudwatch.reads_by_cluster, as it reads them there: an alarm's rule's own
+    condition where no GPU is split; artifacts.agents publishes those alone), with agent.metric_selection: all every
+    field used (each is published then)."""
     from ..render.cloudwatch import reads_by_cluster
 
     settings = project.settings
     if settings.agent.metric_selection == "all":
         return {cluster.name: _sample(used) for cluster in settings.clusters}
     reads = reads_by_cluster(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
-    return {name: _sample([m for m in used if m in read]) for name, read in reads.items()}
+    return {name: _sample([m for m in read if m in project.catalog]) for name, read in reads.items()}
 
 
 def published_sets(project: Project, settings, sampled: dict[str, list[str]]) -> dict[str, list[list[str]]]:
