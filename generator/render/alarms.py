@@ -51,7 +51,7 @@ from ..promql import (PERIOD_LABEL, PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL
 from ..promql_text import quoted
 from ..series_labels import MAX_DIMENSIONS
 from .alarm_text import Note, about_notes, described, own_cut
-from ..settings import Cluster, Settings, intervals_dividing, setting_place
+from ..settings import Cluster, Settings, intervals_dividing, mig_of, setting_place
 from ..units import Unit
 
 if TYPE_CHECKING:
@@ -480,6 +480,32 @@ def mig_left_out(project) -> list[tuple[str, str]]:
             continue
         if unseen is not None:
             result.append((alarm.defined_at, f"{start}: {unseen}"))
+    return result + _whole_gpus_unseen(project)
+
+
+def _whole_gpus_unseen(project) -> list[tuple[str, str]]:
+    """(where, message) of each fleet-scope rule whose `cloudwatch=` condition is per MIG instance (its own is not), in
+    a Region whose clusters differ in exporter.mig: the Region's one alarm, made for GPUs that may be split, reads MIG
+    instances alone, and the GPUs of the clusters saying none go unwatched there though its Prometheus rule watches
+    them (a cluster-scope rule's alarm reads the rule's own condition in such a cluster: cloudwatch_condition)."""
+    settings = project.settings
+    result = []
+    for alarm in project.alarms:
+        if alarm.scope != "fleet" or alarm.cloudwatch is None or "mig_instance" not in alarm.cloudwatch.query.by \
+                or "mig_instance" in alarm.condition.query.by:
+            continue
+        for region in sorted({cluster.region for cluster in settings.clusters}):
+            members = [cluster for cluster in settings.clusters if cluster.region == region]
+            whole = [cluster.name for cluster in members if mig_of(settings, cluster) == "none"]
+            if not whole or len(whole) == len(members):
+                continue
+            names = ", ".join(whole)
+            result.append((alarm.defined_at, f"alarm {alarm.id!r} does not evaluate the GPUs of cluster"
+                                             f"{'s' if len(whole) > 1 else ''} {names} on CloudWatch in Region "
+                                             f"{region} (its Prometheus rule does): its `cloudwatch=` condition reads "
+                                             f"MIG instances alone, and {names} {'say' if len(whole) > 1 else 'says'} "
+                                             f"no GPU is split (exporter.mig: none); with scope='cluster' each "
+                                             f"cluster's alarm reads the rule's own condition where no GPU is split"))
     return result
 
 
