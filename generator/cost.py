@@ -342,6 +342,28 @@ def _what_is_published(project: Project) -> tuple[Published, dict[str, set[tuple
     return published(project.catalog, project.settings, queried, kinds), queried
 
 
+def _published_kinds(project: Project, fleet: Fleet) -> list[tuple[Published, float]]:
+    """(what the agents of a kind of cluster publish, the share of the fleet's clusters they stand for) of each kind of
+    cluster whose agents publish alike (artifacts.agents: what each cluster's own widgets and alarms read), the first
+    cluster's kind last. One kind, the whole fleet: as _what_is_published."""
+    from .render.cloudwatch import node_mean_kinds, reads_by_cluster
+
+    settings = project.settings
+    reads = reads_by_cluster(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
+    groups: dict[int, tuple[dict[str, set[tuple[str, ...]]], list]] = {}
+    for cluster in settings.clusters:
+        groups.setdefault(id(reads[cluster.name]), (reads[cluster.name], []))[1].append(cluster)
+    if len(groups) < 2:
+        return [(_what_is_published(project)[0], 1.0)]
+    result = []
+    for queried, clusters in groups.values():
+        kinds = node_mean_kinds(project.cloudwatch_definitions(), project.catalog, settings.for_clusters(clusters))
+        share = _fleet_share(fleet, settings, clusters) / fleet.clusters if fleet.clusters >= 1 else \
+            len(clusters) / len(settings.clusters)
+        result.append((published(project.catalog, settings, queried, kinds), share))
+    return result[::-1]
+
+
 def log_events(project: Project, fleet: Fleet) -> list[Events]:
     """The EMF log events of one scrape of every target, as the agent groups the datapoints into them.
 
@@ -518,74 +540,80 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     settings = project.settings
     if enabled(settings):
         return _addon_metric_lines(project, fleet, prices)
-    what, _ = _what_is_published(project)
-    sets = what.sets()
-    if fleet.mig:  # the scrape job drops the fields MIG does not report from a MIG instance's series; a GPU's
-        # reading once (and a node's total and count of them) holds a MIG GPU's stand-in of such a field
-        # (render/agent_otel._stand_in_once)
-        sets = {dims: [m for m in metrics if m not in MIG_UNSUPPORTED
-                       or ((ONCE_PER_GPU[0] in dims or NAMESPACE_GPU[0] in dims or NODE_MEAN in dims)
-                           and project.catalog.mig_substitute(m))]
-                for dims, metrics in sets.items()}
-    # Per pod: the per-pod set, and on the OTel pipeline the sets of a pod's totals per scrape (one metric per
-    # pod and total).
-    pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in sets if _per_pod_total(dims))]
-    per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
-    # The cluster's own metrics: the data-missing alarm's (its GPU field, kube-state-metrics' three series and two node
-    # series), the GPU field per cluster the widgets' PERIOD() lines read (the same metric as the alarm's, where it has
-    # one) and the fields of the fleet's values now that read every reading of the cluster past 500 GPUs (GPU utilization,
-    # power draw).
-    per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
-    # on the OTel pipeline, the fields of those values as a GPU's reading once per scrape (ONCE_PER_GPU), their own set
-    readings_set = readings_dimensions(settings)
-    if readings_set != data_missing.CLUSTER_SET:
-        per_cluster += len(sets.get(readings_set, []))
-    # kube-state-metrics' three series per exporter DaemonSet where a cluster names several (data_missing.ksm_set)
-    daemonsets = _fleet_daemonsets(fleet, settings)  # the fleet's, each cluster's own
-    per_daemonset = len(sets.get(data_missing.DAEMONSET_SET, []))
-    # The per-instance set (GPU_I_ID) publishes once per GPU instance: a whole GPU is one, a MIG GPU as many as
-    # --mig-instances says. On the OTel pipeline it holds the fields MIG reports per instance only (device
-    # counters are merged to one series per physical GPU); on classic device counters too. The MIG sets
-    # (GPU_I_PROFILE) publish for MIG instances only: per MIG pod, per instance, or per GPU and profile (one
-    # profile a GPU: its instances alike), counted when the fleet is split into MIG instances.
-    mig_sets = {dims: len(m) for dims, m in sets.items() if MIG_PROFILE_LABEL in dims}
-    mig_only = sum(mig_sets.values())
-    # A pod's fields per GPU it holds (the idle alarms' utilization): one metric per copy of a GPU, a pod holding it.
-    pod_set = tuple(pod_dimensions(settings))
-    pod_gpus = fleet.held_copies if fleet.pods else 0  # an estimate (Fleet.held_copies; none without pods)
-    per_pod_gpu = sum(len(m) for dims, m in sets.items() if dims not in pod_sets and set(pod_set) <= set(dims)
-                      and MIG_PROFILE_LABEL not in dims)
-    # each pod started in the month publishes them for each GPU instance it holds (as many as a pod holds on average)
-    churned_gpus = fleet.churn / HOURS_PER_MONTH * pod_gpus / fleet.pods if fleet.pods else 0.0
-    # A namespace's use of each GPU its pods hold (NAMESPACE_GPU): one metric per namespace and GPU (Fleet.namespace_gpus)
-    per_namespace_gpu = sum(len(m) for dims, m in sets.items() if NAMESPACE_GPU[0] in dims)
-    # A node's totals per scrape (node_total: a widget's or alarm's count or total per node): one metric per node
-    # and total
-    per_node_total = sum(len(m) for dims, m in sets.items() if node_total(dims))
-    # and a node's total and count of GPUs read per scrape (NODE_MEAN: the fleet's values now): one metric per node,
-    # field and kind its widgets read (a total alone of the field "Total power draw" reads)
-    per_node_mean = sum(len(what.kinds(name)) for dims, m in sets.items() if NODE_MEAN in dims for name in m)
-    gpu_sets = {dims: len(m) for dims, m in sets.items()
-                if dims not in pod_sets and not node_total(dims) and NODE_MEAN not in dims
-                and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET,
-                                 readings_set)
-                and MIG_PROFILE_LABEL not in dims and not set(pod_set) <= set(dims) and NAMESPACE_GPU[0] not in dims}
-    per_gpu = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL not in dims)
-    per_instance = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL in dims)
-    mig_months = 0.0
-    if fleet.mig:
-        # per pod and MIG instance (the idle alarm's): one metric per instance a pod holds, at most every copy
-        mig_months = sum(n * (pod_gpus if "pod" in dims and MIG_INSTANCE_LABEL in dims else fleet.pods
-                              if "pod" in dims else fleet.instances if MIG_INSTANCE_LABEL in dims
-                              else fleet.gpu_count) for dims, n in mig_sets.items())
-    # The exporter targets' flags of no GPU data, one metric per GPU node (the data-missing rule's alarm per node),
-    # published at every scrape.
-    per_node = len(sets.get(data_missing.SAMPLES_SET, []))
-    nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
-    metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
-        per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * (pod_gpus + churned_gpus) + \
-        per_cluster * fleet.clusters + per_daemonset * daemonsets + mig_months + \
-        per_namespace_gpu * fleet.namespace_gpus + (per_node_total + per_node_mean) * fleet.node_count
+    # Clusters whose agents publish alike (render/cloudwatch.reads_by_cluster: those differing in exporter.mig read
+    # their own sets), each kind priced on its share of the fleet's clusters; the detail counts the first cluster's.
+    alike = _published_kinds(project, fleet)
+    weighed = 0.0
+    for what, share in alike:
+        sets = what.sets()
+        if fleet.mig:  # the scrape job drops the fields MIG does not report from a MIG instance's series; a GPU's
+            # reading once (and a node's total and count of them) holds a MIG GPU's stand-in of such a field
+            # (render/agent_otel._stand_in_once)
+            sets = {dims: [m for m in metrics if m not in MIG_UNSUPPORTED
+                           or ((ONCE_PER_GPU[0] in dims or NAMESPACE_GPU[0] in dims or NODE_MEAN in dims)
+                               and project.catalog.mig_substitute(m))]
+                    for dims, metrics in sets.items()}
+        # Per pod: the per-pod set, and on the OTel pipeline the sets of a pod's totals per scrape (one metric per
+        # pod and total).
+        pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in sets if _per_pod_total(dims))]
+        per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
+        # The cluster's own metrics: the data-missing alarm's (its GPU field, kube-state-metrics' three series and two node
+        # series), the GPU field per cluster the widgets' PERIOD() lines read (the same metric as the alarm's, where it has
+        # one) and the fields of the fleet's values now that read every reading of the cluster past 500 GPUs (GPU utilization,
+        # power draw).
+        per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
+        # on the OTel pipeline, the fields of those values as a GPU's reading once per scrape (ONCE_PER_GPU), their own set
+        readings_set = readings_dimensions(settings)
+        if readings_set != data_missing.CLUSTER_SET:
+            per_cluster += len(sets.get(readings_set, []))
+        # kube-state-metrics' three series per exporter DaemonSet where a cluster names several (data_missing.ksm_set)
+        daemonsets = _fleet_daemonsets(fleet, settings)  # the fleet's, each cluster's own
+        per_daemonset = len(sets.get(data_missing.DAEMONSET_SET, []))
+        # The per-instance set (GPU_I_ID) publishes once per GPU instance: a whole GPU is one, a MIG GPU as many as
+        # --mig-instances says. On the OTel pipeline it holds the fields MIG reports per instance only (device
+        # counters are merged to one series per physical GPU); on classic device counters too. The MIG sets
+        # (GPU_I_PROFILE) publish for MIG instances only: per MIG pod, per instance, or per GPU and profile (one
+        # profile a GPU: its instances alike), counted when the fleet is split into MIG instances.
+        mig_sets = {dims: len(m) for dims, m in sets.items() if MIG_PROFILE_LABEL in dims}
+        mig_only = sum(mig_sets.values())
+        # A pod's fields per GPU it holds (the idle alarms' utilization): one metric per copy of a GPU, a pod holding it.
+        pod_set = tuple(pod_dimensions(settings))
+        pod_gpus = fleet.held_copies if fleet.pods else 0  # an estimate (Fleet.held_copies; none without pods)
+        per_pod_gpu = sum(len(m) for dims, m in sets.items() if dims not in pod_sets and set(pod_set) <= set(dims)
+                          and MIG_PROFILE_LABEL not in dims)
+        # each pod started in the month publishes them for each GPU instance it holds (as many as a pod holds on average)
+        churned_gpus = fleet.churn / HOURS_PER_MONTH * pod_gpus / fleet.pods if fleet.pods else 0.0
+        # A namespace's use of each GPU its pods hold (NAMESPACE_GPU): one metric per namespace and GPU (Fleet.namespace_gpus)
+        per_namespace_gpu = sum(len(m) for dims, m in sets.items() if NAMESPACE_GPU[0] in dims)
+        # A node's totals per scrape (node_total: a widget's or alarm's count or total per node): one metric per node
+        # and total
+        per_node_total = sum(len(m) for dims, m in sets.items() if node_total(dims))
+        # and a node's total and count of GPUs read per scrape (NODE_MEAN: the fleet's values now): one metric per node,
+        # field and kind its widgets read (a total alone of the field "Total power draw" reads)
+        per_node_mean = sum(len(what.kinds(name)) for dims, m in sets.items() if NODE_MEAN in dims for name in m)
+        gpu_sets = {dims: len(m) for dims, m in sets.items()
+                    if dims not in pod_sets and not node_total(dims) and NODE_MEAN not in dims
+                    and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET,
+                                     readings_set)
+                    and MIG_PROFILE_LABEL not in dims and not set(pod_set) <= set(dims) and NAMESPACE_GPU[0] not in dims}
+        per_gpu = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL not in dims)
+        per_instance = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL in dims)
+        mig_months = 0.0
+        if fleet.mig:
+            # per pod and MIG instance (the idle alarm's): one metric per instance a pod holds, at most every copy
+            mig_months = sum(n * (pod_gpus if "pod" in dims and MIG_INSTANCE_LABEL in dims else fleet.pods
+                                  if "pod" in dims else fleet.instances if MIG_INSTANCE_LABEL in dims
+                                  else fleet.gpu_count) for dims, n in mig_sets.items())
+        # The exporter targets' flags of no GPU data, one metric per GPU node (the data-missing rule's alarm per node),
+        # published at every scrape.
+        per_node = len(sets.get(data_missing.SAMPLES_SET, []))
+        nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
+        metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
+            per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * (pod_gpus + churned_gpus) + \
+            per_cluster * fleet.clusters + per_daemonset * daemonsets + mig_months + \
+            per_namespace_gpu * fleet.namespace_gpus + (per_node_total + per_node_mean) * fleet.node_count
+        weighed += share * metric_months
+    metric_months = weighed
     rate = _rate(prices, "custom_metric_month")
     free_metrics = min(_free(prices, "custom_metrics"), metric_months)
     shares = region_shares(project, fleet)  # each Region's tiers; the free tier's metrics once, for the account
@@ -629,6 +657,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + (f" + the MIG sets' {mig_only} per MIG pod, instance or GPU" if fleet.mig and mig_only else
                 f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
                 f"{mig_only} more per MIG pod or GPU (--mig-instances counts them)" if mig_only else "")
+             + (f"; {len(alike)} kinds of cluster publish their own sets (exporter.mig), each priced on its share of "
+                f"the clusters (the counts are the first cluster's kind's)" if len(alike) > 1 else "")
              + (f"; the free tier's first {free_metrics:,.0f} free" if free_metrics else "")
              + ((f"; {fleet.pods:,} pods on {fleet.instances:,} GPU instances: each pod's copy of its GPU's series "
                  f"logged" if fleet.virtual_gpus else

@@ -8,7 +8,6 @@ the namespace_gpu set where GPUs may be split and the per-pod set where none is:
 pods, 100 GPUs: 3,218 custom metrics, where the same fleet all split prices 3,118 and all whole 3,118 (each cluster
 publishes one group's sets, never both: the fleet of the two can cost no more than the dearer of them). Before
 735e7221 every cluster published both groups' sets, and 3,218 was what they published.
-Reproducer: /tmp/r47/cost (mixed, split, plain).
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from click.testing import CliRunner
 
 from generator.cli import main
@@ -47,9 +47,12 @@ def _custom_metrics(folder, first: str, second: str) -> float:
     return line["quantity"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="cost prices both exporter.mig groups' sets on every cluster, though each cluster's agent "
-                          "publishes its own group's")
 def test_a_fleet_of_clusters_differing_in_mig_costs_no_more_custom_metrics_than_the_dearer_alike_fleet(tmp_path):
     quantity = {name: _custom_metrics(tmp_path / name, *clusters) for name, clusters in FLEETS.items()}
     assert quantity["mixed"] <= max(quantity["split"], quantity["whole"]), quantity
+
+
+def test_each_kind_of_cluster_is_priced_on_its_share_of_the_fleet(tmp_path):
+    """Two clusters, one of each kind: half the fleet's clusters publish the split kind's sets, half the whole kind's."""
+    quantity = {name: _custom_metrics(tmp_path / name, *clusters) for name, clusters in FLEETS.items()}
+    assert quantity["mixed"] == pytest.approx((quantity["split"] + quantity["whole"]) / 2), quantity
