@@ -201,6 +201,10 @@ FLEET = (
             )),
     )),
 )
+
+# The fleet as a cluster saying exporter.mig: none runs it: its whole GPUs alone (the nodes that hold any).
+WHOLE = tuple(node for node in (Node(n.name, n.spelling, n.exporter_pod, tuple(g for g in n.gpus if not g.mig))
+                                for n in FLEET) if node.gpus)
 # 4.4+ with the pods' UIDs and labels: a MIG GPU whose two instances two pods hold, a whole GPU (a fleet
 # variant: FLEET + (POD_IDENTITY,))
 POD_IDENTITY = Node("gpu-node-uid", "Hostname", "nvidia-dcgm-exporter-u1v2w", (

@@ -28,11 +28,9 @@ from generator.output import encode
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import scrapes
 from tests.support.cloudwatch_agent import Agent, agent_config
-from tests.support.mixed_fleet import Node
 from tests.support.projects import defined_project
 
-WHOLE = tuple(node for node in (Node(n.name, n.spelling, n.exporter_pod, tuple(g for g in n.gpus if not g.mig))
-                                for n in mixed_fleet.FLEET) if node.gpus)
+WHOLE = mixed_fleet.WHOLE
 ALARM = '''
 from generator.model import Alarm, Condition, Query
 

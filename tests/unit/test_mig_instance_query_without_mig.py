@@ -27,7 +27,6 @@ from tests.support.agent_points import scrapes, through_agent
 from tests.support.cloudwatch_agent import Agent, agent_config
 from tests.support.cloudwatch_widgets import header, widgets, widgets_read
 from tests.support.lint_input import lint_input
-from tests.support.mixed_fleet import Node
 from tests.support.projects import defined_project
 
 DASHBOARD = '''
@@ -51,9 +50,7 @@ TWO_CLUSTERS = """clusters:
   - {name: gpu-cluster, region: us-east-1}
   - {name: plain, region: us-east-1, exporter: {mig: none}}
 """
-# the mixed fleet's whole GPUs (what a cluster saying exporter.mig: none runs)
-WHOLE = tuple(node for node in (Node(n.name, n.spelling, n.exporter_pod, tuple(g for g in n.gpus if not g.mig))
-                                for n in mixed_fleet.FLEET) if node.gpus)
+WHOLE = mixed_fleet.WHOLE
 NAMES = {node.name: node.name for node in mixed_fleet.FLEET}
 END = 900
 

@@ -30,11 +30,9 @@ from generator.project import load_project
 from tests.support import mixed_fleet
 from tests.support.agent_points import scrapes
 from tests.support.cloudwatch_agent import Agent, agent_config
-from tests.support.mixed_fleet import Node
 from tests.unit.test_verify_sets_per_cluster import _Listed  # ListMetrics over datapoints
 
-WHOLE = tuple(node for node in (Node(n.name, n.spelling, n.exporter_pod, tuple(g for g in n.gpus if not g.mig))
-                                for n in mixed_fleet.FLEET) if node.gpus)
+WHOLE = mixed_fleet.WHOLE
 PER_INSTANCE = ('Panel("Framebuffer per GPU instance", '
                 '(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu", "mig_instance")),))')
 PER_GPU = 'Panel("Utilization per GPU", (Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("node", "gpu")),))'

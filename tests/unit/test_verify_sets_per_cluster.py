@@ -25,10 +25,8 @@ from generator.project import load_project
 from tests.support import mixed_fleet
 from tests.support.agent_points import scrapes
 from tests.support.cloudwatch_agent import Agent, agent_config
-from tests.support.mixed_fleet import Node
 
-WHOLE = tuple(node for node in (Node(n.name, n.spelling, n.exporter_pod, tuple(g for g in n.gpus if not g.mig))
-                                for n in mixed_fleet.FLEET) if node.gpus)
+WHOLE = mixed_fleet.WHOLE
 ALARM = '''
 from generator.model import Alarm, Condition, Query
 
