@@ -35,8 +35,14 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     signals, counts = on_addon(project), reads_daemonset(project)
     # the metrics each cluster's agent publishes, sampled (sampled_metrics), and the sets its generated agent config
     # declares (artifacts.agents: alike for the clusters that read alike)
-    sampled = {} if enabled(settings) else sampled_metrics(project, used)
-    declared = published_sets(project, settings, sampled) if sampled else {}
+    if enabled(settings):
+        sampled, declared = {}, {}
+    else:  # (what each cluster's widgets and alarms read, worked out once for both)
+        from ..render.cloudwatch import reads_by_cluster
+
+        reads = reads_by_cluster(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
+        sampled = sampled_metrics(project, used, reads)
+        declared = published_sets(project, settings, sampled, reads)
     for cluster in settings.clusters:
         declared_sets = declared.get(cluster.name, [])
         metrics = sampled.get(cluster.name, []) if sampled else _sample(used)
@@ -230,30 +236,27 @@ def _sample(names) -> list[str]:
     return [m for m in SAMPLE if m in names] or sorted(names)[:4]
 
 
-def sampled_metrics(project: Project, used) -> dict[str, list[str]]:
+def sampled_metrics(project: Project, used, reads: dict[str, dict[str, set[tuple[str, ...]]]]) \
+        -> dict[str, list[str]]:
     """{cluster name: the DCGM metrics looked for in it}: those its agent publishes, sampled (_sample): the DCGM fields
     its own widgets and alarms read (render/cloudwatch.reads_by_cluster, as it reads them there: an alarm's rule's own
     condition where no GPU is split; artifacts.agents publishes those alone), with agent.metric_selection: all every
-    field used (each is published then)."""
-    from ..render.cloudwatch import reads_by_cluster
-
+    field used (each is published then). `reads`: reads_by_cluster's."""
     settings = project.settings
     if settings.agent.metric_selection == "all":
         return {cluster.name: _sample(used) for cluster in settings.clusters}
-    reads = reads_by_cluster(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     return {name: _sample([m for m in read if m in project.catalog]) for name, read in reads.items()}
 
 
-def published_sets(project: Project, settings, sampled: dict[str, list[str]]) -> dict[str, list[list[str]]]:
+def published_sets(project: Project, settings, sampled: dict[str, list[str]],
+                   reads: dict[str, dict[str, set[tuple[str, ...]]]]) -> dict[str, list[list[str]]]:
     """{cluster name: the dimension sets its generated agent configuration publishes its `sampled` metrics with}: the
-    per-pod and
-    per-GPU sets and those derived from them (dimension_sets), and the sets its dashboards and alarms read besides (the
+    per-pod and per-GPU sets and those derived from them (dimension_sets), and the sets its dashboards and alarms read besides (the
     data-missing alarm's per cluster, the idle alarm's per pod and GPU, ...), as render/agent.published gives them to
-    the agent (artifacts.agents: what each cluster's own widgets and alarms read, render/cloudwatch.reads_by_cluster)."""
+    the agent (artifacts.agents: what each cluster's own widgets and alarms read, `reads`: render/cloudwatch.
+    reads_by_cluster's)."""
     from ..render.agent import published
-    from ..render.cloudwatch import reads_by_cluster
 
-    reads = reads_by_cluster(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     ordered = [sorted(d) for d in dimension_sets(settings)]  # the usual sets first, in their order
     worked: dict[tuple[int, tuple[str, ...]], list[list[str]]] = {}
     result = {}
