@@ -104,7 +104,7 @@ def stale(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan | None
     whose plan `plan_` reads a count or sum over the scrapes a period holds (per_scrape_read) says what its latest
     datapoints do instead (_per_scrape_stale). A clause of the description's notes, the last (the first to give way to
     its short form)."""
-    who = _who(alarm, cloudwatch_condition(alarm, settings).query.by)
+    who = _who(alarm, settings)
     if alarm.missing_data == "breaching":  # the periods it misses breach: _of_range's `fewer` and `nothing`
         return Note(f"{who} whose data stops (exporter, node or pod gone) "
                     f"is judged with its missing periods breaching while its last datapoints are in the alarm's "
@@ -139,7 +139,7 @@ def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
     900 s, 1,020 s with the look-back; tests/integration/test_pod_left_twins.py). Below a level (`<`), the part read
     is read low: the alarm can be in ALARM at such evaluations until the readings leave its range, where its rule
     does not fire (a sum below 240 W of a pod at 250 W: 40-900 s after the last reading)."""
-    who, period = _who(alarm, cloudwatch_condition(alarm, settings).query.by), _spoken(alarm.period_seconds)
+    who, period = _who(alarm, settings), _spoken(alarm.period_seconds)
     clears = _spoken(rule_clears(alarm, settings))
     later = f"; for a pod that left a GPU still reported, up to {lookback} s later" if lookback else ""
     latest = (f"{who} whose data stops (exporter, node or pod gone) is judged on its latest datapoints in the alarm's "
@@ -159,13 +159,14 @@ def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
                 f"{period} before the rule clears, at {clears})")
 
 
-def _who(alarm: Alarm, by: tuple[str, ...] | None = None) -> str:
-    """What one contributor of the alarm is, in words: a pod, a namespace or a container (its workload group), a GPU
-    (a GPU instance, where `by`, the grouping CloudWatch evaluates, names mig_instance), a node, else its cluster (a
-    fleet's alarm: its Region). `by`: the rule's own grouping by default."""
-    keys = group_keys(alarm.condition.query.by if by is None else by)
+def _who(alarm: Alarm, settings: Settings) -> str:
+    """What one contributor of the alarm CloudWatch evaluates is, in words (its condition's grouping there:
+    cloudwatch_condition): a pod, a namespace or a container (its workload group), a GPU instance, a GPU, a node, else
+    its cluster (a fleet's alarm: its Region)."""
+    by = cloudwatch_condition(alarm, settings).query.by
+    keys = group_keys(by)
     whole = "a Region" if alarm.scope == "fleet" else "a cluster"
-    if by is not None and "mig_instance" in by and not any(key in keys for key in WORKLOAD_KEYS):
+    if "mig_instance" in by and not any(key in keys for key in WORKLOAD_KEYS):
         return "a GPU instance"
     return next((f"a {key}" for key in (*WORKLOAD_KEYS, "gpu", "node") if key in keys), whole).replace("a gpu", "a GPU")
 
@@ -229,8 +230,7 @@ def _stale_clause(alarm: Alarm, settings: Settings, lookback: int = 0) -> str:
     """stale's note in a few words (its short form): how long it stays in ALARM, and when its rule clears (`lookback`:
     left_lookback's seconds, the rule's lag for a pod that left a GPU still reported)."""
     left = f"; for a pod that left a GPU still reported, up to {lookback} s after the alarm" if lookback else ""
-    return f"{_who(alarm, cloudwatch_condition(alarm, settings).query.by)} whose data stops in ALARM stays so while " \
-           f"its last datapoints " \
+    return f"{_who(alarm, settings)} whose data stops in ALARM stays so while its last datapoints " \
            f"are in the evaluation range (the rule clears {_spoken(rule_clears(alarm, settings))} after the last " \
            f"reading{left})"
 
