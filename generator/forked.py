@@ -15,6 +15,25 @@ import threading
 from typing import Any, Callable, Iterator
 
 
+# Linux's prctl option asking the kernel to send a signal to this process when the thread that forked it ends.
+PR_SET_PDEATHSIG = 1
+
+
+def _end_with(parent: int) -> None:
+    """In the child: be killed when `parent` ends (on Linux). A generate killed with SIGKILL mid-build runs no clean-up,
+    and its child would otherwise go on making rules no one reads, holding the build folder's lock (inherited with the
+    descriptor) until it is done. A parent that ended before the request was made (the child then belongs to another
+    process already) ends the child here."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # (no prctl: not Linux)
+        return
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def can_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
@@ -64,6 +83,7 @@ class Ahead:
             self._start()
 
     def _start(self) -> None:
+        parent = os.getpid()
         reader, writer = os.pipe()
         try:
             pid = os.fork()
@@ -74,6 +94,7 @@ class Ahead:
         if pid == 0:  # the child: make the items, send each, and end without the parent's exit functions or buffers
             status = 1
             try:
+                _end_with(parent)
                 os.close(reader)
                 with os.fdopen(writer, "wb") as pipe:
                     for item in self._make():

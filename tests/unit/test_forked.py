@@ -155,3 +155,47 @@ def test_a_large_fleet_writes_the_same_files_with_its_rules_made_ahead(project_d
     assert done.returncode == 0, done.stderr[-3000:]
     files, rules = map(int, done.stdout.split())
     assert files > 4 * count and rules > 100_000
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (R, S, Z...), '' once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return ""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_parent_killed_mid_build_takes_its_child_with_it():
+    """A generate killed with SIGKILL runs no clean-up: its child, still making the rules, would hold the build
+    folder's lock (inherited) until done. It ends with its parent."""
+    import signal
+    import time
+
+    code = ("import os, signal, sys\n"
+            "import generator.forked as forked\n"
+            "forked.spare_cpu = lambda: True\n"
+            "def waits():\n"
+            "    signal.pause()\n"
+            "    yield 0\n"
+            "ahead = forked.Ahead(waits)\n"
+            "assert ahead.forked\n"
+            "print(ahead._pid, flush=True)\n"
+            "signal.pause()\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = 0
+    try:
+        child = int(parent.stdout.readline())
+        assert _state(child) not in ("", "Z")
+        parent.kill()
+        parent.wait()
+        for _ in range(500):  # the kernel's signal is sent at the parent's exit: at most a few ms
+            if _state(child) in ("", "Z", "X"):
+                break
+            time.sleep(0.01)
+        assert _state(child) in ("", "Z", "X"), "the child outlived its killed parent"
+    finally:
+        parent.kill()
+        if child and _state(child) not in ("", "Z", "X"):  # (the test failed: not left running)
+            os.kill(child, signal.SIGKILL)
