@@ -1273,7 +1273,7 @@ LARGEST_STATE = ("a point is the largest state its period read, not the latest (
 # The same on a widget's line of a pod's mean or total (a pod's GPUs per scrape, or its readings pooled): each reading is
 # the pod's only at the scrapes naming it, so its point is the mean of a sample of the period's readings, where
 # Grafana's per-pod panels give each pod a scrape within the look-back named the GPU's every reading
-# (tests/unit/test_cloudwatch_named_in_turn_means.py, a strict xfail; found by an outside audit).
+# (tests/unit/test_cloudwatch_named_in_turn_means.py, a strict xfail).
 NAMED_MEAN_LINE = ("a pod's mean or total, where the exporter names a GPU pods share (without KUBERNETES_VIRTUAL_GPUS) "
                    "under one of them at a time, is read from the scrapes naming the pod only: a point is the mean of "
                    "those readings, not of the period's, where Grafana's panel gives every pod sharing the GPU each "

@@ -158,9 +158,9 @@ PROVISIONING_PROVIDER = "gpudash"  # the provider in Grafana's provisioning/dash
 ALERT_GROUP = "gpudash-gpu"  # the group of alerting rules
 COUNTER_GROUP = "gpudash-counters"  # the recording rules of the counters Grafana's rate panels read
 # ... cut into this many groups at least, each an object (render.alarms.counter_groups), as the alerts are (ALERT_GROUPS):
-# 205,797 bytes in one object for the multi-region example's five counters (s39), past the quarter of kubectl's limit
-# kept for growth; in three, each about a third (a counter's two recordings, ~41 KB there, in one group). More only
-# past 3 x GROUP_BYTES (393 KB) of them.
+# 205,797 bytes in one object for the multi-region example's five counters (before 14978afd), past the quarter of
+# kubectl's limit kept for growth; in three, each about a third (a counter's two recordings, ~41 KB there, in one
+# group). More only past 3 x GROUP_BYTES (393 KB) of them.
 COUNTER_GROUPS = 3
 # On a Prometheus holding several clusters (clusters[].prometheus_label): a series per cluster gpudash watches, which
 # the dashboards' cluster variable lists (its All: those clusters, not every cluster on the Prometheus)

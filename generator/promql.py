@@ -605,11 +605,11 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     or staleness marker, an interval later); a naming sample's time a tenth of a millisecond later (NAMED_LATER), so
     one maximum tells the side (a tie, an exporter writing the GPU's own series beside its pods' copies at every
     scrape, is the pods').
-    Windows of whole intervals ("without a pod within two intervals, none naming one within one", s40) could not order
-    two copies' readings within an interval of each other: a pod starting on an idle GPU as its exporter was rolled
-    (the old copy's last scrape idle, the new copy's 14 s later naming it) left the per-pod panels at the new copy's
-    failed or late scrape, 300 W gone up to 16 s (test_rolled_copy_pod_started); its mirror (a pod ending then) stays
-    off the GPU. The recent naming sample: a GPU without a UUID is judged with the other GPUs of its index in the
+    Windows of whole intervals ("without a pod within two intervals, none naming one within one", c46fa7e2) could not
+    order two copies' readings within an interval of each other: a pod starting on an idle GPU as its exporter was
+    rolled (the old copy's last scrape idle, the new copy's 14 s later naming it) left the per-pod panels at the new
+    copy's failed or late scrape, 300 W gone up to 16 s (test_rolled_copy_pod_started); its mirror (a pod ending then)
+    stays off the GPU. The recent naming sample: a GPU without a UUID is judged with the other GPUs of its index in the
     cluster (held_labels), whose newest sample alternates between their nodes' scrapes, so a pod named within the
     interval holds it, counted only where it is not stale (timestamp()): Prometheus marks a series stale at the scrape
     that no longer writes it, so on live scrapes a GPU is idle from that scrape on, even when it came a little early
@@ -988,10 +988,10 @@ def older_samples(metric: str, branches: list[list[str]], extra: list[str], labe
     selector gives the sample's own time) is older than the newest reading (not DCGM's blank) of the GPU's complete
     copies (scrape targets), whatever pod the copies name: read `unless` it, of a GPU's fresh copies the fresher is
     read (a copy's series of one scrape, or copies sampled at one instant, all stay: the highest is read). The higher
-    of two fresh copies was read before s46: in a roll the old copy's 200 W for the new one's 60 (a MIG GPU's 350 W
+    of two fresh copies was read before c75fe0bb: in a roll the old copy's 200 W for the new one's 60 (a MIG GPU's 350 W
     for 250), up to an interval (test_combined_fleet_story, test_mig_pod_ended_in_roll). A copy one of whose MIG
-    instances reads the blank is no complete copy: its time does not make another copy older (s45's form, without
-    this, read such a GPU as nothing where the older copy read it whole: test_copy_choice_hostile); it stays beside the
+    instances reads the blank is no complete copy: its time does not make another copy older (a form tried without
+    this read such a GPU as nothing where the older copy read it whole: test_copy_choice_hostile); it stays beside the
     older one, and the blank check (one_copy's `blanks`, chosen_copy) leaves it out. A GPU without a UUID is judged
     with the other GPUs of its index (held_labels): it keeps the higher. The pod and namespace variables do not scope
     it (as _left_idle's `anyone`): a picked pod's series older than a newer scrape naming no pod on its GPU is not
@@ -1104,7 +1104,7 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     their series tell that the pod left), which a per-GPU panel's late tier and count leave out. With the pod or
     namespace variable set, a per-GPU panel read a GPU the picked pod had left at its latest reading under the pod for
     the look-back: 240 W and 70 % for two minutes after the pod ended, where the GPU drew 55 W at 0 %, and "GPUs
-    reporting" counted it (G, s38): the pod's series is marked stale, but the GPU's newer series, without a pod, is not
+    reporting" counted it: the pod's series is marked stale, but the GPU's newer series, without a pod, is not
     in the variables' scope. A GPU pods share in turn (named under one of them per scrape) always names one, and a
     failed scrape leaves no GPU idle: both keep their reading.
     Judged by the samples' times, as the per-pod panels judge a GPU (idle_gpus). Where `picked` (the pod and namespace
@@ -1114,7 +1114,7 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     has no series left); at All (not `held`) by every pod's naming samples (idle_gpus' `marked` form), which the late
     tier and count leave out. Each form's selectors are gated (workload_picked) so that one is read at All, the other
     with a pod or namespace picked: a selector gated off meets no series and costs next to nothing. Windows of whole
-    intervals (_idle_within_intervals, read at All before s45) read a GPU idle where two exporter copies' newest
+    intervals (_idle_within_intervals, read at All before 8c28d9b5) read a GPU idle where two exporter copies' newest
     readings lay within an interval of each other: a pod started as its exporter was rolled lost its GPU from the new
     copy's failed or late scrape and its late tier read the old copy's idle 60 W for its 300 W
     (test_rolled_copy_pod_started), and a drained node's GPU, written idle once before its exporter ended, was drawn
@@ -1167,7 +1167,7 @@ def held_gpus(metrics: tuple[str, ...], scope: Scope, labels: Labels, within: st
     naming a pod on a GPU instance whose latest scrape named none (_left_idle: the pod left it; by the samples' times,
     read only with a pod or namespace picked: at All no GPU is left out). Each such GPU is read
     whole, as with every pod: a GPU split into MIG instances among namespaces read the picked namespace's instances
-    alone (n2 GPU 0 20 % where the GPU is at 40 %, 3,000 of its 23,000 MiB used: G, s38) under a legend that names the
+    alone (n2 GPU 0 20 % where the GPU is at 40 %, 3,000 of its 23,000 MiB used) under a legend that names the
     GPU, beside counter rates and device fields read whole; a pod's or namespace's part of a GPU is what the per-pod
     panels draw."""
     branches = [[*scope.naming(labels), *scope.workload(labels)]]
@@ -1293,9 +1293,10 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     Prometheus met the series in, which changes from call to call). Per-GPU panels read a GPU without a
     fresh copy from its copy with the newest reading within the look-back (one_copy's `late`, looked_back). Of a
     whole GPU's fresh copies only the fresher are keyed (older_samples: a GPU with a UUID), the highest key of those
-    chosen; the higher of two fresh copies was read before s46, an old copy's readings of a state the new one had seen
-    change (in a roll, a share's 0.516 for 0.413: test_combined_fleet_story). A MIG GPU's copies are all keyed (the
-    higher shows): a fresher copy reading one instance blank left the GPU with no copy (s45's form)."""
+    chosen; the higher of two fresh copies was read before c75fe0bb, an old copy's readings of a state the new one had
+    seen change (in a roll, a share's 0.516 for 0.413: test_combined_fleet_story). A MIG GPU's copies are all keyed (the
+    higher shows): a fresher copy reading one instance blank left the GPU with no copy (a form tried before
+    c75fe0bb)."""
     spots = placed(branches, labels)
     copy = _listed((labels.cluster, GPU_LABEL, "gpu", *kept, *COPY_LABELS))
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu", *kept))
