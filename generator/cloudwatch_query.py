@@ -1536,9 +1536,9 @@ NAMED_TURNS_ALARM = ("a pod the exporter names in turn with the other pods of a 
 # description (the longer TIME_SLICED_INCREASE and FAILED_SCRAPE_LOSS say it in dashboard headers).
 CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicing or MPS reads its increase once per "
                          "pod sharing it, and an increase is not counted across a failed scrape nor between two "
-                         "scrapes no one series of the GPU spans (its exporter pod is replaced, its pods all change: "
-                         "one pod's series ends as the next one's begins, a GPU no pod held is taken, or its last pod "
-                         "leaves)")
+                         "scrapes no one series of the GPU spans (the agent restarts, its exporter pod is replaced, "
+                         "its pods all change: one pod's series ends as the next one's begins, a GPU no pod held is "
+                         "taken, or its last pod leaves)")
 # awsemf (agent.pipeline: otel) keeps a counter's reading until the first sweep of its cache (every 15 minutes) that
 # finds it 15 minutes old (internal/aws/metrics/metric_calculator.go of the amazon-contributing fork, cleanInterval,
 # a constant no setting changes, which every agent the otel pipeline runs on builds): the growth across a gap of up to
@@ -1613,8 +1613,8 @@ def gap_said(description: str) -> str | None:
 
 CLASSIC_COUNTER_ALARM_ONE_SERIES = (
     "on agent.pipeline: classic an increase is not counted across a failed scrape nor between two scrapes no one "
-    "series of the GPU spans (the exporter pod is replaced, the pod the exporter names a shared GPU under changes, "
-    "a GPU no pod held is taken, or its last pod leaves)")
+    "series of the GPU spans (the agent restarts, the exporter pod is replaced, the pod the exporter names a shared "
+    "GPU under changes, a GPU no pod held is taken, or its last pod leaves)")
 
 
 # INSTANCE_CONTRIBUTORS where no GPU is split into MIG instances (exporter.mig: none)

@@ -1013,10 +1013,10 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per i
          NAMED_TURNS_ALARM: "a pod named in turn on a shared GPU reads its increase at each naming (a period off by up "
                         "to one gap between them)",
          INSTANCE_CONTRIBUTORS: "each GPU instance is a contributor (a MIG GPU's each with the GPU's increase)",
-         CLASSIC_COUNTER_ALARM: "an increase is missed across a failed scrape or a change of pods, and counted once "
-                                "per pod sharing a GPU (lint AL013, AL015)",
-         CLASSIC_COUNTER_ALARM_ONE_SERIES: "an increase is missed across a failed scrape or a change of pods "
-                                           "(lint AL015)",
+         CLASSIC_COUNTER_ALARM: "an increase is missed across a failed scrape, an agent restart or a change of pods, "
+                                "and counted once per pod sharing a GPU (lint AL013, AL015)",
+         CLASSIC_COUNTER_ALARM_ONE_SERIES: "an increase is missed across a failed scrape, an agent restart or a change "
+                                           "of pods (lint AL015)",
          STATIC_POD_MEAN: "A static per-pod alarm judges the pod's readings over all its GPUs, not each GPU.",
          PER_PROCESS_COPIES_ADDED_ALARM: "before dcgm-exporter 4.5.3 a GPU k pods share adds k times (lint AL019)",
          COUNT_MOST: _COUNT_MOST_SHORT,

@@ -185,9 +185,9 @@ def test_the_alarms_say_they_miss_an_agent_restart(built):
 
 def test_classic_loses_it_too(tmp_path):
     """agent.pipeline: classic (delta_calculator.go: a series' first reading is no delta) loses the same increase:
-    one agent taking every scrape fires both alarms at the truth, a restarted one neither. Its descriptions do not say
-    it (the classic counter notes fill a user alarm's 1,024 characters: test_cloudwatch_exact_rates); the header does
-    (GROWTH_LOST)."""
+    one agent taking every scrape fires both alarms at the truth, a restarted one neither. Its descriptions say it
+    within their 1,024 characters (CLASSIC_COUNTER_ALARM, or its short form where the notes do not fit whole), as the
+    header does (GROWTH_LOST)."""
     files, _ = built_with(tmp_path, {}, FIELDS, "agent:\n  pipeline: classic\n")
     config, job = agent_config(files[AGENT_FILE])
     scrapes = [Scrape(float(k * STEP), _payload("quick", k), _target(job, "quick", OLD)) for k in range(-1, STEPS)]
@@ -195,6 +195,8 @@ def test_classic_loses_it_too(tmp_path):
     restarted = Agent(config, job).run(scrapes[:OLD_LAST + 2]) + Agent(config, job).run(scrapes[OLD_LAST + 2:])
     for rule in ("uncorrectable-rows", "pcie-replays"):
         request = alarm_request(files, rule)
+        description = request["AlarmDescription"]
+        assert "agent restart" in description and len(description) <= 1024, (rule, description)
         assert cloudwatch_eval.fired_at(request, kept, ENDS, "node") == {"quick": truth()}, rule
         assert cloudwatch_eval.fired_at(request, restarted, ENDS, "node") == {}, rule
 

@@ -310,7 +310,7 @@ def test_a_remap_first_seen_after_a_failed_scrape_fires_on_otel_and_is_stated_on
         assert "a failed scrape" in note and "an increase first seen after a failed scrape is missed" in note
         assert [f.severity for f in findings if f.rule == "AL015"] == ["warning"] * 2
         # (its short form since the description says what DCGM's blank does on classic, which comes first)
-        assert "an increase is missed across a failed scrape or a change of pods (lint AL015)" \
+        assert "an increase is missed across a failed scrape, an agent restart or a change of pods (lint AL015)" \
             in request["AlarmDescription"]
         assert len(request["AlarmDescription"]) <= 1024 and request["AlarmDescription"].endswith(
             "(lint AL015); a GPU whose data stops in ALARM stays so while its last datapoints are in the "
