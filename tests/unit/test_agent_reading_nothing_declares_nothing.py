@@ -1,5 +1,5 @@
 """A cluster whose CloudWatch widgets and alarms read nothing gets an agent that publishes every DCGM series with all
-its labels as dimensions (s47 R's review of 735e7221 and 96eb7546).
+its labels as dimensions (as 735e7221 and 96eb7546 left it).
 
 awsemf with no metric declarations does not publish nothing: it publishes every metric of every point it gets, the
 point's labels its one dimension set (exporter/awsemfexporter metric_translator.go, translateGroupedMetricToCWMetric:

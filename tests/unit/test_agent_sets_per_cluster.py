@@ -2,8 +2,8 @@
 read, and no other (issue 10: "the agent config publishes exactly the dimension sets the dashboards and alarms
 query").
 
-Found by s46's audit: two clusters, one saying `exporter: {mig: none}`. The plain cluster's agent declared the MIG
-idle alarm's set of engine activity ([ClusterName, namespace, pod, gpu, GPU_I_ID, GPU_I_PROFILE, share]), which only
+Found on a fleet of its own: two clusters, one saying `exporter: {mig: none}`. The plain cluster's agent declared the
+MIG idle alarm's set of engine activity ([ClusterName, namespace, pod, gpu, GPU_I_ID, GPU_I_PROFILE, share]), which only
 the other cluster's alarm reads (render.cloudwatch.queried_sets joined every cluster's MIG group), and lint's AG001
 warning compared a cluster's declarations with every cluster's queries together, so it said nothing. Each cluster's
 agent is now made from what its exporter.mig group's widgets and alarms read (artifacts.agents), and the warning

@@ -292,11 +292,12 @@ def test_a_resource_moves_between_stacks_only_when_its_part_is_full_and_generate
     """A resource that moves from one stack to another is deleted by one stack's update and created by another's:
     an alarm comes back in INSUFFICIENT_DATA, a console change is gone, and CloudFormation refuses to create it while
     the other stack still declares it. Generated over the build before, each resource stays in its stack while that
-    holds it. 13 dashboards grown from 79 to 86 charts (81 before s42's header notes) no longer fit part 1 beside
-    the alarm there: the fewest resources its part cannot hold move, each to a LATER part (deployed in the order of Metadata.gpudash.Part, its
-    old stack deletes it first), and generate names them; `--check` finds the build it wrote up to date and the same
-    build again moves nothing. When the cluster fits one template again every resource is in it: the stacks no
-    longer written are named (deleted first, they let their resources go) and so are the resources that move."""
+    holds it. 13 dashboards grown from 79 to 86 charts (81 before the header notes grew, 852327f4) no longer fit part 1
+    beside the alarm there: the fewest resources its part cannot hold move, each to a LATER part (deployed in the order
+    of Metadata.gpudash.Part, its old stack deletes it first), and generate names them; `--check` finds the build it
+    wrote up to date and the same build again moves nothing. When the cluster fits one template again every resource is
+    in it: the stacks no longer written are named (deleted first, they let their resources go) and so are the resources
+    that move."""
     config = _large(project_dir, 13, charts=79, topic="notifications-of-the-gpu-platform-on-call-rotation")
     build = tmp_path / "build"
     assert cli("generate", "--config", str(config), "--out", str(build))[0] == 0

@@ -1,5 +1,5 @@
 """A rule per GPU whose `cloudwatch=` condition is per MIG instance, in a fleet whose clusters differ in exporter.mig
-(s47 R's review of 96eb7546).
+(as 96eb7546 left it).
 
 Generate refuses a CloudWatch alarm per GPU of framebuffer where GPUs may be split ("a MIG GPU's ... is the sum of
 its instances ...: group it by mig_instance (each instance judged on its own) ... or give the Alarm a `cloudwatch=`

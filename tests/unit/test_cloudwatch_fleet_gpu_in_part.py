@@ -3,8 +3,8 @@ GPU that read DCGM's blank at one of the minute's two scrapes, or that left its 
 other GPUs went on reporting.
 
 On the OTel pipeline "Total power draw" and "Average GPU utilization" combine one series per node (each node's total and
-count of GPUs read per scrape, averaged over the minute: render/cloudwatch.per_node_form, the product's choice in
-session 41 because it reads the truth through node rolls, failed scrapes and exporter surges at every size, where one
+count of GPUs read per scrape, averaged over the minute: render/cloudwatch.per_node_form, the product's choice since
+a0dfbc84 because it reads the truth through node rolls, failed scrapes and exporter surges at every size, where one
 series per GPU ranked to the query's LIMIT read 24.19 % for 27.90 % in a node roll of 496 GPUs). Such a GPU then weighs
 by its share of its node's readings in the minute: 20.07 % where the mean of the 480 GPUs is 20.15 %, and 62,110 W for
 62,160 W. No one-query-per-widget form reads both (a widget holds one Metrics Insights query, and per node the agent

@@ -4,7 +4,7 @@ fleet tests take one at a time: nodes of 1 to 8 GPUs, one node of MIG GPUs (its 
 DCGM_FI_PROF_GR_ENGINE_ACTIVE per instance, its temperature and power repeated on each instance), a scrape that failed
 inside the minute drawn, and an exporter pod replaced with a surge (two pods reading one node). Each value equals the
 truth over the GPUs; a second cluster in the Region whose nodes have the same names changes nothing in the first's.
-Session 41's review of a0dfbc84 found no wrong number here; the test holds the weighting (a node's count, its total,
+a0dfbc84 read no wrong number here; the test holds the weighting (a node's count, its total,
 the mean of totals over counts) that a change to either the agent's transforms or the widgets' math would break.
 """
 

@@ -4,8 +4,8 @@ The set a line per MIG instance reads ([ClusterName, node, gpu, GPU_I_ID, GPU_I_
 (the exporter writes GPU_I_PROFILE on them alone). Two fields never reach it: one DCGM does not measure on a MIG
 instance (GPU utilization: the agent's scrape job drops it there, render/scrape.py), and on agent.pipeline: otel a
 device counter (PCIe replays), which the agent merges to one series per physical GPU, the instance labels left out.
-Before s46 such a panel became a widget reading no line at all (a count of PCIe replay series per MIG instance slipped
-past the refusal its sum met), and lint passed it: AG001 compared the declarations' dimension names, and the
+Before 3a32da84 such a panel became a widget reading no line at all (a count of PCIe replay series per MIG instance
+slipped past the refusal its sum met), and lint passed it: AG001 compared the declarations' dimension names, and the
 declaration is there. Now the panel is left out of CloudWatch, said in the header (On Grafana only), and lint's AG001
 names a widget or alarm reading such a set (an older build, an edited one).
 """
@@ -89,7 +89,7 @@ REPLAYS_PER_INSTANCE = (f'SELECT SUM("DCGM_FI_DEV_PCIE_REPLAY_COUNTER") FROM SCH
 
 
 def _declared(agent, metric: str, dims: list[str]):
-    """`agent` (an AgentConfig) with one more declaration publishing `metric` in `dims`, as a build made before s46
+    """`agent` (an AgentConfig) with one more declaration publishing `metric` in `dims`, as a build made before 3a32da84
     declared what such a widget read (a copy of its first declaration, its selectors and sets replaced)."""
     agent = copy.deepcopy(agent)
     if agent.otel is not None:

@@ -8,10 +8,10 @@ on the GPU the GPU's latest reading, so the truth of each pod's 5-minute point i
 publishes a reading in the set of the pod its scrape named and in no other (no processor it ships keeps a record of
 which pods a GPU had), so each pod's point is the mean of the readings at the scrapes naming it: ml/left reads 100 W
 and 10 %, ml/right 400 W and 90 %. Alternating in step with the naming shows it whole; readings that merely vary make
-each pod's point the mean of a sample of the period's readings (an audit's fleet read 47 % and 41 % for 44 %). No
+each pod's point the mean of a sample of the period's readings (one fleet read 47 % and 41 % for 44 %). No
 processor can give a pod a reading its scrape did not name, so the truth is pinned (strict xfail) and the dashboard's
 header says it of each such widget (cloudwatch_query.NAMED_MEAN_LINE), as it says the pod's largest and smallest
-reading (NAMED_EXTREME_LINE, tests/unit/test_pod_extreme_widget.py). Found by an outside audit (s38 E); before, the
+reading (NAMED_EXTREME_LINE, tests/unit/test_pod_extreme_widget.py). Before, the
 header said of the totals only that a pod holding only the shared GPU "reads it whole". Through each pipeline's agent
 model (the build's own agent config), the bundled by-pod dashboard drawn as CloudWatch documents (cloudwatch_eval).
 """

@@ -12,8 +12,8 @@ tests/integration/test_phase_story_twins.py). Where a dashboard's header says a 
 held to what it says, as in test_cloudwatch_random_fleets. A counter whose series begins in a period reads the
 growth from its first scrape there (9/10 of the rate at 30 s scrapes: docs/cloudwatch.md, "from the pod's first
 scrape", "as a new pod does"), so that period is passed over for the counters, and the minute-values' first two
-minutes (a node that came within the last 3 minutes, the header says). Written by an independent audit of issue 10
-(session 44), which found every value true.
+minutes (a node that came within the last 3 minutes, the header says). Written against issue 10; every value was
+found true.
 """
 
 from __future__ import annotations

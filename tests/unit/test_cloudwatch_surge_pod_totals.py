@@ -15,9 +15,9 @@ agent model of the build's own configuration into the bundled by-pod dashboard, 
 * On `agent.pipeline: classic` nothing adds a scrape up: a pod's total is the period's observations over the
   scrapes scrape.interval gives it, so the overlap's extra scrapes count: a period with m more scrapes of the node
   than its n reads (n + m) / n of the truth (a 60 s overlap: 1.2 times; a 10-minute one: twice). Before, the header
-  said only the converse, a period missing m of its n scrapes reading (n - m) / n; it now says this too (found by
-  an independent audit of issue 10, session 44). A user's total per node reads so on classic; on the OTel pipeline
-  it reads the node's totals per scrape, which the agent makes (as it makes a pod's), and so the truth.
+  said only the converse, a period missing m of its n scrapes reading (n - m) / n; it now says this too.
+  A user's total per node reads so on classic; on the OTel pipeline it reads the node's totals per scrape, which the
+  agent makes (as it makes a pod's), and so the truth.
 """
 
 from __future__ import annotations
@@ -209,9 +209,9 @@ BLANK_HELD = "node and fleet lines hold the GPUs that have a reading"  # the hea
 def test_a_users_framebuffer_per_node_holds_the_gpus_with_a_reading_where_a_gpus_own_series_is_blank(tmp_path, seed):
     """Per-process exporters (dcgm-exporter 4.5.3, KUBERNETES_VIRTUAL_GPUS): a GPU (MIG instance) pods hold whose own
     framebuffer series reads DCGM's blank has no reading of its framebuffer, whatever its pods' shares read (they are
-    the processes' memory, not the device's: what the driver and contexts hold is in no share). Decided in s46 (the
-    case s45 left unpinned, 48,000 MiB read of 81,000 by every instance's facts): a node's total holds the GPUs with a
-    reading, at every period through a 10-minute surge and a failed scrape, as Grafana's sum and the rules do
+    the processes' memory, not the device's: what the driver and contexts hold is in no share). Decided in b80b9ba8 (a
+    case left unpinned before, 48,000 MiB read of 81,000 by every instance's facts): a node's total holds the GPUs with
+    a reading, at every period through a 10-minute surge and a failed scrape, as Grafana's sum and the rules do
     (mixed_fleet.reads_own), and the dashboard's header says so; a node none of whose GPUs has a reading draws no
     line. Adding the pods' shares instead would read a number no GPU reported as the node's."""
     fleet, _, files, lines, _ = _drawn(tmp_path, "otel", (1500, 2100), dashboards={"sums.py": NODE_SUMS},

@@ -1,5 +1,5 @@
 """`gpudash cost` of a fleet whose clusters differ in exporter.mig prices what each cluster's agent publishes
-(s47 R's review of 735e7221; A's log names it, not mended).
+(not mended by 735e7221).
 
 Since 735e7221 each cluster's agent declares what its own exporter.mig group's widgets and alarms read
 (artifacts.agents). `gpudash cost` still prices render.cloudwatch.queried_sets over every cluster together

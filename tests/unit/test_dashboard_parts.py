@@ -1,7 +1,7 @@
 """Every dashboard ConfigMap a build writes (k8s/grafana-dashboards.yaml) fits client-side `kubectl apply` whatever the
 settings, with room left (dashboard_parts.PART_ROOM): a dashboard that would not fit is cut into dashboards that do,
 each with every panel as it was. Before, the multi-region example's settings with `labels.cluster: k8s_cluster` wrote
-the all-metrics ConfigMap at 265,758 bytes of annotations (s43 review, F1): `generate` exited 0, lint warned (GF011),
+the all-metrics ConfigMap at 265,758 bytes of annotations: `generate` exited 0, lint warned (GF011),
 and `kubectl apply -f` was refused by the API server. Long label names (written in every selector), many clusters, the
 per-pod views on a shared Prometheus and a counters CSV of every field each grow a dashboard: the all-metrics one has a
 panel per field of the CSV, so no shrinking of panels could bound it."""
@@ -357,7 +357,7 @@ def test_settings_files_of_one_project_split_by_clusters_cut_a_dashboard_alike_n
     """Two settings files of one project split by clusters (one uid prefix and folder) make the same dashboards, and
     their pushes record each other's claim on them (grafana_sync). The cut counted the ConfigMap's annotations as
     written, whose gpudash.io/clusters differs between the files: near the limit one file cut all-metrics and the other
-    did not (R, s44, read from the code), so the two builds' gpudash-all-metrics differed (part 1 of 2, and whole) and
+    did not (read from the code), so the two builds' gpudash-all-metrics differed (part 1 of 2, and whole) and
     each push found the other's save changed. Measured: a shared Prometheus of one cluster each, `gpu-a` and a
     36-character name, all-metrics at 258,134 and 258,196 bytes (both past the limit now); the limit set between them,
     one was cut and not the other. The cut now counts the clusters annotation at CLUSTERS_ROOM characters at least:

@@ -102,8 +102,8 @@ def test_a_pod_set_naming_the_mig_profile_loses_whole_gpu_pods(pipeline):
     assert error.where == "gpudash.yaml:2" and "would name it twice" in error.what
     forced = (*POD_SET, "GPU_I_PROFILE")
     # forced past the refusal, the idle alarm's per-pod set names GPU_I_PROFILE (MIG instances only), where the agent's
-    # job drops GPU utilization: generate refuses the alarm, which would read nothing (s46); the dashboards' sets show
-    # the loss
+    # job drops GPU utilization: generate refuses the alarm, which would read nothing (3a32da84); the dashboards' sets
+    # show the loss
     with pytest.raises(InputError, match="DCGM does not measure DCGM_FI_DEV_GPU_UTIL on a MIG instance"):
         _published(pipeline, dimensions=forced)
     (datapoints,) = _published(pipeline, alarms=False, dimensions=forced).values()

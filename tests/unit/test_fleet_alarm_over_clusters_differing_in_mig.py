@@ -1,5 +1,5 @@
-"""A fleet-scope alarm (one per Region) over clusters that differ in exporter.mig (s47 R's review of 735e7221 and
-96eb7546).
+"""A fleet-scope alarm (one per Region) over clusters that differ in exporter.mig (as 735e7221 and
+96eb7546 left it).
 
 A fleet-scope rule's alarm in a Region is built as for GPUs that may be split unless every cluster of the Region says
 exporter.mig: none (Settings.for_clusters, render/alarms.made_parts), and reads every cluster of the Region together.

@@ -1,5 +1,5 @@
 """A fleet-scope rule per GPU whose `cloudwatch=` condition is per MIG instance, in a Region whose clusters differ in
-exporter.mig (s47 R4 review of 45c6b5c4).
+exporter.mig (as 45c6b5c4 left it).
 
 45c6b5c4 makes an alarm read the rule's own condition where no GPU is split (render/alarms.cloudwatch_condition,
 settings.no_mig), and so mends the cluster-scope story (test_cloudwatch_condition_per_mig_instance_in_mixed_fleet).

@@ -1,5 +1,5 @@
-"""A framebuffer alarm per GPU where no GPU is split into MIG instances (exporter.mig: none) (s47 R's review of
-96eb7546).
+"""A framebuffer alarm per GPU where no GPU is split into MIG instances (exporter.mig: none), as
+96eb7546 left it.
 
 Generate refuses `Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu")), ">", 15000)` with exporter.mig: none:
 "a MIG GPU's DCGM_FI_DEV_FB_USED is the sum of its instances, which CloudWatch holds as separate series ...; fix:
@@ -10,7 +10,6 @@ refused too ("no GPU is split into MIG instances (exporter.mig: none) ...; fix: 
 Alarm a `cloudwatch=` condition"), and so is a `cloudwatch=` condition per MIG instance: each refusal sends the user
 to the other, and no framebuffer alarm per GPU builds on a fleet without MIG (before 96eb7546 the first fix built an
 alarm that never fired). The refusal per GPU is older than 96eb7546; 96eb7546 closed the way out.
-Reproducer: /tmp/r47/try_alarm.sh '("node", "gpu")' /tmp/r47/none1.yaml, then '("node", "gpu", "mig_instance")'.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A CloudWatch alarm on a gauge per MIG instance is described as a gauge, not a counter (s47 R4 review of fa9b4204,
-3d9bb01b, 177f7921).
+"""A CloudWatch alarm on a gauge per MIG instance is described as a gauge, not a counter (as fa9b4204,
+3d9bb01b and 177f7921 left it).
 
 render/alarms._insights_requests takes any plan grouped by mig_instance for "a counter's increase per GPU instance"
 and gives it instance_contributors' texts. A framebuffer rule per MIG instance (generate's own fix for a

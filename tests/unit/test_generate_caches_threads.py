@@ -1,5 +1,5 @@
 """A panel query's PromQL is the same whether or not another project with another counters CSV is generated in
-the same process at the same time (a library user's threads): review of f89513a, whose answers are kept in one
+the same process at the same time (a library user's threads): f89513a kept its answers in one
 module-wide table for the catalog last asked about."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A large fleet's generate started with SIGCHLD ignored (s47 R3 review of ea167dc9, forked.Ahead).
+"""A large fleet's generate started with SIGCHLD ignored (ea167dc9, forked.Ahead).
 
 A process that sets SIGCHLD to SIG_IGN (a daemon that does not want zombies, an init-less container's entry point)
 passes it on across exec: Linux keeps an ignored signal ignored in the new program. The kernel then reaps each child

@@ -62,7 +62,7 @@ def test_the_golden_builds_hold_prometheus_rules():
 
 
 # The counters' recordings were one rule group, so one object: the multi-region build's grew to 205,797 bytes with the
-# s39 counter fixes (494b059a, 1a1bc1a2), inside kubectl's 262,144 (lint PR007 warns past it) but past the room kept
+# counter fixes 494b059a and 1a1bc1a2, inside kubectl's 262,144 (lint PR007 warns past it) but past the room kept
 # for growth. They are cut into COUNTER_GROUPS objects now, by counter (render.alarms.counter_groups): 87, 44 and 89
 # KB since 66a1829d's counter fix (one object would be 220 KB).
 @pytest.mark.parametrize("build,name,resource", [pytest.param(build, name, resource, id=f"{build}/{name}")

@@ -2,7 +2,7 @@
 
 CloudWatch metrics are regional. AG001 compared metric names, namespaces and dimension sets only: a build whose
 dashboard for infer-west (us-west-2) was made in us-east-1, whose alarm for it was made there, or whose agent's awsemf
-exporter wrote into us-east-1 (an edited or stale build) passed lint and read nothing (s46's audit of issue 10).
+exporter wrote into us-east-1 (an edited or stale build) passed lint and read nothing (issue 10).
 """
 
 from __future__ import annotations

@@ -129,8 +129,9 @@ def test_an_alarm_fires_where_its_rule_does_or_only_misses_noted_or_is_refused(j
 
 
 def test_generate_refuses_the_half_alarm_naming_it(tmp_path):
-    """The R4 case on agent.pipeline: classic (the OTel pipeline reads a namespace's use of each GPU, a MIG GPU by its
-    instances' stand-in: it builds): exit 2, one message naming the alarm and its file, no traceback."""
+    """The case above (team-a's minimum) on agent.pipeline: classic (the OTel pipeline reads a namespace's use of each
+    GPU, a MIG GPU by its instances' stand-in: it builds): exit 2, one message naming the alarm and its file, no
+    traceback."""
     from click.testing import CliRunner
 
     from generator.cli import main

@@ -1,4 +1,4 @@
-"""What generate says refusing an alarm per MIG instance where no GPU is split (s47 R's review of 96eb7546): the words
+"""What generate says refusing an alarm per MIG instance where no GPU is split (as 96eb7546 worded it): the words
 of an alarm, the setting the user wrote, and no fix the alarm already took. What was seen:
 
 96eb7546 refuses such an alarm (exit 2, nothing written) with cloudwatch_query.NO_MIG_INSTANCES, the text a dashboard's

@@ -4,7 +4,7 @@ A line per MIG instance reads the set [ClusterName, node, gpu, GPU_I_ID, GPU_I_P
 publish (the exporter writes GPU_I_PROFILE on them alone), as its Grafana twin reads the series with a MIG instance
 (GPU_I_ID != ""): GPUs not split are left out on both (panels.per_mig_instance says so). Where a cluster says no GPU
 is split, such a widget drew no line at all (0 of the whole-GPU fleet's 9 GPUs, on both pipelines) and an alarm on it
-could never fire, lint silent (s47 R2's probe, /tmp/R2/cw_probe2.py). Now (cloudwatch_query.NoMigInstances) the panel
+could never fire, lint silent. Now (cloudwatch_query.NoMigInstances) the panel
 is left out of CloudWatch and the header says why (On Grafana only); the alarm is refused by generate (exit 2,
 nothing written), and where the fleet's clusters differ in exporter.mig it is made in the clusters whose GPUs may be
 split only (render/alarms.made_parts); lint's AG001 names a widget or alarm of such a cluster reading that set (an

@@ -2,7 +2,7 @@
 the counter's recordings as the per-GPU panels do (promql.recording_note(per_pod=True): "each with the GPU's rate as
 the per-GPU panels read it"), so its window ends at the GPU's latest step evaluated, up to a scrape interval and the
 rule group's evaluation offset before the panel's time (test_counter_recording_offset). The per-GPU panels'
-description says so since 3fe9de08; the per-pod one said nothing of where its window ends (found by s46 R), and says it
+description says so since 3fe9de08; the per-pod one said nothing of where its window ends, and says it
 now.
 """
 

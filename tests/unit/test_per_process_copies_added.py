@@ -255,7 +255,7 @@ def test_a_panel_reads_one_copy_of_a_gpu_whose_pods_just_left_an_older_exporter(
     """The 4.5.2 node's pods all leave at 14 minutes and its exporter then writes the freed GPU's own series (300 MiB,
     no pod): its latest scrape names no pod, so the GPU holds none and team-e has no line, as the per-pod panels show
     no pod on a GPU found idle. Its two copies of 39,200 MiB (each the device's value) were once added as 4.5.3 shares
-    (78,400, and a mean of 160 %), then read once for the panel's look-back (39,200 MiB of a GPU using 300: G, s38)."""
+    (78,400, and a mean of 160 %), then read once for the panel's look-back (39,200 MiB of a GPU using 300)."""
     import re as re_
 
     _, files = virtual

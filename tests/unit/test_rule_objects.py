@@ -405,7 +405,7 @@ def test_a_stack_a_split_moved_to_another_settings_file_is_not_told_to_be_delete
 
 @pytest.mark.parametrize("settings_file", [None, "multi-region.yaml"], ids=["one-cluster", "shared-prometheus"])
 def test_applying_the_build_over_one_counters_object_leaves_each_recording_in_one_object(settings_file):
-    """Upgrading from a build whose counters' recordings were one object, gpudash-counters (s39 and before): kubectl
+    """Upgrading from a build whose counters' recordings were one object, gpudash-counters (before 14978afd): kubectl
     apply replaces each object of the new file by name, in the file's order, and leaves any other. The first counters'
     part keeps that name, so the old object is replaced (holding the first part's counters alone) and -2, -3 are
     created: after the apply every recording is in exactly one live object (none evaluated twice, none lost) and no

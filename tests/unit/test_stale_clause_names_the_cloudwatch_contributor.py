@@ -1,5 +1,5 @@
-"""The stale clause of an alarm's description names what the CloudWatch alarm evaluates (s47 R4 review of 45c6b5c4:
-"everything that reads an alarm's CloudWatch condition must agree").
+"""The stale clause of an alarm's description names what the CloudWatch alarm evaluates (as of 45c6b5c4,
+everything that reads an alarm's CloudWatch condition must agree).
 
 render/alarms._who words a contributor from the rule's own condition (alarm.condition.query.by), not the condition
 CloudWatch evaluates (cloudwatch_condition). A rule per node (the mean of DCGM_FI_DEV_FB_USED over a node's GPUs above

@@ -1,5 +1,5 @@
 """`gpudash verify` of a cluster saying exporter.mig: none whose alarm reads the rule's own condition, not its
-`cloudwatch=` one per MIG instance (s47 R4 review of 45c6b5c4 and b94ead6d).
+`cloudwatch=` one per MIG instance (as 45c6b5c4 and b94ead6d left it).
 
 Since 45c6b5c4, where no GPU is split an alarm reads the rule's own condition in place of a `cloudwatch=` condition
 per MIG instance (render/alarms.cloudwatch_condition), and the cluster's agent declares what that alarm reads

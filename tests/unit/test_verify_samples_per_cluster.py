@@ -1,5 +1,5 @@
-"""`gpudash verify` looks, in each cluster, for the metrics that cluster's own agent publishes (s47 R3 review of
-0ad71706 and 08e8e306).
+"""`gpudash verify` looks, in each cluster, for the metrics that cluster's own agent publishes (as 0ad71706 and
+08e8e306 left it).
 
 Since 735e7221 each cluster's agent declares what its own widgets and alarms read (0ad71706:
 render/cloudwatch.reads_by_cluster), and since 08e8e306 a cluster whose CloudWatch reads are nothing declares one

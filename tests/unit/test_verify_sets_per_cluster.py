@@ -1,5 +1,5 @@
 """`gpudash verify` judges each cluster's published dimension sets by what its own agent configuration declares
-(s47 R's review of 96eb7546).
+(as 96eb7546 left it).
 
 Each cluster's agent declares what its own widgets and alarms read (render/cloudwatch.reads_by_cluster). 96eb7546 made
 verify's expected sets the union of every group's reads, so a cluster publishing a set only another group's agent
