@@ -51,6 +51,7 @@ from ..promql import (PERIOD_LABEL, PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL
 from ..promql_text import quoted
 from ..series_labels import MAX_DIMENSIONS
 from .alarm_text import Note, about_notes, described, own_cut
+from .fleet_parts import WHERE, said_where
 from ..settings import Cluster, Settings, intervals_dividing, mig_of, setting_place
 from ..units import Unit
 
@@ -541,27 +542,18 @@ def ranked_past_500(project) -> list[tuple[str, str]]:
     first, on the OTel pipeline, for a share's mean below a level and every reading past one), so series that came
     within the window (no reading on the other side yet, or fewer observations) can rank before it, and 500 of them
     leave it out; the data-missing rule's alarm per GPU (agent.pipeline: classic) ranks by the observations, fewest
-    first, where a GPU that came within the window has few."""
-    settings, catalog = project.settings, project.catalog
-    result = []
-    for alarm in project.alarms:
-        try:
-            forms = built_forms(alarm, catalog, settings)
-        except Unsupported:
-            continue  # generate refuses it
-        for form in forms:
-            ranked = ranked_by_own_function(alarm, form, settings)
-            if ranked is None:
-                continue
-            rank, why = ranked
-            per_gpu = form.kind == "second"
-            what = f"{alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ' (per GPU)' if per_gpu else ''}"
-            result.append((alarm.defined_at,
-                           f"alarm {what} ranks its series by {rank}() "
-                           f"over its {alarm.evaluation_periods} periods: past 500 series, series that came within "
-                           f"the window can rank before one that breaches all along, and 500 of them leave it "
-                           f"unevaluated on CloudWatch ({why})"))
-    return result
+    first, where a GPU that came within the window has few. Each alarm as it is made where it is (_said_per_part)."""
+    def said(alarm: Alarm, form: Form, settings: Settings) -> list[str]:
+        ranked = ranked_by_own_function(alarm, form, settings)
+        if ranked is None:
+            return []
+        rank, why = ranked
+        per_gpu = form.kind == "second"
+        what = f"{alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ' (per GPU)' if per_gpu else ''}"
+        return [f"alarm {what}{WHERE} ranks its series by {rank}() over its {alarm.evaluation_periods} periods: past "
+                f"500 series, series that came within the window can rank before one that breaches all along, and "
+                f"500 of them leave it unevaluated on CloudWatch ({why})"]
+    return _said_per_part(project, said)
 
 
 def ranked_by_own_function(alarm: Alarm, form: Form, settings: Settings) -> tuple[str, str] | None:
@@ -597,22 +589,36 @@ def ranked_note(alarm: Alarm, form: Form, settings: Settings) -> Note:
     return Note(RANKED_PAST_500.format(rank=ranked[0], periods=alarm.evaluation_periods), RANKED_SHORT)
 
 
-def _built_forms_of(project) -> Iterable[tuple[Alarm, Form]]:
-    """Each CloudWatch alarm form of the project's rules (none of a rule generate refuses)."""
+def _said_per_part(project, said: Callable[[Alarm, Form, Settings], list[str]]) -> list[tuple[str, str]]:
+    """(where, message) of what `said(alarm, form, settings)` says of each CloudWatch alarm form of the project's
+    rules (none of a rule generate refuses), planned on the settings of each part of the fleet it is made for
+    (made_parts: the clusters alike in exporter.mig, a fleet-scope rule's Regions), never on the fleet's as a whole:
+    in a fleet whose clusters differ the alarm of one part reads another condition or set than another's. A message
+    holds WHERE, where it names the part it is said of (fleet_parts.said_where: nothing where it holds for every
+    cluster)."""
+    catalog, settings = project.catalog, project.settings
+    result = []
     for alarm in project.alarms:
-        try:
-            forms = built_forms(alarm, project.catalog, project.settings)
-        except Unsupported:
-            continue  # generate refuses it
-        for form in forms:
-            yield alarm, form
+        told = []
+        forms_of: dict[int, tuple[Form, ...] | None] = {}  # a fleet-scope rule's Regions alike are planned once
+        for held, clusters, region in made_parts(alarm, catalog, settings):
+            if id(held) not in forms_of:
+                try:
+                    forms_of[id(held)] = alarm_forms(alarm, catalog, held)
+                except Unsupported:
+                    forms_of[id(held)] = None  # generate refuses it
+            told += [(message, clusters, region) for form in forms_of[id(held)] or ()
+                     for message in said(alarm, form, held)]
+        result += [(alarm.defined_at, message) for message in said_where(settings, told)]
+    return result
 
 
-def _noted(alarm: Alarm, form: Form, aggregation: str, what: str) -> tuple[str, str]:
-    """(where, message) of a lint note on one alarm form: what it takes over which set on CloudWatch, then `what`."""
-    return (alarm.defined_at, f"alarm {alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ''} takes the "
-                              f"{aggregation} of {form.plan.metric} over [{', '.join(form.plan.dims)}] on CloudWatch: "
-                              f"{what}")
+def _noted(alarm: Alarm, form: Form, settings: Settings, what: str) -> str:
+    """A lint note on one alarm form: what it takes over which set on CloudWatch (WHERE: in which part of the fleet),
+    then `what`."""
+    aggregation = cloudwatch_condition(alarm, settings).query.aggregation
+    return (f"alarm {alarm.id!r}{' (MIG instances)' if form.kind == 'mig' else ''} takes the {aggregation} of "
+            f"{form.plan.metric} over [{', '.join(form.plan.dims)}] on CloudWatch{WHERE}: {what}")
 
 
 def copies_counted(project) -> list[tuple[str, str]]:
@@ -620,12 +626,13 @@ def copies_counted(project) -> list[tuple[str, str]]:
     sharing it by time-slicing) as that many GPUs, where its Prometheus rule counts each GPU once: no merged form of
     the field exists on its pipeline (cloudwatch_query.once_plan; agent.pipeline: classic publishes each series as
     scraped, and a field MIG reports per instance has no one reading per GPU)."""
-    settings, catalog = project.settings, project.catalog
-    result = []
-    for alarm, form in _built_forms_of(project):
+    catalog = project.catalog
+
+    def said(alarm: Alarm, form: Form, settings: Settings) -> list[str]:
+        result = []
         copies = copies_counted_note(form.plan)
         if copies == INSTANCES_JUDGED:
-            result.append(_noted(alarm, form, cloudwatch_condition(alarm, settings).query.aggregation,
+            result.append(_noted(alarm, form, settings,
                                  f"{copies}; no set the agent makes holds that use of each GPU (agent.pipeline: otel "
                                  f"makes a pod's total per GPU, not a namespace's nor a mean)"))
         elif copies:
@@ -636,14 +643,15 @@ def copies_counted(project) -> list[tuple[str, str]]:
                    "the agent makes a pod's count and sum of its GPUs once, not a mean nor a namespace's"
                    if POD_DIMENSION in form.plan.dims else
                    "its set has no room for the mark of a GPU's reading once")
-            result.append(_noted(alarm, form, cloudwatch_condition(alarm, settings).query.aggregation,
+            result.append(_noted(alarm, form, settings,
                                  f"{copies}, where its Prometheus rule counts each GPU once ({why})"))
         if PER_PROCESS_COPIES_ADDED in form.plan.notes:  # the pods' copies added (its rule's description says its own)
-            result.append(_noted(alarm, form, cloudwatch_condition(alarm, settings).query.aggregation,
+            result.append(_noted(alarm, form, settings,
                                  f"{PER_PROCESS_COPIES_ADDED}; its Prometheus rule adds a GPU's copies where the GPU "
                                  f"has its own series (4.5.3 on) and reads one where it has none (before): right on "
                                  f"both"))
-    return result
+        return result
+    return _said_per_part(project, said)
 
 
 def failed_scrapes_read(project) -> list[tuple[str, str]]:
@@ -653,23 +661,24 @@ def failed_scrapes_read(project) -> list[tuple[str, str]]:
     Metrics Insights cannot take a statistic per GPU and then count or add those in one query, and an alarm on a
     Metrics Insights query takes no math. So is a pod's or node's mean on the OTel pipeline, whose GPU reading DCGM's
     blank at some scrapes weighs by its readings (BLANK_WEIGHED)."""
-    result = []
-    for alarm, form in _built_forms_of(project):
-        note = _failed_scrape_said(alarm, form.plan, project.settings, lint=False) or \
+    def said(alarm: Alarm, form: Form, settings: Settings) -> list[str]:
+        note = _failed_scrape_said(alarm, form.plan, settings, lint=False) or \
             (BLANK_WEIGHED if BLANK_WEIGHED in form.plan.notes else "")  # a pod's or node's mean (agent.pipeline otel)
-        if note:
-            result.append(_noted(alarm, form, cloudwatch_condition(alarm, project.settings).query.aggregation, note))
-    return result
+        return [_noted(alarm, form, settings, note)] if note else []
+    return _said_per_part(project, said)
 
 
 def counts_most_per_scrape(project) -> list[tuple[str, str]]:
     """(where, message) of each CloudWatch alarm on a pod's count of GPUs made per scrape at the agent (COUNT_MOST):
     it reads the most one scrape of the period counted, where its Prometheus rule counts each GPU with a reading in
     the period. No processor the agent ships keeps a look-back, and Metrics Insights counts no distinct series."""
-    return [_noted(alarm, form, cloudwatch_condition(alarm, project.settings).query.aggregation,
-                   f"{count_most(alarm, project.settings)}; neither the agent (no processor it ships keeps a look-back "
-                   f"over scrapes) nor Metrics Insights (no count of distinct series) counts a period's GPUs")
-            for alarm, form in _built_forms_of(project) if COUNT_MOST in form.plan.notes]
+    def said(alarm: Alarm, form: Form, settings: Settings) -> list[str]:
+        if COUNT_MOST not in form.plan.notes:
+            return []
+        return [_noted(alarm, form, settings,
+                       f"{count_most(alarm, settings)}; neither the agent (no processor it ships keeps a look-back over "
+                       f"scrapes) nor Metrics Insights (no count of distinct series) counts a period's GPUs")]
+    return _said_per_part(project, said)
 
 
 def count_most(alarm: Alarm, settings: Settings) -> str:
@@ -790,7 +799,7 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     # every reading of several periods past a level: ranked by the count of readings past it (level_plan)
     level = float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
     plan_ = level_plan(plan_, comparison, level, alarm.evaluation_periods, catalog, settings) or plan_
-    if mig and alarm.missing_data == "breaching":  # a half alarm too: made where no GPU is split (built_forms)
+    if mig and alarm.missing_data == "breaching":  # a half alarm too: made where no GPU is split (made_parts)
         raise HalfAlarm(
             f"missing_data='breaching' on a rule CloudWatch judges in two alarms (the whole GPUs' "
             f"{plan_.metric}, the MIG instances' {mig[1]}): in a cluster without GPUs of one kind its alarm reads no "
@@ -1322,18 +1331,6 @@ def half_alarm(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str 
     except Unsupported:
         return None
     return None
-
-
-def built_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str | None = None) -> tuple[Form, ...]:
-    """alarm_forms of the rule as some cluster's alarms are made (cloudwatch_alarms): the strictest settings' where
-    they build, else (a half alarm where GPUs may be split) those of the clusters that say exporter.mig: none."""
-    try:
-        return alarm_forms(alarm, catalog, settings, per_pod)
-    except HalfAlarm:
-        whole = [held for held, _ in settings.mig_groups() if held.no_mig]
-        if not whole or whole[0] is settings:
-            raise
-        return alarm_forms(alarm, catalog, whole[0], per_pod)
 
 
 def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters: tuple[Cluster, ...],

@@ -33,6 +33,7 @@ from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..ownership import with_publication
 from ..settings import Cluster, Settings
 from .alarms import alarm_forms, alarm_plan, made_parts
+from .fleet_parts import WHERE, said_where
 
 VIEWS = {"timeseries": "timeSeries", "stat": "singleValue", "gauge": "gauge", "bargauge": "bar",
          "table": "table", "heatmap": "timeSeries"}
@@ -1040,30 +1041,39 @@ def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog,
 
 def left_out_on_addon(project) -> list[tuple[str, str]]:
     """(where, message) of each CloudWatch panel and alarm left out because the add-on does not publish
-    its fields or dimensions; empty on the Prometheus -> EMF source."""
-    settings = project.settings
+    its fields or dimensions; empty on the Prometheus -> EMF source. Each planned as it is made in each part of the
+    fleet (a dashboard for the clusters alike in exporter.mig, an alarm where made_parts makes it), the part named
+    where it is left out of some alone (fleet_parts.said_where)."""
+    settings, catalog = project.settings, project.catalog
     if not addon_source(settings):
         return []
     result = []
+    groups = settings.mig_groups()
     for dashboard in project.cloudwatch_definitions():
         for panel in dashboard.panels():
-            try:
-                for query in panel.queries:
-                    addon_plan(query, project.catalog, settings, settings.cloudwatch.period)
-            except NotPublished as exc:
-                result.append((panel.defined_at, f"panel {panel.title!r} ({source_file(dashboard.defined_at)}) is "
-                                                 f"left out of CloudWatch: {exc}"))
-            except Unsupported:
-                continue  # left out for another reason, which the dashboard's header gives
+            told = []
+            for held, clusters in groups:
+                try:
+                    for query in panel.queries:
+                        addon_plan(query, catalog, held, held.cloudwatch.period)
+                except NotPublished as exc:
+                    told.append((f"panel {panel.title!r} ({source_file(dashboard.defined_at)}) is left out of "
+                                 f"CloudWatch{WHERE}: {exc}", clusters, None))
+                except Unsupported:
+                    continue  # left out for another reason, which the dashboard's header gives
+            result += [(panel.defined_at, message) for message in said_where(settings, told)]
     for alarm in project.alarms:
         if alarm.stopped:
             continue  # on no CloudWatch source (lint AL027)
-        try:
-            alarm_plan(alarm, project.catalog, settings)
-        except NotPublished as exc:
-            result.append((alarm.defined_at, f"alarm {alarm.id!r} is left out of CloudWatch: {exc}"))
-        except Unsupported:
-            continue  # generate refuses it with its file and line
+        told = []
+        for held, clusters, region in made_parts(alarm, catalog, settings):
+            try:
+                alarm_plan(alarm, catalog, held)
+            except NotPublished as exc:
+                told.append((f"alarm {alarm.id!r} is left out of CloudWatch{WHERE}: {exc}", clusters, region))
+            except Unsupported:
+                continue  # generate refuses it with its file and line
+        result += [(alarm.defined_at, message) for message in said_where(settings, told)]
     return result
 
 
@@ -1080,18 +1090,23 @@ def ranked_by_one_reading(project) -> list[tuple[str, str]]:
            else "the agent's source (cloudwatch.source: prometheus-emf) with agent.pipeline: otel publishes each "
                 "pod's total per scrape and ranks by it")
     result = []
+    groups = settings.mig_groups()  # each dashboard as made for the clusters alike in exporter.mig
     for dashboard in project.cloudwatch_definitions():
         for panel in dashboard.panels():
-            try:
-                plan_ = panel_plan(panel, catalog, settings)
-            except Unsupported:
-                continue
-            query = panel.queries[0]
-            if not (plan_.series and plan_.group and plan_.function == "SUM" and query.per_pod) \
-                    or _now_table(panel, query, catalog) or line_rank(query, plan_, catalog)[0] not in ("MAX", "MIN"):
-                continue
-            result.append((panel.defined_at, f"panel {panel.title!r} ({source_file(dashboard.defined_at)}) ranks its "
-                                             f"pods by one GPU's reading, not the pod's total: past "
-                                             f"cloudwatch.top_pods ({settings.cloudwatch.top_pods}) pods, a pod of "
-                                             f"many GPUs using the most can be left out; {fix}"))
+            told = []
+            for held, clusters in groups:
+                try:
+                    plan_ = panel_plan(panel, catalog, held)
+                except Unsupported:
+                    continue
+                query = panel.queries[0]
+                if not (plan_.series and plan_.group and plan_.function == "SUM" and query.per_pod) \
+                        or _now_table(panel, query, catalog) \
+                        or line_rank(query, plan_, catalog)[0] not in ("MAX", "MIN"):
+                    continue
+                told.append((f"panel {panel.title!r} ({source_file(dashboard.defined_at)}){WHERE} ranks its pods by "
+                             f"one GPU's reading, not the pod's total: past cloudwatch.top_pods "
+                             f"({settings.cloudwatch.top_pods}) pods, a pod of many GPUs using the most can be left "
+                             f"out; {fix}", clusters, None))
+            result += [(panel.defined_at, message) for message in said_where(settings, told)]
     return result

@@ -1,0 +1,38 @@
+"""Where a note holds in a fleet whose clusters differ in their settings (exporter.mig): each part of the fleet an alarm
+or a dashboard is made for is planned on its own settings, and a note said of some parts alone names them."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..settings import Cluster, Settings
+
+# Where a note's words name the part of the fleet it holds for (said_where fills it in): nothing where it holds for
+# every cluster, else " in cluster a, b" or, for a fleet-scope rule's alarm, " in Region r"
+WHERE = "\x00"
+
+
+def where_words(clusters: Iterable[Cluster], regions: Iterable[str | None]) -> str:
+    """" in Region r, s" of the Regions of a fleet-scope rule's alarms (one per Region), else " in cluster a, b"."""
+    named = sorted({region for region in regions if region})
+    if named:
+        return f" in Region{'s' if len(named) > 1 else ''} {', '.join(named)}"
+    names = list(dict.fromkeys(cluster.name for cluster in clusters))
+    return f" in cluster{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+
+def said_where(settings: Settings, said: Iterable[tuple[str, tuple[Cluster, ...], str | None]]) -> list[str]:
+    """Each message of `said` ((message holding WHERE, the clusters of the part it is said of, the part's Region or
+    None)) once, in the order first said, naming where it holds: nowhere where it holds for every cluster of the
+    settings (a fleet alike in its settings says what it always said), else the parts it is said of."""
+    parts: dict[str, list[tuple[tuple[Cluster, ...], str | None]]] = {}
+    for message, clusters, region in said:
+        parts.setdefault(message, []).append((clusters, region))
+    everywhere = {cluster.name for cluster in settings.clusters}
+    result = []
+    for message, where in parts.items():
+        clusters = [cluster for members, _ in where for cluster in members]
+        words = "" if {cluster.name for cluster in clusters} >= everywhere else \
+            where_words(clusters, (region for _, region in where))
+        result.append(message.replace(WHERE, words))
+    return result
