@@ -35,9 +35,10 @@ hypothesis_settings.load_profile("gpudash")
 # file's time there divided by the median ratio of the two runs' times of the files both hold). A file missing from
 # this list keeps its place after them; the order does not change what any test asserts. test_live_panel_truth waits
 # on its live scene (~80 s wall for ~5 CPU-s; the longest wall of any file at 378d1347, and a recording more when its
-# n4 scrapes sit on the subquery grid): first. s44's new files placed so (s45, one file at a time under load 5-28:
-# the median ratio to s42's record 2.7): test_combined_fleet_story 77 CPU-s, ~138 s; test_phase_story_twins ~42 s;
-# test_counter_rate_pod_picked ~22 s; test_dashboard_parts ~16 s; test_combined_fleet_counters (s45) 54 CPU-s, ~55 s.
+# n4 scrapes sit on the subquery grid): first. Later files placed so (one file at a time under load 5-28,
+# the median ratio to an earlier whole-suite record 2.7): test_combined_fleet_story 77 CPU-s, ~138 s;
+# test_phase_story_twins ~42 s; test_counter_rate_pod_picked ~22 s; test_dashboard_parts ~16 s;
+# test_combined_fleet_counters 54 CPU-s, ~55 s.
 START_FIRST = ("test_live_panel_truth.py", "test_pod_copies_tied.py", "test_verify.py", "test_gauge_twins.py",
                "test_combined_fleet_story.py", "test_pod_left_twins.py",
                "test_fleet_truth.py", "test_combined_fleet_counters.py",

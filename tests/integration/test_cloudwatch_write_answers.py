@@ -537,7 +537,7 @@ def test_gpudash_s_own_lost_delete_answered_not_found_on_its_retry_is_done_not_s
 @pytest.mark.parametrize("answer", ["503", "throttled"])
 def test_a_retired_object_a_person_deletes_between_two_attempts_is_not_claimed_without_saying_so(proxied, published,
                                                                                                project_dir, answer):
-    """Review (s14-review1, noticed): the first DeleteAlarms / DeleteDashboards fails and a person deletes the object
+    """The first DeleteAlarms / DeleteDashboards fails and a person deletes the object
     before the retry, whose look finds it gone. Answered 503 (a gateway's answer too: the request may have reached
     CloudWatch and deleted it), nothing tells gpudash's delete from the person's: it was listed as deleted by gpudash
     with nothing said; it still is (gone, as the prune asked), with a note that says either may have deleted it.

@@ -543,7 +543,7 @@ def test_taking_back_evidence_does_not_name_an_owner_the_alarm_no_longer_has(pro
                               "an action that is not a string"])
 def test_a_read_back_that_is_not_a_valid_answer_is_a_failure_and_the_writes_made_are_reported(proxied, published,
                                                                                             project_dir, field, garble):
-    """Review s14-review1: an alarm's read-back (DescribeAlarms) answers it with a dimension without its Name (the
+    """An alarm's read-back (DescribeAlarms) answers it with a dimension without its Name (the
     API's model requires it); only AlarmName/AlarmArn were checked and ownership.alarm_fields read d["Name"]: seen
     "internal error: KeyError: 'Name'", exit 4, no report, after two dashboards and the alarm (90) were written.
     Expected: a remote failure (exit 3) for that alarm, and a report listing the dashboards as written. (The update's

@@ -323,7 +323,7 @@ def test_an_alarm_a_person_creates_during_the_previous_alarms_tag_calls_is_not_o
 
 
 def test_an_alarm_a_person_creates_while_the_previous_alarm_is_created_is_not_overwritten(proxied, published):
-    """(Review, session 14.) Two alarms to create, one after the other (both deleted after publishing). The second's
+    """Two alarms to create, one after the other (both deleted after publishing). The second's
     "not there" was the first's read-back; the first's tag check (ListTagsForResource) came after. A person creates
     the second alarm with their own definition (threshold 7, tag team=ops) during that tag check. Seen on 1dc7421:
     gpudash's PutMetricAlarm overwrote it (threshold 80), then reported it failed ("was there before it"). Now its

@@ -10,7 +10,7 @@ MIG one series per instance, backfilled (no staleness markers), both scrape path
 the picked pods hold at their node's latest scrape (any copy's), each at the rate of its counter as read by all its
 copies (counter_truth.stepped_rate over the recording's steps); at All every GPU. The panels read the counters'
 recordings, written over the story by promtool from the generated recording rules (prometheus_server.recorded), as
-Grafana reads a deployment's. Found in review (s45 R): with
+Grafana reads a deployment's. With
 team-a/solo-0 picked 3 s past the new copy's scrape 8, before c42b9a19 the panels drew gpu-node-w GPU 1 (200,000 mW,
 4 replays/s) for a pod that holds nothing."""
 

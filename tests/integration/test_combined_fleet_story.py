@@ -1,5 +1,5 @@
 """A fleet's messy classes at once, as a real fleet has them, every Grafana panel, variable and gauge alert rule held
-against the story's truth (s44 E's audit: each class has its own stories; none had them together).
+against the story's truth (each class has its own stories; none had them together).
 
 Backfilled (promtool: no staleness markers, as a backfill or the series before a Prometheus restart), 30 s scrapes,
 40 of them, gauges only (mixed_fleet's model of a GPU and its MIG instances, labels as dcgm-exporter writes them):
@@ -24,7 +24,7 @@ The truth at an instant: each node's latest scrape (whichever copy made it) tell
 of that state, the fleet model's own answers for every neutral query); a field a copy writes as the blank, the GPU's
 latest real reading within the look-back. Found: team-a/solo-0 stayed on the per-pod panels at OLD's readings for
 15 s after NEW found its GPU idle (fixed: promql.idle_gpus); the per-GPU and fleet panels read the higher of the
-two fresh copies there (200 W for 60: fixed s46, the fresher copy read, promql.older_samples).
+two fresh copies there (200 W for 60: fixed c75fe0bb, the fresher copy read, promql.older_samples).
 """
 
 from __future__ import annotations
@@ -274,8 +274,8 @@ def _instants(start: int, scrapes=CHECKED, within=WITHIN) -> list[int]:
 # gpu-node-w's copies disagree 3 s past NEW's scrape 8: OLD's scrape 8 (+11 s) read GPU 0 idle and GPU 1 under
 # team-a/solo-0, NEW's (+26 s) GPU 0 under team-c/worker-0 and GPU 1 idle. A per-GPU or fleet panel read, of two
 # copies with a reading within the interval, the one whose readings were higher, not the fresher: OLD's GPU 1 (200 W
-# for 60, 60 % for 0, ...) and OLD's free memory of GPU 0 (24,000 MiB for 9,000) until OLD's scrape 9, 15 s on (E,
-# s44). Now the fresher copy (promql.older_samples, s46): NEW's scrape is the newer reading of the same GPUs. The
+# for 60, 60 % for 0, ...) and OLD's free memory of GPU 0 (24,000 MiB for 9,000) until OLD's scrape 9, 15 s on.
+# Now the fresher copy (promql.older_samples, c75fe0bb): NEW's scrape is the newer reading of the same GPUs. The
 # per-pod panels read NEW (team-a/solo-0 gone, team-c/worker-0 on GPU 0).
 HIGHER_COPY = 8 * SCRAPE + 29
 
@@ -334,8 +334,8 @@ def test_a_pod_that_ended_between_two_copies_scrapes_leaves_the_per_pod_panels(g
 @pytest.mark.parametrize("title", ["Power draw", "Total power draw", "DEV_FB_FREE"])
 def test_a_per_gpu_panel_reads_the_fresher_of_two_copies_that_disagree(gpudash_path, dashboards, project, title):
     """3 s after the new copy found gpu-node-w's GPU 1 idle (its pod ended between the copies' scrapes) the old copy's
-    readings showed (the higher of the two fresh copies, E s44): 200 W for 60, 'Total power draw' 1,220 W for 1,080,
-    GPU 0's free memory 24,000 MiB for 9,000 (the old copy's idle reading), for up to an interval (15 s here)."""
+    readings showed (the higher of the two fresh copies, before c75fe0bb): 200 W for 60, 'Total power draw' 1,220 W for
+    1,080, GPU 0's free memory 24,000 MiB for 9,000 (the old copy's idle reading), for up to an interval (15 s here)."""
     prometheus, start = gpudash_path
     panel, model = next((p, m) for _, p, m in _panels(project, dashboards) if p["title"] == title)
     shown = _shown(prometheus, panel["targets"][0], start + HIGHER_COPY, {})

@@ -171,7 +171,7 @@ def _fresher(scene, readings: dict[str, float], at: float) -> float:
 
 @pytest.mark.parametrize("title", sorted(THREE))
 def test_three_copies_of_a_gpu_are_one_line_named_by_its_node_with_the_fresher_reading(three, title):
-    # the higher (60 %, 99 C) was shown before s46, whichever copy scraped the GPU last (promql.older_samples)
+    # the higher (60 %, 99 C) was shown before c75fe0bb, whichever copy scraped the GPU last (promql.older_samples)
     wrong = {}
     for call in range(3):
         shown = dict(fresh_steps(three, shown_values(three, title)))

@@ -6,9 +6,9 @@ old copy scraped at 30 n - 1 s, the node-labelled one at 30 n - 20 s but scrape 
 Truth: "GPU utilization" draws `n4 GPU 0` at the reading of the copy scraped last (each scrape is a reading of the
 one GPU at its time: the newest is its latest; promql.older_samples): 90 % from the old copy's scrape at 30 n - 1 s
 until the node-labelled copy's next, 95 % from there. Inside the late scrape's 2 s gap (191 s) the old copy's 179 s
-reading is the newest (the node-labelled copy's 160 s one is also older than the scrape interval): 90 %. Before s46
+reading is the newest (the node-labelled copy's 160 s one is also older than the scrape interval): 90 %. Before c75fe0bb
 the line read the higher of the fresh copies (95 %) and, inside that gap, 90 % (the node-labelled copy not fresh):
-a value that jumped between exporters with scrape jitter alone (s39 J); now it follows the scrapes' own order."""
+a value that jumped between exporters with scrape jitter alone; now it follows the scrapes' own order."""
 
 from __future__ import annotations
 

@@ -208,7 +208,7 @@ def test_the_replays_rule_stays_silent_when_the_fresh_copy_misses_every_2nd_scra
 # link replaying 54 per 5 minutes (over the level, 50), both exporters collecting every 30 s (the fresh copy "old"
 # reads DCGM 1 s before its scrape on the half minute, the other 18 s before its scrape 10 s past), the fresh copy
 # missing its scrape at 600 s: minute 10's period ends on the miss (the readings at minute 10 hold 49 of the link's
-# 54: the rest arrives after it; until s43 the rule, as the merged readings, stayed silent there: the period now
+# 54: the rest arrives after it; earlier the rule, as the merged readings, stayed silent there: the period now
 # reaches back by the scrapes the copy has not delivered, promql._led_period), minute 15's starts there. The
 # copy leading at minute 15's start missed that scrape, so its return (630 s) holds two scrapes' growth, one due
 # before the period: its own delta counts half, the steps after it whole. Counted half at every step of the period,
@@ -229,7 +229,7 @@ def _firing_minutes(story: tuple) -> set[int]:
 def test_the_firing_stories_are_told_apart():
     # the link's growth: 54 per 5 minutes at every minute. The readings stored by minute 10 of one-scrape (its period
     # ends on the missed scrape) and by minute 30 (the stories' last scrapes are at 1770 and 1780 s) hold 49 of it,
-    # and with every 2nd missed those of minutes 6 to 9; the rule reads the link's (s43: the period's reach)
+    # and with every 2nd missed those of minutes 6 to 9; the rule reads the link's (the period's reach)
     assert all(_firing_minutes(story) == set(twins.MINUTES) for story in FIRING.values())
     assert _firing_minutes(EVERY_2ND_FIRING) == set(twins.MINUTES)
 

@@ -325,7 +325,7 @@ def test_grafanas_energy_rate_reads_the_gpus_power_when_a_scrape_is_stamped_late
     # "Energy use rate" with one exporter whose scrape due at 640 s ran 5 s late: 200,000 mW at every minute. Its
     # own delta counted over the step grid's 30 s (35 s of growth at 660 s, 25 s at 690 s) read 1.042 of it for the
     # 2-minute window ending at 11 minutes; live, a scrape stamped 303 ms late at 2 s scrapes read 144,335 mW for
-    # 150,000 (s34, test_live_panel_truth)
+    # 150,000 (test_live_panel_truth)
     monkeypatch.setattr(twins, "STEP", 1)
     _energy_within(rules, "exact", "scrape-stamped-late", 0.999, 1.001)
 

@@ -1,6 +1,6 @@
 """Grafana's "Energy use rate" where two exporters read one nv-hostengine's collections (every 30 s, 18 s past each
-half minute) at different lags, and the one reading the newer collection misses two scrapes in a row. Found by R (s40)
-against 66a1829d (each step's seconds on one copy's clock).
+half minute) at different lags, and the one reading the newer collection misses two scrapes in a row. Wrong
+at 66a1829d (each step's seconds on one copy's clock).
 
 Copy a is scraped 11 s past each half minute (23 s after the collection before), copy b 26 s past (8 s after it): in
 each step b reads the collection a reads at the next, so b's reading is the larger and leads. b's scrapes at 716 and

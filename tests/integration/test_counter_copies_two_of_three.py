@@ -1,5 +1,5 @@
 """Two exporter copies of a GPU (the old and the new pod of tests/support/exporter_overlap, both serving throughout),
-the old pod's scrapes failing two of every three from 300 s on (s42, task F's review; test_counter_copies_flapping
+the old pod's scrapes failing two of every three from 300 s on (test_counter_copies_flapping
 covers every 2nd, every 3rd and 2 of 4). A link replaying 0.15 a second: 45 per 5 minutes, under GpudashPcieReplays'
 50. The rule's period, reckoned on the merged steps (promql._prorated, then _leaders_share), read 41, 52, 42 in turn
 at the whole minutes 11 to 29 (at 0.18 a second, truth 54: 49, 63, 51): the rule fired at 12, 15, 18, ... minutes for

@@ -6,7 +6,7 @@ test_counter_gpu_gone_target_up's GPU 0 (0.18 PCIe replays/s) whose exporter fai
 0, its series stale): its period reaches back by the scrapes that failed, 54 replays at minutes 10-13 (as with no
 `cluster` label anywhere, or on both). Since c0486ea9 `up` is matched `on (cluster, instance, job, node)`: with the
 label on the DCGM series alone nothing matches, the target reads as up, and the period reads 54, 33, 22, 11 (the GPU
-taken as gone). Read 54 at every minute at 8c3fac51 (`on (instance, job, node)`). Found by s46 R2; now an `up` without the cluster
+taken as gone). Read 54 at every minute at 8c3fac51 (`on (instance, job, node)`). Now an `up` without the cluster
 label is matched on the target's labels alone."""
 
 from __future__ import annotations

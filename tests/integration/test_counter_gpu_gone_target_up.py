@@ -1,6 +1,6 @@
 """The replays rule's period (GpudashPcieReplays: more than 50 within 5 minutes) for a GPU whose series stop while its
 exporter keeps answering (a GPU fallen off the bus: one staleness marker at scrape GONE, then nothing; the exporter's
-other GPU reads on, its target's `up` 1 throughout). Found by review of 54e34c05: the period's reach back (for scrapes
+other GPU reads on, its target's `up` 1 throughout). At 54e34c05 the period's reach back (for scrapes
 that failed, promql._staying) took any `up` as "still scraped" and read the gone GPU's last period, 54, for 5 minutes
 after its last reading, where the readings held 38, 27, 16, 5 (the alert fired on with no data); now the reach holds
 only while the target's scrapes fail (`up` 0), as test_counter_missed_scrape_patterns' stories have them.
@@ -98,8 +98,8 @@ def _in_cluster(series: list[dict], cluster: str) -> list[dict]:
 def test_another_cluster_s_failing_target_alike_leaves_the_gone_gpu_gone(shared_rules, other_failing):
     """In a Prometheus shared by two clusters whose exporter targets have the same instance, job and node (one VPC
     range in two clusters), train-east's exporter failing every scrape from scrape 19 (`up` 0) read infer-east's GPU
-    off the bus (its own target `up` 1) as failing scrapes: its period reached back, 54 for 38, 27, 16, 5 (s45
-    review: `up` was matched without the cluster label)."""
+    off the bus (its own target `up` 1) as failing scrapes: its period reached back, 54 for 38, 27, 16, 5
+    (`up` was matched without the cluster label)."""
     project = load_project(MULTI_REGION)
     period = period_value({a.id: a for a in project.alarms}["pcie-replays"], project.catalog, project.settings)
     story = _in_cluster(_story(), "infer-east")

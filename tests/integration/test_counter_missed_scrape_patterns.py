@@ -1,5 +1,5 @@
 """The replays rule's period (GpudashPcieReplays: more than 50 within 5 minutes) when one exporter (no copy beside it)
-misses scrapes in a pattern (s43, task A; issue 10: an alert and its twin fire on the same situation). The exporter
+misses scrapes in a pattern (issue 10: an alert and its twin fire on the same situation). The exporter
 is the old pod of tests/support/exporter_overlap, never replaced: scraped every 30 s on the half minute, reading DCGM
 1 s before; a missed scrape is a staleness marker in the sample's place and its target's `up` 0 (targets_up).
 

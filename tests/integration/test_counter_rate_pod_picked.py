@@ -3,7 +3,7 @@ and a node drain: it draws the GPUs the picked pod holds, each at the GPU's rate
 and none the pod has left (promql.counted_rate).
 
 The GPUs a picked pod holds were judged by windows of whole intervals ("a series without a pod within two intervals,
-none naming one within one"), where the gauge panels beside them judge by the samples' times (1bc926b1, s43):
+none naming one within one"), where the gauge panels beside them judge by the samples' times (1bc926b1):
 - an exporter roll (test_rolled_copy_pod_started's story, backfilled: node n's copy A answers scrapes 0-9 at +3 s,
   copy B 8-19 at +17 s; ml/r starts on idle GPU 0 between A's scrape 9 and B's, and B's scrape 10 fails or is 10 s
   late): with ml/r picked the energy rate panel drew nothing from B's missed scrape on (A's idle reading 14 s older

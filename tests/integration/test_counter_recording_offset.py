@@ -3,7 +3,7 @@
 Prometheus evaluates a rule group at an offset in its interval, a hash of the group's name and file (Prometheus 2.42,
 rules.Group.EvalTimestamp), and stamps each recording with that evaluation's time. Started on the build's
 prometheus/rules.yaml, Prometheus 2.42 evaluated the 30 s counter groups 1.2, 3.1, 13.1, 15.7, 16.0 and 19.4 s past
-the 30 s grid (two paths of the file; found by s46 R). Each step's recorded values are the same at any offset (the
+the 30 s grid (two paths of the file). Each step's recorded values are the same at any offset (the
 rules read the step at or before the evaluation), but a step's recording is stamped `offset` seconds after it, so a
 panel's `sum_over_time(...[w])` at time t holds the steps recorded by t: it reads what the panel evaluated on the grid
 reads at t - offset. The panel's description says so (promql.recording_note: "the window ends at the GPU's latest step

@@ -133,7 +133,7 @@ def test_the_prometheus_rule_names_the_truth(built):
     (alert,) = [r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == "pcie-replays"]
     job = prometheus_scrape_job(load_project().settings)
 
-    def judge(part) -> None:  # the nodes in halves where promtool's sample limit stops a run (s43: 7 nodes)
+    def judge(part) -> None:  # the nodes in halves where promtool's sample limit stops a run (7 nodes at 54e34c05)
         names = {node.name for node in part}
         checks = [{"eval_time": f"{seconds // 60}m", "alertname": alert,
                    "exp_alerts": [expected_alert(folder, alert, node=node, gpu="0") for node in sorted(TRUTH & names)]}

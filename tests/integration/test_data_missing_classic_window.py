@@ -7,8 +7,8 @@ the rule alone: 6 minutes down across the two periods, or down 40 %, 70 %, 40 % 
 count (the title: most of the node's data missing). No count over the window can replace the two periods on this
 path (a node added or removed inside the window would read as missing data): pinned as a strict xfail with the truth;
 docs/alarms.md says it (the alarm's description, at CloudWatch's 1,024 characters with its notes already shortened,
-says its own count: "in each of two periods running"). Found by an audit on a fleet of its own (session 37, helper G:
-an exporter failing 11 scrapes running fired the rule for 5 minutes and never this alarm)."""
+says its own count: "in each of two periods running"). Found on a fleet of its own (an
+exporter failing 11 scrapes running fired the rule for 5 minutes and never this alarm)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A DaemonSet that lives a few minutes and is gone (a rename rolled back) is not a period of missing data.
 
-Review s14-review6: 04e5949 (reverted) read kube_daemonset_labels over each period, so a DaemonSet whose whole
+04e5949 (reverted) read kube_daemonset_labels over each period, so a DaemonSet whose whole
 life (under a period) straddled the boundary between the two periods the rule joins breached case 3 in both
 (the counts of its few minutes: desired 2, available 0), though no period was short of pods all through.
 """

@@ -9,7 +9,7 @@ tier, while OLD's FB_FREE stays (NEW's is the blank, or none). No copy then hold
 loses both gpu-node-w GPUs from 4 s after NEW's scrape until OLD's next: 0.48 for 0.3713 at All (the mean of the three
 other GPUs), nothing for 0.4167 with team-a/solo-0 picked, nothing for 0.2083 with gpu-node-w picked; 'Framebuffer used
 share by pod' leaves team-a/solo-0 (0.4167) out from 2 s after. Read right at 8c3fac51 (the higher fresh copy: OLD's).
-Found by s46 R2. Now a copy is complete for older_samples only where every field the panel reads of it has a
+Now a copy is complete for older_samples only where every field the panel reads of it has a
 reading (`together`): NEW is no complete copy until its FB_FREE reads, and OLD stays the GPU's."""
 
 from __future__ import annotations

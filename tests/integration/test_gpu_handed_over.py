@@ -11,7 +11,7 @@ the look-back also gives the ended pod the new pod's first readings, and the rul
 readings lie in its 5-minute window (minutes 10 to 15 here). The control beside it: two pods named in turn on one
 GPU, one full reading named under one of them: both pods alarm (truth: they share the GPU's memory).
 
-Found by an audit on a fleet of its own (session 37, helper D); the handover is pinned as a strict xfail: telling it
+Found on a fleet of its own; the handover is pinned as a strict xfail: telling it
 from pods named in turn needs more than the series within the look-back (a pod named in turn may go unnamed for
 minutes while kubelet's order stays on the other).
 """

@@ -18,8 +18,8 @@ name's rank over the range decides between kinds of names (an exporter's pod, a 
 (two nodes') the copies within each step's look-back decide: with All each node draws its own half hour.
 With node-a picked, `node-a GPU 0` read node-b's 70 at minutes 32-59, with node-b picked node-b read node-a's 50 at
 minutes 1-30 (the node picked chose the names a GPU was given, not the name each step chose), and the Node variable
-listed node-b alone (the name at the range's end; before f57720e2 too): pinned as strict xfails by session 38 (helper
-R), fixed by C (the node picked matches the name a step chooses, promql._picked; the variable lists every name at
+listed node-b alone (the name at the range's end; before f57720e2 too): pinned as strict xfails,
+fixed by abf2d1bc (the node picked matches the name a step chooses, promql._picked; the variable lists every name at
 the GPU's best tier). Still wrong, a strict xfail: the rows remapped over the range are all counted under node-b (an
 increase over the range is named by the range's copies; before f57720e2 too).
 """

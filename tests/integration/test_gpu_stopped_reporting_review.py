@@ -1,4 +1,4 @@
-"""gpu-stopped-reporting against stories its first tests left out (a hostile review, s39 R2): each story's truth
+"""gpu-stopped-reporting against stories its first tests left out: each story's truth
 judged by promtool at every minute, on payloads shaped as dcgm-exporter serves them (30 s scrapes from the gpudash
 job; a series that ends gets Prometheus' staleness marker; kube-state-metrics' Node object made before the history
 unless the story says otherwise)."""
@@ -233,7 +233,7 @@ def _renamed_later(told: bool) -> list[dict[str, str]]:
 def test_a_gpu_lost_before_its_uuid_less_exporter_is_renamed_fires(built, told):  # noqa: F811
     """Truth: node-e GPU 3 from minute 40 on, under the old pod's name until the renamed copies are read (45), under
     node-e after, at every minute to 149. Nothing fires from 46 on, with kube-state-metrics' Node object or without
-    (as before s39's first-reading comparison: 108ee99c fails alike). With UUIDs it holds
+    (as before the first-reading comparison: 108ee99c fails alike). With UUIDs it holds
     (test_a_gpu_lost_fires_past_the_hour_until_it_reads_again_or_its_node_goes, node-e)."""
     def truth(minute: int) -> list[dict[str, str]]:
         if minute < 40:

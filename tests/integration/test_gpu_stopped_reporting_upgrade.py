@@ -1,5 +1,5 @@
 """gpu-stopped-reporting across the upgrade of gpudash that added the lost GPU's UUID to its recording and alert
-(3a57ec48). Found by R (s40).
+(3a57ec48).
 
 node-a's GPU 2 is lost at minute 10 (its series end; the node's other GPUs read on, 30 s scrapes). The rules before
 the upgrade recorded it as `gpudash:gpu_stopped_reporting:lost` by its identity and node alone (no UUID label), up to

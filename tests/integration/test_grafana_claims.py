@@ -111,7 +111,7 @@ def test_withdrawals_are_prune_steps_an_empty_or_shrunken_build_is_refused_for(g
 
 
 @pytest.mark.parametrize("mine, theirs, name, fits", [
-    (12, 12, "prod-eks-{region}-{i:02d}", True),  # the review's case: 624 bytes with the claim's names written out;
+    (12, 12, "prod-eks-{region}-{i:02d}", True),  # 624 bytes with the claim's names written out;
     # 156 bytes left beside A's record: 209 with 16 characters a cluster, 113 with 8
     (11, 30, "prod-eks-{region}-gpu-{i:02d}", False),  # 142 bytes left beside A's record; B's claim takes 275 with 8
 ], ids=["12 clusters a file", "11 and 30 clusters"])

@@ -7,8 +7,8 @@ to the sample's time. On a real Prometheus the time is ~1.79e9 s, where one floa
 0.0001 * atan(v / 1e5) is ~1e-9 * v: 90 and 95 add 9.0e-8 and 9.5e-8, both rounded away. The keys are equal and
 topk picks either copy: the line jumps between 90 and 95 from one instant to the next (6 to 32 of 45 instants read
 90, a different set each run). promtool's unit tests start at t = 0, where the tie-break resolves. Read 95 at every
-instant at 8c3fac51 (time() + 0.1 * atan). Found by s46 R2. The tie-break is now 0.0003 * (1.5708 + atan(v / 1000)) (promql._TIE_SCALE): under a millisecond,
-and 90 and 95 differ by six ulps there."""
+instant at 8c3fac51 (time() + 0.1 * atan). The tie-break is now 0.0003 * (1.5708 + atan(v / 1000)) (promql._TIE_SCALE):
+under a millisecond, and 90 and 95 differ by six ulps there."""
 
 from __future__ import annotations
 

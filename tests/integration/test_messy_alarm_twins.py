@@ -1,5 +1,5 @@
-"""Three alarms and their Prometheus twins driven through stories the twin suites did not hold (s46's independent
-check of issue 10's "each alarm and its Prometheus twin fire on the same situation").
+"""Three alarms and their Prometheus twins driven through stories the twin suites did not hold (issue 10's
+"each alarm and its Prometheus twin fire on the same situation").
 
 Each story's readings go through the model of the agent (the generated configuration) into the CloudWatch alarm, and
 into `promtool test rules` for the rule (test_gauge_twins' harness); the truth is worked out here from the story's

@@ -4,7 +4,7 @@ OLD's next, the two fresh copies disagree: OLD reads worker-0 on instance 1 (19,
 350 W; NEW, the newer scrape of the same GPU, reads instance 1 idle, 250 W and XID 43. Truth: NEW's (each node's
 latest scrape tells its GPUs' state), at All and with a pod, namespace or node picked.
 
-Shown before s46 (R, s45): the higher copy, OLD's, on every per-GPU, fleet and per-MIG-instance panel (Power draw
+Shown before c75fe0bb: the higher copy, OLD's, on every per-GPU, fleet and per-MIG-instance panel (Power draw
 350 W for 250, 'Framebuffer in use' 0.345 for 0.1, 'Framebuffer used per MIG instance' 19,600 MiB for 0 at All, and
 the instance worker-0 left drawn at 19,600 with worker-0 picked) for up to an interval (promql.older_samples)."""
 

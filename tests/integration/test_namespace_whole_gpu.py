@@ -2,7 +2,7 @@
 as it draws them with every pod: a GPU split into MIG instances among namespaces is the GPU, not the picked namespace's
 instances. Its legend names the GPU (`n2 GPU 0`), the counter rates and device fields beside it read the whole GPU,
 and a namespace's or pod's part of a GPU is what the per-pod panels draw (`GPU utilization by pod`). It read the
-namespace's instances alone: `n2 GPU 0` 20 % where the GPU is at 40 %, 3,000 of its 23,000 MiB used (G, s38).
+namespace's instances alone: `n2 GPU 0` 20 % where the GPU is at 40 %, 3,000 of its 23,000 MiB used.
 
 On a real Prometheus scraping node n2's exporter every half second (live scrapes, as Prometheus stores them):
 - GPU 0 split into MIG instances: GI 1 (3g.40gb) held by ai/serve, GI 2 (1g.10gb) by research/serve (one pod name in two

@@ -17,7 +17,7 @@ variable does not list, then under the node; the per-pod panels, whose node filt
 left ml/train out of the first half hour with the node picked. Panels now name a GPU by the name the dashboard's range
 gives it (promql.gpus_named's `whole`), the name the variable lists, and a per-pod panel keeps the pods of the GPUs the
 range places on the node (promql.on_node). Adding the node to the ServiceMonitor (docs/labels-and-values.md) avoids the
-rename altogether. Found by an audit on a fleet of its own (session 37, helper D).
+rename altogether. Found on a fleet of its own.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def test_a_link_saved_with_the_old_pods_name_picked_draws_the_gpu(history, title
     name stood for, under the name the range gives it. The per-pod panels draw ml/train (promql.on_node); the per-GPU
     panels draw nothing at any minute (the range names the GPU by the node, and the node picked matches the name each
     step chooses): strict xfails. Keeping a GPU where a copy of a known exporter pod's name matches the node picked
-    (tried in session 39, promql._picked) wrote each panel's naming twice: the all-metrics dashboard's ConfigMap went
+    (tried, promql._picked) wrote each panel's naming twice: the all-metrics dashboard's ConfigMap went
     past what client-side kubectl apply takes (GF011)."""
     prometheus, start = history
     shown = _shown(prometheus, start, title, {"node": OLD_POD})

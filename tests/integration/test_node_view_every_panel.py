@@ -189,7 +189,7 @@ def _fleet(tmp_path_factory):
             ready["old read"] = any(_copy_read(scrapes["n4"], "n4", at) == "old" for at in steps)
             failed = [at for at, up in scrapes["n4"]["new"] if not up]
             # a failure made to come only once those asked before are stored and the steps after them settled (one
-            # at least: since s46 a step reads the old copy wherever it was scraped last, failure or none)
+            # at least: since c75fe0bb a step reads the old copy wherever it was scraped last, failure or none)
             if (not ready["old read"] or not n4_job_fails) and scrapes["n4"]["new"][-1][0] >= first \
                     and len(failed) >= len(n4_job_fails) and all(at + 2 <= settled for at in failed):
                 n4_job_fails.add(n4_job.served + 1)
@@ -325,7 +325,7 @@ def _copy_read(scrapes: dict[str, list[tuple[float, int]]], node: str, at: float
     """The copy of `node`'s GPUs the panels read at `at`, by the copy choice (promql.chosen_copy, older_samples): of the
     copies fresh at `at` (the latest scrape at or before it answered, and was taken within the last scrape interval,
     1 s: not one marked stale by a failed scrape, nor one whose scrape came late) the one scraped last (each scrape is
-    a reading of the node's GPUs at its time: the newest is their latest; the one reading the most before s46), of
+    a reading of the node's GPUs at its time: the newest is their latest; the one reading the most before c75fe0bb), of
     copies scraped at one instant the one reading the most; where none is, the one
     read at the latest step of the interval (a subquery's 1 s steps: a step reads a sample within the second before
     it), of equal ones the one reading the most. A loaded machine's scrape that timed out or came late is what the

@@ -10,7 +10,7 @@ the rule's look-back ends at its instant, its start left out: on whole-second sc
 name the same GPUs and pods at every minute from minute 10, and the rules what the phase's fleet makes true
 (random_fleet.firing) from 45 minutes into each phase. A backfill holds no staleness marker (OpenMetrics has none),
 so a series that ends is read for the look-back's 5 minutes more, as the rule's own range holds it anyway. Written
-by an independent audit of issue 10 (session 44), which found both forms true.
+against issue 10; both forms were found true.
 """
 
 from __future__ import annotations

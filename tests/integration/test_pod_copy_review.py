@@ -27,8 +27,8 @@ from tests.support.scrape_scene import CountedAnswers, scraped_until
 from tests.support.side_by_side import module_scenes, scene
 
 
-# marks for what main does not hold yet (engineers T, s17-copychoice, and U, s17-gpuidentity, remove them as they land
-# the fix); not strict: ties decided by Prometheus' range evaluation make some of them pass in some runs
+# marks for what main does not hold yet (removed as the fix lands); not strict: ties decided by Prometheus' range
+# evaluation make some of them pass in some runs
 TIES = ()  # copies reading alike tie; the share keeps the GPU whichever copy each of its used and total took
 SLICED = {"Pod team-d/ts-0", "Pod team-d/ts-1"}
 PER_POD = {  # ml/z's utilization: test_a_gpu_whose_fresh_copies_are_all_blank_shows...
@@ -147,8 +147,8 @@ def test_of_two_fresh_copies_the_fresher_reading_is_shown_per_pod_and_per_gpu(ap
     # the rule (promql.older_samples, chosen_copy): of the copies read within the last scrape interval, the one sampled
     # last (a share's used and total of that copy); of copies sampled at one instant, the one reading the most. Each
     # exporter's scrape is a reading of the one GPU at its time, so the newer scrape is its latest reading. The higher
-    # was shown before s46 (the new exporter's 200 W where the old one's 100 W was sampled 0.5 s after it). Each copy
-    # is scraped once a second at its own phase, so steps at one phase find the same copy the fresher: steps at 8
+    # was shown before c75fe0bb (the new exporter's 200 W where the old one's 100 W was sampled 0.5 s after it). Each
+    # copy is scraped once a second at its own phase, so steps at one phase find the same copy the fresher: steps at 8
     # phases of a second (1/8 s apart: exact in milliseconds and in binary) find each copy the fresher at some (unless
     # the copies are scraped within 1/8 s of each other)
     samples = apart[3]

@@ -1,4 +1,4 @@
-"""Pods ended by a node drain (s42, task D: a reviewer saw an ended pod on the per-pod panels for 2-3 scrape intervals
+"""Pods ended by a node drain (an ended pod was seen on the per-pod panels for 2-3 scrape intervals
 after it had gone). Live scrapes every half second (as 30 s scrapes: scraped_every), as dcgm-exporter writes them:
 the pod labels of a GPU's series go when its pod ends (the GPU written without them: a new series; the one naming the
 pod marked stale).
@@ -22,7 +22,7 @@ here drew a pod gone from the panels back on them: an idle scrape then the expor
 off the per-pod panels): the pods stay. A reappearance was on a per-GPU panel with the ended pod picked: 'Power draw'
 with ml/t picked drew nothing from j's idle scrape, then j's GPU 0 at the idle 60 W again for about an interval from
 two intervals after it (windows of whole intervals: promql._idle_within_intervals); a per-GPU panel now judges the
-GPUs a picked pod holds by the samples' times, as the per-pod panels do (promql._left_idle, s43), and draws nothing
+GPUs a picked pod holds by the samples' times, as the per-pod panels do (promql._left_idle, 1bc926b1), and draws nothing
 from the idle scrape on. The per-pod panels' stay is pinned (strict xfail) with the reason; docs/grafana-panels.md
 says it. Not fixed: the DCGM series and `up` of a target gone are the same in a drain
 (pods ended) and in an exporter rollout without surge (pods running, the new exporter's first scrape an interval or two

@@ -60,8 +60,8 @@ def _unmarked(field: str, start: int) -> list[str]:
 
 def _unmarked_truth(t: float) -> float | None:
     """Pod rs/c's reading at `t` (from the first scrape's interval): the fresh copy's reading (of two, the one sampled
-    last: each scrape is a reading of the one GPU at its time; the higher, the old copy's 90 for 40, before s46), else
-    the newest reading within the look-back (Prometheus 2's closed ranges)."""
+    last: each scrape is a reading of the one GPU at its time; the higher, the old copy's 90 for 40, before c75fe0bb),
+    else the newest reading within the look-back (Prometheus 2's closed ranges)."""
     samples = [[(k * STEP + offset, value if k < read else None) for k in range(written)]
                for _, offset, value, read, written, _ in UNMARKED]
     latest = [[s for s in copy if s[0] <= t][-1:] for copy in samples]

@@ -7,7 +7,7 @@ so the GPU's rate is one GPU's, whichever exporter is read.
 - ml/s holds n7's GPU (GPU-n7-0, 100 W) across a rollout without overlap: the old exporter for OLD_SCRAPES scrapes,
   then the new one.
 
-Review of d468274 (the gauges' GPU became its UUID; this counter panel still joins on node and index): ml/r reads
+At d468274 (the gauges' GPU became its UUID; this counter panel still joins on node and index): ml/r reads
 ~400,000 mW for the whole overlap, its GPU counted under the old exporter's pod name and under n6.
 """
 

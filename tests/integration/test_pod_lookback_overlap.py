@@ -8,7 +8,7 @@ at every step. A GPU is one GPU (its UUID) whichever exporter reads it, its valu
 - n6, the upgrade renaming the node (the old exporter writes its own pod's name into `Hostname`, the new one
   `hostname="n6"`), both running: GPU 0 held by ml/r, read 300 W / 90 % by the old one and 100 W / 20 % by the new.
 
-Review of d468274: per pod, utilization, power and "Pods on GPUs" now hold (before: ml/r 55 %, 400 W, 2 GPUs), but
+At d468274: per pod, utilization, power and "Pods on GPUs" now hold (before: ml/r 55 %, 400 W, 2 GPUs), but
 "Framebuffer used share by pod" shows a/p alone: ml/t, b/p and ml/r, whose two copies read the SAME used and free, have
 no value (topk chooses used of one copy and free of the other, their node spellings differ, the division matches
 nothing; before d468274 all four were right). The per-GPU panels count n6's GPU twice (before and after).

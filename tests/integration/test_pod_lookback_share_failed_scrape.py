@@ -4,7 +4,7 @@ second. The GPU (UUID GPU-n6-0, 80,000 MiB) held by ml/p reads 40,000 used befor
 share is 0.5, then 0.75; through the failed scrape the latest reading within the lookback (0.75) stands, as a pod's
 power does (promql._Device: "one failed scrape hides nothing").
 
-Review of d468274: at the failed scrape both copies are read from the lookback, topk takes used of the new copy and
+At d468274: at the failed scrape both copies are read from the lookback, topk takes used of the new copy and
 free of the old one (labelled with different node spellings): the division matches nothing and ml/p leaves the panel.
 On a88cfb0 (one copy chosen by used + free, a tie going to the first in Prometheus' order): at that step the old
 exporter's copy is read, 0.5 (3 runs of 3), where the new one's 0.75 is the latest.

@@ -10,7 +10,7 @@ one exporter writes as DCGM's blank while the other reads a value is the value (
   (pooled share 36,000 / 50,000 = 0.72), new 30,000/10,000 and 9,000/1,000 (0.78): exporter 2 is not higher on
   every instance nor in every field.
 
-Review of d468274 (which chose one copy per field with topk): the pods leave "Framebuffer used share by pod" for as
+At d468274 (which chose one copy per field with topk): the pods leave "Framebuffer used share by pod" for as
 long as both exporters are read (used is the new exporter's copy, free the old one's: their node spellings differ and
 the division matches nothing; before it, 0.6 and 0.698); the blank of one exporter hides the pod's utilization that
 the per-GPU panel shows (before it, 30 %). Per instance merged apart, before and after: a MIG pod's framebuffer used

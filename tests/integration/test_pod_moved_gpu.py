@@ -1,6 +1,6 @@
 """A pod recreated on the same node on another GPU (a StatefulSet's pod keeps its name; the device plugin may hand it
-another GPU) is read on its new GPU alone. It read the GPU it left beside its new one for the look-back (found by R3,
-s36): one scrape after the move 'Power draw of each pod's GPUs' 310 W where its GPU draws 250, 'GPU utilization by pod'
+another GPU) is read on its new GPU alone. It read the GPU it left beside its new one for the look-back:
+one scrape after the move 'Power draw of each pod's GPUs' 310 W where its GPU draws 250, 'GPU utilization by pod'
 35 % for 70, 'SM clock by pod' 905 for 1600 MHz, 'Pods on GPUs' 2 GPUs for 1: _Device._naming_targets keeps, per pod,
 the scrape targets that named it lately (test_pod_moved_node), and both GPUs are on one target. Now a GPU whose latest
 scrape named no pod holds none (_Device._idle); a GPU pods share, named under one of them per scrape, always names one.
@@ -322,7 +322,7 @@ def test_a_pods_own_share_leaves_the_gpu_it_left(story, k, request):
     GPU 0, reads that GPU alone from its first scrape there, as every per-pod panel beside it reads it (GPU 1, found
     idle at the move, holds no pod), on a node whose exporter writes each pod's share (4.5.3+) and on one whose exporter
     does not (the setting off there, or an older exporter). It read the share it last had on the GPU it left beside its
-    new one for the look-back, 60 % for 70 (G, s38: on live-like scrapes a pod that ended showed its last 70 % for two
+    new one for the look-back, 60 % for 70 (on live-like scrapes a pod that ended showed its last 70 % for two
     minutes on a GPU idle since)."""
     prometheus, start = request.getfixturevalue(story)
     mover = BUSY["mover-c" if k > MOVE else "mover-a"]["util"]
@@ -373,7 +373,7 @@ backfilled_late = backfilled_fixture("pod-moved-gpu-late", late_openmetrics, SCR
 
 @pytest.mark.parametrize("title", sorted(PANELS))
 def test_a_pod_that_left_its_gpu_stays_off_it_while_the_next_scrape_is_late(backfilled_late, title):
-    """Found by R3 (s39): node a's scrape MOVE (ml/mover gone from GPU 1, GPU 0 idle too) then scrape MOVE + 1 taken
+    """Node a's scrape MOVE (ml/mover gone from GPU 1, GPU 0 idle too) then scrape MOVE + 1 taken
     10 s late. From one scrape interval after scrape MOVE until that late scrape (4 s to 13 s into the interval) the
     per-pod panels drew ml/mover on GPU 1 again at its old reading (150 W, 'Pods on GPUs' 1) where the latest scrape
     names it nowhere: the instant test reads the pod's series (no marker, within the 5 min look-back) and the

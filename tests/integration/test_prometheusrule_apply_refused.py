@@ -1,8 +1,8 @@
 """What `kubectl apply` of k8s/prometheusrule.yaml does for a role that may update PrometheusRules but not create
-them, over a cluster of one counters' object (s39's gpudash-counters): real kubectl against the Kubernetes API test
-server. docs/artifacts.md says, and `counter recording rules` is worded for it, that kubectl goes on past each object
-it may not create and updates the rest, so the counters moved to the new objects are recorded by no live object; and
-that the file's order cannot save that role (the new objects put first: the same end)."""
+them, over a cluster of one counters' object (gpudash-counters before 14978afd): real kubectl against the Kubernetes API
+test server. docs/artifacts.md says, and `counter recording rules` is worded for it, that kubectl goes on past each
+object it may not create and updates the rest, so the counters moved to the new objects are recorded by no live object;
+and that the file's order cannot save that role (the new objects put first: the same end)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_a_role_that_may_not_create_leaves_the_moved_counters_recorded_nowhere(r
     old = {**counters[0], "spec": {"groups": [{**group, "rules": [r for o in counters
                                                                   for r in o["spec"]["groups"][0]["rules"]]}]}}
     cluster = KubeCluster(reference)
-    cluster.prometheus_rules = [o for o in objects if o not in counters] + [old]  # s39's objects, as applied
+    cluster.prometheus_rules = [o for o in objects if o not in counters] + [old]  # as applied before 14978afd
     cluster.not_creatable = {"prometheusrules"}
     if order == "new objects first":
         objects = counters[1:] + [o for o in objects if o not in counters[1:]]

@@ -1,5 +1,5 @@
 """A pod that ends just after its node's exporter was rolled (a DaemonSet update: the old copy's last scrape, then the
-new copy's) leaves the GPU it held at the new copy's first scrape finding the GPU idle. Found by R3 (s39): it stayed on
+new copy's) leaves the GPU it held at the new copy's first scrape finding the GPU idle. It stayed on
 the GPU, at the idle GPU's reading, for the look-back after the old copy's last scrape naming it (idle_gpus judged a
 GPU idle per scrape target: the old copy has no scrape finding it idle); now a GPU is judged idle over its copies
 (held_labels).

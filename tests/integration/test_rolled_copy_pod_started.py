@@ -1,6 +1,6 @@
 """A pod that starts on an idle GPU just as its node's exporter is rolled (a DaemonSet update: the old copy's last
 scrape finds the GPU idle, the new copy's scrape 14 s later names the pod), and the new copy's next scrape fails or is
-late. Found by R (s40) against c46fa7e2, which judges a GPU idle over all its exporter copies (held_labels without the
+late. Wrong at c46fa7e2, which judges a GPU idle over all its exporter copies (held_labels without the
 scrape target) by "a series without a pod within two scrape intervals, none naming one within one": the old copy's
 idle reading (older than the new copy's naming one, both within two intervals) made the GPU idle once the new copy's
 naming reading was an interval old, so the pod left the per-pod panels until the new copy's next scrape. Per scrape

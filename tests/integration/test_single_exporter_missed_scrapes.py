@@ -1,4 +1,4 @@
-"""One exporter (no copy beside it) missing every 2nd scrape (s42, task D: a reviewer saw a counter rate read 270 s of
+"""One exporter (no copy beside it) missing every 2nd scrape (a counter rate was seen reading 270 s of
 growth for 300 s of truth). Its scrapes every 30 s (the old exporter pod of tests/support/exporter_overlap, never
 replaced), each reading DCGM 1 s before; from 300 s on every 2nd scrape fails (a staleness marker in the sample's
 place, its target's `up` 0: targets_up). The link replays 0.1 a second (30 per 5 minutes), or 0.18 (54 per 5 minutes,

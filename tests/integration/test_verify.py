@@ -1642,10 +1642,10 @@ def test_a_dashboard_part_no_longer_made_is_named_with_its_kubectl_delete(stack,
     annotation (the build's, kept by server-side apply, the command docs/artifacts.md gives) nor kubectl's record
     (client-side apply's last-applied-configuration: "..., part 2 of 2", an older build's evidence) shows as a part: a
     dashboard health-2 another settings file of the project sharing a cluster (these settings' by its annotations)
-    defines, which verify told the user to delete as "part 2 of gpudash-health" (s45 review), or a part an older
+    defines, which verify told the user to delete as "part 2 of gpudash-health", or a part an older
     build applied server-side. Where these settings' ConfigMaps are in two namespaces, which namespace's part is theirs
     cannot be told: another settings file of the project sharing a cluster may cut the dashboard otherwise in its own
-    namespace (verify told the user to delete its live part 2, s45 review): the parts are listed with the two
+    namespace (verify told the user to delete its live part 2): the parts are listed with the two
     namespaces' warning, none for deletion."""
     from tests.unit.test_dashboard_parts import _every_field
 
