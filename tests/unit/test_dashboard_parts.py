@@ -54,7 +54,7 @@ def _every_field(folder: Path, reference: Path) -> str:
 MULTI_REGION = (GOLDEN / "multi-region.yaml").read_text()
 # settings name -> (settings text, whether it needs the CSV of every field)
 CASES = {
-    "multi-region, cluster label k8s_cluster (F1)": (
+    "multi-region, cluster label k8s_cluster": (
         MULTI_REGION.replace("labels:\n", "labels:\n  cluster: k8s_cluster\n"), False),
     "long label names": (_clusters(3) + LONG_LABELS, False),
     "sixteen clusters": (_clusters(16) + MULTI_REGION[MULTI_REGION.index("labels:"):], False),

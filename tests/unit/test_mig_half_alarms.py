@@ -100,7 +100,7 @@ def judged(request, tmp_path_factory):
     return pipeline, comparison, refused, _fired(project, FLEET)
 
 
-def test_the_premise_the_r4_case_fires_for_team_a_on_its_mig_instance_alone():
+def test_the_premise_a_namespace_minimum_fires_for_team_a_on_its_mig_instance_alone():
     values = alarm_truth("min", ("namespace",))
     assert values[(("namespace", "team-a"),)] == 2  # a whole GPU at 2 %, its MIG instance (mig-a) at 80 %
     assert sorted(v for ns, v in values.items() if v > 19) == [35, 40, 40, 70]  # team-b, -c, -f, -e
@@ -202,7 +202,7 @@ def test_with_exporter_mig_none_every_alarm_fires_exactly_where_its_rule_does_un
                                    sorted(shown - expected), sorted(expected - shown))
 
 
-def test_generate_builds_the_r4_case_with_exporter_mig_none_and_the_refusal_names_it(tmp_path):
+def test_generate_builds_a_namespace_mean_with_exporter_mig_none_and_the_refusal_names_it(tmp_path):
     from click.testing import CliRunner
 
     from generator.cli import main
