@@ -395,12 +395,17 @@ class Settings:
         for_clusters' settings."""
         return all(mig_of(self, cluster) == "none" for cluster in self.clusters)
 
+    @cached_property
+    def _own_mig(self) -> bool:
+        """Some cluster says its own exporter.mig (for_clusters, asked per cluster, reads it once)."""
+        return any(cluster.exporter_mig for cluster in self.clusters)
+
     def for_clusters(self, clusters: Iterable[Cluster]) -> "Settings":
         """The settings as they hold for `clusters` (a cluster, a Region's clusters): exporter.mig none when each of
         them says none, else unset, and no cluster's own exporter.mig, so that no_mig speaks of them alone (the rest
         of the settings, the clusters listed included, unchanged). The settings themselves where no cluster says its
         own; one object per answer, so what is worked out per settings object is worked out once for each."""
-        if not any(cluster.exporter_mig for cluster in self.clusters):
+        if not self._own_mig:
             return self
         value = "none" if all(mig_of(self, cluster) == "none" for cluster in clusters) else None
         key = ("for_clusters", value)

@@ -141,10 +141,11 @@ def reads_by_cluster(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], c
     regions: dict[str, list[Cluster]] = {}
     for each in settings.clusters:
         regions.setdefault(each.region, []).append(each)
+    held = {region: settings.for_clusters(members) for region, members in regions.items()}  # once per Region
     worked: dict[tuple[int, int], dict[str, set[tuple[str, ...]]]] = {}
     result = {}
     for each in settings.clusters:
-        key = (id(settings.for_clusters([each])), id(settings.for_clusters(regions[each.region])))
+        key = (id(settings.for_clusters([each])), id(held[each.region]))
         if key not in worked:
             worked[key] = queried_sets(dashboards, alarms, catalog, settings, each)
         result[each.name] = worked[key]
