@@ -633,8 +633,8 @@ def _one_line_style(value: str) -> str | None:
     line depends on nothing else). It is plain unless an indicator makes it quoted (first, or ': ' or ' #' inside, or
     ':' last) or it reads back as another type (a number, a date, a boolean...)."""
     if value[0] == " " or value[-1] == " " or "  " in value or not value.isascii() \
-            or value.encode("ascii").translate(None, _PRINTABLE_ASCII):
-        return None
+            or value.encode("ascii").translate(None, _PRINTABLE_ASCII) or _STAND_IN in value:
+        return None  # (one holding a literal block's stand-in, which `_with_texts` seeks, is left to the emitter)
     indicated = value[0] in "#,[]{}&*!|>'\"%@`" or (value[0] in "?:-" and value[1:2] in ("", " ")) \
         or value.startswith(("---", "...")) or value[-1] == ":" or ": " in value or " #" in value
     if indicated or yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False)) != _STR_TAG:
@@ -642,33 +642,35 @@ def _one_line_style(value: str) -> str | None:
     return "p"
 
 
-def _folded(text: str, column: int, indent: int) -> str:
-    """A one-line scalar's text as the emitters write it from `column`: at a space past `_WIDTH` columns (counted
-    before the space), the space becomes a line break and `indent` spaces. The lines after the first each start at
-    `indent`: each is found by one pattern (`_fold_lines`), all of them in one call."""
-    at = text.find(" ", max(0, _WIDTH + 1 - column))
+def _folded(text: bytes, column: int, indent: int) -> bytes:
+    """A one-line scalar's text (printable ASCII, as bytes) as the emitters write it from `column`: at a space past
+    `_WIDTH` columns (counted before the space), the space becomes a line break and `indent` spaces. The lines after
+    the first each start at `indent`: each is found by one pattern (`_fold_lines`), all of them in one call."""
+    at = text.find(b" ", max(0, _WIDTH + 1 - column))
     if at < 0:
         return text
     # searched up to the last space: every break is at a space, and past the last break the pattern is tried at each
     # position, each try reading to where the search ends (from the last break to the text's end, a long last word
     # made it quadratic; to the last space, fewer than `width` + 1 characters are left after the last break)
-    lines = _fold_lines(max(0, _WIDTH + 1 - indent)).findall(text, at + 1, text.rfind(" ") + 1)
+    lines = _fold_lines(max(0, _WIDTH + 1 - indent)).findall(text, at + 1, text.rfind(b" ") + 1)
     rest = at + 1 + sum(map(len, lines)) + len(lines)  # each line found ends at the space that breaks it
-    return ("\n" + " " * indent).join([text[:at], *lines, text[rest:]])
+    return (b"\n" + b" " * indent).join([text[:at], *lines, text[rest:]])
 
 
 @functools.lru_cache(maxsize=None)
-def _fold_lines(width: int) -> re.Pattern[str]:
+def _fold_lines(width: int) -> re.Pattern[bytes]:
     """A folded line starting at the indent and the space that ends it: its first `width` characters (a space among
     them breaks nothing), the rest of its last word, then the first space past them."""
-    return re.compile(f"(.{{{width}}}[^ ]*) ", re.DOTALL)
+    return re.compile(f"(.{{{width}}}[^ ]*) ".encode(), re.DOTALL)
 
 
-def _with_lines(text: str, lines: list[str], seen: list[int]) -> str | None:
-    """`text` with each one-line stand-in replaced by its scalar (each number added to `seen`); None where a
+def _with_lines(text: str, lines: list[str], seen: list[int]) -> list[str | bytes] | None:
+    """`text` with each one-line stand-in replaced by its scalar (each number added to `seen`), as the pieces it
+    joins: the text between them, and each scalar written as UTF-8 (a rule's expression of 1,000 clusters is
+    megabytes: folded once, into bytes, and never copied into a string of the whole file first); None where a
     stand-in is not the value of a plain key in a block mapping."""
     pieces = text.split(_LINE_STAND_IN)
-    out = [pieces[0]]
+    out: list[str | bytes] = [pieces[0]]
     for piece in pieces[1:]:
         line = out[-1][out[-1].rfind("\n") + 1:]
         key = _LINE_KEY.fullmatch(line)
@@ -677,12 +679,13 @@ def _with_lines(text: str, lines: list[str], seen: list[int]) -> str | None:
             return None
         seen.append(int(rest[2]))
         indent, column = len(key[1]) + 2, len(line)
+        value = lines[int(rest[2])].encode()  # printable ASCII (`_one_line_style`): a column a byte
         if rest[1] == "p":
-            scalar = _folded(lines[int(rest[2])], column, indent)
+            scalar = _folded(value, column, indent)
         else:  # the opening quote takes a column; each quote inside is written twice
-            scalar = "'" + _folded(lines[int(rest[2])].replace("'", "''"), column + 1, indent) + "'"
+            scalar = b"'" + _folded(value.replace(b"'", b"''"), column + 1, indent) + b"'"
         out += (scalar, piece[len(rest[0]) - 1:])
-    return "".join(out)
+    return out
 
 
 def _with_texts(skeleton: str, texts: list[str], indented: dict[tuple[str, str], _Pieces | None] | None = None) \
@@ -697,22 +700,28 @@ def _with_texts(skeleton: str, texts: list[str], indented: dict[tuple[str, str],
         return None
     seen: list[int] = []
     indented = {} if indented is None else indented
-    text = _with_lines(skeleton, texts, seen) if _LINE_STAND_IN in skeleton else skeleton
-    if text is None:
+    # the skeleton's text between the folded one-line scalars (bytes already), where the blocks' stand-ins are sought:
+    # a scalar holds none (`_one_line_style` leaves a text holding one to the emitter)
+    parts = _with_lines(skeleton, texts, seen) if _LINE_STAND_IN in skeleton else [skeleton]
+    if parts is None:
         return None
-    out: list[bytes] = []
-    start = 0
-    for match in _STAND_INS.finditer(text):  # one read in a folded text above is counted twice: written whole
-        seen.append(int(match[2]))
-        key = (texts[int(match[2])], match[1])
-        body = indented.get(key) if len(key[0]) < _LOOKED_UP_BELOW else _indented(*key)
-        if body is None:
-            body = _indented(*key)
-            if key in indented:  # met a second time: kept for the next ones
-                indented[key] = body
-            else:
-                indented[key] = None
-        out += (text[start:match.start()].encode(), b"|\n", *body)
-        start = match.end()
-    out.append(text[start:].encode())
+    out: list[bytes | memoryview] = []
+    for part in parts:
+        if type(part) is bytes:
+            out.append(part)
+            continue
+        start = 0
+        for match in _STAND_INS.finditer(part):
+            seen.append(int(match[2]))
+            key = (texts[int(match[2])], match[1])
+            body = indented.get(key) if len(key[0]) < _LOOKED_UP_BELOW else _indented(*key)
+            if body is None:
+                body = _indented(*key)
+                if key in indented:  # met a second time: kept for the next ones
+                    indented[key] = body
+                else:
+                    indented[key] = None
+            out += (part[start:match.start()].encode(), b"|\n", *body)
+            start = match.end()
+        out.append(part[start:].encode())
     return b"".join(out) if sorted(seen) == list(range(len(texts))) else None

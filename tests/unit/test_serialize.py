@@ -453,7 +453,7 @@ def test_a_long_last_word_is_folded_as_pyyaml_folds_it_in_one_pass():
     that word, each search reading to the text's end (40 KB: about 40 s)."""
     text = " ".join(["(sum", "by", "(node)"] * 40) + ' daemonset=~"' + "|".join(f"release-{n}" for n in range(4000)) + '"'
     started = time.perf_counter()
-    serialize._folded(text, 10, 6)
+    serialize._folded(text.encode(), 10, 6)
     assert time.perf_counter() - started < 2
     for document in ({"expr": text}, {"groups": [{"rules": [{"expr": text}]}]}):
         assert serialize.to_yaml(document) == _pure_yaml([document])
