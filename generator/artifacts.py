@@ -156,8 +156,9 @@ class Artifacts:
     # The texts of the clusters' requests split at their names, by maker and kind of cluster (alarm_texts.AlarmTexts): the
     # build measured its templates' alarms by them, and the files are written from them. Empty for a set read back.
     alarm_references: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False, repr=False)
-    # The rules files (RULES and PROMETHEUS_RULE) a build's child wrote ahead, with the rules and objects it wrote them
-    # from (build's `ahead`): output.encode writes them while the set still holds those. None elsewhere.
+    # The rules files (RULES and PROMETHEUS_RULE) generate's build wrote with its rules (build's `ahead`: in a child, or
+    # here), with the rules and objects it wrote them from: output.encode writes them while the set still holds those.
+    # None elsewhere.
     rule_files: tuple[dict[str, Any], tuple[dict[str, Any], ...], tuple[bytes, bytes]] | None = \
         field(default=None, compare=False, repr=False)
 
@@ -192,8 +193,11 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
 def rule_groups(project: Project) -> dict[str, Any]:
     """The Prometheus rules of `project` (its rule groups, each a PrometheusRule of the build). How many groups the
     alerts and the counters' recordings take follows the size of their rules (render.alarms.size_bounded), so their
-    objects' names are known only once the rules are written."""
-    return alarm_render.prometheus_rules(project.alarms, project.catalog, project.settings, project.counted_fields())
+    objects' names are known only once the rules are written. Made around the regex of a large fleet's clusters
+    (rule_texts)."""
+    from .rule_texts import made
+
+    return made(project).rules
 
 
 def grafana_uids(project: Project) -> list[str]:
@@ -347,13 +351,14 @@ RULES_AHEAD_FROM = 50
 
 def _rules_ahead(project: Project) -> Iterator[Any]:
     """The rules and their PrometheusRules, then the two files they are written as, one by one (output.encode): what a
-    build's child makes ahead (forked.Ahead). Without a child only the first is taken (output.encode writes them)."""
-    from .serialize import to_yaml_many
+    build's child makes ahead (forked.Ahead), or this process where generate takes them (rule_texts writes a large
+    fleet's files around its clusters' regex)."""
+    from .rule_texts import made
 
-    rules = rule_groups(project)
-    objects = alarm_render.prometheus_rule_resources(rules, project.settings)
-    yield rules, objects
-    yield from to_yaml_many([(rules,), objects])
+    rules = made(project)
+    objects = alarm_render.prometheus_rule_resources(rules.rules, project.settings)
+    yield rules.rules, objects
+    yield from rules.files(objects, project.settings)
 
 
 def build(project: Project, grafana: bool = True, placed: cloudformation.Placed | None = None,
@@ -363,7 +368,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
     build before put the resources of a cluster split over several CloudFormation templates (generate's: the build
     in its folder; cloudformation.split_cluster). With `ahead` (generate's, which writes the files), a fleet of
     RULES_AHEAD_FROM clusters or more has its Prometheus rules and their two files made in a forked child meanwhile
-    (`_rules_ahead`). Never written as a build."""
+    (`_rules_ahead`), any other with its rules here (`rule_files`). Never written as a build."""
     from . import container_insights
     from .alarm_texts import AlarmTexts
     from .forked import Ahead
@@ -389,7 +394,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
         [(c.name, agent.log_group(c), settings.agent.log_retention_days) for c in settings.clusters]
     monitors = scrape.service_monitors(settings)
     rules, rule_objects = rules_made.take()
-    rule_files = (rules, rule_objects, (rules_made.take(), rules_made.take())) if rules_made.forked else None
+    rule_files = (rules, rule_objects, (rules_made.take(), rules_made.take())) if ahead else None
     rules_made.close()
     return Artifacts(
         grafana=tuple(grafana_dashboards(project)) if grafana else (),

@@ -3039,7 +3039,11 @@ def settings_clusters(settings: Settings) -> Scope:
     fires. A Prometheus per cluster: every series (Scope())."""
     if not settings.shared_prometheus:
         return Scope()
-    return Scope(regions_scope((("", tuple(c.prometheus_label for c in settings.clusters)),)))
+    scope = settings.memo.get("settings_clusters")  # asked per alarm and period: the clusters' regex written once
+    if scope is None:
+        scope = settings.memo["settings_clusters"] = Scope(regions_scope(
+            (("", tuple(c.prometheus_label for c in settings.clusters)),)))
+    return scope
 
 
 def by_region(expr: str, cluster: str, regions: Regions) -> str:

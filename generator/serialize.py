@@ -572,7 +572,7 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
     if kind is str:
         if "\n" not in value:
             style = None
-            if len(value) >= _LONG_LINE:
+            if len(value) >= LONG_LINE:
                 style = styles.get(value, False) if styles is not None else False
                 if style is False:
                     style = _one_line_style(value)
@@ -617,7 +617,7 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
 # A long one-line string (a PromQL expression of a thousand clusters is megabytes) is written in place of its
 # stand-in as the emitters write it, plain or single-quoted, folded at spaces (`_one_line_style`, `_folded`): libyaml
 # folds it a character at a time. Shorter ones are left to the emitter.
-_LONG_LINE = 1000
+LONG_LINE = 1000
 _LINE_STAND_IN = "gpudash-one-line-"  # then p (plain) or q (single-quoted), and the text's number
 # the line a one-line stand-in ends, as the value of a plain key in a block mapping (whose indent is the key's column)
 _LINE_KEY = re.compile(r"( *(?:- )*)([A-Za-z0-9_][A-Za-z0-9_./-]*): ")
@@ -640,6 +640,15 @@ def _one_line_style(value: str) -> str | None:
     if indicated or yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False)) != _STR_TAG:
         return "q"
     return "p"
+
+
+def written_itself(value: str) -> bool:
+    """`to_yaml` writes `value`, the value of a plain key of a block mapping, itself, never leaving it to the emitter:
+    as a `|` block holding its text as it is (a multi-line text, `_literal_as_is`), or plain or single-quoted, folded
+    at its spaces (a one-line text of at least LONG_LINE characters, `_one_line_style`, `_folded`)."""
+    if "\n" in value:
+        return _literal_as_is(value)
+    return len(value) >= LONG_LINE and _one_line_style(value) is not None
 
 
 def _folded(text: bytes, column: int, indent: int) -> bytes:

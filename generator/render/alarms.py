@@ -1993,15 +1993,19 @@ def counter_of(rule: dict[str, Any]) -> str:
     return rule["record"].rpartition(":")[0]
 
 
-def counter_groups(counted: tuple[str, ...], catalog: Catalog, settings: Settings) -> list[dict[str, Any]]:
+def counter_groups(counted: tuple[str, ...], catalog: Catalog, settings: Settings,
+                   measure: Callable[[dict[str, Any]], int] = encoded_bytes) -> list[dict[str, Any]]:
     """counted_group cut into COUNTER_GROUPS groups (size_bounded), each counter's two recordings in one group."""
     group = counted_group(counted, catalog, settings) or {"name": COUNTER_GROUP,
                                                           "interval": f"{settings.scrape.seconds}s", "rules": []}
-    return size_bounded(group, COUNTER_GROUPS, unit=counter_of)
+    return size_bounded(group, COUNTER_GROUPS, unit=counter_of, measure=measure)
 
 
 def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Settings,
-                     counted: tuple[str, ...] = ()) -> dict[str, Any]:
+                     counted: tuple[str, ...] = (),
+                     measure: Callable[[dict[str, Any]], int] = encoded_bytes) -> dict[str, Any]:
+    """The rule groups of the alarms and of the counted fields' recordings; `measure`: a rule's bytes as kubectl encodes
+    it (size_bounded; rule_texts measures rules rendered with a stand-in)."""
     rules = []
     for alarm in alarms:
         if alarm.absent and not data_missing.expected(settings):
@@ -2038,8 +2042,8 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
     # every group is written, an empty one too (its object then holds no rule): kubectl apply leaves an object the
     # file no longer holds, so each build writes the objects the one before it wrote (docs/artifacts.md)
     groups = [{"name": ALERT_GROUP, "rules": rules}]
-    return {"groups": [part for group in groups for part in size_bounded(group, ALERT_GROUPS)]
-            + counter_groups(counted, catalog, settings)
+    return {"groups": [part for group in groups for part in size_bounded(group, ALERT_GROUPS, measure=measure)]
+            + counter_groups(counted, catalog, settings, measure)
             + (watched_clusters(settings) or [{"name": CLUSTERS_GROUP, "rules": []}])}
 
 
@@ -2059,8 +2063,8 @@ def _alarm_of(rule: dict[str, Any]) -> str:
     return rule["labels"][PROMETHEUS_RULE_LABEL]
 
 
-def size_bounded(group: dict[str, Any], at_least: int = 1,
-                 unit: Callable[[dict[str, Any]], str] = _alarm_of) -> list[dict[str, Any]]:
+def size_bounded(group: dict[str, Any], at_least: int = 1, unit: Callable[[dict[str, Any]], str] = _alarm_of,
+                 measure: Callable[[dict[str, Any]], int] = encoded_bytes) -> list[dict[str, Any]]:
     """`group` as `at_least` groups or, where they would hold more than about GROUP_BYTES of rules each, the fewest
     that do not, of about the same size, in the rules' order: the first of its name, the next `<name>-2`, `-3`... (an
     empty one kept: its object then holds no rule). Consecutive rules of one `unit` stay in one group; by default an
@@ -2071,7 +2075,7 @@ def size_bounded(group: dict[str, Any], at_least: int = 1,
     same steps only where both are evaluated at the same instants, in one group (each group has a phase of its own in
     the interval); no counter's recording reads another's (promql.counted_rules reads the raw series alone)."""
     alarms = [list(same) for _, same in groupby(group["rules"], key=unit)]
-    sizes = [sum(encoded_bytes(rule) for rule in rules) for rules in alarms]
+    sizes = [sum(measure(rule) for rule in rules) for rules in alarms]
     count = max(at_least, min(len(alarms), math.ceil(sum(sizes) / GROUP_BYTES)))
     share = sum(sizes) / count
     parts: list[list[dict[str, Any]]] = [[] for _ in range(count)]
