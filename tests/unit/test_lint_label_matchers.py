@@ -1,0 +1,172 @@
+"""AG001 judges an agent declaration by the points its label matchers let in, as awsemf does (metric_declaration.go:
+a matcher's regex is found, unanchored, in the values of its label names joined by its separator, a missing label
+read as empty; a declaration with several matchers takes a point one of them matches).
+
+A build's agent configuration edited by hand: a matcher that no scraped point passes publishes nothing, one that asks
+for a label some points lack (a pod) publishes the others alone (a GPU no pod holds goes missing from the fleet and
+health views), and one loosened to pass the points the agent makes under a mark of their own (a pod's total) publishes
+those too, each read by the widgets as one more reading. What each edit does is shown by pushing scrapes through the
+agent model (tests/support/cloudwatch_agent, cloudwatch_otel); lint must say it, and must say nothing of edits that
+change nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import pytest
+
+from generator.artifacts import build
+from generator.lint import run
+from generator.lint.feed_rules import RULES
+from generator.output import encode
+from generator.project import load_project
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
+from tests.support.lint_input import lint_input
+
+AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+CLASSIC = "agent:\n  pipeline: classic\n"
+GPU_SET = ("ClusterName", "node", "gpu")
+NODE = "ip-10-0-1-1"
+# two GPUs of one node: GPU 0 held by ml/train (two of its GPUs on the node: GPU 0 and GPU 2), GPU 1 held by no pod
+PAYLOAD = "".join(
+    f"# TYPE {name} gauge\n" + "".join(
+        f'{name}{{gpu="{gpu}",UUID="GPU-{gpu}",Hostname="{NODE}"{held}}} {value}\n'
+        for gpu, held, value in ((0, ',pod="train",namespace="ml"', base), (1, "", base + 1),
+                                 (2, ',pod="train",namespace="ml"', base + 2)))
+    for name, base in (("DCGM_FI_DEV_GPU_TEMP", 60), ("DCGM_FI_DEV_POWER_USAGE", 200)))
+
+
+def _edited(project, edit):
+    """The project's build with its agent's publishing configuration edited in a copy: the collector configuration
+    on agent.pipeline: otel, cwagentconfig.json on classic (`edit` gets its metric declarations)."""
+    artifacts = build(project, grafana=False)
+    agent = artifacts.agents[0]
+    if agent.otel is not None:
+        otel = copy.deepcopy(agent.otel)
+        edit(otel["exporters"]["awsemf/gpudash"]["metric_declarations"])
+        agent = replace(agent, otel=otel)
+    else:
+        config = copy.deepcopy(agent.config)
+        edit(config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"])
+        agent = replace(agent, config=config)
+    return replace(artifacts, agents=(agent, *artifacts.agents[1:]))
+
+
+def _published(artifacts, metric: str, dims: tuple[str, ...]) -> list[tuple[str, float]]:
+    """(the set's values but ClusterName, value) of each point of `metric` the agent publishes in the set `dims` at
+    one scrape of PAYLOAD (the model of the agent running the build's configuration)."""
+    config, job = agent_config(encode(artifacts)[AGENT])
+    agent = Agent(config, job)
+    points = [p for k in range(2) for p in agent.scrape(Scrape(k * 30.0, PAYLOAD, target_labels(job, NODE)))
+              if p.metric == metric and set(p.dims()) == set(dims) and p.timestamp == 30.0]
+    return sorted((",".join(v for d, v in sorted(p.dims().items()) if d != "ClusterName"), p.value) for p in points)
+
+
+def _ag001(project, artifacts) -> list[str]:
+    return [f"{f.severity} {f.where}: {f.message}" for f in run([r for r in RULES if r.id == "AG001"],
+                                                                  lint_input(project, artifacts))]
+
+
+def _gpu_declaration(declarations) -> dict:
+    return next(d for d in declarations if [*GPU_SET] in d["dimensions"])
+
+
+def _never(declarations):  # the per-GPU declaration's matcher passes no point
+    for matcher in _gpu_declaration(declarations).get("label_matchers") or []:
+        matcher["regex"] = "^never$"
+    if "label_matcher" in _gpu_declaration(declarations):
+        _gpu_declaration(declarations)["label_matcher"] = "^never$"
+
+
+def _held_only(declarations):  # the per-GPU declaration passes the points of GPUs a pod holds alone
+    declaration = _gpu_declaration(declarations)
+    if "source_labels" in declaration:
+        declaration.update(source_labels=["job", "pod"], label_matcher="^dcgm\\-exporter;.+$")
+    else:
+        declaration["label_matchers"] = [{"label_names": ["pod"], "separator": ";", "regex": ".+"}]
+
+
+def _gpu_loosened(declarations):  # the per-GPU declaration's matcher passes every point, those the agent makes too
+    for matcher in _gpu_declaration(declarations)["label_matchers"]:
+        matcher["regex"] = ".*"
+
+
+PINNED = pytest.mark.xfail(strict=True, reason="AG001 reads no label matcher of the OTel pipeline's declarations and "
+                            "takes every label of the JSON path's but the job as matched: a matcher that passes no "
+                            "point, only the GPUs a pod holds, or the agent's marked copies too, is not named")
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory):
+    made = {}
+    for name, settings in (("otel", ""), ("classic", CLASSIC)):
+        folder = tmp_path_factory.mktemp(name)
+        (folder / "gpudash.yaml").write_text(settings)
+        made[name] = load_project(folder / "gpudash.yaml")
+    return made
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_as_built_every_gpu_is_published_and_lint_is_quiet(projects, pipeline):
+    artifacts = build(projects[pipeline], grafana=False)
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == [("0," + NODE, 60.0), ("1," + NODE, 61.0),
+                                                                       ("2," + NODE, 62.0)]
+    assert _ag001(projects[pipeline], artifacts) == []
+
+
+@pytest.mark.parametrize("pipeline", [pytest.param("otel", marks=PINNED), "classic"])
+def test_a_matcher_no_point_passes_fails_ag001(projects, pipeline):
+    artifacts = _edited(projects[pipeline], _never)
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
+    findings = _ag001(projects[pipeline], artifacts)
+    assert any("'GPU temperature'" in f and "DCGM_FI_DEV_GPU_TEMP with dimensions [ClusterName, gpu, node]" in f
+               for f in findings), findings
+
+
+@PINNED
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_matcher_asking_for_a_pod_fails_ag001(projects, pipeline):
+    """The GPU no pod holds (GPU 1) is published nowhere per GPU: the fleet and health views lose it."""
+    artifacts = _edited(projects[pipeline], _held_only)
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == [("0," + NODE, 60.0), ("2," + NODE, 62.0)]
+    findings = _ag001(projects[pipeline], artifacts)
+    assert any("'GPU temperature'" in f and "DCGM_FI_DEV_GPU_TEMP with dimensions [ClusterName, gpu, node]" in f
+               for f in findings), findings
+
+
+@PINNED
+def test_a_plain_matcher_loosened_to_take_the_agents_own_points_fails_ag001(projects):
+    """agent.pipeline: otel: the per-GPU set also takes the points the agent makes of a GPU's temperature under a mark
+    of their own (its reading once, for the fleet's mean; its flag past the alarm's level, 0 or 1) wherever they carry
+    the set's names: GPU 1's line reads 61, 61 and 0 at one scrape where it reads 61 (a mean of 40.7)."""
+    project = projects["otel"]
+    artifacts = _edited(project, _gpu_loosened)
+    published = _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET)
+    assert [value for key, value in published if key == "1," + NODE] == [0.0, 61.0, 61.0]
+    findings = _ag001(project, artifacts)
+    assert any("DCGM_FI_DEV_GPU_TEMP [ClusterName, node, gpu] also takes the points the agent makes under above 80="
+               in f for f in findings), findings
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_edits_that_change_nothing_are_not_flagged(projects, pipeline):
+    """The sets' names in another order (awsemf sorts them), the per-GPU matcher written otherwise but passing the
+    same points; on classic, a source label beside the job that any value passes."""
+    def rewritten(declarations):
+        declaration = _gpu_declaration(declarations)
+        for each in declarations:
+            for dims in each["dimensions"]:
+                dims.reverse()
+        if "source_labels" in declaration:
+            declaration.update(source_labels=["job", "pod"], label_matcher="^dcgm\\-exporter;")
+        else:
+            for matcher in declaration["label_matchers"]:
+                matcher["regex"] = "^(?:;){%d}$" % (len(matcher["label_names"]) - 1)
+
+    artifacts = _edited(projects[pipeline], rewritten)
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == [("0," + NODE, 60.0), ("1," + NODE, 61.0),
+                                                                       ("2," + NODE, 62.0)]
+    assert _ag001(projects[pipeline], artifacts) == []
