@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from functools import cache, lru_cache
+from itertools import product
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from ..agent_timing import CACHE_TTL, timing_problem
 from ..cloudwatch_query import UNUSED_SHARE, gpu_dimensions, is_query, level_of
@@ -22,7 +23,7 @@ from ..reading import read_json_schema
 from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE, RULES_FILE,
                       SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file)
 from ..render.agent import AGENT_KEY
-from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY
+from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, MadePoint
 from ..render.scrape import gpu_id_label, written_labels
 from ..series_labels import MAX_DIMENSIONS, STATIC_VALUES, TARGET_LABELS, exporter_labels
 from ..settings import Cluster, dimensions_lacking, duration_seconds, mig_of, workload_rename_mix
@@ -176,29 +177,50 @@ def _processor_order(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding
                       "level (1, below every blank floor), and the alarm would read it as a reading past it")
 
 
-def _published(declarations: list[dict[str, Any]], job: str,
-               every_job: bool = False) -> list[tuple[list[re.Pattern[str]], frozenset[str]]]:
-    """(metric selectors, dimension set) of every declaration that applies to the job's samples.
+def _matchers(declaration: dict[str, Any]) -> list[dict[str, Any]]:
+    """The declaration's label matchers in awsemf's terms (label_names, separator, regex): the OTel pipeline's as
+    written, the JSON path's source_labels joined by ';' and matched by label_matcher (the agent's translator)."""
+    if declaration.get("source_labels"):
+        return [{"label_names": declaration["source_labels"], "separator": ";",
+                 "regex": declaration.get("label_matcher", "")}]
+    return [m for m in declaration.get("label_matchers") or [] if isinstance(m, dict)]
 
-    As the agent does: label_matcher is an unanchored regex over the source label values
-    joined by ';'. Only `job` is known for every sample, so declarations keyed on other
-    labels are assumed to match (their dimension sets still need those labels). With
-    `every_job` (the OTel pipeline) a declaration without source_labels applies to every job.
-    """
+
+def _passes_every_point(declaration: dict[str, Any], dims: Iterable[str], job: str, marks: Collection[str]) -> bool:
+    """Whether the declaration's label matchers pass every point of a set without a mark (a scraped series, not one
+    the agent makes): its job's, carrying each of the set's names, none of the marks the agent's transforms add, and
+    any other label the matchers name either missing (read as empty) or holding a value (a GPU no pod holds has no
+    `pod`). As awsemf matches: a matcher's regex found (unanchored) in its labels' values joined by its separator, a
+    declaration taking a point one of its matchers passes."""
+    matchers = _matchers(declaration)
+    if not matchers:
+        return True
+    labels = {name: "x" for name in dims} | {"job": job} | {mark: "" for mark in marks if mark not in dims}
+    free = sorted({str(n) for m in matchers for n in m.get("label_names") or []} - set(labels))
+    return all(_matched({"label_matchers": matchers}, labels | dict(zip(free, values)))
+               for values in product(("", "x"), repeat=len(free)))
+
+
+def _published(declarations: list[dict[str, Any]], job: str, every_job: bool = False, marks: Collection[str] = (),
+               matched: bool = True) -> list[tuple[list[re.Pattern[str]], frozenset[str]]]:
+    """(metric selectors, dimension set) of every declaration that publishes the set for every point of the job that
+    carries its names (_passes_every_point; a set marked by the agent's transforms, one of `marks`, is published
+    from the points made under the mark: _copies_published and _made_published judge those; not `matched`: whatever
+    its label matchers pass). With `every_job` (the OTel pipeline) a declaration without source_labels applies to
+    every job; the JSON path drops one."""
     result = []
     for declaration in declarations:
         sources = declaration.get("source_labels") or []
         if not (sources or every_job) or not declaration.get("metric_selectors"):
             continue
-        values = ";".join(job if s == "job" else "x" for s in sources)
         try:
-            if sources and not re.search(declaration.get("label_matcher", ""), values):
-                continue
             patterns = [re.compile(p) for p in declaration["metric_selectors"]]
         except re.error:
             continue
         for dims in declaration.get("dimensions") or []:
-            if len(dims) <= MAX_DIMENSIONS:  # the agent drops a larger set (AG002 says so)
+            if len(dims) > MAX_DIMENSIONS:  # the agent drops a larger set (AG002 says so)
+                continue
+            if not matched or set(dims) & set(marks) or _passes_every_point(declaration, dims, job, marks):
                 result.append((patterns, frozenset(dims)))
     return result
 
@@ -319,7 +341,8 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     """Every (metric, dimension set) a CloudWatch widget or alarm queries is published by that cluster's agent."""
     settings = subject.settings
     jobs = (settings.scrape.job_name, KSM_JOB)
-    published = {c.name: {job: _published(_declarations(subject, c), job, _every_job(subject, c)) for job in jobs}
+    published = {c.name: {job: _published(_declarations(subject, c), job, _every_job(subject, c),
+                                          _labels_added(subject, c)) for job in jobs}
                  for c in subject.clusters()}
     queried = list(_queried(subject))
     if settings.agent.metric_selection == "used":  # and nothing more: every published pair costs a metric each
@@ -355,7 +378,11 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
             if not any(d == dims and any(p.search(metric) for p in patterns)
                        for patterns, d in published[cluster.name][job]):
                 kind = subject.catalog.get(metric).kind if metric in subject.catalog else "?"
-                why = " (the agent drops histograms)" if kind == "histogram" else ""
+                why = " (the agent drops histograms)" if kind == "histogram" else \
+                    " for every point (the label matchers of the declaration naming it pass only some, or none)" \
+                    if any(d == dims and any(p.search(metric) for p in patterns) for patterns, d in
+                           _published(_declarations(subject, cluster), job, _every_job(subject, cluster),
+                                      matched=False)) else ""
                 yield Finding("AG001", "error", where,
                               f"{metric} with dimensions [{', '.join(sorted(dims))}] is queried but the agent of "
                               f"{cluster.name} ({agent_file(cluster.name)}) does not publish it{why}")
@@ -365,6 +392,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     yield from _static_values_published(subject)
     yield from _copies_published(subject)
     yield from _made_published(subject)
+    yield from _made_points_kept_out(subject)
     yield from _node_kinds_read(subject)
 
 
@@ -479,13 +507,10 @@ def _instances_reached(subject: LintInput) -> Iterable[Finding]:
                 break
 
 
-def _made_published(subject: LintInput) -> Iterable[Finding]:
-    """On the OTel pipeline, a set of points the agent makes from a scrape's series (a GPU's reading once, a namespace's
-    use of a GPU, a pod's total) holds only what a transform of the collector makes under the set's mark: a field a
-    declaration publishes there that no transform makes is in no such set, and the widgets and alarms reading it read
-    nothing (AG001 compares the declarations with the queries, not with what the processors make)."""
-    from ..cloudwatch_query import NAMESPACE_GPU, ONCE_PER_GPU, pod_total_mark
-    from ..render.agent_otel import EXPORTER, MERGE, TOTALS, made_marks
+def _made_by_agents(subject: LintInput) -> Iterable[tuple[list[MadePoint], list[dict[str, Any]], str]]:
+    """(the points the agent's transforms make under a mark: render/agent_otel made_points, its awsemf declarations,
+    where) of each cluster's OTel pipeline."""
+    from ..render.agent_otel import EXPORTER, MERGE, TOTALS, made_points
 
     names = [m.name for m in subject.catalog]
     for cluster in subject.clusters():
@@ -493,13 +518,35 @@ def _made_published(subject: LintInput) -> Iterable[Finding]:
         if agent is None or agent.otel is None:
             continue
         processors = agent.otel.get("processors") or {}
-        made = made_marks([t for key in (TOTALS, MERGE) for t in (processors.get(key) or {}).get("transforms") or []],
-                          names)
+        made = made_points([t for key in (TOTALS, MERGE) for t in (processors.get(key) or {}).get("transforms") or []],
+                           names)
         exporter = (agent.otel.get("exporters") or {}).get(EXPORTER) or {}
-        where = f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}"
-        for declaration in exporter.get("metric_declarations") or []:
-            selectors = declaration.get("metric_name_selectors") or []
-            published = [name for name in names if any(re.search(p, name) for p in selectors)]
+        yield made, exporter.get("metric_declarations") or [], f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}"
+
+
+def _selected(subject: LintInput, declaration: dict[str, Any]) -> list[str]:
+    """The catalog's fields a declaration's metric_name_selectors take (none where one does not compile: PR005)."""
+    selectors = declaration.get("metric_name_selectors") or []
+    try:
+        return [m.name for m in subject.catalog if any(re.search(p, m.name) for p in selectors)]
+    except re.error:
+        return []
+
+
+def _made_published(subject: LintInput) -> Iterable[Finding]:
+    """On the OTel pipeline, a set of points the agent makes from a scrape's series (a GPU's reading once, a namespace's
+    use of a GPU, a pod's total) holds only what a transform of the collector makes under the set's mark: a field a
+    declaration publishes there that no transform makes is in no such set, and the widgets and alarms reading it read
+    nothing (AG001 compares the declarations with the queries, not with what the processors make)."""
+    from ..cloudwatch_query import NAMESPACE_GPU, ONCE_PER_GPU, pod_total_mark
+    from ..render.agent_otel import MERGE, TOTALS
+
+    for points, declarations, where in _made_by_agents(subject):
+        made: dict[str, set[str]] = {}
+        for field, mark, _, _ in points:
+            made.setdefault(mark, set()).add(field)
+        for declaration in declarations:
+            published = _selected(subject, declaration)
             for dims in declaration.get("dimensions") or []:
                 mark = next((m for m in (ONCE_PER_GPU[0], NAMESPACE_GPU[0]) if m in dims), None) \
                     or (pod_total_mark(dims) or (None,))[0]
@@ -508,6 +555,39 @@ def _made_published(subject: LintInput) -> Iterable[Finding]:
                         yield Finding("AG001", "error", where,
                                       f"{name} [{', '.join(dims)}] is published under {mark} but no transform of "
                                       f"{TOTALS} or {MERGE} makes it: the widgets and alarms reading it read nothing")
+
+
+def _made_points_kept_out(subject: LintInput) -> Iterable[Finding]:
+    """On the OTel pipeline, a set without a mark takes no point the agent makes under a mark (a GPU's reading once,
+    its flag past a level, a pod's total, ...) of a field it publishes: such a point carrying every name of the set
+    would be published there beside the scraped readings, and a widget or alarm reading the set would read it as one
+    more reading (a GPU's flag of 0 beside its temperature of 61: a mean of 40.7). awsemf reads a missing label as
+    empty: the set's label matchers must fail where a mark is set."""
+    for points, declarations, where in _made_by_agents(subject):
+        marks = {mark for _, mark, _, _ in points}
+        for declaration in declarations:
+            published = set(_selected(subject, declaration))
+            for dims in declaration.get("dimensions") or []:
+                if set(dims) & marks:
+                    continue
+                taken = sorted({(field, mark, value) for field, mark, value, kept in points
+                                if field in published and (kept is None or set(dims) <= kept)
+                                and _matched(declaration, {**dict.fromkeys(kept or dims, "x"), mark: value})})
+                for field, mark, value in taken:
+                    yield Finding("AG001", "error", where,
+                                  f"{field} [{', '.join(dims)}] also takes the points the agent makes under "
+                                  f"{mark}={value!r} (its label matchers pass them): the widgets and alarms reading "
+                                  f"the set read each as one more reading")
+
+
+def _matched(declaration: dict[str, Any], labels: dict[str, str]) -> bool:
+    """matched_by, a regex that does not compile passing nothing (PR005 says it)."""
+    from ..render.agent_otel import matched_by
+
+    try:
+        return matched_by(declaration, labels)
+    except re.error:
+        return False
 
 
 def _copies_published(subject: LintInput) -> Iterable[Finding]:

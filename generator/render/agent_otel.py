@@ -684,23 +684,32 @@ def instance_kept(transforms: list[dict[str, Any]], name: str) -> bool:
     return kept or not constrained
 
 
-def made_marks(transforms: list[dict[str, Any]], names: Iterable[str]) -> dict[str, set[str]]:
-    """{mark: the fields (of `names`) whose points a transform of a configuration makes under that mark} (an
-    add_label operation: a GPU's reading once, a namespace's use of a GPU, a pod's total, ...), read by lint: a field
-    a marked set publishes that no transform makes reads nothing."""
-    result: dict[str, set[str]] = {}
+MadePoint = tuple[str, str, str, "frozenset[str] | None"]  # (field, mark, the mark's value, the labels kept)
+
+
+def made_points(transforms: list[dict[str, Any]], names: Iterable[str]) -> list[MadePoint]:
+    """(field, mark, the mark's value, the labels its points keep besides the mark: None where no aggregate_labels
+    says) of each kind of point a transform of a configuration makes under a mark (an add_label operation: a GPU's
+    reading once, a namespace's use of a GPU, a pod's total, a flag past a level, ...), read by lint: a field a marked
+    set publishes that no transform makes reads nothing, and a set without a mark must not take them."""
+    result = []
+    names = list(names)
     for transform in transforms:
-        marks = [op.get("new_label") for op in transform.get("operations") or [] if op.get("action") == "add_label"]
+        operations = [op for op in transform.get("operations") or [] if isinstance(op, dict)]
         new_name = _read_back(str(transform.get("new_name") or ""))
-        if not marks:
+        if not any(op.get("action") == "add_label" for op in operations):
             continue
         if "${1}" in new_name:  # the include's names, each under its own
             include = re.compile(_read_back(str(transform.get("include") or "")))
-            fields = {name for name in names if include.search(name)}
+            fields = sorted(name for name in names if include.search(name))
         else:  # a prefix then the field's name (a stand-in's insert, a pod's total)
-            fields = {new_name.rsplit(".", 1)[-1]}
-        for mark in marks:
-            result.setdefault(str(mark), set()).update(fields)
+            fields = [new_name.rsplit(".", 1)[-1]]
+        kept: frozenset[str] | None = None
+        for op in operations:
+            if op.get("action") == "aggregate_labels":
+                kept = frozenset(map(str, op.get("label_set") or []))
+            elif op.get("action") == "add_label":
+                result += [(field, str(op.get("new_label")), str(op.get("new_value")), kept) for field in fields]
     return result
 
 
@@ -1275,7 +1284,8 @@ def json_config(cluster: Cluster) -> dict[str, Any]:
 def publishing(otel: dict[str, Any]) -> dict[str, Any]:
     """What a collector configuration written by Pipeline.config publishes, in the JSON path's terms
     (cluster_name, emf_processor), for the readers of either (lint, verify, cost); a declaration
-    here has no source_labels, since it applies to every job of the pipeline."""
+    here has no source_labels, since it applies to every job of the pipeline, and keeps awsemf's
+    label_matchers (label_names, separator, regex) where it has them."""
     emf = otel["exporters"][EXPORTER]
     jobs = otel["receivers"][RECEIVER]["config"]["scrape_configs"]
     names = {next((rule.get("replacement") for rule in job.get("relabel_configs") or []
@@ -1286,5 +1296,7 @@ def publishing(otel: dict[str, Any]) -> dict[str, Any]:
             "emf_processor": {
                 "metric_namespace": _read_back(emf["namespace"]),
                 "metric_unit": {d["metric_name"]: d["unit"] for d in emf.get("metric_descriptors") or []},
-                "metric_declaration": [{"dimensions": d.get("dimensions"), "metric_selectors": d.get("metric_name_selectors")}
+                "metric_declaration": [{"dimensions": d.get("dimensions"),
+                                        "metric_selectors": d.get("metric_name_selectors"),
+                                        **({"label_matchers": d["label_matchers"]} if d.get("label_matchers") else {})}
                                        for d in emf.get("metric_declarations") or []]}}

@@ -202,8 +202,10 @@ def _one_copy_of_both(otel):
     union["experimental_match_labels"] = {label: ".+" for label in kept if label not in ("ClusterName", "UUID", "GPU_I_ID")}
     otel["processors"]["metricstransform/gpudash-pods"]["transforms"] = [
         union if t is mine[0] else t for t in transforms if t not in mine[1:]]
-    for declaration in otel["exporters"]["awsemf/gpudash"]["metric_declarations"]:
-        if declaration["metric_name_selectors"] == [f"^{TEMP}$"]:
+    for declaration in otel["exporters"]["awsemf/gpudash"]["metric_declarations"]:  # the flags' sets (a plain set's
+        # matchers kept: without them it takes every copy, AG001's own finding)
+        if declaration["metric_name_selectors"] == [f"^{TEMP}$"] and any(
+                name.startswith("above ") for dims in declaration["dimensions"] for name in dims):
             declaration.pop("label_matchers", None)
 
 
