@@ -163,3 +163,48 @@ def test_edits_that_change_nothing_are_not_flagged(projects, pipeline):
     assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == [("0," + NODE, 60.0), ("1," + NODE, 61.0),
                                                                        ("2," + NODE, 62.0)]
     assert _ag001(projects[pipeline], artifacts) == []
+
+
+def _metric_relabeled(rule: dict):
+    """An edit of the OTel pipeline's exporter job: `rule` appended to its metric_relabel_configs."""
+    def edit(otel):
+        job = otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0]
+        job.setdefault("metric_relabel_configs", []).append(rule)
+    return edit
+
+
+def _otel_edited(project, edit):
+    artifacts = build(project, grafana=False)
+    agent = artifacts.agents[0]
+    otel = copy.deepcopy(agent.otel)
+    edit(otel)
+    return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+
+
+CLUSTER_DROPPED = pytest.mark.xfail(strict=True, reason="AG002 reads the OTel jobs' ClusterName from their "
+                                    "relabel_configs alone: a metric_relabel_configs rule that drops it or gives it "
+                                    "another value, after which no point carries the cluster's name, is not named")
+
+
+@pytest.mark.parametrize("rule, published", [
+    pytest.param({"action": "labeldrop", "regex": "ClusterName"}, [], marks=CLUSTER_DROPPED, id="dropped"),
+    pytest.param({"action": "replace", "target_label": "ClusterName", "replacement": "other"}, [],
+                 marks=CLUSTER_DROPPED, id="renamed"),
+    pytest.param({"action": "labeldrop", "regex": "pci_bus_id"}, [("0," + NODE, 60.0), ("1," + NODE, 61.0),
+                                                                  ("2," + NODE, 62.0)], id="another-label"),
+])
+def test_a_metric_relabel_rule_taking_the_cluster_name_away_fails_ag002(projects, rule, published):
+    """agent.pipeline: otel attaches ClusterName as a target label (relabel_configs), which the job's
+    metric_relabel_configs run after: a rule there that drops it or rewrites it leaves no point under the cluster's
+    name, and every widget and alarm (WHERE ClusterName = 'gpu-cluster') reads nothing."""
+    project = projects["otel"]
+    artifacts = _otel_edited(project, _metric_relabeled(rule))
+    config, job = agent_config(encode(artifacts)[AGENT])
+    agent = Agent(config, job)
+    points = [p for k in range(2) for p in agent.scrape(Scrape(k * 30.0, PAYLOAD, target_labels(job, NODE)))
+              if p.metric == "DCGM_FI_DEV_GPU_TEMP" and set(p.dims()) == set(GPU_SET) and p.timestamp == 30.0
+              and p.dims()["ClusterName"] == "gpu-cluster"]
+    assert sorted((f"{p.dims()['gpu']},{p.dims()['node']}", p.value) for p in points) == published
+    findings = [f.message for f in run([r for r in RULES if r.id == "AG002"], lint_input(project, artifacts))]
+    assert bool(findings) == (not published), findings
+    assert all("metric_relabel_configs" in f for f in findings), findings
