@@ -756,10 +756,46 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
                           f"only, and the scrape job gives whole GPUs none: their metrics of that set are never "
                           f"published (replace an empty {MIG_INSTANCE_LABEL} with {WHOLE_GPU_INSTANCE!r} in "
                           f"metric_relabel_configs, as gpudash generates it)")
+    yield from _cluster_names_kept(subject)
     sets = {"dimensions": settings.cloudwatch.dimensions, "gpu_dimensions": settings.cloudwatch.gpu_dimensions}
     for name, missing in dimensions_lacking(sets):  # settings refuse this when read; a build's settings say it here
         yield Finding("AG002", "error", f"settings cloudwatch.{name}",
                       f"the set lacks {', '.join(map(repr, missing))}: it must tell pods and GPUs apart in a cluster")
+
+
+def _cluster_names_kept(subject: LintInput) -> Iterable[Finding]:
+    """On the OTel pipeline each job attaches ClusterName as a target label (relabel_configs), and its
+    metric_relabel_configs run after: a rule there that drops the label (labeldrop, labelkeep) or writes another value
+    into it leaves no point under the cluster's name, and every widget and alarm reading the cluster reads nothing.
+    The rules are read as Prometheus applies them to a sample carrying the cluster's name (a replace's source labels
+    it lacks read as empty)."""
+    from ..render.agent_otel import RECEIVER, unescaped
+
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None or agent.otel is None:
+            continue
+        receiver = ((agent.otel.get("receivers") or {}).get(RECEIVER) or {})
+        for job in (receiver.get("config") or {}).get("scrape_configs") or []:
+            value: str | None = cluster.name
+            for rule in job.get("metric_relabel_configs") or []:
+                rule = {k: unescaped(v) if isinstance(v, str) else v for k, v in rule.items()}
+                action = str(rule.get("action", "replace")).lower()
+                try:
+                    named = re.fullmatch(str(rule.get("regex", "(.*)")), CLUSTER_DIMENSION) is not None
+                except re.error:
+                    continue  # PR005 says the regex does not compile
+                if (action == "labeldrop" and named) or (action == "labelkeep" and not named):
+                    value = None
+                elif action == "replace" and rule.get("target_label") == CLUSTER_DIMENSION:
+                    after = _relabeled_target({CLUSTER_DIMENSION: value} if value else {}, [rule])
+                    value = (after or {}).get(CLUSTER_DIMENSION)
+            if value != cluster.name:
+                yield Finding("AG002", "error", f"{agent_file(cluster.name)} {OTEL_KEY} job {job.get('job_name')!r}",
+                              f"its metric_relabel_configs {'drop' if value is None else f'write {value!r} into'} "
+                              f"{CLUSTER_DIMENSION}, which the job's relabel_configs set to {cluster.name!r}: no point "
+                              f"of it is published under the cluster's name, and the widgets and alarms reading "
+                              f"{cluster.name} read nothing of it")
 
 
 def _selects_ksm(declaration: dict[str, Any]) -> bool:

@@ -181,15 +181,10 @@ def _otel_edited(project, edit):
     return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
 
 
-CLUSTER_DROPPED = pytest.mark.xfail(strict=True, reason="AG002 reads the OTel jobs' ClusterName from their "
-                                    "relabel_configs alone: a metric_relabel_configs rule that drops it or gives it "
-                                    "another value, after which no point carries the cluster's name, is not named")
-
-
 @pytest.mark.parametrize("rule, published", [
-    pytest.param({"action": "labeldrop", "regex": "ClusterName"}, [], marks=CLUSTER_DROPPED, id="dropped"),
+    pytest.param({"action": "labeldrop", "regex": "ClusterName"}, [], id="dropped"),
     pytest.param({"action": "replace", "target_label": "ClusterName", "replacement": "other"}, [],
-                 marks=CLUSTER_DROPPED, id="renamed"),
+                 id="renamed"),
     pytest.param({"action": "labeldrop", "regex": "pci_bus_id"}, [("0," + NODE, 60.0), ("1," + NODE, 61.0),
                                                                   ("2," + NODE, 62.0)], id="another-label"),
 ])
