@@ -342,10 +342,12 @@ def _what_is_published(project: Project) -> tuple[Published, dict[str, set[tuple
     return published(project.catalog, project.settings, queried, kinds), queried
 
 
-def _published_kinds(project: Project, fleet: Fleet) -> list[tuple[Published, float]]:
-    """(what the agents of a kind of cluster publish, the share of the fleet's clusters they stand for) of each kind of
-    cluster whose agents publish alike (artifacts.agents: what each cluster's own widgets and alarms read), the first
-    cluster's kind last. One kind, the whole fleet: as _what_is_published."""
+def _published_kinds(project: Project, fleet: Fleet) -> list[tuple[Published, dict[str, set[tuple[str, ...]]], float,
+                                                                  tuple[str, ...]]]:
+    """(what the agents of a kind of cluster publish, what their widgets and alarms read, the share of the fleet's
+    clusters they stand for, the names of the settings' clusters of the kind) of each kind of cluster whose agents
+    publish alike (artifacts.agents: what each cluster's own widgets and alarms read), the first cluster's kind last.
+    One kind, the whole fleet: as _what_is_published."""
     from .render.cloudwatch import node_mean_kinds, reads_by_cluster
 
     settings = project.settings
@@ -354,18 +356,43 @@ def _published_kinds(project: Project, fleet: Fleet) -> list[tuple[Published, fl
     for cluster in settings.clusters:
         groups.setdefault(id(reads[cluster.name]), (reads[cluster.name], []))[1].append(cluster)
     if len(groups) < 2:
-        return [(_what_is_published(project)[0], 1.0)]
+        return [(*_what_is_published(project), 1.0, tuple(cluster.name for cluster in settings.clusters))]
     result = []
     for queried, clusters in groups.values():
         kinds = node_mean_kinds(project.cloudwatch_definitions(), project.catalog, settings.for_clusters(clusters))
         share = _fleet_share(fleet, settings, clusters) / fleet.clusters if fleet.clusters >= 1 else \
             len(clusters) / len(settings.clusters)
-        result.append((published(project.catalog, settings, queried, kinds), share))
+        result.append((published(project.catalog, settings, queried, kinds), queried, share,
+                       tuple(cluster.name for cluster in clusters)))
     return result[::-1]
 
 
 def log_events(project: Project, fleet: Fleet) -> list[Events]:
-    """The EMF log events of one scrape of every target, as the agent groups the datapoints into them.
+    """The EMF log events of one scrape of every target (_kind_events), where the fleet's clusters differ in what their
+    agents publish (_published_kinds) each kind's on its share of the fleet's clusters: an event of one description
+    and content in several kinds once, its counts added; told apart by the kind's clusters where its content differs."""
+    kinds = _published_kinds(project, fleet)
+    if len(kinds) == 1:
+        what, queried, _, _ = kinds[0]
+        return _kind_events(project, fleet, what, queried)
+    merged: dict[Events, float] = {}
+    of: dict[Events, list[tuple[str, ...]]] = {}
+    for what, queried, share, names in kinds[::-1]:  # the first cluster's kind first
+        for event in _kind_events(project, fleet, what, queried):
+            key = replace(event, count=0)
+            merged[key] = merged.get(key, 0.0) + event.count * share
+            of.setdefault(key, []).append(names)
+    described = Counter(key.what for key in merged)
+    return [replace(key, count=count) if described[key.what] == 1 else
+            replace(key, count=count, what=f"{key.what}, in cluster{'s' if len(in_) > 1 else ''} {', '.join(in_)}")
+            for key, count in merged.items() if count
+            for in_ in [[name for names in of[key] for name in names]]]
+
+
+def _kind_events(project: Project, fleet: Fleet, what: Published,
+                 queried: dict[str, set[tuple[str, ...]]]) -> list[Events]:
+    """The EMF log events of one scrape of every target, each agent publishing `what` of `queried` (the reads of its
+    widgets and alarms), as the agent groups the datapoints into them.
 
     awsemf makes one event of the datapoints of one scrape (a target's points share its timestamp) with the same
     labels and metric type (Gauge, Sum: grouped_metric.go, the key of metric_translator.go's
@@ -389,7 +416,6 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     per_gpu_marks = {mark for mark, _ in POD_GPU_TOTALS.values()}
 
     settings, catalog = project.settings, project.catalog
-    what, queried = _what_is_published(project)
     # the scrape job drops the fields MIG does not report from a MIG instance's series
     dropped = set(MIG_UNSUPPORTED) if fleet.mig else set()
     gauges = [m.name for m in catalog if m.kind in ("gauge", "summary") and m.name not in dropped]
@@ -544,7 +570,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # their own sets), each kind priced on its share of the fleet's clusters; the detail counts the first cluster's.
     alike = _published_kinds(project, fleet)
     weighed = 0.0
-    for what, share in alike:
+    for what, _, share, _ in alike:
         sets = what.sets()
         if fleet.mig:  # the scrape job drops the fields MIG does not report from a MIG instance's series; a GPU's
             # reading once (and a node's total and count of them) holds a MIG GPU's stand-in of such a field
@@ -674,6 +700,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + (f"; each GPU's {'events' if len(full) > 1 else 'event'} with its every label, the others with a few"
                 if full else "") + (f"; per node{nodes}" if fleet.nodes is None and any(
                     "node" in e.what or "target" in e.what for e in events) else "")
+             + (f"; {len(alike)} kinds of cluster log their own events (exporter.mig), each counted on its share "
+                f"of the clusters" if len(alike) > 1 else "")
              + (f"; the free tier's first {free_ingested:,.1f} GB free" if free_ingested else "")),
         Line("EMF log storage (GB-month)", stored_gb, _price(prices, "log_storage_gb_month"),
              (stored_gb - free_stored) * _price(prices, "log_storage_gb_month"),

@@ -8,6 +8,11 @@ the namespace_gpu set where GPUs may be split and the per-pod set where none is:
 pods, 100 GPUs: 3,218 custom metrics, where the same fleet all split prices 3,118 and all whole 3,118 (each cluster
 publishes one group's sets, never both: the fleet of the two can cost no more than the dearer of them). Before
 735e7221 every cluster published both groups' sets, and 3,218 was what they published.
+
+The agent's EMF log events are counted alike: each kind's events on its share. Before, every kind's reads were taken
+together (cost._what_is_published): the namespace's use of each GPU, an event per GPU that the split clusters' agents
+alone log, was counted for every GPU of the mixed fleet (1,102 events per scrape, the split fleet's, where the mixed
+fleet logs 1,052).
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ FLEETS = {"mixed": ("", ", exporter: {mig: none}"), "split": ("", ""),
           "whole": (", exporter: {mig: none}", ", exporter: {mig: none}")}
 
 
-def _custom_metrics(folder, first: str, second: str) -> float:
+def _estimate(folder, first: str, second: str, *more: str) -> dict:
+    """The group_by estimate of the fleet of clusters a and b (`first`, `second`: what each says of exporter.mig)."""
     folder.mkdir()
     (folder / "alarms").mkdir()
     (folder / "alarms" / "alarms.py").write_text(ALARM)
@@ -40,10 +46,13 @@ def _custom_metrics(folder, first: str, second: str) -> float:
                                          f"  - {{name: b, region: us-east-1{second}}}\n"
                                          "definitions:\n  alarms: [alarms]\n")
     result = CliRunner().invoke(main, ["cost", "--config", str(folder / "gpudash.yaml"), "--pods", "100",
-                                       "--output", "json"])
+                                       "--output", "json", *more])
     assert result.exit_code == 0, result.output
-    answer = json.loads(result.stdout)
-    (line,) = [line for line in answer["group_by"]["lines"] if line["item"] == "custom metrics"]
+    return json.loads(result.stdout)["group_by"]
+
+
+def _custom_metrics(folder, first: str, second: str) -> float:
+    (line,) = [line for line in _estimate(folder, first, second)["lines"] if line["item"] == "custom metrics"]
     return line["quantity"]
 
 
@@ -56,3 +65,35 @@ def test_each_kind_of_cluster_is_priced_on_its_share_of_the_fleet(tmp_path):
     """Two clusters, one of each kind: half the fleet's clusters publish the split kind's sets, half the whole kind's."""
     quantity = {name: _custom_metrics(tmp_path / name, *clusters) for name, clusters in FLEETS.items()}
     assert quantity["mixed"] == pytest.approx((quantity["split"] + quantity["whole"]) / 2), quantity
+
+
+NAMESPACE_EVENT = "a namespace's use of a GPU"  # logged by the split clusters' agents alone (the rule per namespace)
+
+
+def test_each_kind_of_cluster_logs_its_own_events_on_its_share_of_the_fleet(tmp_path):
+    """Two clusters, one of each kind: 100 pods on 100 GPUs. The split kind's agents log an event per GPU more (the
+    namespace's use of it): 1,102 events per scrape all split, 1,002 all whole, 1,052 mixed (the namespace's use of a
+    GPU on half the fleet's GPUs); the ingested GB and the bill's ingestion line follow."""
+    estimate = {name: _estimate(tmp_path / name, *clusters) for name, clusters in FLEETS.items()}
+    events = {name: answer["log_events"] for name, answer in estimate.items()}
+    assert {name: e["per_scrape"] for name, e in events.items()} == {"split": 1102, "whole": 1002, "mixed": 1052}
+    counted = {name: {kind["what"]: kind["count"] for kind in e["kinds"]} for name, e in events.items()}
+    assert (counted["split"][NAMESPACE_EVENT], NAMESPACE_EVENT in counted["whole"], counted["mixed"][NAMESPACE_EVENT]) \
+        == (100, False, 50)
+    assert events["mixed"]["bytes_per_scrape"] == pytest.approx(
+        (events["split"]["bytes_per_scrape"] + events["whole"]["bytes_per_scrape"]) / 2)
+    ingested = {name: next(line for line in answer["lines"] if line["item"] == "EMF log ingestion (GB)")
+                for name, answer in estimate.items()}
+    assert ingested["mixed"]["quantity"] == pytest.approx(
+        (ingested["split"]["quantity"] + ingested["whole"]["quantity"]) / 2)
+    assert "2 kinds of cluster log their own events (exporter.mig)" in ingested["mixed"]["basis"]
+    assert "kinds of cluster" not in ingested["split"]["basis"] + ingested["whole"]["basis"]
+
+
+def test_a_kind_standing_for_more_of_the_fleets_clusters_logs_more(tmp_path):
+    """The settings' two clusters standing for 3 of the fleet's (--clusters 3): a, the split one, stands for one, b
+    for two, so the namespace's use of a GPU is logged for a third of the fleet's 100 GPUs."""
+    events = _estimate(tmp_path / "mixed", *FLEETS["mixed"], "--clusters", "3")["log_events"]
+    counted = {kind["what"]: kind["count"] for kind in events["kinds"]}
+    assert counted[NAMESPACE_EVENT] == pytest.approx(100 / 3)
+    assert events["per_scrape"] == pytest.approx(1003 + 100 / 3)  # 3 DaemonSets' kube-state-metrics events
