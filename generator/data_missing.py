@@ -195,7 +195,10 @@ nvidia.com/gpu (no device plugin, or every GPU split by MIG's mixed strategy int
 in w but never in r, so the alarm would stay in ALARM: `verify` fails such nodes. So is a node the exporter
 DaemonSet counts whose GPUs are not NVIDIA (its affinity lists g4ad, AMD Radeon: its exporter pod never becomes
 available and the node publishes no node_gpu_limit). MIG's single strategy
-advertises each instance as nvidia.com/gpu and is counted like whole GPUs.
+advertises each instance as nvidia.com/gpu, so the kubelet counts k GPUs for a GPU split into k instances, while the
+add-on publishes that GPU's DCGM data once per collection: the per-GPU alarm stays in ALARM there; a GPU the mixed
+strategy splits beside whole GPUs is not counted but published, and hides a GPU missing elsewhere (MIG_SENTENCE;
+`verify` fails such nodes).
 """
 
 from __future__ import annotations
@@ -568,6 +571,18 @@ def addon_gpu_metrics(plan_expression: str, reported_metric: str, cluster: Clust
              "ReturnData": True}]
 
 
+# A GPU split into MIG instances is counted otherwise by the kubelet (node_gpu_limit, its nvidia.com/gpu) than by the
+# add-on, which publishes a MIG GPU's DCGM data once per collection (its agent keeps no instance label on node metrics,
+# and the EMF exporter keeps the first instance's reading): MIG's single strategy advertises each instance as an
+# nvidia.com/gpu, so a GPU split into k instances reads k - 1 GPUs missing with every GPU reporting; the mixed strategy
+# advertises nvidia.com/mig-*, so a MIG GPU is not counted and its readings make up for a GPU of another node gone
+# (tests/unit/test_container_insights_data_missing.py). `gpudash verify` fails such nodes (checks/kube.py).
+MIG_SENTENCE = ("A GPU split into MIG instances misleads it: under MIG's single strategy the kubelet counts each "
+                "instance as a GPU and the add-on publishes the GPU once, so it stays in ALARM with every GPU "
+                "reporting; under the mixed strategy the kubelet counts no MIG GPU and the add-on publishes it, which "
+                "hides a GPU missing elsewhere (`gpudash verify` fails such nodes; write alarms.expected_gpus: none).")
+
+
 def addon_gpu_description(period: int, metrics_interval: int, gpu_interval: int) -> About:
     """What the add-on's per-GPU alarm sees, and what it cannot."""
     n = addon_collections(period, gpu_interval)
@@ -581,6 +596,8 @@ def addon_gpu_description(period: int, metrics_interval: int, gpu_interval: int)
              f"fewer than {GPUS_PER_QUERY} miss data at once.",
              f"Exact while fewer than {GPUS_PER_QUERY} miss data at once."),
             ("A GPU node whose agent stopped is the cluster's alarm.", "An agent stopped is the cluster's alarm."),
+            (MIG_SENTENCE, "A GPU split into MIG instances keeps it in ALARM or hides a GPU missing elsewhere "
+                           "(alarms.expected_gpus: none)."),
             *(() if (metrics_interval, gpu_interval) == (60, 60) else
               ((f"Counted for {intervals} (cloudwatch.addon_metrics_interval, addon_gpu_interval): the agent must "
                 f"collect at these intervals.", f"The agent must collect {intervals}."),)))

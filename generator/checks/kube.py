@@ -959,27 +959,38 @@ ADDON_SHARING = "add-on data-missing GPU count"
 # GPU feature discovery's node labels: the GPUs (or MIG devices, MIG's single strategy) on the node, and the
 # sharing strategy (time-slicing and MPS advertise each GPU as several nvidia.com/gpu unless renamed).
 GPU_COUNT_LABEL, SHARING_LABEL, SHARED = "nvidia.com/gpu.count", "nvidia.com/gpu.sharing-strategy", ("time-slicing", "mps")
+PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
 def _addon_sharing(kube: Kube, nodes: Callable[[], list[Answer]]) -> Check:
     """The data-missing alarm on the add-on expects one DCGM observation per nvidia.com/gpu and collection: a node
     that advertises each GPU several times (time-slicing or MPS without renameByDefault) keeps it below 1 for good
-    whenever a replica is free, so the alarm would fire with every GPU reporting."""
+    whenever a replica is free, so the alarm would fire with every GPU reporting; so does a node of MIG devices (the
+    single strategy), whose GPU the add-on publishes once, and a GPU the mixed strategy splits beside whole GPUs,
+    published but not counted, hides a GPU missing elsewhere (_mig_nodes)."""
     shared = _sharing_nodes(nodes())
     if shared:
         return Check(GROUP, ADDON_SHARING, FAIL,
                      "; ".join(shared) + ": the data-missing alarm expects one GPU per nvidia.com/gpu and would "
                      "stay in ALARM while any share is free",
                      "write alarms.expected_gpus: none (docs/alarms.md: GPU data missing)")
+    split = _mig_nodes(nodes())
+    if split:
+        return Check(GROUP, ADDON_SHARING, FAIL,
+                     "; ".join(split) + ": the per-GPU data-missing alarm expects one GPU per nvidia.com/gpu, and the "
+                     "add-on publishes a GPU split into MIG instances once: the single strategy's instances keep it in "
+                     "ALARM with every GPU reporting, the mixed strategy's GPUs hide a GPU missing elsewhere",
+                     "write alarms.expected_gpus: none (docs/alarms.md: GPU data missing)")
     uncounted = _uncounted_exporter_nodes(kube, nodes())
     if uncounted:
         return Check(GROUP, ADDON_SHARING, FAIL,
                      "; ".join(uncounted) + ": the data-missing alarm counts such a node among the GPU nodes the "
                      "exporter DaemonSet runs on, but never among those reporting nvidia.com/gpu, and would stay in "
-                     "ALARM", "advertise the GPUs as nvidia.com/gpu (device plugin; MIG's single strategy), or write "
-                     "alarms.expected_gpus: none (docs/alarms.md: GPU data missing)")
-    return Check(GROUP, ADDON_SHARING, OK, f"no GPU node shares its GPUs as {GPU_RESOURCE} (as far as "
-                 f"{SHARING_LABEL} and {GPU_COUNT_LABEL} tell)")
+                     "ALARM", "install the NVIDIA device plugin where none counts the GPUs; for GPUs split into MIG "
+                     "instances (either strategy) write alarms.expected_gpus: none (docs/alarms.md: GPU data missing)")
+    return Check(GROUP, ADDON_SHARING, OK, f"no GPU node shares its GPUs as {GPU_RESOURCE} or splits them into MIG "
+                 f"instances (as far as {SHARING_LABEL}, {GPU_COUNT_LABEL}, {PRODUCT_LABEL} and the nodes' "
+                 f"capacity tell)")
 
 
 def _sharing_nodes(nodes, listed: tuple[str, ...] = ()) -> list[str]:
@@ -999,6 +1010,33 @@ def _sharing_nodes(nodes, listed: tuple[str, ...] = ()) -> list[str]:
         shared.append(f"{node.get('metadata.name', str)} advertises "
                       f"{', '.join(f'{n} {r}' for r, n in sorted(resources.items()))} ({why})")
     return shared
+
+
+MIG_PRODUCT = "-MIG-"  # GPU feature discovery's product of a MIG device (MIG's single strategy): <GPU>-MIG-<profile>
+
+
+def _mig_nodes(nodes) -> list[str]:
+    """The nodes that advertise nvidia.com/gpu beside GPUs split into MIG instances: MIG devices themselves (the single
+    strategy, as GPU feature discovery's nvidia.com/gpu.product names a MIG profile), or whole GPUs beside the mixed
+    strategy's nvidia.com/mig-* (a node of the mixed strategy's alone is _uncounted_exporter_nodes'). The add-on
+    publishes a split GPU's DCGM data once per collection, which the kubelet counts as its instances (single) or not
+    at all (mixed): data_missing.MIG_SENTENCE."""
+    result = []
+    for node in nodes:
+        resources = gpu_resources(node)
+        if not resources.get(GPU_RESOURCE):
+            continue
+        labels = node.get("metadata", dict).get("labels")
+        product = str((labels if isinstance(labels, dict) else {}).get(PRODUCT_LABEL, ""))
+        mig = sorted(r for r in resources if r.startswith(MIG_RESOURCE_PREFIX))
+        if MIG_PRODUCT in product:
+            why = f"MIG devices ({PRODUCT_LABEL} {product}, MIG's single strategy)"
+        elif mig:
+            why = f"beside {', '.join(f'{resources[r]} {r}' for r in mig)} (MIG's mixed strategy)"
+        else:
+            continue
+        result.append(f"{node.get('metadata.name', str)} advertises {resources[GPU_RESOURCE]} {GPU_RESOURCE} {why}")
+    return result
 
 
 def _uncounted_exporter_nodes(kube: Kube, nodes) -> list[str]:

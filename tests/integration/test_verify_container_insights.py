@@ -145,8 +145,7 @@ def test_the_data_missing_alarm_s_signals_are_checked(addon_stack, moto):
 
 def test_gpus_shared_as_several_nvidia_com_gpu_fail_the_data_missing_alarm_s_check(addon_stack, tmp_path):
     """The alarm expects one GPU observation per nvidia.com/gpu: a node that time-slices each GPU into 4 (GPU feature
-    discovery's labels say so) would keep it in ALARM; MIG's single strategy (one nvidia.com/gpu per MIG device, as
-    many as the node's count) does not."""
+    discovery's labels say so) would keep it in ALARM (named first: gpu-node-a's MIG devices are the next test's)."""
     cluster, verify = addon_stack
     code, checks = verify()
     assert checks[("kube", "add-on data-missing GPU count")]["status"] == "ok"
@@ -166,6 +165,40 @@ def test_gpus_shared_as_several_nvidia_com_gpu_fail_the_data_missing_alarm_s_che
     assert ("kube", "add-on data-missing GPU count") not in checks
 
 
+def test_gpus_split_into_mig_instances_fail_the_data_missing_alarm_s_check(addon_stack):
+    """The add-on publishes a GPU split into MIG instances once per collection: MIG devices counted as nvidia.com/gpu
+    (the single strategy, GPU feature discovery's product naming the profile) keep the per-GPU alarm in ALARM with
+    every GPU reporting, and a GPU the mixed strategy splits beside whole GPUs, published but not counted, hides a GPU
+    missing elsewhere (tests/unit/test_container_insights_data_missing.py): both fail, whole GPUs pass."""
+    cluster, verify = addon_stack
+    single = cluster.node("gpu-node-a", gpus=7)
+    single["metadata"]["labels"].update({"nvidia.com/gpu.count": "7", "nvidia.com/mig.strategy": "single",
+                                         "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"})
+    assert _gpu_count_failure(cluster, verify, single) == (
+        "gpu-node-a advertises 7 nvidia.com/gpu MIG devices (nvidia.com/gpu.product NVIDIA-A100-SXM4-40GB-MIG-1g.5gb, "
+        "MIG's single strategy): the per-GPU data-missing alarm expects one GPU per nvidia.com/gpu, and the add-on "
+        "publishes a GPU split into MIG instances once: the single strategy's instances keep it in ALARM with every GPU "
+        "reporting, the mixed strategy's GPUs hide a GPU missing elsewhere")
+    assert verify()[1][GPU_COUNT]["fix"].startswith("write alarms.expected_gpus: none")
+    mixed = cluster.node("gpu-node-a", gpus=1)
+    mixed["status"]["capacity"]["nvidia.com/mig-3g.20gb"] = "2"
+    assert _gpu_count_failure(cluster, verify, mixed).startswith(
+        "gpu-node-a advertises 1 nvidia.com/gpu beside 2 nvidia.com/mig-3g.20gb (MIG's mixed strategy): ")
+    cluster.nodes = [cluster.node("gpu-node-a", gpus=1), *cluster.nodes[1:]]
+    assert verify()[1][GPU_COUNT]["status"] == "ok"
+
+
+GPU_COUNT = ("kube", "add-on data-missing GPU count")
+
+
+def _gpu_count_failure(cluster, verify, node) -> str:
+    """The add-on GPU count check's failure with `node` in place of gpu-node-a (verify fails)."""
+    cluster.nodes = [node, *cluster.nodes[1:]]
+    code, checks = verify()
+    assert code == 1
+    return _failures(checks)[GPU_COUNT]
+
+
 def test_a_gpu_node_advertising_no_nvidia_com_gpu_fails_the_data_missing_alarm_s_check(addon_stack):
     """The alarm counts the nodes the add-on's DCGM exporter runs on against those publishing node_gpu_limit (their
     nvidia.com/gpu capacity): a node whose GPUs are all MIG instances of the mixed strategy, or whose GPUs no device
@@ -173,10 +206,7 @@ def test_a_gpu_node_advertising_no_nvidia_com_gpu_fails_the_data_missing_alarm_s
     cluster, verify = addon_stack
     mixed = cluster.node("gpu-node-a", gpus=0)
     mixed["status"]["capacity"].update({"nvidia.com/mig-1g.10gb": "4", "nvidia.com/mig-3g.40gb": "1"})
-    cluster.nodes = [mixed, *cluster.nodes[1:]]
-    code, checks = verify()
-    assert code == 1
-    assert _failures(checks)[("kube", "add-on data-missing GPU count")] == (
+    assert _gpu_count_failure(cluster, verify, mixed) == (
         "gpu-node-a runs the add-on's DCGM exporter and advertises no nvidia.com/gpu: nvidia.com/mig-1g.10gb, "
         "nvidia.com/mig-3g.40gb (MIG's mixed strategy): the data-missing alarm counts such a node among the GPU "
         "nodes the exporter DaemonSet runs on, but never among those reporting nvidia.com/gpu, and would stay in ALARM")

@@ -100,6 +100,7 @@ class KubeCluster:
         count 1). Returns gpu-node-b."""
         mig = self.node("gpu-node-a", gpus=7)
         mig["metadata"]["labels"].update({"nvidia.com/gpu.count": "7", "nvidia.com/mig.strategy": "single",
+                                          "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
                                           "nvidia.com/gpu.sharing-strategy": "none"})
         sliced = self.node("gpu-node-b", gpus=4)
         sliced["metadata"]["labels"].update({"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4",

@@ -137,6 +137,12 @@ def test_a_gpu_that_stops_beside_a_mig_gpu_of_the_mixed_strategy_fires_the_per_g
     assert cloudwatch_eval.alarm(per_gpu, read_points(points, requests_), END) == {(): "ALARM"}
 
 
+def test_the_per_gpu_alarm_says_what_gpus_split_into_mig_instances_do_to_it(requests_):
+    """What the two strict xfails above pin, its description says (in full or in its short form)."""
+    described = requests_[1]["AlarmDescription"]
+    assert "A GPU split into MIG instances" in described and "alarms.expected_gpus: none" in described
+
+
 def test_the_add_on_publishes_node_metrics_for_gpus_no_pod_holds():
     """What the 'no pod holds a GPU' story rests on: idle GPUs publish node_ metrics, no container_ or pod_ ones."""
     idle = tuple(Gpu(g.node, g.index) for g in FLEET)
