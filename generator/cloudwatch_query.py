@@ -803,9 +803,14 @@ class Plan:
                 after += f" LIMIT {limit}"
         return f"SELECT {self.function}({quote_identifier(self.metric)}) FROM {schema}", after
 
-    def cluster_filter(self, cluster: Cluster | None) -> str:
-        if cluster is None or CLUSTER_DIMENSION not in self.dims:
+    def cluster_filter(self, cluster: Cluster | None, apart: tuple[str, ...] = ()) -> str:
+        """The query's filter on `cluster`; a fleet alarm's (None) on the clusters of its Region another alarm of the
+        rule judges (`apart`, by name: `!=` each, Metrics Insights' WHERE having no NOT IN or OR)."""
+        if CLUSTER_DIMENSION not in self.dims:
             return ""
+        if cluster is None:
+            return " WHERE " + " AND ".join(f"{quote_identifier(CLUSTER_DIMENSION)} != {quote_string(name)}"
+                                            for name in apart) if apart else ""
         return _cluster_where(cluster.name)
 
 

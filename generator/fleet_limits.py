@@ -57,6 +57,7 @@ class Read:
     seconds: int  # the range it reads: a widget's time range, an alarm's evaluation window
     alarm: bool  # an alarm's query (its contributors', or one its metric math reads), else a widget's
     regional: bool = False  # a fleet alarm: one query over every cluster of its Region
+    apart: tuple[str, ...] = ()  # a fleet alarm's: the clusters of its Region its WHERE leaves out (`!=`)
     each: int = 1  # metrics per object of its SCHEMA it matches (a node's total and count: two, or one its WHERE names)
 
 
@@ -121,17 +122,24 @@ def reads(project: Project, artifacts: Artifacts) -> list[Read]:
 
 def alarm_reads(artifacts: Artifacts) -> Iterable[tuple[str, set[str], Read]]:
     """(its Region, the clusters its WHERE names, the query) of each Metrics Insights query of the alarms: a fleet
-    alarm's names none (it reads every cluster of its Region)."""
+    alarm's names none (it reads every cluster of its Region, but those its WHERE leaves out: Read.apart)."""
     for item in artifacts.alarms:
         request = item.request
         for metric in request.get("Metrics", []):
             query = _parsed(str(metric.get("Expression", "")))
             if query is None:
                 continue
-            clusters = {value for dimension, _, value in query.where if dimension == CLUSTER_DIMENSION}
+            named = [(op, value) for dimension, op, value in query.where if dimension == CLUSTER_DIMENSION]
+            clusters = {value for op, value in named if op == "="}
+            apart = tuple(value for op, value in named if op == "!=")
             window = int(metric.get("Period", request.get("Period", 60))) * int(request.get("EvaluationPeriods", 1))
             yield item.region, clusters, Read(request["AlarmName"], query.metric, tuple(query.schema or ()),
-                                              tuple(query.group), window, True, regional=not clusters)
+                                              tuple(query.group), window, True, regional=not clusters, apart=apart)
+
+
+def read_here(settings: Settings, region: str, read: Read) -> list[str]:
+    """The settings' clusters of `region` a fleet alarm's query reads: all but those its WHERE leaves out."""
+    return [c.name for c in settings.clusters if c.region == region and c.name not in read.apart]
 
 
 def matched(read: Read, fleet: Fleet) -> Matched:
@@ -172,10 +180,7 @@ def regional_reads(settings: Settings, artifacts: Artifacts) -> list[tuple[str, 
     """(Region, the settings' clusters there, the query) of each fleet alarm's query that matches one metric per pod,
     GPU or node of every cluster of its Region (METRICS_PER_QUERY counts them all: past it, the query processes the
     first it finds)."""
-    here: dict[str, int] = {}
-    for cluster in settings.clusters:
-        here[cluster.region] = here.get(cluster.region, 0) + 1
-    return [(region, here.get(region, 0), read) for region, clusters, read in alarm_reads(artifacts)
+    return [(region, len(read_here(settings, region, read)), read) for region, clusters, read in alarm_reads(artifacts)
             if not clusters and objects(read.schema) != "cluster"]
 
 
@@ -210,6 +215,10 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
     def count(read: Read) -> Matched:
         one = matched(read, fleet)
         scale = per_region if read.regional else 1  # a fleet alarm reads every cluster of its Region
+        if read.apart:  # but those another alarm of its rule judges: the share of the Region's it reads
+            region = project.settings.clusters[0].region
+            scale *= len(read_here(project.settings, region, read)) / len(read_here(project.settings, region,
+                                                                                      replace(read, apart=())))
         return Matched(one.metrics * scale, one.what + (nodes if one.what.startswith("GPU nodes") else ""))
 
     def series(read: Read) -> Matched:

@@ -439,7 +439,8 @@ def regional_metrics(subject: LintInput) -> Iterable[Finding]:
         what = objects(read.schema)
         started = ", pods started in it included" if what in ("pods", "pod GPUs") else ""
         yield Finding("AL021", "note", f"{ALARMS_FILE} {read.who}",
-                      f"a fleet alarm: one query over every cluster of {region} publishing to "
+                      f"a fleet alarm: one query over every cluster of {region}"
+                      f"{' but ' + ', '.join(read.apart) if read.apart else ''} publishing to "
                       f"{subject.settings.cloudwatch.namespace} ({clusters} in the settings), one metric per "
                       f"{_ONE[what]} with data in its {read.seconds // 60} min window{started}: past "
                       f"{METRICS_PER_QUERY:,} in the Region (more than {METRICS_PER_QUERY / max(clusters, 1):,.0f} "
@@ -459,12 +460,12 @@ def regions_apart(subject: LintInput) -> Iterable[Finding]:
     Region outside the settings that publishes to the namespace (Metrics Insights' WHERE takes `=`, `!=` and AND, no
     list of clusters; AL021 says it reads every cluster of the Region), while the rule over several Regions reads the
     settings' clusters alone, and over one every cluster its Prometheus holds."""
-    from ..fleet_limits import alarm_reads
+    from ..fleet_limits import alarm_reads, read_here
 
     settings = subject.settings
     said: set[tuple[str, str]] = set()
     for region, clusters, read in alarm_reads(subject.artifacts):
-        here = sorted(c.name for c in settings.clusters if c.region == region)
+        here = sorted(read_here(settings, region, read))
         apart = not settings.shared_prometheus and len(here) > 1
         if clusters or CLUSTER_DIMENSION in read.group or not apart or (region, read.who) in said:
             continue

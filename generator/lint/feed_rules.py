@@ -233,16 +233,17 @@ def _metric_line(line) -> bool:
 
 def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str], tuple[Cluster, ...]]]:
     """(where, expression's metric, namespace, dimension set, the clusters it reads) of every CloudWatch query: the
-    cluster its ClusterName names, else (a fleet-scope alarm) every cluster of the Region it reads in (a cluster
-    elsewhere publishes into another Region: _regions_published), every cluster where that Region is unknown."""
+    cluster its ClusterName names, else (a fleet-scope alarm) every cluster of the Region it reads in but those its
+    WHERE leaves out (a cluster elsewhere publishes into another Region: _regions_published), every cluster where
+    that Region is unknown."""
     clusters = subject.clusters()
     by_name = {c.name: c for c in clusters}
 
-    def reading(cluster_name: Any, region: Any) -> tuple[Cluster, ...]:
+    def reading(cluster_name: Any, region: Any, apart: Iterable[str] = ()) -> tuple[Cluster, ...]:
         if cluster_name in by_name:
             return (by_name[cluster_name],)
         in_region = tuple(c for c in clusters if c.region == region)
-        return in_region or clusters
+        return tuple(c for c in in_region or clusters if c.name not in apart)
 
     for where, line, region in _widget_lines(subject):
         if _metric_line(line):  # [namespace, metric, name, value, ..., {options}]: a metric it reads
@@ -264,7 +265,8 @@ def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str]
                    frozenset(d["Name"] for d in request["Dimensions"]), reading(cluster, item.region))
     for where, query, region in _parsed(_expressions(subject)):
         cluster = next((v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "="), None)
-        yield where, query.metric, query.namespace, frozenset(query.schema or ()), reading(cluster, region)
+        apart = {v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "!="}
+        yield where, query.metric, query.namespace, frozenset(query.schema or ()), reading(cluster, region, apart)
 
 
 def _widget_lines(subject: LintInput) -> Iterable[tuple[str, Any, Any]]:

@@ -80,12 +80,15 @@ def cloudwatch_condition(alarm: Alarm, settings: Settings | None = None) -> Cond
 
 
 MIG_SUFFIX = "-mig"  # the rule's second alarm, on the field that stands in on MIG instances (mig_plan)
+# a fleet rule's alarm of the clusters saying exporter.mig: none, in a Region whose others it judges apart
+# (_kinds_apart); its alarm of the others keeps the rule's name, the one a Region of one kind has
+WHOLE_SUFFIX = "-whole"
 
 
 def alarm_name(settings: Settings, cluster: Cluster | None, alarm: Alarm, pod: tuple[str, str] | None = None,
-               mig: bool = False) -> str:
+               mig: bool = False, whole: bool = False) -> str:
     return _name(settings.alarms.name_prefix, cluster.name if cluster else None,
-                 alarm.id + (MIG_SUFFIX if mig else ""), alarm.severity, pod)
+                 alarm.id + (MIG_SUFFIX if mig else "") + (WHOLE_SUFFIX if whole else ""), alarm.severity, pod)
 
 
 def _description(alarm: Alarm, *notes: Note) -> str:
@@ -481,32 +484,34 @@ def mig_left_out(project) -> list[tuple[str, str]]:
             continue
         if unseen is not None:
             result.append((alarm.defined_at, f"{start}: {unseen}"))
-    return result + _whole_gpus_unseen(project)
+    return result + _judged_apart(project)
 
 
-def _whole_gpus_unseen(project) -> list[tuple[str, str]]:
-    """(where, message) of each fleet-scope rule whose `cloudwatch=` condition is per MIG instance (its own is not), in
-    a Region whose clusters differ in exporter.mig: the Region's one alarm, made for GPUs that may be split, reads MIG
-    instances alone, and the GPUs of the clusters saying none go unwatched there though its Prometheus rule watches
-    them (a cluster-scope rule's alarm reads the rule's own condition in such a cluster: cloudwatch_condition)."""
+def _judged_apart(project) -> list[tuple[str, str]]:
+    """(where, message) of each fleet-scope rule judged in two alarms in a Region (_kinds_apart: its `cloudwatch=`
+    condition per MIG instance, its own where no GPU is split): which alarm judges which clusters, and on what. The
+    Region's one alarm read MIG instances alone, and saw no GPU of the clusters saying exporter.mig: none."""
     settings = project.settings
+    regions = sorted({c.region for c in settings.clusters})
     result = []
     for alarm in project.alarms:
-        if alarm.scope != "fleet" or alarm.cloudwatch is None or "mig_instance" not in alarm.cloudwatch.query.by \
-                or "mig_instance" in alarm.condition.query.by:
+        if alarm.scope != "fleet":
             continue
-        for region in sorted({cluster.region for cluster in settings.clusters}):
-            members = [cluster for cluster in settings.clusters if cluster.region == region]
-            whole = [cluster.name for cluster in members if mig_of(settings, cluster) == "none"]
-            if not whole or len(whole) == len(members):
+        for region in regions:
+            members = tuple(c for c in settings.clusters if c.region == region)
+            kinds = _kinds_apart(alarm, settings, members)
+            if len(kinds) == 1:
                 continue
-            names = ", ".join(whole)
-            result.append((alarm.defined_at, f"alarm {alarm.id!r} does not evaluate the GPUs of cluster"
-                                             f"{'s' if len(whole) > 1 else ''} {names} on CloudWatch in Region "
-                                             f"{region} (its Prometheus rule does): its `cloudwatch=` condition reads "
-                                             f"MIG instances alone, and {names} {'say' if len(whole) > 1 else 'says'} "
-                                             f"no GPU is split (exporter.mig: none); with scope='cluster' each "
-                                             f"cluster's alarm reads the rule's own condition where no GPU is split"))
+            split, whole = (", ".join(c.name for c in kind) for kind in kinds)
+            names = [regional_alarm_name(alarm_name(settings, None, alarm, whole=w), region, len(regions))
+                     for w in (False, True)]
+            plural = "s" if len(kinds[1]) > 1 else ""
+            result.append((alarm.defined_at, f"alarm {alarm.id!r} is judged in two alarms in Region {region}: "
+                                             f"{names[0]} per MIG instance (its `cloudwatch=` condition) over {split}, "
+                                             f"and {names[1]} on the rule's own condition over the GPUs of cluster"
+                                             f"{plural} {whole}, which say{'' if plural else 's'} no GPU is split "
+                                             f"(exporter.mig: none): one alarm's query reads one dimension set, and "
+                                             f"the MIG instances' holds no whole GPU"))
     return result
 
 
@@ -1107,11 +1112,13 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
 
 
 def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form: Form,
-                       unseen: str = "") -> Callable[[Cluster | None], dict[str, Any]]:
+                       unseen: str = "", whole: bool = False, said: str = "") -> Callable[..., dict[str, Any]]:
     """The request of a rule's Metrics Insights alarm (`form`: its own, or its second on MIG instances) for a
-    cluster (None: fleet-wide); all but its name and its query's cluster filter is made once, whatever the
-    number of clusters. `unseen`: MIG_UNSEEN, where the rule's field is one MIG does not report and no alarm judges
-    its stand-in (mig_unseen)."""
+    cluster (None: fleet-wide, less the clusters `apart` a fleet rule's other alarm in the Region judges); all but
+    its name and its query's cluster filter is made once, whatever the number of clusters. `unseen`: MIG_UNSEEN,
+    where the rule's field is one MIG does not report and no alarm judges its stand-in (mig_unseen). `whole`: a
+    fleet rule's alarm of the clusters saying exporter.mig: none in a Region judged apart (WHOLE_SUFFIX); `said`, a
+    sentence of such an alarm's description naming the clusters it judges, last (left out where there is no room)."""
     condition = cloudwatch_condition(alarm, settings)
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
@@ -1128,14 +1135,14 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
         listed, missed = instance_contributors(settings, gap_kind(condition))
         notes = [Note(listed, SHORT.get(listed, "")), _addon_blanks_said(plan_, comparison, settings),
                  Note(missed, SHORT.get(missed, "")), Note(_stale_clause(alarm, settings))]
-    description = _description(alarm, *notes)
+    description = _description(alarm, *notes, *([Note(said, sentence=True)] if said else []))
     before, after = plan_.around_cluster(settings, order, rank=rank)
 
-    def request(cluster: Cluster | None) -> dict[str, Any]:
-        result = _common(alarm, settings, alarm_name(settings, cluster, alarm, mig=mig), description)
+    def request(cluster: Cluster | None, apart: tuple[str, ...] = ()) -> dict[str, Any]:
+        result = _common(alarm, settings, alarm_name(settings, cluster, alarm, mig=mig, whole=whole), description)
         result["Threshold"] = threshold
         result["ComparisonOperator"] = COMPARISON_OPERATORS[comparison]
-        result["Metrics"] = [{"Id": "q1", "Expression": before + plan_.cluster_filter(cluster) + after,
+        result["Metrics"] = [{"Id": "q1", "Expression": before + plan_.cluster_filter(cluster, apart) + after,
                               "Period": alarm.period_seconds, "ReturnData": True, "Label": label}]
         return result
 
@@ -1262,7 +1269,10 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
         for held, clusters, region in made_parts(alarm, catalog, settings):
             where = "" if len(groups) == 1 else f" in Region {region}" if region else \
                 f" in cluster{'s' if len(clusters) > 1 else ''} {', '.join(c.name for c in clusters)}"
-            requests += _rule_requests(alarm, held, catalog, clusters, region, len(regions), where, made)
+            # a fleet rule's Region judged in two alarms (_kinds_apart): the others' clusters, read by its other one
+            apart = tuple(c.name for c in settings.clusters if c.region == region and c not in clusters) \
+                if region is not None else ()
+            requests += _rule_requests(alarm, held, catalog, clusters, region, len(regions), where, made, apart)
     for item in requests:
         _regional_actions(item["Request"], item["Region"])
         _within_limits(item, settings)
@@ -1297,9 +1307,11 @@ def made_parts(alarm: Alarm, catalog: Catalog, settings: Settings,
     alarms.per_pod to assume (default: the settings')."""
     groups = settings.mig_groups()
     if alarm.scope == "fleet":
-        regions = sorted({c.region for c in settings.clusters})
-        in_region = [tuple(c for c in settings.clusters if c.region == region) for region in regions]
-        parts = [(settings.for_clusters(members), members, region) for region, members in zip(regions, in_region)]
+        parts = []
+        for region in sorted({c.region for c in settings.clusters}):
+            members = tuple(c for c in settings.clusters if c.region == region)
+            kinds = _kinds_apart(alarm, settings, members)
+            parts += [(settings.for_clusters(kind), kind, region) for kind in kinds]
     else:
         parts = [(held, clusters, None) for held, clusters in groups]
     if len(groups) > 1:
@@ -1307,6 +1319,21 @@ def made_parts(alarm: Alarm, catalog: Catalog, settings: Settings,
                 and not reads_no_instance(alarm, catalog, part[0], per_pod)]
         parts = kept or parts[:1]
     return parts
+
+
+def _kinds_apart(alarm: Alarm, settings: Settings, members: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
+    """The clusters of a Region that a fleet-scope rule's alarms judge together: all of them, in one alarm; apart, the
+    clusters whose GPUs may be split and those saying exporter.mig: none, in two, where CloudWatch evaluates a
+    different condition in each (cloudwatch_condition: a `cloudwatch=` condition per MIG instance, the rule's own
+    where no GPU is split). One Metrics Insights query per alarm reads one dimension set, and the per-MIG-instance
+    set holds no whole GPU: the Region's one alarm saw no GPU of the clusters saying none, which its Prometheus rule
+    watches."""
+    split = tuple(c for c in members if mig_of(settings, c) != "none")
+    whole = tuple(c for c in members if mig_of(settings, c) == "none")
+    if not split or not whole or cloudwatch_condition(alarm, settings.for_clusters(split)) == \
+            cloudwatch_condition(alarm, settings.for_clusters(whole)):
+        return [members]
+    return [split, whole]
 
 
 def reads_no_instance(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str | None = None) -> bool:
@@ -1335,10 +1362,12 @@ def half_alarm(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str 
 
 def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters: tuple[Cluster, ...],
                    region: str | None, regions: int, where: str,
-                   made: dict[int, Maker] | None = None) -> list[dict[str, Any]]:
+                   made: dict[int, Maker] | None = None, apart: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """A rule's requests in `clusters` (a fleet-scope rule's: the clusters of `region`, of `regions` Regions, one
     alarm for them), built with the settings as they hold there (`where` says which, in a refusal, when the fleet's
-    clusters differ); `made`: cloudwatch_alarms'."""
+    clusters differ); `made`: cloudwatch_alarms'. `apart`: the clusters of the Region the rule's other alarm there
+    judges (_kinds_apart), left out of this one's query; the one of clusters saying exporter.mig: none is named with
+    WHOLE_SUFFIX."""
     def each(makers: list[Maker]) -> list[dict[str, Any]]:
         """Each cluster's request of each maker, cluster by cluster."""
         out = []
@@ -1393,10 +1422,18 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
                              "cloudwatch.source: container-insights")
         static = _static_requests(alarm, catalog, settings, unseen)
         return each([lambda c, entry=entry: static(c, entry) for entry in settings.alarms.static_pods])
-    builders = [_insights_requests(alarm, catalog, settings, form, unseen) for form in forms]
-    if region is not None:  # a fleet-scope rule: one alarm per Region
+    whole = bool(apart) and settings.no_mig
+    said = ""  # where the rule's two alarms in the Region judge its clusters apart, whose each judges
+    if apart:
+        other = regional_alarm_name(alarm_name(settings, None, alarm, whole=not whole), region, regions)
+        said = f"Judges the clusters of {region} saying exporter.mig: none ({', '.join(c.name for c in clusters)}) " \
+               f"on the rule's own condition; {other} judges the others." if whole else \
+               f"Judges the clusters of {region} but those saying exporter.mig: none ({', '.join(apart)}), which " \
+               f"{other} judges."
+    builders = [_insights_requests(alarm, catalog, settings, form, unseen, whole, said) for form in forms]
+    if region is not None:  # a fleet-scope rule: one alarm per Region (two where its clusters are judged apart)
         for insights_request in builders:
-            request = insights_request(None)
+            request = insights_request(None, apart)
             request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, regions)
             requests.append({"Region": region, "Request": request})
         return requests

@@ -42,7 +42,7 @@ from ..errors import RemoteError
 from ..markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG,
                        ALARM_RULE_TAG)
 from ..model import SEVERITIES
-from ..render.alarms import MIG_SUFFIX
+from ..render.alarms import MIG_SUFFIX, WHOLE_SUFFIX
 from ..names import (alarm_name_start, cloudwatch_dashboard_name, cloudwatch_dashboard_name_start, cluster_tail,
                      clusters_named, is_alarm_name, is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
 from ..ownership import (OLDER, OTHER, OURS, UNMODELLED, Record, alarm_fields, alarm_hash, alarm_owned, alarm_project,
@@ -491,15 +491,16 @@ def _dashboard_tail_exact(name: str, tail: str) -> bool:
 
 
 def _alarm_tail_exact(tags: dict[str, list[dict[str, str]]]) -> Callable[[str, str], bool]:
-    """An alarm's tail read with its own rule tag: <rule>[-mig]-<severity>[-...], as gpudash names it (a cluster
-    that continues this one would leave its extra words before the rule); or one of fewer than three words,
+    """An alarm's tail read with its own rule tag: <rule>[-mig][-whole]-<severity>[-...], as gpudash names it (a
+    cluster that continues this one would leave its extra words before the rule); or one of fewer than three words,
     shorter than the <word>-<rule>-<severity> a longer cluster's alarm would leave."""
     def exact(name: str, tail: str) -> bool:
         if tail.count("-") < 2:
             return True
         rule = next((t.get("Value") for t in tags.get(name, []) if t.get("Key") == ALARM_RULE_TAG), None)
         return isinstance(rule, str) and re.fullmatch(
-            rf"{re.escape(rule)}(?:{re.escape(MIG_SUFFIX)})?-(?:{'|'.join(SEVERITIES)})(?:-.+)?", tail) is not None
+            rf"{re.escape(rule)}(?:{re.escape(MIG_SUFFIX)})?(?:{re.escape(WHOLE_SUFFIX)})?-(?:{'|'.join(SEVERITIES)})"
+            rf"(?:-.+)?", tail) is not None
     return exact
 
 

@@ -1,22 +1,27 @@
 """A fleet-scope rule per GPU whose `cloudwatch=` condition is per MIG instance, in a Region whose clusters differ in
-exporter.mig (as 45c6b5c4 left it).
+exporter.mig.
 
-45c6b5c4 makes an alarm read the rule's own condition where no GPU is split (render/alarms.cloudwatch_condition,
-settings.no_mig), and so mends the cluster-scope story (test_cloudwatch_condition_per_mig_instance_in_mixed_fleet).
-A fleet-scope rule is made once per Region, for the settings of the Region's clusters together: with `split` and
-`plain` (exporter.mig: none) in us-east-1 no_mig is false, so the one alarm reads the `cloudwatch=` condition, the
-MIG-only set [ClusterName, node, gpu, GPU_I_ID, GPU_I_PROFILE]. plain's agent declares that set
-(reads_by_cluster) and publishes 0 points in it (no GPU of plain is split); its whole GPUs over the level,
-gpu-node-b GPU 0 (40,000 MiB) and ip-10-0-3-7.ec2.internal GPU 0 (30,000), which the Prometheus fleet rule fires for,
-are evaluated by no CloudWatch alarm, and neither generate's notes nor lint named plain or the rule; now both do (AL012).
+A fleet-scope rule is made once per Region. With `split` and `plain` (exporter.mig: none) in us-east-1 its one alarm
+read the `cloudwatch=` condition, the MIG-only set [ClusterName, node, gpu, GPU_I_ID, GPU_I_PROFILE], which holds no
+whole GPU: plain's gpu-node-b GPU 0 (40,000 MiB) and ip-10-0-3-7.ec2.internal GPU 0 (30,000), which the Prometheus
+fleet rule fires for, were watched by no alarm (lint AL012 said so). One alarm cannot read both forms: a Metrics
+Insights alarm runs one query ("Each GetMetricData operation can have only one query", Metrics Insights quotas), and
+one query reads one SCHEMA. So the Region's clusters are judged apart (render/alarms._kinds_apart): the alarm of the
+clusters whose GPUs may be split keeps the rule's name and its per-MIG-instance condition, less plain's clusters; a
+second, `<rule>-whole`, reads the rule's own condition over the clusters saying none, less split's. A Region of one
+kind keeps its one alarm.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+import pytest
 
+from generator import cost
 from generator.artifacts import build, notes
+from generator.cost import Fleet
 from generator.lint.runner import lint
 from generator.model import Query
 from generator.output import encode
@@ -38,35 +43,111 @@ def alarms(ctx):
 '''
 NO_DASHBOARDS = "def dashboards(ctx):\n    return []\n"
 END = 900
+LEVEL = 15000
 SETTINGS = """clusters:
   - {name: split, region: us-east-1}
   - {name: plain, region: us-east-1, exporter: {mig: none}}
 """
+SPLIT_ALONE = "clusters:\n  - {name: split, region: us-east-1}\n"
+NAMES = ("gpudash-fleet-gpu-fb-high-warning", "gpudash-fleet-gpu-fb-high-whole-warning")
 
 
-def test_a_fleet_rule_watches_the_plain_clusters_gpus_or_says_it_does_not(tmp_path):
-    project = defined_project(tmp_path, SETTINGS, alarms=ALARM, dashboards=NO_DASHBOARDS)
-    truth = mixed_fleet.truth(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu")),
-                              {n.name: n.name for n in mixed_fleet.FLEET}, fleet=WHOLE)
-    assert {gpu for gpu, value in truth.items() if value > 15000} == {
-        "gpu-node-b GPU 0", "ip-10-0-3-7.ec2.internal GPU 0"}  # the Prometheus rule's GPUs of plain
+def _built(folder, settings: str):
+    project = defined_project(folder, settings, alarms=ALARM, dashboards=NO_DASHBOARDS)
     artifacts = build(project, grafana=False)
     files = encode(artifacts)
-    points = []
-    for cluster, fleet in (("split", mixed_fleet.FLEET), ("plain", WHOLE)):
-        config, job = agent_config(files[f"k8s/cwagent-prometheus-config-{cluster}.yaml"])
-        points += Agent(config, job).run(scrapes(job, 30, END, fleet))
-    requests = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                if "gpu-fb-high" in a["Request"]["AlarmName"]]
-    firing = set()  # plain's GPUs any CloudWatch alarm of the rule fires for
-    for request in requests:
-        for key, state in cloudwatch_eval.alarm(request, points, END).items():
-            labels = dict(key)
-            if state == "ALARM" and labels.get("ClusterName", "plain") == "plain":
-                firing.add(f"{labels['node']} GPU {labels['gpu']}")
-    said = [note.message for note in notes(project) if "gpu-fb-high" in note.message and "plain" in note.message]
-    said += [f.message for f in lint(project, artifacts) if "gpu-fb-high" in f.message and "plain" in f.message]
-    assert firing == {"gpu-node-b GPU 0", "ip-10-0-3-7.ec2.internal GPU 0"} or said, \
-        (sorted(firing), [r["AlarmName"] for r in requests])
-    # (the Region's one alarm cannot read both forms: generate's note and lint's AL012 say which GPUs go unwatched)
-    assert any("does not evaluate the GPUs of cluster plain on CloudWatch in Region us-east-1" in m for m in said), said
+    requests = {a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                if "gpu-fb-high" in a["Request"]["AlarmName"]}
+    return project, artifacts, files, requests
+
+
+def _points(files, cluster: str, fleet) -> list:
+    config, job = agent_config(files[f"k8s/cwagent-prometheus-config-{cluster}.yaml"])
+    return Agent(config, job).run(scrapes(job, 30, END, fleet))
+
+
+def _states(request, points) -> dict[str, str]:
+    """{'<cluster> <node> GPU <gpu>[ instance <id>]': state} of the alarm's contributors at END."""
+    out = {}
+    for key, state in cloudwatch_eval.alarm(request, points, END).items():
+        if not key:  # no series: the query read nothing
+            continue
+        labels = dict(key)
+        instance = f" instance {labels['GPU_I_ID']}" if "GPU_I_ID" in labels else ""
+        out[f"{labels['ClusterName']} {labels['node']} GPU {labels['gpu']}{instance}"] = state
+    return out
+
+
+@pytest.mark.parametrize("pipeline", ["classic", "otel"])
+def test_a_fleet_rule_judges_the_plain_clusters_gpus_on_its_own_condition(tmp_path, pipeline):
+    project, artifacts, files, requests = _built(tmp_path, f"agent: {{pipeline: {pipeline}}}\n" + SETTINGS)
+    assert sorted(requests) == list(NAMES)
+    split_alarm, whole_alarm = (requests[name] for name in NAMES)
+    points = _points(files, "split", mixed_fleet.FLEET) + _points(files, "plain", WHOLE)
+    # plain: every GPU the Prometheus rule reads is a contributor, in ALARM exactly where the rule fires
+    truth = mixed_fleet.truth(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu")),
+                              {n.name: n.name for n in WHOLE}, fleet=WHOLE)
+    assert {gpu for gpu, value in truth.items() if value > LEVEL} == {
+        "gpu-node-b GPU 0", "ip-10-0-3-7.ec2.internal GPU 0"}
+    judged = _states(whole_alarm, points)
+    assert judged == {f"plain {gpu}": "ALARM" if value > LEVEL else "OK" for gpu, value in truth.items()}, judged
+    # split: its MIG instances, each on its own, as before (no contributor of plain)
+    instances = {f"split {node.name} GPU {gpu.index} instance {instance.id}": instance.fb_used
+                 for node in mixed_fleet.FLEET for gpu in node.gpus for instance in gpu.instances if instance.id}
+    judged = _states(split_alarm, points)
+    assert judged == {key: "ALARM" if used > LEVEL else "OK" for key, used in instances.items()}, judged
+    assert [key for key, state in judged.items() if state == "ALARM"] == ["split gpu-node-mig GPU 0 instance 1"]
+
+
+def test_the_split_clusters_alarm_is_the_one_a_region_of_them_alone_has_but_for_leaving_plain_out(tmp_path):
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "alone").mkdir()
+    _, _, files, mixed = _built(tmp_path / "mixed", SETTINGS)
+    _, _, alone_files, alone = _built(tmp_path / "alone", SPLIT_ALONE)
+    assert list(alone) == [NAMES[0]]  # a Region of one kind: one alarm, its name unchanged
+    mixed_query, alone_query = (r[NAMES[0]]["Metrics"][0]["Expression"] for r in (mixed, alone))
+    assert mixed_query == alone_query.replace(" GROUP BY", " WHERE \"ClusterName\" != 'plain' GROUP BY")
+    points = _points(files, "split", mixed_fleet.FLEET)
+    assert cloudwatch_eval.alarm(mixed[NAMES[0]], points, END) == cloudwatch_eval.alarm(alone[NAMES[0]], points, END)
+
+
+def test_the_whole_gpus_alarm_reads_no_split_cluster_that_publishes_its_set(tmp_path):
+    """Were split's agent to publish the per-GPU set too (another alarm or widget reading it), its GPUs there, a MIG
+    GPU's instances in one series, are not judged by the rule's own condition: the WHERE leaves split out."""
+    _, _, files, requests = _built(tmp_path, SETTINGS)
+    whole_alarm = requests[NAMES[1]]
+    as_split = [replace(point, dimensions=tuple((name, "split" if name == "ClusterName" else value)
+                                                for name, value in point.dimensions))
+                for point in _points(files, "plain", mixed_fleet.FLEET)]  # split's GPUs in plain's per-GPU set
+    unfiltered = dict(whole_alarm, Metrics=[dict(whole_alarm["Metrics"][0], Expression=whole_alarm["Metrics"][0][
+        "Expression"].replace(" WHERE \"ClusterName\" != 'split'", ""))])
+    assert any(key.startswith("split ") for key in _states(unfiltered, as_split))  # the points are there to read
+    assert _states(whole_alarm, as_split) == {}
+
+
+def test_agents_cost_and_notes_agree_on_the_two_alarms(tmp_path):
+    project, artifacts, files, requests = _built(tmp_path, SETTINGS)
+    # each cluster's agent publishes the set the alarm reading it queries, and nothing else
+    findings = lint(project, artifacts)
+    assert not [f.message for f in findings if f.rule == "AG001"], [f.message for f in findings if f.rule == "AG001"]
+    published = {cluster: {tuple(sorted(name for name, _ in point.dimensions))
+                           for point in _points(files, cluster, fleet) if point.metric == "DCGM_FI_DEV_FB_USED"}
+                 for cluster, fleet in (("split", mixed_fleet.FLEET), ("plain", WHOLE))}
+    assert published == {"split": {("ClusterName", "GPU_I_ID", "GPU_I_PROFILE", "gpu", "node")},
+                         "plain": {("ClusterName", "gpu", "node")}}, published
+    # cost prices the alarms generate makes
+    assert cost.estimates(project, Fleet(clusters=2, pods=20, churn=0), None, artifacts)["group_by"]["alarms"] == 2
+    said = [n.message for n in notes(project) if "gpu-fb-high" in n.message]
+    said += [f.message for f in findings if f.rule == "AL012" and "gpu-fb-high" in f.message]
+    assert said and all("does not evaluate" not in m for m in said), said
+    assert any(f"{NAMES[1]} on the rule's own condition over the GPUs of cluster plain" in m for m in said), said
+    # each alarm's description names the clusters it judges and the alarm judging the others
+    assert requests[NAMES[0]]["AlarmDescription"].endswith(
+        f"Judges the clusters of us-east-1 but those saying exporter.mig: none (plain), which {NAMES[1]} judges.")
+    assert requests[NAMES[1]]["AlarmDescription"].endswith(
+        f"Judges the clusters of us-east-1 saying exporter.mig: none (plain) on the rule's own condition; {NAMES[0]} "
+        f"judges the others.")
+    # lint's size note speaks of the clusters each alarm reads
+    sizes = [f.message for f in findings if f.rule == "AL021"]
+    assert any("every cluster of us-east-1 but plain" in m for m in sizes) and \
+        any("every cluster of us-east-1 but split" in m for m in sizes), sizes
