@@ -29,10 +29,20 @@ def said_where(settings: Settings, said: Iterable[tuple[str, tuple[Cluster, ...]
     for message, clusters, region in said:
         parts.setdefault(message, []).append((clusters, region))
     everywhere = {cluster.name for cluster in settings.clusters}
+    in_region: dict[str, set[str]] = {}
+    for cluster in settings.clusters:
+        in_region.setdefault(cluster.region, set()).add(cluster.name)
+
+    def whole_region(members: tuple[Cluster, ...], region: str | None) -> bool:
+        """The part is its Region's every cluster (a fleet rule's Region its two alarms judge apart is not:
+        render/alarms._kinds_apart), so that naming the Region names it."""
+        return region is not None and {cluster.name for cluster in members} >= in_region.get(region, set())
+
     result = []
     for message, where in parts.items():
         clusters = [cluster for members, _ in where for cluster in members]
+        regional = all(whole_region(members, region) for members, region in where)
         words = "" if {cluster.name for cluster in clusters} >= everywhere else \
-            where_words(clusters, (region for _, region in where))
+            where_words(clusters, (region for _, region in where) if regional else ())
         result.append(message.replace(WHERE, words))
     return result

@@ -25,6 +25,7 @@ from generator.cost import Fleet
 from generator.lint.runner import lint
 from generator.model import Query
 from generator.output import encode
+from generator.render.fleet_parts import WHERE, said_where
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import scrapes
 from tests.support.cloudwatch_agent import Agent, agent_config
@@ -151,3 +152,19 @@ def test_agents_cost_and_notes_agree_on_the_two_alarms(tmp_path):
     sizes = [f.message for f in findings if f.rule == "AL021"]
     assert any("every cluster of us-east-1 but plain" in m for m in sizes) and \
         any("every cluster of us-east-1 but split" in m for m in sizes), sizes
+
+
+def test_a_note_said_of_one_of_the_two_alarms_names_its_clusters_not_the_region(tmp_path):
+    """A note said of the split clusters' alarm alone holds for split, not for plain of the same Region: naming the
+    Region would say it of plain's alarm too (fleet_parts.said_where)."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    settings = defined_project(tmp_path / "one", SETTINGS, alarms=ALARM, dashboards=NO_DASHBOARDS).settings
+    split, plain = settings.clusters
+    told = [(f"a note{WHERE}", (split,), "us-east-1")]
+    assert said_where(settings, told) == ["a note in cluster split"]
+    # said of both alarms, it holds for every cluster; a Region of one alarm is still named as a Region
+    assert said_where(settings, told + [(f"a note{WHERE}", (plain,), "us-east-1")]) == ["a note"]
+    two = defined_project(tmp_path / "two", "clusters:\n  - {name: split, region: us-east-1}\n"
+                                            "  - {name: west, region: us-west-2}\n", alarms=ALARM).settings
+    assert said_where(two, [(f"a note{WHERE}", (two.clusters[0],), "us-east-1")]) == ["a note in Region us-east-1"]
