@@ -186,16 +186,18 @@ def _matchers(declaration: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in declaration.get("label_matchers") or [] if isinstance(m, dict)]
 
 
-def _passes_every_point(declaration: dict[str, Any], dims: Iterable[str], job: str, marks: Collection[str]) -> bool:
+def _passes_every_point(declaration: dict[str, Any], dims: Iterable[str], job: str | None,
+                        marks: Collection[str]) -> bool:
     """Whether the declaration's label matchers pass every point of a set without a mark (a scraped series, not one
-    the agent makes): its job's, carrying each of the set's names, none of the marks the agent's transforms add, and
-    any other label the matchers name either missing (read as empty) or holding a value (a GPU no pod holds has no
-    `pod`). As awsemf matches: a matcher's regex found (unanchored) in its labels' values joined by its separator, a
-    declaration taking a point one of its matchers passes."""
+    the agent makes): carrying each of the set's names and its job's name as `job` (None: the OTel pipeline, whose
+    receiver puts the job into the resource, not on the point: a matcher reads it as empty), none of the marks the
+    agent's transforms add, and any other label the matchers name either missing (read as empty) or holding a value
+    (a GPU no pod holds has no `pod`). As awsemf matches: a matcher's regex found (unanchored) in its labels' values
+    joined by its separator, a declaration taking a point one of its matchers passes."""
     matchers = _matchers(declaration)
     if not matchers:
         return True
-    labels = {name: "x" for name in dims} | {"job": job} | {mark: "" for mark in marks if mark not in dims}
+    labels = {name: "x" for name in dims} | {"job": job or ""} | {mark: "" for mark in marks if mark not in dims}
     free = sorted({str(n) for m in matchers for n in m.get("label_names") or []} - set(labels))
     return all(_matched({"label_matchers": matchers}, labels | dict(zip(free, values)))
                for values in product(("", "x"), repeat=len(free)))
@@ -220,7 +222,8 @@ def _published(declarations: list[dict[str, Any]], job: str, every_job: bool = F
         for dims in declaration.get("dimensions") or []:
             if len(dims) > MAX_DIMENSIONS:  # the agent drops a larger set (AG002 says so)
                 continue
-            if not matched or set(dims) & set(marks) or _passes_every_point(declaration, dims, job, marks):
+            if not matched or set(dims) & set(marks) or \
+                    _passes_every_point(declaration, dims, None if every_job else job, marks):
                 result.append((patterns, frozenset(dims)))
     return result
 

@@ -89,6 +89,14 @@ def _held_only(declarations):  # the per-GPU declaration passes the points of GP
         declaration["label_matchers"] = [{"label_names": ["pod"], "separator": ";", "regex": ".+"}]
 
 
+def _job_named(declarations):  # the per-GPU declaration keyed on the job: classic on another job's name
+    declaration = _gpu_declaration(declarations)
+    if "source_labels" in declaration:
+        declaration.update(source_labels=["job"], label_matcher="^gpudash\\-kube\\-state\\-metrics$")
+    else:  # the OTel receiver puts the job into the resource: awsemf reads the point's `job` as empty
+        declaration["label_matchers"] = [{"label_names": ["job"], "separator": ";", "regex": "^dcgm\\-exporter$"}]
+
+
 def _gpu_loosened(declarations):  # the per-GPU declaration's matcher passes every point, those the agent makes too
     for matcher in _gpu_declaration(declarations)["label_matchers"]:
         matcher["regex"] = ".*"
@@ -115,6 +123,17 @@ def test_as_built_every_gpu_is_published_and_lint_is_quiet(projects, pipeline):
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
 def test_a_matcher_no_point_passes_fails_ag001(projects, pipeline):
     artifacts = _edited(projects[pipeline], _never)
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
+    findings = _ag001(projects[pipeline], artifacts)
+    assert any("'GPU temperature'" in f and "DCGM_FI_DEV_GPU_TEMP with dimensions [ClusterName, gpu, node]" in f
+               for f in findings), findings
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_matcher_on_the_job_that_passes_no_point_fails_ag001(projects, pipeline):
+    """On the JSON path a declaration's source_labels read the job (here another job's name); on the OTel pipeline a
+    matcher on `job` reads it as empty (the receiver makes it the resource's service.name): neither publishes."""
+    artifacts = _edited(projects[pipeline], _job_named)
     assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
     findings = _ag001(projects[pipeline], artifacts)
     assert any("'GPU temperature'" in f and "DCGM_FI_DEV_GPU_TEMP with dimensions [ClusterName, gpu, node]" in f
