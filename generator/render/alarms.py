@@ -484,7 +484,7 @@ def mig_left_out(project) -> list[tuple[str, str]]:
             continue
         if unseen is not None:
             result.append((alarm.defined_at, f"{start}: {unseen}"))
-    return result + _judged_apart(project)
+    return result + _judged_apart(project) + _whole_gpus_unread(project)
 
 
 def _judged_apart(project) -> list[tuple[str, str]]:
@@ -512,6 +512,30 @@ def _judged_apart(project) -> list[tuple[str, str]]:
                                              f"{plural} {whole}, which say{'' if plural else 's'} no GPU is split "
                                              f"(exporter.mig: none): one alarm's query reads one dimension set, and "
                                              f"the MIG instances' holds no whole GPU"))
+    return result
+
+
+def _whole_gpus_unread(project) -> list[tuple[str, str]]:
+    """(where, message) of each rule whose `cloudwatch=` condition is per MIG instance where its own is not (a
+    framebuffer rule per GPU, which generate refuses where GPUs may be split), made for clusters whose GPUs may be
+    split: the condition reads the MIG-only set, which holds no whole GPU, so a whole GPU of theirs over the level
+    that its Prometheus rule fires for is evaluated by no alarm (where they say exporter.mig: none, the alarm reads the
+    rule's own condition: cloudwatch_condition)."""
+    catalog, settings = project.catalog, project.settings
+    if addon_source(settings):
+        return []
+    result = []
+    for alarm in project.alarms:
+        if alarm.cloudwatch is None or "mig_instance" not in alarm.cloudwatch.query.by \
+                or "mig_instance" in alarm.condition.query.by:
+            continue
+        told = [(f"alarm {alarm.id!r} does not evaluate whole GPUs on CloudWatch{WHERE} (its Prometheus rule does): "
+                 f"its `cloudwatch=` condition reads MIG instances alone, so a whole GPU of a cluster whose GPUs may "
+                 f"be split is evaluated by no alarm; where no GPU is split, exporter.mig: none (or "
+                 f"clusters[].exporter.mig: none) makes the alarm read the rule's own condition", clusters, region)
+                for held, clusters, region in made_parts(alarm, catalog, settings)
+                if not held.no_mig and cloudwatch_condition(alarm, held) is alarm.cloudwatch]
+        result += [(alarm.defined_at, message) for message in said_where(settings, told)]
     return result
 
 
