@@ -186,30 +186,32 @@ def _matchers(declaration: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in declaration.get("label_matchers") or [] if isinstance(m, dict)]
 
 
-def _passes_every_point(declaration: dict[str, Any], dims: Iterable[str], job: str | None,
-                        marks: Collection[str]) -> bool:
+def _passes_every_point(declaration: dict[str, Any], dims: Iterable[str], job: str | None, marks: Collection[str],
+                        cluster: str = "x") -> bool:
     """Whether the declaration's label matchers pass every point of a set without a mark (a scraped series, not one
-    the agent makes): carrying each of the set's names and its job's name as `job` (None: the OTel pipeline, whose
-    receiver puts the job into the resource, not on the point: a matcher reads it as empty), none of the marks the
-    agent's transforms add, and any other label the matchers name either missing (read as empty) or holding a value
-    (a GPU no pod holds has no `pod`). As awsemf matches: a matcher's regex found (unanchored) in its labels' values
-    joined by its separator, a declaration taking a point one of its matchers passes."""
+    the agent makes): carrying each of the set's names, the cluster's name as ClusterName (every point's) and its
+    job's name as `job` (None: the OTel pipeline, whose receiver puts the job into the resource, not on the point: a
+    matcher reads it as empty), none of the marks the agent's transforms add, and any other label the matchers name
+    either missing (read as empty) or holding a value (a GPU no pod holds has no `pod`). As awsemf matches: a
+    matcher's regex found (unanchored) in its labels' values joined by its separator, a declaration taking a point
+    one of its matchers passes."""
     matchers = _matchers(declaration)
     if not matchers:
         return True
-    labels = {name: "x" for name in dims} | {"job": job or ""} | {mark: "" for mark in marks if mark not in dims}
+    labels = {name: "x" for name in dims} | {CLUSTER_DIMENSION: cluster, "job": job or ""} \
+        | {mark: "" for mark in marks if mark not in dims}
     free = sorted({str(n) for m in matchers for n in m.get("label_names") or []} - set(labels))
     return all(_matched({"label_matchers": matchers}, labels | dict(zip(free, values)))
                for values in product(("", "x"), repeat=len(free)))
 
 
 def _published(declarations: list[dict[str, Any]], job: str, every_job: bool = False, marks: Collection[str] = (),
-               matched: bool = True) -> list[tuple[list[re.Pattern[str]], frozenset[str]]]:
+               matched: bool = True, cluster: str = "x") -> list[tuple[list[re.Pattern[str]], frozenset[str]]]:
     """(metric selectors, dimension set) of every declaration that publishes the set for every point of the job that
     carries its names (_passes_every_point; a set marked by the agent's transforms, one of `marks`, is published
     from the points made under the mark: _copies_published and _made_published judge those; not `matched`: whatever
-    its label matchers pass). With `every_job` (the OTel pipeline) a declaration without source_labels applies to
-    every job; the JSON path drops one."""
+    its label matchers pass; `cluster`: the name every point carries as ClusterName). With `every_job` (the OTel
+    pipeline) a declaration without source_labels applies to every job; the JSON path drops one."""
     result = []
     for declaration in declarations:
         sources = declaration.get("source_labels") or []
@@ -223,7 +225,7 @@ def _published(declarations: list[dict[str, Any]], job: str, every_job: bool = F
             if len(dims) > MAX_DIMENSIONS:  # the agent drops a larger set (AG002 says so)
                 continue
             if not matched or set(dims) & set(marks) or \
-                    _passes_every_point(declaration, dims, None if every_job else job, marks):
+                    _passes_every_point(declaration, dims, None if every_job else job, marks, cluster):
                 result.append((patterns, frozenset(dims)))
     return result
 
@@ -347,7 +349,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     settings = subject.settings
     jobs = (settings.scrape.job_name, KSM_JOB)
     published = {c.name: {job: _published(_declarations(subject, c), job, _every_job(subject, c),
-                                          _labels_added(subject, c)) for job in jobs}
+                                          _labels_added(subject, c), cluster=c.name) for job in jobs}
                  for c in subject.clusters()}
     queried = list(_queried(subject))
     if settings.agent.metric_selection == "used":  # and nothing more: every published pair costs a metric each

@@ -166,7 +166,8 @@ def test_a_plain_matcher_loosened_to_take_the_agents_own_points_fails_ag001(proj
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
 def test_edits_that_change_nothing_are_not_flagged(projects, pipeline):
     """The sets' names in another order (awsemf sorts them), the per-GPU matcher written otherwise but passing the
-    same points; on classic, a source label beside the job that any value passes."""
+    same points (over the cluster's name too, which every point carries); on classic, a source label beside the job
+    that any value passes."""
     def rewritten(declarations):
         declaration = _gpu_declaration(declarations)
         for each in declarations:
@@ -175,8 +176,9 @@ def test_edits_that_change_nothing_are_not_flagged(projects, pipeline):
         if "source_labels" in declaration:
             declaration.update(source_labels=["job", "pod"], label_matcher="^dcgm\\-exporter;")
         else:
-            for matcher in declaration["label_matchers"]:
-                matcher["regex"] = "^(?:;){%d}$" % (len(matcher["label_names"]) - 1)
+            names = declaration["label_matchers"][0]["label_names"]  # one matcher, the cluster's name first
+            declaration["label_matchers"] = [{"label_names": ["ClusterName", *names], "separator": ";",
+                                              "regex": "^gpu\\-cluster(?:;){%d}$" % len(names)}]
 
     artifacts = _edited(projects[pipeline], rewritten)
     assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == [("0," + NODE, 60.0), ("1," + NODE, 61.0),
