@@ -218,13 +218,24 @@ MIG_ONE_INSTANCE = ("A GPU split into MIG instances is published by the Containe
                     "instances: the add-on's agent drops the instance labels (GPU_I_ID, GPU_I_PROFILE) from its GPU "
                     "metrics, so the instances' readings of a collection are one metric and it keeps the first (its "
                     "log says \"Duplicate metric found\"). A MIG GPU's line, and the fleet values it is in, read one "
-                    "instance's framebuffer (a slice, not the GPU's total) and utilization; a pod holding several "
-                    "instances of one GPU reads one of them; alarms judge that one instance. Per MIG instance, read "
-                    "cloudwatch.source: prometheus-emf.")
+                    "instance's framebuffer (a slice, not the GPU's total) and utilization, which MIG does not "
+                    "report: what the exporter writes for an instance, 0 on some exporter versions (DCGM's blank on "
+                    "others); a pod holding several instances of one GPU reads one of them; alarms judge that one "
+                    "instance, so the idle alarm calls every pod on MIG instances idle where the exporter writes 0. "
+                    "Per MIG instance, read cloudwatch.source: prometheus-emf.")
 # MIG_ONE_INSTANCE in an alarm's description: its notes, whole and short (render/alarm_text)
 ALARM_MIG_ONE_INSTANCE = ("a GPU split into MIG instances is read as one of its instances (the add-on's agent drops "
                           "the instance labels and keeps one instance's reading of a collection; lint CW021)")
 ALARM_MIG_ONE_INSTANCE_SHORT = "a MIG GPU reads as one of its instances (lint CW021)"
+# ... where the field is one MIG does not report at all (utilization): an instance's series carries what its exporter
+# writes, 0 on some versions (DCGM's blank on others: ALARM_BLANKS), so an alarm below a positive level fires for a
+# GPU or pod on MIG instances whatever its use (tests/unit/test_container_insights_mig.py); {fires} is said by the
+# alarm's comparison, as ALARM_BLANKS' is
+ALARM_MIG_UNREPORTED = ("a GPU split into MIG instances reports no {field}: the add-on publishes what its exporter "
+                        "writes for an instance, 0 on some exporter versions, so this alarm {fires} for a GPU or pod on "
+                        "MIG instances whatever its use (lint CW021)")
+ALARM_MIG_UNREPORTED_SHORT = ("a MIG GPU's {field} reads 0 on some exporters: it {fires} for its pods whatever their use "
+                              "(lint CW021)")
 
 
 def one_instance_fields() -> dict[str, str]:

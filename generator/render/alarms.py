@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from itertools import groupby
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_COPIES_ADDED,
+from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_COPIES_ADDED,
                        PER_PROCESS_COPIES_ADDED_ALARM, Catalog)
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLASSIC_COUNTER_ALARM_ONE_SERIES,
                                 COPIES_COUNTED, COUNT_MOST, COUNT_MOST_ONE_SCRAPE, GAP_SHORT, GAP_TEXTS,
@@ -30,6 +30,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
 from .. import data_missing, stopped_gpus
 from ..container_insights_table import NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import (ALARM_BLANKS, ALARM_MIG_ONE_INSTANCE, ALARM_MIG_ONE_INSTANCE_SHORT,
+                                  ALARM_MIG_UNREPORTED, ALARM_MIG_UNREPORTED_SHORT, one_instance_fields,
                                   reads_one_instance, NotPublished, condition as source_condition, enabled as addon_source,
                                   gpu_interval, node_interval, source_plan)
 from ..errors import InputError
@@ -894,6 +895,19 @@ def _addon_blanks_said(plan_: Plan, comparison: str, settings: Settings) -> Note
     return Note(f"{ALARM_BLANKS}: this alarm {fires} for it", f"DCGM's blank is a reading: it {fires} for its GPU")
 
 
+def _addon_mig_said(plan_: Plan, comparison: str, settings: Settings) -> Note:
+    """What an alarm on the add-on reads of a GPU split into MIG instances: one instance's reading
+    (ALARM_MIG_ONE_INSTANCE), or, of a field MIG does not report at all (utilization), what its exporter writes for an
+    instance, 0 on some versions, which fires an alarm below its level whatever the GPU's use (ALARM_MIG_UNREPORTED)."""
+    if not reads_one_instance(plan_, settings):
+        return Note("")
+    field = one_instance_fields()[plan_.metric]
+    if field not in MIG_UNSUPPORTED:
+        return Note(ALARM_MIG_ONE_INSTANCE, ALARM_MIG_ONE_INSTANCE_SHORT)
+    words = {"field": field, "fires": "fires" if comparison in ("<", "<=") else "never fires"}
+    return Note(ALARM_MIG_UNREPORTED.format(**words), ALARM_MIG_UNREPORTED_SHORT.format(**words))
+
+
 def _judged(alarm: Alarm, plan_: Plan, settings: Settings) -> tuple[str, str, str | None]:
     """(comparison, ORDER BY direction, ORDER BY function: None for the SELECT's) of a Metrics Insights alarm: toward
     its threshold, the series nearest it first; over the unused share (unused_plan) the comparison turns round and
@@ -1127,9 +1141,9 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
     named[:0] = [PER_PROCESS_COPIES_ADDED_ALARM] if PER_PROCESS_COPIES_ADDED in plan_.notes else []
     unit = charted_unit(condition.query, catalog)  # (the weighed means' example in the alarm's unit: in_unit)
     comparison = _judged(alarm, plan_, settings)[0]
-    texts = (unseen, ALARM_MIG_ONE_INSTANCE if reads_one_instance(plan_, settings) else "",
-             copies_counted_note(plan_) or "")
-    return [note, _addon_blanks_said(plan_, comparison, settings), *(Note(text, SHORT.get(text, "")) for text in texts),
+    texts = (unseen, copies_counted_note(plan_) or "")
+    return [note, _addon_blanks_said(plan_, comparison, settings), _addon_mig_said(plan_, comparison, settings),
+            *(Note(text, SHORT.get(text, "")) for text in texts),
             _failed_scrape_note(alarm, plan_, settings),
             *(Note(in_unit(text, unit), in_unit(SHORT.get(text, ""), unit)) for text in named),
             stale(alarm, catalog, settings, plan_)]

@@ -130,3 +130,14 @@ def test_pods_busy_on_mig_instances_are_not_called_idle_on_the_addon(addon):
     states = cloudwatch_eval.alarm(idle, points, END)
     assert {dict(key)["FullPodName"]: state for key, state in states.items()
             if dict(key)["FullPodName"].startswith("mig-")} == {"mig-a-0": "OK", "mig-b-0": "OK"}
+
+
+def test_the_idle_alarm_and_the_headers_say_pods_on_mig_instances_read_the_exporter_s_0(addon):
+    """What the strict xfail above pins, the idle alarm's description says (in full or in its short form), and so
+    do the dashboards' headers."""
+    _, files, _ = addon
+    idle = next(a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                if a["Request"]["AlarmName"] == f"gpudash-{CLUSTER}-gpu-idle-warning")
+    assert "a MIG GPU's DCGM_FI_DEV_GPU_UTIL reads 0 on some exporters: it fires for its pods whatever their use" \
+        in idle["AlarmDescription"] or "reports no DCGM_FI_DEV_GPU_UTIL" in idle["AlarmDescription"]
+    assert "the idle alarm calls every pod on MIG instances idle" in MIG_ONE_INSTANCE
