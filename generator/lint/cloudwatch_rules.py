@@ -613,30 +613,40 @@ def addon_mig_instances(subject: LintInput) -> Iterable[Finding]:
     agent drops GPU_I_ID and GPU_I_PROFILE from the GPU metrics, so the instances' readings of a collection are one
     metric and the EMF exporter keeps the first: container_insights.MIG_ONE_INSTANCE). A note per widget and alarm
     reading a field MIG reports per instance, or does not report at all (utilization), where the GPU's reading
-    differs from one instance's."""
+    differs from one instance's: a query of a cluster whose GPUs may be split (exporter.mig, clusters[].exporter.mig),
+    a query naming no cluster where one of its Region's may be (a fleet alarm reads its Region's clusters)."""
     from .. import container_insights
     from ..container_insights_table import NAMESPACE
+    from ..settings import mig_of
 
-    if not container_insights.enabled(subject.settings):
+    settings = subject.settings
+    if not container_insights.enabled(settings):
         return
     fields = container_insights.one_instance_fields()
+    split = {cluster.name for cluster in settings.clusters if mig_of(settings, cluster) != "none"}
+    split_regions = {cluster.region for cluster in settings.clusters if cluster.name in split}
 
-    def read(expressions: Iterable[str]) -> list[str]:
+    def may_be_split(query: Parsed, region: str) -> bool:
+        named = next((v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "="), None)
+        return named in split if named is not None else region in split_regions
+
+    def read(expressions: Iterable[str], region: str) -> list[str]:
         parsed = (_parsed(e) for e in expressions if is_query(e))
         return sorted({fields[q.metric] for q in parsed if q is not None and q.namespace == NAMESPACE
-                       and q.function != "COUNT" and q.metric in fields})
+                       and q.function != "COUNT" and q.metric in fields and may_be_split(q, region)})
 
     message = ("a GPU split into MIG instances reads one instance's {} here: the Container Insights add-on's agent "
                "drops the instance labels (GPU_I_ID, GPU_I_PROFILE) from its GPU metrics and keeps one of a "
                "collection's instances (its log says \"Duplicate metric found\"); cloudwatch.source: prometheus-emf "
                "reads each instance")
+    regions = {dashboard.name: dashboard.region for dashboard in subject.cloudwatch_dashboards}
     for name, index, properties in _metric_widgets(subject):
-        found = read(_expressions(properties))
+        found = read(_expressions(properties), properties.get("region") or regions[name])
         if found:
             yield Finding("CW021", "note", f"{_where(name, index)} ({properties.get('title', '')})",
                           message.format(", ".join(found)))
     for item in subject.alarms:
-        found = read(str(m.get("Expression", "")) for m in item.request.get("Metrics", []))
+        found = read((str(m.get("Expression", "")) for m in item.request.get("Metrics", [])), item.region)
         if found:
             yield Finding("CW021", "note", _alarm_where(item), message.format(", ".join(found)))
 
