@@ -50,9 +50,14 @@ class Made:
         (render.alarms.prometheus_rule_resources of them, and `settings`)."""
         from .render.alarms import prometheus_rule_resources
 
-        if self.regex is None or not self.written():
-            return to_yaml_many([(self.rules,), objects])
-        texts = to_yaml_many([(self.standing,), prometheus_rule_resources(self.standing, settings)])
+        standing = self.regex is not None and self.written()
+        rules = self.standing if standing else self.rules
+        texts = _records_set_in(rules, settings)
+        if texts is None:
+            texts = to_yaml_many([(rules,), objects if rules is self.rules else
+                                  prometheus_rule_resources(rules, settings)])
+        if not standing:
+            return texts
         stand_in, regex = STAND_IN.encode(), self.regex.encode()
         return [text.replace(stand_in, regex) for text in texts]
 
@@ -125,3 +130,66 @@ def _set_in(value: Any, regex: str, copies: dict[int, Any]) -> Any:
             same = all(a is b for a, b in zip(made_, value))
         copies[id(value)] = value if same else made_
     return copies[id(value)]
+
+
+# The watched clusters' recordings (render.alarms.watched_clusters: one per cluster, 1,000 alike but in its label, some
+# 10,000 of each file's 23,000 YAML nodes) are written as two with stand-in labels, whose text is then that of each
+# cluster's: a recording's text is the same wherever it is in the list, and a label written as itself (a plain token)
+# is its only difference. Fewer than RECORDS_SET_IN_FROM are written as they are.
+RECORDS_SET_IN_FROM = 8
+_LABEL_STAND_INS = (b"gpudash-stand-in-for-a-cluster-label", b"Gpudash_Other_Label.9")
+
+
+def _records_set_in(rules: dict[str, Any], settings: Any) -> list[bytes] | None:
+    """Both files of `rules`, their watched clusters' recordings written from two (see above); None where they are not
+    alike but in a plain label (the files are then written whole)."""
+    from .names import CLUSTERS_GROUP
+    from .render.alarms import prometheus_rule_resources
+    from .serialize import writes_as_itself
+
+    groups = rules["groups"]
+    where = next((index for index, group in enumerate(groups) if group["name"] == CLUSTERS_GROUP), None)
+    records = groups[where]["rules"] if where is not None else []
+    if len(records) < RECORDS_SET_IN_FROM:
+        return None
+    first = records[0]
+    key = next((key for key, value in first["labels"].items() if value != records[1]["labels"].get(key)), None)
+    labels = [record["labels"].get(key) for record in records]
+    if key is None or not all(type(label) is str and writes_as_itself(label) for label in labels) \
+            or any(record != {**first, "labels": {**first["labels"], key: label}}
+                   for record, label in zip(records, labels)) \
+            or any(type(value) is not str for record in records for key_, value in record.items() if key_ != "labels") \
+            or len({id(value) for record in records for value in (record, record["labels"])}) != 2 * len(records):
+        return None
+    two = [{**first, "labels": {**first["labels"], key: label.decode()}} for label in _LABEL_STAND_INS]
+    shown = {**rules, "groups": [*groups[:where], {**groups[where], "rules": two}, *groups[where + 1:]]}
+    texts = to_yaml_many([(shown,), prometheus_rule_resources(shown, settings)])
+    filled = [_filled(text, [label.encode() for label in labels]) for text in texts]
+    return None if None in filled else filled
+
+
+def _filled(text: bytes, labels: list[bytes]) -> bytes | None:
+    """`text` with the two stand-in recordings (consecutive, each the whole value of its label's line) replaced by one
+    recording of each label; None where they are not found so."""
+    first, second = _LABEL_STAND_INS
+    if text.count(first) != 1 or text.count(second) != 1:
+        return None
+    at = [text.find(b": " + label + b"\n") for label in _LABEL_STAND_INS]
+    if at[0] < 0 or at[1] < at[0]:
+        return None
+    starts = [_item_start(text, place) for place in at]
+    one = text[starts[0]:starts[1]]
+    end = starts[1] + len(one) - len(first) + len(second)
+    if one.count(first) != 1 or text[starts[1]:end] != one.replace(first, second):
+        return None
+    before, after = one.split(first)
+    return b"".join([text[:starts[0]], *(before + label + after for label in labels), text[end:]])
+
+
+def _item_start(text: bytes, at: int) -> int:
+    """Where the line of the block sequence's item holding position `at` starts (the nearest line before it whose
+    first characters after its indent are `- `)."""
+    start = text.rfind(b"\n", 0, at) + 1
+    while not text[start:start + 200].lstrip(b" ").startswith(b"- ") and start > 0:
+        start = text.rfind(b"\n", 0, start - 1) + 1
+    return start

@@ -1,6 +1,7 @@
 """A fleet's Prometheus rules made around its clusters' regex (rule_texts) are the rules, and their files the bytes,
 that rendering them with the regex itself gives: the groups they are cut into (by their bytes), each expression, and
-each line of both files where it is folded."""
+each line of both files where it is folded; and the watched clusters' recordings, written from two, are each
+cluster's as written on its own."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def _direct(project):
     (400, lambda n: f"gpu-{n}_X", 4, True),  # '-', '_', capitals; clusters differing in exporter.mig, three Regions
     (400, lambda n: f"c.{n}", 0, False),  # the regex escapes each '.' (a backslash): rendered with the regex
     (50, lambda n: f"c{n:04}", 0, False),  # shorter than a long line: rendered with the regex
+    (50, lambda n: f"{n}", 0, False),  # labels YAML reads as numbers (quoted): each recording written as it is
+    (3, lambda n: f"c{n}", 0, False),  # fewer recordings than RECORDS_SET_IN_FROM
 ])
 def test_rules_made_around_the_clusters_regex_are_those_rendered_with_it(project_dir, count, label, mig_every,
                                                                           stand_in):
