@@ -400,6 +400,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     yield from _copies_published(subject)
     yield from _made_published(subject)
     yield from _made_points_kept_out(subject)
+    yield from _rollup_off(subject)
     yield from _node_kinds_read(subject)
 
 
@@ -585,6 +586,31 @@ def _made_points_kept_out(subject: LintInput) -> Iterable[Finding]:
                                   f"{field} [{', '.join(dims)}] also takes the points the agent makes under "
                                   f"{mark}={value!r} (its label matchers pass them): the widgets and alarms reading "
                                   f"the set read each as one more reading")
+
+
+def _rollup_off(subject: LintInput) -> Iterable[Finding]:
+    """On the OTel pipeline awsemf publishes the declared sets alone only with dimension_rollup_option
+    NoDimensionRollup: its default (ZeroAndSingleDimensionRollup) and SingleDimensionRollupOnly append to every matched
+    declaration's sets one of no dimension and one per label of the point (metric_translator.go,
+    groupedMetricToCWMeasurementsWithFilters), each a custom metric per field and value, [ClusterName] among them
+    taking every point the declarations take, the agent's marked copies too."""
+    from ..render.agent_otel import EXPORTER, NO_ROLLUP
+
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None or agent.otel is None:
+            continue
+        exporter = (agent.otel.get("exporters") or {}).get(EXPORTER) or {}
+        option = exporter.get("dimension_rollup_option")
+        if option != NO_ROLLUP:
+            what = f"dimension_rollup_option is {option!r}" if option is not None else \
+                "dimension_rollup_option is left out (awsemf's default rolls up)"
+            yield Finding("AG001", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}",
+                          f"{what}: awsemf then publishes every declared field also with no dimension and per single "
+                          f"label of its points ([ClusterName], [gpu], [pod], ...), a custom metric each, and "
+                          f"[ClusterName] takes every point the declarations take, the agent's marked copies too, "
+                          f"which the widgets and alarms reading a field over the cluster read as more readings (set "
+                          f"{NO_ROLLUP})")
 
 
 def _matched(declaration: dict[str, Any], labels: dict[str, str]) -> bool:

@@ -721,6 +721,7 @@ def matched_by(declaration: dict[str, Any], labels: dict[str, str]) -> bool:
         labels.get(name, "") for name in m.get("label_names") or [])) for m in matchers)
 
 
+NO_ROLLUP = "NoDimensionRollup"  # awsemf publishes the declared sets alone (its default rolls up: lint AG001)
 UNUSED_PREFIX = "gpudash.unused."  # a field's unused share from the transform that makes it to the one that renames it
 UNUSED = f"transform/{SUFFIX}-unused"  # the processor that makes a copy's value its unused share (unused_shares)
 
@@ -1198,7 +1199,7 @@ def cluster_exporter(publishes: dict[str, Any], cluster: Cluster, log_group: str
         "log_group_name": escaped(log_group),
         "log_stream_name": LOG_STREAM,
         "log_retention": retention_days,
-        "dimension_rollup_option": "NoDimensionRollup",
+        "dimension_rollup_option": NO_ROLLUP,
         "version": "0",
         "retain_initial_value_of_delta_metric": False,
         "metric_declarations": publishes["metric_declarations"],

@@ -44,14 +44,7 @@ def _ag001(project, option) -> list[str]:
     return [f.message for f in run([r for r in RULES if r.id == "AG001"], lint_input(project, artifacts))]
 
 
-ROLLED_UP = pytest.mark.xfail(strict=True, reason="AG001 does not read awsemf's dimension_rollup_option: left out "
-                              "(the default rolls up) or set to a rollup, every declared field is also published "
-                              "with no dimension and per single label, and lint says nothing")
-
-
-@pytest.mark.parametrize("option", [pytest.param(None, marks=ROLLED_UP, id="left-out"),
-                                    pytest.param("ZeroAndSingleDimensionRollup", marks=ROLLED_UP, id="zero-and-single"),
-                                    pytest.param("SingleDimensionRollupOnly", marks=ROLLED_UP, id="single-only")])
+@pytest.mark.parametrize("option", [None, "ZeroAndSingleDimensionRollup", "SingleDimensionRollupOnly"])
 def test_a_rollup_of_the_declared_sets_fails_ag001(project, option):
     findings = _ag001(project, option)
     assert any("dimension_rollup_option" in f and "[ClusterName]" in f for f in findings), findings
