@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any, Callable, Iterable, Iterator
 
 from ..artifacts import AlarmRequest, CloudWatchDashboard
-from ..catalog import PER_PROCESS_FIELDS
+from ..catalog import MIG_UNSUPPORTED, PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
                                 UNUSED_SHARE, OTEL_GAP_EITHER, dimension_sets, gap_said, is_query, level_of,
                                 node_total, otel_gap, pod_dimensions, pod_total_kind)
@@ -637,18 +637,22 @@ def addon_mig_instances(subject: LintInput) -> Iterable[Finding]:
 
     message = ("a GPU split into MIG instances reads one instance's {} here: the Container Insights add-on's agent "
                "drops the instance labels (GPU_I_ID, GPU_I_PROFILE) from its GPU metrics and keeps one of a "
-               "collection's instances (its log says \"Duplicate metric found\"); cloudwatch.source: prometheus-emf "
+               "collection's instances (its log says \"Duplicate metric found\"){}; cloudwatch.source: prometheus-emf "
                "reads each instance")
+    unreported = ", and MIG reports no {} per instance: what its exporter writes there, 0 on some exporter versions"
+
+    def said(found: list[str]) -> str:
+        missing = [field for field in found if field in MIG_UNSUPPORTED]
+        return message.format(", ".join(found), unreported.format(", ".join(missing)) if missing else "")
     regions = {dashboard.name: dashboard.region for dashboard in subject.cloudwatch_dashboards}
     for name, index, properties in _metric_widgets(subject):
         found = read(_expressions(properties), properties.get("region") or regions[name])
         if found:
-            yield Finding("CW021", "note", f"{_where(name, index)} ({properties.get('title', '')})",
-                          message.format(", ".join(found)))
+            yield Finding("CW021", "note", f"{_where(name, index)} ({properties.get('title', '')})", said(found))
     for item in subject.alarms:
         found = read((str(m.get("Expression", "")) for m in item.request.get("Metrics", [])), item.region)
         if found:
-            yield Finding("CW021", "note", _alarm_where(item), message.format(", ".join(found)))
+            yield Finding("CW021", "note", _alarm_where(item), said(found))
 
 
 def tables_now(subject: LintInput) -> Iterable[Finding]:

@@ -141,3 +141,6 @@ def test_the_idle_alarm_and_the_headers_say_pods_on_mig_instances_read_the_expor
     assert "a MIG GPU's DCGM_FI_DEV_GPU_UTIL reads 0 on some exporters: it fires for its pods whatever their use" \
         in idle["AlarmDescription"] or "reports no DCGM_FI_DEV_GPU_UTIL" in idle["AlarmDescription"]
     assert "the idle alarm calls every pod on MIG instances idle" in MIG_ONE_INSTANCE
+    project, _, _ = addon
+    (said,) = [f.message for f in lint_project(project) if f.rule == "CW021" and f.where.endswith("gpu-idle-warning")]
+    assert "MIG reports no DCGM_FI_DEV_GPU_UTIL per instance: what its exporter writes there, 0 on some" in said
