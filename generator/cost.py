@@ -716,17 +716,43 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
 
 def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
                      dashboards: Sequence[CloudWatchDashboard]) -> list[Line]:
-    """The CloudWatch dashboards of the artifact set, priced: the first cluster's, as many times as the fleet
-    has clusters (the fleet's clusters are alike)."""
+    """The CloudWatch dashboards of the artifact set, priced: those of the first cluster of each kind of cluster
+    alike in exporter.mig (whose dashboards are made alike: render/cloudwatch.dashboards), each kind's for its share
+    of the fleet's clusters (one kind: the first cluster's, as many times as the fleet has clusters)."""
+    settings = project.settings
+    kinds = [(*_dashboards_shown(project, fleet, dashboards, clusters[0]), _fleet_share(fleet, settings, clusters))
+             for _, clusters in settings.mig_groups()]
+    free = prices["rates"]["free_dashboards"]
+    count = sum(len(shown) * share for shown, _, share in kinds)
+    small = sum(sum(1 for m in shown if m <= free["max_metrics"]) * share for shown, _, share in kinds)
+    paid = count - min(free["count"], small)
+    reads = sum(analyzed * (fleet.dashboard_view_hours * 60 / fleet.refresh_minutes * share)
+                for _, analyzed, share in kinds)  # each cluster's refreshes while viewed
+    read_price = _price(prices, "console_metrics_analyzed_per_1000")
+    most = max((m for shown, _, _ in kinds for m in shown), default=0)
+    return [
+        Line("dashboards", paid, _price(prices, "dashboard_month"), paid * _price(prices, "dashboard_month"),
+             f"{count} dashboards; {min(free['count'], small)} free (the free tier takes 3 of at most "
+             f"{free['max_metrics']} metrics; these show up to {most:,.0f})"),
+        Line("dashboard reads (metrics analyzed, thousands)", reads / 1000, read_price, reads / 1000 * read_price,
+             f"{fleet.dashboard_view_hours:g} h viewed per cluster, refresh every {fleet.refresh_minutes} min; "
+             f"each query analyzes every pod or GPU of its cluster; free in the console"
+             + (f"; {len(kinds)} kinds of cluster (exporter.mig) show their own widgets, each priced on its share of "
+                f"the clusters" if len(kinds) > 1 else "")),
+    ]
+
+
+def _dashboards_shown(project: Project, fleet: Fleet, dashboards: Sequence[CloudWatchDashboard],
+                      cluster) -> tuple[list[float], float]:
+    """(the metrics each of `cluster`'s CloudWatch dashboards shows, the metrics one refresh of them all analyzes)."""
     from .lint.metrics_insights import QueryError, parse
     from .names import cloudwatch_dashboard_name
 
     settings = project.settings
-    first = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, settings.clusters[0].name, d.id)
-             for d in project.cloudwatch_definitions()}
-    bodies = [d.body for d in dashboards if d.name in first]
+    own = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, d.id)
+           for d in project.cloudwatch_definitions()}
     shown, analyzed = [], 0.0
-    for body in bodies:
+    for body in [d.body for d in dashboards if d.name in own]:
         metrics = 0.0
         for widget in body["widgets"]:
             for line in widget.get("properties", {}).get("metrics", []):
@@ -747,21 +773,7 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
                 analyzed += matched
                 metrics += min(matched, query.limit or 500) if query.group else 1
         shown.append(metrics)
-    free = prices["rates"]["free_dashboards"]
-    count = len(bodies) * fleet.clusters
-    small = sum(1 for m in shown if m <= free["max_metrics"]) * fleet.clusters
-    paid = count - min(free["count"], small)
-    refreshes = fleet.dashboard_view_hours * 60 / fleet.refresh_minutes * fleet.clusters
-    reads = analyzed * refreshes
-    read_price = _price(prices, "console_metrics_analyzed_per_1000")
-    return [
-        Line("dashboards", paid, _price(prices, "dashboard_month"), paid * _price(prices, "dashboard_month"),
-             f"{count} dashboards; {min(free['count'], small)} free (the free tier takes 3 of at most "
-             f"{free['max_metrics']} metrics; these show up to {max(shown, default=0):,.0f})"),
-        Line("dashboard reads (metrics analyzed, thousands)", reads / 1000, read_price, reads / 1000 * read_price,
-             f"{fleet.dashboard_view_hours:g} h viewed per cluster, refresh every {fleet.refresh_minutes} min; "
-             f"each query analyzes every pod or GPU of its cluster; free in the console"),
-    ]
+    return shown, analyzed
 
 
 def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> tuple[list[Line], int]:

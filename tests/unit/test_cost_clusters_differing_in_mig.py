@@ -97,3 +97,23 @@ def test_a_kind_standing_for_more_of_the_fleets_clusters_logs_more(tmp_path):
     counted = {kind["what"]: kind["count"] for kind in events["kinds"]}
     assert counted[NAMESPACE_EVENT] == pytest.approx(100 / 3)
     assert events["per_scrape"] == pytest.approx(1003 + 100 / 3)  # 3 DaemonSets' kube-state-metrics events
+
+
+def _line(answer: dict, item: str) -> dict:
+    return next(line for line in answer["lines"] if line["item"] == item)
+
+
+READS = "dashboard reads (metrics analyzed, thousands)"
+
+
+def test_each_kind_of_clusters_dashboards_is_priced_on_its_share_of_the_fleet(tmp_path):
+    """The bundled overview has two widgets per MIG instance where GPUs may be split, left out where none is: 1,776
+    thousand metrics analyzed a month all split, 1,680 all whole (100 pods, 2 clusters, 40 h viewed each). A mixed fleet's were priced as its first
+    cluster's, as many times as it has clusters: 1,776 with the split cluster first, 1,680 with the whole one first.
+    Each kind's now on its share: 1,728 either way."""
+    estimate = {name: _estimate(tmp_path / name, *clusters) for name, clusters in FLEETS.items()}
+    estimate["mixed, whole first"] = _estimate(tmp_path / "swapped", *FLEETS["mixed"][::-1])
+    reads = {name: _line(answer, READS)["quantity"] for name, answer in estimate.items()}
+    assert reads == {"split": 1776, "whole": 1680, "mixed": 1728, "mixed, whole first": 1728}
+    assert "2 kinds of cluster (exporter.mig) show their own widgets" in _line(estimate["mixed"], READS)["basis"]
+    assert {_line(answer, "dashboards")["quantity"] for answer in estimate.values()} == {6}
