@@ -12,8 +12,9 @@ from pathlib import Path
 
 import click
 
-from .cli_base import (Between, config_option, csv_option, ends_with_command, left_to_exit, load_project_for, main,
-                       no_cycle_collection, optional_path, output_option, waiting_for_turn, folder_given)
+from .cli_base import (Between, config_option, csv_option, ends_with_command, ends_with_this_command, left_to_exit,
+                       load_project_for, main, no_cycle_collection, optional_path, output_option, waiting_for_turn,
+                       folder_given)
 from . import printed
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
 from .build_folder import BUILD
@@ -127,6 +128,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     from .dashboard_parts import part_counts
     from .folder_path import as_named
     from .grafana_inputs import defined_uids
+    from .heap import KEPT_FROM, keep_freed_memory
     from .limits import checked_build
     from .output import (Known, PreviousParts, artifacts_record, differences as build_differences, encode,
                          made_for_the_same, moved_resources, previous_dashboard_configmaps, previous_prometheus_rules,
@@ -134,6 +136,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                          SIDECAR_FILE)
 
     project = load_project_for(config, csv)
+    if len(project.settings.clusters) >= KEPT_FROM and ends_with_this_command():
+        keep_freed_memory()  # (a large build's texts of megabytes, made and freed)
     made_with = settings_record(project.settings)
     shown = printed.path(Path(out))  # (a path holding a newline or another control character is printed escaped)
     # a path with a `..` is read and written where it names (folder_path.named): the previous build is read there too
