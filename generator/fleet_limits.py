@@ -19,13 +19,15 @@ What the CloudWatch user guide documents, and what each limit counts:
   configuration alone, not the fleet: generate refuses them before anything is written (limits.check_dashboards;
   render.alarms) and lint names them (CW011, CW003, AL009; AL006 the 200 alarms of the configured clusters).
 
-The fleet is `cost.Fleet` (clusters alike: one cluster's queries stand for each); the counts are per cluster.
+The fleet is `cost.Fleet` (clusters alike: one cluster's queries stand for each, the first of each kind where the
+clusters differ in exporter.mig); the counts are per cluster.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable
 
@@ -59,6 +61,14 @@ class Read:
     regional: bool = False  # a fleet alarm: one query over every cluster of its Region
     apart: tuple[str, ...] = ()  # a fleet alarm's: the clusters of its Region its WHERE leaves out (`!=`)
     each: int = 1  # metrics per object of its SCHEMA it matches (a node's total and count: two, or one its WHERE names)
+    # where the fleet's clusters differ in exporter.mig and another kind of cluster does not run it: the clusters of
+    # the kind that does (reads)
+    only: tuple[str, ...] = ()
+
+    @property
+    def named(self) -> str:
+        """Who runs it, and where when some kinds of cluster alone do."""
+        return self.who + (f" (cluster{'s' if len(self.only) > 1 else ''} {', '.join(self.only)})" if self.only else "")
 
 
 @dataclass(frozen=True)
@@ -87,12 +97,30 @@ def _parsed(expression: str):
 
 
 def reads(project: Project, artifacts: Artifacts) -> list[Read]:
-    """The queries of the first cluster's dashboards and alarms, and of the fleet alarms of its Region."""
+    """The queries of the first cluster's dashboards and alarms, and of the fleet alarms of its Region (_cluster_reads);
+    where the clusters differ in exporter.mig, those of the first cluster of each kind alike in it (their dashboards
+    and alarms differ), a query some kinds alone run marked with their clusters (Read.only)."""
+    kinds = [clusters for _, clusters in project.settings.mig_groups()]
+    each = [_cluster_reads(project, artifacts, clusters[0]) for clusters in kinds]
+    if len(each) == 1:
+        return each[0]
+    found: list[Read] = []
+    for clusters, kind in zip(kinds, each):
+        for read in kind:
+            if all(read in other for other in each):
+                if read not in found:
+                    found.append(read)
+            else:
+                found.append(replace(read, only=tuple(cluster.name for cluster in clusters)))
+    return found
+
+
+def _cluster_reads(project: Project, artifacts: Artifacts, cluster) -> list[Read]:
+    """The queries of `cluster`'s dashboards and alarms, and of the fleet alarms of its Region."""
     from .names import cloudwatch_dashboard_name
     from .render.cloudwatch import panel_title
 
     settings = project.settings
-    cluster = settings.clusters[0]
     names = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, d.id): d.id
              for d in project.cloudwatch_definitions()}
     found: list[Read] = []
@@ -199,10 +227,10 @@ def _who(queries: list[Read]) -> str:
     dashboards: dict[str, int] = {}
     for read in queries:
         if not read.alarm:
-            dashboard = read.who.rsplit(" (", 1)[1].rstrip(")")
+            dashboard = replace(read, who=read.who.rsplit(" (", 1)[1].rstrip(")")).named
             dashboards[dashboard] = dashboards.get(dashboard, 0) + 1
     widgets = [f"{count} widget{'s' if count > 1 else ''} of {name}" for name, count in sorted(dashboards.items())]
-    return _listed([r.who for r in queries if r.alarm] + widgets)
+    return _listed([r.named for r in queries if r.alarm] + widgets)
 
 
 def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
@@ -230,7 +258,7 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
 
     result = []
     # GROUP BY alarms past 500 series: 500 evaluated (or read, where a query feeds the alarm's math), PARTIAL_DATA
-    returned = [(series(r), r.who) for r in found if r.alarm and r.group]
+    returned = [(series(r), r.named) for r in found if r.alarm and r.group]
     over = sorted(((s.metrics, s.what, who) for s, who in returned if s.metrics > SERIES_PER_QUERY),
                   key=lambda o: (-o[0], o[2]))
     if over:
@@ -255,9 +283,11 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
                         f"WHERE match (per pod, every pod with data in its range, not only those running), so the rest "
                         f"are in no value" + (" and an alarm reports PARTIAL_DATA" if alarmed else ""))
     # Metrics Insights alarms per Region
-    alarms = {(r.who, r.regional) for r in found if r.alarm}
-    per_cluster = sum(1 for _, regional in alarms if not regional)
-    regional = sum(1 for _, regional in alarms if regional)
+    alarms = {(r.who, r.regional, r.only) for r in found if r.alarm}
+    # a cluster's own: those every kind of cluster makes, and those of the kind that makes most of its own
+    per_cluster = sum(1 for _, regional, only in alarms if not regional and not only) + \
+        max(Counter(only for _, regional, only in alarms if not regional and only).values(), default=0)
+    regional = len({who for who, regional, _ in alarms if regional})
     busiest = per_cluster * per_region + regional
     if busiest > METRICS_INSIGHTS_ALARM_QUOTA:
         result.append(f"{busiest:,} Metrics Insights alarms in a Region at least ({per_cluster} per cluster x "

@@ -19,18 +19,10 @@ import json
 from generator.artifacts import build, notes
 from generator.lint.runner import lint
 from generator.output import encode
+from tests.support.mig_rules import FB_PER_GPU_CLOUDWATCH_PER_INSTANCE
 from tests.support.projects import defined_project
 
-ALARM = '''
-from generator.model import Alarm, Condition, Query
-
-
-def alarms(ctx):
-    yield Alarm("gpu-fb-high", "GPU memory high",
-                Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu")), ">", 15000),
-                cloudwatch=Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu", "mig_instance")), ">",
-                                     15000))
-'''
+ALARM = FB_PER_GPU_CLOUDWATCH_PER_INSTANCE
 NO_DASHBOARDS = "def dashboards(ctx):\n    return []\n"
 SETTINGS = """cloudwatch:
   source: container-insights

@@ -28,19 +28,11 @@ from generator.output import encode
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import scrapes
 from tests.support.cloudwatch_agent import Agent, agent_config
+from tests.support.mig_rules import FB_PER_GPU_CLOUDWATCH_PER_INSTANCE
 from tests.support.projects import defined_project
 
 WHOLE = mixed_fleet.WHOLE
-ALARM = '''
-from generator.model import Alarm, Condition, Query
-
-
-def alarms(ctx):
-    yield Alarm("gpu-fb-high", "GPU memory high",
-                Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu")), ">", 15000),
-                cloudwatch=Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu", "mig_instance")), ">",
-                                     15000))
-'''
+ALARM = FB_PER_GPU_CLOUDWATCH_PER_INSTANCE
 END = 900
 SETTINGS = """clusters:
   - {name: split, region: us-east-1}

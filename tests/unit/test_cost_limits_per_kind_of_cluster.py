@@ -1,0 +1,44 @@
+"""`gpudash cost` names the Metrics Insights limits each kind of cluster passes where the clusters differ in
+exporter.mig, whichever cluster the settings list first.
+
+fleet_limits counted the queries of the first cluster's dashboards and alarms alone ("clusters alike: one cluster's
+queries stand for each"). A rule per GPU whose `cloudwatch=` condition is per MIG instance is made in a cluster whose
+GPUs may be split on that condition (a set naming GPU_I_PROFILE: no metric where the fleet's GPUs are whole) and in a
+cluster saying exporter.mig: none on its own (one series per GPU). With 2,000 pods on 2,000 GPUs over two clusters
+(1,000 GPUs each), plain's alarm returns 1,000 series, of which a Metrics Insights alarm evaluates 500; `cost` said
+so when plain came first and said nothing when split did. Each kind's first cluster's queries are now counted, a
+query some kinds alone run named with their clusters.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.artifacts import build
+from generator.cost import Fleet, limits
+from tests.support.mig_rules import FB_PER_GPU_CLOUDWATCH_PER_INSTANCE
+from tests.support.projects import defined_project
+
+ALARM = FB_PER_GPU_CLOUDWATCH_PER_INSTANCE
+NO_DASHBOARDS = "def dashboards(ctx):\n    return []\n"
+SPLIT = "  - {name: split, region: us-east-1}\n"
+PLAIN = "  - {name: plain, region: us-east-1, exporter: {mig: none}}\n"
+PAST_500 = ("GROUP BY alarms past 500 series per cluster: gpu-fb-high-warning (cluster plain) 1,000 GPUs (in each "
+            "alarm's window: those there and, per pod, those started in it)")
+
+
+def _limits(tmp_path, clusters: str) -> list[str]:
+    project = defined_project(tmp_path, "clusters:\n" + clusters, alarms=ALARM, dashboards=NO_DASHBOARDS)
+    return limits(Fleet(clusters=2, pods=2000, churn=0), project, build(project, grafana=False))
+
+
+@pytest.mark.parametrize("clusters", [SPLIT + PLAIN, PLAIN + SPLIT], ids=["split first", "plain first"])
+def test_the_plain_clusters_alarm_past_500_series_is_named(tmp_path, clusters):
+    said = [note for note in _limits(tmp_path, clusters) if note.startswith("GROUP BY alarms")]
+    assert [note.split(": a Metrics")[0] for note in said] == [PAST_500], said
+
+
+def test_a_fleet_alike_names_no_cluster(tmp_path):
+    said = [note for note in _limits(tmp_path, PLAIN + PLAIN.replace("plain", "calm"))
+            if note.startswith("GROUP BY alarms")]
+    assert [note.split(": a Metrics")[0] for note in said] == [PAST_500.replace(" (cluster plain)", "")], said
