@@ -1,0 +1,116 @@
+"""Lint judges the OTel pipeline by the components its metrics pipeline runs, not by every one the configuration
+defines: the collector passes a scrape through the processors its pipeline lists, in that order, and exports through
+the exporters it lists (opentelemetry-collector otelcol/config.go, service.pipelines); a processor or exporter defined
+and named by no pipeline does nothing.
+
+A build's collector configuration edited by hand so that its pipeline no longer names the blank filter, the processor
+making the pods' totals, unused shares and flags past a level (metricstransform/gpudash-pods), the one making a GPU's
+reading once and the nodes' totals (metricstransform/gpudash), or the awsemf exporter: the agent model (which runs the
+pipeline's list, tests/support/cloudwatch_otel) shows what is then published; lint must say it.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import pytest
+
+from generator.artifacts import build
+from generator.lint import run
+from generator.lint.feed_rules import RULES
+from generator.output import encode
+from generator.project import load_project
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
+from tests.support.lint_input import lint_input
+
+AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+PIPELINE = "metrics/gpudash"
+NODE = "ip-10-0-1-1"
+BLANK = 9223372036854775794  # DCGM's "not supported"
+# GPU 0 held by ml/train reading 60 °C and 200 W; GPU 1, held by no pod, reads DCGM's blank temperature
+PAYLOAD = ("# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
+           f'DCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="GPU-0",Hostname="{NODE}",pod="train",namespace="ml"}} 60\n'
+           f'DCGM_FI_DEV_GPU_TEMP{{gpu="1",UUID="GPU-1",Hostname="{NODE}"}} {BLANK}\n'
+           "# TYPE DCGM_FI_DEV_POWER_USAGE gauge\n"
+           f'DCGM_FI_DEV_POWER_USAGE{{gpu="0",UUID="GPU-0",Hostname="{NODE}",pod="train",namespace="ml"}} 200\n'
+           f'DCGM_FI_DEV_POWER_USAGE{{gpu="1",UUID="GPU-1",Hostname="{NODE}"}} 50\n')
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("wiring")
+    (folder / "gpudash.yaml").write_text("")
+    return load_project(folder / "gpudash.yaml")
+
+
+def _unhooked(project, kind: str, name: str):
+    """The build with `name` left out of the pipeline's `kind` (processors, exporters); defined as before."""
+    artifacts = build(project, grafana=False)
+    agent = artifacts.agents[0]
+    otel = copy.deepcopy(agent.otel)
+    if name:
+        otel["service"]["pipelines"][PIPELINE][kind].remove(name)
+    return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+
+
+def _points(artifacts, metric: str, dims: set[str]) -> list[tuple[str, float]]:
+    """(gpu or pod, if the set names one, and value) of each point of `metric` in the set `dims` the agent model publishes at the second of two
+    scrapes of PAYLOAD (none where the pipeline exports nothing)."""
+    if "awsemf/gpudash" not in artifacts.agents[0].otel["service"]["pipelines"][PIPELINE]["exporters"]:
+        return []
+    config, job = agent_config(encode(artifacts)[AGENT])
+    agent = Agent(config, job)
+    points = [p for k in range(2) for p in agent.scrape(Scrape(k * 30.0, PAYLOAD, target_labels(job, NODE)))
+              if p.metric == metric and set(p.dims()) == dims and p.timestamp == 30.0]
+    return sorted((p.dims().get("gpu") or p.dims().get("pod", ""), p.value) for p in points)
+
+
+def _findings(project, artifacts, *rules: str) -> list[str]:
+    return [f"{f.rule} {f.where}: {f.message}" for f in run([r for r in RULES if r.id in rules],
+                                                             lint_input(project, artifacts))]
+
+
+GPU_SET = {"ClusterName", "node", "gpu"}
+POD_TOTAL_SET = {"ClusterName", "namespace", "pod", "pod_total"}
+ONCE_SET = {"ClusterName", "readings"}  # a GPU's reading once, for the fleet's values past their LIMIT
+UNWIRED = pytest.mark.xfail(strict=True, reason="lint reads every processor and exporter the collector configuration "
+                            "defines as running: one its metrics pipeline no longer names does nothing, and what it "
+                            "made or dropped is not said to be missing")
+
+
+def test_as_built(project):
+    artifacts = _unhooked(project, "processors", "")
+    assert _points(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == [("0", 60.0)]  # the blank dropped
+    assert _points(artifacts, "DCGM_FI_DEV_POWER_USAGE", POD_TOTAL_SET) == [("train", 200.0)]
+    assert _points(artifacts, "DCGM_FI_DEV_POWER_USAGE", ONCE_SET) == [("", 50.0), ("", 200.0)]
+    assert _findings(project, artifacts, "AG001", "AG005") == []
+
+
+@UNWIRED
+def test_the_blank_filter_left_out_of_the_pipeline_fails_ag005(project):
+    artifacts = _unhooked(project, "processors", "filter/gpudash")
+    assert _points(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == [("0", 60.0), ("1", float(BLANK))]
+    assert any(f.startswith("AG005") and "filter/gpudash" in f for f in _findings(project, artifacts, "AG005"))
+
+
+@UNWIRED
+def test_the_pods_totals_processor_left_out_of_the_pipeline_fails_ag001(project):
+    artifacts = _unhooked(project, "processors", "metricstransform/gpudash-pods")
+    assert _points(artifacts, "DCGM_FI_DEV_POWER_USAGE", POD_TOTAL_SET) == []
+    assert any("DCGM_FI_DEV_POWER_USAGE" in f and "pod_total" in f for f in _findings(project, artifacts, "AG001"))
+
+
+@UNWIRED
+def test_the_merge_processor_left_out_of_the_pipeline_fails_ag001(project):
+    artifacts = _unhooked(project, "processors", "metricstransform/gpudash")
+    assert _points(artifacts, "DCGM_FI_DEV_POWER_USAGE", ONCE_SET) == []
+    assert any("DCGM_FI_DEV_POWER_USAGE" in f and "readings" in f for f in _findings(project, artifacts, "AG001"))
+
+
+@UNWIRED
+def test_the_exporter_left_out_of_the_pipeline_fails_ag001(project):
+    artifacts = _unhooked(project, "exporters", "awsemf/gpudash")
+    assert _points(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
+    assert any("'GPU temperature'" in f and "does not publish" in f for f in _findings(project, artifacts, "AG001"))
