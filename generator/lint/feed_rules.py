@@ -71,7 +71,7 @@ def declarations_complete(subject: LintInput) -> Iterable[Finding]:
 
 def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
     """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor."""
-    from ..render.agent_otel import (FILTER, UNUSED_PREFIX, _level_fields, _merged_names, _unused_fields,
+    from ..render.agent_otel import (FILTER, MARKERS, UNUSED_PREFIX, _level_fields, _merged_names, _unused_fields,
                                      blank_conditions, level_blank_conditions, merged_blank_conditions, scrape_series,
                                      total_blank_conditions)
 
@@ -93,8 +93,11 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
                                         _level_fields(subject.catalog, _otel_declarations(agent.otel)))
         # a GPU's merged reading of a field split per process (exporter.virtual_gpus), made before the filter
         merged = merged_blank_conditions(subject.catalog, subject.settings, published)
+        # processors defined that the pipeline does not run: named once (_pipeline_runs), not for what they hold
+        unrun = sorted(set(subject.artifacts.agent(cluster.name).otel.get("processors") or {})
+                       - set(agent.otel.get("processors") or {}))
         for condition in [*blank_conditions(subject.catalog, published), *totals, *unused, *levels, *merged, own]:
-            if condition not in filtered:
+            if condition not in filtered and FILTER not in unrun:
                 yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {FILTER}",
                               f"the filter lacks `{condition}`: "
                               + ("the agent would publish up / scrape_* series" if condition == own else
@@ -106,9 +109,31 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
                                  "a blank's flag would pass the level an alarm judges every reading by"
                                  if condition in levels else
                                  "DCGM's blank values of these fields would reach CloudWatch"))
-        yield from _markers_dropped(agent.otel, cluster)
+        if MARKERS not in unrun:
+            yield from _markers_dropped(agent.otel, cluster)
         yield from _no_data_flag(agent.otel, cluster)
         yield from _processor_order(agent.otel, cluster)
+        yield from _pipeline_runs(subject.artifacts.agent(cluster.name), agent, cluster, unrun)
+
+
+def _pipeline_runs(defined, running, cluster: Cluster, unrun: list[str]) -> Iterable[Finding]:
+    """The collector runs the processors its metrics pipeline names and exports through the exporters it names
+    (LintInput.agent reads the configuration so): a processor the configuration defines that the pipeline carrying
+    the scrapes to awsemf leaves out (`unrun`) does nothing, and without such a pipeline nothing is published."""
+    from ..render.agent_otel import EXPORTER, PIPELINE, RECEIVER
+
+    where = f"{agent_file(cluster.name)} {OTEL_KEY} service.pipelines"
+    if unrun:
+        yield Finding("AG005", "error", where,
+                      f"{', '.join(unrun)} {'is' if len(unrun) == 1 else 'are'} defined but no metrics pipeline from "
+                      f"{RECEIVER} to {EXPORTER} names {'it' if len(unrun) == 1 else 'them'}: the collector does "
+                      f"not run {'it' if len(unrun) == 1 else 'them'} (list {'it' if len(unrun) == 1 else 'them'} "
+                      f"in {PIPELINE}'s processors, in the order gpudash writes)")
+    emf = (running.otel.get("exporters") or {}).get(EXPORTER) or {}
+    if (defined.otel.get("exporters") or {}).get(EXPORTER, {}).get("metric_declarations") and \
+            not emf.get("metric_declarations"):
+        yield Finding("AG005", "error", where, f"no metrics pipeline carries {RECEIVER}'s scrapes to {EXPORTER}: the "
+                      f"agent publishes nothing")
 
 
 def _markers_dropped(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -61,8 +61,22 @@ class LintInput:
         return any(agent is not None and agent.otel is not None for agent in map(self.agent, self.clusters()))
 
     def agent(self, cluster: Cluster | None = None) -> AgentConfig | None:
-        """The agent ConfigMaps of `cluster` (the first cluster's when None); None with the add-on."""
-        return self.artifacts.agent((cluster or self.clusters()[0]).name)
+        """The agent ConfigMaps of `cluster` (the first cluster's when None); None with the add-on. On the OTel
+        pipeline its collector configuration as the collector runs it (render/agent_otel.running: the processors
+        and exporter its metrics pipeline names)."""
+        name = (cluster or self.clusters()[0]).name
+        if name not in self._running:
+            return self.artifacts.agent(name)
+        return self._running[name]
+
+    @cached_property
+    def _running(self) -> dict[str, AgentConfig | None]:
+        """Each configured cluster's agent, its collector configuration as it runs (worked out once)."""
+        from ..render.agent_otel import running
+
+        agents = {c.name: self.artifacts.agent(c.name) for c in self.clusters()}
+        return {name: agent if agent is None or agent.otel is None else replace(agent, otel=running(agent.otel))
+                for name, agent in agents.items()}
 
     def agent_config(self, cluster: Cluster | None = None) -> dict[str, Any] | None:
         """The agent's cwagentconfig.json of `cluster`; None with the add-on, which has no agent ConfigMaps."""

@@ -1282,6 +1282,22 @@ def json_config(cluster: Cluster) -> dict[str, Any]:
     return {"agent": {"region": cluster.region}}
 
 
+def running(otel: dict[str, Any]) -> dict[str, Any]:
+    """A collector configuration as the collector runs it: the processors of the metrics pipelines that carry the
+    prometheus receiver's scrapes to the awsemf exporter, no other (a processor defined and named by no such pipeline
+    does nothing: opentelemetry-collector's service.pipelines), and with no such pipeline an exporter that publishes
+    nothing (no declaration). Read by lint."""
+    pipelines = [p for name, p in ((otel.get("service") or {}).get("pipelines") or {}).items()
+                 if isinstance(p, dict) and str(name).split("/")[0] == "metrics"
+                 and RECEIVER in (p.get("receivers") or []) and EXPORTER in (p.get("exporters") or [])]
+    names = {str(n) for p in pipelines for n in p.get("processors") or []}
+    result = {**otel, "processors": {k: v for k, v in (otel.get("processors") or {}).items() if k in names}}
+    exporters = otel.get("exporters")
+    if not pipelines and isinstance(exporters, dict) and isinstance(exporters.get(EXPORTER), dict):
+        result["exporters"] = {**exporters, EXPORTER: {**exporters[EXPORTER], "metric_declarations": []}}
+    return result
+
+
 def publishing(otel: dict[str, Any]) -> dict[str, Any]:
     """What a collector configuration written by Pipeline.config publishes, in the JSON path's terms
     (cluster_name, emf_processor), for the readers of either (lint, verify, cost); a declaration

@@ -515,7 +515,9 @@ def test_a_filter_that_lets_a_pods_blank_sum_through_or_runs_before_the_totals_f
              "metricstransform/gpudash runs before filter/gpudash"),
             (("metricstransform/gpudash-pods", "transform/gpudash-unused", "filter/gpudash", "metricstransform/gpudash"),
              "transform/gpudash-unused runs before filter/gpudash")):
-        (finding,) = _findings(_edited(load_project(), ordered(*order)), "AG005")
+        # (the processors the order leaves out are named apart: the collector does not run them)
+        (finding, unrun) = _findings(_edited(load_project(), ordered(*order)), "AG005")
+        assert unrun.where.endswith("service.pipelines") and "filter/gpudash-markers" in unrun.message
         assert said in finding.message
 
 
@@ -530,9 +532,13 @@ def test_a_pipeline_publishing_each_scrapes_sample_count_unflagged_fails():
         otel["processors"]["transform/gpudash"]["metric_statements"][0]["statements"].pop()
 
     for edit in (unflagged, edited):
-        (finding,) = _findings(_edited(load_project(), edit), "AG005")
+        findings = _findings(_edited(load_project(), edit), "AG005")
+        (finding,) = [f for f in findings if not f.where.endswith("service.pipelines")]
         assert "would sum sample counts" in finding.message and finding.severity == "error"
         assert finding.where.endswith("transform/gpudash")
+        # left out of the pipeline, the transform is also named as not run
+        assert [f.message.split(" is defined")[0] for f in findings if f.where.endswith("service.pipelines")] == \
+            (["transform/gpudash"] if edit is unflagged else [])
 
 
 def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_sends_the_total(project_dir):
