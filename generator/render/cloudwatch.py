@@ -853,6 +853,9 @@ class _Body:
     period_follows: bool  # a widget's math divides by the period its query used (PERIOD of its hidden metric)
     now: list[tuple[str, int]]  # (title, the one period it is drawn at) of each value or table that means now
     observation: str = "scrape"  # what observes a GPU once on the dashboard's source (its layout's)
+    # GPUs of its clusters may be split into MIG instances (not exporter.mig: none): the add-on's header says what it
+    # publishes of one (MIG_ONE_INSTANCE)
+    split: bool = True
 
     def in_cluster(self, cluster: Cluster, source: str) -> dict[str, Any]:
         header = (f"# {self.title} — {cluster.name}\n{self.description}\n\n"
@@ -883,7 +886,7 @@ class _Body:
                        "way to. " + _BLANK_WIDGETS + " A GPU that never reads a field (a MIG GPU's utilization "
                        "where its exporter writes the blank) leaves the fleet's mean, total and extreme of it empty. "
                        "Alarms cannot drop it: one firing above a threshold fires for such a GPU or pod, one firing "
-                       "below it never does.\n\n" + MIG_ONE_INSTANCE)
+                       "below it never does." + ("\n\n" + MIG_ONE_INSTANCE if self.split else ""))
         whole = any(isinstance(w, _MetricWidget) and w.properties.get("setPeriodToTimeRange") for w in self.widgets)
         header += "\n\n" + periods_note(self.period_follows, self.now, whole_range=whole,
                                           observation=self.observation)
@@ -941,7 +944,7 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
     period_follows = any(PERIOD in (plans[id(panel)].math or "") for panel in shown.panels())
     now = [(w.properties["title"], w.true_at) for w in widgets if isinstance(w, _MetricWidget) and w.true_at]
     return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, kept, period_follows,
-                 now, layout_of(settings).observation)
+                 now, layout_of(settings).observation, split=not settings.no_mig)
 
 
 _BLANK_WIDGETS = ("A widget of one line shows a gap for a period it falls in (a sum, mean or extreme over GPUs too) "

@@ -13,7 +13,10 @@ them may be split.
 from __future__ import annotations
 
 from generator.artifacts import build
+from generator.container_insights import MIG_ONE_INSTANCE
 from generator.lint.runner import lint
+from generator.output import encode
+from tests.support.cloudwatch_widgets import header
 from tests.support.projects import defined_project
 
 ALARMS = '''
@@ -58,3 +61,18 @@ def test_a_fleet_that_may_be_split_is_noted_as_ever(tmp_path):
     alarms = {where.split()[-1] for where in noted if where.startswith("cloudwatch/alarms.json")}
     assert alarms == {"gpudash-gpu-cluster-gpu-fb-high-warning", "gpudash-fleet-fleet-fb-high-warning"}, alarms
     assert len(noted) == 11, sorted(noted)
+
+
+def test_the_dashboard_header_says_what_the_addon_does_with_a_mig_gpu_where_gpus_may_be_split(tmp_path):
+    """The add-on dashboards' header says how the add-on publishes a GPU split into MIG instances (MIG_ONE_INSTANCE)
+    in the clusters whose GPUs may be split; in one saying exporter.mig: none, which has none, it said it too."""
+    project = defined_project(tmp_path, MIXED, alarms=ALARMS)
+    files = encode(build(project, grafana=False))
+    said = {name: MIG_ONE_INSTANCE in header(files, f"cloudwatch/dashboards/gpudash-{name}-overview.json")
+            for name in ("split", "plain", "calm")}
+    assert said == {"split": True, "plain": False, "calm": False}
+    # the rest alike (but the cluster's name, and the stamp of what the body holds)
+    plain, split = (header(files, f"cloudwatch/dashboards/gpudash-{name}-overview.json").rsplit("sha256:", 1)[0]
+                    for name in ("plain", "split"))
+    assert split.replace(" — split\n", " — plain\n") == plain.replace(
+        "never does.", "never does.\n\n" + MIG_ONE_INSTANCE, 1)
