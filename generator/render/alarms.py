@@ -1629,10 +1629,13 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
     # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
     kinds = _kinds(alarm, catalog, settings)
+
+    def of_kind(kind: str | None) -> Condition:  # whole GPUs beside MIG instances: the rule's own condition
+        return alarm.condition if kind == OWN_WHOLE else condition
     read = value or (lambda kind, period: period_value(alarm, catalog, settings, period, kind))
     if range_judged(alarm):
         extra = range_extra(alarm, settings)
-        judged = " or ".join(_of_range(alarm, lambda period, kind=kind: read(kind, period), condition,
+        judged = " or ".join(_of_range(alarm, lambda period, kind=kind: read(kind, period), of_kind(kind),
                                        None if value else (lambda periods, kind=kind:
                                                            period_values(alarm, catalog, settings, periods, kind)),
                                        extra)
@@ -1641,8 +1644,8 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
             periods = range(alarm.evaluation_periods + extra)
             return f"{judged} or {_nothing(alarm, settings, [read(kind, k) for kind in kinds for k in periods])}"
         return judged
-    return " or ".join(_of_periods(alarm, lambda period, kind=kind: f"{read(kind, period)} {condition.comparison} "
-                                                                    f"{number(condition.threshold)}")
+    return " or ".join(_of_periods(alarm, lambda period, kind=kind: f"{read(kind, period)} {of_kind(kind).comparison} "
+                                                                    f"{number(of_kind(kind).threshold)}")
                        for kind in kinds)
 
 
@@ -1706,7 +1709,28 @@ def stopped_rules(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[d
 
 
 def _kinds(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[str | None, ...]:
-    return ("whole", "mig") if kinds_apart(_alert_query(alarm, settings), catalog) else (None,)
+    if kinds_apart(_alert_query(alarm, settings), catalog):
+        return ("whole", "mig")
+    return (INSTANCES, OWN_WHOLE) if whole_beside_instances(alarm, settings) else (None,)
+
+
+# A rule whose CloudWatch condition is per MIG instance (a `cloudwatch=` one) where its own is not, with settings where
+# GPUs may be split: MIG instances judged on that condition (INSTANCES), as the alarm of the clusters whose GPUs may be
+# split judges them, and whole GPUs on the rule's own condition (OWN_WHOLE), as the alarm of a cluster saying
+# exporter.mig: none does (its own, or a fleet rule's <rule>-whole). The one rules file every cluster's Prometheus loads
+# cannot tell which cluster it runs on (a Prometheus per cluster writes no cluster label): read on the MIG instances
+# alone, it fired for no GPU of a cluster saying none, where that cluster's alarm was in ALARM. A whole GPU of a cluster
+# whose GPUs may be split is judged here too, by no alarm there (AL012 says so).
+INSTANCES, OWN_WHOLE = "instances", "whole-own"
+
+
+def whole_beside_instances(alarm: Alarm, settings: Settings) -> bool:
+    """Whether the rule judges MIG instances on its `cloudwatch=` condition and whole GPUs on its own (INSTANCES,
+    OWN_WHOLE)."""
+    chosen = alarm.cloudwatch
+    return (chosen is not None and not alarm.absent and not alarm.stopped
+            and cloudwatch_condition(alarm, settings) is chosen and "mig_instance" in chosen.query.by
+            and "mig_instance" not in alarm.condition.query.by)
 
 
 # A rule whose condition reads one period's statistic more than once (missing data `missing` or `notBreaching`, judged
@@ -1789,8 +1813,12 @@ def period_values(alarm: Alarm, catalog: Catalog, settings: Settings, periods: I
 def _statistic(alarm: Alarm, catalog: Catalog, settings: Settings, offset, kind: str | None) -> str:
     window = _duration(alarm.period_seconds)
     regions = judged_regions(alarm, settings)
-    return expression(_alert_query(alarm, settings), settings.labels, catalog,
-                      Scope() if regions else settings_clusters(settings), rate_window=window,
+    query, scope = _alert_query(alarm, settings), Scope() if regions else settings_clusters(settings)
+    if kind == OWN_WHOLE:  # the rule's own condition over the series of whole GPUs (no MIG instance named)
+        query, scope = _own_query(alarm, settings), Scope((*scope.regexes, ("mig_instance", "")))
+    if kind in (INSTANCES, OWN_WHOLE):
+        kind = None
+    return expression(query, settings.labels, catalog, scope, rate_window=window,
                       increase_window=window, gauge_window=window, per_instance=True, kind=kind,
                       resolution=rule_step(settings), offset=offset,
                       hold=f"{settings.scrape.seconds}s", reach=gap_reach(alarm, settings), regions=regions,
@@ -2017,7 +2045,15 @@ def no_data_rule(alarm: Alarm, settings: Settings) -> str:
 def _alert_query(alarm: Alarm, settings: Settings):
     """The query of the condition CloudWatch evaluates: a definition's `cloudwatch=` condition, where
     CloudWatch cannot compute its own, is the rule's in Prometheus too, so both fire on one situation."""
-    query = cloudwatch_condition(alarm, settings).query
+    return _of_clusters(alarm, settings, cloudwatch_condition(alarm, settings).query)
+
+
+def _own_query(alarm: Alarm, settings: Settings):
+    """The query of the rule's own condition (its whole GPUs beside MIG instances: OWN_WHOLE)."""
+    return _of_clusters(alarm, settings, alarm.condition.query)
+
+
+def _of_clusters(alarm: Alarm, settings: Settings, query):
     if settings.shared_prometheus and (alarm.scope == "cluster" or clusters_apart(alarm, query)):
         query = with_cluster(query)  # one Prometheus, several clusters: each cluster's objects apart
     return query

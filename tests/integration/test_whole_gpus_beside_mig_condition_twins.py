@@ -8,6 +8,7 @@ condition (scope cluster: plain's own alarm; scope fleet: the Region's `<rule>-w
 on the `cloudwatch=` one. The one rules file both Prometheus servers load read the `cloudwatch=` condition (MIG instances
 alone) everywhere: on plain's Prometheus it fired for no GPU, where plain's alarm is in ALARM for two; and split's whole
 GPUs over the level, which generate's note (AL012) says the Prometheus rule evaluates, were judged by no rule either.
+Now the rule judges MIG instances on the `cloudwatch=` condition and whole GPUs on its own (render.alarms.OWN_WHOLE).
 """
 
 from __future__ import annotations
@@ -93,19 +94,40 @@ def test_the_stories_hold(built):
                                          "GPU_I_PROFILE": "3g.20gb"}]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the rules file reads a rule's cloudwatch= condition per MIG instance on every cluster's Prometheus, also on a "
-    "cluster saying exporter.mig: none, whose CloudWatch alarm judges the rule's own condition per GPU: the rule fires "
-    "for none of the whole GPUs that alarm is in ALARM for"))
 def test_on_a_cluster_saying_no_mig_the_rule_fires_for_the_gpus_its_alarm_does(built):
     folder, files = built
     _rule_fires(folder, "plain", _alarmed(files, "plain"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the rule reads MIG instances alone on a cluster whose GPUs may be split, so it judges none of that cluster's "
-    "whole GPUs, which generate's note says its Prometheus rule evaluates (only CloudWatch leaves them out)"))
 def test_on_a_cluster_whose_gpus_may_be_split_the_rule_judges_its_instances_and_its_whole_gpus(built):
     folder, files = built
     whole = [{"node": "gpu-node-b", "gpu": "0"}, {"node": "ip-10-0-3-7.ec2.internal", "gpu": "0"}]
     _rule_fires(folder, "split", _alarmed(files, "split") + whole)
+
+
+SHARED = """clusters:
+  - {name: split, region: us-east-1, prometheus_label: split}
+  - {name: plain, region: us-east-1, prometheus_label: plain, exporter: {mig: none}}
+"""
+
+
+@pytest.mark.parametrize("scope", ["cluster", "fleet"])
+def test_on_one_prometheus_holding_both_clusters_the_rule_fires_for_each_cluster_s_alarmed_gpus(tmp_path, scope):
+    """Both clusters scraped into one Prometheus (clusters[].prometheus_label): the rule fires for plain's whole GPUs
+    its alarm is in ALARM for, split's MIG instance its alarm is in ALARM for and split's whole GPUs, each with its
+    cluster."""
+    project = defined_project(tmp_path, SHARED, alarms=_definition(scope),
+                              dashboards="def dashboards(ctx):\n    return []\n")
+    files = encode(build(project, grafana=False))
+    (tmp_path / "rules.yaml").write_bytes(files["prometheus/rules.yaml"])
+    series = [{**s, "series": s["series"].replace("{", f'{{cluster="{cluster}",', 1)}
+              for cluster, fleet in FLEETS.items() for s in mixed_fleet.scraped_series((FIELD,), STEP, STEPS, fleet)]
+    whole = [{"node": "gpu-node-b", "gpu": "0"}, {"node": "ip-10-0-3-7.ec2.internal", "gpu": "0"}]
+    expected = [{**labels, "cluster": "plain"} for labels in _alarmed(files, "plain")]
+    expected += [{**labels, "cluster": "split"} for labels in _alarmed(files, "split") + whole]
+    alert = alert_names(tmp_path)["gpu-fb-high"]
+    promtool_test(tmp_path, "shared.yaml", [{
+        "interval": f"{STEP}s", "input_series": series,
+        "alert_rule_test": [{"eval_time": f"{END}s", "alertname": alert,
+                             "exp_alerts": [expected_alert(tmp_path, alert, **labels) for labels in expected]}]}],
+        evaluation_interval=f"{STEP}s")
