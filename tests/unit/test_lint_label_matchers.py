@@ -224,3 +224,28 @@ def test_a_metric_relabel_rule_taking_the_cluster_name_away_fails_ag002(projects
     findings = [f.message for f in run([r for r in RULES if r.id == "AG002"], lint_input(project, artifacts))]
     assert bool(findings) == (not published), findings
     assert all("metric_relabel_configs" in f for f in findings), findings
+
+
+@pytest.mark.xfail(strict=True, reason="AG002 takes the exporter job's target labels (node, Namespace, Service, "
+                   "exporter_pod) from a fixed list, not from the job's relabel_configs: a job that no longer writes "
+                   "the pod's node into `node` publishes no per-GPU set, and lint says nothing")
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_job_no_longer_writing_the_node_fails_ag002(projects, pipeline):
+    """The per-GPU set [ClusterName, node, gpu] needs `node`, which the agent's exporter job writes from the pod's
+    __meta_kubernetes_pod_node_name (the exporter writes no `node`): with that rule gone (or reading a meta label
+    Kubernetes SD does not give) no point carries it and the fleet and health views read nothing."""
+    artifacts = build(projects[pipeline], grafana=False)
+    agent = artifacts.agents[0]
+    if agent.otel is not None:
+        otel = copy.deepcopy(agent.otel)
+        job = otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0]
+        agent = replace(agent, otel=otel)
+    else:
+        scrape = copy.deepcopy(agent.scrape)
+        job = scrape["scrape_configs"][0]
+        agent = replace(agent, scrape=scrape)
+    job["relabel_configs"] = [r for r in job["relabel_configs"] if r.get("target_label") != "node"]
+    artifacts = replace(artifacts, agents=(agent, *artifacts.agents[1:]))
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
+    findings = [f.message for f in run([r for r in RULES if r.id == "AG002"], lint_input(projects[pipeline], artifacts))]
+    assert any("'node'" in f for f in findings), findings
