@@ -25,7 +25,7 @@ from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE,
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, MadePoint
 from ..render.scrape import gpu_id_label, written_labels
-from ..series_labels import MAX_DIMENSIONS, STATIC_VALUES, TARGET_LABELS, exporter_labels
+from ..series_labels import MAX_DIMENSIONS, STATIC_VALUES, TARGET_ADDRESS, TARGET_LABELS, exporter_labels
 from ..settings import Cluster, dimensions_lacking, duration_seconds, mig_of, workload_rename_mix
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -745,18 +745,57 @@ def _daemonset_pods(settings: Any, cluster: Cluster) -> Iterable[tuple[str, str,
                 pod_label_meta(key): value}
 
 
-def _published_labels(subject: LintInput) -> set[str]:
-    """The labels the agent's DCGM series carry after its scrape job: the job's target labels, the exporter's
-    (its workload labels under the names `labels:` says it writes them), then the job's metric_relabel_configs in
-    order (a rename adds its target, labeldrop removes)."""
-    labels = set(TARGET_LABELS) | exporter_labels(written_labels(subject.settings)) \
+def _published_labels(subject: LintInput, cluster: Cluster | None = None) -> set[str]:
+    """The labels the agent's DCGM series carry after its scrape job: the job's target labels (with `cluster`, those
+    its exporter job's relabel_configs give one of its exporter pods: _target_labels; else the labels gpudash's jobs
+    give), the exporter's (its workload labels under the names `labels:` says it writes them), then the job's
+    metric_relabel_configs in order (a rename adds its target, labeldrop removes)."""
+    job = (_running_exporter_job(subject, cluster) if cluster is not None else None) or subject.scrape_job()
+    target = _target_labels(subject, cluster, job) if cluster is not None else None
+    labels = set(TARGET_LABELS if target is None else target) | exporter_labels(written_labels(subject.settings)) \
         | {m.name for m in subject.catalog.labels()}
     # The labels that identify a GPU (cluster, each spelling of the node) are grouped on even
     # where a series lacks some of them: a missing one groups as empty, which changes nothing.
-    labels.update(gpu_identity(subject.settings.labels))
+    labels.update(label for label in gpu_identity(subject.settings.labels) if target is None or label not in
+                  TARGET_LABELS or label in target)
     # So are a field's own labels (an XID's err_code), kept through the per-GPU merge where an exporter writes them.
     labels.update(FIELD_LABEL_KEYS)
-    return _relabeled(labels, subject.scrape_job().get("metric_relabel_configs", []))
+    return _relabeled(labels, job.get("metric_relabel_configs", []))
+
+
+def _running_exporter_job(subject: LintInput, cluster: Cluster) -> dict[str, Any] | None:
+    """The cluster's agent exporter job as the agent runs it: on the OTel pipeline the receiver's (its strings read
+    as the collector reads them), on the JSON path prometheus.yaml's; None with the add-on."""
+    from ..render.agent_otel import RECEIVER, unescaped
+
+    agent = subject.agent(cluster)
+    if agent is None:
+        return None
+    if agent.otel is None:
+        return _exporter_job(subject, cluster)
+    jobs = (((agent.otel.get("receivers") or {}).get(RECEIVER) or {}).get("config") or {}).get("scrape_configs") or []
+    job = next((j for j in jobs if isinstance(j, dict) and j.get("job_name") == subject.settings.scrape.job_name), None)
+
+    def read(value: Any) -> Any:
+        if isinstance(value, str):
+            return unescaped(value)
+        if isinstance(value, list):
+            return [read(v) for v in value]
+        return {k: read(v) for k, v in value.items()} if isinstance(value, dict) else value
+    return read(job) if job is not None else None
+
+
+def _target_labels(subject: LintInput, cluster: Cluster, job: dict[str, Any]) -> set[str] | None:
+    """The labels the exporter job's relabel_configs give the first exporter pod the cluster names, as Kubernetes SD
+    meets it on a node (its node, pod name, revision labels, address), with the job and instance Prometheus adds;
+    None where the job drops that pod (AG007 says so)."""
+    for namespace, name, _, pod in _daemonset_pods(subject.settings, cluster):
+        meta = {**pod, "__address__": "10.0.0.1:9400", "__meta_kubernetes_pod_node_name": "ip-10-0-0-1",
+                "__meta_kubernetes_pod_name": f"{name}-x7k2p", "__meta_kubernetes_pod_label_controller_revision_hash":
+                "5d8f7c9b6d", "__meta_kubernetes_pod_label_pod_template_generation": "1"}
+        labels = _relabeled_target(meta, job.get("relabel_configs") or [])
+        return None if labels is None else {k for k in labels if not k.startswith("__")} | {"job", TARGET_ADDRESS}
+    return None
 
 
 def _labels_added(subject: LintInput, cluster: Cluster) -> set[str]:
@@ -775,11 +814,10 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
     """Every dimension the agent publishes is a label on the scraped series (ClusterName from cluster_name),
     and the per-pod set names the workload's namespace and pod."""
     settings = subject.settings
-    scraped = _published_labels(subject)
     for cluster in subject.clusters():
         where = agent_file(cluster.name)
         prometheus = _prometheus(subject, cluster)
-        labels = scraped | _labels_added(subject, cluster)
+        labels = _published_labels(subject, cluster) | _labels_added(subject, cluster)
         for declaration in _declarations(subject, cluster):
             # the kube-state-metrics job's series carry their DaemonSet's labels (data_missing.ksm_set)
             of = labels | set(KSM_SERIES_LABELS) if _selects_ksm(declaration) else labels

@@ -226,9 +226,6 @@ def test_a_metric_relabel_rule_taking_the_cluster_name_away_fails_ag002(projects
     assert all("metric_relabel_configs" in f for f in findings), findings
 
 
-@pytest.mark.xfail(strict=True, reason="AG002 takes the exporter job's target labels (node, Namespace, Service, "
-                   "exporter_pod) from a fixed list, not from the job's relabel_configs: a job that no longer writes "
-                   "the pod's node into `node` publishes no per-GPU set, and lint says nothing")
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
 def test_a_job_no_longer_writing_the_node_fails_ag002(projects, pipeline):
     """The per-GPU set [ClusterName, node, gpu] needs `node`, which the agent's exporter job writes from the pod's
