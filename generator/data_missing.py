@@ -583,8 +583,9 @@ MIG_SENTENCE = ("A GPU split into MIG instances misleads it: under MIG's single 
                 "hides a GPU missing elsewhere (`gpudash verify` fails such nodes; write alarms.expected_gpus: none).")
 
 
-def addon_gpu_description(period: int, metrics_interval: int, gpu_interval: int) -> About:
-    """What the add-on's per-GPU alarm sees, and what it cannot."""
+def addon_gpu_description(period: int, metrics_interval: int, gpu_interval: int, mig: bool = True) -> About:
+    """What the add-on's per-GPU alarm sees, and what it cannot; what MIG does to it only where GPUs may be split
+    (`mig`: the cluster does not say exporter.mig: none)."""
     n = addon_collections(period, gpu_interval)
     intervals = f"node metrics every {metrics_interval} s and DCGM every {gpu_interval} s"
     return ((f"GPUs the kubelet counts (node_gpu_limit) on nodes whose agent collects, whose DCGM data came in fewer "
@@ -596,8 +597,8 @@ def addon_gpu_description(period: int, metrics_interval: int, gpu_interval: int)
              f"fewer than {GPUS_PER_QUERY} miss data at once.",
              f"Exact while fewer than {GPUS_PER_QUERY} miss data at once."),
             ("A GPU node whose agent stopped is the cluster's alarm.", "An agent stopped is the cluster's alarm."),
-            (MIG_SENTENCE, "A GPU split into MIG instances keeps it in ALARM or hides a GPU missing elsewhere "
-                           "(alarms.expected_gpus: none)."),
+            *(((MIG_SENTENCE, "A GPU split into MIG instances keeps it in ALARM or hides a GPU missing elsewhere "
+                              "(alarms.expected_gpus: none)."),) if mig else ()),
             *(() if (metrics_interval, gpu_interval) == (60, 60) else
               ((f"Counted for {intervals} (cloudwatch.addon_metrics_interval, addon_gpu_interval): the agent must "
                 f"collect at these intervals.", f"The agent must collect {intervals}."),)))

@@ -1035,7 +1035,8 @@ def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: C
     """The add-on's per-GPU data-missing alarm (data_missing.addon_gpu_expression): no datapoint is not breaching
     (nothing collects: the cluster's alarm sees the agent stopped)."""
     intervals = node_interval(settings), gpu_interval(settings)
-    about = data_missing.addon_gpu_description(alarm.period_seconds, *intervals)
+    about = data_missing.addon_gpu_description(alarm.period_seconds, *intervals,
+                                               mig=mig_of(settings, cluster) != "none")
     description = _about(alarm, about, f"{alarm.title} (per GPU)")
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.PER_GPU_SUFFIX, alarm.severity)
     request = _common(alarm, settings, name, description)
