@@ -477,7 +477,8 @@ def metrics(config: str | None, csv: str | None, output: str) -> None:
 @click.option("--nodes", type=click.IntRange(0, 10_000_000),
               help="GPU nodes across the fleet (default: one per GPU, an upper bound of what is counted per node).")
 @click.option("--mig-instances", type=click.IntRange(1, 7),
-              help="MIG instances each GPU is split into (1: whole GPUs). Pods beyond the GPU instances share them "
+              help="MIG instances each GPU is split into (1: whole GPUs), of the clusters whose GPUs may be split "
+                   "(a cluster saying exporter.mig: none has whole GPUs). Pods beyond the GPU instances share them "
                    "(time-slicing, MPS): the exporter writes an instance's series once per pod holding it with "
                    "exporter.virtual_gpus, else once, under one of them.")
 @click.option("--prices", "prices_file", metavar="FILE",
@@ -502,6 +503,11 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
                                  "least one GPU; give --nodes at most the GPUs, or --gpus across those nodes",
                                  param_hint="'--nodes'")
     project = load_project_for(config, csv)
+    if (mig_instances or 1) > 1 and project.settings.no_mig:
+        raise click.BadParameter(f"{mig_instances} MIG instances per GPU, but every cluster of the settings says no GPU "
+                                 f"is split (exporter.mig or clusters[].exporter.mig: none): leave --mig-instances "
+                                 f"out, or write exporter.mig: some (clusters[].exporter.mig: some for the clusters "
+                                 f"whose GPUs are split)", param_hint="'--mig-instances'")
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
                   dashboard_view_hours=view_hours, gpus=gpus, nodes=nodes, mig_instances=mig_instances,
                   virtual_gpus=project.settings.exporter.virtual_gpus)

@@ -343,11 +343,11 @@ def _what_is_published(project: Project) -> tuple[Published, dict[str, set[tuple
 
 
 def _published_kinds(project: Project, fleet: Fleet) -> list[tuple[Published, dict[str, set[tuple[str, ...]]], float,
-                                                                  tuple[str, ...]]]:
+                                                                  tuple[Any, ...]]]:
     """(what the agents of a kind of cluster publish, what their widgets and alarms read, the share of the fleet's
-    clusters they stand for, the names of the settings' clusters of the kind) of each kind of cluster whose agents
-    publish alike (artifacts.agents: what each cluster's own widgets and alarms read), the first cluster's kind last.
-    One kind, the whole fleet: as _what_is_published."""
+    clusters they stand for, the settings' clusters of the kind) of each kind of cluster whose agents publish alike
+    (artifacts.agents: what each cluster's own widgets and alarms read), the first cluster's kind last. One kind, the
+    whole fleet: as _what_is_published."""
     from .render.cloudwatch import node_mean_kinds, reads_by_cluster
 
     settings = project.settings
@@ -356,14 +356,13 @@ def _published_kinds(project: Project, fleet: Fleet) -> list[tuple[Published, di
     for cluster in settings.clusters:
         groups.setdefault(id(reads[cluster.name]), (reads[cluster.name], []))[1].append(cluster)
     if len(groups) < 2:
-        return [(*_what_is_published(project), 1.0, tuple(cluster.name for cluster in settings.clusters))]
+        return [(*_what_is_published(project), 1.0, settings.clusters)]
     result = []
     for queried, clusters in groups.values():
         kinds = node_mean_kinds(project.cloudwatch_definitions(), project.catalog, settings.for_clusters(clusters))
         share = _fleet_share(fleet, settings, clusters) / fleet.clusters if fleet.clusters >= 1 else \
             len(clusters) / len(settings.clusters)
-        result.append((published(project.catalog, settings, queried, kinds), queried, share,
-                       tuple(cluster.name for cluster in clusters)))
+        result.append((published(project.catalog, settings, queried, kinds), queried, share, tuple(clusters)))
     return result[::-1]
 
 
@@ -373,12 +372,13 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     and content in several kinds once, its counts added; told apart by the kind's clusters where its content differs."""
     kinds = _published_kinds(project, fleet)
     if len(kinds) == 1:
-        what, queried, _, _ = kinds[0]
-        return _kind_events(project, fleet, what, queried)
+        what, queried, _, clusters = kinds[0]
+        return _kind_events(project, kind_fleet(fleet, project.settings, clusters), what, queried)
     merged: dict[Events, float] = {}
     of: dict[Events, list[tuple[str, ...]]] = {}
-    for what, queried, share, names in kinds[::-1]:  # the first cluster's kind first
-        for event in _kind_events(project, fleet, what, queried):
+    for what, queried, share, clusters in kinds[::-1]:  # the first cluster's kind first
+        names = tuple(cluster.name for cluster in clusters)
+        for event in _kind_events(project, kind_fleet(fleet, project.settings, clusters), what, queried):
             key = replace(event, count=0)
             merged[key] = merged.get(key, 0.0) + event.count * share
             of.setdefault(key, []).append(names)
@@ -570,9 +570,10 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # their own sets), each kind priced on its share of the fleet's clusters; the detail counts the first cluster's.
     alike = _published_kinds(project, fleet)
     weighed = 0.0
-    for what, _, share, _ in alike:
+    for what, _, share, clusters in alike:
+        kind = kind_fleet(fleet, settings, clusters)  # whole GPUs where the kind says exporter.mig: none
         sets = what.sets()
-        if fleet.mig:  # the scrape job drops the fields MIG does not report from a MIG instance's series; a GPU's
+        if kind.mig:  # the scrape job drops the fields MIG does not report from a MIG instance's series; a GPU's
             # reading once (and a node's total and count of them) holds a MIG GPU's stand-in of such a field
             # (render/agent_otel._stand_in_once)
             sets = {dims: [m for m in metrics if m not in MIG_UNSUPPORTED
@@ -604,11 +605,11 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
         mig_only = sum(mig_sets.values())
         # A pod's fields per GPU it holds (the idle alarms' utilization): one metric per copy of a GPU, a pod holding it.
         pod_set = tuple(pod_dimensions(settings))
-        pod_gpus = fleet.held_copies if fleet.pods else 0  # an estimate (Fleet.held_copies; none without pods)
+        pod_gpus = kind.held_copies if kind.pods else 0  # an estimate (Fleet.held_copies; none without pods)
         per_pod_gpu = sum(len(m) for dims, m in sets.items() if dims not in pod_sets and set(pod_set) <= set(dims)
                           and MIG_PROFILE_LABEL not in dims)
         # each pod started in the month publishes them for each GPU instance it holds (as many as a pod holds on average)
-        churned_gpus = fleet.churn / HOURS_PER_MONTH * pod_gpus / fleet.pods if fleet.pods else 0.0
+        churned_gpus = kind.churn / HOURS_PER_MONTH * pod_gpus / kind.pods if kind.pods else 0.0
         # A namespace's use of each GPU its pods hold (NAMESPACE_GPU): one metric per namespace and GPU (Fleet.namespace_gpus)
         per_namespace_gpu = sum(len(m) for dims, m in sets.items() if NAMESPACE_GPU[0] in dims)
         # A node's totals per scrape (node_total: a widget's or alarm's count or total per node): one metric per node
@@ -625,19 +626,19 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
         per_gpu = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL not in dims)
         per_instance = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL in dims)
         mig_months = 0.0
-        if fleet.mig:
+        if kind.mig:
             # per pod and MIG instance (the idle alarm's): one metric per instance a pod holds, at most every copy
-            mig_months = sum(n * (pod_gpus if "pod" in dims and MIG_INSTANCE_LABEL in dims else fleet.pods
-                                  if "pod" in dims else fleet.instances if MIG_INSTANCE_LABEL in dims
-                                  else fleet.gpu_count) for dims, n in mig_sets.items())
+            mig_months = sum(n * (pod_gpus if "pod" in dims and MIG_INSTANCE_LABEL in dims else kind.pods
+                                  if "pod" in dims else kind.instances if MIG_INSTANCE_LABEL in dims
+                                  else kind.gpu_count) for dims, n in mig_sets.items())
         # The exporter targets' flags of no GPU data, one metric per GPU node (the data-missing rule's alarm per node),
         # published at every scrape.
         per_node = len(sets.get(data_missing.SAMPLES_SET, []))
-        nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
-        metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
-            per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * (pod_gpus + churned_gpus) + \
-            per_cluster * fleet.clusters + per_daemonset * daemonsets + mig_months + \
-            per_namespace_gpu * fleet.namespace_gpus + (per_node_total + per_node_mean) * fleet.node_count
+        nodes = "" if kind.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
+        metric_months = per_gpu * kind.gpu_count + per_instance * kind.instances + per_node * kind.node_count + \
+            per_pod * (kind.pods + kind.churn / HOURS_PER_MONTH) + per_pod_gpu * (pod_gpus + churned_gpus) + \
+            per_cluster * kind.clusters + per_daemonset * daemonsets + mig_months + \
+            per_namespace_gpu * kind.namespace_gpus + (per_node_total + per_node_mean) * kind.node_count
         weighed += share * metric_months
     metric_months = weighed
     rate = _rate(prices, "custom_metric_month")
@@ -659,8 +660,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     full = [e for e in events if e.full]
     return [
         Line("custom metrics", metric_months, monthly / metric_months if metric_months else 0.0, monthly,
-             (f"{per_gpu + per_instance} fields x {fleet.gpu_count:,} GPUs" if not fleet.mig else
-              f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_instance} x {fleet.instances:,} MIG instances")
+             (f"{per_gpu + per_instance} fields x {fleet.gpu_count:,} GPUs" if not kind.mig else
+              f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_instance} x {kind.instances:,} MIG instances")
              + f" + {per_pod} fields x {fleet.pods:,} pods (+ {fleet.churn:,} pod starts, prorated)"
              + (f" + {per_pod_gpu} x {pod_gpus:,} GPUs held by pods (the idle alarms' per GPU, {HELD_PAIRS}; pod "
                 f"starts prorated alike)"
@@ -680,18 +681,18 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
                 f"exporter.more_daemonsets)" if per_daemonset else "")
              + (f" + each GPU node's flag of its exporter scrapes without GPU data{nodes}"
                 if per_node else "")
-             + (f" + the MIG sets' {mig_only} per MIG pod, instance or GPU" if fleet.mig and mig_only else
+             + (f" + the MIG sets' {mig_only} per MIG pod, instance or GPU" if kind.mig and mig_only else
                 f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
                 f"{mig_only} more per MIG pod or GPU (--mig-instances counts them)" if mig_only else "")
              + (f"; {len(alike)} kinds of cluster publish their own sets (exporter.mig), each priced on its share of "
                 f"the clusters (the counts are the first cluster's kind's)" if len(alike) > 1 else "")
              + (f"; the free tier's first {free_metrics:,.0f} free" if free_metrics else "")
-             + ((f"; {fleet.pods:,} pods on {fleet.instances:,} GPU instances: each pod's copy of its GPU's series "
+             + ((f"; {fleet.pods:,} pods on {kind.instances:,} GPU instances: each pod's copy of its GPU's series "
                  f"logged" if fleet.virtual_gpus else
-                 f"; {fleet.pods:,} pods on {fleet.instances:,} GPU instances: the exporter (without "
+                 f"; {fleet.pods:,} pods on {kind.instances:,} GPU instances: the exporter (without "
                  f"KUBERNETES_VIRTUAL_GPUS) writes each instance once, under one of its pods, so each is logged once; "
                  f"every pod is counted per pod, as the pod it names may change between scrapes (an upper bound)")
-                if fleet.pods > fleet.instances else "")
+                if fleet.pods > kind.instances else "")
              + (f"; tiered per Region ({len(shares)} Regions)" if len(shares) > 1 else "; tiered")),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
              (ingested_gb - free_ingested) * _price(prices, "log_ingestion_gb"),
@@ -720,7 +721,8 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
     alike in exporter.mig (whose dashboards are made alike: render/cloudwatch.dashboards), each kind's for its share
     of the fleet's clusters (one kind: the first cluster's, as many times as the fleet has clusters)."""
     settings = project.settings
-    kinds = [(*_dashboards_shown(project, fleet, dashboards, clusters[0]), _fleet_share(fleet, settings, clusters))
+    kinds = [(*_dashboards_shown(project, kind_fleet(fleet, settings, clusters), dashboards, clusters[0]),
+              _fleet_share(fleet, settings, clusters))
              for _, clusters in settings.mig_groups()]
     free = prices["rates"]["free_dashboards"]
     count = sum(len(shown) * share for shown, _, share in kinds)
@@ -794,6 +796,8 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         try:  # the alarms the build makes in this mode, in each part of the fleet (its clusters' exporter.mig)
             parts = [(alarm_forms(alarm, project.catalog, held, mode), _fleet_share(fleet, settings, clusters),
                       clusters) for held, clusters, _ in made_parts(alarm, project.catalog, settings, mode)]
+            # each part's fleet as its clusters have it: whole GPUs where they say exporter.mig: none
+            kind_of = {id(members): kind_fleet(fleet, settings, members) for _, _, members in parts}
         except Unsupported:
             continue  # generate refuses it with its file and line
         kinds = {form.kind for forms, _, _ in parts for form in forms}
@@ -813,10 +817,10 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                     per_pod_alarms += made
                     # the fleet's pods, or the GPU instances they hold (an upper bound, as the custom metrics count
                     # them)
-                    per_pod_analyzed += _analyzed(form.plan.dims, project, fleet) * clusters
+                    per_pod_analyzed += _analyzed(form.plan.dims, project, kind_of[id(members)]) * clusters
                 else:
                     cluster_alarms += made
-                    cluster_analyzed += _analyzed(form.plan.dims, project, fleet) * clusters
+                    cluster_analyzed += _analyzed(form.plan.dims, project, kind_of[id(members)]) * clusters
                     per_node |= tuple(form.plan.dims) == data_missing.SAMPLES_SET
         judged = [form for forms, _, _ in parts for form in forms if form.kind == "insights"]
         if alarm.per_pod and judged:
@@ -870,6 +874,12 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                           f"{static_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
                           f"need an apply" + (f"; {free:,.0f} free (the free tier's alarm metrics)" if free else "")))
     return lines, cluster_alarms + math_alarms + agent_alarms + per_pod_alarms + static_alarms + mig_alarms
+
+
+def kind_fleet(fleet: Fleet, settings, clusters) -> Fleet:
+    """The fleet as `clusters` of the settings have it: --mig-instances describes the GPUs of the clusters that may be
+    split (exporter.mig, clusters[].exporter.mig); where each of `clusters` says none, their GPUs are whole."""
+    return replace(fleet, mig_instances=None) if fleet.mig and settings.for_clusters(clusters).no_mig else fleet
 
 
 def _fleet_share(fleet: Fleet, settings, clusters) -> int:
