@@ -14,16 +14,28 @@ from the story's readings, and both forms are judged at every evaluation, 15 s p
 * framebuffer-full: a pod whose GPU reads 500 MiB free just before the pod is rescheduled to another node, whose
   exporter is an upgraded one (`hostname`); its former GPU keeps reporting without pod labels. Both say the pod is
   near full for the five minutes after the reading, whichever node served it.
+
+Several clusters on one Prometheus (clusters[].prometheus_label), each cluster's readings through its own agent into
+its own alarms, with the same node name (EKS names a node by its private IP) and pod name in both:
+
+* a GPU critical (and high) in cluster a while b's namesake is cool; a pod idle in b while a's namesake works: each
+  form names the cluster's GPU or pod alone (high from five minutes after the first reading: two periods hold one).
+* clusters differing in exporter.mig: split's pod idle on a MIG instance (engine 1 % active, no GPU_UTIL) beside
+  plain's namesake busy on a whole GPU: the rule and split's `-mig` alarm name split's instance alone.
+* a fleet rule per GPU whose `cloudwatch=` condition is per MIG instance, two alarms in the mixed Region (`-whole`
+  for plain): plain's whole GPU and split's instance each high for ten minutes, overlapping: the rule and the two
+  alarms fire for each from its first high reading and clear five minutes after its last.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Callable
 
 import pytest
 
-from tests.integration.test_gauge_twins import BLANK, NEW, OLD, STEP, _alert, _build, _cloudwatch_request, _prometheus_wrong
+from tests.integration.test_gauge_twins import BLANK, NEW, OLD, STEP, _alert, _build, _prometheus_wrong
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
@@ -43,12 +55,16 @@ class Reading:
     uuid: str = "GPU-1"
     pod: str | None = "a"  # None: no pod holds the GPU (the exporter writes no pod labels)
     lower: bool = False  # an upgraded exporter spelling `hostname`
+    cluster: str = ""  # on a Prometheus holding several clusters: its prometheus_label (and its agent's)
+    instance: tuple[str, str] | None = None  # the MIG instance (GPU_I_ID, GPU_I_PROFILE) the reading is of
+    metric: str | None = None  # a field other than the story's
 
     def labels(self) -> str:
         host = "hostname" if self.lower else "Hostname"
         pod = f',container="main",namespace="ml",pod="{self.pod}"' if self.pod else ""
+        mig = f',GPU_I_PROFILE="{self.instance[1]}",GPU_I_ID="{self.instance[0]}"' if self.instance else ""
         return (f'gpu="{self.gpu}",UUID="{self.uuid}",device="nvidia{self.gpu}",modelName="NVIDIA A100-SXM4-80GB",'
-                f'{host}="{self.exporter[0]}",DCGM_FI_DRIVER_VERSION="535.104.05"{pod}')
+                f'{host}="{self.exporter[0]}",DCGM_FI_DRIVER_VERSION="535.104.05"{mig}{pod}')
 
     def target(self) -> tuple[str, tuple[str, str]]:
         return self.node, self.exporter
@@ -69,42 +85,60 @@ def _series(story: Story) -> list[dict]:
     values: dict[str, list[str]] = {}
     for k in range(story.scrapes):
         for r in story.readings(k):
-            key = f'{story.metric}{{{r.labels()},node="{r.node}",instance="{r.exporter[1]}"}}'
+            cluster = f',cluster="{r.cluster}"' if r.cluster else ""
+            key = f'{r.metric or story.metric}{{{r.labels()},node="{r.node}",instance="{r.exporter[1]}"{cluster}}}'
             values.setdefault(key, ["_"] * story.scrapes)[k] = value_text(r.value)
     return [{"series": key, "values": " ".join(v)} for key, v in values.items()]
 
 
-def _points(story: Story, files: dict) -> list:
-    """The story's scrapes (one per target and time) through the agent's model."""
-    config, job = agent_config(files[next(f for f in files if f.startswith("k8s/cwagent-prometheus-config"))])
+def _points(story: Story, files: dict, cluster: str = "") -> list:
+    """The story's scrapes (one per target and time) of `cluster` through the model of its agent."""
+    config, job = agent_config(files[next(f for f in files if f.startswith(
+        f"k8s/cwagent-prometheus-config{'-' + cluster if cluster else ''}"))])
     scrapes = []
     for k in range(story.scrapes):
         by_target: dict[tuple, list[Reading]] = {}
         for r in story.readings(k):
+            if r.cluster != cluster:
+                continue
             by_target.setdefault(r.target(), []).append(r)
         for (node, exporter), found in by_target.items():
             target = target_labels(job, node)
             target.update({key: value for key, value in (("exporter_pod", exporter[0]), ("instance", exporter[1]))
                            if key in target})
-            lines = "".join(f"{story.metric}{{{r.labels()}}} {value_text(r.value)}\n" for r in found)
-            scrapes.append(Scrape(float(k * STEP), f"# TYPE {story.metric} gauge\n{lines}", target))
+            metrics = dict.fromkeys(r.metric or story.metric for r in found)
+            text = "".join(f"# TYPE {metric} gauge\n" + "".join(
+                f"{metric}{{{r.labels()}}} {value_text(r.value)}\n" for r in found if (r.metric or story.metric) == metric)
+                for metric in metrics)
+            scrapes.append(Scrape(float(k * STEP), text, target))
     return Agent(config, job).run(scrapes)
 
 
 def _cloudwatch_wrong(story: Story, files: dict) -> dict[int, tuple]:
     """{t: (contributors in ALARM, expected)} where the alarm differs from the truth; contributors named by the
-    alert labels they share with the rule's (node and GPU, or namespace and pod)."""
-    points = _points(story, files)
-    request = _cloudwatch_request(files, story.rule, story.metric)
+    alert labels they share with the rule's (node and GPU, or namespace and pod; each cluster's alarm's with its
+    cluster)."""
+    clusters = sorted({r.cluster for k in range(story.scrapes) for r in story.readings(k)})
+    judged = [(cluster, _points(story, files, cluster), request)
+              for cluster in clusters for request in _requests(files, story, cluster)]
     wrong = {}
     for t in story.evaluations:
         expected = {tuple(sorted(a.items())) for a in story.truth(t)}
         names = {name for a in story.truth(t) for name in a} or {"node", "gpu", "namespace", "pod"}
-        fired = {tuple(sorted((k, v) for k, v in key if k in names))
+        fired = {tuple(sorted((*((("cluster", cluster),) if cluster else ()), *((k, v) for k, v in key if k in names))))
+                 for cluster, points, request in judged
                  for key, state in cloudwatch_eval.alarm(request, points, t).items() if state == "ALARM"}
         if fired != expected:
             wrong[t] = (sorted(fired), sorted(expected))
     return wrong
+
+
+def _requests(files: dict, story: Story, cluster: str) -> list[dict]:
+    """The alarms of the story's rule of `cluster` (every one where the settings name no cluster): its alarm and, on a
+    field MIG does not report, its `-mig` alarm."""
+    return [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+            if {"Key": "gpudash:rule", "Value": story.rule} in a["Request"]["Tags"]
+            and (not cluster or a["Request"]["AlarmName"].startswith(f"gpudash-{cluster}-{story.rule}-"))]
 
 
 def _window(story_values: Callable[[int], list[float]], t: float, seconds: int) -> list[float]:
@@ -164,6 +198,131 @@ def _framebuffer_pod_moves_node() -> Story:
 
     def truth(t): return [{"namespace": "ml", "pod": "a"}] if t - 300 < 19 * STEP <= t else []
     return Story("framebuffer-full", "DCGM_FI_DEV_FB_FREE", 50, readings, truth, [k * STEP + 15 for k in range(10, 50)])
+
+
+def _two_clusters(rule: str, metric: str, value: Callable[[str], float], alerts: Callable[[float], list[dict]],
+                  gpu_only: bool) -> Story:
+    """Clusters a and b on one Prometheus, each with node ip-10-0-1-1 (EKS names a node by its private IP: VPCs of one
+    CIDR) whose GPU 0 pod ml/train holds (a pod's name repeats across clusters): `value(cluster)` at every scrape."""
+    def readings(k):
+        return [Reading(value(c), uuid=f"GPU-{c}", pod=None if gpu_only else "train", cluster=c) for c in "ab"]
+    return Story(rule, metric, 90, readings, alerts, [k * STEP + 15 for k in range(10, 90)])
+
+
+A_HOT = {"cluster": "a", "node": NODE_A, "gpu": "0"}
+TWO_CLUSTERS = {
+    # a's GPU at 90 °C, b's at 40: critical for a's GPU, from its first reading to the last
+    "temp-critical-on-a-while-b-cool": _two_clusters("gpu-temp-critical", "DCGM_FI_DEV_GPU_TEMP",
+                                                     lambda c: 90.0 if c == "a" else 40.0, lambda t: [A_HOT], True),
+    # a's GPU at 85 °C, b's at 40: high for a's GPU once two periods hold its readings (5 minutes after the first, as
+    # the description says of a GPU that joins hot)
+    "temp-high-on-a-while-b-cool": _two_clusters("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP",
+                                                 lambda c: 85.0 if c == "a" else 40.0,
+                                                 lambda t: [A_HOT] if t >= 300 else [], True),
+    # b's pod ml/train idle at 1 %, a's namesake busy at 80: idle for b's alone, 25 minutes after its first reading
+    "idle-on-b-while-a-busy": _two_clusters("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", lambda c: 1.0 if c == "b" else 80.0,
+                                            lambda t: [{"cluster": "b", "namespace": "ml", "pod": "train", "gpu": "0"}]
+                                            if t >= 1515 else [], False),
+}
+IDLE_SPLIT = {"cluster": "split", "namespace": "ml", "pod": "train", "gpu": "0", "GPU_I_ID": "1",
+              "GPU_I_PROFILE": "3g.40gb"}
+
+
+def _idle_mixed() -> Story:
+    """Clusters split (GPUs may be split) and plain (exporter.mig: none) on one Prometheus, each with node ip-10-0-1-1:
+    split's pod ml/train holds MIG instance 1 of its GPU 0, its engine 1 % active (no GPU_UTIL: MIG reports none),
+    plain's ml/train its whole GPU 0 at 80 %. Idle for split's instance alone, 25 minutes after its first reading."""
+    def readings(k):
+        return [Reading(0.01, uuid="GPU-s", pod="train", cluster="split", instance=("1", "3g.40gb"),
+                        metric="DCGM_FI_PROF_GR_ENGINE_ACTIVE"),
+                Reading(80.0, uuid="GPU-p", pod="train", cluster="plain")]
+    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 90, readings, lambda t: [IDLE_SPLIT] if t >= 1515 else [],
+                 [k * STEP + 15 for k in range(10, 90)])
+
+
+MIXED = ("clusters:\n  - {name: split, region: us-east-1, prometheus_label: split}\n"
+         "  - {name: plain, region: us-east-1, prometheus_label: plain, exporter: {mig: none}}\n")
+
+
+def test_in_a_mixed_fleet_on_one_prometheus_an_idle_mig_instance_alarms_in_its_cluster_alone(tmp_path):
+    story = _idle_mixed()
+    files, folder = _build(tmp_path, MIXED)
+    expected = {t: story.truth(t) for t in story.evaluations}
+    wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), _series(story), expected)], 15)
+    assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
+    cloudwatch = _cloudwatch_wrong(story, files)
+    assert not cloudwatch, f"the CloudWatch alarm differs from the truth at {cloudwatch}"
+
+
+FB_HIGH = """
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("gpu-fb-high", "GPU memory high",
+                Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu")), ">", 15000), scope="fleet",
+                cloudwatch=Condition(Query("DCGM_FI_DEV_FB_USED", "max", ("node", "gpu", "mig_instance")), ">", 15000))
+"""
+
+
+def _fb_high_mixed() -> Story:
+    """Clusters split and plain (exporter.mig: none) on one Prometheus, each with node ip-10-0-1-1. plain's whole GPU 0
+    holds 40,000 MiB at scrapes 20-39, 5,000 otherwise; split's GPU 0 instance 1 (3g.40gb) 19,600 at scrapes 30-49,
+    1,000 otherwise, beside its whole GPU 1 at 5,000. Over 15,000 while (t - 300, t] holds such a reading: the rule per
+    GPU or instance, the Region's two alarms (`<rule>-whole` for plain) per contributor; each clears five minutes after
+    its last high reading."""
+    def readings(k):
+        return [Reading(40000.0 if 20 <= k < 40 else 5000.0, uuid="GPU-p", pod=None, cluster="plain"),
+                Reading(19600.0 if 30 <= k < 50 else 1000.0, uuid="GPU-s", pod=None, cluster="split",
+                        instance=("1", "3g.40gb")),
+                Reading(5000.0, uuid="GPU-s1", gpu=1, pod=None, cluster="split")]
+
+    def high(first, last, t): return any(t - 300 < k * STEP <= t for k in range(first, last))
+
+    def truth(t):
+        return ([{"cluster": "plain", "node": NODE_A, "gpu": "0"}] if high(20, 40, t) else []) + \
+            ([{"cluster": "split", "node": NODE_A, "gpu": "0", "GPU_I_ID": "1", "GPU_I_PROFILE": "3g.40gb"}]
+             if high(30, 50, t) else [])
+    return Story("gpu-fb-high", "DCGM_FI_DEV_FB_USED", 80, readings, truth, [k * STEP + 15 for k in range(10, 80)])
+
+
+def test_a_fleet_rule_s_two_alarms_in_a_mixed_region_and_its_rule_fire_and_clear_together(tmp_path):
+    story = _fb_high_mixed()
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "alarms.py").write_text(FB_HIGH)
+    files, folder = _build(tmp_path, MIXED + "definitions:\n  alarms: [alarms]\n")
+    expected = {t: story.truth(t) for t in story.evaluations}
+    wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), _series(story), expected)], 15)
+    assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
+    points = _points(story, files, "split") + _points(story, files, "plain")
+    requests = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                if a["Request"]["AlarmName"].startswith("gpudash-fleet-gpu-fb-high-")]
+    assert len(requests) == 2
+    names = ("node", "gpu", "GPU_I_ID", "GPU_I_PROFILE")
+    cloudwatch = {}
+    for t, alerts in expected.items():
+        fired = sorted(sorted([("cluster", dict(key)["ClusterName"]), *((k, v) for k, v in key if k in names)])
+                       for request in requests
+                       for key, state in cloudwatch_eval.alarm(request, points, t).items() if state == "ALARM")
+        if fired != sorted(sorted(a.items()) for a in alerts):
+            cloudwatch[t] = fired
+    assert not cloudwatch, f"the CloudWatch alarms differ from the truth at {cloudwatch}"
+
+
+SHARED = ("clusters:\n  - {name: a, region: us-east-1, prometheus_label: a}\n"
+          "  - {name: b, region: us-east-1, prometheus_label: b}\n")
+
+
+@pytest.mark.parametrize("name", list(TWO_CLUSTERS))
+def test_on_one_prometheus_each_cluster_s_rule_and_alarm_name_its_own_gpu_and_pod(name, tmp_path):
+    story = TWO_CLUSTERS[name]
+    files, folder = _build(tmp_path, SHARED)
+    expected = {t: story.truth(t) for t in story.evaluations}
+    assert any(expected.values())
+    wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), _series(story), expected)], 15)
+    assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
+    cloudwatch = _cloudwatch_wrong(story, files)
+    assert not cloudwatch, f"the CloudWatch alarm differs from the truth at {cloudwatch}"
 
 
 STORIES = {"temp-high-exactly-ten-minutes-then-one-reading-less": _temp_high_exact(),
