@@ -240,8 +240,23 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
     per_region = math.ceil(max(fleet.clusters, 1) / regions)  # the fewest clusters the busiest Region holds
     nodes = "" if fleet.nodes is not None else " (one per GPU without --nodes)"
 
+    from .cost import kind_fleet
+
+    # the fleet as each kind of cluster alike in exporter.mig has it (--mig-instances splits the GPUs of the clusters
+    # that may be split alone), by the names of its clusters (Read.only)
+    kinds = {tuple(c.name for c in clusters): kind_fleet(fleet, project.settings, clusters)
+             for _, clusters in project.settings.mig_groups()}
+
     def count(read: Read) -> Matched:
-        one = matched(read, fleet)
+        """What `read` matches in a cluster of its kind (Read.only), or the most in a cluster of any kind (named where
+        another kind's matches fewer)."""
+        if read.only:
+            one = matched(read, kinds[read.only])
+        else:
+            each = {names: matched(read, kind) for names, kind in kinds.items()}
+            names, one = max(each.items(), key=lambda item: item[1].metrics)
+            if any(other.metrics < one.metrics for other in each.values()):
+                one = Matched(one.metrics, f"{one.what} in cluster{'s' if len(names) > 1 else ''} {', '.join(names)}")
         scale = per_region if read.regional else 1  # a fleet alarm reads every cluster of its Region
         if read.apart:  # but those another alarm of its rule judges: the share of the Region's it reads
             region = project.settings.clusters[0].region

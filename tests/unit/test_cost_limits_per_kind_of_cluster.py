@@ -42,3 +42,25 @@ def test_a_fleet_alike_names_no_cluster(tmp_path):
     said = [note for note in _limits(tmp_path, PLAIN + PLAIN.replace("plain", "calm"))
             if note.startswith("GROUP BY alarms")]
     assert [note.split(": a Metrics")[0] for note in said] == [PAST_500.replace(" (cluster plain)", "")], said
+
+
+BUSY = '''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("gpu-busy", "GPU busy",
+                Condition(Query("DCGM_FI_DEV_GPU_UTIL", "max", ("node", "gpu")), ">", 95))
+'''
+
+
+@pytest.mark.parametrize("clusters, said", [
+    (SPLIT + PLAIN, ["GROUP BY alarms past 500 series per cluster: gpu-busy-warning 1,000 GPUs in cluster plain"]),
+    (SPLIT + SPLIT.replace("split", "other"), [])], ids=["mixed", "all split"])
+def test_mig_instances_leave_the_plain_clusters_gpus_whole(tmp_path, clusters, said):
+    """--mig-instances 7, 2,000 GPUs over two clusters: a rule per GPU on GPU utilization, which MIG does not report,
+    reads no GPU of a split cluster (its GPUs are all split), and each of plain's 1,000 whole GPUs: past 500 series
+    there. The whole fleet was counted split, plain's alarm with it: nothing said."""
+    project = defined_project(tmp_path, "clusters:\n" + clusters, alarms=BUSY, dashboards=NO_DASHBOARDS)
+    notes = limits(Fleet(clusters=2, pods=2000, churn=0, mig_instances=7), project, build(project, grafana=False))
+    assert [note.split(" (in each")[0] for note in notes if note.startswith("GROUP BY alarms")] == said
