@@ -38,9 +38,30 @@ KSM_SERIES_LABELS = (KSM_NAMESPACE_LABEL, KSM_DAEMONSET_LABEL)  # kube-state-met
 
 
 def _scrape_jobs(subject: LintInput, cluster: Cluster) -> set[str]:
-    """Names of the jobs in the agent's prometheus.yaml."""
+    """Names of the jobs the agent scrapes (_running_jobs)."""
+    return {job.get("job_name") for job in _running_jobs(subject, cluster)}
+
+
+def _running_jobs(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
+    """The cluster's agent scrape jobs as the agent runs them: on the OTel pipeline its receiver's (the strings read as
+    the collector reads them; the collector reads no prometheus.yaml), on the JSON path prometheus.yaml's; none with
+    the add-on."""
+    from ..render.agent_otel import RECEIVER, unescaped
+
     agent = subject.agent(cluster)
-    return set() if agent is None else {job.get("job_name") for job in agent.scrape.get("scrape_configs") or []}
+    if agent is None:
+        return []
+    if agent.otel is None:
+        return [j for j in agent.scrape.get("scrape_configs") or [] if isinstance(j, dict)]
+    jobs = (((agent.otel.get("receivers") or {}).get(RECEIVER) or {}).get("config") or {}).get("scrape_configs") or []
+
+    def read(value: Any) -> Any:
+        if isinstance(value, str):
+            return unescaped(value)
+        if isinstance(value, list):
+            return [read(v) for v in value]
+        return {k: read(v) for k, v in value.items()} if isinstance(value, dict) else value
+    return [read(j) for j in jobs if isinstance(j, dict)]
 
 
 def _prometheus(subject: LintInput, cluster: Cluster) -> dict[str, Any]:
@@ -418,6 +439,15 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
                 yield Finding("AG001", "error", where,
                               f"{metric} with dimensions [{', '.join(sorted(dims))}] is queried but the agent of "
                               f"{cluster.name} ({agent_file(cluster.name)}) does not publish it{why}")
+                continue
+            # (a DCGM field: the scrape's own series, scrape_*, are made after metric relabelling)
+            exporter = _exporter_job(subject, cluster) if job != KSM_JOB and metric in subject.catalog else None
+            if exporter is not None and not _relabel_keeps({"__name__": metric},
+                                                           exporter.get("metric_relabel_configs") or []):
+                yield Finding("AG001", "error", where,
+                              f"{metric} is queried but the exporter job of {agent_file(cluster.name)} drops it (its "
+                              f"metric_relabel_configs, as Prometheus applies them to a whole GPU's sample): it "
+                              f"reaches the agent nowhere")
     yield from _daemonsets_kept(subject)
     yield from _instances_reached(subject)
     yield from _regions_published(subject)
@@ -727,9 +757,9 @@ def _static_values_published(subject: LintInput) -> Iterable[Finding]:
 
 
 def _exporter_job(subject: LintInput, cluster: Cluster) -> dict[str, Any] | None:
-    """The exporter job of the cluster's agent."""
-    return next((j for j in subject.agent(cluster).scrape.get("scrape_configs") or []
-                 if j.get("job_name") == subject.settings.scrape.job_name), None)
+    """The exporter job of the cluster's agent, as the agent runs it (_running_jobs)."""
+    return next((j for j in _running_jobs(subject, cluster) if j.get("job_name") == subject.settings.scrape.job_name),
+                None)
 
 
 def _daemonset_pods(settings: Any, cluster: Cluster) -> Iterable[tuple[str, str, str, dict[str, str]]]:
@@ -750,7 +780,7 @@ def _published_labels(subject: LintInput, cluster: Cluster | None = None) -> set
     its exporter job's relabel_configs give one of its exporter pods: _target_labels; else the labels gpudash's jobs
     give), the exporter's (its workload labels under the names `labels:` says it writes them), then the job's
     metric_relabel_configs in order (a rename adds its target, labeldrop removes)."""
-    job = (_running_exporter_job(subject, cluster) if cluster is not None else None) or subject.scrape_job()
+    job = (_exporter_job(subject, cluster) if cluster is not None else None) or subject.scrape_job()
     target = _target_labels(subject, cluster, job) if cluster is not None else None
     labels = set(TARGET_LABELS if target is None else target) | exporter_labels(written_labels(subject.settings)) \
         | {m.name for m in subject.catalog.labels()}
@@ -761,28 +791,6 @@ def _published_labels(subject: LintInput, cluster: Cluster | None = None) -> set
     # So are a field's own labels (an XID's err_code), kept through the per-GPU merge where an exporter writes them.
     labels.update(FIELD_LABEL_KEYS)
     return _relabeled(labels, job.get("metric_relabel_configs", []))
-
-
-def _running_exporter_job(subject: LintInput, cluster: Cluster) -> dict[str, Any] | None:
-    """The cluster's agent exporter job as the agent runs it: on the OTel pipeline the receiver's (its strings read
-    as the collector reads them), on the JSON path prometheus.yaml's; None with the add-on."""
-    from ..render.agent_otel import RECEIVER, unescaped
-
-    agent = subject.agent(cluster)
-    if agent is None:
-        return None
-    if agent.otel is None:
-        return _exporter_job(subject, cluster)
-    jobs = (((agent.otel.get("receivers") or {}).get(RECEIVER) or {}).get("config") or {}).get("scrape_configs") or []
-    job = next((j for j in jobs if isinstance(j, dict) and j.get("job_name") == subject.settings.scrape.job_name), None)
-
-    def read(value: Any) -> Any:
-        if isinstance(value, str):
-            return unescaped(value)
-        if isinstance(value, list):
-            return [read(v) for v in value]
-        return {k: read(v) for k, v in value.items()} if isinstance(value, dict) else value
-    return read(job) if job is not None else None
 
 
 def _target_labels(subject: LintInput, cluster: Cluster, job: dict[str, Any]) -> set[str] | None:
@@ -922,7 +930,7 @@ def _daemonsets_kept(subject: LintInput) -> Iterable[Finding]:
             agent = subject.agent(cluster) if cluster else None
             if agent is None:
                 continue
-            job = next((j for j in agent.scrape.get("scrape_configs") or [] if j.get("job_name") == KSM_JOB), None)
+            job = next((j for j in _running_jobs(subject, cluster) if j.get("job_name") == KSM_JOB), None)
             if node:  # whether a GPU node exists: each node's info, a GPU node's nvidia.com/gpu capacity
                 gpu = {"resource": "nvidia_com_gpu"} if metric["MetricName"] == KSM_CAPACITY else {}
                 sample = {"__name__": metric["MetricName"], **gpu}

@@ -29,3 +29,20 @@ def agent_lint(project, rule: str, edit=None) -> list[str]:
         edit(otel)
         artifacts = replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
     return [f.message for f in run([r for r in RULES if r.id == rule], lint_input(project, artifacts))]
+
+
+def exporter_job_edited(artifacts: Artifacts, edit) -> Artifacts:
+    """`artifacts` with the first agent's exporter job, the one the agent runs, edited in a copy by `edit`: on the OTel
+    pipeline its receiver's job (the collector reads no prometheus.yaml), on the JSON path prometheus.yaml's."""
+    import copy
+
+    agent = artifacts.agents[0]
+    if agent.otel is not None:
+        otel = copy.deepcopy(agent.otel)
+        edit(otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0])
+        agent = replace(agent, otel=otel)
+    else:
+        scrape = copy.deepcopy(agent.scrape)
+        edit(scrape["scrape_configs"][0])
+        agent = replace(agent, scrape=scrape)
+    return replace(artifacts, agents=(agent, *artifacts.agents[1:]))

@@ -665,7 +665,14 @@ def test_each_clusters_agent_keeps_the_pods_of_its_own_style_and_of_each_daemons
         job["relabel_configs"][0] = {"source_labels": ["__meta_kubernetes_pod_label_app"],
                                      "regex": "nvidia-dcgm-exporter", "action": "keep"}
 
-    findings = _rule(_feed(project, lambda f: _edit_agent(f, edit_scrape=by_label_alone)), "AG007")
+    def in_the_job_run(artifacts):  # the OTel pipeline runs its receiver's jobs: edited alike
+        agent = artifacts.agents[0]
+        otel = copy.deepcopy(agent.otel)
+        by_label_alone(otel["receivers"]["prometheus/gpudash"]["config"])
+        return _edit_agent(replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:])),
+                           edit_scrape=by_label_alone)
+
+    findings = _rule(_feed(project, in_the_job_run), "AG007")
     assert [(f.where, f.message.split(",")[0]) for f in findings] == [
         ("k8s/cwagent-prometheus-config-a.yaml", "the exporter job of cluster a drops its pods labelled "
                                                  "app.kubernetes.io/name=dcgm-exporter")]

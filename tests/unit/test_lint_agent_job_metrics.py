@@ -10,9 +10,6 @@ shows the field published nowhere; lint must say it.
 
 from __future__ import annotations
 
-import copy
-from dataclasses import replace
-
 import pytest
 
 from generator.artifacts import build
@@ -22,7 +19,7 @@ from generator.output import encode
 from generator.project import load_project
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
-from tests.support.lint_input import lint_input
+from tests.support.lint_input import exporter_job_edited, lint_input
 
 AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 NODE = "ip-10-0-1-1"
@@ -34,12 +31,6 @@ DROPS = {
     "profiling fields not kept": ({"action": "keep", "source_labels": ["__name__"], "regex": "DCGM_FI_DEV_.*"},
                                   "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"),
 }
-UNSEEN = pytest.mark.xfail(strict=True, reason="AG001 does not apply the agent exporter job's metric_relabel_configs "
-                           "to the fields the widgets read (on the OTel pipeline it reads prometheus.yaml's job, not "
-                           "the receiver's the collector runs): a field the job drops is read by widgets and alarms "
-                           "and published nowhere, unsaid")
-
-
 @pytest.fixture(scope="module")
 def projects(tmp_path_factory):
     made = {}
@@ -52,18 +43,7 @@ def projects(tmp_path_factory):
 
 def _with_rule(project, rule: dict):
     """The build with `rule` appended to the metric_relabel_configs of the exporter job the agent runs."""
-    artifacts = build(project, grafana=False)
-    agent = artifacts.agents[0]
-    if agent.otel is not None:
-        otel = copy.deepcopy(agent.otel)
-        job = otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0]
-        agent = replace(agent, otel=otel)
-    else:
-        scrape = copy.deepcopy(agent.scrape)
-        job = scrape["scrape_configs"][0]
-        agent = replace(agent, scrape=scrape)
-    job["metric_relabel_configs"].append(rule)
-    return replace(artifacts, agents=(agent, *artifacts.agents[1:]))
+    return exporter_job_edited(build(project, grafana=False), lambda job: job["metric_relabel_configs"].append(rule))
 
 
 def _published(artifacts, metric: str) -> list[tuple[str, ...]]:
@@ -76,7 +56,7 @@ def _published(artifacts, metric: str) -> list[tuple[str, ...]]:
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
-@pytest.mark.parametrize("case", [pytest.param(case, marks=UNSEEN) for case in DROPS])
+@pytest.mark.parametrize("case", DROPS)
 def test_a_read_field_the_agents_job_drops_fails_ag001(projects, pipeline, case):
     rule, metric = DROPS[case]
     project = projects[pipeline]

@@ -24,7 +24,7 @@ from generator.output import encode
 from generator.project import load_project
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
-from tests.support.lint_input import lint_input
+from tests.support.lint_input import exporter_job_edited, lint_input
 
 AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 CLASSIC = "agent:\n  pipeline: classic\n"
@@ -231,18 +231,10 @@ def test_a_job_no_longer_writing_the_node_fails_ag002(projects, pipeline):
     """The per-GPU set [ClusterName, node, gpu] needs `node`, which the agent's exporter job writes from the pod's
     __meta_kubernetes_pod_node_name (the exporter writes no `node`): with that rule gone (or reading a meta label
     Kubernetes SD does not give) no point carries it and the fleet and health views read nothing."""
-    artifacts = build(projects[pipeline], grafana=False)
-    agent = artifacts.agents[0]
-    if agent.otel is not None:
-        otel = copy.deepcopy(agent.otel)
-        job = otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0]
-        agent = replace(agent, otel=otel)
-    else:
-        scrape = copy.deepcopy(agent.scrape)
-        job = scrape["scrape_configs"][0]
-        agent = replace(agent, scrape=scrape)
-    job["relabel_configs"] = [r for r in job["relabel_configs"] if r.get("target_label") != "node"]
-    artifacts = replace(artifacts, agents=(agent, *artifacts.agents[1:]))
+    def without_node(job):
+        job["relabel_configs"] = [r for r in job["relabel_configs"] if r.get("target_label") != "node"]
+
+    artifacts = exporter_job_edited(build(projects[pipeline], grafana=False), without_node)
     assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
     findings = [f.message for f in run([r for r in RULES if r.id == "AG002"], lint_input(projects[pipeline], artifacts))]
     assert any("'node'" in f for f in findings), findings
