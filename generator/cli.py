@@ -511,7 +511,7 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
                   dashboard_view_hours=view_hours, gpus=gpus, nodes=nodes, mig_instances=mig_instances,
                   virtual_gpus=project.settings.exporter.virtual_gpus)
-    for warning in fleet.warnings():
+    for warning in fleet.warnings(project.settings.no_mig):
         click.echo(f"warning: {warning}", err=True)
     prices = load_prices(overrides=Path(prices_file) if prices_file else None)
     result = estimates(project, fleet, prices, build(project))  # the dashboards priced are the set's

@@ -114,15 +114,17 @@ class Fleet:
         instance a pod holds (a MIG GPU's instances may be held by as many namespaces), and no more than the pods."""
         return min(self.pods, self.instances)
 
-    def warnings(self) -> list[str]:
-        """What the fleet's figures leave open, and how it is counted."""
+    def warnings(self, no_mig: bool = False) -> list[str]:
+        """What the fleet's figures leave open, and how it is counted. `no_mig`: every cluster of the settings says no
+        GPU is split (exporter.mig: none), so pods beyond the GPUs can only share them."""
         if self.mig_instances is None and self.pods > self.gpu_count:
             writes = ("once per pod holding it (exporter.virtual_gpus)" if self.virtual_gpus else
                       "once, under one of the pods holding it (exporter.virtual_gpus is not set)")
             return [f"{self.pods:,} pods on {self.gpu_count:,} GPUs: counted as pods sharing GPUs (time-slicing or "
-                    f"MPS), the exporter writing each GPU's series {writes}; if the GPUs are split "
-                    f"into MIG instances, give --mig-instances N (the instances per GPU; 1: whole GPUs, which also "
-                    f"says the pods time-slice them)"]
+                    f"MPS), the exporter writing each GPU's series {writes}" + (
+                        "" if no_mig else
+                        "; if the GPUs are split into MIG instances, give --mig-instances N (the instances per GPU; "
+                        "1: whole GPUs, which also says the pods time-slice them)")]
         return []
 
     @property
@@ -1035,7 +1037,8 @@ def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = No
             "cloudwatch_source": configured,
             "group_by": estimate(project, fleet, prices, "group_by", shipped),
             "static": None if enabled(project.settings) else estimate(project, fleet, prices, "static", shipped),
-            "sources": sources, "limits": limits(fleet, project, artifacts), "warnings": fleet.warnings(),
+            "sources": sources, "limits": limits(fleet, project, artifacts),
+            "warnings": fleet.warnings(project.settings.no_mig),
             # the rules priced at nothing, judged by their Prometheus rule alone (lint AL027)
             "prometheus_only": [message for _, message in stopped_gpus.no_cloudwatch(project)],
             # the Region the rates are for, and the settings' clusters' other Regions, billed at their own rates

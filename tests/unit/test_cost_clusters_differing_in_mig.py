@@ -143,3 +143,20 @@ def test_mig_instances_where_every_cluster_says_none_is_refused(tmp_path):
     assert "Invalid value for '--mig-instances': 7 MIG instances per GPU, but every cluster of the settings says no " \
            "GPU is split (exporter.mig or clusters[].exporter.mig: none)" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("settings, hint", [("exporter:\n  mig: none\n", False), ("", True),
+                                            ("clusters:\n  - {name: a, region: us-east-1}\n"
+                                             "  - {name: b, region: us-east-1, exporter: {mig: none}}\n", True)],
+                         ids=["every cluster none", "unset", "mixed"])
+def test_more_pods_than_gpus_asks_for_mig_instances_only_where_gpus_may_be_split(tmp_path, settings, hint):
+    """200 pods on 100 GPUs are counted as pods sharing GPUs; the warning asks for --mig-instances if the GPUs are
+    split, which the settings rule out where every cluster says exporter.mig: none (and --mig-instances is refused
+    there): it was asked for all the same."""
+    (tmp_path / "gpudash.yaml").write_text(settings)
+    result = CliRunner().invoke(main, ["cost", "--config", str(tmp_path / "gpudash.yaml"), "--pods", "200", "--gpus",
+                                       "100", "--output", "json"])
+    assert result.exit_code == 0, result.output
+    (warning,) = json.loads(result.stdout)["warnings"]
+    assert warning.startswith("200 pods on 100 GPUs: counted as pods sharing GPUs (time-slicing or MPS)")
+    assert ("give --mig-instances N" in warning) is hint, warning
