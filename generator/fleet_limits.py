@@ -60,6 +60,7 @@ class Read:
     alarm: bool  # an alarm's query (its contributors', or one its metric math reads), else a widget's
     regional: bool = False  # a fleet alarm: one query over every cluster of its Region
     apart: tuple[str, ...] = ()  # a fleet alarm's: the clusters of its Region its WHERE leaves out (`!=`)
+    region: str | None = None  # a fleet alarm's Region (its share of that Region's clusters is counted there)
     each: int = 1  # metrics per object of its SCHEMA it matches (a node's total and count: two, or one its WHERE names)
     # where the fleet's clusters differ in exporter.mig and another kind of cluster does not run it: the clusters of
     # the kind that does (reads)
@@ -162,7 +163,8 @@ def alarm_reads(artifacts: Artifacts) -> Iterable[tuple[str, set[str], Read]]:
             apart = tuple(value for op, value in named if op == "!=")
             window = int(metric.get("Period", request.get("Period", 60))) * int(request.get("EvaluationPeriods", 1))
             yield item.region, clusters, Read(request["AlarmName"], query.metric, tuple(query.schema or ()),
-                                              tuple(query.group), window, True, regional=not clusters, apart=apart)
+                                              tuple(query.group), window, True, regional=not clusters, apart=apart,
+                                              region=None if clusters else item.region)
 
 
 def read_here(settings: Settings, region: str, read: Read) -> list[str]:
@@ -258,10 +260,10 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
             if any(other.metrics < one.metrics for other in each.values()):
                 one = Matched(one.metrics, f"{one.what} in cluster{'s' if len(names) > 1 else ''} {', '.join(names)}")
         scale = per_region if read.regional else 1  # a fleet alarm reads every cluster of its Region
-        if read.apart:  # but those another alarm of its rule judges: the share of the Region's it reads
-            region = project.settings.clusters[0].region
-            scale *= len(read_here(project.settings, region, read)) / len(read_here(project.settings, region,
-                                                                                      replace(read, apart=())))
+        if read.apart and read.region:  # but those another alarm of its rule judges: the share of its Region's it
+            # reads (the Region of the first cluster of a kind, which may not be the first cluster's)
+            scale *= len(read_here(project.settings, read.region, read)) / len(read_here(
+                project.settings, read.region, replace(read, apart=())))
         return Matched(one.metrics * scale, one.what + (nodes if one.what.startswith("GPU nodes") else ""))
 
     def series(read: Read) -> Matched:
