@@ -30,6 +30,10 @@ A pod whose GPU is nearly full ends and the next pod takes the GPU at once: Clou
 example range holds the ended pod in ALARM until 15 minutes after its last reading, and the rule, which says it judges
 that range, resolves twice for about 2 minutes on the next pod's readings (strict xfail; the same look-back as
 test_gpu_handed_over's pin, there giving the ended pod the next pod's full readings).
+
+On the GPU operator's ServiceMonitor (honorLabels: false, labels.pod: exported_pod), every series carries the exporter's
+own pod, and an old exporter writes that pod's name into `Hostname`: a pod idle beside an idle GPU no pod holds, and a
+pod's memory peak beside a GPU no pod holds nearly full all along, alarm for the workload pod alone on both forms.
 """
 
 from __future__ import annotations
@@ -63,10 +67,17 @@ class Reading:
     cluster: str = ""  # on a Prometheus holding several clusters: its prometheus_label (and its agent's)
     instance: tuple[str, str] | None = None  # the MIG instance (GPU_I_ID, GPU_I_PROFILE) the reading is of
     metric: str | None = None  # a field other than the story's
+    # scraped into Prometheus by the GPU operator's ServiceMonitor (honorLabels: false): the workload's labels renamed
+    # exported_*, the target's own pod, namespace and container (the exporter pod's) on every series, no node label
+    exported: bool = False
 
-    def labels(self) -> str:
+    def labels(self, stored: bool = False) -> str:
+        """The series' labels as the exporter writes them, or (`stored`) as Prometheus stores them."""
         host = "hostname" if self.lower else "Hostname"
         pod = f',container="main",namespace="ml",pod="{self.pod}"' if self.pod else ""
+        if stored and self.exported:
+            pod = pod.replace(",", ",exported_") + (f',container="nvidia-dcgm-exporter",namespace="gpu-operator",'
+                                                    f'pod="{self.exporter[0]}"')
         mig = f',GPU_I_PROFILE="{self.instance[1]}",GPU_I_ID="{self.instance[0]}"' if self.instance else ""
         return (f'gpu="{self.gpu}",UUID="{self.uuid}",device="nvidia{self.gpu}",modelName="NVIDIA A100-SXM4-80GB",'
                 f'{host}="{self.exporter[0]}",DCGM_FI_DRIVER_VERSION="535.104.05"{mig}{pod}')
@@ -91,7 +102,8 @@ def _series(story: Story) -> list[dict]:
     for k in range(story.scrapes):
         for r in story.readings(k):
             cluster = f',cluster="{r.cluster}"' if r.cluster else ""
-            key = f'{r.metric or story.metric}{{{r.labels()},node="{r.node}",instance="{r.exporter[1]}"{cluster}}}'
+            node = "" if r.exported else f',node="{r.node}"'
+            key = f'{r.metric or story.metric}{{{r.labels(True)}{node},instance="{r.exporter[1]}"{cluster}}}'
             values.setdefault(key, ["_"] * story.scrapes)[k] = value_text(r.value)
     return [{"series": key, "values": " ".join(v)} for key, v in values.items()]
 
@@ -387,3 +399,43 @@ def test_a_full_pod_that_hands_its_gpu_over_stays_firing_on_the_rule(tmp_path):
     expected = {t: story.truth(t) for t in story.evaluations}
     wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), _series(story), expected)], 15)
     assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
+
+
+EXPORTED = ("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n  container: exported_container\n")
+
+
+def _exported(alerts: list[dict]) -> list[dict]:
+    """Alert labels as the rule names them under labels.pod: exported_pod (and the namespace's)."""
+    return [{f"exported_{k}" if k in ("namespace", "pod") else k: v for k, v in a.items()} for a in alerts]
+
+
+def _exported_stories() -> dict[str, Story]:
+    """On the GPU operator's ServiceMonitor (honorLabels: false), the exporter's pod (`pod`) on every series: pod ml/a
+    idle at 1 % on GPU 0 beside GPU 1, which no pod holds, idle at 0 % (idle from 25 minutes on: ml/a alone, never the
+    exporter's pod); ml/a's GPU 0 at 500 MiB free at scrapes 15-19 beside GPU 1 at 300 MiB free all along (a process
+    outside Kubernetes): near full for ml/a while (t - 300, t] holds its 500, never for GPU 1's."""
+    def idle(k):
+        return [Reading(1.0, exported=True), Reading(0.0, gpu=1, uuid="GPU-2", pod=None, exported=True)]
+
+    def full(k):
+        return [Reading(500.0 if 15 <= k < 20 else 20000.0, exported=True),
+                Reading(300.0, gpu=1, uuid="GPU-2", pod=None, exported=True)]
+    return {"idle": Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 90, idle,
+                          lambda t: [{"namespace": "ml", "pod": "a", "gpu": "0"}] if t >= 1515 else [],
+                          [k * STEP + 15 for k in range(40, 90)]),
+            "framebuffer": Story("framebuffer-full", "DCGM_FI_DEV_FB_FREE", 40, full,
+                                 lambda t: [{"namespace": "ml", "pod": "a"}] if any(
+                                     t - 300 < k * STEP <= t for k in range(15, 20)) else [],
+                                 [k * STEP + 15 for k in range(10, 40)])}
+
+
+@pytest.mark.parametrize("name", ["idle", "framebuffer"])
+def test_on_the_operators_servicemonitor_both_forms_name_the_workload_pod_never_the_exporters(name, tmp_path):
+    story = _exported_stories()[name]
+    files, folder = _build(tmp_path, EXPORTED)
+    expected = {t: _exported(story.truth(t)) for t in story.evaluations}
+    assert any(expected.values()) and not all(expected.values())
+    wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), _series(story), expected)], 15)
+    assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
+    cloudwatch = _cloudwatch_wrong(story, files)
+    assert not cloudwatch, f"the CloudWatch alarm differs from the truth at {cloudwatch}"
