@@ -108,7 +108,7 @@ def reads(project: Project, artifacts: Artifacts) -> list[Read]:
     found: list[Read] = []
     for clusters, kind in zip(kinds, each):
         for read in kind:
-            if all(read in other for other in each):
+            if read.regional or all(read in other for other in each):  # (a fleet alarm's name says its Region)
                 if read not in found:
                     found.append(read)
             else:

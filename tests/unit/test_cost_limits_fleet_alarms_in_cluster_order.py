@@ -6,7 +6,9 @@ FB_USED with a `cloudwatch=` condition per MIG instance. 30 clusters, 3,000 GPUs
 15 clusters a Region, 100 GPUs a cluster; us-east-1's split alarm reads its split half, 7.5 x 100 x 7 = 5,250 GPU
 instances, and its `-whole` alarm the other half, 750 GPUs. Listed a, b, w the notes say so; listed w, a, b the share of
 us-east-1 each reads was taken in us-west-2 (the first cluster's Region), where no cluster is left out: 10,500 and
-1,500, a 'past 10,000 metrics' note with them."""
+1,500, a 'past 10,000 metrics' note with them. And a fleet alarm's query was named after the kind of cluster whose
+first cluster's Region holds it (the whole GPUs' alarm said to be cluster a's): a fleet alarm is now named by
+itself."""
 
 from __future__ import annotations
 
@@ -48,11 +50,9 @@ def test_each_of_the_two_alarms_counts_its_share_of_its_region(tmp_path, order):
     assert "past 10,000 metrics" not in text, text
 
 
-@pytest.mark.xfail(strict=True, reason="listed w, a, b, the queries of the first cluster of each kind stand for the "
-                                       "fleet: us-east-1's alarms come from the split kind's first cluster alone, so "
-                                       "the whole GPUs' alarm, which judges b, is said to be cluster a's, and "
-                                       "us-west-2's alarm, which judges w alone, is said to be clusters w and b's")
 def test_the_fleet_alarms_are_not_said_to_be_clusters_they_do_not_judge(tmp_path):
     text = _notes(tmp_path, "wab")
     assert f"{WHOLE} (cluster a)" not in text, text
     assert "gpudash-fleet-gpu-fb-high-warning-us-west-2 (clusters w, b)" not in text, text
+    # a fleet alarm is named by itself, its Region in its name
+    assert f"{SPLIT} 5,250 GPU instances" in text and f"{WHOLE} 750 GPUs" in text, text

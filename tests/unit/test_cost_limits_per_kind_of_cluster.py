@@ -64,3 +64,20 @@ def test_mig_instances_leave_the_plain_clusters_gpus_whole(tmp_path, clusters, s
     project = defined_project(tmp_path, "clusters:\n" + clusters, alarms=BUSY, dashboards=NO_DASHBOARDS)
     notes = limits(Fleet(clusters=2, pods=2000, churn=0, mig_instances=7), project, build(project, grafana=False))
     assert [note.split(" (in each")[0] for note in notes if note.startswith("GROUP BY alarms")] == said
+
+
+FLEET_RULE = FB_PER_GPU_CLOUDWATCH_PER_INSTANCE.replace("15000))\n", "15000), scope=\"fleet\")\n")
+
+
+def test_a_fleet_alarm_judging_part_of_its_region_is_counted_in_its_own_region(tmp_path):
+    """split in us-east-1; plain (exporter.mig: none) and split2 in eu-west-1, whose fleet rule is judged in two alarms,
+    the whole one over plain alone (WHERE ClusterName != 'split2'). 3,000 GPUs over three clusters, two a Region at
+    most: the whole alarm reads plain's 1,000 GPUs. Its share of its Region was worked out in the first cluster's
+    Region (us-east-1, where split2 is not): 2,000 GPUs, and it was named after plain's kind, as if plain's alone."""
+    assert 'scope="fleet"' in FLEET_RULE
+    project = defined_project(tmp_path, "clusters:\n" + SPLIT + PLAIN.replace("us-east-1", "eu-west-1")
+                              + SPLIT.replace("split", "split2").replace("us-east-1", "eu-west-1"),
+                              alarms=FLEET_RULE, dashboards=NO_DASHBOARDS)
+    notes = limits(Fleet(clusters=3, pods=3000, churn=0), project, build(project, grafana=False))
+    assert [note.split(" (in each")[0] for note in notes if note.startswith("GROUP BY alarms")] == [
+        "GROUP BY alarms past 500 series per cluster: gpudash-fleet-gpu-fb-high-whole-warning-eu-west-1 1,000 GPUs"]
