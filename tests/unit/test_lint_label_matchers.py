@@ -238,3 +238,31 @@ def test_a_job_no_longer_writing_the_node_fails_ag002(projects, pipeline):
     assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
     findings = [f.message for f in run([r for r in RULES if r.id == "AG002"], lint_input(projects[pipeline], artifacts))]
     assert any("'node'" in f for f in findings), findings
+
+
+MARKED_UNSEEN = pytest.mark.xfail(strict=True, reason="AG001 reads no label matcher of a set the agent makes under a "
+                                  "mark (a pod's total, a GPU's reading once): one passing none of those points "
+                                  "publishes nothing there, unsaid")
+
+
+@MARKED_UNSEEN
+@pytest.mark.parametrize("mark, metric, dims", [
+    ("pod_total", "DCGM_FI_DEV_POWER_USAGE", ("ClusterName", "namespace", "pod", "pod_total")),
+    ("readings", "DCGM_FI_DEV_POWER_USAGE", ("ClusterName", "readings")),
+])
+def test_a_marked_sets_matcher_passing_none_of_its_points_fails_ag001(projects, mark, metric, dims):
+    """agent.pipeline: otel: the set of a pod's total power per scrape (ml/train's GPUs 0 and 2: 402 W) and that of
+    each GPU's reading once (the fleet's values past their LIMIT), their declaration given a matcher on the mark that
+    passes no value the agent gives it."""
+    project = projects["otel"]
+
+    def never(declarations):
+        declaration = next(d for d in declarations if any(set(each) == set(dims) for each in d["dimensions"])
+                           and f"^{metric}$" in d["metric_name_selectors"])
+        declaration["label_matchers"] = [{"label_names": [mark], "separator": ";", "regex": "^never$"}]
+
+    assert _published(build(project, grafana=False), metric, dims)
+    artifacts = _edited(project, never)
+    assert _published(artifacts, metric, dims) == []
+    findings = _ag001(project, artifacts)
+    assert any(metric in f and mark in f for f in findings), findings
