@@ -570,9 +570,9 @@ def _instances_reached(subject: LintInput) -> Iterable[Finding]:
                 break
 
 
-def _made_by_agents(subject: LintInput) -> Iterable[tuple[list[MadePoint], list[dict[str, Any]], str]]:
+def _made_by_agents(subject: LintInput) -> Iterable[tuple[list[MadePoint], list[dict[str, Any]], str, Cluster]]:
     """(the points the agent's transforms make under a mark: render/agent_otel made_points, its awsemf declarations,
-    where) of each cluster's OTel pipeline."""
+    where, the cluster) of each cluster's OTel pipeline."""
     from ..render.agent_otel import EXPORTER, MERGE, TOTALS, made_points
 
     names = [m.name for m in subject.catalog]
@@ -584,7 +584,8 @@ def _made_by_agents(subject: LintInput) -> Iterable[tuple[list[MadePoint], list[
         made = made_points([t for key in (TOTALS, MERGE) for t in (processors.get(key) or {}).get("transforms") or []],
                            names)
         exporter = (agent.otel.get("exporters") or {}).get(EXPORTER) or {}
-        yield made, exporter.get("metric_declarations") or [], f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}"
+        yield (made, exporter.get("metric_declarations") or [], f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}",
+               cluster)
 
 
 def _selected(subject: LintInput, declaration: dict[str, Any]) -> list[str]:
@@ -600,24 +601,33 @@ def _made_published(subject: LintInput) -> Iterable[Finding]:
     """On the OTel pipeline, a set of points the agent makes from a scrape's series (a GPU's reading once, a namespace's
     use of a GPU, a pod's total) holds only what a transform of the collector makes under the set's mark: a field a
     declaration publishes there that no transform makes is in no such set, and the widgets and alarms reading it read
-    nothing (AG001 compares the declarations with the queries, not with what the processors make)."""
+    nothing (AG001 compares the declarations with the queries, not with what the processors make); nor where the
+    declaration's label matchers pass none of the points made there (carrying the set's names, the cluster's name as
+    ClusterName and the mark at a value the transforms give it)."""
     from ..cloudwatch_query import NAMESPACE_GPU, ONCE_PER_GPU, pod_total_mark
     from ..render.agent_otel import MERGE, TOTALS
 
-    for points, declarations, where in _made_by_agents(subject):
-        made: dict[str, set[str]] = {}
-        for field, mark, _, _ in points:
-            made.setdefault(mark, set()).add(field)
+    for points, declarations, where, cluster in _made_by_agents(subject):
+        made: dict[tuple[str, str], set[str]] = {}
+        for field, mark, value, _ in points:
+            made.setdefault((field, mark), set()).add(value)
         for declaration in declarations:
             published = _selected(subject, declaration)
             for dims in declaration.get("dimensions") or []:
                 mark = next((m for m in (ONCE_PER_GPU[0], NAMESPACE_GPU[0]) if m in dims), None) \
                     or (pod_total_mark(dims) or (None,))[0]
                 for name in published if mark else []:
-                    if name not in made.get(mark, set()):
+                    values = made.get((name, mark), set())
+                    if not values:
                         yield Finding("AG001", "error", where,
                                       f"{name} [{', '.join(dims)}] is published under {mark} but no transform of "
                                       f"{TOTALS} or {MERGE} makes it: the widgets and alarms reading it read nothing")
+                    elif not any(_matched(declaration, {**dict.fromkeys(dims, "x"), CLUSTER_DIMENSION: cluster.name,
+                                                        mark: value}) for value in values):
+                        yield Finding("AG001", "error", where,
+                                      f"{name} [{', '.join(dims)}]: the declaration's label matchers pass none of "
+                                      f"the points the agent makes under {mark} ({', '.join(map(repr, sorted(values)))}"
+                                      f"): the widgets and alarms reading it read nothing")
 
 
 def _made_points_kept_out(subject: LintInput) -> Iterable[Finding]:
@@ -626,7 +636,7 @@ def _made_points_kept_out(subject: LintInput) -> Iterable[Finding]:
     would be published there beside the scraped readings, and a widget or alarm reading the set would read it as one
     more reading (a GPU's flag of 0 beside its temperature of 61: a mean of 40.7). awsemf reads a missing label as
     empty: the set's label matchers must fail where a mark is set."""
-    for points, declarations, where in _made_by_agents(subject):
+    for points, declarations, where, _ in _made_by_agents(subject):
         marks = {mark for _, mark, _, _ in points}
         for declaration in declarations:
             published = set(_selected(subject, declaration))

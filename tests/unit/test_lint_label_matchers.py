@@ -240,12 +240,6 @@ def test_a_job_no_longer_writing_the_node_fails_ag002(projects, pipeline):
     assert any("'node'" in f for f in findings), findings
 
 
-MARKED_UNSEEN = pytest.mark.xfail(strict=True, reason="AG001 reads no label matcher of a set the agent makes under a "
-                                  "mark (a pod's total, a GPU's reading once): one passing none of those points "
-                                  "publishes nothing there, unsaid")
-
-
-@MARKED_UNSEEN
 @pytest.mark.parametrize("mark, metric, dims", [
     ("pod_total", "DCGM_FI_DEV_POWER_USAGE", ("ClusterName", "namespace", "pod", "pod_total")),
     ("readings", "DCGM_FI_DEV_POWER_USAGE", ("ClusterName", "readings")),
