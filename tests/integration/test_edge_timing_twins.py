@@ -26,10 +26,11 @@ its own alarms, with the same node name (EKS names a node by its private IP) and
   for plain): plain's whole GPU and split's instance each high for ten minutes, overlapping: the rule and the two
   alarms fire for each from its first high reading and clear five minutes after its last.
 
-A pod whose GPU is nearly full ends and the next pod takes the GPU at once: CloudWatch's alarm over the user guide's
-example range holds the ended pod in ALARM until 15 minutes after its last reading, and the rule, which says it judges
-that range, resolves twice for about 2 minutes on the next pod's readings (strict xfail; the same look-back as
-test_gpu_handed_over's pin, there giving the ended pod the next pod's full readings).
+A pod whose GPU is nearly full (or idle) ends and the next pod takes the GPU at once (with memory free, or busy):
+CloudWatch's alarm over the user guide's example range holds the ended pod in ALARM until 15 minutes after its last
+reading, and the rule, which says it judges that range, resolves on the next pod's readings: twice for about 2 minutes
+(framebuffer), for good at the handover (idle). Strict xfails; the same look-back as test_gpu_handed_over's pin, there
+giving the ended pod the next pod's full readings.
 
 On the GPU operator's ServiceMonitor (honorLabels: false, labels.pod: exported_pod), every series carries the exporter's
 own pod, and an old exporter writes that pod's name into `Hostname`: a pod idle beside an idle GPU no pod holds, and a
@@ -375,16 +376,34 @@ def _full_then_handed_over() -> Story:
     return Story("framebuffer-full", "DCGM_FI_DEV_FB_FREE", 60, readings, truth, [k * STEP + 15 for k in range(10, 60)])
 
 
-def test_a_full_pod_that_hands_its_gpu_over_stays_in_alarm_on_cloudwatch_over_the_example_range(tmp_path):
-    story = _full_then_handed_over()
+def _idle_then_handed_over() -> Story:
+    """Pod ml/a idle at 1 % until scrape 79 (t = 2370 s), then ml/a ends and ml/b takes the GPU from the next scrape at
+    90 %. CloudWatch's idle alarm over the example range (8 periods, 6 of 6 idle) holds ml/a in ALARM from 25 minutes on
+    until 15 minutes after its last reading (t = 1515-3255 s); ml/b never alarms."""
+    def readings(k): return [Reading(1.0)] if k < 80 else [Reading(90.0, pod="b")]
+
+    def truth(t): return [{"namespace": "ml", "pod": "a", "gpu": "0"}] if 1500 < t < 2370 + 900 else []
+    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 120, readings, truth, [k * STEP + 15 for k in range(60, 120)])
+
+
+HANDED_OVER = {"framebuffer": _full_then_handed_over, "idle": _idle_then_handed_over}
+
+
+@pytest.mark.parametrize("name", list(HANDED_OVER))
+def test_a_pod_in_alarm_that_hands_its_gpu_over_stays_so_on_cloudwatch_over_the_example_range(name, tmp_path):
+    story = HANDED_OVER[name]()
     files, _ = _build(tmp_path, "")
     points = _points(story, files)
-    (request,) = _requests(files, story, "")
-    wrong = {t: states for t in story.evaluations
-             for states in [{dict(key)["pod"]: state for key, state in cloudwatch_eval.alarm(
-                 request, points, t, evaluation_range=cloudwatch_eval.example_range(request)).items()}]
-             if ("a" if states.get("a") == "ALARM" else None) != ("a" if story.truth(t) else None)
-             or states.get("b", "OK") != "OK"}
+    wrong = {}
+    for t in story.evaluations:
+        states = {}
+        for request in _requests(files, story, ""):
+            for key, state in cloudwatch_eval.alarm(request, points, t,
+                                                    evaluation_range=cloudwatch_eval.example_range(request)).items():
+                if state == "ALARM":
+                    states[dict(key)["pod"]] = state
+        if sorted(states) != (["a"] if story.truth(t) else []):
+            wrong[t] = states
     assert not wrong, wrong
 
 
@@ -395,6 +414,18 @@ def test_a_full_pod_that_hands_its_gpu_over_stays_in_alarm_on_cloudwatch_over_th
     "where its alarm holds ALARM; the descriptions say only that the rule clears up to 120 s after the alarm"))
 def test_a_full_pod_that_hands_its_gpu_over_stays_firing_on_the_rule(tmp_path):
     story = _full_then_handed_over()
+    _, folder = _build(tmp_path, "")
+    expected = {t: story.truth(t) for t in story.evaluations}
+    wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), _series(story), expected)], 15)
+    assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the per-pod look-back gives the pod that ended the next pod's first readings (90 %), so the idle rule reads the "
+    "ended pod's latest period as busy: ml/a's alert resolves at the handover (40m15s) for good, where its alarm holds "
+    "ALARM until 15 minutes after its last reading (54m15s), as the rule's description says the rule does"))
+def test_an_idle_pod_that_hands_its_gpu_to_a_busy_pod_stays_firing_on_the_rule(tmp_path):
+    story = _idle_then_handed_over()
     _, folder = _build(tmp_path, "")
     expected = {t: story.truth(t) for t in story.evaluations}
     wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), _series(story), expected)], 15)
