@@ -31,14 +31,14 @@ END = STEP * STEPS - STEP  # the last scrape's instant: the rule's evaluation an
 LEVEL = 15000
 
 
-def _definition(scope: str) -> str:
+def _definition(scope: str, periods: str = "") -> str:
     return f'''
 from generator.model import Alarm, Condition, Query
 
 
 def alarms(ctx):
     yield Alarm("gpu-fb-high", "GPU memory high",
-                Condition(Query("{FIELD}", "max", ("node", "gpu")), ">", {LEVEL}), scope="{scope}",
+                Condition(Query("{FIELD}", "max", ("node", "gpu")), ">", {LEVEL}), scope="{scope}",{periods}
                 cloudwatch=Condition(Query("{FIELD}", "max", ("node", "gpu", "mig_instance")), ">", {LEVEL}))
 '''
 
@@ -111,12 +111,14 @@ SHARED = """clusters:
 """
 
 
-@pytest.mark.parametrize("scope", ["cluster", "fleet"])
-def test_on_one_prometheus_holding_both_clusters_the_rule_fires_for_each_cluster_s_alarmed_gpus(tmp_path, scope):
+@pytest.mark.parametrize("scope, periods", [("cluster", ""), ("fleet", ""),
+                                            ("fleet", " evaluation_periods=3, datapoints_to_alarm=2,")])
+def test_on_one_prometheus_holding_both_clusters_the_rule_fires_for_each_cluster_s_alarmed_gpus(tmp_path, scope,
+                                                                                                 periods):
     """Both clusters scraped into one Prometheus (clusters[].prometheus_label): the rule fires for plain's whole GPUs
     its alarm is in ALARM for, split's MIG instance its alarm is in ALARM for and split's whole GPUs, each with its
-    cluster."""
-    project = defined_project(tmp_path, SHARED, alarms=_definition(scope),
+    cluster (2 of 3 periods: each period's statistic recorded once per kind, whole GPUs and instances)."""
+    project = defined_project(tmp_path, SHARED, alarms=_definition(scope, periods),
                               dashboards="def dashboards(ctx):\n    return []\n")
     files = encode(build(project, grafana=False))
     (tmp_path / "rules.yaml").write_bytes(files["prometheus/rules.yaml"])
