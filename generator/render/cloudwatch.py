@@ -719,9 +719,13 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
     copies = "one per pod sharing it" if settings.no_mig else "one per MIG instance or per pod sharing it"
     copied = not settings.no_mig or settings.exporter.virtual_gpus
 
-    def twice(verb: str) -> str:  # what a GPU read more than once in a scrape interval does
-        if addon:
-            return f"a GPU split into MIG instances {verb} once, as its first instance (the add-on keeps one)"
+    def twice(verb: str) -> str:  # what a GPU read more than once in a scrape interval does, after ", and "
+        if addon:  # (where no GPU is split the add-on reads a GPU once per collection: nothing to say)
+            return "" if settings.no_mig else \
+                f", and a GPU split into MIG instances {verb} once, as its first instance (the add-on keeps one)"
+        return ", and " + _read_twice(verb)
+
+    def _read_twice(verb: str) -> str:
         if ONCE_PER_GPU[0] in dims:
             return (f"a GPU read by two exporter pods at once {verb} once per pod (" + (
                     f"the copies one exporter pod writes of a GPU, {copies}, are merged at the agent, but {surge})"
@@ -750,12 +754,12 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
                 f"{share.format('weighs by')}), {until}"
                 + source.format("the mean of every reading")
                 + f": a GPU weighs by its readings there, so one that came or left within the {drawn}, or whose "
-                  f"node's scrape failed in it, weighs less than one read at every scrape, and " + twice("weighs"))
+                  f"node's scrape failed in it, weighs less than one read at every scrape" + twice("weighs"))
     if query.aggregation == "avg":
         return (f"the mean of each GPU's mean {until}"
                 + source.format("the mean of every reading")
                 + f": a GPU weighs by its readings there, so one that came or left within the {drawn}, or whose "
-                  f"node's {seen} failed in it, weighs less than one read at every {seen}, and " + twice("weighs"))
+                  f"node's {seen} failed in it, weighs less than one read at every {seen}" + twice("weighs"))
     per_gpu = readings_per_gpu(settings)
     # (the count of readings per GPU in the latter)
     changed = f", and in the latter {INTERVAL_CHANGED.format(layout_of(settings).interval_setting)}"
@@ -770,7 +774,7 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
                                 f"reporting in the {drawn}, and the number of readings")
                 + f" over {each}: every GPU is in the latter, but one that came "
                   f"or left within the {drawn}, or whose node's {seen} failed in it, counts as the share of "
-                  f"{scrapes} that read it, and " + twice("counts") + changed)
+                  f"{scrapes} that read it" + twice("counts") + changed)
     added = (f"the total of each node's GPUs' readings, a mean over its scrapes in the {drawn}, added over the nodes "
              f"({whole}, but {share.format('adds its mean times')}), " if per_node else "the total of each GPU's mean ")
     return (f"{added}{until}"
@@ -779,7 +783,7 @@ def readings_note(plan_: Plan, query: Query, settings: Settings, n: int = SERIES
                             f"every reading")
             + f" over {each}: every GPU is in the latter, but one that came or "
               f"left within the {drawn}, or whose node's {seen} failed in it, adds its share of {scrapes} "
-              f"that read it, and " + twice("adds") + changed)
+              f"that read it" + twice("adds") + changed)
 
 
 def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting", period: int | None = None,
