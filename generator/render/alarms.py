@@ -1474,9 +1474,28 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
         for insights_request in builders:
             request = insights_request(None, apart)
             request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, regions)
+            _query_fits(alarm, request, region, apart)
             requests.append({"Region": region, "Request": request})
         return requests
     return each(builders)
+
+
+EXPRESSION_LENGTH = 2048  # PutMetricAlarm: a MetricDataQuery's Expression holds at most 2,048 characters
+
+
+def _query_fits(alarm: Alarm, request: dict[str, Any], region: str, apart: tuple[str, ...]) -> None:
+    """Refuse a fleet alarm whose query PutMetricAlarm would refuse: a query leaving out, one `!=` each, the clusters
+    of its Region the rule's other alarm there judges (`apart`) grows with them."""
+    longest = max((len(str(query.get("Expression", ""))) for query in request.get("Metrics", [])), default=0)
+    if longest <= EXPRESSION_LENGTH:
+        return
+    left_out = (f", which leaves out by name the {len(apart)} clusters of {region} the rule's other alarm there judges "
+                f"(their exporter.mig differs)") if apart else ""
+    raise InputError(f"alarm {alarm.id!r}: its CloudWatch alarm {request['AlarmName']} would run a query of "
+                     f"{longest:,} characters{left_out}; CloudWatch takes at most {EXPRESSION_LENGTH:,} and refuses "
+                     f"the alarm", where=alarm.defined_at,
+                     hint="give the rule scope='cluster' (one alarm per cluster, each reading its own clusters' "
+                          "GPUs), or put fewer clusters of the other kind in that Region")
 
 
 def _static_pods_apart(settings: Settings) -> None:

@@ -3,19 +3,19 @@ other kind's clusters out of each alarm's query with one `"ClusterName" != '<nam
 WHERE has no IN or OR). PutMetricAlarm takes a query of at most 2,048 characters (botocore: MetricDataQuery.Expression
 max 2048): a Region holding one split cluster and 60 saying exporter.mig: none was one alarm whose query is 223
 characters before f1a42081, and is now a split clusters' alarm whose query is 2,925 characters, which CloudWatch
-refuses (lint AL001 says so after generate has written it). Generate must make only alarms CloudWatch takes, or
-refuse the settings with one clear message."""
+refuses (lint AL001 said so after generate had written it). Generate makes only alarms CloudWatch takes, or refuses
+the settings with one clear message (it refuses them now, naming the rule, its alarm and scope='cluster')."""
 
 from __future__ import annotations
 
 import json
 
 import botocore.session
-import pytest
 
 from generator.artifacts import build
 from generator.errors import InputError
 from generator.output import encode
+from generator.render.alarms import EXPRESSION_LENGTH
 from tests.support.projects import defined_project
 # the rule: FB_USED max per GPU over 15,000 MiB, fleet scope, its `cloudwatch=` condition per MIG instance
 from tests.unit.test_fleet_rule_per_mig_instance_condition_in_mixed_region import ALARM, NO_DASHBOARDS
@@ -44,16 +44,13 @@ def _queries(folder, plain: int) -> dict[str, int]:
 def test_a_region_of_few_clusters_judged_apart_fits(tmp_path):
     lengths = _queries(tmp_path, 2)
     assert sorted(lengths) == ["gpudash-fleet-gpu-fb-high-warning", "gpudash-fleet-gpu-fb-high-whole-warning"]
-    assert max(lengths.values()) <= _expression_max() == 2048
+    assert max(lengths.values()) <= _expression_max() == EXPRESSION_LENGTH == 2048
 
 
-@pytest.mark.xfail(strict=True, reason="a fleet rule's split clusters' alarm leaves each cluster saying "
-                                       "exporter.mig: none out with its own != term: with 60 such clusters in the "
-                                       "Region its query is 2,925 characters, past the 2,048 PutMetricAlarm takes, "
-                                       "and generate writes it without a word")
 def test_a_region_of_many_plain_clusters_makes_alarms_cloudwatch_takes_or_is_refused(tmp_path):
     try:
         lengths = _queries(tmp_path, PLAIN)
-    except InputError:
-        return  # refused with one message: as good as fitting
+    except InputError as refused:  # refused with one message, naming the rule and the limit: as good as fitting
+        assert "alarm 'gpu-fb-high'" in refused.what and "2,048" in refused.what, refused.what
+        return
     assert max(lengths.values()) <= _expression_max(), lengths
