@@ -146,7 +146,9 @@ def _per_scrape_stale(alarm: Alarm, settings: Settings, lookback: int) -> Note:
     does not fire (a sum below 240 W of a pod at 250 W: 40-900 s after the last reading)."""
     who, period = _who(alarm, settings), _spoken(alarm.period_seconds)
     clears = _spoken(rule_clears(alarm, settings))
-    later = f"; for a pod that left a GPU still reported, up to {lookback} s later" if lookback else ""
+    later = (f"; for a pod that left a GPU still reported, up to {lookback} s later, or earlier where the next pod "
+             f"takes the GPU at its next scrape (the rule reads that pod's first readings as the one that left)"
+             if lookback else "")
     latest = (f"{who} whose data stops (exporter, node or pod gone) is judged on its latest datapoints in the alarm's "
               f"evaluation range, each the readings of its period over the scrapes the period holds: at most "
               f"evaluations the latest is of a period ending after the last reading, which reads only the part of it "
@@ -234,7 +236,8 @@ def range_judged(alarm: Alarm) -> bool:
 def _stale_clause(alarm: Alarm, settings: Settings, lookback: int = 0) -> str:
     """stale's note in a few words (its short form): how long it stays in ALARM, and when its rule clears (`lookback`:
     left_lookback's seconds, the rule's lag for a pod that left a GPU still reported)."""
-    left = f"; for a pod that left a GPU still reported, up to {lookback} s after the alarm" if lookback else ""
+    left = (f"; for a pod that left a GPU still reported, up to {lookback} s after the alarm, or before it where the "
+            f"next pod takes the GPU at once" if lookback else "")
     return f"{_who(alarm, settings)} whose data stops in ALARM stays so while its last datapoints " \
            f"are in the evaluation range (the rule clears {_spoken(rule_clears(alarm, settings))} after the last " \
            f"reading{left})"

@@ -412,8 +412,8 @@ RULE_AFTER_HANDOVER = {
     "framebuffer": "the per-pod look-back gives the pod that ended the next pod's first readings (80,000 MiB free), and "
                    "the rule, which judges the latest period with a reading, reads that period as not full: ml/a's "
                    "alert resolves at about 5 and 10 minutes after its last scrape for about 2 minutes each "
-                   "(14m45s-16m30s, 19m45s-21m30s) and fires again, where its alarm holds ALARM; the descriptions say "
-                   "only that the rule clears up to 120 s after the alarm",
+                   "(14m45s-16m30s, 19m45s-21m30s) and fires again, where its alarm holds ALARM (its description says "
+                   "the rule can clear before it where the next pod takes the GPU at once)",
     "idle": "the per-pod look-back gives the pod that ended the next pod's first readings (90 %), so the idle rule reads "
             "the ended pod's latest period as busy: ml/a's alert resolves at the handover (40m15s) for good, where its "
             "alarm holds ALARM until 15 minutes after its last reading (54m15s), as the rule's description says the "
@@ -428,6 +428,16 @@ def test_a_pod_in_alarm_that_hands_its_gpu_over_stays_firing_on_the_rule(name, t
     expected = {t: story.truth(t) for t in story.evaluations}
     wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), _series(story), expected)], 15)
     assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
+
+
+def test_the_descriptions_say_the_rule_can_clear_before_the_alarm_at_a_handover(tmp_path):
+    """What RULE_AFTER_HANDOVER pins, said where the two forms part: each per-pod alarm's description."""
+    files, _ = _build(tmp_path, "")
+    for name in RULE_AFTER_HANDOVER:
+        for request in _requests(files, HANDED_OVER[name](), ""):
+            description = request["AlarmDescription"]
+            assert "or before it where the next pod takes the GPU at once" in description, description
+            assert len(description) <= 1024, len(description)
 
 
 EXPORTED = ("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n  container: exported_container\n")
