@@ -922,9 +922,10 @@ def _selects_ksm(declaration: dict[str, Any]) -> bool:
 
 
 def _daemonsets_kept(subject: LintInput) -> Iterable[Finding]:
-    """Every exporter DaemonSet a data-missing alarm reads the counts of (its namespace and daemonset dimensions) is
-    one the cluster's kube-state-metrics job keeps (its metric_relabel_configs, applied as Prometheus applies them):
-    else its desired count never arrives and the alarm is in ALARM for good."""
+    """Every exporter DaemonSet a data-missing alarm reads the counts of (its namespace and daemonset dimensions; over
+    the cluster, [ClusterName] alone, each DaemonSet the cluster names) is one the cluster's kube-state-metrics job
+    keeps (its metric_relabel_configs, applied as Prometheus applies them): else its counts never arrive and the
+    alarm compares nothing."""
     by_name = {c.name: c for c in subject.clusters()}
     for item in subject.artifacts.alarms:
         stats = [m["MetricStat"] for m in item.request.get("Metrics", []) if "MetricStat" in m]
@@ -934,7 +935,7 @@ def _daemonsets_kept(subject: LintInput) -> Iterable[Finding]:
             metric = stat["Metric"]
             values = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
             node = metric.get("MetricName") in KSM_NODE_METRICS
-            if not node and (metric.get("MetricName") not in KSM_METRICS or KSM_DAEMONSET_LABEL not in values):
+            if not node and metric.get("MetricName") not in KSM_METRICS:
                 continue
             cluster = by_name.get(values.get(CLUSTER_DIMENSION, ""))
             agent = subject.agent(cluster) if cluster else None
@@ -951,11 +952,15 @@ def _daemonsets_kept(subject: LintInput) -> Iterable[Finding]:
                                   f"reads a missing exporter DaemonSet as deleted where no GPU node is")
                     break
                 continue
-            sample = {"__name__": metric["MetricName"], **{k: v for k, v in values.items() if k in KSM_SERIES_LABELS}}
-            if job is not None and not _relabel_keeps(sample, job.get("metric_relabel_configs") or []):
-                daemonset = f"{values.get(KSM_NAMESPACE_LABEL, '')}/{values[KSM_DAEMONSET_LABEL]}"
+            # the DaemonSet the alarm names, else (over the cluster) each the cluster names
+            named = [(values.get(KSM_NAMESPACE_LABEL, ""), values[KSM_DAEMONSET_LABEL])] \
+                if KSM_DAEMONSET_LABEL in values else named_daemonsets(subject.settings, cluster)
+            dropped = [f"{namespace}/{name}" for namespace, name in named if job is not None and not _relabel_keeps(
+                {"__name__": metric["MetricName"], KSM_NAMESPACE_LABEL: namespace, KSM_DAEMONSET_LABEL: name},
+                job.get("metric_relabel_configs") or [])]
+            if dropped:
                 yield Finding("AG001", "error", f"{ALARMS_FILE} {item.request['AlarmName']}",
-                              f"reads {metric['MetricName']} of the DaemonSet {daemonset}, which the "
+                              f"reads {metric['MetricName']} of the DaemonSet {', '.join(dropped)}, which the "
                               f"kube-state-metrics job of {agent_file(cluster.name)} does not keep: the alarm never "
                               f"gets its counts")
                 break

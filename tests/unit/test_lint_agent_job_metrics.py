@@ -77,12 +77,6 @@ def test_a_rule_dropping_a_field_nothing_reads_is_quiet(projects, pipeline):
     assert [f.message for f in run([r for r in RULES if r.id == "AG001"], lint_input(project, artifacts))] == []
 
 
-KSM_UNSEEN = pytest.mark.xfail(strict=True, reason="AG001 checks the kube-state-metrics job keeps an exporter "
-                               "DaemonSet's counts only where the alarm names the DaemonSet as a dimension: the "
-                               "data-missing alarm reading them per cluster ([ClusterName]) goes unchecked")
-
-
-@KSM_UNSEEN
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
 def test_the_daemonsets_counts_dropped_by_the_kube_state_metrics_job_fail_ag001(projects, pipeline):
     """The data-missing alarm reads the exporter DaemonSet's desired, available and updated counts over the cluster
