@@ -70,6 +70,11 @@ class Fleet:
     # instance's series per pod holding it; without it one series, under one of the pods
     virtual_gpus: bool = False
 
+    def of_kind(self, settings, clusters) -> "Fleet":
+        """The fleet as `clusters` of the settings have it: --mig-instances describes the GPUs of the clusters that may
+        be split (exporter.mig, clusters[].exporter.mig); where each of `clusters` says none, their GPUs are whole."""
+        return replace(self, mig_instances=None) if self.mig and settings.for_clusters(clusters).no_mig else self
+
     @property
     def gpu_count(self) -> int:
         return self.pods if self.gpus is None else self.gpus
@@ -375,12 +380,12 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     kinds = _published_kinds(project, fleet)
     if len(kinds) == 1:
         what, queried, _, clusters = kinds[0]
-        return _kind_events(project, kind_fleet(fleet, project.settings, clusters), what, queried)
+        return _kind_events(project, fleet.of_kind(project.settings, clusters), what, queried)
     merged: dict[Events, float] = {}
     of: dict[Events, list[tuple[str, ...]]] = {}
     for what, queried, share, clusters in kinds[::-1]:  # the first cluster's kind first
         names = tuple(cluster.name for cluster in clusters)
-        for event in _kind_events(project, kind_fleet(fleet, project.settings, clusters), what, queried):
+        for event in _kind_events(project, fleet.of_kind(project.settings, clusters), what, queried):
             key = replace(event, count=0)
             merged[key] = merged.get(key, 0.0) + event.count * share
             of.setdefault(key, []).append(names)
@@ -573,7 +578,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     alike = _published_kinds(project, fleet)
     weighed = 0.0
     for what, _, share, clusters in alike:
-        kind = kind_fleet(fleet, settings, clusters)  # whole GPUs where the kind says exporter.mig: none
+        kind = fleet.of_kind(settings, clusters)  # whole GPUs where the kind says exporter.mig: none
         sets = what.sets()
         if kind.mig:  # the scrape job drops the fields MIG does not report from a MIG instance's series; a GPU's
             # reading once (and a node's total and count of them) holds a MIG GPU's stand-in of such a field
@@ -723,7 +728,7 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
     alike in exporter.mig (whose dashboards are made alike: render/cloudwatch.dashboards), each kind's for its share
     of the fleet's clusters (one kind: the first cluster's, as many times as the fleet has clusters)."""
     settings = project.settings
-    kinds = [(*_dashboards_shown(project, kind_fleet(fleet, settings, clusters), dashboards, clusters[0]),
+    kinds = [(*_dashboards_shown(project, fleet.of_kind(settings, clusters), dashboards, clusters[0]),
               _fleet_share(fleet, settings, clusters))
              for _, clusters in settings.mig_groups()]
     free = prices["rates"]["free_dashboards"]
@@ -799,7 +804,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
             parts = [(alarm_forms(alarm, project.catalog, held, mode), _fleet_share(fleet, settings, clusters),
                       clusters) for held, clusters, _ in made_parts(alarm, project.catalog, settings, mode)]
             # each part's fleet as its clusters have it: whole GPUs where they say exporter.mig: none
-            kind_of = {id(members): kind_fleet(fleet, settings, members) for _, _, members in parts}
+            kind_of = {id(members): fleet.of_kind(settings, members) for _, _, members in parts}
         except Unsupported:
             continue  # generate refuses it with its file and line
         kinds = {form.kind for forms, _, _ in parts for form in forms}
@@ -876,12 +881,6 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                           f"{static_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
                           f"need an apply" + (f"; {free:,.0f} free (the free tier's alarm metrics)" if free else "")))
     return lines, cluster_alarms + math_alarms + agent_alarms + per_pod_alarms + static_alarms + mig_alarms
-
-
-def kind_fleet(fleet: Fleet, settings, clusters) -> Fleet:
-    """The fleet as `clusters` of the settings have it: --mig-instances describes the GPUs of the clusters that may be
-    split (exporter.mig, clusters[].exporter.mig); where each of `clusters` says none, their GPUs are whole."""
-    return replace(fleet, mig_instances=None) if fleet.mig and settings.for_clusters(clusters).no_mig else fleet
 
 
 def _fleet_share(fleet: Fleet, settings, clusters) -> int:

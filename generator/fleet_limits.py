@@ -242,11 +242,9 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
     per_region = math.ceil(max(fleet.clusters, 1) / regions)  # the fewest clusters the busiest Region holds
     nodes = "" if fleet.nodes is not None else " (one per GPU without --nodes)"
 
-    from .cost import kind_fleet
-
     # the fleet as each kind of cluster alike in exporter.mig has it (--mig-instances splits the GPUs of the clusters
     # that may be split alone), by the names of its clusters (Read.only)
-    kinds = {tuple(c.name for c in clusters): kind_fleet(fleet, project.settings, clusters)
+    kinds = {tuple(c.name for c in clusters): fleet.of_kind(project.settings, clusters)
              for _, clusters in project.settings.mig_groups()}
 
     def count(read: Read) -> Matched:
