@@ -100,7 +100,9 @@ def _parsed(expression: str):
 def reads(project: Project, artifacts: Artifacts) -> list[Read]:
     """The queries of the first cluster's dashboards and alarms, and of the fleet alarms of its Region (_cluster_reads);
     where the clusters differ in exporter.mig, those of the first cluster of each kind alike in it (their dashboards
-    and alarms differ), a query some kinds alone run marked with their clusters (Read.only)."""
+    and alarms differ), a query some kinds alone run marked with their clusters (Read.only), and the fleet alarms of
+    every Region (a Region mixing the kinds judges its clusters in two alarms, one alike in them in one: a fleet rule's
+    alarms differ by Region)."""
     kinds = [clusters for _, clusters in project.settings.mig_groups()]
     each = [_cluster_reads(project, artifacts, clusters[0]) for clusters in kinds]
     if len(each) == 1:
@@ -113,6 +115,7 @@ def reads(project: Project, artifacts: Artifacts) -> list[Read]:
                     found.append(read)
             else:
                 found.append(replace(read, only=tuple(cluster.name for cluster in clusters)))
+    found += [read for _, named, read in alarm_reads(artifacts) if not named and read not in found]
     return found
 
 

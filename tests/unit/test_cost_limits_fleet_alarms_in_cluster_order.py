@@ -79,12 +79,9 @@ def test_listed_first_the_split_regions_alarm_is_said_past_500_and_10000(tmp_pat
     assert _series(text, WEST) == "10,500" and re.search(rf"10,500 GPU instances[^(]* over 5 min \({WEST}\)", text), text
 
 
-@pytest.mark.xfail(strict=True, reason="the limits read the fleet alarms of the Regions of the first cluster of each "
-                                       "kind alone: listed a, b, g, every kind's first cluster is in us-east-1, and "
-                                       "us-west-2's alarm, 10,500 GPU instances past both the 500 series and the "
-                                       "10,000 metrics of a query, is not said (us-east-1's, at 5,250, is), where "
-                                       "listed g first it is; a fleet rule's alarms differ by Region since a Region "
-                                       "mixing exporter.mig judges its clusters in two")
 def test_listed_last_the_split_regions_alarm_is_still_said(tmp_path):
+    """Listed a, b, g, every kind's first cluster is in us-east-1: us-west-2's alarm was not read (the fleet alarms of
+    every Region are read now), and neither past-500 nor past-10,000 note named it."""
     text = _notes_with_west(tmp_path, False)
     assert _series(text, WEST) == "10,500", text
+    assert re.search(rf"10,500 GPU instances[^(]* over 5 min \({WEST}\)", text), text
