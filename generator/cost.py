@@ -886,15 +886,18 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
 def _fleet_share(fleet: Fleet, settings, clusters) -> int:
     """The fleet's clusters (fleet.clusters) that `clusters` of the settings stand for: each settings' cluster an
     equal share, the shares whole numbers adding up to fleet.clusters (the i-th cluster of n stands for
-    floor(F (i + 1) / n) - floor(F i / n) of F)."""
-    return sum(share for cluster, share in _shares(fleet, settings) if cluster in clusters)
+    floor(F (i + 1) / n) - floor(F i / n) of F). Clusters are told by name (the settings' are unique), not compared
+    field by field: a thousand clusters' kind of 750 took a quarter of a million comparisons a call."""
+    named = {cluster.name for cluster in clusters}
+    return sum(share for cluster, share in _shares(fleet, settings) if cluster.name in named)
 
 
 def _fleet_daemonsets(fleet: Fleet, settings, clusters=None) -> int:
     """The exporter DaemonSets of the fleet's clusters that `clusters` of the settings (all of them by default) stand
     for: each one's own (exporter.more_daemonsets) times its share (_fleet_share)."""
+    named = None if clusters is None else {cluster.name for cluster in clusters}
     return sum(share * len(named_daemonsets(settings, cluster)) for cluster, share in _shares(fleet, settings)
-               if clusters is None or cluster in clusters)
+               if named is None or cluster.name in named)
 
 
 def _shares(fleet: Fleet, settings) -> list[tuple[Any, int]]:

@@ -104,7 +104,8 @@ def reads(project: Project, artifacts: Artifacts) -> list[Read]:
     every Region (a Region mixing the kinds judges its clusters in two alarms, one alike in them in one: a fleet rule's
     alarms differ by Region)."""
     kinds = [clusters for _, clusters in project.settings.mig_groups()]
-    each = [_cluster_reads(project, artifacts, clusters[0]) for clusters in kinds]
+    alarms = list(alarm_reads(artifacts))  # (each alarm's query parsed once, whatever the kinds)
+    each = [_cluster_reads(project, artifacts, clusters[0], alarms) for clusters in kinds]
     if len(each) == 1:
         return each[0]
     found: list[Read] = []
@@ -115,12 +116,14 @@ def reads(project: Project, artifacts: Artifacts) -> list[Read]:
                     found.append(read)
             else:
                 found.append(replace(read, only=tuple(cluster.name for cluster in clusters)))
-    found += [read for _, named, read in alarm_reads(artifacts) if not named and read not in found]
+    found += [read for _, named, read in alarms if not named and read not in found]
     return found
 
 
-def _cluster_reads(project: Project, artifacts: Artifacts, cluster) -> list[Read]:
-    """The queries of `cluster`'s dashboards and alarms, and of the fleet alarms of its Region."""
+def _cluster_reads(project: Project, artifacts: Artifacts, cluster,
+                   alarms: list[tuple[str, set[str], Read]]) -> list[Read]:
+    """The queries of `cluster`'s dashboards and alarms, and of the fleet alarms of its Region (of `alarms`:
+    alarm_reads)."""
     from .names import cloudwatch_dashboard_name
     from .render.cloudwatch import panel_title
 
@@ -145,7 +148,7 @@ def _cluster_reads(project: Project, artifacts: Artifacts, cluster) -> list[Read
                                       query.metric, tuple(query.schema or ()), tuple(query.group),
                                       _seconds(properties.get("start", ""), whole), False, each=each))
     prefix = f"{settings.alarms.name_prefix}-{cluster.name}-"
-    for region, clusters, read in alarm_reads(artifacts):
+    for region, clusters, read in alarms:
         if clusters and clusters != {cluster.name} or not clusters and region != cluster.region:
             continue
         found.append(replace(read, who=read.who.removeprefix(prefix)))
