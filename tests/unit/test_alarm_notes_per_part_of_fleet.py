@@ -60,3 +60,14 @@ def test_a_fleet_rules_note_names_the_region_whose_alarm_reads_its_own_condition
     said = _said(project, "AL024", ": a mean over")
     assert said == ["alarm 'node-fb' takes the avg of DCGM_FI_DEV_FB_USED over [ClusterName, node, gpu, readings] on "
                     "CloudWatch in Region eu-west-1"], said
+
+
+def test_a_part_of_many_clusters_is_named_by_its_first_ten_and_how_many_more(tmp_path):
+    """Sixteen clusters split, one saying exporter.mig: none: the idle alarm's MIG form is made in the sixteen, and its
+    note names the first ten and 'and 6 more' (a note naming 750 clusters of a fleet of 1,000 ran 10,850 characters)."""
+    split = "".join(f"  - {{name: s{i:02}, region: us-east-1}}\n" for i in range(16))
+    (tmp_path / "gpudash.yaml").write_text("agent: {pipeline: classic}\nclusters:\n" + split +
+                                           "  - {name: plain, region: us-east-1, exporter: {mig: none}}\n")
+    said = _said(load_project(tmp_path / "gpudash.yaml"), "AL017", " ranks its series")
+    first = ", ".join(f"s{i:02}" for i in range(10))
+    assert f"alarm 'gpu-idle' (MIG instances) in clusters {first} and 6 more" in said, said
