@@ -120,24 +120,21 @@ def test_as_built_every_gpu_is_published_and_lint_is_quiet(projects, pipeline):
     assert _ag001(projects[pipeline], artifacts) == []
 
 
-@pytest.mark.parametrize("pipeline", ["otel", "classic"])
-def test_a_matcher_no_point_passes_fails_ag001(projects, pipeline):
-    artifacts = _edited(projects[pipeline], _never)
-    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
-    findings = _ag001(projects[pipeline], artifacts)
-    assert any("'GPU temperature'" in f and "DCGM_FI_DEV_GPU_TEMP with dimensions [ClusterName, gpu, node]" in f
-               for f in findings), findings
+def _names_the_gpu_temperature_set(findings: list[str]) -> bool:
+    return any("'GPU temperature'" in f and "DCGM_FI_DEV_GPU_TEMP with dimensions [ClusterName, gpu, node]" in f
+               for f in findings)
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
-def test_a_matcher_on_the_job_that_passes_no_point_fails_ag001(projects, pipeline):
-    """On the JSON path a declaration's source_labels read the job (here another job's name); on the OTel pipeline a
-    matcher on `job` reads it as empty (the receiver makes it the resource's service.name): neither publishes."""
-    artifacts = _edited(projects[pipeline], _job_named)
+@pytest.mark.parametrize("edit", [_never, _job_named], ids=["no point passes", "on the job"])
+def test_a_matcher_that_passes_no_point_fails_ag001(projects, pipeline, edit):
+    """A matcher no point passes; or one on the job: on the JSON path a declaration's source_labels read the job (here
+    another job's name), on the OTel pipeline a matcher on `job` reads it as empty (the receiver makes it the
+    resource's service.name). Neither publishes."""
+    artifacts = _edited(projects[pipeline], edit)
     assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
     findings = _ag001(projects[pipeline], artifacts)
-    assert any("'GPU temperature'" in f and "DCGM_FI_DEV_GPU_TEMP with dimensions [ClusterName, gpu, node]" in f
-               for f in findings), findings
+    assert _names_the_gpu_temperature_set(findings), findings
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
@@ -146,8 +143,7 @@ def test_a_matcher_asking_for_a_pod_fails_ag001(projects, pipeline):
     artifacts = _edited(projects[pipeline], _held_only)
     assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == [("0," + NODE, 60.0), ("2," + NODE, 62.0)]
     findings = _ag001(projects[pipeline], artifacts)
-    assert any("'GPU temperature'" in f and "DCGM_FI_DEV_GPU_TEMP with dimensions [ClusterName, gpu, node]" in f
-               for f in findings), findings
+    assert _names_the_gpu_temperature_set(findings), findings
 
 
 def test_a_plain_matcher_loosened_to_take_the_agents_own_points_fails_ag001(projects):
