@@ -56,7 +56,7 @@ START_FIRST = ("test_live_panel_truth.py", "test_pod_copies_tied.py", "test_veri
                "test_pod_lookback_restart.py", "test_cloudwatch_write_retries.py", "test_feed_configs.py",
                "test_data_missing_daemonsets.py", "test_recorded_periods.py", "test_pod_named_in_turn_rules.py",
                "test_pod_lookback_energy_rename.py", "test_lint.py", "test_verify_exec_plugin.py",
-               "test_pod_copy_review.py", "test_copy_choice_helm_release_pod.py", "test_pod_lookback_upgrade.py",
+               "test_pod_copy_overlap.py", "test_copy_choice_helm_release_pod.py", "test_pod_lookback_upgrade.py",
                "test_generate_lint_agree.py", "test_cloudwatch_write_answers.py", "test_pod_lookback_two_exporters.py",
                "test_pod_lookback_share_failed_scrape.py", "test_pod_lookback.py", "test_copy_choice_pod_like_nodes.py",
                "test_cloudwatch_over_500_mig.py", "test_pod_lookback_blank.py", "test_ci_workflow.py",

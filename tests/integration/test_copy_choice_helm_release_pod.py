@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.copy_choice_scene import fresh_steps, one_spelling_payload, two_exporters
-from tests.support.copy_review_scene import shown_values
+from tests.support.exporter_overlap_scene import shown_values
 from tests.support.grafana_variables import node_variables, variable_options
 
 NODE, OLD_POD = "aks-gpunp-9fz2k", "gpu-metrics-dcgm-exporter-7x9kq"

@@ -19,10 +19,10 @@ import pytest
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.render.alarms import prometheus_expression
-from tests.integration.test_pod_copy_review import PER_POD
+from tests.integration.test_pod_copy_overlap import PER_POD
 from tests.support.copy_choice_scene import (OLD_POD, counter_growth, fresh_steps, latest_before, named_alike,
                                              one_spelling_payload, tied_payload, two_exporters)
-from tests.support.copy_review_scene import COMMON, METRICS, SCRAPES, overlap_scene, shown_values, wrong_instants
+from tests.support.exporter_overlap_scene import COMMON, METRICS, SCRAPES, overlap_scene, shown_values, wrong_instants
 from tests.support.projects import bundled_panel, bundled_panels, bundled_project
 from tests.support.prometheus_server import SCENE_RANGE, counted_inline, scraped_every
 from tests.support.replay_exporter import ReplayExporter
@@ -32,7 +32,7 @@ from tests.support.side_by_side import module_scenes, scene
 
 tied = scene("tied")
 tied_failed = scene("tied_failed")  # the same, one scrape of the new exporter (hostname="n3") failing
-overlap = scene("overlap")  # test_pod_copy_review's scene
+overlap = scene("overlap")  # test_pod_copy_overlap's scene
 
 
 @pytest.mark.parametrize("title", ["Power draw", "GPU temperature", "Framebuffer memory used"])
@@ -272,7 +272,7 @@ def test_every_panel_answers_the_same_values_at_every_call(tied, title):
 
 @pytest.mark.parametrize("title", sorted(PER_POD))
 def test_time_sliced_pods_each_show_with_their_node_selected(overlap, title):
-    # test_pod_copy_review's maxSurge scene (old exporter: its pod's name in Hostname, no node label) with node=n3
+    # test_pod_copy_overlap's maxSurge scene (old exporter: its pod's name in Hostname, no node label) with node=n3
     wrong = wrong_instants(shown_values(overlap, title, {"node": "n3"}), PER_POD[title])
     assert not wrong, f"{title} (node n3): steps: shown (true {PER_POD[title]}) {wrong}"
 

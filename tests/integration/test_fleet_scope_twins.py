@@ -1,5 +1,5 @@
 """A fleet-scope rule's Prometheus twin, on one Prometheus holding two clusters, judges each cluster's pods and GPUs
-apart, as its CloudWatch alarm does (tests/unit/test_review_fleet_pods.py).
+apart, as its CloudWatch alarm does (tests/unit/test_fleet_pods_apart.py).
 
 Clusters a and b run the crafted fleet (tests/support/dcgm_fleet.FLEET) into one Prometheus, each series labelled
 with its cluster: `ml/infer-1` idles at 2 % in a and works at 90 % in b; GPU 1 of node ip-10-0-1-2 reads 85 C in a
@@ -17,7 +17,7 @@ from tests.support import dcgm_fleet
 from tests.support.payload_edits import busy_payload, hot_payload
 from tests.support.projects import defined_project
 from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
-from tests.unit.test_review_fleet_pods import ALARMS, SETTINGS
+from tests.unit.test_fleet_pods_apart import ALARMS, SETTINGS
 
 STEP = dcgm_fleet.STEP
 STEPS = 70  # 35 minutes: the idle rule's six periods of 5 minutes and more

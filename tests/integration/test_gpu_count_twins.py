@@ -1,6 +1,6 @@
 """An alarm that counts GPUs or adds their readings per node, and its Prometheus twin, read each GPU once on the mixed
 fleet (tests/support/mixed_fleet.FLEET: 11 GPUs, the MIG node's two A100s split into two instances each, 13 series of
-a device field). The CloudWatch side is tests/unit/test_review_alarm_counts.py and tests/unit/test_alarm_copies.py;
+a device field). The CloudWatch side is tests/unit/test_alarm_counts_once.py and tests/unit/test_alarm_copies.py;
 here promtool runs the generated rules over the same readings: "fewer than 12 GPUs report" fires (11), a node's
 GPUs over 700 W fire for none (the MIG node draws 350 + 150 = 500 W; counted per instance it would read 1,000 W), and
 over 450 W fire for the two nodes of 500 W.

@@ -16,7 +16,7 @@ The test waits in real time for the hour to pass while the server is down: the m
 first evaluations, not more (it waited 2 minutes at 58 minutes). A machine too busy to evaluate the first server within
 the margin has judged nothing from the hour's readings: the story is recorded again with the next margin. The server
 is down some 20 s at the first margin: a recording read over HOLD carries the GPU across it (one read over 5 s fails
-here); how long it carries (HOLD, 45 minutes down) is judged by test_gpu_stopped_reporting_review's stories."""
+here); how long it carries (HOLD, 45 minutes down) is judged by test_gpu_stopped_reporting_stories's stories."""
 
 from __future__ import annotations
 

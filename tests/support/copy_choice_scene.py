@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 
-from tests.support.copy_review_scene import COMMON, METRICS, SCRAPES, shown_values
+from tests.support.exporter_overlap_scene import COMMON, METRICS, SCRAPES, shown_values
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers, scraped_until
 

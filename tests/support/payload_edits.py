@@ -1,5 +1,5 @@
 """Exporter payloads with one series' reading changed: a pod busy, a GPU hot (the fleet of two clusters
-test_review_fleet_pods reads)."""
+test_fleet_pods_apart reads)."""
 
 from __future__ import annotations
 

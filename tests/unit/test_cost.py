@@ -325,7 +325,7 @@ def test_every_price_date_the_documentation_quotes_is_the_data_files():
 def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
     """500 series per query, 10,000 metrics processed: at 5,000 GPUs in one cluster the fleet's values now read every
     reading of the cluster (not one series per GPU) and alarms evaluate 500; at 20,000 GPUs some are in no query.
-    Spread over 10 clusters, none of it (tests/unit/test_review_cost_limits.py: each limit, counted per query)."""
+    Spread over 10 clusters, none of it (tests/unit/test_cost_limits_named.py: each limit, counted per query)."""
     assert estimates(project, Fleet(clusters=1, pods=50, churn=0))["limits"] == []
     series, alarms = estimates(project, Fleet(clusters=1, pods=5000, churn=0))["limits"]
     assert "5,000 GPUs per cluster" in series and "the fleet's values now read one series per node up to 248 nodes" \

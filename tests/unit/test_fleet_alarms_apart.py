@@ -1,7 +1,7 @@
 """Every fleet-scope alarm a definition can write that names a cluster's objects (node, GPU, pod, namespace,
 container, MIG instance, or the cluster itself) judges each cluster's objects apart on both backends: CloudWatch
 groups by ClusterName first, the Prometheus rule (one Prometheus holding the clusters) by cluster. One grouped by
-nothing, or by a model alone, stays the fleet's value (tests/unit/test_review_fleet_pods.py has the values)."""
+nothing, or by a model alone, stays the fleet's value (tests/unit/test_fleet_pods_apart.py has the values)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.support.copy_review_scene import COMMON, METRICS, SCRAPES, overlap_scene, shown_values, wrong_instants
+from tests.support.exporter_overlap_scene import COMMON, METRICS, SCRAPES, overlap_scene, shown_values, wrong_instants
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.scrape_scene import CountedAnswers, scraped_until
 from tests.support.side_by_side import module_scenes, scene
