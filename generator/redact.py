@@ -50,10 +50,13 @@ def environment(env) -> None:
     for name in ("GRAFANA_TOKEN", "GRAFANA_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         secret(env.get(name))
     basic_auth(env.get("GRAFANA_USER"), env.get("GRAFANA_PASSWORD"))
-    for name in ("GRAFANA_URL", "PROMETHEUS_URL", "AWS_ENDPOINT_URL"):
-        if env.get(name):
+    # the proxy variables requests and botocore read (urllib's getproxies: any `<scheme>_proxy`, either case), whose
+    # user-info they send as a Proxy-Authorization header; a value without its scheme is read as http://
+    proxies = [value for name, value in env.items() if name.lower().endswith("_proxy") and name.lower() != "no_proxy"]
+    for value in [env.get(name) for name in ("GRAFANA_URL", "PROMETHEUS_URL", "AWS_ENDPOINT_URL")] + proxies:
+        if value:
             try:
-                strip(env[name])
+                strip(value if "://" in value else f"http://{value}")
             except ValueError:
                 pass
 

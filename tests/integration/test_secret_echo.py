@@ -184,3 +184,37 @@ def test_a_password_echoed_in_a_json_string_where_an_object_is_due_is_not_printe
     details = json.dumps([c["detail"] for c in checks.values()])
     assert "data is 'login failed for ***', expected an object" in details, details
     assert password[:8] not in details, details
+
+
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                   "NO_PROXY")
+
+
+@pytest.mark.parametrize("target, variable, scheme", [("grafana", "HTTP_PROXY", "http://"),
+                                                      ("grafana", "all_proxy", "http://"), ("aws", "HTTP_PROXY", "")])
+def test_a_proxy_echoing_its_own_credentials_does_not_get_them_printed(cli, monkeypatch, defaults_built_once, target,
+                                                                       variable, scheme):
+    """The password of a proxy variable's user-info (HTTP_PROXY=http://user:password@proxy:3128; requests and botocore
+    send it as a Proxy-Authorization header) was masked nowhere: a proxy answering 403 with a message quoting it and the
+    header had both printed whole ("rejected: proxysecret7731 Basic cHVz..."). Every `*_proxy` variable's credentials
+    are masked as GRAFANA_PASSWORD is, in either case of its name, and without its scheme (botocore reads it as
+    http://)."""
+    password = "proxysecret7731"
+    header = base64.b64encode(f"puser:{password}".encode()).decode()
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with CannedServer(_echo(password, "Basic", header), status=403,
+                      content_type="application/json" if target == "grafana" else "application/x-amz-json-1.0") as proxy:
+        env = {variable: f"{scheme}puser:{password}@{proxy.address}"}
+        if target == "grafana":
+            env.update(GRAFANA_URL="http://grafana.example:3000", GRAFANA_TOKEN=TOKEN)
+            args = ("push", "--skip-verify")
+        else:
+            env.update(AWS_ENDPOINT_URL="http://monitoring.example:4566", AWS_ACCESS_KEY_ID="AKIAMARKER",
+                       AWS_SECRET_ACCESS_KEY=AWS_SECRET, AWS_REGION="us-east-1")
+            args = ("apply", "--skip-verify")
+        code, stdout, stderr = cli(*args, env=env)
+        sent = [headers.get("Proxy-Authorization") for _, _, headers in proxy.requests]
+    assert f"Basic {header}" in sent, sent  # the request went through the proxy, with its credentials
+    assert code == 3 and "rejected: *** Basic ***" in stdout + stderr, stdout + stderr
+    assert password not in stdout + stderr and header not in stdout + stderr
