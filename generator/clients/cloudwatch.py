@@ -279,7 +279,8 @@ def _mask_credentials(session) -> None:
     """The keys and session token the chain found (a profile file, SSO) are masked in output."""
     try:
         found = session.get_credentials()
-    except Exception:  # a broken profile: the call reports it
+        found = found and found.get_frozen_credentials()
+    except Exception:  # a broken profile: CloudWatch.credentials reports it
         return
     if found is not None:
         redact.secret(found.access_key)
@@ -338,15 +339,39 @@ class CloudWatch:
         return getattr(self.local, "backoffs", 0)
 
     def has_credentials(self) -> bool:
+        return self.credentials() is not None
+
+    def credentials(self):
+        """What the standard chain finds (None: nothing), read as botocore does when it makes a client. A source
+        of the chain that fails is one message, never a Python error: one that cannot be reached (an instance role
+        is read from the instance metadata service, through the proxy the environment names) a remote failure, one
+        that refuses (an SSO login expired or never made, a credential_process that fails) a setting to mend."""
+        from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError as BotoConnectionError,
+                                         HTTPClientError)
+
         try:
-            return self.session.get_credentials() is not None
-        except Exception:  # a broken profile: let the first call report it
-            return True
+            found = self.session.get_credentials()
+            return found and found.get_frozen_credentials()  # a source read when first used (SSO, a role) read now
+        except ClientError as exc:  # STS refused the role a profile or AWS_ROLE_ARN names
+            raise RemoteError(f"the AWS credential chain could not be read: {exc}", where="AWS credentials",
+                              hint="check the role's trust policy and the credentials that assume it "
+                                   "(the profile's source_profile, or the web identity token)") from None
+        except (BotoConnectionError, HTTPClientError) as exc:
+            raise RemoteError(f"the AWS credential chain could not be read: {exc}", where="AWS credentials",
+                              hint="a source of the chain could not be reached (an instance role, read from "
+                                   "169.254.169.254; an SSO portal; STS): check the network and the proxy the "
+                                   "environment names (HTTP_PROXY, HTTPS_PROXY; NO_PROXY lists what goes around it), "
+                                   "or set AWS_PROFILE or the standard AWS variables") from None
+        except BotoCoreError as exc:
+            raise GpudashError(f"the AWS credentials cannot be read: {exc}", where="AWS credentials (AWS_PROFILE)",
+                               hint="renew them (an SSO profile: `aws sso login`), or mend the profile's "
+                                    "credential_process, or set the standard AWS variables") from None
 
     def client(self, region: str, service: str = "cloudwatch"):
         with self.lock:  # creating clients from one session is not thread-safe
             key = (region, service)
             if key not in self.clients:
+                self.credentials()  # (botocore reads them making the client: a failing source said as such)
                 client = self.session.create_client(service, region_name=region, endpoint_url=self.endpoint_url,
                                                     config=self.config)
                 client.meta.events.register("before-parse", _check_body)

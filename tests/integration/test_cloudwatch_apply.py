@@ -156,6 +156,52 @@ def test_missing_credentials_are_a_clear_error(cli, monkeypatch, tmp_path):
     assert code == 2 and "no AWS credentials found" in stderr and "Traceback" not in stderr  # a setting, not a remote
 
 
+CHAIN_COMMANDS = [("plan",), ("plan", "--no-grafana"), ("apply", "--skip-verify"),
+                  ("verify", "--skip", "kube", "--skip", "exporter", "--skip", "prometheus")]
+
+
+@pytest.mark.parametrize("args", CHAIN_COMMANDS, ids=["plan", "plan-cloudwatch", "apply", "verify"])
+def test_a_credential_chain_that_cannot_reach_its_proxy_is_a_remote_failure(cli, monkeypatch, tmp_path, args):
+    """With no credentials in the environment or the files, botocore's chain asks the instance metadata service (an
+    instance role), through the proxy HTTP_PROXY names; a proxy that cannot be reached made that read raise outside
+    any call, and plan, apply and verify ended in "internal error: ProxyConnectionError" (exit 4, "report it"). It is
+    a remote failure: one message naming the credential chain, the proxy and the fix, exit 3 (verify: its check fails,
+    exit 1), nothing published."""
+    no_aws_credentials(monkeypatch, tmp_path)
+    monkeypatch.delenv("AWS_EC2_METADATA_DISABLED")
+    for name in ("http_proxy", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    code, stdout, stderr = cli(*args, env={"HTTP_PROXY": "http://127.0.0.1:9"})
+    said = stdout + stderr
+    assert "internal error" not in said and "Traceback" not in said, said
+    assert code == (1 if args[0] == "verify" else 3), said
+    assert "the AWS credential chain could not be read" in said and "http://127.0.0.1:9" in said, said
+    assert "NO_PROXY" in said, said
+
+
+@pytest.mark.parametrize("args", CHAIN_COMMANDS, ids=["plan", "plan-cloudwatch", "apply", "verify"])
+@pytest.mark.parametrize("profile", ["[profile p]\nsso_session = s\nsso_account_id = 123456789012\n"
+                                     "sso_role_name = r\n[sso-session s]\nsso_region = us-east-1\n"
+                                     "sso_start_url = https://example.awsapps.com/start\n",
+                                     "[profile p]\ncredential_process = false\n"], ids=["sso-not-logged-in",
+                                                                                        "credential-process-fails"])
+def test_a_profile_whose_credentials_cannot_be_read_is_one_message(cli, monkeypatch, tmp_path, args, profile):
+    """A profile whose SSO login expired (or was never made) or whose credential_process fails made botocore's chain
+    raise while gpudash made its first client: "internal error: SSOTokenLoadError" / "CredentialRetrievalError", exit
+    4 ("report it"). Now one message saying the credentials cannot be read and how to renew them, exit 2 (verify: its
+    check fails, exit 1)."""
+    no_aws_credentials(monkeypatch, tmp_path)
+    (tmp_path / "config").write_text(profile)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_PROFILE", "p")
+    monkeypatch.setenv("HOME", str(tmp_path))  # (no SSO token cached there)
+    code, stdout, stderr = cli(*args)
+    said = stdout + stderr
+    assert "internal error" not in said and "Traceback" not in said, said
+    assert code == (1 if args[0] == "verify" else 2), said
+    assert "the AWS credentials cannot be read" in said and "aws sso login" in said, said
+
+
 def test_an_aws_config_file_that_cannot_be_read_is_a_usage_error(cli, tmp_path):
     garbled = tmp_path / "config"
     garbled.write_text("this is not an ini file\n[unclosed\n")
