@@ -310,6 +310,11 @@ class GrafanaClient:
                 raise RemoteError(f"TLS verification failed for {self.display}", where=what,
                                   hint="give the CA bundle in REQUESTS_CA_BUNDLE, or --insecure if you accept the risk"
                                   ) from None
+            except requests.exceptions.InvalidProxyURL:  # (an InvalidURL: the proxy's, not GRAFANA_URL)
+                raise GpudashError("the proxy the environment names for Grafana is not a usable URL",
+                                   where="HTTP_PROXY / HTTPS_PROXY / ALL_PROXY (or their lower-case forms)",
+                                   hint="give the proxy's address with its scheme, e.g. http://proxy.example:3128, or "
+                                        "unset the variable") from None
             except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
                     requests.exceptions.MissingSchema) as exc:
                 raise GpudashError(f"not a usable URL ({type(exc).__name__})", where="GRAFANA_URL",

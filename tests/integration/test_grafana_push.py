@@ -593,6 +593,18 @@ def test_a_malformed_grafana_url_is_a_usage_error(cli, defaults_built_once, url,
     assert code == 2 and says in stderr and "Traceback" not in stderr and "s3cret" not in stderr
 
 
+def test_a_malformed_proxy_variable_is_named_not_grafana_url(cli, defaults_built_once, monkeypatch):
+    """A proxy variable without its scheme (HTTP_PROXY=user:password@proxy:3128) cannot be used by requests
+    (InvalidProxyURL): push said "GRAFANA_URL: not a usable URL" with GRAFANA_URL's fix, a setting that was right.
+    The proxy variable is named, with its fix, its password masked."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "http://grafana.example:3000",
+                                                        "GRAFANA_TOKEN": ADMIN, "HTTP_PROXY": "u:s3cret@127.0.0.1:9"})
+    assert code == 2 and "Traceback" not in stderr and "s3cret" not in stderr, stderr
+    assert "GRAFANA_URL" not in stderr and "HTTP_PROXY" in stderr and "http://proxy.example:3128" in stderr, stderr
+
+
 def test_progress_is_one_line_per_phase_off_a_terminal(grafana, run):
     code, _, stderr = push_json(run)
     assert code == 0
