@@ -187,6 +187,15 @@ def mig_instance_dimensions(settings: Settings) -> list[str]:
     return mig_only(instance_dimensions(settings))
 
 
+def mig_only_set(dims: Iterable[str]) -> bool:
+    """A dimension set no cluster saying exporter.mig: none publishes a metric in: one naming GPU_I_PROFILE, which
+    MIG instances alone carry (derived_sets.mig_only). Such a cluster's agent declares no such set (a query per MIG
+    instance is NoMigInstances there, and agent.metric_selection: all adds the per-pod and per-GPU sets alone), and
+    the agent emits a set only for a sample that carries each of its dimensions, which a whole GPU's never does. A
+    query over it reads none of those clusters whatever its WHERE says."""
+    return MIG_PROFILE_LABEL in dims
+
+
 def dimension_sets(settings: Settings) -> list[list[str]]:
     """Every dimension set the agent may publish: per pod, per GPU, then the sets derived from them
     (derived_sets: per GPU instance, and the MIG-only per-pod, per-GPU and per-MIG-instance sets), and on the

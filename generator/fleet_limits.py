@@ -32,10 +32,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable
 
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
-from .cloudwatch_query import NODE_MEAN, NODE_MEAN_KINDS, SERIES_PER_QUERY, is_query
+from .cloudwatch_query import NODE_MEAN, NODE_MEAN_KINDS, SERIES_PER_QUERY, is_query, mig_only_set
 from .container_insights_table import DEVICE as ADDON_GPU, NODE as ADDON_NODE, POD as ADDON_POD
 from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA
+from .settings import mig_of
 
 if TYPE_CHECKING:
     from .artifacts import Artifacts
@@ -174,8 +175,18 @@ def alarm_reads(artifacts: Artifacts) -> Iterable[tuple[str, set[str], Read]]:
 
 
 def read_here(settings: Settings, region: str, read: Read) -> list[str]:
-    """The settings' clusters of `region` a fleet alarm's query reads: all but those its WHERE leaves out."""
-    return [c.name for c in settings.clusters if c.region == region and c.name not in read.apart]
+    """The settings' clusters of `region` a fleet alarm's query reads: all but those its WHERE leaves out and, where
+    its set is one of MIG instances alone, those saying exporter.mig: none (mig_only_set: nothing of theirs is
+    there)."""
+    mig_only = mig_only_set(read.schema)
+    return [c.name for c in settings.clusters if c.region == region and c.name not in read.apart
+            and not (mig_only and mig_of(settings, c) == "none")]
+
+
+def unread_here(settings: Settings, region: str, read: Read) -> list[str]:
+    """The settings' clusters of `region` a fleet alarm's query does not read (read_here)."""
+    here = set(read_here(settings, region, read))
+    return [c.name for c in settings.clusters if c.region == region and c.name not in here]
 
 
 def matched(read: Read, fleet: Fleet) -> Matched:
@@ -264,10 +275,10 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
             if any(other.metrics < one.metrics for other in each.values()):
                 one = Matched(one.metrics, f"{one.what} in cluster{'s' if len(names) > 1 else ''} {', '.join(names)}")
         scale = per_region if read.regional else 1  # a fleet alarm reads every cluster of its Region
-        if read.apart and read.region:  # but those another alarm of its rule judges: the share of its Region's it
-            # reads (the Region of the first cluster of a kind, which may not be the first cluster's)
-            scale *= len(read_here(project.settings, read.region, read)) / len(read_here(
-                project.settings, read.region, replace(read, apart=())))
+        if read.region:  # but those another alarm of its rule judges: the share of its Region's it reads (the Region
+            # of the first cluster of a kind, which may not be the first cluster's)
+            region = [c for c in project.settings.clusters if c.region == read.region]
+            scale *= len(read_here(project.settings, read.region, read)) / max(len(region), 1)
         return Matched(one.metrics * scale, one.what + (nodes if one.what.startswith("GPU nodes") else ""))
 
     def series(read: Read) -> Matched:

@@ -429,7 +429,7 @@ def regional_metrics(subject: LintInput) -> Iterable[Finding]:
     matches (fleet_limits.METRICS_PER_QUERY): past them in the Region, what it judges is partial. Lint knows the
     clusters, not their size: a note per such alarm of the size at which its Region passes the limit (`gpudash cost`
     counts it for a fleet, from the same facts: fleet_limits)."""
-    from ..fleet_limits import METRICS_PER_QUERY, objects, regional_reads
+    from ..fleet_limits import METRICS_PER_QUERY, objects, regional_reads, unread_here
 
     said: set[str] = set()
     for region, clusters, read in regional_reads(subject.settings, subject.artifacts):
@@ -438,9 +438,10 @@ def regional_metrics(subject: LintInput) -> Iterable[Finding]:
         said.add(read.who)
         what = objects(read.schema)
         started = ", pods started in it included" if what in ("pods", "pod GPUs") else ""
+        unread = unread_here(subject.settings, region, read)
         yield Finding("AL021", "note", f"{ALARMS_FILE} {read.who}",
                       f"a fleet alarm: one query over every cluster of {region}"
-                      f"{' but ' + ', '.join(read.apart) if read.apart else ''} publishing to "
+                      f"{' but ' + ', '.join(unread) if unread else ''} publishing to "
                       f"{subject.settings.cloudwatch.namespace} ({clusters} in the settings), one metric per "
                       f"{_ONE[what]} with data in its {read.seconds // 60} min window{started}: past "
                       f"{METRICS_PER_QUERY:,} in the Region (more than {METRICS_PER_QUERY / max(clusters, 1):,.0f} "

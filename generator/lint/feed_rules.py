@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Collection, Iterable
 
 from ..agent_timing import CACHE_TTL, timing_problem
-from ..cloudwatch_query import UNUSED_SHARE, gpu_dimensions, is_query, level_of
+from ..cloudwatch_query import UNUSED_SHARE, gpu_dimensions, is_query, level_of, mig_only_set
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
 from ..exporter_styles import EXPORTER_LABELS, named_daemonsets, style_for
@@ -285,16 +285,20 @@ def _metric_line(line) -> bool:
 def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str], tuple[Cluster, ...]]]:
     """(where, expression's metric, namespace, dimension set, the clusters it reads) of every CloudWatch query: the
     cluster its ClusterName names, else (a fleet-scope alarm) every cluster of the Region it reads in but those its
-    WHERE leaves out (a cluster elsewhere publishes into another Region: _regions_published), every cluster where
+    WHERE leaves out and, over a set of MIG instances alone, those saying exporter.mig: none, which publish nothing in
+    it (mig_only_set) (a cluster elsewhere publishes into another Region: _regions_published), every cluster where
     that Region is unknown."""
     clusters = subject.clusters()
     by_name = {c.name: c for c in clusters}
 
-    def reading(cluster_name: Any, region: Any, apart: Iterable[str] = ()) -> tuple[Cluster, ...]:
+    def reading(cluster_name: Any, region: Any, apart: Iterable[str] = (),
+                dims: Iterable[str] = ()) -> tuple[Cluster, ...]:
         if cluster_name in by_name:
             return (by_name[cluster_name],)
         in_region = tuple(c for c in clusters if c.region == region)
-        return tuple(c for c in in_region or clusters if c.name not in apart)
+        mig_only = mig_only_set(dims)
+        return tuple(c for c in in_region or clusters if c.name not in apart
+                     and not (mig_only and mig_of(subject.settings, c) == "none"))
 
     for where, line, region in _widget_lines(subject):
         if _metric_line(line):  # [namespace, metric, name, value, ..., {options}]: a metric it reads
@@ -317,7 +321,8 @@ def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str]
     for where, query, region in _parsed(_expressions(subject)):
         cluster = next((v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "="), None)
         apart = {v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "!="}
-        yield where, query.metric, query.namespace, frozenset(query.schema or ()), reading(cluster, region, apart)
+        yield (where, query.metric, query.namespace, frozenset(query.schema or ()),
+               reading(cluster, region, apart, query.schema or ()))
 
 
 def _widget_lines(subject: LintInput) -> Iterable[tuple[str, Any, Any]]:

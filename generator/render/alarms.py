@@ -25,8 +25,8 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 read_by_stand_in,
                                 instance_contributors,
                                 LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
-                                NoMigInstances, Unsupported, dimension_for, gpu_dimensions, number, pod_dimensions,
-                                pod_gpu_dimensions, scrape_seconds)
+                                NoMigInstances, Unsupported, dimension_for, gpu_dimensions, mig_only_set, number,
+                                pod_dimensions, pod_gpu_dimensions, scrape_seconds)
 from .. import data_missing, stopped_gpus
 from ..container_insights_table import NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import (ALARM_BLANKS, ALARM_MIG_ONE_INSTANCE, ALARM_MIG_ONE_INSTANCE_SHORT,
@@ -1184,11 +1184,21 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
         result = _common(alarm, settings, alarm_name(settings, cluster, alarm, mig=mig, whole=whole), description)
         result["Threshold"] = threshold
         result["ComparisonOperator"] = COMPARISON_OPERATORS[comparison]
-        result["Metrics"] = [{"Id": "q1", "Expression": before + plan_.cluster_filter(cluster, apart) + after,
+        left_out = left_out_by_name(plan_.dims, apart, whole)
+        result["Metrics"] = [{"Id": "q1", "Expression": before + plan_.cluster_filter(cluster, left_out) + after,
                               "Period": alarm.period_seconds, "ReturnData": True, "Label": label}]
         return result
 
     return request
+
+
+def left_out_by_name(dims: tuple[str, ...], apart: tuple[str, ...], whole: bool) -> tuple[str, ...]:
+    """The clusters of `apart` (those of its Region a fleet rule's other alarm there judges) a fleet alarm's query over
+    the set `dims` leaves out by name: the clusters whose GPUs may be split, from the alarm of those saying
+    exporter.mig: none (`whole`), as their agents may publish its set too (a per-GPU widget or alarm, agent.
+    metric_selection: all), a MIG GPU's instances in one series; the clusters saying none from the other alarm only
+    where its set is not one of MIG instances alone (mig_only_set: they publish nothing in that one)."""
+    return () if not whole and mig_only_set(dims) else apart
 
 
 def static_pod(entry: str) -> tuple[str, str]:
@@ -1474,10 +1484,10 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
                f"{other} judges."
     builders = [_insights_requests(alarm, catalog, settings, form, unseen, whole, said) for form in forms]
     if region is not None:  # a fleet-scope rule: one alarm per Region (two where its clusters are judged apart)
-        for insights_request in builders:
+        for form, insights_request in zip(forms, builders):
             request = insights_request(None, apart)
             request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, regions)
-            _query_fits(alarm, request, region, apart)
+            _query_fits(alarm, request, region, left_out_by_name(form.plan.dims, apart, whole))
             requests.append({"Region": region, "Request": request})
         return requests
     return each(builders)
@@ -1486,16 +1496,17 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
 EXPRESSION_LENGTH = 2048  # PutMetricAlarm: a MetricDataQuery's Expression holds at most 2,048 characters
 
 
-def _query_fits(alarm: Alarm, request: dict[str, Any], region: str, apart: tuple[str, ...]) -> None:
+def _query_fits(alarm: Alarm, request: dict[str, Any], region: str, left_out: tuple[str, ...]) -> None:
     """Refuse a fleet alarm whose query PutMetricAlarm would refuse: a query leaving out, one `!=` each, the clusters
-    of its Region the rule's other alarm there judges (`apart`) grows with them."""
+    of its Region the rule's other alarm there judges (`left_out`: left_out_by_name) grows with them."""
     longest = max((len(str(query.get("Expression", ""))) for query in request.get("Metrics", [])), default=0)
     if longest <= EXPRESSION_LENGTH:
         return
-    left_out = (f", which leaves out by name the {len(apart)} clusters of {region} the rule's other alarm there judges "
-                f"(their exporter.mig differs)") if apart else ""
+    named = (f", which leaves out by name, one `!=` each, the {len(left_out)} clusters of {region} the rule's other "
+             f"alarm there judges (their exporter.mig differs, and their agents may publish this query's set too)") \
+        if left_out else ""
     raise InputError(f"alarm {alarm.id!r}: its CloudWatch alarm {request['AlarmName']} would run a query of "
-                     f"{longest:,} characters{left_out}; CloudWatch takes at most {EXPRESSION_LENGTH:,} and refuses "
+                     f"{longest:,} characters{named}; CloudWatch takes at most {EXPRESSION_LENGTH:,} and refuses "
                      f"the alarm", where=alarm.defined_at,
                      hint="give the rule scope='cluster' (one alarm per cluster, each reading its own clusters' "
                           "GPUs), or put fewer clusters of the other kind in that Region")

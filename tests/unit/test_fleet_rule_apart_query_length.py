@@ -1,18 +1,23 @@
-"""A fleet-scope rule judged in two alarms in a Region mixing exporter.mig (render/alarms._kinds_apart) leaves the
-other kind's clusters out of each alarm's query with one `"ClusterName" != '<name>'` per cluster (Metrics Insights'
-WHERE has no IN or OR). PutMetricAlarm takes a query of at most 2,048 characters (botocore: MetricDataQuery.Expression
-max 2048): a Region holding one split cluster and 60 saying exporter.mig: none was one alarm whose query is 223
-characters before f1a42081, and is now a split clusters' alarm whose query is 2,925 characters, which CloudWatch
-refuses (lint AL001 said so after generate had written it). Generate makes only alarms CloudWatch takes, or refuses
-the settings with one clear message (it refuses them now, naming the rule, its alarm and scope='cluster')."""
+"""A fleet-scope rule judged in two alarms in a Region mixing exporter.mig (render/alarms._kinds_apart). PutMetricAlarm
+takes a query of at most 2,048 characters (botocore: MetricDataQuery.Expression max 2048).
+
+The split clusters' alarm reads the set of MIG instances alone, in which no cluster saying exporter.mig: none publishes
+anything: its query names no cluster, as in a Region of split clusters alone. It left each plain cluster out by name
+(`"ClusterName" != '<name>'`, Metrics Insights' WHERE having no IN or OR): one split cluster beside 60 plain ones made
+a query of 2,925 characters, and generate refused the settings. The `-whole` alarm (the plain clusters') still leaves
+each split cluster out by name, as their agents may publish the per-GPU set too (a MIG GPU's instances in one
+series): 60 split clusters beside a plain one are refused, with one message naming the alarm, the clusters it leaves
+out and scope='cluster'."""
 
 from __future__ import annotations
 
 import json
 
 import botocore.session
+from click.testing import CliRunner
 
 from generator.artifacts import build
+from generator.cli import main
 from generator.errors import InputError
 from generator.output import encode
 from generator.render.alarms import EXPRESSION_LENGTH
@@ -28,14 +33,15 @@ def _expression_max() -> int:
     return model.shape_for("MetricDataQuery").members["Expression"].metadata["max"]
 
 
-def _settings(plain: int) -> str:
-    return "clusters:\n  - {name: training-split, region: us-east-1}\n" + "".join(
-        f"  - {{name: inference-cluster-{i:03d}, region: us-east-1, exporter: {{mig: none}}}}\n" for i in range(plain))
+def _settings(plain: int, split: int = 1) -> str:
+    return "clusters:\n" + "".join(f"  - {{name: training-split-{i:03d}, region: us-east-1}}\n" for i in range(split)) \
+        + "".join(f"  - {{name: inference-cluster-{i:03d}, region: us-east-1, exporter: {{mig: none}}}}\n"
+                  for i in range(plain))
 
 
-def _queries(folder, plain: int) -> dict[str, int]:
+def _queries(folder, plain: int, split: int = 1) -> dict[str, int]:
     """{alarm name: its longest query's length} of the rule's alarms."""
-    project = defined_project(folder, _settings(plain), alarms=ALARM, dashboards=NO_DASHBOARDS)
+    project = defined_project(folder, _settings(plain, split), alarms=ALARM, dashboards=NO_DASHBOARDS)
     files = encode(build(project, grafana=False))
     return {a["Request"]["AlarmName"]: max(len(m.get("Expression", "")) for m in a["Request"]["Metrics"])
             for a in json.loads(files["cloudwatch/alarms.json"])["alarms"] if "gpu-fb-high" in a["Request"]["AlarmName"]}
@@ -54,3 +60,24 @@ def test_a_region_of_many_plain_clusters_makes_alarms_cloudwatch_takes_or_is_ref
         assert "alarm 'gpu-fb-high'" in refused.what and "2,048" in refused.what, refused.what
         return
     assert max(lengths.values()) <= _expression_max(), lengths
+
+
+def test_many_plain_clusters_beside_a_split_one_fit(tmp_path):
+    """The split clusters' alarm names no plain cluster: 60 of them make no query longer."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "many").mkdir()
+    few, lots = _queries(tmp_path / "one", 1), _queries(tmp_path / "many", PLAIN)
+    assert lots == few, (few, lots)
+    assert max(lots.values()) <= EXPRESSION_LENGTH
+
+
+def test_many_split_clusters_beside_a_plain_one_are_refused_in_one_message(tmp_path):
+    defined_project(tmp_path, _settings(1, split=PLAIN), alarms=ALARM, dashboards=NO_DASHBOARDS)
+    result = CliRunner().invoke(main, ["generate", "--config", str(tmp_path / "gpudash.yaml"), "--out",
+                                       str(tmp_path / "out")], env={"GPUDASH_CONFIG": None})
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "Traceback" not in said, said
+    assert "alarm 'gpu-fb-high': its CloudWatch alarm gpudash-fleet-gpu-fb-high-whole-warning would run a query of " \
+           in said, said
+    assert f"leaves out by name, one `!=` each, the {PLAIN} clusters of us-east-1 the rule's other alarm there " \
+           f"judges" in said and "at most 2,048" in said and "scope='cluster'" in said, said

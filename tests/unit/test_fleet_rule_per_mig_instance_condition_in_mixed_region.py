@@ -100,16 +100,29 @@ def test_a_fleet_rule_judges_the_plain_clusters_gpus_on_its_own_condition(tmp_pa
     assert [key for key, state in judged.items() if state == "ALARM"] == ["split gpu-node-mig GPU 0 instance 1"]
 
 
-def test_the_split_clusters_alarm_is_the_one_a_region_of_them_alone_has_but_for_leaving_plain_out(tmp_path):
+@pytest.mark.parametrize("pipeline", ["classic", "otel"])
+def test_the_split_clusters_alarm_is_the_one_a_region_of_them_alone_has(tmp_path, pipeline):
+    """The split clusters' alarm reads the set of MIG instances alone (GPU_I_PROFILE), which plain's agent publishes
+    nothing in: it declares no such set, and the agent emits a set only for a sample carrying each of its dimensions.
+    So its query names no cluster: plain's GPUs, whole or (were its settings wrong) split, are never read by it. It
+    left plain out by name (`!= 'plain'`), one term per such cluster of the Region towards CloudWatch's 2,048
+    characters."""
     (tmp_path / "mixed").mkdir()
     (tmp_path / "alone").mkdir()
-    _, _, files, mixed = _built(tmp_path / "mixed", SETTINGS)
-    _, _, alone_files, alone = _built(tmp_path / "alone", SPLIT_ALONE)
+    agent = f"agent: {{pipeline: {pipeline}}}\n"
+    _, _, files, mixed = _built(tmp_path / "mixed", agent + SETTINGS)
+    _, _, alone_files, alone = _built(tmp_path / "alone", agent + SPLIT_ALONE)
     assert list(alone) == [NAMES[0]]  # a Region of one kind: one alarm, its name unchanged
-    mixed_query, alone_query = (r[NAMES[0]]["Metrics"][0]["Expression"] for r in (mixed, alone))
-    assert mixed_query == alone_query.replace(" GROUP BY", " WHERE \"ClusterName\" != 'plain' GROUP BY")
-    points = _points(files, "split", mixed_fleet.FLEET)
-    assert cloudwatch_eval.alarm(mixed[NAMES[0]], points, END) == cloudwatch_eval.alarm(alone[NAMES[0]], points, END)
+    assert mixed[NAMES[0]]["Metrics"] == alone[NAMES[0]]["Metrics"]
+    assert "WHERE" not in mixed[NAMES[0]]["Metrics"][0]["Expression"]
+    split = _points(files, "split", mixed_fleet.FLEET)
+    # plain's agent, fed its whole GPUs and, as a cluster wrongly saying none would feed it, split GPUs
+    plain = _points(files, "plain", WHOLE) + _points(files, "plain", mixed_fleet.FLEET)
+    assert not [p for p in plain if "GPU_I_PROFILE" in p.dims()]
+    assert any(p.dims().get("node") == "gpu-node-mig" for p in plain)  # the split GPUs' readings are published
+    assert cloudwatch_eval.alarm(mixed[NAMES[0]], split + plain, END) == \
+        cloudwatch_eval.alarm(mixed[NAMES[0]], split, END)
+    assert _states(mixed[NAMES[0]], split + plain) == _states(alone[NAMES[0]], split)
 
 
 def test_the_whole_gpus_alarm_reads_no_split_cluster_that_publishes_its_set(tmp_path):
