@@ -367,13 +367,27 @@ class CloudWatch:
                                hint="renew them (an SSO profile: `aws sso login`), or mend the profile's "
                                     "credential_process, or set the standard AWS variables") from None
 
+    def _created(self, region: str, service: str):
+        """botocore's client of `service` in `region`. A setting of the AWS configuration botocore refuses while it
+        makes one (AWS_DEFAULTS_MODE, AWS_STS_REGIONAL_ENDPOINTS, AWS_ENDPOINT_URL_<SERVICE>, ... as a variable or
+        in the config file) is a usage error naming it, never a Python error."""
+        from botocore.exceptions import BotoCoreError
+
+        try:
+            return self.session.create_client(service, region_name=region, endpoint_url=self.endpoint_url,
+                                              config=self.config)
+        except (BotoCoreError, ValueError) as exc:  # (ValueError: an endpoint URL botocore cannot use)
+            raise GpudashError(f"the AWS configuration cannot be used: {exc}",
+                               where="AWS settings (AWS_* variables, the AWS config file)",
+                               hint="mend or unset the setting it names (an endpoint: AWS_ENDPOINT_URL_CLOUDWATCH, "
+                                    "or endpoint_url in the config file)") from None
+
     def client(self, region: str, service: str = "cloudwatch"):
         with self.lock:  # creating clients from one session is not thread-safe
             key = (region, service)
             if key not in self.clients:
                 self.credentials()  # (botocore reads them making the client: a failing source said as such)
-                client = self.session.create_client(service, region_name=region, endpoint_url=self.endpoint_url,
-                                                    config=self.config)
+                client = self._created(region, service)
                 client.meta.events.register("before-parse", _check_body)
                 client.meta.events.register("before-send", _bounded_send(_http_session(client)))
                 _mask_credentials(self.session)

@@ -202,6 +202,24 @@ def test_a_profile_whose_credentials_cannot_be_read_is_one_message(cli, monkeypa
     assert "the AWS credentials cannot be read" in said and "aws sso login" in said, said
 
 
+@pytest.mark.parametrize("args", CHAIN_COMMANDS, ids=["plan", "plan-cloudwatch", "apply", "verify"])
+@pytest.mark.parametrize("variable, value, says", [
+    ("AWS_DEFAULTS_MODE", "fastest", "invalid defaults mode: fastest"),
+    ("AWS_STS_REGIONAL_ENDPOINTS", "global", "STS regional endpoints option global is invalid"),
+    ("AWS_ENDPOINT_URL_CLOUDWATCH", "monitoring.internal", "Invalid endpoint: monitoring.internal")])
+def test_an_aws_setting_botocore_refuses_is_a_usage_error(cli, monkeypatch, args, variable, value, says):
+    """A setting of the AWS configuration that botocore refuses when it makes a client (a misspelt value, an endpoint
+    without its scheme) ended plan, apply and verify in "internal error: InvalidDefaultsMode / ValueError" (exit 4,
+    "report it"). Now one message quoting botocore's words, exit 2 (verify: its check fails, exit 1)."""
+    for key, secret in (("AWS_ACCESS_KEY_ID", "AKIATESTING"), ("AWS_SECRET_ACCESS_KEY", "testing-secret")):
+        monkeypatch.setenv(key, secret)
+    code, stdout, stderr = cli(*args, env={variable: value, "AWS_ENDPOINT_URL": ""})
+    said = stdout + stderr
+    assert "internal error" not in said and "Traceback" not in said, said
+    assert code == (1 if args[0] == "verify" else 2), said
+    assert "the AWS configuration cannot be used" in said and says in said, said
+
+
 def test_an_aws_config_file_that_cannot_be_read_is_a_usage_error(cli, tmp_path):
     garbled = tmp_path / "config"
     garbled.write_text("this is not an ini file\n[unclosed\n")
