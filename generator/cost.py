@@ -353,15 +353,23 @@ def _published_kinds(project: Project, fleet: Fleet) -> list[tuple[Published, di
                                                                   tuple[Any, ...]]]:
     """(what the agents of a kind of cluster publish, what their widgets and alarms read, the share of the fleet's
     clusters they stand for, the settings' clusters of the kind) of each kind of cluster whose agents publish alike
-    (artifacts.agents: what each cluster's own widgets and alarms read), the first cluster's kind last. One kind, the
-    whole fleet: as _what_is_published."""
+    (artifacts.agents: what each cluster's own widgets and alarms read) and whose GPUs are alike (exporter.mig), the
+    first cluster's kind last. Clusters read alike by value, not only by the object reads_by_cluster works out once
+    per kind and Region: a cluster saying exporter.mig: none in a Region of its kind alone and one beside split
+    clusters were two kinds, counted and named apart, where their agents publish the same. One kind, the whole fleet:
+    as _what_is_published."""
     from .render.cloudwatch import node_mean_kinds, reads_by_cluster
 
     settings = project.settings
     reads = reads_by_cluster(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
-    groups: dict[int, tuple[dict[str, set[tuple[str, ...]]], list]] = {}
+    frozen: dict[int, Any] = {}  # each reads object's value, worked out once (a thousand clusters share a few)
+    groups: dict[tuple[Any, bool], tuple[dict[str, set[tuple[str, ...]]], list]] = {}
     for cluster in settings.clusters:
-        groups.setdefault(id(reads[cluster.name]), (reads[cluster.name], []))[1].append(cluster)
+        read = reads[cluster.name]
+        if id(read) not in frozen:
+            frozen[id(read)] = frozenset((name, frozenset(sets)) for name, sets in read.items())
+        key = (frozen[id(read)], settings.for_clusters([cluster]).no_mig)
+        groups.setdefault(key, (read, []))[1].append(cluster)
     if len(groups) < 2:
         return [(*_what_is_published(project), 1.0, settings.clusters)]
     result = []

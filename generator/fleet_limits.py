@@ -266,14 +266,19 @@ def notes(project: Project, artifacts: Artifacts, fleet: Fleet) -> list[str]:
 
     def count(read: Read) -> Matched:
         """What `read` matches in a cluster of its kind (Read.only), or the most in a cluster of any kind (named where
-        another kind's matches fewer)."""
+        another kind's matches fewer); a fleet alarm's, of the kinds of the clusters it reads (read_here), named by
+        those clusters."""
         if read.only:
             one = matched(read, kinds[read.only])
         else:
-            each = {names: matched(read, kind) for names, kind in kinds.items()}
+            here = set(read_here(project.settings, read.region, read)) if read.region else None
+            each = {names: matched(read, kind) for names, kind in kinds.items()
+                    if here is None or here.intersection(names)} or \
+                {names: matched(read, kind) for names, kind in kinds.items()}
             names, one = max(each.items(), key=lambda item: item[1].metrics)
             if any(other.metrics < one.metrics for other in each.values()):
-                one = Matched(one.metrics, f"{one.what} in cluster{'s' if len(names) > 1 else ''} {', '.join(names)}")
+                named = [name for name in names if here is None or name in here] or list(names)
+                one = Matched(one.metrics, f"{one.what} in cluster{'s' if len(named) > 1 else ''} {', '.join(named)}")
         scale = per_region if read.regional else 1  # a fleet alarm reads every cluster of its Region
         if read.region:  # but those another alarm of its rule judges: the share of its Region's it reads (the Region
             # of the first cluster of a kind, which may not be the first cluster's)
