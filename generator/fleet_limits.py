@@ -66,6 +66,7 @@ class Read:
     # where the fleet's clusters differ in exporter.mig and another kind of cluster does not run it: the clusters of
     # the kind that does (reads)
     only: tuple[str, ...] = ()
+    namespace: str | None = None  # an alarm's: the namespace its query reads (the add-on's, or the agent's)
 
     @property
     def named(self) -> str:
@@ -171,7 +172,7 @@ def alarm_reads(artifacts: Artifacts) -> Iterable[tuple[str, set[str], Read]]:
             window = int(metric.get("Period", request.get("Period", 60))) * int(request.get("EvaluationPeriods", 1))
             yield item.region, clusters, Read(request["AlarmName"], query.metric, tuple(query.schema or ()),
                                               tuple(query.group), window, True, regional=not clusters, apart=apart,
-                                              region=None if clusters else item.region)
+                                              region=None if clusters else item.region, namespace=query.namespace)
 
 
 def read_here(settings: Settings, region: str, read: Read) -> list[str]:

@@ -442,7 +442,8 @@ def regional_metrics(subject: LintInput) -> Iterable[Finding]:
         yield Finding("AL021", "note", f"{ALARMS_FILE} {read.who}",
                       f"a fleet alarm: one query over every cluster of {region}"
                       f"{' but ' + ', '.join(unread) if unread else ''} publishing to "
-                      f"{subject.settings.cloudwatch.namespace} ({clusters} in the settings), one metric per "
+                      f"{read.namespace or subject.settings.cloudwatch.namespace} ({clusters} in the settings), one "
+                      f"metric per "
                       f"{_ONE[what]} with data in its {read.seconds // 60} min window{started}: past "
                       f"{METRICS_PER_QUERY:,} in the Region (more than {METRICS_PER_QUERY / max(clusters, 1):,.0f} "
                       f"per cluster) it processes the first {METRICS_PER_QUERY:,} it finds, the rest in no value, and "
@@ -625,11 +626,14 @@ def addon_mig_instances(subject: LintInput) -> Iterable[Finding]:
         return
     fields = container_insights.one_instance_fields()
     split = {cluster.name for cluster in settings.clusters if mig_of(settings, cluster) != "none"}
-    split_regions = {cluster.region for cluster in settings.clusters if cluster.name in split}
 
     def may_be_split(query: Parsed, region: str) -> bool:
+        """The query reads a cluster whose GPUs may be split: the one it names, else one of its Region's it does not
+        leave out (`!=`: a fleet rule's alarm of the clusters saying none beside split ones)."""
         named = next((v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "="), None)
-        return named in split if named is not None else region in split_regions
+        apart = {v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "!="}
+        return named in split if named is not None else \
+            any(c.region == region and c.name in split and c.name not in apart for c in settings.clusters)
 
     def read(expressions: Iterable[str], region: str) -> list[str]:
         parsed = (_parsed(e) for e in expressions if is_query(e))

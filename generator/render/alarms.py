@@ -1318,13 +1318,17 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
     groups = settings.mig_groups()
     regions = sorted({c.region for c in settings.clusters})
     for alarm in alarms:
-        for held, clusters, region in made_parts(alarm, catalog, settings):
+        parts = made_parts(alarm, catalog, settings)
+        for held, clusters, region in parts:
             where = "" if len(groups) == 1 else f" in Region {region}" if region else \
                 f" in cluster{'s' if len(clusters) > 1 else ''} {', '.join(c.name for c in clusters)}"
             # a fleet rule's Region judged in two alarms (_kinds_apart): the others' clusters, read by its other one
             apart = tuple(c.name for c in settings.clusters if c.region == region and c not in clusters) \
                 if region is not None else ()
-            requests += _rule_requests(alarm, held, catalog, clusters, region, len(regions), where, made, apart)
+            other_made = any(_makes_alarms(alarm, catalog, other) for other, others, in_region in parts
+                             if region is not None and in_region == region and others != clusters)
+            requests += _rule_requests(alarm, held, catalog, clusters, region, len(regions), where, made, apart,
+                                       other_made)
     for item in requests:
         _regional_actions(item["Request"], item["Region"])
         _within_limits(item, settings)
@@ -1373,6 +1377,15 @@ def made_parts(alarm: Alarm, catalog: Catalog, settings: Settings,
     return parts
 
 
+def _makes_alarms(alarm: Alarm, catalog: Catalog, settings: Settings) -> bool:
+    """Whether the rule makes an alarm with these settings: not where it is left out with a note (on the add-on, a
+    condition per MIG instance, which it does not publish); one it refuses stops generate anyway."""
+    try:
+        return bool(alarm_forms(alarm, catalog, settings))
+    except Unsupported:
+        return True
+
+
 def _kinds_apart(alarm: Alarm, settings: Settings, members: tuple[Cluster, ...]) -> list[tuple[Cluster, ...]]:
     """The clusters of a Region that a fleet-scope rule's alarms judge together: all of them, in one alarm; apart, the
     clusters whose GPUs may be split and those saying exporter.mig: none, in two, where CloudWatch evaluates a
@@ -1414,12 +1427,13 @@ def half_alarm(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str 
 
 def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters: tuple[Cluster, ...],
                    region: str | None, regions: int, where: str,
-                   made: dict[int, Maker] | None = None, apart: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+                   made: dict[int, Maker] | None = None, apart: tuple[str, ...] = (),
+                   other_made: bool = True) -> list[dict[str, Any]]:
     """A rule's requests in `clusters` (a fleet-scope rule's: the clusters of `region`, of `regions` Regions, one
     alarm for them), built with the settings as they hold there (`where` says which, in a refusal, when the fleet's
     clusters differ); `made`: cloudwatch_alarms'. `apart`: the clusters of the Region the rule's other alarm there
     judges (_kinds_apart), left out of this one's query; the one of clusters saying exporter.mig: none is named with
-    WHOLE_SUFFIX."""
+    WHOLE_SUFFIX. `other_made`: that other alarm is made (not left out with a note), which the description names."""
     def each(makers: list[Maker]) -> list[dict[str, Any]]:
         """Each cluster's request of each maker, cluster by cluster."""
         out = []
@@ -1478,10 +1492,12 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
     said = ""  # where the rule's two alarms in the Region judge its clusters apart, whose each judges
     if apart:
         other = regional_alarm_name(alarm_name(settings, None, alarm, whole=not whole), region, regions)
+        others = f"{other} judges the others." if other_made else \
+            f"no alarm of the rule judges the others ({', '.join(apart)}): generate's note says why."
         said = f"Judges the clusters of {region} saying exporter.mig: none ({', '.join(c.name for c in clusters)}) " \
-               f"on the rule's own condition; {other} judges the others." if whole else \
+               f"on the rule's own condition; {others}" if whole else \
                f"Judges the clusters of {region} but those saying exporter.mig: none ({', '.join(apart)}), which " \
-               f"{other} judges."
+               + (f"{other} judges." if other_made else "no alarm of the rule judges: generate's note says why.")
     builders = [_insights_requests(alarm, catalog, settings, form, unseen, whole, said) for form in forms]
     if region is not None:  # a fleet-scope rule: one alarm per Region (two where its clusters are judged apart)
         for form, insights_request in zip(forms, builders):

@@ -182,3 +182,23 @@ def test_a_note_said_of_one_of_the_two_alarms_names_its_clusters_not_the_region(
     two = defined_project(tmp_path / "two", "clusters:\n  - {name: split, region: us-east-1}\n"
                                             "  - {name: west, region: us-west-2}\n", alarms=ALARM).settings
     assert said_where(two, [(f"a note{WHERE}", (two.clusters[0],), "us-east-1")]) == ["a note in Region us-east-1"]
+
+
+def test_on_the_addon_the_whole_gpus_alarm_is_said_as_it_is(tmp_path):
+    """The add-on publishes no dimension per MIG instance: the split clusters' alarm is left out with a note, and the
+    `-whole` one (still leaving split out: the add-on publishes every cluster's GPUs in one set, a MIG GPU as one of its
+    instances) named it as judging split; lint said (CW021) it reads a MIG GPU as one instance, which it never reads,
+    and (AL021) that it reads ContainerInsights/Prometheus, where it reads the add-on's ContainerInsights."""
+    project, artifacts, _, requests = _built(tmp_path, "cloudwatch: {source: container-insights}\n" + SETTINGS)
+    assert list(requests) == [NAMES[1]]
+    assert "WHERE \"ClusterName\" != 'split' GROUP BY" in requests[NAMES[1]]["Metrics"][0]["Expression"]
+    assert requests[NAMES[1]]["AlarmDescription"].endswith(
+        "Judges the clusters of us-east-1 saying exporter.mig: none (plain) on the rule's own condition; no alarm of "
+        "the rule judges the others (split): generate's note says why.")
+    assert any(n.message.startswith("alarm 'gpu-fb-high' is left out of CloudWatch in cluster split")
+               for n in notes(project))
+    findings = [f for f in lint(project, artifacts) if NAMES[1] in f.where]
+    assert not [f.message for f in findings if f.rule == "CW021"], [f.message for f in findings if f.rule == "CW021"]
+    sizes = [f.message for f in findings if f.rule == "AL021"]
+    assert len(sizes) == 1 and "one query over every cluster of us-east-1 but split publishing to ContainerInsights (" \
+        in sizes[0], sizes
