@@ -64,11 +64,13 @@ RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "R
                    "InternalServerError", "InternalServiceError", "InvalidAnswer"}
 DENIED_CODES = ("AccessDenied", "AccessDeniedException")  # the credentials may not make the call
 # The error codes (as botocore parses them from the answer) by which an API says the thing asked for does not exist:
-# ResourceNotFound for dashboards and alarms (DashboardNotFoundError, DeleteAlarms); ResourceNotFoundException for the
-# tagging calls (ListTagsForResource). Re-raised as botocore's ClientError for the caller to judge; by the code alone
-# (an error whose message names a not-found, or without a code, is that error: never "not there").
-NOT_FOUND_CODES = {"ListTagsForResource": ("ResourceNotFoundException", "ResourceNotFound")}
-NOT_FOUND = ("ResourceNotFound",)
+# ResourceNotFound for dashboards and alarms (GetDashboard's DashboardNotFoundError, DeleteDashboards, DeleteAlarms);
+# ResourceNotFoundException for the tagging calls (ListTagsForResource). Re-raised as botocore's ClientError for the
+# caller to judge; by the code alone (an error whose message names a not-found, or without a code, is that error:
+# never "not there"). Only for these APIs, whose callers judge it: from any other (a listing, a write) that code is no
+# answer the API gives, and a failure of the call like any refusal.
+NOT_FOUND_CODES = {"ListTagsForResource": ("ResourceNotFoundException", "ResourceNotFound"),
+                   **dict.fromkeys(("GetDashboard", "DeleteDashboards", "DeleteAlarms"), ("ResourceNotFound",))}
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 8.0
 # The Region of every call is its cluster's clusters[].region (AWS_REGION chooses none), so that is what to check
 ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL"
@@ -458,7 +460,7 @@ class CloudWatch:
             except ClientError as exc:
                 error = exc.response.get("Error", {})
                 code, message = str(error.get("Code", "?")), error.get("Message", "")
-                if code in NOT_FOUND_CODES.get(api, NOT_FOUND):
+                if code in NOT_FOUND_CODES.get(api, ()):
                     # after an attempt whose answer was lost, that attempt may be why it is not found (a delete
                     # of gpudash's own that landed): the caller tells gone from deleted by someone else with this
                     exc.after_lost = bool(lost)

@@ -139,3 +139,24 @@ def test_an_error_status_without_an_aws_error_is_not_an_api_answer(status, said,
     assert "state=abc" not in stderr, stderr
     assert proxy.operations.count("DescribeAlarms") == (6 if status >= 500 else 1)
     assert writes(proxy) == [] and sorted(alarms(client)) == before
+
+
+@pytest.mark.parametrize("operation", ["DescribeAlarms", "GetResources", "ListDashboards", "PutMetricAlarm",
+                                       "PutDashboard", "TagResource"])
+def test_a_not_found_code_from_an_api_that_documents_none_is_a_remote_failure(operation, proxied, published,
+                                                                              project_dir):
+    """A not-found error code (ResourceNotFound) is an answer only where the API says so of what it was asked for
+    (GetDashboard, DeleteDashboards, DeleteAlarms, ListTagsForResource): from any other (a stand-in or proxy in front
+    of CloudWatch answering GetResources or DescribeAlarms so) it went up unread and apply ended in "internal error:
+    ClientError ... ResourceNotFound" (exit 4, "report it"). It is a failure of that call like any refusal: named,
+    exit 3, nothing the call's answer was needed for written."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation=operation, action="status", times=ALWAYS, status=400,
+                      body=json.dumps({"__type": "ResourceNotFound", "message": "no such thing"}).encode()))
+    config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n")
+    code, report, stderr = apply("--config", str(config))
+    assert "internal error" not in stderr and "Traceback" not in stderr, stderr
+    assert code == 3 and f"CloudWatch {operation} failed in us-east-1: ResourceNotFound: no such thing" in stderr + \
+        json.dumps(report), stderr
