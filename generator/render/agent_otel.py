@@ -224,11 +224,17 @@ def _merged_names(catalog: Catalog, settings: Settings, shipped: Iterable[str]) 
     return [n for n in shipped if n in catalog and merged_copies(catalog.get(n), settings)]
 
 
+def _pods_set(dims: Iterable[str]) -> bool:
+    """Whether a dimension set is a pod's: it names the pod. The per-pod set and the sets derived from it name it, and so
+    do the sets of a pod's totals per scrape ([ClusterName, namespace, pod, pod_total]), which name the pod alone
+    whatever else cloudwatch.dimensions adds; no per-GPU set may name it (settings refuse it there)."""
+    return POD_DIMENSION in dims
+
+
 def _copy_labels(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
                  names: list[str]) -> tuple[set[str], set[str], list[tuple[str, ...]]]:
     """(the labels a pod's copy of the fields `names` keeps, those their merged copy keeps, the dimension sets
     that publish them)."""
-    pod_set = set(settings.cloudwatch.dimensions)
     sets = [tuple(d) for declaration in declarations for d in declaration["dimensions"]
             if any(selects(selector, name) for selector in declaration["metric_name_selectors"]
                    for name in names)]
@@ -238,12 +244,12 @@ def _copy_labels(catalog: Catalog, settings: Settings, declarations: list[dict[s
     # a namespace's use of a GPU is made from the pods' points apart (namespace_readings): its namespace kept in a
     # GPU's merged copy would split the GPU's reading per namespace of the pods sharing it (3 readings for 1)
     merged = [dims for dims in sets if NAMESPACE_GPU[0] not in dims]
-    per_pod = {*kept, *(label for dims in merged if pod_set <= set(dims) for label in dims)}
-    per_gpu = {*kept, *(label for dims in merged if not pod_set <= set(dims) for label in dims)}
+    per_pod = {*kept, *(label for dims in merged if _pods_set(dims) for label in dims)}
+    per_gpu = {*kept, *(label for dims in merged if not _pods_set(dims) for label in dims)}
     # a pod's copy keeps the GPU's index too (GPU_ONCE: an exporter writing no UUID merged a pod's GPUs into one), but
     # only where that leaves it outside every per-GPU set (a per-pod set naming the node would put it in one)
     indexed = per_pod | {GPU_DIMENSION}
-    if not any(not pod_set <= set(dims) and set(dims) <= indexed for dims in sets):
+    if not any(not _pods_set(dims) and set(dims) <= indexed for dims in sets):
         per_pod = indexed
     return per_pod, per_gpu, sets
 
@@ -314,9 +320,8 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
     if not names:
         return None
     per_pod, per_gpu, sets = _copy_labels(catalog, settings, declarations, names)
-    pod_set = set(settings.cloudwatch.dimensions)
     for dims in sets:
-        if not pod_set <= set(dims) and set(dims) <= per_pod:
+        if not _pods_set(dims) and set(dims) <= per_pod:
             raise InputError(f"the per-GPU dimension set [{', '.join(dims)}] names only labels a pod's copy of a "
                              f"counter keeps ({', '.join(sorted(per_pod))}): each pod sharing a GPU would be "
                              f"published in it, so it would read the GPU's increase once per pod",

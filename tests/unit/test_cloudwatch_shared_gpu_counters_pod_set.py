@@ -1,0 +1,82 @@
+"""A GPU pods share under KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus: one copy of each field per pod holding
+it) reads each counter once per GPU on CloudWatch whatever names the per-pod set adds to [ClusterName, namespace,
+pod] (container, modelName, Service, gpu, UUID: names docs/cloudwatch.md allows there).
+
+The agent merges the pods' copies of a counter into one series per GPU for the per-GPU sets, keeping only the labels
+those sets name; the sets of a pod's totals per scrape ([ClusterName, namespace, pod, pod_total]) are the pod's
+whatever the per-pod set adds, so they are no per-GPU set. Read as one, their namespace and pod were kept in the
+GPU's merged copy: the copies stayed apart and the per-GPU widgets and alarms read each increase once per pod (a GPU
+replaying 0.1 a second, shared by two pods: "PCIe replays" 0.2, NVLink 80 GB/s for 40, and the PCIe replays alarm
+60 per 5 minutes for 30, over its level of 50).
+
+The truth is the fleet's facts (each GPU's rate); the values are the build's own widgets and alarm evaluated over the
+fleet's scrapes through the model of the agent running the build's configuration.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.render.cloudwatch import panel_title
+from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support.agent_points import through_agent
+from tests.support.cloudwatch_widgets import close, widgets
+from tests.support.projects import defined_project
+
+STEP, END, PERIOD = 30, 2100, 300
+REPLAYS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
+
+
+def _gpu(index: int, pods: tuple[tuple[str, str], ...], replays: float, nvlink: float) -> mixed_fleet.Gpu:
+    return mixed_fleet.Gpu(index, temp=50, power=200, sm_clock=1500, xid=0, energy_mw=200_000, replays_per_s=replays,
+                           memory_temp=50, util=60, nvlink_bytes_per_s=nvlink,
+                           instances=(mixed_fleet.Instance(fb_used=12000, fb_free=12000, engine=0.6, pod=pods[0],
+                                                           also=pods[1:]),))
+
+
+# GPU 0 shared by two pods (one copy of each field per pod), GPU 1 held by one
+NODE = mixed_fleet.Node("ip-10-0-1-1", "Hostname", "nvidia-dcgm-exporter-a1b2c", (
+    _gpu(0, (("ml", "train-a"), ("ml", "train-b")), replays=0.1, nvlink=40_000_000_000),
+    _gpu(1, (("ml", "infer-0"),), replays=0.1, nvlink=20_000_000_000),
+), virtual_gpus=True)
+TRUTH = {"PCIe replays": {f"ip-10-0-1-1 GPU {g.index}": g.replays_per_s for g in NODE.gpus},
+         "NVLink bandwidth counter rate": {f"ip-10-0-1-1 GPU {g.index}": g.nvlink_bytes_per_s for g in NODE.gpus}}
+
+
+@pytest.fixture(scope="module", params=["", "container", "modelName", "Service", "gpu", "UUID"])
+def shown(request, tmp_path_factory):
+    """(the per-GPU counter widgets' lines over every period, the PCIe replays alarm's request, the datapoints) of a
+    build whose per-pod set adds the name `request.param` (none: the default set)."""
+    dims = ", ".join(["ClusterName", "namespace", "pod", *filter(None, [request.param])])
+    project = defined_project(tmp_path_factory.mktemp("project"),
+                              f"exporter:\n  virtual_gpus: true\ncloudwatch:\n  dimensions: [{dims}]\n")
+    files = encode(build(project, grafana=False))
+    points = through_agent(files, STEP, END, fleet=(NODE,))
+    lines = {panel_title(p["title"]): cloudwatch_eval.widget(p, points, 0, END) for _, p in widgets(files)
+             if panel_title(p["title"]) in TRUTH}
+    (request_,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                   if {"Key": "gpudash:rule", "Value": "pcie-replays"} in a["Request"]["Tags"]]
+    return lines, request_, points
+
+
+def test_the_per_gpu_counter_widgets_read_each_gpus_rate_once(shown):
+    lines, _, _ = shown
+    assert set(lines) == set(TRUTH)
+    for title, expected in TRUTH.items():
+        assert set(lines[title]) == set(expected), (title, sorted(lines[title]))
+        for label, rate in expected.items():
+            wrong = {start: v for start, v in lines[title][label].items() if not close(v, rate)}
+            assert not wrong, (title, label, rate, wrong)
+
+
+def test_the_pcie_replays_alarm_reads_each_gpus_replays_once(shown):
+    """30 replays per 5 minutes on each GPU: under the alarm's 50, so no GPU is in ALARM."""
+    _, request, points = shown
+    (metric,) = request["Metrics"]
+    result = cloudwatch_eval.metrics_insights(metric["Expression"], points, END - 4 * PERIOD, END, PERIOD)
+    assert {dict(key)["gpu"]: set(series.values()) for key, series in result.items()} == {"0": {30.0}, "1": {30.0}}
+    assert set(cloudwatch_eval.alarm(request, points, END).values()) == {"OK"}
