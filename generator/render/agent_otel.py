@@ -254,6 +254,25 @@ def _copy_labels(catalog: Catalog, settings: Settings, declarations: list[dict[s
     return per_pod, per_gpu, sets
 
 
+def _pod_copies_per_gpu(settings: Settings, dims: tuple[str, ...], per_pod: set[str]) -> InputError:
+    """The refusal of a per-GPU set `dims` that holds only labels a pod's copy keeps (`per_pod`): each pod's copy would
+    be published per GPU too. The per-pod set shares the per-GPU set's names it names (the node, where a pod's copy also
+    keeps the GPU's index: with exporter.virtual_gpus, for the alarms per pod and GPU); the fix is there, or in a label
+    the per-GPU set adds that no pod's copy keeps."""
+    named = [name for name in dims if name in settings.cloudwatch.dimensions and name != CLUSTER_DIMENSION]
+    label = next((name for name in ("modelName", "device") if name not in per_pod), None)
+    other = f"name in cloudwatch.gpu_dimensions a label no pod's copy keeps (such as {label})" if label else \
+        "name in cloudwatch.gpu_dimensions a label no pod's copy keeps"
+    return InputError(f"the per-GPU dimension set [{', '.join(dims)}] names only labels a pod's copy of a counter keeps "
+                      f"({', '.join(sorted(per_pod))})"
+                      + (f", {' and '.join(named)} because cloudwatch.dimensions names {'them' if len(named) > 1 else 'it'}"
+                         if named else "")
+                      + ": each pod sharing a GPU would be published in it, so it would read the GPU's increase once "
+                        "per pod",
+                      where="cloudwatch.dimensions" if named else "cloudwatch.gpu_dimensions",
+                      hint=(f"leave {named[-1]} out of cloudwatch.dimensions, or {other}" if named else other))
+
+
 def pod_copies(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
                shipped: Iterable[str]) -> dict[str, list[str]]:
     """{field: the labels each pod's copy keeps} of the fields whose pod copies merged_counters merges by `max`
@@ -322,12 +341,7 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
     per_pod, per_gpu, sets = _copy_labels(catalog, settings, declarations, names)
     for dims in sets:
         if not _pods_set(dims) and set(dims) <= per_pod:
-            raise InputError(f"the per-GPU dimension set [{', '.join(dims)}] names only labels a pod's copy of a "
-                             f"counter keeps ({', '.join(sorted(per_pod))}): each pod sharing a GPU would be "
-                             f"published in it, so it would read the GPU's increase once per pod",
-                             where="cloudwatch.gpu_dimensions",
-                             hint="name the node and the GPU in cloudwatch.gpu_dimensions, e.g. "
-                                  "[ClusterName, node, gpu]")
+            raise _pod_copies_per_gpu(settings, dims, per_pod)
     # A device counter (PCIe replays, NVLink bytes, energy) repeats on each MIG instance of its GPU: its merged copy,
     # and each pod's copy, drop GPU_I_ID and GPU_I_PROFILE too (a set of another field may name them: with
     # exporter.virtual_gpus, framebuffer used per GPU instance and profile), one series per physical GPU (a pod

@@ -47,17 +47,24 @@ TRUTH = {"PCIe replays": {f"ip-10-0-1-1 GPU {g.index}": g.replays_per_s for g in
          "NVLink bandwidth counter rate": {f"ip-10-0-1-1 GPU {g.index}": g.nvlink_bytes_per_s for g in NODE.gpus}}
 
 
-@pytest.fixture(scope="module", params=["", "container", "modelName", "Service", "gpu", "UUID"])
+NODE_IN_POD_SET = "exporter:\n  virtual_gpus: true\ncloudwatch:\n  dimensions: [ClusterName, namespace, pod, node]\n"
+# the per-pod set naming the node, the per-GPU set a label no pod's copy keeps (the refusal's second fix, below)
+NODE_AND_MODEL = NODE_IN_POD_SET + "  gpu_dimensions: [ClusterName, node, gpu, modelName]\n"
+
+
+@pytest.fixture(scope="module", params=["", "container", "modelName", "Service", "gpu", "UUID", "node"])
 def shown(request, tmp_path_factory):
     """(the per-GPU counter widgets' lines over every period, the PCIe replays alarm's request, the datapoints) of a
-    build whose per-pod set adds the name `request.param` (none: the default set)."""
+    build whose per-pod set adds the name `request.param` (none: the default set; node: NODE_AND_MODEL)."""
     dims = ", ".join(["ClusterName", "namespace", "pod", *filter(None, [request.param])])
-    project = defined_project(tmp_path_factory.mktemp("project"),
-                              f"exporter:\n  virtual_gpus: true\ncloudwatch:\n  dimensions: [{dims}]\n")
+    settings = NODE_AND_MODEL if request.param == "node" else \
+        f"exporter:\n  virtual_gpus: true\ncloudwatch:\n  dimensions: [{dims}]\n"
+    project = defined_project(tmp_path_factory.mktemp("project"), settings)
     files = encode(build(project, grafana=False))
     points = through_agent(files, STEP, END, fleet=(NODE,))
-    lines = {panel_title(p["title"]): cloudwatch_eval.widget(p, points, 0, END) for _, p in widgets(files)
-             if panel_title(p["title"]) in TRUTH}
+    lines = {panel_title(p["title"]): {label.removesuffix(" NVIDIA A10G"): series for label, series in
+                                       cloudwatch_eval.widget(p, points, 0, END).items()}
+             for _, p in widgets(files) if panel_title(p["title"]) in TRUTH}
     (request_,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                    if {"Key": "gpudash:rule", "Value": "pcie-replays"} in a["Request"]["Tags"]]
     return lines, request_, points
@@ -80,3 +87,17 @@ def test_the_pcie_replays_alarm_reads_each_gpus_replays_once(shown):
     result = cloudwatch_eval.metrics_insights(metric["Expression"], points, END - 4 * PERIOD, END, PERIOD)
     assert {dict(key)["gpu"]: set(series.values()) for key, series in result.items()} == {"0": {30.0}, "1": {30.0}}
     assert set(cloudwatch_eval.alarm(request, points, END).values()) == {"OK"}
+
+
+def test_a_per_pod_set_naming_the_node_is_refused_naming_it_and_both_fixes(project_dir, cli):
+    """With exporter.virtual_gpus a pod's copy of a counter keeps the GPU's index (the idle alarm judges each GPU a pod
+    holds), so a per-pod set naming the node puts every pod's copy in the per-GPU set [ClusterName, node, gpu]: refused,
+    at cloudwatch.dimensions. The fix said was 'name the node and the GPU in cloudwatch.gpu_dimensions, e.g.
+    [ClusterName, node, gpu]', the set already given; either fix it names now builds (the default set, and
+    NODE_AND_MODEL above, read each GPU's increase once)."""
+    config = project_dir(NODE_IN_POD_SET)
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "build"))
+    assert code == 2 and "error: cloudwatch.dimensions: the per-GPU dimension set [ClusterName, node, gpu]" in stderr \
+        and "node because cloudwatch.dimensions names it" in stderr and "Traceback" not in stderr, stderr
+    assert "fix: leave node out of cloudwatch.dimensions, or name in cloudwatch.gpu_dimensions a label no pod's copy " \
+           "keeps (such as modelName)" in stderr, stderr
