@@ -95,6 +95,14 @@ def read_json_schema(path: Path, what: str, hint: str, validator_class):
 LIBYAML_NESTING_LIMITED = (0, 2, 6)
 
 
+def yaml_begun(exc) -> str:
+    """Where the YAML construct a parser error stopped inside began, for its message: ` (while parsing a flow
+    sequence at line 3)`, or nothing. An unclosed `[`, `{` or quote is found lines later, at the next text that cannot
+    continue it: the line it began on is where the mistake is."""
+    begun, context = getattr(exc, "context_mark", None), getattr(exc, "context", None)
+    return f" ({context} at line {begun.line + 1})" if context and begun is not None else ""
+
+
 def yaml_loader():
     """PyYAML's safe loader: libyaml's (several times faster) where PyYAML has it and its libyaml stops deep nesting,
     else the pure-Python one (whose deep nesting ends in RecursionError)."""

@@ -26,7 +26,7 @@ from .exporter_styles import exporter_pod_names
 from .markers import REQUIRED_DIMENSIONS
 from .names import KUBE_STATE_METRICS_JOB
 from .quick_schema import conforms
-from .reading import decode_utf8, read_bytes, yaml_loader
+from .reading import decode_utf8, read_bytes, yaml_begun, yaml_loader
 from .resources import bundled, default_config, default_counters, schema
 from .series_labels import OLD_WORKLOAD, WORKLOAD, dimension_problem
 
@@ -486,7 +486,7 @@ def _compose(text: str, source: str) -> yaml.Node | None:
         if mark and _character_at(text, mark.line, mark.column) == "\t":  # PyYAML and libyaml word it apart
             raise InputError(f"not valid YAML: a tab at column {mark.column + 1}; YAML indents with spaces only",
                              where=where, hint="replace the tab with spaces") from None
-        raise InputError(f"not valid YAML: {problem}", where=where,
+        raise InputError(f"not valid YAML: {problem}{yaml_begun(exc)}", where=where,
                          hint="fix the YAML syntax (indentation, quotes, colons)") from None
     except RecursionError:
         raise InputError("the YAML is nested too deeply to be settings", where=source,

@@ -12,6 +12,7 @@ from typing import Any
 from .. import awaiting, redact
 from .options import Options
 from ..errors import RemoteError
+from ..reading import yaml_begun
 from .answer import NOT_JSON, Answer, OddAnswer, describe, json_value
 from .http import decode, read_body
 
@@ -74,10 +75,9 @@ def _no_kubeconfig(kube_error: Exception) -> RemoteError:
     import yaml
 
     if isinstance(kube_error, yaml.MarkedYAMLError) and kube_error.problem_mark is not None:
-        mark, begun = kube_error.problem_mark, kube_error.context_mark
-        within = f" ({kube_error.context} at line {begun.line + 1})" if kube_error.context and begun else ""
+        mark = kube_error.problem_mark
         return RemoteError(f"the kubeconfig {mark.name} is not valid YAML: {kube_error.problem} at line "
-                           f"{mark.line + 1}, column {mark.column + 1}{within}",
+                           f"{mark.line + 1}, column {mark.column + 1}{yaml_begun(kube_error)}",
                            hint=f"fix the file there (`kubectl config view` reads it as the client does), or point "
                                 f"KUBECONFIG at another kubeconfig; {update}")
     said = " ".join(str(kube_error).split())  # one line: the table's cell, and a parser's message runs over several

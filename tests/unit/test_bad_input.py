@@ -166,6 +166,11 @@ CASES = [
 
     # --- settings --------------------------------------------------------------------------------
     settings("YAML syntax", "clusters: [\n  - name: a\n", "gpudash.yaml:", "not valid YAML"),
+    # an unclosed list is found at the next text that cannot continue it, lines below: the line it began on is named
+    settings("unclosed list", "clusters:\n  - name: a\n    region: [us-east-1\n# more\n\nlabels:\n  pod: pod\n",
+             "gpudash.yaml:6", "not valid YAML", "(while parsing a flow sequence at line 3)"),
+    settings("unclosed quote", 'grafana:\n  tags: ["gpu, gpudash]\n# more\n', "gpudash.yaml:4",
+             "(while scanning a quoted scalar at line 2)"),
     settings("tab indentation", "grafana:\n\tfolder: x\n", "gpudash.yaml:2", "not valid YAML: a tab at column 1",
              "replace the tab with spaces"),
     settings("tab after spaces", "clusters:\n  - name: a\n  \t- name: b\n", "gpudash.yaml:3", "a tab at column 3"),
