@@ -385,6 +385,9 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
             listed = dashboards_listed(cloudwatch, region, prefix, listed,
                                        [c.name for c in changes if (c.live or {}).get("body") is not None] + there,
                                        prune)
+            changes = [_listed_unread(cloudwatch, region, change, dashboards[change.name], project,
+                                      frozenset(clusters + former), stamp)
+                       if change.action == CREATE and change.name in set(listed) else change for change in changes]
         retired = sorted(name for name in listed
                          if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name))
         bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), retired))
@@ -427,6 +430,22 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
                                     "if one is this project's, delete it by hand (aws cloudwatch delete-dashboards "
                                     "--dashboard-names NAME)"))
     return changes + [change for change in old if change is not None]
+
+
+def _listed_unread(cloudwatch: CloudWatch, region: str, change: Change, desired_body: dict[str, Any], project: str,
+                   own: frozenset[str], stamp) -> Change:
+    """A defined dashboard GetDashboard read as not there (`change`, a create) that ListDashboards lists: read once more
+    (a read that lagged), planned as read then; still not there, the two answers disagree and neither is believed: a
+    create would be a PutDashboard over whatever the listing shows (a person's edit, another project's dashboard)."""
+    body = cloudwatch.dashboard_body(region, change.name)
+    if body is not None:
+        return _plan_dashboard(change.name, region, desired_body, body, project, own, stamp)
+    raise RemoteError(f"GetDashboard answers that the dashboard {change.name} does not exist, and ListDashboards lists "
+                      "it: not created over it (a PutDashboard would replace whatever is there)",
+                      where=f"CloudWatch dashboard {change.name}",
+                      hint="run again in a minute (a dashboard deleted a moment ago is listed until the listing "
+                           "catches up); if it repeats, check what answers for CloudWatch (AWS_ENDPOINT_URL, "
+                           "--endpoint-url)")
 
 
 def _listed_by_cluster(cloudwatch: CloudWatch, region: str, prefix: str, clusters: tuple[str, ...], listed: list[str],
