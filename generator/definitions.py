@@ -94,11 +94,26 @@ class Context:
         return kept
 
     def levels(self, name: str) -> tuple[float, float]:
-        value: Levels = self.settings.levels(name)
+        """(warning, critical) of a pair of levels in the settings' `thresholds`."""
+        value = self._thresholds(name, Levels, "levels")
         return (value.warning, value.critical)
 
     def threshold(self, name: str) -> float:
-        return self.settings.threshold(name)
+        """A single value of the settings' `thresholds`."""
+        return self._thresholds(name, float, "threshold")
+
+    def _thresholds(self, name: str, kind: type, asked: str) -> Any:
+        """The `thresholds` value `name`, when it is of `kind`; else the definition's error naming those that are."""
+        thresholds = self.settings.thresholds
+        if name in thresholds and isinstance(thresholds[name], kind):
+            return thresholds[name]
+        pairs = [key for key in thresholds if isinstance(thresholds[key], Levels)]
+        singles = [key for key in thresholds if not isinstance(thresholds[key], Levels)]
+        what = f"the settings have no thresholds.{name}" if name not in thresholds else (
+            f"thresholds.{name} is one number, not a warning and critical pair" if kind is Levels else
+            f"thresholds.{name} is a warning and critical pair, not one number")
+        raise DefinitionError(f"ctx.{asked}({name!r}): {what}", _caller(),
+                              f"ctx.levels takes one of {', '.join(pairs)}; ctx.threshold one of {', '.join(singles)}")
 
 
 @dataclass(frozen=True)

@@ -371,6 +371,18 @@ CASES = [
     definition("typo inside ctx.has", {"h.py": "def dashboards(ctx):\n    if ctx.has('DCGM_FI_DEV_GPU_UTILZ'):\n"
                                                "        return []\n    return []\n"}, "h.py:2",
                "unknown metric DCGM_FI_DEV_GPU_UTILZ", "did you mean DCGM_FI_DEV_GPU_UTIL?", "gpudash metrics"),
+    # thresholds read by a name the settings do not have, or of the other kind: named, with the names each takes
+    definition("levels of no such threshold", {"l.py": "def dashboards(ctx):\n    ctx.levels('gpu_util')\n"
+                                                      "    return []\n"}, "l.py:2",
+               "ctx.levels('gpu_util'): the settings have no thresholds.gpu_util",
+               "ctx.levels takes one of gpu_temp_celsius, memory_temp_celsius, framebuffer_used_ratio, gpu_util_percent"),
+    definition("levels of a single threshold", {"l.py": "def dashboards(ctx):\n    ctx.levels('idle_minutes')\n"
+                                                        "    return []\n"}, "l.py:2",
+               "thresholds.idle_minutes is one number, not a warning and critical pair",
+               "ctx.threshold one of idle_gpu_util_percent, idle_minutes, pcie_replays_per_minute"),
+    definition("threshold of a pair", {"l.py": "def dashboards(ctx):\n    ctx.threshold('gpu_temp_celsius')\n"
+                                               "    return []\n"}, "l.py:2",
+               "thresholds.gpu_temp_celsius is a warning and critical pair, not one number"),
     definition("raises", {"boom.py": "x = 1\nraise RuntimeError('no GPUs today')\n"}, "boom.py:2",
                "RuntimeError: no GPUs today"),
     definition("syntax error", {"bad.py": "def dashboards(ctx)\n    pass\n"}, "bad.py:1", "SyntaxError"),
