@@ -324,7 +324,8 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         # the build's dashboards: one too large for its ConfigMap is cut into parts (dashboard_parts)
         defined = len(project.grafana_definitions()) + len(project.grafanalib_dashboards)
         cut = f": {defined} defined, those too large for one ConfigMap cut into parts" if dashboards > defined else ""
-        click.echo(f"wrote {len(files) + 1} files to {shown} ({dashboards} Grafana dashboards{cut})")
+        click.echo(f"wrote {len(files) + 1} files to {shown} ({dashboards} Grafana "
+                   f"dashboard{'' if dashboards == 1 else 's'}{cut})")
 
 
 def _over_template_quota(artifacts, files: dict[str, bytes]) -> list[tuple[str, str]]:

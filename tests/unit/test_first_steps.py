@@ -109,9 +109,10 @@ def test_a_single_definitions_folder_is_accepted(in_folder, cli):
         "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n\n"
         "dashboard = Dashboard('mine', 'Mine', [Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n")
     (in_folder / "gpudash.yaml").write_text("definitions: {dashboards: boards}\n")
-    code, _, stderr = cli("generate", "--out", "build")
+    code, stdout, stderr = cli("generate", "--out", "build")
     assert code == 0, stderr
     assert sorted(p.name for p in (in_folder / "build" / "grafana").glob("*.json")) == ["gpudash-mine.json"]
+    assert stdout.rstrip().endswith("files to build (1 Grafana dashboard)"), stdout
 
 
 @pytest.mark.parametrize("text, fix", [
