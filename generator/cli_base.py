@@ -140,6 +140,11 @@ class GpudashGroup(click.Group):
             self._json_error(ctx, args, INTERRUPTED, None, None, EXIT_INTERRUPTED)
             ctx.exit(EXIT_INTERRUPTED)
         except click.ClickException as exc:  # a usage error: click prints it on stderr with the usage line
+            if isinstance(exc, click.NoSuchOption) and ctx.invoked_subcommand and any(
+                    exc.option_name in p.opts for p in self.params if p.name == "debug"):
+                # `gpudash generate --debug`, as an error's fix may be read: say where it goes
+                exc.message = (f"No such option: {exc.option_name} after the command; it belongs before it: "
+                               f"gpudash {exc.option_name} {ctx.invoked_subcommand} ...")
             self._json_error(ctx, args, exc.format_message(), _option_of(exc),
                              f"see `gpudash {ctx.invoked_subcommand} --help`" if ctx.invoked_subcommand else None,
                              exc.exit_code)
@@ -157,7 +162,8 @@ class GpudashGroup(click.Group):
         except Exception as exc:  # a bug in gpudash: say so, keep the traceback behind --debug
             if ctx.obj and ctx.obj.get("debug"):
                 _print_traceback()
-            what, fix = f"internal error: {type(exc).__name__}: {exc}", "run again with --debug and report it"
+            what, fix = (f"internal error: {type(exc).__name__}: {exc}",
+                         f"run again as `gpudash --debug {ctx.invoked_subcommand or ''} ...` and report it")
             from . import printed
 
             click.echo(f"{printed.text(redact.text(what))}\n  {fix}", err=True)  # (its text may quote an answer)

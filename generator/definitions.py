@@ -218,7 +218,8 @@ def _failure(path: Path, exc: BaseException, doing: str, seconds: float) -> Inpu
         return InputError(f"{doing} recursed without end (RecursionError)", where=where,
                           hint="fix the recursion in the definition")
     return InputError(f"{doing} raised {type(exc).__name__}: {exc}", where=where,
-                      hint="fix the definition, or run with --debug for the full traceback")
+                      hint="fix the definition; --debug before the command (`gpudash --debug generate`) shows "
+                           "the full traceback")
 
 
 class _HelperLoader(importlib.machinery.SourceFileLoader):

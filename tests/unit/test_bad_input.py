@@ -384,7 +384,7 @@ CASES = [
                                                "    return []\n"}, "l.py:2",
                "thresholds.gpu_temp_celsius is a warning and critical pair, not one number"),
     definition("raises", {"boom.py": "x = 1\nraise RuntimeError('no GPUs today')\n"}, "boom.py:2",
-               "RuntimeError: no GPUs today"),
+               "RuntimeError: no GPUs today", "`gpudash --debug generate`"),
     definition("syntax error", {"bad.py": "def dashboards(ctx)\n    pass\n"}, "bad.py:1", "SyntaxError"),
     definition("not UTF-8", {"latin.py": b"x = 1\ny = 'caf\xe9'\n"}, "latin.py", "SyntaxError"),
     definition("missing import", {"imp.py": "\nimport gpu_magic\n"}, "imp.py:2", "ModuleNotFoundError"),
@@ -464,6 +464,9 @@ CASES = [
     flags("unknown command", ("frobnicate",), "No such command"),
     flags("--config before the command", ("--config", "mine.yaml", "generate"), "--config before the command",
           "gpudash generate --config ..."),
+    # a definition's error says --debug shows the traceback: written after the command, it is said where it goes
+    flags("--debug after the command", ("lint", "--debug"), "--debug after the command",
+          "gpudash --debug lint ..."),
     flags("lint --disable of an unknown rule", ("lint", "--disable", "GF999"), "GF999", "--rules"),
     flags("lint --output xml", ("lint", "--output", "xml"), "xml"),
     flags("lint --grafana-schema nowhere", ("lint", "--grafana-schema", "nowhere"), "dashboard.jsonschema.json",

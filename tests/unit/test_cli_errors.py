@@ -168,3 +168,22 @@ def test_gpudash_alone_prints_the_help_on_stderr_and_exits_2_as_the_documentatio
     assert code == 2 and stdout == "" and "Usage:" in stderr and "Commands:" in stderr
     code, stdout, stderr = cli("--help")
     assert code == 0 and "Commands:" in stdout
+
+
+def test_a_bug_says_how_to_run_the_same_command_with_its_traceback(tmp_path, monkeypatch, cli):
+    """`--debug` goes before the command: the fix of an internal error writes it so, and written after the command it
+    is a usage error saying where it goes (a user reads "run again with --debug" and types `gpudash metrics --debug`)."""
+    import generator.catalog
+
+    def broken(*_):
+        raise ValueError("a bug")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(generator.catalog, "load_counters", broken)
+    code, _, stderr = cli("metrics", env={"GPUDASH_CONFIG": None})
+    assert code == 4 and "internal error: ValueError: a bug" in stderr
+    assert "run again as `gpudash --debug metrics ...` and report it" in stderr, stderr
+    code, _, stderr = cli("metrics", "--debug", env={"GPUDASH_CONFIG": None})
+    assert code == 2 and "--debug after the command; it belongs before it: gpudash --debug metrics ..." in stderr
+    code, _, stderr = cli("--debug", "metrics", env={"GPUDASH_CONFIG": None})
+    assert code == 4 and "Traceback" in stderr and "ValueError: a bug" in stderr
