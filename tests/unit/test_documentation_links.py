@@ -67,3 +67,12 @@ def test_the_readme_is_short_and_starts_with_the_two_commands():
     assert len(readme.splitlines()) <= 400
     linked = set(re.findall(r"\]\(docs/([\w-]+\.md)", readme))
     assert linked == {path.name for path in documentation.DOCS.glob("*.md")}, "every docs/ file is in the README's map"
+
+
+def test_the_ci_workflow_that_commits_build_says_how_while_the_repository_ignores_it():
+    """README's CI workflow runs `generate --check` on a committed build/; `git add build` in a clone is refused while
+    the repository's .gitignore names build/, so the README says to drop that line."""
+    ignored = (documentation.REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+    section = documentation.text("README.md").split("## CI workflow", 1)[1].split("\n## ", 1)[0]
+    if "build/" in ignored or "/build/" in ignored:
+        assert "`.gitignore`" in section and "`build/` line" in section, "README: how to commit build/"
