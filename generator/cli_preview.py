@@ -77,6 +77,10 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
     def render(url: str, source: str) -> tuple[dict[str, bytes], list]:
         with PrometheusClient(url, timeout) as client:
             client.ready()
+            # the panels' queries take Prometheus tens of seconds on a full range: said, not a silent wait
+            panels = sum(len(site.visual_panels(plan.model)) for plan in plans)
+            click.echo(f"querying {'the sample' if sample else source}: {panels} panels of {len(plans)} "
+                       f"dashboard{'' if len(plans) == 1 else 's'}", err=True)
             site.run_queries(plans, client)
             files, summaries = site.site(plans, source, diff=base is not None)
             if base is not None:
@@ -93,6 +97,8 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
 
         # the counters' recordings the rate panels read, written over the sample's history
         recorded = counted_group(project.counted_fields(), project.catalog, project.settings)
+        click.echo(f"loading {longest / 3600:g} h of the sample's history{' and its counter recordings' if recorded else ''}"
+                   f" into a local Prometheus", err=True)
         with sampling.serve(longest, end, project.settings.scrape.job_name, recorded=recorded) as url:
             files, summaries = render(url, "the bundled sample exporter payload (--sample), replayed into a local "
                                            "Prometheus")

@@ -1,0 +1,38 @@
+"""`gpudash preview` waits tens of seconds on Prometheus (the sample's backfill, then every panel's query over the
+range): it says on stderr what it is doing, so that a first run does not look stuck."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import generator.preview.sample as sampling
+from tests.support.canned_server import CannedServer
+
+EMPTY = '{"status": "success", "data": {"resultType": "matrix", "result": []}}'
+
+
+def test_a_preview_names_what_it_queries_before_it_waits_on_it(tmp_path, monkeypatch, cli):
+    monkeypatch.chdir(tmp_path)
+    with CannedServer(EMPTY) as prometheus:
+        code, stdout, stderr = cli("preview", "--prometheus-url", f"http://{prometheus.address}", "--out", "site",
+                                   env={"GPUDASH_CONFIG": None})
+    assert code == 0, stderr
+    assert f"querying Prometheus at http://{prometheus.address}: 62 panels of 4 dashboards\n" in stderr, stderr
+
+
+def test_the_sample_says_what_it_loads_then_what_it_queries(tmp_path, monkeypatch, cli):
+    served = []
+
+    @contextmanager
+    def serve(range_s, end, job, spacing=15.0, recorded=None):
+        served.append((range_s, bool(recorded)))
+        with CannedServer(EMPTY) as prometheus:
+            yield f"http://{prometheus.address}"
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sampling, "serve", serve)
+    code, _, stderr = cli("preview", "--sample", "--out", "site", env={"GPUDASH_CONFIG": None})
+    assert code == 0 and served == [(6 * 3600, True)], stderr
+    said = stderr.splitlines()
+    assert said[1:3] == ["loading 6 h of the sample's history and its counter recordings into a local Prometheus",
+                         "querying the sample: 62 panels of 4 dashboards"], stderr
