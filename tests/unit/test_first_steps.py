@@ -422,3 +422,24 @@ def test_the_readme_examples_of_a_dashboard_and_an_alarm_generate(in_folder, cli
     assert code == 0, stderr
     assert (in_folder / "build" / "grafana" / "gpudash-training.json").is_file()
     assert "power-high" in (in_folder / "build" / "prometheus" / "rules.yaml").read_text()
+
+
+def test_a_folder_of_ones_own_replaces_the_bundled_definitions_as_the_readme_says(in_folder, cli):
+    """README: folders named by `definitions.dashboards` replace the bundled ones; listing both keeps them."""
+    import shutil
+
+    section = documentation.text("README.md").split("\n## Add a dashboard and an alarm\n", 1)[1].split("\n## ", 1)[0]
+    listed = re.search(r"`(dashboards: \[dashboards, mine\])`", " ".join(section.split())).group(1)
+    example = next(b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "def dashboards(ctx)" in b)
+    shutil.copytree(REPO / "dashboards", in_folder / "dashboards")
+    (in_folder / "mine").mkdir()
+    (in_folder / "mine" / "training.py").write_text(example)
+    built = {}
+    for folders in ("dashboards: mine", listed):
+        (in_folder / "gpudash.yaml").write_text(f"definitions:\n  {folders}\n")
+        code, _, stderr = cli("generate", "--out", "build", "--force")
+        assert code == 0, stderr
+        built[folders] = sorted(p.name for p in (in_folder / "build" / "grafana").glob("*.json"))
+    assert built == {"dashboards: mine": ["gpudash-training.json"],
+                     listed: ["gpudash-all-metrics.json", "gpudash-by-pod.json", "gpudash-health.json",
+                              "gpudash-overview.json", "gpudash-training.json"]}
