@@ -423,9 +423,10 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
                               optional_path(cwagent_schema))
     errors = [f for f in findings if f.severity == "error"]
     notes = [f for f in findings if f.severity == "note"]
-    if output == "json":
+    warnings = len(findings) - len(errors) - len(notes)
+    if output == "json":  # the counts the table's last line gives
         click.echo(json.dumps({"findings": [f.as_dict() for f in findings], "errors": len(errors),
-                               "notes": len(notes)}, indent=2))
+                               "warnings": warnings, "notes": len(notes)}, indent=2))
     else:
         from .console import style
         for finding in findings:
@@ -433,7 +434,7 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
             # (a finding quotes definitions, settings and the build's files: escaped in text, raw in JSON)
             click.echo(f"{style(finding.rule, fg=colour)} {finding.severity}: {printed.text(finding.where)}: "
                        f"{printed.text(finding.message)}")
-        click.echo(f"{len(errors)} errors, {len(findings) - len(errors) - len(notes)} warnings"
+        click.echo(f"{len(errors)} errors, {warnings} warnings"
                    + (f", {len(notes)} notes" if notes else ""))
     sys.exit(EXIT_FINDINGS if errors else 0)
 

@@ -196,6 +196,8 @@ def test_a_field_the_csv_does_not_collect_is_left_out_with_a_note_counted_by_lin
     assert report["notes"] == 1 + len(alarms) + len(blanks) + len(prometheus_only) and len(notes) == 1 and \
         notes[0]["where"].endswith("training.py:8")
     assert "DCGM_FI_DEV_GPU_TEMP" in notes[0]["message"]
+    # the JSON counts what the table's last line counts ("0 errors, 0 warnings, 12 notes")
+    assert report["errors"] + report["warnings"] + report["notes"] == len(report["findings"])
 
 
 def test_a_definition_error_names_its_file_as_lint_s_df001_does(in_folder, cli):
