@@ -385,12 +385,15 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
             listed = dashboards_listed(cloudwatch, region, prefix, listed,
                                        [c.name for c in changes if (c.live or {}).get("body") is not None] + there,
                                        prune)
-            changes = [_listed_unread(cloudwatch, region, change, dashboards[change.name], project,
-                                      frozenset(clusters + former), stamp)
-                       if change.action == CREATE and change.name in set(listed) else change for change in changes]
         retired = sorted(name for name in listed
                          if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name))
         bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), retired))
+    if prefix and any(change.action == CREATE for change in changes):
+        # (settings without a project list nothing for pruning: listed here for what they create)
+        shown = set(listed if project else cloudwatch.dashboard_names(region, cloudwatch_dashboard_name_start(prefix)))
+        changes = [_listed_unread(cloudwatch, region, change, dashboards[change.name], project,
+                                  frozenset(clusters + former), stamp)
+                   if change.action == CREATE and change.name in shown else change for change in changes]
     mine = lineage(clusters + former, [dashboard_publication(c.live["body"]) for c in changes
                               if c.live.get("body") is not None
                               and stamp(c.live["body"], c.name, project) == OURS])
