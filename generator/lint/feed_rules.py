@@ -25,7 +25,7 @@ from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE,
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, MadePoint
 from ..render.scrape import gpu_id_label, written_labels
-from ..series_labels import MAX_DIMENSIONS, STATIC_VALUES, TARGET_ADDRESS, TARGET_LABELS, exporter_labels
+from ..series_labels import MAX_DIMENSIONS, STATIC_VALUES, TARGET_ADDRESS, TARGET_LABELS, WORKLOAD, exporter_labels
 from ..settings import Cluster, dimensions_lacking, duration_seconds, mig_of, workload_rename_mix
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -458,6 +458,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     yield from _regions_published(subject)
     yield from _static_values_published(subject)
     yield from _copies_published(subject)
+    yield from _merged_once(subject)
     yield from _made_published(subject)
     yield from _made_points_kept_out(subject)
     yield from _rollup_off(subject)
@@ -736,6 +737,30 @@ def _copies_published(subject: LintInput) -> Iterable[Finding]:
                         if (kept, needed) != own:
                             yield Finding("AG001", "error", where, f"{shown} also publishes the copy kept for "
                                           f"[{', '.join(sorted(kept))}]: a GPU both copies hold is read twice")
+
+
+def _merged_once(subject: LintInput) -> Iterable[Finding]:
+    """On the OTel pipeline, the copy of a field the agent merges per GPU (render/agent_otel.merged_counters: the pods'
+    copies of a counter, one series per GPU for the per-GPU sets) keeps no label of a pod: a merge keeping the pod, its
+    namespace or container leaves apart the copies of a GPU pods share (KUBERNETES_VIRTUAL_GPUS: one per pod), each
+    then published in the per-GPU sets, which read the GPU's increase once per pod."""
+    from ..render.agent_otel import MERGE, MERGED_PREFIX
+
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None or agent.otel is None:
+            continue
+        transforms = ((agent.otel.get("processors") or {}).get(MERGE) or {}).get("transforms") or []
+        for transform in transforms:
+            if transform.get("action") != "insert" or not str(transform.get("new_name", "")).startswith(MERGED_PREFIX):
+                continue
+            kept = sorted({label for operation in transform.get("operations") or []
+                           if operation.get("action") == "aggregate_labels"
+                           for label in operation.get("label_set") or [] if label in WORKLOAD})
+            if kept:
+                yield Finding("AG001", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {MERGE}",
+                              f"the per-GPU merge of {transform.get('include')} keeps {', '.join(kept)}: the copies "
+                              f"of a GPU pods share stay apart, and the per-GPU sets read its increase once per pod")
 
 
 def _static_values_published(subject: LintInput) -> Iterable[Finding]:

@@ -23,8 +23,10 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.render.cloudwatch import panel_title
 from tests.support import cloudwatch_eval, mixed_fleet
-from tests.support.agent_points import through_agent
+from tests.support.agent_points import AGENT_FILE, scrapes, through_agent
+from tests.support.cloudwatch_agent import Agent, agent_config
 from tests.support.cloudwatch_widgets import close, widgets
+from tests.support.lint_input import agent_lint
 from tests.support.projects import defined_project
 
 STEP, END, PERIOD = 30, 2100, 300
@@ -101,3 +103,31 @@ def test_a_per_pod_set_naming_the_node_is_refused_naming_it_and_both_fixes(proje
         and "node because cloudwatch.dimensions names it" in stderr and "Traceback" not in stderr, stderr
     assert "fix: leave node out of cloudwatch.dimensions, or name in cloudwatch.gpu_dimensions a label no pod's copy " \
            "keeps (such as modelName)" in stderr, stderr
+
+
+def _merge_keeps_the_pod(otel: dict) -> None:
+    """The per-GPU merge of the counters (metricstransform/gpudash's insert of gpudash.gpu.*) edited to keep the pod
+    and its namespace, as the build kept them for a per-pod set naming one more name."""
+    for transform in otel["processors"]["metricstransform/gpudash"]["transforms"]:
+        if transform.get("new_name", "").startswith("gpudash.gpu."):
+            for operation in transform["operations"]:
+                operation["label_set"] = sorted({*operation["label_set"], "namespace", "pod"})
+
+
+def test_lint_names_a_per_gpu_merge_that_keeps_the_pod(tmp_path):
+    """AG001 names a collector configuration whose per-GPU merge of a counter keeps the pod: through the agent model
+    the shared GPU's replays then read twice (0.2 a second for 0.1). Lint said nothing of it, nor of the builds that
+    kept them (above), which now lint clean."""
+    project = defined_project(tmp_path, "exporter:\n  virtual_gpus: true\ncloudwatch:\n"
+                                        "  dimensions: [ClusterName, namespace, pod, container]\n")
+    assert agent_lint(project, "AG001") == []
+    (found,) = agent_lint(project, "AG001", _merge_keeps_the_pod)
+    assert "DCGM_FI_DEV_PCIE_REPLAY_COUNTER" in found and "keeps namespace, pod: the copies of a GPU pods share " \
+        "stay apart, and the per-GPU sets read its increase once per pod" in found, found
+
+    files = encode(build(project, grafana=False))
+    config, job = agent_config(files[AGENT_FILE])
+    _merge_keeps_the_pod(config)
+    points = Agent(config, job).run(scrapes(job, STEP, END, fleet=(NODE,)))
+    (replays,) = [p for _, p in widgets(files) if panel_title(p["title"]) == "PCIe replays"]
+    assert set(cloudwatch_eval.widget(replays, points, 0, END)["ip-10-0-1-1 GPU 0"].values()) == {0.2}
