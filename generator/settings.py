@@ -668,6 +668,21 @@ def _error_path(error) -> tuple[list[Any], bool]:
     return path, False
 
 
+def _where_else(errors: list, first: list[Any], node: yaml.Node | None, shown: int = 3) -> str:
+    """Where the settings' other errors are: `: clusters.0 at line 2, labels.pod at line 5`, the first few, each place
+    once (a newcomer fixing the first error learns where the next ones are before running again)."""
+    places: list[str] = []
+    for error in errors:
+        path, key = _error_path(error)
+        line = _line_of(node, path, key)
+        place = f"{'.'.join(str(p) for p in path) or '(top level)'}{f' at line {line}' if line else ''}"
+        if path != first and place not in places:
+            places.append(place)
+    if not places:
+        return ""
+    return f": {', '.join(places[:shown])}{', ...' if len(places) > shown else ''}"
+
+
 def _plainly_valid(document: dict[str, Any]) -> bool:
     """A quick yes that spares a valid file the jsonschema import; on no, the full validator decides."""
     return conforms(document, _schema(), lambda pattern, text: re.search(_anchored(pattern), text) is not None)
@@ -740,7 +755,7 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
         line = _line_of(node, path, key)
         dotted = ".".join(str(p) for p in path) or "(top level)"
         message = f"unknown key {path[-1]!r}" if key else first.message
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        more = f" (and {len(errors) - 1} more{_where_else(errors[1:], path, node)})" if len(errors) > 1 else ""
         raise InputError(f"{dotted}: {message}{more}", where=f"{source}:{line}" if line else source,
                          hint=_fix_for(first, _schema()))
     bad = _non_finite(document, [])
