@@ -43,4 +43,12 @@ def check_url(url: str, name: str, example: str) -> str:
                            where=name, hint=hint) from None
     if not parts.hostname or any(c.isspace() for c in text):
         raise GpudashError(f"{safe_url(text)!r} has no valid host name", where=name, hint=hint)
+    if parts.query or parts.fragment or "?" in text or "#" in text:
+        # an address copied from the browser (Grafana's `/d/<uid>/<slug>?orgId=1`): the API paths added after it
+        # would land in its query string or fragment
+        path = parts.path.split("/d/")[0].rstrip("/")  # a Grafana dashboard's link: the address before /d/
+        raise GpudashError(f"{safe_url(text)!r} has a query string or fragment (?... or #...): it is the address "
+                           f"requests are sent below, which takes neither", where=name,
+                           hint=f"give the address alone (with its sub-path, if any): "
+                                f"{_written(name, safe_url(f'{parts.scheme}://{parts.netloc}{path}'))}")
     return text.rstrip("/")

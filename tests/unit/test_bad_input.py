@@ -562,6 +562,13 @@ CASES = [
     # read without end: a device (memory grew until the process was killed), a named pipe with no writer (waited on)
     environment("push with --token-file /dev/zero", {"GRAFANA_URL": "http://127.0.0.1:9"}, "/dev/zero",
                 "larger than", args=("push", "--skip-verify", "--token-file", "/dev/zero")),
+    # a dashboard's link copied from the browser: the API paths would be sent inside its query string
+    environment("GRAFANA_URL copied from a dashboard", {"GRAFANA_URL": "https://g.example.com/grafana/d/abc/gpu?orgId=1",
+                                                        "GRAFANA_TOKEN": "t"}, "GRAFANA_URL",
+                "'https://g.example.com/grafana/d/abc/gpu' has a query string or fragment",
+                "GRAFANA_URL=https://g.example.com/grafana", args=("plan", "--no-cloudwatch")),
+    environment("PROMETHEUS_URL with a fragment", {"PROMETHEUS_URL": "http://prom:9090/#/graph"}, "PROMETHEUS_URL",
+                "has a query string or fragment", "PROMETHEUS_URL=http://prom:9090", args=("verify",)),
     environment("PROMETHEUS_URL without a scheme", {"PROMETHEUS_URL": "u:s3cret@prom:9090"}, "PROMETHEUS_URL",
                 "'***@prom:9090' has no scheme", "PROMETHEUS_URL=https://prom:9090", args=("verify",)),
     environment("AWS_ENDPOINT_URL without a scheme", {"AWS_ENDPOINT_URL": "localhost:4566"}, "AWS_ENDPOINT_URL",
