@@ -76,3 +76,15 @@ def test_the_ci_workflow_that_commits_build_says_how_while_the_repository_ignore
     section = documentation.text("README.md").split("## CI workflow", 1)[1].split("\n## ", 1)[0]
     if "build/" in ignored or "/build/" in ignored:
         assert "`.gitignore`" in section and "`build/` line" in section, "README: how to commit build/"
+
+
+def test_the_readme_names_the_python_the_package_requires():
+    """`make generate` on an older python3 fails in pip ('requires a different Python'): the README's first step says
+    which Python, as pyproject.toml requires it, and how to pick another."""
+    import tomllib
+
+    required = tomllib.loads((documentation.REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "requires-python"]
+    version = re.fullmatch(r">=\s*(3\.\d+)", required).group(1)
+    first_step = documentation.text("README.md").split("**1. Generate and lint.**", 1)[1].split("```", 1)[0]
+    assert f"Python {version} or later" in first_step and "PYTHON=" in first_step, first_step
