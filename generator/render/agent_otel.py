@@ -225,8 +225,8 @@ def _merged_names(catalog: Catalog, settings: Settings, shipped: Iterable[str]) 
 
 
 def _pods_set(dims: Iterable[str]) -> bool:
-    """Whether a dimension set is a pod's: it names the pod. The per-pod set and the sets derived from it name it, and so
-    do the sets of a pod's totals per scrape ([ClusterName, namespace, pod, pod_total]), which name the pod alone
+    """Whether a dimension set is a pod's: it names the pod. The per-pod set and the sets derived from it name it, and
+    so do the sets of a pod's totals per scrape ([ClusterName, namespace, pod, pod_total]), which name the pod alone
     whatever else cloudwatch.dimensions adds; no per-GPU set may name it (settings refuse it there)."""
     return POD_DIMENSION in dims
 
@@ -263,12 +263,11 @@ def _pod_copies_per_gpu(settings: Settings, dims: tuple[str, ...], per_pod: set[
     label = next((name for name in ("modelName", "device") if name not in per_pod), None)
     other = f"name in cloudwatch.gpu_dimensions a label no pod's copy keeps (such as {label})" if label else \
         "name in cloudwatch.gpu_dimensions a label no pod's copy keeps"
-    return InputError(f"the per-GPU dimension set [{', '.join(dims)}] names only labels a pod's copy of a counter keeps "
-                      f"({', '.join(sorted(per_pod))})"
-                      + (f", {' and '.join(named)} because cloudwatch.dimensions names {'them' if len(named) > 1 else 'it'}"
-                         if named else "")
-                      + ": each pod sharing a GPU would be published in it, so it would read the GPU's increase once "
-                        "per pod",
+    because = f", {' and '.join(named)} because cloudwatch.dimensions names {'them' if len(named) > 1 else 'it'}" \
+        if named else ""
+    return InputError(f"the per-GPU dimension set [{', '.join(dims)}] names only labels a pod's copy of a counter "
+                      f"keeps ({', '.join(sorted(per_pod))}){because}: each pod sharing a GPU would be published in "
+                      f"it, so it would read the GPU's increase once per pod",
                       where="cloudwatch.dimensions" if named else "cloudwatch.gpu_dimensions",
                       hint=(f"leave {named[-1]} out of cloudwatch.dimensions, or {other}" if named else other))
 
