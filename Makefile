@@ -75,6 +75,7 @@ bench: export GPUDASH_BENCH_FIGURES := $(abspath $(VENV))/bench-figures.jsonl
 bench: $(TEST_STAMP)
 	@rm -f "$$GPUDASH_BENCH_FIGURES"
 	$(BIN)/python benchmarks/generate.py
+	$(BIN)/python benchmarks/lint.py
 	$(BIN)/python benchmarks/alarms.py
 	$(BIN)/python benchmarks/publish.py
 	$(BIN)/python benchmarks/verify.py

@@ -4,7 +4,9 @@
 the document is valid; on anything it is unsure of (an unknown keyword, a float where an
 integer is asked for, a bool in an enum) it answers False, and the caller runs the full
 validator, which decides and words the errors. So a valid settings file costs no
-jsonschema import, and an invalid one gets exactly the messages it always got.
+jsonschema import, and an invalid one gets exactly the messages it always got; and lint
+judges a fleet's thousands of dashboards and alarms against their schemas in a tenth of
+jsonschema's time, which it runs on those this says no to.
 """
 
 from __future__ import annotations
@@ -28,9 +30,13 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
 def conforms(instance: Any, schema: dict[str, Any], search: Callable[[str, str], bool],
              root: dict[str, Any] | None = None) -> bool:
     """True only when `instance` is valid against `schema`; `search(pattern, text)` decides `pattern`."""
+    if schema is True:
+        return True
+    if not isinstance(schema, dict):
+        return False
     root = root or schema
     for keyword, value in schema.items():
-        if keyword in _ANNOTATIONS or keyword == "$defs":
+        if keyword in _ANNOTATIONS or keyword in _JUDGED_WITH_IF:
             continue
         check = _KEYWORDS.get(keyword)
         if check is None or not check(instance, value, schema, search, root):
@@ -39,10 +45,61 @@ def conforms(instance: Any, schema: dict[str, Any], search: Callable[[str, str],
 
 
 def _ref(instance, value, schema, search, root) -> bool:
-    prefix = "#/$defs/"
-    if not value.startswith(prefix) or value[len(prefix):] not in root.get("$defs", {}):
+    """A reference into the same schema ("#/$defs/name", "#/properties/name", ...); any other: unsure."""
+    if not isinstance(value, str) or not value.startswith("#/"):
         return False
-    return conforms(instance, root["$defs"][value[len(prefix):]], search, root)
+    target: Any = root
+    for part in value[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(target, dict) or part not in target:
+            return False
+        target = target[part]
+    return conforms(instance, target, search, root)
+
+
+def _all_of(instance, value, schema, search, root) -> bool:
+    return isinstance(value, list) and all(conforms(instance, sub, search, root) for sub in value)
+
+
+def _any_of(instance, value, schema, search, root) -> bool:
+    return isinstance(value, list) and any(conforms(instance, sub, search, root) for sub in value)
+
+
+def _const(instance, value, schema, search, root) -> bool:
+    return _enum(instance, [value], schema, search, root)
+
+
+def _if(instance, value, schema, search, root) -> bool:
+    """`then` where `if` holds, `else` where it certainly does not; unsure of `if`: unsure."""
+    if conforms(instance, value, search, root):
+        return conforms(instance, schema.get("then", True), search, root)
+    if _fails(instance, value, root):
+        return conforms(instance, schema.get("else", True), search, root)
+    return False
+
+
+def _fails(instance: Any, schema: Any, root: dict[str, Any]) -> bool:
+    """True only when `instance` certainly does not conform to `schema`, judged by the keywords whose no is plain:
+    a property's const or enum of strings, a required name missing, a type other than the one asked for."""
+    if not isinstance(schema, dict):
+        return schema is False
+    for keyword, value in schema.items():
+        if keyword == "properties" and isinstance(instance, dict) and isinstance(value, dict):
+            if any(key in instance and _fails(instance[key], sub, root) for key, sub in value.items()):
+                return True
+        elif keyword in ("const", "enum"):
+            options = [value] if keyword == "const" else value
+            # (strings against strings, or a string against none: JSON Schema's 1 == 1.0 and true != 1 left out)
+            if isinstance(options, list) and (isinstance(instance, str) or instance is None) and \
+                    all(isinstance(o, str) or o is None for o in options) and \
+                    not any(type(o) is type(instance) and o == instance for o in options):
+                return True
+        elif keyword == "required" and isinstance(instance, dict) and isinstance(value, list):
+            if any(name not in instance for name in value):
+                return True
+        elif keyword == "type" and value in ("object", "array", "string") and not _TYPES[value](instance):
+            return True
+    return False
 
 
 def _type(instance, value, schema, search, root) -> bool:
@@ -105,8 +162,13 @@ def _unique(instance, value, schema, search, root) -> bool:
     return all(isinstance(item, str) for item in instance) and len(set(instance)) == len(instance)
 
 
+_JUDGED_WITH_IF = frozenset({"$defs", "then", "else"})  # read by `if` (and a reference), not on their own
 _KEYWORDS: dict[str, Callable[..., bool]] = {
     "$ref": _ref,
+    "allOf": _all_of,
+    "anyOf": _any_of,
+    "const": _const,
+    "if": _if,
     "type": _type,
     "properties": _properties,
     "additionalProperties": _additional,

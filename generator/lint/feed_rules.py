@@ -45,7 +45,14 @@ def _scrape_jobs(subject: LintInput, cluster: Cluster) -> set[str]:
 def _running_jobs(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
     """The cluster's agent scrape jobs as the agent runs them: on the OTel pipeline its receiver's (the strings read as
     the collector reads them; the collector reads no prometheus.yaml), on the JSON path prometheus.yaml's; none with
-    the add-on."""
+    the add-on. Worked out once per cluster (the rules ask for every query of the cluster's): not to be changed."""
+    key = ("running jobs", cluster.name)
+    if key not in subject.held:
+        subject.held[key] = _jobs_run(subject, cluster)
+    return subject.held[key]
+
+
+def _jobs_run(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
     from ..render.agent_otel import RECEIVER, unescaped
 
     agent = subject.agent(cluster)
@@ -596,11 +603,27 @@ def _made_by_agents(subject: LintInput) -> Iterable[tuple[list[MadePoint], list[
 
 def _selected(subject: LintInput, declaration: dict[str, Any]) -> list[str]:
     """The catalog's fields a declaration's metric_name_selectors take (none where one does not compile: PR005)."""
-    selectors = declaration.get("metric_name_selectors") or []
+    return list(_selection(subject, declaration.get("metric_name_selectors") or []) or ())
+
+
+def _selection(subject: LintInput, selectors: list[Any]) -> tuple[str, ...] | None:
+    """The catalog's fields any of `selectors` finds; None where one does not compile. Worked out once per list of
+    selectors (every cluster's agent declares the same)."""
     try:
-        return [m.name for m in subject.catalog if any(re.search(p, m.name) for p in selectors)]
+        key = ("selection", tuple(selectors))
+        hash(key)
+    except TypeError:  # (a selector that is not a string: searched as before, each time)
+        key = None
+    if key is not None and key in subject.held:
+        return subject.held[key]
+    try:
+        found: tuple[str, ...] | None = tuple(m.name for m in subject.catalog
+                                              if any(re.search(p, m.name) for p in selectors))
     except re.error:
-        return []
+        found = None
+    if key is not None:
+        subject.held[key] = found
+    return found
 
 
 def _made_published(subject: LintInput) -> Iterable[Finding]:
@@ -714,7 +737,9 @@ def _copies_published(subject: LintInput) -> Iterable[Finding]:
         always = {CLUSTER_DIMENSION, *GPU_IDENTITY, *gpu_dimensions(subject.settings)}
         for declaration in exporter.get("metric_declarations") or []:
             selectors = declaration.get("metric_name_selectors") or []
-            names = [m.name for m in subject.catalog if any(re.search(p, m.name) for p in selectors)]
+            names = _selection(subject, selectors)
+            if names is None:  # a selector that does not compile (PR005): raised as before
+                names = [m.name for m in subject.catalog if any(re.search(p, m.name) for p in selectors)]
             for dims in declaration.get("dimensions") or []:
                 mark = next((d for d in dims if d == UNUSED_SHARE[0] or level_of((d,))), None)
                 for name in names if mark else []:
@@ -1251,9 +1276,10 @@ def rules_parse(subject: LintInput) -> Iterable[Finding]:
 _RELABEL_KEYS = (("relabel_configs", "metric_relabel_configs"), ("relabelings", "metricRelabelings"))
 
 
-def _regexes(subject: LintInput) -> Iterable[tuple[str, str]]:
+def _regexes(subject: LintInput, otel: bool = True) -> Iterable[tuple[str, str]]:
     """(where, regex) of every relabel rule of the generated scrape paths (the Prometheus jobs, the ServiceMonitors,
-    each agent's prometheus.yaml) and every regex of the agent's metric declarations."""
+    each agent's prometheus.yaml) and every regex of the agent's metric declarations; and, with `otel`, every regex
+    of each agent's OTel configuration."""
     jobs = subject.artifacts.additional_scrape_configs.get("prometheus", {}).get("prometheusSpec", {}).get(
         "additionalScrapeConfigs") or []
     places = [(f"{ADDITIONAL_SCRAPE_FILE} job {job.get('job_name', '?')!r}", job, _RELABEL_KEYS[0]) for job in jobs]
@@ -1274,7 +1300,7 @@ def _regexes(subject: LintInput) -> Iterable[tuple[str, str]]:
             for k, rule in enumerate(holder.get(key) or []):
                 if isinstance(rule, dict) and isinstance(rule.get("regex"), str):
                     yield f"{where} {key}[{k}]", rule["regex"]
-    for agent in subject.artifacts.agents:
+    for agent in subject.artifacts.agents if otel else ():
         if agent.otel is not None:
             yield from _otel_regexes(agent.otel, f"{agent_file(agent.cluster)} {OTEL_KEY} ")
 
@@ -1284,15 +1310,18 @@ def _otel_regexes(node: Any, path: str) -> Iterable[tuple[str, str]]:
     its processors' `include` of match_type regexp), as the collector reads them (`$$` is a `$`)."""
     from ..render.agent_otel import unescaped
 
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if isinstance(value, str) and (key == "regex" or key == "include" and node.get("match_type") == "regexp"):
-                yield f"{path}{key}", unescaped(value)
-            else:
-                yield from _otel_regexes(value, f"{path}{key}/")
-    elif isinstance(node, list):
-        for k, value in enumerate(node):
-            yield from _otel_regexes(value, f"{path.rstrip('/')}[{k}]/")
+    def walk(node: Any, path: str) -> Iterable[tuple[str, str]]:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(value, str) and (key == "regex" or key == "include"
+                                               and node.get("match_type") == "regexp"):
+                    yield f"{path}{key}", unescaped(value)
+                else:
+                    yield from walk(value, f"{path}{key}/")
+        elif isinstance(node, list):
+            for k, value in enumerate(node):
+                yield from walk(value, f"{path.rstrip('/')}[{k}]/")
+    return walk(node, path)
 
 
 def regexes_compile(subject: LintInput) -> Iterable[Finding]:
@@ -1322,11 +1351,12 @@ def newer_regexes(subject: LintInput) -> Iterable[Finding]:
                 if (where, note) not in said:
                     said.add((where, note))
                     yield Finding("PR006", "warning", where, f"a matcher regex uses {note}: {_NEWER_GO}")
-    classic = tuple(f"{agent_file(agent.cluster)} " for agent in subject.artifacts.agents if agent.otel is None)
-    for where, regex in _regexes(subject):
+    # (a cluster's name holds no blank: its file is the first word of where)
+    classic = {agent_file(agent.cluster) for agent in subject.artifacts.agents if agent.otel is None}
+    for where, regex in _regexes(subject, otel=False):  # (an OTel configuration's regexes: a 2026 agent's Go)
         if where.startswith((ADDITIONAL_SCRAPE_FILE, SERVICE_MONITOR_FILE)):
             compiled_by = _NEWER_GO
-        elif classic and where.startswith(classic):
+        elif classic and where.split(" ", 1)[0] in classic:
             compiled_by = _NEWER_AGENT
         else:
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -685,59 +686,91 @@ def _check_parses(expr: str, any_variable: bool, grafana: bool) -> None:
 
 def _chains_checked(text: str) -> str:
     """`text` with each `or` chain longer than CHAIN (at its top level, or an argument or parenthesis inside) parsed
-    in pieces and replaced by PLACEHOLDER."""
-    pieces: list[str] = []  # the top level's text, its groups' insides already reduced
-    ors: list[int] = []  # index in `pieces` after which each top-level `or` stands
-    depth, start, at = 0, 0, 0
-    for token in _TOKENS.finditer(text):
-        word = token.group()
-        if word in ("(", "[", "{"):
-            depth += 1
-            if depth == 1:
-                pieces.append(text[at:token.end()])
-                start = at = token.end()
-        elif word in (")", "]", "}"):
-            depth -= 1
-            if depth == 0:
-                inside = text[start:token.start()]
-                pieces.append(_arguments_checked(inside) if word == ")" else inside)
-                at = token.start()
-        elif word == "or" and depth == 0:
-            pieces.append(text[at:token.start()])
-            ors.append(len(pieces))
-            pieces.append("or")
-            at = token.end()
-    if depth:
-        return text  # unbalanced: the parser says where
-    pieces.append(text[at:])
-    if len(ors) <= CHAIN:
-        return "".join(pieces)
-    bounds = [0, *ors, len(pieces)]
-    operands = ["".join(pieces[bounds[k] + (k > 0):bounds[k + 1]]) for k in range(len(bounds) - 1)]
-    for first in range(0, len(operands) - 1, CHAIN):
-        chunk = operands[first:first + CHAIN + 1]
-        if first:  # the piece begins after an `or`, whose on()/ignoring() it drops; the chain's first has none
-            chunk[0] = _MODIFIER.sub("", chunk[0], count=1) if _MODIFIER.match(chunk[0]) else chunk[0]
-        parse(" or ".join(chunk))
-    return PLACEHOLDER
+    in pieces and replaced by PLACEHOLDER. The text is read into tokens once, each bracket paired with the one closing
+    it (a fleet's rule of thousands of operands nests them a dozen deep: each level read again cost seconds); an
+    unbalanced text is left as it is, for the parser to say where."""
+    tokens = [(match.group(), match.start(), match.end()) for match in _TOKENS.finditer(text)]
+    closing: dict[int, int] = {}  # an opening bracket's token -> the closing one's
+    opened: list[int] = []
+    for index, (word, _, _) in enumerate(tokens):
+        if word in _OPENING:
+            opened.append(index)
+        elif word in _CLOSING:
+            if not opened:
+                return text
+            closing[opened.pop()] = index
+    if opened:
+        return text
+    return _Chains(text, tokens, closing).checked(0, len(tokens), 0, len(text))
 
 
-def _arguments_checked(inside: str) -> str:
-    """The inside of a parenthesis (a call's arguments, comma-separated) with each argument's long chains checked."""
-    if _ors(inside) <= CHAIN:
-        return inside
-    arguments, depth, at = [], 0, 0
-    for token in _TOKENS.finditer(inside):
-        word = token.group()
-        if word in ("(", "[", "{"):
-            depth += 1
-        elif word in (")", "]", "}"):
-            depth -= 1
-        elif word == "," and depth == 0:
-            arguments.append(inside[at:token.start()])
-            at = token.end()
-    arguments.append(inside[at:])
-    return ",".join(_chains_checked(a) if _ors(a) > CHAIN else a for a in arguments)
+_OPENING, _CLOSING = ("(", "[", "{"), (")", "]", "}")
+
+
+class _Chains:
+    """One text's tokens, (word, start, end), read once; each part of it (its tokens from `low` to `high`, its
+    characters from `start` to `end`) checked without reading it again."""
+
+    def __init__(self, text: str, tokens: list[tuple[str, int, int]], closing: dict[int, int]):
+        self.text, self.tokens, self.closing = text, tokens, closing
+        self.ors = [match.start() for match in _OR.finditer(text)]  # (a part begins and ends beside a bracket or a
+        # comma: the `or` words of a part are the text's within it)
+
+    def ors_within(self, start: int, end: int) -> int:
+        return bisect_right(self.ors, end - 2) - bisect_left(self.ors, start)
+
+    def checked(self, low: int, high: int, start: int, end: int) -> str:
+        """The part with its chains checked: its top level's chain, each parenthesis' arguments'."""
+        text, tokens = self.text, self.tokens
+        pieces: list[str] = []  # the top level's text, its groups' insides already reduced
+        ors: list[int] = []  # index in `pieces` after which each top-level `or` stands
+        at, index = start, low
+        while index < high:
+            word, begins, ends = tokens[index]
+            if word in _OPENING:
+                last = self.closing[index]
+                pieces.append(text[at:ends])
+                inside = (index + 1, last, ends, tokens[last][1])
+                pieces.append(self.arguments(*inside) if tokens[last][0] == ")" else text[inside[2]:inside[3]])
+                at, index = tokens[last][1], last + 1
+                continue
+            if word == "or":
+                pieces.append(text[at:begins])
+                ors.append(len(pieces))
+                pieces.append("or")
+                at = ends
+            index += 1
+        pieces.append(text[at:end])
+        if len(ors) <= CHAIN:
+            return "".join(pieces)
+        bounds = [0, *ors, len(pieces)]
+        operands = ["".join(pieces[bounds[k] + (k > 0):bounds[k + 1]]) for k in range(len(bounds) - 1)]
+        for first in range(0, len(operands) - 1, CHAIN):
+            chunk = operands[first:first + CHAIN + 1]
+            if first:  # the piece begins after an `or`, whose on()/ignoring() it drops; the chain's first has none
+                chunk[0] = _MODIFIER.sub("", chunk[0], count=1) if _MODIFIER.match(chunk[0]) else chunk[0]
+            parse(" or ".join(chunk))
+        return PLACEHOLDER
+
+    def arguments(self, low: int, high: int, start: int, end: int) -> str:
+        """The inside of a parenthesis (a call's arguments, comma-separated) with each argument's long chains
+        checked."""
+        if self.ors_within(start, end) <= CHAIN:
+            return self.text[start:end]
+        parts, first, begins = [], low, start
+        index = low
+        while index < high:
+            word, at, ends = self.tokens[index]
+            if word in _OPENING:
+                index = self.closing[index] + 1
+                continue
+            if word == ",":
+                parts.append((first, index, begins, at))
+                first, begins = index + 1, ends
+            index += 1
+        parts.append((first, high, begins, end))
+        return ",".join(self.checked(*part) if self.ors_within(part[2], part[3]) > CHAIN
+                        else self.text[part[2]:part[3]] for part in parts)
 
 
 # Where promql_parser (Rust) reads PromQL otherwise than Prometheus (Go). It takes escapes inside a backtick string,

@@ -50,6 +50,12 @@ class LintInput:
         return self.settings.clusters
 
     @cached_property
+    def held(self) -> dict[Any, Any]:
+        """What a rule works out of this input alone and several rules ask again (a cluster's scrape jobs as its agent
+        runs them: read for every query of the cluster), kept by the rule's own key for as long as the input lives."""
+        return {}
+
+    @cached_property
     def classic_agents(self) -> bool:
         """Some cluster's agent publishes by its JSON path (agent.pipeline: classic). Worked out once: rules ask it
         for every widget and alarm, and a fleet has an agent per cluster."""

@@ -30,6 +30,7 @@ PRINTS = {
                     "| `generate`, one 8-panel dashboard |", "| `generate`, 2 clusters |",
                     "| `generate`, 2 clusters, each its own Prometheus (no prometheus_label) and two exporter DaemonSets |",
                     "right after `rm -rf` of the previous build |", "(median of 1 fresh processes each;"],
+    "lint.py": ["| 2 clusters | ", "(median of 1 fresh processes each;"],
     "panels.py": ["### the defaults, exporter.virtual_gpus: false: 11 GPUs",
                   "| gpudash-by-pod · Framebuffer used by pod | ", "| rule GpudashGpuIdle | ", "| all | "],
     "publish.py": ["no-op apply, 1 clusters (median of 1)", "prune of 1 of 2 clusters (1 Region)",

@@ -1,4 +1,4 @@
-"""The quick schema check says yes only to settings that jsonschema accepts, and spares valid files the import."""
+"""The quick schema check says yes only to what jsonschema accepts: settings (and spares valid files the import), and\nthe CloudWatch dashboard bodies and alarm requests lint judges."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
@@ -127,3 +128,80 @@ def test_plain_settings_do_not_import_jsonschema(tmp_path):
             "print('jsonschema' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
     assert result.stdout.strip() == "False"
+
+
+# Lint judges every CloudWatch dashboard body and alarm request of a build against gpudash's own schemas: the quick
+# yes first (a fleet's thousands of bodies), jsonschema on a no. Its yes must be jsonschema's.
+def _lint_quick(document, schema_name: str) -> bool:
+    from generator.lint.cloudwatch_rules import _validator
+
+    return conforms(document, _validator(schema_name).schema, lambda pattern, text: re.search(pattern, text) is not None)
+
+
+def _lint_errors(document, schema_name: str) -> list:
+    from generator.lint.cloudwatch_rules import _validator
+
+    return list(_validator(schema_name).iter_errors(document))
+
+
+@pytest.fixture(scope="module")
+def built_cloudwatch(tmp_path_factory):
+    from generator.artifacts import build
+    from generator.project import load_project
+
+    folder = tmp_path_factory.mktemp("quick")
+    (folder / "gpudash.yaml").write_text("")
+    artifacts = build(load_project(folder / "gpudash.yaml"), grafana=False)
+    return ([d.body for d in artifacts.cloudwatch_dashboards],
+            [{k: v for k, v in a.request.items() if k != "AlarmDescription"} for a in artifacts.alarms])
+
+
+def test_generated_dashboards_and_alarms_get_the_quick_yes(built_cloudwatch):
+    bodies, requests = built_cloudwatch
+    assert bodies and requests
+    assert all(_lint_quick(body, "cloudwatch-dashboard.schema.json") for body in bodies)
+    assert all(_lint_quick(request, "cloudwatch-alarm.schema.json") for request in requests)
+
+
+def _paths(node, path=()):
+    yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _paths(value, (*path, index))
+
+
+def _with(document, path, value):
+    document = copy.deepcopy(document)
+    target = document
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return document
+
+
+def test_one_bad_value_anywhere_in_a_body_or_alarm_gets_no_quick_yes(built_cloudwatch):
+    """Each value of a dashboard body (a text widget and a metric widget) and of each kind of alarm request, in turn,
+    replaced by one at or past a limit, of another type, or a widget of another type (a text widget's properties are
+    judged by the text schema: `if`/`then`)."""
+    bodies, requests = built_cloudwatch
+    kinds = {}
+    for request in requests:
+        kinds.setdefault(tuple(sorted(request)), request)
+    bad = ["", "text", "metric", "Not Valid!", "a" * 1100, -1, 0, 5.5, 24, 45, 1001, [], True, None, {"x": 1}]
+    body = next(b for b in bodies if {w["type"] for w in b["widgets"]} >= {"text", "metric"})
+    body = {**body, "widgets": [next(w for w in body["widgets"] if w["type"] == kind) for kind in ("text", "metric")]}
+    checked = refused = 0
+    for document, name in [(body, "cloudwatch-dashboard.schema.json"),
+                           *[(r, "cloudwatch-alarm.schema.json") for r in kinds.values()]]:
+        for path in list(_paths(document))[1:]:
+            for value in bad:
+                changed = _with(document, path, value)
+                if _lint_quick(changed, name):
+                    assert _lint_errors(changed, name) == [], (name, path, value)
+                else:
+                    refused += 1
+                checked += 1
+    assert checked > 1000 and refused > 500
