@@ -606,7 +606,11 @@ def _non_finite(document: Any, path: list[Any]) -> list[Any] | None:
 
 
 def _example(node: dict[str, Any]) -> str | None:
+    """A value to show in a fix: the schema's first example, else the default; a mapping or list as one line of YAML
+    (`{warning: 80, critical: 87}`), as a newcomer who wrote `gpu_temp_celsius: 85` needs to see the form."""
     for value in (*node.get("examples", ()), node.get("default")):
+        if isinstance(value, (dict, list)) and value:
+            return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=1_000).strip()
         if value is not None and not isinstance(value, (dict, list)):
             return json.dumps(value) if not isinstance(value, str) else value
     return None
@@ -651,7 +655,11 @@ def _fix_for(error, root: dict[str, Any]) -> str:
     if kind == "multipleOf":
         return f"write a multiple of {value:g}" + (f", e.g. {example}" if example else "")
     if kind in ("minItems", "maxItems", "uniqueItems"):
-        return f"write a list of {node.get('minItems', 0)} to {node.get('maxItems', 'any number of')} distinct items"
+        least, most = node.get("minItems", 0), node.get("maxItems")
+        count = f"{least} to {most}" if most is not None and least else f"at most {most}" if most is not None \
+            else f"at least {least}" if least else "any number of"
+        items = f"{'distinct ' if node.get('uniqueItems') else ''}item{'' if count.endswith(' 1') else 's'}"
+        return f"write a list of {count} {items}" + (f", e.g. {example}" if example else "")
     if kind in ("minLength", "maxLength"):
         return f"write text of {node.get('minLength', 0)} to {node.get('maxLength', 'any number of')} characters"
     return SCHEMA_HINT

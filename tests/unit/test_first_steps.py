@@ -124,6 +124,11 @@ def test_a_single_definitions_folder_is_accepted(in_folder, cli):
     ("thresholds: {idle_minutes: 7}\n", "write a multiple of 5, e.g. 30"),
     ("scrape: {interval: 30}\n", "write text, e.g. 30s"),
     ("grafan: {}\n", "did you mean 'grafana'? remove 'grafan'"),
+    # a value where a mapping or list goes: the fix shows the form, not only its kind
+    ("thresholds:\n  gpu_temp_celsius: 85\n", "write a mapping (key: value lines), e.g. {warning: 80, critical: 90}"),
+    ("clusters:\n  - train-east\n", "write a mapping (key: value lines), e.g. {name: train-east, region: us-east-1}"),
+    ("grafana:\n  folder: GPUs\n", "write a mapping (key: value lines), e.g. {uid: gpudash, title: GPU monitoring}"),
+    ("clusters: []\n", "write a list of at least 1 item, e.g. [{name: gpu-cluster, region: us-east-1}]"),
 ])
 def test_schema_errors_say_what_to_write_instead(in_folder, cli, text, fix):
     (in_folder / "gpudash.yaml").write_text(text)
