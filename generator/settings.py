@@ -677,14 +677,16 @@ def _error_path(error) -> tuple[list[Any], bool]:
 
 
 def _where_else(errors: list, first: list[Any], node: yaml.Node | None, shown: int = 3) -> str:
-    """Where the settings' other errors are: `: clusters.0 at line 2, labels.pod at line 5`, the first few, each place
-    once (a newcomer fixing the first error learns where the next ones are before running again)."""
+    """Where the settings' other errors are: `: clusters.0 at line 2, labels.pod at line 5` (`this key`: the first's own
+    place), the first few, each place once (a newcomer fixing the first error learns where the next ones are before
+    running again)."""
     places: list[str] = []
     for error in errors:
         path, key = _error_path(error)
         line = _line_of(node, path, key)
-        place = f"{'.'.join(str(p) for p in path) or '(top level)'}{f' at line {line}' if line else ''}"
-        if path != first and place not in places:
+        place = "this key" if path == first else \
+            f"{'.'.join(str(p) for p in path) or '(top level)'}{f' at line {line}' if line else ''}"
+        if place not in places:
             places.append(place)
     if not places:
         return ""

@@ -181,6 +181,8 @@ CASES = [
     # the first error is told in full, and where the others are: fixed together, not found one run at a time
     settings("several errors", "clusters:\n  - name: a\n    regoin: us-east-1\nlabels:\n  pod: foo\n",
              "gpudash.yaml:3", "unknown key 'regoin' (and 2 more: clusters.0 at line 2, labels.pod at line 5)"),
+    settings("two errors of one key", "cloudwatch:\n  period: 60s\n", "gpudash.yaml:2",
+             "cloudwatch.period: '60s' is not of type 'integer' (and 1 more: this key)"),
     settings("unknown nested key", "grafana:\n  folderr: x\n", "gpudash.yaml:2", "folderr", "did you mean 'folder'"),
     settings("unknown key in a cluster", "clusters:\n  - name: a\n    region: us-east-1\n    zone: b\n",
              "gpudash.yaml:4", "zone"),
