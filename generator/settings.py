@@ -616,6 +616,25 @@ def _example(node: dict[str, Any]) -> str | None:
     return None
 
 
+def _kinds(value: str | list[str], list_form: str = "", mapping_form: str = "") -> str:
+    """A JSON schema's `type` in the settings' words: `a list`, `a mapping`, `text` ..., joined by `or`."""
+    words = {"array": f"a list{list_form}", "object": f"a mapping{mapping_form}", "null": "null", "string": "text",
+             "number": "a number", "integer": "a whole number", "boolean": "true or false"}
+    return " or ".join(words.get(kind, kind) for kind in (value if isinstance(value, list) else [value]))
+
+
+def _said(error) -> str:
+    """A schema error's message in the settings' own terms: a value as YAML writes it (`null`, `true`, `85`), never as
+    Python shows it (`None is not of type 'array'`)."""
+    if error.validator != "type":
+        return error.message
+    value = error.instance
+    shown = "no value (null)" if value is None else \
+        yaml.safe_dump(value, default_flow_style=True, width=1_000).strip().removesuffix("...").strip()
+    shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
+    return f"{shown} is given where {_kinds(error.validator_value)} goes"
+
+
 def _fix_for(error, root: dict[str, Any]) -> str:
     """What to write instead, for one schema error."""
     node = _resolve(error.schema, root) if isinstance(error.schema, dict) else {}
@@ -641,11 +660,7 @@ def _fix_for(error, root: dict[str, Any]) -> str:
     if kind == "pattern":
         return f"write {expected(node)}"
     if kind == "type":
-        wanted = value if isinstance(value, list) else [value]
-        words = {"array": "a list ([a, b])", "object": "a mapping (key: value lines)", "null": "null",
-                 "string": "text", "number": "a number", "integer": "a whole number", "boolean": "true or false"}
-        text = " or ".join(words.get(w, w) for w in wanted)
-        return f"write {text}" + (f", e.g. {example}" if example else "")
+        return f"write {_kinds(value, ' ([a, b])', ' (key: value lines)')}" + (f", e.g. {example}" if example else "")
     if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         bounds = [f"{word} {node[key]}" for key, word in (("minimum", "at least"), ("exclusiveMinimum", "more than"),
                                                           ("maximum", "at most"), ("exclusiveMaximum", "less than"))
@@ -764,7 +779,7 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
         path, key = _error_path(first)
         line = _line_of(node, path, key)
         dotted = ".".join(str(p) for p in path) or "(top level)"
-        message = f"unknown key {path[-1]!r}" if key else first.message
+        message = f"unknown key {path[-1]!r}" if key else _said(first)
         more = f" (and {len(errors) - 1} more{_where_else(errors[1:], path, node)})" if len(errors) > 1 else ""
         raise InputError(f"{dotted}: {message}{more}", where=f"{source}:{line}" if line else source,
                          hint=_fix_for(first, _schema()))

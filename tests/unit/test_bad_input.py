@@ -182,7 +182,12 @@ CASES = [
     settings("several errors", "clusters:\n  - name: a\n    regoin: us-east-1\nlabels:\n  pod: foo\n",
              "gpudash.yaml:3", "unknown key 'regoin' (and 2 more: clusters.0 at line 2, labels.pod at line 5)"),
     settings("two errors of one key", "cloudwatch:\n  period: 60s\n", "gpudash.yaml:2",
-             "cloudwatch.period: '60s' is not of type 'integer' (and 1 more: this key)"),
+             "cloudwatch.period: 60s is given where a whole number goes (and 1 more: this key)"),
+    # a value is shown as YAML writes it, not as Python does ("None is not of type 'array'")
+    settings("a key left empty", "clusters:\n", "gpudash.yaml:1", "clusters: no value (null) is given where a list goes",
+             "e.g. [{name: gpu-cluster, region: us-east-1}]"),
+    settings("yes for a boolean", "agent:\n  log_group_in_stack: yes please\n", "gpudash.yaml:2",
+             "agent.log_group_in_stack: yes please is given where true or false goes"),
     settings("unknown nested key", "grafana:\n  folderr: x\n", "gpudash.yaml:2", "folderr", "did you mean 'folder'"),
     settings("unknown key in a cluster", "clusters:\n  - name: a\n    region: us-east-1\n    zone: b\n",
              "gpudash.yaml:4", "zone"),
