@@ -450,3 +450,20 @@ def test_a_folder_of_ones_own_replaces_the_bundled_definitions_as_the_readme_say
     assert built == {"dashboards: mine": ["gpudash-training.json"],
                      listed: ["gpudash-all-metrics.json", "gpudash-by-pod.json", "gpudash-health.json",
                               "gpudash-overview.json", "gpudash-training.json"]}
+
+
+def test_the_warning_of_readme_step_two_is_the_one_it_announces(in_folder, cli):
+    """README step 2: the bundled build, then the README's clusters and `make generate` again: generate warns of the
+    build it replaces, as the README says it will, and once."""
+    readme = documentation.text("README.md")
+    step = readme.split("**2. Describe your fleet.**", 1)[1].split("**3.", 1)[0]
+    settings = re.search(r"```yaml\n(.*?)```", step, re.S).group(1)
+    assert "warns once that the build it replaces was made for other settings" in " ".join(step.split())
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 0, stderr
+    (in_folder / "gpudash.yaml").write_text(settings)
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 0 and stderr.count("warning: build: the build it held was made for other settings") == 1, stderr
+    assert "gpudash-cluster-gpu-cluster" in stderr
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 0 and "made for other settings" not in stderr, stderr
