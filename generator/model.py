@@ -68,6 +68,11 @@ def source_file(defined_at: str) -> str:
 
 # Words a definition may write for a choice of another spelling (no guess by likeness: `median` is not `min`)
 _SAID_AS = {"average": "avg", "mean": "avg", "total": "sum", "maximum": "max", "minimum": "min"}
+# an exporter's or CloudWatch's label for what a neutral grouping key names (lower case): the key meant
+_GROUPED_AS = {"hostname": "node", "instance": "node", "nodename": "node", "uuid": "gpu", "device": "gpu",
+               "gpu_uuid": "gpu", "modelname": "model", "exported_pod": "pod", "pod_name": "pod",
+               "exported_namespace": "namespace", "pod_namespace": "namespace", "exported_container": "container",
+               "container_name": "container", "gpu_i_id": "mig_instance", "clustername": "cluster"}
 
 
 def _choice(what: str, value: object, allowed: tuple[str, ...]) -> tuple[str, str]:
@@ -147,8 +152,12 @@ class Query:
         own = FIELD_LABELS.get(self.metric, ((), ""))[0]  # a field's own labels (`xid`) name its series
         unknown = [key for key in self.by if key not in GROUP_KEYS and key not in own]
         if unknown:
+            meant = [_GROUPED_AS[key.lower()] for key in unknown if key.lower() in _GROUPED_AS]
+            guess = f"did you mean {meant[0]!r}? " if len(meant) == 1 == len(unknown) else ""
             raise DefinitionError(f"cannot group by {', '.join(unknown)}: use {', '.join((*GROUP_KEYS, *own))}",
-                                  self.defined_at)
+                                  self.defined_at,
+                                  f"{guess}write by with gpudash's neutral keys, which it reads from each backend's own "
+                                  f"labels, e.g. by=(\"node\", \"gpu\")")
         for name, names in (("by", self.by), ("over", self.over)):
             twice = sorted({key for key in names if names.count(key) > 1})
             if twice:  # `over` would add a field's readings twice to the total it divides by

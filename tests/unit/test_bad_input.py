@@ -403,6 +403,10 @@ CASES = [
     definition("bad group key", {"g.py": "from generator.model import Query\n"
                                          "q = Query('DCGM_FI_DEV_GPU_UTIL', by=('rack',))\n"}, "g.py:2",
                "cannot group by rack"),
+    # the exporter's own label for a neutral key: the key meant
+    definition("exporter label as a group key", {"g.py": "from generator.model import Query\n"
+                                                         "q = Query('DCGM_FI_DEV_GPU_UTIL', by=('Hostname', 'gpu'))\n"},
+               "g.py:2", "cannot group by Hostname", "did you mean 'node'? write by with gpudash's neutral keys"),
     definition("bad aggregation", {"a.py": "from generator.model import Query\n\n"
                                            "q = Query('DCGM_FI_DEV_GPU_UTIL', 'median')\n"}, "a.py:3", "aggregation",
                "fix: write aggregation as one of avg, sum, max, min, count"),
