@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL
+from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from .derived_sets import SET_NAMES, added_to
 from .markers import CLUSTER_DIMENSION, REQUIRED_DIMENSIONS
 
@@ -67,6 +67,36 @@ MAX_DIMENSIONS = 10  # awsemf drops a larger set (CloudWatch itself takes 30 per
 # (render/agent_otel.merged_counters: the GPU's identity, and GPU_I_PROFILE from the MIG per-pod set).
 KEPT_BY_POD_COPIES = ("UUID", MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)
 STATIC_VALUES = ("Namespace", "Service", "job")  # one value per cluster: a static per-pod alarm can name it
+
+# Values of the shapes real series carry, per label: lint judges a hand-edited label matcher of the agent by them (a
+# matcher every one of them passes lets every real point through, one that fails one drops real points). From the
+# exporter's payloads (shared reference exporter/*.prom: the A10G payload's Hostname is its exporter pod's name, an
+# exporter run without NODE_NAME), its source (gpu the index, device nvidia<index>, UUID GPU-<8-4-4-4-12 hex>) and
+# Kubernetes' names (a pod's a DNS subdomain, dots allowed; a namespace's and a container's a DNS label; a node's as
+# EKS names it, by IP or by instance id, or as any other cluster does). Each label's list holds its edge cases: the
+# first index and the first of two digits, a name beginning with a digit, one of a single character.
+_NODES = ("ip-10-0-1-23.ec2.internal", "ip-192-168-101-7.us-west-2.compute.internal",
+          "i-0123456789abcdef0.us-west-2.compute.internal", "gpu-node-1", "7")
+_PODS = ("train-0", "gpu-burn-c68d8c774-ltg9s", "web-7d9f8b6c5-x2x9k", "job.v2-0", "0-batch-worker", "a")
+_NAMESPACES = ("ml", "kube-system", "default", "team-1", "0team", "a")
+_CONTAINERS = ("main", "cuda-vector-add", "trainer-2", "0c", "a")
+REAL_VALUES: dict[str, tuple[str, ...]] = {
+    "gpu": ("0", "1", "7", "10", "15"),
+    "device": ("nvidia0", "nvidia1", "nvidia10"),
+    "UUID": ("GPU-ff76466b-22fc-f7a9-abe2-ce3ac453b8b3", "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52",
+             "GPU-00000000-0000-0000-0000-000000000000"),
+    "pci_bus_id": ("00000000:00:1E.0", "00000000:3B:00.0", "00000000:CA:00.0"),
+    "modelName": ("NVIDIA A10G", "Tesla T4", "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"),
+    "Hostname": (*_NODES, "nvidia-dcgm-exporter-48cwd"),
+    "hostname": (*_NODES, "nvidia-dcgm-exporter-48cwd"),
+    SCRAPED_NODE: _NODES,
+    "pod": _PODS, "exported_pod": _PODS, "pod_name": _PODS,
+    "namespace": _NAMESPACES, "exported_namespace": _NAMESPACES, "pod_namespace": _NAMESPACES,
+    "container": _CONTAINERS, "exported_container": _CONTAINERS, "container_name": _CONTAINERS,
+    MIG_PROFILE_LABEL: ("1g.5gb", "1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb", "1g.10gb+me", "1g.24gb"),
+    MIG_INSTANCE_LABEL: ("1", "2", "13", WHOLE_GPU_INSTANCE),  # (a whole GPU's, which the agent's job writes)
+    "xid": ("13", "31", "48", "79", "119"),
+}
 
 
 # The label the OTel pipeline's exporter job gives each series: its exporter pod's DaemonSet revision (the pod's

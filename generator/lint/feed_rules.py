@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from functools import cache, lru_cache
-from itertools import product
 from pathlib import Path
 from typing import Any, Collection, Iterable
 
@@ -25,12 +24,14 @@ from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE,
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, MadePoint
 from ..render.scrape import gpu_id_label, written_labels
-from ..series_labels import MAX_DIMENSIONS, STATIC_VALUES, TARGET_ADDRESS, TARGET_LABELS, WORKLOAD, exporter_labels
+from ..series_labels import (EVERY_GPU, MAX_DIMENSIONS, STATIC_VALUES, TARGET_ADDRESS, TARGET_LABELS, WORKLOAD,
+                             exporter_labels)
 from ..settings import Cluster, dimensions_lacking, duration_seconds, mig_of, workload_rename_mix
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
 from .go_regex import newer_syntax, regex_problem
+from .label_matchers import PLACEHOLDER, judged, matchers as label_matchers
 from .grafana_rules import panel_place, queries
 from .promql_checks import check_parses, newer_regex_syntax, query_selectors
 
@@ -230,32 +231,23 @@ def _processor_order(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding
                       "level (1, below every blank floor), and the alarm would read it as a reading past it")
 
 
-def _matchers(declaration: dict[str, Any]) -> list[dict[str, Any]]:
-    """The declaration's label matchers in awsemf's terms (label_names, separator, regex): the OTel pipeline's as
-    written, the JSON path's source_labels joined by ';' and matched by label_matcher (the agent's translator)."""
-    if declaration.get("source_labels"):
-        return [{"label_names": declaration["source_labels"], "separator": ";",
-                 "regex": declaration.get("label_matcher", "")}]
-    return [m for m in declaration.get("label_matchers") or [] if isinstance(m, dict)]
-
-
 def _passes_every_point(declaration: dict[str, Any], dims: Iterable[str], job: str | None, marks: Collection[str],
-                        cluster: str = "x") -> bool:
+                        cluster: str = "x", always: Iterable[str] = ()) -> bool:
     """Whether the declaration's label matchers pass every point of a set without a mark (a scraped series, not one
-    the agent makes): carrying each of the set's names, the cluster's name as ClusterName (every point's) and its
-    job's name as `job` (None: the OTel pipeline, whose receiver puts the job into the resource, not on the point: a
-    matcher reads it as empty), none of the marks the agent's transforms add, and any other label the matchers name
-    either missing (read as empty) or holding a value (a GPU no pod holds has no `pod`). As awsemf matches: a
-    matcher's regex found (unanchored) in its labels' values joined by its separator, a declaration taking a point
-    one of its matchers passes."""
-    matchers = _matchers(declaration)
-    if not matchers:
-        return True
-    labels = {name: "x" for name in dims} | {CLUSTER_DIMENSION: cluster, "job": job or ""} \
-        | {mark: "" for mark in marks if mark not in dims}
-    free = sorted({str(n) for m in matchers for n in m.get("label_names") or []} - set(labels))
-    return all(_matched({"label_matchers": matchers}, labels | dict(zip(free, values)))
-               for values in product(("", "x"), repeat=len(free)))
+    the agent makes): carrying each of the set's names and each label of `always` at every value of the shapes real
+    series carry (label_matchers.judged), the cluster's name as ClusterName (every point's) and its job's name as
+    `job` (None: the OTel pipeline, whose receiver puts the job into the resource, not on the point: a matcher reads it
+    as empty), none of the marks the agent's transforms add, and any other label the matchers name either missing
+    (read as empty) or at each real value (a GPU no pod holds has no `pod`)."""
+    fixed = {CLUSTER_DIMENSION: cluster, "job": job or ""} | {mark: "" for mark in marks if mark not in dims}
+    return judged({"label_matchers": label_matchers(declaration)}, fixed, [*dims, *always], others_set=True)[0]
+
+
+def _carried_by_every_point(patterns: list[re.Pattern[str]]) -> tuple[str, ...]:
+    """The labels every point of the metrics `patterns` select carries: those every exporter writes on each series
+    (EVERY_GPU) where each pattern plainly selects DCGM fields alone (it begins `^DCGM_`, as gpudash writes them);
+    none where one may also select the scrape's own series (up, scrape_*) or kube-state-metrics' counts."""
+    return EVERY_GPU if patterns and all(p.pattern.startswith("^DCGM_") for p in patterns) else ()
 
 
 def _published(declarations: list[dict[str, Any]], job: str, every_job: bool = False, marks: Collection[str] = (),
@@ -278,7 +270,8 @@ def _published(declarations: list[dict[str, Any]], job: str, every_job: bool = F
             if len(dims) > MAX_DIMENSIONS:  # the agent drops a larger set (AG002 says so)
                 continue
             if not matched or set(dims) & set(marks) or \
-                    _passes_every_point(declaration, dims, None if every_job else job, marks, cluster):
+                    _passes_every_point(declaration, dims, None if every_job else job, marks, cluster,
+                                        _carried_by_every_point(patterns)):
                 result.append((patterns, frozenset(dims)))
     return result
 
@@ -386,8 +379,12 @@ def _node_kinds_read(subject: LintInput) -> Iterable[Finding]:
             continue
         made = node_means_made(((agent.otel.get("processors") or {}).get(MERGE) or {}).get("transforms") or [])
         declarations = ((agent.otel.get("exporters") or {}).get(EXPORTER) or {}).get("metric_declarations") or []
+
+        def taken(declaration: dict[str, Any], dims: list[str], value: str, name: str = cluster.name) -> bool:
+            """A kind is published where the matchers pass some of its points (the set's names at real values)."""
+            return judged(_awsemf(declaration), {CLUSTER_DIMENSION: name, NODE_MEAN: value}, dims)[1]
         published = {(name, NODE_MEAN_KINDS[kind]) for kind, names in
-                     node_mean_fields(subject.catalog, declarations).items() for name in names} & made
+                     node_mean_fields(subject.catalog, declarations, taken).items() for name in names} & made
         where = f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}"
         for name, kind in sorted(published):
             if not read.get((name, kind), set()) & {None, cluster.name}:
@@ -631,8 +628,9 @@ def _made_published(subject: LintInput) -> Iterable[Finding]:
     use of a GPU, a pod's total) holds only what a transform of the collector makes under the set's mark: a field a
     declaration publishes there that no transform makes is in no such set, and the widgets and alarms reading it read
     nothing (AG001 compares the declarations with the queries, not with what the processors make); nor where the
-    declaration's label matchers pass none of the points made there (carrying the set's names, the cluster's name as
-    ClusterName and the mark at a value the transforms give it)."""
+    declaration's label matchers pass none of the points made there (carrying the set's names at the values real
+    series carry, the cluster's name as ClusterName and the mark at a value the transforms give it), and the others
+    are missing where they pass only some of a value's."""
     from ..cloudwatch_query import NAMESPACE_GPU, ONCE_PER_GPU, pod_total_mark
     from ..render.agent_otel import MERGE, TOTALS
 
@@ -651,12 +649,21 @@ def _made_published(subject: LintInput) -> Iterable[Finding]:
                         yield Finding("AG001", "error", where,
                                       f"{name} [{', '.join(dims)}] is published under {mark} but no transform of "
                                       f"{TOTALS} or {MERGE} makes it: the widgets and alarms reading it read nothing")
-                    elif not any(_matched(declaration, {**dict.fromkeys(dims, "x"), CLUSTER_DIMENSION: cluster.name,
-                                                        mark: value}) for value in values):
+                        continue
+                    verdicts = {value: judged(_awsemf(declaration), {CLUSTER_DIMENSION: cluster.name, mark: value},
+                                              dims) for value in values}
+                    some = sorted(value for value, (every, passed) in verdicts.items() if passed and not every)
+                    if not any(passed for _, passed in verdicts.values()):
                         yield Finding("AG001", "error", where,
                                       f"{name} [{', '.join(dims)}]: the declaration's label matchers pass none of "
                                       f"the points the agent makes under {mark} ({', '.join(map(repr, sorted(values)))}"
                                       f"): the widgets and alarms reading it read nothing")
+                    elif some:
+                        yield Finding("AG001", "error", where,
+                                      f"{name} [{', '.join(dims)}]: the declaration's label matchers pass only some "
+                                      f"of the points the agent makes under {mark}={', '.join(map(repr, some))} (a "
+                                      f"matcher on {', '.join(sorted(set(dims) - {mark}))} drops real values): the "
+                                      f"others are missing from the widgets and alarms reading it")
 
 
 def _made_points_kept_out(subject: LintInput) -> Iterable[Finding]:
@@ -674,7 +681,7 @@ def _made_points_kept_out(subject: LintInput) -> Iterable[Finding]:
                     continue
                 taken = sorted({(field, mark, value) for field, mark, value, kept in points
                                 if field in published and (kept is None or set(dims) <= kept)
-                                and _matched(declaration, {**dict.fromkeys(kept or dims, "x"), mark: value})})
+                                and judged(_awsemf(declaration), {mark: value}, kept or dims)[1]})
                 for field, mark, value in taken:
                     yield Finding("AG001", "error", where,
                                   f"{field} [{', '.join(dims)}] also takes the points the agent makes under "
@@ -707,14 +714,9 @@ def _rollup_off(subject: LintInput) -> Iterable[Finding]:
                           f"{NO_ROLLUP})")
 
 
-def _matched(declaration: dict[str, Any], labels: dict[str, str]) -> bool:
-    """matched_by, a regex that does not compile passing nothing (PR005 says it)."""
-    from ..render.agent_otel import matched_by
-
-    try:
-        return matched_by(declaration, labels)
-    except re.error:
-        return False
+def _awsemf(declaration: dict[str, Any]) -> dict[str, Any]:
+    """An OTel pipeline declaration's label matchers alone, as awsemf reads them (render/agent_otel.matched_by)."""
+    return {"label_matchers": declaration.get("label_matchers")}
 
 
 def _copies_published(subject: LintInput) -> Iterable[Finding]:
@@ -723,7 +725,7 @@ def _copies_published(subject: LintInput) -> Iterable[Finding]:
     set does not name (one copy kept for two groupings: a pod's and a node's GPU) misses the points lacking it (a GPU no
     pod holds), and a second copy the set's declaration also takes (a wider grouping's, which carries every label of
     the set) adds each GPU again."""
-    from ..render.agent_otel import EXPORTER, GPU_IDENTITY, TOTALS, copy_marks, matched_by
+    from ..render.agent_otel import EXPORTER, GPU_IDENTITY, TOTALS, copy_marks
 
     for cluster in subject.clusters():
         agent = subject.agent(cluster)
@@ -746,7 +748,7 @@ def _copies_published(subject: LintInput) -> Iterable[Finding]:
                     grouping = set(dims) - {mark}
                     shown = f"{name} [{', '.join(dims)}]"
                     taken = [(kept, needed) for kept, needed in copies.get((name, mark), []) if grouping <= kept
-                             and matched_by(declaration, {**dict.fromkeys(kept, "x"), mark: "x"})]
+                             and judged(_awsemf(declaration), {mark: PLACEHOLDER}, kept)[1]]
                     if not taken:
                         yield Finding("AG001", "error", where, f"{shown}: no copy the agent makes carries the set's "
                                       f"labels: the alarm reading it reads nothing")

@@ -65,7 +65,7 @@ amazon-cloudwatch-agent.yaml. The agent's merge skips that missing file from 1.3
 from __future__ import annotations
 
 import re
-from typing import Any, Collection, Iterable
+from typing import Any, Callable, Collection, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, Catalog
@@ -1010,11 +1010,14 @@ def kinds_matcher(kinds: Iterable[str]) -> dict[str, Any]:
     return {"label_names": [NODE_MEAN], "regex": f"^(?:{'|'.join(NODE_MEAN_KINDS[kind] for kind in kinds)})$"}
 
 
-def node_mean_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> dict[str, list[str]]:
+def node_mean_fields(catalog: Catalog, declarations: list[dict[str, Any]],
+                     taken: Callable[[dict[str, Any], list[str], str], bool] | None = None) -> dict[str, list[str]]:
     """{kind: the fields the declarations publish that kind of a node's of (NODE_MEAN: its total, its count of GPUs
-    read)}, as awsemf takes a point marked so into a declaration (matched_by)."""
+    read)}, as awsemf takes a point marked so into a declaration (matched_by; `taken(declaration, its set, the mark's
+    value)`: whether it takes such points, lint's judgement of a hand-edited matcher over the set's real values)."""
+    taken = taken or (lambda declaration, dims, value: matched_by(declaration, {NODE_MEAN: value}))
     return {kind: sorted({m.name for d in declarations for dims in d["dimensions"]
-                          if NODE_MEAN in dims and matched_by(d, {NODE_MEAN: value})
+                          if NODE_MEAN in dims and taken(d, dims, value)
                           for selector in d["metric_name_selectors"] for m in catalog if selects(selector, m.name)})
             for kind, value in NODE_MEAN_KINDS.items()}
 

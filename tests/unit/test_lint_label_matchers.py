@@ -55,12 +55,12 @@ def _edited(project, edit):
     return replace(artifacts, agents=(agent, *artifacts.agents[1:]))
 
 
-def _published(artifacts, metric: str, dims: tuple[str, ...]) -> list[tuple[str, float]]:
+def _published(artifacts, metric: str, dims: tuple[str, ...], payload: str = PAYLOAD) -> list[tuple[str, float]]:
     """(the set's values but ClusterName, value) of each point of `metric` the agent publishes in the set `dims` at
-    one scrape of PAYLOAD (the model of the agent running the build's configuration)."""
+    one scrape of `payload` (the model of the agent running the build's configuration)."""
     config, job = agent_config(encode(artifacts)[AGENT])
     agent = Agent(config, job)
-    points = [p for k in range(2) for p in agent.scrape(Scrape(k * 30.0, PAYLOAD, target_labels(job, NODE)))
+    points = [p for k in range(2) for p in agent.scrape(Scrape(k * 30.0, payload, target_labels(job, NODE)))
               if p.metric == metric and set(p.dims()) == set(dims) and p.timestamp == 30.0]
     return sorted((",".join(v for d, v in sorted(p.dims().items()) if d != "ClusterName"), p.value) for p in points)
 
@@ -256,3 +256,134 @@ def test_a_marked_sets_matcher_passing_none_of_its_points_fails_ag001(projects, 
     assert _published(artifacts, metric, dims) == []
     findings = _ag001(project, artifacts)
     assert any(metric in f and mark in f for f in findings), findings
+
+
+# Hand-edited matchers judged over points shaped like the real exporter's (series_labels.REAL_VALUES): one that
+# constrains a value's format alone passes every real point; one that picks some values drops the others.
+def _also_matching(label: str, regex: str, which=None):
+    """An edit: the per-GPU declaration (or the one `which` picks) passes a point only where `label` matches `regex`
+    (anchored at its start) too: on the JSON path a second source label, on the OTel pipeline a seventh name of its
+    one matcher."""
+    def edit(declarations):
+        declaration = (which or _gpu_declaration)(declarations)
+        if "source_labels" in declaration:
+            declaration.update(source_labels=["job", label], label_matcher="^dcgm\\-exporter;" + regex.lstrip("^"))
+        else:
+            (matcher,) = declaration["label_matchers"]
+            matcher["label_names"] = [*matcher["label_names"], label]
+            matcher["regex"] = matcher["regex"].rstrip("$") + ";" + regex.lstrip("^")
+    return edit
+
+
+EVERY_GPU_PUBLISHED = [("0," + NODE, 60.0), ("1," + NODE, 61.0), ("2," + NODE, 62.0)]
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+@pytest.mark.parametrize("label, regex", [("gpu", "^[0-9]+$"), ("UUID", "^GPU-")], ids=["gpu digits", "UUID GPU-"])
+def test_a_matcher_on_a_values_format_passes_every_point_and_lint_is_quiet(projects, pipeline, label, regex):
+    """Every real value of the label passes (a GPU's index is digits, its UUID GPU-..., ...): nothing is dropped, and
+    lint, which once read each value as a placeholder and failed these, says nothing."""
+    artifacts = _edited(projects[pipeline], _also_matching(label, regex))
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == EVERY_GPU_PUBLISHED
+    assert _ag001(projects[pipeline], artifacts) == []
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_matcher_that_drops_gpu_0_fails_ag001(projects, pipeline):
+    """`gpu` by ^[1-9]$ drops GPU 0 (and GPU 10 on, of a node of 16): its line is missing from every per-GPU view."""
+    artifacts = _edited(projects[pipeline], _also_matching("gpu", "^[1-9]$"))
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == EVERY_GPU_PUBLISHED[1:]
+    findings = _ag001(projects[pipeline], artifacts)
+    assert _names_the_gpu_temperature_set(findings), findings
+
+
+def test_a_hostname_matcher_on_node_names_fails_ag001_as_exporters_without_node_name_write_their_pod(projects):
+    """`Hostname` by ^ip- passes a node EKS names by IP, but an exporter run without NODE_NAME writes its own pod's name
+    there (the reference A10G payload's Hostname is nvidia-dcgm-exporter-48cwd), and the main branch writes
+    `hostname`: those GPUs are dropped, and lint says so."""
+    project = projects["classic"]
+    artifacts = _edited(project, _also_matching("Hostname", "^ip-"))
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == EVERY_GPU_PUBLISHED
+    own_pod = PAYLOAD.replace(f'Hostname="{NODE}"', 'Hostname="nvidia-dcgm-exporter-48cwd"')
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET, own_pod) == []
+    assert _names_the_gpu_temperature_set(_ag001(project, artifacts))
+
+
+POD_SET = ("ClusterName", "namespace", "pod")
+# GPU 0 held by web-1, GPU 1 by train-0, both in ml (the per-pod set's field: the SM clock)
+POD_PAYLOAD = "# TYPE DCGM_FI_DEV_SM_CLOCK gauge\n" + "".join(
+    f'DCGM_FI_DEV_SM_CLOCK{{gpu="{gpu}",UUID="GPU-{gpu}",Hostname="{NODE}",pod="{pod}",namespace="ml"}} {clock}\n'
+    for gpu, pod, clock in ((0, "web-1", 1400), (1, "train-0", 1500)))
+
+
+def _pod_declaration(declarations) -> dict:
+    return next(d for d in declarations if [*POD_SET] in d["dimensions"])
+
+
+_web_pods_only = _also_matching("pod", "^web-", _pod_declaration)  # pods named web-* alone
+_pod_names_only = _also_matching("pod", "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", _pod_declaration)  # as Kubernetes names
+
+
+def _pod_lines(artifacts) -> list[tuple[str, float]]:
+    return _published(artifacts, "DCGM_FI_DEV_SM_CLOCK", POD_SET, POD_PAYLOAD)
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_pod_matcher_that_drops_other_pods_fails_ag001_and_one_on_the_names_shape_does_not(projects, pipeline):
+    project = projects[pipeline]
+    assert _pod_lines(build(project, grafana=False)) == [("ml,train-0", 1500.0), ("ml,web-1", 1400.0)]
+    artifacts = _edited(project, _web_pods_only)
+    assert _pod_lines(artifacts) == [("ml,web-1", 1400.0)]
+    assert any("DCGM_FI_DEV_SM_CLOCK with dimensions [ClusterName, namespace, pod]" in f
+               for f in _ag001(project, artifacts))
+    artifacts = _edited(project, _pod_names_only)
+    assert _pod_lines(artifacts) == [("ml,train-0", 1500.0), ("ml,web-1", 1400.0)]
+    assert _ag001(project, artifacts) == []
+
+
+def test_a_second_matcher_passing_every_gpu_index_takes_the_agents_own_points_and_fails_ag001(projects):
+    """agent.pipeline: otel: a second matcher on `gpu` by ^[0-9]+$ beside the one keeping the marks empty (awsemf takes
+    a point one matcher passes) also takes the points the agent makes of a GPU's temperature under a mark, which carry
+    the GPU's index: GPU 1's line reads 61, 61 and 0 at one scrape. Read as a placeholder, the index failed the regex
+    and lint said nothing."""
+    project = projects["otel"]
+
+    def second(declarations):
+        _gpu_declaration(declarations)["label_matchers"].append({"label_names": ["gpu"], "separator": ";",
+                                                                 "regex": "^[0-9]+$"})
+    artifacts = _edited(project, second)
+    assert [v for key, v in _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) if key == "1," + NODE] == \
+        [0.0, 61.0, 61.0]
+    assert any("DCGM_FI_DEV_GPU_TEMP [ClusterName, node, gpu] also takes the points the agent makes under" in f
+               for f in _ag001(project, artifacts))
+
+
+def test_a_pod_matcher_on_the_pods_totals_that_drops_other_pods_fails_ag001(projects):
+    """agent.pipeline: otel: the pods' totals (made by the agent under pod_total) published for web-* pods alone."""
+    project = projects["otel"]
+
+    def web_totals(declarations):
+        declaration = next(d for d in declarations if ["ClusterName", "namespace", "pod", "pod_total"] in d["dimensions"])
+        declaration["label_matchers"] = [{"label_names": ["pod"], "separator": ";", "regex": "^web-"}]
+    findings = _ag001(project, _edited(project, web_totals))
+    assert any("[ClusterName, namespace, pod, pod_total]: the declaration's label matchers pass only some of the "
+               "points the agent makes under pod_total" in f for f in findings), findings
+
+
+def test_a_node_mean_matcher_on_the_nodes_name_shape_passes_every_node_and_lint_is_quiet(projects):
+    """agent.pipeline: otel: the node's totals and counts published as before; lint, which judged the kinds a NODE_MEAN
+    declaration publishes by a point carrying node_mean alone (the node read as empty), said each kind the widgets
+    read was published nowhere."""
+    project = projects["otel"]
+
+    def on_node_names(declarations):
+        for declaration in declarations:
+            if any("node_mean" in dims for dims in declaration["dimensions"]):
+                (matcher,) = declaration["label_matchers"]
+                matcher["label_names"] = [*matcher["label_names"], "node"]
+                matcher["regex"] = matcher["regex"].rstrip("$") + ";[a-z0-9]"
+    artifacts = _edited(project, on_node_names)
+    node_set = ("ClusterName", "node", "node_mean")
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", node_set) == \
+        _published(build(project, grafana=False), "DCGM_FI_DEV_GPU_TEMP", node_set) != []
+    assert _ag001(project, artifacts) == []
