@@ -1,0 +1,74 @@
+"""A MIG GPU's utilization on the dashboards, on a real Prometheus: its instances weighed by their size.
+
+One node, half an hour of 30 s scrapes, as the exporter writes an A100 80GB split into MIG instances (no GPU
+utilization for the GPU; graphics engine activity per instance, `GPU_I_ID`, `GPU_I_PROFILE`, the pod holding it):
+
+* GPU 0: a `3g.40gb` instance busy all the time (activity 1.0, pod `a/big`) beside four idle `1g.10gb` instances
+  (pods `b/s1` to `b/s4`);
+* GPU 1: a whole GPU at 10 % (pod `c/w`).
+
+Truth: engine activity is a share of the GPU's engines' cycles, and the `3g` instance owns 3 of the 7 compute slices
+the five instances hold, so GPU 0 was busy 3/7 = 42.9 % of its capacity (DCGM's GPU-level activity of a MIG GPU, and
+the slice-weighted roll-up NVIDIA's users compute); the fleet's mean over the two GPUs is (42.9 + 10) / 2 = 26.4 %.
+The plain mean of the five instances reads 20 % for GPU 0 (and 15 % for the fleet): a GPU running one large job flat
+out looks four-fifths idle.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from tests.support.projects import bundled_panel
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
+
+STEP, SCRAPES, OFFSET = 30, 60, 15
+NODE = "gpu-node-1"
+ACTIVE, UTIL = "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_UTIL"
+# GPU 0's instances: (GPU_I_ID, profile, activity, namespace, pod)
+INSTANCES = [("1", "3g.40gb", 1.0, "a", "big"), ("2", "1g.10gb", 0.0, "b", "s1"), ("3", "1g.10gb", 0.0, "b", "s2"),
+             ("4", "1g.10gb", 0.0, "b", "s3"), ("5", "1g.10gb", 0.0, "b", "s4")]
+MIG_GPU = 100 * (3 * 1.0) / (3 + 4 * 1)  # 42.857 %: the instances' activity weighed by their compute slices
+WHOLE_GPU = 10.0
+
+
+def _openmetrics(start: int) -> str:
+    labels = f'modelName="NVIDIA A100-SXM4-80GB",Hostname="{NODE}",node="{NODE}",job="dcgm-exporter"'
+    lines = [f"# TYPE {ACTIVE} gauge"]
+    for k in range(SCRAPES):
+        at = start + OFFSET + k * STEP
+        lines += [f'{ACTIVE}{{gpu="0",UUID="GPU-0",{labels},GPU_I_ID="{i}",GPU_I_PROFILE="{profile}",'
+                  f'namespace="{namespace}",pod="{pod}"}} {value} {at}' for i, profile, value, namespace, pod in INSTANCES]
+        lines.append(f'{ACTIVE}{{gpu="1",UUID="GPU-1",{labels},namespace="c",pod="w"}} {WHOLE_GPU / 100} {at}')
+    lines.append(f"# TYPE {UTIL} gauge")
+    lines += [f'{UTIL}{{gpu="1",UUID="GPU-1",{labels},namespace="c",pod="w"}} {WHOLE_GPU} {start + OFFSET + k * STEP}'
+              for k in range(SCRAPES)]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+prometheus = backfilled_fixture("mig-utilization-weighted", _openmetrics, SCRAPES * STEP, STEP)
+
+
+def _shown(server, title: str, at: int, **selected: str) -> dict[str, float]:
+    """{legend: value} of the bundled panel `title` at `at` (an instant query), the variables `selected`, others All."""
+    (target,) = bundled_panel(title)["targets"]
+    expr = interpolate(target["expr"], {**SCENE_RANGE, "__interval": "30s", "__rate_interval": "120s",
+                                        **variables(selected, ("namespace", "pod", "node", "gpu", "cluster"))})
+    return {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 3)
+            for s in server.query(expr, at=at)}
+
+
+@pytest.mark.xfail(strict=True, reason="a MIG GPU's utilization is the plain mean of its instances' engine activity, "
+                   "not weighted by their compute slices: a 3g instance busy beside four idle 1g instances reads 20 % "
+                   "where the GPU is 43 % busy, and the fleet's mean 15 % where it is 26 %")
+def test_a_mig_gpus_utilization_weighs_its_instances_by_size(prometheus):
+    server, start = prometheus
+    at = start + OFFSET + 40 * STEP
+    shown = {"GPU utilization": _shown(server, "GPU utilization", at),
+             "GPU utilization, namespace b": _shown(server, "GPU utilization", at, namespace="b"),
+             "Average GPU utilization": _shown(server, "Average GPU utilization", at)}
+    truth = {"GPU utilization": {f"{NODE} GPU 0": round(MIG_GPU, 3), f"{NODE} GPU 1": WHOLE_GPU},
+             "GPU utilization, namespace b": {f"{NODE} GPU 0": round(MIG_GPU, 3)},
+             "Average GPU utilization": {UTIL: round((MIG_GPU + WHOLE_GPU) / 2, 3)}}
+    assert shown == truth
