@@ -12,7 +12,7 @@ import click
 from . import printed, redact
 from .cli_base import (Between, checked_url, config_option, csv_option, load_project_for, main, no_cycle_collection,
                        output_option, waiting_for_turn, folder_given)
-from .errors import EXIT_FINDINGS, GpudashError, RemoteError, printed_message
+from .errors import EXIT_FINDINGS, GpudashError, InputError, RemoteError, printed_message
 
 
 from_option = click.option("--from", "from_dir", metavar="DIR", callback=folder_given,
@@ -124,6 +124,12 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
 
         token = read_bytes(Path(token_file), "Grafana token file", "check the path; the file holds the "
                            "service-account token alone").decode("utf-8", errors="replace").strip()
+        if not token:
+            raise InputError("the Grafana token file is empty", where=token_file,
+                             hint="write the service-account token (glsa_...) into it, alone on its line")
+    if token and token.strip().lower().startswith(("bearer ", "basic ")):  # an Authorization header's value copied
+        raise InputError(f"the Grafana token begins with {token.split()[0]!r}: gpudash sends the header itself",
+                         where=token_file or "GRAFANA_TOKEN", hint="give the token alone: glsa_...")
     basic = None
     if not token and os.environ.get("GRAFANA_USER"):
         basic = (os.environ["GRAFANA_USER"], os.environ.get("GRAFANA_PASSWORD", ""))

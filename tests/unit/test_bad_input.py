@@ -570,6 +570,13 @@ CASES = [
                 "no Prometheus URL is given", "--skip-verify", args=("push",)),
     environment("push with a missing token file", {"GRAFANA_URL": "http://127.0.0.1:9"}, "token.txt",
                 "Grafana token file not found", args=("push", "--skip-verify", "--token-file", "token.txt")),
+    # an empty token file was "no Grafana credentials ... set GRAFANA_TOKEN, or --token-file" to one who gave it
+    environment("push with an empty token file", {"GRAFANA_URL": "http://127.0.0.1:9"}, "token.txt",
+                "the Grafana token file is empty", files={"token.txt": "\n"},
+                args=("push", "--skip-verify", "--token-file", "token.txt")),
+    # an Authorization header's value copied whole: Grafana answered 401 "rejected the credentials"
+    environment("GRAFANA_TOKEN with its Bearer", {"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": "Bearer glsa_x"},
+                "GRAFANA_TOKEN", "begins with 'Bearer'", "give the token alone", args=("plan", "--no-cloudwatch")),
     # read without end: a device (memory grew until the process was killed), a named pipe with no writer (waited on)
     environment("push with --token-file /dev/zero", {"GRAFANA_URL": "http://127.0.0.1:9"}, "/dev/zero",
                 "larger than", args=("push", "--skip-verify", "--token-file", "/dev/zero")),
