@@ -772,6 +772,7 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
     _interval_checked(document, source, node)
     _agent_timing_checked(document, source, node)
     _job_name_checked(document, source, node)
+    _node_label_checked(document, source, node)
     errors = [] if _plainly_valid(document) else \
         sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
@@ -851,6 +852,20 @@ def _job_name_checked(document: dict[str, Any], source: str, node: yaml.Node | N
                          f"jobs of that name, which Prometheus refuses to load, and the agent would scrape nothing",
                          where=f"{source}:{line}" if line else source,
                          hint="give scrape.job_name another name, such as dcgm-exporter (the default)")
+
+
+def _node_label_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
+    """labels.node as one name other than the three used as they are (`node: instance`): the list of that one label
+    is what reads the node from it alone, so the fix writes it."""
+    labels = document.get("labels")
+    name = labels.get("node") if isinstance(labels, dict) else None
+    alone = _schema()["properties"]["labels"]["properties"]["node"]["pattern"]  # the names taken written alone
+    if isinstance(name, str) and not re.search(alone, name) and re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", name):
+        line = _line_of(node, ["labels", "node"])
+        raise InputError(f"labels.node: {name!r} is written alone, which only Hostname, hostname or node may be",
+                         where=f"{source}:{line}" if line else source,
+                         hint=f"write node: [{name}] to read the node from {name} alone, or a list of labels most "
+                              f"trusted first such as [node, Hostname, {name}]")
 
 
 def _whole_seconds(value: Any) -> int | None:

@@ -336,7 +336,8 @@ CASES = [
              "rename one of the two namespaces or pods"),
     # labels.node as one string: node, hostname or Hostname only (README: any label as a list of one)
     settings("node label string not of the three", "labels:\n  node: instance\n", "gpudash.yaml:2",
-             "'instance' is not Hostname, hostname or node"),
+             "'instance' is written alone, which only Hostname, hostname or node may be",
+             "write node: [instance] to read the node from instance alone"),
     settings("static pod listed twice", "alarms:\n  per_pod: static\n  static_pods: [ml/a, ml/a]\n",
              "gpudash.yaml:3", "'ml/a' twice", "remove the second"),
     settings("negative free framebuffer", "alarms:\n  framebuffer_free_mib: -1\n", "gpudash.yaml:2",
