@@ -184,6 +184,12 @@ class PrometheusClient(_Reads):
     def ready(self) -> None:
         """Raise RemoteError unless Prometheus answers a trivial query."""
         body = self._get("query", {"query": "1"})
+        try:  # an answer without Prometheus' status (Grafana's, a login page's JSON) is no refusal: say what it is
+            Answer(body, self.source).get("status", str)
+        except OddAnswer as exc:
+            raise RemoteError(f"odd answer from {exc} (to a trivial query)",
+                              hint="check that --prometheus-url (PROMETHEUS_URL) reaches Prometheus' API itself "
+                                   "(not Grafana, a proxy or a login page)") from None
         if body.get("status") != "success":
             raise RemoteError(f"{self.source} refused a trivial query: {body.get('error', '?')}", hint=RANGE_HINT)
 

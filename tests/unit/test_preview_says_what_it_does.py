@@ -36,3 +36,14 @@ def test_the_sample_says_what_it_loads_then_what_it_queries(tmp_path, monkeypatc
     said = stderr.splitlines()
     assert said[1:3] == ["loading 6 h of the sample's history and its counter recordings into a local Prometheus",
                          "querying the sample: 62 panels of 4 dashboards"], stderr
+
+
+def test_a_url_that_is_not_prometheus_is_said_so(tmp_path, monkeypatch, cli):
+    """PROMETHEUS_URL set to Grafana's address (a 401 {"message": ...}): before, 'refused a trivial query: ?'."""
+    monkeypatch.chdir(tmp_path)
+    with CannedServer('{"message": "Unauthorized"}', status=401) as grafana:
+        code, _, stderr = cli("preview", "--prometheus-url", f"http://{grafana.address}", "--out", "site",
+                              env={"GPUDASH_CONFIG": None})
+    assert code == 3, stderr
+    assert f"odd answer from Prometheus at http://{grafana.address}: status is missing" in stderr, stderr
+    assert "reaches Prometheus' API itself (not Grafana, a proxy or a login page)" in stderr and "?" not in stderr
