@@ -66,10 +66,15 @@ def _regions(values: tuple[str, ...]) -> tuple[str, ...]:
     """--former-region values: AWS Region names (a typo would read an endpoint that is not there)."""
     import re
 
+    from .settings import region_unknown
+
     for value in values:
         if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-[0-9]", value):
             raise click.BadParameter(f"{value!r} is not an AWS Region name (such as us-west-2)",
                                      param_hint="--former-region")
+        if (fix := region_unknown(value)) is not None:  # as the settings' Regions: a warning, a newer one is real
+            click.echo(f"warning: --former-region {value}: no AWS Region the installed boto3 knows: reading it "
+                       f"will fail\n  fix: {fix}", err=True)
     return tuple(dict.fromkeys(values))
 
 

@@ -983,22 +983,27 @@ def workload_rename_mix(settings: Settings) -> tuple[str, str, str] | None:
 def unknown_regions(settings: Settings) -> list[tuple[str, str, str]]:
     """(where, what, fix) for each cluster whose Region the installed botocore does not list (`us-wst-2`): publishing
     would fail to reach it. A warning, not a refusal: a Region newer than botocore is real and reachable."""
-    known = _known_regions()
-    if not known:
-        return []
     unknown = []
     for index, cluster in enumerate(settings.clusters):
-        if cluster.region in known:
-            continue
-        import difflib
-
-        close = difflib.get_close_matches(cluster.region, sorted(known), n=1)
-        fix = ((f"did you mean {close[0]}? " if close else "write the Region's code, such as us-east-1; ") +
-               "a Region newer than the installed boto3 is warned of until boto3 is upgraded")
-        unknown.append((setting_place(settings, ["clusters", index, "region"]),
-                        f"clusters.{index}.region: {cluster.region!r} is no AWS Region the installed boto3 knows: "
-                        f"publishing cannot reach it", fix))
+        fix = region_unknown(cluster.region)
+        if fix is not None:
+            unknown.append((setting_place(settings, ["clusters", index, "region"]),
+                            f"clusters.{index}.region: {cluster.region!r} is no AWS Region the installed boto3 knows: "
+                            f"publishing cannot reach it", fix))
     return unknown
+
+
+def region_unknown(region: str) -> str | None:
+    """The fix for a Region the installed botocore does not list (`us-wst-2`: did you mean us-west-2?), else None (a
+    Region it lists, or none can be read)."""
+    known = _known_regions()
+    if not known or region in known:
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(region, sorted(known), n=1)
+    return ((f"did you mean {close[0]}? " if close else "write the Region's code, such as us-east-1; ") +
+            "a Region newer than the installed boto3 is warned of until boto3 is upgraded")
 
 
 @cache

@@ -160,6 +160,16 @@ def test_a_region_typo_is_warned_of_with_its_line_and_the_region_meant(in_folder
     assert "clusters.0.region" not in stderr
 
 
+def test_a_former_region_typo_is_warned_of_as_a_settings_region_is(in_folder, cli):
+    """`--former-region us-eats-1` has a Region's shape: it was read, and the run ended in the endpoint's failure
+    (exit 3) without a word of the typo; now warned of, naming the Region meant."""
+    code, _, stderr = cli("plan", "--no-grafana", "--no-cloudwatch", "--former-region", "us-eats-1",
+                          "--former-region", "us-west-2")
+    assert ("warning: --former-region us-eats-1: no AWS Region the installed boto3 knows: reading it will fail\n"
+            "  fix: did you mean us-east-1?") in stderr, stderr
+    assert "us-west-2:" not in stderr
+
+
 TYPO_PANEL = """from generator.model import Dashboard, Row
 from generator.panels import per_pod
 
