@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator.preview.interpolate import interpolate, variables
-from generator.preview.legend import render as render_legend
-from tests.support.projects import bundled_panel
-from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
+from tests.support.prometheus_server import backfilled_fixture
+from tests.support.range_panels import bundled_at
 
 STEP, SCRAPES, OFFSET = 30, 60, 15
 FIELD = "DCGM_FI_DEV_MEMORY_TEMP"
@@ -35,13 +33,10 @@ def _openmetrics(start: int) -> str:
 prometheus = backfilled_fixture("memory-temp-zero", _openmetrics, SCRAPES * STEP, STEP)
 
 
-@pytest.mark.xfail(strict=True, reason="a GPU that cannot read its memory temperature and writes 0 for it (L4, "
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="a GPU that cannot read its memory temperature and writes 0 for it (L4, "
                    "DCGM #311) is drawn at 0 °C: only DCGM's sentinel is taken for no reading")
 @pytest.mark.parametrize("title", ["Memory temperature", "DEV_MEMORY_TEMP"])
 def test_a_gpu_writing_0_for_memory_temperature_has_no_line(prometheus, title):
     server, start = prometheus
-    (target,) = bundled_panel(title)["targets"]
-    expr = interpolate(target["expr"], {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu", "cluster"))})
-    at = start + OFFSET + 40 * STEP + 1
-    shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in server.query(expr, at=at)}
-    assert shown == {"n1 GPU 1": 45.0}
+    assert bundled_at(server, title, start + OFFSET + 40 * STEP + 1) == {"n1 GPU 1": 45}

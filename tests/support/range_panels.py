@@ -10,7 +10,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import Project, load_project
 from tests.support.projects import bundled_panel, bundled_project
-from tests.support.prometheus_server import counted_inline, range_macros
+from tests.support.prometheus_server import SCENE_RANGE, counted_inline, range_macros
 
 VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
 
@@ -46,3 +46,12 @@ def minute_lines(prometheus, start: int, title: str, selected: dict[str, str], s
     shown = prometheus.query_at(expr, start + 60, len(minutes), 60)
     return {minute: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 9)
                      for s in shown[at]} for minute, at in zip(minutes, sorted(shown))}
+
+
+def bundled_at(prometheus, title: str, at: float, **selected: str) -> dict[str, float]:
+    """{legend: value} of the bundled panel `title` as an instant query at `at` over a range holding the whole scene
+    (SCENE_RANGE), the variables `selected` (others at All), values rounded to 9 places."""
+    (target,) = bundled_panel(title)["targets"]
+    expr = interpolate(target["expr"], {**SCENE_RANGE, **variables(selected, VARIABLES)})
+    return {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 9)
+            for s in prometheus.query(expr, at=at)}
