@@ -3,6 +3,7 @@ for all, so each malformed one is the same usage error saying what to write inst
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from . import redact
@@ -10,8 +11,17 @@ from .errors import GpudashError
 
 
 def safe_url(url: str) -> str:
-    """The URL for messages: user-info masked, no query or fragment."""
-    return redact.text(url.split("#")[0].split("?")[0])
+    """The URL for messages: user-info masked, no query or fragment. A password holding `#` or `?` as typed (not
+    percent-encoded) is masked whole, not cut there with what came before it shown."""
+    scheme, sep, rest = url.partition("://")
+    cut = _USERINFO_CUT.match(rest) if sep else None
+    userinfo = rest[:cut.end()] if cut else ""
+    return redact.text(scheme + sep + userinfo + rest[len(userinfo):].split("#")[0].split("?")[0] if sep
+                       else url.split("#")[0].split("?")[0])
+
+
+# `user:pa#ss@host`: a `#` or `?` before any `/`, then an `@` (a URL's parser reads the address as ending there)
+_USERINFO_CUT = re.compile(r"[^/?#]*[?#][^/]*@")
 
 
 def _written(name: str, url: str) -> str:
@@ -36,6 +46,10 @@ def check_url(url: str, name: str, example: str) -> str:
                                hint=f"add http:// or https:// in front: {_written(name, fixed)}")
         raise GpudashError(f"must start with http:// or https:// (it starts with {parts.scheme}://)",
                            where=name, hint=hint)
+    if _USERINFO_CUT.match(text.split("://", 1)[-1]):
+        raise GpudashError(f"{safe_url(text)!r}: its user name or password holds '#' or '?', where a URL's address "
+                           "ends", where=name, hint="write them percent-encoded in the user name and password: # as "
+                                                    "%23, ? as %3F")
     try:
         parts.port
     except ValueError:
