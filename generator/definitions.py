@@ -218,8 +218,28 @@ def _failure(path: Path, exc: BaseException, doing: str, seconds: float) -> Inpu
         return InputError(f"{doing} recursed without end (RecursionError)", where=where,
                           hint="fix the recursion in the definition")
     return InputError(f"{doing} raised {type(exc).__name__}: {exc}", where=where,
-                      hint="fix the definition; --debug before the command (`gpudash --debug generate`) shows "
-                           "the full traceback")
+                      hint=_keyword_hint(exc) or "fix the definition; --debug before the command (`gpudash --debug "
+                                                 "generate`) shows the full traceback")
+
+
+def _keyword_hint(exc: BaseException) -> str | None:
+    """For `Panel.__init__() got an unexpected keyword argument 'colour'` of a model class: the fields it takes, the
+    one meant first."""
+    import re
+
+    from . import model
+
+    found = re.fullmatch(r"(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'", str(exc)) \
+        if isinstance(exc, TypeError) else None
+    kind = getattr(model, found.group(1), None) if found else None
+    if kind is None or not hasattr(kind, "__dataclass_fields__"):
+        return None
+    from difflib import get_close_matches
+
+    taken = [name for name, f in kind.__dataclass_fields__.items() if f.init and name != "defined_at"]
+    close = get_close_matches(found.group(2), taken, n=1)
+    return (f"{f'did you mean {close[0]!r}? ' if close else ''}{found.group(1)} takes "
+            f"{', '.join(taken)} (docs/definitions.md)")
 
 
 class _HelperLoader(importlib.machinery.SourceFileLoader):

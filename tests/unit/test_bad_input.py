@@ -394,6 +394,9 @@ CASES = [
     definition("threshold of a pair", {"l.py": "def dashboards(ctx):\n    ctx.threshold('gpu_temp_celsius')\n"
                                                "    return []\n"}, "l.py:2",
                "thresholds.gpu_temp_celsius is a warning and critical pair, not one number"),
+    # a keyword no model class takes: the fields it does take, the one meant first
+    definition("misspelt keyword", {"k.py": GOOD_ALARM.replace('severity="warning"', 'sevrity="warning"')}, "k.py:4",
+               "unexpected keyword argument 'sevrity'", "did you mean 'severity'? Alarm takes ", kind="alarms"),
     definition("raises", {"boom.py": "x = 1\nraise RuntimeError('no GPUs today')\n"}, "boom.py:2",
                "RuntimeError: no GPUs today", "`gpudash --debug generate`"),
     definition("syntax error", {"bad.py": "def dashboards(ctx)\n    pass\n"}, "bad.py:1", "SyntaxError"),
