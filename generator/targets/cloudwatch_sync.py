@@ -567,19 +567,23 @@ def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, 
 
 
 def _indexed_unlisted(cloudwatch: CloudWatch, region: str, prefix: str, bulk: dict[str, list[dict[str, str]]] | None,
-                      creating: set[str]) -> dict[str, dict[str, Any]]:
+                      creating: set[str], listed: set[str]) -> dict[str, dict[str, Any]]:
     """The alarms to create that the tag index (`bulk`) shows carrying gpudash's ownership tag, read by name: a listing
-    that left them out. One the index shows that DescribeAlarms by name does not read either is a disagreement that
-    neither side settles: PutMetricAlarm has no create-only form, so a create would replace whatever holds the name
-    (a person's alarm among them, where the listings hide every alarm), and the plan fails (nothing written)."""
-    indexed = sorted(creating & {arn.split(":", 6)[-1] for arn, tags in (bulk or {}).items() if alarm_owned(tags)})
+    that left them out. One the index shows that DescribeAlarms by name does not read either, where the listing
+    (`listed`) holds none of the others the index shows, is a disagreement that neither side settles: PutMetricAlarm
+    has no create-only form, so a create would replace whatever holds the name (a person's alarm among them, where the
+    listings hide every alarm), and the plan fails (nothing written). Where the listing holds some of them, it lists
+    gpudash's alarms, and one it neither lists nor reads is gone: the index answers "previously tagged" resources and
+    lags a delete (minutes, at times hours), and the alarm is created again as a person's delete asks."""
+    owned = {arn.split(":", 6)[-1] for arn, tags in (bulk or {}).items() if alarm_owned(tags)}
+    indexed = sorted(creating & owned)
     if not indexed:
         return {}
     read = {name: alarm for first in range(0, len(indexed), BATCH)
             for name, alarm in cloudwatch.metric_alarms(region, names=indexed[first:first + BATCH]).items()
             if is_alarm_name(prefix, name)}
     unread = [name for name in indexed if name not in read]
-    if unread:
+    if unread and not owned & listed:
         raise RemoteError(f"the tag index (GetResources) shows {len(unread)} alarm(s) gpudash owns that DescribeAlarms "
                           f"neither lists nor reads by name ({shown_names(unread)}): the listings may leave out every "
                           "alarm (something standing in for CloudWatch), and a create would replace what holds the name",
@@ -609,7 +613,7 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     bulk = cloudwatch.owned_alarm_tags(region) if live or creating or (prune and project) else None
     if prune and project:
         live = alarms_listed(cloudwatch, region, prefix, live, set(requests) | _tagged_for(bulk, prefix, project))
-    live.update(_indexed_unlisted(cloudwatch, region, prefix, bulk, set(requests) - set(live)))
+    live.update(_indexed_unlisted(cloudwatch, region, prefix, bulk, set(requests) - set(live), set(live)))
     held = {name: alarm for name, alarm in live.items() if other_kind(alarm)}  # a person's: neither written nor
     live = {name: alarm for name, alarm in live.items() if name not in held}     # pruned, whatever it carries
     tags = _read_tags(cloudwatch, region, live, bulk)

@@ -1186,3 +1186,23 @@ def test_an_alarm_listing_answered_empty_for_alarms_that_exist_writes_over_none_
     assert code == 3 and "Traceback" not in stderr and "DescribeAlarms neither lists nor reads by name" in stderr, stderr
     assert alarms(client)[FOREIGN].get("MetricName") == before["MetricName"] == "CPUUtilization"
     assert writes(proxy) == []
+
+
+def test_an_alarm_deleted_by_hand_is_created_again_while_the_tag_index_still_lists_it(proxied, published, moto):
+    """The Tagging API's GetResources answers "tagged or previously tagged" resources from an index that lags a
+    delete (minutes, at times hours: the SDK threads of aws-sdk #302 and boto3 #3341). A person deletes one of gpudash's
+    alarms; DescribeAlarms, which lists every other alarm gpudash owns, neither lists nor reads it, while the index
+    still shows it with its ManagedBy tag. The next apply creates it again (a create replaces nothing: CloudWatch
+    holds no alarm of that name), as it did before the index was read for alarms to create."""
+    proxy, client, apply = proxied
+    published()
+    gone = "gpudash-gpu-cluster-xid-error-critical"
+    stale = _tagging_answer(moto.url)  # the index as before the delete
+    assert gone in {item["ResourceARN"].rsplit(":", 1)[1] for item in stale}
+    client.delete_alarms(AlarmNames=[gone])
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="GetResources", action="body", times=ALWAYS, contains=b"TagFilters",
+                      body=json.dumps({"ResourceTagMappingList": stale, "PaginationToken": ""}).encode()))
+    code, report, stderr = apply()
+    assert code == 0 and "Traceback" not in stderr, stderr
+    assert gone in alarms(client) and gone in report["written"], report
