@@ -7,9 +7,9 @@ utilization for the GPU; graphics engine activity per instance, `GPU_I_ID`, `GPU
   (pods `b/s1` to `b/s4`);
 * GPU 1: a whole GPU at 10 % (pod `c/w`).
 
-Truth: engine activity (and tensor activity alike) is a share of the GPU's engines' cycles, and the `3g` instance owns 3 of the 7 compute slices
-the five instances hold, so GPU 0 was busy 3/7 = 42.9 % of its capacity (DCGM's GPU-level activity of a MIG GPU, and
-the slice-weighted roll-up NVIDIA's users compute); the fleet's mean over the two GPUs is (42.9 + 10) / 2 = 26.4 %.
+Truth: an instance's engine (or tensor) activity is a share of its own compute slices' cycles, and the `3g` instance
+owns 3 of the 7 slices the five instances hold, so GPU 0 was busy 3/7 = 42.9 % of its capacity (the slice-weighted
+roll-up users of MIG compute by hand); the fleet's mean over the two GPUs is (42.9 + 10) / 2 = 26.4 %.
 The plain mean of the five instances reads 20 % for GPU 0 (and 15 % for the fleet): a GPU running one large job flat
 out looks four-fifths idle.
 """
