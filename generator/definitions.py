@@ -232,7 +232,7 @@ def _keyword_hint(exc: BaseException) -> str | None:
     found = re.fullmatch(r"(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'", str(exc)) \
         if isinstance(exc, TypeError) else None
     kind = getattr(model, found.group(1), None) if found else None
-    if kind is None or not hasattr(kind, "__dataclass_fields__"):
+    if kind is None or not hasattr(kind, "__dataclass_fields__") or not _called_there(exc, kind):
         return None
     from difflib import get_close_matches
 
@@ -240,6 +240,24 @@ def _keyword_hint(exc: BaseException) -> str | None:
     close = get_close_matches(found.group(2), taken, n=1)
     return (f"{f'did you mean {close[0]!r}? ' if close else ''}{found.group(1)} takes "
             f"{', '.join(taken)} (docs/definitions.md)")
+
+
+def _called_there(exc: BaseException, kind: type) -> bool:
+    """Whether the class the call raising `exc` named is `kind` as far as the calling line's names show: each class of
+    that name it can reach (bound to the name, or a module's attribute) is `kind`. Another of the same name (grafanalib's
+    Dashboard, Row, Panel, which a definition may build) takes other fields."""
+    from types import ModuleType
+
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    names = {**tb.tb_frame.f_globals, **tb.tb_frame.f_locals}
+    reached = [names[kind.__name__]] if kind.__name__ in names else []
+    reached += [getattr(value, kind.__name__) for value in names.values()
+                if isinstance(value, ModuleType) and isinstance(getattr(value, kind.__name__, None), type)]
+    return bool(reached) and all(value is kind for value in reached)
 
 
 class _HelperLoader(importlib.machinery.SourceFileLoader):
