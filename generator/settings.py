@@ -646,7 +646,7 @@ def _fix_for(error, root: dict[str, Any]) -> str:
         return _fix_for(jsonschema.exceptions.best_match(error.context), root)
     if kind == "additionalProperties":
         known = sorted(node.get("properties", {}))
-        extra = sorted(set(error.instance) - set(known))
+        extra = sorted(map(_yaml_key, set(error.instance) - set(known)))
         from difflib import get_close_matches
 
         close = get_close_matches(extra[0], known, n=1) if extra else []
@@ -680,12 +680,20 @@ def _fix_for(error, root: dict[str, Any]) -> str:
     return SCHEMA_HINT
 
 
+def _yaml_key(key: Any) -> str:
+    """A key or list index of the settings as YAML writes it: a mapping's keys may be numbers, null, true or dates
+    (`1: 2`, `~: x`), never compared with text nor shown in Python's words (`None`, `datetime.date(...)`)."""
+    if isinstance(key, str):
+        return key
+    return yaml.safe_dump(key, default_flow_style=True).strip().removesuffix("...").strip()
+
+
 def _error_path(error) -> tuple[list[Any], bool]:
     """Path to report for an error; for an unknown key, the key itself (so its own line is named)."""
     path = list(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
-        extra = sorted(k for k in error.instance if k not in known)
+        extra = sorted((k for k in error.instance if k not in known), key=_yaml_key)
         if extra:
             return [*path, extra[0]], True
     return path, False
@@ -700,7 +708,7 @@ def _where_else(errors: list, first: list[Any], node: yaml.Node | None, shown: i
         path, key = _error_path(error)
         line = _line_of(node, path, key)
         place = "this key" if path == first else \
-            f"{'.'.join(str(p) for p in path) or '(top level)'}{f' at line {line}' if line else ''}"
+            f"{'.'.join(map(_yaml_key, path)) or '(top level)'}{f' at line {line}' if line else ''}"
         if place not in places:
             places.append(place)
     if not places:
@@ -779,8 +787,8 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
         first = errors[0]
         path, key = _error_path(first)
         line = _line_of(node, path, key)
-        dotted = ".".join(str(p) for p in path) or "(top level)"
-        message = f"unknown key {path[-1]!r}" if key else _said(first)
+        dotted = ".".join(map(_yaml_key, path)) or "(top level)"
+        message = f"unknown key {_yaml_key(path[-1])!r}" if key else _said(first)
         more = f" (and {len(errors) - 1} more{_where_else(errors[1:], path, node)})" if len(errors) > 1 else ""
         raise InputError(f"{dotted}: {message}{more}", where=f"{source}:{line}" if line else source,
                          hint=_fix_for(first, _schema()))

@@ -166,6 +166,11 @@ CASES = [
 
     # --- settings --------------------------------------------------------------------------------
     settings("YAML syntax", "clusters: [\n  - name: a\n", "gpudash.yaml:", "not valid YAML"),
+    # keys YAML reads as a number, null, true or a date: Python's TypeError (exit 4) or its words ('None')
+    settings("a number as a key", "1: 2\n", "gpudash.yaml:1", "unknown key '1'", "remove '1'"),
+    settings("a number and a name as keys", "1: 2\nfoo: 3\n", "gpudash.yaml:1", "unknown key '1'"),
+    settings("null as a key", "~: 2\n", "gpudash.yaml:1", "null: unknown key 'null'"),
+    settings("a date as a key", "labels:\n  2024-01-01: x\n", "gpudash.yaml:2", "labels.2024-01-01: unknown key"),
     # an unclosed list is found at the next text that cannot continue it, lines below: the line it began on is named
     settings("unclosed list", "clusters:\n  - name: a\n    region: [us-east-1\n# more\n\nlabels:\n  pod: pod\n",
              "gpudash.yaml:6", "not valid YAML", "(while parsing a flow sequence at line 3)"),
