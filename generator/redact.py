@@ -52,8 +52,10 @@ def environment(env) -> None:
     basic_auth(env.get("GRAFANA_USER"), env.get("GRAFANA_PASSWORD"))
     # the proxy variables requests and botocore read (urllib's getproxies: any `<scheme>_proxy`, either case), whose
     # user-info they send as a Proxy-Authorization header; a value without its scheme is read as http://
+    # and every AWS_ENDPOINT_URL_<SERVICE> beside AWS_ENDPOINT_URL (botocore's own endpoint per service)
     proxies = [value for name, value in env.items() if name.lower().endswith("_proxy") and name.lower() != "no_proxy"]
-    for value in [env.get(name) for name in ("GRAFANA_URL", "PROMETHEUS_URL", "AWS_ENDPOINT_URL")] + proxies:
+    endpoints = [value for name, value in env.items() if name.upper().startswith("AWS_ENDPOINT_URL")]
+    for value in [env.get(name) for name in ("GRAFANA_URL", "PROMETHEUS_URL")] + endpoints + proxies:
         if value:
             try:
                 strip(value if "://" in value else f"http://{value}")

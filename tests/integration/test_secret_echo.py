@@ -218,3 +218,22 @@ def test_a_proxy_echoing_its_own_credentials_does_not_get_them_printed(cli, monk
     assert f"Basic {header}" in sent, sent  # the request went through the proxy, with its credentials
     assert code == 3 and "rejected: *** Basic ***" in stdout + stderr, stdout + stderr
     assert password not in stdout + stderr and header not in stdout + stderr
+
+
+@pytest.mark.parametrize("scheme", ["", "http://"])
+def test_a_service_endpoint_variables_password_is_not_printed(cli, monkeypatch, defaults_built_once, scheme, tmp_path):
+    """A service's own endpoint variable (AWS_ENDPOINT_URL_<SERVICE>, which botocore reads beside AWS_ENDPOINT_URL)
+    with user-info: botocore refuses one without a scheme, or with a space in its host, while it makes the client
+    ('Invalid endpoint: user:password@host'), and apply printed the value whole in 'the AWS configuration cannot be
+    used'. Its password is masked as AWS_ENDPOINT_URL's is."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_CLOUDWATCH", "AWS_ENDPOINT_URL_RESOURCE_GROUPS_TAGGING_API"):
+        monkeypatch.delenv(name, raising=False)
+    password = "endpointsecret7731"
+    env = {"AWS_ENDPOINT_URL_CLOUDWATCH": f"{scheme}euser:{password}@local host:4566", "AWS_ACCESS_KEY_ID": "AKIAMARKER",
+           "AWS_SECRET_ACCESS_KEY": AWS_SECRET, "AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": "absent",
+           "AWS_SHARED_CREDENTIALS_FILE": "absent"}
+    code, stdout, stderr = cli("apply", "--dry-run", "--skip-verify", env=env)
+    assert code == 2 and "Traceback" not in stderr, stdout + stderr
+    assert "the AWS configuration cannot be used" in stdout + stderr, stdout + stderr
+    assert password not in stdout + stderr, stdout + stderr
