@@ -383,6 +383,9 @@ def published_elsewhere(publication: frozenset[str] | None, lineage_: frozenset[
 
 
 Record = tuple[str, str, bool, "frozenset[str] | None"]  # kind, name, defined by these settings, clusters recorded
+# The kind of a record of an object whose ownership marks a person rewrote: it vouches for nothing, but it still
+# carries the clusters it records, so a flag naming one of them names a cluster the account holds objects of
+UNVOUCHED = "unvouched"
 
 
 def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], former: tuple[str, ...],
@@ -393,8 +396,8 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
     hold no cluster these settings neither define nor name as one they had (--renamed-from, --removed-cluster), and,
     where objects these settings still define record an earlier list of theirs (one sharing a cluster they define
     and holding one they do not, all of them ones they define or had), it must be one of those lists: a settings
-    file split in two whose other part (OLD's) applied since is refused. Raises a GpudashError (exit 2, before anything is written) naming the objects
-    and what they record otherwise; returns the names that no object records (the flag claims nothing then).
+    file split in two whose other part (OLD's) applied since is refused. Raises a GpudashError (exit 2, before anything
+    is written) naming the objects and what they record otherwise, and for a name no object records (`unrecorded`).
 
     Not told apart: another settings file whose clusters are exactly ones these settings name as theirs before
     (`--renamed-from a` while another file defines `a` alone, and this file's objects record no earlier list).
@@ -406,6 +409,8 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
     from .errors import GpudashError
     from .names import shown
 
+    unrecorded(renamed_from, clusters, records, project, removed)
+    records = [record for record in records if record[0] != UNVOUCHED]
     had = frozenset(clusters) | frozenset(former)
     earlier: dict[str, set[frozenset[str]]] = {}
     for kind, _, defined, recorded in records:
@@ -429,12 +434,8 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
                 f"({shown(alone)})", where=f"--removed-cluster {gone}",
                 hint=f"leave out --removed-cluster {gone}: those objects are that file's; if no settings file "
                      f"defines {gone!r} any more, delete them by hand ({delete})")
-    unproven = []
     for old in renamed_from:
         recording = [(kind, name, recorded) for kind, name, _, recorded in records if recorded and old in recorded]
-        if not recording:
-            unproven.append(old)
-            continue
         strangers = sorted((name, recorded) for kind, name, recorded in recording
                            if not recorded <= had or (earlier.get(kind) and recorded not in earlier[kind]))
         if strangers:
@@ -450,7 +451,39 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
                 hint=f"leave out --renamed-from {old}: nothing is taken from the file that publishes {old!r}; if "
                      f"no settings file defines {old!r} any more, delete its objects by hand ({delete}) and publish "
                      f"without the flag{also}")
-    return unproven
+
+
+def unrecorded(renamed_from: tuple[str, ...], clusters: tuple[str, ...], records: list[Record], project: str,
+               removed: tuple[str, ...] | None) -> None:
+    """Refuses (GpudashError, exit 2, before any write) a --renamed-from or --removed-cluster name no object of the
+    project records: the flag would take nothing, so a typo (`othr` for `other`) would leave the old cluster's objects
+    while the user believes them renamed or pruned. Named with the clusters the objects record that these settings
+    do not define (the names the flags can take) and the one meant. A flag left in place after the run it was for
+    (nothing records the old name once that run rewrote or pruned its objects) is refused too: it is dropped, not
+    kept to take a name some later settings file gives a cluster."""
+    from .errors import GpudashError
+    from .guesses import did_you_mean
+
+    seen = frozenset().union(*(recorded for *_, recorded in records if recorded))
+    unknown = [(flag, name) for flag, names in (("--renamed-from", renamed_from), ("--removed-cluster", removed or ()))
+               for name in names if name not in seen]
+    if not unknown:
+        return
+    whose = f"of project {project!r}" if project else "of no project"
+    known = sorted(seen - set(clusters))
+    named = " ".join(f"'{name}'" for _, name in unknown)
+    flags = {flag for flag, _ in unknown}
+    verb = " or ".join(sorted({"rename" if flag == "--renamed-from" else "prune" for flag in flags}))
+    guesses = "".join(did_you_mean(name, known) for _, name in unknown)
+    regions = "" if removed is None else (
+        "; if the old cluster's alarms are in a Region these settings no longer use, add --former-region REGION")
+    raise GpudashError(
+        f"no object {whose} records the cluster{'s' if len(unknown) > 1 else ''} {named}: the flag would {verb} "
+        f"nothing (clusters the objects record that these settings do not define: "
+        f"{' '.join(known) if known else 'none'})",
+        where=", ".join(f"{flag} {name}" for flag, name in unknown),
+        hint=f"{guesses}give the cluster's name as the objects record it; once the run the flag was for has "
+             f"published, nothing records the old name: leave the flag out{regions}")
 
 
 def same_but_publication(live: dict[str, Any], desired: dict[str, Any]) -> bool:

@@ -1007,10 +1007,9 @@ def region_unknown(region: str) -> str | None:
     known = _known_regions()
     if not known or region in known:
         return None
-    import difflib
+    from .guesses import did_you_mean
 
-    close = difflib.get_close_matches(region, sorted(known), n=1)
-    return ((f"did you mean {close[0]}? " if close else "write the Region's code, such as us-east-1; ") +
+    return ((did_you_mean(region, known, quoted=False) or "write the Region's code, such as us-east-1; ") +
             "a Region newer than the installed boto3 is warned of until boto3 is upgraded")
 
 

@@ -45,10 +45,10 @@ from ..model import SEVERITIES
 from ..render.alarms import MIG_SUFFIX, WHOLE_SUFFIX
 from ..names import (alarm_name_start, cloudwatch_dashboard_name, cloudwatch_dashboard_name_start, cluster_tail,
                      clusters_named, is_alarm_name, is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
-from ..ownership import (OLDER, OTHER, OURS, UNMODELLED, Record, alarm_fields, alarm_hash, alarm_owned, alarm_project,
-                         alarm_publication, alarm_tags, as_reported, dashboard_publication, keeping_marks,
-                         lineage, marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
-                         read_cloudwatch_stamp, renamed_evidence, same_but_publication, same_publication_kind,
+from ..ownership import (OLDER, OTHER, OURS, UNMODELLED, UNVOUCHED, Record, alarm_fields, alarm_hash, alarm_owned,
+                         alarm_project, alarm_publication, alarm_tags, as_reported, dashboard_publication,
+                         keeping_marks, lineage, marks_intact, publication_tags, published_elsewhere,
+                         read_alarm_evidence, read_cloudwatch_stamp, renamed_evidence, same_but_publication, same_publication_kind,
                          legacy_alarm_hash, tags_of_others, unconfirmed, unknown_settings, written_as_is,
                          evidence_current)
 from ..serialize import compact_json
@@ -620,6 +620,8 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     if records is not None and project:
         records.extend(("alarm", name, name in requests, alarm_publication(t)) for name, t in tags.items()
                        if alarm_owned(t) and alarm_project(t) == project and marks_intact(t) is not False)
+        records.extend((UNVOUCHED, name, name in requests, alarm_publication(t)) for name, t in tags.items()
+                       if alarm_owned(t) and alarm_project(t) == project and marks_intact(t) is False)
     for name, request in sorted(requests.items()):
         changes.append(_plan_held(name, region, held[name]) if name in held else
                        _plan_alarm(name, region, request, live.get(name), tags.get(name, []), project, clusters,
@@ -705,7 +707,6 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
     used = sorted(set(desired.dashboard_regions.values()) | {item["Region"] for item in desired.alarms})
     regions = used + sorted(set(former_regions) - set(used))
     total = len(desired.cloudwatch_dashboards) + len(desired.alarms)
-    notes = list(cloudwatch.notes)
     unread: set[str] = set()  # Regions that retired dashboards of the project read and no plan reads
 
     def read(former: tuple[str, ...], label: str) -> tuple[list[Change], list[Record]]:
@@ -728,17 +729,8 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
 
     former = tuple(renamed_from) + tuple(removed)
     changes, records = read(former, "reading CloudWatch")
-    unproven = renamed_evidence(renamed_from, desired.clusters, former, records, desired.project,
-                                "aws cloudwatch delete-alarms / delete-dashboards", tuple(removed))
-    if unproven:  # the flag claims nothing: planned again without it (a stale flag left in a CI job, say)
-        del cloudwatch.notes[len(notes):]
-        former = tuple(name for name in former if name not in unproven or name in removed)
-        changes, _ = read(former, "reading CloudWatch again")
-        whose = f"of project {desired.project!r}" if desired.project else "of these settings"
-        for name in unproven:
-            cloudwatch.note(f"--renamed-from {name}: no object {whose} records the cluster "
-                            f"{name!r}, so nothing shows these settings published with it; the flag takes nothing "
-                            "(objects that record no clusters are judged as without it)")
+    renamed_evidence(renamed_from, desired.clusters, former, records, desired.project,
+                     "aws cloudwatch delete-alarms / delete-dashboards", tuple(removed))
     unread -= set(regions)
     if unread:
         flags = " ".join(f"--former-region {region}" for region in sorted(unread))

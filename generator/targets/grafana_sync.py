@@ -476,22 +476,13 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
     `prune`: whether what --prune does is to be done or shown (a push --prune; a plan, which shows it): a search by
     the owner tag shown to leave out tagged dashboards (`_unsearched`) is then a failure, else a note."""
     progress = progress or Silent()
-    notes = len(client.notes)
     records: list[Record] = []
     changes = _plan(client, dashboards, folder, uid_prefix, progress, move_from, publisher, renamed_from, records,
                     prune=prune)
     if publisher is None or not renamed_from:
         return changes
-    unproven = renamed_evidence(renamed_from, publisher[1], renamed_from, records, publisher[0],
-                                "in Grafana, or curl -X DELETE $GRAFANA_URL/api/dashboards/uid/UID")
-    if unproven:  # the flag claims nothing: planned again without it (a stale flag left in a CI job, say)
-        del client.notes[notes:]
-        changes = _plan(client, dashboards, folder, uid_prefix, progress, move_from, publisher,
-                        tuple(name for name in renamed_from if name not in unproven), None, "reading Grafana again",
-                        prune)
-        for name in unproven:
-            client.note(f"--renamed-from {name}: no dashboard in folder {folder['uid']} records the cluster {name!r}, "
-                        "so nothing shows these settings saved it with it; the flag takes nothing")
+    renamed_evidence(renamed_from, publisher[1], renamed_from, records, publisher[0],
+                     "in Grafana, or curl -X DELETE $GRAFANA_URL/api/dashboards/uid/UID")
     return changes
 
 

@@ -288,7 +288,9 @@ def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, publis
     code, report, _ = apply("--prune", "--removed-cluster", "other")
     assert code == 0 and report["refused"] == [] and report["written"] == dry["would_write"]
     assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-handmade", edited]
-    assert apply("--prune", "--removed-cluster", "other", "--force")[0] == 0
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--force")
+    assert code == 2 and "no object of project 'test' records the cluster 'other'" in stderr, stderr  # unproven
+    assert apply("--prune", "--force")[0] == 0
     assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-handmade", edited]
     assert json.loads(client.get_dashboard(DashboardName="gpudash-other-handmade")["DashboardBody"]) == handmade
 
@@ -496,7 +498,7 @@ def test_an_alarm_tagged_by_hand_without_gpudash_evidence_is_pruned_only_with_fo
         code, report, _ = apply(*flags)
         assert code == 1 and report["refused"] == [name], report
         assert snapshot(client) == before
-    code, report, _ = apply("--prune", "--removed-cluster", "other", "--force")
+    code, report, _ = apply("--prune", "--force")
     assert code == 0 and report["written"] == [name]
     assert name not in alarms(client)
 
@@ -1206,3 +1208,22 @@ def test_an_alarm_deleted_by_hand_is_created_again_while_the_tag_index_still_lis
     code, report, stderr = apply()
     assert code == 0 and "Traceback" not in stderr, stderr
     assert gone in alarms(client) and gone in report["written"], report
+
+
+@pytest.mark.parametrize("flag", ["--removed-cluster", "--renamed-from"])
+def test_a_cluster_name_no_object_records_is_refused_before_any_write(aws, published, project_dir, cli, flag):
+    """`--prune --removed-cluster othr` (a typo of the removed cluster `other`): no object of the project records
+    `othr`, so the flag would take nothing and the prune it was given for would silently leave `other`'s objects.
+    Refused instead, exit 2, before any write: the message names the name, the clusters the objects record that
+    these settings no longer define, and the one meant. The same for --renamed-from, and for plan."""
+    client, apply = aws
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    before = snapshot(client)
+    code, report, stderr = apply("--prune", flag, "othr")
+    assert code == 2 and set(report) == {"error"}, report
+    assert (f"{flag} othr: no object of project 'test' records the cluster 'othr'" in stderr
+            and "clusters the objects record that these settings do not define: other" in stderr
+            and "did you mean 'other'?" in stderr), stderr
+    assert snapshot(client) == before
+    code, stdout, stderr = cli("plan", "--no-grafana", flag, "othr")
+    assert code == 2 and f"{flag} othr: no object of project 'test' records the cluster 'othr'" in stderr, stderr
