@@ -368,6 +368,16 @@ class CloudWatch:
             raise GpudashError(f"the AWS credentials cannot be read: {exc}", where="AWS credentials (AWS_PROFILE)",
                                hint="renew them (an SSO profile: `aws sso login`), or mend the profile's "
                                     "credential_process, or set the standard AWS variables") from None
+        except ConnectionError as exc:  # (Python's, raised by a source outside botocore's own errors)
+            raise RemoteError(f"the AWS credential chain could not be read: {type(exc).__name__}: {exc}",
+                              where="AWS credentials", hint="check the network and the proxy the environment names, "
+                                                            "or set AWS_PROFILE or the standard AWS variables") from None
+        except (ValueError, OSError) as exc:  # a source botocore fails in Python's words, not its own
+            raise GpudashError(f"the AWS credentials cannot be read: {type(exc).__name__}: {exc}",
+                               where="AWS credentials", hint="mend the source that holds them: a credential_process "
+                               "must print botocore's JSON, AWS_WEB_IDENTITY_TOKEN_FILE must name a readable file, "
+                               "AWS_CONTAINER_CREDENTIALS_FULL_URI an address botocore reads; or set the standard AWS "
+                               "variables") from None
 
     def _created(self, region: str, service: str):
         """botocore's client of `service` in `region`. A setting of the AWS configuration botocore refuses while it

@@ -220,6 +220,38 @@ def test_an_aws_setting_botocore_refuses_is_a_usage_error(cli, monkeypatch, args
     assert "the AWS configuration cannot be used" in said and says in said, said
 
 
+ODD_SOURCES = {
+    # a credential_process whose output is not the JSON botocore reads: JSONDecodeError
+    "credential-process-not-json": ({}, "[profile p]\ncredential_process = /bin/echo notjson\n"),
+    # a web identity token file (EKS IRSA's) that is not there: FileNotFoundError
+    "web-identity-token-missing": ({"AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/gpu",
+                                    "AWS_WEB_IDENTITY_TOKEN_FILE": "/nonexistent/token"}, None),
+    # a container credentials address botocore will not read: ValueError 'Unsupported host'
+    "container-uri-not-allowed": ({"AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://creds.example.com/v1"}, None),
+}
+
+
+@pytest.mark.parametrize("args", CHAIN_COMMANDS, ids=["plan", "plan-cloudwatch", "apply", "verify"])
+@pytest.mark.parametrize("source", sorted(ODD_SOURCES))
+def test_a_credential_source_botocore_fails_in_python_s_words_is_one_message(cli, monkeypatch, tmp_path, args, source):
+    """Sources of the chain that fail with a Python error, not botocore's own: 'internal error: JSONDecodeError' /
+    'FileNotFoundError' / 'ValueError: Unsupported host' (exit 4, 'report it'). Each is the credentials that cannot be
+    read, exit 2 (verify: its check fails, exit 1)."""
+    no_aws_credentials(monkeypatch, tmp_path)
+    env, profile = ODD_SOURCES[source]
+    if profile:
+        (tmp_path / "config").write_text(profile)
+        monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+        monkeypatch.setenv("AWS_PROFILE", "p")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, stdout, stderr = cli(*args)
+    said = stdout + stderr
+    assert "internal error" not in said and "Traceback" not in said, said
+    assert code == (1 if args[0] == "verify" else 2), said
+    assert "the AWS credentials cannot be read" in said, said
+
+
 def test_an_aws_config_file_that_cannot_be_read_is_a_usage_error(cli, tmp_path):
     garbled = tmp_path / "config"
     garbled.write_text("this is not an ini file\n[unclosed\n")
