@@ -323,6 +323,7 @@ def notes(project: Project) -> tuple[Note, ...]:
     from .render.cloudwatch import left_out_on_addon, ranked_by_one_reading
 
     found = [Note("DF001", _portable(where), message) for where, message in project.notes]
+    found += [Note("DF002", _portable(where), message) for where, message in empty_dashboards(project)]
     found += [Note("CW013", _portable(where), message) for where, message in left_out_on_addon(project)]
     found += [Note("CW019", _portable(where), message) for where, message in ranked_by_one_reading(project)]
     found += [Note("AL011", _portable(where), message) for where, message in left_out(project)]
@@ -333,6 +334,20 @@ def notes(project: Project) -> tuple[Note, ...]:
     found += [Note("AL025", _portable(where), message) for where, message in alarm_render.counts_most_per_scrape(project)]
     found += [Note("AL027", _portable(where), message) for where, message in stopped_gpus.no_cloudwatch(project)]
     return tuple(found)
+
+
+# What to do about a dashboard every panel of which the counters CSV left out (DF002). Not to drop it from the build
+# by itself: a dashboard no longer built is one `push --prune` deletes from Grafana, worse than an empty one.
+EMPTY_DASHBOARD_FIX = ("add its fields to the counters CSV (`gpudash lint` lists each panel left out, DF001), or leave "
+                       "the dashboard out of definitions.dashboards (then `push --prune` deletes it from Grafana)")
+
+
+def empty_dashboards(project: Project) -> list[tuple[str, str]]:
+    """(where, message) of each dashboard definition left with no panel: the counters CSV collects none of the fields
+    its panels read (each panel a DF001 note), so it is written, and published, empty."""
+    return [(dashboard.defined_at, f"dashboard {dashboard.id!r} ({dashboard.title}) has no panel: the counters CSV "
+                                   "collects none of the fields its panels read, so it is written and published empty")
+            for dashboard in project.dashboards if not any(True for _ in dashboard.panels())]
 
 
 def _portable(defined_at: str) -> str:

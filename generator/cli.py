@@ -198,6 +198,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         else:
             click.echo(f"{shown} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
+    from .artifacts import EMPTY_DASHBOARD_FIX
     from .data_missing import addon_uncounted_names, guessed_daemonset, unread_daemonset
     from .render.agent import unexpiring_log_groups
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, never_firing,
@@ -317,9 +318,12 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                        f"not collect their fields; `gpudash lint` lists them (DF001)", err=True)
         for note in alarms_out:  # an alarm that is not there watches nothing: each is named
             click.echo(f"note: {note.message}: no CloudWatch alarm and no Prometheus rule (lint DF001)", err=True)
+        for note in notes:  # a dashboard left with no panel: a warning, what to do with it
+            if note.rule == "DF002":
+                click.echo(f"warning: {note.message} (lint DF002)\n  fix: {EMPTY_DASHBOARD_FIX}", err=True)
         for note in notes:  # CW013: cloudwatch.source: container-insights; AL011: alarms.expected_gpus: none; AL027:
             # a rule with no CloudWatch alarm (what one deploying CloudWatch alone goes without, as CW013 and AL011 say)
-            if note.rule != "DF001":
+            if note.rule not in ("DF001", "DF002"):
                 click.echo(f"note: {note.message} (lint {note.rule})", err=True)
         # the build's dashboards: one too large for its ConfigMap is cut into parts (dashboard_parts)
         defined = len(project.grafana_definitions()) + len(project.grafanalib_dashboards)

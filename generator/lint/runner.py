@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from ..artifacts import Artifacts, build
+from ..artifacts import EMPTY_DASHBOARD_FIX, Artifacts, build
 from ..container_insights import enabled as addon_source
 from ..errors import InputError
 from ..output import agent_file
@@ -15,17 +15,19 @@ from .metrics_insights import each_read_once
 from .subject import LintInput
 
 
-def _notes(rule: str):
+def _notes(rule: str, severity: str = "note", fix: str = ""):
     def check(subject: LintInput) -> Iterable[Finding]:
         for note in subject.notes:
             if note.rule == rule:
-                yield Finding(rule, "note", note.where, note.message)
+                yield Finding(rule, severity, note.where, f"{note.message}; fix: {fix}" if fix else note.message)
     return check
 
 
 # What the build left out and why, as it was made (the notes travel with a build in its manifest).
 NOTE_RULES = [
     Rule("DF001", "panels and alarms left out because the counters CSV does not collect their fields", _notes("DF001")),
+    Rule("DF002", "dashboards with no panel left: the counters CSV collects none of the fields their panels read",
+         _notes("DF002", "warning", EMPTY_DASHBOARD_FIX)),
     Rule("CW013", "panels and alarms left out of CloudWatch because the Container Insights add-on does not "
                   "publish their fields (cloudwatch.source: container-insights)", _notes("CW013")),
     Rule("CW019", "charts of one line per pod that add a pod's GPUs per scrape rank pods by one GPU's reading, not "

@@ -71,3 +71,35 @@ def test_with_every_field_collected_no_alarm_is_noted(tmp_path, cli):
         [line for line in stderr.splitlines() if line.endswith("(lint AL027)")], stderr
     cloudwatch, prometheus = _alarm_ids(tmp_path / "build")
     assert {"GpudashPcieReplays", "GpudashXidError"} <= prometheus
+
+
+def test_a_dashboard_whose_every_panel_is_left_out_is_warned_of_by_generate_and_lint(tmp_path, cli):
+    """A counters CSV collecting none of the fields of the GPU health dashboard: each of its panels was a DF001 note
+    among the others, and the dashboard was written and published with no panel, unsaid. generate now warns, naming
+    the dashboard and the two ways out, and lint says it as a warning (DF002), from the build too; the dashboard is
+    still written (left out of the build, `push --prune` would delete it from Grafana)."""
+    import re
+
+    from generator.resources import bundled
+
+    fields = set(re.findall(r"DCGM_FI_[A-Z0-9_]+", (bundled("dashboards") / "gpu_health.py").read_text()))
+    csv = _csv_without(tmp_path, fields)
+    code, _, stderr = cli("generate", "--csv", str(csv), "--out", str(tmp_path / "build"))
+    assert code == 0, stderr
+    warned = [line for line in stderr.splitlines() if "'health'" in line and line.startswith("warning:")]
+    assert warned == ["warning: dashboard 'health' (GPU health) has no panel: the counters CSV collects none of the "
+                      "fields its panels read, so it is written and published empty (lint DF002)"], stderr
+    assert "fix: add its fields to the counters CSV (`gpudash lint` lists each panel left out, DF001), or leave the " \
+           "dashboard out of definitions.dashboards" in stderr, stderr
+    assert "gpudash-health" in {path.stem for path in (tmp_path / "build").rglob("*.json")}
+    for args in ((), ("--from", str(tmp_path / "build"))):
+        code, stdout, stderr = cli("lint", "--csv", str(csv), *args, "--output", "json")
+        assert code == 0, stderr
+        found = [f for f in json.loads(stdout)["findings"] if f["rule"] == "DF002"]
+        assert [(f["severity"], f["where"].split(":")[0]) for f in found] == [("warning", "dashboards/gpu_health.py")]
+        assert found[0]["message"].startswith("dashboard 'health' (GPU health) has no panel"), found
+
+
+def test_with_every_field_collected_no_dashboard_is_empty(tmp_path, cli):
+    code, stdout, stderr = cli("lint", "--output", "json")
+    assert code == 0 and not [f for f in json.loads(stdout)["findings"] if f["rule"] == "DF002"], stderr
