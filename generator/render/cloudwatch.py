@@ -21,8 +21,9 @@ from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..errors import InputError
 from ..cloudwatch_query import (INTERVAL_CHANGED, NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, PERIOD,
-                                SERIES_PER_QUERY, Plan, Unsupported, blank_floor, node_mean_dimensions, number,
-                                pod_total_kind, quote_identifier, quote_string, readings_dimensions, series_label)
+                                SERIES_PER_QUERY, Plan, Unsupported, blank_floor, mig_only_set, node_mean_dimensions,
+                                number, pod_total_kind, quote_identifier, quote_string, readings_dimensions,
+                                series_label)
 from ..container_insights import (MIG_ONE_INSTANCE, NotPublished, enabled as addon_source, layout_of,
                                   observed_every, plan as addon_plan, source_plan)
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
@@ -115,8 +116,9 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
         for held, members, _ in made_parts(alarm, catalog, settings):  # the alarms that are made, where
             if cluster is not None and cluster.name not in {member.name for member in members}:
                 continue
-            try:
-                plans += [form.plan for form in alarm_forms(alarm, catalog, held)]
+            try:  # (a cluster saying exporter.mig: none publishes nothing in a MIG-only set: mig_only_set)
+                plans += [form.plan for form in alarm_forms(alarm, catalog, held)
+                          if not (settings_here.no_mig and mig_only_set(form.plan.dims))]
             except Unsupported:
                 continue  # generate refuses such an alarm with its file and line
     result = {}
