@@ -477,6 +477,8 @@ def unrecorded(renamed_from: tuple[str, ...], clusters: tuple[str, ...], records
     guesses = "".join(did_you_mean(name, known) for _, name in unknown)
     regions = "" if removed is None else (
         "; if the old cluster's alarms are in a Region these settings no longer use, add --former-region REGION")
+    if removed is not None and not project:  # (CloudWatch objects are read for what they record by project alone)
+        guesses, regions = "set `project:` in the settings (what gpudash publishes then records its clusters); ", ""
     raise GpudashError(
         f"no object {whose} records the cluster{'s' if len(unknown) > 1 else ''} {named}: the flag would {verb} "
         f"nothing (clusters the objects record that these settings do not define: "

@@ -39,3 +39,11 @@ def test_names_no_object_records_are_refused_with_the_names_recorded_and_the_one
     assert "did you mean 'old'? did you mean 'gone'? " in said and "--former-region" in said, said
     said = _refusal(("zzz",), ("new", "b"), ("zzz",), records, "shop", "-")  # push: no --former-region
     assert "did you mean" not in said and "--former-region" not in said, said
+
+
+def test_settings_naming_no_project_are_told_to_name_one_when_cloudwatch_records_nothing():
+    """Without a project CloudWatch objects are not read for the clusters they record: a flag is refused as taking
+    nothing, and the fix is the project, not a spelling."""
+    said = _refusal(("old",), ("new",), ("old",), [], "", "-", ())
+    assert said.startswith("--renamed-from old: no object of no project records the cluster 'old'"), said
+    assert "fix: set `project:` in the settings" in said and "--former-region" not in said, said
