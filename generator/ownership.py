@@ -383,8 +383,9 @@ def published_elsewhere(publication: frozenset[str] | None, lineage_: frozenset[
 
 
 Record = tuple[str, str, bool, "frozenset[str] | None"]  # kind, name, defined by these settings, clusters recorded
-# The kind of a record of an object whose ownership marks a person rewrote: it vouches for nothing, but it still
-# carries the clusters it records, so a flag naming one of them names a cluster the account holds objects of
+# The kind of a record that vouches for nothing (an alarm whose ownership marks a person rewrote; an object that records
+# no clusters, for the cluster its name is in gpudash's form for) but still carries a cluster: a flag naming it names a
+# cluster the account holds objects of (`unrecorded`)
 UNVOUCHED = "unvouched"
 
 

@@ -44,7 +44,8 @@ from ..markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALAR
 from ..model import SEVERITIES
 from ..render.alarms import MIG_SUFFIX, WHOLE_SUFFIX
 from ..names import (alarm_name_start, cloudwatch_dashboard_name, cloudwatch_dashboard_name_start, cluster_tail,
-                     clusters_named, is_alarm_name, is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
+                     clusters_named, is_alarm_name, is_cloudwatch_dashboard_name, name_tails, names_cluster,
+                     shown as shown_names)
 from ..ownership import (OLDER, OTHER, OURS, UNMODELLED, UNVOUCHED, Record, alarm_fields, alarm_hash, alarm_owned,
                          alarm_project, alarm_publication, alarm_tags, as_reported, dashboard_publication,
                          keeping_marks, lineage, marks_intact, publication_tags, published_elsewhere,
@@ -398,9 +399,12 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
                               if c.live.get("body") is not None
                               and stamp(c.live["body"], c.name, project) == OURS])
     if records is not None and project:
-        records.extend(("dashboard", name, name in dashboards, dashboard_publication(body))
-                       for name, body in [*((c.name, c.live.get("body")) for c in changes), *zip(retired, bodies)]
-                       if body is not None and stamp(body, name, project) == OURS)
+        ours = [(name, body) for name, body in [*((c.name, c.live.get("body")) for c in changes), *zip(retired, bodies)]
+                if body is not None and stamp(body, name, project) == OURS]
+        records.extend(("dashboard", name, name in dashboards, dashboard_publication(body)) for name, body in ours)
+        records.extend(_named_records(prefix, [(name, name in dashboards) for name, body in ours
+                                               if dashboard_publication(body) is None],
+                                      clusters, former, _seen_clusters(prefix, listed, dashboards, clusters)))
     others = any(stamp(body, name, project) == OURS
                  and published_elsewhere(dashboard_publication(body), mine)
                  for name, body in zip(retired, bodies) if body is not None)
@@ -484,6 +488,21 @@ def _seen_clusters(prefix: str, listed, defined, clusters: tuple[str, ...]) -> f
     settings give their clusters' objects: a cluster of another file (`prod-eu` beside this file's `prod`)
     is told apart from this file's by the objects of it that are seen."""
     return clusters_named(prefix, listed, name_tails(prefix, defined, clusters))
+
+
+def _named_records(prefix: str, objects: list[tuple[str, bool]], clusters: tuple[str, ...], former: tuple[str, ...],
+                   seen: frozenset[str]) -> list[Record]:
+    """Records that vouch for nothing (UNVOUCHED) of objects of this project that record no clusters (name, defined),
+    each for the cluster not of these settings its name is in the form gpudash gives (of those names are seen for and
+    `former`): --removed-cluster or --renamed-from naming that cluster names objects the flag can take by name."""
+    candidates = (frozenset(seen) | frozenset(former)) - frozenset(clusters)
+    known = candidates | frozenset(clusters)
+    found = []
+    for name, defined in objects:
+        named = frozenset(cluster for cluster in candidates if names_cluster(prefix, name, {cluster}, known))
+        if named:
+            found.append((UNVOUCHED, name, defined, named))
+    return found
 
 
 def _unrecorded(prefix: str, mine: frozenset[str], others: bool, elsewhere: list[str],
@@ -622,6 +641,10 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
                        if alarm_owned(t) and alarm_project(t) == project and marks_intact(t) is not False)
         records.extend((UNVOUCHED, name, name in requests, alarm_publication(t)) for name, t in tags.items()
                        if alarm_owned(t) and alarm_project(t) == project and marks_intact(t) is False)
+        records.extend(_named_records(prefix, [(name, name in requests) for name, t in tags.items()
+                                               if alarm_owned(t) and alarm_project(t) == project
+                                               and alarm_publication(t) is None],
+                                      clusters, former, _seen_clusters(prefix, live, requests, clusters)))
     for name, request in sorted(requests.items()):
         changes.append(_plan_held(name, region, held[name]) if name in held else
                        _plan_alarm(name, region, request, live.get(name), tags.get(name, []), project, clusters,

@@ -456,6 +456,17 @@ def _written_before_marks(client, name, clusters, arn=None):
         client.untag_resource(ResourceARN=arn, TagKeys=["gpudash:clusters"])
 
 
+def _other_written_before_clusters(client, published, tmp_path) -> None:
+    """TWO_CLUSTERS published, then cluster other's objects as a gpudash that recorded no clusters wrote them (and
+    gpu-cluster's recording gpu-cluster alone)."""
+    published("--config", _settings(tmp_path, "two", TWO_CLUSTERS))
+    for name in _dashboards(client):
+        _published_by(client, name, ["gpu-cluster"] if name.startswith("gpudash-gpu-cluster-") else None)
+    for name, alarm in alarms(client).items():
+        _written_before_marks(client, name, "gpu-cluster" if name.startswith("gpudash-gpu-cluster-") else None,
+                              alarm["AlarmArn"])
+
+
 def test_objects_that_record_no_clusters_are_pruned_only_when_named_for_a_cluster_of_these_settings(
         aws, published, tmp_path):
     """File B (other) was published only by gpudash versions that recorded no clusters, so none of its
@@ -464,12 +475,7 @@ def test_objects_that_record_no_clusters_are_pruned_only_when_named_for_a_cluste
     its name reads one way only, and left, listed in the note, when a longer cluster could have given it the
     name (`gpudash-gpu-cluster-old-view`: `gpu-cluster`'s `old-view` or a cluster `gpu-cluster-old`'s `view`)."""
     client, apply = aws
-    published("--config", _settings(tmp_path, "two", TWO_CLUSTERS))
-    for name in _dashboards(client):
-        _published_by(client, name, ["gpu-cluster"] if name.startswith("gpudash-gpu-cluster-") else None)
-    for name, alarm in alarms(client).items():
-        _written_before_marks(client, name, "gpu-cluster" if name.startswith("gpudash-gpu-cluster-") else None,
-                              alarm["AlarmArn"])
+    _other_written_before_clusters(client, published, tmp_path)
     retired, two_ways = "gpudash-gpu-cluster-retired", "gpudash-gpu-cluster-old-view"
     for name in (retired, two_ways):
         _published_by(client, "gpudash-gpu-cluster-health", None, as_name=name)
@@ -711,3 +717,22 @@ def test_two_files_sharing_a_cluster_do_not_take_turns_rewriting_its_objects(aws
                                  _settings(tmp_path, "b2", _clusters("beta", "delta")))
     assert code == 0 and sorted(n for n in report["written"] if "-gamma-" in n) == gamma, stderr
     assert not [n for n in _all_alarms(client) + _dashboards(client) if "-gamma-" in n]
+
+
+def test_removed_cluster_takes_the_objects_named_for_it_that_record_no_clusters(aws, published, tmp_path):
+    """Cluster `other`'s dashboards and alarms were written by a gpudash that recorded no clusters: nothing records
+    `other`, but their names are in the form gpudash gives it, and `--prune --removed-cluster other` prunes them on
+    that evidence (it is not refused as a name no object carries), those a longer cluster's name could have given
+    too left and named; a typo of it is refused, before any write."""
+    client, apply = aws
+    _other_written_before_clusters(client, published, tmp_path)
+    before = (_dashboards(client), _all_alarms(client))
+    code, report, stderr = apply("--prune", "--removed-cluster", "othr", "--allow-mass-prune")
+    assert code == 2 and "did you mean 'other'?" in stderr and (_dashboards(client), _all_alarms(client)) == before
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--allow-mass-prune")
+    assert code == 0, stderr
+    gone = [n for n in [*before[0], *before[1]] if n.startswith("gpudash-other-")]
+    left = [n for n in [*_dashboards(client), *_all_alarms(client)] if n.startswith("gpudash-other-")]
+    assert len(left) < len(gone) and sorted(set(gone) - set(left)) == sorted(
+        n for n in report["written"] if n.startswith("gpudash-other-")), report
+    assert all(name in stderr for name in left), stderr  # (`gpudash-other-by-pod` may be a cluster other-by's)
