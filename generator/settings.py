@@ -629,10 +629,24 @@ def _said(error) -> str:
     if error.validator != "type":
         return error.message
     value = error.instance
-    shown = "no value (null)" if value is None else \
-        yaml.safe_dump(value, default_flow_style=True, width=1_000).strip().removesuffix("...").strip()
+    try:
+        shown = "no value (null)" if value is None else \
+            yaml.safe_dump(value, default_flow_style=True, width=1_000).strip().removesuffix("...").strip()
+    except RecursionError:  # a value nested deeper than the dumper goes (the loader reads deeper)
+        shown = f"a {'list' if isinstance(value, list) else 'mapping'} nested {_depth(value)} deep"
     shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
     return f"{shown} is given where {_kinds(error.validator_value)} goes"
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and mappings nest in `value` (read without recursion)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, depth + 1)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _fix_for(error, root: dict[str, Any]) -> str:

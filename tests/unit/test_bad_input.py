@@ -171,6 +171,9 @@ CASES = [
     settings("a number and a name as keys", "1: 2\nfoo: 3\n", "gpudash.yaml:1", "unknown key '1'"),
     settings("null as a key", "~: 2\n", "gpudash.yaml:1", "null: unknown key 'null'"),
     settings("a date as a key", "labels:\n  2024-01-01: x\n", "gpudash.yaml:2", "labels.2024-01-01: unknown key"),
+    # a value nested deeper than PyYAML's dumper goes: 'the input is nested too deeply' with no file or key
+    settings("a deeply nested value", f"thresholds:\n  gpu_temp_celsius: {'[' * 400}1{']' * 400}\n",
+             "gpudash.yaml:2", "thresholds.gpu_temp_celsius: a list nested 400 deep is given where a mapping goes"),
     # an unclosed list is found at the next text that cannot continue it, lines below: the line it began on is named
     settings("unclosed list", "clusters:\n  - name: a\n    region: [us-east-1\n# more\n\nlabels:\n  pod: pod\n",
              "gpudash.yaml:6", "not valid YAML", "(while parsing a flow sequence at line 3)"),
