@@ -24,6 +24,27 @@ def safe_url(url: str) -> str:
 _USERINFO_CUT = re.compile(r"[^/?#]*[?#][^/]*@")
 
 
+# The first path segment of a page of Grafana's or Prometheus' web UI, which a link copied from the browser holds
+# after the base address (Grafana's /d/<uid>/<slug>?orgId=1 or /explore?left=..., Prometheus' /graph?g0.expr=...)
+_UI_PAGES = frozenset({
+    "d", "d-solo", "dashboard", "dashboards", "explore", "alerting", "a", "goto", "playlists", "connections",
+    "datasources", "plugins", "admin", "org", "profile", "public-dashboards", "login",  # Grafana
+    "graph", "query", "alerts", "rules", "targets", "service-discovery", "status", "tsdb-status", "flags", "config",
+    "classic", "agent",  # Prometheus
+})
+
+
+def _before_page(path: str) -> str:
+    """The base address's path of a link to a UI page: the path up to the page's first segment (a sub-path a proxy
+    serves the product below, e.g. /grafana, is kept)."""
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        if segment in _UI_PAGES:
+            segments = segments[:index]
+            break
+    return "/".join(segments).rstrip("/")
+
+
 def _written(name: str, url: str) -> str:
     """How the user writes `url` where `name` comes from: a flag or an environment variable."""
     return f"{name} {url}" if name.startswith("-") else f"{name}={url}"
@@ -60,7 +81,7 @@ def check_url(url: str, name: str, example: str) -> str:
     if parts.query or parts.fragment or "?" in text or "#" in text:
         # an address copied from the browser (Grafana's `/d/<uid>/<slug>?orgId=1`): the API paths added after it
         # would land in its query string or fragment
-        path = parts.path.split("/d/")[0].rstrip("/")  # a Grafana dashboard's link: the address before /d/
+        path = _before_page(parts.path)
         raise GpudashError(f"{safe_url(text)!r} has a query string or fragment (?... or #...): it is the address "
                            f"requests are sent below, which takes neither", where=name,
                            hint=f"give the address alone (with its sub-path, if any): "

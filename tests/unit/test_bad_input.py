@@ -599,6 +599,15 @@ CASES = [
                 "GRAFANA_URL=https://g.example.com/grafana", args=("plan", "--no-cloudwatch")),
     environment("PROMETHEUS_URL with a fragment", {"PROMETHEUS_URL": "http://prom:9090/#/graph"}, "PROMETHEUS_URL",
                 "has a query string or fragment", "PROMETHEUS_URL=http://prom:9090", args=("verify",)),
+    # a page's link from either web UI: the fix gave the page's own address (Prometheus' /graph, Grafana's
+    # /explore), below which the API paths are not served either
+    environment("PROMETHEUS_URL copied from its graph page", {"PROMETHEUS_URL": "http://prom:9090/graph?g0.expr=up"},
+                "PROMETHEUS_URL", "has a query string or fragment", "PROMETHEUS_URL=http://prom:9090\n",
+                args=("verify",)),
+    environment("GRAFANA_URL copied from Explore", {"GRAFANA_URL": "https://g.example.com/grafana/explore?left=x",
+                                                    "GRAFANA_TOKEN": "t"}, "GRAFANA_URL",
+                "has a query string or fragment", "GRAFANA_URL=https://g.example.com/grafana\n",
+                args=("plan", "--no-cloudwatch")),
     environment("PROMETHEUS_URL without a scheme", {"PROMETHEUS_URL": "u:s3cret@prom:9090"}, "PROMETHEUS_URL",
                 "'***@prom:9090' has no scheme", "PROMETHEUS_URL=https://prom:9090", args=("verify",)),
     environment("AWS_ENDPOINT_URL without a scheme", {"AWS_ENDPOINT_URL": "localhost:4566"}, "AWS_ENDPOINT_URL",
