@@ -43,14 +43,15 @@ renamed_from_option = click.option(
     help="After renaming a cluster of these settings (repeatable): its old name. Objects recorded as published with "
          "it (CloudWatch objects for apply, Grafana dashboards for push) are these settings' (rewritten with the new "
          "name; --prune retires the old cluster's), not another settings file's: refused (exit 2) when they record "
-         "settings that are not an earlier version of these, or when no object records the name.")
+         "settings that are not an earlier version of these, or when no object records the name but one close to it "
+         "(a typo); a name no object records otherwise takes nothing (a note).")
 removed_cluster_option = click.option(
     "--removed-cluster", metavar="CLUSTER", multiple=True,
     help="After removing a cluster from these settings (repeatable), when no other settings file defines it: "
          "CloudWatch objects recorded as published with it and clusters of these settings are these settings' to "
          "prune. Without it, --prune leaves them: after a settings file is split, the other file may define it. "
          "Refused (exit 2) when objects record it with none of these settings' clusters (another file's), or when "
-         "no object records it.")
+         "no object records it but one close to it (a typo).")
 former_region_option = click.option(
     "--former-region", metavar="REGION", multiple=True, callback=lambda ctx, param, value: _regions(value),
     help="A Region these settings no longer use (repeatable), where a cluster removed or renamed with its Region "

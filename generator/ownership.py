@@ -398,7 +398,8 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
     where objects these settings still define record an earlier list of theirs (one sharing a cluster they define
     and holding one they do not, all of them ones they define or had), it must be one of those lists: a settings
     file split in two whose other part (OLD's) applied since is refused. Raises a GpudashError (exit 2, before anything
-    is written) naming the objects and what they record otherwise, and for a name no object records (`unrecorded`).
+    is written) naming the objects and what they record otherwise, and for a name no object records that is close to
+    one they do (`unrecorded`); returns the names no object records otherwise (the flag takes nothing then).
 
     Not told apart: another settings file whose clusters are exactly ones these settings name as theirs before
     (`--renamed-from a` while another file defines `a` alone, and this file's objects record no earlier list).
@@ -410,7 +411,7 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
     from .errors import GpudashError
     from .names import shown
 
-    unrecorded(renamed_from, clusters, records, project, removed)
+    unproven = unrecorded(renamed_from, clusters, records, project, removed)
     records = [record for record in records if record[0] != UNVOUCHED]
     had = frozenset(clusters) | frozenset(former)
     earlier: dict[str, set[frozenset[str]]] = {}
@@ -452,16 +453,18 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
                 hint=f"leave out --renamed-from {old}: nothing is taken from the file that publishes {old!r}; if "
                      f"no settings file defines {old!r} any more, delete its objects by hand ({delete}) and publish "
                      f"without the flag{also}")
+    return unproven
 
 
 def unrecorded(renamed_from: tuple[str, ...], clusters: tuple[str, ...], records: list[Record], project: str,
-               removed: tuple[str, ...] | None) -> None:
-    """Refuses (GpudashError, exit 2, before any write) a --renamed-from or --removed-cluster name no object of the
-    project records: the flag would take nothing, so a typo (`othr` for `other`) would leave the old cluster's objects
-    while the user believes them renamed or pruned. Named with the clusters the objects record that these settings
-    do not define (the names the flags can take) and the one meant. A flag left in place after the run it was for
-    (nothing records the old name once that run rewrote or pruned its objects) is refused too: it is dropped, not
-    kept to take a name some later settings file gives a cluster."""
+               removed: tuple[str, ...] | None) -> list[str]:
+    """The --renamed-from and --removed-cluster names no object of the project records: the flag takes nothing.
+    Where such a name is close to one the objects record that these settings do not define (a typo: `othr` for
+    `other`, whose objects the user believes renamed or pruned), refuses it (GpudashError, exit 2, before any write)
+    naming the one meant; so too where the settings name no project, under which CloudWatch objects record nothing a
+    flag could take. Otherwise returns them, for a note: a flag left in place after the run it was for (nothing
+    records the old name once that run rewrote or pruned its objects: a rerun of a CI job after a later step failed)
+    takes nothing and is said to, as a rerun of a finished rename or prune changes nothing."""
     from .errors import GpudashError
     from .guesses import did_you_mean
 
@@ -469,16 +472,19 @@ def unrecorded(renamed_from: tuple[str, ...], clusters: tuple[str, ...], records
     unknown = [(flag, name) for flag, names in (("--renamed-from", renamed_from), ("--removed-cluster", removed or ()))
                for name in names if name not in seen]
     if not unknown:
-        return
-    whose = f"of project {project!r}" if project else "of no project"
+        return []
     known = sorted(seen - set(clusters))
+    no_project = removed is not None and not project  # (CloudWatch objects are read for what they record by project)
+    if not no_project and not any(did_you_mean(name, known) for _, name in unknown):
+        return [name for _, name in unknown]
+    whose = f"of project {project!r}" if project else "of no project"
     named = " ".join(f"'{name}'" for _, name in unknown)
     flags = {flag for flag, _ in unknown}
     verb = " or ".join(sorted({"rename" if flag == "--renamed-from" else "prune" for flag in flags}))
     guesses = "".join(did_you_mean(name, known) for _, name in unknown)
     regions = "" if removed is None else (
         "; if the old cluster's alarms are in a Region these settings no longer use, add --former-region REGION")
-    if removed is not None and not project:  # (CloudWatch objects are read for what they record by project alone)
+    if no_project:
         guesses, regions = "set `project:` in the settings (what gpudash publishes then records its clusters); ", ""
     raise GpudashError(
         f"no object {whose} records the cluster{'s' if len(unknown) > 1 else ''} {named}: the flag would {verb} "

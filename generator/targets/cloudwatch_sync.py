@@ -751,9 +751,20 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
             return _parallel(regions, work), records
 
     former = tuple(renamed_from) + tuple(removed)
+    notes = len(cloudwatch.notes)
     changes, records = read(former, "reading CloudWatch")
-    renamed_evidence(renamed_from, desired.clusters, former, records, desired.project,
-                     "aws cloudwatch delete-alarms / delete-dashboards", tuple(removed))
+    unproven = renamed_evidence(renamed_from, desired.clusters, former, records, desired.project,
+                                "aws cloudwatch delete-alarms / delete-dashboards", tuple(removed))
+    renamed_unproven = [name for name in unproven if name in renamed_from]
+    if renamed_unproven:  # the flag takes nothing: planned again without it (a finished rename's rerun, say)
+        del cloudwatch.notes[notes:]
+        former = tuple(name for name in former if name not in renamed_unproven or name in removed)
+        changes, _ = read(former, "reading CloudWatch again")
+    for name in unproven:
+        flag = "--renamed-from" if name in renamed_from else "--removed-cluster"
+        cloudwatch.note(f"{flag} {name}: no object of project {desired.project!r} records the cluster {name!r} "
+                        f"(already {'renamed' if flag == '--renamed-from' else 'pruned'}, or never published by "
+                        "these settings); the flag takes nothing and can be left out")
     unread -= set(regions)
     if unread:
         flags = " ".join(f"--former-region {region}" for region in sorted(unread))

@@ -476,13 +476,23 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
     `prune`: whether what --prune does is to be done or shown (a push --prune; a plan, which shows it): a search by
     the owner tag shown to leave out tagged dashboards (`_unsearched`) is then a failure, else a note."""
     progress = progress or Silent()
+    notes = len(client.notes)
     records: list[Record] = []
     changes = _plan(client, dashboards, folder, uid_prefix, progress, move_from, publisher, renamed_from, records,
                     prune=prune)
     if publisher is None or not renamed_from:
         return changes
-    renamed_evidence(renamed_from, publisher[1], renamed_from, records, publisher[0],
-                     "in Grafana, or curl -X DELETE $GRAFANA_URL/api/dashboards/uid/UID")
+    unproven = renamed_evidence(renamed_from, publisher[1], renamed_from, records, publisher[0],
+                                "in Grafana, or curl -X DELETE $GRAFANA_URL/api/dashboards/uid/UID")
+    if unproven:  # the flag takes nothing: planned again without it (a finished rename's rerun, say)
+        del client.notes[notes:]
+        changes = _plan(client, dashboards, folder, uid_prefix, progress, move_from, publisher,
+                        tuple(name for name in renamed_from if name not in unproven), None, "reading Grafana again",
+                        prune)
+        for name in unproven:
+            client.note(f"--renamed-from {name}: no dashboard in folder {folder['uid']} records the cluster {name!r} "
+                        "(already renamed, or never saved by these settings); the flag takes nothing and can be left "
+                        "out")
     return changes
 
 

@@ -229,8 +229,8 @@ def test_a_write_whose_answers_are_all_lost_is_read_back(proxied, published, pro
     errors = {item["name"]: item["error"] for item in report["failed"]}
     if landed:
         assert code == 0 and errors == {} and set(changed) <= set(report["written"]), errors
-        fresh(proxy)  # (--removed-cluster other is left out: nothing records the cluster now, so it is refused)
-        code, report, stderr = apply("--config", config, *flags[:1])
+        fresh(proxy)  # a rerun with the same flags: --removed-cluster other takes nothing now, and writes nothing
+        code, report, stderr = apply("--config", config, *flags)
         assert code == 0 and report["written"] == [], stderr
         return
     if api == "TagResource":  # the fields of each update were written and read back: written, their tags not
