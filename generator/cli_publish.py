@@ -356,6 +356,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     project, desired = _desired(config, csv, from_dir, grafana=compare_grafana)
     _check_renamed(renamed_from, desired, project)
     _check_renamed(removed_cluster, desired, project, "--removed-cluster")
+    _check_apart(renamed_from, removed_cluster)
     changes, compared = [], 0
     if compare_grafana:
         client = _grafana_client(insecure, token_file, limit)
@@ -393,11 +394,25 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
 
 def _check_renamed(renamed_from: tuple[str, ...], desired, project, flag: str = "--renamed-from") -> None:
     """--renamed-from (--removed-cluster) names clusters these settings had: not one they still define."""
+    blank = next((name for name in renamed_from if not name.strip()), None)
+    if blank is not None:
+        raise GpudashError("a cluster's name is never empty", where=f"{flag} {blank!r}",
+                           hint=f"give {flag} the old cluster's name as the objects record it, or leave the flag out")
     kept = sorted(set(renamed_from) & set(desired.clusters))
     if kept:
         raise GpudashError(f"{flag} {kept[0]}: the settings still define the cluster {kept[0]!r}",
                            where=f"{project.settings.source} (clusters)",
                            hint=f"give {flag} the name of a cluster these settings no longer define, not a current one")
+
+
+def _check_apart(renamed_from: tuple[str, ...], removed_cluster: tuple[str, ...]) -> None:
+    """A cluster is either renamed (its objects are now these settings' under the new name) or removed (its objects
+    are pruned), never both: a name given to both flags says two things of one cluster."""
+    both = sorted(set(renamed_from) & set(removed_cluster))
+    if both:
+        raise GpudashError(f"the cluster {both[0]!r} is either renamed or removed, not both", where=f"--renamed-from {both[0]}, --removed-cluster {both[0]}",
+                           hint=f"keep --renamed-from {both[0]} if these settings define it under a new name, "
+                                f"else --removed-cluster {both[0]}")
 
 
 def _skipped(target: str, why: str, how: str) -> None:
@@ -486,6 +501,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
     project, desired = _desired(config, csv, from_dir, grafana=False)
     _check_renamed(renamed_from, desired, project)
     _check_renamed(removed_cluster, desired, project, "--removed-cluster")
+    _check_apart(renamed_from, removed_cluster)
     if prune and not desired.project:
         raise GpudashError("--prune needs the settings to name the project: without a name, nothing shows that an "
                            "alarm or dashboard no longer defined is this project's and not another's",

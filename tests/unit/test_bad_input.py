@@ -629,6 +629,16 @@ CASES = [
     Case("remote: Grafana URL without a scheme", {}, None, ("add http:// or https://",),
          args=("push", "--skip-verify"), env={"GRAFANA_URL": "127.0.0.1:9", "GRAFANA_TOKEN": "t"}),
 
+    # --- the flags naming clusters the settings had (before any read: CloudWatch is unreachable here) ---------------
+    *(Case(f"flags: {name}", {"gpudash.yaml": "project: shop\nclusters:\n  - {name: a, region: us-east-1}\n"},
+           where, says, args=("apply", "--skip-verify", "--endpoint-url", "http://127.0.0.1:9", *flags),
+           env={"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y", "AWS_DEFAULT_REGION": "us-east-1"})
+      for name, flags, where, says in (
+          ("--renamed-from empty", ("--renamed-from", ""), "--renamed-from ''", ("never empty",)),
+          ("--removed-cluster blank", ("--removed-cluster", " "), "--removed-cluster ' '", ("never empty",)),
+          ("one cluster renamed and removed", ("--renamed-from", "b", "--removed-cluster", "b"),
+           "--renamed-from b, --removed-cluster b", ("either renamed or removed, not both",)))),
+
     # --- builds read with --from -----------------------------------------------------------------
     built("manifest not JSON", {}, b"{files: ", "shipped/manifest.json:1", "not JSON"),
     built("manifest not JSON (plan)", {}, b"<html>", "shipped/manifest.json:1", "not JSON", command="plan"),
