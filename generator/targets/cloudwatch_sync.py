@@ -637,13 +637,12 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     live = {name: alarm for name, alarm in live.items() if name not in held}     # pruned, whatever it carries
     tags = _read_tags(cloudwatch, region, live, bulk)
     if records is not None and project:
-        records.extend(("alarm", name, name in requests, alarm_publication(t)) for name, t in tags.items()
-                       if alarm_owned(t) and alarm_project(t) == project and marks_intact(t) is not False)
-        records.extend((UNVOUCHED, name, name in requests, alarm_publication(t)) for name, t in tags.items()
-                       if alarm_owned(t) and alarm_project(t) == project and marks_intact(t) is False)
-        records.extend(_named_records(prefix, [(name, name in requests) for name, t in tags.items()
-                                               if alarm_owned(t) and alarm_project(t) == project
-                                               and alarm_publication(t) is None],
+        ours = {name: t for name, t in tags.items() if alarm_owned(t) and alarm_project(t) == project}
+        # an alarm whose marks a person rewrote vouches for nothing, but still carries the clusters it records
+        records.extend(("alarm" if marks_intact(t) is not False else UNVOUCHED, name, name in requests,
+                        alarm_publication(t)) for name, t in ours.items())
+        records.extend(_named_records(prefix, [(name, name in requests) for name, t in ours.items()
+                                               if alarm_publication(t) is None],
                                       clusters, former, _seen_clusters(prefix, live, requests, clusters)))
     for name, request in sorted(requests.items()):
         changes.append(_plan_held(name, region, held[name]) if name in held else
