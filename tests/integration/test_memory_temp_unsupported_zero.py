@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.messy_history import openmetrics
 from tests.support.prometheus_server import backfilled_fixture
 from tests.support.range_panels import bundled_at
 
@@ -23,11 +24,9 @@ GPUS = ((0, "NVIDIA L4", 0), (1, "NVIDIA H100 80GB HBM3", 45))
 
 
 def _openmetrics(start: int) -> str:
-    lines = [f"# TYPE {FIELD} gauge"]
-    for k in range(SCRAPES):
-        lines += [f'{FIELD}{{gpu="{gpu}",UUID="GPU-{gpu}",device="nvidia{gpu}",modelName="{model}",Hostname="n1",'
-                  f'node="n1",job="dcgm-exporter"}} {value} {start + OFFSET + k * STEP}' for gpu, model, value in GPUS]
-    return "\n".join(lines) + "\n# EOF\n"
+    return openmetrics({(FIELD, f'gpu="{gpu}",UUID="GPU-{gpu}",device="nvidia{gpu}",modelName="{model}",Hostname="n1",'
+                                f'node="n1",job="dcgm-exporter"'):
+                        [(start + OFFSET + k * STEP, str(value)) for k in range(SCRAPES)] for gpu, model, value in GPUS})
 
 
 prometheus = backfilled_fixture("memory-temp-zero", _openmetrics, SCRAPES * STEP, STEP)

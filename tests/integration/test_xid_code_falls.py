@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.messy_history import Series, openmetrics
 from tests.support.prometheus_server import backfilled_fixture
 from tests.support.range_panels import bundled_at
 
@@ -30,11 +31,12 @@ def _code_at(k: int) -> tuple[int, str]:
 
 
 def _openmetrics(start: int) -> str:
-    lines = [f"# TYPE {XID} gauge"]
+    series: Series = {}
     for k in range(SCRAPES):
         code, text = _code_at(k)
-        lines.append(f'{XID}{{{LABELS},err_code="{code}",err_msg="{text}"}} {code} {start + OFFSET + k * STEP}')
-    return "\n".join(lines) + "\n# EOF\n"
+        series.setdefault((XID, f'{LABELS},err_code="{code}",err_msg="{text}"'), []).append(
+            (start + OFFSET + k * STEP, str(code)))
+    return openmetrics(series)
 
 
 prometheus = backfilled_fixture("xid-code-falls", _openmetrics, SCRAPES * STEP, STEP)
