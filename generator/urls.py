@@ -14,10 +14,15 @@ def safe_url(url: str) -> str:
     """The URL for messages: user-info masked, no query or fragment. A password holding `#` or `?` as typed (not
     percent-encoded) is masked whole, not cut there with what came before it shown."""
     scheme, sep, rest = url.partition("://")
-    cut = _USERINFO_CUT.match(rest) if sep else None
-    userinfo = rest[:cut.end()] if cut else ""
-    return redact.text(scheme + sep + userinfo + rest[len(userinfo):].split("#")[0].split("?")[0] if sep
-                       else url.split("#")[0].split("?")[0])
+    if not sep:
+        return redact.text(_unqueried(url))
+    cut = _USERINFO_CUT.match(rest)
+    userinfo = rest[:cut.end()] if cut else ""  # (kept whole, to be masked: its `#` or `?` starts no query)
+    return redact.text(scheme + sep + userinfo + _unqueried(rest[len(userinfo):]))
+
+
+def _unqueried(text: str) -> str:
+    return text.split("#")[0].split("?")[0]
 
 
 # `user:pa#ss@host`: a `#` or `?` before any `/`, then an `@` (a URL's parser reads the address as ending there)
