@@ -23,7 +23,6 @@ What the bill has, line by line (rates, sources and dates in defaults/cloudwatch
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import math
 from collections import Counter
@@ -37,6 +36,7 @@ from .cloudwatch_query import (NAMESPACE_GPU, NODE_MEAN, NODE_MEAN_KINDS, ONCE_P
                                level_of, pod_dimensions, node_total, pod_total_kind, pod_total_mark, readings_dimensions)
 from .dashboard_limit import ADDON_FLEET_METRICS, METRICS_PER_WIDGET
 from .errors import InputError
+from .guesses import did_you_mean
 from .exporter_styles import named_daemonsets
 from .markers import GPU_DIMENSION, POD_DIMENSION
 from .project import Project
@@ -156,8 +156,7 @@ _TEXT_FIELDS = ("unit", "source", "as_of")  # what a rate may carry besides its 
 
 
 def _one_of(name: str, known, what: str) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return (f"did you mean {close[0]!r}? " if close else "") + f"{what}: {', '.join(known)}"
+    return did_you_mean(name, known) + f"{what}: {', '.join(known)}"
 
 
 def _amount(value: Any) -> bool:

@@ -234,11 +234,10 @@ def _keyword_hint(exc: BaseException) -> str | None:
     kind = getattr(model, found.group(1), None) if found else None
     if kind is None or not hasattr(kind, "__dataclass_fields__") or not _called_there(exc, kind):
         return None
-    from difflib import get_close_matches
+    from .guesses import did_you_mean
 
     taken = [name for name, f in kind.__dataclass_fields__.items() if f.init and name != "defined_at"]
-    close = get_close_matches(found.group(2), taken, n=1)
-    return (f"{f'did you mean {close[0]!r}? ' if close else ''}{found.group(1)} takes "
+    return (f"{did_you_mean(found.group(2), taken)}{found.group(1)} takes "
             f"{', '.join(taken)} (docs/definitions.md)")
 
 

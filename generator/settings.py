@@ -661,10 +661,9 @@ def _fix_for(error, root: dict[str, Any]) -> str:
     if kind == "additionalProperties":
         known = sorted(node.get("properties", {}))
         extra = sorted(map(_yaml_key, set(error.instance) - set(known)))
-        from difflib import get_close_matches
+        from .guesses import did_you_mean
 
-        close = get_close_matches(extra[0], known, n=1) if extra else []
-        guess = f"did you mean {close[0]!r}? " if close else ""
+        guess = did_you_mean(extra[0], known) if extra else ""
         return f"{guess}remove {extra[0]!r}, or use one of: {', '.join(known)}"
     if kind == "enum":
         return "write one of: " + ", ".join(str(v) for v in value)
