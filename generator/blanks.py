@@ -9,6 +9,12 @@ reading comes near 1e14, so a gauge sample at or above it is a blank. Counters a
 fields whose readings do pass 1e14 (a busy NVLink's byte counter within hours): a counter sample
 is a blank only at or above 9e18 (the integer sentinels). An increase at or above 1e18 is a jump
 into a blank, not a real climb (the CloudWatch widgets' floor on summed deltas).
+
+Memory temperature is the exception to "not supported is a blank": on GPUs without an HBM/GDDR
+sensor (L4, consumer boards) DCGM writes 0 for it, because nvmlDeviceGetFieldValues succeeds as a
+call while the field's own status says unsupported and DCGM does not check that status (NVIDIA/DCGM
+#311); dcgm-exporter 3.3.5 served that 0 (NVIDIA/dcgm-exporter #460). A running GPU's memory is
+never at 0 °C, so for these fields a 0 is no reading either, on every surface alike.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from __future__ import annotations
 READING_FLOOR = 1e14  # a gauge sample at or above this is a blank
 COUNTER_READING_FLOOR = 9e18  # a counter sample at or above this is a blank
 INCREASE_FLOOR = 1e18  # an increase at or above this is a jump into a blank
+# Gauges for which DCGM writes 0 where the GPU cannot read them (field 140, under both of DCGM's names)
+UNREAD_AT_ZERO = frozenset({"DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_MEMORY_TEMP_CELSIUS"})
 
 
 def reading_floor(is_counter: bool) -> float:

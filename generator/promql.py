@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from .build_memo import BuildMemo
-from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, reading_floor, short
+from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, UNREAD_AT_ZERO, reading_floor, short
 from .exporter_styles import GENERATED_SUFFIX
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
                       PER_PROCESS_FIELDS, Catalog, per_device_headroom)
@@ -201,9 +201,23 @@ def _listed(names) -> str:
 def _raw(metric: str, branches: list[list[str]], extra: list[str], function: str) -> str:
     """One selector per scope branch, with `function` applied ({} = the selector; {1}: the branch's number; {2}: the
     branch's place as millionths to subtract, _less_placed)."""
+    function = _read_as(metric, function)
     parts = [function.format(selector(metric, [*branch, *extra]), k, _less_placed(k))
              for k, branch in enumerate(branches)]
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+
+
+def _read_as(metric: str, function: str) -> str:
+    """`function` (a form of a gauge's selector) as `metric` is read. The forms write a reading as a sample under the
+    blank floor (`< 1e14`) and a blank as the selector at or above it (`{0} >= 1e14`, `{0} >= bool 1e14`); a field for
+    which DCGM writes 0 where the GPU cannot read it (blanks.UNREAD_AT_ZERO: memory temperature on GPUs without the
+    sensor) takes its 0 for a blank in both, so that such a GPU has no line, no place in a mean, minimum or count, and
+    no alert, as a GPU writing the blank has none."""
+    if metric not in UNREAD_AT_ZERO:
+        return function
+    return (function.replace(f" < {BLANK_FLOOR}", f" < {BLANK_FLOOR} > 0")
+            .replace(f"{{0}} >= bool {BLANK_FLOOR}", f"(({{0}} >= bool {BLANK_FLOOR}) + ({{0}} == bool 0))")
+            .replace(f"{{0}} >= {BLANK_FLOOR}", f"({{0}} >= {BLANK_FLOOR} or {{0}} == 0)"))
 
 
 def _less_placed(k: int) -> str:
@@ -977,6 +991,7 @@ def fresh_copies(metric: str, branches: list[list[str]], extra: list[str], gauge
     per-pod used share reads some forty copies' selectors (three ranges each: 3.6 s for 1.9 s without, on the
     preview's sample at load 15). Written in milliseconds (`[30000ms]`), a form no other query uses."""
     seconds = int(resolution.removesuffix("s"))
+    gauge = _read_as(metric, gauge)
     fresh = [f"({gauge.format(each, k)} and present_over_time({each}[{seconds * 1000}ms]))"
              for k, each in enumerate(selector(metric, [*branch, *extra]) for branch in branches)]
     return fresh[0] if len(fresh) == 1 else f"({' or '.join(fresh)})"

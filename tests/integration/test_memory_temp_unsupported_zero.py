@@ -1,41 +1,124 @@
-"""Memory temperature of GPUs that cannot read it, on a real Prometheus.
+"""Memory temperature of GPUs that cannot read it, on a real Prometheus, in a messy fleet.
 
 DCGM reports a field it cannot read as a blank sentinel near 2**63, but not for HBM/GDDR temperature on every GPU:
 on L4 (and likely other GPUs without NVML_FI_DEV_MEMORY_TEMP) it reports 0, because nvmlDeviceGetFieldValues
 succeeds as a call while the field's own status says unsupported (NVIDIA/DCGM #311); dcgm-exporter 3.3.5 wrote 0
-on such GPUs too (NVIDIA/dcgm-exporter #460). Half an hour of 30 s scrapes is backfilled: an L4 writing
-`DCGM_FI_DEV_MEMORY_TEMP` 0 at every scrape beside an H100 reading 45 °C, on one node.
+on such GPUs too (NVIDIA/dcgm-exporter #460). Half an hour of 30 s scrapes is backfilled from two nodes, each
+scraped from two exporter copies mid-upgrade (the old one writing its own pod's name into `Hostname`, the new one
+the node into `hostname`; gpudash's job labels both with `node`):
 
-Truth: the L4 has no memory temperature (a running GPU's memory is never at 0 °C), so "Memory temperature" shows
-the H100 alone, as it does for a GPU writing DCGM's sentinel. Taking 0 as a reading draws a 0 °C line for the L4.
+* n-l4: two L4s writing `DCGM_FI_DEV_MEMORY_TEMP` 0 at every scrape, GPU 0 held by ml/infer-0, GPU 1 idle (no pod);
+* n-h100: three H100s reading 45 °C (ml/train-0), 30 °C (idle) and 97 °C (ml/train-1, above the 95 °C level).
+
+Truth: the L4s have no memory temperature (a running GPU's memory is never at 0 °C): no line, no place in a mean,
+a minimum or a count of GPUs reporting, no alert; the H100s are shown and alerted on as they read. Taking 0 as a
+reading drew two 0 °C lines, a fleet mean of 34.4 for 57.33, a least of 0 for 30, and fired a "too cold" alert.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from generator.artifacts import build, grafana_dashboards
+from generator.output import encode
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
 from tests.support.messy_history import openmetrics
-from tests.support.prometheus_server import backfilled_fixture
+from tests.support.projects import defined_project
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
+from tests.support.promtool_rules import alert_names, rule_groups
 from tests.support.range_panels import bundled_at
 
 STEP, SCRAPES, OFFSET = 30, 60, 15
 FIELD = "DCGM_FI_DEV_MEMORY_TEMP"
-GPUS = ((0, "NVIDIA L4", 0), (1, "NVIDIA H100 80GB HBM3", 45))
+L4, H100 = "NVIDIA L4", "NVIDIA H100 80GB HBM3"
+# (node, gpu, model, value, pod (namespace, name) or None)
+GPUS = (("n-l4", 0, L4, 0, ("ml", "infer-0")), ("n-l4", 1, L4, 0, None),
+        ("n-h100", 0, H100, 45, ("ml", "train-0")), ("n-h100", 1, H100, 30, None),
+        ("n-h100", 2, H100, 97, ("ml", "train-1")))
+# the two exporter copies of each node: (instance, its node label as written)
+COPIES = (("10.0.{n}.1:9400", 'Hostname="nvidia-dcgm-exporter-{h}"'), ("10.0.{n}.2:9400", 'hostname="{node}"'))
+AT = OFFSET + 40 * STEP + 1  # seconds after the start: well inside the half hour
+
+
+def _series(node: str, gpu: int, model: str, pod, k: int) -> str:
+    number, h = ("1", "x7kq2") if node == "n-l4" else ("2", "b9zr4")
+    instance, named = COPIES[k]
+    workload = f',container="main",namespace="{pod[0]}",pod="{pod[1]}"' if pod else ""
+    return (f'gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",modelName="{model}",'
+            f'{named.format(h=h, node=node)}{workload},node="{node}",instance="{instance.format(n=number)}",'
+            f'job="dcgm-exporter"')
 
 
 def _openmetrics(start: int) -> str:
-    return openmetrics({(FIELD, f'gpu="{gpu}",UUID="GPU-{gpu}",device="nvidia{gpu}",modelName="{model}",Hostname="n1",'
-                                f'node="n1",job="dcgm-exporter"'):
-                        [(start + OFFSET + k * STEP, str(value)) for k in range(SCRAPES)] for gpu, model, value in GPUS})
+    return openmetrics({(FIELD, _series(node, gpu, model, pod, k)):
+                        [(start + OFFSET + j * STEP, str(value)) for j in range(SCRAPES)]
+                        for node, gpu, model, value, pod in GPUS for k in range(len(COPIES))})
 
 
 prometheus = backfilled_fixture("memory-temp-zero", _openmetrics, SCRAPES * STEP, STEP)
 
+DASHBOARD = f'''
+from generator.model import Dashboard, Panel, Query, Row
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="a GPU that cannot read its memory temperature and writes 0 for it (L4, "
-                   "DCGM #311) is drawn at 0 °C: only DCGM's sentinel is taken for no reading")
+
+def dashboards(ctx):
+    yield Dashboard(id="memory", title="Memory", rows=[Row("Memory", [
+        Panel("Fleet mean", Query("{FIELD}", "avg", ())),
+        Panel("Fleet least", Query("{FIELD}", "min", ())),
+        Panel("Node mean", Query("{FIELD}", "avg", ("node",))),
+        Panel("Pod hottest", Query("{FIELD}", "max", ("pod",))),
+        Panel("GPUs reporting", Query("{FIELD}", "count", ())),
+    ])])
+'''
+ALARMS = f'''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("memory-hot", "Memory hot", Condition(Query("{FIELD}", "max", ("node", "gpu")), ">", 95))
+    yield Alarm("memory-cold", "Memory cold", Condition(Query("{FIELD}", "min", ("node", "gpu")), "<", 20))
+    yield Alarm("fleet-memory-cold", "Fleet memory cold", Condition(Query("{FIELD}", "min", ()), "<", 20))
+'''
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    return defined_project(tmp_path_factory.mktemp("memory-temp"), dashboards=DASHBOARD, alarms=ALARMS)
+
+
+def _shown(prometheus, panel: dict, at: float) -> dict[str, float]:
+    """{legend: value} of `panel`'s query at `at`, the variables at All, over a range holding the scene."""
+    (target,) = panel["targets"]
+    expr = interpolate(target["expr"], {**SCENE_RANGE, **variables({}, ("namespace", "pod", "node", "gpu", "cluster"))})
+    return {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 9)
+            for s in prometheus.query(expr, at=at)}
+
+
 @pytest.mark.parametrize("title", ["Memory temperature", "DEV_MEMORY_TEMP"])
 def test_a_gpu_writing_0_for_memory_temperature_has_no_line(prometheus, title):
     server, start = prometheus
-    assert bundled_at(server, title, start + OFFSET + 40 * STEP + 1) == {"n1 GPU 1": 45}
+    assert bundled_at(server, title, start + AT) == {"n-h100 GPU 0": 45, "n-h100 GPU 1": 30, "n-h100 GPU 2": 97}
+
+
+def test_means_minima_counts_and_pods_leave_out_the_gpus_writing_0(prometheus, project):
+    server, start = prometheus
+    (dashboard,) = list(grafana_dashboards(project))
+    shown = {panel["title"]: _shown(server, panel, start + AT) for panel in dashboard.model["panels"]
+             if panel.get("targets")}
+    assert shown == {"Fleet mean": {FIELD: round((45 + 30 + 97) / 3, 9)}, "Fleet least": {FIELD: 30},
+                     "Node mean": {"n-h100": round((45 + 30 + 97) / 3, 9)},
+                     "Pod hottest": {"Pod ml/train-0": 45, "Pod ml/train-1": 97},
+                     "GPUs reporting": {FIELD: 3}}
+
+
+def test_alerts_fire_on_the_hot_reading_and_not_on_the_gpus_writing_0(prometheus, project, tmp_path):
+    server, start = prometheus
+    (tmp_path / "rules.yaml").write_bytes(encode(build(project, grafana=False))["prometheus/rules.yaml"])
+    names = alert_names(tmp_path)
+    rules = {r["alert"]: r for g in rule_groups((tmp_path / "rules.yaml").read_text()) for r in g["rules"]
+             if "alert" in r}
+    firing = {rule: sorted((s["metric"].get("node"), s["metric"].get("gpu"))
+                           for s in server.query(rules[names[rule]]["expr"], at=start + AT))
+              for rule in ("memory-hot", "memory-cold", "fleet-memory-cold")}
+    assert firing == {"memory-hot": [("n-h100", "2")], "memory-cold": [], "fleet-memory-cold": []}
