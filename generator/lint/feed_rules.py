@@ -99,10 +99,11 @@ def declarations_complete(subject: LintInput) -> Iterable[Finding]:
 
 
 def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
-    """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor."""
-    from ..render.agent_otel import (FILTER, MARKERS, UNUSED_PREFIX, _level_fields, _merged_names, _unused_fields,
-                                     blank_conditions, level_blank_conditions, merged_blank_conditions, scrape_series,
-                                     total_blank_conditions)
+    """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor (and the 0 of
+    a field whose 0 DCGM writes for "not supported")."""
+    from ..render.agent_otel import (FILTER, MARKERS, UNUSED_PREFIX, ZERO_UNREAD_TEST, _level_fields, _merged_names,
+                                     _unused_fields, blank_conditions, level_blank_conditions, merged_blank_conditions,
+                                     scrape_series, total_blank_conditions)
 
     for cluster in subject.clusters():
         agent = subject.agent(cluster)
@@ -137,6 +138,8 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
                                  if condition in unused else
                                  "a blank's flag would pass the level an alarm judges every reading by"
                                  if condition in levels else
+                                 "the 0 DCGM writes for these fields where a GPU cannot read them would reach "
+                                 "CloudWatch as a reading" if condition.endswith(ZERO_UNREAD_TEST) else
                                  "DCGM's blank values of these fields would reach CloudWatch"))
         if MARKERS not in unrun:
             yield from _markers_dropped(agent.otel, cluster)

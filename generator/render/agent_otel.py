@@ -24,7 +24,8 @@ counter coming back from one is sent as its whole running total. This pipeline d
   each GPU instance's reading of a field split per process, its device's own where the exporter writes one, DCGM's
   blank included (see `device_merges`);
 * the filter drops each datapoint of a shipped DCGM field at or above the field's blank floor
-  (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
+  (blanks.py, the floors the PromQL side uses), and at 0 of a field whose 0 is DCGM's "not supported"
+  (blanks.UNREAD_AT_ZERO: memory temperature on GPUs without the sensor) - before the exporter turns counters into deltas,
   so a counter back from a blank gives its true increase since its last reading -, a pod's sum at or
   above its field's floor (it holds a blank: the pod's total at that scrape is unknown), a GPU's reading of a field
   split per process that is DCGM's blank (its device read the blank at that scrape: no reading, not its pods'
@@ -67,7 +68,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Collection, Iterable
 
-from ..blanks import reading_floor
+from ..blanks import UNREAD_AT_ZERO, reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, Catalog
 from ..cloudwatch_query import (LEVEL_FLAG, NAMESPACE_GPU, NODE_MEAN, NODE_MEAN_KEY, NODE_MEAN_KINDS, ONCE_PER_GPU,
                                 SHARE_BOUNDS, UNUSED_SHARE, marked_level, merged_copies, number, pod_total_kind,
@@ -195,6 +196,9 @@ def retyped(catalog: Catalog, shipped: Iterable[str]) -> dict[str, Any] | None:
         f'convert_sum_to_gauge() where IsMatch(name, "^(?:{"|".join(names)})$")']}]}
 
 
+ZERO_UNREAD_TEST = " and value_double == 0.0"  # blank_conditions' test of a field whose 0 is "not supported"
+
+
 def blank_conditions(catalog: Catalog, names: Iterable[str], prefix: str = "") -> list[str]:
     """OTTL datapoint conditions, one per floor: the fields' values that are blanks, not readings (of the
     metrics named `prefix` + a field's name: a pod's totals, see pod_totals)."""
@@ -205,8 +209,14 @@ def blank_conditions(catalog: Catalog, names: Iterable[str], prefix: str = "") -
             by_floor.setdefault(reading_floor(field.is_counter), []).append(name)
     # a `.` of the prefix is written [.]: the pattern is an OTTL string, whose escapes are not the regexp's
     start = "^" + prefix.replace(".", "[.]")
-    return [f'IsMatch(metric.name, "{start}(?:{"|".join(fields)})$") and value_double >= {_ottl_number(floor)}'
-            for floor, fields in sorted(by_floor.items())]
+    conditions = [f'IsMatch(metric.name, "{start}(?:{"|".join(fields)})$") and value_double >= {_ottl_number(floor)}'
+                  for floor, fields in sorted(by_floor.items())]
+    # a field whose 0 is DCGM's "not supported" (blanks.UNREAD_AT_ZERO): its 0 too (a pod's total of it is 0 only where
+    # every GPU in it wrote 0; its count of GPUs with a reading is made after this filter and leaves them out)
+    zero = [name for fields in by_floor.values() for name in fields if name in UNREAD_AT_ZERO]
+    if zero:
+        conditions.append(f'IsMatch(metric.name, "{start}(?:{"|".join(zero)})$"){ZERO_UNREAD_TEST}')
+    return conditions
 
 
 # The exporter's labels that tell a GPU instance from the others of one exporter: the GPU's UUID, and the

@@ -165,7 +165,10 @@ def test_the_filters_floors_are_the_floors_of_the_promql_side(project_dir):
     for field in shipped:
         floor = blanks.reading_floor(field.is_counter)
         assert dropped(field.name, floor) and dropped(field.name, 9223372036854775794.0), field.name
-        assert not dropped(field.name, floor * 0.999) and not dropped(field.name, 0.0), field.name
+        assert not dropped(field.name, floor * 0.999), field.name
+        # 0 is a reading but of a field whose 0 DCGM writes for "not supported" (memory temperature), as in PromQL
+        assert dropped(field.name, 0.0) == (field.name in blanks.UNREAD_AT_ZERO), field.name
+    assert not dropped("DCGM_FI_DEV_MEMORY_TEMP", 30.0)
     assert dropped("DCGM_FI_DEV_POWER_USAGE", 2.0 ** 47)  # the floating-point blank
     assert not dropped("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 5e15)  # a busy NVLink byte counter is a reading
     assert not dropped("DCGM_FI_DEV_GPU_TEMP", float("nan"))  # NaN is the exporter's (awsemf drops it)
@@ -450,6 +453,14 @@ def test_a_filter_that_lets_a_fields_blanks_through_fails():
     (finding,) = _findings(_edited(load_project(), _filter_without("9.0e18")), "AG005")
     assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" in finding.message and finding.severity == "error"
     assert finding.where == "k8s/cwagent-prometheus-config-gpu-cluster.yaml gpudash-otel.yaml filter/gpudash"
+
+
+def test_a_filter_that_lets_memory_temperatures_unsupported_0_through_fails():
+    """DCGM writes 0 for memory temperature on GPUs without the sensor (blanks.UNREAD_AT_ZERO): a filter without the
+    0's condition would publish it as a reading of 0 °C."""
+    (finding,) = _findings(_edited(load_project(), _filter_without("value_double == 0.0")), "AG005")
+    assert "DCGM_FI_DEV_MEMORY_TEMP" in finding.message and finding.severity == "error"
+    assert "the 0 DCGM writes for these fields where a GPU cannot read them would reach CloudWatch" in finding.message
 
 
 def test_a_filter_that_lets_a_blanks_unused_share_through_fails():
