@@ -2444,7 +2444,7 @@ class _Merge:
     def one_copy(self, how: str, fields: tuple[str, ...], own: tuple[str, ...] = (), chosen: str | None = None,
                  fresh: tuple[str, ...] = (), blanks: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
                  late: tuple[tuple[str, ...], str] | None = None,
-                 late_blanks: tuple[str, ...] | None = None) -> str:
+                 late_blanks: tuple[str, ...] | None = None, successive: tuple[str, ...] = ()) -> str:
         """A gauge made one value per GPU (instance, and outer group), that of ONE exporter's copy of the GPU: each of
         `fields` (series of gauges, blanks left out) made one series per copy and GPU instance (their max: the pods a
         copy repeats the device's value for) and added up, the copy's MIG instances combined (`how`), read from the
@@ -2475,11 +2475,17 @@ class _Merge:
         late copy is left out only where an instance has no reading but the blank within the look-back (or, of
         several fields, a sample within it of one and no reading within it of another) (its total of 42,000 MiB read
         10,000 at the scrapes an instance's reading was the blank: the GPU left out); an instance with no sample
-        within the look-back is no instance of the GPU any more."""
+        within the look-back is no instance of the GPU any more.
+        `successive` (panels, with `fresh`: own labels whose series follow one another, the XID code): a GPU's series
+        of each such label are chosen among as its copies are, not kept apart: its fresh series (the fresher where two
+        are), else the one with the newest reading within the look-back. Kept apart, the code before stayed beside
+        the new one for the look-back, its series read from the late tier: the largest of them read 119 for 90 s after
+        the code fell to 79 (test_xid_code_falls)."""
         apart = not self.combines()
-        gpu = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own)))
-        identity = _listed((self.labels.cluster, GPU_LABEL, "gpu", *(INSTANCE_IDENTITY if apart else ()),
-                            *self.chooses_apart(own)))
+        chosen_among = set(successive) - set(self.kept) if fresh else set()
+        among = tuple(name for name in self.chooses_apart(own) if name not in chosen_among)
+        gpu = _listed((self.labels.cluster, GPU_LABEL, "gpu", *among))
+        identity = _listed((self.labels.cluster, GPU_LABEL, "gpu", *(INSTANCE_IDENTITY if apart else ()), *among))
         if self._highest_of_all(how, fields, own, chosen, fresh, blanks, identity):
             # the highest copy's value is the highest of every series of the GPU: one max, no copy to choose
             return f"max by ({self._keep(own, apart)}) ({coalesced_gpu(fields[0], self.labels)})"
@@ -2774,7 +2780,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                                     for name in fields)
         return _across_own_labels(metric, catalog, merge, merge.one_copy(
             how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields), blanks, late_only(fields),
-            late_blanks))
+            late_blanks, _successive(metric, catalog)))
     if metric not in MIG_UNSUPPORTED:
         # a counter's increase from the readings of all its copies, its rate per node its copies name (then the highest)
         copies = merge.physical("{0}", own_labels, not as_increase) if counter else None
@@ -2847,7 +2853,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 and merge.combines() else (None, None)
             return merge.one_copy(how, (series,), _own_labels(name, catalog), choose((name,), (more,)),
                                   tuple(f"{fresh}{scale}" for fresh in fresh_only((name,), (more,))),
-                                  late=late_only((name,), (more,), scale), blanks=blanks, late_blanks=late_blanks)
+                                  late=late_only((name,), (more,), scale), blanks=blanks, late_blanks=late_blanks,
+                                  successive=_successive(name, catalog))
         return merge(how, series, _own_labels(name, catalog))
     if substitute is None or kind == "whole":
         return merged(metric, how, own, f'{MIG_INSTANCE_LABEL}=""')
@@ -3008,10 +3015,20 @@ def _total(fields: tuple[str, ...], catalog: Catalog, per_gpu) -> str:
 
 def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str) -> str:
     """One value per GPU from the series a field's own labels split it into (the counts of all XID
-    codes add up), unless the query groups by those labels."""
+    codes add up), unless the query groups by those labels. A field whose value is its latest series' ("latest": the
+    XID code) is one series per GPU already where a panel reads it (one_copy's `successive`); a rule's step reads the
+    series with a sample within the step, one code of an exporter's copy: their max."""
     field = catalog.get(metric) if metric in catalog else None
     labels = [label for label in (field.own_labels if field else ()) if label not in merge.kept]
-    return f"{field.across_own_labels} without ({', '.join(labels)}) ({series})" if labels else series
+    how = "max" if field is not None and field.across_own_labels == "latest" else field and field.across_own_labels
+    return f"{how} without ({', '.join(labels)}) ({series})" if labels else series
+
+
+def _successive(metric: str, catalog: Catalog) -> tuple[str, ...]:
+    """A field's own labels whose series follow one another (the XID code: FIELD_LABELS' "latest"): the series with
+    the GPU's newest reading is its value, chosen as a copy is (one_copy's `successive`)."""
+    field = catalog.get(metric) if metric in catalog else None
+    return field.own_labels if field is not None and field.across_own_labels == "latest" else ()
 
 
 GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mean over the window
