@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from .. import redact
+from ..blanks import UNREAD_AT_ZERO
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MIG_UNSUPPORTED, PER_PROCESS_FIELDS
 from ..container_insights import enabled as addon_source
 from ..exporter_styles import EXPORTER_PORT
@@ -296,14 +297,19 @@ def _blanks(samples: dict[str, list[Any]], wanted: set[str], publisher: str) -> 
     publishes them), "addon" (the Container Insights add-on publishes them, and its own exporter and fields are
     the add-on's)."""
     found: dict[str, list[str]] = {}
+    zeros = False  # a field whose 0 DCGM writes for "not supported" (blanks.UNREAD_AT_ZERO) read 0
     for name in sorted(wanted & set(samples)):
         for sample in samples[name]:
-            if is_blank(sample.value):
+            zero = name in UNREAD_AT_ZERO and sample.value == 0
+            if is_blank(sample.value) or zero:
+                zeros = zeros or zero
                 node = sample.labels.get("hostname") or sample.labels.get("Hostname")
                 found.setdefault(f"{node} {_device(sample)}" if node else _device(sample), []).append(name)
     if not found:
         return []
     listed = "; ".join(f"{gpu}: {', '.join(sorted(set(names)))}" for gpu, names in sorted(found.items()))
+    if zeros:  # said as what DCGM wrote: 0, not a blank
+        listed = f"{listed} (memory temperature at 0: DCGM's 'not supported' on GPUs without the sensor)"
     if publisher == "addon":
         return [Check(GROUP, "blank values", WARN, f"DCGM could not read (blank value published): {listed}",
                       "the Container Insights add-on publishes such readings as values (its configuration cannot "
@@ -316,6 +322,13 @@ def _blanks(samples: dict[str, list[Any]], wanted: set[str], publisher: str) -> 
                       "Grafana and the CloudWatch agent's OTel pipeline leave such readings out, so these GPUs show "
                       "no value for them; drop a field this GPU never reads from the counters CSV, or use a "
                       "dcgm-exporter that skips DCGM's blank values (2.x and later skip the named ones)")]
+    if zeros:  # the JSON path publishes every value; no declaration matches on one
+        return [Check(GROUP, "blank values", WARN, f"DCGM could not read (blank value published): {listed}",
+                      "Grafana leaves such readings out; agent.pipeline: classic publishes them to CloudWatch, whose "
+                      "widgets and alarms cannot tell memory temperature's 0 from a reading (a GPU writing it pulls "
+                      "means and minima down and fires a '<' alarm) nor a blank from one in alarms: agent.pipeline: "
+                      "otel drops both before they are published, or drop DCGM_FI_DEV_MEMORY_TEMP from the counters "
+                      "CSV of a fleet whose GPUs never read it")]
     return [Check(GROUP, "blank values", WARN, f"DCGM could not read (blank value published): {listed}",
                   "Grafana and the CloudWatch widgets leave such readings out, CloudWatch alarms cannot (a GPU "
                   "reading blank fires a '>' alarm and hides from a '<' one): use a dcgm-exporter that skips "

@@ -526,6 +526,23 @@ def test_verify_names_the_gpu_and_field_that_read_a_blank(reference):
     assert not [c for c in analyse(load_project(), clean, "blog") if c.name == "blank values"]
 
 
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_verify_names_the_gpu_writing_0_for_memory_temperature(project_dir, pipeline):
+    """An L4 writes 0 for memory temperature (DCGM #311), an H100 beside it 45: verify names the L4 as unread, and on
+    agent.pipeline: classic says CloudWatch takes that 0 for a reading (the OTel pipeline drops it)."""
+    from generator.checks.exporter import analyse
+
+    payload = "# TYPE DCGM_FI_DEV_MEMORY_TEMP gauge\n" + "".join(
+        f'DCGM_FI_DEV_MEMORY_TEMP{{gpu="{i}",UUID="GPU-{i}",modelName="{model}",Hostname="n1"}} {v}\n'
+        for i, (model, v) in enumerate((("NVIDIA L4", "0"), ("NVIDIA H100 80GB HBM3", "45"))))
+    (check,) = [c for c in analyse(load_project(project_dir(f"agent:\n  pipeline: {pipeline}\n")), payload, "l4")
+                if c.name == "blank values"]
+    assert check.status == "warn"
+    assert check.detail == ("DCGM could not read (blank value published): n1 gpu 0: DCGM_FI_DEV_MEMORY_TEMP (memory "
+                            "temperature at 0: DCGM's 'not supported' on GPUs without the sensor)")
+    assert ("cannot tell memory temperature's 0 from a reading" in check.fix) == (pipeline == "classic")
+
+
 def test_lint_notes_each_alarm_a_blank_would_fool_on_the_json_path_only(project_dir):
     from generator.lint.runner import lint_project
 
