@@ -126,6 +126,14 @@ FIELD_LABELS = {
 }
 
 
+
+def successive_labels(name: str) -> tuple[str, ...]:
+    """A field's own labels whose series follow one another (FIELD_LABELS' "latest": the XID code): the series with the
+    GPU's newest reading is its value."""
+    own, how = FIELD_LABELS.get(name, ((), ""))
+    return own if how == "latest" else ()
+
+
 @dataclass(frozen=True)
 class Semantics:
     """What a field's readings mean, where the counters CSV's type or help text says otherwise: `kind`, the

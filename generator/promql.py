@@ -47,7 +47,7 @@ from .build_memo import BuildMemo
 from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, UNREAD_AT_ZERO, reading_floor, short
 from .exporter_styles import GENERATED_SUFFIX
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
-                      PER_PROCESS_FIELDS, Catalog, per_device_headroom)
+                      PER_PROCESS_FIELDS, Catalog, per_device_headroom, successive_labels)
 from .model import WORKLOAD_KEYS, Query
 from .names import COUNTER_GROUP, COUNTER_GROUPS
 from .promql_text import quoted, regex_literal
@@ -353,7 +353,10 @@ class _Device:
                 own = self._read(metric, False, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod, counting,
                                  served=True)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
-            return self._named_on(metric, extra, keep, slot, _unblanked(_either(tiers, slot), gauge))
+            read = _unblanked(_either(tiers, slot), gauge)
+            if successive_labels(metric) and not counting:  # the XID code: the GPU's newest code series alone
+                read = f"({read} and on ({_listed(slot)}) {self._newest_series(metric, any_pod, slot)})"
+            return self._named_on(metric, extra, keep, slot, read)
         if not self.shares or metric not in PER_PROCESS_FIELDS or own_share:
             return None
         scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge))
@@ -369,6 +372,17 @@ class _Device:
         if self.per_pod:
             return f"({scoped} * 0 + {matching} group_left () {device})"
         return f"({device} and {matching} {scoped})"
+
+    def _newest_series(self, metric: str, any_pod: list[str], slot: tuple[str, ...]) -> str:
+        """Of a field whose own labels' series follow one another (successive_labels: the XID code), each GPU instance's
+        series (`slot`, those labels among it) with the newest sample within the lookback (sample_time), whatever pod
+        or copy wrote it. The tiers choose per code: after 119 then 79, 119 stood beside 79 for the lookback where no
+        staleness marker ended it (a Prometheus restart), and the pod's line read the larger (test_xid_code_falls)."""
+        successive = successive_labels(metric)
+        times = identified(_raw(metric, self.unscoped, any_pod, sample_time(self.lookback, self.resolution)),
+                           self.labels)
+        gpu = _listed(name for name in slot if name not in successive)
+        return f"topk by ({gpu}) (1, max by ({_listed(slot)}) ({times}))"
 
     def _shares_added(self, copies: str, group: tuple[str, ...], slot: tuple[str, ...], device: str,
                       current: tuple[str, str] | None = None) -> str:
@@ -2780,7 +2794,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                                     for name in fields)
         return _across_own_labels(metric, catalog, merge, merge.one_copy(
             how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields), blanks, late_only(fields),
-            late_blanks, _successive(metric, catalog)))
+            late_blanks, successive_labels(metric)))
     if metric not in MIG_UNSUPPORTED:
         # a counter's increase from the readings of all its copies, its rate per node its copies name (then the highest)
         copies = merge.physical("{0}", own_labels, not as_increase) if counter else None
@@ -2854,7 +2868,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             return merge.one_copy(how, (series,), _own_labels(name, catalog), choose((name,), (more,)),
                                   tuple(f"{fresh}{scale}" for fresh in fresh_only((name,), (more,))),
                                   late=late_only((name,), (more,), scale), blanks=blanks, late_blanks=late_blanks,
-                                  successive=_successive(name, catalog))
+                                  successive=successive_labels(name))
         return merge(how, series, _own_labels(name, catalog))
     if substitute is None or kind == "whole":
         return merged(metric, how, own, f'{MIG_INSTANCE_LABEL}=""')
@@ -3022,13 +3036,6 @@ def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str
     labels = [label for label in (field.own_labels if field else ()) if label not in merge.kept]
     how = "max" if field is not None and field.across_own_labels == "latest" else field and field.across_own_labels
     return f"{how} without ({', '.join(labels)}) ({series})" if labels else series
-
-
-def _successive(metric: str, catalog: Catalog) -> tuple[str, ...]:
-    """A field's own labels whose series follow one another (the XID code: FIELD_LABELS' "latest"): the series with
-    the GPU's newest reading is its value, chosen as a copy is (one_copy's `successive`)."""
-    field = catalog.get(metric) if metric in catalog else None
-    return field.own_labels if field is not None and field.across_own_labels == "latest" else ()
 
 
 GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mean over the window

@@ -72,9 +72,6 @@ def test_a_node_shows_the_latest_code_when_the_code_falls(prometheus, grouped):
     assert shown == {k: {"n1": _code_at(k)[0]} for k in range(36, 48)}
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="a panel per pod reads a GPU's err_code series apart and takes the largest in the pod "
-                   "look-back: after 119, code 79 shows as 119 for 90 s where no staleness marker ends the old series")
 def test_a_pod_shows_the_latest_code_when_the_code_falls(prometheus, grouped):
     server, start = prometheus
     shown = {k: _grouped_at(server, grouped, "XID code by pod", start + OFFSET + k * STEP + 1) for k in range(36, 48)}
