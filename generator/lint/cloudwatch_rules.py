@@ -12,6 +12,7 @@ from functools import cache
 from typing import Any, Callable, Iterable, Iterator
 
 from ..artifacts import AlarmRequest, CloudWatchDashboard
+from ..blanks import UNREAD_AT_ZERO
 from ..catalog import MIG_UNSUPPORTED, PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
                                 UNUSED_SHARE, OTEL_GAP_EITHER, dimension_sets, gap_said, is_query, level_of,
@@ -516,6 +517,8 @@ def insights_window(subject: LintInput) -> Iterable[Finding]:
 
 _BLANK_EFFECT = {"GreaterThanThreshold": "fires for it", "GreaterThanOrEqualToThreshold": "fires for it",
                  "LessThanThreshold": "never fires for it", "LessThanOrEqualToThreshold": "never fires for it"}
+# what a field's 0 that stands for "not supported" (blanks.UNREAD_AT_ZERO) does where the blank does the above
+_ZERO_EFFECT = {"fires for it": "is read at 0, below every level", "never fires for it": "fires for it"}
 
 
 def _blank_fields(subject: LintInput) -> tuple[str, Callable[[str], str | None], str] | None:
@@ -564,9 +567,12 @@ def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
         effect = _BLANK_EFFECT.get(str(request.get("ComparisonOperator")))
         if not names or effect is None or field_of(names[0]) is None:
             continue
+        field = field_of(names[0])
+        zero = (f"; one whose exporter writes 0 for it (DCGM's 'not supported' on GPUs without the sensor) "
+                f"{_ZERO_EFFECT[effect]}") if field in UNREAD_AT_ZERO else ""
         yield Finding("AL010", "note", _alarm_where(item),
                       f"a GPU whose exporter reports DCGM's blank value (about 9.2e18, 'not supported') for "
-                      f"{field_of(names[0])} {effect}: {why}, and a GROUP BY alarm takes no metric math; "
+                      f"{field} {effect}{zero}: {why}, and a GROUP BY alarm takes no metric math; "
                       f"`gpudash verify` names such GPUs")
 
 

@@ -543,6 +543,24 @@ def test_verify_names_the_gpu_writing_0_for_memory_temperature(project_dir, pipe
     assert ("cannot tell memory temperature's 0 from a reading" in check.fix) == (pipeline == "classic")
 
 
+def test_lint_notes_what_memory_temperatures_unsupported_0_does_to_an_alarm_on_the_json_path(tmp_path):
+    """agent.pipeline: classic publishes the 0 DCGM writes for memory temperature on GPUs without the sensor: a '<'
+    alarm fires for such a GPU, a '>' one reads it at 0 (AL010 says it beside the blank's effect)."""
+    from generator.lint.runner import lint_project
+    from tests.integration.test_memory_temp_unsupported_zero import ALARMS
+    from tests.support.projects import defined_project
+
+    project = defined_project(tmp_path, "agent:\n  pipeline: classic\n", alarms=ALARMS,
+                              dashboards="def dashboards(ctx):\n    return []\n")
+    notes = {f.where.rsplit(" ", 1)[-1]: f.message for f in lint_project(project) if f.rule == "AL010"}
+    cold = [m for w, m in notes.items() if "-memory-cold" in w]
+    hot = [m for w, m in notes.items() if "-memory-hot" in w]
+    assert cold and all("writes 0 for it (DCGM's 'not supported' on GPUs without the sensor) fires for it" in m
+                        for m in cold)
+    assert hot and all("writes 0 for it (DCGM's 'not supported' on GPUs without the sensor) is read at 0" in m
+                       for m in hot)
+
+
 def test_lint_notes_each_alarm_a_blank_would_fool_on_the_json_path_only(project_dir):
     from generator.lint.runner import lint_project
 
