@@ -303,9 +303,12 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                    f"old logical id to the new one), or delete and re-create it", err=True)
     for region, count in insights_alarm_counts(requests).items():
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
+            listed = " (each pod of alarms.static_pods has one per cluster for a rule judging each GPU it holds: " \
+                     "fewer static pods, or alarms.per_pod: group_by)" if project.settings.alarms.static_pods \
+                and project.settings.alarms.per_pod == "static" else ""
             click.echo(f"warning: {count} Metrics Insights alarms in {region} exceed the default quota of "
                        f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region; ask for an increase or use fewer clusters per "
-                       f"Region", err=True)
+                       f"Region{listed}", err=True)
     if output == "json":
         click.echo(json.dumps({"out": str(target), "files": sorted(files)}, indent=2))
     else:

@@ -910,8 +910,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = replace(result, notes=result.notes + ((NAMED_EXTREME,) if alarm else (NAMED_EXTREME_LINE,)))
     elif layout.blanks and query.per_pod and query.aggregation in ("avg", "sum") and not alarm:
         result = replace(result, notes=result.notes + (NAMED_MEAN_LINE,))
-    if blank_weighed(query, result, settings, layout, alarm) and (pod_gpus or not alarm):  # (a static per-pod alarm
-        # says it pools a pod's GPUs, STATIC_POD_MEAN; a rule's MIG alarm reads instances)
+    if blank_weighed(query, result, settings, layout, alarm) and (pod_gpus or not alarm):  # (not a static per-pod
+        # alarm's classic metric, nor a rule's MIG alarm, which reads instances)
         result = replace(result, notes=result.notes + (BLANK_WEIGHED,))  # the agent drops a blank: no reading
     if not alarm and query.aggregation == "max" and largest_state(query, catalog) \
             and period > layout.interval(settings):

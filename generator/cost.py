@@ -795,12 +795,14 @@ def _dashboards_shown(project: Project, fleet: Fleet, dashboards: Sequence[Cloud
 def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> tuple[list[Line], int]:
     from .cloudwatch_query import Unsupported
     from .container_insights import enabled
-    from .render.alarms import alarm_forms, made_parts
+    from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, alarm_forms, made_parts
 
     settings = project.settings
     insights_rate = _price(prices, "metrics_insights_alarm_metric_month")
     cluster_analyzed, cluster_alarms, per_pod_alarms, per_pod_analyzed, static_rules, math_alarms = 0.0, 0, 0, 0, 0, 0
     per_pod_rules, fleet_rules, agent_alarms, per_pod_gpu_rules = 0, 0, 0, 0
+    # static per-pod rules judging each GPU of a pod: a Metrics Insights alarm per listed pod, analyzing its GPUs
+    pod_rules, pod_analyzed = 0, 0
     # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (its "mig" form); it
     # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
     mig_alarms, per_node = 0, False
@@ -816,6 +818,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
             continue  # generate refuses it with its file and line
         kinds = {form.kind for forms, _, _ in parts for form in forms}
         static_rules += "static" in kinds
+        pod_rules += "pod" in kinds
         for forms, clusters, members in parts:
             made = 1 if alarm.scope == "fleet" else clusters  # alarms per form: one per Region, or per cluster
             for form in forms:
@@ -827,6 +830,8 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                     mig_alarms += made
                 elif form.kind == "static":
                     continue
+                elif form.kind == "pod":  # each pod's alarm analyzes the GPUs it holds: every pod GPU, once
+                    pod_analyzed += _analyzed(form.plan.dims, project, kind_of[id(members)]) * clusters
                 elif alarm.per_pod:  # every pod of the part a contributor, in one alarm per cluster or Region
                     per_pod_alarms += made
                     # the fleet's pods, or the GPU instances they hold (an upper bound, as the custom metrics count
@@ -887,7 +892,17 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         lines.append(Line("per-pod alarms (static, one per pod)", static_alarms, rate, (static_alarms - free) * rate,
                           f"{static_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
                           f"need an apply" + (f"; {free:,.0f} free (the free tier's alarm metrics)" if free else "")))
-    return lines, cluster_alarms + math_alarms + agent_alarms + per_pod_alarms + static_alarms + mig_alarms
+    pod_alarms = pod_rules * fleet.pods
+    if pod_rules:
+        lines.append(Line("per-pod alarms (static, Metrics Insights, one per pod)", pod_analyzed, insights_rate,
+                          pod_analyzed * insights_rate,
+                          f"{pod_rules} rule{'s' if pod_rules != 1 else ''} judging each GPU a pod holds x "
+                          f"{fleet.pods:,} pods = {pod_alarms:,} alarms, each GPU of its pod a contributor (every pod's "
+                          f"GPU, {fleet.held_copies:,}, {HELD_PAIRS}); each counts toward the "
+                          f"{METRICS_INSIGHTS_ALARM_QUOTA} Metrics Insights alarms of its Region; {fleet.churn:,} new "
+                          f"pods a month each need an apply"))
+    return lines, cluster_alarms + math_alarms + agent_alarms + per_pod_alarms + static_alarms + mig_alarms + \
+        pod_alarms
 
 
 def _fleet_share(fleet: Fleet, settings, clusters) -> int:

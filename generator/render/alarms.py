@@ -26,7 +26,8 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 instance_contributors,
                                 LEVEL_WORDS, gap_kind, level_plan, otel_gap, reads_gap_growth, unused_plan,
                                 NoMigInstances, Unsupported, dimension_for, gpu_dimensions, mig_only_set, number,
-                                pod_dimensions, pod_gpu_dimensions, scrape_seconds)
+                                pod_dimensions, pod_gpu_dimensions, quote_identifier, quote_string,
+                                scrape_seconds)
 from .. import data_missing, stopped_gpus
 from ..container_insights_table import NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import (ALARM_BLANKS, ALARM_MIG_ONE_INSTANCE, ALARM_MIG_ONE_INSTANCE_SHORT,
@@ -291,18 +292,20 @@ def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
     return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
 
 
-STATIC_POD_MEAN = ("A static per-pod alarm names the pod, not its GPUs: it judges the pod's readings over all its "
-                   "GPUs, so a pod that uses one of several GPUs does not alarm for the others (alarms.per_pod: "
-                   "group_by judges each GPU).")
+def judges_pod_gpus(alarm: Alarm, settings: Settings) -> bool:
+    """The rule judges each GPU a pod holds on its own (the idle rule: a pod using one of its two GPUs alarms for the
+    other). A classic alarm names every dimension value of its one metric, and the GPUs a pod will hold are not known
+    when it is made: its static per-pod form is a Metrics Insights alarm on the pod, each of its GPUs a contributor
+    (Form kind "pod"), not a classic alarm on the pod's mean over its GPUs (which a pod busy on one GPU and idle on
+    the other reads 50 %: never idle, where the rule fires)."""
+    query = cloudwatch_condition(alarm, settings).query
+    return query.per_pod and "gpu" in query.by
 
 
 def static_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
-    """The query of a static per-pod alarm (alarms.per_pod: static): one pod's series, named ahead. The GPUs a pod
-    will hold cannot be named ahead: a rule judged per GPU of a pod is judged over the pod's GPUs there
-    (STATIC_POD_MEAN says so in the alarm's description)."""
+    """The query of a static per-pod alarm (alarms.per_pod: static) on a classic metric: one pod's series, named
+    ahead (a rule judging each GPU of a pod is not one: judges_pod_gpus)."""
     query = cloudwatch_condition(alarm, settings).query
-    if query.per_pod and "gpu" in query.by:
-        query = replace(query, by=tuple(k for k in query.by if k not in ("node", "gpu")))
     return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True, pod_gpus=False)
 
 
@@ -560,6 +563,8 @@ def mig_unseen(alarm: Alarm, catalog: Catalog, settings: Settings, forms: tuple[
     if "static" in kinds:
         return "a static per-pod alarm cannot name a MIG instance's profile ahead; alarms.per_pod: group_by watches " \
                "MIG pods too"
+    if "pod" in kinds:
+        return "a static per-pod alarm judges the pod's whole GPUs only; alarms.per_pod: group_by watches MIG pods too"
     if "insights" in kinds:
         try:
             mig_plan(alarm, catalog, settings)
@@ -775,7 +780,8 @@ class Form:
     """One kind of CloudWatch alarm a rule makes (per cluster; per Region for a fleet-scope rule)."""
 
     kind: str  # "insights": its Metrics Insights alarm; "mig": the second one, on MIG instances (mig_plan);
-    # "static": one classic alarm per alarms.static_pods entry; "math": the data-missing metric-math alarm;
+    # "static": one classic alarm per alarms.static_pods entry; "pod": one Metrics Insights alarm per entry, each GPU
+    # the pod holds a contributor (judges_pod_gpus); "math": the data-missing metric-math alarm;
     # "second": the data-missing rule's GROUP BY alarm per node or GPU (second_plan)
     plan: Plan
     stand_in: str = ""  # "mig": the field that stands in on MIG instances
@@ -818,6 +824,8 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     if alarm.absent:
         return Form("math", plan_), Form("second", second_plan(alarm, settings))
     if static_per_pod(alarm, per_pod or settings.alarms.per_pod):
+        if judges_pod_gpus(alarm, settings):  # each GPU of the pod a contributor, as the rule judges it
+            return (Form("pod", plan_),)
         return (Form("static", static_plan(alarm, catalog, settings)),)
     try:
         mig = mig_plan(alarm, catalog, settings)
@@ -1073,7 +1081,6 @@ SHORT = {COPIES_COUNTED: "a MIG or shared GPU counts, adds and weighs once per i
                                 "and counted once per pod sharing a GPU (lint AL013, AL015)",
          CLASSIC_COUNTER_ALARM_ONE_SERIES: "an increase is missed across a failed scrape, an agent restart or a change "
                                            "of pods (lint AL015)",
-         STATIC_POD_MEAN: "A static per-pod alarm judges the pod's readings over all its GPUs, not each GPU.",
          PER_PROCESS_COPIES_ADDED_ALARM: "before dcgm-exporter 4.5.3 a GPU k pods share adds k times (lint AL019)",
          COUNT_MOST: _COUNT_MOST_SHORT,
          COUNT_MOST_ONE_SCRAPE: _COUNT_MOST_SHORT,
@@ -1180,16 +1187,31 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
     description = _description(alarm, *notes, *([Note(said, sentence=True)] if said else []))
     before, after = plan_.around_cluster(settings, order, rank=rank)
 
-    def request(cluster: Cluster | None, apart: tuple[str, ...] = ()) -> dict[str, Any]:
-        result = _common(alarm, settings, alarm_name(settings, cluster, alarm, mig=mig, whole=whole), description)
+    def request(cluster: Cluster | None, apart: tuple[str, ...] = (), pod: tuple[str, str] | None = None) \
+            -> dict[str, Any]:
+        """`pod`: (namespace, pod) of an alarms.static_pods entry, whose alarm (Form kind "pod") reads its series
+        alone, named for it."""
+        result = _common(alarm, settings, alarm_name(settings, cluster, alarm, pod, mig=mig, whole=whole),
+                         description)
         result["Threshold"] = threshold
         result["ComparisonOperator"] = COMPARISON_OPERATORS[comparison]
         left_out = left_out_by_name(plan_.dims, apart, whole)
-        result["Metrics"] = [{"Id": "q1", "Expression": before + plan_.cluster_filter(cluster, left_out) + after,
+        where = plan_.cluster_filter(cluster, left_out)
+        if pod is not None:
+            where += _pod_filter(pod, settings, joined=bool(where))
+        result["Metrics"] = [{"Id": "q1", "Expression": before + where + after,
                               "Period": alarm.period_seconds, "ReturnData": True, "Label": label}]
         return result
 
     return request
+
+
+def _pod_filter(pod: tuple[str, str], settings: Settings, joined: bool) -> str:
+    """A query's filter on one pod (namespace, pod), after its cluster filter (`joined`) or alone: the dimension names
+    the agent publishes the workload's namespace and pod under."""
+    terms = " AND ".join(f"{quote_identifier(dimension_for(key, settings))} = {quote_string(value)}"
+                         for key, value in zip(("namespace", "pod"), pod))
+    return (" AND " if joined else " WHERE ") + terms
 
 
 def left_out_by_name(dims: tuple[str, ...], apart: tuple[str, ...], whole: bool) -> tuple[str, ...]:
@@ -1245,9 +1267,7 @@ def _static_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
                              hint="leave Namespace out of cloudwatch.dimensions, or use alarms.per_pod: group_by (its "
                                   "query reads every Namespace)")
         if not described:
-            pooled = [Note(STATIC_POD_MEAN, SHORT[STATIC_POD_MEAN], sentence=True)] \
-                if plan_ != alarm_plan(alarm, catalog, settings) else []
-            described.append((_description(alarm, *_plan_notes(alarm, catalog, settings, plan_, unseen), *pooled),
+            described.append((_description(alarm, *_plan_notes(alarm, catalog, settings, plan_, unseen)),
                               _threshold(alarm, plan_, settings),
                               STATISTICS[{v: k for k, v in MI_FUNCTIONS.items()}[plan_.function]]))
         description, threshold, statistic = described[0]
@@ -1480,14 +1500,17 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
     # MIG GPUs unseen where GPUs may be split (lint AL012): the alarm's own description says so too, to whoever
     # reads it in the console
     unseen = MIG_UNSEEN if not addon_source(settings) and mig_unseen(alarm, catalog, settings, forms) else ""
+    if forms[0].kind in ("static", "pod") and addon_source(settings):
+        raise InputError(f"alarm {alarm.id!r}: alarms.per_pod: static needs each pod's owner name, "
+                         "which the Container Insights add-on publishes with the pod (PodName)",
+                         where=alarm.defined_at, hint="use alarms.per_pod: group_by with "
+                         "cloudwatch.source: container-insights")
     if forms[0].kind == "static":
-        if addon_source(settings):
-            raise InputError(f"alarm {alarm.id!r}: alarms.per_pod: static needs each pod's owner name, "
-                             "which the Container Insights add-on publishes with the pod (PodName)",
-                             where=alarm.defined_at, hint="use alarms.per_pod: group_by with "
-                             "cloudwatch.source: container-insights")
         static = _static_requests(alarm, catalog, settings, unseen)
         return each([lambda c, entry=entry: static(c, entry) for entry in settings.alarms.static_pods])
+    if forms[0].kind == "pod":  # a Metrics Insights alarm per listed pod, each GPU it holds a contributor
+        listed = _insights_requests(alarm, catalog, settings, forms[0], unseen)
+        return each([lambda c, entry=entry: listed(c, pod=static_pod(entry)) for entry in settings.alarms.static_pods])
     whole = bool(apart) and settings.no_mig
     said = ""  # where the rule's two alarms in the Region judge its clusters apart, whose each judges
     if apart:
@@ -1966,8 +1989,9 @@ def range_extra(alarm: Alarm, settings: Settings) -> int:
     RANGE_EXTRA_PERIODS, cut where an alarm on a Metrics Insights query would read past the latest 3 hours of data it
     can use ("Only the latest 3 hours of data can be used for evaluating the alarm's conditions", alarm-limits.html;
     ALARM_WINDOW_SECONDS): 36 periods of 5 minutes (thresholds.idle_minutes: 180) hold none more, 35 one. A static
-    per-pod alarm watches one metric, with no such cut (tests/integration/test_evaluation_range_three_hours.py)."""
-    if static_per_pod(alarm, settings.alarms.per_pod):
+    per-pod alarm on a classic metric watches one metric, with no such cut
+    (tests/integration/test_evaluation_range_three_hours.py)."""
+    if static_per_pod(alarm, settings.alarms.per_pod) and not judges_pod_gpus(alarm, settings):
         return RANGE_EXTRA_PERIODS
     readable = ALARM_WINDOW_SECONDS // alarm.period_seconds - alarm.evaluation_periods
     return max(0, min(RANGE_EXTRA_PERIODS, readable))

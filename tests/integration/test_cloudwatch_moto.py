@@ -87,11 +87,22 @@ def test_static_per_pod_alarms_name_each_pod(cloudwatch, project_dir):
     # The same pod name in two namespaces is two pods, two alarms.
     assert set(idle) == {"gpudash-gpu-cluster-gpu-idle-warning-ml-train-0",
                          "gpudash-gpu-cluster-gpu-idle-warning-research-train-0"}
+    # the idle rule judges each GPU of the pod: a Metrics Insights query on the pod, each GPU a contributor
     request = idle["gpudash-gpu-cluster-gpu-idle-warning-research-train-0"]
-    assert request["MetricName"] == "DCGM_FI_DEV_GPU_UTIL" and request["Statistic"] == "Average"
+    assert [m["Expression"] for m in request["Metrics"]] == [
+        'SELECT AVG("DCGM_FI_DEV_GPU_UTIL") FROM SCHEMA("ContainerInsights/Prometheus", "ClusterName", "namespace", '
+        '"pod", "gpu") WHERE "ClusterName" = \'gpu-cluster\' AND "namespace" = \'research\' AND "pod" = \'train-0\' '
+        'GROUP BY "namespace", "pod", "gpu" ORDER BY AVG() ASC']
+    assert request["AlarmActions"] == ["arn:aws:sns:us-east-1:123456789012:gpu-warnings"]
+    cloudwatch.put_metric_alarm(**request)
+    (alarm,) = cloudwatch.describe_alarms(AlarmNames=[request["AlarmName"]])["MetricAlarms"]
+    assert alarm["Metrics"][0]["Expression"] == request["Metrics"][0]["Expression"]
+    # the framebuffer rule judges the pod's least free memory: a classic alarm on the pod's metric
+    (request,) = [r["Request"] for r in requests
+                  if r["Request"]["AlarmName"] == "gpudash-gpu-cluster-framebuffer-full-warning-research-train-0"]
+    assert request["MetricName"] == "DCGM_FI_DEV_FB_FREE" and request["Statistic"] == "Minimum"
     assert request["Dimensions"] == [{"Name": "ClusterName", "Value": "gpu-cluster"},
                                      {"Name": "namespace", "Value": "research"}, {"Name": "pod", "Value": "train-0"}]
-    assert request["AlarmActions"] == ["arn:aws:sns:us-east-1:123456789012:gpu-warnings"]
     cloudwatch.put_metric_alarm(**request)
     (alarm,) = cloudwatch.describe_alarms(AlarmNames=[request["AlarmName"]])["MetricAlarms"]
     assert sorted(alarm["Dimensions"], key=lambda d: d["Name"]) == sorted(request["Dimensions"], key=lambda d: d["Name"])

@@ -184,7 +184,8 @@ def test_a_user_alarm_with_every_note_keeps_its_runbook_and_the_mig_note_first()
                  alarm_render.COPIES_COUNTED, alarm_render.NAMED_SHARE, alarm_render.ALARM_MIG_ONE_INSTANCE)),
              Note("x" * 300),  # a note with no short form: only left out
              alarm_render.stale(alarm, bundled_project().catalog, bundled_project().settings),
-             Note(alarm_render.STATIC_POD_MEAN, alarm_render.SHORT[alarm_render.STATIC_POD_MEAN], sentence=True)]
+             Note("A note of a whole sentence, such as the clusters a fleet alarm judges, in its long form.",
+                  "A whole sentence, short.", sentence=True)]
     text = described(alarm, notes)
     shortened, left = _checked(alarm, notes, None, None, text)
     assert alarm_render.MIG_UNSEEN in text and shortened >= 2 and left >= 1, text

@@ -142,13 +142,15 @@ def test_pod_alarms_order_toward_the_threshold_and_see_each_pod(fleet):
 
 @pytest.mark.parametrize("labels", ["", "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"])
 def test_static_per_pod_alarms_compute_the_same_as_group_by(project_dir, labels):
-    """Whatever labels.* says about a Prometheus path, the agent's own job names the dimensions pod / namespace."""
+    """Whatever labels.* says about a Prometheus path, the agent's own job names the dimensions pod / namespace. The
+    idle alarm of a listed pod judges each GPU it holds, a contributor each (the pod's GPU 1 is idle)."""
     config = project_dir(labels + "alarms:\n  per_pod: static\n  static_pods: [ml/infer-1, research/train-0]\n")
     project = load_project(config)
     files = encode(build(project))
     requests = _alarms(files)
     datapoints = _run(files, project, only=requests.values())
-    assert _firing(requests["gpu-idle-warning-ml-infer-1"], datapoints) == {()}
+    assert _firing(requests["gpu-idle-warning-ml-infer-1"], datapoints) == {
+        (("namespace", "ml"), ("pod", "infer-1"), ("gpu", "1"))}
     assert _firing(requests["gpu-idle-warning-research-train-0"], datapoints) == set()
 
 

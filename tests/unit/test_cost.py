@@ -71,6 +71,20 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
     assert result["static"]["alarms"] == per_pod_rules * 500 + (cluster_rules + per_gpu + agent) * 2
 
 
+def test_the_static_idle_alarm_is_priced_per_gpu_of_its_pod_it_analyzes(project):
+    """With alarms.per_pod: static the idle rule (each GPU a pod holds judged on its own) is a Metrics Insights alarm
+    per pod, billed per metric it analyzes: the pod's GPUs, every pod GPU of the fleet once (as the GROUP BY alarm
+    analyzes them); the framebuffer rule stays a classic alarm per pod, one metric each."""
+    prices = load_prices()
+    result = cost.estimates(project, Fleet(clusters=2, pods=400, churn=0, gpus=600))
+    group_by, static = _lines(result), _lines(result, "static")
+    pods = static["per-pod alarms (static, Metrics Insights, one per pod)"]
+    assert pods["quantity"] == group_by["per-pod alarms (GROUP BY pod)"]["quantity"] - 400 == 600  # less framebuffer's
+    assert pods["unit_price"] == prices["rates"]["metrics_insights_alarm_metric_month"]["price"]
+    assert "1 rule judging each GPU a pod holds x 400 pods = 400 alarms" in pods["basis"]
+    assert static["per-pod alarms (static, one per pod)"]["quantity"] == 400
+
+
 def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, everything, project_dir):
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
     all_settings = everything

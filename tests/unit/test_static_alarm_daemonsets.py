@@ -2,8 +2,10 @@
 namespace as `Namespace` and the cluster's deployment style's `Service`. With exporter.more_daemonsets in another
 namespace, a pod on a GPU of that DaemonSet's exporter publishes under a Namespace its alarm does not name: generate
 refuses such a build. Each case runs the generated agent config through the agent model
-(tests/support/cloudwatch_agent.py) on the crafted fleet (ml/infer-1 holds an idle GPU of ip-10-0-1-2, whose
-exporter pod is the more_daemonsets DaemonSet's) and evaluates the generated alarm (tests/support/cloudwatch_eval.py).
+(tests/support/cloudwatch_agent.py) on the crafted fleet (ml/infer-1 holds an idle GPU of ip-10-0-1-2 whose memory
+is nearly full, and whose exporter pod is the more_daemonsets DaemonSet's) and evaluates the generated alarm
+(tests/support/cloudwatch_eval.py): the framebuffer-full alarm of the pod, a classic one (the idle alarm of a listed
+pod is a Metrics Insights alarm, which names no Namespace).
 """
 
 from __future__ import annotations
@@ -51,9 +53,9 @@ def _datapoints(files, project, chart_namespace: str):
                                    for k in range(-1, END // STEP) for node, labels in targets.items()])
 
 
-def _alarm(files, suffix: str) -> dict:
+def _alarm(files, suffix: str, rule: str = "framebuffer-full-warning") -> dict:
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                  if a["Request"]["AlarmName"] == f"gpudash-gpu-cluster-gpu-idle-warning{suffix}"]
+                  if a["Request"]["AlarmName"] == f"gpudash-gpu-cluster-{rule}{suffix}"]
     return request
 
 
@@ -78,7 +80,7 @@ def test_a_static_alarm_naming_namespace_is_refused_where_the_exporter_daemonset
 
 
 def test_what_the_refusal_guards_and_what_its_fixes_read(project_dir, monkeypatch):
-    """Forced past the refusal (the alarm built as if the cluster named the first DaemonSet only), infer-1's idle GPU
+    """Forced past the refusal (the alarm built as if the cluster named the first DaemonSet only), infer-1's full GPU
     never reaches its alarm: it stays out of ALARM. Either fix the refusal names reads it: Namespace left out of the
     per-pod set, or alarms.per_pod: group_by (one contributor per pod, every Namespace)."""
     more = "exporter:\n  more_daemonsets: [monitoring/dcgm-exporter]\n"
@@ -98,12 +100,12 @@ def test_what_the_refusal_guards_and_what_its_fixes_read(project_dir, monkeypatc
                       first_only(settings, cluster)[:1])
         subject = lint_input(project)
     found = [f for f in run([r for r in RULES if r.id == "AG001"], subject)
-             if "gpudash-gpu-cluster-gpu-idle-warning-ml-infer-1" in f.where]
+             if "gpudash-gpu-cluster-framebuffer-full-warning-ml-infer-1" in f.where]
     assert [(f.severity, f.message) for f in found] == [("error", (
         "reads Namespace=gpu-operator; the agent of gpu-cluster (k8s/cwagent-prometheus-config-gpu-cluster.yaml) "
         "publishes the pods of the exporter DaemonSet monitoring/dcgm-exporter (app=nvidia-dcgm-exporter) with "
         "Namespace=monitoring: the alarm reads nothing for a pod on their GPUs"))]
-    # what it misses: the pod's idle GPU is published under Namespace=monitoring, where the alarm would fire
+    # what it misses: the pod's full GPU is published under Namespace=monitoring, where the alarm would fire
     moved = {**request, "Dimensions": [{**d, "Value": "monitoring"} if d["Name"] == "Namespace" else d
                                        for d in request["Dimensions"]]}
     assert _states(moved, published) == {(): "ALARM"}
@@ -114,15 +116,15 @@ def test_what_the_refusal_guards_and_what_its_fixes_read(project_dir, monkeypatc
     assert _states(_alarm(files, "-ml-infer-1"), _datapoints(files, project, "monitoring")) == {(): "ALARM"}
     project = load_project(project_dir(more + WITH_NAMESPACE))
     files = encode(build(project))
-    firing = {key for key, state in _states(_alarm(files, ""), _datapoints(files, project, "monitoring")).items()
-              if state == "ALARM"}
+    firing = {key for key, state in _states(_alarm(files, "", "gpu-idle-warning"),
+                                            _datapoints(files, project, "monitoring")).items() if state == "ALARM"}
     assert (("namespace", "ml"), ("pod", "infer-1"), ("gpu", "1")) in firing, firing
 
 
 def test_a_chart_beside_the_operator_in_its_namespace_publishes_what_the_static_alarm_reads(project_dir):
     """The chart's DaemonSet in the operator's namespace, named in exporter.more_daemonsets: the agent keeps its pods by
     their owner and publishes them with the cluster's Namespace and Service, the values infer-1's static alarm names:
-    the alarm reads the pod's idle GPU."""
+    the alarm reads the pod's full GPU."""
     project = load_project(project_dir("exporter:\n  more_daemonsets: [dcgm-exporter]\n" + WITH_NAMESPACE + STATIC))
     files = encode(build(project))
     request = _alarm(files, "-ml-infer-1")
