@@ -11,7 +11,7 @@ from functools import lru_cache
 from ..promql_text import double_quoted
 
 _RE2_FLAGS = set("imsU-")
-_REPEAT = re.compile(r"\{(0|[1-9]\d*)(,(0|[1-9]\d*)?)?\}")  # Go reads `{01}` (a leading zero) as plain text
+REPEAT = re.compile(r"\{(0|[1-9]\d*)(,(0|[1-9]\d*)?)?\}")  # Go reads `{01}` (a leading zero) as plain text
 REPEAT_LIMIT = 1000  # Go's regexp: the most copies of one thing a repeat, or repeats nested, may ask for
 MAX_HEIGHT = 1000  # Go's regexp: the deepest parse tree it takes (checked in Go 1.19 as in Prometheus 2.42)
 RUST_NESTING = 100  # groups nested, or a parse tree, this deep or deeper may pass Rust's nesting limit (250 groups,
@@ -19,7 +19,7 @@ RUST_NESTING = 100  # groups nested, or a parse tree, this deep or deeper may pa
 # Go's escapes outside a class that are not one character: assertions, Perl classes (\p, \P and \Q apart)
 _GO_ASSERTIONS = set("AbBz")
 _GO_PERL_CLASSES = set("dDsSwW")
-_GO_POSIX_CLASSES = {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space",
+GO_POSIX_CLASSES = {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space",
                      "upper", "word", "xdigit"}
 # A group's opening other than `(`: flags (for the rest of the group, `)`, or for its own, `:`), or a name
 _GROUP_OPENING = re.compile(r"\(\?(?:([^:)<]*)([:)])|P?<[^>]*>)")
@@ -29,7 +29,7 @@ _UNICODE_CLASS = re.compile(r"\\[pP](?:\{(\^?)([^}]*)\}|(.))", re.DOTALL)
 # (Unicode 13: Prometheus 2.42) has them, and Any; the scripts of Unicode 14 and 15, which Go 1.21 added (so a
 # Prometheus built with an older Go, such as 2.42, refuses them). Rust's regex crate takes more names (Latn, Letter,
 # Alphabetic, gc=L), which Go refuses.
-_GO_CATEGORIES = frozenset("""
+GO_CATEGORIES = frozenset("""
     C Cc Cf Co Cs L Ll Lm Lo Lt Lu M Mc Me Mn N Nd Nl No P Pc Pd Pe Pf Pi Po Ps S Sc Sk Sm So Z Zl Zp Zs Any""".split())
 _GO_SCRIPTS = frozenset("""
     Adlam Ahom Anatolian_Hieroglyphs Arabic Armenian Avestan Balinese Bamum Bassa_Vah Batak Bengali Bhaiksuki
@@ -70,6 +70,19 @@ def regex_problem(regex: str, anchored: bool = True) -> str | None:
     return problem
 
 
+def _rust_flags(opening: str) -> str:
+    """A group of flags, `(?flags)` or `(?flags:`, as Rust reads what Go does: Go takes a flag written twice, set
+    and cleared too (`(?ii)`, `(?i-i)`: the last says), which Rust refuses; each flag is written once, as Go leaves it.
+    What Go refuses (a second `-`, nothing after `-`) is left as written, for Rust to refuse too. A name is as is."""
+    text = opening[2:-1]
+    if not opening.startswith("(?") or "<" in opening or text.count("-") > 1 or text.endswith("-"):
+        return opening
+    setting, _, clearing = text.partition("-")
+    cleared = set(clearing)
+    written = "".join(sorted(set(setting) - cleared)) + ("-" + "".join(sorted(cleared)) if cleared else "")
+    return f"(?{written}{opening[-1]}"
+
+
 def _unterminated_quote(regex: str) -> bool:
     """Whether a \\Q outside a class is left open (no \\E after it)."""
     at = 0
@@ -95,7 +108,7 @@ class _Refused(ValueError):
     """Go's regexp refuses the regex (the message says why)."""
 
 
-def _go_escape(regex: str, at: int) -> tuple[int, int]:
+def go_escape(regex: str, at: int) -> tuple[int, int]:
     """The character (code point) an escape at `at` stands for, as Go's parseEscape reads it, and where it ends."""
     if at + 1 >= len(regex):
         raise _Refused("trailing backslash at end of expression")
@@ -134,7 +147,7 @@ def _unicode_class(regex: str, at: int, inside: bool = False, newer: list | None
     name = found.group(2) if found.group(3) is None else found.group(3)
     if name in NEWER_SCRIPTS and newer is not None:
         newer.append(f"the Unicode script {name} (\\p{{{name}}})")
-    elif name not in _GO_CATEGORIES and name not in _GO_SCRIPTS and name not in NEWER_SCRIPTS:
+    elif name not in GO_CATEGORIES and name not in _GO_SCRIPTS and name not in NEWER_SCRIPTS:
         raise _Refused(f"invalid character class range: `{found.group()}`")
     return _class_for_rust(_UNICODE_STAND_IN, negated, inside), found.end()
 
@@ -161,7 +174,7 @@ def _go_class(regex: str, at: int, newer: list | None = None) -> tuple[str, int]
         if regex.startswith("[:", at) and regex.find(":]", at + 2) >= 0:
             close = regex.find(":]", at + 2)
             name = regex[at + 2:close].removeprefix("^")
-            if name not in _GO_POSIX_CLASSES:
+            if name not in GO_POSIX_CLASSES:
                 raise _Refused(f"invalid character class range: `{regex[at:close + 2]}`")
             out.append(regex[at:close + 2])
             at = close + 2
@@ -176,10 +189,10 @@ def _go_class(regex: str, at: int, newer: list | None = None) -> tuple[str, int]
             at += 2
             continue
         start = at
-        low, at = _go_escape(regex, at) if regex[at] == "\\" else (ord(regex[at]), at + 1)
+        low, at = go_escape(regex, at) if regex[at] == "\\" else (ord(regex[at]), at + 1)
         high = low
         if regex[at:at + 1] == "-" and at + 1 < len(regex) and regex[at + 1] != "]":
-            high, at = _go_escape(regex, at + 1) if regex[at + 1] == "\\" else (ord(regex[at + 1]), at + 2)
+            high, at = go_escape(regex, at + 1) if regex[at + 1] == "\\" else (ord(regex[at + 1]), at + 2)
             if high < low:
                 raise _Refused(f"invalid character class range: `{regex[start:at]}`")
         out.append(f"\\x{{{low:X}}}" + (f"-\\x{{{high:X}}}" if high != low else ""))
@@ -327,7 +340,7 @@ def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
 
     while at < len(regex):
         char = regex[at]
-        if char in "*+?" or char == "{" and _REPEAT.match(regex, at):
+        if char in "*+?" or char == "{" and REPEAT.match(regex, at):
             if last is None and not repeated:  # at the start, after `(` or `|` (a group of flags is no argument)
                 raise _Refused(f"missing argument to repetition operator: `{regex[at:at + 1]}`")
             if repeated == 1 and char == "?":
@@ -338,7 +351,7 @@ def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
                 repeated = 1
                 tree.repeat()
             if char == "{":
-                repeat = _REPEAT.match(regex, at)
+                repeat = REPEAT.match(regex, at)
                 counts = [int(n) for n in (repeat.group(1), repeat.group(3)) if n]
                 if max(counts) > REPEAT_LIMIT or len(counts) == 2 and counts[1] < counts[0]:
                     raise _Refused(f"invalid repeat count: `{repeat.group()}`")
@@ -360,7 +373,7 @@ def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
             if not set(opening.group(1)) <= _RE2_FLAGS:
                 raise _Refused(f"invalid or unsupported Perl syntax: `{opening.group()[:-1]}`")
             if opening.group(2) == ")":  # flags for the rest of the group, no atom: `(?)` sets none (Rust refuses it)
-                flags_after += opening.group() if opening.group(1) else ""
+                flags_after += _rust_flags(opening.group()) if opening.group(1) else ""
                 at = opening.end()
                 continue
         rust.append(flags_after)
@@ -369,7 +382,7 @@ def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
             atom()
             groups.append(most)
             most, last = 1, None
-            group_open = opening.group() if opening else "("
+            group_open = _rust_flags(opening.group()) if opening else "("
             tree.open(opening is None or opening.group(1) is None)
             deepest = max(deepest, len(groups))
             at += len(group_open)
@@ -402,7 +415,7 @@ def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
             elif following and following in _GO_ASSERTIONS:
                 text, at, kind = regex[at:at + 2], at + 2, "other"
             else:
-                code, at = _go_escape(regex, at)
+                code, at = go_escape(regex, at)
                 text, kind = f"\\x{{{code:X}}}", "lit"
             rust.append(text)
             atom(kind=kind)

@@ -348,6 +348,9 @@ MATCHER_REGEXES = [
     ("[\\d-z]", True),  # Go: \d, - and z; Rust: a range from a class
     ("\\p{^Greek}", True),  # Go's negation in braces
     ("(?)gpu", True),  # Go takes an empty flag group
+    ("(?ii)gpu", True),  # Go takes a flag written twice, Rust refuses it
+    ("(?i-i)gpu", True),  # set then cleared: cleared
+    ("(?i-)gpu", False),  # nothing after the `-`
     (".^(?i){2}", True),  # Go repeats the atom before a flag group
     ("a{263a}", True),  # a brace that opens no repeat is plain text in Go; Rust refuses it
     ("g)(h", False),  # Prometheus compiles the regex unanchored too (anchored it would balance)
