@@ -31,6 +31,7 @@ from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
 from .go_regex import newer_syntax, regex_problem
+from .go_regex_python import go_compiled, go_readable, unreadable
 from .label_matchers import PLACEHOLDER, judged, matchers as label_matchers
 from .grafana_rules import panel_place, queries
 from .promql_checks import check_parses, newer_regex_syntax, query_selectors
@@ -109,7 +110,8 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         agent = subject.agent(cluster)
         if agent is None or agent.otel is None:
             continue
-        selectors = [re.compile(p) for d in _declarations(subject, cluster) for p in d.get("metric_selectors") or []]
+        selectors = [go_readable(p) for d in _declarations(subject, cluster) for p in d.get("metric_selectors") or []]
+        selectors = [p for p in selectors if p is not None]  # (PR005 says which Go refuses)
         published = [m.name for m in subject.catalog if any(p.search(m.name) for p in selectors)]
         filtered = ((agent.otel.get("processors") or {}).get(FILTER) or {}).get("metrics", {}).get("datapoint") or []
         # (a node's total of a field whose copies the agent merges is made after the filter: no condition)
@@ -246,11 +248,11 @@ def _passes_every_point(declaration: dict[str, Any], dims: Iterable[str], job: s
     return judged({"label_matchers": label_matchers(declaration)}, fixed, [*dims, *always], others_set=True)[0]
 
 
-def _carried_by_every_point(patterns: list[re.Pattern[str]]) -> tuple[str, ...]:
-    """The labels every point of the metrics `patterns` select carries: those every exporter writes on each series
-    (EVERY_GPU) where each pattern plainly selects DCGM fields alone (it begins `^DCGM_`, as gpudash writes them);
+def _carried_by_every_point(selectors: list[str]) -> tuple[str, ...]:
+    """The labels every point of the metrics `selectors` select carries: those every exporter writes on each series
+    (EVERY_GPU) where each selector plainly selects DCGM fields alone (it begins `^DCGM_`, as gpudash writes them);
     none where one may also select the scrape's own series (up, scrape_*) or kube-state-metrics' counts."""
-    return EVERY_GPU if patterns and all(p.pattern.startswith("^DCGM_") for p in patterns) else ()
+    return EVERY_GPU if selectors and all(s.startswith("^DCGM_") for s in selectors) else ()
 
 
 def _published(declarations: list[dict[str, Any]], job: str, every_job: bool = False, marks: Collection[str] = (),
@@ -266,7 +268,7 @@ def _published(declarations: list[dict[str, Any]], job: str, every_job: bool = F
         if not (sources or every_job) or not declaration.get("metric_selectors"):
             continue
         try:
-            patterns = [re.compile(p) for p in declaration["metric_selectors"]]
+            patterns = [go_compiled(p) for p in declaration["metric_selectors"]]
         except re.error:
             continue
         for dims in declaration.get("dimensions") or []:
@@ -274,7 +276,7 @@ def _published(declarations: list[dict[str, Any]], job: str, every_job: bool = F
                 continue
             if not matched or set(dims) & set(marks) or \
                     _passes_every_point(declaration, dims, None if every_job else job, marks, cluster,
-                                        _carried_by_every_point(patterns)):
+                                        _carried_by_every_point(declaration["metric_selectors"])):
                 result.append((patterns, frozenset(dims)))
     return result
 
@@ -618,7 +620,7 @@ def _selection(subject: LintInput, selectors: list[Any]) -> tuple[str, ...] | No
         return subject.held[key]
     try:
         found: tuple[str, ...] | None = tuple(m.name for m in subject.catalog
-                                              if any(re.search(p, m.name) for p in selectors))
+                                              if any(go_compiled(p).search(m.name) for p in selectors))
     except re.error:
         found = None
     if key is not None:
@@ -743,8 +745,9 @@ def _copies_published(subject: LintInput) -> Iterable[Finding]:
         for declaration in exporter.get("metric_declarations") or []:
             selectors = declaration.get("metric_name_selectors") or []
             names = _selection(subject, selectors)
-            if names is None:  # a selector that does not compile (PR005): raised as before
-                names = [m.name for m in subject.catalog if any(re.search(p, m.name) for p in selectors)]
+            if names is None:  # a selector that does not compile (PR005): the others' names
+                names = [m.name for m in subject.catalog if any(p is not None and p.search(m.name) for p in
+                                                                map(go_readable, selectors))]
             for dims in declaration.get("dimensions") or []:
                 mark = next((d for d in dims if d == UNUSED_SHARE[0] or level_of((d,))), None)
                 for name in names if mark else []:
@@ -956,7 +959,7 @@ def _cluster_names_kept(subject: LintInput) -> Iterable[Finding]:
                 rule = {k: unescaped(v) if isinstance(v, str) else v for k, v in rule.items()}
                 action = str(rule.get("action", "replace")).lower()
                 try:
-                    named = re.fullmatch(str(rule.get("regex", "(.*)")), CLUSTER_DIMENSION) is not None
+                    named = go_compiled(str(rule.get("regex", "(.*)"))).fullmatch(CLUSTER_DIMENSION) is not None
                 except re.error:
                     continue  # PR005 says the regex does not compile
                 if (action == "labeldrop" and named) or (action == "labelkeep" and not named):
@@ -975,7 +978,7 @@ def _cluster_names_kept(subject: LintInput) -> Iterable[Finding]:
 def _selects_ksm(declaration: dict[str, Any]) -> bool:
     """Whether a declaration's metric selectors select kube-state-metrics' DaemonSet counts."""
     try:
-        return any(re.search(selector, metric) for selector in declaration.get("metric_selectors") or []
+        return any(go_compiled(selector).search(metric) for selector in declaration.get("metric_selectors") or []
                    for metric in KSM_METRICS)
     except (re.error, TypeError):
         return False
@@ -1072,7 +1075,7 @@ def _relabeled_target(labels: dict[str, str], rules: list[dict[str, Any]]) -> di
             continue
         value = rule.get("separator", ";").join(labels.get(name, "") for name in rule.get("source_labels") or [])
         try:
-            matched = re.fullmatch(rule.get("regex", "(.*)"), value)
+            matched = go_compiled(rule.get("regex", "(.*)"), groups=True).fullmatch(value)
         except re.error:
             continue
         if action != "replace":
@@ -1091,11 +1094,18 @@ def _relabeled_target(labels: dict[str, str], rules: list[dict[str, Any]]) -> di
     return labels
 
 
+def _fullmatch(regex: str, text: str) -> bool:
+    """A relabel regex (Go's, anchored) matches the whole text; one Go refuses, or lint cannot read, matches none
+    (PR005 says which)."""
+    pattern = go_readable(regex)
+    return pattern is not None and pattern.fullmatch(text) is not None
+
+
 def _whole_gpus_get_an_instance(job: dict[str, Any]) -> bool:
     """The job's metric_relabel_configs set GPU_I_ID where the exporter left it empty (a whole GPU)."""
     return any(rule.get("action", "replace") == "replace" and rule.get("target_label") == MIG_INSTANCE_LABEL
                and rule.get("source_labels") == [MIG_INSTANCE_LABEL] and rule.get("replacement")
-               and re.fullmatch(rule.get("regex", "(.*)"), "") for rule in job.get("metric_relabel_configs", []))
+               and _fullmatch(rule.get("regex", "(.*)"), "") for rule in job.get("metric_relabel_configs", []))
 
 
 @lru_cache(maxsize=4096)
@@ -1139,7 +1149,7 @@ def _relabeled(labels: set[str], rules: list[dict[str, Any]]) -> set[str]:
         if action == "replace" and target and sources and all(source in labels for source in sources):
             labels = labels | {target}
         elif action == "labeldrop":
-            labels = {label for label in labels if not re.fullmatch(str(rule.get("regex", "")), label)}
+            labels = {label for label in labels if not _fullmatch(str(rule.get("regex", "")), label)}
     return labels
 
 
@@ -1281,10 +1291,11 @@ def rules_parse(subject: LintInput) -> Iterable[Finding]:
 _RELABEL_KEYS = (("relabel_configs", "metric_relabel_configs"), ("relabelings", "metricRelabelings"))
 
 
-def _regexes(subject: LintInput, otel: bool = True) -> Iterable[tuple[str, str]]:
-    """(where, regex) of every relabel rule of the generated scrape paths (the Prometheus jobs, the ServiceMonitors,
-    each agent's prometheus.yaml) and every regex of the agent's metric declarations; and, with `otel`, every regex
-    of each agent's OTel configuration."""
+def _regexes(subject: LintInput, otel: bool = True) -> Iterable[tuple[str, str, str]]:
+    """(where, regex, its kind) of every relabel rule of the generated scrape paths (the Prometheus jobs, the
+    ServiceMonitors, each agent's prometheus.yaml) and every regex of the agent's metric declarations; and, with `otel`,
+    every regex of each agent's OTel configuration. Kinds: relabel, matcher (a declaration's label matcher), selector
+    (its metric selectors), include (a processor's)."""
     jobs = subject.artifacts.additional_scrape_configs.get("prometheus", {}).get("prometheusSpec", {}).get(
         "additionalScrapeConfigs") or []
     places = [(f"{ADDITIONAL_SCRAPE_FILE} job {job.get('job_name', '?')!r}", job, _RELABEL_KEYS[0]) for job in jobs]
@@ -1297,30 +1308,34 @@ def _regexes(subject: LintInput, otel: bool = True) -> Iterable[tuple[str, str]]
                     _RELABEL_KEYS[0]) for job in agent.scrape.get("scrape_configs") or []]
         for k, declaration in enumerate(agent.publishing().get("emf_processor", {}).get("metric_declaration") or []):
             where = f"{agent_file(agent.cluster)} metric_declaration[{k}]"
-            for regex in [declaration.get("label_matcher"), *(declaration.get("metric_selectors") or [])]:
+            kinds = [(declaration.get("label_matcher"), "matcher")] + \
+                [(selector, "selector") for selector in declaration.get("metric_selectors") or []]
+            for regex, kind in kinds:
                 if isinstance(regex, str):
-                    yield where, regex
+                    yield where, regex, kind
     for where, holder, keys in places:
         for key in keys:
             for k, rule in enumerate(holder.get(key) or []):
                 if isinstance(rule, dict) and isinstance(rule.get("regex"), str):
-                    yield f"{where} {key}[{k}]", rule["regex"]
+                    yield f"{where} {key}[{k}]", rule["regex"], "relabel"
     for agent in subject.artifacts.agents if otel else ():
         if agent.otel is not None:
             yield from _otel_regexes(agent.otel, f"{agent_file(agent.cluster)} {OTEL_KEY} ")
 
 
-def _otel_regexes(node: Any, path: str) -> Iterable[tuple[str, str]]:
+def _otel_regexes(node: Any, path: str) -> Iterable[tuple[str, str, str]]:
     """The regexes of the agent's OTel configuration (its receiver's relabel rules, its exporter's label matchers,
-    its processors' `include` of match_type regexp), as the collector reads them (`$$` is a `$`)."""
+    its processors' `include` of match_type regexp), as the collector reads them (`$$` is a `$`), each with its kind
+    (_regexes; the exporter's metric name selectors are its declarations', agent.publishing())."""
     from ..render.agent_otel import unescaped
 
-    def walk(node: Any, path: str) -> Iterable[tuple[str, str]]:
+    def walk(node: Any, path: str) -> Iterable[tuple[str, str, str]]:
         if isinstance(node, dict):
             for key, value in node.items():
                 if isinstance(value, str) and (key == "regex" or key == "include"
                                                and node.get("match_type") == "regexp"):
-                    yield f"{path}{key}", unescaped(value)
+                    kind = "include" if key == "include" else "matcher" if "label_matchers" in path else "relabel"
+                    yield f"{path}{key}", unescaped(value), kind
                 else:
                     yield from walk(value, f"{path}{key}/")
         elif isinstance(node, list):
@@ -1330,14 +1345,38 @@ def _otel_regexes(node: Any, path: str) -> Iterable[tuple[str, str]]:
 
 
 def regexes_compile(subject: LintInput) -> Iterable[Finding]:
-    """Every relabel and declaration regex compiles as RE2 (Prometheus' and the agent's Go regexp): Prometheus
-    refuses a scrape config with one that does not, and the agent stops (go_regex.regex_problem)."""
-    checked: dict[str, str | None] = {}
-    for where, regex in _regexes(subject):
-        if regex not in checked:
-            checked[regex] = regex_problem(regex)
-        if checked[regex] is not None:
-            yield Finding("PR005", "error", where, f"regex {regex!r} does not compile: {checked[regex]}")
+    """Every relabel and declaration regex compiles as RE2 (Prometheus' and the agent's Go regexp,
+    go_regex.regex_problem): Prometheus refuses a scrape config with one that does not; awsemf (metric_declaration.go)
+    compiles a declaration's metric selectors with regexp.MustCompile, so the agent stops as it starts, and drops a
+    declaration whose label matcher does not compile. A regex Go takes that lint cannot read as Go does
+    (go_regex_python: a Unicode script class) is a warning: lint's judgements of what it passes read it as passing
+    nothing."""
+    checked: dict[tuple[str, str], tuple[str, str] | None] = {}
+    for where, regex, kind in _regexes(subject):
+        if (regex, kind) not in checked:
+            checked[regex, kind] = _regex_verdict(regex, kind)
+        if checked[regex, kind] is not None:
+            severity, message = checked[regex, kind]
+            yield Finding("PR005", severity, where, f"regex {regex!r} {message}")
+
+
+_REFUSED = {"selector": ": the agent stops as it starts (awsemf compiles metric selectors with regexp.MustCompile, "
+                        "which panics) and publishes nothing",
+            "matcher": ": awsemf drops the declaration (\"Dropped metric declaration.\" in the agent's log), and "
+                       "nothing of it is published"}
+
+
+def _regex_verdict(regex: str, kind: str) -> tuple[str, str] | None:
+    """(severity, what is said) of a regex Go refuses or lint cannot read (None: neither). A relabel rule's groups are
+    read (its replacement): they must be Go's too."""
+    problem = regex_problem(regex)
+    if problem is not None:
+        return "error", f"does not compile: {problem}{_REFUSED.get(kind, '')}"
+    unread = unreadable(regex, groups=kind == "relabel")
+    if unread is not None:
+        return "warning", (f"is one Go's regexp takes but lint cannot read as Go does: {unread}; lint reads it as "
+                           f"passing nothing")
+    return None
 
 
 def newer_regexes(subject: LintInput) -> Iterable[Finding]:
@@ -1358,7 +1397,7 @@ def newer_regexes(subject: LintInput) -> Iterable[Finding]:
                     yield Finding("PR006", "warning", where, f"a matcher regex uses {note}: {_NEWER_GO}")
     # (a cluster's name holds no blank: its file is the first word of where)
     classic = {agent_file(agent.cluster) for agent in subject.artifacts.agents if agent.otel is None}
-    for where, regex in _regexes(subject, otel=False):  # (an OTel configuration's regexes: a 2026 agent's Go)
+    for where, regex, _ in _regexes(subject, otel=False):  # (an OTel configuration's regexes: a 2026 agent's Go)
         if where.startswith((ADDITIONAL_SCRAPE_FILE, SERVICE_MONITOR_FILE)):
             compiled_by = _NEWER_GO
         elif classic and where.split(" ", 1)[0] in classic:
@@ -1417,7 +1456,8 @@ RULES = (
                   "honorLabels renames them (exported_*) or all unrenamed (a warning)", label_mix),
     Rule("PR004", "every Prometheus rule's expression parses, and its annotations and labels are templates "
                   "Prometheus loads (rules.yaml and the PrometheusRules)", rules_parse),
-    Rule("PR005", "every relabel regex of the scrape paths and every agent declaration regex compiles (RE2)",
+    Rule("PR005", "every relabel regex of the scrape paths and every agent declaration regex compiles (RE2), and is "
+                  "one lint reads as Go does (a warning)",
          regexes_compile),
     Rule("PR006", "no PromQL matcher or Prometheus relabel regex, nor a regex of an agent on the JSON path "
                   "(agent.pipeline: classic), uses syntax only a newer Go compiles ((?<name>) groups, Unicode 14 and 15 "

@@ -1,7 +1,7 @@
 """The agent's label matchers, judged as awsemf applies them over points shaped like the real exporter's.
 
-awsemf (metric_declaration.go) takes a point into a declaration when one of its label matchers' regex is found,
-unanchored, in the values of the matcher's label names joined by its separator, a missing label read as empty; the JSON
+awsemf (metric_declaration.go) takes a point into a declaration when one of its label matchers' regex (Go's regexp,
+read here through go_regex_python) is found, unanchored, in the values of the matcher's label names joined by its separator, a missing label read as empty; the JSON
 path's source_labels and label_matcher are one such matcher joined by ';' (the agent's translator). Lint asks whether
 every point of a set passes (a hand-edited matcher must drop none) or whether any does (the points the agent makes
 under a mark must pass none). Each label the matchers name is read at every value of the shapes real series carry
@@ -12,13 +12,13 @@ value's format (`gpu` by `^[0-9]+$`, `UUID` by `^GPU-`) passes every point, one 
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from itertools import product
 from math import prod
 from typing import Any, Iterable
 
 from ..series_labels import REAL_VALUES
+from .go_regex_python import Unreadable, go_compiled
 
 PLACEHOLDER = "x"  # the value of a label whose real shapes are not known
 # Past this many combinations of the named labels' values, each label's values are tried in turn, the others at their
@@ -47,8 +47,8 @@ def judged(declaration: dict[str, Any], fixed: dict[str, str], carried: Iterable
     """(every point passes, some point passes) the declaration's label matchers, over the points that carry the
     `fixed` labels at their values and each `carried` label at each of its real values; any other label the matchers
     name is missing (read as empty) or, with `others_set`, either missing or at each of its real values (a GPU no pod
-    holds has no `pod`). A declaration without matchers takes every point; a regex that does not compile passes
-    nothing (PR005 says it)."""
+    holds has no `pod`). A declaration without matchers takes every point; a regex Go refuses passes nothing (awsemf
+    drops the declaration), nor does one lint cannot read as Go does (PR005 says each)."""
     found = matchers(declaration)
     if not found:
         return True, True
@@ -84,11 +84,11 @@ def _judged(key: tuple[Matcher, ...], fixed: tuple[tuple[str, str], ...], carrie
 
 def _takes(key: tuple[Matcher, ...], labels: dict[str, str]) -> bool:
     """awsemf takes the point of `labels`: one of the matchers, in turn, finds its regex in its labels' values (a
-    regex that does not compile, reached, passes nothing)."""
+    regex Go refuses, or lint cannot read, reached: nothing passes)."""
     for names, separator, regex in key:
         try:
-            if re.search(regex, separator.join(labels.get(name, "") for name in names)):
+            if go_compiled(regex).search(separator.join(labels.get(name, "") for name in names)):
                 return True
-        except re.error:
+        except Unreadable:
             return False
     return False

@@ -74,6 +74,7 @@ from ..cloudwatch_query import (LEVEL_FLAG, NAMESPACE_GPU, NODE_MEAN, NODE_MEAN_
                                 SHARE_BOUNDS, UNUSED_SHARE, marked_level, merged_copies, number, pod_total_kind,
                                 pod_total_mark)
 from ..errors import InputError
+from ..lint.go_regex_python import go_readable
 from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
 from ..settings import Cluster, Settings
@@ -167,10 +168,12 @@ _ONE_NAME = re.compile(r"\^[A-Za-z0-9_]+\$")  # a selector that names one metric
 
 
 def selects(selector: str, name: str) -> bool:
-    """A metric_name_selectors regex selects the metric `name` (re.search, as the agent's filter matches)."""
+    """A metric_name_selectors regex selects the metric `name` (Go's regexp.MatchString, as awsemf matches; one Go
+    refuses selects nothing)."""
     if _ONE_NAME.fullmatch(selector):
-        return name in (selector[1:-1], selector[1:-1] + "\n")  # `$` also matches before a final line break
-    return re.search(selector, name) is not None
+        return name == selector[1:-1]  # (Go's `$` is the end of the text: no final line break before it)
+    pattern = go_readable(selector)
+    return pattern is not None and pattern.search(name) is not None
 
 
 def samples_published(declarations: list[dict[str, Any]]) -> bool:
@@ -683,7 +686,7 @@ def copy_marks(transforms: list[dict[str, Any]]) -> dict[tuple[str, str], list[t
         if kept is None or mark is None:
             continue
         needed = frozenset(label for label, regex in (transform.get("experimental_match_labels") or {}).items()
-                           if not re.search(str(regex), ""))
+                           if not _found(str(regex), ""))
         result.setdefault((name, mark), []).append((frozenset(kept), needed))
     return result
 
@@ -695,11 +698,7 @@ def instance_kept(transforms: list[dict[str, Any]], name: str) -> bool:
     without a mark keeps none either (its per-GPU merge): the field is then one series per physical GPU."""
     constrained, kept = False, False
     for transform in transforms:
-        include = _read_back(str(transform.get("include") or ""))
-        try:
-            if not re.search(include, name):
-                continue
-        except re.error:
+        if not _found(_read_back(str(transform.get("include") or "")), name):
             continue
         operations = transform.get("operations") or []
         if any(op.get("action") == "add_label" for op in operations):
@@ -728,8 +727,8 @@ def made_points(transforms: list[dict[str, Any]], names: Iterable[str]) -> list[
         if not any(op.get("action") == "add_label" for op in operations):
             continue
         if "${1}" in new_name:  # the include's names, each under its own
-            include = re.compile(_read_back(str(transform.get("include") or "")))
-            fields = sorted(name for name in names if include.search(name))
+            include = _read_back(str(transform.get("include") or ""))
+            fields = sorted(name for name in names if _found(include, name))
         else:  # a prefix then the field's name (a stand-in's insert, a pod's total)
             fields = [new_name.rsplit(".", 1)[-1]]
         kept: frozenset[str] | None = None
@@ -745,8 +744,15 @@ def matched_by(declaration: dict[str, Any], labels: dict[str, str]) -> bool:
     """awsemf takes a point of `labels` into the declaration: it has no label matcher, or one matches (the values of
     its label names joined by its separator, a missing label read as empty)."""
     matchers = declaration.get("label_matchers") or []
-    return not matchers or any(re.search(str(m.get("regex", "")), (m.get("separator") or ";").join(
+    return not matchers or any(_found(str(m.get("regex", "")), (m.get("separator") or ";").join(
         labels.get(name, "") for name in m.get("label_names") or [])) for m in matchers)
+
+
+def _found(regex: str, text: str) -> bool:
+    """Go's regexp finds `regex` in `text` (as the collector's processors and awsemf match; one Go refuses, or lint
+    cannot read, finds nothing: lint's PR005 says which)."""
+    pattern = go_readable(regex)
+    return pattern is not None and pattern.search(text) is not None
 
 
 NO_ROLLUP = "NoDimensionRollup"  # awsemf publishes the declared sets alone (its default rolls up: lint AG001)

@@ -25,7 +25,9 @@ prometheus, translator awsemf/prometheus.go, the awsemf exporter's metric_declar
   across the failed scrape, or across the scrapes the series was left out of, is published nowhere;
 * `ClusterName` is the config's `cluster_name`;
 * a declaration applies when its `label_matcher` regex is found (unanchored) in the values
-  of `source_labels` joined by ';' and a `metric_selectors` regex is found in the name;
+  of `source_labels` joined by ';' and a `metric_selectors` regex is found in the name; each regex, as every relabel
+  regex, is Go's regexp's (RE2 syntax), read through generator.lint.go_regex_python as lint reads it (Python's re
+  reads `[[:digit:]]`, `$`, `\\d` otherwise);
 * a declaration's dimension sets are read as awsemf's metric_declaration.go reads them at start: a set
   of more than 10 names, counted as written, is dropped (a warning in the agent's log), a name written
   twice is kept once, and a set equal to an earlier one (as sets of names) is dropped (`declared_sets`);
@@ -45,6 +47,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import yaml
+
+from generator.lint.go_regex_python import go_compiled
 
 
 @dataclass(frozen=True)
@@ -209,10 +213,10 @@ def _relabeled(rules: list[dict], labels: dict[str, str]) -> dict[str, str] | No
         action = rule.get("action", "replace")
         assert action in ("keep", "drop", "replace", "labeldrop"), f"relabel action the model does not know: {action}"
         if action == "labeldrop":
-            labels = {name: value for name, value in labels.items() if not re.fullmatch(rule["regex"], name)}
+            labels = {name: value for name, value in labels.items() if not go_compiled(rule["regex"]).fullmatch(name)}
             continue
         value = rule.get("separator", ";").join(labels.get(name, "") for name in rule.get("source_labels", []))
-        match = re.fullmatch(rule.get("regex", "(.*)"), value)
+        match = go_compiled(rule.get("regex", "(.*)"), groups=True).fullmatch(value)
         if action in ("keep", "drop"):
             if (match is not None) != (action == "keep"):
                 return None
@@ -392,9 +396,9 @@ class JsonAgent(Pipeline):
         sets: list[tuple[str, ...]] = []
         for declaration in self.declarations:
             values = ";".join(labels.get(label, "") for label in declaration["source_labels"])
-            if not re.search(declaration.get("label_matcher", ""), values):
+            if not go_compiled(declaration.get("label_matcher", "")).search(values):
                 continue
-            if not any(re.search(selector, name) for selector in declaration["metric_selectors"]):
+            if not any(go_compiled(selector).search(name) for selector in declaration["metric_selectors"]):
                 continue
             for dims in declared_sets(declaration.get("dimensions")):
                 if all(d in labels for d in dims) and dims not in sets:

@@ -54,6 +54,7 @@ import pickle
 import re
 from dataclasses import dataclass, field
 
+from generator.lint.go_regex_python import go_compiled
 from tests.support.cloudwatch_agent import (Datapoint, LogEvents, Pipeline, Scrape, _relabeled, datapoints,
                                               declared_sets, exposition, safe_load, safe_load_all)
 
@@ -276,7 +277,7 @@ class _Condition:
         if kind == "ismatch":
             target = self._compile(node[1])
             if node[2][0] == "literal" and node[1] == ("path", "metric.name"):  # the usual case: once per name
-                search, seen = re.compile(node[2][1]).search, {}
+                search, seen = go_compiled(node[2][1]).search, {}
 
                 def name_matches(name, value):
                     found = seen.get(name)
@@ -285,10 +286,10 @@ class _Condition:
                     return found
                 return name_matches
             if node[2][0] == "literal":  # the pattern compiled once
-                search = re.compile(node[2][1]).search
+                search = go_compiled(node[2][1]).search
                 return lambda name, value: search(target(name, value)) is not None
             pattern = self._compile(node[2])
-            return lambda name, value: re.search(pattern(name, value), target(name, value)) is not None
+            return lambda name, value: go_compiled(pattern(name, value)).search(target(name, value)) is not None
         _, op, left, right = node
         a, b = self._compile(left), self._compile(right)
         compare = {"==": operator.eq, "!=": operator.ne, ">=": operator.ge, "<=": operator.le,
@@ -369,10 +370,10 @@ class OtelAgent(Pipeline):
     def _worked_out_sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
         sets: list[tuple[str, ...]] = []
         for matchers, selectors, dimension_sets in self.declarations:
-            if matchers and not any(re.search(regex, separator.join(labels.get(n, "") for n in names))
+            if matchers and not any(go_compiled(regex).search(separator.join(labels.get(n, "") for n in names))
                                     for names, separator, regex in matchers):
                 continue
-            if not any(re.search(selector, name) for selector in selectors):
+            if not any(go_compiled(selector).search(name) for selector in selectors):
                 continue
             sets += [dims for dims in dimension_sets if all(d in labels for d in dims) and dims not in sets]
         return sets
@@ -712,9 +713,9 @@ def _transform(config: dict):
     of `new_name` holding their points, those of one label set merged by the transform's aggregation_type
     (groupMetrics), then transformed; a new name is the include pattern's expansion (regexp) of `new_name`."""
     assert config.get("match_type") == "regexp" and config["action"] in ("insert", "update", "combine"), config
-    matchers = {label: re.compile(regex) for label, regex in (config.get("experimental_match_labels") or {}).items()}
+    matchers = {label: go_compiled(regex) for label, regex in (config.get("experimental_match_labels") or {}).items()}
     assert not matchers or config["action"] == "insert", "the model matches labels on insert only"
-    pattern = re.compile(config["include"])
+    pattern = go_compiled(config["include"], groups=True)
     search = functools.lru_cache(maxsize=None)(pattern.search)  # a fleet's metric names repeat at every scrape
 
     def matching(metric: _Metric) -> _Metric:
@@ -895,7 +896,7 @@ def _sums_to_gauges(group: dict):
     for statement in group["statements"]:
         match = _SUM_TO_GAUGE.fullmatch(statement)
         assert match, f"OTTL statement the model does not read: {statement!r}"
-        patterns.append(re.compile(match[1].replace('\\"', '"')))
+        patterns.append(go_compiled(match[1].replace('\\"', '"')))
 
     def apply(metrics: list[_Metric]) -> list[_Metric]:
         return [_Metric(m.name, "gauge", m.points, m.ordered) if m.kind == "counter" and any(p.search(m.name) for p in patterns)

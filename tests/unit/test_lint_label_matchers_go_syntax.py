@@ -1,30 +1,88 @@
 """AG001 reads a hand-edited label matcher's regex as the agent does: awsemf compiles it with Go's regexp (RE2
 syntax), whose documented syntax (regexp/syntax) holds an ASCII class `[[:digit:]]`, the end of the text `\\z` and a
-Unicode class `\\pN`. A per-GPU matcher on `gpu` written with any of them passes every GPU's index (0, 1, 2...), as
-`^[0-9]+$` does, so the set loses no GPU and lint must say nothing of it.
+Unicode class `\\pN`, which Python's re reads otherwise or refuses. A per-GPU matcher on `gpu` written with any of them
+passes every GPU's index (0, 1, 2...), as `[0-9]+$` does, so the set loses no GPU and lint must say nothing of it.
+
+On the OTel pipeline the per-GPU set's one matcher also keeps out the points the agent makes under a mark (its marks'
+values all empty): the matcher edited keeps that and adds `gpu` to its names (awsemf takes a point one matcher passes,
+so a matcher of its own on `gpu` would let the marked points in).
 """
 
 from __future__ import annotations
 
 import pytest
 
+from generator.lint import run
+from generator.lint.feed_rules import RULES
+from tests.support.lint_input import lint_input
 from tests.unit.test_lint_label_matchers import _ag001, _edited, _gpu_declaration, projects  # noqa: F401
 
-GO_ONLY = ("Lint runs the agent's label matchers with Python's re, which reads Go's `[[:digit:]]` as a class of "
-           "'[', ':', 'd', 'i', 'g', 't' and refuses `\\z` and `\\pN`: a matcher the agent passes every GPU through "
-           "is reported as publishing only some or none (about 20 false AG001 errors)")
 
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=GO_ONLY)
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
-@pytest.mark.parametrize("regex", [r"^[[:digit:]]+$", r"^[0-9]+\z", r"^\pN+$"], ids=["posix-class", "z", "unicode"])
-def test_a_go_regex_passing_every_gpu_is_not_flagged(projects, pipeline, regex):  # noqa: F811
+@pytest.mark.parametrize("gpu", [r"[0-9]+$", r"[[:digit:]]+$", r"[0-9]+\z", r"\pN+$"],
+                         ids=["python-alike", "posix-class", "z", "unicode"])
+def test_a_go_regex_passing_every_gpu_is_not_flagged(projects, pipeline, gpu):  # noqa: F811
+    def edit(declarations):
+        declaration = _gpu_declaration(declarations)
+        if "source_labels" in declaration:
+            declaration.update(source_labels=["gpu"], label_matcher="^" + gpu)
+        else:
+            [matcher] = declaration["label_matchers"]
+            assert matcher["regex"] == "^" + ";" * (len(matcher["label_names"]) - 1) + "$"  # every mark empty
+            matcher.update(label_names=[*matcher["label_names"], "gpu"],
+                           regex="^" + ";" * len(matcher["label_names"]) + gpu)
+
+    findings = _ag001(projects[pipeline], _edited(projects[pipeline], edit))
+    assert findings == [], findings
+
+
+def _matching(regex: str):
+    """An edit: the per-GPU declaration's one label matcher's regex is `regex` (on the JSON path, over `gpu`)."""
     def edit(declarations):
         declaration = _gpu_declaration(declarations)
         if "source_labels" in declaration:
             declaration.update(source_labels=["gpu"], label_matcher=regex)
         else:
-            declaration["label_matchers"] = [{"label_names": ["gpu"], "separator": ";", "regex": regex}]
+            declaration["label_matchers"][0]["regex"] = regex
+    return edit
 
-    findings = _ag001(projects[pipeline], _edited(projects[pipeline], edit))
-    assert findings == [], findings
+
+def _pr005(project, artifacts) -> list[str]:
+    return [f"{f.severity} {f.where}: {f.message}" for f in run([r for r in RULES if r.id == "PR005"],
+                                                                  lint_input(project, artifacts))]
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+@pytest.mark.parametrize("regex", ["^(?=0)", r"^(0)\1", "^(?<!x)0"], ids=["lookahead", "backreference", "lookbehind"])
+def test_a_matcher_python_takes_and_go_refuses_is_an_error_saying_the_agent_drops_the_declaration(
+        projects, pipeline, regex):  # noqa: F811
+    """Python's re compiles these; Go's regexp refuses them (awsemf's LabelMatcher.init: regexp.Compile), so the agent
+    drops the declaration: PR005 says so, and AG001 reads the matcher as passing nothing."""
+    artifacts = _edited(projects[pipeline], _matching(regex))
+    findings = _pr005(projects[pipeline], artifacts)
+    assert len(findings) == 1 and findings[0].startswith("error ") and repr(regex) in findings[0], findings
+    assert "does not compile" in findings[0] and "awsemf drops the declaration" in findings[0], findings
+    assert any("pass only some, or none" in f for f in _ag001(projects[pipeline], artifacts))
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_metric_selector_go_refuses_is_an_error_saying_the_agent_stops(projects, pipeline):  # noqa: F811
+    """awsemf compiles metric selectors with regexp.MustCompile: one Go refuses (a lookahead) stops the agent."""
+    def edit(declarations):
+        declaration = _gpu_declaration(declarations)
+        key = "metric_selectors" if "source_labels" in declaration else "metric_name_selectors"
+        declaration[key] = ["^DCGM_(?!FI_PROF)", *declaration[key][1:]]
+
+    findings = _pr005(projects[pipeline], _edited(projects[pipeline], edit))
+    assert len(findings) == 1 and findings[0].startswith("error "), findings
+    assert "'^DCGM_(?!FI_PROF)'" in findings[0] and "the agent stops as it starts" in findings[0], findings
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_script_class_go_takes_is_a_warning_naming_what_lint_cannot_read(projects, pipeline):  # noqa: F811
+    """\\p{Greek} compiles in Go; lint cannot tell which values it passes (Python holds no script table): a warning
+    naming the matcher and the class, not a false verdict on the agent."""
+    regex = r"^\P{Greek}+$"
+    findings = _pr005(projects[pipeline], _edited(projects[pipeline], _matching(regex)))
+    assert len(findings) == 1 and findings[0].startswith("warning "), findings
+    assert repr(regex) in findings[0] and "\\p{Greek}" in findings[0] and "script" in findings[0], findings
