@@ -289,13 +289,16 @@ def _failure(outcomes, deadline) -> GpudashError | None:
     from .changes import FAILED
 
     if deadline is not None and deadline.interrupted:
-        written = sum(1 for o in outcomes if o.done)
-        left = sum(1 for o in outcomes if o.state == FAILED)
-        from .clients.deadline import Interrupted
+        from .clients.deadline import UNDER_WAY, Interrupted
 
+        written = sum(1 for o in outcomes if o.done)
+        maybe = sum(1 for o in outcomes if o.state == FAILED and o.error == UNDER_WAY)
+        left = sum(1 for o in outcomes if o.state == FAILED) - maybe
+        under_way = f", {maybe} under way when it stopped at once, which may have happened (listed as FAILED, " \
+                    "saying so)" if maybe else ""
         return Interrupted(
             f"stopped by {deadline.interrupted[0]}: {written} written (listed above as done), {left} not written "
-            f"(listed as FAILED)", signal_number=deadline.interrupted[1],
+            f"(listed as FAILED){under_way}", signal_number=deadline.interrupted[1],
             hint="run the command again when you are ready: publishing converges")
     failed = [o for o in outcomes if o.state == FAILED]
     unfinished = [o for o in outcomes if o.done and o.unfinished]

@@ -28,6 +28,12 @@ DEFAULT_SECONDS = 900.0  # a publishing command may take 15 minutes in all
 DEFAULT_RETRY_AFTER_MAX = 30.0  # the longest Retry-After honoured
 
 T = TypeVar("T")
+# A second Ctrl-C stops a publish at once (cli_publish._StopOnSignal): the call under way is not waited for. What the
+# report then says of the object being written, and of those after it.
+AT_ONCE = "stopped at once by a second Ctrl-C"
+UNDER_WAY = (f"{AT_ONCE} while its write was under way, before its outcome was known: it may have happened (run "
+             "`gpudash plan` to see whether it did)")
+NOT_STARTED = f"not attempted: {AT_ONCE}"
 
 
 class Clock:
@@ -89,6 +95,13 @@ class Deadline:
     def interrupt(self, name: str, number: int) -> None:
         """Stop the command: every later check (before each call, each retry wait) raises Interrupted."""
         self.interrupted = (name, number)
+
+    def stopped_at_once(self) -> None:
+        """A second Ctrl-C came (KeyboardInterrupt): stopped as by SIGINT, whatever asked first."""
+        import signal
+
+        if not self.interrupted:
+            self.interrupt("SIGINT", signal.SIGINT)
 
     def remaining(self) -> float:
         if self.interrupted:

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from .. import composite_rules, diff
 from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_lost, other_kind
-from ..clients.deadline import DeadlineExceeded, sent_then_stopped
+from ..clients.deadline import UNDER_WAY, DeadlineExceeded, sent_then_stopped
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, HELD, KEPT, SKIPPED, UNCHANGED, UPDATE,
                        WOULD_WRITE, WRITE, Change, Outcome, disposition)
 from ..errors import RemoteError
@@ -1363,8 +1363,10 @@ def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: 
 
 
 def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change],
-                      dashboards: dict[str, dict[str, Any]], progress: Tick) -> list[Outcome]:
-    outcomes = []
+                      dashboards: dict[str, dict[str, Any]], progress: Tick,
+                      outcomes: list[Outcome] | None = None) -> list[Outcome]:
+    """The outcomes, appended to `outcomes` (when given) as they are made."""
+    outcomes = [] if outcomes is None else outcomes
     for change in changes:
         try:
             written = _put_dashboard(cloudwatch, region, change, dashboards.get(change.name))
@@ -1489,11 +1491,12 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
 
 
 def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], requests: dict[str, dict[str, Any]],
-                  progress: Tick) -> list[Outcome]:
+                  progress: Tick, outcomes: list[Outcome] | None = None) -> list[Outcome]:
     """Writes 100 alarms at a time, then deletes `DELETE_GROUP` at a time. Just before each batch is written (and
     just before each group's DeleteAlarms call) its alarms' tags and fields are read again: one that another hand
-    changed, took over (the ownership tag gone) or created since the plan is not written or deleted, and is reported."""
-    outcomes: list[Outcome] = []
+    changed, took over (the ownership tag gone) or created since the plan is not written or deleted, and is reported.
+    The outcomes are appended to `outcomes` (when given) as they are made."""
+    outcomes = [] if outcomes is None else outcomes
 
     def record(change: Change, done: bool = False, error: RemoteError | None = None,
                unfinished: RemoteError | None = None) -> None:
@@ -1673,11 +1676,15 @@ def _refused_names(refusal: RemoteError) -> set[str]:
 
 
 def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], dashboards: dict[str, dict[str, Any]],
-                  requests: dict[str, dict[str, Any]], progress: Tick) -> list[Outcome]:
+                  requests: dict[str, dict[str, Any]], progress: Tick, ledger: list[list[Outcome]]) -> list[Outcome]:
+    """`ledger` gets the lists the outcomes are appended to as they are made (read when apply is stopped at once)."""
+    made: tuple[list[Outcome], list[Outcome]] = ([], [])
+    ledger += made
     return _side_by_side(
         lambda: _apply_dashboards(cloudwatch, region, [c for c in changes if c.kind == "dashboard"], dashboards,
-                                  progress),
-        lambda: _apply_alarms(cloudwatch, region, [c for c in changes if c.kind == "alarm"], requests, progress))
+                                  progress, made[0]),
+        lambda: _apply_alarms(cloudwatch, region, [c for c in changes if c.kind == "alarm"], requests, progress,
+                              made[1]))
 
 
 def apply(cloudwatch: CloudWatch, changes: list[Change], dashboards: dict[str, dict[str, Any]],
@@ -1698,12 +1705,19 @@ def apply(cloudwatch: CloudWatch, changes: list[Change], dashboards: dict[str, d
     for item in requests:
         by_region.setdefault(item["Region"], {})[item["Request"]["AlarmName"]] = item["Request"]
     regions = sorted({c.region or "us-east-1" for c in to_write})
+    ledger: list[list[Outcome]] = []
     with (progress or Silent()).phase("writing to CloudWatch", len(to_write)) as tick:
         safe = _locked(tick)
 
         def work(region: str) -> list[Outcome]:
             return _apply_region(cloudwatch, region, [c for c in to_write if (c.region or "us-east-1") == region],
-                                 dashboards, by_region.get(region, {}), safe)
+                                 dashboards, by_region.get(region, {}), safe, ledger)
 
-        written = {id(o.change): o for o in _parallel(regions, work)}
+        try:
+            written = {id(o.change): o for o in _parallel(regions, work)}
+        except KeyboardInterrupt:  # a second Ctrl-C: the calls under way are not waited for; the report is made of
+            cloudwatch.deadline.stopped_at_once()  # the outcomes made so far, each other write perhaps under way
+            written = {id(o.change): o for made in list(ledger) for o in list(made)}
+            written.update((id(c), Outcome(c, done=False, status=FAILED, error=UNDER_WAY))
+                           for c in to_write if id(c) not in written)
     return [written.get(id(c)) or Outcome(c, done=False, status=decided[id(c)]) for c in changes]

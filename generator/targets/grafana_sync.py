@@ -33,7 +33,7 @@ from . import prune_guard
 from .grafana_annotations import annotation_count, annotation_ids, annotators, read_annotations, unshown
 from .grafana_around import UNREAD, Unread, attempt, picking, read_granted, read_playlists
 from .grafana_public import shared
-from ..clients.deadline import DeadlineExceeded
+from ..clients.deadline import NOT_STARTED, UNDER_WAY, DeadlineExceeded
 from ..clients.grafana import (GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient,
                                InvalidAnswer, PreconditionFailed,
                                Unreachable, lost)
@@ -1048,6 +1048,7 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
             if stopped:
                 outcomes.append(Outcome(change, done=False, error=stopped, status=FAILED))
                 continue
+            sent = _writes_sent(client)
             try:
                 written = True
                 if change.kind == "folder":
@@ -1070,5 +1071,15 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                     stopped = f"not attempted: {exc.stopped or exc.what}"  # why, not what it left
                 elif change.kind == "folder":
                     stopped = "not attempted: the folder could not be created"
+            except KeyboardInterrupt:  # a second Ctrl-C: the call under way is not waited for; the report is made
+                client.deadline.stopped_at_once()
+                outcomes.append(Outcome(change, done=False, status=FAILED,
+                                        error=UNDER_WAY if _writes_sent(client) > sent else NOT_STARTED))
+                stopped = NOT_STARTED
             tick()
     return outcomes
+
+
+def _writes_sent(client: GrafanaClient) -> int:
+    """The writes (saves, folder creates, deletes) that may have reached Grafana so far."""
+    return client.sent.get("POST", 0) + client.sent.get("DELETE", 0)

@@ -92,3 +92,27 @@ def test_an_apply_stopped_by_sigterm_lists_what_it_wrote_and_a_rerun_converges(p
     assert code == 0 and set(report["written"]) <= failed and written.isdisjoint(report["written"]), stderr
     fresh(proxy)
     assert apply()[1]["written"] == []
+
+
+def test_a_second_ctrl_c_stops_at_once_and_still_lists_what_was_written_and_what_was_under_way(proxied):
+    """Ctrl-C twice while the fourth alarm is on its way: the second stops the apply at once. The apply reported
+    nothing: "interrupted (Ctrl-C); nothing after this point was done", exit 130, with three dashboards and four
+    alarms in CloudWatch. Now every object is listed: as written, or not written, or under way when it stopped (which
+    may have happened); nothing in CloudWatch is left unlisted, and the exit is still 130."""
+    from generator.clients.deadline import UNDER_WAY
+    from tests.support.ctrl_c import sigint_handled, twice
+
+    proxy, client, apply = proxied
+    stop = fault("PutMetricAlarm", "before", callback=twice)
+    stop.skip = 3  # after three alarms are written
+    proxy.inject(stop)
+    with sigint_handled():
+        code, report, stderr = apply()
+    assert code == 130 and "stopped by SIGINT:" in stderr and "Traceback" not in stderr, stderr
+    written, failed = set(report["written"]), {f["name"]: f["error"] for f in report["failed"]}
+    under_way = {name for name, error in failed.items() if error == UNDER_WAY}
+    assert len(written) >= 3 and under_way and not written & set(failed), report
+    assert f"{len(under_way)} under way when it stopped at once, which may have happened" in stderr, stderr
+    live = {a["AlarmName"] for a in client.describe_alarms()["MetricAlarms"]} | \
+        {d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"]}
+    assert written <= live <= written | under_way  # nothing was written unlisted

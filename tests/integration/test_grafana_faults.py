@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from dataclasses import asdict
 
 import pytest
@@ -445,3 +446,33 @@ def test_a_move_whose_every_save_is_answered_503_is_not_reported_done(grafana, p
     assert grafana.state.dashboards[uid]["folderUid"] == "team"  # the proxy let no save through
     assert uid not in report.get("written", [])
     assert any(uid in str(f) for f in report.get("failed", [])) and code != 0
+
+
+def test_a_second_ctrl_c_stops_at_once_and_still_lists_what_was_written_and_what_was_under_way(grafana, proxy, run,
+                                                                                              desired):
+    """Ctrl-C twice while the second save is on its way: the second stops the push at once (the save under way is
+    not waited for). The push reported nothing at all: "interrupted (Ctrl-C); nothing after this point was done",
+    exit 130, with the first dashboard saved and the second saved after gpudash had stopped. Now the report lists the
+    first as written, the one under way as stopped while under way (it may have happened: it did), the rest as not
+    attempted, and the exit is still 130."""
+    from generator.clients.deadline import NOT_STARTED, UNDER_WAY
+    from tests.support.ctrl_c import sigint_handled, twice
+
+    proxy.inject(Rule(SAVE, action="before", skip=1, callback=twice))
+    with sigint_handled():
+        code, report, stderr = run()
+    assert code == 130 and report["error"]["exit_code"] == 130 and "Traceback" not in stderr, stderr
+    assert "stopped by SIGINT: 1 written (listed above as done), 2 not written (listed as FAILED), 1 under way when " \
+           "it stopped at once, which may have happened" in stderr, stderr
+    (written,) = report["written"]
+    errors = {f["name"]: f["error"] for f in report["failed"]}
+    (under_way,) = [uid for uid, error in errors.items() if error == UNDER_WAY]
+    assert sorted(errors) == sorted({*CREATED, UPDATED, RETIRED} - {written}), errors
+    assert all(errors[uid] == NOT_STARTED for uid in errors if uid != under_way), errors
+    for _ in range(50):  # the save under way reaches Grafana once the proxy passes it on
+        if under_way in grafana.state.dashboards:
+            break
+        time.sleep(0.05)
+    for uid in (written, under_way):
+        assert content_of(grafana.state.dashboards[uid]) == {k: v for k, v in desired[uid].items() if k != "id"}
+    assert RETIRED in grafana.state.dashboards and len([w for w in grafana.writes() if w[0] == "POST"]) == 2
