@@ -189,11 +189,12 @@ class Deadline:
 
 
 def parse_retry_after(header: str | None) -> float | None:
-    """Retry-After as seconds: delta-seconds or an HTTP date (RFC 9110 §10.2.3)."""
+    """Retry-After as seconds: delta-seconds (ASCII digits: str.isdigit takes "²", which float refuses) or an HTTP date
+    (RFC 9110 §10.2.3); None when it is neither."""
     if not header:
         return None
     text = header.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
         return float(text)
     try:
         when = email.utils.parsedate_to_datetime(text)

@@ -171,6 +171,19 @@ def test_retry_after_is_waited_on_the_injected_clock(grafana, proxy, run, deadli
     assert 7.0 in deadline_clock.slept
 
 
+@pytest.mark.parametrize("said", ["\u00b2", "\u00b9\u00b2\u00b3"], ids=["superscript two", "superscripts"])
+def test_a_retry_after_of_digits_that_are_not_ascii_is_unreadable_not_a_crash(grafana, proxy, run, deadline_clock,
+                                                                              said):
+    """A 429 whose Retry-After holds a Latin-1 superscript digit (a byte a proxy garbled): str.isdigit takes it for a
+    number and float() refuses it, so the push ended in a traceback (exit 4), the save not retried. Such a header is
+    unreadable: the usual backoff, then the save."""
+    proxy.inject(Rule(SAVE, status=429, headers={"Retry-After": said}))
+    code, report, stderr = run()
+    assert code == 1 and "Traceback" not in stderr, stderr  # only the edited dashboard is refused
+    assert deadline_clock.slept and all(wait < 7 for wait in deadline_clock.slept), deadline_clock.slept
+    assert UPDATED in report["written"], report
+
+
 @pytest.mark.parametrize("rule", [
     Rule(SEARCH, times=99, **_html()),
     Rule(SEARCH, times=99, body=b"{}", status=200),
