@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from statistics import mean
 
-from tests.support.cloudwatch_agent import Scrape
+from tests.support.cloudwatch_agent import Scrape, _relabeled
 
 STEP = 30  # seconds between scrapes (the default scrape interval)
 EXPORTER_NAMESPACE = "gpu-operator"
@@ -104,34 +104,9 @@ def payload(node: str, k: int, catalog, gpus=FLEET) -> str:
 
 
 def _relabel(rules: list[dict], labels: dict[str, str]) -> dict[str, str] | None:
-    """Prometheus target relabelling: keep / replace / labeldrop with anchored regexes."""
-    labels = dict(labels)
-    for rule in rules:
-        source = (rule.get("separator", ";")).join(labels.get(s, "") for s in rule.get("source_labels", []))
-        regex = re.compile(rule.get("regex", "(.*)"))
-        action = rule.get("action", "replace")
-        if action == "keep":
-            if not regex.fullmatch(source):
-                return None
-        elif action == "replace":
-            result = _replaced(rule.get("regex", "(.*)"), rule.get("replacement", "$1"), source)
-            if result is not None:
-                if result:
-                    labels[rule["target_label"]] = result
-                else:
-                    labels.pop(rule["target_label"], None)
-        elif action == "labeldrop":
-            labels = {k: v for k, v in labels.items() if not regex.fullmatch(k)}
-    return labels
-
-
-@functools.cache
-def _replaced(regex: str, replacement: str, source: str) -> str | None:
-    """`replacement` expanded with the groups of `regex` matching the whole of `source`; None where it does not.
-    Every scrape of a story relabels the same few targets: each is worked out once (a template is parsed at each
-    expansion)."""
-    match = re.fullmatch(regex, source)
-    return match.expand(replacement.replace("$", "\\")) if match else None
+    """Prometheus target relabelling (None: the target is dropped), as the agent model relabels
+    (cloudwatch_agent._relabeled: Go's anchored regexes, $n and ${n} as Go expands them)."""
+    return _relabeled(rules, labels)
 
 
 def target_labels(job: dict, node: str) -> dict[str, str]:
