@@ -198,6 +198,13 @@ def test_a_nesting_go_takes_and_python_cannot_read_is_refused_saying_so():
     assert go_compiled("(" * 40 + "a" + ")" * 40).fullmatch("a")
 
 
+def test_a_group_named_as_go_1_22_names_it_is_a_group():
+    """(?<name>re) is Go 1.22's spelling of (?P<name>re) (regexp/syntax; promtool's Go 1.19 refuses it, so the tables
+    cannot ask it): the same group; lint's PR006 says which agents and Prometheus builds refuse it."""
+    assert go_compiled("^(?<gpu>[0-9]+)-(.*)$", groups=True).fullmatch("12-x").groups() == ("12", "x")
+    assert go_compiled("(?<gpu>[0-9]+)").pattern == go_compiled("(?P<gpu>[0-9]+)").pattern
+
+
 def test_go_refusals_are_gos_words():
     problem = unreadable("(?=a)")
     assert problem is not None and problem.refused and "invalid or unsupported Perl syntax" in str(problem)
