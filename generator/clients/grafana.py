@@ -355,6 +355,17 @@ class GrafanaClient:
                 refusals: list[Any] | None = None, absent: Absent | None = None) -> Any:
         # requests follows a redirect of a write (http to https, a sub-path) by a 301, 302 or 303 as a GET: that
         # GET's answer is not the write's (a 307 or 308 resends the write itself)
+        hops = [*response.history, response]
+        for before, after in zip(hops, hops[1:]):
+            # requests leaves the credentials behind on a redirect to another scheme, host or port: what answers
+            # there answers an anonymous visitor (a sign-in page, another Grafana's public view), not this account
+            if self.session.should_strip_auth(before.url, after.url):
+                raise InvalidAnswer(f"Grafana answered {method} {path.split('?')[0]} with a redirect "
+                                    f"({before.status_code} to {safe_url(after.url)}), another host (or scheme or "
+                                    "port): the credentials are not sent there, so its answer is not Grafana's for "
+                                    "them", where=what,
+                                    hint="set GRAFANA_URL to the address Grafana redirects to (its scheme, host and "
+                                         "sub-path)")
         redirected = response.history[0] if response.history else response
         if response.request.method != method or 300 <= response.status_code < 400:
             to = safe_url(redirected.headers.get("Location") or "nowhere")

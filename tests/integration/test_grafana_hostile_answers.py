@@ -497,3 +497,52 @@ def test_a_search_by_the_tag_that_ends_before_a_dashboard_dropped_from_the_defin
     proxy.clear()
     code, report, stderr = run()
     assert RETIRED not in grafana.state.dashboards and RETIRED in report["written"], (code, report, stderr)
+
+
+def test_a_read_redirected_to_another_host_is_not_grafana_s_answer_and_the_token_does_not_follow(grafana, proxy, run,
+                                                                                                 desired):
+    """Something in front of Grafana redirects every read to another host (an old address forwarding to a new one, or
+    to another Grafana that lets anyone view). requests leaves the token behind on a redirect to another host, as it
+    should: what that host answers is an anonymous visitor's view, not this account's. It was read as Grafana's: here
+    one that shows nothing (no folder, no dashboard, an empty search), so the plan read every dashboard as absent and
+    the push sent a create of the folder to Grafana before failing on the folder it had; a Grafana that answers 401
+    to a read without a token made it say the credentials were rejected. Now a read whose redirect left the token
+    behind is not a valid answer, saying where it was sent; nothing is written, and the other host never sees the
+    token."""
+    from tests.support.loopback import KeepAliveHandler, LoopbackServer
+
+    seen: list[str | None] = []
+
+    class Anonymous(LoopbackServer):  # a Grafana that lets anyone view, and shows an anonymous visitor nothing
+        def __init__(self):
+            class Handler(KeepAliveHandler):
+                def do_GET(self):  # noqa: N802
+                    seen.append(self.headers.get("Authorization"))
+                    path = self.path.split("?")[0]
+                    status, body = (200, b"[]") if path == "/api/search" else (404, json.dumps({
+                        "message": "folder not found" if path.startswith("/api/folders/") else "Dashboard not found"
+                    }).encode())
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+            self._serve(Handler)
+
+    other = Anonymous()
+    other.thread.start()
+    try:
+        where = f"http://localhost:{other.server.server_address[1]}"
+        for path in ["/api/folders/gpudash", "/api/search", *(f"/api/dashboards/uid/{uid}" for uid in desired)]:
+            proxy.inject(Rule(f"^{path}$", method="GET", times=999, status=302, body=b"",
+                              headers={"Location": f"{where}{path}"}))
+        before = _state(grafana)
+        code, report, stderr = run()
+    finally:
+        other.server.shutdown()
+        other.server.server_close()
+    assert code == 3 and "nothing was published" in stderr and "Traceback" not in stderr, stderr
+    assert f"with a redirect (302 to {where}/api/folders/gpudash)" in stderr and "another host" in stderr, stderr
+    assert "create" not in json.dumps(report.get("changes", [])), report
+    assert seen and not any(seen), seen  # the other host was asked without the token
+    assert grafana.writes() == [] and _state(grafana) == before
