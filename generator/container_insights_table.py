@@ -9,7 +9,8 @@ Every fact gpudash relies on about it is written down here, once; the renderers,
 * metric names, scale factors: amazon-cloudwatch-agent,
   translator/translate/otel/processor/metricstransformprocessor/translator.go
   (`renameMapForDcgm`; `experimental_scale_value` 1024*1024 for memory used / total, 100 for
-  memory utilization; every DCGM field is inserted three times, as container_, pod_ and node_);
+  memory utilization and nothing else, tensor core activity included, as read at the agent's
+  ab55b8da of 2026-08-07; every DCGM field is inserted three times, as container_, pod_ and node_);
   internal/containerinsightscommon/const.go (the suffixes);
 * dimension sets: amazon-cloudwatch-agent, translator/translate/otel/exporter/awsemf/kubernetes.go
   (`getGPUMetricDeclarations`; capacity metrics in the pod and node declarations), matching the
@@ -52,7 +53,6 @@ class Mapping:
     scale: float
     unit: str
     note: str = ""
-    uncertain: bool = False
 
 
 MAPPINGS: tuple[Mapping, ...] = (
@@ -64,8 +64,7 @@ MAPPINGS: tuple[Mapping, ...] = (
     Mapping("DCGM_FI_DEV_GPU_TEMP", "gpu_temperature", 1, "None", "degrees C"),
     Mapping("DCGM_FI_DEV_POWER_USAGE", "gpu_power_draw", 1, "None", "watts"),
     Mapping("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gpu_tensor_core_utilization", 1, "None",
-            "the agent applies no scale, so the value stays DCGM's ratio 0-1 (the exporter's help text says %)",
-            uncertain=True),
+            "DCGM's ratio 0-1 (the exporter's help text says %): renameMapForDcgm scales it by nothing"),
 )
 
 # A ratio of DCGM fields the add-on publishes as one metric: FB_USED / (FB_USED + FB_FREE) is
