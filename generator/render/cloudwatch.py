@@ -616,15 +616,20 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
                 f"{getattr(settings.cloudwatch, setting)}, one of several GPUs may take a row, blank, from one of the "
                 f"{drawn} drawn holding fewer)")
     said = []
+    one = {"pods": "pod", "nodes": "node"}.get(what, "GPU")
     if rank == "SUM":
         ranked = "the largest increase"
     elif plan_.function == "SUM":  # a line adding several series per scrape, ranked by one of them
         ranked = f"{_RANKED[rank]} of one of {'their GPUs' if what == 'pods' else 'the series each adds up'}"
         said.append("one reading, not the total the line adds up")
+    elif averages_gpus(plan_, what) and rank in ("MAX", "MIN"):  # a line's mean over GPUs, ranked by one of them
+        ranked = f"{_RANKED[rank]} of one of their GPUs"
+        higher = "higher" if rank == "MAX" else "lower"
+        said.append(f"one GPU's reading, not the {one}'s mean the line draws: a {one} whose GPUs read far apart "
+                    f"outranks one whose mean is {higher}")
     else:
         ranked = _RANKED[rank]
     if rank in ("MAX", "MIN") and not catalog.get(query.metric).is_counter:
-        one = {"pods": "pod", "nodes": "node"}.get(what, "GPU")
         if rank == "MAX" and catalog.get(query.metric).family in BUSY_FAMILIES:
             said.append(f"an idle {one} ranks last")
         if plan_.function != rank:  # a point is the period's mean (or its mean total), the rank one reading
@@ -633,6 +638,17 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
                         f"steadily {higher}")
     after = f" ({', and '.join(said)})" if said else ""
     return f"{cap}, those of {ranked} in the time range shown{after}"
+
+
+_ONE_GPU_LINES = ("GPUs", "GPUs or MIG instances", "MIG instances")  # _lines_of's words of a line per GPU (instance)
+
+
+def averages_gpus(plan_: Plan, what: str) -> bool:
+    """Whether each line of a chart is a mean over several GPUs' readings per scrape: a pod's (a node's, a
+    namespace's) GPUs each an observation of its one series, averaged, where no total per scrape is read (a pod's total
+    per scrape is one observation). Its ORDER BY MAX() or MIN() ranks it by one GPU's reading, not by its mean."""
+    return plan_.function == "AVG" and bool(plan_.series) and what not in _ONE_GPU_LINES \
+        and not pod_total_kind(plan_.dims)
 
 
 def _lines_of(plan_: Plan, settings: Settings | None = None) -> str:

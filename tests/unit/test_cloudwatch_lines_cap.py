@@ -95,7 +95,8 @@ def test_on_the_container_insights_add_on_a_chart_by_pod_says_it_draws_pods():
     files = built.files("cloudwatch:\n  source: container-insights\n")
     said = kept(header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"))
     assert said["GPU utilization by pod"].startswith(
-        "at most 50 pods (cloudwatch.top_pods), those of the highest single reading in the time range shown")
+        "at most 50 pods (cloudwatch.top_pods), those of the highest single reading of one of their GPUs in the time "
+        "range shown")
     assert all(note.startswith("at most 50 pods (cloudwatch.top_pods)") for note in said.values()), said
 
 
@@ -246,7 +247,7 @@ def test_a_cut_chart_says_a_moment_high_outranks_a_steady_line_and_the_lowest_ar
     assert overview["GPU utilization"].endswith("(an idle GPU ranks last, and as a point is its period's mean, a GPU "
                                                 "that read high for a moment outranks one steadily higher)")
     by_pod = kept(header(files, BY_POD))
-    assert by_pod["GPU utilization by pod"].endswith("(an idle pod ranks last, and as a point is its period's mean, "
+    assert by_pod["GPU utilization by pod"].endswith(" an idle pod ranks last, and as a point is its period's mean, "
                                                      "a pod that read high for a moment outranks one steadily higher)")
 
 
