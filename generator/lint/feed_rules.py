@@ -97,6 +97,14 @@ def declarations_complete(subject: LintInput) -> Iterable[Finding]:
                 if not declaration.get(key):
                     yield Finding("AG003", "error", f"{agent_file(cluster.name)} metric_declaration[{index}]",
                                   f"no {key}: the agent silently drops this declaration")
+        agent = subject.agent(cluster)
+        for index, declaration in enumerate(_otel_declarations(agent.otel) if agent and agent.otel else []):
+            for k, matcher in enumerate(declaration.get("label_matchers") or []):
+                lacking = [key for key in ("label_names", "regex") if not (matcher or {}).get(key)]
+                if lacking:
+                    yield Finding("AG003", "error", f"{agent_file(cluster.name)} {OTEL_KEY} metric_declarations"
+                                  f"[{index}]", f"label_matchers[{k}] has no {' nor '.join(lacking)}: awsemf drops "
+                                  f"the declaration (\"Dropped metric declaration.\" in the agent's log)")
 
 
 def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
@@ -1439,7 +1447,8 @@ RULES = (
     Rule("AG002", f"every published dimension is a scraped label, {CLUSTER_DIMENSION} is set explicitly, pods are "
                   f"namespace + name, whole GPUs carry {MIG_INSTANCE_LABEL} where a set needs it",
          dimensions_published),
-    Rule("AG003", "no agent metric declaration lacks source_labels, metric_selectors or dimensions",
+    Rule("AG003", "no agent metric declaration lacks source_labels, metric_selectors or dimensions, nor (OTel) a "
+                  "label matcher its label_names or regex",
          declarations_complete),
     Rule("AG004", "cwagentconfig.json validates against the agent's schema (--cwagent-schema)", agent_schema),
     Rule("AG005", "the agent's OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the "

@@ -18,7 +18,7 @@ from math import prod
 from typing import Any, Iterable
 
 from ..series_labels import REAL_VALUES
-from .go_regex_python import Unreadable, go_compiled
+from .go_regex_python import Unreadable, go_compiled, unreadable
 
 PLACEHOLDER = "x"  # the value of a label whose real shapes are not known
 # Past this many combinations of the named labels' values, each label's values are tried in turn, the others at their
@@ -30,10 +30,13 @@ Matcher = tuple[tuple[str, ...], str, str]  # (label names, separator, regex)
 
 def matchers(declaration: dict[str, Any]) -> list[dict[str, Any]]:
     """The declaration's label matchers in awsemf's terms (label_names, separator, regex): the OTel pipeline's as
-    written, the JSON path's source_labels joined by ';' and matched by label_matcher (the agent's translator)."""
+    written, the JSON path's source_labels joined by ';' and matched by label_matcher (the agent's translator; one
+    without label_matcher is read as passing every point, as re read its empty regex)."""
     if declaration.get("source_labels"):
+        if not declaration.get("label_matcher"):
+            return []
         return [{"label_names": declaration["source_labels"], "separator": ";",
-                 "regex": declaration.get("label_matcher", "")}]
+                 "regex": declaration["label_matcher"]}]
     return [m for m in declaration.get("label_matchers") or [] if isinstance(m, dict)]
 
 
@@ -52,6 +55,8 @@ def judged(declaration: dict[str, Any], fixed: dict[str, str], carried: Iterable
     found = matchers(declaration)
     if not found:
         return True, True
+    if not all(_initialised(m) for m in found):  # awsemf drops the declaration (AG003, PR005)
+        return False, False
     key = tuple((tuple(str(n) for n in m.get("label_names") or []), str(m.get("separator") or ";"),
                  str(m.get("regex", ""))) for m in found)
     named = {name for names, _, _ in key for name in names}
@@ -80,6 +85,16 @@ def _judged(key: tuple[Matcher, ...], fixed: tuple[tuple[str, str], ...], carrie
         if some and not every:
             break
     return every, some
+
+
+def _initialised(matcher: dict[str, Any]) -> bool:
+    """awsemf's LabelMatcher.init takes the matcher: it names labels, and has a regex Go's regexp compiles (a refused
+    one, or an empty one, makes Config.Validate drop the whole declaration)."""
+    regex = matcher.get("regex")
+    if not matcher.get("label_names") or not regex or not isinstance(regex, str):
+        return False
+    problem = unreadable(regex)
+    return problem is None or not problem.refused
 
 
 def _takes(key: tuple[Matcher, ...], labels: dict[str, str]) -> bool:

@@ -15,7 +15,8 @@ import pytest
 from generator.lint import run
 from generator.lint.feed_rules import RULES
 from tests.support.lint_input import lint_input
-from tests.unit.test_lint_label_matchers import _ag001, _edited, _gpu_declaration, projects  # noqa: F401
+from tests.unit.test_lint_label_matchers import (GPU_SET, _ag001, _edited, _gpu_declaration, _published,  # noqa: F401
+                                                projects)
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
@@ -86,3 +87,19 @@ def test_a_script_class_go_takes_is_a_warning_naming_what_lint_cannot_read(proje
     findings = _pr005(projects[pipeline], _edited(projects[pipeline], _matching(regex)))
     assert len(findings) == 1 and findings[0].startswith("warning "), findings
     assert repr(regex) in findings[0] and "\\p{Greek}" in findings[0] and "script" in findings[0], findings
+
+
+@pytest.mark.parametrize("matcher", [{"regex": ""}, {"label_names": []}], ids=["no regex", "no label names"])
+def test_a_label_matcher_awsemf_cannot_init_drops_the_declaration_and_lint_says_so(projects, matcher):  # noqa: F811
+    """awsemf's LabelMatcher.init refuses a matcher without a regex or without label names, and Config.Validate drops
+    the declaration ("Dropped metric declaration."): the per-GPU set is published for no GPU. AG003 names the matcher;
+    AG001 reads the set as published for none (it read the empty regex as passing every point)."""
+    def edit(declarations):
+        _gpu_declaration(declarations)["label_matchers"][0].update(matcher)
+
+    artifacts = _edited(projects["otel"], edit)
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
+    said = [f"{f.severity} {f.where}: {f.message}" for f in run([r for r in RULES if r.id == "AG003"],
+                                                                 lint_input(projects["otel"], artifacts))]
+    assert len(said) == 1 and "label_matchers[0]" in said[0] and "awsemf drops" in said[0], said
+    assert any("pass only some, or none" in f for f in _ag001(projects["otel"], artifacts))
