@@ -995,6 +995,8 @@ def _member_not_as_modelled(shape: Any, value: Any, path: str, type_only: bool =
     (`_domain`; not with `type_only`), anything else as `_not_as_modelled` reads it (`unknown` with it)."""
     if not _scalar_as_modelled(shape.type_name, value):
         return _not_as_modelled(shape, value, path, type_only, unknown)
+    if shape.type_name == "timestamp" and not _reads_as_time(value):  # whatever the member: botocore reads them all
+        return f"{path} is not a time"
     domain = None if type_only else _domain(shape)
     return None if domain is None else _outside(domain, value, path)
 
@@ -1044,6 +1046,18 @@ def _outside(domain: tuple[tuple[str, ...], str, Any, Any, bool], value: Any, pa
     if finite and not math.isfinite(value):
         return f"{path} is {value}, not a finite number"
     return None
+
+
+def _reads_as_time(value: Any) -> bool:
+    """Whether botocore's parser reads the timestamp `value` (a text or a number) as a time: one it cannot ("x", 1e20,
+    NaN) makes it raise a ValueError or a RuntimeError while it reads the answer, outside any error of its own."""
+    from botocore.utils import parse_timestamp
+
+    try:
+        parse_timestamp(value)
+    except (ValueError, TypeError, OverflowError, OSError, RuntimeError):
+        return False
+    return True
 
 
 def _scalar_as_modelled(kind: str, value: Any) -> bool:

@@ -160,3 +160,34 @@ def test_a_not_found_code_from_an_api_that_documents_none_is_a_remote_failure(op
     assert "internal error" not in stderr and "Traceback" not in stderr, stderr
     assert code == 3 and f"CloudWatch {operation} failed in us-east-1: ResourceNotFound: no such thing" in stderr + \
         json.dumps(report), stderr
+
+
+def _times_spoiled(member: str, value):
+    """A rewrite of an answer's listed items (alarms, dashboards) giving each `member` the value `value`."""
+    def spoil(body: bytes) -> bytes:
+        answer = json.loads(body)
+        for key in ("MetricAlarms", "DashboardEntries"):
+            for item in answer.get(key) or []:
+                item[member] = value
+        return json.dumps(answer).encode()
+    return spoil
+
+
+@pytest.mark.parametrize("operation, member", [("DescribeAlarms", "StateUpdatedTimestamp"),
+                                               ("DescribeAlarms", "AlarmConfigurationUpdatedTimestamp"),
+                                               ("ListDashboards", "LastModified")])
+@pytest.mark.parametrize("value", ["yesterday", 1e20], ids=["a word", "past year 9999"])
+def test_a_time_botocore_cannot_read_is_not_an_api_answer_not_a_crash(operation, member, value, proxied, published):
+    """A listing whose alarms or dashboards carry a time that is a text or a number but no time (a proxy or stub
+    garbling it): botocore's parser raised a ValueError ("Invalid timestamp") or a RuntimeError reading it, and apply ended in "internal
+    error" (exit 4, a traceback behind --debug). It is an answer that is not the API's: exit 3, nothing written."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    before = sorted(alarms(client))
+    proxy.inject(Rule(path="/", operation=operation, action="rewrite", times=ALWAYS,
+                      callback=_times_spoiled(member, value)))
+    code, report, stderr = apply("--prune")
+    assert code == 3 and "internal error" not in stderr and "Traceback" not in stderr, stderr
+    assert f"{member} is not a time" in stderr and "not an API answer" in stderr, stderr
+    assert writes(proxy) == [] and sorted(alarms(client)) == before
