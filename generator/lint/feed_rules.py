@@ -1302,8 +1302,8 @@ _RELABEL_KEYS = (("relabel_configs", "metric_relabel_configs"), ("relabelings", 
 def _regexes(subject: LintInput, otel: bool = True) -> Iterable[tuple[str, str, str]]:
     """(where, regex, its kind) of every relabel rule of the generated scrape paths (the Prometheus jobs, the
     ServiceMonitors, each agent's prometheus.yaml) and every regex of the agent's metric declarations; and, with `otel`,
-    every regex of each agent's OTel configuration. Kinds: relabel, matcher (a declaration's label matcher), selector
-    (its metric selectors), include (a processor's)."""
+    every regex of each agent's OTel configuration. Kinds: relabel, matcher (a declaration's label matcher; classic
+    matcher on the JSON path), selector (its metric selectors), include (a processor's)."""
     jobs = subject.artifacts.additional_scrape_configs.get("prometheus", {}).get("prometheusSpec", {}).get(
         "additionalScrapeConfigs") or []
     places = [(f"{ADDITIONAL_SCRAPE_FILE} job {job.get('job_name', '?')!r}", job, _RELABEL_KEYS[0]) for job in jobs]
@@ -1316,7 +1316,7 @@ def _regexes(subject: LintInput, otel: bool = True) -> Iterable[tuple[str, str, 
                     _RELABEL_KEYS[0]) for job in agent.scrape.get("scrape_configs") or []]
         for k, declaration in enumerate(agent.publishing().get("emf_processor", {}).get("metric_declaration") or []):
             where = f"{agent_file(agent.cluster)} metric_declaration[{k}]"
-            kinds = [(declaration.get("label_matcher"), "matcher")] + \
+            kinds = [(declaration.get("label_matcher"), "classic matcher")] + \
                 [(selector, "selector") for selector in declaration.get("metric_selectors") or []]
             for regex, kind in kinds:
                 if isinstance(regex, str):
@@ -1371,7 +1371,10 @@ def regexes_compile(subject: LintInput) -> Iterable[Finding]:
 _REFUSED = {"selector": ": the agent stops as it starts (awsemf compiles metric selectors with regexp.MustCompile, "
                         "which panics) and publishes nothing",
             "matcher": ": awsemf drops the declaration (\"Dropped metric declaration.\" in the agent's log), and "
-                       "nothing of it is published"}
+                       "nothing of it is published",
+            "classic matcher": ": an agent publishing through awsemf drops the declaration (\"Dropped metric "
+                               "declaration.\" in its log), and nothing of it is published; an older one, with its own "
+                               "EMF processor (regexp.MustCompile), stops as it starts"}
 
 
 def _regex_verdict(regex: str, kind: str) -> tuple[str, str] | None:
