@@ -392,6 +392,6 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
 
 
 def load_counters(path: Path) -> Catalog:
-    hint = "pass --csv with the exporter's counters file, or omit it to use the bundled one"
+    hint = "pass --csv with the exporter's counters file, or omit it to use the settings' counters (else the bundled one)"
     data = read_bytes(path, "counters CSV", hint)
     return parse_counters(decode_utf8(data, path, "counters file"), source=str(path))

@@ -453,14 +453,14 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
 def metrics(config: str | None, csv: str | None, output: str) -> None:
     """Show the metric catalog: each DCGM field with its type, unit and family."""
     from .catalog import load_counters
-    from .settings import load_settings
+    from .settings import load_settings, settings_counters
 
     if csv:
         catalog = load_counters(Path(csv))
     else:
         settings = load_settings(optional_path(config))
         click.echo(f"settings: {settings.origin}", err=True)
-        catalog = load_counters(settings.counters_path)
+        catalog = settings_counters(settings)
     if output == "json":
         click.echo(json.dumps([{"name": m.name, "type": m.kind, "unit": m.unit.label,
                                 "grafana_unit": m.charted_unit.grafana, "family": m.family, "help": m.help}

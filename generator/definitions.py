@@ -22,12 +22,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Iterator
 
+from . import printed
 from .catalog import Catalog
 from .errors import EXIT_INPUT, InputError
 from .model import Alarm, DefinitionError, _caller, shown_path
 from .reading import list_folder
 from .resources import known_fields
-from .settings import Levels, Settings
+from .settings import Levels, Settings, told_at_key
 
 TIME_LIMIT_VARIABLE = "GPUDASH_DEFINITION_TIME_LIMIT"
 DEFAULT_TIME_LIMIT = 60.0  # seconds for all definitions of one kind; a definition that needs more is stuck
@@ -485,7 +486,7 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
     other = "alarms" if kind == "dashboards" else "dashboards"
     shared = {f.resolve() for f in ctx.settings.definition_dirs(other)} if ctx.settings is not None else set()
     for folder in folders:
-        names = list_folder(folder, kind, hint)
+        names = _listed(folder, kind, hint, ctx.settings)
         if not any(name.endswith(".py") and not name.startswith("_") for name in names):
             raise InputError(f"the {kind} folder holds no definition (no *.py file but _*.py helpers)",
                              where=str(folder), hint=f"a git submodule not checked out? Fill it, or remove it from "
@@ -493,6 +494,23 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
         with _helpers(folder, names):
             loaded.extend(_load_folder(kind, other, folder, names, folder.resolve() in shared, ctx, seconds))
     return loaded
+
+
+def _listed(folder: Path, kind: str, hint: str, settings: Settings | None) -> list[str]:
+    """The names in a definitions folder; one the settings name that cannot be listed is told at their key."""
+    try:
+        return list_folder(folder, kind, hint)
+    except InputError as error:
+        written = getattr(settings.definitions, kind) if settings is not None else None
+        if written is None or error.where != str(folder) or folder.is_dir():  # a folder it may not read: its own fix
+            raise
+        path: list[Any] = ["definitions", kind]
+        raw = settings.raw.get("definitions", {}).get(kind)
+        if isinstance(raw, list):
+            path.append(next((i for i, name in enumerate(raw) if settings.base_dir / str(name) == folder), 0))
+        raise told_at_key(settings, path, error, f"create it, or fix definitions.{kind} (a folder, or a list of "
+                                                 f"folders, from the settings file's folder, "
+                                                 f"{printed.path(settings.base_dir)})") from None
 
 
 def _load_folder(kind: str, other: str, folder: Path, names: list[str], shared: bool, ctx: Context,

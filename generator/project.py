@@ -19,7 +19,7 @@ from .model import Alarm, Dashboard
 from .panel_checks import check_panels, threshold_problem
 from .promql_text import STRING_LITERAL
 from .resources import known_fields
-from .settings import Settings, load_settings
+from .settings import Settings, load_settings, settings_counters
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def load_project(config: Path | None = None, counters: Path | None = None,
     settings = load_settings(config)
     if read:
         read(settings)
-    catalog = load_counters(counters or settings.counters_path)
+    catalog = load_counters(counters) if counters else settings_counters(settings)
     ctx = definitions.Context(catalog=catalog, settings=settings)
     neutral: list[Dashboard] = []
     legacy: list[definitions.Loaded] = []

@@ -1152,6 +1152,29 @@ def setting_place(settings: Settings, path: list[Any]) -> str:
     return f"{settings.source}:{line}" if line else settings.source
 
 
+def told_at_key(settings: Settings, path: list[Any], error: InputError, hint: str) -> InputError:
+    """`error`, met reading the file or folder the settings key at `path` names, told at that key's line: the fix is
+    made there, and the path is read from the settings file's folder, which need not be the current one."""
+    return InputError(f"{'.'.join(map(_yaml_key, path))}: {printed.path(error.where)}: {error.what}",
+                      where=setting_place(settings, path), hint=hint)
+
+
+def settings_counters(settings: Settings):
+    """The catalog of the counters CSV the settings name (`counters`), else of the bundled one. A file `counters` names
+    that cannot be read is told at that key (a mistake inside it, at its own line)."""
+    from .catalog import load_counters
+
+    path = settings.counters_path
+    try:
+        return load_counters(path)
+    except InputError as error:
+        if not settings.counters or error.where != str(path) or path.is_file():  # one it may not read: its own fix
+            raise
+        raise told_at_key(settings, ["counters"], error,
+                          f"correct counters (a path from the settings file's folder, {printed.path(settings.base_dir)}), "
+                          f"or remove it to use the bundled CSV") from None
+
+
 @dataclass(frozen=True)
 class Choice:
     """Which settings file a command reads, and why."""
