@@ -63,11 +63,13 @@ def variant_datapoints(files, fleet=VARIANT, only=None):
 
 
 def firing_contributors(requests: list[dict], datapoints, end=END) -> set[str]:
-    """Every contributor in ALARM over the rule's CloudWatch alarms, named as the Prometheus rule names it."""
+    """Every contributor in ALARM over the rule's CloudWatch alarms, named as the Prometheus rule names it (an alarm on
+    one metric, a listed pod's with alarms.per_pod: static, by the dimensions it names)."""
     fired = set()
     for request in requests:
+        named = {d["Name"]: d["Value"] for d in request.get("Dimensions", [])}
         for key, state in cloudwatch_eval.alarm(request, datapoints, end).items():
-            dims = dict(key)
+            dims = {**named, **dict(key)}
             if state == "ALARM":
                 fired.add(f"Pod {dims['namespace']}/{dims['pod']}" if "pod" in dims
                           else f"{dims['node']} GPU {dims['gpu']}" if "gpu" in dims else "")

@@ -57,9 +57,15 @@ def _expected(project, files, path, title, query, fleet):
 
 @pytest.mark.parametrize("seed, pipeline, shared", CASES)
 def test_every_widget_and_alarm_reads_the_truth_of_a_random_fleet(tmp_path, seed, pipeline, shared):
+    reads_the_truth(tmp_path, seed, pipeline, shared)
+
+
+def reads_the_truth(tmp_path, seed, pipeline, shared, more: str = "", firing=random_fleet.firing):
+    """The check of each widget and alarm against the fleet of `seed`; `more`: settings beside the pipeline's and
+    exporter.virtual_gpus's (other top-level keys); `firing`: what each rule's twin names on the fleet."""
     fleet = random_fleet.fleet(seed, bool(shared), per_process=shared == "per-process")
     settings = ("agent:\n  pipeline: classic\n" if pipeline == "classic" else "") + \
-        ("exporter:\n  virtual_gpus: true\n" if shared else "")
+        ("exporter:\n  virtual_gpus: true\n" if shared else "") + more
     project = variant_project(tmp_path, settings)
     files = encode(build(project, grafana=False))
     points = variant_datapoints(files, fleet)
@@ -96,7 +102,7 @@ def test_every_widget_and_alarm_reads_the_truth_of_a_random_fleet(tmp_path, seed
         {k: v for k, v in counted.items() if k not in several}
     # each rule's alarms name what its Prometheus twin names
     requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]
-    expected = random_fleet.firing(fleet)
+    expected = firing(fleet)
     for alarm in project.alarms:
         if alarm.absent or alarm.id not in expected or (pipeline == "classic" and shared and
                                                         alarm.id == "pcie-replays"):  # lint AL013's error
