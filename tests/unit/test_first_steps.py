@@ -69,6 +69,19 @@ def test_the_command_says_which_settings_it_used(in_folder, cli):
     assert "settings: gpudash.yaml (GPUDASH_CONFIG)" in stderr
 
 
+def test_a_command_run_in_a_subfolder_says_the_settings_above_are_not_read(in_folder, cli, monkeypatch):
+    """From a project's definitions folder, `gpudash generate` reads the bundled defaults (another fleet's: a cluster
+    named gpu-cluster), and `apply` would publish them: the settings line names the file above and how to read it."""
+    (in_folder / "gpudash.yaml").write_text("clusters:\n  - name: train-east\n    region: us-east-1\n")
+    (in_folder / "mine" / "deeper").mkdir(parents=True)
+    for folder, above in (("mine", "../gpudash.yaml"), ("mine/deeper", "../../gpudash.yaml")):
+        monkeypatch.chdir(in_folder / folder)
+        code, _, stderr = cli("metrics", "--output", "json")
+        assert code == 0
+        assert (f"settings: the bundled defaults (no --config, no GPUDASH_CONFIG, no ./gpudash.yaml; {above}, in a "
+                f"folder above, is not read: pass --config {above} or run from its folder)") in stderr, stderr
+
+
 def test_discovery_order(tmp_path):
     assert discover(None, {}, tmp_path).path is None
     (tmp_path / "gpudash.yaml").write_text("")
