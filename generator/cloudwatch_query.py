@@ -913,7 +913,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if blank_weighed(query, result, settings, layout, alarm) and (pod_gpus or not alarm):  # (not a static per-pod
         # alarm's classic metric, nor a rule's MIG alarm, which reads instances)
         result = replace(result, notes=result.notes + (BLANK_WEIGHED,))  # the agent drops a blank: no reading
-    if not alarm and query.aggregation == "max" and largest_state(query, catalog) \
+    if not alarm and (query.aggregation == "max" or result.function == "MAX" and not result.math) \
+            and largest_state(query, catalog) \
             and period > layout.interval(settings):
         result = replace(result, notes=result.notes + (LARGEST_STATE,))
     if not alarm and layout.instances and instance_copies_weigh(result, catalog, settings):
@@ -1053,8 +1054,9 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
                 gpu_series=per_gpu_dims)
     split_ok = not series and not alarm and can_split
     pod_keyed = tuple(dims) == tuple(pod_dimensions(settings))
+    worst_of_own = field.across_own_labels == "max" and agg in ("avg", "min", "sum")  # _own_series_worst
     if layout.instances and settings.agent.pipeline == "otel" and not field.is_counter \
-            and field.across_own_labels != "sum" and not per_device_headroom(query) \
+            and field.across_own_labels != "sum" and not worst_of_own and not per_device_headroom(query) \
             and (pod_keyed and per_pod_lines(query, series)
                  and (agg in ("count", "sum") or alarm and pod_gpus and agg in ("avg", "max", "min")
                       and instances_combined(field)
@@ -1108,6 +1110,8 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     if field.across_own_labels == "sum":
         return _own_series_added(query, field, line, split_ok, one_gpu, period, interval, base,
                                  per_scrape_note(layout, agent_drops_blanks(layout, settings)))
+    if worst_of_own or field.across_own_labels == "max" and agg == "count" and not (one_gpu or split_ok):
+        return _own_series_worst(query, field, line, split, one_gpu, split_ok)
     if agg == "count":  # GPUs (series) reporting, whatever the field's kind
         if one_gpu:
             return line("COUNT", "{q} * 0 + 1", n)
@@ -1903,6 +1907,30 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
                      POD_INSTANCES if POD_DIMENSION in result.series else
                      GROUP_COPIES if settings.exporter.virtual_gpus else GROUP_INSTANCES)
     return replace(result, notes=tuple(notes))
+
+
+# A line combining each GPU's largest series over the cluster (_own_series_worst): a GPU weighs in by its period's worst.
+EACH_LARGEST = ("each GPU weighs in by the largest state its period read (its worst series at its worst reading), not "
+                "its latest: a GPU failing for one scrape of the period counts as failing for the period")
+
+
+def _own_series_worst(query: Query, field, line, split, one_gpu: bool, split_ok: bool) -> Plan:
+    """A field whose GPU value is the largest of several series (DCGM's health per watched system: the worst, 0 pass,
+    10 warn, 20 fail), other than its largest or its GPUs counted: the agent sends each series as its own observation
+    under the GPU's dimensions, so a mean, least or total of the observations takes every series (a GPU failing one
+    of ten watches read 2 for 20, a node of two GPUs counted 20). A line per GPU is the GPU's largest; over the cluster
+    each GPU's largest, then their mean, least or total, by metric math; per node, namespace or pod no query reads a
+    GPU's largest before the group's function: refused."""
+    agg, own = query.aggregation, ", ".join(field.own_labels)
+    if one_gpu and agg != "count":
+        return line("MAX")
+    if split_ok and agg in ("avg", "min", "sum"):
+        return replace(split("MAX", "SUM({q})" if agg == "sum" else across(MI_FUNCTIONS[agg])), notes=(EACH_LARGEST,))
+    raise Unsupported(f"{query.metric} is written as several series per GPU (by {own}), the GPU's value their "
+                      f"largest, and CloudWatch holds each as an observation of the GPU: its {agg} per "
+                      f"{', '.join(query.by)} would take every series, not each GPU's value",
+                      fix="take its max (each GPU's largest series), or its mean, least, total or count over the "
+                          "cluster")
 
 
 def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, period: int, interval: int,

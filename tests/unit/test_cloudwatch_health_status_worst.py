@@ -1,0 +1,135 @@
+"""DCGM's health status on CloudWatch: a GPU's value is its worst watched system, whatever the statistic a chart asks.
+
+The exporter writes DCGM_EXP_GPU_HEALTH_STATUS as one series per watched system of each GPU (gpu_health_collector.go:
+ten watches, PCIE to DRIVER, each labelled `health_watch` and `health_error_code`, 0 pass, 10 warn, 20 fail), the error
+code changing with the incident (DCGM_FR_OK, then DCGM_FR_PCI_REPLAY_RATE): a new series. gpudash takes the GPU's
+value as the largest of them (catalog.FIELD_LABELS), as Grafana's panels do. The agent publishes each series as an
+observation under the GPU's dimensions, so a statistic over the observations takes every watch: a fleet's mean health
+read 1.5 where two GPUs of four failed (each 20: 10), a GPU's mean 3 for its 20, and a node of two GPUs counted 20.
+
+Now a line per GPU is the GPU's largest, a mean, least or total over the cluster combines each GPU's largest by metric
+math, and a mean, least, total or count per node, namespace or pod, which no query reads from each GPU's largest, is
+left out of CloudWatch (the header says why; Grafana draws it) and refused in an alarm. Through the agent model of the
+build's OTel pipeline (the exporter's CSV types the field `counter`, which the pipeline turns back into a gauge).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build
+from generator.errors import InputError
+from generator.output import encode
+from generator.project import load_project
+from tests.support import cloudwatch_eval
+from tests.support.agent_points import AGENT_FILE
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import header, said
+from tests.support.dcgm_fleet import target_labels
+from tests.support.projects import counters_with
+
+HEALTH = "DCGM_EXP_GPU_HEALTH_STATUS"
+WATCHES = ("PCIE", "NVLINK", "PMU", "MCU", "MEM", "SM", "INFOROM", "THERMAL", "POWER", "DRIVER")
+NODES = ("ip-10-0-0-1", "ip-10-0-0-2")
+STEP, END, SICK = 30, 1800, (600, 1200)  # GPU 1 of each node: PCIe failing and heat warning from 600 s to 1200 s
+CHARTS = {  # title: (aggregation, grouping)
+    "mean": ("avg", ()), "least": ("min", ()), "total": ("sum", ()), "worst": ("max", ()), "GPUs": ("count", ()),
+    "per GPU": ("avg", ("node", "gpu")), "worst per node": ("max", ("node",)),
+    "GPUs per node": ("count", ("node",)), "mean per pod": ("avg", ("pod",)), "least per namespace": ("min", ("namespace",)),
+}
+DASHBOARD = "from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n" \
+            "    yield Dashboard(id=\"health-states\", title=\"Health\", rows=[Row(\"states\", [\n" + "".join(
+                f"        Panel({title!r}, Query({HEALTH!r}, {how!r}, {by!r})),\n" for title, (how, by) in CHARTS.items()) \
+            + "    ])])\n"
+LEFT_OUT = {"GPUs per node", "mean per pod", "least per namespace"}
+
+
+def _status(gpu: int, watch: str, t: int) -> tuple[str, int]:
+    """(health_error_code, value) of one watch of one GPU at `t`."""
+    if gpu == 1 and SICK[0] <= t < SICK[1]:
+        if watch == "PCIE":
+            return "DCGM_FR_PCI_REPLAY_RATE", 20
+        if watch == "THERMAL":
+            return "DCGM_FR_CLOCK_THROTTLE_THERMAL", 10
+    return "DCGM_FR_OK", 0
+
+
+def _payload(node: str, t: int) -> str:
+    lines = [f"# TYPE {HEALTH} counter"]
+    for gpu in (0, 1):
+        pod = f',container="main",namespace="ml",pod="train-{node[-1]}"' if gpu == 0 else ""
+        for watch in WATCHES:
+            code, value = _status(gpu, watch, t)
+            lines.append(f'{HEALTH}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA H100",'
+                         f'Hostname="{node}",health_watch="{watch}",health_error_code="{code}"{pod}}} {value}')
+    return "\n".join(lines) + "\n"
+
+
+def _project(tmp_path, dashboards: str = DASHBOARD, alarms: str | None = None):
+    csv = counters_with(tmp_path, f"{HEALTH}, counter, DCGM reported health status\n")
+    definitions = {"dashboards": dashboards, **({"alarms": alarms} if alarms else {})}
+    for kind, text in definitions.items():
+        (tmp_path / kind).mkdir()
+        (tmp_path / kind / f"{kind}.py").write_text(text)
+    (tmp_path / "gpudash.yaml").write_text(f"counters: {csv}\ndefinitions:\n" +
+                                           "".join(f"  {kind}: [{kind}]\n" for kind in definitions))
+    return load_project(tmp_path / "gpudash.yaml")
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    """(each chart's {line: {period start: value}}, the dashboard's header)."""
+    files = encode(build(_project(tmp_path_factory.mktemp("health")), grafana=False))
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(k * STEP, _payload(node, k * STEP), target_labels(job, node))
+                                     for k in range(-2, END // STEP) for node in NODES])
+    path = "cloudwatch/dashboards/gpudash-gpu-cluster-health-states.json"
+    body = json.loads(json.loads(files[path])["DashboardBody"])
+    charts = {w["properties"]["title"]: cloudwatch_eval.widget(w["properties"], points, 0, END)
+              for w in body["widgets"] if w["type"] == "metric"}
+    return charts, header(files, path)
+
+
+def _values(lines: dict) -> dict[str, set[float]]:
+    """{line: its values in the sick periods} ([SICK) is two whole 5-minute periods)."""
+    return {label: {v for t, v in series.items() if SICK[0] <= t < SICK[1]} for label, series in lines.items()}
+
+
+def test_over_the_cluster_each_gpu_counts_by_its_worst_watch(drawn):
+    charts, _ = drawn
+    # four GPUs, two of them failing (20): mean 10, least 0, total 40, worst 20, 4 GPUs
+    assert _values(charts["mean"]) == {"mean": {10.0}}
+    assert _values(charts["least"]) == {"least": {0.0}}
+    assert _values(charts["total"]) == {"total": {40.0}}
+    assert _values(charts["worst"]) == {"worst": {20.0}}
+    assert {v for series in charts["GPUs"].values() for v in series.values()} == {4.0}
+    assert said(drawn[1], "mean", "each GPU weighs in by the largest state its period read")
+    # healthy before and after: every statistic 0
+    assert {v for t, v in charts["mean"]["mean"].items() if not SICK[0] <= t < SICK[1]} == {0.0}
+
+
+def test_a_line_per_gpu_is_the_gpus_worst_watch(drawn):
+    charts, header_text = drawn
+    assert _values(charts["per GPU"]) == {f"{node} GPU {gpu}": {20.0 if gpu else 0.0} for node in NODES for gpu in (0, 1)}
+    assert _values(charts["worst per node"]) == {node: {20.0} for node in NODES}
+    assert said(header_text, "per GPU", "a point is the largest state its period read")
+
+
+def test_a_statistic_per_group_of_gpus_is_left_out_of_cloudwatch_and_says_why(drawn):
+    charts, header_text = drawn
+    assert LEFT_OUT.isdisjoint(charts)
+    grafana_only = header_text.split("On Grafana only: ", 1)[1]
+    for title in LEFT_OUT:
+        assert f"{title} ({HEALTH} is written as several series per GPU (by health_watch, health_error_code)" \
+            in grafana_only, title
+
+
+def test_an_alarm_of_a_mean_per_node_is_refused(tmp_path):
+    alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+              f"    return [Alarm('node-health', 'Node health', Condition(Query({HEALTH!r}, 'avg', ('node',)), '>=', 10))]\n")
+    with pytest.raises(InputError) as refused:
+        build(_project(tmp_path, alarms=alarms), grafana=False)
+    assert "would take every series, not each GPU's value" in str(refused.value)
+    assert "take its max (each GPU's largest series)" in str(refused.value)
