@@ -99,7 +99,8 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
         recorded = counted_group(project.counted_fields(), project.catalog, project.settings)
         click.echo(f"loading {longest / 3600:g} h of the sample's history{' and its counter recordings' if recorded else ''}"
                    f" into a local Prometheus", err=True)
-        with sampling.serve(longest, end, project.settings.scrape.job_name, recorded=recorded) as url:
+        with sampling.serve(longest, end, project.settings.scrape.job_name, recorded=recorded,
+                            labelled=sampling.as_scraped(project.settings)) as url:
             files, summaries = render(url, "the bundled sample exporter payload (--sample), replayed into a local "
                                            "Prometheus")
         source = "sample"

@@ -2,7 +2,8 @@
 
 The payload (`defaults/sample-exporter.prom`) is one scrape of a DCGM exporter. It is turned into a
 history over the preview's range (gauges wander around their recorded value, counters climb to it),
-with the target labels gpudash's scrape job attaches (`node`, `instance`, `job`), written as
+with the target labels gpudash's scrape job attaches (`node`, `instance`, `job`) and the workload's labels as the
+settings name them (as_scraped), written as
 OpenMetrics and loaded with `promtool tsdb create-blocks-from openmetrics` into a fresh TSDB; then
 Debian's `prometheus` serves it on 127.0.0.1 and the preview queries it like any other Prometheus.
 The queries are the panels' own, evaluated by Prometheus: no PromQL is reimplemented here.
@@ -20,7 +21,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
 from ..errors import GpudashError, InputError
 from ..resources import default_counters
@@ -67,9 +68,33 @@ def _wander(name: str, value: float, t: float, seed: int) -> float:
     return min(moved, 100.0) if name.endswith("_UTIL") else moved
 
 
+def as_scraped(settings) -> Callable[[dict[str, str]], dict[str, str]]:
+    """The sample's labels as the settings say their Prometheus carries them: the workload's `pod`, `namespace` and
+    `container` under the names `labels` gives (`exported_pod` beside the exporter pod's own `pod`, `namespace`,
+    `container`, as a ServiceMonitor without honorLabels leaves them; `pod_name` and `uuid` as --use-old-namespace
+    writes them), so that the per-pod panels of such settings draw the sample's pods."""
+    from ..exporter_styles import exporter_daemonset, exporter_namespace, style_for
+    from ..series_labels import WORKLOAD, uuid_label
+
+    written = (settings.labels.namespace, settings.labels.pod, settings.labels.container)
+    renamed = {old: new for old, new in zip(WORKLOAD, written) if old != new}
+    if uuid_label(written) != "UUID":
+        renamed["UUID"] = uuid_label(written)
+    target = {}
+    if any(name.startswith("exported_") for name in written):  # the scrape target's own, the exporter pod's
+        target = {"namespace": exporter_namespace(settings), "pod": f"{exporter_daemonset(settings)}-sample",
+                  "container": style_for(settings).container}
+
+    def labelled(labels: dict[str, str]) -> dict[str, str]:
+        return {**{renamed.get(name, name): value for name, value in labels.items()}, **target}
+
+    return labelled
+
+
 def history(samples: list[tuple[str, str, dict[str, str], float]], start: float, end: float, spacing: float,
-            job: str) -> str:
-    """The samples as an OpenMetrics history from `start` to `end`, one point every `spacing` seconds."""
+            job: str, labelled: Callable[[dict[str, str]], dict[str, str]] = dict) -> str:
+    """The samples as an OpenMetrics history from `start` to `end`, one point every `spacing` seconds, each series'
+    labels as `labelled` gives them (as_scraped)."""
     out: list[str] = []
     times = [end - spacing * i for i in range(int((end - start) // spacing), -1, -1)]
     by_name: dict[str, list] = {}
@@ -79,7 +104,7 @@ def history(samples: list[tuple[str, str, dict[str, str], float]], start: float,
         out.append(f"# TYPE {name} gauge")  # counters keep their name: OpenMetrics counters need `_total`
         for seed, (_, kind, labels, value) in enumerate(group):
             node = labels.get("Hostname", "sample-node")
-            target = {**labels, "node": node, "instance": f"{node}:9400", "job": job}
+            target = {**labelled(labels), "node": node, "instance": f"{node}:9400", "job": job}
             text = ",".join(f'{k}="{v}"' for k, v in sorted(target.items()))
             for t in times:
                 if kind == "counter":
@@ -129,7 +154,7 @@ def backfill_start(begin: float, interval: str) -> int:
 
 @contextmanager
 def serve(range_s: float, end: float, job: str, spacing: float = 15.0,
-          recorded: dict | None = None) -> Iterator[str]:
+          recorded: dict | None = None, labelled: Callable[[dict[str, str]], dict[str, str]] = dict) -> Iterator[str]:
     """A Prometheus on 127.0.0.1 holding the sample history over [end - range_s, end]; its URL. `recorded` (a rule
     group: the counters' recordings Grafana's rate panels read, promql.counted_rules): its history over the same span
     too, as `promtool tsdb create-blocks-from rules` writes it (docs/grafana-panels.md, "Counter rates")."""
@@ -138,7 +163,7 @@ def serve(range_s: float, end: float, job: str, spacing: float = 15.0,
     begin = end - range_s - 600
     with tempfile.TemporaryDirectory(prefix="gpudash-sample-") as folder:
         work = Path(folder)
-        (work / "sample.om").write_text(history(samples, begin, end, spacing, job), encoding="utf-8")
+        (work / "sample.om").write_text(history(samples, begin, end, spacing, job, labelled), encoding="utf-8")
         made = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet",
                                str(work / "sample.om"), str(work / "data")], capture_output=True, text=True)
         if made.returncode != 0:

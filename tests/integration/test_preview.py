@@ -237,3 +237,35 @@ def test_sample_without_prometheus_says_what_to_install(cli, tmp_path, monkeypat
     monkeypatch.setattr(shutil, "which", lambda name: None)
     code, _, stderr = cli("preview", "--sample", "--out", str(tmp_path / "site"))
     assert code == 2 and "apt-get install prometheus" in stderr
+
+
+PER_POD = """from generator.model import Dashboard, Row
+from generator.panels import per_pod
+
+dashboard = Dashboard("pods", "Pods", [Row("GPU", [per_pod("DCGM_FI_DEV_GPU_UTIL", "GPU utilization by pod")])])
+"""
+
+
+@pytest.mark.parametrize("labels", [
+    # a ServiceMonitor without honorLabels: the workload's labels renamed, the exporter pod's own beside them
+    "  pod: exported_pod\n  namespace: exported_namespace\n  container: exported_container\n",
+    # an exporter run with --use-old-namespace
+    "  pod: pod_name\n  namespace: pod_namespace\n  container: container_name\n",
+], ids=["exported", "old-names"])
+def test_the_sample_carries_the_pods_under_the_labels_the_settings_read(tmp_path, cli, monkeypatch, labels):
+    """The per-pod panels of settings whose Prometheus carries the workload as exported_pod (or pod_name) drew 'No
+    data' from the sample, whose series held `pod`: a newcomer saw their own dashboard blank."""
+    binary("prometheus")
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "pods.py").write_text(PER_POD)
+    (tmp_path / "gpudash.yaml").write_text(f"definitions:\n  dashboards: dashboards\nlabels:\n{labels}")
+    monkeypatch.chdir(tmp_path)
+
+    code, stdout, stderr = cli("preview", "--sample", "--range", RANGE, "--out", "site", "--output", "json",
+                               env={"GPUDASH_CONFIG": None})
+
+    assert code == 0, stderr
+    assert json.loads(stdout)["dashboards"][0]["no_data"] == 0
+    panel, = panels_of((tmp_path / "site" / "gpudash-pods.html").read_text())
+    assert drawn(panel) and {"Pod ml-training/trainer-0", "Pod research/notebook-7"} <= set(
+        re.findall(r"Pod [\w-]+/[\w-]+", panel["text"])), panel["text"][:300]

@@ -24,7 +24,7 @@ def test_the_sample_says_what_it_loads_then_what_it_queries(tmp_path, monkeypatc
     served = []
 
     @contextmanager
-    def serve(range_s, end, job, spacing=15.0, recorded=None):
+    def serve(range_s, end, job, spacing=15.0, recorded=None, labelled=dict):
         served.append((range_s, bool(recorded)))
         with CannedServer(EMPTY) as prometheus:
             yield f"http://{prometheus.address}"
