@@ -56,10 +56,11 @@ def _status(gpu: int, watch: str, t: int) -> tuple[str, int]:
     return "DCGM_FR_OK", 0
 
 
-def _payload(node: str, t: int) -> str:
+def _payload(node: str, t: int, held: tuple[int, ...] = (0,)) -> str:
+    """The node's scrape at `t`; the node's pod holds the GPUs `held` (the others no pod holds)."""
     lines = [f"# TYPE {HEALTH} counter"]
     for gpu in (0, 1):
-        pod = f',container="main",namespace="ml",pod="train-{node[-1]}"' if gpu == 0 else ""
+        pod = f',container="main",namespace="ml",pod="train-{node[-1]}"' if gpu in held else ""
         for watch in WATCHES:
             code, value = _status(gpu, watch, t)
             lines.append(f'{HEALTH}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA H100",'
@@ -126,10 +127,37 @@ def test_a_statistic_per_group_of_gpus_is_left_out_of_cloudwatch_and_says_why(dr
             in grafana_only, title
 
 
-def test_an_alarm_of_a_mean_per_node_is_refused(tmp_path):
+@pytest.mark.parametrize("by, where", [(("node",), "per node"), ((), "over the cluster")])
+def test_an_alarm_of_a_mean_is_refused(tmp_path, by, where):
+    """A mean per node, and over the cluster (an alarm has no metric math over an array of GPUs), is refused."""
     alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
-              f"    return [Alarm('node-health', 'Node health', Condition(Query({HEALTH!r}, 'avg', ('node',)), '>=', 10))]\n")
+              f"    return [Alarm('health', 'Health', Condition(Query({HEALTH!r}, 'avg', {by!r}), '>=', 10))]\n")
     with pytest.raises(InputError) as refused:
         build(_project(tmp_path, alarms=alarms), grafana=False)
-    assert "would take every series, not each GPU's value" in str(refused.value)
-    assert "take its max (each GPU's largest series)" in str(refused.value)
+    assert f"its avg {where} would take every series, not each GPU's value" in str(refused.value)
+    assert "fix: take its max (each GPU's largest series), or give the Alarm a `cloudwatch=` condition" \
+        in str(refused.value)
+
+
+def test_alarms_of_the_worst_watch_fire_for_the_failing_gpus_and_clear(tmp_path):
+    """Alarms of the largest per GPU, node and pod's GPU (each pod here holds both GPUs of its node) fire for the
+    failing GPUs while they fail, whichever watch fails, and are OK once the incident's series is gone."""
+    alarms = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n    return [\n" + "".join(
+        f"        Alarm({rule!r}, {rule!r}, Condition(Query({HEALTH!r}, 'max', {by!r}), '>=', 20)),\n"
+        for rule, by in (("per-gpu", ("node", "gpu")), ("per-node", ("node",)), ("per-pod-gpu", ("pod", "gpu"))))
+        + "    ]\n")
+    files = encode(build(_project(tmp_path, alarms=alarms), grafana=False))
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(k * STEP, _payload(node, k * STEP, held=(0, 1)), target_labels(job, node))
+                                     for k in range(-2, END // STEP) for node in NODES])
+    fired = {}
+    for alarm in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
+        request = alarm["Request"]
+        for at in (900, 1500):
+            fired[request["AlarmName"].split("-gpu-cluster-")[1], at] = sorted(
+                tuple(value for name, value in key if name != "ClusterName")
+                for key, state in cloudwatch_eval.alarm(request, points, at).items() if state == "ALARM")
+    assert fired == {("per-gpu-warning", 900): [(NODES[0], "1"), (NODES[1], "1")], ("per-gpu-warning", 1500): [],
+                     ("per-node-warning", 900): [(NODES[0],), (NODES[1],)], ("per-node-warning", 1500): [],
+                     ("per-pod-gpu-warning", 900): [("ml", "train-1", "1"), ("ml", "train-2", "1")],
+                     ("per-pod-gpu-warning", 1500): []}
