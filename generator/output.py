@@ -1086,9 +1086,27 @@ def _refuse_unowned(out: Path, left_by_gpudash: Callable[[Path], bool] = lambda 
         raise OutputError(f"its {MANIFEST} cannot be read ({unread}): whether gpudash wrote what the folder holds "
                           "cannot be told", where=str(out),
                           hint=f"let this user read {MANIFEST} (chmod u+r, as its owner), or choose another --out")
+    if not owned and (broken := _not_json(out / MANIFEST)):
+        raise OutputError(f"its {MANIFEST} is not JSON ({broken}; a merge's conflict markers?): whether gpudash wrote "
+                          "what the folder holds cannot be told", where=str(out),
+                          hint=f"if it is a gpudash build (build/ committed, and a merge left {MANIFEST} conflicted), "
+                               "delete the folder and run generate again: the build is made whole from the definitions "
+                               "and settings; else choose another --out")
     if not owned:
         raise OutputError("the output directory holds files gpudash did not write (no manifest.json of gpudash's)",
                           where=str(out), hint="choose another --out, or empty the directory")
+
+
+def _not_json(path: Path) -> str | None:
+    """Where the file at `path`, which is there and may be read, stops being JSON (`line 74`); None where it is JSON
+    or is no file to read."""
+    try:
+        json.loads(_read_regular(path)[0])
+    except ValueError as exc:
+        return f"line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+    except (OSError, InputError, RecursionError):
+        return None
+    return None
 
 
 def _unreadable(path: Path) -> str | None:

@@ -1011,6 +1011,26 @@ def test_generate_over_a_build_whose_manifest_cannot_be_read_says_so(tmp_path, c
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
+def test_generate_over_a_build_whose_manifest_a_merge_left_conflicted_says_so(tmp_path, cli):
+    """A committed build/ whose manifest.json a merge left with conflict markers: generate said the folder "holds files
+    gpudash did not write (no manifest.json of gpudash's)", though the manifest is there, and neither where it breaks
+    nor that the build can be made again. It names the line and what to do; exit 2, the build as it was."""
+    out = tmp_path / "build"
+    assert cli("generate", "--out", str(out))[0] == 0
+    manifest = out / "manifest.json"
+    lines = manifest.read_text().splitlines(keepends=True)
+    manifest.write_text("".join([*lines[:3], "<<<<<<< HEAD\n", *lines[3:5], "=======\n", ">>>>>>> main\n", *lines[5:]]))
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    code, _, stderr = cli("generate", "--out", str(out), "--force")
+
+    errors = [line for line in stderr.splitlines() if line.startswith("error")]
+    assert code == 2 and errors == [f"error: {out}: its manifest.json is not JSON (line 4; a merge's conflict markers?): "
+                                    "whether gpudash wrote what the folder holds cannot be told"], stderr
+    assert "fix: if it is a gpudash build" in stderr and "delete the folder and run generate again" in stderr
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
 def test_a_file_of_the_previous_build_that_cannot_be_read_is_said_so_not_called_changed(tmp_path, cli):
     """A file of the build nobody may read (chmod 000): generate refused, rightly, but said the file was "changed since
     gpudash wrote" it, which nothing showed, and offered --force to discard it. It says the file cannot be read; exit
