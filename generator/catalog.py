@@ -114,7 +114,8 @@ def per_process_copies_added(query, virtual_gpus: bool) -> bool:
 VIRTUAL_GPU_COPY_LABELS = ("pod_uid", "vgpu")
 # Fields the exporter writes as several series per GPU, told apart by labels of their own, and how
 # those series make the GPU's value: counts per XID code or per clock-event reason add up; the
-# health status per watched system takes the worst; the last XID code ("latest": `err_code` and
+# health status per watched system, and the P2P status per peer GPU (p2p_status_collector.go: `peer_gpu`, and
+# `link_status`, the status's name), take the worst; the last XID code ("latest": `err_code` and
 # `err_msg` on exporters from 3.3.6, dcgm-exporter #309) is the series with the GPU's newest reading. The exporter
 # writes one such series at a time, each new code a new series, so the code before stays within a look-back beside
 # it: the largest of them read 119 for 90 s after the code fell to 79 (tests/integration/test_xid_code_falls.py).
@@ -122,6 +123,7 @@ FIELD_LABELS = {
     "DCGM_EXP_XID_ERRORS_COUNT": (("xid",), "sum"),
     "DCGM_EXP_CLOCK_EVENTS_COUNT": (("clock_event",), "sum"),
     "DCGM_EXP_GPU_HEALTH_STATUS": (("health_watch", "health_error_code"), "max"),
+    "DCGM_EXP_P2P_STATUS": (("peer_gpu", "link_status"), "max"),
     "DCGM_FI_DEV_XID_ERRORS": (("err_code", "err_msg"), "latest"),
 }
 

@@ -11,6 +11,7 @@ Now a line per GPU is the GPU's largest, a mean, least or total over the cluster
 math, and a mean, least, total or count per node, namespace or pod, which no query reads from each GPU's largest, is
 left out of CloudWatch (the header says why; Grafana draws it) and refused in an alarm. Through the agent model of the
 build's OTel pipeline (the exporter's CSV types the field `counter`, which the pipeline turns back into a gauge).
+DCGM_EXP_P2P_STATUS, one series per peer GPU (`peer_gpu`, `link_status`), is read the same way: a GPU's worst link.
 """
 
 from __future__ import annotations
@@ -161,3 +162,48 @@ def test_alarms_of_the_worst_watch_fire_for_the_failing_gpus_and_clear(tmp_path)
                      ("per-node-warning", 900): [(NODES[0],), (NODES[1],)], ("per-node-warning", 1500): [],
                      ("per-pod-gpu-warning", 900): [("ml", "train-1", "1"), ("ml", "train-2", "1")],
                      ("per-pod-gpu-warning", 1500): []}
+
+
+P2P = "DCGM_EXP_P2P_STATUS"
+P2P_DASHBOARD = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+                 "    yield Dashboard(id=\"p2p\", title=\"P2P\", rows=[Row(\"links\", [\n" + "".join(
+                     f"        Panel({title!r}, Query({P2P!r}, {how!r}, {by!r})),\n" for title, (how, by) in (
+                         ("worst link per GPU", ("max", ("node", "gpu"))), ("mean", ("avg", ())), ("GPUs", ("count", ())),
+                         ("GPUs per node", ("count", ("node",))))) + "    ])])\n")
+
+
+def _p2p_payload(node: str) -> str:
+    """Three GPUs, each with a series per peer (p2p_status_collector.go: `peer_gpu`, `link_status`): GPU 2's link to
+    GPU 0 is not supported by the topology (3), every other link OK (0)."""
+    lines = [f"# TYPE {P2P} counter"]
+    for gpu in range(3):
+        for peer in range(3):
+            if peer != gpu:
+                status, name = (3, "TopologyNotSupported") if (gpu, peer) == (2, 0) else (0, "OK")
+                lines.append(f'{P2P}{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA H100",'
+                             f'Hostname="{node}",peer_gpu="{peer}",link_status="{name}"}} {status}')
+    return "\n".join(lines) + "\n"
+
+
+def test_the_p2p_status_counts_each_gpu_by_its_worst_link(tmp_path):
+    """DCGM_EXP_P2P_STATUS is one series per peer GPU: a GPU's value is its worst link, a mean over the cluster the
+    mean of the GPUs' worst (1 for 3, 0, 0: it read 0.5 over the links), and a count per node, which counted each
+    link (6 for 3 GPUs), is left out of CloudWatch."""
+    csv = counters_with(tmp_path, f"{P2P}, counter, P2P NvLink status\n")
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "dashboards.py").write_text(P2P_DASHBOARD)
+    (tmp_path / "gpudash.yaml").write_text(f"counters: {csv}\ndefinitions:\n  dashboards: [dashboards]\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml"), grafana=False))
+    config, job = agent_config(files[AGENT_FILE])
+    node = NODES[0]
+    points = Agent(config, job).run([Scrape(k * STEP, _p2p_payload(node), target_labels(job, node))
+                                     for k in range(-2, END // STEP)])
+    path = "cloudwatch/dashboards/gpudash-gpu-cluster-p2p.json"
+    body = json.loads(json.loads(files[path])["DashboardBody"])
+    charts = {w["properties"]["title"]: {label: set(series.values()) for label, series in
+                                         cloudwatch_eval.widget(w["properties"], points, 0, END).items()}
+              for w in body["widgets"] if w["type"] == "metric"}
+    assert charts == {"worst link per GPU": {f"{node} GPU 0": {0.0}, f"{node} GPU 1": {0.0}, f"{node} GPU 2": {3.0}},
+                      "mean": {"mean": {1.0}}, "GPUs": {"GPUs": {3.0}}}
+    assert "GPUs per node (DCGM_EXP_P2P_STATUS is written as several series per GPU (by peer_gpu, link_status)" \
+        in header(files, path)
