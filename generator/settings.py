@@ -626,16 +626,21 @@ def _kinds(value: str | list[str], list_form: str = "", mapping_form: str = "") 
 def _said(error) -> str:
     """A schema error's message in the settings' own terms: a value as YAML writes it (`null`, `true`, `85`), never as
     Python shows it (`None is not of type 'array'`)."""
+    if error.validator == "enum":
+        return f"{_shown_value(error.instance)} is not one of {', '.join(map(_shown_value, error.validator_value))}"
     if error.validator != "type":
         return error.message
-    value = error.instance
+    return f"{_shown_value(error.instance)} is given where {_kinds(error.validator_value)} goes"
+
+
+def _shown_value(value: Any) -> str:
+    """A value as YAML writes it (`null`, `true`, `85`, `'85'` for text that reads as a number), cut at 60 characters."""
     try:
         shown = "no value (null)" if value is None else \
             yaml.safe_dump(value, default_flow_style=True, width=1_000).strip().removesuffix("...").strip()
     except RecursionError:  # a value nested deeper than the dumper goes (the loader reads deeper)
         shown = f"a {'list' if isinstance(value, list) else 'mapping'} nested {_depth(value)} deep"
-    shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
-    return f"{shown} is given where {_kinds(error.validator_value)} goes"
+    return shown if len(shown) <= 60 else f"{shown[:57]}..."
 
 
 def _depth(value: Any) -> int:
@@ -666,7 +671,7 @@ def _fix_for(error, root: dict[str, Any]) -> str:
         guess = did_you_mean(extra[0], known) if extra else ""
         return f"{guess}remove {extra[0]!r}, or use one of: {', '.join(known)}"
     if kind == "enum":
-        return "write one of: " + ", ".join(str(v) for v in value)
+        return _meant(error.instance, value) + "write one of: " + ", ".join(map(_shown_value, value))
     if kind == "required":
         missing = [name for name in value if name not in error.instance]
         return "add " + ", ".join(f"`{name}:`" for name in missing)
@@ -691,6 +696,16 @@ def _fix_for(error, root: dict[str, Any]) -> str:
     if kind in ("minLength", "maxLength"):
         return f"write text of {node.get('minLength', 0)} to {node.get('maxLength', 'any number of')} characters"
     return SCHEMA_HINT
+
+
+def _meant(value: Any, choices: list[Any]) -> str:
+    """"did you mean 'helm'? " for text that is a choice in other case or close to one; "" otherwise."""
+    from .guesses import did_you_mean
+
+    if not isinstance(value, str) or not all(isinstance(choice, str) for choice in choices):
+        return ""
+    same = [choice for choice in choices if choice.lower() == value.lower()]
+    return f"did you mean {same[0]!r}? " if same else did_you_mean(value, choices)
 
 
 def _yaml_key(key: Any) -> str:

@@ -357,6 +357,13 @@ CASES = [
              "gpudash.yaml:3", "'ml/a' twice", "remove the second"),
     settings("negative free framebuffer", "alarms:\n  framebuffer_free_mib: -1\n", "gpudash.yaml:2",
              "alarms.framebuffer_free_mib"),
+    # a choice is said in YAML's words (not Python's ['gpu-operator', ...]) and one written in other case or close is named
+    settings("choice in other case", "exporter:\n  deployment: Helm\n", "gpudash.yaml:2",
+             "exporter.deployment: Helm is not one of gpu-operator, helm, static",
+             "fix: did you mean 'helm'? write one of: gpu-operator, helm, static"),
+    settings("choice misspelt", "alarms:\n  per_pod: groupby\n", "gpudash.yaml:2", "did you mean 'group_by'?"),
+    settings("number not a choice", "cloudwatch:\n  period: 301\n", "gpudash.yaml:2",
+             "cloudwatch.period: 301 is not one of 60, 300, 900, 3600", "fix: write one of: 60, 300, 900, 3600"),
     settings("definitions as a number", "definitions:\n  dashboards: 5\n", "gpudash.yaml:2",
              "definitions.dashboards", "a list"),
     Case("settings: definitions folder missing", {"gpudash.yaml": "definitions:\n  dashboards:\n    - mine\n    - nope\n",
