@@ -338,6 +338,8 @@ class GrafanaClient:
                                    hint="point it at a readable PEM file, or unset it") from None
             else:
                 if response.status_code not in RETRY_STATUSES:
+                    if response.status_code >= 500:  # another 5xx (501; a CDN's 520 or 524: the origin took the
+                        reached.append(True)  # request and its answer was late): not retried, but it may have landed
                     return self._answer(response, method, path, what, allow, refusals, absent)
                 reached.append(response.status_code >= 500)  # reached Grafana (not a 429): it may have landed
                 refused = 0
