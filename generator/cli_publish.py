@@ -137,6 +137,10 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
     if token and token.strip().lower().startswith(("bearer ", "basic ")):  # an Authorization header's value copied
         raise InputError(f"the Grafana token begins with {token.split()[0]!r}: gpudash sends the header itself",
                          where=token_file or "GRAFANA_TOKEN", hint="give the token alone: glsa_...")
+    if token and (shape := _not_a_token(token)):  # Grafana would answer 401 "rejected the credentials", nothing more
+        raise InputError(f"the Grafana token {shape}", where=token_file or "GRAFANA_TOKEN",
+                         hint="give the service-account token alone, one word: glsa_..."
+                              + (" (the file holds the token, not a line of shell or .env)" if token_file else ""))
     basic = None
     if not token and os.environ.get("GRAFANA_USER"):
         basic = (os.environ["GRAFANA_USER"], os.environ.get("GRAFANA_PASSWORD", ""))
@@ -151,6 +155,22 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
         click.echo(f"warning: --insecure: Grafana's TLS certificate is not verified ({safe_url(url)}); "
                    "REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE are not read for it", err=True)
     return GrafanaClient(url, token=token, basic=basic, verify=not insecure, deadline=deadline)
+
+
+def _not_a_token(token: str) -> str | None:
+    """What makes `token` no token a Grafana takes (said without the token), or None: a shell or .env line
+    (`GRAFANA_TOKEN=glsa_...`, `export ...`), quotes kept from one, or a second word. Tokens are one word of
+    letters, digits, `_` (service accounts' glsa_...) or base64 (API keys, `=` only as their padding at the end)."""
+    import re
+
+    token = token.strip()
+    if re.match(r"[A-Za-z_]\w*=[^=]", token):
+        return f"is written as an assignment ({token.split('=', 1)[0]}=...)"
+    if token[:1] in "\"'" or token[-1:] in "\"'":
+        return "is written in quotes"
+    if " " in token or "\t" in token:  # (a line break or other control character: the client's own check says it)
+        return "holds a space: it is one word"
+    return None
 
 
 def _cloudwatch(profile: str | None, endpoint_url: str | None, deadline=None):

@@ -606,6 +606,16 @@ CASES = [
     # an Authorization header's value copied whole: Grafana answered 401 "rejected the credentials"
     environment("GRAFANA_TOKEN with its Bearer", {"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": "Bearer glsa_x"},
                 "GRAFANA_TOKEN", "begins with 'Bearer'", "give the token alone", args=("plan", "--no-cloudwatch")),
+    # a token file written as a shell or .env line, quoted, or with a second word: Grafana answered 401 "rejected the
+    # credentials", and its fix said to set GRAFANA_TOKEN to one who gave a file
+    *(environment(f"token file {name}", {"GRAFANA_URL": "http://127.0.0.1:9"}, "token.txt", said,
+                  "the file holds the token, not a line of shell or .env", files={"token.txt": text},
+                  args=("push", "--skip-verify", "--token-file", "token.txt"))
+      for name, text, said in (("as .env", "GRAFANA_TOKEN=glsa_x\n", "is written as an assignment (GRAFANA_TOKEN=...)"),
+                               ("as shell", "export GRAFANA_TOKEN=glsa_x\n", "holds a space: it is one word"),
+                               ("quoted", '"glsa_x"\n', "is written in quotes"))),
+    environment("GRAFANA_TOKEN of two words", {"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": "glsa_x glsa_y"},
+                "GRAFANA_TOKEN", "the Grafana token holds a space", args=("plan", "--no-cloudwatch")),
     # read without end: a device (memory grew until the process was killed), a named pipe with no writer (waited on)
     environment("push with --token-file /dev/zero", {"GRAFANA_URL": "http://127.0.0.1:9"}, "/dev/zero",
                 "larger than", args=("push", "--skip-verify", "--token-file", "/dev/zero")),
