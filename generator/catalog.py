@@ -129,11 +129,20 @@ FIELD_LABELS = {
 
 
 
+# Of the fields that take the worst of their series, the own labels naming the state a series reads: the health
+# check's error code ("DCGM_FR_OK" while the watch passes; gpu_health_collector.go) and the link status's name
+# (p2p_status_collector.go). A watch or link that changes state is a new series, the one before ending: the worst is
+# taken over the watches or links, each read from its newest series (successive_labels), or a failed watch's 20 stood
+# beside its recovery for the look-back (tests/integration/test_state_label_changes.py).
+STATE_NAMED_BY = {"DCGM_EXP_GPU_HEALTH_STATUS": ("health_error_code",), "DCGM_EXP_P2P_STATUS": ("link_status",)}
+
+
 def successive_labels(name: str) -> tuple[str, ...]:
-    """A field's own labels whose series follow one another (FIELD_LABELS' "latest": the XID code): the series with the
-    GPU's newest reading is its value."""
+    """A field's own labels whose series follow one another (every own label of FIELD_LABELS' "latest", the XID
+    code; STATE_NAMED_BY's of a worst-of field): the series with the newest reading among those that differ only in
+    them is the GPU's (or its watch's, its link's) value."""
     own, how = FIELD_LABELS.get(name, ((), ""))
-    return own if how == "latest" else ()
+    return own if how == "latest" else STATE_NAMED_BY.get(name, ())
 
 
 @dataclass(frozen=True)

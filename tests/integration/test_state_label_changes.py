@@ -1,0 +1,88 @@
+"""A GPU's health and P2P status on the dashboards when a watch recovers, on a real Prometheus.
+
+dcgm-exporter writes DCGM_EXP_GPU_HEALTH_STATUS once per GPU and watched system (`health_watch`) with the incident's
+error code as a label (`health_error_code`, "DCGM_FR_OK" while the watch passes; gpu_health_collector.go), and
+DCGM_EXP_P2P_STATUS once per GPU and peer (`peer_gpu`) with the status's name as a label (`link_status`;
+p2p_status_collector.go). A watch that fails and recovers is thus a new series each time: PCIe passing (0, DCGM_FR_OK)
+until scrape 20, failing (20, DCGM_FR_PCI_REPLAY_RATE) from scrape 20, passing again (a new DCGM_FR_OK series) from
+scrape 40. Half an hour of 30 s scrapes of one H100 is backfilled, as after a Prometheus restart: no staleness marker
+ends the failing series (a range read passes over them anyway).
+
+Truth: from scrape 40 the GPU, its node and its pod read 0 (every watch passes, every link OK). Taking the largest of
+every series within the look-back kept the failed watch's 20 beside its recovery for 90 s.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from tests.support.messy_history import Series, openmetrics
+from tests.support.projects import counters_with, defined_project
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
+from tests.support.range_panels import VARIABLES
+from generator.artifacts import grafana_dashboards
+
+STEP, SCRAPES, OFFSET = 30, 60, 15
+HEALTH, P2P = "DCGM_EXP_GPU_HEALTH_STATUS", "DCGM_EXP_P2P_STATUS"
+LABELS = ('gpu="0",UUID="GPU-0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="n1",job="dcgm-exporter",'
+          'container="main",namespace="ml",pod="train-0"')
+# (since scrape, value, label) of the watch or link that changes; the other one passes throughout
+STATES = {HEALTH: ((0, 0, "DCGM_FR_OK"), (20, 20, "DCGM_FR_PCI_REPLAY_RATE"), (40, 0, "DCGM_FR_OK")),
+          P2P: ((0, 0, "OK"), (20, 6, "Unknown"), (40, 0, "OK"))}
+CHANGING = {HEALTH: ('health_watch="PCIE"', "health_error_code"), P2P: ('peer_gpu="1"', "link_status")}
+STEADY = {HEALTH: 'health_watch="MEM",health_error_code="DCGM_FR_OK"', P2P: 'peer_gpu="2",link_status="OK"'}
+DASHBOARDS = f'''
+from generator.model import Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    yield Dashboard(id="states", title="States", rows=[Row("states", [
+        Panel(f"{{name}} by {{by}}", Query(name, "max", how), description=by, unit="state")
+        for name in ({HEALTH!r}, {P2P!r}) for by, how in (("gpu", ("node", "gpu")), ("node", ("node",)),
+                                                           ("pod", ("pod",)))])])
+'''
+
+
+def _state_at(field: str, k: int) -> tuple[int, str]:
+    return next((value, label) for since, value, label in reversed(STATES[field]) if k >= since)
+
+
+def _openmetrics(start: int) -> str:
+    series: Series = {}
+    for field in (HEALTH, P2P):
+        fixed, label = CHANGING[field]
+        for k in range(SCRAPES):
+            value, name = _state_at(field, k)
+            at = start + OFFSET + k * STEP
+            series.setdefault((field, f'{LABELS},{fixed},{label}="{name}"'), []).append((at, str(value)))
+            series.setdefault((field, f"{LABELS},{STEADY[field]}"), []).append((at, "0"))
+    return openmetrics(series)
+
+
+prometheus = backfilled_fixture("state-label-changes", _openmetrics, SCRAPES * STEP, STEP)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("states")
+    csv = counters_with(folder, f"{HEALTH}, counter, DCGM reported health status\n{P2P}, counter, P2P NvLink status\n")
+    return defined_project(folder, f"counters: {csv}\n", dashboards=DASHBOARDS)
+
+
+def _shown(server, project, title: str, at: float) -> dict[str, float]:
+    (dashboard,) = [d for d in grafana_dashboards(project) if d.uid.endswith("-states")]
+    (panel,) = [p for p in dashboard.model["panels"] if p.get("title") == title]
+    (target,) = [t for t in panel["targets"] if not t.get("instant")]
+    expr = interpolate(target["expr"], {**SCENE_RANGE, **variables({}, VARIABLES)})
+    return {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in server.query(expr, at=at)}
+
+
+@pytest.mark.parametrize("field", [HEALTH, P2P])
+@pytest.mark.parametrize("by", ["gpu", "node", "pod"])
+def test_a_state_reads_its_newest_series_when_a_watch_recovers(prometheus, project, field, by):
+    server, start = prometheus
+    shown = {k: set(_shown(server, project, f"{field} by {by}", start + OFFSET + k * STEP + 1).values())
+             for k in range(16, 48)}
+    assert shown == {k: {float(_state_at(field, k)[0])} for k in range(16, 48)}
