@@ -17,6 +17,7 @@ from generator.artifacts import build, grafana_dashboards
 from generator.output import artifacts_record, encode, write, write_files
 from generator.preview.site import visual_panels
 from generator.project import load_project
+from tests.support import documentation
 from tests.support.browser import Browser, distinct_rows
 from tests.support.prometheus_server import binary
 
@@ -269,3 +270,25 @@ def test_the_sample_carries_the_pods_under_the_labels_the_settings_read(tmp_path
     panel, = panels_of((tmp_path / "site" / "gpudash-pods.html").read_text())
     assert drawn(panel) and {"Pod ml-training/trainer-0", "Pod research/notebook-7"} <= set(
         re.findall(r"Pod [\w-]+/[\w-]+", panel["text"])), panel["text"][:300]
+
+
+def test_preview_draws_the_definitions_and_from_the_build(tmp_path, cli, monkeypatch):
+    """README step 3 said `preview --sample` draws the dashboards in build/; it draws what the definitions make now,
+    and `--from build` what build/ holds. A definition changed since `generate` shows the difference."""
+    binary("prometheus")
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "pods.py").write_text(PER_POD)
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: dashboards\n")
+    monkeypatch.chdir(tmp_path)
+    env = {"GPUDASH_CONFIG": None}
+    assert cli("generate", env=env)[0] == 0
+    (tmp_path / "dashboards" / "pods.py").write_text(PER_POD.replace('"Pods"', '"Pods renamed"'))
+
+    for args, title in ((("--out", "now"), "Pods renamed"), (("--from", "build", "--out", "built"), "Pods")):
+        code, stdout, stderr = cli("preview", "--sample", "--range", RANGE, *args, "--output", "json", env=env)
+        assert code == 0, stderr
+        page = (tmp_path / args[-1] / "gpudash-pods.html").read_text()
+        assert f"<h1>{title}</h1>" in page
+    readme = " ".join(documentation.text("README.md").split())
+    assert "`gpudash preview --sample` draws the dashboards your definitions make (`--from build`: those in " \
+           "`build/`, as they ship)" in readme
