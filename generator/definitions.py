@@ -219,8 +219,18 @@ def _failure(path: Path, exc: BaseException, doing: str, seconds: float) -> Inpu
         return InputError(f"{doing} recursed without end (RecursionError)", where=where,
                           hint="fix the recursion in the definition")
     return InputError(f"{doing} raised {type(exc).__name__}: {exc}", where=where,
-                      hint=_keyword_hint(exc) or "fix the definition; --debug before the command (`gpudash --debug "
-                                                 "generate`) shows the full traceback")
+                      hint=_keyword_hint(exc) or _context_hint(exc) or "fix the definition; --debug before the command "
+                                                                       "(`gpudash --debug generate`) shows the full "
+                                                                       "traceback")
+
+
+def _context_hint(exc: BaseException) -> str | None:
+    """For `ctx` read outside a function (`dashboard = ... ctx.levels(...)`): ctx is what dashboards(ctx) and alarms(ctx)
+    are given, not a name of the file."""
+    if not isinstance(exc, NameError) or getattr(exc, "name", None) != "ctx":
+        return None
+    return ("ctx is given to a function, not to the file: write `def dashboards(ctx):` (or `def alarms(ctx):`) that "
+            "returns or yields the objects, as in the README's example")
 
 
 def _keyword_hint(exc: BaseException) -> str | None:

@@ -298,7 +298,8 @@ class Dashboard:
         object.__setattr__(self, "rows", tuple(row for row in self.rows if row.panels))
         if not _ID.match(self.id):
             raise DefinitionError(f"dashboard id {self.id!r} must be 1-31 lower-case letters, digits and '-'",
-                                  self.defined_at)
+                                  self.defined_at, "write the id as e.g. 'training' (it names the Grafana uid "
+                                                   "and the CloudWatch dashboards)")
         if not self.title.strip():  # Grafana refuses it on save: "Dashboard title cannot be empty" (400)
             raise DefinitionError(f"dashboard {self.id!r}: the title is empty", self.defined_at,
                                   'write a title, e.g. title="GPUs by pod"')

@@ -446,7 +446,12 @@ CASES = [
                                           "p = Panel('x', Query('DCGM_FI_DEV_GPU_UTIL'), kind='pie')\n"}, "k.py:2",
                "panel kind 'pie'"),
     definition("bad dashboard id", {"i.py": "from generator.model import Dashboard\n"
-                                            "d = Dashboard('My Board', 'x', [])\n"}, "i.py:2", "dashboard id"),
+                                            "d = Dashboard('My Board', 'x', [])\n"}, "i.py:2", "dashboard id",
+               "fix: write the id as e.g. 'training'"),
+    # ctx read in the file's own lines (the `dashboard =` form), where no ctx is given: say the function form
+    definition("ctx outside a function", {"c.py": GOOD_DASHBOARD.replace(
+        '"Util")', '"Util", thresholds=ctx.levels("gpu_util_percent"))')}, "c.py:5", "NameError: name 'ctx'",
+               "fix: ctx is given to a function, not to the file: write `def dashboards(ctx):`"),
     definition("duplicate dashboard id", {"a.py": GOOD_DASHBOARD, "b.py": GOOD_DASHBOARD}, "b.py:5", "used twice"),
     definition("label field charted", {"l.py": GOOD_DASHBOARD.replace("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DRIVER_VERSION")},
                "l.py:5", "label field", counters=GOOD_CSV + "DCGM_FI_DRIVER_VERSION, label, Driver\n"),
