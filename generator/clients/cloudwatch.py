@@ -816,6 +816,18 @@ class _Listing:
         return token
 
 
+def _as_error_document(response_dict: dict[str, Any], body: bytes) -> None:
+    """An error answer's body as botocore's JSON parser can read it. It reads a body that is not JSON as the message of
+    an error named by the status; JSON that is not an object (null, a list) made it raise an AttributeError, and an
+    object whose __type or message is not a text a TypeError, outside any error of its own. Such a body is no AWS
+    error document either: handed over as the message of an error named by the status, as text that is not JSON is."""
+    found = json_value(body) if body else {}
+    if found is NOT_JSON or (isinstance(found, dict) and all(
+            found.get(key) is None or isinstance(found[key], str) for key in ("__type", "message", "Message"))):
+        return
+    response_dict["body"] = json.dumps({"message": body.decode("utf-8", "replace")}).encode()
+
+
 def _not_aws(response: dict[str, Any], status: int, body: str) -> str:
     """An error answer that is no AWS error document, as said: its status, where a redirect points (without its query,
     which may carry a sign-in's state), its content type and the start of its body, secrets masked."""
@@ -852,6 +864,9 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
     which `call` reads back as the mark."""
     status, body = response_dict.get("status_code", 0), response_dict.get("body") or b""
     name = getattr(operation_model, "name", "")
+    if status >= 300:
+        _as_error_document(response_dict, body)
+        return
     if not 200 <= status < 300 or not (body or name in REQUIRED):
         return
     output = getattr(operation_model, "output_shape", None)

@@ -191,3 +191,27 @@ def test_a_time_botocore_cannot_read_is_not_an_api_answer_not_a_crash(operation,
     assert code == 3 and "internal error" not in stderr and "Traceback" not in stderr, stderr
     assert f"{member} is not a time" in stderr and "not an API answer" in stderr, stderr
     assert writes(proxy) == [] and sorted(alarms(client)) == before
+
+
+@pytest.mark.parametrize("body, said", [
+    (b"null", "'null'"), (b"[]", "'[]'"), (b'"denied"', "'\"denied\"'"),
+    (b'{"__type": 403, "message": "denied"}', "'{\"__type\": 403"),
+    (b'{"__type": "AccessDenied", "message": {"text": "denied"}}', "'{\"__type\": \"AccessDenied\""),
+], ids=["null", "a list", "a string", "a number for the error's type", "an object for its message"])
+@pytest.mark.parametrize("operation", ["DescribeAlarms", "GetResources"])
+def test_an_error_status_with_json_that_is_no_error_document_is_not_an_api_answer(operation, body, said, proxied,
+                                                                                  published):
+    """A refusal (403) whose JSON body is not an AWS error document (not an object, or an object whose __type or
+    message is not a text: a proxy or stub in front of CloudWatch or the tagging API): botocore's error parser
+    raised reading it (AttributeError, TypeError) and apply ended in "internal error" (exit 4). It is an answer that
+    is not the API's, named by its status, as a page of text is: exit 3, the body quoted, nothing written."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    before = sorted(alarms(client))
+    proxy.inject(Rule(path="/", operation=operation, action="status", times=ALWAYS, status=403, body=body,
+                      headers={"Content-Type": "application/x-amz-json-1.1"}))
+    code, report, stderr = apply("--prune")
+    assert code == 3 and "internal error" not in stderr and "Traceback" not in stderr, (code, stderr)
+    assert f"with something that is not an API answer (HTTP 403, application/x-amz-json-1.1: {said}" in stderr, stderr
+    assert writes(proxy) == [] and sorted(alarms(client)) == before
