@@ -122,3 +122,73 @@ def test_alerts_fire_on_the_hot_reading_and_not_on_the_gpus_writing_0(prometheus
                            for s in server.query(rules[names[rule]]["expr"], at=start + AT))
               for rule in ("memory-hot", "memory-cold", "fleet-memory-cold")}
     assert firing == {"memory-hot": [("n-h100", "2")], "memory-cold": [], "fleet-memory-cold": []}
+
+
+# Every aggregation of a user's panel and rule, per grouping: the L4s (writing 0) count nowhere.
+GROUPINGS = {"fleet": (), "node": ("node",), "gpu": ("node", "gpu"), "pod": ("pod",), "namespace": ("namespace",),
+             "pod and gpu": ("pod", "gpu")}
+AGGREGATIONS = {"avg": lambda v: round(sum(v) / len(v), 9), "sum": sum, "max": max, "min": min, "count": len}
+
+
+def _truth(aggregation: str, grouping: str) -> list[float]:
+    """The values of each line of `aggregation` per `grouping` over the GPUs that read (a workload's groups: those
+    that hold a pod), sorted."""
+    keys = GROUPINGS[grouping]
+    groups: dict[tuple, list[float]] = {}
+    for node, gpu, _, value, pod in GPUS:
+        if value == 0 or pod is None and any(key in ("pod", "namespace") for key in keys):
+            continue
+        named = {"node": node, "gpu": gpu, "pod": pod and pod[1], "namespace": pod and pod[0]}
+        groups.setdefault(tuple(named[key] for key in keys), []).append(value)
+    return sorted(float(AGGREGATIONS[aggregation](values)) for values in groups.values())
+
+
+GRID = f'''
+from generator.model import Alarm, Condition, Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    yield Dashboard(id="grid", title="Grid", rows=[Row("grid", [
+        Panel(f"{{how}} per {{name}}", Query("{FIELD}", how, keys))
+        for name, keys in {GROUPINGS!r}.items() for how in {tuple(AGGREGATIONS)!r}])])
+'''
+# rule -> (aggregation, grouping, comparison, threshold): each fires for no group but where a GPU writing 0 counts
+# (its groups alone, a least or mean pulled under the truth's, a count above it); "any" fires for every group
+GRID_RULES = {f"{kind} {how} per {name}": (how, name, op, threshold(how, name))
+              for name in GROUPINGS for kind, how, op, threshold in (
+                  ("any", "count", ">", lambda how, name: 0), ("cold", "min", "<", lambda how, name: 20),
+                  ("low", "avg", "<", lambda how, name: min(_truth("avg", name)) - 0.5),
+                  ("many", "count", ">", lambda how, name: max(_truth("count", name))))}
+GRID_ALARMS = "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n" + "".join(
+    f"    yield Alarm({rule.replace(' ', '-')!r}, {rule!r}, Condition(Query({FIELD!r}, {how!r}, {GROUPINGS[name]!r}), "
+    f"{op!r}, {threshold!r}))\n" for rule, (how, name, op, threshold) in GRID_RULES.items())
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    return defined_project(tmp_path_factory.mktemp("memory-temp-grid"), dashboards=GRID, alarms=GRID_ALARMS)
+
+
+@pytest.mark.parametrize("grouping", list(GROUPINGS))
+@pytest.mark.parametrize("aggregation", list(AGGREGATIONS))
+def test_every_aggregation_per_grouping_reads_the_gpus_that_read(prometheus, grid, aggregation, grouping):
+    server, start = prometheus
+    (panel,) = [p for d in grafana_dashboards(grid) for p in d.model["panels"]
+                if p.get("title") == f"{aggregation} per {grouping}"]
+    assert sorted(_shown(server, panel, start + AT).values()) == _truth(aggregation, grouping)
+
+
+@pytest.fixture(scope="module")
+def grid_rules(grid, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("memory-temp-grid-rules")
+    (folder / "rules.yaml").write_bytes(encode(build(grid, grafana=False))["prometheus/rules.yaml"])
+    rules = {r["alert"]: r for g in rule_groups((folder / "rules.yaml").read_text()) for r in g["rules"] if "alert" in r}
+    return {rule: rules[name] for rule, name in alert_names(folder).items()}
+
+
+@pytest.mark.parametrize("rule", list(GRID_RULES))
+def test_every_rule_per_grouping_judges_the_gpus_that_read(prometheus, grid_rules, rule):
+    server, start = prometheus
+    how, grouping, _, _ = GRID_RULES[rule]
+    firing = server.query(grid_rules[rule.replace(" ", "-")]["expr"], at=start + AT)
+    assert len(firing) == (len(_truth(how, grouping)) if rule.startswith("any") else 0), [s["metric"] for s in firing]
