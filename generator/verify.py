@@ -24,9 +24,9 @@ from . import awaiting, redact
 
 from .clients.answer import OddAnswer
 from .clients.http import SlowAnswer
-from .checks.result import FAIL, NO_DATA, ODD_ANSWER, ODD_FIX, OK, SKIP, UNREACHABLE, WARN, Check
+from .checks.result import FAIL, NO_DATA, ODD_ANSWER, ODD_FIX, OK, SETTING, SKIP, UNREACHABLE, WARN, Check
 from .clients.options import Options
-from .errors import GpudashError, RemoteError
+from .errors import EXIT_REMOTE, GpudashError, InputError, RemoteError
 from .project import Project
 
 __all__ = ["GROUPS", "OK", "FAIL", "WARN", "SKIP", "Check", "Options", "run", "failed", "preflight"]
@@ -62,7 +62,7 @@ def _work(group: str, runner, project: Project, options: Options, out: "queue.Qu
             out.put((group, _unanswered(group, options, made)))
         else:
             out.put((group, Check(group, "reachable", FAIL, exc.what, exc.hint or f"--skip {group} if unused",
-                                  cause=UNREACHABLE)))
+                                  cause=UNREACHABLE if exc.exit_code == EXIT_REMOTE else SETTING)))
     except OddAnswer as odd:
         out.put((group, Check(group, "answers", FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)))
     except BaseException as bug:  # a bug in gpudash: the main thread raises it
@@ -392,6 +392,10 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options,
     if not problems:
         return warnings
     reasons = "; ".join(f"{c.group}/{c.name}: {c.detail}" for c in problems)
+    unset = next((c for c in problems if c.cause == SETTING), None)
+    if unset is not None:  # nothing remote failed: a setting is missing, which --skip-verify would not mend
+        raise InputError(f"cannot check before publishing, nothing was published: {unset.group}/{unset.name}: "
+                         f"{unset.detail}", hint=unset.fix)
     if any(c.cause != NO_DATA for c in problems):
         raise RemoteError(f"preflight checks failed, nothing was published: {reasons}",
                           hint="run `gpudash verify` for the fixes, or --skip-verify to publish anyway")

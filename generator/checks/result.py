@@ -14,6 +14,7 @@ from ..clients.answer import OddAnswer
 
 OK, FAIL, WARN, SKIP = "ok", "fail", "warn", "skip"
 NO_DATA, NOT_DEPLOYED, UNREACHABLE, ODD_ANSWER = "no-data", "not-deployed", "unreachable", "odd-answer"
+SETTING = "setting"  # a local setting missing or wrong (no AWS credentials): nothing remote was asked
 
 
 @dataclass(frozen=True)

@@ -156,6 +156,20 @@ def test_missing_credentials_are_a_clear_error(cli, monkeypatch, tmp_path):
     assert code == 2 and "no AWS credentials found" in stderr and "Traceback" not in stderr  # a setting, not a remote
 
 
+def test_missing_credentials_before_publishing_are_a_setting_not_a_remote_failure(cli, monkeypatch, tmp_path):
+    """apply's preflight without AWS credentials said "preflight checks failed" with exit 3 (a remote failure) and the
+    fix "run gpudash verify, or --skip-verify to publish anyway", which fails the same way: nothing remote was asked.
+    It is exit 2 with the credentials' own fix, as with --skip-verify; verify's JSON gives the check cause `setting`."""
+    no_aws_credentials(monkeypatch, tmp_path)
+    code, _, stderr = cli("apply", "--endpoint-url", "http://127.0.0.1:9")
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert "error: cannot check before publishing, nothing was published: cloudwatch/reachable: no AWS credentials " \
+           "found\n  fix: set AWS_PROFILE" in stderr, stderr
+    code, stdout, _ = cli("verify", "--skip", "kube", "--skip", "exporter", "--skip", "prometheus", "--output", "json",
+                          "--endpoint-url", "http://127.0.0.1:9")
+    assert code == 1 and [c["cause"] for c in json.loads(stdout)["checks"]] == ["setting"]
+
+
 CHAIN_COMMANDS = [("plan",), ("plan", "--no-grafana"), ("apply", "--skip-verify"),
                   ("verify", "--skip", "kube", "--skip", "exporter", "--skip", "prometheus")]
 
