@@ -117,6 +117,19 @@ def _desired(config: str | None, csv: str | None, from_dir: str | None, grafana:
     return project, desired_from(artifacts)
 
 
+def _refuse_defaults_in_project(config: str | None) -> None:
+    """Publishing the bundled defaults from a project's subfolder (its definitions, its build) would write another
+    fleet's objects (a cluster gpu-cluster in us-east-1) over the project's (--force past the ownership check, as a CI
+    job may): refused where a gpudash.yaml above the current folder says this is a project."""
+    from .settings import discover, settings_above
+
+    above = settings_above(Path.cwd()) if discover(Path(config) if config else None).path is None else None
+    if above:
+        raise InputError(f"this command would publish the bundled defaults, and {above} (a project's settings, in a "
+                         f"folder above) is not read", where="the current folder",
+                         hint=f"pass --config {above}, or run from its folder")
+
+
 def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
     from .clients.grafana import GrafanaClient, check_url
     from .urls import safe_url
@@ -481,6 +494,8 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
     from .targets.progress import Progress
 
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="push")
+    if not dry_run:
+        _refuse_defaults_in_project(config)
     project, desired = _desired(config, csv, from_dir)
     _check_renamed(renamed_from, desired, project)
     client = _grafana_client(insecure, token_file, limit)
@@ -521,6 +536,8 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
     from .targets.progress import Progress
 
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="apply")
+    if not dry_run:
+        _refuse_defaults_in_project(config)
     project, desired = _desired(config, csv, from_dir, grafana=False)
     _check_renamed(renamed_from, desired, project)
     _check_renamed(removed_cluster, desired, project, "--removed-cluster")

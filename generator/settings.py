@@ -1212,12 +1212,12 @@ def discover(config: Path | None, environ: dict[str, str] | None = None, cwd: Pa
     local = (cwd or Path.cwd()) / LOCAL_FILE
     if local.is_file():
         return Choice(Path(LOCAL_FILE) if cwd is None else local, "found in the current folder")
-    above = _settings_above(cwd or Path.cwd())
+    above = settings_above(cwd or Path.cwd())
     unread = f"; {above}, in a folder above, is not read: pass --config {above} or run from its folder" if above else ""
     return Choice(None, f"no --config, no {ENVIRONMENT_VARIABLE}, no ./{LOCAL_FILE}{unread}")
 
 
-def _settings_above(folder: Path) -> str | None:
+def settings_above(folder: Path) -> str | None:
     """`../gpudash.yaml` (or `../../`...) nearest above `folder`, which a command run from a project's subfolder (its
     definitions, its build) does not read: the bundled defaults it reads instead are another fleet's."""
     for depth, parent in enumerate(folder.absolute().parents, start=1):

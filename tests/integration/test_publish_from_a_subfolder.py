@@ -1,0 +1,58 @@
+"""Publishing from a project's subfolder (its definitions, its build): no ./gpudash.yaml there, so the command reads
+the bundled defaults (a cluster gpu-cluster in us-east-1), another fleet's. push and apply refuse to write them where
+a gpudash.yaml above says this is a project; the project's dashboards stay as it pushed them. A dry run, diff and
+generate still go on (they write nothing remote), saying which settings they read."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.grafana_push import (dashboard_contents, grafana, push_json, run,  # noqa: F401 (fixtures)
+                                        team_settings)
+
+
+def _project_pushed(grafana, run, tmp_path, monkeypatch):
+    """A project (gpudash.yaml, its definitions) pushed from its own folder; the test then stands in its subfolder."""
+    config = team_settings(tmp_path, "shop", ["train-east"])
+    project = tmp_path / "shop"
+    monkeypatch.chdir(project)
+    code, stdout, stderr = push_json(run, "--force")
+    assert code == 0 and json.loads(stdout)["written"], stderr
+    (project / "dash" / "deeper").mkdir()
+    monkeypatch.chdir(project / "dash" / "deeper")
+    return config, dashboard_contents(grafana)
+
+
+def test_push_from_a_projects_subfolder_is_refused_and_writes_nothing(grafana, run, tmp_path, monkeypatch):
+    _, before = _project_pushed(grafana, run, tmp_path, monkeypatch)
+    code, stdout, stderr = push_json(run, "--force")
+    assert code == 2, (code, stdout, stderr)
+    assert "would publish the bundled defaults, and ../../gpudash.yaml (a project's settings, in a folder above) " \
+           "is not read" in stderr and "pass --config ../../gpudash.yaml, or run from its folder" in stderr, stderr
+    assert "Traceback" not in stderr
+    assert dashboard_contents(grafana) == before
+
+
+def test_a_dry_run_from_a_subfolder_goes_on_and_writes_nothing(grafana, run, tmp_path, monkeypatch):
+    _, before = _project_pushed(grafana, run, tmp_path, monkeypatch)
+    code, _, stderr = push_json(run, "--dry-run")
+    assert code in (0, 1), stderr
+    assert "../../gpudash.yaml, in a folder above, is not read" in stderr
+    assert dashboard_contents(grafana) == before
+
+
+def test_push_with_config_from_the_subfolder_reads_the_project(grafana, run, tmp_path, monkeypatch):
+    _, before = _project_pushed(grafana, run, tmp_path, monkeypatch)
+    code, stdout, stderr = push_json(run, "--config", "../../gpudash.yaml")
+    assert code == 0 and json.loads(stdout)["written"] == [], (stdout, stderr)
+    assert dashboard_contents(grafana) == before
+
+
+def test_apply_from_a_projects_subfolder_is_refused_before_reading_aws(cli, tmp_path, monkeypatch):
+    """No AWS credentials, no endpoint: the refusal comes first, exit 2, naming the settings above."""
+    (tmp_path / "gpudash.yaml").write_text("project: shop\nclusters:\n  - {name: train-east, region: us-east-1}\n")
+    (tmp_path / "build").mkdir()
+    monkeypatch.chdir(tmp_path / "build")
+    code, stdout, stderr = cli("apply", "--skip-verify", env={"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""})
+    assert code == 2, (code, stdout, stderr)
+    assert "pass --config ../gpudash.yaml, or run from its folder" in stderr and "Traceback" not in stderr, stderr
