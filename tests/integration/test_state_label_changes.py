@@ -24,7 +24,8 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from tests.support.messy_history import Series, openmetrics
 from tests.support.projects import counters_with, defined_project
-from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture
+from tests.support.live_scrapes import scraped_nodes
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture, counted_inline, scraped_every
 from tests.support.range_panels import VARIABLES
 from generator.artifacts import grafana_dashboards
 
@@ -114,3 +115,59 @@ def test_an_xid_count_falls_to_0_when_the_window_passes(prometheus, project, by)
     shown = {k: set(_shown(server, project, f"{XIDS} by {by}", start + OFFSET + k * STEP + 1).values())
              for k in range(16, 40)}
     assert shown == {k: {float(_xids_at(k))} for k in range(16, 40)}
+
+
+# Live scrapes (every half second, as 30 s scrapes): exporter `u` on node u, whose PCIe watch fails from its answer 4
+# and passes again from 10; exporter `r-old` on node r, failing from its answer 4 until it ends at 12 (the exporter pod
+# restarted to clear it), `r-new` (another pod: another target) passing from its answer 13 on. Each GPU holds ml/train.
+INTERVAL, ANSWERS, LOOKBACK = 0.5, 24, 4
+LIVE = {"u": ("u", 0, ANSWERS, (4, 10)), "r-old": ("r", 0, 12, (4, ANSWERS)), "r-new": ("r", 13, ANSWERS, (0, 0))}
+
+
+def _page(exporter: str, k: int) -> str:
+    node, first, end, (fails, passes) = LIVE[exporter]
+    if not first <= k < end:
+        return ""
+    failing = fails <= k < passes
+    labels = (f'gpu="0",UUID="GPU-{node}-0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="{node}",'
+              f'container="main",namespace="ml",pod="train"')
+    pcie = 'health_error_code="DCGM_FR_PCI_REPLAY_RATE"' if failing else 'health_error_code="DCGM_FR_OK"'
+    return (f"# TYPE {HEALTH} gauge\n{HEALTH}{{{labels},health_watch=\"PCIE\",{pcie}}} {20 if failing else 0}\n"
+            f"{HEALTH}{{{labels},health_watch=\"MEM\",health_error_code=\"DCGM_FR_OK\"}} 0\n")
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    pages = {name: (lambda k, name=name: _page(name, k)) for name in LIVE}
+    with scraped_nodes(tmp_path_factory.mktemp("health-live"), pages, ANSWERS, INTERVAL) as scene:
+        yield scene
+
+
+def _live_truth(times: dict[str, list[float]], at: float) -> dict[str, tuple[float, bool]]:
+    """{GPU legend: (its worst watch at its newest answer by `at`, certain)}: uncertain at the look-back's edge."""
+    newest: dict[str, tuple[float, float]] = {}
+    for name, (node, first, end, (fails, passes)) in LIVE.items():
+        taken = [(t, k) for k, t in enumerate(times[name]) if t <= at and first <= k < end]
+        if taken and taken[-1][0] > newest.get(node, (float("-inf"), 0.0))[0]:
+            newest[node] = (taken[-1][0], 20.0 if fails <= taken[-1][1] < passes else 0.0)
+    return {f"{node} GPU 0": (value, at - when < (LOOKBACK - 1) * INTERVAL) for node, (when, value) in newest.items()
+            if at - when <= (LOOKBACK + 1) * INTERVAL}
+
+
+def test_a_live_gpu_reads_its_worst_watch_at_its_newest_answer(live, project):
+    prometheus, times, start, count, step = live
+    (dashboard,) = [d for d in grafana_dashboards(project) if d.uid.endswith("-states")]
+    (panel,) = [p for p in dashboard.model["panels"] if p.get("title") == f"{HEALTH} by gpu"]
+    (target,) = [t for t in panel["targets"] if not t.get("instant")]
+    expr = scraped_every(counted_inline(target["expr"], project), 30, INTERVAL)
+    query = interpolate(expr, {**SCENE_RANGE, **variables({}, VARIABLES)})
+    wrong = {}
+    for at, result in prometheus.query_at(query, start, count, step).items():
+        shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+        expected = _live_truth(times, at)
+        certain = {legend for legend, (_, sure) in expected.items() if sure}
+        if not certain <= set(shown) <= set(expected) or any(shown[g] != expected[g][0] for g in shown):
+            wrong[round(at - start, 3)] = (shown, expected)
+    assert not wrong
+    assert {value for at in (start + i * step for i in range(count)) for value, _ in _live_truth(times, at).values()} \
+        == {0.0, 20.0}
