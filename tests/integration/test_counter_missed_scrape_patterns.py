@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 import random
+import re
+from typing import Callable
 
 import pytest
 
@@ -30,9 +32,11 @@ from generator.render.alarms import period_value
 from tests.integration import test_cloudwatch_rollout_twins as twins
 from tests.integration.test_counter_copies_hostile import ALERT, PANEL_MINUTES, _panel
 from tests.support import exporter_overlap as overlap
-from tests.support.promtool_rules import expected_alert, promtool_test, rules, targets_up  # noqa: F401
+from tests.support.promtool_rules import (  # noqa: F401
+    alert_rule, expected_alert, judged_apart, promtool_test, rules, stories_own, targets_up)
 
 LINE = {"gpu": "0", "node": overlap.NODE}
+LABELS = "{" + ", ".join(f'{k}="{v}"' for k, v in LINE.items()) + "}"  # the line's, as promtool writes them
 # each period whose reach (up to 9 intervals before it) lies after the exporter's first reading, ending before the data
 MINUTES = range(10, overlap.END // 60)
 FIRST = 3  # the first scrape (of every 30 s from 0) a pattern may miss
@@ -111,43 +115,93 @@ def _rule_period() -> str:
     return period_value(alarm, project.catalog, project.settings)
 
 
+_FAILURES: dict[tuple[str, str], str | None] = {}  # (what a test judges, a pattern) -> promtool's failure; None: passed
+
+
+def _judged_together(judged: str, pattern: str, patterns: list[str], judge: Callable[[list[str]], None]) -> str | None:
+    """promtool's failure judging `patterns` together (`judge(part)`: one promtool run of the part's patterns, each its
+    own GPU on its own node, _own), or None; `pattern`'s. promtool's cost is in evaluating the expression or the rules
+    at each step, about the same for one pattern's series or many (the period's 18 runs of one pattern each: 7.9
+    CPU-s; 9 patterns in one run: 1.2). The expressions join no pattern's series with another's (judged_apart, each
+    test checks). A run over promtool's limit of samples a query is halved (tests/support/promtool_batches); any other
+    failure fails the test of every pattern judged with it, with promtool's message."""
+    from tests.support.promtool_batches import batch_failure
+
+    if (judged, pattern) not in _FAILURES:
+        failure = batch_failure(patterns, judge)
+        _FAILURES.update({(judged, name): failure for name in patterns})
+    return _FAILURES[judged, pattern]
+
+
+def _own(text: str, pattern: str) -> str:
+    """`text` (a series or an expected sample's labels) with the pattern's own namespace, node and GPU UUID."""
+    return stories_own(text, list(PATTERNS).index(pattern))
+
+
+def _own_node(pattern: str) -> str:
+    """The pattern's own name of the exporter's node (_own)."""
+    return re.search(r'node="([^"]*)"', _own(LABELS, pattern))[1]
+
+
+def _owned_story(rate: float, pattern: str) -> list[dict]:
+    return [{**one, "series": _own(one["series"], pattern)} for one in _story(rate, *PATTERNS[pattern])]
+
+
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_the_replays_rules_period_reads_the_links_replays_through_missed_scrapes(rules, pattern):  # noqa: F811
-    missed, reset = PATTERNS[pattern]
     rate = 0.18
     truth = rate * 300
-    labels = "{" + ", ".join(f'{k}="{v}"' for k, v in LINE.items()) + "}"
     expr = f"abs(({_rule_period()}) - {truth!r}) < bool 1"
-    cases = [{"expr": expr, "eval_time": f"{m}m",
-              "exp_samples": [{"labels": labels, "value": 1}] if _read_in(missed, m) else []} for m in MINUTES]
-    promtool_test(rules, f"missed_{pattern}.yaml", [{"interval": f"{twins.STEP}s",
-                                                             "input_series": _story(rate, missed, reset),
-                                                             "promql_expr_test": cases}])
+    assert judged_apart(expr)
+
+    def judge(part: list[str]) -> None:
+        cases = [{"expr": expr, "eval_time": f"{m}m",
+                  "exp_samples": [{"labels": _own(LABELS, name), "value": 1} for name in part
+                                  if _read_in(PATTERNS[name][0], m)]} for m in MINUTES]
+        promtool_test(rules, f"missed_{part[0]}.yaml", [{
+            "interval": f"{twins.STEP}s", "input_series": [one for name in part for one in _owned_story(rate, name)],
+            "promql_expr_test": cases}])
+    failure = _judged_together("period", pattern, list(PATTERNS), judge)
+    assert failure is None, failure
 
 
-@pytest.mark.parametrize("pattern", ["every-3rd", "2-of-3", "3-of-5", "4-of-6", "random-70%"])
+ALERT_PATTERNS = ["every-3rd", "2-of-3", "3-of-5", "4-of-6", "random-70%"]
+
+
+@pytest.mark.parametrize("pattern", ALERT_PATTERNS)
 def test_the_replays_rule_fires_over_its_level_and_stays_silent_under_it_through_missed_scrapes(
         rules, pattern):  # noqa: F811
     """GpudashPcieReplays fires at every minute whose period holds a reading for a link replaying 54 per 5 minutes,
     and at none for 45 (its level: 50)."""
-    missed, reset = PATTERNS[pattern]
-    firing = [expected_alert(rules, ALERT, node=overlap.NODE, gpu="0")]
-    tests = [{"interval": f"{twins.STEP}s", "input_series": _story(rate, missed, reset),
-              "alert_rule_test": [{"eval_time": f"{m}m", "alertname": ALERT,
-                                   "exp_alerts": firing if over and _read_in(missed, m) else []} for m in MINUTES]}
-             for rate, over in ((0.18, True), (0.15, False))]
-    promtool_test(rules, f"missed_{pattern}_alert.yaml", tests)
+    assert judged_apart(alert_rule(rules, ALERT)["expr"])
+
+    def judge(part: list[str]) -> None:
+        tests = [{"interval": f"{twins.STEP}s",
+                  "input_series": [one for name in part for one in _owned_story(rate, name)],
+                  "alert_rule_test": [{"eval_time": f"{m}m", "alertname": ALERT, "exp_alerts": [
+                      expected_alert(rules, ALERT, node=_own_node(name), gpu="0")
+                      for name in part if over and _read_in(PATTERNS[name][0], m)]} for m in MINUTES]}
+                 for rate, over in ((0.18, True), (0.15, False))]
+        promtool_test(rules, f"missed_{part[0]}_alert.yaml", tests)
+    failure = _judged_together("alert", pattern, ALERT_PATTERNS, judge)
+    assert failure is None, failure
 
 
-@pytest.mark.parametrize("pattern", ["every-3rd", "3-of-5", "random-50%", "reset-in-missed-scrapes"])
+RATE_PATTERNS = ["every-3rd", "3-of-5", "random-50%", "reset-in-missed-scrapes"]
+
+
+@pytest.mark.parametrize("pattern", RATE_PATTERNS)
 def test_the_replays_rate_panel_reads_the_links_rate_through_missed_scrapes(rules, pattern):  # noqa: F811
     """The Grafana twin, the health dashboard's "PCIe replays" (per second over $__rate_interval, from the counters'
     recordings: each reading's delta over the seconds since the reading before): the link's 0.1 a second (3 replays
     per scrape interval, exactly) at every minute whose window holds a reading with one before it."""
-    missed, reset = PATTERNS[pattern]
-    labels = "{" + ", ".join(f'{k}="{v}"' for k, v in LINE.items()) + "}"
     expr = f"abs(({_panel('gpudash-health', 'PCIe replays')}) - 0.1) < bool 1e-9"
-    promtool_test(rules, f"missed_{pattern}_rate.yaml", [{
-        "interval": f"{twins.STEP}s", "input_series": _story(0.1, missed, reset),
-        "promql_expr_test": [{"expr": expr, "eval_time": f"{m}m", "exp_samples": [{"labels": labels, "value": 1}]}
-                             for m in PANEL_MINUTES]}])
+    assert judged_apart(expr)
+
+    def judge(part: list[str]) -> None:
+        promtool_test(rules, f"missed_{part[0]}_rate.yaml", [{
+            "interval": f"{twins.STEP}s", "input_series": [one for name in part for one in _owned_story(0.1, name)],
+            "promql_expr_test": [{"expr": expr, "eval_time": f"{m}m", "exp_samples": [
+                {"labels": _own(LABELS, name), "value": 1} for name in part]} for m in PANEL_MINUTES]}])
+    failure = _judged_together("rate", pattern, RATE_PATTERNS, judge)
+    assert failure is None, failure
