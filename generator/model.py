@@ -67,7 +67,11 @@ def source_file(defined_at: str) -> str:
 
 
 # Words a definition may write for a choice of another spelling (no guess by likeness: `median` is not `min`)
-_SAID_AS = {"average": "avg", "mean": "avg", "total": "sum", "maximum": "max", "minimum": "min"}
+_SAID_AS = {"average": "avg", "mean": "avg", "total": "sum", "maximum": "max", "minimum": "min",
+            # comparisons written the other way round, or in words
+            "=>": ">=", "=<": "<=", "gt": ">", "ge": ">=", "gte": ">=", "lt": "<", "le": "<=", "lte": "<=",
+            # Grafana's legacy panel types, which its current ones replace (grafanalib's Graph, SingleStat)
+            "graph": "timeseries", "singlestat": "stat"}
 # an exporter's or CloudWatch's label for what a neutral grouping key names (lower case): the key meant
 _GROUPED_AS = {"hostname": "node", "instance": "node", "nodename": "node", "uuid": "gpu", "device": "gpu",
                "gpu_uuid": "gpu", "modelname": "model", "exported_pod": "pod", "pod_name": "pod",

@@ -442,6 +442,13 @@ CASES = [
     definition("aggregation spelled out", {"a.py": "from generator.model import Query\n\n"
                                                    "q = Query('DCGM_FI_DEV_GPU_UTIL', 'average')\n"}, "a.py:3",
                "fix: did you mean 'avg'?"),
+    # Grafana's legacy panel type (grafanalib's Graph), and a comparison written the other way round: the choice meant
+    definition("legacy panel kind", {"k.py": "from generator.model import Panel, Query\n"
+                                             "p = Panel('x', Query('DCGM_FI_DEV_GPU_UTIL'), kind='graph')\n"}, "k.py:2",
+               "panel kind 'graph'", "fix: did you mean 'timeseries'?"),
+    definition("comparison written backwards", {"c.py": "from generator.model import Condition, Query\n"
+                                                        "c = Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'max'), '=>', 85)\n"},
+               "c.py:2", "comparison '=>'", "fix: did you mean '>='?"),
     definition("bad panel kind", {"k.py": "from generator.model import Panel, Query\n"
                                           "p = Panel('x', Query('DCGM_FI_DEV_GPU_UTIL'), kind='pie')\n"}, "k.py:2",
                "panel kind 'pie'"),
