@@ -24,7 +24,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from tests.support.messy_history import Series, openmetrics
 from tests.support.projects import counters_with, defined_project
-from tests.support.live_scrapes import scraped_nodes
+from tests.support.live_scrapes import scraped_fixture
 from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture, counted_inline, scraped_every
 from tests.support.range_panels import VARIABLES
 from generator.artifacts import grafana_dashboards
@@ -136,11 +136,7 @@ def _page(exporter: str, k: int) -> str:
             f"{HEALTH}{{{labels},health_watch=\"MEM\",health_error_code=\"DCGM_FR_OK\"}} 0\n")
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    pages = {name: (lambda k, name=name: _page(name, k)) for name in LIVE}
-    with scraped_nodes(tmp_path_factory.mktemp("health-live"), pages, ANSWERS, INTERVAL) as scene:
-        yield scene
+live = scraped_fixture("health-live", _page, LIVE, ANSWERS, INTERVAL)
 
 
 def _live_truth(times: dict[str, list[float]], at: float) -> dict[str, tuple[float, bool]]:

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+import pytest
+
 from tests.support.prometheus_server import Prometheus, duration
 from tests.support.replay_exporter import ReplayExporter
 
@@ -67,3 +69,14 @@ def scraped_nodes(folder: Path, pages: dict[str, Callable[[int], str]], answers:
             step = interval / 4
             start = math.floor(max(t[2] for t in times.values()) / step) * step + step
             yield prometheus, times, start, int((min(t[-1] for t in times.values()) - start) // step) + 1, step
+
+
+def scraped_fixture(name: str, page: Callable[[str, int], str], exporters, answers: int, interval: float):
+    """A module fixture (assign it to a module-level name): scraped_nodes of one exporter per name of `exporters`, the
+    k-th answer of exporter n `page(n, k)`, its data in a folder named after `name`; its value scraped_nodes'."""
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory):
+        pages = {exporter: (lambda k, exporter=exporter: page(exporter, k)) for exporter in exporters}
+        with scraped_nodes(tmp_path_factory.mktemp(name), pages, answers, interval) as scene:
+            yield scene
+    return fixture
