@@ -413,7 +413,10 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
     known = {rule.id for rule in all_rules()}
     unknown = sorted({rule.upper() for rule in disable} - known)
     if unknown:
-        raise click.BadParameter(f"no rule {', '.join(unknown)}; `gpudash lint --rules` lists them",
+        from .guesses import did_you_mean
+
+        meant = did_you_mean(unknown[0], known, quoted=False) if len(unknown) == 1 else ""
+        raise click.BadParameter(f"no rule {', '.join(unknown)}; {meant}`gpudash lint --rules` lists them",
                                  param_hint="--disable")
     disabled = frozenset(rule.upper() for rule in disable)
     project = load_project_for(config, csv)

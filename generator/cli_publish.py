@@ -603,9 +603,12 @@ def verify(config, csv, skip, context, cluster, exporter_url, prometheus_url, pr
         project = load_project_for(config, csv)
         names = [c.name for c in project.settings.clusters]
         if cluster is not None and cluster not in names:
+            from .guesses import did_you_mean
+
             raise GpudashError(f"--cluster {cluster}: no such entry in clusters ({', '.join(names[:10])}"
                                f"{f' and {len(names) - 10} more' if len(names) > 10 else ''})",
-                               hint="name the entry of clusters in gpudash.yaml that the kube context is")
+                               hint=f"{did_you_mean(cluster, names)}name the entry of clusters in gpudash.yaml that the "
+                                    f"kube context is")
         checks = verifying.run(project, options, groups, processes=True)  # the child inherits the setting
     if all(c.status == verifying.SKIP for c in checks):
         raise GpudashError("nothing to verify: " + ("; ".join(c.detail for c in checks) or "no check applies"),
