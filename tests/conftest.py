@@ -359,7 +359,7 @@ def defaults_built_once(monkeypatch):
         if grafana not in _DEFAULT_DESIRED:
             _DEFAULT_DESIRED[grafana] = build(config, csv, from_dir, grafana=grafana)
         else:
-            click.echo(f"settings: {_DEFAULT_DESIRED[grafana][0].settings.origin}", err=True)  # as the build says
+            click.echo(f"settings: {discover(None).describe()}", err=True)  # as loading says it, from this folder
         return _DEFAULT_DESIRED[grafana]
 
     monkeypatch.setattr(cli_publish, "_desired", desired)
