@@ -10,7 +10,7 @@ save of the same content edits nothing), and so is one carrying people's work th
 nothing. Saves carry the version the plan read (a save since is a 412); a delete, which takes no version, is
 preceded by a fresh read of the owner tag, the folder, the id and the version, forced or not, then by an unchanged
 save with that version, which makes a person's save from any version opened before refused, then by a fresh read of
-what people made around it.
+what people made around it, then by one of the dashboard again.
 """
 
 from __future__ import annotations
@@ -815,22 +815,24 @@ class Look(NamedTuple):
 
 
 def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, guarded: int | None = None,
-                      around: bool = True) -> Look:
+                      around: bool = True, history: bool = True) -> Look:
     """Why the dashboard the plan read must not be written over or deleted now, from a fresh read of it
     and of its latest version: "" when it is gone; None when it still reads as the plan saw it, owned
     as it was then (owner tag and folder; a move need not add a version), the same dashboard (its id: one created anew
     under the uid numbers its versions from 1 again), at the version the plan read (or `guarded`: the version
     gpudash's own unchanged save before a delete made, see _guard) and, with `around`, nothing of people's made around
-    it since (_made_since_plan: Grafana deletes it with it, and no version records it)."""
+    it since (_made_since_plan: Grafana deletes it with it, and no version records it). With `history`, its latest
+    version is read first (the version it reads at must be that one), so that the dashboard's read is the last call
+    before a write that follows; without, the dashboard alone (the last look before a delete: one call)."""
     before = change.live or {}
     planned = (before.get("meta") or {}).get("version")
     expected = planned if guarded is None else guarded
+    latest = client.latest_version(change.name) if history else None
     live = client.dashboard(change.name)
     if live is None:
         return Look("")
     model, meta = live["dashboard"], live.get("meta") or {}
-    latest = client.latest_version(change.name)
-    who = _editor(latest)
+    who = _editor(latest) if history else str(meta.get("updatedBy") or "someone")
 
     def look(why: str | None) -> Look:
         return Look(why, live, latest)
@@ -851,9 +853,9 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
     if now_id != planned_id:  # a new dashboard under the uid: its versions
         # start again, so one created anew by the plan's version number reads as the plan saw it but by its id
         return look(f"deleted and created anew by {who} since the plan")
-    if expected is None or meta.get("version") is None or latest is None:
+    if expected is None or meta.get("version") is None or (history and latest is None):
         return look("Grafana gave no version to show it is unchanged since the plan")
-    if expected != meta.get("version") or expected != latest.get("version"):
+    if expected != meta.get("version") or (history and expected != latest.get("version")):
         return look(f"changed in Grafana by {who} since the plan")
     return look(_made_since_plan(client, change, folder_uid, live) if around else None)
 
@@ -978,7 +980,8 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> bool:
     save or takeover since. Grafana's delete takes no version: before each attempt of it (the first, and every retry
     after a 5xx, a 429 or a failed connection) a fresh read is the last look, then an unchanged save with the
     version looked at (_guard) makes any save from an earlier version refused until the delete lands, then what
-    people made around it (annotations, public dashboard, permissions, playlists) is read again. False when it
+    people made around it (annotations, public dashboard, permissions, playlists) is read again, then the dashboard
+    once more (owner tag, folder, id, the guarding save's version). False when it
     was found gone and no delete of gpudash's can have done it (noted: someone else deleted it)."""
     guarded: list[int] = []
 
@@ -997,12 +1000,17 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> bool:
         if version is None:
             return False
         guarded.append(version)
-        # what people made around it, read after the guarding save, the last thing before the DELETE: what is made
-        # in the round trip between this read and the delete is all that can still go with it (no API call holds it)
+        # what people made around it, read after the guarding save; then the dashboard itself again (one read), the
+        # last thing before the DELETE (a move, a takeover or a save from the guarding save's version may land during
+        # those reads): what is made in the round trip between this look and the delete is all that can still go
+        # with it (no API call holds it)
         made = _made_since_plan(client, change, folder_uid, live)
         if made:
             raise refused(made)
-        return True
+        moved = _moved_since_plan(client, change, folder_uid, version, around=False, history=False).why
+        if moved:
+            raise refused(moved)
+        return moved is None  # ("": gone meanwhile, someone else deleted it)
 
     if not look():  # gone before any delete of ours was sent: someone else deleted it
         client.note(_gone(change.name, "before gpudash sent its delete"))

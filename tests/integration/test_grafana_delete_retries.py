@@ -210,7 +210,10 @@ def test_a_grafana_that_keeps_the_version_for_an_unchanged_save_is_told_and_the_
 
     pruning, opened = retired_team_dashboard(grafana, run, tmp_path)
 
-    def kept(body: bytes) -> bytes:
+    def kept(body: bytes) -> bytes:  # the store makes no new version of a save that changes nothing
+        entry = grafana.state.dashboards[TEAM]
+        del entry["versions"][-1]
+        entry["dashboard"]["version"] = opened
         return json.dumps({**json.loads(body), "version": opened}).encode()
 
     with FaultProxy(grafana.url) as proxy:
@@ -504,3 +507,31 @@ def test_an_unreadable_answer_to_the_look_before_a_retry_is_reported_as_that_rea
     (failed,) = json.loads(stdout)["failed"]
     assert failed["name"] == TEAM and "versions" in failed["error"] and "not a valid API answer" in failed["error"], \
         failed
+
+
+@pytest.mark.parametrize("person, said", [
+    ("moves it to their folder", "moved to folder team since the plan; not deleted"),
+    ("removes its gpudash tag", "tag was removed by alice since the plan; not deleted"),
+    ("edits it, having opened it after gpudash's unchanged save", "changed in Grafana by alice since the plan; not "
+                                                                   "deleted"),
+])
+def test_a_persons_change_while_the_work_around_the_dashboard_is_read_again_keeps_it(grafana, run, tmp_path, person,
+                                                                                     said):
+    """Right before a delete gpudash looks at the dashboard, saves it unchanged, then reads again what people made
+    around it (annotations, public dashboard, permissions, playlists): five calls or more. A person who moved the
+    dashboard to their folder, removed its gpudash tag, or saved it from the version gpudash's unchanged save made, in
+    that time, had it deleted (exit 0, listed deleted): nothing looked at the dashboard itself after those reads. Now
+    it is looked at again last: kept, and the push fails saying why."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
+    grafana.state.folders["team"] = {"id": 900, "uid": "team", "title": "Alice's team"}
+    acts = {"moves it to their folder": lambda: grafana.move(TEAM, "team"),
+            "removes its gpudash tag": lambda: grafana.edit_in_ui(TEAM, lambda d: d.update(tags=["alice"])),
+            "edits it, having opened it after gpudash's unchanged save": lambda: grafana.save_in_ui(
+                TEAM, grafana.state.dashboards[TEAM]["dashboard"]["version"], lambda d: d.update(title="Alice's"))}
+    with FaultProxy(grafana.url) as proxy:  # the plan reads the playlists once; the look before the delete again
+        proxy.inject(Rule(path="^/api/playlists$", method="GET", action="before", skip=1, callback=acts[person]))
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", "--allow-mass-prune", url=proxy.url)
+    assert proxy.faults() and TEAM in grafana.state.dashboards, stdout  # (the person acted)
+    assert code == 3 and TEAM not in json.loads(stdout)["written"] and said in stdout, stdout + stderr
