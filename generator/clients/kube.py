@@ -346,8 +346,14 @@ class Kube:
             raise
         except Exception as exc:  # urllib3 connection errors and timeouts, kubeconfig exec failures
             self._plugin_failed(before)
-            raise RemoteError(f"cannot reach the Kubernetes API ({type(exc).__name__})",
-                              hint="check KUBECONFIG / --context and the network, or --skip kube") from None
+            from .http import connect_failure
+            from ..urls import safe_url
+
+            server = getattr(self.api.configuration, "host", None)
+            raise RemoteError(f"cannot reach the Kubernetes API{f' at {safe_url(server)}' if server else ''} "
+                              f"({connect_failure(exc) or type(exc).__name__})",
+                              hint="check KUBECONFIG / --context (the kubeconfig's server) and the network, or "
+                                   "--skip kube") from None
 
     def _unserved(self, path: str, body: Any) -> bool:
         """Whether a 404 of `path` whose body is Go's plain GO_NOT_FOUND is the API server's answer for a resource it

@@ -164,3 +164,22 @@ def test_the_deadline_falling_while_a_group_imports_the_kubernetes_module_is_no_
     monkeypatch.setitem(sys.modules, "generator.clients.kube", started)
     verify._stop_exec_plugins()
     assert stopped == [True]
+
+
+def test_an_api_server_that_refuses_the_connection_is_named_with_its_address(tmp_path, cli, monkeypatch):
+    """A kubeconfig whose server is down (or a port-forward that ended) said "cannot reach the Kubernetes API
+    (MaxRetryError)": urllib3's class name, and not which server. It names the server and the reason."""
+    port = _closed_port()
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://user:{SECRET}@127.0.0.1:{port}"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    monkeypatch.chdir(tmp_path)
+    code, stdout, stderr = cli("verify", "--skip", "prometheus", "--skip", "exporter", "--skip", "cloudwatch",
+                               "--timeout", "10", "--output", "json",
+                               env={"KUBECONFIG": str(tmp_path / "kubeconfig"), "GPUDASH_CONFIG": None})
+    kube = {(c["group"], c["name"]): c for c in json.loads(stdout)["checks"]}[("kube", "reachable")]
+    assert code == 1 and kube["detail"] == f"cannot reach the Kubernetes API at https://***@127.0.0.1:{port} " \
+                                           "(connection refused)", kube
+    assert SECRET not in stdout + stderr
