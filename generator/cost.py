@@ -170,6 +170,10 @@ def check_overrides(extra: Any, prices: dict[str, Any], where: str) -> None:
         raise InputError(f"the prices must be a JSON object, not {type(extra).__name__}", where=where,
                          hint=OVERRIDE_HINT)
     for key in extra:
+        if key in prices["rates"]:  # a rate written at the top, as the bundled file's keys are not
+            field = next(f for f in prices["rates"][key] if f not in (*_TEXT_FIELDS, "uncertain"))
+            raise InputError(f"unknown key {key!r}: a rate, which goes under \"rates\" with its fields", where=where,
+                             hint="write " + json.dumps({"rates": {key: {field: prices["rates"][key][field]}}}))
         if key not in ("rates", "as_of", "source", "region"):
             raise InputError(f"unknown key {key!r}", where=where,
                              hint=_one_of(key, ("rates", "as_of", "source", "region"), "the keys are"))

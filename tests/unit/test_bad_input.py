@@ -556,6 +556,11 @@ CASES = [
           files={"p.json": '{"rates": {"dashbord_month": {"price": 1}}}'}, where="p.json"),
     flags("cost --prices with an unknown key", ("cost", "--pods", "3", "--prices", "p.json"), "unknown key 'rate'",
           "did you mean 'rates'?", files={"p.json": '{"rate": {"dashboard_month": {"price": 1}}}'}, where="p.json"),
+    # a rate written at the top level, as the --help's "same keys as the bundled price file" may be read
+    flags("cost --prices with a rate outside rates", ("cost", "--pods", "3", "--prices", "p.json"),
+          "unknown key 'dashboard_month': a rate, which goes under \"rates\" with its fields",
+          'fix: write {"rates": {"dashboard_month": {"price": 3.0}}}', files={"p.json": '{"dashboard_month": 2.5}'},
+          where="p.json"),
     flags("cost --prices with a word for a price", ("cost", "--pods", "3", "--prices", "p.json"),
           'rates.dashboard_month.price is "abc", not a number', '{"price": 3.0}',
           files={"p.json": '{"rates": {"dashboard_month": {"price": "abc"}}}'}, where="p.json"),
