@@ -353,7 +353,9 @@ class _Device:
                 own = self._read(metric, False, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod, counting,
                                  served=True)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
-            read = _unblanked(_either(tiers, slot), gauge)
+            # the late tier only for a GPU instance none of whose own labels' series is fresh (one_copy's `unfresh`)
+            unfresh = tuple(name for name in slot if name in self.outer or name not in field_labels)
+            read = _unblanked(_either(tiers, unfresh), gauge)
             if successive_labels(metric) and not counting:  # the XID code: the GPU's newest code series alone
                 read = f"({read} and on ({_listed(slot)}) {self._newest_series(metric, any_pod, slot)})"
             return self._named_on(metric, extra, keep, slot, read)
@@ -2499,6 +2501,11 @@ class _Merge:
         chosen_among = set(successive) - set(self.kept) if fresh else set()
         among = tuple(name for name in self.chooses_apart(own) if name not in chosen_among)
         gpu = _listed((self.labels.cluster, GPU_LABEL, "gpu", *among))
+        # the late tier only for a GPU none of whose own labels' series is fresh: the exporter writes all of them at
+        # each scrape, so a series it wrote no more beside a fresh one has ended (an XID's count once its window
+        # passed, the exporter writing the series without `xid` instead: 1 read for 0 for the look-back)
+        unfresh = _listed((self.labels.cluster, GPU_LABEL, "gpu",
+                           *(name for name in among if name in self.kept or name not in own)))
         identity = _listed((self.labels.cluster, GPU_LABEL, "gpu", *(INSTANCE_IDENTITY if apart else ()), *among))
         if self._highest_of_all(how, fields, own, chosen, fresh, blanks, identity):
             # the highest copy's value is the highest of every series of the GPU: one max, no copy to choose
@@ -2525,9 +2532,9 @@ class _Merge:
             blanks = None
         if chosen is not None:  # the copy chosen, its fresh series only where it has; a GPU without: its highest copy
             first = f"{now} and on ({on}) {chosen}"
-            candidates = f"({first} or on ({gpu}) {later})" if fresh else f"({first})"
+            candidates = f"({first} or on ({unfresh}) {later})" if fresh else f"({first})"
         else:  # the highest copy, of the fresh ones where the GPU has one
-            candidates = f"({now} or on ({gpu}) {later})" if fresh else value
+            candidates = f"({now} or on ({unfresh}) {later})" if fresh else value
         if blanks is not None:  # a copy lacking an instance: no reading of the GPU
             candidates = f"({candidates} unless on ({on}) {self._incomplete(own, *blanks)})"
         elif chosen is not None and not fresh:

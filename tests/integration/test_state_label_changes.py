@@ -106,9 +106,6 @@ def test_a_state_reads_its_newest_series_when_a_watch_recovers(prometheus, proje
     assert shown == {k: {float(_state_at(field, k)[0])} for k in range(16, 48)}
 
 
-@pytest.mark.xfail(strict=True, reason="an XID count per window reads the code's count for the look-back after the "
-                   "window passes: the series of XID 79 ended (the exporter then writes a series without xid, 0) but, "
-                   "with no staleness marker (a Prometheus restart, a backfill), its last sample is added to the new 0")
 @pytest.mark.parametrize("by", ["gpu", "node", "pod"])
 def test_an_xid_count_falls_to_0_when_the_window_passes(prometheus, project, by):
     server, start = prometheus
