@@ -1218,15 +1218,29 @@ def discover(config: Path | None, environ: dict[str, str] | None = None, cwd: Pa
 
 
 def settings_above(folder: Path) -> str | None:
-    """`../gpudash.yaml` (or `../../`...) nearest above `folder`, which a command run from a project's subfolder (its
-    definitions, its build) does not read: the bundled defaults it reads instead are another fleet's."""
+    """`../gpudash.yaml` (or `../../`...) nearest above `folder` within its project, which a command run from a
+    project's subfolder (its definitions, its build) does not read: the bundled defaults it reads instead are another
+    fleet's. A project ends at its repository's root (the folder holding `.git`) and below the home folder: a stray
+    file in the home folder, or above the repository, is no project's."""
+    home = _home()
     for depth, parent in enumerate(folder.absolute().parents, start=1):
+        if parent == home:
+            return None
         try:
             if (parent / LOCAL_FILE).is_file():
                 return "../" * depth + LOCAL_FILE
+            if (parent / ".git").exists():
+                return None
         except OSError:  # a folder above that may not be read: no settings of this project there
             return None
     return None
+
+
+def _home() -> Path | None:
+    try:
+        return Path.home().absolute()
+    except (RuntimeError, KeyError):  # no HOME and no passwd entry
+        return None
 
 
 def load_settings(path: Path | None) -> Settings:

@@ -56,3 +56,25 @@ def test_apply_from_a_projects_subfolder_is_refused_before_reading_aws(cli, tmp_
     code, stdout, stderr = cli("apply", "--skip-verify", env={"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""})
     assert code == 2, (code, stdout, stderr)
     assert "pass --config ../gpudash.yaml, or run from its folder" in stderr and "Traceback" not in stderr, stderr
+
+
+def test_a_stray_file_in_the_home_folder_or_above_the_repository_is_no_project(cli, tmp_path, monkeypatch):
+    """A gpudash.yaml left in the home folder, or above the repository the command runs in, is not a project's:
+    nothing refuses the bundled defaults for it (the command goes on to ask for Grafana's URL)."""
+    from generator.settings import settings_above
+
+    home, repository = tmp_path / "home", tmp_path / "home" / "src" / "repo"
+    (repository / ".git").mkdir(parents=True)
+    (repository / "dash").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    (home / "gpudash.yaml").write_text("clusters: []\n")
+    (home / "src" / "gpudash.yaml").write_text("clusters: []\n")
+    assert settings_above(repository / "dash") is None
+    assert settings_above(home / "src" / "elsewhere") == "../gpudash.yaml"  # (no repository: up to the home folder)
+    assert settings_above(home / "elsewhere") is None
+    (repository / "gpudash.yaml").write_text("clusters: []\n")
+    assert settings_above(repository / "dash") == "../gpudash.yaml"
+    (home / "elsewhere").mkdir()
+    monkeypatch.chdir(home / "elsewhere")
+    code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "", "GRAFANA_TOKEN": ""})
+    assert code == 2 and "GRAFANA_URL is not set" in stderr, stderr
