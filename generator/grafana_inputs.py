@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import InputError
+from .grafana_rows import moved_to_grid
 from .grafanalib_fields import check_grafanalib
 from .names import grafana_uid, grafanalib_uid
 from .plain import plain_data
@@ -46,12 +47,14 @@ def made_from(project: Project) -> str:
 
 
 def grafanalib_json(item) -> dict[str, Any]:
-    """A grafanalib dashboard's JSON (before its uid and owner tag are set: artifacts.grafana_dashboards)."""
+    """A grafanalib dashboard's JSON (before its uid and owner tag are set: artifacts.grafana_dashboards), its rows
+    moved onto the grid as Grafana moves them (grafana_rows)."""
     try:
         model = plain_data(item.value.to_json_data(), "to_json_data")
     except (TypeError, ValueError, AttributeError, RecursionError) as exc:  # what the user's objects hold
         raise InputError(f"the grafanalib dashboard cannot be written as JSON ({type(exc).__name__}: {exc})",
                          where=item.where, hint="give its panels grafanalib objects, text and numbers only") from None
+    moved_to_grid(model, item.where)
     check_grafanalib(model, item.where)
     return model
 

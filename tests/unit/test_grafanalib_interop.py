@@ -62,11 +62,6 @@ dashboard = Dashboard(
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="a grafanalib dashboard laid out with rows=[Row(panels=...)] (grafanalib's older "
-                                       "layout; schemaVersion 12, which Grafana migrates to panels on load) "
-                                       "keeps its panels under 'rows': lint reads 'panels' only and judges none of "
-                                       "its queries, preview draws 0 panels, plan's diff and the dashboard split see "
-                                       "none")
 def test_grafanalib_dashboard_of_rows_is_linted_and_previewed(cli, project_dir):
     from generator.artifacts import grafana_dashboards
     from generator.preview.site import visual_panels
@@ -78,3 +73,71 @@ def test_grafanalib_dashboard_of_rows_is_linted_and_previewed(cli, project_dir):
     code, stdout, _ = cli("lint", "--config", str(config), "--output", "json")
     assert code == 1 and any(f["rule"] == "GF006" and "legacy-rows" in f["where"]
                              for f in json.loads(stdout)["findings"])
+
+
+ROWS_LAYOUT_FILE = '''
+from grafanalib.core import Dashboard, Pixels, Row, Stat, Target, TimeSeries
+
+def ts(title, **kw):
+    return TimeSeries(title=title, targets=[Target(expr="avg(DCGM_FI_DEV_GPU_UTIL)", refId="A")], **kw)
+
+dashboard = Dashboard(
+    title="Legacy rows board",
+    uid="legacy-rows",
+    rows=[
+        Row(panels=[ts("Util"), Stat(title="Count", span=3,
+                                     targets=[Target(expr="count(DCGM_FI_DEV_GPU_UTIL)", refId="A")])]),
+        Row(title="Memory", height=Pixels(400), panels=[ts("Mem", span=8), ts("Used", span=8),
+                                                        ts("Small", span=4, height=100)]),
+        Row(title="Detail", collapse=True, panels=[ts("Temp", span=12)]),
+    ],
+).auto_panel_ids()
+'''
+
+
+def test_grafanalib_rows_are_written_on_grafanas_grid(tmp_path, cli, project_dir):
+    """Grafana's schemaVersion 16 migration, worked by hand: a row of 250px takes ceil(250 / 38) = 7 grid units, one of
+    400px 11, a panel of 100px 3; a span of 12ths is twice as many of 24 columns; a panel that does not fit beside the
+    others goes to the band below; a title on any row makes a row panel (one unit) of every row, numbered after the
+    highest panel id; a collapsed row holds its panels and takes no room."""
+    config = project_dir(dashboards={"legacy.py": ROWS_LAYOUT_FILE})
+    out = tmp_path / "build"
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(out))
+    assert code == 0, stderr
+    model = json.loads((out / "grafana/legacy-rows.json").read_text())
+    assert "rows" not in model and model["schemaVersion"] == 12  # Grafana's later migrations still apply
+
+    def laid(panels):
+        return [(p["type"] == "row", p["title"], p["gridPos"], p["id"]) for p in panels]
+
+    assert laid(model["panels"]) == [
+        (True, "New row", {"x": 0, "y": 0, "w": 24, "h": 7}, 7),
+        (False, "Util", {"x": 0, "y": 1, "w": 18, "h": 7}, 1),  # grafanalib gives it the 9 twelfths left
+        (False, "Count", {"x": 18, "y": 1, "w": 6, "h": 7}, 2),
+        (True, "Memory", {"x": 0, "y": 8, "w": 24, "h": 11}, 8),
+        (False, "Mem", {"x": 0, "y": 9, "w": 16, "h": 11}, 3),
+        (False, "Used", {"x": 0, "y": 20, "w": 16, "h": 11}, 4),
+        (False, "Small", {"x": 16, "y": 20, "w": 8, "h": 3}, 5),
+        (True, "Detail", {"x": 0, "y": 31, "w": 24, "h": 7}, 9),
+    ]
+    detail = model["panels"][-1]
+    assert detail["collapsed"] is True and laid(detail["panels"]) == [
+        (False, "Temp", {"x": 0, "y": 32, "w": 24, "h": 7}, 6)]
+    assert not any("span" in p for p in model["panels"] + detail["panels"])
+
+
+def test_grafanalib_rows_are_drawn_by_preview(project_dir):
+    from generator.artifacts import grafana_dashboards
+    from generator.preview.site import visual_panels
+    from generator.project import load_project
+
+    (dashboard,) = grafana_dashboards(load_project(project_dir(dashboards={"legacy.py": ROWS_LAYOUT_FILE})))
+    assert [p["title"] for p in visual_panels(dashboard.model)] == ["Util", "Count", "Mem", "Used", "Small", "Temp"]
+
+
+def test_grafanalib_rows_wider_than_a_row_are_refused(tmp_path, cli, project_dir):
+    config = project_dir(dashboards={"legacy.py": ROWS_LAYOUT_FILE.replace('ts("Temp", span=12)',
+                                                                             'ts("Temp", span=13)')})
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "build"))
+    assert code == 2 and "panel 'Temp' in a row has span 13: a row is 12 wide" in stderr, stderr
+    assert "Traceback" not in stderr
