@@ -1221,13 +1221,14 @@ def settings_above(folder: Path) -> str | None:
     """`../gpudash.yaml` (or `../../`...) nearest above `folder` within its project, which a command run from a
     project's subfolder (its definitions, its build) does not read: the bundled defaults it reads instead are another
     fleet's. A project ends at its repository's root (the folder holding `.git`) and below the home folder: a stray
-    file in the home folder, or above the repository, is no project's."""
-    home = _home()
-    for depth, parent in enumerate(folder.absolute().parents, start=1):
+    file in the home folder, or above the repository, is no project's; nor is one above `folder` where `folder` is
+    such an end itself (a command run at the repository's root, or in the home folder)."""
+    home, here = _home(), folder.absolute()
+    for depth, parent in enumerate((here, *here.parents)):
         if parent == home:
             return None
         try:
-            if (parent / LOCAL_FILE).is_file():
+            if depth and (parent / LOCAL_FILE).is_file():
                 return "../" * depth + LOCAL_FILE
             if (parent / ".git").exists():
                 return None

@@ -490,3 +490,17 @@ def test_the_warning_of_readme_step_two_is_the_one_it_announces(in_folder, cli):
     assert "gpudash-cluster-gpu-cluster" in stderr
     code, _, stderr = cli("generate", "--out", "build")
     assert code == 0 and "made for other settings" not in stderr, stderr
+
+
+def test_a_command_run_at_a_repository_root_or_in_the_home_folder_reads_no_settings_above(tmp_path, monkeypatch):
+    """The repository root and the home folder end a project where a command runs in them too, not only above: a
+    gpudash.yaml above the repository, or above the home folder, is no project's."""
+    from generator.settings import settings_above
+
+    home = tmp_path / "home"
+    repository = home / "src" / "repo"
+    (repository / ".git").mkdir(parents=True)
+    (home / "src" / "gpudash.yaml").write_text("clusters: []\n")
+    (tmp_path / "gpudash.yaml").write_text("clusters: []\n")
+    monkeypatch.setenv("HOME", str(home))
+    assert (settings_above(repository), settings_above(home)) == (None, None)
