@@ -167,7 +167,7 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
     if insecure and url.lower().startswith("https:"):
         click.echo(f"warning: --insecure: Grafana's TLS certificate is not verified ({safe_url(url)}); "
                    "REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE are not read for it", err=True)
-    return GrafanaClient(url, token=token, basic=basic, verify=not insecure, deadline=deadline)
+    return GrafanaClient(url, token=token, basic=basic, verify=not insecure, deadline=deadline, token_file=token_file)
 
 
 def _not_a_token(token: str) -> str | None:

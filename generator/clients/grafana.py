@@ -38,7 +38,7 @@ PLAYLIST_PAGES = (50, 100)
 # What each refusal means for a user: (message, what to do).
 _STATUS_MESSAGES = {
     400: ("Grafana rejected the request (400): {message}", "run `gpudash lint`; check the folder uid and dashboard uid"),
-    401: ("Grafana rejected the credentials (401)", "set GRAFANA_TOKEN to a valid service-account token (glsa_...)"),
+    401: ("Grafana rejected the credentials (401)", None),  # the fix names where they came from: credentials_fix
     403: ("the service account may not do this (403): {message}",
           "give the service account the Editor role (Admin to create folders)"),
     404: ("not found (404): {message}", "check GRAFANA_URL (include any sub-path) and the folder uid"),
@@ -197,10 +197,21 @@ def _first_save(version: dict[str, Any]) -> bool:
     return (parent == 0 and type(parent) is int) or version.get("message") == "Initial save"
 
 
+def credentials_fix(token_file: str | None, basic: bool) -> tuple[str, str]:
+    """(where the credentials came from, what to do when Grafana refuses them): the token file given, else
+    GRAFANA_USER and GRAFANA_PASSWORD where they were sent, else GRAFANA_TOKEN."""
+    if token_file:
+        return token_file, f"write a valid service-account token (glsa_...) into {token_file} (--token-file)"
+    if basic:
+        return "GRAFANA_USER / GRAFANA_PASSWORD", \
+            "check GRAFANA_USER and GRAFANA_PASSWORD, or set GRAFANA_TOKEN to a service-account token (glsa_...)"
+    return "GRAFANA_TOKEN", "set GRAFANA_TOKEN to a valid service-account token (glsa_...)"
+
+
 class GrafanaClient:
     def __init__(self, url: str, token: str | None = None, basic: tuple[str, str] | None = None,
                  verify: bool = True, timeout: float = 10.0, retries: int = 4, backoff: float = 0.5,
-                 deadline: Deadline | None = None):
+                 deadline: Deadline | None = None, token_file: str | None = None):
         import requests
         from requests.adapters import HTTPAdapter
 
@@ -220,11 +231,12 @@ class GrafanaClient:
 
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # said once, by the command
         self.session.headers.update({"Accept": "application/json", "User-Agent": "gpudash"})
+        self.credentials_from, self.credentials_fix = credentials_fix(token_file, basic is not None and not token)
         for credential in (token, *(basic or ())):
             if credential and (not credential.isprintable() or not _latin1(credential)):
                 raise GpudashError("the Grafana credentials cannot be sent in an HTTP header: they hold a line break, "
                                    "another control character, or a character outside Latin-1",
-                                   where="GRAFANA_TOKEN / --token-file / GRAFANA_USER / GRAFANA_PASSWORD",
+                                   where=self.credentials_from,
                                    hint="copy the token again: a service-account token is one line of ASCII")
         self.session.auth = credentials(token, basic)
         self.session.rebuild_auth = no_netrc_on_redirect(self.session)
@@ -426,7 +438,7 @@ class GrafanaClient:
                                       hint=_PRECONDITION_HINTS.get(kind, "run `gpudash plan` to see the live state"))
         if status in _STATUS_MESSAGES:
             text, hint = _STATUS_MESSAGES[status]
-            return RemoteError(text.format(message=message), where=what, hint=hint)
+            return RemoteError(text.format(message=message), where=what, hint=hint or self.credentials_fix)
         return RemoteError(f"Grafana answered {status} after retries: {message}", where=what,
                            hint="check Grafana's health and run again; publishing converges")
 

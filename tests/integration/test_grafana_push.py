@@ -437,6 +437,22 @@ def test_bad_credentials_and_missing_permissions(grafana, run):
     assert VIEWER not in stdout + stderr
 
 
+def test_refused_credentials_are_fixed_where_they_came_from(grafana, run, cli, tmp_path):
+    """A 401 said "set GRAFANA_TOKEN" to one whose token came from --token-file (which wins over GRAFANA_TOKEN) or
+    who sent GRAFANA_USER and GRAFANA_PASSWORD: its fix names the source Grafana refused."""
+    token_file = tmp_path / "grafana-token"
+    token_file.write_text("glsa_revoked_secret_value\n")
+    code, stdout, stderr = push_json(run, "--token-file", str(token_file))  # GRAFANA_TOKEN holds a valid token
+    assert code == 3 and "Grafana rejected the credentials (401)" in stderr, stderr
+    assert f"write a valid service-account token (glsa_...) into {token_file} (--token-file)" in stderr
+    assert "GRAFANA_TOKEN" not in stderr and "glsa_revoked_secret_value" not in stdout + stderr
+    code, stdout, stderr = cli("push", "--skip-verify", "--output", "json", env={
+        "GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": "", "GRAFANA_USER": "admin", "GRAFANA_PASSWORD": "wrong_secret"})
+    assert code == 3 and "check GRAFANA_USER and GRAFANA_PASSWORD" in stderr, stderr
+    assert "wrong_secret" not in stdout + stderr
+    code, _, stderr = push_json(run, token="glsa_wrong_secret_value")
+    assert code == 3 and "set GRAFANA_TOKEN to a valid service-account token" in stderr
+
 def _netrc(tmp_path, monkeypatch, login: str, password: str) -> None:
     """A netrc file ($NETRC) with an entry for the test server's host."""
     path = tmp_path / "netrc"
