@@ -32,8 +32,8 @@ from ..markers import (KUBERNETES_CLUSTERS, KUBERNETES_MANAGED_BY, KUBERNETES_PA
                        KUBERNETES_SELECTOR, NO_PROJECT, part_noted)
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, dashboard_configmap_name, shown
 from ..build_folder import BUILD
-from ..output import (ADDON_FILE, MANIFEST, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, SIDECAR_FILE, agent_file, built,
-                      gpudash_manifest)
+from ..output import (ADDON_FILE, KUBECTL_APPLY, MANIFEST, PROMETHEUS_RULE_FILE, SERVICE_MONITOR_FILE, SIDECAR_FILE,
+                      agent_file, built, gpudash_manifest)
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
 from ..resources import default_counters
@@ -2337,7 +2337,7 @@ def _unknown_configmap(configmap: Callable[[str], Answer | None], namespace: str
     live = configmap(name)
     if key not in (live.string_map("data") if live is not None else {}):
         return Check(GROUP, check, FAIL, f"{namespace}/{name} (key {key}) is missing",
-                     f"kubectl apply -f {built(agent_file('<cluster>'))} with <cluster> the entry of clusters this "
+                     f"{KUBECTL_APPLY} -f {built(agent_file('<cluster>'))} with <cluster> the entry of clusters this "
                      f"kube context is (one of {clusters}; then restart {AGENT_DEPLOYMENT}), and verify --cluster "
                      "<cluster>", cause=NOT_DEPLOYED)
     return Check(GROUP, check, WARN, f"{unknown}: not compared with any cluster's generated config",
@@ -2506,7 +2506,7 @@ def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, 
     applied from other settings (another project of the cluster: _writer) that differs is theirs to lose: one agent
     config serves a cluster, and each project's apply would drop what only the other publishes."""
     check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
-    fix = f"kubectl apply -f {built(path)} (then restart {AGENT_DEPLOYMENT})"
+    fix = f"{KUBECTL_APPLY} -f {built(path)} (then restart {AGENT_DEPLOYMENT})"
     live = configmap(name)
     data = live.string_map("data") if live is not None else {}
     try:  # what it holds is compared as Python objects, however deep a person (or an attacker) nested them
@@ -2521,7 +2521,7 @@ def _agent_configmap_read(live: Answer | None, data: dict[str, str], namespace: 
                           generated: dict[str, Any], path: str, jobs: frozenset[str], settings: Settings) -> Check:
     """_agent_configmap, of the ConfigMap read (`live`, its `data`)."""
     check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
-    fix = f"kubectl apply -f {built(path)} (then restart {AGENT_DEPLOYMENT})"
+    fix = f"{KUBECTL_APPLY} -f {built(path)} (then restart {AGENT_DEPLOYMENT})"
     theirs, kept = _not_gpudash_s(data, jobs)
     if theirs:
         replaced = (f"{namespace}/{name} holds what gpudash does not write ({'; '.join(theirs)}): applying "

@@ -19,7 +19,7 @@ from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import FIELD_LABEL_KEYS, FIELD_MARK, FRESH_LABEL, GPU_LABEL, PICKED_LABEL, SUM_LABEL, gpu_identity
 from ..promql_text import pod_label_meta
 from ..reading import read_json_schema
-from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE, RULES_FILE,
+from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, KUBECTL_APPLY, PROMETHEUS_RULE_FILE, RULES_FILE,
                       SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file)
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, MadePoint
@@ -1440,7 +1440,7 @@ def prometheus_rule_size(subject: LintInput) -> Iterable[Finding]:
             yield Finding("PR007", "warning", f"{PROMETHEUS_RULE_FILE} {name}",
                           f"{size:,} bytes of annotations (the PrometheusRule as client-side kubectl apply encodes it "
                           f"into last-applied-configuration), over the {APPLY_LIMIT:,} the API server accepts (the "
-                          f"apply is refused): apply {PROMETHEUS_RULE_FILE} with kubectl apply --server-side (no such "
+                          f"apply is refused): apply {PROMETHEUS_RULE_FILE} with {KUBECTL_APPLY} (no such "
                           f"annotation), or load prometheus/rules.yaml into Prometheus' rule_files")
 
 

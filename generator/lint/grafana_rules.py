@@ -9,7 +9,7 @@ from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
 from ..last_applied import APPLY_LIMIT, last_applied_bytes
-from ..output import grafana_dashboard_file, grafana_dashboard_texts
+from ..output import KUBECTL_APPLY, grafana_dashboard_file, grafana_dashboard_texts
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -378,7 +378,7 @@ def configmap_size(subject: LintInput) -> Iterable[Finding]:
                           f"{CONFIGMAP_APPLY_LIMIT:,} the API server accepts (the apply is refused), and no cut "
                           f"of its panels into dashboards fits (a panel alone too large, a panel reading another's "
                           f"data with that one and those between them too large, or panels without a place on the "
-                          f"grid): apply k8s/grafana-dashboards.yaml with kubectl apply --server-side (no "
+                          f"grid): apply k8s/grafana-dashboards.yaml with {KUBECTL_APPLY} (no "
                           f"such annotation; or gpudash push to Grafana's API)")
 
 

@@ -883,7 +883,7 @@ def test_verify_does_not_judge_a_cluster_by_the_first_entry_before_its_agent_con
     missing = checks[("kube", "ConfigMap prometheus-config")]
     assert (missing["status"], missing["detail"], missing["fix"]) == (
         "fail", "amazon-cloudwatch/prometheus-config (key prometheus.yaml) is missing",
-        "kubectl apply -f build/k8s/cwagent-prometheus-config-<cluster>.yaml with <cluster> the entry of clusters this "
+        "kubectl apply --server-side -f build/k8s/cwagent-prometheus-config-<cluster>.yaml with <cluster> the entry of clusters this "
         "kube context is (one of ml-a, ml-b; then restart cwagent-prometheus), and verify --cluster <cluster>")
     assert "ml-a.yaml" not in _advice(checks) and "exporter.daemonset" not in _advice(checks)
     # --cluster ml-b: ml-b's DaemonSet and ml-b's file
@@ -891,7 +891,7 @@ def test_verify_does_not_judge_a_cluster_by_the_first_entry_before_its_agent_con
     assert checks[("kube", "exporter DaemonSet")]["detail"] == (
         "gpu-operator/ml-b-dcgm-exporter labelled as a DCGM exporter")
     assert checks[("kube", "ConfigMap prometheus-config")]["fix"] == (
-        "kubectl apply -f build/k8s/cwagent-prometheus-config-ml-b.yaml (then restart cwagent-prometheus)")
+        "kubectl apply --server-side -f build/k8s/cwagent-prometheus-config-ml-b.yaml (then restart cwagent-prometheus)")
     assert "ml-a" not in _advice(checks)
     code, _, stderr = cli("verify", *skip, "--cluster", "ml-c")
     assert code == 2 and "--cluster ml-c: no such entry in clusters (ml-a, ml-b)" in stderr, stderr
@@ -973,7 +973,7 @@ def test_verify_does_not_judge_a_renamed_cluster_by_the_first_entry(stack, tmp_p
         checks = verify(*skip, "--cluster", "gpu-cluster-2")[1]
         assert checks[("kube", "exporter DaemonSet")]["status"] == "ok"
         assert checks[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")]["fix"] == (
-            "kubectl apply -f build/k8s/cwagent-prometheus-config-gpu-cluster-2.yaml (then restart cwagent-prometheus)")
+            "kubectl apply --server-side -f build/k8s/cwagent-prometheus-config-gpu-cluster-2.yaml (then restart cwagent-prometheus)")
 
 
 def test_a_service_monitor_in_the_prometheus_stack_namespace_selects_the_exporter(stack, tmp_path):
@@ -1264,7 +1264,7 @@ def test_agent_configmap_missing_a_selector(stack):
     assert code == 1
     assert _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")] == (
         "differs from what gpudash generates: metric selector missing: ^DCGM_FI_DEV_GPU_UTIL$",
-        "kubectl apply -f build/k8s/cwagent-prometheus-config-gpu-cluster.yaml (then restart cwagent-prometheus)")
+        "kubectl apply --server-side -f build/k8s/cwagent-prometheus-config-gpu-cluster.yaml (then restart cwagent-prometheus)")
 
 
 def test_an_agent_configmap_gpudash_did_not_write_is_said_to_be_replaced_whole(stack):
@@ -1285,7 +1285,7 @@ def test_an_agent_configmap_gpudash_did_not_write_is_said_to_be_replaced_whole(s
         "differs from what gpudash generates: metric selector missing: ^DCGM_FI_DEV_GPU_UTIL$; "
         "amazon-cloudwatch/prometheus-cwagentconfig is not gpudash's (no app.kubernetes.io/managed-by=gpudash label: "
         "AWS's or a person's): applying build/k8s/cwagent-prometheus-config-gpu-cluster.yaml replaces it whole",
-        "kubectl apply -f build/k8s/cwagent-prometheus-config-gpu-cluster.yaml (then restart cwagent-prometheus)")
+        "kubectl apply --server-side -f build/k8s/cwagent-prometheus-config-gpu-cluster.yaml (then restart cwagent-prometheus)")
 
 
 def test_agent_json_left_on_its_own_pipeline_publishes_twice(stack):
