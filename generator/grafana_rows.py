@@ -7,7 +7,8 @@ Grafana's facts: a row's height is in pixels (250 unless given; "400px" or 400),
 ceil(height / 38) grid units (30 a cell, 8 between); a panel's span is twelfths of the width (4 unless given), its
 width floor(span * 2) of 24 columns, its height the row's unless it gives its own. Panels are placed left to right
 in the row's band, the next band below when one does not fit. Row panels are made only where some row is collapsed,
-repeated or shows its title; a row panel takes one grid unit, and a collapsed row holds its panels. Row panels are
+repeated or shows its title; a row panel takes one grid unit (the migration writes the band's height on it, which
+Grafana's grid replaces with 1 when it draws the row, and saves so), and a collapsed row holds its panels. Row panels are
 numbered after the highest panel id. Grafana then orders the panels by their place (top to bottom, left to right).
 The dashboard keeps its schemaVersion: Grafana's later migrations still apply, and its own move finds no rows left.
 """
@@ -46,7 +47,7 @@ def moved_to_grid(model: dict[str, Any], where: str) -> None:
         if show_rows:
             row_panel = {"id": next_id, "type": "row", "title": row.get("title"), "collapsed": collapsed,
                          "repeat": row.get("repeat") or "", "panels": [],
-                         "gridPos": {"x": 0, "y": y, "w": COLUMNS, "h": band}}
+                         "gridPos": {"x": 0, "y": y, "w": COLUMNS, "h": 1}}
             next_id += 1
             y += 1
         area = _Band(band, y)

@@ -99,7 +99,7 @@ def test_grafanalib_rows_are_written_on_grafanas_grid(tmp_path, cli, project_dir
     """Grafana's schemaVersion 16 migration, worked by hand: a row of 250px takes ceil(250 / 38) = 7 grid units, one of
     400px 11, a panel of 100px 3; a span of 12ths is twice as many of 24 columns; a panel that does not fit beside the
     others goes to the band below; a title on any row makes a row panel (one unit) of every row, numbered after the
-    highest panel id; a collapsed row holds its panels and takes no room."""
+    highest panel id, one unit high as Grafana's grid draws it; a collapsed row holds its panels and takes no room."""
     config = project_dir(dashboards={"legacy.py": ROWS_LAYOUT_FILE})
     out = tmp_path / "build"
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(out))
@@ -111,14 +111,14 @@ def test_grafanalib_rows_are_written_on_grafanas_grid(tmp_path, cli, project_dir
         return [(p["type"] == "row", p["title"], p["gridPos"], p["id"]) for p in panels]
 
     assert laid(model["panels"]) == [
-        (True, "New row", {"x": 0, "y": 0, "w": 24, "h": 7}, 7),
+        (True, "New row", {"x": 0, "y": 0, "w": 24, "h": 1}, 7),
         (False, "Util", {"x": 0, "y": 1, "w": 18, "h": 7}, 1),  # grafanalib gives it the 9 twelfths left
         (False, "Count", {"x": 18, "y": 1, "w": 6, "h": 7}, 2),
-        (True, "Memory", {"x": 0, "y": 8, "w": 24, "h": 11}, 8),
+        (True, "Memory", {"x": 0, "y": 8, "w": 24, "h": 1}, 8),
         (False, "Mem", {"x": 0, "y": 9, "w": 16, "h": 11}, 3),
         (False, "Used", {"x": 0, "y": 20, "w": 16, "h": 11}, 4),
         (False, "Small", {"x": 16, "y": 20, "w": 8, "h": 3}, 5),
-        (True, "Detail", {"x": 0, "y": 31, "w": 24, "h": 7}, 9),
+        (True, "Detail", {"x": 0, "y": 31, "w": 24, "h": 1}, 9),
     ]
     detail = model["panels"][-1]
     assert detail["collapsed"] is True and laid(detail["panels"]) == [
@@ -141,3 +141,11 @@ def test_grafanalib_rows_wider_than_a_row_are_refused(tmp_path, cli, project_dir
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "build"))
     assert code == 2 and "panel 'Temp' in a row has span 13: a row is 12 wide" in stderr, stderr
     assert "Traceback" not in stderr
+
+
+def test_grafanalib_rows_are_linted_without_overlaps_grafana_does_not_draw(cli, project_dir):
+    """A row panel is one grid unit high where Grafana draws it: its panels below it do not overlap it."""
+    config = project_dir(dashboards={"legacy.py": ROWS_LAYOUT_FILE})
+    _, stdout, _ = cli("lint", "--config", str(config), "--output", "json")
+    findings = [f for f in json.loads(stdout)["findings"] if "legacy-rows" in f["where"]]
+    assert findings and not [f for f in findings if f["rule"] == "GF009"]
