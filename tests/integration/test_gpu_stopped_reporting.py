@@ -39,6 +39,7 @@ from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.agent_points import AGENT_FILE
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cluster_stories import story_failure
 from tests.support.dcgm_fleet import target_labels
 from tests.support.promtool_rules import expected_alert, promtool_test, rule_groups
 
@@ -303,29 +304,34 @@ def _renamed_series(restart_only: bool) -> list[dict[str, str]]:
     return _ended(values)
 
 
+def _renamed_truth(restart_only: bool):
+    node = "nvidia-dcgm-exporter-9qz4m" if restart_only else "node-e"
+    return lambda minute: [_lost(node, 3, "GPU-node-e-3")] if 40 <= minute else []
+
+
+# the renamed exporter's stories, judged together (tests/support/cluster_stories): one promtool run for both
+RENAMED_STORIES = {restart_only: (_renamed_series(restart_only), _renamed_truth(restart_only)) for restart_only in (False, True)}
+
+
 @pytest.mark.parametrize("restart_only", [False, True], ids=["upgraded", "restarted"])
 def test_a_gpu_lost_before_its_exporter_is_renamed_fires(built, restart_only):
     """Truth: node-e GPU 3 (its last reading at 29:30) from minute 40 on, named as the node's other GPUs are named
     after the change (node-e; the new pod's name where the exporter still writes its own). Its copies keep the old
     pod's name, which the node's other GPUs no longer go by: it was silent (a strict xfail) until the rule took a lost
     GPU's node from the GPUs whose copies carried its spelling."""
-    node = "nvidia-dcgm-exporter-9qz4m" if restart_only else "node-e"
-    promtool_test(built, f"renamed-{restart_only}.yaml", [{"interval": f"{STEP}s",
-                                                          "input_series": _renamed_series(restart_only),
-                                                          "alert_rule_test": [
-        {"eval_time": f"{minute}m", "alertname": ALERT,
-         "exp_alerts": [expected_alert(built, ALERT, **_lost(node, 3, "GPU-node-e-3"))] if 40 <= minute else []}
-        for minute in (35, 40, 45, 60, 89, 90)]}])
+    failure = story_failure(built, ALERT, RENAMED_STORIES, restart_only, (35, 40, 45, 60, 89, 90), "renamed")
+    assert failure is None, failure
 
 
-@pytest.mark.parametrize("told", [True, False],
-                         ids=["kube-state-metrics", "no kube-state-metrics"])
-def test_a_node_name_taken_by_a_smaller_node_within_the_hour_is_no_gpu_stopped(built, told):
-    """EKS names a node by its private IP, which a later node may be given: ip-10-0-1-9 of four GPUs removed at minute
-    30, another node of two GPUs (other UUIDs) given its name at minute 33. Truth: no GPU stopped reporting, at every
-    minute from 40 to 90. kube-state-metrics' kube_node_created tells the new Node object from the old (made at 33,
-    after the old GPUs' last reading); without it, the new node's GPUs read first (33:00) after the old ones read last
-    (29:30): they never stood beside them (it named the old GPUs 2 and 3 on the new node from minute 40 to 89)."""
+def _ended_values(series: list[dict[str, str]]) -> list[dict[str, str]]:
+    """`series` (promtool's, of explicit values) with a staleness marker at the first scrape after each one's last."""
+    return _ended({entry["series"]: entry["values"].split() for entry in series if "x" not in entry["values"]}) + \
+        [entry for entry in series if "x" in entry["values"]]
+
+
+def _reused_series(told: bool) -> list[dict[str, str]]:
+    """ip-10-0-1-9 of four GPUs removed at minute 30, another node of two GPUs (other UUIDs) given its name at minute
+    33, with kube-state-metrics' Node objects where `told`."""
     series = []
     if told:  # one series per node name: the old Node object's time, none while no node has it, the new one's
         made = ["0" if k < CHANGE else "_" if k < CHANGE + 6 else f"{(CHANGE + 6) * STEP}" for k in range(STEPS)]
@@ -341,16 +347,12 @@ def test_a_node_name_taken_by_a_smaller_node_within_the_hour_is_no_gpu_stopped(b
         new = [f"{50 + gpu}" if k >= CHANGE + 6 else "_" for k in range(STEPS)]
         series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{gpu="{gpu}",UUID="GPU-new-{gpu}",Hostname="ip-10-0-1-9",'
                                  f'node="ip-10-0-1-9",instance="10.0.1.21:9400"}}', "values": " ".join(new)})
-    promtool_test(built, "reused.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
-        {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": []} for minute in range(40, 91)]}])
+    return series
 
 
-def test_an_address_taken_by_a_smaller_node_within_the_hour_is_no_gpu_stopped(built):
-    """An exporter writing no node spelling (no Hostname nor hostname), scraped by a user's own job (no `node` label):
-    its GPUs' node is their target's address. The node at 10.0.1.9 of four GPUs removed at minute 30, another node of
-    two GPUs (other UUIDs) given its private IP at minute 33; kube-state-metrics names both nodes by name, which no
-    address matches. Truth: no GPU stopped reporting, at every minute from 40 to 90: the new node's GPUs read first
-    (33:00) after the old ones read last (29:30)."""
+def _address_series() -> list[dict[str, str]]:
+    """The node at 10.0.1.9 (its exporter writing no node spelling, scraped by a user's own job) of four GPUs removed
+    at minute 30, another of two GPUs (other UUIDs) given its private IP at minute 33."""
     series = [{"series": f'kube_node_created{{node="ip-10-0-1-9.ec2.internal",instance="10.0.9.9:8080",'
                          f'job="kube-state-metrics"}}', "values": f"0x{CHANGE - 1} stale"}]
     for generation, count, scrapes in (("old", 4, range(CHANGE)), ("new", 2, range(CHANGE + 6, STEPS))):
@@ -359,15 +361,35 @@ def test_an_address_taken_by_a_smaller_node_within_the_hour_is_no_gpu_stopped(bu
             series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{gpu="{gpu}",UUID="GPU-{generation}-{gpu}",'
                                      f'modelName="NVIDIA A100-SXM4-80GB",job="dcgm",instance="10.0.1.9:9400"}}',
                            "values": " ".join(values)})
-    promtool_test(built, "address.yaml", [{"interval": f"{STEP}s", "input_series": _ended_values(series),
-                                           "alert_rule_test": [{"eval_time": f"{minute}m", "alertname": ALERT,
-                                                                "exp_alerts": []} for minute in range(40, 91)]}])
+    return _ended_values(series)
 
 
-def _ended_values(series: list[dict[str, str]]) -> list[dict[str, str]]:
-    """`series` (promtool's, of explicit values) with a staleness marker at the first scrape after each one's last."""
-    return _ended({entry["series"]: entry["values"].split() for entry in series if "x" not in entry["values"]}) + \
-        [entry for entry in series if "x" in entry["values"]]
+# a node's name or address taken by a smaller node: no GPU stopped reporting at any minute from 40 to 90; the three
+# stories judged together (tests/support/cluster_stories): one promtool run
+TAKEN = {"name told": (_reused_series(True), lambda minute: []), "name": (_reused_series(False), lambda minute: []),
+         "address": (_address_series(), lambda minute: [])}
+
+
+@pytest.mark.parametrize("told", [True, False],
+                         ids=["kube-state-metrics", "no kube-state-metrics"])
+def test_a_node_name_taken_by_a_smaller_node_within_the_hour_is_no_gpu_stopped(built, told):
+    """EKS names a node by its private IP, which a later node may be given: ip-10-0-1-9 of four GPUs removed at minute
+    30, another node of two GPUs (other UUIDs) given its name at minute 33. Truth: no GPU stopped reporting, at every
+    minute from 40 to 90. kube-state-metrics' kube_node_created tells the new Node object from the old (made at 33,
+    after the old GPUs' last reading); without it, the new node's GPUs read first (33:00) after the old ones read last
+    (29:30): they never stood beside them (it named the old GPUs 2 and 3 on the new node from minute 40 to 89)."""
+    failure = story_failure(built, ALERT, TAKEN, "name told" if told else "name", range(40, 91), "taken")
+    assert failure is None, failure
+
+
+def test_an_address_taken_by_a_smaller_node_within_the_hour_is_no_gpu_stopped(built):
+    """An exporter writing no node spelling (no Hostname nor hostname), scraped by a user's own job (no `node` label):
+    its GPUs' node is their target's address. The node at 10.0.1.9 of four GPUs removed at minute 30, another node of
+    two GPUs (other UUIDs) given its private IP at minute 33; kube-state-metrics names both nodes by name, which no
+    address matches. Truth: no GPU stopped reporting, at every minute from 40 to 90: the new node's GPUs read first
+    (33:00) after the old ones read last (29:30)."""
+    failure = story_failure(built, ALERT, TAKEN, "address", range(40, 91), "taken")
+    assert failure is None, failure
 
 
 NOTHING_MIG_REPORTS = pytest.mark.xfail(strict=True, reason="a counters CSV whose first presence field is GPU "
