@@ -11,6 +11,7 @@ import pytest
 
 from tests.integration.test_gpu_stopped_reporting import (  # noqa: F401
     ALERT, STEP, _ended, _labels, _lost, _renamed_series, _target, built)
+from tests.support.cluster_stories import story_failure
 from tests.support.promtool_rules import expected_alert, promtool_test
 
 LONG = 300  # 150 minutes of 30 s scrapes
@@ -52,7 +53,8 @@ def test_a_machine_replaced_by_a_smaller_one_under_a_kept_node_object_is_no_gpu_
     """Truth: no GPU stopped reporting at any minute: GPUs 2 and 3 left with the old machine. Every GPU reading on
     node-s since minute 50 first read after the old GPUs' last reading (29:30), as without kube-state-metrics; its
     kube_node_created is older than both."""
-    _judge(built, "swapped.yaml", _history("node-s", _swapped) + [_node_made("node-s")], lambda minute: [])
+    failure = story_failure(built, ALERT, _kept_node_objects(), "swapped", JUDGED, "kept")
+    assert failure is None, failure
 
 
 REBOOT = (LOST + 60, LOST + 70)  # node-r rebooted from minute 60 to 65 (no scrape)
@@ -82,8 +84,8 @@ def test_a_lost_gpu_is_named_after_a_reboot_renumbers_the_gpus_after_it(built, l
     # the notification names the GPU by its UUID too (promtool compares the annotations Prometheus renders)
     assert expected_alert(built, ALERT, **_lost("node-r", lost, f"GPU-r-{lost}"))["exp_annotations"]["summary"] == \
         f"GPU stopped reporting on node-r GPU {lost} (GPU-r-{lost})"
-    _judge(built, f"renumbered-{lost}.yaml", _history("node-r", _renumbered(lost)) + [_node_made("node-r")],
-           lambda minute: [_lost("node-r", lost, f"GPU-r-{lost}")] if minute >= 40 else [])
+    failure = story_failure(built, ALERT, _kept_node_objects(), f"renumbered {lost}", JUDGED, "kept")
+    assert failure is None, failure
 
 
 def _outage(minutes: tuple[int, int]) -> list[dict[str, str]]:
@@ -140,8 +142,24 @@ def _replaced(k: int) -> dict[int, str]:
 def test_a_lost_gpu_replaced_at_its_index_ends_once_the_new_one_reads_in_each_period(built):  # noqa: F811
     """Truth: node-q GPU 2 from minute 40 until the new GPU at its index reads in each of the two periods (70), as a
     GPU on other hardware does; none after (a GPU at the index that read before the hour would be one renumbered)."""
-    _judge(built, "replaced.yaml", _history("node-q", _replaced) + [_node_made("node-q")],
-           lambda minute: [_lost("node-q", 2, "GPU-q-2")] if 40 <= minute < 70 else [])
+    failure = story_failure(built, ALERT, _kept_node_objects(), "replaced", JUDGED, "kept")
+    assert failure is None, failure
+
+
+JUDGED = range(20, LONG * STEP // 60)  # every minute from before the GPU is lost to the story's end
+
+
+def _kept_node_objects() -> dict:
+    """The stories of a node whose Node object is kept all along, judged at every minute (JUDGED): {name: (promtool's
+    input series, the truth)}. Those whose fleet's presence is the same are judged in one promtool run
+    (tests/support/cluster_stories): renumbered 1 and replaced (each node rebooted from minute 60 to 65, a GPU reading
+    across); renumbered 0 (every series ends at the reboot: none visible during it) and swapped alone."""
+    return {"swapped": (_history("node-s", _swapped) + [_node_made("node-s")], lambda minute: []),
+            **{f"renumbered {lost}": (_history("node-r", _renumbered(lost)) + [_node_made("node-r")],
+                                      lambda minute, lost=lost: [_lost("node-r", lost, f"GPU-r-{lost}")]
+                                      if minute >= 40 else []) for lost in (1, 0)},
+            "replaced": (_history("node-q", _replaced) + [_node_made("node-q")],
+                         lambda minute: [_lost("node-q", 2, "GPU-q-2")] if 40 <= minute < 70 else [])}
 
 
 OUTAGE = (80, 135)  # Prometheus down 55 minutes (over HOLD), after node-q's GPU 2 was replaced
