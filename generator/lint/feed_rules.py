@@ -30,8 +30,8 @@ from ..settings import Cluster, dimensions_lacking, duration_seconds, mig_of, wo
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
-from .go_regex import newer_syntax, regex_problem
-from .go_regex_python import go_compiled, go_readable, unreadable
+from ..go_regex import newer_syntax, regex_problem
+from ..go_regex_python import go_compiled, go_readable, unreadable
 from .label_matchers import PLACEHOLDER, judged, matchers as label_matchers
 from .grafana_rules import panel_place, queries
 from .promql_checks import check_parses, newer_regex_syntax, query_selectors

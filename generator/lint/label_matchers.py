@@ -18,7 +18,7 @@ from math import prod
 from typing import Any, Iterable
 
 from ..series_labels import REAL_VALUES
-from .go_regex_python import Unreadable, go_compiled, unreadable
+from ..go_regex_python import Unreadable, go_compiled, unreadable
 
 PLACEHOLDER = "x"  # the value of a label whose real shapes are not known
 # Past this many combinations of the named labels' values, each label's values are tried in turn, the others at their

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from ..blanks import reading_floor, short
 from ..promql_text import STRING_LITERAL, double_quoted
-from .go_regex import newer_syntax, re2_judged, regex_problem
+from ..go_regex import newer_syntax, re2_judged, regex_problem
 
 # Every form of a Grafana variable that Grafana replaces before it sends a query: $name, ${name}, ${name:format},
 # ${name.field:format}, [[name]], [[name:format]] (Grafana's own pattern). Grafana's global variables are replaced by

@@ -74,7 +74,6 @@ from ..cloudwatch_query import (LEVEL_FLAG, NAMESPACE_GPU, NODE_MEAN, NODE_MEAN_
                                 SHARE_BOUNDS, UNUSED_SHARE, marked_level, merged_copies, number, pod_total_kind,
                                 pod_total_mark)
 from ..errors import InputError
-from ..lint.go_regex_python import go_readable
 from ..markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from ..series_labels import REVISION_LABEL
 from ..settings import Cluster, Settings
@@ -172,6 +171,8 @@ def selects(selector: str, name: str) -> bool:
     refuses selects nothing)."""
     if _ONE_NAME.fullmatch(selector):
         return name == selector[1:-1]  # (Go's `$` is the end of the text: no final line break before it)
+    from ..go_regex_python import go_readable  # (a hand-written selector only: generate's own are one name each)
+
     pattern = go_readable(selector)
     return pattern is not None and pattern.search(name) is not None
 
@@ -751,6 +752,8 @@ def matched_by(declaration: dict[str, Any], labels: dict[str, str]) -> bool:
 def _found(regex: str, text: str) -> bool:
     """Go's regexp finds `regex` in `text` (as the collector's processors and awsemf match; one Go refuses, or lint
     cannot read, finds nothing: lint's PR005 says which)."""
+    from ..go_regex_python import go_readable
+
     pattern = go_readable(regex)
     return pattern is not None and pattern.search(text) is not None
 

@@ -26,7 +26,7 @@ prometheus, translator awsemf/prometheus.go, the awsemf exporter's metric_declar
 * `ClusterName` is the config's `cluster_name`;
 * a declaration applies when its `label_matcher` regex is found (unanchored) in the values
   of `source_labels` joined by ';' and a `metric_selectors` regex is found in the name; each regex, as every relabel
-  regex, is Go's regexp's (RE2 syntax), read through generator.lint.go_regex_python as lint reads it (Python's re
+  regex, is Go's regexp's (RE2 syntax), read through generator.go_regex_python as lint reads it (Python's re
   reads `[[:digit:]]`, `$`, `\\d` otherwise);
 * a declaration's dimension sets are read as awsemf's metric_declaration.go reads them at start: a set
   of more than 10 names, counted as written, is dropped (a warning in the agent's log), a name written
@@ -48,7 +48,7 @@ from typing import Iterable
 
 import yaml
 
-from generator.lint.go_regex_python import go_compiled
+from generator.go_regex_python import go_compiled
 
 
 @dataclass(frozen=True)

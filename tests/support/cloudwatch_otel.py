@@ -54,7 +54,7 @@ import pickle
 import re
 from dataclasses import dataclass, field
 
-from generator.lint.go_regex_python import Unreadable, go_compiled
+from generator.go_regex_python import Unreadable, go_compiled
 from tests.support.cloudwatch_agent import (Datapoint, LogEvents, Pipeline, Scrape, _relabeled, datapoints,
                                               declared_sets, exposition, safe_load, safe_load_all)
 

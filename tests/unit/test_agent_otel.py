@@ -696,7 +696,7 @@ def test_the_models_merge_keeps_aggregateutils_order_and_flags():
 def test_a_selector_naming_one_metric_selects_as_its_regex_does():
     """Selectors of one name are read without compiling them: each answers as Go's regexp.MatchString (whose `$`
     is the end of the text: `^DCGM_FI_DEV_GPU_UTIL$` does not select a name ending in a line break)."""
-    from generator.lint.go_regex_python import go_compiled
+    from generator.go_regex_python import go_compiled
 
     names = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL\n", "DCGM_FI_DEV_GPU_UTILX", "XDCGM_FI_DEV_GPU_UTIL", "",
              "scrape_samples_post_metric_relabeling", "a"]

@@ -1,4 +1,4 @@
-"""A Go regex (RE2 syntax) as Python's re reads it (generator/lint/go_regex_python): it matches exactly what Go's
+"""A Go regex (RE2 syntax) as Python's re reads it (generator/go_regex_python): it matches exactly what Go's
 regexp matches, at the same places with the same groups, or is refused, saying why.
 
 The tables hold Go's answers (Go 1.19's regexp, as promtool runs it): test_the_tables_are_gos asks Go again, so a
@@ -14,7 +14,7 @@ import warnings
 
 import pytest
 
-from generator.lint.go_regex_python import Unreadable, go_compiled, unreadable
+from generator.go_regex_python import Unreadable, go_compiled, unreadable
 from tests.support.go_regexp import go_first_groups, go_searches
 
 # (regex, text, whether Go's regexp.MatchString finds it; None: Go refuses the regex)
