@@ -1222,8 +1222,9 @@ def settings_above(folder: Path) -> str | None:
     project's subfolder (its definitions, its build) does not read: the bundled defaults it reads instead are another
     fleet's. A project ends at its repository's root (the folder holding `.git`) and below the home folder: a stray
     file in the home folder, or above the repository, is no project's; nor is one above `folder` where `folder` is
-    such an end itself (a command run at the repository's root, or in the home folder)."""
-    home, here = _home(), folder.absolute()
+    such an end itself (a command run at the repository's root, or in the home folder). Both are taken as their real
+    paths: HOME may name the home folder through a symbolic link, and the current folder is a real path."""
+    home, here = _home(), folder.resolve()
     for depth, parent in enumerate((here, *here.parents)):
         if parent == home:
             return None
@@ -1239,7 +1240,7 @@ def settings_above(folder: Path) -> str | None:
 
 def _home() -> Path | None:
     try:
-        return Path.home().absolute()
+        return Path.home().resolve()
     except (RuntimeError, KeyError):  # no HOME and no passwd entry
         return None
 

@@ -78,3 +78,20 @@ def test_a_stray_file_in_the_home_folder_or_above_the_repository_is_no_project(c
     monkeypatch.chdir(home / "elsewhere")
     code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "", "GRAFANA_TOKEN": ""})
     assert code == 2 and "GRAFANA_URL is not set" in stderr, stderr
+
+
+def test_a_home_folder_reached_through_a_symbolic_link_still_ends_the_look(cli, tmp_path, monkeypatch):
+    """HOME may name the home folder through a symbolic link (/home a link to /var/home on Fedora's atomic desktops):
+    the current folder is the real path, so the home folder is met as its real path, and a stray gpudash.yaml there is
+    still no project's (push goes on to ask for Grafana's URL)."""
+    from generator.settings import settings_above
+
+    real, link = tmp_path / "var" / "home" / "user", tmp_path / "home"
+    (real / "elsewhere").mkdir(parents=True)
+    link.symlink_to(real)
+    (real / "gpudash.yaml").write_text("clusters: []\n")
+    monkeypatch.setenv("HOME", str(link))
+    assert settings_above(real / "elsewhere") is None
+    monkeypatch.chdir(link / "elsewhere")
+    code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "", "GRAFANA_TOKEN": ""})
+    assert code == 2 and "GRAFANA_URL is not set" in stderr, stderr
