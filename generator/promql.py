@@ -3041,8 +3041,10 @@ def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str
     series with a sample within the step, one code of an exporter's copy: their max."""
     field = catalog.get(metric) if metric in catalog else None
     labels = [label for label in (field.own_labels if field else ()) if label not in merge.kept]
-    how = "max" if field is not None and field.across_own_labels == "latest" else field and field.across_own_labels
-    return f"{how} without ({', '.join(labels)}) ({series})" if labels else series
+    if not labels:
+        return series
+    how = "max" if field.across_own_labels == "latest" else field.across_own_labels
+    return f"{how} without ({', '.join(labels)}) ({series})"
 
 
 GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mean over the window
