@@ -815,7 +815,8 @@ class Look(NamedTuple):
 
 
 def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, guarded: int | None = None,
-                      around: bool = True, history: bool = True) -> Look:
+                      around: bool = True, history: bool = True,
+                      read: tuple[dict[str, Any] | None, dict[str, Any] | None] | None = None) -> Look:
     """Why the dashboard the plan read must not be written over or deleted now, from a fresh read of it
     and of its latest version: "" when it is gone; None when it still reads as the plan saw it, owned
     as it was then (owner tag and folder; a move need not add a version), the same dashboard (its id: one created anew
@@ -823,12 +824,16 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
     gpudash's own unchanged save before a delete made, see _guard) and, with `around`, nothing of people's made around
     it since (_made_since_plan: Grafana deletes it with it, and no version records it). With `history`, its latest
     version is read first (the version it reads at must be that one), so that the dashboard's read is the last call
-    before a write that follows; without, the dashboard alone (the last look before a delete: one call)."""
+    before a write that follows; without, the dashboard alone (the last look before a delete: one call). `read`: the
+    dashboard and its latest version, read just now by the caller (not read again)."""
     before = change.live or {}
     planned = (before.get("meta") or {}).get("version")
     expected = planned if guarded is None else guarded
-    latest = client.latest_version(change.name) if history else None
-    live = client.dashboard(change.name)
+    if read is None:
+        latest = client.latest_version(change.name) if history else None
+        live = client.dashboard(change.name)
+    else:
+        live, latest = read
     if live is None:
         return Look("")
     model, meta = live["dashboard"], live.get("meta") or {}
@@ -943,17 +948,20 @@ def _guard(client: GrafanaClient, change: Change, folder_uid: str, live: dict[st
     except DeadlineExceeded:
         raise
     except RemoteError as exc:
-        after = version
+        after, read = version, None
         if lost(exc) or isinstance(exc, (InvalidAnswer, Unreachable)):  # it may have landed: read it back
             now = client.dashboard(change.name)
             if now is None:
                 return None
-            last = client.latest_version(change.name) or {}
-            newer = last.get("version")
-            if last.get("message") == message and isinstance(newer, int) and isinstance(version, int) \
+            last = client.latest_version(change.name)
+            newer = (last or {}).get("version")
+            if last and last.get("message") == message and isinstance(newer, int) and isinstance(version, int) \
                     and newer > version and grafana_content(now["dashboard"]) == grafana_content(live["dashboard"]):
                 after = newer  # this save's version, if nothing else reads otherwise (below)
-        why = _moved_since_plan(client, change, folder_uid, after).why
+            read = (now, last)
+        # judged on the read-back just made; what people made around it is read by the look once this save is found
+        # landed (_delete), here only to say why it is not deleted otherwise
+        why = _moved_since_plan(client, change, folder_uid, after, around=after == version, read=read).why
         if why == "":
             return None
         if why:
