@@ -163,18 +163,10 @@ NO_DATA_FLAG = [f"set(value_double, -1.0) where {_SAMPLES_POINT} and value_doubl
                 f"set(value_double, 1.0) where {_SAMPLES_POINT} and value_double == -1.0"]
 
 
-_ONE_NAME = re.compile(r"\^[A-Za-z0-9_]+\$")  # a selector that names one metric: read without compiling it
-
-
 def selects(selector: str, name: str) -> bool:
     """A metric_name_selectors regex selects the metric `name` (Go's regexp.MatchString, as awsemf matches; one Go
     refuses selects nothing)."""
-    if _ONE_NAME.fullmatch(selector):
-        return name == selector[1:-1]  # (Go's `$` is the end of the text: no final line break before it)
-    from ..go_regex_python import go_readable  # (a hand-written selector only: generate's own are one name each)
-
-    pattern = go_readable(selector)
-    return pattern is not None and pattern.search(name) is not None
+    return _found(selector, name)
 
 
 def samples_published(declarations: list[dict[str, Any]]) -> bool:
@@ -749,10 +741,19 @@ def matched_by(declaration: dict[str, Any], labels: dict[str, str]) -> bool:
         labels.get(name, "") for name in m.get("label_names") or [])) for m in matchers)
 
 
+# The texts a regex of the forms gpudash writes for the agent matches whole, one (`^name$`) or some (`^(?:a|b)$`):
+# plain characters between Go's `^` and `$` (the text's start and end: no final line break before it), read without
+# the Go reading of go_regex_python (its import and judgement: generate's own selectors and matchers are all such)
+_TEXTS = re.compile(r"\^(?:([\w;]*)|\(\?:([\w;|]*)\))\$", re.ASCII)
+
+
 def _found(regex: str, text: str) -> bool:
     """Go's regexp finds `regex` in `text` (as the collector's processors and awsemf match; one Go refuses, or lint
     cannot read, finds nothing: lint's PR005 says which)."""
-    from ..go_regex_python import go_readable
+    texts = _TEXTS.fullmatch(regex)
+    if texts:
+        return text in (texts[2].split("|") if texts[1] is None else (texts[1],))
+    from ..go_regex_python import go_readable  # (a hand-written regex)
 
     pattern = go_readable(regex)
     return pattern is not None and pattern.search(text) is not None

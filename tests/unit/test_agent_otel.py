@@ -694,17 +694,25 @@ def test_the_models_merge_keeps_aggregateutils_order_and_flags():
 
 
 def test_a_selector_naming_one_metric_selects_as_its_regex_does():
-    """Selectors of one name are read without compiling them: each answers as Go's regexp.MatchString (whose `$`
-    is the end of the text: `^DCGM_FI_DEV_GPU_UTIL$` does not select a name ending in a line break)."""
+    """Selectors and label matchers of the forms generate writes (one name, `^(?:a|b)$`, `^;$`) are read without
+    compiling them: each answers as Go's regexp.MatchString (whose `$` is the end of the text:
+    `^DCGM_FI_DEV_GPU_UTIL$` does not select a name ending in a line break), as every other regex does."""
     from generator.go_regex_python import go_compiled
+    from generator.render.agent_otel import matched_by
 
     names = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL\n", "DCGM_FI_DEV_GPU_UTILX", "XDCGM_FI_DEV_GPU_UTIL", "",
-             "scrape_samples_post_metric_relabeling", "a"]
+             "scrape_samples_post_metric_relabeling", "a", "sum", "count", "sum\n", "sumcount", "sum|count", ";", ";;",
+             "\u0130", "K"]
     selectors = ["^DCGM_FI_DEV_GPU_UTIL$", "^DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL$", "^DCGM_.*$", "^a$", "^$",
-                 "^scrape_samples_post_metric_relabeling$", "^DCGM_FI_DEV_GPU_UTIL$|^a$", "^a\\$"]
+                 "^scrape_samples_post_metric_relabeling$", "^DCGM_FI_DEV_GPU_UTIL$|^a$", "^a\\$", "^(?:sum|count)$",
+                 "^(?:sum)$", "^(?:sum|)$", "^(?:)$", "^sum|count$", "^(?:sum|count)", "(?:sum|count)$", "^;$", "^;;$",
+                 "^(?:\u0130)$", "^(?i:k)$"]
     for selector in selectors:
         for name in names:
-            assert selects(selector, name) == (go_compiled(selector).search(name) is not None), (selector, name)
+            go = go_compiled(selector).search(name) is not None
+            assert selects(selector, name) == go, (selector, name)
+            assert matched_by({"label_matchers": [{"label_names": ["node_mean"], "regex": selector}]},
+                              {"node_mean": name}) == go, (selector, name)
     assert not selects("^DCGM_FI_DEV_GPU_UTIL$", "DCGM_FI_DEV_GPU_UTIL\n")
 
 
