@@ -58,11 +58,16 @@ def fleet_presence(series: list[dict[str, str]], metric: str) -> str:
                    "v" if any(visible(row, k) for row in rows) else "." for k in range(max(map(len, rows))))
 
 
+# functions whose answer is one of all the series they read, as an aggregation without grouping: absent() and
+# absent_over_time() are empty where any story has a series, scalar() is NaN where two do
+ACROSS_SERIES = ("absent", "absent_over_time", "scalar")
+
+
 def kept_apart(exprs: list[str], metric: str) -> bool:
     """Whether no expression of `exprs` can read one story's series with another's (each its own cluster): each
-    aggregation groups by the cluster or the UUID, each join matches on the cluster, but where one side reads the
-    fleet's presence alone (count(metric), absent_over_time(metric[...]), the same in each story: fleet_presence)
-    or no series (numbers, vector())."""
+    aggregation groups by the cluster or the UUID, each join matches on the cluster, no function reads all its series
+    as one (ACROSS_SERIES), but where one side reads the fleet's presence alone (count(metric),
+    absent_over_time(metric[...]), the same in each story: fleet_presence) or no series (numbers, vector())."""
     import promql_parser as p
 
     from generator.lint.promql_checks import parse
@@ -100,6 +105,8 @@ def kept_apart(exprs: list[str], metric: str) -> bool:
     def apart(node) -> bool:
         if not story_reads(node):
             return True
+        if isinstance(node, p.Call) and node.func.name in ACROSS_SERIES:
+            return False
         if isinstance(node, p.AggregateExpr):
             grouping = node.modifier
             if grouping is None or grouping.type != p.AggModifierType.By or \

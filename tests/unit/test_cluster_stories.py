@@ -23,6 +23,11 @@ METRIC = "DCGM_FI_DEV_GPU_TEMP"
     ("a and on () absent_over_time(DCGM_FI_DEV_GPU_TEMP[300s] offset 300s)", True),
     ("a and on () count(b)", False),  # another metric's count: not checked alike
     ('a and on () absent_over_time(DCGM_FI_DEV_GPU_TEMP{node="n"}[300s])', False),  # one node's: a story's
+    ('absent_over_time(DCGM_FI_DEV_GPU_TEMP{node="n"}[300s])', False),  # empty where any story has the node
+    ('absent_over_time(DCGM_FI_DEV_GPU_TEMP{UUID!=""}[300s])', False),
+    ("absent(kube_node_created)", False),  # another metric's presence: not checked alike
+    ('vector(scalar(DCGM_FI_DEV_GPU_TEMP{gpu="0"}))', False),  # NaN where two stories have the GPU
+    ("scalar(vector(1))", True),
     ("a + on (gpudash_o0) group_left () (label_replace(vector(1), \"gpudash_o0\", \"1\", \"\", \"\") or vector(0))",
      True),  # numbers: the same for every story
 ])
