@@ -128,6 +128,10 @@ FIELD_LABELS = {
 }
 
 
+def own_labels_of(name: str) -> tuple[str, ...]:
+    """The labels of a field's own (FIELD_LABELS) that split it into several series of one GPU; none for the others."""
+    return FIELD_LABELS.get(name, ((), ""))[0]
+
 
 # Of the fields that take the worst of their series, the own labels naming the state a series reads: the health
 # check's error code ("DCGM_FR_OK" while the watch passes; gpu_health_collector.go) and the link status's name
@@ -229,7 +233,7 @@ class Metric:
     @property
     def own_labels(self) -> tuple[str, ...]:
         """Labels that split this field into several series of one GPU (an XID code, ...)."""
-        return FIELD_LABELS.get(self.name, ((), ""))[0]
+        return own_labels_of(self.name)
 
     @property
     def across_own_labels(self) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from . import printed
-from .catalog import FIELD_LABELS
+from .catalog import own_labels_of
 from .definition_fields import checked
 from .names import DEFINITION_ID
 from .units import UNITS, Unit
@@ -153,7 +153,7 @@ class Query:
         if self.aggregation not in AGGREGATIONS:
             problem, fix = _choice("aggregation", self.aggregation, AGGREGATIONS)
             raise DefinitionError(problem, self.defined_at, fix)
-        own = FIELD_LABELS.get(self.metric, ((), ""))[0]  # a field's own labels (`xid`) name its series
+        own = own_labels_of(self.metric)  # a field's own labels (`xid`) name its series
         unknown = [key for key in self.by if key not in GROUP_KEYS and key not in own]
         if unknown:
             meant = [_GROUPED_AS[key.lower()] for key in unknown if key.lower() in _GROUPED_AS]

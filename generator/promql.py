@@ -47,7 +47,7 @@ from .build_memo import BuildMemo
 from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, UNREAD_AT_ZERO, reading_floor, short
 from .exporter_styles import GENERATED_SUFFIX
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
-                      PER_PROCESS_FIELDS, Catalog, per_device_headroom, successive_labels)
+                      PER_PROCESS_FIELDS, Catalog, own_labels_of, per_device_headroom, successive_labels)
 from .model import WORKLOAD_KEYS, Query
 from .names import COUNTER_GROUP, COUNTER_GROUPS
 from .promql_text import quoted, regex_literal
@@ -289,7 +289,7 @@ class _Device:
         own_share = self.shares and metric in PER_PROCESS_FIELDS and self.per_pod and not self.whole
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
         # a field split by labels of its own (an XID code's count) has a reading per code
-        field_labels = FIELD_LABELS.get(metric, ((), ""))[0]
+        field_labels = own_labels_of(metric)
         if self.lookback is not None:
             labels = self.labels
             # a GPU instance is its GPU's UUID and MIG instance (GPU_LABEL), not its node and index: an exporter upgrade
@@ -415,7 +415,7 @@ class _Device:
         is still read once (at the step after it), as CloudWatch takes each observation once."""
         labels = self.labels
         names = self.total if summed and metric in self.total and len(self.total) > 1 else (metric,)
-        field_labels = tuple(dict.fromkeys(name for field in names for name in FIELD_LABELS.get(field, ((), ""))[0]))
+        field_labels = tuple(dict.fromkeys(name for field in names for name in own_labels_of(field)))
         copy = _listed((*slot, *field_labels, *COPY_LABELS, *labels.node_sources))
 
         def copies(more: list[str]) -> str:
@@ -456,7 +456,7 @@ class _Device:
         show them; the late value through its key, one_copy). `fresher` (the panel's labels): the fresh tier leaves out
         a GPU's copies older than its newest (older_samples: the fresher of two fresh copies, as the per-pod panels
         read it)."""
-        field_labels = FIELD_LABELS.get(metric, ((), ""))[0]
+        field_labels = own_labels_of(metric)
         identity = _listed((*self.identity, *field_labels))
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
         own, copied = [*any_pod, f'{self.pod}=""'], [*any_pod, f'{self.pod}!=""']
@@ -488,7 +488,7 @@ class _Device:
         count counts exactly the GPUs the per-GPU panels show a value for: a GPU whose own series read only DCGM's
         blank within the look-back is not counted by its pods' shares (a pod's share is no reading of the device: a
         time-sliced GPU whose own series read the blank for 4 minutes counted by its two pods' 12,000 and 9,000 MiB)."""
-        identity = _listed((*self.identity, *FIELD_LABELS.get(metric, ((), ""))[0]))
+        identity = _listed((*self.identity, *own_labels_of(metric)))
         fresh, (value, _) = self.tiers(metric, extra, resolution, within)
         return f"({fresh} or on ({identity}) {value})"
 
@@ -500,7 +500,7 @@ class _Device:
         not counted by its pods' shares (a time-sliced GPU whose own series read the blank for 4 minutes counted in
         each 60 s period: 4 GPUs for 3), as the per-GPU rules read no value of it then. An exporter upgraded within
         the period to one writing the GPU's own series, which reads only the blank, counts it by neither."""
-        identity = _listed((*self.identity, *FIELD_LABELS.get(metric, ((), ""))[0]))
+        identity = _listed((*self.identity, *own_labels_of(metric)))
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
         own, copied = [*any_pod, f'{self.pod}=""'], [*any_pod, f'{self.pod}!=""']
         read, span = counted(False, period), f"[{period[0]}]{_offset(period[1])}"
@@ -521,7 +521,7 @@ class _Device:
         the node spellings of the copy read for the caller's merge; a GPU instance is matched by GPU_LABEL."""
         labels = self.labels
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
-        slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *FIELD_LABELS.get(metric, ((), ""))[0])
+        slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *own_labels_of(metric))
         keep = (*slot, *(name for name in self.outer if name not in (*slot, *labels.node_sources)))
         step = self._stepped(metric, extra, form, False, slot, keep, any_pod)
         return f"max_over_time({step}[{period[0]}:{self.resolution}]{_offset(period[1])})"
@@ -584,7 +584,7 @@ class _Device:
         reading showed under each pod at a failed scrape, 55 % for 50 %)."""
         labels = self.labels
         names = self.total if metric in self.total and len(self.total) > 1 else (metric,)
-        field_labels = tuple(dict.fromkeys(name for field in names for name in FIELD_LABELS.get(field, ((), ""))[0]))
+        field_labels = tuple(dict.fromkeys(name for field in names for name in own_labels_of(field)))
         uuid = uuid_label((labels.pod, labels.namespace, labels.container))
         copy = _listed((labels.cluster, uuid, "gpu", *COPY_LABELS, *labels.node_sources, *INSTANCE_IDENTITY,
                         *field_labels, labels.pod, labels.namespace, *(name for name in keep if name != GPU_LABEL)))
@@ -1470,7 +1470,7 @@ def _copied_labels(labels: Labels, metric: str, catalog: Catalog) -> tuple[str, 
     the node spellings an exporter writes (its own pod's name in Hostname)."""
     return tuple(dict.fromkeys(name for name in (labels.cluster, "UUID", "gpu", *INSTANCE_IDENTITY, labels.pod,
                                                  labels.namespace, labels.container, *labels.copies,
-                                                 *_own_labels(metric, catalog)) if name))
+                                                 *own_labels_of(metric)) if name))
 
 
 def _one_copy_a_moment(reading: str, hold: str, shared: tuple[str, ...]) -> str:
@@ -1842,7 +1842,7 @@ def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str
     a Prometheus holding several clusters, the settings' clusters: settings_clusters)."""
     seconds = _seconds(resolution)
     (matchers,) = scope.matchers(labels)
-    copies = _Merge(labels, INSTANCE_IDENTITY).physical("{0}", _own_labels(metric, catalog))
+    copies = _Merge(labels, INSTANCE_IDENTITY).physical("{0}", own_labels_of(metric))
     keys, per_target = _by_target(copies)
     selectors = (selector(metric, matchers),)
     gpu, copy = (CounterReading(c, resolution, selectors, fresh=True) for c in (copies, per_target))
@@ -2579,10 +2579,6 @@ class _Merge:
         return f"{how} by ({self._keep(own, False)}) ({one})"
 
 
-def _own_labels(metric: str, catalog: Catalog) -> tuple[str, ...]:
-    return catalog.get(metric).own_labels if metric in catalog else ()
-
-
 def kinds_apart(query: Query, catalog: Catalog) -> bool:
     """A per-pod alert on a field MIG does not report, whose stand-in the CSV collects, judges a pod's whole
     GPUs and its MIG instances apart (expression's `kind`), each against the threshold: a whole GPU and a
@@ -2637,7 +2633,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     PERIOD_LABEL, the GPUs named once for all of them (the name is read at the instant, alike in every period:
     _named_span), each period's value then aggregated apart, as in one expression per period.
     """
-    own_labels = _own_labels(metric, catalog)
+    own_labels = own_labels_of(metric)
     counter = bool(resolution) and metric in catalog and catalog.get(metric).is_counter
     if periods is not None and (count or metric in MIG_UNSUPPORTED or not counter or over_time is None
                                 or recorded_rate(metric, catalog, as_increase, over_time, extra, also)):
@@ -2745,7 +2741,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             if f'{MIG_INSTANCE_LABEL}=""' in more:  # a whole GPU's device value: the GPU itself
                 return series
             mig = list(dict.fromkeys([*extra, *more, f'{MIG_INSTANCE_LABEL}!=""']))
-            identity = (*device.identity, *FIELD_LABELS.get(name, ((), ""))[0])
+            identity = (*device.identity, *own_labels_of(name))
             gone = _raw(name, device.unscoped, [m for m in mig if m != f'{device.pod}!=""'],
                         _superseded(merge.labels, within, resolution, identity))
             return f"({series} unless on ({_listed(identity)}) {gone})"
@@ -2870,13 +2866,13 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     def merged(name: str, how: str, series: str, more: str, scale: str = "") -> str:
         if one_copy and not is_counter(name):
             blanks, late_blanks = averaged_instances((name,), (more,)) \
-                if how == "avg" and more != f'{MIG_INSTANCE_LABEL}=""' and not _own_labels(name, catalog) \
+                if how == "avg" and more != f'{MIG_INSTANCE_LABEL}=""' and not own_labels_of(name) \
                 and merge.combines() else (None, None)
-            return merge.one_copy(how, (series,), _own_labels(name, catalog), choose((name,), (more,)),
+            return merge.one_copy(how, (series,), own_labels_of(name), choose((name,), (more,)),
                                   tuple(f"{fresh}{scale}" for fresh in fresh_only((name,), (more,))),
                                   late=late_only((name,), (more,), scale), blanks=blanks, late_blanks=late_blanks,
                                   successive=successive_labels(name))
-        return merge(how, series, _own_labels(name, catalog))
+        return merge(how, series, own_labels_of(name))
     if substitute is None or kind == "whole":
         return merged(metric, how, own, f'{MIG_INSTANCE_LABEL}=""')
     stand_in, factor = substitute
