@@ -24,6 +24,8 @@ from ..cloudwatch_query import (INTERVAL_CHANGED, NODE_MEAN, NODE_MEAN_KINDS, ON
                                 SERIES_PER_QUERY, Plan, Unsupported, blank_floor, mig_only_set, node_mean_dimensions,
                                 number, pod_total_kind, quote_identifier, quote_string, readings_dimensions,
                                 series_label)
+from ..container_insights_table import CONTAINER as ADDON_CONTAINER, NAMESPACE_DIM as ADDON_NAMESPACE, \
+    NODE as ADDON_NODE
 from ..container_insights import (MIG_ONE_INSTANCE, NotPublished, enabled as addon_source, layout_of,
                                   observed_every, plan as addon_plan, source_plan)
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
@@ -616,13 +618,13 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
                 f"{getattr(settings.cloudwatch, setting)}, one of several GPUs may take a row, blank, from one of the "
                 f"{drawn} drawn holding fewer)")
     said = []
-    one = {"pods": "pod", "nodes": "node"}.get(what, "GPU")
+    one = _ONE_LINE.get(what, "GPU")
     if rank == "SUM":
         ranked = "the largest increase"
     elif plan_.function == "SUM":  # a line adding several series per scrape, ranked by one of them
         ranked = f"{_RANKED[rank]} of one of {'their GPUs' if what == 'pods' else 'the series each adds up'}"
         said.append("one reading, not the total the line adds up")
-    elif averages_gpus(plan_, what) and rank in ("MAX", "MIN"):  # a line's mean over GPUs, ranked by one of them
+    elif averages_gpus(plan_) and rank in ("MAX", "MIN"):  # a line's mean over GPUs, ranked by one of them
         ranked = f"{_RANKED[rank]} of one of their GPUs"
         higher = "higher" if rank == "MAX" else "lower"
         said.append(f"one GPU's reading, not the {one}'s mean the line draws: a {one} whose GPUs read far apart "
@@ -640,14 +642,12 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
     return f"{cap}, those of {ranked} in the time range shown{after}"
 
 
-_ONE_GPU_LINES = ("GPUs", "GPUs or MIG instances", "MIG instances")  # _lines_of's words of a line per GPU (instance)
-
-
-def averages_gpus(plan_: Plan, what: str) -> bool:
+def averages_gpus(plan_: Plan) -> bool:
     """Whether each line of a chart is a mean over several GPUs' readings per scrape: a pod's (a node's, a
-    namespace's) GPUs each an observation of its one series, averaged, where no total per scrape is read (a pod's total
-    per scrape is one observation). Its ORDER BY MAX() or MIN() ranks it by one GPU's reading, not by its mean."""
-    return plan_.function == "AVG" and bool(plan_.series) and what not in _ONE_GPU_LINES \
+    namespace's) GPUs each an observation of its one series, averaged, where the line names no GPU (a line per GPU, or
+    per GPU a pod holds, is that GPU's) and no total per scrape is read (a pod's total per scrape is one observation).
+    Its ORDER BY MAX() or MIN() ranks it by one GPU's reading, not by its mean."""
+    return plan_.function == "AVG" and bool(plan_.series) and plan_.gpu_series[1] not in plan_.series \
         and not pod_total_kind(plan_.dims)
 
 
@@ -662,14 +662,17 @@ def _lines_of(plan_: Plan, settings: Settings | None = None) -> str:
         return "pods"
     if MIG_INSTANCE_LABEL in group:
         return "GPUs or MIG instances"
-    if GPU_DIMENSION in group:
+    if plan_.gpu_series[1] in group:  # the GPU's index (on the add-on, its GpuDevice)
         return "GPUs"
     # a line per workload or node: each adds up (or takes the extreme of) its GPUs' series
     return next((words for key, words in _GROUP_WORDS if key in group), "GPUs")
 
 
-_GROUP_WORDS = (("container", "containers"), (NAMESPACE_DIMENSION, "namespaces"), (NODE_DIMENSION, "nodes"),
+# the dimensions naming a workload, a node or a cluster, the agent's and the add-on's, and what their lines are
+_GROUP_WORDS = (("container", "containers"), (ADDON_CONTAINER, "containers"), (NAMESPACE_DIMENSION, "namespaces"),
+                (ADDON_NAMESPACE, "namespaces"), (NODE_DIMENSION, "nodes"), (ADDON_NODE, "nodes"),
                 (CLUSTER_DIMENSION, "clusters"))
+_ONE_LINE = {"pods": "pod", **{words: words[:-1] for _, words in _GROUP_WORDS}}  # what one line of _lines_of's is
 
 
 def combined_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings | None = None,

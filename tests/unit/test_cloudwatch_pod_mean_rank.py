@@ -55,7 +55,12 @@ def _files(tmp_path, pipeline: str) -> dict:
 
 def _drawn(tmp_path, pipeline: str) -> dict[str, set[float]]:
     """{line: the values of its periods} of the chart, the fleet's 30 minutes through the build's agent model."""
-    files = _files(tmp_path, pipeline)
+    return _read(_files(tmp_path, pipeline), TITLE)
+
+
+def _read(files: dict, title: str) -> dict[str, set[float]]:
+    """{line: the values of its periods} of the build's chart `title` (cut at top_pods 2), the fleet's 30 minutes
+    through the build's agent model."""
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP),
                                             target_labels(job, node.name))
@@ -63,7 +68,7 @@ def _drawn(tmp_path, pipeline: str) -> dict[str, set[float]]:
     (properties,) = [w["properties"] for path, data in sorted(files.items())
                      if path.startswith("cloudwatch/dashboards/")
                      for w in json.loads(json.loads(data)["DashboardBody"])["widgets"]
-                     if w["type"] == "metric" and w["properties"]["title"].startswith(TITLE + " (")]
+                     if w["type"] == "metric" and w["properties"]["title"].startswith(title + " (")]
     assert "the 2 pods that read highest: past 2, the least busy are not drawn" in properties["title"]
     return {label: set(series.values()) for label, series in
             cloudwatch_eval.widget(properties, points, 0, END).items() if series}
@@ -97,3 +102,46 @@ def test_the_header_says_the_pods_rank_by_one_of_their_gpus(tmp_path, pipeline):
 @pytest.mark.parametrize("pipeline", sorted(PIPELINES))
 def test_the_pods_drawn_are_the_busiest(tmp_path, pipeline):
     assert set(_drawn(tmp_path, pipeline)) == {"Pod ml/sixty", "Pod web/fifty"}
+
+
+# A chart of one line per GPU a pod holds, and charts of a mean per namespace and per node
+PER_GPU = "GPU utilization by pod GPU"
+RANKS = ("from generator.model import Dashboard, Panel, Query, Row\n\n\ndef dashboards(ctx):\n"
+         "    yield Dashboard(id='ranks', title='Ranks', rows=[Row('ranks', [\n"
+         f"        Panel({PER_GPU!r}, Query('DCGM_FI_DEV_GPU_UTIL', 'avg', ('pod', 'gpu'))),\n"
+         "        Panel('GPU utilization by namespace', Query('DCGM_FI_DEV_GPU_UTIL', 'avg', ('namespace',))),\n"
+         "        Panel('GPU utilization by node', Query('DCGM_FI_DEV_GPU_UTIL', 'avg', ('node',))),\n"
+         "    ])])\n")
+
+
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+def test_a_line_per_gpu_of_a_pod_ranks_by_its_own_reading(tmp_path, pipeline):
+    """A line per GPU a pod holds is that GPU's reading, not a mean over GPUs: its rank is its own highest reading,
+    and the header says so (it said the line was the pod's mean, ranked by one of its GPUs). Cut at 2, it draws the
+    GPUs at 90 % and 60 %, leaving 50 % and 0 % out. A line per namespace or node is a mean over its GPUs, ranked by
+    one of them, said in its own words (it said "a GPU whose GPUs read far apart" of a namespace)."""
+    files = encode(build(defined_project(tmp_path, PIPELINES[pipeline] + TOP, dashboards=RANKS), grafana=False))
+    said = kept(header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-ranks.json"))
+    assert said[PER_GPU] == ("at most 2 pods (cloudwatch.top_pods), those of the highest single reading in the time "
+                             "range shown (an idle pod ranks last, and as a point is its period's mean, a pod that read "
+                             "high for a moment outranks one steadily higher)"), said[PER_GPU]
+    assert _read(files, PER_GPU) == {"ml two-gpus 0": {90.0}, "ml sixty 0": {60.0}}
+    for what in ("namespace", "node"):
+        assert f"of one of their GPUs in the time range shown (one GPU's reading, not the {what}'s mean the line " \
+               f"draws: a {what} whose GPUs read far apart outranks one whose mean is higher, and an idle {what} " \
+               f"ranks last" in said[f"GPU utilization by {what}"], said[f"GPU utilization by {what}"]
+
+
+def test_the_addons_lines_per_namespace_and_node_are_named_so(tmp_path):
+    """On the Container Insights add-on a line per namespace or node is named so in the chart's title and header, not
+    "GPUs" (its dimensions are Namespace and NodeName), and said to rank by one of its GPUs; a line per GPU a pod holds
+    (GpuDevice) by its own reading."""
+    files = encode(build(defined_project(tmp_path, "cloudwatch:\n  source: container-insights\n  top_pods: 2\n",
+                                         dashboards=RANKS), grafana=False))
+    said = kept(header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-ranks.json"))
+    assert said[PER_GPU].startswith("at most 2 pods (cloudwatch.top_pods), those of the highest single reading in "), \
+        said[PER_GPU]
+    for what in ("namespace", "node"):
+        assert said[f"GPU utilization by {what}"].startswith(
+            f"at most 50 {what}s (cloudwatch.top_gpus), those of the highest single reading of one of their GPUs in the "
+            f"time range shown (one GPU's reading, not the {what}'s mean the line draws"), said[f"GPU utilization by {what}"]
