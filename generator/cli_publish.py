@@ -121,9 +121,9 @@ def _refuse_defaults_in_project(config: str | None) -> None:
     """Publishing the bundled defaults from a project's subfolder (its definitions, its build) would write another
     fleet's objects (a cluster gpu-cluster in us-east-1) over the project's (--force past the ownership check, as a CI
     job may): refused where a gpudash.yaml above the current folder says this is a project."""
-    from .settings import discover, settings_above
+    from .settings import discover
 
-    above = settings_above(Path.cwd()) if discover(Path(config) if config else None).path is None else None
+    above = discover(Path(config) if config else None).above
     if above:
         raise InputError(f"this command would publish the bundled defaults, and {above} (a project's settings, in a "
                          f"folder above) is not read", where="the current folder",

@@ -1196,6 +1196,7 @@ class Choice:
 
     path: Path | None  # None: the bundled default
     origin: str
+    above: str | None = None  # with the bundled default: the project's settings above, not read (settings_above)
 
     def describe(self) -> str:
         return f"{printed.path(self.path)} ({self.origin})" if self.path else f"the bundled defaults ({self.origin})"
@@ -1214,7 +1215,7 @@ def discover(config: Path | None, environ: dict[str, str] | None = None, cwd: Pa
         return Choice(Path(LOCAL_FILE) if cwd is None else local, "found in the current folder")
     above = settings_above(cwd or Path.cwd())
     unread = f"; {above}, in a folder above, is not read: pass --config {above} or run from its folder" if above else ""
-    return Choice(None, f"no --config, no {ENVIRONMENT_VARIABLE}, no ./{LOCAL_FILE}{unread}")
+    return Choice(None, f"no --config, no {ENVIRONMENT_VARIABLE}, no ./{LOCAL_FILE}{unread}", above)
 
 
 def settings_above(folder: Path) -> str | None:
