@@ -95,3 +95,15 @@ def test_a_home_folder_reached_through_a_symbolic_link_still_ends_the_look(cli, 
     monkeypatch.chdir(link / "elsewhere")
     code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "", "GRAFANA_TOKEN": ""})
     assert code == 2 and "GRAFANA_URL is not set" in stderr, stderr
+
+
+def test_push_of_a_build_from_a_projects_subfolder_is_refused_as_well(grafana, run, tmp_path, monkeypatch):
+    """A build generated in the subfolder (of the bundled defaults, as the settings line said) and pushed with --from
+    is refused as a push of the definitions is: the build is the bundled defaults', made and read where the
+    project's settings are not."""
+    _, before = _project_pushed(grafana, run, tmp_path, monkeypatch)
+    code, _, stderr = run("generate", "--out", "build")
+    assert code == 0, stderr
+    code, stdout, stderr = push_json(run, "--from", "build", "--force")
+    assert code == 2 and "would publish the bundled defaults, and ../../gpudash.yaml" in stderr, (code, stdout, stderr)
+    assert dashboard_contents(grafana) == before
