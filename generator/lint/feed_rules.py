@@ -111,8 +111,8 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
     """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor (and the 0 of
     a field whose 0 DCGM writes for "not supported")."""
     from ..render.agent_otel import (FILTER, MARKERS, UNUSED_PREFIX, ZERO_UNREAD_TEST, _level_fields, _merged_names,
-                                     _unused_fields, blank_conditions, level_blank_conditions, merged_blank_conditions,
-                                     scrape_series, total_blank_conditions)
+                                     _unused_fields, blank_conditions, filter_conditions, level_blank_conditions,
+                                     merged_blank_conditions, scrape_series, total_blank_conditions)
 
     for cluster in subject.clusters():
         agent = subject.agent(cluster)
@@ -151,6 +151,15 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
                                  "the 0 DCGM writes for these fields where a GPU cannot read them would reach "
                                  "CloudWatch as a reading" if condition.endswith(ZERO_UNREAD_TEST) else
                                  "DCGM's blank values of these fields would reach CloudWatch"))
+        if FILTER not in unrun:
+            written = filter_conditions(subject.catalog, subject.settings, _otel_declarations(agent.otel), published)
+            for condition in filtered:
+                if condition not in written:
+                    yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {FILTER}",
+                                  f"the filter holds `{condition}`, which gpudash does not write: a datapoint it "
+                                  "matches is dropped before it is published, so the widgets and alarms reading "
+                                  "its field would miss those readings (gpudash's own conditions drop only what is no "
+                                  "reading): remove it, or run `gpudash generate` and apply its agent configuration")
         if MARKERS not in unrun:
             yield from _markers_dropped(agent.otel, cluster)
         yield from _no_data_flag(agent.otel, cluster)
@@ -1455,7 +1464,7 @@ RULES = (
          declarations_complete),
     Rule("AG004", "cwagentconfig.json validates against the agent's schema (--cwagent-schema)", agent_schema),
     Rule("AG005", "the agent's OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the "
-                  "field's floor (agent.pipeline: otel)", blanks_filtered),
+                  "field's floor, and nothing else (agent.pipeline: otel)", blanks_filtered),
     Rule("AG006", "each counter's next reading reaches the agent's delta cache before it forgets the previous one "
                   f"({CACHE_TTL['classic'] // 60} minutes on agent.pipeline: classic, {CACHE_TTL['otel'] // 60} on "
                   "otel), and readings are sent within the minute the now values read", counters_kept),

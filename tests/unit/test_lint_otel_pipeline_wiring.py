@@ -107,3 +107,28 @@ def test_the_exporter_left_out_of_the_pipeline_fails_ag001(project):
     assert _points(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
     assert any("'GPU temperature'" in f and "does not publish" in f for f in _findings(project, artifacts, "AG001"))
     assert any("the agent publishes nothing" in f for f in _findings(project, artifacts, "AG005"))
+
+
+def _filtered(project, added: str):
+    """The build with one more condition `added` in the blank filter (a person's edit)."""
+    artifacts = build(project, grafana=False)
+    agent = artifacts.agents[0]
+    otel = copy.deepcopy(agent.otel)
+    otel["processors"]["filter/gpudash"]["metrics"]["datapoint"].append(added)
+    return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+
+
+@pytest.mark.parametrize("added, gone", [
+    ('IsMatch(metric.name, "^DCGM_FI_DEV_GPU_TEMP$")', [("0", 60.0)]),  # every reading of a field the widgets read
+    ('IsMatch(metric.name, "^DCGM_FI_DEV_GPU_TEMP$") and value_double < 70.0', [("0", 60.0)]),  # a "cold" GPU
+    ("true", [("0", 60.0)])])
+def test_a_condition_added_to_the_blank_filter_fails_ag005(project, added, gone):
+    """A condition gpudash does not write drops readings the widgets and alarms read: GPU 0's 60 °C is no longer
+    published (the agent model); lint said nothing of it (AG001 reads the declarations, AG005 only what is missing)."""
+    artifacts = _filtered(project, added)
+    assert [p for p in _points(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) if p in gone] == []
+    assert [f for f in _findings(project, artifacts, "AG005")] == [
+        f"AG005 {AGENT} gpudash-otel.yaml filter/gpudash: the filter holds `{added}`, which gpudash does not write: a "
+        "datapoint it matches is dropped before it is published, so the widgets and alarms reading its field would "
+        "miss those readings (gpudash's own conditions drop only what is no reading): remove it, or run `gpudash "
+        "generate` and apply its agent configuration"]
