@@ -48,14 +48,21 @@ def _expanded(values: str) -> list[str]:
 def fleet_presence(series: list[dict[str, str]], metric: str) -> str:
     """At each scrape of `series` (promtool's input, one sample a scrape): `L` where some series of `metric` has a
     sample, `v` where none has but one is still visible (its last sample within the look-back, no staleness marker
-    after it), `.` where none is: all a rule reading the metric's presence over the fleet can see."""
+    after it), `b` where the newest such sample is the look-back's length back (seen by Prometheus 2's closed
+    look-back, not by 3's left-open one), `.` where none is: all a rule reading the metric's presence over the fleet
+    can see."""
     rows = [_expanded(one["values"]) for one in series if one["series"].startswith(metric + "{")]
 
-    def visible(row: list[str], k: int) -> bool:
-        last = next((row[j] for j in range(min(k, len(row) - 1), max(-1, k - LOOKBACK), -1) if row[j] != "_"), None)
-        return last not in (None, "stale")
-    return "".join("L" if any(k < len(row) and row[k] not in ("_", "stale") for row in rows) else
-                   "v" if any(visible(row, k) for row in rows) else "." for k in range(max(map(len, rows))))
+    def seen(row: list[str], k: int) -> str:
+        """How `row`'s newest sample up to scrape k is seen at k: `v`, `b` (at the look-back's edge) or `.`."""
+        back = next((k - j for j in range(min(k, len(row) - 1), max(-1, k - LOOKBACK - 1), -1) if row[j] != "_"), None)
+        return "." if back is None or row[k - back] == "stale" else "b" if back == LOOKBACK else "v"
+
+    def at(k: int) -> str:
+        if any(k < len(row) and row[k] not in ("_", "stale") for row in rows):
+            return "L"
+        return min((seen(row, k) for row in rows), key="vb.".index)
+    return "".join(at(k) for k in range(max(map(len, rows))))
 
 
 # functions whose answer is one of all the series they read, as an aggregation without grouping: absent() and

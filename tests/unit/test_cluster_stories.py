@@ -42,6 +42,15 @@ def test_the_fleet_presence_tells_a_series_read_from_one_seen_through_the_look_b
     assert fleet_presence(series, METRIC) == "LLLvv.." + "." * 10 + "L"
 
 
+def test_the_fleet_presence_tells_a_sample_at_the_look_back_s_edge_from_one_ended_there():
+    """Prometheus 2 reads a sample 5 minutes old (its look-back is closed), 3 does not; one ended by a staleness
+    marker then is read by neither: two stories alike but for that marker are not one presence."""
+    read = {"series": f'{METRIC}{{UUID="a"}}', "values": "1 " + "_ " * 11}
+    ended = {"series": f'{METRIC}{{UUID="a"}}', "values": "1 " + "_ " * 9 + "stale _"}
+    assert fleet_presence([read], METRIC) == "L" + "v" * 9 + "b."
+    assert fleet_presence([ended], METRIC) == "L" + "v" * 9 + ".."
+
+
 def test_a_story_s_series_are_marked_its_own_and_a_gpu_without_uuid_is_refused():
     own = story_own([{"series": f'{METRIC}{{gpu="0",UUID="GPU-1",node="n"}}', "values": "1"},
                      {"series": 'kube_node_created{node="n"}', "values": "0"}], 3, METRIC)
