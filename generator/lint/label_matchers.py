@@ -17,8 +17,8 @@ from itertools import product
 from math import prod
 from typing import Any, Iterable
 
+from ..render.agent_otel import matcher_initialised, one_matches
 from ..series_labels import REAL_VALUES
-from ..go_regex_python import Unreadable, go_compiled, unreadable
 
 PLACEHOLDER = "x"  # the value of a label whose real shapes are not known
 # Past this many combinations of the named labels' values, each label's values are tried in turn, the others at their
@@ -50,12 +50,13 @@ def judged(declaration: dict[str, Any], fixed: dict[str, str], carried: Iterable
     """(every point passes, some point passes) the declaration's label matchers, over the points that carry the
     `fixed` labels at their values and each `carried` label at each of its real values; any other label the matchers
     name is missing (read as empty) or, with `others_set`, either missing or at each of its real values (a GPU no pod
-    holds has no `pod`). A declaration without matchers takes every point; a regex Go refuses passes nothing (awsemf
-    drops the declaration), nor does one lint cannot read as Go does (PR005 says each)."""
+    holds has no `pod`). A declaration without matchers takes every point; one with a matcher awsemf refuses (a regex
+    Go refuses, none, or no label names) none: awsemf drops it. Each point is judged as the agent model judges it
+    (render/agent_otel.matched_by): a matcher lint cannot read as Go does passes nothing (PR005 says each)."""
     found = matchers(declaration)
     if not found:
         return True, True
-    if not all(_initialised(m) for m in found):  # awsemf drops the declaration (AG003, PR005)
+    if not all(map(matcher_initialised, found)):  # awsemf drops the declaration (AG003, PR005)
         return False, False
     key = tuple((tuple(str(n) for n in m.get("label_names") or []), str(m.get("separator") or ";"),
                  str(m.get("regex", ""))) for m in found)
@@ -77,33 +78,12 @@ def _judged(key: tuple[Matcher, ...], fixed: tuple[tuple[str, str], ...], carrie
         first = tuple(values[0] for values in choices)
         combinations = [first[:k] + (value,) + first[k + 1:] for k, values in enumerate(choices) for value in values]
     every, some = True, False
+    found = [{"label_names": labels, "separator": separator, "regex": regex} for labels, separator, regex in key]
     for values in combinations:
-        if _takes(key, {**dict(fixed), **dict(zip(names, values))}):
+        if one_matches(found, {**dict(fixed), **dict(zip(names, values))}):
             some = True
         else:
             every = False
         if some and not every:
             break
     return every, some
-
-
-def _initialised(matcher: dict[str, Any]) -> bool:
-    """awsemf's LabelMatcher.init takes the matcher: it names labels, and has a regex Go's regexp compiles (a refused
-    one, or an empty one, makes Config.Validate drop the whole declaration)."""
-    regex = matcher.get("regex")
-    if not matcher.get("label_names") or not regex or not isinstance(regex, str):
-        return False
-    problem = unreadable(regex)
-    return problem is None or not problem.refused
-
-
-def _takes(key: tuple[Matcher, ...], labels: dict[str, str]) -> bool:
-    """awsemf takes the point of `labels`: one of the matchers, in turn, finds its regex in its labels' values (a
-    regex Go refuses, or lint cannot read, reached: nothing passes)."""
-    for names, separator, regex in key:
-        try:
-            if go_compiled(regex).search(separator.join(labels.get(name, "") for name in names)):
-                return True
-        except Unreadable:
-            return False
-    return False

@@ -734,11 +734,31 @@ def made_points(transforms: list[dict[str, Any]], names: Iterable[str]) -> list[
 
 
 def matched_by(declaration: dict[str, Any], labels: dict[str, str]) -> bool:
-    """awsemf takes a point of `labels` into the declaration: it has no label matcher, or one matches (the values of
-    its label names joined by its separator, a missing label read as empty)."""
+    """awsemf takes a point of `labels` into the declaration: it has no label matcher, or each is one awsemf takes
+    (else it drops the declaration: matcher_initialised) and one of them matches (one_matches)."""
     matchers = declaration.get("label_matchers") or []
-    return not matchers or any(_found(str(m.get("regex", "")), (m.get("separator") or ";").join(
-        labels.get(name, "") for name in m.get("label_names") or [])) for m in matchers)
+    return not matchers or all(map(matcher_initialised, matchers)) and one_matches(matchers, labels)
+
+
+def matcher_initialised(matcher: dict[str, Any]) -> bool:
+    """awsemf's LabelMatcher.init takes the matcher: it names labels and has a regex Go's regexp compiles (one it
+    refuses, or none, makes Config.Validate drop the whole declaration: "Dropped metric declaration.")."""
+    regex = matcher.get("regex")
+    if not matcher.get("label_names") or not regex or not isinstance(regex, str):
+        return False
+    if _TEXTS.fullmatch(regex):
+        return True
+    from ..go_regex_python import unreadable  # (a hand-written regex)
+
+    problem = unreadable(regex)
+    return problem is None or not problem.refused
+
+
+def one_matches(matchers: Iterable[dict[str, Any]], labels: dict[str, str]) -> bool:
+    """One of awsemf's label matchers (each initialised) finds its regex in the values of its label names joined by its
+    separator, a missing label read as empty (a regex lint cannot read as Go does finds nothing: PR005 says so)."""
+    return any(_found(m["regex"], (m.get("separator") or ";").join(labels.get(name, "") for name in m["label_names"]))
+               for m in matchers)
 
 
 # The texts a regex of the forms gpudash writes for the agent matches whole, one (`^name$`) or some (`^(?:a|b)$`):

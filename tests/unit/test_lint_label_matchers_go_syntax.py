@@ -105,3 +105,30 @@ def test_a_label_matcher_awsemf_cannot_init_drops_the_declaration_and_lint_says_
                                                                  lint_input(projects["otel"], artifacts))]
     assert len(said) == 1 and "label_matchers[0]" in said[0] and "awsemf drops" in said[0], said
     assert any("pass only some, or none" in f for f in _ag001(projects["otel"], artifacts))
+
+
+@pytest.mark.parametrize("order", [1, -1], ids=["unread first", "unread last"])
+def test_a_matcher_lint_cannot_read_passes_nothing_wherever_it_stands(order):
+    """awsemf takes a point that one of a declaration's label matchers passes, in whatever order they stand: beside a
+    matcher every GPU index passes, one lint cannot read as Go does (a script class) leaves every GPU taken. Lint read
+    the declaration as taking no GPU where that matcher stood first (it stopped there), every GPU where it stood last."""
+    from generator.lint.label_matchers import judged
+
+    unread = {"label_names": ["gpu"], "regex": r"^\p{Greek}"}
+    digits = {"label_names": ["gpu"], "regex": "^[0-9]+$"}
+    assert judged({"label_matchers": [unread, digits][::order]}, {}, ["gpu"]) == (True, True)
+
+
+@pytest.mark.parametrize("refused", [{"regex": ""}, {"regex": "(?=0)"}, {"label_names": []}],
+                         ids=["no regex", "regex Go refuses", "no label names"])
+def test_lint_and_the_agent_rendering_drop_a_declaration_with_a_matcher_awsemf_refuses(refused):
+    """awsemf's Config.Validate drops a declaration with one label matcher its LabelMatcher.init refuses, whatever
+    the others pass: lint's judgement and render/agent_otel.matched_by (which generate's node means read) take no
+    point into it. matched_by took the points the other matcher passes."""
+    from generator.lint.label_matchers import judged
+    from generator.render.agent_otel import matched_by
+
+    declaration = {"label_matchers": [{"label_names": ["gpu"], "regex": "^[0-9]+$"},
+                                      {"label_names": ["gpu"], "regex": "^0$", **refused}]}
+    assert judged(declaration, {}, ["gpu"]) == (False, False)
+    assert not any(matched_by(declaration, {"gpu": gpu}) for gpu in ("0", "1", "15"))
