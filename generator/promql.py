@@ -207,6 +207,10 @@ def _raw(metric: str, branches: list[list[str]], extra: list[str], function: str
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
 
+# the floor tests the forms write of a selector `{0}` (_read_as): a reading; a blank, as 1 or 0; a blank
+_FLOOR_TESTS = (f" < {BLANK_FLOOR}", f"{{0}} >= bool {BLANK_FLOOR}", f"{{0}} >= {BLANK_FLOOR}")
+
+
 def _read_as(metric: str, function: str) -> str:
     """`function` (a form of a gauge's selector) as `metric` is read. The forms write a reading as a sample under the
     blank floor (`< 1e14`) and a blank as the selector at or above it (`{0} >= 1e14`, `{0} >= bool 1e14`); a field for
@@ -215,6 +219,8 @@ def _read_as(metric: str, function: str) -> str:
     no alert, as a GPU writing the blank has none."""
     if metric not in UNREAD_AT_ZERO:
         return function
+    # a form testing the floor otherwise (`min_over_time({0}[5m]) >= 1e14`) would take the 0 for a reading: refused
+    assert function.count(BLANK_FLOOR) == sum(function.count(test) for test in _FLOOR_TESTS), function
     return (function.replace(f" < {BLANK_FLOOR}", f" < {BLANK_FLOOR} > 0")
             .replace(f"{{0}} >= bool {BLANK_FLOOR}", f"(({{0}} >= bool {BLANK_FLOOR}) + ({{0}} == bool 0))")
             .replace(f"{{0}} >= {BLANK_FLOOR}", f"({{0}} >= {BLANK_FLOOR} or {{0}} == 0)"))
