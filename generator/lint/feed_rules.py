@@ -160,11 +160,34 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
                                   "matches is dropped before it is published, so the widgets and alarms reading "
                                   "its field would miss those readings (gpudash's own conditions drop only what is no "
                                   "reading): remove it, or run `gpudash generate` and apply its agent configuration")
+        yield from _states_made_gauges(subject, agent.otel, cluster, published, unrun)
         if MARKERS not in unrun:
             yield from _markers_dropped(agent.otel, cluster)
         yield from _no_data_flag(agent.otel, cluster)
         yield from _processor_order(agent.otel, cluster)
         yield from _pipeline_runs(subject.artifacts.agent(cluster.name), agent, cluster, unrun)
+
+
+def _states_made_gauges(subject: LintInput, otel: dict[str, Any], cluster: Cluster, published: list[str],
+                        unrun: list[str]) -> Iterable[Finding]:
+    """The fields the exporter serves as counters whose readings are a state or a windowed count (DCGM's health status)
+    are made gauges first, as gpudash writes it (render/agent_otel.retyped): otherwise awsemf publishes the differences
+    between readings, and a GPU failing all along reads 0."""
+    from ..render.agent_otel import PIPELINE, RETYPE, retyped
+
+    if RETYPE in unrun:  # (_pipeline_runs names it)
+        return
+    written = retyped(subject.catalog, published)
+    running = (otel.get("processors") or {}).get(RETYPE)
+    if written != running:
+        names = [n for n in published if n in subject.catalog and subject.catalog.get(n).retyped]
+        yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {RETYPE}",
+                      (f"the pipeline does not make gauges of {', '.join(names)} as gpudash writes it (a state or a "
+                       "count over the exporter's window, served as a counter): awsemf would publish the differences "
+                       "between readings, so a GPU failing all along reads 0; write the processor as `gpudash "
+                       f"generate` does and list it first in {PIPELINE}'s processors") if names else
+                      f"{RETYPE} is not one gpudash writes: it changes the type of fields the widgets and alarms "
+                      "read; remove it")
 
 
 def _pipeline_runs(defined, running, cluster: Cluster, unrun: list[str]) -> Iterable[Finding]:
@@ -1464,7 +1487,8 @@ RULES = (
          declarations_complete),
     Rule("AG004", "cwagentconfig.json validates against the agent's schema (--cwagent-schema)", agent_schema),
     Rule("AG005", "the agent's OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the "
-                  "field's floor, and nothing else (agent.pipeline: otel)", blanks_filtered),
+                  "field's floor, and nothing else, after making gauges of the states the exporter serves as counters "
+                  "(agent.pipeline: otel)", blanks_filtered),
     Rule("AG006", "each counter's next reading reaches the agent's delta cache before it forgets the previous one "
                   f"({CACHE_TTL['classic'] // 60} minutes on agent.pipeline: classic, {CACHE_TTL['otel'] // 60} on "
                   "otel), and readings are sent within the minute the now values read", counters_kept),

@@ -207,3 +207,54 @@ def test_the_p2p_status_counts_each_gpu_by_its_worst_link(tmp_path):
                       "mean": {"mean": {1.0}}, "GPUs": {"GPUs": {3.0}}}
     assert "GPUs per node (DCGM_EXP_P2P_STATUS is written as several series per GPU (by peer_gpu, link_status)" \
         in header(files, path)
+
+
+def _retype_edited(otel: dict, how: str) -> None:
+    """A person's edit of the collector configuration's processor that makes the health status a gauge."""
+    processors, listed = otel["processors"], otel["service"]["pipelines"]["metrics/gpudash"]["processors"]
+    if how == "emptied":
+        processors["transform/gpudash-gauges"]["metric_statements"][0]["statements"] = []
+    elif how == "another name":
+        statements = processors["transform/gpudash-gauges"]["metric_statements"][0]["statements"]
+        statements[0] = statements[0].replace(HEALTH, "DCGM_EXP_HEALTH_STATUS")
+    else:  # deleted, and out of the pipeline
+        del processors["transform/gpudash-gauges"]
+        listed.remove("transform/gpudash-gauges")
+
+
+@pytest.mark.parametrize("how", ["as built", "emptied", "another name", "deleted"])
+def test_a_pipeline_that_no_longer_makes_the_health_status_a_gauge_fails_ag005(tmp_path, how):
+    """The exporter serves the health status as a counter (the CSV's type); the pipeline makes it a gauge first, else
+    awsemf publishes the differences between readings: the failing GPUs' line per GPU reads 0, not 20 (the agent
+    model). Lint said nothing of a processor emptied, renamed or deleted by hand."""
+    import copy
+    from dataclasses import replace
+
+    from generator.lint.feed_rules import RULES
+    from generator.lint.runner import run
+    from tests.support.lint_input import lint_input
+
+    project = _project(tmp_path)
+    artifacts = build(project, grafana=False)
+    if how != "as built":
+        agent = artifacts.agents[0]
+        otel = copy.deepcopy(agent.otel)
+        _retype_edited(otel, how)
+        artifacts = replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+    files = encode(artifacts)
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(k * STEP, _payload(node, k * STEP), target_labels(job, node))
+                                     for k in range(-2, END // STEP) for node in NODES])
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-health-states.json"])["DashboardBody"])
+    (per_gpu,) = [w["properties"] for w in body["widgets"] if w["properties"].get("title") == "per GPU"]
+    failing = {v for label, values in _values(cloudwatch_eval.widget(per_gpu, points, 0, END)).items()
+               if label.endswith("GPU 1") for v in values}
+    findings = [f.message for f in run([r for r in RULES if r.id == "AG005"], lint_input(project, artifacts))]
+    if how == "as built":
+        assert (failing, findings) == ({20.0}, [])
+    else:
+        assert failing == {0.0}
+        assert findings == [f"the pipeline does not make gauges of {HEALTH} as gpudash writes it (a state or a count "
+                            "over the exporter's window, served as a counter): awsemf would publish the differences "
+                            "between readings, so a GPU failing all along reads 0; write the processor as `gpudash "
+                            "generate` does and list it first in metrics/gpudash's processors"]
