@@ -515,32 +515,60 @@ _HELD = tuple(__import__("tests.support.dcgm_fleet", fromlist=["Gpu"]).Gpu(node,
                                                   ("ip-10-0-1-2", 1, "ml", "big")))
 
 
+def _metrics_read(project, artifacts, picks) -> dict[str, int]:
+    """{alarm: the metrics its Metrics Insights queries read} of the alarms of a query `picks` (its text) takes, the
+    _HELD fleet's scrapes through the build's agent model."""
+    from generator.output import encode
+    from tests.support import cloudwatch_eval, dcgm_fleet
+    from tests.support.cloudwatch_agent import Agent, agent_config
+
+    files = encode(artifacts)
+    config, job = agent_config(next(v for k, v in files.items() if k.startswith("k8s/cwagent-prometheus-config")))
+    points = Agent(config, job).run(dcgm_fleet.scrapes(job, project.catalog, 0, 12, _HELD))
+    read: dict[str, int] = {}
+    for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
+        for metric in item["Request"].get("Metrics", []):
+            text = metric.get("Expression", "")
+            if text.startswith("SELECT") and picks(text):
+                query = cloudwatch_eval.parse(text)
+                name = item["Request"]["AlarmName"]
+                read[name] = read.get(name, 0) + len(
+                    {(p.namespace, p.dimensions) for p in points if p.metric == query.metric
+                     and cloudwatch_eval._group_key(query, p.namespace, p.dimensions) is not None})
+    return read
+
+
 def test_group_by_alarms_are_priced_per_metric_they_read_a_pods_gpus_each_where_judged_apart(project):
     """A per-pod GROUP BY alarm is billed per metric it analyzes: the framebuffer alarm one per pod, the idle alarm
     one per GPU a pod holds (it judges each apart). Pushed through the agent model, the metrics each such alarm's
     query reads, over a fleet of pods holding several GPUs, are what cost prices (it priced one per pod: 6 for 9)."""
     from generator.artifacts import build
-    from generator.output import encode
-    from tests.support import cloudwatch_eval, dcgm_fleet
-    from tests.support.cloudwatch_agent import Agent, agent_config
 
     artifacts = build(project)
-    files = encode(artifacts)
-    config, job = agent_config(next(v for k, v in files.items() if k.startswith("k8s/cwagent-prometheus-config")))
-    points = Agent(config, job).run(dcgm_fleet.scrapes(job, project.catalog, 0, 12, _HELD))
-    read = 0
-    for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
-        for metric in item["Request"].get("Metrics", []):
-            text = metric.get("Expression", "")
-            if not text.startswith("SELECT") or "pod" not in text.split("GROUP BY")[-1]:
-                continue
-            query = cloudwatch_eval.parse(text)
-            read += len({(p.namespace, p.dimensions) for p in points if p.metric == query.metric
-                         and cloudwatch_eval._group_key(query, p.namespace, p.dimensions) is not None})
+    read = sum(_metrics_read(project, artifacts, lambda text: "pod" in text.split("GROUP BY")[-1]).values())
     fleet = Fleet(clusters=1, pods=3, churn=0, gpus=6, nodes=2)
     line = _lines(estimates(project, fleet, artifacts=artifacts))["per-pod alarms (GROUP BY pod)"]
     assert read == line["quantity"] == 3 + 6, (read, line)
     assert "each GPU a pod holds" in line["basis"]
+
+
+def test_the_static_idle_alarms_are_priced_per_metric_they_read(project_dir):
+    """With alarms.per_pod: static listing the fleet's three pods (one name in two namespaces), each pod's idle alarm
+    is a Metrics Insights query on the pod, billed per metric it analyzes. Pushed through the agent model, the metrics
+    the three queries read (2, 1 and 3 GPUs: ml/train-0's query reads none of research/train-0's) are what cost's
+    line of them prices."""
+    from generator.artifacts import build
+
+    project = load_project(project_dir("alarms:\n  per_pod: static\n"
+                                       "  static_pods: [ml/train-0, research/train-0, ml/big]\n"))
+    artifacts = build(project)
+    read = _metrics_read(project, artifacts, lambda text: "\"pod\" = " in text)  # a listed pod's query
+    assert read == {f"gpudash-gpu-cluster-gpu-idle-warning-{pod}": gpus
+                    for pod, gpus in (("ml-train-0", 2), ("research-train-0", 1), ("ml-big", 3))}
+    fleet = Fleet(clusters=1, pods=3, churn=0, gpus=6, nodes=2)
+    line = _lines(estimates(project, fleet, artifacts=artifacts), "static")[
+        "per-pod alarms (static, Metrics Insights, one per pod)"]
+    assert line["quantity"] == sum(read.values())
 
 
 def test_a_started_pod_publishes_its_per_gpu_metrics_for_each_gpu_it_holds(project):

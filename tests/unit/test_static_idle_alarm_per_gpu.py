@@ -176,3 +176,25 @@ def _fired_on_mig(files: dict) -> set[tuple[str, str]]:
 def test_the_static_build_fires_for_the_idle_mig_instance_of_a_listed_pod(builds):
     assert _fired_on_mig(builds["group_by"][1]) == {("0", "2")}
     assert _fired_on_mig(builds["static"][1]) == {("0", "2")}
+
+
+def test_a_pod_of_the_listed_name_in_another_namespace_is_not_the_listed_pods(builds):
+    """The listed pod ml/train-0 busy on its two GPUs beside dev/train-0 idle on a third GPU of the node: the listed
+    pod's static alarm reads its own namespace's pod only and stays quiet; the GROUP BY alarm fires for dev/train-0."""
+    neighbour = mixed_fleet.Gpu(2, temp=50, power=200, sm_clock=1500, xid=0, energy_mw=200_000, replays_per_s=0,
+                                memory_temp=50, util=0, instances=(mixed_fleet.Instance(
+                                    fb_used=9000, fb_free=15000, engine=0.0, pod=("dev", POD[1])),))
+    node = mixed_fleet.Node(NODE, "Hostname", "nvidia-dcgm-exporter-a1b2c", (_gpu(0, 100), _gpu(1, 100), neighbour))
+    fired = {}
+    for mode, (_, files) in builds.items():
+        config, job = agent_config(files[AGENT_FILE])
+        points = Agent(config, job).run([Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP),
+                                                target_labels(job, NODE)) for k in range(-2, END // STEP)])
+        for alarm in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
+            request = alarm["Request"]
+            if "-gpu-idle-warning" in request["AlarmName"]:
+                fired[request["AlarmName"]] = {
+                    tuple(dict(key)[name] for name in ("namespace", "pod", "gpu"))
+                    for key, state in cloudwatch_eval.alarm(request, points, END).items() if state == "ALARM"}
+    assert fired == {"gpudash-gpu-cluster-gpu-idle-warning": {("dev", "train-0", "2")},
+                     "gpudash-gpu-cluster-gpu-idle-warning-ml-train-0": set()}
