@@ -22,9 +22,9 @@ _GO_PERL_CLASSES = set("dDsSwW")
 GO_POSIX_CLASSES = {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space",
                      "upper", "word", "xdigit"}
 # A group's opening other than `(`: flags (for the rest of the group, `)`, or for its own, `:`), or a name
-_GROUP_OPENING = re.compile(r"\(\?(?:([^:)<]*)([:)])|P?<[^>]*>)")
+GROUP_OPENING = re.compile(r"\(\?(?:([^:)<]*)([:)])|P?<([^>]*)>)")
 _GO_C_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
-_UNICODE_CLASS = re.compile(r"\\[pP](?:\{(\^?)([^}]*)\}|(.))", re.DOTALL)
+UNICODE_CLASS = re.compile(r"\\[pP](?:\{(\^?)([^}]*)\}|(.))", re.DOTALL)
 # The Unicode classes Go's regexp names (\\p{Greek}, \\pL): its unicode package's categories and scripts, as Go 1.19
 # (Unicode 13: Prometheus 2.42) has them, and Any; the scripts of Unicode 14 and 15, which Go 1.21 added (so a
 # Prometheus built with an older Go, such as 2.42, refuses them). Rust's regex crate takes more names (Latn, Letter,
@@ -138,7 +138,7 @@ def _unicode_class(regex: str, at: int, inside: bool = False, newer: list | None
     """A \\p or \\P class at `at` (`inside` a class) written for Rust as its stand-in (_UNICODE_STAND_IN), and where
     it ends; None when none stands there. A name Go does not know is refused; one of NEWER_SCRIPTS is told in
     `newer`."""
-    found = _UNICODE_CLASS.match(regex, at)
+    found = UNICODE_CLASS.match(regex, at)
     if not found:
         if regex.startswith(("\\p", "\\P"), at):
             raise _Refused(f"invalid character class range: `{regex[at:at + 3]}`")
@@ -368,7 +368,7 @@ def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
             at += 1
             continue
         repeated = 0
-        opening = _GROUP_OPENING.match(regex, at) if char == "(" else None
+        opening = GROUP_OPENING.match(regex, at) if char == "(" else None
         if opening and opening.group(1) is not None:  # (?flags) or (?flags:
             if not set(opening.group(1)) <= _RE2_FLAGS:
                 raise _Refused(f"invalid or unsupported Perl syntax: `{opening.group()[:-1]}`")
@@ -387,7 +387,7 @@ def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
             deepest = max(deepest, len(groups))
             at += len(group_open)
             if opening and opening.group(1) is None:  # a named group: Go's rule for its name, Rust's (?:
-                name = group_open[group_open.index("<") + 1:-1]
+                name = opening.group(3)
                 if not _CAPTURE_NAME.fullmatch(name):
                     raise _Refused(f"invalid named capture: `{group_open}`")
                 if not group_open.startswith("(?P") and newer is not None:

@@ -23,7 +23,8 @@ import unicodedata
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
 
-from .go_regex import GO_CATEGORIES, GO_POSIX_CLASSES, REPEAT, go_escape, regex_problem
+from .go_regex import (GO_CATEGORIES, GO_POSIX_CLASSES, GROUP_OPENING, REPEAT, UNICODE_CLASS, go_escape,
+                       regex_problem)
 
 MAX_RUNE = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]  # sorted, apart, inclusive code point ranges
@@ -83,9 +84,6 @@ _POSIX = {
 assert set(_POSIX) == GO_POSIX_CLASSES
 _KELVIN, _LONG_S = 0x212A, 0x17F  # the two letters outside ASCII Go folds with ASCII ones (k, s)
 _WORD_CLASS = "[0-9A-Za-z_]"
-# a group's opening other than `(`: flags (for the rest of the group, `)`, or for its own, `:`), or a name
-_GROUP_OPENING = re.compile(r"\(\?(?:([imsU-]*)([:)])|P?<([A-Za-z0-9_]+)>)")
-_UNICODE_CLASS = re.compile(r"\\[pP](?:\{(\^?)([^}]*)\}|(.))", re.DOTALL)
 _EMPTY_WIDTH = ("\\A", "\\Z", "(?m:", "(?<", "(?=", "(?!")  # assertions written: a piece may match empty with them
 _ASSERTIONS = {  # Go's empty-width assertions (\b and \B on ASCII word characters)
     "A": r"\A", "z": r"\Z",
@@ -222,7 +220,7 @@ class _Reader:
 
     def _group(self, flags: set) -> str | None:
         regex = self.regex
-        found = _GROUP_OPENING.match(regex, self.at)
+        found = GROUP_OPENING.match(regex, self.at)  # (its flags and name as Go takes them)
         opening = "("
         inner = flags
         if found and found.group(1) is not None:
@@ -270,7 +268,7 @@ class _Reader:
             self.at = at + 2
             ranges, negated = _PERL[following.lower()], following.isupper()
         elif following in ("p", "P"):
-            found = _UNICODE_CLASS.match(regex, at)
+            found = UNICODE_CLASS.match(regex, at)
             self.at = found.end()
             name = found.group(2) if found.group(3) is None else found.group(3)
             ranges, negated = _unicode_class(name), (following == "P") != bool(found.group(1))
