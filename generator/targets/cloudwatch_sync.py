@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from .. import composite_rules, diff
 from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_lost, other_kind
-from ..clients.deadline import UNDER_WAY, DeadlineExceeded, sent_then_stopped
+from ..clients.deadline import NOT_STARTED, UNDER_WAY, DeadlineExceeded, sent_then_stopped
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, HELD, KEPT, SKIPPED, UNCHANGED, UPDATE,
                        WOULD_WRITE, WRITE, Change, Outcome, disposition)
 from ..errors import RemoteError
@@ -1362,12 +1362,22 @@ def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: 
     return shown_after("CloudWatch answered UntagResource")
 
 
+class _Ledger:
+    """What one writer of a Region (its dashboards', its alarms') has done so far, read when apply is stopped at once
+    (a second Ctrl-C): the outcomes as they are made, and the changes it is writing now (a dashboard, an alarm, or a
+    DeleteAlarms group): only those can be under way, the rest not attempted."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[Outcome] = []
+        self.writing: list[Change] = []
+
+
 def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change],
-                      dashboards: dict[str, dict[str, Any]], progress: Tick,
-                      outcomes: list[Outcome] | None = None) -> list[Outcome]:
-    """The outcomes, appended to `outcomes` (when given) as they are made."""
-    outcomes = [] if outcomes is None else outcomes
+                      dashboards: dict[str, dict[str, Any]], progress: Tick, ledger: _Ledger) -> list[Outcome]:
+    """The outcomes, kept in `ledger` as they are made."""
+    outcomes = ledger.outcomes
     for change in changes:
+        ledger.writing = [change]
         try:
             written = _put_dashboard(cloudwatch, region, change, dashboards.get(change.name))
             outcomes.append(Outcome(change, done=written, status=DONE if written else SKIPPED))
@@ -1491,12 +1501,12 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
 
 
 def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], requests: dict[str, dict[str, Any]],
-                  progress: Tick, outcomes: list[Outcome] | None = None) -> list[Outcome]:
+                  progress: Tick, ledger: _Ledger) -> list[Outcome]:
     """Writes 100 alarms at a time, then deletes `DELETE_GROUP` at a time. Just before each batch is written (and
     just before each group's DeleteAlarms call) its alarms' tags and fields are read again: one that another hand
     changed, took over (the ownership tag gone) or created since the plan is not written or deleted, and is reported.
-    The outcomes are appended to `outcomes` (when given) as they are made."""
-    outcomes = [] if outcomes is None else outcomes
+    The outcomes are kept in `ledger` as they are made."""
+    outcomes = ledger.outcomes
 
     def record(change: Change, done: bool = False, error: RemoteError | None = None,
                unfinished: RemoteError | None = None) -> None:
@@ -1525,6 +1535,7 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
     deletes = [c for c in changes if c.action == DELETE]
     for start in range(0, len(writes), BATCH):
         for change in still_as_planned(writes[start:start + BATCH]):
+            ledger.writing = [change]
             try:  # each alarm looked at alone right before its own write (_put_alarm)
                 record(change, done=_put_alarm(cloudwatch, region, change, requests[change.name]))
             except TagsNotWritten as untagged:
@@ -1536,6 +1547,7 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
         batch = still_as_planned(deletes[start:start + DELETE_GROUP])
         if not batch:
             continue
+        ledger.writing = batch
         for change, gone, error in _delete_alarms(cloudwatch, region, batch):
             record(change, done=not gone and error is None, error=error)
     return outcomes
@@ -1676,10 +1688,10 @@ def _refused_names(refusal: RemoteError) -> set[str]:
 
 
 def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], dashboards: dict[str, dict[str, Any]],
-                  requests: dict[str, dict[str, Any]], progress: Tick, ledger: list[list[Outcome]]) -> list[Outcome]:
-    """`ledger` gets the lists the outcomes are appended to as they are made (read when apply is stopped at once)."""
-    made: tuple[list[Outcome], list[Outcome]] = ([], [])
-    ledger += made
+                  requests: dict[str, dict[str, Any]], progress: Tick, ledgers: list[_Ledger]) -> list[Outcome]:
+    """`ledgers` gets the Region's writers' ledgers (read when apply is stopped at once)."""
+    made = (_Ledger(), _Ledger())
+    ledgers += made
     return _side_by_side(
         lambda: _apply_dashboards(cloudwatch, region, [c for c in changes if c.kind == "dashboard"], dashboards,
                                   progress, made[0]),
@@ -1705,19 +1717,21 @@ def apply(cloudwatch: CloudWatch, changes: list[Change], dashboards: dict[str, d
     for item in requests:
         by_region.setdefault(item["Region"], {})[item["Request"]["AlarmName"]] = item["Request"]
     regions = sorted({c.region or "us-east-1" for c in to_write})
-    ledger: list[list[Outcome]] = []
+    ledgers: list[_Ledger] = []
     with (progress or Silent()).phase("writing to CloudWatch", len(to_write)) as tick:
         safe = _locked(tick)
 
         def work(region: str) -> list[Outcome]:
             return _apply_region(cloudwatch, region, [c for c in to_write if (c.region or "us-east-1") == region],
-                                 dashboards, by_region.get(region, {}), safe, ledger)
+                                 dashboards, by_region.get(region, {}), safe, ledgers)
 
         try:
             written = {id(o.change): o for o in _parallel(regions, work)}
         except KeyboardInterrupt:  # a second Ctrl-C: the calls under way are not waited for; the report is made of
-            cloudwatch.deadline.stopped_at_once()  # the outcomes made so far, each other write perhaps under way
-            written = {id(o.change): o for made in list(ledger) for o in list(made)}
-            written.update((id(c), Outcome(c, done=False, status=FAILED, error=UNDER_WAY))
+            cloudwatch.deadline.stopped_at_once()  # the outcomes made so far, and what each writer was writing
+            written = {id(o.change): o for ledger in list(ledgers) for o in list(ledger.outcomes)}
+            writing = {id(c) for ledger in list(ledgers) for c in list(ledger.writing)}
+            written.update((id(c), Outcome(c, done=False, status=FAILED,
+                                           error=UNDER_WAY if id(c) in writing else NOT_STARTED))
                            for c in to_write if id(c) not in written)
     return [written.get(id(c)) or Outcome(c, done=False, status=decided[id(c)]) for c in changes]
