@@ -1110,13 +1110,15 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     if field.across_own_labels == "sum":
         return _own_series_added(query, field, line, split_ok, one_gpu, period, interval, base,
                                  per_scrape_note(layout, agent_drops_blanks(layout, settings)))
-    if worst_of_own or field.across_own_labels == "max" and agg == "count" and not (one_gpu or split_ok):
+    if worst_of_own:
         return _own_series_worst(query, field, line, split, one_gpu, split_ok, alarm)
     if agg == "count":  # GPUs (series) reporting, whatever the field's kind
         if one_gpu:
             return line("COUNT", "{q} * 0 + 1", n)
         if split_ok:
             return split("COUNT", "SUM({q} * 0 + 1)")
+        if field.across_own_labels == "max":  # (the series per scrape: each GPU's several)
+            raise _every_series_taken(query, field, alarm)
         return replace(line("COUNT", per_scrape(interval), n, True),
                        notes=per_scrape_notes(settings, pod_keyed or query.per_pod and layout.instances, layout))
     if not field.is_counter:
@@ -1915,23 +1917,31 @@ EACH_LARGEST = ("each GPU weighs in by the largest state its period read (its wo
 
 
 def _own_series_worst(query: Query, field, line, split, one_gpu: bool, split_ok: bool, alarm: bool) -> Plan:
-    """A field whose GPU value is the largest of several series (DCGM's health per watched system: the worst, 0 pass,
-    10 warn, 20 fail), other than its largest or its GPUs counted: the agent sends each series as its own observation
-    under the GPU's dimensions, so a mean, least or total of the observations takes every series (a GPU failing one
-    of ten watches read 2 for 20, a node of two GPUs counted 20). A line per GPU is the GPU's largest; over the cluster
-    each GPU's largest, then their mean, least or total, by metric math; per node, namespace or pod no query reads a
-    GPU's largest before the group's function, nor an alarm over the cluster (no metric math over an array): refused."""
-    agg, own = query.aggregation, ", ".join(field.own_labels)
-    if one_gpu and agg != "count":
+    """A mean, least or total of a field whose GPU value is the largest of several series (DCGM's health per watched
+    system: the worst, 0 pass, 10 warn, 20 fail): the agent sends each series as its own observation under the GPU's
+    dimensions, so a mean, least or total of the observations takes every series (a GPU failing one of ten watches
+    read 2 for 20). A line per GPU is the GPU's largest; over the cluster each GPU's largest, then their mean, least or
+    total, by metric math; per node, namespace or pod no query reads a GPU's largest before the group's function, nor
+    an alarm over the cluster (no metric math over an array): refused, as a count of its GPUs per group is (a node of
+    two GPUs counted 20)."""
+    agg = query.aggregation
+    if one_gpu:
         return line("MAX")
-    if split_ok and agg in ("avg", "min", "sum"):
+    if split_ok:
         return replace(split("MAX", "SUM({q})" if agg == "sum" else across(MI_FUNCTIONS[agg])), notes=(EACH_LARGEST,))
+    raise _every_series_taken(query, field, alarm)
+
+
+def _every_series_taken(query: Query, field, alarm: bool) -> Unsupported:
+    """The refusal of a statistic per group of GPUs (or an alarm's over the cluster) of a field whose GPU value is the
+    largest of its several series (_own_series_worst)."""
+    agg, own = query.aggregation, ", ".join(field.own_labels)
     where = f"per {', '.join(query.by)}" if query.by else "over the cluster"
-    raise Unsupported(f"{query.metric} is written as several series per GPU (by {own}), the GPU's value their "
-                      f"largest, and CloudWatch holds each as an observation of the GPU: its {agg} {where} would take "
-                      f"every series, not each GPU's value",
-                      fix="take its max (each GPU's largest series)" + (
-                          "" if alarm else ", or its mean, least, total or count over the cluster"))
+    return Unsupported(f"{query.metric} is written as several series per GPU (by {own}), the GPU's value their "
+                       f"largest, and CloudWatch holds each as an observation of the GPU: its {agg} {where} would take "
+                       f"every series, not each GPU's value",
+                       fix="take its max (each GPU's largest series)" + (
+                           "" if alarm else ", or its mean, least, total or count over the cluster"))
 
 
 def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, period: int, interval: int,
