@@ -97,6 +97,14 @@ def declarations_complete(subject: LintInput) -> Iterable[Finding]:
                 if not declaration.get(key):
                     yield Finding("AG003", "error", f"{agent_file(cluster.name)} metric_declaration[{index}]",
                                   f"no {key}: the agent silently drops this declaration")
+            # the agent's translator makes source_labels and label_matcher one awsemf label matcher, of an empty regex
+            # where label_matcher is written empty (left out: no matcher, every point)
+            if declaration.get("source_labels") and "label_matcher" in declaration and \
+                    not declaration["label_matcher"]:
+                yield Finding("AG003", "error", f"{agent_file(cluster.name)} metric_declaration[{index}]",
+                              "label_matcher is empty: an agent publishing through awsemf drops the declaration "
+                              "(\"regex not specified for label matcher\", \"Dropped metric declaration.\" in its "
+                              "log), and nothing of it is published; leave label_matcher out to take every point")
         agent = subject.agent(cluster)
         for index, declaration in enumerate(_otel_declarations(agent.otel) if agent and agent.otel else []):
             for k, matcher in enumerate(declaration.get("label_matchers") or []):
@@ -1482,8 +1490,8 @@ RULES = (
     Rule("AG002", f"every published dimension is a scraped label, {CLUSTER_DIMENSION} is set explicitly, pods are "
                   f"namespace + name, whole GPUs carry {MIG_INSTANCE_LABEL} where a set needs it",
          dimensions_published),
-    Rule("AG003", "no agent metric declaration lacks source_labels, metric_selectors or dimensions, nor (OTel) a "
-                  "label matcher its label_names or regex",
+    Rule("AG003", "no agent metric declaration lacks source_labels, metric_selectors or dimensions, nor a label "
+                  "matcher its label_names or regex (OTel), or writes an empty label_matcher (JSON path)",
          declarations_complete),
     Rule("AG004", "cwagentconfig.json validates against the agent's schema (--cwagent-schema)", agent_schema),
     Rule("AG005", "the agent's OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the "

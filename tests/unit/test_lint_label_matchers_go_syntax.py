@@ -132,3 +132,26 @@ def test_lint_and_the_agent_rendering_drop_a_declaration_with_a_matcher_awsemf_r
                                       {"label_names": ["gpu"], "regex": "^0$", **refused}]}
     assert judged(declaration, {}, ["gpu"]) == (False, False)
     assert not any(matched_by(declaration, {"gpu": gpu}) for gpu in ("0", "1", "15"))
+
+
+@pytest.mark.parametrize("written", ["", None])
+def test_an_empty_label_matcher_on_the_json_path_is_an_error_saying_awsemf_drops_the_declaration(
+        projects, written):  # noqa: F811
+    """The agent's translator (translator/translate/otel/exporter/awsemf/prometheus.go) makes source_labels and a
+    label_matcher written empty one awsemf label matcher of an empty regex, which LabelMatcher.init refuses ("regex not
+    specified for label matcher"): the declaration is dropped. AG003 says so; left out, label_matcher is no matcher."""
+    def empty(declarations):
+        _gpu_declaration(declarations)["label_matcher"] = written
+
+    def left_out(declarations):
+        del _gpu_declaration(declarations)["label_matcher"]
+
+    def ag003(edit):
+        return [f"{f.severity} {f.where}: {f.message}" for f in run([r for r in RULES if r.id == "AG003"],
+                                                                    lint_input(projects["classic"],
+                                                                               _edited(projects["classic"], edit)))]
+
+    said = ag003(empty)
+    assert len(said) == 1 and said[0].startswith("error ") and "label_matcher is empty" in said[0], said
+    assert "drops the declaration" in said[0] and "regex not specified for label matcher" in said[0], said
+    assert ag003(left_out) == []
