@@ -177,9 +177,11 @@ def _not_a_token(token: str) -> str | None:
     import re
 
     token = token.strip()
+    if not token:
+        return "is blank: it holds spaces alone"
     if re.match(r"[A-Za-z_]\w*=[^=]", token):
         return f"is written as an assignment ({token.split('=', 1)[0]}=...)"
-    if token[:1] in "\"'" or token[-1:] in "\"'":
+    if token[0] in "\"'" or token[-1] in "\"'":
         return "is written in quotes"
     if " " in token or "\t" in token:  # (a line break or other control character: the client's own check says it)
         return "holds a space: it is one word"

@@ -636,6 +636,9 @@ CASES = [
                                ("quoted", '"glsa_x"\n', "is written in quotes"))),
     environment("GRAFANA_TOKEN of two words", {"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": "glsa_x glsa_y"},
                 "GRAFANA_TOKEN", "the Grafana token holds a space", args=("plan", "--no-cloudwatch")),
+    # a token of spaces alone was said to be "written in quotes"
+    environment("GRAFANA_TOKEN of spaces", {"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": "   "},
+                "GRAFANA_TOKEN", "the Grafana token is blank", args=("plan", "--no-cloudwatch")),
     # read without end: a device (memory grew until the process was killed), a named pipe with no writer (waited on)
     environment("push with --token-file /dev/zero", {"GRAFANA_URL": "http://127.0.0.1:9"}, "/dev/zero",
                 "larger than", args=("push", "--skip-verify", "--token-file", "/dev/zero")),
