@@ -1,8 +1,9 @@
 """The agent's label matchers, judged as awsemf applies them over points shaped like the real exporter's.
 
-awsemf (metric_declaration.go) takes a point into a declaration when one of its label matchers' regex (Go's regexp,
-read here through go_regex_python) is found, unanchored, in the values of the matcher's label names joined by its separator, a missing label read as empty; the JSON
-path's source_labels and label_matcher are one such matcher joined by ';' (the agent's translator). Lint asks whether
+awsemf (metric_declaration.go) takes a point into a declaration when one of its label matchers' regex (Go's regexp)
+is found, unanchored, in the values of the matcher's label names joined by its separator, a missing label read as
+empty: each point is read as render/agent_otel.matched_by reads it. The JSON path's source_labels and label_matcher
+are one such matcher joined by ';' (the agent's translator; label_matcher left out: none). Lint asks whether
 every point of a set passes (a hand-edited matcher must drop none) or whether any does (the points the agent makes
 under a mark must pass none). Each label the matchers name is read at every value of the shapes real series carry
 (series_labels.REAL_VALUES; a label whose shapes are not known, at a placeholder): a matcher that only constrains a
@@ -31,7 +32,8 @@ Matcher = tuple[tuple[str, ...], str, str]  # (label names, separator, regex)
 def matchers(declaration: dict[str, Any]) -> list[dict[str, Any]]:
     """The declaration's label matchers in awsemf's terms (label_names, separator, regex): the OTel pipeline's as
     written, the JSON path's source_labels joined by ';' and matched by label_matcher (the agent's translator; one
-    without label_matcher is read as passing every point, as re read its empty regex)."""
+    without label_matcher passes every point; one whose label_matcher is written empty is read so too, though awsemf
+    drops that declaration: AG003 says so)."""
     if declaration.get("source_labels"):
         if not declaration.get("label_matcher"):
             return []
