@@ -234,14 +234,14 @@ def _context_hint(exc: BaseException) -> str | None:
 
 
 def _keyword_hint(exc: BaseException) -> str | None:
-    """For `Panel.__init__() got an unexpected keyword argument 'colour'` of a model class: the fields it takes, the
-    one meant first."""
+    """For `Panel.__init__() got an unexpected keyword argument 'colour'` of a model class (Python 3.13 adds its own
+    guess after it where a field is close: `. Did you mean 'color'?`): the fields it takes, the one meant first."""
     import re
 
     from . import model
 
-    found = re.fullmatch(r"(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'", str(exc)) \
-        if isinstance(exc, TypeError) else None
+    found = re.fullmatch(r"(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'(?:\. Did you mean '\w+'\?)?",
+                         str(exc)) if isinstance(exc, TypeError) else None
     kind = getattr(model, found.group(1), None) if found else None
     if kind is None or not hasattr(kind, "__dataclass_fields__") or not _called_there(exc, kind):
         return None

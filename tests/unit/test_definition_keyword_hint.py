@@ -50,3 +50,20 @@ def test_a_model_classs_unknown_keyword_still_names_its_fields(tmp_path, cli, mo
     monkeypatch.chdir(tmp_path)
     code, out, err = cli("generate", "--out", str(tmp_path / "out"))
     assert code == 2 and "did you mean 'rows'? Dashboard takes id, title, rows" in err, err
+
+
+def test_the_fields_are_named_after_python_3_13s_own_guess(tmp_path, cli, monkeypatch):
+    """Python 3.13 ends the message with its own guess where a field is close ("Alarm.__init__() got an unexpected
+    keyword argument 'sevrity'. Did you mean 'severity'?"): the fix still names the fields the class takes. The
+    definition raises the message as 3.13 writes it (the suite runs on the oldest Python gpudash takes)."""
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "mine.py").write_text(textwrap.dedent("""
+        from generator.model import Alarm
+
+        def alarms(ctx):
+            raise TypeError("Alarm.__init__() got an unexpected keyword argument 'sevrity'. Did you mean 'severity'?")
+        """))
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("generate", "--out", str(tmp_path / "out"))
+    assert code == 2 and "did you mean 'severity'? Alarm takes id, title" in err, err
