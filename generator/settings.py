@@ -636,8 +636,7 @@ def _said(error) -> str:
 def _shown_value(value: Any) -> str:
     """A value as YAML writes it (`null`, `true`, `85`, `'85'` for text that reads as a number), cut at 60 characters."""
     try:
-        shown = "no value (null)" if value is None else \
-            yaml.safe_dump(value, default_flow_style=True, width=1_000).strip().removesuffix("...").strip()
+        shown = "no value (null)" if value is None else _as_yaml(value)
     except RecursionError:  # a value nested deeper than the dumper goes (the loader reads deeper)
         shown = f"a {'list' if isinstance(value, list) else 'mapping'} nested {_depth(value)} deep"
     return shown if len(shown) <= 60 else f"{shown[:57]}..."
@@ -711,9 +710,13 @@ def _meant(value: Any, choices: list[Any]) -> str:
 def _yaml_key(key: Any) -> str:
     """A key or list index of the settings as YAML writes it: a mapping's keys may be numbers, null, true or dates
     (`1: 2`, `~: x`), never compared with text nor shown in Python's words (`None`, `datetime.date(...)`)."""
-    if isinstance(key, str):
-        return key
-    return yaml.safe_dump(key, default_flow_style=True).strip().removesuffix("...").strip()
+    return key if isinstance(key, str) else _as_yaml(key)
+
+
+def _as_yaml(value: Any) -> str:
+    """`value` as one line of YAML (`null`, `true`, `85`, `2024-01-01`, `[a, b]`), without the end-of-document mark
+    PyYAML writes after a lone scalar."""
+    return yaml.safe_dump(value, default_flow_style=True, width=1_000).strip().removesuffix("...").strip()
 
 
 def _error_path(error) -> tuple[list[Any], bool]:
