@@ -7,8 +7,10 @@ from collections.abc import Iterable
 
 
 def did_you_mean(name: str, known: Iterable[str], quoted: bool = True) -> str:
-    """"did you mean 'x'? " for the known name closest to `name` (difflib's ratio of at least 0.6), else ""."""
-    close = difflib.get_close_matches(name, sorted(known), n=1)
+    """"did you mean 'x'? " for the known name `name` is in another case (`Helm`, `GPU-CLUSTER`), else the one closest
+    to it (difflib's ratio of at least 0.6, which tells no case apart), else ""."""
+    known = sorted(known)
+    close = [one for one in known if one.lower() == name.lower()] or difflib.get_close_matches(name, known, n=1)
     if not close:
         return ""
     return f"did you mean {close[0]!r}? " if quoted else f"did you mean {close[0]}? "

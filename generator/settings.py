@@ -703,8 +703,7 @@ def _meant(value: Any, choices: list[Any]) -> str:
 
     if not isinstance(value, str) or not all(isinstance(choice, str) for choice in choices):
         return ""
-    same = [choice for choice in choices if choice.lower() == value.lower()]
-    return f"did you mean {same[0]!r}? " if same else did_you_mean(value, choices)
+    return did_you_mean(value, choices)
 
 
 def _yaml_key(key: Any) -> str:

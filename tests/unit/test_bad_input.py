@@ -526,6 +526,8 @@ CASES = [
     flags("verify --cluster mistyped", ("verify", "--cluster", "gpu-clustr"),
           "--cluster gpu-clustr: no such entry in clusters (gpu-cluster)", "fix: did you mean 'gpu-cluster'?"),
     flags("lint --disable of a rule id mistyped", ("lint", "--disable", "df01"), "no rule DF01; did you mean DF001?"),
+    # a name in another case: difflib's ratio tells no case apart, so none was named
+    flags("verify --cluster in capitals", ("verify", "--cluster", "GPU-CLUSTER"), "fix: did you mean 'gpu-cluster'?"),
     flags("lint --output xml", ("lint", "--output", "xml"), "xml"),
     flags("lint --grafana-schema nowhere", ("lint", "--grafana-schema", "nowhere"), "dashboard.jsonschema.json",
           where="nowhere"),
