@@ -336,17 +336,20 @@ def notes(project: Project) -> tuple[Note, ...]:
     return tuple(found)
 
 
-# What to do about a dashboard every panel of which the counters CSV left out (DF002). Not to drop it from the build
-# by itself: a dashboard no longer built is one `push --prune` deletes from Grafana, worse than an empty one.
-EMPTY_DASHBOARD_FIX = ("add its fields to the counters CSV (`gpudash lint` lists each panel left out, DF001), or leave "
-                       "the dashboard out of definitions.dashboards (then `push --prune` deletes it from Grafana)")
+# What to do about a dashboard left with no panel (DF002). Not to drop it from the build by itself: a dashboard no
+# longer built is one `push --prune` deletes from Grafana, worse than an empty one.
+EMPTY_DASHBOARD_FIX = ("add its panels' fields to the counters CSV (`gpudash lint` lists each panel left out, DF001) "
+                       "or give it a panel, or leave the dashboard out of definitions.dashboards (then `push --prune` "
+                       "deletes it from Grafana)")
 
 
 def empty_dashboards(project: Project) -> list[tuple[str, str]]:
-    """(where, message) of each dashboard definition left with no panel: the counters CSV collects none of the fields
-    its panels read (each panel a DF001 note), so it is written, and published, empty."""
-    return [(dashboard.defined_at, f"dashboard {dashboard.id!r} ({dashboard.title}) has no panel: the counters CSV "
-                                   "collects none of the fields its panels read, so it is written and published empty")
+    """(where, message) of each dashboard definition left with no panel, written, and published, empty: the counters
+    CSV collects none of the fields its panels read (each panel a DF001 note), or it defines none (which of the two
+    the dashboard does not record: a panel left out never reaches it)."""
+    return [(dashboard.defined_at, f"dashboard {dashboard.id!r} ({dashboard.title}) has no panel, so it is written "
+                                   "and published empty: the counters CSV collects none of the fields its panels read "
+                                   "(each a DF001 note), or it defines none")
             for dashboard in project.dashboards if not any(True for _ in dashboard.panels())]
 
 

@@ -26,7 +26,8 @@ def _notes(rule: str, severity: str = "note", fix: str = ""):
 # What the build left out and why, as it was made (the notes travel with a build in its manifest).
 NOTE_RULES = [
     Rule("DF001", "panels and alarms left out because the counters CSV does not collect their fields", _notes("DF001")),
-    Rule("DF002", "dashboards with no panel left: the counters CSV collects none of the fields their panels read",
+    Rule("DF002", "dashboards with no panel left: the counters CSV collects none of the fields their panels read, "
+         "or they define none",
          _notes("DF002", "warning", EMPTY_DASHBOARD_FIX)),
     Rule("CW013", "panels and alarms left out of CloudWatch because the Container Insights add-on does not "
                   "publish their fields (cloudwatch.source: container-insights)", _notes("CW013")),

@@ -87,10 +87,11 @@ def test_a_dashboard_whose_every_panel_is_left_out_is_warned_of_by_generate_and_
     code, _, stderr = cli("generate", "--csv", str(csv), "--out", str(tmp_path / "build"))
     assert code == 0, stderr
     warned = [line for line in stderr.splitlines() if "'health'" in line and line.startswith("warning:")]
-    assert warned == ["warning: dashboard 'health' (GPU health) has no panel: the counters CSV collects none of the "
-                      "fields its panels read, so it is written and published empty (lint DF002)"], stderr
-    assert "fix: add its fields to the counters CSV (`gpudash lint` lists each panel left out, DF001), or leave the " \
-           "dashboard out of definitions.dashboards" in stderr, stderr
+    assert warned == ["warning: dashboard 'health' (GPU health) has no panel, so it is written and published empty: "
+                      "the counters CSV collects none of the fields its panels read (each a DF001 note), or it defines "
+                      "none (lint DF002)"], stderr
+    assert "fix: add its panels' fields to the counters CSV (`gpudash lint` lists each panel left out, DF001) or give " \
+           "it a panel, or leave the dashboard out of definitions.dashboards" in stderr, stderr
     assert "gpudash-health" in {path.stem for path in (tmp_path / "build").rglob("*.json")}
     for args in ((), ("--from", str(tmp_path / "build"))):
         code, stdout, stderr = cli("lint", "--csv", str(csv), *args, "--output", "json")
@@ -98,6 +99,21 @@ def test_a_dashboard_whose_every_panel_is_left_out_is_warned_of_by_generate_and_
         found = [f for f in json.loads(stdout)["findings"] if f["rule"] == "DF002"]
         assert [(f["severity"], f["where"].split(":")[0]) for f in found] == [("warning", "dashboards/gpu_health.py")]
         assert found[0]["message"].startswith("dashboard 'health' (GPU health) has no panel"), found
+
+
+def test_a_dashboard_defined_with_no_panel_is_not_blamed_on_the_counters_csv(tmp_path, cli):
+    """A dashboard a definition makes with no panel, every field collected: DF002 warns of it, naming that it may
+    define none (it said only that the counters CSV collects none of its panels' fields, which left nothing out)."""
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "placeholder.py").write_text(
+        "from generator.model import Dashboard\n\n\ndef dashboards(ctx):\n"
+        "    return [Dashboard(id='later', title='Later', rows=[])]\n")
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [dashboards]\n")
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "build"))
+    assert code == 0, stderr
+    warned = [line for line in stderr.splitlines() if line.startswith("warning: dashboard 'later'")]
+    assert len(warned) == 1 and warned[0].endswith("or it defines none (lint DF002)"), stderr
+    assert "give it a panel" in stderr and "DF001 note" not in stderr.replace(warned[0], ""), stderr
 
 
 def test_with_every_field_collected_no_dashboard_is_empty(tmp_path, cli):
