@@ -48,7 +48,7 @@ from typing import Iterable
 
 import yaml
 
-from generator.go_regex_python import go_compiled
+from generator.go_regex_python import Unreadable, go_compiled
 
 
 @dataclass(frozen=True)
@@ -359,6 +359,37 @@ class Pipeline:
         return copied
 
 
+def awsemf_initialised(declaration: dict) -> bool:
+    """awsemf's MetricDeclaration.init, which Config.Validate runs on each declaration, dropping one it refuses
+    ("Dropped metric declaration."): no metric_name_selectors; a label matcher without label names or regex, or whose
+    regex Go's regexp.Compile refuses. A selector Go refuses is compiled with regexp.MustCompile: the agent stops as it
+    starts (raised here)."""
+    if not declaration.get("metric_name_selectors"):
+        return False
+    for selector in declaration["metric_name_selectors"]:
+        go_compiled(selector)
+    for matcher in declaration.get("label_matchers") or []:
+        if not matcher.get("label_names") or not matcher.get("regex"):
+            return False
+        try:
+            go_compiled(matcher["regex"])
+        except Unreadable as exc:
+            if not exc.refused:  # Go takes it: the model cannot tell what it passes
+                raise
+            return False
+    return True
+
+
+def _translated(declaration: dict) -> dict:
+    """A JSON-path declaration as the agent's translator (translate/otel/exporter/awsemf/prometheus.go) hands it to
+    awsemf: source_labels and label_matcher, where both are written (label_matcher empty too), one label matcher."""
+    translated = {"metric_name_selectors": declaration.get("metric_selectors")}
+    if "source_labels" in declaration and "label_matcher" in declaration:
+        translated["label_matchers"] = [{"label_names": declaration["source_labels"],
+                                         "regex": declaration["label_matcher"]}]
+    return translated
+
+
 class JsonAgent(Pipeline):
     """The agent's JSON `prometheus` path (agent.pipeline: classic)."""
 
@@ -372,9 +403,10 @@ class JsonAgent(Pipeline):
         self.cluster_name = prometheus.get("cluster_name")
         emf = prometheus["emf_processor"]
         self.namespace = emf.get("metric_namespace", "ContainerInsights/Prometheus")
-        # Declarations without source_labels or metric_selectors are dropped by the agent.
+        # Declarations without source_labels or metric_selectors are dropped by the agent, and those awsemf drops.
         self.declarations = [d for d in emf.get("metric_declaration", [])
-                             if d.get("source_labels") and d.get("metric_selectors")]
+                             if d.get("source_labels") and d.get("metric_selectors")
+                             and awsemf_initialised(_translated(d))]
         # a counter's previous reading: (value, when its scrape was handled), kept as delta_calculator.go keeps it
         self._previous: dict[tuple, tuple[float, float]] = {}
         self._last_cleanup = 0.0  # the scrape time of the cache's last clean-up

@@ -54,33 +54,12 @@ import pickle
 import re
 from dataclasses import dataclass, field
 
-from generator.go_regex_python import Unreadable, go_compiled
-from tests.support.cloudwatch_agent import (Datapoint, LogEvents, Pipeline, Scrape, _relabeled, datapoints,
-                                              declared_sets, exposition, safe_load, safe_load_all)
+from generator.go_regex_python import go_compiled
+from tests.support.cloudwatch_agent import (Datapoint, LogEvents, Pipeline, Scrape, _relabeled, awsemf_initialised,
+                                              datapoints, declared_sets, exposition, safe_load, safe_load_all)
 
 OTEL_KEY = "gpudash-otel.yaml"
 CACHE_TTL = 900.0  # internal/aws/metrics: cleanInterval (the fork's 15 minutes, see the module docstring)
-
-
-def _initialised(declaration: dict) -> bool:
-    """awsemf's MetricDeclaration.init, which Config.Validate runs on each declaration, dropping one it refuses
-    ("Dropped metric declaration."): no metric_name_selectors; a label matcher without label names or regex, or whose
-    regex Go's regexp.Compile refuses. A selector Go refuses is compiled with regexp.MustCompile: the agent stops as it
-    starts (raised here)."""
-    if not declaration.get("metric_name_selectors"):
-        return False
-    for selector in declaration["metric_name_selectors"]:
-        go_compiled(selector)
-    for matcher in declaration.get("label_matchers") or []:
-        if not matcher.get("label_names") or not matcher.get("regex"):
-            return False
-        try:
-            go_compiled(matcher["regex"])
-        except Unreadable as exc:
-            if not exc.refused:  # Go takes it: the model cannot tell what it passes
-                raise
-            return False
-    return True
 
 
 class _ByIdentity:
@@ -355,7 +334,7 @@ class OtelAgent(Pipeline):
         self.declarations = [
             ([(m["label_names"], m.get("separator") or ";", m["regex"]) for m in d.get("label_matchers") or []],
              d["metric_name_selectors"], declared_sets(d["dimensions"]))
-            for d in emf.get("metric_declarations") or [] if _initialised(d)]
+            for d in emf.get("metric_declarations") or [] if awsemf_initialised(d)]
         self.dropped: list[tuple[str, dict, float]] = []  # what the filter dropped: (name, labels, value)
         self.exported: set[str] = set()  # the metrics that reached awsemf (a field of its log events)
         self.events: LogEvents | None = None  # set to a LogEvents to record the EMF log events written

@@ -139,7 +139,8 @@ def test_an_empty_label_matcher_on_the_json_path_is_an_error_saying_awsemf_drops
         projects, written):  # noqa: F811
     """The agent's translator (translator/translate/otel/exporter/awsemf/prometheus.go) makes source_labels and a
     label_matcher written empty one awsemf label matcher of an empty regex, which LabelMatcher.init refuses ("regex not
-    specified for label matcher"): the declaration is dropped. AG003 says so; left out, label_matcher is no matcher."""
+    specified for label matcher"): the declaration is dropped, and the agent model publishes the per-GPU set for no GPU.
+    AG003 says so; left out, label_matcher is no matcher: every GPU is published."""
     def empty(declarations):
         _gpu_declaration(declarations)["label_matcher"] = written
 
@@ -151,6 +152,8 @@ def test_an_empty_label_matcher_on_the_json_path_is_an_error_saying_awsemf_drops
                                                                     lint_input(projects["classic"],
                                                                                _edited(projects["classic"], edit)))]
 
+    assert _published(_edited(projects["classic"], empty), "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
+    assert len(_published(_edited(projects["classic"], left_out), "DCGM_FI_DEV_GPU_TEMP", GPU_SET)) == 3
     said = ag003(empty)
     assert len(said) == 1 and said[0].startswith("error ") and "label_matcher is empty" in said[0], said
     assert "drops the declaration" in said[0] and "regex not specified for label matcher" in said[0], said
