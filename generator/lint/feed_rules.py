@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache, lru_cache
 from pathlib import Path
@@ -119,7 +120,7 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
     """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor (and the 0 of
     a field whose 0 DCGM writes for "not supported")."""
     from ..render.agent_otel import (FILTER, MARKERS, UNUSED_PREFIX, ZERO_UNREAD_TEST, _level_fields, _merged_names,
-                                     _unused_fields, blank_conditions, filter_conditions, level_blank_conditions,
+                                     _unused_fields, blank_conditions, level_blank_conditions,
                                      merged_blank_conditions, scrape_series, total_blank_conditions)
 
     for cluster in subject.clusters():
@@ -159,16 +160,17 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
                                  "the 0 DCGM writes for these fields where a GPU cannot read them would reach "
                                  "CloudWatch as a reading" if condition.endswith(ZERO_UNREAD_TEST) else
                                  "DCGM's blank values of these fields would reach CloudWatch"))
+        written = _written(subject, agent.otel, published)
         if FILTER not in unrun:
-            written = filter_conditions(subject.catalog, subject.settings, _otel_declarations(agent.otel), published)
             for condition in filtered:
-                if condition not in written:
+                if condition not in written[FILTER]["metrics"]["datapoint"]:
                     yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {FILTER}",
                                   f"the filter holds `{condition}`, which gpudash does not write: a datapoint it "
                                   "matches is dropped before it is published, so the widgets and alarms reading "
                                   "its field would miss those readings (gpudash's own conditions drop only what is no "
                                   "reading): remove it, or run `gpudash generate` and apply its agent configuration")
-        yield from _states_made_gauges(subject, agent.otel, cluster, published, unrun)
+        yield from _states_made_gauges(subject, agent.otel, cluster, published, unrun, written)
+        yield from _processors_written(agent.otel, cluster, unrun, written)
         if MARKERS not in unrun:
             yield from _markers_dropped(agent.otel, cluster)
         yield from _no_data_flag(agent.otel, cluster)
@@ -176,18 +178,34 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         yield from _pipeline_runs(subject.artifacts.agent(cluster.name), agent, cluster, unrun)
 
 
+_WRITTEN: dict[tuple, dict[str, Any]] = {}  # (catalog, settings, declarations, fields) -> the processors written
+
+
+def _written(subject: LintInput, otel: dict[str, Any], published: list[str]) -> dict[str, Any]:
+    """The processors gpudash writes for the declarations of `otel` and the fields `published` (render/agent_otel.
+    processors), worked out once for the clusters that publish alike (a fleet's agents mostly do)."""
+    from ..render.agent_otel import processors
+
+    declarations = _otel_declarations(otel)
+    key = (id(subject.catalog), id(subject.settings), json.dumps(declarations, sort_keys=True, default=str),
+           tuple(published))
+    if key not in _WRITTEN:
+        if len(_WRITTEN) > 64:
+            _WRITTEN.clear()
+        _WRITTEN[key] = processors(subject.catalog, subject.settings, declarations, published)
+    return _WRITTEN[key]
+
+
 def _states_made_gauges(subject: LintInput, otel: dict[str, Any], cluster: Cluster, published: list[str],
-                        unrun: list[str]) -> Iterable[Finding]:
+                        unrun: list[str], written: dict[str, Any]) -> Iterable[Finding]:
     """The fields the exporter serves as counters whose readings are a state or a windowed count (DCGM's health status)
     are made gauges first, as gpudash writes it (render/agent_otel.retyped): otherwise awsemf publishes the differences
     between readings, and a GPU failing all along reads 0."""
-    from ..render.agent_otel import PIPELINE, RETYPE, retyped
+    from ..render.agent_otel import PIPELINE, RETYPE
 
     if RETYPE in unrun:  # (_pipeline_runs names it)
         return
-    written = retyped(subject.catalog, published)
-    running = (otel.get("processors") or {}).get(RETYPE)
-    if written != running:
+    if written.get(RETYPE) != (otel.get("processors") or {}).get(RETYPE):
         names = [n for n in published if n in subject.catalog and subject.catalog.get(n).retyped]
         yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {RETYPE}",
                       (f"the pipeline does not make gauges of {', '.join(names)} as gpudash writes it (a state or a "
@@ -196,6 +214,30 @@ def _states_made_gauges(subject: LintInput, otel: dict[str, Any], cluster: Clust
                        f"generate` does and list it first in {PIPELINE}'s processors") if names else
                       f"{RETYPE} is not one gpudash writes: it changes the type of fields the widgets and alarms "
                       "read; remove it")
+
+
+def _processors_written(otel: dict[str, Any], cluster: Cluster, unrun: list[str],
+                        written: dict[str, Any]) -> Iterable[Finding]:
+    """The processors that make what the widgets and alarms read from the scrapes (the pods' totals, a GPU's reading
+    once, a node's totals, the merged counters, the unused shares, the flags past a level) are as gpudash writes them
+    for the sets awsemf publishes (render/agent_otel.processors), and the pipeline runs no other: one edited by hand
+    (a `max` made `sum`, a level changed, a statement emptied) publishes other values under the same names. The blank
+    filters, the gauges, the no-data flag and the batch are judged on their own (above; AG006)."""
+    from ..render.agent_otel import BATCH, FILTER, MARKERS, PIPELINE, RETYPE, TRANSFORM
+
+    running = otel.get("processors") or {}
+    where = f"{agent_file(cluster.name)} {OTEL_KEY}"
+    for name in sorted((set(written) | set(running)) - {BATCH, FILTER, MARKERS, RETYPE, TRANSFORM} - set(unrun)):
+        if name not in written:
+            yield Finding("AG005", "error", f"{where} {name}",
+                          f"{name} is not a processor gpudash writes: it changes what the pipeline publishes under "
+                          f"the names the widgets and alarms read; remove it from {PIPELINE}'s processors")
+        elif running.get(name) != written[name]:
+            yield Finding("AG005", "error", f"{where} {name}",
+                          f"{name} is {'missing' if name not in running else 'not as gpudash writes it'} for the "
+                          "fields and dimension sets this agent publishes: the values it makes (pods' totals, a GPU's "
+                          "reading once, merged counters, unused shares, flags past a level) would be others under "
+                          "the same names; write it as `gpudash generate` does")
 
 
 def _pipeline_runs(defined, running, cluster: Cluster, unrun: list[str]) -> Iterable[Finding]:
@@ -1495,8 +1537,8 @@ RULES = (
          declarations_complete),
     Rule("AG004", "cwagentconfig.json validates against the agent's schema (--cwagent-schema)", agent_schema),
     Rule("AG005", "the agent's OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the "
-                  "field's floor, and nothing else, after making gauges of the states the exporter serves as counters "
-                  "(agent.pipeline: otel)", blanks_filtered),
+                  "field's floor, and nothing else, after making gauges of the states the exporter serves as counters; "
+                  "its processors are the ones gpudash writes (agent.pipeline: otel)", blanks_filtered),
     Rule("AG006", "each counter's next reading reaches the agent's delta cache before it forgets the previous one "
                   f"({CACHE_TTL['classic'] // 60} minutes on agent.pipeline: classic, {CACHE_TTL['otel'] // 60} on "
                   "otel), and readings are sent within the minute the now values read", counters_kept),

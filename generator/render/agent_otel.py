@@ -1283,6 +1283,52 @@ def cluster_exporter(publishes: dict[str, Any], cluster: Cluster, log_group: str
     }
 
 
+def processors(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
+               shipped: Iterable[str]) -> dict[str, Any]:
+    """The pipeline's processors, in the order it runs them, for awsemf's `declarations` and the `shipped` fields
+    (lint AG005 compares the running ones with them)."""
+    shipped = list(shipped)
+    copied = pod_copies(catalog, settings, declarations, shipped)
+    # a pod's sums before the blank filter (one holding a blank is dropped), its counts of GPUs (and a node's
+    # total of a field whose instances average) after it
+    totals = pod_totals(catalog, declarations, copied, after_filter=False)
+    counts = pod_totals(catalog, declarations, copied, after_filter=True)
+    unused = _unused_fields(catalog, declarations)
+    levels = _level_fields(catalog, declarations)
+    gauges = retyped(catalog, shipped)
+    result = {RETYPE: gauges} if gauges else {}
+    result[MARKERS] = {"error_mode": "ignore", "metrics": {"datapoint": [STALE_MARKER]}}
+    copies = [*unused_copies(unused), *level_copies(levels), *totals, *once_sums(catalog, declarations),
+              *namespace_sums(catalog, declarations), *device_merges(catalog, settings, declarations, shipped)]
+    result.update({TOTALS: escaped({"transforms": copies})} if copies else {})
+    result[FILTER] = {"error_mode": "ignore", "metrics": {
+        "datapoint": filter_conditions(catalog, settings, declarations, shipped)}}
+    if unused:
+        result[UNUSED] = unused_shares(catalog, unused)
+    if levels:
+        result[LEVELS] = level_flags(levels)
+    merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
+    # a node's total of a field whose copies it merges, from the merged copy before it takes its name back
+    node_merged = node_merged_totals(catalog, declarations, copied)
+    merge["transforms"][-1:-1] = node_merged
+    # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
+    merge["transforms"] = [*counts, *once_per_gpu(catalog, declarations), *namespace_readings(catalog, declarations),
+                           *merge["transforms"]]
+    made = _total_fields(catalog, declarations)
+    merge["transforms"] += [totals_renamed(any(GPU_DIMENSION in pod for _, _, pod, _ in made),
+                                           any(POD_DIMENSION not in pod for _, _, pod, _ in made))] \
+        if totals or counts or node_merged else []
+    merge["transforms"] += namespace_renamed(catalog, declarations)
+    merge["transforms"] += [unused_renamed()] if unused else []
+    merge["transforms"] += [level_renamed()] if levels else []
+    if merge["transforms"]:
+        result[MERGE] = escaped(merge)
+    if samples_published(declarations):
+        result[TRANSFORM] = no_data_flag()
+    result[BATCH] = {"timeout": f"{settings.agent.force_flush_interval}s"}
+    return result
+
+
 class Pipeline:
     """The parts of the collector configuration every cluster shares, made once and held by every
     cluster's configuration (serialize.to_yaml_alike compares the rest, a few values, and writes them)."""
@@ -1290,46 +1336,7 @@ class Pipeline:
     def __init__(self, catalog: Catalog, settings: Settings, emf: dict[str, Any], shipped: Iterable[str]):
         self.jobs: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # id(scrape config) -> (it, escaped)
         self.publishes = _publishes(catalog, emf)
-        shipped = list(shipped)
-        declarations = self.publishes["metric_declarations"]
-        copied = pod_copies(catalog, settings, declarations, shipped)
-        # a pod's sums before the blank filter (one holding a blank is dropped), its counts of GPUs (and a node's
-        # total of a field whose instances average) after it
-        totals = pod_totals(catalog, declarations, copied, after_filter=False)
-        counts = pod_totals(catalog, declarations, copied, after_filter=True)
-        unused = _unused_fields(catalog, declarations)
-        levels = _level_fields(catalog, declarations)
-        gauges = retyped(catalog, shipped)
-        self.processors = {RETYPE: gauges} if gauges else {}
-        self.processors[MARKERS] = {"error_mode": "ignore", "metrics": {"datapoint": [STALE_MARKER]}}
-        copies = [*unused_copies(unused), *level_copies(levels), *totals, *once_sums(catalog, declarations),
-                  *namespace_sums(catalog, declarations), *device_merges(catalog, settings, declarations, shipped)]
-        self.processors.update({TOTALS: escaped({"transforms": copies})} if copies else {})
-        self.processors[FILTER] = {"error_mode": "ignore", "metrics": {
-            "datapoint": filter_conditions(catalog, settings, declarations, shipped)}}
-        if unused:
-            self.processors[UNUSED] = unused_shares(catalog, unused)
-        if levels:
-            self.processors[LEVELS] = level_flags(levels)
-        merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
-        # a node's total of a field whose copies it merges, from the merged copy before it takes its name back
-        node_merged = node_merged_totals(catalog, declarations, copied)
-        merge["transforms"][-1:-1] = node_merged
-        # a GPU's readings once first: the pods' totals take their field's name back after it (totals_renamed)
-        merge["transforms"] = [*counts, *once_per_gpu(catalog, declarations), *namespace_readings(catalog, declarations),
-                               *merge["transforms"]]
-        made = _total_fields(catalog, declarations)
-        merge["transforms"] += [totals_renamed(any(GPU_DIMENSION in pod for _, _, pod, _ in made),
-                                               any(POD_DIMENSION not in pod for _, _, pod, _ in made))] \
-            if totals or counts or node_merged else []
-        merge["transforms"] += namespace_renamed(catalog, declarations)
-        merge["transforms"] += [unused_renamed()] if unused else []
-        merge["transforms"] += [level_renamed()] if levels else []
-        if merge["transforms"]:
-            self.processors[MERGE] = escaped(merge)
-        if samples_published(declarations):
-            self.processors[TRANSFORM] = no_data_flag()
-        self.processors[BATCH] = {"timeout": f"{settings.agent.force_flush_interval}s"}
+        self.processors = processors(catalog, settings, self.publishes["metric_declarations"], shipped)
         self.retention_days = settings.agent.log_retention_days
         self.service = {"pipelines": {PIPELINE: {"receivers": [RECEIVER], "processors": list(self.processors),
                                                  "exporters": [EXPORTER]}}}

@@ -132,3 +132,95 @@ def test_a_condition_added_to_the_blank_filter_fails_ag005(project, added, gone)
         "datapoint it matches is dropped before it is published, so the widgets and alarms reading its field would "
         "miss those readings (gpudash's own conditions drop only what is no reading): remove it, or run `gpudash "
         "generate` and apply its agent configuration"]
+
+
+# GPU 0 (ml/train) at 90 °C and 30 % busy, GPU 1 (no pod) at 60 °C
+READINGS = ("# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
+            f'DCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="GPU-0",Hostname="{NODE}",pod="train",namespace="ml"}} 90\n'
+            f'DCGM_FI_DEV_GPU_TEMP{{gpu="1",UUID="GPU-1",Hostname="{NODE}"}} 60\n'
+            "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
+            f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",UUID="GPU-0",Hostname="{NODE}",pod="train",namespace="ml"}} 30\n')
+
+
+def _made(artifacts) -> dict[str, list[float]]:
+    """The values the agent model publishes at the second scrape of READINGS, of the sets the processors make: the
+    temperature alarm's flags past 80 °C per GPU, the idle alarm's unused share per pod GPU, a pod's count of GPUs
+    reading a temperature, the node's total of temperatures."""
+    config, job = agent_config(encode(artifacts)[AGENT])
+    agent = Agent(config, job)
+    made: dict[str, list[float]] = {}
+    for point in (p for k in range(2) for p in agent.scrape(Scrape(k * 30.0, READINGS, target_labels(job, NODE)))
+                  if p.timestamp == 30.0):
+        dims = point.dims()
+        kind = ("flag past 80" if "above 80" in dims else "unused share" if "share" in dims else
+                "pod's GPUs" if "pod_gpus" in dims else "node total" if dims.get("node_mean") == "sum" else None)
+        if kind:
+            made.setdefault(f"{point.metric} {kind}", []).append(point.value)
+    return {key: sorted(values) for key, values in made.items()}
+
+
+def _processor_edited(project, name: str, edit):
+    artifacts = build(project, grafana=False)
+    agent = artifacts.agents[0]
+    otel = copy.deepcopy(agent.otel)
+    edit(otel["processors"][name])
+    return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+
+
+def _statements(processor: dict, edit) -> None:
+    statements = processor["metric_statements"][0]["statements"]
+    statements[:] = edit(statements)
+
+
+def _aggregations(processor: dict, before: str, after: str) -> None:
+    for transform in processor["transforms"]:
+        for operation in transform.get("operations", []):
+            if operation.get("aggregation_type") == before:
+                operation["aggregation_type"] = after
+
+
+AS_BUILT = {"DCGM_FI_DEV_GPU_TEMP flag past 80": [0.0, 1.0], "DCGM_FI_DEV_GPU_UTIL unused share": [70.0],
+            "DCGM_FI_DEV_GPU_TEMP pod's GPUs": [1.0], "DCGM_FI_DEV_GPU_TEMP node total": [150.0],
+            "DCGM_FI_DEV_GPU_UTIL node total": [30.0]}
+EDITS = {  # processor: (a person's edit, what the agent then publishes that differs from AS_BUILT)
+    "transform/gpudash-levels": (lambda p: _statements(p, lambda s: []),
+                                 {"DCGM_FI_DEV_GPU_TEMP flag past 80": [60.0, 90.0]}),
+    "transform/gpudash-unused": (lambda p: _statements(p, lambda s: s[:1]),
+                                 {"DCGM_FI_DEV_GPU_UTIL unused share": [30.0]}),
+    "metricstransform/gpudash": (lambda p: _aggregations(p, "sum", "max"),
+                                 {"DCGM_FI_DEV_GPU_TEMP node total": [90.0]}),
+}
+
+
+def test_as_built_the_processors_make_the_values_the_alarms_read(project):
+    artifacts = build(project, grafana=False)
+    assert _made(artifacts) == AS_BUILT
+    assert _findings(project, artifacts, "AG005") == []
+
+
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_a_processor_edited_by_hand_fails_ag005(project, name):
+    """A processor that makes the values the alarms read (flags past a level, unused shares, a node's totals), edited by
+    hand: the agent publishes other values under the same names; lint said nothing of it."""
+    edit, published = EDITS[name]
+    artifacts = _processor_edited(project, name, edit)
+    assert _made(artifacts) == {**AS_BUILT, **published}
+    assert _findings(project, artifacts, "AG005") == [
+        f"AG005 {AGENT} gpudash-otel.yaml {name}: {name} is not as gpudash writes it for the fields and dimension sets "
+        "this agent publishes: the values it makes (pods' totals, a GPU's reading once, merged counters, unused "
+        "shares, flags past a level) would be others under the same names; write it as `gpudash generate` does"]
+
+
+def test_a_processor_gpudash_does_not_write_fails_ag005(project):
+    """A processor of a person's own in the pipeline, here one scaling every temperature, is named."""
+    artifacts = build(project, grafana=False)
+    agent = artifacts.agents[0]
+    otel = copy.deepcopy(agent.otel)
+    otel["processors"]["transform/mine"] = {"metric_statements": [{"context": "datapoint", "statements": [
+        'set(value_double, value_double * 2) where metric.name == "DCGM_FI_DEV_GPU_TEMP"']}]}
+    otel["service"]["pipelines"][PIPELINE]["processors"].insert(0, "transform/mine")
+    artifacts = replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+    assert _findings(project, artifacts, "AG005") == [
+        f"AG005 {AGENT} gpudash-otel.yaml transform/mine: transform/mine is not a processor gpudash writes: it changes "
+        f"what the pipeline publishes under the names the widgets and alarms read; remove it from {PIPELINE}'s "
+        "processors"]
