@@ -475,13 +475,13 @@ def unrecorded(renamed_from: tuple[str, ...], clusters: tuple[str, ...], records
         return []
     known = sorted(seen - set(clusters))
     no_project = removed is not None and not project  # (CloudWatch objects are read for what they record by project)
-    if not no_project and not any(did_you_mean(name, known) for _, name in unknown):
+    guesses = "".join(did_you_mean(name, known) for _, name in unknown)
+    if not no_project and not guesses:
         return [name for _, name in unknown]
     whose = f"of project {project!r}" if project else "of no project"
     named = " ".join(f"'{name}'" for _, name in unknown)
     flags = {flag for flag, _ in unknown}
     verb = " or ".join(sorted({"rename" if flag == "--renamed-from" else "prune" for flag in flags}))
-    guesses = "".join(did_you_mean(name, known) for _, name in unknown)
     regions = "" if removed is None else (
         "; if the old cluster's alarms are in a Region these settings no longer use, add --former-region REGION")
     if no_project:
