@@ -65,19 +65,15 @@ def fleet_presence(series: list[dict[str, str]], metric: str) -> str:
     return "".join(at(k) for k in range(max(map(len, rows))))
 
 
-# functions whose answer is one of all the series they read, as an aggregation without grouping: absent() and
-# absent_over_time() are empty where any story has a series, scalar() is NaN where two do
-ACROSS_SERIES = ("absent", "absent_over_time", "scalar")
-
-
 def kept_apart(exprs: list[str], metric: str) -> bool:
     """Whether no expression of `exprs` can read one story's series with another's (each its own cluster): each
     aggregation groups by the cluster or the UUID, each join matches on the cluster, no function reads all its series
-    as one (ACROSS_SERIES), but where one side reads the fleet's presence alone (count(metric),
+    as one (promtool_rules.ACROSS_SERIES), but where one side reads the fleet's presence alone (count(metric),
     absent_over_time(metric[...]), the same in each story: fleet_presence) or no series (numbers, vector())."""
     import promql_parser as p
 
     from generator.lint.promql_checks import parse
+    from tests.support.promtool_rules import ACROSS_SERIES
 
     def children(node) -> tuple:
         if isinstance(node, p.AggregateExpr):

@@ -321,11 +321,6 @@ def joins_across_stories(exprs: list[str]) -> bool:
     from generator.lint.promql_checks import parse, walk  # parse: the text as Prometheus reads it (lint's parse)
     from generator.promql import GPU_LABEL
 
-    def reads_series(node) -> bool:
-        found = []
-        walk(node, lambda n: found.append(n) if isinstance(n, promql_parser.VectorSelector) else None, lambda n: None)
-        return bool(found)
-
     joins = []
 
     def visit(node) -> None:
@@ -335,6 +330,35 @@ def joins_across_stories(exprs: list[str]) -> bool:
     for expr in exprs:
         walk(parse(expr), visit, lambda node: None)
     return any(ignoring or not named & {GPU_LABEL, "namespace", "node", "UUID"} for ignoring, named in joins)
+
+
+def reads_series(node) -> bool:
+    """Whether the parsed expression `node` reads some series (a selector), not numbers alone."""
+    import promql_parser
+
+    from generator.lint.promql_checks import walk
+
+    found = []
+    walk(node, lambda n: found.append(n) if isinstance(n, promql_parser.VectorSelector) else None, lambda n: None)
+    return bool(found)
+
+
+# functions whose answer is one of all the series they read, as an aggregation without grouping: absent() and
+# absent_over_time() are empty where any story has a series, scalar() is NaN where two do
+ACROSS_SERIES = ("absent", "absent_over_time", "scalar")
+
+
+def reads_across_series(expr: str) -> bool:
+    """Whether `expr` calls a function of ACROSS_SERIES on some series: judged on several stories at once, it answers
+    for them all."""
+    import promql_parser
+
+    from generator.lint.promql_checks import parse, walk
+
+    found = []
+    walk(parse(expr), lambda n: found.append(n) if isinstance(n, promql_parser.Call) and n.func.name in ACROSS_SERIES
+         and reads_series(n) else None, lambda n: None)
+    return bool(found)
 
 
 def stories_own(text: str, k: int) -> str:
@@ -373,8 +397,9 @@ def without_joins_kept_apart(expr: str) -> str:
 
 def judged_apart(expr: str) -> bool:
     """Whether `expr` can be judged on several stories at once, each under its own marks (stories_own): none of its
-    joins can match one story's series with another's (without_joins_kept_apart, then test_gauge_twins' check)."""
-    return not joins_across_stories([without_joins_kept_apart(expr)])
+    joins can match one story's series with another's (without_joins_kept_apart, then test_gauge_twins' check), and
+    no function answers for all the stories' series at once (reads_across_series)."""
+    return not joins_across_stories([without_joins_kept_apart(expr)]) and not reads_across_series(expr)
 
 
 def stories_alert_failure(folder, rule: dict, stories, ends, fires, stored, step: int, name: str) -> str | None:

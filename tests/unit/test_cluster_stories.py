@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.cluster_stories import fleet_presence, kept_apart, story_own
+from tests.support.promtool_rules import judged_apart
 
 METRIC = "DCGM_FI_DEV_GPU_TEMP"
 
@@ -58,3 +59,16 @@ def test_a_story_s_series_are_marked_its_own_and_a_gpu_without_uuid_is_refused()
                                               'kube_node_created{cluster="s3",node="n"}']
     with pytest.raises(AssertionError):
         story_own([{"series": f'{METRIC}{{gpu="0",node="n"}}', "values": "1"}], 0, METRIC)
+
+
+@pytest.mark.parametrize("expr, apart", [
+    ("max by (node, gpu) (x)", True),
+    ("x and on (node, gpu) y", True),
+    ("x and on () y", False),
+    ('x * scalar(y{node="n"})', False),  # NaN where two stories have the node's series: every story's x then
+    ("x * scalar(vector(2))", True),  # numbers: the same for every story
+    ('absent_over_time(x{node="n"}[5m])', False),  # empty where any story has a series of it
+])
+def test_stories_told_apart_by_their_names_are_kept_apart_only_where_nothing_answers_for_all(expr, apart):
+    """judged_apart (stories marked by namespace, node and UUID: promtool_rules.stories_own)."""
+    assert judged_apart(expr) is apart
