@@ -1064,7 +1064,7 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
             if stopped:
                 outcomes.append(Outcome(change, done=False, error=stopped, status=FAILED))
                 continue
-            sent = _writes_sent(client)
+            sent = _writes_sent(client, change)
             try:
                 written = True
                 if change.kind == "folder":
@@ -1090,12 +1090,13 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
             except KeyboardInterrupt:  # a second Ctrl-C: the call under way is not waited for; the report is made
                 client.deadline.stopped_at_once()
                 outcomes.append(Outcome(change, done=False, status=FAILED,
-                                        error=UNDER_WAY if _writes_sent(client) > sent else NOT_STARTED))
+                                        error=UNDER_WAY if _writes_sent(client, change) > sent else NOT_STARTED))
                 stopped = NOT_STARTED
             tick()
     return outcomes
 
 
-def _writes_sent(client: GrafanaClient) -> int:
-    """The writes (saves, folder creates, deletes) that may have reached Grafana so far."""
-    return client.sent.get("POST", 0) + client.sent.get("DELETE", 0)
+def _writes_sent(client: GrafanaClient, change: Change) -> int:
+    """The requests of the kind that writes `change` that may have reached Grafana so far: a delete's DELETE (not the
+    unchanged save before it, which changes nothing), else a save's or folder create's POST."""
+    return client.sent.get("DELETE" if change.action == DELETE else "POST", 0)

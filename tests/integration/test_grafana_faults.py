@@ -493,3 +493,18 @@ def test_a_second_ctrl_c_stops_at_once_and_still_lists_what_was_written_and_what
     for uid in (written, under_way):
         assert content_of(grafana.state.dashboards[uid]) == {k: v for k, v in desired[uid].items() if k != "id"}
     assert RETIRED in grafana.state.dashboards and len([w for w in grafana.writes() if w[0] == "POST"]) == 2
+
+
+def test_a_second_ctrl_c_before_a_delete_is_sent_says_it_was_not_attempted(grafana, proxy, run):
+    """Ctrl-C twice while gpudash reads what people made around the retired dashboard, after its unchanged save and
+    before its DELETE: the delete was listed as under way when it stopped, which may have happened (the unchanged save
+    counted as its write), though no DELETE was sent. It is not attempted, and the dashboard is there."""
+    from generator.clients.deadline import NOT_STARTED
+    from tests.support.ctrl_c import sigint_handled, twice
+
+    proxy.inject(Rule(r"^/api/playlists$", method="GET", action="before", skip=1, callback=twice))
+    with sigint_handled():
+        code, report, stderr = run()
+    assert code == 130 and proxy.faults(), stderr
+    assert {f["name"]: f["error"] for f in report["failed"]}[RETIRED] == NOT_STARTED, report["failed"]
+    assert RETIRED in grafana.state.dashboards and ("DELETE", f"/api/dashboards/uid/{RETIRED}") not in grafana.state.log
