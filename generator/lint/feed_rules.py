@@ -561,6 +561,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     yield from _made_published(subject)
     yield from _made_points_kept_out(subject)
     yield from _rollup_off(subject)
+    yield from _exporter_as_written(subject)
     yield from _node_kinds_read(subject)
 
 
@@ -807,6 +808,40 @@ def _rollup_off(subject: LintInput) -> Iterable[Finding]:
                           f"[ClusterName] takes every point the declarations take, the agent's marked copies too, "
                           f"which the widgets and alarms reading a field over the cluster read as more readings (set "
                           f"{NO_ROLLUP})")
+
+
+# awsemf's settings gpudash writes with one value (render/agent_otel.cluster_exporter), and what another does
+_EXPORTER_FIXED = {
+    "retain_initial_value_of_delta_metric": (False, "the first reading of each counter series (at every agent start, "
+                                             "new pod or exporter restart) is published as an increase of its whole "
+                                             "running total, which the counter widgets and alarms read as such"),
+}
+# the other keys it writes (each judged by its own finding: namespace, Region, log group, declarations, rollup)
+_EXPORTER_KEYS = {"namespace", "region", "log_group_name", "log_stream_name", "log_retention", "dimension_rollup_option",
+                  "version", "metric_declarations", "metric_descriptors"}
+
+
+def _exporter_as_written(subject: LintInput) -> Iterable[Finding]:
+    """On the OTel pipeline awsemf has the settings gpudash writes and no other: a key of its own (output_destination:
+    stdout publishes nothing to CloudWatch; a resource_to_telemetry_conversion adds every resource label as a
+    dimension) changes what the widgets and alarms read."""
+    from ..render.agent_otel import EXPORTER
+
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None or agent.otel is None:
+            continue
+        exporter = (agent.otel.get("exporters") or {}).get(EXPORTER)
+        if not isinstance(exporter, dict):
+            continue
+        where = f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}"
+        for key, (value, effect) in _EXPORTER_FIXED.items():
+            if exporter.get(key, value) != value:
+                yield Finding("AG001", "error", where, f"{key} is {exporter[key]!r}, not {value!r}: {effect}")
+        for key in sorted(set(exporter) - set(_EXPORTER_FIXED) - _EXPORTER_KEYS, key=str):
+            yield Finding("AG001", "error", where,
+                          f"{key} is not a setting gpudash writes: it changes what awsemf publishes (output_destination "
+                          f"other than cloudwatch publishes nothing there); remove it")
 
 
 def _awsemf(declaration: dict[str, Any]) -> dict[str, Any]:

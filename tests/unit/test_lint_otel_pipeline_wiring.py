@@ -224,3 +224,45 @@ def test_a_processor_gpudash_does_not_write_fails_ag005(project):
         f"AG005 {AGENT} gpudash-otel.yaml transform/mine: transform/mine is not a processor gpudash writes: it changes "
         f"what the pipeline publishes under the names the widgets and alarms read; remove it from {PIPELINE}'s "
         "processors"]
+
+
+REPLAYS = ("# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter\n"
+           f'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu="0",UUID="GPU-0",Hostname="{NODE}"}} 5000\n')
+
+
+def _exporter_edited(project, key: str, value):
+    artifacts = build(project, grafana=False)
+    agent = artifacts.agents[0]
+    otel = copy.deepcopy(agent.otel)
+    otel["exporters"]["awsemf/gpudash"][key] = value
+    return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+
+
+def _replays(artifacts) -> list[tuple[float, float]]:
+    """(time, value) of GPU 0's PCIe replays per GPU the agent model publishes over two scrapes of a GPU whose counter
+    stands at 5,000 replays since the exporter started: no replay in that time."""
+    config, job = agent_config(encode(artifacts)[AGENT])
+    agent = Agent(config, job)
+    return [(p.timestamp, p.value) for k in range(2) for p in agent.scrape(Scrape(k * 30.0, REPLAYS,
+                                                                                  target_labels(job, NODE)))
+            if p.metric == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER" and set(p.dims()) == GPU_SET]
+
+
+def test_awsemf_keeping_a_counters_first_reading_fails_ag001(project):
+    """retain_initial_value_of_delta_metric set by hand: the first reading of each counter series is published as an
+    increase of its whole total (5,000 replays at the agent's start, where none happened); lint said nothing."""
+    assert _replays(build(project, grafana=False)) == [(30.0, 0.0)]
+    artifacts = _exporter_edited(project, "retain_initial_value_of_delta_metric", True)
+    assert _replays(artifacts) == [(0.0, 5000.0), (30.0, 0.0)]
+    assert [f for f in _findings(project, artifacts, "AG001") if "retain_initial" in f] == [
+        f"AG001 {AGENT} gpudash-otel.yaml awsemf/gpudash: retain_initial_value_of_delta_metric is True, not False: the "
+        "first reading of each counter series (at every agent start, new pod or exporter restart) is published as an "
+        "increase of its whole running total, which the counter widgets and alarms read as such"]
+
+
+def test_an_awsemf_setting_gpudash_does_not_write_fails_ag001(project):
+    """output_destination: stdout writes the EMF records to the agent's log, none to CloudWatch; lint said nothing."""
+    artifacts = _exporter_edited(project, "output_destination", "stdout")
+    assert [f for f in _findings(project, artifacts, "AG001") if "output_destination" in f] == [
+        f"AG001 {AGENT} gpudash-otel.yaml awsemf/gpudash: output_destination is not a setting gpudash writes: it changes "
+        "what awsemf publishes (output_destination other than cloudwatch publishes nothing there); remove it"]
