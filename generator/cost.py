@@ -805,8 +805,10 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     insights_rate = _price(prices, "metrics_insights_alarm_metric_month")
     cluster_analyzed, cluster_alarms, per_pod_alarms, per_pod_analyzed, static_rules, math_alarms = 0.0, 0, 0, 0, 0, 0
     per_pod_rules, fleet_rules, agent_alarms, per_pod_gpu_rules = 0, 0, 0, 0
-    # static per-pod rules judging each GPU of a pod: a Metrics Insights alarm per listed pod, analyzing its GPUs
-    pod_rules, pod_analyzed = 0, 0
+    # static per-pod rules judging each GPU of a pod: a Metrics Insights alarm per listed pod, analyzing its GPUs.
+    # alarms.static_pods is one list for every cluster: each cluster makes each listed pod's alarms (those of a pod
+    # running elsewhere get no data), so a static rule makes one alarm per pod and cluster (every pod listed)
+    pod_rules, pod_analyzed, pod_alarms, static_alarms = 0, 0, 0, 0
     # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (its "mig" form); it
     # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
     mig_alarms, per_node = 0, False
@@ -833,8 +835,9 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                 elif form.kind == "mig":
                     mig_alarms += made
                 elif form.kind == "static":
-                    continue
+                    static_alarms += fleet.pods * clusters
                 elif form.kind == "pod":  # each pod's alarm analyzes the GPUs it holds: every pod GPU, once
+                    pod_alarms += fleet.pods * clusters
                     pod_analyzed += _analyzed(form.plan.dims, project, kind_of[id(members)]) * clusters
                 elif alarm.per_pod:  # every pod of the part a contributor, in one alarm per cluster or Region
                     per_pod_alarms += made
@@ -889,19 +892,20 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                              else "")
                           + (f" (+ {mig_alarms} on MIG instances' stand-in field, analyzing MIG pods only: not "
                              f"counted)" if mig_alarms else "")))
-    static_alarms = static_rules * fleet.pods
+    in_clusters = f" x {fleet.clusters} clusters (each makes every listed pod's)" if fleet.clusters > 1 else ""
     if static_rules or mode == "static":
         rate = _price(prices, "standard_alarm_metric_month")
         free = min(free_alarm_metrics, static_alarms)
         lines.append(Line("per-pod alarms (static, one per pod)", static_alarms, rate, (static_alarms - free) * rate,
-                          f"{static_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
-                          f"need an apply" + (f"; {free:,.0f} free (the free tier's alarm metrics)" if free else "")))
-    pod_alarms = pod_rules * fleet.pods
+                          f"{static_rules} rules x {fleet.pods:,} pods{in_clusters} = {static_alarms:,} alarms; "
+                          f"{fleet.churn:,} new pods a month each need an apply"
+                          + (f"; {free:,.0f} free (the free tier's alarm metrics)" if free else "")))
     if pod_rules:
         lines.append(Line("per-pod alarms (static, Metrics Insights, one per pod)", pod_analyzed, insights_rate,
                           pod_analyzed * insights_rate,
                           f"{pod_rules} rule{'s' if pod_rules != 1 else ''} judging each GPU a pod holds x "
-                          f"{fleet.pods:,} pods = {pod_alarms:,} alarms, each GPU of its pod a contributor (every pod's "
+                          f"{fleet.pods:,} pods{in_clusters} = {pod_alarms:,} alarms, each GPU of its pod a contributor "
+                          f"where it runs (every pod's "
                           f"GPU, {fleet.held_copies:,}, {HELD_PAIRS}); each counts toward the "
                           f"{METRICS_INSIGHTS_ALARM_QUOTA} Metrics Insights alarms of its Region; {fleet.churn:,} new "
                           f"pods a month each need an apply"))

@@ -68,7 +68,8 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
     agent = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-agent-critical"))
     assert mig == 1 and per_gpu == agent == 1 and result["group_by"]["alarms"] == 2 * len(made)  # one cluster, twice
     assert result["group_by"]["alarms"] == (per_pod_rules + cluster_rules + mig + per_gpu + agent) * 2
-    assert result["static"]["alarms"] == per_pod_rules * 500 + (cluster_rules + per_gpu + agent) * 2
+    # static: each cluster makes every listed pod's alarm of each per-pod rule (500 pods listed)
+    assert result["static"]["alarms"] == (per_pod_rules * 500 + cluster_rules + per_gpu + agent) * 2
 
 
 def test_the_static_idle_alarm_is_priced_per_gpu_of_its_pod_it_analyzes(project):
@@ -81,8 +82,9 @@ def test_the_static_idle_alarm_is_priced_per_gpu_of_its_pod_it_analyzes(project)
     pods = static["per-pod alarms (static, Metrics Insights, one per pod)"]
     assert pods["quantity"] == group_by["per-pod alarms (GROUP BY pod)"]["quantity"] - 400 == 600  # less framebuffer's
     assert pods["unit_price"] == prices["rates"]["metrics_insights_alarm_metric_month"]["price"]
-    assert "1 rule judging each GPU a pod holds x 400 pods = 400 alarms" in pods["basis"]
-    assert static["per-pod alarms (static, one per pod)"]["quantity"] == 400
+    assert "1 rule judging each GPU a pod holds x 400 pods x 2 clusters (each makes every listed pod's) = 800 alarms" \
+        in pods["basis"]
+    assert static["per-pod alarms (static, one per pod)"]["quantity"] == 800  # framebuffer's, in each cluster
 
 
 def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, everything, project_dir):
@@ -569,6 +571,29 @@ def test_the_static_idle_alarms_are_priced_per_metric_they_read(project_dir):
     line = _lines(estimates(project, fleet, artifacts=artifacts), "static")[
         "per-pod alarms (static, Metrics Insights, one per pod)"]
     assert line["quantity"] == sum(read.values())
+
+
+def test_static_per_pod_alarms_are_counted_per_cluster_as_the_build_makes_them(project_dir):
+    """alarms.static_pods is one list for every cluster: each cluster makes each listed pod's alarms (a classic one
+    per rule, the idle rule's a Metrics Insights one), whatever cluster the pod runs in. Two clusters listing three
+    pods make 12 static alarms; cost counted 6 (one per pod and rule), billing half the classic ones. The Metrics
+    Insights line still prices the metrics analyzed: a pod's GPUs in its own cluster, none in the other."""
+    from generator.artifacts import build
+    from generator.output import encode
+
+    project = load_project(project_dir("alarms:\n  per_pod: static\n  static_pods: [ml/a, ml/b, ml/c]\n"
+                                       "clusters:\n  - {name: one, region: us-east-1}\n"
+                                       "  - {name: two, region: us-east-1}\n"))
+    artifacts = build(project)
+    made = [item["Request"]["AlarmName"] for item in json.loads(encode(artifacts)["cloudwatch/alarms.json"])["alarms"]]
+    static = [name for name in made if name.endswith(("-ml-a", "-ml-b", "-ml-c"))]
+    assert len(static) == 12
+    result = estimates(project, Fleet(clusters=2, pods=3, churn=0, gpus=3), artifacts=artifacts)["static"]
+    lines = _lines({"static": result}, "static")
+    assert lines["per-pod alarms (static, one per pod)"]["quantity"] == 6
+    pods = lines["per-pod alarms (static, Metrics Insights, one per pod)"]
+    assert pods["quantity"] == 3 and "= 6 alarms" in pods["basis"], pods["basis"]
+    assert result["alarms"] == len(made)
 
 
 def test_a_started_pod_publishes_its_per_gpu_metrics_for_each_gpu_it_holds(project):
