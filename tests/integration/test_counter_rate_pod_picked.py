@@ -30,7 +30,7 @@ from tests.integration.test_pod_moved_gpu import _live_shown  # the rate over fo
 from tests.integration.test_pod_moved_node import SCRAPE, SCRAPES
 from tests.integration.test_rolled_copy_pod_started import B, CHANGE, COPIES, LATE, MISSED, MODEL
 from tests.support.counter_truth import stepped_rate
-from tests.support.live_scrapes import scraped_nodes
+from tests.support.live_scrapes import scraped_fixture
 from tests.support.projects import bundled_panel
 from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros
 
@@ -156,12 +156,7 @@ def _page(node: str, k: int) -> str:
             f"# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter\nDCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{labels}}} {2 * k}\n")
 
 
-@pytest.fixture(scope="module")
-def drained(tmp_path_factory):
-    """(prometheus, {node: its scrapes' times}, the first step, the steps' count and length)."""
-    pages = {node: (lambda k, node=node: _page(node, k)) for node in NODES}
-    with scraped_nodes(tmp_path_factory.mktemp("counter-rate-pod-picked-drain"), pages, ANSWERS, INTERVAL) as scene:
-        yield scene
+drained = scraped_fixture("counter-rate-pod-picked-drain", _page, NODES, ANSWERS, INTERVAL)
 
 
 @pytest.mark.parametrize("node", ["j", "k", "m"])

@@ -35,7 +35,7 @@ import pytest
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from tests.support.live_scrapes import scraped_nodes
+from tests.support.live_scrapes import scraped_fixture
 from tests.support.projects import bundled_panel
 from tests.support.prometheus_server import SCENE_RANGE, counted_inline, scraped_every
 
@@ -86,12 +86,7 @@ def truth(title: str, latest: dict[str, int]) -> dict[str, float]:
     return out
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    """(prometheus, {node: its scrapes' times}, the first step, the steps' count and length)."""
-    pages = {node: (lambda k, node=node: page(node, k)) for node in NODES}
-    with scraped_nodes(tmp_path_factory.mktemp("pod-ended-by-drain"), pages, ANSWERS, INTERVAL) as scene:
-        yield scene
+live = scraped_fixture("pod-ended-by-drain", page, NODES, ANSWERS, INTERVAL)
 
 
 def off_truth(live, title: str, nodes: tuple[str, ...]) -> dict[float, tuple[dict, dict]]:

@@ -27,7 +27,7 @@ import pytest
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from tests.support.live_scrapes import scraped_nodes
+from tests.support.live_scrapes import scraped_fixture
 from tests.support.projects import bundled_panel, defined_project
 from tests.support.prometheus_server import SCENE_RANGE, counted_inline, scraped_every
 from tests.support.xid_codes import GROUPED, XID, grouped_target
@@ -72,12 +72,7 @@ def page(exporter: str, k: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    """(prometheus, {exporter: its scrapes' times}, the first step, the steps' count and length)."""
-    pages = {name: (lambda k, name=name: page(name, k)) for name in EXPORTERS}
-    with scraped_nodes(tmp_path_factory.mktemp("xid-code-latest"), pages, ANSWERS, INTERVAL) as scene:
-        yield scene
+live = scraped_fixture("xid-code-latest", page, EXPORTERS, ANSWERS, INTERVAL)
 
 
 def truth(times: dict[str, list[float]], at: float, pod: str | None = None) -> dict[str, tuple[int, bool]]:
