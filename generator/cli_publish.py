@@ -325,15 +325,20 @@ def _failure(outcomes, deadline) -> GpudashError | None:
 
     if deadline is not None and deadline.interrupted:
         from .clients.deadline import UNDER_WAY, Interrupted
+        from .errors import MAY_HAVE_HAPPENED
 
         written = sum(1 for o in outcomes if o.done)
-        maybe = sum(1 for o in outcomes if o.state == FAILED and o.error == UNDER_WAY)
-        left = sum(1 for o in outcomes if o.state == FAILED) - maybe
+        failed = [o for o in outcomes if o.state == FAILED]
+        maybe = sum(1 for o in failed if o.error == UNDER_WAY)
+        sent = sum(1 for o in failed if o.error != UNDER_WAY and MAY_HAVE_HAPPENED in (o.error or ""))
         under_way = f", {maybe} under way when it stopped at once, which may have happened (listed as FAILED, " \
                     "saying so)" if maybe else ""
+        unread = f", {sent} sent whose outcome nothing showed, which may have happened (listed as FAILED, saying " \
+                 "so)" if sent else ""
         return Interrupted(
-            f"stopped by {deadline.interrupted[0]}: {written} written (listed above as done), {left} not written "
-            f"(listed as FAILED){under_way}", signal_number=deadline.interrupted[1],
+            f"stopped by {deadline.interrupted[0]}: {written} written (listed above as done), "
+            f"{len(failed) - maybe - sent} not written (listed as FAILED){under_way}{unread}",
+            signal_number=deadline.interrupted[1],
             hint="run the command again when you are ready: publishing converges")
     failed = [o for o in outcomes if o.state == FAILED]
     unfinished = [o for o in outcomes if o.done and o.unfinished]

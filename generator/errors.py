@@ -11,6 +11,9 @@ EXIT_REMOTE = 3  # a remote system refused or could not be reached
 EXIT_INTERRUPTED = 130  # Ctrl-C: the shell's code for a process stopped by SIGINT
 INTERRUPTED = "interrupted (Ctrl-C); nothing after this point was done"
 FIX = "\n  fix: "  # what starts an error's fix, on a line of its own
+# What the error of a write says when it was sent and nothing showed whether it was made (may_have_happened,
+# DeadlineExceeded.after_sending): a publish stopped by a signal counts such writes apart from those not written
+MAY_HAVE_HAPPENED = "may have happened"
 
 
 def interrupted() -> None:
@@ -85,7 +88,7 @@ def may_have_happened(exc: RemoteError, sent: str, unshown: str) -> RemoteError:
     """A write whose request reached the server (its answer lost, or a later attempt refused because an
     earlier one landed) and that no read-back showed either way: it may have happened, and says so,
     instead of "cannot reach" or the later refusal."""
-    exc.what = f"{sent} and may have happened, but {unshown} ({exc.what})"
+    exc.what = f"{sent} and {MAY_HAVE_HAPPENED}, but {unshown} ({exc.what})"
     exc.hint = "run `gpudash plan` to see whether it did; run again when the service answers: publishing converges"
     exc.answer_lost = False  # reported: not to be rewritten again
     return exc

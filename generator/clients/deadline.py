@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Callable, TypeVar
 
-from ..errors import RemoteError
+from ..errors import MAY_HAVE_HAPPENED, RemoteError
 
 # Every remote call runs on a thread of its own (`Deadline.run`), and the socket layer encodes the host name with the
 # idna codec at each connection (urllib3's create_connection, under requests and botocore): the codec's first lookup
@@ -31,7 +31,7 @@ T = TypeVar("T")
 # A second Ctrl-C stops a publish at once (cli_publish._StopOnSignal): the call under way is not waited for. What the
 # report then says of the object being written, and of those after it.
 AT_ONCE = "stopped at once by a second Ctrl-C"
-UNDER_WAY = (f"{AT_ONCE} while its write was under way, before its outcome was known: it may have happened (run "
+UNDER_WAY = (f"{AT_ONCE} while its write was under way, before its outcome was known: it {MAY_HAVE_HAPPENED} (run "
              "`gpudash plan` to see whether it did)")
 NOT_STARTED = f"not attempted: {AT_ONCE}"
 
@@ -63,7 +63,7 @@ class DeadlineExceeded(RemoteError):
         report says so instead of "not attempted"; `stopped` keeps why the command stopped."""
         if self.stopped is None:
             self.stopped = self.what
-            self.what = f"{sent} and may have happened, but {unshown} ({self.what.removesuffix('; not attempted')})"
+            self.what = f"{sent} and {MAY_HAVE_HAPPENED}, but {unshown} ({self.what.removesuffix('; not attempted')})"
         return self
 
 

@@ -38,7 +38,7 @@ from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_lo
 from ..clients.deadline import NOT_STARTED, UNDER_WAY, DeadlineExceeded, sent_then_stopped
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, HELD, KEPT, SKIPPED, UNCHANGED, UPDATE,
                        WOULD_WRITE, WRITE, Change, Outcome, disposition)
-from ..errors import RemoteError
+from ..errors import MAY_HAVE_HAPPENED, RemoteError
 from ..markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG,
                        ALARM_RULE_TAG)
 from ..model import SEVERITIES
@@ -801,7 +801,7 @@ def _unshown(exc: RemoteError, api: str, read: str) -> RemoteError:
     sent, unshown = f"CloudWatch answered {api}", f"{read} could not be read again to show it"
     if isinstance(exc, DeadlineExceeded):
         return exc.after_sending(sent, unshown)
-    exc.what = f"{sent} and it may have happened, but {unshown} ({exc.what})"
+    exc.what = f"{sent} and it {MAY_HAVE_HAPPENED}, but {unshown} ({exc.what})"
     return exc
 
 
