@@ -25,7 +25,7 @@ from ..cloudwatch_query import (INTERVAL_CHANGED, NODE_MEAN, NODE_MEAN_KINDS, ON
                                 number, pod_total_kind, quote_identifier, quote_string, readings_dimensions,
                                 series_label)
 from ..container_insights_table import CONTAINER as ADDON_CONTAINER, NAMESPACE_DIM as ADDON_NAMESPACE, \
-    NODE as ADDON_NODE
+    NODE as ADDON_NODE, POD as ADDON_POD
 from ..container_insights import (MIG_ONE_INSTANCE, NotPublished, enabled as addon_source, layout_of,
                                   observed_every, plan as addon_plan, source_plan)
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
@@ -574,7 +574,7 @@ def widget_title(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings
     query = panel.queries[0]
     if limit is None or _now_table(panel, query, catalog):
         return panel.title
-    what = "pods" if query.per_pod else _lines_of(plan_, settings)
+    what = _lines_of(plan_, settings)
     if idle_cut_first(query, plan_, catalog):
         return f"{panel.title} (the {limit} {what} {CUT_TITLE}: past {limit}, {CUT_LEFT})"
     if low_cut_last(query, plan_, catalog):
@@ -605,7 +605,7 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
     85 W), and an idle GPU is the first cut; the note says both."""
     setting = "top_pods" if query.per_pod else "top_gpus"
     rank = line_rank(query, plan_, catalog, now_table)[0] or plan_.function
-    what = "pods" if query.per_pod else _lines_of(plan_, settings)  # (the add-on names a pod PodName)
+    what = _lines_of(plan_, settings)
     cap = f"at most {getattr(settings.cloudwatch, setting)} {what} (cloudwatch.{setting})"
     drawn = span(table_period(settings))
     if now_table and pod_total_kind(plan_.dims):  # one observation per pod and scrape
@@ -658,7 +658,7 @@ def _lines_of(plan_: Plan, settings: Settings | None = None) -> str:
     group = set(plan_.group)
     if "pod" not in group and MIG_INSTANCE_LABEL in group and settings is not None and settings.no_mig:
         return "MIG instances" if MIG_PROFILE_LABEL in group else "GPUs"
-    if "pod" in group:
+    if POD_DIMENSION in group or ADDON_POD in group:
         return "pods"
     if MIG_INSTANCE_LABEL in group:
         return "GPUs or MIG instances"
