@@ -453,7 +453,8 @@ def _check_apart(renamed_from: tuple[str, ...], removed_cluster: tuple[str, ...]
     are pruned), never both: a name given to both flags says two things of one cluster."""
     both = sorted(set(renamed_from) & set(removed_cluster))
     if both:
-        raise GpudashError(f"the cluster {both[0]!r} is either renamed or removed, not both", where=f"--renamed-from {both[0]}, --removed-cluster {both[0]}",
+        raise GpudashError(f"the cluster {both[0]!r} is either renamed or removed, not both",
+                           where=f"--renamed-from {both[0]}, --removed-cluster {both[0]}",
                            hint=f"keep --renamed-from {both[0]} if these settings define it under a new name, "
                                 f"else --removed-cluster {both[0]}")
 

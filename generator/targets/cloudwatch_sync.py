@@ -49,9 +49,9 @@ from ..names import (alarm_name_start, cloudwatch_dashboard_name, cloudwatch_das
 from ..ownership import (OLDER, OTHER, OURS, UNMODELLED, UNVOUCHED, Record, alarm_fields, alarm_hash, alarm_owned,
                          alarm_project, alarm_publication, alarm_tags, as_reported, dashboard_publication,
                          keeping_marks, lineage, marks_intact, publication_tags, published_elsewhere,
-                         read_alarm_evidence, read_cloudwatch_stamp, renamed_evidence, same_but_publication, same_publication_kind,
-                         legacy_alarm_hash, tags_of_others, unconfirmed, unknown_settings, written_as_is,
-                         evidence_current)
+                         read_alarm_evidence, read_cloudwatch_stamp, renamed_evidence, same_but_publication,
+                         same_publication_kind, legacy_alarm_hash, tags_of_others, unconfirmed, unknown_settings,
+                         written_as_is, evidence_current)
 from ..serialize import compact_json
 from . import prune_guard
 from .cloudwatch_listings import alarms_listed, dashboards_listed
