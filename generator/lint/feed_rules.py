@@ -1059,6 +1059,7 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
                           f"published (replace an empty {MIG_INSTANCE_LABEL} with {WHOLE_GPU_INSTANCE!r} in "
                           f"metric_relabel_configs, as gpudash generates it)")
     yield from _cluster_names_kept(subject)
+    yield from _workload_labels_kept(subject)
     sets = {"dimensions": settings.cloudwatch.dimensions, "gpu_dimensions": settings.cloudwatch.gpu_dimensions}
     for name, missing in dimensions_lacking(sets):  # settings refuse this when read; a build's settings say it here
         yield Finding("AG002", "error", f"settings cloudwatch.{name}",
@@ -1098,6 +1099,43 @@ def _cluster_names_kept(subject: LintInput) -> Iterable[Finding]:
                               f"{CLUSTER_DIMENSION}, which the job's relabel_configs set to {cluster.name!r}: no point "
                               f"of it is published under the cluster's name, and the widgets and alarms reading "
                               f"{cluster.name} read nothing of it")
+
+
+WORKLOAD_KEYS = ("namespace", "pod", "container")  # the exporter's labels naming the workload that holds a GPU
+
+
+def _workload_labels_kept(subject: LintInput) -> Iterable[Finding]:
+    """The exporter job's relabel_configs write none of the labels the exporter names the workload with (the per-pod
+    sets' dimensions): a target label of that name (the blog's job writes the exporter's pod name into `pod`) makes
+    the scrape rename the exporter's own `pod` of each series `exported_pod` (honor_labels false, the default), so
+    every per-pod set names the exporter's pod, or (honor_labels true) gives it to the GPUs no pod holds."""
+    from ..cloudwatch_query import dimension_for
+    from ..render.agent_otel import RECEIVER, unescaped
+
+    names = {dimension_for(key, subject.settings) for key in WORKLOAD_KEYS}
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None:
+            continue
+        if agent.otel is not None:
+            receiver = (agent.otel.get("receivers") or {}).get(RECEIVER) or {}
+            jobs, where = (receiver.get("config") or {}).get("scrape_configs") or [], f"{OTEL_KEY} job"
+        else:
+            jobs, where = (agent.scrape or {}).get("scrape_configs") or [], "prometheus.yaml job"
+        for job in jobs:
+            if not isinstance(job, dict) or job.get("job_name") != subject.settings.scrape.job_name:
+                continue
+            for rule in job.get("relabel_configs") or []:
+                target = rule.get("target_label") if isinstance(rule, dict) else None
+                target = unescaped(target) if isinstance(target, str) else target
+                if target in names and str(rule.get("action", "replace")).lower() not in ("keep", "drop"):
+                    yield Finding("AG002", "error", f"{agent_file(cluster.name)} {where} {job.get('job_name')!r}",
+                                  f"its relabel_configs write the target label {target!r}, a label the exporter "
+                                  f"names the workload with: the scrape renames the exporter's own {target!r} of "
+                                  f"each series exported_{target} (honor_labels false), so the per-pod sets name "
+                                  f"the exporter's pod, not the workload's (with honor_labels true, GPUs no pod "
+                                  f"holds get it); remove the rule (the job keeps the exporter's pod as "
+                                  f"exporter_pod)")
 
 
 def _selects_ksm(declaration: dict[str, Any]) -> bool:
