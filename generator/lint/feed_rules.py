@@ -178,7 +178,9 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         yield from _pipeline_runs(subject.artifacts.agent(cluster.name), agent, cluster, unrun)
 
 
-_WRITTEN: dict[tuple, dict[str, Any]] = {}  # (catalog, settings, declarations, fields) -> the processors written
+# (ids of catalog and settings, declarations, fields) -> (the catalog and settings, held so that no other object takes
+# their ids while the entry lasts, the processors written)
+_WRITTEN: dict[tuple, tuple[Any, Any, dict[str, Any]]] = {}
 
 
 def _written(subject: LintInput, otel: dict[str, Any], published: list[str]) -> dict[str, Any]:
@@ -192,8 +194,9 @@ def _written(subject: LintInput, otel: dict[str, Any], published: list[str]) -> 
     if key not in _WRITTEN:
         if len(_WRITTEN) > 64:
             _WRITTEN.clear()
-        _WRITTEN[key] = processors(subject.catalog, subject.settings, declarations, published)
-    return _WRITTEN[key]
+        _WRITTEN[key] = (subject.catalog, subject.settings,
+                         processors(subject.catalog, subject.settings, declarations, published))
+    return _WRITTEN[key][2]
 
 
 def _states_made_gauges(subject: LintInput, otel: dict[str, Any], cluster: Cluster, published: list[str],
