@@ -12,7 +12,7 @@ from ..agent_timing import CACHE_TTL, timing_problem
 from ..cloudwatch_query import UNUSED_SHARE, gpu_dimensions, is_query, level_of, mig_only_set
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
-from ..exporter_styles import EXPORTER_LABELS, named_daemonsets, style_for
+from ..exporter_styles import EXPORTER_LABELS, METRICS_PATH, named_daemonsets, style_for
 from ..go_template import problem as template_problem
 from ..data_missing import (CAPACITY as KSM_CAPACITY, DAEMONSET_LABEL as KSM_DAEMONSET_LABEL,
                             DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL, KSM_METRICS, NODE_METRICS as KSM_NODE_METRICS)
@@ -1205,6 +1205,12 @@ def exporters_scraped(subject: LintInput) -> Iterable[Finding]:
         job = _exporter_job(subject, cluster) if agent is not None else None
         if job is None:
             continue  # AG001 reports the metrics it would have published
+        path = job.get("metrics_path", METRICS_PATH)
+        if path != METRICS_PATH:
+            yield Finding("AG007", "error", agent_file(cluster.name),
+                          f"the exporter job of cluster {cluster.name} reads metrics_path {path!r}: the exporter serves "
+                          f"its metrics at {METRICS_PATH} only, so every scrape fails and no GPU is published (write "
+                          f"metrics_path: {METRICS_PATH})")
         looked = [n for sd in job.get("kubernetes_sd_configs") or [] if isinstance(sd, dict)
                   for n in ((sd.get("namespaces") or {}).get("names") or [])]
         style = style_for(subject.settings, cluster)
