@@ -91,17 +91,25 @@ class Deadline:
         self.command = command
         self.ends = self.clock.now() + seconds
         self.interrupted: tuple[str, int] | None = None  # (signal name, number) once asked to stop
+        self.at_once = False  # stopped at once (a second Ctrl-C): no call under way is waited for any more
+        self._waits: set[threading.Event] = set()  # the calls waited for now, on any thread
+        self._waits_lock = threading.Lock()
 
     def interrupt(self, name: str, number: int) -> None:
         """Stop the command: every later check (before each call, each retry wait) raises Interrupted."""
         self.interrupted = (name, number)
 
     def stopped_at_once(self) -> None:
-        """A second Ctrl-C came (KeyboardInterrupt): stopped as by SIGINT, whatever asked first."""
+        """A second Ctrl-C came (KeyboardInterrupt): stopped as by SIGINT, whatever asked first, and every call
+        another thread waits for (a Region's other writer's) is given up on now, as the one the signal landed in."""
         import signal
 
         if not self.interrupted:
             self.interrupt("SIGINT", signal.SIGINT)
+        with self._waits_lock:
+            self.at_once = True
+            for waiting in self._waits:
+                waiting.set()
 
     def remaining(self) -> float:
         if self.interrupted:
@@ -177,7 +185,20 @@ class Deadline:
                 finished.set()
 
         threading.Thread(target=work, name="gpudash-remote-call", daemon=True).start()
-        if not self.clock.wait(finished, allowed):
+        with self._waits_lock:
+            self._waits.add(finished)
+            if self.at_once:
+                finished.set()
+        try:
+            answered = self.clock.wait(finished, allowed) and ("value" in result or "error" in result or
+                                                              not self.at_once)
+        except KeyboardInterrupt:  # a second Ctrl-C, landed in this wait: the other threads' waits end too
+            self.stopped_at_once()
+            raise
+        finally:
+            with self._waits_lock:
+                self._waits.discard(finished)
+        if not answered:
             with lock:
                 state["abandoned"] = not state["started"]
             raise self.exceeded(what)
