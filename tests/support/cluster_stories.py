@@ -135,7 +135,8 @@ def story_failure(folder, alert: str, stories: dict, story: str, minutes, name: 
     The stories whose fleet's presence is the story's (fleet_presence) are judged together, each its own cluster
     (story_own; its alerts' UUIDs own_uuid), once the alert's rules are checked to keep them apart (kept_apart); a
     story whose presence no other shares is judged alone. A run over promtool's sample limit is halved
-    (tests/support/promtool_batches); any other failure fails every story judged with it, with promtool's message."""
+    (tests/support/promtool_batches); any other failure fails every story judged with it, with promtool's message and
+    which story is which."""
     from tests.support.promtool_batches import batch_failure
     from tests.support.promtool_rules import expected_alert, promtool_test, rule_groups
 
@@ -167,5 +168,8 @@ def story_failure(folder, alert: str, stories: dict, story: str, minutes, name: 
             "alert_rule_test": cases}])
 
     failure = batch_failure(names, judge)
-    _VERDICTS.update({(batch, each): failure for each in names})
-    return failure
+    for each in names:  # promtool lists every story's alerts at a failing minute: say which are this story's
+        _VERDICTS[batch, each] = failure if failure is None or len(names) == 1 else (
+            f"{each!r} judged with {', '.join(repr(other) for other in names if other != each)}, each story k its "
+            f"own cluster s<k> and UUIDs ending in -s<k> ({each!r}: s{everyone.index(each)}):\n{failure}")
+    return _VERDICTS[batch, story]
