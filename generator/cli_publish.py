@@ -259,7 +259,8 @@ class _StopOnSignal:
     def _handle(self, number, frame) -> None:
         import signal
 
-        if self.deadline.interrupted and number == signal.SIGINT:
+        if self.deadline.interrupted and number == signal.SIGINT:  # every call waited for, on any thread, ends now
+            self.deadline.stopped_at_once()
             raise KeyboardInterrupt
         self.deadline.interrupt(signal.Signals(number).name, number)
 

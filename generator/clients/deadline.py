@@ -192,9 +192,6 @@ class Deadline:
         try:
             answered = self.clock.wait(finished, allowed) and ("value" in result or "error" in result or
                                                               not self.at_once)
-        except KeyboardInterrupt:  # a second Ctrl-C, landed in this wait: the other threads' waits end too
-            self.stopped_at_once()
-            raise
         finally:
             with self._waits_lock:
                 self._waits.discard(finished)
