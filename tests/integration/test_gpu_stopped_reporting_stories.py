@@ -88,6 +88,25 @@ def test_a_lost_gpu_is_named_after_a_reboot_renumbers_the_gpus_after_it(built, l
     assert failure is None, failure
 
 
+def _started(k: int) -> dict[int, str]:
+    """node-n, whose exporter starts at minute 30: its first answer leaves GPU 0 out (DCGM's first reading of it
+    blank, which dcgm-exporter leaves out), its second serves both GPUs, and GPU 1 is lost after it (30:30)."""
+    if k < LOST:
+        return {}
+    return {1: "GPU-n-1"} if k == LOST else {0: "GPU-n-0", 1: "GPU-n-1"} if k == LOST + 1 else {0: "GPU-n-0"}
+
+
+def test_a_gpu_lost_a_scrape_after_its_node_started_fires(built):  # noqa: F811
+    """Truth: node-n GPU 1 from minute 41 on (its last reading 30:30, beside GPU 0's first). The rule reads a GPU's
+    last reading and its node's first readings at 1-minute steps, where GPU 1's last is found before GPU 0's first:
+    without ARRIVED_MARGIN (stopped_gpus) GPU 1 read as older than every GPU on its node, another machine's, and its
+    alert never came."""
+    stories = {"started": (_history("node-n", _started) + [_node_made("node-n")],
+                           lambda minute: [_lost("node-n", 1, "GPU-n-1")] if minute >= 41 else [])}
+    failure = story_failure(built, ALERT, stories, "started", JUDGED, "started")
+    assert failure is None, failure
+
+
 def _outage(minutes: tuple[int, int]) -> list[dict[str, str]]:
     """node-p, four GPUs, GPU 2 lost at minute 30; Prometheus down (nothing scraped) over `minutes`."""
     def read(k: int) -> dict[int, str]:
