@@ -1238,29 +1238,26 @@ def test_ctrl_c_while_writing_leaves_the_previous_build_and_no_debris(tmp_path, 
     goes, the previous build stays whole, and the interruption is then raised."""
     import signal
 
-    # a suite started as a background job inherits SIGINT ignored (which gpudash leaves so): Ctrl-C's own handler here
-    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    if ignored:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    out = tmp_path / "build"
-    files = {f"k8s/c{i}.yaml": b"c: 1\n" for i in range(10)}
-    write_files(out, files)
-    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    _interrupt_while_writing(tmp_path, monkeypatch, signal.SIGINT, at)
-    changed = {relative: data + b"\n" for relative, data in files.items()}
-    with pytest.raises(KeyboardInterrupt):
-        write_files(out, changed)
-    monkeypatch.undo()
-    after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    if at == "manifest.json":  # the last file: the swap had begun, the new build is whole
-        assert {str(p.relative_to(out)) for p in after} == {*files, "manifest.json"}
-        assert all(after[out / r] == d for r, d in changed.items())
-    else:
-        assert after == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    if ignored:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from tests.support.ctrl_c import sigint_handled
+
+    with sigint_handled():  # Ctrl-C's own handler, where a suite started as a background job ignores SIGINT
+        out = tmp_path / "build"
+        files = {f"k8s/c{i}.yaml": b"c: 1\n" for i in range(10)}
+        write_files(out, files)
+        before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        _interrupt_while_writing(tmp_path, monkeypatch, signal.SIGINT, at)
+        changed = {relative: data + b"\n" for relative, data in files.items()}
+        with pytest.raises(KeyboardInterrupt):
+            write_files(out, changed)
+        monkeypatch.undo()
+        after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        if at == "manifest.json":  # the last file: the swap had begun, the new build is whole
+            assert {str(p.relative_to(out)) for p in after} == {*files, "manifest.json"}
+            assert all(after[out / r] == d for r, d in changed.items())
+        else:
+            assert after == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_sigterm_during_generate_leaves_a_whole_build_and_ends_the_process(tmp_path, cli):
