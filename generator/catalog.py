@@ -113,7 +113,9 @@ def per_process_copies_added(query, virtual_gpus: bool) -> bool:
 # of a time-sliced or MPS device id).
 VIRTUAL_GPU_COPY_LABELS = ("pod_uid", "vgpu")
 # Fields the exporter writes as several series per GPU, told apart by labels of their own, and how
-# those series make the GPU's value: counts per XID code or per clock-event reason add up; the
+# those series make the GPU's value: counts per XID code or per clock-event reason add up, over the exporter's
+# window (_COUNT) or since it started (_TOTAL: counters, labelled `xid` and `clock_event` alike, dcgm-exporter's
+# render tests); the
 # health status per watched system, and the P2P status per peer GPU (p2p_status_collector.go: `peer_gpu`, and
 # `link_status`, the status's name), take the worst; the last XID code ("latest": `err_code` and
 # `err_msg` on exporters from 3.3.6, dcgm-exporter #309) is the series with the GPU's newest reading. The exporter
@@ -122,6 +124,8 @@ VIRTUAL_GPU_COPY_LABELS = ("pod_uid", "vgpu")
 FIELD_LABELS = {
     "DCGM_EXP_XID_ERRORS_COUNT": (("xid",), "sum"),
     "DCGM_EXP_CLOCK_EVENTS_COUNT": (("clock_event",), "sum"),
+    "DCGM_EXP_XID_ERRORS_TOTAL": (("xid",), "sum"),
+    "DCGM_EXP_CLOCK_EVENTS_TOTAL": (("clock_event",), "sum"),
     "DCGM_EXP_GPU_HEALTH_STATUS": (("health_watch", "health_error_code"), "max"),
     "DCGM_EXP_P2P_STATUS": (("peer_gpu", "link_status"), "max"),
     "DCGM_FI_DEV_XID_ERRORS": (("err_code", "err_msg"), "latest"),

@@ -72,9 +72,6 @@ def shown(prometheus, tmp_path_factory) -> dict[str, dict[str, float]]:
     return values
 
 
-@pytest.mark.xfail(strict=True, reason="DCGM_EXP_XID_ERRORS_TOTAL's series per XID code are read as copies of one "
-                   "count (their largest), not added up: a GPU with 2 errors of one code and 1 of another in the range "
-                   "reads 2, its pod too")
 def test_a_gpus_codes_add_up(shown):
     assert (shown["per GPU"].get("n1 GPU 0"), shown["per pod"].get("Pod ml/train-0")) == (3.0, 3.0)
 

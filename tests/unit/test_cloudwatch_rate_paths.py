@@ -2,9 +2,8 @@
 
 A small fleet is served through the model of the CloudWatch agent driven by the generated config (both agent
 pipelines): a GPU that joins in the middle of a period, one that leaves in the middle of another, scrapes
-missed on one node, and a field whose GPU value is the sum of several series (a count per XID code, typed
-counter here and taken for one: its entry in catalog.FIELD_SEMANTICS, which makes it the windowed count it is, set
-aside, so the paths of a counter split by labels of its own are read). The truth is computed from the GPUs' cumulative counts at the readings that arrived: a period's
+missed on one node, and a counter whose GPU value is the sum of several series (DCGM_EXP_XID_ERRORS_TOTAL: the XID
+errors counted since the exporter started, one series per code). The truth is computed from the GPUs' cumulative counts at the readings that arrived: a period's
 increase is the growth between the reading before the period (or the GPU's first) and the period's last
 reading, its rate that growth over the period's length, so a GPU that joins or leaves inside a period counts
 what it did in the period, spread over the whole period (what Prometheus's rate() over a window the series
@@ -16,13 +15,11 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from unittest.mock import patch
 from statistics import mean
 
 import pytest
 
 from generator.artifacts import build
-from generator.catalog import FIELD_SEMANTICS
 from generator.cloudwatch_query import Unsupported, plan
 from generator.errors import InputError
 from generator.model import Query
@@ -34,7 +31,7 @@ from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import close, header
 from tests.support.dcgm_fleet import target_labels
 
-REPLAYS, XIDS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_EXP_XID_ERRORS_COUNT"
+REPLAYS, XIDS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_EXP_XID_ERRORS_TOTAL"
 INTERVAL, PERIOD, START, END = 30, 300, 0, 7200
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 PATH = "cloudwatch/dashboards/gpudash-gpu-cluster-rates.json"
@@ -145,12 +142,10 @@ def project_in(folder, pipeline: str, counters: str = ""):
     (folder / "dashboards" / "rates.py").write_text(DASHBOARD.replace("{PANELS!r}", repr(PANELS)))
     (folder / "counters.csv").write_text(default_counters().read_text() + counters)
     (folder / "gpudash.yaml").write_text(f"{PIPELINES[pipeline]}definitions:\n  dashboards: [dashboards]\n")
-    with patch.dict(FIELD_SEMANTICS):
-        del FIELD_SEMANTICS[XIDS]
-        return load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    return load_project(folder / "gpudash.yaml", folder / "counters.csv")
 
 
-XID_COUNTER = f"{XIDS}, counter, Count of XID errors.\n"
+XID_COUNTER = f"{XIDS}, counter, Cumulative XID errors observed since exporter start.\n"
 _BUILT: dict = {}
 
 
