@@ -3,9 +3,9 @@
 awsemf (metric_declaration.go) takes a point into a declaration when one of its label matchers' regex (Go's regexp)
 is found, unanchored, in the values of the matcher's label names joined by its separator, a missing label read as
 empty: each point is read as render/agent_otel.matched_by reads it. The JSON path's source_labels and label_matcher
-are one such matcher joined by ';' (the agent's translator; label_matcher left out: none). Lint asks whether
-every point of a set passes (a hand-edited matcher must drop none) or whether any does (the points the agent makes
-under a mark must pass none). Each label the matchers name is read at every value of the shapes real series carry
+are one such matcher joined by ';' (the agent's translator; label_matcher left out: none; written empty: a matcher
+awsemf refuses, so the declaration takes no point). Lint asks whether every point of a set passes (a hand-edited
+matcher must drop none) or whether any does (the points the agent makes under a mark must pass none). Each label the matchers name is read at every value of the shapes real series carry
 (series_labels.REAL_VALUES; a label whose shapes are not known, at a placeholder): a matcher that only constrains a
 value's format (`gpu` by `^[0-9]+$`, `UUID` by `^GPU-`) passes every point, one that picks some values (`gpu` by
 `^[1-9]$`, which drops GPU 0 and GPU 10 on, `pod` by `^web-`) drops the others.
@@ -32,10 +32,10 @@ Matcher = tuple[tuple[str, ...], str, str]  # (label names, separator, regex)
 def matchers(declaration: dict[str, Any]) -> list[dict[str, Any]]:
     """The declaration's label matchers in awsemf's terms (label_names, separator, regex): the OTel pipeline's as
     written, the JSON path's source_labels joined by ';' and matched by label_matcher (the agent's translator; one
-    without label_matcher passes every point; one whose label_matcher is written empty is read so too, though awsemf
-    drops that declaration: AG003 says so)."""
+    without label_matcher passes every point; one whose label_matcher is written, empty too, is a matcher of that
+    regex, and an empty one awsemf refuses: it drops the declaration, which takes no point, as AG003 says)."""
     if declaration.get("source_labels"):
-        if not declaration.get("label_matcher"):
+        if "label_matcher" not in declaration:
             return []
         return [{"label_names": declaration["source_labels"], "separator": ";",
                  "regex": declaration["label_matcher"]}]

@@ -158,3 +158,17 @@ def test_an_empty_label_matcher_on_the_json_path_is_an_error_saying_awsemf_drops
     assert len(said) == 1 and said[0].startswith("error ") and "label_matcher is empty" in said[0], said
     assert "drops the declaration" in said[0] and "regex not specified for label matcher" in said[0], said
     assert ag003(left_out) == []
+
+
+def test_ag001_reads_an_empty_label_matcher_as_awsemf_does_publishing_nothing(projects):  # noqa: F811
+    """One reading of a JSON-path label_matcher written empty, AG003's and the agent's: awsemf drops the declaration, so
+    the per-GPU set it declared is published for no GPU, and AG001 names the widgets reading that set (it took the empty
+    matcher for none, every point passing, and said nothing)."""
+    def empty(declarations):
+        _gpu_declaration(declarations)["label_matcher"] = ""
+
+    artifacts = _edited(projects["classic"], empty)
+    assert _published(artifacts, "DCGM_FI_DEV_GPU_TEMP", GPU_SET) == []
+    findings = _ag001(projects["classic"], artifacts)
+    assert any("'GPU temperature'" in f and "DCGM_FI_DEV_GPU_TEMP with dimensions [ClusterName, gpu, node]" in f
+               for f in findings), findings
