@@ -618,6 +618,8 @@ def verify(config, csv, skip, context, cluster, exporter_url, prometheus_url, pr
                                f"{f' and {len(names) - 10} more' if len(names) > 10 else ''})",
                                hint=f"{did_you_mean(cluster, names)}name the entry of clusters in gpudash.yaml that the "
                                     f"kube context is")
+        if context is not None and {"kube", "exporter"} & set(groups):
+            _context_known(context)
         checks = verifying.run(project, options, groups, processes=True)  # the child inherits the setting
     if all(c.status == verifying.SKIP for c in checks):
         raise GpudashError("nothing to verify: " + ("; ".join(c.detail for c in checks) or "no check applies"),
@@ -632,6 +634,25 @@ def verify(config, csv, skip, context, cluster, exporter_url, prometheus_url, pr
                  printed.text(c.detail), printed.text(c.fix)] for c in checks]
         click.echo(table(["GROUP", "CHECK", "STATUS", "DETAIL", "FIX"], rows))
     sys.exit(EXIT_FINDINGS if verifying.failed(checks) else 0)
+
+
+def _context_known(context: str) -> None:
+    """A --context the kubeconfig does not name is a usage error, as --cluster's is (the run's kube check says what
+    is wrong with a kubeconfig that cannot be read)."""
+    from .clients.kube_contexts import kubeconfig_files, known_contexts
+
+    contexts = known_contexts()
+    if contexts is None or context in contexts:
+        return
+    from .guesses import did_you_mean
+
+    files = ", ".join(printed.path(path) for path in kubeconfig_files())
+    raise GpudashError(f"--context {printed.text(context)}: no such context in the kubeconfig ({files}): "
+                       + (", ".join(printed.text(name) for name in contexts[:10])
+                          + (f" and {len(contexts) - 10} more" if len(contexts) > 10 else "") if contexts else
+                          "it names none"),
+                       hint=f"{did_you_mean(context, contexts)}give --context one of the contexts `kubectl config "
+                            f"get-contexts` lists, or leave it out for the kubeconfig's current-context")
 
 
 def git_note(cwd: Path | None = None) -> str:

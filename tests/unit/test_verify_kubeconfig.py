@@ -36,9 +36,23 @@ def test_a_kubeconfig_shaped_wrong_is_one_line_and_points_at_the_file(cli, tmp_p
     assert check["detail"] == f"no usable kubeconfig {says}" and "--context" not in check["fix"]
 
 
-def test_a_context_that_is_not_there_points_at_context(cli, tmp_path):
-    check = _kube_check(cli, tmp_path, GOOD, "--context", "nope")
-    assert "Expected object with name nope" in check["detail"] and check["fix"].startswith("give --context one of")
+@pytest.mark.parametrize("skipped", [("--skip", "exporter"), ("--skip", "kube")], ids=["kube", "exporter"])
+def test_a_context_the_kubeconfig_does_not_name_is_a_usage_error_as_an_unknown_cluster_is(cli, tmp_path, skipped):
+    """--context names what the command is to read, as --cluster does: one the kubeconfig (both files of KUBECONFIG,
+    merged) does not name is exit 2 before anything is asked, naming the contexts there, whichever of the groups
+    reading the cluster runs; it was a failed check, exit 1, where --cluster's mistake was exit 2."""
+    (tmp_path / "kubeconfig").write_text(GOOD)
+    (tmp_path / "other").write_text(GOOD.replace("name: c, context", "name: train-east, context"))
+    kubeconfig = f"{tmp_path / 'kubeconfig'}:{tmp_path / 'other'}"
+    code, stdout, stderr = cli("verify", "--skip", "prometheus", "--skip", "cloudwatch", *skipped, "--context",
+                               "train-eats", env={"KUBECONFIG": kubeconfig})
+    assert code == 2, stderr
+    assert (f"error: --context train-eats: no such context in the kubeconfig "
+            f"({tmp_path / 'kubeconfig'}, {tmp_path / 'other'}): c, train-east") in stderr
+    assert "fix: did you mean 'train-east'? give --context one of the contexts `kubectl config get-contexts`" in stderr
+    assert "Traceback" not in stderr and stdout == ""
+    code, stdout, stderr = cli(*KUBE_ONLY, "--context", "train-east", env={"KUBECONFIG": kubeconfig})
+    assert code == 1 and json.loads(stdout)["checks"][0]["name"] == "reachable", stderr  # named: the check runs
 
 
 def test_an_expired_oidc_token_is_refreshed_through_its_issuer_and_the_cluster_read(reference, tmp_path):

@@ -1,0 +1,34 @@
+"""The kubeconfig files kubectl and the official client read, and the contexts they name: read before a run, so a
+`--context` that names none of them is a usage error, said before anything is asked."""
+
+from __future__ import annotations
+
+import os
+
+
+def kubeconfig_files() -> list[str]:
+    """The files KUBECONFIG names (empty is unset, as to kubectl), else ~/.kube/config."""
+    named = os.environ.get("KUBECONFIG") or ""
+    return [path for path in named.split(os.pathsep) if path] or [os.path.expanduser("~/.kube/config")]
+
+
+def known_contexts() -> list[str] | None:
+    """The context names of the kubeconfig files that exist (merged as kubectl merges them), or None when none can be
+    read as a kubeconfig (none there, not YAML, shaped otherwise): the run's kube check says what is wrong then."""
+    import yaml
+
+    names: list[str] = []
+    read = False
+    for path in kubeconfig_files():
+        try:
+            with open(path, encoding="utf-8") as file:
+                config = yaml.safe_load(file)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        contexts = config.get("contexts") if isinstance(config, dict) else None
+        if not isinstance(contexts, list):
+            continue
+        read = True
+        names += [c["name"] for c in contexts if isinstance(c, dict) and isinstance(c.get("name"), str)
+                  and c["name"] not in names]
+    return names if read else None
