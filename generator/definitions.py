@@ -25,7 +25,7 @@ from typing import Any, Iterator
 from . import printed
 from .catalog import Catalog
 from .errors import EXIT_INPUT, InputError
-from .model import Alarm, DefinitionError, _caller, shown_path
+from .model import Alarm, DefinitionError, _caller, name_folders_apart, shown_path
 from .reading import list_folder
 from .resources import known_fields
 from .settings import Levels, Settings, told_at_key
@@ -495,6 +495,9 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
     # a folder listed for both kinds holds files of either: one that defines only the other kind defines nothing here
     other = "alarms" if kind == "dashboards" else "dashboards"
     shared = {f.resolve() for f in ctx.settings.definition_dirs(other)} if ctx.settings is not None else set()
+    if ctx.settings is not None:
+        name_folders_apart((*ctx.settings.definition_dirs("dashboards"), *ctx.settings.definition_dirs("alarms")),
+                           ctx.settings.base_dir)
     for folder in folders:
         names = _listed(folder, kind, hint, ctx.settings)
         if not any(name.endswith(".py") and not name.startswith("_") for name in names):

@@ -8,6 +8,7 @@ hatch, and panels that use it render for Grafana only.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -46,18 +47,39 @@ def _caller() -> str:
     return f"{_shown_file(frame.f_code.co_filename)}:{frame.f_lineno}" if frame else "<unknown>"
 
 
-@cache
 def _shown_file(filename: str) -> str:
-    """shown_path of a code object's file, worked out once per file (a definition builds thousands of objects)."""
-    return shown_path(filename)
+    """shown_path of a code object's file (a definition builds thousands of objects: cached)."""
+    return _shown(filename, _NAMED_APART)
+
+
+# Definitions folders that share their last name (teams/ml/dashboards beside teams/infer/dashboards): (the folder,
+# its path from the settings' folder), which names their files in place of their last name (name_folders_apart).
+_NAMED_APART: tuple[tuple[str, str], ...] = ()
+
+
+def name_folders_apart(folders: Iterable[Path], base: Path) -> None:
+    """Name the files of `folders` (the definitions folders of a project whose settings are in `base`) by their path
+    from `base` where two of them share their last name: `dashboards/gpu.py` of either would not say which to fix."""
+    global _NAMED_APART
+    folders = list(dict.fromkeys(folders))
+    last = [folder.name for folder in folders]
+    _NAMED_APART = tuple((str(folder), Path(os.path.relpath(folder, base)).as_posix()) for folder in folders
+                         if last.count(folder.name) > 1)
 
 
 def shown_path(path: str | Path) -> str:
     """`folder/file.py`: how every message, lint finding and generated note names a definition file (where the
-    project is checked out never shows, so a build records the same text anywhere; the settings name the folder). A
-    name holding a newline or another control character is quoted with it escaped (printed.path): a finding stays on
-    its line."""
-    return printed.path("/".join(Path(path).parts[-2:]))
+    project is checked out never shows, so a build records the same text anywhere; the settings name the folder),
+    from the settings' folder where two definitions folders share a name (name_folders_apart). A name holding a
+    newline or another control character is quoted with it escaped (printed.path): a finding stays on its line."""
+    return _shown(str(path), _NAMED_APART)
+
+
+@cache
+def _shown(path: str, apart: tuple[tuple[str, str], ...]) -> str:
+    folder = str(Path(path).parent)
+    named = next((shown for where, shown in apart if folder in (where, shown)), None)
+    return printed.path(f"{named}/{Path(path).name}" if named else "/".join(Path(path).parts[-2:]))
 
 
 @cache

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.support.alarm_requests import alarm_requests
 
 DASHBOARD = """from generator.model import Dashboard, Row
 from generator.panels import per_pod
@@ -13,10 +16,6 @@ def dashboards(ctx):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a definition is named by its folder's last name and its file name alone, so "
-                                       "two definitions folders of one name (teams/ml/dashboards beside "
-                                       "teams/infer/dashboards) give one place for both: a message does not say "
-                                       "which file to fix")
 def test_two_folders_of_one_name_are_told_apart(tmp_path, monkeypatch, cli):
     for team, field in (("ml", "DCGM_FI_DEV_GPU_UTIL"), ("infer", "DCGM_FI_DEV_GPU_UTILL")):
         folder = tmp_path / "teams" / team / "dashboards"
@@ -29,3 +28,30 @@ def test_two_folders_of_one_name_are_told_apart(tmp_path, monkeypatch, cli):
 
     assert code == 2 and "unknown metric DCGM_FI_DEV_GPU_UTILL" in stderr
     assert "error: teams/infer/dashboards/gpu.py:6: " in stderr, stderr
+
+
+ALARM = """from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("{id}-hot", "Hot", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node", "gpu")), ">", 85))
+"""
+
+
+def test_an_alarm_description_names_its_file_apart_and_one_folder_of_a_name_keeps_its_last_name(tmp_path):
+    """What the build records of a definition's place says which of two folders of one name holds it; a folder whose
+    name no other definitions folder shares is named by it alone, wherever it lies."""
+    for team in ("ml", "infer"):
+        (tmp_path / "teams" / team / "alarms").mkdir(parents=True)
+        (tmp_path / "teams" / team / "alarms" / "hot.py").write_text(ALARM.format(id=team))
+    (tmp_path / "teams" / "ml" / "boards").mkdir()
+    (tmp_path / "teams" / "ml" / "boards" / "gpu.py").write_text(DASHBOARD.format(id="ml",
+                                                                                  field="DCGM_FI_DEV_GPU_UTIL"))
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [teams/ml/boards]\n"
+                                           "  alarms: [teams/ml/alarms, teams/infer/alarms]\n")
+    project = load_project(tmp_path / "gpudash.yaml")
+    requests = alarm_requests(encode(build(project)))
+    for team in ("ml", "infer"):
+        said = requests[f"{team}-hot"]["AlarmDescription"]
+        assert f"(teams/{team}/alarms/hot.py, rule {team}-hot)" in said, said
+    assert project.dashboards[0].defined_at == "boards/gpu.py:6"
