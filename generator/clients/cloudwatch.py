@@ -547,6 +547,28 @@ class CloudWatch:
                               where=what, hint=answer_hint(self.endpoint_name))
         return body
 
+    def dashboard_tags(self, region: str, name: str) -> list[dict[str, str]] | None:
+        """A dashboard's tags (ListTagsForResource on the ARN GetDashboard gives it); None when there is no such
+        dashboard (deleted since it was read). A dashboard takes tags (TagResource) as an alarm does, and its delete
+        takes them with it; gpudash writes none. An answer without the dashboard's ARN, or one naming another
+        dashboard, is not an API answer: its tags are not known to be none."""
+        from botocore.exceptions import ClientError
+
+        what = f"CloudWatch dashboard {name}"
+        try:
+            arn = self.call(region, "GetDashboard", what, DashboardName=name).get("DashboardArn")
+        except ClientError:  # ResourceNotFound only
+            return None
+        if not isinstance(arn, str) or not re.fullmatch(r"arn:[a-z-]+:cloudwatch::[0-9]*:dashboard/" + re.escape(name),
+                                                         arn):
+            raise RemoteError(f"CloudWatch answered GetDashboard in {region} with something that is not an API answer "
+                              f"(asked for the dashboard {name}, its ARN is {'missing' if arn is None else repr(arn)})",
+                              where=what, hint=answer_hint(self.endpoint_name))
+        try:
+            return self.call(region, "ListTagsForResource", what, ResourceARN=arn)["Tags"]
+        except ClientError:  # its not-found code only (NOT_FOUND_CODES): every other error is a RemoteError
+            return None
+
     def dashboard_names(self, region: str, prefix: str) -> list[str]:
         """Names of the dashboards whose name starts with `prefix`, every page."""
         what = f"CloudWatch dashboards {prefix}* in {region}"

@@ -51,7 +51,7 @@ from ..ownership import (OLDER, OTHER, OURS, UNMODELLED, UNVOUCHED, Record, alar
                          keeping_marks, lineage, marks_intact, publication_tags, published_elsewhere,
                          read_alarm_evidence, read_cloudwatch_stamp, renamed_evidence, same_but_publication,
                          same_publication_kind, legacy_alarm_hash, tags_of_others, unconfirmed, unknown_settings,
-                         written_as_is, evidence_current)
+                         written_as_is, evidence_current, AWS_TAG_PREFIX)
 from ..serialize import compact_json
 from . import prune_guard
 from .cloudwatch_listings import alarms_listed, dashboards_listed
@@ -347,6 +347,62 @@ def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None,
                   details=[f"written by gpudash for project {project} but no longer defined; --prune deletes it"])
 
 
+UNREAD = "unread"  # a retired dashboard's tags the plan could not read (the look before its delete reads them again)
+
+
+def _read_dashboard_tags(cloudwatch: CloudWatch, region: str, name: str) -> list[dict[str, str]] | RemoteError:
+    """A dashboard's tags, or the failure that kept them from being read (the deadline is no answer: raised); [] for
+    one gone since it was read (its delete then finds it gone)."""
+    try:
+        return cloudwatch.dashboard_tags(region, name) or []
+    except DeadlineExceeded:
+        raise
+    except RemoteError as exc:
+        return exc
+
+
+def _people_s_tags(tags: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A dashboard's tags that AWS did not write (`aws:` keys, CloudFormation's): gpudash writes none on a dashboard,
+    so each of them is a person's or another tool's."""
+    return [t for t in tags if not str(t.get("Key", "")).startswith(AWS_TAG_PREFIX)]
+
+
+def _judge_dashboard_tags(change: Change, tags: list[dict[str, str]] | RemoteError) -> None:
+    """Record on a retired dashboard's delete the tags the plan read (UNREAD where it could not), and make it need
+    --force where a person's tag is on it, or where its tags could not be read: its stamp covers its body alone, and
+    DeleteDashboards takes its tags with it. A read that fails is never "no tags"."""
+    if isinstance(tags, RemoteError):
+        change.live["tags"] = UNREAD
+        change.edited = True
+        change.details.append(f"its tags could not be read ({tags.what}): a person's tags on it would go with it; "
+                              "--prune --force deletes it (grant cloudwatch:ListTagsForResource on dashboards, "
+                              "arn:aws:cloudwatch::ACCOUNT:dashboard/*, to have them read)")
+        return
+    change.live["tags"] = sorted(map(_tag_pair, tags))
+    if _people_s_tags(tags):
+        change.edited = True
+        change.details.append(f"it carries tags gpudash does not write ({_shown_tags(_people_s_tags(tags))}), added "
+                              "since gpudash wrote it by a person or another tool; --prune --force deletes it")
+
+
+def _tags_as_planned(cloudwatch: CloudWatch, region: str, change: Change) -> None:
+    """The look right before a retired dashboard's DeleteDashboards: its tags read again, as the plan read them, or it
+    is not deleted (--force agrees to what the plan showed, not to a tag put on it since); tags the plan could not read
+    (a delete --force agreed to) are not asked to read now."""
+    planned = (change.live or {}).get("tags")
+    if planned is None:
+        return
+    tags = _read_dashboard_tags(cloudwatch, region, change.name)
+    if isinstance(tags, RemoteError):
+        if planned == UNREAD:
+            return
+        raise _not_overwritten(change, f"its tags, read right before the delete, could not be read ({tags.what})")
+    if planned != UNREAD and sorted(map(_tag_pair, tags)) != planned:
+        raise _not_overwritten(change, f"its tags changed since the plan (now: {_shown_tags(tags)})")
+    if planned == UNREAD and _people_s_tags(tags):
+        raise _not_overwritten(change, f"it carries tags gpudash does not write ({_shown_tags(_people_s_tags(tags))})")
+
+
 def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]], prefix: str,
                      progress: Tick, project: str = "", clusters: tuple[str, ...] = (),
                      former: tuple[str, ...] = (), records: list[Record] | None = None,
@@ -415,6 +471,9 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, unrecorded,
                                    frozenset(clusters + former), partly, stamp)
            for name, body in zip(retired, bodies)]
+    for change in old:
+        if change is not None:
+            _judge_dashboard_tags(change, _read_dashboard_tags(cloudwatch, region, change.name))
     if read_regions is not None:
         theirs = {c.name for c in old if c is not None} | set(partly)
         read_regions.update(widget["properties"]["region"] for name, body in zip(retired, bodies)
@@ -881,6 +940,7 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
     if change.action == DELETE:
         from botocore.exceptions import ClientError
 
+        _tags_as_planned(cloudwatch, region, change)
         try:
             looked = cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name],
                                      before_retry=_look("DeleteDashboards", "the dashboard", what, read, done,

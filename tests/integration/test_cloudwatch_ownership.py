@@ -295,6 +295,77 @@ def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, publis
     assert json.loads(client.get_dashboard(DashboardName="gpudash-other-handmade")["DashboardBody"]) == handmade
 
 
+def _tag_dashboard(client, name: str, key: str, value: str) -> None:
+    arn = client.get_dashboard(DashboardName=name)["DashboardArn"]
+    client.tag_resource(ResourceARN=arn, Tags=[{"Key": key, "Value": value}])
+
+
+def test_a_retired_dashboard_a_person_tagged_is_pruned_only_with_force(aws, published, project_dir):
+    """CloudWatch dashboards take tags (TagResource on arn:aws:cloudwatch::<account>:dashboard/<name>), and gpudash
+    writes none: a person tagged a retired one (team=ml-oncall: theirs now, or a tag an IAM policy grants access by).
+    Its stamp covers its body, not its tags, which its delete takes with it: --prune deleted it, exit 0. Now a tag
+    on it refuses the delete without --force and names the tag, as a retired alarm's does; the others are deleted."""
+    client, apply = aws
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    tagged, others = "gpudash-other-health", ["gpudash-other-by-pod", "gpudash-other-overview"]
+    _tag_dashboard(client, tagged, "team", "ml-oncall")
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--dry-run")
+    assert code == 1 and tagged in report["refused"], stderr
+    (refused,) = [c for c in report["changes"] if c["name"] == tagged]
+    assert "team=ml-oncall" in json.dumps(refused), refused
+    code, report, _ = apply("--prune", "--removed-cluster", "other")
+    assert code == 1 and tagged in report["refused"] and set(others) <= set(report["written"])
+    assert [n for n in _dashboards(client) if other_cluster(n)] == [tagged]
+    assert apply("--prune", "--removed-cluster", "other", "--force")[0] == 0
+    assert [n for n in _dashboards(client) if other_cluster(n)] == []
+
+
+DASHBOARD_TAGS_DENIED = {"__type": "AccessDeniedException",
+                         "message": "User is not authorized to perform: cloudwatch:ListTagsForResource on resource: "
+                                    "arn:aws:cloudwatch::123456789012:dashboard/gpudash-other-health"}
+
+
+def test_a_retired_dashboard_whose_tags_cannot_be_read_is_pruned_only_with_force(proxied, published, project_dir):
+    """An IAM policy may grant cloudwatch:ListTagsForResource on alarms alone: a dashboard's tags that cannot be read
+    are not "none" (a person's tags would go with the delete). Without --force the delete is refused, saying why;
+    with it, it goes."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="ListTagsForResource", action="status", status=400, times=ALWAYS,
+                      body=json.dumps(DASHBOARD_TAGS_DENIED).encode(), contains=b":dashboard/"))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    dashboards = sorted(c["name"] for c in report["changes"] if c["kind"] == "dashboard" and c["action"] == "delete")
+    assert code == 1 and sorted(n for n in report["refused"] if n in dashboards) == dashboards, stderr
+    assert "could not be read" in json.dumps(report["changes"]) and "AccessDenied" in json.dumps(report["changes"])
+    assert len([n for n in _dashboards(client) if other_cluster(n)]) == 3
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--force")
+    assert code == 0, stderr
+    assert [n for n in _dashboards(client) if other_cluster(n)] == []
+
+
+def test_a_retired_dashboard_a_person_tags_after_the_plan_is_not_deleted(proxied, published, project_dir):
+    """The look right before DeleteDashboards reads the dashboard's tags again: one tagged since the plan is not
+    deleted (exit 3), --force or not (it agrees to what the plan showed)."""
+    from generator.clients.cloudwatch import CloudWatch
+    from generator.targets import cloudwatch_sync
+
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    desired = default_desired()
+    cloudwatch = CloudWatch(endpoint_url=proxy.url)
+    changes = cloudwatch_sync.plan(cloudwatch, desired, removed=("other",))
+    deletes = sorted(c.name for c in changes if c.kind == "dashboard" and c.action == "delete")
+    assert deletes == ["gpudash-other-by-pod", "gpudash-other-health", "gpudash-other-overview"]
+    _tag_dashboard(client, "gpudash-other-health", "keep", "yes")
+    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                     force=True, prune=True, dry_run=False)
+    failed = [o for o in outcomes if o.error and o.change.kind == "dashboard"]
+    assert [o.change.name for o in failed] == ["gpudash-other-health"], [o.error for o in outcomes if o.error]
+    assert "keep=yes" in failed[0].error and "not deleted" in failed[0].error
+    assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-health"]
+
+
 def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, published, project_dir):
     import json
 
@@ -637,6 +708,9 @@ def test_an_alarm_edited_while_apply_writes_the_ones_before_it_is_not_overwritte
     assert alarms(client)[first]["Threshold"] == 90.0 and alarms(client)[second]["Threshold"] == 99.0
 
 
+RETIRED_DASHBOARD_TAG_READS = 3 * 2  # a removed cluster's 3 dashboards, each its tags read by the plan and the look
+
+
 def test_the_last_look_before_a_prune_reads_each_alarms_own_tags(proxied, published, project_dir):
     """A prune of the 12 alarms of a removed cluster: the last look before DeleteAlarms asks each alarm its own tags
     (ListTagsForResource), not the Tagging API's index (GetResources by ARN), whose freshness AWS does not document:
@@ -650,7 +724,8 @@ def test_the_last_look_before_a_prune_reads_each_alarms_own_tags(proxied, publis
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 0 and [n for n in alarms(client) if other_cluster(n)] == [], stderr
     assert len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 12
-    assert proxy.operations.count("ListTagsForResource") == 12 and looks == []
+    # (and each of the 3 retired dashboards' tags, read by the plan and by the look before its delete)
+    assert proxy.operations.count("ListTagsForResource") == 12 + RETIRED_DASHBOARD_TAG_READS and looks == []
 
 
 def _bulk_answer(change):
@@ -700,8 +775,8 @@ def test_the_last_look_asks_an_alarm_alone_where_the_batchs_tag_read_does_not_sh
     assert sorted(n for n in alarms(client) if other_cluster(n)) == [taken]  # the other retired alarms went
     assert alarms(client)[other]["Threshold"] == 90.0  # updated: its own answer shows it gpudash's
     # the 12 retired alarms asked alone; the updated one alone at the last look, right before its write, right
-    # before its tag write and after it (the read-back that shows the evidence written)
-    assert proxy.operations.count("ListTagsForResource") == 16 and "Traceback" not in stderr
+    # before its tag write and after it (the read-back that shows the evidence written); and the retired dashboards'
+    assert proxy.operations.count("ListTagsForResource") == 16 + RETIRED_DASHBOARD_TAG_READS and "Traceback" not in stderr
 
 
 def test_an_update_reads_its_alarms_own_tags_right_before_its_write(proxied, published, project_dir):

@@ -240,6 +240,62 @@ def _dashboards_global() -> None:
     CloudWatchBackend.__init__ = __init__
 
 
+_DASHBOARD_TAGS: dict[str, dict[str, dict[str, str]]] = {}  # account -> dashboard name -> its tags (global, as they are)
+
+
+def _dashboard_tags() -> None:
+    """CloudWatch dashboards take tags (TagResource, UntagResource and ListTagsForResource on a dashboard's ARN,
+    arn:aws:cloudwatch::<account>:dashboard/<name>; PutDashboard's Tags on a create alone); moto tags alarms alone
+    (its TagResource answers any other ARN ResourceNotFoundException). Here a dashboard's tags are kept with the
+    account's one set of dashboards, and go with the dashboard when it is deleted."""
+    from moto.cloudwatch.exceptions import ResourceNotFoundException
+    from moto.cloudwatch.models import CloudWatchBackend
+
+    if getattr(CloudWatchBackend.tag_resource, "dashboard_tags", False):
+        return
+    tag, untag, listed, delete = (CloudWatchBackend.tag_resource, CloudWatchBackend.untag_resource,
+                                  CloudWatchBackend.list_tags_for_resource, CloudWatchBackend.delete_dashboards)
+
+    def held(self, arn: str) -> dict[str, str] | None:
+        """The tags of the dashboard `arn` names (None: `arn` names no dashboard); ResourceNotFoundException where
+        it names one that does not exist."""
+        name = arn.partition(":dashboard/")[2] if ":cloudwatch::" in arn else ""
+        if not name:
+            return None
+        if name not in self.dashboards:
+            raise ResourceNotFoundException
+        return _DASHBOARD_TAGS.setdefault(self.account_id, {}).setdefault(name, {})
+
+    def tag_resource(self, arn: str, tags: dict[str, str]) -> None:
+        found = held(self, arn)
+        if found is None:
+            return tag(self, arn, tags)
+        found.update(tags)
+
+    def untag_resource(self, arn: str, tag_keys: list[str]) -> None:
+        found = held(self, arn)
+        if found is None:
+            return untag(self, arn, tag_keys)
+        for key in tag_keys:
+            found.pop(key, None)
+
+    def list_tags_for_resource(self, arn: str) -> dict[str, str]:
+        found = held(self, arn)
+        return listed(self, arn) if found is None else dict(found)
+
+    def delete_dashboards(self, dashboards: list[str]) -> str | None:
+        refused = delete(self, dashboards)
+        if refused is None:
+            for name in dashboards:
+                _DASHBOARD_TAGS.get(self.account_id, {}).pop(name, None)
+        return refused
+
+    tag_resource.dashboard_tags = True
+    CloudWatchBackend.tag_resource, CloudWatchBackend.untag_resource = tag_resource, untag_resource
+    CloudWatchBackend.list_tags_for_resource, CloudWatchBackend.delete_dashboards = list_tags_for_resource, \
+        delete_dashboards
+
+
 def _answer(app, method: str, target: str, headers, body: bytes, server: tuple, client: str,
             protocol: str = "HTTP/1.1") -> tuple[int, str, list[tuple[str, str]], bytes]:
     """What the WSGI application `app` answers a request (status, reason, headers, body), as moto's server
@@ -475,6 +531,7 @@ class MotoServer(LoopbackServer):
         _attribute_names_worked_out_once()
         _random_strings_drawn_at_once()
         _dashboards_global()
+        _dashboard_tags()
         _tags_on_create_only()
         _composite_alarms()
         for key, value in FAKE_CREDENTIALS.items():
@@ -519,7 +576,7 @@ class MotoServer(LoopbackServer):
             import requests
 
             requests.post(f"{self.url}/moto-api/reset", timeout=10).raise_for_status()
-        for dashboards in _DASHBOARDS.values():
+        for dashboards in (*_DASHBOARDS.values(), *_DASHBOARD_TAGS.values()):
             dashboards.clear()
 
     def client(self, service: str = "cloudwatch", region: str = "us-east-1"):
