@@ -55,14 +55,14 @@ def variable_scope(settings: Settings, upto: str | None = None) -> Scope:
 
 
 # The dashboard's range, as Grafana writes it into a variable's query: a query_result is evaluated at the range's end,
-# so the series it counts are those with a sample within the range (as label_values lists the range's values).
+# so the series it counts are those with a sample within the range.
 DASHBOARD_RANGE = "$__range"
 
 
 def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) -> tuple[str, str]:
-    """(query, regex) of one variable, over the dashboard's range: label_values where one label holds the value, else
-    the label of a query_result (the node: each GPU's name, as its lines and alerts name it; the GPU, filtered by
-    the node; the cluster, of those gpudash watches). A node a GPU reported from within the range is listed, whether
+    """(query, regex) of one variable, over the dashboard's range: the label of a query_result (the node: each GPU's
+    name, as its lines and alerts name it; the GPU, filtered by the node; the cluster, of those gpudash watches; any
+    other, the values of series with a sample in the range). A node a GPU reported from within the range is listed, whether
     or not it is still there at its end.
     A GPU is listed whatever its series read: one whose fields read only DCGM's blank, which no count counts
     (promql.counted), is still a GPU of the node, and picking it shows that it reports nothing."""
@@ -77,7 +77,12 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
                 f'/{label}="([^"]+)"/')
     coalesced = labels.node_sources != (labels.node,)
     if not coalesced or (key != "node" and "node" not in dict(scope.regexes)):
-        return f"label_values({presence(metrics, labels, scope, extra)}, {label})", ""
+        # the values of series with a sample in the range, not label_values': Grafana asks it of
+        # /api/v1/label/<label>/values, which Prometheus answers from every series of each block (and the head)
+        # the range touches, so the last 15 minutes listed a pod whose GPU it left 90 minutes before
+        # (tests/integration/test_variables_over_range.py)
+        series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
+        return f"query_result({packed(f'count by ({label}) ({series})')})", f'/{label}="([^"]+)"/'
     if key == "node":
         # the name gpu_names gives each GPU (THE naming step of per-GPU lines and alerts), not every copy's first
         # spelling: an old exporter writing its own pod's name into Hostname beside the new one's node is no node.
@@ -102,8 +107,7 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
         on_nodes, held = (" or ".join(on_node(metric, part.matchers(labels), labels) for metric in metrics)
                           for part in (placed, workload))
         series = f"({on_nodes}) and on ({gpu}) ({held})"
-    # query_result's PromQL packed as a panel's (the node's, 19 KB on a shared Prometheus, is in every dashboard);
-    # label_values' selector as written: Grafana's variable editor reads it into label filters
+    # query_result's PromQL packed as a panel's (the node's, 19 KB on a shared Prometheus, is in every dashboard)
     return f"query_result({packed(f'count by ({label}) ({series})')})", f'/{label}="([^"]+)"/'
 
 

@@ -24,14 +24,13 @@ docs/labels-and-values.md says): both checks pass with them."""
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
 from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
-from tests.support.grafana_variables import SPAN
+from tests.support.grafana_variables import SPAN, range_options
 from tests.support.projects import bundled_panel, bundled_project
 from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros
 
@@ -92,17 +91,10 @@ def _workload_variables(settings: str) -> dict[str, dict]:
     return {v["name"]: v for v in dashboard.model["templating"]["list"] if v["name"] in ("namespace", "pod")}
 
 
-def _listed(prometheus, variable: dict, end: int) -> set[str]:
-    """A label_values variable's options over the two hours ending at `end`, the others at All."""
-    query = interpolate(variable["query"], variables({}, ("namespace", "pod", "node", "gpu")))
-    series, label = re.fullmatch(r"label_values\((.*), (\w+)\)", query, re.S).groups()
-    return set(prometheus.api(f"label/{label}/values", **{"match[]": series, "start": end - SPAN, "end": end}))
-
-
 @pytest.mark.parametrize("settings, history", SETTINGS)
 def test_the_workload_variables_list_the_pods_that_held_a_gpu_across_the_move(settings, history, request):
     prometheus, start = request.getfixturevalue(history)
-    listed = {name: _listed(prometheus, variable, start + SPAN)
+    listed = {name: range_options(prometheus, variable, start + SPAN)
               for name, variable in _workload_variables(settings).items()}
     assert listed == {"namespace": {"ml"}, "pod": {"a"}}
 

@@ -84,9 +84,9 @@ def test_exported_pod_mapping_reaches_every_query_legend_and_variable(project_di
     legends = {t["legendFormat"] for p, t in _targets(by_pod) if p["type"] == "timeseries"}
     assert legends == {"Pod {{exported_namespace}}/{{exported_pod}}"}
     variables = {v["name"]: v for v in by_pod["templating"]["list"]}
-    assert variables["pod"]["query"].endswith(", exported_pod)")
+    assert variables["pod"]["regex"] == '/exported_pod="([^"]+)"/'
     # one node spelling configured: no coalescing, the label is used as it is
-    assert variables["node"]["query"].endswith(", hostname)")
+    assert variables["node"]["regex"] == '/hostname="([^"]+)"/'
     assert 'exported_namespace=~"$namespace"' in variables["pod"]["query"]
 
 
@@ -95,7 +95,7 @@ def test_any_one_node_label_in_a_list_is_used_as_it_is(project_dir):
     Hostname is taken (test_bad_input: `node: instance` is refused)."""
     _, models = _dashboards(project_dir("labels:\n  node: [instance]\n"))
     variables = {v["name"]: v for v in models["gpudash-overview"]["templating"]["list"]}
-    assert variables["node"]["query"].endswith(", instance)")
+    assert variables["node"]["regex"] == '/instance="([^"]+)"/'
     assert "label_join" not in json.dumps(models) and "{{instance}} GPU {{gpu}}" in json.dumps(models)
 
 
@@ -109,7 +109,7 @@ def test_old_namespace_pod_labels_are_a_setting(project_dir):
     assert all(packed('pod_name!=""') in t["expr"] and packed("by (pod_namespace, pod_name)") in t["expr"]
                for p, t in _targets(by_pod) if p["type"] == "timeseries")
     variables = {v["name"]: v for v in by_pod["templating"]["list"]}
-    assert variables["pod"]["query"].endswith(", pod_name)")
+    assert variables["pod"]["regex"] == '/pod_name="([^"]+)"/'
 
 
 def test_variables_and_cluster_variable_only_for_a_shared_prometheus(project_dir):
