@@ -398,6 +398,9 @@ CASES = [
                "raw.py:3", "raw_promql does not parse", "fix: correct the query"),
     definition("known field not collected", {"mine.py": GOOD_DASHBOARD.replace("GPU_UTIL", "GPU_TEMP")}, "mine.py:5",
                "DCGM_FI_DEV_GPU_TEMP is not collected"),
+    definition("exporter's cumulative counter not collected", {"mine.py": GOOD_DASHBOARD.replace(
+        "DCGM_FI_DEV_GPU_UTIL", "DCGM_EXP_XID_ERRORS_TOTAL")}, "mine.py:5", "DCGM_EXP_XID_ERRORS_TOTAL is not collected",
+               "add DCGM_EXP_XID_ERRORS_TOTAL to the counters CSV"),
     definition("typo inside ctx.available", {
         "t.py": "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n\n"
                 "def dashboards(ctx):\n    panels = ctx.available([\n"
