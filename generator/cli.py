@@ -198,7 +198,7 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
         else:
             click.echo(f"{shown} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
-    from .artifacts import EMPTY_DASHBOARD_FIX
+    from .build_notices import Notice, of_notes, printed_lines
     from .data_missing import addon_uncounted_names, guessed_daemonset, unread_daemonset
     from .render.agent import unexpiring_log_groups
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, never_firing,
@@ -208,126 +208,127 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
     from .settings import unknown_regions, workload_rename_mix
     from .project import version_dependent_queries
 
+    said: list[Notice] = []
     for where, what, fix in unknown_regions(project.settings):
-        click.echo(f"warning: {where}: {what}\n  fix: {fix}", err=True)
+        said.append(Notice("warning", f"{where}: {what}", fix, where=where))
     for where, what in version_dependent_queries(project):
-        click.echo(f"warning: {where}: {what}", err=True)
+        said.append(Notice("warning", f"{where}: {what}", where=where))
     mix = workload_rename_mix(project.settings)
     if mix:
-        click.echo(f"warning: {mix[0]}: {mix[1]} (lint PR003)\n  fix: {mix[2]}", err=True)
+        said.append(Notice("warning", f"{mix[0]}: {mix[1]}", mix[2], "PR003", mix[0]))
     unwatched = unwatched_static_alarms(project)
     if unwatched:
-        click.echo(f"warning: {unwatched[0]}: {unwatched[1]}\n  fix: {unwatched[2]}", err=True)
+        said.append(Notice("warning", f"{unwatched[0]}: {unwatched[1]}", unwatched[2], where=unwatched[0]))
     for noted in (guessed_daemonset(project), unread_daemonset(project)):
         if noted:
-            click.echo(f"note: {noted[0]}: {noted[1]}\n  fix: {noted[2]}", err=True)
+            said.append(Notice("note", f"{noted[0]}: {noted[1]}", noted[2], where=noted[0]))
     uncounted = addon_uncounted_names(project)
     if uncounted:
-        click.echo(f"warning: {uncounted[0]}: {uncounted[1]}\n  fix: {uncounted[2]}", err=True)
+        said.append(Notice("warning", f"{uncounted[0]}: {uncounted[1]}", uncounted[2], where=uncounted[0]))
     unexpiring = unexpiring_log_groups(project.settings)
     if unexpiring:
-        click.echo(f"warning: agent.log_group_in_stack: false on agent.pipeline: classic: the agent creates its EMF log "
-                   f"group ({', '.join(unexpiring)}) with no retention, so it never expires and its storage grows "
-                   f"every month (gpudash cost prices {project.settings.agent.log_retention_days} days)\n"
-                   f"  fix: set the retention once (`aws logs put-retention-policy --log-group-name {unexpiring[0]} "
-                   f"--retention-in-days {project.settings.agent.log_retention_days}`), or use agent.pipeline: otel, "
-                   f"which sets agent.log_retention_days on a group it creates", err=True)
+        said.append(Notice(
+            "warning", f"agent.log_group_in_stack: false on agent.pipeline: classic: the agent creates its EMF log "
+                       f"group ({', '.join(unexpiring)}) with no retention, so it never expires and its storage grows "
+                       f"every month (gpudash cost prices {project.settings.agent.log_retention_days} days)",
+            f"set the retention once (`aws logs put-retention-policy --log-group-name {unexpiring[0]} "
+            f"--retention-in-days {project.settings.agent.log_retention_days}`), or use agent.pipeline: otel, "
+            f"which sets agent.log_retention_days on a group it creates", where="agent.log_group_in_stack"))
     silent = silent_alarms(requests)
     if silent:
-        click.echo(f"warning: {len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify no one "
-                   f"(first: {silent[0]}); set alarms.actions.critical / .warning to SNS topic ARNs", err=True)
+        said.append(Notice("warning", f"{len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify "
+                                      f"no one (first: {silent[0]}); set alarms.actions.critical / .warning to SNS "
+                                      f"topic ARNs", where="alarms.actions"))
     never = [item.request["AlarmName"] for item in requests if never_firing(item.request)]
     if never:
-        click.echo(f"warning: {len(never)} CloudWatch alarm(s) can never be in ALARM (first: {never[0]}): each counts "
-                   f"readings below 1, and a period without a reading has no datapoint (lint AL028)\n"
-                   f"  fix: a data-missing alarm counts under half of a period's scrapes, none at scrape.interval "
-                   f"{project.settings.scrape.seconds} s: give a shorter interval (100 s or less)", err=True)
+        said.append(Notice("warning", f"{len(never)} CloudWatch alarm(s) can never be in ALARM (first: {never[0]}): "
+                                      f"each counts readings below 1, and a period without a reading has no datapoint",
+                           f"a data-missing alarm counts under half of a period's scrapes, none at scrape.interval "
+                           f"{project.settings.scrape.seconds} s: give a shorter interval (100 s or less)", "AL028",
+                           "scrape.interval"))
     for region, severity, topics in foreign_topics(project.settings):
-        click.echo(f"warning: {severity} alarms in {region} notify no one: alarms.actions.{severity} lists only "
-                   f"SNS topics of other Regions ({', '.join(topics)}), and CloudWatch notifies only topics of "
-                   f"the alarm's own Region; add a topic of {region}", err=True)
+        said.append(Notice("warning", f"{severity} alarms in {region} notify no one: alarms.actions.{severity} lists "
+                                      f"only SNS topics of other Regions ({', '.join(topics)}), and CloudWatch "
+                                      f"notifies only topics of the alarm's own Region; add a topic of {region}",
+                           where=f"alarms.actions.{severity}"))
     for path, over in refused_templates:
-        click.echo(f"warning: {printed.path(target / path)}: {over}: CloudFormation refuses the template\n"
-                   f"  fix: {TEMPLATE_QUOTA_FIX}", err=True)
+        said.append(Notice("warning", f"{printed.path(target / path)}: {over}: CloudFormation refuses the template",
+                           TEMPLATE_QUOTA_FIX, where=str(target / path)))
     if theirs:
         stacks, rules, maps = theirs
         named = " and ".join(part for part in (
             f"CloudFormation stacks {first_names(stacks)}" if stacks else "",
             f"PrometheusRules {first_names([f'{ns}/{name}' for ns, name in rules])}" if rules else "",
             f"dashboard ConfigMaps {first_names(maps)}" if maps else "") if part)
-        click.echo(f"warning: {shown}: the build it held was made for other settings (another project, or no "
-                   f"cluster of these): its {named} are that "
-                   f"deployment's, not what this build drops, and are not named for deletion\n"
-                   f"  fix: give each settings file its own --out folder; if those settings are gone (a project or "
-                   f"its clusters renamed), delete what they deployed yourself", err=True)
+        said.append(Notice("warning", f"{shown}: the build it held was made for other settings (another project, or no "
+                                      f"cluster of these): its {named} are that deployment's, not what this build "
+                                      f"drops, and are not named for deletion",
+                           "give each settings file its own --out folder; if those settings are gone (a project or its "
+                           "clusters renamed), delete what they deployed yourself", where=str(target)))
     if gone:
-        click.echo(f"warning: {shown}: the previous build's CloudFormation stacks {first_names(gone)} are no longer "
-                   f"written: a deployed one still declares its dashboards and alarms (a cluster that left, or a "
-                   f"part of a cluster now split over fewer templates, whose alarms another template now declares)\n"
-                   f"  fix: delete each with `aws cloudformation delete-stack` before deploying the build (not one "
-                   f"of a cluster another settings file now defines, after a split: that file's build deploys it)",
-                   err=True)
+        said.append(Notice("warning", f"{shown}: the previous build's CloudFormation stacks {first_names(gone)} are no "
+                                      f"longer written: a deployed one still declares its dashboards and alarms (a "
+                                      f"cluster that left, or a part of a cluster now split over fewer templates, "
+                                      f"whose alarms another template now declares)",
+                           "delete each with `aws cloudformation delete-stack` before deploying the build (not one of "
+                           "a cluster another settings file now defines, after a split: that file's build deploys it)",
+                           where=str(target)))
     if rules_gone:
         namespace = rules_gone[0][0]
-        click.echo(f"warning: {shown}: the previous build's PrometheusRules "
-                   f"{first_names([f'{ns}/{name}' for ns, name in rules_gone])} are no longer written: kubectl apply "
-                   f"leaves each in the cluster, its rules evaluated beside the new ones (an alarm removed still "
-                   f"fires; the alert rules fill fewer groups, or the namespace changed: docs/artifacts.md)\n"
-                   f"  fix: `kubectl delete prometheusrule -n {printed.path(namespace)} "
-                   f"{' '.join(printed.path(name) for ns, name in rules_gone if ns == namespace)}`"
-                   f"{' (and the others in their namespaces)' if any(ns != namespace for ns, _ in rules_gone) else ''}",
-                   err=True)
+        elsewhere = any(ns != namespace for ns, _ in rules_gone)
+        said.append(Notice("warning", f"{shown}: the previous build's PrometheusRules "
+                                      f"{first_names([f'{ns}/{name}' for ns, name in rules_gone])} are no longer "
+                                      f"written: kubectl apply leaves each in the cluster, its rules evaluated beside "
+                                      f"the new ones (an alarm removed still fires; the alert rules fill fewer groups, "
+                                      f"or the namespace changed: docs/artifacts.md)",
+                           f"`kubectl delete prometheusrule -n {printed.path(namespace)} "
+                           f"{' '.join(printed.path(name) for ns, name in rules_gone if ns == namespace)}`"
+                           f"{' (and the others in their namespaces)' if elsewhere else ''}",
+                           where=str(target)))
     if maps_gone:
-        click.echo(f"warning: {shown}: the previous build's dashboard ConfigMaps {first_names(maps_gone)} are no "
-                   f"longer written (a dashboard removed or renamed, cut into fewer parts to fit a ConfigMap, or "
-                   f"grafana.uid_prefix changed): where "
-                   f"{SIDECAR_FILE} is applied, kubectl apply leaves each, and Grafana's sidecar goes on loading its "
-                   f"dashboard, with that build's panels\n"
-                   f"  fix: `kubectl delete configmap -n NAMESPACE {' '.join(maps_gone)}` in the namespace you "
-                   f"applied them to", err=True)
+        said.append(Notice("warning", f"{shown}: the previous build's dashboard ConfigMaps {first_names(maps_gone)} "
+                                      f"are no longer written (a dashboard removed or renamed, cut into fewer parts to fit "
+                                      f"a ConfigMap, or grafana.uid_prefix changed): where {SIDECAR_FILE} is applied, "
+                                      f"kubectl apply leaves each, and Grafana's sidecar goes on loading its "
+                                      f"dashboard, with that build's panels",
+                           f"`kubectl delete configmap -n NAMESPACE {' '.join(maps_gone)}` in the namespace you "
+                           f"applied them to", where=str(target)))
     if moved:
         name, was, now = moved[0]
-        click.echo(f"warning: {shown}: {len(moved)} CloudFormation resource(s) move to another stack (first: {name}, "
-                   f"{was} -> {now}; a cluster's part is full, or its resources fit one template again): deployed, "
-                   f"one stack's update deletes each and another's creates it (an alarm comes back in "
-                   f"INSUFFICIENT_DATA, a change made in the console is gone)\n"
-                   f"  fix: delete the stacks no longer written, then deploy in the order of Metadata.gpudash.Part "
-                   f"(docs/artifacts.md's loop: a resource moves only to a later part)", err=True)
+        said.append(Notice("warning", f"{shown}: {len(moved)} CloudFormation resource(s) move to another stack (first: "
+                                      f"{name}, {was} -> {now}; a cluster's part is full, or its resources fit one "
+                                      f"template again): deployed, one stack's update deletes each and another's "
+                                      f"creates it (an alarm comes back in INSUFFICIENT_DATA, a change made in the "
+                                      f"console is gone)",
+                           "delete the stacks no longer written, then deploy in the order of Metadata.gpudash.Part "
+                           "(docs/artifacts.md's loop: a resource moves only to a later part)", where=str(target)))
     if renamed:
         stack, name, was, now = renamed[0]
-        click.echo(f"warning: {shown}: {len(renamed)} CloudFormation resource(s) of the previous build have another "
-                   f"logical id now (first: {name} in {stack}, {was} -> {now}; an older gpudash gave a name its plain "
-                   f"words): deployed as they are, CloudFormation creates each anew under its name and then deletes "
-                   f"the old id's, which deletes the alarm or dashboard (a log group's creation fails)\n"
-                   f"  fix: before deploying, rename each in its stack with CloudFormation's stack refactoring (the "
-                   f"old logical id to the new one), or delete and re-create it", err=True)
+        said.append(Notice("warning", f"{shown}: {len(renamed)} CloudFormation resource(s) of the previous build have "
+                                      f"another logical id now (first: {name} in {stack}, {was} -> {now}; an older "
+                                      f"gpudash gave a name its plain words): deployed as they are, CloudFormation "
+                                      f"creates each anew under its name and then deletes the old id's, which deletes "
+                                      f"the alarm or dashboard (a log group's creation fails)",
+                           "before deploying, rename each in its stack with CloudFormation's stack refactoring (the "
+                           "old logical id to the new one), or delete and re-create it", where=str(target)))
     for region, count in insights_alarm_counts(requests).items():
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
             listed = " (each pod of alarms.static_pods has one per cluster for a rule judging each GPU it holds: " \
                      "fewer static pods, or alarms.per_pod: group_by)" if project.settings.alarms.static_pods \
                 and project.settings.alarms.per_pod == "static" else ""
-            click.echo(f"warning: {count} Metrics Insights alarms in {region} exceed the default quota of "
-                       f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region; ask for an increase or use fewer clusters per "
-                       f"Region{listed}", err=True)
+            said.append(Notice("warning", f"{count} Metrics Insights alarms in {region} exceed the default quota of "
+                                          f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region; ask for an increase or use "
+                                          f"fewer clusters per Region{listed}"))
+    # (naming the CSV's path as given, as lint's CSV001)
+    said += [Notice("warning", warning, where="counters") for warning in project.catalog.repeats]
+    said += of_notes(notes)
+    for line in printed_lines(said):  # stderr, whatever the output: what a person reading a CI job's log sees
+        click.echo(line, err=True)
     if output == "json":
-        click.echo(json.dumps({"out": str(target), "files": sorted(files)}, indent=2))
+        warnings = [n.as_dict() for n in said if n.level == "warning"]
+        click.echo(json.dumps({"out": str(target), "files": sorted(files), "warnings": warnings,
+                               "notes": [n.as_dict() for n in said if n.level == "note"]}, indent=2))
     else:
-        for warning in project.catalog.repeats:  # (naming the CSV's path as given: escaped, as lint's CSV001)
-            click.echo(f"warning: {printed.text(warning)}", err=True)
-        left_out = [note for note in notes if note.rule == "DF001"]
-        alarms_out = [note for note in left_out if note.message.startswith("alarm ")]
-        if len(left_out) > len(alarms_out):
-            click.echo(f"note: {len(left_out) - len(alarms_out)} panel(s) left out because the counters CSV does "
-                       f"not collect their fields; `gpudash lint` lists them (DF001)", err=True)
-        for note in alarms_out:  # an alarm that is not there watches nothing: each is named
-            click.echo(f"note: {note.message}: no CloudWatch alarm and no Prometheus rule (lint DF001)", err=True)
-        for note in notes:  # a dashboard left with no panel: a warning, what to do with it
-            if note.rule == "DF002":
-                click.echo(f"warning: {note.message} (lint DF002)\n  fix: {EMPTY_DASHBOARD_FIX}", err=True)
-        for note in notes:  # CW013: cloudwatch.source: container-insights; AL011: alarms.expected_gpus: none; AL027:
-            # a rule with no CloudWatch alarm (what one deploying CloudWatch alone goes without, as CW013 and AL011 say)
-            if note.rule not in ("DF001", "DF002"):
-                click.echo(f"note: {note.message} (lint {note.rule})", err=True)
         # the build's dashboards: one too large for its ConfigMap is cut into parts (dashboard_parts)
         defined = len(project.grafana_definitions()) + len(project.grafanalib_dashboards)
         cut = f": {defined} defined, those too large for one ConfigMap cut into parts" if dashboards > defined else ""

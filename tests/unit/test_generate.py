@@ -301,3 +301,33 @@ def test_a_query_repeated_on_many_panels_is_not_worked_out_again_for_each(projec
 
     one, many = worked_out(1), worked_out(80)
     assert one >= 1 and many <= one, (one, many)
+
+
+def test_json_output_holds_every_warning_and_note_the_text_shows(tmp_path, cli):
+    """A machine reader of `generate --output json` gets what a person reading stderr gets: each warning with its fix
+    and lint rule, each note (every panel left out, which the text counts in one line). The JSON held the files
+    alone, and the notes were not said at all."""
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("clusters: [{name: a, region: us-east-1}]\nscrape:\n  interval: 5m\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "text"))
+    assert code == 0
+    shown = [line for line in stderr.splitlines() if line.startswith(("warning: ", "note: ", "  fix: "))]
+    code, stdout, _ = cli("generate", "--config", str(config), "--out", str(tmp_path / "json"), "--output", "json")
+    assert code == 0
+    answer = json.loads(stdout)
+    said = []
+    for level in ("warning", "note"):
+        for notice in answer[f"{level}s"]:
+            assert set(notice) == {"message", "where", "fix", "rule"}
+            said.append(f"{level}: {notice['message']}" + (f" (lint {notice['rule']})" if notice["rule"] else ""))
+            said += [f"  fix: {notice['fix']}"] if notice["fix"] else []
+    panels = [n for n in answer["notes"] if n["rule"] == "DF001" and n["message"].startswith("panel ")]
+    assert len(panels) == 8 and all(n["where"].startswith("dashboards/") for n in panels)
+    counted = (f"note: {len(panels)} panel(s) left out because the counters CSV does not collect their fields; "
+               f"`gpudash lint` lists them (DF001)")
+    assert counted in shown
+    assert sorted(line for line in shown if line != counted) == sorted(
+        line for line in said if not line.startswith("note: panel "))
+    never = next(n for n in answer["warnings"] if n["rule"] == "AL028")
+    assert "can never be in ALARM" in never["message"] and "give a shorter interval" in never["fix"]
+    assert any(n["rule"] == "AL027" for n in answer["notes"])
