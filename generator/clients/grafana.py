@@ -26,6 +26,7 @@ RETRY_STATUSES = (429, 500, 502, 503, 504)
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
 PUBLIC_DASHBOARD_NOT_FOUND = "publicdashboards.notFound"  # Grafana's messageId: the dashboard has no public dashboard
 ANNOTATIONS_READ = 100  # a dashboard's annotations counted before a delete (one more is read: "100+" means more)
+TEAMS_PAGE = 1000  # teams asked for per page of the team search (Grafana's default page)
 PLAYLISTS_READ = 1000  # playlists listed in one answer (Grafana's list has no pages: a full one may hold more)
 # pages of Grafana 12's list of a dashboard's versions ({"continueToken", "versions"}) followed at most for one read:
 # each holds at least a version but for an odd one, and a read asks 50 at most (grafana_sync.HISTORY)
@@ -725,6 +726,45 @@ class GrafanaClient:
                 isinstance(i, dict) and isinstance(i.get("type"), str) and isinstance(i.get("value"), str)
                 for i in found["items"])
         return self._shape(found, ok, what, f"playlist {uid} with its items, each a type and a value")
+
+    def home_dashboard(self, team_id: int | None = None) -> tuple[str, int]:
+        """The home dashboard the organization's preferences (or team `team_id`'s) name, as (uid, id): "" and 0 where
+        they name none. Grafana 10 and later name it by uid alone (homeDashboardUID, left out where none is set), older
+        releases by id too (homeDashboardId, 0 for none). Grafana's delete of a dashboard leaves a preference naming
+        it, and those it applies to are shown Grafana's default home instead."""
+        what = "the organization's preferences" if team_id is None else f"team {team_id}'s preferences"
+        found = self._request("GET", "/api/org/preferences" if team_id is None else f"/api/teams/{team_id}/preferences",
+                              what=what)
+        ok = isinstance(found, dict) and isinstance(found.get("homeDashboardUID", ""), str) and \
+            isinstance(found.get("homeDashboardId", 0), int) and not isinstance(found.get("homeDashboardId"), bool)
+        found = self._shape(found, ok, what, "preferences, naming the home dashboard by uid (or id) where one is set")
+        return found.get("homeDashboardUID", ""), found.get("homeDashboardId", 0)
+
+    def teams(self) -> list[dict[str, Any]]:
+        """Every team of the organization the account may read (GET /api/teams/search, page by page to `totalCount`),
+        each with its id and name. A page that repeats a team, or that ends the list short of its count, is not a
+        valid answer, never all of them."""
+        what, found, page = "teams", {}, 1
+        while True:
+            answer = self._request("GET", "/api/teams/search", what=what, params={"perpage": TEAMS_PAGE, "page": page})
+            ok = isinstance(answer, dict) and isinstance(answer.get("teams"), list) and \
+                isinstance(answer.get("totalCount"), int) and not isinstance(answer.get("totalCount"), bool) and \
+                all(isinstance(t, dict) and isinstance(t.get("id"), int) and not isinstance(t.get("id"), bool)
+                    and isinstance(t.get("name"), str) for t in answer["teams"])
+            answer = self._shape(answer, ok, what, "a page of teams, each with its id and name, and their total count")
+            listed = answer["teams"]
+            if any(t["id"] in found for t in listed):
+                raise InvalidAnswer(f"Grafana's team search answered page {page} with teams of an earlier page: it "
+                                    "cannot be read to its end", where=what, hint="GRAFANA_URL must reach Grafana's "
+                                    "API itself; a proxy may drop the `page` parameter")
+            found.update((t["id"], t) for t in listed)
+            if len(found) >= answer["totalCount"]:
+                return list(found.values())
+            if not listed:
+                raise InvalidAnswer(f"Grafana's team search counts {answer['totalCount']} teams and its page {page} "
+                                    f"lists none, after {len(found)}: the rest cannot be read", where=what,
+                                    hint="GRAFANA_URL must reach Grafana's API itself")
+            page += 1
 
     def permissions(self, fresh: bool = False) -> dict[str, list[str]] | None:
         """The signed-in account's permissions (GET /api/access-control/user/permissions: action -> scopes), read

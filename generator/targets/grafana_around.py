@@ -19,6 +19,12 @@ refused is said, never read as none.
   starred it; a star is a bookmark of the dashboard, and goes with it. Not read, and said in docs/publishing.md.
 - Library panels: the delete removes the dashboard's connections to them, not the panels. One a person added to a
   dashboard changes its content: an edit, which needs --force already.
+- Home dashboards: the organization's and each team's preferences may name it as their home dashboard (GET
+  /api/org/preferences, /api/teams/<id>/preferences); the delete leaves them naming nothing, and those they apply to
+  are shown Grafana's default home instead. The organization's need orgs.preferences:read, and Grafana's team search
+  leaves out, instead of refusing, the teams the account may not read: read as all only where the account's
+  permissions read every team (an organization Admin's). A user's own preference is answered to that user alone: not
+  read, and said in docs/publishing.md.
 """
 
 from __future__ import annotations
@@ -75,15 +81,48 @@ HOLDER_READS = (("teams:read", "teams:id:"), ("org.users:read", "users:id:"),
                 ("serviceaccounts:read", "serviceaccounts:id:"))
 
 
+def _over_all(permissions: dict[str, list[str]], action: str, prefix: str) -> bool:
+    """Whether `permissions` grant `action` over every object whose scope starts with `prefix` (a wildcard scope)."""
+    return any(scope.endswith("*") and prefix.startswith(scope[:-1]) for scope in permissions.get(action, []))
+
+
 def unlisted(permissions: dict[str, list[str]] | None) -> str | None:
     """Why Grafana's answer of a dashboard's permissions may leave some out for an account with `permissions`
     (action -> scopes; None: Grafana lists none); None where it reads every team, user and service account."""
     if permissions is None:
         return NO_PERMISSIONS
-    missing = [action for action, prefix in HOLDER_READS
-               if not any(scope.endswith("*") and prefix.startswith(scope[:-1])
-                          for scope in permissions.get(action, []))]
+    missing = [action for action, prefix in HOLDER_READS if not _over_all(permissions, action, prefix)]
     return f"it has no {', '.join(missing)} over all of them" if missing else None
+
+
+ORGANIZATION = "the organization"
+
+
+def read_homes(client: GrafanaClient, fresh: bool = False) -> dict[str, tuple[str, int]] | Unread:
+    """The home dashboard (uid, id) the organization's preferences and each team's name, by whose they are
+    (ORGANIZATION, "team 'noc'"); Unread where they cannot all be read: a read refused or not a valid answer, or an
+    account whose permissions (read again if `fresh`) do not read every team, whose teams Grafana's search leaves out."""
+    def read() -> dict[str, tuple[str, int]] | Unread:
+        permissions = client.permissions(fresh=True) if fresh else client.permissions()
+        if permissions is None or not _over_all(permissions, *TEAM_READS):
+            why = NO_PERMISSIONS if permissions is None else f"it has no {TEAM_READS[0]} over all of them"
+            return Unread(f"are not all shown to gpudash's account ({why}): Grafana's team search leaves out the "
+                          "teams the account may not read instead of refusing")
+        homes = {ORGANIZATION: client.home_dashboard()}
+        homes.update((f"team {team['name']!r}", client.home_dashboard(team["id"])) for team in client.teams())
+        return homes
+    return attempt(read)
+
+
+TEAM_READS = ("teams:read", "teams:id:")  # what an account must hold over every team for the team search to list all
+
+
+def homes_of(homes: dict[str, tuple[str, int]], uid: str, dashboard_id: Any) -> list[str]:
+    """Whose home dashboard the dashboard `uid` (of id `dashboard_id`) is, sorted: by its uid, or by its id where the
+    preferences name one (Grafana before 10)."""
+    own_id = dashboard_id if isinstance(dashboard_id, int) and not isinstance(dashboard_id, bool) else None
+    return sorted(holder for holder, (home_uid, home_id) in homes.items()
+                  if home_uid == uid or (own_id and home_id == own_id))
 
 
 # Why an answer of no permission at all is no evidence: Grafana gives a dashboard or folder made by an account that

@@ -31,7 +31,7 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
 from .grafana_annotations import annotation_count, annotation_ids, annotators, read_annotations, unshown
-from .grafana_around import UNREAD, Unread, attempt, picking, read_granted, read_playlists
+from .grafana_around import UNREAD, Unread, attempt, homes_of, picking, read_granted, read_homes, read_playlists
 from .grafana_public import shared
 from ..clients.deadline import NOT_STARTED, UNDER_WAY, DeadlineExceeded
 from ..clients.grafana import (GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient,
@@ -408,12 +408,16 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
         around["playlists"] = read_playlists(client)
     playlists = around["playlists"]
     picks = playlists if isinstance(playlists, Unread) else picking(playlists, uid, model.get("id"))
+    if "homes" not in around:
+        around["homes"] = read_homes(client)
+    homes = around["homes"] if isinstance(around["homes"], Unread) else homes_of(around["homes"], uid, model.get("id"))
     change = Change("grafana", "dashboard", uid, DELETE, live={
         **live, "saved": saved.get("message"),
         "annotations": UNREAD if isinstance(notes, Unread) else annotation_ids(notes),
         "public": UNREAD if isinstance(public, Unread) else public and public["uid"],
         "permissions": UNREAD if isinstance(grants, Unread) else grants,
-        "playlists": UNREAD if isinstance(picks, Unread) else picks})
+        "playlists": UNREAD if isinstance(picks, Unread) else picks,
+        "homes": UNREAD if isinstance(homes, Unread) else homes})
     if evidence == EDITED:
         change.edited = True
         change.details = [f"{model.get('title')!r} is no longer defined, but {_editor(latest)} changed it in "
@@ -422,7 +426,8 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
         change.details = [f"{model.get('title')!r} is managed by gpudash but no longer defined; --prune deletes it"]
     # people's work around it that no version records and that Grafana's delete takes with it, or a read that shows
     # nothing of it (the look before the delete reads each again): --force agrees to delete it with any
-    lost = [_lost_annotations(notes), _lost_public(public), _lost_permissions(grants), _lost_playlists(picks)]
+    lost = [_lost_annotations(notes), _lost_public(public), _lost_permissions(grants), _lost_playlists(picks),
+            _lost_homes(homes)]
     for said in filter(None, lost):
         change.edited = True
         change.details.append(said)
@@ -462,6 +467,16 @@ def _lost_playlists(picks: list[str] | Unread) -> str | None:
     return (f"it is in playlist(s) {', '.join(picks[:5])}{' ...' if len(picks) > 5 else ''}, which lose it (Grafana "
             "deletes an item by id with it, and one by uid points at nothing); --prune --force deletes it from them"
             ) if picks else None
+
+
+def _lost_homes(holders: list[str] | Unread) -> str | None:
+    if isinstance(holders, Unread):
+        return (f"the home dashboards the organization's and the teams' preferences name, which Grafana's delete leaves "
+                f"naming nothing, {holders.why}; gpudash's account needs orgs.preferences:read and teams:read over all "
+                "teams (an organization Admin's); --prune --force deletes it with any")
+    return (f"it is the home dashboard of {', '.join(holders[:5])}{' ...' if len(holders) > 5 else ''}: Grafana's "
+            "delete leaves that preference naming nothing, and those it applies to are shown Grafana's default home "
+            "instead; --prune --force deletes it") if holders else None
 
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
@@ -888,10 +903,13 @@ def _made_since_plan(client: GrafanaClient, change: Change, folder_uid: str, liv
     grants = read_granted(client, uid, (live.get("meta") or {}).get("createdBy"), fresh=planned_notes == UNREAD)
     playlists = read_playlists(client)
     picks = playlists if isinstance(playlists, Unread) else picking(playlists, uid, now_id)
+    homes = read_homes(client)  # (the account's permissions read again above)
+    holders = homes if isinstance(homes, Unread) else homes_of(homes, uid, now_id)
     for found, planned, what, which in (
             (public, before.get("public"), "shared externally", "whether it is shared externally"),
             (grants, before.get("permissions"), "given permissions on it", "the permissions set on it"),
-            (picks, before.get("playlists"), "put in playlist(s)", "the playlists")):
+            (picks, before.get("playlists"), "put in playlist(s)", "the playlists"),
+            (holders, before.get("homes"), "made the home dashboard of", "the home dashboards")):
         if isinstance(found, Unread):
             if planned != UNREAD:  # read by the plan: a failure now shows nothing
                 return f"{which} {found.why} now, where the plan read it"

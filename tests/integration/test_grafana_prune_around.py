@@ -260,3 +260,72 @@ def test_a_playlist_deleted_between_the_list_and_its_read_is_left_out(said, graf
                      else Rule(path=r"^/api/playlists/pl1$", method="GET", status=404, body=said, callback=deleted))
         code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stdout
+
+
+@pytest.mark.parametrize("team", [None, "noc"], ids=["the organization's", "a team's"])
+def test_a_retired_dashboard_that_is_a_home_dashboard_is_not_pruned_without_force(grafana, run, tmp_path, team):
+    """An administrator made the retired team dashboard the organization's home dashboard (or the NOC team's: their
+    wall screens open it). Grafana's delete of the dashboard leaves that preference naming nothing, and everyone it
+    applies to lands on Grafana's default home instead: a --prune did that, exit 0. Now it is refused without
+    --force, naming whose home it is; --force deletes it."""
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
+    grafana.set_home("gpudash-overview", team="platform")  # another dashboard's home: nothing of this one
+    grafana.set_home(TEAM, team=team)
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
+    assert TEAM in grafana.state.dashboards, (code, stdout, stderr)
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
+    holder = "the organization" if team is None else f"team '{team}'"
+    assert f"it is the home dashboard of {holder}: Grafana's delete leaves that preference naming nothing" in stdout
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune", "--force")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
+
+
+def test_a_retired_dashboard_whose_home_dashboards_cannot_all_be_read_needs_force(grafana, run, tmp_path):
+    """An account without teams:read over every team is answered only the teams it may read, and one without
+    orgs.preferences:read is refused the organization's: neither shows no preference names the dashboard. Refused
+    without --force, saying why; the organization's and the teams' preferences read, it is pruned (the control)."""
+    from tests.support.grafana_server import ADMIN
+
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
+    grafana.set_home("gpudash-overview", team="platform")
+    held = grafana.state.permissions[ADMIN]
+    grafana.state.permissions[ADMIN] = {**held, "teams:read": ["teams:id:1"]}
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
+    assert "the home dashboards the organization's and the teams' preferences name" in stdout
+    assert "it has no teams:read over all of them" in stdout, stdout
+    grafana.state.permissions[ADMIN] = {k: v for k, v in held.items() if k != "orgs.preferences:read"}
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
+    assert "naming nothing, could not be read (the service account may not do this (403)" in stdout, stdout
+    grafana.state.permissions[ADMIN] = held
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
+    assert code == 0 and TEAM not in grafana.state.dashboards, stderr
+
+
+def test_a_home_dashboard_made_between_the_plan_and_the_delete_is_not_deleted_even_forced(grafana):
+    """The NOC team makes the retired dashboard its home after the plan, which saw no home naming it, and before the
+    forced push: --force agreed to delete what the plan showed."""
+    client, changes = _planned(grafana)
+    grafana.set_home(TEAM, team="noc")
+    outcomes = forced_prune(client, changes, FOLDER)
+    assert TEAM in grafana.state.dashboards
+    (failed,) = [o for o in outcomes if o.error]
+    assert "made the home dashboard of since the plan (team 'noc'); not deleted" in failed.error, failed.error
+
+
+@pytest.mark.parametrize("answer", [b'{"totalCount": 3, "teams": [], "page": 1, "perPage": 1000}', b"[]",
+                                    b'{"totalCount": 1, "teams": [{"id": 1}]}'],
+                         ids=["short of its count", "not an object", "a team without its name"])
+def test_a_team_search_that_is_not_grafanas_answer_is_not_read_as_no_home(grafana, run, tmp_path, answer):
+    """A team search that lists fewer teams than it counts (a page dropped by a proxy), or is not shaped as Grafana's,
+    shows nothing of the teams' home dashboards: the prune needs --force, never reads it as none."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=r"^/api/teams/search$", method="GET", action="rewrite", times=10,
+                          callback=lambda body: answer))
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
+    assert "the home dashboards the organization's and the teams' preferences name" in stdout, stdout

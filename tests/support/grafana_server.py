@@ -127,13 +127,19 @@ class State:
     # such endpoint (404, a Grafana before role-based access control). The annotations API reads them as Grafana
     # with annotationPermissionUpdate (its default) does: by the dashboard's or its folder's scope.
     # An organization Admin's account reads every team, user and service account (teams:read, org.users:read,
-    # serviceaccounts:read over all of them); a Viewer's does not.
+    # serviceaccounts:read over all of them) and the organization's preferences (orgs.preferences:read, unscoped); a
+    # Viewer's does not.
     permissions: dict[str, dict[str, list[str]] | None] = field(default_factory=lambda: {
         ADMIN: {"annotations:read": ["annotations:*", "dashboards:*", "folders:*"], "dashboards:read": ["dashboards:*"],
                 "teams:read": ["teams:*"], "org.users:read": ["users:*"],
-                "serviceaccounts:read": ["serviceaccounts:*"]},
+                "serviceaccounts:read": ["serviceaccounts:*"], "orgs.preferences:read": []},
         VIEWER: {"annotations:read": ["annotations:*", "dashboards:*", "folders:*"],
                  "dashboards:read": ["dashboards:*"]}})
+    # home dashboards: the uid the organization's preferences name (homeDashboardUID; "" for none), the teams, and the
+    # uid each team's preferences name. Grafana's delete of a dashboard leaves a preference naming it
+    org_home: str = ""
+    teams: list[dict[str, Any]] = field(default_factory=list)
+    team_homes: dict[int, str] = field(default_factory=dict)
     # the login of each token's account (Grafana's service accounts sign in as sa-<name>)
     logins: dict[str, str] = field(default_factory=lambda: {ADMIN: "gpudash-sa", VIEWER: "viewer-sa"})
 
@@ -465,6 +471,20 @@ class GrafanaTestServer(LoopbackServer):
                                          "interval": "5m", "items": [{"type": t, "value": v} for t, v in items]})
             return uid
 
+    def set_home(self, uid: str, team: str | None = None) -> None:
+        """A person makes the dashboard `uid` the organization's home dashboard (Administration, Default preferences),
+        or team `team`'s (made if new)."""
+        with self.lock:
+            if team is None:
+                self.state.org_home = uid
+                return
+            found = next((t for t in self.state.teams if t["name"] == team), None)
+            if found is None:
+                found = {"id": len(self.state.teams) + 1, "uid": f"team{len(self.state.teams) + 1}", "name": team,
+                         "orgId": 1, "email": "", "memberCount": 1}
+                self.state.teams.append(found)
+            self.state.team_homes[found["id"]] = uid
+
     def _acl_entry(self, permission: int, *, user: str | None = None, team: str | None = None,
                    role: str | None = None) -> dict[str, Any]:
         entry: dict[str, Any] = {"permission": permission,
@@ -562,6 +582,15 @@ class GrafanaTestServer(LoopbackServer):
                 return self._delete(m.group(1))
             if method == "GET" and path == "/api/annotations":
                 return self._annotations(query, self.state.permissions.get(token))
+            if method == "GET" and path == "/api/org/preferences":
+                if "orgs.preferences:read" not in (self.state.permissions.get(token) or {}):
+                    return 403, {"message": "You'll need additional permissions to perform this action."}, None
+                return 200, self._preferences(self.state.org_home), "/org/preferences"
+            if method == "GET" and path == "/api/teams/search":
+                return self._teams(query)
+            if method == "GET" and (m := re.fullmatch(r"/api/teams/([0-9]+)/preferences", path)):
+                return 200, self._preferences(self.state.team_homes.get(int(m.group(1)), "")), \
+                    "/teams/{team_id}/preferences"
             if method == "GET" and path == "/api/access-control/user/permissions":
                 found = self.state.permissions.get(token)
                 return (404, {"message": "Not found"}, None) if found is None else (200, found, None)
@@ -790,6 +819,19 @@ class GrafanaTestServer(LoopbackServer):
             return action is None or any(scope == target or (scope.endswith("*") and target.startswith(scope[:-1]))
                                          for scope in held.get(action, []))
         return 200, [e for e in answer if readable(e)], path
+
+    @staticmethod
+    def _preferences(home: str) -> dict[str, Any]:
+        """Preferences as Grafana 10 and later answer them: the home dashboard by uid, left out where none is set."""
+        return {"theme": "", "timezone": "", "weekStart": "", **({"homeDashboardUID": home} if home else {})}
+
+    def _teams(self, query: dict[str, list[str]]):
+        """GET /api/teams/search: a page of the organization's teams (`perpage`, Grafana's default 1000) and their
+        count."""
+        per_page, page = int(query.get("perpage", ["1000"])[0]), int(query.get("page", ["1"])[0])
+        teams = self.state.teams[(page - 1) * per_page: page * per_page]
+        return 200, {"totalCount": len(self.state.teams), "teams": teams, "page": page, "perPage": per_page}, \
+            "/teams/search"
 
     def _playlists(self, query: dict[str, list[str]]):
         """GET /api/playlists: the organization's playlists (no items), at most `limit` (Grafana's default 1000), or
