@@ -314,7 +314,8 @@ def _agent_maker(project: Project, held: Settings, queried: dict[str, set[tuple[
 def notes(project: Project) -> tuple[Note, ...]:
     """What building the project leaves out, and why: panels whose fields the counters CSV does not
     collect, panels and alarms the Container Insights add-on does not publish, the data-missing alarm
-    when nothing says GPUs are expected, alarms that do not evaluate MIG GPUs on CloudWatch, charts by pod that rank
+    when nothing says GPUs are expected, panels and alarms on a counter that counts no code's first event (DF003),
+    alarms that do not evaluate MIG GPUs on CloudWatch, charts by pod that rank
     pods by one GPU's reading (CW019), alarms that count a GPU's copies as GPUs (AL019), alarms that read a failed scrape
     as GPUs lost (AL024), alarms on a pod's count of GPUs that read the most one scrape counted (AL025), rules
     CloudWatch cannot judge (AL027)."""
@@ -324,6 +325,7 @@ def notes(project: Project) -> tuple[Note, ...]:
 
     found = [Note("DF001", _portable(where), message) for where, message in project.notes]
     found += [Note("DF002", _portable(where), message) for where, message in empty_dashboards(project)]
+    found += [Note("DF003", _portable(where), message) for where, message in first_events_uncounted(project)]
     found += [Note("CW013", _portable(where), message) for where, message in left_out_on_addon(project)]
     found += [Note("CW019", _portable(where), message) for where, message in ranked_by_one_reading(project)]
     found += [Note("AL011", _portable(where), message) for where, message in left_out(project)]
@@ -351,6 +353,26 @@ def empty_dashboards(project: Project) -> list[tuple[str, str]]:
                                    "and published empty: the counters CSV collects none of the fields its panels read "
                                    "(each a DF001 note), or it defines none")
             for dashboard in project.dashboards if not any(True for _ in dashboard.panels())]
+
+
+def first_events_uncounted(project: Project) -> list[tuple[str, str]]:
+    """(where, message) of each panel and alarm reading a counter that counts no code's first event
+    (catalog.FIRST_EVENT_UNCOUNTED), once per query and field."""
+    from .catalog import FIRST_EVENT_UNCOUNTED
+
+    def said(what: str, name: str, twin: str) -> str:
+        return (f"{what} reads {name}, whose series for a code starts at the code's first event: no increase counts "
+                f"a series' first sample, so a GPU's first event of each code is not counted (its only one reads 0); "
+                f"{twin}, the count over the exporter's window, counts it")
+
+    found = [(query.defined_at, said(f"panel {panel.title!r}", name, FIRST_EVENT_UNCOUNTED[name]))
+             for dashboard in project.dashboards for panel in dashboard.panels() for query in panel.queries
+             for name in dict.fromkeys(query.metrics) if name in FIRST_EVENT_UNCOUNTED and not query.raw_promql]
+    found += [(alarm.defined_at, said(f"alarm {alarm.id!r}", name, FIRST_EVENT_UNCOUNTED[name]))
+              for alarm in project.alarms
+              for name in dict.fromkeys(n for query in alarm.queries for n in query.metrics)
+              if name in FIRST_EVENT_UNCOUNTED]
+    return found
 
 
 def _portable(defined_at: str) -> str:

@@ -132,6 +132,15 @@ FIELD_LABELS = {
 }
 
 
+# The exporter's cumulative counters whose series for a code appears at the code's first event, reading 1 (the XID
+# errors and clock events since it started), each with its windowed count: no increase counts a series' first sample
+# (Prometheus's, and the CloudWatch agent's delta, whose first reading is its baseline), so each code's first event on
+# a GPU is in no panel, rule or alarm (a GPU's only XID 79 reads 0: tests/integration/test_xid_errors_total.py); the
+# windowed count, a gauge, counts it (lint DF003).
+FIRST_EVENT_UNCOUNTED = {"DCGM_EXP_XID_ERRORS_TOTAL": "DCGM_EXP_XID_ERRORS_COUNT",
+                         "DCGM_EXP_CLOCK_EVENTS_TOTAL": "DCGM_EXP_CLOCK_EVENTS_COUNT"}
+
+
 def own_labels_of(name: str) -> tuple[str, ...]:
     """The labels of a field's own (FIELD_LABELS) that split it into several series of one GPU; none for the others."""
     return FIELD_LABELS.get(name, ((), ""))[0]

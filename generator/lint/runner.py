@@ -29,6 +29,8 @@ NOTE_RULES = [
     Rule("DF002", "dashboards with no panel left: the counters CSV collects none of the fields their panels read, "
          "or they define none",
          _notes("DF002", "warning", EMPTY_DASHBOARD_FIX)),
+    Rule("DF003", "panels and alarms on a counter the exporter starts at a code's first event (DCGM_EXP_XID_ERRORS_TOTAL, "
+                  "DCGM_EXP_CLOCK_EVENTS_TOTAL): no increase counts that event", _notes("DF003")),
     Rule("CW013", "panels and alarms left out of CloudWatch because the Container Insights add-on does not "
                   "publish their fields (cloudwatch.source: container-insights)", _notes("CW013")),
     Rule("CW019", "charts of one line per pod that add a pod's GPUs per scrape rank pods by one GPU's reading, not "

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.artifacts import grafana_dashboards
+from generator.artifacts import build, grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from tests.support.messy_history import Series, openmetrics
@@ -56,13 +56,26 @@ def dashboards(ctx):
 '''
 
 
+def _project(folder):
+    csv = counters_with(folder, f"{FIELD}, counter, cumulative XID errors observed since exporter start\n")
+    return defined_project(folder, f"counters: {csv}\n", dashboards=DASHBOARDS, alarms=ALARMS)
+
+
+ALARMS = f'''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("xid-total", "XID errors", Condition(Query("{FIELD}", "sum", ("node", "gpu"), as_increase=True), ">", 0),
+                severity="critical")
+'''
+
+
 @pytest.fixture(scope="module")
 def shown(prometheus, tmp_path_factory) -> dict[str, dict[str, float]]:
     """{panel title: {legend: value}} at the last scrape, over the last 20 minutes."""
     server, start = prometheus
-    folder = tmp_path_factory.mktemp("xid-total")
-    csv = counters_with(folder, f"{FIELD}, counter, cumulative XID errors observed since exporter start\n")
-    (dashboard,) = grafana_dashboards(defined_project(folder, f"counters: {csv}\n", dashboards=DASHBOARDS))
+    (dashboard,) = grafana_dashboards(_project(tmp_path_factory.mktemp("xid-total")))
     values = {}
     for panel in (p for p in dashboard.model["panels"] if p.get("targets")):
         (target,) = panel["targets"]  # an instant query: the increase over the range
@@ -82,3 +95,14 @@ def test_a_gpus_codes_add_up(shown):
 def test_a_codes_first_error_counts(shown):
     assert (shown["per GPU"].get("n1 GPU 1"), shown["per pod"].get("Pod ml/train-1"), shown["fleet"]) \
         == (2.0, 2.0, {FIELD: 5.0})
+
+
+def test_each_panel_and_alarm_reading_it_is_told_it_misses_a_codes_first_error(tmp_path):
+    """Until an increase counts a code's first error, the build says so of each panel and alarm reading the counter
+    (lint DF003, which generate prints), naming the windowed count that counts it."""
+    notes = [note for note in build(_project(tmp_path)).notes if note.rule == "DF003"]
+    assert sorted(note.message.split(" reads ")[0] for note in notes) == \
+        ["alarm 'xid-total'", "panel 'fleet'", "panel 'per GPU'", "panel 'per pod'"]
+    assert all("a GPU's first event of each code is not counted" in note.message
+               and "DCGM_EXP_XID_ERRORS_COUNT, the count over the exporter's window, counts it" in note.message
+               for note in notes), notes
