@@ -26,6 +26,7 @@ from ..names import ALERT_PREFIX, CLUSTERS_GROUP, WATCHED_CLUSTER, is_counter_gr
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
 from ..agent_timing import scrape_timeout
 from ..project import Project
+from ..catalog import MIG_INSTANCE_LABEL
 from ..promql import COUNTED_PARTS, counted_name
 from ..promql_alike import alike
 from ..promql_text import matcher, quoted
@@ -653,7 +654,34 @@ def _pod_label(prometheus: Prometheus, project: Project) -> Check:
                      "; ".join(f"the workload's {key} arrives as {arrived!r}, settings say {setting!r}"
                                for key, setting, arrived in wrong),
                      " and ".join(f"set labels.{key}: {arrived}" for key, _, arrived in wrong) + " in gpudash.yaml")
+    targets_own = _targets_own_pods(prometheus, project)
+    if targets_own:
+        gpus = sum(targets_own.values())
+        shown = ", ".join(f"{pod} ({count} GPU{'s' * (count != 1)})" for pod, count in sorted(targets_own.items())[:3])
+        carry = "s carry their" if gpus != 1 else " carries its"
+        more = " ..." if len(targets_own) > 3 else ""
+        return Check(GROUP, "workload pod label", FAIL,
+                     f"{gpus} GPU{carry} scrape target's own pod as the workload's {labels.pod!r}: {shown}{more}: a "
+                     "GPU no pod holds gets the exporter pod's labels (a ServiceMonitor that honors labels and keeps "
+                     "its target's pod, or one that does not honor them), so the per-pod panels and alerts show the "
+                     "exporter pod holding it",
+                     f"apply {built(SERVICE_MONITOR_FILE)} in place of that ServiceMonitor (it honors labels and drops "
+                     "its target's pod, namespace and container); or, in yours, set honorLabels: true and add the "
+                     "relabeling {action: labeldrop, regex: pod|namespace|container}")
     return Check(GROUP, "workload pod label", OK, f"{detected!r} as configured")
+
+
+def _targets_own_pods(prometheus: Prometheus, project: Project) -> dict[str, int]:
+    """{namespace/pod: GPUs} of the DCGM series whose workload pod (labels.pod, labels.namespace) is their own scrape
+    target's (the pod and namespace its `up` carries): a GPU no pod holds, scraped by a job whose targets carry the
+    exporter pod's labels and that writes them where the exporter wrote none (honor_labels with the target's pod kept,
+    or a job that does not honor labels, read as `pod`)."""
+    labels = project.settings.labels
+    pod, namespace = labels.pod, labels.namespace
+    gpu = ", ".join((namespace, pod, "instance", "job", "gpu", MIG_INSTANCE_LABEL))
+    owned = f"{recent(_dcgm(pod), looked_back(project))} and on (instance, job, {namespace}, {pod}) up"
+    found = prometheus.query(f"count by ({namespace}, {pod}) (group by ({gpu}) ({owned}))")
+    return {f"{row.get(namespace, '')}/{row.get(pod, '')}": int(value) for row, value in found}
 
 
 def _node_label(prometheus: Prometheus, project: Project) -> list[Check]:
