@@ -496,8 +496,10 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
     other = "alarms" if kind == "dashboards" else "dashboards"
     shared = {f.resolve() for f in ctx.settings.definition_dirs(other)} if ctx.settings is not None else set()
     if ctx.settings is not None:
-        name_folders_apart((*ctx.settings.definition_dirs("dashboards"), *ctx.settings.definition_dirs("alarms")),
-                           ctx.settings.base_dir)
+        kinds = ("dashboards", "alarms")
+        name_folders_apart([f for each in kinds for f in ctx.settings.definition_dirs(each)],
+                           [f for each in kinds if getattr(ctx.settings.definitions, each) is not None
+                            for f in ctx.settings.definition_dirs(each)], ctx.settings.base_dir)
     for folder in folders:
         names = _listed(folder, kind, hint, ctx.settings)
         if not any(name.endswith(".py") and not name.startswith("_") for name in names):

@@ -57,14 +57,15 @@ def _shown_file(filename: str) -> str:
 _NAMED_APART: tuple[tuple[str, str], ...] = ()
 
 
-def name_folders_apart(folders: Iterable[Path], base: Path) -> None:
-    """Name the files of `folders` (the definitions folders of a project whose settings are in `base`) by their path
-    from `base` where two of them share their last name: `dashboards/gpu.py` of either would not say which to fix."""
+def name_folders_apart(folders: Iterable[Path], written: Iterable[Path], base: Path) -> None:
+    """Name the files of each folder of `written` (the definitions folders the settings in `base` name) by its path
+    from `base` where another of `folders` (those and the bundled ones in their place) shares its last name:
+    `dashboards/gpu.py` of either would not say which to fix. A bundled folder keeps its last name: its path is
+    where gpudash is installed, which a build must not record."""
     global _NAMED_APART
-    folders = list(dict.fromkeys(folders))
-    last = [folder.name for folder in folders]
-    _NAMED_APART = tuple((str(folder), Path(os.path.relpath(folder, base)).as_posix()) for folder in folders
-                         if last.count(folder.name) > 1)
+    last = [folder.name for folder in dict.fromkeys(folders)]
+    _NAMED_APART = tuple((str(folder), Path(os.path.relpath(folder, base)).as_posix())
+                         for folder in dict.fromkeys(written) if last.count(folder.name) > 1)
 
 
 def shown_path(path: str | Path) -> str:

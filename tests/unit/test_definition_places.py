@@ -55,3 +55,14 @@ def test_an_alarm_description_names_its_file_apart_and_one_folder_of_a_name_keep
         said = requests[f"{team}-hot"]["AlarmDescription"]
         assert f"(teams/{team}/alarms/hot.py, rule {team}-hot)" in said, said
     assert project.dashboards[0].defined_at == "boards/gpu.py:6"
+
+
+def test_a_bundled_folder_of_a_users_folders_name_keeps_its_own_and_the_users_is_told_apart(tmp_path):
+    """A dashboards folder named `alarms` beside the bundled alarms: the user's files are named by their path, the
+    bundled ones keep `alarms/gpu_alarms.py` (their path is where gpudash is installed, which a build must not hold)."""
+    (tmp_path / "teams" / "alarms").mkdir(parents=True)
+    (tmp_path / "teams" / "alarms" / "gpu.py").write_text(DASHBOARD.format(id="ml", field="DCGM_FI_DEV_GPU_UTIL"))
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [teams/alarms]\n")
+    project = load_project(tmp_path / "gpudash.yaml")
+    assert project.dashboards[0].defined_at == "teams/alarms/gpu.py:6"
+    assert {alarm.defined_at.rsplit(":", 1)[0] for alarm in project.alarms} == {"alarms/gpu_alarms.py"}
