@@ -56,7 +56,7 @@ def _running_jobs(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
 
 
 def _jobs_run(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
-    from ..render.agent_otel import RECEIVER, unescaped
+    from ..render.agent_otel import RECEIVER
 
     agent = subject.agent(cluster)
     if agent is None:
@@ -64,14 +64,19 @@ def _jobs_run(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
     if agent.otel is None:
         return [j for j in agent.scrape.get("scrape_configs") or [] if isinstance(j, dict)]
     jobs = (((agent.otel.get("receivers") or {}).get(RECEIVER) or {}).get("config") or {}).get("scrape_configs") or []
+    return [_as_run(j) for j in jobs if isinstance(j, dict)]
 
-    def read(value: Any) -> Any:
-        if isinstance(value, str):
-            return unescaped(value)
-        if isinstance(value, list):
-            return [read(v) for v in value]
-        return {k: read(v) for k, v in value.items()} if isinstance(value, dict) else value
-    return [read(j) for j in jobs if isinstance(j, dict)]
+
+def _as_run(value: Any) -> Any:
+    """A part of the collector configuration with its strings as the collector reads them (render/agent_otel's
+    `unescaped`)."""
+    from ..render.agent_otel import unescaped
+
+    if isinstance(value, str):
+        return unescaped(value)
+    if isinstance(value, list):
+        return [_as_run(v) for v in value]
+    return {k: _as_run(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
 def _prometheus(subject: LintInput, cluster: Cluster) -> dict[str, Any]:
@@ -1053,13 +1058,15 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
                         yield Finding("AG002", "error", where,
                                       f"dimension {dimension!r} is not a label on the scraped DCGM series: the "
                                       f"agent emits no metric with this set")
-        if any(MIG_INSTANCE_LABEL in dims and MIG_PROFILE_LABEL not in dims
-               for declaration in _declarations(subject, cluster) for dims in declaration.get("dimensions") or []) \
-                and not _whole_gpus_get_an_instance(subject.scrape_job(cluster)):
+        job = _exporter_job(subject, cluster)  # the job the agent runs (on the OTel pipeline its receiver's)
+        if job is not None and any(MIG_INSTANCE_LABEL in dims and MIG_PROFILE_LABEL not in dims
+                                   for declaration in _declarations(subject, cluster)
+                                   for dims in declaration.get("dimensions") or []) \
+                and not _whole_gpus_get_an_instance(job):
             yield Finding("AG002", "error", where,
                           f"a dimension set carries {MIG_INSTANCE_LABEL}, which the exporter writes on MIG instances "
-                          f"only, and the scrape job gives whole GPUs none: their metrics of that set are never "
-                          f"published (replace an empty {MIG_INSTANCE_LABEL} with {WHOLE_GPU_INSTANCE!r} in "
+                          f"only, and the exporter job the agent runs gives whole GPUs none: their metrics of that set "
+                          f"are never published (replace an empty {MIG_INSTANCE_LABEL} with {WHOLE_GPU_INSTANCE!r} in "
                           f"metric_relabel_configs, as gpudash generates it)")
     yield from _cluster_names_kept(subject)
     yield from _workload_labels_kept(subject)
@@ -1228,6 +1235,81 @@ def exporters_scraped(subject: LintInput) -> Iterable[Finding]:
                               f"the exporter job of cluster {cluster.name} {how}, where its exporter DaemonSet "
                               f"{namespace}/{name} runs ({style.key}, {setting}): its GPUs are never published "
                               f"(generate again from these settings)")
+
+
+def jobs_as_written(subject: LintInput) -> Iterable[Finding]:
+    """Each cluster's agent runs the scrape jobs gpudash writes for its settings (render/scrape.prometheus_config; on
+    the OTel pipeline each with the ClusterName rule its receiver adds, read as the collector reads it). A job of the
+    agent's otherwise publishes values the widgets and alarms misread, which the rules on one key of a job (AG002's
+    ClusterName and GPU_I_ID, AG006's timing, AG007's path and pods) do not all see: its interval is what the widgets'
+    values per scrape and the alarms' counts of a period's observations take (a job at 60 s where scrape.interval
+    says 30 s read a pod's framebuffer half on agent.pipeline: classic), a scrape past its sample_limit fails whole,
+    and its relabelling decides which series are published under which labels (a whole GPU's GPU_I_ID, an exporter
+    pod's revision, MIG instances' utilization dropped)."""
+    from ..render.agent_otel import receiver
+    from ..render.scrape import prometheus_config
+
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None:
+            continue  # the Container Insights add-on
+        written = prometheus_config(subject.settings, cluster)
+        if agent.otel is not None:
+            written = _as_run(receiver(written, cluster)["config"])
+        defaults = (_running_config(agent).get("global") or {}, written.get("global") or {})
+        running = {job.get("job_name"): job for job in _running_jobs(subject, cluster)}
+        for job in written["scrape_configs"]:
+            ran = running.get(job["job_name"])
+            if ran is None:
+                continue  # AG001 names what it would have published
+            differences = [_job_difference(key, *(_job_value(j, key, d) for j, d in zip((ran, job), defaults)))
+                           for key in sorted(set(job) | set(ran), key=str)
+                           if _job_value(ran, key, defaults[0]) != _job_value(job, key, defaults[1])]
+            if differences:
+                yield Finding("AG008", "error", agent_file(cluster.name),
+                              f"the {job['job_name']} job differs from the one gpudash writes for these settings: "
+                              f"{'; '.join(differences)} (generate again from these settings)")
+
+
+def _running_config(agent) -> dict[str, Any]:
+    """The scrape configuration the agent runs: its receiver's on the OTel pipeline, else prometheus.yaml."""
+    from ..render.agent_otel import RECEIVER
+
+    if agent.otel is None:
+        return agent.scrape
+    return _as_run((((agent.otel.get("receivers") or {}).get(RECEIVER) or {}).get("config") or {}))
+
+
+def _job_value(job: dict[str, Any], key: str, defaults: dict[str, Any]) -> Any:
+    """A job's `key`, its interval and timeout the configuration's global ones where it sets none (as Prometheus
+    reads them)."""
+    if key in ("scrape_interval", "scrape_timeout") and key not in job:
+        return defaults.get(key)
+    return job.get(key)
+
+
+_JOB_KEYS_READ = {
+    "relabel_configs": "its relabel_configs differ: they choose the exporter pods scraped and the labels their series "
+                       "carry (node, the exporter pod's revision, ClusterName)",
+    "metric_relabel_configs": "its metric_relabel_configs differ: they choose the series published and their labels "
+                              "(a whole GPU's GPU_I_ID, MIG instances' utilization dropped, pods' own labels dropped)",
+}
+
+
+def _job_difference(key: str, got: Any, want: Any) -> str:
+    """What one key of a job the agent runs, `got` where gpudash writes `want`, does to what is published."""
+    if key in _JOB_KEYS_READ:
+        return _JOB_KEYS_READ[key]
+    if key == "scrape_interval":
+        ran, written = (duration_seconds(v) if isinstance(v, str) else None for v in (got, want))
+        if ran and written:
+            return (f"scrape_interval {got!r} where scrape.interval is {want!r}: the widgets' values per scrape and the "
+                    f"alarms' thresholds count {want}'s observations per period, so sums and counts of them read "
+                    f"{written / ran:g} times the truth")
+    if key == "sample_limit":
+        return (f"sample_limit {got!r}, not {want!r}: a scrape past its limit fails whole, and publishes nothing of its "
+                f"node")
+    return f"{key} {got!r}, not {want!r}"
 
 
 def _relabel_keeps(labels: dict[str, str], rules: list[dict[str, Any]]) -> bool:
@@ -1626,6 +1708,9 @@ RULES = (
                   "otel), and readings are sent within the minute the now values read", counters_kept),
     Rule("AG007", "each cluster's agent scrapes the exporter pods of every exporter DaemonSet its settings name (the "
                   "namespace, and the pod label of the cluster's deployment style)", exporters_scraped),
+    Rule("AG008", "each cluster's agent runs the scrape jobs gpudash writes for its settings: their interval (which "
+                  "the widgets' values per scrape and the alarms' counts of observations take), sample limit and "
+                  "relabelling", jobs_as_written),
     Rule("PR001", "every label a query uses is delivered by the scrape job", labels_delivered),
     Rule("PR002", "the generated Prometheus scrape paths deliver the workload labels under the names `labels:` "
                   "declares", label_mode),

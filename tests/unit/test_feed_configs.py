@@ -14,7 +14,7 @@ import yaml
 from generator.artifacts import build
 from generator.lint import run
 from generator.lint.feed_rules import RULES
-from tests.support.lint_input import lint_input
+from tests.support.lint_input import exporter_job_edited, lint_input
 from generator.output import encode
 from generator.project import load_project
 from generator.render.scrape import scrape_job, service_monitor
@@ -294,16 +294,16 @@ def _edit_agent(artifacts, edit=None, edit_scrape=None):
 
 
 def test_a_per_instance_set_without_the_whole_gpu_instance_fails():
-    """The agent emits a set only for samples that carry every dimension: without the scrape job's GPU_I_ID
-    for whole GPUs, the per-instance set would publish MIG instances alone and whole GPUs would vanish."""
-    def without(scrape):
-        for job in scrape["scrape_configs"]:
-            job["metric_relabel_configs"] = [r for r in job.get("metric_relabel_configs", [])
-                                             if r.get("target_label") != "GPU_I_ID"]
+    """The agent emits a set only for samples that carry every dimension: without the GPU_I_ID its exporter job (the
+    one it runs: on the OTel pipeline its receiver's) gives whole GPUs, the per-instance set would publish MIG instances
+    alone and whole GPUs would vanish."""
+    def without(job):
+        job["metric_relabel_configs"] = [r for r in job.get("metric_relabel_configs", [])
+                                         if r.get("target_label") != "GPU_I_ID"]
 
     assert _rule(_feed(load_project()), "AG002") == []
-    (finding,) = _rule(_feed(load_project(), lambda f: _edit_agent(f, edit_scrape=without)), "AG002")
-    assert "the scrape job gives whole GPUs none" in finding.message and finding.severity == "error"
+    (finding,) = _rule(_feed(load_project(), lambda f: exporter_job_edited(f, without)), "AG002")
+    assert "the exporter job the agent runs gives whole GPUs none" in finding.message and finding.severity == "error"
 
 
 def test_cluster_name_left_to_the_ec2_tag_fails(project_dir):
