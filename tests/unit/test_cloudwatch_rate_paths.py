@@ -27,6 +27,7 @@ from generator.output import encode
 from generator.project import load_project
 from generator.resources import default_counters
 from tests.support import cloudwatch_eval
+from tests.support.agent_points import alarm_values
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import close, header
 from tests.support.dcgm_fleet import target_labels
@@ -341,3 +342,29 @@ def test_a_value_per_scrape_still_filling_is_not_drawn_and_the_header_says_when_
     assert all(series[1800] < 0.4 * expected[line][1500] for line, series in live.items())
     (note,) = [n for n in notes(header(files, path))["Power draw of each pod's GPUs"] if "still filling" in n]
     assert "the period still filling is not drawn, unless live data is on, which draws it low" in note
+
+
+XID_ALARM = ("from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+             f"    yield Alarm('xid-burst', 'XID errors', Condition(Query({XIDS!r}, 'sum', ('node', 'gpu'), "
+             "as_increase=True), '>', 1), severity='critical')\n")
+
+
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+def test_an_alarm_on_each_gpus_xid_errors_adds_its_codes_in_every_period(tmp_path, pipeline):
+    """The alarm's value per GPU in each period is the growth of all the GPU's codes (it read one code's before)."""
+    project_in(tmp_path, pipeline, XID_COUNTER)
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "xid.py").write_text(XID_ALARM)
+    (tmp_path / "gpudash.yaml").write_text(f"{PIPELINES[pipeline]}definitions:\n  dashboards: [dashboards]\n"
+                                           "  alarms: [alarms]\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml", tmp_path / "counters.csv")))
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(float(t), payload(node, t), target_labels(job, node))
+                                     for node in (A, B) for t in arrived(node, END)])
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if "xid-burst" in a["Request"]["AlarmName"]]
+    for end in range(START + PERIOD, END + 1, PERIOD):
+        read = {(dict(key)["node"], int(dict(key)["gpu"])): value
+                for key, value in alarm_values(request, points, end, PERIOD).items()}
+        grown = {gpu[:2]: growth(XIDS, gpu, end - PERIOD, PERIOD, END) for gpu in GPUS}
+        assert read == {gpu: value for gpu, value in grown.items() if value is not None}, end
