@@ -44,15 +44,36 @@ class GrafanaDashboard:
         return self.texts[1:] if self.texts is not None and self.texts[0] is self.model else None
 
 
+class _RenderedBody:
+    """CloudWatchDashboard.body: the body given, or, given a render.cloudwatch.PendingBody (a build's), what it
+    renders, rendered when first read. The dashboard holds what it was given (`held`)."""
+
+    def __get__(self, dashboard: Any, owner: Any = None) -> dict[str, Any]:
+        if dashboard is None:  # (asked by dataclasses for a default: there is none)
+            raise AttributeError("body")
+        body = dashboard.__dict__["_held"]
+        return body.rendered() if type(body) is cloudwatch.PendingBody else body
+
+    def __set__(self, dashboard: Any, body: Any) -> None:
+        dashboard.__dict__["_held"] = body
+
+
 @dataclass(frozen=True)
 class CloudWatchDashboard:
     """One CloudWatch dashboard: its name, its cluster's Region and its body."""
     name: str
     region: str  # where PutDashboard writes it: its cluster's Region
-    body: dict[str, Any]  # the DashboardBody, without the ownership stamp (added when it is encoded)
-    # What rendered the body (render.cloudwatch.ClusterBodies and the cluster): the clusters' bodies of one dashboard
+    # the DashboardBody, without the ownership stamp (added when it is encoded); a build's is rendered when first read
+    body: dict[str, Any] = _RenderedBody()  # type: ignore[assignment]
+    # What renders the body (render.cloudwatch.ClusterBodies and the cluster): the clusters' bodies of one dashboard
     # are written from one text (output.BodyStrings). None for a body read from a build.
     made: tuple[Any, Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def held(self) -> Any:
+        """The body as the dashboard holds it: the body, or a build's PendingBody, rendered or not (the object its
+        template holds too, which output.BodyStrings knows the body by)."""
+        return self.__dict__["_held"]
 
 
 @dataclass(frozen=True)
@@ -444,7 +465,7 @@ def build(project: Project, grafana: bool = True, placed: cloudformation.Placed 
         alarms=alarms,
         primary_region=primary,
         cloudformation=cloudformation.templates([(c.name, c.region) for c in settings.clusters],
-                                                [(d.name, owner[d.name], d.body, _alike(d)) for d in dashboards],
+                                                [(d.name, owner[d.name], d.held, _alike(d)) for d in dashboards],
                                                 requests,
                                                 log_groups, settings.project, placed, alarm_resources,
                                                 alarm_texts.bound),

@@ -168,7 +168,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     body_string = BodyStrings(artifacts).pieces
     for item in artifacts.cloudwatch_dashboards:
         files[cloudwatch_dashboard_file(item.name)] = to_json_strings(
-            {"DashboardName": json_string(item.name), "DashboardBody": body_string(item.name, item.body)})
+            {"DashboardName": json_string(item.name), "DashboardBody": body_string(item.name, item.held)})
     alarm_texts = AlarmTexts(artifacts.alarms, artifacts.alarm_resources, artifacts.alarm_references)
     files[ALARMS_FILE] = alarm_texts.alarms_file()
     for stack, template in artifacts.cloudformation.items():
@@ -278,8 +278,8 @@ class BodyStrings:
     def __init__(self, artifacts: Artifacts):
         self.project = artifacts.project
         self.strings: dict[tuple[str, int], list[bytes]] = {}
-        # name -> (the body rendered, what rendered it) of each body the renderer made
-        self.made = {item.name: (item.body, item.made) for item in artifacts.cloudwatch_dashboards
+        # name -> (the body as the set holds it, what renders it) of each body the renderer made
+        self.made = {item.name: (item.held, item.made) for item in artifacts.cloudwatch_dashboards
                      if item.made is not None}
         # (ClusterBodies, Region) -> the split text (`_split_at_name`), or None where it is not one
         self.references: dict[tuple[Any, str], _SplitText | None] = {}
@@ -300,27 +300,36 @@ class BodyStrings:
 
     def _string(self, name: str, body: Any) -> list[bytes]:
         from .ownership import cloudwatch_stamp_of, stamped_cloudwatch_text
-        from .render.cloudwatch import PLAIN_NAME
+        from .render.cloudwatch import PLAIN_NAME, PendingBody
 
         if isinstance(body, str):  # a build read back holds each body as its stamped text
             return [json_string(body)]
-        rendered, made = self.made.get(name, (None, None))
+        held, made = self.made.get(name, (None, None))
         reference = None
-        # a body shows its cluster's name and Region, nothing else of it
-        key = (made[0], made[1].region) if rendered is body else None
+        # a body shows its cluster's name and Region, nothing else of it. The renderer's: the object the set holds (a
+        # PendingBody), or the body that rendered
+        ours = held is body or (type(held) is PendingBody and held.renders(body))
+        key = (made[0], made[1].region) if ours else None
         if key is not None and self.rendered[key] > 1 and PLAIN_NAME.fullmatch(made[1].name):
             bodies, cluster = made
             if key not in self.references:
                 self.references[key] = _split_at_name(bodies, cluster)
             reference = self.references[key]
         if reference is None:
-            return [json_string(stamped_cloudwatch_text(body, name, self.project))]
+            return [json_string(stamped_cloudwatch_text(_rendered(body), name, self.project))]
         pieces, stamp_at, escaped = reference
         value = made[1].name.encode()  # a plain token: its escapes are itself
         # the pieces before the stamp joined by the name, then those after it (the name is between all others)
         around = (value.join(pieces[:stamp_at]), value.join(pieces[stamp_at:]))
         stamp = json_string(ascii_json(cloudwatch_stamp_of(around, name, self.project).decode()))[1:-1]
         return [b'"', *joined_by(escaped[:stamp_at], value), stamp, *joined_by(escaped[stamp_at:], value), b'"']
+
+
+def _rendered(body: Any) -> Any:
+    """The body itself of one a build holds pending (render.cloudwatch.PendingBody)."""
+    from .render.cloudwatch import PendingBody
+
+    return body.rendered() if type(body) is PendingBody else body
 
 
 # Two names that no definition holds, of other lengths and between them every kind of character a plain name holds

@@ -87,7 +87,8 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     any size deploys (one cluster of the bundled definitions: 16 resources, about 64 KB, where CloudFormation takes
     500 and 1,000,000 bytes) and a cluster added or removed moves no resource between stacks.
 
-    `clusters` are (name, Region); `dashboards` (DashboardName, cluster, body, alike), the body data here:
+    `clusters` are (name, Region); `dashboards` (DashboardName, cluster, body, alike), the body data here (or a
+    render.cloudwatch.PendingBody, which the template holds as it is, rendered only where it is measured):
     CloudFormation takes it as text, written (with its ownership stamp) when the template is encoded; bodies of one
     `alike` (not None) are written in as many bytes (one dashboard's in clusters of one Region whose names are plain
     and of one length), so one of them is measured. `alarms` are
@@ -98,13 +99,15 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     request it was made from, by the resource's id (held, so no other object takes the id); `alarm_bound`, if given, gives the `nested_json_size_bound` of a
     cluster's alarm's resource from its request where it knows it (alarm_texts.AlarmTexts.bound: once per kind).
     """
+    from .cloudwatch import PendingBody
+
     named: dict[str, list[Named]] = {cluster: [] for cluster, _ in clusters}
     # each cluster's resources, in template order: its dashboards, log group, alarms
     measured: dict[Hashable, int] = {}  # the bytes of the bodies of one `alike`
     for name, owner, body, alike in sorted(dashboards, key=lambda item: item[0]):
         size = measured.get(alike) if alike is not None else None
         if size is None:
-            size = _body_bytes(body)
+            size = _body_bytes(body.rendered() if type(body) is PendingBody else body)
             if alike is not None:
                 measured[alike] = size
         named[owner].append(("Dashboard", name, {
