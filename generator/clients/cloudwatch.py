@@ -570,11 +570,11 @@ class CloudWatch:
             return None
 
     def dashboard_names(self, region: str, prefix: str) -> list[str]:
-        """Names of the dashboards whose name starts with `prefix`, every page."""
+        """Names of the dashboards whose name starts with `prefix` ("": every dashboard of the account), every page."""
         what = f"CloudWatch dashboards {prefix}* in {region}"
         listing, token = _Listing("ListDashboards", region, what, self.endpoint_name), None
         while True:
-            kwargs = {"DashboardNamePrefix": prefix, **({"NextToken": token} if token else {})}
+            kwargs = {**({"DashboardNamePrefix": prefix} if prefix else {}), **({"NextToken": token} if token else {})}
             page = self.call(region, "ListDashboards", what, **kwargs)  # entries checked to have a name
             token = listing.next(page.get("NextToken"), [entry["DashboardName"] for entry in page["DashboardEntries"]],
                                  lambda name: name.startswith(prefix), f"a name that does not start with {prefix!r}")

@@ -403,6 +403,90 @@ def _tags_as_planned(cloudwatch: CloudWatch, region: str, change: Change) -> Non
         raise _not_overwritten(change, f"it carries tags gpudash does not write ({_shown_tags(_people_s_tags(tags))})")
 
 
+def _alarms_shown(body: dict[str, Any]) -> set[str]:
+    """The alarms (ARNs) a dashboard shows: an alarm status widget's `alarms`, and a graph's alarm annotation
+    (`annotations.alarms`), as the console's "Add to dashboard" of an alarm writes them."""
+    shown: set[str] = set()
+    for widget in body.get("widgets") or ():
+        properties = widget.get("properties") if isinstance(widget, dict) else None
+        if not isinstance(properties, dict):
+            continue
+        annotations = properties.get("annotations")
+        for arns in (properties.get("alarms"), annotations.get("alarms") if isinstance(annotations, dict) else None):
+            if isinstance(arns, list):
+                shown.update(arn for arn in arns if isinstance(arn, str))
+    return shown
+
+
+def _dashboards_showing(cloudwatch: CloudWatch, region: str) -> dict[str, set[str]] | RemoteError:
+    """Every dashboard of the account that shows an alarm (read through `region`'s endpoint: dashboards are global),
+    with the alarms it shows; the failure that kept one from being read (the deadline is no answer: raised)."""
+    try:
+        names = cloudwatch.dashboard_names(region, "")
+        with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
+            bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), names))
+    except DeadlineExceeded:
+        raise
+    except RemoteError as exc:
+        return exc
+    return {name: shown for name, body in zip(names, bodies) if body is not None and (shown := _alarms_shown(body))}
+
+
+def _showing(dashboards: dict[str, set[str]], change: Change) -> list[str]:
+    arn = (change.live or {}).get("arn")
+    return sorted(name for name, shown in dashboards.items() if arn in shown)
+
+
+# Why an alarm no longer defined that a person's dashboard shows is deleted only with --force
+ON_DASHBOARDS = ("(an alarm status widget, or a graph's alarm annotation), which then shows it missing; "
+                 "--prune --force deletes it")
+
+
+def _shown_on_dashboards(cloudwatch: CloudWatch, region: str, retired: list[Change]) -> None:
+    """Record on each alarm to delete the dashboards that show it, read from every dashboard of the account (UNREAD
+    where they could not be), and make it need --force where one does, or where they could not be read: CloudWatch
+    deletes an alarm whatever dashboard shows it, and no evidence on the alarm records that."""
+    dashboards = _dashboards_showing(cloudwatch, region)
+    for change in retired:
+        if isinstance(dashboards, RemoteError):
+            change.live["dashboards"], change.edited = UNREAD, True
+            change.details.append(f"the dashboards that may show it could not be read ({dashboards.what}): one "
+                                  f"showing it {ON_DASHBOARDS}")
+            continue
+        change.live["dashboards"] = names = _showing(dashboards, change)
+        if names:
+            change.edited = True
+            change.details.append(f"it is shown on dashboard(s) {shown_names(names)} {ON_DASHBOARDS}")
+
+
+def _free_of_dashboards(cloudwatch: CloudWatch, region: str, deletes: list[Change],
+                        record: Callable[..., None]) -> list[Change]:
+    """The alarms of `deletes` no dashboard came to show since the plan, from every dashboard of the account read again
+    right before the deletes: one shown since is `record`ed failed (--force agreed to what the plan showed), and where
+    they cannot be read again, each the plan read them for."""
+    what = f"CloudWatch alarms in {region}"
+    dashboards = _dashboards_showing(cloudwatch, region)
+    free = []
+    for change in deletes:
+        planned = (change.live or {}).get("dashboards")
+        if isinstance(dashboards, RemoteError):
+            if planned in (None, UNREAD):
+                free.append(change)
+            else:
+                record(change, error=RemoteError(f"not deleted: the dashboards that may show it could not be read "
+                                                 f"again right before the delete ({dashboards.what})", where=what,
+                                                 hint="run `gpudash plan` and apply again"))
+            continue
+        added = [name for name in _showing(dashboards, change) if not isinstance(planned, list) or name not in planned]
+        if added:
+            record(change, error=RemoteError(f"not deleted: shown on dashboard(s) {shown_names(added)} since the plan "
+                                             f"{ON_DASHBOARDS.split('; ')[0]}", where=what,
+                                             hint="take it off those dashboards, then --prune deletes it"))
+        else:
+            free.append(change)
+    return free
+
+
 def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]], prefix: str,
                      progress: Tick, project: str = "", clusters: tuple[str, ...] = (),
                      former: tuple[str, ...] = (), records: list[Record] | None = None,
@@ -833,6 +917,9 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
     if not desired.project:
         cloudwatch.note("the settings name no project: alarms and dashboards no longer defined are not looked for, "
                         "and --prune is refused; set `project:` in the settings to prune")
+    retired = [c for c in changes if c.kind == "alarm" and c.action == DELETE]
+    if retired and prune:
+        _shown_on_dashboards(cloudwatch, regions[0], retired)
     dashboards = sorted((c for c in changes if c.kind == "dashboard"), key=lambda c: c.name)
     return dashboards + [c for c in changes if c.kind != "dashboard"]
 
@@ -1603,6 +1690,7 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
             except RemoteError as exc:
                 record(change, error=exc)
     deletes = _free_of_composites(cloudwatch, region, deletes, record) if deletes else deletes
+    deletes = _free_of_dashboards(cloudwatch, region, deletes, record) if deletes else deletes
     for start in range(0, len(deletes), DELETE_GROUP):
         batch = still_as_planned(deletes[start:start + DELETE_GROUP])
         if not batch:

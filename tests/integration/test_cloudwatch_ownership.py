@@ -344,26 +344,102 @@ def test_a_retired_dashboard_whose_tags_cannot_be_read_is_pruned_only_with_force
     assert [n for n in _dashboards(client) if other_cluster(n)] == []
 
 
-def test_a_retired_dashboard_a_person_tags_after_the_plan_is_not_deleted(proxied, published, project_dir):
-    """The look right before DeleteDashboards reads the dashboard's tags again: one tagged since the plan is not
-    deleted (exit 3), --force or not (it agrees to what the plan showed)."""
+def _forced_prune_after(proxy, person):
+    """The default settings' plan of pruning the cluster `other` (published with TWO_CLUSTERS), then `person(changes)`
+    acting on the account, then that plan applied with --prune --force: the outcomes."""
     from generator.clients.cloudwatch import CloudWatch
     from generator.targets import cloudwatch_sync
 
-    proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
     desired = default_desired()
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
     changes = cloudwatch_sync.plan(cloudwatch, desired, removed=("other",))
-    deletes = sorted(c.name for c in changes if c.kind == "dashboard" and c.action == "delete")
-    assert deletes == ["gpudash-other-by-pod", "gpudash-other-health", "gpudash-other-overview"]
-    _tag_dashboard(client, "gpudash-other-health", "keep", "yes")
-    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
-                                     force=True, prune=True, dry_run=False)
+    person(changes)
+    return cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                 force=True, prune=True, dry_run=False)
+
+
+def test_a_retired_dashboard_a_person_tags_after_the_plan_is_not_deleted(proxied, published, project_dir):
+    """The look right before DeleteDashboards reads the dashboard's tags again: one tagged since the plan is not
+    deleted (exit 3), --force or not (it agrees to what the plan showed)."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+
+    def person(changes):
+        deletes = sorted(c.name for c in changes if c.kind == "dashboard" and c.action == "delete")
+        assert deletes == ["gpudash-other-by-pod", "gpudash-other-health", "gpudash-other-overview"]
+        _tag_dashboard(client, "gpudash-other-health", "keep", "yes")
+    outcomes = _forced_prune_after(proxy, person)
     failed = [o for o in outcomes if o.error and o.change.kind == "dashboard"]
     assert [o.change.name for o in failed] == ["gpudash-other-health"], [o.error for o in outcomes if o.error]
     assert "keep=yes" in failed[0].error and "not deleted" in failed[0].error
     assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-health"]
+
+
+def _persons_dashboard(client, arn: str, how: str) -> None:
+    """A person's dashboard showing the alarm `arn`: as an alarm status widget, or as a graph's alarm annotation (the
+    console's "Add to dashboard" of an alarm writes either)."""
+    widget = ({"type": "alarm", "x": 0, "y": 0, "width": 24, "height": 3,
+               "properties": {"title": "GPU on-call", "alarms": [arn]}} if how == "status" else
+              {"type": "metric", "x": 0, "y": 0, "width": 12, "height": 6,
+               "properties": {"title": "XID", "region": "us-east-1", "annotations": {"alarms": [arn]}}})
+    client.put_dashboard(DashboardName="ops-overview", DashboardBody=json.dumps({"widgets": [widget]}))
+
+
+@pytest.mark.parametrize("how", ["status", "annotation"], ids=["an alarm status widget", "a graph's alarm annotation"])
+def test_a_retired_alarm_a_persons_dashboard_shows_is_pruned_only_with_force(aws, published, project_dir, how):
+    """The on-call team's own dashboard shows a retired alarm (an alarm status widget, or an alarm annotation on a
+    graph). CloudWatch deletes an alarm whatever dashboard shows it, and the widget then shows it missing; nothing on
+    the alarm records it: --prune deleted it, exit 0. Now every dashboard of the account is read for the alarms it
+    shows: that alarm's delete needs --force, naming the dashboard; the other retired alarms are deleted."""
+    client, apply = aws
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    retired = sorted(n for n in alarms(client) if other_cluster(n))
+    shown = retired[0]
+    _persons_dashboard(client, alarms(client)[shown]["AlarmArn"], how)
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 1 and report["refused"] == [shown], stderr
+    (refused,) = [c for c in report["changes"] if c["name"] == shown]
+    assert "it is shown on dashboard(s) ops-overview" in json.dumps(refused), refused
+    assert [n for n in alarms(client) if other_cluster(n)] == [shown]
+    assert apply("--prune", "--removed-cluster", "other", "--force")[0] == 0
+    assert [n for n in alarms(client) if other_cluster(n)] == []
+    assert "ops-overview" in _dashboards(client)  # the person's dashboard is left as it was
+
+
+def test_a_retired_alarm_is_not_pruned_without_force_where_the_dashboards_cannot_be_read(proxied, published,
+                                                                                         project_dir):
+    """A dashboard of the account that cannot be read (GetDashboard denied on it) may show a retired alarm: never read
+    as showing none. The retired alarms need --force, saying why."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    _persons_dashboard(client, "arn:aws:cloudwatch:us-east-1:123456789012:alarm:someone-elses", "status")
+    fresh(proxy)
+    denied = {"__type": "AccessDeniedException", "message": "not authorized to perform: cloudwatch:GetDashboard"}
+    proxy.inject(Rule(path="/", operation="GetDashboard", action="status", status=400, times=ALWAYS,
+                      body=json.dumps(denied).encode(), contains=b"ops-overview"))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    retired = [c["name"] for c in report["changes"] if c["kind"] == "alarm" and c["action"] == "delete"]
+    assert code == 1 and retired and sorted(report["refused"]) == sorted(retired), stderr
+    assert "the dashboards that may show it could not be read" in json.dumps(report["changes"])
+    assert len([n for n in alarms(client) if other_cluster(n)]) == len(retired)
+
+
+def test_a_retired_alarm_a_dashboard_comes_to_show_after_the_plan_is_not_deleted(proxied, published, project_dir):
+    """The account's dashboards are read again right before a Region's deletes: an alarm a person put on a dashboard
+    since the plan is not deleted (exit 3), --force or not; the others are."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    retired: list[str] = []
+
+    def person(changes):
+        retired[:] = sorted(c.name for c in changes if c.kind == "alarm" and c.action == "delete")
+        assert retired and not any(c.edited for c in changes if c.name in retired)
+        _persons_dashboard(client, alarms(client)[retired[0]]["AlarmArn"], "status")
+    outcomes = _forced_prune_after(proxy, person)
+    failed = [o for o in outcomes if o.error and o.change.kind == "alarm"]
+    assert [o.change.name for o in failed] == [retired[0]], [o.error for o in failed]
+    assert "shown on dashboard(s) ops-overview since the plan" in failed[0].error
+    assert [n for n in alarms(client) if other_cluster(n)] == [retired[0]]
 
 
 def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, published, project_dir):
@@ -375,8 +451,9 @@ def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, publ
     first_page = json.dumps({"DashboardEntries": [], "NextToken": "next-page"}).encode()
     proxy.inject(fault("ListDashboards", "rewrite", callback=lambda body: first_page))
     code, report, _ = apply("--prune", "--removed-cluster", "other")
-    # two pages of the listing of every name, and one listing of each cluster's names (gpu-cluster, other)
-    assert code == 0 and proxy.operations.count("ListDashboards") == 2 + 2
+    # two pages of the listing of every name, and one listing of each cluster's names (gpu-cluster, other); and the
+    # account's every dashboard listed twice for the alarms they show (by the plan, and right before the alarms' deletes)
+    assert code == 0 and proxy.operations.count("ListDashboards") == 2 + 2 + 2
     assert sorted(c["name"] for c in report["changes"] if c["kind"] == "dashboard" and c["action"] == "delete") == [
         "gpudash-other-by-pod", "gpudash-other-health", "gpudash-other-overview"]
     assert [n for n in _dashboards(client) if other_cluster(n)] == []
