@@ -91,7 +91,7 @@ def test_a_gpus_codes_add_up(shown):
 
 @pytest.mark.xfail(strict=True, reason="a code's first error starts its DCGM_EXP_XID_ERRORS_TOTAL series at 1, and an "
                    "increase over the series does not count that first sample: a GPU whose first XID 48 came within the "
-                   "range and a second after it reads 1 for 2, and the fleet 3 (2 read for GPU 0's 3) for 5")
+                   "range and a second after it reads 1 for 2, its pod too, and the fleet 4 for 5 (lint DF003 says so)")
 def test_a_codes_first_error_counts(shown):
     assert (shown["per GPU"].get("n1 GPU 1"), shown["per pod"].get("Pod ml/train-1"), shown["fleet"]) \
         == (2.0, 2.0, {FIELD: 5.0})
