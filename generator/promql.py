@@ -51,7 +51,7 @@ from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_P
 from .model import WORKLOAD_KEYS, Query
 from .names import COUNTER_GROUP, COUNTER_GROUPS
 from .promql_text import quoted, regex_literal
-from .series_labels import SCRAPED_NODE, TARGET_ADDRESS, uuid_label
+from .series_labels import SCRAPED_NODE, TARGET_ADDRESS, UUID_LABELS, uuid_label
 from .settings import Labels, Settings
 
 # DCGM reports a value it cannot read as a "blank" sentinel: 2**47 for floating-point
@@ -1474,7 +1474,8 @@ def _copied_labels(labels: Labels, metric: str, catalog: Catalog) -> tuple[str, 
     UUID, index and MIG instance, the workload's (a pod's series: a pod's share of a GPU, exporter.virtual_gpus, is the
     pod's own series, not a copy of another pod's or of the device's), and the field's own; not the scrape target's nor
     the node spellings an exporter writes (its own pod's name in Hostname)."""
-    return tuple(dict.fromkeys(name for name in (labels.cluster, "UUID", "gpu", *INSTANCE_IDENTITY, labels.pod,
+    uuid = uuid_label((labels.pod, labels.namespace, labels.container))
+    return tuple(dict.fromkeys(name for name in (labels.cluster, uuid, "gpu", *INSTANCE_IDENTITY, labels.pod,
                                                  labels.namespace, labels.container, *labels.copies,
                                                  *own_labels_of(metric)) if name))
 
@@ -1498,8 +1499,11 @@ def _one_copy_a_moment(reading: str, hold: str, shared: tuple[str, ...]) -> str:
     # within (t - hold, t] on Prometheus 2 too (its ranges are closed: a copy's last sample, one interval before the
     # step, kept the other copy's sample at that step unread, one reading of ten lost: test_per_process_lookback.py)
     now = f"present_over_time({{0}}[{_seconds(hold) * 1000 - 1}ms])"
+    # the label the exporter writes the UUID under (_copied_labels: `uuid` with --use-old-namespace, where `UUID`, on no
+    # series, read every copy as a GPU without one: 185.7 W for 220, test_prometheus_overlap_gauge_weights.py)
+    uuid = next(name for name in shared if name in UUID_LABELS)
     incumbents = (f"(({now} and present_over_time({{0}}[{hold}] offset {INCUMBENT_SINCE}))"
-                  " unless on (UUID) vector(1))")
+                  f" unless on ({uuid}) vector(1))")
     return f"({reading} and ({incumbents} or on ({_listed(shared)}) {{0}}))"
 
 

@@ -51,10 +51,14 @@ WORKLOAD = ("namespace", "pod", "container")  # on the series of a GPU a pod hol
 OLD_WORKLOAD = ("pod_name", "pod_namespace", "container_name")  # WORKLOAD as --use-old-namespace names it
 
 
+UUID_LABELS = ("UUID", "uuid")  # the label the exporter writes a GPU's UUID under, and with --use-old-namespace
+
+
 def uuid_label(workload: tuple[str, ...]) -> str:
     """The label the exporter writes a physical GPU's UUID under, from the labels the settings read the workload
     from: `uuid` with --use-old-namespace (which also names the workload labels pod_name, ...), `UUID` otherwise."""
-    return "uuid" if {label.removeprefix("exported_") for label in workload} & set(OLD_WORKLOAD) else "UUID"
+    return UUID_LABELS[1] if {label.removeprefix("exported_") for label in workload} & set(OLD_WORKLOAD) else \
+        UUID_LABELS[0]
 
 
 def exporter_labels(workload: tuple[str, ...]) -> set[str]:

@@ -25,10 +25,10 @@ from ..promql import MIG_INSTANCE_LABEL
 from ..promql_text import pod_label_meta
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION, kubernetes_publisher
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
-from ..series_labels import GENERATION_META, OLD_WORKLOAD, REVISION_LABEL, REVISION_META, SCRAPED_NODE
+from ..series_labels import GENERATION_META, OLD_WORKLOAD, REVISION_LABEL, REVISION_META, SCRAPED_NODE, UUID_LABELS
 from ..settings import Cluster, Settings, interval_seconds
 
-GPU_ID, OLD_GPU_ID = "UUID", "uuid"  # the label of a GPU's UUID, and its name with --use-old-namespace
+GPU_ID, OLD_GPU_ID = UUID_LABELS  # the label of a GPU's UUID, and its name with --use-old-namespace
 
 METRIC_NAME_FILTER = "DCGM_.*"
 # The names the agent's dimension sets give the workload's pod, namespace and container (series_labels.WORKLOAD).

@@ -192,3 +192,41 @@ def test_verify_says_it_where_a_daemonset_rolls_with_a_surge():
     detail = surge_check().detail
     assert "Prometheus rules of a gauge's mean or total" in detail and "neither pod was read 10 minutes before" in \
         detail and "185.7 W for 220" in detail, detail
+
+
+# An exporter run with --use-old-namespace writes the GPU's UUID as `uuid` and the workload as pod_name,
+# pod_namespace, container_name (dcgm-exporter's gpu_collector and transformation/const.go); the settings say so.
+OLD_NAMESPACE = "labels:\n  pod: pod_name\n  namespace: pod_namespace\n  container: container_name\n"
+OLD_NAMES = {",UUID=": ",uuid=", ",namespace=": ",pod_namespace=", ",pod=": ",pod_name=",
+             ",container=": ",container_name="}
+
+
+def old_namespace_story(start: int) -> str:
+    text = openmetrics(start, SINCE["long"]).replace("{gpu=", "{,gpu=")
+    for new, old in OLD_NAMES.items():
+        text = text.replace(new, old)
+    return text.replace("{,gpu=", "{gpu=")
+
+
+@pytest.fixture(scope="module")
+def judged_old_namespace(tmp_path_factory):
+    """`judged` of the long story, its exporters run with --use-old-namespace."""
+    folder = tmp_path_factory.mktemp("overlap-old-namespace")
+    (folder / "project").mkdir()
+    project = defined_project(folder / "project", OLD_NAMESPACE, alarms=ALARMS)
+    (folder / "prometheus").mkdir()
+    with backfilled(folder / "prometheus", old_namespace_story, END, STEP) as (prometheus, start):
+        yield project, folder, prometheus, start, "long"
+
+
+@pytest.mark.parametrize("rule", WEIGHED_TWICE)
+def test_a_mean_or_total_reads_one_copy_of_an_exporter_writing_uuid(judged_old_namespace, rule):
+    """The copies are told apart by the label the exporter writes the UUID under (`uuid`): read by `UUID`, which no
+    series carried, every copy was read as a GPU without one, 185.7 W for 220."""
+    project, _, prometheus, start, _ = judged_old_namespace
+    expr = _statistic(_alarm(project, rule), project.catalog, project.settings, None, None)
+    read = {}
+    for series in prometheus.query(expr, at=start + AT):
+        labels = series["metric"]
+        read[labels.get("node") or {"ml": OVERLAP, "ref": CONTROL}[labels["pod_namespace"]]] = float(series["value"][1])
+    assert read == pytest.approx({OVERLAP: TRUTH[rule], CONTROL: TRUTH[rule]}), read
