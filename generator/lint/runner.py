@@ -10,7 +10,7 @@ from ..container_insights import enabled as addon_source
 from ..errors import InputError
 from ..output import agent_file
 from ..project import Project
-from . import Finding, Rule, catalog_rules, cloudwatch_rules, feed_rules, grafana_rules, run
+from . import Finding, Rule, catalog_rules, cloudwatch_rules, feed_rules, grafana_rules, run, scrape_agreement
 from .metrics_insights import each_read_once
 from .subject import LintInput
 
@@ -62,11 +62,12 @@ NOTE_RULES = [
          _notes("AL027")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
-AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007", "AG008"})
+AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007", "AG008", "AG009"})
 
 
 # Every rule family, in the order lint lists and runs them.
-FAMILIES = (catalog_rules.RULES, NOTE_RULES, grafana_rules.RULES, feed_rules.RULES, cloudwatch_rules.RULES)
+FAMILIES = (catalog_rules.RULES, NOTE_RULES, grafana_rules.RULES, feed_rules.RULES, scrape_agreement.RULES,
+            cloudwatch_rules.RULES)
 
 
 def all_rules() -> list[Rule]:

@@ -31,6 +31,7 @@ from ..settings import Cluster, Settings, interval_seconds
 GPU_ID, OLD_GPU_ID = UUID_LABELS  # the label of a GPU's UUID, and its name with --use-old-namespace
 
 METRIC_NAME_FILTER = "DCGM_.*"
+SAMPLE_LIMIT = 50000  # samples of one scrape past which Prometheus (and the agent's receiver) fails it whole
 # The names the agent's dimension sets give the workload's pod, namespace and container (series_labels.WORKLOAD).
 AGENT_WORKLOAD = (POD_DIMENSION, NAMESPACE_DIMENSION, "container")
 
@@ -72,7 +73,7 @@ def scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, 
         "scrape_timeout": scrape_timeout(scrape.interval),
         "metrics_path": METRICS_PATH,
         "scheme": "http",
-        "sample_limit": 50000,
+        "sample_limit": SAMPLE_LIMIT,
         "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": exporter_namespaces(settings, cluster)}}],
         "relabel_configs": [
             exporter_pods_rule(styles, daemonsets),
