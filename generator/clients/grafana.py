@@ -740,6 +740,18 @@ class GrafanaClient:
         found = self._shape(found, ok, what, "preferences, naming the home dashboard by uid (or id) where one is set")
         return found.get("homeDashboardUID", ""), found.get("homeDashboardId", 0)
 
+    def alert_rules(self) -> list[dict[str, Any]]:
+        """Every Grafana-managed alert rule of the organization (GET /api/v1/provisioning/alert-rules: one answer, no
+        pages), each with its uid, title and annotations. A rule links itself to a dashboard by the annotation
+        `__dashboardUid__` (and to a panel by `__panelId__`); Grafana's delete of the dashboard leaves the rule linking
+        to nothing (its notifications' dashboard and panel links then lead nowhere)."""
+        what = "alert rules"
+        found = self._request("GET", "/api/v1/provisioning/alert-rules", what=what)
+        ok = isinstance(found, list) and all(
+            isinstance(r, dict) and isinstance(r.get("uid"), str) and isinstance(r.get("title"), str)
+            and isinstance(r.get("annotations") or {}, dict) for r in found)
+        return self._shape(found, ok, what, "a list of alert rules, each with its uid, title and annotations")
+
     def teams(self) -> list[dict[str, Any]]:
         """Every team of the organization the account may read (GET /api/teams/search, page by page to `totalCount`),
         each with its id and name. A page that repeats a team, or that ends the list short of its count, is not a

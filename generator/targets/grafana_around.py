@@ -25,6 +25,9 @@ refused is said, never read as none.
   leaves out, instead of refusing, the teams the account may not read: read as all only where the account's
   permissions read every team (an organization Admin's). A user's own preference is answered to that user alone: not
   read, and said in docs/publishing.md.
+- Alert rules: a Grafana-managed alert rule links itself to a dashboard by its annotation `__dashboardUid__` (GET
+  /api/v1/provisioning/alert-rules lists every rule of the organization, for an account with alerting's provisioning
+  read: an organization Admin's); the delete leaves it linking to nothing.
 """
 
 from __future__ import annotations
@@ -112,6 +115,20 @@ def read_homes(client: GrafanaClient, fresh: bool = False) -> dict[str, tuple[st
         homes.update((f"team {team['name']!r}", client.home_dashboard(team["id"])) for team in client.teams())
         return homes
     return attempt(read)
+
+
+def read_alert_rules(client: GrafanaClient) -> list[dict[str, Any]] | Unread:
+    """Every Grafana-managed alert rule, or Unread (a read refused or not a valid answer)."""
+    return attempt(client.alert_rules)
+
+
+LINKED_DASHBOARD = "__dashboardUid__"  # the annotation by which an alert rule links itself to a dashboard
+
+
+def linking(rules: list[dict[str, Any]], uid: str) -> list[str]:
+    """The alert rules that link themselves to the dashboard `uid`, as `'GPU hot' (rule-uid)` (sorted by uid)."""
+    return [f"{rule['title']!r} ({rule['uid']})" for rule in sorted(rules, key=lambda r: r["uid"])
+            if (rule.get("annotations") or {}).get(LINKED_DASHBOARD) == uid]
 
 
 TEAM_READS = ("teams:read", "teams:id:")  # what an account must hold over every team for the team search to list all

@@ -31,7 +31,8 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
 from .grafana_annotations import annotation_count, annotation_ids, annotators, read_annotations, unshown
-from .grafana_around import UNREAD, Unread, attempt, homes_of, picking, read_granted, read_homes, read_playlists
+from .grafana_around import (UNREAD, Unread, attempt, homes_of, linking, picking, read_alert_rules, read_granted,
+                             read_homes, read_playlists)
 from .grafana_public import shared
 from ..clients.deadline import NOT_STARTED, UNDER_WAY, DeadlineExceeded
 from ..clients.grafana import (GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient,
@@ -411,13 +412,17 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     if "homes" not in around:
         around["homes"] = read_homes(client)
     homes = around["homes"] if isinstance(around["homes"], Unread) else homes_of(around["homes"], uid, model.get("id"))
+    if "rules" not in around:
+        around["rules"] = read_alert_rules(client)
+    rules = around["rules"] if isinstance(around["rules"], Unread) else linking(around["rules"], uid)
     change = Change("grafana", "dashboard", uid, DELETE, live={
         **live, "saved": saved.get("message"),
         "annotations": UNREAD if isinstance(notes, Unread) else annotation_ids(notes),
         "public": UNREAD if isinstance(public, Unread) else public and public["uid"],
         "permissions": UNREAD if isinstance(grants, Unread) else grants,
         "playlists": UNREAD if isinstance(picks, Unread) else picks,
-        "homes": UNREAD if isinstance(homes, Unread) else homes})
+        "homes": UNREAD if isinstance(homes, Unread) else homes,
+        "rules": UNREAD if isinstance(rules, Unread) else rules})
     if evidence == EDITED:
         change.edited = True
         change.details = [f"{model.get('title')!r} is no longer defined, but {_editor(latest)} changed it in "
@@ -427,11 +432,16 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     # people's work around it that no version records and that Grafana's delete takes with it, or a read that shows
     # nothing of it (the look before the delete reads each again): --force agrees to delete it with any
     lost = [_lost_annotations(notes), _lost_public(public), _lost_permissions(grants), _lost_playlists(picks),
-            _lost_homes(homes)]
+            _lost_homes(homes), _lost_rules(rules)]
     for said in filter(None, lost):
         change.edited = True
         change.details.append(said)
     return change
+
+
+def _first(items: list[str], separator: str = ", ") -> str:
+    """The first five of `items`, joined, with " ..." where there are more."""
+    return separator.join(items[:5]) + (" ..." if len(items) > 5 else "")
 
 
 def _lost_annotations(notes: list[dict[str, Any]] | Unread) -> str | None:
@@ -456,7 +466,7 @@ def _lost_permissions(grants: list[str] | Unread) -> str | None:
                 "dashboards.permissions:read on it (Admin on the dashboard or its folder) and teams:read, "
                 "org.users:read and serviceaccounts:read over all of them (an organization Admin's); --prune --force "
                 "deletes it with any")
-    return (f"a person gave permissions on it ({'; '.join(grants[:5])}{' ...' if len(grants) > 5 else ''}), which "
+    return (f"a person gave permissions on it ({_first(grants, '; ')}), which "
             "Grafana deletes with it; --prune --force deletes them with it") if grants else None
 
 
@@ -464,7 +474,7 @@ def _lost_playlists(picks: list[str] | Unread) -> str | None:
     if isinstance(picks, Unread):
         return (f"the playlists, whose items picking it Grafana deletes with it (by id) or leaves pointing at nothing "
                 f"(by uid), {picks.why}; --prune --force deletes it with any")
-    return (f"it is in playlist(s) {', '.join(picks[:5])}{' ...' if len(picks) > 5 else ''}, which lose it (Grafana "
+    return (f"it is in playlist(s) {_first(picks)}, which lose it (Grafana "
             "deletes an item by id with it, and one by uid points at nothing); --prune --force deletes it from them"
             ) if picks else None
 
@@ -474,9 +484,20 @@ def _lost_homes(holders: list[str] | Unread) -> str | None:
         return (f"the home dashboards the organization's and the teams' preferences name, which Grafana's delete leaves "
                 f"naming nothing, {holders.why}; gpudash's account needs orgs.preferences:read and teams:read over all "
                 "teams (an organization Admin's); --prune --force deletes it with any")
-    return (f"it is the home dashboard of {', '.join(holders[:5])}{' ...' if len(holders) > 5 else ''}: Grafana's "
+    return (f"it is the home dashboard of {_first(holders)}: Grafana's "
             "delete leaves that preference naming nothing, and those it applies to are shown Grafana's default home "
             "instead; --prune --force deletes it") if holders else None
+
+
+def _lost_rules(rules: list[str] | Unread) -> str | None:
+    if isinstance(rules, Unread):
+        return (f"the alert rules, which may link themselves to it and which Grafana's delete leaves linking to "
+                f"nothing, {rules.why}; gpudash's account needs alerting's provisioning read (alert.provisioning:read, "
+                "an organization Admin's); --prune --force deletes it with any")
+    if not rules:
+        return None
+    return (f"alert rule(s) {_first(rules)} link themselves to it: Grafana's delete leaves them linking to nothing "
+            "(their notifications' dashboard and panel links lead nowhere); --prune --force deletes it")
 
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
@@ -905,11 +926,14 @@ def _made_since_plan(client: GrafanaClient, change: Change, folder_uid: str, liv
     picks = playlists if isinstance(playlists, Unread) else picking(playlists, uid, now_id)
     homes = read_homes(client)  # (the account's permissions read again above)
     holders = homes if isinstance(homes, Unread) else homes_of(homes, uid, now_id)
+    rules = read_alert_rules(client)
+    linked = rules if isinstance(rules, Unread) else linking(rules, uid)
     for found, planned, what, which in (
             (public, before.get("public"), "shared externally", "whether it is shared externally"),
             (grants, before.get("permissions"), "given permissions on it", "the permissions set on it"),
             (picks, before.get("playlists"), "put in playlist(s)", "the playlists"),
-            (holders, before.get("homes"), "made the home dashboard of", "the home dashboards")):
+            (holders, before.get("homes"), "made the home dashboard of", "the home dashboards"),
+            (linked, before.get("rules"), "linked to by alert rule(s)", "the alert rules")):
         if isinstance(found, Unread):
             if planned != UNREAD:  # read by the plan: a failure now shows nothing
                 return f"{which} {found.why} now, where the plan read it"

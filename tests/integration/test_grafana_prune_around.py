@@ -329,3 +329,38 @@ def test_a_team_search_that_is_not_grafanas_answer_is_not_read_as_no_home(grafan
         code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
     assert "the home dashboards the organization's and the teams' preferences name" in stdout, stdout
+
+
+def test_a_retired_dashboard_an_alert_rule_links_to_is_not_pruned_without_force(grafana, run, tmp_path):
+    """Alice made a Grafana-managed alert rule from a panel of the retired team dashboard (the panel menu's "New alert
+    rule" links it by __dashboardUid__). Grafana's delete of the dashboard leaves the rule linking to nothing: its
+    notifications' dashboard and panel links lead nowhere. --prune did that, exit 0. Now it is refused without --force,
+    naming the rule; a rule linked to another dashboard is nothing of it; --force deletes it. A Grafana that refuses
+    the rules' read (an account without alerting's provisioning read) needs --force, saying why."""
+    from tests.support.grafana_server import ADMIN
+
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
+    grafana.alert_rule("Overview hot", "gpudash-overview")
+    rule = grafana.alert_rule("Team A GPUs idle", TEAM, panel_id=3)
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
+    assert TEAM in grafana.state.dashboards, (code, stdout, stderr)
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
+    assert f"alert rule(s) 'Team A GPUs idle' ({rule}) link themselves to it" in stdout, stdout
+    held = grafana.state.permissions[ADMIN]
+    grafana.state.permissions[ADMIN] = {k: v for k, v in held.items() if k != "alert.provisioning:read"}
+    grafana.state.alert_rules.clear()
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
+    assert "the alert rules, which may link themselves to it" in stdout and "could not be read" in stdout, stdout
+    grafana.state.permissions[ADMIN] = held
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
+    assert code == 0 and TEAM not in grafana.state.dashboards, stderr
+
+
+def test_an_alert_rule_linked_between_the_plan_and_the_delete_is_not_deleted_even_forced(grafana):
+    client, changes = _planned(grafana)
+    rule = grafana.alert_rule("Team A GPUs idle", TEAM)
+    outcomes = forced_prune(client, changes, FOLDER)
+    assert TEAM in grafana.state.dashboards
+    (failed,) = [o for o in outcomes if o.error]
+    assert f"linked to by alert rule(s) since the plan ('Team A GPUs idle' ({rule})); not deleted" in failed.error

@@ -132,7 +132,8 @@ class State:
     permissions: dict[str, dict[str, list[str]] | None] = field(default_factory=lambda: {
         ADMIN: {"annotations:read": ["annotations:*", "dashboards:*", "folders:*"], "dashboards:read": ["dashboards:*"],
                 "teams:read": ["teams:*"], "org.users:read": ["users:*"],
-                "serviceaccounts:read": ["serviceaccounts:*"], "orgs.preferences:read": []},
+                "serviceaccounts:read": ["serviceaccounts:*"], "orgs.preferences:read": [],
+                "alert.provisioning:read": []},
         VIEWER: {"annotations:read": ["annotations:*", "dashboards:*", "folders:*"],
                  "dashboards:read": ["dashboards:*"]}})
     # home dashboards: the uid the organization's preferences name (homeDashboardUID; "" for none), the teams, and the
@@ -140,6 +141,10 @@ class State:
     org_home: str = ""
     teams: list[dict[str, Any]] = field(default_factory=list)
     team_homes: dict[int, str] = field(default_factory=dict)
+    # Grafana-managed alert rules (GET /api/v1/provisioning/alert-rules answers them to an account with alerting's
+    # provisioning read: an organization Admin's); one links itself to a dashboard by its __dashboardUid__ annotation,
+    # which Grafana's delete of the dashboard leaves naming nothing
+    alert_rules: list[dict[str, Any]] = field(default_factory=list)
     # the login of each token's account (Grafana's service accounts sign in as sa-<name>)
     logins: dict[str, str] = field(default_factory=lambda: {ADMIN: "gpudash-sa", VIEWER: "viewer-sa"})
 
@@ -471,6 +476,19 @@ class GrafanaTestServer(LoopbackServer):
                                          "interval": "5m", "items": [{"type": t, "value": v} for t, v in items]})
             return uid
 
+    def alert_rule(self, title: str, dashboard_uid: str | None = None, panel_id: int = 1) -> str:
+        """A person's Grafana-managed alert rule, linked to the dashboard `dashboard_uid` (and its panel) where given
+        (the panel menu's "New alert rule" links it so); its uid."""
+        with self.lock:
+            uid = f"rule{len(self.state.alert_rules) + 1}"
+            linked = {"__dashboardUid__": dashboard_uid, "__panelId__": str(panel_id)} if dashboard_uid else {}
+            self.state.alert_rules.append({
+                "uid": uid, "title": title, "orgID": 1, "folderUID": "alerts", "ruleGroup": "gpu", "condition": "A",
+                "data": [{"refId": "A", "datasourceUid": "prometheus", "model": {"expr": "up"}}],
+                "noDataState": "NoData", "execErrState": "Error",
+                "for": 300_000_000_000, "annotations": linked})  # (for: 5 min, as the spec's Go duration, in ns)
+            return uid
+
     def set_home(self, uid: str, team: str | None = None) -> None:
         """A person makes the dashboard `uid` the organization's home dashboard (Administration, Default preferences),
         or team `team`'s (made if new)."""
@@ -586,6 +604,10 @@ class GrafanaTestServer(LoopbackServer):
                 if "orgs.preferences:read" not in (self.state.permissions.get(token) or {}):
                     return 403, {"message": "You'll need additional permissions to perform this action."}, None
                 return 200, self._preferences(self.state.org_home), "/org/preferences"
+            if method == "GET" and path == "/api/v1/provisioning/alert-rules":
+                if "alert.provisioning:read" not in (self.state.permissions.get(token) or {}):
+                    return 403, {"message": "You'll need additional permissions to perform this action."}, None
+                return 200, self.state.alert_rules, "/v1/provisioning/alert-rules"
             if method == "GET" and path == "/api/teams/search":
                 return self._teams(query)
             if method == "GET" and (m := re.fullmatch(r"/api/teams/([0-9]+)/preferences", path)):
