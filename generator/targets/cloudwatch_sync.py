@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .. import composite_rules, diff
-from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_lost, other_kind
+from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_hint, answer_lost, other_kind
 from ..clients.deadline import NOT_STARTED, UNDER_WAY, DeadlineExceeded, sent_then_stopped
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, HELD, KEPT, SKIPPED, UNCHANGED, UPDATE,
                        WOULD_WRITE, WRITE, Change, Outcome, disposition)
@@ -405,9 +405,11 @@ def _tags_as_planned(cloudwatch: CloudWatch, region: str, change: Change) -> Non
 
 def _alarms_shown(body: dict[str, Any]) -> set[str]:
     """The alarms (ARNs) a dashboard shows: an alarm status widget's `alarms`, and a graph's alarm annotation
-    (`annotations.alarms`), as the console's "Add to dashboard" of an alarm writes them."""
+    (`annotations.alarms`), as the console's "Add to dashboard" of an alarm writes them. (A body whose widgets are not
+    a list, which CloudWatch keeps none of, `_dashboards_showing` refuses first.)"""
     shown: set[str] = set()
-    for widget in body.get("widgets") or ():
+    widgets = body.get("widgets", [])
+    for widget in widgets if isinstance(widgets, list) else ():
         properties = widget.get("properties") if isinstance(widget, dict) else None
         if not isinstance(properties, dict):
             continue
@@ -429,6 +431,12 @@ def _dashboards_showing(cloudwatch: CloudWatch, region: str) -> dict[str, set[st
         raise
     except RemoteError as exc:
         return exc
+    odd = next((name for name, body in zip(names, bodies)
+                if body is not None and not isinstance(body.get("widgets", []), list)), None)
+    if odd is not None:  # (CloudWatch keeps no such body: something else answered)
+        return RemoteError(f"CloudWatch answered GetDashboard in {region} with a body whose widgets are not a list "
+                           "(not an API answer)", where=f"CloudWatch dashboard {odd}",
+                           hint=answer_hint(cloudwatch.endpoint_name))
     return {name: shown for name, body in zip(names, bodies) if body is not None and (shown := _alarms_shown(body))}
 
 

@@ -406,17 +406,24 @@ def test_a_retired_alarm_a_persons_dashboard_shows_is_pruned_only_with_force(aws
     assert "ops-overview" in _dashboards(client)  # the person's dashboard is left as it was
 
 
+_ODD_BODY = json.dumps({"DashboardName": "ops-overview", "DashboardArn": "arn:aws:cloudwatch::1:dashboard/ops-overview",
+                        "DashboardBody": json.dumps({"widgets": 5})}).encode()
+
+
+@pytest.mark.parametrize("fault", [
+    dict(action="status", status=400, body=json.dumps({"__type": "AccessDeniedException", "message": "not authorized "
+                                                       "to perform: cloudwatch:GetDashboard"}).encode()),
+    dict(action="rewrite", callback=lambda body: _ODD_BODY)], ids=["denied", "widgets not a list"])
 def test_a_retired_alarm_is_not_pruned_without_force_where_the_dashboards_cannot_be_read(proxied, published,
-                                                                                         project_dir):
-    """A dashboard of the account that cannot be read (GetDashboard denied on it) may show a retired alarm: never read
-    as showing none. The retired alarms need --force, saying why."""
+                                                                                         project_dir, fault):
+    """A dashboard of the account that cannot be read (GetDashboard denied on it, or answered with a body CloudWatch
+    keeps none of) may show a retired alarm: never read as showing none. The retired alarms need --force, saying
+    why."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     _persons_dashboard(client, "arn:aws:cloudwatch:us-east-1:123456789012:alarm:someone-elses", "status")
     fresh(proxy)
-    denied = {"__type": "AccessDeniedException", "message": "not authorized to perform: cloudwatch:GetDashboard"}
-    proxy.inject(Rule(path="/", operation="GetDashboard", action="status", status=400, times=ALWAYS,
-                      body=json.dumps(denied).encode(), contains=b"ops-overview"))
+    proxy.inject(Rule(path="/", operation="GetDashboard", times=ALWAYS, contains=b"ops-overview", **fault))
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
     retired = [c["name"] for c in report["changes"] if c["kind"] == "alarm" and c["action"] == "delete"]
     assert code == 1 and retired and sorted(report["refused"]) == sorted(retired), stderr
