@@ -17,6 +17,10 @@ from .errors import EXIT_FINDINGS, GpudashError, InputError, RemoteError, printe
 
 from_option = click.option("--from", "from_dir", metavar="DIR", callback=folder_given,
                            help="Publish this build (its manifest is checked) instead of generating in memory.")
+# plan publishes nothing: its --from is the build it compares
+plan_from_option = click.option("--from", "from_dir", metavar="DIR", callback=folder_given,
+                                help="Compare this build (its manifest is checked) with what is live, instead of "
+                                     "generating in memory.")
 force_option = click.option("--force", is_flag=True,
                             help="Overwrite objects gpudash does not own, or that were edited since it wrote them.")
 prune_option = click.option("--prune", is_flag=True, help="Delete objects gpudash owns that are no longer defined.")
@@ -372,7 +376,7 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, dashboards=N
 @main.command()
 @config_option
 @csv_option
-@from_option
+@plan_from_option
 @click.option("--grafana/--no-grafana", "use_grafana", default=None,
               help="Include Grafana (default: when GRAFANA_URL is set).")
 @click.option("--cloudwatch/--no-cloudwatch", "use_cloudwatch", default=None,

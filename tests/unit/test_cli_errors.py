@@ -187,3 +187,14 @@ def test_a_bug_says_how_to_run_the_same_command_with_its_traceback(tmp_path, mon
     assert code == 2 and "--debug after the command; it belongs before it: gpudash --debug metrics ..." in stderr
     code, _, stderr = cli("--debug", "metrics", env={"GPUDASH_CONFIG": None})
     assert code == 4 and "Traceback" in stderr and "ValueError: a bug" in stderr
+
+
+def test_plan_s_help_says_its_build_is_compared_not_published(cli):
+    """plan writes nothing: its --from is the build it compares with what is live (the help said it published it,
+    the words push's and apply's --from share)."""
+    code, stdout, _ = cli("plan", "--help")
+    said = " ".join(stdout.split())
+    assert code == 0 and "--from DIR Compare this build (its manifest is checked) with what is live" in said
+    assert "Publish this build" not in said
+    for command in ("push", "apply"):
+        assert "--from DIR Publish this build" in " ".join(cli(command, "--help")[1].split())
