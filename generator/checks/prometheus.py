@@ -20,7 +20,7 @@ from ..clients.answer import OddAnswer
 from ..clients.http import SlowAnswer
 from ..clients.prometheus import HINT, NoRuleListing, Prometheus
 from ..errors import RemoteError
-from ..exporter_styles import exporter_namespaces
+from ..exporter_styles import exporter_namespaces, exporter_pod_names
 from ..markers import KUBERNETES_SELECTOR, PROMETHEUS_RULE_LABEL
 from ..names import ALERT_PREFIX, CLUSTERS_GROUP, WATCHED_CLUSTER, is_counter_group, prometheus_rule_name, shown
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
@@ -673,13 +673,16 @@ def _pod_label(prometheus: Prometheus, project: Project) -> Check:
 
 def _targets_own_pods(prometheus: Prometheus, project: Project) -> dict[str, int]:
     """{namespace/pod: GPUs} of the DCGM series whose workload pod (labels.pod, labels.namespace) is their own scrape
-    target's (the pod and namespace its `up` carries): a GPU no pod holds, scraped by a job whose targets carry the
-    exporter pod's labels and that writes them where the exporter wrote none (honor_labels with the target's pod kept,
-    or a job that does not honor labels, read as `pod`)."""
+    target's (the pod and namespace its `up` carries) and a pod of an exporter DaemonSet the settings name (by its
+    name: an exporter run as a sidecar of the workload's pod is scraped as that pod, which does hold the GPU): a GPU
+    no pod holds, scraped by a job whose targets carry the exporter pod's labels and that writes them where the
+    exporter wrote none (honor_labels with the target's pod kept, or a job that does not honor labels, read as
+    `pod`)."""
     labels = project.settings.labels
     pod, namespace = labels.pod, labels.namespace
     gpu = ", ".join((namespace, pod, "instance", "job", "gpu", MIG_INSTANCE_LABEL))
-    owned = f"{recent(_dcgm(pod), looked_back(project))} and on (instance, job, {namespace}, {pod}) up"
+    exporters = f'{{__name__=~"DCGM_FI_.+", {pod}=~{quoted(exporter_pod_names(project.settings))}}}'
+    owned = f"{recent(exporters, looked_back(project))} and on (instance, job, {namespace}, {pod}) up"
     found = prometheus.query(f"count by ({namespace}, {pod}) (group by ({gpu}) ({owned}))")
     return {f"{row.get(namespace, '')}/{row.get(pod, '')}": int(value) for row, value in found}
 

@@ -8,13 +8,15 @@ Prometheus writes the target's `pod`, `namespace` and `container` (the exporter 
 the newer exporter's idle GPU reads as held by `gpu-operator/nvidia-dcgm-exporter-x7k2p`, the 3.1 exporter's empty
 labels count as present and keep it without. The ServiceMonitor as shipped (honorLabels: false) with no workload
 running writes the exporter pod on every GPU, and the workload label arrives as `pod` alike. gpudash's own
-ServiceMonitor drops the target's three labels: nothing is named.
+ServiceMonitor drops the target's three labels: nothing is named. An exporter run as a sidecar in the workload's pod
+(no Kubernetes mapping, no pod labels) is scraped as that pod, which does hold the GPUs: nothing is wrong there.
 
 Truth: node-a's GPU 1 and (as shipped) node-b's GPU 1 are held by no pod. verify said "'pod' as configured" on each.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -35,11 +37,11 @@ FIELDS = {"DCGM_FI_DEV_GPU_TEMP": 50, "DCGM_FI_DEV_POWER_USAGE": 100, "DCGM_FI_D
 NODES = {"node-a": ("nvidia-dcgm-exporter-x7k2p", None), "node-b": ("nvidia-dcgm-exporter-q8w2z", "")}
 
 
-def _page(node: str, idle: str | None, held: bool = True) -> str:
+def _page(node: str, idle: str | None, held: bool = True, gpus: tuple[int, ...] = (0, 1)) -> str:
     lines = []
     for metric, value in FIELDS.items():
         lines.append(f"# TYPE {metric} gauge")
-        for gpu in (0, 1):
+        for gpu in gpus:
             labels = (f'gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",'
                       f'Hostname="{node}"')
             if gpu == 0 and held:
@@ -58,27 +60,31 @@ def scrapes(reference, tmp_path_factory):
     honoring["spec"]["endpoints"][0]["honorLabels"] = True
     monitors = {"operator, honorLabels": (honoring, True), "operator as shipped, no workload": (
         operator_monitor(reference, node_relabeling=True), False),
-        "gpudash": ({**service_monitor(bundled_project().settings)}, True)}
+        "gpudash": ({**service_monitor(bundled_project().settings)}, True),
+        "sidecar, honorLabels": (copy.deepcopy(honoring), None)}
     with ReplayExporter(_page("node-a", None)) as a, ReplayExporter(_page("node-b", "")) as b, \
             ReplayExporter(_page("node-a", None, held=False)) as idle_a, \
-            ReplayExporter(_page("node-b", "", held=False)) as idle_b:
+            ReplayExporter(_page("node-b", "", held=False)) as idle_b, \
+            ReplayExporter(_page("node-a", None, held=False, gpus=(0,))) as sidecar:
         servers = {}
         for name, (monitor, held) in monitors.items():
             monitor["metadata"]["namespace"] = "gpu-operator"
             folder = tmp_path_factory.mktemp("prom-target-pod")
             endpoint = monitor["spec"]["endpoints"][0]
+            targets = [(exporter, "gpu-operator", pod, node) for exporter, (node, (pod, _)) in
+                       zip((a, b) if held else (idle_a, idle_b), NODES.items())] if held is not None else \
+                [(sidecar, "ml", "train-sidecar-0", "node-a")]  # the workload's pod, its GPU 0 the exporter's
             (folder / "sd.json").write_text(json.dumps([endpoint_target(
-                exporter.address, namespace="gpu-operator", service="nvidia-dcgm-exporter",
+                exporter.address, namespace=namespace, service="nvidia-dcgm-exporter",
                 service_labels=monitor["spec"]["selector"]["matchLabels"], port=endpoint["port"], pod=pod,
-                container="nvidia-dcgm-exporter", node=node)
-                for exporter, (node, (pod, _)) in zip((a, b) if held else (idle_a, idle_b), NODES.items())]))
+                container="nvidia-dcgm-exporter", node=node) for exporter, namespace, pod, node in targets]))
             servers[name] = Prometheus(folder, {"global": {"scrape_interval": "1s"},
                                                 "scrape_configs": [scrape_config(monitor, str(folder / "sd.json"))]})
         try:
             with ThreadPoolExecutor(len(servers)) as pool:
                 list(pool.map(Prometheus.start, servers.values()))
-            for server in servers.values():
-                server.wait_for('DCGM_FI_DEV_GPU_TEMP{gpu="1"}', count=2)
+            for name, server in servers.items():
+                server.wait_for('DCGM_FI_DEV_GPU_TEMP', count=1 if name.startswith("sidecar") else 4)
             yield servers
         finally:
             for server in servers.values():
@@ -105,8 +111,9 @@ def test_a_gpu_carrying_its_scrape_targets_own_pod_fails_the_workload_pod_check(
         "(2 GPUs), gpu-operator/nvidia-dcgm-exporter-x7k2p (2 GPUs): "), check
 
 
-def test_gpudash_s_servicemonitor_names_no_target_pod(scrapes, cli):
-    check = _pod_check(cli, scrapes["gpudash"].url)
+@pytest.mark.parametrize("path", ["gpudash", "sidecar, honorLabels"])
+def test_gpudash_s_servicemonitor_or_an_exporter_in_the_workloads_pod_names_no_target_pod(scrapes, cli, path):
+    check = _pod_check(cli, scrapes[path].url)
     assert (check["status"], check["detail"]) == ("ok", "'pod' as configured"), check
 
 
