@@ -344,18 +344,18 @@ def notes(project: Project) -> tuple[Note, ...]:
     from .data_missing import left_out
     from .render.cloudwatch import left_out_on_addon, ranked_by_one_reading
 
-    found = [Note("DF001", _portable(where), message) for where, message in project.notes]
-    found += [Note("DF002", _portable(where), message) for where, message in empty_dashboards(project)]
-    found += [Note("DF003", _portable(where), message) for where, message in first_events_uncounted(project)]
-    found += [Note("CW013", _portable(where), message) for where, message in left_out_on_addon(project)]
-    found += [Note("CW019", _portable(where), message) for where, message in ranked_by_one_reading(project)]
-    found += [Note("AL011", _portable(where), message) for where, message in left_out(project)]
-    found += [Note("AL012", _portable(where), message) for where, message in alarm_render.mig_left_out(project)]
-    found += [Note("AL017", _portable(where), message) for where, message in alarm_render.ranked_past_500(project)]
-    found += [Note("AL019", _portable(where), message) for where, message in alarm_render.copies_counted(project)]
-    found += [Note("AL024", _portable(where), message) for where, message in alarm_render.failed_scrapes_read(project)]
-    found += [Note("AL025", _portable(where), message) for where, message in alarm_render.counts_most_per_scrape(project)]
-    found += [Note("AL027", _portable(where), message) for where, message in stopped_gpus.no_cloudwatch(project)]
+    found = [Note("DF001", where, message) for where, message in project.notes]
+    found += [Note("DF002", where, message) for where, message in empty_dashboards(project)]
+    found += [Note("DF003", where, message) for where, message in first_events_uncounted(project)]
+    found += [Note("CW013", where, message) for where, message in left_out_on_addon(project)]
+    found += [Note("CW019", where, message) for where, message in ranked_by_one_reading(project)]
+    found += [Note("AL011", where, message) for where, message in left_out(project)]
+    found += [Note("AL012", where, message) for where, message in alarm_render.mig_left_out(project)]
+    found += [Note("AL017", where, message) for where, message in alarm_render.ranked_past_500(project)]
+    found += [Note("AL019", where, message) for where, message in alarm_render.copies_counted(project)]
+    found += [Note("AL024", where, message) for where, message in alarm_render.failed_scrapes_read(project)]
+    found += [Note("AL025", where, message) for where, message in alarm_render.counts_most_per_scrape(project)]
+    found += [Note("AL027", where, message) for where, message in stopped_gpus.no_cloudwatch(project)]
     return tuple(found)
 
 
@@ -394,15 +394,6 @@ def first_events_uncounted(project: Project) -> list[tuple[str, str]]:
               for name in dict.fromkeys(n for query in alarm.queries for n in query.metrics)
               if name in FIRST_EVENT_UNCOUNTED]
     return found
-
-
-def _portable(defined_at: str) -> str:
-    """`folder/file.py:line` of a definition's `path:line`: a build records it, so it must not depend on
-    where the project is checked out."""
-    from .model import source_file
-
-    path, _, line = defined_at.rpartition(":")
-    return f"{source_file(defined_at)}:{line}" if path and line.isdigit() else source_file(defined_at)
 
 
 # The fewest clusters whose build (`ahead`) makes its rules in a child: 1,000 clusters' take ~0.3 s and their files

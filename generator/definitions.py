@@ -25,7 +25,7 @@ from typing import Any, Iterator
 from . import printed
 from .catalog import Catalog
 from .errors import EXIT_INPUT, InputError
-from .model import Alarm, DefinitionError, _caller, name_folders_apart, shown_path
+from .model import Alarm, DefinitionError, _caller, named_apart, shown_path
 from .reading import list_folder
 from .resources import known_fields
 from .settings import Levels, Settings, told_at_key
@@ -495,11 +495,6 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
     # a folder listed for both kinds holds files of either: one that defines only the other kind defines nothing here
     other = "alarms" if kind == "dashboards" else "dashboards"
     shared = {f.resolve() for f in ctx.settings.definition_dirs(other)} if ctx.settings is not None else set()
-    if ctx.settings is not None:
-        kinds = ("dashboards", "alarms")
-        name_folders_apart([f for each in kinds for f in ctx.settings.definition_dirs(each)],
-                           [f for each in kinds if getattr(ctx.settings.definitions, each) is not None
-                            for f in ctx.settings.definition_dirs(each)], ctx.settings.base_dir)
     for folder in folders:
         names = _listed(folder, kind, hint, ctx.settings)
         if not any(name.endswith(".py") and not name.startswith("_") for name in names):
@@ -509,6 +504,15 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
         with _helpers(folder, names):
             loaded.extend(_load_folder(kind, other, folder, names, folder.resolve() in shared, ctx, seconds))
     return loaded
+
+
+def places_named(settings: Settings) -> contextlib.AbstractContextManager[None]:
+    """While `settings`' definitions load: the files of two of its definitions folders of one name are named apart
+    (model.named_apart)."""
+    kinds = ("dashboards", "alarms")
+    return named_apart([folder for kind in kinds for folder in settings.definition_dirs(kind)],
+                       [folder for kind in kinds if getattr(settings.definitions, kind) is not None
+                        for folder in settings.definition_dirs(kind)], settings.base_dir)
 
 
 def _listed(folder: Path, kind: str, hint: str, settings: Settings | None) -> list[str]:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import re
 import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from . import printed
 from .catalog import own_labels_of
@@ -49,44 +51,50 @@ def _caller() -> str:
 
 def _shown_file(filename: str) -> str:
     """shown_path of a code object's file (a definition builds thousands of objects: cached)."""
-    return _shown(filename, _NAMED_APART)
+    return _shown(filename, _NAMED_APART.get())
 
 
-# Definitions folders that share their last name (teams/ml/dashboards beside teams/infer/dashboards): (the folder,
-# its path from the settings' folder), which names their files in place of their last name (name_folders_apart).
-_NAMED_APART: tuple[tuple[str, str], ...] = ()
+# While a project's definitions load (named_apart): its definitions folders that share their last name with another
+# (teams/ml/dashboards beside teams/infer/dashboards), each (the folder, its path from the settings' folder).
+_NAMED_APART: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("named_apart", default=())
 
 
-def name_folders_apart(folders: Iterable[Path], written: Iterable[Path], base: Path) -> None:
-    """Name the files of each folder of `written` (the definitions folders the settings in `base` name) by its path
-    from `base` where another of `folders` (those and the bundled ones in their place) shares its last name:
-    `dashboards/gpu.py` of either would not say which to fix. A bundled folder keeps its last name: its path is
-    where gpudash is installed, which a build must not record."""
-    global _NAMED_APART
+@contextmanager
+def named_apart(folders: Iterable[Path], written: Iterable[Path], base: Path) -> Iterator[None]:
+    """While a project's definitions load, name the files of each folder of `written` (the definitions folders the
+    settings in `base` name) by its path from `base` where another of `folders` (those and the bundled ones in their
+    place) shares its last name: `dashboards/gpu.py` of either would not say which to fix. A bundled folder keeps its
+    last name: its path is where gpudash is installed, which a build must not record. Each place is kept as named
+    then (an object's defined_at, a note's where): nothing names a file again once the loading is over, so a project
+    loaded later in the process cannot rename another's."""
     last = [folder.name for folder in dict.fromkeys(folders)]
-    _NAMED_APART = tuple((str(folder), Path(os.path.relpath(folder, base)).as_posix())
-                         for folder in dict.fromkeys(written) if last.count(folder.name) > 1)
+    token = _NAMED_APART.set(tuple((str(folder), Path(os.path.relpath(folder, base)).as_posix())
+                                   for folder in dict.fromkeys(written) if last.count(folder.name) > 1))
+    try:
+        yield
+    finally:
+        _NAMED_APART.reset(token)
 
 
 def shown_path(path: str | Path) -> str:
     """`folder/file.py`: how every message, lint finding and generated note names a definition file (where the
     project is checked out never shows, so a build records the same text anywhere; the settings name the folder),
-    from the settings' folder where two definitions folders share a name (name_folders_apart). A name holding a
-    newline or another control character is quoted with it escaped (printed.path): a finding stays on its line."""
-    return _shown(str(path), _NAMED_APART)
+    from the settings' folder where two definitions folders share a name (named_apart). A name holding a newline or
+    another control character is quoted with it escaped (printed.path): a finding stays on its line."""
+    return _shown(str(path), _NAMED_APART.get())
 
 
 @cache
 def _shown(path: str, apart: tuple[tuple[str, str], ...]) -> str:
     folder = str(Path(path).parent)
-    named = next((shown for where, shown in apart if folder in (where, shown)), None)
+    named = next((shown for where, shown in apart if folder == where), None)
     return printed.path(f"{named}/{Path(path).name}" if named else "/".join(Path(path).parts[-2:]))
 
 
-@cache
 def source_file(defined_at: str) -> str:
-    """`folder/file.py` of a `path:line` location, for messages and generated notes."""
-    return shown_path(defined_at.rsplit(":", 1)[0])
+    """`folder/file.py` of a `folder/file.py:line` place (an object's defined_at, as shown_path named it)."""
+    path, _, line = defined_at.rpartition(":")
+    return path if path and line.isdigit() else defined_at
 
 
 # Words a definition may write for a choice of another spelling (no guess by likeness: `median` is not `min`)

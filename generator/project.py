@@ -142,6 +142,15 @@ def load_project(config: Path | None = None, counters: Path | None = None,
         read(settings)
     catalog = load_counters(counters) if counters else settings_counters(settings)
     ctx = definitions.Context(catalog=catalog, settings=settings)
+    with definitions.places_named(settings):
+        neutral, legacy = _load_dashboards(settings, ctx)
+        alarms = _load_alarms(settings, ctx)
+    return Project(settings=settings, catalog=catalog, dashboards=tuple(neutral),
+                   grafanalib_dashboards=tuple(legacy), alarms=alarms, notes=tuple(ctx.notes))
+
+
+def _load_dashboards(settings: Settings, ctx: definitions.Context) -> tuple[list[Dashboard], list[definitions.Loaded]]:
+    """The neutral dashboards and the grafanalib ones of `settings`' definitions."""
     neutral: list[Dashboard] = []
     legacy: list[definitions.Loaded] = []
     seen: dict[str, str] = {}
@@ -152,8 +161,8 @@ def load_project(config: Path | None = None, counters: Path | None = None,
                 raise InputError(f"dashboard id {dashboard.id!r} is used twice (also at {seen[dashboard.id]})",
                                  where=dashboard.defined_at, hint="give each dashboard a unique id")
             seen[dashboard.id] = dashboard.defined_at
-            _check_queries(dashboard.queries(), catalog)
-            check_panels(dashboard, catalog)
+            _check_queries(dashboard.queries(), ctx.catalog)
+            check_panels(dashboard, ctx.catalog)
             neutral.append(dashboard)
         elif definitions.is_grafanalib_dashboard(item.value):
             legacy.append(item)
@@ -161,9 +170,7 @@ def load_project(config: Path | None = None, counters: Path | None = None,
             raise InputError(f"a dashboard definition returned {type(item.value).__name__}, not a Dashboard",
                              where=item.where,
                              hint="return generator.model.Dashboard objects (or grafanalib Dashboards)")
-    alarms = _load_alarms(settings, ctx)
-    return Project(settings=settings, catalog=catalog, dashboards=tuple(neutral),
-                   grafanalib_dashboards=tuple(legacy), alarms=alarms, notes=tuple(ctx.notes))
+    return neutral, legacy
 
 
 def _load_alarms(settings: Settings, ctx: definitions.Context) -> tuple[Alarm, ...]:

@@ -66,3 +66,21 @@ def test_a_bundled_folder_of_a_users_folders_name_keeps_its_own_and_the_users_is
     project = load_project(tmp_path / "gpudash.yaml")
     assert project.dashboards[0].defined_at == "teams/alarms/gpu.py:6"
     assert {alarm.defined_at.rsplit(":", 1)[0] for alarm in project.alarms} == {"alarms/gpu_alarms.py"}
+
+
+def test_a_project_loaded_after_another_leaves_the_first_ones_places_as_they_were(tmp_path):
+    """Two definitions folders of one name are named apart in what a project's build records however many projects
+    the process loads after it: a build is the same whatever was loaded before it."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for team in ("train", "serve"):
+        (first / "teams" / team / "alarms").mkdir(parents=True)
+        (first / "teams" / team / "alarms" / "hot.py").write_text(ALARM.format(id=team))
+    (first / "gpudash.yaml").write_text("definitions:\n  alarms: [teams/train/alarms, teams/serve/alarms]\n")
+    second.mkdir()
+    (second / "gpudash.yaml").write_text("definitions: {}\n")
+    project = load_project(first / "gpudash.yaml")
+    load_project(second / "gpudash.yaml")
+    requests = alarm_requests(encode(build(project)))
+    for team in ("train", "serve"):
+        said = requests[f"{team}-hot"]["AlarmDescription"]
+        assert f"(teams/{team}/alarms/hot.py, rule {team}-hot)" in said, said
