@@ -37,6 +37,8 @@ def said_where(settings: Settings, said: Iterable[tuple[str, tuple[Cluster, ...]
     parts: dict[str, list[tuple[tuple[Cluster, ...], str | None]]] = {}
     for message, clusters, region in said:
         parts.setdefault(message, []).append((clusters, region))
+    if not parts:  # (most alarms and panels say nothing: the fleet's clusters are not gone through for them)
+        return []
     everywhere = {cluster.name for cluster in settings.clusters}
     in_region: dict[str, set[str]] = {}
     for cluster in settings.clusters:
