@@ -217,7 +217,8 @@ def _masked(value):
     return value
 
 
-def _print_changes(changes, output: str, outcomes=None) -> None:
+def _print_changes(changes, output: str, outcomes=None, beside: dict | None = None) -> None:
+    """The changes (and what became of each), as text or one JSON document; `beside`: more keys of that document."""
     from .changes import summary
     from .console import style
     from .changes import report
@@ -225,7 +226,7 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
     # Details quote what servers answered (who saved a version, an error message): a server that echoes
     # a credential there must not get it printed, so every line passes the redaction errors pass.
     if output == "json":  # each text masked before it is escaped (a secret holding `"` or `\` stays whole)
-        click.echo(json.dumps(_masked(report(changes, outcomes)), indent=2))
+        click.echo(json.dumps(_masked({**report(changes, outcomes), **(beside or {})}), indent=2))
         return
     colours = {"create": "green", "update": "yellow", "delete": "red", "withdraw": "red", "drift": "magenta",
                "foreign": "magenta", "held": "magenta", "kept": "magenta"}
@@ -406,6 +407,9 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     _check_renamed(removed_cluster, desired, project, "--removed-cluster")
     _check_apart(renamed_from, removed_cluster)
     changes, compared = [], 0
+    # what a JSON reader is told beside the changes: a target not compared (its objects are in no change), the notes
+    skipped: list[dict[str, str]] = []
+    notes: list[str] = []
     if compare_grafana:
         client = _grafana_client(insecure, token_file, limit)
         with _Noted(client):
@@ -413,20 +417,22 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
                                          uid_prefix=desired.grafana_uid_prefix,
                                          publisher=(desired.project, desired.clusters),
                                          progress=Progress(), move_from=move_from, renamed_from=renamed_from)
+        notes += client.notes
         compared += 1
     elif use_grafana is None:
-        _skipped("Grafana", "GRAFANA_URL is not set", "set GRAFANA_URL and GRAFANA_TOKEN to include it, "
-                 "or pass --no-grafana to leave it out")
+        skipped.append(_skipped("Grafana", "GRAFANA_URL is not set", "set GRAFANA_URL and GRAFANA_TOKEN to include "
+                                "it, or pass --no-grafana to leave it out"))
     if use_cloudwatch is not False:
         cloudwatch = _cloudwatch(profile, endpoint_url, limit)
         if use_cloudwatch is None and not cloudwatch.has_credentials():
-            _skipped("CloudWatch", "no AWS credentials found", "configure AWS credentials (AWS_PROFILE, the "
-                     "standard AWS variables or an instance role) to include it, or pass --no-cloudwatch to leave "
-                     "it out")
+            skipped.append(_skipped("CloudWatch", "no AWS credentials found", "configure AWS credentials (AWS_PROFILE, "
+                                    "the standard AWS variables or an instance role) to include it, or pass "
+                                    "--no-cloudwatch to leave it out"))
         else:
             with _Noted(cloudwatch):
                 changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress(), renamed_from=renamed_from,
                                                 removed=removed_cluster, former_regions=former_region)
+            notes += cloudwatch.notes
             compared += 1
     if not compared:
         # only what the flags left in: a --no-cloudwatch run is not told to configure AWS
@@ -436,7 +442,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
             raise GpudashError("nothing to compare: --no-grafana and --no-cloudwatch leave no publishing target",
                                hint="drop one of them")
         raise GpudashError("nothing to compare: no publishing target is configured", hint=", or ".join(wanted))
-    _print_changes(changes, output)
+    _print_changes(changes, output, beside={"skipped": skipped, "notes": notes})
     sys.exit(EXIT_FINDINGS if pending(changes) else 0)
 
 
@@ -464,8 +470,10 @@ def _check_apart(renamed_from: tuple[str, ...], removed_cluster: tuple[str, ...]
                                 f"else --removed-cluster {both[0]}")
 
 
-def _skipped(target: str, why: str, how: str) -> None:
+def _skipped(target: str, why: str, how: str) -> dict[str, str]:
+    """Says on stderr that a publishing target is not compared, and returns it as JSON gives it."""
     click.echo(f"{target} skipped: {why}; {how}", err=True)
+    return {"target": target, "reason": why, "fix": how}
 
 
 class _Noted:

@@ -361,6 +361,23 @@ def test_regions_are_published_each_on_its_own(aws, moto, project_dir):
     assert apply("--config", str(config))[1]["written"] == []
 
 
+def test_plan_json_says_which_target_it_did_not_compare(cli, reference, monkeypatch, tmp_path):
+    """A machine reader of `plan --output json` is told CloudWatch was not compared (no AWS credentials): its objects
+    are in no change, which read alone says CloudWatch is as the build wants it. The JSON held the changes alone; the
+    skip was said on stderr only."""
+    from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+    no_aws_credentials(monkeypatch, tmp_path)
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as grafana:
+        code, stdout, _ = cli("plan", "--output", "json", env={"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN})
+    answer = json.loads(stdout)
+    assert code == 1 and {c["target"] for c in answer["changes"]} == {"grafana"}
+    assert answer["skipped"] == [{"target": "CloudWatch", "reason": "no AWS credentials found",
+                                  "fix": "configure AWS credentials (AWS_PROFILE, the standard AWS variables or an "
+                                         "instance role) to include it, or pass --no-cloudwatch to leave it out"}]
+    assert answer["notes"] == []
+
+
 def test_plan_without_aws_credentials_still_shows_the_grafana_plan(cli, reference, monkeypatch, tmp_path):
     from tests.support.grafana_server import ADMIN, GrafanaTestServer
 
