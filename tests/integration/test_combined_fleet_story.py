@@ -455,7 +455,7 @@ def test_the_variables_list_the_storys_nodes_namespaces_pods_and_gpus(request, p
     for node in NODES:
         check("gpu", {"0", "1"} if node != "gpu-node-d" else {"0"}, node=node)
     # the last 5 minutes (after the drain, the old copies' readings over 5 minutes old): the node and GPU variables
-    # (query_result, over the range; label_values reads whole blocks) place each pod where the range holds it
+    # (query_result, over the range) place each pod where the range holds it
     span = 300
     for (namespace, pod), held in {("team-d", "trainer-0"): {("gpu-node-mig", "1")}, ("team-a", "worker-0"): set(),
                                    ("team-c", "worker-0"): {("gpu-node-w", "0")}}.items():

@@ -338,9 +338,6 @@ def _check_panels(stack: Stack, project, path: Path_, exporters, collected: froz
 def _variable_values(stack: Stack, variable: dict, **selected: str) -> set[str]:
     prometheus = stack.prometheus
     query = _substitute(variable["query"], **selected)
-    if query.startswith("label_values("):
-        selector, label = re.fullmatch(r"label_values\((.*), (\w+)\)", query).groups()
-        return set(prometheus.api(f"label/{label}/values", **{"match[]": selector}))
     expr = re.fullmatch(r"query_result\((.*)\)", query).group(1)
     regex = re.compile(variable["regex"].strip("/"))
     values = set()
