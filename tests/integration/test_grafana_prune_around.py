@@ -364,3 +364,22 @@ def test_an_alert_rule_linked_between_the_plan_and_the_delete_is_not_deleted_eve
     assert TEAM in grafana.state.dashboards
     (failed,) = [o for o in outcomes if o.error]
     assert f"linked to by alert rule(s) since the plan ('Team A GPUs idle' ({rule})); not deleted" in failed.error
+
+
+@pytest.mark.parametrize("path, answer", [
+    (r"^/api/org/preferences$", b"<html>login</html>"), (r"^/api/org/preferences$", b'{"homeDashboardUID": 7}'),
+    (r"^/api/teams/search$", b"null"), (r"^/api/teams/search$", b'{"teams": {}}'),
+    (r"^/api/teams/1/preferences$", b"[1]"), (r"^/api/v1/provisioning/alert-rules$", b"<html>login</html>"),
+    (r"^/api/v1/provisioning/alert-rules$", b'[{"uid": "r1", "title": "t", "annotations": "x"}]')])
+def test_garbled_answers_about_homes_and_alert_rules_are_never_read_as_none(grafana, run, tmp_path, path, answer):
+    """Whatever comes back where Grafana's preferences, team search or alert rules belong, not shaped as Grafana
+    answers them, a prune without --force neither deletes the dashboard nor stops with a traceback: it needs --force."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
+    grafana.set_home("gpudash-overview", team="platform")  # a team, so that its preferences are read
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=path, method="GET", action="rewrite", times=99, callback=lambda body: answer))
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
+    assert code == 1 and "Traceback" not in stderr, (code, stderr)
+    assert json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stdout
