@@ -286,15 +286,16 @@ class _StopOnSignal:
             signal.signal(number, handler)
 
 
-def _finish(outcomes, output: str, changes, deadline=None) -> None:
+def _finish(outcomes, output: str, changes, deadline=None, notes: list[str] | None = None) -> None:
+    """The report of a publish; `notes`: what its client noted (said on stderr as it went, in the JSON report too)."""
     from .changes import HELD, KEPT, REFUSED, WOULD_WRITE, report
     from .names import shown
 
     failure = _failure(outcomes, deadline)
     if failure is not None and output == "json":  # one document: the report, with the error in it
-        failure.document = _masked(report(changes, outcomes))
+        failure.document = _masked({**report(changes, outcomes), "notes": list(notes or [])})
     else:
-        _print_changes(changes, output, outcomes)
+        _print_changes(changes, output, outcomes, beside={"notes": list(notes or [])})
     if deadline is not None and deadline.interrupted:
         raise failure
     would = [o for o in outcomes if o.state == WOULD_WRITE]
@@ -537,7 +538,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
                                      publisher=(desired.project, desired.clusters),
                                      prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
                                      allow_mass_prune=allow_mass_prune, progress=progress)
-    _finish(outcomes, output, changes, limit)
+    _finish(outcomes, output, changes, limit, client.notes)
 
 
 @main.command()
@@ -584,7 +585,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
                                          force=force, prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
                                          allow_mass_prune=allow_mass_prune,
                                          progress=progress)
-    _finish(outcomes, output, changes, limit)
+    _finish(outcomes, output, changes, limit, cloudwatch.notes)
 
 
 @main.command()
