@@ -1,11 +1,12 @@
 """A GPU no pod holds, scraped through a ServiceMonitor whose targets keep the exporter pod's own labels, carries the
 exporter pod as its workload pod: `gpudash verify` says so, on a real Prometheus.
 
-Real exporters differ on an idle GPU: 3.1 writes `container="",namespace="",pod=""` (NVIDIA/dcgm-exporter #188), later
-releases write no pod label at all (the labels are set only where a pod holds the device). Users who find the workload
-renamed `exported_pod` set `honorLabels: true` on the GPU operator's or the chart's ServiceMonitor (#85, #27). Then
+Real exporters differ on an idle GPU: an older one writes `container="",namespace="",pod=""`
+(NVIDIA/dcgm-exporter #188), current releases write no pod label at all (transformation/kubernetes.go sets them only
+where a pod holds the device). Users who find the workload renamed `exported_pod` set `honorLabels: true` on the GPU
+operator's or the chart's ServiceMonitor (#85, #27). Then
 Prometheus writes the target's `pod`, `namespace` and `container` (the exporter pod's) on every series that has none:
-the newer exporter's idle GPU reads as held by `gpu-operator/nvidia-dcgm-exporter-x7k2p`, the 3.1 exporter's empty
+the current exporter's idle GPU reads as held by `gpu-operator/nvidia-dcgm-exporter-x7k2p`, the older exporter's empty
 labels count as present and keep it without. The ServiceMonitor as shipped (honorLabels: false) with no workload
 running writes the exporter pod on every GPU, and the workload label arrives as `pod` alike. gpudash's own
 ServiceMonitor drops the target's three labels: nothing is named. An exporter run as a sidecar in the workload's pod
