@@ -1,7 +1,8 @@
-"""Go's regexp syntax (RE2, as Prometheus compiles a matcher's or relabel rule's regex) read as Go reads it: why Go
-refuses a regex (regex_problem), and the same regex written for Rust's regex crate, which promql_parser compiles
-(re2_judged). Go and Rust differ in escapes, classes, flags, repeat counts and \\Q...\\E; what Go's reading leaves
-to judge, Rust's compiler judges."""
+"""Go's regexp syntax (RE2, as Prometheus compiles a matcher's or relabel rule's regex) read as Go reads it, in one
+place: go_syntax reads a regex once into tokens (escapes, classes, flags, groups, repeats, \\Q...\\E), saying why Go
+refuses it (its limits on repeats and nesting too). Two writers read the tokens: here, the same regex for Rust's regex
+crate, which promql_parser compiles (re2_judged; regex_problem: why Prometheus refuses it, Rust's compiler judging
+what Go's reading leaves), and go_regex_python, the same regex for Python's re."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from functools import lru_cache
 from .promql_text import double_quoted
 
 _RE2_FLAGS = set("imsU-")
-REPEAT = re.compile(r"\{(0|[1-9]\d*)(,(0|[1-9]\d*)?)?\}")  # Go reads `{01}` (a leading zero) as plain text
+_REPEAT = re.compile(r"\{(0|[1-9]\d*)(,(0|[1-9]\d*)?)?\}")  # Go reads `{01}` (a leading zero) as plain text
 REPEAT_LIMIT = 1000  # Go's regexp: the most copies of one thing a repeat, or repeats nested, may ask for
 MAX_HEIGHT = 1000  # Go's regexp: the deepest parse tree it takes (checked in Go 1.19 as in Prometheus 2.42)
 RUST_NESTING = 100  # groups nested, or a parse tree, this deep or deeper may pass Rust's nesting limit (250 groups,
@@ -22,9 +23,9 @@ _GO_PERL_CLASSES = set("dDsSwW")
 GO_POSIX_CLASSES = {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space",
                      "upper", "word", "xdigit"}
 # A group's opening other than `(`: flags (for the rest of the group, `)`, or for its own, `:`), or a name
-GROUP_OPENING = re.compile(r"\(\?(?:([^:)<]*)([:)])|P?<([^>]*)>)")
+_GROUP_OPENING = re.compile(r"\(\?(?:([^:)<]*)([:)])|P?<([^>]*)>)")
 _GO_C_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
-UNICODE_CLASS = re.compile(r"\\[pP](?:\{(\^?)([^}]*)\}|(.))", re.DOTALL)
+_UNICODE_CLASS = re.compile(r"\\[pP](?:\{(\^?)([^}]*)\}|(.))", re.DOTALL)
 # The Unicode classes Go's regexp names (\\p{Greek}, \\pL): its unicode package's categories and scripts, as Go 1.19
 # (Unicode 13: Prometheus 2.42) has them, and Any; the scripts of Unicode 14 and 15, which Go 1.21 added (so a
 # Prometheus built with an older Go, such as 2.42, refuses them). Rust's regex crate takes more names (Latn, Letter,
@@ -84,31 +85,15 @@ def _rust_flags(opening: str) -> str:
 
 
 def _unterminated_quote(regex: str) -> bool:
-    """Whether a \\Q outside a class is left open (no \\E after it)."""
-    at = 0
-    while at < len(regex):
-        if regex.startswith("\\Q", at):
-            end = regex.find("\\E", at + 2)
-            if end < 0:
-                return True
-            at = end + 2
-        elif regex[at] == "\\":
-            at += 2
-        elif regex[at] == "[":
-            try:
-                at = _go_class(regex, at)[1]
-            except _Refused:
-                return False  # refused whatever follows
-        else:
-            at += 1
-    return False
+    """Whether a \\Q outside a class is left open (no \\E after it), in a regex Go's reading takes."""
+    return any(token[0] == "quote" and not token[2] for token in go_syntax(regex)[0])
 
 
 class _Refused(ValueError):
     """Go's regexp refuses the regex (the message says why)."""
 
 
-def go_escape(regex: str, at: int) -> tuple[int, int]:
+def _go_escape(regex: str, at: int) -> tuple[int, int]:
     """The character (code point) an escape at `at` stands for, as Go's parseEscape reads it, and where it ends."""
     if at + 1 >= len(regex):
         raise _Refused("trailing backslash at end of expression")
@@ -134,71 +119,75 @@ def go_escape(regex: str, at: int) -> tuple[int, int]:
     raise _Refused(f"invalid escape sequence: `{regex[at:end]}`")
 
 
-def _unicode_class(regex: str, at: int, inside: bool = False, newer: list | None = None) -> tuple[str, int] | None:
-    """A \\p or \\P class at `at` (`inside` a class) written for Rust as its stand-in (_UNICODE_STAND_IN), and where
-    it ends; None when none stands there. A name Go does not know is refused; one of NEWER_SCRIPTS is told in
-    `newer`."""
-    found = UNICODE_CLASS.match(regex, at)
+# Go's syntax read once (go_syntax) into tokens, tuples whose first item says what they are; each writer (Rust's
+# below, Python's in go_regex_python) writes them:
+#   ("lit", code, escaped)      a character (escaped: written as an escape, `\\.`, `\\x41`)
+#   ("quote", text, closed)     \\Q...\\E's text (closed: its \\E is written)
+#   ("meta", char)              `.`, `^` or `$`
+#   ("assert", letter)          \\A, \\b, \\B, \\z
+#   ("perl", letter)            \\d, \\D, \\s, \\S, \\w, \\W (ASCII)
+#   ("unicode", name, negated)  \\pN, \\p{Greek}, \\P{^L}...
+#   ("class", negated, items)   [...]; its items ("range", low, high), ("posix", name, negated), perl and unicode
+#   ("repeat", op, lazy, end)   `*`, `+`, `?` or `{n,m}` as written, whether a `?` follows, where the op ends
+#   ("flags", text)             (?text): the flags for the rest of the group
+#   ("open", flags, name)       `(` (None, None), `(?flags:` (flags, None), `(?P<name>` or `(?<name>` (None, name)
+#   ("close",), ("bar",)
+
+
+def _unicode_class(regex: str, at: int, newer: list) -> tuple[tuple, int]:
+    """The \\p or \\P class at `at` (a token) and where it ends. A name Go does not know is refused; one of
+    NEWER_SCRIPTS is told in `newer`."""
+    found = _UNICODE_CLASS.match(regex, at)
     if not found:
-        if regex.startswith(("\\p", "\\P"), at):
-            raise _Refused(f"invalid character class range: `{regex[at:at + 3]}`")
-        return None
+        raise _Refused(f"invalid character class range: `{regex[at:at + 3]}`")
     negated = (regex[at + 1] == "P") != bool(found.group(1))
     name = found.group(2) if found.group(3) is None else found.group(3)
-    if name in NEWER_SCRIPTS and newer is not None:
+    if name in NEWER_SCRIPTS:
         newer.append(f"the Unicode script {name} (\\p{{{name}}})")
-    elif name not in GO_CATEGORIES and name not in _GO_SCRIPTS and name not in NEWER_SCRIPTS:
+    elif name not in GO_CATEGORIES and name not in _GO_SCRIPTS:
         raise _Refused(f"invalid character class range: `{found.group()}`")
-    return _class_for_rust(_UNICODE_STAND_IN, negated, inside), found.end()
+    return ("unicode", name, negated), found.end()
 
 
-def _class_for_rust(ranges: str, negated: bool, inside: bool) -> str:
-    """Ranges written for Rust as a class (`inside` a class: bare, or a nested class where negated)."""
-    if inside and not negated:
-        return ranges
-    return f"[^{ranges}]" if negated else f"[{ranges}]"
-
-
-def _go_class(regex: str, at: int, newer: list | None = None) -> tuple[str, int]:
-    """The class opening at `at` as Go reads it (Perl's syntax: `-` literal where it makes no range, `[` and `&`, `~`
-    plain characters, POSIX and Unicode classes inside), written for Rust with each character as an escape (so
-    Rust's nested classes and set operators `--`, `&&`, `~~` never read it otherwise), and where it ends."""
-    out, at, first = ["["], at + 1, True
-    if regex[at:at + 1] == "^":
-        out.append("^")
-        at += 1
+def _go_class(regex: str, at: int, newer: list) -> tuple[tuple, int]:
+    """The class opening at `at` as Go reads it (Perl's syntax: `]` first and `-` where it makes no range are plain,
+    `[`, `&` and `~` plain characters, POSIX, Perl and Unicode classes inside) as a token, and where it ends."""
+    items: list[tuple] = []
+    at += 1
+    negated = regex[at:at + 1] == "^"
+    at += negated
+    first = True
     while first or at < len(regex) and regex[at] != "]":
         first = False
         if at >= len(regex):
             raise _Refused(f"missing closing ]: `{regex[regex.rfind('[', 0, at):]}`")
         if regex.startswith("[:", at) and regex.find(":]", at + 2) >= 0:
             close = regex.find(":]", at + 2)
-            name = regex[at + 2:close].removeprefix("^")
-            if name not in GO_POSIX_CLASSES:
+            name = regex[at + 2:close]
+            if name.removeprefix("^") not in GO_POSIX_CLASSES:
                 raise _Refused(f"invalid character class range: `{regex[at:close + 2]}`")
-            out.append(regex[at:close + 2])
+            items.append(("posix", name.removeprefix("^"), name.startswith("^")))
             at = close + 2
             continue
         if regex.startswith(("\\p", "\\P"), at):
-            text, at = _unicode_class(regex, at, True, newer)
-            out.append(text)
+            token, at = _unicode_class(regex, at, newer)
+            items.append(token)
             continue
         if regex[at] == "\\" and regex[at + 1:at + 2] in _GO_PERL_CLASSES:
-            letter = regex[at + 1]
-            out.append(_class_for_rust(_PERL_RANGES[letter.lower()], letter.isupper(), True))
+            items.append(("perl", regex[at + 1]))
             at += 2
             continue
         start = at
-        low, at = go_escape(regex, at) if regex[at] == "\\" else (ord(regex[at]), at + 1)
+        low, at = _go_escape(regex, at) if regex[at] == "\\" else (ord(regex[at]), at + 1)
         high = low
         if regex[at:at + 1] == "-" and at + 1 < len(regex) and regex[at + 1] != "]":
-            high, at = go_escape(regex, at + 1) if regex[at + 1] == "\\" else (ord(regex[at + 1]), at + 2)
+            high, at = _go_escape(regex, at + 1) if regex[at + 1] == "\\" else (ord(regex[at + 1]), at + 2)
             if high < low:
                 raise _Refused(f"invalid character class range: `{regex[start:at]}`")
-        out.append(f"\\x{{{low:X}}}" + (f"-\\x{{{high:X}}}" if high != low else ""))
+        items.append(("range", low, high))
     if at >= len(regex):
         raise _Refused(f"missing closing ]: `{regex[regex.rfind('[', 0, at):]}`")
-    return "".join(out) + "]", at + 1
+    return ("class", negated, tuple(items)), at + 1
 
 
 def re2_judged(regex: str) -> tuple[str | None, str]:
@@ -216,11 +205,10 @@ def newer_syntax(regex: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=4096)
 def _judged(regex: str) -> tuple[str | None, str, tuple[str, ...]]:
-    newer: list[str] = []
-    try:
-        rust, deepest = _go_read(regex, newer)
-    except _Refused as exc:
-        return f"illegal regex for {regex}: {exc}", regex, ()
+    tokens, deepest, newer, refusal = go_syntax(regex)
+    if refusal is not None:
+        return f"illegal regex for {regex}: {refusal}", regex, ()
+    rust = _rust(tokens)
     import promql_parser
 
     try:
@@ -230,7 +218,72 @@ def _judged(regex: str) -> tuple[str | None, str, tuple[str, ...]]:
             return str(exc), regex, ()
         # maybe past Rust's nesting limit, which Go's (MAX_HEIGHT) is far above: Go's reading above is the verdict
         rust = "gpudash_nested"  # (a stand-in that does not match the empty value)
-    return None, rust, tuple(dict.fromkeys(newer))
+    return None, rust, newer
+
+
+def _rust(tokens: tuple) -> str:
+    """Go's tokens written for Rust's regex crate (re2_judged)."""
+    rust: list[str] = []
+    flags_after = ""  # a group of flags alone, written after the repeat that follows it (Go repeats the atom before)
+    for token in tokens:
+        kind = token[0]
+        if kind == "repeat":
+            rust.append(token[1] + "?" * token[2])
+            continue
+        if kind == "flags":  # `(?)` sets none (Rust refuses it)
+            flags_after += _rust_flags(f"(?{token[1]})") if token[1] else ""
+            continue
+        rust.append(flags_after)
+        flags_after = ""
+        if kind == "lit":
+            char = chr(token[1])
+            rust.append(f"\\x{{{token[1]:X}}}" if token[2] else "\\" + char if char in "{}" else char)
+        elif kind == "quote":
+            rust.append("".join(f"\\x{{{ord(c):X}}}" for c in token[1]))
+        elif kind == "class":
+            rust.append(("[^" if token[1] else "[") + "".join(map(_rust_class_item, token[2])) + "]")
+        elif kind in ("perl", "unicode"):
+            rust.append(_rust_class(token, False))
+        elif kind == "assert":
+            rust.append("\\" + token[1])
+        elif kind == "open":
+            rust.append("(" if token[1] is None and token[2] is None else "(?:" if token[2] is not None else
+                        _rust_flags(f"(?{token[1]}:"))
+        else:
+            rust.append(")" if kind == "close" else "|" if kind == "bar" else token[1])
+    return "".join(rust) + flags_after
+
+
+def _rust_class_item(item: tuple) -> str:
+    if item[0] == "range":
+        return f"\\x{{{item[1]:X}}}" + (f"-\\x{{{item[2]:X}}}" if item[2] != item[1] else "")
+    if item[0] == "posix":
+        return f"[:{'^' * item[2]}{item[1]}:]"
+    return _rust_class(item, True)
+
+
+def _rust_class(token: tuple, inside: bool) -> str:
+    """A Perl or Unicode class written for Rust as a class (`inside` a class: bare, or a nested class where negated):
+    a Perl class as the ASCII ranges Go reads, a Unicode one as its stand-in (_UNICODE_STAND_IN)."""
+    if token[0] == "perl":
+        ranges, negated = _PERL_RANGES[token[1].lower()], token[1].isupper()
+    else:
+        ranges, negated = _UNICODE_STAND_IN, token[2]
+    if inside and not negated:
+        return ranges
+    return f"[^{ranges}]" if negated else f"[{ranges}]"
+
+
+@lru_cache(maxsize=4096)
+def go_syntax(regex: str) -> tuple[tuple, int, tuple[str, ...], str | None]:
+    """`regex` read as Go's regexp/syntax reads it: (its tokens, how deep its groups and parse tree nest, what of it
+    only a newer Go takes, why Go refuses it or None). Where Go refuses it the tokens are ()."""
+    newer: list[str] = []
+    try:
+        tokens, deepest = _go_read(regex, newer)
+    except _Refused as exc:
+        return (), 0, (), str(exc)
+    return tokens, deepest, tuple(dict.fromkeys(newer)), None
 
 
 class _Tree:
@@ -317,10 +370,11 @@ class _Tree:
             raise _Refused("expression nests too deeply")
 
 
-def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
-    """`regex` as Go reads it, written for Rust (re2_judged), and how deep its groups nest; _Refused where Go refuses
-    what Rust would take. The syntax only a Prometheus built with a newer Go takes is told in `newer`."""
-    rust, at = [], 0
+def _go_read(regex: str, newer: list) -> tuple[tuple, int]:
+    """`regex` as Go reads it, as tokens (go_syntax), and how deep its groups and parse tree nest; _Refused where Go
+    refuses it. The syntax only a Prometheus built with a newer Go takes is told in `newer`."""
+    tokens: list[tuple] = []
+    at = 0
     repeated = 0  # 1 right after a repetition operator, 2 after its lazy `?`: RE2 refuses one more (`a**`, `a{2}{3}`)
     # Go refuses a repeat that, with the repeats nested in it, asks for more than REPEAT_LIMIT copies of one thing:
     # `most` is the largest such count inside the innermost open group, `groups` the enclosing groups' (a stack),
@@ -329,29 +383,31 @@ def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
     most, last = 1, None
     tree = _Tree()  # Go refuses a parse tree more than MAX_HEIGHT deep
     deepest = 0  # how deep groups nest
-    flags_after = ""  # a group of flags alone, written after the repeat that follows it (Go repeats the atom before)
 
-    def atom(count: int = 1, kind: str = "", runes: int = 1) -> None:
+    def atom(token: tuple, count: int = 1, kind: str = "", runes: int = 1) -> None:
         nonlocal most, last
         most = max(most, last or 1)
         last = count
         if kind:
             tree.piece(kind, runes)
+        tokens.append(token)
 
     while at < len(regex):
         char = regex[at]
-        if char in "*+?" or char == "{" and REPEAT.match(regex, at):
+        if char in "*+?" or char == "{" and _REPEAT.match(regex, at):
             if last is None and not repeated:  # at the start, after `(` or `|` (a group of flags is no argument)
                 raise _Refused(f"missing argument to repetition operator: `{regex[at:at + 1]}`")
             if repeated == 1 and char == "?":
                 repeated = 2
-            elif repeated:
+                tokens[-1] = (*tokens[-1][:2], True, tokens[-1][3])
+                at += 1
+                continue
+            if repeated:
                 raise _Refused(f"invalid nested repetition operator: `{regex[max(0, at - 2):at + 1]}`")
-            else:
-                repeated = 1
-                tree.repeat()
+            repeated = 1
+            tree.repeat()
             if char == "{":
-                repeat = REPEAT.match(regex, at)
+                repeat = _REPEAT.match(regex, at)
                 counts = [int(n) for n in (repeat.group(1), repeat.group(3)) if n]
                 if max(counts) > REPEAT_LIMIT or len(counts) == 2 and counts[1] < counts[0]:
                     raise _Refused(f"invalid repeat count: `{repeat.group()}`")
@@ -361,69 +417,69 @@ def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
                     if last > REPEAT_LIMIT:
                         raise _Refused(f"invalid repeat count: `{repeat.group()}` (with the repeats inside it, "
                                        f"more than {REPEAT_LIMIT} copies)")
-                rust.append(repeat.group())
                 at = repeat.end()
+                tokens.append(("repeat", repeat.group(), False, at))
                 continue
-            rust.append(char)
             at += 1
+            tokens.append(("repeat", char, False, at))
             continue
         repeated = 0
-        opening = GROUP_OPENING.match(regex, at) if char == "(" else None
+        opening = _GROUP_OPENING.match(regex, at) if char == "(" else None
         if opening and opening.group(1) is not None:  # (?flags) or (?flags:
             if not set(opening.group(1)) <= _RE2_FLAGS:
                 raise _Refused(f"invalid or unsupported Perl syntax: `{opening.group()[:-1]}`")
-            if opening.group(2) == ")":  # flags for the rest of the group, no atom: `(?)` sets none (Rust refuses it)
-                flags_after += _rust_flags(opening.group()) if opening.group(1) else ""
+            if opening.group(2) == ")":  # flags for the rest of the group, no atom
+                tokens.append(("flags", opening.group(1)))
                 at = opening.end()
                 continue
-        rust.append(flags_after)
-        flags_after = ""
         if char == "(":
-            atom()
-            groups.append(most)
-            most, last = 1, None
-            group_open = _rust_flags(opening.group()) if opening else "("
-            tree.open(opening is None or opening.group(1) is None)
-            deepest = max(deepest, len(groups))
-            at += len(group_open)
-            if opening and opening.group(1) is None:  # a named group: Go's rule for its name, Rust's (?:
+            if opening is None:
+                token = ("open", None, None)
+            elif opening.group(1) is not None:
+                token = ("open", opening.group(1), None)
+            else:  # a named group: Go's rule for its name
                 name = opening.group(3)
                 if not _CAPTURE_NAME.fullmatch(name):
-                    raise _Refused(f"invalid named capture: `{group_open}`")
-                if not group_open.startswith("(?P") and newer is not None:
-                    newer.append(f"a named group written {group_open}) (every Prometheus takes (?P<{name}>))")
-                group_open = "(?:"
-            rust.append(group_open)
+                    raise _Refused(f"invalid named capture: `{opening.group()}`")
+                if not opening.group().startswith("(?P"):
+                    newer.append(f"a named group written {opening.group()}) (every Prometheus takes (?P<{name}>))")
+                token = ("open", None, name)
+            atom(token)
+            groups.append(most)
+            most, last = 1, None
+            tree.open(opening is None or opening.group(1) is None)
+            deepest = max(deepest, len(groups))
+            at = opening.end() if opening else at + 1
             continue
         if char == "\\":
             following = regex[at + 1:at + 2]
             if following == "Q":
                 end = regex.find("\\E", at + 2)
                 literal = regex[at + 2:] if end < 0 else regex[at + 2:end]
-                rust.append("".join(f"\\x{{{ord(c):X}}}" for c in literal))
+                token = ("quote", literal, end >= 0)
                 if literal:
-                    atom(kind="lit", runes=len(literal))
+                    atom(token, kind="lit", runes=len(literal))
+                else:
+                    tokens.append(token)
                 at = len(regex) if end < 0 else end + 2
                 continue
             if following == "C":
                 raise _Refused("invalid escape sequence: `\\C`")
             kind = "class"
             if following in ("p", "P"):
-                text, at = _unicode_class(regex, at, False, newer)
+                token, at = _unicode_class(regex, at, newer)
             elif following and following in _GO_PERL_CLASSES:
-                text, at = _class_for_rust(_PERL_RANGES[following.lower()], following.isupper(), False), at + 2
+                token, at = ("perl", following), at + 2
             elif following and following in _GO_ASSERTIONS:
-                text, at, kind = regex[at:at + 2], at + 2, "other"
+                token, at, kind = ("assert", following), at + 2, "other"
             else:
-                code, at = go_escape(regex, at)
-                text, kind = f"\\x{{{code:X}}}", "lit"
-            rust.append(text)
-            atom(kind=kind)
+                code, at = _go_escape(regex, at)
+                token, kind = ("lit", code, True), "lit"
+            atom(token, kind=kind)
             continue
         if char == "[":
-            text, at = _go_class(regex, at, newer)
-            rust.append(text)
-            atom(kind="class")
+            token, at = _go_class(regex, at, newer)
+            atom(token, kind="class")
             continue
         if char == ")":
             if not groups:
@@ -432,19 +488,19 @@ def _go_read(regex: str, newer: list | None = None) -> tuple[str, int]:
             most = groups.pop()
             tree.close()
             last = inner
-            rust.append(char)
-            at += 1
-            continue
-        if char == "|":
+            tokens.append(("close",))
+        elif char == "|":
             most, last = max(most, last or 1), None
             tree.bar()
+            tokens.append(("bar",))
+        elif char in ".^$":
+            atom(("meta", char), kind="class" if char == "." else "other")
         else:
-            atom(kind="class" if char == "." else "other" if char in "^$" else "lit")
-        rust.append("\\" + char if char in "{}" else char)  # a brace Go reads as plain text (no repeat)
+            atom(("lit", ord(char), False), kind="lit")
         at += 1
     if groups:
         raise _Refused(f"missing closing ): `{regex}`")
     height = tree.height()
     if height > MAX_HEIGHT:
         raise _Refused(f"expression nests too deeply: `{regex[:40]}...`")
-    return "".join(rust) + flags_after, max(deepest, height)
+    return tuple(tokens), max(deepest, height)

@@ -5,7 +5,7 @@ Python's `re` reads much of Go's syntax otherwise or not at all: `[[:digit:]]` i
 't' to it (with a FutureWarning), `\\z`, `\\pN`, `\\Q...\\E` and `(?U)` it refuses; `x{,2}` is a repeat to it and text to
 Go; `$` also matches before a final newline (Go's only at the end of the text, without (?m)); its \\d, \\w, \\s and \\b
 are Unicode (Go's are ASCII); its (?i) folds `i` with `İ` and `ı` (Go's does not). So nothing of Go's text is given to
-`re` as is: each piece is read as Go reads it (escapes by go_regex, which also says what Go refuses) and written with
+`re` as is: it is read as Go reads it (go_regex.go_syntax's tokens, which also say what Go refuses) and written with
 no flags: a class as the explicit code point ranges Go's parser makes (folded under (?i) as Go folds, then negated),
 `.` as a class, `^`/`$`/`\\A`/`\\z` as the assertions of their meaning, \\b and \\B with ASCII lookarounds, and the
 greediness (?U) gives written on each repeat.
@@ -23,8 +23,7 @@ import unicodedata
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
 
-from .go_regex import (GO_CATEGORIES, GO_POSIX_CLASSES, GROUP_OPENING, REPEAT, UNICODE_CLASS, go_escape,
-                       regex_problem)
+from .go_regex import GO_CATEGORIES, GO_POSIX_CLASSES, go_syntax, regex_problem
 
 MAX_RUNE = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]  # sorted, apart, inclusive code point ranges
@@ -143,183 +142,122 @@ def _python(regex: str) -> tuple[re.Pattern | None, str, tuple[str, bool] | None
 
 
 class _Reader:
-    """Reads Go's syntax (a regex go_regex.regex_problem passes) into Python's, flags resolved on each piece."""
+    """Writes Go's tokens (go_regex.go_syntax, of a regex Go takes) in Python's syntax, flags resolved on each
+    piece."""
 
     def __init__(self, regex: str) -> None:
-        self.regex, self.at = regex, 0
+        self.regex = regex
+        self.tokens, self.at = go_syntax(regex)[0], 0
         self.names: set[str] = set()
         self.loose = ""  # why its groups are not Go's (a group in a loop that can match empty), if they are not
 
     def read(self) -> str:
-        text = self._alternation(frozenset())
-        if self.at != len(self.regex):  # (a `)` with no group: Go refuses it, so regex_problem did)
-            raise Unreadable(f"unexpected ) at {self.at}")
-        return text
+        return self._alternation(frozenset())
 
     def _alternation(self, flags: frozenset) -> str:
-        """Branches up to the group's `)` (left unread) or the end. `flags` (i, m, s, U) as the group opens; a group of
-        flags alone changes them for the rest of the group, across `|` too."""
+        """Branches up to the group's close (left unread) or the end. `flags` (i, m, s, U) as the group opens; a group
+        of flags alone changes them for the rest of the group, across `|` too."""
         branches, pieces = [], []
         flags = set(flags)
-        while self.at < len(self.regex) and self.regex[self.at] != ")":
-            char = self.regex[self.at]
-            if char == "|":
+        tokens = self.tokens
+        while self.at < len(tokens) and tokens[self.at][0] != "close":
+            token = tokens[self.at]
+            if token[0] == "bar":
                 branches.append("".join(pieces))
                 pieces = []
                 self.at += 1
-            elif char in "*+?" or char == "{" and REPEAT.match(self.regex, self.at):
-                pieces[-1] = self._repeat(pieces[-1], flags)
+            elif token[0] == "repeat":
+                pieces[-1] = self._repeat(pieces[-1], flags, token)
+                self.at += 1
             else:
                 pieces += self._atoms(flags)
         branches.append("".join(pieces))
         return "|".join(branches)
 
-    def _repeat(self, piece: str, flags: set) -> str:
-        regex, at = self.regex, self.at
-        if regex[at] == "{":
-            found = REPEAT.match(regex, at)
-            low, comma, high = found.group(1), found.group(2), found.group(3)
-            op = f"{{{low}}}" if comma is None else f"{{{low},{high or ''}}}"
-            at = found.end()
-        else:
-            op, at = regex[at], at + 1
-        lazy = regex[at:at + 1] == "?"
-        self.at = at + lazy
+    def _repeat(self, piece: str, flags: set, token: tuple) -> str:
+        _, op, lazy, end = token
         if lazy != ("U" in flags):  # (?U) swaps greedy and lazy
             op += "?"
         if op[0] in "*+" or op.endswith(",}") or op.endswith(",}?"):
             compiled = re.compile(piece)
             if compiled.groups and (compiled.fullmatch("") or any(a in piece for a in _EMPTY_WIDTH)):
-                self.loose = (f"a group repeated without bound that can match empty (at {regex[:at]!r}): Go keeps "
-                              f"the last pass that matched something, Python's re one more, empty")
+                self.loose = (f"a group repeated without bound that can match empty (at {self.regex[:end]!r}): Go "
+                              f"keeps the last pass that matched something, Python's re one more, empty")
         return f"(?:{piece}){op}"
 
     def _atoms(self, flags: set) -> list[str]:
-        """The pieces at `at`, each of which a repeat may follow, written for Python: one, or none (a group of flags
-        alone, an empty \\Q\\E), or a character each of \\Q...\\E's text."""
-        char = self.regex[self.at]
-        if char == "(":
-            group = self._group(flags)
-            return [group] if group is not None else []
-        if char == "[":
-            return [_class(self._class(flags))]
-        if char == "\\":
-            return self._escape(flags)
+        """The pieces of the token at `at`, each of which a repeat may follow, written for Python: one, or none (a
+        group of flags alone, an empty \\Q\\E), or a character each of \\Q...\\E's text."""
+        token = self.tokens[self.at]
+        kind = token[0]
+        if kind == "open":
+            return [self._group(flags)]
         self.at += 1
-        if char == ".":
-            return [_class(_ranges((0, MAX_RUNE)) if "s" in flags else _negated(_chars("\n")))]
-        if char == "^":
-            return ["(?m:^)" if "m" in flags else r"\A"]
-        if char == "$":
+        if kind == "lit":
+            return [self._literal(token[1], flags)]
+        if kind == "class":
+            return [_class(self._class(token, flags))]
+        if kind in ("perl", "unicode"):
+            return [_class(self._class_escape(token, flags))]
+        if kind == "meta":
+            if token[1] == ".":
+                return [_class(_ranges((0, MAX_RUNE)) if "s" in flags else _negated(_chars("\n")))]
+            if token[1] == "^":
+                return ["(?m:^)" if "m" in flags else r"\A"]
             return ["(?m:$)" if "m" in flags else r"\Z"]
-        return [self._literal(ord(char), flags)]
+        if kind == "assert":
+            return [_ASSERTIONS[token[1]]]
+        if kind == "quote":
+            return [self._literal(ord(c), flags) for c in token[1]]
+        new = _flags(token[1], flags)  # flags for the rest of the enclosing group
+        flags.clear()
+        flags.update(new)
+        return []
 
     def _literal(self, code: int, flags: set) -> str:
         orbit = _orbits().get(code) if "i" in flags else None
         return _class(_chars("".join(map(chr, orbit)))) if orbit else re.escape(chr(code))
 
-    def _group(self, flags: set) -> str | None:
-        regex = self.regex
-        found = GROUP_OPENING.match(regex, self.at)  # (its flags and name as Go takes them)
-        opening = "("
-        inner = flags
-        if found and found.group(1) is not None:
-            new = _flags(found.group(1), flags)
-            self.at = found.end()
-            if found.group(2) == ")":  # flags for the rest of the enclosing group
-                flags.clear()
-                flags.update(new)
-                return None
-            opening, inner = "(?:", new
-        elif found:
-            name = found.group(3)
-            self.at = found.end()
-            if name.isidentifier() and name not in self.names:
-                self.names.add(name)
-                opening = f"(?P<{name}>"
-        else:
-            self.at += 1
+    def _group(self, flags: set) -> str:
+        _, group_flags, name = self.tokens[self.at]
+        self.at += 1
+        opening, inner = "(", flags
+        if group_flags is not None:
+            opening, inner = "(?:", _flags(group_flags, flags)
+        elif name is not None and name.isidentifier() and name not in self.names:
+            self.names.add(name)
+            opening = f"(?P<{name}>"
         text = self._alternation(frozenset(inner))
-        self.at += 1  # the `)`
+        self.at += 1  # the close
         return f"{opening}{text})"
 
-    def _escape(self, flags: set) -> list[str]:
-        regex, at = self.regex, self.at
-        following = regex[at + 1:at + 2]
-        if following == "Q":
-            end = regex.find("\\E", at + 2)
-            literal = regex[at + 2:] if end < 0 else regex[at + 2:end]
-            self.at = len(regex) if end < 0 else end + 2
-            return [self._literal(ord(c), flags) for c in literal]
-        if following in _ASSERTIONS:
-            self.at = at + 2
-            return [_ASSERTIONS[following]]
-        ranges = self._class_escape(flags)
-        if ranges is not None:
-            return [_class(ranges)]
-        code, self.at = go_escape(regex, at)
-        return [self._literal(code, flags)]
-
-    def _class_escape(self, flags: set) -> Ranges | None:
-        """A Perl (\\d) or Unicode (\\pL) class at `at`, folded under (?i) and negated as Go does (None: neither)."""
-        regex, at = self.regex, self.at
-        following = regex[at + 1:at + 2]
-        if following.lower() in _PERL:
-            self.at = at + 2
-            ranges, negated = _PERL[following.lower()], following.isupper()
-        elif following in ("p", "P"):
-            found = UNICODE_CLASS.match(regex, at)
-            self.at = found.end()
-            name = found.group(2) if found.group(3) is None else found.group(3)
-            ranges, negated = _unicode_class(name), (following == "P") != bool(found.group(1))
+    @staticmethod
+    def _class_escape(token: tuple, flags: set) -> Ranges:
+        """A Perl (\\d) or Unicode (\\pL) class, folded under (?i) and negated as Go does."""
+        if token[0] == "perl":
+            ranges, negated = _PERL[token[1].lower()], token[1].isupper()
         else:
-            return None
+            ranges, negated = _unicode_class(token[1]), token[2]
         if "i" in flags:
             ranges = _folded(ranges)
         return _negated(ranges) if negated else ranges
 
-    def _class(self, flags: set) -> Ranges:
-        """The bracketed class at `at` as Go's parseClass reads it (Perl's syntax: `]` first and `-` where it makes no
-        range are plain; POSIX, Perl and Unicode classes inside), each element folded under (?i), then negated."""
-        regex = self.regex
-        self.at += 1
-        negated = regex[self.at:self.at + 1] == "^"
-        self.at += negated
+    def _class(self, token: tuple, flags: set) -> Ranges:
+        """A bracketed class as Go's parseClass makes it: each element (POSIX, Perl and Unicode classes, ranges)
+        folded under (?i), then the class negated."""
         parts: list[tuple[int, int]] = []
-        first = True
-        while first or regex[self.at] != "]":
-            first = False
-            at = self.at
-            if regex.startswith("[:", at) and regex.find(":]", at + 2) >= 0:
-                close = regex.find(":]", at + 2)
-                name = regex[at + 2:close]
-                ranges = _POSIX[name.removeprefix("^")]
+        for item in token[2]:
+            if item[0] == "posix":
+                ranges = _POSIX[item[1]]
                 if "i" in flags:
                     ranges = _folded(ranges)
-                parts += _negated(ranges) if name.startswith("^") else ranges
-                self.at = close + 2
-                continue
-            if regex[at] == "\\":
-                ranges = self._class_escape(flags)
-                if ranges is not None:
-                    parts += ranges
-                    continue
-            low = self._class_char()
-            high = low
-            if regex[self.at] == "-" and regex[self.at + 1] != "]":
-                self.at += 1
-                high = self._class_char()
-            parts += _folded(_ranges((low, high))) if "i" in flags else [(low, high)]
-        self.at += 1
+                parts += _negated(ranges) if item[2] else ranges
+            elif item[0] == "range":
+                parts += _folded(_ranges(item[1:])) if "i" in flags else [item[1:]]
+            else:
+                parts += self._class_escape(item, flags)
         ranges = _normal(parts)
-        return _negated(ranges) if negated else ranges
-
-    def _class_char(self) -> int:
-        if self.regex[self.at] == "\\":
-            code, self.at = go_escape(self.regex, self.at)
-            return code
-        self.at += 1
-        return ord(self.regex[self.at - 1])
+        return _negated(ranges) if token[1] else ranges
 
 
 def _flags(text: str, flags: set) -> set:

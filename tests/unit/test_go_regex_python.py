@@ -55,7 +55,8 @@ SEARCHES = [
     ("(?i:A)b", "aB", False), ("(?i:A)b", "ab", True), ("(?i)a(?-i)b", "Ab", True), ("(?i)a(?-i)b", "AB", False),
     ("(?s).", "\n", True), (".", "\n", False), ("(?s:.)", "\n", True), ("(?m-s:^a.$)", "a\n", False),
     ("(?U)a+", "a", True), ("(?i)(?U)(?-U)X", "x", True), ("(?x)a", "a", None), ("(?#c)a", "a", None),
-    ("(?ii)a", "A", True), ("(?i-i)a", "A", False), ("(?i-)a", "a", None), ("(?-)a", "a", None),
+    ("(?ii)a", "A", True), ("(?i-i)a", "A", False), ("(?ii:k)+", "\u212a", True), ("(?i-i:k)", "K", False),
+    ("(?U-U:a+)", "a", True), ("(?ii:*)", "", None), ("(?i-i:{2})", "", None), ("(?i-)a", "a", None), ("(?-)a", "a", None),
     ("(?--i)a", "a", None), ("(?)a", "a", True), ("(?P<>x)", "x", None),
     # repeats: at most 1,000 copies; `{,n}`, `{01}` and an unclosed `{` are text
     ("^a{2,3}$", "aaa", True), ("^a{2,3}$", "aaaa", False), ("^a{1000}$", "a" * 1000, True), ("a{1001}", "a", None),

@@ -45,6 +45,8 @@ EXPRESSIONS = [
     ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g{2}{3}"})', False),
     ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g*??"})', False),
     ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g*?-[*+]+"})', True),  # a lazy repetition; a class's * and +
+    ('{node=~"(?ii:)"}', False),  # the one matcher matches the empty value (its flags written twice)
+    ('{node=~"(?ii:g)"}', True),
     ('avg(DCGM_FI_DEV_GPU_UTIL) > 1e1000', False),  # past a float: Go refuses it, promql_parser read it as Inf
     ('avg(DCGM_FI_DEV_GPU_UTIL) > 1e300 # 1e1000', True),  # a comment is no number
     ('avg(DCGM_FI_DEV_GPU_UTIL) > 1' + '0' * 309, False),  # past a float without an exponent: refused all the same
@@ -351,6 +353,8 @@ MATCHER_REGEXES = [
     ("(?ii)gpu", True),  # Go takes a flag written twice, Rust refuses it
     ("(?i-i)gpu", True),  # set then cleared: cleared
     ("(?i-)gpu", False),  # nothing after the `-`
+    ("(?ii:*)", False),  # a group whose flags are written twice opens as any group: nothing for `*` to repeat
+    ("(?i-i:" * 998 + "g" + ")*" * 998, True),
     (".^(?i){2}", True),  # Go repeats the atom before a flag group
     ("a{263a}", True),  # a brace that opens no repeat is plain text in Go; Rust refuses it
     ("g)(h", False),  # Prometheus compiles the regex unanchored too (anchored it would balance)
