@@ -9,7 +9,6 @@ first it has not read: an error then is raised here, as without the child.
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import threading
 from typing import Any, Callable, Iterator
@@ -83,6 +82,8 @@ class Ahead:
             self._start()
 
     def _start(self) -> None:
+        import pickle  # (what the items come back as: imported only by a build that forks, before the fork)
+
         parent = os.getpid()
         reader, writer = os.pipe()
         try:
@@ -118,7 +119,11 @@ class Ahead:
             message = self._pipe.read(size) if len(header) == 8 else b""
             if len(header) == 8 and len(message) == size:
                 self._taken += 1
-                return message if raw else pickle.loads(message)
+                if raw:
+                    return message
+                import pickle  # (imported by _start)
+
+                return pickle.loads(message)
             self.close()  # ended short: made here from here on
         if self._here is None:
             self._here = iter(self._make())

@@ -161,15 +161,20 @@ def test_generate_on_the_otel_pipeline_imports_no_lint_module(tmp_path):
     its widgets and alarms: on the default OTel pipeline neither needs lint's rules or its query parser, whose
     import is a tenth of a one-dashboard run; nor Go's regexp syntax (go_regex, go_regex_python and the PromQL parser
     that judges it): the agent's selectors and matchers generate writes are read without it."""
+    assert _imported_by_generate(tmp_path, ("generator.lint", "generator.go_regex", "promql_parser")) == []
+
+
+def _imported_by_generate(tmp_path, prefixes: tuple[str, ...]) -> list[str]:
+    """The modules named with one of `prefixes` that a process running `gpudash generate` of the bundled defaults (one
+    cluster) has imported once it is done."""
     code = ("import sys\nfrom generator.cli import main\n"
             f"try:\n    main(['generate', '--out', {str(tmp_path / 'build')!r}])\nexcept SystemExit as exit:\n"
             "    assert not exit.code, exit.code\n"
-            "print(sorted(name for name in sys.modules if name.startswith(('generator.lint', 'generator.go_regex', "
-            "'promql_parser'))))\n")
+            f"print(sorted(name for name in sys.modules if name.startswith({prefixes!r})))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[-1] == "[]"
     assert (tmp_path / "build" / "manifest.json").is_file()
+    return ast.literal_eval(result.stdout.splitlines()[-1])  # the list the child printed
 
 
 def test_the_cycle_collector_walks_none_of_what_generate_imports(tmp_path):
@@ -193,3 +198,10 @@ def test_the_cycle_collector_walks_none_of_what_generate_imports(tmp_path):
     # a young collection walks about a thousand objects at most (gc.get_threshold()): one or two may happen while
     # click reads the command line
     assert int(result.stdout.rsplit("\n", 1)[-1].removeprefix("walked ")) < 2_000, result.stdout[-200:]
+
+
+def test_a_build_that_makes_its_rules_here_imports_no_pickle(tmp_path):
+    """Only a build that makes its rules in a forked child (forked.Ahead: RULES_AHEAD_FROM clusters or more) sends them
+    back pickled: a smaller one, a one-dashboard generate among them, does not pay pickle's import (about 1 ms)."""
+    assert [name for name in _imported_by_generate(tmp_path, ("pickle", "_pickle")) if name in ("pickle", "_pickle")] \
+        == []
