@@ -1036,10 +1036,16 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         from botocore.exceptions import ClientError
 
         _tags_as_planned(cloudwatch, region, change)
+
+        def read_with_tags() -> Any:  # the look before a resend: its body, then (still there) its tags as planned
+            now = read()
+            if now is not None:
+                _tags_as_planned(cloudwatch, region, change)
+            return now
         try:
             looked = cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name],
-                                     before_retry=_look("DeleteDashboards", "the dashboard", what, read, done,
-                                                        as_before, "not deleted")).get(LOOKED)
+                                     before_retry=_look("DeleteDashboards", "the dashboard", what, read_with_tags,
+                                                        done, as_before, "not deleted")).get(LOOKED)
         except ClientError as exc:  # ResourceNotFound: deleted by someone else since it was read, if it is gone,
             if cloudwatch.dashboard_body(region, change.name) is None:  # or by this call's attempt whose answer
                 if getattr(exc, "after_lost", False):                   # was lost: listed as deleted (done)

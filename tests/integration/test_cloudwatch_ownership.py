@@ -375,6 +375,33 @@ def test_a_retired_dashboard_a_person_tags_after_the_plan_is_not_deleted(proxied
     assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-health"]
 
 
+def test_a_retired_dashboard_a_person_tags_while_its_delete_is_throttled_is_not_deleted(proxied, published,
+                                                                                         project_dir, deadline_clock,
+                                                                                         monkeypatch):
+    """CloudWatch throttles a retired dashboard's DeleteDashboards and gpudash backs off before sending it again: a
+    person who tags the dashboard during that backoff must not have it deleted (the look before the resend read its
+    body alone, and a tag is not in its body)."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    doomed, state = "gpudash-other-health", {"throttled": 0, "tagged": False}
+
+    def person() -> None:
+        if state["throttled"] and not state["tagged"]:
+            _tag_dashboard(client, doomed, "keep", "yes")
+            state["tagged"] = True
+
+    fresh(proxy)
+    proxy.inject(fault("DeleteDashboards", "status", status=400, naming=[doomed],
+                       body={"__type": "ThrottlingException", "message": "Rate exceeded"},
+                       callback=lambda: state.update(throttled=state["throttled"] + 1)))
+    at_every_wait(monkeypatch, deadline_clock, person)
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert "Traceback" not in stderr and state["tagged"], (stderr, state)
+    assert doomed in _dashboards(client), f"{doomed} deleted after a person tagged it while its delete was throttled"
+    failed = {f["name"]: f["error"] for f in report["failed"]}
+    assert code == 3 and "its tags changed since the plan (now: keep=yes)" in failed[doomed], report
+
+
 def _persons_dashboard(client, arn: str, how: str) -> None:
     """A person's dashboard showing the alarm `arn`: as an alarm status widget, or as a graph's alarm annotation (the
     console's "Add to dashboard" of an alarm writes either)."""
