@@ -56,9 +56,9 @@ def dashboards(ctx):
 '''
 
 
-def _project(folder):
+def _project(folder, alarms: str | None = None):
     csv = counters_with(folder, f"{FIELD}, counter, cumulative XID errors observed since exporter start\n")
-    return defined_project(folder, f"counters: {csv}\n", dashboards=DASHBOARDS, alarms=ALARMS)
+    return defined_project(folder, f"counters: {csv}\n", dashboards=DASHBOARDS, alarms=alarms or ALARMS)
 
 
 ALARMS = f'''
