@@ -547,7 +547,8 @@ def _load_folder(kind: str, other: str, folder: Path, names: list[str], shared: 
             continue
         stage = "the definition"
         try:
-            with _deadline(seconds):
+            # what a definition prints goes to stderr: stdout holds the command's output (JSON a machine reads)
+            with _deadline(seconds), contextlib.redirect_stdout(sys.stderr):
                 module = _execute(path, kind)
                 if shared and _defines(module, other) and not _defines(module, kind):
                     continue

@@ -331,3 +331,18 @@ def test_json_output_holds_every_warning_and_note_the_text_shows(tmp_path, cli):
     never = next(n for n in answer["warnings"] if n["rule"] == "AL028")
     assert "can never be in ALARM" in never["message"] and "give a shorter interval" in never["fix"]
     assert any(n["rule"] == "AL027" for n in answer["notes"])
+
+
+def test_what_a_definition_prints_goes_to_stderr_and_the_json_stays_json(tmp_path, cli, project_dir):
+    """A definition that prints (a user's debugging line, at import and inside dashboards(ctx)) wrote into stdout,
+    ahead of `--output json`'s document: a machine reader could not parse it."""
+    config = project_dir("clusters: [{name: a, region: us-east-1}]\n", dashboards={"t.py": (
+        "print('loading t')\n"
+        "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n\n"
+        "def dashboards(ctx):\n    print('making t')\n"
+        "    yield Dashboard(id='t', title='T', rows=[Row('G', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n")})
+    for command in (("generate", "--out", str(tmp_path / "build")), ("lint",)):
+        code, stdout, stderr = cli(*command, "--config", str(config), "--output", "json")
+        assert code == 0, stderr
+        json.loads(stdout)
+        assert "loading t\n" in stderr and "making t\n" in stderr
