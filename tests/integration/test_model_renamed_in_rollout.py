@@ -15,10 +15,9 @@ from __future__ import annotations
 import pytest
 
 from generator.artifacts import grafana_dashboards
-from generator.preview.interpolate import interpolate, variables
-from generator.preview.legend import render as render_legend
 from tests.support.projects import defined_project
-from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros
+from tests.support.prometheus_server import backfilled_fixture
+from tests.support.range_panels import panel_at
 
 SPAN, STEP, ROLLOUT = 3600, 30, 1800
 OLD, NEW = "NVIDIA H100 80GB HBM3", "NVIDIA-H100-80GB-HBM3"
@@ -64,14 +63,7 @@ def project(tmp_path_factory):
 
 
 def _shown(prometheus, start: int, project, panel: dict, at: int) -> dict[str, float]:
-    shown = {}
-    for target in panel["targets"]:
-        expr = interpolate(counted_inline(target["expr"], project),
-                           {**range_macros(f"{SPAN}s"), "__interval": "60s", "__rate_interval": "120s",
-                            **variables({}, ("namespace", "pod", "node", "gpu"))})
-        for series in prometheus.query(expr, at=start + at):
-            shown[render_legend(target["legendFormat"], series["metric"])] = float(series["value"][1])
-    return shown
+    return panel_at(prometheus, project, panel, start + at, SPAN)
 
 
 @pytest.mark.parametrize("title", sorted(TRUTH))

@@ -23,8 +23,6 @@ import re
 
 import pytest
 
-from generator.preview.interpolate import interpolate, variables
-from generator.preview.legend import render as render_legend
 from tests.support import cloudwatch_eval
 from tests.support.built import files as built_files
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
@@ -32,7 +30,8 @@ from tests.support.cloudwatch_widgets import close
 from tests.support.dcgm_fleet import EXPORTER_NAMESPACE, discovered
 from tests.support.grafana_variables import query_variables, range_options
 from tests.support.projects import bundled_panels, bundled_project
-from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros
+from tests.support.prometheus_server import backfilled_fixture, counted_inline
+from tests.support.range_panels import panel_at
 
 SPAN, STEP = 7200, 30
 UPGRADE = 3600  # the new exporter's first scrape is the first at or after it
@@ -107,15 +106,7 @@ history = backfilled_fixture("sixteen-gpus-driver-upgrade", _openmetrics, SPAN, 
 
 def _shown(prometheus, start: int, panel: dict, at: int, **selected: str) -> dict[str, float]:
     """{legend: value} of the panel at `at` (seconds into the story), as Grafana asks for it over the 2 hours."""
-    project = bundled_project()
-    shown: dict[str, float] = {}
-    for target in panel["targets"]:
-        expr = interpolate(counted_inline(target["expr"], project),
-                           {**range_macros(f"{SPAN}s"), "__interval": "60s", "__rate_interval": "120s",
-                            **variables(selected, VARIABLES)})
-        for series in prometheus.query(expr, at=start + at):
-            shown[render_legend(target["legendFormat"], series["metric"])] = float(series["value"][1])
-    return shown
+    return panel_at(prometheus, bundled_project(), panel, start + at, SPAN, **selected)
 
 
 PER_GPU = {  # bundled per-GPU panel -> each GPU's truth

@@ -55,3 +55,17 @@ def bundled_at(prometheus, title: str, at: float, **selected: str) -> dict[str, 
     expr = interpolate(target["expr"], {**SCENE_RANGE, **variables(selected, VARIABLES)})
     return {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 9)
             for s in prometheus.query(expr, at=at)}
+
+
+def panel_at(prometheus, project: Project, panel: dict[str, Any], at: float, span: int,
+             **selected: str) -> dict[str, float]:
+    """{legend: value} of every target of `panel` (of `project`'s build) as an instant query at `at` over a dashboard
+    range of `span` seconds ($__interval 60s, $__rate_interval 120s), the variables `selected` (others at All)."""
+    shown: dict[str, float] = {}
+    for target in panel["targets"]:
+        expr = interpolate(counted_inline(target["expr"], project),
+                           {**range_macros(f"{span}s"), "__interval": "60s", "__rate_interval": "120s",
+                            **variables(selected, ("namespace", "pod", "node", "gpu"))})
+        for series in prometheus.query(expr, at=at):
+            shown[render_legend(target["legendFormat"], series["metric"])] = float(series["value"][1])
+    return shown
