@@ -20,8 +20,17 @@ RUST_NESTING = 100  # groups nested, or a parse tree, this deep or deeper may pa
 # Go's escapes outside a class that are not one character: assertions, Perl classes (\p, \P and \Q apart)
 _GO_ASSERTIONS = set("AbBz")
 _GO_PERL_CLASSES = set("dDsSwW")
-GO_POSIX_CLASSES = {"alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space",
-                     "upper", "word", "xdigit"}
+# Go's Perl classes (\\d, \\s, \\w and their negations) and POSIX classes ([[:alpha:]]), ASCII, as the code point
+# ranges they hold (regexp/syntax perl_groups.go): sorted, apart, inclusive
+_DIGIT, _WORD = ((0x30, 0x39),), ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
+PERL_CLASSES = {"d": _DIGIT, "s": ((0x9, 0xA), (0xC, 0xD), (0x20, 0x20)), "w": _WORD}
+POSIX_CLASSES = {
+    "alnum": ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)), "alpha": ((0x41, 0x5A), (0x61, 0x7A)), "ascii": ((0, 0x7F),),
+    "blank": ((0x9, 0x9), (0x20, 0x20)), "cntrl": ((0, 0x1F), (0x7F, 0x7F)), "digit": _DIGIT, "graph": ((0x21, 0x7E),),
+    "lower": ((0x61, 0x7A),), "print": ((0x20, 0x7E),), "space": ((0x9, 0xD), (0x20, 0x20)), "upper": ((0x41, 0x5A),),
+    "punct": ((0x21, 0x2F), (0x3A, 0x40), (0x5B, 0x60), (0x7B, 0x7E)), "word": _WORD,
+    "xdigit": ((0x30, 0x39), (0x41, 0x46), (0x61, 0x66)),
+}
 # A group's opening other than `(`: flags (for the rest of the group, `)`, or for its own, `:`), or a name
 _GROUP_OPENING = re.compile(r"\(\?(?:([^:)<]*)([:)])|P?<([^>]*)>)")
 _GO_C_ESCAPES = {"a": 7, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11}
@@ -49,8 +58,8 @@ _GO_SCRIPTS = frozenset("""
     Takri Tamil Tangut Telugu Thaana Thai Tibetan Tifinagh Tirhuta Ugaritic Vai Wancho Warang_Citi Yezidi Yi
     Zanabazar_Square""".split())
 NEWER_SCRIPTS = frozenset("Cypro_Minoan Kawi Nag_Mundari Old_Uyghur Tangsa Toto Vithkuqi".split())
-# Go's Perl classes are ASCII (Rust's are Unicode, and its \\w{999} passes its size limit): written for Rust as the
-# ASCII ranges Go reads, inside a class (a negated one as a class nested in it)
+# Go's Perl classes are ASCII (Rust's are Unicode, and its \\w{999} passes its size limit): PERL_CLASSES written for
+# Rust, inside a class (a negated one as a class nested in it)
 _PERL_RANGES = {"d": "0-9", "s": "\\x{9}\\x{A}\\x{C}\\x{D}\\x{20}", "w": "0-9A-Za-z_"}
 # A Unicode class stands for Rust as a class of two characters: Go's reading has judged its name, and Rust compiles
 # a repeat of a Unicode class past its size limit (\\pL{1000}) where Go takes it
@@ -164,7 +173,7 @@ def _go_class(regex: str, at: int, newer: list) -> tuple[tuple, int]:
         if regex.startswith("[:", at) and regex.find(":]", at + 2) >= 0:
             close = regex.find(":]", at + 2)
             name = regex[at + 2:close]
-            if name.removeprefix("^") not in GO_POSIX_CLASSES:
+            if name.removeprefix("^") not in POSIX_CLASSES:
                 raise _Refused(f"invalid character class range: `{regex[at:close + 2]}`")
             items.append(("posix", name.removeprefix("^"), name.startswith("^")))
             at = close + 2
@@ -264,7 +273,7 @@ def _rust_class_item(item: tuple) -> str:
 
 def _rust_class(token: tuple, inside: bool) -> str:
     """A Perl or Unicode class written for Rust as a class (`inside` a class: bare, or a nested class where negated):
-    a Perl class as the ASCII ranges Go reads, a Unicode one as its stand-in (_UNICODE_STAND_IN)."""
+    a Perl class as the ASCII ranges Go reads (_PERL_RANGES), a Unicode one as its stand-in (_UNICODE_STAND_IN)."""
     if token[0] == "perl":
         ranges, negated = _PERL_RANGES[token[1].lower()], token[1].isupper()
     else:

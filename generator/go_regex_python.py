@@ -23,7 +23,7 @@ import unicodedata
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
 
-from .go_regex import GO_CATEGORIES, GO_POSIX_CLASSES, go_syntax, regex_problem
+from .go_regex import GO_CATEGORIES, PERL_CLASSES, POSIX_CLASSES, go_syntax, regex_problem
 
 MAX_RUNE = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]  # sorted, apart, inclusive code point ranges
@@ -68,28 +68,8 @@ def _chars(text: str) -> Ranges:
     return _normal((ord(c), ord(c)) for c in text)
 
 
-# Go's Perl classes and ASCII classes (regexp/syntax perl_groups.go)
-_DIGIT = _ranges((0x30, 0x39))
-_UPPER, _LOWER = _ranges((0x41, 0x5A)), _ranges((0x61, 0x7A))
-_WORD = _ranges((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))
-_PERL = {"d": _DIGIT, "s": _chars("\t\n\f\r "), "w": _WORD}
-_POSIX = {
-    "alnum": _ranges((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)), "alpha": _ranges((0x41, 0x5A), (0x61, 0x7A)),
-    "ascii": _ranges((0, 0x7F)), "blank": _chars("\t "), "cntrl": _ranges((0, 0x1F), (0x7F, 0x7F)),
-    "digit": _DIGIT, "graph": _ranges((0x21, 0x7E)), "lower": _LOWER, "print": _ranges((0x20, 0x7E)),
-    "punct": _ranges((0x21, 0x2F), (0x3A, 0x40), (0x5B, 0x60), (0x7B, 0x7E)), "space": _chars("\t\n\v\f\r "),
-    "upper": _UPPER, "word": _WORD, "xdigit": _ranges((0x30, 0x39), (0x41, 0x46), (0x61, 0x66)),
-}
-assert set(_POSIX) == GO_POSIX_CLASSES
 _KELVIN, _LONG_S = 0x212A, 0x17F  # the two letters outside ASCII Go folds with ASCII ones (k, s)
-_WORD_CLASS = "[0-9A-Za-z_]"
 _EMPTY_WIDTH = ("\\A", "\\Z", "(?m:", "(?<", "(?=", "(?!")  # assertions written: a piece may match empty with them
-_ASSERTIONS = {  # Go's empty-width assertions (\b and \B on ASCII word characters)
-    "A": r"\A", "z": r"\Z",
-    "b": f"(?:(?<={_WORD_CLASS})(?!{_WORD_CLASS})|(?<!{_WORD_CLASS})(?={_WORD_CLASS}))",
-    "B": f"(?:(?<={_WORD_CLASS})(?={_WORD_CLASS})|(?<!{_WORD_CLASS})(?!{_WORD_CLASS}))",
-}
-
 
 def go_compiled(regex: str, groups: bool = False) -> re.Pattern:
     """`regex` (Go's syntax) as a compiled Python pattern that matches as Go's regexp does: its search is
@@ -235,7 +215,7 @@ class _Reader:
     def _class_escape(token: tuple, flags: set) -> Ranges:
         """A Perl (\\d) or Unicode (\\pL) class, folded under (?i) and negated as Go does."""
         if token[0] == "perl":
-            ranges, negated = _PERL[token[1].lower()], token[1].isupper()
+            ranges, negated = PERL_CLASSES[token[1].lower()], token[1].isupper()
         else:
             ranges, negated = _unicode_class(token[1]), token[2]
         if "i" in flags:
@@ -248,7 +228,7 @@ class _Reader:
         parts: list[tuple[int, int]] = []
         for item in token[2]:
             if item[0] == "posix":
-                ranges = _POSIX[item[1]]
+                ranges = POSIX_CLASSES[item[1]]
                 if "i" in flags:
                     ranges = _folded(ranges)
                 parts += _negated(ranges) if item[2] else ranges
@@ -286,6 +266,14 @@ def _ranges_text(ranges: Ranges) -> str:
 
 def _in_class(code: int) -> str:
     return "\\" + chr(code) if chr(code) in "\\]^-[" else chr(code)
+
+
+_WORD_CLASS = _class(PERL_CLASSES["w"])
+_ASSERTIONS = {  # Go's empty-width assertions (\b and \B on ASCII word characters)
+    "A": r"\A", "z": r"\Z",
+    "b": f"(?:(?<={_WORD_CLASS})(?!{_WORD_CLASS})|(?<!{_WORD_CLASS})(?={_WORD_CLASS}))",
+    "B": f"(?:(?<={_WORD_CLASS})(?={_WORD_CLASS})|(?<!{_WORD_CLASS})(?!{_WORD_CLASS}))",
+}
 
 
 def _folded(ranges: Ranges) -> Ranges:
