@@ -563,7 +563,7 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, unrecorded,
                                    frozenset(clusters + former), partly, stamp)
            for name, body in zip(retired, bodies)]
-    for change in old:
+    for change in old if prune else ():  # (an apply without --prune deletes none: their tags are not read)
         if change is not None:
             _judge_dashboard_tags(change, _read_dashboard_tags(cloudwatch, region, change.name))
     if read_regions is not None:

@@ -375,6 +375,20 @@ def test_a_retired_dashboard_a_person_tags_after_the_plan_is_not_deleted(proxied
     assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-health"]
 
 
+def test_an_apply_without_prune_reads_no_retired_dashboards_tags_nor_every_dashboard(proxied, published, project_dir):
+    """The tags of retired dashboards and every dashboard of the account (for the alarms each shows) are read for a
+    prune alone: an apply without --prune deletes nothing, and reads neither."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    fresh(proxy)
+    reads: list[int] = []
+    proxy.inject(Rule(path="/", operation="ListTagsForResource", action="before", times=ALWAYS,
+                      contains=b":dashboard/", callback=lambda: reads.append(1)))
+    code, report, stderr = apply("--removed-cluster", "other")  # (the defined objects record these settings' clusters)
+    assert code == 0 and not [c for c in report["changes"] if c["action"] == "delete" and c["name"] in report["written"]]
+    assert reads == [] and proxy.operations.count("ListDashboards") == 1, proxy.operations
+
+
 def test_a_retired_dashboard_a_person_tags_while_its_delete_is_throttled_is_not_deleted(proxied, published,
                                                                                          project_dir, deadline_clock,
                                                                                          monkeypatch):
