@@ -159,8 +159,13 @@ def _deadline(seconds: float) -> Iterator[None]:
     fired = []
 
     def expired(signum, frame):
+        # On a busy machine a repeat can fire while this handler (or the cleanup below) runs: the interrupted
+        # frame is then this module's, and the place to name is the definition's frame that called into it.
+        while frame is not None and frame.f_code.co_filename == __file__:
+            frame = frame.f_back
         fired.append(frame)
         if len(fired) > STUBBORN_FIRINGS:  # a bare `except:` in a loop keeps swallowing TimeLimit
+            frame = next((f for f in reversed(fired) if f is not None), None)
             where = f"{shown_path(frame.f_code.co_filename)}:{frame.f_lineno}" if frame else "a definition"
             os.write(2, f"error: {where}: the definition did not finish within {seconds:g} s and would not "
                         f"stop (it catches every exception)\n  fix: fix the loop; if it really needs longer, "

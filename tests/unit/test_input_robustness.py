@@ -101,6 +101,37 @@ def test_a_definition_that_swallows_every_exception_is_still_ended(tmp_path):
     assert list((tmp_path / "build").iterdir()) == []
 
 
+def test_a_repeat_firing_inside_gpudash_still_names_the_definitions_line(tmp_path, monkeypatch, capfd):
+    """On a busy machine the time limit's repeat can interrupt gpudash's own code (its handler, still running for
+    the previous repeat): the message names the definition's line that called into it, not gpudash's."""
+    import signal
+
+    from generator import definitions
+
+    spin = tmp_path / "dashboards" / "spin.py"
+    inside_gpudash = {}
+    exec(compile("import sys\ndef interrupted():\n    return sys._getframe()\n", definitions.__file__, "exec"),
+         inside_gpudash)
+    user = {"interrupted": inside_gpudash["interrupted"]}
+    exec(compile("\n\nframe = interrupted()\n", str(spin), "exec"), user)  # the call on spin.py's line 3
+    monkeypatch.chdir(tmp_path)
+
+    def exit_(code):
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", exit_)
+    with definitions._deadline(3600):
+        expired = signal.getsignal(signal.SIGALRM)
+        for _ in range(definitions.STUBBORN_FIRINGS):
+            with pytest.raises(definitions.TimeLimit):
+                expired(signal.SIGALRM, user["frame"])
+        with pytest.raises(SystemExit) as ended:
+            expired(signal.SIGALRM, user["frame"])
+    assert ended.value.code == 2
+    err = capfd.readouterr().err
+    assert "error: dashboards/spin.py:3: the definition did not finish" in err, err
+
+
 def _gpudash(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("GPUDASH_CONFIG", None)
