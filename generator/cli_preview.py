@@ -120,4 +120,8 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
         # (a title as a definition or the --from build holds it: escaped in text, raw in JSON)
         click.echo(f"{printed.path(summary.file)}: {printed.text(summary.title)}, {summary.panels} panels"
                    + (f" ({extra})" if extra else ""))
+        first = summary.first_failure
+        if first:  # what failed and what to do, not only that something did
+            click.echo(f"  first: panel {printed.text(repr(first['panel']))} query {printed.text(first['query'])}: "
+                       f"{printed.text(first['error'] or '')}" + (f"\n  fix: {first['fix']}" if first["fix"] else ""))
     click.echo(f"wrote {len(files) + 1} files to {printed.path(out)}: open {printed.path(Path(out) / 'index.html')}")

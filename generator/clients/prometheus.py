@@ -158,6 +158,7 @@ class Result:
     instant: bool
     series: list[Series] = field(default_factory=list)
     error: str | None = None
+    fix: str | None = None  # what to do about the error, where the client says (a query past --timeout)
 
 
 class PrometheusClient(_Reads):
@@ -200,7 +201,7 @@ class PrometheusClient(_Reads):
         try:
             body = self._get("query" if instant else "query_range", params)
         except RemoteError as exc:
-            result.error = str(exc).split("\n")[0]
+            result.error, result.fix = str(exc).split("\n")[0], exc.hint
             return result
         if body.get("status") != "success":
             result.error = redact.text(f"{body.get('errorType', 'error')}: {body.get('error', 'no reason given')}")

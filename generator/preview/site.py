@@ -144,15 +144,17 @@ class PageSummary:
     panels: int
     no_data: int
     failed: int
+    first_failure: dict[str, str | None] | None = None  # the first failing query: {panel, query, error, fix}
 
     def as_dict(self) -> dict[str, Any]:
         return {"uid": self.uid, "title": self.title, "file": self.file, "panels": self.panels,
-                "no_data": self.no_data, "failed": self.failed}
+                "no_data": self.no_data, "failed": self.failed, "first_failure": self.first_failure}
 
 
-def boxes(plan_: PagePlan) -> tuple[list[str], int, int, int]:
-    """The page's rows and panels as placed boxes; how many panels, with no data, with a failing query."""
-    placed, counted, empty, failed = [], 0, 0, 0
+def boxes(plan_: PagePlan) -> tuple[list[str], int, int, int, dict[str, str | None] | None]:
+    """The page's rows and panels as placed boxes; how many panels, with no data, with a failing query; the first
+    failing query (its panel, refId, error and fix)."""
+    placed, counted, empty, failed, first = [], 0, 0, 0, None
     index = 0
     for panel in drawn_panels(plan_.model):
         if panel.get("type") == "row":
@@ -162,9 +164,12 @@ def boxes(plan_: PagePlan) -> tuple[list[str], int, int, int]:
         index += 1
         counted += 1
         failed += any(r.error for _, r in results)
+        if first is None:
+            first = next(({"panel": str(panel.get("title", "")), "query": str(t.get("refId", "?")), "error": r.error,
+                           "fix": r.fix} for t, r in results if r.error), None)
         empty += not any(r.series for _, r in results) and not any(r.error for _, r in results)
         placed.append(page.panel_box(panel, panels.body(panel, results, plan_.start, plan_.end)))
-    return placed, counted, empty, failed
+    return placed, counted, empty, failed, first
 
 
 def shown_variables(model: dict[str, Any]) -> dict[str, str]:
@@ -179,11 +184,12 @@ def shown_variables(model: dict[str, Any]) -> dict[str, str]:
 
 
 def render_page(plan_: PagePlan, source: str) -> tuple[str, PageSummary]:
-    placed, counted, empty, failed = boxes(plan_)
+    placed, counted, empty, failed, first = boxes(plan_)
     content = page.header(plan_.title, source, window_text(plan_), shown_variables(plan_.model)) + \
         f'<div class="grid">{"".join(placed)}</div>'
     file = f"{plan_.uid}.html"
-    return page.document(plan_.title, content), PageSummary(plan_.uid, plan_.title, file, counted, empty, failed)
+    return page.document(plan_.title, content), PageSummary(plan_.uid, plan_.title, file, counted, empty, failed,
+                                                                     first)
 
 
 def site(plans: list[PagePlan], source: str, diff: bool = False) -> tuple[dict[str, bytes], list[PageSummary]]:

@@ -3,6 +3,7 @@ range): it says on stderr what it is doing, so that a first run does not look st
 
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 
 import generator.preview.sample as sampling
@@ -47,3 +48,24 @@ def test_a_url_that_is_not_prometheus_is_said_so(tmp_path, monkeypatch, cli):
     assert code == 3, stderr
     assert f"odd answer from Prometheus at http://{grafana.address}: status is missing" in stderr, stderr
     assert "reaches Prometheus' API itself (not Grafana, a proxy or a login page)" in stderr and "?" not in stderr
+
+
+def test_a_failing_query_is_named_with_its_panel_its_error_and_what_to_do(tmp_path, monkeypatch, cli):
+    """A panel whose query fails was counted alone ("1 with a failing query"), which on the bundled sample read as
+    the product broken; the first such query is named now, with Prometheus' answer and the fix the client gives, in
+    the text and in the JSON."""
+    monkeypatch.chdir(tmp_path)
+    with CannedServer(EMPTY) as prometheus:
+        prometheus.routes["DCGM_FI_DEV_POWER_USAGE"] = (503, "Service Unavailable")
+        code, stdout, stderr = cli("preview", "--prometheus-url", prometheus.url, "--out", "site",
+                                   env={"GPUDASH_CONFIG": None})
+        assert code == 0, stderr
+        lines = stdout.splitlines()
+        failing = next(k for k, line in enumerate(lines) if "with a failing query" in line)
+        assert lines[failing + 1].startswith("  first: panel ") and " query A: " in lines[failing + 1], stdout
+        assert f"Prometheus at {prometheus.url}" in lines[failing + 1] and lines[failing + 2].startswith("  fix: ")
+        code, stdout, _ = cli("preview", "--prometheus-url", prometheus.url, "--out", "json-site", "--output", "json",
+                              env={"GPUDASH_CONFIG": None})
+    pages = [p for p in json.loads(stdout)["dashboards"] if p["failed"]]
+    assert pages and all(set(p["first_failure"]) == {"panel", "query", "error", "fix"} for p in pages)
+    assert all(p["first_failure"]["fix"] for p in pages)
