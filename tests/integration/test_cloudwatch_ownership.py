@@ -416,6 +416,30 @@ def test_a_retired_dashboard_a_person_tags_while_its_delete_is_throttled_is_not_
     assert code == 3 and "its tags changed since the plan (now: keep=yes)" in failed[doomed], report
 
 
+@pytest.mark.parametrize("operation, contains, answer", [
+    ("ListTagsForResource", b":dashboard/", b"<html>502</html>"),
+    ("ListTagsForResource", b":dashboard/", b'{"Tags": [{"Key": "team"}]}'),
+    ("ListTagsForResource", b":dashboard/", b'{"Tags": {}}'),
+    ("GetDashboard", b"gpudash-other-health", lambda body: json.dumps(
+        {k: v for k, v in json.loads(body).items() if k != "DashboardArn"}).encode()),
+    ("ListDashboards", b"{}", b'{"DashboardEntries": [{"DashboardName": "x"}], "NextToken": 5}')],
+    ids=["tags html", "tag without value", "tags an object", "no arn", "listing token a number"])
+def test_garbled_answers_to_a_prunes_new_reads_delete_nothing_unseen(proxied, published, project_dir, operation,
+                                                                    contains, answer):
+    """Whatever comes back where a retired dashboard's tags, its ARN or the account's every dashboard belong, a prune
+    without --force deletes no dashboard or alarm those reads were for, and ends without a traceback."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation=operation, action="rewrite", times=ALWAYS, contains=contains,
+                      callback=answer if callable(answer) else lambda body: answer))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code in (1, 3) and "Traceback" not in stderr, (code, stderr)
+    kept = {"ListDashboards": [n for n in alarms(client) if other_cluster(n)],
+            "GetDashboard": ["gpudash-other-health"]}.get(operation, ["gpudash-other-health", "gpudash-other-overview"])
+    assert set(kept) <= set(alarms(client)) | set(_dashboards(client)), report
+
+
 def _persons_dashboard(client, arn: str, how: str) -> None:
     """A person's dashboard showing the alarm `arn`: as an alarm status widget, or as a graph's alarm annotation (the
     console's "Add to dashboard" of an alarm writes either)."""
