@@ -80,17 +80,21 @@ def regex_problem(regex: str, anchored: bool = True) -> str | None:
     return problem
 
 
-def _rust_flags(opening: str) -> str:
-    """A group of flags, `(?flags)` or `(?flags:`, as Rust reads what Go does: Go takes a flag written twice, set
-    and cleared too (`(?ii)`, `(?i-i)`: the last says), which Rust refuses; each flag is written once, as Go leaves it.
-    What Go refuses (a second `-`, nothing after `-`) is left as written, for Rust to refuse too. A name is as is."""
-    text = opening[2:-1]
-    if not opening.startswith("(?") or "<" in opening or text.count("-") > 1 or text.endswith("-"):
-        return opening
+def go_flags(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The flags a group `(?text)` or `(?text:` sets and clears, as Go reads them: those before `-` set, those after
+    cleared; a flag written twice, or set and cleared (`(?ii)`, `(?i-i)`), is taken, the last saying."""
     setting, _, clearing = text.partition("-")
-    cleared = set(clearing)
-    written = "".join(sorted(set(setting) - cleared)) + ("-" + "".join(sorted(cleared)) if cleared else "")
-    return f"(?{written}{opening[-1]}"
+    return frozenset(setting) - frozenset(clearing), frozenset(clearing)
+
+
+def _rust_flags(text: str, closer: str) -> str:
+    """A group of flags, `(?text)` or `(?text:`, as Rust reads what Go does: Rust refuses a flag written twice, so each
+    is written once, as Go leaves it (go_flags). What Go refuses (a second `-`, nothing after `-`) is left as written,
+    for Rust to refuse too."""
+    if text.count("-") > 1 or text.endswith("-"):
+        return f"(?{text}{closer}"
+    setting, cleared = go_flags(text)
+    return f"(?{''.join(sorted(setting))}{'-' + ''.join(sorted(cleared)) if cleared else ''}{closer}"
 
 
 def _unterminated_quote(regex: str) -> bool:
@@ -240,7 +244,7 @@ def _rust(tokens: tuple) -> str:
             rust.append(token[1] + "?" * token[2])
             continue
         if kind == "flags":  # `(?)` sets none (Rust refuses it)
-            flags_after += _rust_flags(f"(?{token[1]})") if token[1] else ""
+            flags_after += _rust_flags(token[1], ")") if token[1] else ""
             continue
         rust.append(flags_after)
         flags_after = ""
@@ -257,7 +261,7 @@ def _rust(tokens: tuple) -> str:
             rust.append("\\" + token[1])
         elif kind == "open":
             rust.append("(" if token[1] is None and token[2] is None else "(?:" if token[2] is not None else
-                        _rust_flags(f"(?{token[1]}:"))
+                        _rust_flags(token[1], ":"))
         else:
             rust.append(")" if kind == "close" else "|" if kind == "bar" else token[1])
     return "".join(rust) + flags_after

@@ -23,7 +23,7 @@ import unicodedata
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
 
-from .go_regex import GO_CATEGORIES, PERL_CLASSES, POSIX_CLASSES, go_syntax, regex_problem
+from .go_regex import GO_CATEGORIES, PERL_CLASSES, POSIX_CLASSES, go_flags, go_syntax, regex_problem
 
 MAX_RUNE = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]  # sorted, apart, inclusive code point ranges
@@ -241,9 +241,9 @@ class _Reader:
 
 
 def _flags(text: str, flags: set) -> set:
-    """Go's flags after `(?text...`: those before `-` set, those after cleared."""
-    setting, _, clearing = text.partition("-")
-    return (set(flags) | set(setting)) - set(clearing)
+    """The flags after `(?text...` (go_flags)."""
+    setting, cleared = go_flags(text)
+    return (flags | setting) - cleared
 
 
 def _class(ranges: Ranges) -> str:
