@@ -51,7 +51,7 @@ from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_P
 from .model import WORKLOAD_KEYS, Query
 from .names import COUNTER_GROUP, COUNTER_GROUPS
 from .promql_text import quoted, regex_literal
-from .series_labels import SCRAPED_NODE, TARGET_ADDRESS, UUID_LABELS, uuid_label
+from .series_labels import SCRAPED_NODE, TARGET_ADDRESS, UUID_LABELS
 from .settings import Labels, Settings
 
 # DCGM reports a value it cannot read as a "blank" sentinel: 2**47 for floating-point
@@ -591,7 +591,7 @@ class _Device:
         labels = self.labels
         names = self.total if metric in self.total and len(self.total) > 1 else (metric,)
         field_labels = tuple(dict.fromkeys(name for field in names for name in own_labels_of(field)))
-        uuid = uuid_label((labels.pod, labels.namespace, labels.container))
+        uuid = labels.uuid
         copy = _listed((labels.cluster, uuid, "gpu", *COPY_LABELS, *labels.node_sources, *INSTANCE_IDENTITY,
                         *field_labels, labels.pod, labels.namespace, *(name for name in keep if name != GPU_LABEL)))
         shown = names if summed else (metric,)
@@ -622,7 +622,7 @@ def held_labels(labels: Labels) -> tuple[str, ...]:
     (60 W under the ended pod beside the pod still running; test_rolled_copy_left_gpu). A GPU without a UUID is one
     with the other GPUs of its index in the cluster (as _gpu_copy_keys): it is found idle only where none of them names
     a pod."""
-    return labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu", *INSTANCE_IDENTITY
+    return labels.cluster, labels.uuid, "gpu", *INSTANCE_IDENTITY
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,
@@ -678,7 +678,7 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
         unnamed = _raw(metric, branches, [pod + UNNAMED], latest)
         sides = f"{unnamed} or {_raw(metric, naming, [pod + NAMED], f'{latest} + {NAMED_LATER}')}"
     newest = f"(max by ({held}) ({sides}) * {1 / NAMED_LATER:g} + 0.5) % 10 < 1"
-    uuid = [uuid_label((labels.pod, labels.namespace, labels.container)) + UNNAMED]
+    uuid = [labels.uuid + UNNAMED]
     recent = _raw(metric, naming, [pod + NAMED, *uuid], f"timestamp({{}}) >= time() - {seconds}")
     return f"({newest} unless on ({held}) {recent})"
 
@@ -739,8 +739,8 @@ GPU_LABEL = "gpudash_gpu"  # the label a GPU is named by: its UUID, else its nod
 
 def identified(expr: str, labels: Labels) -> str:
     """`expr` with the label GPU_LABEL naming each series' GPU with its index (`gpu`): its UUID (under the label the
-    exporter writes it: uuid_label), or where a series has none, its first non-empty node spelling."""
-    uuid = quoted(uuid_label((labels.pod, labels.namespace, labels.container)))
+    exporter writes it: Labels.uuid), or where a series has none, its first non-empty node spelling."""
+    uuid = quoted(labels.uuid)
     target = quoted(GPU_LABEL)
     if len(labels.node_sources) == 1:  # one node spelling: no joining
         return _named_by(expr, quoted(labels.node_sources[0]), uuid, target)
@@ -752,7 +752,7 @@ def coalesced_gpu(expr: str, labels: Labels) -> str:
     """identified(coalesce_node(expr)): the first non-empty node spelling written into the node label, then the GPU
     named by its UUID, else by that label, which holds the first non-empty spelling already (no joining of them
     again: the same names, some 40 bytes fewer each time)."""
-    uuid = quoted(uuid_label((labels.pod, labels.namespace, labels.container)))
+    uuid = quoted(labels.uuid)
     return _named_by(coalesce_node(expr, labels), quoted(labels.node), uuid, quoted(GPU_LABEL))
 
 
@@ -931,7 +931,7 @@ def _present(every: str, seconds: int, kept: str = "") -> str:
 def _gpu_copy_keys(labels: Labels) -> tuple[str, ...]:
     """The labels every copy of one GPU shares (its cluster, UUID and index), whatever node spelling it has: a GPU
     without a UUID shares them with the other GPUs of its index (more, never fewer)."""
-    return labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu"
+    return labels.cluster, labels.uuid, "gpu"
 
 
 def _filtered_gpus(metrics: tuple[str, ...], matchers: list[str], only: tuple[str, ...], resolution: str) -> str:
@@ -1037,7 +1037,7 @@ def older_samples(metric: str, branches: list[list[str]], extra: list[str], labe
     `together`: the fields a panel reads of one copy; a copy whose latest sample of one of them is the blank or none
     is no complete copy either (a new exporter's first scrape writing FB_FREE blank left the older copy's FB_USED out
     and its FB_FREE in: no copy held both, and 'Framebuffer in use' lost the GPU: test_fresher_copy_one_field_blank)."""
-    uuid = uuid_label((labels.pod, labels.namespace, labels.container))
+    uuid = labels.uuid
     anyone, gpus = _unscoped(branches, labels), [*extra, f'{uuid}!=""']
     # every series' time (a blank series is out of the fresh tier anyway), then the times of the copies' readings
     times = _raw(metric, anyone, gpus, "timestamp({0})")
@@ -1124,8 +1124,7 @@ def _superseded(labels: Labels, within: str, resolution: str, by: tuple[str, ...
     interval (`resolution`). A series (an instance) the instant selector reads is never superseded, so the compared
     side takes the stepped time alone of the others (stepped_time: sample_time's without `timestamp()`, which
     Prometheus before 2.47 seeks anew at each step), the same times: each such series has no sample of its own there."""
-    copy = _listed((labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
-                    *COPY_LABELS))
+    copy = _listed((labels.cluster, labels.uuid, "gpu", *COPY_LABELS))
     marked = f"unless on ({_listed(by)}) {{0}}" if by else "unless {0}"
     stale = f"({stepped_time(within, resolution)} {marked})"
     newest = sample_time(within, resolution)
@@ -1338,7 +1337,7 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     copy = _listed((labels.cluster, GPU_LABEL, "gpu", *kept, *COPY_LABELS))
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu", *kept))
     # a copy's series made one per MIG instance (the pods it names merged) before the GPU is named (fewer series)
-    written = (labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu", *kept,
+    written = (labels.cluster, labels.uuid, "gpu", *kept,
                *COPY_LABELS, *labels.node_sources)
     place = "{2}"  # less a millionth per place (_less_placed)
 
@@ -1474,7 +1473,7 @@ def _copied_labels(labels: Labels, metric: str, catalog: Catalog) -> tuple[str, 
     UUID, index and MIG instance, the workload's (a pod's series: a pod's share of a GPU, exporter.virtual_gpus, is the
     pod's own series, not a copy of another pod's or of the device's), and the field's own; not the scrape target's nor
     the node spellings an exporter writes (its own pod's name in Hostname)."""
-    uuid = uuid_label((labels.pod, labels.namespace, labels.container))
+    uuid = labels.uuid
     return tuple(dict.fromkeys(name for name in (labels.cluster, uuid, "gpu", *INSTANCE_IDENTITY, labels.pod,
                                                  labels.namespace, labels.container, *labels.copies,
                                                  *own_labels_of(metric)) if name))
@@ -3237,8 +3236,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset, hold, reach, _copied_labels(labels, metric, catalog))
         # a GPU instance's copy (_Merge.one_copy): the device's value is one exporter's, named by the GPU's UUID
-        identity = (*gpu_identity(labels), *INSTANCE_IDENTITY, uuid_label((labels.pod, labels.namespace,
-                                                                           labels.container)), *COPY_LABELS)
+        identity = (*gpu_identity(labels), *INSTANCE_IDENTITY, labels.uuid, *COPY_LABELS)
         device = _Device(branches, unscoped, identity, labels.pod, bool(set(WORKLOAD_KEYS) & set(keys)),
                          whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share,
                          gauge_window is not None, query.aggregation in ("sum", "avg"),

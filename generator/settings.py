@@ -28,7 +28,7 @@ from .names import KUBE_STATE_METRICS_JOB
 from .quick_schema import conforms
 from .reading import decode_utf8, read_bytes, yaml_begun, yaml_loader
 from .resources import bundled, default_config, default_counters, schema
-from .series_labels import OLD_WORKLOAD, WORKLOAD, dimension_problem
+from .series_labels import OLD_WORKLOAD, WORKLOAD, dimension_problem, uuid_label
 
 ENVIRONMENT_VARIABLE = "GPUDASH_CONFIG"
 LOCAL_FILE = "gpudash.yaml"
@@ -91,6 +91,12 @@ class Labels:
     # An RE2 pattern of the names of the exporter DaemonSets' pods (exporter_styles.exporter_pod_names): a node spelling
     # matching it is an exporter's own pod name, not a node's (promql.gpu_names). None: no DaemonSet known.
     exporter_pods: str | None = None
+
+    @property
+    def uuid(self) -> str:
+        """The label the exporter writes a GPU's UUID under: `uuid` with --use-old-namespace, which also names the
+        workload labels pod_name, ... (series_labels.uuid_label), `UUID` otherwise."""
+        return uuid_label((self.pod, self.namespace, self.container))
 
     @classmethod
     def from_settings(cls, document: dict[str, Any], virtual_gpus: bool = False) -> "Labels":

@@ -65,7 +65,6 @@ from __future__ import annotations
 
 from .blanks import READING_FLOOR, short
 from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clusters
-from .series_labels import uuid_label
 from .settings import Settings
 
 MEMORY = "60m"  # how far back a GPU's readings are read: the hour of copies its name is read from (gpus_named)
@@ -145,8 +144,7 @@ def alert(keys: tuple[str, ...], settings: Settings, record: str) -> str:
 def uuid_name(settings: Settings) -> str:
     """The label the exporter writes a GPU's UUID under, which the recording and its alert carry: a reboot that leaves
     the lost GPU out indexes the GPUs after it one lower, so its node and index name another GPU then."""
-    labels = settings.labels
-    return uuid_label((labels.pod, labels.namespace, labels.container))
+    return settings.labels.uuid
 
 
 def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: int, resolution: str,

@@ -24,7 +24,7 @@ from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, KUBECTL_APPLY, PROMET
                       SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file)
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, MadePoint
-from ..render.scrape import gpu_id_label, written_labels
+from ..render.scrape import written_labels
 from ..series_labels import (EVERY_GPU, MAX_DIMENSIONS, STATIC_VALUES, TARGET_ADDRESS, TARGET_LABELS, WORKLOAD,
                              exporter_labels)
 from ..settings import Cluster, dimensions_lacking, duration_seconds, mig_of, workload_rename_mix
@@ -1380,7 +1380,7 @@ def labels_delivered(subject: LintInput) -> Iterable[Finding]:
     # by (promql.FIELD_MARK), the one a per-pod share marks its two sums by (promql.SUM_LABEL); and the one no series
     # has, whose empty value a per-GPU panel's judgement is gated on (promql.PICKED_LABEL: read with a pod picked or not)
     available = _published_labels(subject) | {declared.pod, declared.namespace, declared.container,
-                                              gpu_id_label(subject.settings), GPU_LABEL, FRESH_LABEL, FIELD_MARK,
+                                              declared.uuid, GPU_LABEL, FRESH_LABEL, FIELD_MARK,
                                               SUM_LABEL, PICKED_LABEL}
     for dashboard, panel, target in queries(subject.grafana):
         expr = target["expr"]

@@ -28,7 +28,7 @@ from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
 from ..series_labels import GENERATION_META, OLD_WORKLOAD, REVISION_LABEL, REVISION_META, SCRAPED_NODE, UUID_LABELS
 from ..settings import Cluster, Settings, interval_seconds
 
-GPU_ID, OLD_GPU_ID = UUID_LABELS  # the label of a GPU's UUID, and its name with --use-old-namespace
+GPU_ID = UUID_LABELS[0]  # the label of a GPU's UUID (the agent's pipeline merges a GPU's series by it)
 
 METRIC_NAME_FILTER = "DCGM_.*"
 SAMPLE_LIMIT = 50000  # samples of one scrape past which Prometheus (and the agent's receiver) fails it whole
@@ -194,12 +194,6 @@ def written_labels(settings: Settings) -> tuple[str, str, str]:
                  for declared in (labels.pod, labels.namespace, labels.container))
 
 
-def gpu_id_label(settings: Settings) -> str:
-    """The label the exporter writes a GPU's UUID under: `uuid` with --use-old-namespace (the flag that also names
-    the workload labels pod_name, pod_namespace and container_name), `UUID` otherwise."""
-    return OLD_GPU_ID if set(written_labels(settings)) & set(OLD_WORKLOAD) else GPU_ID
-
-
 def agent_renames(settings: Settings) -> tuple[tuple[str, str], ...]:
     """(the label the exporter writes, the dimension the agent publishes it as) for each workload label the
     exporter writes under another name than the agent's dimension sets use (`pod_name`, `pod_namespace`,
@@ -209,7 +203,7 @@ def agent_renames(settings: Settings) -> tuple[tuple[str, str], ...]:
     GPU of a pod read as one)."""
     workload = tuple((written, dimension) for written, dimension in zip(written_labels(settings), AGENT_WORKLOAD)
                      if written != dimension)
-    gpu_id = gpu_id_label(settings)
+    gpu_id = settings.labels.uuid
     return workload + (((gpu_id, GPU_ID),) if gpu_id != GPU_ID else ())
 
 
