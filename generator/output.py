@@ -175,10 +175,10 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
         files[template_file(stack)] = template_bytes(template, body_string, alarm_texts.resource)
 
     # the rules and the PrometheusRules hold the same long expressions: each is read once for both. A large build's
-    # child wrote them ahead (artifacts.build): taken while the set holds the rules and objects it wrote them from
+    # child writes them meanwhile (artifacts.build): taken last, while the set holds the rules and objects they are of
     ahead = artifacts.rule_files
     if ahead is not None and ahead[0] is artifacts.prometheus_rules and ahead[1] is artifacts.prometheus_rule_objects:
-        files[RULES_FILE], files[PROMETHEUS_RULE_FILE] = ahead[2]
+        files[RULES_FILE], files[PROMETHEUS_RULE_FILE] = ahead[2]()
     else:
         files[RULES_FILE], files[PROMETHEUS_RULE_FILE] = to_yaml_many([(artifacts.prometheus_rules,),
                                                                        artifacts.prometheus_rule_objects])

@@ -157,6 +157,46 @@ def test_a_large_fleet_writes_the_same_files_with_its_rules_made_ahead(project_d
     assert files > 4 * count and rules > 100_000
 
 
+def test_a_large_build_is_made_while_its_child_writes_the_rules_files(project_dir, tmp_path):
+    """The child makes the rules, then their two files; the build waits for the rules alone and goes on with the rest
+    while the files are written (output.encode takes them last): here the child writes them only once the build is
+    done, which a build waiting for them never is (the child gives up waiting after 20 s, and the build is then done
+    after the files were written). In a process of its own: this test's worker runs threads, where no child is
+    forked."""
+    from generator.artifacts import RULES_AHEAD_FROM
+
+    clusters = "".join(f"  - {{name: c{i:04}, region: us-east-1, prometheus_label: c{i:04}}}\n"
+                       for i in range(RULES_AHEAD_FROM))
+    folder = project_dir(f"clusters:\n{clusters}")
+    code = ("import sys, time\n"
+            "from pathlib import Path\n"
+            "import generator.artifacts, generator.forked\n"
+            "generator.forked.spare_cpu = lambda: True  # (whatever the machine's load)\n"
+            "go, written = Path(sys.argv[2]) / 'built', Path(sys.argv[2]) / 'files-written'\n"
+            "made = generator.artifacts._rules_ahead\n"
+            "def late(project):\n"
+            "    items = made(project)\n"
+            "    yield next(items)\n"
+            "    for _ in range(2000):  # the files once the build is done (20 s at most)\n"
+            "        if go.exists():\n"
+            "            break\n"
+            "        time.sleep(0.01)\n"
+            "    written.touch()\n"
+            "    yield from items\n"
+            "generator.artifacts._rules_ahead = late\n"
+            "from generator.project import load_project\n"
+            "from generator.limits import checked_build\n"
+            "from generator.output import encode\n"
+            "ahead = checked_build(load_project(Path(sys.argv[1])), ahead=True)\n"
+            "print('files written before the build was done:', written.exists())\n"
+            "go.touch()\n"
+            "files = encode(ahead)\n"
+            "print(len(files['prometheus/rules.yaml']) > 0)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(folder), str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[:2] == ["files written before the build was done: False", "True"]
+
+
 def _state(pid: int) -> str:
     """The process's state letter (R, S, Z...), '' once it is gone."""
     try:
