@@ -141,7 +141,8 @@ def _go_escape(regex: str, at: int) -> tuple[int, int]:
 #   ("perl", letter)            \\d, \\D, \\s, \\S, \\w, \\W (ASCII)
 #   ("unicode", name, negated)  \\pN, \\p{Greek}, \\P{^L}...
 #   ("class", negated, items)   [...]; its items ("range", low, high), ("posix", name, negated), perl and unicode
-#   ("repeat", op, lazy, end)   `*`, `+`, `?` or `{n,m}` as written, whether a `?` follows, where the op ends
+#   ("repeat", op, lazy, end, unbounded)  `*`, `+`, `?` or `{n,m}` as written, whether a `?` follows, where the op
+#                               ends, whether it has no upper bound (`*`, `+`, `{n,}`)
 #   ("flags", text)             (?text): the flags for the rest of the group
 #   ("open", flags, name)       `(` (None, None), `(?flags:` (flags, None), `(?P<name>` or `(?<name>` (None, name)
 #   ("close",), ("bar",)
@@ -412,7 +413,7 @@ def _go_read(regex: str, newer: list) -> tuple[tuple, int]:
                 raise _Refused(f"missing argument to repetition operator: `{regex[at:at + 1]}`")
             if repeated == 1 and char == "?":
                 repeated = 2
-                tokens[-1] = (*tokens[-1][:2], True, tokens[-1][3])
+                tokens[-1] = (*tokens[-1][:2], True, *tokens[-1][3:])
                 at += 1
                 continue
             if repeated:
@@ -431,10 +432,10 @@ def _go_read(regex: str, newer: list) -> tuple[tuple, int]:
                         raise _Refused(f"invalid repeat count: `{repeat.group()}` (with the repeats inside it, "
                                        f"more than {REPEAT_LIMIT} copies)")
                 at = repeat.end()
-                tokens.append(("repeat", repeat.group(), False, at))
+                tokens.append(("repeat", repeat.group(), False, at, bool(repeat.group(2)) and not repeat.group(3)))
                 continue
             at += 1
-            tokens.append(("repeat", char, False, at))
+            tokens.append(("repeat", char, False, at, char != "?"))
             continue
         repeated = 0
         opening = _GROUP_OPENING.match(regex, at) if char == "(" else None

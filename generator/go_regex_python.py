@@ -155,10 +155,10 @@ class _Reader:
         return "|".join(branches)
 
     def _repeat(self, piece: str, flags: set, token: tuple) -> str:
-        _, op, lazy, end = token
+        _, op, lazy, end, unbounded = token
         if lazy != ("U" in flags):  # (?U) swaps greedy and lazy
             op += "?"
-        if op[0] in "*+" or op.endswith(",}") or op.endswith(",}?"):
+        if unbounded:
             compiled = re.compile(piece)
             if compiled.groups and (compiled.fullmatch("") or any(a in piece for a in _EMPTY_WIDTH)):
                 self.loose = (f"a group repeated without bound that can match empty (at {self.regex[:end]!r}): Go "
