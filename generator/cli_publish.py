@@ -634,6 +634,11 @@ def verify(config, csv, skip, context, cluster, exporter_url, prometheus_url, pr
         if context is not None and {"kube", "exporter"} & set(groups):
             _context_known(context)
         checks = verifying.run(project, options, groups, processes=True)  # the child inherits the setting
+    # an option naming what is not there (--profile, AWS_PROFILE: a profile no AWS file holds) is the command's input,
+    # a usage error as --cluster's and --context's are, not a check failed
+    misnamed = next((c for c in checks if c.cause == verifying.SETTING and c.where.startswith("--")), None)
+    if misnamed is not None:
+        raise GpudashError(misnamed.detail, where=misnamed.where, hint=misnamed.fix)
     if all(c.status == verifying.SKIP for c in checks):
         raise GpudashError("nothing to verify: " + ("; ".join(c.detail for c in checks) or "no check applies"),
                            hint="check the settings (clusters, exporter) and the --skip options")

@@ -62,7 +62,8 @@ def _work(group: str, runner, project: Project, options: Options, out: "queue.Qu
             out.put((group, _unanswered(group, options, made)))
         else:
             out.put((group, Check(group, "reachable", FAIL, exc.what, exc.hint or f"--skip {group} if unused",
-                                  cause=UNREACHABLE if exc.exit_code == EXIT_REMOTE else SETTING)))
+                                  cause=UNREACHABLE if exc.exit_code == EXIT_REMOTE else SETTING,
+                                  where=exc.where or "")))
     except OddAnswer as odd:
         out.put((group, Check(group, "answers", FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)))
     except BaseException as bug:  # a bug in gpudash: the main thread raises it

@@ -29,6 +29,9 @@ class Check:
     # says so where it is made (`step`), not the preflight by its name; empty: its failure refuses the publish.
     # Not part of what verify reports (as_dict).
     published_anyway: str = field(default="", compare=False)
+    # The option or file a failure of cause SETTING names (`--profile (AWS_PROFILE)`): one naming an option is the
+    # command's input, a usage error for verify. Not part of what verify reports either.
+    where: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         # a URL a user typed may carry credentials; no check ever shows them
@@ -37,7 +40,7 @@ class Check:
 
     def as_dict(self) -> dict[str, str]:
         reported = asdict(self)
-        del reported["published_anyway"]
+        del reported["published_anyway"], reported["where"]
         return reported
 
 

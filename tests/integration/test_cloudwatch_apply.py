@@ -217,6 +217,23 @@ def test_a_profile_whose_credentials_cannot_be_read_is_one_message(cli, monkeypa
 
 
 @pytest.mark.parametrize("args", CHAIN_COMMANDS, ids=["plan", "plan-cloudwatch", "apply", "verify"])
+@pytest.mark.parametrize("named", ["option", "variable"])
+def test_a_profile_no_aws_file_holds_is_a_usage_error_for_every_command(cli, monkeypatch, tmp_path, args, named):
+    """--profile (or AWS_PROFILE) naming a profile the AWS files do not hold is the command's input: exit 2 with one
+    message naming it, as apply and plan said; verify reported it as its cloudwatch check failed, exit 1 (where its
+    --cluster and --context naming nothing were exit 2)."""
+    no_aws_credentials(monkeypatch, tmp_path)
+    (tmp_path / "config").write_text("[profile monitoring]\nregion = us-east-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    given = ("--profile", "monitorng") if named == "option" else ()
+    code, stdout, stderr = cli(*args, *given, env={"AWS_PROFILE": "monitorng"} if named == "variable" else None)
+    assert code == 2, stdout + stderr
+    assert "error: --profile (AWS_PROFILE): AWS profile 'monitorng' not found in the AWS config and credentials " \
+           "files" in stderr and "Traceback" not in stderr
+    assert "GROUP" not in stdout  # no table: nothing was verified
+
+
+@pytest.mark.parametrize("args", CHAIN_COMMANDS, ids=["plan", "plan-cloudwatch", "apply", "verify"])
 @pytest.mark.parametrize("variable, value, says", [
     ("AWS_DEFAULTS_MODE", "fastest", "invalid defaults mode: fastest"),
     ("AWS_STS_REGIONAL_ENDPOINTS", "global", "STS regional endpoints option global is invalid"),
