@@ -56,15 +56,19 @@ def _running_jobs(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
 
 
 def _jobs_run(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
-    from ..render.agent_otel import RECEIVER
-
     agent = subject.agent(cluster)
     if agent is None:
         return []
+    return [j for j in _running_config(agent).get("scrape_configs") or [] if isinstance(j, dict)]
+
+
+def _running_config(agent) -> dict[str, Any]:
+    """The scrape configuration the agent runs: its receiver's on the OTel pipeline, else prometheus.yaml."""
+    from ..render.agent_otel import RECEIVER
+
     if agent.otel is None:
-        return [j for j in agent.scrape.get("scrape_configs") or [] if isinstance(j, dict)]
-    jobs = (((agent.otel.get("receivers") or {}).get(RECEIVER) or {}).get("config") or {}).get("scrape_configs") or []
-    return [_as_run(j) for j in jobs if isinstance(j, dict)]
+        return agent.scrape
+    return _as_run((((agent.otel.get("receivers") or {}).get(RECEIVER) or {}).get("config") or {}))
 
 
 def _as_run(value: Any) -> Any:
@@ -1269,15 +1273,6 @@ def jobs_as_written(subject: LintInput) -> Iterable[Finding]:
                 yield Finding("AG008", "error", agent_file(cluster.name),
                               f"the {job['job_name']} job differs from the one gpudash writes for these settings: "
                               f"{'; '.join(differences)} (generate again from these settings)")
-
-
-def _running_config(agent) -> dict[str, Any]:
-    """The scrape configuration the agent runs: its receiver's on the OTel pipeline, else prometheus.yaml."""
-    from ..render.agent_otel import RECEIVER
-
-    if agent.otel is None:
-        return agent.scrape
-    return _as_run((((agent.otel.get("receivers") or {}).get(RECEIVER) or {}).get("config") or {}))
 
 
 def _job_value(job: dict[str, Any], key: str, defaults: dict[str, Any]) -> Any:
