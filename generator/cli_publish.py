@@ -304,7 +304,13 @@ def _finish(outcomes, output: str, changes, deadline=None, notes: list[str] | No
     if failure is not None:
         raise failure
     refused = [o for o in outcomes if o.state == REFUSED]
-    held = [o.change.name for o in refused if o.change.action == HELD]
+    provisioned = [o.change.name for o in refused if o.change.action == HELD and o.change.target == "grafana"]
+    if provisioned:  # (what to do: said by the plan's line of each, grafana_sync.PROVISIONED_FIX)
+        from .targets.grafana_sync import PROVISIONED_FIX
+
+        click.echo(f"refused {len(provisioned)} dashboard(s) provisioned from files ({shown(provisioned)}): Grafana "
+                   f"writes each from its file, and --force does not write over one; {PROVISIONED_FIX}", err=True)
+    held = [o.change.name for o in refused if o.change.action == HELD and o.change.target == "cloudwatch"]
     if held:  # (what to do: said the same way by the plan's line of each, cloudwatch_sync.HELD_FIX)
         from .targets.cloudwatch_sync import HELD_FIX
 
@@ -319,7 +325,7 @@ def _finish(outcomes, output: str, changes, deadline=None, notes: list[str] | No
         pairs = [f"{c.name} (in the rule of {' and '.join(c.live['parents'])})" for c in kept]
         click.echo(f"refused to delete {len(kept)} alarm(s) no longer defined that a composite alarm depends on "
                    f"({shown(pairs)}): {NOT_UNDER_COMPOSITES}; {KEPT_FIX}", err=True)
-    if (others := len(refused) - len(held) - len(kept)) > 0:
+    if (others := len(refused) - len(provisioned) - len(held) - len(kept)) > 0:
         click.echo(f"refused {others} object(s) edited outside gpudash or not owned by it; "
                    f"review them and use --force to overwrite", err=True)
     if refused:

@@ -19,7 +19,7 @@ import re
 from typing import Any, NamedTuple
 
 from .. import diff
-from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WITHDRAW,
+from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, HELD, SKIPPED, UNCHANGED, UPDATE, WITHDRAW,
                        WOULD_WRITE, WRITE, Change, Outcome, disposition)
 from ..errors import RemoteError, may_have_happened
 from ..markers import CLAIMS_CUT, GRAFANA_MESSAGE_LENGTH, GRAFANA_OWNER_TAG
@@ -246,6 +246,17 @@ def _stale_record(client: GrafanaClient, uid: str, live: dict[str, Any], uid_pre
             f"{_CUT_NOTE if _cut(model, uid_prefix, record) else ''}", record)
 
 
+PROVISIONED_FIX = ("publish it one way: remove it from the provisioning files (Grafana's provider then deletes it "
+                   "or leaves it to the API, as its disableDeletion says) for gpudash to push it, or deploy gpudash's "
+                   "build/grafana/provisioning files instead of pushing")
+
+
+def _provisioned(meta: dict[str, Any]) -> str:
+    """The file a provisioning provider writes the dashboard from (meta.provisionedExternalId), "a provisioning file"
+    where Grafana does not name it; "" for a dashboard no provider writes."""
+    return (str(meta.get("provisionedExternalId") or "") or "a provisioning file") if meta.get("provisioned") else ""
+
+
 def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],
                     uid_prefix: str, move_from: str | None = None, publisher: Publisher | None = None,
                     claim: Publisher | None = None, records: list[Record] | None = None,
@@ -258,13 +269,21 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         return Change("grafana", "dashboard", uid, CREATE, [f"title {desired.get('title')!r}"])
     model, meta = live["dashboard"], live.get("meta") or {}
     change = Change("grafana", "dashboard", uid, UNCHANGED, live=live)
+    provisioned = _provisioned(meta)
     if grafana_content(model) == grafana_content(desired) and meta.get("folderUid") == folder["uid"]:
         # nothing to write, so whoever saved it last does not matter; but one these settings (or their earlier
-        # version) saved records them again, so that another settings file's prune leaves it
-        stale = _stale_record(client, uid, live, uid_prefix, publisher, claim, records, shared)
+        # version) saved records them again, so that another settings file's prune leaves it (not one a file
+        # provisions: its file is its publisher)
+        stale = None if provisioned else _stale_record(client, uid, live, uid_prefix, publisher, claim, records, shared)
         if stale:
             change.action, change.details = UPDATE, [stale[0]]
             change.live = {**live, "record": stale[1]}
+        return change
+    if provisioned:
+        change.action = HELD
+        change.details = [f"{model.get('title')!r} is provisioned from the file {provisioned}: Grafana writes it from "
+                          f"that file (it refuses a save, or writes the file's dashboard back over one when the file "
+                          f"changes), and gpudash writes no provisioned dashboard, --force too; {PROVISIONED_FIX}"]
         return change
     if not grafana_owned(model):
         change.action = FOREIGN
@@ -359,6 +378,10 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
         return None  # a "Save as" copy or someone else's dashboard that carries the tag
     live = client.dashboard(uid)
     if live is None or not grafana_owned(live["dashboard"]) or (live.get("meta") or {}).get("folderUid") != folder_uid:
+        return None
+    if provisioned := _provisioned(live.get("meta") or {}):  # its file's now: Grafana deletes no provisioned dashboard
+        if kept is not None:
+            kept.setdefault("provisioned", []).append(f"{uid} (from {provisioned})")
         return None
     model = live["dashboard"]
     evidence, latest, saved = _evidence(client, uid, live)
@@ -603,6 +626,11 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                     f"these settings generate them too, but a person changed them since gpudash saved them "
                     f"({shown_names(kept['claim_edited'])}): the claim stays (withdrawing it would save the edit as "
                     f"gpudash's), so no --prune deletes them; delete one by hand in Grafana if no file defines it")
+    if kept.get("provisioned"):
+        client.note(f"{len(kept['provisioned'])} dashboard(s) in folder {folder['uid']} not defined here are "
+                    f"provisioned from files ({shown_names(kept['provisioned'])}): Grafana deletes no provisioned "
+                    "dashboard, and --prune leaves them to their files; remove them from the provisioning files to "
+                    "retire them")
     if kept.get("no_id"):
         client.note(f"{len(kept['no_id'])} dashboard(s) in folder {folder['uid']} not defined here were read without "
                     f"a dashboard id ({shown_names(kept['no_id'])}): --prune does not delete them, since nothing would "

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.support.grafana_push import (TEAM, forced_prune, grafana, push_json,  # noqa: F401 (fixtures)
+from tests.support.grafana_push import (TEAM, forced_prune, grafana, push_json, pushed_written,  # noqa: F401
                                         retired_team_dashboard, run, team_saved)
 from tests.support.grafana_server import ADMIN
 
@@ -383,3 +383,43 @@ def test_garbled_answers_about_homes_and_alert_rules_are_never_read_as_none(graf
         code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 1 and "Traceback" not in stderr, (code, stderr)
     assert json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stdout
+
+
+@pytest.mark.parametrize("allow_ui_updates", [False, True], ids=["provider refusing saves", "allowUiUpdates"])
+def test_a_retired_dashboard_a_provisioning_file_took_over_is_left_to_its_file(grafana, run, tmp_path,
+                                                                              allow_ui_updates):
+    """gpudash pushed the team dashboard; then the team provisioned the same uid from a file (gpudash's own
+    build/grafana/provisioning, say): the file owns it now, and Grafana refuses to delete a provisioned dashboard.
+    --prune of settings that no longer define it saved it unchanged (where the provider allows saves), sent the delete,
+    was refused, and failed every run (exit 3). Now it is not planned for deletion: a note names the file; exit 0, the
+    dashboard as the file wrote it, no save or delete sent."""
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
+    grafana.provision(TEAM, "/etc/grafana/dashboards/team-a.json", allow_ui_updates)
+    version = grafana.state.dashboards[TEAM]["dashboard"]["version"]
+    del grafana.state.log[:]
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
+    assert code == 0 and TEAM not in json.loads(stdout)["written"], (code, stdout, stderr)
+    assert TEAM in grafana.state.dashboards and grafana.state.dashboards[TEAM]["dashboard"]["version"] == version
+    assert not [w for w in grafana.writes() if TEAM in w[1] or w[0] == "DELETE"], grafana.writes()
+    assert f"{TEAM} (from /etc/grafana/dashboards/team-a.json)" in stderr, stderr
+
+
+@pytest.mark.parametrize("allow_ui_updates", [False, True], ids=["provider refusing saves", "allowUiUpdates"])
+def test_a_defined_dashboard_a_provisioning_file_took_over_is_never_written(grafana, run, tmp_path, allow_ui_updates):
+    """The team provisions the team dashboard gpudash pushed from a file, and its definition changes. A push saved
+    over it: refused by a provider that allows no saves (exit 3, every run), or saved where it allows them, until the
+    provider writes the file's dashboard back the next time the file changes (the two taking turns). Now it is held,
+    --force too (exit 1), naming the file, and nothing is saved."""
+    from tests.support.grafana_push import team_settings
+
+    config = team_settings(tmp_path, "a", ["alpha"])
+    pushed_written(run, config)
+    grafana.provision(TEAM, "/etc/grafana/dashboards/team-a.json", allow_ui_updates)
+    team_file = tmp_path / "a" / "dash" / "team_a.py"
+    team_file.write_text(team_file.read_text().replace("'Util'", "'GPU utilization'"))
+    version = grafana.state.dashboards[TEAM]["dashboard"]["version"]
+    for force in ((), ("--force",)):
+        code, stdout, stderr = push_json(run, "--config", config, *force)
+        assert code == 1 and json.loads(stdout)["refused"] == [TEAM], (code, stdout, stderr)
+        assert "provisioned from the file /etc/grafana/dashboards/team-a.json" in stdout, stdout
+        assert grafana.state.dashboards[TEAM]["dashboard"]["version"] == version

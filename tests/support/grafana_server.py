@@ -145,6 +145,11 @@ class State:
     # provisioning read: an organization Admin's); one links itself to a dashboard by its __dashboardUid__ annotation,
     # which Grafana's delete of the dashboard leaves naming nothing
     alert_rules: list[dict[str, Any]] = field(default_factory=list)
+    # dashboard uid -> the file a provisioning provider writes it from (Grafana's meta.provisionedExternalId), and
+    # whether that provider allows saves from the UI and the API (allowUiUpdates): without, Grafana refuses a save
+    # ("Cannot save provisioned dashboard"); with, it saves, and the provider writes the file's dashboard over it when
+    # the file changes. Grafana refuses to delete a provisioned dashboard either way
+    provisioned: dict[str, tuple[str, bool]] = field(default_factory=dict)
     # the login of each token's account (Grafana's service accounts sign in as sa-<name>)
     logins: dict[str, str] = field(default_factory=lambda: {ADMIN: "gpudash-sa", VIEWER: "viewer-sa"})
 
@@ -489,6 +494,14 @@ class GrafanaTestServer(LoopbackServer):
                 "for": 300_000_000_000, "annotations": linked})  # (for: 5 min, as the spec's Go duration, in ns)
             return uid
 
+    def provision(self, uid: str, file: str, allow_ui_updates: bool = False) -> None:
+        """A provisioning provider takes the dashboard `uid` over from the file `file` (its content is left as it is:
+        the file holds what it holds, a push's or a person's), and saves it so, a version of no message."""
+        with self.lock:
+            entry = self.state.dashboards[uid]
+            self._store(uid, entry["dashboard"], entry["folderUid"], "", "provisioner")
+            self.state.provisioned[uid] = (file, allow_ui_updates)
+
     def set_home(self, uid: str, team: str | None = None) -> None:
         """A person makes the dashboard `uid` the organization's home dashboard (Administration, Default preferences),
         or team `team`'s (made if new)."""
@@ -708,6 +721,8 @@ class GrafanaTestServer(LoopbackServer):
             return 400, {"message": "uid too long, max 40 characters"}, path
         if folder_uid and folder_uid not in self.state.folders:
             return 400, {"message": "folder not found"}, path
+        if uid in self.state.provisioned and not self.state.provisioned[uid][1]:
+            return 400, {"message": "Cannot save provisioned dashboard"}, path
         existing = self.state.dashboards.get(uid)
         by_id = dashboard.get("id")
         if isinstance(by_id, int) and by_id > 0:  # Grafana looks a save with an id up by it first (a UI save sends it)
@@ -739,7 +754,8 @@ class GrafanaTestServer(LoopbackServer):
         folder = self.state.folders.get(entry["folderUid"], {})
         meta = {"version": entry["dashboard"]["version"], "folderUid": entry["folderUid"],
                 "folderTitle": folder.get("title", "General"), "slug": _slug(str(entry["dashboard"].get("title", ""))),
-                "url": f"/d/{uid}", "provisioned": False, "canSave": True, "canEdit": True,
+                "url": f"/d/{uid}", "provisioned": uid in self.state.provisioned, "canSave": True, "canEdit": True,
+                **({"provisionedExternalId": self.state.provisioned[uid][0]} if uid in self.state.provisioned else {}),
                 "created": "2026-11-29T00:00:00Z", "updated": "2026-11-29T00:00:00Z",
                 "createdBy": entry.get("createdBy", "gpudash-sa"),
                 "updatedBy": entry["versions"][-1]["createdBy"]}
@@ -885,6 +901,8 @@ class GrafanaTestServer(LoopbackServer):
 
     def _delete(self, uid: str):
         path = "/dashboards/uid/{uid}"
+        if uid in self.state.provisioned and uid in self.state.dashboards:
+            return 400, {"message": "provisioned dashboard cannot be deleted"}, path
         entry = self.state.dashboards.pop(uid, None)
         if entry is None:
             return 404, {"message": "Dashboard not found"}, path
