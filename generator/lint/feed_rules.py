@@ -578,15 +578,18 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
 
 
 def _published_region(subject: LintInput, cluster: Cluster) -> str | None:
-    """The Region the cluster's agent publishes into: on agent.pipeline: otel its awsemf exporter's `region`; the JSON
-    path names none and publishes into the Region it runs in, the cluster's (clusters[].region)."""
+    """The Region the cluster's agent publishes into: on agent.pipeline: otel its awsemf exporter's `region`; on the
+    JSON path the `agent.region` of cwagentconfig.json where one is written (gpudash writes none: the agent then
+    publishes into the Region it runs in, the cluster's, clusters[].region)."""
     from ..render.agent_otel import EXPORTER, unescaped
 
     agent = subject.agent(cluster)
     if agent is None:
         return None
     if agent.otel is None:
-        return cluster.region
+        written = (agent.config.get("agent") or {}).get("region") if isinstance(agent.config.get("agent"), dict) \
+            else None
+        return written if isinstance(written, str) and written else cluster.region
     region = ((agent.otel.get("exporters") or {}).get(EXPORTER) or {}).get("region")
     return unescaped(region) if isinstance(region, str) else None
 

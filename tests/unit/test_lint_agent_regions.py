@@ -66,3 +66,24 @@ def test_an_agent_publishing_into_another_region_is_named_on_otel(built):
     agents = tuple(replace(a, otel=otel) if a is agent else a for a in artifacts.agents)
     found = _regional(project, replace(artifacts, agents=agents))
     assert found and all("publishes into us-east-1" in m for m in found)
+
+
+def test_an_agent_publishing_into_another_region_is_named_on_classic(tmp_path_factory):
+    """On agent.pipeline: classic the agent publishes into the Region its JSON's `agent.region` names (the agent's
+    configuration file reference: the Region the metrics are sent to; left out, the node's own). A build's
+    cwagentconfig.json given `agent.region` by hand passed lint, AG001 reading every classic agent as publishing into
+    its cluster's Region, while the cluster's widgets and alarms read nothing."""
+    folder = tmp_path_factory.mktemp("classic")
+    (folder / "gpudash.yaml").write_text(SETTINGS.read_text().replace("agent:\n", "agent:\n  pipeline: classic\n", 1))
+    project = load_project(folder / "gpudash.yaml")
+    artifacts = build(project, grafana=False)
+    assert _regional(project, artifacts) == []
+    agent = next(a for a in artifacts.agents if a.cluster == WEST)
+    config = {**copy.deepcopy(agent.config), "agent": {"region": "us-east-1"}}
+    agents = tuple(replace(a, config=config) if a is agent else a for a in artifacts.agents)
+    found = _regional(project, replace(artifacts, agents=agents))
+    assert found and all(f"cluster {WEST}" in m and "publishes into us-east-1: it reads nothing" in m
+                         for m in found), found
+    same = {**copy.deepcopy(agent.config), "agent": {"region": "us-west-2"}}  # its own Region, written out
+    agents = tuple(replace(a, config=same) if a is agent else a for a in artifacts.agents)
+    assert _regional(project, replace(artifacts, agents=agents)) == []
