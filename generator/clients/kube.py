@@ -15,6 +15,7 @@ from ..errors import RemoteError
 from ..reading import yaml_begun
 from .answer import NOT_JSON, Answer, OddAnswer, describe, json_value
 from .http import decode, read_body
+from .kube_contexts import kubeconfig_files
 
 
 def _client_modules():
@@ -60,16 +61,15 @@ def _no_kubeconfig(kube_error: Exception) -> RemoteError:
     no configuration), with what to do about it."""
     import os
 
-    named = os.environ.get("KUBECONFIG") or None  # empty is unset, as to kubectl
-    files = [path for path in (named or "").split(os.pathsep) if path]
+    files = kubeconfig_files()
     missing = [path for path in files if not os.path.exists(path)]
     update = "for EKS: aws eks update-kubeconfig --name <cluster> --region <region>"
-    if files and len(missing) == len(files):
+    if len(missing) == len(files) and os.environ.get("KUBECONFIG"):
         return RemoteError(f"no usable kubeconfig: KUBECONFIG names {', '.join(missing)}, which "
                            f"{'does' if len(missing) == 1 else 'do'} not exist",
                            hint=f"point KUBECONFIG at your kubeconfig file, or unset it to read ~/.kube/config; "
                                 f"{update}")
-    if named is None and not os.path.exists(os.path.expanduser("~/.kube/config")):
+    if len(missing) == len(files):
         return RemoteError("no usable kubeconfig: KUBECONFIG is not set and ~/.kube/config does not exist",
                            hint=f"set KUBECONFIG to your kubeconfig file; {update}")
     import yaml
@@ -279,10 +279,9 @@ class Kube:
         hung = _exec_plugins_timed(options)
         try:
             # KUBECONFIG is read now: the client reads it once, when it is first imported. Empty is unset, as to
-            # kubectl (the client would read no file at all).
+            # kubectl (the client would read no file at all): the files kubectl reads, the client merging them
             with _unlogged(hung):
-                config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"),
-                                        context=options.context)
+                config.load_kube_config(config_file=os.pathsep.join(kubeconfig_files()), context=options.context)
         except Exception as kube_error:  # the client raises several types for a missing or bad kubeconfig
             if hung:
                 raise hung[0] from None

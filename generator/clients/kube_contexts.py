@@ -1,5 +1,5 @@
-"""The kubeconfig files kubectl and the official client read, and the contexts they name: read before a run, so a
-`--context` that names none of them is a usage error, said before anything is asked."""
+"""The kubeconfig files kubectl reads (which the official client is given: clients/kube), and the contexts they name:
+read before a run, so a `--context` that names none of them is a usage error, said before anything is asked."""
 
 from __future__ import annotations
 
