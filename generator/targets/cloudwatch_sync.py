@@ -403,20 +403,24 @@ def _tags_as_planned(cloudwatch: CloudWatch, region: str, change: Change) -> Non
         raise _not_overwritten(change, f"it carries tags gpudash does not write ({_shown_tags(_people_s_tags(tags))})")
 
 
-def _alarms_shown(body: dict[str, Any]) -> set[str]:
+def _alarms_shown(body: dict[str, Any]) -> set[str] | None:
     """The alarms (ARNs) a dashboard shows: an alarm status widget's `alarms`, and a graph's alarm annotation
-    (`annotations.alarms`), as the console's "Add to dashboard" of an alarm writes them. (A body whose widgets are not
-    a list, which CloudWatch keeps none of, `_dashboards_showing` refuses first.)"""
+    (`annotations.alarms`), as the console's "Add to dashboard" of an alarm writes them. None for a body CloudWatch
+    keeps none of (PutDashboard refuses it): widgets not a list of objects, properties or annotations not objects,
+    alarms not a list of ARNs. Something else answered, and what it shows is not "no alarm"."""
     shown: set[str] = set()
     widgets = body.get("widgets", [])
-    for widget in widgets if isinstance(widgets, list) else ():
-        properties = widget.get("properties") if isinstance(widget, dict) else None
-        if not isinstance(properties, dict):
-            continue
-        annotations = properties.get("annotations")
-        for arns in (properties.get("alarms"), annotations.get("alarms") if isinstance(annotations, dict) else None):
-            if isinstance(arns, list):
-                shown.update(arn for arn in arns if isinstance(arn, str))
+    if not isinstance(widgets, list):
+        return None
+    for widget in widgets:
+        properties = widget.get("properties", {}) if isinstance(widget, dict) else None
+        annotations = properties.get("annotations", {}) if isinstance(properties, dict) else None
+        if not isinstance(annotations, dict):
+            return None
+        for arns in (properties.get("alarms", []), annotations.get("alarms", [])):
+            if not isinstance(arns, list) or not all(isinstance(arn, str) for arn in arns):
+                return None
+            shown.update(arns)
     return shown
 
 
@@ -431,13 +435,13 @@ def _dashboards_showing(cloudwatch: CloudWatch, region: str) -> dict[str, set[st
         raise
     except RemoteError as exc:
         return exc
-    odd = next((name for name, body in zip(names, bodies)
-                if body is not None and not isinstance(body.get("widgets", []), list)), None)
+    showing = {name: _alarms_shown(body) for name, body in zip(names, bodies) if body is not None}
+    odd = next((name for name, shown in showing.items() if shown is None), None)
     if odd is not None:  # (CloudWatch keeps no such body: something else answered)
-        return RemoteError(f"CloudWatch answered GetDashboard in {region} with a body whose widgets are not a list "
-                           "(not an API answer)", where=f"CloudWatch dashboard {odd}",
-                           hint=answer_hint(cloudwatch.endpoint_name))
-    return {name: shown for name, body in zip(names, bodies) if body is not None and (shown := _alarms_shown(body))}
+        return RemoteError(f"CloudWatch answered GetDashboard in {region} with a body whose widgets are not as "
+                           "CloudWatch keeps them (a list of objects, each alarm an ARN in a list; not an API answer)",
+                           where=f"CloudWatch dashboard {odd}", hint=answer_hint(cloudwatch.endpoint_name))
+    return {name: shown for name, shown in showing.items() if shown}
 
 
 def _showing(dashboards: dict[str, set[str]], change: Change) -> list[str]:

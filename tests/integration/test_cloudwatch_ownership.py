@@ -4,6 +4,7 @@ alarms, objects that move between plan and apply, batched deletes, two publisher
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 import pytest
 
@@ -471,14 +472,29 @@ def test_a_retired_alarm_a_persons_dashboard_shows_is_pruned_only_with_force(aws
     assert "ops-overview" in _dashboards(client)  # the person's dashboard is left as it was
 
 
-_ODD_BODY = json.dumps({"DashboardName": "ops-overview", "DashboardArn": "arn:aws:cloudwatch::1:dashboard/ops-overview",
-                        "DashboardBody": json.dumps({"widgets": 5})}).encode()
+_SOMEONE_ELSES = "arn:aws:cloudwatch:us-east-1:123456789012:alarm:someone-elses"
+
+
+def _odd_body(widgets) -> Callable[[bytes], bytes]:
+    """A GetDashboard answer for ops-overview whose body's `widgets` are `widgets`: none CloudWatch keeps."""
+    answer = json.dumps({"DashboardName": "ops-overview", "DashboardArn": "arn:aws:cloudwatch::1:dashboard/ops-overview",
+                         "DashboardBody": json.dumps({"widgets": widgets})}).encode()
+    return lambda body: answer
 
 
 @pytest.mark.parametrize("fault", [
     dict(action="status", status=400, body=json.dumps({"__type": "AccessDeniedException", "message": "not authorized "
                                                        "to perform: cloudwatch:GetDashboard"}).encode()),
-    dict(action="rewrite", callback=lambda body: _ODD_BODY)], ids=["denied", "widgets not a list"])
+    dict(action="rewrite", callback=_odd_body(5)),
+    dict(action="rewrite", callback=_odd_body([5])),
+    dict(action="rewrite", callback=_odd_body([{"type": "alarm", "properties": "alarms"}])),
+    dict(action="rewrite", callback=_odd_body([{"type": "alarm", "properties": {"alarms": _SOMEONE_ELSES}}])),
+    dict(action="rewrite", callback=_odd_body([{"type": "alarm", "properties": {"alarms": [{"arn": _SOMEONE_ELSES}]}}])),
+    dict(action="rewrite", callback=_odd_body([{"type": "metric", "properties": {"annotations": [_SOMEONE_ELSES]}}])),
+    dict(action="rewrite", callback=_odd_body([{"type": "metric", "properties": {"annotations": {
+        "alarms": _SOMEONE_ELSES}}}]))],
+    ids=["denied", "widgets not a list", "a widget not an object", "properties not an object",
+         "alarms not a list", "an alarm not an ARN", "annotations not an object", "annotated alarms not a list"])
 def test_a_retired_alarm_is_not_pruned_without_force_where_the_dashboards_cannot_be_read(proxied, published,
                                                                                          project_dir, fault):
     """A dashboard of the account that cannot be read (GetDashboard denied on it, or answered with a body CloudWatch
@@ -486,7 +502,7 @@ def test_a_retired_alarm_is_not_pruned_without_force_where_the_dashboards_cannot
     why."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
-    _persons_dashboard(client, "arn:aws:cloudwatch:us-east-1:123456789012:alarm:someone-elses", "status")
+    _persons_dashboard(client, _SOMEONE_ELSES, "status")
     fresh(proxy)
     proxy.inject(Rule(path="/", operation="GetDashboard", times=ALWAYS, contains=b"ops-overview", **fault))
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
