@@ -52,7 +52,7 @@ class _RenderedBody:
         if dashboard is None:  # (asked by dataclasses for a default: there is none)
             raise AttributeError("body")
         body = dashboard.__dict__["_held"]
-        return body.rendered() if type(body) is cloudwatch.PendingBody else body
+        return cloudwatch.rendered(body)
 
     def __set__(self, dashboard: Any, body: Any) -> None:
         dashboard.__dict__["_held"] = body

@@ -300,7 +300,7 @@ class BodyStrings:
 
     def _string(self, name: str, body: Any) -> list[bytes]:
         from .ownership import cloudwatch_stamp_of, stamped_cloudwatch_text
-        from .render.cloudwatch import PLAIN_NAME, PendingBody
+        from .render.cloudwatch import PLAIN_NAME, PendingBody, rendered
 
         if isinstance(body, str):  # a build read back holds each body as its stamped text
             return [json_string(body)]
@@ -316,20 +316,13 @@ class BodyStrings:
                 self.references[key] = _split_at_name(bodies, cluster)
             reference = self.references[key]
         if reference is None:
-            return [json_string(stamped_cloudwatch_text(_rendered(body), name, self.project))]
+            return [json_string(stamped_cloudwatch_text(rendered(body), name, self.project))]
         pieces, stamp_at, escaped = reference
         value = made[1].name.encode()  # a plain token: its escapes are itself
         # the pieces before the stamp joined by the name, then those after it (the name is between all others)
         around = (value.join(pieces[:stamp_at]), value.join(pieces[stamp_at:]))
         stamp = json_string(ascii_json(cloudwatch_stamp_of(around, name, self.project).decode()))[1:-1]
         return [b'"', *joined_by(escaped[:stamp_at], value), stamp, *joined_by(escaped[stamp_at:], value), b'"']
-
-
-def _rendered(body: Any) -> Any:
-    """The body itself of one a build holds pending (render.cloudwatch.PendingBody)."""
-    from .render.cloudwatch import PendingBody
-
-    return body.rendered() if type(body) is PendingBody else body
 
 
 # Two names that no definition holds, of other lengths and between them every kind of character a plain name holds

@@ -99,7 +99,7 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     request it was made from, by the resource's id (held, so no other object takes the id); `alarm_bound`, if given, gives the `nested_json_size_bound` of a
     cluster's alarm's resource from its request where it knows it (alarm_texts.AlarmTexts.bound: once per kind).
     """
-    from .cloudwatch import PendingBody
+    from .cloudwatch import rendered
 
     named: dict[str, list[Named]] = {cluster: [] for cluster, _ in clusters}
     # each cluster's resources, in template order: its dashboards, log group, alarms
@@ -107,7 +107,7 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     for name, owner, body, alike in sorted(dashboards, key=lambda item: item[0]):
         size = measured.get(alike) if alike is not None else None
         if size is None:
-            size = _body_bytes(body.rendered() if type(body) is PendingBody else body)
+            size = _body_bytes(rendered(body))
             if alike is not None:
                 measured[alike] = size
         named[owner].append(("Dashboard", name, {

@@ -1076,9 +1076,14 @@ class PendingBody:
         return self._body is not None and self._body is body
 
     def __eq__(self, other: Any) -> bool:
-        return self.rendered() == (other.rendered() if isinstance(other, PendingBody) else other)
+        return self.rendered() == rendered(other)
 
     __hash__ = None  # (a dict's)
+
+
+def rendered(body: Any) -> dict[str, Any]:
+    """The body itself of one held as a build holds it: a PendingBody's, rendered now if it was not, else `body`."""
+    return body.rendered() if type(body) is PendingBody else body
 
 
 def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog,
