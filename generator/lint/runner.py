@@ -62,7 +62,7 @@ NOTE_RULES = [
          _notes("AL027")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
-AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007", "AG008", "AG009"})
+AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007", "AG008", "AG009", "AG010"})
 
 
 # Every rule family, in the order lint lists and runs them.

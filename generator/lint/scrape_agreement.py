@@ -1,7 +1,7 @@
-"""What a build's panels and alarms count on, hand-edited in the build where no rule compares it with what gpudash
-writes: the Prometheus exporter job's sample_limit (a scrape over it fails whole; the agent's jobs are compared whole by
-AG008) and the units the agent publishes each field in (the catalog's). Each is a warning that names what goes
-wrong."""
+"""What a build counts on, hand-edited in the build where no rule compares it with what gpudash writes: the Prometheus
+exporter job's sample_limit (a scrape over it fails whole; the agent's jobs are compared whole by AG008), the units
+the agent publishes each field in (the catalog's), and the EMF log group a classic agent writes (the one the stack
+gives its retention). Each is a warning that names what goes wrong."""
 
 from __future__ import annotations
 
@@ -73,8 +73,34 @@ def units_kept(subject: LintInput) -> Iterable[Finding]:
                           f"fix: leave the units as gpudash writes them (`gpudash metrics` lists each field's)")
 
 
+def log_group_kept(subject: LintInput) -> Iterable[Finding]:
+    """agent.pipeline: classic: the agent writes the EMF log group the cluster's CloudFormation stack creates with
+    agent.log_retention_days (render/agent.unexpiring_log_groups: the JSON path gives awsemf no retention of its own;
+    the OTel pipeline writes one on any group it creates, and without agent.log_group_in_stack generate warns)."""
+    from ..render.agent import log_group
+
+    settings = subject.settings
+    if not settings.agent.log_group_in_stack:
+        return
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None or agent.otel is not None:
+            continue
+        written, meant = _prometheus(subject, cluster).get("log_group_name"), log_group(cluster)
+        if written == meant:
+            continue
+        yield Finding("AG010", "warning", f"{agent_file(cluster.name)} {AGENT_KEY} log_group_name",
+                      f"{written!r} where gpudash writes {meant!r}, the group the cluster's CloudFormation stack "
+                      f"creates with a retention of agent.log_retention_days ({settings.agent.log_retention_days} "
+                      f"days): the agent creates {written!r} with none (its JSON path gives the group no retention), so "
+                      f"it never expires and its storage grows every month beyond what `gpudash cost` prices, and "
+                      f"the stack's group stays empty; fix: leave log_group_name as gpudash writes it")
+
+
 RULES = (
     Rule("AG009", "the agent publishes each DCGM field in the catalog's unit (a warning)", units_kept),
+    Rule("AG010", "a classic agent writes the EMF log group its cluster's stack creates with agent.log_retention_days "
+                  "(a warning)", log_group_kept),
     Rule("PR008", "the Prometheus exporter job's sample_limit is not one an exporter on a node of 8 GPUs (of 7 MIG "
                   "instances each, unless exporter.mig: none) goes over (a warning)", sample_limit_fits),
 )

@@ -1,7 +1,9 @@
 """A build edited by hand where lint said nothing: the Prometheus exporter job's sample_limit lowered under what one
 exporter sends (Prometheus fails such a scrape whole: every series of the target is dropped), and a unit the agent
 publishes a field in that is not the catalog's (CloudWatch labels, never converts; a metric of two units leaves an
-alarm without Unit undefined). Each is a warning naming what goes wrong."""
+alarm without Unit undefined), and the EMF log group a classic agent writes named otherwise than the one its stack
+gives a retention (the agent creates that one with none: it never expires). Each is a warning naming what goes
+wrong."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from generator.lint.runner import all_rules
 from generator.project import load_project
 from tests.support.lint_input import lint_input
 
-RULES = ("AG009", "PR008")
+RULES = ("AG009", "AG010", "PR008")
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +101,28 @@ def test_a_unit_other_than_the_catalogs_is_a_warning_naming_the_field(projects, 
     assert "where its unit is Megabytes (the counters CSV's help text): CloudWatch keeps the number as sent and " \
            "only labels it (no conversion)" in said[0]
     assert "an alarm naming no unit (as gpudash's) behaves unpredictably on it" in said[0]
+
+
+def _log_group_edited(artifacts, name: str):
+    agent = artifacts.agents[0]
+    if agent.otel is not None:
+        otel = copy.deepcopy(agent.otel)
+        otel["exporters"]["awsemf/gpudash"]["log_group_name"] = name
+        agent = replace(agent, otel=otel)
+    else:
+        config = copy.deepcopy(agent.config)
+        config["logs"]["metrics_collected"]["prometheus"]["log_group_name"] = name
+        agent = replace(agent, config=config)
+    return replace(artifacts, agents=(agent, *artifacts.agents[1:]))
+
+
+def test_a_classic_agents_log_group_other_than_the_stacks_is_a_warning_saying_it_never_expires(projects, builds):
+    (said,) = _said(projects["classic"], _log_group_edited(builds["classic"], "/gpu/emf"))
+    assert said == ("AG010 warning k8s/cwagent-prometheus-config-gpu-cluster.yaml cwagentconfig.json log_group_name: "
+                    "'/gpu/emf' where gpudash writes '/aws/containerinsights/gpu-cluster/prometheus', the group the "
+                    "cluster's CloudFormation stack creates with a retention of agent.log_retention_days (7 days): "
+                    "the agent creates '/gpu/emf' with none (its JSON path gives the group no retention), so it never "
+                    "expires and its storage grows every month beyond what `gpudash cost` prices, and the stack's "
+                    "group stays empty; fix: leave log_group_name as gpudash writes it")
+    # the OTel pipeline's awsemf gives any group it creates agent.log_retention_days
+    assert _said(projects["otel"], _log_group_edited(builds["otel"], "/gpu/emf")) == []
