@@ -27,7 +27,8 @@ refused is said, never read as none.
   read, and said in docs/publishing.md.
 - Alert rules: a Grafana-managed alert rule links itself to a dashboard by its annotation `__dashboardUid__` (GET
   /api/v1/provisioning/alert-rules lists every rule of the organization, for an account with alerting's provisioning
-  read: an organization Admin's); the delete leaves it linking to nothing.
+  read: an organization Admin's; Grafana 11 and later answer one that reads rules by folder the rules of the folders it
+  may read, leaving out the others: read as all only over every folder); the delete leaves it linking to nothing.
 """
 
 from __future__ import annotations
@@ -117,9 +118,29 @@ def read_homes(client: GrafanaClient, fresh: bool = False) -> dict[str, tuple[st
     return attempt(read)
 
 
+# the actions with which Grafana answers the alert rules' read with every rule of the organization (organization scope)
+RULES_PROVISIONING_READS = ("alert.provisioning:read", "alert.rules.provisioning:read", "alert.provisioning.secrets:read")
+# what an account reading alert rules by folder must hold over every folder for that answer to hold every rule
+RULES_BY_FOLDER = (("alert.rules:read", "folders:uid:"), ("folders:read", "folders:uid:"))
+
+
 def read_alert_rules(client: GrafanaClient) -> list[dict[str, Any]] | Unread:
-    """Every Grafana-managed alert rule, or Unread (a read refused or not a valid answer)."""
-    return attempt(client.alert_rules)
+    """Every Grafana-managed alert rule, or Unread: a read refused or not a valid answer, or an account whose
+    permissions (as last read) do not read every rule. Grafana 11 and later answer an account without alerting's
+    provisioning read that reads rules by folder (alert.rules:read and folders:read) with the rules of the folders it
+    may read, leaving out the others instead of refusing."""
+    def read() -> list[dict[str, Any]] | Unread:
+        permissions = client.permissions()
+        if permissions is None:
+            why = NO_PERMISSIONS
+        elif not any(action in permissions for action in RULES_PROVISIONING_READS) and \
+                "alert.rules:read" in permissions and not all(_over_all(permissions, *held) for held in RULES_BY_FOLDER):
+            why = "it reads alert rules by folder, not over every folder, and has no alerting's provisioning read"
+        else:  # (an account that reads no rule at all is refused: said as such)
+            return client.alert_rules()
+        return Unread(f"are not all shown to gpudash's account ({why}): Grafana answers the rules of the folders an "
+                      "account may read, leaving out the others instead of refusing")
+    return attempt(read)
 
 
 LINKED_DASHBOARD = "__dashboardUid__"  # the annotation by which an alert rule links itself to a dashboard

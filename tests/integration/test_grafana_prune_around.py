@@ -357,6 +357,27 @@ def test_a_retired_dashboard_an_alert_rule_links_to_is_not_pruned_without_force(
     assert code == 0 and TEAM not in grafana.state.dashboards, stderr
 
 
+@pytest.mark.parametrize("scopes", [["folders:uid:gpu"], ["folders:*"]], ids=["some folders", "every folder"])
+def test_alert_rules_answered_by_folder_are_read_as_all_only_over_every_folder(grafana, run, tmp_path, scopes):
+    """Grafana 11 and later answer the alert rules' read to an account without alerting's provisioning read that
+    reads rules by folder (alert.rules:read and folders:read) with the rules of the folders it may read, leaving the
+    others out instead of refusing. Alice's rule in the folder `alerts` links to the retired dashboard: an account
+    reading the folder `gpu` alone was answered no rule, and --prune deleted the dashboard, exit 0. Now the rules are
+    read as all only where its permissions cover every folder (then the rule is named); else the prune needs --force,
+    saying why."""
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
+    rule = grafana.alert_rule("Team A GPUs idle", TEAM)
+    held = grafana.state.permissions[ADMIN]
+    grafana.state.permissions[ADMIN] = {**{k: v for k, v in held.items() if k != "alert.provisioning:read"},
+                                        "alert.rules:read": scopes, "folders:read": scopes}
+    code, stdout, stderr = push_json(run, "--config", pruning, "--prune")
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
+    said = (f"alert rule(s) 'Team A GPUs idle' ({rule}) link themselves to it" if scopes == ["folders:*"] else
+            "the alert rules, which may link themselves to it")
+    assert said in stdout, stdout
+    grafana.state.permissions[ADMIN] = held
+
+
 def test_an_alert_rule_linked_between_the_plan_and_the_delete_is_not_deleted_even_forced(grafana):
     client, changes = _planned(grafana)
     rule = grafana.alert_rule("Team A GPUs idle", TEAM)

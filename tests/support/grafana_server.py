@@ -141,8 +141,9 @@ class State:
     org_home: str = ""
     teams: list[dict[str, Any]] = field(default_factory=list)
     team_homes: dict[int, str] = field(default_factory=dict)
-    # Grafana-managed alert rules (GET /api/v1/provisioning/alert-rules answers them to an account with alerting's
-    # provisioning read: an organization Admin's); one links itself to a dashboard by its __dashboardUid__ annotation,
+    # Grafana-managed alert rules (GET /api/v1/provisioning/alert-rules answers them all to an account with alerting's
+    # provisioning read, an organization Admin's, and those of the folders it may read to one reading rules by folder:
+    # _alert_rules); one links itself to a dashboard by its __dashboardUid__ annotation,
     # which Grafana's delete of the dashboard leaves naming nothing
     alert_rules: list[dict[str, Any]] = field(default_factory=list)
     # dashboard uid -> the file a provisioning provider writes it from (Grafana's meta.provisionedExternalId), and
@@ -166,6 +167,15 @@ def _listed(version: dict[str, Any]) -> dict[str, Any]:
     if version["parentVersion"] == 0:
         message = "Initial save"
     return {**version, "message": message}
+
+
+def _covers(scopes: list[str], target: str) -> bool:
+    """Whether one of `scopes` grants the scope `target` (itself, or a wildcard over it), as Grafana evaluates them."""
+    return any(scope == target or (scope.endswith("*") and target.startswith(scope[:-1])) for scope in scopes)
+
+
+# the actions with which Grafana answers the alert rules' read with every rule of the organization (organization scope)
+RULES_PROVISIONING_READS = ("alert.provisioning:read", "alert.rules.provisioning:read", "alert.provisioning.secrets:read")
 
 
 def _slug(title: str) -> str:
@@ -618,9 +628,7 @@ class GrafanaTestServer(LoopbackServer):
                     return 403, {"message": "You'll need additional permissions to perform this action."}, None
                 return 200, self._preferences(self.state.org_home), "/org/preferences"
             if method == "GET" and path == "/api/v1/provisioning/alert-rules":
-                if "alert.provisioning:read" not in (self.state.permissions.get(token) or {}):
-                    return 403, {"message": "You'll need additional permissions to perform this action."}, None
-                return 200, self.state.alert_rules, "/v1/provisioning/alert-rules"
+                return self._alert_rules(self.state.permissions.get(token) or {})
             if method == "GET" and path == "/api/teams/search":
                 return self._teams(query)
             if method == "GET" and (m := re.fullmatch(r"/api/teams/([0-9]+)/preferences", path)):
@@ -810,8 +818,7 @@ class GrafanaTestServer(LoopbackServer):
                 return True
             entry = self.state.dashboards.get(annotation["dashboardUID"]) or {}
             targets = [f"dashboards:uid:{annotation['dashboardUID']}", f"folders:uid:{entry.get('folderUid')}"]
-            return any(scope == target or (scope.endswith("*") and target.startswith(scope[:-1]))
-                       for scope in scopes for target in targets)
+            return any(_covers(scopes, target) for target in targets)
 
         found = [a for a in reversed(self.state.annotations) if readable(a)]
         uid, dashboard_id = query.get("dashboardUID", [""])[0], query.get("dashboardId", [""])[0]
@@ -838,8 +845,7 @@ class GrafanaTestServer(LoopbackServer):
         scopes = (self.state.permissions.get(token) or {}).get("dashboards.permissions:read", [])
         targets = [f"dashboards:uid:{uid}", f"folders:uid:{entry['folderUid']}"]
         admin = any(e.get("userLogin") == login and e["permission"] == 4 for e in own)
-        if not admin and not any(scope == target or (scope.endswith("*") and target.startswith(scope[:-1]))
-                                 for scope in scopes for target in targets):
+        if not admin and not any(_covers(scopes, target) for target in targets):
             return 403, {"message": "You'll need additional permissions to perform this action."}, path
         title = str(entry["dashboard"].get("title", ""))
         about = {"dashboardId": entry["id"], "folderUid": entry["folderUid"], "uid": uid, "title": title,
@@ -854,9 +860,22 @@ class GrafanaTestServer(LoopbackServer):
         def readable(e: dict[str, Any]) -> bool:
             action, target = (("teams:read", f"teams:id:{e['teamId']}") if e.get("teamId") else
                               ("org.users:read", f"users:id:{e['userId']}") if e.get("userId") else (None, None))
-            return action is None or any(scope == target or (scope.endswith("*") and target.startswith(scope[:-1]))
-                                         for scope in held.get(action, []))
+            return action is None or _covers(held.get(action, []), target)
         return 200, [e for e in answer if readable(e)], path
+
+    def _alert_rules(self, held: dict[str, list[str]]):
+        """GET /api/v1/provisioning/alert-rules: every rule of the organization to an account with alerting's
+        provisioning read; to one that reads alert rules by folder (alert.rules:read and folders:read, as Grafana 11
+        and later let it), the rules of the folders both cover, leaving out the others instead of refusing; else
+        refused."""
+        path = "/v1/provisioning/alert-rules"
+        if any(action in held for action in RULES_PROVISIONING_READS):
+            return 200, self.state.alert_rules, path
+        if "alert.rules:read" in held and "folders:read" in held:
+            return 200, [rule for rule in self.state.alert_rules
+                         if all(_covers(held[action], f"folders:uid:{rule['folderUID']}")
+                                for action in ("alert.rules:read", "folders:read"))], path
+        return 403, {"message": "You'll need additional permissions to perform this action."}, None
 
     @staticmethod
     def _preferences(home: str) -> dict[str, Any]:
