@@ -124,11 +124,14 @@ class Loaded:
     value: Any
     source: Path
     line: int | None = None
+    # `folder/file.py:line`, as every message names a definition (shown_path: not where the project is), named as it
+    # loads: a message said after the loading (a grafanalib dashboard written as JSON) names two folders of one name
+    # apart too (model.named_apart)
+    where: str = field(init=False, compare=False)
 
-    @property
-    def where(self) -> str:
-        """`folder/file.py:line`, as every message names a definition (shown_path: not where the project is)."""
-        return f"{shown_path(self.source)}:{self.line}" if self.line else shown_path(self.source)
+    def __post_init__(self) -> None:
+        shown = shown_path(self.source)
+        object.__setattr__(self, "where", f"{shown}:{self.line}" if self.line else shown)
 
 
 class TimeLimit(BaseException):

@@ -16,16 +16,22 @@ def dashboards(ctx):
 """
 
 
-def test_two_folders_of_one_name_are_told_apart(tmp_path, monkeypatch, cli):
-    for team, field in (("ml", "DCGM_FI_DEV_GPU_UTIL"), ("infer", "DCGM_FI_DEV_GPU_UTILL")):
+def _generated_by_two_teams(tmp_path, monkeypatch, cli, name: str, ml: str, infer: str) -> tuple[int, str]:
+    """generate's exit code and stderr where teams/ml/dashboards and teams/infer/dashboards each hold `name`."""
+    for team, text in (("ml", ml), ("infer", infer)):
         folder = tmp_path / "teams" / team / "dashboards"
         folder.mkdir(parents=True)
-        (folder / "gpu.py").write_text(DASHBOARD.format(id=team, field=field))
+        (folder / name).write_text(text)
     (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [teams/ml/dashboards, teams/infer/dashboards]\n")
     monkeypatch.chdir(tmp_path)
-
     code, _, stderr = cli("generate", "--out", str(tmp_path / "build"), env={"GPUDASH_CONFIG": None})
+    return code, stderr
 
+
+def test_two_folders_of_one_name_are_told_apart(tmp_path, monkeypatch, cli):
+    code, stderr = _generated_by_two_teams(tmp_path, monkeypatch, cli, "gpu.py",
+                                           DASHBOARD.format(id="ml", field="DCGM_FI_DEV_GPU_UTIL"),
+                                           DASHBOARD.format(id="infer", field="DCGM_FI_DEV_GPU_UTILL"))
     assert code == 2 and "unknown metric DCGM_FI_DEV_GPU_UTILL" in stderr
     assert "error: teams/infer/dashboards/gpu.py:6: " in stderr, stderr
 
@@ -84,3 +90,19 @@ def test_a_project_loaded_after_another_leaves_the_first_ones_places_as_they_wer
     for team in ("train", "serve"):
         said = requests[f"{team}-hot"]["AlarmDescription"]
         assert f"(teams/{team}/alarms/hot.py, rule {team}-hot)" in said, said
+
+
+GRAFANALIB = """from grafanalib.core import Dashboard
+
+dashboard = Dashboard(title="Legacy {team}", uid="legacy-{team}", panels=[{panel}])
+"""
+
+
+def test_a_grafanalib_dashboards_place_is_told_apart_where_it_is_written(tmp_path, monkeypatch, cli):
+    """A grafanalib dashboard is written as JSON after the definitions have loaded: a mistake found then names its
+    file apart from the other folder of that name, as one found while loading does."""
+    code, stderr = _generated_by_two_teams(tmp_path, monkeypatch, cli, "legacy.py",
+                                           GRAFANALIB.format(team="ml", panel=""),
+                                           GRAFANALIB.format(team="infer", panel="object()"))
+    assert code == 2 and "the grafanalib dashboard cannot be written as JSON" in stderr, stderr
+    assert "error: teams/infer/dashboards/legacy.py:3: " in stderr, stderr
