@@ -815,11 +815,11 @@ ALARM_TAG_KEYS = frozenset({ALARM_OWNER_TAG["Key"], ALARM_RULE_TAG, ALARM_HASH_T
 AWS_TAG_PREFIX = "aws:"  # tag keys only AWS writes (CloudFormation's, for one); a user cannot add or change them
 
 
-def tags_of_others(tags: list[dict[str, str]]) -> list[dict[str, str]]:
-    """An alarm's tags that neither gpudash nor AWS writes: a person's or another tool's, added since gpudash wrote
-    it (its evidence covers its fields and its ownership marks, not these)."""
-    return [t for t in tags if t.get("Key") not in ALARM_TAG_KEYS
-            and not str(t.get("Key", "")).startswith(AWS_TAG_PREFIX)]
+def tags_of_others(tags: list[dict[str, str]], ours: frozenset[str] = ALARM_TAG_KEYS) -> list[dict[str, str]]:
+    """An object's tags that neither gpudash (keys `ours`: an alarm's by default; a dashboard carries none) nor AWS
+    writes: a person's or another tool's, added since gpudash wrote it (an alarm's evidence covers its fields and its
+    ownership marks, a dashboard's stamp its body, not these)."""
+    return [t for t in tags if t.get("Key") not in ours and not str(t.get("Key", "")).startswith(AWS_TAG_PREFIX)]
 
 
 def alarm_owned(tags: list[dict[str, str]]) -> bool:

@@ -51,7 +51,7 @@ from ..ownership import (OLDER, OTHER, OURS, UNMODELLED, UNVOUCHED, Record, alar
                          keeping_marks, lineage, marks_intact, publication_tags, published_elsewhere,
                          read_alarm_evidence, read_cloudwatch_stamp, renamed_evidence, same_but_publication,
                          same_publication_kind, legacy_alarm_hash, tags_of_others, unconfirmed, unknown_settings,
-                         written_as_is, evidence_current, AWS_TAG_PREFIX)
+                         written_as_is, evidence_current)
 from ..serialize import compact_json
 from . import prune_guard
 from .cloudwatch_listings import alarms_listed, dashboards_listed
@@ -362,9 +362,8 @@ def _read_dashboard_tags(cloudwatch: CloudWatch, region: str, name: str) -> list
 
 
 def _people_s_tags(tags: list[dict[str, str]]) -> list[dict[str, str]]:
-    """A dashboard's tags that AWS did not write (`aws:` keys, CloudFormation's): gpudash writes none on a dashboard,
-    so each of them is a person's or another tool's."""
-    return [t for t in tags if not str(t.get("Key", "")).startswith(AWS_TAG_PREFIX)]
+    """A dashboard's tags a person or another tool put on it: gpudash writes none on a dashboard."""
+    return tags_of_others(tags, ours=frozenset())
 
 
 def _judge_dashboard_tags(change: Change, tags: list[dict[str, str]] | RemoteError) -> None:

@@ -345,6 +345,24 @@ def test_a_retired_dashboard_whose_tags_cannot_be_read_is_pruned_only_with_force
     assert [n for n in _dashboards(client) if other_cluster(n)] == []
 
 
+def test_aws_own_tags_on_a_retired_dashboard_need_no_force(proxied, published, project_dir):
+    """Tags only AWS writes (`aws:` keys, as CloudFormation's aws:cloudformation:stack-name) are no person's: a
+    retired dashboard carrying them is pruned without --force, by the plan and by the look before its delete."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    fresh(proxy)
+
+    def with_aws_tag(body: bytes) -> bytes:
+        answer = json.loads(body)
+        return json.dumps({**answer, "Tags": answer["Tags"] + [
+            {"Key": "aws:cloudformation:stack-name", "Value": "gpu-dashboards"}]}).encode()
+    proxy.inject(Rule(path="/", operation="ListTagsForResource", action="rewrite", times=ALWAYS,
+                      contains=b":dashboard/", callback=with_aws_tag))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 0 and report["refused"] == [], (report["refused"], stderr)
+    assert [n for n in _dashboards(client) if other_cluster(n)] == []
+
+
 def _forced_prune_after(proxy, person):
     """The default settings' plan of pruning the cluster `other` (published with TWO_CLUSTERS), then `person(changes)`
     acting on the account, then that plan applied with --prune --force: the outcomes."""
