@@ -199,7 +199,7 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
     for item in project.grafanalib_dashboards:
         model = _grafanalib_json(item)
         model["uid"] = _grafanalib_uid(model)
-        result.append(GrafanaDashboard(model["uid"], model.get("title", ""), str(item.source), model))
+        result.append(GrafanaDashboard(model["uid"], model.get("title", ""), item.where, model))
     for dashboard in result:
         tags = dashboard.model.setdefault("tags", [])
         if GRAFANA_OWNER_TAG not in tags:

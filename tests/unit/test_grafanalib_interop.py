@@ -149,3 +149,13 @@ def test_grafanalib_rows_are_linted_without_overlaps_grafana_does_not_draw(cli, 
     _, stdout, _ = cli("lint", "--config", str(config), "--output", "json")
     findings = [f for f in json.loads(stdout)["findings"] if "legacy-rows" in f["where"]]
     assert findings and not [f for f in findings if f["rule"] == "GF009"]
+
+
+def test_two_grafanalib_dashboards_of_one_uid_are_named_as_every_definition_is(tmp_path, cli, project_dir):
+    """The refusal of a uid two dashboards give names each grafanalib file as a neutral definition is named
+    (folder/file.py:line), never by where the project is checked out."""
+    config = project_dir(dashboards={"a.py": GRAFANALIB_FILE, "b.py": GRAFANALIB_FILE})
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "build"))
+    (error,) = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert code == 2 and error == "error: dashboards/b.py:4: Grafana uid 'legacy-gpu' is used twice (also by " \
+                                  "dashboards/a.py:4)", stderr
