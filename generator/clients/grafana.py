@@ -749,8 +749,9 @@ class GrafanaClient:
         found = self._request("GET", "/api/v1/provisioning/alert-rules", what=what)
         ok = isinstance(found, list) and all(
             isinstance(r, dict) and isinstance(r.get("uid"), str) and isinstance(r.get("title"), str)
-            and isinstance(r.get("annotations") or {}, dict) for r in found)
-        return self._shape(found, ok, what, "a list of alert rules, each with its uid, title and annotations")
+            and isinstance(r.get("annotations") or {}, dict)
+            and all(isinstance(value, str) for value in (r.get("annotations") or {}).values()) for r in found)
+        return self._shape(found, ok, what, "a list of alert rules, each with its uid, title and annotations (text)")
 
     def teams(self) -> list[dict[str, Any]]:
         """Every team of the organization the account may read (GET /api/teams/search, page by page to `totalCount`),
