@@ -102,12 +102,12 @@ def unlisted(permissions: dict[str, list[str]] | None) -> str | None:
 ORGANIZATION = "the organization"
 
 
-def read_homes(client: GrafanaClient, fresh: bool = False) -> dict[str, tuple[str, int]] | Unread:
+def read_homes(client: GrafanaClient) -> dict[str, tuple[str, int]] | Unread:
     """The home dashboard (uid, id) the organization's preferences and each team's name, by whose they are
     (ORGANIZATION, "team 'noc'"); Unread where they cannot all be read: a read refused or not a valid answer, or an
-    account whose permissions (read again if `fresh`) do not read every team, whose teams Grafana's search leaves out."""
+    account whose permissions (as last read) do not read every team, whose teams Grafana's search leaves out."""
     def read() -> dict[str, tuple[str, int]] | Unread:
-        permissions = client.permissions(fresh=True) if fresh else client.permissions()
+        permissions = client.permissions()
         if permissions is None or not _over_all(permissions, *TEAM_READS):
             why = NO_PERMISSIONS if permissions is None else f"it has no {TEAM_READS[0]} over all of them"
             return Unread(f"are not all shown to gpudash's account ({why}): Grafana's team search leaves out the "
