@@ -106,20 +106,29 @@ def _grouped(request: dict) -> str | None:
 
 
 @lru_cache(maxsize=None)
-def _points(story: str, hot: frozenset[int]):
-    """The datapoints every alarm of `story` reads, through the build's agent model."""
+def _points(story: str, hot: frozenset[int], alone: str | None = None):
+    """The datapoints every alarm of `story` reads, through the build's agent model; `alone`: only those the alarm of
+    that name reads, scraped only over the widest evaluation range the model judges it at (cloudwatch_eval.alarm:
+    EvaluationPeriods + EXTRA_PERIODS of its period) and a scrape interval before it: an alarm reads no datapoint of
+    another metric nor of a time before its range."""
     config, job = agent_config(_files()[AGENT_FILE])
-    reads = cloudwatch_eval.reads(*[r for name, r in _requests().items() if STORIES.get(name, ("",))[0] == story])
+    reads = cloudwatch_eval.reads(*[r for name, r in _requests().items()
+                                    if (name == alone if alone else STORIES.get(name, ("",))[0] == story)])
+    start = START
+    if alone:
+        request = _requests()[alone]
+        period = max(metric["Period"] for metric in request["Metrics"] if "Period" in metric)
+        start = max(START, END - (request["EvaluationPeriods"] + cloudwatch_eval.EXTRA_PERIODS) * period - 2 * STEP)
     if story == "nodes":  # 505 nodes of one GPU each: the last serves no DCGM series (its host engine lost)
         targets = exporter_targets(job, 505)
         page = lambda n: (f'# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="GPU-{n}-0",'
                           f'device="nvidia0",modelName="NVIDIA A100",Hostname="node-{n}"}} 60\n')
         scrapes = [Scrape(float(t), "" if n in hot else page(n), targets[n])
-                   for t in range(START, END, STEP) for n in range(505)]
+                   for t in range(start, END, STEP) for n in range(505)]
     else:
         targets = exporter_targets(job, NODES)
         scrapes = [Scrape(float(t), _page(n, t, set(hot), story == "mig"), targets[n])
-                   for t in range(START, END, STEP) for n in range(NODES)]
+                   for t in range(start, END, STEP) for n in range(NODES)]
     return Agent(config, job, only=reads).run(scrapes)
 
 
@@ -156,14 +165,15 @@ def test_past_100_contributors_in_alarm_cloudwatch_names_100_plus():
     at most 100 ("100+ time series evaluated to ALARM"): the model will not say which (ContributorsCapped), and gives
     every series it evaluated when asked."""
     request = _requests()["gpu-temp-critical-critical"]
-    points = _points("whole", frozenset(range(LAST - 149, LAST + 1)))
+    points = _points("whole", frozenset(range(LAST - 149, LAST + 1)), "gpu-temp-critical-critical")
     with pytest.raises(cloudwatch_eval.ContributorsCapped):
         cloudwatch_eval.alarm(request, points, END)
     states = cloudwatch_eval.alarm(request, points, END, evaluated=True)
     assert sum(state == "ALARM" for state in states.values()) == 150
     assert cloudwatch_eval.state_reason(states) == "100+ time series evaluated to ALARM"
     assert cloudwatch_eval.alarm_state(states) == "ALARM"
-    few = cloudwatch_eval.alarm(request, _points("whole", frozenset(range(LAST - 94, LAST + 1))), END)
+    few = cloudwatch_eval.alarm(request, _points("whole", frozenset(range(LAST - 94, LAST + 1)),
+                                                                    "gpu-temp-critical-critical"), END)
     assert cloudwatch_eval.state_reason(few) == "95 out of 500 time series evaluated to ALARM"
 
 
