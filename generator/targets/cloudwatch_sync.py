@@ -476,7 +476,12 @@ def _free_of_dashboards(cloudwatch: CloudWatch, region: str, deletes: list[Chang
     right before the deletes: one shown since is `record`ed failed (--force agreed to what the plan showed), and where
     they cannot be read again, each the plan read them for."""
     what = f"CloudWatch alarms in {region}"
-    dashboards = _dashboards_showing(cloudwatch, region)
+    try:
+        dashboards = _dashboards_showing(cloudwatch, region)
+    except DeadlineExceeded as exc:  # stopped: none is deleted, each saying so (as _free_of_composites does), and the
+        for change in deletes:        # report keeps what was done before
+            record(change, error=exc)
+        return []
     free = []
     for change in deletes:
         planned = (change.live or {}).get("dashboards")
