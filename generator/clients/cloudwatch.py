@@ -290,6 +290,12 @@ def _mask_credentials(session) -> None:
         redact.secret(found.token)
 
 
+def _names_dashboard(arn: Any, name: str) -> bool:
+    """Whether `arn` is the dashboard `name`'s ARN (arn:<partition>:cloudwatch::<account>:dashboard/<name>)."""
+    return isinstance(arn, str) and re.fullmatch(r"arn:[a-z-]+:cloudwatch::[0-9]*:dashboard/" + re.escape(name),
+                                                 arn) is not None
+
+
 class CloudWatch:
     """botocore clients per Region and service, one pacer, errors turned into RemoteError."""
 
@@ -327,6 +333,9 @@ class CloudWatch:
         self.clients: dict[tuple[str, str], Any] = {}
         self.notes: list[str] = []  # things the user should know that are not failures
         self.without_log_alarms: set[str] = set()  # Regions whose CloudWatch refused AlarmTypes LogAlarm
+        # dashboard name -> its ARN, as a GetDashboard answer gave it (a name's ARN never changes: its tags are read by
+        # it without asking GetDashboard again)
+        self.dashboard_arns: dict[str, str] = {}
         self.lock = threading.Lock()
         self.local = threading.local()  # `backoffs` of the calls this thread made: see `backoffs`
 
@@ -545,25 +554,30 @@ class CloudWatch:
         if not isinstance(body, dict):
             raise RemoteError(f"CloudWatch answered GetDashboard in {region} with a body that is not a JSON object",
                               where=what, hint=answer_hint(self.endpoint_name))
+        if _names_dashboard(answer.get("DashboardArn"), name):  # (one that does not: dashboard_tags asks again)
+            self.dashboard_arns[name] = answer["DashboardArn"]
         return body
 
     def dashboard_tags(self, region: str, name: str) -> list[dict[str, str]] | None:
-        """A dashboard's tags (ListTagsForResource on the ARN GetDashboard gives it); None when there is no such
-        dashboard (deleted since it was read). A dashboard takes tags (TagResource) as an alarm does, and its delete
-        takes them with it; gpudash writes none. An answer without the dashboard's ARN, or one naming another
+        """A dashboard's tags (ListTagsForResource on the ARN a GetDashboard answer gave it); None when there is no
+        such dashboard (deleted since it was read). A dashboard takes tags (TagResource) as an alarm does, and its
+        delete takes them with it; gpudash writes none. An answer without the dashboard's ARN, or one naming another
         dashboard, is not an API answer: its tags are not known to be none."""
         from botocore.exceptions import ClientError
 
         what = f"CloudWatch dashboard {name}"
-        try:
-            arn = self.call(region, "GetDashboard", what, DashboardName=name).get("DashboardArn")
-        except ClientError:  # ResourceNotFound only
-            return None
-        if not isinstance(arn, str) or not re.fullmatch(r"arn:[a-z-]+:cloudwatch::[0-9]*:dashboard/" + re.escape(name),
-                                                         arn):
-            raise RemoteError(f"CloudWatch answered GetDashboard in {region} with something that is not an API answer "
-                              f"(asked for the dashboard {name}, its ARN is {'missing' if arn is None else repr(arn)})",
-                              where=what, hint=answer_hint(self.endpoint_name))
+        arn = self.dashboard_arns.get(name)
+        if arn is None:
+            try:
+                arn = self.call(region, "GetDashboard", what, DashboardName=name).get("DashboardArn")
+            except ClientError:  # ResourceNotFound only
+                return None
+            if not _names_dashboard(arn, name):
+                raise RemoteError(f"CloudWatch answered GetDashboard in {region} with something that is not an API "
+                                  f"answer (asked for the dashboard {name}, its ARN is "
+                                  f"{'missing' if arn is None else repr(arn)})", where=what,
+                                  hint=answer_hint(self.endpoint_name))
+            self.dashboard_arns[name] = arn
         try:
             return self.call(region, "ListTagsForResource", what, ResourceARN=arn)["Tags"]
         except ClientError:  # its not-found code only (NOT_FOUND_CODES): every other error is a RemoteError
