@@ -443,6 +443,12 @@ def _dashboards_showing(cloudwatch: CloudWatch, region: str) -> dict[str, set[st
     return {name: shown for name, shown in showing.items() if shown}
 
 
+def _which(failure: RemoteError) -> str:
+    """A failed read of the account's dashboards as a plan's line says it: the dashboard (or listing) it was of, then
+    what failed: of thousands, the one an IAM policy denies is named."""
+    return f"{failure.where}: {failure.what}" if failure.where else failure.what
+
+
 def _showing(dashboards: dict[str, set[str]], change: Change) -> list[str]:
     arn = (change.live or {}).get("arn")
     return sorted(name for name, shown in dashboards.items() if arn in shown)
@@ -461,7 +467,7 @@ def _shown_on_dashboards(cloudwatch: CloudWatch, region: str, retired: list[Chan
     for change in retired:
         if isinstance(dashboards, RemoteError):
             change.live["dashboards"], change.edited = UNREAD, True
-            change.details.append(f"the dashboards that may show it could not be read ({dashboards.what}): one "
+            change.details.append(f"the dashboards that may show it could not be read ({_which(dashboards)}): one "
                                   f"showing it {ON_DASHBOARDS}")
             continue
         change.live["dashboards"] = names = _showing(dashboards, change)
@@ -490,7 +496,7 @@ def _free_of_dashboards(cloudwatch: CloudWatch, region: str, deletes: list[Chang
                 free.append(change)
             else:
                 record(change, error=RemoteError(f"not deleted: the dashboards that may show it could not be read "
-                                                 f"again right before the delete ({dashboards.what})", where=what,
+                                                 f"again right before the delete ({_which(dashboards)})", where=what,
                                                  hint="run `gpudash plan` and apply again"))
             continue
         added = [name for name in _showing(dashboards, change) if not isinstance(planned, list) or name not in planned]
