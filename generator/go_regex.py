@@ -74,8 +74,8 @@ def regex_problem(regex: str, anchored: bool = True) -> str | None:
     declarations are, it is judged as refused all the same: gpudash writes no unterminated \\Q there). The
     syntax is read here as Go reads it (escapes, classes, flags, repeat counts, \\Q...\\E) and written for Rust's regex
     crate, whose compiler judges the rest."""
-    problem = re2_judged(regex)[0]
-    if problem is None and anchored and _unterminated_quote(regex):
+    problem, _, _, unterminated = _judged(regex)
+    if problem is None and anchored and unterminated:
         return f"missing closing ): `^(?:{regex})$` (an unterminated \\Q quotes the anchoring's close)"
     return problem
 
@@ -95,11 +95,6 @@ def _rust_flags(text: str, closer: str) -> str:
         return f"(?{text}{closer}"
     setting, cleared = go_flags(text)
     return f"(?{''.join(sorted(setting))}{'-' + ''.join(sorted(cleared)) if cleared else ''}{closer}"
-
-
-def _unterminated_quote(regex: str) -> bool:
-    """Whether a \\Q outside a class is left open (no \\E after it), in a regex Go's reading takes."""
-    return any(token[0] == "quote" and not token[2] for token in go_syntax(regex)[0])
 
 
 class _Refused(ValueError):
@@ -218,10 +213,12 @@ def newer_syntax(regex: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _judged(regex: str) -> tuple[str | None, str, tuple[str, ...]]:
+def _judged(regex: str) -> tuple[str | None, str, tuple[str, ...], bool]:
+    """(re2_judged's answer, newer_syntax's, whether a \\Q outside a class is left open: no \\E after it)."""
     tokens, deepest, newer, refusal = go_syntax(regex)
     if refusal is not None:
-        return f"illegal regex for {regex}: {refusal}", regex, ()
+        return f"illegal regex for {regex}: {refusal}", regex, (), False
+    unterminated = any(token[0] == "quote" and not token[2] for token in tokens)
     rust = _rust(tokens)
     import promql_parser
 
@@ -229,10 +226,10 @@ def _judged(regex: str) -> tuple[str | None, str, tuple[str, ...]]:
         promql_parser.parse("up{a=~" + double_quoted(rust) + "}")
     except ValueError as exc:
         if deepest < RUST_NESTING:
-            return str(exc), regex, ()
+            return str(exc), regex, (), unterminated
         # maybe past Rust's nesting limit, which Go's (MAX_HEIGHT) is far above: Go's reading above is the verdict
         rust = "gpudash_nested"  # (a stand-in that does not match the empty value)
-    return None, rust, newer
+    return None, rust, newer, unterminated
 
 
 def _rust(tokens: tuple) -> str:
@@ -288,10 +285,10 @@ def _rust_class(token: tuple, inside: bool) -> str:
     return f"[^{ranges}]" if negated else f"[{ranges}]"
 
 
-@lru_cache(maxsize=4096)
 def go_syntax(regex: str) -> tuple[tuple, int, tuple[str, ...], str | None]:
     """`regex` read as Go's regexp/syntax reads it: (its tokens, how deep its groups and parse tree nest, what of it
-    only a newer Go takes, why Go refuses it or None). Where Go refuses it the tokens are ()."""
+    only a newer Go takes, why Go refuses it or None). Where Go refuses it the tokens are (). Not kept: each writer's
+    answer is (tokens kept for thousands of regexes cost the garbage collector more than a second reading)."""
     newer: list[str] = []
     try:
         tokens, deepest = _go_read(regex, newer)
