@@ -49,8 +49,7 @@ from tests.support import kube_state, mixed_fleet
 from tests.support.alert_periods import latest_period
 from tests.support.mixed_fleet import FIELDS, POD_IDENTITY
 from tests.support.operator_scrape import endpoint_target, operator_monitor, scrape_config
-from tests.support.prometheus_server import Prometheus, counted_inline, counted_read, for_file_sd, recorded_live, \
-    scraped_every, range_macros
+from tests.support.prometheus_server import Prometheus, counted_inline, for_file_sd, scraped_every, range_macros
 from tests.support.promtool_rules import rendered as annotation
 from tests.support.replay_exporter import ReplayExporter
 
@@ -169,7 +168,6 @@ class Stack:
     # every second of the rate window before it
     scrape: dict[str, int]  # per cluster, the scrape whose gauges are read at `at` (the pod it names the moving GPU
     # under)
-    recorded: tuple[str, ...]  # the counters' recording rules whose series the server holds (_recorded: each as JSON)
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +175,7 @@ def stacks(tmp_path_factory, reference, exporters, projects) -> dict[str, Stack]
     """One Prometheus per path, each scraping the fleet until an instant is settled; then they scrape no more (what
     they stored stays: every test queries it at that instant). Each loads the rule group of the clusters the settings
     watch (a shared Prometheus' cluster variable lists them: render.alarms.watched_clusters), as a deployment does."""
-    servers, recorded = {}, {}
+    servers = {}
     try:
         for path in PATHS:
             workdir = tmp_path_factory.mktemp(path.name)
@@ -206,46 +204,12 @@ def stacks(tmp_path_factory, reference, exporters, projects) -> dict[str, Stack]
                 assert time.monotonic() < began + 120, "no ranged span settled in 120 s"
                 time.sleep(1)
             servers[path.name].stop_scraping()
-            recorded[path.name] = _recorded(projects[path.name])
-            if recorded[path.name]:  # the panels read the counters' recordings as Grafana does: recorded once
-                recorded_live(servers[path.name], {"interval": "1s", "rules": list(map(json.loads,
-                                                                                       recorded[path.name]))},
-                              settled[path.name] - _recordings_read(projects[path.name]), settled[path.name])
             servers[path.name].remember_answers()  # every test queries at the settled instant, before any change
         yield {path.name: Stack(servers[path.name], settled[path.name],
-                                _scrape(servers[path.name], settled[path.name], path), recorded[path.name])
-               for path in PATHS}
+                                _scrape(servers[path.name], settled[path.name], path)) for path in PATHS}
     finally:
         for server in servers.values():
             server.stop()
-
-
-def _recorded(project, exprs: list[str] | None = None) -> tuple[str, ...]:
-    """The recording rules of the counters the project's panels (or the queries `exprs`) read, made for the 1 s
-    scrapes of these servers (a panel's query is read so: scraped_every), each as JSON."""
-    if exprs is None:
-        exprs = [target["expr"] for dashboard in _dashboards(project) for panel in dashboard.model["panels"]
-                 for target in panel.get("targets", ())]
-    group = counted_read(exprs, project)
-    return tuple(json.dumps({**rule, "expr": scraped_every(rule["expr"], project.settings.scrape.seconds, 1)},
-                            sort_keys=True) for rule in (group["rules"] if group else ()))
-
-
-def _recordings_read(project) -> int:
-    """The longest range, in seconds, over which a panel's query (as these tests ask it) reads a recording."""
-    ranges = [re.fullmatch(r"(\d+)(s|m)", m[1]) for dashboard in _dashboards(project)
-              for panel in dashboard.model["panels"] for target in panel.get("targets", ())
-              for m in re.finditer(r"\bgpudash:\w+(?:\{[^}]*\})?\[([^\]]+)\]",
-                                   _substitute(scraped_every(target["expr"], project.settings.scrape.seconds, 1)))]
-    assert all(ranges), ranges
-    return max((int(n) * {"s": 1, "m": 60}[unit] for n, unit in (r.groups() for r in ranges)), default=0)
-
-
-def _read(stack: Stack, project, expr: str) -> str:
-    """A panel's query as the stack's server answers it: reading the counters' recordings where the server holds
-    those of the query's own rules (_recorded), else each recording inlined, evaluated at every step of its range
-    (counted_inline: another project's rules, such as one of fewer fields)."""
-    return expr if set(_recorded(project, [expr])) <= set(stack.recorded) else counted_inline(expr, project)
 
 
 def _ranged_first(prometheus: Prometheus, at: int) -> int:
@@ -353,7 +317,7 @@ def _check_panels(stack: Stack, project, path: Path_, exporters, collected: froz
             assert panel["title"] == model.title
             for target, query in zip(panel["targets"], model.queries, strict=True):
                 where = f"{path.name}: {dashboard.uid} / {panel['title']}"
-                result = prometheus.query(_substitute(scraped_every(_read(stack, project, target["expr"]),
+                result = prometheus.query(_substitute(scraped_every(counted_inline(target["expr"], project),
                                                                     project.settings.scrape.seconds, 1)),
                                           at=at)
                 shown = {render_legend(target["legendFormat"], s["metric"]) if query.by else "": float(s["value"][1])

@@ -22,8 +22,7 @@ from tests.integration.test_pod_moved_node import BUSY, FIELDS, IDLE, MODEL, MOV
 from tests.support.counter_truth import stepped_rate
 from tests.support.live_scrapes import scraped
 from tests.support.projects import bundled_panel, bundled_panels
-from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture, counted_inline, counted_read, range_macros, \
-    recorded_live, scraped_every
+from tests.support.prometheus_server import SCENE_RANGE, backfilled_fixture, counted_inline, range_macros, scraped_every
 
 
 def gpus(k: int) -> list[tuple[str, str, tuple[str, str] | None, dict]]:
@@ -101,13 +100,6 @@ def live(tmp_path_factory):
         start = math.floor(scrapes[0] / step) * step + LABEL_LOOKBACK_SCRAPES * INTERVAL + step / 2
         count = int((scrapes[-1] - start) // step) + 1
         assert len(scrapes) >= LIVE_SCRAPES and count >= 10, (len(scrapes), count)
-        # the panels read the counters' recordings (_live_shown) as Grafana does: the build's counter rules, made for
-        # these half-second scrapes, evaluated once on the interval's steps over the story and written to the server
-        group = counted_read([target["expr"] for panel in bundled_panels().values()
-                              for target in panel.get("targets", ())], load_project())
-        recorded_live(prometheus, {"interval": f"{INTERVAL:g}s", "rules": [
-            {**rule, "expr": scraped_every(rule["expr"], 30, INTERVAL)} for rule in group["rules"]]},
-            math.floor(scrapes[0]) - 1, math.ceil(scrapes[-1]) + 1)
         yield prometheus, scrapes, start, count, step
 
 
@@ -116,7 +108,7 @@ def _live_shown(live, title: str, selected: dict[str, str]) -> dict[float, dict[
     each, as Grafana writes one value or several) and the others at All; a counter's rate over four scrapes."""
     prometheus, _, start, count, step = live
     target = bundled_panel(title)["targets"][0]
-    expr = scraped_every(target["expr"], 30, INTERVAL)  # a counter's recordings as `live` wrote them
+    expr = scraped_every(counted_inline(target["expr"], load_project()), 30, INTERVAL)
     expr = interpolate(expr, {**SCENE_RANGE, "__rate_interval": f"{LABEL_LOOKBACK_SCRAPES * INTERVAL * 1000:g}ms",
                               **variables({}, ("namespace", "pod", "node", "gpu")), **selected})
     return {at: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
