@@ -672,18 +672,18 @@ def _pod_label(prometheus: Prometheus, project: Project) -> Check:
 
 
 def _targets_own_pods(prometheus: Prometheus, project: Project) -> dict[str, int]:
-    """{namespace/pod: GPUs} of the DCGM series whose workload pod (labels.pod, labels.namespace) is their own scrape
-    target's (the pod and namespace its `up` carries) and a pod of an exporter DaemonSet the settings name (by its
-    name: an exporter run as a sidecar of the workload's pod is scraped as that pod, which does hold the GPU): a GPU
-    no pod holds, scraped by a job whose targets carry the exporter pod's labels and that writes them where the
-    exporter wrote none (honor_labels with the target's pod kept, or a job that does not honor labels, read as
-    `pod`)."""
+    """{namespace/pod: GPUs} of the DCGM series whose workload pod (labels.pod, labels.namespace) is a pod of an
+    exporter DaemonSet the settings name (by its name: an exporter run as a sidecar of the workload's pod is scraped as
+    that pod, which does hold the GPU): a GPU no pod holds, scraped by a job whose targets carry the exporter pod's
+    labels and that writes them where the exporter wrote none (honor_labels with the target's pod kept, or a job that
+    does not honor labels, read as `pod`). The series' own `up` is not asked for: a Prometheus federating that one
+    holds the same series under its federation job's `up`, and its panels show the exporter pod alike."""
     labels = project.settings.labels
     pod, namespace = labels.pod, labels.namespace
     gpu = ", ".join((namespace, pod, "instance", "job", "gpu", MIG_INSTANCE_LABEL))
     exporters = f'{{__name__=~"DCGM_FI_.+", {pod}=~{quoted(exporter_pod_names(project.settings))}}}'
-    owned = f"{recent(exporters, looked_back(project))} and on (instance, job, {namespace}, {pod}) up"
-    found = prometheus.query(f"count by ({namespace}, {pod}) (group by ({gpu}) ({owned}))")
+    found = prometheus.query(f"count by ({namespace}, {pod}) (group by ({gpu}) "
+                             f"({recent(exporters, looked_back(project))}))")
     return {f"{row.get(namespace, '')}/{row.get(pod, '')}": int(value) for row, value in found}
 
 

@@ -112,6 +112,25 @@ def test_a_gpu_carrying_its_scrape_targets_own_pod_fails_the_workload_pod_check(
         "(2 GPUs), gpu-operator/nvidia-dcgm-exporter-x7k2p (2 GPUs): "), check
 
 
+def test_a_federated_prometheus_still_shows_the_exporter_pod_a_gpu_carries(scrapes, cli, tmp_path):
+    """A Prometheus that federates the one scraping the exporters (honor_labels, as federation is set up) holds the
+    same series, the exporter pod on node-a's idle GPU as its workload's: its panels show that pod holding the GPU
+    alike. Its own `up` is the federation job's, not the exporter's target: the GPU is named all the same."""
+    upstream = scrapes["operator, honorLabels"]
+    federating = Prometheus(tmp_path, {"global": {"scrape_interval": "1s"}, "scrape_configs": [{
+        "job_name": "federate", "honor_labels": True, "metrics_path": "/federate",
+        "params": {"match[]": ['{__name__=~"DCGM_FI_.+"}']},
+        "static_configs": [{"targets": [upstream.url.removeprefix("http://")]}]}]}).start()
+    try:
+        federating.wait_for("DCGM_FI_DEV_GPU_TEMP", count=4)
+        check = _pod_check(cli, federating.url)
+    finally:
+        federating.stop()
+    assert check["status"] == "fail" and check["detail"].startswith(
+        "1 GPU carries its scrape target's own pod as the workload's 'pod': gpu-operator/nvidia-dcgm-exporter-x7k2p "
+        "(1 GPU): "), check
+
+
 @pytest.mark.parametrize("path", ["gpudash", "sidecar, honorLabels"])
 def test_gpudash_s_servicemonitor_or_an_exporter_in_the_workloads_pod_names_no_target_pod(scrapes, cli, path):
     check = _pod_check(cli, scrapes[path].url)
