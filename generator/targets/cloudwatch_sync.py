@@ -54,6 +54,7 @@ from ..ownership import (OLDER, OTHER, OURS, UNMODELLED, UNVOUCHED, Record, alar
                          written_as_is, evidence_current)
 from ..serialize import compact_json
 from . import prune_guard
+from .since_plan import UNREAD, made_since
 from .cloudwatch_listings import alarms_listed, dashboards_listed
 from .progress import Progress, Silent
 
@@ -347,9 +348,6 @@ def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None,
                   details=[f"written by gpudash for project {project} but no longer defined; --prune deletes it"])
 
 
-UNREAD = "unread"  # a retired dashboard's tags the plan could not read (the look before its delete reads them again)
-
-
 def _read_dashboard_tags(cloudwatch: CloudWatch, region: str, name: str) -> list[dict[str, str]] | RemoteError:
     """A dashboard's tags, or the failure that kept them from being read (the deadline is no answer: raised); [] for
     one gone since it was read (its delete then finds it gone)."""
@@ -385,21 +383,20 @@ def _judge_dashboard_tags(change: Change, tags: list[dict[str, str]] | RemoteErr
 
 
 def _tags_as_planned(cloudwatch: CloudWatch, region: str, change: Change) -> None:
-    """The look right before a retired dashboard's DeleteDashboards: its tags read again, as the plan read them, or it
-    is not deleted (--force agrees to what the plan showed, not to a tag put on it since); tags the plan could not read
-    (a delete --force agreed to) are not asked to read now."""
+    """The look right before a retired dashboard's DeleteDashboards (since_plan): its tags read again, or it is not
+    deleted where they show a person's tag the plan did not (--force agrees to what the plan showed, not to a tag put
+    on it since), or where they cannot be read now and the plan read them."""
     planned = (change.live or {}).get("tags")
-    if planned is None:
+    if planned is None:  # (planned without --prune: no delete)
         return
     tags = _read_dashboard_tags(cloudwatch, region, change.name)
-    if isinstance(tags, RemoteError):
-        if planned == UNREAD:
-            return
+    added = made_since(planned, None if isinstance(tags, RemoteError) else sorted(map(_tag_pair, _people_s_tags(tags))))
+    if added == UNREAD:
         raise _not_overwritten(change, f"its tags, read right before the delete, could not be read ({tags.what})")
-    if planned != UNREAD and sorted(map(_tag_pair, tags)) != planned:
-        raise _not_overwritten(change, f"its tags changed since the plan (now: {_shown_tags(tags)})")
-    if planned == UNREAD and _people_s_tags(tags):
+    if added and planned == UNREAD:
         raise _not_overwritten(change, f"it carries tags gpudash does not write ({_shown_tags(_people_s_tags(tags))})")
+    if added:
+        raise _not_overwritten(change, f"its tags changed since the plan (now: {_shown_tags(tags)})")
 
 
 def _alarms_shown(body: dict[str, Any]) -> set[str] | None:
@@ -490,17 +487,13 @@ def _free_of_dashboards(cloudwatch: CloudWatch, region: str, deletes: list[Chang
         return []
     free = []
     for change in deletes:
-        planned = (change.live or {}).get("dashboards")
-        if isinstance(dashboards, RemoteError):
-            if planned in (None, UNREAD):
-                free.append(change)
-            else:
-                record(change, error=RemoteError(f"not deleted: the dashboards that may show it could not be read "
-                                                 f"again right before the delete ({_which(dashboards)})", where=what,
-                                                 hint="run `gpudash plan` and apply again"))
-            continue
-        added = [name for name in _showing(dashboards, change) if not isinstance(planned, list) or name not in planned]
-        if added:
+        added = made_since((change.live or {}).get("dashboards"),
+                           None if isinstance(dashboards, RemoteError) else _showing(dashboards, change))
+        if added == UNREAD:
+            record(change, error=RemoteError(f"not deleted: the dashboards that may show it could not be read again "
+                                             f"right before the delete ({_which(dashboards)})", where=what,
+                                             hint="run `gpudash plan` and apply again"))
+        elif added:
             record(change, error=RemoteError(f"not deleted: shown on dashboard(s) {shown_names(added)} since the plan "
                                              f"{ON_DASHBOARDS.split('; ')[0]}", where=what,
                                              hint="take it off those dashboards, then --prune deletes it"))

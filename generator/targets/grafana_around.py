@@ -41,7 +41,6 @@ from ..clients.grafana import GrafanaClient, InvalidAnswer
 from ..errors import RemoteError
 
 T = TypeVar("T")
-UNREAD = "unread"  # what a plan records of a thing it could not read (the look before the delete then reads it again)
 ADMIN = 4  # Grafana's permission level Admin (1 View, 2 Edit)
 LEVELS = {1: "View", 2: "Edit", ADMIN: "Admin"}
 

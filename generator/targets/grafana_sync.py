@@ -31,9 +31,10 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
 from .grafana_annotations import annotation_count, annotation_ids, annotators, read_annotations, unshown
-from .grafana_around import (UNREAD, Unread, attempt, homes_of, linking, picking, read_alert_rules, read_granted,
-                             read_homes, read_playlists)
+from .grafana_around import (Unread, attempt, homes_of, linking, picking, read_alert_rules, read_granted, read_homes,
+                             read_playlists)
 from .grafana_public import shared
+from .since_plan import UNREAD, made_since
 from ..clients.deadline import NOT_STARTED, UNDER_WAY, DeadlineExceeded
 from ..clients.grafana import (GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient,
                                InvalidAnswer, PreconditionFailed,
@@ -962,11 +963,9 @@ def _made_since_plan(client: GrafanaClient, change: Change, folder_uid: str, liv
             (picks, before.get("playlists"), "put in playlist(s)", "the playlists"),
             (holders, before.get("homes"), "made the home dashboard of", "the home dashboards"),
             (linked, before.get("rules"), "linked to by alert rule(s)", "the alert rules")):
-        if isinstance(found, Unread):
-            if planned != UNREAD:  # read by the plan: a failure now shows nothing
-                return f"{which} {found.why} now, where the plan read it"
-            continue  # not read by the plan either: --force agreed to delete it with any
-        added = [item for item in found if item not in (planned if isinstance(planned, list) else [])]
+        added = made_since(planned, None if isinstance(found, Unread) else found)
+        if added == UNREAD:
+            return f"{which} {found.why} now, where the plan read it"
         if added:
             return f"{what} since the plan ({'; '.join(added[:5])})"
     return None

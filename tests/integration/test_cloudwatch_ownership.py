@@ -549,6 +549,55 @@ def test_a_retired_alarm_a_dashboard_comes_to_show_after_the_plan_is_not_deleted
     assert [n for n in alarms(client) if other_cluster(n)] == [retired[0]]
 
 
+DENIED = {"__type": "AccessDeniedException", "message": "User is not authorized to perform this action"}
+
+
+@pytest.mark.parametrize("operation, contains, kind", [
+    ("ListTagsForResource", b":dashboard/", "dashboard"), ("ListDashboards", b"{}", "alarm")],
+    ids=["a retired dashboard's tags", "the dashboards that show a retired alarm"])
+def test_a_read_the_plan_made_that_fails_right_before_the_delete_deletes_nothing(proxied, published, project_dir,
+                                                                                 operation, contains, kind):
+    """The plan read the retired dashboards' tags (none) and every dashboard of the account (none shows a retired
+    alarm); then the account loses the permission to read them again (an IAM policy narrowed), and a forced prune
+    runs. A read refused right before the delete shows nothing, never "none" (--force agreed to what the plan showed,
+    and a tag or dashboard made since would go unseen): none of those deletes is made, each saying why."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    planned: list[str] = []
+
+    def person(changes):
+        planned[:] = sorted(c.name for c in changes if c.kind == kind and c.action == "delete")
+        assert planned and not any(c.edited for c in changes if c.name in planned)
+        proxy.inject(Rule(path="/", operation=operation, action="status", status=400, times=ALWAYS,
+                          body=json.dumps(DENIED).encode(), contains=contains))
+    outcomes = _forced_prune_after(proxy, person)
+    failed = {o.change.name: o.error for o in outcomes if o.error}
+    assert sorted(failed) == planned, failed
+    assert all("could not be read" in error and "AccessDenied" in error for error in failed.values()), failed
+    still = _dashboards(client) if kind == "dashboard" else alarms(client)
+    assert set(planned) <= set(still)
+
+
+def test_a_person_s_tag_the_plan_could_not_read_is_seen_right_before_a_forced_delete(proxied, published, project_dir):
+    """The plan could not read the retired dashboards' tags (denied): --force agrees to delete them with whatever tags
+    it could not show. Then the tags can be read again, and right before the delete one carries a person's tag: --force
+    did not agree to that one, which is not deleted; the others are."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    proxy.inject(Rule(path="/", operation="ListTagsForResource", action="status", status=400, times=ALWAYS,
+                      body=json.dumps(DASHBOARD_TAGS_DENIED).encode(), contains=b":dashboard/"))
+
+    def person(changes):
+        assert all(c.live["tags"] == "unread" for c in changes if c.kind == "dashboard" and c.action == "delete")
+        proxy.clear()
+        _tag_dashboard(client, "gpudash-other-health", "team", "ml-oncall")
+    outcomes = _forced_prune_after(proxy, person)
+    failed = {o.change.name: o.error for o in outcomes if o.error}
+    assert list(failed) == ["gpudash-other-health"], failed
+    assert "team=ml-oncall" in failed["gpudash-other-health"] and "not deleted" in failed["gpudash-other-health"]
+    assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-health"]
+
+
 def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, published, project_dir):
     import json
 

@@ -331,6 +331,21 @@ def test_a_team_search_that_is_not_grafanas_answer_is_not_read_as_no_home(grafan
     assert "the home dashboards the organization's and the teams' preferences name" in stdout, stdout
 
 
+def test_alert_rules_unread_right_before_the_delete_where_the_plan_read_them_delete_nothing(grafana):
+    """The plan read the alert rules (none links to the retired dashboard). Then gpudash's account loses alerting's
+    provisioning read, and Alice links a rule to the dashboard. The look before the forced delete is refused the
+    rules' read: a failure shows nothing, never "no rule" (--force agreed to what the plan showed): not deleted."""
+    client, changes = _planned(grafana)
+    held = grafana.state.permissions[ADMIN]
+    grafana.state.permissions[ADMIN] = {k: v for k, v in held.items() if k != "alert.provisioning:read"}
+    grafana.alert_rule("Team A GPUs idle", TEAM)
+    outcomes = forced_prune(client, changes, FOLDER)
+    assert TEAM in grafana.state.dashboards
+    (failed,) = [o for o in outcomes if o.error]
+    assert "the alert rules could not be read" in failed.error and "now, where the plan read it" in failed.error, \
+        failed.error
+
+
 def test_a_retired_dashboard_an_alert_rule_links_to_is_not_pruned_without_force(grafana, run, tmp_path):
     """Alice made a Grafana-managed alert rule from a panel of the retired team dashboard (the panel menu's "New alert
     rule" links it by __dashboardUid__). Grafana's delete of the dashboard leaves the rule linking to nothing: its
