@@ -300,16 +300,15 @@ class BodyStrings:
 
     def _string(self, name: str, body: Any) -> list[bytes]:
         from .ownership import cloudwatch_stamp_of, stamped_cloudwatch_text
-        from .render.cloudwatch import PLAIN_NAME, PendingBody, rendered
+        from .render.cloudwatch import PLAIN_NAME, rendered
 
         if isinstance(body, str):  # a build read back holds each body as its stamped text
             return [json_string(body)]
         held, made = self.made.get(name, (None, None))
         reference = None
         # a body shows its cluster's name and Region, nothing else of it. The renderer's: the object the set holds (a
-        # PendingBody), or the body that rendered
-        ours = held is body or (type(held) is PendingBody and held.renders(body))
-        key = (made[0], made[1].region) if ours else None
+        # PendingBody, which its file and template are written from)
+        key = (made[0], made[1].region) if held is body else None
         if key is not None and self.rendered[key] > 1 and PLAIN_NAME.fullmatch(made[1].name):
             bodies, cluster = made
             if key not in self.references:

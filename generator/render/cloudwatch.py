@@ -1071,10 +1071,6 @@ class PendingBody:
     def is_rendered(self) -> bool:
         return self._body is not None
 
-    def renders(self, body: Any) -> bool:
-        """`body` is the very object this renders (it was rendered)."""
-        return self._body is not None and self._body is body
-
     def __eq__(self, other: Any) -> bool:
         return self.rendered() == rendered(other)
 

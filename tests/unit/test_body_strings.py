@@ -40,7 +40,7 @@ def test_bodies_of_clusters_named_like_their_text_are_the_standard_librarys_stri
     for item in artifacts.cloudwatch_dashboards:
         expected = _reference(item.body, item.name, "")
         assert json.loads(files[cloudwatch_dashboard_file(item.name)])["DashboardBody"] == json.loads(expected)
-        assert BodyStrings(artifacts)(item.name, item.body) == expected
+        assert BodyStrings(artifacts)(item.name, item.held) == expected
 
 
 def test_a_fleet_escapes_each_kind_once_and_every_body_as_the_standard_library_does(tmp_path):
@@ -48,7 +48,7 @@ def test_a_fleet_escapes_each_kind_once_and_every_body_as_the_standard_library_d
     artifacts = _artifacts(tmp_path, clusters, project="team-a")
     strings = BodyStrings(artifacts)
     for item in artifacts.cloudwatch_dashboards:
-        assert strings(item.name, item.body) == _reference(item.body, item.name, "team-a")
+        assert strings(item.name, item.held) == _reference(item.body, item.name, "team-a")
     # three dashboards in two Regions, each text split once at its stand-in names, and every body filled in
     assert len(strings.references) == 6
     assert sorted({region for _, region in strings.references}) == ["eu-west-1", "us-east-1"]
@@ -64,7 +64,7 @@ def test_a_stand_in_name_the_text_holds_elsewhere_escapes_each_body_whole(tmp_pa
     artifacts = _artifacts(tmp_path, [("c1", "us-east-1"), ("c2", "us-east-1")], project="team-a")
     strings = BodyStrings(artifacts)
     for item in artifacts.cloudwatch_dashboards:
-        assert strings(item.name, item.body) == _reference(item.body, item.name, "team-a")
+        assert strings(item.name, item.held) == _reference(item.body, item.name, "team-a")
     assert len(strings.references) == 3 and all(reference is None for reference in strings.references.values())
 
 
@@ -76,7 +76,7 @@ def test_a_body_that_is_not_the_one_rendered_is_escaped_whole(tmp_path):
     item = artifacts.cloudwatch_dashboards[0]
     changed = {**item.body, "start": "-PT3H"}
     assert strings(item.name, changed) == _reference(changed, item.name, "")
-    assert strings(item.name, item.body) == _reference(item.body, item.name, "")
+    assert strings(item.name, item.held) == _reference(item.body, item.name, "")
 
 
 def test_a_name_written_otherwise_than_as_itself_is_seen_by_the_stand_ins(tmp_path, monkeypatch):
@@ -97,7 +97,7 @@ def test_a_name_written_otherwise_than_as_itself_is_seen_by_the_stand_ins(tmp_pa
     artifacts = _artifacts(tmp_path, [("prod_by", "us-east-1"), ("Prod-2", "us-east-1")])
     strings = BodyStrings(artifacts)
     for item in artifacts.cloudwatch_dashboards:
-        assert strings(item.name, item.body) == _reference(item.body, item.name, "")
+        assert strings(item.name, item.held) == _reference(item.body, item.name, "")
 
 
 def test_a_body_alone_in_its_region_is_escaped_whole_without_splitting_its_text(tmp_path):
@@ -105,7 +105,7 @@ def test_a_body_alone_in_its_region_is_escaped_whole_without_splitting_its_text(
     artifacts = _artifacts(tmp_path, [("a", "us-east-1"), ("b", "eu-west-1"), ("c", "eu-west-1")], project="team-a")
     strings = BodyStrings(artifacts)
     for item in artifacts.cloudwatch_dashboards:
-        assert strings(item.name, item.body) == _reference(item.body, item.name, "team-a")
+        assert strings(item.name, item.held) == _reference(item.body, item.name, "team-a")
     assert len(strings.references) == 3
     assert {region for _, region in strings.references} == {"eu-west-1"}
     assert all(reference is not None for reference in strings.references.values())
