@@ -64,8 +64,15 @@ def test_a_failing_query_is_named_with_its_panel_its_error_and_what_to_do(tmp_pa
         failing = next(k for k, line in enumerate(lines) if "with a failing query" in line)
         assert lines[failing + 1].startswith("  first: panel ") and " query A: " in lines[failing + 1], stdout
         assert f"Prometheus at {prometheus.url}" in lines[failing + 1] and lines[failing + 2].startswith("  fix: ")
+        named = [line.split(" query ")[0].removeprefix("  first: panel ") for line in lines if "  first: " in line]
         code, stdout, _ = cli("preview", "--prometheus-url", prometheus.url, "--out", "json-site", "--output", "json",
                               env={"GPUDASH_CONFIG": None})
+    # each dashboard's first panel (in the layout's order) reading the power field, which the server refuses
+    first = {"gpudash-by-pod": "Power draw of each pod's GPUs", "gpudash-health": "Power draw",
+             "gpudash-all-metrics": "DEV_POWER_USAGE", "gpudash-overview": "Total power draw"}
     pages = [p for p in json.loads(stdout)["dashboards"] if p["failed"]]
-    assert pages and all(set(p["first_failure"]) == {"panel", "query", "error", "fix"} for p in pages)
-    assert all(p["first_failure"]["fix"] for p in pages)
+    assert {p["uid"]: p["first_failure"]["panel"] for p in pages} == first
+    assert named == [repr(p["first_failure"]["panel"]) for p in pages]  # the text names the same, quoted
+    error = f"Prometheus at {prometheus.url} answered HTTP 503 with something that is not JSON"
+    assert all(p["first_failure"]["query"] == "A" and p["first_failure"]["error"] == error and p["first_failure"]["fix"]
+               for p in pages), pages
