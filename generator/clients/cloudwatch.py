@@ -13,6 +13,7 @@ clock, so tests inject a clock and never sleep.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
 import json
 import math
@@ -336,6 +337,9 @@ class CloudWatch:
         # dashboard name -> its ARN, as a GetDashboard answer gave it (a name's ARN never changes: its tags are read by
         # it without asking GetDashboard again)
         self.dashboard_arns: dict[str, str] = {}
+        # dashboard name -> (its stamp as listed before the read, the alarm ARNs its body shows): the account's
+        # dashboards read for a prune's alarms, read again only where a later listing gives another stamp
+        self.alarms_on_dashboards: dict[str, tuple[tuple[Any, int], set[str]]] = {}
         self.lock = threading.Lock()
         self.local = threading.local()  # `backoffs` of the calls this thread made: see `backoffs`
 
@@ -585,15 +589,24 @@ class CloudWatch:
 
     def dashboard_names(self, region: str, prefix: str) -> list[str]:
         """Names of the dashboards whose name starts with `prefix` ("": every dashboard of the account), every page."""
+        return list(self.dashboard_stamps(region, prefix))
+
+    def dashboard_stamps(self, region: str, prefix: str) -> dict[str, tuple[Any, int] | None]:
+        """The dashboards whose name starts with `prefix` ("": every dashboard of the account), every page, each with
+        its listed last change (LastModified, to the millisecond, and Size): a body read after this listing is the
+        body still while a later listing gives the same stamp. None where the entry gives no such stamp (it is
+        then read again each time)."""
         what = f"CloudWatch dashboards {prefix}* in {region}"
         listing, token = _Listing("ListDashboards", region, what, self.endpoint_name), None
+        stamps: dict[str, tuple[Any, int] | None] = {}
         while True:
             kwargs = {**({"DashboardNamePrefix": prefix} if prefix else {}), **({"NextToken": token} if token else {})}
             page = self.call(region, "ListDashboards", what, **kwargs)  # entries checked to have a name
             token = listing.next(page.get("NextToken"), [entry["DashboardName"] for entry in page["DashboardEntries"]],
                                  lambda name: name.startswith(prefix), f"a name that does not start with {prefix!r}")
+            stamps.update((entry["DashboardName"], _stamp(entry)) for entry in page["DashboardEntries"])
             if not token:
-                return listing.items
+                return {name: stamps[name] for name in listing.items}
 
     def metric_alarms(self, region: str, *, prefix: str | None = None,
                       names: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -806,6 +819,15 @@ class EmptyPages(RemoteError):
 
 class Repeating(RemoteError):
     """A listing that gave an item or a next-page token an earlier page gave: it cannot be read to its end."""
+
+
+def _stamp(entry: dict[str, Any]) -> tuple[Any, int] | None:
+    """A ListDashboards entry's last change: its LastModified (a time) and Size (an integer); None where it gives no
+    such pair (nothing then shows the body unchanged)."""
+    modified, size = entry.get("LastModified"), entry.get("Size")
+    if not isinstance(modified, datetime.datetime) or not isinstance(size, int) or isinstance(size, bool):
+        return None
+    return modified, size
 
 
 class _Listing:

@@ -422,22 +422,28 @@ def _alarms_shown(body: dict[str, Any]) -> set[str] | None:
 
 def _dashboards_showing(cloudwatch: CloudWatch, region: str) -> dict[str, set[str]] | RemoteError:
     """Every dashboard of the account that shows an alarm (read through `region`'s endpoint: dashboards are global),
-    with the alarms it shows; the failure that kept one from being read (the deadline is no answer: raised)."""
+    with the alarms it shows; the failure that kept one from being read (the deadline is no answer: raised). A body
+    is read only where the listing's stamp differs from the one listed before its last read (the look right before
+    the deletes reads again what changed since the plan, not every dashboard of the account)."""
+    memo = cloudwatch.alarms_on_dashboards
     try:
-        names = cloudwatch.dashboard_names(region, "")
+        stamps = cloudwatch.dashboard_stamps(region, "")
+        names = [name for name, stamp in stamps.items() if stamp is None or memo.get(name, (None,))[0] != stamp]
         with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
             bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), names))
     except DeadlineExceeded:
         raise
     except RemoteError as exc:
         return exc
-    showing = {name: _alarms_shown(body) for name, body in zip(names, bodies) if body is not None}
-    odd = next((name for name, shown in showing.items() if shown is None), None)
+    read = {name: _alarms_shown(body) for name, body in zip(names, bodies) if body is not None}
+    odd = next((name for name, shown in read.items() if shown is None), None)
     if odd is not None:  # (CloudWatch keeps no such body: something else answered)
         return RemoteError(f"CloudWatch answered GetDashboard in {region} with a body whose widgets are not as "
                            "CloudWatch keeps them (a list of objects, each alarm an ARN in a list; not an API answer)",
                            where=f"CloudWatch dashboard {odd}", hint=answer_hint(cloudwatch.endpoint_name))
-    return {name: shown for name, shown in showing.items() if shown}
+    memo.update((name, (stamps[name], shown)) for name, shown in read.items() if stamps[name] is not None)
+    unchanged = {name: memo[name][1] for name in stamps.keys() - set(names)}
+    return {name: shown for name, shown in {**unchanged, **read}.items() if shown}
 
 
 def _which(failure: RemoteError) -> str:

@@ -536,11 +536,19 @@ def test_a_retired_alarm_a_dashboard_comes_to_show_after_the_plan_is_not_deleted
     since the plan is not deleted (exit 3), --force or not; the others are."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    _shown_after_the_plan_is_kept(proxy, client)
+
+
+def _shown_after_the_plan_is_kept(proxy, client) -> None:
+    """A forced prune of the cluster `other` whose first retired alarm a person puts on ops-overview after the plan
+    (the proxy's record of operations emptied then, its faults kept): that alarm alone is not deleted, saying why."""
     retired: list[str] = []
 
     def person(changes):
         retired[:] = sorted(c.name for c in changes if c.kind == "alarm" and c.action == "delete")
         assert retired and not any(c.edited for c in changes if c.name in retired)
+        with proxy.lock:
+            proxy.operations.clear()
         _persons_dashboard(client, alarms(client)[retired[0]]["AlarmArn"], "status")
     outcomes = _forced_prune_after(proxy, person)
     failed = [o for o in outcomes if o.error and o.change.kind == "alarm"]
@@ -596,6 +604,46 @@ def test_a_person_s_tag_the_plan_could_not_read_is_seen_right_before_a_forced_de
     assert list(failed) == ["gpudash-other-health"], failed
     assert "team=ml-oncall" in failed["gpudash-other-health"] and "not deleted" in failed["gpudash-other-health"]
     assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-health"]
+
+
+def _teams_dashboards(client, count: int) -> None:
+    """`count` dashboards of other teams, none showing an alarm gpudash wrote."""
+    body = json.dumps({"widgets": [{"type": "text", "x": 0, "y": 0, "width": 6, "height": 3,
+                                    "properties": {"markdown": "runbook"}}]})
+    for index in range(count):
+        client.put_dashboard(DashboardName=f"team-{index:02d}", DashboardBody=body)
+
+
+def test_the_look_before_the_deletes_reads_only_the_dashboards_changed_since_the_plan(proxied, published,
+                                                                                      project_dir):
+    """The account holds 30 dashboards of other teams. The plan reads each for the alarms it shows; right before the
+    deletes each was read again (every dashboard of the account twice: at 10 reads a second, a prune's cost grew
+    with the account, not with what it deletes). Now the listing's stamp of each (LastModified, Size) tells which
+    changed since the plan: only those are read again. A person's dashboard the plan read, edited since to show a
+    retired alarm, is read again, and that alarm is not deleted."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    _teams_dashboards(client, 30)
+    _persons_dashboard(client, _SOMEONE_ELSES, "status")  # read by the plan: shows no alarm of gpudash's
+    _shown_after_the_plan_is_kept(proxy, client)
+    # ops-overview, and gpudash's dashboards the apply wrote or deleted: none of the 30 unchanged ones
+    assert proxy.operations.count("GetDashboard") < 30, proxy.operations.count("GetDashboard")
+
+
+def test_a_listing_without_stamps_reads_every_dashboard_again_before_the_deletes(proxied, published, project_dir):
+    """A listing whose entries give no LastModified or Size shows no dashboard unchanged: each is read again right
+    before the deletes, and one edited since the plan to show a retired alarm keeps it."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    _persons_dashboard(client, _SOMEONE_ELSES, "status")
+
+    def unstamped(body: bytes) -> bytes:
+        answer = json.loads(body)
+        for entry in answer.get("DashboardEntries", []):
+            entry.pop("LastModified", None), entry.pop("Size", None)
+        return json.dumps(answer).encode()
+    proxy.inject(fault("ListDashboards", "rewrite", times=ALWAYS, callback=unstamped))
+    _shown_after_the_plan_is_kept(proxy, client)
 
 
 def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, published, project_dir):
