@@ -402,10 +402,11 @@ def _tags_as_planned(cloudwatch: CloudWatch, region: str, change: Change) -> Non
 def _alarms_shown(body: dict[str, Any]) -> set[str] | None:
     """The alarms (ARNs) a dashboard shows: an alarm status widget's `alarms`, and a graph's alarm annotation
     (`annotations.alarms`), as the console's "Add to dashboard" of an alarm writes them. None for a body CloudWatch
-    keeps none of (PutDashboard refuses it): widgets not a list of objects, properties or annotations not objects,
-    alarms not a list of ARNs. Something else answered, and what it shows is not "no alarm"."""
+    keeps none of (PutDashboard refuses it): no widgets array (every body holds one, if empty), widgets not a list of
+    objects, properties or annotations not objects, alarms not a list of ARNs. Something else answered, and what it
+    shows is not "no alarm"."""
     shown: set[str] = set()
-    widgets = body.get("widgets", [])
+    widgets = body.get("widgets")
     if not isinstance(widgets, list):
         return None
     for widget in widgets:

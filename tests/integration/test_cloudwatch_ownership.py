@@ -493,10 +493,14 @@ def test_a_retired_alarm_a_persons_dashboard_shows_is_pruned_only_with_force(aws
 _SOMEONE_ELSES = "arn:aws:cloudwatch:us-east-1:123456789012:alarm:someone-elses"
 
 
+NO_WIDGETS = object()  # a body without its `widgets` (CloudWatch's must hold that array, if empty)
+
+
 def _odd_body(widgets) -> Callable[[bytes], bytes]:
     """A GetDashboard answer for ops-overview whose body's `widgets` are `widgets`: none CloudWatch keeps."""
+    body = {"start": "-PT3H"} if widgets is NO_WIDGETS else {"widgets": widgets}
     answer = json.dumps({"DashboardName": "ops-overview", "DashboardArn": "arn:aws:cloudwatch::1:dashboard/ops-overview",
-                         "DashboardBody": json.dumps({"widgets": widgets})}).encode()
+                         "DashboardBody": json.dumps(body)}).encode()
     return lambda body: answer
 
 
@@ -504,6 +508,7 @@ def _odd_body(widgets) -> Callable[[bytes], bytes]:
     dict(action="status", status=400, body=json.dumps({"__type": "AccessDeniedException", "message": "not authorized "
                                                        "to perform: cloudwatch:GetDashboard"}).encode()),
     dict(action="rewrite", callback=_odd_body(5)),
+    dict(action="rewrite", callback=_odd_body(NO_WIDGETS)),
     dict(action="rewrite", callback=_odd_body([5])),
     dict(action="rewrite", callback=_odd_body([{"type": "alarm", "properties": "alarms"}])),
     dict(action="rewrite", callback=_odd_body([{"type": "alarm", "properties": {"alarms": _SOMEONE_ELSES}}])),
@@ -511,7 +516,7 @@ def _odd_body(widgets) -> Callable[[bytes], bytes]:
     dict(action="rewrite", callback=_odd_body([{"type": "metric", "properties": {"annotations": [_SOMEONE_ELSES]}}])),
     dict(action="rewrite", callback=_odd_body([{"type": "metric", "properties": {"annotations": {
         "alarms": _SOMEONE_ELSES}}}]))],
-    ids=["denied", "widgets not a list", "a widget not an object", "properties not an object",
+    ids=["denied", "widgets not a list", "no widgets", "a widget not an object", "properties not an object",
          "alarms not a list", "an alarm not an ARN", "annotations not an object", "annotated alarms not a list"])
 def test_a_retired_alarm_is_not_pruned_without_force_where_the_dashboards_cannot_be_read(proxied, published,
                                                                                          project_dir, fault):
