@@ -293,9 +293,9 @@ def _finish(outcomes, output: str, changes, deadline=None, notes: list[str] | No
 
     failure = _failure(outcomes, deadline)
     if failure is not None and output == "json":  # one document: the report, with the error in it
-        failure.document = _masked({**report(changes, outcomes), "notes": list(notes or [])})
+        failure.document = _masked({**report(changes, outcomes), "notes": _notices(notes or [])})
     else:
-        _print_changes(changes, output, outcomes, beside={"notes": list(notes or [])})
+        _print_changes(changes, output, outcomes, beside={"notes": _notices(notes or [])})
     if deadline is not None and deadline.interrupted:
         raise failure
     would = [o for o in outcomes if o.state == WOULD_WRITE]
@@ -449,7 +449,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
             raise GpudashError("nothing to compare: --no-grafana and --no-cloudwatch leave no publishing target",
                                hint="drop one of them")
         raise GpudashError("nothing to compare: no publishing target is configured", hint=", or ".join(wanted))
-    _print_changes(changes, output, beside={"skipped": skipped, "notes": notes})
+    _print_changes(changes, output, beside={"skipped": skipped, "notes": _notices(notes)})
     sys.exit(EXIT_FINDINGS if pending(changes) else 0)
 
 
@@ -498,9 +498,18 @@ class _Noted:
         self.show()
 
     def show(self) -> None:
+        from .build_notices import Notice
+
         for note in self.client.notes[self.shown:]:
-            click.echo(f"note: {printed.text(note)}", err=True)  # (a note names what servers hold)
+            click.echo(Notice("note", note).text(), err=True)  # (escaped: a note names what servers hold)
         self.shown = len(self.client.notes)
+
+
+def _notices(notes: list[str]) -> list[dict[str, str | None]]:
+    """A client's notes as `--output json` gives every command's notes, generate's too: {message, where, fix, rule}."""
+    from .build_notices import Notice
+
+    return [Notice("note", note).as_dict() for note in notes]
 
 
 @main.command()

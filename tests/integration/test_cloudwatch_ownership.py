@@ -768,7 +768,8 @@ def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note
     assert "note: tag:GetResources is not allowed in us-east-1" in stderr and "grant tag:GetResources" in stderr
     assert proxy.operations.count("ListTagsForResource") == 12
     # the JSON report holds what stderr noted (it held the changes and their outcomes alone)
-    assert [n for n in report["notes"] if n.startswith("tag:GetResources is not allowed in us-east-1")], report
+    assert [n for n in report["notes"] if n["message"].startswith("tag:GetResources is not allowed in us-east-1")
+            and n["where"] is n["fix"] is n["rule"] is None], report
 
 
 def test_what_the_plan_noted_is_printed_when_a_later_read_fails(proxied, published):
