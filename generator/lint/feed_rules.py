@@ -187,25 +187,16 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         yield from _pipeline_runs(subject.artifacts.agent(cluster.name), agent, cluster, unrun)
 
 
-# (ids of catalog and settings, declarations, fields) -> (the catalog and settings, held so that no other object takes
-# their ids while the entry lasts, the processors written)
-_WRITTEN: dict[tuple, tuple[Any, Any, dict[str, Any]]] = {}
-
-
 def _written(subject: LintInput, otel: dict[str, Any], published: list[str]) -> dict[str, Any]:
     """The processors gpudash writes for the declarations of `otel` and the fields `published` (render/agent_otel.
     processors), worked out once for the clusters that publish alike (a fleet's agents mostly do)."""
     from ..render.agent_otel import processors
 
     declarations = _otel_declarations(otel)
-    key = (id(subject.catalog), id(subject.settings), json.dumps(declarations, sort_keys=True, default=str),
-           tuple(published))
-    if key not in _WRITTEN:
-        if len(_WRITTEN) > 64:
-            _WRITTEN.clear()
-        _WRITTEN[key] = (subject.catalog, subject.settings,
-                         processors(subject.catalog, subject.settings, declarations, published))
-    return _WRITTEN[key][2]
+    key = ("processors written", json.dumps(declarations, sort_keys=True, default=str), tuple(published))
+    if key not in subject.held:
+        subject.held[key] = processors(subject.catalog, subject.settings, declarations, published)
+    return subject.held[key]
 
 
 def _states_made_gauges(subject: LintInput, otel: dict[str, Any], cluster: Cluster, published: list[str],
