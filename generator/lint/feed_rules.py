@@ -1118,32 +1118,22 @@ def _workload_labels_kept(subject: LintInput) -> Iterable[Finding]:
     the scrape rename the exporter's own `pod` of each series `exported_pod` (honor_labels false, the default), so
     every per-pod set names the exporter's pod, or (honor_labels true) gives it to the GPUs no pod holds."""
     from ..cloudwatch_query import dimension_for
-    from ..render.agent_otel import RECEIVER, unescaped
 
     names = {dimension_for(key, subject.settings) for key in WORKLOAD_KEYS}
     for cluster in subject.clusters():
-        agent = subject.agent(cluster)
-        if agent is None:
+        job = _exporter_job(subject, cluster)  # as the agent runs it
+        if job is None:
             continue
-        if agent.otel is not None:
-            receiver = (agent.otel.get("receivers") or {}).get(RECEIVER) or {}
-            jobs, where = (receiver.get("config") or {}).get("scrape_configs") or [], f"{OTEL_KEY} job"
-        else:
-            jobs, where = (agent.scrape or {}).get("scrape_configs") or [], "prometheus.yaml job"
-        for job in jobs:
-            if not isinstance(job, dict) or job.get("job_name") != subject.settings.scrape.job_name:
-                continue
-            for rule in job.get("relabel_configs") or []:
-                target = rule.get("target_label") if isinstance(rule, dict) else None
-                target = unescaped(target) if isinstance(target, str) else target
-                if target in names and str(rule.get("action", "replace")).lower() not in ("keep", "drop"):
-                    yield Finding("AG002", "error", f"{agent_file(cluster.name)} {where} {job.get('job_name')!r}",
-                                  f"its relabel_configs write the target label {target!r}, a label the exporter "
-                                  f"names the workload with: the scrape renames the exporter's own {target!r} of "
-                                  f"each series exported_{target} (honor_labels false), so the per-pod sets name "
-                                  f"the exporter's pod, not the workload's (with honor_labels true, GPUs no pod "
-                                  f"holds get it); remove the rule (the job keeps the exporter's pod as "
-                                  f"exporter_pod)")
+        where = f"{OTEL_KEY} job" if subject.agent(cluster).otel is not None else "prometheus.yaml job"
+        for rule in job.get("relabel_configs") or []:
+            target = rule.get("target_label") if isinstance(rule, dict) else None
+            if target in names and str(rule.get("action", "replace")).lower() not in ("keep", "drop"):
+                yield Finding("AG002", "error", f"{agent_file(cluster.name)} {where} {job.get('job_name')!r}",
+                              f"its relabel_configs write the target label {target!r}, a label the exporter names "
+                              f"the workload with: the scrape renames the exporter's own {target!r} of each series "
+                              f"exported_{target} (honor_labels false), so the per-pod sets name the exporter's pod, "
+                              f"not the workload's (with honor_labels true, GPUs no pod holds get it); remove the rule "
+                              f"(the job keeps the exporter's pod as exporter_pod)")
 
 
 def _selects_ksm(declaration: dict[str, Any]) -> bool:
