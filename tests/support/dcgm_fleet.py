@@ -201,10 +201,12 @@ def truth(query, metric, start: int, end: int, period: int, gpus=FLEET, every: i
                 continue
             readings = [value(metric.name, gpu, k, metric.kind) for k in ks]
             if metric.is_counter:
-                deltas = [value(metric.name, gpu, k, metric.kind) - value(metric.name, gpu, k - 1, metric.kind)
+                # each reading's growth since the collector's reading before it (`every` seconds earlier)
+                back = every // STEP
+                deltas = [value(metric.name, gpu, k, metric.kind) - value(metric.name, gpu, k - back, metric.kind)
                           for k in ks]
                 per_gpu = sum(deltas) if query.as_increase else \
-                    sum(deltas) / (len(deltas) * STEP) * metric.unit.rate_scale
+                    sum(deltas) / (len(deltas) * every) * metric.unit.rate_scale
                 low = high = per_gpu
             else:
                 per_gpu, low, high = mean(readings), min(readings), max(readings)
