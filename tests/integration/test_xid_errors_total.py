@@ -18,12 +18,10 @@ from __future__ import annotations
 import pytest
 
 from generator.artifacts import build, grafana_dashboards
-from generator.preview.interpolate import interpolate, variables
-from generator.preview.legend import render as render_legend
 from tests.support.messy_history import Series, openmetrics
 from tests.support.projects import counters_with, defined_project
-from tests.support.prometheus_server import backfilled_fixture, range_macros
-from tests.support.range_panels import VARIABLES
+from tests.support.prometheus_server import backfilled_fixture
+from tests.support.range_panels import panel_at
 
 STEP, SCRAPES, OFFSET = 30, 120, 15
 FIELD = "DCGM_EXP_XID_ERRORS_TOTAL"
@@ -75,14 +73,10 @@ def alarms(ctx):
 def shown(prometheus, tmp_path_factory) -> dict[str, dict[str, float]]:
     """{panel title: {legend: value}} at the last scrape, over the last 20 minutes."""
     server, start = prometheus
-    (dashboard,) = grafana_dashboards(_project(tmp_path_factory.mktemp("xid-total")))
-    values = {}
-    for panel in (p for p in dashboard.model["panels"] if p.get("targets")):
-        (target,) = panel["targets"]  # an instant query: the increase over the range
-        expr = interpolate(target["expr"], {**range_macros("20m"), **variables({}, VARIABLES)})
-        values[panel["title"]] = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
-                                  for s in server.query(expr, at=start + OFFSET + (SCRAPES - 1) * STEP + 1)}
-    return values
+    project = _project(tmp_path_factory.mktemp("xid-total"))
+    (dashboard,) = grafana_dashboards(project)
+    return {panel["title"]: panel_at(server, project, panel, start + OFFSET + (SCRAPES - 1) * STEP + 1, 20 * 60)
+            for panel in dashboard.model["panels"] if panel.get("targets")}
 
 
 def test_a_gpus_codes_add_up(shown):
