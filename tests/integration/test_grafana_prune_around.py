@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.support.grafana_push import (TEAM, forced_prune, grafana, push_json, pushed_written,  # noqa: F401
-                                        retired_team_dashboard, run, team_saved)
+                                        retired_team_dashboard, run, team_saved, team_settings)
 from tests.support.grafana_server import ADMIN
 
 FOLDER = {"uid": "gpudash", "title": "GPU monitoring"}
@@ -447,7 +447,6 @@ def test_a_defined_dashboard_a_provisioning_file_took_over_is_never_written(graf
     over it: refused by a provider that allows no saves (exit 3, every run), or saved where it allows them, until the
     provider writes the file's dashboard back the next time the file changes (the two taking turns). Now it is held,
     --force too (exit 1), naming the file, and nothing is saved."""
-    from tests.support.grafana_push import team_settings
 
     config = team_settings(tmp_path, "a", ["alpha"])
     pushed_written(run, config)
@@ -460,3 +459,29 @@ def test_a_defined_dashboard_a_provisioning_file_took_over_is_never_written(graf
         assert code == 1 and json.loads(stdout)["refused"] == [TEAM], (code, stdout, stderr)
         assert "provisioned from the file /etc/grafana/dashboards/team-a.json" in stdout, stdout
         assert grafana.state.dashboards[TEAM]["dashboard"]["version"] == version
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a prune reads every team's preferences once for the plan and again in the look right before each dashboard's "
+    "delete: an organization of 20 teams pruning the 5 bundled dashboards makes 120 preference reads (teams x (deletes + 1)), so "
+    "its cost grows with the organization times what it deletes; one look at the account-wide reads (teams' and the "
+    "organization's preferences, playlists, alert rules) for the run's deletes, as CloudWatch's prune reads the "
+    "account's dashboards once before a Region's deletes, would make it teams x 2"))
+def test_a_prune_reads_each_teams_preferences_once_for_the_plan_and_once_before_its_deletes(grafana, run, tmp_path):
+    """An organization of 20 teams, each with a home dashboard of its own; a push --prune retires the bundled
+    dashboards: each team's preferences are read by the plan and by one look before the deletes, not once per
+    dashboard deleted."""
+    import re
+
+    pushed_written(run, team_settings(tmp_path, "a", ["alpha"]))
+    teams = 20
+    for index in range(teams):
+        grafana.set_home(f"team-{index}-home", team=f"team-{index}")
+    before = len(grafana.state.log)
+    code, stdout, stderr = push_json(run, "--config", team_settings(tmp_path, "a2", ["alpha"], bundled=False),
+                                     "--prune", "--allow-mass-prune")
+    deleted = [c["name"] for c in json.loads(stdout)["changes"] if c["action"] == "delete"]
+    assert code == 0 and len(deleted) >= 3 and not set(deleted) & set(grafana.state.dashboards), stderr
+    reads = sum(bool(re.fullmatch(r"/api/teams/[0-9]+/preferences", path.split("?")[0]))
+                for _, path in grafana.state.log[before:])
+    assert reads <= 2 * teams, (reads, len(deleted))
