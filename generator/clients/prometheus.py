@@ -15,6 +15,9 @@ from .http import Sessions, get
 
 HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up, or --skip prometheus"
 RANGE_HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up"
+# a server error answered without Prometheus' JSON (5xx): Prometheus not ready yet, or a proxy before it that gave up
+SERVER_FAILED_HINT = ("Prometheus, or a proxy before it, failed to answer: check that Prometheus is up and ready (not "
+                      "starting or overloaded) and run again")
 
 
 class _Reads:
@@ -175,9 +178,10 @@ class PrometheusClient(_Reads):
         options.start()
         status, text = self._read(f"/api/v1/{path}", options, RANGE_HINT, params, evaluated=True)
         body = json_value(text)
-        if body is NOT_JSON:
+        if body is NOT_JSON:  # a server error is no sign of a wrong URL (Prometheus starting, a proxy's time limit)
             raise RemoteError(f"{self.source} answered HTTP {status} with something that is not JSON",
-                              hint="check that the URL is Prometheus' own API (no /graph, no /api/v1)")
+                              hint=SERVER_FAILED_HINT if status >= 500 else
+                              "check that the URL is Prometheus' own API (no /graph, no /api/v1)")
         if not isinstance(body, dict):
             raise RemoteError(f"{self.source} answered JSON that is not a Prometheus answer", hint=RANGE_HINT)
         return body
