@@ -58,9 +58,16 @@ _GO_SCRIPTS = frozenset("""
     Takri Tamil Tangut Telugu Thaana Thai Tibetan Tifinagh Tirhuta Ugaritic Vai Wancho Warang_Citi Yezidi Yi
     Zanabazar_Square""".split())
 NEWER_SCRIPTS = frozenset("Cypro_Minoan Kawi Nag_Mundari Old_Uyghur Tangsa Toto Vithkuqi".split())
+
+
+def _rust_range(low: int, high: int) -> str:
+    """A class's range (or one character) written for Rust, each end as an escape."""
+    return f"\\x{{{low:X}}}" + (f"-\\x{{{high:X}}}" if high != low else "")
+
+
 # Go's Perl classes are ASCII (Rust's are Unicode, and its \\w{999} passes its size limit): PERL_CLASSES written for
 # Rust, inside a class (a negated one as a class nested in it)
-_PERL_RANGES = {"d": "0-9", "s": "\\x{9}\\x{A}\\x{C}\\x{D}\\x{20}", "w": "0-9A-Za-z_"}
+_PERL_RANGES = {letter: "".join(_rust_range(*pair) for pair in ranges) for letter, ranges in PERL_CLASSES.items()}
 # A Unicode class stands for Rust as a class of two characters: Go's reading has judged its name, and Rust compiles
 # a repeat of a Unicode class past its size limit (\\pL{1000}) where Go takes it
 _UNICODE_STAND_IN = "\\x{80}-\\x{81}"
@@ -267,7 +274,7 @@ def _rust(tokens: tuple) -> str:
 
 def _rust_class_item(item: tuple) -> str:
     if item[0] == "range":
-        return f"\\x{{{item[1]:X}}}" + (f"-\\x{{{item[2]:X}}}" if item[2] != item[1] else "")
+        return _rust_range(item[1], item[2])
     if item[0] == "posix":
         return f"[:{'^' * item[2]}{item[1]}:]"
     return _rust_class(item, True)
