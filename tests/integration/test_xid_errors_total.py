@@ -18,6 +18,9 @@ from __future__ import annotations
 import pytest
 
 from generator.artifacts import build, grafana_dashboards
+from generator.lint import run
+from generator.lint.runner import all_rules
+from tests.support.lint_input import lint_input
 from tests.support.messy_history import Series, openmetrics
 from tests.support.projects import counters_with, defined_project
 from tests.support.prometheus_server import backfilled_fixture
@@ -94,9 +97,15 @@ def test_a_codes_first_error_counts(shown):
 def test_each_panel_and_alarm_reading_it_is_told_it_misses_a_codes_first_error(tmp_path):
     """Until an increase counts a code's first error, the build says so of each panel and alarm reading the counter
     (lint DF003, which generate prints), naming the windowed count that counts it."""
-    notes = [note for note in build(_project(tmp_path)).notes if note.rule == "DF003"]
+    project = _project(tmp_path)
+    artifacts = build(project)
+    notes = [note for note in artifacts.notes if note.rule == "DF003"]
     assert sorted(note.message.split(" reads ")[0] for note in notes) == \
         ["alarm 'xid-total'", "panel 'fleet'", "panel 'per GPU'", "panel 'per pod'"]
     assert all("a GPU's first event of each code is not counted" in note.message
                and "DCGM_EXP_XID_ERRORS_COUNT, the count over the exporter's window, counts it" in note.message
                for note in notes), notes
+    # and lint, reading the build, says each as a note
+    said = [(f.severity, f.where, f.message)
+            for f in run([r for r in all_rules() if r.id == "DF003"], lint_input(project, artifacts))]
+    assert sorted(said) == sorted(("note", note.where, note.message) for note in notes)
