@@ -441,8 +441,11 @@ def test_a_retired_dashboard_a_person_tags_while_its_delete_is_throttled_is_not_
     ("ListTagsForResource", b":dashboard/", b'{"Tags": {}}'),
     ("GetDashboard", b"gpudash-other-health", lambda body: json.dumps(
         {k: v for k, v in json.loads(body).items() if k != "DashboardArn"}).encode()),
+    ("GetDashboard", b"gpudash-other-health", lambda body: body.replace(b"dashboard/gpudash-other-health",
+                                                                        b"dashboard/gpudash-other-overview")),
     ("ListDashboards", b"{}", b'{"DashboardEntries": [{"DashboardName": "x"}], "NextToken": 5}')],
-    ids=["tags html", "tag without value", "tags an object", "no arn", "listing token a number"])
+    ids=["tags html", "tag without value", "tags an object", "no arn", "another dashboard's arn",
+         "listing token a number"])
 def test_garbled_answers_to_a_prunes_new_reads_delete_nothing_unseen(proxied, published, project_dir, operation,
                                                                     contains, answer):
     """Whatever comes back where a retired dashboard's tags, its ARN or the account's every dashboard belong, a prune
