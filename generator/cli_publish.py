@@ -286,16 +286,19 @@ class _StopOnSignal:
             signal.signal(number, handler)
 
 
-def _finish(outcomes, output: str, changes, deadline=None, notes: list[str] | None = None) -> None:
-    """The report of a publish; `notes`: what its client noted (said on stderr as it went, in the JSON report too)."""
+def _finish(outcomes, output: str, changes, deadline=None, notes: list[str] | None = None,
+            warnings: list[str] | None = None) -> None:
+    """The report of a publish; `notes`: what its client noted, `warnings`: what its preflight warned of (each said on
+    stderr as it went, in the JSON report too)."""
     from .changes import HELD, KEPT, REFUSED, WOULD_WRITE, report
     from .names import shown
 
     failure = _failure(outcomes, deadline)
+    said = {"warnings": _notices(warnings or [], "warning"), "notes": _notices(notes or [])}
     if failure is not None and output == "json":  # one document: the report, with the error in it
-        failure.document = _masked({**report(changes, outcomes), "notes": _notices(notes or [])})
+        failure.document = _masked({**report(changes, outcomes), **said})
     else:
-        _print_changes(changes, output, outcomes, beside={"notes": _notices(notes or [])})
+        _print_changes(changes, output, outcomes, beside=said)
     if deadline is not None and deadline.interrupted:
         raise failure
     would = [o for o in outcomes if o.state == WOULD_WRITE]
@@ -364,11 +367,12 @@ def _failure(outcomes, deadline) -> GpudashError | None:
     return None
 
 
-def _preflight(project, groups: tuple[str, ...], skip: bool, limit, dashboards=None, **options) -> None:
+def _preflight(project, groups: tuple[str, ...], skip: bool, limit, dashboards=None, **options) -> list[str]:
     """The verify groups the publish needs, within 10 s and within the command's own deadline; `dashboards`, the
-    Grafana dashboards to publish, decide whether a Prometheus without `@` and negative offsets refuses it."""
+    Grafana dashboards to publish, decide whether a Prometheus without `@` and negative offsets refuses it. What it
+    warns of (a failure the publish goes ahead with), said on stderr."""
     if skip:
-        return
+        return []
     if "prometheus" in groups and not options.get("prometheus_url"):  # nothing remote failed: a setting is missing
         raise GpudashError("push checks the Prometheus the dashboards read before publishing, and no Prometheus URL "
                            "is given", where="--prometheus-url (PROMETHEUS_URL)",
@@ -376,9 +380,11 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, dashboards=N
                                 "--skip-verify to publish without the check")
     from .verify import Options, preflight
 
-    for warning in preflight(project, groups, Options(timeout=max(1.0, min(10.0, limit.remaining())), **options),
-                             dashboards):
+    warnings = preflight(project, groups, Options(timeout=max(1.0, min(10.0, limit.remaining())), **options),
+                         dashboards)
+    for warning in warnings:
         click.echo(f"warning: {printed.text(warning)}", err=True)  # (a check's detail quotes what servers answered)
+    return warnings
 
 
 @main.command()
@@ -505,11 +511,12 @@ class _Noted:
         self.shown = len(self.client.notes)
 
 
-def _notices(notes: list[str]) -> list[dict[str, str | None]]:
-    """A client's notes as `--output json` gives every command's notes, generate's too: {message, where, fix, rule}."""
+def _notices(texts: list[str], level: str = "note") -> list[dict[str, str | None]]:
+    """A client's notes (a preflight's warnings) as `--output json` gives every command's, generate's too:
+    {message, where, fix, rule}."""
     from .build_notices import Notice
 
-    return [Notice("note", note).as_dict() for note in notes]
+    return [Notice(level, text).as_dict() for text in texts]
 
 
 @main.command()
@@ -536,7 +543,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
     project, desired = _desired(config, csv, from_dir)
     _check_renamed(renamed_from, desired, project)
     client = _grafana_client(insecure, token_file, limit)
-    _preflight(project, ("prometheus",), skip_verify, limit, desired.grafana, prometheus_url=prometheus_url)
+    warned = _preflight(project, ("prometheus",), skip_verify, limit, desired.grafana, prometheus_url=prometheus_url)
     progress = Progress()
     with _StopOnSignal(limit), _Noted(client) as noted:
         try:
@@ -553,7 +560,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
                                      publisher=(desired.project, desired.clusters),
                                      prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
                                      allow_mass_prune=allow_mass_prune, progress=progress)
-    _finish(outcomes, output, changes, limit, client.notes)
+    _finish(outcomes, output, changes, limit, client.notes, warned)
 
 
 @main.command()
@@ -586,8 +593,8 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
                            hint="add `project: <a name for this project>` to the settings and apply once (it marks "
                                 "what it writes), then prune; or leave out --prune")
     cloudwatch = _cloudwatch(profile, endpoint_url, limit)
-    _preflight(project, ("cloudwatch",), skip_verify, limit, profile=profile, endpoint_url=endpoint_url,
-               endpoint_name=_endpoint_name())
+    warned = _preflight(project, ("cloudwatch",), skip_verify, limit, profile=profile, endpoint_url=endpoint_url,
+                        endpoint_name=_endpoint_name())
     progress = Progress()
     with _StopOnSignal(limit), _Noted(cloudwatch):
         try:
@@ -600,7 +607,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
                                          force=force, prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
                                          allow_mass_prune=allow_mass_prune,
                                          progress=progress)
-    _finish(outcomes, output, changes, limit, cloudwatch.notes)
+    _finish(outcomes, output, changes, limit, cloudwatch.notes, warned)
 
 
 @main.command()

@@ -582,6 +582,22 @@ def test_push_refuses_when_the_preflight_fails(grafana, run, cli):
     assert grafana.writes() == []
 
 
+def test_a_preflight_warning_is_in_the_json_report_as_on_stderr(grafana, run, cli, monkeypatch):
+    """A check failing without stopping the publish (the counter recordings not loaded yet) is warned of on stderr;
+    the JSON report held the changes and notes alone, so a machine reader never saw it."""
+    from generator import verify
+    from generator.checks.result import FAIL, NOT_DEPLOYED, Check
+
+    later = Check("prometheus", "counter recording rules", FAIL, "Prometheus writes no recording", "apply the rules",
+                  cause=NOT_DEPLOYED, published_anyway="they draw once the group is loaded")
+    monkeypatch.setattr(verify, "run", lambda *args: [later])
+    env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN, "PROMETHEUS_URL": "http://127.0.0.1:9"}
+    code, stdout, stderr = cli("push", "--output", "json", env=env)
+    said = ("Prometheus writes no recording; published anyway (they draw once the group is loaded): apply the rules")
+    assert code == 0 and f"warning: {said}" in stderr, stderr
+    assert json.loads(stdout)["warnings"] == [{"message": said, "where": None, "fix": None, "rule": None}], stdout
+
+
 def test_a_wrong_url_path_is_a_404_with_a_hint(grafana, run):
     code, stdout, stderr = push_json(run, url=grafana.url + "/not-grafana")
     assert code == 3 and "not found (404)" in stdout + stderr and "include any sub-path" in stdout + stderr
