@@ -407,9 +407,13 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
             repeats.append(f"{where}: {name} repeats line {first.line}; the first line wins")
             continue
         meaning = FIELD_SEMANTICS.get(name, Semantics(None, None, ""))
-        metric = Metric(name=name, kind=meaning.kind if meaning.kind and kind in ("gauge", "counter") else kind,
-                        help=help_text, unit_key=meaning.unit or infer_unit(name, help_text),
-                        family=infer_family(name), line=number, csv_kind=kind)
+        unit_key = meaning.unit or infer_unit(name, help_text)
+        if meaning.kind and kind in ("gauge", "counter"):
+            kind_meant = meaning.kind
+        else:  # a level typed counter (a CSV's slip: the agent would publish its differences) is a gauge served so
+            kind_meant = "gauge" if kind == "counter" and UNITS[unit_key].level else kind
+        metric = Metric(name=name, kind=kind_meant, help=help_text, unit_key=unit_key, family=infer_family(name),
+                        line=number, csv_kind=kind)
         seen[name] = metric
         metrics.append(metric)
     if not metrics:

@@ -27,28 +27,32 @@ class Unit:
     # another number in each (0.45 as a ratio is 45 as a percent); of two quantities, nothing converts.
     quantity: str = ""
     size: float = 1.0
+    # A level: what a reading says now (a temperature, a clock, a power draw, a share, memory in use, a state), never a
+    # running total. A CSV typing such a field counter has the exporter serve it as a counter (`# TYPE`); its readings
+    # are still levels (catalog.parse_counters reads it as a gauge the exporter serves as a counter: Metric.retyped).
+    level: bool = False
 
 
 UNITS: dict[str, Unit] = {u.key: u for u in (
-    Unit("mhz", "rotmhz", "MHz", "None", "count_per_s", quantity="frequency", size=1e6),
-    Unit("celsius", "celsius", "°C", "None", "count_per_s", quantity="temperature"),
-    Unit("watt", "watt", "W", "None", "count_per_s", quantity="power"),
-    Unit("milliwatt", "mwatt", "mW", "None", "count_per_s", quantity="power", size=1e-3),
+    Unit("mhz", "rotmhz", "MHz", "None", "count_per_s", quantity="frequency", size=1e6, level=True),
+    Unit("celsius", "celsius", "°C", "None", "count_per_s", quantity="temperature", level=True),
+    Unit("watt", "watt", "W", "None", "count_per_s", quantity="power", level=True),
+    Unit("milliwatt", "mwatt", "mW", "None", "count_per_s", quantity="power", size=1e-3, level=True),
     # Grafana's custom SI unit: the values are mJ
     Unit("millijoule", "si:mJ", "mJ", "None", "milliwatt", quantity="energy", size=1e-3),
-    Unit("percent", "percent", "%", "Percent", "count_per_s", bounds=(0, 100), quantity="share", size=1e-2),
-    Unit("ratio", "percentunit", "ratio 0-1", "None", "count_per_s", bounds=(0, 1), quantity="share"),
-    Unit("mebibyte", "mbytes", "MiB", "Megabytes", "count_per_s", quantity="data", size=2.0 ** 20),
+    Unit("percent", "percent", "%", "Percent", "count_per_s", bounds=(0, 100), quantity="share", size=1e-2, level=True),
+    Unit("ratio", "percentunit", "ratio 0-1", "None", "count_per_s", bounds=(0, 1), quantity="share", level=True),
+    Unit("mebibyte", "mbytes", "MiB", "Megabytes", "count_per_s", quantity="data", size=2.0 ** 20, level=True),
     Unit("nanosecond", "ns", "ns", "None", "time_ratio", 1e-9, quantity="time", size=1e-9),
     Unit("microsecond", "µs", "µs", "Microseconds", "time_ratio", 1e-6, quantity="time", size=1e-6),
-    Unit("time_ratio", "percentunit", "share of time", "None", "count_per_s", bounds=(0, 1), quantity="share"),
+    Unit("time_ratio", "percentunit", "share of time", "None", "count_per_s", bounds=(0, 1), quantity="share", level=True),
     Unit("byte", "bytes", "bytes", "Bytes", "bytes_per_s", quantity="data"),
     Unit("bytes_per_s", "Bps", "bytes/s", "Bytes/Second", "count_per_s", quantity="data rate"),
     Unit("kilobyte", "deckbytes", "KB", "Kilobytes", "kilobytes_per_s", quantity="data", size=1e3),
     Unit("kilobytes_per_s", "KBs", "KB/s", "Kilobytes/Second", "count_per_s", quantity="data rate", size=1e3),
     Unit("count", "short", "count", "Count", "count_per_s", quantity="count"),
     Unit("count_per_s", "cps", "per second", "Count/Second", "count_per_s", quantity="rate"),
-    Unit("state", "none", "state", "None", "count_per_s", quantity="state"),
+    Unit("state", "none", "state", "None", "count_per_s", quantity="state", level=True),
 )}
 
 

@@ -30,6 +30,16 @@ def close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
+def assert_shows(shown: dict, expected: dict, title: str) -> None:
+    """A widget's lines ({label: {period start: value}}) are the truth's: the same lines and periods, each value
+    close to the truth's."""
+    assert set(shown) == set(expected), title
+    for label, series in expected.items():
+        assert set(shown[label]) == set(series), (title, label)
+        wrong = {t: (shown[label][t], v) for t, v in series.items() if not close(shown[label][t], v)}
+        assert not wrong, (title, label, wrong)
+
+
 def header(files, path: str) -> str:
     """The markdown of the dashboard's header (its first widget)."""
     return json.loads(json.loads(files[path])["DashboardBody"])["widgets"][0]["properties"]["markdown"]

@@ -16,7 +16,7 @@ from generator.project import load_project
 from generator.render.cloudwatch import panel_title
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, agent_config
-from tests.support.cloudwatch_widgets import close, panel, widgets
+from tests.support.cloudwatch_widgets import assert_shows, panel, widgets
 from tests.support.dcgm_fleet import STEP, scrapes, truth
 
 EVERY, START, END = 60, 0, 2400
@@ -54,10 +54,6 @@ def test_every_counter_widget_reads_the_truth_at_a_60_s_scrape(tmp_path, pipelin
                     for label, series in truth(query, metric, start, END, period, every=EVERY).items()}
         if any(" MIG " in label for label in shown):  # classic: one line per GPU instance, these GPUs whole
             expected = {f"{label} MIG none": series for label, series in expected.items()}
-        assert set(shown) == set(expected), title
-        for label, series in expected.items():
-            assert set(shown[label]) == set(series), (title, label)
-            wrong = {t: (shown[label][t], v) for t, v in series.items() if not close(shown[label][t], v)}
-            assert not wrong, (title, label, wrong)
+        assert_shows(shown, expected, title)
         checked += 1
     assert checked >= 4
