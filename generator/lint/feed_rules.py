@@ -1392,8 +1392,7 @@ def label_mode(subject: LintInput) -> Iterable[Finding]:
     would leave them matching nothing."""
     declared = subject.settings.labels
     wanted = {(name.removeprefix("exported_"), name) for name in (declared.pod, declared.namespace, declared.container)}
-    jobs = subject.artifacts.additional_scrape_configs.get("prometheus", {}).get("prometheusSpec", {}).get(
-        "additionalScrapeConfigs") or [{}]
+    jobs = subject.prometheus_jobs() or [{}]
     endpoints = subject.artifacts.service_monitor.get("spec", {}).get("endpoints") or [{}]
     for where, rules in ((ADDITIONAL_SCRAPE_FILE, jobs[0].get("metric_relabel_configs") or []),
                          (SERVICE_MONITOR_FILE, endpoints[0].get("metricRelabelings") or [])):
@@ -1529,8 +1528,7 @@ def _regexes(subject: LintInput, otel: bool = True) -> Iterable[tuple[str, str, 
     ServiceMonitors, each agent's prometheus.yaml) and every regex of the agent's metric declarations; and, with `otel`,
     every regex of each agent's OTel configuration. Kinds: relabel, matcher (a declaration's label matcher; classic
     matcher on the JSON path), selector (its metric selectors), include (a processor's)."""
-    jobs = subject.artifacts.additional_scrape_configs.get("prometheus", {}).get("prometheusSpec", {}).get(
-        "additionalScrapeConfigs") or []
+    jobs = subject.prometheus_jobs()
     places = [(f"{ADDITIONAL_SCRAPE_FILE} job {job.get('job_name', '?')!r}", job, _RELABEL_KEYS[0]) for job in jobs]
     for monitor in (subject.artifacts.service_monitor, *subject.artifacts.more_service_monitors):
         name = (monitor.get("metadata") or {}).get("name", "?")

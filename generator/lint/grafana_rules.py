@@ -193,8 +193,7 @@ def _node_holding(subject: LintInput) -> frozenset[str]:
     exporter's host name and the target, and each label a generated scrape job writes from the target's node."""
     labels = subject.settings.labels
     held = {labels.node, *labels.node_sources, *_EXPORTER_NODE_LABELS}
-    jobs = list(subject.artifacts.additional_scrape_configs.get("prometheus", {}).get("prometheusSpec", {}).get(
-        "additionalScrapeConfigs") or [])
+    jobs = list(subject.prometheus_jobs())
     for agent in subject.artifacts.agents:
         jobs += agent.scrape.get("scrape_configs") or []
     rules = [rule for job in jobs for rule in job.get("relabel_configs") or []]

@@ -29,9 +29,8 @@ def _samples(subject: LintInput) -> tuple[int, str]:
 
 
 def sample_limit_fits(subject: LintInput) -> Iterable[Finding]:
-    jobs = [(f"{ADDITIONAL_SCRAPE_FILE} job {job.get('job_name')!r}", job)
-            for job in subject.artifacts.additional_scrape_configs.get("prometheus", {}).get("prometheusSpec", {}).get(
-                "additionalScrapeConfigs") or [] if job.get("job_name") == subject.settings.scrape.job_name]
+    jobs = [(f"{ADDITIONAL_SCRAPE_FILE} job {job.get('job_name')!r}", job) for job in subject.prometheus_jobs()
+            if job.get("job_name") == subject.settings.scrape.job_name]
     needed, how = _samples(subject)
     for where, job in jobs:
         limit = job.get("sample_limit")

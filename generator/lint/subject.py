@@ -89,10 +89,13 @@ class LintInput:
         agent = self.agent(cluster)
         return agent.config if agent is not None else None
 
+    def prometheus_jobs(self) -> list[dict[str, Any]]:
+        """The jobs of the fleet's Prometheus (prometheus/additional-scrape-configs.yaml's additionalScrapeConfigs)."""
+        values = self.artifacts.additional_scrape_configs
+        return values.get("prometheus", {}).get("prometheusSpec", {}).get("additionalScrapeConfigs") or []
+
     def scrape_job(self, cluster: Cluster | None = None) -> dict[str, Any]:
         agent = self.agent(cluster)
         if agent is None:  # the Container Insights add-on: no agent ConfigMaps; the set's Prometheus job
-            values = self.artifacts.additional_scrape_configs
-            jobs = values.get("prometheus", {}).get("prometheusSpec", {}).get("additionalScrapeConfigs") or [{}]
-            return jobs[0]
+            return (self.prometheus_jobs() or [{}])[0]
         return agent.scrape["scrape_configs"][0]
