@@ -71,6 +71,7 @@ def _chars(text: str) -> Ranges:
 _KELVIN, _LONG_S = 0x212A, 0x17F  # the two letters outside ASCII Go folds with ASCII ones (k, s)
 _EMPTY_WIDTH = ("\\A", "\\Z", "(?m:", "(?<", "(?=", "(?!")  # assertions written: a piece may match empty with them
 
+
 def go_compiled(regex: str, groups: bool = False) -> re.Pattern:
     """`regex` (Go's syntax) as a compiled Python pattern that matches as Go's regexp does: its search is
     regexp.MatchString (the agent's unanchored matchers and selectors), its fullmatch Prometheus' anchored

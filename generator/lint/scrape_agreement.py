@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..output import ADDITIONAL_SCRAPE_FILE, agent_file
-from ..render.agent import AGENT_KEY
+from ..render.agent import AGENT_KEY, log_group
 from ..render.agent_otel import EXPORTER, OTEL_KEY
 from ..render.scrape import SAMPLE_LIMIT
 from . import Finding, Rule
@@ -76,8 +76,6 @@ def log_group_kept(subject: LintInput) -> Iterable[Finding]:
     """agent.pipeline: classic: the agent writes the EMF log group the cluster's CloudFormation stack creates with
     agent.log_retention_days (render/agent.unexpiring_log_groups: the JSON path gives awsemf no retention of its own;
     the OTel pipeline writes one on any group it creates, and without agent.log_group_in_stack generate warns)."""
-    from ..render.agent import log_group
-
     settings = subject.settings
     if not settings.agent.log_group_in_stack:
         return
