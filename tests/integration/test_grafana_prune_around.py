@@ -280,6 +280,27 @@ def test_a_retired_dashboard_that_is_a_home_dashboard_is_not_pruned_without_forc
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
 
 
+@pytest.mark.parametrize("home", ["retired", "other"], ids=["the retired dashboard's id", "another's id"])
+def test_a_home_dashboard_named_by_id_as_before_grafana_10_is_seen(grafana, run, tmp_path, home):
+    """Grafana before 10 names the home dashboard by its id alone (homeDashboardId, 0 for none; no
+    homeDashboardUID): the organization's naming the retired dashboard's id refuses its prune without --force, naming
+    the organization; one naming another dashboard's id is nothing of it."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
+    named = grafana.state.dashboards[TEAM if home == "retired" else "gpudash-overview"]["id"]
+    answer = json.dumps({"theme": "", "homeDashboardId": named, "timezone": ""}).encode()
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=r"^/api/org/preferences$", method="GET", action="rewrite", times=10,
+                          callback=lambda body: answer))
+        code, stdout, stderr = push_json(run, "--config", pruning, "--prune", url=proxy.url)
+    if home == "other":
+        assert code == 0 and TEAM not in grafana.state.dashboards, (code, stdout, stderr)
+        return
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
+    assert "it is the home dashboard of the organization: Grafana's delete leaves that preference" in stdout, stdout
+
+
 def test_a_retired_dashboard_whose_home_dashboards_cannot_all_be_read_needs_force(grafana, run, tmp_path):
     """An account without teams:read over every team is answered only the teams it may read, and one without
     orgs.preferences:read is refused the organization's: neither shows no preference names the dashboard. Refused
