@@ -800,7 +800,11 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     live.update(_indexed_unlisted(cloudwatch, region, prefix, bulk, set(requests) - set(live), set(live)))
     held = {name: alarm for name, alarm in live.items() if other_kind(alarm)}  # a person's: neither written nor
     live = {name: alarm for name, alarm in live.items() if name not in held}     # pruned, whatever it carries
-    tags = _read_tags(cloudwatch, region, live, bulk)
+    # An alarm no longer defined is judged for a prune and the flags' records alone: otherwise one the tag index does
+    # not show (a person's under gpudash's prefix, untagged) is not read alone (3 a second) on every apply
+    judged = live if prune or former else {name: alarm for name, alarm in live.items()
+                                           if name in requests or (bulk is not None and alarm["AlarmArn"] in bulk)}
+    tags = _read_tags(cloudwatch, region, judged, bulk)
     if records is not None and project:
         ours = {name: t for name, t in tags.items() if alarm_owned(t) and alarm_project(t) == project}
         # an alarm whose marks a person rewrote vouches for nothing, but still carries the clusters it records

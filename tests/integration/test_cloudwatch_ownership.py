@@ -654,6 +654,27 @@ def test_a_listing_without_stamps_reads_every_dashboard_again_before_the_deletes
     _shown_after_the_plan_is_kept(proxy, client)
 
 
+def test_a_no_op_apply_does_not_read_alone_each_untagged_alarm_under_gpudashs_prefix(proxied, published, project_dir):
+    """20 alarms a person made by hand under gpudash's name prefix, untagged: the tag index does not show them, and a
+    no-op apply read each alone (ListTagsForResource, 3 a second: 7 s of every apply, growing with them) though only
+    a prune judges an alarm no longer defined. Now an apply without --prune reads none of them, writes nothing; a
+    prune still reads each before calling it foreign, and leaves all 20 as they were."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    people_s = [f"gpudash-gpu-cluster-by-hand-{index:02d}" for index in range(20)]
+    for name in people_s:
+        foreign_alarm(client, name)
+    before = {name: alarms(client)[name] for name in people_s}
+    fresh(proxy)
+    code, report, stderr = apply("--config", str(project_dir(TWO_CLUSTERS)))
+    assert code == 0 and writes(proxy) == [] and proxy.operations.count("ListTagsForResource") == 0, (
+        stderr, proxy.operations.count("ListTagsForResource"))
+    fresh(proxy)
+    code, report, stderr = apply("--config", str(project_dir(TWO_CLUSTERS)), "--prune")
+    assert code == 0 and writes(proxy) == [] and proxy.operations.count("ListTagsForResource") >= len(people_s), stderr
+    assert {name: alarms(client)[name] for name in people_s} == before
+
+
 def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, published, project_dir):
     import json
 
