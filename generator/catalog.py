@@ -24,6 +24,10 @@ KINDS = ("gauge", "counter", "histogram", "summary", "label")
 PRESENCE = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK",
             "DCGM_FI_DEV_GPU_UTIL")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Help text that says a field is a running total (NVIDIA's CSVs: "since boot", "since the driver loaded", "since
+# exporter start", "Cumulative ..."; every such field of theirs is typed counter, and no gauge's help says so).
+_RUNNING_TOTAL = re.compile(r"\bsince (?:boot|the driver (?:was )?loaded|(?:the )?exporter (?:start|started))\b"
+                            r"|\bcumulative\b", re.I)
 
 # MIG: on a GPU split into instances the exporter writes one series per instance, told
 # apart by these labels. Fields of the whole device (power, energy, temperature, clocks,
@@ -408,6 +412,15 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
             continue
         meaning = FIELD_SEMANTICS.get(name, Semantics(None, None, ""))
         unit_key = meaning.unit or infer_unit(name, help_text)
+        total = _RUNNING_TOTAL.search(help_text)
+        if kind == "gauge" and total and not meaning.kind and not UNITS[unit_key].level:
+            raise InputError(f"{name} is typed gauge, but its help text says it is a running total ({total[0]!r}): "
+                             "the exporter would serve it as a gauge, and the CloudWatch agent publish the total itself "
+                             "where widgets and alarms read its growth: they would read all it counted since it began "
+                             "(an alarm on its growth in 5 minutes fires for good once the total passes the "
+                             "threshold)", where=where,
+                             hint="type it counter, as NVIDIA's counters CSVs do, in this file and in the exporter's "
+                                  "(the ConfigMap its DCGM_EXPORTER_COLLECTORS names)")
         if meaning.kind and kind in ("gauge", "counter"):
             kind_meant = meaning.kind
         else:  # a level typed counter (a CSV's slip: the agent would publish its differences) is a gauge served so

@@ -578,13 +578,15 @@ def test_lint_notes_each_alarm_a_blank_would_fool_on_the_json_path_only(project_
 
 
 def test_a_gauge_of_energy_since_boot_is_shown_not_cut_as_a_blank(tmp_path):
-    """A counters CSV may declare the energy counter (mJ since boot) a gauge: 5e11 mJ (a GPU at 300 W
-    for 20 days) is a real reading, far above the floor that suits temperatures and clocks."""
+    """A counters CSV may declare the energy counter a gauge (with help text that does not say it is a total since
+    boot, which is refused: test_running_total_typed_gauge): 5e11 mJ (a GPU at 300 W for 20 days) is a real
+    reading, far above the floor that suits temperatures and clocks."""
     from tests.support.cloudwatch_agent import Datapoint
 
     defaults = load_project().settings.counters_path.read_text()
     csv = tmp_path / "counters.csv"
-    csv.write_text(re.sub(r"(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION\s*,\s*)counter", r"\1gauge", defaults))
+    csv.write_text(re.sub(r"(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION\s*,\s*)counter,.*", r"\1gauge, Energy (in mJ).",
+                          defaults))
     project = load_project(counters=csv)
     assert not project.catalog.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").is_counter
     files = encode(build(project))
