@@ -32,17 +32,22 @@ def agent_lint(project, rule: str, edit=None) -> list[str]:
 
 
 def exporter_job_edited(artifacts: Artifacts, edit) -> Artifacts:
-    """`artifacts` with the first agent's exporter job, the one the agent runs, edited in a copy by `edit`: on the OTel
-    pipeline its receiver's job (the collector reads no prometheus.yaml), on the JSON path prometheus.yaml's."""
+    """`artifacts` with the first agent's exporter job, the one the agent runs, edited in a copy by `edit`."""
+    return scrape_config_edited(artifacts, lambda config: edit(config["scrape_configs"][0]))
+
+
+def scrape_config_edited(artifacts: Artifacts, edit) -> Artifacts:
+    """`artifacts` with the scrape configuration the first agent runs edited in a copy by `edit`: on the OTel pipeline
+    its receiver's (the collector reads no prometheus.yaml), on the JSON path prometheus.yaml."""
     import copy
 
     agent = artifacts.agents[0]
     if agent.otel is not None:
         otel = copy.deepcopy(agent.otel)
-        edit(otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0])
+        edit(otel["receivers"]["prometheus/gpudash"]["config"])
         agent = replace(agent, otel=otel)
     else:
         scrape = copy.deepcopy(agent.scrape)
-        edit(scrape["scrape_configs"][0])
+        edit(scrape)
         agent = replace(agent, scrape=scrape)
     return replace(artifacts, agents=(agent, *artifacts.agents[1:]))

@@ -22,7 +22,7 @@ from generator.output import encode
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.agent_points import through_agent
 from tests.support.cloudwatch_widgets import widgets
-from tests.support.lint_input import exporter_job_edited, lint_input
+from tests.support.lint_input import exporter_job_edited, lint_input, scrape_config_edited
 from tests.support.projects import bundled_project
 
 CLASSIC = "agent:\n  pipeline: classic\n"
@@ -61,6 +61,25 @@ def test_an_exporter_job_edited_fails_ag008(pipeline, case):
     found = _messages(project, exporter_job_edited(artifacts, edit), "AG008")
     assert len(found) == 1 and said in found[0], found
     assert found[0].startswith("k8s/cwagent-prometheus-config-gpu-cluster.yaml: the dcgm-exporter job "), found
+
+
+def _interval_from_global(interval: str):
+    """An edit leaving the exporter job's interval to the configuration's global one, `interval`."""
+    def edit(config):
+        del config["scrape_configs"][0]["scrape_interval"]
+        config["global"]["scrape_interval"] = interval
+    return edit
+
+
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+def test_a_job_without_an_interval_is_read_at_the_global_one_as_the_agent_runs_it(pipeline):
+    """Prometheus (and the collector's receiver) scrape a job that sets no interval at the global one: the same 30 s
+    is the job gpudash writes, 60 s is not."""
+    project = bundled_project(PIPELINES[pipeline])
+    artifacts = build(project, grafana=False)
+    assert _messages(project, scrape_config_edited(artifacts, _interval_from_global("30s")), "AG008") == []
+    (found,) = _messages(project, scrape_config_edited(artifacts, _interval_from_global("60s")), "AG008")
+    assert "scrape_interval '60s'" in found, found
 
 
 def test_the_exporter_revision_rules_removed_fail_ag008():
