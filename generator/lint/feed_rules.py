@@ -816,22 +816,21 @@ def _rollup_off(subject: LintInput) -> Iterable[Finding]:
                           f"{NO_ROLLUP})")
 
 
-# awsemf's settings gpudash writes with one value (render/agent_otel.cluster_exporter), and what another does
+# awsemf's settings gpudash writes with one value for every cluster (render/agent_otel.cluster_exporter), judged here,
+# and what another value does (its other settings are judged by their own findings: namespace, Region, log group,
+# declarations, rollup)
 _EXPORTER_FIXED = {
-    "retain_initial_value_of_delta_metric": (False, "the first reading of each counter series (at every agent start, "
-                                             "new pod or exporter restart) is published as an increase of its whole "
-                                             "running total, which the counter widgets and alarms read as such"),
+    "retain_initial_value_of_delta_metric": "the first reading of each counter series (at every agent start, new pod "
+                                            "or exporter restart) is published as an increase of its whole running "
+                                            "total, which the counter widgets and alarms read as such",
 }
-# the other keys it writes (each judged by its own finding: namespace, Region, log group, declarations, rollup)
-_EXPORTER_KEYS = {"namespace", "region", "log_group_name", "log_stream_name", "log_retention", "dimension_rollup_option",
-                  "version", "metric_declarations", "metric_descriptors"}
 
 
 def _exporter_as_written(subject: LintInput) -> Iterable[Finding]:
-    """On the OTel pipeline awsemf has the settings gpudash writes and no other: a key of its own (output_destination:
-    stdout publishes nothing to CloudWatch; a resource_to_telemetry_conversion adds every resource label as a
-    dimension) changes what the widgets and alarms read."""
-    from ..render.agent_otel import EXPORTER
+    """On the OTel pipeline awsemf has the settings gpudash writes (render/agent_otel.cluster_exporter) and no other: a
+    key of its own (output_destination: stdout publishes nothing to CloudWatch; a resource_to_telemetry_conversion adds
+    every resource label as a dimension) changes what the widgets and alarms read."""
+    from ..render.agent_otel import EXPORTER, cluster_exporter
 
     for cluster in subject.clusters():
         agent = subject.agent(cluster)
@@ -840,11 +839,14 @@ def _exporter_as_written(subject: LintInput) -> Iterable[Finding]:
         exporter = (agent.otel.get("exporters") or {}).get(EXPORTER)
         if not isinstance(exporter, dict):
             continue
+        # the keys gpudash writes, and the values it writes alike for every cluster
+        written = cluster_exporter({"namespace": "", "metric_declarations": [], "metric_descriptors": []}, cluster,
+                                   "", 0)
         where = f"{agent_file(cluster.name)} {OTEL_KEY} {EXPORTER}"
-        for key, (value, effect) in _EXPORTER_FIXED.items():
-            if exporter.get(key, value) != value:
-                yield Finding("AG001", "error", where, f"{key} is {exporter[key]!r}, not {value!r}: {effect}")
-        for key in sorted(set(exporter) - set(_EXPORTER_FIXED) - _EXPORTER_KEYS, key=str):
+        for key, effect in _EXPORTER_FIXED.items():
+            if exporter.get(key, written[key]) != written[key]:
+                yield Finding("AG001", "error", where, f"{key} is {exporter[key]!r}, not {written[key]!r}: {effect}")
+        for key in sorted(set(exporter) - set(written), key=str):
             yield Finding("AG001", "error", where,
                           f"{key} is not a setting gpudash writes: it changes what awsemf publishes (output_destination "
                           f"other than cloudwatch publishes nothing there); remove it")
