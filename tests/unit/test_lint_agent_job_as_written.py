@@ -92,15 +92,11 @@ def test_the_exporter_revision_rules_removed_fail_ag008():
 def test_the_kube_state_metrics_job_edited_fails_ag008():
     """The agent alarm counts kube-state-metrics' scrapes of a period at scrape.interval (fewer than 5 of its 10)."""
     project = bundled_project()
-    artifacts = build(project, grafana=False)
-    import copy
-    from dataclasses import replace
 
-    agent = artifacts.agents[0]
-    otel = copy.deepcopy(agent.otel)
-    next(j for j in otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"]
-         if j["job_name"] == "gpudash-kube-state-metrics")["scrape_interval"] = "60s"
-    edited = replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+    def edit(config):
+        next(j for j in config["scrape_configs"] if j["job_name"] == "gpudash-kube-state-metrics")["scrape_interval"] \
+            = "60s"
+    edited = scrape_config_edited(build(project, grafana=False), edit)
     (found,) = _messages(project, edited, "AG008")
     assert "the gpudash-kube-state-metrics job" in found and "scrape_interval '60s'" in found, found
 

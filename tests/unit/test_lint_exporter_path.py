@@ -4,31 +4,19 @@ publishes no GPU. Lint said nothing of a job edited so, on either pipeline."""
 
 from __future__ import annotations
 
-import copy
-from dataclasses import replace
-
 import pytest
 
 from generator.artifacts import build
 from generator.lint.feed_rules import RULES
 from generator.lint.runner import run
-from tests.support.lint_input import lint_input
+from tests.support.lint_input import exporter_job_edited, lint_input
 from tests.support.projects import bundled_project
 
 PIPELINES = {"otel": "", "classic": "agent:\n  pipeline: classic\n"}
 
 
 def _path_edited(artifacts, path: str):
-    agent = artifacts.agents[0]
-    if agent.otel is not None:
-        otel = copy.deepcopy(agent.otel)
-        otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0]["metrics_path"] = path
-        agent = replace(agent, otel=otel)
-    else:
-        scrape = copy.deepcopy(agent.scrape)
-        scrape["scrape_configs"][0]["metrics_path"] = path
-        agent = replace(agent, scrape=scrape)
-    return replace(artifacts, agents=(agent, *artifacts.agents[1:]))
+    return exporter_job_edited(artifacts, lambda job: job.update(metrics_path=path))
 
 
 @pytest.mark.parametrize("pipeline", sorted(PIPELINES))

@@ -6,9 +6,6 @@ nothing (AG002 checked that each dimension is a label, which `pod` still is)."""
 
 from __future__ import annotations
 
-import copy
-from dataclasses import replace
-
 import pytest
 
 from generator.artifacts import build
@@ -17,7 +14,7 @@ from generator.lint.runner import run
 from generator.output import encode
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
-from tests.support.lint_input import lint_input
+from tests.support.lint_input import exporter_job_edited, lint_input
 from tests.support.projects import bundled_project
 
 AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -31,16 +28,7 @@ BLOG = {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod", 
 
 def _edited(artifacts, rule: dict):
     """The build with `rule` added to the relabel_configs of the exporter job the agent runs."""
-    agent = artifacts.agents[0]
-    if agent.otel is not None:
-        otel = copy.deepcopy(agent.otel)
-        otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0]["relabel_configs"].append(rule)
-        agent = replace(agent, otel=otel)
-    else:
-        scrape = copy.deepcopy(agent.scrape)
-        scrape["scrape_configs"][0]["relabel_configs"].append(rule)
-        agent = replace(agent, scrape=scrape)
-    return replace(artifacts, agents=(agent, *artifacts.agents[1:]))
+    return exporter_job_edited(artifacts, lambda job: job["relabel_configs"].append(rule))
 
 
 def _pods(artifacts) -> list[tuple[str, str, float]]:
