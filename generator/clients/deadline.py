@@ -93,7 +93,9 @@ class Deadline:
         self.interrupted: tuple[str, int] | None = None  # (signal name, number) once asked to stop
         self.at_once = False  # stopped at once (a second Ctrl-C): no call under way is waited for any more
         self._waits: set[threading.Event] = set()  # the calls waited for now, on any thread
-        self._waits_lock = threading.Lock()
+        # re-entrant: the second Ctrl-C's handler (stopped_at_once) runs on the main thread wherever it is, inside
+        # `run`'s lines that hold this lock too
+        self._waits_lock = threading.RLock()
 
     def interrupt(self, name: str, number: int) -> None:
         """Stop the command: every later check (before each call, each retry wait) raises Interrupted."""

@@ -72,3 +72,42 @@ def test_a_call_is_given_the_time_left_when_it_starts_even_if_the_clock_moves_wh
     assert clock.waits == [60]
     with pytest.raises(DeadlineExceeded):  # the next call is not started
         limit.run(lambda: "never", "alarm y")
+
+
+# A publish with a remote call under way: the first Ctrl-C asks it to stop after that call, the second (landing where
+# Deadline.run registers the call it waits for, with the lock of those waits held) stops it at once.
+_SECOND_CTRL_C = """
+import signal
+
+from generator.cli_publish import _StopOnSignal
+from generator.clients.deadline import Deadline
+
+deadline = Deadline(30, command="apply")
+with _StopOnSignal(deadline):
+    signal.raise_signal(signal.SIGINT)
+    try:
+        with deadline._waits_lock:
+            signal.raise_signal(signal.SIGINT)
+    except KeyboardInterrupt:
+        print("stopped at once by", deadline.interrupted[0])
+"""
+
+
+def test_a_second_ctrl_c_landing_while_a_call_is_registered_stops_at_once():
+    """A signal's handler runs on the main thread wherever it is, inside Deadline.run's few lines that register the
+    call it waits for too. The second Ctrl-C's handler gives up on every call waited for under the lock those lines
+    hold, which its own thread held already: the process hung there for good (a third Ctrl-C ran the same handler
+    into the same lock). Now it stops at once, as anywhere else."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))}
+    try:
+        result = subprocess.run([sys.executable, "-c", _SECOND_CTRL_C], capture_output=True, text=True, timeout=10,
+                                env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the second Ctrl-C hung on the lock its own thread held")
+    assert result.stdout.strip() == "stopped at once by SIGINT", (result.stdout, result.stderr)
