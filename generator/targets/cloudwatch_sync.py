@@ -548,8 +548,10 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
             listed = dashboards_listed(cloudwatch, region, prefix, listed,
                                        [c.name for c in changes if (c.live or {}).get("body") is not None] + there,
                                        prune)
-        retired = sorted(name for name in listed
-                         if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name))
+        # (a dashboard no longer defined is judged for a prune and the flags' records alone: without them, another
+        # project's dashboards under the prefix are not read on every apply)
+        retired = sorted(name for name in listed if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name)
+                         and (prune or former))
         bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), retired))
     if prefix and any(change.action == CREATE for change in changes):
         # (settings without a project list nothing for pruning: listed here for what they create)
