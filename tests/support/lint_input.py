@@ -17,18 +17,23 @@ def lint_input(project, artifacts: Artifacts | None = None, grafana_schema=None,
 def agent_lint(project, rule: str, edit=None) -> list[str]:
     """The messages of lint rule `rule` (e.g. AG001) on `project`'s build, its first agent's collector configuration
     (agent.pipeline: otel) edited in place by `edit` (a copy of it)."""
-    import copy
-
     from generator.lint.feed_rules import RULES
     from generator.lint.runner import run
 
     artifacts = build(project)
     if edit:
-        agent = artifacts.agents[0]
-        otel = copy.deepcopy(agent.otel)
-        edit(otel)
-        artifacts = replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+        artifacts = otel_edited(artifacts, edit)
     return [f.message for f in run([r for r in RULES if r.id == rule], lint_input(project, artifacts))]
+
+
+def otel_edited(artifacts: Artifacts, edit) -> Artifacts:
+    """`artifacts` with the first agent's collector configuration (agent.pipeline: otel) edited in a copy by `edit`."""
+    import copy
+
+    agent = artifacts.agents[0]
+    otel = copy.deepcopy(agent.otel)
+    edit(otel)
+    return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
 
 
 def exporter_job_edited(artifacts: Artifacts, edit) -> Artifacts:

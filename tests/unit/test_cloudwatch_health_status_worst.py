@@ -227,20 +227,14 @@ def test_a_pipeline_that_no_longer_makes_the_health_status_a_gauge_fails_ag005(t
     """The exporter serves the health status as a counter (the CSV's type); the pipeline makes it a gauge first, else
     awsemf publishes the differences between readings: the failing GPUs' line per GPU reads 0, not 20 (the agent
     model). Lint said nothing of a processor emptied, renamed or deleted by hand."""
-    import copy
-    from dataclasses import replace
-
     from generator.lint.feed_rules import RULES
     from generator.lint.runner import run
-    from tests.support.lint_input import lint_input
+    from tests.support.lint_input import lint_input, otel_edited
 
     project = _project(tmp_path)
     artifacts = build(project, grafana=False)
     if how != "as built":
-        agent = artifacts.agents[0]
-        otel = copy.deepcopy(agent.otel)
-        _retype_edited(otel, how)
-        artifacts = replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+        artifacts = otel_edited(artifacts, lambda otel: _retype_edited(otel, how))
     files = encode(artifacts)
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(k * STEP, _payload(node, k * STEP), target_labels(job, node))

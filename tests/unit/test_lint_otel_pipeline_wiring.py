@@ -11,9 +11,6 @@ pipeline's list, tests/support/cloudwatch_otel) shows what is then published; li
 
 from __future__ import annotations
 
-import copy
-from dataclasses import replace
-
 import pytest
 
 from generator.artifacts import build
@@ -23,7 +20,7 @@ from generator.output import encode
 from generator.project import load_project
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
-from tests.support.lint_input import lint_input
+from tests.support.lint_input import lint_input, otel_edited
 
 AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 PIPELINE = "metrics/gpudash"
@@ -47,12 +44,8 @@ def project(tmp_path_factory):
 
 def _unhooked(project, kind: str, name: str):
     """The build with `name` left out of the pipeline's `kind` (processors, exporters); defined as before."""
-    artifacts = build(project, grafana=False)
-    agent = artifacts.agents[0]
-    otel = copy.deepcopy(agent.otel)
-    if name:
-        otel["service"]["pipelines"][PIPELINE][kind].remove(name)
-    return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+    return otel_edited(build(project, grafana=False),
+                       lambda otel: otel["service"]["pipelines"][PIPELINE][kind].remove(name) if name else None)
 
 
 def _points(artifacts, metric: str, dims: set[str]) -> list[tuple[str, float]]:
@@ -111,11 +104,8 @@ def test_the_exporter_left_out_of_the_pipeline_fails_ag001(project):
 
 def _filtered(project, added: str):
     """The build with one more condition `added` in the blank filter (a person's edit)."""
-    artifacts = build(project, grafana=False)
-    agent = artifacts.agents[0]
-    otel = copy.deepcopy(agent.otel)
-    otel["processors"]["filter/gpudash"]["metrics"]["datapoint"].append(added)
-    return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+    return otel_edited(build(project, grafana=False),
+                       lambda otel: otel["processors"]["filter/gpudash"]["metrics"]["datapoint"].append(added))
 
 
 @pytest.mark.parametrize("added, gone", [
@@ -160,11 +150,7 @@ def _made(artifacts) -> dict[str, list[float]]:
 
 
 def _processor_edited(project, name: str, edit):
-    artifacts = build(project, grafana=False)
-    agent = artifacts.agents[0]
-    otel = copy.deepcopy(agent.otel)
-    edit(otel["processors"][name])
-    return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+    return otel_edited(build(project, grafana=False), lambda otel: edit(otel["processors"][name]))
 
 
 def _statements(processor: dict, edit) -> None:
@@ -213,13 +199,11 @@ def test_a_processor_edited_by_hand_fails_ag005(project, name):
 
 def test_a_processor_gpudash_does_not_write_fails_ag005(project):
     """A processor of a person's own in the pipeline, here one scaling every temperature, is named."""
-    artifacts = build(project, grafana=False)
-    agent = artifacts.agents[0]
-    otel = copy.deepcopy(agent.otel)
-    otel["processors"]["transform/mine"] = {"metric_statements": [{"context": "datapoint", "statements": [
-        'set(value_double, value_double * 2) where metric.name == "DCGM_FI_DEV_GPU_TEMP"']}]}
-    otel["service"]["pipelines"][PIPELINE]["processors"].insert(0, "transform/mine")
-    artifacts = replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+    def mine(otel):
+        otel["processors"]["transform/mine"] = {"metric_statements": [{"context": "datapoint", "statements": [
+            'set(value_double, value_double * 2) where metric.name == "DCGM_FI_DEV_GPU_TEMP"']}]}
+        otel["service"]["pipelines"][PIPELINE]["processors"].insert(0, "transform/mine")
+    artifacts = otel_edited(build(project, grafana=False), mine)
     assert _findings(project, artifacts, "AG005") == [
         f"AG005 {AGENT} gpudash-otel.yaml transform/mine: transform/mine is not a processor gpudash writes: it changes "
         f"what the pipeline publishes under the names the widgets and alarms read; remove it from {PIPELINE}'s "
@@ -231,11 +215,9 @@ REPLAYS = ("# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter\n"
 
 
 def _exporter_edited(project, key: str, value):
-    artifacts = build(project, grafana=False)
-    agent = artifacts.agents[0]
-    otel = copy.deepcopy(agent.otel)
-    otel["exporters"]["awsemf/gpudash"][key] = value
-    return replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:]))
+    def written(otel):
+        otel["exporters"]["awsemf/gpudash"][key] = value
+    return otel_edited(build(project, grafana=False), written)
 
 
 def _replays(artifacts) -> list[tuple[float, float]]:
