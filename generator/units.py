@@ -99,9 +99,10 @@ FAMILY_ORDER = ("utilization", "memory", "profiling", "power", "temperature", "c
 
 
 def infer_unit(name: str, help_text: str) -> str:
-    """Unit key for a field. DCGM_FI_PROF_* "ratio" fields are 0-1 whatever the help says."""
+    """Unit key for a field. DCGM's profiling activities (DCGM_FI_PROF_*_ACTIVE, SM occupancy: a "Ratio of ..." in
+    NVIDIA's CSVs) are 0-1 whatever the help says: DCGM reads them as ratios, and a CSV's "(in %)" does not scale them."""
     upper = name.upper()
-    if "_PROF_" in upper and "ratio" in help_text.lower():
+    if "_PROF_" in upper and ("ratio" in help_text.lower() or upper.endswith(("_ACTIVE", "_OCCUPANCY"))):
         return "ratio"
     for pattern, key in _HELP_UNITS:
         if pattern.search(help_text):
