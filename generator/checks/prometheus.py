@@ -26,7 +26,6 @@ from ..names import ALERT_PREFIX, CLUSTERS_GROUP, WATCHED_CLUSTER, is_counter_gr
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
 from ..agent_timing import scrape_timeout
 from ..project import Project
-from ..catalog import MIG_INSTANCE_LABEL
 from ..promql import COUNTED_PARTS, counted_name
 from ..promql_alike import alike
 from ..promql_text import matcher, quoted
@@ -677,10 +676,11 @@ def _targets_own_pods(prometheus: Prometheus, project: Project) -> dict[str, int
     that pod, which does hold the GPU): a GPU no pod holds, scraped by a job whose targets carry the exporter pod's
     labels and that writes them where the exporter wrote none (honor_labels with the target's pod kept, or a job that
     does not honor labels, read as `pod`). The series' own `up` is not asked for: a Prometheus federating that one
-    holds the same series under its federation job's `up`, and its panels show the exporter pod alike."""
+    holds the same series under its federation job's `up`, and its panels show the exporter pod alike. A GPU is its
+    UUID: a MIG GPU's instances, and its copies scraped twice, are one."""
     labels = project.settings.labels
     pod, namespace = labels.pod, labels.namespace
-    gpu = ", ".join((namespace, pod, "instance", "job", "gpu", MIG_INSTANCE_LABEL))
+    gpu = ", ".join((namespace, pod, labels.uuid))
     exporters = f'{{__name__=~"DCGM_FI_.+", {pod}=~{quoted(exporter_pod_names(project.settings))}}}'
     found = prometheus.query(f"count by ({namespace}, {pod}) (group by ({gpu}) "
                              f"({recent(exporters, looked_back(project))}))")

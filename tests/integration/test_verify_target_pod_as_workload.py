@@ -38,7 +38,8 @@ FIELDS = {"DCGM_FI_DEV_GPU_TEMP": 50, "DCGM_FI_DEV_POWER_USAGE": 100, "DCGM_FI_D
 NODES = {"node-a": ("nvidia-dcgm-exporter-x7k2p", None), "node-b": ("nvidia-dcgm-exporter-q8w2z", "")}
 
 
-def _page(node: str, idle: str | None, held: bool = True, gpus: tuple[int, ...] = (0, 1)) -> str:
+def _page(node: str, idle: str | None, held: bool = True, gpus: tuple[int, ...] = (0, 1), split: int = 0) -> str:
+    """`split`: GPU 1 split into that many MIG instances (none held), each its series (GPU_I_ID)."""
     lines = []
     for metric, value in FIELDS.items():
         lines.append(f"# TYPE {metric} gauge")
@@ -49,7 +50,9 @@ def _page(node: str, idle: str | None, held: bool = True, gpus: tuple[int, ...] 
                 labels += f',container="main",namespace="ml",pod="train-{node}"'
             elif idle is not None:
                 labels += f',container="{idle}",namespace="{idle}",pod="{idle}"'
-            lines.append(f"{metric}{{{labels}}} {value}")
+            instances = [f',GPU_I_ID="{k}",GPU_I_PROFILE="1g.10gb"' for k in range(1, split + 1)] \
+                if gpu == 1 and split else [""]
+            lines += [f"{metric}{{{labels}{instance}}} {value}" for instance in instances]
     return "\n".join(lines) + "\n"
 
 
@@ -62,18 +65,21 @@ def scrapes(reference, tmp_path_factory):
     monitors = {"operator, honorLabels": (honoring, True), "operator as shipped, no workload": (
         operator_monitor(reference, node_relabeling=True), False),
         "gpudash": ({**service_monitor(bundled_project().settings)}, True),
-        "sidecar, honorLabels": (copy.deepcopy(honoring), None)}
+        "sidecar, honorLabels": (copy.deepcopy(honoring), None),
+        "operator, honorLabels, MIG": (copy.deepcopy(honoring), True)}
     with ReplayExporter(_page("node-a", None)) as a, ReplayExporter(_page("node-b", "")) as b, \
             ReplayExporter(_page("node-a", None, held=False)) as idle_a, \
             ReplayExporter(_page("node-b", "", held=False)) as idle_b, \
-            ReplayExporter(_page("node-a", None, held=False, gpus=(0,))) as sidecar:
+            ReplayExporter(_page("node-a", None, held=False, gpus=(0,))) as sidecar, \
+            ReplayExporter(_page("node-a", None, split=3)) as mig_a, ReplayExporter(_page("node-b", "", split=3)) as mig_b:
         servers = {}
         for name, (monitor, held) in monitors.items():
             monitor["metadata"]["namespace"] = "gpu-operator"
             folder = tmp_path_factory.mktemp("prom-target-pod")
             endpoint = monitor["spec"]["endpoints"][0]
             targets = [(exporter, "gpu-operator", pod, node) for exporter, (node, (pod, _)) in
-                       zip((a, b) if held else (idle_a, idle_b), NODES.items())] if held is not None else \
+                       zip((mig_a, mig_b) if name.endswith("MIG") else (a, b) if held else (idle_a, idle_b),
+                           NODES.items())] if held is not None else \
                 [(sidecar, "ml", "train-sidecar-0", "node-a")]  # the workload's pod, its GPU 0 the exporter's
             (folder / "sd.json").write_text(json.dumps([endpoint_target(
                 exporter.address, namespace=namespace, service="nvidia-dcgm-exporter",
@@ -85,7 +91,8 @@ def scrapes(reference, tmp_path_factory):
             with ThreadPoolExecutor(len(servers)) as pool:
                 list(pool.map(Prometheus.start, servers.values()))
             for name, server in servers.items():
-                server.wait_for('DCGM_FI_DEV_GPU_TEMP', count=1 if name.startswith("sidecar") else 4)
+                server.wait_for('DCGM_FI_DEV_GPU_TEMP', count=1 if name.startswith("sidecar") else
+                                8 if name.endswith("MIG") else 4)
             yield servers
         finally:
             for server in servers.values():
@@ -110,6 +117,14 @@ def test_a_gpu_carrying_its_scrape_targets_own_pod_fails_the_workload_pod_check(
     assert check["status"] == "fail" and check["detail"].startswith(
         "4 GPUs carry their scrape target's own pod as the workload's 'pod': gpu-operator/nvidia-dcgm-exporter-q8w2z "
         "(2 GPUs), gpu-operator/nvidia-dcgm-exporter-x7k2p (2 GPUs): "), check
+
+
+def test_a_mig_gpu_whose_instances_carry_the_exporter_pod_counts_once(scrapes, cli):
+    """node-a's GPU 1 split into 3 instances, none held: one GPU carries the exporter pod (each instance's series)."""
+    check = _pod_check(cli, scrapes["operator, honorLabels, MIG"].url)
+    assert check["status"] == "fail" and check["detail"].startswith(
+        "1 GPU carries its scrape target's own pod as the workload's 'pod': gpu-operator/nvidia-dcgm-exporter-x7k2p "
+        "(1 GPU): "), check
 
 
 def test_a_federated_prometheus_still_shows_the_exporter_pod_a_gpu_carries(scrapes, cli, tmp_path):
