@@ -101,6 +101,7 @@ class FaultProxy(LoopbackServer):
         self.operations: list[str] = []  # AWS operations, from X-Amz-Target
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.dripped = 0  # answers a drip rule sent whole
         proxy = self
 
         class Handler(KeepAliveHandler):
@@ -162,6 +163,9 @@ class FaultProxy(LoopbackServer):
                         self.wfile.flush()
                     except OSError:
                         break
+                else:
+                    with proxy.lock:
+                        proxy.dripped += 1
                 self.close_connection = True
 
             def _reset(self) -> None:
