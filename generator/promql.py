@@ -3146,6 +3146,14 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
             raise NotCombined(query.metric)
         return query.raw_promql
     keys = group_keys(query.by)
+    if "model" in keys and gauge_window is None and resolution is not None and not pooled(query, catalog):
+        each = replace(query, by=_model_slot(keys))  # each GPU's value, as a panel grouped by node and GPU reads it
+        inner = _expression(each, labels, catalog, scope, rate_window, increase_window, gauge_window, per_instance,
+                            kind, resolution, offset, named_within, hold, reach, regions)
+        lookback = named_within or label_lookback(_seconds(resolution))
+        span = increase_window if query.as_increase else rate_window if is_counter_field(query.metric, catalog) \
+            else lookback
+        return modelled(inner, query, labels, catalog, scope, span, resolution, lookback)
     if (named_within and resolution and gauge_window is None and "pod" in keys and set(keys) <= POD_KEYS
             and not query.as_increase and not query.over and query.aggregation != "count"
             and not reads_gauges(query, catalog)):
@@ -3304,6 +3312,53 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
             (lambda statistic, how: gpus(statistic, OUTER_OF_STATISTIC.get(how, how), _duration_text(PREVIOUS_WITHIN)))
         return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, periods or offset, name)
     return aggregated(query.aggregation)
+
+
+def _model_slot(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys of each GPU's value in a query grouped by model (modelled): its other keys, the node and the GPU."""
+    return tuple(dict.fromkeys((*(key for key in keys if key != "model"), "node", "gpu")))
+
+
+SPACED_MARK = "gpudash_spaced"  # gpu_models: a model spelled with blanks (summed away)
+
+
+def modelled(inner: str, query: Query, labels: Labels, catalog: Catalog, scope: Scope, span: str, resolution: str,
+             lookback: str) -> str:
+    """A panel grouped by model: `inner` (the query's value per GPU: `_model_slot`'s keys, as a panel grouped by node
+    and GPU reads it, one copy of each GPU) given the model of its GPU (gpu_models), then the query's aggregation per
+    model. The exporter writes the model as `modelName`, with --replace-blanks-in-model-name its blanks as dashes: a
+    rollout turning the flag on or off respells every GPU at once, so the model is no label a GPU's copies are kept
+    apart by (each GPU counted under both spellings for the look-back after such a rollout: 4 GPUs for 2, 1,600 W for
+    800), and a counter's recorded rate carries none (a rate grouped by model drew its GPUs' 800,000 mW under no
+    model at all)."""
+    keys = group_keys(query.by)
+    outer = [label_name(key, labels) for key in keys]
+    if "mig_instance" in keys:  # an instance is shown with its profile
+        outer.insert(outer.index(MIG_INSTANCE_LABEL) + 1, MIG_PROFILE_LABEL)
+    slot = [label_name(key, labels) for key in _model_slot(keys) if key in ("cluster", "node", "gpu")]
+    metrics = tuple(dict.fromkeys((*_named_fields(query.metric, catalog), *query.over)))
+    models = gpu_models(metrics, list(scope.naming(labels)), span, resolution, lookback, labels, tuple(slot))
+    model = label_name("model", labels)
+    how = OUTER_OF_STATISTIC.get(query.aggregation, query.aggregation)
+    return (f"{how} by ({_listed(outer)}) ({inner} + on ({_listed(slot)}) group_left ({model}) (0 * {models}))")
+
+
+def gpu_models(metrics: tuple[str, ...], matchers: list[str], span: str, resolution: str, lookback: str,
+               labels: Labels, slot: tuple[str, ...]) -> str:
+    """One series per GPU (`slot`: its cluster where kept, node and index, the node coalesced) of any of `metrics`,
+    labelled with its model as its newest copy spells it: a copy with a sample within the last scrape interval, else
+    within the look-back, else within `span` (the rate window, the dashboard's range of an increase); of copies alike
+    so, the spelling with blanks (the exporter's default) before the one with dashes, so that one is shown at every
+    step and call."""
+    model = label_name("model", labels)
+    ms = _seconds(resolution) * 1000
+    ranks = " or ".join(f"present_over_time({each}[{ms}ms]) * 2 or present_over_time({each}[{lookback}]) or "
+                        f"present_over_time({each}[{span}]) * 0"
+                        for each in (selector(metric, matchers) for metric in metrics))
+    ranked = coalesce_node(f"({ranks})", labels)
+    marked = (f'label_replace({ranked}, "{SPACED_MARK}", "1", {quoted(model)}, ".* .*") + on ({SPACED_MARK}) '
+              f'group_left () (label_replace(vector(0.5), "{SPACED_MARK}", "1", "", "") or vector(0))')
+    return f"topk by ({_listed(slot)}) (1, max by ({_listed((*slot, model))}) ({marked}))"
 
 
 def _instance_value(metric: str, catalog: Catalog, kind: str | None) -> bool:
