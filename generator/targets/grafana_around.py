@@ -29,6 +29,10 @@ refused is said, never read as none.
   /api/v1/provisioning/alert-rules lists every rule of the organization, for an account with alerting's provisioning
   read: an organization Admin's; Grafana 11 and later answer one that reads rules by folder the rules of the folders it
   may read, leaving out the others: read as all only over every folder); the delete leaves it linking to nothing.
+
+The playlists, home dashboards and alert rules are the organization's, read whole whatever the dashboard (the homes
+cost a call per team): `AccountReads` reads them once for the dashboards one look judges (the plan's, for every
+dashboard it prunes) and records what each showed of each dashboard.
 """
 
 from __future__ import annotations
@@ -224,3 +228,39 @@ def picking(playlists: dict[str, dict[str, Any]], uid: str, dashboard_id: Any) -
         return item["type"] == "dashboard_by_id" and own_id is not None and _as_id(item["value"]) == own_id
     return [f"{playlist.get('name')!r} ({key})" for key, playlist in sorted(playlists.items())
             if any(picks(item) for item in playlist["items"])]
+
+
+READS: dict[str, Callable[[GrafanaClient], Any]] = {"playlists": read_playlists, "homes": read_homes,
+                                                    "rules": read_alert_rules}
+
+
+def whose(what: str, found: Any, uid: str, dashboard_id: Any) -> list[str]:
+    """What the organization-wide read `what` (READS) that answered `found` shows of the dashboard `uid`."""
+    if what == "playlists":
+        return picking(found, uid, dashboard_id)
+    if what == "homes":
+        return homes_of(found, uid, dashboard_id)
+    return linking(found, uid)
+
+
+class AccountReads:
+    """The organization-wide reads (READS) for a look at several dashboards: those in `once` read at the first
+    dashboard that asks and kept for the others, the rest read at each ask; what each showed of each dashboard, by
+    its uid, in `shown_of` (the last ask's)."""
+
+    def __init__(self, client: GrafanaClient, once: frozenset[str] | set[str] = frozenset(READS)):
+        self.client, self.once = client, frozenset(once)
+        self.kept: dict[str, Any] = {}
+        self.shown_of: dict[str, dict[str, list[str] | Unread]] = {}
+
+    def shown(self, what: str, uid: str, dashboard_id: Any) -> list[str] | Unread:
+        """What the read `what` shows of the dashboard `uid` (of id `dashboard_id`), or Unread saying why not."""
+        if what in self.kept:
+            found = self.kept[what]
+        else:
+            found = READS[what](self.client)
+            if what in self.once:
+                self.kept[what] = found
+        shown = found if isinstance(found, Unread) else whose(what, found, uid, dashboard_id)
+        self.shown_of.setdefault(uid, {})[what] = shown
+        return shown

@@ -31,8 +31,7 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
 from .grafana_annotations import annotation_count, annotation_ids, annotators, read_annotations, unshown
-from .grafana_around import (Unread, attempt, homes_of, linking, picking, read_alert_rules, read_granted, read_homes,
-                             read_playlists)
+from .grafana_around import AccountReads, Unread, attempt, read_granted
 from .grafana_public import shared
 from .since_plan import UNREAD, made_since
 from ..clients.deadline import NOT_STARTED, UNDER_WAY, DeadlineExceeded
@@ -357,9 +356,9 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
 def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: str,
                 seen: frozenset[str] = frozenset(), unproven: list[str] | None = None,
                 publisher: Publisher | None = None, kept: dict[str, list[str]] | None = None,
-                records: list[Record] | None = None, around: dict[str, Any] | None = None) -> Change | None:
+                records: list[Record] | None = None, around: AccountReads | None = None) -> Change | None:
     """A delete for an owned dashboard that is no longer defined; None for anything not provably gpudash's.
-    `around`: what the plan read once for every dashboard it prunes (the playlists).
+    `around`: the organization-wide reads the plan makes once for every dashboard it prunes.
 
     Only gpudash's folder is pruned: a dashboard elsewhere with the same evidence belongs to another
     project that publishes with the same uid prefix (or was moved there by a person). Nor is one whose latest
@@ -428,17 +427,8 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     notes = read_annotations(client, uid, model.get("id"), folder_uid)
     public = attempt(lambda: client.public_dashboard(uid))
     grants = read_granted(client, uid, (live.get("meta") or {}).get("createdBy"))
-    around = {} if around is None else around
-    if "playlists" not in around:
-        around["playlists"] = read_playlists(client)
-    playlists = around["playlists"]
-    picks = playlists if isinstance(playlists, Unread) else picking(playlists, uid, model.get("id"))
-    if "homes" not in around:
-        around["homes"] = read_homes(client)
-    homes = around["homes"] if isinstance(around["homes"], Unread) else homes_of(around["homes"], uid, model.get("id"))
-    if "rules" not in around:
-        around["rules"] = read_alert_rules(client)
-    rules = around["rules"] if isinstance(around["rules"], Unread) else linking(around["rules"], uid)
+    around = AccountReads(client) if around is None else around
+    picks, homes, rules = (around.shown(what, uid, model.get("id")) for what in ("playlists", "homes", "rules"))
     change = Change("grafana", "dashboard", uid, DELETE, live={
         **live, "saved": saved.get("message"),
         "annotations": UNREAD if isinstance(notes, Unread) else annotation_ids(notes),
@@ -577,7 +567,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
         others: list[str] = []
         unproven: list[str] = []
         kept: dict[str, list[str]] = {}
-        around: dict[str, Any] = {}
+        around = AccountReads(client)
         for hit in sorted(hits, key=lambda h: h["uid"]):
             if hit["uid"] not in dashboards and hit.get("folderUid") == folder["uid"]:
                 change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen, unproven, claim, kept,
@@ -881,7 +871,8 @@ class Look(NamedTuple):
 
 def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, guarded: int | None = None,
                       around: bool = True, history: bool = True,
-                      read: tuple[dict[str, Any] | None, dict[str, Any] | None] | None = None) -> Look:
+                      read: tuple[dict[str, Any] | None, dict[str, Any] | None] | None = None,
+                      account: AccountReads | None = None) -> Look:
     """Why the dashboard the plan read must not be written over or deleted now, from a fresh read of it
     and of its latest version: "" when it is gone; None when it still reads as the plan saw it, owned
     as it was then (owner tag and folder; a move need not add a version), the same dashboard (its id: one created anew
@@ -890,7 +881,8 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
     it since (_made_since_plan: Grafana deletes it with it, and no version records it). With `history`, its latest
     version is read first (the version it reads at must be that one), so that the dashboard's read is the last call
     before a write that follows; without, the dashboard alone (the last look before a delete: one call). `read`: the
-    dashboard and its latest version, read just now by the caller (not read again)."""
+    dashboard and its latest version, read just now by the caller (not read again). `account`: the run's
+    organization-wide reads (_made_since_plan)."""
     before = change.live or {}
     planned = (before.get("meta") or {}).get("version")
     expected = planned if guarded is None else guarded
@@ -927,14 +919,29 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
         return look("Grafana gave no version to show it is unchanged since the plan")
     if expected != meta.get("version") or (history and expected != latest.get("version")):
         return look(f"changed in Grafana by {who} since the plan")
-    return look(_made_since_plan(client, change, folder_uid, live) if around else None)
+    return look(_made_since_plan(client, change, folder_uid, live, account) if around else None)
 
 
-def _made_since_plan(client: GrafanaClient, change: Change, folder_uid: str, live: dict[str, Any]) -> str | None:
+# What people make around a dashboard that the organization-wide reads show (grafana_around.READS), as a look says it:
+# made since the plan, or the read that shows it
+ACCOUNT_MADE = {"playlists": ("put in playlist(s)", "the playlists"),
+                "homes": ("made the home dashboard of", "the home dashboards"),
+                "rules": ("linked to by alert rule(s)", "the alert rules")}
+# Those read once for every delete of a run, right before its first (the teams' and the organization's preferences: a
+# call per team), and not again before each: what is made on a dashboard after that read is seen by the look after
+# the deletes (_after_deletes), where Grafana's delete leaves it naming the dashboard. The playlists (a call per
+# playlist) and the alert rules (one call) are read before each delete: Grafana's delete takes a playlist item that
+# picks the dashboard by id with it, and nothing after it shows the item was there.
+ONCE_BEFORE_THE_DELETES = frozenset({"homes"})
+
+
+def _made_since_plan(client: GrafanaClient, change: Change, folder_uid: str, live: dict[str, Any],
+                     account: AccountReads | None = None) -> str | None:
     """Why people's work around the dashboard (see grafana_around), read again now, forbids deleting it: made since
     the plan (which --force did not agree to delete), or no longer shown where the plan read it (a read that fails
     or is refused now; an account no longer shown to read its annotations, whose answer of none proves nothing).
-    What the plan could not read, --force agreed to delete with it: only a failed read of it again is let pass."""
+    What the plan could not read, --force agreed to delete with it: only a failed read of it again is let pass.
+    `account`: the run's organization-wide reads (each read now where none is given)."""
     before, uid, now_id = change.live or {}, change.name, live["dashboard"]["id"]
     planned_notes = before.get("annotations")
     if planned_notes != UNREAD:  # the account's permissions read again: one withdrawn since makes Grafana answer none
@@ -951,18 +958,11 @@ def _made_since_plan(client: GrafanaClient, change: Change, folder_uid: str, liv
         public = [shared(public)] if public is not None and public["uid"] != before.get("public") else []
     # the account's permissions were read again above unless the plan could not read the annotations
     grants = read_granted(client, uid, (live.get("meta") or {}).get("createdBy"), fresh=planned_notes == UNREAD)
-    playlists = read_playlists(client)
-    picks = playlists if isinstance(playlists, Unread) else picking(playlists, uid, now_id)
-    homes = read_homes(client)  # (the account's permissions read again above)
-    holders = homes if isinstance(homes, Unread) else homes_of(homes, uid, now_id)
-    rules = read_alert_rules(client)
-    linked = rules if isinstance(rules, Unread) else linking(rules, uid)
+    account = account or AccountReads(client, once=())  # (the account's permissions read again above)
+    shown = [(account.shown(kind, uid, now_id), before.get(kind), *said) for kind, said in ACCOUNT_MADE.items()]
     for found, planned, what, which in (
             (public, before.get("public"), "shared externally", "whether it is shared externally"),
-            (grants, before.get("permissions"), "given permissions on it", "the permissions set on it"),
-            (picks, before.get("playlists"), "put in playlist(s)", "the playlists"),
-            (holders, before.get("homes"), "made the home dashboard of", "the home dashboards"),
-            (linked, before.get("rules"), "linked to by alert rule(s)", "the alert rules")):
+            (grants, before.get("permissions"), "given permissions on it", "the permissions set on it"), *shown):
         added = made_since(planned, None if isinstance(found, Unread) else found)
         if added == UNREAD:
             return f"{which} {found.why} now, where the plan read it"
@@ -1001,7 +1001,7 @@ def _editor(version: dict[str, Any] | None) -> str:
 
 
 def _guard(client: GrafanaClient, change: Change, folder_uid: str, live: dict[str, Any],
-           latest: dict[str, Any]) -> int | None:
+           latest: dict[str, Any], account: AccountReads | None = None) -> int | None:
     """Saves the dashboard unchanged, with the version just looked at, right before a delete of it (which takes no
     version): the save Grafana's UI makes from any version opened before is then refused (412 version-mismatch, the
     person told and their change kept in the browser) instead of being accepted and deleted a moment later; one that
@@ -1030,7 +1030,8 @@ def _guard(client: GrafanaClient, change: Change, folder_uid: str, live: dict[st
             read = (now, last)
         # judged on the read-back just made; what people made around it is read by the look once this save is found
         # landed (_delete), here only to say why it is not deleted otherwise
-        why = _moved_since_plan(client, change, folder_uid, after, around=after == version, read=read).why
+        why = _moved_since_plan(client, change, folder_uid, after, around=after == version, read=read,
+                                account=account).why
         if why == "":
             return None
         if why:
@@ -1052,13 +1053,14 @@ def _guard(client: GrafanaClient, change: Change, folder_uid: str, live: dict[st
     return saved["version"]
 
 
-def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> bool:
+def _delete(client: GrafanaClient, change: Change, folder_uid: str, account: AccountReads | None = None) -> bool:
     """Delete on fresh evidence only, forced or not: --force agrees to delete what the plan showed, not a
     save or takeover since. Grafana's delete takes no version: before each attempt of it (the first, and every retry
     after a 5xx, a 429 or a failed connection) a fresh read is the last look, then an unchanged save with the
     version looked at (_guard) makes any save from an earlier version refused until the delete lands, then what
-    people made around it (annotations, public dashboard, permissions, playlists) is read again, then the dashboard
-    once more (owner tag, folder, id, the guarding save's version). False when it
+    people made around it (annotations, public dashboard, permissions, playlists, alert rules; the home dashboards
+    once for the run's deletes: `account`, see ONCE_BEFORE_THE_DELETES) is read again, then the dashboard once more
+    (owner tag, folder, id, the guarding save's version). False when it
     was found gone and no delete of gpudash's can have done it (noted: someone else deleted it)."""
     guarded: list[int] = []
 
@@ -1073,7 +1075,7 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> bool:
             raise refused(moved)
         if moved == "":
             return False  # already gone
-        version = _guard(client, change, folder_uid, live, latest)
+        version = _guard(client, change, folder_uid, live, latest, account)
         if version is None:
             return False
         guarded.append(version)
@@ -1081,7 +1083,7 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> bool:
         # last thing before the DELETE (a move, a takeover or a save from the guarding save's version may land during
         # those reads): what is made in the round trip between this look and the delete is all that can still go
         # with it (no API call holds it)
-        made = _made_since_plan(client, change, folder_uid, live)
+        made = _made_since_plan(client, change, folder_uid, live, account)
         if made:
             raise refused(made)
         moved = _moved_since_plan(client, change, folder_uid, version, around=False, history=False).why
@@ -1125,6 +1127,7 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
         return [Outcome(c, done=False, status=WOULD_WRITE if d == WRITE else d) for c, d in planned]
     outcomes: list[Outcome] = []
     stopped: str | None = None
+    account = AccountReads(client, once=ONCE_BEFORE_THE_DELETES)  # the run's organization-wide reads before deletes
     with progress.phase("writing to Grafana", sum(1 for _, d in planned if d == WRITE)) as tick:
         for change, decided in planned:
             if decided != WRITE:
@@ -1142,7 +1145,7 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                         client.note(f"folder {folder['uid']}: already there when gpudash came to create it (made by "
                                     "someone else since the plan): not listed as created; the dashboards go into it")
                 elif change.action == DELETE:
-                    written = _delete(client, change, folder["uid"])
+                    written = _delete(client, change, folder["uid"], account)
                 elif change.action == WITHDRAW:  # the dashboard as the plan read it, unedited since gpudash saved it
                     written = _withdraw(client, change, folder, note, uid_prefix, publisher)
                 else:
@@ -1162,7 +1165,51 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                                         error=UNDER_WAY if _writes_sent(client, change) > sent else NOT_STARTED))
                 stopped = NOT_STARTED
             tick()
+    _after_deletes(client, outcomes, account)
     return outcomes
+
+
+def _after_deletes(client: GrafanaClient, outcomes: list[Outcome], account: AccountReads) -> None:
+    """The look after a run's deletes: the organization-wide reads (ACCOUNT_MADE) made once again. Grafana's delete
+    leaves a home dashboard preference, an alert rule or a playlist item by uid naming the dashboard it deleted, so
+    one that names a deleted dashboard and that the read before its delete did not show was made while the run's
+    deletes ran (after that read, a call per team being too many to make before each delete): the delete is listed
+    as done, then failed (exit 3), saying what was made. A read that fails now, where that read had read it, shows
+    nothing: the same, saying it could not be read. Not looked at where that read could not read it (--force agreed
+    to delete with whatever it was)."""
+    deleted = [o for o in outcomes if o.done and o.change.action == DELETE and o.change.name in account.shown_of]
+    after = AccountReads(client)
+    for outcome in deleted:
+        uid, said = outcome.change.name, []
+        dashboard_id = ((outcome.change.live or {}).get("dashboard") or {}).get("id")
+        for kind, (what, which) in ACCOUNT_MADE.items():
+            looked = account.shown_of[uid].get(kind)
+            if looked is None or isinstance(looked, Unread):
+                continue
+            found = _read_after(after, kind, uid, dashboard_id)
+            added = made_since(looked, None if isinstance(found, Unread) else found)
+            if added == UNREAD:
+                said.append(f"{which} {found.why} after the run's deletes, where the read before its delete read "
+                            "them: what was made on it while the deletes ran is not known")
+            elif added:
+                said.append(f"{what} {_first(list(added))} while the run's deletes ran, after the read before its "
+                            "delete: deleted with it, and that now names a dashboard that is gone; look at it in "
+                            "Grafana")
+        if said:
+            outcome.unfinished = "; ".join(said)
+
+
+def _read_after(after: AccountReads, kind: str, uid: str, dashboard_id: Any) -> list[str] | Unread:
+    """`after.shown(...)`, or Unread where the command was stopped (a signal, the deadline): not an answer."""
+    if after.client.deadline.interrupted:
+        return Unread("could not be read (the command was stopped)")
+    try:
+        return after.shown(kind, uid, dashboard_id)
+    except DeadlineExceeded as exc:
+        return Unread(f"could not be read ({exc.what})")
+    except KeyboardInterrupt:  # a second Ctrl-C: what was deleted is reported, unconfirmed
+        after.client.deadline.stopped_at_once()
+        return Unread("could not be read (the command was stopped)")
 
 
 def _writes_sent(client: GrafanaClient, change: Change) -> int:

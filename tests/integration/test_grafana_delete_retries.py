@@ -82,11 +82,11 @@ def test_a_push_stopped_after_a_delete_still_says_whether_that_delete_was_gpudas
     retired = sorted(uid for uid in grafana.state.dashboards if uid != TEAM)[:2]
     real, seen = grafana_sync._delete, []
 
-    def delete(client, change, folder_uid):
+    def delete(client, change, *args):
         seen.append(change.name)
         if len(seen) == 2:
             raise KeyboardInterrupt  # the second Ctrl-C, while the second delete is under way
-        return real(client, change, folder_uid)
+        return real(client, change, *args)
 
     monkeypatch.setattr(grafana_sync, "_delete", delete)
     with FaultProxy(grafana.url) as proxy:
