@@ -678,9 +678,13 @@ def verify(config, csv, skip, context, cluster, exporter_url, prometheus_url, pr
 
 def _context_known(context: str) -> None:
     """A --context the kubeconfig does not name is a usage error, as --cluster's is (the run's kube check says what
-    is wrong with a kubeconfig that cannot be read)."""
-    from .clients.kube_contexts import kubeconfig_files, known_contexts
+    is wrong with a kubeconfig that cannot be read); with no kubeconfig file at all, no context can be the one named."""
+    from .clients.kube_contexts import kubeconfig_files, known_contexts, no_kubeconfig
 
+    missing = no_kubeconfig()
+    if missing is not None:
+        raise GpudashError(f"--context {printed.text(context)}: no kubeconfig to name it: {printed.text(missing[0])}",
+                           hint=missing[1])
     contexts = known_contexts()
     if contexts is None or context in contexts:
         return

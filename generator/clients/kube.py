@@ -15,7 +15,7 @@ from ..errors import RemoteError
 from ..reading import yaml_begun
 from .answer import NOT_JSON, Answer, OddAnswer, describe, json_value
 from .http import decode, read_body
-from .kube_contexts import kubeconfig_files
+from .kube_contexts import UPDATE, kubeconfig_files, no_kubeconfig
 
 
 def _client_modules():
@@ -59,19 +59,9 @@ def for_run(options: Options) -> "Kube":
 def _no_kubeconfig(kube_error: Exception) -> RemoteError:
     """Why no kubeconfig was read: a KUBECONFIG naming no file is said as such (the client says only that it found
     no configuration), with what to do about it."""
-    import os
-
-    files = kubeconfig_files()
-    missing = [path for path in files if not os.path.exists(path)]
-    update = "for EKS: aws eks update-kubeconfig --name <cluster> --region <region>"
-    if len(missing) == len(files) and os.environ.get("KUBECONFIG"):
-        return RemoteError(f"no usable kubeconfig: KUBECONFIG names {', '.join(missing)}, which "
-                           f"{'does' if len(missing) == 1 else 'do'} not exist",
-                           hint=f"point KUBECONFIG at your kubeconfig file, or unset it to read ~/.kube/config; "
-                                f"{update}")
-    if len(missing) == len(files):
-        return RemoteError("no usable kubeconfig: KUBECONFIG is not set and ~/.kube/config does not exist",
-                           hint=f"set KUBECONFIG to your kubeconfig file; {update}")
+    missing = no_kubeconfig()
+    if missing is not None:
+        return RemoteError(f"no usable kubeconfig: {missing[0]}", hint=missing[1])
     import yaml
 
     if isinstance(kube_error, yaml.MarkedYAMLError) and kube_error.problem_mark is not None:
@@ -79,15 +69,15 @@ def _no_kubeconfig(kube_error: Exception) -> RemoteError:
         return RemoteError(f"the kubeconfig {mark.name} is not valid YAML: {kube_error.problem} at line "
                            f"{mark.line + 1}, column {mark.column + 1}{yaml_begun(kube_error)}",
                            hint=f"fix the file there (`kubectl config view` reads it as the client does), or point "
-                                f"KUBECONFIG at another kubeconfig; {update}")
+                                f"KUBECONFIG at another kubeconfig; {UPDATE}")
     said = " ".join(str(kube_error).split())  # one line: the table's cell, and a parser's message runs over several
     if "context" in said.lower():
         return RemoteError(f"no usable kubeconfig ({said})",
                            hint="give --context one of the contexts `kubectl config get-contexts` lists, or set the "
-                                f"kubeconfig's current-context; {update}")
+                                f"kubeconfig's current-context; {UPDATE}")
     return RemoteError(f"no usable kubeconfig ({said})",
                        hint=f"check the kubeconfig (`kubectl config view` reads it as the client does), or point "
-                            f"KUBECONFIG at another; {update}")
+                            f"KUBECONFIG at another; {UPDATE}")
 
 
 EXEC_MARGIN = 1.0  # seconds of the run an exec plugin leaves for its check to be reported before the deadline

@@ -12,6 +12,22 @@ def kubeconfig_files() -> list[str]:
     return [path for path in named.split(os.pathsep) if path] or [os.path.expanduser("~/.kube/config")]
 
 
+UPDATE = "for EKS: aws eks update-kubeconfig --name <cluster> --region <region>"
+
+
+def no_kubeconfig() -> tuple[str, str] | None:
+    """(what, fix) when none of the kubeconfig files exists (a KUBECONFIG naming none of them said as such: the client
+    says only that it found no configuration), else None."""
+    files = kubeconfig_files()
+    missing = [path for path in files if not os.path.exists(path)]
+    if len(missing) < len(files):
+        return None
+    if os.environ.get("KUBECONFIG"):
+        return (f"KUBECONFIG names {', '.join(missing)}, which {'does' if len(missing) == 1 else 'do'} not exist",
+                f"point KUBECONFIG at your kubeconfig file, or unset it to read ~/.kube/config; {UPDATE}")
+    return (f"KUBECONFIG is not set and {missing[0]} does not exist", f"set KUBECONFIG to your kubeconfig file; {UPDATE}")
+
+
 def known_contexts() -> list[str] | None:
     """The context names of the kubeconfig files that exist (merged as kubectl merges them), or None when none can be
     read as a kubeconfig (none there, not YAML, shaped otherwise): the run's kube check says what is wrong then."""

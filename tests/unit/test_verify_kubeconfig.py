@@ -113,3 +113,20 @@ def test_an_expired_oidc_token_is_refreshed_through_its_issuer_and_the_cluster_r
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
     assert "refresh_token=r1" in asked[0] and "grant_type=refresh_token" in asked[0]
     assert checks["exporter DaemonSet"]["status"] == "ok", checks
+
+
+@pytest.mark.parametrize("kubeconfig", ["", "missing-a:missing-b"], ids=["unset", "names-missing-files"])
+def test_a_context_with_no_kubeconfig_at_all_is_a_usage_error_naming_where_it_was_looked_for(cli, tmp_path,
+                                                                                              kubeconfig):
+    """--context names a context of a kubeconfig; with no kubeconfig file there at all, no context can be it: exit 2
+    before anything is asked, saying which files were looked for and how to get one (it was a failed check, exit 1)."""
+    env = {"KUBECONFIG": ":".join(str(tmp_path / name) for name in kubeconfig.split(":") if name),
+           "HOME": str(tmp_path)}
+    code, stdout, stderr = cli("verify", "--skip", "prometheus", "--skip", "cloudwatch", "--context", "train-east",
+                               env=env)
+    assert code == 2, stderr
+    said = (f"KUBECONFIG names {tmp_path / 'missing-a'}, {tmp_path / 'missing-b'}, which do not exist" if kubeconfig
+            else f"KUBECONFIG is not set and {tmp_path / '.kube' / 'config'} does not exist")
+    assert f"error: --context train-east: no kubeconfig to name it: {said}\n" in stderr
+    assert "fix: " in stderr and "aws eks update-kubeconfig" in stderr
+    assert "Traceback" not in stderr and stdout == ""
