@@ -23,7 +23,7 @@ from ..reading import read_json_schema
 from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, KUBECTL_APPLY, PROMETHEUS_RULE_FILE, RULES_FILE,
                       SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file)
 from ..render.agent import AGENT_KEY
-from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, MadePoint
+from ..render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, RECEIVER, MadePoint
 from ..render.scrape import written_labels
 from ..series_labels import (EVERY_GPU, MAX_DIMENSIONS, STATIC_VALUES, TARGET_ADDRESS, TARGET_LABELS, WORKLOAD,
                              exporter_labels)
@@ -33,6 +33,7 @@ from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
 from ..go_regex import newer_syntax, regex_problem
 from ..go_regex_python import go_compiled, go_readable, unreadable
+from .relabel_shape import kind_said, shape_problem, well_formed
 from .label_matchers import PLACEHOLDER, judged, matchers as label_matchers
 from .grafana_rules import panel_place, queries
 from .promql_checks import check_parses, newer_regex_syntax, query_selectors
@@ -550,7 +551,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
             # (a DCGM field: the scrape's own series, scrape_*, are made after metric relabelling)
             exporter = _exporter_job(subject, cluster) if job != KSM_JOB and metric in subject.catalog else None
             if exporter is not None and not _relabel_keeps({"__name__": metric},
-                                                           exporter.get("metric_relabel_configs") or []):
+                                                           well_formed(exporter.get("metric_relabel_configs"))):
                 yield Finding("AG001", "error", where,
                               f"{metric} is queried but the exporter job of {agent_file(cluster.name)} drops it (its "
                               f"metric_relabel_configs, as Prometheus applies them to a whole GPU's sample): it "
@@ -667,7 +668,8 @@ def _instances_reached(subject: LintInput) -> Iterable[Finding]:
             if job is None:
                 continue
             instance = {"__name__": metric, MIG_INSTANCE_LABEL: "1", MIG_PROFILE_LABEL: "1g.10gb"}
-            if MIG_PROFILE_LABEL in dims and not _relabel_keeps(instance, job.get("metric_relabel_configs") or []):
+            if MIG_PROFILE_LABEL in dims and \
+                    not _relabel_keeps(instance, well_formed(job.get("metric_relabel_configs"))):
                 yield Finding("AG001", "error", where,
                               f"{metric} [{', '.join(sorted(dims))}] names {MIG_PROFILE_LABEL}, which MIG instances "
                               f"alone carry, and the exporter job of {agent_file(cluster.name)} drops {metric} on a "
@@ -947,7 +949,7 @@ def _static_values_published(subject: LintInput) -> Iterable[Finding]:
         if job is None or request.get("MetricName") in KSM_METRICS:
             continue
         for namespace, name, label, pod in _daemonset_pods(subject.settings, cluster):
-            target = _relabeled_target(pod, job.get("relabel_configs") or [])
+            target = _relabeled_target(pod, well_formed(job.get("relabel_configs")))
             if target is None:
                 continue  # AG007 says its pods are dropped
             target.setdefault("job", job.get("job_name", ""))
@@ -996,7 +998,7 @@ def _published_labels(subject: LintInput, cluster: Cluster | None = None) -> set
                   TARGET_LABELS or label in target)
     # So are a field's own labels (an XID's err_code), kept through the per-GPU merge where an exporter writes them.
     labels.update(FIELD_LABEL_KEYS)
-    return _relabeled(labels, job.get("metric_relabel_configs", []))
+    return _relabeled(labels, well_formed(job.get("metric_relabel_configs")))
 
 
 def _target_labels(subject: LintInput, cluster: Cluster, job: dict[str, Any]) -> set[str] | None:
@@ -1007,7 +1009,7 @@ def _target_labels(subject: LintInput, cluster: Cluster, job: dict[str, Any]) ->
         meta = {**pod, "__address__": "10.0.0.1:9400", "__meta_kubernetes_pod_node_name": "ip-10-0-0-1",
                 "__meta_kubernetes_pod_name": f"{name}-x7k2p", "__meta_kubernetes_pod_label_controller_revision_hash":
                 "5d8f7c9b6d", "__meta_kubernetes_pod_label_pod_template_generation": "1"}
-        labels = _relabeled_target(meta, job.get("relabel_configs") or [])
+        labels = _relabeled_target(meta, well_formed(job.get("relabel_configs")))
         return None if labels is None else {k for k in labels if not k.startswith("__")} | {"job", TARGET_ADDRESS}
     return None
 
@@ -1091,7 +1093,7 @@ def _cluster_names_kept(subject: LintInput) -> Iterable[Finding]:
         receiver = ((agent.otel.get("receivers") or {}).get(RECEIVER) or {})
         for job in (receiver.get("config") or {}).get("scrape_configs") or []:
             value: str | None = cluster.name
-            for rule in job.get("metric_relabel_configs") or []:
+            for rule in well_formed(job.get("metric_relabel_configs")):
                 rule = {k: unescaped(v) if isinstance(v, str) else v for k, v in rule.items()}
                 action = str(rule.get("action", "replace")).lower()
                 try:
@@ -1127,7 +1129,7 @@ def _workload_labels_kept(subject: LintInput) -> Iterable[Finding]:
         if job is None:
             continue
         where = f"{OTEL_KEY} job" if subject.agent(cluster).otel is not None else "prometheus.yaml job"
-        for rule in job.get("relabel_configs") or []:
+        for rule in well_formed(job.get("relabel_configs")):
             target = rule.get("target_label") if isinstance(rule, dict) else None
             if target in names and str(rule.get("action", "replace")).lower() not in ("keep", "drop"):
                 yield Finding("AG002", "error", f"{agent_file(cluster.name)} {where} {job.get('job_name')!r}",
@@ -1171,7 +1173,7 @@ def _daemonsets_kept(subject: LintInput) -> Iterable[Finding]:
             if node:  # whether a GPU node exists: each node's info, a GPU node's nvidia.com/gpu capacity
                 gpu = {"resource": "nvidia_com_gpu"} if metric["MetricName"] == KSM_CAPACITY else {}
                 sample = {"__name__": metric["MetricName"], **gpu}
-                if job is not None and not _relabel_keeps(sample, job.get("metric_relabel_configs") or []):
+                if job is not None and not _relabel_keeps(sample, well_formed(job.get("metric_relabel_configs"))):
                     yield Finding("AG001", "error", f"{ALARMS_FILE} {item.request['AlarmName']}",
                                   f"reads {metric['MetricName']}{' of nvidia_com_gpu' * bool(gpu)}, which the "
                                   f"kube-state-metrics job of {agent_file(cluster.name)} does not keep: the alarm "
@@ -1183,7 +1185,7 @@ def _daemonsets_kept(subject: LintInput) -> Iterable[Finding]:
                 if KSM_DAEMONSET_LABEL in values else named_daemonsets(subject.settings, cluster)
             dropped = [f"{namespace}/{name}" for namespace, name in named if job is not None and not _relabel_keeps(
                 {"__name__": metric["MetricName"], KSM_NAMESPACE_LABEL: namespace, KSM_DAEMONSET_LABEL: name},
-                job.get("metric_relabel_configs") or [])]
+                well_formed(job.get("metric_relabel_configs")))]
             if dropped:
                 yield Finding("AG001", "error", f"{ALARMS_FILE} {item.request['AlarmName']}",
                               f"reads {metric['MetricName']} of the DaemonSet {', '.join(dropped)}, which the "
@@ -1215,7 +1217,8 @@ def exporters_scraped(subject: LintInput) -> Iterable[Finding]:
         for namespace, name, label, pod in _daemonset_pods(subject.settings, cluster):
             pods.setdefault((namespace, name), []).append((label, pod))
         for (namespace, name), labelled in pods.items():
-            dropped = [label for label, pod in labelled if not _relabel_keeps(pod, job.get("relabel_configs") or [])]
+            dropped = [label for label, pod in labelled
+                       if not _relabel_keeps(pod, well_formed(job.get("relabel_configs")))]
             if (looked and namespace not in looked) or dropped:
                 how = (f"does not look in namespace {namespace}" if looked and namespace not in looked else
                        f"drops its pods labelled {' or '.join(dropped)}")
@@ -1340,7 +1343,8 @@ def _whole_gpus_get_an_instance(job: dict[str, Any]) -> bool:
     """The job's metric_relabel_configs set GPU_I_ID where the exporter left it empty (a whole GPU)."""
     return any(rule.get("action", "replace") == "replace" and rule.get("target_label") == MIG_INSTANCE_LABEL
                and rule.get("source_labels") == [MIG_INSTANCE_LABEL] and rule.get("replacement")
-               and _fullmatch(rule.get("regex", "(.*)"), "") for rule in job.get("metric_relabel_configs", []))
+               and _fullmatch(rule.get("regex", "(.*)"), "")
+               for rule in well_formed(job.get("metric_relabel_configs")))
 
 
 @lru_cache(maxsize=4096)
@@ -1396,8 +1400,8 @@ def label_mode(subject: LintInput) -> Iterable[Finding]:
     wanted = {(name.removeprefix("exported_"), name) for name in (declared.pod, declared.namespace, declared.container)}
     jobs = subject.prometheus_jobs() or [{}]
     endpoints = subject.artifacts.service_monitor.get("spec", {}).get("endpoints") or [{}]
-    for where, rules in ((ADDITIONAL_SCRAPE_FILE, jobs[0].get("metric_relabel_configs") or []),
-                         (SERVICE_MONITOR_FILE, endpoints[0].get("metricRelabelings") or [])):
+    for where, rules in ((ADDITIONAL_SCRAPE_FILE, well_formed(jobs[0].get("metric_relabel_configs"))),
+                         (SERVICE_MONITOR_FILE, well_formed(endpoints[0].get("metricRelabelings")))):
         delivered = _relabeled({written for written, _ in wanted}, rules)
         for written, name in sorted(wanted):
             if name not in delivered:
@@ -1525,20 +1529,39 @@ def rules_parse(subject: LintInput) -> Iterable[Finding]:
 _RELABEL_KEYS = (("relabel_configs", "metric_relabel_configs"), ("relabelings", "metricRelabelings"))
 
 
+def _relabel_lists(subject: LintInput) -> Iterable[tuple[str, Any]]:
+    """(where, the list) of every relabel list of the generated scrape paths: the Prometheus jobs', the
+    ServiceMonitors' endpoints', each agent's prometheus.yaml jobs' and its OTel receiver's jobs'."""
+    jobs = [(f"{ADDITIONAL_SCRAPE_FILE} job {job.get('job_name', '?')!r} ", job, _RELABEL_KEYS[0])
+            for job in subject.prometheus_jobs()]
+    for monitor in (subject.artifacts.service_monitor, *subject.artifacts.more_service_monitors):
+        name = (monitor.get("metadata") or {}).get("name", "?")
+        jobs += [(f"{SERVICE_MONITOR_FILE} {name} endpoint {k} ", endpoint, _RELABEL_KEYS[1])
+                 for k, endpoint in enumerate((monitor.get("spec") or {}).get("endpoints") or [])]
+    for agent in subject.artifacts.agents:
+        jobs += [(f"{agent_file(agent.cluster)} prometheus.yaml job {job.get('job_name', '?')!r} ", job,
+                  _RELABEL_KEYS[0]) for job in agent.scrape.get("scrape_configs") or []]
+        if agent.otel is not None:
+            receiver = ((agent.otel.get("receivers") or {}).get(RECEIVER) or {}).get("config") or {}
+            jobs += [(f"{agent_file(agent.cluster)} {OTEL_KEY} receivers/{RECEIVER}/config/scrape_configs[{k}]/", job,
+                      _RELABEL_KEYS[0]) for k, job in enumerate(receiver.get("scrape_configs") or [])]
+    for where, job, keys in jobs:
+        for key in keys:
+            if isinstance(job, dict) and job.get(key) is not None:
+                yield f"{where}{key}", job[key]
+
+
 def _regexes(subject: LintInput, otel: bool = True) -> Iterable[tuple[str, str, str]]:
     """(where, regex, its kind) of every relabel rule of the generated scrape paths (the Prometheus jobs, the
     ServiceMonitors, each agent's prometheus.yaml) and every regex of the agent's metric declarations; and, with `otel`,
     every regex of each agent's OTel configuration. Kinds: relabel, matcher (a declaration's label matcher; classic
     matcher on the JSON path), selector (its metric selectors), include (a processor's)."""
-    jobs = subject.prometheus_jobs()
-    places = [(f"{ADDITIONAL_SCRAPE_FILE} job {job.get('job_name', '?')!r}", job, _RELABEL_KEYS[0]) for job in jobs]
-    for monitor in (subject.artifacts.service_monitor, *subject.artifacts.more_service_monitors):
-        name = (monitor.get("metadata") or {}).get("name", "?")
-        places += [(f"{SERVICE_MONITOR_FILE} {name} endpoint {k}", endpoint, _RELABEL_KEYS[1])
-                   for k, endpoint in enumerate((monitor.get("spec") or {}).get("endpoints") or [])]
+    for where, rules in _relabel_lists(subject):
+        if OTEL_KEY not in where:  # (the OTel configuration's: _otel_regexes, as the collector reads them)
+            for k, rule in enumerate(rules if isinstance(rules, list) else []):
+                if shape_problem(rule) is None and rule.get("regex") is not None:
+                    yield f"{where}[{k}]", str(rule["regex"]), "relabel"
     for agent in subject.artifacts.agents:
-        places += [(f"{agent_file(agent.cluster)} prometheus.yaml job {job.get('job_name', '?')!r}", job,
-                    _RELABEL_KEYS[0]) for job in agent.scrape.get("scrape_configs") or []]
         for k, declaration in enumerate(agent.publishing().get("emf_processor", {}).get("metric_declaration") or []):
             where = f"{agent_file(agent.cluster)} metric_declaration[{k}]"
             kinds = [(declaration.get("label_matcher"), "classic matcher")] + \
@@ -1546,11 +1569,6 @@ def _regexes(subject: LintInput, otel: bool = True) -> Iterable[tuple[str, str, 
             for regex, kind in kinds:
                 if isinstance(regex, str):
                     yield where, regex, kind
-    for where, holder, keys in places:
-        for key in keys:
-            for k, rule in enumerate(holder.get(key) or []):
-                if isinstance(rule, dict) and isinstance(rule.get("regex"), str):
-                    yield f"{where} {key}[{k}]", rule["regex"], "relabel"
     for agent in subject.artifacts.agents if otel else ():
         if agent.otel is not None:
             yield from _otel_regexes(agent.otel, f"{agent_file(agent.cluster)} {OTEL_KEY} ")
@@ -1583,7 +1601,17 @@ def regexes_compile(subject: LintInput) -> Iterable[Finding]:
     compiles a declaration's metric selectors with regexp.MustCompile, so the agent stops as it starts, and drops a
     declaration whose label matcher does not compile. A regex Go takes that lint cannot read as Go does
     (go_regex_python: a Unicode script class) is a warning: lint's judgements of what it passes read it as passing
-    nothing."""
+    nothing. A relabel rule of a shape Prometheus' config loader refuses (relabel_shape: a target_label list) stops
+    the Prometheus or agent loading it too."""
+    for where, rules in _relabel_lists(subject):
+        if not isinstance(rules, list):
+            yield Finding("PR005", "error", where, f"the relabel rules are {kind_said(rules)}, where Prometheus "
+                                                   f"reads a list: Prometheus refuses the scrape config")
+            continue
+        for k, rule in enumerate(rules):
+            problem = shape_problem(rule)
+            if problem is not None:
+                yield Finding("PR005", "error", f"{where}[{k}]", f"{problem}: Prometheus refuses the scrape config")
     checked: dict[tuple[str, str], tuple[str, str] | None] = {}
     for where, regex, kind in _regexes(subject):
         if (regex, kind) not in checked:
@@ -1697,8 +1725,8 @@ RULES = (
                   "honorLabels renames them (exported_*) or all unrenamed (a warning)", label_mix),
     Rule("PR004", "every Prometheus rule's expression parses, and its annotations and labels are templates "
                   "Prometheus loads (rules.yaml and the PrometheusRules)", rules_parse),
-    Rule("PR005", "every relabel regex of the scrape paths and every agent declaration regex compiles (RE2), and is "
-                  "one lint reads as Go does (a warning)",
+    Rule("PR005", "every relabel rule of the scrape paths is of the shape Prometheus loads, every relabel regex and "
+                  "agent declaration regex compiles (RE2), and is one lint reads as Go does (a warning)",
          regexes_compile),
     Rule("PR006", "no PromQL matcher or Prometheus relabel regex, nor a regex of an agent on the JSON path "
                   "(agent.pipeline: classic), uses syntax only a newer Go compiles ((?<name>) groups, Unicode 14 and 15 "

@@ -14,6 +14,7 @@ from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from ..promql_text import STRING_LITERAL
+from .relabel_shape import well_formed
 from .promql_checks import COUNTER_FUNCTIONS, Selector, check_parses, output_labels, query_selectors, range_windows
 
 UID_MAX = 40
@@ -196,12 +197,11 @@ def _node_holding(subject: LintInput) -> frozenset[str]:
     jobs = list(subject.prometheus_jobs())
     for agent in subject.artifacts.agents:
         jobs += agent.scrape.get("scrape_configs") or []
-    rules = [rule for job in jobs for rule in job.get("relabel_configs") or []]
+    rules = [rule for job in jobs for rule in well_formed(job.get("relabel_configs"))]
     for monitor in (subject.artifacts.service_monitor, *subject.artifacts.more_service_monitors):
         for endpoint in (monitor.get("spec") or {}).get("endpoints") or []:
             rules += [{"source_labels": rule.get("sourceLabels"), "target_label": rule.get("targetLabel"),
-                       "action": rule.get("action")} for rule in endpoint.get("relabelings") or []
-                      if isinstance(rule, dict)]
+                       "action": rule.get("action")} for rule in well_formed(endpoint.get("relabelings"))]
     for rule in rules:
         if isinstance(rule, dict) and str(rule.get("action") or "replace").lower() == "replace" \
                 and set(rule.get("source_labels") or ()) & _NODE_META and isinstance(rule.get("target_label"), str):

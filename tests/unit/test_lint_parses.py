@@ -145,3 +145,61 @@ def test_a_rule_is_parsed_as_prometheus_reads_it_with_no_grafana_variable_replac
     group = next(g["name"] for g in rules["groups"] if rule in g["rules"])
     assert [f.where for f in _findings(subject, "PR004")] == [
         f"prometheus/rules.yaml group {group!r} rule 'GpudashGpuDataMissing'"]
+
+
+def _relabel_holders(artifacts):
+    """(where lint names it, the list of rules, the target key's name) of each relabel list of every scrape path a
+    build ships: the Prometheus job's, the ServiceMonitor endpoint's, each agent job's (prometheus.yaml and the OTel
+    receiver's)."""
+    job = artifacts.additional_scrape_configs["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"][0]
+    endpoint = artifacts.service_monitor["spec"]["endpoints"][0]
+    agent = artifacts.agents[0]
+    yield f"prometheus/additional-scrape-configs.yaml job {job['job_name']!r} metric_relabel_configs", \
+        job.setdefault("metric_relabel_configs", []), "target_label"
+    yield f"prometheus/additional-scrape-configs.yaml job {job['job_name']!r} relabel_configs", \
+        job.setdefault("relabel_configs", []), "target_label"
+    name = artifacts.service_monitor["metadata"]["name"]
+    yield f"k8s/servicemonitor.yaml {name} endpoint 0 metricRelabelings", endpoint.setdefault("metricRelabelings", []), \
+        "targetLabel"
+    yield f"k8s/servicemonitor.yaml {name} endpoint 0 relabelings", endpoint.setdefault("relabelings", []), \
+        "targetLabel"
+    scrape = agent.scrape["scrape_configs"][0]
+    yield (f"k8s/cwagent-prometheus-config-gpu-cluster.yaml prometheus.yaml job {scrape['job_name']!r} "
+           f"metric_relabel_configs"), scrape["metric_relabel_configs"], "target_label"
+    if agent.otel is not None:
+        receiver = agent.otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0]
+        yield ("k8s/cwagent-prometheus-config-gpu-cluster.yaml gpudash-otel.yaml receivers/prometheus/gpudash/config/"
+               f"scrape_configs[0]/metric_relabel_configs"), receiver["metric_relabel_configs"], "target_label"
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("target", ["pod", "x"], "is a list, where Prometheus reads a string"),
+    ("source", "pod", "is a string, where Prometheus reads a list of label names"),
+    ("separator", [";"], "is a list, where Prometheus reads a string"),
+    ("regex", ["(.+)"], "is a list, where Prometheus reads a string"),
+    ("action", {"replace": 1}, "is a mapping, where Prometheus reads a string")])
+def test_a_relabel_rule_prometheus_cannot_load_is_an_error_naming_its_field_and_crashes_no_rule(project_dir, field,
+                                                                                                  value, says):
+    """A relabel rule whose field is of a type Prometheus' config loader refuses (a list where it reads a string: a
+    target_label of two labels) stops the Prometheus or agent loading it, as a regex that does not compile does: PR005
+    names the rule and the field; every other rule reads past it (a target_label list made every lint run an
+    internal error: TypeError: unhashable type: 'list')."""
+    from generator.lint.cloudwatch_rules import RULES as CLOUDWATCH_RULES
+    from generator.lint.catalog_rules import RULES as CATALOG_RULES
+
+    for pipeline in ("classic", "otel"):
+        project = load_project(project_dir(f"agent:\n  pipeline: {pipeline}\n"))
+        artifacts = copy.deepcopy(build(project))
+        holders = list(_relabel_holders(artifacts))
+        for where, rules, target in holders:
+            key = {"target": target, "source": "sourceLabels" if target == "targetLabel" else "source_labels"}.get(
+                field, field)
+            rules.insert(0, {"action": "replace", "source_labels" if target == "target_label" else "sourceLabels":
+                             ["pod"], target: "pod", key: value})
+        subject = lint_input(project, artifacts)
+        findings = run([*FEED_RULES, *GRAFANA_RULES, *CLOUDWATCH_RULES, *CATALOG_RULES], subject)
+        shaped = [f for f in findings if f.rule == "PR005" and "where Prometheus reads" in f.message]
+        key_said = {"target": "target_label", "source": "source_labels"}.get(field, field)
+        assert sorted(f.where for f in shaped) == sorted(f"{where}[0]" for where, _, _ in holders), pipeline
+        assert all(f.severity == "error" and says in f.message and
+                   (key_said in f.message or key_said.replace("_l", "L") in f.message) for f in shaped)
