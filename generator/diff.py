@@ -71,11 +71,28 @@ def grafana(live: dict[str, Any], desired: dict[str, Any]) -> list[str]:
             lines.append(f"panel {title!r}: unit {unit_before} → {unit_after}")
         if before.get("gridPos") != after.get("gridPos") and not lines:
             lines.append(f"panel {title!r}: moved")
+    lines += _renumbered(old, new)
     old_vars = [v.get("name") for v in live.get("templating", {}).get("list", [])]
     new_vars = [v.get("name") for v in desired.get("templating", {}).get("list", [])]
     if old_vars != new_vars:
         lines.append(f"variables {old_vars} → {new_vars}")
     return lines or ["other settings changed"]
+
+
+def _renumbered(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) -> list[str]:
+    """The panels of both whose id changes, in one line: what people tie to a panel's id (annotations made on it,
+    viewPanel and d-solo links, alert rules linked to it by __panelId__) stays with the id, not the panel."""
+    moved = [f"{t!r} {old[t].get('id')} → {after.get('id')}" for t, after in new.items()
+             if t in old and old[t].get("id") != after.get("id")]
+    if not moved:
+        return []
+    return [f"panel ids: {len(moved)} of {len(new)} panel(s) get another id ({_first_five(moved)}): annotations made "
+            f"on them, links to them (viewPanel, d-solo) and alert rules linked to them keep the old id "
+            f"(docs/definitions.md#panel-ids-in-grafana)"]
+
+
+def _first_five(items: list[str]) -> str:
+    return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
 
 
 def _widgets(body: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -15,6 +15,7 @@ from ..build_memo import BuildMemo
 from ..catalog import PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..model import Dashboard, Panel, Query, Row, layout
 from ..names import WATCHED_CLUSTER, grafana_uid
+from ..panel_ids import PANEL, ROW, panel_ids
 from ..plain import plain_data
 from ..promql_parens import fewest_parens
 from ..promql_text import packed
@@ -142,14 +143,17 @@ def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[
     built.panels = []
     answers = _ANSWERS.table(catalog, settings)
     panels: list[Any] = []
-    for number, placed in enumerate(layout(dashboard), start=1):
+    placed_items = layout(dashboard)
+    # each panel's and row's id from its title, not its place (panel_ids): what people tie to an id stays on its panel
+    ids = panel_ids((ROW if isinstance(p.item, Row) else PANEL, p.item.title) for p in placed_items)
+    for panel_id, placed in zip(ids, placed_items):
         grid = {"h": placed.h, "w": placed.w, "x": placed.x, "y": placed.y}
         if isinstance(placed.item, Row):
-            panels.append(plain_data(_model(dm.RowPanel, type_val="row", title=placed.item.title, id_val=number,
+            panels.append(plain_data(_model(dm.RowPanel, type_val="row", title=placed.item.title, id_val=panel_id,
                                             grid_pos=dm.GridPos(**grid)), "to_json"))
         else:
             panel = _plain_panel(placed.item, catalog, settings, answers)
-            panel["id"], panel["gridPos"] = number, grid
+            panel["id"], panel["gridPos"] = panel_id, grid
             panels.append(panel)
     model = plain_data(built, "to_json")
     variables = answers.get(_VARIABLES_KEY)

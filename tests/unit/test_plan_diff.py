@@ -89,3 +89,20 @@ def test_a_failure_quoting_a_server_s_newline_stays_on_its_line(capsys):
     shown = capsys.readouterr().out
     assert "(FAILED: the service account may not do this (403): denied\\n  fix: run rm -rf\n" \
            "  fix: give it the Editor role)" in shown and shown.count("\n") == 3, shown
+
+
+def test_panels_whose_id_changes_are_named_with_their_ids_in_one_line():
+    """What people tie to a panel's id (annotations made on it, viewPanel and d-solo links, alert rules linked to it)
+    stays with the id: an update that gives panels other ids says which, once however many (a dashboard published
+    before ids were made from titles gets every id anew once), where it said "other settings changed"."""
+    from generator.diff import grafana
+
+    def model(ids: list[int]) -> dict:
+        return {"title": "GPUs", "panels": [{"type": "row", "title": "Row", "id": ids[0]}] + [
+            {"type": "timeseries", "title": f"Panel {n}", "id": number} for n, number in enumerate(ids[1:], 1)]}
+
+    assert grafana(model(list(range(1, 9))), model([1, 2, 3, 4, 5, 6, 7, 8])) == ["other settings changed"]
+    (said,) = grafana(model(list(range(1, 9))), model([90, 2, 33, 44, 55, 66, 77, 88]))
+    assert said.startswith("panel ids: 6 of 7 panel(s) get another id ('Panel 2' 3 → 33, 'Panel 3' 4 → 44, "
+                           "'Panel 4' 5 → 55, 'Panel 5' 6 → 66, 'Panel 6' 7 → 77 and 1 more): annotations made on "
+                           "them, links to them (viewPanel, d-solo) and alert rules linked to them keep the old id")
