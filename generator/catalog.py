@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .reading import decode_utf8, read_bytes
+from .resources import field_catalog
 from .units import FAMILY_ORDER, UNITS, Unit, infer_family, infer_unit
 
 KINDS = ("gauge", "counter", "histogram", "summary", "label")
@@ -24,8 +25,9 @@ KINDS = ("gauge", "counter", "histogram", "summary", "label")
 PRESENCE = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK",
             "DCGM_FI_DEV_GPU_UTIL")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Help text that says a field is a running total (NVIDIA's CSVs: "since boot", "since the driver loaded", "since
-# exporter start", "Cumulative ..."; every such field of theirs is typed counter, and no gauge's help says so).
+# Help text that says a field the catalog of DCGM's fields does not say is a running total (NVIDIA's CSVs: "since boot",
+# "since the driver loaded", "since exporter start", "Cumulative ..."; every such field of theirs is typed counter, and
+# no gauge's help says so).
 _RUNNING_TOTAL = re.compile(r"\bsince (?:boot|the driver (?:was )?loaded|(?:the )?exporter (?:start|started))\b"
                             r"|\bcumulative\b", re.I)
 
@@ -166,50 +168,19 @@ def successive_labels(name: str) -> tuple[str, ...]:
     return own if how == "latest" else STATE_NAMED_BY.get(name, ())
 
 
-@dataclass(frozen=True)
-class Semantics:
-    """What a field's readings mean, where the counters CSV's type or help text says otherwise: `kind`, the
-    Prometheus type of the meaning (a state or a count over a window is a gauge whatever the CSV types it;
-    charted as it reads, never as a rate); `unit`, a key of units.UNITS; `source`, where the fact comes from."""
-    kind: str | None
-    unit: str | None
-    source: str
-
-
-# The one table of field meanings that override the CSV. The exporter writes the CSV's type in `# TYPE` (and
-# the CloudWatch agent turns a `counter` into deltas: render/agent_otel.py turns these back into gauges); the
-# charts, rules, alarms and the agent's publishing follow the meaning. Sources: dcgm-exporter etc/*.csv
-# (default-counters.csv types the DCGM_EXP_* fields `counter`, dcp-metrics-included.csv types the windowed
-# counts `gauge`), its internal/pkg/collector expcollector.go (`GetValuesSince(now - windowSize)`: a count of
-# the last window, with label window_size_in_ms), DCGM's health results (dcgm_structs.h dcgmHealthWatchResult_t:
-# 0 pass, 10 warn, 20 fail) and DCGM's field list (dcgm_fields.h).
-_WINDOW = "a count over the exporter's sliding window (expcollector.go GetValuesSince(now - window)): it falls back " \
-          "when the window passes; dcp-metrics-included.csv types it gauge, default-counters.csv counter"
-FIELD_SEMANTICS: dict[str, Semantics] = {
-    "DCGM_EXP_GPU_HEALTH_STATUS": Semantics("gauge", "state", "DCGM's health result per watched system (0 pass, "
-                                            "10 warn, 20 fail): a state, typed counter in default-counters.csv"),
-    "DCGM_EXP_P2P_STATUS": Semantics("gauge", "state", "a status code of the GPU's P2P NVLink links ('P2P NvLink "
-                                     "status'): a state, typed counter in default-counters.csv"),
-    "DCGM_EXP_XID_ERRORS_COUNT": Semantics("gauge", "count", _WINDOW),
-    "DCGM_EXP_CLOCK_EVENTS_COUNT": Semantics("gauge", "count", _WINDOW),
-    # DCGM's field list (dcgm_fields.h): bitmasks of the current reasons, a P-state, a ratio. A mean of masks 0x4 and
-    # 0x40 reads 0x22, a code that never happened: states (max and last)
-    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": Semantics(None, "state", "a bitmask of clock throttle reasons (DCGM)"),
-    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": Semantics(None, "state", "a bitmask of clock event reasons (DCGM)"),
-    "DCGM_FI_DEV_PSTATE": Semantics(None, "state", "the performance state, P0 to P15 (DCGM)"),
-    "DCGM_FI_DEV_FB_USED_PERCENT": Semantics(None, "ratio", "'Percentage used of Frame Buffer: Used/(Total - "
-                                             "Reserved). Range 0.0-1.0' (DCGM): a ratio, as the exporter serves it "
-                                             "(the Container Insights add-on scales it x 100: container_insights_table)"),
-    "DCGM_FI_DEV_RETIRED_PENDING": Semantics("gauge", "count", "pages pending retirement now: a level that falls to 0 "
-                                             "when they retire at the next GPU reset; typed counter in the exporter's "
-                                             "CSVs"),
-}
+def dcgm_meaning(name: str) -> tuple[str | None, str | None]:
+    """What DCGM says a field's readings are (the catalog of DCGM's fields, defaults/dcgm-fields.txt): (kind, unit),
+    the Prometheus type of the meaning (a running total is a counter; a level, a state, a count over a window a gauge)
+    and a key of units.UNITS, each None where the catalog does not say (a field it does not list, a string, a field
+    DCGM's sources leave open): the counters CSV's type and help text decide those."""
+    kind, unit = field_catalog().get(name, ("-", "-"))
+    return (None if kind == "-" else kind), (None if unit == "-" else unit)
 
 
 @dataclass(frozen=True)
 class Metric:
-    """One field of the counters CSV: name, Prometheus type (of the field's meaning: FIELD_SEMANTICS), help text
-    and unit; `csv_kind` is the type the CSV gives, which the exporter writes in `# TYPE`."""
+    """One field of the counters CSV: name, Prometheus type (of the field's meaning: dcgm_meaning, else the CSV's),
+    help text and unit; `csv_kind` is the type the CSV gives, which the exporter writes in `# TYPE`."""
     name: str
     kind: str
     help: str
@@ -225,9 +196,10 @@ class Metric:
 
     @property
     def retyped(self) -> bool:
-        """True when the exporter serves a counter whose meaning is a gauge: the CloudWatch agent must not turn it
-        into deltas."""
-        return self.exported_kind == "counter" and self.kind != "counter"
+        """True when the exporter serves the field as the other of gauge and counter than its meaning: a level served
+        as a counter, which the CloudWatch agent must not turn into deltas, or a running total served as a gauge, which
+        it must (render/agent_otel.retyped; the agent's JSON path can do neither: lint CW018, AL016)."""
+        return {self.kind, self.exported_kind} == {"gauge", "counter"}
 
     @property
     def unit(self) -> Unit:
@@ -277,6 +249,9 @@ class Catalog:
     source: str
     metrics: tuple[Metric, ...]
     repeats: tuple[str, ...] = ()  # "file:line: NAME repeats line N" for each repeated field
+    # "file:line: NAME is typed gauge, but DCGM's NAME is a running total ...", for each field the CSV types the other
+    # of gauge and counter than the catalog of DCGM's fields says (read as the catalog says: Metric.retyped)
+    retypings: tuple[str, ...] = ()
     sha256: str = ""  # of the CSV's text: a build records the one it was made from
 
     def __post_init__(self) -> None:
@@ -365,6 +340,34 @@ def _split_record(line: str) -> list[str]:
             i = comma + 1
 
 
+def _retyping(name: str, typed: str, meant: str, unit_key: str) -> str:
+    """What a CSV typing `name` `typed` where DCGM says `meant` makes gpudash do, in words."""
+    what = f"a running total ({UNITS[unit_key].label})" if meant == "counter" else \
+        f"a reading of its own, not a running total ({UNITS[unit_key].label})"
+    agent = "makes it a counter, whose growth it publishes" if meant == "counter" else \
+        "makes it a gauge, whose readings it publishes"
+    return (f"{name} is typed {typed}, but DCGM's {name} is {what}: gpudash reads it as a {meant}; the exporter serves "
+            f"it as a {typed}, the CloudWatch agent's OpenTelemetry pipeline gpudash writes {agent}, and "
+            f"agent.pipeline: classic cannot (lint CW018, AL016); type it {meant} in this file and in the exporter's "
+            f"(the ConfigMap its DCGM_EXPORTER_COLLECTORS names)")
+
+
+def _kind_from_help(name: str, kind: str, help_text: str, unit_key: str, where: str) -> str:
+    """The Prometheus type of a field's meaning, for a field the catalog of DCGM's fields does not say: the CSV's,
+    but a level typed counter (its help text gives a level's unit: a CSV's slip, the agent would publish its
+    differences) is a gauge served so; a running total typed gauge (its help text says so) is refused."""
+    total = _RUNNING_TOTAL.search(help_text)
+    if kind == "gauge" and total and not UNITS[unit_key].level:
+        raise InputError(f"{name} is typed gauge, but its help text says it is a running total ({total[0]!r}): "
+                         "the exporter would serve it as a gauge, and the CloudWatch agent publish the total itself "
+                         "where widgets and alarms read its growth: they would read all it counted since it began "
+                         "(an alarm on its growth in 5 minutes fires for good once the total passes the "
+                         "threshold)", where=where,
+                         hint="type it counter, as NVIDIA's counters CSVs do, in this file and in the exporter's "
+                              "(the ConfigMap its DCGM_EXPORTER_COLLECTORS names)")
+    return "gauge" if kind == "counter" and UNITS[unit_key].level else kind
+
+
 def parse_counters(text: str, source: str = "<counters>") -> Catalog:
     """Parse counters CSV text. Raises InputError naming source:line on the first bad record."""
     if text.startswith("\ufeff"):
@@ -372,6 +375,7 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
     metrics: list[Metric] = []
     seen: dict[str, Metric] = {}
     repeats: list[str] = []
+    retypings: list[str] = []
     for number, raw in enumerate(text.split("\n"), start=1):
         raw = raw.removesuffix("\r")
         if "\r" in raw:
@@ -410,21 +414,14 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
             # wins, and `gpudash lint` reports the repeat (rule CSV001) so it gets cleaned up.
             repeats.append(f"{where}: {name} repeats line {first.line}; the first line wins")
             continue
-        meaning = FIELD_SEMANTICS.get(name, Semantics(None, None, ""))
-        unit_key = meaning.unit or infer_unit(name, help_text)
-        total = _RUNNING_TOTAL.search(help_text)
-        if kind == "gauge" and total and not meaning.kind and not UNITS[unit_key].level:
-            raise InputError(f"{name} is typed gauge, but its help text says it is a running total ({total[0]!r}): "
-                             "the exporter would serve it as a gauge, and the CloudWatch agent publish the total itself "
-                             "where widgets and alarms read its growth: they would read all it counted since it began "
-                             "(an alarm on its growth in 5 minutes fires for good once the total passes the "
-                             "threshold)", where=where,
-                             hint="type it counter, as NVIDIA's counters CSVs do, in this file and in the exporter's "
-                                  "(the ConfigMap its DCGM_EXPORTER_COLLECTORS names)")
-        if meaning.kind and kind in ("gauge", "counter"):
-            kind_meant = meaning.kind
-        else:  # a level typed counter (a CSV's slip: the agent would publish its differences) is a gauge served so
-            kind_meant = "gauge" if kind == "counter" and UNITS[unit_key].level else kind
+        kind_said, unit_said = dcgm_meaning(name)
+        unit_key = unit_said or infer_unit(name, help_text)
+        if kind_said and kind in ("gauge", "counter"):
+            kind_meant = kind_said
+            if kind != kind_said:
+                retypings.append(f"{where}: {_retyping(name, kind, kind_said, unit_key)}")
+        else:  # a field the catalog of DCGM's fields does not say: its type and help text decide
+            kind_meant = _kind_from_help(name, kind, help_text, unit_key, where)
         metric = Metric(name=name, kind=kind_meant, help=help_text, unit_key=unit_key, family=infer_family(name),
                         line=number, csv_kind=kind)
         seen[name] = metric
@@ -432,7 +429,7 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
     if not metrics:
         raise InputError("no metrics: every line is blank or a comment", where=source,
                          hint="list at least one field, e.g. DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).")
-    return Catalog(source=source, metrics=tuple(metrics), repeats=tuple(repeats),
+    return Catalog(source=source, metrics=tuple(metrics), repeats=tuple(repeats), retypings=tuple(retypings),
                    sha256=hashlib.sha256(text.encode()).hexdigest())
 
 

@@ -35,7 +35,15 @@ def schema(name: str) -> Path:
 
 
 @cache
+def field_catalog() -> dict[str, tuple[str, str]]:
+    """Every field name the DCGM exporter can look up, whether or not a counters CSV collects it, with what DCGM says
+    its readings are: (kind, unit), each "-" where the catalog does not say (defaults/dcgm-fields.txt)."""
+    text = (_PACKAGE / "defaults" / "dcgm-fields.txt").read_text(encoding="utf-8")
+    rows = (line.split() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    return {name: (kind, unit) for name, kind, unit in rows}
+
+
+@cache
 def known_fields() -> frozenset[str]:
     """Every field name the DCGM exporter can look up, whether or not a counters CSV collects it."""
-    text = (_PACKAGE / "defaults" / "dcgm-fields.txt").read_text(encoding="utf-8")
-    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    return frozenset(field_catalog())

@@ -1,4 +1,5 @@
-"""Units and families of DCGM fields, inferred from the counters CSV help text.
+"""Units and families of DCGM fields; the unit of a field the catalog of DCGM's fields does not give, inferred from
+the counters CSV help text.
 
 One table per fact: `UNITS` says how each unit is shown by every backend, and
 how a counter of that unit reads once it is turned into a per-second rate.
@@ -29,7 +30,8 @@ class Unit:
     size: float = 1.0
     # A level: what a reading says now (a temperature, a clock, a power draw, a share, memory in use, a state), never a
     # running total. A CSV typing such a field counter has the exporter serve it as a counter (`# TYPE`); its readings
-    # are still levels (catalog.parse_counters reads it as a gauge the exporter serves as a counter: Metric.retyped).
+    # are still levels: catalog.parse_counters reads a field the catalog of DCGM's fields does not say whose help text
+    # gives such a unit as a gauge the exporter serves as a counter (Metric.retyped).
     level: bool = False
 
 
@@ -40,6 +42,8 @@ UNITS: dict[str, Unit] = {u.key: u for u in (
     Unit("milliwatt", "mwatt", "mW", "None", "count_per_s", quantity="power", size=1e-3, level=True),
     # Grafana's custom SI unit: the values are mJ
     Unit("millijoule", "si:mJ", "mJ", "None", "milliwatt", quantity="energy", size=1e-3),
+    Unit("joule", "joule", "J", "None", "watt", quantity="energy"),
+    Unit("hertz", "hertz", "Hz", "None", "count_per_s", quantity="frequency", level=True),
     Unit("percent", "percent", "%", "Percent", "count_per_s", bounds=(0, 100), quantity="share", size=1e-2, level=True),
     Unit("ratio", "percentunit", "ratio 0-1", "None", "count_per_s", bounds=(0, 1), quantity="share", level=True),
     Unit("mebibyte", "mbytes", "MiB", "Megabytes", "count_per_s", quantity="data", size=2.0 ** 20, level=True),
@@ -99,24 +103,15 @@ FAMILY_ORDER = ("utilization", "memory", "profiling", "power", "temperature", "c
 
 
 def infer_unit(name: str, help_text: str) -> str:
-    """Unit key for a field. DCGM's profiling activities (DCGM_FI_PROF_*_ACTIVE, SM occupancy: a "Ratio of ..." in
-    NVIDIA's CSVs) are 0-1 whatever the help says: DCGM reads them as ratios, and a CSV's "(in %)" does not scale them."""
-    upper = name.upper()
-    if "_PROF_" in upper and ("ratio" in help_text.lower() or upper.endswith(("_ACTIVE", "_OCCUPANCY"))):
-        return "ratio"
+    """Unit key for a field the catalog of DCGM's fields gives none (catalog.parse_counters): from the help text, else
+    from the name's ending."""
     for pattern, key in _HELP_UNITS:
         if pattern.search(help_text):
             return key
     if "number of bytes" in help_text.lower():  # a byte count (NVLink bandwidth counters per lane, ...)
         return "byte"
-    if upper.endswith("_BYTES"):
+    if name.upper().endswith("_BYTES"):
         return "bytes_per_s"
-    if upper.endswith("XID_ERRORS"):
-        return "state"  # the last XID code seen, not a count
-    if upper.endswith("_VIOLATION"):
-        return "nanosecond"
-    if "LICENSE_STATUS" in upper or "REMAP_FAILURE" in upper or "HEALTH" in upper:
-        return "state"
     return "count"
 
 

@@ -14,6 +14,12 @@ def repeated_fields(subject: LintInput) -> Iterable[Finding]:
         yield Finding("CSV001", "error", where, message)
 
 
+def typed_against_dcgm(subject: LintInput) -> Iterable[Finding]:
+    for retyping in subject.catalog.retypings:
+        where, _, message = retyping.partition(": ")
+        yield Finding("CSV003", "warning", where, message)
+
+
 def histograms(subject: LintInput) -> Iterable[Finding]:
     catalog = subject.catalog
     for metric in catalog:
@@ -25,4 +31,6 @@ def histograms(subject: LintInput) -> Iterable[Finding]:
 RULES = (
     Rule("CSV001", "no field is listed twice", repeated_fields),
     Rule("CSV002", "no histogram fields (the CloudWatch agent drops them)", histograms),
+    Rule("CSV003", "no field is typed the other of gauge and counter than DCGM says it is (gpudash reads it as DCGM "
+                   "says)", typed_against_dcgm),
 )

@@ -902,8 +902,9 @@ def alarm_mixed_shares(subject: LintInput) -> Iterable[Finding]:
 
 
 def _retyped(subject: LintInput, expressions: Iterable[str]) -> list[str]:
-    """The fields `expressions` read whose readings are states or windowed counts that the exporter serves as
-    counters (catalog.FIELD_SEMANTICS), when the agent's JSON path publishes: it turns every counter into deltas
+    """The fields `expressions` read that the exporter serves as the other of gauge and counter than their meaning
+    (catalog.Metric.retyped: a state or windowed count served as a counter, a running total served as a gauge), when
+    the agent's JSON path publishes: it turns every counter into deltas and publishes every gauge as it reads
     (_per_widget and _per_alarm ask only then)."""
     fields = set()
     for expression in expressions:
@@ -913,15 +914,17 @@ def _retyped(subject: LintInput, expressions: Iterable[str]) -> list[str]:
     return sorted(fields)
 
 
-RETYPED = ("{} reads a state or a count over the exporter's window, but the counters CSV types it counter, so the "
-           "exporter serves it as one and the agent's JSON path (agent.pipeline: classic) would publish differences "
-           "between readings (a GPU failing all along reads 0): gpudash does not ship it on that path, and this reads "
-           "nothing. Use agent.pipeline: otel (agent 1.300066.0 or later), which publishes the readings, or type the "
-           "field gauge in the counters CSV")
+RETYPED = ("{} reads a field the counters CSV types the other of gauge and counter than DCGM says it is, so the "
+           "exporter serves it so and the agent's JSON path (agent.pipeline: classic) would publish a state or a count "
+           "over the exporter's window typed counter as differences between readings (a GPU failing all along reads "
+           "0), and a running total typed gauge as the total itself where its growth is read: gpudash does not ship "
+           "it on that path, and this reads nothing. Use agent.pipeline: otel (agent 1.300066.0 or later), which "
+           "publishes each as it is meant, or type the field in the counters CSV as DCGM says (gpudash lint: CSV003)")
 
 
 def widget_retyped(subject: LintInput) -> Iterable[Finding]:
-    """On agent.pipeline: classic, a widget reading a state the exporter serves as a counter (an error per widget)."""
+    """On agent.pipeline: classic, a widget reading a field the exporter serves as the other of gauge and counter than
+    its meaning (an error per widget)."""
     yield from _per_widget(subject, "CW018", "error", _retyped, RETYPED)
 
 
@@ -1048,8 +1051,9 @@ RULES = (
          widget_shared_counters),
     Rule("CW017", "with exporter.virtual_gpus, no widget reads GPU utilization or framebuffer used outside the per-pod "
                   "dimensions on agent.pipeline: classic", widget_mixed_shares),
-    Rule("CW018", "no widget reads a state the exporter serves as a counter (health, windowed counts) on "
-                  "agent.pipeline: classic, which would publish its differences", widget_retyped),
+    Rule("CW018", "no widget reads a field the exporter serves as the other of gauge and counter than its meaning "
+                  "(health or windowed counts typed counter, running totals typed gauge) on agent.pipeline: classic",
+         widget_retyped),
     Rule("CW021", "on the Container Insights add-on, widgets and alarms on a field MIG reports per instance (or not "
                   "at all) read one instance of a GPU split into MIG instances (a note per widget and alarm)",
          addon_mig_instances),
@@ -1076,7 +1080,8 @@ RULES = (
     Rule("AL015", "alarms summing a counter per GPU miss, on agent.pipeline: classic, the increase between two scrapes "
                   "no one series of the GPU spans and across a failed scrape (a warning per alarm: it may stay OK where its "
                   "Prometheus twin fires)", alarm_copy_changes),
-    Rule("AL016", "no alarm reads a state the exporter serves as a counter on agent.pipeline: classic",
+    Rule("AL016", "no alarm reads a field the exporter serves as the other of gauge and counter than its meaning on "
+                  "agent.pipeline: classic",
          alarm_retyped),
     Rule("AL018", "alarms summing a counter's deltas (per GPU, node, pod or cluster) on agent.pipeline: otel say "
                   "what a gap in a GPU's data does to them (a note per alarm: an event alarm misses a gap's growth "

@@ -202,9 +202,10 @@ def _written(subject: LintInput, otel: dict[str, Any], published: list[str]) -> 
 
 def _states_made_gauges(subject: LintInput, otel: dict[str, Any], cluster: Cluster, published: list[str],
                         unrun: list[str], written: dict[str, Any]) -> Iterable[Finding]:
-    """The fields the exporter serves as counters whose readings are a state or a windowed count (DCGM's health status)
-    are made gauges first, as gpudash writes it (render/agent_otel.retyped): otherwise awsemf publishes the differences
-    between readings, and a GPU failing all along reads 0."""
+    """The fields the exporter serves as the other of gauge and counter than their meaning (catalog.Metric.retyped:
+    DCGM's health status typed counter, its energy counter typed gauge) are given their meaning's type first, as
+    gpudash writes it (render/agent_otel.retyped): otherwise awsemf publishes the differences between a state's
+    readings (a GPU failing all along reads 0), and a running total whole."""
     from ..render.agent_otel import PIPELINE, RETYPE
 
     if RETYPE in unrun:  # (_pipeline_runs names it)
@@ -212,10 +213,11 @@ def _states_made_gauges(subject: LintInput, otel: dict[str, Any], cluster: Clust
     if written.get(RETYPE) != (otel.get("processors") or {}).get(RETYPE):
         names = [n for n in published if n in subject.catalog and subject.catalog.get(n).retyped]
         yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {RETYPE}",
-                      (f"the pipeline does not make gauges of {', '.join(names)} as gpudash writes it (a state or a "
-                       "count over the exporter's window, served as a counter): awsemf would publish the differences "
-                       "between readings, so a GPU failing all along reads 0; write the processor as `gpudash "
-                       f"generate` does and list it first in {PIPELINE}'s processors") if names else
+                      (f"the pipeline does not give {', '.join(names)} the type of their meaning as gpudash writes "
+                       "it (a state or a count over the exporter's window served as a counter, a running total served "
+                       "as a gauge): awsemf would publish the differences between a state's readings, so a GPU failing "
+                       "all along reads 0, and a running total whole where its growth is read; write the processor as "
+                       f"`gpudash generate` does and list it first in {PIPELINE}'s processors") if names else
                       f"{RETYPE} is not one gpudash writes: it changes the type of fields the widgets and alarms "
                       "read; remove it")
 

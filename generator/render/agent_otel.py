@@ -11,10 +11,12 @@ counter coming back from one is sent as its whole running total. This pipeline d
   target label, `ClusterName` (the JSON path's `cluster_name`); a `$` is escaped (see `escaped`), as
   the agent expands `$` in its collector configuration twice;
 * transform/gpudash-gauges (only when such a field is shipped) makes a Gauge of each field the exporter serves as a
-  counter although its readings are a state or a count over a window (catalog.FIELD_SEMANTICS: DCGM's health
+  counter although its readings are a state or a count over a window (catalog.Metric.retyped: DCGM's health
   status, a count of XIDs in the exporter's window, ...): awsemf would send the difference between two readings
   of a state (0 for a GPU failing all along); OTTL's convert_sum_to_gauge() in the metric context (the
-  transform processor, in the agent since 1.300025.0);
+  transform processor, in the agent since 1.300025.0); and a cumulative monotonic Sum of each running total the
+  exporter serves as a gauge (a counters CSV typing DCGM's energy counter gauge), whose growth awsemf then sends,
+  not the total: OTTL's convert_gauge_to_sum("cumulative", true);
 * filter/gpudash-markers drops the exporter's staleness markers (see STALE_MARKER), before any metricstransform
   merges points: a merge takes a marker first or not at random (a pod's total over its GPUs, with
   exporter.virtual_gpus the pick of each GPU's reading of a field split per process from its device series and
@@ -83,7 +85,7 @@ SUFFIX = "gpudash"
 RECEIVER, FILTER, MERGE, BATCH, EXPORTER = (f"{kind}/{SUFFIX}" for kind in
                                             ("prometheus", "filter", "metricstransform", "batch", "awsemf"))
 MARKERS = f"filter/{SUFFIX}-markers"  # the exporter's staleness markers, dropped before any merge (STALE_MARKER)
-RETYPE = f"transform/{SUFFIX}-gauges"  # the exporter's counters that are states or windowed counts, made gauges first
+RETYPE = f"transform/{SUFFIX}-gauges"  # the fields the exporter serves typed against their meaning, retyped first
 PIPELINE = f"metrics/{SUFFIX}"
 TOTALS = f"metricstransform/{SUFFIX}-pods"  # the pods' totals per scrape, made before the filter (pod_totals)
 READS_YAML_VERSION = "1.300048.0"  # the first release that reads *.yaml from /etc/cwagentconfig
@@ -183,13 +185,19 @@ def no_data_flag() -> dict[str, Any]:
 
 
 def retyped(catalog: Catalog, shipped: Iterable[str]) -> dict[str, Any] | None:
-    """The transform processor that makes a Gauge of each shipped field the exporter serves as a counter but whose
-    readings are a state or a windowed count (catalog.Metric.retyped); None when none is shipped."""
+    """The transform processor that gives each shipped field the exporter serves as the other of gauge and counter
+    than its meaning (catalog.Metric.retyped) its meaning's type: a Gauge of a state or windowed count served as a
+    counter, a cumulative monotonic Sum of a running total served as a gauge (awsemf then publishes its growth); None
+    when none is shipped."""
     names = [n for n in shipped if n in catalog and catalog.get(n).retyped]
+    levels = [n for n in names if catalog.get(n).kind == "gauge"]
+    totals = [n for n in names if catalog.get(n).kind == "counter"]
     if not names:
         return None
-    return {"error_mode": "ignore", "metric_statements": [{"context": "metric", "statements": [
-        f'convert_sum_to_gauge() where IsMatch(name, "^(?:{"|".join(names)})$")']}]}
+    statements = [f'convert_sum_to_gauge() where IsMatch(name, "^(?:{"|".join(levels)})$")'] if levels else []
+    statements += [f'convert_gauge_to_sum("cumulative", true) where IsMatch(name, "^(?:{"|".join(totals)})$")'] \
+        if totals else []
+    return {"error_mode": "ignore", "metric_statements": [{"context": "metric", "statements": statements}]}
 
 
 ZERO_UNREAD_TEST = " and value_double == 0.0"  # blank_conditions' test of a field whose 0 is "not supported"

@@ -18,7 +18,9 @@ at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinter
   staleness marker (a point without value, flagged NoRecordedValue) after the scrape's samples, and a failed
   scrape (a payload of "") marks every series so;
 * the first transform processor (transform/gpudash-gauges) runs OTTL's convert_sum_to_gauge() on the metrics its
-  condition names (a Sum becomes a Gauge: awsemf publishes its readings, not their differences, see _sums_to_gauges);
+  condition names (a Sum becomes a Gauge: awsemf publishes its readings, not their differences, see _sums_to_gauges),
+  and convert_gauge_to_sum("cumulative", true) on those of its other (a Gauge becomes a cumulative Sum: awsemf
+  publishes its differences);
 * a filter processor (each of the pipeline's, in its place) drops a datapoint for which any of its `metrics.datapoint` holds: the OTTL
   conditions are parsed from the configuration and evaluated here (the subset gpudash writes:
   IsMatch, metric.name, value_double, flags (1 for a staleness marker), comparisons, and / or / not, parentheses);
@@ -885,21 +887,24 @@ def _statements(config: dict):
     return apply
 
 
-_SUM_TO_GAUGE = re.compile(r'convert_sum_to_gauge\(\) where IsMatch\(name, "((?:[^"\\]|\\.)*)"\)')
+_RETYPE = re.compile(r'(convert_sum_to_gauge\(\)|convert_gauge_to_sum\("cumulative", true\)) '
+                     r'where IsMatch\(name, "((?:[^"\\]|\\.)*)"\)')
 
 
 def _sums_to_gauges(group: dict):
-    """transformprocessor's metric statements (the subset gpudash writes: OTTL's convert_sum_to_gauge() where the
-    metric's name matches a regexp, IsMatch: RE2, unanchored) as a function of a resource's metrics: a matching Sum,
-    of either temporality, becomes a Gauge of the same points; any other metric is left as it is."""
-    patterns = []
+    """transformprocessor's metric statements (the subset gpudash writes: OTTL's convert_sum_to_gauge(), and
+    convert_gauge_to_sum("cumulative", true), where the metric's name matches a regexp, IsMatch: RE2, unanchored) as a
+    function of a resource's metrics: a matching Sum, of either temporality, becomes a Gauge of the same points, a
+    matching Gauge a cumulative monotonic Sum (a counter) of the same points; any other metric is left as it is."""
+    patterns = {"counter": [], "gauge": []}  # the kind each statement converts from
     for statement in group["statements"]:
-        match = _SUM_TO_GAUGE.fullmatch(statement)
+        match = _RETYPE.fullmatch(statement)
         assert match, f"OTTL statement the model does not read: {statement!r}"
-        patterns.append(go_compiled(match[1].replace('\\"', '"')))
+        patterns["counter" if match[1].startswith("convert_sum") else "gauge"].append(
+            go_compiled(match[2].replace('\\"', '"')))
 
     def apply(metrics: list[_Metric]) -> list[_Metric]:
-        return [_Metric(m.name, "gauge", m.points, m.ordered) if m.kind == "counter" and any(p.search(m.name) for p in patterns)
-                else m for m in metrics]
+        return [_Metric(m.name, "gauge" if m.kind == "counter" else "counter", m.points, m.ordered)
+                if any(p.search(m.name) for p in patterns.get(m.kind, ())) else m for m in metrics]
 
     return apply

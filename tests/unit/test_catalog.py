@@ -79,14 +79,15 @@ def test_numeric_field_ids_are_not_names():
     ("DCGM_FI_DEV_FB_FREE", "Frame buffer memory free (in MB).", "mebibyte"),
     ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", "millijoule"),
     ("DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in ns).", "nanosecond"),
-    ("DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in us).", "microsecond"),
+    # a field the catalog of DCGM's fields gives no unit: the help text's
+    ("DCGM_FI_CUSTOM_VIOLATION", "Throttling duration due to power constraints (in us).", "microsecond"),
     ("DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted ... in bytes per second.", "bytes_per_s"),
     # Profiling ratios are 0-1 even where an old file says "(in %)".
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active (in %).", "ratio"),
     ("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", "state"),
     ("DCGM_FI_DEV_SOMETHING_NEW", "A field gpudash has never seen.", "count"),
 ])
-def test_units_come_from_the_help_text(name, help_text, unit):
+def test_units_come_from_the_catalog_or_the_help_text(name, help_text, unit):
     kind = "counter" if "since boot" in help_text else "gauge"  # a total since boot typed gauge is refused
     assert parse_counters(f"{name}, {kind}, {help_text}\n").get(name).unit_key == unit
 
@@ -100,10 +101,11 @@ def test_counters_chart_as_rates_in_their_own_unit():
 
 
 def test_a_throttling_counter_reads_as_the_share_of_time_in_its_own_unit():
-    """Half of each second throttled is 0.5 whether the help text counts ns or us."""
+    """Half of each second throttled is 0.5 whether the help text of a field the catalog of DCGM's fields gives no unit
+    counts ns or us."""
     for unit, per_second in (("ns", 5e8), ("us", 5e5)):
-        field = parse_counters(f"DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling (in {unit}).\n").get(
-            "DCGM_FI_DEV_POWER_VIOLATION")
+        field = parse_counters(f"DCGM_FI_CUSTOM_VIOLATION, counter, Throttling (in {unit}).\n").get(
+            "DCGM_FI_CUSTOM_VIOLATION")
         assert field.charted_unit.grafana == "percentunit"
         assert per_second * field.unit.rate_scale == pytest.approx(0.5), unit
 

@@ -575,31 +575,3 @@ def test_lint_notes_each_alarm_a_blank_would_fool_on_the_json_path_only(project_
     assert counted and all(m.startswith("counts a GPU whose exporter reports only DCGM's blank") for m in counted)
     assert any("fires for it" in m for w, m in notes.items() if "gpu-temp-high" in w)
     assert any("never fires for it" in m for w, m in notes.items() if "gpu-idle" in w)
-
-
-def test_a_gauge_of_energy_since_boot_is_shown_not_cut_as_a_blank(tmp_path):
-    """A counters CSV may declare the energy counter a gauge (with help text that does not say it is a total since
-    boot, which is refused: test_running_total_typed_gauge): 5e11 mJ (a GPU at 300 W for 20 days) is a real
-    reading, far above the floor that suits temperatures and clocks."""
-    from tests.support.cloudwatch_agent import Datapoint
-
-    defaults = load_project().settings.counters_path.read_text()
-    csv = tmp_path / "counters.csv"
-    csv.write_text(re.sub(r"(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION\s*,\s*)counter,.*", r"\1gauge, Energy (in mJ).",
-                          defaults))
-    project = load_project(counters=csv)
-    assert not project.catalog.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").is_counter
-    files = encode(build(project))
-    properties = _widget(files, "Energy use rate of each pod's GPUs", "by-pod")
-    # the pod's total per scrape the OTel pipeline publishes (test_cloudwatch_pod_totals.py)
-    dims = (("ClusterName", "gpu-cluster"), ("namespace", "ml"), ("pod", "train-0"), ("pod_total", "sum"))
-    points = [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", dims, t, 5e11)
-              for t in range(START, END, STEP)]
-    (series,) = cloudwatch_eval.widget(properties, points, START, END).values()
-    assert series and all(close(value, 5e11) for value in series.values()), series
-    # and the agent's filter, which takes the same floor as a gauge's, publishes it
-    config, job = agent_config(files[AGENT_FILE])
-    payload = ("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION gauge\n"
-               'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-0",pod="train-0",namespace="ml"} 5e11\n')
-    published = Agent(config, job).run([Scrape(0.0, payload, target_labels(job, "ip-10-0-1-1"))])
-    assert {p.value for p in published if p.metric.startswith("DCGM_")} == {5e11}

@@ -73,8 +73,9 @@ def test_the_agent_sends_one_observation_per_code(shown):
 @pytest.mark.parametrize("title", ["XID errors (mean)", "XID errors by pod", "XID errors in the cluster"])
 def test_typed_counter_in_the_csv_each_widget_still_shows_the_count_in_the_window(tmp_path, title):
     """The exporter's default-counters.csv types the XID count `counter` (`reported XIDs during last window`) and the
-    exporter serves it so; it is a count over the exporter's window (catalog.FIELD_SEMANTICS): the widgets show the
-    same counts as with the gauge type, not a rate of them (the agent's OTel pipeline publishes the readings)."""
+    exporter serves it so; it is a count over the exporter's window (the catalog of DCGM's fields,
+    catalog.dcgm_meaning): the widgets show the same counts as with the gauge type, not a rate of them (the agent's OTel
+    pipeline publishes the readings)."""
     path = field_labels.write_project(tmp_path)
     (tmp_path / "counters.csv").write_text(field_labels.CSV.replace(", gauge, Count of XID", ", counter, Count of XID"))
     files = encode(build(load_project(path)))

@@ -248,7 +248,8 @@ def test_a_pipeline_that_no_longer_makes_the_health_status_a_gauge_fails_ag005(t
         assert (failing, findings) == ({20.0}, [])
     else:
         assert failing == {0.0}
-        assert findings == [f"the pipeline does not make gauges of {HEALTH} as gpudash writes it (a state or a count "
-                            "over the exporter's window, served as a counter): awsemf would publish the differences "
-                            "between readings, so a GPU failing all along reads 0; write the processor as `gpudash "
-                            "generate` does and list it first in metrics/gpudash's processors"]
+        assert findings == [f"the pipeline does not give {HEALTH} the type of their meaning as gpudash writes it (a "
+                            "state or a count over the exporter's window served as a counter, a running total served "
+                            "as a gauge): awsemf would publish the differences between a state's readings, so a GPU "
+                            "failing all along reads 0, and a running total whole where its growth is read; write the "
+                            "processor as `gpudash generate` does and list it first in metrics/gpudash's processors"]
