@@ -27,6 +27,11 @@ SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
 PUBLIC_DASHBOARD_NOT_FOUND = "publicdashboards.notFound"  # Grafana's messageId: the dashboard has no public dashboard
 ANNOTATIONS_READ = 100  # a dashboard's annotations counted before a delete (one more is read: "100+" means more)
 TEAMS_PAGE = 1000  # teams asked for per page of the team search (Grafana's default page)
+# The members of Grafana's preferences answer (dtos.Prefs; Grafana 10 and later leave out each one not set, so `{}` is
+# "nothing set"): a 200 holding none of them, or Grafana's error document (its `message`: a proxy or a failing plugin
+# answering 200), is not that answer, never "no home dashboard"
+PREFERENCE_MEMBERS = frozenset({"theme", "timezone", "weekStart", "homeDashboardId", "homeDashboardUID", "language",
+                                "locale", "regionalFormat", "queryHistory", "navbar", "cookiePreferences"})
 PLAYLISTS_READ = 1000  # playlists listed in one answer (Grafana's list has no pages: a full one may hold more)
 # pages of Grafana 12's list of a dashboard's versions ({"continueToken", "versions"}) followed at most for one read:
 # each holds at least a version but for an odd one, and a read asks 50 at most (grafana_sync.HISTORY)
@@ -736,8 +741,10 @@ class GrafanaClient:
         found = self._request("GET", "/api/org/preferences" if team_id is None else f"/api/teams/{team_id}/preferences",
                               what=what)
         ok = isinstance(found, dict) and isinstance(found.get("homeDashboardUID", ""), str) and \
-            isinstance(found.get("homeDashboardId", 0), int) and not isinstance(found.get("homeDashboardId"), bool)
-        found = self._shape(found, ok, what, "preferences, naming the home dashboard by uid (or id) where one is set")
+            isinstance(found.get("homeDashboardId", 0), int) and not isinstance(found.get("homeDashboardId"), bool) \
+            and "message" not in found and (not found or bool(found.keys() & PREFERENCE_MEMBERS))
+        found = self._shape(found, ok, what, "preferences (an object of Grafana's preference members, or none), "
+                                             "naming the home dashboard by uid (or id) where one is set")
         return found.get("homeDashboardUID", ""), found.get("homeDashboardId", 0)
 
     def alert_rules(self) -> list[dict[str, Any]]:

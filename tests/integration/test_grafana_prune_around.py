@@ -427,11 +427,15 @@ def test_an_alert_rule_linked_between_the_plan_and_the_delete_is_not_deleted_eve
     (r"^/api/org/preferences$", b"<html>login</html>"), (r"^/api/org/preferences$", b'{"homeDashboardUID": 7}'),
     (r"^/api/teams/search$", b"null"), (r"^/api/teams/search$", b'{"teams": {}}'),
     (r"^/api/teams/1/preferences$", b"[1]"), (r"^/api/v1/provisioning/alert-rules$", b"<html>login</html>"),
+    (r"^/api/teams/1/preferences$", b'{"message": "Internal Server Error", "status": "error"}'),
+    (r"^/api/org/preferences$", b'{"message": "Unauthorized"}'), (r"^/api/teams/1/preferences$", b'{"items": []}'),
     (r"^/api/v1/provisioning/alert-rules$", b'[{"uid": "r1", "title": "t", "annotations": "x"}]'),
     (r"^/api/v1/provisioning/alert-rules$", b'[{"uid": "r1", "title": "t", "annotations": {"__dashboardUid__": 7}}]')])
 def test_garbled_answers_about_homes_and_alert_rules_are_never_read_as_none(grafana, run, tmp_path, path, answer):
     """Whatever comes back where Grafana's preferences, team search or alert rules belong, not shaped as Grafana
-    answers them, a prune without --force neither deletes the dashboard nor stops with a traceback: it needs --force."""
+    answers them, a prune without --force neither deletes the dashboard nor stops with a traceback: it needs --force.
+    Preferences answered 200 with Grafana's error document (its `message`) or with an object of none of their members
+    were read as naming no home dashboard (an object was all that was asked), and the dashboard was deleted, exit 0."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
     pruning, _ = retired_team_dashboard(grafana, run, tmp_path)
