@@ -32,6 +32,7 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
 from . import prune_guard
 from .grafana_annotations import annotation_count, annotation_ids, annotators, read_annotations, unshown
 from .grafana_around import AccountReads, Unread, attempt, read_granted
+from .grafana_panel_ties import PanelTies
 from .grafana_public import shared
 from .since_plan import UNREAD, made_since
 from ..clients.deadline import NOT_STARTED, UNDER_WAY, DeadlineExceeded
@@ -260,9 +261,10 @@ def _provisioned(meta: dict[str, Any]) -> str:
 def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],
                     uid_prefix: str, move_from: str | None = None, publisher: Publisher | None = None,
                     claim: Publisher | None = None, records: list[Record] | None = None,
-                    shared: dict[tuple[str, Any], list[str]] | None = None) -> Change:
+                    shared: dict[tuple[str, Any], list[str]] | None = None, ties: PanelTies | None = None) -> Change:
     """`publisher`: these settings (recorded in what is saved); `claim`: they and the clusters they had
-    (--renamed-from), whose saves are theirs."""
+    (--renamed-from), whose saves are theirs. `ties`: the plan's reads of what people tied to panel ids (a save
+    moving some panel's id names them)."""
     claim = claim or publisher
     live = client.dashboard(uid)
     if live is None:
@@ -350,6 +352,8 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
                               f"{_carried_note(saved.get('message'), claim)}")
     if publisher is not None and _cut(desired, uid_prefix, record):  # a save carries claims that no longer fit
         change.details.append(f"records the claims of other settings files as claims of settings not listed{_CUT_NOTE}")
+    if ties is not None:  # annotations and alert rules naming a panel by an id the save moves
+        change.details += ties.said(uid, live, desired)
     return change
 
 
@@ -552,6 +556,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
     claim = (publisher[0], tuple(publisher[1]) + tuple(renamed_from)) if publisher is not None else None
     changes: list[Change] = []
     shared: dict[tuple[str, Any], list[str]] = {}
+    ties = PanelTies(client)
     with progress.phase(label, len(dashboards) + 2) as tick:
         live_folder = client.folder(folder["uid"])
         tick()
@@ -559,7 +564,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                               [] if live_folder else [f"title {folder['title']!r}"]))
         for uid, desired in sorted(dashboards.items()):
             changes.append(_plan_dashboard(client, uid, desired, folder, uid_prefix, move_from, publisher, claim,
-                                           records, shared))
+                                           records, shared, ties))
             tick()
         hits = _unsearched(client, changes, client.search_tag(GRAFANA_OWNER_TAG), prune, live_folder)
         tick()

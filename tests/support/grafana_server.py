@@ -451,14 +451,14 @@ class GrafanaTestServer(LoopbackServer):
             self._store(uid, dashboard, stored["folderUid"], message="", user=user)
             return True
 
-    def annotate(self, uid: str, text: str, user: str = "alice") -> None:
-        """A person's annotation on the dashboard (a note on a moment of its graphs: Ctrl+click in a panel). Grafana
-        keeps it by the dashboard's id, and its delete of the dashboard deletes it too (DELETE FROM annotation
-        WHERE dashboard_id = ?), with no version of the dashboard recording it."""
+    def annotate(self, uid: str, text: str, user: str = "alice", panel_id: int = 1) -> None:
+        """A person's annotation on the dashboard (a note on a moment of its graphs: Ctrl+click in a panel, the panel
+        of id `panel_id`). Grafana keeps it by the dashboard's id, and its delete of the dashboard deletes it too
+        (DELETE FROM annotation WHERE dashboard_id = ?), with no version of the dashboard recording it."""
         with self.lock:
             entry = self.state.dashboards[uid]
             self.state.annotations.append({"id": len(self.state.annotations) + 1, "dashboardId": entry["id"],
-                                           "dashboardUID": uid, "panelId": 1, "text": text, "login": user,
+                                           "dashboardUID": uid, "panelId": panel_id, "text": text, "login": user,
                                            "type": "annotation"})
 
     def share_publicly(self, uid: str, user_id: int = 7) -> str:

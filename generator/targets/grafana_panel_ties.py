@@ -1,0 +1,108 @@
+"""What people tied to a panel by its id that a save of the dashboard leaves behind: annotations made on the panel
+(Grafana draws one on the panel of its panelId alone) and alert rules linked to it (their `__panelId__`). A save that
+gives a panel another id (its title changed, or the dashboard was published before ids were made from titles:
+panel_ids), or drops it, leaves them naming the old id: drawn on no panel, or on the panel that now holds that id.
+gpudash changes nothing of them (they are people's): plan and push name them, with the ids to write, so a person can.
+Read only where a save moves some panel's id; a read that fails or is refused is said, never read as none."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..clients.grafana import GrafanaClient
+from .grafana_annotations import read_annotations
+from .grafana_around import Unread, read_alert_rules
+
+LINKED_PANEL = "__panelId__"  # the annotation by which an alert rule links itself to a panel of its dashboard
+
+
+def _charts(model: dict[str, Any]) -> list[dict[str, Any]]:
+    """The dashboard's panels but rows, those a collapsed row holds included, in their order."""
+    found = []
+    for panel in model.get("panels") or []:
+        if not isinstance(panel, dict):
+            continue
+        if panel.get("type") == "row":
+            found += [p for p in panel.get("panels") or [] if isinstance(p, dict) and p.get("type") != "row"]
+        else:
+            found.append(panel)
+    return found
+
+
+def _by_name(model: dict[str, Any]) -> dict[tuple[str, int], Any]:
+    """Each panel's id by its title and how many of that title come before it."""
+    seen: dict[str, int] = {}
+    named = {}
+    for panel in _charts(model):
+        title = str(panel.get("title", ""))
+        seen[title] = seen.get(title, -1) + 1
+        named[(title, seen[title])] = panel.get("id")
+    return named
+
+
+def _an_id(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def moved(live: dict[str, Any], desired: dict[str, Any]) -> dict[int, tuple[str, Any, str | None]]:
+    """{id a panel of `live` has: (its title, the id the save gives it (None: the save drops it), the title of the
+    panel holding that id after the save (None: none))}, for each panel whose id the save changes."""
+    after = _by_name(desired)
+    holders = {panel.get("id"): str(panel.get("title", "")) for panel in _charts(desired)}
+    found = {}
+    for (title, _), number in _by_name(live).items():
+        if _an_id(number) and after.get((title, _)) != number:
+            found[number] = (title, after.get((title, _)), holders.get(number))
+    return found
+
+
+def _panel(number: int, fate: tuple[str, Any, str | None]) -> str:
+    title, new, _ = fate
+    return f"panel {title!r} (id {number}, {f'which becomes {new}' if new is not None else 'which the save drops'})"
+
+
+def _after(number: int, fate: tuple[str, Any, str | None]) -> str:
+    holder = fate[2]
+    return f"the panel {holder!r}, which takes id {number}" if holder is not None else "no panel"
+
+
+class PanelTies:
+    """The ties of one plan: the alert rules read once, at the first dashboard whose save moves a panel's id."""
+
+    def __init__(self, client: GrafanaClient):
+        self.client = client
+        self._rules: list[dict[str, Any]] | Unread | None = None
+
+    def said(self, uid: str, live: dict[str, Any], desired: dict[str, Any]) -> list[str]:
+        """What people tied to the panels whose id a save of `desired` over `live` (as read) moves, as plan's lines."""
+        model = live.get("dashboard") or {}
+        fates = moved(model, desired)
+        if not fates:
+            return []
+        lines = []
+        notes = read_annotations(self.client, uid, model.get("id"), (live.get("meta") or {}).get("folderUid"))
+        if isinstance(notes, Unread):
+            lines.append(f"annotations made on the panels whose id changes were not read: they {notes.why}")
+        else:
+            for number, fate in sorted(fates.items()):
+                on = [note for note in notes if note.get("panelId") == number]
+                if on:
+                    people = ", ".join(sorted({str(n.get("login") or n.get("email") or "someone") for n in on}))
+                    lines.append(f"{len(on)} annotation(s) by {people} made on {_panel(number, fate)}: they keep id "
+                                 f"{number}, and after the save are drawn on {_after(number, fate)}")
+        if self._rules is None:
+            self._rules = read_alert_rules(self.client)
+        if isinstance(self._rules, Unread):
+            lines.append(f"alert rules linked to the panels whose id changes were not read: they {self._rules.why}")
+            return lines
+        for rule in sorted(self._rules, key=lambda r: r["uid"]):
+            linked = rule.get("annotations") or {}
+            number = linked.get(LINKED_PANEL)
+            if linked.get("__dashboardUid__") == uid and isinstance(number, str) and number.isdigit() \
+                    and int(number) in fates:
+                fate = fates[int(number)]
+                fix = f"write {fate[1]} in its {LINKED_PANEL}" if fate[1] is not None else f"edit its {LINKED_PANEL}"
+                lines.append(f"alert rule {rule['title']!r} ({rule['uid']}) is linked by its {LINKED_PANEL} to "
+                             f"{_panel(int(number), fate)}: after the save it links to {_after(int(number), fate)}; "
+                             f"{fix}")
+        return lines
