@@ -192,6 +192,17 @@ def gpu_identity(labels: Labels) -> tuple[str, ...]:
 
 
 INSTANCE_IDENTITY = (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)  # a MIG instance of a GPU (empty on a whole GPU)
+# A MIG instance of one GPU as the per-pod look-back tells it apart (_Device): its GPU_I_ID alone. Its profile is the
+# copy read's, as the node spelling is: dcgm-exporter before 4.8.4 wrote some profiles wrong (#544, #713: `7g.79gb` for
+# `7g.80gb`), and an upgrade respells every series of the instance at once, which made one instance two for the
+# look-back (a pod's 10,000 MiB read 20,000).
+INSTANCE_SLOT = (MIG_INSTANCE_LABEL,)
+
+
+def _copy_spelled(labels: Labels) -> tuple[str, ...]:
+    """The labels of a GPU instance whose values are those of the copy read (_Device): the node's spellings and the
+    MIG profile."""
+    return (*labels.node_sources, MIG_PROFILE_LABEL)
 
 
 def _listed(names) -> str:
@@ -298,13 +309,15 @@ class _Device:
         field_labels = own_labels_of(metric)
         if self.lookback is not None:
             labels = self.labels
-            # a GPU instance is its GPU's UUID and MIG instance (GPU_LABEL), not its node and index: an exporter upgrade
-            # can rename the node (the old one wrote its own pod's name into Hostname, the new one the node into
-            # hostname), which made the GPU two for the lookback
-            slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *field_labels)
+            # a GPU instance is its GPU's UUID and MIG instance (GPU_LABEL, INSTANCE_SLOT), not its node and index nor
+            # its profile: an exporter upgrade can rename the node (the old one wrote its own pod's name into Hostname,
+            # the new one the node into hostname) or respell the profile, which made the GPU (instance) two for the
+            # lookback
+            slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_SLOT, *field_labels)
             # one series per GPU instance and outer group (a pod), labelled alike whatever the field and whichever
-            # copy was read, the node's spellings and the index those of the copy read (the node coalesced after)
-            shown = (*slot, *labels.node_sources)
+            # copy was read, the node's spellings, the index and the profile those of the copy read (the node coalesced
+            # after)
+            shown = (*slot, *_copy_spelled(labels))
             keep = (*slot, *(name for name in self.outer if name not in shown))  # a GPU instance and pod
             # a rule's gauge at a step of its window (a count reads as the panels do)
             stepped = self.stepped and gauge != COUNTED
@@ -422,7 +435,7 @@ class _Device:
         labels = self.labels
         names = self.total if summed and metric in self.total and len(self.total) > 1 else (metric,)
         field_labels = tuple(dict.fromkeys(name for field in names for name in own_labels_of(field)))
-        copy = _listed((*slot, *field_labels, *COPY_LABELS, *labels.node_sources))
+        copy = _listed((*slot, *field_labels, *COPY_LABELS, *_copy_spelled(labels)))
 
         def copies(more: list[str]) -> str:
             """Each copy's reading of the GPU instance at the step (a share's fields added up per copy), the highest."""
@@ -527,8 +540,8 @@ class _Device:
         the node spellings of the copy read for the caller's merge; a GPU instance is matched by GPU_LABEL."""
         labels = self.labels
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
-        slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *own_labels_of(metric))
-        keep = (*slot, *(name for name in self.outer if name not in (*slot, *labels.node_sources)))
+        slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_SLOT, *own_labels_of(metric))
+        keep = (*slot, *(name for name in self.outer if name not in (*slot, *_copy_spelled(labels))))
         step = self._stepped(metric, extra, form, False, slot, keep, any_pod)
         return f"max_over_time({step}[{period[0]}:{self.resolution}]{_offset(period[1])})"
 
@@ -548,7 +561,7 @@ class _Device:
         named = identified(f"({named} unless on ({_listed(held_labels(self.labels))}) {idle})", self.labels)
         if self.anywhere is not None:  # named by any copy, on a GPU the node variable's node holds (on_node)
             named = f"({named} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, self.labels)})"
-        spellings = _listed(self.labels.node_sources)
+        spellings = _listed(_copy_spelled(self.labels))
         return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
 
     def _pod_keys(self) -> tuple[str, ...]:
