@@ -3358,20 +3358,29 @@ def modelled(inner: str, query: Query, labels: Labels, catalog: Catalog, scope: 
 
 def gpu_models(metrics: tuple[str, ...], matchers: list[str], span: str, resolution: str, lookback: str,
                labels: Labels, slot: tuple[str, ...]) -> str:
-    """One series per GPU (`slot`: its cluster where kept, node and index, the node coalesced) of any of `metrics`,
-    labelled with its model as its newest copy spells it: a copy with a sample within the last scrape interval, else
-    within the look-back, else within `span` (the rate window, the dashboard's range of an increase); of copies alike
-    so, the spelling with blanks (the exporter's default) before the one with dashes, so that one is shown at every
-    step and call."""
+    """One series per GPU slot (`slot`: its cluster where kept, node and index) of any of `metrics`, labelled with the
+    model of the GPU its copies name so: the model as the GPU's (its UUID's) newest copy spells it, a copy with a sample
+    within the last scrape interval, else within the look-back, else within `span` (the rate window, the dashboard's
+    range of an increase); of copies alike so, the spelling with blanks (the exporter's default) before the one with
+    dashes, so that one is shown at every step and call. The GPU stands under every node name its copies give it over
+    the dashboard's range, whichever the panel's value is named by (gpu_names: the range's best name at each step, an
+    upgraded exporter's old pod name named by the node: keyed by each copy's own node at the step, the GPU had no model
+    before the upgrade and left the panel)."""
     model = label_name("model", labels)
+    gpu = (labels.cluster, GPU_LABEL, "gpu")
     ms = _seconds(resolution) * 1000
     ranks = " or ".join(f"present_over_time({each}[{ms}ms]) * 2 or present_over_time({each}[{lookback}]) or "
                         f"present_over_time({each}[{span}]) * 0"
                         for each in (selector(metric, matchers) for metric in metrics))
-    ranked = coalesce_node(f"({ranks})", labels)
-    marked = (f'label_replace({ranked}, "{SPACED_MARK}", "1", {quoted(model)}, ".* .*") + on ({SPACED_MARK}) '
-              f'group_left () (label_replace(vector(0.5), "{SPACED_MARK}", "1", "", "") or vector(0))')
-    return f"topk by ({_listed(slot)}) (1, max by ({_listed((*slot, model))}) ({marked}))"
+    marked = (f'label_replace({identified(f"({ranks})", labels)}, "{SPACED_MARK}", "1", {quoted(model)}, ".* .*") + '
+              f'on ({SPACED_MARK}) group_left () (label_replace(vector(0.5), "{SPACED_MARK}", "1", "", "") or '
+              f'vector(0))')
+    newest = f"topk by ({_listed(gpu)}) (1, max by ({_listed((*gpu, model))}) ({marked}))"
+    named = " or ".join(f"present_over_time({selector(metric, matchers)}[{DASHBOARD_RANGE}] @ end())"
+                        for metric in metrics)
+    names = f"max by ({_listed((*gpu, labels.node))}) ({coalesced_gpu(f'({named})', labels)})"
+    each = f"max by ({_listed((*slot, model))}) ({names} + on ({_listed(gpu)}) group_left ({model}) {newest})"
+    return f"topk by ({_listed(slot)}) (1, {each})"
 
 
 def _instance_value(metric: str, catalog: Catalog, kind: str | None) -> bool:

@@ -17,7 +17,9 @@ import pytest
 
 from generator.artifacts import grafana_dashboards
 from tests.support.projects import defined_project
-from tests.support.prometheus_server import backfilled_fixture
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from tests.support.prometheus_server import backfilled_fixture, counted_inline, range_macros
 from tests.support.range_panels import panel_at
 
 SPAN, STEP, ROLLOUT = 3600, 30, 1800
@@ -45,23 +47,29 @@ DIRECTIONS = {"turned on": (OLD, NEW), "turned off": (NEW, OLD)}
 AFTER = (ROLLOUT + 15, ROLLOUT + 45, ROLLOUT + 90)  # within the look-back of the old exporter's last scrape
 
 
-def _openmetrics(start: int, before: str, after: str) -> str:
+def _openmetrics(start: int, before: str, after: str, node_renamed: bool = False) -> str:
+    """The story's series; `node_renamed`: scraped without gpudash's node label, the old exporter (given no NODE_NAME)
+    writing its own pod's name into Hostname, the new one the node into hostname."""
     lines = []
     for metric in FIELDS:
         lines.append(f"# TYPE {metric} {'counter' if metric == ENERGY else 'gauge'}")
         for t in range(0, SPAN + 1, STEP):
             model, pod, address = (before, "nvidia-dcgm-exporter-x7k2p", "10.0.0.5") if t < ROLLOUT else \
                 (after, "nvidia-dcgm-exporter-q8w2z", "10.0.0.6")
+            node = ('Hostname="nvidia-dcgm-exporter-x7k2p"' if t < ROLLOUT else 'hostname="n1"') if node_renamed \
+                else 'hostname="n1",node="n1"'
             for gpu, watts in WATTS.items():
                 value = {"DCGM_FI_DEV_POWER_USAGE": watts, ENERGY: 10 ** 9 + watts * 1000 * t}.get(metric, 40 + gpu)
                 lines.append(f'{metric}{{gpu="{gpu}",UUID="GPU-n1-{gpu}",device="nvidia{gpu}",modelName="{model}",'
-                             f'hostname="n1",instance="{address}:9400",job="gpu-metrics",node="n1",'
-                             f'exporter_pod="{pod}"}} {value:g} {start + t}')
+                             f'{node},instance="{address}:9400",job="gpu-metrics",exporter_pod="{pod}"}} '
+                             f'{value:g} {start + t}')
     return "\n".join(lines) + "\n# EOF\n"
 
 
 turned_on = backfilled_fixture("model-dashed-in-rollout", lambda start: _openmetrics(start, OLD, NEW), SPAN, STEP)
 turned_off = backfilled_fixture("model-undashed-in-rollout", lambda start: _openmetrics(start, NEW, OLD), SPAN, STEP)
+node_renamed = backfilled_fixture("model-and-node-renamed", lambda start: _openmetrics(start, OLD, NEW, True), SPAN,
+                                  STEP)
 
 
 @pytest.fixture(params=sorted(DIRECTIONS))
@@ -107,3 +115,22 @@ def test_the_hours_energy_is_the_serving_exporters_models_whole(history, project
     prometheus, start, _, after = history
     built, panels = project
     assert _shown(prometheus, start, built, panels["Energy by model"], SPAN) == pytest.approx({after: USED})
+
+
+@pytest.mark.parametrize("title", sorted(TRUTH))
+def test_over_an_hour_renaming_the_node_too_each_step_shows_the_gpus_under_that_steps_model(node_renamed, project,
+                                                                                              title):
+    """Drawn over the hour (a range query, a step a minute), the rollout also renaming the node (the old exporter's
+    own pod name in Hostname, then the node in hostname): the GPUs are named by the node over the whole range, and
+    their model, keyed by each copy's own node at a step, was found for no step before the rollout: the panel drew
+    nothing for its first half hour."""
+    prometheus, start = node_renamed
+    built, panels = project
+    (target,) = panels[title]["targets"]
+    expr = interpolate(counted_inline(target["expr"], built), {
+        **range_macros(f"{SPAN}s"), "__interval": "60s", "__rate_interval": "120s",
+        **variables({}, ("namespace", "pod", "node", "gpu"))})
+    steps = prometheus.query_at(expr, start + 60, SPAN // 60 - 1, 60)
+    shown = {at - start: {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in lines}
+             for at, lines in steps.items() if at - start != ROLLOUT}  # the switch's own step reads either spelling
+    assert shown == {at: pytest.approx({OLD if at < ROLLOUT else NEW: TRUTH[title]}) for at in shown}
