@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .reading import decode_utf8, read_bytes
-from .resources import field_catalog
+from .resources import field_catalog, known_fields
 from .units import FAMILY_ORDER, UNITS, Unit, infer_family, infer_unit
 
 KINDS = ("gauge", "counter", "histogram", "summary", "label")
@@ -252,6 +252,8 @@ class Catalog:
     # "file:line: NAME is typed gauge, but DCGM's NAME is a running total ...", for each field the CSV types the other
     # of gauge and counter than the catalog of DCGM's fields says (read as the catalog says: Metric.retyped)
     retypings: tuple[str, ...] = ()
+    # "file:line: NAME is not a field the DCGM exporter knows ...", for each field the catalog of DCGM's fields lacks
+    unknown: tuple[str, ...] = ()
     sha256: str = ""  # of the CSV's text: a build records the one it was made from
 
     def __post_init__(self) -> None:
@@ -352,6 +354,19 @@ def _retyping(name: str, typed: str, meant: str, unit_key: str) -> str:
             f"(the ConfigMap its DCGM_EXPORTER_COLLECTORS names)")
 
 
+def _unknown(name: str) -> str:
+    """What a CSV naming a field the catalog of DCGM's fields lacks makes the exporter do, in words."""
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, sorted(known_fields()), n=1, cutoff=0.8)
+    return (f"{name} is not a field the DCGM exporter knows (go-dcgm's field names and its own DCGM_EXP_* fields, "
+            "generator/defaults/dcgm-fields.txt): the exporter stops at start on a name it does not know ('could not "
+            "find DCGM field'), so it serves no GPU metric at all; "
+            + (f"did you mean {close[0]}? " if close else "") + "fix the name here and in the exporter's counters "
+            "file (the ConfigMap its DCGM_EXPORTER_COLLECTORS names); if your exporter is newer than that list and "
+            "knows the field, `gpudash lint --disable CSV004`")
+
+
 def _kind_from_help(name: str, kind: str, help_text: str, unit_key: str, where: str) -> str:
     """The Prometheus type of a field's meaning, for a field the catalog of DCGM's fields does not say: the CSV's,
     but a level typed counter (its help text gives a level's unit: a CSV's slip, the agent would publish its
@@ -376,6 +391,7 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
     seen: dict[str, Metric] = {}
     repeats: list[str] = []
     retypings: list[str] = []
+    unknown: list[str] = []
     for number, raw in enumerate(text.split("\n"), start=1):
         raw = raw.removesuffix("\r")
         if "\r" in raw:
@@ -414,6 +430,8 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
             # wins, and `gpudash lint` reports the repeat (rule CSV001) so it gets cleaned up.
             repeats.append(f"{where}: {name} repeats line {first.line}; the first line wins")
             continue
+        if name not in known_fields():
+            unknown.append(f"{where}: {_unknown(name)}")
         kind_said, unit_said = dcgm_meaning(name)
         unit_key = unit_said or infer_unit(name, help_text)
         if kind_said and kind in ("gauge", "counter"):
@@ -430,7 +448,7 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
         raise InputError("no metrics: every line is blank or a comment", where=source,
                          hint="list at least one field, e.g. DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).")
     return Catalog(source=source, metrics=tuple(metrics), repeats=tuple(repeats), retypings=tuple(retypings),
-                   sha256=hashlib.sha256(text.encode()).hexdigest())
+                   unknown=tuple(unknown), sha256=hashlib.sha256(text.encode()).hexdigest())
 
 
 def load_counters(path: Path) -> Catalog:

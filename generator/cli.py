@@ -319,9 +319,9 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
             said.append(Notice("warning", f"{count} Metrics Insights alarms in {region} exceed the default quota of "
                                           f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region; ask for an increase or use "
                                           f"fewer clusters per Region{listed}"))
-    # (naming the CSV's path as given, as lint's CSV001 and CSV003)
+    # (naming the CSV's path as given, as lint's CSV001, CSV003 and CSV004)
     said += [Notice("warning", warning, where="counters")
-             for warning in (*project.catalog.repeats, *project.catalog.retypings)]
+             for warning in (*project.catalog.unknown, *project.catalog.repeats, *project.catalog.retypings)]
     said += of_notes(notes)
     for line in printed_lines(said):  # stderr, whatever the output: what a person reading a CI job's log sees
         click.echo(line, err=True)

@@ -20,6 +20,12 @@ def typed_against_dcgm(subject: LintInput) -> Iterable[Finding]:
         yield Finding("CSV003", "warning", where, message)
 
 
+def unknown_fields(subject: LintInput) -> Iterable[Finding]:
+    for unknown in subject.catalog.unknown:
+        where, _, message = unknown.partition(": ")
+        yield Finding("CSV004", "error", where, message)
+
+
 def histograms(subject: LintInput) -> Iterable[Finding]:
     catalog = subject.catalog
     for metric in catalog:
@@ -33,4 +39,6 @@ RULES = (
     Rule("CSV002", "no histogram fields (the CloudWatch agent drops them)", histograms),
     Rule("CSV003", "no field is typed the other of gauge and counter than DCGM says it is (gpudash reads it as DCGM "
                    "says)", typed_against_dcgm),
+    Rule("CSV004", "every field is one the DCGM exporter knows (it stops at start on a name it does not)",
+         unknown_fields),
 )
