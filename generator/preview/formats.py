@@ -78,6 +78,8 @@ def format_value(value: float | None, unit: str | None) -> str:
         return _si(value, "J")
     if unit == "si:mJ":  # Grafana's custom SI unit: the values are millijoules
         return _si(value, "J", start=-1)
+    if unit == "hertz":  # Grafana's 'Hertz (1/s)', decimalSIPrefix('Hz')
+        return _si(value, "Hz")
     if unit == "rotmhz":
         return _si(value, "Hz", start=2)
     if unit == "bytes":

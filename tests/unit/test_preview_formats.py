@@ -18,6 +18,7 @@ from generator.units import UNITS
     (51.34, "percent", "51.3%"), (0.5, "percentunit", "50%"), (0.0412, "percentunit", "4.12%"),
     (754.2, "watt", "754 W"), (1500, "watt", "1.50 kW"), (250, "mwatt", "250 mW"), (2500, "mwatt", "2.50 W"),
     (78.94, "celsius", "78.9 °C"), (1410, "rotmhz", "1.41 GHz"), (210, "rotmhz", "210 MHz"),
+    (1.41e9, "hertz", "1.41 GHz"), (210, "hertz", "210 Hz"),
     (1536, "bytes", "1.50 KiB"), (74142, "mbytes", "72.4 GiB"), (512, "mbytes", "512 MiB"),
     (412876543, "Bps", "413 MB/s"), (1.5e9, "Bps", "1.50 GB/s"), (3, "short", "3"), (12500, "short", "12.5 K"), (2, "none", "2"),
     (0.25, "cps", "0.25 c/s"), (1500, "ns", "1.50 µs"), (0, "watt", "0 W"), (5, "joule", "5 J"),
