@@ -20,6 +20,7 @@ from .errors import InputError
 from .grafana_rows import moved_to_grid
 from .grafanalib_fields import check_grafanalib
 from .names import grafana_uid, grafanalib_uid
+from .panel_ids import given_ids
 from .plain import plain_data
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def grafanalib_json(item) -> dict[str, Any]:
                          where=item.where, hint="give its panels grafanalib objects, text and numbers only") from None
     moved_to_grid(model, item.where)
     check_grafanalib(model, item.where)
+    given_ids(model)  # a panel without an id: one from its title, as gpudash's own (Grafana's at load is its place)
     return model
 
 

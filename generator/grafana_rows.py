@@ -8,8 +8,10 @@ ceil(height / 38) grid units (30 a cell, 8 between); a panel's span is twelfths 
 width floor(span * 2) of 24 columns, its height the row's unless it gives its own. Panels are placed left to right
 in the row's band, the next band below when one does not fit. Row panels are made only where some row is collapsed,
 repeated or shows its title; a row panel takes one grid unit (the migration writes the band's height on it, which
-Grafana's grid replaces with 1 when it draws the row, and saves so), and a collapsed row holds its panels. Row panels are
-numbered after the highest panel id. Grafana then orders the panels by their place (top to bottom, left to right).
+Grafana's grid replaces with 1 when it draws the row, and saves so), and a collapsed row holds its panels. Grafana
+numbers row panels after the highest panel id, so a panel or row added renumbered them: here they get none, and
+grafana_inputs gives them one from the row's title, as every panel without one (panel_ids.given_ids). Grafana then
+orders the panels by their place (top to bottom, left to right).
 The dashboard keeps its schemaVersion: Grafana's later migrations still apply, and its own move finds no rows left.
 """
 
@@ -34,9 +36,6 @@ def moved_to_grid(model: dict[str, Any], where: str) -> None:
         return  # (grafanalib writes "rows": [] beside a dashboard's panels: that one is left as it is)
     rows = [row for row in model.pop("rows") if isinstance(row, dict) and not row.get("repeatIteration")]
     panels = [p for p in model.get("panels") or []]
-    ids = [p.get("id") for row in rows for p in row.get("panels") or [] if isinstance(p, dict)]
-    ids += [p.get("id") for p in panels if isinstance(p, dict)]
-    next_id = max([i for i in ids if isinstance(i, int) and not isinstance(i, bool)], default=0) + 1
     show_rows = any(row.get("collapse") or row.get("showTitle") or row.get("repeat") for row in rows)
     y = 0
     for row in rows:
@@ -45,10 +44,9 @@ def moved_to_grid(model: dict[str, Any], where: str) -> None:
         collapsed = bool(row.get("collapse"))
         row_panel = None
         if show_rows:
-            row_panel = {"id": next_id, "type": "row", "title": row.get("title"), "collapsed": collapsed,
+            row_panel = {"id": None, "type": "row", "title": row.get("title"), "collapsed": collapsed,
                          "repeat": row.get("repeat") or "", "panels": [],
                          "gridPos": {"x": 0, "y": y, "w": COLUMNS, "h": 1}}
-            next_id += 1
             y += 1
         area = _Band(band, y)
         for panel in row.get("panels") or []:

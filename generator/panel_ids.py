@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Iterable
+from typing import Any, Iterable
 
 ID_CEILING = 2**31 - 1
 ROW, PANEL = "row", "panel"
@@ -45,11 +45,12 @@ def candidate(name: str, attempt: int) -> int:
     return int.from_bytes(digest[:8], "big") % ID_CEILING + 1
 
 
-def panel_ids(items: Iterable[tuple[str, str]]) -> list[int]:
-    """The id of each (kind, title) given in the layout's order (kind ROW or PANEL): distinct, each from its name
-    alone but where two names' candidates meet (the name sorted first keeps it)."""
+def panel_ids(items: Iterable[tuple[str, str]], kept: Iterable[int] = ()) -> list[int]:
+    """The id of each (kind, title) given in the layout's order (kind ROW or PANEL): distinct, and none of `kept`
+    (ids the dashboard's other panels hold), each from its name alone but where two names' candidates meet (the name
+    sorted first keeps it)."""
     named = names(items)
-    taken: set[int] = set()
+    taken: set[int] = set(kept)
     ids: dict[str, int] = {}
     for name in sorted(named):
         attempt = 0
@@ -58,3 +59,24 @@ def panel_ids(items: Iterable[tuple[str, str]]) -> list[int]:
         taken.add(number)
         ids[name] = number
     return [ids[name] for name in named]
+
+
+def _held(value: Any) -> bool:
+    """An id a panel holds: a whole number from 1 (Grafana gives a panel of none, 0 or another value one at load, by
+    its place: the highest + 1)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def given_ids(model: dict[str, Any]) -> None:
+    """Every panel of `model` (a grafanalib dashboard's JSON, its rows moved onto the grid), those a collapsed row
+    holds included, that holds no id given one from its title, in place; the ids its definition gives are kept."""
+    panels = [p for p in model.get("panels") or [] if isinstance(p, dict)]
+    panels += [inner for p in panels if p.get("type") == "row" for inner in p.get("panels") or []
+               if isinstance(inner, dict)]
+    bare = [p for p in panels if not _held(p.get("id"))]
+    if not bare:
+        return
+    ids = panel_ids(((ROW if p.get("type") == "row" else PANEL, str(p.get("title") or "")) for p in bare),
+                    kept=[p["id"] for p in panels if _held(p.get("id"))])
+    for panel, number in zip(bare, ids):
+        panel["id"] = number

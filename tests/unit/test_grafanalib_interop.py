@@ -98,8 +98,9 @@ dashboard = Dashboard(
 def test_grafanalib_rows_are_written_on_grafanas_grid(tmp_path, cli, project_dir):
     """Grafana's schemaVersion 16 migration, worked by hand: a row of 250px takes ceil(250 / 38) = 7 grid units, one of
     400px 11, a panel of 100px 3; a span of 12ths is twice as many of 24 columns; a panel that does not fit beside the
-    others goes to the band below; a title on any row makes a row panel (one unit) of every row, numbered after the
-    highest panel id, one unit high as Grafana's grid draws it; a collapsed row holds its panels and takes no room."""
+    others goes to the band below; a title on any row makes a row panel (one unit) of every row, one unit high as
+    Grafana's grid draws it, with an id of its own (Grafana numbers it after the highest panel id; gpudash gives it one
+    from its title, as a panel's); a collapsed row holds its panels and takes no room."""
     config = project_dir(dashboards={"legacy.py": ROWS_LAYOUT_FILE})
     out = tmp_path / "build"
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(out))
@@ -110,15 +111,17 @@ def test_grafanalib_rows_are_written_on_grafanas_grid(tmp_path, cli, project_dir
     def laid(panels):
         return [(p["type"] == "row", p["title"], p["gridPos"], p["id"]) for p in panels]
 
+    rows = {p["title"]: p["id"] for p in model["panels"] if p["type"] == "row"}
+    assert len(set(rows.values())) == 3 and not set(rows.values()) & set(range(1, 7))
     assert laid(model["panels"]) == [
-        (True, "New row", {"x": 0, "y": 0, "w": 24, "h": 1}, 7),
+        (True, "New row", {"x": 0, "y": 0, "w": 24, "h": 1}, rows["New row"]),
         (False, "Util", {"x": 0, "y": 1, "w": 18, "h": 7}, 1),  # grafanalib gives it the 9 twelfths left
         (False, "Count", {"x": 18, "y": 1, "w": 6, "h": 7}, 2),
-        (True, "Memory", {"x": 0, "y": 8, "w": 24, "h": 1}, 8),
+        (True, "Memory", {"x": 0, "y": 8, "w": 24, "h": 1}, rows["Memory"]),
         (False, "Mem", {"x": 0, "y": 9, "w": 16, "h": 11}, 3),
         (False, "Used", {"x": 0, "y": 20, "w": 16, "h": 11}, 4),
         (False, "Small", {"x": 16, "y": 20, "w": 8, "h": 3}, 5),
-        (True, "Detail", {"x": 0, "y": 31, "w": 24, "h": 1}, 9),
+        (True, "Detail", {"x": 0, "y": 31, "w": 24, "h": 1}, rows["Detail"]),
     ]
     detail = model["panels"][-1]
     assert detail["collapsed"] is True and laid(detail["panels"]) == [
@@ -159,3 +162,42 @@ def test_two_grafanalib_dashboards_of_one_uid_are_named_as_every_definition_is(t
     (error,) = [line for line in stderr.splitlines() if line.startswith("error: ")]
     assert code == 2 and error == "error: dashboards/b.py:4: Grafana uid 'legacy-gpu' is used twice (also by " \
                                   "dashboards/a.py:4)", stderr
+
+
+_BARE_IDS = '''
+from grafanalib.core import Dashboard, Row, Target, TimeSeries
+
+
+def ts(title, **kw):
+    return TimeSeries(title=title, targets=[Target(expr="avg(DCGM_FI_DEV_GPU_UTIL)", refId="A")], **kw)
+
+dashboard = Dashboard(title="Legacy rows board", uid="legacy-rows", rows=[{above}
+    Row(title="Compute", panels=[{first}ts("Util"), ts("Power", id=40)]),
+    Row(title="Detail", collapse=True, panels=[ts("Temp", span=12)]),
+])
+'''
+
+
+def test_grafanalib_panels_and_rows_without_an_id_get_one_from_their_title_that_a_panel_added_before_leaves(
+        project_dir):
+    """A grafanalib dashboard whose panels set no id (no auto_panel_ids()) was written with `"id": null`, which Grafana
+    fills at load by place (the highest + 1), and its row panels were numbered after the highest id: a panel or row
+    added before renumbered them, and what people tied to an id (annotations on a panel, viewPanel links) moved to
+    another. Each now gets an id from its title, none the definition sets (40, kept), unchanged by a panel or row
+    added before it."""
+    from generator.artifacts import grafana_dashboards
+    from generator.project import load_project
+
+    def ids(above="", first=""):
+        (dashboard,) = grafana_dashboards(load_project(project_dir(dashboards={
+            "legacy.py": _BARE_IDS.format(above=above, first=first)})))
+        panels = dashboard.model["panels"]
+        found = {(p["type"], p["title"]): p["id"] for p in panels + [q for p in panels for q in p.get("panels", [])]}
+        assert len(set(found.values())) == len(found)
+        return found
+
+    plain = ids()
+    assert plain[("timeseries", "Power")] == 40
+    assert all(type(n) is int and 1 <= n <= 2**31 - 1 for n in plain.values()) and len(plain) == 5
+    for more in (ids(first='ts("Memory"), '), ids(above='Row(title="Memory", panels=[ts("Used")]), ')):
+        assert {key: more[key] for key in plain} == plain
