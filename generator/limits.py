@@ -1,5 +1,6 @@
 """Settings whose CloudWatch dashboards CloudWatch would cut short: refused before anything is written or
-published, naming the setting and the largest value that fits. Refused, not clamped: a clamped setting
+published, naming the setting and the largest value that fits (a dashboard of more panels than a dashboard holds
+widgets, naming its definition). Refused, not clamped: a clamped setting
 shows fewer pods than the file says, and a warning scrolls by unread in CI. Both of CloudWatch's dashboard quotas
 are kept: 2,500 metrics per dashboard and 500 per widget (a chart of top_pods lines and a hidden metric its math
 reads the period from reads top_pods + 1)."""
@@ -9,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from .dashboard_limit import (METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, metrics_shown, metrics_shown_at_most,
-                              widget_metrics, widget_metrics_at_most)
+from .dashboard_limit import (METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, WIDGETS_PER_DASHBOARD, metrics_shown,
+                              metrics_shown_at_most, widget_metrics, widget_metrics_at_most)
 from .errors import InputError
 from .settings import setting_place
 
@@ -33,7 +34,9 @@ def checked_build(project, grafana: bool = True, placed=None, ahead: bool = Fals
 def check_dashboards(project, artifacts) -> None:
     """Raise an input error when a CloudWatch dashboard of the set would show more metrics than CloudWatch
     draws (2,500): Metrics Insights' LIMIT of each per-pod or per-GPU chart adds up; or when one of its widgets would
-    read more than a widget reads (500: check_widgets)."""
+    read more than a widget reads (500: check_widgets); or when it would hold more widgets than a dashboard holds
+    (500: check_widget_count)."""
+    check_widget_count(project, artifacts)
     bounds: dict[tuple[object, str], int] = {}
     totals = [(metrics_shown(d.body), d.name) for d in artifacts.cloudwatch_dashboards
               if _at_most(d, bounds) > METRICS_PER_DASHBOARD]  # the exact count only where it may matter
@@ -157,3 +160,33 @@ def check_widgets(project, artifacts) -> None:
 def _widget_with(project, name: str, index: int, **limits: int) -> int:
     """The metrics metric widget `index` of dashboard `name` reads with other top_pods / top_gpus (rendered again)."""
     return widget_metrics(_metric_widgets(_body_with(project, name, **limits))[index])
+
+
+def _widget_kinds(body) -> tuple[int, int]:
+    """(metric widgets, other widgets) of a dashboard body."""
+    widgets = body.get("widgets", []) if isinstance(body, dict) else []
+    charts = sum(1 for w in widgets if isinstance(w, dict) and w.get("type") == "metric")
+    return charts, len(widgets) - charts
+
+
+def check_widget_count(project, artifacts) -> None:
+    """Raise an input error when a CloudWatch dashboard of the set would hold more widgets than a dashboard holds
+    (500): PutDashboard refuses the body. Named: the definition, the dashboard, its charts and texts, and how many
+    charts fit beside its texts (no setting makes fewer: its panels are the definition's)."""
+    from .names import cloudwatch_dashboard_name
+
+    counted: dict[tuple[object, str], tuple[int, int]] = {}
+    for dashboard in artifacts.cloudwatch_dashboards:
+        charts, texts = _per_kind(dashboard, counted, _widget_kinds)
+        if charts + texts <= WIDGETS_PER_DASHBOARD:
+            continue
+        settings = project.settings
+        definition = next((d for d in project.cloudwatch_definitions() for c in settings.clusters
+                           if cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, c.name, d.id)
+                           == dashboard.name), None)
+        raise InputError(f"CloudWatch dashboard {dashboard.name} would hold {charts + texts:,} widgets ({charts:,} "
+                         f"charts and {texts} text widget{'' if texts == 1 else 's'}: its header and row titles); a "
+                         f"CloudWatch dashboard holds at most {WIDGETS_PER_DASHBOARD}, and PutDashboard refuses more",
+                         where=definition.defined_at if definition is not None else None,
+                         hint=f"split its panels over two dashboards: {WIDGETS_PER_DASHBOARD - texts:,} charts fit "
+                              f"beside its text widgets")

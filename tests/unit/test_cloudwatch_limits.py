@@ -103,6 +103,42 @@ def test_a_chart_past_the_widget_metric_limit_is_refused_with_the_value_that_fit
     assert query.endswith("LIMIT 499") and not hidden and shown.endswith("/ PERIOD(p1)")
 
 
+# A dashboard of more panels than a CloudWatch dashboard holds widgets: each CloudWatch draws is a metric widget, and the
+# header and the row's title are text widgets (one line each, 2,500 metrics per dashboard is far).
+MANY_CHARTS = """from generator.model import Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    yield Dashboard(id="wall", title="Wall", description="d", rows=[Row("Each", [
+        Panel(title=f"Hottest GPU {{k}}", queries=[Query("DCGM_FI_DEV_GPU_TEMP", "max", ())], description="d")
+        for k in range({count})])])
+"""
+
+
+def test_a_dashboard_past_the_widgets_a_cloudwatch_dashboard_holds_is_refused_naming_its_definition(cli, tmp_path):
+    """520 panels made a CloudWatch dashboard of 522 widgets, which PutDashboard refuses (a dashboard holds at most
+    500): generate wrote it and exited 0, lint erred on it (CW001). generate refuses it, naming the definition, the
+    dashboard, its widgets and the most panels that fit; that many build a dashboard of 500 widgets."""
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "dashboards.py").write_text(MANY_CHARTS.format(count=520))
+    code, stdout, stderr, config, out = _generate(cli, tmp_path, "definitions:\n  dashboards: [dashboards]\n")
+    assert code == 2, stderr
+    assert "error: dashboards/dashboards.py:5: CloudWatch dashboard gpudash-gpu-cluster-wall would hold 522 widgets " \
+           "(520 charts and 2 text widgets: its header and row titles); a CloudWatch dashboard holds at most 500, and " \
+           "PutDashboard refuses more" in stderr, stderr
+    assert "fix: split its panels over two dashboards: 498 charts fit beside its text widgets" in stderr
+    assert "Traceback" not in stderr and stdout == ""
+
+    (tmp_path / "dashboards" / "dashboards.py").write_text(MANY_CHARTS.format(count=498))
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(out))
+    assert code == 0, stderr
+    code, stdout, _ = cli("lint", "--config", str(config), "--from", str(out), "--output", "json")
+    assert not [f for f in json.loads(stdout)["findings"] if f["rule"] == "CW001"]
+    body = json.loads(json.loads((out / "cloudwatch/dashboards/gpudash-gpu-cluster-wall.json").read_text())
+                      ["DashboardBody"])
+    assert len(body["widgets"]) == 500
+
+
 def test_apply_from_definitions_refuses_the_same_setting(cli, tmp_path):
     config = tmp_path / "gpudash.yaml"
     config.write_text("cloudwatch:\n  top_pods: 300\n")
