@@ -136,3 +136,20 @@ def test_nvlink_bandwidth_total_is_read_as_the_rate_it_is():
     (field,) = parse_counters("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, Total number of NVLink bandwidth counters "
                               "for all lanes.\n")
     assert field.kind == "gauge"
+
+
+def test_the_agents_otel_pipeline_drops_a_mistyped_totals_first_reading_and_sends_a_reset_as_it_reads(tmp_path):
+    """awsemf (the agent's fork, datapoint.go) turns the cumulative Sum the pipeline makes into differences: the first
+    reading has none and is dropped, and a smaller reading (the driver reloaded: the energy starts again near 0) is sent
+    as it reads, the energy since the reset, never a negative difference."""
+    lines = [f"{line.split(',')[0]}, gauge, Energy (in mJ)." if line.startswith("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
+             else line for line in default_counters().read_text().splitlines()]
+    (tmp_path / "counters.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\n")
+    config, job = agent_config(encode(build(load_project(tmp_path / "gpudash.yaml")))[AGENT_FILE])
+    readings = [5.2e11, 5.2e11 + 4.5e6, 1000.0, 1000.0 + 4.5e6]
+    scrapes = [Scrape(15.0 * k, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION gauge\n"
+                      'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-0",pod="train-0",namespace="ml"} '
+                      f"{reading!r}\n", target_labels(job, "ip-10-0-1-1")) for k, reading in enumerate(readings)]
+    published = [p.value for p in Agent(config, job).run(scrapes) if p.metric == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]
+    assert published == [4.5e6, 1000.0, 4.5e6]
