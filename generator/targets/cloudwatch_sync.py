@@ -1725,6 +1725,7 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
                 record(change, error=exc)
     deletes = _free_of_composites(cloudwatch, region, deletes, record) if deletes else deletes
     deletes = _free_of_dashboards(cloudwatch, region, deletes, record) if deletes else deletes
+    deleted: list[Outcome] = []
     for start in range(0, len(deletes), DELETE_GROUP):
         batch = still_as_planned(deletes[start:start + DELETE_GROUP])
         if not batch:
@@ -1732,7 +1733,35 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
         ledger.writing = batch
         for change, gone, error in _delete_alarms(cloudwatch, region, batch):
             record(change, done=not gone and error is None, error=error)
+            deleted += [outcomes[-1]] if outcomes[-1].done else []
+    _shown_while_deleting(cloudwatch, region, deleted)
     return outcomes
+
+
+def _shown_while_deleting(cloudwatch: CloudWatch, region: str, deleted: list[Outcome]) -> None:
+    """The look after a Region's alarm deletes: every dashboard of the account read once more (the listing, and the
+    bodies of those changed since the look before the deletes). A dashboard keeps showing an alarm deleted since (its
+    widget shows it missing), so one showing a deleted alarm that the plan did not show it on was put there while the
+    Region's deletes ran, after the look before them (reading every dashboard before each delete would cost as much
+    per alarm): that delete is listed as done, then failed (exit 3), naming the dashboards; where the read fails now,
+    each delete is, saying so. Not looked at where the plan could not read them (--force agreed to whatever)."""
+    looked = [o for o in deleted if (o.change.live or {}).get("dashboards") not in (None, UNREAD)]
+    if not looked:
+        return
+    try:
+        dashboards = _dashboards_showing(cloudwatch, region)
+    except DeadlineExceeded as exc:  # stopped: not an answer, each delete unconfirmed
+        dashboards = exc
+    for outcome in looked:
+        added = made_since(outcome.change.live["dashboards"],
+                           None if isinstance(dashboards, RemoteError) else _showing(dashboards, outcome.change))
+        if added == UNREAD:
+            outcome.unfinished = (f"the dashboards that may show it could not be read after the Region's deletes "
+                                  f"({_which(dashboards)}): whether one came to show it while they ran is not known")
+        elif added:
+            outcome.unfinished = (f"put on dashboard(s) {shown_names(added)} while the Region's deletes ran, after "
+                                  "the look at every dashboard before them: deleted, and those show it missing; take "
+                                  "it off them or point them at another alarm")
 
 
 def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
