@@ -206,6 +206,21 @@ def check_overrides(extra: Any, prices: dict[str, Any], where: str) -> None:
             if not good:
                 raise InputError(f"rates.{name}.{field} is {json.dumps(value)}, not {expected}", where=where,
                                  hint=f"write {expected}, e.g. " + json.dumps({field: prices["rates"][name][field]}))
+            if field == "tiers":
+                _check_tiers(value, f"rates.{name}.tiers", where)
+
+
+def _check_tiers(tiers: list, name: str, where: str) -> None:
+    """Tiers price every unit: the last is of null units (the rest), and none comes after it (`tiered` prices what
+    passes the last bounded tier at nothing, and stops at the rest's)."""
+    hint = "end the tiers with one of null units (the rest), e.g. [[10000, 0.3], [null, 0.1]]"
+    rest = [k for k, (size, _) in enumerate(tiers) if size is None]
+    if rest and rest[0] < len(tiers) - 1:
+        raise InputError(f"{name} holds a tier after the one of null units (the rest): it is never reached",
+                         where=where, hint=hint)
+    if not rest:
+        raise InputError(f"{name} ends with a tier of {json.dumps(tiers[-1][0])} units: what passes it would be "
+                         f"priced at nothing", where=where, hint=hint)
 
 
 def load_prices(path: Path = PRICES, overrides: Path | None = None) -> dict[str, Any]:
