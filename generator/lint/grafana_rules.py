@@ -381,6 +381,33 @@ def configmap_size(subject: LintInput) -> Iterable[Finding]:
                           f"such annotation; or gpudash push to Grafana's API)")
 
 
+# Grafana's dashboard kind declares a panel's id a uint32: a whole number up to this
+PANEL_ID_TOP = 2**32 - 1
+_ID_TIED = ("Grafana gives it another when it loads the dashboard (the highest id + 1), which a panel added later "
+            "changes, and annotations made on the panel, viewPanel links and alert rules linked to it name that number")
+
+
+def panel_ids(subject: LintInput) -> Iterable[Finding]:
+    """A panel or row whose id is no whole number Grafana keeps, or another's of its dashboard (a grafanalib
+    definition's own: gpudash gives every other one from its title)."""
+    for dashboard in subject.grafana:
+        held: dict[int, str] = {}
+        for panel in _panels(dashboard.model):
+            if not isinstance(panel, dict):
+                continue
+            number = panel.get("id")
+            if not (isinstance(number, int) and not isinstance(number, bool) and 1 <= number <= PANEL_ID_TOP):
+                yield Finding("GF013", "warning", panel_place(dashboard, panel),
+                              f"id {number!r} is no whole number from 1 to {PANEL_ID_TOP}: {_ID_TIED}; give it "
+                              f"another, or none (gpudash then gives it one from its title)")
+            elif number in held:
+                yield Finding("GF013", "warning", panel_place(dashboard, panel),
+                              f"id {number} is also that of panel {held[number]!r}: {_ID_TIED}; give each an id of "
+                              f"its own, or none (gpudash then gives it one from its title)")
+            else:
+                held[number] = str(panel.get("title", "?"))
+
+
 RULES = (
     Rule("GF001", "every PromQL expression parses (Grafana macros substituted)", promql_parses),
     Rule("GF002", "every metric a query names is in the counters CSV or recorded by the build's rules", metrics_known),
@@ -395,4 +422,5 @@ RULES = (
     Rule("GF010", "dashboards and panels validate against Grafana's JSON schema", schema),
     Rule("GF011", "dashboards fit a ConfigMap applied with kubectl apply", configmap_size),
     Rule("GF012", "per-pod queries show the namespace and the pod in their legend", pod_legends),
+    Rule("GF013", "every panel and row has an id of its own in its dashboard, a whole number Grafana keeps", panel_ids),
 )

@@ -201,3 +201,14 @@ def test_grafanalib_panels_and_rows_without_an_id_get_one_from_their_title_that_
     assert all(type(n) is int and 1 <= n <= 2**31 - 1 for n in plain.values()) and len(plain) == 5
     for more in (ids(first='ts("Memory"), '), ids(above='Row(title="Memory", panels=[ts("Used")]), ')):
         assert {key: more[key] for key in plain} == plain
+
+
+def test_grafanalib_panels_sharing_an_id_are_a_lint_warning_naming_both(cli, project_dir):
+    """Two panels a grafanalib definition gives one id: Grafana gives one of them another when it loads the dashboard
+    (the highest + 1), which a panel added later changes, and what people tied to it follows the number. GF013 warns,
+    naming both; the panels the definition gives no id are given distinct ones and pass."""
+    config = project_dir(dashboards={"legacy.py": _BARE_IDS.format(above="", first='ts("Memory", id=40), ')})
+    _, stdout, _ = cli("lint", "--config", str(config), "--output", "json")
+    found = [f for f in json.loads(stdout)["findings"] if f["rule"] == "GF013"]
+    assert [(f["severity"], f["where"]) for f in found] == [("warning", "grafana/legacy-rows.json panel 'Power'")]
+    assert "id 40 is also that of panel 'Memory'" in found[0]["message"]

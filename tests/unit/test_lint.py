@@ -44,6 +44,7 @@ MUTATIONS = {
     "GF008": lambda s: s.grafana[0].model.update(uid="x" * 41),
     "GF009": lambda s: _target(s)["gridPos"].update(y=0),
     "GF012": lambda s: _target(s)["targets"][0].update(legendFormat="Pod {{pod}}"),  # worker-0 of which namespace?
+    "GF013": lambda s: _target(s).update(id=s.grafana[0].model["panels"][0]["id"]),  # the row's
 }
 
 
