@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .reading import decode_utf8, read_bytes
-from .resources import field_catalog, known_fields
+from .resources import closest_field, field_catalog, known_fields
 from .units import FAMILY_ORDER, UNITS, Unit, infer_family, infer_unit
 
 KINDS = ("gauge", "counter", "histogram", "summary", "label")
@@ -356,13 +356,11 @@ def _retyping(name: str, typed: str, meant: str, unit_key: str) -> str:
 
 def _unknown(name: str) -> str:
     """What a CSV naming a field the catalog of DCGM's fields lacks makes the exporter do, in words."""
-    from difflib import get_close_matches
-
-    close = get_close_matches(name, sorted(known_fields()), n=1, cutoff=0.8)
+    close = closest_field(name)
     return (f"{name} is not a field the DCGM exporter knows (go-dcgm's field names and its own DCGM_EXP_* fields, "
             "generator/defaults/dcgm-fields.txt): the exporter stops at start on a name it does not know ('could not "
             "find DCGM field'), so it serves no GPU metric at all; "
-            + (f"did you mean {close[0]}? " if close else "") + "fix the name here and in the exporter's counters "
+            + (f"did you mean {close}? " if close else "") + "fix the name here and in the exporter's counters "
             "file (the ConfigMap its DCGM_EXPORTER_COLLECTORS names); if your exporter is newer than that list and "
             "knows the field, `gpudash lint --disable CSV004`")
 

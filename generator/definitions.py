@@ -27,7 +27,7 @@ from .catalog import Catalog
 from .errors import EXIT_INPUT, InputError
 from .model import Alarm, DefinitionError, _caller, named_apart, shown_path
 from .reading import list_folder
-from .resources import known_fields
+from .resources import closest_field, known_fields
 from .settings import Levels, Settings, told_at_key
 
 TIME_LIMIT_VARIABLE = "GPUDASH_DEFINITION_TIME_LIMIT"
@@ -42,11 +42,8 @@ class UnknownMetric(DefinitionError):
 
 def unknown_metric_hint(name: str, catalog: Catalog) -> str:
     """What to write instead of a name no DCGM field has: the closest field, collected ones first."""
-    from difflib import get_close_matches
-
-    collected = get_close_matches(name, [m.name for m in catalog], n=1, cutoff=0.8)
-    close = collected or get_close_matches(name, sorted(known_fields()), n=1, cutoff=0.8)
-    guess = f"did you mean {close[0]}? " if close else ""
+    close = closest_field(name, (m.name for m in catalog))
+    guess = f"did you mean {close}? " if close else ""
     return f"{guess}fix the name (`gpudash metrics` lists the fields your counters CSV collects)"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Iterable
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -47,3 +48,13 @@ def field_catalog() -> dict[str, tuple[str, str]]:
 def known_fields() -> frozenset[str]:
     """Every field name the DCGM exporter can look up, whether or not a counters CSV collects it."""
     return frozenset(field_catalog())
+
+
+def closest_field(name: str, first: Iterable[str] = ()) -> str | None:
+    """The field name closest to a misspelt `name`: among `first` (a CSV's fields) before every known one; None when
+    none is close."""
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, list(first), n=1, cutoff=0.8) or \
+        get_close_matches(name, sorted(known_fields()), n=1, cutoff=0.8)
+    return close[0] if close else None
