@@ -579,3 +579,39 @@ def test_a_look_after_the_deletes_that_cannot_read_the_homes_reports_the_deletes
     assert {f["name"] for f in report["failed"]} == set(deleted), report["failed"]
     unconfirmed = "after the run's deletes, where the read before its delete read them"
     assert all(f["written"] and unconfirmed in f["error"] for f in report["failed"]), report["failed"]
+
+
+READS = [r"^/api/search$", r"^/api/folders/gpudash$", r"^/api/dashboards/uid/[^/]+$", r"/versions$",
+         r"/versions/[0-9]+$", r"^/api/annotations$", r"/public-dashboards$", r"/permissions$", r"^/api/playlists$",
+         r"^/api/playlists/pl", r"^/api/org/preferences$", r"^/api/teams/search$", r"^/api/teams/[0-9]+/preferences$",
+         r"^/api/v1/provisioning/alert-rules$", r"^/api/access-control/user/permissions$"]
+
+
+@pytest.mark.parametrize("path", READS)
+def test_a_200_carrying_grafanas_error_document_is_never_read_as_none_by_a_prune(grafana, run, tmp_path, path):
+    """Every read a push --prune makes answered 200 with Grafana's error document (a proxy, or a plugin failing behind
+    a 200): each retired dashboard people made something around (a team's home, a playlist, an annotation, a
+    permission and an alert rule) stays, and so do a person's dashboard and a "Save as" copy in gpudash's folder; the
+    push refuses or fails (exit 1 or 3), with no traceback and no token in what it prints."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pushed_written(run, team_settings(tmp_path, "a", ["alpha"]))
+    retired = sorted(uid for uid in grafana.state.dashboards if uid != TEAM)
+    with grafana.lock:
+        grafana._store("persons", {"title": "Mine", "tags": []}, "gpudash", "", "alice")
+        grafana._store("copy", {"title": "Copy", "tags": ["gpudash-managed"]}, "gpudash", "", "alice")
+    grafana.set_home(retired[0], team="noc")
+    grafana.playlist("wall", [("dashboard_by_uid", retired[1])])
+    grafana.annotate(retired[2], "throttled at 03:10")
+    grafana.permit(retired[3], 2, user="carol")
+    grafana.alert_rule("GPUs idle", retired[3])
+    kept = {uid: grafana.state.dashboards[uid]["dashboard"] for uid in ["persons", "copy", *retired[:4]]}
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=path, method="GET", action="body", times=10**6,
+                          body=b'{"message": "Internal Server Error", "status": "error"}'))
+        code, stdout, stderr = push_json(run, "--config", team_settings(tmp_path, "a2", ["alpha"], bundled=False),
+                                         "--prune", "--allow-mass-prune", url=proxy.url)
+    assert code in (1, 3) and "Traceback" not in stderr and ADMIN not in stdout + stderr, (code, stderr)
+    assert all(uid in grafana.state.dashboards for uid in kept), (sorted(grafana.state.dashboards), stdout)
+    assert all({**grafana.state.dashboards[uid]["dashboard"], "version": 0} == {**model, "version": 0}
+               for uid, model in kept.items()), stdout  # (an unchanged save before a delete moves the version)
