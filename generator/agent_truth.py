@@ -33,8 +33,14 @@ def check_agent_truth(project, artifacts) -> None:
     why = "the agent's JSON path " + "; it ".join(dict.fromkeys(WHY[rule] for rule in RULES if rule in found))
     named = ", ".join(f.where for f in errors[:SHOWN]) + (f" and {len(errors) - SHOWN} more" if len(errors) > SHOWN else "")
     what = f"{setting}: {len(errors)} CloudWatch widgets and alarms of this build would show a wrong number ({named}): {why}"
-    hint = ("set agent.pipeline: otel (CloudWatch agent 1.300066.0 or later), which publishes these fields truly, or "
-            "remove those widgets and alarms from the definitions; `gpudash lint` explains each ("
+    catalog = project.catalog
+    # the fix that keeps the JSON path for CW018 and AL016: the CSV typing each field as DCGM says
+    retype = ("type each field the counters CSV types against DCGM's meaning as DCGM says, there and in the exporter's "
+              "(the ConfigMap its DCGM_EXPORTER_COLLECTORS names) ("
+              + ", ".join(f"{catalog.source}:{m.line}: type {m.name} {m.kind}" for m in catalog if m.retyped) + "), "
+              if found & {"CW018", "AL016"} else "")
+    hint = ("set agent.pipeline: otel (CloudWatch agent 1.300066.0 or later), which publishes these fields truly, "
+            + retype + "or remove those widgets and alarms from the definitions; `gpudash lint` explains each ("
             + ", ".join(sorted(found)) + ")")
     if "AL013" in found:
         hint += "; an alarm on a counter's increase is true against threshold 0 (e.g. thresholds.pcie_replays_per_minute: 0)"

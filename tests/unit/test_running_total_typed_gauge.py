@@ -153,3 +153,19 @@ def test_the_agents_otel_pipeline_drops_a_mistyped_totals_first_reading_and_send
                       f"{reading!r}\n", target_labels(job, "ip-10-0-1-1")) for k, reading in enumerate(readings)]
     published = [p.value for p in Agent(config, job).run(scrapes) if p.metric == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]
     assert published == [4.5e6, 1000.0, 4.5e6]
+
+
+def test_agent_pipeline_classic_refused_for_a_mistyped_total_names_the_csv_line_to_retype(tmp_path):
+    """On agent.pipeline: classic a running total typed gauge would be published whole: generate refuses the build, and
+    its hint names the fix that keeps the classic path, the CSV line to type as DCGM says, beside setting otel."""
+    from generator.limits import checked_build
+
+    lines = [line.replace(", counter,", ", gauge,") if line.startswith("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION") else line
+             for line in default_counters().read_text().splitlines()]
+    number = next(k for k, line in enumerate(lines, start=1) if line.startswith("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"))
+    (tmp_path / "counters.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\nagent:\n  pipeline: classic\n")
+    with pytest.raises(InputError) as refused:
+        checked_build(load_project(tmp_path / "gpudash.yaml"))
+    assert "Energy use rate" in refused.value.what
+    assert f"counters.csv:{number}: type DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in refused.value.hint
