@@ -218,6 +218,27 @@ def test_a_dashboard_without_rows_is_cut_between_lines_of_panels(monkeypatch):
     assert all(dashboard_parts.configmap_bytes(part["uid"], part, "F", {}) <= 40_000 for part in parts)
 
 
+@pytest.mark.xfail(strict=True, reason="a dashboard cut into parts puts each panel in the part its place in the layout "
+                                       "gives it: a line of panels added at the top (fields the counters CSV adds to "
+                                       "the all-metrics dashboard's first family) moves the last line of the first "
+                                       "part (charts 9-11 of 30) into the next, another dashboard (uid-2): links to "
+                                       "those panels "
+                                       "(viewPanel, d-solo) lead to a part that no longer holds them, and annotations "
+                                       "made on them stay on the part they left, drawn on no panel")
+def test_a_panel_stays_in_its_part_when_a_line_of_panels_is_added_at_the_top(monkeypatch):
+    monkeypatch.setattr(dashboard_parts, "PART_BYTES", 40_000)
+
+    def part_of(count: int) -> dict[str, str]:
+        charts = [_chart(n, n // 3 * 8, n % 3 * 8) for n in range(count)]
+        for chart in charts:
+            chart["title"] = f"chart {chart['id'] - (count - 30)}"  # the 30 first ones keep their titles
+        parts = dashboard_parts.parts("u", {"uid": "u", "title": "T", "panels": charts}, "F", {}, "gpudash")
+        return {p["title"]: part["uid"] for part in parts for p in part["panels"]}
+
+    before, after = part_of(30), part_of(33)
+    assert {title: after[title] for title in before} == before
+
+
 def test_collapsed_rows_are_cut_with_their_panels_inside(monkeypatch):
     """Collapsed rows (their panels nested, as a grafanalib dashboard may have them): each nested panel stays inside
     its row; a part that begins inside one begins with a copy of it."""
