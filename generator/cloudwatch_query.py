@@ -94,6 +94,17 @@ DASHBOARD_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 # more than 500 time series"; an alarm's query returning more is evaluated PARTIAL_DATA (alarm-limits.html).
 SERIES_PER_QUERY = 500  # Metrics Insights returns at most 500 series
 ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest 3 hours of data
+# PutMetricAlarm's Period (botocore): "An alarm's total current evaluation period can be no longer than seven days, so
+# Period multiplied by EvaluationPeriods can't be more than 604,800 seconds. For alarms with a period of less than one
+# hour (3,600 seconds), the total evaluation period can't be longer than one day (86,400 seconds)."
+EVALUATION_SECONDS, SHORT_PERIOD_EVALUATION_SECONDS, SHORT_PERIOD = 7 * 86400, 86400, 3600
+
+
+def evaluation_limit(period: int) -> tuple[int, str]:
+    """(the most seconds PutMetricAlarm takes for Period x EvaluationPeriods at `period`, that limit in words)."""
+    if period < SHORT_PERIOD:
+        return SHORT_PERIOD_EVALUATION_SECONDS, "a day where the period is under an hour"
+    return EVALUATION_SECONDS, "seven days"
 
 
 # A value at or above these floors can only come from a DCGM blank sentinel: about 2**63 (9.2e18) for

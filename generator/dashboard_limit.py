@@ -16,9 +16,9 @@ from .cloudwatch_query import SERIES_PER_QUERY, is_query
 # (widget_metrics): a metric line one, a GROUP BY query the series it may return (its LIMIT, 500 without one).
 METRICS_PER_DASHBOARD = 2500
 METRICS_PER_WIDGET = 500
-# The dashboard body's `widgets`: "An array of widget objects... A dashboard can have up to 500 widgets" (user guide,
-# "Dashboard Body Structure and Syntax"); PutDashboard refuses a body of more (schemas/cloudwatch-dashboard.schema.json,
-# lint CW001).
+# The dashboard body's `widgets`: "It can include an array of between 0 and 500 widget objects" (API reference,
+# "Dashboard Body Structure and Syntax", Overall Structure); PutDashboard refuses a body of more
+# (schemas/cloudwatch-dashboard.schema.json, lint CW001).
 WIDGETS_PER_DASHBOARD = 500
 # The metrics a fleet value now reads on the Container Insights add-on (its per-GPU form: render/cloudwatch
 # .combined_limit): its overview holds five of them ("Framebuffer in use" besides classic's four), and at 500 each they

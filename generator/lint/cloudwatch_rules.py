@@ -16,7 +16,8 @@ from ..blanks import UNREAD_AT_ZERO
 from ..catalog import MIG_UNSUPPORTED, PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
                                 UNUSED_SHARE, OTEL_GAP_EITHER, dimension_sets, gap_said, is_query, level_of,
-                                node_total, otel_gap, pod_dimensions, pod_total_kind)
+                                evaluation_limit, node_total, otel_gap, pod_dimensions,
+                                pod_total_kind)
 from ..dashboard_limit import METRICS_PER_DASHBOARD, METRICS_PER_WIDGET, metrics_shown, widget_metrics
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT, CLUSTER_DIMENSION
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, never_firing
@@ -502,17 +503,36 @@ def alarm_tags(subject: LintInput) -> Iterable[Finding]:
 
 
 def insights_window(subject: LintInput) -> Iterable[Finding]:
-    """A Metrics Insights alarm is evaluated over the latest 3 hours of data only."""
+    """A Metrics Insights alarm is evaluated over the latest 3 hours of data only; any alarm over seven days at most, a
+    day where its period is under an hour (PutMetricAlarm refuses more: cloudwatch_query.evaluation_limit)."""
     for item in subject.alarms:
         request = item.request
-        queries = [m for m in request.get("Metrics", []) if is_query(str(m.get("Expression", "")))]
-        if not queries:
+        metrics = [m for m in request.get("Metrics", []) if isinstance(m, dict)]
+        queries = [m for m in metrics if is_query(str(m.get("Expression", "")))]
+        periods = [_number(m.get("Period", (m.get("MetricStat") or {}).get("Period"))) for m in metrics] \
+            + [_number(request.get("Period"))]
+        periods = [p for p in periods if p]
+        if not periods:
             continue
-        window = max(int(m.get("Period", 0)) for m in queries) * int(request.get("EvaluationPeriods", 1))
-        if window > ALARM_WINDOW_SECONDS:
+        evaluations = _number(request.get("EvaluationPeriods")) or 1
+        if queries:
+            window = max(_number(m.get("Period")) for m in queries) * evaluations
+            if window > ALARM_WINDOW_SECONDS:
+                yield Finding("AL009", "error", _alarm_where(item),
+                              f"Period x EvaluationPeriods spans {window / 3600:g} hours; CloudWatch evaluates a "
+                              f"Metrics Insights alarm over the latest 3 hours only")
+                continue
+        window = max(periods) * evaluations
+        limit, said = evaluation_limit(max(periods))
+        if window > limit:
             yield Finding("AL009", "error", _alarm_where(item),
-                          f"Period x EvaluationPeriods spans {window / 3600:g} hours; CloudWatch evaluates a "
-                          f"Metrics Insights alarm over the latest 3 hours only")
+                          f"Period x EvaluationPeriods spans {window / 3600:g} hours; CloudWatch evaluates an alarm "
+                          f"over {said} at most, and PutMetricAlarm refuses more")
+
+
+def _number(value: Any) -> int:
+    """An integer field of a request as a number (0: absent or not a number: the schema, AL001, says so)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 _BLANK_EFFECT = {"GreaterThanThreshold": "fires for it", "GreaterThanOrEqualToThreshold": "fires for it",
@@ -1070,7 +1090,8 @@ RULES = (
     Rule("AL006", "Metrics Insights alarms stay within 200 per Region", alarm_quota),
     Rule("AL007", f"every alarm carries the {ALARM_OWNER_TEXT} tag", alarm_tags),
     Rule("AL008", "GROUP BY alarms ORDER BY their function toward the threshold, within 500 series", grouped_alarms),
-    Rule("AL009", "Metrics Insights alarms evaluate at most the latest 3 hours", insights_window),
+    Rule("AL009", "Metrics Insights alarms evaluate at most the latest 3 hours, and every alarm at most seven days (a "
+                  "day where its period is under an hour)", insights_window),
     Rule("AL010", "alarms on DCGM fields cannot drop DCGM's blank sentinel, and their counts count it (a note per "
                   "alarm)", alarm_blanks),
     Rule("AL013", "alarms summing a counter per GPU instance against a threshold other than 0 read a shared GPU's "

@@ -14,7 +14,7 @@ from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, P
                        PER_PROCESS_COPIES_ADDED_ALARM, Catalog)
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLASSIC_COUNTER_ALARM_ONE_SERIES,
                                 COPIES_COUNTED, COUNT_MOST, COUNT_MOST_ONE_SCRAPE, GAP_SHORT, GAP_TEXTS,
-                                INSTANCE_CONTRIBUTORS,
+                                INSTANCE_CONTRIBUTORS, evaluation_limit,
                                 WHOLE_COPIES_COUNTED, MIG_COPIES_COUNTED, INSTANCES_JUDGED, MI_FUNCTIONS,
                                 copies_counted_note, NAMED_EXTREME,
                                 failed_scrape_note, partly_blank, NAMED_PART, NAMED_PART_ONE_SCRAPE, NAMED_SHARE,
@@ -1482,6 +1482,12 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
                          f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
                          f"the latest 3 hours of data only", where=alarm.defined_at,
                          hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
+    limit, said = evaluation_limit(alarm.period_seconds)
+    if window > limit:
+        raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
+                         f"span {window / 3600:g} hours; CloudWatch evaluates an alarm over {said} at most "
+                         f"(PutMetricAlarm refuses more)", where=alarm.defined_at,
+                         hint=f"keep period_seconds x evaluation_periods within {limit:,} s")
     requests = []
     if forms[0].kind == "math":  # metric-math alarms per cluster (data_missing: one per exporter DaemonSet on the
         # DCGM source), and a GROUP BY alarm per GPU

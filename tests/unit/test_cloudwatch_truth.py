@@ -415,6 +415,46 @@ def test_alarm_periods_cloudwatch_cannot_evaluate_truthfully_are_refused(project
         encode(build(load_project(folder)))
 
 
+LONG_ALARM = ("from generator.model import Alarm, Condition, Query\n\n\n"
+              "def alarms(ctx):\n"
+              "    yield Alarm('pod-hot-long', 'Hot',\n"
+              "                Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'max', ('pod',)), '>', 80),\n"
+              "                period_seconds={period}, evaluation_periods={periods})\n")
+
+
+@pytest.mark.parametrize("period, periods, span, fits", [(1800, 60, "30 hours", 48), (86400, 8, "192 hours", 7)])
+def test_an_alarm_cloudwatch_would_evaluate_past_its_evaluation_limit_is_refused(project_dir, period, periods, span,
+                                                                                 fits):
+    """PutMetricAlarm refuses an alarm whose Period x EvaluationPeriods passes 604,800 s, or 86,400 s where its period
+    is under an hour (botocore's PutMetricAlarm Period): a static per-pod alarm (one metric, not a Metrics Insights
+    query, which the 3 hours bound first) of 60 half-hours was written by generate and passed lint, and apply would
+    have failed on it. generate refuses it, and lint (AL009) names one made by hand."""
+    from generator.artifacts import AlarmRequest
+    from generator.errors import InputError
+    from generator.lint.cloudwatch_rules import insights_window
+
+    folder = project_dir("alarms:\n  per_pod: static\n  static_pods: [ml/train-0]\n"
+                         "definitions:\n  alarms: [alarms]\n")
+    (folder.parent / "alarms").mkdir()
+    (folder.parent / "alarms" / "long.py").write_text(LONG_ALARM.format(period=period, periods=periods))
+    limit = "a day where the period is under an hour" if period < 3600 else "seven days"
+    with pytest.raises(InputError, match=f"{periods} periods of {period} s span {span}; CloudWatch evaluates an "
+                                         f"alarm over {limit} at most"):
+        encode(build(load_project(folder)))
+    (folder.parent / "alarms" / "long.py").write_text(LONG_ALARM.format(period=period, periods=fits))
+    requests = json.loads(encode(build(load_project(folder)))["cloudwatch/alarms.json"])["alarms"]
+    (alarm,) = [r for r in requests if "pod-hot-long" in r["Request"]["AlarmName"]]
+    assert "MetricName" in alarm["Request"] and alarm["Request"]["Period"] == period
+
+    class Subject:
+        alarms = [AlarmRequest("us-east-1", {**alarm["Request"], "EvaluationPeriods": periods})]
+
+    (finding,) = list(insights_window(Subject))
+    assert finding.rule == "AL009" and finding.severity == "error" and f"spans {span}" in finding.message
+    assert not list(insights_window(type("S", (), {"alarms": [AlarmRequest(r["Region"], r["Request"])
+                                                              for r in requests]})))
+
+
 def _mig_payload(k: int) -> str:
     """A MIG GPU cut in two instances, each held by a busy pod: DCGM reads GPU_UTIL 0 on instances (it does
     not measure it there), the engine activity is the instance's real load."""
