@@ -31,6 +31,14 @@ def default_config() -> Path:
     return _PACKAGE / "defaults" / "gpudash.yaml"
 
 
+@cache
+def reserved_keywords() -> frozenset[str]:
+    """Metrics Insights' reserved keywords, all AWS documents (defaults/metrics-insights-reserved-keywords.txt, its
+    source in its header), upper case."""
+    text = (_PACKAGE / "defaults" / "metrics-insights-reserved-keywords.txt").read_text(encoding="utf-8")
+    return frozenset(word for line in text.splitlines() if not line.startswith("#") for word in line.split())
+
+
 def schema(name: str) -> Path:
     return bundled("schemas") / name
 

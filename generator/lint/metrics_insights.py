@@ -16,13 +16,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterator
 
+from ..resources import reserved_keywords
+
 FUNCTIONS = ("AVG", "COUNT", "MAX", "MIN", "SUM")
-# Reserved words from AWS's list ("Reserved keywords" in the Metrics Insights guide, which holds
-# hundreds of SQL words) that a metric or dimension name could plausibly be. Any of them must be
-# double-quoted when used as an identifier; gpudash quotes every identifier.
-RESERVED = frozenset("""ALL AND ANY AS ASC AVG BETWEEN BY CASE CLUSTER COLUMN COUNT DATE DAY DESC DISTINCT
-ELSE END FALSE FROM GROUP HAVING HOUR IN IS LIKE LIMIT MAX MIN MINUTE MONTH NOT NULL OR ORDER SCHEMA SELECT
-SUM TABLE THEN TIME TIMESTAMP TRUE UNION USER VALUE VALUES WHEN WHERE WITH YEAR""".split())
 
 _TOKEN = re.compile(r"""\s*(?:
     (?P<string>'(?:[^'\\]|\\.)*')
@@ -251,7 +247,8 @@ def _read(text: str) -> Parsed:
 
 
 def needs_quotes(name: str) -> bool:
-    """An identifier that must be double-quoted: a reserved word, or characters beyond letters, digits, _."""
-    return name.upper() in RESERVED or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+    """An identifier that must be double-quoted: a reserved keyword (any of the 917 AWS lists: gpudash quotes every
+    identifier), or characters beyond letters, digits, _."""
+    return name.upper() in reserved_keywords() or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
 
 

@@ -104,6 +104,13 @@ BODY_CASES = {
     "unquoted reserved word": (lambda b: _first_query(b).update(
         expression=_first_query(b)["expression"].replace('GROUP BY "namespace", "pod"', 'GROUP BY namespace, user')),
         "CW012", "user must be double-quoted"),
+    # words of the documented list lint's own short list lacked: gpudash's own dimension `share`, and `label`, `type`
+    "unquoted reserved word of the documented list": (lambda b: _first_query(b).update(
+        expression=_first_query(b)["expression"].replace('GROUP BY "namespace", "pod"', 'GROUP BY share, label')),
+        "CW012", "share must be double-quoted"),
+    "unquoted reserved word after a typo in the documented list": (lambda b: _first_query(b).update(
+        expression=_first_query(b)["expression"].replace('GROUP BY "namespace", "pod"', 'GROUP BY fallback')),
+        "CW012", "fallback must be double-quoted"),
     "other namespace": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(
         expression="SELECT AVG(DCGM_FI_DEV_GPU_UTIL) FROM SCHEMA(\"Other\", pod)"), "CW008", "does not read SCHEMA("),
     "gauge without bounds": (lambda b: _metric_widget(b)["properties"].update(view="gauge", yAxis={}), "CW009",
