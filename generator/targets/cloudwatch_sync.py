@@ -483,8 +483,9 @@ def _shown_on_dashboards(cloudwatch: CloudWatch, region: str, retired: list[Chan
 def _free_of_dashboards(cloudwatch: CloudWatch, region: str, deletes: list[Change],
                         record: Callable[..., None]) -> list[Change]:
     """The alarms of `deletes` no dashboard came to show since the plan, from every dashboard of the account read again
-    right before the deletes: one shown since is `record`ed failed (--force agreed to what the plan showed), and where
-    they cannot be read again, each the plan read them for."""
+    right before their delete (a listing, and the bodies of the dashboards changed since the last read: one listing
+    call more per delete group where none changed): one shown since is `record`ed failed (--force agreed to what the
+    plan showed), and where they cannot be read again, each the plan read them for."""
     what = f"CloudWatch alarms in {region}"
     try:
         dashboards = _dashboards_showing(cloudwatch, region)
@@ -1724,10 +1725,12 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
             except RemoteError as exc:
                 record(change, error=exc)
     deletes = _free_of_composites(cloudwatch, region, deletes, record) if deletes else deletes
-    deletes = _free_of_dashboards(cloudwatch, region, deletes, record) if deletes else deletes
     deleted: list[Outcome] = []
     for start in range(0, len(deletes), DELETE_GROUP):
-        batch = still_as_planned(deletes[start:start + DELETE_GROUP])
+        # every dashboard listed again before each group's delete (a listing: only those changed since are read), then
+        # its alarms' tags and fields, the last look
+        batch = _free_of_dashboards(cloudwatch, region, deletes[start:start + DELETE_GROUP], record)
+        batch = still_as_planned(batch) if batch else batch
         if not batch:
             continue
         ledger.writing = batch
@@ -1740,11 +1743,11 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
 
 def _shown_while_deleting(cloudwatch: CloudWatch, region: str, deleted: list[Outcome]) -> None:
     """The look after a Region's alarm deletes: every dashboard of the account read once more (the listing, and the
-    bodies of those changed since the look before the deletes). A dashboard keeps showing an alarm deleted since (its
-    widget shows it missing), so one showing a deleted alarm that the plan did not show it on was put there while the
-    Region's deletes ran, after the look before them (reading every dashboard before each delete would cost as much
-    per alarm): that delete is listed as done, then failed (exit 3), naming the dashboards; where the read fails now,
-    each delete is, saying so. Not looked at where the plan could not read them (--force agreed to whatever)."""
+    bodies of those changed since the look before the last delete). A dashboard keeps showing an alarm deleted since
+    (its widget shows it missing), so one showing a deleted alarm that the plan did not show it on was put there after
+    the look before its delete (within that delete's round trip, or where the listing then lagged the person's save):
+    that delete is listed as done, then failed (exit 3), naming the dashboards; where the read fails now, each delete
+    is, saying so. Not looked at where the plan could not read them (--force agreed to whatever)."""
     looked = [o for o in deleted if (o.change.live or {}).get("dashboards") not in (None, UNREAD)]
     if not looked:
         return

@@ -569,22 +569,22 @@ def _shown_after_the_plan_is_kept(proxy, client) -> None:
 def test_an_alarm_put_on_a_dashboard_while_its_delete_runs_is_not_deleted_silently(proxied, published, project_dir,
                                                                                    read_after):
     """A person puts the first retired alarm on their dashboard while its DeleteAlarms is on its way: after the look at
-    every dashboard right before the Region's deletes. It was deleted, exit 0, and the widget shows it missing: nothing
-    said so. Now the dashboards are read once more after the Region's deletes (those changed since: one listing and
-    the changed bodies): that alarm is listed as deleted then failed, exit 3, naming the dashboard; where that read is
-    refused, each alarm deleted is listed so, saying it could not be read; the other deletes are done."""
+    every dashboard before it. It was deleted, exit 0, and the widget shows it missing: nothing said so. Now the
+    dashboards are read once more after the Region's deletes (those changed since: one listing and the changed
+    bodies): that alarm is listed as deleted then failed, exit 3, naming the dashboard; where that read is refused,
+    each alarm deleted is listed so, saying it could not be read; the other deletes are done."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     retired = sorted(n for n in alarms(client) if other_cluster(n))
     arn = alarms(client)[retired[0]]["AlarmArn"]
     fresh(proxy)
 
-    def person() -> None:
-        _persons_dashboard(client, arn, "status")
-        if read_after == "denied":  # from now on (after the look before the deletes), the listing is refused
-            proxy.inject(fault("ListDashboards", "status", status=400, body=DENIED, times=ALWAYS))
     proxy.inject(Rule(path="/", operation="DeleteAlarms", action="before", contains=retired[0].encode(),
-                      callback=person))
+                      callback=lambda: _persons_dashboard(client, arn, "status")))
+    if read_after == "denied":  # from the Region's last delete on (after the look before it), the listing is refused
+        # (the rule above takes the first delete's call, retired[0]'s: this one counts the others)
+        proxy.inject(Rule(path="/", operation="DeleteAlarms", action="before", skip=len(retired) - 2, callback=lambda:
+                          proxy.inject(fault("ListDashboards", "status", status=400, body=DENIED, times=ALWAYS))))
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 3 and not [n for n in alarms(client) if other_cluster(n)], (code, report, stderr)
     assert set(retired) <= set(report["written"]), report
@@ -595,6 +595,25 @@ def test_an_alarm_put_on_a_dashboard_while_its_delete_runs_is_not_deleted_silent
     else:
         assert set(retired) <= set(failed) and all(failed[n]["written"] for n in retired), failed
         assert all("could not be read after the Region's deletes" in failed[n]["error"] for n in retired), failed
+
+
+def test_an_alarm_put_on_a_dashboard_while_another_is_deleted_is_not_deleted(proxied, published, project_dir):
+    """A person puts the last retired alarm on their dashboard while the Region's first DeleteAlarms is on its way:
+    the dashboards were read once, right before the Region's deletes, and it was deleted (exit 0). Now they are listed
+    again right before each alarm's delete (only a dashboard changed since is read): it is not deleted, exit 3,
+    naming the dashboard; the others are."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    retired = sorted(n for n in alarms(client) if other_cluster(n))
+    arn = alarms(client)[retired[-1]]["AlarmArn"]
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="DeleteAlarms", action="before", contains=retired[0].encode(),
+                      callback=lambda: _persons_dashboard(client, arn, "status")))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 3 and [n for n in alarms(client) if other_cluster(n)] == [retired[-1]], (code, report, stderr)
+    (failed,) = report["failed"]
+    assert failed["name"] == retired[-1] and not failed["written"], failed
+    assert "shown on dashboard(s) ops-overview since the plan" in failed["error"], failed
 
 
 DENIED = {"__type": "AccessDeniedException", "message": "User is not authorized to perform this action"}
@@ -717,9 +736,10 @@ def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, publ
     proxy.inject(fault("ListDashboards", "rewrite", callback=lambda body: first_page))
     code, report, _ = apply("--prune", "--removed-cluster", "other")
     # two pages of the listing of every name, and one listing of each cluster's names (gpu-cluster, other); and the
-    # account's every dashboard listed three times for the alarms they show (by the plan, right before the alarms' deletes
-    # and right after them)
-    assert code == 0 and proxy.operations.count("ListDashboards") == 2 + 2 + 3
+    # account's every dashboard listed for the alarms they show by the plan, right before each alarm's delete and once
+    # after the deletes
+    alarm_deletes = [c for c in report["changes"] if c["kind"] == "alarm" and c["action"] == "delete"]
+    assert code == 0 and proxy.operations.count("ListDashboards") == 2 + 2 + 1 + len(alarm_deletes) + 1
     assert sorted(c["name"] for c in report["changes"] if c["kind"] == "dashboard" and c["action"] == "delete") == [
         "gpudash-other-by-pod", "gpudash-other-health", "gpudash-other-overview"]
     assert [n for n in _dashboards(client) if other_cluster(n)] == []
