@@ -7,6 +7,7 @@ Read only where a save moves some panel's id; a read that fails or is refused is
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..clients.grafana import GrafanaClient
@@ -14,6 +15,16 @@ from .grafana_annotations import read_annotations
 from .grafana_around import Unread, read_alert_rules
 
 LINKED_PANEL = "__panelId__"  # the annotation by which an alert rule links itself to a panel of its dashboard
+_GO_INT = re.compile(r"[+-]?[0-9]+")  # what Go's strconv.ParseInt(s, 10, 64) reads: ASCII digits, a sign allowed
+
+
+def linked_panel(value: Any) -> int | None:
+    """The panel id a rule's __panelId__ names as Grafana reads it (strconv.ParseInt, base 10, into an int64), or None
+    where Grafana reads none (`²` is a digit to Python's str.isdigit(), not to Go)."""
+    if not isinstance(value, str) or not _GO_INT.fullmatch(value):
+        return None
+    number = int(value)
+    return number if -2**63 <= number < 2**63 else None
 
 
 def _charts(model: dict[str, Any]) -> list[dict[str, Any]]:
@@ -97,12 +108,10 @@ class PanelTies:
             return lines
         for rule in sorted(self._rules, key=lambda r: r["uid"]):
             linked = rule.get("annotations") or {}
-            number = linked.get(LINKED_PANEL)
-            if linked.get("__dashboardUid__") == uid and isinstance(number, str) and number.isdigit() \
-                    and int(number) in fates:
-                fate = fates[int(number)]
+            number = linked_panel(linked.get(LINKED_PANEL))
+            if linked.get("__dashboardUid__") == uid and number in fates:
+                fate = fates[number]
                 fix = f"write {fate[1]} in its {LINKED_PANEL}" if fate[1] is not None else f"edit its {LINKED_PANEL}"
                 lines.append(f"alert rule {rule['title']!r} ({rule['uid']}) is linked by its {LINKED_PANEL} to "
-                             f"{_panel(int(number), fate)}: after the save it links to {_after(int(number), fate)}; "
-                             f"{fix}")
+                             f"{_panel(number, fate)}: after the save it links to {_after(number, fate)}; {fix}")
         return lines

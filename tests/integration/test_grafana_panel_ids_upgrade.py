@@ -9,7 +9,7 @@ import json
 from generator.artifacts import grafana_dashboards
 from generator.project import load_project
 from tests.support.grafana_push import grafana  # noqa: F401
-from tests.support.grafana_server import ADMIN
+from tests.support.grafana_server import ADMIN, Fault
 
 UIDS = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
 
@@ -86,3 +86,73 @@ def test_a_save_names_the_panels_whose_id_it_moves_and_what_then_holds_each_old_
                           {"type": "stat", "title": "Util", "id": 10}]}
     assert moved(live, desired) == {7: ("Power", None, None), 8: ("Util", 12, "Power draw"),
                                     11: ("Clock", None, None)}
+
+
+def _published_by_place(grafana, cli, monkeypatch, env) -> None:  # noqa: F811
+    """gpudash's dashboards as a release that numbered panels by their place (1, 2, 3, ...) pushed them."""
+    from generator.render import grafana as render
+
+    monkeypatch.setattr(render, "panel_ids", lambda items: list(range(1, len(list(items)) + 1)))
+    code, _, stderr = cli("push", "--skip-verify", "--output", "json", env=env)
+    assert code == 0, stderr
+    monkeypatch.undo()
+
+
+def test_a_plan_whose_saves_move_no_panel_id_reads_no_annotations_and_no_alert_rules(grafana, cli):  # noqa: F811
+    """The reads of what people tied to panel ids are made only where a save moves some panel's id: a plan of updates
+    that keep every id (a person's edit of a description) asks Grafana for no annotation and no alert rule."""
+    env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN}
+    code, _, stderr = cli("push", "--skip-verify", "--output", "json", env=env)
+    assert code == 0, stderr
+    for uid in UIDS:
+        grafana.edit_in_ui(uid, lambda d: d.update(description="ours"))
+    grafana.annotate("gpudash-by-pod", "training run 41 started", panel_id=907277536)
+    grafana.alert_rule("Pods idle", "gpudash-by-pod", panel_id=907277536)
+    del grafana.state.log[:]
+
+    code, stdout, _ = cli("plan", "--no-cloudwatch", env=env)
+    assert code == 1 and stdout.count("drift     grafana dashboard") == len(UIDS), stdout
+    asked = [path for _, path in grafana.state.log]
+    assert not [path for path in asked if "annotations" in path or "alert-rules" in path], asked
+    assert "panel ids:" not in stdout and "annotation(s)" not in stdout and "alert rule" not in stdout, stdout
+
+
+def test_an_alert_rules_panel_id_is_read_as_grafana_reads_it(grafana, cli, monkeypatch):  # noqa: F811
+    """Grafana reads a rule's __panelId__ with Go's strconv.ParseInt (base 10, a sign allowed): `+2` links the rule to
+    panel 2, and plan names it; `²`, which Python's str.isdigit() takes and int() refuses, is no panel id (plan stopped
+    with an internal error on it)."""
+    env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN}
+    _published_by_place(grafana, cli, monkeypatch, env)
+    odd = grafana.alert_rule("Odd link", "gpudash-by-pod", panel_id=2)
+    signed = grafana.alert_rule("Signed link", "gpudash-by-pod", panel_id=2)
+    grafana.state.alert_rules[0]["annotations"]["__panelId__"] = "\u00b2"
+    grafana.state.alert_rules[1]["annotations"]["__panelId__"] = "+2"
+    new_id = dict(_ids(next(d.model for d in grafana_dashboards(load_project()) if d.uid == "gpudash-by-pod")))[
+        "GPU utilization by pod"]
+
+    code, stdout, stderr = cli("plan", "--no-cloudwatch", env=env)
+    assert code == 1 and "internal error" not in stderr, stderr
+    assert odd not in stdout, stdout
+    assert (f"alert rule 'Signed link' ({signed}) is linked by its __panelId__ to panel 'GPU utilization by pod' "
+            f"(id 2, which becomes {new_id}): after the save it links to no panel; write {new_id} in its __panelId__") \
+        in stdout, stdout
+
+
+def test_reads_refused_or_not_valid_answers_are_said_not_read(grafana, cli, monkeypatch):  # noqa: F811
+    """Where the annotations or the alert rules cannot be read (a refusal, an answer that is not a valid API answer),
+    plan says so of the panels whose id changes, never that nothing is tied to them, and prints no credential."""
+    env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN}
+    _published_by_place(grafana, cli, monkeypatch, env)
+    grafana.annotate("gpudash-by-pod", "driver upgraded", panel_id=2)
+    grafana.alert_rule("Pods idle", "gpudash-by-pod", panel_id=2)
+    grafana.inject(Fault(r"/api/annotations", status=403, times=99))
+    grafana.inject(Fault(r"/api/v1/provisioning/alert-rules", status=200, times=99))  # {"message": ...}: no list
+
+    code, stdout, stderr = cli("plan", "--no-cloudwatch", env=env)
+    assert code == 1 and "internal error" not in stderr, stderr
+    assert stdout.count("annotations made on the panels whose id changes were not read: they could not be read") \
+        == 4, stdout
+    assert stdout.count("alert rules linked to the panels whose id changes were not read: they could not be read") \
+        == 4, stdout
+    assert "annotation(s) by" not in stdout and "is linked by its __panelId__" not in stdout, stdout
+    assert ADMIN not in stdout + stderr
