@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..clients.grafana import GrafanaClient
+from ..clients.grafana import ANNOTATIONS_READ, GrafanaClient
 from .grafana_annotations import read_annotations
 from .grafana_around import Unread, read_alert_rules
 
@@ -95,12 +95,18 @@ class PanelTies:
         if isinstance(notes, Unread):
             lines.append(f"annotations made on the panels whose id changes were not read: they {notes.why}")
         else:
+            # the answer holds the newest ANNOTATIONS_READ + 1 at most: more means older ones went unread
+            some = "at least " if len(notes) > ANNOTATIONS_READ else ""
             for number, fate in sorted(fates.items()):
                 on = [note for note in notes if note.get("panelId") == number]
                 if on:
                     people = ", ".join(sorted({str(n.get("login") or n.get("email") or "someone") for n in on}))
-                    lines.append(f"{len(on)} annotation(s) by {people} made on {_panel(number, fate)}: they keep id "
-                                 f"{number}, and after the save are drawn on {_after(number, fate)}")
+                    lines.append(f"{some}{len(on)} annotation(s) by {people} made on {_panel(number, fate)}: they keep "
+                                 f"id {number}, and after the save are drawn on {_after(number, fate)}")
+            if some:
+                lines.append(f"annotations of {uid} older than the newest {len(notes)} were not read: those made on "
+                             f"the panels whose id changes are not all named (Grafana's annotations API, asked with "
+                             f"dashboardUID={uid} and a panelId, lists them)")
         if self._rules is None:
             self._rules = read_alert_rules(self.client)
         if isinstance(self._rules, Unread):

@@ -117,6 +117,24 @@ def test_a_plan_whose_saves_move_no_panel_id_reads_no_annotations_and_no_alert_r
     assert "panel ids:" not in stdout and "annotation(s)" not in stdout and "alert rule" not in stdout, stdout
 
 
+def test_annotations_past_the_newest_read_are_said_not_read_never_none(grafana, cli, monkeypatch):  # noqa: F811
+    """Grafana's annotations API answers the newest annotations up to a limit: a person's annotation on a panel whose
+    id the save moves, older than the 100 newest of its dashboard (a CI job annotating every run on another panel),
+    is not in the answer. plan said nothing of it, as if the panel had none, and counted the newest as all; it says
+    the older ones were not read, and counts what it read as a floor."""
+    env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN}
+    _published_by_place(grafana, cli, monkeypatch, env)
+    grafana.annotate("gpudash-by-pod", "driver upgraded", user="bob", panel_id=2)
+    for run in range(101):
+        grafana.annotate("gpudash-by-pod", f"training run {run} started", user="ci", panel_id=3)
+
+    code, stdout, _ = cli("plan", "--no-cloudwatch", env=env)
+    assert code == 1 and "update    grafana dashboard gpudash-by-pod" in stdout, stdout
+    assert "at least 101 annotation(s) by ci made on panel 'Tensor core activity by pod' (id 3" in stdout, stdout
+    assert ("annotations of gpudash-by-pod older than the newest 101 were not read: those made on the panels whose id "
+            "changes are not all named") in stdout, stdout
+
+
 def test_an_alert_rules_panel_id_is_read_as_grafana_reads_it(grafana, cli, monkeypatch):  # noqa: F811
     """Grafana reads a rule's __panelId__ with Go's strconv.ParseInt (base 10, a sign allowed): `+2` links the rule to
     panel 2, and plan names it; `²`, which Python's str.isdigit() takes and int() refuses, is no panel id (plan stopped
