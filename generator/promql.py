@@ -280,7 +280,7 @@ class _Device:
     whole: bool
     shares: bool = True  # exporter.virtual_gpus: the fields of PER_PROCESS_FIELDS hold each pod's own share
     lookback: str | None = None
-    labels: Labels | None = None  # with `lookback`: the node spellings the copies are coalesced over
+    labels: Labels | None = None  # the pod matchers (named, unnamed); with `lookback`, the node spellings too
     resolution: str | None = None  # with `lookback`: the scrape interval (`<seconds>s`)
     outer: tuple[str, ...] = ()  # with `lookback`: the labels the query's outer grouping keeps (the pod's, ...)
     total: tuple[str, ...] = ()  # with `lookback`: a share's fields (used, free), read from one copy (chosen_copy)
@@ -293,6 +293,16 @@ class _Device:
     # with `anywhere`: the node variable's matchers (no workload's), of the copies placing a GPU on the node (on_node)
     placing: list[list[str]] | None = None
 
+    @property
+    def named(self) -> str:
+        """The matcher of a pod's copy (pod_named)."""
+        return pod_named(self.labels)
+
+    @property
+    def unnamed(self) -> str:
+        """The matcher of the device's own series (pod_unnamed)."""
+        return pod_unnamed(self.labels)
+
     def chooses(self, metric: str, gauge: str) -> bool:
         """Whether `metric`'s reading is that of the copy a share's used chooses (`total`, its fields; blanks dropped;
         not with the per-process fields of exporter.virtual_gpus, whose copies do not hold the same fields)."""
@@ -304,7 +314,7 @@ class _Device:
         or one over a window, blanks removed), or None: as they are. `summed` (with `chooses`): the sum of the fields of
         `total` of the copy chosen, in place of `metric`'s reading."""
         own_share = self.shares and metric in PER_PROCESS_FIELDS and self.per_pod and not self.whole
-        any_pod = [m for m in extra if m != f'{self.pod}!=""']
+        any_pod = [m for m in extra if m != self.named]
         # a field split by labels of its own (an XID code's count) has a reading per code
         field_labels = own_labels_of(metric)
         if self.lookback is not None:
@@ -326,7 +336,7 @@ class _Device:
                 if not pods:
                     return None
                 copies = identified(_parenthesised(_raw(metric, self.scoped, extra, gauge)), labels)
-                own = identified(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge), labels)
+                own = identified(_raw(metric, self.unscoped, [*any_pod, self.unnamed], gauge), labels)
                 return self._shares_added(copies, (*keep, *COPY_LABELS, *labels.node_sources), slot,
                                           f"max by ({_listed(slot)}) ({own})")
             if own_share:
@@ -356,7 +366,7 @@ class _Device:
                     last = sample_time(self.lookback, self.resolution)
                     series = identified(_raw(metric, self.unscoped, [*any_pod, more], last), labels)
                     return f"max by ({_listed((*slot, *by))}) ({series})"
-                own, copied = f'{self.pod}=""', f'{self.pod}!=""'
+                own, copied = self.unnamed, self.named
                 device = f"({latest(own)} == {latest(copied)})"
                 # the pods whose copies that scrape wrote (a pod gone within the lookback adds no share)
                 pod = (self.pod, labels.namespace)
@@ -369,7 +379,7 @@ class _Device:
             tiers = self._read(metric, summed and self.chooses(metric, gauge), self.unscoped, any_pod, slot, any_pod,
                                counting, served=True)
             if self.shares and metric in PER_PROCESS_FIELDS and not self.chooses(metric, gauge):  # own series first
-                own = self._read(metric, False, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod, counting,
+                own = self._read(metric, False, self.unscoped, [*any_pod, self.unnamed], slot, any_pod, counting,
                                  served=True)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
             # the late tier only for a GPU instance none of whose own labels' series is fresh (one_copy's `unfresh`)
@@ -383,11 +393,11 @@ class _Device:
         scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge))
         identity = (*self.identity, *field_labels)
         strip = f"max by ({_listed(identity)}) "
-        own = _parenthesised(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge))
+        own = _parenthesised(_raw(metric, self.unscoped, [*any_pod, self.unnamed], gauge))
         any_copy = _parenthesised(_raw(metric, self.unscoped, any_pod, gauge))
         # the pods' copies only where the copy wrote no series of its own (4.5.3+: a blank one too; its pods' copies
         # are their shares, the largest of which was read as the device's value at the blank)
-        written = _parenthesised(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], _written(gauge)))
+        written = _parenthesised(_raw(metric, self.unscoped, [*any_pod, self.unnamed], _written(gauge)))
         device = f"({strip}{own} or ({strip}{any_copy} unless on ({_listed(identity)}) {written}))"
         matching = f"on ({_listed(identity)})"
         if self.per_pod:
@@ -445,10 +455,10 @@ class _Device:
             return f"topk by ({_listed(slot)}) (1, {value})"
         device = copies([])
         if self.shares and metric in PER_PROCESS_FIELDS:  # the device's own series first
-            own = copies([f'{self.pod}=""'])
+            own = copies([self.unnamed])
             # the pods' copies only where no copy wrote a series of its own at the step (4.5.3+: a blank one too; its
             # pods' copies are their shares, the largest of which was read as the device's value at the blank)
-            written = identified(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], _written(gauge)), labels)
+            written = identified(_raw(metric, self.unscoped, [*any_pod, self.unnamed], _written(gauge)), labels)
             device = f"({own} or on ({_listed(slot)}) ({device} unless on ({_listed(slot)}) {written}))"
         return self._named_on(metric, extra, keep, slot, device, panel=False)
 
@@ -477,8 +487,8 @@ class _Device:
         read it)."""
         field_labels = own_labels_of(metric)
         identity = _listed((*self.identity, *field_labels))
-        any_pod = [m for m in extra if m != f'{self.pod}!=""']
-        own, copied = [*any_pod, f'{self.pod}=""'], [*any_pod, f'{self.pod}!=""']
+        any_pod = [m for m in extra if m != self.named]
+        own, copied = [*any_pod, self.unnamed], [*any_pod, self.named]
         ms = f"{_seconds(resolution) * 1000}ms"
 
         def device(form: str) -> str:
@@ -520,8 +530,8 @@ class _Device:
         each 60 s period: 4 GPUs for 3), as the per-GPU rules read no value of it then. An exporter upgraded within
         the period to one writing the GPU's own series, which reads only the blank, counts it by neither."""
         identity = _listed((*self.identity, *own_labels_of(metric)))
-        any_pod = [m for m in extra if m != f'{self.pod}!=""']
-        own, copied = [*any_pod, f'{self.pod}=""'], [*any_pod, f'{self.pod}!=""']
+        any_pod = [m for m in extra if m != self.named]
+        own, copied = [*any_pod, self.unnamed], [*any_pod, self.named]
         read, span = counted(False, period), f"[{period[0]}]{_offset(period[1])}"
         written = _raw(metric, self.unscoped, own, f"present_over_time({{}}{span})")
         device = (f"(max by ({identity}) ({_raw(metric, self.unscoped, own, read)}) or (max by ({identity}) "
@@ -539,7 +549,7 @@ class _Device:
         scrape per period, a pod named at alternate scrapes read 1 GPU for 2 at every other period). The copies keep
         the node spellings of the copy read for the caller's merge; a GPU instance is matched by GPU_LABEL."""
         labels = self.labels
-        any_pod = [m for m in extra if m != f'{self.pod}!=""']
+        any_pod = [m for m in extra if m != self.named]
         slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_SLOT, *own_labels_of(metric))
         keep = (*slot, *(name for name in self.outer if name not in (*slot, *_copy_spelled(labels))))
         step = self._stepped(metric, extra, form, False, slot, keep, any_pod)
@@ -639,7 +649,7 @@ def held_labels(labels: Labels) -> tuple[str, ...]:
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,
-              naming: list[list[str]] | None = None, marked: bool = False) -> str:
+              naming: list[list[str]] | None = None, marked: bool = False, exporters: bool = True) -> str:
     """The GPU instances (held_labels: any exporter copy's) whose latest scrape named no pod on them. An exporter writes
     a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods' copies are of one
     scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of its node read the
@@ -677,22 +687,22 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     new copy's 15 s later finding the GPU idle) stayed on the per-pod panels at the old copy's readings until that
     naming sample was an interval old (200 W, 1 GPU under the ended pod: test_combined_fleet_story); the per-GPU panels
     with a pod picked (_left_idle, counted_rate) drew the GPU that pod left for as long (Power draw 200 W for nothing)."""
-    held, pod, seconds = _listed(held_labels(labels)), labels.pod, _seconds(scrape)
+    held, seconds = _listed(held_labels(labels)), _seconds(scrape)
     if rule:
         return _idle_within_intervals(metric, branches, labels, scrape)
     steps = f"[{LABEL_LOOKBACK_SCRAPES * seconds}s:{half_interval(seconds)}]"
     latest = "(timestamp({0}) or max_over_time(timestamp({0})" + steps + "))"
     naming = branches if naming is None else naming
     if marked:  # one selector of every series, a naming one's time NAMED_LATER later (NAMED_MARK: by its pod label)
-        times = f'label_replace({_raw(metric, branches, [], latest)}, "{NAMED_MARK}", "1", {quoted(pod)}, ".+")'
+        times = _marked(_raw(metric, branches, [], latest), labels, exporters)
         sides = (f'{times} + on ({NAMED_MARK}) group_left () (label_replace(vector({NAMED_LATER}), "{NAMED_MARK}", '
                  f'"1", "", "") or vector(0))')
     else:
-        unnamed = _raw(metric, branches, [pod + UNNAMED], latest)
-        sides = f"{unnamed} or {_raw(metric, naming, [pod + NAMED], f'{latest} + {NAMED_LATER}')}"
+        unnamed = _raw(metric, branches, [pod_unnamed(labels, exporters)], latest)
+        sides = f"{unnamed} or {_raw(metric, naming, [pod_named(labels, exporters)], f'{latest} + {NAMED_LATER}')}"
     newest = f"(max by ({held}) ({sides}) * {1 / NAMED_LATER:g} + 0.5) % 10 < 1"
-    uuid = [labels.uuid + UNNAMED]
-    recent = _raw(metric, naming, [pod + NAMED, *uuid], f"timestamp({{}}) >= time() - {seconds}")
+    uuid = [f'{labels.uuid}=""']
+    recent = _raw(metric, naming, [pod_named(labels, exporters), *uuid], f"timestamp({{}}) >= time() - {seconds}")
     return f"({newest} unless on ({held}) {recent})"
 
 
@@ -706,19 +716,58 @@ def _idle_within_intervals(metric: str, branches: list[list[str]], labels: Label
     field the exporter splits per process (exporter.virtual_gpus, `labels.copies`) has the GPU's own series beside its
     pods' copies at every scrape: there within one interval, or within two (a GPU whose scrapes stopped is not idle
     from one interval after its last)."""
-    held, pod, two = _listed(held_labels(labels)), labels.pod, f"{2 * _seconds(scrape)}s"
+    held, two = _listed(held_labels(labels)), f"{2 * _seconds(scrape)}s"
 
     def within(unnamed: str, named: str) -> str:
         """A series without a pod within `unnamed` and none naming one within `named`."""
         return " unless on ({}) ".format(held).join(
-            _raw(metric, branches, [pod + op], f"present_over_time({{}}[{window}])")
-            for op, window in ((UNNAMED, unnamed), (NAMED, named)))
+            _raw(metric, branches, [matcher], f"present_over_time({{}}[{window}])")
+            for matcher, window in ((pod_unnamed(labels), unnamed), (pod_named(labels), named)))
     if labels.copies and metric in PER_PROCESS_FIELDS:
         return f"({within(scrape, scrape)} or {within(two, two)})"
     return f"({within(two, scrape)})"
 
 
-UNNAMED, NAMED = '=""', '!=""'  # a matcher's test of the pod label: a series without a pod, one naming a pod
+def pod_named(labels: Labels, exporters: bool = True) -> str:
+    """The matcher of a series naming a workload pod: its pod label (labels.pod) set, to no name of a pod of an exporter
+    DaemonSet the settings name (Labels.exporter_pods, exporter_styles.exporter_pod_names: the pods verify's workload
+    pod check finds carried as a workload's). Through a ServiceMonitor that honors labels and keeps its target's pod
+    (the GPU operator's with honorLabels: true), a GPU no pod holds carries the exporter pod's `pod` and `namespace`,
+    and with exporter.virtual_gpus so does a held GPU's own series: each is read as a series without a pod (an idle
+    GPU, the device's own series), as it arrives through gpudash's ServiceMonitor. By the name alone, whatever the
+    namespace (a selector cannot test two labels together, and every selector of a panel or rule reads this): a
+    workload pod with such a name (`<DaemonSet>-` and five of Kubernetes' generated characters: a Job's pod, the Job
+    named like the DaemonSet) is read as none, and verify names it. An exporter run as a sidecar in the
+    workload's pod is scraped as that pod, named otherwise: it holds the GPU.
+    Not `exporters`: any pod label, an exporter pod's too (PER_GPU_IDLE: the per-GPU panels' idle judgements)."""
+    if labels.exporter_pods is None or not exporters:
+        return f'{labels.pod}!=""'
+    return f"{labels.pod}!~{quoted('|' + labels.exporter_pods)}"
+
+
+def pod_unnamed(labels: Labels, exporters: bool = True) -> str:
+    """The matcher of a series naming no workload pod (pod_named's complement): no pod label, or an exporter pod's."""
+    if labels.exporter_pods is None or not exporters:
+        return f'{labels.pod}=""'
+    return f"{labels.pod}=~{quoted('|' + labels.exporter_pods)}"
+
+
+# The per-GPU panels' judgement of a GPU a picked pod left (_left_idle, counted_rate) reads any pod label as a pod's,
+# an exporter pod's too (pod_named's `exporters` off): the regex in their five to nine selectors cut the defaults'
+# all-metrics dashboard in two (253,883 -> 266,845 bytes of its ConfigMap, past the 258,048 a part holds), and those
+# panels read a GPU's value whichever pod its series name. Through a ServiceMonitor keeping its target's pod, a per-GPU
+# panel with a pod picked draws the GPU that pod left for the look-back (test_exporter_pod_as_no_pod's xfail).
+PER_GPU_IDLE = False
+
+
+def _marked(series: str, labels: Labels, exporters: bool = True) -> str:
+    """`series` with NAMED_MARK set on those naming a workload pod (pod_named: an exporter pod's name marks none)."""
+    marked = f'label_replace({series}, "{NAMED_MARK}", "1", {quoted(labels.pod)}, ".+")'
+    if labels.exporter_pods is None or not exporters:
+        return marked
+    return f'label_replace({marked}, "{NAMED_MARK}", "", {quoted(labels.pod)}, {quoted(labels.exporter_pods)})'
+
+
 # added to a naming series' sample time in idle_gpus: a tenth of Prometheus' millisecond, so the newest of a GPU's
 # samples tells which side it is (its time * 1e4 ends in 0 without a pod, in 1 naming one), and a tie goes to the pod
 NAMED_LATER = 1e-4
@@ -1069,9 +1118,9 @@ def older_samples(metric: str, branches: list[list[str]], extra: list[str], labe
 def _unscoped(branches: list[list[str]], labels: Labels) -> list[list[str]]:
     """`branches` without the pod and namespace variables' matchers (every series of the GPUs the node and GPU
     variables select, whatever pod it names)."""
-    workload = (f"{labels.pod}=~", f"{labels.namespace}=~")
+    workload, unnamed = (f"{labels.pod}=~", f"{labels.namespace}=~"), pod_unnamed(labels)
     return [list(branch) for branch in dict.fromkeys(
-        tuple(m for m in branch if not m.startswith(workload)) for branch in branches)]
+        tuple(m for m in branch if not m.startswith(workload) or m == unnamed) for branch in branches)]
 
 
 # looked_back's tie-break: a reading's share of a millisecond added to its sample's time (0 to 0.94 ms), coarse enough
@@ -1170,15 +1219,16 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     again at the idle 60 W for an interval two intervals later (test_pod_ended_by_drain). Their cost at All: see
     docs/performance.md."""
     anyone = _unscoped(branches, labels)
-    named = [m for m in extra if m != f'{labels.pod}!=""']
+    named = [m for m in extra if m not in (pod_named(labels), pod_named(labels, PER_GPU_IDLE))]
     gate = [workload_picked(picked, held)] if picked else []  # read with a pod or namespace picked (held), or at All
-    left = _raw(metric, branches, [*named, *([] if held else gate), f'{labels.pod}!=""'],
+    left = _raw(metric, branches, [*named, *([] if held else gate), pod_named(labels, PER_GPU_IDLE)],
                 f"present_over_time({{0}}[{within}])")
     if held:  # the picked pods' naming samples against any sample without a pod
         idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape,
-                         naming=[[*branch, *gate] for branch in branches])
+                         naming=[[*branch, *gate] for branch in branches], exporters=PER_GPU_IDLE)
     else:  # at All: any pod's naming samples against any sample without a pod
-        idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape, marked=True)
+        idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape, marked=True,
+                         exporters=PER_GPU_IDLE)
     return f"({left} and on ({_listed(held_labels(labels))}) {idle})"
 
 
@@ -2023,7 +2073,8 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str, re
     scope = [[*merge.naming, *merge.workload]]
     present = f"present_over_time({selector(metric, scope[0])}[{window}])"
     gate = [workload_picked(merge.workload_regexes, True)]
-    idle = idle_gpus(metric, [[*merge.naming, *gate]], labels, resolution, naming=[[*scope[0], *gate]])
+    idle = idle_gpus(metric, [[*merge.naming, *gate]], labels, resolution, naming=[[*scope[0], *gate]],
+                     exporters=PER_GPU_IDLE)
     present = identified(f"({present} unless on ({_listed(held_labels(labels))}) {idle})", labels)
     return f"({series} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {present})"
 
@@ -2764,7 +2815,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                 return series
             mig = list(dict.fromkeys([*extra, *more, f'{MIG_INSTANCE_LABEL}!=""']))
             identity = (*device.identity, *own_labels_of(name))
-            gone = _raw(name, device.unscoped, [m for m in mig if m != f'{device.pod}!=""'],
+            gone = _raw(name, device.unscoped, [m for m in mig if m != device.named],
                         _superseded(merge.labels, within, resolution, identity))
             return f"({series} unless on ({_listed(identity)}) {gone})"
         gone = _raw(name, branches, [*extra, *more], _superseded(merge.labels, within, resolution))
@@ -3173,7 +3224,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         return _named_rates(query, labels, catalog, scope, rate_window, resolution, keys)
     # a line per pod, namespace or container: the GPUs a pod holds (GPUs no pod holds made a line "Namespace " or a
     # container without a name of their own)
-    extra = [f'{labels.pod}!=""'] if set(WORKLOAD_KEYS) & set(keys) else []
+    extra = [pod_named(labels)] if set(WORKLOAD_KEYS) & set(keys) else []
     if "mig_instance" in keys:
         extra.append(f'{MIG_INSTANCE_LABEL}!=""')
     extra += [f'{key}!=""' for key in keys if key in FIELD_LABEL_KEYS]  # lines name a code: series with one
@@ -3276,7 +3327,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         spellings = tuple(name for name in labels.node_sources if name not in outer) if lookback else ()
         # the pods' GPUs the share is read per (_pooled_once): any series of the used field naming a pod in the look-back
         gpu = tuple(dict.fromkeys(name for name in (labels.cluster, "gpu", *outer) if name not in spellings))
-        named = (gpu, _raw(pool[0][0], [list(workload)], [f'{labels.pod}!=""'], f"present_over_time({{}}[{lookback}])")) \
+        named = (gpu, _raw(pool[0][0], [list(workload)], [pod_named(labels)], f"present_over_time({{}}[{lookback}])")) \
             if lookback else None
         return _pooled(*pool, catalog, per_gpu, ", ".join(outer), spellings, named)
     value = per_gpu(query.metric, query.whole_gpu)
@@ -3473,9 +3524,11 @@ def naming_targets(metric: str, branches: list[list[str]], labels: Labels, lookb
     pods' series of `metric` in `branches`; `left`: the others, the targets of a node the pod left (a target naming it
     within a longer window but not within `lookback` is in neither). A `counter`'s sample times (_named_rates) read
     its series through present_over_time (sample_time's `present`: the same step times; no counter is read through
-    last_over_time)."""
+    last_over_time). Any pod label is read, an exporter pod's too (not pod_named: each judgement is of one pod, so an
+    exporter pod's judgement meets no workload pod's, and the regex in four more selectors of every per-pod query grew
+    the bundled by-pod dashboard 4 KB)."""
     keys = _listed((labels.cluster, labels.namespace, labels.pod))
-    named = _raw(metric, branches, [f'{labels.pod}!=""'], sample_time(lookback, resolution, present=counter))
+    named = _raw(metric, branches, [pod_named(labels, False)], sample_time(lookback, resolution, present=counter))
     times = f"max by ({_listed((labels.cluster, labels.namespace, labels.pod, *COPY_LABELS))}) ({named})"
     margin = 1.5 * _seconds(resolution)
     return f"({times} {'<' if left else '>='} on ({keys}) group_left () (max by ({keys}) ({named}) - {margin:g}))"
@@ -3510,7 +3563,7 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     idle = idle_gpus(query.metric, everywhere.matchers(labels), labels, resolution)
     # named by any copy, whatever its node spelling
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
-    scoped = _raw(query.metric, anywhere, [f'{labels.pod}!=""'], f"present_over_time({{}}[{window}])")
+    scoped = _raw(query.metric, anywhere, [pod_named(labels)], f"present_over_time({{}}[{window}])")
     # not on the targets of a node the pod left (naming_targets), as the gauge panels beside it (_Device._named_on)
     moved = naming_targets(query.metric, everywhere.matchers(labels), labels, label_lookback(_seconds(resolution)),
                            resolution, left=True, counter=True)

@@ -20,7 +20,7 @@ from ..clients.answer import OddAnswer
 from ..clients.http import SlowAnswer
 from ..clients.prometheus import HINT, NoRuleListing, Prometheus
 from ..errors import RemoteError
-from ..exporter_styles import exporter_namespaces, exporter_pod_names
+from ..exporter_styles import exporter_namespaces
 from ..markers import KUBERNETES_SELECTOR, PROMETHEUS_RULE_LABEL
 from ..names import ALERT_PREFIX, CLUSTERS_GROUP, WATCHED_CLUSTER, is_counter_group, prometheus_rule_name, shown
 from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
@@ -659,11 +659,12 @@ def _pod_label(prometheus: Prometheus, project: Project) -> Check:
         shown = ", ".join(f"{pod} ({count} GPU{'s' * (count != 1)})" for pod, count in sorted(targets_own.items())[:3])
         carry = "s carry their" if gpus != 1 else " carries its"
         more = " ..." if len(targets_own) > 3 else ""
-        return Check(GROUP, "workload pod label", FAIL,
+        return Check(GROUP, "workload pod label", WARN,
                      f"{gpus} GPU{carry} scrape target's own pod as the workload's {labels.pod!r}: {shown}{more}: a "
                      "GPU no pod holds gets the exporter pod's labels (a ServiceMonitor that honors labels and keeps "
-                     "its target's pod, or one that does not honor them), so the per-pod panels and alerts show the "
-                     "exporter pod holding it",
+                     "its target's pod, or one that does not honor them); gpudash's panels and alerts read it as held "
+                     "by no pod (by the exporter DaemonSets' pod names, whatever the namespace: a workload pod so "
+                     "named reads as none too), any other query of this Prometheus shows the exporter pod holding it",
                      f"apply {built(SERVICE_MONITOR_FILE)} in place of that ServiceMonitor (it honors labels and drops "
                      "its target's pod, namespace and container); or, in yours, set honorLabels: true and add the "
                      "relabeling {action: labeldrop, regex: pod|namespace|container}")
@@ -681,7 +682,7 @@ def _targets_own_pods(prometheus: Prometheus, project: Project) -> dict[str, int
     labels = project.settings.labels
     pod, namespace = labels.pod, labels.namespace
     gpu = ", ".join((namespace, pod, labels.uuid))
-    exporters = f'{{__name__=~"DCGM_FI_.+", {pod}=~{quoted(exporter_pod_names(project.settings))}}}'
+    exporters = f'{{__name__=~"DCGM_FI_.+", {pod}=~{quoted(labels.exporter_pods)}}}'
     found = prometheus.query(f"count by ({namespace}, {pod}) (group by ({gpu}) "
                              f"({recent(exporters, looked_back(project))}))")
     return {f"{row.get(namespace, '')}/{row.get(pod, '')}": int(value) for row, value in found}

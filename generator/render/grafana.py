@@ -22,7 +22,7 @@ from ..promql_text import packed
 from ..promql import (COST_NOTE, GPU_LABEL, WHOLE_GPUS_NOTE, Scope, copies_note, counted_within_note,
                       draws_whole_gpus, expression, group_keys,
                       label_lookback, label_name, legend, listed_names, memory_share_note, named_pods_looked_back,
-                      named_within_note, on_node,
+                      named_within_note, on_node, pod_named,
                       over_note, presence, reads_copies_per_step, reads_recording, recording_note, with_cluster)
 from ..settings import Settings
 
@@ -69,7 +69,7 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
     (promql.counted), is still a GPU of the node, and picking it shows that it reports nothing."""
     labels = settings.labels
     scope = variable_scope(settings, upto=name)
-    extra = (f'{labels.pod}!=""',) if key in ("namespace", "pod") else ()
+    extra = (pod_named(labels),) if key in ("namespace", "pod") else ()
     metrics = presence_metrics(catalog)
     label = label_name(key, labels)
     if key == "cluster":  # of the clusters gpudash watches on the Prometheus (render.alarms.watched_clusters)

@@ -12,6 +12,7 @@ from generator.lint.grafana_rules import RULES
 from tests.support.lint_input import lint_input
 from generator.lint.promql_checks import parse, query_selectors
 from generator.project import load_project
+from generator.promql import PER_GPU_IDLE, pod_named, pod_unnamed
 from generator.promql_text import packed
 
 
@@ -61,8 +62,11 @@ def test_no_property_grafanas_own_types_do_not_have_there():
     assert {m["schemaVersion"] for m in models.values()} == {42}
 
 
+# a selector's braces (a quoted regex may hold one: the exporter pods' `{5}`, promql.pod_named)
+SELECTOR = r"\{(?:'[^']*'|[^}'])*\}"
+
 def test_by_pod_panels_group_by_pod_with_pod_legends():
-    _, models = _dashboards()
+    project, models = _dashboards()
     by_pod = models["gpudash-by-pod"]
     series_panels = [(p, t) for p, t in _targets(by_pod) if p["type"] == "timeseries"]
     assert len(series_panels) >= 10
@@ -70,7 +74,7 @@ def test_by_pod_panels_group_by_pod_with_pod_legends():
         # a share of memory per pod is the pod's sums' ratio (promql.pooled), taken as exp of their logs' difference
         assert target["expr"].startswith(tuple(map(packed, ("avg by (namespace, pod) (", "sum by (namespace, pod) (",
                                                             "exp(sum by (namespace, pod) (")))), panel["title"]
-        assert packed('pod!=""') in target["expr"], panel["title"]
+        assert packed(pod_named(project.settings.labels)) in target["expr"], panel["title"]
         assert target["legendFormat"] == "Pod {{namespace}}/{{pod}}", panel["title"]
         assert panel["options"]["legend"]["showLegend"] is True
 
@@ -193,18 +197,20 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # one within an interval), with a pod or namespace picked (promql.idle_gpus: the picked pods' naming samples ordered against every sample
     # without a pod, each selector gated by gpudash_picked so that at All it meets no series)
     gated = 'gpudash_picked!~"$namespace$pod"'
+    # (a per-GPU panel's: any pod label a pod's, promql.PER_GPU_IDLE)
+    picked_named, picked_unnamed = (f(project.settings.labels, PER_GPU_IDLE) for f in (pod_named, pod_unnamed))
     assert packed('and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
                   'REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]) unless on '
                   '(cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, UUID, gpu, GPU_I_ID, '
                   'GPU_I_PROFILE) '
-                  f'(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu=~"$gpu", {gated}, pod=""}}) or max_over_time('
-                  f'timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu=~"$gpu", {gated}, pod=""}})[120s:15s]) or '
+                  f'(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu=~"$gpu", {gated}, {picked_unnamed}}}) or max_over_time('
+                  f'timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu=~"$gpu", {gated}, {picked_unnamed}}})[120s:15s]) or '
                   '(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", '
-                  f'pod=~"$pod", {gated}, pod!=""}}) or max_over_time(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{'
-                  f'gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod", {gated}, pod!=""}})[120s:15s])) + 0.0001) '
+                  f'pod=~"$pod", {gated}, {picked_named}}}) or max_over_time(timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{'
+                  f'gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod", {gated}, {picked_named}}})[120s:15s])) + 0.0001) '
                   '* 10000 + 0.5) % 10 < 1 unless on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) '
                   'timestamp(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu=~"$gpu", '
-                  f'namespace=~"$namespace", pod=~"$pod", {gated}, pod!="", UUID=""}}) >= time() - 30)'
+                  f'namespace=~"$namespace", pod=~"$pod", {gated}, {picked_named}, UUID=""}}) >= time() - 30)'
                   ) in replay
     assert packed('+ on (cluster, gpudash_gpu, gpu) group_left (node) 0 * (label_replace(topk by (cluster, '
                   'gpudash_gpu, gpu) (1, ') in replay
@@ -216,6 +222,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # a per-pod panel reads each GPU a scrape of the window named the pod on with the GPU's rate, read as the per-GPU
     # panels read it (its recording), joined on the GPU
     by_pod = [t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if ":step_increase" in t["expr"]]
+    named, unnamed = pod_named(project.settings.labels), pod_unnamed(project.settings.labels)
     assert by_pod and all("sum_over_time(gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_increase{" in e
                           and packed("namespace, pod, UUID") not in e and "rate(" not in e for e in by_pod)
     # each GPU once per pod by its UUID (gpudash_gpu), under the node its rate is named by: an upgrade renaming the
@@ -225,10 +232,10 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     assert all(e.startswith(packed("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) ((max by "
                                    "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join("
                                    "present_over_time(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace=~\"$namespace\", "
-                                   "pod=~\"$pod\", gpu=~\"$gpu\", pod!=\"\"}[$__rate_interval]) unless"))
+                                   f"pod=~\"$pod\", gpu=~\"$gpu\", {named}}}[$__rate_interval]) unless"))
                and packed("unless on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, UUID, gpu, "
                           "GPU_I_ID, GPU_I_PROFILE) (timestamp(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=~\"$gpu\", "
-                          "pod=\"\"}) or max_over_time(timestamp(") in e
+                          f"{unnamed}}}) or max_over_time(timestamp(") in e
                and packed(" * 0 + on (node, gpu) group_left () max by (node, gpu) (") in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
@@ -240,9 +247,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # (a series the exporter stopped serving, left out of the late tier, is told by its samples' times and by the
     # instant selector having none: promql._superseded reads no value of it; a GPU no pod holds any more by which of its
     # series are there now: promql.idle_gpus reads no value of them)
-    read = re.sub(r"timestamp\(DCGM_\w+\{[^}]*\}\)|unless DCGM_\w+\{[^}]*\}"
-                  r"|DCGM_\w+\{[^}]*\} unless on ?\([^)]*\) ?DCGM_\w+\{[^}]*\}(?!\[)", "", util)
-    floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14| >= 1e14| and present_over_time\(|, 1e14\)| / 100000\)\)\[)?",
+    read = re.sub(rf"timestamp\(DCGM_\w+{SELECTOR}\)|unless DCGM_\w+{SELECTOR}"
+                  rf"|DCGM_\w+{SELECTOR} unless on ?\([^)]*\) ?DCGM_\w+{SELECTOR}(?!\[)", "", util)
+    floors = re.findall(rf"DCGM_\w+{SELECTOR}(?!\[)( < 1e14| >= 1e14| and present_over_time\(|, 1e14\)| / 100000\)\)\[)?",
                         read)
     assert floors and all(floors), util
 
@@ -256,14 +263,14 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # (the device's reading joined under the node's spellings; promql._superseded's `group_left ()` compares times)
     joined = [device(m.end()) for m in re.finditer(r"group_left ?\([^)]+\) ?", util)]  # (packed: no spaces)
     assert joined and all(d.endswith(" < 1e14)") and re.search(r"topk by\b", d) for d in joined), util
-    ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
+    ranged = re.findall(rf"DCGM_\w+{SELECTOR}\[", util)
     # (the dashboard's range at its end: the GPUs the picked node holds, promql.on_node; 30s and 60s: the last scrape
     # interval and the two before, promql.idle_gpus)
     windows = r"(?:120s|30000ms|30s|60s|\$__range)"
-    assert ranged and len(ranged) == len(re.findall(rf"present_over_time\(DCGM_\w+\{{[^}}]*\}}\[{windows}\]",
+    assert ranged and len(ranged) == len(re.findall(rf"present_over_time\(DCGM_\w+{SELECTOR}\[{windows}\]",
                                                     util)) + len(
-        re.findall(r"last_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30s|15s)\]\)", util)) + len(
-        re.findall(r"min_over_time\(DCGM_\w+\{[^}]*\}\[120s\]\) < 1e14", util))  # a reading within the lookback
+        re.findall(rf"last_over_time\(DCGM_\w+{SELECTOR}\[(?:120s|30s|15s)\]\)", util)) + len(
+        re.findall(rf"min_over_time\(DCGM_\w+{SELECTOR}\[120s\]\) < 1e14", util))  # a reading within the lookback
     # (15s: half the scrape interval, the ranges promql.sample_time reads a series' latest sample time over)
 
 
