@@ -82,6 +82,9 @@ import signal
 from generator.cli_publish import _StopOnSignal
 from generator.clients.deadline import Deadline
 
+# Ctrl-C as a terminal delivers it: a process started in the background (`cmd &` in a script, as a CI job may be) inherits
+# SIGINT ignored, and gpudash rightly leaves an ignored signal ignored
+signal.signal(signal.SIGINT, signal.default_int_handler)
 deadline = Deadline(30, command="apply")
 with _StopOnSignal(deadline):
     signal.raise_signal(signal.SIGINT)
