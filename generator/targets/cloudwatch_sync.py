@@ -1763,8 +1763,9 @@ def _shown_while_deleting(cloudwatch: CloudWatch, region: str, deleted: list[Out
                                   f"({_which(dashboards)}): whether one came to show it while they ran is not known")
         elif added:
             outcome.unfinished = (f"put on dashboard(s) {shown_names(added)} while the Region's deletes ran, after "
-                                  "the look at every dashboard before them: deleted, and those show it missing; take "
-                                  "it off them or point them at another alarm")
+                                  "the look at every dashboard before its delete: deleted all the same, and those show "
+                                  "it missing (running again does not mend it: take it off them or point them at "
+                                  "another alarm)")
 
 
 def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]

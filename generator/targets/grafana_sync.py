@@ -1198,8 +1198,8 @@ def _after_deletes(client: GrafanaClient, outcomes: list[Outcome], account: Acco
                             "them: what was made on it while the deletes ran is not known")
             elif added:
                 said.append(f"{what} {_first(list(added))} while the run's deletes ran, after the read before its "
-                            "delete: deleted with it, and that now names a dashboard that is gone; look at it in "
-                            "Grafana")
+                            "delete: deleted all the same, and that now names a dashboard that is gone (running "
+                            "again does not mend it: point it at another dashboard in Grafana)")
         if said:
             outcome.unfinished = "; ".join(said)
 
