@@ -801,27 +801,38 @@ GPU_LABEL = "gpudash_gpu"  # the label a GPU is named by: its UUID, else its nod
 
 def identified(expr: str, labels: Labels) -> str:
     """`expr` with the label GPU_LABEL naming each series' GPU with its index (`gpu`): its UUID (under the label the
-    exporter writes it: Labels.uuid), or where a series has none, its first non-empty node spelling."""
-    uuid = quoted(labels.uuid)
+    exporter writes it, Labels.uuid; with Labels.either_uuid, under either: uuid_spellings), or where a series has none,
+    its first non-empty node spelling."""
     target = quoted(GPU_LABEL)
+    uuids = tuple(map(quoted, uuid_spellings(labels)))
     if len(labels.node_sources) == 1:  # one node spelling: no joining
-        return _named_by(expr, quoted(labels.node_sources[0]), uuid, target)
-    joined = f'label_join({expr}, {target}, ";", {_listed((uuid, *map(quoted, labels.node_sources)))})'
+        return _named_by(expr, quoted(labels.node_sources[0]), uuids, target)
+    joined = f'label_join({expr}, {target}, ";", {_listed((*uuids, *map(quoted, labels.node_sources)))})'
     return f'label_replace({joined}, {target}, "$1", {target}, {FIRST_JOINED})'  # the UUID, else the first spelling
+
+
+def uuid_spellings(labels: Labels) -> tuple[str, ...]:
+    """The labels a GPU is named by its UUID under (identified): Labels.uuid, and with Labels.either_uuid the other of
+    UUID_LABELS after it (an exporter rolled with --use-old-namespace turned on or off writes `uuid` for `UUID`, or
+    back, from one scrape to the next)."""
+    return (labels.uuid, *(name for name in UUID_LABELS if name != labels.uuid and labels.either_uuid))
 
 
 def coalesced_gpu(expr: str, labels: Labels) -> str:
     """identified(coalesce_node(expr)): the first non-empty node spelling written into the node label, then the GPU
     named by its UUID, else by that label, which holds the first non-empty spelling already (no joining of them
     again: the same names, some 40 bytes fewer each time)."""
-    uuid = quoted(labels.uuid)
-    return _named_by(coalesce_node(expr, labels), quoted(labels.node), uuid, quoted(GPU_LABEL))
+    return _named_by(coalesce_node(expr, labels), quoted(labels.node), tuple(map(quoted, uuid_spellings(labels))),
+                     quoted(GPU_LABEL))
 
 
-def _named_by(expr: str, node: str, uuid: str, target: str) -> str:
-    """`expr` with the label `target` its UUID where it has one, else the label `node`."""
+def _named_by(expr: str, node: str, uuids: tuple[str, ...], target: str) -> str:
+    """`expr` with the label `target` its UUID where it has one (under the first of `uuids` it has), else the label
+    `node`."""
     named = f'label_replace({expr}, {target}, "$1", {node}, "(.*)")'
-    return f'label_replace({named}, {target}, "$1", {uuid}, "(.+)")'
+    for uuid in reversed(uuids):  # the first written last: it wins where a series has both
+        named = f'label_replace({named}, {target}, "$1", {uuid}, "(.+)")'
+    return named
 
 
 def spelled(labels: Labels) -> list[list[str]]:

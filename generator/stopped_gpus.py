@@ -64,7 +64,9 @@ reported before. So the rule has no CloudWatch alarm; lint AL027 says so (no_clo
 from __future__ import annotations
 
 from .blanks import READING_FLOOR, short
-from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clusters
+from dataclasses import replace
+
+from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clusters, uuid_spellings
 from .settings import Settings
 
 MEMORY = "60m"  # how far back a GPU's readings are read: the hour of copies its name is read from (gpus_named)
@@ -151,7 +153,10 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
             record: str | None = None) -> str:
     """Each GPU stopped (labelled by its identity and the node alerts name), its value its last reading time, no
     earlier than MEMORY back; with `record`, also each GPU `record` held within HOLD that still reads nothing."""
-    labels = settings.labels
+    # a GPU by its UUID under either label (Labels.either_uuid): an exporter rolled with --use-old-namespace turned off
+    # writes UUID where it wrote uuid, and the GPU named by its node under the label it no longer writes read as lost
+    # once the new copies had read over the hour (every GPU of the node, from about an hour after the rollout on)
+    labels = replace(settings.labels, either_uuid=True)
     scope = settings_clusters(settings)
     identity = _names((labels.cluster, GPU_LABEL, "gpu"))
     floor = short(READING_FLOOR)
@@ -163,16 +168,16 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     # indexes the GPUs after it one lower (the same GPU, another `gpu`)
     uuid = uuid_name(settings)
     by_uuid = _names((labels.cluster, GPU_LABEL))
-    with_uuid = f'{uuid}!=""'
+    with_uuids = [[f'{name}!=""'] for name in uuid_spellings(labels)]  # a series with a UUID, under either label
 
     def read(span: str, shift: int = 0, copies: bool = False, uuids: bool = False) -> str:
         """Each GPU (by its identity) with a reading, not a blank, within `span` ending `shift` seconds back;
         `copies`: of a pod's copies carrying the exporter's copy label (KUBERNETES_VIRTUAL_GPUS) alone; `uuids`: each
         GPU with a UUID, by it alone."""
         offset = f" offset {shift}s" if shift else ""
-        matchers = ([f'{labels.copies[0]}!=""'] if copies else []) + ([with_uuid] if uuids else [])
-        raw = _either([f"(min_over_time({selector(metric, branch + matchers)}[{span}]{offset}) < {floor})"
-                       for metric, branch in sources])
+        matchers = [f'{labels.copies[0]}!=""'] if copies else []
+        raw = _either([f"(min_over_time({selector(metric, branch + matchers + more)}[{span}]{offset}) < {floor})"
+                       for metric, branch in sources for more in (with_uuids if uuids else [[]])])
         return f"max by ({by_uuid if uuids else identity}) ({coalesced_gpu(raw, labels)})"
 
     def named(series: str) -> str:
@@ -267,8 +272,9 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     # another GPU reading at its node and index is the same GPU on other hardware (a GPU replaced, an instance
     # stopped and started), unless it read before the hour too: one a reboot indexed anew (by its UUID)
     before = FIRST_SECONDS - MEMORY_SECONDS + ARRIVED_MARGIN
-    settled = _either([f"present_over_time({selector(metric, branch + [with_uuid])}[{before}s] "
-                       f"offset {MEMORY_SECONDS - ARRIVED_MARGIN}s)" for metric, branch in sources])
+    settled = _either([f"present_over_time({selector(metric, branch + more)}[{before}s] "
+                       f"offset {MEMORY_SECONDS - ARRIVED_MARGIN}s)"
+                       for metric, branch in sources for more in with_uuids])
     replacing = f"({reporting} unless on ({by_uuid}) max by ({by_uuid}) ({coalesced_gpu(settled, labels)}))"
     judged = (f"(clamp_min({stopped}, time() - {MEMORY_SECONDS}) >= on ({node}) group_left () {since} "
               f"unless on ({slot}) {replacing})")

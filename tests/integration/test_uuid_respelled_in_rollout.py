@@ -93,13 +93,10 @@ def _rule_series() -> list[dict[str, str]]:
     return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the stopped-reporting rule judges a GPU by its UUID under the one label the settings imply: after a rollout "
-    "turning --use-old-namespace off, the old copies (uuid) are a GPU named by its node and index, which the new "
-    "copies (UUID) stand in for only within the hour; about an hour after the rollout (minute 88 of one at 30) "
-    "every GPU of the node fires 'GPU stopped reporting' (critical), held by the rule's own recording to the "
-    "story's end (minute 196)"))
 def test_no_gpu_of_a_node_whose_exporter_respelled_the_uuid_reads_as_stopped(built):
+    """The rule judged a GPU by its UUID under the one label the settings imply: the old copies (uuid) were a GPU named
+    by its node and index, which the new copies (UUID) stood in for only within the hour; from minute 88 every GPU of
+    the node fired 'GPU stopped reporting' (critical), held by the rule's own recording to the story's end."""
     promtool_test(built, "uuid_respelled.yaml", [{"interval": "30s", "input_series": _rule_series(),
                                                   "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": []} for minute in range(31, 199, 3)]}])
