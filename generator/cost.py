@@ -481,8 +481,9 @@ def _kind_events(project: Project, fleet: Fleet, what: Published,
     ksm_metrics = len(data_missing.KSM_METRICS)
     # and kube-state-metrics' node series (data_missing.NODES): each GPU node's info and its GPU capacity, an event
     # each (their labels differ); a node without GPUs adds its info, not counted (the fleet counts GPU nodes)
+    # (scraped, so logged, wherever GPUs are expected; published where the data-missing alarm reads them)
     node_series = Events("kube-state-metrics' node series (a GPU node's info and GPU capacity; a CPU node's info is "
-                         "not counted)", 2 * nodes if what.ksm else 0, 1, 1, False)
+                         "not counted)", 2 * nodes if ksm else 0, 1, int(what.ksm), False)
     if settings.agent.pipeline == "classic":
         events = [Events("a GPU's gauges", copies, len(gauges), shown(gauges, per_gpu | per_pod), True),
                   Events("a GPU's counters", copies, len(counters), shown(counters, per_gpu | per_pod), True),
@@ -707,7 +708,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + (f" + {per_node_mean} x {fleet.node_count:,} GPU nodes (a node's total and count of GPUs read per "
                 f"scrape: the fleet's values now){nodes}" if per_node_mean else "")
              + (f" + {per_cluster} per cluster ("
-                + ("data-missing alarm, " if data_missing.expected(settings) else "")
+                + ("data-missing alarm, " if any(published.ksm for published, *_ in alike) else "")
                 + "the widgets' PERIOD() metric, the fleet's values now past their query's LIMIT)"
                 if per_cluster else "")
              + (f" + {per_daemonset} x {daemonsets:,} exporter DaemonSets (data-missing alarms; each cluster's, "

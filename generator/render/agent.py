@@ -116,11 +116,11 @@ class Published:
 def published(catalog: Catalog, settings: Settings, queried: DimensionSets,
               node_kinds: Mapping[str, tuple[str, ...]] | None = None) -> Published:
     """What the agent publishes: the DCGM fields' sets, the data-missing alarm's expected signal (kube-state-metrics,
-    when GPUs are expected and the cluster's set is read) and, for its second alarm, each target's scrapes without DCGM
+    when GPUs are expected and the cluster's data-missing alarm reads it: render/cloudwatch.queried_sets) and, for its second alarm, each target's scrapes without DCGM
     samples per node (when that alarm reads them: the OTel pipeline, data_missing.per_node)."""
     return Published(
         fields=published_sets(catalog, settings, queried),
-        ksm=data_missing.expected(settings) and any(data_missing.CLUSTER_SET in sets for sets in queried.values()),
+        ksm=data_missing.expected(settings) and any(name in queried for name in data_missing.KSM_METRICS),
         no_data=data_missing.SAMPLES_SET in queried.get(data_missing.SAMPLES, set()),
         ksm_set=data_missing.ksm_set(settings), node_kinds=dict(node_kinds or {}))
 

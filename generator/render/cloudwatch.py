@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Iterable
 
+from .. import data_missing
 from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..errors import InputError
@@ -102,6 +103,7 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     plans = []
     periods = False  # a widget reads PERIOD() of the cluster's metric of period_field
     per_cluster: set[str] = set()  # fields a fleet mean reads per cluster past 500 GPUs (readings_past_500)
+    expected_signal = False  # a data-missing alarm of the cluster reads kube-state-metrics' counts
     for dashboard in dashboards:
         for panel in dashboard.panels():  # the panels cloudwatch_panels keeps: those with a plan
             try:
@@ -119,13 +121,20 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
             if cluster is not None and cluster.name not in {member.name for member in members}:
                 continue
             try:  # (a cluster saying exporter.mig: none publishes nothing in a MIG-only set: mig_only_set)
-                plans += [form.plan for form in alarm_forms(alarm, catalog, held)
-                          if not (settings_here.no_mig and mig_only_set(form.plan.dims))]
+                forms = alarm_forms(alarm, catalog, held)
             except Unsupported:
                 continue  # generate refuses such an alarm with its file and line
+            plans += [form.plan for form in forms if not (settings_here.no_mig and mig_only_set(form.plan.dims))]
+            # the data-missing metric-math alarm reads the expected signal: kube-state-metrics' counts
+            expected_signal = expected_signal or any(form.kind == "math" for form in forms)
     result = {}
     for item in plans:
         result.setdefault(item.metric, set()).add(item.dims)
+    if expected_signal:
+        for name in data_missing.KSM_METRICS:
+            result.setdefault(name, set()).add(data_missing.ksm_set(settings))
+        for name in data_missing.NODE_METRICS:
+            result.setdefault(name, set()).add(data_missing.CLUSTER_SET)
     field = period_field(catalog, settings) if periods else None
     if field:
         result.setdefault(field, set()).add((CLUSTER_DIMENSION,))

@@ -91,3 +91,20 @@ def test_the_agent_publishes_only_what_a_widget_or_alarm_reads(tmp_path, name):
     assert published, "no declaration found"
     assert sorted((m, sorted(d)) for m, d in published - read) == []
     assert {(m, d) for m, d in read if m.startswith("DCGM_")} <= published  # and the readers are published (AG001)
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_without_a_data_missing_alarm_the_agent_publishes_no_kube_state_metrics_count(tmp_path, pipeline):
+    """alarms.expected_gpus: kube-state-metrics, and alarms of the user's own, none of them the data-missing alarm: the
+    agent published the exporter DaemonSet's three pod counts and the nodes' two counts, which only that alarm reads
+    (five custom metrics a cluster billed for nothing), because a widget's PERIOD() line reads the cluster's set."""
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "hot.py").write_text(
+        "from generator.model import Alarm, Condition, Query\n\n\n"
+        "def alarms(ctx):\n"
+        "    yield Alarm('gpu-hot', 'GPU hot', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'max', ('node', 'gpu')), '>', 85))\n")
+    (tmp_path / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\ndefinitions:\n  alarms: [alarms]\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    published, read = _published(files), _read(files)
+    assert sorted((m, sorted(d)) for m, d in published - read) == []
+    assert {(m, d) for m, d in read if m.startswith("DCGM_")} <= published
