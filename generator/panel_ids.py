@@ -69,10 +69,15 @@ def _held(value: Any) -> bool:
 
 def given_ids(model: dict[str, Any]) -> None:
     """Every panel of `model` (a grafanalib dashboard's JSON, its rows moved onto the grid), those a collapsed row
-    holds included, that holds no id given one from its title, in place; the ids its definition gives are kept."""
-    panels = [p for p in model.get("panels") or [] if isinstance(p, dict)]
-    panels += [inner for p in panels if p.get("type") == "row" for inner in p.get("panels") or []
-               if isinstance(inner, dict)]
+    holds included, that holds no id given one from its title, in place; the ids its definition gives are kept.
+    Titles that repeat are counted in the layout's order, a collapsed row's panels right after the row (where they are
+    when it is open): collapsing a row moves no id."""
+    panels = []
+    for panel in model.get("panels") or []:
+        if isinstance(panel, dict):
+            panels.append(panel)
+            if panel.get("type") == "row":
+                panels += [inner for inner in panel.get("panels") or [] if isinstance(inner, dict)]
     bare = [p for p in panels if not _held(p.get("id"))]
     if not bare:
         return

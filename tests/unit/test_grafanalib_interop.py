@@ -212,3 +212,37 @@ def test_grafanalib_panels_sharing_an_id_are_a_lint_warning_naming_both(cli, pro
     found = [f for f in json.loads(stdout)["findings"] if f["rule"] == "GF013"]
     assert [(f["severity"], f["where"]) for f in found] == [("warning", "grafana/legacy-rows.json panel 'Power'")]
     assert "id 40 is also that of panel 'Memory'" in found[0]["message"]
+
+
+_REPEATED_IN_ROWS = '''
+from grafanalib.core import Dashboard, Row, Target, TimeSeries
+
+
+def ts(title, metric):
+    return TimeSeries(title=title, targets=[Target(expr=f"avg({{metric}})", refId="A")])
+
+dashboard = Dashboard(title="Legacy rows board", uid="legacy-rows", rows=[
+    Row(title="Compute", collapse={collapse}, panels=[ts("Util", "DCGM_FI_DEV_GPU_UTIL")]),
+    Row(title="Memory", panels=[ts("Util", "DCGM_FI_DEV_MEM_COPY_UTIL")]),
+])
+'''
+
+
+def test_a_grafanalib_panel_keeps_its_id_when_a_row_before_it_is_collapsed(project_dir):
+    """Two panels of one title ('Util', one per row) are told apart by their order in the layout. Collapsing the first
+    row nests its panel inside the row panel: the ids were given in the order of the top-level panels, then the
+    nested ones, so the first row's 'Util' came after the second's, and the two swapped ids (what people tied to one
+    moved onto the other). The order is the layout's, a collapsed row's panels where the row is: neither moves."""
+    from generator.artifacts import grafana_dashboards
+    from generator.project import load_project
+
+    def ids(collapse: bool) -> dict[str, int]:
+        (dashboard,) = grafana_dashboards(load_project(project_dir(dashboards={
+            "legacy.py": _REPEATED_IN_ROWS.format(collapse=collapse)})))
+        panels = dashboard.model["panels"]
+        return {p["targets"][0]["expr"]: p["id"] for p in panels + [q for p in panels for q in p.get("panels", [])]
+                if p["type"] != "row"}
+
+    opened, collapsed = ids(False), ids(True)
+    assert len(opened) == 2 and len(set(opened.values())) == 2
+    assert collapsed == opened
