@@ -246,3 +246,31 @@ def test_a_grafanalib_panel_keeps_its_id_when_a_row_before_it_is_collapsed(proje
     opened, collapsed = ids(False), ids(True)
     assert len(opened) == 2 and len(set(opened.values())) == 2
     assert collapsed == opened
+
+
+def test_an_id_a_grafanalib_definition_sets_is_never_given_to_a_panel_without_one(project_dir):
+    """A definition may set the very id another panel's title gives (a dashboard gpudash generated, exported and kept
+    as grafanalib code with its ids): the panel that sets it keeps it, the one without an id takes its next choice,
+    and the two stay apart."""
+    from generator.artifacts import grafana_dashboards
+    from generator.project import load_project
+
+    def ids(power_id: int) -> dict[str, int]:
+        (dashboard,) = grafana_dashboards(load_project(project_dir(dashboards={
+            "legacy.py": _BARE_IDS.format(above="", first="").replace("id=40", f"id={power_id}")})))
+        return {p["title"]: p["id"] for p in dashboard.model["panels"] if p["type"] != "row"}
+
+    util = ids(40)["Util"]
+    taken = ids(util)
+    assert taken["Power"] == util and taken["Util"] != util and 1 <= taken["Util"] <= 2**31 - 1
+
+
+def test_a_grafanalib_panel_id_past_what_grafana_keeps_is_a_lint_warning(cli, project_dir):
+    """Grafana's dashboard kind declares a panel's id a uint32: a definition's id past it (2^32) is one Grafana does
+    not keep as it is. GF013 warns, naming the panel."""
+    config = project_dir(dashboards={"legacy.py": _BARE_IDS.format(above="", first="").replace("id=40",
+                                                                                               f"id={2**32}")})
+    _, stdout, _ = cli("lint", "--config", str(config), "--output", "json")
+    found = [f for f in json.loads(stdout)["findings"] if f["rule"] == "GF013"]
+    assert [(f["severity"], f["where"]) for f in found] == [("warning", "grafana/legacy-rows.json panel 'Power'")]
+    assert f"id {2**32} is no whole number from 1 to {2**32 - 1}" in found[0]["message"]
