@@ -361,9 +361,12 @@ def _failure(outcomes, deadline) -> GpudashError | None:
     if failed or unfinished:
         written = sum(1 for o in outcomes if o.done)
         after = (f"; {len(unfinished)} of those were written but a step after the write failed (listed above as "
-                 f"done, then FAILED)") if unfinished else ""
+                 f"done, then FAILED, each saying what to do)") if unfinished else ""
         return RemoteError(f"{len(failed)} of {len(failed) + written} writes failed; {written} were published "
-                           f"(listed above as done){after}", hint="fix the cause and run again: publishing converges")
+                           f"(listed above as done){after}", hint="fix the cause and run again: publishing converges"
+                           + ("; a delete found, after it, to have taken something a person made while the deletes "
+                              "ran is not mended by running again (its line says what to point elsewhere)"
+                              if any(o.change.action == "delete" for o in unfinished) else ""))
     return None
 
 

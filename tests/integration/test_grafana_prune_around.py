@@ -563,6 +563,7 @@ def test_what_is_made_on_a_dashboard_while_the_deletes_run_is_never_deleted_sile
         assert set(report["written"]) == set(deleted) and not set(deleted) & set(grafana.state.dashboards), report
         assert failed["written"] is True and said in failed["error"], failed
         assert "while the run's deletes ran" in failed["error"], failed
+        assert "is not mended by running again" in stderr, stderr  # (the summary's fix says so too)
 
 
 def test_a_look_after_the_deletes_that_cannot_read_the_homes_reports_the_deletes_unconfirmed(grafana, run, tmp_path):
