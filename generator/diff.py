@@ -31,10 +31,16 @@ def _fmt(value: Any) -> str:
 
 
 def _panels(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    panels = {}
+    """The dashboard's panels but rows, those a collapsed row holds included, by title in the layout's order; a title
+    that repeats is told by its count ('Util', then 'Util (2)'), so that none hides another."""
+    panels: dict[str, dict[str, Any]] = {}
+    seen: dict[str, int] = {}
     for panel in model.get("panels", []):
-        if panel.get("type") != "row":
-            panels[panel.get("title", "?")] = panel
+        inside = panel.get("panels") if panel.get("type") == "row" else [panel]
+        for chart in (p for p in inside or [] if isinstance(p, dict) and p.get("type") != "row"):
+            title = str(chart.get("title", "?"))
+            seen[title] = seen.get(title, 0) + 1
+            panels[title if seen[title] == 1 else f"{title} ({seen[title]})"] = chart
     return panels
 
 

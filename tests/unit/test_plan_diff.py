@@ -106,3 +106,24 @@ def test_panels_whose_id_changes_are_named_with_their_ids_in_one_line():
     assert said.startswith("panel ids: 6 of 7 panel(s) get another id ('Panel 2' 3 → 33, 'Panel 3' 4 → 44, "
                            "'Panel 4' 5 → 55, 'Panel 5' 6 → 66, 'Panel 6' 7 → 77 and 1 more): annotations made on "
                            "them, links to them (viewPanel, d-solo) and alert rules linked to them keep the old id")
+
+
+def test_a_dashboard_s_diff_sees_panels_in_collapsed_rows_and_each_of_a_title_that_repeats():
+    """plan's diff keyed a dashboard's panels by title among its top-level ones: a panel a collapsed row holds (as a
+    grafanalib dashboard's may be) was not seen, its query or id changed said as "other settings changed"; and of two
+    panels of one title the last hid the first, whose changes went unsaid."""
+    from generator.diff import grafana
+
+    def model(hidden: tuple[str, int], first_util: str) -> dict:
+        return {"title": "GPUs", "panels": [
+            {"type": "timeseries", "title": "Util", "id": 1, "targets": [{"expr": first_util}]},
+            {"type": "timeseries", "title": "Util", "id": 2, "targets": [{"expr": "y"}]},
+            {"type": "row", "title": "More", "id": 3, "collapsed": True, "panels": [
+                {"type": "timeseries", "title": "Hidden", "id": hidden[1], "targets": [{"expr": hidden[0]}]}]}]}
+
+    said = grafana(model(("a", 4), "x"), model(("b", 5), "x2"))
+    assert said == ["panel 'Util': query changed: x → x2", "panel 'Hidden': query changed: a → b",
+                    "panel ids: 1 of 3 panel(s) get another id ('Hidden' 4 → 5): annotations made on them, links to "
+                    "them (viewPanel, d-solo) and alert rules linked to them keep the old id "
+                    "(docs/definitions.md#panel-ids-in-grafana)"], said
+    assert grafana(model(("a", 4), "x"), model(("a", 4), "x")) == ["other settings changed"]
