@@ -117,10 +117,12 @@ def openmetrics(start: int, honoring: bool, per_process: bool) -> str:
 def servers(tmp_path_factory):
     """{(build, "truth" or "honoring"): (prometheus, start)}: each build's fleet as each ServiceMonitor stores it."""
     keys = [(build_, side) for build_ in SETTINGS for side in ("truth", "honoring")]
+    # the folders made here, one after another: pytest makes its base folder at the first, and threads raced to
+    folders = {(build_, side): tmp_path_factory.mktemp(f"exporter-pod-{build_}-{side}") for build_, side in keys}
     with ExitStack() as stack, ThreadPoolExecutor(len(keys)) as pool:
         def started(key):
             build_, side = key
-            folder = tmp_path_factory.mktemp(f"exporter-pod-{build_}-{side}")
+            folder = folders[key]
             return key, stack.enter_context(backfilled(
                 folder, lambda start: openmetrics(start, side == "honoring", build_ == "virtual_gpus"),
                 SCRAPES * SCRAPE, SCRAPE))
