@@ -8,7 +8,7 @@ unlike what gpudash writes, the difference is reported whole instead of item by 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 _ODD_SHAPE = (AttributeError, TypeError, KeyError, IndexError, ValueError)
 
@@ -30,18 +30,23 @@ def _fmt(value: Any) -> str:
     return str(value) if not isinstance(value, str) else value
 
 
-def _panels(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The dashboard's panels but rows, those a collapsed row holds included, by title in the layout's order; a title
-    that repeats is told by its count ('Util', then 'Util (2)'), so that none hides another."""
-    panels: dict[str, dict[str, Any]] = {}
+def titled(charts: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """`charts` (panels, in the layout's order) by title; a title that repeats is told by its count ('Util', then
+    'Util (2)'), so that none hides another."""
+    found: dict[str, dict[str, Any]] = {}
     seen: dict[str, int] = {}
-    for panel in model.get("panels", []):
-        inside = panel.get("panels") if panel.get("type") == "row" else [panel]
-        for chart in (p for p in inside or [] if isinstance(p, dict) and p.get("type") != "row"):
-            title = str(chart.get("title", "?"))
-            seen[title] = seen.get(title, 0) + 1
-            panels[title if seen[title] == 1 else f"{title} ({seen[title]})"] = chart
-    return panels
+    for chart in charts:
+        title = str(chart.get("title", "?"))
+        seen[title] = seen.get(title, 0) + 1
+        found[title if seen[title] == 1 else f"{title} ({seen[title]})"] = chart
+    return found
+
+
+def _panels(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The dashboard's panels but rows, those a collapsed row holds included (titled)."""
+    return titled(chart for panel in model.get("panels", [])
+                  for chart in (panel.get("panels") or [] if panel.get("type") == "row" else [panel])
+                  if isinstance(chart, dict) and chart.get("type") != "row")
 
 
 def _thresholds(panel: dict[str, Any]) -> list[Any]:

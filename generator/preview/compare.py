@@ -1,7 +1,7 @@
 """`--diff BASE_DIR`: the panels that differ between two builds, drawn side by side (before / after).
 
-Panels are matched by dashboard uid and panel title (ids are renumbered when panels move); a panel
-differs when anything in its JSON but its position does. Before and after run against the same
+Panels are matched by dashboard uid and panel title (a title that repeats by its count, as plan's diff matches
+them); a panel differs when anything in its JSON but its position and id does. Before and after run against the same
 Prometheus over the same window, each with its own dashboard's variables.
 """
 
@@ -12,14 +12,11 @@ import json
 from html import escape
 from typing import Any
 
+from ..diff import titled
 from . import page
 from .site import PagePlan, boxes, run_queries, visual_panels, window_text
 
 HALF = 12
-
-
-def _key(panel: dict[str, Any]) -> str:
-    return str(panel.get("title", ""))
 
 
 def _comparable(panel: dict[str, Any]) -> str:
@@ -28,8 +25,7 @@ def _comparable(panel: dict[str, Any]) -> str:
 
 def changes(base: dict[str, Any], new: dict[str, Any]) -> list[tuple[dict | None, dict | None]]:
     """(before, after) for each panel added, removed or changed; None where the panel is absent."""
-    before = {_key(p): p for p in visual_panels(base)}
-    after = {_key(p): p for p in visual_panels(new)}
+    before, after = titled(visual_panels(base)), titled(visual_panels(new))
     found = []
     for title in [*after, *(t for t in before if t not in after)]:
         old, fresh = before.get(title), after.get(title)
@@ -78,7 +74,7 @@ def diff_pages(base: list[tuple[str, dict]], new: list[tuple[str, dict]], plans:
     run_queries([plan for _, _, left, right, _ in sides for plan in (left, right)], client)
     sections = []
     for uid, title, left, right, found in sides:
-        changed = ", ".join(escape(_key(a or b)) + ("" if a and b else " (added)" if a else " (removed)")
+        changed = ", ".join(escape(str((a or b).get("title", ""))) + ("" if a and b else " (added)" if a else " (removed)")
                             for b, a in found)
         placed = boxes(left)[0] + boxes(right)[0]
         sections.append(f'<h2 class="dashboard">{escape(title)} <small>({escape(uid)}): {changed}</small></h2>'

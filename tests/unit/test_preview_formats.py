@@ -93,6 +93,12 @@ def test_diff_finds_changed_added_and_removed_panels_by_title():
     found = [((b or {}).get("title"), (a or {}).get("title")) for b, a in changes(base, new)]
     assert found == [("Power", "Power"), (None, "New"), ("Gone", None)]  # a move alone is no change
 
+    # of two panels of one title, the first changed: the last hid it, and the diff showed nothing
+    twice = {"panels": [panel("Power"), panel("Power", y=9)]}
+    first_changed = {"panels": [panel("Power", unit="mwatt"), panel("Power", y=9)]}
+    assert [((b or {}).get("fieldConfig"), (a or {}).get("fieldConfig")) for b, a in changes(twice, first_changed)] \
+        == [({"defaults": {"unit": "watt"}}, {"defaults": {"unit": "mwatt"}})]
+
 
 def test_axes_tick_at_round_values_and_times():
     from generator.preview.svg import _nice_ticks, _time_ticks
