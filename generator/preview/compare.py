@@ -74,8 +74,8 @@ def diff_pages(base: list[tuple[str, dict]], new: list[tuple[str, dict]], plans:
     run_queries([plan for _, _, left, right, _ in sides for plan in (left, right)], client)
     sections = []
     for uid, title, left, right, found in sides:
-        changed = ", ".join(escape(str((a or b).get("title", ""))) + ("" if a and b else " (added)" if a else " (removed)")
-                            for b, a in found)
+        changed = ", ".join(escape(str((a or b).get("title", "")))
+                            + ("" if a and b else " (added)" if a else " (removed)") for b, a in found)
         placed = boxes(left)[0] + boxes(right)[0]
         sections.append(f'<h2 class="dashboard">{escape(title)} <small>({escape(uid)}): {changed}</small></h2>'
                         f'<div class="side"><h3>before: {escape(base_name)}</h3><h3>after: '
