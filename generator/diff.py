@@ -43,9 +43,12 @@ def titled(charts: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _panels(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The dashboard's panels but rows, those a collapsed row holds included (titled)."""
-    return titled(chart for panel in model.get("panels", [])
-                  for chart in (panel.get("panels") or [] if panel.get("type") == "row" else [panel])
+    """The dashboard's panels but rows, those a collapsed row holds included (titled); a row's `panels` that is no
+    list (a hand-made dashboard's) holds none."""
+    def inside(panel: dict[str, Any]) -> list[Any]:
+        held = panel.get("panels") if panel.get("type") == "row" else [panel]
+        return held if isinstance(held, list) else []
+    return titled(chart for panel in model.get("panels", []) for chart in inside(panel)
                   if isinstance(chart, dict) and chart.get("type") != "row")
 
 

@@ -27,14 +27,20 @@ def linked_panel(value: Any) -> int | None:
     return number if -2**63 <= number < 2**63 else None
 
 
+def _listed(value: Any) -> list[Any]:
+    """`value` where it is a list; a live dashboard is whatever Grafana holds (a hand-made import): anything else holds
+    no panel."""
+    return value if isinstance(value, list) else []
+
+
 def _charts(model: dict[str, Any]) -> list[dict[str, Any]]:
     """The dashboard's panels but rows, those a collapsed row holds included, in their order."""
     found = []
-    for panel in model.get("panels") or []:
+    for panel in _listed(model.get("panels")):
         if not isinstance(panel, dict):
             continue
         if panel.get("type") == "row":
-            found += [p for p in panel.get("panels") or [] if isinstance(p, dict) and p.get("type") != "row"]
+            found += [p for p in _listed(panel.get("panels")) if isinstance(p, dict) and p.get("type") != "row"]
         else:
             found.append(panel)
     return found

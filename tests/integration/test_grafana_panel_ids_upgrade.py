@@ -174,3 +174,21 @@ def test_reads_refused_or_not_valid_answers_are_said_not_read(grafana, cli, monk
         == 4, stdout
     assert "annotation(s) by" not in stdout and "is linked by its __panelId__" not in stdout, stdout
     assert ADMIN not in stdout + stderr
+
+
+def test_a_live_dashboard_of_an_odd_shape_is_planned_not_a_crash(grafana, cli):  # noqa: F811
+    """The live dashboard is whatever Grafana holds (a hand-made import, another tool's JSON): a row whose `panels` is
+    no list, a panel whose title is no text. plan stopped with an internal error where it looked for the panels whose
+    id a save moves; it now plans the dashboard (an edit: drift) and reads such panels as none."""
+    env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN}
+    code, _, stderr = cli("push", "--skip-verify", "--output", "json", env=env)
+    assert code == 0, stderr
+
+    def odd(dashboard):
+        dashboard["panels"][0]["panels"] = 5
+        dashboard["panels"][1]["title"] = ["GPU utilization by pod"]
+    grafana.edit_in_ui("gpudash-by-pod", odd)
+
+    code, stdout, stderr = cli("plan", "--no-cloudwatch", env=env)
+    assert code == 1 and "internal error" not in stderr, stderr
+    assert "drift     grafana dashboard gpudash-by-pod" in stdout, stdout

@@ -127,3 +127,16 @@ def test_a_dashboard_s_diff_sees_panels_in_collapsed_rows_and_each_of_a_title_th
                     "them (viewPanel, d-solo) and alert rules linked to them keep the old id "
                     "(docs/definitions.md#panel-ids-in-grafana)"], said
     assert grafana(model(("a", 4), "x"), model(("a", 4), "x")) == ["other settings changed"]
+
+
+def test_a_row_whose_panels_are_no_list_leaves_the_other_panels_compared():
+    """A hand-made dashboard's row may hold `panels` of another shape: it holds none, and the other panels are still
+    compared one by one (not "shaped unlike what gpudash writes" as a whole)."""
+    from generator.diff import grafana
+
+    def model(expr: str) -> dict:
+        return {"title": "GPUs", "panels": [
+            {"type": "row", "title": "Odd", "id": 1, "panels": 5},
+            {"type": "timeseries", "title": "Util", "id": 2, "targets": [{"expr": expr}]}]}
+
+    assert grafana(model("x"), model("y")) == ["panel 'Util': query changed: x → y"]
