@@ -535,17 +535,21 @@ MADE = {"home": ("made the home dashboard of team 'noc'", lambda g, uid: g.set_h
 @pytest.mark.parametrize("made", list(MADE))
 @pytest.mark.parametrize("at", ["first", "last"], ids=["while the first delete runs", "while its own delete runs"])
 def test_what_is_made_on_a_dashboard_while_the_deletes_run_is_never_deleted_silently(grafana, run, tmp_path, made,
-                                                                                     at):
+                                                                                     at, request):
     """A person makes the last dashboard a push --prune deletes the NOC team's home (or links an alert rule to it, or
-    puts it in a playlist by uid) while the run's first delete is on its way, or while its own is: after the reads
-    before its delete. The teams' preferences are read once right before the run's first delete, the playlists and
-    alert rules (a call or a few, whatever the organization's size) right before each: a rule or a playlist made while
-    the first delete runs keeps it (exit 3); a home made then, or anything made within its own delete's round trip,
-    was deleted with it, exit 0, silently (the round trip's case before too). Now the look after the deletes, which
-    sees the preference, the rule or the item still naming the deleted dashboard, lists it as deleted then failed,
-    exit 3, saying what was made; the other deletes are done."""
+    puts it in a playlist by uid) while the run's first delete is on its way, or while its own is. Made while the
+    first delete runs, the read right before its own delete sees it: it is kept (exit 3), the other deletes done. A
+    home made then was deleted with it, exit 0, silently, where the preferences were read once before the run's first
+    delete: Grafana 10 and later answer a preference whose dashboard is gone as naming none, so nothing after the
+    delete shows it. Made within its own delete's round trip, the look after the deletes, which sees the rule or the
+    item still naming the deleted dashboard, lists it as deleted then failed, exit 3, saying what was made."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
+    if made == "home" and at == "last":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "a home dashboard set within the round trip of that dashboard's own delete goes with it unreported: "
+            "Grafana 10 and later answer a preference whose dashboard is gone as naming no home dashboard (the uid "
+            "is looked up from the stored id), and no Grafana API deletes a dashboard on a condition")))
     pruning, deleted = _pruning_two(grafana, run, tmp_path)
     last = deleted[-1]
     said, person = MADE[made]
@@ -554,9 +558,10 @@ def test_what_is_made_on_a_dashboard_while_the_deletes_run_is_never_deleted_sile
                           action="before", callback=lambda: person(grafana, last)))
         code, stdout, stderr = push_json(run, "--config", pruning, "--prune", "--allow-mass-prune", url=proxy.url)
     report = json.loads(stdout)
+    assert code == 3 and [f["name"] for f in report["failed"]] == [last], (code, stdout, stderr)
     (failed,) = report["failed"]
-    assert code == 3 and failed["name"] == last and ADMIN not in stdout + stderr, (code, stdout, stderr)
-    if made != "home" and at == "first":
+    assert ADMIN not in stdout + stderr, (stdout, stderr)
+    if at == "first":
         assert last in grafana.state.dashboards and set(report["written"]) == set(deleted) - {last}, report
         assert said.replace(" '", " since the plan ('") in failed["error"] and not failed["written"], failed
     else:

@@ -137,7 +137,8 @@ class State:
         VIEWER: {"annotations:read": ["annotations:*", "dashboards:*", "folders:*"],
                  "dashboards:read": ["dashboards:*"]}})
     # home dashboards: the uid the organization's preferences name (homeDashboardUID; "" for none), the teams, and the
-    # uid each team's preferences name. Grafana's delete of a dashboard leaves a preference naming it
+    # uid each team's preferences name. Grafana's delete of a dashboard leaves the preference holding its id, but its
+    # answer names it no more (_preferences)
     org_home: str = ""
     teams: list[dict[str, Any]] = field(default_factory=list)
     team_homes: dict[int, str] = field(default_factory=dict)
@@ -626,13 +627,13 @@ class GrafanaTestServer(LoopbackServer):
             if method == "GET" and path == "/api/org/preferences":
                 if "orgs.preferences:read" not in (self.state.permissions.get(token) or {}):
                     return 403, {"message": "You'll need additional permissions to perform this action."}, None
-                return 200, self._preferences(self.state.org_home), "/org/preferences"
+                return 200, self._preferences(self._home(self.state.org_home)), "/org/preferences"
             if method == "GET" and path == "/api/v1/provisioning/alert-rules":
                 return self._alert_rules(self.state.permissions.get(token) or {})
             if method == "GET" and path == "/api/teams/search":
                 return self._teams(query)
             if method == "GET" and (m := re.fullmatch(r"/api/teams/([0-9]+)/preferences", path)):
-                return 200, self._preferences(self.state.team_homes.get(int(m.group(1)), "")), \
+                return 200, self._preferences(self._home(self.state.team_homes.get(int(m.group(1)), ""))), \
                     "/teams/{team_id}/preferences"
             if method == "GET" and path == "/api/access-control/user/permissions":
                 found = self.state.permissions.get(token)
@@ -876,6 +877,12 @@ class GrafanaTestServer(LoopbackServer):
                          if all(_covers(held[action], f"folders:uid:{rule['folderUID']}")
                                 for action in ("alert.rules:read", "folders:read"))], path
         return 403, {"message": "You'll need additional permissions to perform this action."}, None
+
+    def _home(self, uid: str) -> str:
+        """The home dashboard a preference set to the dashboard `uid` is answered with: Grafana stores the dashboard's
+        id and answers the uid of the dashboard it finds by that id (pkg/api/preferences.go, getPreferencesFor), none
+        where it finds none: a preference naming a deleted dashboard is answered as naming none."""
+        return uid if uid in self.state.dashboards else ""
 
     @staticmethod
     def _preferences(home: str) -> dict[str, Any]:
