@@ -932,12 +932,12 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
 ACCOUNT_MADE = {"playlists": ("put in playlist(s)", "the playlists"),
                 "homes": ("made the home dashboard of", "the home dashboards"),
                 "rules": ("linked to by alert rule(s)", "the alert rules")}
-# Those read once for every delete of a run, right before its first (the teams' and the organization's preferences: a
-# call per team), and not again before each: what is made on a dashboard after that read is seen by the look after
-# the deletes (_after_deletes), where Grafana's delete leaves it naming the dashboard. The playlists (a call per
-# playlist) and the alert rules (one call) are read before each delete: Grafana's delete takes a playlist item that
-# picks the dashboard by id with it, and nothing after it shows the item was there.
-ONCE_BEFORE_THE_DELETES = frozenset({"homes"})
+# Each is read again right before each delete, the home dashboards too (the teams' and the organization's preferences: a
+# call per team): nothing after a delete shows a home dashboard made of it since the read before it, as Grafana 10 and
+# later answer a preference whose dashboard is gone as naming none (Grafana stores the dashboard's id and answers the
+# uid of the dashboard it finds by it), and Grafana's delete takes a playlist item that picks the dashboard by id
+# with it. The look after the deletes (_after_deletes) sees what the delete leaves naming it: an alert rule's link, a
+# playlist item by uid, and a home dashboard's id where Grafana (before 10) answers the preference by id.
 
 
 def _made_since_plan(client: GrafanaClient, change: Change, folder_uid: str, live: dict[str, Any],
@@ -1063,8 +1063,8 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str, account: Acc
     save or takeover since. Grafana's delete takes no version: before each attempt of it (the first, and every retry
     after a 5xx, a 429 or a failed connection) a fresh read is the last look, then an unchanged save with the
     version looked at (_guard) makes any save from an earlier version refused until the delete lands, then what
-    people made around it (annotations, public dashboard, permissions, playlists, alert rules; the home dashboards
-    once for the run's deletes: `account`, see ONCE_BEFORE_THE_DELETES) is read again, then the dashboard once more
+    people made around it (annotations, public dashboard, permissions, playlists, home dashboards, alert rules:
+    `account` records what each showed, see ACCOUNT_MADE) is read again, then the dashboard once more
     (owner tag, folder, id, the guarding save's version). False when it
     was found gone and no delete of gpudash's can have done it (noted: someone else deleted it)."""
     guarded: list[int] = []
@@ -1132,7 +1132,7 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
         return [Outcome(c, done=False, status=WOULD_WRITE if d == WRITE else d) for c, d in planned]
     outcomes: list[Outcome] = []
     stopped: str | None = None
-    account = AccountReads(client, once=ONCE_BEFORE_THE_DELETES)  # the run's organization-wide reads before deletes
+    account = AccountReads(client, once=frozenset())  # the organization-wide reads before each delete, as they showed
     with progress.phase("writing to Grafana", sum(1 for _, d in planned if d == WRITE)) as tick:
         for change, decided in planned:
             if decided != WRITE:
@@ -1176,9 +1176,9 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
 
 def _after_deletes(client: GrafanaClient, outcomes: list[Outcome], account: AccountReads) -> None:
     """The look after a run's deletes: the organization-wide reads (ACCOUNT_MADE) made once again. Grafana's delete
-    leaves a home dashboard preference, an alert rule or a playlist item by uid naming the dashboard it deleted, so
-    one that names a deleted dashboard and that the read before its delete did not show was made while the run's
-    deletes ran (after that read, a call per team being too many to make before each delete): the delete is listed
+    leaves an alert rule or a playlist item by uid naming the dashboard it deleted (and a home dashboard preference
+    its id, answered by Grafana before 10 alone), so one that names a deleted dashboard and that the read before its
+    delete did not show was made within that delete's round trip: the delete is listed
     as done, then failed (exit 3), saying what was made. A read that fails now, where that read had read it, shows
     nothing: the same, saying it could not be read. Not looked at where that read could not read it (--force agreed
     to delete with whatever it was)."""
