@@ -100,12 +100,12 @@ def _renumbered(old: dict[str, dict[str, Any]], new: dict[str, dict[str, Any]]) 
              if t in old and old[t].get("id") != after.get("id")]
     if not moved:
         return []
-    return [f"panel ids: {len(moved)} of {len(new)} panel(s) get another id ({_first_five(moved)}): annotations made "
+    return [f"panel ids: {len(moved)} of {len(new)} panel(s) get another id ({first_five(moved)}): annotations made "
             f"on them, links to them (viewPanel, d-solo) and alert rules linked to them keep the old id "
             f"(docs/definitions.md#panel-ids-in-grafana)"]
 
 
-def _first_five(items: list[str]) -> str:
+def first_five(items: list[str]) -> str:
     return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
 
 

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ..clients.grafana import ANNOTATIONS_READ, GrafanaClient
+from ..diff import first_five
 from .grafana_annotations import read_annotations
 from .grafana_around import Unread, read_alert_rules
 
@@ -73,6 +74,21 @@ def moved(live: dict[str, Any], desired: dict[str, Any]) -> dict[int, tuple[str,
     return found
 
 
+def unnumbered(live: dict[str, Any]) -> list[str]:
+    """The titles of the panels of `live` that hold no id of their own (none, not a whole number, or an earlier
+    panel's): Grafana numbers them by place when it loads the dashboard, so what people tied to them carries a number
+    the dashboard's JSON does not hold."""
+    held: set[int] = set()
+    loose = []
+    for panel in _charts(live):
+        number = panel.get("id")
+        if not _an_id(number) or number in held:
+            loose.append(str(panel.get("title", "")))
+        else:
+            held.add(number)
+    return loose
+
+
 def _panel(number: int, fate: tuple[str, Any, str | None]) -> str:
     title, new, _ = fate
     return f"panel {title!r} (id {number}, {f'which becomes {new}' if new is not None else 'which the save drops'})"
@@ -93,10 +109,15 @@ class PanelTies:
     def said(self, uid: str, live: dict[str, Any], desired: dict[str, Any]) -> list[str]:
         """What people tied to the panels whose id a save of `desired` over `live` (as read) moves, as plan's lines."""
         model = live.get("dashboard") or {}
-        fates = moved(model, desired)
-        if not fates:
-            return []
+        fates, loose = moved(model, desired), unnumbered(model)
         lines = []
+        if loose:
+            lines.append(f"{len(loose)} panel(s) of {uid} hold no id of their own in Grafana "
+                         f"({first_five([repr(title) for title in loose])}): Grafana "
+                         f"numbers them by place when it loads the dashboard, so the annotations made on them and the "
+                         f"alert rules linked to them were not matched")
+        if not fates:
+            return lines
         notes = read_annotations(self.client, uid, model.get("id"), (live.get("meta") or {}).get("folderUid"))
         if isinstance(notes, Unread):
             lines.append(f"annotations made on the panels whose id changes were not read: they {notes.why}")

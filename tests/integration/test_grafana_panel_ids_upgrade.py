@@ -192,3 +192,54 @@ def test_a_live_dashboard_of_an_odd_shape_is_planned_not_a_crash(grafana, cli): 
     code, stdout, stderr = cli("plan", "--no-cloudwatch", env=env)
     assert code == 1 and "internal error" not in stderr, stderr
     assert "drift     grafana dashboard gpudash-by-pod" in stdout, stdout
+
+
+_GRAFANALIB_NO_IDS = '''
+from grafanalib.core import Dashboard, Row, Target, TimeSeries
+
+
+def ts(title):
+    return TimeSeries(title=title, targets=[Target(expr="avg(DCGM_FI_DEV_GPU_UTIL)", refId="A")])
+
+dashboard = Dashboard(title="Legacy board", uid="legacy-board", rows=[
+    Row(title="Compute", showTitle=True, panels=[ts("Util"), ts("Power")]),
+])
+'''
+
+
+def test_panels_published_without_an_id_are_said_unmatched_not_tied_to_nothing(grafana, cli, project_dir,
+                                                                             monkeypatch):  # noqa: F811
+    """A grafanalib dashboard whose panels set no id was published with `"id": null`: Grafana numbers such panels
+    when it loads the dashboard, by place, and annotations made on them carry that number. The save that gives them
+    ids from their titles moves what was tied to them, and plan, matching live ids alone, said nothing of it (the
+    annotation on 'Util', Grafana's panel 2); it now says the panels hold no id and what was tied to them was not
+    matched. A panel whose id repeats an earlier one's is numbered by Grafana likewise."""
+    from generator import grafana_inputs
+
+    env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN}
+    config = project_dir(dashboards={"legacy.py": _GRAFANALIB_NO_IDS})
+
+    def unnumbered(model):  # what gpudash published before: no id on a grafanalib panel that sets none
+        for panel in model["panels"]:
+            panel["id"] = None
+    monkeypatch.setattr(grafana_inputs, "given_ids", unnumbered)
+    code, _, stderr = cli("push", "--config", str(config), "--skip-verify", "--output", "json", env=env)
+    assert code == 0, stderr
+    monkeypatch.undo()
+    assert [p["id"] for p in grafana.state.dashboards["legacy-board"]["dashboard"]["panels"]] == [None, None, None]
+    grafana.annotate("legacy-board", "driver upgraded", panel_id=2)  # 'Util', as Grafana numbered it at load
+
+    code, stdout, stderr = cli("plan", "--config", str(config), "--no-cloudwatch", env=env)
+    assert code == 1 and "update    grafana dashboard legacy-board" in stdout, stdout + stderr
+    assert ("2 panel(s) of legacy-board hold no id of their own in Grafana ('Util', 'Power'): Grafana numbers them "
+            "by place when it loads the dashboard, so the annotations made on them and the alert rules linked to them "
+            "were not matched") in stdout, stdout
+
+
+def test_the_panels_grafana_numbers_at_load_are_those_without_a_whole_number_id_of_their_own():
+    from generator.targets.grafana_panel_ties import unnumbered
+
+    live = {"panels": [{"type": "timeseries", "title": "A", "id": 3}, {"type": "timeseries", "title": "B", "id": 3},
+                       {"type": "timeseries", "title": "C", "id": None}, {"type": "row", "title": "R", "panels": [
+                           {"type": "stat", "title": "D", "id": "4"}, {"type": "stat", "title": "E", "id": 5}]}]}
+    assert unnumbered(live) == ["B", "C", "D"]
