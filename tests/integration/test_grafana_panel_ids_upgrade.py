@@ -45,8 +45,12 @@ def test_the_renumbering_of_an_upgrade_is_pushed_over_gpudashs_dashboards_and_a_
     generated = {d.uid: _ids(d.model) for d in grafana_dashboards(load_project())}
     new_id = dict(generated["gpudash-by-pod"])["GPU utilization by pod"]
 
+    del grafana.state.log[:]
     code, stdout, _ = cli("plan", "--no-cloudwatch", env=env)
     assert code == 1
+    # the alert rules read once for the plan; the annotations once per dashboard whose ids move (all 4)
+    asked = [path for _, path in grafana.state.log]
+    assert asked.count("/api/v1/provisioning/alert-rules") == 1 and asked.count("/api/annotations") == 4, asked
     for uid in ("gpudash-overview", "gpudash-by-pod", "gpudash-all-metrics"):
         assert f"update    grafana dashboard {uid}" in stdout, stdout
     charts = len([p for p in grafana.state.dashboards["gpudash-by-pod"]["dashboard"]["panels"] if p["type"] != "row"])
