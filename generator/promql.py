@@ -800,39 +800,37 @@ GPU_LABEL = "gpudash_gpu"  # the label a GPU is named by: its UUID, else its nod
 
 
 def identified(expr: str, labels: Labels) -> str:
-    """`expr` with the label GPU_LABEL naming each series' GPU with its index (`gpu`): its UUID (under the label the
-    exporter writes it, Labels.uuid; with Labels.either_uuid, under either: uuid_spellings), or where a series has none,
-    its first non-empty node spelling."""
-    target = quoted(GPU_LABEL)
-    uuids = tuple(map(quoted, uuid_spellings(labels)))
-    if len(labels.node_sources) == 1:  # one node spelling: no joining
-        return _named_by(expr, quoted(labels.node_sources[0]), uuids, target)
-    joined = f'label_join({expr}, {target}, ";", {_listed((*uuids, *map(quoted, labels.node_sources)))})'
-    return f'label_replace({joined}, {target}, "$1", {target}, {FIRST_JOINED})'  # the UUID, else the first spelling
+    """`expr` with the label GPU_LABEL naming each series' GPU with its index (`gpu`): its UUID (under either label the
+    exporter writes it: uuid_spellings), or where a series has none, its first non-empty node spelling."""
+    return _named(expr, labels, False)
 
 
 def uuid_spellings(labels: Labels) -> tuple[str, ...]:
-    """The labels a GPU is named by its UUID under (identified): Labels.uuid, and with Labels.either_uuid the other of
-    UUID_LABELS after it (an exporter rolled with --use-old-namespace turned on or off writes `uuid` for `UUID`, or
-    back, from one scrape to the next)."""
-    return (labels.uuid, *(name for name in UUID_LABELS if name != labels.uuid and labels.either_uuid))
+    """The labels a GPU is named by its UUID under (identified), the first it has: Labels.uuid, then the other of
+    UUID_LABELS. An exporter rolled with --use-old-namespace turned on or off writes `uuid` for `UUID`, or back, from
+    one scrape to the next: named by one label alone, the copies of before the rollout were other GPUs for the
+    look-back (a fleet panel counted 4 GPUs for 2), and a rule remembering GPUs by their UUID lost every GPU of the
+    node an hour on."""
+    return (labels.uuid, *(name for name in UUID_LABELS if name != labels.uuid))
 
 
 def coalesced_gpu(expr: str, labels: Labels) -> str:
-    """identified(coalesce_node(expr)): the first non-empty node spelling written into the node label, then the GPU
-    named by its UUID, else by that label, which holds the first non-empty spelling already (no joining of them
-    again: the same names, some 40 bytes fewer each time)."""
-    return _named_by(coalesce_node(expr, labels), quoted(labels.node), tuple(map(quoted, uuid_spellings(labels))),
-                     quoted(GPU_LABEL))
+    """identified(coalesce_node(expr)): also the first non-empty node spelling written into the node label."""
+    return _named(expr, labels, True)
 
 
-def _named_by(expr: str, node: str, uuids: tuple[str, ...], target: str) -> str:
-    """`expr` with the label `target` its UUID where it has one (under the first of `uuids` it has), else the label
-    `node`."""
-    named = f'label_replace({expr}, {target}, "$1", {node}, "(.*)")'
-    for uuid in reversed(uuids):  # the first written last: it wins where a series has both
-        named = f'label_replace({named}, {target}, "$1", {uuid}, "(.+)")'
-    return named
+def _named(expr: str, labels: Labels, node: bool) -> str:
+    """identified, and with `node` coalesce_node too: the UUID labels and the node spellings joined once into
+    GPU_LABEL, the node label read from the spellings' part of it (with two UUID labels, a joining for the node
+    and another for the GPU took some 15 bytes more a naming: most of the bundled all-metrics dashboard's room)."""
+    target = quoted(GPU_LABEL)
+    uuids = tuple(map(quoted, uuid_spellings(labels)))
+    sources = labels.node_sources
+    named = f'label_join({expr}, {target}, ";", {_listed((*uuids, *map(quoted, sources)))})'
+    if node and sources != (labels.node,):
+        skipped = "[^;]*;" * len(uuids)  # the UUID labels' part, then the first non-empty spelling (FIRST_JOINED)
+        named = f'label_replace({named}, {quoted(labels.node)}, "$1", {target}, "{skipped}{FIRST_JOINED[1:]})'
+    return f'label_replace({named}, {target}, "$1", {target}, {FIRST_JOINED})'  # the UUID, else the first spelling
 
 
 def spelled(labels: Labels) -> list[list[str]]:

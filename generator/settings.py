@@ -91,10 +91,6 @@ class Labels:
     # An RE2 pattern of the names of the exporter DaemonSets' pods (exporter_styles.exporter_pod_names): a node spelling
     # matching it is an exporter's own pod name, not a node's (promql.gpu_names). None: no DaemonSet known.
     exporter_pods: str | None = None
-    # True: a GPU is named by its UUID under either label the exporter writes it (UUID_LABELS), the one `uuid` names
-    # first: a rule that remembers GPUs by their UUID (stopped_gpus) across an exporter rolled with --use-old-namespace
-    # turned on or off. The panels name it by `uuid` alone (the other label's naming is some 45 bytes each time).
-    either_uuid: bool = False
 
     @property
     def uuid(self) -> str:

@@ -64,8 +64,6 @@ reported before. So the rule has no CloudWatch alarm; lint AL027 says so (no_clo
 from __future__ import annotations
 
 from .blanks import READING_FLOOR, short
-from dataclasses import replace
-
 from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clusters, uuid_spellings
 from .settings import Settings
 
@@ -153,10 +151,7 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
             record: str | None = None) -> str:
     """Each GPU stopped (labelled by its identity and the node alerts name), its value its last reading time, no
     earlier than MEMORY back; with `record`, also each GPU `record` held within HOLD that still reads nothing."""
-    # a GPU by its UUID under either label (Labels.either_uuid): an exporter rolled with --use-old-namespace turned off
-    # writes UUID where it wrote uuid, and the GPU named by its node under the label it no longer writes read as lost
-    # once the new copies had read over the hour (every GPU of the node, from about an hour after the rollout on)
-    labels = replace(settings.labels, either_uuid=True)
+    labels = settings.labels
     scope = settings_clusters(settings)
     identity = _names((labels.cluster, GPU_LABEL, "gpu"))
     floor = short(READING_FLOOR)
