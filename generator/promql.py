@@ -814,6 +814,16 @@ def uuid_spellings(labels: Labels) -> tuple[str, ...]:
     return (labels.uuid, *(name for name in UUID_LABELS if name != labels.uuid))
 
 
+def uuid_carried(expr: str, labels: Labels) -> str:
+    """`expr` with Labels.uuid holding each series' UUID under the first label of uuid_spellings it has: a GPU's copies
+    from before and after a rollout respelling `uuid` as `UUID` carry one UUID, so a GPU (named by its UUID under
+    either: identified) has one UUID label, not one per spelling."""
+    spellings = uuid_spellings(labels)
+    uuid = quoted(labels.uuid)
+    joined = f'label_join({expr}, {uuid}, ";", {_listed(map(quoted, spellings))})'
+    return f'label_replace({joined}, {uuid}, "$1", {uuid}, {FIRST_JOINED})'
+
+
 def coalesced_gpu(expr: str, labels: Labels) -> str:
     """identified(coalesce_node(expr)): also the first non-empty node spelling written into the node label."""
     return _named(expr, labels, True)

@@ -64,7 +64,7 @@ reported before. So the rule has no CloudWatch alarm; lint AL027 says so (no_clo
 from __future__ import annotations
 
 from .blanks import READING_FLOOR, short
-from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clusters, uuid_spellings
+from .promql import GPU_LABEL, coalesced_gpu, gpus_named, selector, settings_clusters, uuid_carried, uuid_spellings
 from .settings import Settings
 
 MEMORY = "60m"  # how far back a GPU's readings are read: the hour of copies its name is read from (gpus_named)
@@ -222,7 +222,10 @@ def _judged(metrics: tuple[str, ...], settings: Settings, period: int, periods: 
     # each GPU's last reading time (at LAST_STEP over the hour)
     last = _either([f"max_over_time((timestamp({selector(metric, branch)}) and {selector(metric, branch)} < {floor})"
                     f"[{MEMORY}:{LAST_STEP}])" for metric, branch in sources])
-    last = f"max by ({identity}, {uuid}) ({coalesced_gpu(last, labels)})"  # its UUID (one per identity) carried on
+    # its UUID carried on, one per identity: under either label (uuid_carried), else a GPU whose exporter respelled
+    # `uuid` as `UUID` within the hour had two (its old copies none under the settings' label), and the recording
+    # failed to evaluate ("many-to-many matching") whenever any GPU was lost
+    last = f"max by ({identity}, {uuid}) ({uuid_carried(coalesced_gpu(last, labels), labels)})"
     lost = f"(0 * ({spellings} and on ({identity}) {silent}) + on ({identity}) group_left ({uuid}) {last})"
     if record:  # carried: a GPU judged stopped before, past the hour of its readings, named as then (a spelling of
         # the node's copies within the hour: the GPUs reading now name it on, whatever their name has become)

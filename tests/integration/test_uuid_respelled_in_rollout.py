@@ -20,7 +20,7 @@ import pytest
 
 from tests.integration.test_gpu_stopped_reporting import ALERT, _labels, _target, built  # noqa: F401 (a fixture)
 from tests.support.projects import bundled_panels, bundled_project
-from tests.support.promtool_rules import promtool_test
+from tests.support.promtool_rules import expected_alert, promtool_test
 from tests.support.prometheus_server import backfilled_fixture
 from tests.support.range_panels import panel_at
 
@@ -88,12 +88,13 @@ def test_the_fleet_figures_count_each_gpu_once_whichever_way_the_uuid_is_respell
 RULE_STEPS, RULE_ROLLOUT = 400, 60  # 200 minutes of 30 s scrapes; the rollout at scrape 60 (minute 30)
 
 
-def _rule_series() -> list[dict[str, str]]:
+def _rule_series(lost: int | None = None) -> list[dict[str, str]]:
     """node-a's four GPUs at every scrape, `uuid` before the rollout and `UUID` from it (another exporter pod and
-    address), each series with Prometheus' staleness marker after its last sample."""
+    address), each series with Prometheus' staleness marker after its last sample; `lost`: GPU 2 read by no scrape
+    from that one on."""
     values: dict[str, list[str]] = {}
     for gpu in range(4):
-        for k in range(RULE_STEPS):
+        for k in range(RULE_STEPS if gpu != 2 or lost is None else lost):
             target = _target("node-a", 0) if k < RULE_ROLLOUT else \
                 {**_target("node-a", 0), "instance": "10.0.2.97:9400", "exporter_pod": "nvidia-dcgm-exporter-q8w2z"}
             uuid = "uuid" if k < RULE_ROLLOUT else "UUID"
@@ -114,3 +115,18 @@ def test_no_gpu_of_a_node_whose_exporter_respelled_the_uuid_reads_as_stopped(bui
     promtool_test(built, "uuid_respelled.yaml", [{"interval": "30s", "input_series": _rule_series(),
                                                   "alert_rule_test": [
         {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": []} for minute in range(31, 199, 3)]}])
+
+
+@pytest.mark.parametrize("lost", [RULE_ROLLOUT, RULE_ROLLOUT + 40], ids=["at the rollout", "20 minutes after"])
+def test_a_gpu_lost_within_the_hour_of_the_respelling_fires_named_by_its_uuid(built, lost):
+    """GPU 2 stops reading (the node's other GPUs read on) at the rollout or 20 minutes after it: the alert fires from
+    10 minutes after its last reading, naming it by its UUID, whichever label its copies wrote it under. The rule read
+    each GPU's UUID under the settings' label alone beside naming it by either: the GPU's old copies (no `UUID`) and
+    new ones (`UUID`) were two series of one GPU, and the recording failed to evaluate ("many-to-many matching") at
+    every evaluation with a GPU lost anywhere, for the hour the old copies stay: no alert for any GPU."""
+    stopped = lost // 2  # the minute of its first missing scrape
+    alert = expected_alert(built, ALERT, node="node-a", gpu="2", UUID="GPU-node-a-2")
+    promtool_test(built, "uuid_respelled_lost.yaml", [{"interval": "30s", "input_series": _rule_series(lost),
+                                                       "alert_rule_test": [
+        {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": [alert] if minute > stopped + 10 else []}
+        for minute in range(stopped - 8, 199, 3) if minute != stopped + 10]}])
