@@ -6,9 +6,10 @@ as `UUID`. A rollout turning the flag off (or on) respells the UUID label of eve
 same.
 
 The story (30 s scrapes, 1 hour): node n1's two GPUs, held by no pod, draw 300 and 500 W at 40 and 41 °C; the exporter
-pod is replaced at ROLLOUT (another address) by one writing `UUID` where the old one wrote `uuid` (and, in its twin,
-`uuid` where it wrote `UUID`: the flag turned on). Truth at every instant: 2 GPUs, drawing 800 W, whichever label the
-settings imply (`UUID`, or `uuid` with the old namespace's workload labels).
+pod is replaced at ROLLOUT (another address) by one writing `UUID` where the old one wrote `uuid`. Truth at every
+instant: 2 GPUs, drawing 800 W. Its twins: the GPUs read 10 W and 10 °C more from ROLLOUT on (2 GPUs, 820 W, 50.5 °C
+on average, 51 °C the hottest: the new exporter's readings), the flag turned off or on (`uuid` where it wrote `UUID`),
+read with the settings implying either label (`UUID`, or `uuid` with the old namespace's workload labels).
 
 The rules' story (promtool, 30 s scrapes, 200 minutes): node-a's four GPUs read throughout, the exporter rolled at
 minute 30 from one writing `uuid` to one writing `UUID`. Truth: no GPU stopped reporting, at any minute.
@@ -28,17 +29,19 @@ SPAN, STEP, ROLLOUT = 3600, 30, 1800
 WATTS = {0: 300.0, 1: 500.0}
 FIELDS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE")
 TRUTH = {"GPUs reporting": 2.0, "Total power draw": 800.0, "Average GPU temperature": 40.5, "Hottest GPU": 41.0}
+CHANGED = {"GPUs reporting": 2.0, "Total power draw": 820.0, "Average GPU temperature": 50.5, "Hottest GPU": 51.0}
 AFTER = (ROLLOUT + 15, ROLLOUT + 45, ROLLOUT + 90)  # within the look-back of the old exporter's last scrape
 
 
-def _openmetrics(start: int, before: str = "uuid", after: str = "UUID") -> str:
+def _openmetrics(start: int, before: str = "uuid", after: str = "UUID", added: float = 0) -> str:
+    """The story: the UUID written as `before` until ROLLOUT, then as `after`, the readings `added` more from it."""
     lines = []
     for metric in FIELDS:
         lines.append(f"# TYPE {metric} gauge")
         for t in range(0, SPAN + 1, STEP):
-            uuid, address = (before, "10.0.0.5") if t < ROLLOUT else (after, "10.0.0.6")
+            uuid, address, more = (before, "10.0.0.5", 0) if t < ROLLOUT else (after, "10.0.0.6", added)
             for gpu, watts in WATTS.items():
-                value = watts if metric == "DCGM_FI_DEV_POWER_USAGE" else 40 + gpu
+                value = more + (watts if metric == "DCGM_FI_DEV_POWER_USAGE" else 40 + gpu)
                 lines.append(f'{metric}{{gpu="{gpu}",{uuid}="GPU-n1-{gpu}",device="nvidia{gpu}",modelName="NVIDIA L4",'
                              f'Hostname="n1",instance="{address}:9400",job="gpu-metrics",node="n1"}} '
                              f'{value:g} {start + t}')
@@ -46,8 +49,10 @@ def _openmetrics(start: int, before: str = "uuid", after: str = "UUID") -> str:
 
 
 history = backfilled_fixture("uuid-respelled-in-rollout", _openmetrics, SPAN, STEP)
-turned_on = backfilled_fixture("uuid-respelled-back-in-rollout", lambda start: _openmetrics(start, "UUID", "uuid"),
-                               SPAN, STEP)
+turned_off = backfilled_fixture("uuid-respelled-readings-changed",
+                                lambda start: _openmetrics(start, "uuid", "UUID", 10), SPAN, STEP)
+turned_on = backfilled_fixture("uuid-respelled-back-readings-changed",
+                               lambda start: _openmetrics(start, "UUID", "uuid", 10), SPAN, STEP)
 # An exporter run with --use-old-namespace writes the workload as pod_name, pod_namespace, container_name; the
 # settings say so, and imply `uuid`
 OLD_NAMESPACE = "labels:\n  pod: pod_name\n  namespace: pod_namespace\n  container: container_name\n"
@@ -75,14 +80,16 @@ def test_the_fleet_figures_count_each_gpu_once_just_after_the_rollout(history, t
 
 
 @pytest.mark.parametrize("settings", ["", OLD_NAMESPACE], ids=["UUID implied", "uuid implied"])
-@pytest.mark.parametrize("title", ["GPUs reporting", "Total power draw"])
-@pytest.mark.parametrize("story", ["history", "turned_on"])
-def test_the_fleet_figures_count_each_gpu_once_whichever_way_the_uuid_is_respelled(request, story, title, settings):
-    """Either rollout (--use-old-namespace turned off or on) read with the settings implying either label: a GPU named
-    by the implied label alone was two GPUs for the look-back in each of the four (4 GPUs for 2, 1,600 W for 800)."""
+@pytest.mark.parametrize("title", sorted(CHANGED))
+@pytest.mark.parametrize("story", ["turned_off", "turned_on"])
+def test_the_fleet_figures_read_the_new_exporter_whichever_way_the_uuid_is_respelled(request, story, title, settings):
+    """Either rollout (--use-old-namespace turned off or on) read with the settings implying either label, the
+    readings changed at it: each GPU once, at the new exporter's reading. A GPU named by the implied label alone was
+    two GPUs for the look-back in each of the four (4 GPUs for 2, 1,620 W for 820, 45.5 °C on average for 50.5)."""
     prometheus, start = request.getfixturevalue(story)
-    shown = {at: _shown(prometheus, start, title, at, settings) for at in (ROLLOUT - 300, *AFTER, ROLLOUT + 600)}
-    assert shown == {at: pytest.approx([TRUTH[title]]) for at in (ROLLOUT - 300, *AFTER, ROLLOUT + 600)}, shown
+    times = (ROLLOUT - 300, ROLLOUT, *AFTER, ROLLOUT + 600)
+    shown = {at: _shown(prometheus, start, title, at, settings) for at in times}
+    assert shown == {at: pytest.approx([(TRUTH if at < ROLLOUT else CHANGED)[title]]) for at in times}, shown
 
 
 RULE_STEPS, RULE_ROLLOUT = 400, 60  # 200 minutes of 30 s scrapes; the rollout at scrape 60 (minute 30)
