@@ -20,8 +20,7 @@ from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from generator.resources import default_counters
-from tests.support.projects import panels_of
+from tests.support.projects import counters_retyped, panels_of
 from tests.support.prometheus_server import SCENE_RANGE, backfilled, counted_inline
 
 STEP, SCRAPES, OFFSET = 30, 120, 15
@@ -35,13 +34,7 @@ VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
 
 def _mistyped(folder) -> str:
     """The bundled CSV with the energy and PCIe replay lines typed gauge, their help text saying nothing of a total."""
-    lines = []
-    for line in default_counters().read_text().splitlines():
-        name = line.split(",")[0].strip()
-        lines.append(f"{name}, gauge, {NEUTRAL[name]}" if name in NEUTRAL else line)
-    (folder / "counters.csv").write_text("\n".join(lines) + "\n")
-    (folder / "gpudash.yaml").write_text("counters: counters.csv\n")
-    return folder / "gpudash.yaml"
+    return counters_retyped(folder, {name: f"gauge, {help}" for name, help in NEUTRAL.items()})
 
 
 def _reading(name: str, k: int) -> float:

@@ -23,6 +23,18 @@ def counters_with(folder: Path, added: str = "") -> Path:
     return csv
 
 
+def counters_retyped(folder: Path, lines: dict[str, str]) -> Path:
+    """The bundled counters CSV with the line of each field in `lines` replaced by its "type, help" text, written as
+    `folder`/counters.csv beside a gpudash.yaml naming it; the settings' path."""
+    rows = []
+    for row in default_counters().read_text().splitlines():
+        name = row.split(",")[0].strip()
+        rows.append(f"{name}, {lines[name]}" if name in lines else row)
+    (folder / "counters.csv").write_text("\n".join(rows) + "\n")
+    (folder / "gpudash.yaml").write_text("counters: counters.csv\n")
+    return folder / "gpudash.yaml"
+
+
 def defined_project(folder: Path, settings: str = "", **definitions: str):
     """The project of `folder`: its gpudash.yaml of `settings` naming a definitions folder per keyword
     (dashboards=..., alarms=...), each holding one file of the keyword's name and the given text."""

@@ -11,7 +11,7 @@ from generator.artifacts import build
 from generator.catalog import parse_counters
 from generator.output import encode
 from generator.project import load_project
-from generator.resources import default_counters
+from tests.support.projects import counters_retyped
 
 PERCENT_HELP = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE": "Graphics engine activity (in %).",
                 "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "Tensor pipe activity (in %)."}
@@ -38,11 +38,6 @@ def _cloudwatch(project) -> dict[str, bytes]:
 def test_a_build_from_a_csv_saying_percent_is_the_build_from_nvidias_wording(tmp_path):
     """The CloudWatch dashboards and alarms (axes, the MIG idle alarm's 1 less each reading above 0.95) are those
     of the bundled CSV's "Ratio of ..." lines."""
-    lines = []
-    for line in default_counters().read_text().splitlines():
-        name = line.split(",")[0].strip()
-        lines.append(f"{name}, gauge, {PERCENT_HELP[name]}" if name in PERCENT_HELP else line)
-    (tmp_path / "counters.csv").write_text("\n".join(lines) + "\n")
-    (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\n")
-    said_percent = _cloudwatch(load_project(tmp_path / "gpudash.yaml", tmp_path / "counters.csv"))
+    settings = counters_retyped(tmp_path, {name: f"gauge, {help}" for name, help in PERCENT_HELP.items()})
+    said_percent = _cloudwatch(load_project(settings, tmp_path / "counters.csv"))
     assert said_percent == _cloudwatch(load_project())
