@@ -21,6 +21,7 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from tests.support.cloudwatch_agent import safe_load, safe_load_all
+from tests.support.projects import defined_project
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 SETTINGS = {
@@ -115,13 +116,12 @@ def test_without_a_data_missing_alarm_the_agent_publishes_no_kube_state_metrics_
                                        "counts: their series are logged as EMF events (which gpudash cost prices) and "
                                        "published nowhere")
 def test_without_a_data_missing_alarm_the_agent_scrapes_no_kube_state_metrics(tmp_path):
-    (tmp_path / "alarms").mkdir()
-    (tmp_path / "alarms" / "hot.py").write_text(
+    project = defined_project(tmp_path, alarms=(
         "from generator.model import Alarm, Condition, Query\n\n\n"
         "def alarms(ctx):\n"
-        "    yield Alarm('gpu-hot', 'GPU hot', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'max', ('node', 'gpu')), '>', 85))\n")
-    (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+        "    yield Alarm('gpu-hot', 'GPU hot',\n"
+        "                Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'max', ('node', 'gpu')), '>', 85))\n"))
+    files = encode(build(project))
     jobs = [job["job_name"] for document in safe_load_all(files[AGENT_FILE])
             for key, text in (document.get("data") or {}).items() if key == "prometheus.yaml"
             for job in safe_load(text)["scrape_configs"]]

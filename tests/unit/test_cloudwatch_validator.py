@@ -47,6 +47,14 @@ def _first_query(body):
     return _metric_widget(body)["properties"]["metrics"][0][0]
 
 
+def _in_first_query(old, new):
+    """An edit of a body: `old` replaced by `new` in its first Metrics Insights query."""
+    def edit(body):
+        query = _first_query(body)
+        query["expression"] = query["expression"].replace(old, new)
+    return edit
+
+
 def _many_searches(body):
     _metric_widget(body)["properties"]["metrics"] = [
         [{"expression": f"SEARCH('{{ContainerInsights/Prometheus,pod}} MetricName=\"m{i}\"', 'Average', 300)",
@@ -84,33 +92,27 @@ BODY_CASES = {
     "long search": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(
         expression="SEARCH('" + "x" * 1100 + "', 'Average', 300)"), "CW005", "1100 characters; the limit is 1024"),
     "too many searches": (_many_searches, "CW005", "101 SEARCH expressions"),
-    "undeclared dimension": (lambda b: _first_query(b).update(
-        expression=_first_query(b)["expression"].replace('GROUP BY "namespace", "pod"', 'GROUP BY "gpu"')),
+    "undeclared dimension": (_in_first_query('GROUP BY "namespace", "pod"', 'GROUP BY "gpu"'),
         "CW008", "GROUP BY gpu: the agent does not publish that dimension with this set"),
-    "unpublished dimension set": (lambda b: _first_query(b).update(
-        expression=_first_query(b)["expression"].replace('"namespace", "pod")', '"Namespace", "pod")')),
+    "unpublished dimension set": (_in_first_query('"namespace", "pod")', '"Namespace", "pod")'),
         "CW008", "SCHEMA(ClusterName, Namespace, pod): the agent publishes no such dimension set"),
     "two queries in a widget": (lambda b: _metric_widget(b)["properties"]["metrics"].append(
         [{**_first_query(b), "id": "q2"}]), "CW010", "2 Metrics Insights queries: a widget may hold one"),
     "too many metrics on a dashboard": (lambda b: [w["properties"]["metrics"][0][0].update(
         expression=w["properties"]["metrics"][0][0]["expression"].replace("LIMIT 50", "LIMIT 300"))
         for w in b["widgets"] if w["type"] == "metric"], "CW011", "a dashboard shows at most 2,500"),
-    "doubled quote": (lambda b: _first_query(b).update(
-        expression=_first_query(b)["expression"].replace("'gpu-cluster'", "'gpu''s cluster'")), "CW012",
+    "doubled quote": (_in_first_query("'gpu-cluster'", "'gpu''s cluster'"), "CW012",
         "escaped with a backslash, not doubled"),
-    "fractional limit": (lambda b: _first_query(b).update(
-        expression=_first_query(b)["expression"].replace("LIMIT 50", "LIMIT 5.5")), "CW012",
+    "fractional limit": (_in_first_query("LIMIT 50", "LIMIT 5.5"), "CW012",
         "LIMIT takes a whole number of series, found '5.5'"),
-    "unquoted reserved word": (lambda b: _first_query(b).update(
-        expression=_first_query(b)["expression"].replace('GROUP BY "namespace", "pod"', 'GROUP BY namespace, user')),
+    "unquoted reserved word": (_in_first_query('GROUP BY "namespace", "pod"', 'GROUP BY namespace, user'),
         "CW012", "user must be double-quoted"),
     # words of the documented list lint's own short list lacked: gpudash's own dimension `share`, and `label`, `type`
-    "unquoted reserved word of the documented list": (lambda b: _first_query(b).update(
-        expression=_first_query(b)["expression"].replace('GROUP BY "namespace", "pod"', 'GROUP BY share, label')),
-        "CW012", "share must be double-quoted"),
-    "unquoted reserved word after a typo in the documented list": (lambda b: _first_query(b).update(
-        expression=_first_query(b)["expression"].replace('GROUP BY "namespace", "pod"', 'GROUP BY fallback')),
-        "CW012", "fallback must be double-quoted"),
+    "unquoted reserved word of the documented list": (
+        _in_first_query('GROUP BY "namespace", "pod"', 'GROUP BY share, label'), "CW012",
+        "share must be double-quoted"),
+    "unquoted reserved word after a typo in the documented list": (
+        _in_first_query('GROUP BY "namespace", "pod"', 'GROUP BY fallback'), "CW012", "fallback must be double-quoted"),
     "other namespace": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(
         expression="SELECT AVG(DCGM_FI_DEV_GPU_UTIL) FROM SCHEMA(\"Other\", pod)"), "CW008", "does not read SCHEMA("),
     "gauge without bounds": (lambda b: _metric_widget(b)["properties"].update(view="gauge", yAxis={}), "CW009",
