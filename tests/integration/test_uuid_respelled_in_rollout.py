@@ -33,8 +33,9 @@ CHANGED = {"GPUs reporting": 2.0, "Total power draw": 820.0, "Average GPU temper
 AFTER = (ROLLOUT + 15, ROLLOUT + 45, ROLLOUT + 90)  # within the look-back of the old exporter's last scrape
 
 
-def _openmetrics(start: int, before: str = "uuid", after: str = "UUID", added: float = 0) -> str:
-    """The story: the UUID written as `before` until ROLLOUT, then as `after`, the readings `added` more from it."""
+def _openmetrics(start: int, before: str = "uuid", after: str | None = "UUID", added: float = 0) -> str:
+    """The story: the UUID written as `before` until ROLLOUT, then as `after` (None: under no label), the readings
+    `added` more from it."""
     lines = []
     for metric in FIELDS:
         lines.append(f"# TYPE {metric} gauge")
@@ -42,7 +43,8 @@ def _openmetrics(start: int, before: str = "uuid", after: str = "UUID", added: f
             uuid, address, more = (before, "10.0.0.5", 0) if t < ROLLOUT else (after, "10.0.0.6", added)
             for gpu, watts in WATTS.items():
                 value = more + (watts if metric == "DCGM_FI_DEV_POWER_USAGE" else 40 + gpu)
-                lines.append(f'{metric}{{gpu="{gpu}",{uuid}="GPU-n1-{gpu}",device="nvidia{gpu}",modelName="NVIDIA L4",'
+                named = f'{uuid}="GPU-n1-{gpu}",' if uuid else ""
+                lines.append(f'{metric}{{gpu="{gpu}",{named}device="nvidia{gpu}",modelName="NVIDIA L4",'
                              f'Hostname="n1",instance="{address}:9400",job="gpu-metrics",node="n1"}} '
                              f'{value:g} {start + t}')
     return "\n".join(lines) + "\n# EOF\n"
@@ -53,6 +55,7 @@ turned_off = backfilled_fixture("uuid-respelled-readings-changed",
                                 lambda start: _openmetrics(start, "uuid", "UUID", 10), SPAN, STEP)
 turned_on = backfilled_fixture("uuid-respelled-back-readings-changed",
                                lambda start: _openmetrics(start, "UUID", "uuid", 10), SPAN, STEP)
+dropped = backfilled_fixture("uuid-dropped-in-rollout", lambda start: _openmetrics(start, "UUID", None), SPAN, STEP)
 # An exporter run with --use-old-namespace writes the workload as pod_name, pod_namespace, container_name; the
 # settings say so, and imply `uuid`
 OLD_NAMESPACE = "labels:\n  pod: pod_name\n  namespace: pod_namespace\n  container: container_name\n"
@@ -90,6 +93,21 @@ def test_the_fleet_figures_read_the_new_exporter_whichever_way_the_uuid_is_respe
     times = (ROLLOUT - 300, ROLLOUT, *AFTER, ROLLOUT + 600)
     shown = {at: _shown(prometheus, start, title, at, settings) for at in times}
     assert shown == {at: pytest.approx([(TRUTH if at < ROLLOUT else CHANGED)[title]]) for at in times}, shown
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "A GPU is named by its UUID where a series carries one and by its node and index where none does, so a rollout "
+    "after which the exporter's series carry no UUID label (a scrape rolled with a labeldrop of UUID) makes each GPU "
+    "two for the look-back after it: 'GPUs reporting' reads 4 for 2 and 'Total power draw' 1,600 W for 800 at 15, 45 "
+    "and 90 s after the rollout. Telling the node-named copies by a UUID-named copy of the same node and index needs a "
+    "join in every naming, which the bundled all-metrics dashboard has no room for."))
+@pytest.mark.parametrize("title", ["GPUs reporting", "Total power draw"])  # an average or maximum reads alike twice
+def test_the_fleet_figures_count_each_gpu_once_after_a_rollout_dropping_the_uuid(dropped, title):
+    """The old exporter's series carry `UUID`, the new one's none (the node and index name the GPU): each GPU once."""
+    prometheus, start = dropped
+    times = (ROLLOUT - 300, *AFTER, ROLLOUT + 600)
+    shown = {at: _shown(prometheus, start, title, at) for at in times}
+    assert shown == {at: pytest.approx([TRUTH[title]]) for at in times}, shown
 
 
 RULE_STEPS, RULE_ROLLOUT = 400, 60  # 200 minutes of 30 s scrapes; the rollout at scrape 60 (minute 30)
