@@ -137,8 +137,14 @@ def recording(metrics: tuple[str, ...], settings: Settings, period: int, periods
 def alert(keys: tuple[str, ...], settings: Settings, record: str) -> str:
     """The alert: the GPUs the recording rule `record` wrote at this evaluation (the group writes it just before; an
     older sample, kept past a restart without a staleness marker, is none of them: render.alarms.recorded_value), by
-    `keys` and the lost GPU's UUID where its exporter writes one (the index a reboot gives another GPU: uuid_name)."""
-    return f"max by ({_names((*keys, uuid_name(settings)))}) (last_over_time({record}[1ms]))"
+    `keys` and the lost GPU's UUID where its exporter writes one (the index a reboot gives another GPU: uuid_name).
+    One alert a GPU: where the recording holds a GPU of `keys` named by its UUID, none of them named without one. A GPU
+    is named by its UUID where a series carries one, else by its node and index, so after a rollout whose series carry
+    no UUID (a scrape rolled with a labeldrop of it) a GPU lost stood as two, and fired twice."""
+    uuid, written = uuid_name(settings), f"last_over_time({record}[1ms])"
+    named = f"({written} unless on ({uuid}) vector(1))"  # those named by a UUID (vector(1)'s is empty)
+    one = f"{named} or {written} unless on ({_names((settings.labels.cluster, *keys))}) {named}"
+    return f"max by ({_names((*keys, uuid))}) ({one})"
 
 
 def uuid_name(settings: Settings) -> str:

@@ -158,13 +158,10 @@ def test_a_gpu_lost_within_the_hour_of_the_respelling_fires_named_by_its_uuid(bu
         for minute in range(stopped - 8, 199, 3) if minute != stopped + 10]}])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The rule names a GPU by its UUID where a series carries one and by its node and index where none does, so after "
-    "a rollout whose series carry no UUID label (a scrape rolled with a labeldrop of UUID), a GPU lost 20 minutes on "
-    "fires 'GPU stopped reporting' twice, once named by its UUID and once by node-a and index 2, from minute 60 to "
-    "the story's end (two critical alerts for one GPU)."))
 def test_a_gpu_lost_after_a_rollout_dropping_the_uuid_fires_once(built):
-    """GPU 2 stops reading 20 minutes after a rollout after which no series carries its UUID: one alert."""
+    """GPU 2 stops reading 20 minutes after a rollout after which no series carries its UUID: one alert, named by its
+    UUID. A GPU is named by its UUID where a series carries one and by its node and index where none does: the rule
+    fired twice for it from minute 60 to the story's end, once by each name."""
     lost = RULE_ROLLOUT + 40
     alert = expected_alert(built, ALERT, node="node-a", gpu="2", UUID="GPU-node-a-2")
     series = _rule_series(lost, ("UUID", None))
