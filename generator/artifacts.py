@@ -283,13 +283,14 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
     # The scrape config differs between clusters only by their exporter's deployment style (clusters[].exporter.
     # deployment: the pod label the exporter job keeps, its Service) and DaemonSets (clusters[].exporter.namespace,
     # .daemonset, .more_daemonsets: the namespaces the exporter job looks in, the DaemonSets the kube-state-metrics job
-    # keeps): one object per style and list, which the clusters naming the same share.
+    # keeps) and whether their agent publishes kube-state-metrics' counts (render/agent.reads_ksm): one object per
+    # style, list and answer, which the clusters alike share.
     scrapes: dict[tuple, dict] = {}
 
-    def scrape_config(cluster) -> dict:
-        key = (style_for(settings, cluster).key, named_daemonsets(settings, cluster))
+    def scrape_config(cluster, ksm: bool) -> dict:
+        key = (style_for(settings, cluster).key, named_daemonsets(settings, cluster), ksm)
         if key not in scrapes:
-            scrapes[key] = scrape.prometheus_config(settings, cluster)
+            scrapes[key] = scrape.prometheus_config(settings, cluster, ksm=ksm)
         return scrapes[key]
 
     # What each cluster's agent publishes is what its own widgets and alarms read (cloudwatch.reads_by_cluster): its
@@ -310,25 +311,26 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
 
 
 def _agent_maker(project: Project, held: Settings, queried: dict[str, set[tuple[str, ...]]],
-                 scrape_config: Callable[[Cluster], dict]) -> Callable[[Cluster], AgentConfig]:
+                 scrape_config: Callable[[Cluster, bool], dict]) -> Callable[[Cluster], AgentConfig]:
     """How the agent config of the clusters that read alike is made: what their widgets and alarms read (`queried`;
     `held`: Settings.for_clusters of them, which their dashboards are made for), published the same for each."""
     settings = project.settings
     kinds = cloudwatch.node_mean_kinds(project.cloudwatch_definitions(), project.catalog, held)
     emf = agent.emf_processor(project.catalog, settings, queried, kinds)  # the same for each cluster of the group
+    ksm = agent.reads_ksm(settings, queried)  # kube-state-metrics scraped only where its counts are published
     if settings.agent.pipeline == "classic":
         def made(cluster) -> AgentConfig:
             return AgentConfig(cluster.name, settings.agent.namespace,
                                agent.agent_config(project.catalog, settings, cluster, queried, emf),
-                               scrape_config(cluster), project=settings.project)
+                               scrape_config(cluster, ksm), project=settings.project)
         return made
     shipped = agent.selected_metrics(project.catalog, settings, queried.keys())
     pipeline = agent_otel.Pipeline(project.catalog, settings, emf, shipped)  # shared by the group's clusters
 
     def made_otel(cluster) -> AgentConfig:
+        scraped = scrape_config(cluster, ksm)
         return AgentConfig(cluster.name, settings.agent.namespace, agent_otel.json_config(cluster),
-                           scrape_config(cluster), pipeline.config(cluster, agent.log_group(cluster),
-                                                                   scrape_config(cluster)), settings.project)
+                           scraped, pipeline.config(cluster, agent.log_group(cluster), scraped), settings.project)
     return made_otel
 
 

@@ -476,12 +476,12 @@ def _kind_events(project: Project, fleet: Fleet, what: Published,
     copies, instances = fleet.copies, fleet.instances
     # each pod holds a GPU instance at least: those no pod holds are at most the rest, on as many nodes at most
     idle_nodes = min(nodes, max(instances - pods, 0))
-    # the agent scrapes kube-state-metrics (render/scrape.py): one event per exporter DaemonSet
-    ksm = int(data_missing.expected(settings)) * _fleet_daemonsets(fleet, settings)
+    # the agent scrapes kube-state-metrics where it publishes its counts (render/agent.reads_ksm): one event per
+    # exporter DaemonSet
+    ksm = int(what.ksm) * _fleet_daemonsets(fleet, settings)
     ksm_metrics = len(data_missing.KSM_METRICS)
     # and kube-state-metrics' node series (data_missing.NODES): each GPU node's info and its GPU capacity, an event
     # each (their labels differ); a node without GPUs adds its info, not counted (the fleet counts GPU nodes)
-    # (scraped, so logged, wherever GPUs are expected; published where the data-missing alarm reads them)
     node_series = Events("kube-state-metrics' node series (a GPU node's info and GPU capacity; a CPU node's info is "
                          "not counted)", 2 * nodes if ksm else 0, 1, int(what.ksm), False)
     if settings.agent.pipeline == "classic":

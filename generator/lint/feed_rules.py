@@ -1248,7 +1248,8 @@ def jobs_as_written(subject: LintInput) -> Iterable[Finding]:
         agent = subject.agent(cluster)
         if agent is None:
             continue  # the Container Insights add-on
-        written = prometheus_config(subject.settings, cluster)
+        # (kube-state-metrics' job as written where the agent runs one: one it does not run is AG001's to name)
+        written = prometheus_config(subject.settings, cluster, ksm=True)
         if agent.otel is not None:
             written = _as_run(receiver(written, cluster)["config"])
         defaults = (_running_config(agent).get("global") or {}, written.get("global") or {})

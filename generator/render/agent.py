@@ -113,6 +113,12 @@ class Published:
         return result
 
 
+def reads_ksm(settings: Settings, queried: DimensionSets) -> bool:
+    """Whether the agent scrapes and publishes kube-state-metrics' counts: GPUs are expected and a data-missing alarm
+    its cluster's widgets and alarms hold (`queried`: render/cloudwatch.queried_sets) reads them."""
+    return data_missing.expected(settings) and any(name in queried for name in data_missing.KSM_METRICS)
+
+
 def published(catalog: Catalog, settings: Settings, queried: DimensionSets,
               node_kinds: Mapping[str, tuple[str, ...]] | None = None) -> Published:
     """What the agent publishes: the DCGM fields' sets, the data-missing alarm's expected signal (kube-state-metrics,
@@ -120,7 +126,7 @@ def published(catalog: Catalog, settings: Settings, queried: DimensionSets,
     samples per node (when that alarm reads them: the OTel pipeline, data_missing.per_node)."""
     return Published(
         fields=published_sets(catalog, settings, queried),
-        ksm=data_missing.expected(settings) and any(name in queried for name in data_missing.KSM_METRICS),
+        ksm=reads_ksm(settings, queried),
         no_data=data_missing.SAMPLES_SET in queried.get(data_missing.SAMPLES, set()),
         ksm_set=data_missing.ksm_set(settings), node_kinds=dict(node_kinds or {}))
 

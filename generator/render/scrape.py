@@ -18,7 +18,7 @@ from typing import Any
 from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
 from ..cloudwatch_query import SCRAPED_MARKS
-from ..data_missing import CAPACITY, KSM_METRICS, NODES, expected, gpu_resources_pattern
+from ..data_missing import CAPACITY, KSM_METRICS, NODES, gpu_resources_pattern
 from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, exporter_namespace, exporter_namespaces,
                                fleet_styles, named_daemonsets, style_for)
 from ..promql import MIG_INSTANCE_LABEL
@@ -176,12 +176,13 @@ def ksm_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[s
     }
 
 
-def prometheus_config(settings: Settings, cluster: Cluster | None = None) -> dict[str, Any]:
-    """prometheus.yaml for the CloudWatch agent of `cluster`: the exporter's job, and kube-state-metrics' for the
-    data-missing alarm's expected signal (when alarms.expected_gpus names it), which keeps the cluster's exporter
-    DaemonSets (named_daemonsets)."""
+def prometheus_config(settings: Settings, cluster: Cluster | None = None, *, ksm: bool) -> dict[str, Any]:
+    """prometheus.yaml for the CloudWatch agent of `cluster`: the exporter's job, and, where the agent publishes the
+    data-missing alarm's expected signal (`ksm`: render/agent.reads_ksm), kube-state-metrics' job, which keeps the
+    cluster's exporter DaemonSets (named_daemonsets). Scraped where nothing reads them, its series would be logged as
+    EMF events the log group bills, and published nowhere."""
     interval = settings.scrape.interval
-    jobs = [agent_scrape_job(settings, cluster)] + ([ksm_scrape_job(settings, cluster)] if expected(settings) else [])
+    jobs = [agent_scrape_job(settings, cluster)] + ([ksm_scrape_job(settings, cluster)] if ksm else [])
     return {"global": {"scrape_interval": interval, "scrape_timeout": scrape_timeout(interval)},
             "scrape_configs": jobs}
 

@@ -218,7 +218,7 @@ def test_promtool_accepts_the_generated_configs(tmp_path):
     promtool = binary("promtool")
     for style in STYLES:
         settings = _settings(style, interval="30s")
-        config = prometheus_config(settings)
+        config = prometheus_config(settings, ksm=True)
         sd_file = tmp_path / "targets.json"
         sd_file.write_text("[]")
         config["scrape_configs"] = [for_file_sd(job, [str(sd_file)]) for job in config["scrape_configs"]]

@@ -18,6 +18,8 @@ import re
 import pytest
 
 from generator.artifacts import build
+from generator.cost import Fleet, log_events
+from generator.names import KUBE_STATE_METRICS_JOB
 from generator.output import encode
 from generator.project import load_project
 from tests.support.cloudwatch_agent import safe_load, safe_load_all
@@ -111,18 +113,32 @@ def test_without_a_data_missing_alarm_the_agent_publishes_no_kube_state_metrics_
     assert {(m, d) for m, d in read if m.startswith("DCGM_")} <= published
 
 
-@pytest.mark.xfail(strict=True, reason="the agent's scrape config keeps its kube-state-metrics job wherever "
-                                       "alarms.expected_gpus names it, whether or not a data-missing alarm reads the "
-                                       "counts: their series are logged as EMF events (which gpudash cost prices) and "
-                                       "published nowhere")
-def test_without_a_data_missing_alarm_the_agent_scrapes_no_kube_state_metrics(tmp_path):
-    project = defined_project(tmp_path, alarms=(
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_without_a_data_missing_alarm_the_agent_scrapes_no_kube_state_metrics(tmp_path, pipeline):
+    """A job scraped where nothing reads its series: logged as EMF events the log group bills (gpudash cost priced 7
+    a scrape on a 3-GPU-node fleet, 8 on otel: the DaemonSet's, two per node and the scrape's flag of no GPU data),
+    published nowhere. With the data-missing alarm the job is there, and priced."""
+    project = defined_project(tmp_path, f"agent:\n  pipeline: {pipeline}\n", alarms=(
         "from generator.model import Alarm, Condition, Query\n\n\n"
         "def alarms(ctx):\n"
         "    yield Alarm('gpu-hot', 'GPU hot',\n"
         "                Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'max', ('node', 'gpu')), '>', 85))\n"))
+    assert _scraped(project) == (["dcgm-exporter"], 0)
+    assert _scraped(load_project(_settings(tmp_path, f"agent:\n  pipeline: {pipeline}\n"))) == \
+        (["dcgm-exporter", KUBE_STATE_METRICS_JOB], 1 + 2 * 3 + (pipeline == "otel"))  # (and its no-data flag)
+
+
+def _settings(tmp_path, text: str):
+    (tmp_path / "bundled").mkdir()
+    (tmp_path / "bundled" / "gpudash.yaml").write_text(text)
+    return tmp_path / "bundled" / "gpudash.yaml"
+
+
+def _scraped(project) -> tuple[list[str], float]:
+    """(the agent's scrape jobs, the kube-state-metrics events per scrape gpudash cost prices on 3 GPU nodes)."""
     files = encode(build(project))
     jobs = [job["job_name"] for document in safe_load_all(files[AGENT_FILE])
             for key, text in (document.get("data") or {}).items() if key == "prometheus.yaml"
             for job in safe_load(text)["scrape_configs"]]
-    assert jobs == ["dcgm-exporter"], jobs
+    fleet = Fleet(clusters=1, pods=6, churn=0, gpus=6, nodes=3)
+    return jobs, sum(e.count for e in log_events(project, fleet) if e.what.startswith("kube-state-metrics"))
