@@ -593,9 +593,9 @@ class CloudWatch:
 
     def dashboard_stamps(self, region: str, prefix: str) -> dict[str, tuple[Any, int] | None]:
         """The dashboards whose name starts with `prefix` ("": every dashboard of the account), every page, each with
-        its listed last change (LastModified, to the millisecond, and Size): a body read after this listing is the
-        body still while a later listing gives the same stamp. None where the entry gives no such stamp (it is
-        then read again each time)."""
+        its listed last change (LastModified and Size): a body read after this listing is the body still while a
+        later listing gives the same stamp. None where the entry gives no such stamp, or one too near the listing's
+        answer to tell a later change by (SETTLED): it is then read again each time."""
         what = f"CloudWatch dashboards {prefix}* in {region}"
         listing, token = _Listing("ListDashboards", region, what, self.endpoint_name), None
         stamps: dict[str, tuple[Any, int] | None] = {}
@@ -604,7 +604,8 @@ class CloudWatch:
             page = self.call(region, "ListDashboards", what, **kwargs)  # entries checked to have a name
             token = listing.next(page.get("NextToken"), [entry["DashboardName"] for entry in page["DashboardEntries"]],
                                  lambda name: name.startswith(prefix), f"a name that does not start with {prefix!r}")
-            stamps.update((entry["DashboardName"], _stamp(entry)) for entry in page["DashboardEntries"])
+            answered = _answered_at(page)
+            stamps.update((entry["DashboardName"], _stamp(entry, answered)) for entry in page["DashboardEntries"])
             if not token:
                 return {name: stamps[name] for name in listing.items}
 
@@ -821,11 +822,35 @@ class Repeating(RemoteError):
     """A listing that gave an item or a next-page token an earlier page gave: it cannot be read to its end."""
 
 
-def _stamp(entry: dict[str, Any]) -> tuple[Any, int] | None:
+# How long before a listing's answer a dashboard's LastModified must lie for its stamp to tell a later change. The API
+# reference says LastModified is in milliseconds, but the AWS CLI's example of list-dashboards shows whole seconds
+# (2024-10-11T18:40:11+00:00: the CLI prints a time's fraction when it has one), and the answer's Date header is in
+# whole seconds: a dashboard saved in the second its body is read could be saved again in that second, in a body of
+# the same size, after the read, and keep its stamp. One second for each truncation: a change after the listing is
+# then stamped in a later second than the one listed.
+SETTLED = datetime.timedelta(seconds=2)
+
+
+def _answered_at(page: dict[str, Any]) -> datetime.datetime | None:
+    """When CloudWatch answered a page (its Date header, in whole seconds); None where it gives none that parses."""
+    import email.utils
+
+    date = ((page.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}).get("date")
+    try:
+        answered = email.utils.parsedate_to_datetime(date) if isinstance(date, str) else None
+    except (TypeError, ValueError):
+        return None
+    return answered if answered is not None and answered.tzinfo is not None else None
+
+
+def _stamp(entry: dict[str, Any], answered: datetime.datetime | None) -> tuple[Any, int] | None:
     """A ListDashboards entry's last change: its LastModified (a time) and Size (an integer); None where it gives no
-    such pair (nothing then shows the body unchanged)."""
+    such pair, or the page no time it was answered at, or the change lies within SETTLED of that time (nothing then
+    shows the body unchanged)."""
     modified, size = entry.get("LastModified"), entry.get("Size")
     if not isinstance(modified, datetime.datetime) or not isinstance(size, int) or isinstance(size, bool):
+        return None
+    if answered is None or modified.tzinfo is None or modified + SETTLED > answered:
         return None
     return modified, size
 

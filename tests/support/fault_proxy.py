@@ -12,7 +12,8 @@ for the server or spoils its answer, a given number of times:
   body          forward, then answer 200 with `body` instead of the server's answer
   drip          forward, then send the answer `rate` bytes a second (until the proxy stops)
   before        run `callback()` (e.g. a person saving in the UI), then forward
-  rewrite       forward, then answer with `callback(body)` instead of the server's body
+  rewrite       forward, then answer with `callback(body)` instead of the server's body, and `headers` instead of
+                the server's of those names (a Date: the instant the server says it answered)
   gateway       forward (the server processes the request), then answer `status` (a 502, 503 or 504: a gateway
                 whose wait for the server's answer failed) with `body` instead of the server's answer
 
@@ -91,6 +92,13 @@ class Answer:
     body: bytes
 
 
+def _rewrite(answer: Answer, rule: Rule) -> None:
+    """A rewrite rule's answer: its callback's body, its headers in place of the server's of those names."""
+    answer.body = rule.callback(answer.body)
+    replaced = {name.lower() for name in rule.headers}
+    answer.headers = [(n, v) for n, v in answer.headers if n.lower() not in replaced] + list(rule.headers.items())
+
+
 class FaultProxy(LoopbackServer):
     def __init__(self, upstream: str, port: int = 0):
         """A proxy in front of `upstream`, on `port` when it is free (0, or taken: a port the OS chooses)."""
@@ -137,7 +145,7 @@ class FaultProxy(LoopbackServer):
                 if action == "drip":
                     return self._drip(answer, rule.rate)
                 if action == "rewrite":
-                    answer.body = rule.callback(answer.body)
+                    _rewrite(answer, rule)
                 self._answer(answer)
 
             def _head(self, answer: Answer, length: int) -> None:
@@ -280,8 +288,9 @@ class FaultProxy(LoopbackServer):
                 rule.callback()
             answer = self._forward(None, method, target, headers, body)
             if action == "rewrite":
-                answer.body = rule.callback(answer.body)
-        sent = [("Server", _SERVER), ("Date", email.utils.formatdate(usegmt=True)),
+                _rewrite(answer, rule)
+        dated = any(name.lower() == "date" for name, _ in answer.headers)
+        sent = [("Server", _SERVER), *(() if dated else [("Date", email.utils.formatdate(usegmt=True))]),
                 *((name, value) for name, value in answer.headers if name.lower() not in HOP_BY_HOP),
                 ("Content-Length", str(len(answer.body)))]
         return Answer(answer.status, answer.reason, sent, answer.body)
