@@ -614,9 +614,11 @@ class _Device:
         labels = self.labels
         names = self.total if metric in self.total and len(self.total) > 1 else (metric,)
         field_labels = tuple(dict.fromkeys(name for field in names for name in own_labels_of(field)))
-        uuid = labels.uuid
-        copy = _listed((labels.cluster, uuid, "gpu", *COPY_LABELS, *labels.node_sources, *INSTANCE_IDENTITY,
-                        *field_labels, labels.pod, labels.namespace, *(name for name in keep if name != GPU_LABEL)))
+        # each UUID label kept for identified (a copy grouped by the settings' label alone was named by its node where
+        # its series carry the other, and its pods, named by the UUID, found no value: a panel showed nothing)
+        copy = _listed((labels.cluster, *uuid_spellings(labels), "gpu", *COPY_LABELS, *labels.node_sources,
+                        *INSTANCE_IDENTITY, *field_labels, labels.pod, labels.namespace,
+                        *(name for name in keep if name != GPU_LABEL)))
         shown = names if summed else (metric,)
         on = _listed((labels.cluster, GPU_LABEL, "gpu", *COPY_LABELS))
 
@@ -1418,9 +1420,9 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
     spots = placed(branches, labels)
     copy = _listed((labels.cluster, GPU_LABEL, "gpu", *kept, *COPY_LABELS))
     gpu = _listed((labels.cluster, GPU_LABEL, "gpu", *kept))
-    # a copy's series made one per MIG instance (the pods it names merged) before the GPU is named (fewer series)
-    written = (labels.cluster, labels.uuid, "gpu", *kept,
-               *COPY_LABELS, *labels.node_sources)
+    # a copy's series made one per MIG instance (the pods it names merged) before the GPU is named (fewer series), each
+    # UUID label kept for identified
+    written = (labels.cluster, *uuid_spellings(labels), "gpu", *kept, *COPY_LABELS, *labels.node_sources)
     place = "{2}"  # less a millionth per place (_less_placed)
 
     def per_copy(how: str, series: str, instances: bool = True) -> str:

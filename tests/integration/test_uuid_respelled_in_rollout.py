@@ -169,26 +169,34 @@ def test_a_gpu_lost_after_a_rollout_dropping_the_uuid_fires_once(built):
         {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": [alert]} for minute in range(62, 199, 8)]}])
 
 
+POD_TRUTH = {"Framebuffer used by pod": 10_000.0, "GPU utilization by pod": 70.0, "Power draw of each pod's GPUs": 300.0,
+             "Pods on GPUs": 1.0}
+
+
 def _pod_under_old_uuid(start: int) -> str:
-    """node n1's GPU 0 held by ml/a using 10,000 MiB, its series carrying the workload as `pod` and the UUID as
-    `uuid` (an exporter with --use-old-namespace whose pod_name a relabelling renamed `pod`), all hour."""
-    lines = ["# TYPE DCGM_FI_DEV_FB_USED gauge"]
-    for t in range(0, SPAN + 1, STEP):
-        lines.append(f'DCGM_FI_DEV_FB_USED{{gpu="0",uuid="GPU-n1-0",device="nvidia0",modelName="NVIDIA L4",'
-                     f'Hostname="n1",container="main",namespace="ml",pod="a",instance="10.0.0.5:9400",'
-                     f'job="gpu-metrics",node="n1"}} 10000 {start + t}')
+    """node n1's GPU 0 held by ml/a using 10,000 MiB at 70 %, 300 W and 40 °C, its series carrying the workload as
+    `pod` and the UUID as `uuid` (an exporter with --use-old-namespace whose pod_name a relabelling renamed `pod`), all
+    hour."""
+    lines = []
+    for metric, value in (("DCGM_FI_DEV_FB_USED", 10000), ("DCGM_FI_DEV_GPU_UTIL", 70),
+                          ("DCGM_FI_DEV_POWER_USAGE", 300), ("DCGM_FI_DEV_GPU_TEMP", 40)):
+        lines.append(f"# TYPE {metric} gauge")
+        lines += [f'{metric}{{gpu="0",uuid="GPU-n1-0",device="nvidia0",modelName="NVIDIA L4",Hostname="n1",'
+                  f'container="main",namespace="ml",pod="a",instance="10.0.0.5:9400",job="gpu-metrics",node="n1"}} '
+                  f'{value} {start + t}' for t in range(0, SPAN + 1, STEP)]
     return "\n".join(lines) + "\n# EOF\n"
 
 
 pod_under_old_uuid = backfilled_fixture("pod-under-old-uuid", _pod_under_old_uuid, SPAN, STEP)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The per-pod panels name a GPU by its UUID under either label where they find its pods, but read the GPU's value "
-    "through groupings that keep the settings' UUID label alone, which name it by its node there: a series carrying "
-    "the UUID under the other label and the workload under the settings' pod label (no exporter writes both so: "
-    "--use-old-namespace renames the pod label with the UUID's) finds no value for its pod, and 'Framebuffer used by "
-    "pod' shows nothing for ml/a, which uses 10,000 MiB."))
-def test_a_pod_on_a_gpu_named_by_the_other_uuid_label_reads_its_value(pod_under_old_uuid):
+@pytest.mark.parametrize("title", sorted(POD_TRUTH))
+def test_a_pod_on_a_gpu_named_by_the_other_uuid_label_reads_its_value(pod_under_old_uuid, title):
+    """The per-pod panels find a GPU's pods naming it by its UUID under either label, and read its value through
+    groupings that kept the settings' UUID label alone (`max by (cluster, UUID, gpu, ...)`), which named it by its node
+    there: a series carrying the UUID under the other label and the workload under the settings' pod label (no exporter
+    writes both so: --use-old-namespace renames the pod label with the UUID's; it takes a relabelling) found no value
+    for its pod, and each of these panels showed nothing for ml/a."""
     prometheus, start = pod_under_old_uuid
-    assert _shown(prometheus, start, "Framebuffer used by pod", SPAN) == pytest.approx([10_000.0])
+    shown = panel_at(prometheus, bundled_project(), bundled_panels()[title], start + SPAN, SPAN)
+    assert shown == {"Pod ml/a": pytest.approx(POD_TRUTH[title])}
