@@ -522,8 +522,9 @@ def _now_table(panel: Panel, query: Query, catalog: Catalog) -> bool:
 
 def line_rank(query: Query, plan_: Plan, catalog: Catalog, now_table: bool = False) -> tuple[str | None, str]:
     """(ORDER BY's function, its direction) for a widget's GROUP BY query: what a chart of one line per pod or GPU
-    keeps past its LIMIT (a query returns the series its ORDER BY ranks first). A gauge's lines rank by their
-    single highest reading in the time range (lowest for a minimum): a GPU that reached the top of the chart once
+    keeps past its LIMIT (a query returns the series its ORDER BY ranks first). A chart of a mean of how busy GPUs
+    are (BUSY_FAMILIES) ranks by its lines' mean over the time range, as its title says. A gauge's other lines rank by
+    their single highest reading in the time range (lowest for a minimum): a GPU that reached the top of the chart once
     is kept, where its mean would rank it below GPUs steady at a lower reading and the chart's top would be cut
     (Grafana's panel draws every line). A line that adds several series per scrape (a pod's GPUs on agent.pipeline:
     classic and on the add-on: a SUM of the period's observations) ranks so too, by the highest reading of one of
@@ -544,9 +545,19 @@ def line_rank(query: Query, plan_: Plan, catalog: Catalog, now_table: bool = Fal
         return "COUNT", "DESC"
     low = query.aggregation == "min" or bool(plan_.series and _low_matters(query, catalog))
     order = "ASC" if low else "DESC"
+    if plan_.series and plan_.function == "AVG" and order == "DESC" and _busy(query, catalog):
+        # A chart of how busy each GPU or pod is, whose title says the least busy are not drawn (widget_title): its
+        # lines rank by their mean over the time range. Ranked by one reading, a GPU busy for a moment (any kernel
+        # reads 100 %) outranked one busy all along, and a pod at 90 % and 0 % on two GPUs (45 %) one at 50 %.
+        return "AVG", order
     if plan_.series and plan_.function in ("AVG", "MAX", "MIN", "SUM") and not catalog.get(query.metric).is_counter:
         return ("MIN" if order == "ASC" else "MAX"), order
     return None, order
+
+
+def _busy(query: Query, catalog: Catalog) -> bool:
+    """A field that reads how busy a GPU is (BUSY_FAMILIES): an idle one reads the lowest."""
+    return catalog.get(query.metric).family in BUSY_FAMILIES
 
 
 BUSY_FAMILIES = ("utilization", "profiling")  # fields that read how busy a GPU is: an idle one reads the lowest
@@ -564,8 +575,8 @@ def _low_matters(query: Query, catalog: Catalog) -> bool:
 def idle_cut_first(query: Query, plan_: Plan, catalog: Catalog) -> bool:
     """A chart of one line per GPU or pod of how busy they are whose LIMIT leaves the idle ones out first: its lines
     rank by their highest reading (line_rank)."""
-    return bool(plan_.series and plan_.group) and line_rank(query, plan_, catalog)[0] == "MAX" \
-        and catalog.get(query.metric).family in BUSY_FAMILIES
+    return bool(plan_.series and plan_.group) and line_rank(query, plan_, catalog)[0] in ("AVG", "MAX") \
+        and _busy(query, catalog)
 
 
 def low_cut_last(query: Query, plan_: Plan, catalog: Catalog) -> bool:
@@ -638,10 +649,14 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
         higher = "higher" if rank == "MAX" else "lower"
         said.append(f"one GPU's reading, not the {one}'s mean the line draws: a {one} whose GPUs read far apart "
                     f"outranks one whose mean is {higher}")
+    elif averages_gpus(plan_) and rank == "AVG":  # a line's mean over GPUs, ranked by its readings' mean
+        ranked = f"{_RANKED[rank]} of their GPUs' readings"
     else:
         ranked = _RANKED[rank]
+    if rank == "AVG" and _busy(query, catalog):
+        said.append(f"an idle {one} ranks last, and one busy for a moment below one busy all along")
     if rank in ("MAX", "MIN") and not catalog.get(query.metric).is_counter:
-        if rank == "MAX" and catalog.get(query.metric).family in BUSY_FAMILIES:
+        if rank == "MAX" and _busy(query, catalog):
             said.append(f"an idle {one} ranks last")
         if plan_.function != rank:  # a point is the period's mean (or its mean total), the rank one reading
             high, higher = ("high", "higher") if rank == "MAX" else ("low", "lower")

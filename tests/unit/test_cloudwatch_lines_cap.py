@@ -95,8 +95,8 @@ def test_on_the_container_insights_add_on_a_chart_by_pod_says_it_draws_pods():
     files = built.files("cloudwatch:\n  source: container-insights\n")
     said = kept(header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"))
     assert said["GPU utilization by pod"].startswith(
-        "at most 50 pods (cloudwatch.top_pods), those of the highest single reading of one of their GPUs in the time "
-        "range shown")
+        "at most 50 pods (cloudwatch.top_pods), those of the highest mean of their GPUs' readings in the time range "
+        "shown")
     assert all(note.startswith("at most 50 pods (cloudwatch.top_pods)") for note in said.values()), said
 
 
@@ -227,8 +227,9 @@ def test_a_cut_chart_says_a_moment_high_outranks_a_steady_line_and_the_lowest_ar
     """A chart's point is its period's mean; its lines rank by their single highest reading. Of 64 GPUs, 63 at 50 W
     that each read 400 W for one scrape (a period mean of 85 W) outrank one steady at 300 W: "Power draw" draws
     the 63 GPUs' 50 lines and its top reads 85 W where Grafana's line of the steady GPU reads 300 W all along. No
-    single query ranks by the highest period mean, so the header says it, and of a chart of how busy GPUs are ("GPU
-    utilization") that an idle GPU is the first it leaves out (it said only "those of the highest single reading")."""
+    single query ranks by the highest period mean, so the header says it. A chart of how busy GPUs are ("GPU
+    utilization") ranks by each line's mean over the range, as its title says: an idle GPU is the first it leaves out,
+    and one busy for a moment goes before one busy all along."""
     files, points = _published(_spiky_power, 2 * PER_NODE * NODES + 10)
     body = json.loads(json.loads(files[HEALTH])["DashboardBody"])
     (widget,) = [w["properties"] for w in body["widgets"]
@@ -244,11 +245,12 @@ def test_a_cut_chart_says_a_moment_high_outranks_a_steady_line_and_the_lowest_ar
     assert said["GPU temperature"] == \
         "at most 50 GPUs (cloudwatch.top_gpus), those of the highest single reading in the time range shown"
     overview = kept(header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"))
-    assert overview["GPU utilization"].endswith("(an idle GPU ranks last, and as a point is its period's mean, a GPU "
-                                                "that read high for a moment outranks one steadily higher)")
+    assert overview["GPU utilization"] == ("at most 50 GPUs (cloudwatch.top_gpus), those of the highest mean in the "
+                                           "time range shown (an idle GPU ranks last, and one busy for a moment below "
+                                           "one busy all along)")
     by_pod = kept(header(files, BY_POD))
-    assert by_pod["GPU utilization by pod"].endswith(" an idle pod ranks last, and as a point is its period's mean, "
-                                                     "a pod that read high for a moment outranks one steadily higher)")
+    assert by_pod["GPU utilization by pod"].endswith("(an idle pod ranks last, and one busy for a moment below one "
+                                                     "busy all along)")
 
 
 def _wide_pod_page(node: int, t: float) -> str:
