@@ -3373,7 +3373,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
 
         def gpus(series: str, how: str, span: str | None) -> str:
             named_ = named_gpus(series, fields, list(scope.naming(labels)), span, resolution, labels, node,
-                                span is None, held_by)
+                                span is None, held_by, slotted=True)
             return f"{how} by ({grouping}{f', {PERIOD_LABEL}' if periods else ''}) ({named_})"
 
         def aggregated(how: str) -> str:
@@ -3474,7 +3474,7 @@ def _named_fields(metric: str, catalog: Catalog) -> tuple[str, ...]:
 
 def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span: str | None,
                resolution: str, labels: Labels, node: str | None = None, whole: bool = False,
-               only: tuple[str, ...] = ()) -> str:
+               only: tuple[str, ...] = (), slotted: bool = False) -> str:
     """`series` (one or more per GPU: `cluster`, GPU_LABEL, `gpu`) with the node label of its GPU's name (gpu_names,
     from the copies of `metrics`, the first that has the GPU), whichever copy its value was read from: THE naming step
     of every per-GPU line and alert, so that a GPU's legend and an alert's labels do not follow the copy a value is read
@@ -3483,9 +3483,15 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     `node` (the node variable): the copies whose node spelling matches it are those the name is read from. A gauge is
     named in a panel at its instant from the copies the instant selector reads (`span` None); in an alert once per
     evaluation, after each period's statistic (gauge_readings' `named`), from the copies of the last hour, as a
-    counter's alert. `whole` (a panel's): named at each step as gpus_named's `whole` says, `only` as it says."""
+    counter's alert. `whole` (a panel's): named at each step as gpus_named's `whole` says, `only` as it says.
+    `slotted` (a gauge's): of the GPUs named alike at one index (cluster, node, index), the one whose name ranks highest
+    (its copies the freshest: gpu_names' rank), so a GPU named by its UUID where its series carry one and by its node
+    where none does is one GPU across a rollout dropping or adding the UUID label: the old exporter's copies, within the
+    look-back, were a second GPU ('GPUs reporting' 4 for 2, a GPU's line the mean of old and new readings)."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only)
+    if slotted:
+        either = f"topk by ({_listed((labels.cluster, labels.node, 'gpu'))}) (1, {either})"
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
 
 
