@@ -72,7 +72,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Callable, Iterable
 
-from .blanks import INCREASE_FLOOR, READING_FLOOR
+from .blanks import INCREASE_FLOOR, READING_FLOOR, UNREAD_AT_ZERO
 from .catalog import (MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_FIELDS,
                       PER_PROCESS_COPIES_ADDED, per_process_copies_added,
                       Catalog, per_device_headroom)
@@ -937,6 +937,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = replace(result, notes=result.notes + (PER_PROCESS_COPIES_ADDED,))  # the pods' copies added
     if alarm or not layout.blanks or settings.agent.pipeline != "classic":
         return result  # alarms take no math; no blank arrives (OTel pipeline; the add-on guards its own plans)
+    if query.metric in UNREAD_AT_ZERO:  # a 0 no math tells from a reading (render/alarms says it of alarms)
+        result = replace(result, notes=result.notes + (UNREAD_ZERO_NOTE,))
     return blanks_dropped(result, query, catalog, ARRAY_BLANK_NOTE, COUNTED_BLANK_NOTE)
 
 
@@ -996,6 +998,16 @@ COUNTED_BLANK_NOTE = (f"{COUNTED_BLANK_OPENING} (agent.pipeline: classic publish
 ARRAY_BLANK_NOTE = ("a GPU's blank reading (about 9.2e18 or 1.4e14) shows as a value on its line "
                     "(agent.pipeline: classic; the default agent.pipeline: otel drops blanks before they are "
                     "published)")
+
+
+# How a field whose 0 is DCGM's "not supported" (blanks.UNREAD_AT_ZERO) reads on the classic pipeline, which publishes
+# every value its declarations' labels match (a declaration matches labels, never a value): a GPU without the sensor
+# reads 0, and no math tells that 0 from a reading inside a mean or minimum over GPUs (its header says it; its alarms'
+# descriptions: render/alarms). The OTel pipeline's filter drops it.
+UNREAD_ZERO_OPENING = ("a GPU without a memory temperature sensor (L4 and the like: DCGM writes 0 for 'not supported') "
+                       "reads 0")
+UNREAD_ZERO_NOTE = (f"{UNREAD_ZERO_OPENING}, on its line and in a mean, minimum or count over GPUs (agent.pipeline: "
+                    "classic publishes it, where the default agent.pipeline: otel drops it before it is published)")
 
 
 # Metric math as the user guide documents it ("Using math expressions with CloudWatch metrics",

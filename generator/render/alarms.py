@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_COPIES_ADDED,
                        PER_PROCESS_COPIES_ADDED_ALARM, Catalog)
+from ..blanks import UNREAD_AT_ZERO
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLASSIC_COUNTER_ALARM_ONE_SERIES,
                                 COPIES_COUNTED, COUNT_MOST, COUNT_MOST_ONE_SCRAPE, GAP_SHORT, GAP_TEXTS,
                                 INSTANCE_CONTRIBUTORS, evaluation_limit,
@@ -20,7 +21,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, CLASSIC_COUNTER_ALARM, CLA
                                 failed_scrape_note, partly_blank, NAMED_PART, NAMED_PART_ONE_SCRAPE, NAMED_SHARE,
                                 NAMED_WEIGHED, NAMESPACE_WEIGHED, SHARED_INSTANCE_WEIGHS, BLANK_WEIGHED,
                                 NAMED_WEIGHED_COLLECTIONS, NAMESPACE_WEIGHED_COLLECTIONS,
-                                NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, Plan, per_scrape_read,
+                                NAMED_TURNS, NAMED_TURNS_ALARM, STATISTICS, UNREAD_ZERO_OPENING, Plan, per_scrape_read,
                                 read_weighed,
                                 read_by_stand_in,
                                 instance_contributors,
@@ -906,6 +907,19 @@ def _addon_blanks_said(plan_: Plan, comparison: str, settings: Settings) -> Note
     return Note(f"{ALARM_BLANKS}: this alarm {fires} for it", f"DCGM's blank is a reading: it {fires} for its GPU")
 
 
+def _zero_unread_said(plan_: Plan, comparison: str, settings: Settings) -> Note:
+    """What a GPU without a memory temperature sensor does to an alarm on its field on agent.pipeline: classic, which
+    publishes the 0 DCGM writes there (cloudwatch_query.UNREAD_ZERO_NOTE): one firing below its threshold fires for
+    it, a count counts it; one firing above is not moved by it. The OTel pipeline drops it."""
+    if settings.agent.pipeline != "classic" or addon_source(settings) or plan_.metric not in UNREAD_AT_ZERO:
+        return Note("")
+    if plan_.function == "COUNT":
+        return Note(f"{UNREAD_ZERO_OPENING}: this alarm counts it", "a GPU without the sensor reads 0: counted")
+    if comparison in ("<", "<="):
+        return Note(f"{UNREAD_ZERO_OPENING}: this alarm fires for it", "a GPU without the sensor reads 0: it fires")
+    return Note("")
+
+
 def _addon_mig_said(plan_: Plan, comparison: str, settings: Settings) -> Note:
     """What an alarm on the add-on reads of a GPU split into MIG instances: one instance's reading
     (ALARM_MIG_ONE_INSTANCE), or, of a field MIG does not report at all (utilization), what its exporter writes for an
@@ -1153,7 +1167,8 @@ def _plan_notes(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
     unit = charted_unit(condition.query, catalog)  # (the weighed means' example in the alarm's unit: in_unit)
     comparison = _judged(alarm, plan_, settings)[0]
     texts = (unseen, copies_counted_note(plan_) or "")
-    return [note, _addon_blanks_said(plan_, comparison, settings), _addon_mig_said(plan_, comparison, settings),
+    return [note, _addon_blanks_said(plan_, comparison, settings), _zero_unread_said(plan_, comparison, settings),
+            _addon_mig_said(plan_, comparison, settings),
             *(Note(text, SHORT.get(text, "")) for text in texts),
             _failed_scrape_note(alarm, plan_, settings),
             *(Note(in_unit(text, unit), in_unit(SHORT.get(text, ""), unit)) for text in named),

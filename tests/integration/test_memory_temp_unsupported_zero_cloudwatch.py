@@ -87,8 +87,9 @@ def _alarmed(files, points) -> dict[str, list[dict[str, str]]]:
 
 CLASSIC = pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "agent.pipeline: classic publishes the 0 DCGM writes for memory temperature on GPUs without the sensor: the "
-    "JSON path's declarations match labels, not values, so the L4s' 0 is averaged into means and minima and fires "
-    "a 'below' alarm"))
+    "JSON path's declarations match labels, not values (the agent's documented metric_declaration), and metric math "
+    "cannot tell a 0 from a reading inside a mean and alarms take none, so the L4s' 0 is averaged into means and "
+    "minima and fires a 'below' alarm (each widget's header and each such alarm's description say so)"))
 
 
 @pytest.mark.parametrize("pipeline", ["otel", pytest.param("classic", marks=CLASSIC)])
@@ -105,3 +106,30 @@ def test_widgets_leave_out_the_gpus_writing_0(tmp_path, pipeline):
 def test_alarms_judge_the_readings_alone(tmp_path, pipeline):
     files, points = _seen(tmp_path, pipeline)
     assert _alarmed(files, points) == {"memory-hot": [{"node": "n-h100", "gpu": "2"}]}
+
+
+def test_classic_says_a_gpu_without_the_sensor_reads_0_where_it_does(tmp_path):
+    """On agent.pipeline: classic the L4s' 0 is published, and every widget of the field and every alarm it moves say
+    so (it was said by lint alone, AL010): the values the agent model gives, as the words say, the 0 on its line and
+    in a mean, minimum or count over GPUs (the pinned truths above), and the alarms below a level firing for it; the
+    alarm above a level, which the 0 does not move, says nothing of it."""
+    from generator.cloudwatch_query import UNREAD_ZERO_NOTE, UNREAD_ZERO_OPENING
+    from tests.support.cloudwatch_widgets import header, notes
+
+    files, points = _seen(tmp_path, "classic")
+    shown = latest_values(files, points, END)
+    assert {title: {label: round(v, 6) for label, v in lines.items()} for title, lines in shown.items()} == {
+        "Fleet mean": {"Fleet mean": round((0 + 0 + 45 + 30 + 97) / 5, 6)}, "Fleet least": {"Fleet least": 0},
+        "Node mean": {"n-h100": round((45 + 30 + 97) / 3, 6), "n-l4": 0}, "GPUs reporting": {"GPUs reporting": 5},
+        "Pod hottest": {"Pod ml/train-0": 45, "Pod ml/train-1": 97, **{
+            f"Pod {pod[0]}/{pod[1]}": 0 for where, _, _, _, pod in GPUS if where == "n-l4" and pod}}}
+    said = notes(header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-memory.json"))
+    assert all(UNREAD_ZERO_NOTE in said[title] for title in shown), said
+    alarmed = _alarmed(files, points)
+    l4s = sorted(str(gpu) for where, gpu, *_ in GPUS if where == "n-l4")
+    assert sorted(g["gpu"] for g in alarmed["memory-cold"]) == l4s, alarmed
+    assert alarmed["fleet-memory-cold"] and alarmed["memory-hot"] == [{"node": "n-h100", "gpu": "2"}]
+    for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
+        description = item["Request"]["AlarmDescription"]
+        below = "-memory-cold" in item["Request"]["AlarmName"]
+        assert (f"{UNREAD_ZERO_OPENING}: this alarm fires for it" in description) == below, description
