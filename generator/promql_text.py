@@ -17,7 +17,8 @@ import re
 # run, ...): the same matches as one character at a time, fewer steps of the engine.
 STRING_LITERAL = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\'[^\'\\]*(?:\\.[^\'\\]*)*\'|`[^`]*`')
 _NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f]')
-_NAMED = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_NEEDS_ESCAPE_SINGLE = re.compile(r"[\\'\x00-\x1f\x7f]")
+_NAMED = {"\\": "\\\\", '"': '\\"', "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _RE2_META = re.compile(r"[\\.+*?()|\[\]{}^$]")
 _NOT_IN_LABEL_NAME = re.compile(r"[^a-zA-Z0-9_]")
 
@@ -36,9 +37,16 @@ def pod_label_meta(key: str) -> str:
 
 def quoted(value: str) -> str:
     """`value` as a PromQL double-quoted string literal."""
-    if not _NEEDS_ESCAPE.search(value):
-        return f'"{value}"'
-    return '"' + _NEEDS_ESCAPE.sub(lambda m: _NAMED.get(m.group()) or f"\\x{ord(m.group()):02x}", value) + '"'
+    return _quoted(value, '"')
+
+
+def _quoted(value: str, quote: str) -> str:
+    """`value` as a PromQL string literal in `quote` (a double or a single quote): a backslash, that quote, a line break
+    and every other control character escaped."""
+    needs = _NEEDS_ESCAPE if quote == '"' else _NEEDS_ESCAPE_SINGLE
+    if not needs.search(value):
+        return f"{quote}{value}{quote}"
+    return quote + needs.sub(lambda m: _NAMED.get(m.group()) or f"\\x{ord(m.group()):02x}", value) + quote
 
 
 def regex_literal(value: str) -> str:
@@ -64,9 +72,6 @@ def double_quoted(raw: str) -> str:
     return '"' + raw.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-# a Grafana variable reference ($name, ${name...}, [[name]]): Grafana replaces it, escaping the value for a
-# double-quoted string (its Prometheus escapes write `'` as `\\'`, which would end a single-quoted one)
-_GRAFANA_VARIABLE = re.compile(r"\$[A-Za-z_{]|\[\[")
 # a space PromQL's lexer needs no more than a parenthesis, bracket or comma beside it: after `(`, `[` or `,`; before
 # `(`, `)`, `]` or `,`; after `)` or `]` before a word or `@` (`) or`, `] @ end()`). Kept: beside braces (`${x} or`
 # would join a variable's value to the word), and before an arithmetic or comparison operator (`) * 30000`, as written)
@@ -74,24 +79,44 @@ _GRAFANA_VARIABLE = re.compile(r"\$[A-Za-z_{]|\[\[")
 _SPARE_SPACE = re.compile(r" (?:(?<=[(\[,] )|(?=[()\],])|(?<=[)\]] )(?=[\w@]))")
 
 
+def single_quoted(literal: str) -> str:
+    """A PromQL string literal (double- or single-quoted, or raw in backticks) as the single-quoted literal of the same
+    value. The quoted forms take the same escapes but their own quote's: a double-quoted string's `\\"` is a plain `"`
+    in single quotes, and its plain `'` is written `\\'`; a raw string's backslashes, quotes and control characters are
+    escaped as `quoted` escapes them."""
+    quote, body = literal[0], literal[1:-1]
+    if quote == "'":
+        return literal
+    if quote == "`":
+        return _quoted(body, "'")
+    if "\\" not in body and "'" not in body:
+        return f"'{body}'"
+    return "'" + _DOUBLE_QUOTED_BODY.sub(lambda m: _TO_SINGLE.get(m.group(), m.group()), body) + "'"
+
+
+_DOUBLE_QUOTED_BODY = re.compile(r"\\.|'", re.S)  # an escape (its first character: no other is a quote) or a quote
+_TO_SINGLE = {'\\"': '"', "'": "\\'"}
+# the pieces of PromQL text: outside strings, a string literal or a comment (its quotes none), outside, ...
+_LITERAL_OR_COMMENT = re.compile(f"({STRING_LITERAL.pattern}|#[^\n]*)")
+
+
 # fewest_parens' answers recur from build to build (a test process builds many, fewest_parens keeps them): so do these
 @functools.lru_cache(maxsize=512)
 def packed(text: str) -> str:
     """PromQL `text` in fewer bytes where it is JSON inside JSON, as client-side `kubectl apply` writes a dashboard's
-    ConfigMap into its last-applied annotation (262,144 bytes at most): each double-quoted string that holds no single
-    quote and no Grafana variable in single quotes (a double quote there is four bytes, a single quote one; the same
-    string to Prometheus), and no space after a comma outside strings. A string holding a variable keeps its double
-    quotes: Grafana escapes a value for them. Outside strings, no space beside a parenthesis, bracket or comma where
-    the lexer needs none (_SPARE_SPACE: `sum by(a)(x)or(y)`, the same expression to Prometheus). Text with a backslash
-    or a single or raw quote is left as it is."""
-    if "\\" in text or "'" in text or "`" in text:
-        return text
-    parts = text.split('"')  # outside, inside, outside, ...: no escaped quote in the text
-    if any(" " in part for part in parts[1::2]):
-        for k in range(0, len(parts), 2):
-            parts[k] = _SPARE_SPACE.sub("", parts[k])
-    else:  # no space inside a string: the whole text at once, the same (a quote is in none of _SPARE_SPACE's classes)
-        parts = _SPARE_SPACE.sub("", text).split('"')
-    for k in range(1, len(parts), 2):
-        parts[k] = f'"{parts[k]}"' if _GRAFANA_VARIABLE.search(parts[k]) else f"'{parts[k]}'"
-    return "".join(parts)
+    ConfigMap into its last-applied annotation (262,144 bytes at most): every string literal single-quoted
+    (single_quoted: the same value to Prometheus; a double quote is two bytes in the dashboard's JSON and four in the
+    annotation, a single quote one in both), and outside strings no space beside a parenthesis, bracket or comma where
+    the lexer needs none (_SPARE_SPACE: `sum by(a)(x)or(y)`, the same expression to Prometheus). A string holding a
+    Grafana variable too: the values Grafana writes into one (Kubernetes names, GPU ids, the clusters of the settings'
+    prometheus_label) hold neither quote, the one character of each that Grafana's escaping leaves unreadable in
+    single quotes (`'` as `\\\\'`, or `"` as `\\"` with its prometheusSpecialCharsInLabelValues toggle). Comments are
+    left as they are."""
+    pieces = _LITERAL_OR_COMMENT.split(text)  # outside, a literal or comment, outside, ...
+    for k in range(0, len(pieces), 2):
+        if " " in pieces[k]:
+            pieces[k] = _SPARE_SPACE.sub("", pieces[k])
+    for k in range(1, len(pieces), 2):
+        if pieces[k][0] != "#":
+            pieces[k] = single_quoted(pieces[k])
+    return "".join(pieces)

@@ -92,7 +92,7 @@ def test_exported_pod_mapping_reaches_every_query_legend_and_variable(project_di
     assert variables["pod"]["regex"] == '/exported_pod="([^"]+)"/'
     # one node spelling configured: no coalescing, the label is used as it is
     assert variables["node"]["regex"] == '/hostname="([^"]+)"/'
-    assert 'exported_namespace=~"$namespace"' in variables["pod"]["query"]
+    assert packed('exported_namespace=~"$namespace"') in variables["pod"]["query"]
 
 
 def test_any_one_node_label_in_a_list_is_used_as_it_is(project_dir):
@@ -131,7 +131,7 @@ def test_variables_and_cluster_variable_only_for_a_shared_prometheus(project_dir
     _, models = _dashboards(config)
     overview = models["gpudash-overview"]
     assert [v["name"] for v in overview["templating"]["list"]][:2] == ["datasource", "cluster"]
-    assert all('cluster=~"$cluster"' in t["expr"] for _, t in _targets(overview))
+    assert all(packed('cluster=~"$cluster"') in t["expr"] for _, t in _targets(overview))
 
 
 def test_every_query_uses_the_datasource_variable_and_all_filters():

@@ -25,6 +25,7 @@ import yaml
 from generator.artifacts import build, notes
 from generator.catalog import PER_PROCESS_COPIES_ADDED, PER_PROCESS_COPIES_ADDED_ALARM
 from generator.output import encode
+from generator.preview.interpolate import interpolate, variables
 from generator.render.alarms import SHORT
 from tests.support import cloudwatch_eval, virtual_gpus
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
@@ -178,7 +179,7 @@ def _promtool(tmp_path, exprs: dict[str, str], series: list[dict[str, str]] | No
     for name, expr in exprs.items():
         for macro, value in (("$__rate_interval", "2m"), ("$__interval", "30s"), ("$__range", "5m")):
             expr = expr.replace(macro, value)
-        expr = re.sub(r'\w+=~"\$\w+"', lambda m: m.group(0).split("=~")[0] + '=~".*"', expr)
+        expr = interpolate(expr, variables({}, ("cluster", "namespace", "pod", "node", "gpu")))  # each at All
         test = {"rule_files": [], "evaluation_interval": "30s", "tests": [{
             "interval": "30s", "input_series": series,
             "promql_expr_test": [{"expr": expr, "eval_time": "15m", "exp_samples": []}]}]}
