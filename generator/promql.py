@@ -46,6 +46,7 @@ from typing import Callable
 from .build_memo import BuildMemo
 from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, UNREAD_AT_ZERO, reading_floor, short
 from .exporter_styles import GENERATED_SUFFIX
+from . import mean_sign
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
                       PER_PROCESS_FIELDS, Catalog, own_labels_of, per_device_headroom, successive_labels)
 from .model import WORKLOAD_KEYS, Query
@@ -292,6 +293,9 @@ class _Device:
     anywhere: list[list[str]] | None = None
     # with `anywhere`: the node variable's matchers (no workload's), of the copies placing a GPU on the node (on_node)
     placing: list[list[str]] | None = None
+    # a rule's mean compared by sign (mean_sign): the pods named at a step read twice, marked for the sum and the
+    # count; any reading not made of such rows is refused (NotCombined), so that no row goes unmarked
+    marked: bool = False
 
     @property
     def named(self) -> str:
@@ -314,6 +318,8 @@ class _Device:
         or one over a window, blanks removed), or None: as they are. `summed` (with `chooses`): the sum of the fields of
         `total` of the copy chosen, in place of `metric`'s reading."""
         own_share = self.shares and metric in PER_PROCESS_FIELDS and self.per_pod and not self.whole
+        if self.marked and (self.lookback is None or own_share or not self.stepped or gauge == COUNTED):
+            raise NotCombined(metric)
         any_pod = [m for m in extra if m != self.named]
         # a field split by labels of its own (an XID code's count) has a reading per code
         field_labels = own_labels_of(metric)
@@ -572,7 +578,12 @@ class _Device:
         if self.anywhere is not None:  # named by any copy, on a GPU the node variable's node holds (on_node)
             named = f"({named} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, self.labels)})"
         spellings = _listed(_copy_spelled(self.labels))
-        return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
+        if self.marked and not panel:  # read twice, for a mean's sum and count (mean_sign)
+            pods = mean_sign.marked_twice(
+                f"max by ({_listed(name for name in keep if name != mean_sign.STAT_LABEL)}) ({named})")
+        else:
+            pods = f"max by ({_listed(keep)}) ({named})"
+        return f"({pods} * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
 
     def _pod_keys(self) -> tuple[str, ...]:
         return self.labels.cluster, self.labels.namespace, self.pod
@@ -1493,6 +1504,8 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     if not counter:
         gauge = _gauge_form(over_time, resolution, unfiltered)
         shared = device.reading(metric, extra, gauge, summed) if device is not None else None
+        if shared is None and device is not None and device.marked:  # a row no pod's mark reaches (mean_sign)
+            raise NotCombined(metric)
         return shared or _parenthesised(_raw(metric, branches, extra, gauge))
     if copies and resolution:  # one reading per step of the scrape interval, then over the window
         # Every scope branch inside the one subquery: a GPU's (or pod's) copies that name its node in two spellings
@@ -3147,16 +3160,16 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
                rate_window: str = "$__rate_interval", increase_window: str = DASHBOARD_RANGE,
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
                resolution: str | None = None, offset: str | Periods | None = None, named_within: str | None = None,
-               hold: str | None = None, reach: int = 0, regions: Regions = ()) -> str:
+               hold: str | None = None, reach: int = 0, regions: Regions = (), against: float | None = None) -> str:
     """The PromQL for one neutral query (`_expression`), worked out once per query, labels, catalog and arguments."""
     answers = _ANSWERS.table(catalog)
     key = (query, labels, scope, rate_window, increase_window, gauge_window, per_instance, kind, resolution, offset,
-           named_within, hold, reach, regions)
+           named_within, hold, reach, regions, against)
     answer = answers.get(key)
     if answer is None:
         answer = answers[key] = _expression(query, labels, catalog, scope, rate_window, increase_window, gauge_window,
                                              per_instance, kind, resolution, offset, named_within, hold, reach,
-                                             regions)
+                                             regions, against)
     return answer
 
 
@@ -3196,7 +3209,7 @@ def by_region(expr: str, cluster: str, regions: Regions) -> str:
 def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, rate_window: str, increase_window: str,
                 gauge_window: str | None, per_instance: bool, kind: str | None, resolution: str | None,
                 offset: str | None, named_within: str | None, hold: str | None = None, reach: int = 0,
-                regions: Regions = ()) -> str:
+                regions: Regions = (), against: float | None = None) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
@@ -3223,6 +3236,9 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     `regions` (a fleet alert on a Prometheus holding clusters of several Regions): a value per Region of the clusters
     it names, as CloudWatch's alarm per Region judges them: only their series read, each GPU's value (which keeps
     its cluster) given its cluster's Region (by_region), the outer grouping by REGION_LABEL first.
+    `against` (an alert's mean per pod over one period, compared with that level): in place of the mean, a value whose
+    sign is that of the mean less the level, exactly, from one read of the GPUs' readings (mean_sign); NotCombined
+    where the query is not read so.
     """
     if regions:
         scope = Scope((*scope.regexes, *regions_scope(regions)))
@@ -3269,6 +3285,16 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         and "pod" in keys and not count and _instance_value(query.metric, catalog, kind)
     if apart and kind == "mig" and "gpu" in keys:  # each MIG instance of a pod's GPU judged on its own
         outer += [name for name in INSTANCE_IDENTITY if name not in outer]
+    marked = against is not None
+    if marked:  # a mean per pod's GPU over one period, its rows read at each step of the window (_Device._stepped)
+        if not (query.aggregation == "avg" and gauge_window is not None and resolution and "gpu" in keys
+                and named_pods_looked_back(query, catalog) and not query.over and not regions
+                and query.metric not in MIG_MEMORY_SHARES and not isinstance(offset, tuple)
+                and _seconds(gauge_window) // _seconds(resolution) <= mean_sign.MAX_STEPS
+                and mean_sign.exact_against(against)):
+            raise NotCombined(query.metric)
+        unmarked = ", ".join(outer)
+        outer.append(mean_sign.STAT_LABEL)  # kept by every grouping after the pods' rows are marked
     node = next((regex for key, regex in scope.regexes if key == "node"), None)
     # a value of GPUs, not of pods (per pod: _Device's look-back, _named_rates), in a panel with the node variable:
     # the node picks which GPUs show (those its name is, gpu_names), never which copy of a GPU is read
@@ -3333,7 +3359,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         device = _Device(branches, unscoped, identity, labels.pod, bool(set(WORKLOAD_KEYS) & set(keys)),
                          whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share,
                          gauge_window is not None, query.aggregation in ("sum", "avg"),
-                         *((anywhere, placing) if lookback and node is not None else ())) \
+                         *((anywhere, placing) if lookback and node is not None else ()), marked=marked) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
                         over_time, kind, resolution, device, also, checked, share,
@@ -3364,6 +3390,12 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         value = by_region(value, labels.cluster, regions)
         grouping = ", ".join((REGION_LABEL, *outer))
     alert = gauge_window is not None and resolution and not count and reads_gauges(query, catalog)
+    if marked:
+        if named or not alert or mean_sign.STAT_LABEL not in value:  # every row read from the marked pods
+            raise NotCombined(query.metric)
+        step = f"sum by ({grouping}) ({mean_sign.counted_too(value)})"
+        summed = f"sum_over_time(({step})[{gauge_window}:{resolution}]{_offset(offset)})"
+        return mean_sign.signed(summed, unmarked, against)
     if named:  # per GPU (its UUID, GPU_LABEL), named (named_gpus), then the outer grouping: a panel at each step, an
         # alert once per evaluation, after its periods' statistics (gauge_readings' `named`)
         inner = _listed((labels.cluster, GPU_LABEL, "gpu", *(name for name in outer if name != labels.node)))

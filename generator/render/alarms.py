@@ -52,6 +52,7 @@ from ..promql import (PERIOD_LABEL, PREVIOUS_WITHIN, COUNTED_PARTS, REGION_LABEL
                       counted_rules, expression, group_keys, kinds_apart, label_lookback, label_name,
                       named_pods_looked_back, settings_clusters, with_cluster)
 from ..promql_text import quoted
+from .. import mean_sign
 from ..series_labels import MAX_DIMENSIONS
 from .alarm_text import Note, about_notes, described, own_cut
 from .fleet_parts import WHERE, said_where
@@ -1732,7 +1733,8 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
         judged = " or ".join(_of_range(alarm, lambda period, kind=kind: read(kind, period), of_kind(kind),
                                        None if value else (lambda periods, kind=kind:
                                                            period_values(alarm, catalog, settings, periods, kind)),
-                                       extra)
+                                       extra,
+                                       None if value else period_signs(alarm, catalog, settings, of_kind(kind), kind))
                              for kind in kinds)
         if alarm.missing_data == "breaching":
             periods = range(alarm.evaluation_periods + extra)
@@ -1893,6 +1895,28 @@ def period_value(alarm: Alarm, catalog: Catalog, settings: Settings, period: int
     return _statistic(alarm, catalog, settings, _duration(alarm.period_seconds * period) if period else None, kind)
 
 
+def period_sign(alarm: Alarm, catalog: Catalog, settings: Settings, period: int, kind: str | None,
+                threshold: float) -> str:
+    """A mean's period (period_value's) less `threshold`, in sign exactly, from one read of its readings
+    (mean_sign); NotCombined where the query is not read so."""
+    return _statistic(alarm, catalog, settings, _duration(alarm.period_seconds * period) if period else None, kind,
+                      threshold)
+
+
+def period_signs(alarm: Alarm, catalog: Catalog, settings: Settings, condition: Condition,
+                 kind: str | None) -> Callable[[int], str] | None:
+    """`period_sign(k)` of the condition's level where its flags may be read so (the condition a mean's, compared by
+    <, <=, > or >= with a level mean_sign takes exactly); None otherwise."""
+    if condition.query.aggregation != "avg" or condition.comparison not in NEGATED \
+            or not mean_sign.exact_against(condition.threshold):
+        return None
+    try:
+        period_sign(alarm, catalog, settings, 0, kind, condition.threshold)
+    except NotCombined:
+        return None
+    return lambda period: period_sign(alarm, catalog, settings, period, kind, condition.threshold)
+
+
 def period_values(alarm: Alarm, catalog: Catalog, settings: Settings, periods: Iterable[int],
                   kind: str | None = None) -> str | None:
     """The statistics of `periods` (each k periods back) in one expression, the k-th marked with PERIOD_LABEL k, where
@@ -1904,7 +1928,8 @@ def period_values(alarm: Alarm, catalog: Catalog, settings: Settings, periods: I
         return None
 
 
-def _statistic(alarm: Alarm, catalog: Catalog, settings: Settings, offset, kind: str | None) -> str:
+def _statistic(alarm: Alarm, catalog: Catalog, settings: Settings, offset, kind: str | None,
+               against: float | None = None) -> str:
     window = _duration(alarm.period_seconds)
     regions = judged_regions(alarm, settings)
     query, scope = _alert_query(alarm, settings), Scope() if regions else settings_clusters(settings)
@@ -1916,7 +1941,7 @@ def _statistic(alarm: Alarm, catalog: Catalog, settings: Settings, offset, kind:
                       increase_window=window, gauge_window=window, per_instance=True, kind=kind,
                       resolution=rule_step(settings), offset=offset,
                       hold=f"{settings.scrape.seconds}s", reach=gap_reach(alarm, settings), regions=regions,
-                      named_within=label_lookback(settings.scrape.seconds))
+                      named_within=label_lookback(settings.scrape.seconds), against=against)
 
 
 
@@ -2036,7 +2061,8 @@ def _marked(terms: list[str]) -> str:
 
 
 def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition,
-              values: Callable[[list[int]], str | None] | None = None, extra: int = RANGE_EXTRA_PERIODS) -> str:
+              values: Callable[[list[int]], str | None] | None = None, extra: int = RANGE_EXTRA_PERIODS,
+              signs: Callable[[int], str] | None = None) -> str:
     """CloudWatch's judgement of an alarm whose missing data is `missing`, `notBreaching` or `breaching`, over an
     evaluation range of N + `extra` periods (user guide, "How alarm state is evaluated when data is
     missing": it retrieves "a higher number of data points than" N; the page's example retrieves 5 for 3; fewer where
@@ -2051,12 +2077,16 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition,
       every later one breaches or has no reading ("Avoiding premature transitions to alarm state").
     Where M equals N (every default alarm; with `missing` data, 2 of 2) one evaluation of each period's statistic:
     its breaching flag (`> bool`) weighted so that one sum over the range decides (two with `missing`, N > 2).
-    Checked against the evaluator for every pattern of the range (tests/integration/test_evaluation_range_rules.py)."""
+    Checked against the evaluator for every pattern of the range (tests/integration/test_evaluation_range_rules.py).
+    `signs(k)` (a mean's, period_signs): the period's statistic less the level, in sign exactly, at less cost: each
+    flag then compares it with 0."""
     periods = alarm.evaluation_periods
     needed = alarm.datapoints_to_alarm or periods
     compare, threshold = condition.comparison, number(condition.threshold)  # every digit (`:g` keeps six)
 
     def flag(k: int) -> str:  # 1 breaching, 0 not, none without a reading
+        if signs is not None:
+            return f"({signs(k)} {compare} bool 0)"
         return f"({value(k)} {compare} bool {threshold})"
 
     def weighted(weights: list[tuple[int, int]]) -> str:

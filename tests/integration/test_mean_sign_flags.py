@@ -1,0 +1,121 @@
+"""A mean's period flags read by sign (generator/mean_sign.py: S - t*C from one read of the period's readings) give
+the flags the ratio gave (S / C against t), and the idle rule built on them the same alerts and sums.
+
+Both forms run side by side in `promtool test rules` over a messy fleet's history (tests/support/messy_history:
+`Hostname` and `hostname`, an exporter writing its own pod name as Hostname, a node scraped without the node label,
+exporter copies, a time-sliced GPU whose pod label moves at every scrape, GPUs no pod holds, MIG instances, DCGM's
+blank, a gap in a node's data), its utilization and MIG engine activity redrawn near the idle level: some GPUs read
+one value throughout, others a value drawn at each scrape, from readings at the level, a unit in the last place
+either side of it (4.999999999999999, 5.000000000000001; 0.049999999999999996 and 0.05000000000000001 of a MIG
+instance, read * 100) and around it; the rest keep the history's readings (busy and idle). At every evaluation each
+period's flag of each kind (whole GPUs, MIG instances), in both forms, gives the same series and values, and so do the
+alert as generated and its weighted sums (every pod's GPU, firing or not)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from generator.cloudwatch_query import number
+from generator.project import load_project
+from generator.render.alarms import period_sign, period_value, prometheus_expression
+from tests.support import messy_history, mixed_fleet
+
+SCRAPES = 110  # 55 minutes: the rule's 8 periods of 5 minutes, its 10-minute incumbents and look-backs before them
+EVERY = 150  # seconds between the compared evaluations
+UTIL = ("5", "4.999999999999999", "5.000000000000001", "4.9", "5.1", "4.95", "5.05", "4.7", "5.3", "0", "10")
+RATIOS = ("0.05", "0.049999999999999996", "0.05000000000000001", "0.049", "0.051", "0.0495", "0.0505", "0.047",
+          "0.053", "0", "0.1")
+DRAWN = {"DCGM_FI_DEV_GPU_UTIL": UTIL, "DCGM_FI_PROF_GR_ENGINE_ACTIVE": RATIOS}
+# the instances reading one value throughout: of the whole GPUs pods hold in replicas 1 and 2 (16), eleven; of the MIG
+# instances (6), three (the level and an ulp either side); the rest read a value drawn at each scrape
+CONSTANT = {"DCGM_FI_DEV_GPU_UTIL": len(UTIL), "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 3}
+REPLICAS = 3
+
+
+@pytest.fixture(scope="module")
+def project():
+    return load_project()
+
+
+def _held(kind_mig: bool) -> list[tuple[int, int, int, str | None]]:
+    """The GPU instances a pod holds in replicas 1 and up, whole GPUs or MIG instances, in the fleet's order:
+    (replica, node, GPU index, MIG instance)."""
+    return [(r, n, gpu.index, instance.id) for r, n, node in messy_history.fleet(REPLICAS) if r
+            for gpu in node.gpus for instance in gpu.instances
+            if instance.pods() and (instance.id is not None) == kind_mig]
+
+
+def _near_the_level(original):
+    """messy_history's reading in replica 0 (busy and idle GPUs); in the others, near the idle level: the first
+    instances a pod holds (CONSTANT) each read one of DRAWN's values throughout, the rest a value drawn at each
+    scrape. Blanks and missing readings stay."""
+    held = {metric: _held(metric != "DCGM_FI_DEV_GPU_UTIL") for metric in DRAWN}
+
+    def value(metric, r, n, gpu, instance, k, scrapes):
+        raw = original(metric, r, n, gpu, instance, k, scrapes)
+        if raw is None or raw == mixed_fleet.NOT_SUPPORTED or metric not in DRAWN or not r:
+            return raw
+        place = (r, n, gpu.index, instance.id)
+        if place not in held[metric]:
+            return raw
+        j = held[metric].index(place)
+        if j < CONSTANT[metric]:
+            return DRAWN[metric][j]
+        return random.Random(f"{metric}|{place}|{k}").choice(DRAWN[metric])
+    return value
+
+
+def _own_pods(series: messy_history.Series) -> messy_history.Series:
+    """The history with the pods of replicas 1 and up named their own (`-r<replica>`): a GPU near the level is not
+    averaged with replica 0's GPU of the same pod name (messy_history keeps the pod names across replicas)."""
+    def own(labels: str) -> str:
+        replica = re.search(r'instance="10\.(\d+)\.', labels)
+        if replica is None or replica[1] == "0":
+            return labels
+        return re.sub(r'\bpod="([^"]*)"', lambda m: f'pod="{m[1]}-r{replica[1]}"', labels)
+    return {(metric, own(labels) if metric.startswith("DCGM_") else labels): samples
+            for (metric, labels), samples in series.items()}
+
+
+def _every_sum(expr: str) -> str:
+    """The alert with its sum's comparison made one every sum passes: the weighted sums themselves."""
+    return re.sub(r"\) >= \d+\)$", ") >= -1000000)", expr)
+
+
+def test_the_flags_by_sign_are_the_ratios_flags_on_a_messy_fleet(project, tmp_path, monkeypatch):
+    alarm = next(a for a in project.alarms if a.id == "gpu-idle")
+    catalog, settings = project.catalog, project.settings
+    threshold, compare = alarm.condition.threshold, alarm.condition.comparison
+    read: list[tuple[str | None, int]] = []
+
+    def ratio(kind, period):
+        read.append((kind, period))
+        return period_value(alarm, catalog, settings, period, kind)
+    before = prometheus_expression(alarm, catalog, settings, ratio)
+    now = prometheus_expression(alarm, catalog, settings)
+    assert "gpudash_stat" in now and "gpudash_stat" not in before  # the rule as generated reads by sign
+    assert len(now) < 0.85 * len(before)
+    kinds = sorted({kind for kind, _ in read}, key=str)
+    assert len(kinds) == 2  # whole GPUs and MIG instances
+    forms = [("alert", ([{"expr": before}], [{"expr": now}])),
+             ("sums", ([{"expr": _every_sum(before)}], [{"expr": _every_sum(now)}]))]
+    for kind, period in sorted(set(read), key=lambda one: (str(one[0]), one[1])):
+        old = f"({period_value(alarm, catalog, settings, period, kind)} {compare} bool {number(threshold)})"
+        new = f"({period_sign(alarm, catalog, settings, period, kind, threshold)} {compare} bool 0)"
+        forms.append((f"{kind}-{period}", ([{"expr": old}], [{"expr": new}])))
+    assert len(forms) == 2 + 16
+    monkeypatch.setattr(messy_history, "_value", _near_the_level(messy_history._value))
+    metrics = set(re.findall(r"\b(DCGM_[A-Z0-9_]+)\b", json.dumps(forms)))
+    series = messy_history.input_series(_own_pods(messy_history.history(REPLICAS, SCRAPES, metrics)))
+    end = (SCRAPES - 1) * messy_history.SCRAPE // EVERY * EVERY
+    content = messy_history.differential(forms, EVERY, end, [series])
+    # the alert need not fire within the history: its sums and each flag must give something
+    (test,) = content["tests"]
+    checks = test["promql_expr_test"]
+    test["promql_expr_test"] = [check for check in checks if "count_over_time(gpudash_check_old_0[" not in check["expr"]]
+    assert len(test["promql_expr_test"]) == len(checks) - 1
+    assert messy_history.differential_failures(content, EVERY, tmp_path) == ""
