@@ -356,8 +356,9 @@ class _Device:
                 # no pod's share on a GPU whose latest scrape named no pod (idle_gpus), as the other per-pod panels
                 # read it: a pod that ended, or was recreated on another GPU of its node, read its last share of the
                 # GPU it left for the look-back (60 % for 70 beside its new GPU; 70 % on a GPU idle since)
-                left = f"({_unblanked(_either(tiers, each), gauge)} unless on ({_listed(held_labels(labels))}) " \
-                       f"{idle_gpus(metric, self.unscoped, labels, self.resolution)})"
+                idle = idle_gpus(metric, self.unscoped, labels, self.resolution, either=True)
+                left = f"({uuid_keyed(_unblanked(_either(tiers, each), gauge), labels)} unless on " \
+                       f"({_listed(held_labels(labels, True))}) {idle})"
                 read = f"max by ({_listed((*each, *shown))}) {left}"
                 if self.anywhere is not None:
                     read = f"({read} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, labels)})"
@@ -573,8 +574,9 @@ class _Device:
         named = _raw(metric, self.anywhere or self.scoped, extra, f"present_over_time({{}}[{self.lookback}])")
         if panel:
             named = f"{named} and on ({_listed((*self._pod_keys(), *COPY_LABELS))}) {self._naming_targets(metric)}"
-        idle = idle_gpus(metric, self.unscoped, self.labels, _scrape_of(self.lookback), not panel)
-        named = identified(f"({named} unless on ({_listed(held_labels(self.labels))}) {idle})", self.labels)
+        idle = idle_gpus(metric, self.unscoped, self.labels, _scrape_of(self.lookback), not panel, either=True)
+        named = uuid_keyed(named, self.labels)
+        named = identified(f"({named} unless on ({_listed(held_labels(self.labels, True))}) {idle})", self.labels)
         if self.anywhere is not None:  # named by any copy, on a GPU the node variable's node holds (on_node)
             named = f"({named} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, self.labels)})"
         spellings = _listed(_copy_spelled(self.labels))
@@ -650,19 +652,32 @@ class _Device:
         return tier("{0}", True, None), tier(late, False, self.lookback)
 
 
-def held_labels(labels: Labels) -> tuple[str, ...]:
+def held_labels(labels: Labels, either: bool = False) -> tuple[str, ...]:
     """The labels naming a GPU instance whichever exporter copy reads it (idle_gpus): the GPU's UUID and index, its MIG
     instance, not the scrape target's (COPY_LABELS): a GPU left idle is idle for every copy of it. Judged per target, a
     pod that ended just after its node's exporter was rolled (the old copy's last scrape naming it, the new copy's
     finding the GPU idle) stayed on the GPU at the idle GPU's reading for the look-back after the old copy's last scrape
     (60 W under the ended pod beside the pod still running; test_rolled_copy_left_gpu). A GPU without a UUID is one
     with the other GPUs of its index in the cluster (as _gpu_copy_keys): it is found idle only where none of them names
-    a pod."""
-    return labels.cluster, labels.uuid, "gpu", *INSTANCE_IDENTITY
+    a pod. `either` (the per-pod panels' and rules'): the GPU's UUID under either label (UUID_KEY, uuid_keyed): an
+    exporter rolled with --use-old-namespace turned off or on respells it, and a pod that ended at such a rollout (the
+    old copies' last scrape naming it under `uuid`, the new copies' finding the GPU idle under `UUID`) stayed on the
+    GPU at its idle reading for the look-back (0 MiB under the ended pod at 15, 45 and 90 s after it)."""
+    return labels.cluster, UUID_KEY if either else labels.uuid, "gpu", *INSTANCE_IDENTITY
+
+
+UUID_KEY = "gpudash_uuid"  # held_labels' `either`: a GPU's UUID under either label (uuid_keyed)
+
+
+def uuid_keyed(expr: str, labels: Labels) -> str:
+    """`expr` with UUID_KEY holding each series' UUID, under whichever label of uuid_spellings its series carries it
+    (the labels' values joined: a series carries one; one carrying both is keyed by both, alike wherever it is read)."""
+    return f'label_join({expr}, {quoted(UUID_KEY)}, "", {_listed(map(quoted, uuid_spellings(labels)))})'
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,
-              naming: list[list[str]] | None = None, marked: bool = False, exporters: bool = True) -> str:
+              naming: list[list[str]] | None = None, marked: bool = False, exporters: bool = True,
+              either: bool = False) -> str:
     """The GPU instances (held_labels: any exporter copy's) whose latest scrape named no pod on them. An exporter writes
     a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods' copies are of one
     scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of its node read the
@@ -699,10 +714,11 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     ended between two exporter copies' scrapes (a DaemonSet rolled with maxSurge: the old copy's scrape naming it, the
     new copy's 15 s later finding the GPU idle) stayed on the per-pod panels at the old copy's readings until that
     naming sample was an interval old (200 W, 1 GPU under the ended pod: test_combined_fleet_story); the per-GPU panels
-    with a pod picked (_left_idle, counted_rate) drew the GPU that pod left for as long (Power draw 200 W for nothing)."""
-    held, seconds = _listed(held_labels(labels)), _seconds(scrape)
+    with a pod picked (_left_idle, counted_rate) drew the GPU that pod left for as long (Power draw 200 W for nothing).
+    `either` (held_labels'): a GPU keyed by its UUID under either label (a GPU without one: under neither)."""
+    held, seconds = _listed(held_labels(labels, either)), _seconds(scrape)
     if rule:
-        return _idle_within_intervals(metric, branches, labels, scrape)
+        return _idle_within_intervals(metric, branches, labels, scrape, either)
     steps = f"[{LABEL_LOOKBACK_SCRAPES * seconds}s:{half_interval(seconds)}]"
     latest = "(timestamp({0}) or max_over_time(timestamp({0})" + steps + "))"
     naming = branches if naming is None else naming
@@ -713,13 +729,15 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
     else:
         unnamed = _raw(metric, branches, [pod_unnamed(labels, exporters)], latest)
         sides = f"{unnamed} or {_raw(metric, naming, [pod_named(labels, exporters)], f'{latest} + {NAMED_LATER}')}"
+    sides = uuid_keyed(sides, labels) if either else sides
     newest = f"(max by ({held}) ({sides}) * {1 / NAMED_LATER:g} + 0.5) % 10 < 1"
-    uuid = [f'{labels.uuid}=""']
+    uuid = [f'{name}=""' for name in (uuid_spellings(labels) if either else (labels.uuid,))]
     recent = _raw(metric, naming, [pod_named(labels, exporters), *uuid], f"timestamp({{}}) >= time() - {seconds}")
     return f"({newest} unless on ({held}) {recent})"
 
 
-def _idle_within_intervals(metric: str, branches: list[list[str]], labels: Labels, scrape: str) -> str:
+def _idle_within_intervals(metric: str, branches: list[list[str]], labels: Labels, scrape: str,
+                           either: bool = False) -> str:
     """A rule's idle_gpus (at the steps of its subquery): a series of `metric` without a pod written within the last
     two scrape intervals (`scrape` one) and none naming one within the last interval. A scrape writes a GPU's series
     with pods or without, an interval apart, so judged per copy this is the newest scrape's; over copies it cannot
@@ -729,13 +747,14 @@ def _idle_within_intervals(metric: str, branches: list[list[str]], labels: Label
     field the exporter splits per process (exporter.virtual_gpus, `labels.copies`) has the GPU's own series beside its
     pods' copies at every scrape: there within one interval, or within two (a GPU whose scrapes stopped is not idle
     from one interval after its last)."""
-    held, two = _listed(held_labels(labels)), f"{2 * _seconds(scrape)}s"
+    held, two = _listed(held_labels(labels, either)), f"{2 * _seconds(scrape)}s"
 
     def within(unnamed: str, named: str) -> str:
-        """A series without a pod within `unnamed` and none naming one within `named`."""
-        return " unless on ({}) ".format(held).join(
-            _raw(metric, branches, [matcher], f"present_over_time({{}}[{window}])")
-            for matcher, window in ((pod_unnamed(labels), unnamed), (pod_named(labels), named)))
+        """A series without a pod within `unnamed` and none naming one within `named` (`either`: keyed by the UUID
+        under either label, held_labels')."""
+        sides = (_raw(metric, branches, [matcher], f"present_over_time({{}}[{window}])")
+                 for matcher, window in ((pod_unnamed(labels), unnamed), (pod_named(labels), named)))
+        return " unless on ({}) ".format(held).join(uuid_keyed(side, labels) if either else side for side in sides)
     if labels.copies and metric in PER_PROCESS_FIELDS:
         return f"({within(scrape, scrape)} or {within(two, two)})"
     return f"({within(two, scrape)})"
@@ -3618,8 +3637,8 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
                        resolution=resolution)
     on = _listed(label_name(k, labels) for k in slot)
     # a GPU whose latest scrape named no pod holds none (idle_gpus), as in the gauge panels beside it
-    held = _listed(held_labels(labels))
-    idle = idle_gpus(query.metric, everywhere.matchers(labels), labels, resolution)
+    held = _listed(held_labels(labels, True))
+    idle = idle_gpus(query.metric, everywhere.matchers(labels), labels, resolution, either=True)
     # named by any copy, whatever its node spelling
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
     scoped = _raw(query.metric, anywhere, [pod_named(labels)], f"present_over_time({{}}[{window}])")
@@ -3627,7 +3646,7 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     moved = naming_targets(query.metric, everywhere.matchers(labels), labels, label_lookback(_seconds(resolution)),
                            resolution, left=True, counter=True)
     scoped = f"({scoped} unless on ({_listed((labels.cluster, labels.namespace, labels.pod, *COPY_LABELS))}) {moved})"
-    named = identified(f"({scoped} unless on ({held}) {idle})", labels)
+    named = identified(f"({uuid_keyed(scoped, labels)} unless on ({held}) {idle})", labels)
     gpu = (labels.cluster, GPU_LABEL, "gpu")
     node = next((regex for key, regex in scope.regexes if key == "node"), None)
     if node is not None:  # on a GPU the range places on the node picked (on_node)

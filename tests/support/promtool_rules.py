@@ -312,14 +312,15 @@ def shifted_later(series: dict, interval: int, shift: int) -> dict:
 def joins_across_stories(exprs: list[str]) -> bool:
     """Whether a join in `exprs` could match one story's series with another's: a join (`on(...)` or `ignoring(...)`)
     both of whose sides read series, where it ignores labels, or matches on labels naming neither the GPU
-    (promql.GPU_LABEL: its UUID, else its node spelling) nor the namespace or node (each story's are marked apart;
-    see _prometheus_case). The per-GPU naming step joins on (cluster, gpudash_gpu, gpu): series of two stories never
-    agree on it. A side that reads no series (numbers, `vector(5)` labelled by label_replace: an alert's weight per
-    period) is the same for every story: it matches each story's series to the same numbers."""
+    (promql.GPU_LABEL: its UUID, else its node spelling; promql.UUID_KEY: its UUID under either label) nor the
+    namespace or node (each story's are marked apart; see _prometheus_case). The per-GPU naming step joins on (cluster,
+    gpudash_gpu, gpu): series of two stories never agree on it. A side that reads no series (numbers, `vector(5)`
+    labelled by label_replace: an alert's weight per period) is the same for every story: it matches each story's
+    series to the same numbers."""
     import promql_parser
 
     from generator.lint.promql_checks import parse, walk  # parse: the text as Prometheus reads it (lint's parse)
-    from generator.promql import GPU_LABEL
+    from generator.promql import GPU_LABEL, UUID_KEY
 
     joins = []
 
@@ -329,7 +330,7 @@ def joins_across_stories(exprs: list[str]) -> bool:
             joins.append((matching.type == promql_parser.LabelModifierType.Exclude, set(matching.labels)))
     for expr in exprs:
         walk(parse(expr), visit, lambda node: None)
-    return any(ignoring or not named & {GPU_LABEL, "namespace", "node", "UUID"} for ignoring, named in joins)
+    return any(ignoring or not named & {GPU_LABEL, UUID_KEY, "namespace", "node", "UUID"} for ignoring, named in joins)
 
 
 def reads_series(node) -> bool:

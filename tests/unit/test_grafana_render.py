@@ -101,9 +101,11 @@ def test_any_one_node_label_in_a_list_is_used_as_it_is(project_dir):
     _, models = _dashboards(project_dir("labels:\n  node: [instance]\n"))
     variables = {v["name"]: v for v in models["gpudash-overview"]["templating"]["list"]}
     assert variables["node"]["regex"] == '/instance="([^"]+)"/'
-    # no joining writes the node label: each names the GPU (by its UUID, else that label: promql.identified)
+    # no joining writes the node label: each names the GPU (by its UUID, else that label: promql.identified) or keys
+    # its UUID under either label (promql.uuid_keyed)
     text = json.dumps(models)
-    assert text.count("label_join(") == text.count(",'gpudash_gpu',';',") and "{{instance}} GPU {{gpu}}" in text
+    assert text.count("label_join(") == text.count(",'gpudash_gpu',';',") + text.count(",'gpudash_uuid','',")
+    assert "{{instance}} GPU {{gpu}}" in text
 
 
 def test_old_namespace_pod_labels_are_a_setting(project_dir):
@@ -232,12 +234,13 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # (less the GPUs a scrape found idle: promql.idle_gpus); a pod named by a copy of any node spelling (one selector,
     # no node matcher: the node variable picks the GPUs by their names, which the range gives them)
     assert all(e.startswith(packed("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) ((max by "
-                                   "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join("
+                                   "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join(label_join("
                                    "present_over_time(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace=~\"$namespace\", "
                                    f"pod=~\"$pod\", gpu=~\"$gpu\", {named}}}[$__rate_interval]) unless"))
-               and packed("unless on (cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, UUID, gpu, "
-                          "GPU_I_ID, GPU_I_PROFILE) (timestamp(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=~\"$gpu\", "
-                          f"{unnamed}}}) or max_over_time(timestamp(") in e
+               and packed("unless on (cluster, gpudash_uuid, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, "
+                          "gpudash_uuid, gpu, GPU_I_ID, GPU_I_PROFILE) (label_join(timestamp("
+                          f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=~\"$gpu\", {unnamed}}}) or max_over_time("
+                          "timestamp(") in e
                and packed(" * 0 + on (node, gpu) group_left () max by (node, gpu) (") in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
