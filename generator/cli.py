@@ -313,8 +313,9 @@ def _generate(config: str | None, csv: str | None, out: str, check: bool, force:
                            "old logical id to the new one), or delete and re-create it", where=str(target)))
     for region, count in insights_alarm_counts(requests).items():
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
-            listed = " (each pod of alarms.static_pods has one per cluster for a rule judging each GPU it holds: " \
-                     "fewer static pods, or alarms.per_pod: group_by)" if project.settings.alarms.static_pods \
+            listed = " (each pod of alarms.static_pods has one per cluster for a rule judging each GPU it holds, and " \
+                     "a second on the MIG instances it holds where GPUs may be split: fewer static pods, exporter.mig: " \
+                     "none where no GPU is split, or alarms.per_pod: group_by)" if project.settings.alarms.static_pods \
                 and project.settings.alarms.per_pod == "static" else ""
             said.append(Notice("warning", f"{count} Metrics Insights alarms in {region} exceed the default quota of "
                                           f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region; ask for an increase or use "

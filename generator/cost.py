@@ -824,7 +824,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     # static per-pod rules judging each GPU of a pod: a Metrics Insights alarm per listed pod, analyzing its GPUs.
     # alarms.static_pods is one list for every cluster: each cluster makes each listed pod's alarms (those of a pod
     # running elsewhere get no data), so a static rule makes one alarm per pod and cluster (every pod listed)
-    pod_rules, pod_analyzed, pod_alarms, static_alarms = 0, 0, 0, 0
+    pod_rules, pod_analyzed, pod_alarms, static_alarms, pod_mig_alarms = 0, 0, 0, 0, 0
     # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (its "mig" form); it
     # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
     mig_alarms, per_node = 0, False
@@ -852,6 +852,8 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                     mig_alarms += made
                 elif form.kind == "static":
                     static_alarms += fleet.pods * clusters
+                elif form.kind == "pod-mig":  # each listed pod's second alarm, on the MIG instances it holds:
+                    pod_mig_alarms += fleet.pods * clusters  # counted, not priced, as the "mig" form
                 elif form.kind == "pod":  # each pod's alarm analyzes the GPUs it holds: every pod GPU, once
                     pod_alarms += fleet.pods * clusters
                     pod_analyzed += _analyzed(form.plan.dims, project, kind_of[id(members)]) * clusters
@@ -924,9 +926,11 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                           f"where it runs (every pod's "
                           f"GPU, {fleet.held_copies:,}, {HELD_PAIRS}); each counts toward the "
                           f"{METRICS_INSIGHTS_ALARM_QUOTA} Metrics Insights alarms of its Region; {fleet.churn:,} new "
-                          f"pods a month each need an apply"))
+                          f"pods a month each need an apply"
+                          + (f" (+ {pod_mig_alarms:,} on the MIG instances each pod holds, on the stand-in field, "
+                             f"analyzing MIG pods only: not counted)" if pod_mig_alarms else "")))
     return lines, cluster_alarms + math_alarms + agent_alarms + per_pod_alarms + static_alarms + mig_alarms + \
-        pod_alarms
+        pod_alarms + pod_mig_alarms
 
 
 def _fleet_share(fleet: Fleet, settings, clusters) -> int:

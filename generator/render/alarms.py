@@ -565,9 +565,7 @@ def mig_unseen(alarm: Alarm, catalog: Catalog, settings: Settings, forms: tuple[
     if "static" in kinds:
         return "a static per-pod alarm cannot name a MIG instance's profile ahead; alarms.per_pod: group_by watches " \
                "MIG pods too"
-    if "pod" in kinds:
-        return "a static per-pod alarm judges the pod's whole GPUs only; alarms.per_pod: group_by watches MIG pods too"
-    if "insights" in kinds:
+    if "insights" in kinds or "pod" in kinds:
         try:
             mig_plan(alarm, catalog, settings)
         except Unsupported as exc:
@@ -783,7 +781,8 @@ class Form:
 
     kind: str  # "insights": its Metrics Insights alarm; "mig": the second one, on MIG instances (mig_plan);
     # "static": one classic alarm per alarms.static_pods entry; "pod": one Metrics Insights alarm per entry, each GPU
-    # the pod holds a contributor (judges_pod_gpus); "math": the data-missing metric-math alarm;
+    # the pod holds a contributor (judges_pod_gpus), and "pod-mig" its second per entry, on the MIG instances the pod
+    # holds (mig_plan); "math": the data-missing metric-math alarm;
     # "second": the data-missing rule's GROUP BY alarm per node or GPU (second_plan)
     plan: Plan
     stand_in: str = ""  # "mig": the field that stands in on MIG instances
@@ -825,9 +824,8 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
         return ()
     if alarm.absent:
         return Form("math", plan_), Form("second", second_plan(alarm, settings))
-    if static_per_pod(alarm, per_pod or settings.alarms.per_pod):
-        if judges_pod_gpus(alarm, settings):  # each GPU of the pod a contributor, as the rule judges it
-            return (Form("pod", plan_),)
+    static = static_per_pod(alarm, per_pod or settings.alarms.per_pod)
+    if static and not judges_pod_gpus(alarm, settings):
         return (Form("static", static_plan(alarm, catalog, settings)),)
     try:
         mig = mig_plan(alarm, catalog, settings)
@@ -835,6 +833,8 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
         raise
     except Unsupported:
         mig = None  # MIG GPUs are not evaluated on CloudWatch: a note says so (mig_left_out)
+    if static:  # each GPU of the pod a contributor, as the rule judges it; its MIG instances in a second alarm
+        return (Form("pod", plan_),) + ((Form("pod-mig", *mig),) if mig else ())
     comparison = cloudwatch_condition(alarm, settings).comparison
     if mig:  # a share below a level: ranked by the unused share's sum over the window (unused_plan)
         mig = (unused_plan(mig[0], comparison, catalog, settings) or mig[0], mig[1])
@@ -1185,7 +1185,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings, form:
     fleet rule's alarm of the clusters saying exporter.mig: none in a Region judged apart (WHOLE_SUFFIX); `said`, a
     sentence of such an alarm's description naming the clusters it judges, last (left out where there is no room)."""
     condition = cloudwatch_condition(alarm, settings)
-    plan_, mig = form.plan, form.kind == "mig"
+    plan_, mig = form.plan, form.kind in ("mig", "pod-mig")
     threshold = _threshold(alarm, plan_, settings)
     comparison, order, rank = _judged(alarm, plan_, settings)
     notes = [*_plan_notes(alarm, catalog, settings, plan_, unseen), ranked_note(alarm, form, settings)]
@@ -1530,9 +1530,11 @@ def _rule_requests(alarm: Alarm, settings: Settings, catalog: Catalog, clusters:
     if forms[0].kind == "static":
         static = _static_requests(alarm, catalog, settings, unseen)
         return each([lambda c, entry=entry: static(c, entry) for entry in settings.alarms.static_pods])
-    if forms[0].kind == "pod":  # a Metrics Insights alarm per listed pod, each GPU it holds a contributor
-        listed = _insights_requests(alarm, catalog, settings, forms[0], unseen)
-        return each([lambda c, entry=entry: listed(c, pod=static_pod(entry)) for entry in settings.alarms.static_pods])
+    if forms[0].kind == "pod":  # a Metrics Insights alarm per listed pod, each GPU it holds a contributor (and one
+        # per listed pod on the MIG instances it holds)
+        builders = [_insights_requests(alarm, catalog, settings, form, unseen) for form in forms]
+        return each([lambda c, entry=entry, listed=listed: listed(c, pod=static_pod(entry))
+                     for listed in builders for entry in settings.alarms.static_pods])
     whole = bool(apart) and settings.no_mig
     said = ""  # where the rule's two alarms in the Region judge its clusters apart, whose each judges
     if apart:

@@ -84,9 +84,9 @@ def test_static_per_pod_alarms_name_each_pod(cloudwatch, project_dir):
                          "  actions:\n    warning: ['arn:aws:sns:us-east-1:123456789012:gpu-warnings']\n")
     requests = json.loads(_files(config)["cloudwatch/alarms.json"])["alarms"]
     idle = {r["Request"]["AlarmName"]: r["Request"] for r in requests if "-gpu-idle-" in r["Request"]["AlarmName"]}
-    # The same pod name in two namespaces is two pods, two alarms.
-    assert set(idle) == {"gpudash-gpu-cluster-gpu-idle-warning-ml-train-0",
-                         "gpudash-gpu-cluster-gpu-idle-warning-research-train-0"}
+    # The same pod name in two namespaces is two pods, two alarms (each with its second, on MIG instances).
+    assert set(idle) == {f"gpudash-gpu-cluster-gpu-idle{mig}-warning-{pod}" for pod in ("ml-train-0", "research-train-0")
+                         for mig in ("", "-mig")}
     # the idle rule judges each GPU of the pod: a Metrics Insights query on the pod, each GPU a contributor
     request = idle["gpudash-gpu-cluster-gpu-idle-warning-research-train-0"]
     assert [m["Expression"] for m in request["Metrics"]] == [

@@ -68,7 +68,7 @@ def test_splitting_a_cluster_over_templates_or_not_changes_no_logical_id(project
     or took a digest by which of them landed in one template."""
     pods = ", ".join([f"ml/p{i}" for i in range(245)] + ["ml/p-1", "ml/p-2", "ml/p-3", "ml/p.4", "ml/p--5"])
     config = project_dir("clusters:\n  - {name: c-a, region: us-east-1}\n"
-                         f"alarms:\n  per_pod: static\n  static_pods: [{pods}]\n")
+                         f"exporter:\n  mig: none\nalarms:\n  per_pod: static\n  static_pods: [{pods}]\n")
     project = load_project(config)
     kinds = {"AWS::CloudWatch::Alarm": ("Alarm", "AlarmName"),
              "AWS::CloudWatch::Dashboard": ("Dashboard", "DashboardName"),

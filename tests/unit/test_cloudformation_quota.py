@@ -44,7 +44,8 @@ def test_a_fleet_of_40_clusters_in_one_region_gets_templates_cloudformation_take
 
 def _static(project_dir, pods: int):
     names = ", ".join(f"ml/p{i}" for i in range(pods))
-    return _fleet(project_dir, 2, f"alarms:\n  per_pod: static\n  static_pods: [{names}]\n")
+    # (no GPU split into MIG instances: each listed pod has its two rules' alarms, no idle alarm on MIG instances)
+    return _fleet(project_dir, 2, f"exporter:\n  mig: none\nalarms:\n  per_pod: static\n  static_pods: [{names}]\n")
 
 
 def _stacks(build) -> dict[str, dict[str, str]]:
@@ -134,14 +135,15 @@ def test_a_cluster_is_split_by_the_exact_bytes_where_the_bounds_of_its_resources
     """Each alarm and log group is first counted by an upper bound of its bytes (serialize.nested_json_size_bound,
     a third of the cost of writing it); a cluster whose bounds do not fit one template is measured exactly before it is
     split. With a bound of a gigabyte each (every cluster measured), the builds are byte for byte those of the
-    bounds: 200 per-pod alarm targets, whose bounds pass 900,000 bytes and whose bytes do not (one template each), and
-    260, over the quotas (split). The count sits in the middle of the counts that do so (198 to 203 since the idle
-    alarm of a listed pod is a Metrics Insights query, about 4,440 bytes of bounds a target; 189 to 196 before); a
-    change of the alarms' descriptions moves them (198 fell over after 44c26352's handover clause, as 192 fell under
-    after 94276f6a's framebuffer note)."""
+    bounds: 190 per-pod alarm targets, whose bounds pass 900,000 bytes and whose bytes do not (one template each), and
+    260, over the quotas (split). The count sits in the middle of the counts that do so (188 to 193 with no GPU split,
+    exporter.mig: none, whose descriptions say nothing of MIG instances; 198 to 203 before, where a listed pod had no
+    idle alarm on MIG instances; 189 to 196 before the idle alarm of a listed pod was a Metrics Insights query, about
+    4,440 bytes of bounds a target); a change of the alarms' descriptions moves them (198 fell over after 44c26352's
+    handover clause, as 192 fell under after 94276f6a's framebuffer note)."""
     from generator.render import cloudformation
 
-    for pods in (200, 260):
+    for pods in (190, 260):
         config = _static(project_dir, pods)
         assert cli("generate", "--config", str(config), "--out", str(tmp_path / f"bounds-{pods}"))[0] == 0
         with monkeypatch.context() as patched:
@@ -152,8 +154,8 @@ def test_a_cluster_is_split_by_the_exact_bytes_where_the_bounds_of_its_resources
         assert files == {path.relative_to(tmp_path / f"exact-{pods}"): path.read_bytes()
                          for path in sorted((tmp_path / f"exact-{pods}").rglob("*")) if path.is_file()}
         stacks = sorted(path.name for path in (tmp_path / f"bounds-{pods}" / "cloudformation").iterdir())
-        assert len(stacks) == (2 if pods == 200 else 4), stacks
-    template = json.loads((tmp_path / "bounds-200" / "cloudformation" / "gpudash-cluster-c00.json").read_bytes())
+        assert len(stacks) == (2 if pods == 190 else 4), stacks
+    template = json.loads((tmp_path / "bounds-190" / "cloudformation" / "gpudash-cluster-c00.json").read_bytes())
     counted = {i: r for i, r in template["Resources"].items() if r["Type"] != "AWS::CloudWatch::Dashboard"}
     assert sum(cloudformation._resource_bytes(i, r, bound=True) for i, r in counted.items()) > \
         cloudformation.TEMPLATE_BYTES * cloudformation.FILL
@@ -165,7 +167,7 @@ def test_generate_and_lint_say_which_template_cloudformation_refuses(cli, projec
     from generator.render import cloudformation
     monkeypatch.setattr(cloudformation, "MAX_PARTS", 1)
     pods = ", ".join(f"ml/p{i}" for i in range(250))
-    config = _fleet(project_dir, 2, f"alarms:\n  per_pod: static\n  static_pods: [{pods}]\n")
+    config = _fleet(project_dir, 2, f"exporter:\n  mig: none\nalarms:\n  per_pod: static\n  static_pods: [{pods}]\n")
     build = tmp_path / "build"
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
     assert code == 0, stderr
@@ -236,7 +238,7 @@ def _large(project_dir, dashboards: int, charts: int = 90, topic: str = "notific
     dashboards past a part's share alone.)"""
     topics = ", ".join(f"arn:aws:sns:us-east-1:123456789012:gpu-oncall-team-{i}-{topic}" for i in range(5))
     pods = ", ".join(f"ml/p{i}" for i in range(20))
-    return project_dir("clusters:\n  - {name: c00, region: us-east-1}\ncloudwatch:\n  top_pods: 5\n"
+    return project_dir("clusters:\n  - {name: c00, region: us-east-1}\ncloudwatch:\n  top_pods: 5\nexporter:\n  mig: none\n"
                        f"alarms:\n  actions:\n    critical: [{topics}]\n    warning: [{topics}]\n"
                        f"  per_pod: static\n  static_pods: [{pods}]\n",
                        dashboards={"large.py": _LARGE_DASHBOARDS.format(count=dashboards, charts=charts)})

@@ -309,7 +309,8 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
     activity is the mean of its instances, which no GROUP BY alarm over instances takes the max of. On the OTel
     pipeline it reads each GPU's reading once, a MIG GPU's its instances' mean (nothing to note); on
     agent.pipeline: classic it judges the whole GPUs and a note (lint AL012) says so. Static per-pod alarms name no
-    MIG instance's profile. Generate still writes them, and a note says what they miss."""
+    MIG instance's profile: the idle rule's listed pod has a second alarm on the MIG instances it holds (it judged
+    whole GPUs only, and a note said so). Generate still writes them, and a note says what they miss."""
     from generator.lint.runner import lint_project
 
     for pipeline in ("otel", "classic"):
@@ -336,13 +337,13 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
                          "mean)"}
     (tmp_path / "static").mkdir()
     static = variant_project(tmp_path / "static", "alarms:\n  per_pod: static\n  static_pods: [team-a/infer-1]\n")
-    (note,) = [f for f in lint_project(static) if f.rule == "AL012"]
-    assert note.message.startswith("alarm 'gpu-idle' does not evaluate GPUs split into MIG instances") and \
-        "alarms.per_pod: group_by watches MIG pods too" in note.message and note.severity == "note"
+    assert [f for f in lint_project(static) if f.rule == "AL012"] == []
     files = encode(build(static, grafana=False))
-    described = {r["Request"]["AlarmDescription"] for r in json.loads(files["cloudwatch/alarms.json"])[
-        "alarms"] if "idle" in r["Request"]["AlarmName"]}
-    assert described and all("GPUs split into MIG instances are not evaluated" in d for d in described), described
+    described = {r["Request"]["AlarmName"]: r["Request"]["AlarmDescription"] for r in json.loads(
+        files["cloudwatch/alarms.json"])["alarms"] if "idle" in r["Request"]["AlarmName"]}
+    assert sorted(described) == ["gpudash-gpu-cluster-gpu-idle-mig-warning-team-a-infer-1",
+                                 "gpudash-gpu-cluster-gpu-idle-warning-team-a-infer-1"], described
+    assert not any("GPUs split into MIG instances are not evaluated" in d for d in described.values()), described
 
 
 def test_a_missed_scrape_leaves_a_gpus_counter_rate_exact(mixed):

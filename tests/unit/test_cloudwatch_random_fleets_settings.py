@@ -3,9 +3,8 @@ the widgets and alarms read: each widget and alarm still reads the truth of the 
 
 * alarms.per_pod: static, every pod of the fleet listed (two pods of one name in two namespaces among them): each
   listed pod's alarms (a classic alarm on the pod's metric; for the idle rule a Metrics Insights alarm on the pod,
-  each GPU a contributor) fire for the pods the rules name. A listed pod's idle alarm judges its whole GPUs only (lint
-  AL012; tests/unit/test_static_idle_alarm_per_gpu.py pins its MIG instances as a strict xfail): the truth here is the
-  rule's over whole GPUs.
+  each GPU a contributor, and a second on the MIG instances the pod holds) fire for the pods the rules name (a listed
+  pod's idle alarm judged its whole GPUs only, and the truth here was the rule's over whole GPUs).
 * cloudwatch.dimensions naming the scrape job's Namespace and Service beside the pod, and cloudwatch.gpu_dimensions
   naming UUID beside the GPU: every set derived from them (totals, marks, shares, flags) and every query follow.
 * agent.metric_selection: all: the console's extra sets change nothing the widgets and alarms read.
@@ -16,7 +15,6 @@ from __future__ import annotations
 import pytest
 
 from tests.support import random_fleet
-from tests.support.mixed_fleet import share, split
 from tests.unit.test_cloudwatch_random_fleets import reads_the_truth
 
 
@@ -27,19 +25,10 @@ def _static(seed: int, shared) -> str:
     return "alarms:\n  per_pod: static\n  static_pods: [" + ", ".join(f"{ns}/{pod}" for ns, pod in pods) + "]\n"
 
 
-def _whole_gpus_idle(fleet) -> dict[str, set[str]]:
-    """random_fleet.firing, the idle rule's pods judged on their whole GPUs alone (a static idle alarm's)."""
-    fired = random_fleet.firing(fleet)
-    fired["gpu-idle"] = {f"Pod {ns}/{pod}" for node in fleet for gpu in node.gpus if not gpu.mig
-                         for i in gpu.instances for ns, pod in i.pods()
-                         if (share(i, (ns, pod), gpu.util) if split(node, "DCGM_FI_DEV_GPU_UTIL") else gpu.util) < 5}
-    return fired
-
-
 @pytest.mark.parametrize("seed, pipeline, shared", [(0, "otel", True), (1, "otel", False), (0, "classic", False),
                                                     (1, "otel", "per-process")])
 def test_static_per_pod_alarms_of_every_pod(tmp_path, seed, pipeline, shared):
-    reads_the_truth(tmp_path, seed, pipeline, shared, _static(seed, shared), firing=_whole_gpus_idle)
+    reads_the_truth(tmp_path, seed, pipeline, shared, _static(seed, shared))
 
 
 @pytest.mark.parametrize("seed, pipeline, shared", [(1, "otel", False), (0, "otel", True), (1, "classic", False)])

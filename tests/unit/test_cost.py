@@ -50,7 +50,7 @@ def everything(tmp_path_factory):
 
 def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(project):
     """The idle rule (GPU utilization, which MIG instances do not report) has a second GROUP BY alarm for MIG
-    pods; static per-pod alarms have none. The count is what the build makes."""
+    pods; with static per-pod alarms, a second per listed pod. The count is what the build makes."""
     import json
 
     from generator.artifacts import build
@@ -68,8 +68,9 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
     agent = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-agent-critical"))
     assert mig == 1 and per_gpu == agent == 1 and result["group_by"]["alarms"] == 2 * len(made)  # one cluster, twice
     assert result["group_by"]["alarms"] == (per_pod_rules + cluster_rules + mig + per_gpu + agent) * 2
-    # static: each cluster makes every listed pod's alarm of each per-pod rule (500 pods listed)
-    assert result["static"]["alarms"] == (per_pod_rules * 500 + cluster_rules + per_gpu + agent) * 2
+    # static: each cluster makes every listed pod's alarm of each per-pod rule (500 pods listed), and the idle rule's
+    # second on the MIG instances each holds
+    assert result["static"]["alarms"] == (per_pod_rules * 500 + mig * 500 + cluster_rules + per_gpu + agent) * 2
 
 
 def test_the_static_idle_alarm_is_priced_per_gpu_of_its_pod_it_analyzes(project):
@@ -565,8 +566,10 @@ def test_the_static_idle_alarms_are_priced_per_metric_they_read(project_dir):
                                        "  static_pods: [ml/train-0, research/train-0, ml/big]\n"))
     artifacts = build(project)
     read = _metrics_read(project, artifacts, lambda text: "\"pod\" = " in text)  # a listed pod's query
-    assert read == {f"gpudash-gpu-cluster-gpu-idle-warning-{pod}": gpus
-                    for pod, gpus in (("ml-train-0", 2), ("research-train-0", 1), ("ml-big", 3))}
+    # (and its second, on the MIG instances it holds: none in this fleet, counted, not priced)
+    assert read == {f"gpudash-gpu-cluster-gpu-idle{mig}-warning-{pod}": 0 if mig else gpus
+                    for pod, gpus in (("ml-train-0", 2), ("research-train-0", 1), ("ml-big", 3))
+                    for mig in ("", "-mig")}
     fleet = Fleet(clusters=1, pods=3, churn=0, gpus=6, nodes=2)
     line = _lines(estimates(project, fleet, artifacts=artifacts), "static")[
         "per-pod alarms (static, Metrics Insights, one per pod)"]
@@ -576,7 +579,7 @@ def test_the_static_idle_alarms_are_priced_per_metric_they_read(project_dir):
 def test_static_per_pod_alarms_are_counted_per_cluster_as_the_build_makes_them(project_dir):
     """alarms.static_pods is one list for every cluster: each cluster makes each listed pod's alarms (a classic one
     per rule, the idle rule's a Metrics Insights one), whatever cluster the pod runs in. Two clusters listing three
-    pods make 12 static alarms; cost counted 6 (one per pod and rule), billing half the classic ones. The Metrics
+    pods make 18 static alarms (6 on MIG instances); cost counted 6 (one per pod and rule), billing half the classic ones. The Metrics
     Insights line still prices the metrics analyzed: a pod's GPUs in its own cluster, none in the other."""
     from generator.artifacts import build
     from generator.output import encode
@@ -587,7 +590,7 @@ def test_static_per_pod_alarms_are_counted_per_cluster_as_the_build_makes_them(p
     artifacts = build(project)
     made = [item["Request"]["AlarmName"] for item in json.loads(encode(artifacts)["cloudwatch/alarms.json"])["alarms"]]
     static = [name for name in made if name.endswith(("-ml-a", "-ml-b", "-ml-c"))]
-    assert len(static) == 12
+    assert len(static) == 18 and sum("-gpu-idle-mig-" in name for name in static) == 6
     result = estimates(project, Fleet(clusters=2, pods=3, churn=0, gpus=3), artifacts=artifacts)["static"]
     lines = _lines({"static": result}, "static")
     assert lines["per-pod alarms (static, one per pod)"]["quantity"] == 6

@@ -58,7 +58,8 @@ PER_POD_RULES = ("framebuffer-full-warning", "gpu-idle-warning")
 def expected_alarms(static: bool, classic: bool = False) -> list[str]:
     """The alarm names the settings make. Fleet-scope rules stay GROUP BY alarms in either mode, and the idle
     rule's has its MIG second alarm; a per-pod rule is one GROUP BY alarm (the idle rule with its MIG second
-    alarm), or with alarms.per_pod: static one alarm per listed pod (naming no MIG instance's profile). The
+    alarm), or with alarms.per_pod: static one alarm per listed pod (the idle rule's with its MIG second alarm per
+    listed pod). The
     data-missing rule has a second alarm, per node (per GPU on agent.pipeline: classic, which drops up), and a third
     on the agent's own reads of kube-state-metrics."""
     fleet = ["fleet-fleet-full-warning", "fleet-fleet-hot-warning", "fleet-fleet-idle-mig-warning",
@@ -67,7 +68,8 @@ def expected_alarms(static: bool, classic: bool = False) -> list[str]:
     cluster.append(f"gpu-cluster-gpu-data-missing-per-{'gpu' if classic else 'node'}-critical")
     cluster.append("gpu-cluster-gpu-data-missing-agent-critical")
     if static:
-        pods = [f"gpu-cluster-{rule}-{pod.replace('/', '-')}" for rule in PER_POD_RULES for pod in STATIC_PODS]
+        pods = [f"gpu-cluster-{rule}-{pod.replace('/', '-')}" for rule in (*PER_POD_RULES, "gpu-idle-mig-warning")
+                for pod in STATIC_PODS]
     else:
         pods = [f"gpu-cluster-{rule}" for rule in PER_POD_RULES] + ["gpu-cluster-gpu-idle-mig-warning"]
     return sorted(f"gpudash-{name}" for name in fleet + cluster + pods)
@@ -151,12 +153,13 @@ def test_every_queried_set_is_published_by_the_agent(folder, combination, tmp_pa
     static = project.settings.alarms.per_pod == "static"
     assert sorted(made) == expected_alarms(static, project.settings.agent.pipeline == "classic")
     left_out = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL012"}
-    assert left_out == ({"gpu-idle"} if static else set())  # static alarms name no MIG instance's profile
+    assert left_out == set()  # (a listed pod's idle alarm has its MIG second alarm, as the GROUP BY one)
     if project.settings.agent.metric_selection == "used":  # and nothing more is published (each pair is billed)
         dcgm = {key for key in published if key[1].startswith("DCGM_")}
         assert dcgm <= set(queried), sorted(dcgm - set(queried))
     # cost prices the alarms the settings make (one cluster, a pod per static alarm): 14 with GROUP BY alarms
-    # per pod, 15 with a static alarm per listed pod (two per-pod rules x two pods, and no MIG second alarm)
+    # per pod, 17 with a static alarm per listed pod (two per-pod rules x two pods, and the idle rule's MIG second
+    # alarm per pod)
     fleet = Fleet(clusters=1, pods=len(STATIC_PODS) if static else 10, churn=0)
     priced = estimate(project, fleet, load_prices(), project.settings.alarms.per_pod, ())
-    assert priced["alarms"] == (15 if static else 14)
+    assert priced["alarms"] == (17 if static else 14)

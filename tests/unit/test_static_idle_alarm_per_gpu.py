@@ -137,16 +137,19 @@ def test_a_static_build_publishes_the_pods_gpus_set_its_idle_alarm_reads(builds)
 
 def test_generate_says_when_the_listed_pods_take_a_region_past_the_metrics_insights_alarm_quota(cli, project_dir,
                                                                                                tmp_path):
-    """Each listed pod's idle alarm is a Metrics Insights alarm: 200 pods take a Region past its default quota of 200
-    (beside the cluster's GROUP BY alarms), and the warning names the static pods; 150 do not."""
-    for pods, warned in ((150, False), (200, True)):
+    """Each listed pod's idle alarm is a Metrics Insights alarm, and a second on the MIG instances it holds where GPUs
+    may be split: 200 pods take a Region past its default quota of 200 (beside the cluster's GROUP BY alarms), and
+    the warning names the static pods; 150 do not where no GPU is split (exporter.mig: none), and do where GPUs may
+    be (300 idle alarms)."""
+    for pods, mig, warned in ((150, "  mig: none\n", False), (200, "  mig: none\n", True), (150, "", True)):
         names = ", ".join(f"ml/p{i}" for i in range(pods))
-        config = project_dir(f"alarms:\n  per_pod: static\n  static_pods: [{names}]\n")
-        code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / f"build-{pods}"))
+        config = project_dir(f"alarms:\n  per_pod: static\n  static_pods: [{names}]\nexporter:\n{mig or '  {}'}")
+        code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / f"build-{pods}-{bool(mig)}"))
         assert code == 0, stderr
         said = ("exceed the default quota of 200 per Region; ask for an increase or use fewer clusters per Region "
-                "(each pod of alarms.static_pods has one per cluster for a rule judging each GPU it holds: fewer "
-                "static pods, or alarms.per_pod: group_by)")
+                "(each pod of alarms.static_pods has one per cluster for a rule judging each GPU it holds, and a "
+                "second on the MIG instances it holds where GPUs may be split: fewer static pods, exporter.mig: none "
+                "where no GPU is split, or alarms.per_pod: group_by)")
         assert (said in stderr) == warned, stderr
 
 
@@ -169,11 +172,10 @@ def _fired_on_mig(files: dict) -> set[tuple[str, str]]:
             for key, state in cloudwatch_eval.alarm(alarm["Request"], points, END).items() if state == "ALARM"}
 
 
-@pytest.mark.xfail(strict=True, reason="a listed pod's static idle alarm judges its whole GPUs only: its idle MIG "
-                                       "instance fires the Prometheus rule and the GROUP BY build's MIG alarm, and no "
-                                       "alarm of the static build (lint AL012 says so; a second Metrics Insights "
-                                       "alarm per listed pod, on the MIG stand-in, is not built)")
 def test_the_static_build_fires_for_the_idle_mig_instance_of_a_listed_pod(builds):
+    """A listed pod's idle MIG instance fires the Prometheus rule and the GROUP BY build's MIG alarm; the static build
+    judged the pod's whole GPUs only (lint AL012 said so). Each listed pod now has a second alarm, on the MIG instances
+    it holds (the stand-in field, as the GROUP BY build's)."""
     assert _fired_on_mig(builds["group_by"][1]) == {("0", "2")}
     assert _fired_on_mig(builds["static"][1]) == {("0", "2")}
 
