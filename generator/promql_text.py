@@ -110,8 +110,9 @@ def packed(text: str) -> str:
     the lexer needs none (_SPARE_SPACE: `sum by(a)(x)or(y)`, the same expression to Prometheus). A string holding a
     Grafana variable too: the values Grafana writes into one (Kubernetes names, GPU ids, the clusters of the settings'
     prometheus_label) hold neither quote, the one character of each that Grafana's escaping leaves unreadable in
-    single quotes (`'` as `\\\\'`, or `"` as `\\"` with its prometheusSpecialCharsInLabelValues toggle). Comments are
-    left as they are."""
+    single quotes (a picked `'` as it is or as `\\\\'`, a `"` as `\\\\\\"` with its prometheusSpecialCharsInLabelValues
+    toggle); a node whose Hostname or instance label holds one is the exception, its panels then fail to parse
+    (tests/integration/test_single_quoted_dashboards.py). Comments are left as they are."""
     pieces = _LITERAL_OR_COMMENT.split(text)  # outside, a literal or comment, outside, ...
     for k in range(0, len(pieces), 2):
         if " " in pieces[k]:

@@ -56,3 +56,25 @@ def range_options(prometheus, variable: dict, at: int, span: int = SPAN, **selec
     lines = ["{" + ",".join(f'{k}="{v}"' for k, v in sorted(s["metric"].items())) + "}"
              for s in prometheus.query(expr, at=at)]
     return {m[1] for line in lines if (m := regex.search(line))}
+
+
+# How Grafana's Prometheus data source writes the values picked in a multi-value variable (gpudash's are all
+# multi-value with All) into a query: each value through prometheusSpecialRegexEscape, several as `(a|b)`. Its
+# versions differ on quotes only: 8.x-10.x (datasource.ts) write `'` as `\\'`; 11.x-12.x (escaping.ts) leave it as it
+# is; with the prometheusSpecialCharsInLabelValues feature toggle (experimental, off by default) `'` is `\\'` and `"`
+# is `\\\"`. Every version writes a backslash as four and a regex metacharacter with `\\` before it.
+_REGEX_META = re.compile(r"[$^*{}\[\]+?.()|]")
+_REGEX_META_QUOTE = re.compile(r"[$^*{}\[\]'+?.()|]")
+GRAFANA_ESCAPES = {
+    "grafana 8-10": lambda v: _REGEX_META_QUOTE.sub(r"\\\\\g<0>", v.replace("\\", "\\" * 4)),
+    "grafana 11-12": lambda v: _REGEX_META.sub(r"\\\\\g<0>", v.replace("\\", "\\" * 4)),
+    "grafana 11-12 prometheusSpecialCharsInLabelValues":
+        lambda v: _REGEX_META_QUOTE.sub(r"\\\\\g<0>", v.replace("\\", "\\" * 4).replace('"', '\\\\\\"')),
+}
+
+
+def grafana_picked(values: list[str], escape: str) -> str:
+    """The text Grafana (`escape`, a key of GRAFANA_ESCAPES) writes into a query for `values` picked in a multi-value
+    variable."""
+    escaped = [GRAFANA_ESCAPES[escape](value) for value in values]
+    return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
