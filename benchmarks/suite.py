@@ -48,8 +48,8 @@ def main() -> None:
 
 def where_the_cpu_goes(records: list[dict]) -> str:
     """The suite's CPU by kind (the test processes' own, then the processes they waited for, by program), the test
-    files and the tests that took most (their process's own CPU and their children's) and the files that held their
-    worker longest."""
+    files and the tests that took most (their process's own CPU and their children's), the files whose promtool runs
+    and Prometheus servers took most, and the files that held their worker longest."""
     files = [r for r in records if "file" in r]
     tests = [r for r in records if "test" in r]
     kinds: dict[str, list[float]] = {}
@@ -62,6 +62,13 @@ def where_the_cpu_goes(records: list[dict]) -> str:
               for kind, cpu in sorted(kinds.items(), key=lambda item: -sum(item[1]))[:6]]
     lines += [f"  {f['file']}: {f['self'] + f['children']:.1f} s (own {f['self']:.1f})"
               for f in sorted(files, key=lambda f: -(f["self"] + f["children"]))[:8]]
+    for kind in ("promtool", "prometheus"):  # most of the processes' CPU: the files that spent most of each
+        spent: dict[str, list[float]] = {}
+        for r in records:
+            if r.get("command") == kind and r.get("during"):
+                spent.setdefault(r["during"], []).append(r["cpu"])
+        lines += [f"{kind}'s CPU by test file:"] + [f"  {file}: {sum(cpu):.1f} s in {len(cpu)} runs" for file, cpu in
+                                                    sorted(spent.items(), key=lambda item: -sum(item[1]))[:8]]
     lines += ["the tests that took most:"] + [f"  {t['test']}: {t['self'] + t['children']:.1f} s (own {t['self']:.1f})"
                                               for t in sorted(tests, key=lambda t: -(t["self"] + t["children"]))[:8]]
     held = sorted((f for f in files if "held" in f), key=lambda f: -f["held"])[:8]  # tests/conftest.py's START_FIRST

@@ -4,8 +4,9 @@ Each test process that runs tests appends one JSON line per test file ({"file", 
 user + system CPU and that of the processes it waited for while the file ran, and the seconds the file held the
 process: what orders tests/conftest.py's START_FIRST), one per test ({"test", "self", "children"}: the same CPU over
 its setup, call and teardown; a process a module's fixture started is counted with the test whose teardown waited for
-it, the module's last) and one per process it waited for ({"command", "cpu"}: os.wait4's usage of that process and of
-those it waited for: a promtool run, a Prometheus, a Python subprocess). The xdist controller records nothing: its
+it, the module's last) and one per process it waited for ({"command", "cpu", "during"}: os.wait4's usage of that
+process and of those it waited for: a promtool run, a Prometheus, a Python subprocess; the test file running when it
+ended, None before the first test). The xdist controller records nothing: its
 waits are the workers themselves. Unset, nothing is patched."""
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class SuiteCpu:
                 return popen.pid, 0
             if pid == popen.pid:
                 args = popen.args if isinstance(popen.args, (list, tuple)) else [popen.args]
-                suite._write({"command": os.path.basename(str(args[0])), "cpu": usage.ru_utime + usage.ru_stime})
+                suite._write({"command": os.path.basename(str(args[0])), "cpu": usage.ru_utime + usage.ru_stime,
+                              "during": suite.file})
             return pid, status
 
         subprocess.Popen._try_wait = try_wait

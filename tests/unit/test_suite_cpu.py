@@ -1,5 +1,6 @@
 """GPUDASH_SUITE_CPU's records (tests/support/suite_cpu.py) and what benchmarks/suite.py prints from them: per file,
-per test and per program, so that the costliest single tests are named, not only their files."""
+per test and per program (and each program's CPU per test file), so that the costliest single tests are named, not
+only their files."""
 
 from __future__ import annotations
 
@@ -54,11 +55,17 @@ def test_the_report_names_the_costliest_tests_apart_from_their_files_and_program
                {"test": "t/test_a.py::cheap", "self": 1.0, "children": 0.5},
                {"test": "t/test_a.py::dear", "self": 2.0, "children": 39.5},
                {"test": "t/test_b.py::middle", "self": 5.0, "children": 0.0},
-               {"command": "promtool", "cpu": 39.0}, {"command": "python3.11", "cpu": 1.0}]
+               {"command": "promtool", "cpu": 30.0, "during": "test_a.py"},
+               {"command": "promtool", "cpu": 9.0, "during": "test_a.py"},
+               {"command": "prometheus", "cpu": 0.5, "during": None},  # a spare stopped before the first test
+               {"command": "python3.11", "cpu": 1.0, "during": "test_b.py"}]
     text = _report()(records)
     lines = text.splitlines()
     assert "  test processes' own (in-process tests): 8 s" in lines  # the files' own, tests not counted again
-    assert "  promtool: 39 s in 1 runs" in lines and "  python: 1 s in 1 runs" in lines
+    assert "  promtool: 39 s in 2 runs" in lines and "  python: 1 s in 1 runs" in lines
+    # the files that spent most of each program's CPU (a process is counted where it ended)
+    assert lines[lines.index("promtool's CPU by test file:") + 1] == "  test_a.py: 39.0 s in 2 runs"
+    assert lines[lines.index("prometheus's CPU by test file:") + 1] == "the tests that took most:"
     tests = lines[lines.index("the tests that took most:") + 1:lines.index("the test files that held a worker longest:")]
     assert tests == ["  t/test_a.py::dear: 41.5 s (own 2.0)", "  t/test_b.py::middle: 5.0 s (own 5.0)",
                      "  t/test_a.py::cheap: 1.5 s (own 1.0)"]
