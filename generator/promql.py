@@ -676,8 +676,7 @@ def uuid_keyed(expr: str, labels: Labels) -> str:
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,
-              naming: list[list[str]] | None = None, marked: bool = False, exporters: bool = True,
-              either: bool = False) -> str:
+              naming: list[list[str]] | None = None, marked: bool = False, either: bool = False) -> str:
     """The GPU instances (held_labels: any exporter copy's) whose latest scrape named no pod on them. An exporter writes
     a GPU no pod holds without pod labels (with KUBERNETES_VIRTUAL_GPUS its own series and its pods' copies are of one
     scrape), so a pod named on such a GPU before holds it no more: a pod recreated on another GPU of its node read the
@@ -721,18 +720,23 @@ def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: st
         return _idle_within_intervals(metric, branches, labels, scrape, either)
     steps = f"[{LABEL_LOOKBACK_SCRAPES * seconds}s:{half_interval(seconds)}]"
     latest = "(timestamp({0}) or max_over_time(timestamp({0})" + steps + "))"
+    # the side naming a pod: the picked pods' (`naming`) by any pod label, as exact as the regex and shorter: a series
+    # both sides read (an exporter pod's, its namespace picked) is read without a pod (`or` keeps the left side's); in
+    # `recent` (a GPU without a UUID, which dcgm-exporter always writes) it holds the GPU. At All (`marked`) as
+    # EXPORTER_PODS_AT_ALL says
+    named = pod_named(labels, EXPORTER_PODS_AT_ALL if marked else naming is None)
     naming = branches if naming is None else naming
     if marked:  # one selector of every series, a naming one's time NAMED_LATER later (NAMED_MARK: by its pod label)
-        times = _marked(_raw(metric, branches, [], latest), labels, exporters)
+        times = _marked(_raw(metric, branches, [], latest), labels, EXPORTER_PODS_AT_ALL)
         sides = (f'{times} + on ({NAMED_MARK}) group_left () (label_replace(vector({NAMED_LATER}), "{NAMED_MARK}", '
                  f'"1", "", "") or vector(0))')
     else:
-        unnamed = _raw(metric, branches, [pod_unnamed(labels, exporters)], latest)
-        sides = f"{unnamed} or {_raw(metric, naming, [pod_named(labels, exporters)], f'{latest} + {NAMED_LATER}')}"
+        unnamed = _raw(metric, branches, [pod_unnamed(labels)], latest)
+        sides = f"{unnamed} or {_raw(metric, naming, [named], f'{latest} + {NAMED_LATER}')}"
     sides = uuid_keyed(sides, labels) if either else sides
     newest = f"(max by ({held}) ({sides}) * {1 / NAMED_LATER:g} + 0.5) % 10 < 1"
     uuid = [f'{name}=""' for name in (uuid_spellings(labels) if either else (labels.uuid,))]
-    recent = _raw(metric, naming, [pod_named(labels, exporters), *uuid], f"timestamp({{}}) >= time() - {seconds}")
+    recent = _raw(metric, naming, [named, *uuid], f"timestamp({{}}) >= time() - {seconds}")
     return f"({newest} unless on ({held}) {recent})"
 
 
@@ -771,25 +775,27 @@ def pod_named(labels: Labels, exporters: bool = True) -> str:
     workload pod with such a name (`<DaemonSet>-` and five of Kubernetes' generated characters: a Job's pod, the Job
     named like the DaemonSet) is read as none, and verify names it. An exporter run as a sidecar in the
     workload's pod is scraped as that pod, named otherwise: it holds the GPU.
-    Not `exporters`: any pod label, an exporter pod's too (PER_GPU_IDLE: the per-GPU panels' idle judgements)."""
+    Not `exporters`: any pod label, an exporter pod's too (the per-GPU panels' judgement of a GPU a picked pod left,
+    _left_idle: the picked pods' series, and at All as EXPORTER_PODS_AT_ALL says)."""
     if labels.exporter_pods is None or not exporters:
         return f'{labels.pod}!=""'
     return f"{labels.pod}!~{quoted('|' + labels.exporter_pods)}"
 
 
-def pod_unnamed(labels: Labels, exporters: bool = True) -> str:
+def pod_unnamed(labels: Labels) -> str:
     """The matcher of a series naming no workload pod (pod_named's complement): no pod label, or an exporter pod's."""
-    if labels.exporter_pods is None or not exporters:
+    if labels.exporter_pods is None:
         return f'{labels.pod}=""'
     return f"{labels.pod}=~{quoted('|' + labels.exporter_pods)}"
 
 
-# The per-GPU panels' judgement of a GPU a picked pod left (_left_idle, counted_rate) reads any pod label as a pod's,
-# an exporter pod's too (pod_named's `exporters` off): the regex in their five to nine selectors cut the defaults'
-# all-metrics dashboard in two (253,883 -> 266,845 bytes of its ConfigMap, past the 258,048 a part holds), and those
-# panels read a GPU's value whichever pod its series name. Through a ServiceMonitor keeping its target's pod, a per-GPU
-# panel with a pod picked draws the GPU that pod left for the look-back (test_exporter_pod_as_no_pod's xfail).
-PER_GPU_IDLE = False
+# A per-GPU panel at All (_left_idle's `marked` form) reads any pod label as a pod's, an exporter pod's too: as no pod
+# there (pod_named's regex in the series left, their marking and the recent naming one), the defaults' all-metrics
+# ConfigMap took 4,725 bytes more than with a pod picked alone, past the 258,048 a part holds. At All a GPU's value is
+# its fresh reading whichever pod its series name; through a ServiceMonitor keeping its target's pod, with
+# exporter.virtual_gpus a GPU a pod left is read from that pod's copy at the step it left ('Framebuffer in use' 22 %
+# for 19 %: test_exporter_pod_as_no_pod's xfail).
+EXPORTER_PODS_AT_ALL = False
 
 
 def _marked(series: str, labels: Labels, exporters: bool = True) -> str:
@@ -1270,16 +1276,18 @@ def _left_idle(metric: str, branches: list[list[str]], extra: list[str], labels:
     again at the idle 60 W for an interval two intervals later (test_pod_ended_by_drain). Their cost at All: see
     docs/performance.md."""
     anyone = _unscoped(branches, labels)
-    named = [m for m in extra if m not in (pod_named(labels), pod_named(labels, PER_GPU_IDLE))]
+    named = [m for m in extra if m not in (pod_named(labels), pod_named(labels, False))]
     gate = [workload_picked(picked, held)] if picked else []  # read with a pod or namespace picked (held), or at All
-    left = _raw(metric, branches, [*named, *([] if held else gate), pod_named(labels, PER_GPU_IDLE)],
+    # the picked pods' series (`held`) by any pod label (an exporter pod's on a GPU idle_gpus reads idle is left out
+    # all the same); at All as EXPORTER_PODS_AT_ALL says
+    pod = pod_named(labels, EXPORTER_PODS_AT_ALL and not held)
+    left = _raw(metric, branches, [*named, *([] if held else gate), pod],
                 f"present_over_time({{0}}[{within}])")
     if held:  # the picked pods' naming samples against any sample without a pod
         idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape,
-                         naming=[[*branch, *gate] for branch in branches], exporters=PER_GPU_IDLE)
+                         naming=[[*branch, *gate] for branch in branches])
     else:  # at All: any pod's naming samples against any sample without a pod
-        idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape, marked=True,
-                         exporters=PER_GPU_IDLE)
+        idle = idle_gpus(metric, [[*branch, *gate] for branch in anyone], labels, scrape, marked=True)
     return f"({left} and on ({_listed(held_labels(labels))}) {idle})"
 
 
@@ -2126,8 +2134,7 @@ def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str, re
     scope = [[*merge.naming, *merge.workload]]
     present = f"present_over_time({selector(metric, scope[0])}[{window}])"
     gate = [workload_picked(merge.workload_regexes, True)]
-    idle = idle_gpus(metric, [[*merge.naming, *gate]], labels, resolution, naming=[[*scope[0], *gate]],
-                     exporters=PER_GPU_IDLE)
+    idle = idle_gpus(metric, [[*merge.naming, *gate]], labels, resolution, naming=[[*scope[0], *gate]])
     present = identified(f"({present} unless on ({_listed(held_labels(labels))}) {idle})", labels)
     return f"({series} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {present})"
 

@@ -14,11 +14,13 @@ fields written as its own series and one copy per pod, with pod_uid, each the po
 
 Truth: the two Prometheus servers, one holding the series as gpudash's ServiceMonitor writes them (no pod on a GPU
 no pod holds, nor on a held GPU's own series), the other as the honoring one writes them (the exporter pod there),
-answer every per-pod panel (at All, with a pod that left its GPU picked, with a namespace picked), every per-GPU
-panel at All, every variable and every alert alike; the exporter pod is in no answer. A per-GPU panel with a pod or
-namespace picked still draws the GPU the pod left for the look-back after (promql.PER_GPU_IDLE: strict xfail). Before, 'Pods on GPUs' listed gpu-operator/nvidia-dcgm-exporter-x7k2p
-holding 3 GPUs (its idle GPU 1, GPU 3 and MIG instance 2), the namespace variable listed gpu-operator, and the idle
-alert judged the exporter pod idle on them.
+answer every panel (at All, with a pod that left its GPU picked, with a namespace picked), every variable and every
+alert alike; the exporter pod is in no answer. Before, 'Pods on GPUs' listed gpu-operator/nvidia-dcgm-exporter-x7k2p
+holding 3 GPUs (its idle GPU 1, GPU 3 and MIG instance 2), the namespace variable listed gpu-operator, the idle alert
+judged the exporter pod idle on them, and a per-GPU panel with the pod or namespace picked drew the GPU the pod left
+(node-a GPU 1 at 0 %) for the look-back after. A per-GPU panel at All reads an exporter pod as a pod
+(promql.EXPORTER_PODS_AT_ALL): with exporter.virtual_gpus, 'Framebuffer in use' at the step the pod left (strict
+xfail).
 
 A workload pod named as the exporter DaemonSet's pods are (`nvidia-dcgm-exporter-` and five of Kubernetes' generated
 characters: a Job so named) reads as no pod too, whatever its namespace: a selector cannot test the pod and its
@@ -157,10 +159,6 @@ def _differ(one: dict[str, float], other: dict[str, float]) -> bool:
     return set(one) != set(other) or any(not math.isclose(one[k], other[k], rel_tol=1e-9, abs_tol=1e-9) for k in one)
 
 
-def _per_pod(target: dict) -> bool:
-    return "{{pod}}" in target.get("legendFormat", "")
-
-
 def _wrong(servers, name: str, target: dict, picked: str) -> dict:
     """{second of the history: (the panel through gpudash's ServiceMonitor, through the honoring one)} where they
     differ."""
@@ -170,32 +168,22 @@ def _wrong(servers, name: str, target: dict, picked: str) -> dict:
             if _differ(truth[at], shown.get(at, {}))}
 
 
-# the per-GPU panels' judgement of a GPU a picked pod left reads any pod label as a pod's (promql.PER_GPU_IDLE)
-PER_GPU_IDLE = ("the per-GPU panels' judgement of a GPU a picked pod left (promql._left_idle) reads an exporter pod's "
-                "`pod` as a pod's, so that judgement's regex does not cut the defaults' all-metrics dashboard in two: "
-                "through a ServiceMonitor keeping its target's pod, a per-GPU panel with a pod or namespace picked "
-                "draws the GPU the pod left (node-a GPU 1 at 0 %) for the look-back after, and with "
-                "exporter.virtual_gpus 'Framebuffer in use' at All reads 22 % for 19 % at the step the pod left")
-SHOWN = [(name, title, target, picked) for name, title, target in TARGETS for picked in sorted(PICKED)
-         if _per_pod(target) or picked == "all"]
+# a per-GPU panel at All reads any pod label as a pod's (promql.EXPORTER_PODS_AT_ALL)
+AT_ALL = ("a per-GPU panel at All reads an exporter pod's `pod` as a pod's (promql.EXPORTER_PODS_AT_ALL: as no pod "
+          "there its regex took 4,725 bytes more of the defaults' all-metrics dashboard, past what one ConfigMap "
+          "holds): through a ServiceMonitor keeping its target's pod, with exporter.virtual_gpus 'Framebuffer in use' "
+          "reads 22 % for 19 % at the step the pod left")
+SHOWN = [(name, title, target, picked) for name, title, target in TARGETS for picked in sorted(PICKED)]
 
 
 @pytest.mark.parametrize("name, title, target, picked", [
-    pytest.param(*shown, marks=[pytest.mark.xfail(strict=True, reason=PER_GPU_IDLE)]
-                 if shown[:2] == ("virtual_gpus", "Framebuffer in use") else [])
+    pytest.param(*shown, marks=[pytest.mark.xfail(strict=True, reason=AT_ALL)]
+                 if (*shown[:2], shown[3]) == ("virtual_gpus", "Framebuffer in use", "all") else [])
     for shown in SHOWN], ids=[f"{n}/{t}/{i}-{p}" for i, (n, t, _, p) in enumerate(SHOWN)])
 def test_every_panel_reads_the_exporter_pod_as_no_pod(servers, name, title, target, picked):
-    """Every per-pod panel at All, with the pod that left picked and with a namespace picked; every per-GPU panel at
-    All."""
+    """Every panel at All, with the pod that left picked and with a namespace picked."""
     wrong = _wrong(servers, name, target, picked)
     assert not wrong, f"{title}, {picked}: (second of the history): (through gpudash's ServiceMonitor, honoring) {wrong}"
-
-
-@pytest.mark.xfail(strict=True, reason=PER_GPU_IDLE)
-def test_a_per_gpu_panel_with_a_pod_picked_reads_the_exporter_pod_as_no_pod(servers):
-    wrong = {(name, title, picked): differ for name, title, target in TARGETS if not _per_pod(target)
-             for picked in ("the pod that left", "a namespace") if (differ := _wrong(servers, name, target, picked))}
-    assert not wrong, wrong
 
 
 def test_pods_on_gpus_lists_the_workload_pods_alone(servers):
@@ -257,31 +245,69 @@ def test_every_alert_judges_the_exporter_pod_as_no_pod(servers, name, alert, exp
 JOB_POD = ("ml", "nvidia-dcgm-exporter-bxmtz")  # the pod of a user's Job named like the operator's exporter DaemonSet
 
 
-def _job_fleet(start: int) -> str:
-    """node-a through the honoring ServiceMonitor: GPU 0 held by the Job's pod, GPU 1 idle (the exporter pod's)."""
-    lines = ["# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
-    for k in range(SCRAPES):
-        for index, pod in ((0, JOB_POD), (1, None)):
-            labels = f'gpu="{index}",UUID="GPU-node-a-{index}",device="nvidia{index}",{MODEL},Hostname="node-a"'
-            lines.append(f"DCGM_FI_DEV_GPU_TEMP{{{labels},{_target('node-a', True, pod)}}} 50 "
-                         f"{start + k * SCRAPE + OFFSET['node-a']}")
-    return "\n".join(lines + ["# EOF"]) + "\n"
+def _node_a(honoring: bool, holders):
+    """node-a's GPU 0 and 1 (their temperatures 50 and 51) as a ServiceMonitor stores them (the honoring one, or
+    gpudash's), `holders(k)` the pod holding each at scrape k (None: idle)."""
+    def openmetrics(start: int) -> str:
+        lines = ["# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
+        for k in range(SCRAPES):
+            for index, pod in enumerate(holders(k)):
+                labels = f'gpu="{index}",UUID="GPU-node-a-{index}",device="nvidia{index}",{MODEL},Hostname="node-a"'
+                lines.append(f"DCGM_FI_DEV_GPU_TEMP{{{labels},{_target('node-a', honoring, pod)}}} {50 + index} "
+                             f"{start + k * SCRAPE + OFFSET['node-a']}")
+        return "\n".join(lines + ["# EOF"]) + "\n"
+    return openmetrics
 
 
-job_fleet = backfilled_fixture("exporter-named-job", _job_fleet, SCRAPES * SCRAPE, SCRAPE)
+# node-a through the honoring ServiceMonitor: GPU 0 held by the Job's pod, GPU 1 idle (the exporter pod's)
+job_fleet = backfilled_fixture("exporter-named-job", _node_a(True, lambda k: (JOB_POD, None)), SCRAPES * SCRAPE,
+                               SCRAPE)
 
 
 @pytest.mark.xfail(strict=True, reason=(
     "a pod label is read as the exporter's own pod by its name alone (promql.pod_named: `<DaemonSet>-` and five of "
     "Kubernetes' generated characters), whatever its namespace: the pod of a user's Job named like the exporter "
     "DaemonSet (ml/nvidia-dcgm-exporter-bxmtz) holding a GPU is read as no pod, so 'Pods on GPUs' leaves it out and "
-    "its GPU reads as idle; telling the exporter's namespace apart needs a second selector for every per-pod one"))
-def test_a_workload_pod_named_like_the_exporters_pods_is_a_pod(job_fleet):
+    "its GPU reads as idle, and with its namespace picked 'GPUs reporting' counts none; telling the exporter's "
+    "namespace apart needs a second selector for every one that reads the pod label"))
+@pytest.mark.parametrize("title, picked, truth", [
+    ("Pods on GPUs", {}, {"Pod ml/nvidia-dcgm-exporter-bxmtz": 1.0}),
+    ("GPUs reporting", {"namespace": JOB_POD[0]}, {"DCGM_FI_DEV_GPU_TEMP": 1.0})])
+def test_a_workload_pod_named_like_the_exporters_pods_is_a_pod(job_fleet, title, picked, truth):
     prometheus, start = job_fleet
-    target = next(t for n, title, t in TARGETS if n == "defaults" and title == "Pods on GPUs")
+    target = next(t for n, name, t in TARGETS if n == "defaults" and name == title)
     expr = interpolate(counted_inline(target["expr"], bundled_project("")), {
         **range_macros(f"{SCRAPES * SCRAPE}s"), "__interval": f"{SCRAPE}s", "__rate_interval": f"{4 * SCRAPE}s",
-        **variables({}, ("namespace", "pod", "node", "gpu"))})
+        **variables(picked, ("namespace", "pod", "node", "gpu"))})
     shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
              for s in prometheus.query(expr, at=start + (SCRAPES - 1) * SCRAPE + 15)}
-    assert shown == {"Pod ml/nvidia-dcgm-exporter-bxmtz": 1.0}, shown
+    assert shown == truth, shown
+
+
+
+VALIDATOR = ("gpu-operator", "nvidia-cuda-validator-h7x2k")  # a workload pod in the exporter's own namespace
+
+
+def _validated(k: int) -> tuple:
+    """node-a: GPU 0 held by a pod in the exporter's namespace (the GPU operator's CUDA validator) until scrape LEFT,
+    idle after; GPU 1 idle."""
+    return (VALIDATOR if k < LEFT else None, None)
+
+
+validated_truth = backfilled_fixture("exporter-namespace-truth", _node_a(False, _validated), SCRAPES * SCRAPE, SCRAPE)
+validated_honoring = backfilled_fixture("exporter-namespace-honoring", _node_a(True, _validated), SCRAPES * SCRAPE,
+                                        SCRAPE)
+
+
+@pytest.mark.parametrize("title", ["GPU temperature", "GPUs reporting"])
+def test_the_exporters_namespace_picked_reads_its_workload_pods_gpu_alone(validated_truth, validated_honoring, title):
+    """With the exporter's namespace picked (listed where a workload pod runs there), a per-GPU panel reads the GPU
+    that pod holds while it holds it, as through gpudash's ServiceMonitor; before, through the honoring one it read
+    node-a's GPU 1, idle throughout, and GPU 0 after the pod left (the exporter pod's series in that namespace)."""
+    servers = {("defaults", "truth"): validated_truth, ("defaults", "honoring"): validated_honoring}
+    target = next(t for n, name, t in TARGETS if n == "defaults" and name == title)
+    truth, shown = (_shown(servers, "defaults", side, target, {"namespace": VALIDATOR[0]})
+                    for side in ("truth", "honoring"))
+    wrong = {round(at - validated_truth[1]): (truth[at], shown.get(at)) for at in truth
+             if _differ(truth[at], shown.get(at, {}))}
+    assert not wrong, wrong

@@ -12,7 +12,7 @@ from generator.lint.grafana_rules import RULES
 from tests.support.lint_input import lint_input
 from generator.lint.promql_checks import parse, query_selectors
 from generator.project import load_project
-from generator.promql import PER_GPU_IDLE, pod_named, pod_unnamed
+from generator.promql import pod_named, pod_unnamed
 from generator.promql_text import packed
 
 
@@ -201,8 +201,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # one within an interval), with a pod or namespace picked (promql.idle_gpus: the picked pods' naming samples ordered against every sample
     # without a pod, each selector gated by gpudash_picked so that at All it meets no series)
     gated = 'gpudash_picked!~"$namespace$pod"'
-    # (a per-GPU panel's: any pod label a pod's, promql.PER_GPU_IDLE)
-    picked_named, picked_unnamed = (f(project.settings.labels, PER_GPU_IDLE) for f in (pod_named, pod_unnamed))
+    # (the picked pods' by any pod label: the pod variable lists no exporter pod; without one, an exporter pod's too)
+    picked_named, picked_unnamed = pod_named(project.settings.labels, False), pod_unnamed(project.settings.labels)
     assert packed('and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_'
                   'REPLAY_COUNTER{gpu=~"$gpu", namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]) unless on '
                   '(cluster, UUID, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, UUID, gpu, GPU_I_ID, '
