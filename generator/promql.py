@@ -3431,7 +3431,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
 
         def gpus(series: str, how: str, span: str | None) -> str:
             named_ = named_gpus(series, fields, list(scope.naming(labels)), span, resolution, labels, node,
-                                span is None, held_by, slotted=True)
+                                span is None, held_by, slotted=span is None)
             return f"{how} by ({grouping}{f', {PERIOD_LABEL}' if periods else ''}) ({named_})"
 
         def aggregated(how: str) -> str:
@@ -3542,10 +3542,13 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     named in a panel at its instant from the copies the instant selector reads (`span` None); in an alert once per
     evaluation, after each period's statistic (gauge_readings' `named`), from the copies of the last hour, as a
     counter's alert. `whole` (a panel's): named at each step as gpus_named's `whole` says, `only` as it says.
-    `slotted` (a gauge's): of the GPUs named alike at one index (cluster, node, index), the one whose name ranks highest
-    (its copies the freshest: gpu_names' rank), so a GPU named by its UUID where its series carry one and by its node
-    where none does is one GPU across a rollout dropping or adding the UUID label: the old exporter's copies, within the
-    look-back, were a second GPU ('GPUs reporting' 4 for 2, a GPU's line the mean of old and new readings)."""
+    `slotted` (a gauge's, in a panel): of the GPUs named alike at one index (cluster, node, index), the one whose name
+    ranks highest (its copies the freshest: gpu_names' rank), so a GPU named by its UUID where its series carry one and
+    by its node where none does is one GPU across a rollout dropping or adding the UUID label: the old exporter's
+    copies, within the look-back, were a second GPU ('GPUs reporting' 4 for 2, a GPU's line the mean of old and new
+    readings). Not an alert's: its statistics span periods, which the old name's readings fill while the new name's
+    are too few (a hot GPU's alert went quiet from the rollout for some 6 minutes); its labels (node, index) hold the
+    two names as one alert."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only)
     if slotted:

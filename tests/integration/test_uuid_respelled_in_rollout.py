@@ -281,3 +281,16 @@ def test_a_gpu_a_picked_pod_left_at_a_rollout_leaves_the_per_gpu_panel(request, 
     shown = {at: panel_at(prometheus, bundled_project(), bundled_panels()["Framebuffer memory used"], start + at, SPAN,
                           pod="a") for at in AFTER}
     assert shown == {at: {} for at in AFTER}, shown
+
+
+def test_a_hot_gpu_alerts_once_across_a_rollout_dropping_the_uuid(built):
+    """node-a's four GPUs at 85 °C throughout, the exporter rolled at minute 30 to one writing no UUID: 'GPU
+    temperature high' fires once for each GPU at every minute checked around and after the rollout. Named by its UUID
+    before it and by its node and index after, each GPU is two names of one node and index for the rule's window,
+    which the alert's labels (node, index) hold as one; keeping the fresher name alone, as the panels do, left the
+    alert quiet at minutes 30 to 34, the new name's readings too few for its periods."""
+    series = [{**each, "values": each["values"].replace("40", "85")} for each in _rule_series(None, ("UUID", None))]
+    alerts = [expected_alert(built, "GpudashGpuTempHigh", node="node-a", gpu=str(gpu)) for gpu in range(4)]
+    promtool_test(built, "uuid_dropped_hot.yaml", [{"interval": "30s", "input_series": series, "alert_rule_test": [
+        {"eval_time": f"{minute}m", "alertname": "GpudashGpuTempHigh", "exp_alerts": alerts}
+        for minute in range(26, 60, 2)]}])
