@@ -29,7 +29,9 @@ def dashboards(ctx):
     ])
     links = ctx.available([
         per_gpu("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "PCIe replays", aggregation="max"),
-        per_gpu("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "NVLink bandwidth counter rate", aggregation="sum"),
+        per_gpu("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "NVLink throughput",
+                description="MB/s sent and received over all NVLink links of the GPU, as DCGM reads it: the "
+                            "traffic since its previous reading, per second."),
         per_gpu("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "NVLink CRC flit errors", aggregation="sum"),
         per_gpu("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "NVLink replays", aggregation="sum"),
     ])

@@ -54,9 +54,9 @@ WHY = {  # each says what the JSON path does: the message names it once, then "i
              "share at 30 % reads 45 %)",
     "AL013": "publishes each pod's copy of a GPU's counter under the per-GPU dimensions, so a GPU k pods share "
              "reads k times its increase and the alarm fires at 1/k of its threshold",
-    "CW018": "publishes a state the exporter serves as a counter (health, windowed counts) as its differences "
-             "(a GPU whose health stays failing reads 0), and a running total it serves as a gauge as the total "
-             "itself",
+    "CW018": "publishes a level the exporter serves as a counter (health, windowed counts, NVLink throughput) as "
+             "its differences (a GPU whose health stays failing reads 0, NVLink holding 300 MB/s reads 0), and "
+             "a running total it serves as a gauge as the total itself",
 }
 WHY["AL014"] = WHY["CW017"]
 WHY["AL016"] = WHY["CW018"]

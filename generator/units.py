@@ -54,6 +54,9 @@ UNITS: dict[str, Unit] = {u.key: u for u in (
     Unit("bytes_per_s", "Bps", "bytes/s", "Bytes/Second", "count_per_s", quantity="data rate"),
     Unit("kilobyte", "deckbytes", "KB", "Kilobytes", "kilobytes_per_s", quantity="data", size=1e3),
     Unit("kilobytes_per_s", "KBs", "KB/s", "Kilobytes/Second", "count_per_s", quantity="data rate", size=1e3),
+    # DCGM's NVLink throughput (MB/s over its sampling interval, DCGM_FIELD_UNIT_BW_MBPS): a level
+    Unit("megabytes_per_s", "MBs", "MB/s", "Megabytes/Second", "count_per_s", quantity="data rate", size=1e6,
+         level=True),
     Unit("count", "short", "count", "Count", "count_per_s", quantity="count"),
     Unit("count_per_s", "cps", "per second", "Count/Second", "count_per_s", quantity="rate"),
     Unit("state", "none", "state", "None", "count_per_s", quantity="state", level=True),
@@ -78,6 +81,7 @@ _HELP_UNITS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\(in mJ\)"), "millijoule"),
     (re.compile(r"\(in (0-100)?%\)"), "percent"),  # fan speed: "(in 0-100%)"
     (re.compile(r"\(in (MiB|MB)\)"), "mebibyte"),
+    (re.compile(r"\(in MB/s\)"), "megabytes_per_s"),
     (re.compile(r"\(in KB\)"), "kilobyte"),  # NVML's PCIe throughput counters (DCGM_FI_DEV_PCIE_TX/RX_THROUGHPUT)
     (re.compile(r"\(in ns\)"), "nanosecond"),
     (re.compile(r"\(in us\)"), "microsecond"),

@@ -1331,7 +1331,7 @@ def _rollout_overlap(check: str, daemonset: Answer, settings: Settings) -> Check
                  f"RollingUpdate with maxSurge {surge}: a rollout runs a node's new exporter pod beside the old one "
                  "until the new one is available, and the CloudWatch agent publishes both pods' counter increases "
                  f"(one delta series per exporter {series}): for the seconds the two run together the counter "
-                 "widgets and alarms (energy, PCIe replays, rows remapped, NVLink) read twice the increase, so a "
+                 "widgets and alarms (energy, PCIe replays, rows remapped) read twice the increase, so a "
                  "counter alarm can fire at half its threshold during a rollout; a gauge's mean over a period the "
                  "two share in part weighs their overlap twice (a GPU at 100 W through a two-minute overlap, then "
                  "300 W, read 171.4 W for 220; the Prometheus rules of a gauge's mean or total over a period read "
@@ -1556,7 +1556,7 @@ def _served_twice(by_node: dict[str, list[Answer]], gpu_nodes: list[str], settin
     return Check(GROUP, COVERAGE_CHECK, WARN,
                  f"all {len(gpu_nodes)} GPU nodes run the exporter, but "
                  + ", ".join(f"{node} runs pods of DaemonSets {' and '.join(owners)}" for node, owners in twice.items())
-                 + f": on CloudWatch every counter (energy, PCIe replays, rows remapped, NVLink){totals} reads twice "
+                 + f": on CloudWatch every counter (energy, PCIe replays, rows remapped){totals} reads twice "
                  "its value on such a node while both run (Grafana reads one copy per GPU)",
                  "keep one exporter DaemonSet per GPU node: exclude those nodes from one of them (its nodeSelector "
                  "or affinity), or remove it")

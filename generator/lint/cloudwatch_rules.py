@@ -935,9 +935,9 @@ def _retyped(subject: LintInput, expressions: Iterable[str]) -> list[str]:
 
 
 RETYPED = ("{} reads a field the counters CSV types the other of gauge and counter than DCGM says it is, so the "
-           "exporter serves it so and the agent's JSON path (agent.pipeline: classic) would publish a state or a count "
-           "over the exporter's window typed counter as differences between readings (a GPU failing all along reads "
-           "0), and a running total typed gauge as the total itself where its growth is read: gpudash does not ship "
+           "exporter serves it so and the agent's JSON path (agent.pipeline: classic) would publish a level (a state, a "
+           "count over the exporter's window, a throughput) typed counter as differences between readings (a GPU "
+           "failing all along reads 0), and a running total typed gauge as the total itself where its growth is read: gpudash does not ship "
            "it on that path, and this reads nothing. Use agent.pipeline: otel (agent 1.300066.0 or later), which "
            "publishes each as it is meant, or type the field in the counters CSV as DCGM says (gpudash lint: CSV003)")
 

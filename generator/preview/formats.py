@@ -92,6 +92,8 @@ def format_value(value: float | None, unit: str | None) -> str:
         return _si(value, "B", start=1)
     if unit == "KBs":  # kilobytes/sec (SI)
         return _si(value, "B/s", start=1)
+    if unit == "MBs":  # megabytes/sec (SI)
+        return _si(value, "B/s", start=2)
     if unit == "cps":
         scaled, suffix = _scaled(value, 1000, _SHORT, 0)
         return f"{_number(scaled)}{suffix} c/s"

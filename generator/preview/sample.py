@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
+from ..catalog import dcgm_meaning
 from ..errors import GpudashError, InputError
 from ..resources import default_counters
 
@@ -52,7 +53,10 @@ def parse(text: str) -> list[tuple[str, str, dict[str, str], float]]:
             raise InputError("not a line of the Prometheus text format", where=f"{SAMPLE}:{number}",
                              hint="reinstall gpudash")
         labels = dict(_LABEL.findall(match["labels"] or ""))
-        samples.append((match["name"], types.get(match["name"], "gauge"), labels, float(match["value"])))
+        # a field's history follows its meaning (the catalog of DCGM's fields), not `# TYPE`: the exporter serves
+        # DCGM's NVLink throughput (MB/s) typed counter
+        kind = dcgm_meaning(match["name"])[0] or types.get(match["name"], "gauge")
+        samples.append((match["name"], kind, labels, float(match["value"])))
     return samples
 
 

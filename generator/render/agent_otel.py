@@ -10,10 +10,11 @@ counter coming back from one is sent as its whole running total. This pipeline d
 * the receiver runs the scrape jobs of prometheus.yaml (render/scrape.py), each with one more
   target label, `ClusterName` (the JSON path's `cluster_name`); a `$` is escaped (see `escaped`), as
   the agent expands `$` in its collector configuration twice;
-* transform/gpudash-gauges (only when such a field is shipped) makes a Gauge of each field the exporter serves as a
-  counter although its readings are a state or a count over a window (catalog.Metric.retyped: DCGM's health
-  status, a count of XIDs in the exporter's window, ...): awsemf would send the difference between two readings
-  of a state (0 for a GPU failing all along); OTTL's convert_sum_to_gauge() in the metric context (the
+* transform/gpudash-gauges makes a Gauge of each level shipped (a state, a count over a window, a throughput: DCGM's
+  health status, a count of XIDs in the exporter's window, the NVLink throughput, ...), whatever type the exporter
+  serves it as (its own counters file's, which may type it counter): awsemf would send the difference between two
+  readings of a level served as a counter (0 for a GPU failing all along); OTTL's convert_sum_to_gauge() in the
+  metric context (the
   transform processor, in the agent since 1.300025.0); and a cumulative monotonic Sum of each running total the
   exporter serves as a gauge (a counters CSV typing DCGM's energy counter gauge), whose growth awsemf then sends,
   not the total: OTTL's convert_gauge_to_sum("cumulative", true);
@@ -185,14 +186,17 @@ def no_data_flag() -> dict[str, Any]:
 
 
 def retyped(catalog: Catalog, shipped: Iterable[str]) -> dict[str, Any] | None:
-    """The transform processor that gives each shipped field the exporter serves as the other of gauge and counter
-    than its meaning (catalog.Metric.retyped) its meaning's type: a Gauge of a state or windowed count served as a
-    counter, a cumulative monotonic Sum of a running total served as a gauge (awsemf then publishes its growth); None
-    when none is shipped."""
-    names = [n for n in shipped if n in catalog and catalog.get(n).retyped]
+    """The transform processor that gives each shipped field the type of its meaning before awsemf: a Gauge of every
+    level (a state, a windowed count, a throughput: catalog kind gauge), whatever type the exporter serves it as, and
+    a cumulative monotonic Sum of a running total the exporter serves as a gauge (catalog.Metric.retyped; awsemf then
+    publishes its growth); None when neither is shipped. Every level, not only those the counters CSV types counter:
+    the exporter serves the type of its own counters file, which need not be the one gpudash reads (the image's
+    default types DCGM's NVLink throughput counter, gpudash's bundled CSV gauge), and awsemf would publish a level
+    served as a counter as the differences between its readings; convert_sum_to_gauge leaves a Gauge as it is."""
+    names = [n for n in shipped if n in catalog]
     levels = [n for n in names if catalog.get(n).kind == "gauge"]
-    totals = [n for n in names if catalog.get(n).kind == "counter"]
-    if not names:
+    totals = [n for n in names if catalog.get(n).kind == "counter" and catalog.get(n).retyped]
+    if not levels and not totals:
         return None
     statements = [f'convert_sum_to_gauge() where IsMatch(name, "^(?:{"|".join(levels)})$")'] if levels else []
     statements += [f'convert_gauge_to_sum("cumulative", true) where IsMatch(name, "^(?:{"|".join(totals)})$")'] \
@@ -299,7 +303,7 @@ def pod_copies(catalog: Catalog, settings: Settings, declarations: list[dict[str
 
 
 def _device_counters(catalog: Catalog, settings: Settings, names: list[str]) -> list[str]:
-    """The device counters of `names` (PCIe replays, rows remapped, NVLink, energy): each MIG instance of a GPU
+    """The device counters of `names` (PCIe replays, rows remapped, energy): each MIG instance of a GPU
     repeats the GPU's reading, so their copies are merged per physical GPU (GPU_I_ID left out); a counter MIG
     reports per instance, and a field split per process (virtual_gpus), are kept per GPU instance
     (cloudwatch_query.merged_copies)."""

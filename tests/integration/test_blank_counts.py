@@ -1,8 +1,8 @@
 """A count of GPUs reporting a field counts the GPUs with a reading of it: DCGM's blank ("not supported") is none.
 
 Two nodes, 11 GPUs, half an hour of 30 s scrapes. ip-10-0-1-1's GPU 3 never reads its temperature (DCGM's int64
-"not supported" sentinel, about 9.2e18) and ip-10-0-1-2's GPU 0 never reads its NVLink byte counter; every other GPU
-reads both, the counter from 3e15 bytes up (a reading past the gauges' floor of 1e14, under the counters' 9e18). Pod
+"not supported" sentinel, about 9.2e18) and ip-10-0-1-2's GPU 0 never reads its energy counter; every other GPU
+reads both, the counter from 3e15 mJ up (a reading past the gauges' floor of 1e14, under the counters' 9e18). Pod
 ml/train-0 holds ip-10-0-1-1's GPUs 0 to 3, ml/train-1 its GPUs 4 and 5, ml/infer-<k> ip-10-0-1-2's GPU k.
 
 So 10 GPUs report each field, and ml/train-0 holds 3 GPUs with a temperature. The same readings are read by the
@@ -35,11 +35,11 @@ NOT_SUPPORTED = 9223372036854775794
 STEP, STEPS = 30, 60  # half an hour of 30 s scrapes
 END = STEP * STEPS
 PERIOD = 300
-TEMP, UTIL, NVLINK = "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
-FIELDS = (TEMP, UTIL, NVLINK)
+TEMP, UTIL, ENERGY = "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+FIELDS = (TEMP, UTIL, ENERGY)
 NODES = {"ip-10-0-1-1": 6, "ip-10-0-1-2": 5}
 GPUS = [(node, gpu) for node, count in NODES.items() for gpu in range(count)]
-BLANK = {TEMP: ("ip-10-0-1-1", 3), NVLINK: ("ip-10-0-1-2", 0)}  # the GPU that never reads the field
+BLANK = {TEMP: ("ip-10-0-1-1", 3), ENERGY: ("ip-10-0-1-2", 0)}  # the GPU that never reads the field
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 VARIABLES = ("cluster", "namespace", "pod", "node", "gpu")
 RULES = f'''
@@ -47,7 +47,7 @@ from generator.model import Alarm, Condition, Query
 
 
 def alarms(ctx):
-    for field, name in (("{TEMP}", "temp"), ("{NVLINK}", "nvlink")):
+    for field, name in (("{TEMP}", "temp"), ("{ENERGY}", "energy")):
         for level in (10, 11):
             yield Alarm(f"{{name}}-under-{{level}}", "Few GPUs report",
                         Condition(Query(field, "count", ()), "<", level),
@@ -64,7 +64,7 @@ def pod(node: str, gpu: int) -> str:
 def reading(metric: str, node: str, gpu: int, t: int) -> int:
     if BLANK.get(metric) == (node, gpu):
         return NOT_SUPPORTED
-    if metric == NVLINK:
+    if metric == ENERGY:
         return 3_000_000_000_000_000 + 1_000_000 * t
     return 60 + gpu if metric == TEMP else 50
 
@@ -78,7 +78,7 @@ def _labels(node: str, gpu: int) -> str:
 def _payload(node: str, t: int) -> str:
     lines = []
     for metric in FIELDS:
-        lines.append(f"# TYPE {metric} {'counter' if metric == NVLINK else 'gauge'}")
+        lines.append(f"# TYPE {metric} {'counter' if metric == ENERGY else 'gauge'}")
         lines += [f"{metric}{{{_labels(at, gpu)}}} {reading(metric, at, gpu, t)}" for at, gpu in GPUS if at == node]
     return "\n".join(lines) + "\n"
 
@@ -110,7 +110,7 @@ def points(built):
 
 def test_the_premise():
     assert len(GPUS) == 11
-    assert reading(NVLINK, "ip-10-0-1-1", 0, END) > 1e14  # a reading, past the gauges' floor
+    assert reading(ENERGY, "ip-10-0-1-1", 0, END) > 1e14  # a reading, past the gauges' floor
 
 
 def _panel(folder, uid: str, title: str) -> dict:
@@ -148,7 +148,7 @@ def test_the_rules_count_the_gpus_with_a_reading(built):
               for metric in FIELDS for node, gpu in GPUS]
     checks = [{"eval_time": f"{END // 60 - 1}m", "alertname": alerts[f"{name}-under-{level}"],
                "exp_alerts": [expected_alert(folder, alerts[f"{name}-under-{level}"])] if level == 11 else []}
-              for name in ("temp", "nvlink") for level in (10, 11)]
+              for name in ("temp", "energy") for level in (10, 11)]
     promtool_test(folder, "blank_counts.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                                   "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
 
@@ -161,7 +161,7 @@ def test_cloudwatch_counts_the_gpus_with_a_reading(built, points):
     assert series[max(series)] == pytest.approx(10)
     requests = {next(t["Value"] for t in a["Request"]["Tags"] if t["Key"] == "gpudash:rule"): a["Request"]
                 for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
-    for name in ("temp", "nvlink"):
+    for name in ("temp", "energy"):
         (metric,) = requests[f"{name}-under-10"]["Metrics"]
         (value,) = cloudwatch_eval.metrics_insights(metric["Expression"], points, END - PERIOD, END, PERIOD).values()
         assert value[END - PERIOD] / (PERIOD / STEP) == pytest.approx(10), name  # the readings over the scrapes
@@ -202,5 +202,5 @@ def test_on_the_classic_pipeline_a_count_counts_the_blank_and_says_so(tmp_path_f
     notes = {f.where.rsplit(" ", 1)[-1] for f in lint_project(load_project(folder / "gpudash.yaml",
                                                                            folder / "counters.csv"))
              if f.rule == "AL010" and f.message.startswith("counts a GPU whose exporter reports only DCGM's blank")}
-    assert {f"gpudash-gpu-cluster-{name}-under-{level}-warning" for name in ("temp", "nvlink")
+    assert {f"gpudash-gpu-cluster-{name}-under-{level}-warning" for name in ("temp", "energy")
             for level in (10, 11)} | {"gpudash-gpu-cluster-gpu-data-missing-critical"} <= notes

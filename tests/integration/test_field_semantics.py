@@ -242,11 +242,12 @@ EXTRA = (f"{REASONS}, gauge, Current clock throttle reasons.\n{EVENT_REASONS}, g
 
 def extra_reading(name: str, minute: float) -> float:
     """GPU 0's reading at `minute`: throttled by the SW power cap (0x4) for the first half hour, by HW thermal slowdown
-    (0x40) after; P2 then P0; framebuffer 85 % used; fan at 40 %; 2,000 KB a second over PCIe, 5e9 bytes over NVLink."""
+    (0x40) after; P2 then P0; framebuffer 85 % used; fan at 40 %; 2,000 KB a second over PCIe; 5,000 MB/s over NVLink
+    link 0, the throughput DCGM serves (NVIDIA's line types it counter)."""
     seconds = minute * 60
     return {REASONS: 0x4 if minute < 30 else 0x40, EVENT_REASONS: 0x4 if minute < 30 else 0x40,
             PSTATE: 2 if minute < 30 else 0, FB_PERCENT: 0.85, FAN: 40, PCIE_KB: 2000 * seconds,
-            NVLINK_L0: 5e9 * seconds}[name]
+            NVLINK_L0: 5000.0}[name]
 
 
 # GPU 1, an A100 80GB split into MIG instances as the exporter writes them (GPU_I_ID, GPU_I_PROFILE; framebuffer per
@@ -327,7 +328,8 @@ FLEET_SHARE = sum(GPU_SHARES.values()) / len(GPU_SHARES)
 POD_SHARES = {"Pod team-m/mig-pod": MIG_FB_SHARE, "Pod team-m/spread-pod": MIG_FB_SHARE,
               "Pod team-m/whole-pod": 80000 / 104000, "Pod team-m/mixed-pod": 0.1}
 # panel -> (unit, legend over the hour): a bitmask and a P-state are states (their mean, 34 = 0x22 or P1, never
-# happened); the framebuffer ratio 0-1 in percent units; byte and KB counters as rates of bytes and KB
+# happened); the framebuffer ratio 0-1 in percent units; the KB counter as a rate of KB; NVLink's throughput as it
+# reads, in MB/s
 EXTRA_SHOWN = {
     "DEV_CLOCK_THROTTLE_REASONS": ("none", {"max": 64.0, "lastNotNull": 64.0}),
     "DEV_CLOCKS_EVENT_REASONS": ("none", {"max": 64.0, "lastNotNull": 64.0}),
@@ -335,7 +337,7 @@ EXTRA_SHOWN = {
     "DEV_FB_USED_PERCENT": ("percentunit", {"mean": 0.85, "max": 0.85, "lastNotNull": 0.85}),
     "DEV_FAN_SPEED": ("percent", {"mean": 40.0, "max": 40.0, "lastNotNull": 40.0}),
     "DEV_PCIE_TX_THROUGHPUT": ("KBs", {"mean": 2000.0, "max": 2000.0, "lastNotNull": 2000.0}),
-    "DEV_NVLINK_BANDWIDTH_L0": ("Bps", {"mean": 5e9, "max": 5e9, "lastNotNull": 5e9}),
+    "DEV_NVLINK_BANDWIDTH_L0": ("MBs", {"mean": 5000.0, "max": 5000.0, "lastNotNull": 5000.0}),
 }
 
 

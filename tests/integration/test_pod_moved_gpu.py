@@ -50,7 +50,6 @@ LIVE_PANELS = {"Power draw of each pod's GPUs": "power", "Pods on GPUs": None}
 # the counters of the per-GPU rate panels, each GPU's growth per answer (energy: its power over the interval, in mJ)
 LIVE_COUNTERS = {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": lambda gpu, readings: readings["power"] * INTERVAL * 1000,
                  "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": lambda gpu, readings: 1 + gpu,
-                 "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": lambda gpu, readings: (3 + gpu) * 1e6,
                  "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": lambda gpu, readings: 1 + gpu % 2,
                  "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": lambda gpu, readings: 2 - gpu % 2}
 
@@ -164,9 +163,8 @@ def test_a_pod_moved_to_another_gpu_of_its_node_stays_off_it_through_a_failed_sc
 
 
 # the per-GPU panels of a counter's rate (its recording's) the default build draws (the test checks the list)
-RATE_PANELS = ("DEV_CORRECTABLE_REMAPPED_ROWS", "DEV_NVLINK_BANDWIDTH_TOTAL", "DEV_PCIE_REPLAY_COUNTER",
-               "DEV_TOTAL_ENERGY_CONSUMPTION", "DEV_UNCORRECTABLE_REMAPPED_ROWS", "NVLink bandwidth counter rate",
-               "PCIe replays")
+RATE_PANELS = ("DEV_CORRECTABLE_REMAPPED_ROWS", "DEV_PCIE_REPLAY_COUNTER", "DEV_TOTAL_ENERGY_CONSUMPTION",
+               "DEV_UNCORRECTABLE_REMAPPED_ROWS", "PCIe replays")
 PICKED = {"one pod": {"namespace": "ml", "pod": "mover"}, "several pods": {"pod": "(mover|stay)"},
           "the pods' namespace": {"namespace": "ml"}, "all": {}}
 

@@ -140,7 +140,7 @@ def prometheus(prometheuses):
     server = prometheuses["plain"]
     server.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="%s"}' % WORKLOAD_POD)
     server.wait_for('kube_daemonset_status_number_available{daemonset="nvidia-dcgm-exporter"}')
-    server.wait_for('{__name__=~"gpudash:.+:step_seconds"}', count=5)  # every counter's recording, at its second step
+    server.wait_for('{__name__=~"gpudash:.+:step_seconds"}', count=4)  # every counter's recording, at its second step
     server.evaluate_every(RECORDED_LATER)  # verify reads only whether each is written
     return server
 
@@ -226,7 +226,7 @@ def test_all_healthy(stack):
     assert checks[("exporter", "metrics endpoint")]["detail"].startswith("service proxy gpu-operator/nvidia-dcgm-exporter")
     assert checks[("prometheus", "workload pod label")]["detail"] == "'pod' as configured"
     assert checks[("prometheus", "counter recording rules")]["detail"] == (
-        "5 counters recorded by rule groups 'gpudash-counters', 'gpudash-counters-2', 'gpudash-counters-3', each by "
+        "4 counters recorded by rule groups 'gpudash-counters', 'gpudash-counters-2', 'gpudash-counters-3', each by "
         "this build's rules")
 
 
@@ -241,15 +241,15 @@ def test_a_prometheus_missing_counter_recording_groups_is_a_failure_naming_each_
     _, verify = stack
     _, checks = verify(prometheus_url=prometheus_exported.url)
     check = checks[("prometheus", "counter recording rules")]
-    unwritten = ("gpudash:DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL:step_increase, "
-                 "gpudash:DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL:step_seconds (rule group 'gpudash-counters-2'); "
+    unwritten = ("gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase, "
+                 "gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds, "
                  "gpudash:DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS:step_increase, "
-                 "gpudash:DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS:step_seconds, "
+                 "gpudash:DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS:step_seconds (rule group 'gpudash-counters-2'); "
                  "gpudash:DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS:step_increase, "
                  "gpudash:DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS:step_seconds (rule group 'gpudash-counters-3')")
     assert check["status"] == "fail" and check["detail"] == (
         f"Prometheus writes no {unwritten}: not loaded, failing or stopped; the Grafana rate panels of "
-        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, "
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER, DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, "
         "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS show no data"), check
     assert check["fix"].startswith("apply build/k8s/prometheusrule.yaml, whose PrometheusRules gpudash-counters-2, "
                                    "gpudash-counters-3 hold them (kubectl apply goes on past an object it may not "
@@ -271,11 +271,11 @@ def test_counter_recordings_by_rules_of_other_settings_than_these_are_a_failure_
         "Prometheus records gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_increase, "
         "gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_seconds, "
         "gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase, gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds, "
-        "gpudash:DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL:step_increase and 5 more by rules other than this build's "
+        "gpudash:DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS:step_increase and 3 more by rules other than this build's "
         "(expression or labels differ; loaded from "), check
     assert check["detail"].endswith(
         "): the Grafana rate panels of DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, DCGM_FI_DEV_PCIE_REPLAY_COUNTER, "
-        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, "
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, "
         "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS show what those rules compute"), check
     assert check["fix"].startswith("apply build/k8s/prometheusrule.yaml"), check
 
@@ -3210,12 +3210,12 @@ def test_a_gpu_node_served_by_exporter_pods_of_two_daemonsets_is_a_warning_namin
     assert check["status"] == "warn"  # a warning: publishing goes ahead
     assert check["detail"] == (
         f"all 2 GPU nodes run the exporter, but {node} runs pods of DaemonSets gpu-operator/nvidia-dcgm-exporter and "
-        "gpu-pools/pool-c: on CloudWatch every counter (energy, PCIe replays, rows remapped, NVLink) reads twice its "
+        "gpu-pools/pool-c: on CloudWatch every counter (energy, PCIe replays, rows remapped) reads twice its "
         "value on such a node while both run (Grafana reads one copy per GPU)")
     assert check["fix"].startswith("keep one exporter DaemonSet per GPU node")
     config.write_text("agent:\n  pipeline: classic\nthresholds:\n  pcie_replays_per_minute: 0\n"
                       "exporter:\n  more_daemonsets: [gpu-pools/pool-c]\n")
-    assert "NVLink) and each pod's totals (framebuffer, power, PCIe by pod, Pods on GPUs) reads twice" in verify(
+    assert "rows remapped) and each pod's totals (framebuffer, power, PCIe by pod, Pods on GPUs) reads twice" in verify(
         *only_kube, str(config))[1][("kube", "GPU node coverage")]["detail"]
 
 

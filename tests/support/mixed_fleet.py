@@ -21,8 +21,7 @@ labels through `utils.SanitizeLabelName`), so two pods' copies of one GPU differ
 labels.
 Counters carry their own timestamps on a whole-second grid and grow linearly with them, so a
 rate over any window with a sample at each end is exact whatever the machine's load
-(`settled_time` finds such an instant). The NVLink byte counter starts beyond 2^47, as a busy
-link's does after an hour or so.
+(`settled_time` finds such an instant).
 `truth` answers a neutral query from the facts, never from the payload.
 """
 
@@ -40,20 +39,20 @@ INT64_BLANK = "9223372036854775792"  # DCGM_INT64_BLANK (0x7ffffffffffffff0): a 
 # what dcgm-exporter 4.5.3 and later split per process with KUBERNETES_VIRTUAL_GPUS (Node.per_process)
 PER_PROCESS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED")
 
+# DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is DCGM's throughput in MB/s (a level), served typed gauge as the bundled CSV types it
+# (tests/integration/test_nvlink_throughput_level.py serves it typed counter, as NVIDIA's CSVs type it)
 GAUGES = ("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
           "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_XID_ERRORS",
-          "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
-COUNTERS = ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")
-# Where each counter starts: the NVLink byte counter of a busy link passes DCGM's float blank
-# (2^47 = 1.4e14) within hours, and is still a reading.
-COUNTER_START = {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": 3_000_000_000_000_000}
+          "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")
+COUNTERS = ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER")
+# Where each counter starts
+COUNTER_START: dict[str, int] = {}
 FIELDS = GAUGES + COUNTERS
 # What each field is a fact about: the whole device, or one MIG instance.
 DEVICE = {"DCGM_FI_DEV_SM_CLOCK": "sm_clock", "DCGM_FI_DEV_MEMORY_TEMP": "memory_temp",
           "DCGM_FI_DEV_GPU_TEMP": "temp", "DCGM_FI_DEV_POWER_USAGE": "power", "DCGM_FI_DEV_XID_ERRORS": "xid",
           "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "energy_mw", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "replays_per_s",
-          "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "nvlink_bytes_per_s"}
+          "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "nvlink_mb_per_s"}
 INSTANCE_SUM = {"DCGM_FI_DEV_FB_USED": "fb_used", "DCGM_FI_DEV_FB_FREE": "fb_free"}
 INSTANCE_AVG = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE": "engine"}
 
@@ -92,7 +91,7 @@ class Gpu:
     memory_temp: float | None  # None: "not supported" (GDDR boards)
     instances: tuple[Instance, ...]
     util: float = 0.0  # GPU utilization; MIG GPUs do not report it
-    nvlink_bytes_per_s: float = 40_000_000_000  # NVLink traffic, bytes per second
+    nvlink_mb_per_s: float = 40_000  # NVLink traffic, MB/s (DCGM's throughput)
     model: str = "NVIDIA A10G"
 
     @property

@@ -48,15 +48,17 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
     names = [n for section in ("receivers", "processors", "exporters") for n in otel[section]]
     names += list(otel["service"]["pipelines"])
     # no clash with the agent's own pipelines: every name's suffix is gpudash's
-    assert names and all(n.split("/", 1)[1] in ("gpudash", "gpudash-markers", "gpudash-pods", "gpudash-unused",
-                                                "gpudash-levels") for n in names)
+    assert names and all(n.split("/", 1)[1] in ("gpudash", "gpudash-gauges", "gpudash-markers", "gpudash-pods",
+                                                "gpudash-unused", "gpudash-levels") for n in names)
     (pipeline,) = otel["service"]["pipelines"].values()
     # the exporter's staleness markers dropped before any merge (a merge takes one first at random); the pods' totals
     # (and the copies of the idle alarms' utilization and of the temperature-high alarm's temperature) are made
     # before the blank filter (a sum holding a blank is dropped whole), the unused share and the flag past the level
-    # of a reading after it, the merge of a shared GPU's counters after it (its `max` would take a blank)
+    # of a reading after it, the merge of a shared GPU's counters after it (its `max` would take a blank); first, each
+    # level a Gauge whatever type the exporter serves it as
     assert pipeline == {"receivers": ["prometheus/gpudash"],
-                        "processors": ["filter/gpudash-markers", "metricstransform/gpudash-pods", "filter/gpudash", "transform/gpudash-unused",
+                        "processors": ["transform/gpudash-gauges", "filter/gpudash-markers", "metricstransform/gpudash-pods",
+                                       "filter/gpudash", "transform/gpudash-unused",
                                        "transform/gpudash-levels", "metricstransform/gpudash", "transform/gpudash",
                                        "batch/gpudash"],
                         "exporters": ["awsemf/gpudash"]}
@@ -170,7 +172,7 @@ def test_the_filters_floors_are_the_floors_of_the_promql_side(project_dir):
         assert dropped(field.name, 0.0) == (field.name in blanks.UNREAD_AT_ZERO), field.name
     assert not dropped("DCGM_FI_DEV_MEMORY_TEMP", 30.0)
     assert dropped("DCGM_FI_DEV_POWER_USAGE", 2.0 ** 47)  # the floating-point blank
-    assert not dropped("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 5e15)  # a busy NVLink byte counter is a reading
+    assert not dropped("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 5e15)  # a GPU's mJ since the driver loaded: a reading
     assert not dropped("DCGM_FI_DEV_GPU_TEMP", float("nan"))  # NaN is the exporter's (awsemf drops it)
     assert not dropped("kube_daemonset_status_desired_number_scheduled", 1e15)
     assert dropped("scrape_samples_scraped", 40.0)
@@ -385,10 +387,9 @@ def test_a_declaration_without_selectors_fails_and_needs_no_source_labels():
 
 
 def test_cost_is_the_same_on_either_pipeline(project_dir):
-    """Both publish the same metrics, except that classic also
-    lists each device counter per GPU instance (100 whole GPUs are 100 instances, so OTel has 100 custom metrics fewer per
-    device counter) and OTel publishes five totals per pod (power, framebuffer, PCIe both ways, GPUs: 80 pods) and
-    the exporters' scrapes without DCGM samples per GPU node (counted per GPU: 100), each node's total and count of
+    """Both publish the same number of metrics (each device counter once per GPU: classic per GPU instance, a whole GPU
+    one; OTel per GPU; and OTel's five totals per pod, power, framebuffer, PCIe both ways, GPUs, where classic
+    publishes five more fields per pod), except that OTel publishes the exporters' scrapes without DCGM samples per GPU node (counted per GPU: 100), each node's total and count of
     GPUs read of the fleet's mean temperature and utilization, its total of power (5 per node, the kinds the widgets
     read) and one metric per cluster (the temperature of a GPU's
     readings once, beside the data-missing alarm's); both log every scraped field per
@@ -398,15 +399,16 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     from generator.cost import Fleet, estimates, load_prices
 
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
-    device = _device_counters_listed_per_instance(load_project(project_dir(CLASSIC)))
     otel, classic = (estimates(load_project(project_dir(s)), fleet) for s in ("", CLASSIC))
-    # OTel's per-node metric: counted per GPU; and the temperature per cluster twice on OTel (the data-missing
+    # Each device counter is one metric per GPU on both (classic's per-instance set, a whole GPU one instance; OTel's
+    # per-GPU set), and each pod's five totals on OTel stand for the five fields classic publishes per pod. OTel's
+    # per-node metric: counted per GPU; and the temperature per cluster twice on OTel (the data-missing
     # alarm's [ClusterName] and a GPU's readings once, [ClusterName, readings])
     # and a GPU's temperature flags (its utilization once, which the utilization widgets read, replaces the per-GPU
     # set's)
     # and each node's total and count of GPUs read of the fleet's mean temperature and utilization, its total of power
     # (counted per GPU: 5 x 100)
-    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus - 1 - fleet.gpus - 5 * fleet.gpus
+    fewer = - fleet.gpus - 1 - fleet.gpus - 5 * fleet.gpus
     assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
     costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
     assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \

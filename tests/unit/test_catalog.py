@@ -140,6 +140,11 @@ def test_bundled_csv_has_the_operator_default_fields_and_types(reference):
     ours = {(m.name, m.kind) for m in load_counters(default_counters())}
     operator = {(m.name, m.kind) for m in load_counters(reference / "dcgm" / "dcp-metrics-included.csv")}
     assert ours == operator
+    # typed as DCGM says where NVIDIA's file types a level counter: the NVLink throughput (MB/s), the one line
+    written = {m.name: m.exported_kind for m in load_counters(default_counters())}
+    served = {m.name: m.exported_kind for m in load_counters(reference / "dcgm" / "dcp-metrics-included.csv")}
+    assert {name: (written[name], served[name]) for name in written if written[name] != served[name]} == {
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": ("gauge", "counter")}
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,6 +1,6 @@
 """A MIG GPU split into instances of different profiles reads its device counters once per GPU on the OTel pipeline.
 
-A device counter (PCIe replays, NVLink bytes, energy, rows remapped) repeats on every MIG instance of its GPU with the
+A device counter (PCIe replays, energy, rows remapped) repeats on every MIG instance of its GPU with the
 GPU's reading; the agent's metricstransform merges those copies into one series per physical GPU before awsemf makes
 deltas, keeping only the labels of the sets that publish the counter. With exporter.virtual_gpus the per-GPU-instance
 sets of the fields the exporter splits per process name GPU_I_PROFILE; the merged device counters kept it too, so a
@@ -43,15 +43,15 @@ def shown(tmp_path_factory, request):
 
 def test_a_device_counters_rate_reads_each_gpu_once_whatever_its_instances_profiles(shown):
     files, points = shown
-    charts = ("NVLink bandwidth counter rate", "PCIe replays")
+    charts = ("NVLink throughput", "PCIe replays")
     values = {panel_title(p["title"]): {label: series[max(series)] for label, series in
                                         cloudwatch_eval.widget(p, points, 0, END).items()}
               for _, p in widgets(files) if panel_title(p["title"]) in charts}
     gpu = FLEET[0].gpus[1]
-    assert values["NVLink bandwidth counter rate"][KEY] == gpu.nvlink_bytes_per_s
+    assert values["NVLink throughput"][KEY] == gpu.nvlink_mb_per_s  # a level of the device, read once too
     assert values["PCIe replays"][KEY] == pytest.approx(gpu.replays_per_s)
     # the GPU of one profile on both instances reads once too
-    assert values["NVLink bandwidth counter rate"]["gpu-node-mig GPU 0"] == FLEET[0].gpus[0].nvlink_bytes_per_s
+    assert values["NVLink throughput"]["gpu-node-mig GPU 0"] == FLEET[0].gpus[0].nvlink_mb_per_s
 
 
 def test_the_pcie_replays_alarm_counts_a_mig_gpus_replays_once(shown):

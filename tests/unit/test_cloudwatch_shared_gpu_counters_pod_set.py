@@ -35,18 +35,19 @@ REPLAYS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 
 def _gpu(index: int, pods: tuple[tuple[str, str], ...], replays: float, nvlink: float) -> mixed_fleet.Gpu:
     return mixed_fleet.Gpu(index, temp=50, power=200, sm_clock=1500, xid=0, energy_mw=200_000, replays_per_s=replays,
-                           memory_temp=50, util=60, nvlink_bytes_per_s=nvlink,
+                           memory_temp=50, util=60, nvlink_mb_per_s=nvlink,
                            instances=(mixed_fleet.Instance(fb_used=12000, fb_free=12000, engine=0.6, pod=pods[0],
                                                            also=pods[1:]),))
 
 
 # GPU 0 shared by two pods (one copy of each field per pod), GPU 1 held by one
 NODE = mixed_fleet.Node("ip-10-0-1-1", "Hostname", "nvidia-dcgm-exporter-a1b2c", (
-    _gpu(0, (("ml", "train-a"), ("ml", "train-b")), replays=0.1, nvlink=40_000_000_000),
-    _gpu(1, (("ml", "infer-0"),), replays=0.1, nvlink=20_000_000_000),
+    _gpu(0, (("ml", "train-a"), ("ml", "train-b")), replays=0.1, nvlink=40_000),
+    _gpu(1, (("ml", "infer-0"),), replays=0.1, nvlink=20_000),
 ), virtual_gpus=True)
 TRUTH = {"PCIe replays": {f"ip-10-0-1-1 GPU {g.index}": g.replays_per_s for g in NODE.gpus},
-         "NVLink bandwidth counter rate": {f"ip-10-0-1-1 GPU {g.index}": g.nvlink_bytes_per_s for g in NODE.gpus}}
+         # a level beside them, served typed counter: each GPU's reading, not its pods' copies added
+         "NVLink throughput": {f"ip-10-0-1-1 GPU {g.index}": g.nvlink_mb_per_s for g in NODE.gpus}}
 
 
 NODE_IN_POD_SET = "exporter:\n  virtual_gpus: true\ncloudwatch:\n  dimensions: [ClusterName, namespace, pod, node]\n"

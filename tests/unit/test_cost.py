@@ -107,13 +107,13 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # utilization, and its total alone of power (the one kind "Total power draw" reads)
     assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 9 + 5 * 80 + 1 * 100 + 1 * 100 + 1 * 100 + 1 * 100 \
         + 5 * 100
-    # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, its
+    # agent.pipeline: classic lists those three device counters per GPU instance too, makes no totals, its
     # scraper drops the scrape's own series, and its fleet values past 500 GPUs read the temperature's [ClusterName]
     # metric the data-missing alarm reads (its copies are not merged: one metric fewer)
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n  metric_selection: all\n")),
                                fleet))["custom metrics"]
     # (no flags, no utilization once, no node's totals and counts)
-    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100 - 1 - 1 * 100 - 1 * 100 - 5 * 100
+    assert classic["quantity"] == everything["quantity"] + 3 * 100 - 5 * 80 - 1 * 100 - 1 - 1 * 100 - 1 * 100 - 5 * 100
     # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published (a GPU's temperature flags and
     # utilization once are)
     idle = _lines(estimates(all_settings, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
@@ -200,17 +200,17 @@ def test_emf_ingestion_and_storage_of_the_agents_log_group(everything, project_d
     fleet = Fleet(clusters=1, pods=500, churn=0)
     result = estimates(everything, fleet)  # agent.metric_selection: all
     lines = _lines(result)
-    # 500 GPUs held by a pod each, a node each (no --nodes): every 30 s per GPU an event of its 20 gauges (2.5 KB)
-    # and two of its 5 counters (per pod, merged), per pod two of its totals, and kube-state-metrics' series (the
+    # 500 GPUs held by a pod each, a node each (no --nodes): every 30 s per GPU an event of its 21 gauges (2.5 KB)
+    # and two of its 4 counters (per pod, merged), per pod two of its totals, and kube-state-metrics' series (the
     # filter drops up and scrape_*, but each scrape's flag of no GPU data, an event per node and one of
     # kube-state-metrics'), per GPU one of its readings once (the fleet values' past 500 GPUs) and per pod GPU one of
     # the unused share of its utilization (the idle alarm's), and kube-state-metrics' info and GPU capacity of each
-    # GPU node, and per GPU one of its temperature's flag past the level (the temperature-high alarm's): about 399 GB
+    # GPU node, and per GPU one of its temperature's flag past the level (the temperature-high alarm's): about 392 GB
     # a month
     # and per GPU node (one per GPU here) two of its total and count of GPUs read (the fleet's values per node)
     assert result["group_by"]["log_events"]["per_scrape"] == \
         3 * 500 + 2 * 500 + 1 + 500 + 1 + 500 + 500 + 2 * 500 + 500 + 2 * 500
-    assert 394 < lines["EMF log ingestion (GB)"]["quantity"] < 404  # (347 GB before the nodes' totals and counts)
+    assert 387 < lines["EMF log ingestion (GB)"]["quantity"] < 397  # (347 GB before the nodes' totals and counts)
     longer = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: all\n  log_retention_days: 30\n")),
                               fleet))
     assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(

@@ -88,7 +88,6 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir)
     # framebuffer and the device counters whose increase or rate is read per GPU, per GPU instance; the idle
     # alarm's stand-in on MIG pods
     assert _names(declarations[INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-                                                  "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
                                                   "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
                                                   "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"}
     assert _names(declarations[POD_GPU_SET]) == {"DCGM_FI_DEV_GPU_UTIL"}

@@ -126,16 +126,30 @@ def test_the_agents_otel_pipeline_publishes_a_mistyped_energy_counters_growth(tm
     assert published == {4.5e6}
 
 
-@pytest.mark.xfail(strict=True, reason="DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is a rate (DCGM's cache manager turns NVML's "
-                   "cumulative KiB counters into an instantaneous throughput, dcgm-exporter #658), but NVIDIA's counters "
-                   "CSVs type it counter and the catalog of DCGM's fields leaves it to the CSV: every build charts the "
-                   "rate of change of a throughput (near 0, or negative jumps read as resets) as 'NVLink bandwidth "
-                   "counter rate'")
+NVLINK_THROUGHPUT = [f"DCGM_FI_DEV_NVLINK{way}_{name}_{link}" for way in ("", "_TX", "_RX")
+                     for name in ("BANDWIDTH", "THROUGHPUT") for link in (*(f"L{k}" for k in range(18)), "TOTAL")]
+
+
 def test_nvlink_bandwidth_total_is_read_as_the_rate_it_is():
-    assert dcgm_meaning("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")[0] == "gauge"
-    (field,) = parse_counters("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, Total number of NVLink bandwidth counters "
-                              "for all lanes.\n")
-    assert field.kind == "gauge"
+    """DCGM's NVLink bandwidth and throughput fields are MB/s over its sampling interval (DcgmCacheManager.cpp
+    ReadAndCacheNvLinkBandwidth: KiB since its last reading / seconds / 1000; unit MB/s in dcgm_fields.cpp): levels,
+    though every NVIDIA CSV types DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL counter. Its NVIDIA line is read as a gauge the
+    exporter serves as a counter, with one warning naming the line."""
+    assert {name: dcgm_meaning(name) for name in NVLINK_THROUGHPUT} == \
+        {name: ("gauge", "megabytes_per_s") for name in NVLINK_THROUGHPUT}
+    catalog = parse_counters("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, Total number of NVLink bandwidth counters "
+                             "for all lanes.\n", source="counters.csv")
+    (field,) = catalog
+    assert (field.kind, field.exported_kind, field.retyped, field.unit_key) == ("gauge", "counter", True,
+                                                                                 "megabytes_per_s")
+    assert field.charted_unit.grafana == "MBs"
+    (warning,) = catalog.retypings
+    assert warning.startswith("counters.csv:1: DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is typed counter, but DCGM's "
+                              "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL is a reading of its own, not a running total (MB/s)")
+    assert "type it gauge in this file" in warning
+    # the bundled CSV types it as DCGM says: no warning
+    bundled = load_project().catalog
+    assert (bundled.get("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL").exported_kind, bundled.retypings) == ("gauge", ())
 
 
 def test_the_agents_otel_pipeline_drops_a_mistyped_totals_first_reading_and_sends_a_reset_as_it_reads(tmp_path):
