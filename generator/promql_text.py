@@ -102,22 +102,29 @@ _LITERAL_OR_COMMENT = re.compile(f"({STRING_LITERAL.pattern}|#[^\n]*)")
 
 # fewest_parens' answers recur from build to build (a test process builds many, fewest_parens keeps them): so do these
 @functools.lru_cache(maxsize=512)
-def packed(text: str) -> str:
+def packed(text: str, free_text: tuple[str, ...] = ()) -> str:
     """PromQL `text` in fewer bytes where it is JSON inside JSON, as client-side `kubectl apply` writes a dashboard's
     ConfigMap into its last-applied annotation (262,144 bytes at most): every string literal single-quoted
     (single_quoted: the same value to Prometheus; a double quote is two bytes in the dashboard's JSON and four in the
     annotation, a single quote one in both), and outside strings no space beside a parenthesis, bracket or comma where
     the lexer needs none (_SPARE_SPACE: `sum by(a)(x)or(y)`, the same expression to Prometheus). A string holding a
-    Grafana variable too: the values Grafana writes into one (Kubernetes names, GPU ids, the clusters of the settings'
-    prometheus_label) hold neither quote, the one character of each that Grafana's escaping leaves unreadable in
-    single quotes (a picked `'` as it is or as `\\\\'`, a `"` as `\\\\\\"` with its prometheusSpecialCharsInLabelValues
-    toggle); a node whose Hostname or instance label holds one is the exception, its panels then fail to parse
-    (tests/integration/test_single_quoted_dashboards.py). Comments are left as they are."""
+    Grafana variable too, but one of the variables `free_text` (whose values may hold a quote) keeps its double
+    quotes: Grafana escapes a picked value for a double-quoted string, and a picked `'` (written as it is or as
+    `\\\\'`) or, with its prometheusSpecialCharsInLabelValues toggle, `"` (as `\\\\\\"`) ends or breaks a
+    single-quoted one (tests/integration/test_single_quoted_dashboards.py). Comments are left as they are."""
     pieces = _LITERAL_OR_COMMENT.split(text)  # outside, a literal or comment, outside, ...
     for k in range(0, len(pieces), 2):
         if " " in pieces[k]:
             pieces[k] = _SPARE_SPACE.sub("", pieces[k])
+    kept = _references(free_text) if free_text else None
     for k in range(1, len(pieces), 2):
-        if pieces[k][0] != "#":
+        if pieces[k][0] != "#" and not (kept is not None and pieces[k][0] == '"' and kept.search(pieces[k])):
             pieces[k] = single_quoted(pieces[k])
     return "".join(pieces)
+
+
+@functools.lru_cache(maxsize=8)
+def _references(names: tuple[str, ...]) -> re.Pattern[str]:
+    """A reference to one of the Grafana variables `names`: `$name`, `${name}`, `${name:format}` or `[[name]]`."""
+    alternatives = "|".join(map(re.escape, names))
+    return re.compile(rf"\$(?:{alternatives})(?!\w)|\$\{{(?:{alternatives})[}}:]|\[\[(?:{alternatives})\]\]")

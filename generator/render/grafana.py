@@ -30,6 +30,10 @@ _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Dashboard variables in order: (name, neutral key, label in the UI).
 _VARIABLES = (("cluster", "cluster", "Cluster"), ("namespace", "namespace", "Namespace"),
               ("pod", "pod", "Pod"), ("node", "node", "Node"), ("gpu", "gpu", "GPU"))
+# The variables whose values a label of free text gives, which may hold a quote: the node's (a Hostname, hostname or
+# instance label, or any label `labels.node` names). Their strings stay double-quoted (promql_text.packed); the others'
+# values hold none: Kubernetes names, GPU indexes, the settings' prometheus_label (refused with a quote).
+FREE_TEXT_VARIABLES = ("node",)
 
 
 def uid_for(dashboard: Dashboard, settings: Settings) -> str:
@@ -74,7 +78,8 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
     label = label_name(key, labels)
     if key == "cluster":  # of the clusters gpudash watches on the Prometheus (render.alarms.watched_clusters)
         series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
-        return (f"query_result({packed(f'count by ({label}) ({series}) and on ({label}) {WATCHED_CLUSTER}')})",
+        watched = packed(f'count by ({label}) ({series}) and on ({label}) {WATCHED_CLUSTER}', FREE_TEXT_VARIABLES)
+        return (f"query_result({watched})",
                 f'/{label}="([^"]+)"/')
     coalesced = labels.node_sources != (labels.node,)
     if not coalesced or (key != "node" and "node" not in dict(scope.regexes)):
@@ -83,7 +88,7 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
         # the range touches, so the last 15 minutes listed a pod whose GPU it left 90 minutes before
         # (tests/integration/test_variables_over_range.py)
         series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
-        return f"query_result({packed(f'count by ({label}) ({series})')})", f'/{label}="([^"]+)"/'
+        return f"query_result({packed(f'count by ({label}) ({series})', FREE_TEXT_VARIABLES)})", f'/{label}="([^"]+)"/'
     if key == "node":
         # the name gpu_names gives each GPU (THE naming step of per-GPU lines and alerts), not every copy's first
         # spelling: an old exporter writing its own pod's name into Hostname beside the new one's node is no node.
@@ -109,7 +114,7 @@ def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) ->
                           for part in (placed, workload))
         series = f"({on_nodes}) and on ({gpu}) ({held})"
     # query_result's PromQL packed as a panel's (the node's, 19 KB on a shared Prometheus, is in every dashboard)
-    return f"query_result({packed(f'count by ({label}) ({series})')})", f'/{label}="([^"]+)"/'
+    return f"query_result({packed(f'count by ({label}) ({series})', FREE_TEXT_VARIABLES)})", f'/{label}="([^"]+)"/'
 
 
 def render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[str, Any]:
@@ -360,7 +365,7 @@ def _query_texts(query: Query, catalog: Catalog, settings: Settings) -> tuple[st
                           resolution=f"{settings.scrape.seconds}s", named_within=label_lookback(settings.scrape.seconds))
         # gpudash's own PromQL without the parentheses its tree does not need (Prometheus 2.x's CPU per refresh), packed
         # (a dashboard's ConfigMap fits what client-side kubectl apply takes); a user's raw PromQL as written
-        texts = answers[key] = (expr if query.raw_promql else packed(fewest_parens(expr)),
+        texts = answers[key] = (expr if query.raw_promql else packed(fewest_parens(expr), FREE_TEXT_VARIABLES),
                                  legend(query, settings.labels))
     return texts
 

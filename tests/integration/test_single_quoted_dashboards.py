@@ -1,4 +1,5 @@
-"""Every PromQL string gpudash writes into a Grafana dashboard is single-quoted, and the query is the one it built.
+"""Every PromQL string gpudash writes into a Grafana dashboard is single-quoted (but the node variable's, whose values
+may hold a quote), and the query is the one it built.
 
 A dashboard's ConfigMap carries its JSON as a string, and client-side `kubectl apply` writes the whole ConfigMap again
 as JSON into its last-applied annotation (262,144 bytes at most): a double quote of a panel's PromQL is four bytes
@@ -43,7 +44,7 @@ def _queries(monkeypatch, tmp_path: Path, settings: str | None, pack: bool) -> l
     with monkeypatch.context() as patched:
         patched.setattr("generator.dashboard_parts.PART_BYTES", 10**9)  # the same dashboards, none cut into parts
         if not pack:
-            patched.setattr("generator.render.grafana.packed", lambda text: text)
+            patched.setattr("generator.render.grafana.packed", lambda text, *free_text: text)
         models = [d.model for d in grafana_dashboards(load_project(folder / "gpudash.yaml"))]
     found = [t["expr"] for m in models for row in m["panels"] for p in (row, *row.get("panels", []))
              for t in p.get("targets", [])]
@@ -64,8 +65,9 @@ def test_every_dashboard_string_is_single_quoted_and_prometheus_reads_the_query_
     written = _queries(monkeypatch, tmp_path, BUILDS[build], pack=True)
     built = _queries(monkeypatch, tmp_path, BUILDS[build], pack=False)
     assert len(written) == len(built) > 50
-    quotes = {literal[0] for text in written for literal in STRING_LITERAL.findall(text)}
-    assert quotes == {"'"}, f"strings in {quotes - {chr(39)}} quotes"
+    # every string single-quoted but those holding the node variable, whose values may hold a quote
+    quotes = {(literal[0], "$node" in literal) for text in written for literal in STRING_LITERAL.findall(text)}
+    assert quotes == {("'", False), ('"', True)}, quotes
     assert sum(map(len, written)) < sum(map(len, built))
     for picked in PICKS:
         values = {**Window(range_s=6 * 3600, step_s=15).macros(), **variables(picked, NAMES)}
@@ -102,9 +104,9 @@ def test_a_value_with_quotes_and_backslashes_selects_its_own_series_single_quote
 
 # A node's name as the node variable lists it (query_result's lines through its regex `node="([^"]+)"`: a value
 # holding `'` is listed whole) and as a user picks it, written by each Grafana's escaping into the bundled queries:
-# the GPU variable lists the node's GPU and the temperature panel draws it. Written double-quoted (before every
-# string was single-quoted) each read its node. A node name no Kubernetes node or DNS host name has, but a label value
-# (a Hostname or an instance a scrape path writes) can hold.
+# the GPU variable lists the node's GPU and the temperature panel draws it. A name no Kubernetes node or DNS host name
+# has, but a label value (a Hostname or an instance a scrape path writes) can hold: single-quoted, the node's strings
+# failed to parse with it (Grafana escapes a picked value for double quotes), so they stay double-quoted.
 NODE_NAMES = ["gpu-node.r1\\x", "it's"]
 SPAN = 3600
 
@@ -124,14 +126,7 @@ def named_nodes(tmp_path_factory):
         yield started
 
 
-_QUOTE_PICKED = pytest.mark.xfail(strict=True, reason=(
-    "a picked value holding a single quote ends the single-quoted string it is written into: every Grafana escapes "
-    "it for a double-quoted one (8.x-10.x and the prometheusSpecialCharsInLabelValues toggle write it as \\\\', "
-    "11.x-12.x leave it as it is), so the panel and the GPU variable fail to parse where, double-quoted, they read "
-    "the node; the toggle's \\\\\\\" for a double quote (a value typed or given in the URL) fails the same way"))
-
-
-@pytest.mark.parametrize("node", [pytest.param(n, marks=_QUOTE_PICKED if "'" in n else ()) for n in NODE_NAMES])
+@pytest.mark.parametrize("node", NODE_NAMES)
 @pytest.mark.parametrize("escape", GRAFANA_ESCAPES)
 def test_a_picked_node_reads_its_gpu_whatever_grafana_escapes(named_nodes, escape, node):
     prometheus, start = named_nodes

@@ -9,11 +9,11 @@ from generator.project import Project
 from generator.promql import expression, label_lookback
 from generator.promql_parens import fewest_parens
 from generator.promql_text import packed
-from generator.render.grafana import variable_scope
+from generator.render.grafana import FREE_TEXT_VARIABLES, variable_scope
 
 
 def panel_expression(project: Project, query: Query) -> str:
     settings = project.settings
     return packed(fewest_parens(expression(query, settings.labels, project.catalog, variable_scope(settings),
                                            resolution=f"{settings.scrape.seconds}s",
-                                           named_within=label_lookback(settings.scrape.seconds))))
+                                           named_within=label_lookback(settings.scrape.seconds))), FREE_TEXT_VARIABLES)

@@ -14,6 +14,7 @@ from generator.lint.promql_checks import parse, query_selectors
 from generator.project import load_project
 from generator.promql import pod_named, pod_unnamed
 from generator.promql_text import packed
+from generator.render.grafana import FREE_TEXT_VARIABLES
 
 
 def _dashboards(config=None, csv=None):
@@ -147,7 +148,7 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
             # in a chart, on the name a step gives it (promql._picked); in an increase over the range, on each
             # spelling's copies, the first non-empty spelling's (promql.gpu_names); a per-pod panel on the copies
             # placing its GPUs on the node (promql.on_node)
-            picked = packed('"gpudash_pick", "1", "node", "$node")') in target["expr"]
+            picked = packed('"gpudash_pick", "1", "node", "$node")', FREE_TEXT_VARIABLES) in target["expr"]
             named = ":step_increase" in target["expr"] or packed("group_left (node) 0 *") in target["expr"]
             scoped = ('node="", hostname=~"$node"', 'node="", hostname="", Hostname=~"$node"')
             by_name = ('node="", hostname!="", hostname=~"$node"',
@@ -155,7 +156,7 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
             spelled = () if picked else ('node=~"$node"', *zip(by_name, scoped))
             for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', *spelled, 'gpu=~"$gpu"'):
                 forms = (matcher if named else matcher[1:]) if isinstance(matcher, tuple) else (matcher,)
-                forms = tuple(map(packed, forms))  # the panels' text (render.grafana: packed)
+                forms = tuple(packed(form, FREE_TEXT_VARIABLES) for form in forms)  # the panels' text (packed)
                 assert any(form in target["expr"] for form in forms), (panel["title"], matcher)
         for variable in model["templating"]["list"][1:]:
             assert variable["datasource"]["uid"] == "${datasource}"

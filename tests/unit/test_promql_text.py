@@ -53,6 +53,14 @@ def test_every_string_is_single_quoted_and_reads_back_its_value(value, written):
     assert [(m.name, m.value) for m in parsed.matchers.matchers] == [("a", value), ("b", value)]
 
 
+@pytest.mark.parametrize("variable", ["$node", "${node}", "${node:regex}", "[[node]]"])
+def test_a_string_holding_a_free_text_variable_keeps_its_double_quotes(variable):
+    """Grafana escapes a picked value for a double-quoted string: a variable whose values may hold a quote (the node's,
+    from a Hostname or instance label) keeps its string double-quoted, the others' are single-quoted."""
+    text = f'x{{node=~"{variable}", h=~"a|{variable}", gpu=~"$gpu", n=~"$nodes", raw="v"}}'
+    assert packed(text, ("node",)) == f"x{{node=~\"{variable}\",h=~\"a|{variable}\",gpu=~'$gpu',n=~'$nodes',raw='v'}}"
+
+
 def test_quotes_and_comments_outside_strings_are_kept():
     assert packed('x{a="^v$", b="c, d"}') == "x{a='^v$',b='c, d'}"  # a `$` ending a regex is no variable
     assert packed('x{a="it\'s"} # a "comment", kept\n or y') == "x{a='it\\'s'} # a \"comment\", kept\n or y"
@@ -69,7 +77,7 @@ def _panel_texts(monkeypatch, settings, pack) -> list[str]:
         # dashboard passes what a ConfigMap takes, packed it does not; the same dashboards are compared
         patched.setattr("generator.dashboard_parts.PART_BYTES", 10**9)
         if not pack:
-            patched.setattr("generator.render.grafana.packed", lambda text: text)
+            patched.setattr("generator.render.grafana.packed", lambda text, *free_text: text)
         project = load_project(settings)  # its own settings object: the render's answers are kept per settings
         models = [d.model for d in grafana_dashboards(project)]
     variables = [re.fullmatch(r"query_result\((.*)\)", v["query"])[1] for m in models
@@ -90,13 +98,14 @@ def test_every_packed_panel_query_is_the_query_as_rendered(monkeypatch, settings
     from pathlib import Path
 
     from generator.lint.promql_checks import _candidates
+    from generator.render.grafana import FREE_TEXT_VARIABLES
 
     folder = Path(__file__).resolve().parents[1] / "golden" / "builds"
     path = folder / settings if settings else None
     written, rendered = (_panel_texts(monkeypatch, path, pack) for pack in (True, False))
     assert len(written) == len(rendered) > 50 and sum(map(len, written)) < sum(map(len, rendered))
     for text, as_rendered in zip(written, rendered):
-        assert text == packed(as_rendered)
+        assert text == packed(as_rendered, FREE_TEXT_VARIABLES)
         if text != as_rendered:
             (sent,), (sent_rendered,) = _candidates(text, False), _candidates(as_rendered, False)
             assert promql_parser.parse(sent).prettify() == promql_parser.parse(sent_rendered).prettify(), as_rendered
