@@ -911,13 +911,21 @@ def _addon_blanks_said(plan_: Plan, comparison: str, settings: Settings) -> Note
 def _zero_unread_said(plan_: Plan, comparison: str, settings: Settings) -> Note:
     """What a GPU without a memory temperature sensor does to an alarm on its field on agent.pipeline: classic, which
     publishes the 0 DCGM writes there (cloudwatch_query.UNREAD_ZERO_NOTE): one firing below its threshold fires for
-    it, a count counts it; one firing above is not moved by it. The OTel pipeline drops it."""
+    it, a count counts it, a mean or least over GPUs firing above it is pulled down by it; one firing above on each
+    GPU, or on a largest, is not moved by it. The OTel pipeline drops it."""
     if settings.agent.pipeline != "classic" or addon_source(settings) or plan_.metric not in UNREAD_AT_ZERO:
         return Note("")
     if plan_.function == "COUNT":
         return Note(f"{UNREAD_ZERO_OPENING}: this alarm counts it", "a GPU without the sensor reads 0: counted")
     if comparison in ("<", "<="):
         return Note(f"{UNREAD_ZERO_OPENING}: this alarm fires for it", "a GPU without the sensor reads 0: it fires")
+    if plan_.function in ("AVG", "MIN") and not set(plan_.gpu_series) <= set(plan_.group):
+        # a mean or least over GPUs firing above a level: the 0 pulls it down (three GPUs at 45, 30 and 97 °C and two
+        # without the sensor: a mean of 34.4 °C for 57.3)
+        return Note(f"{UNREAD_ZERO_OPENING}: its {'mean' if plan_.function == 'AVG' else 'least'} over GPUs counts "
+                    f"that 0, and this alarm can stay quiet where the GPUs with the sensor read above its level",
+                    f"a GPU without the sensor reads 0: a {'mean' if plan_.function == 'AVG' else 'least'} over GPUs "
+                    f"is pulled down")
     return Note("")
 
 
