@@ -670,9 +670,14 @@ UUID_KEY = "gpudash_uuid"  # held_labels' `either`: a GPU's UUID under either la
 
 
 def uuid_keyed(expr: str, labels: Labels) -> str:
-    """`expr` with UUID_KEY holding each series' UUID, under whichever label of uuid_spellings its series carries it
-    (the labels' values joined: a series carries one; one carrying both is keyed by both, alike wherever it is read)."""
-    return f'label_join({expr}, {quoted(UUID_KEY)}, "", {_listed(map(quoted, uuid_spellings(labels)))})'
+    """`expr` with UUID_KEY holding each series' UUID, under the first label of uuid_spellings its series carries it
+    (uuid_carried's choice): a series carrying both (a scrape relabelling a copy of it into the other label) is keyed
+    by the UUID once, as one carrying either. Keyed by the labels' values joined, a rollout ending that relabelling made
+    the old copies (both labels) another GPU than the new exporter's, and a pod that ended at it stayed at the idle
+    GPU's 0 MiB on 'Framebuffer used by pod' for the look-back (15, 45 and 90 s after it)."""
+    key = quoted(UUID_KEY)
+    joined = f'label_join({expr}, {key}, ";", {_listed(map(quoted, uuid_spellings(labels)))})'
+    return f'label_replace({joined}, {key}, "$1", {key}, {FIRST_JOINED})'
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,

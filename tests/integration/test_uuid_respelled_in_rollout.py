@@ -217,12 +217,12 @@ def test_a_pod_on_a_gpu_named_by_the_other_uuid_label_reads_its_value(pod_under_
 
 def _pod_in_rollout(start: int, before: str | None, after: str | None, held_after: bool) -> str:
     """node n1's GPU 0 held by ml/a, using 10,000 MiB, its UUID under `before` until ROLLOUT and under `after` from it
-    (None: under none; another exporter pod and address), reading 10,010 MiB from it where the pod holds it on
-    (`held_after`), else idle at 0 (the pod ended at the rollout)."""
+    (None: under none; "UUID,uuid": under both; another exporter pod and address), reading 10,010 MiB from it where the
+    pod holds it on (`held_after`), else idle at 0 (the pod ended at the rollout)."""
     lines = ["# TYPE DCGM_FI_DEV_FB_USED gauge"]
     for t in range(0, SPAN + 1, STEP):
         uuid, address = (before, "10.0.0.5") if t < ROLLOUT else (after, "10.0.0.6")
-        named = f'{uuid}="GPU-n1-0",' if uuid else ""
+        named = "".join(f'{label}="GPU-n1-0",' for label in (uuid or "").split(",") if label)
         held = t < ROLLOUT or held_after
         pod = 'container="main",namespace="ml",pod="a",' if held else ""
         value = 10000 if t < ROLLOUT else 10010 if held else 0
@@ -252,9 +252,15 @@ pod_ended_respelled = backfilled_fixture("pod-ended-uuid-respelled",
                                          lambda start: _pod_in_rollout(start, "uuid", "UUID", False), SPAN, STEP)
 pod_ended_same_uuid = backfilled_fixture("pod-ended-same-uuid",
                                          lambda start: _pod_in_rollout(start, "UUID", "UUID", False), SPAN, STEP)
+# a scrape relabelling a copy of the UUID into the other label (the series carry both) until the rollout, then not
+pod_ended_both_to_one = backfilled_fixture("pod-ended-uuid-both-to-one",
+                                           lambda start: _pod_in_rollout(start, "UUID,uuid", "UUID", False), SPAN, STEP)
+pod_ended_one_to_both = backfilled_fixture("pod-ended-uuid-one-to-both",
+                                           lambda start: _pod_in_rollout(start, "uuid", "UUID,uuid", False), SPAN, STEP)
 
 
-@pytest.mark.parametrize("story", ["pod_ended_same_uuid", "pod_ended_respelled"])
+@pytest.mark.parametrize("story", ["pod_ended_same_uuid", "pod_ended_respelled", "pod_ended_both_to_one",
+                                   "pod_ended_one_to_both"])
 def test_a_pod_that_ended_at_a_rollout_leaves_the_per_pod_panel(request, story):
     """ml/a ends as its node's exporter is rolled, the new exporter's first scrape finding GPU 0 idle: from then on the
     pod shows nothing, whether or not the rollout respelled `uuid` as `UUID` (default settings). The idle check keyed a

@@ -105,7 +105,7 @@ def test_any_one_node_label_in_a_list_is_used_as_it_is(project_dir):
     # no joining writes the node label: each names the GPU (by its UUID, else that label: promql.identified) or keys
     # its UUID under either label (promql.uuid_keyed)
     text = json.dumps(models)
-    assert text.count("label_join(") == text.count(",'gpudash_gpu',';',") + text.count(",'gpudash_uuid','',")
+    assert text.count("label_join(") == text.count(",'gpudash_gpu',';',") + text.count(",'gpudash_uuid',';',")
     assert "{{instance}} GPU {{gpu}}" in text
 
 
@@ -235,11 +235,11 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # (less the GPUs a scrape found idle: promql.idle_gpus); a pod named by a copy of any node spelling (one selector,
     # no node matcher: the node variable picks the GPUs by their names, which the range gives them)
     assert all(e.startswith(packed("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) ((max by "
-                                   "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join(label_join("
+                                   "(cluster, gpudash_gpu, gpu, namespace, pod) (label_replace(label_join(label_replace(label_join("
                                    "present_over_time(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{namespace=~\"$namespace\", "
                                    f"pod=~\"$pod\", gpu=~\"$gpu\", {named}}}[$__rate_interval]) unless"))
                and packed("unless on (cluster, gpudash_uuid, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, "
-                          "gpudash_uuid, gpu, GPU_I_ID, GPU_I_PROFILE) (label_join(timestamp("
+                          "gpudash_uuid, gpu, GPU_I_ID, GPU_I_PROFILE) (label_replace(label_join(timestamp("
                           f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=~\"$gpu\", {unnamed}}}) or max_over_time("
                           "timestamp(") in e
                and packed(" * 0 + on (node, gpu) group_left () max by (node, gpu) (") in e for e in by_pod)
