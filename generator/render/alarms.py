@@ -919,7 +919,7 @@ def _zero_unread_said(plan_: Plan, comparison: str, settings: Settings) -> Note:
         return Note(f"{UNREAD_ZERO_OPENING}: this alarm counts it", "a GPU without the sensor reads 0: counted")
     if comparison in ("<", "<="):
         return Note(f"{UNREAD_ZERO_OPENING}: this alarm fires for it", "a GPU without the sensor reads 0: it fires")
-    if plan_.function in ("AVG", "MIN") and not set(plan_.gpu_series) <= set(plan_.group):
+    if plan_.function in ("AVG", "MIN") and plan_.gpu_series[-1] not in plan_.group:  # (a series per GPU: unmoved)
         # a mean or least over GPUs firing above a level: the 0 pulls it down (three GPUs at 45, 30 and 97 °C and two
         # without the sensor: a mean of 34.4 °C for 57.3)
         return Note(f"{UNREAD_ZERO_OPENING}: its {'mean' if plan_.function == 'AVG' else 'least'} over GPUs counts "

@@ -137,13 +137,15 @@ def test_classic_says_a_gpu_without_the_sensor_reads_0_where_it_does(tmp_path):
 
 WARM = ALARMS + f'''
     yield Alarm("fleet-memory-warm", "Fleet memory warm", Condition(Query("{FIELD}", "avg", ()), ">", 50))
+    yield Alarm("pod-memory-warm", "Pod memory warm", Condition(Query("{FIELD}", "avg", ("pod", "gpu")), ">", 50))
 '''
 
 
 def test_classic_says_a_mean_above_a_level_is_pulled_down_by_a_gpu_without_the_sensor(tmp_path):
     """A mean over GPUs firing above a level is moved by the L4s' 0 as a 'below' alarm is: the fleet's memory reads
     57.3 C on its three sensors (the Prometheus rule and the default pipeline fire above 50), and on classic the two
-    L4s' 0 pull it to 34.4, so the alarm stays quiet. Its description says so, as a 'below' alarm's does."""
+    L4s' 0 pull it to 34.4, so the alarm stays quiet. Its description says so, as a 'below' alarm's does; a mean per GPU
+    of a pod, which no other GPU's 0 moves, says nothing."""
     from generator.cloudwatch_query import UNREAD_ZERO_OPENING
 
     files = encode(build(defined_project(tmp_path, "agent:\n  pipeline: classic\n", dashboards=DASHBOARD,
@@ -154,3 +156,6 @@ def test_classic_says_a_mean_above_a_level_is_pulled_down_by_a_gpu_without_the_s
     (warm,) = [r for r in requests if "-fleet-memory-warm-" in r["AlarmName"]]
     assert set(cloudwatch_eval.alarm(warm, points, END).values()) == {"OK"}  # (57.3 C on the sensors: quiet)
     assert UNREAD_ZERO_OPENING in warm["AlarmDescription"], warm["AlarmDescription"]
+    # a mean per GPU of a pod: each line one GPU, which the other's 0 does not move (nothing said)
+    (per_gpu,) = [r for r in requests if "-pod-memory-warm-" in r["AlarmName"]]
+    assert UNREAD_ZERO_OPENING not in per_gpu["AlarmDescription"], per_gpu["AlarmDescription"]
