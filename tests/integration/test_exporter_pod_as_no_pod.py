@@ -34,7 +34,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 
 import pytest
-import yaml
 
 from generator.artifacts import build, grafana_dashboards
 from generator.catalog import PER_PROCESS_FIELDS
@@ -44,6 +43,7 @@ from generator.preview.legend import render as render_legend
 from generator.render.grafana import variable_names, variable_query
 from tests.support.projects import bundled_project
 from tests.support.prometheus_server import backfilled, backfilled_fixture, counted_inline, range_macros
+from tests.support.promtool_rules import rule_groups
 
 SCRAPE, SCRAPES = 30, 90
 LEFT, TAKEN = 60, 66  # ml/job-1 leaves node-a's GPU 1 at scrape LEFT; team-b/late-b takes node-b's GPU 1 at TAKEN
@@ -217,8 +217,11 @@ def test_the_variables_list_the_workloads_alone(servers, name):
 
 
 def _alerts(name: str) -> list[tuple[str, str]]:
-    files = encode(build(bundled_project(SETTINGS[name])))
-    groups = yaml.safe_load(files["prometheus/rules.yaml"])["groups"]
+    """Each alert's name and expression in the rules file the build writes. Read as the test module is collected, in
+    every test process: built without its Grafana dashboards (the rules are the same: the build of the rules file
+    reads none) and parsed with libyaml (rule_groups: 0.01 s a settings' 430 KB file, PyYAML's Python parser 0.27)."""
+    files = encode(build(bundled_project(SETTINGS[name]), grafana=False))
+    groups = rule_groups(files["prometheus/rules.yaml"].decode())
     return [(rule["alert"], rule["expr"]) for group in groups for rule in group["rules"] if "alert" in rule]
 
 
