@@ -912,6 +912,9 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if not alarm and layout.observation == "scrape" and catalog.get(query.metric).is_counter:
         lost = GROWTH_LOST_OTEL if settings.agent.pipeline == "otel" else GROWTH_LOST
         result = replace(result, notes=result.notes + (SURGE_COUNTED, lost))
+    elif not alarm and layout.observation == "scrape" and result.series and result.function == "AVG" \
+            and not result.math:  # a line's mean of its period's readings, each exporter pod's an observation
+        result = replace(result, notes=result.notes + (SURGE_WEIGHED,))
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
         named = (NAMED_LOSS,) if query.per_pod else ()
         result = replace(result, notes=result.notes + (FAILED_SCRAPE_LOSS, *named))
@@ -1531,6 +1534,13 @@ def time_sliced_increase(settings: Settings) -> str:
 # documentation and `gpudash verify` warns of maxSurge.
 SURGE_COUNTED = ("two exporter pods on a node at once (the exporter's DaemonSet rolling with a surge) each send the "
                  "node's GPUs' increase: the seconds they run together count twice")
+# The same for a gauge: each exporter pod's reading is an observation of the GPU's series (each pod its own target,
+# scraped at its own instant; no processor merges points across targets), so a line's mean of its period's readings
+# weighs the minutes they run together twice (measured: tests/unit/test_cloudwatch_overlap_gauge_weights.py, a
+# 2-minute overlap in which the draw went from 100 W to 300 W: 171.4 W for 220, a strict xfail). A reading steady
+# through the overlap reads true.
+SURGE_WEIGHED = ("two exporter pods on a node at once (the exporter's DaemonSet rolling with a surge) each send the "
+                 "node's GPUs' readings: a period's mean weighs the time they run together twice")
 # A counter's increase between two readings that no one delta series of the agent spans is published nowhere: across
 # an exporter rollout (otel: each exporter revision is a delta series of its own; classic: each exporter pod's series)
 # and across a restart of the agent (it keeps each series' previous reading in memory only: the new agent's first

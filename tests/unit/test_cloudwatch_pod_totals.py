@@ -286,10 +286,13 @@ def test_the_widgets_say_nothing_is_approximate_on_the_otel_pipeline_and_classic
     # only what a GPU named in turn beside another does to a sum (NAMED_PART), what a GPU named in turn does to a
     # pod's point (NAMED_MEAN_LINE: the readings of the scrapes naming the pod, tests/unit/
     # test_cloudwatch_named_in_turn_means.py), and a count's GPUs never read at one scrape (COUNT_MOST:
-    # tests/unit/test_cloudwatch_pod_gpu_count.py)
+    # tests/unit/test_cloudwatch_pod_gpu_count.py), and what two exporter pods at once do to a period's mean
+    # (SURGE_WEIGHED: tests/unit/test_cloudwatch_overlap_gauge_weights.py)
+    from generator.cloudwatch_query import SURGE_WEIGHED
+
     said = notes(header(otel, DASHBOARD_FILE))
-    assert all(set(said.get(title, {NAMED_PART})) <= {NAMED_PART, NAMED_MEAN_LINE, COUNT_MOST} for title in TITLES), \
-        said
+    assert all(set(said.get(title, {NAMED_PART})) <= {NAMED_PART, NAMED_MEAN_LINE, COUNT_MOST, SURGE_WEIGHED}
+               for title in TITLES), said
     assert {title for title in TITLES if COUNT_MOST in said.get(title, ())} == {"GPUs per pod"}
     said = notes(header(classic, DASHBOARD_FILE))
     assert all(any("reads (n - m) / n of it" in note for note in said.get(title, ())) for title in TITLES), said
