@@ -21,7 +21,7 @@ from .. import data_missing
 from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..errors import InputError
-from ..cloudwatch_query import (INTERVAL_CHANGED, NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, PERIOD,
+from ..cloudwatch_query import (ARRAY_BLANK_NOTE, INTERVAL_CHANGED, NODE_MEAN, NODE_MEAN_KINDS, ONCE_PER_GPU, PERIOD,
                                 SERIES_PER_QUERY, Plan, Unsupported, blank_floor, mig_only_set, node_mean_dimensions,
                                 number, pod_total_kind, quote_identifier, quote_string, readings_dimensions,
                                 series_label)
@@ -662,6 +662,9 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
             high, higher = ("high", "higher") if rank == "MAX" else ("low", "lower")
             said.append(f"as a point is its period's mean, a {one} that read {high} for a moment outranks one "
                         f"steadily {higher}")
+    if rank in ("MAX", "AVG") and ARRAY_BLANK_NOTE in plan_.notes:
+        # agent.pipeline: classic publishes DCGM's blank, a value above any reading: its mean over the range too
+        said.append(f"a {one} with a reading of DCGM's blank in the time range ranks first, whatever it read else")
     after = f" ({', and '.join(said)})" if said else ""
     return f"{cap}, those of {ranked} in the time range shown{after}"
 
