@@ -387,3 +387,47 @@ def test_a_gpu_moved_to_a_node_named_like_a_pod_counts_beside_the_gpu_that_took_
     times = (ROLLOUT + 300, ROLLOUT + 900, SPAN)
     shown = {at: _shown(prometheus, start, title, at) for at in times}
     assert shown == {at: pytest.approx([truth]) for at in times}, shown
+
+
+def _reindexed(start: int, overlap: int, uuid: bool) -> str:
+    """node n1's GPUs A (300 W) and B (500 W): the old exporter names them 0 and 1 until ROLLOUT + overlap, the new one
+    1 and 0 from ROLLOUT, 10 W more."""
+    lines = []
+    for metric in FIELDS:
+        lines.append(f"# TYPE {metric} gauge")
+        for t in range(0, SPAN + 1, STEP):
+            copies = ([("10.0.0.5", {"A": 0, "B": 1}, 0)] if t < ROLLOUT + overlap else []) + (
+                [("10.0.0.6", {"A": 1, "B": 0}, 10)] if t >= ROLLOUT else [])
+            for address, index, more in copies:
+                for name, watts in (("A", 300), ("B", 500)):
+                    value = more + (watts if metric == "DCGM_FI_DEV_POWER_USAGE" else 40)
+                    named = f'UUID="GPU-{name}",' if uuid else ""
+                    lines.append(f'{metric}{{gpu="{index[name]}",{named}device="nvidia{index[name]}",modelName="NVIDIA L4",'
+                                 f'Hostname="n1",instance="{address}:9400",job="gpu-metrics",node="n1"}} {value} {start + t}')
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+reindexed_overlap = backfilled_fixture("reindexed-overlap", lambda start: _reindexed(start, 60, True), SPAN, STEP)
+
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Two GPUs of one node whose old and new exporters number them apart (A and B as 0 and 1, then 1 and 0), both "
+    "exporters scraped for two intervals of the rollout: each GPU is named at each index it is read under, and the "
+    "choice of one GPU per node and index (named_gpus' slotted) meets the two at each index with alike ranks (both "
+    "fresh, one node name) and keeps GPU A at both: 'Total power draw' reads 610 W (A at 300 and 310) for some 800 to "
+    "820 at 15 and 45 s after the rollout, B left out; before that choice it read 1,620 (each GPU at both indexes)."))
+def test_two_gpus_numbered_apart_by_overlapping_exporters_each_count_once(reindexed_overlap):
+    """Each GPU once, at either exporter's reading, while both are scraped: 800 to 820 W in all."""
+    prometheus, start = reindexed_overlap
+    shown = {at: _shown(prometheus, start, "Total power draw", at) for at in (ROLLOUT + 15, ROLLOUT + 45)}
+    assert all(len(each) == 1 and 800 <= each[0] <= 820 for each in shown.values()), shown
+
+
+def test_two_gpus_numbered_apart_by_the_new_exporter_each_read_once_after_the_overlap(reindexed_overlap):
+    """From the old exporter's last scrape on, each GPU once at the new exporter's reading and index."""
+    prometheus, start = reindexed_overlap
+    times = (ROLLOUT + 90, ROLLOUT + 600)
+    shown = {at: panel_at(prometheus, bundled_project(), bundled_panels()["Power draw"], start + at, SPAN)
+             for at in times}
+    assert shown == {at: {"n1 GPU 0": pytest.approx(510.0), "n1 GPU 1": pytest.approx(310.0)} for at in times}, shown
