@@ -431,3 +431,41 @@ def test_two_gpus_numbered_apart_by_the_new_exporter_each_read_once_after_the_ov
     shown = {at: panel_at(prometheus, bundled_project(), bundled_panels()["Power draw"], start + at, SPAN)
              for at in times}
     assert shown == {at: {"n1 GPU 0": pytest.approx(510.0), "n1 GPU 1": pytest.approx(310.0)} for at in times}, shown
+
+
+def _renamed_rule_series(spellings: tuple[str | None, str | None], lost: int | None = None) -> list[dict[str, str]]:
+    """node-a's four GPUs at every scrape with no node target label: the old exporter (given no NODE_NAME) writing its
+    own pod's name into Hostname and the UUID under `spellings`' first label, the new one from the rollout the node
+    into hostname and the UUID under its second (None: under none), staleness markers after each series' last sample;
+    `lost`: GPU 2 read by no scrape from that one on."""
+    values: dict[str, list[str]] = {}
+    for gpu in range(4):
+        for k in range(RULE_STEPS if gpu != 2 or lost is None else lost):
+            old = k < RULE_ROLLOUT
+            uuid = spellings[0] if old else spellings[1]
+            labels = {"gpu": str(gpu), **({uuid: f"GPU-node-a-{gpu}"} if uuid else {}),
+                      **({"Hostname": "nvidia-dcgm-exporter-x7k2p", "instance": "10.0.1.5:9400"} if old else
+                         {"hostname": "node-a", "instance": "10.0.2.97:9400"}), "job": "dcgm"}
+            values.setdefault(f"DCGM_FI_DEV_GPU_TEMP{{{_labels(dict(sorted(labels.items())))}}}",
+                              ["_"] * RULE_STEPS)[k] = "40"
+    for samples in values.values():
+        last = max(k for k, value in enumerate(samples) if value != "_")
+        if last + 1 < RULE_STEPS:
+            samples[last + 1] = "stale"
+    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()]
+
+
+@pytest.mark.parametrize("spellings", [("UUID", "UUID"), ("UUID", None), (None, None)],
+                         ids=["UUID kept", "UUID dropped", "no UUID"])
+def test_a_gpu_lost_after_a_rollout_renaming_its_node_fires_once_and_no_other(built, spellings):
+    """GPU 2 stops reading 20 minutes after its node's exporter was rolled from one naming the node by its own pod's
+    name to one naming it: one alert, under the node, from 10 minutes after its last reading; none for the GPUs that
+    read on under their new name, whether the UUID is kept, dropped or never there."""
+    lost = RULE_ROLLOUT + 40
+    uuid = {"UUID": "GPU-node-a-2"} if spellings[1] else {}
+    alert = expected_alert(built, ALERT, node="node-a", gpu="2", **uuid)
+    promtool_test(built, "renamed_rollout_lost.yaml", [{"interval": "30s",
+                                                        "input_series": _renamed_rule_series(spellings, lost),
+                                                        "alert_rule_test": [
+        {"eval_time": f"{minute}m", "alertname": ALERT, "exp_alerts": [alert] if minute > lost // 2 + 10 else []}
+        for minute in (34, 46, 70, 100, 150, 198)]}])
