@@ -126,6 +126,16 @@ def test_a_gpus_line_reads_the_new_exporter_across_a_rollout_dropping_or_adding_
 RULE_STEPS, RULE_ROLLOUT = 400, 60  # 200 minutes of 30 s scrapes; the rollout at scrape 60 (minute 30)
 
 
+def _marked_stale(values: dict[str, list[str]]) -> list[dict[str, str]]:
+    """promtool's input series from each series' samples at every scrape ("_": none), each with Prometheus' staleness
+    marker after its last sample."""
+    for samples in values.values():
+        last = max(k for k, value in enumerate(samples) if value != "_")
+        if last + 1 < RULE_STEPS:
+            samples[last + 1] = "stale"
+    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()]
+
+
 def _rule_series(lost: int | None = None, spellings: tuple[str, str | None] = ("uuid", "UUID")) -> list[dict[str, str]]:
     """node-a's four GPUs at every scrape, the UUID under `spellings`' first label before the rollout and its second
     from it (None: under none; another exporter pod and address), each series with Prometheus' staleness marker after
@@ -140,11 +150,7 @@ def _rule_series(lost: int | None = None, spellings: tuple[str, str | None] = ("
             labels = {"gpu": str(gpu), **named, "Hostname": "node-a", **target}
             values.setdefault(f"DCGM_FI_DEV_GPU_TEMP{{{_labels(dict(sorted(labels.items())))}}}",
                               ["_"] * RULE_STEPS)[k] = "40"
-    for samples in values.values():
-        last = max(k for k, value in enumerate(samples) if value != "_")
-        if last + 1 < RULE_STEPS:
-            samples[last + 1] = "stale"
-    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()]
+    return _marked_stale(values)
 
 
 def test_no_gpu_of_a_node_whose_exporter_respelled_the_uuid_reads_as_stopped(built):
@@ -448,11 +454,7 @@ def _renamed_rule_series(spellings: tuple[str | None, str | None], lost: int | N
                          {"hostname": "node-a", "instance": "10.0.2.97:9400"}), "job": "dcgm"}
             values.setdefault(f"DCGM_FI_DEV_GPU_TEMP{{{_labels(dict(sorted(labels.items())))}}}",
                               ["_"] * RULE_STEPS)[k] = "40"
-    for samples in values.values():
-        last = max(k for k, value in enumerate(samples) if value != "_")
-        if last + 1 < RULE_STEPS:
-            samples[last + 1] = "stale"
-    return [{"series": series, "values": " ".join(samples)} for series, samples in values.items()]
+    return _marked_stale(values)
 
 
 @pytest.mark.parametrize("spellings", [("UUID", "UUID"), ("UUID", None), (None, None)],
