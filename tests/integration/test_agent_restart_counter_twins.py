@@ -36,6 +36,7 @@ from tests.support import cloudwatch_eval
 from tests.support.alarm_requests import alarm_request
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import header, said, widgets
+from tests.support.promtool_rules import parsed_rules
 
 STEP, STEPS = 30, 60  # half an hour of 30 s scrapes, k = -1 .. 59
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -97,7 +98,7 @@ def test_the_rules_count_the_growth_made_while_the_agent_restarts(built):
     from tests.support.promtool_rules import expected_alert, promtool_test
 
     _, folder = built
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
     fires = truth()
     assert fires == set(range(660, 901, 60))
     checks = []

@@ -33,6 +33,7 @@ from tests.support import cloudwatch_eval
 from tests.support.alarm_requests import alarm_request
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
+from tests.support.promtool_rules import parsed_rules
 
 STEP, STEPS = 30, 180  # an hour and a half of 30 s scrapes, k = 0 .. 179, and k = -1 before
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -131,7 +132,7 @@ def _rule_verdict(built) -> str | None:
 
     _, folder = built
     if str(folder) not in _RULE_VERDICT:
-        groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+        groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
         (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "uncorrectable-rows"]
         _RULE_VERDICT[str(folder)] = stories_alert_failure(
             folder, rule, AWAY, ENDS, lambda node, end: node in RULE_COUNTS and end in truth(node), _stored, STEP,

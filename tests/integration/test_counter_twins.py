@@ -23,7 +23,6 @@ import json
 import re
 
 import pytest
-import yaml
 
 from generator.project import load_project
 from generator.render.scrape import prometheus_scrape_job
@@ -33,7 +32,7 @@ from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import EXPORTER_NAMESPACE, discovered
 from tests.support.mixed_fleet import Gpu, Instance, Node
 from tests.support.promtool_batches import judged_in_halves
-from tests.support.promtool_rules import expected_alert, promtool_test
+from tests.support.promtool_rules import expected_alert, parsed_rules, promtool_test
 
 STEP, STEPS = 30, 80  # forty minutes of 30 s scrapes
 MISSED = {k for k in range(STEPS) if k % 10 == 3}
@@ -129,7 +128,7 @@ def _stored(node: Node, job: dict) -> list[dict[str, str]]:
 
 def test_the_prometheus_rule_names_the_truth(built):
     _, folder = built
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
     (alert,) = [r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == "pcie-replays"]
     job = prometheus_scrape_job(load_project().settings)
 
@@ -276,7 +275,7 @@ def test_the_cloudwatch_alarm_judges_a_reset_by_the_sum_of_the_deltas(reset_buil
 def test_the_prometheus_rule_judges_a_reset_by_the_sum_of_the_deltas(reset_built, field):
     _, folder = reset_built
     rule, _ = RESET_RULES[field]
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
     (alert,) = [r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == rule]
     job = prometheus_scrape_job(load_project().settings)
     series = []

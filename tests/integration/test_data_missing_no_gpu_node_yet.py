@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from generator.artifacts import build
 from generator.output import encode
@@ -24,7 +23,7 @@ from generator.project import load_project
 from tests.support import cloudwatch_eval, kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support.dcgm_fleet import scrapes
-from tests.support.promtool_rules import promtool_test
+from tests.support.promtool_rules import parsed_rules, promtool_test
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 STEP, FINAL = 30, 3600
@@ -174,7 +173,7 @@ def test_the_rule_waits_for_the_first_gpu_node_then_judges_its_exporter(files, t
     quiet = range(1, FINAL // 60) if reports else range(1, JOIN // 60 + 5)
     cases = [{"eval_time": f"{m}m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []} for m in quiet]
     if not reports:
-        rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+        rule = next(r for g in parsed_rules(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
                     if r.get("alert") == "GpudashGpuDataMissing")
         labels = {**rule["labels"], "job": "kube-state-metrics", "instance": "10.0.2.9:8080",
                   "namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
@@ -201,7 +200,7 @@ def test_on_a_shared_prometheus_each_cluster_is_judged_by_its_own_nodes(project_
                          "  - {name: b, region: us-east-1, prometheus_label: b}\n")
     files = encode(build(load(config)))
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+    rule = next(r for g in parsed_rules(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
                 if r.get("alert") == "GpudashGpuDataMissing")
     steps = FINAL // STEP
     series = []
@@ -263,7 +262,7 @@ def test_the_rule_counts_gpu_nodes_of_a_named_resource(files, renamed_files, tmp
     silent where it does not."""
     built = renamed_files if named else files
     (tmp_path / "rules.yaml").write_text(built["prometheus/rules.yaml"].decode())
-    rule = next(r for g in yaml.safe_load(built["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+    rule = next(r for g in parsed_rules(built["prometheus/rules.yaml"])["groups"] for r in g["rules"]
                 if r.get("alert") == "GpudashGpuDataMissing")
     ksm = 'job="kube-state-metrics",instance="10.0.2.9:8080"'
     other = f'{ksm},namespace="kube-system",daemonset="aws-node"'

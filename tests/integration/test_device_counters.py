@@ -35,6 +35,7 @@ from tests.support import cloudwatch_eval
 from tests.support.alarm_requests import alarm_request
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
+from tests.support.promtool_rules import parsed_rules
 
 STEP, STEPS = 30, 60  # half an hour of 30 s scrapes, k = 0 .. 59, and k = -1 before
 FAILED = {k for k in range(STEPS) if k % 10 == 3}  # the exporter does not answer: every series marked stale
@@ -327,7 +328,7 @@ def test_the_prometheus_rule_names_the_gpus_the_alarm_names(built):
     import yaml
 
     _, folder = built
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
     (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "pcie-replays"]
     assert "[569999ms:5s]" in rule["expr"]  # the 5-minute period and its reach, up to 9 scrapes (promql._unarrived_own)
     stored = _stored("copies")

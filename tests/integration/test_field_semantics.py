@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from generator.artifacts import build, grafana_dashboards
 from generator.errors import InputError
@@ -41,7 +40,7 @@ from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.projects import counters_with, panels_of, project_fixture
 from tests.support.prometheus_server import SCENE_RANGE, backfilled as backfilled_prometheus, counted_inline
-from tests.support.promtool_rules import expected_alert, promtool_test
+from tests.support.promtool_rules import expected_alert, parsed_rules, promtool_test
 
 STEP, SCRAPES, OFFSET = 30, 120, 15
 NODE = "gpu-node-1"
@@ -535,7 +534,7 @@ def alarmed(tmp_path_factory):
 def test_the_prometheus_rule_fires_for_the_failing_gpu(alarmed):
     """GPU 0's memory health reads 20 from minute 10: the rule names it (and not GPU 1, warned at 10) at minute 30."""
     _, folder = alarmed
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
     (alert,) = [r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"].get("gpudash_rule") == "gpu-health-fail"]
     series = []
     for gpu, own in ((0, 'health_watch="memory"'), (0, 'health_watch="pcie"'), (1, 'health_watch="memory"'),

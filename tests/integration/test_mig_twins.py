@@ -25,7 +25,6 @@ from dataclasses import replace
 from statistics import mean
 
 import pytest
-import yaml
 
 from generator.artifacts import build
 from generator.output import encode
@@ -35,7 +34,7 @@ from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import FIELDS, FLEET, Gpu, Instance, Node
-from tests.support.promtool_rules import alert_names, expected_alert, promtool_test
+from tests.support.promtool_rules import alert_names, expected_alert, parsed_rules, promtool_test
 
 STEP, STEPS = 30, 80  # forty minutes of 30 s scrapes: the idle rule's six periods and more
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -271,7 +270,7 @@ def test_a_pod_the_label_leaves_for_long_is_called_idle_late_or_never(built):
     assert {m: pods for m, pods in alternate.items() if pods} == {26: {"share-0"}, **{
         m: {"share-0", "share-1"} for m in range(27, 40)}}
     assert not any(stuck_fired.values())
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
     alert = next(r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == "gpu-idle")
     # the rule reads stuck-0 on the GPU for the look-back after the scrape that last named it (20:15 to 22:15): the
     # periods ending at these minutes hold 6 of the 8 with its readings, idle (true: stuck-0 holds the idle GPU)
@@ -306,7 +305,7 @@ def test_a_shared_gpu_full_at_one_reading_alarms_for_each_pod_holding_it_in_the_
     assert peaked.labelled(peaked.gpus[0].instances[0], PEAK) == (("team-s", "peak-1"),)
     fired = _fired(files, peaked, range(15, STEPS * STEP // 60), "framebuffer-full", _peak)
     assert {m: pods for m, pods in fired.items() if pods} == {m: {"peak-1"} for m in range(22, 27)}
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
     alert = next(r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == "framebuffer-full")
     checks = [{"eval_time": f"{minute}m", "alertname": alert,
                "exp_alerts": [expected_alert(folder, alert, namespace="team-s", pod=pod)

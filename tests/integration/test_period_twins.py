@@ -23,14 +23,13 @@ import json
 import math
 
 import pytest
-import yaml
 
 from tests.integration.test_mig_twins import built_with
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import Gpu, Instance, Node
-from tests.support.promtool_rules import expected_alert, promtool_test, shifted_later
+from tests.support.promtool_rules import expected_alert, parsed_rules, promtool_test, shifted_later
 
 STEP, STEPS = 30, 60  # thirty minutes of 30 s scrapes
 PERIOD, PERIODS = 300, 2
@@ -157,7 +156,7 @@ def _idle_labels(pod: str) -> dict[str, str]:
 @pytest.mark.parametrize("rule_id, said", [("gpu-idle", truth), ("pod-bursts", burst_truth)])
 def test_prometheus_rule_judges_each_period(built, rule_id, said):
     _, folder = built
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
     (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == rule_id and "alert" in r]
     # the story moved 45 s later, so that its judged times (15 s after a scrape, a minute apart) fall on promtool's
     # evaluations once a minute instead of one in four every 15 s (promtool_rules.shifted_later)

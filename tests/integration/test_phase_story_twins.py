@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from generator.artifacts import build
 from generator.output import encode
 from tests.support import cloudwatch_eval, messy_history, mixed_fleet, phase_story, random_fleet
 from tests.support.mig_variant import variant_project
 from tests.support.prometheus_server import backfilled
+from tests.support.promtool_rules import parsed_rule_documents
 
 RULES = ("xid-error", "gpu-temp-high", "gpu-temp-critical", "framebuffer-full", "gpu-idle")
 POD_RULES = ("framebuffer-full", "gpu-idle")
@@ -57,7 +57,8 @@ def story(tmp_path_factory):
     phases = phase_story.phases(2, True)  # a seed whose phases fire every rule: each is judged firing and not
     project = variant_project(folder, "exporter:\n  virtual_gpus: true\n")
     files = encode(build(project))
-    rules = {r["labels"]["gpudash_rule"]: r["expr"] for document in yaml.safe_load_all(files["k8s/prometheusrule.yaml"])
+    rules = {r["labels"]["gpudash_rule"]: r["expr"]
+             for document in parsed_rule_documents(files["k8s/prometheusrule.yaml"])
              for group in document["spec"]["groups"] for r in group["rules"] if "alert" in r}
     points = phase_story.published(files, phases)
     end = phases[-1][1]

@@ -28,6 +28,7 @@ from generator.render.alarms import period_value
 from tests.integration.test_device_counters import FIELDS, REPLAYS
 from tests.integration.test_mig_twins import built_with
 from tests.support.prometheus_server import binary
+from tests.support.promtool_rules import parsed_rules
 
 STEP, STEPS = 30, 80  # forty minutes of 30 s scrapes, k = -1 .. 79 (scrape k at (k + 1) x 30 s on promtool's grid)
 LEVEL = 50  # pcie_replays_per_minute 10, per 5 minutes
@@ -106,7 +107,7 @@ def _rule_verdict(built) -> str | None:
 
     _, folder = built
     if str(folder) not in _RULE_VERDICT:
-        groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+        groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
         (rule,) = [r for g in groups for r in g["rules"]
                    if r.get("labels", {}).get("gpudash_rule") == "pcie-replays" and "alert" in r]
         # every story a scrape later (the ends then fall on whole minutes: promtool evaluates the rule every minute

@@ -27,6 +27,7 @@ from tests.support import cloudwatch_eval
 from tests.support.alarm_requests import alarm_request
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import discovered
+from tests.support.promtool_rules import parsed_rules
 
 STEP, STEPS = 30, 60  # half an hour of 30 s scrapes, k = -1 .. 59
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -116,7 +117,7 @@ def test_the_rule_counts_a_row_remapped_while_the_exporter_pod_is_replaced(built
     from tests.support.promtool_rules import expected_alert, promtool_test
 
     _, folder = built
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
     (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "uncorrectable-rows"]
     fires = truth()
     assert fires == set(range(720, 961, 60))

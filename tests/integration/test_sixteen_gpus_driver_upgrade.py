@@ -31,6 +31,7 @@ from tests.support.dcgm_fleet import EXPORTER_NAMESPACE, discovered
 from tests.support.grafana_variables import query_variables, range_options
 from tests.support.projects import bundled_panels, bundled_project
 from tests.support.prometheus_server import backfilled_fixture, counted_inline
+from tests.support.promtool_rules import parsed_rules
 from tests.support.range_panels import panel_at
 
 SPAN, STEP = 7200, 30
@@ -215,7 +216,7 @@ def test_the_alert_rules_name_the_idle_gpu_alone_on_both_sides_of_the_upgrade(hi
 
     prometheus, start = history
     project = bundled_project()
-    groups = yaml.safe_load(encode(build(project, grafana=False))["prometheus/rules.yaml"])["groups"]
+    groups = parsed_rules(encode(build(project, grafana=False))["prometheus/rules.yaml"])["groups"]
     alerts = [r for g in groups for r in g["rules"] if "alert" in r and r["alert"] != "GpudashGpuDataMissing"]
     for at in (2400, UPGRADE + 300, SPAN):
         fired = {(r["alert"], s["metric"].get("namespace"), s["metric"].get("pod"), s["metric"].get("gpu"))

@@ -22,14 +22,13 @@ import math
 from dataclasses import replace
 
 import pytest
-import yaml
 
 from tests.integration.test_mig_twins import built_with
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import Gpu, Instance, Node
-from tests.support.promtool_rules import alert_names, expected_alert, promtool_test, shifted_later
+from tests.support.promtool_rules import alert_names, expected_alert, parsed_rules, promtool_test, shifted_later
 
 STEP, STEPS = 30, 60  # thirty minutes of 30 s scrapes
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -204,7 +203,7 @@ def test_a_burst_across_a_clock_boundary_fires_both_forms(built):
     assert "ALARM" not in {*cloudwatch_eval.alarm(request, points, 600).values(),
                            *cloudwatch_eval.alarm(request, points, 900).values()}  # the clock blocks: 50 each
 
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = parsed_rules((folder / "rules.yaml").read_text())["groups"]
     alert = next(r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == "pcie-replays")
     values: dict[str, list[str]] = {}
     for k in range(STEPS):

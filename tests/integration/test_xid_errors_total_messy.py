@@ -13,14 +13,13 @@ XID 13), and for no other GPU (none has two errors within 5 minutes).
 
 from __future__ import annotations
 
-import yaml
-
 from generator.artifacts import build
 from generator.output import encode
 from tests.integration.test_xid_errors_total import FIELD, OFFSET, SCRAPES, STEP, _project
 from tests.integration.test_xid_errors_total import shown  # noqa: F401 - its panels, on this module's Prometheus
 from tests.support.messy_history import Series, openmetrics
 from tests.support.prometheus_server import backfilled_fixture
+from tests.support.promtool_rules import parsed_rules
 
 # (node label, node, gpu, pod labels, exporter copies' instances, {code: scrapes of its errors})
 GPUS = [("Hostname", "n1", 0, ("ml", "train-0"), ("10.0.0.1:9400", "10.0.0.9:9400"), {"79": (2, 90), "13": (3, 93, 100)}),
@@ -79,7 +78,7 @@ def test_the_alarm_rule_adds_a_gpus_codes_and_counts_its_copies_once(prometheus,
     its two codes' errors make 2 in a period, as where XID 13's alone do, and no GPU else."""
     server, start = prometheus
     files = encode(build(_project(tmp_path_factory.mktemp("xid-total-messy"), ALARMS), grafana=False))
-    (expr,) = [r["expr"] for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+    (expr,) = [r["expr"] for g in parsed_rules(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
                if r.get("alert") == "GpudashXidTotal"]
     fired = {end: {(s["metric"].get("node"), s["metric"].get("gpu"))
                    for s in server.query(expr, at=start + OFFSET + end * STEP + 1)} for end in range(80, SCRAPES)}

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import re
 
-import yaml
-
 from generator.artifacts import build
 from generator.output import encode
 from tests.support.projects import defined_project
+from tests.support.promtool_rules import parsed_rules
 
 ALARMS = '''
 from generator.model import Alarm, Condition, Query
@@ -45,7 +44,7 @@ THRESHOLDS = {"GpudashPowerHigh": 312.3456, "GpudashEnergyHigh": 45000123.0, "Gp
 def test_an_alert_compares_every_digit_of_its_threshold(tmp_path):
     project = defined_project(tmp_path, alarms=ALARMS)
     files = encode(build(project, grafana=False))  # the rules and alarms only
-    alerts = {rule["alert"]: rule["expr"] for group in yaml.safe_load(files["prometheus/rules.yaml"])["groups"]
+    alerts = {rule["alert"]: rule["expr"] for group in parsed_rules(files["prometheus/rules.yaml"])["groups"]
               for rule in group["rules"] if rule.get("alert") in THRESHOLDS}
     assert set(alerts) == set(THRESHOLDS)
     for alert, expr in alerts.items():

@@ -20,7 +20,6 @@ import subprocess
 from statistics import mean
 
 import pytest
-import yaml
 
 from generator.artifacts import build, notes
 from generator.catalog import PER_PROCESS_COPIES_ADDED, PER_PROCESS_COPIES_ADDED_ALARM
@@ -33,6 +32,7 @@ from tests.support.cloudwatch_widgets import header, said, widgets
 from tests.support.dcgm_fleet import target_labels
 from tests.support.projects import defined_project
 from tests.support.prometheus_server import binary
+from tests.support.promtool_rules import parsed_rule_documents
 
 STEP, END, PERIOD = 30, 1800, 300
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -72,7 +72,7 @@ def _alarms(files) -> dict[str, dict]:
 
 def _rule_groups(files) -> list[dict]:
     """The rule groups of the PrometheusRules (one object per group)."""
-    return [group for resource in yaml.safe_load_all(files["k8s/prometheusrule.yaml"])
+    return [group for resource in parsed_rule_documents(files["k8s/prometheusrule.yaml"])
             for group in resource["spec"]["groups"]]
 
 
