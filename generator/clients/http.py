@@ -195,10 +195,11 @@ class Sessions:
 
 
 def get(url: str, options: Options, what: str, hint: str, params: dict[str, str] | None = None,
-        verb: str = "read", evaluated: bool = False, reuse=None) -> tuple[int, str]:
+        verb: str = "read", evaluated: bool = False, reuse=None, in_body: bool = False) -> tuple[int, str]:
     """GET `url` with `reuse` (a `session` for its server, left open) or a session of its own; the status and the
     text. An `evaluated` answer (a Prometheus query: nothing is sent before the query has run) may keep its first
-    byte until the deadline; other reads wait at most a socket timeout."""
+    byte until the deadline; other reads wait at most a socket timeout. `in_body`: the params go form-encoded in a
+    POST's body, not in the URL (a read all the same, for an API that takes both, as Prometheus' queries do)."""
     import requests
     from urllib3.exceptions import HTTPError
 
@@ -208,7 +209,9 @@ def get(url: str, options: Options, what: str, hint: str, params: dict[str, str]
     answering = False
     reading = session(url) if reuse is None else reuse
     try:
-        with reading.get(clean, params=params, timeout=(timeout, first_byte), stream=True) as response:
+        sent = reading.post(clean, data=params, timeout=(timeout, first_byte), stream=True) if in_body else \
+            reading.get(clean, params=params, timeout=(timeout, first_byte), stream=True)
+        with sent as response:
             answering = True
             body = read_body(response.raw, options, what)
             return response.status_code, decode(body, named_charset(response.headers.get("Content-Type")))

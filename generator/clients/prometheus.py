@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from .. import redact
 from .options import Options
@@ -16,6 +17,9 @@ from .http import Sessions, get
 HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up, or --skip prometheus"
 RANGE_HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up"
 # a server error answered without Prometheus' JSON (5xx): Prometheus not ready yet, or a proxy before it that gave up
+# the longest query string sent in a URL: a longer query goes form-encoded in a POST's body, which Prometheus' query
+# API takes alike; proxies refuse long request lines (nginx's default buffer is 8 KiB, Python's http.server 64 KiB)
+URL_QUERY_LIMIT = 4096
 SERVER_FAILED_HINT = ("Prometheus, or a proxy before it, failed to answer: check that Prometheus is up and ready (not "
                       "starting or overloaded) and run again")
 
@@ -31,7 +35,7 @@ class _Reads:
     def _read(self, path: str, options: Options, hint: str, params: dict[str, str] | None,
               evaluated: bool = False) -> tuple[int, str]:
         return get(f"{self.url}{path}", options, self.source, hint, params=params, verb="query", evaluated=evaluated,
-                   reuse=self._sessions.own())
+                   reuse=self._sessions.own(), in_body=_long(params))
 
     def close(self) -> None:
         self._sessions.close()
@@ -41,6 +45,11 @@ class _Reads:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _long(params: dict[str, str] | None) -> bool:
+    """Whether `params` are too long for a URL (URL_QUERY_LIMIT), so go in a POST's body."""
+    return bool(params) and len(urlencode(params)) > URL_QUERY_LIMIT
 
 
 class NoRuleListing(RemoteError):

@@ -38,9 +38,10 @@ class CannedServer(LoopbackServer):
 
             def _handle(self):
                 length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                server.requests.append((self.command, self.path, dict(self.headers)))
+                body = self.rfile.read(length).decode("latin-1") if length else ""
+                form = body and self.headers.get("Content-Type", "").startswith("application/x-www-form-urlencoded")
+                sent = f"{self.path}?{body}" if form else self.path  # a long query is POSTed, form-encoded
+                server.requests.append((self.command, sent, dict(self.headers)))
                 server.connections.add(self.client_address)
                 if server.mode == "silent":
                     server.released.wait()
@@ -51,7 +52,7 @@ class CannedServer(LoopbackServer):
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                status, body = server.answer(self.path)
+                status, body = server.answer(sent)
                 self.send_response(status)
                 self.send_header("Content-Type", server.content_type)
                 if server.mode == "drip":
