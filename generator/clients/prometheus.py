@@ -16,10 +16,10 @@ from .http import Sessions, get
 
 HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up, or --skip prometheus"
 RANGE_HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up"
-# a server error answered without Prometheus' JSON (5xx): Prometheus not ready yet, or a proxy before it that gave up
 # the longest query string sent in a URL: a longer query goes form-encoded in a POST's body, which Prometheus' query
 # API takes alike; proxies refuse long request lines (nginx's default buffer is 8 KiB, Python's http.server 64 KiB)
 URL_QUERY_LIMIT = 4096
+# a server error answered without Prometheus' JSON (5xx): Prometheus not ready yet, or a proxy before it that gave up
 SERVER_FAILED_HINT = ("Prometheus, or a proxy before it, failed to answer: check that Prometheus is up and ready (not "
                       "starting or overloaded) and run again")
 
