@@ -19,7 +19,7 @@ alert alike; the exporter pod is in no answer. Before, 'Pods on GPUs' listed gpu
 holding 3 GPUs (its idle GPU 1, GPU 3 and MIG instance 2), the namespace variable listed gpu-operator, the idle alert
 judged the exporter pod idle on them, and a per-GPU panel with the pod or namespace picked drew the GPU the pod left
 (node-a GPU 1 at 0 %) for the look-back after. A per-GPU panel at All reads an exporter pod as a pod
-(promql.EXPORTER_PODS_AT_ALL): with exporter.virtual_gpus, 'Framebuffer in use' at the step the pod left (strict
+(promql._left_idle): with exporter.virtual_gpus, 'Framebuffer in use' at the step the pod left (strict
 xfail).
 
 A workload pod named as the exporter DaemonSet's pods are (`nvidia-dcgm-exporter-` and five of Kubernetes' generated
@@ -168,8 +168,8 @@ def _wrong(servers, name: str, target: dict, picked: str) -> dict:
             if _differ(truth[at], shown.get(at, {}))}
 
 
-# a per-GPU panel at All reads any pod label as a pod's (promql.EXPORTER_PODS_AT_ALL)
-AT_ALL = ("a per-GPU panel at All reads an exporter pod's `pod` as a pod's (promql.EXPORTER_PODS_AT_ALL: as no pod "
+# a per-GPU panel at All reads any pod label as a pod's (promql._left_idle)
+AT_ALL = ("a per-GPU panel at All reads an exporter pod's `pod` as a pod's (promql._left_idle: as no pod "
           "there its regex took 4,725 bytes more of the defaults' all-metrics dashboard, past what one ConfigMap "
           "holds): through a ServiceMonitor keeping its target's pod, with exporter.virtual_gpus 'Framebuffer in use' "
           "reads 22 % for 19 % at the step the pod left")
