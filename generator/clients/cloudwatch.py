@@ -28,7 +28,7 @@ from ..errors import GpudashError, RemoteError, may_have_happened
 from ..markers import ALARM_OWNER_TAG
 from ..ownership import NOT_COMPARED, UNMODELLED
 from .answer import NOT_JSON, json_value
-from .deadline import Deadline, DeadlineExceeded
+from .deadline import Deadline, DeadlineExceeded, http_date
 from .http import BODY_LIMIT, PAST_LIMIT, RETRIES_AFTER, connect_failure, joined_within_limit
 from .pacing import Pacer
 
@@ -833,14 +833,7 @@ SETTLED = datetime.timedelta(seconds=2)
 
 def _answered_at(page: dict[str, Any]) -> datetime.datetime | None:
     """When CloudWatch answered a page (its Date header, in whole seconds); None where it gives none that parses."""
-    import email.utils
-
-    date = ((page.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}).get("date")
-    try:
-        answered = email.utils.parsedate_to_datetime(date) if isinstance(date, str) else None
-    except (TypeError, ValueError):
-        return None
-    return answered if answered is not None and answered.tzinfo is not None else None
+    return http_date(((page.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}).get("date"))
 
 
 def _stamp(entry: dict[str, Any], answered: datetime.datetime | None) -> tuple[Any, int] | None:

@@ -11,6 +11,7 @@ The clock is injectable: tests replace `CLOCK` with one that advances without sl
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import encodings.idna  # noqa: F401 - see below
 import threading
@@ -216,10 +217,15 @@ def parse_retry_after(header: str | None) -> float | None:
     text = header.strip()
     if text.isascii() and text.isdigit():
         return float(text)
+    when = http_date(text)
+    return None if when is None else max(0.0, when.timestamp() - time.time())
+
+
+def http_date(text: object) -> datetime.datetime | None:
+    """An HTTP date (RFC 9110 §5.6.7: a Date or Retry-After header) as an aware time; None when it is no such date
+    (none given, unparsable, or without a zone)."""
     try:
-        when = email.utils.parsedate_to_datetime(text)
+        when = email.utils.parsedate_to_datetime(text) if isinstance(text, str) else None
     except (TypeError, ValueError):
         return None
-    if when is None or when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    return when if when is not None and when.tzinfo is not None else None
