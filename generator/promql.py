@@ -675,9 +675,7 @@ def uuid_keyed(expr: str, labels: Labels) -> str:
     by the UUID once, as one carrying either. Keyed by the labels' values joined, a rollout ending that relabelling made
     the old copies (both labels) another GPU than the new exporter's, and a pod that ended at it stayed at the idle
     GPU's 0 MiB on 'Framebuffer used by pod' for the look-back (15, 45 and 90 s after it)."""
-    key = quoted(UUID_KEY)
-    joined = f'label_join({expr}, {key}, ";", {_listed(map(quoted, uuid_spellings(labels)))})'
-    return f'label_replace({joined}, {key}, "$1", {key}, {FIRST_JOINED})'
+    return uuid_carried(expr, labels, UUID_KEY)
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,
@@ -846,12 +844,12 @@ def uuid_spellings(labels: Labels) -> tuple[str, ...]:
     return (labels.uuid, *(name for name in UUID_LABELS if name != labels.uuid))
 
 
-def uuid_carried(expr: str, labels: Labels) -> str:
-    """`expr` with Labels.uuid holding each series' UUID under the first label of uuid_spellings it has: a GPU's copies
-    from before and after a rollout respelling `uuid` as `UUID` carry one UUID, so a GPU (named by its UUID under
-    either: identified) has one UUID label, not one per spelling."""
+def uuid_carried(expr: str, labels: Labels, into: str | None = None) -> str:
+    """`expr` with Labels.uuid (or the label `into`) holding each series' UUID under the first label of uuid_spellings
+    it has: a GPU's copies from before and after a rollout respelling `uuid` as `UUID` carry one UUID, so a GPU (named
+    by its UUID under either: identified) has one UUID label, not one per spelling."""
     spellings = uuid_spellings(labels)
-    uuid = quoted(labels.uuid)
+    uuid = quoted(into or labels.uuid)
     joined = f'label_join({expr}, {uuid}, ";", {_listed(map(quoted, spellings))})'
     return f'label_replace({joined}, {uuid}, "$1", {uuid}, {FIRST_JOINED})'
 
