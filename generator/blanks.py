@@ -6,9 +6,10 @@ CloudWatch agent's filter (render/agent_otel.py) all take them from here.
 DCGM reports a value it cannot read as a "blank" sentinel: 2**47 for floating-point fields,
 about 2**63 for integer fields (0x7ffffffffffffff0 blank, ...f2 "not supported"). No gauge
 reading comes near 1e14, so a gauge sample at or above it is a blank. Counters are integer
-fields whose readings do pass 1e14 (a busy NVLink's byte counter within hours): a counter sample
-is a blank only at or above 9e18 (the integer sentinels). An increase at or above 1e18 is a jump
-into a blank, not a real climb (the CloudWatch widgets' floor on summed deltas).
+running totals that nothing bounds below the integer sentinels (DCGM's energy in mJ since the
+driver loaded among them): a counter sample is a blank only at or above 9e18 (the integer
+sentinels). An increase at or above 1e18 is a jump into a blank, not a real climb (the
+CloudWatch widgets' floor on summed deltas).
 
 Memory temperature is the exception to "not supported is a blank": on GPUs without an HBM/GDDR
 sensor (L4, consumer boards) DCGM writes 0 for it, because nvmlDeviceGetFieldValues succeeds as a

@@ -1853,7 +1853,7 @@ WHOLE_GPUS_MEMORY_SHARES = ("a pod holding several GPUs reads the mean of their 
 
 def merged_copies(field, settings: Settings) -> str | None:
     """How the agent merges the copies of a field before publishing it (render/agent_otel.merged_counters, the OTel
-    pipeline's metricstransform): "gpu", a device counter (energy, PCIe replays, NVLink, rows remapped), one series
+    pipeline's metricstransform): "gpu", a device counter (energy, PCIe replays, rows remapped), one series
     per physical GPU in the per-GPU sets and per pod and GPU in the per-pod sets, however many pods share it by
     time-slicing and however many MIG instances repeat its reading; "instance", a counter MIG reports per instance
     and, with exporter.virtual_gpus, a field the exporter splits per process, one series per GPU instance; None: each

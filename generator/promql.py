@@ -58,13 +58,14 @@ from .settings import Labels, Settings
 # DCGM reports a value it cannot read as a "blank" sentinel: 2**47 for floating-point
 # fields, about 2**63 for integer fields. No gauge reading comes near 1e14, so gauges are
 # compared against it and blank samples drop out instead of wrecking averages. Counters are
-# integer fields whose readings do pass 1e14 (a busy NVLink's byte counter within hours): they
-# are compared against the integer sentinel only. A counter that reads the blank for one scrape
-# inside a window (real, blank, real) makes rate() and increase() see a climb of about 2**63 and
-# a reset: no floor on their result tells that from a real climb for every window (2**63 spread
-# over a 26-hour window is already a per-second rate under 1e14, over a month one a busy NVLink
-# reaches). So a counter gives no data for a window in which any of its samples is a blank
-# (`max_over_time` over the very window rate/increase read), whatever the window's length.
+# integer running totals that nothing bounds below the integer sentinels (DCGM's energy in mJ since
+# the driver loaded among them): they are compared against the integer sentinel only. A counter
+# that reads the blank for one scrape inside a window (real, blank, real) makes rate() and
+# increase() see a climb of about 2**63 and a reset: no floor on their result tells that from a
+# real climb for every window (2**63 spread over a 26-hour window is already a per-second rate
+# under 1e14: a floor fit for one window passes the jump over a longer one). So a counter gives
+# no data for a window in which any of its samples is a blank (`max_over_time` over the very
+# window rate/increase read), whatever the window's length.
 # The floors come from blanks.py (the one source), as PromQL text.
 BLANK_FLOOR = short(READING_FLOOR)
 COUNTER_BLANK_FLOOR = short(COUNTER_READING_FLOOR)

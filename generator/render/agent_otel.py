@@ -359,7 +359,7 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
     for dims in sets:
         if not _pods_set(dims) and set(dims) <= per_pod:
             raise _pod_copies_per_gpu(settings, dims, per_pod)
-    # A device counter (PCIe replays, NVLink bytes, energy) repeats on each MIG instance of its GPU: its merged copy,
+    # A device counter (PCIe replays, rows remapped, energy) repeats on each MIG instance of its GPU: its merged copy,
     # and each pod's copy, drop GPU_I_ID and GPU_I_PROFILE too (a set of another field may name them: with
     # exporter.virtual_gpus, framebuffer used per GPU instance and profile), one series per physical GPU (a pod
     # holding two instances of one GPU has one copy of its reading, not two); a counter MIG reports per instance, and
