@@ -358,8 +358,7 @@ class _Device:
                 # read it: a pod that ended, or was recreated on another GPU of its node, read its last share of the
                 # GPU it left for the look-back (60 % for 70 beside its new GPU; 70 % on a GPU idle since)
                 idle = idle_gpus(metric, self.unscoped, labels, self.resolution, either=True)
-                left = f"({uuid_keyed(_unblanked(_either(tiers, each), gauge), labels)} unless on " \
-                       f"({_listed(held_labels(labels, True))}) {idle})"
+                left = off_idle(_unblanked(_either(tiers, each), gauge), labels, idle)
                 read = f"max by ({_listed((*each, *shown))}) {left}"
                 if self.anywhere is not None:
                     read = f"({read} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, labels)})"
@@ -576,8 +575,7 @@ class _Device:
         if panel:
             named = f"{named} and on ({_listed((*self._pod_keys(), *COPY_LABELS))}) {self._naming_targets(metric)}"
         idle = idle_gpus(metric, self.unscoped, self.labels, _scrape_of(self.lookback), not panel, either=True)
-        named = uuid_keyed(named, self.labels)
-        named = identified(f"({named} unless on ({_listed(held_labels(self.labels, True))}) {idle})", self.labels)
+        named = identified(off_idle(named, self.labels, idle), self.labels)
         if self.anywhere is not None:  # named by any copy, on a GPU the node variable's node holds (on_node)
             named = f"({named} and on ({_listed(slot[:3])}) {on_node(metric, self.placing, self.labels)})"
         spellings = _listed(_copy_spelled(self.labels))
@@ -677,6 +675,12 @@ def uuid_keyed(expr: str, labels: Labels) -> str:
     the old copies (both labels) another GPU than the new exporter's, and a pod that ended at it stayed at the idle
     GPU's 0 MiB on 'Framebuffer used by pod' for the look-back (15, 45 and 90 s after it)."""
     return uuid_carried(expr, labels, UUID_KEY)
+
+
+def off_idle(series: str, labels: Labels, idle: str) -> str:
+    """`series` (pods named on GPUs: the per-pod panels' and rules') less those on a GPU `idle` (idle_gpus' `either`
+    form) finds idle, each keyed by the GPU's UUID under either label (uuid_keyed, held_labels')."""
+    return f"({uuid_keyed(series, labels)} unless on ({_listed(held_labels(labels, True))}) {idle})"
 
 
 def idle_gpus(metric: str, branches: list[list[str]], labels: Labels, scrape: str, rule: bool = False,
@@ -3645,7 +3649,6 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
                        resolution=resolution)
     on = _listed(label_name(k, labels) for k in slot)
     # a GPU whose latest scrape named no pod holds none (idle_gpus), as in the gauge panels beside it
-    held = _listed(held_labels(labels, True))
     idle = idle_gpus(query.metric, everywhere.matchers(labels), labels, resolution, either=True)
     # named by any copy, whatever its node spelling
     anywhere = Scope(tuple((k, r) for k, r in scope.regexes if k != "node")).matchers(labels)
@@ -3654,7 +3657,7 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     moved = naming_targets(query.metric, everywhere.matchers(labels), labels, label_lookback(_seconds(resolution)),
                            resolution, left=True, counter=True)
     scoped = f"({scoped} unless on ({_listed((labels.cluster, labels.namespace, labels.pod, *COPY_LABELS))}) {moved})"
-    named = identified(f"({uuid_keyed(scoped, labels)} unless on ({held}) {idle})", labels)
+    named = identified(off_idle(scoped, labels, idle), labels)
     gpu = (labels.cluster, GPU_LABEL, "gpu")
     node = next((regex for key, regex in scope.regexes if key == "node"), None)
     if node is not None:  # on a GPU the range places on the node picked (on_node)
