@@ -209,7 +209,8 @@ def get(url: str, options: Options, what: str, hint: str, params: dict[str, str]
     answering = False
     reading = session(url) if reuse is None else reuse
     try:
-        sent = reading.post(clean, data=params, timeout=(timeout, first_byte), stream=True) if in_body else \
+        sent = reading.post(clean, data=params, timeout=(timeout, first_byte), stream=True,
+                            hooks={"response": _posted_again}) if in_body else \
             reading.get(clean, params=params, timeout=(timeout, first_byte), stream=True)
         with sent as response:
             answering = True
@@ -222,6 +223,15 @@ def get(url: str, options: Options, what: str, hint: str, params: dict[str, str]
     finally:
         if reuse is None:
             reading.close()
+
+
+def _posted_again(response, **_):
+    """A redirect (301, 302, 303) of a POSTed read followed as a 307 is: the POST with its body sent again to the new
+    address. requests follows those as a GET without the body (a browser's habit, which RFC 9110 allows and does not
+    ask for): a query in the body is lost, and Prometheus answers the empty query as one it cannot parse."""
+    if response.request.method == "POST" and response.status_code in (301, 302, 303):
+        response.status_code = 307
+    return response
 
 
 def _late(what: str, options: Options, answering: bool) -> SlowAnswer:

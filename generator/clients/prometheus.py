@@ -34,8 +34,13 @@ class _Reads:
 
     def _read(self, path: str, options: Options, hint: str, params: dict[str, str] | None,
               evaluated: bool = False) -> tuple[int, str]:
-        return get(f"{self.url}{path}", options, self.source, hint, params=params, verb="query", evaluated=evaluated,
-                   reuse=self._sessions.own(), in_body=_long(params))
+        posted = _long(params)
+        status, text = get(f"{self.url}{path}", options, self.source, hint, params=params, verb="query",
+                           evaluated=evaluated, reuse=self._sessions.own(), in_body=posted)
+        if posted and status == 405:  # a server, or a proxy before it, that takes no POST: the query in the URL
+            status, text = get(f"{self.url}{path}", options, self.source, hint, params=params, verb="query",
+                               evaluated=evaluated, reuse=self._sessions.own())
+        return status, text
 
     def close(self) -> None:
         self._sessions.close()

@@ -58,3 +58,29 @@ def test_prometheus_reads_a_posted_query_as_the_same_query_in_a_url(prometheus, 
     assert posted.error is None and short.error is None
     values = {tuple(sorted(s.labels.items())): s.points for s in posted.series}
     assert values == {tuple(sorted(s.labels.items())): s.points for s in short.series} and len(values) == 2
+
+
+REFUSED = json.dumps({"status": "error", "errorType": "bad_data", "error": "no expression found in input"})
+
+
+@pytest.mark.parametrize("status", [301, 302, 303])
+def test_a_long_query_redirected_is_posted_again_whole(status):
+    """A proxy redirecting (http to https, a moved path) with 301, 302 or 303: requests followed it as a GET without
+    the body, and Prometheus read the lost query as an empty one it cannot parse (verify: "does not parse")."""
+    query = _long('m{pod="a"}', 2 * URL_QUERY_LIMIT)
+    with CannedServer(REFUSED, status=400) as there, CannedServer() as proxy:
+        there.routes["absent-"] = (200, json.dumps(VECTOR))
+        proxy.redirect_status, proxy.redirects["/api/v1/query"] = status, f"{there.url}/api/v1/query"
+        with PrometheusClient(proxy.url, timeout=5) as client:
+            result = client.run(query, True, 0.0, 60.0, 15.0)
+    assert result.error is None and [s.labels for s in result.series] == [{"pod": "a"}]
+
+
+def test_a_long_query_refused_as_a_post_is_read_from_the_url():
+    """A server, or a proxy before it, that answers a POST 405: the query goes in the URL, which it reads."""
+    query = _long('m{pod="a"}', 2 * URL_QUERY_LIMIT)
+    with CannedServer(REFUSED, status=400) as server, PrometheusClient(server.url, timeout=5) as client:
+        server.routes["absent-"] = (200, json.dumps(VECTOR))
+        server.refused.add("POST")
+        result = client.run(query, True, 0.0, 60.0, 15.0)
+    assert result.error is None and [s.labels for s in result.series] == [{"pod": "a"}]

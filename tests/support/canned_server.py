@@ -3,7 +3,7 @@ and body, valid or not), silence (it reads the request and never answers), or a 
 headers, then one byte of body at a time, forever). For odd answers and deadlines. `routes` answer the
 requests whose path (query string included, as sent) holds a given text otherwise: (status, body), the body
 text or made from the request's path (an answer that depends on what was asked). `redirects` answer a request for
-exactly that path with a 307 to the URL given."""
+exactly that path with a `redirect_status` (307) to the URL given; a method in `refused` is answered 405."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ class CannedServer(LoopbackServer):
         self.body = body.encode() if isinstance(body, str) else body
         self.routes: dict[str, Route] = {}
         self.redirects: dict[str, str] = {}
+        self.redirect_status = 307
+        self.refused: set[str] = set()
         self.status, self.content_type, self.mode, self.drip_every = status, content_type, mode, drip_every
         self.released = threading.Event()
         self.requests: list[tuple[str, str, dict[str, str]]] = []
@@ -46,8 +48,13 @@ class CannedServer(LoopbackServer):
                 if server.mode == "silent":
                     server.released.wait()
                     return
+                if self.command in server.refused:
+                    self.send_response(405)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if self.path in server.redirects:
-                    self.send_response(307)
+                    self.send_response(server.redirect_status)
                     self.send_header("Location", server.redirects[self.path])
                     self.send_header("Content-Length", "0")
                     self.end_headers()
