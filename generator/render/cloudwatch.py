@@ -574,7 +574,7 @@ def _low_matters(query: Query, catalog: Catalog) -> bool:
 
 def idle_cut_first(query: Query, plan_: Plan, catalog: Catalog) -> bool:
     """A chart of one line per GPU or pod of how busy they are whose LIMIT leaves the idle ones out first: its lines
-    rank by their highest reading (line_rank)."""
+    rank by their mean or their highest reading (line_rank)."""
     return bool(plan_.series and plan_.group) and line_rank(query, plan_, catalog)[0] in ("AVG", "MAX") \
         and _busy(query, catalog)
 
