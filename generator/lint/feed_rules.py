@@ -1363,8 +1363,9 @@ def labels_delivered(subject: LintInput) -> Iterable[Finding]:
     # The workload labels arrive under the names the settings declare on the scrape path in use
     # (exported_* through a ServiceMonitor without honorLabels; PR002 says when that is not ours), and the GPU's UUID
     # under the name the exporter writes it (`uuid` with --use-old-namespace: only the agent's job renames it), and
-    # under the other name too (promql.uuid_spellings: a rollout turning the flag on or off respells it, and a query
-    # naming a GPU keeps both where it groups its series before naming it).
+    # under the other name too in a query that reads that one (promql.uuid_spellings: a rollout turning the flag on or
+    # off respells it, and a query naming a GPU keeps both where it groups its series before naming it); a query that
+    # reads the other name alone reads nothing outside such a rollout.
     declared = subject.settings.labels
     # and the labels a query writes itself: the one a per-pod panel's lookback names a GPU by (promql.GPU_LABEL), the
     # one a GPU's name is marked fresh by (promql.FRESH_LABEL), the one the idle check keys a GPU's UUID under
@@ -1372,8 +1373,9 @@ def labels_delivered(subject: LintInput) -> Iterable[Finding]:
     # by (promql.FIELD_MARK), the one a per-pod share marks its two sums by (promql.SUM_LABEL); and the one no series
     # has, whose empty value a per-GPU panel's judgement is gated on (promql.PICKED_LABEL: read with a pod picked or not)
     available = _published_labels(subject) | {declared.pod, declared.namespace, declared.container,
-                                              *uuid_spellings(declared), GPU_LABEL, FRESH_LABEL, FIELD_MARK,
+                                              declared.uuid, GPU_LABEL, FRESH_LABEL, FIELD_MARK,
                                               SUM_LABEL, PICKED_LABEL, UUID_KEY}
+    respelled = set(uuid_spellings(declared)[1:])
     for dashboard, panel, target in queries(subject.grafana):
         expr = target["expr"]
         try:
@@ -1381,7 +1383,7 @@ def labels_delivered(subject: LintInput) -> Iterable[Finding]:
         except ValueError:
             continue
         used |= _grouping_labels(expr)
-        for label in sorted(used - available - {"__name__"}):
+        for label in sorted(used - available - (respelled if declared.uuid in used else set()) - {"__name__"}):
             yield Finding("PR001", "error", panel_place(dashboard, panel),
                           f"label {label!r} is not on the series the scrape job delivers")
 

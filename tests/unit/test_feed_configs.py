@@ -359,6 +359,21 @@ def test_a_label_the_scrape_job_does_not_deliver_fails(project_dir):
     assert [f.message for f in findings] == ["label 'rack' is not on the series the scrape job delivers"]
 
 
+def test_a_query_reading_the_gpus_uuid_under_the_other_label_alone_fails(project_dir):
+    """The exporter writes a GPU's UUID under `UUID` (`uuid` only with --use-old-namespace): a query that reads `uuid`
+    alone reads nothing but across a rollout turning the flag on or off. The bundled queries read both, `UUID` with
+    it, and pass."""
+    dashboard = """
+        from generator.model import Dashboard, Panel, Query, Row
+        dashboard = Dashboard("gpus", "GPUs", [Row("r", [Panel("by GPU", Query("DCGM_FI_DEV_GPU_UTIL",
+            raw_promql='avg by (uuid) (DCGM_FI_DEV_GPU_UTIL)'), unit="percent", description="d")])])
+    """
+    assert _rule(_feed(load_project()), "PR001") == []
+    project = load_project(project_dir(dashboards={"gpus.py": dashboard}))
+    assert [f.message for f in _rule(_feed(project), "PR001")] == \
+        ["label 'uuid' is not on the series the scrape job delivers"]
+
+
 def test_the_operators_servicemonitor_labels_are_delivered_on_every_path(project_dir):
     """labels.pod: exported_pod is the README's setting for the GPU operator's ServiceMonitor: gpudash's own
     job and ServiceMonitor then deliver the workload labels under those names too (PR002 finds nothing),
