@@ -50,6 +50,10 @@ class Clock:
     def wait(self, event: threading.Event, seconds: float) -> bool:
         return event.wait(max(seconds, 0.0))
 
+    def sleep_unless(self, event: threading.Event, seconds: float) -> None:
+        """Sleep `seconds`, or less when `event` is set meanwhile (a stop)."""
+        self.wait(event, seconds)
+
 
 CLOCK = Clock()  # the clock a Deadline uses unless given one
 
@@ -92,6 +96,7 @@ class Deadline:
         self.command = command
         self.ends = self.clock.now() + seconds
         self.interrupted: tuple[str, int] | None = None  # (signal name, number) once asked to stop
+        self._stop = threading.Event()  # set with `interrupted`: ends a retry's wait (`pause`) at once
         self.at_once = False  # stopped at once (a second Ctrl-C): no call under way is waited for any more
         self._waits: set[threading.Event] = set()  # the calls waited for now, on any thread
         # re-entrant: the second Ctrl-C's handler (stopped_at_once) runs on the main thread wherever it is, inside
@@ -101,6 +106,7 @@ class Deadline:
     def interrupt(self, name: str, number: int) -> None:
         """Stop the command: every later check (before each call, each retry wait) raises Interrupted."""
         self.interrupted = (name, number)
+        self._stop.set()
 
     def stopped_at_once(self) -> None:
         """A second Ctrl-C came (KeyboardInterrupt): stopped as by SIGINT, whatever asked first, and every call
@@ -139,13 +145,16 @@ class Deadline:
 
     def pause(self, seconds: float, what: str | None = None, failure: RemoteError | None = None) -> None:
         """Wait before a retry; a wait that would outlive the deadline ends the command now (saying what
-        failed, when the caller gives the failure it meant to retry)."""
+        failed, when the caller gives the failure it meant to retry), and so does a stop (a signal) during the wait:
+        the retry it waits for would not start."""
         if seconds >= self.remaining():
             if failure is not None and not self.interrupted:
                 raise DeadlineExceeded(f"{failure.what}; no time left to retry within the deadline of "
                                        f"{self.seconds:g} s", where=what, hint=failure.hint)
             raise self.exceeded(what)
-        self.clock.sleep(seconds)
+        self.clock.sleep_unless(self._stop, seconds)
+        if self.interrupted:
+            raise self.exceeded(what)
 
     def retry_after(self, header: str | None, what: str | None = None) -> float | None:
         """Seconds a Retry-After header asks for (None when absent or unreadable), within the cap."""

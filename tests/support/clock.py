@@ -20,6 +20,9 @@ class FakeClock:
             self.slept.append(seconds)
             self.time += max(seconds, 0.0)
 
+    def sleep_unless(self, event: threading.Event, seconds: float) -> None:
+        self.sleep(seconds)  # no time passes: nothing can stop it meanwhile
+
     def wait(self, event: threading.Event, seconds: float) -> bool:
         # A call's answer is real work on a loopback server: wait for it in real time.
         return event.wait(seconds)

@@ -25,6 +25,33 @@ def test_backoff_waits_on_the_injected_clock_and_never_past_the_deadline():
     assert error.value.hint == "run again" and clock.slept == [4]
 
 
+def test_a_stop_ends_a_retry_wait_at_once():
+    """SIGTERM (or Ctrl-C) while a writer waits out a backoff or a Retry-After of 5 s: the wait went on to its end
+    (30 s at --retry-after-max), and a second Ctrl-C, meant to stop at once, waited for it too. Now the wait ends
+    with the stop, as the retry it waited for would not start."""
+    import time
+
+    from generator.clients.deadline import Clock, Interrupted
+
+    limit = Deadline(60, command="apply", clock=Clock())  # real time: the wait is one a signal lands in
+    raised: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            limit.pause(5, "alarm x")
+        except DeadlineExceeded as exc:
+            raised.append(exc)
+
+    waiting = threading.Thread(target=writer)
+    started = time.monotonic()
+    waiting.start()
+    time.sleep(0.1)
+    limit.interrupt("SIGTERM", 15)
+    waiting.join(10)
+    assert time.monotonic() - started < 2
+    assert [type(e) for e in raised] == [Interrupted] and "apply was stopped by SIGTERM" in raised[0].what
+
+
 def test_retry_after_is_honoured_up_to_the_cap():
     limit = Deadline(100, retry_after_max=30, clock=FakeClock())
     assert limit.retry_after("7") == 7 and limit.retry_after(None) is None and limit.retry_after("soon") is None
