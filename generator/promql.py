@@ -3544,22 +3544,20 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     named in a panel at its instant from the copies the instant selector reads (`span` None); in an alert once per
     evaluation, after each period's statistic (gauge_readings' `named`), from the copies of the last hour, as a
     counter's alert. `whole` (a panel's): named at each step as gpus_named's `whole` says, `only` as it says.
-    `slotted` (a gauge's, in a panel): of the GPUs named alike at one index (cluster, node, index), the one whose name
-    ranks highest (its copies the freshest: gpu_names' rank), so a GPU named by its UUID where its series carry one and
-    by its node where none does is one GPU across a rollout dropping or adding the UUID label: the old exporter's
-    copies, within the look-back, were a second GPU ('GPUs reporting' 4 for 2, a GPU's line the mean of old and new
-    readings). Not an alert's: its statistics span periods, which the old name's readings fill while the new name's
-    are too few (a hot GPU's alert went quiet from the rollout for some 6 minutes); its labels (node, index) hold the
-    two names as one alert."""
+    `slotted` (a gauge's, in a panel): of the names GPUs are given at one index (cluster, node, index), the one ranking
+    highest (its copies the freshest: gpu_names' rank), each GPU then named by the best name it has left (gpus_named),
+    so a GPU named by its UUID where its series carry one and by its node where none does is one GPU across a rollout
+    dropping or adding the UUID label: the old exporter's copies, within the look-back, were a second GPU ('GPUs
+    reporting' 4 for 2, a GPU's line the mean of old and new readings). Not an alert's: its statistics span periods,
+    which the old name's readings fill while the new name's are too few (a hot GPU's alert went quiet from the rollout
+    for some 6 minutes); its labels (node, index) hold the two names as one alert."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
-    either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only)
-    if slotted:
-        either = f"topk by ({_listed((labels.cluster, labels.node, 'gpu'))}) (1, {either})"
+    either = gpus_named(metrics, matchers, span, resolution, labels, node, whole, only, slotted)
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
 
 
 def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, resolution: str, labels: Labels,
-               node: str | None = None, whole: bool = False, only: tuple[str, ...] = ()) -> str:
+               node: str | None = None, whole: bool = False, only: tuple[str, ...] = (), slotted: bool = False) -> str:
     """One series per GPU (cluster, GPU_LABEL, index) of any of `metrics`, labelled with its name (gpu_names, from
     the copies of the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and
     the Node variable's values.
@@ -3573,15 +3571,22 @@ def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, 
     (f57720e2), a GPU that stood under node-a then node-b drew node-a's readings under node-b
     (tests/integration/test_gpu_moved_in_range.py). A step whose look-back reaches a sample before the range (a GPU
     gone up to 4 scrape intervals before the range's start) names no GPU the range does not hold. `only` (a panel's
-    own matchers beyond `matchers`, a gauge's: its MIG instances'): the GPUs with a copy they match (_filtered_gpus)."""
+    own matchers beyond `matchers`, a gauge's: its MIG instances'): the GPUs with a copy they match (_filtered_gpus).
+    `slotted` (named_gpus'): of the candidate names at one index (cluster, node, index), the highest ranked, before
+    each GPU's name is chosen among those left: chosen after, a GPU moved from a plainly named node to one named like a
+    pod (a Karpenter node claim), the range naming it by its old node at every step, met there the GPU that took its
+    index, fresher, and was left out ('GPUs reporting' 1 for 2, 'Total power draw' 500 W for 800); among its
+    candidates it loses the old node's name alone and is named by the node it moved to."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     # each metric's candidates where no metric before it has the GPU, then one name chosen among them: the name
     # gpu_names gives from the first metric that has the GPU, ordered and chosen once, not once per metric
     stepped = whole or span is None
     kept = _filtered_gpus(metrics, matchers, only, resolution) if only and stepped else None
     names = [_ranked_names(metric, matchers, span, resolution, labels, node, whole, kept) for metric in metrics]
-    named = _first_name(names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")", labels,
-                        stepped)
+    candidates = names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")"
+    if slotted:
+        candidates = f"topk by ({_listed((labels.cluster, labels.node, 'gpu'))}) (1, {candidates})"
+    named = _first_name(candidates, labels, stepped)
     return _picked(named, node, labels) if stepped and node is not None else named
 
 

@@ -377,22 +377,28 @@ def _moved_to_pod_named_node(start: int) -> str:
 moved_to_pod_named_node = backfilled_fixture("moved-to-pod-named-node", _moved_to_pod_named_node, SPAN, STEP)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A GPU moved inside the dashboard's range from a node with a plain name to one named like a DaemonSet pod's (a "
-    "Karpenter node claim) is named, at every step, by the better kind of name the range gives it: its old node's. "
-    "Where another GPU took its index there, the choice of one GPU per node and index (named_gpus' slotted, 6faf4351) "
-    "meets the two under one name, the moved GPU's with no copy of that name within the look-back, and keeps the "
-    "other: 'GPUs reporting' reads 1 for 2 and 'Total power draw' 500 W for 800 for the rest of the range (800 W "
-    "before 6faf4351, the moved GPU's line then drawn under its old node's name)."))
 @pytest.mark.parametrize("title", ["GPUs reporting", "Total power draw"])
 def test_a_gpu_moved_to_a_node_named_like_a_pod_counts_beside_the_gpu_that_took_its_place(moved_to_pod_named_node,
                                                                                           title):
-    """GPU-A moved from n1 to gpu-x7k2p, GPU-B taking n1's index 0: from then on 2 GPUs, 800 W."""
+    """GPU-A moved from n1 to gpu-x7k2p, GPU-B taking n1's index 0: from then on 2 GPUs, 800 W. The range names GPU-A by
+    its old node at every step (a plain name outranks a pod-shaped one), and the choice of one GPU per node and index,
+    made among the GPUs' chosen names, met it there with GPU-B and dropped it: 1 GPU, 500 W."""
     prometheus, start = moved_to_pod_named_node
     truth = {"GPUs reporting": 2.0, "Total power draw": 800.0}[title]
     times = (ROLLOUT + 300, ROLLOUT + 900, SPAN)
     shown = {at: _shown(prometheus, start, title, at) for at in times}
     assert shown == {at: pytest.approx([truth]) for at in times}, shown
+
+
+def test_a_gpu_moved_to_a_node_named_like_a_pod_is_drawn_there_beside_the_gpu_that_took_its_place(
+        moved_to_pod_named_node):
+    """'Power draw' (a line per GPU): GPU-A under gpu-x7k2p, GPU-B under n1, from the move on."""
+    prometheus, start = moved_to_pod_named_node
+    times = (ROLLOUT + 300, ROLLOUT + 900, SPAN)
+    shown = {at: panel_at(prometheus, bundled_project(), bundled_panels()["Power draw"], start + at, SPAN)
+             for at in times}
+    assert shown == {at: {"gpu-x7k2p GPU 0": pytest.approx(300.0), "n1 GPU 0": pytest.approx(500.0)}
+                     for at in times}, shown
 
 
 def _reindexed(start: int, overlap: int, uuid: bool) -> str:
