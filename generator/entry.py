@@ -18,9 +18,11 @@ def run() -> None:
         gc.disable()
         from .dataclass_code import install
         from .regex_code import install as install_regex_code
+        from .sdk_code import install as install_sdk_code
 
         install_regex_code()  # before any module that compiles a pattern
         install()  # before any module that makes a dataclass
+        install_sdk_code()  # before the Grafana SDK is imported
         from .cli import run as command
 
         gc.freeze()  # what the imports made is never walked again (it lives until the process ends)

@@ -1,0 +1,101 @@
+"""The Grafana SDK's modules compiled with their annotations left as text, kept between runs of the command.
+
+grafana-foundation-sdk's model modules annotate every attribute and every argument of every method
+(`typing.Optional[common.DataSourceRef]`, `typing.Union[...]`, `typing.Literal[...]`): some 1,700 annotations in
+`common` and `dashboard` alone, each evaluated to a `typing` object as its class or function is made, at every
+`generate` that renders a Grafana dashboard: about a third of the CPU importing those two modules takes. Nothing
+reads them (neither the SDK's code nor gpudash's: no `__annotations__`, no `get_type_hints`), so the command compiles
+the SDK's modules as if each began with `from __future__ import annotations` (PEP 563: an annotation is kept as its
+text and evaluated by no one): the same classes, functions and values, without the annotations' objects.
+
+`install()` puts a finder first on `sys.meta_path` that gives the SDK's modules a loader compiling them so. Their code
+is kept beside gpudash's bytecode (`sdk-code.<tag>.marshal`, written as dataclass_code writes its file), each module's
+with the size and modification time of the source it was compiled from, as the interpreter keeps a module's bytecode
+with its source's: a changed or reinstalled SDK is compiled again, and a cache of another interpreter version, one
+that cannot be read or an entry of another shape is compiled again too. A module the path finder finds without its
+source (bytecode alone) is imported as before.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from importlib.machinery import PathFinder, SourceFileLoader
+
+from .dataclass_code import _FOLDER, _read, save
+
+_FILE = os.path.join(_FOLDER, f"sdk-code.{sys.implementation.cache_tag}.marshal")
+SDK = "grafana_foundation_sdk"
+_ANNOTATIONS = 0x1000000  # __future__.annotations.compiler_flag (CO_FUTURE_ANNOTATIONS)
+
+
+class _Finder:
+    """The path finder's spec of each of the SDK's modules, with a loader that compiles its source as above."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.codes: dict | None = None  # read at the first SDK module (most commands import none)
+        self.compiled = 0  # modules this run compiled (not held by the file)
+
+    def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith(SDK + ".") or path is None:
+            return None
+        spec = PathFinder.find_spec(fullname, path, target)
+        if spec is not None and type(spec.loader) is SourceFileLoader:
+            spec.loader = _Loader(self, spec.loader.name, spec.loader.path)
+        return spec
+
+    def code(self, fullname: str, source_path: str, key: tuple[int, int], read):
+        """The module's code: the one kept for its source's size and modification time (`key`), else compiled now
+        from its source (`read(source_path)`)."""
+        if self.codes is None:
+            self.codes = _read(self.path)
+        held = self.codes.get(fullname)
+        if type(held) is tuple and len(held) == 2 and held[0] == key and type(held[1]) is bytes:
+            try:
+                code = marshal.loads(held[1])
+            except Exception:  # noqa: BLE001 - a damaged entry is compiled again
+                code = None
+            if type(code) is _CODE:
+                return code
+        code = compile(read(source_path), source_path, "exec", flags=_ANNOTATIONS, dont_inherit=True)
+        self.codes[fullname] = (key, marshal.dumps(code))
+        self.compiled += 1
+        return code
+
+    def save(self) -> None:
+        """Write the codes when this run compiled a module it did not hold (best effort, as bytecode)."""
+        if self.compiled and self.codes is not None:
+            save(self.path, self.codes, set(self.codes))
+            self.compiled = 0
+
+
+_CODE = type(_Finder.save.__code__)
+
+
+class _Loader(SourceFileLoader):
+    def __init__(self, finder: _Finder, fullname: str, path: str) -> None:
+        super().__init__(fullname, path)
+        self.finder = finder
+
+    def get_code(self, fullname):
+        source_path = self.get_filename(fullname)
+        try:
+            stat = os.stat(source_path)
+        except OSError:
+            return super().get_code(fullname)
+        return self.finder.code(fullname, source_path, (stat.st_size, stat.st_mtime_ns), self.get_data)
+
+
+def install(path: str = _FILE) -> _Finder | None:
+    """Put the finder first on `sys.meta_path`, once per process; its codes are written at exit. None where it is
+    there already, or where an SDK module was imported before (the SDK would then be of two compilations)."""
+    import atexit
+
+    if SDK in sys.modules or any(isinstance(finder, _Finder) for finder in sys.meta_path):
+        return None
+    finder = _Finder(path)
+    sys.meta_path.insert(0, finder)
+    atexit.register(finder.save)
+    return finder
